@@ -1,0 +1,66 @@
+"""lldsched: an in-process task scheduler you can read, run and replay.
+
+The classic low-level-design case ("design a cron / task scheduler") built for
+real: a min-heap timer that waits on a Condition, a bounded worker pool, one-off,
+fixed-rate, fixed-delay and cron schedules, priorities, retries with capped
+exponential backoff and a dead letter, timeouts, pause / resume / cancel, a store
+every transition is written through, and listeners.  See ``README.md``.
+"""
+
+from lldsched.clock import Clock, FakeClock, SystemClock
+from lldsched.context import RunContext
+from lldsched.errors import (
+    LldschedError,
+    ScheduleError,
+    SchedulerStateError,
+    TaskNotFoundError,
+    ValidationError,
+)
+from lldsched.listeners import EventLog, TaskListener
+from lldsched.model import (
+    ExecutionRecord,
+    OverrunPolicy,
+    Priority,
+    Task,
+    TaskEvent,
+    TaskSnapshot,
+    TaskStatus,
+)
+from lldsched.retry import RetryPolicy
+from lldsched.scheduler import Scheduler
+from lldsched.schedules import CronSchedule, FixedDelay, FixedRate, OneTime, Schedule
+from lldsched.stores import InMemoryTaskStore, TaskStore
+from lldsched.task import ScheduledTask
+
+__all__ = [
+    "Clock",
+    "CronSchedule",
+    "EventLog",
+    "ExecutionRecord",
+    "FakeClock",
+    "FixedDelay",
+    "FixedRate",
+    "InMemoryTaskStore",
+    "LldschedError",
+    "OneTime",
+    "OverrunPolicy",
+    "Priority",
+    "RetryPolicy",
+    "RunContext",
+    "Schedule",
+    "ScheduleError",
+    "ScheduledTask",
+    "Scheduler",
+    "SchedulerStateError",
+    "SystemClock",
+    "Task",
+    "TaskEvent",
+    "TaskListener",
+    "TaskNotFoundError",
+    "TaskSnapshot",
+    "TaskStatus",
+    "TaskStore",
+    "ValidationError",
+]
+
+__version__ = "0.1.0"

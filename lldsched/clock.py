@@ -1,0 +1,130 @@
+"""Clocks: where the scheduler reads time and how its timer waits for it.
+
+A :class:`Clock` does two things: ``now()`` (float seconds since the epoch, UTC)
+and ``wait(condition, deadline)``, which blocks the timer thread on a
+``threading.Condition`` it already holds until ``deadline`` or a notify.  Putting
+the wait in the clock is what lets a :class:`FakeClock` drive a *running*
+threaded scheduler: its timer waits with no timeout, and ``advance``/``set``
+notify every condition that has waited on it, so a twelve-hour delay is tested in
+milliseconds and nothing in a test ever sleeps.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+from lldsched.errors import ValidationError
+
+__all__ = ["Clock", "FakeClock", "SystemClock", "to_timestamp"]
+
+
+def to_timestamp(value: float | int | datetime, *, name: str = "time") -> float:
+    """Epoch seconds from a number or an *aware* datetime (naive ones are ambiguous)."""
+    if isinstance(value, datetime):
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValidationError(
+                f"{name} must be timezone-aware (e.g. tzinfo=timezone.utc), got {value!r}"
+            )
+        return value.timestamp()
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValidationError(f"{name} must be epoch seconds or an aware datetime, got {value!r}")
+    number = float(value)
+    if number != number or number in (float("inf"), float("-inf")):
+        raise ValidationError(f"{name} must be finite, got {value!r}")
+    return number
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """The injected source of time."""
+
+    def now(self) -> float:
+        """Seconds since the epoch, UTC."""
+        ...
+
+    def wait(self, condition: threading.Condition, deadline: float | None) -> None:
+        """Block on ``condition`` (held by the caller) until ``deadline`` or a notify.
+
+        May return early or spuriously: callers re-test their predicate in a loop.
+        """
+        ...
+
+
+class SystemClock:
+    """Wall-clock time (``time.time``); the timer waits exactly the remaining delay."""
+
+    __slots__ = ()
+
+    def now(self) -> float:
+        return time.time()
+
+    def wait(self, condition: threading.Condition, deadline: float | None) -> None:
+        if deadline is None:
+            condition.wait()
+            return
+        remaining = deadline - time.time()
+        if remaining > 0:
+            condition.wait(remaining)
+
+    def __repr__(self) -> str:
+        return "SystemClock()"
+
+
+class FakeClock:
+    """A clock that moves only when told to: ``advance(seconds)`` or ``set(t)``.
+
+    Safe to use from several threads while a scheduler runs on it: a waiting timer
+    is woken by every change of time.  Time never goes backwards.
+    """
+
+    def __init__(self, start: float | datetime = 0.0) -> None:
+        # Guards _now and _waiters.  Never held while a waiter's condition is taken.
+        self._lock = threading.Lock()
+        self._now = to_timestamp(start, name="start")
+        self._waiters: weakref.WeakSet[threading.Condition] = weakref.WeakSet()
+
+    def now(self) -> float:
+        return self._now
+
+    def wait(self, condition: threading.Condition, deadline: float | None) -> None:
+        # The caller holds `condition`, so a concurrent advance() blocks on it in
+        # _notify_all until this thread is parked in condition.wait(): no lost wake-up.
+        with self._lock:
+            self._waiters.add(condition)
+            if deadline is not None and deadline <= self._now:
+                return
+        condition.wait()
+
+    def advance(self, seconds: float) -> float:
+        """Move time forward by ``seconds`` (>= 0) and wake waiting timers; returns now."""
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds >= 0:
+            raise ValidationError(f"advance() takes seconds >= 0, got {seconds!r}")
+        with self._lock:
+            self._now += float(seconds)
+            now = self._now
+        self._notify_all()
+        return now
+
+    def set(self, when: float | datetime) -> float:
+        """Jump to ``when`` (not before now) and wake waiting timers; returns now."""
+        target = to_timestamp(when, name="when")
+        with self._lock:
+            if target < self._now:
+                raise ValidationError(f"FakeClock cannot go back from {self._now!r} to {target!r}")
+            self._now = target
+        self._notify_all()
+        return target
+
+    def _notify_all(self) -> None:
+        with self._lock:
+            waiters = list(self._waiters)
+        for condition in waiters:
+            with condition:
+                condition.notify_all()
+
+    def __repr__(self) -> str:
+        return f"FakeClock(now={self._now!r})"

@@ -1,0 +1,61 @@
+"""RunContext: what a running task can know about its own run, and its cancel flag.
+
+Python cannot stop a thread from the outside, so lldsched never tries to.  A
+timeout is *detected*: a run that outlasts its budget is recorded ``timed_out``
+and goes down the retry path when it returns.  What can be stopped is code that
+cooperates: an action that declares a parameter named ``ctx`` is called with a
+:class:`RunContext`, whose flag is raised when the run's budget runs out or its
+task is cancelled.  A loop that checks ``ctx.cancelled`` (or waits with
+``ctx.wait(seconds)`` instead of ``time.sleep``) stops promptly; a blocking call
+that does not look at the flag (a C extension, a socket without a timeout)
+runs to its end, and the scheduler's worker stays busy until it does.
+"""
+
+from __future__ import annotations
+
+import threading
+
+__all__ = ["RunContext"]
+
+
+class RunContext:
+    """One attempt of one task, as seen by the action that runs it."""
+
+    __slots__ = ("_flag", "_reason", "attempt", "due", "name", "task_id", "worker")
+
+    def __init__(self, task_id: str, name: str, attempt: int, due: float, worker: int) -> None:
+        self.task_id = task_id
+        self.name = name
+        self.attempt = attempt
+        self.due = due
+        self.worker = worker
+        self._flag = threading.Event()
+        self._reason: str | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the run's budget ran out or its task was cancelled."""
+        return self._flag.is_set()
+
+    @property
+    def reason(self) -> str | None:
+        """Why the flag was raised: ``"timeout"`` or ``"cancelled"`` (``None`` while clear)."""
+        return self._reason
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Sleep up to ``timeout`` seconds (real time), returning early if cancelled.
+
+        Returns True when the flag is raised: the cooperative replacement for
+        ``time.sleep`` inside an action.
+        """
+        return self._flag.wait(timeout)
+
+    def cancel(self, reason: str) -> None:
+        """Raise the flag (the runtimes call this; the first reason is kept)."""
+        if self._reason is None:
+            self._reason = reason
+        self._flag.set()
+
+    def __repr__(self) -> str:
+        state = f"cancelled={self._reason!r}" if self.cancelled else "running"
+        return f"<RunContext {self.task_id} attempt {self.attempt} on worker {self.worker}: {state}>"

@@ -1,0 +1,474 @@
+"""The core state machine: the registry of tasks and every transition between statuses.
+
+This module is the scheduler's bookkeeping and nothing else.  It never sleeps,
+never starts a thread and never takes a lock: the threaded runtime holds its one
+lock around every call in here, and the simulation, single-threaded, takes none.
+Both runtimes drive this same code, so retry, reschedule, overrun, pause and
+dead-letter behaviour exist exactly once.
+
+What a runtime gives it:
+
+* a :class:`DueQueue`: ``push(entry)`` whenever a task gets a due instant, and
+  ``discard(task)`` when a task's queued entry becomes a tombstone;
+* a clock (for the instants of events and of pause/resume), an id generator, a
+  seeded random generator (retry jitter);
+* optionally a :class:`~lldsched.stores.base.TaskStore` and an ``emit`` callable.
+  With neither, no snapshot and no event object is ever built: the registry
+  already holds the state.
+
+What a runtime does with it: pops due entries, calls :meth:`SchedulerCore.begin`
+(which rejects stale entries by generation), runs the attempt (:meth:`Run.invoke`
+or a simulated duration), and reports the outcome to :meth:`SchedulerCore.finish`.
+
+Lifecycle (DESIGN section 1)::
+
+    SCHEDULED -> RUNNING            due, a worker picks it up
+    RUNNING   -> SCHEDULED          ok, and the schedule has a next run (attempt reset)
+    RUNNING   -> SUCCEEDED          ok, and the schedule has no next run
+    RUNNING   -> RETRYING           failed or timed out, attempts remain (attempt kept)
+    RETRYING  -> RUNNING            backoff elapsed
+    RUNNING   -> FAILED             attempts exhausted: the id goes to the dead letter
+    SCHEDULED|RETRYING|RUNNING -> PAUSED      resume returns it where it was
+    SCHEDULED|RETRYING|RUNNING|PAUSED -> CANCELLED
+    FAILED    -> SCHEDULED          redrive, with a fresh attempt counter
+
+A task paused or cancelled mid-run keeps that status when its run finishes: the
+record is kept and nothing is queued after it.  A task paused mid-run whose run
+*ends* the task (no next run, or retries exhausted) still reaches SUCCEEDED or
+FAILED: pausing hides no outcome.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import logging
+import math
+import random
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from lldsched.clock import Clock
+from lldsched.context import RunContext
+from lldsched.errors import ScheduleError, TaskNotFoundError, ValidationError
+from lldsched.ids import IdGenerator, sequential_ids
+from lldsched.model import (
+    ExecutionRecord,
+    Priority,
+    Task,
+    TaskEvent,
+    TaskSnapshot,
+    TaskStatus,
+)
+from lldsched.retry import RetryPolicy
+from lldsched.schedules.base import Schedule
+from lldsched.stores.base import TaskStore
+from lldsched.task import Entry, ScheduledTask
+
+__all__ = ["DueQueue", "Run", "SchedulerCore", "error_text"]
+
+log = logging.getLogger("lldsched")
+
+SCHEDULED = TaskStatus.SCHEDULED
+RUNNING = TaskStatus.RUNNING
+RETRYING = TaskStatus.RETRYING
+PAUSED = TaskStatus.PAUSED
+SUCCEEDED = TaskStatus.SUCCEEDED
+FAILED = TaskStatus.FAILED
+CANCELLED = TaskStatus.CANCELLED
+_RUNNABLE = (SCHEDULED, RETRYING)
+_DEFAULT_RETRY = RetryPolicy()
+
+
+class DueQueue(Protocol):
+    """Where the core puts tasks that have a due instant (the runtime's heap)."""
+
+    def push(self, entry: Entry) -> None:
+        """Queue ``entry``; the runtime pops it when its due instant comes."""
+        ...
+
+    def discard(self, task: ScheduledTask) -> None:
+        """``task``'s queued entry, if one is queued, is a tombstone from now on."""
+        ...
+
+
+def error_text(exc: BaseException) -> str:
+    """``"Type: message"``, the form records and events carry."""
+    message = str(exc)
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def _wants_context(action: Callable[..., Any]) -> bool:
+    """True when ``action`` declares a parameter named ``ctx``."""
+    function = getattr(action, "__func__", action)
+    code = getattr(function, "__code__", None)
+    if code is not None:  # plain functions and methods: no inspect.signature on the hot path
+        names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+        return "ctx" in names
+    try:
+        parameters = inspect.signature(action).parameters
+    except (TypeError, ValueError):  # builtins without a signature
+        return False
+    return "ctx" in parameters
+
+
+class Run:
+    """One attempt in flight: what the runtime needs to run it and report it."""
+
+    __slots__ = ("attempt", "context", "due", "slot", "task", "worker")
+
+    def __init__(
+        self,
+        task: ScheduledTask,
+        attempt: int,
+        due: float,
+        slot: float,
+        worker: int,
+        context: RunContext | None,
+    ) -> None:
+        self.task = task
+        self.attempt = attempt
+        self.due = due
+        self.slot = slot
+        self.worker = worker
+        self.context = context
+
+    def invoke(self) -> str | None:
+        """Call the task's action; return its error text, or ``None`` when it returned.
+
+        ``Exception``s become data; other ``BaseException``s (KeyboardInterrupt,
+        SystemExit) propagate, as they should.
+        """
+        definition = self.task.task
+        action = definition.action
+        if action is None:
+            return None
+        try:
+            if self.context is not None:
+                action(*definition.args, ctx=self.context, **(definition.kwargs or {}))
+            elif definition.kwargs:
+                action(*definition.args, **definition.kwargs)
+            else:
+                action(*definition.args)
+        except Exception as exc:
+            return error_text(exc)
+        return None
+
+
+class SchedulerCore:
+    """The registry and the transitions.  Not thread-safe: its runtime serialises calls."""
+
+    def __init__(
+        self,
+        *,
+        clock: Clock,
+        queue: DueQueue,
+        ids: IdGenerator | None = None,
+        store: TaskStore | None = None,
+        emit: Callable[[TaskEvent], None] | None = None,
+        rng: random.Random | None = None,
+        history_limit: int | None = 1000,
+    ) -> None:
+        if history_limit is not None and (
+            isinstance(history_limit, bool) or not isinstance(history_limit, int) or history_limit < 0
+        ):
+            raise ValidationError(f"history_limit must be an int >= 0 or None, got {history_limit!r}")
+        self.clock = clock
+        self.tasks: dict[str, ScheduledTask] = {}
+        self._queue = queue
+        self._ids = ids or sequential_ids()
+        self._store = store
+        self._emit = emit
+        self._rng = rng or random.Random()
+        self._history_limit = history_limit
+        self._dead: dict[str, None] = {}  # an ordered set of dead-lettered ids
+        self._sequence = itertools.count()  # heap tie-breaker: arrival order
+
+    # -- registration --------------------------------------------------------------
+
+    def add(
+        self,
+        name: str,
+        action: Callable[..., Any] | None,
+        schedule: Schedule,
+        *,
+        priority: Priority | int = Priority.NORMAL,
+        retry: RetryPolicy | None = None,
+        timeout: float | None = None,
+        args: tuple[Any, ...] | list[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        action_required: bool = True,
+    ) -> ScheduledTask:
+        """Validate, register and queue a task; nothing is registered if anything is wrong."""
+        if not isinstance(name, str) or not name.strip():
+            raise ValidationError(f"task name must be a non-empty string, got {name!r}")
+        if action is None:
+            if action_required:
+                raise ValidationError(f"task {name!r}: action must be callable, got None")
+        elif not callable(action):
+            raise ValidationError(f"task {name!r}: action must be callable, got {action!r}")
+        if not (callable(getattr(schedule, "first_run", None)) and callable(getattr(schedule, "next_run", None))):
+            raise ValidationError(
+                f"task {name!r}: schedule must provide first_run() and next_run(), got {schedule!r}"
+            )
+        priority = _priority(name, priority)
+        if retry is None:
+            retry = _DEFAULT_RETRY
+        elif not isinstance(retry, RetryPolicy):
+            raise ValidationError(f"task {name!r}: retry must be a RetryPolicy, got {retry!r}")
+        if timeout is not None:
+            if (
+                isinstance(timeout, bool)
+                or not isinstance(timeout, int | float)
+                or math.isnan(timeout)
+                or timeout <= 0
+            ):
+                raise ValidationError(f"task {name!r}: timeout must be seconds > 0, got {timeout!r}")
+            timeout = float(timeout)
+        if not isinstance(args, tuple | list):
+            raise ValidationError(f"task {name!r}: args must be a tuple, got {args!r}")
+        if kwargs is not None and (
+            not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs)
+        ):
+            raise ValidationError(f"task {name!r}: kwargs must map str to values, got {kwargs!r}")
+        now = self.clock.now()
+        first = schedule.first_run(now)
+        if first is None:
+            raise ScheduleError(f"task {name!r}: {schedule!r} never fires after {now!r}")
+
+        task_id = self._ids()
+        if task_id in self.tasks:
+            raise ValidationError(f"id generator returned {task_id!r}, which is already registered")
+        definition = Task(task_id, name, action, schedule, priority, retry, timeout, tuple(args), kwargs)
+        task = ScheduledTask(definition, action is not None and _wants_context(action))
+        task._slot = first
+        task.next_run_at = first
+        if self._store is not None:  # written through before it exists: a failed save registers nothing
+            self._store.save(self._snapshot(task))
+        self.tasks[task_id] = task
+        self._enqueue(task, first)
+        if self._emit is not None:
+            self._emit(TaskEvent(task_id, name, None, SCHEDULED, now))
+        return task
+
+    def get(self, task_id: str) -> ScheduledTask:
+        """The task registered under ``task_id``, or :class:`TaskNotFoundError`."""
+        try:
+            return self.tasks[task_id]
+        except (KeyError, TypeError):
+            raise TaskNotFoundError(f"no task with id {task_id!r}") from None
+
+    def dead_letter(self) -> list[str]:
+        """Ids of FAILED tasks, in the order they failed."""
+        return list(self._dead)
+
+    # -- running -----------------------------------------------------------------------
+
+    def begin(self, entry: Entry, worker: int) -> Run | None:
+        """Start the attempt ``entry`` stands for, or return None for a tombstone."""
+        task = entry[4]
+        if entry[3] != task.generation or task.status not in _RUNNABLE:
+            return None
+        previous = task.status
+        task.status = RUNNING
+        attempt = task.attempt = task.attempt + 1
+        context = None
+        if task._pass_context:
+            context = RunContext(task.task.id, task.task.name, attempt, entry[0], worker)
+        run = task._run = Run(task, attempt, entry[0], task._slot, worker, context)
+        if self._store is not None or self._emit is not None:
+            self._changed(task, previous)
+        return run
+
+    def finish(self, run: Run, started: float, finished: float, error: str | None) -> ExecutionRecord:
+        """Record the attempt and move its task on: reschedule, retry, succeed or fail."""
+        task = run.task
+        definition = task.task
+        timeout = definition.timeout
+        timed_out = timeout is not None and finished - started > timeout
+        ok = error is None and not timed_out
+        if timed_out and error is None:
+            error = f"TimeoutError: ran {finished - started:.6g} s, over its {timeout:g} s budget"
+        record = ExecutionRecord(
+            definition.id, definition.name, run.attempt, run.due, run.slot, run.worker,
+            started, finished, ok, error, timed_out,
+        )  # fmt: skip
+        self._remember(task, record)
+        task._run = None
+        if not ok:
+            task.failure_count += 1
+            task.last_error = error
+
+        # What the run leads to, whatever the task's status is now.
+        due: float | None = None
+        if ok:
+            outcome = SCHEDULED
+            try:
+                due = definition.schedule.next_run(record, finished)
+            except Exception as exc:  # a broken schedule is the library user's bug: fail loudly
+                log.exception("task %s: %r.next_run raised", definition.id, definition.schedule)
+                outcome, task.last_error = FAILED, f"ScheduleError: {error_text(exc)}"
+            else:
+                if due is None:
+                    outcome = SUCCEEDED
+        elif definition.retry.allows_retry(run.attempt):
+            outcome = RETRYING
+            due = finished + definition.retry.backoff(run.attempt, self._rng)
+        else:
+            outcome = FAILED
+
+        previous = task.status
+        if previous is RUNNING or (previous is PAUSED and outcome in (SUCCEEDED, FAILED)):
+            task.status = outcome
+            if outcome is SCHEDULED:
+                assert due is not None
+                task._slot = due
+                task.attempt = 0
+                self._enqueue(task, due)
+            elif outcome is RETRYING:
+                assert due is not None
+                self._enqueue(task, due)
+            else:
+                task.next_run_at = None
+                if outcome is FAILED:
+                    self._dead[definition.id] = None
+        elif previous is PAUSED:  # paused mid-run: remember where resume() goes
+            task._resume_to = outcome
+            task.next_run_at = due
+            if outcome is SCHEDULED:
+                assert due is not None
+                task._slot = due
+                task.attempt = 0
+        # CANCELLED mid-run: the record is kept and nothing follows.
+        if self._store is not None or self._emit is not None:
+            self._changed(task, previous, record)
+        return record
+
+    # -- control -------------------------------------------------------------------------
+
+    def pause(self, task_id: str) -> bool:
+        """Hold a live task where it is; True if it was paused by this call."""
+        task = self.get(task_id)
+        previous = task.status
+        if previous in _RUNNABLE:
+            self._queue.discard(task)
+            task.generation += 1
+            task._resume_to = previous
+        elif previous is not RUNNING:
+            return False
+        task.status = PAUSED
+        self._changed(task, previous)
+        return True
+
+    def resume(self, task_id: str) -> bool:
+        """Return a PAUSED task to where it was; a slot it slept through runs at once."""
+        task = self.get(task_id)
+        if task.status is not PAUSED:
+            return False
+        if task._run is not None:  # paused and resumed while its run was still going
+            task.status = RUNNING
+        else:
+            assert task.next_run_at is not None
+            due = max(task.next_run_at, self.clock.now())
+            task.status = task._resume_to
+            if task.status is SCHEDULED:
+                task._slot = due  # a fixed-rate grid re-anchors at the resumed run
+            self._enqueue(task, due)
+        self._changed(task, PAUSED)
+        return True
+
+    def cancel(self, task_id: str) -> bool:
+        """Stop every future run; a run in flight finishes (its flag is raised)."""
+        task = self.get(task_id)
+        previous = task.status
+        if previous.is_terminal:
+            return False
+        if previous in _RUNNABLE:
+            self._queue.discard(task)
+        task.generation += 1
+        run = task._run
+        if run is not None and run.context is not None:
+            run.context.cancel("cancelled")
+        task.status = CANCELLED
+        task.next_run_at = None
+        self._changed(task, previous)
+        return True
+
+    def redrive(self, task_id: str) -> bool:
+        """Put a FAILED (dead-lettered) task back, due now, with a fresh attempt counter."""
+        task = self.get(task_id)
+        if task.status is not FAILED:
+            return False
+        del self._dead[task_id]
+        now = self.clock.now()
+        task.status = SCHEDULED
+        task.attempt = 0
+        task._slot = now
+        self._enqueue(task, now)
+        self._changed(task, FAILED)
+        return True
+
+    def remove(self, task_id: str) -> ScheduledTask:
+        """Cancel the task if it is live, then forget it here and in the store."""
+        task = self.get(task_id)
+        self.cancel(task_id)
+        del self.tasks[task_id]
+        self._dead.pop(task_id, None)
+        if self._store is not None:
+            try:
+                self._store.delete(task_id)
+            except Exception:
+                log.exception("store %r failed to delete %s", self._store, task_id)
+        return task
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _enqueue(self, task: ScheduledTask, due: float) -> None:
+        task.generation += 1
+        task.next_run_at = due
+        self._queue.push((due, task.task.priority, next(self._sequence), task.generation, task))
+
+    def _remember(self, task: ScheduledTask, record: ExecutionRecord) -> None:
+        task.run_count += 1
+        limit = self._history_limit
+        if limit == 0:
+            return
+        history = task._history
+        if history is None:
+            history = task._history = deque(maxlen=limit)
+        history.append(record)
+
+    @staticmethod
+    def _snapshot(task: ScheduledTask) -> TaskSnapshot:
+        return TaskSnapshot(
+            task.task, task.status, task.next_run_at, task.attempt,
+            task.run_count, task.failure_count, task.last_error,
+        )  # fmt: skip
+
+    def _changed(
+        self, task: ScheduledTask, previous: TaskStatus, record: ExecutionRecord | None = None
+    ) -> None:
+        """Write the transition through the store and publish it."""
+        if self._store is not None:
+            try:
+                self._store.save(self._snapshot(task), record)
+            except Exception:  # the registry stays authoritative; the store is told next time
+                log.exception("store %r failed to save %s", self._store, task.task.id)
+        if self._emit is not None:
+            self._emit(
+                TaskEvent(task.task.id, task.task.name, previous, task.status, self.clock.now(), record)
+            )
+
+
+def _priority(name: str, value: Priority | int) -> Priority:
+    if isinstance(value, Priority):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return Priority(value)
+        except ValueError:
+            pass
+    raise ValidationError(
+        f"task {name!r}: priority must be a Priority (HIGH, NORMAL, LOW), got {value!r}"
+    )

@@ -1,0 +1,40 @@
+"""The package's exceptions: one base, a subclass per kind of mistake.
+
+Every error the library raises on purpose derives from :class:`LldschedError`, so
+``except LldschedError`` catches all of them.  Each also derives from the builtin
+that fits (``ValueError``, ``LookupError``, ``RuntimeError``), so code that does
+not know this package still handles them sensibly.  Messages quote the bad value.
+
+Failures of *user* code (a task that raises) are never raised from here: they
+become data in an :class:`~lldsched.model.ExecutionRecord`.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "LldschedError",
+    "ScheduleError",
+    "SchedulerStateError",
+    "TaskNotFoundError",
+    "ValidationError",
+]
+
+
+class LldschedError(Exception):
+    """Base of every error lldsched raises on purpose."""
+
+
+class ValidationError(LldschedError, ValueError):
+    """An argument is malformed: raised at construction, never on the first tick."""
+
+
+class ScheduleError(ValidationError):
+    """A schedule cannot be built as given (a bad period, cron text, instant...)."""
+
+
+class TaskNotFoundError(LldschedError, LookupError):
+    """No task is registered under the given id."""
+
+
+class SchedulerStateError(LldschedError, RuntimeError):
+    """The scheduler cannot do that now (not started, already shut down, ...)."""

@@ -1,0 +1,163 @@
+"""The scheduler's vocabulary: statuses, priorities, overrun policy, records, events.
+
+These are plain values shared by the core state machine, both runtimes, the
+stores and the views.  Records and events are ``NamedTuple``s: immutable, cheap to
+build on the hot path (one per run), and easy to turn into columns.
+
+Times are float seconds since the epoch (UTC) everywhere inside the library; the
+frames and plots turn them into timezone-aware datetimes.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from lldsched.retry import RetryPolicy
+    from lldsched.schedules.base import Schedule
+
+__all__ = [
+    "ExecutionRecord",
+    "OverrunPolicy",
+    "Priority",
+    "Task",
+    "TaskEvent",
+    "TaskSnapshot",
+    "TaskStatus",
+]
+
+
+class TaskStatus(enum.Enum):
+    """Where a task is in its lifecycle (see DESIGN section 1).
+
+    ``SCHEDULED -> RUNNING -> SCHEDULED | SUCCEEDED | RETRYING | FAILED``;
+    ``RETRYING -> RUNNING``; any live status ``-> PAUSED | CANCELLED``.
+    RETRYING is separate from SCHEDULED on purpose: a retry keeps the attempt
+    counter, a normal reschedule resets it.
+    """
+
+    SCHEDULED = "scheduled"
+    RUNNING = "running"
+    RETRYING = "retrying"
+    PAUSED = "paused"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def is_terminal(self) -> bool:
+        """SUCCEEDED, FAILED and CANCELLED: nothing runs after these (FAILED until redrive)."""
+        return self in _TERMINAL
+
+    def __repr__(self) -> str:
+        return f"TaskStatus.{self.name}"
+
+
+_TERMINAL = frozenset({TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.CANCELLED})
+
+
+class Priority(enum.IntEnum):
+    """Breaks ties between tasks due at the same instant: lower sorts first."""
+
+    HIGH = 0
+    NORMAL = 1
+    LOW = 2
+
+
+class OverrunPolicy(enum.Enum):
+    """What a fixed-rate task does when a run outlasts its period.
+
+    SKIP: the next run is the first slot of the grid not before the run's finish.
+    CATCH_UP: every missed slot runs, one after another, starting at once.
+    """
+
+    SKIP = "skip"
+    CATCH_UP = "catch_up"
+
+
+class Task(NamedTuple):
+    """The definition of a task (the *Command*): what runs, when, and how it fails.
+
+    Immutable: the queue, the pool and the stores move it around without knowing
+    what it does.  Its live state is in :class:`~lldsched.task.ScheduledTask`.
+    """
+
+    id: str
+    name: str
+    action: Callable[..., Any] | None
+    schedule: Schedule
+    priority: Priority
+    retry: RetryPolicy
+    timeout: float | None
+    args: tuple[Any, ...] = ()
+    kwargs: Mapping[str, Any] | None = None
+
+
+class ExecutionRecord(NamedTuple):
+    """One attempt of one task: the unit of history, frames and plots.
+
+    ``due`` is the instant the attempt was due (a retry's due is its failed
+    predecessor's finish plus backoff); ``slot`` is the schedule slot the attempt
+    belongs to (equal to ``due`` for first attempts).  ``worker`` is the index of
+    the worker that ran it.  ``error`` is ``"Type: message"`` or ``None``.
+    """
+
+    task_id: str
+    name: str
+    attempt: int
+    due: float
+    slot: float
+    worker: int
+    started: float
+    finished: float
+    ok: bool
+    error: str | None = None
+    timed_out: bool = False
+
+    @property
+    def duration(self) -> float:
+        """Seconds from start to finish."""
+        return self.finished - self.started
+
+    @property
+    def lateness(self) -> float:
+        """Seconds from due to start: dispatch latency, or a wait for a free worker."""
+        return self.started - self.due
+
+    @property
+    def outcome(self) -> str:
+        """``"ok"``, ``"failed"`` or ``"timed_out"``."""
+        if self.timed_out:
+            return "timed_out"
+        return "ok" if self.ok else "failed"
+
+
+class TaskEvent(NamedTuple):
+    """A status change of one task, published to listeners after the fact.
+
+    ``previous`` is ``None`` for a registration.  A finished run carries its
+    ``record``; a run that finishes after its task was paused or cancelled is
+    published with ``previous == status`` and the record attached.
+    """
+
+    task_id: str
+    name: str
+    previous: TaskStatus | None
+    status: TaskStatus
+    at: float
+    record: ExecutionRecord | None = None
+
+
+class TaskSnapshot(NamedTuple):
+    """What a :class:`~lldsched.stores.base.TaskStore` is given at every transition."""
+
+    task: Task
+    status: TaskStatus
+    next_run_at: float | None
+    attempt: int
+    run_count: int
+    failure_count: int
+    last_error: str | None

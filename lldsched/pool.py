@@ -1,0 +1,173 @@
+"""WorkerPool: a fixed set of worker threads fed through a bounded hand-off queue.
+
+The timer is the producer, the workers are the consumers, and the queue between
+them is *bounded*: when it is full the timer stops taking entries off the heap
+(backpressure), so entries that wait keep their heap order until a slot frees.
+
+The pool runs under its owner's lock, the same lock that guards the scheduler's
+state machine, so that taking an item, starting it and settling it costs one
+acquisition per item.  Each item goes through three callbacks:
+
+* ``prepare(item, worker)`` under the lock: returns a job, or None to skip the
+  item (the scheduler drops tombstones here);
+* ``execute(job)`` *without* the lock: the user's code runs here;
+* ``complete(job, result)`` under the lock: the outcome is recorded.  It may
+  re-raise a ``BaseException`` that ``execute`` caught (KeyboardInterrupt,
+  SystemExit), which then ends that worker thread after the run is recorded.
+
+Shutdown follows ``concurrent.futures.thread``: close, then put one sentinel per
+worker behind what is queued (``drain=True``) or instead of it (``drain=False``,
+and the dropped items are returned), then join.  A run in flight always
+finishes: Python cannot stop a thread.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Generic, TypeVar
+
+from lldsched.errors import SchedulerStateError, ValidationError
+
+__all__ = ["WorkerPool"]
+
+log = logging.getLogger("lldsched")
+T = TypeVar("T")  # an item queued by the producer
+J = TypeVar("J")  # a job prepared from it
+R = TypeVar("R")  # what executing the job returned
+_SENTINEL = object()
+
+
+class WorkerPool(Generic[T, J, R]):
+    """``workers`` threads that prepare, execute and complete each submitted item."""
+
+    def __init__(
+        self,
+        workers: int,
+        *,
+        prepare: Callable[[T, int], J | None],
+        execute: Callable[[J], R],
+        complete: Callable[[J, R], None],
+        lock: threading.Lock | None = None,
+        capacity: int | None = None,
+        on_room: Callable[[], None] | None = None,
+        name: str = "lldsched-worker",
+    ) -> None:
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise ValidationError(f"workers must be an int >= 1, got {workers!r}")
+        capacity = 16 * workers if capacity is None else capacity
+        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
+            raise ValidationError(f"hand-off capacity must be an int >= 1, got {capacity!r}")
+        self.workers = workers
+        self.capacity = capacity
+        self._low_water = capacity // 2
+        self._prepare = prepare
+        self._execute = execute
+        self._complete = complete
+        self._on_room = on_room
+        self._name = name
+        # The owner's lock: guards _items and _closed (and, for the scheduler, all
+        # of its state).  _not_empty is notified when items are queued and at
+        # shutdown; workers are its only waiters.  Released around execute().
+        self._lock = lock if lock is not None else threading.Lock()
+        self._not_empty = threading.Condition(self._lock)
+        self._items: collections.deque[object] = collections.deque()
+        self._closed = False
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        for index in range(self.workers):
+            thread = threading.Thread(
+                target=self._work, args=(index,), name=f"{self._name}-{index}", daemon=True
+            )
+            self._threads.append(thread)
+            thread.start()
+
+    @property
+    def room(self) -> int:
+        """Free places in the hand-off queue (0 once shut down).  Caller holds the lock."""
+        return 0 if self._closed else self.capacity - len(self._items)
+
+    @property
+    def queued(self) -> int:
+        """Items waiting for a worker.  Caller holds the lock."""
+        return len(self._items)
+
+    def put(self, items: Iterable[T]) -> None:
+        """Queue ``items`` (caller holds the lock and has checked :attr:`room`).
+
+        Raises :class:`SchedulerStateError` once the pool is shut down.
+        """
+        if self._closed:
+            raise SchedulerStateError("the worker pool is shut down and takes no work")
+        before = len(self._items)
+        self._items.extend(items)
+        self._not_empty.notify(len(self._items) - before)
+
+    def shutdown(self, drain: bool = True, timeout: float | None = None) -> list[T]:
+        """Stop taking work, finish (``drain``) or drop what is queued, join the workers.
+
+        Returns the items dropped.  Idempotent.  With a ``timeout``, returns when it
+        runs out even if a worker is still busy with a long run.  Caller must not
+        hold the lock.
+        """
+        dropped: list[T] = []
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                if not drain:
+                    dropped = list(self._items)  # type: ignore[arg-type]
+                    self._items.clear()
+                self._items.extend([_SENTINEL] * len(self._threads))
+                self._not_empty.notify_all()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for thread in self._threads:
+            if thread is threading.current_thread():
+                continue
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            thread.join(remaining)
+        return dropped
+
+    @property
+    def alive(self) -> int:
+        """How many worker threads are running."""
+        return sum(thread.is_alive() for thread in self._threads)
+
+    def _work(self, index: int) -> None:
+        lock = self._lock
+        items = self._items
+        not_empty = self._not_empty
+        prepare, execute, complete = self._prepare, self._execute, self._complete
+        low_water = self._low_water
+        on_room = self._on_room
+        lock.acquire()
+        try:
+            while True:
+                while not items:
+                    not_empty.wait()
+                item = items.popleft()
+                if item is _SENTINEL:
+                    return
+                if on_room is not None and len(items) == low_water:
+                    on_room()  # wake the producer once per half-emptied queue, not per item
+                try:
+                    job = prepare(item, index)  # type: ignore[arg-type]
+                    if job is None:
+                        continue
+                except Exception:
+                    log.exception("worker %d: could not start %r", index, item)
+                    continue
+                lock.release()
+                try:
+                    result = execute(job)
+                finally:
+                    lock.acquire()
+                try:
+                    complete(job, result)
+                except Exception:  # complete() records user failures itself: this is our bug
+                    log.exception("worker %d: could not settle %r", index, job)
+        finally:
+            lock.release()

@@ -1,0 +1,403 @@
+"""Scheduler: the threaded runtime around the core state machine.
+
+Three kinds of thread share one lock:
+
+* the **timer** waits on a ``Condition`` exactly until the head of the heap is
+  due (``Clock.wait``), pops every due entry that fits in the hand-off queue,
+  and submits them to the pool.  Nothing polls: a push that makes a new head
+  notifies the condition, so a task due sooner than the one the timer is parked
+  on re-arms it at once;
+* the **workers** (:class:`~lldsched.pool.WorkerPool`) take entries from the
+  bounded hand-off queue, ask the core to begin them (stale entries are dropped
+  there, by generation), run the action *without* the lock, and report back;
+* the **event dispatcher** delivers events to listeners, off the hot path.
+
+Shutdown stops timing first (the timer is woken and joined, so nothing new is
+submitted), then drains or drops the hand-off queue and joins the workers, then
+delivers the events left.  It is idempotent, and final.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from types import TracebackType
+from typing import Any
+
+from lldsched.clock import Clock, SystemClock
+from lldsched.context import RunContext
+from lldsched.core import Run, SchedulerCore, error_text
+from lldsched.errors import SchedulerStateError
+from lldsched.ids import IdGenerator
+from lldsched.listeners import EventDispatcher, Listener
+from lldsched.model import Priority
+from lldsched.pool import WorkerPool
+from lldsched.retry import RetryPolicy
+from lldsched.schedules.base import Schedule
+from lldsched.stores.base import TaskStore
+from lldsched.task import Entry, ScheduledTask
+from lldsched.taskqueue import QueueStats, TaskQueue
+
+__all__ = ["Scheduler"]
+
+log = logging.getLogger("lldsched")
+
+_NEW, _RUNNING, _STOPPED = "new", "running", "stopped"
+
+_Outcome = tuple[float, float, "str | None", "BaseException | None"]
+"""What running an attempt produced: started, finished, error text, escaped exception."""
+
+
+class Scheduler:
+    """An in-process task scheduler: a heap-and-Condition timer and a bounded worker pool.
+
+    ``clock``, ``store``, ``listeners`` and ``ids`` are injected; ``handoff`` bounds
+    the queue between the timer and the workers (default: 16 per worker);
+    ``history_limit`` bounds each task's in-memory history (``None``: unbounded);
+    ``seed`` seeds retry jitter.
+    """
+
+    def __init__(
+        self,
+        workers: int = 4,
+        clock: Clock | None = None,
+        store: TaskStore | None = None,
+        listeners: Iterable[Listener] = (),
+        *,
+        ids: IdGenerator | None = None,
+        handoff: int | None = None,
+        history_limit: int | None = 1000,
+        listener_backlog: int = 10_000,
+        seed: int | None = None,
+    ) -> None:
+        self._dispatcher = EventDispatcher(listener_backlog)
+        listeners = list(listeners)
+        for listener in listeners:
+            self._dispatcher.add(listener)
+        self._clock: Clock = clock if clock is not None else SystemClock()
+        # The scheduler's one lock.  It guards the core state machine (registry,
+        # statuses, dead letter), the heap, the deadline heap, the pool's hand-off
+        # queue, _in_flight, _state and _idle_waiters.  Three conditions share it:
+        # the queue's (the timer waits on it; notified by a push that makes a new
+        # head, by a new earliest deadline, by a worker that half-emptied the
+        # hand-off queue, by a clock change and by shutdown), the pool's (workers
+        # wait for items) and _idle (wait_idle() waits for the last run in flight
+        # to settle).  Lock order: this lock, then the dispatcher's or the store's.
+        # Never held while an action or a listener runs.
+        self._lock = threading.Lock()
+        self._queue = TaskQueue(self._lock)
+        self._pool: WorkerPool[Entry, Run, _Outcome] = WorkerPool(
+            workers,
+            prepare=self._prepare,
+            execute=self._execute,
+            complete=self._complete,
+            lock=self._lock,
+            capacity=handoff,
+            on_room=self._queue.cond.notify_all,
+        )
+        self._idle = threading.Condition(self._lock)
+        self._core = SchedulerCore(
+            clock=self._clock,
+            queue=self._queue,
+            ids=ids,
+            store=store,
+            emit=self._dispatcher.publish if listeners else None,
+            rng=random.Random(seed),
+            history_limit=history_limit,
+        )
+        self._deadlines: list[tuple[float, int, RunContext]] = []
+        self._deadline_sequence = itertools.count()
+        self._in_flight = 0  # entries popped by the timer and not yet settled by a worker
+        self._idle_waiters = 0
+        self._state = _NEW
+        self._timer: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def start(self) -> Scheduler:
+        """Start the timer, the workers and the event dispatcher; returns self."""
+        with self._lock:
+            if self._state is not _NEW:
+                raise SchedulerStateError(f"start() on a scheduler that is already {self._state}")
+            self._state = _RUNNING
+        self._pool.start()
+        self._dispatcher.start()
+        self._timer = threading.Thread(target=self._time, name="lldsched-timer", daemon=True)
+        self._timer.start()
+        return self
+
+    def shutdown(self, drain: bool = True, timeout: float | None = 5.0) -> bool:
+        """Stop timing, then drain (or with ``drain=False`` drop) queued work; runs in
+        flight always finish.  Idempotent and final.
+
+        Returns True when every thread stopped within ``timeout`` seconds.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+
+        def remaining() -> float | None:
+            return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+        with self._lock:
+            if self._state is _STOPPED:
+                return not self._threads_alive()
+            self._state = _STOPPED
+            self._queue.cond.notify_all()
+        if self._timer is not None and self._timer is not threading.current_thread():
+            self._timer.join(remaining())
+        dropped = self._pool.shutdown(drain=drain, timeout=remaining())
+        if dropped:
+            with self._lock:
+                self._settle(len(dropped))
+        self._dispatcher.close(remaining())
+        return not self._threads_alive()
+
+    def __enter__(self) -> Scheduler:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.shutdown()
+
+    @property
+    def running(self) -> bool:
+        """True between start() and shutdown()."""
+        return self._state is _RUNNING
+
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
+    @property
+    def workers(self) -> int:
+        return self._pool.workers
+
+    # -- registration and control ----------------------------------------------------
+
+    def schedule(
+        self,
+        name: str,
+        action: Callable[..., Any],
+        schedule: Schedule,
+        *,
+        priority: Priority | int = Priority.NORMAL,
+        retry: RetryPolicy | None = None,
+        timeout: float | None = None,
+        args: tuple[Any, ...] | list[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+    ) -> ScheduledTask:
+        """Register ``action`` to run on ``schedule``; returns its live :class:`ScheduledTask`.
+
+        ``action(*args, **kwargs)`` is called on a worker; if it declares a parameter
+        named ``ctx`` it also gets a :class:`~lldsched.context.RunContext`.  ``retry``
+        defaults to ``RetryPolicy()`` (3 attempts).  ``timeout`` is detected, not
+        enforced: see :mod:`lldsched.context`.  Every argument is validated here.
+        """
+        with self._lock:
+            if self._state is _STOPPED:
+                raise SchedulerStateError(f"cannot schedule {name!r}: the scheduler is shut down")
+            return self._core.add(
+                name, action, schedule, priority=priority, retry=retry, timeout=timeout,
+                args=args, kwargs=kwargs,
+            )  # fmt: skip
+
+    def cancel(self, task_id: str) -> bool:
+        """Stop all future runs of the task; True if it was live.  A run in flight
+        finishes (its record is kept) and its context's flag is raised."""
+        with self._lock:
+            return self._core.cancel(task_id)
+
+    def pause(self, task_id: str) -> bool:
+        """Hold the task; True if it was live.  A run in flight finishes; nothing follows."""
+        with self._lock:
+            return self._core.pause(task_id)
+
+    def resume(self, task_id: str) -> bool:
+        """Return a paused task to its queue; a slot it slept through runs at once."""
+        with self._lock:
+            self._check_open("resume", task_id)
+            return self._core.resume(task_id)
+
+    def redrive(self, task_id: str) -> bool:
+        """Put a dead-lettered (FAILED) task back, due now, with a fresh attempt counter."""
+        with self._lock:
+            self._check_open("redrive", task_id)
+            return self._core.redrive(task_id)
+
+    def remove(self, task_id: str) -> ScheduledTask:
+        """Cancel the task if live, and forget it (here and in the store)."""
+        with self._lock:
+            return self._core.remove(task_id)
+
+    # -- queries ------------------------------------------------------------------------
+
+    def task(self, task_id: str) -> ScheduledTask:
+        """The task with this id, or :class:`~lldsched.errors.TaskNotFoundError`."""
+        with self._lock:
+            return self._core.get(task_id)
+
+    def tasks(self) -> list[ScheduledTask]:
+        """Every registered task, in registration order."""
+        with self._lock:
+            return list(self._core.tasks.values())
+
+    def dead_letter(self) -> list[str]:
+        """Ids of FAILED tasks, oldest failure first."""
+        with self._lock:
+            return self._core.dead_letter()
+
+    def pending(self) -> list[ScheduledTask]:
+        """Tasks waiting in the heap, in the order they will run."""
+        with self._lock:
+            return [entry[4] for entry in self._queue.entries()]
+
+    def queue_stats(self) -> QueueStats:
+        """How many entries the heap holds, and how many are tombstones."""
+        with self._lock:
+            return self._queue.stats()
+
+    # -- listeners ------------------------------------------------------------------------
+
+    def add_listener(self, listener: Listener) -> None:
+        """Deliver every future event to ``listener`` as well."""
+        with self._lock:
+            self._dispatcher.add(listener)
+            self._core._emit = self._dispatcher.publish
+
+    def remove_listener(self, listener: Listener) -> bool:
+        """Stop delivering to ``listener``; True if it was registered."""
+        with self._lock:
+            found = self._dispatcher.remove(listener)
+            if not self._dispatcher.listeners:
+                self._core._emit = None  # back to the fast path: no event objects at all
+            return found
+
+    @property
+    def dropped_events(self) -> int:
+        """Events dropped because the listeners fell more than the backlog behind."""
+        return self._dispatcher.dropped
+
+    def wait_idle(self, timeout: float = 5.0) -> bool:
+        """Wait until nothing is due at the clock's now, nothing is in flight, and every
+        event so far was delivered.  False if ``timeout`` seconds pass first.
+
+        Made for tests and demos on a :class:`~lldsched.clock.FakeClock`:
+        ``clock.advance(30); scheduler.wait_idle()``.
+        """
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            self._idle_waiters += 1
+            try:
+                while not self._is_idle():
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return False
+                    self._idle.wait(remaining)
+            finally:
+                self._idle_waiters -= 1
+        return self._dispatcher.flush(max(0.0, deadline - time.monotonic()))
+
+    # -- the timer thread -------------------------------------------------------------------
+
+    def _time(self) -> None:
+        try:
+            self._time_loop()
+        except BaseException:
+            log.exception("the timer thread died; no further task will be dispatched")
+            raise
+
+    def _time_loop(self) -> None:
+        queue = self._queue
+        cond = queue.cond
+        clock = self._clock
+        pool = self._pool
+        deadlines = self._deadlines
+        with cond:
+            while self._state is _RUNNING:
+                now = clock.now()
+                while deadlines and deadlines[0][0] <= now:
+                    heapq.heappop(deadlines)[2].cancel("timeout")
+                room = pool.room
+                if room:
+                    batch = queue.pop_due(now, room)
+                    if batch:
+                        self._in_flight += len(batch)
+                        pool.put(batch)
+                        continue
+                    if self._idle_waiters and self._in_flight == 0:
+                        self._idle.notify_all()  # only tombstones were due: idle
+                    wake = queue.next_due()
+                else:
+                    wake = None  # the hand-off queue is full: wait for a worker to make room
+                if deadlines and (wake is None or deadlines[0][0] < wake):
+                    wake = deadlines[0][0]
+                clock.wait(cond, wake)
+
+    # -- the workers (called by the pool: prepare and complete under the lock) -------------
+
+    def _prepare(self, entry: Entry, worker: int) -> Run | None:
+        run = self._core.begin(entry, worker)
+        if run is None:  # a tombstone: cancelled or paused after the timer popped it
+            self._settle(1)
+            return None
+        context = run.context
+        if context is not None:
+            timeout = run.task.task.timeout
+            if timeout is not None:
+                self._arm_deadline(self._clock.now() + timeout, context)
+        return run
+
+    def _execute(self, run: Run) -> _Outcome:
+        now = self._clock.now
+        started = now()
+        try:
+            error = run.invoke()
+        except BaseException as exc:  # recorded by _complete, then re-raised there
+            return started, now(), error_text(exc), exc
+        return started, now(), error, None
+
+    def _complete(self, run: Run, outcome: _Outcome) -> None:
+        started, finished, error, escaped = outcome
+        self._core.finish(run, started, finished, error)
+        self._settle(1)
+        if escaped is not None:
+            raise escaped  # KeyboardInterrupt or SystemExit: ends this worker thread
+
+    def _arm_deadline(self, deadline: float, context: RunContext) -> None:
+        deadlines = self._deadlines
+        heapq.heappush(deadlines, (deadline, next(self._deadline_sequence), context))
+        if deadlines[0][2] is context:
+            self._queue.cond.notify_all()
+
+    def _settle(self, count: int) -> None:
+        self._in_flight -= count
+        if self._idle_waiters and self._in_flight == 0:
+            self._idle.notify_all()
+
+    def _is_idle(self) -> bool:
+        if self._in_flight:
+            return False
+        due = self._queue.next_due()
+        return due is None or due > self._clock.now() or self._state is not _RUNNING
+
+    def _check_open(self, verb: str, task_id: str) -> None:
+        if self._state is _STOPPED:
+            raise SchedulerStateError(f"cannot {verb} {task_id!r}: the scheduler is shut down")
+
+    def _threads_alive(self) -> bool:
+        timer_alive = self._timer is not None and self._timer.is_alive()
+        return timer_alive or self._pool.alive > 0
+
+    def __repr__(self) -> str:
+        return (
+            f"<Scheduler {self._state} workers={self._pool.workers} "
+            f"tasks={len(self._core.tasks)} clock={self._clock!r}>"
+        )

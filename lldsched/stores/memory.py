@@ -1,0 +1,58 @@
+"""InMemoryTaskStore: the TaskStore that keeps everything in dictionaries.
+
+Useful in tests (it holds the latest snapshot of every task and the records of
+every run) and as the reference for what a durable store must do.  Safe to share
+between threads and schedulers.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from lldsched.model import ExecutionRecord, TaskSnapshot
+
+__all__ = ["InMemoryTaskStore"]
+
+
+class InMemoryTaskStore:
+    """Latest snapshot per task id, plus every execution record, in memory."""
+
+    def __init__(self) -> None:
+        # Guards _snapshots and _records; held only for a dict or list operation.
+        self._lock = threading.Lock()
+        self._snapshots: dict[str, TaskSnapshot] = {}
+        self._records: dict[str, list[ExecutionRecord]] = {}
+
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        with self._lock:
+            self._snapshots[snapshot.task.id] = snapshot
+            if record is not None:
+                self._records.setdefault(record.task_id, []).append(record)
+
+    def delete(self, task_id: str) -> None:
+        with self._lock:
+            self._snapshots.pop(task_id, None)
+            self._records.pop(task_id, None)
+
+    def load_all(self) -> list[TaskSnapshot]:
+        with self._lock:
+            return list(self._snapshots.values())
+
+    def get(self, task_id: str) -> TaskSnapshot | None:
+        """The latest snapshot of ``task_id``, or None."""
+        with self._lock:
+            return self._snapshots.get(task_id)
+
+    def records(self, task_id: str | None = None) -> list[ExecutionRecord]:
+        """Every record of ``task_id`` (of every task when None), in the order saved."""
+        with self._lock:
+            if task_id is not None:
+                return list(self._records.get(task_id, ()))
+            return [record for records in self._records.values() for record in records]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._snapshots)
+
+    def __repr__(self) -> str:
+        return f"InMemoryTaskStore({len(self)} tasks)"
