@@ -58,4 +58,6 @@ class RunContext:
 
     def __repr__(self) -> str:
         state = f"cancelled={self._reason!r}" if self.cancelled else "running"
-        return f"<RunContext {self.task_id} attempt {self.attempt} on worker {self.worker}: {state}>"
+        return (
+            f"<RunContext {self.task_id} attempt {self.attempt} on worker {self.worker}: {state}>"
+        )

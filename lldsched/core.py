@@ -89,7 +89,7 @@ class DueQueue(Protocol):
         ...
 
     def discard(self, task: ScheduledTask) -> None:
-        """``task``'s queued entry, if one is queued, is a tombstone from now on."""
+        """``task``'s generation has just changed: its queued entry, if any, is a tombstone."""
         ...
 
 
@@ -171,9 +171,13 @@ class SchedulerCore:
         history_limit: int | None = 1000,
     ) -> None:
         if history_limit is not None and (
-            isinstance(history_limit, bool) or not isinstance(history_limit, int) or history_limit < 0
+            isinstance(history_limit, bool)
+            or not isinstance(history_limit, int)
+            or history_limit < 0
         ):
-            raise ValidationError(f"history_limit must be an int >= 0 or None, got {history_limit!r}")
+            raise ValidationError(
+                f"history_limit must be an int >= 0 or None, got {history_limit!r}"
+            )
         self.clock = clock
         self.tasks: dict[str, ScheduledTask] = {}
         self._queue = queue
@@ -208,7 +212,10 @@ class SchedulerCore:
                 raise ValidationError(f"task {name!r}: action must be callable, got None")
         elif not callable(action):
             raise ValidationError(f"task {name!r}: action must be callable, got {action!r}")
-        if not (callable(getattr(schedule, "first_run", None)) and callable(getattr(schedule, "next_run", None))):
+        if not (
+            callable(getattr(schedule, "first_run", None))
+            and callable(getattr(schedule, "next_run", None))
+        ):
             raise ValidationError(
                 f"task {name!r}: schedule must provide first_run() and next_run(), got {schedule!r}"
             )
@@ -224,7 +231,9 @@ class SchedulerCore:
                 or math.isnan(timeout)
                 or timeout <= 0
             ):
-                raise ValidationError(f"task {name!r}: timeout must be seconds > 0, got {timeout!r}")
+                raise ValidationError(
+                    f"task {name!r}: timeout must be seconds > 0, got {timeout!r}"
+                )
             timeout = float(timeout)
         if not isinstance(args, tuple | list):
             raise ValidationError(f"task {name!r}: args must be a tuple, got {args!r}")
@@ -240,11 +249,15 @@ class SchedulerCore:
         task_id = self._ids()
         if task_id in self.tasks:
             raise ValidationError(f"id generator returned {task_id!r}, which is already registered")
-        definition = Task(task_id, name, action, schedule, priority, retry, timeout, tuple(args), kwargs)
+        definition = Task(
+            task_id, name, action, schedule, priority, retry, timeout, tuple(args), kwargs
+        )
         task = ScheduledTask(definition, action is not None and _wants_context(action))
         task._slot = first
         task.next_run_at = first
-        if self._store is not None:  # written through before it exists: a failed save registers nothing
+        if (
+            self._store is not None
+        ):  # written through before it exists: a failed save registers nothing
             self._store.save(self._snapshot(task))
         self.tasks[task_id] = task
         self._enqueue(task, first)
@@ -281,7 +294,9 @@ class SchedulerCore:
             self._changed(task, previous)
         return run
 
-    def finish(self, run: Run, started: float, finished: float, error: str | None) -> ExecutionRecord:
+    def finish(
+        self, run: Run, started: float, finished: float, error: str | None
+    ) -> ExecutionRecord:
         """Record the attempt and move its task on: reschedule, retry, succeed or fail."""
         task = run.task
         definition = task.task
@@ -352,8 +367,8 @@ class SchedulerCore:
         task = self.get(task_id)
         previous = task.status
         if previous in _RUNNABLE:
-            self._queue.discard(task)
             task.generation += 1
+            self._queue.discard(task)
             task._resume_to = previous
         elif previous is not RUNNING:
             return False
@@ -384,9 +399,9 @@ class SchedulerCore:
         previous = task.status
         if previous.is_terminal:
             return False
+        task.generation += 1
         if previous in _RUNNABLE:
             self._queue.discard(task)
-        task.generation += 1
         run = task._run
         if run is not None and run.context is not None:
             run.context.cancel("cancelled")
@@ -457,7 +472,9 @@ class SchedulerCore:
                 log.exception("store %r failed to save %s", self._store, task.task.id)
         if self._emit is not None:
             self._emit(
-                TaskEvent(task.task.id, task.task.name, previous, task.status, self.clock.now(), record)
+                TaskEvent(
+                    task.task.id, task.task.name, previous, task.status, self.clock.now(), record
+                )
             )
 
 

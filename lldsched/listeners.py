@@ -52,7 +52,7 @@ def as_callback(listener: Listener) -> Callable[[TaskEvent], None]:
         raise ValidationError(
             f"a listener needs an on_event(event) method or must be callable, got {listener!r}"
         )
-    return callback  # type: ignore[no-any-return]
+    return callback
 
 
 class EventDispatcher:

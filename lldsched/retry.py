@@ -25,7 +25,12 @@ def _check_number(name: str, value: object, *, minimum: float, strict: bool) -> 
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValidationError(f"{name} must be a number, got {value!r}")
     number = float(value)
-    if math.isnan(number) or math.isinf(number) or number < minimum or (strict and number == minimum):
+    if (
+        math.isnan(number)
+        or math.isinf(number)
+        or number < minimum
+        or (strict and number == minimum)
+    ):
         bound = f"> {minimum:g}" if strict else f">= {minimum:g}"
         raise ValidationError(f"{name} must be finite and {bound}, got {value!r}")
     return number

@@ -135,7 +135,8 @@ class Scheduler:
         """Stop timing, then drain (or with ``drain=False`` drop) queued work; runs in
         flight always finish.  Idempotent and final.
 
-        Returns True when every thread stopped within ``timeout`` seconds.
+        Returns True when every thread stopped within ``timeout`` seconds; calling it
+        again waits again (up to its own ``timeout``) for a run still in flight.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
 
@@ -143,10 +144,12 @@ class Scheduler:
             return None if deadline is None else max(0.0, deadline - time.monotonic())
 
         with self._lock:
-            if self._state is _STOPPED:
-                return not self._threads_alive()
+            already = self._state is _STOPPED
             self._state = _STOPPED
             self._queue.cond.notify_all()
+        if already:  # a second call waits again for what the first left running
+            self._join(remaining)
+            return not self._threads_alive()
         if self._timer is not None and self._timer is not threading.current_thread():
             self._timer.join(remaining())
         dropped = self._pool.shutdown(drain=drain, timeout=remaining())
@@ -213,12 +216,16 @@ class Scheduler:
         """Stop all future runs of the task; True if it was live.  A run in flight
         finishes (its record is kept) and its context's flag is raised."""
         with self._lock:
-            return self._core.cancel(task_id)
+            changed = self._core.cancel(task_id)
+            self._settle(0)  # a drained() waiter may have been waiting on this task
+            return changed
 
     def pause(self, task_id: str) -> bool:
         """Hold the task; True if it was live.  A run in flight finishes; nothing follows."""
         with self._lock:
-            return self._core.pause(task_id)
+            changed = self._core.pause(task_id)
+            self._settle(0)  # a drained() waiter may have been waiting on this task
+            return changed
 
     def resume(self, task_id: str) -> bool:
         """Return a paused task to its queue; a slot it slept through runs at once."""
@@ -235,7 +242,9 @@ class Scheduler:
     def remove(self, task_id: str) -> ScheduledTask:
         """Cancel the task if live, and forget it (here and in the store)."""
         with self._lock:
-            return self._core.remove(task_id)
+            task = self._core.remove(task_id)
+            self._settle(0)
+            return task
 
     # -- queries ------------------------------------------------------------------------
 
@@ -292,11 +301,22 @@ class Scheduler:
         Made for tests and demos on a :class:`~lldsched.clock.FakeClock`:
         ``clock.advance(30); scheduler.wait_idle()``.
         """
+        return self._wait(timeout, drained=False)
+
+    def wait_drained(self, timeout: float = 5.0) -> bool:
+        """Wait until no work is left at all: nothing queued (retries included), nothing
+        in flight, every event delivered.  False if ``timeout`` seconds pass first.
+
+        With recurring tasks this only returns once they are cancelled or paused.
+        """
+        return self._wait(timeout, drained=True)
+
+    def _wait(self, timeout: float, *, drained: bool) -> bool:
         deadline = time.monotonic() + timeout
         with self._lock:
             self._idle_waiters += 1
             try:
-                while not self._is_idle():
+                while not self._is_idle(drained):
                     remaining = deadline - time.monotonic()
                     if remaining <= 0:
                         return False
@@ -382,15 +402,25 @@ class Scheduler:
         if self._idle_waiters and self._in_flight == 0:
             self._idle.notify_all()
 
-    def _is_idle(self) -> bool:
+    def _is_idle(self, drained: bool) -> bool:
         if self._in_flight:
             return False
+        if self._state is not _RUNNING:
+            return True  # nothing will run without start() (or ever, after shutdown)
+        if drained:
+            return len(self._queue) == 0
         due = self._queue.next_due()
-        return due is None or due > self._clock.now() or self._state is not _RUNNING
+        return due is None or due > self._clock.now()
 
     def _check_open(self, verb: str, task_id: str) -> None:
         if self._state is _STOPPED:
             raise SchedulerStateError(f"cannot {verb} {task_id!r}: the scheduler is shut down")
+
+    def _join(self, remaining: Callable[[], float | None]) -> None:
+        if self._timer is not None and self._timer is not threading.current_thread():
+            self._timer.join(remaining())
+        self._pool.shutdown(timeout=remaining())
+        self._dispatcher.close(remaining())
 
     def _threads_alive(self) -> bool:
         timer_alive = self._timer is not None and self._timer.is_alive()

@@ -66,7 +66,7 @@ class TaskQueue:
             self.cond.notify_all()
 
     def discard(self, task: ScheduledTask) -> None:
-        """Count ``task``'s queued entry as a tombstone (its generation is about to change)."""
+        """Count ``task``'s queued entry as a tombstone (the caller has bumped its generation)."""
         if not task._queued:
             return
         task._queued = False

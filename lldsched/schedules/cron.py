@@ -55,9 +55,7 @@ def _parse_field(index: int, text: str) -> tuple[int, ...]:
         step = 1
         if slash:
             if not step_text.isdigit() or int(step_text) == 0:
-                raise ScheduleError(
-                    f"cron {field} field: step must be a number >= 1 in {item!r}"
-                )
+                raise ScheduleError(f"cron {field} field: step must be a number >= 1 in {item!r}")
             step = int(step_text)
         if base == "*":
             start, stop = low, high
@@ -147,12 +145,13 @@ class CronSchedule:
 
     def fire_times(self, start: float, n: int) -> Iterator[float]:
         """The next ``n`` fires strictly after ``start``."""
-        when: float | None = start
+        when = start
         for _ in range(n):
-            when = self.next_after(when)
-            if when is None:
+            following = self.next_after(when)
+            if following is None:
                 return
-            yield when
+            yield following
+            when = following
 
     def _next_month(self, when: datetime) -> datetime:
         later = [m for m in self._months if m > when.month]

@@ -68,7 +68,9 @@ class OneTime:
         return None
 
     def __repr__(self) -> str:
-        return f"OneTime(at={self.at!r})" if self.at is not None else f"OneTime(delay={self.delay!r})"
+        return (
+            f"OneTime(at={self.at!r})" if self.at is not None else f"OneTime(delay={self.delay!r})"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +84,9 @@ class FixedDelay:
     def __post_init__(self) -> None:
         object.__setattr__(self, "delay", _seconds("FixedDelay delay", self.delay, positive=False))
         object.__setattr__(
-            self, "start_delay", _seconds("FixedDelay start_delay", self.start_delay, positive=False)
+            self,
+            "start_delay",
+            _seconds("FixedDelay start_delay", self.start_delay, positive=False),
         )
 
     def first_run(self, now: float) -> float:

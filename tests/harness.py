@@ -1,0 +1,69 @@
+"""A single-threaded driver for the core state machine, for tests that need no threads."""
+
+from __future__ import annotations
+
+import heapq
+import random
+from typing import Any
+
+from lldsched import ExecutionRecord, FakeClock, InMemoryTaskStore, TaskEvent, TaskSnapshot
+from lldsched.core import SchedulerCore
+from lldsched.task import Entry, ScheduledTask
+
+
+class HeapQueue:
+    """The DueQueue protocol over a plain heap, counting tombstones like the runtime does."""
+
+    def __init__(self) -> None:
+        self.heap: list[Entry] = []
+        self.discarded: list[str] = []
+
+    def push(self, entry: Entry) -> None:
+        heapq.heappush(self.heap, entry)
+
+    def discard(self, task: ScheduledTask) -> None:
+        self.discarded.append(task.id)
+
+    def pop_live(self) -> Entry | None:
+        while self.heap:
+            entry = heapq.heappop(self.heap)
+            if entry[3] == entry[4].generation:
+                return entry
+        return None
+
+
+class RecordingStore(InMemoryTaskStore):
+    """An InMemoryTaskStore that also keeps every (id, status) it was told, in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.saved: list[tuple[str, str]] = []
+
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        super().save(snapshot, record)
+        self.saved.append((snapshot.task.id, snapshot.status.value))
+
+
+class Harness:
+    """Drives a SchedulerCore by hand: pop the next due entry, run it for a duration."""
+
+    def __init__(self, clock: FakeClock, **kwargs: Any) -> None:
+        self.clock = clock
+        self.queue = HeapQueue()
+        self.events: list[TaskEvent] = []
+        kwargs.setdefault("emit", self.events.append)
+        kwargs.setdefault("rng", random.Random(0))
+        self.core = SchedulerCore(clock=clock, queue=self.queue, **kwargs)
+
+    def step(self, duration: float = 0.0, error: str | None = None) -> ExecutionRecord | None:
+        """Run the next live entry (advancing the clock to it); None when nothing is queued."""
+        entry = self.queue.pop_live()
+        if entry is None:
+            return None
+        if entry[0] > self.clock.now():
+            self.clock.set(entry[0])
+        run = self.core.begin(entry, worker=0)
+        assert run is not None
+        started = self.clock.now()
+        self.clock.advance(duration)
+        return self.core.finish(run, started, self.clock.now(), error)

@@ -1,0 +1,42 @@
+"""The public API: the names users rely on are pinned, and the core imports only the stdlib."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import lldsched
+
+PUBLIC = [
+    "Clock", "CronSchedule", "EventLog", "ExecutionRecord", "FakeClock", "FixedDelay",
+    "FixedRate", "InMemoryTaskStore", "LldschedError", "OneTime", "OverrunPolicy", "Priority",
+    "RetryPolicy", "RunContext", "Schedule", "ScheduleError", "ScheduledTask", "Scheduler",
+    "SchedulerStateError", "SystemClock", "Task", "TaskEvent", "TaskListener",
+    "TaskNotFoundError", "TaskSnapshot", "TaskStatus", "TaskStore", "ValidationError",
+]  # fmt: skip
+
+
+def test_all_is_pinned() -> None:
+    assert sorted(lldsched.__all__) == sorted(PUBLIC)
+    for name in PUBLIC:
+        assert getattr(lldsched, name) is not None
+
+
+def test_priorities_sort_high_first_and_statuses_are_seven() -> None:
+    assert sorted([lldsched.Priority.LOW, lldsched.Priority.HIGH, lldsched.Priority.NORMAL]) == [
+        lldsched.Priority.HIGH, lldsched.Priority.NORMAL, lldsched.Priority.LOW,
+    ]  # fmt: skip
+    assert len(lldsched.TaskStatus) == 7
+
+
+def test_importing_the_package_loads_no_third_party_module() -> None:
+    code = (
+        "import sys, lldsched, lldsched.__main__\n"
+        "heavy = ('pandas', 'matplotlib', 'ipywidgets', 'numpy')\n"
+        "bad = sorted(m for m in heavy if m in sys.modules)\n"
+        "print(','.join(bad))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == ""

@@ -1,0 +1,279 @@
+"""The core state machine, driven by hand: transitions, retries, dead letter, control verbs."""
+
+from __future__ import annotations
+
+import pytest
+
+from lldsched import (
+    FakeClock,
+    FixedDelay,
+    FixedRate,
+    OneTime,
+    RetryPolicy,
+    TaskNotFoundError,
+    TaskStatus,
+)
+from tests.harness import Harness, RecordingStore
+
+
+def noop() -> None:
+    return None
+
+
+def test_a_one_off_task_runs_once_and_retires_as_succeeded(clock: FakeClock) -> None:
+    h = Harness(clock)
+    task = h.core.add("once", noop, OneTime(delay=5))
+    record = h.step()
+    assert record is not None and record.ok and record.attempt == 1
+    assert record.due == clock.now() and task.status is TaskStatus.SUCCEEDED
+    assert task.next_run_at is None and h.queue.pop_live() is None
+
+
+def test_a_recurring_task_is_rescheduled_with_its_attempt_counter_reset(clock: FakeClock) -> None:
+    h = Harness(clock)
+    task = h.core.add("tick", noop, FixedRate(10))
+    start = clock.now()
+    h.step()
+    assert task.status is TaskStatus.SCHEDULED and task.attempt == 0
+    assert task.next_run_at == start + 10
+
+
+def test_retries_wait_one_then_two_seconds_and_keep_the_attempt_counter(clock: FakeClock) -> None:
+    h = Harness(clock)
+    task = h.core.add("import", noop, OneTime(delay=0))
+    first = h.step(error="RuntimeError: not yet")
+    assert first is not None and task.status is TaskStatus.RETRYING and task.attempt == 1
+    assert task.next_run_at == first.finished + 1
+    second = h.step(error="RuntimeError: not yet")
+    assert second is not None and second.attempt == 2 and second.due == first.finished + 1
+    assert task.next_run_at == second.finished + 2
+    third = h.step()
+    assert third is not None and third.ok and third.attempt == 3
+    assert task.status is TaskStatus.SUCCEEDED
+
+
+def test_a_retry_does_not_consult_the_schedule_and_keeps_the_slot(clock: FakeClock) -> None:
+    h = Harness(clock)
+    task = h.core.add("rate", noop, FixedRate(60))
+    slot = clock.now()
+    h.step(duration=1, error="ValueError: x")
+    retry = h.step(duration=1)
+    assert retry is not None and retry.slot == slot and retry.due == slot + 1 + 1
+    assert task.next_run_at == slot + 60  # back on the grid, not drifted by the retry
+
+
+def test_exhausted_retries_fail_the_task_into_the_dead_letter_and_the_store_saw_it_all(
+    clock: FakeClock,
+) -> None:
+    store = RecordingStore()
+    h = Harness(clock, store=store)
+    task = h.core.add("cleanup", noop, FixedRate(60), retry=RetryPolicy(max_attempts=2))
+    h.step(error="RuntimeError: disk is full")
+    h.step(error="RuntimeError: disk is full")
+    assert task.status is TaskStatus.FAILED and task.next_run_at is None
+    assert h.core.dead_letter() == [task.id]
+    assert task.last_error == "RuntimeError: disk is full" and task.failure_count == 2
+    assert [status for _, status in store.saved] == [
+        "scheduled", "running", "retrying", "running", "failed",
+    ]  # fmt: skip
+    assert [r.attempt for r in store.records(task.id)] == [1, 2]
+    assert h.queue.pop_live() is None  # FAILED is terminal for a recurring task too
+
+
+def test_redrive_puts_a_dead_task_back_due_now_with_a_fresh_attempt_counter(
+    clock: FakeClock,
+) -> None:
+    h = Harness(clock)
+    task = h.core.add("cleanup", noop, OneTime(delay=0), retry=RetryPolicy.never())
+    h.step(error="OSError: gone")
+    assert task.status is TaskStatus.FAILED
+    assert h.core.redrive(task.id) is True
+    assert task.status is TaskStatus.SCHEDULED and task.attempt == 0
+    assert task.next_run_at == clock.now() and h.core.dead_letter() == []
+    record = h.step()
+    assert record is not None and record.attempt == 1 and task.status is TaskStatus.SUCCEEDED
+    assert h.core.redrive(task.id) is False  # only FAILED tasks can be redriven
+
+
+def test_a_run_over_its_timeout_is_recorded_timed_out_and_retried(clock: FakeClock) -> None:
+    h = Harness(clock)
+    task = h.core.add("slow", noop, OneTime(delay=0), timeout=2.0)
+    record = h.step(duration=3.0)
+    assert record is not None and record.timed_out and not record.ok
+    assert record.outcome == "timed_out" and record.error is not None
+    assert "TimeoutError" in record.error and task.status is TaskStatus.RETRYING
+
+
+def test_a_run_exactly_at_its_budget_is_not_timed_out(clock: FakeClock) -> None:
+    h = Harness(clock)
+    h.core.add("edge", noop, OneTime(delay=0), timeout=2.0)
+    record = h.step(duration=2.0)
+    assert record is not None and record.ok and not record.timed_out
+
+
+def test_fixed_delay_is_measured_from_the_finish(clock: FakeClock) -> None:
+    h = Harness(clock)
+    task = h.core.add("poll", noop, FixedDelay(10))
+    record = h.step(duration=4)
+    assert record is not None and task.next_run_at == record.finished + 10
+
+
+def test_pause_tombstones_the_entry_and_resume_runs_a_missed_slot_at_once(
+    clock: FakeClock,
+) -> None:
+    h = Harness(clock)
+    task = h.core.add("digest", noop, FixedRate(3600, start_delay=60))
+    generation = task.generation
+    assert h.core.pause(task.id) is True and task.status is TaskStatus.PAUSED
+    assert task.generation > generation and h.queue.discarded == [task.id]
+    assert h.queue.pop_live() is None  # the entry is a tombstone
+    clock.advance(600)
+    assert h.core.resume(task.id) is True and task.status is TaskStatus.SCHEDULED
+    assert task.next_run_at == clock.now()
+    record = h.step()
+    assert record is not None and record.due == record.slot == clock.now()
+    assert task.next_run_at == clock.now() + 3600
+
+
+def test_resume_before_the_slot_keeps_the_slot(clock: FakeClock) -> None:
+    h = Harness(clock)
+    task = h.core.add("later", noop, OneTime(delay=100))
+    h.core.pause(task.id)
+    clock.advance(10)
+    h.core.resume(task.id)
+    assert task.next_run_at == clock.now() + 90
+
+
+def test_resume_keeps_the_attempt_counter_of_a_task_paused_while_retrying(
+    clock: FakeClock,
+) -> None:
+    h = Harness(clock)
+    task = h.core.add("flaky", noop, OneTime(delay=0))
+    h.step(error="E: 1")
+    assert task.status is TaskStatus.RETRYING
+    h.core.pause(task.id)
+    clock.advance(30)
+    h.core.resume(task.id)
+    assert task.status is TaskStatus.RETRYING and task.attempt == 1
+    record = h.step()
+    assert record is not None and record.attempt == 2
+
+
+def test_pause_of_a_running_task_takes_effect_at_once_and_nothing_follows_the_run(
+    clock: FakeClock,
+) -> None:
+    h = Harness(clock)
+    task = h.core.add("tick", noop, FixedRate(10))
+    entry = h.queue.pop_live()
+    assert entry is not None
+    run = h.core.begin(entry, worker=0)
+    assert run is not None and task.status is TaskStatus.RUNNING
+    assert h.core.pause(task.id) is True and task.status is TaskStatus.PAUSED
+    h.core.finish(run, clock.now(), clock.now() + 1, None)
+    assert task.status is TaskStatus.PAUSED and len(task.history) == 1
+    assert h.queue.pop_live() is None
+    clock.advance(100)
+    h.core.resume(task.id)  # resumes at its next slot, which has passed: at once
+    assert task.status is TaskStatus.SCHEDULED and task.next_run_at == clock.now()
+
+
+def test_pause_and_resume_during_one_run_leave_the_task_running(clock: FakeClock) -> None:
+    h = Harness(clock)
+    task = h.core.add("tick", noop, FixedRate(10))
+    entry = h.queue.pop_live()
+    assert entry is not None
+    run = h.core.begin(entry, worker=0)
+    assert run is not None
+    h.core.pause(task.id)
+    h.core.resume(task.id)
+    assert task.status is TaskStatus.RUNNING
+    h.core.finish(run, clock.now(), clock.now(), None)
+    assert task.status is TaskStatus.SCHEDULED and task.next_run_at == clock.now() + 10
+
+
+def test_cancel_of_a_running_task_keeps_the_record_and_raises_the_flag(clock: FakeClock) -> None:
+    h = Harness(clock)
+
+    def cooperative(ctx: object) -> None:
+        return None
+
+    task = h.core.add("job", cooperative, FixedRate(10))
+    entry = h.queue.pop_live()
+    assert entry is not None
+    run = h.core.begin(entry, worker=0)
+    assert run is not None and run.context is not None and not run.context.cancelled
+    assert h.core.cancel(task.id) is True
+    assert run.context.cancelled and run.context.reason == "cancelled"
+    record = h.core.finish(run, clock.now(), clock.now() + 1, "RuntimeError: interrupted")
+    assert task.status is TaskStatus.CANCELLED and task.history == (record,)
+    assert h.queue.pop_live() is None and h.core.dead_letter() == []
+
+
+def test_control_verbs_report_whether_they_changed_anything(clock: FakeClock) -> None:
+    h = Harness(clock)
+    task = h.core.add("once", noop, OneTime(delay=0))
+    assert h.core.resume(task.id) is False  # not paused
+    assert h.core.cancel(task.id) is True
+    assert h.core.cancel(task.id) is False  # already cancelled
+    assert h.core.pause(task.id) is False
+    assert h.core.resume(task.id) is False
+
+
+def test_unknown_ids_raise_task_not_found_with_the_id(clock: FakeClock) -> None:
+    h = Harness(clock)
+    for verb in (h.core.cancel, h.core.pause, h.core.resume, h.core.redrive, h.core.get):
+        with pytest.raises(TaskNotFoundError, match="'task-99'"):
+            verb("task-99")
+
+
+def test_a_stale_entry_is_refused_by_begin(clock: FakeClock) -> None:
+    h = Harness(clock)
+    task = h.core.add("x", noop, OneTime(delay=0))
+    entry = h.queue.heap[0]
+    h.core.cancel(task.id)
+    assert h.core.begin(entry, worker=0) is None
+
+
+def test_every_transition_is_published_as_an_event_with_the_record_on_finish(
+    clock: FakeClock,
+) -> None:
+    h = Harness(clock)
+    task = h.core.add("once", noop, OneTime(delay=0))
+    record = h.step()
+    kinds = [(e.previous, e.status) for e in h.events]
+    assert kinds == [
+        (None, TaskStatus.SCHEDULED),
+        (TaskStatus.SCHEDULED, TaskStatus.RUNNING),
+        (TaskStatus.RUNNING, TaskStatus.SUCCEEDED),
+    ]
+    assert h.events[-1].record == record and h.events[0].task_id == task.id
+
+
+def test_history_is_bounded_by_the_history_limit(clock: FakeClock) -> None:
+    h = Harness(clock, history_limit=3)
+    task = h.core.add("tick", noop, FixedRate(1))
+    for _ in range(5):
+        h.step()
+    assert [r.attempt for r in task.history] == [1, 1, 1] and task.run_count == 5
+    assert task.history[0].due == task.history[-1].due - 2
+
+
+def test_remove_cancels_and_forgets_the_task_in_the_store(clock: FakeClock) -> None:
+    store = RecordingStore()
+    h = Harness(clock, store=store)
+    task = h.core.add("x", noop, FixedRate(5))
+    h.core.remove(task.id)
+    assert task.status is TaskStatus.CANCELLED and store.get(task.id) is None
+    with pytest.raises(TaskNotFoundError):
+        h.core.get(task.id)
+
+
+def test_a_failing_store_save_at_registration_registers_nothing(clock: FakeClock) -> None:
+    class BrokenStore(RecordingStore):
+        def save(self, snapshot, record=None):  # type: ignore[no-untyped-def]
+            raise OSError("read-only file system")
+
+    h = Harness(clock, store=BrokenStore())
+    with pytest.raises(OSError, match="read-only"):
+        h.core.add("x", noop, OneTime(delay=0))
+    assert h.core.tasks == {} and h.queue.heap == []

@@ -1,0 +1,35 @@
+"""The demo prints the narrative of DESIGN's scheduler, every figure computed by the library."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+EXPECTED = """\
+cron '*/15 * * * *' from 09:07 UTC fires at 09:15, 09:30, 09:45
+fixed rate 60 s after a run of 150 s: skip -> t+180 s, catch-up -> t+60 s
+heartbeat every 30 s: 3 runs in the first minute
+import: succeeded on attempt 3 after retries at +1 s and +2 s
+cleanup: failed after 2 attempts, last error 'RuntimeError: disk is full'
+dead letter: ['task-3']
+timer parked 12 h out, then an insertion due now: urgent-alert ran without a nudge = True
+digest paused through its slot: 0 runs, status paused
+digest resumed: 1 run, next due in 3600 s
+cancelled digest and heartbeat: heap holds 3 entries, 2 tombstoned
+shutdown: 6 tasks registered, 2 succeeded, 1 dead
+"""
+
+
+def test_the_demo_prints_the_narrative() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "lldsched", "demo"], capture_output=True, text=True, timeout=20
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == EXPECTED
+    assert result.stderr == ""
+
+
+def test_the_demo_runs_in_process_too() -> None:
+    from lldsched.demo import run_demo
+
+    assert "\n".join(run_demo()) + "\n" == EXPECTED

@@ -1,0 +1,120 @@
+"""Listeners: EventLog waits and filters; the dispatcher delivers in order, off the hot path,
+and drops the oldest events when a listener falls more than its backlog behind."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import pytest
+
+from lldsched import EventLog, FakeClock, OneTime, TaskEvent, TaskStatus
+from lldsched.listeners import EventDispatcher
+from lldsched.model import ExecutionRecord
+from tests.conftest import SchedulerFactory, settle
+
+
+def event(n: int, record: bool = False) -> TaskEvent:
+    rec = ExecutionRecord(f"task-{n}", f"t{n}", 1, 0, 0, 0, 0, 1, True) if record else None
+    return TaskEvent(f"task-{n}", f"t{n}", TaskStatus.RUNNING, TaskStatus.SUCCEEDED, float(n), rec)
+
+
+def test_event_log_wait_for_finds_past_and_future_events() -> None:
+    log = EventLog()
+    log.on_event(event(1))
+    assert log.wait_for(lambda e: e.task_id == "task-1", timeout=0) == event(1)
+    threading.Timer(0.01, log.on_event, args=(event(2, record=True),)).start()
+    found = log.wait_for(lambda e: e.task_id == "task-2", timeout=5)
+    assert found is not None and found.record is not None
+    assert log.runs("t2") == [found.record] and log.runs("t1") == []
+
+
+def test_event_log_wait_for_gives_up_after_its_timeout() -> None:
+    log = EventLog()
+    assert log.wait_for(lambda e: True, timeout=0.01) is None
+
+
+def test_a_wait_for_predicate_may_read_the_log_itself() -> None:
+    log = EventLog()
+    for n in range(3):
+        log.on_event(event(n, record=True))
+    assert log.wait_for(lambda _: len(log.runs()) >= 3, timeout=1) is not None
+
+
+def test_the_dispatcher_delivers_in_order_and_logs_a_raising_listener(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    dispatcher = EventDispatcher()
+    seen: list[int] = []
+
+    def broken(e: TaskEvent) -> None:
+        raise KeyError("oops")
+
+    dispatcher.add(broken)
+    dispatcher.add(lambda e: seen.append(int(e.at)))
+    dispatcher.start()
+    with caplog.at_level(logging.ERROR, logger="lldsched"):
+        for n in range(100):
+            dispatcher.publish(event(n))
+        assert dispatcher.flush(5)
+    dispatcher.close(5)
+    assert seen == list(range(100))
+    assert caplog.text.count("KeyError: 'oops'") == 100
+
+
+def test_a_listener_that_falls_behind_loses_the_oldest_events_not_the_newest(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    dispatcher = EventDispatcher(backlog=10)
+    gate, holding = threading.Event(), threading.Event()
+    seen: list[int] = []
+
+    def slow(e: TaskEvent) -> None:
+        holding.set()
+        gate.wait(5)
+        seen.append(int(e.at))
+
+    dispatcher.add(slow)
+    dispatcher.start()
+    with caplog.at_level(logging.WARNING, logger="lldsched"):
+        dispatcher.publish(event(0))
+        assert holding.wait(5)  # the listener holds event 0; the rest pile up
+        for n in range(1, 50):
+            dispatcher.publish(event(n))
+        gate.set()
+        assert dispatcher.flush(5)
+    dispatcher.close(5)
+    assert seen == [0, *range(40, 50)]
+    assert dispatcher.dropped == 39
+    assert caplog.text.count("fell 10 events behind") == 1  # once per overflow episode
+
+
+def test_a_slow_listener_on_a_scheduler_never_blocks_its_workers(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    gate = threading.Event()
+    scheduler = make_scheduler(clock=clock, listeners=[lambda e: gate.wait(5)], listener_backlog=10)
+    tasks = [scheduler.schedule(f"t{n}", lambda: None, OneTime(delay=0)) for n in range(50)]
+    try:
+        assert scheduler.wait_idle(timeout=0.2) is False  # events wait, but the runs are done:
+        assert all(task.status is TaskStatus.SUCCEEDED for task in tasks)
+        assert scheduler.dropped_events > 0
+    finally:
+        gate.set()
+    settle(scheduler)
+
+
+def test_listeners_can_be_added_and_removed_while_running(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    scheduler = make_scheduler(clock=clock)
+    log = EventLog()
+    scheduler.add_listener(log)
+    scheduler.schedule("a", lambda: None, OneTime(delay=0))
+    settle(scheduler)
+    assert [r.name for r in log.runs()] == ["a"]
+    assert scheduler.remove_listener(log) is True
+    scheduler.schedule("b", lambda: None, OneTime(delay=0))
+    settle(scheduler)
+    assert [r.name for r in log.runs()] == ["a"]  # removed: it hears nothing more
+    assert scheduler.remove_listener(log) is False

@@ -1,0 +1,86 @@
+"""WorkerPool: bounded hand-off, drain or drop at shutdown, and refusal afterwards."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from lldsched import SchedulerStateError, ValidationError
+from lldsched.pool import WorkerPool
+
+
+def make_pool(
+    done: list[int],
+    gate: threading.Event | None = None,
+    capacity: int = 4,
+    taken: threading.Event | None = None,
+) -> WorkerPool[int, int, None]:
+    lock = threading.Lock()
+
+    def prepare(item: int, worker: int) -> int:
+        if taken is not None:
+            taken.set()
+        return item
+
+    def execute(item: int) -> None:
+        if gate is not None:
+            gate.wait(5)
+
+    def complete(item: int, result: None) -> None:
+        done.append(item)
+
+    return WorkerPool(
+        1, prepare=prepare, execute=execute, complete=complete,
+        lock=lock, capacity=capacity,
+    )  # fmt: skip
+
+
+def test_the_pool_drains_then_refuses_new_work() -> None:
+    done: list[int] = []
+    gate = threading.Event()
+    pool = make_pool(done, gate)
+    pool.start()
+    with pool._lock:
+        pool.put([1, 2, 3])
+    gate.set()
+    assert pool.shutdown(drain=True, timeout=5) == []
+    assert sorted(done) == [1, 2, 3] and pool.alive == 0
+    with pool._lock, pytest.raises(SchedulerStateError, match="shut down"):
+        pool.put([4])
+    assert pool.room == 0
+
+
+def test_drop_returns_the_queued_items_and_lets_the_running_one_finish() -> None:
+    done: list[int] = []
+    gate, taken = threading.Event(), threading.Event()
+    pool = make_pool(done, gate, taken=taken)
+    pool.start()
+    with pool._lock:
+        pool.put([1])
+    assert taken.wait(5)  # the worker holds item 1
+    with pool._lock:
+        pool.put([2, 3])
+    dropped: list[int] = []
+    closer = threading.Thread(target=lambda: dropped.extend(pool.shutdown(drain=False, timeout=5)))
+    closer.start()
+    gate.set()
+    closer.join(5)
+    assert done == [1] and dropped == [2, 3]
+
+
+def test_room_is_the_bound_of_the_hand_off_queue() -> None:
+    pool = make_pool([], capacity=3)
+    with pool._lock:
+        assert pool.room == 3
+        pool.put([1, 2])
+        assert pool.room == 1 and pool.queued == 2
+
+
+@pytest.mark.parametrize(("workers", "capacity"), [(0, None), (2, 0), (True, None)])
+def test_bad_sizes_are_rejected(workers: int, capacity: int | None) -> None:
+    with pytest.raises(ValidationError, match="got"):
+        WorkerPool(
+            workers, prepare=lambda i, w: i, execute=lambda j: j,
+            complete=lambda j, r: None, capacity=capacity,
+        )  # fmt: skip

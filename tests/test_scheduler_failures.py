@@ -1,0 +1,183 @@
+"""Failures on the threaded scheduler: retries, dead letter, redrive, timeouts, and nothing a
+task or a listener does can kill a worker or stall the timer."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+from collections.abc import Callable
+
+import pytest
+
+from lldsched import (
+    EventLog,
+    FakeClock,
+    InMemoryTaskStore,
+    OneTime,
+    RetryPolicy,
+    RunContext,
+    TaskEvent,
+    TaskStatus,
+)
+from tests.conftest import SchedulerFactory, settle
+from tests.harness import RecordingStore
+
+
+def failing(times: int, message: str = "not yet") -> Callable[[], None]:
+    left = [times]
+
+    def action() -> None:
+        if left[0] > 0:
+            left[0] -= 1
+            raise RuntimeError(message)
+
+    return action
+
+
+def test_retry_backoff_is_one_second_then_two_then_success(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    scheduler = make_scheduler(clock=clock)
+    task = scheduler.schedule("import", failing(2), OneTime(delay=0))
+    settle(scheduler)
+    assert task.status is TaskStatus.RETRYING and task.next_run_at == clock.now() + 1
+    clock.advance(0.999)
+    settle(scheduler)
+    assert task.run_count == 1  # not a millisecond early
+    clock.advance(0.001)
+    settle(scheduler)
+    assert task.status is TaskStatus.RETRYING and task.next_run_at == clock.now() + 2
+    clock.advance(2)
+    settle(scheduler)
+    history = task.history
+    assert [r.attempt for r in history] == [1, 2, 3] and history[-1].ok
+    assert [b.due - a.finished for a, b in itertools.pairwise(history)] == [1, 2]
+    assert task.status is TaskStatus.SUCCEEDED
+
+
+def test_exhausted_retries_fail_into_the_dead_letter_with_every_transition_stored(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    store = RecordingStore()
+    scheduler = make_scheduler(clock=clock, store=store)
+    task = scheduler.schedule(
+        "cleanup", failing(99, "disk is full"), OneTime(delay=0),
+        retry=RetryPolicy(max_attempts=2),
+    )  # fmt: skip
+    settle(scheduler)
+    clock.advance(1)
+    settle(scheduler)
+    assert task.status is TaskStatus.FAILED and scheduler.dead_letter() == [task.id]
+    assert task.last_error == "RuntimeError: disk is full"
+    assert [s for _, s in store.saved] == ["scheduled", "running", "retrying", "running", "failed"]
+    snapshot = store.get(task.id)
+    assert snapshot is not None and snapshot.status is TaskStatus.FAILED
+    assert [r.ok for r in store.records(task.id)] == [False, False]
+
+
+def test_redrive_runs_a_dead_task_again_with_a_fresh_attempt_counter(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    scheduler = make_scheduler(clock=clock)
+    task = scheduler.schedule(
+        "cleanup",
+        failing(1),
+        OneTime(delay=0),
+        retry=RetryPolicy.never(),
+    )
+    settle(scheduler)
+    assert task.status is TaskStatus.FAILED
+    assert scheduler.redrive(task.id) is True
+    settle(scheduler)
+    assert task.status is TaskStatus.SUCCEEDED and scheduler.dead_letter() == []
+    assert [(r.attempt, r.ok) for r in task.history] == [(1, False), (1, True)]
+
+
+def test_a_run_over_its_timeout_is_recorded_timed_out_and_its_cooperative_flag_is_set(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    seen: list[RunContext] = []
+    flagged = threading.Event()
+
+    def slow(ctx: RunContext) -> None:
+        seen.append(ctx)
+        if ctx.wait(10):  # returns early only because the flag goes up
+            flagged.set()
+
+    scheduler = make_scheduler()
+    task = scheduler.schedule(
+        "slow", slow, OneTime(delay=0), timeout=0.05, retry=RetryPolicy.never()
+    )
+    assert flagged.wait(5)
+    settle(scheduler)
+    (record,) = task.history
+    assert record.timed_out and record.outcome == "timed_out" and record.duration > 0.05
+    assert seen[0].cancelled and seen[0].reason == "timeout"
+    assert task.status is TaskStatus.FAILED
+
+
+def test_a_raising_task_and_a_raising_listener_leave_every_worker_alive(
+    make_scheduler: SchedulerFactory, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    def bad_listener(event: TaskEvent) -> None:
+        raise ValueError("listener bug")
+
+    log = EventLog()
+    scheduler = make_scheduler(workers=2, clock=clock, listeners=[bad_listener, log])
+    with caplog.at_level(logging.ERROR, logger="lldsched"):
+        broken = [
+            scheduler.schedule(f"boom{i}", failing(99), OneTime(delay=0), retry=RetryPolicy.never())
+            for i in range(4)
+        ]
+        settle(scheduler)
+    assert all(t.status is TaskStatus.FAILED for t in broken)
+    assert "listener bug" in caplog.text  # logged, with its traceback
+    assert scheduler._pool.alive == 2  # both workers survived four failures
+    after = [scheduler.schedule(f"ok{i}", lambda: None, OneTime(delay=0)) for i in range(4)]
+    settle(scheduler)
+    assert all(t.status is TaskStatus.SUCCEEDED for t in after)
+    assert len(log.runs()) == 8  # the listener after the raising one saw everything
+
+
+def test_a_listener_blocked_on_an_event_does_not_delay_the_next_due_task(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    unblock = threading.Event()
+    blocked = threading.Event()
+
+    def stuck_listener(event: TaskEvent) -> None:
+        blocked.set()
+        unblock.wait(10)
+
+    ran = threading.Event()
+    try:
+        scheduler = make_scheduler(clock=clock, listeners=[stuck_listener])
+        scheduler.schedule("first", lambda: None, OneTime(delay=0))
+        assert blocked.wait(5)
+        scheduler.schedule("next", ran.set, OneTime(delay=5))
+        clock.advance(5)
+        assert ran.wait(5)
+        assert scheduler.wait_idle(timeout=0.05) is False  # events still wait for the listener
+    finally:
+        unblock.set()
+
+
+def test_a_store_that_raises_mid_run_is_logged_and_the_scheduler_carries_on(
+    make_scheduler: SchedulerFactory, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    class FlakyStore(InMemoryTaskStore):
+        def save(self, snapshot, record=None):  # type: ignore[no-untyped-def]
+            if snapshot.status is TaskStatus.RUNNING:
+                raise OSError("disk hiccup")
+            super().save(snapshot, record)
+
+    store = FlakyStore()
+    scheduler = make_scheduler(clock=clock, store=store)
+    with caplog.at_level(logging.ERROR, logger="lldsched"):
+        task = scheduler.schedule("x", lambda: None, OneTime(delay=0))
+        settle(scheduler)
+    assert task.status is TaskStatus.SUCCEEDED
+    snapshot = store.get(task.id)
+    assert snapshot is not None and snapshot.status is TaskStatus.SUCCEEDED
+    assert "failed to save" in caplog.text

@@ -1,0 +1,105 @@
+"""The timer: it waits exactly until the head is due, an earlier push wakes it, ties break by
+priority then arrival, and every due task runs exactly once."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+
+from lldsched import EventLog, FakeClock, OneTime, Priority, SystemClock, TaskStatus
+from tests.conftest import SchedulerFactory, settle
+
+
+class ParkingClock(SystemClock):
+    """The real clock, telling the test each time the timer parks on its condition."""
+
+    def __init__(self) -> None:
+        self.parked = threading.Event()
+        self.deadlines: list[float | None] = []
+
+    def wait(self, condition: threading.Condition, deadline: float | None) -> None:
+        self.deadlines.append(deadline)
+        self.parked.set()
+        super().wait(condition, deadline)
+
+
+def test_an_earlier_insertion_wakes_a_timer_parked_twelve_hours_out(
+    make_scheduler: SchedulerFactory, log: EventLog
+) -> None:
+    clock = ParkingClock()
+    scheduler = make_scheduler(clock=clock, listeners=[log], start=False)
+    scheduler.schedule("nightly", lambda: None, OneTime(delay=12 * 3600))
+    scheduler.start()
+    assert clock.parked.wait(5)
+    parked_for = clock.deadlines[-1]
+    assert parked_for is not None and parked_for - clock.now() > 11.9 * 3600
+    # schedule() needs the lock the parked timer released inside Condition.wait, so the
+    # timer is truly asleep when this push happens; nothing advances time or calls a wake.
+    scheduler.schedule("urgent", lambda: None, OneTime(delay=0))
+    ran = log.wait_for(lambda e: e.name == "urgent" and e.record is not None, timeout=5)
+    assert ran is not None and ran.record is not None
+    assert ran.record.lateness < 1.0
+
+
+def test_fifty_tasks_due_at_one_instant_on_four_workers_each_run_exactly_once(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    calls: Counter[int] = Counter()
+    workers_seen: set[int] = set()
+    lock = threading.Lock()
+    release = threading.Barrier(4, timeout=5)
+
+    def work(n: int, ctx: object) -> None:
+        with lock:
+            calls[n] += 1
+            workers_seen.add(ctx.worker)  # type: ignore[attr-defined]
+        if n < 4:
+            release.wait()  # the first four meet: all four workers were busy at once
+
+    scheduler = make_scheduler(workers=4, clock=clock, start=False)
+    tasks = [
+        scheduler.schedule(f"t{n}", work, OneTime(at=clock.now()), args=(n,)) for n in range(50)
+    ]
+    scheduler.start()
+    settle(scheduler)
+    assert calls == Counter(range(50))
+    assert workers_seen == {0, 1, 2, 3}
+    assert all(task.status is TaskStatus.SUCCEEDED and task.run_count == 1 for task in tasks)
+
+
+def test_a_one_off_task_retires_with_nothing_live_left_in_the_heap(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    scheduler = make_scheduler(clock=clock)
+    task = scheduler.schedule("once", lambda: None, OneTime(delay=60))
+    settle(scheduler)
+    assert task.status is TaskStatus.SCHEDULED and scheduler.pending() == [task]
+    clock.advance(60)
+    settle(scheduler)
+    assert task.status is TaskStatus.SUCCEEDED and task.next_run_at is None
+    assert scheduler.pending() == [] and scheduler.queue_stats().live == 0
+    assert [r.due for r in task.history] == [clock.now()]
+
+
+def test_priority_breaks_a_tie_and_equal_priorities_keep_arrival_order(
+    make_scheduler: SchedulerFactory, clock: FakeClock, log: EventLog
+) -> None:
+    scheduler = make_scheduler(workers=1, clock=clock, listeners=[log])
+    due = clock.now() + 10
+    for name, priority in [
+        ("low", Priority.LOW), ("normal-1", Priority.NORMAL), ("high", Priority.HIGH),
+        ("normal-2", Priority.NORMAL), ("normal-3", Priority.NORMAL),
+    ]:  # fmt: skip
+        scheduler.schedule(name, lambda: None, OneTime(at=due), priority=priority)
+    clock.advance(10)
+    settle(scheduler)
+    assert [r.name for r in log.runs()] == ["high", "normal-1", "normal-2", "normal-3", "low"]
+
+
+def test_an_idle_scheduler_parks_its_timer_with_no_deadline(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    clock = ParkingClock()
+    make_scheduler(clock=clock)
+    assert clock.parked.wait(5)
+    assert clock.deadlines == [None]  # no poll interval: it sleeps until something is pushed

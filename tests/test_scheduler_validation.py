@@ -1,0 +1,93 @@
+"""Bad arguments raise the package's errors, with the bad value, and lose nothing registered."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from lldsched import (
+    FakeClock,
+    FixedRate,
+    LldschedError,
+    OneTime,
+    RetryPolicy,
+    ScheduleError,
+    Scheduler,
+    TaskNotFoundError,
+    TaskStatus,
+    ValidationError,
+)
+
+
+def noop() -> None:
+    return None
+
+
+@pytest.mark.parametrize(
+    ("build", "error", "message"),
+    [
+        (lambda: FixedRate(-60), ScheduleError, "got -60"),
+        (lambda: FixedRate(0), ScheduleError, "got 0"),
+        (lambda: RetryPolicy(max_attempts=0), ValidationError, "got 0"),
+    ],
+)
+def test_bad_values_fail_when_the_object_is_built(build: Any, error: type, message: str) -> None:
+    with pytest.raises(error, match=message):
+        build()
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "message"),
+    [
+        (("job", "not callable", FixedRate(1)), {}, "action must be callable, got 'not callable'"),
+        (("job", None, FixedRate(1)), {}, "action must be callable, got None"),
+        (("", noop, FixedRate(1)), {}, "task name must be a non-empty string, got ''"),
+        (("job", noop, 60), {}, "schedule must provide first_run\\(\\) and next_run\\(\\), got 60"),
+        (("job", noop, FixedRate(1)), {"priority": 7}, "priority must be a Priority .*got 7"),
+        (("job", noop, FixedRate(1)), {"timeout": -1}, "timeout must be seconds > 0, got -1"),
+        (("job", noop, FixedRate(1)), {"retry": 3}, "retry must be a RetryPolicy, got 3"),
+        (("job", noop, FixedRate(1)), {"args": "abc"}, "args must be a tuple, got 'abc'"),
+        (("job", noop, FixedRate(1)), {"kwargs": {1: 2}}, "kwargs must map str"),
+    ],
+)
+def test_bad_registrations_raise_with_the_value_and_leave_registered_tasks_untouched(
+    clock: FakeClock, args: tuple[Any, ...], kwargs: dict[str, Any], message: str
+) -> None:
+    scheduler = Scheduler(clock=clock)
+    kept = scheduler.schedule("kept", noop, FixedRate(60))
+    before = (kept.status, kept.next_run_at, kept.generation, scheduler.queue_stats())
+    with pytest.raises(ValidationError, match=message):
+        scheduler.schedule(*args, **kwargs)
+    assert scheduler.tasks() == [kept]
+    assert (kept.status, kept.next_run_at, kept.generation, scheduler.queue_stats()) == before
+    assert scheduler.shutdown()
+
+
+def test_unknown_ids_raise_task_not_found_with_the_id(clock: FakeClock) -> None:
+    scheduler = Scheduler(clock=clock)
+    kept = scheduler.schedule("kept", noop, OneTime(delay=5))
+    for verb in (scheduler.cancel, scheduler.pause, scheduler.resume, scheduler.redrive,
+                 scheduler.task, scheduler.remove):  # fmt: skip
+        with pytest.raises(TaskNotFoundError, match="'task-404'"):
+            verb("task-404")
+    assert kept.status is TaskStatus.SCHEDULED and scheduler.pending() == [kept]
+    assert scheduler.shutdown()
+
+
+def test_bad_scheduler_settings_are_rejected() -> None:
+    with pytest.raises(ValidationError, match="workers must be an int >= 1, got 0"):
+        Scheduler(workers=0)
+    with pytest.raises(ValidationError, match="hand-off capacity must be an int >= 1, got -1"):
+        Scheduler(handoff=-1)
+    with pytest.raises(ValidationError, match="history_limit must be an int >= 0 or None, got -1"):
+        Scheduler(history_limit=-1)
+    with pytest.raises(ValidationError, match="listener backlog must be an int >= 1, got 0"):
+        Scheduler(listener_backlog=0)
+    with pytest.raises(ValidationError, match="on_event"):
+        Scheduler(listeners=[42])  # type: ignore[list-item]
+
+
+def test_every_error_derives_from_the_package_base_error() -> None:
+    for error in (ValidationError, ScheduleError, TaskNotFoundError):
+        assert issubclass(error, LldschedError)

@@ -1,0 +1,101 @@
+"""OneTime, FixedDelay and FixedRate: first runs, next runs, overruns, bad input."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from lldsched import (
+    ExecutionRecord,
+    FixedDelay,
+    FixedRate,
+    OneTime,
+    OverrunPolicy,
+    ScheduleError,
+    ValidationError,
+)
+
+T = 1_000_000.0
+
+
+def record(slot: float, started: float, finished: float) -> ExecutionRecord:
+    return ExecutionRecord("task-1", "t", 1, slot, slot, 0, started, finished, True)
+
+
+def test_one_time_runs_at_its_instant_or_at_once_when_it_has_passed() -> None:
+    assert OneTime(T + 5).first_run(T) == T + 5
+    assert OneTime(T - 5).first_run(T) == T
+    assert OneTime(delay=30).first_run(T) == T + 30
+    assert OneTime(datetime.fromtimestamp(T, UTC)).first_run(T - 1) == T
+    assert OneTime(T).next_run(record(T, T, T), T) is None  # type: ignore[func-returns-value]
+
+
+def test_fixed_delay_counts_from_the_finish_of_the_previous_run() -> None:
+    schedule = FixedDelay(10, start_delay=2)
+    assert schedule.first_run(T) == T + 2
+    assert schedule.next_run(record(T, T, T + 7), T + 7) == T + 17
+
+
+def test_fixed_rate_keeps_its_grid_when_runs_are_short_or_start_late() -> None:
+    schedule = FixedRate(60)
+    assert schedule.first_run(T) == T
+    assert schedule.next_run(record(T, T, T + 5), T + 5) == T + 60
+    assert schedule.next_run(record(T, T + 20, T + 25), T + 25) == T + 60  # late start: no drift
+
+
+def test_fixed_rate_skip_jumps_to_the_first_slot_after_an_overrun() -> None:
+    schedule = FixedRate(60, OverrunPolicy.SKIP)
+    assert schedule.next_run(record(T, T, T + 150), T + 150) == T + 180
+
+
+def test_fixed_rate_skip_keeps_a_slot_that_falls_exactly_at_the_finish() -> None:
+    schedule = FixedRate(60, OverrunPolicy.SKIP)
+    assert schedule.next_run(record(T, T, T + 60), T + 60) == T + 60
+    assert schedule.next_run(record(T, T, T + 120), T + 120) == T + 120
+
+
+def test_fixed_rate_catch_up_returns_each_missed_slot_in_turn() -> None:
+    schedule = FixedRate(60, OverrunPolicy.CATCH_UP)
+    first = schedule.next_run(record(T, T, T + 150), T + 150)
+    assert first == T + 60
+    second = schedule.next_run(record(first, T + 150, T + 150), T + 150)
+    assert second == T + 120
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: FixedRate(0), "period must be finite and > 0 seconds, got 0"),
+        (lambda: FixedRate(-5), "got -5"),
+        (lambda: FixedRate(float("nan")), "got nan"),
+        (lambda: FixedRate("60"), "got '60'"),  # type: ignore[arg-type]
+        (lambda: FixedRate(60, on_overrun="skip"), "got 'skip'"),  # type: ignore[arg-type]
+        (lambda: FixedRate(60, start_delay=-1), "start_delay must be finite and >= 0"),
+        (lambda: FixedDelay(-1), "FixedDelay delay must be finite and >= 0 seconds, got -1"),
+        (lambda: OneTime(), "exactly one of at= or delay="),
+        (lambda: OneTime(T, delay=1), "exactly one of at= or delay="),
+        (lambda: OneTime(delay=-3), "got -3"),
+        (lambda: OneTime(datetime(2026, 1, 1)), "timezone-aware"),
+        (lambda: OneTime(True), "got True"),
+    ],
+)
+def test_bad_schedules_are_rejected_at_construction_with_the_value(
+    build: object, message: str
+) -> None:
+    with pytest.raises(ScheduleError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        build()  # type: ignore[operator]
+
+
+def test_schedule_errors_are_validation_errors_and_value_errors() -> None:
+    with pytest.raises(ValidationError):
+        FixedRate(0)
+    with pytest.raises(ValueError):
+        FixedRate(0)
+
+
+def test_schedules_are_immutable_values() -> None:
+    schedule = FixedRate(60)
+    assert schedule == FixedRate(60) and hash(schedule) == hash(FixedRate(60))
+    with pytest.raises(AttributeError):
+        schedule.period = 5  # type: ignore[misc]

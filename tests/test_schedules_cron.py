@@ -1,0 +1,79 @@
+"""CronSchedule as a Schedule: valid expressions fire when cron says, bad ones fail early."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from lldsched import CronSchedule, ExecutionRecord, ScheduleError
+
+
+def ts(*parts: int) -> float:
+    year, month, day, hour, minute = parts
+    return datetime(year, month, day, hour, minute, tzinfo=UTC).timestamp()
+
+
+def fires(expr: str, start: float, n: int) -> list[str]:
+    return [
+        datetime.fromtimestamp(t, UTC).strftime("%a %Y-%m-%d %H:%M")
+        for t in CronSchedule(expr).fire_times(start, n)
+    ]
+
+
+def test_every_fifteen_minutes_fires_on_the_quarter_hours() -> None:
+    assert fires("*/15 * * * *", ts(2026, 11, 30, 9, 7), 3) == [
+        "Mon 2026-11-30 09:15", "Mon 2026-11-30 09:30", "Mon 2026-11-30 09:45",
+    ]  # fmt: skip
+
+
+def test_a_weekday_range_skips_the_weekend() -> None:
+    assert fires("0 9-17 * * 1-5", ts(2026, 12, 4, 17, 0), 2) == [
+        "Mon 2026-12-07 09:00", "Mon 2026-12-07 10:00",
+    ]  # fmt: skip
+
+
+def test_the_first_of_the_month_rolls_over_into_the_next_month_and_year() -> None:
+    assert fires("0 0 1 * *", ts(2026, 12, 15, 0, 0), 2) == [
+        "Fri 2027-01-01 00:00", "Mon 2027-02-01 00:00",
+    ]  # fmt: skip
+
+
+def test_a_list_of_days_of_week_with_a_fixed_time() -> None:
+    assert fires("30 2 * * 0,6", ts(2026, 11, 30, 0, 0), 2) == [
+        "Sat 2026-12-05 02:30", "Sun 2026-12-06 02:30",
+    ]  # fmt: skip
+
+
+def test_new_years_eve_at_noon_fires_once_a_year() -> None:
+    assert fires("0 12 31 12 *", ts(2026, 12, 31, 12, 0), 2) == [
+        "Fri 2027-12-31 12:00", "Sun 2028-12-31 12:00",
+    ]  # fmt: skip
+
+
+def test_the_next_fire_is_strictly_after_the_instant_asked_about() -> None:
+    at = ts(2026, 11, 30, 9, 15)
+    assert CronSchedule("*/15 * * * *").next_after(at) == at + 15 * 60
+
+
+def test_the_first_run_is_strictly_after_registration_and_overrun_fires_are_skipped() -> None:
+    cron = CronSchedule("*/15 * * * *")
+    at = ts(2026, 11, 30, 9, 15)
+    assert cron.first_run(at) == at + 900
+    overran = ExecutionRecord("task-1", "t", 1, at, at, 0, at, at + 1000, True)
+    assert cron.next_run(overran, at + 1000) == ts(2026, 11, 30, 9, 45)
+
+
+@pytest.mark.parametrize(
+    ("expr", "message"),
+    [
+        ("* * * *", "has 4 fields; expected 5"),
+        ("61 * * * *", "minute field: 61 is out of range 0-59"),
+        ("*/0 * * * *", "minute field: step must be a number >= 1"),
+        ("5-1 * * * *", "minute field: reversed range '5-1'"),
+        ("1,,2 * * * *", "minute field: empty list item"),
+    ],
+)
+def test_malformed_expressions_are_rejected_at_construction(expr: str, message: str) -> None:
+    with pytest.raises(ScheduleError, match=message):
+        CronSchedule(expr)
