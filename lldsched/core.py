@@ -45,7 +45,6 @@ import itertools
 import logging
 import math
 import random
-from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -56,7 +55,6 @@ from lldsched.ids import IdGenerator, sequential_ids
 from lldsched.model import (
     ExecutionRecord,
     Priority,
-    Task,
     TaskEvent,
     TaskSnapshot,
     TaskStatus,
@@ -64,7 +62,7 @@ from lldsched.model import (
 from lldsched.retry import RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.stores.base import TaskStore
-from lldsched.task import Entry, ScheduledTask
+from lldsched.task import DEFAULT_OPTIONS, Entry, RunStats, ScheduledTask, TaskOptions
 
 __all__ = ["DueQueue", "Run", "SchedulerCore", "error_text"]
 
@@ -140,17 +138,18 @@ class Run:
         ``Exception``s become data; other ``BaseException``s (KeyboardInterrupt,
         SystemExit) propagate, as they should.
         """
-        definition = self.task.task
-        action = definition.action
+        task = self.task
+        action = task.action
         if action is None:
             return None
+        options = task._options
         try:
             if self.context is not None:
-                action(*definition.args, ctx=self.context, **(definition.kwargs or {}))
-            elif definition.kwargs:
-                action(*definition.args, **definition.kwargs)
+                action(*options.args, ctx=self.context, **(options.kwargs or {}))
+            elif options.kwargs:
+                action(*options.args, **options.kwargs)
             else:
-                action(*definition.args)
+                action(*options.args)
         except Exception as exc:
             return error_text(exc)
         return None
@@ -249,10 +248,11 @@ class SchedulerCore:
         task_id = self._ids()
         if task_id in self.tasks:
             raise ValidationError(f"id generator returned {task_id!r}, which is already registered")
-        definition = Task(
-            task_id, name, action, schedule, priority, retry, timeout, tuple(args), kwargs
-        )
-        task = ScheduledTask(definition, action is not None and _wants_context(action))
+        pass_context = action is not None and _wants_context(action)
+        options = DEFAULT_OPTIONS
+        if retry is not _DEFAULT_RETRY or timeout is not None or args or kwargs or pass_context:
+            options = TaskOptions(retry, timeout, tuple(args), kwargs, pass_context)
+        task = ScheduledTask(task_id, name, action, schedule, priority, options)
         task._slot = first
         task.next_run_at = first
         if (
@@ -287,8 +287,8 @@ class SchedulerCore:
         task.status = RUNNING
         attempt = task.attempt = task.attempt + 1
         context = None
-        if task._pass_context:
-            context = RunContext(task.task.id, task.task.name, attempt, entry[0], worker)
+        if task._options.pass_context:
+            context = RunContext(task.id, task.name, attempt, entry[0], worker)
         run = task._run = Run(task, attempt, entry[0], task._slot, worker, context)
         if self._store is not None or self._emit is not None:
             self._changed(task, previous)
@@ -299,37 +299,37 @@ class SchedulerCore:
     ) -> ExecutionRecord:
         """Record the attempt and move its task on: reschedule, retry, succeed or fail."""
         task = run.task
-        definition = task.task
-        timeout = definition.timeout
+        options = task._options
+        timeout = options.timeout
         timed_out = timeout is not None and finished - started > timeout
         ok = error is None and not timed_out
         if timed_out and error is None:
             error = f"TimeoutError: ran {finished - started:.6g} s, over its {timeout:g} s budget"
         record = ExecutionRecord(
-            definition.id, definition.name, run.attempt, run.due, run.slot, run.worker,
+            task.id, task.name, run.attempt, run.due, run.slot, run.worker,
             started, finished, ok, error, timed_out,
         )  # fmt: skip
-        self._remember(task, record)
+        stats = self._remember(task, record)
         task._run = None
         if not ok:
-            task.failure_count += 1
-            task.last_error = error
+            stats.failure_count += 1
+            stats.last_error = error
 
         # What the run leads to, whatever the task's status is now.
         due: float | None = None
         if ok:
             outcome = SCHEDULED
             try:
-                due = definition.schedule.next_run(record, finished)
+                due = task.schedule.next_run(record, finished)
             except Exception as exc:  # a broken schedule is the library user's bug: fail loudly
-                log.exception("task %s: %r.next_run raised", definition.id, definition.schedule)
-                outcome, task.last_error = FAILED, f"ScheduleError: {error_text(exc)}"
+                log.exception("task %s: %r.next_run raised", task.id, task.schedule)
+                outcome, stats.last_error = FAILED, f"ScheduleError: {error_text(exc)}"
             else:
                 if due is None:
                     outcome = SUCCEEDED
-        elif definition.retry.allows_retry(run.attempt):
+        elif options.retry.allows_retry(run.attempt):
             outcome = RETRYING
-            due = finished + definition.retry.backoff(run.attempt, self._rng)
+            due = finished + options.retry.backoff(run.attempt, self._rng)
         else:
             outcome = FAILED
 
@@ -347,7 +347,7 @@ class SchedulerCore:
             else:
                 task.next_run_at = None
                 if outcome is FAILED:
-                    self._dead[definition.id] = None
+                    self._dead[task.id] = None
         elif previous is PAUSED:  # paused mid-run: remember where resume() goes
             task._resume_to = outcome
             task.next_run_at = due
@@ -442,22 +442,20 @@ class SchedulerCore:
     def _enqueue(self, task: ScheduledTask, due: float) -> None:
         task.generation += 1
         task.next_run_at = due
-        self._queue.push((due, task.task.priority, next(self._sequence), task.generation, task))
+        self._queue.push((due, task.priority, next(self._sequence), task.generation, task))
 
-    def _remember(self, task: ScheduledTask, record: ExecutionRecord) -> None:
-        task.run_count += 1
-        limit = self._history_limit
-        if limit == 0:
-            return
-        history = task._history
-        if history is None:
-            history = task._history = deque(maxlen=limit)
-        history.append(record)
+    def _remember(self, task: ScheduledTask, record: ExecutionRecord) -> RunStats:
+        stats = task._stats
+        if stats is None:
+            stats = task._stats = RunStats(self._history_limit)
+        stats.run_count += 1
+        stats.history.append(record)
+        return stats
 
     @staticmethod
     def _snapshot(task: ScheduledTask) -> TaskSnapshot:
         return TaskSnapshot(
-            task.task, task.status, task.next_run_at, task.attempt,
+            task.definition, task.status, task.next_run_at, task.attempt,
             task.run_count, task.failure_count, task.last_error,
         )  # fmt: skip
 
@@ -469,12 +467,10 @@ class SchedulerCore:
             try:
                 self._store.save(self._snapshot(task), record)
             except Exception:  # the registry stays authoritative; the store is told next time
-                log.exception("store %r failed to save %s", self._store, task.task.id)
+                log.exception("store %r failed to save %s", self._store, task.id)
         if self._emit is not None:
             self._emit(
-                TaskEvent(
-                    task.task.id, task.task.name, previous, task.status, self.clock.now(), record
-                )
+                TaskEvent(task.id, task.name, previous, task.status, self.clock.now(), record)
             )
 
 

@@ -370,7 +370,7 @@ class Scheduler:
             return None
         context = run.context
         if context is not None:
-            timeout = run.task.task.timeout
+            timeout = run.task.timeout
             if timeout is not None:
                 self._arm_deadline(self._clock.now() + timeout, context)
         return run

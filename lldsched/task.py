@@ -1,30 +1,36 @@
-"""ScheduledTask: the live state of one registered task.
+"""ScheduledTask: one registered task, its definition and where it is in its lifecycle.
 
-A :class:`~lldsched.model.Task` says what runs and when; a ``ScheduledTask`` says
-where that task is now: its status, its next due instant, its attempt counter,
-its generation (which tombstones stale heap entries) and its recent history.
+A ``ScheduledTask`` carries what runs and when (id, name, action, schedule,
+priority, options) and where the task is now: its status, next due instant,
+attempt counter, generation (which tombstones stale heap entries) and the
+statistics of its runs.  :attr:`ScheduledTask.definition` gives the definition
+alone as an immutable :class:`~lldsched.model.Task`, which is what stores keep.
 
-Only the core state machine mutates it, always under its runtime's lock; any
-thread may read it.  Each attribute read is atomic, and ``history`` returns a
-copy, but two reads are not a consistent pair: take ``Scheduler.task(id)`` again
-for a fresh look.
+Memory is a feature here (a scheduler may hold 100,000 tasks), so the object is
+flat and its rarely-set parts are shared: :class:`TaskOptions` is one shared
+default instance unless a task sets a retry policy, timeout, arguments or takes
+a run context, and :class:`RunStats` is created at the first run.
+
+Only the core state machine mutates a ``ScheduledTask``, under its runtime's
+lock; any thread may read it.  Each attribute read is atomic and ``history``
+returns a copy, but two reads are not a consistent pair: ask
+``Scheduler.task(id)`` again for a fresh look.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lldsched.model import ExecutionRecord, Priority, Task, TaskStatus
+from lldsched.retry import RetryPolicy
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from lldsched.core import Run
-    from lldsched.retry import RetryPolicy
     from lldsched.schedules.base import Schedule
 
-__all__ = ["Entry", "ScheduledTask"]
+__all__ = ["DEFAULT_OPTIONS", "Entry", "RunStats", "ScheduledTask", "TaskOptions"]
 
 Entry = tuple[float, int, int, int, "ScheduledTask"]
 """A heap entry ``(due, priority, sequence, generation, task)``.
@@ -34,69 +40,105 @@ task would be compared; ``generation`` must match the task's for the entry to
 be live (cancel, pause and every re-queue bump it)."""
 
 
+class TaskOptions(NamedTuple):
+    """How a task runs and fails, beyond its schedule and priority."""
+
+    retry: RetryPolicy = RetryPolicy()
+    timeout: float | None = None
+    args: tuple[Any, ...] = ()
+    kwargs: Mapping[str, Any] | None = None
+    pass_context: bool = False  # the action declares a ``ctx`` parameter
+
+
+DEFAULT_OPTIONS = TaskOptions()
+
+
+class RunStats:
+    """Counts and recent history of a task's runs (created at its first run)."""
+
+    __slots__ = ("failure_count", "history", "last_error", "run_count")
+
+    def __init__(self, history_limit: int | None) -> None:
+        self.run_count = 0
+        self.failure_count = 0
+        self.last_error: str | None = None
+        self.history: deque[ExecutionRecord] = deque(maxlen=history_limit)
+
+
 class ScheduledTask:
     """One task and where it is in its lifecycle (see :class:`TaskStatus`)."""
 
     __slots__ = (
-        "_history",
-        "_pass_context",
+        "_options",
         "_queued",
         "_resume_to",
         "_run",
         "_slot",
+        "_stats",
+        "action",
         "attempt",
-        "failure_count",
         "generation",
-        "last_error",
+        "id",
+        "name",
         "next_run_at",
-        "run_count",
+        "priority",
+        "schedule",
         "status",
-        "task",
     )
 
-    def __init__(self, task: Task, pass_context: bool) -> None:
-        self.task = task
+    def __init__(
+        self,
+        task_id: str,
+        name: str,
+        action: Callable[..., Any] | None,
+        schedule: Schedule,
+        priority: Priority = Priority.NORMAL,
+        options: TaskOptions = DEFAULT_OPTIONS,
+    ) -> None:
+        self.id = task_id
+        self.name = name
+        self.action = action
+        self.schedule = schedule
+        self.priority = priority
+        self._options = options
         self.status = TaskStatus.SCHEDULED
         self.next_run_at: float | None = None
         self.attempt = 0  # attempts made for the current slot; a reschedule resets it
         self.generation = 0
-        self.run_count = 0
-        self.failure_count = 0
-        self.last_error: str | None = None
         self._slot = 0.0  # the schedule slot the pending attempts belong to
         self._resume_to = TaskStatus.SCHEDULED  # where resume() returns a PAUSED task
         self._run: Run | None = None  # the attempt in flight, if any
         self._queued = False  # a live entry sits in the runtime's heap
-        self._history: deque[ExecutionRecord] | None = None  # created at the first run
-        self._pass_context = pass_context
+        self._stats: RunStats | None = None  # created at the first run
 
-    @property
-    def id(self) -> str:
-        return self.task.id
-
-    @property
-    def name(self) -> str:
-        return self.task.name
-
-    @property
-    def priority(self) -> Priority:
-        return self.task.priority
-
-    @property
-    def schedule(self) -> Schedule:
-        return self.task.schedule
+    # -- the definition ------------------------------------------------------------
 
     @property
     def retry(self) -> RetryPolicy:
-        return self.task.retry
+        return self._options.retry
 
     @property
     def timeout(self) -> float | None:
-        return self.task.timeout
+        return self._options.timeout
 
     @property
-    def action(self) -> Callable[..., Any] | None:
-        return self.task.action
+    def args(self) -> tuple[Any, ...]:
+        return self._options.args
+
+    @property
+    def kwargs(self) -> Mapping[str, Any] | None:
+        return self._options.kwargs
+
+    @property
+    def definition(self) -> Task:
+        """What runs and when, as an immutable value (what a store keeps)."""
+        options = self._options
+        return Task(
+            self.id, self.name, self.action, self.schedule, self.priority,
+            options.retry, options.timeout, options.args, options.kwargs,
+        )  # fmt: skip
+
+    # -- the runs --------------------------------------------------------------------
 
     @property
     def running(self) -> bool:
@@ -104,13 +146,31 @@ class ScheduledTask:
         return self._run is not None
 
     @property
+    def run_count(self) -> int:
+        """Attempts finished, every outcome counted."""
+        stats = self._stats
+        return stats.run_count if stats is not None else 0
+
+    @property
+    def failure_count(self) -> int:
+        """Attempts that raised or timed out."""
+        stats = self._stats
+        return stats.failure_count if stats is not None else 0
+
+    @property
+    def last_error(self) -> str | None:
+        """The error text of the most recent failed attempt."""
+        stats = self._stats
+        return stats.last_error if stats is not None else None
+
+    @property
     def history(self) -> tuple[ExecutionRecord, ...]:
         """The most recent runs, oldest first (bounded by the scheduler's history limit)."""
-        history = self._history
-        return tuple(history) if history is not None else ()
+        stats = self._stats
+        return tuple(stats.history) if stats is not None else ()
 
     def __repr__(self) -> str:
         return (
-            f"<ScheduledTask {self.task.id} {self.task.name!r} {self.status.value} "
+            f"<ScheduledTask {self.id} {self.name!r} {self.status.value} "
             f"next_run_at={self.next_run_at!r} attempt={self.attempt}>"
         )

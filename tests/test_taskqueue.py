@@ -5,8 +5,6 @@ from __future__ import annotations
 import itertools
 
 from lldsched import OneTime, Priority
-from lldsched.model import Task
-from lldsched.retry import RetryPolicy
 from lldsched.task import Entry, ScheduledTask
 from lldsched.taskqueue import REBUILD_MIN_ENTRIES, TaskQueue
 
@@ -14,8 +12,7 @@ _sequence = itertools.count()
 
 
 def make_task(name: str, priority: Priority = Priority.NORMAL) -> ScheduledTask:
-    task = Task(name, name, None, OneTime(delay=0), priority, RetryPolicy(), None)
-    return ScheduledTask(task, pass_context=False)
+    return ScheduledTask(name, name, None, OneTime(delay=0), priority)
 
 
 def entry(task: ScheduledTask, due: float) -> Entry:

@@ -31,11 +31,10 @@ __all__ = ["FixedDelay", "FixedRate", "OneTime"]
 def _seconds(name: str, value: object, *, positive: bool) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ScheduleError(f"{name} must be a number of seconds, got {value!r}")
-    number = float(value)
-    if math.isnan(number) or math.isinf(number) or number < 0 or (positive and number == 0):
+    if math.isnan(value) or math.isinf(value) or value < 0 or (positive and value == 0):
         bound = "> 0" if positive else ">= 0"
         raise ScheduleError(f"{name} must be finite and {bound} seconds, got {value!r}")
-    return number
+    return value  # kept as given: a literal shared by many schedules costs no memory
 
 
 @dataclass(frozen=True, slots=True, init=False)
