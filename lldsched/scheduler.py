@@ -83,14 +83,15 @@ class Scheduler:
         # The scheduler's one lock.  It guards the core state machine (registry,
         # statuses, dead letter), the heap, the deadline heap, the pool's hand-off
         # queue, _in_flight, _state and _idle_waiters.  Three conditions share it:
-        # the queue's (the timer waits on it; notified by a push that makes a new
+        # _wake (the timer waits on it; notified by a push that makes a new
         # head, by a new earliest deadline, by a worker that half-emptied the
         # hand-off queue, by a clock change and by shutdown), the pool's (workers
         # wait for items) and _idle (wait_idle() waits for the last run in flight
         # to settle).  Lock order: this lock, then the dispatcher's or the store's.
         # Never held while an action or a listener runs.
         self._lock = threading.Lock()
-        self._queue = TaskQueue(self._lock)
+        self._wake = threading.Condition(self._lock)
+        self._queue = TaskQueue(self._wake)
         self._pool: WorkerPool[Entry, Run, _Outcome] = WorkerPool(
             workers,
             prepare=self._prepare,
@@ -98,7 +99,7 @@ class Scheduler:
             complete=self._complete,
             lock=self._lock,
             capacity=handoff,
-            on_room=self._queue.cond.notify_all,
+            on_room=self._wake.notify_all,
         )
         self._idle = threading.Condition(self._lock)
         self._core = SchedulerCore(
@@ -146,7 +147,7 @@ class Scheduler:
         with self._lock:
             already = self._state is _STOPPED
             self._state = _STOPPED
-            self._queue.cond.notify_all()
+            self._wake.notify_all()
         if already:  # a second call waits again for what the first left running
             self._join(remaining)
             return not self._threads_alive()
@@ -336,7 +337,7 @@ class Scheduler:
 
     def _time_loop(self) -> None:
         queue = self._queue
-        cond = queue.cond
+        cond = self._wake
         clock = self._clock
         pool = self._pool
         deadlines = self._deadlines
@@ -395,7 +396,7 @@ class Scheduler:
         deadlines = self._deadlines
         heapq.heappush(deadlines, (deadline, next(self._deadline_sequence), context))
         if deadlines[0][2] is context:
-            self._queue.cond.notify_all()
+            self._wake.notify_all()
 
     def _settle(self, count: int) -> None:
         self._in_flight -= count

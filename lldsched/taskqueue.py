@@ -12,10 +12,11 @@ When tombstones outnumber live entries the heap is rebuilt from the live ones
 :data:`REBUILD_MIN_ENTRIES` entries are not worth it (asyncio's event loop
 uses the same rule for its cancelled timer handles).
 
-The queue is not locked by itself: its owner holds :attr:`TaskQueue.cond`
-around every call, and the timer waits on that condition.  ``push`` notifies
-only when the new entry becomes the head: any other push leaves the instant the
-timer is waiting for unchanged.
+The queue is not locked by itself.  In the threaded runtime its owner holds
+one lock around every call and gives the queue the timer's condition on that
+lock: ``push`` notifies it only when the new entry becomes the head (any other
+push leaves the instant the timer waits for unchanged).  The simulation, which
+is single-threaded, gives it no condition at all.
 """
 
 from __future__ import annotations
@@ -43,14 +44,12 @@ class QueueStats(NamedTuple):
 
 
 class TaskQueue:
-    """A heap of entries; its owner holds ``cond`` around every method call."""
+    """A heap of entries, with a tombstone count; see the module docstring for locking."""
 
-    def __init__(self, lock: threading.Lock | None = None) -> None:
-        # The owner's lock.  It guards the heap and the tombstone count (and, in
-        # the threaded runtime, the core state machine too).  Notified when a push
-        # makes a new head, when the clock changes and when the scheduler stops;
-        # the timer thread is its only waiter.
-        self.cond = threading.Condition(lock or threading.Lock())
+    def __init__(self, wake: threading.Condition | None = None) -> None:
+        # The timer's condition, notified by a push that makes a new head (its
+        # lock is held by the caller), or None when nobody waits on this queue.
+        self._wake = wake
         self._heap: list[Entry] = []
         self._tombstones = 0
 
@@ -62,8 +61,8 @@ class TaskQueue:
         task._queued = True
         heap = self._heap
         heapq.heappush(heap, entry)
-        if heap[0] is entry:
-            self.cond.notify_all()
+        if heap[0] is entry and self._wake is not None:
+            self._wake.notify_all()
 
     def discard(self, task: ScheduledTask) -> None:
         """Count ``task``'s queued entry as a tombstone (the caller has bumped its generation)."""
