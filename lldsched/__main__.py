@@ -15,6 +15,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="the scheduler's behaviour in eleven lines")
     demo.set_defaults(handler=_demo)
+    from lldsched.sim.cli import add_parser as add_simulate
+
+    add_simulate(commands)
     return parser
 
 

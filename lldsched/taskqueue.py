@@ -88,6 +88,18 @@ class TaskQueue:
             due.append(entry)
         return due
 
+    def pop(self) -> Entry | None:
+        """Remove and return the first live entry, however far off it is (None if empty)."""
+        heap = self._heap
+        while heap:
+            entry = heapq.heappop(heap)
+            task = entry[4]
+            if entry[3] == task.generation:
+                task._queued = False
+                return entry
+            self._tombstones -= 1
+        return None
+
     def next_due(self) -> float | None:
         """The due instant of the first live entry (tombstones on top are dropped)."""
         heap = self._heap

@@ -1,0 +1,43 @@
+"""``python -m lldsched simulate``: replay the built-in scenario and print a summary."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from lldsched.sim.report import format_summary, summarize
+from lldsched.sim.scenario import build_scenario
+
+__all__ = ["add_parser", "main"]
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser(
+        "simulate",
+        help="replay the built-in scenario on virtual time and summarise every task",
+        description="Replay a week of schedules (hourly fan-out, an overrunning fixed-rate "
+        "job, a flaky import with retries, a heartbeat, a nightly backup) in virtual time.",
+    )
+    parser.add_argument("--days", type=float, default=7.0, help="simulated days (default 7)")
+    parser.add_argument("--workers", type=int, default=4, help="virtual workers (default 4)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.set_defaults(handler=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.days <= 0:
+        raise SystemExit(f"--days must be > 0, got {args.days}")
+    sim = build_scenario(workers=args.workers, seed=args.seed)
+    began = time.perf_counter()
+    sim.run_for(args.days * 86400)
+    elapsed = time.perf_counter() - began
+    records = sim.records()
+    schedules = {task.id: task.schedule for task in sim.tasks()}
+    print(
+        f"simulated {args.days:g} days on {args.workers} workers (seed {args.seed}): "
+        f"{len(records)} runs in {elapsed:.2f} s of wall time"
+    )
+    print(format_summary(summarize(records, schedules)))
+    dead = [sim.task(task_id).name for task_id in sim.dead_letter()]
+    print(f"dead letter: {dead}")
+    return 0

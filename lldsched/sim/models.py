@@ -1,0 +1,148 @@
+"""Duration and failure models for simulated tasks.
+
+A *duration model* is a number of seconds, or a function ``(rng, attempt) ->
+seconds``; a *failure model* is a probability, or a function ``(rng, attempt) ->
+bool | str | None`` (True or an error text fails the attempt).  ``rng`` is the
+task's own ``random.Random``, seeded from the simulation's seed and the task id,
+so adding a task never changes the draws of another.
+
+The helpers below build the common distributions with readable reprs, so a
+scenario prints the way it was written: ``uniform(30, 300)``,
+``lognormal(median=240, sigma=0.5)``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from lldsched.errors import ValidationError
+
+__all__ = [
+    "DurationModel",
+    "FailureModel",
+    "exponential",
+    "fails_on",
+    "fixed",
+    "lognormal",
+    "uniform",
+]
+
+DurationModel = float | Callable[[random.Random, int], float]
+FailureModel = float | Callable[[random.Random, int], "bool | str | None"]
+
+
+def _positive(name: str, value: object, *, allow_zero: bool = True) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        raise ValidationError(f"{name} must be a number, got {value!r}")
+    if math.isinf(value) or value < 0 or (not allow_zero and value == 0):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValidationError(f"{name} must be finite and {bound}, got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True, slots=True)
+class fixed:
+    """Always ``seconds``."""
+
+    seconds: float
+
+    def __post_init__(self) -> None:
+        _positive("fixed seconds", self.seconds)
+
+    def __call__(self, rng: random.Random, attempt: int) -> float:
+        return self.seconds
+
+    def __repr__(self) -> str:
+        return f"fixed({self.seconds:g})"
+
+
+@dataclass(frozen=True, slots=True)
+class uniform:
+    """Uniform between ``low`` and ``high`` seconds."""
+
+    low: float
+    high: float
+
+    def __post_init__(self) -> None:
+        _positive("uniform low", self.low)
+        _positive("uniform high", self.high)
+        if self.high < self.low:
+            raise ValidationError(f"uniform({self.low!r}, {self.high!r}): high is below low")
+
+    def __call__(self, rng: random.Random, attempt: int) -> float:
+        return rng.uniform(self.low, self.high)
+
+    def __repr__(self) -> str:
+        return f"uniform({self.low:g}, {self.high:g})"
+
+
+@dataclass(frozen=True, slots=True)
+class exponential:
+    """Exponential with the given ``mean`` seconds (memoryless service times)."""
+
+    mean: float
+
+    def __post_init__(self) -> None:
+        _positive("exponential mean", self.mean, allow_zero=False)
+
+    def __call__(self, rng: random.Random, attempt: int) -> float:
+        return rng.expovariate(1.0 / self.mean)
+
+    def __repr__(self) -> str:
+        return f"exponential(mean={self.mean:g})"
+
+
+@dataclass(frozen=True, slots=True)
+class lognormal:
+    """Log-normal with the given ``median`` seconds and shape ``sigma``: mostly near the
+    median, with a long tail of slow runs (how real job durations tend to look)."""
+
+    median: float
+    sigma: float
+
+    def __post_init__(self) -> None:
+        _positive("lognormal median", self.median, allow_zero=False)
+        _positive("lognormal sigma", self.sigma)
+
+    def __call__(self, rng: random.Random, attempt: int) -> float:
+        return rng.lognormvariate(math.log(self.median), self.sigma)
+
+    def __repr__(self) -> str:
+        return f"lognormal(median={self.median:g}, sigma={self.sigma:g})"
+
+
+@dataclass(frozen=True, slots=True)
+class fails_on:
+    """Fail exactly the listed attempts (1-based) of every slot, with ``error`` as the text."""
+
+    attempts: frozenset[int]
+    error: str = "RuntimeError: simulated failure"
+
+    def __init__(self, *attempts: int, error: str = "RuntimeError: simulated failure") -> None:
+        object.__setattr__(self, "attempts", frozenset(attempts))
+        object.__setattr__(self, "error", error)
+
+    def __call__(self, rng: random.Random, attempt: int) -> str | None:
+        return self.error if attempt in self.attempts else None
+
+    def __repr__(self) -> str:
+        return f"fails_on({', '.join(map(str, sorted(self.attempts)))})"
+
+
+def check_duration(value: DurationModel) -> DurationModel:
+    """Validate a duration model (a number now; a function's results when drawn)."""
+    if callable(value):
+        return value
+    return _positive("duration", value)
+
+
+def check_failure(value: FailureModel) -> FailureModel:
+    """Validate a failure model: a probability in [0, 1], or a function."""
+    if callable(value):
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise ValidationError(f"fails must be a probability in [0, 1] or a function, got {value!r}")
+    return float(value)

@@ -1,0 +1,384 @@
+"""Simulation: a discrete-event runtime that replays days of schedules in seconds.
+
+Virtual time jumps from event to event.  There are three kinds of event, and at
+one instant they happen in this order:
+
+1. a run **finishes** (its worker frees up, the core records it and moves its
+   task on: reschedule, retry, succeed or fail);
+2. an **intervention** registered with :meth:`Simulation.at` runs (pause,
+   resume, cancel, schedule, anything);
+3. a due entry **starts** on a free worker, lowest worker index first.
+
+Every transition goes through the same :class:`~lldsched.core.SchedulerCore`
+as the threaded :class:`~lldsched.scheduler.Scheduler`, with the same
+:class:`~lldsched.taskqueue.TaskQueue` of due entries: retry, reschedule,
+overrun, pause and dead-letter logic exist once.  What the simulation adds is
+where durations and failures come from (models drawn from a seeded generator
+per task; see :mod:`lldsched.sim.models`), and the virtual workers.
+
+**Lateness.**  A run that falls due while every worker is busy waits; it starts
+when a worker frees up, and ``started - due`` is its lateness.
+
+**The hand-off queue is not modelled.**  A worker that frees up takes the best
+entry due at that instant in heap order (due, priority, arrival).  The threaded
+runtime fixes an entry's place when its timer moves it into the bounded hand-off
+queue, so the two differ only under contention, for an entry pushed with a due
+time already in the past (a CATCH_UP slot, a resumed task) while other entries
+wait in the hand-off queue: here it takes its heap place, there it queues
+behind them.  Modelling that queue would tie results to a tuning knob
+(``handoff=``) and to thread timing; the ideal dispatcher is the one worth
+reasoning about.
+
+**Timeouts** are detected as in the threaded runtime: a run longer than its
+timeout keeps its worker for its whole duration and is recorded ``timed_out``
+at its finish.
+
+Deterministic: the same seed and scenario give identical records.  Listeners
+are called in order, in virtual time, on the caller's thread.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import math
+import random
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime, timedelta
+from typing import Any, NamedTuple
+
+from lldsched.clock import to_timestamp
+from lldsched.core import Run, SchedulerCore
+from lldsched.errors import ValidationError
+from lldsched.ids import IdGenerator
+from lldsched.listeners import Listener, as_callback
+from lldsched.model import ExecutionRecord, Priority, TaskEvent
+from lldsched.retry import RetryPolicy
+from lldsched.schedules.base import Schedule
+from lldsched.sim.clock import VirtualClock
+from lldsched.sim.models import DurationModel, FailureModel, check_duration, check_failure
+from lldsched.stores.base import TaskStore
+from lldsched.task import ScheduledTask
+from lldsched.taskqueue import QueueStats, TaskQueue
+
+__all__ = ["SimStep", "Simulation"]
+
+log = logging.getLogger("lldsched")
+
+_INF = math.inf
+
+
+class SimStep(NamedTuple):
+    """What one :meth:`Simulation.step` did: ``kind`` is "finish", "intervention" or "start"."""
+
+    at: float
+    kind: str
+    task_id: str | None
+    record: ExecutionRecord | None = None
+
+
+class _Models:
+    """A task's duration and failure models, and its own random generator."""
+
+    __slots__ = ("duration", "fails", "rng")
+
+    def __init__(self, duration: DurationModel, fails: FailureModel, rng: random.Random) -> None:
+        self.duration = duration
+        self.fails = fails
+        self.rng = rng
+
+
+class Simulation:
+    """Virtual-time runtime with ``workers`` virtual workers over the core state machine."""
+
+    def __init__(
+        self,
+        workers: int = 4,
+        start: float | datetime = 0.0,
+        seed: int = 0,
+        store: TaskStore | None = None,
+        listeners: Iterable[Listener] = (),
+        *,
+        ids: IdGenerator | None = None,
+        history_limit: int | None = 1000,
+    ) -> None:
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise ValidationError(f"workers must be an int >= 1, got {workers!r}")
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise ValidationError(f"seed must be an int, got {seed!r}")
+        self.workers = workers
+        self.seed = seed
+        self._clock = VirtualClock(to_timestamp(start, name="start"))
+        self._queue = TaskQueue()
+        self._callbacks = [(listener, as_callback(listener)) for listener in listeners]
+        self._core = SchedulerCore(
+            clock=self._clock,
+            queue=self._queue,
+            ids=ids,
+            store=store,
+            emit=self._emit if self._callbacks else None,
+            rng=random.Random(seed),
+            history_limit=history_limit,
+        )
+        self._models: dict[str, _Models] = {}
+        self._free = list(range(workers))  # a heap: the lowest free worker starts next
+        # (finished, sequence, worker, run, started, error) for runs in flight
+        self._finishes: list[tuple[float, int, int, Run, float, str | None]] = []
+        self._interventions: list[tuple[float, int, Callable[[], object]]] = []
+        self._sequence = itertools.count()
+        self._records: list[ExecutionRecord] = []
+
+    # -- registration and control (the same verbs as Scheduler) ------------------------
+
+    def schedule(
+        self,
+        name: str,
+        schedule: Schedule,
+        *,
+        duration: DurationModel = 0.0,
+        fails: FailureModel = 0.0,
+        action: Callable[..., Any] | None = None,
+        priority: Priority | int = Priority.NORMAL,
+        retry: RetryPolicy | None = None,
+        timeout: float | None = None,
+        args: tuple[Any, ...] | list[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+    ) -> ScheduledTask:
+        """Register a simulated task.  ``duration`` and ``fails`` are models (see
+        :mod:`lldsched.sim.models`); a real ``action`` also runs, for its side effects
+        (its wall time does not count, and if it raises, the run fails with that error).
+        """
+        duration = check_duration(duration)
+        fails = check_failure(fails)
+        task = self._core.add(
+            name, action, schedule, priority=priority, retry=retry, timeout=timeout,
+            args=args, kwargs=kwargs, action_required=False,
+        )  # fmt: skip
+        needs_rng = callable(duration) or callable(fails) or fails
+        rng = random.Random(f"{self.seed}:{task.id}") if needs_rng else _NO_RNG
+        self._models[task.id] = _Models(duration, fails, rng)
+        return task
+
+    def cancel(self, task_id: str) -> bool:
+        return self._core.cancel(task_id)
+
+    def pause(self, task_id: str) -> bool:
+        return self._core.pause(task_id)
+
+    def resume(self, task_id: str) -> bool:
+        return self._core.resume(task_id)
+
+    def redrive(self, task_id: str) -> bool:
+        return self._core.redrive(task_id)
+
+    def task(self, task_id: str) -> ScheduledTask:
+        return self._core.get(task_id)
+
+    def tasks(self) -> list[ScheduledTask]:
+        return list(self._core.tasks.values())
+
+    def dead_letter(self) -> list[str]:
+        return self._core.dead_letter()
+
+    def pending(self) -> list[ScheduledTask]:
+        """Tasks waiting in the heap, in the order they will start."""
+        return [entry[4] for entry in self._queue.entries()]
+
+    def queue_stats(self) -> QueueStats:
+        return self._queue.stats()
+
+    def add_listener(self, listener: Listener) -> None:
+        self._callbacks.append((listener, as_callback(listener)))
+        self._core._emit = self._emit
+
+    def remove_listener(self, listener: Listener) -> bool:
+        kept = [pair for pair in self._callbacks if pair[0] is not listener]
+        found = len(kept) != len(self._callbacks)
+        self._callbacks = kept
+        if not kept:
+            self._core._emit = None
+        return found
+
+    # -- time --------------------------------------------------------------------------
+
+    @property
+    def now(self) -> float:
+        """The simulated instant, in seconds since the epoch."""
+        return self._clock.now()
+
+    @property
+    def busy(self) -> int:
+        """How many workers are running something now."""
+        return self.workers - len(self._free)
+
+    def at(self, when: float | datetime, fn: Callable[[], object]) -> None:
+        """Call ``fn()`` at the simulated instant ``when`` (not in the past)."""
+        instant = to_timestamp(when, name="intervention time")
+        if instant < self.now:
+            raise ValidationError(
+                f"intervention at {instant!r} is in the past (the simulation is at {self.now!r})"
+            )
+        if not callable(fn):
+            raise ValidationError(f"an intervention must be callable, got {fn!r}")
+        heapq.heappush(self._interventions, (instant, next(self._sequence), fn))
+
+    def run(self, until: float | datetime) -> Simulation:
+        """Process every event due at or before ``until``, then stand at ``until``."""
+        end = to_timestamp(until, name="until")
+        if end < self.now:
+            raise ValidationError(f"until={end!r} is before now ({self.now!r})")
+        self._advance(end)
+        self._clock._now = end
+        return self
+
+    def run_for(self, duration: float | timedelta) -> Simulation:
+        """Run for ``duration`` seconds (or a timedelta) of simulated time."""
+        seconds = duration.total_seconds() if isinstance(duration, timedelta) else duration
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds >= 0:
+            raise ValidationError(f"run_for() takes seconds >= 0, got {duration!r}")
+        return self.run(self.now + seconds)
+
+    def step(self) -> SimStep | None:
+        """Process the next event, whenever it is; None when nothing is left to happen."""
+        when, kind = self._next_event()
+        if kind is None:
+            return None
+        return self._process(when, kind)
+
+    def records(self) -> list[ExecutionRecord]:
+        """Every finished attempt, in the order they finished."""
+        return list(self._records)
+
+    # -- the event loop ----------------------------------------------------------------
+
+    def _next_event(self) -> tuple[float, str | None]:
+        finish = self._finishes[0][0] if self._finishes else _INF
+        intervention = self._interventions[0][0] if self._interventions else _INF
+        start = _INF
+        if self._free:
+            due = self._queue.next_due()
+            if due is not None:
+                start = max(due, self._clock._now)
+        if finish == intervention == start == _INF:
+            return _INF, None
+        if finish <= intervention and finish <= start:
+            return finish, "finish"
+        if intervention <= start:
+            return intervention, "intervention"
+        return start, "start"
+
+    def _process(self, when: float, kind: str) -> SimStep:
+        self._clock._now = when
+        if kind == "finish":
+            finished, _, worker, run, started, error = heapq.heappop(self._finishes)
+            record = self._finish(run, started, finished, error, worker)
+            return SimStep(when, kind, record.task_id, record)
+        if kind == "intervention":
+            _, _, fn = heapq.heappop(self._interventions)
+            fn()
+            return SimStep(when, kind, None)
+        entry = self._queue.pop()
+        assert entry is not None
+        done = self._start(entry, when)  # a run that takes no time finishes at once
+        return SimStep(when, "finish" if done is not None else kind, entry[4].id, done)
+
+    def _advance(self, end: float) -> None:
+        """``step()`` until the next event is after ``end``, without the per-step objects."""
+        clock = self._clock
+        queue = self._queue
+        finishes = self._finishes
+        interventions = self._interventions
+        free = self._free
+        heappop = heapq.heappop
+        while True:
+            finish = finishes[0][0] if finishes else _INF
+            intervention = interventions[0][0] if interventions else _INF
+            start = _INF
+            if free:
+                due = queue.next_due()
+                if due is not None:
+                    start = due if due > clock._now else clock._now
+            if finish <= intervention and finish <= start:
+                if finish > end:
+                    return
+                clock._now = finish
+                _, _, worker, run, started, error = heappop(finishes)
+                self._finish(run, started, finish, error, worker)
+            elif intervention <= start:
+                if intervention > end:
+                    return
+                clock._now = intervention
+                heappop(interventions)[2]()
+            else:
+                if start > end:
+                    return
+                clock._now = start
+                entry = queue.pop()
+                assert entry is not None
+                self._start(entry, start)
+
+    def _start(self, entry: Any, now: float) -> ExecutionRecord | None:
+        """Start ``entry`` on the lowest free worker; finish it at once if it takes no time."""
+        task: ScheduledTask = entry[4]
+        models = self._models[task.id]
+        attempt = task.attempt + 1
+        duration = models.duration
+        if callable(duration):
+            drawn = duration(models.rng, attempt)
+            if isinstance(drawn, bool) or not isinstance(drawn, int | float) or not drawn >= 0:
+                raise ValidationError(
+                    f"duration model {duration!r} of task {task.name!r} returned {drawn!r}; "
+                    "durations must be seconds >= 0"
+                )
+            duration = drawn
+        error = None
+        fails = models.fails
+        if fails:
+            if callable(fails):
+                failed = fails(models.rng, attempt)
+                if failed:
+                    error = (
+                        failed
+                        if isinstance(failed, str)
+                        else f"SimulatedFailure: attempt {attempt}"
+                    )
+            elif models.rng.random() < fails:
+                error = f"SimulatedFailure: attempt {attempt}"
+        worker = heapq.heappop(self._free)
+        run = self._core.begin(entry, worker)
+        assert run is not None  # the queue hands out live entries only
+        if task.action is not None:
+            raised = run.invoke()
+            if raised is not None:
+                error = raised
+        if duration == 0:  # finishes before anything else can happen at this instant
+            return self._finish(run, now, now, error, worker)
+        heapq.heappush(
+            self._finishes, (now + duration, next(self._sequence), worker, run, now, error)
+        )
+        return None
+
+    def _finish(
+        self, run: Run, started: float, finished: float, error: str | None, worker: int
+    ) -> ExecutionRecord:
+        record = self._core.finish(run, started, finished, error)
+        self._records.append(record)
+        heapq.heappush(self._free, worker)
+        return record
+
+    def _emit(self, event: TaskEvent) -> None:
+        for listener, callback in self._callbacks:
+            try:
+                callback(event)
+            except Exception:
+                log.exception("listener %r raised on %r; it stays registered", listener, event)
+
+    def __repr__(self) -> str:
+        return (
+            f"<Simulation at {self.now!r} workers={self.workers} busy={self.busy} "
+            f"tasks={len(self._core.tasks)} records={len(self._records)}>"
+        )
+
+
+_NO_RNG = random.Random(0)  # shared by tasks whose models never draw

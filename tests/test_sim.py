@@ -1,0 +1,259 @@
+"""The simulation, against times computed by hand: overruns, delays, retries, interventions,
+priority and lateness under contention, timeouts, determinism and bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+from lldsched import (
+    CronSchedule,
+    EventLog,
+    ExecutionRecord,
+    FixedDelay,
+    FixedRate,
+    OneTime,
+    OverrunPolicy,
+    Priority,
+    RetryPolicy,
+    TaskStatus,
+    ValidationError,
+)
+from lldsched.sim import Simulation, exponential, fails_on, fixed, lognormal, uniform
+
+T = 1_000_000.0
+
+
+def starts(sim: Simulation, name: str) -> list[float]:
+    return [r.started - T for r in sim.records() if r.name == name]
+
+
+def dues(sim: Simulation, name: str) -> list[float]:
+    return [r.due - T for r in sim.records() if r.name == name]
+
+
+def test_fixed_rate_skip_after_an_overrun_resumes_on_the_grid() -> None:
+    sim = Simulation(workers=1, start=T)
+    calls = iter([150.0, 10.0, 10.0])
+    sim.schedule("report", FixedRate(60), duration=lambda rng, attempt: next(calls, 10.0))
+    sim.run(T + 310)  # records are finished runs: let the one at 300 finish
+    assert starts(sim, "report") == [0, 180, 240, 300]
+
+
+def test_fixed_rate_catch_up_after_an_overrun_runs_every_missed_slot() -> None:
+    sim = Simulation(workers=1, start=T)
+    calls = iter([150.0])
+    sim.schedule(
+        "report", FixedRate(60, OverrunPolicy.CATCH_UP),
+        duration=lambda rng, attempt: next(calls, 10.0),
+    )  # fmt: skip
+    sim.run(T + 310)
+    assert dues(sim, "report") == [0, 60, 120, 180, 240, 300]
+    assert starts(sim, "report") == [0, 150, 160, 180, 240, 300]
+
+
+def test_fixed_delay_counts_from_each_finish() -> None:
+    sim = Simulation(workers=1, start=T)
+    sim.schedule("poll", FixedDelay(30), duration=fixed(12))
+    sim.run(T + 140)
+    assert starts(sim, "poll") == [0, 42, 84, 126]
+
+
+def test_retries_back_off_then_the_task_fails_into_the_dead_letter_and_redrive_works() -> None:
+    sim = Simulation(workers=1, start=T)
+    task = sim.schedule(
+        "import", OneTime(delay=0), duration=fixed(2), fails=1.0,
+        retry=RetryPolicy(max_attempts=3, initial_backoff=10, multiplier=3),
+    )  # fmt: skip
+    sim.run(T + 100)
+    assert starts(sim, "import") == [0, 12, 44]  # finish 2 + 10, finish 14 + 30
+    assert task.status is TaskStatus.FAILED and sim.dead_letter() == [task.id]
+    sim.at(T + 200, lambda: sim.redrive(task.id))
+    sim.run(T + 300)
+    assert starts(sim, "import")[3:] == [200, 212, 244]
+
+
+def test_interventions_pause_resume_and_cancel_at_simulated_instants() -> None:
+    sim = Simulation(workers=1, start=T)
+    tick = sim.schedule("tick", FixedRate(60))
+    sim.at(T + 90, lambda: sim.pause(tick.id))
+    sim.at(T + 250, lambda: sim.resume(tick.id))
+    sim.at(T + 400, lambda: sim.cancel(tick.id))
+    sim.run(T + 1000)
+    # 0, 60; paused through 120..240; resumed at 250 (runs at once), 310, 370; cancelled.
+    assert starts(sim, "tick") == [0, 60, 250, 310, 370]
+    assert tick.status is TaskStatus.CANCELLED
+
+
+def test_an_intervention_at_the_instant_a_task_is_due_acts_before_it_starts() -> None:
+    sim = Simulation(workers=1, start=T)
+    tick = sim.schedule("tick", FixedRate(60))
+    sim.at(T + 60, lambda: sim.pause(tick.id))
+    sim.run(T + 100)
+    assert starts(sim, "tick") == [0]
+
+
+def test_priority_decides_who_gets_the_free_worker_under_contention() -> None:
+    sim = Simulation(workers=1, start=T)
+    sim.schedule("blocker", OneTime(delay=0), duration=fixed(100))
+    for name, priority in [
+        ("low", Priority.LOW),
+        ("high", Priority.HIGH),
+        ("normal", Priority.NORMAL),
+    ]:
+        sim.schedule(name, OneTime(delay=10), duration=fixed(5), priority=priority)
+    sim.run(T + 200)
+    assert [(r.name, r.started - T) for r in sim.records()] == [
+        ("blocker", 0), ("high", 100), ("normal", 105), ("low", 110),
+    ]  # fmt: skip
+
+
+def test_a_run_due_while_every_worker_is_busy_waits_and_its_wait_is_its_lateness() -> None:
+    sim = Simulation(workers=2, start=T)
+    sim.schedule("a", OneTime(delay=0), duration=fixed(50))
+    sim.schedule("b", OneTime(delay=0), duration=fixed(80))
+    late = sim.schedule("late", OneTime(delay=10), duration=fixed(5))
+    sim.run(T + 200)
+    (record,) = late.history
+    assert record.due - T == 10 and record.started - T == 50 and record.lateness == 40
+    assert record.worker == 0  # a's worker, free at 50
+
+
+def test_the_hand_off_queue_is_not_modelled_a_past_due_slot_takes_its_heap_place() -> None:
+    sim = Simulation(workers=1, start=T)
+    calls = iter([100.0])
+    sim.schedule(
+        "catch-up", FixedRate(45, OverrunPolicy.CATCH_UP),
+        duration=lambda rng, attempt: next(calls, 1.0),
+    )  # fmt: skip
+    sim.schedule("other", OneTime(delay=60), duration=fixed(1))
+    sim.run(T + 120)
+    # At 100 the catch-up slot due 45 and "other" due 60 both wait: heap order, due first.
+    assert [(r.name, r.due - T, r.started - T) for r in sim.records()][:3] == [
+        ("catch-up", 0, 0), ("catch-up", 45, 100), ("other", 60, 101),
+    ]  # fmt: skip
+
+
+def test_a_run_longer_than_its_timeout_is_recorded_timed_out_at_its_finish() -> None:
+    sim = Simulation(workers=1, start=T)
+    task = sim.schedule(
+        "slow", OneTime(delay=0), duration=fixed(90), timeout=60, retry=RetryPolicy.never()
+    )
+    sim.run(T + 100)
+    (record,) = task.history
+    assert record.timed_out and record.finished - T == 90 and task.status is TaskStatus.FAILED
+
+
+def test_a_real_action_runs_and_its_exception_fails_the_run() -> None:
+    sim = Simulation(workers=1, start=T)
+    seen: list[float] = []
+
+    def action() -> None:
+        seen.append(sim.now)
+        raise OSError("no route")
+
+    task = sim.schedule("real", FixedRate(60), action=action, retry=RetryPolicy.never())
+    sim.run(T + 10)
+    assert seen == [T] and task.last_error == "OSError: no route"
+
+
+def test_failure_models_give_the_error_text_they_return() -> None:
+    sim = Simulation(workers=1, start=T)
+    task = sim.schedule("flaky", OneTime(delay=0), fails=fails_on(1, error="IOError: disk"))
+    sim.run(T + 10)
+    assert [(r.attempt, r.error) for r in task.history] == [(1, "IOError: disk"), (2, None)]
+
+
+def test_the_same_seed_gives_identical_records_and_another_seed_does_not() -> None:
+    def replay(seed: int) -> list[ExecutionRecord]:
+        sim = Simulation(workers=2, start=T, seed=seed)
+        sim.schedule("a", FixedRate(60), duration=exponential(mean=40), fails=0.2)
+        sim.schedule("b", CronSchedule("*/5 * * * *"), duration=uniform(30, 400))
+        sim.schedule("c", FixedDelay(90), duration=lognormal(median=30, sigma=1), fails=0.1)
+        sim.run_for(6 * 3600)
+        return sim.records()
+
+    assert replay(7) == replay(7)
+    assert replay(7) != replay(8)
+
+
+def test_listeners_see_events_in_virtual_time_in_order() -> None:
+    log = EventLog()
+    sim = Simulation(workers=1, start=T, listeners=[log])
+    sim.schedule("tick", FixedRate(60), duration=fixed(5))
+    sim.run(T + 60)
+    assert [(e.status.value, e.at - T) for e in log.events] == [
+        ("scheduled", 0), ("running", 0), ("scheduled", 5), ("running", 60),
+    ]  # fmt: skip
+
+
+def test_step_processes_one_event_at_a_time() -> None:
+    sim = Simulation(workers=1, start=T)
+    sim.schedule("tick", FixedRate(60), duration=fixed(5))
+    first = sim.step()
+    assert first is not None and first.kind == "start" and sim.now == T
+    second = sim.step()
+    assert second is not None and second.kind == "finish" and second.at == T + 5
+    assert second.record is not None and second.record.duration == 5
+    assert sim.step() is not None and sim.now == T + 60
+    assert Simulation(workers=1, start=T).step() is None
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"duration": -1}, "duration must be finite and >= 0, got -1"),
+        ({"duration": "long"}, "duration must be a number, got 'long'"),
+        ({"fails": 1.5}, "fails must be a probability in \\[0, 1\\] or a function, got 1.5"),
+        ({"fails": -0.1}, "got -0.1"),
+    ],
+)
+def test_bad_models_are_rejected_and_nothing_registered_is_lost(
+    kwargs: dict[str, object], message: str
+) -> None:
+    sim = Simulation(workers=1, start=T)
+    kept = sim.schedule("kept", FixedRate(60))
+    with pytest.raises(ValidationError, match=message):
+        sim.schedule("bad", FixedRate(60), **kwargs)  # type: ignore[arg-type]
+    assert sim.tasks() == [kept]
+    sim.run(T + 60)
+    assert len(kept.history) == 2
+
+
+def test_bad_times_are_rejected_and_the_simulation_carries_on() -> None:
+    sim = Simulation(workers=1, start=T)
+    kept = sim.schedule("kept", FixedRate(60))
+    sim.run(T + 100)
+    with pytest.raises(ValidationError, match="is before now"):
+        sim.run(T + 50)
+    with pytest.raises(ValidationError, match="is in the past"):
+        sim.at(T + 10, lambda: None)
+    with pytest.raises(ValidationError, match="run_for\\(\\) takes seconds >= 0, got -5"):
+        sim.run_for(-5)
+    with pytest.raises(ValidationError, match="workers must be an int >= 1, got 0"):
+        Simulation(workers=0)
+    sim.run(T + 120)
+    assert len(kept.history) == 3
+
+
+def test_a_duration_model_returning_a_negative_number_is_an_error_naming_the_task() -> None:
+    sim = Simulation(workers=1, start=T)
+    sim.schedule("broken", OneTime(delay=0), duration=lambda rng, attempt: -3.0)
+    with pytest.raises(ValidationError, match=r"task 'broken' returned -3\.0"):
+        sim.run(T + 10)
+
+
+def test_models_have_readable_reprs_and_validate() -> None:
+    assert [repr(m) for m in (fixed(5), uniform(1, 2), exponential(3), lognormal(240, 0.5))] == [
+        "fixed(5)", "uniform(1, 2)", "exponential(mean=3)", "lognormal(median=240, sigma=0.5)",
+    ]  # fmt: skip
+    with pytest.raises(ValidationError, match="high is below low"):
+        uniform(5, 1)
+    with pytest.raises(ValidationError, match="exponential mean must be finite and > 0, got 0"):
+        exponential(0)
+
+
+def test_a_month_of_a_minutely_cron_replays_every_run() -> None:
+    sim = Simulation(workers=1, start=T - T % 60)
+    task = sim.schedule("minutely", CronSchedule("* * * * *"))
+    sim.run_for(30 * 86400)
+    assert task.run_count == 30 * 1440

@@ -1,0 +1,81 @@
+"""``python -m lldsched simulate`` and the plain-text summary behind it."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from lldsched import ExecutionRecord, FixedRate
+from lldsched.sim.report import format_summary, overran, percentile, summarize
+
+
+def simulate(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "lldsched", "simulate", *args],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+
+def without_wall_time(text: str) -> str:
+    return re.sub(r"in [0-9.]+ s of wall time", "in … s of wall time", text)
+
+
+def test_simulate_prints_a_summary_row_per_task_and_is_reproducible() -> None:
+    first = simulate("--days", "2", "--workers", "3", "--seed", "5")
+    assert first.returncode == 0, first.stderr
+    lines = first.stdout.splitlines()
+    assert lines[0].startswith("simulated 2 days on 3 workers (seed 5):")
+    assert lines[1].split()[:3] == ["task", "runs", "ok"]
+    names = {line.split()[0] for line in lines[2:-1]}
+    assert {"heartbeat", "compaction", "import", "nightly-backup", "report-emea"} <= names
+    assert lines[-1].startswith("dead letter:")
+    again = simulate("--days", "2", "--workers", "3", "--seed", "5")
+    assert without_wall_time(again.stdout) == without_wall_time(first.stdout)
+    other = simulate("--days", "2", "--workers", "3", "--seed", "6")
+    assert without_wall_time(other.stdout) != without_wall_time(first.stdout)
+
+
+def test_more_workers_mean_less_lateness_for_the_heartbeat() -> None:
+    def heartbeat_late_max(workers: int) -> str:
+        out = simulate("--days", "1", "--workers", str(workers)).stdout
+        row = next(line for line in out.splitlines() if line.startswith("heartbeat"))
+        return row.split()[9]
+
+    assert heartbeat_late_max(12) == "0s"
+    assert heartbeat_late_max(2) != "0s"
+
+
+def test_simulate_rejects_a_non_positive_number_of_days() -> None:
+    result = simulate("--days", "0")
+    assert result.returncode != 0 and "--days must be > 0, got 0" in result.stderr
+
+
+def record(name: str, slot: float, started: float, finished: float, ok: bool = True,
+           attempt: int = 1) -> ExecutionRecord:  # fmt: skip
+    return ExecutionRecord(name, name, attempt, slot, slot, 0, started, finished, ok)
+
+
+def test_summaries_count_outcomes_retries_and_overruns_by_hand() -> None:
+    runs = [
+        record("a", 0, 0, 70),  # 70 s on a 60 s period: an overrun
+        record("a", 60, 70, 80, ok=False),  # 10 s late, failed
+        record("a", 60, 90, 95, attempt=2),  # its retry
+    ]
+    (row,) = summarize(runs, {"a": FixedRate(60)})
+    assert (row.runs, row.ok, row.failed, row.retries, row.overruns) == (3, 2, 1, 1, 1)
+    assert (row.lateness_max, row.duration_max, row.duration_p50) == (30, 70, 10)
+    assert "a" in format_summary([row]).splitlines()[1]
+
+
+@pytest.mark.parametrize(("q", "expected"), [(50, 2.0), (95, 4.0), (100, 4.0), (1, 1.0)])
+def test_percentiles_use_the_nearest_rank(q: float, expected: float) -> None:
+    assert percentile([1.0, 2.0, 3.0, 4.0], q) == expected
+    assert percentile([], q) == 0.0
+
+
+def test_waiting_for_a_worker_is_lateness_not_an_overrun() -> None:
+    assert not overran(FixedRate(60), record("a", 0, 300, 301))
+    assert overran(FixedRate(60), record("a", 0, 0, 61))
