@@ -46,7 +46,7 @@ import logging
 import math
 import random
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from lldsched.clock import Clock
 from lldsched.context import RunContext
@@ -111,26 +111,19 @@ def _wants_context(action: Callable[..., Any]) -> bool:
     return "ctx" in parameters
 
 
-class Run:
-    """One attempt in flight: what the runtime needs to run it and report it."""
+class Run(NamedTuple):
+    """One attempt in flight: what the runtime needs to run it and report it.
 
-    __slots__ = ("attempt", "context", "due", "slot", "task", "worker")
+    A tuple because one is built per run: the runtimes build it with
+    ``tuple.__new__`` (``_new``) to skip the generated ``__new__``.
+    """
 
-    def __init__(
-        self,
-        task: ScheduledTask,
-        attempt: int,
-        due: float,
-        slot: float,
-        worker: int,
-        context: RunContext | None,
-    ) -> None:
-        self.task = task
-        self.attempt = attempt
-        self.due = due
-        self.slot = slot
-        self.worker = worker
-        self.context = context
+    task: ScheduledTask
+    attempt: int
+    due: float
+    slot: float
+    worker: int
+    context: RunContext | None
 
     def invoke(self) -> str | None:
         """Call the task's action; return its error text, or ``None`` when it returned.
@@ -153,6 +146,9 @@ class Run:
         except Exception as exc:
             return error_text(exc)
         return None
+
+
+_new = tuple.__new__  # builds a NamedTuple without its generated __new__: once per run
 
 
 class SchedulerCore:
@@ -289,7 +285,7 @@ class SchedulerCore:
         context = None
         if task._options.pass_context:
             context = RunContext(task.id, task.name, attempt, entry[0], worker)
-        run = task._run = Run(task, attempt, entry[0], task._slot, worker, context)
+        run = task._run = _new(Run, (task, attempt, entry[0], task._slot, worker, context))
         if self._store is not None or self._emit is not None:
             self._changed(task, previous)
         return run
@@ -305,11 +301,16 @@ class SchedulerCore:
         ok = error is None and not timed_out
         if timed_out and error is None:
             error = f"TimeoutError: ran {finished - started:.6g} s, over its {timeout:g} s budget"
-        record = ExecutionRecord(
-            task.id, task.name, run.attempt, run.due, run.slot, run.worker,
-            started, finished, ok, error, timed_out,
+        record: ExecutionRecord = _new(
+            ExecutionRecord,
+            (task.id, task.name, run.attempt, run.due, run.slot, run.worker,
+             started, finished, ok, error, timed_out),
         )  # fmt: skip
-        stats = self._remember(task, record)
+        stats = task._stats
+        if stats is None:
+            stats = task._stats = RunStats(self._history_limit)
+        stats.run_count += 1
+        stats.history.append(record)
         task._run = None
         if not ok:
             stats.failure_count += 1
@@ -340,7 +341,9 @@ class SchedulerCore:
                 assert due is not None
                 task._slot = due
                 task.attempt = 0
-                self._enqueue(task, due)
+                generation = task.generation = task.generation + 1  # _enqueue, inlined
+                task.next_run_at = due
+                self._queue.push((due, task.priority, next(self._sequence), generation, task))
             elif outcome is RETRYING:
                 assert due is not None
                 self._enqueue(task, due)
@@ -443,14 +446,6 @@ class SchedulerCore:
         task.generation += 1
         task.next_run_at = due
         self._queue.push((due, task.priority, next(self._sequence), task.generation, task))
-
-    def _remember(self, task: ScheduledTask, record: ExecutionRecord) -> RunStats:
-        stats = task._stats
-        if stats is None:
-            stats = task._stats = RunStats(self._history_limit)
-        stats.run_count += 1
-        stats.history.append(record)
-        return stats
 
     @staticmethod
     def _snapshot(task: ScheduledTask) -> TaskSnapshot:

@@ -133,7 +133,11 @@ class fails_on:
 
 
 def check_duration(value: DurationModel) -> DurationModel:
-    """Validate a duration model (a number now; a function's results when drawn)."""
+    """Validate a duration model (a number now; a function's results when drawn).
+
+    ``fixed(x)`` comes back as the number ``x``: no call per run for a constant."""
+    if isinstance(value, fixed):
+        return value.seconds
     if callable(value):
         return value
     return _positive("duration", value)

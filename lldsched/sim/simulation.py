@@ -290,7 +290,9 @@ class Simulation:
         finishes = self._finishes
         interventions = self._interventions
         free = self._free
-        heappop = heapq.heappop
+        records = self._records
+        finish_run = self._core.finish
+        heappop, heappush = heapq.heappop, heapq.heappush
         while True:
             finish = finishes[0][0] if finishes else _INF
             intervention = interventions[0][0] if interventions else _INF
@@ -304,7 +306,8 @@ class Simulation:
                     return
                 clock._now = finish
                 _, _, worker, run, started, error = heappop(finishes)
-                self._finish(run, started, finish, error, worker)
+                records.append(finish_run(run, started, finish, error))  # _finish, inlined
+                heappush(free, worker)
             elif intervention <= start:
                 if intervention > end:
                     return
