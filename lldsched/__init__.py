@@ -4,7 +4,9 @@ The classic low-level-design case ("design a cron / task scheduler") built for
 real: a min-heap timer that waits on a Condition, a bounded worker pool, one-off,
 fixed-rate, fixed-delay and cron schedules, priorities, retries with capped
 exponential backoff and a dead letter, timeouts, pause / resume / cancel, a store
-every transition is written through, and listeners.  See ``README.md``.
+every transition is written through, and listeners; and a discrete-event
+:class:`Simulation` that replays days of schedules in seconds through the same
+state machine.  See ``README.md``.
 """
 
 from lldsched.clock import Clock, FakeClock, SystemClock
@@ -29,6 +31,7 @@ from lldsched.model import (
 from lldsched.retry import RetryPolicy
 from lldsched.scheduler import Scheduler
 from lldsched.schedules import CronSchedule, FixedDelay, FixedRate, OneTime, Schedule
+from lldsched.sim import Simulation
 from lldsched.stores import InMemoryTaskStore, TaskStore
 from lldsched.task import ScheduledTask
 
@@ -52,6 +55,7 @@ __all__ = [
     "ScheduledTask",
     "Scheduler",
     "SchedulerStateError",
+    "Simulation",
     "SystemClock",
     "Task",
     "TaskEvent",

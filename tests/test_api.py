@@ -11,7 +11,7 @@ PUBLIC = [
     "Clock", "CronSchedule", "EventLog", "ExecutionRecord", "FakeClock", "FixedDelay",
     "FixedRate", "InMemoryTaskStore", "LldschedError", "OneTime", "OverrunPolicy", "Priority",
     "RetryPolicy", "RunContext", "Schedule", "ScheduleError", "ScheduledTask", "Scheduler",
-    "SchedulerStateError", "SystemClock", "Task", "TaskEvent", "TaskListener",
+    "SchedulerStateError", "Simulation", "SystemClock", "Task", "TaskEvent", "TaskListener",
     "TaskNotFoundError", "TaskSnapshot", "TaskStatus", "TaskStore", "ValidationError",
 ]  # fmt: skip
 
