@@ -1,0 +1,250 @@
+"""Widgets: live control of a running scheduler in a notebook (ipywidgets only here).
+
+:class:`ControlPanel` shows one row per task (name, status, next run, runs, ok,
+failed, last error) with pause, resume and cancel buttons, and redrive for a
+dead-lettered task.  It is updated by the scheduler's events, never by a polling
+loop:
+
+* its listener runs on the scheduler's event-delivery thread and only notes which
+  tasks changed; the first event of a burst schedules one refresh, the rest of
+  the burst joins it (coalescing);
+* the refresh runs on the notebook kernel's event loop (``call_soon_threadsafe``),
+  so widget state is only ever touched on the kernel's own thread: ipykernel 7
+  does not reliably carry widget updates sent from other threads.  Outside a
+  kernel (a script, a test) there is no loop and the refresh runs on the
+  delivering thread;
+* :meth:`ControlPanel.close` removes the listener and closes the widgets.
+
+Buttons act through the scheduler's own verbs and refresh their row at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
+from zoneinfo import ZoneInfo
+
+from lldsched.errors import LldschedError
+from lldsched.model import TaskEvent, TaskStatus
+from lldsched.task import ScheduledTask
+
+if TYPE_CHECKING:
+    import ipywidgets
+
+__all__ = ["COLUMNS", "ControlPanel", "Controllable", "require_ipywidgets"]
+
+COLUMNS = ("task", "status", "next run", "runs", "ok", "failed", "last error")
+_LIVE = frozenset({TaskStatus.SCHEDULED, TaskStatus.RETRYING, TaskStatus.RUNNING})
+_ERROR_WIDTH = 60
+
+
+def require_ipywidgets() -> Any:
+    """Import ipywidgets, or say which extra installs it."""
+    try:
+        import ipywidgets
+    except ImportError as exc:
+        raise ImportError(
+            "lldsched's widgets need ipywidgets: pip install 'lldsched[notebook]'"
+        ) from exc
+    return ipywidgets
+
+
+class Controllable(Protocol):
+    """What a panel drives: a Scheduler or a Simulation."""
+
+    def tasks(self) -> list[ScheduledTask]: ...
+    def task(self, task_id: str) -> ScheduledTask: ...
+    def pause(self, task_id: str) -> bool: ...
+    def resume(self, task_id: str) -> bool: ...
+    def cancel(self, task_id: str) -> bool: ...
+    def redrive(self, task_id: str) -> bool: ...
+    def add_listener(self, listener: Callable[[TaskEvent], None]) -> None: ...
+    def remove_listener(self, listener: Callable[[TaskEvent], None]) -> bool: ...
+
+
+class _Loop(Protocol):
+    def call_soon_threadsafe(self, callback: Callable[[], object]) -> object: ...
+
+
+def _kernel_loop() -> _Loop | None:
+    """The event loop running on this thread (a notebook kernel's), if any."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _when(timestamp: float | None, tz: ZoneInfo) -> str:
+    if timestamp is None:
+        return "—"
+    return datetime.fromtimestamp(timestamp, tz).strftime("%Y-%m-%d %H:%M:%S")
+
+
+class _Row:
+    """The widgets of one task's row."""
+
+    def __init__(self, widgets: Any, panel: ControlPanel, task_id: str) -> None:
+        self.task_id = task_id
+        self.cells = {column: widgets.Label() for column in COLUMNS}
+        self.buttons = {
+            verb: widgets.Button(description=verb, layout=widgets.Layout(width="auto"))
+            for verb in ("pause", "resume", "cancel", "redrive")
+        }
+        for verb, button in self.buttons.items():
+            button.on_click(lambda _button, verb=verb: panel._press(task_id, verb))
+        self.controls = widgets.HBox(list(self.buttons.values()))
+
+    @property
+    def children(self) -> list[Any]:
+        return [*self.cells.values(), self.controls]
+
+    def show(self, task: ScheduledTask, tz: ZoneInfo) -> None:
+        error = task.last_error or ""
+        if len(error) > _ERROR_WIDTH:
+            error = error[: _ERROR_WIDTH - 1] + "…"
+        values = (
+            task.name, task.status.value, _when(task.next_run_at, tz), str(task.run_count),
+            str(task.run_count - task.failure_count), str(task.failure_count), error,
+        )  # fmt: skip
+        for label, value in zip(self.cells.values(), values, strict=True):
+            label.value = value
+        status = task.status
+        self.buttons["pause"].disabled = status not in _LIVE
+        self.buttons["resume"].disabled = status is not TaskStatus.PAUSED
+        self.buttons["cancel"].disabled = status.is_terminal
+        self.buttons["redrive"].layout.display = None if status is TaskStatus.FAILED else "none"
+
+
+class ControlPanel:
+    """A live table of ``source``'s tasks with per-task controls (see the module docstring).
+
+    ``source`` is a :class:`~lldsched.scheduler.Scheduler` (or anything with the
+    same verbs).  Display it as the last expression of a cell, or ``panel.widget``.
+    ``loop`` overrides where refreshes run (tests pass a fake).
+    """
+
+    def __init__(
+        self, source: Controllable, *, tz: str = "UTC", loop: _Loop | str | None = "auto"
+    ) -> None:
+        widgets = require_ipywidgets()
+        self._widgets = widgets
+        self._source = source
+        self._tz = ZoneInfo(tz)
+        self._loop: _Loop | None = _kernel_loop() if loop == "auto" else loop  # type: ignore[assignment]
+        # Guards _dirty and _scheduled: written by the event thread, read by the refresh.
+        self._lock = threading.Lock()
+        self._dirty: set[str] = set()
+        self._scheduled = False
+        # Serialises refreshes (the kernel loop, a click, or the event thread outside
+        # a kernel), so two never interleave their label updates.
+        self._render = threading.RLock()
+        self._rows: dict[str, _Row] = {}
+        self._header = [widgets.HTML(f"<b>{column}</b>") for column in COLUMNS]
+        self._header.append(widgets.HTML("<b>controls</b>"))
+        self._grid = widgets.GridBox(
+            self._header,
+            layout=widgets.Layout(
+                grid_template_columns=f"repeat({len(COLUMNS) + 1}, max-content)",
+                grid_gap="2px 14px",
+            ),
+        )
+        self.message = widgets.HTML()
+        self.widget: ipywidgets.VBox = widgets.VBox([self._grid, self.message])
+        self.refreshes = 0  # how many refreshes ran (bursts coalesce into one)
+        self._closed = False
+        self.refresh()
+        source.add_listener(self._on_event)
+
+    # -- what tests and notebooks read --------------------------------------------------
+
+    @property
+    def rows(self) -> list[dict[str, str]]:
+        """The table as shown: one dict per task, keyed by :data:`COLUMNS`."""
+        with self._render:
+            return [
+                {column: label.value for column, label in row.cells.items()}
+                for row in self._rows.values()
+            ]
+
+    def row(self, task_id: str) -> dict[str, str]:
+        """The row shown for ``task_id``."""
+        with self._render:
+            return {column: label.value for column, label in self._rows[task_id].cells.items()}
+
+    def button(self, task_id: str, verb: str) -> Any:
+        """The ``verb`` button ("pause", "resume", "cancel", "redrive") of a task's row."""
+        return self._rows[task_id].buttons[verb]
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # -- updating ------------------------------------------------------------------------
+
+    def refresh(self, task_ids: Iterable[str] | None = None) -> None:
+        """Redraw the rows of ``task_ids`` (all rows when None), adding rows for new tasks."""
+        with self._render:
+            if self._closed:
+                return
+            self.refreshes += 1
+            tasks = self._source.tasks()
+            wanted = None if task_ids is None else set(task_ids)
+            added = False
+            for task in tasks:
+                row = self._rows.get(task.id)
+                if row is None:
+                    row = self._rows[task.id] = _Row(self._widgets, self, task.id)
+                    added = True
+                elif wanted is not None and task.id not in wanted:
+                    continue
+                row.show(task, self._tz)
+            if added:
+                self._grid.children = [
+                    *self._header,
+                    *(c for r in self._rows.values() for c in r.children),
+                ]
+
+    def _on_event(self, event: TaskEvent) -> None:
+        """The scheduler's listener: note the change, schedule one refresh per burst."""
+        with self._lock:
+            self._dirty.add(event.task_id)
+            if self._scheduled:
+                return
+            self._scheduled = True
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._flush)
+        else:
+            self._flush()
+
+    def _flush(self) -> None:
+        with self._lock:
+            dirty, self._dirty = self._dirty, set()
+            self._scheduled = False
+        self.refresh(dirty)
+
+    def _press(self, task_id: str, verb: str) -> None:
+        try:
+            changed = getattr(self._source, verb)(task_id)
+        except LldschedError as exc:
+            self.message.value = f"{verb} {task_id}: {exc}"
+            return
+        task = self._source.task(task_id)
+        self.message.value = f"{verb} {task.name}: {'done' if changed else 'nothing to do'}"
+        self.refresh([task_id])
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop listening and close the widgets (idempotent)."""
+        with self._render:
+            if self._closed:
+                return
+            self._closed = True
+        self._source.remove_listener(self._on_event)
+        self.widget.close()
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        return self.widget._repr_mimebundle_(**kwargs)

@@ -1,0 +1,148 @@
+"""ControlPanel over a real Scheduler: rows follow events from worker threads, buttons act on the
+scheduler, bursts of events coalesce into one refresh, and a closed panel hears nothing."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+import pytest
+
+from lldsched import FakeClock, FixedRate, OneTime, RetryPolicy, TaskStatus
+from lldsched.widgets import COLUMNS, ControlPanel
+from tests.conftest import SchedulerFactory, settle
+
+
+class QueuedLoop:
+    """Stands in for the kernel's event loop: callbacks wait until the test runs them."""
+
+    def __init__(self) -> None:
+        self.callbacks: list[Callable[[], object]] = []
+
+    def call_soon_threadsafe(self, callback: Callable[[], object]) -> None:
+        self.callbacks.append(callback)
+
+    def run_pending(self) -> None:
+        callbacks, self.callbacks = self.callbacks, []
+        for callback in callbacks:
+            callback()
+
+
+def boom() -> None:
+    raise RuntimeError("disk is full")
+
+
+def test_the_panel_shows_a_row_per_task_with_every_column(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    scheduler = make_scheduler(clock=clock)
+    tick = scheduler.schedule("tick", lambda: None, FixedRate(60, start_delay=30))
+    panel = ControlPanel(scheduler, loop=None)
+    assert list(panel.rows[0]) == list(COLUMNS)
+    assert panel.row(tick.id) == {
+        "task": "tick", "status": "scheduled", "next run": "2026-01-05 09:00:30",
+        "runs": "0", "ok": "0", "failed": "0", "last error": "",
+    }  # fmt: skip
+    panel.close()
+
+
+def test_events_from_worker_threads_update_the_rows(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    scheduler = make_scheduler(clock=clock)
+    panel = ControlPanel(scheduler, loop=None)
+    tick = scheduler.schedule("tick", lambda: None, FixedRate(60))
+    bad = scheduler.schedule("bad", boom, OneTime(delay=0), retry=RetryPolicy.never())
+    settle(scheduler)
+    assert panel.row(tick.id)["runs"] == "1" and panel.row(tick.id)["next run"].endswith("09:01:00")
+    assert panel.row(bad.id)["status"] == "failed"
+    assert panel.row(bad.id)["last error"] == "RuntimeError: disk is full"
+    clock.advance(60)
+    settle(scheduler)
+    assert panel.row(tick.id)["runs"] == "2" and panel.row(tick.id)["ok"] == "2"
+    panel.close()
+
+
+def test_buttons_pause_resume_cancel_and_redrive_the_scheduler_and_the_rows_follow(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    scheduler = make_scheduler(clock=clock)
+    tick = scheduler.schedule("tick", lambda: None, FixedRate(60, start_delay=30))
+    bad = scheduler.schedule("bad", boom, OneTime(delay=0), retry=RetryPolicy.never())
+    settle(scheduler)
+    panel = ControlPanel(scheduler, loop=None)
+    assert panel.button(tick.id, "resume").disabled and not panel.button(tick.id, "pause").disabled
+    panel.button(tick.id, "pause").click()
+    assert tick.status is TaskStatus.PAUSED and panel.row(tick.id)["status"] == "paused"
+    assert panel.button(tick.id, "pause").disabled and not panel.button(tick.id, "resume").disabled
+    clock.advance(60)
+    settle(scheduler)
+    assert panel.row(tick.id)["runs"] == "0"  # paused through its slot
+    panel.button(tick.id, "resume").click()
+    settle(scheduler)
+    assert panel.row(tick.id)["runs"] == "1" and panel.row(tick.id)["status"] == "scheduled"
+    assert panel.button(bad.id, "redrive").layout.display is None  # shown for a dead task
+    assert panel.button(tick.id, "redrive").layout.display == "none"
+    panel.button(bad.id, "redrive").click()
+    settle(scheduler)
+    assert panel.row(bad.id)["runs"] == "2" and scheduler.dead_letter() == [bad.id]
+    panel.button(tick.id, "cancel").click()
+    assert tick.status is TaskStatus.CANCELLED and panel.row(tick.id)["status"] == "cancelled"
+    assert panel.button(tick.id, "cancel").disabled
+    assert "cancel tick: done" in panel.message.value
+    panel.close()
+
+
+def test_a_burst_of_events_coalesces_into_one_refresh_on_the_kernel_loop(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    scheduler = make_scheduler(clock=clock)
+    loop = QueuedLoop()
+    panel = ControlPanel(scheduler, loop=loop)
+    tasks = [scheduler.schedule(f"t{n}", lambda: None, OneTime(delay=0)) for n in range(30)]
+    settle(scheduler)  # 90 events delivered; none touched a widget yet
+    assert len(loop.callbacks) == 1 and panel.refreshes == 1
+    assert panel.rows == []
+    loop.run_pending()
+    assert panel.refreshes == 2
+    assert [row["status"] for row in panel.rows] == ["succeeded"] * 30
+    assert {row["task"] for row in panel.rows} == {task.name for task in tasks}
+    panel.close()
+
+
+def test_a_closed_panel_receives_nothing(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    scheduler = make_scheduler(clock=clock)
+    tick = scheduler.schedule("tick", lambda: None, FixedRate(60))
+    settle(scheduler)
+    panel = ControlPanel(scheduler, loop=None)
+    refreshes = panel.refreshes
+    panel.close()
+    assert panel.closed and scheduler.remove_listener(panel._on_event) is False
+    clock.advance(60)
+    settle(scheduler)
+    assert tick.run_count == 2 and panel.refreshes == refreshes
+    panel.close()  # idempotent
+
+
+def test_a_button_on_a_shut_down_scheduler_reports_instead_of_raising(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    scheduler = make_scheduler(clock=clock)
+    tick = scheduler.schedule("tick", lambda: None, FixedRate(60, start_delay=30))
+    panel = ControlPanel(scheduler, loop=None)
+    panel.button(tick.id, "pause").click()
+    scheduler.shutdown()
+    panel.button(tick.id, "resume").click()
+    assert "the scheduler is shut down" in panel.message.value
+    assert tick.status is TaskStatus.PAUSED
+    panel.close()
+
+
+def test_without_ipywidgets_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ipywidgets", None)
+    from lldsched.widgets import require_ipywidgets
+
+    with pytest.raises(ImportError, match=r"pip install 'lldsched\[notebook\]'"):
+        require_ipywidgets()
