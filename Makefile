@@ -6,6 +6,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# The browser test drives Debian's Chromium with Playwright (Playwright's own browser
+# download does not work here); installing it needs root, as CI is.
+CHROMIUM := /usr/bin/chromium
 
 .PHONY: demo test lint typecheck pytest bench install clean
 
@@ -29,8 +32,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP)
+pytest: $(STAMP) $(CHROMIUM)
 	$(BIN)/python -m pytest
+
+$(CHROMIUM):
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
 
 test: lint typecheck pytest
 

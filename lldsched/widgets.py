@@ -1,4 +1,7 @@
-"""Widgets: live control of a running scheduler in a notebook (ipywidgets only here).
+"""Widgets: live control of a running scheduler, and a player over a simulation.
+
+ipywidgets is imported only here (and matplotlib and pandas only for the
+player's chart, through :mod:`lldsched.plots` and :mod:`lldsched.frames`).
 
 :class:`ControlPanel` shows one row per task (name, status, next run, runs, ok,
 failed, last error) with pause, resume and cancel buttons, and redrive for a
@@ -96,6 +99,11 @@ class _Row:
         for verb, button in self.buttons.items():
             button.on_click(lambda _button, verb=verb: panel._press(task_id, verb))
         self.controls = widgets.HBox(list(self.buttons.values()))
+        # Stable CSS classes: "lldsched-<column>" and "lldsched-<verb>", plus the task's
+        # id on every cell, for styling and for browser tests.
+        for name, widget in [*self.cells.items(), *self.buttons.items()]:
+            widget.add_class(f"lldsched-{name.replace(' ', '-')}")
+            widget.add_class(f"lldsched-{task_id}")
 
     @property
     def children(self) -> list[Any]:
@@ -123,11 +131,18 @@ class ControlPanel:
 
     ``source`` is a :class:`~lldsched.scheduler.Scheduler` (or anything with the
     same verbs).  Display it as the last expression of a cell, or ``panel.widget``.
-    ``loop`` overrides where refreshes run (tests pass a fake).
+    ``loop`` overrides where refreshes run (tests pass a fake).  With ``live=False``
+    the panel does not listen: its owner calls :meth:`refresh` (the simulation
+    player does, once per step, instead of once per event of a simulated day).
     """
 
     def __init__(
-        self, source: Controllable, *, tz: str = "UTC", loop: _Loop | str | None = "auto"
+        self,
+        source: Controllable,
+        *,
+        tz: str = "UTC",
+        loop: _Loop | str | None = "auto",
+        live: bool = True,
     ) -> None:
         widgets = require_ipywidgets()
         self._widgets = widgets
@@ -155,8 +170,10 @@ class ControlPanel:
         self.widget: ipywidgets.VBox = widgets.VBox([self._grid, self.message])
         self.refreshes = 0  # how many refreshes ran (bursts coalesce into one)
         self._closed = False
+        self._live = live
         self.refresh()
-        source.add_listener(self._on_event)
+        if live:
+            source.add_listener(self._on_event)
 
     # -- what tests and notebooks read --------------------------------------------------
 
@@ -243,7 +260,8 @@ class ControlPanel:
             if self._closed:
                 return
             self._closed = True
-        self._source.remove_listener(self._on_event)
+        if self._live:
+            self._source.remove_listener(self._on_event)
         self.widget.close()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
