@@ -1,0 +1,94 @@
+"""Build the teaching notebooks from their sources, and execute them so they carry outputs.
+
+Sources live in ``notebooks/src/NN-title.py`` in the "percent" format: a line
+``# %%`` starts a code cell, ``# %% [markdown]`` a Markdown cell whose lines are
+comments (``# text``).  Reviewing a diff of a ``.py`` file is easy; a diff of
+notebook JSON is not.  This script writes ``notebooks/NN-title.ipynb``, runs it
+top to bottom on a fresh kernel, and strips what should not be committed:
+widget state (``metadata.widgets``) and the widget-view outputs that refer to it
+(their ``text/plain`` fallback stays), and execution timings.
+
+Usage: ``python tools/build_notebooks.py [NAME ...]`` (``make notebooks``).
+``tests/test_notebook_sources.py`` fails when a notebook and its source disagree.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = ROOT / "notebooks" / "src"
+NOTEBOOKS = ROOT / "notebooks"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+_CELL = re.compile(r"^# %%(?P<markdown> \[markdown\])?\s*$")
+
+
+def parse(source: str) -> list[tuple[str, str]]:
+    """The (kind, text) cells of a percent-format source."""
+    cells: list[tuple[str, list[str]]] = []
+    for line in source.splitlines():
+        match = _CELL.match(line)
+        if match:
+            cells.append(("markdown" if match["markdown"] else "code", []))
+        elif cells:
+            kind, lines = cells[-1]
+            if kind == "markdown":
+                line = line[2:] if line.startswith("# ") else line.lstrip("#")
+            lines.append(line)
+    return [(kind, "\n".join(lines).strip("\n")) for kind, lines in cells]
+
+
+def build(source_path: Path) -> Any:
+    cells = []
+    for kind, text in parse(source_path.read_text()):
+        maker = nbformat.v4.new_markdown_cell if kind == "markdown" else nbformat.v4.new_code_cell
+        cells.append(maker(text))
+    notebook = nbformat.v4.new_notebook(cells=cells)
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    notebook.metadata["language_info"] = {"name": "python"}
+    return notebook
+
+
+def execute(notebook: Any) -> None:
+    client = NotebookClient(
+        notebook,
+        timeout=120,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(NOTEBOOKS)}},
+    )
+    client.execute()
+
+
+def clean(notebook: Any) -> None:
+    notebook.metadata.pop("widgets", None)
+    for cell in notebook.cells:
+        cell.metadata.pop("execution", None)
+        cell.metadata.pop("ExecuteTime", None)
+        for output in cell.get("outputs", []):
+            data = output.get("data")
+            if data and WIDGET_VIEW in data:
+                del data[WIDGET_VIEW]
+
+
+def main(names: list[str]) -> int:
+    sources = sorted(SOURCES.glob("*.py"))
+    if names:
+        sources = [s for s in sources if any(name in s.stem for name in names)]
+    for source in sources:
+        notebook = build(source)
+        execute(notebook)
+        clean(notebook)
+        target = NOTEBOOKS / f"{source.stem}.ipynb"
+        nbformat.write(notebook, target)
+        print(f"built {target.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
