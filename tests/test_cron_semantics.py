@@ -357,6 +357,12 @@ def test_iteration_crosses_month_ends_and_weekends_like_single_queries() -> None
         ("0 0 1 */3 *", "At 00:00, on day 1 of the month, in January, April, July and October"),
         ("0 0 1 jun-aug *", "At 00:00, on day 1 of the month, in June through August"),
         ("0 0 1,15 * *", "At 00:00, on days 1 and 15 of the month"),
+        ("0,30 9,12,15,18 * * *", "At minutes 0 and 30 of hours 9, 12, 15 and 18"),
+        ("0-30 2 * * *", "Every minute from 02:00 through 02:30"),
+        ("5/15 * * * *", "Every 15 minutes from minute 5 through 50"),
+        ("0 0 * * */2", "At 00:00, on Sunday, Tuesday, Thursday and Saturday"),
+        ("0 0 1-7 * 1", "At 00:00, on days 1 through 7 of the month or on Monday"),
+        ("*/5 * L * *", "Every 5 minutes, on the last day of the month"),
     ],
 )
 def test_explain_says_the_expression_in_plain_english(expr: str, sentence: str) -> None:

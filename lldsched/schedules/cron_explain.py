@@ -87,6 +87,10 @@ def _time(minutes: Sequence[Term], hours: Sequence[Term]) -> str:
         return "At " + _join([_hhmm(h, m) for h in hour_values for m in minute_values])
     if minute_values is not None and len(minute_values) == 1:
         return _at_one_minute(minute_values[0], hours, all_hours)
+    if hour_values is not None and len(hour_values) == 1 and len(minutes) == 1:
+        (t,), hour = minutes, hour_values[0]
+        if t.kind in ("all", "range"):  # a stretch of one hour: "every minute from 02:00 ..."
+            return f"Every minute from {_hhmm(hour, t.start)} through {_hhmm(hour, t.stop)}"
     if all_hours:
         if minute_values is not None:
             return f"At minutes {_join([str(m) for m in minute_values])} of every hour"
@@ -139,7 +143,10 @@ def _minute_phrase(minutes: Sequence[Term], *, capital: bool = False) -> str:
 
 
 def _hour_window(hours: Sequence[Term]) -> str:
-    """Where in the day: "from 09:00 through 17:59", "in every 2nd hour"."""
+    """Where in the day: "from 09:00 through 17:59", "of hours 9 and 17", "in every 2nd hour"."""
+    values = _values(hours)
+    if values is not None and len(values) > 1:
+        return f"of hours {_join([str(h) for h in values])}"
     phrases = []
     for t in hours:
         if t.kind in ("value", "range"):
