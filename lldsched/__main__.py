@@ -15,6 +15,12 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="the scheduler's behaviour in eleven lines")
     demo.set_defaults(handler=_demo)
+    cron = commands.add_parser("cron", help="explain a cron expression and list its next fires")
+    cron.add_argument("expr", help='five fields or a macro, e.g. "0 3 * * 1-5" or @daily')
+    cron.add_argument("--tz", default="UTC", help="IANA time zone (default: UTC)")
+    cron.add_argument("-n", type=int, default=5, help="how many fire times (default: 5)")
+    cron.add_argument("--start", help="ISO date-time to list fires after (default: now)")
+    cron.set_defaults(handler=_cron)
     from lldsched.sim.cli import add_parser as add_simulate
 
     add_simulate(commands)
@@ -27,6 +33,12 @@ def _demo(args: argparse.Namespace) -> int:
     for line in run_demo():
         print(line)
     return 0
+
+
+def _cron(args: argparse.Namespace) -> int:
+    from lldsched.cron_cli import run_cron
+
+    return run_cron(args.expr, tz=args.tz, n=args.n, start=args.start)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,110 +1,119 @@
-"""CronSchedule: five-field cron expressions (minute hour day-of-month month day-of-week).
+"""CronSchedule: real cron semantics, time zones and DST, fast, explained.
 
-This is the foundation's engine, in UTC: ``*``, numbers, ``a-b`` ranges,
-``*/s`` and ``a-b/s`` steps, and comma lists.  Real cron's day rule applies: when
-either day field starts with ``*`` the two day fields are ANDed, otherwise a day
-matching either one is enough (Vixie cron, cronie and cronsim agree).  0 and 7
-are both Sunday in the day-of-week field.
+This module is the public face.  The grammar is in
+:mod:`~lldsched.schedules.cron_parse`, the dates an expression fires on in
+:mod:`~lldsched.schedules.cron_days`, the local days of its zone in
+:mod:`~lldsched.schedules.cron_zone`, the search in
+:mod:`~lldsched.schedules.cron_search` and the English in
+:mod:`~lldsched.schedules.cron_explain`.
 
-The expression is parsed once into sorted tuples of allowed values; the object is
-immutable and shareable.  ``next_after`` jumps field by field (month, day, hour,
-minute) instead of walking minute by minute.
+**Instants.**  A fire is a wall-clock minute of the schedule's zone whose fields
+match.  ``next_after(ts)`` is the first fire *strictly after* ``ts`` (float epoch
+seconds), or ``None`` when nothing fires within 100 years (the longest real gaps
+are about 40 years, e.g. ``0 0 * 2 MON#5``); ``prev_before(ts)`` is the last fire
+strictly before ``ts``.  Both answer in a bounded number of steps, never a loop.
 
-The interface (``CronSchedule(expr, tz=...)``, ``next_after``, ``fire_times``,
-``first_run``/``next_run``) is the stable part; the full engine (names, ``@``
-macros, ``L``/``W``/``#``, time zones and DST) replaces the insides.
+**DST** (Debian cron's rule, which cronsim follows; see ``docs/CRON.md``):
+
+* a job whose minute and hour fields both do *not* start with ``*`` (``30 2 * * *``,
+  ``0 9-17 * * *``) keeps its wall-clock meaning: a time that falls in a
+  spring-forward gap runs once, at the first minute that exists after the gap; a
+  time that happens twice in a fall-back overlap runs once, at its first occurrence;
+* every other job (``*/20 2 * * *``, ``0 * * * *``) steps through real instants: a
+  wall time inside a gap does not exist, so nothing fires there, and an hourly job
+  fires in both passes of a repeated hour;
+* whatever the start, the answer is strictly after the instant asked about, also
+  for an instant in the second pass of an overlap (cronsim may answer with the
+  first pass there, before the instant; we do not).
+
+**Speed.**  The text is parsed once and the result cached by (text, zone): it is
+immutable and shared.  A search jumps month -> day (a per-month table of matching
+days) -> hour -> minute (bisection over sorted values), never walking minutes.
+Each schedule also remembers the block of fires (an hour, a day, or the rest of a
+month) that answered its last query, so the next query inside that block is one
+bisection: well under a microsecond for ``* * * * *``.  That memo is the only
+mutable state of a schedule; it is replaced by one atomic assignment, so sharing
+a schedule between threads is safe (a race costs a recomputation, never a wrong
+answer).
 """
 
 from __future__ import annotations
 
+import time
+from bisect import bisect_right
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, tzinfo
+from functools import lru_cache
+from zoneinfo import ZoneInfo
 
 from lldsched.errors import ScheduleError
 from lldsched.model import ExecutionRecord
+from lldsched.schedules.cron_parse import CronFields, parse
+from lldsched.schedules.cron_search import HORIZON_DAYS, NO_CURSOR, CronEngine, Cursor
+from lldsched.schedules.cron_zone import local_days
 
-__all__ = ["CronSchedule"]
-
-# (name, lowest, highest) for each of the five fields, in order.
-_FIELDS = (
-    ("minute", 0, 59),
-    ("hour", 0, 23),
-    ("day of month", 1, 31),
-    ("month", 1, 12),
-    ("day of week", 0, 7),
-)
-_HORIZON_YEARS = 100  # search this far before answering "never again"
+__all__ = ["HORIZON_DAYS", "CronSchedule"]
 
 
-def _parse_number(field: str, text: str, low: int, high: int) -> int:
-    if not text.isdigit():
-        raise ScheduleError(f"cron {field} field: {text!r} is not a number")
-    value = int(text)
-    if not low <= value <= high:
-        raise ScheduleError(f"cron {field} field: {value} is out of range {low}-{high}")
-    return value
+@lru_cache(maxsize=1024)
+def _engine(expr: str, zone_key: str) -> CronEngine:
+    """Parse once per (text, zone): the engine is immutable and shared."""
+    zone = local_days(zone_key)
+    return CronEngine(parse(expr), zone)
 
 
-def _parse_field(index: int, text: str) -> tuple[int, ...]:
-    field, low, high = _FIELDS[index]
-    values: set[int] = set()
-    for item in text.split(","):
-        if not item:
-            raise ScheduleError(f"cron {field} field: empty list item in {text!r}")
-        base, slash, step_text = item.partition("/")
-        step = 1
-        if slash:
-            if not step_text.isdigit() or int(step_text) == 0:
-                raise ScheduleError(f"cron {field} field: step must be a number >= 1 in {item!r}")
-            step = int(step_text)
-        if base == "*":
-            start, stop = low, high
-        elif "-" in base:
-            first, _, last = base.partition("-")
-            start = _parse_number(field, first, low, high)
-            stop = _parse_number(field, last, low, high)
-            if start > stop:
-                raise ScheduleError(f"cron {field} field: reversed range {base!r}")
-        else:
-            start = _parse_number(field, base, low, high)
-            stop = high if slash else start
-        values.update(range(start, stop + 1, step))
-    if index == 4 and 7 in values:  # 7 is Sunday too
-        values.discard(7)
-        values.add(0)
-    return tuple(sorted(values))
+def _zone_key(tz: object) -> str:
+    if isinstance(tz, str):
+        return tz
+    if tz is UTC:
+        return "UTC"
+    if isinstance(tz, ZoneInfo):
+        return tz.key
+    raise ScheduleError(f"time zone must be an IANA name or a ZoneInfo, got {tz!r}")
 
 
 class CronSchedule:
-    """A cron expression evaluated in UTC.  Raises :class:`ScheduleError` on bad text."""
+    """A cron expression read in a time zone: an immutable :class:`Schedule`.
 
-    __slots__ = ("_days_and", "_dom", "_dow", "_hours", "_minutes", "_months", "expr", "tz")
+    ``CronSchedule("0 3 * * 1-5", tz="Europe/Berlin")``.  Raises
+    :class:`~lldsched.errors.ScheduleError` at construction for bad text or an
+    unknown zone, naming the field and quoting the bad text.
+    """
 
-    def __init__(self, expr: str, tz: str = "UTC") -> None:
+    __slots__ = ("_cursor", "_engine", "expr", "tz")
+
+    expr: str
+    tz: str
+
+    def __init__(self, expr: str, tz: str | tzinfo = "UTC") -> None:
         if not isinstance(expr, str):
             raise ScheduleError(f"cron expression must be a string, got {expr!r}")
-        if tz != "UTC":
-            raise ScheduleError(f"time zone {tz!r}: this cron engine evaluates UTC only")
-        fields = expr.split()
-        if len(fields) != 5:
-            raise ScheduleError(
-                f"cron expression {expr!r} has {len(fields)} fields; expected 5 "
-                "(minute hour day-of-month month day-of-week)"
-            )
-        parsed = [_parse_field(i, text) for i, text in enumerate(fields)]
+        key = _zone_key(tz)
+        self._engine = _engine(expr, key)
+        self._cursor: Cursor = NO_CURSOR
         self.expr = expr
-        self.tz = tz
-        self._minutes, self._hours, self._dom, self._months, self._dow = parsed
-        self._days_and = fields[2].startswith("*") or fields[4].startswith("*")
+        self.tz = key
 
     def __repr__(self) -> str:
-        return f"CronSchedule({self.expr!r})"
+        if self.tz == "UTC":
+            return f"CronSchedule({self.expr!r})"
+        return f"CronSchedule({self.expr!r}, tz={self.tz!r})"
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, CronSchedule) and (self.expr, self.tz) == (other.expr, other.tz)
 
     def __hash__(self) -> int:
         return hash((self.expr, self.tz))
+
+    @property
+    def tzinfo(self) -> tzinfo:
+        """The zone the expression is read in."""
+        return self._engine.zone.tzinfo
+
+    @property
+    def fields(self) -> CronFields:
+        """The parsed expression: sorted values per field, the day rule, the DST kind."""
+        return self._engine.fields
 
     # -- the Schedule protocol -------------------------------------------------
 
@@ -120,46 +129,59 @@ class CronSchedule:
 
     def next_after(self, timestamp: float) -> float | None:
         """The first fire strictly after ``timestamp``, or ``None`` if none within 100 years."""
-        start = datetime.fromtimestamp(timestamp, UTC).replace(second=0, microsecond=0)
-        when = start + timedelta(minutes=1)
-        limit = when.year + _HORIZON_YEARS
-        while when.year <= limit:
-            if when.month not in self._months:
-                when = self._next_month(when)
-                continue
-            if not self._day_matches(when):
-                when = (when + timedelta(days=1)).replace(hour=0, minute=0)
-                continue
-            if when.hour not in self._hours:
-                later = [h for h in self._hours if h > when.hour]
-                if later:
-                    when = when.replace(hour=later[0], minute=0)
-                else:
-                    when = (when + timedelta(days=1)).replace(hour=0, minute=0)
-                continue
-            later_minutes = [m for m in self._minutes if m >= when.minute]
-            if later_minutes:
-                return when.replace(minute=later_minutes[0]).timestamp()
-            when = when.replace(minute=0) + timedelta(hours=1)
-        return None
+        low, high, base, offsets, resume = self._cursor
+        if low <= timestamp < high:
+            return base + offsets[bisect_right(offsets, timestamp - base)]
+        try:
+            fire, self._cursor = self._engine.next_fire(
+                float(timestamp), resume if timestamp == high else None
+            )
+        except ValueError as exc:
+            raise ScheduleError(f"cron next_after({timestamp!r}): {exc}") from None
+        return fire
+
+    def prev_before(self, timestamp: float) -> float | None:
+        """The last fire strictly before ``timestamp``, or ``None`` if none within 100 years."""
+        try:
+            return self._engine.prev_fire(float(timestamp))
+        except ValueError as exc:
+            raise ScheduleError(f"cron prev_before({timestamp!r}): {exc}") from None
 
     def fire_times(self, start: float, n: int) -> Iterator[float]:
-        """The next ``n`` fires strictly after ``start``."""
+        """The next ``n`` fires strictly after ``start`` (fewer if the schedule ends)."""
         when = start
         for _ in range(n):
-            following = self.next_after(when)
-            if following is None:
+            fire = self.next_after(when)
+            if fire is None:
                 return
-            yield following
-            when = following
+            yield fire
+            when = fire
 
-    def _next_month(self, when: datetime) -> datetime:
-        later = [m for m in self._months if m > when.month]
-        if later:
-            return when.replace(month=later[0], day=1, hour=0, minute=0)
-        return when.replace(year=when.year + 1, month=self._months[0], day=1, hour=0, minute=0)
+    def iter_after(self, start: float) -> Iterator[float]:
+        """Every fire strictly after ``start``, in order, for as long as there is one."""
+        when = self.next_after(start)
+        while when is not None:
+            yield when
+            when = self.next_after(when)
 
-    def _day_matches(self, when: datetime) -> bool:
-        dom_ok = when.day in self._dom
-        dow_ok = (when.weekday() + 1) % 7 in self._dow
-        return (dom_ok and dow_ok) if self._days_and else (dom_ok or dow_ok)
+    def preview(self, n: int = 5, start: float | datetime | None = None) -> list[datetime]:
+        """The next ``n`` fires after ``start`` (default: now), as datetimes in the zone.
+
+        ``start`` may be epoch seconds or a datetime; a naive datetime is read in the
+        schedule's zone (its ``fold`` picks the pass of a repeated hour).
+        """
+        if start is None:
+            ts = time.time()
+        elif isinstance(start, datetime):
+            aware = start if start.tzinfo is not None else start.replace(tzinfo=self.tzinfo)
+            ts = aware.timestamp()
+        else:
+            ts = float(start)
+        zone = self.tzinfo
+        return [datetime.fromtimestamp(t, UTC).astimezone(zone) for t in self.fire_times(ts, n)]
+
+    def explain(self) -> str:
+        """The expression in plain English, e.g. ``"At 03:00, Monday through Friday"``."""
+        from lldsched.schedules.cron_explain import explain
+
+        return explain(self._engine.fields)

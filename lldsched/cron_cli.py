@@ -1,0 +1,72 @@
+"""``python -m lldsched cron EXPR [--tz ZONE] [-n N] [--start WHEN]``: explain and preview.
+
+Prints what the expression means in plain English and its next ``N`` fire times in
+the schedule's zone (with UTC alongside), so a user can check an expression before
+trusting a job to it::
+
+    $ python -m lldsched cron "0 3 * * 1-5" --tz Europe/Berlin -n 2 --start 2026-03-27
+    0 3 * * 1-5  (Europe/Berlin)
+    At 03:00, Monday through Friday
+    next 2 fire times after 2026-03-27 00:00 CET:
+      Fri 2026-03-27 03:00 CET   = 2026-03-27 02:00 UTC
+      Mon 2026-03-30 03:00 CEST  = 2026-03-30 01:00 UTC
+
+A bad expression, zone or start prints the error on stderr and exits with 2.
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime
+
+from lldsched.errors import ScheduleError
+from lldsched.schedules.cron import CronSchedule
+
+__all__ = ["cron_report", "run_cron"]
+
+_FORMAT = "%a %Y-%m-%d %H:%M %Z"
+
+
+def cron_report(expr: str, *, tz: str = "UTC", n: int = 5, start: str | None = None) -> list[str]:
+    """The lines ``run_cron`` prints; :class:`ScheduleError` for bad input."""
+    if n < 1:
+        raise ScheduleError(f"-n must be at least 1, got {n}")
+    schedule = CronSchedule(expr, tz=tz)
+    zone = schedule.tzinfo
+    if start is None:
+        begin = datetime.now(UTC).astimezone(zone)
+    else:
+        try:
+            parsed = datetime.fromisoformat(start)
+        except ValueError:
+            raise ScheduleError(
+                f"--start {start!r} is not an ISO date-time such as 2026-03-27T09:00"
+            ) from None
+        aware = parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=zone)
+        begin = aware.astimezone(zone)
+    fires = schedule.preview(n, begin)
+    width = max((len(f.strftime(_FORMAT)) for f in fires), default=0)
+    lines = [
+        f"{expr}  ({schedule.tz})",
+        schedule.explain(),
+        f"next {n} fire times after {begin.strftime('%Y-%m-%d %H:%M %Z')}:",
+    ]
+    lines += [
+        f"  {f.strftime(_FORMAT):<{width}}  = {f.astimezone(UTC).strftime('%Y-%m-%d %H:%M UTC')}"
+        for f in fires
+    ]
+    if len(fires) < n:
+        lines.append(f"  (only {len(fires)}: nothing more fires within 100 years or before 10000)")
+    return lines
+
+
+def run_cron(expr: str, *, tz: str = "UTC", n: int = 5, start: str | None = None) -> int:
+    """Print the report; on bad input print the error to stderr and return 2."""
+    try:
+        lines = cron_report(expr, tz=tz, n=n, start=start)
+    except ScheduleError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for line in lines:
+        print(line)
+    return 0

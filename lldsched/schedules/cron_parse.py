@@ -1,0 +1,267 @@
+"""Cron grammar: from the text of an expression to :class:`CronFields`, or a clear error.
+
+This module owns what a cron expression *says*; when it fires is computed by
+:mod:`lldsched.schedules.cron_days` (which dates) and :mod:`lldsched.schedules.cron`
+(which instants).  The grammar is real cron's (Vixie / cronie), in cronsim's
+spelling for the extensions:
+
+* five fields: minute (0-59), hour (0-23), day of month (1-31), month (1-12),
+  day of week (0-7, where both 0 and 7 are Sunday);
+* in each field ``*``, ``n``, ``a-b`` (``a-a`` is one value), ``*/s``, ``a-b/s``,
+  ``n/s`` (``n-MAX/s``; the day-of-week MAX is 7, so ``1/2`` includes Sunday, as in
+  cronsim) and comma lists of these;
+* three-letter month (``JAN``-``DEC``) and day (``SUN``-``SAT``) names in any case,
+  also as range ends and step starts; full names (``MONDAY``) are rejected;
+* day of month: ``L`` (last day) and ``LW`` (last weekday, Monday-Friday);
+  day of week: ``nL`` (the last weekday *n* of the month, ``5L`` = last Friday) and
+  ``d#n`` (the *n*-th weekday *d* of the month, ``5#3`` = third Friday, ``n`` 1-5);
+* ``@yearly @annually @monthly @weekly @daily @midnight @hourly`` in any case.
+
+Real cron's day rule: when the day-of-month or the day-of-week text *starts with*
+``*``, a day must match both fields; otherwise matching either one is enough.
+The month always has to match.
+
+Everything is checked here, at construction, with a message that names the field
+and quotes the bad text: reversed ranges, step 0, empty list items, out-of-range
+values, unknown names, ``@reboot``, a wrong field count, and a day of month that
+cannot occur in the chosen months when the day fields are ANDed (``0 0 30 2 *``).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from lldsched.errors import ScheduleError
+
+__all__ = ["FIELD_NAMES", "MACROS", "CronFields", "Term", "parse"]
+
+FIELD_NAMES = ("minute", "hour", "day of month", "month", "day of week")
+_LOW = (0, 0, 1, 1, 0)
+_HIGH = (59, 23, 31, 12, 7)
+_MONTHS = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
+_DAYS = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")
+_MONTH_NUMBERS = {name: number for number, name in enumerate(_MONTHS, start=1)}
+_DAY_NUMBERS = {name: number for number, name in enumerate(_DAYS)}
+_FULL_DAY_NAMES = frozenset(
+    ("SUNDAY", "MONDAY", "TUESDAY", "WEDNESDAY", "THURSDAY", "FRIDAY", "SATURDAY")
+)
+# Longest month lengths, February counted as 29 (the day-rule check below).
+_MAX_DAYS_IN_MONTH = (0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+_DIGITS = frozenset("0123456789")
+
+MACROS = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
+
+_ALL = tuple(tuple(range(low, high + 1)) for low, high in zip(_LOW, _HIGH, strict=True))
+_ALL_WEEKDAYS = tuple(range(7))
+
+
+class Term(NamedTuple):
+    """One comma-separated item of a field, kept for :func:`~.cron_explain.explain`.
+
+    ``kind`` is ``"all"`` (``*``), ``"value"``, ``"range"`` (``a-b``), ``"step"``
+    (``*/s``, ``a-b/s``, ``n/s``: ``start``-``stop`` every ``step``), ``"last"``
+    (``L``), ``"lastweekday"`` (``LW``), ``"lastof"`` (``nL``: ``start`` is the
+    weekday) or ``"nth"`` (``d#n``: weekday ``start``, ``step`` is *n*).
+    """
+
+    kind: str
+    start: int = 0
+    stop: int = 0
+    step: int = 1
+
+
+class CronFields(NamedTuple):
+    """A parsed, validated expression: sorted allowed values and the special days.
+
+    ``weekdays`` uses 0-6 with Sunday 0 (a 7 in the text is folded onto 0).
+    ``days_and`` is real cron's day rule; ``wall_clock`` is true when neither the
+    minute nor the hour field starts with ``*`` (such a job keeps its wall-clock
+    meaning across DST changes, see :mod:`lldsched.schedules.cron`).
+    """
+
+    text: str  # the five fields as given (after expanding an @ macro)
+    minutes: tuple[int, ...]
+    hours: tuple[int, ...]
+    days: tuple[int, ...]  # plain days of the month, 1-31
+    last_day: bool  # L
+    last_weekday: bool  # LW
+    months: tuple[int, ...]
+    weekdays: tuple[int, ...]  # 0-6, Sunday 0
+    last_of: tuple[int, ...]  # nL: the last weekday n of the month
+    nth: tuple[tuple[int, int], ...]  # d#n: (weekday, n)
+    days_and: bool
+    wall_clock: bool
+    terms: tuple[tuple[Term, ...], ...]
+
+    @property
+    def every_day_of_month(self) -> bool:
+        """The day-of-month field allows every day (``*`` or an equivalent)."""
+        return len(self.days) == 31
+
+    @property
+    def every_day_of_week(self) -> bool:
+        """The day-of-week field allows every day (``*`` or an equivalent)."""
+        return len(self.weekdays) == 7
+
+
+def _fail(index: int, problem: str, expr: str) -> ScheduleError:
+    return ScheduleError(f"cron {FIELD_NAMES[index]} field: {problem} (expression {expr!r})")
+
+
+def _value(index: int, text: str, expr: str) -> int:
+    """A number or (month and day-of-week fields) a three-letter name, range-checked."""
+    if text and _DIGITS.issuperset(text):
+        value = int(text)
+        if not _LOW[index] <= value <= _HIGH[index]:
+            raise _fail(index, f"{value} is out of range {_LOW[index]}-{_HIGH[index]}", expr)
+        return value
+    upper = text.upper()
+    if index == 3 and upper in _MONTH_NUMBERS:
+        return _MONTH_NUMBERS[upper]
+    if index == 4 and upper in _DAY_NUMBERS:
+        return _DAY_NUMBERS[upper]
+    if index == 4 and upper in _FULL_DAY_NAMES:
+        raise _fail(index, f"{text!r}: use a three-letter day name (SUN-SAT) or 0-7", expr)
+    if not text:
+        raise _fail(index, "a value is missing", expr)
+    if index == 3:
+        raise _fail(index, f"{text!r} is not a number 1-12 or a month name (JAN-DEC)", expr)
+    if index == 4:
+        raise _fail(index, f"{text!r} is not a number 0-7 or a day name (SUN-SAT)", expr)
+    raise _fail(index, f"{text!r} is not a number", expr)
+
+
+def _item(index: int, item: str, expr: str, values: set[int], specials: list[Term]) -> Term:
+    """Parse one list item into ``values`` (or ``specials``) and return its term."""
+    upper = item.upper()
+    if index == 2 and upper in ("L", "LW"):
+        term = Term("last" if upper == "L" else "lastweekday")
+        specials.append(term)
+        return term
+    if index == 4 and "L" in upper:
+        number = upper[:-1]
+        if not upper.endswith("L") or not number or not _DIGITS.issuperset(number):
+            raise _fail(index, f"{item!r}: write nL for the last weekday n, e.g. 5L", expr)
+        term = Term("lastof", _value(index, number, expr) % 7)
+        specials.append(term)
+        return term
+    if index == 4 and "#" in item:
+        day_text, _, nth_text = item.partition("#")
+        if not nth_text or not _DIGITS.issuperset(nth_text) or not 1 <= int(nth_text) <= 5:
+            raise _fail(index, f"{item!r}: write d#n with n from 1 to 5, e.g. 5#3", expr)
+        term = Term("nth", _value(index, day_text, expr) % 7, 0, int(nth_text))
+        specials.append(term)
+        return term
+    base, slash, step_text = item.partition("/")
+    low, high = _LOW[index], _HIGH[index]
+    if slash:
+        if not step_text or not _DIGITS.issuperset(step_text) or int(step_text) == 0:
+            raise _fail(index, f"step must be a number >= 1 in {item!r}", expr)
+        step = int(step_text)
+    else:
+        step = 1
+    if base == "*":
+        start, stop = low, high
+        kind = "step" if slash else "all"
+    elif "-" in base:
+        first, _, last = base.partition("-")
+        start, stop = _value(index, first, expr), _value(index, last, expr)
+        if start > stop:
+            raise _fail(index, f"reversed range {base!r}", expr)
+        kind = "step" if slash else ("value" if start == stop else "range")
+    else:
+        start = _value(index, base, expr)
+        stop = high if slash else start
+        kind = "step" if slash else "value"
+    values.update(range(start, stop + 1, step))
+    return Term(kind, start, stop, step)
+
+
+def _field(index: int, text: str, expr: str) -> tuple[tuple[int, ...], list[Term], list[Term]]:
+    """The sorted values, special terms and all terms of one field."""
+    if text == "*":  # the common case, fast
+        return _ALL[index], [], [Term("all", _LOW[index], _HIGH[index])]
+    if text.isdigit() and text.isascii():
+        value = _value(index, text, expr)
+        return (value,), [], [Term("value", value, value)]
+    values: set[int] = set()
+    specials: list[Term] = []
+    terms: list[Term] = []
+    for item in text.split(","):
+        if not item:
+            raise _fail(index, f"empty list item in {text!r}", expr)
+        terms.append(_item(index, item, expr, values, specials))
+    return tuple(sorted(values)), specials, terms
+
+
+def parse(expr: str) -> CronFields:
+    """Parse and validate ``expr``; raise :class:`ScheduleError` naming the bad field."""
+    if not isinstance(expr, str):
+        raise ScheduleError(f"cron expression must be a string, got {expr!r}")
+    text = expr.strip()
+    if text.startswith("@"):
+        macro = MACROS.get(text.lower())
+        if macro is None:
+            if text.lower() == "@reboot":
+                raise ScheduleError(
+                    f"cron expression {expr!r}: @reboot is not supported (a scheduler has "
+                    "no boot to run at); use OneTime for a job that runs once at start"
+                )
+            raise ScheduleError(
+                f"cron expression {expr!r}: unknown macro; use one of {', '.join(MACROS)}"
+            )
+        text = macro
+    fields = text.split()
+    if len(fields) != 5:
+        raise ScheduleError(
+            f"cron expression {expr!r} has {len(fields)} fields; expected 5 "
+            "(minute hour day-of-month month day-of-week) or an @ macro such as @daily"
+        )
+    minutes, _, t_minute = _field(0, fields[0], expr)
+    hours, _, t_hour = _field(1, fields[1], expr)
+    days, dom_specials, t_dom = _field(2, fields[2], expr)
+    months, _, t_month = _field(3, fields[3], expr)
+    raw_weekdays, dow_specials, t_dow = _field(4, fields[4], expr)
+    if fields[4] == "*":
+        weekdays = _ALL_WEEKDAYS
+    elif raw_weekdays and raw_weekdays[-1] == 7:  # 7 is Sunday too
+        weekdays = tuple(sorted({0, *raw_weekdays[:-1]}))
+    else:
+        weekdays = raw_weekdays
+    days_and = fields[2].startswith("*") or fields[4].startswith("*")
+    last_day = any(t.kind == "last" for t in dom_specials)
+    last_weekday = any(t.kind == "lastweekday" for t in dom_specials)
+    if days_and and days and not dom_specials:
+        # As cronsim (and cronie): with the day fields ANDed, a day of month that no
+        # chosen month has would never fire.  February counts 29 days.
+        longest = max(_MAX_DAYS_IN_MONTH[m] for m in months)
+        if days[0] > longest:
+            names = ", ".join(_MONTHS[m - 1].title() for m in months)
+            raise _fail(
+                2,
+                f"{fields[2]!r} never occurs in {names} (at most {longest} days)",
+                expr,
+            )
+    return CronFields(
+        text=" ".join(fields),
+        minutes=minutes,
+        hours=hours,
+        days=days,
+        last_day=last_day,
+        last_weekday=last_weekday,
+        months=months,
+        weekdays=weekdays,
+        last_of=tuple(sorted({t.start for t in dow_specials if t.kind == "lastof"})),
+        nth=tuple(sorted({(t.start, t.step) for t in dow_specials if t.kind == "nth"})),
+        days_and=days_and,
+        wall_clock=not fields[0].startswith("*") and not fields[1].startswith("*"),
+        terms=(tuple(t_minute), tuple(t_hour), tuple(t_dom), tuple(t_month), tuple(t_dow)),
+    )

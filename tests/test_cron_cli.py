@@ -1,0 +1,95 @@
+"""``python -m lldsched cron``: the explanation and the next fire times, or a clear error."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from lldsched.__main__ import main
+from lldsched.cron_cli import cron_report
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(["cron", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_the_command_explains_and_lists_fires_in_the_zone_across_a_dst_change(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, err = run(
+        capsys, "0 3 * * 1-5", "--tz", "Europe/Berlin", "-n", "3", "--start", "2026-03-27"
+    )
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        "0 3 * * 1-5  (Europe/Berlin)",
+        "At 03:00, Monday through Friday",
+        "next 3 fire times after 2026-03-27 00:00 CET:",
+        "  Fri 2026-03-27 03:00 CET   = 2026-03-27 02:00 UTC",
+        "  Mon 2026-03-30 03:00 CEST  = 2026-03-30 01:00 UTC",
+        "  Tue 2026-03-31 03:00 CEST  = 2026-03-31 01:00 UTC",
+    ]
+
+
+def test_the_default_zone_is_utc_and_a_start_with_an_offset_is_respected(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = run(capsys, "@hourly", "-n", "2", "--start", "2026-06-01T09:30+02:00")
+    assert code == 0
+    assert out.splitlines()[1:] == [
+        "Every hour",
+        "next 2 fire times after 2026-06-01 07:30 UTC:",
+        "  Mon 2026-06-01 08:00 UTC  = 2026-06-01 08:00 UTC",
+        "  Mon 2026-06-01 09:00 UTC  = 2026-06-01 09:00 UTC",
+    ]
+
+
+def test_without_a_start_the_fires_follow_now(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "* * * * *")
+    assert code == 0
+    assert len(out.splitlines()) == 3 + 5
+
+
+def test_an_expression_that_stops_firing_says_so() -> None:
+    lines = cron_report("0 0 * 2 MON#5", n=3, start="9950-01-01")
+    assert lines[-2:] == [
+        "  Mon 9988-02-29 00:00 UTC  = 9988-02-29 00:00 UTC",
+        "  (only 2: nothing more fires within 100 years or before 10000)",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["61 * * * *"], "error: cron minute field: 61 is out of range 0-59"),
+        (["@reboot"], "@reboot is not supported"),
+        (["* * * *"], "has 4 fields; expected 5"),
+        (["* * * * *", "--tz", "Nowhere/Land"], "unknown time zone 'Nowhere/Land'"),
+        (["* * * * *", "-n", "0"], "-n must be at least 1, got 0"),
+        (["* * * * *", "--start", "soon"], "--start 'soon' is not an ISO date-time"),
+    ],
+)
+def test_bad_input_is_an_error_on_stderr_with_exit_code_2(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    code, out, err = run(capsys, *argv)
+    assert (code, out) == (2, "")
+    assert message in err
+
+
+def test_python_dash_m_lldsched_cron_runs_as_a_program() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "lldsched", "cron", "30 2 * * *", "--tz", "America/New_York",
+         "-n", "2", "--start", "2026-03-07T12:00"],
+        capture_output=True, text=True, check=False, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[1:] == [
+        "At 02:30",
+        "next 2 fire times after 2026-03-07 12:00 EST:",
+        "  Sun 2026-03-08 03:00 EDT  = 2026-03-08 07:00 UTC",
+        "  Mon 2026-03-09 02:30 EDT  = 2026-03-09 06:30 UTC",
+    ]

@@ -1,0 +1,250 @@
+"""Time zones and DST: wall-clock jobs keep their meaning, others step through real
+instants, and every answer is strictly after the instant asked about.
+
+The 2026 changes used here:
+
+* America/New_York: spring forward Sun 8 March 02:00 EST -> 03:00 EDT (07:00 UTC);
+  fall back Sun 1 November 02:00 EDT -> 01:00 EST (06:00 UTC): 01:00-01:59 twice.
+* Europe/Berlin: spring forward Sun 29 March 02:00 CET -> 03:00 CEST (01:00 UTC);
+  fall back Sun 25 October 03:00 CEST -> 02:00 CET (01:00 UTC): 02:00-02:59 twice.
+* Australia/Lord_Howe shifts by 30 minutes: Sun 5 April 02:00 -> 01:30 (+11 -> +10:30),
+  Sun 4 October 02:00 -> 02:30 (+10:30 -> +11).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from lldsched import CronSchedule
+from tests.cron_reference import reference_fires
+
+NY, BERLIN, LORD_HOWE = "America/New_York", "Europe/Berlin", "Australia/Lord_Howe"
+
+
+def at(
+    zone: str, year: int, month: int, day: int, hour: int = 0, minute: int = 0, *, fold: int = 0
+) -> float:
+    """The instant a wall-clock reading in ``zone`` stands for (PEP 495 ``fold``)."""
+    return datetime(year, month, day, hour, minute, tzinfo=ZoneInfo(zone), fold=fold).timestamp()
+
+
+def fires(expr: str, zone: str, start: float, n: int) -> list[str]:
+    """Fire times as local wall time with offset: '2026-03-08 03:00-04:00'."""
+    tz = ZoneInfo(zone)
+    return [
+        datetime.fromtimestamp(t, tz).isoformat(" ", "minutes")
+        for t in CronSchedule(expr, tz=zone).fire_times(start, n)
+    ]
+
+
+# -- a fixed time in the spring-forward gap runs once, right after the gap ---------------
+
+
+def test_new_york_0230_runs_at_0300_on_the_day_0230_does_not_exist() -> None:
+    assert fires("30 2 * * *", NY, at(NY, 2026, 3, 7, 12), 3) == [
+        "2026-03-08 03:00-04:00", "2026-03-09 02:30-04:00", "2026-03-10 02:30-04:00",
+    ]  # fmt: skip
+
+
+def test_berlin_0230_runs_at_0300_on_the_day_0230_does_not_exist() -> None:
+    assert fires("30 2 * * *", BERLIN, at(BERLIN, 2026, 3, 28, 12), 2) == [
+        "2026-03-29 03:00+02:00", "2026-03-30 02:30+02:00",
+    ]  # fmt: skip
+
+
+def test_several_fixed_times_in_the_gap_still_run_only_once() -> None:
+    assert fires("0,20,40 2 * * *", NY, at(NY, 2026, 3, 8, 0), 2) == [
+        "2026-03-08 03:00-04:00", "2026-03-09 02:00-04:00",
+    ]  # fmt: skip
+
+
+def test_a_fixed_time_after_the_gap_is_not_merged_with_the_gap_run() -> None:
+    assert fires("30 2,3 * * *", NY, at(NY, 2026, 3, 8, 0), 3) == [
+        "2026-03-08 03:00-04:00", "2026-03-08 03:30-04:00", "2026-03-09 02:30-04:00",
+    ]  # fmt: skip
+
+
+def test_a_fixed_time_away_from_the_changes_is_untouched() -> None:
+    assert fires("30 1 * * *", BERLIN, at(BERLIN, 2026, 3, 28, 12), 2) == [
+        "2026-03-29 01:30+01:00", "2026-03-30 01:30+02:00",
+    ]  # fmt: skip
+    assert fires("30 1 * * *", NY, at(NY, 2026, 3, 7, 12), 2) == [
+        "2026-03-08 01:30-05:00", "2026-03-09 01:30-04:00",
+    ]  # fmt: skip
+
+
+# -- a fixed time in the fall-back overlap runs once, at its first occurrence ------------
+
+
+def test_new_york_0130_runs_once_in_the_repeated_hour_at_the_first_pass() -> None:
+    assert fires("30 1 * * *", NY, at(NY, 2026, 10, 31, 12), 3) == [
+        "2026-11-01 01:30-04:00", "2026-11-02 01:30-05:00", "2026-11-03 01:30-05:00",
+    ]  # fmt: skip
+
+
+def test_berlin_0230_runs_once_in_the_repeated_hour_at_the_first_pass() -> None:
+    assert fires("30 2 * * *", BERLIN, at(BERLIN, 2026, 10, 24, 12), 2) == [
+        "2026-10-25 02:30+02:00", "2026-10-26 02:30+01:00",
+    ]  # fmt: skip
+
+
+# -- other jobs step through real instants -------------------------------------------
+
+
+def test_every_20_minutes_in_hour_2_skips_the_day_hour_2_does_not_exist() -> None:
+    assert fires("*/20 2 * * *", NY, at(NY, 2026, 3, 7, 12), 4) == [
+        "2026-03-09 02:00-04:00", "2026-03-09 02:20-04:00", "2026-03-09 02:40-04:00",
+        "2026-03-10 02:00-04:00",
+    ]  # fmt: skip
+    assert fires("*/20 2 * * *", BERLIN, at(BERLIN, 2026, 3, 28, 12), 1) == [
+        "2026-03-30 02:00+02:00"
+    ]
+
+
+def test_every_20_minutes_in_a_repeated_hour_fires_in_both_passes() -> None:
+    assert fires("*/20 2 * * *", BERLIN, at(BERLIN, 2026, 10, 25, 0), 7) == [
+        "2026-10-25 02:00+02:00", "2026-10-25 02:20+02:00", "2026-10-25 02:40+02:00",
+        "2026-10-25 02:00+01:00", "2026-10-25 02:20+01:00", "2026-10-25 02:40+01:00",
+        "2026-10-26 02:00+01:00",
+    ]  # fmt: skip
+    assert fires("*/20 1 * * *", NY, at(NY, 2026, 11, 1, 0), 7) == [
+        "2026-11-01 01:00-04:00", "2026-11-01 01:20-04:00", "2026-11-01 01:40-04:00",
+        "2026-11-01 01:00-05:00", "2026-11-01 01:20-05:00", "2026-11-01 01:40-05:00",
+        "2026-11-02 01:00-05:00",
+    ]  # fmt: skip
+
+
+def test_an_hourly_job_fires_in_both_passes_of_the_repeated_hour() -> None:
+    assert fires("0 * * * *", NY, at(NY, 2026, 11, 1, 0, 30), 4) == [
+        "2026-11-01 01:00-04:00", "2026-11-01 01:00-05:00", "2026-11-01 02:00-05:00",
+        "2026-11-01 03:00-05:00",
+    ]  # fmt: skip
+    assert fires("0 * * * *", BERLIN, at(BERLIN, 2026, 10, 25, 1, 30), 3) == [
+        "2026-10-25 02:00+02:00", "2026-10-25 02:00+01:00", "2026-10-25 03:00+01:00",
+    ]  # fmt: skip
+
+
+def test_an_hourly_job_skips_the_hour_that_does_not_exist() -> None:
+    assert fires("0 * * * *", NY, at(NY, 2026, 3, 8, 0, 30), 3) == [
+        "2026-03-08 01:00-05:00", "2026-03-08 03:00-04:00", "2026-03-08 04:00-04:00",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("zone", "day", "count"),
+    [(NY, (2026, 3, 8), 23), (NY, (2026, 11, 1), 25), (BERLIN, (2026, 3, 29), 23),
+     (BERLIN, (2026, 10, 25), 25), (NY, (2026, 6, 1), 24)],
+)  # fmt: skip
+def test_an_hourly_job_fires_once_per_real_hour_of_the_day(
+    zone: str, day: tuple[int, int, int], count: int
+) -> None:
+    schedule = CronSchedule("0 * * * *", tz=zone)
+    start = at(zone, *day) - 1  # midnight exists on these days
+    end = at(zone, day[0], day[1], day[2] + 1) - 1
+    assert len([t for t in schedule.fire_times(start, 30) if t <= end]) == count
+
+
+# -- strictly after, also from inside a gap or the second pass of an overlap -------------
+
+
+def test_a_start_written_inside_the_gap_is_read_with_its_fold_and_answered_after_it() -> None:
+    # 02:30 on 8 March does not exist in New York: fold=0 reads it with the old offset
+    # (07:30 UTC, after the gap), fold=1 with the new one (06:30 UTC, before it).
+    after_gap = at(NY, 2026, 3, 8, 2, 30, fold=0)
+    before_gap = at(NY, 2026, 3, 8, 2, 30, fold=1)
+    assert (after_gap, before_gap) == (at(NY, 2026, 3, 8, 3, 30), at(NY, 2026, 3, 8, 1, 30))
+    assert fires("30 2 * * *", NY, after_gap, 1) == ["2026-03-09 02:30-04:00"]
+    assert fires("30 2 * * *", NY, before_gap, 1) == ["2026-03-08 03:00-04:00"]
+    assert fires("*/20 2 * * *", NY, before_gap, 1) == ["2026-03-09 02:00-04:00"]
+    assert fires("0 * * * *", NY, before_gap, 1) == ["2026-03-08 03:00-04:00"]
+
+
+def test_a_start_at_the_gap_run_itself_moves_on_to_the_next_day() -> None:
+    gap_run = at(NY, 2026, 3, 8, 3, 0)
+    assert fires("30 2 * * *", NY, gap_run, 1) == ["2026-03-09 02:30-04:00"]
+    assert fires("30 2 * * *", NY, gap_run - 0.5, 1) == ["2026-03-08 03:00-04:00"]
+
+
+def test_a_start_in_the_second_pass_does_not_go_back_to_the_first_pass() -> None:
+    second_pass = at(NY, 2026, 11, 1, 1, 45, fold=1)  # 06:45 UTC, after 01:50 EDT (05:50 UTC)
+    assert fires("50 1 * * *", NY, second_pass, 1) == ["2026-11-02 01:50-05:00"]
+    assert fires("30 1 * * *", NY, second_pass, 1) == ["2026-11-02 01:30-05:00"]
+    assert fires("*/20 1 * * *", NY, second_pass, 1) == ["2026-11-02 01:00-05:00"]
+    assert fires("0 * * * *", NY, second_pass, 1) == ["2026-11-01 02:00-05:00"]
+    berlin_second = at(BERLIN, 2026, 10, 25, 2, 45, fold=1)
+    assert fires("50 2 * * *", BERLIN, berlin_second, 1) == ["2026-10-26 02:50+01:00"]
+    assert fires("*/20 2 * * *", BERLIN, berlin_second, 1) == ["2026-10-26 02:00+01:00"]
+
+
+def test_a_start_in_the_first_pass_still_sees_the_rest_of_both_passes() -> None:
+    first_pass = at(NY, 2026, 11, 1, 1, 45, fold=0)
+    assert fires("50 1 * * *", NY, first_pass, 1) == ["2026-11-01 01:50-04:00"]
+    assert fires("*/20 1 * * *", NY, first_pass, 2) == [
+        "2026-11-01 01:00-05:00", "2026-11-01 01:20-05:00",
+    ]  # fmt: skip
+
+
+def test_prev_before_follows_the_same_rules_backwards() -> None:
+    schedule = CronSchedule("30 2 * * *", tz=NY)
+    assert schedule.prev_before(at(NY, 2026, 3, 9, 0)) == at(NY, 2026, 3, 8, 3, 0)
+    hourly = CronSchedule("0 * * * *", tz=NY)
+    assert hourly.prev_before(at(NY, 2026, 11, 1, 1, 30, fold=1)) == at(NY, 2026, 11, 1, 1, fold=1)
+    assert hourly.prev_before(at(NY, 2026, 11, 1, 1, fold=1)) == at(NY, 2026, 11, 1, 1, fold=0)
+
+
+# -- a 30-minute shift ---------------------------------------------------------------
+
+
+def test_lord_howe_half_hour_gap_moves_a_fixed_time_to_0230() -> None:
+    assert fires("15 2 * * *", LORD_HOWE, at(LORD_HOWE, 2026, 10, 3, 12), 2) == [
+        "2026-10-04 02:30+11:00", "2026-10-05 02:15+11:00",
+    ]  # fmt: skip
+
+
+def test_lord_howe_half_hour_overlap_repeats_quarter_hours_but_not_fixed_times() -> None:
+    assert fires("*/15 * * * *", LORD_HOWE, at(LORD_HOWE, 2026, 4, 5, 1, 10), 6) == [
+        "2026-04-05 01:15+11:00", "2026-04-05 01:30+11:00", "2026-04-05 01:45+11:00",
+        "2026-04-05 01:30+10:30", "2026-04-05 01:45+10:30", "2026-04-05 02:00+10:30",
+    ]  # fmt: skip
+    assert fires("45 1 * * *", LORD_HOWE, at(LORD_HOWE, 2026, 4, 5, 0), 2) == [
+        "2026-04-05 01:45+11:00", "2026-04-06 01:45+10:30",
+    ]  # fmt: skip
+
+
+# -- against the minute-walking reference around every change --------------------------
+
+CHANGES = [
+    (NY, datetime(2026, 3, 8, 7, tzinfo=UTC)),
+    (NY, datetime(2026, 11, 1, 6, tzinfo=UTC)),
+    (BERLIN, datetime(2026, 3, 29, 1, tzinfo=UTC)),
+    (BERLIN, datetime(2026, 10, 25, 1, tzinfo=UTC)),
+    (LORD_HOWE, datetime(2026, 4, 4, 15, tzinfo=UTC)),
+    (LORD_HOWE, datetime(2026, 10, 3, 15, 30, tzinfo=UTC)),
+]
+EXPRESSIONS = [
+    "30 2 * * *", "30 1 * * *", "*/20 2 * * *", "0 * * * *", "*/15 * * * *",
+    "0,30 1-3 * * *", "15 2 * * *", "45 1 * * *", "* 2 * * *", "0 0 * * *", "59 1 * * *",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("zone", "change"), CHANGES)
+@pytest.mark.parametrize("expr", EXPRESSIONS)
+def test_every_fire_around_a_change_matches_the_minute_walking_reference(
+    expr: str, zone: str, change: datetime
+) -> None:
+    start, end = change.timestamp() - 26 * 3600, change.timestamp() + 26 * 3600
+    schedule = CronSchedule(expr, tz=zone)
+    expected = reference_fires(expr, zone, start, end)
+    got = [t for t in schedule.fire_times(start, len(expected) + 1) if t <= end]
+    assert got == expected
+    # every start between two fires leads to the later one, from any instant
+    for t in range(int(start), int(end), 1201):
+        later = [f for f in expected if f > t]
+        if later:
+            assert CronSchedule(expr, tz=zone).next_after(t) == later[0]
+        earlier = [f for f in expected if f < t]
+        if earlier:
+            assert CronSchedule(expr, tz=zone).prev_before(t) == earlier[-1]

@@ -1,0 +1,306 @@
+"""The cron grammar: every accepted form parses to the right values, every rejected one
+fails at construction with a message that names the field and quotes the bad text."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from lldsched import CronSchedule, ScheduleError, ValidationError
+from lldsched.schedules.cron_parse import CronFields, parse
+
+ALL_MINUTES = tuple(range(60))
+ALL_HOURS = tuple(range(24))
+ALL_DAYS = tuple(range(1, 32))
+ALL_MONTHS = tuple(range(1, 13))
+ALL_WEEKDAYS = tuple(range(7))
+
+
+def field(expr: str, index: int) -> tuple[int, ...]:
+    f = parse(expr)
+    return (f.minutes, f.hours, f.days, f.months, f.weekdays)[index]
+
+
+# -- accepted forms -------------------------------------------------------------
+
+
+def test_a_star_allows_every_value_of_each_field() -> None:
+    f = parse("* * * * *")
+    assert (f.minutes, f.hours, f.days, f.months, f.weekdays) == (
+        ALL_MINUTES, ALL_HOURS, ALL_DAYS, ALL_MONTHS, ALL_WEEKDAYS,
+    )  # fmt: skip
+
+
+def test_a_number_is_one_value() -> None:
+    assert field("7 * * * *", 0) == (7,)
+
+
+def test_numbers_with_leading_zeros_are_accepted() -> None:
+    assert field("05 09 * * *", 0) == (5,)
+    assert field("05 09 * * *", 1) == (9,)
+
+
+def test_a_range_includes_both_ends() -> None:
+    assert field("* 9-17 * * *", 1) == tuple(range(9, 18))
+
+
+def test_a_range_from_a_value_to_itself_is_one_value() -> None:
+    assert field("5-5 * * * *", 0) == (5,)
+
+
+def test_a_star_with_a_step_counts_from_the_lowest_value() -> None:
+    assert field("*/15 * * * *", 0) == (0, 15, 30, 45)
+    assert field("* * */10 * *", 2) == (1, 11, 21, 31)
+
+
+def test_a_range_with_a_step() -> None:
+    assert field("* 9-17/2 * * *", 1) == (9, 11, 13, 15, 17)
+
+
+def test_a_number_with_a_step_runs_to_the_field_maximum() -> None:
+    assert field("50/3 * * * *", 0) == (50, 53, 56, 59)
+
+
+def test_a_single_value_range_with_a_step_is_that_value() -> None:
+    assert field("8-8/5 * * * *", 0) == (8,)  # cronie; cronsim reads it as 8/5
+
+
+def test_a_step_larger_than_the_range_keeps_the_first_value() -> None:
+    assert field("*/100 * * * *", 0) == (0,)
+
+
+def test_a_comma_list_unites_its_items() -> None:
+    assert field("0,15-17,*/20 * * * *", 0) == (0, 15, 16, 17, 20, 40)
+
+
+def test_month_names_in_any_case_also_in_ranges_and_steps() -> None:
+    assert field("0 0 1 jan,Mar,DEC *", 3) == (1, 3, 12)
+    assert field("0 0 1 jun-AUG *", 3) == (6, 7, 8)
+    assert field("0 0 1 feb/4 *", 3) == (2, 6, 10)
+
+
+def test_day_names_in_any_case_also_in_ranges() -> None:
+    assert field("0 0 * * mon-fri", 4) == (1, 2, 3, 4, 5)
+    assert field("0 0 * * Sun,sat", 4) == (0, 6)
+
+
+def test_zero_and_seven_are_both_sunday() -> None:
+    assert field("0 0 * * 0", 4) == (0,)
+    assert field("0 0 * * 7", 4) == (0,)
+    assert field("0 0 * * 5-7", 4) == (0, 5, 6)
+
+
+def test_a_day_of_week_step_runs_to_seven_so_one_slash_two_includes_sunday() -> None:
+    assert field("0 0 * * 1/2", 4) == (0, 1, 3, 5)  # 1, 3, 5, 7 as in cronsim
+    assert field("0 0 * * */2", 4) == (0, 2, 4, 6)
+
+
+def test_l_in_the_day_of_month_is_the_last_day() -> None:
+    f = parse("0 0 L * *")
+    assert f.last_day and not f.last_weekday and f.days == ()
+
+
+def test_lw_in_the_day_of_month_is_the_last_weekday() -> None:
+    f = parse("0 0 lw * *")
+    assert f.last_weekday and not f.last_day
+
+
+def test_n_l_in_the_day_of_week_is_the_last_such_weekday_of_the_month() -> None:
+    assert parse("0 0 * * 5L").last_of == (5,)
+    assert parse("0 0 * * 7l").last_of == (0,)
+
+
+def test_d_hash_n_in_the_day_of_week_is_the_nth_such_weekday() -> None:
+    assert parse("0 0 * * 5#3").nth == ((5, 3),)
+    assert parse("0 0 * * MON#5,fri#1").nth == ((1, 5), (5, 1))
+
+
+def test_specials_mix_with_plain_values_in_a_list() -> None:
+    f = parse("0 0 1,L * 1,5L,2#2")
+    assert (f.days, f.last_day, f.weekdays, f.last_of, f.nth) == ((1,), True, (1,), (5,), ((2, 2),))
+
+
+@pytest.mark.parametrize(
+    ("macro", "fields"),
+    [
+        ("@yearly", "0 0 1 1 *"),
+        ("@annually", "0 0 1 1 *"),
+        ("@monthly", "0 0 1 * *"),
+        ("@weekly", "0 0 * * 0"),
+        ("@daily", "0 0 * * *"),
+        ("@midnight", "0 0 * * *"),
+        ("@hourly", "0 * * * *"),
+        ("@DAILY", "0 0 * * *"),
+        ("@Hourly", "0 * * * *"),
+    ],
+)
+def test_macros_in_any_case_stand_for_their_five_fields(macro: str, fields: str) -> None:
+    assert parse(macro)[1:] == parse(fields)[1:]
+    assert parse(macro).text == fields
+
+
+def test_extra_whitespace_between_fields_is_ignored() -> None:
+    assert parse("  0\t3  * *   1-5 ").text == "0 3 * * 1-5"
+
+
+@pytest.mark.parametrize(
+    "expr", ["*/15 * * * *", "0 9-17 * * 1-5", "0 0 1 * *", "30 2 * * 0,6", "0 12 31 12 *"]
+)
+def test_the_foundation_expressions_still_parse(expr: str) -> None:
+    assert CronSchedule(expr).expr == expr
+
+
+def test_the_day_rule_is_and_when_either_day_field_starts_with_a_star() -> None:
+    assert parse("0 0 */2 * 1").days_and
+    assert parse("0 0 1 * */2").days_and
+    assert parse("0 0 * * 1").days_and
+    assert not parse("0 0 1,15 * 1").days_and
+    assert not parse("0 0 1-31 * 1").days_and
+
+
+def test_a_job_is_wall_clock_when_neither_minute_nor_hour_starts_with_a_star() -> None:
+    assert parse("30 2 * * *").wall_clock
+    assert parse("0,30 1-3 * * *").wall_clock
+    assert not parse("*/20 2 * * *").wall_clock
+    assert not parse("0 * * * *").wall_clock
+    assert not parse("@hourly").wall_clock
+    assert parse("@daily").wall_clock
+
+
+def test_a_day_that_only_some_chosen_months_have_is_accepted() -> None:
+    assert parse("0 0 29 2 *").days == (29,)
+    assert parse("0 0 31 1,4 *").days == (31,)
+    assert parse("0 0 30 2 mon").days == (30,)  # OR: Mondays in February still fire
+
+
+# -- rejected forms -------------------------------------------------------------
+
+
+REJECTED = [
+    ("* * * *", "has 4 fields; expected 5"),
+    ("* * * * * *", "has 6 fields; expected 5"),
+    ("", "has 0 fields; expected 5"),
+    ("61 * * * *", "minute field: 61 is out of range 0-59"),
+    ("* 24 * * *", "hour field: 24 is out of range 0-23"),
+    ("* * 0 * *", "day of month field: 0 is out of range 1-31"),
+    ("* * 32 * *", "day of month field: 32 is out of range 1-31"),
+    ("* * * 13 *", "month field: 13 is out of range 1-12"),
+    ("* * * 0 *", "month field: 0 is out of range 1-12"),
+    ("* * * * 8", "day of week field: 8 is out of range 0-7"),
+    ("*/0 * * * *", "minute field: step must be a number >= 1 in '*/0'"),
+    ("1-5/0 * * * *", "minute field: step must be a number >= 1 in '1-5/0'"),
+    ("*/ * * * *", "minute field: step must be a number >= 1 in '*/'"),
+    ("*/x * * * *", "minute field: step must be a number >= 1 in '*/x'"),
+    ("5-1 * * * *", "minute field: reversed range '5-1'"),
+    ("* * * dec-jan *", "month field: reversed range 'dec-jan'"),
+    ("* * * * fri-mon", "day of week field: reversed range 'fri-mon'"),
+    ("1,,2 * * * *", "minute field: empty list item in '1,,2'"),
+    (",1 * * * *", "minute field: empty list item in ',1'"),
+    ("* * * * 1,", "day of week field: empty list item in '1,'"),
+    ("* * * * monday", "day of week field: 'monday': use a three-letter day name"),
+    ("* * * * MON-FRIDAY", "day of week field: 'FRIDAY': use a three-letter day name"),
+    ("* * * january *", "month field: 'january' is not a number 1-12 or a month name"),
+    ("* * * * tues", "day of week field: 'tues' is not a number 0-7 or a day name"),
+    ("jan * * * *", "minute field: 'jan' is not a number"),
+    ("* * mon * *", "day of month field: 'mon' is not a number"),
+    ("-5 * * * *", "minute field: a value is missing"),
+    ("5- * * * *", "minute field: a value is missing"),
+    ("1-2-3 * * * *", "minute field: '2-3' is not a number"),
+    ("+5 * * * *", "minute field: '+5' is not a number"),
+    ("? * * * *", "minute field: '?' is not a number"),
+    ("* * ? * *", "day of month field: '?' is not a number"),
+    ("* * 15W * *", "day of month field: '15W' is not a number"),
+    ("* * L/2 * *", "day of month field: 'L' is not a number"),
+    ("* * 5L * *", "day of month field: '5L' is not a number"),
+    ("* * * * L", "day of week field: 'L': write nL for the last weekday n"),
+    ("* * * * FRIL", "day of week field: 'FRIL': write nL"),
+    ("* * * * 1-5L", "day of week field: '1-5L': write nL"),
+    ("* * * * 8L", "day of week field: 8 is out of range 0-7"),
+    ("* * * * 5#0", "day of week field: '5#0': write d#n with n from 1 to 5"),
+    ("* * * * 5#6", "day of week field: '5#6': write d#n with n from 1 to 5"),
+    ("* * * * 5#", "day of week field: '5#': write d#n"),
+    ("* * * * #2", "day of week field: a value is missing"),
+    ("* * 1#2 * *", "day of month field: '1#2' is not a number"),
+    ("٣ * * * *", "minute field: '٣' is not a number"),
+    ("0 0 30 2 *", "day of month field: '30' never occurs in Feb (at most 29 days)"),
+    ("0 0 31 4,6,9,11 *", "day of month field: '31' never occurs in Apr, Jun, Sep, Nov"),
+    ("0 0 30,31 feb */2", "day of month field: '30,31' never occurs in Feb"),
+    ("@reboot", "@reboot is not supported"),
+    ("@REBOOT", "@reboot is not supported"),
+    ("@fortnightly", "unknown macro; use one of @yearly"),
+]
+
+
+@pytest.mark.parametrize(("expr", "message"), REJECTED)
+def test_malformed_expressions_are_rejected_at_construction_naming_field_and_text(
+    expr: str, message: str
+) -> None:
+    with pytest.raises(ScheduleError) as caught:
+        CronSchedule(expr)
+    assert message in str(caught.value)
+
+
+@pytest.mark.parametrize(("expr", "_message"), REJECTED)
+def test_every_rejection_message_quotes_the_whole_expression(expr: str, _message: str) -> None:
+    with pytest.raises(ScheduleError, match=re.escape(repr(expr))):
+        CronSchedule(expr)
+
+
+def test_a_schedule_error_is_a_validation_error_and_a_value_error() -> None:
+    with pytest.raises(ValidationError):
+        CronSchedule("61 * * * *")
+    with pytest.raises(ValueError):
+        CronSchedule("61 * * * *")
+
+
+def test_an_expression_that_is_not_a_string_is_rejected() -> None:
+    with pytest.raises(ScheduleError, match="must be a string, got 5"):
+        CronSchedule(5)  # type: ignore[arg-type]
+
+
+def test_an_unknown_time_zone_is_rejected_at_construction() -> None:
+    with pytest.raises(ScheduleError, match="unknown time zone 'Mars/Olympus_Mons'"):
+        CronSchedule("* * * * *", tz="Mars/Olympus_Mons")
+
+
+def test_a_time_zone_that_is_not_a_name_or_zoneinfo_is_rejected() -> None:
+    with pytest.raises(ScheduleError, match="IANA name or a ZoneInfo"):
+        CronSchedule("* * * * *", tz=3)  # type: ignore[arg-type]
+
+
+# -- the object: immutable, cached, comparable ------------------------------------
+
+
+def test_equal_text_and_zone_make_equal_schedules_with_equal_hashes() -> None:
+    assert CronSchedule("0 3 * * 1-5") == CronSchedule("0 3 * * 1-5", tz="UTC")
+    assert hash(CronSchedule("0 3 * * 1-5")) == hash(CronSchedule("0 3 * * 1-5"))
+    assert CronSchedule("0 3 * * 1-5") != CronSchedule("0 3 * * 1-5", tz="Europe/Berlin")
+    assert CronSchedule("0 3 * * 1-5") != "0 3 * * 1-5"
+
+
+def test_the_repr_shows_the_zone_only_when_it_is_not_utc() -> None:
+    assert repr(CronSchedule("*/15 * * * *")) == "CronSchedule('*/15 * * * *')"
+    assert (
+        repr(CronSchedule("0 3 * * 1-5", tz="Europe/Berlin"))
+        == "CronSchedule('0 3 * * 1-5', tz='Europe/Berlin')"
+    )
+
+
+def test_a_zoneinfo_or_utc_object_is_accepted_as_the_zone() -> None:
+    assert CronSchedule("0 3 * * *", tz=ZoneInfo("Europe/Berlin")).tz == "Europe/Berlin"
+    assert CronSchedule("0 3 * * *", tz=UTC).tz == "UTC"
+
+
+def test_the_parse_is_shared_by_schedules_with_the_same_text_and_zone() -> None:
+    one, two = CronSchedule("0 3 * * 1-5"), CronSchedule("0 3 * * 1-5")
+    assert one.fields is two.fields
+    assert isinstance(one.fields, CronFields)
+
+
+def test_a_schedule_has_no_public_attribute_to_change() -> None:
+    schedule = CronSchedule("0 3 * * 1-5")
+    with pytest.raises(AttributeError):
+        schedule.color = "red"  # type: ignore[attr-defined]
