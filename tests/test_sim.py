@@ -257,3 +257,21 @@ def test_a_month_of_a_minutely_cron_replays_every_run() -> None:
     task = sim.schedule("minutely", CronSchedule("* * * * *"))
     sim.run_for(30 * 86400)
     assert task.run_count == 30 * 1440
+
+
+def test_cancelling_most_tasks_in_an_intervention_rebuilds_the_heap_and_the_rest_run_on_time() -> (
+    None
+):
+    sim = Simulation(workers=2, start=T)
+    tasks = [sim.schedule(f"t{n}", FixedRate(60, start_delay=n)) for n in range(100)]
+
+    def cancel_most() -> None:
+        for task in tasks[:90]:
+            sim.cancel(task.id)
+
+    sim.at(T + 30, cancel_most)
+    sim.run(T + 30)
+    assert sim.queue_stats().tombstones == 0  # rebuilt: 90 tombstones outnumbered 10 live
+    sim.run(T + 220)  # t90..t99 first ran at T+90..T+99: then every 60 s
+    assert [len(t.history) for t in tasks[90:]] == [3] * 10
+    assert all(task.status.value == "cancelled" for task in tasks[:90])

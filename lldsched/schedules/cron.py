@@ -123,7 +123,8 @@ class CronSchedule:
 
     def next_run(self, record: ExecutionRecord, now: float) -> float | None:
         """The first fire after the run finished: fires missed by an overrun are skipped."""
-        return self.next_after(max(record.finished, record.slot))
+        finished = record.finished
+        return self.next_after(finished if finished > record.slot else record.slot)
 
     # -- queries -----------------------------------------------------------------
 

@@ -297,8 +297,11 @@ class Simulation:
             finish = finishes[0][0] if finishes else _INF
             intervention = interventions[0][0] if interventions else _INF
             start = _INF
-            if free:
-                due = queue.next_due()
+            heap = queue._heap  # peeked at directly (a rebuild replaces the list)
+            if free and heap:
+                head = heap[0]
+                # A live head is the next start; a tombstone goes through next_due().
+                due = head[0] if head[3] == head[4].generation else queue.next_due()
                 if due is not None:
                     start = due if due > clock._now else clock._now
             if finish <= intervention and finish <= start:
