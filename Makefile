@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 # download does not work here); installing it needs root, as CI is.
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: demo test lint typecheck pytest bench install clean
+.PHONY: demo test lint typecheck pytest bench install notebooks clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,10 @@ $(CHROMIUM):
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
 
 test: lint typecheck pytest
+
+# Rebuild notebooks/NN-*.ipynb from notebooks/src/NN-*.py and execute them (outputs kept).
+notebooks: $(STAMP)
+	$(BIN)/python tools/build_notebooks.py
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py

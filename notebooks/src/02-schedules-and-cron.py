@@ -1,0 +1,172 @@
+# %% [markdown]
+# # 02 · Schedules and cron
+#
+# A task is *what* runs; its schedule says *when*. Each schedule is a small immutable
+# Strategy that answers two questions: when first (`first_run(now)`) and when again after
+# this run (`next_run(record, now)`; `None` retires the task). "Now support cron" is one
+# more class.
+#
+# Everything here runs on a fake clock or in the simulation, so every number below is the
+# same on every run.
+
+# %%
+from datetime import UTC, datetime
+
+from lldsched import (
+    CronSchedule,
+    FakeClock,
+    FixedDelay,
+    FixedRate,
+    OneTime,
+    OverrunPolicy,
+    Scheduler,
+)
+from lldsched.sim import Simulation
+
+START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)  # a Monday, 09:00 UTC
+T0 = START.timestamp()
+
+
+def clock_time(timestamp: float, tz: str = "UTC") -> str:
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%H:%M:%S")
+
+
+# %% [markdown]
+# ## 1. One-off, fixed rate, fixed delay
+#
+# Each task below runs alone on a threaded scheduler whose clock we move by hand; a run
+# takes 20 s (the action advances the fake clock). Both recurring tasks say "every 60 s":
+# fixed *rate* counts from the start of a run, fixed *delay* from its finish, so the delay
+# task drifts 20 s a run and its runs never overlap.
+
+
+# %%
+# NBVAL_CHECK_OUTPUT
+def timeline(schedule: object, run_seconds: float, horizon: float = 300) -> list[str]:
+    """Start times of one task on a fake clock, stepped 5 s at a time to ``horizon``."""
+    clock = FakeClock(START)
+    starts: list[str] = []
+
+    def work() -> None:
+        starts.append(clock_time(clock.now()))
+        clock.advance(run_seconds)
+
+    with Scheduler(workers=1, clock=clock) as scheduler:
+        scheduler.schedule("task", work, schedule)  # type: ignore[arg-type]
+        scheduler.wait_idle()
+        while clock.now() < T0 + horizon:
+            clock.advance(5)
+            scheduler.wait_idle()
+    return starts
+
+
+print("OneTime(delay=90)      ", timeline(OneTime(delay=90), 20))
+print("FixedRate(60)          ", timeline(FixedRate(60), 20))
+print("FixedDelay(60)         ", timeline(FixedDelay(60), 20))
+
+# %% [markdown]
+# ## 2. A run longer than its period: SKIP or CATCH_UP
+#
+# A fixed-rate report every 60 s whose first run takes 150 s. `SKIP` drops the slots the
+# long run missed and resumes on the grid; `CATCH_UP` runs every missed slot, one after
+# another, at once. The simulation replays both in a blink.
+
+
+# %%
+# NBVAL_CHECK_OUTPUT
+def first_run_takes_150_s() -> object:
+    """A duration model: the first run takes 150 s, the others 5 s."""
+    runs = iter([150.0])
+    return lambda rng, attempt: next(runs, 5.0)
+
+
+for policy in (OverrunPolicy.SKIP, OverrunPolicy.CATCH_UP):
+    sim = Simulation(workers=1, start=START)
+    sim.schedule("report", FixedRate(60, policy), duration=first_run_takes_150_s())
+    sim.run_for(300)
+    runs = [(int(r.due - T0), int(r.started - T0)) for r in sim.records()]
+    print(f"{policy.name:8} (due, started) after t0:", runs)
+
+# %% [markdown]
+# ## 3. Cron: five fields, and what they mean in English
+#
+# `CronSchedule` follows real cron (Vixie / cronie, as cronsim does). `explain()` says an
+# expression in plain English; `fire_times(start, n)` lists the next fires, strictly after
+# `start`.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+for expr in ["*/15 * * * *", "0 3 * * 1-5", "0 9-17/2 * * mon-fri", "0 0 L * *",
+             "0 12 * * 5#3", "@weekly"]:  # fmt: skip
+    cron = CronSchedule(expr)
+    fires = [
+        datetime.fromtimestamp(t, UTC).strftime("%a %d %b %H:%M") for t in cron.fire_times(T0, 3)
+    ]
+    print(f"{expr:22} {cron.explain()}\n{'':22} next: {', '.join(fires)}")
+
+# %% [markdown]
+# ### The day-of-month / day-of-week rule
+#
+# When either day field starts with `*`, a day must match both; otherwise either one is
+# enough. So `0 0 */2 * 1` means "odd days of the month that are Mondays", while
+# `0 0 1,15 * 1` means "the 1st, the 15th, and every Monday".
+
+# %%
+# NBVAL_CHECK_OUTPUT
+for expr in ["0 0 */2 * 1", "0 0 1,15 * 1"]:
+    days = [
+        datetime.fromtimestamp(t, UTC).strftime("%a %d %b")
+        for t in CronSchedule(expr).fire_times(T0, 6)
+    ]
+    print(f"{expr:14}", days)
+
+# %% [markdown]
+# ### Bad expressions fail when they are built, not at 03:00
+
+# %%
+# NBVAL_CHECK_OUTPUT
+for bad in ["* * * *", "61 * * * *", "0 0 30 2 *", "5-1 * * * *", "@reboot"]:
+    try:
+        CronSchedule(bad)
+    except ValueError as error:
+        print(f"{bad!r:16} {error}")
+
+# %% [markdown]
+# ## 4. The two days a year cron gets hard
+#
+# In a zone with daylight saving time, a 02:30 job does not exist one night a year and
+# happens twice on another. The rule: a job whose minute and hour are both fixed keeps its
+# wall-clock meaning (in the gap it runs once, at the first minute after the gap; in the
+# repeated hour it runs once, at the first occurrence). Other jobs step through real
+# instants, so an hourly job runs in both passes of the repeated hour.
+
+
+# %%
+# NBVAL_CHECK_OUTPUT
+def fires_on(expr: str, zone: str, day: str) -> list[str]:
+    cron = CronSchedule(expr, tz=zone)
+    local = cron.tzinfo
+    begin = datetime.fromisoformat(day).replace(tzinfo=local).timestamp() - 1
+    out = []
+    for t in cron.fire_times(begin, 40):
+        moment = datetime.fromtimestamp(t, local)
+        if moment.strftime("%Y-%m-%d") != day:
+            break
+        out.append(moment.strftime("%H:%M %Z"))
+    return out
+
+
+for zone, spring, autumn in [("Europe/Berlin", "2026-03-29", "2026-10-25"),
+                             ("America/New_York", "2026-03-08", "2026-11-01")]:  # fmt: skip
+    print(zone)
+    for expr in ["30 2 * * *", "0 * * * *"]:
+        print(f"  {expr:11} spring: {fires_on(expr, zone, spring)[:5]}")
+        print(f"  {expr:11} autumn: {fires_on(expr, zone, autumn)[:5]}")
+
+# %% [markdown]
+# Read the Berlin lines: on 29 March the clocks jump from 02:00 to 03:00, so `30 2 * * *`
+# runs at 03:00 CEST; the hourly job has no 02:00 that day. On 25 October 02:00-03:00
+# happens twice: the 02:30 job runs once (CEST, the first pass) while the hourly job runs
+# at 02:00 CEST *and* 02:00 CET.
+#
+# More in [docs/CRON.md](../docs/CRON.md). Next: [03 · failure](03-failure.ipynb).

@@ -1,0 +1,168 @@
+# %% [markdown]
+# # 03 · Failure: retries, dead letter, timeouts
+#
+# User code fails. A scheduler you can trust turns every failure into data (a record with
+# the error text), retries with a capped exponential backoff, gives up into a dead-letter
+# list someone can look at, and lets a person put a task back (`redrive`). And it is honest
+# about timeouts: Python cannot stop a running thread, so a timeout is *detected*, and
+# stopping early is something the task has to cooperate with.
+
+# %%
+import random
+import time
+from datetime import UTC, datetime
+
+from lldsched import (
+    EventLog,
+    FakeClock,
+    FixedRate,
+    OneTime,
+    RetryPolicy,
+    RunContext,
+    Scheduler,
+)
+
+START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+
+
+# %% [markdown]
+# ## 1. Retries with capped exponential backoff
+#
+# A retry is the same task, attempt n + 1, due at the failed run's finish plus
+# `backoff(n)`; the schedule is not consulted. The default policy makes three attempts,
+# waiting 1 s, then 2 s (and 4, 8, ... capped at 60 s for longer policies).
+
+# %%
+# NBVAL_CHECK_OUTPUT
+policy = RetryPolicy(max_attempts=8)
+print("waits after attempts 1..7:", [policy.backoff(n) for n in range(1, 8)])
+spread = RetryPolicy(max_attempts=8, jitter=0.5)
+rng = random.Random(0)  # the scheduler's own generator is seeded the same way: Scheduler(seed=0)
+print(
+    "jitter=0.5 draws the 8 s wait from [4, 8]:",
+    [round(spread.backoff(4, rng), 2) for _ in range(5)],
+)
+
+# %% [markdown]
+# A flaky import fails twice, then succeeds. The scheduler runs on a fake clock; each
+# `advance` is a second of fake time.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+clock = FakeClock(START)
+log = EventLog()
+failures_left = [2]
+
+
+def flaky_import() -> None:
+    if failures_left[0]:
+        failures_left[0] -= 1
+        raise ConnectionError("source not ready")
+
+
+with Scheduler(workers=1, clock=clock, listeners=[log]) as scheduler:
+    task = scheduler.schedule("import", flaky_import, OneTime(delay=0))
+    for _ in range(4):
+        scheduler.wait_idle()
+        clock.advance(1)
+    scheduler.wait_idle()
+
+t0 = START.timestamp()
+for record in task.history:
+    print(
+        f"attempt {record.attempt}: due t+{record.due - t0:.0f} s  "
+        f"{record.outcome:9} {record.error or ''}"
+    )
+print("status:", task.status.value)
+print("transitions:", " -> ".join(e.status.value for e in log.events if e.task_id == task.id))
+
+# %% [markdown]
+# ## 2. Dead letter and redrive
+#
+# When the attempts run out the task is `FAILED`, for every kind of schedule, recurring ones
+# too: a job that fails three times in a row needs a person, not a fourth try at 03:00. Its
+# id goes to the dead-letter list. `redrive` puts it back, due now, with a fresh attempt
+# counter.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+clock = FakeClock(START)
+disk_full = [True]
+
+
+def cleanup() -> None:
+    if disk_full[0]:
+        raise OSError("disk is full")
+
+
+with Scheduler(workers=1, clock=clock) as scheduler:
+    job = scheduler.schedule("cleanup", cleanup, FixedRate(3600), retry=RetryPolicy(max_attempts=2))
+    scheduler.wait_idle()
+    clock.advance(1)
+    scheduler.wait_idle()
+    print(f"{job.status.value}: {job.last_error!r}; dead letter {scheduler.dead_letter()}")
+
+    disk_full[0] = False  # someone frees the disk, then redrives
+    scheduler.redrive(job.id)
+    scheduler.wait_idle()
+    print(f"{job.status.value}: next run in {job.next_run_at - clock.now():.0f} s; "
+          f"dead letter {scheduler.dead_letter()}")  # fmt: skip
+    print([(r.attempt, r.outcome) for r in job.history])
+
+# %% [markdown]
+# ## 3. Timeouts: detected, not enforced
+#
+# A task with `timeout=0.1` whose action sleeps 0.3 s: Python has no way to stop that
+# thread, so the run goes on for its whole 0.3 s and its worker is busy all along. When it
+# returns, the run is recorded `timed_out` and goes down the retry path.
+#
+# (These two cells use the real clock, so their numbers vary a little.)
+
+# %%
+with Scheduler(workers=1) as scheduler:
+    stubborn = scheduler.schedule(
+        "stubborn", lambda: time.sleep(0.3), OneTime(delay=0), timeout=0.1,
+        retry=RetryPolicy.never(),
+    )  # fmt: skip
+    scheduler.wait_drained(timeout=5)
+(run,) = stubborn.history
+print(f"timed out: {run.timed_out}; ran {run.duration:.2f} s against a 0.1 s budget")
+print("error:", run.error)
+
+# %% [markdown]
+# ### Cooperative cancellation
+#
+# What *can* be stopped is code that looks. An action that declares a parameter named
+# `ctx` gets a `RunContext`; its flag goes up when the budget runs out or the task is
+# cancelled. `ctx.wait(seconds)` is the cooperative `sleep`: it returns early, and True,
+# once the flag is up.
+
+
+# %%
+def polite(ctx: RunContext) -> None:
+    for _ in range(30):  # thirty chunks of work, 0.1 s each...
+        if ctx.wait(0.1):  # ...checking the flag between them
+            return
+
+
+with Scheduler(workers=1) as scheduler:
+    cooperative = scheduler.schedule(
+        "polite", polite, OneTime(delay=0), timeout=0.25, retry=RetryPolicy.never()
+    )
+    scheduler.wait_drained(timeout=5)
+(run,) = cooperative.history
+print(f"timed out: {run.timed_out}; stopped after {run.duration:.2f} s of a possible 3 s")
+print("status:", cooperative.status.value)
+
+# %% [markdown]
+# ## What Python can and cannot stop
+#
+# * It **cannot** preempt a thread: `time.sleep`, a socket read without a timeout, a long
+#   C call all run to their end. The scheduler records the overrun; the worker stays busy.
+# * It **can** stop code that cooperates: check `ctx.cancelled`, or wait with `ctx.wait()`.
+# * `cancel` stops future runs at once and raises the running run's flag; the run in flight
+#   finishes and its record is kept.
+# * For work that must be killable, run it in a subprocess and kill that: a process can be
+#   stopped from outside, a thread cannot.
+#
+# Next: [04 · simulation](04-simulation.ipynb).
