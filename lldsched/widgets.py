@@ -264,5 +264,17 @@ class ControlPanel:
             self._source.remove_listener(self._on_event)
         self.widget.close()
 
+    def to_text(self) -> str:
+        """The table as fixed-width text (what a notebook shows where widgets cannot render)."""
+        rows = [dict(zip(COLUMNS, COLUMNS, strict=True)), *self.rows]
+        widths = {column: max(len(row[column]) for row in rows) for column in COLUMNS}
+        return "\n".join(
+            "  ".join(row[column].ljust(widths[column]) for column in COLUMNS).rstrip()
+            for row in rows
+        )
+
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        return self.widget._repr_mimebundle_(**kwargs)
+        bundle = self.widget._repr_mimebundle_(**kwargs)
+        if isinstance(bundle, dict):  # a readable fallback for renderers without widgets
+            bundle["text/plain"] = self.to_text()
+        return bundle

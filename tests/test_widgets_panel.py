@@ -146,3 +146,17 @@ def test_without_ipywidgets_the_error_names_the_extra(monkeypatch: pytest.Monkey
 
     with pytest.raises(ImportError, match=r"pip install 'lldsched\[notebook\]'"):
         require_ipywidgets()
+
+
+def test_where_widgets_cannot_render_the_panel_shows_its_table_as_text(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    scheduler = make_scheduler(clock=clock)
+    scheduler.schedule("tick", lambda: None, FixedRate(60, start_delay=30))
+    panel = ControlPanel(scheduler, loop=None)
+    text = panel._repr_mimebundle_()["text/plain"]
+    assert text.splitlines() == [
+        "task  status     next run             runs  ok  failed  last error",
+        "tick  scheduled  2026-01-05 09:00:30  0     0   0",
+    ]
+    panel.close()
