@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 # download does not work here); installing it needs root, as CI is.
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: demo test lint typecheck pytest bench install notebooks clean
+.PHONY: demo test lint typecheck pytest bench install notebooks binder-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,8 +45,20 @@ test: lint typecheck pytest
 notebooks: $(STAMP)
 	$(BIN)/python tools/build_notebooks.py
 
+# Run the notebooks in a fresh environment built from binder/ alone, as mybinder.org
+# builds it (plus pytest and nbval to run them).
+BINDER_VENV := .binder-venv
+binder-check:
+	rm -rf $(BINDER_VENV)
+	$(PYTHON) -m venv $(BINDER_VENV)
+	$(BINDER_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(BINDER_VENV)/bin/python -m pip install --quiet -r binder/requirements.txt
+	$(BINDER_VENV)/bin/python -m pip install --quiet pytest pytest-timeout nbval
+	PATH="$(abspath $(BINDER_VENV))/bin:$$PATH" bash binder/postBuild
+	$(BINDER_VENV)/bin/python -m pytest -p no:cacheprovider notebooks
+
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(BINDER_VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
