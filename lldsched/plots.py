@@ -67,9 +67,10 @@ __all__ = [
 MAX_LEGEND_TASKS = 12
 """Tasks named in a legend; the rest are summed up as "+ n more"."""
 
-DETAIL_RUNS = 2_000
-"""Up to this many runs, bars get a thin outline and every due time a tick; beyond it
-the bars are drawn flat and only late runs get a lateness line (ticks would be a smear)."""
+DETAIL_RUNS = 200
+"""Up to this many runs every due time gets a tick; beyond it only late runs get their
+wait line (a tick per run would be a smear) and failed runs also get a stroke (hatching
+a bar narrower than a pixel shows nothing)."""
 
 _BAR_HEIGHT = 0.62
 _BAR_GAP = 1 - _BAR_HEIGHT
@@ -207,8 +208,7 @@ def _draw_runs(
         axis=1,
     )  # fmt: skip  # (runs, 4 corners, xy)
     bars = PolyCollection(
-        cast(Any, boxes), facecolors=colours, edgecolors=colours,
-        linewidths=0.6 if detail else 0.0, zorder=2,
+        cast(Any, boxes), facecolors=colours, edgecolors="none", linewidths=0.0, zorder=2,
     )  # fmt: skip
     # Unsnapped, a run narrower than a pixel still shades it in proportion to its
     # length, so at 100,000 runs a lane's colour density is its occupancy.
@@ -249,12 +249,12 @@ def _draw_runs(
     waits = np.stack([np.column_stack((due, below)), np.column_stack((start, below))], axis=1)
     segments, segment_colours = [waits[late]], [colours[late]]
     if detail:
-        tick = np.column_stack((due, high - _BAR_GAP / 2)), np.column_stack((due, below))
+        tick = np.column_stack((due, high)), np.column_stack((due, high + _BAR_GAP * 0.45))
         segments.append(np.stack(tick, axis=1))
         segment_colours.append(colours)
     marks = LineCollection(
         cast(Any, np.concatenate(segments)), colors=np.concatenate(segment_colours),
-        linewidths=1.5 if detail else 0.6, zorder=5,
+        linewidths=1.2 if detail else 0.6, zorder=5,
     )  # fmt: skip
     marks.set_gid("due")
     ax.add_collection(marks, autolim=False)
@@ -287,9 +287,11 @@ def gantt(
     with a line to its start, so lateness shows as the line's length.  The time axis
     is in zone ``tz``.
 
-    Up to :data:`DETAIL_RUNS` runs every due time gets a tick; beyond that only late
-    runs get their line, and bars are drawn flat: at 100,000 runs the chart shows
-    occupancy and where waits pile up.
+    Bars have no outline and are not snapped to pixels, so a run narrower than a
+    pixel shades it in proportion to its length: a lane's colour density is its
+    occupancy, at ten runs or at 100,000.  Up to :data:`DETAIL_RUNS` runs every due
+    time gets a tick; beyond that only late runs get their wait line, so the chart
+    shows occupancy and where waits pile up.
     """
     if by not in ("worker", "task"):
         raise ValidationError(f'by must be "worker" or "task", got {by!r}')
