@@ -294,6 +294,32 @@ def test_every_plot_of_an_empty_frame_says_so_instead_of_failing(name: str) -> N
     assert "no runs" in texts
 
 
+ON_AXES: dict[str, Callable[[pd.DataFrame, Axes], Figure]] = {
+    "gantt": lambda frame, ax: gantt(frame, ax=ax),
+    "gantt_by_task": lambda frame, ax: gantt(frame, by="task", ax=ax),
+    "lateness_over_time": lambda frame, ax: lateness_over_time(frame, ax=ax),
+    "lateness_distribution": lambda frame, ax: lateness_distribution(frame, ax=ax),
+    "utilisation": lambda frame, ax: utilisation_plot(frame, workers=3, freq="5min", ax=ax),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ON_AXES))
+def test_every_plot_draws_on_the_axes_it_is_given(name: str, ten: pd.DataFrame) -> None:
+    figure = Figure()
+    left, right = figure.subplots(1, 2)
+    assert ON_AXES[name](ten, right) is figure
+    assert not left.collections and not left.lines and (right.collections or right.lines)
+
+
+def test_overrun_comparison_draws_on_the_pair_of_axes_it_is_given() -> None:
+    figure = Figure()
+    pair = figure.subplots(1, 2)
+    assert overrun_comparison(period=60, duration=150, horizon=600, axes=list(pair)) is figure
+    assert all(ax.collections for ax in pair)
+    with pytest.raises(ValidationError, match="two Axes"):
+        overrun_comparison(axes=[pair[0]])
+
+
 # -- how they look -------------------------------------------------------------------
 
 

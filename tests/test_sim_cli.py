@@ -103,3 +103,17 @@ def test_simulate_without_matplotlib_says_which_extra_to_install(tmp_path: Path)
     assert result.returncode != 0
     assert "--gantt: " in result.stderr and "pip install 'lldsched[notebook]'" in result.stderr
     assert not (tmp_path / "out.png").exists()
+
+
+def test_simulate_without_a_chart_loads_no_third_party_module() -> None:
+    code = (
+        "import contextlib, io, sys\n"
+        "from lldsched.__main__ import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['simulate', '--days', '0.1'])\n"
+        "print(sorted(m for m in ('pandas', 'matplotlib', 'numpy') if m in sys.modules))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == "[]"
