@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -79,3 +80,40 @@ def test_percentiles_use_the_nearest_rank(q: float, expected: float) -> None:
 def test_waiting_for_a_worker_is_lateness_not_an_overrun() -> None:
     assert not overran(FixedRate(60), record("a", 0, 300, 301))
     assert overran(FixedRate(60), record("a", 0, 0, 61))
+
+
+def test_simulate_draws_a_gantt_chart_when_asked(tmp_path: Path) -> None:
+    out = tmp_path / "day.png"
+    result = simulate("--days", "1", "--workers", "3", "--gantt", str(out))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == f"gantt chart: {out}"
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_simulate_without_matplotlib_says_which_extra_to_install(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['matplotlib'] = None\n"
+        "from lldsched.__main__ import main\n"
+        "main(['simulate', '--days', '0.1', '--gantt', 'out.png'])\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
+    assert result.returncode != 0
+    assert "--gantt: " in result.stderr and "pip install 'lldsched[notebook]'" in result.stderr
+    assert not (tmp_path / "out.png").exists()
+
+
+def test_simulate_without_a_chart_loads_no_third_party_module() -> None:
+    code = (
+        "import contextlib, io, sys\n"
+        "from lldsched.__main__ import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['simulate', '--days', '0.1'])\n"
+        "print(sorted(m for m in ('pandas', 'matplotlib', 'numpy') if m in sys.modules))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == "[]"

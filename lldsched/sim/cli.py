@@ -1,4 +1,8 @@
-"""``python -m lldsched simulate``: replay the built-in scenario and print a summary."""
+"""``python -m lldsched simulate``: replay the built-in scenario and print a summary.
+
+With ``--gantt out.png`` it also draws worker occupancy (:func:`lldsched.plots.gantt`);
+that needs the notebook extra, imported only then.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import time
 
 from lldsched.sim.report import format_summary, summarize
 from lldsched.sim.scenario import build_scenario
+from lldsched.sim.simulation import Simulation
 
 __all__ = ["add_parser", "main"]
 
@@ -21,6 +26,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--days", type=float, default=7.0, help="simulated days (default 7)")
     parser.add_argument("--workers", type=int, default=4, help="virtual workers (default 4)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument(
+        "--gantt",
+        metavar="PATH",
+        help="also draw the runs as a Gantt chart, a lane per worker, to PATH (.png, .svg or "
+        ".pdf; needs pip install 'lldsched[notebook]')",
+    )
     parser.set_defaults(handler=main)
 
 
@@ -40,4 +51,24 @@ def main(args: argparse.Namespace) -> int:
     print(format_summary(summarize(records, schedules)))
     dead = [sim.task(task_id).name for task_id in sim.dead_letter()]
     print(f"dead letter: {dead}")
+    if args.gantt:
+        write_gantt(sim, args.gantt)
+        print(f"gantt chart: {args.gantt}")
     return 0
+
+
+def write_gantt(sim: Simulation, path: str) -> None:
+    """Draw ``sim``'s runs to ``path`` on an Agg canvas (no pyplot, no global backend)."""
+    try:  # without the extra, the views' error names it
+        from lldsched.frames import to_frame
+        from lldsched.plots import gantt
+    except ImportError as exc:
+        raise SystemExit(f"--gantt: {exc}") from exc
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    figure = gantt(to_frame(sim))
+    FigureCanvasAgg(figure)  # the figure's canvas; savefig picks another for .svg or .pdf
+    try:
+        figure.savefig(path, dpi=100)
+    except OSError as exc:
+        raise SystemExit(f"--gantt: cannot write {path!r}: {exc}") from exc

@@ -1,0 +1,248 @@
+"""Frames: typed columns from every kind of source, and the summaries built on them."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from datetime import UTC, datetime
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lldsched import (
+    ExecutionRecord,
+    FakeClock,
+    FixedRate,
+    InMemoryTaskStore,
+    OneTime,
+    Priority,
+    Simulation,
+    ValidationError,
+)
+from lldsched.frames import (
+    COLUMNS,
+    DTYPES,
+    OUTCOMES,
+    schedules_of,
+    task_summary,
+    to_frame,
+    utilisation,
+)
+from lldsched.sim.report import summarize
+from lldsched.sim.scenario import build_scenario
+from tests.conftest import T0, SchedulerFactory, settle
+
+R = ExecutionRecord
+
+
+def at(seconds: float) -> pd.Timestamp:
+    return pd.Timestamp(T0 + seconds, unit="s", tz="UTC")
+
+
+def td(seconds: float) -> pd.Timedelta:
+    return pd.Timedelta(seconds, unit="s")
+
+
+# Three attempts of "sync" (one fails, its retry succeeds, one times out) and one "ping".
+RECORDS = [
+    R("t1", "sync", 1, T0, T0, 0, T0 + 0.25, T0 + 10.5, False, "OSError: down"),
+    R("t1", "sync", 2, T0 + 11.5, T0, 1, T0 + 11.5, T0 + 12.5, True),
+    R("t2", "ping", 1, T0 + 60, T0 + 60, 0, T0 + 90, T0 + 91, True),
+    R("t1", "sync", 1, T0 + 120, T0 + 120, 1, T0 + 120, T0 + 180, False, "timed out", True),
+]
+
+
+def test_a_frame_has_the_documented_columns_and_dtypes_in_order() -> None:
+    frame = to_frame(RECORDS)
+    assert tuple(frame.columns) == COLUMNS == (
+        "task_id", "name", "attempt", "worker", "due", "start", "finish", "duration",
+        "lateness", "ok", "error", "timed_out", "outcome", "priority",
+    )  # fmt: skip
+    assert frame.dtypes.to_dict() == DTYPES
+    assert str(frame["due"].dtype) == "datetime64[us, UTC]"
+    assert str(frame["lateness"].dtype) == "timedelta64[us]"
+    assert str(frame["priority"].dtype) == "Int64"
+
+
+def test_times_are_utc_aware_and_lateness_is_start_minus_due() -> None:
+    frame = to_frame(RECORDS)
+    assert frame["due"].tolist() == [at(0), at(11.5), at(60), at(120)]
+    assert frame["start"].tolist() == [at(0.25), at(11.5), at(90), at(120)]
+    assert frame["finish"].iloc[0] == pd.Timestamp(datetime.fromtimestamp(T0 + 10.5, UTC))
+    assert frame["lateness"].tolist() == [td(0.25), td(0), td(30), td(0)]
+    assert frame["duration"].tolist() == [td(10.25), td(1), td(1), td(60)]
+    assert (frame["start"] - frame["due"]).equals(frame["lateness"])
+
+
+def test_outcome_ok_error_and_timed_out_come_from_the_records() -> None:
+    frame = to_frame(RECORDS)
+    assert frame["outcome"].tolist() == ["failed", "ok", "ok", "timed_out"]
+    assert tuple(frame["outcome"].cat.categories) == OUTCOMES
+    assert frame["ok"].tolist() == [False, True, True, False]
+    assert frame["timed_out"].tolist() == [False, False, False, True]
+    assert frame["error"].iloc[0] == "OSError: down" and frame["error"].isna().tolist()[1:3] == [
+        True, True,
+    ]  # fmt: skip
+    assert frame[["task_id", "name", "attempt", "worker"]].values.tolist() == [
+        ["t1", "sync", 1, 0], ["t1", "sync", 2, 1], ["t2", "ping", 1, 0], ["t1", "sync", 1, 1],
+    ]  # fmt: skip
+
+
+def test_sub_microsecond_float_noise_is_rounded_away() -> None:
+    frame = to_frame([R("t", "t", 1, T0 + 0.1, T0 + 0.1, 0, T0 + 0.3, T0 + 0.7, True)])
+    assert frame["lateness"].iloc[0] == pd.Timedelta(microseconds=200_000)
+    assert frame["duration"].iloc[0] == pd.Timedelta(microseconds=400_000)
+
+
+def test_an_empty_source_gives_an_empty_frame_with_the_same_typed_columns() -> None:
+    empties: list[object] = [[], iter(()), Simulation(), InMemoryTaskStore()]
+    for empty in empties:
+        frame = to_frame(empty)
+        assert len(frame) == 0
+        assert tuple(frame.columns) == COLUMNS
+        assert frame.dtypes.to_dict() == to_frame(RECORDS).dtypes.to_dict()
+
+
+def test_records_alone_carry_no_priority_unless_it_is_given() -> None:
+    assert to_frame(RECORDS)["priority"].isna().all()
+    given = to_frame(RECORDS, priorities={"t1": Priority.HIGH})
+    assert given["priority"].tolist() == [0, 0, pd.NA, 0]
+
+
+def test_a_simulation_gives_every_attempt_with_its_task_priority() -> None:
+    sim = Simulation(workers=2, start=T0)
+    sim.schedule("hot", FixedRate(60), duration=5.0, priority=Priority.HIGH)
+    sim.schedule("cold", FixedRate(60), duration=5.0, priority=Priority.LOW)
+    sim.run_for(600)
+    frame = to_frame(sim)
+    assert len(frame) == len(sim.records()) == 20
+    by_name = frame.groupby("name", observed=True)["priority"].unique()
+    assert by_name["hot"].tolist() == [Priority.HIGH] and by_name["cold"].tolist() == [
+        Priority.LOW,
+    ]  # fmt: skip
+    assert set(frame["worker"]) == {0, 1}
+
+
+def test_a_store_gives_its_records_and_the_priorities_of_its_snapshots() -> None:
+    store = InMemoryTaskStore()
+    sim = Simulation(workers=1, start=T0, store=store)
+    sim.schedule("low", FixedRate(30), duration=1.0, priority=Priority.LOW)
+    sim.run_for(90)  # the run that starts at 90 s is still in flight
+    frame = to_frame(store)
+    assert len(frame) == len(store.records()) == 3
+    assert frame["priority"].tolist() == [Priority.LOW] * 3
+
+
+def test_a_scheduler_gives_its_tasks_histories_in_the_order_they_finished(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    scheduler = make_scheduler(clock=clock, workers=2)
+    scheduler.schedule("first", lambda: None, OneTime(delay=0), priority=Priority.HIGH)
+    scheduler.schedule("second", lambda: None, OneTime(delay=5))
+    settle(scheduler)
+    clock.advance(5)
+    settle(scheduler)
+    frame = to_frame(scheduler)
+    assert frame["name"].tolist() == ["first", "second"]
+    assert frame["priority"].tolist() == [Priority.HIGH, Priority.NORMAL]
+    assert frame["outcome"].tolist() == ["ok", "ok"]
+    assert frame["due"].tolist() == [at(0), at(5)]
+
+
+def test_to_frame_rejects_what_is_not_a_source_of_records() -> None:
+    for bad in (42, "records", [("t", 1)]):
+        with pytest.raises(ValidationError, match="to_frame"):
+            to_frame(bad)
+
+
+def test_task_summary_matches_hand_computed_numbers() -> None:
+    summary = task_summary(to_frame(RECORDS))
+    assert summary.index.tolist() == ["t1", "t2"]
+    sync = summary.loc["t1"]
+    assert sync["name"] == "sync"
+    assert (sync["runs"], sync["ok"], sync["failed"], sync["timed_out"], sync["retries"]) == (
+        3, 1, 1, 1, 1,
+    )  # fmt: skip
+    # lateness 0.25, 0, 0 s -> sorted 0, 0, 0.25: nearest rank p50 is the 2nd, p95 the 3rd
+    assert (sync["lateness_p50"], sync["lateness_p95"], sync["lateness_max"]) == (
+        td(0), td(0.25), td(0.25),
+    )  # fmt: skip
+    # durations 10.25, 1, 60 s -> sorted 1, 10.25, 60
+    assert (sync["duration_p50"], sync["duration_p95"], sync["duration_max"]) == (
+        td(10.25), td(60), td(60),
+    )  # fmt: skip
+    ping = summary.loc["t2"]
+    assert (ping["runs"], ping["ok"], ping["lateness_max"]) == (1, 1, td(30))
+    assert summary["overruns"].tolist() == [0, 0]  # no schedules given
+
+
+def test_overruns_count_first_attempts_longer_than_the_gap_to_the_next_slot() -> None:
+    records = [
+        R("r", "rate", 1, T0, T0, 0, T0, T0 + 30, True),
+        R("r", "rate", 1, T0 + 60, T0 + 60, 0, T0 + 60, T0 + 150, True),  # 90 s > 60 s
+        R("r", "rate", 2, T0 + 151, T0 + 60, 0, T0 + 151, T0 + 300, True),  # a retry: not counted
+        R("r", "rate", 1, T0 + 300, T0 + 300, 0, T0 + 330, T0 + 380, True),  # late, not long
+    ]
+    summary = task_summary(to_frame(records), {"r": FixedRate(60)})
+    assert summary.loc["r", "overruns"] == 1
+
+
+def test_task_summary_agrees_with_the_command_line_summary() -> None:
+    sim = build_scenario(workers=3, seed=2)
+    sim.run_for(2 * 86400)
+    schedules = schedules_of(sim)
+    rows = {row.name: row for row in summarize(sim.records(), schedules)}
+    summary = task_summary(to_frame(sim), schedules)
+    assert summary["name"].tolist() == list(rows)
+    for _, mine in summary.iterrows():
+        theirs = rows[mine["name"]]
+        counts = ("runs", "ok", "failed", "timed_out", "retries", "overruns")
+        assert [mine[c] for c in counts] == [getattr(theirs, c) for c in counts]
+        for column in ("lateness_p50", "lateness_p95", "lateness_max", "duration_p50",
+                       "duration_max"):  # fmt: skip
+            assert mine[column].total_seconds() == pytest.approx(getattr(theirs, column), abs=1e-6)
+
+
+def test_task_summary_of_an_empty_frame_is_empty_and_typed() -> None:
+    summary = task_summary(to_frame([]))
+    assert len(summary) == 0
+    assert summary["runs"].dtype == np.dtype("int64")
+    assert summary["lateness_p95"].dtype == np.dtype("timedelta64[us]")
+
+
+def test_utilisation_splits_a_run_across_interval_boundaries() -> None:
+    hour = 3600
+    records = [  # T0 is 09:00 UTC
+        R("a", "a", 1, T0, T0, 0, T0 + hour / 2, T0 + 1.5 * hour, True),  # 09:30-10:30
+        R("b", "b", 1, T0, T0, 1, T0, T0 + hour / 4, True),  # 09:00-09:15
+    ]
+    table = utilisation(to_frame(records), workers=3, freq="1h")
+    assert table.index.tolist() == [at(0), at(hour)]
+    assert str(table.index.dtype) == "datetime64[us, UTC]"
+    assert table.columns.tolist() == [0, 1, 2]
+    assert table.to_numpy().tolist() == [[0.5, 0.25, 0.0], [0.5, 0.0, 0.0]]
+
+
+def test_utilisation_aligns_intervals_on_the_clock_and_covers_long_runs() -> None:
+    records = [R("a", "a", 1, T0, T0, 0, T0 + 600, T0 + 600 + 3 * 900, True)]  # 09:10-09:55
+    table = utilisation(to_frame(records), workers=[0], freq="15min")
+    assert table.index[0] == at(0)
+    assert table[0].tolist() == pytest.approx([1 / 3, 1.0, 1.0, 2 / 3])
+
+
+def test_utilisation_rejects_unknown_workers_and_calendar_frequencies() -> None:
+    frame = to_frame(RECORDS)
+    with pytest.raises(ValidationError, match=r"workers \[1\]"):
+        utilisation(frame, workers=[0])
+    with pytest.raises(ValidationError, match="'1M'"):
+        utilisation(frame, workers=2, freq="1M")
+    empty = utilisation(to_frame([]), workers=2)
+    assert empty.empty and empty.columns.tolist() == [0, 1]
+
+
+def test_without_pandas_importing_frames_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    monkeypatch.delitem(sys.modules, "lldsched.frames")
+    with pytest.raises(ImportError, match=r"pip install 'lldsched\[notebook\]'"):
+        importlib.import_module("lldsched.frames")

@@ -1,0 +1,359 @@
+"""Plots on the Agg canvas: what each chart draws, counted from its artists, and how it looks.
+
+The image comparisons render each plot with pinned style, fonts and resolution and
+compare it with a small PNG under ``tests/baseline/`` (a tolerance absorbs
+antialiasing noise).  After an intended change, regenerate the baselines with
+``LLDSCHED_UPDATE_BASELINES=1 python -m pytest tests/test_plots.py`` and look at them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import matplotlib as mpl
+import matplotlib.style
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import LineCollection, PathCollection, PolyCollection, QuadMesh
+from matplotlib.figure import Figure
+from matplotlib.testing.compare import compare_images
+
+from lldsched import ExecutionRecord, OverrunPolicy, ValidationError
+from lldsched.frames import to_frame
+from lldsched.plots import (
+    DETAIL_RUNS,
+    gantt,
+    lateness_distribution,
+    lateness_over_time,
+    overrun_comparison,
+    simulate_overrun,
+    utilisation_plot,
+)
+from tests.conftest import T0
+
+BASELINE = Path(__file__).resolve().parent / "baseline"
+R = ExecutionRecord
+
+# Ten runs of four tasks on three workers: a failure and its retry, a timeout, waits.
+TEN_RUNS = [
+    R("t1", "backup", 1, T0, T0, 0, T0, T0 + 300, True),
+    R("t2", "report", 1, T0, T0, 1, T0, T0 + 120, False, "RuntimeError: boom"),
+    R("t2", "report", 2, T0 + 121, T0, 1, T0 + 121, T0 + 200, True),
+    R("t3", "import", 1, T0 + 60, T0 + 60, 0, T0 + 300, T0 + 500, False, "timed out", True),
+    R("t4", "heartbeat", 1, T0, T0, 2, T0, T0 + 5, True),
+    R("t4", "heartbeat", 1, T0 + 60, T0 + 60, 2, T0 + 60, T0 + 65, True),
+    R("t4", "heartbeat", 1, T0 + 120, T0 + 120, 1, T0 + 200, T0 + 205, True),
+    R("t4", "heartbeat", 1, T0 + 180, T0 + 180, 2, T0 + 180, T0 + 185, True),
+    R("t4", "heartbeat", 1, T0 + 240, T0 + 240, 2, T0 + 240, T0 + 245, True),
+    R("t1", "backup", 1, T0 + 400, T0 + 400, 0, T0 + 500, T0 + 600, True),
+]
+
+
+@pytest.fixture
+def ten() -> pd.DataFrame:
+    return to_frame(TEN_RUNS)
+
+
+def collection(ax: Axes, gid: str) -> Any:
+    found = [c for c in ax.collections if c.get_gid() == gid]
+    assert len(found) == 1, f"expected one {gid!r} collection, found {len(found)}"
+    item = found[0]
+    assert isinstance(item, PolyCollection | LineCollection)
+    return item
+
+
+def legend_texts(ax: Axes) -> list[str]:
+    legend = ax.get_legend()
+    assert legend is not None, "the chart has no legend"
+    return [text.get_text() for text in legend.get_texts()]
+
+
+def render(figure: Figure) -> None:
+    canvas: Any = FigureCanvasAgg(figure)
+    canvas.draw()
+
+
+def tick_labels(figure: Figure, ax: Axes) -> list[str]:
+    render(figure)
+    return [label.get_text() for label in ax.get_xticklabels()]
+
+
+# -- gantt ---------------------------------------------------------------------------
+
+
+def test_gantt_draws_one_bar_per_run_and_one_lane_per_worker(ten: pd.DataFrame) -> None:
+    figure = gantt(ten)
+    assert isinstance(figure, Figure)
+    ax = figure.axes[0]
+    assert len(collection(ax, "runs").get_paths()) == len(ten) == 10
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["worker 0", "worker 1", "worker 2"]
+    assert ax.get_ylabel() == "worker" and ax.get_xlabel() == "time (UTC)"
+    assert ax.get_title(loc="left") == "10 runs on 3 workers: 1 failed, 1 timed out"
+
+
+def test_gantt_by_task_has_a_lane_per_task_in_order_of_first_run(ten: pd.DataFrame) -> None:
+    ax = gantt(ten, by="task").axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        "backup", "report", "import", "heartbeat",
+    ]  # fmt: skip
+    assert ax.get_ylabel() == "task"
+
+
+def test_each_task_has_one_colour_and_the_legend_names_every_task(ten: pd.DataFrame) -> None:
+    ax = gantt(ten).axes[0]
+    colours = collection(ax, "runs").get_facecolors()
+    by_task = {
+        task: {tuple(c) for c in colours[(ten["task_id"] == task).to_numpy()]}
+        for task in ten["task_id"].unique()
+    }
+    assert all(len(found) == 1 for found in by_task.values())
+    assert len({next(iter(found)) for found in by_task.values()}) == 4
+    assert legend_texts(ax) == [
+        "backup", "report", "import", "heartbeat", "failed", "timed out",
+        "due, then the wait to start",
+    ]  # fmt: skip
+
+
+def test_failed_runs_are_hatched_and_timed_out_runs_outlined(ten: pd.DataFrame) -> None:
+    ax = gantt(ten).axes[0]
+    failed = collection(ax, "failed")
+    assert failed.get_hatch() == "////" and len(failed.get_paths()) == 1
+    timed_out = collection(ax, "timed_out")
+    assert len(timed_out.get_paths()) == 1
+    assert timed_out.get_linewidths()[0] >= 1.5
+    # the outline sits exactly on the timed-out run's bar
+    bars = collection(ax, "runs").get_paths()
+    index = int(np.flatnonzero(ten["outcome"] == "timed_out")[0])
+    assert np.allclose(timed_out.get_paths()[0].vertices[:4], bars[index].vertices[:4])
+
+
+def test_every_due_time_is_marked_and_each_late_run_shows_its_wait(ten: pd.DataFrame) -> None:
+    marks = collection(gantt(ten).axes[0], "due")
+    late = int((ten["lateness"] > pd.Timedelta(0)).sum())
+    assert late == 3
+    assert len(marks.get_segments()) == late + len(ten)  # a wait line per late run, a tick each
+
+
+def test_gantt_draws_on_the_axes_it_is_given_and_returns_that_figure(ten: pd.DataFrame) -> None:
+    figure = Figure()
+    left, right = figure.subplots(1, 2)
+    assert gantt(ten, ax=right) is figure
+    assert not left.collections and right.collections
+
+
+def test_the_time_axis_is_shown_in_the_chosen_zone(ten: pd.DataFrame) -> None:
+    utc = gantt(ten)
+    berlin = gantt(ten, tz="Europe/Berlin")
+    assert "09:00" in tick_labels(utc, utc.axes[0])
+    labels = tick_labels(berlin, berlin.axes[0])
+    assert "10:00" in labels and "09:00" not in labels
+    assert berlin.axes[0].get_xlabel() == "time (Europe/Berlin)"
+
+
+def test_gantt_rejects_an_unknown_lane_kind_or_zone(ten: pd.DataFrame) -> None:
+    with pytest.raises(ValidationError, match="'lane'"):
+        gantt(ten, by="lane")
+    with pytest.raises(ValidationError, match="Mars/Olympus"):
+        gantt(ten, tz="Mars/Olympus")
+
+
+def many_runs(count: int, workers: int = 4, tasks: int = 12) -> pd.DataFrame:
+    """``count`` back-to-back runs of 50 s every minute-ish, every 50th failed, a few late."""
+    i = np.arange(count)
+    worker = i % workers
+    due = T0 + (i // workers) * 60.0
+    start = due + np.where(i % 97 == 0, 20.0, 0.0)
+    records = [
+        R(f"t{k % tasks}", f"task {k % tasks}", 1, float(d), float(d), int(w), float(s),
+          float(s) + 50.0, k % 50 != 0, None, k % 1000 == 0)
+        for k, w, d, s in zip(i.tolist(), worker.tolist(), due.tolist(), start.tolist(),
+                              strict=True)
+    ]  # fmt: skip
+    return to_frame(records)
+
+
+def test_a_hundred_thousand_runs_are_drawn_as_a_few_collections() -> None:
+    frame = many_runs(100_000)
+    figure = gantt(frame)
+    ax = figure.axes[0]
+    assert len(collection(ax, "runs").get_paths()) == 100_000
+    assert len(ax.collections) <= 5  # bars, hatching, failure strokes, outlines, due marks
+    assert len(collection(ax, "failed").get_paths()) == int((frame["outcome"] == "failed").sum())
+    marks = collection(ax, "due")  # beyond DETAIL_RUNS: only the late runs' waits
+    assert len(marks.get_segments()) == int((frame["lateness"] > pd.Timedelta(0)).sum())
+    assert legend_texts(ax)[-3:] == ["failed", "timed out", "due, then the wait to start"]
+    render(figure)  # and it renders
+
+
+def test_past_a_dozen_tasks_the_legend_sums_up_the_rest() -> None:
+    ax = gantt(many_runs(DETAIL_RUNS + 1, tasks=15)).axes[0]
+    texts = legend_texts(ax)
+    assert "+ 3 more tasks" in texts and "task 11" in texts and "task 12" not in texts
+
+
+def test_plots_never_touch_pyplot_or_the_global_backend(tmp_path: Path) -> None:
+    code = (
+        "import sys, matplotlib\n"
+        "from lldsched.frames import to_frame\n"
+        "from lldsched.plots import gantt, overrun_comparison\n"
+        "from lldsched.sim.scenario import build_scenario\n"
+        "sim = build_scenario(); sim.run_for(3600)\n"
+        f"gantt(to_frame(sim)).savefig({str(tmp_path / 'g.png')!r})\n"
+        "overrun_comparison()\n"
+        "print('matplotlib.pyplot' in sys.modules)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert result.stdout.strip() == "False"
+    assert (tmp_path / "g.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# -- overrun, lateness, utilisation --------------------------------------------------
+
+
+def test_simulate_overrun_runs_the_same_task_under_both_policies() -> None:
+    frames = simulate_overrun(period=60, duration=150, horizon=600)
+    skip, catch_up = frames[OverrunPolicy.SKIP], frames[OverrunPolicy.CATCH_UP]
+    assert (skip["due"] - skip["due"].iloc[0]).dt.total_seconds().tolist() == [0, 180, 360]
+    assert skip["lateness"].max() == pd.Timedelta(0)
+    catch_up_dues = catch_up["due"] - catch_up["due"].iloc[0]
+    assert catch_up_dues.dt.total_seconds().tolist() == [0, 60, 120, 180]
+    assert catch_up["lateness"].dt.total_seconds().tolist() == [0, 90, 180, 270]
+
+
+def test_overrun_comparison_puts_skip_and_catch_up_side_by_side() -> None:
+    figure = overrun_comparison(period=60, duration=150, horizon=600)
+    left, right = figure.axes
+    assert left.get_position().x1 <= right.get_position().x0  # side by side
+    assert left.get_title(loc="left") == "SKIP: 3 runs, worst lateness 0 s"
+    assert right.get_title(loc="left") == "CATCH_UP: 4 runs, worst lateness 4.5 min"
+    assert len(collection(left, "runs").get_paths()) == 3
+    assert len(collection(right, "runs").get_paths()) == 4
+    assert "fixed-rate slots" in legend_texts(right)
+    with pytest.raises(ValidationError, match="SKIP and CATCH_UP"):
+        overrun_comparison({OverrunPolicy.SKIP: to_frame([])})
+
+
+def test_lateness_over_time_plots_a_point_per_run_coloured_by_task(ten: pd.DataFrame) -> None:
+    ax = lateness_over_time(ten).axes[0]
+    points = [c for c in ax.collections if isinstance(c, PathCollection)]
+    assert [len(np.asarray(c.get_offsets())) for c in points] == [2, 2, 1, 5]
+    assert ax.get_ylabel() == "lateness (min)"
+    assert legend_texts(ax) == ["backup", "report", "import", "heartbeat"]
+    assert max(float(np.max(np.asarray(c.get_offsets())[:, 1])) for c in points) == 4.0
+
+
+def test_lateness_distribution_is_a_cumulative_curve_per_task(ten: pd.DataFrame) -> None:
+    ax = lateness_distribution(ten).axes[0]
+    curves = [line for line in ax.get_lines() if line.get_label() in legend_texts(ax)]
+    assert [line.get_label() for line in curves] == ["backup", "report", "import", "heartbeat"]
+    assert all(float(np.asarray(line.get_ydata())[-1]) == 1.0 for line in curves)
+    assert ax.get_xlabel() == "lateness (min)" and ax.get_ylabel() == "fraction of runs started"
+
+
+def test_utilisation_plot_is_a_worker_by_interval_heat_map(ten: pd.DataFrame) -> None:
+    figure = utilisation_plot(ten, workers=4, freq="5min")
+    ax = figure.axes[0]
+    mesh = next(c for c in ax.collections if isinstance(c, QuadMesh))
+    assert np.asarray(mesh.get_array()).shape == (4, 2)  # workers x intervals 09:00, 09:05
+    assert [t.get_text() for t in ax.get_yticklabels()][-1] == "worker 3"
+    assert figure.axes[1].get_ylabel() == "busy fraction"  # the colour bar
+    assert ax.get_title(loc="left").startswith("Worker utilisation per 5min: mean ")
+
+
+PLOTS: dict[str, Callable[[pd.DataFrame], Figure]] = {
+    "gantt": gantt,
+    "gantt_by_task": lambda frame: gantt(frame, by="task"),
+    "lateness_over_time": lateness_over_time,
+    "lateness_distribution": lateness_distribution,
+    "utilisation": lambda frame: utilisation_plot(frame, workers=3, freq="5min"),
+    "overrun": lambda frame: overrun_comparison(period=60, duration=150, horizon=600),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PLOTS))
+def test_every_plot_of_an_empty_frame_says_so_instead_of_failing(name: str) -> None:
+    if name == "overrun":
+        figure = overrun_comparison(
+            {OverrunPolicy.SKIP: to_frame([]), OverrunPolicy.CATCH_UP: to_frame([])}
+        )
+    else:
+        figure = PLOTS[name](to_frame([]))
+    render(figure)
+    texts = [t.get_text() for ax in figure.axes for t in ax.texts]
+    assert "no runs" in texts
+
+
+ON_AXES: dict[str, Callable[[pd.DataFrame, Axes], Figure]] = {
+    "gantt": lambda frame, ax: gantt(frame, ax=ax),
+    "gantt_by_task": lambda frame, ax: gantt(frame, by="task", ax=ax),
+    "lateness_over_time": lambda frame, ax: lateness_over_time(frame, ax=ax),
+    "lateness_distribution": lambda frame, ax: lateness_distribution(frame, ax=ax),
+    "utilisation": lambda frame, ax: utilisation_plot(frame, workers=3, freq="5min", ax=ax),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ON_AXES))
+def test_every_plot_draws_on_the_axes_it_is_given(name: str, ten: pd.DataFrame) -> None:
+    figure = Figure()
+    left, right = figure.subplots(1, 2)
+    assert ON_AXES[name](ten, right) is figure
+    assert not left.collections and not left.lines and (right.collections or right.lines)
+
+
+def test_overrun_comparison_draws_on_the_pair_of_axes_it_is_given() -> None:
+    figure = Figure()
+    pair = figure.subplots(1, 2)
+    assert overrun_comparison(period=60, duration=150, horizon=600, axes=list(pair)) is figure
+    assert all(ax.collections for ax in pair)
+    with pytest.raises(ValidationError, match="two Axes"):
+        overrun_comparison(axes=[pair[0]])
+
+
+# -- how they look -------------------------------------------------------------------
+
+
+@pytest.fixture
+def pinned_style() -> Iterator[None]:
+    """The rendering settings matplotlib's own image tests pin, plus a fixed font."""
+    with mpl.style.context("default"), mpl.rc_context(
+        {"font.family": "DejaVu Sans", "text.hinting": "none",
+         "figure.dpi": 100, "savefig.dpi": 50, "path.simplify": True}
+    ):  # fmt: skip
+        yield
+
+
+@pytest.mark.parametrize("name", sorted(PLOTS))
+def test_each_plot_matches_its_baseline_image(
+    name: str, ten: pd.DataFrame, tmp_path: Path, pinned_style: None
+) -> None:
+    actual = tmp_path / f"{name}.png"
+    PLOTS[name](ten).savefig(actual)
+    expected = BASELINE / f"{name}.png"
+    if os.environ.get("LLDSCHED_UPDATE_BASELINES"):
+        BASELINE.mkdir(exist_ok=True)
+        expected.write_bytes(actual.read_bytes())
+    assert expected.exists(), f"no baseline {expected}: see this module's docstring"
+    difference = compare_images(str(expected), str(actual), tol=3.0)
+    assert difference is None, difference
+
+
+def test_without_matplotlib_importing_plots_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    for name in [m for m in sys.modules if m.startswith("matplotlib.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.delitem(sys.modules, "lldsched.plots")
+    with pytest.raises(ImportError, match=r"pip install 'lldsched\[notebook\]'"):
+        importlib.import_module("lldsched.plots")
