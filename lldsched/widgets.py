@@ -37,7 +37,7 @@ from lldsched.task import ScheduledTask
 if TYPE_CHECKING:
     import ipywidgets
 
-__all__ = ["COLUMNS", "ControlPanel", "Controllable", "require_ipywidgets"]
+__all__ = ["COLUMNS", "ControlPanel", "Controllable", "SimulationPlayer", "require_ipywidgets"]
 
 COLUMNS = ("task", "status", "next run", "runs", "ok", "failed", "last error")
 _LIVE = frozenset({TaskStatus.SCHEDULED, TaskStatus.RETRYING, TaskStatus.RUNNING})
@@ -278,3 +278,95 @@ class ControlPanel:
         if isinstance(bundle, dict):  # a readable fallback for renderers without widgets
             bundle["text/plain"] = self.to_text()
         return bundle
+
+
+class SimulationPlayer:
+    """Step a :class:`~lldsched.sim.Simulation` by hand: one event, an hour, a day, or
+    until an instant; see the simulated time, the task table (pause, resume and
+    cancel act at the current simulated instant) and a Gantt chart of the last
+    ``window`` seconds, redrawn after every step.  ``chart=False`` leaves the chart
+    out (no matplotlib or pandas needed).
+    """
+
+    def __init__(
+        self, sim: Any, *, tz: str = "UTC", chart: bool = True, window: float = 6 * 3600
+    ) -> None:
+        widgets = require_ipywidgets()
+        self.sim = sim
+        self._tz = ZoneInfo(tz)
+        self.window = window
+        self.table = ControlPanel(sim, tz=tz, loop=None, live=False)
+        self.clock = widgets.HTML()
+        buttons = {
+            "step": lambda: self.step(),
+            "+1 hour": lambda: self.advance(3600),
+            "+1 day": lambda: self.advance(86400),
+        }
+        self.buttons = {}
+        for label, action in buttons.items():
+            button = widgets.Button(description=label, layout=widgets.Layout(width="auto"))
+            button.on_click(lambda _button, action=action: action())
+            self.buttons[label] = button
+        self.until = widgets.Text(placeholder="2026-01-05 18:00", description="run until")
+        self.buttons["run"] = widgets.Button(description="run", layout=widgets.Layout(width="auto"))
+        self.buttons["run"].on_click(lambda _button: self._run_until_text())
+        self.chart = widgets.Image(format="png") if chart else None
+        controls = widgets.HBox([*(self.buttons[k] for k in ("step", "+1 hour", "+1 day")),
+                                 self.until, self.buttons["run"]])  # fmt: skip
+        parts = [self.clock, controls, self.table.widget]
+        if self.chart is not None:
+            parts.append(self.chart)
+        self.widget = widgets.VBox(parts)
+        self.charts_drawn = 0
+        self._refresh()
+
+    def step(self) -> None:
+        """Process the next event."""
+        self.sim.step()
+        self._refresh()
+
+    def advance(self, seconds: float) -> None:
+        """Run ``seconds`` of simulated time."""
+        self.sim.run_for(seconds)
+        self._refresh()
+
+    def run_until(self, when: datetime | float) -> None:
+        """Run until ``when`` (an aware datetime, or epoch seconds)."""
+        self.sim.run(when)
+        self._refresh()
+
+    def _run_until_text(self) -> None:
+        try:
+            when = datetime.fromisoformat(self.until.value.strip())
+            if when.tzinfo is None:
+                when = when.replace(tzinfo=self._tz)
+            self.run_until(when)
+        except (ValueError, LldschedError) as exc:
+            self.table.message.value = f"run until {self.until.value!r}: {exc}"
+
+    def _refresh(self) -> None:
+        self.clock.value = f"<b>simulated time</b> {_when(self.sim.now, self._tz)} {self._tz.key}"
+        self.table.refresh()
+        if self.chart is not None:
+            self.chart.value = self._draw()
+
+    def _draw(self) -> bytes:
+        import io
+
+        from lldsched.frames import to_frame
+        from lldsched.plots import gantt
+
+        start = self.sim.now - self.window
+        recent = [r for r in self.sim.records() if r.finished >= start]
+        figure = gantt(to_frame(recent), by="worker", tz=self._tz.key)
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png", dpi=80)
+        self.charts_drawn += 1
+        return buffer.getvalue()
+
+    def close(self) -> None:
+        self.table.close()
+        self.widget.close()
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        return self.widget._repr_mimebundle_(**kwargs)

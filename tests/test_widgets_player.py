@@ -1,0 +1,90 @@
+"""SimulationPlayer over a Simulation: step, an hour, a day, run until; the simulated time, the
+task table and the Gantt chart follow every step; its buttons act at the simulated instant."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from lldsched import CronSchedule, FixedRate, OneTime, RetryPolicy
+from lldsched.sim import Simulation, fixed
+from lldsched.widgets import SimulationPlayer
+
+START = datetime(2026, 1, 5, tzinfo=UTC)
+T0 = START.timestamp()
+
+
+def scenario() -> tuple[Simulation, str, str]:
+    sim = Simulation(workers=2, start=START)
+    tick = sim.schedule("tick", FixedRate(600), duration=fixed(30))
+    report = sim.schedule("report", CronSchedule("0 * * * *"), duration=fixed(300))
+    sim.schedule("broken", OneTime(delay=60), fails=1.0, retry=RetryPolicy.never())
+    return sim, tick.id, report.id
+
+
+def test_step_processes_one_event_and_the_view_follows() -> None:
+    sim, tick, _ = scenario()
+    player = SimulationPlayer(sim)
+    drawn = player.charts_drawn
+    player.buttons["step"].click()  # tick starts at T0
+    player.buttons["step"].click()  # and finishes 30 s later
+    assert sim.now == T0 + 30
+    assert "2026-01-05 00:00:30 UTC" in player.clock.value
+    assert player.table.row(tick)["runs"] == "1"
+    assert player.charts_drawn == drawn + 2
+    assert player.chart is not None and player.chart.value[:8] == b"\x89PNG\r\n\x1a\n"
+    player.close()
+
+
+def test_an_hour_and_a_day_advance_simulated_time_and_the_table() -> None:
+    sim, tick, report = scenario()
+    player = SimulationPlayer(sim, chart=False)
+    player.buttons["+1 hour"].click()
+    assert sim.now == T0 + 3600
+    assert player.table.row(tick)["runs"] == "6"  # 00:00, 00:10, ... 00:50 (01:00 not yet done)
+    assert player.table.row(report)["runs"] == "0"  # 01:00 started, not finished
+    player.buttons["+1 day"].click()
+    assert sim.now == T0 + 25 * 3600
+    assert player.table.row(report)["runs"] == "24"
+    assert player.table.rows[2]["status"] == "failed"
+    player.close()
+
+
+def test_run_until_takes_an_iso_time_in_the_players_zone_and_reports_bad_input() -> None:
+    sim, _, _ = scenario()
+    player = SimulationPlayer(sim, chart=False, tz="Europe/Berlin")
+    player.until.value = "2026-01-05 02:00"  # Berlin: 01:00 UTC
+    player.buttons["run"].click()
+    assert sim.now == T0 + 3600 and player.table.message.value == ""
+    assert "2026-01-05 02:00:00 Europe/Berlin" in player.clock.value
+    player.until.value = "yesterday"
+    player.buttons["run"].click()
+    assert "run until 'yesterday'" in player.table.message.value
+    player.until.value = "2026-01-05 01:00"  # before now
+    player.buttons["run"].click()
+    assert "is before now" in player.table.message.value and sim.now == T0 + 3600
+    player.close()
+
+
+def test_pause_and_resume_act_at_the_current_simulated_instant() -> None:
+    sim, tick, _ = scenario()
+    player = SimulationPlayer(sim, chart=False)
+    player.advance(900)  # runs at 00:00 and 00:10
+    player.table.button(tick, "pause").click()
+    assert player.table.row(tick)["status"] == "paused"
+    player.advance(3600)
+    assert player.table.row(tick)["runs"] == "2"
+    player.table.button(tick, "resume").click()
+    player.advance(60)  # resumed at 01:15: it runs at once
+    assert [r.started - T0 for r in sim.task(tick).history][-1] == 900 + 3600
+    assert player.table.row(tick)["runs"] == "3"
+    player.close()
+
+
+def test_the_player_refreshes_per_step_not_per_event() -> None:
+    sim, _, _ = scenario()
+    player = SimulationPlayer(sim, chart=False)
+    refreshes = player.table.refreshes
+    player.advance(86400)  # hundreds of events, one refresh
+    assert player.table.refreshes == refreshes + 1
+    assert sim._callbacks == []  # the table does not listen: the player redraws it
+    player.close()
