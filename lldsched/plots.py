@@ -5,9 +5,10 @@ matplotlib :class:`~matplotlib.figure.Figure`, or draws on the ``ax=`` it is
 given and returns that axes' figure.  Nothing here touches pyplot: figures are
 built with the object-oriented API (``Figure()``, not ``plt.figure()``), so they
 are safe to make from any thread, never pop up a window, and never call
-``plt.show()``.  Show one in a notebook by leaving it as a cell's value, or save
-it with ``fig.savefig("out.png")`` (the format's own canvas is picked, Agg for
-PNG, without choosing a global backend).
+``plt.show()``.  Show one in a notebook by leaving it as a cell's value (the
+figures these functions make render themselves as PNG, with or without
+``%matplotlib inline``), or save it with ``fig.savefig("out.png")`` (the format's
+own canvas is picked, Agg for PNG, without choosing a global backend).
 
 * :func:`gantt`: a lane per worker (or per task), a bar per run coloured by task,
   failed runs hatched, timed-out runs outlined, each run's due time marked with a
@@ -25,6 +26,7 @@ Time axes show timezone-aware instants in the zone given as ``tz`` (default UTC)
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping, Sequence
 from datetime import datetime, tzinfo
 from typing import Any, cast
@@ -56,6 +58,7 @@ from lldsched.sim.scenario import SCENARIO_START
 from lldsched.sim.simulation import Simulation
 
 __all__ = [
+    "PlotFigure",
     "gantt",
     "lateness_distribution",
     "lateness_over_time",
@@ -85,10 +88,23 @@ mdates: Any = _mdates  # its date helpers carry no annotations
 # -- helpers -------------------------------------------------------------------------
 
 
+class PlotFigure(Figure):
+    """A :class:`~matplotlib.figure.Figure` that renders itself as PNG in a notebook.
+
+    Without pyplot no inline backend is registered for plain figures, so a figure
+    left as a cell's value would show as text; this one draws itself instead.
+    """
+
+    def _repr_png_(self) -> bytes:
+        buffer = io.BytesIO()
+        self.savefig(buffer, format="png")
+        return buffer.getvalue()
+
+
 def _axes(ax: Axes | None, size: tuple[float, float]) -> tuple[Figure, Axes]:
     if ax is not None:
         return _root(ax), ax
-    figure = Figure(figsize=size, layout="constrained")
+    figure = PlotFigure(figsize=size, layout="constrained")
     return figure, figure.add_subplot()
 
 
@@ -376,8 +392,9 @@ def overrun_comparison(
     policies = [p for p in (OverrunPolicy.SKIP, OverrunPolicy.CATCH_UP) if p in frames]
     if len(policies) != 2:
         raise ValidationError(f"frames must hold SKIP and CATCH_UP, got {[p.name for p in frames]}")
+    figure: Figure
     if axes is None:
-        figure = Figure(figsize=(12.0, 4.2), layout="constrained")
+        figure = PlotFigure(figsize=(12.0, 4.2), layout="constrained")
         pair = list(figure.subplots(1, 2, sharex=True, sharey=True))
     else:
         pair = list(axes)

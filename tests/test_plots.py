@@ -31,6 +31,7 @@ from lldsched import ExecutionRecord, OverrunPolicy, ValidationError
 from lldsched.frames import to_frame
 from lldsched.plots import (
     DETAIL_RUNS,
+    PlotFigure,
     gantt,
     lateness_distribution,
     lateness_over_time,
@@ -357,3 +358,10 @@ def test_without_matplotlib_importing_plots_names_the_extra(
     monkeypatch.delitem(sys.modules, "lldsched.plots")
     with pytest.raises(ImportError, match=r"pip install 'lldsched\[notebook\]'"):
         importlib.import_module("lldsched.plots")
+
+
+def test_a_figure_left_as_a_cells_value_renders_itself_as_png() -> None:
+    figure = overrun_comparison()
+    assert isinstance(figure, PlotFigure) and isinstance(figure, Figure)
+    png = figure._repr_png_()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
