@@ -99,3 +99,15 @@ def test_schedules_are_immutable_values() -> None:
     assert schedule == FixedRate(60) and hash(schedule) == hash(FixedRate(60))
     with pytest.raises(AttributeError):
         schedule.period = 5  # type: ignore[misc]
+
+
+def test_reprs_show_what_was_written_and_read_back() -> None:
+    schedules = [FixedRate(60), FixedRate(300, OverrunPolicy.CATCH_UP, start_delay=5),
+                 FixedDelay(30), FixedDelay(30, start_delay=2.5), OneTime(delay=10)]  # fmt: skip
+    assert [repr(s) for s in schedules] == [
+        "FixedRate(60)", "FixedRate(300, OverrunPolicy.CATCH_UP, start_delay=5)",
+        "FixedDelay(30)", "FixedDelay(30, start_delay=2.5)", "OneTime(delay=10)",
+    ]  # fmt: skip
+    namespace = {"FixedRate": FixedRate, "FixedDelay": FixedDelay, "OneTime": OneTime,
+                 "OverrunPolicy": OverrunPolicy}  # fmt: skip
+    assert [eval(repr(s), namespace) for s in schedules] == schedules

@@ -72,7 +72,7 @@ class OneTime:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class FixedDelay:
     """Run every ``delay`` seconds measured from the previous run's *finish*:
     runs never overlap, however long they take."""
@@ -94,8 +94,12 @@ class FixedDelay:
     def next_run(self, record: ExecutionRecord, now: float) -> float:
         return record.finished + self.delay
 
+    def __repr__(self) -> str:
+        start = f", start_delay={self.start_delay!r}" if self.start_delay else ""
+        return f"FixedDelay({self.delay!r}{start})"
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, repr=False)
 class FixedRate:
     """Run every ``period`` seconds on a fixed grid of slots; ``on_overrun`` says what
     happens to the slots a long run misses (see the module docstring)."""
@@ -117,6 +121,11 @@ class FixedRate:
 
     def first_run(self, now: float) -> float:
         return now + self.start_delay
+
+    def __repr__(self) -> str:
+        policy = "" if self.on_overrun is OverrunPolicy.SKIP else ", OverrunPolicy.CATCH_UP"
+        start = f", start_delay={self.start_delay!r}" if self.start_delay else ""
+        return f"FixedRate({self.period!r}{policy}{start})"
 
     def next_run(self, record: ExecutionRecord, now: float) -> float:
         period = self.period
