@@ -215,15 +215,15 @@ def _settle(core: SchedulerCore, task: ScheduledTask, owed: bool, now: float) ->
     if task.status not in (SCHEDULED, RETRYING) or due is None:
         return
     policy = task.misfire or DEFAULT_MISFIRE
-    if not owed:
-        _apply(core, task, plan(task.schedule, due, now, policy), None)
-        return
-    following = following_slot(task.schedule, task._slot)
-    decided = None if following is None else plan(task.schedule, following, now, policy)
-    if decided is None or not decided.misfired:
-        core.requeue(task, due)  # the owed attempt; its schedule carries on after it
+    if owed:  # the policy is for the slots after the owed attempt
+        following = following_slot(task.schedule, task._slot)
+        decided = None if following is None else plan(task.schedule, following, now, policy)
     else:
-        _apply(core, task, decided, due)
+        decided = plan(task.schedule, due, now, policy)
+    if decided is None or not decided.misfired:
+        core.requeue(task, due)  # as stored: its schedule carries on after this attempt
+    else:
+        _apply(core, task, decided, due if owed else None)
 
 
 # -- reloading ---------------------------------------------------------------------------

@@ -66,9 +66,9 @@ CREATE TABLE tasks (
     running       INTEGER NOT NULL,     -- an attempt was in flight
     failed_seq    INTEGER               -- dead-letter order; NULL unless FAILED
 );
-CREATE TABLE records (
-    seq       INTEGER PRIMARY KEY,
+CREATE TABLE records (                -- clustered by task: one b-tree, no separate index
     task_id   TEXT NOT NULL,
+    seq       INTEGER NOT NULL,         -- the order records were saved in, across tasks
     attempt   INTEGER NOT NULL,
     due       REAL NOT NULL,
     slot      REAL NOT NULL,
@@ -78,9 +78,9 @@ CREATE TABLE records (
     ok        INTEGER NOT NULL,
     error     TEXT,
     timed_out INTEGER NOT NULL,
-    misfire   TEXT
-);
-CREATE INDEX records_by_task ON records (task_id, seq);
+    misfire   TEXT,
+    PRIMARY KEY (task_id, seq)
+) WITHOUT ROWID;
 """
 
 _UPDATE = """
@@ -101,8 +101,8 @@ ON CONFLICT (id) DO UPDATE SET name = excluded.name, definition = excluded.defin
     failed_seq = CASE WHEN ?1 = 'failed' THEN coalesce(tasks.failed_seq, ?8) END
 """
 _INSERT_RECORD = """
-INSERT INTO records (task_id, attempt, due, slot, worker, started, finished, ok, error,
-    timed_out, misfire) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+INSERT INTO records (task_id, seq, attempt, due, slot, worker, started, finished, ok, error,
+    timed_out, misfire) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 _RECORD_COLUMNS = (
     "r.task_id, t.name, r.attempt, r.due, r.slot, r.worker, r.started, r.finished, r.ok, "
@@ -150,6 +150,10 @@ class SqliteTaskStore:
             (dead_seq,) = connection.execute(
                 "SELECT coalesce(max(failed_seq), 0) FROM tasks"
             ).fetchone()
+            counts = dict(
+                connection.execute("SELECT task_id, count(*) FROM records GROUP BY task_id")
+            )
+            (last_seq,) = connection.execute("SELECT coalesce(max(seq), 0) FROM records").fetchone()
         except BaseException:
             connection.close()
             raise
@@ -159,8 +163,9 @@ class SqliteTaskStore:
         self._lock = threading.Lock()
         self._connection: sqlite3.Connection | None = connection
         self._defined: set[str] = set()  # ids whose definition row is written
-        self._counts: dict[str, int] = {}  # records kept per task, once looked up
+        self._counts: dict[str, int] = counts  # records kept per task
         self._dead_seq: int = dead_seq
+        self._seq: int = last_seq  # of the last record saved
 
     # -- opening ---------------------------------------------------------------------
 
@@ -223,8 +228,7 @@ class SqliteTaskStore:
                 f"PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
             )
         except BaseException:
-            if connection.in_transaction:
-                connection.execute("ROLLBACK")
+            _rollback(connection)
             raise
 
     # -- the TaskStore protocol --------------------------------------------------------
@@ -244,48 +248,44 @@ class SqliteTaskStore:
                 snapshot.run_count, snapshot.failure_count, snapshot.last_error,
                 snapshot.running, self._dead_seq, task_id,
             )  # fmt: skip
-            connection.execute("BEGIN IMMEDIATE")
-            try:
-                if definition is None:
-                    connection.execute(_UPDATE, state)
-                else:
-                    connection.execute(_UPSERT, (*state, task.name, definition))
-                if record is not None:
-                    self._append(connection, record)
+            statement = _UPDATE if definition is None else _UPSERT
+            parameters = state if definition is None else (*state, task.name, definition)
+            if record is None:  # one statement: a transaction of its own
+                connection.execute(statement, parameters)
+            else:
+                connection.execute("BEGIN IMMEDIATE")
+                try:
+                    connection.execute(statement, parameters)
+                    count = self._append(connection, record)
+                except BaseException:
+                    _rollback(connection)
+                    raise
                 connection.execute("COMMIT")
-            except BaseException:
-                connection.execute("ROLLBACK")
-                self._counts.pop(task_id, None)  # recount on the next record
-                raise
+                self._counts[task_id] = count
             self._defined.add(task_id)
 
-    def _append(self, connection: sqlite3.Connection, record: ExecutionRecord) -> None:
+    def _append(self, connection: sqlite3.Connection, record: ExecutionRecord) -> int:
+        """Insert ``record``, trimming its task's oldest records past the bound; returns
+        how many the task keeps now."""
         task_id = record.task_id
+        self._seq += 1
         connection.execute(
             _INSERT_RECORD,
             (
-                task_id, record.attempt, record.due, record.slot, record.worker,
+                task_id, self._seq, record.attempt, record.due, record.slot, record.worker,
                 record.started, record.finished, record.ok, record.error, record.timed_out,
                 record.misfire,
             ),
         )  # fmt: skip
-        if self.retention is None:
-            return
-        count = self._counts.get(task_id)
-        if count is None:
-            (count,) = connection.execute(
-                "SELECT count(*) FROM records WHERE task_id = ?", (task_id,)
-            ).fetchone()
-        else:
-            count += 1
-        if count > self.retention + self._slack:  # trim in batches, not at every record
-            connection.execute(
-                "DELETE FROM records WHERE seq IN "
-                "(SELECT seq FROM records WHERE task_id = ? ORDER BY seq LIMIT ?)",
+        count = self._counts.get(task_id, 0) + 1
+        if self.retention is not None and count > self.retention + self._slack:
+            connection.execute(  # trim in batches, not at every record
+                "DELETE FROM records WHERE task_id = ?1 AND seq IN "
+                "(SELECT seq FROM records WHERE task_id = ?1 ORDER BY seq LIMIT ?2)",
                 (task_id, count - self.retention),
             )
             count = self.retention
-        self._counts[task_id] = count
+        return count
 
     def delete(self, task_id: str) -> None:
         """Forget ``task_id``: its row and its records."""
@@ -296,7 +296,7 @@ class SqliteTaskStore:
                 connection.execute("DELETE FROM records WHERE task_id = ?", (task_id,))
                 connection.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
             except BaseException:
-                connection.execute("ROLLBACK")
+                _rollback(connection)
                 raise
             connection.execute("COMMIT")
             self._defined.discard(task_id)
@@ -418,6 +418,12 @@ class SqliteTaskStore:
     def __repr__(self) -> str:
         state = "closed" if self._connection is None else "open"
         return f"SqliteTaskStore({self.path!r}, {state})"
+
+
+def _rollback(connection: sqlite3.Connection) -> None:
+    """Roll back the open transaction, if SQLite has not already (it does on some errors)."""
+    if connection.in_transaction:
+        connection.execute("ROLLBACK")
 
 
 def _snapshot(task_id: str, definition: str, status: str, state: list[Any]) -> TaskSnapshot:
