@@ -179,7 +179,6 @@ class SchedulerCore:
         self._queue = queue
         self._ids = ids or sequential_ids()
         self._default_ids = ids is None  # restore() moves the default past restored ids
-        self._id_floor = 1
         self._store = store
         self._emit = emit
         self._rng = rng or random.Random()
@@ -478,9 +477,8 @@ class SchedulerCore:
         if self._default_ids:  # restored at construction, before the generator issued an id
             numbers = [_id_number(task.id) for task in batch]
             highest = max((n for n in numbers if n is not None), default=0)
-            if highest >= self._id_floor:
-                self._id_floor = highest + 1
-                self._ids = sequential_ids(start=self._id_floor)
+            if highest:
+                self._ids = sequential_ids(start=highest + 1)
 
     def requeue(self, task: ScheduledTask, due: float) -> None:
         """Queue ``task`` (SCHEDULED or RETRYING) at ``due``; its queued entry, if any, dies."""

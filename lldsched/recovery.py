@@ -202,7 +202,7 @@ def _apply(core: SchedulerCore, task: ScheduledTask, decided: Plan, owed: float 
             return
         queue, resume = [resume], SCHEDULE_DECIDES
     if len(queue) > 1 or resume is not SCHEDULE_DECIDES:
-        task.schedule = CatchUp(task, unwrap(task.schedule), queue[1:], resume)
+        task.schedule = CatchUp(task, task.schedule, queue[1:], resume)
     if owed is None:
         task._slot = queue[0]
     core.requeue(task, queue[0])

@@ -24,6 +24,7 @@ from lldsched import (
     Scheduler,
     Simulation,
     SqliteTaskStore,
+    TaskNotFoundError,
     TaskSnapshot,
     TaskStatus,
 )
@@ -333,3 +334,16 @@ def test_a_fake_clock_moving_is_never_taken_for_a_jump(make_scheduler: Scheduler
     clock.advance(3.5 * HOUR)
     settle(scheduler)
     assert calls("skip") == [1.0]  # an ordinary late run: FixedRate SKIP then goes to 13:00
+
+
+def test_a_simulation_restores_a_store_and_models_its_restored_tasks() -> None:
+    store = InMemoryTaskStore()
+    Simulation(start=T0, store=store).schedule("job", FixedRate(HOUR, start_delay=HOUR))
+    sim = Simulation(start=T0 + 0.5 * HOUR, store=store)
+    (task,) = sim.tasks()
+    sim.model(task.id, duration=120.0)
+    sim.run(T0 + 1.5 * HOUR)
+    (run,) = sim.records()
+    assert (run.slot, run.duration) == (T0 + HOUR, 120.0)
+    with pytest.raises(TaskNotFoundError):
+        sim.model("task-99", duration=1.0)

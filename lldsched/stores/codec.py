@@ -212,10 +212,12 @@ def decode_task(task_id: str, text: str) -> Task:
                 misfire_doc["max_catch_up"],
             )
         timeout = document["timeout"]
-        if timeout is not None and not (isinstance(timeout, int | float) and timeout > 0):
-            raise ValueError(f"timeout {timeout!r}")
-        if timeout is not None and math.isinf(timeout):
-            raise ValueError(f"timeout {timeout!r}")
+        if timeout is not None and (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not 0 < timeout < math.inf
+        ):
+            raise ValueError(f"timeout must be seconds > 0, got {timeout!r}")
         return Task(
             task_id,
             name,
