@@ -4,9 +4,10 @@ The classic low-level-design case ("design a cron / task scheduler") built for
 real: a min-heap timer that waits on a Condition, a bounded worker pool, one-off,
 fixed-rate, fixed-delay and cron schedules, priorities, retries with capped
 exponential backoff and a dead letter, timeouts, pause / resume / cancel, a store
-every transition is written through, and listeners; and a discrete-event
-:class:`Simulation` that replays days of schedules in seconds through the same
-state machine.  See ``README.md``.
+every transition is written through (durably, with :class:`SqliteTaskStore`, and
+recovered after downtime under a per-task :class:`MisfirePolicy`), and listeners;
+and a discrete-event :class:`Simulation` that replays days of schedules in
+seconds through the same state machine.  See ``README.md``.
 """
 
 from lldsched.clock import Clock, FakeClock, SystemClock
@@ -15,10 +16,12 @@ from lldsched.errors import (
     LldschedError,
     ScheduleError,
     SchedulerStateError,
+    StoreError,
     TaskNotFoundError,
     ValidationError,
 )
 from lldsched.listeners import EventLog, TaskListener
+from lldsched.misfire import Misfire, MisfirePolicy
 from lldsched.model import (
     ExecutionRecord,
     OverrunPolicy,
@@ -32,7 +35,7 @@ from lldsched.retry import RetryPolicy
 from lldsched.scheduler import Scheduler
 from lldsched.schedules import CronSchedule, FixedDelay, FixedRate, OneTime, Schedule
 from lldsched.sim import Simulation
-from lldsched.stores import InMemoryTaskStore, TaskStore
+from lldsched.stores import InMemoryTaskStore, SqliteTaskStore, TaskStore
 from lldsched.task import ScheduledTask
 
 __all__ = [
@@ -45,6 +48,8 @@ __all__ = [
     "FixedRate",
     "InMemoryTaskStore",
     "LldschedError",
+    "Misfire",
+    "MisfirePolicy",
     "OneTime",
     "OverrunPolicy",
     "Priority",
@@ -56,6 +61,8 @@ __all__ = [
     "Scheduler",
     "SchedulerStateError",
     "Simulation",
+    "SqliteTaskStore",
+    "StoreError",
     "SystemClock",
     "Task",
     "TaskEvent",

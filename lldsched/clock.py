@@ -62,6 +62,11 @@ class SystemClock:
     def now(self) -> float:
         return time.time()
 
+    def monotonic(self) -> float:
+        """Seconds on a clock no one can set: the scheduler notices wall-clock jumps
+        by comparing the two."""
+        return time.monotonic()
+
     def wait(self, condition: threading.Condition, deadline: float | None) -> None:
         if deadline is None:
             condition.wait()

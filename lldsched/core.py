@@ -45,13 +45,14 @@ import itertools
 import logging
 import math
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple, Protocol
 
 from lldsched.clock import Clock
 from lldsched.context import RunContext
 from lldsched.errors import ScheduleError, TaskNotFoundError, ValidationError
 from lldsched.ids import IdGenerator, sequential_ids
+from lldsched.misfire import MisfirePolicy
 from lldsched.model import (
     ExecutionRecord,
     Priority,
@@ -177,6 +178,7 @@ class SchedulerCore:
         self.tasks: dict[str, ScheduledTask] = {}
         self._queue = queue
         self._ids = ids or sequential_ids()
+        self._default_ids = ids is None  # restore() moves the default past restored ids
         self._store = store
         self._emit = emit
         self._rng = rng or random.Random()
@@ -198,6 +200,7 @@ class SchedulerCore:
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         action_required: bool = True,
+        misfire: MisfirePolicy | None = None,
     ) -> ScheduledTask:
         """Validate, register and queue a task; nothing is registered if anything is wrong."""
         if not isinstance(name, str) or not name.strip():
@@ -236,6 +239,10 @@ class SchedulerCore:
             not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs)
         ):
             raise ValidationError(f"task {name!r}: kwargs must map str to values, got {kwargs!r}")
+        if misfire is not None and not isinstance(misfire, MisfirePolicy):
+            raise ValidationError(
+                f"task {name!r}: misfire must be a MisfirePolicy, got {misfire!r}"
+            )
         now = self.clock.now()
         first = schedule.first_run(now)
         if first is None:
@@ -246,8 +253,15 @@ class SchedulerCore:
             raise ValidationError(f"id generator returned {task_id!r}, which is already registered")
         pass_context = action is not None and _wants_context(action)
         options = DEFAULT_OPTIONS
-        if retry is not _DEFAULT_RETRY or timeout is not None or args or kwargs or pass_context:
-            options = TaskOptions(retry, timeout, tuple(args), kwargs, pass_context)
+        if (
+            retry is not _DEFAULT_RETRY
+            or timeout is not None
+            or args
+            or kwargs
+            or pass_context
+            or misfire is not None
+        ):
+            options = TaskOptions(retry, timeout, tuple(args), kwargs, pass_context, misfire)
         task = ScheduledTask(task_id, name, action, schedule, priority, options)
         task._slot = first
         task.next_run_at = first
@@ -304,7 +318,7 @@ class SchedulerCore:
         record: ExecutionRecord = _new(
             ExecutionRecord,
             (task.id, task.name, run.attempt, run.due, run.slot, run.worker,
-             started, finished, ok, error, timed_out),
+             started, finished, ok, error, timed_out, None),
         )  # fmt: skip
         stats = task._stats
         if stats is None:
@@ -440,6 +454,61 @@ class SchedulerCore:
                 log.exception("store %r failed to delete %s", self._store, task_id)
         return task
 
+    # -- recovery (the decisions are lldsched.recovery's; these only register and record) --
+
+    def restore(self, tasks: Iterable[ScheduledTask], dead_letter: Iterable[str] = ()) -> None:
+        """Register tasks rebuilt from a store, as they were; nothing is queued or saved.
+
+        All or nothing: an id already registered rejects the whole batch.  FAILED
+        tasks enter the dead letter in the order of ``dead_letter`` (ids it does not
+        name follow, in registration order).  With the default id generator, new
+        ids continue after the restored ones.
+        """
+        batch = list(tasks)
+        for task in batch:
+            if task.id in self.tasks:
+                raise ValidationError(f"cannot restore {task.id!r}: that id is already registered")
+        failed = {task.id: None for task in batch if task.status is FAILED}
+        ordered = {task_id: None for task_id in dead_letter if task_id in failed}
+        for task in batch:
+            self.tasks[task.id] = task
+        for task_id in [*ordered, *failed]:
+            self._dead[task_id] = None
+        if self._default_ids:  # restored at construction, before the generator issued an id
+            numbers = [_id_number(task.id) for task in batch]
+            highest = max((n for n in numbers if n is not None), default=0)
+            if highest:
+                self._ids = sequential_ids(start=highest + 1)
+
+    def requeue(self, task: ScheduledTask, due: float) -> None:
+        """Queue ``task`` (SCHEDULED or RETRYING) at ``due``; its queued entry, if any, dies."""
+        self._enqueue(task, due)
+
+    def save(self, task: ScheduledTask) -> None:
+        """Write ``task``'s snapshot through the store: a change that is no transition
+        (a due instant moved by recovery or a clock jump).  No event is published."""
+        if self._store is not None:
+            try:
+                self._store.save(self._snapshot(task))
+            except Exception:  # as in _changed: the registry stays authoritative
+                log.exception("store %r failed to save %s", self._store, task.id)
+
+    def record_misfire(
+        self, task: ScheduledTask, slot: float, outcome: str, error: str | None = None
+    ) -> ExecutionRecord:
+        """Record that ``slot`` of ``task`` did not run on its own (``"missed"`` or
+        ``"coalesced"``): in its history, in the store and to the listeners."""
+        now = self.clock.now()
+        record = ExecutionRecord(
+            task.id, task.name, 0, slot, slot, -1, now, now, False, error, False, outcome
+        )
+        stats = task._stats
+        if stats is None:
+            stats = task._stats = RunStats(self._history_limit)
+        stats.history.append(record)
+        self._changed(task, task.status, record)
+        return record
+
     # -- internals -------------------------------------------------------------------------
 
     def _enqueue(self, task: ScheduledTask, due: float) -> None:
@@ -451,7 +520,7 @@ class SchedulerCore:
     def _snapshot(task: ScheduledTask) -> TaskSnapshot:
         return TaskSnapshot(
             task.definition, task.status, task.next_run_at, task.attempt,
-            task.run_count, task.failure_count, task.last_error,
+            task.run_count, task.failure_count, task.last_error, task._run is not None,
         )  # fmt: skip
 
     def _changed(
@@ -467,6 +536,12 @@ class SchedulerCore:
             self._emit(
                 TaskEvent(task.id, task.name, previous, task.status, self.clock.now(), record)
             )
+
+
+def _id_number(task_id: str) -> int | None:
+    """17 for ``"task-17"`` (the default generator's form), else None."""
+    prefix, _, number = task_id.rpartition("-")
+    return int(number) if prefix == "task" and number.isdigit() else None
 
 
 def _priority(name: str, value: Priority | int) -> Priority:

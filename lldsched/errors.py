@@ -15,6 +15,7 @@ __all__ = [
     "LldschedError",
     "ScheduleError",
     "SchedulerStateError",
+    "StoreError",
     "TaskNotFoundError",
     "ValidationError",
 ]
@@ -38,3 +39,8 @@ class TaskNotFoundError(LldschedError, LookupError):
 
 class SchedulerStateError(LldschedError, RuntimeError):
     """The scheduler cannot do that now (not started, already shut down, ...)."""
+
+
+class StoreError(LldschedError, RuntimeError):
+    """A store cannot be opened or read: a corrupted file, a schema from a newer
+    version, a stored callable that no longer imports.  The store is left untouched."""

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
+    from lldsched.misfire import MisfirePolicy
     from lldsched.retry import RetryPolicy
     from lldsched.schedules.base import Schedule
 
@@ -94,6 +95,7 @@ class Task(NamedTuple):
     timeout: float | None
     args: tuple[Any, ...] = ()
     kwargs: Mapping[str, Any] | None = None
+    misfire: MisfirePolicy | None = None  # None: the default policy
 
 
 class ExecutionRecord(NamedTuple):
@@ -103,6 +105,11 @@ class ExecutionRecord(NamedTuple):
     predecessor's finish plus backoff); ``slot`` is the schedule slot the attempt
     belongs to (equal to ``due`` for first attempts).  ``worker`` is the index of
     the worker that ran it.  ``error`` is ``"Type: message"`` or ``None``.
+
+    A slot that never ran because of a misfire policy (see
+    :mod:`lldsched.misfire`) is a record too: ``misfire`` is ``"missed"`` or
+    ``"coalesced"``, ``attempt`` is 0, ``worker`` is -1, ``ok`` is False, and
+    ``started == finished`` is the instant the decision was taken.
     """
 
     task_id: str
@@ -116,6 +123,7 @@ class ExecutionRecord(NamedTuple):
     ok: bool
     error: str | None = None
     timed_out: bool = False
+    misfire: str | None = None
 
     @property
     def duration(self) -> float:
@@ -129,7 +137,9 @@ class ExecutionRecord(NamedTuple):
 
     @property
     def outcome(self) -> str:
-        """``"ok"``, ``"failed"`` or ``"timed_out"``."""
+        """``"ok"``, ``"failed"``, ``"timed_out"``, or a misfire: ``"missed"``, ``"coalesced"``."""
+        if self.misfire is not None:
+            return self.misfire
         if self.timed_out:
             return "timed_out"
         return "ok" if self.ok else "failed"
@@ -152,7 +162,11 @@ class TaskEvent(NamedTuple):
 
 
 class TaskSnapshot(NamedTuple):
-    """What a :class:`~lldsched.stores.base.TaskStore` is given at every transition."""
+    """What a :class:`~lldsched.stores.base.TaskStore` is given at every transition.
+
+    ``running`` is True while an attempt is in flight (also for a task paused
+    mid-run): recovery runs that attempt again (at-least-once).
+    """
 
     task: Task
     status: TaskStatus
@@ -161,3 +175,4 @@ class TaskSnapshot(NamedTuple):
     run_count: int
     failure_count: int
     last_error: str | None
+    running: bool = False

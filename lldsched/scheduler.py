@@ -15,6 +15,22 @@ Three kinds of thread share one lock:
 Shutdown stops timing first (the timer is woken and joined, so nothing new is
 submitted), then drains or drops the hand-off queue and joins the workers, then
 delivers the events left.  It is idempotent, and final.
+
+**Recovery.**  A scheduler built on a store that already holds tasks restores
+them in its constructor (:func:`lldsched.recovery.recover`): they are visible
+and controllable before ``start()``, the misfire decisions are taken at the
+clock's time of construction, and nothing runs before ``start()``.
+
+**Wall-clock jumps.**  Due instants are wall-clock instants, and the timer
+waits on a monotonic timeout.  When the clock has a ``monotonic()`` (the
+:class:`~lldsched.clock.SystemClock` does; a ``FakeClock`` *is* time and has
+none), the timer compares the two each time it wakes; a gap of more than 1 s
+(plus 0.1% of the time waited, for NTP slewing) is a jump, and
+:func:`lldsched.recovery.after_clock_jump` re-evaluates the heap: forward, the
+misfire policy applies as after downtime; backward, elapsed-time schedules move
+back with the clock.  A jump is noticed when the timer next wakes (at the
+latest when the head of the heap falls due by the monotonic clock): the timer
+does not poll for it.
 """
 
 from __future__ import annotations
@@ -35,8 +51,10 @@ from lldsched.core import Run, SchedulerCore, error_text
 from lldsched.errors import SchedulerStateError
 from lldsched.ids import IdGenerator
 from lldsched.listeners import EventDispatcher, Listener
+from lldsched.misfire import MisfirePolicy
 from lldsched.model import Priority
 from lldsched.pool import WorkerPool
+from lldsched.recovery import after_clock_jump, recover
 from lldsched.retry import RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.stores.base import TaskStore
@@ -49,6 +67,11 @@ log = logging.getLogger("lldsched")
 
 _NEW, _RUNNING, _STOPPED = "new", "running", "stopped"
 
+JUMP_TOLERANCE = 1.0
+"""Seconds of disagreement between wall and monotonic time taken for a clock jump,
+plus :data:`JUMP_DRIFT` of the time waited."""
+JUMP_DRIFT = 0.001
+
 _Outcome = tuple[float, float, "str | None", "BaseException | None"]
 """What running an attempt produced: started, finished, error text, escaped exception."""
 
@@ -59,7 +82,8 @@ class Scheduler:
     ``clock``, ``store``, ``listeners`` and ``ids`` are injected; ``handoff`` bounds
     the queue between the timer and the workers (default: 16 per worker);
     ``history_limit`` bounds each task's in-memory history (``None``: unbounded);
-    ``seed`` seeds retry jitter.
+    ``seed`` seeds retry jitter.  A ``store`` that holds tasks (a reopened
+    :class:`~lldsched.stores.sqlite.SqliteTaskStore`) has them restored here.
     """
 
     def __init__(
@@ -117,6 +141,9 @@ class Scheduler:
         self._idle_waiters = 0
         self._state = _NEW
         self._timer: threading.Thread | None = None
+        if store is not None:
+            with self._lock:
+                recover(self._core, store)
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -197,20 +224,25 @@ class Scheduler:
         timeout: float | None = None,
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
+        misfire: MisfirePolicy | None = None,
     ) -> ScheduledTask:
         """Register ``action`` to run on ``schedule``; returns its live :class:`ScheduledTask`.
 
         ``action(*args, **kwargs)`` is called on a worker; if it declares a parameter
         named ``ctx`` it also gets a :class:`~lldsched.context.RunContext`.  ``retry``
         defaults to ``RetryPolicy()`` (3 attempts).  ``timeout`` is detected, not
-        enforced: see :mod:`lldsched.context`.  Every argument is validated here.
+        enforced: see :mod:`lldsched.context`.  ``misfire`` says what happens to slots
+        that pass while the scheduler is down (default ``MisfirePolicy()``: run once,
+        60 s of grace; see :mod:`lldsched.misfire`).  Every argument is validated
+        here; with a durable store that includes the action's import path and JSON
+        arguments.
         """
         with self._lock:
             if self._state is _STOPPED:
                 raise SchedulerStateError(f"cannot schedule {name!r}: the scheduler is shut down")
             return self._core.add(
                 name, action, schedule, priority=priority, retry=retry, timeout=timeout,
-                args=args, kwargs=kwargs,
+                args=args, kwargs=kwargs, misfire=misfire,
             )  # fmt: skip
 
     def cancel(self, task_id: str) -> bool:
@@ -341,9 +373,18 @@ class Scheduler:
         clock = self._clock
         pool = self._pool
         deadlines = self._deadlines
+        monotonic = getattr(clock, "monotonic", None)  # jump detection (none on a FakeClock)
         with cond:
+            last_wall, last_mono = clock.now(), monotonic() if monotonic is not None else 0.0
             while self._state is _RUNNING:
                 now = clock.now()
+                if monotonic is not None:
+                    mono = monotonic()
+                    jump = (now - last_wall) - (mono - last_mono)
+                    if abs(jump) > JUMP_TOLERANCE + JUMP_DRIFT * (mono - last_mono):
+                        log.warning("the wall clock jumped by %+.3f s; re-evaluating", jump)
+                        after_clock_jump(self._core, jump, now)
+                    last_wall, last_mono = now, mono
                 while deadlines and deadlines[0][0] <= now:
                     heapq.heappop(deadlines)[2].cancel("timeout")
                 room = pool.room

@@ -28,6 +28,7 @@ from lldsched.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from lldsched.core import Run
+    from lldsched.misfire import MisfirePolicy
     from lldsched.schedules.base import Schedule
 
 __all__ = ["DEFAULT_OPTIONS", "Entry", "RunStats", "ScheduledTask", "TaskOptions"]
@@ -48,6 +49,7 @@ class TaskOptions(NamedTuple):
     args: tuple[Any, ...] = ()
     kwargs: Mapping[str, Any] | None = None
     pass_context: bool = False  # the action declares a ``ctx`` parameter
+    misfire: MisfirePolicy | None = None  # None: DEFAULT_MISFIRE
 
 
 DEFAULT_OPTIONS = TaskOptions()
@@ -130,12 +132,17 @@ class ScheduledTask:
         return self._options.kwargs
 
     @property
+    def misfire(self) -> MisfirePolicy | None:
+        """The misfire policy given at registration (None: the default policy)."""
+        return self._options.misfire
+
+    @property
     def definition(self) -> Task:
         """What runs and when, as an immutable value (what a store keeps)."""
         options = self._options
         return Task(
             self.id, self.name, self.action, self.schedule, self.priority,
-            options.retry, options.timeout, options.args, options.kwargs,
+            options.retry, options.timeout, options.args, options.kwargs, options.misfire,
         )  # fmt: skip
 
     # -- the runs --------------------------------------------------------------------

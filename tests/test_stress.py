@@ -1,5 +1,7 @@
 """Concurrency stress: thousands of tasks, random control verbs from several threads, then the
-invariants: no due slot runs twice, nothing is lost, every status agrees with its history."""
+invariants: no due slot runs twice, nothing is lost, every status agrees with its history.
+Run on the in-memory store and on the durable SQLite store (whose actions must be importable:
+``tests.jobs.flaky``)."""
 
 from __future__ import annotations
 
@@ -7,35 +9,34 @@ import itertools
 import random
 import threading
 from collections import Counter
+from pathlib import Path
+
+import pytest
 
 from lldsched import (
     FixedRate,
     InMemoryTaskStore,
     OneTime,
     RetryPolicy,
-    RunContext,
     Scheduler,
+    SqliteTaskStore,
     TaskStatus,
 )
+from tests import jobs
 
 THREADS = 4
 OPS_PER_THREAD = 2500
 
 
-def test_random_concurrent_control_keeps_every_invariant() -> None:
-    calls: list[tuple[str, float, int]] = []
-    calls_lock = threading.Lock()
-    store = InMemoryTaskStore()
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_random_concurrent_control_keeps_every_invariant(kind: str, tmp_path: Path) -> None:
+    jobs.CALLS.clear()
+    calls = jobs.CALLS
+    store = InMemoryTaskStore() if kind == "memory" else SqliteTaskStore(tmp_path / "tasks.db")
     scheduler = Scheduler(workers=4, store=store, seed=1).start()
     retry = RetryPolicy(max_attempts=3, initial_backoff=0.001, max_backoff=0.004)
     ids: list[str] = []
     ids_lock = threading.Lock()
-
-    def action(fail: bool, ctx: RunContext) -> None:
-        with calls_lock:
-            calls.append((ctx.task_id, ctx.due, ctx.attempt))
-        if fail and ctx.attempt < 3:
-            raise RuntimeError("flaky")
 
     def chaos(seed: int) -> None:
         rng = random.Random(seed)
@@ -48,7 +49,7 @@ def test_random_concurrent_control_keeps_every_invariant() -> None:
                     else FixedRate(rng.uniform(0.005, 0.03))
                 )
                 task = scheduler.schedule(
-                    "t", action, schedule, retry=retry, args=(rng.random() < 0.2,)
+                    "t", jobs.flaky, schedule, retry=retry, args=(rng.random() < 0.2,)
                 )
                 with ids_lock:
                     ids.append(task.id)
@@ -98,3 +99,10 @@ def test_random_concurrent_control_keeps_every_invariant() -> None:
         assert snapshot is not None and snapshot.status is task.status
         assert [r.attempt for r in store.records(task.id)] == [r.attempt for r in history]
     assert scheduler.queue_stats().live == 0
+    if isinstance(store, SqliteTaskStore):  # and a scheduler reopened on the file agrees
+        reopened = Scheduler(store=store)
+        assert [(t.id, t.status, t.history) for t in reopened.tasks()] == [
+            (t.id, t.status, t.history) for t in tasks
+        ]
+        assert reopened.dead_letter() == scheduler.dead_letter()
+        store.close()

@@ -35,6 +35,11 @@ at its finish.
 
 Deterministic: the same seed and scenario give identical records.  Listeners
 are called in order, in virtual time, on the caller's thread.
+
+**A store that holds tasks** is recovered at construction, at ``start``, by the
+same :func:`lldsched.recovery.recover` as the threaded runtime: misfire
+decisions included.  Models are not stored: restored tasks take no time and
+never fail unless :meth:`Simulation.model` says otherwise.
 """
 
 from __future__ import annotations
@@ -53,7 +58,9 @@ from lldsched.core import Run, SchedulerCore
 from lldsched.errors import ValidationError
 from lldsched.ids import IdGenerator
 from lldsched.listeners import Listener, as_callback
+from lldsched.misfire import MisfirePolicy
 from lldsched.model import ExecutionRecord, Priority, TaskEvent
+from lldsched.recovery import recover
 from lldsched.retry import RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.sim.clock import VirtualClock
@@ -128,6 +135,9 @@ class Simulation:
         self._interventions: list[tuple[float, int, Callable[[], object]]] = []
         self._sequence = itertools.count()
         self._records: list[ExecutionRecord] = []
+        if store is not None:
+            for task in recover(self._core, store):
+                self._models[task.id] = _Models(0.0, 0.0, _NO_RNG)
 
     # -- registration and control (the same verbs as Scheduler) ------------------------
 
@@ -144,6 +154,7 @@ class Simulation:
         timeout: float | None = None,
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
+        misfire: MisfirePolicy | None = None,
     ) -> ScheduledTask:
         """Register a simulated task.  ``duration`` and ``fails`` are models (see
         :mod:`lldsched.sim.models`); a real ``action`` also runs, for its side effects
@@ -153,12 +164,23 @@ class Simulation:
         fails = check_failure(fails)
         task = self._core.add(
             name, action, schedule, priority=priority, retry=retry, timeout=timeout,
-            args=args, kwargs=kwargs, action_required=False,
+            args=args, kwargs=kwargs, action_required=False, misfire=misfire,
         )  # fmt: skip
-        needs_rng = callable(duration) or callable(fails) or fails
-        rng = random.Random(f"{self.seed}:{task.id}") if needs_rng else _NO_RNG
-        self._models[task.id] = _Models(duration, fails, rng)
+        self._set_models(task.id, duration, fails)
         return task
+
+    def model(
+        self, task_id: str, *, duration: DurationModel = 0.0, fails: FailureModel = 0.0
+    ) -> None:
+        """Give a task new duration and failure models (a task restored from a store
+        has none: its runs take no time and never fail until this is called)."""
+        self._core.get(task_id)
+        self._set_models(task_id, check_duration(duration), check_failure(fails))
+
+    def _set_models(self, task_id: str, duration: DurationModel, fails: FailureModel) -> None:
+        needs_rng = callable(duration) or callable(fails) or fails
+        rng = random.Random(f"{self.seed}:{task_id}") if needs_rng else _NO_RNG
+        self._models[task_id] = _Models(duration, fails, rng)
 
     def cancel(self, task_id: str) -> bool:
         return self._core.cancel(task_id)

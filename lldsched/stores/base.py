@@ -8,6 +8,10 @@ every task it holds (recovery after a restart builds on it).
 
 A store is optional.  With ``store=None`` nothing is written (the registry
 already holds the state) and the hot path builds no snapshot at all.
+
+A runtime opened on a store that already holds tasks restores them (see
+:mod:`lldsched.recovery`).  A store that also gives back the records it kept
+and the dead-letter order (:class:`HistoryStore`) has those restored too.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from typing import Protocol, runtime_checkable
 
 from lldsched.model import ExecutionRecord, TaskSnapshot
 
-__all__ = ["TaskStore"]
+__all__ = ["HistoryStore", "TaskStore"]
 
 
 @runtime_checkable
@@ -33,4 +37,17 @@ class TaskStore(Protocol):
 
     def load_all(self) -> list[TaskSnapshot]:
         """The latest snapshot of every stored task, in the order they were first saved."""
+        ...
+
+
+@runtime_checkable
+class HistoryStore(TaskStore, Protocol):
+    """A TaskStore that also returns what recovery needs beyond the latest snapshots."""
+
+    def records(self, task_id: str | None = None) -> list[ExecutionRecord]:
+        """The records kept for ``task_id`` (for every task when None), oldest first."""
+        ...
+
+    def dead_letter(self) -> list[str]:
+        """Ids of FAILED tasks, in the order they failed."""
         ...

@@ -2,14 +2,15 @@
 
 Useful in tests (it holds the latest snapshot of every task and the records of
 every run) and as the reference for what a durable store must do.  Safe to share
-between threads and schedulers.
+between threads.  A scheduler built on a store that holds tasks restores them,
+so hand one store to one live scheduler at a time.
 """
 
 from __future__ import annotations
 
 import threading
 
-from lldsched.model import ExecutionRecord, TaskSnapshot
+from lldsched.model import ExecutionRecord, TaskSnapshot, TaskStatus
 
 __all__ = ["InMemoryTaskStore"]
 
@@ -18,21 +19,33 @@ class InMemoryTaskStore:
     """Latest snapshot per task id, plus every execution record, in memory."""
 
     def __init__(self) -> None:
-        # Guards _snapshots and _records; held only for a dict or list operation.
+        # Guards _snapshots, _records and _dead; held only for a dict or list operation.
         self._lock = threading.Lock()
         self._snapshots: dict[str, TaskSnapshot] = {}
         self._records: dict[str, list[ExecutionRecord]] = {}
+        self._dead: dict[str, None] = {}  # FAILED ids, in the order they failed
 
     def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        task_id = snapshot.task.id
         with self._lock:
-            self._snapshots[snapshot.task.id] = snapshot
+            self._snapshots[task_id] = snapshot
             if record is not None:
                 self._records.setdefault(record.task_id, []).append(record)
+            if snapshot.status is TaskStatus.FAILED:
+                self._dead.setdefault(task_id)
+            elif self._dead:
+                self._dead.pop(task_id, None)
 
     def delete(self, task_id: str) -> None:
         with self._lock:
             self._snapshots.pop(task_id, None)
             self._records.pop(task_id, None)
+            self._dead.pop(task_id, None)
+
+    def dead_letter(self) -> list[str]:
+        """Ids of FAILED tasks, in the order they failed."""
+        with self._lock:
+            return list(self._dead)
 
     def load_all(self) -> list[TaskSnapshot]:
         with self._lock:

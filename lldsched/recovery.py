@@ -1,0 +1,345 @@
+"""Recovery: tasks reloaded from a store, and the slots that passed while nobody ran them.
+
+Both runtimes call :func:`recover` when they are built on a store that holds
+tasks, and the threaded runtime calls :func:`after_clock_jump` when its wall
+clock jumps.  Everything here runs under the runtime's lock (or on the
+simulation's thread) and changes tasks only through the core.
+
+**Reloading.**  Each stored snapshot becomes a :class:`ScheduledTask` with its
+status, attempt counter, next due instant, counters and the records the store
+kept; FAILED tasks return to the dead letter in the order they failed.  The
+heap is rebuilt from the stored due instants.  Nothing is written while
+reloading: a store that cannot be read raises before anything changes.
+
+**At-least-once.**  A task stored RUNNING (or paused mid-run) had an attempt in
+flight when the process died.  Its record was never written, so the attempt
+runs again, with the same attempt number, due when it was due.  Actions that
+must not repeat their effect should be idempotent.
+
+**Misfires.**  Then each live task's passed slots meet its
+:class:`~lldsched.misfire.MisfirePolicy` (see :mod:`lldsched.misfire`): the
+decisions are records whose outcome says ``missed`` or ``coalesced``, and the
+task is queued where the policy says.  An attempt owed from before the
+downtime (a retry, or the in-flight attempt) runs first; the policy decides the
+slots after it.  Paused tasks are left alone: ``resume`` already runs a slot
+that was slept through.
+
+**Enumeration is capped.**  At most :data:`MAX_SLOTS` passed slots of one task
+are decided one by one.  Beyond that, one more record (outcome as the policy
+says, ``error`` text saying so) stands for all the later ones, and the task
+resumes at its first slot after now.  A ``FixedDelay`` misses one slot however
+long the downtime: its slots count from finishes that never happened.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+from lldsched.core import _wants_context
+from lldsched.misfire import DEFAULT_MISFIRE, Misfire, MisfirePolicy
+from lldsched.model import ExecutionRecord, TaskSnapshot, TaskStatus
+from lldsched.schedules.base import Schedule
+from lldsched.schedules.catchup import SCHEDULE_DECIDES, CatchUp, Resume, unwrap
+from lldsched.schedules.simple import FixedDelay, FixedRate, OneTime
+from lldsched.stores.base import HistoryStore, TaskStore
+from lldsched.task import DEFAULT_OPTIONS, RunStats, ScheduledTask, TaskOptions
+
+if TYPE_CHECKING:
+    from lldsched.core import SchedulerCore
+
+__all__ = [
+    "COALESCED",
+    "MAX_SLOTS",
+    "MISSED",
+    "Plan",
+    "after_clock_jump",
+    "passed_slots",
+    "plan",
+    "recover",
+]
+
+log = logging.getLogger("lldsched")
+
+MAX_SLOTS = 1000
+"""Passed slots of one task decided one by one; the rest are summed up in one record."""
+
+MISSED = "missed"
+COALESCED = "coalesced"
+
+SCHEDULED = TaskStatus.SCHEDULED
+RETRYING = TaskStatus.RETRYING
+RUNNING = TaskStatus.RUNNING
+PAUSED = TaskStatus.PAUSED
+
+
+class Plan(NamedTuple):
+    """What a policy decided for a task's passed slots.
+
+    ``runs``: the slots that will run, oldest first.  ``decisions``: the slots
+    that will not run on their own, each ``(slot, outcome, error)``.  ``resume``:
+    what follows the runs (a slot, ``None`` for the end, or ``SCHEDULE_DECIDES``).
+    ``misfired``: False when the oldest slot was within grace (no decision taken).
+    """
+
+    runs: list[float]
+    decisions: list[tuple[float, str, str | None]]
+    resume: Resume
+    misfired: bool
+
+
+# -- the decisions (pure: schedule, slots, now, policy in; a Plan out) ----------------------
+
+
+def plan(schedule: Schedule, first: float, now: float, policy: MisfirePolicy) -> Plan:
+    """Decide what happens to the slots of ``schedule`` from ``first`` up to ``now``."""
+    slots, following = passed_slots(schedule, first, now)
+    if not slots or now - slots[0] <= policy.grace:
+        return Plan([first], [], SCHEDULE_DECIDES, False)
+    truncated = following is not None and following <= now
+    if following is None or truncated:  # the slot to resume at is past what was listed
+        after = first_after(schedule, slots[-1] if following is None else following, now)
+    else:
+        after = following
+    action = policy.on_misfire
+    tail: list[tuple[float, str, str | None]] = []
+    resume: Resume = SCHEDULE_DECIDES
+    if truncated:
+        assert following is not None
+        outcome = COALESCED if action is Misfire.RUN_ONCE else MISSED
+        tail = [(following, outcome, _tail_text(following, now))]
+        resume = after
+    if action is Misfire.SKIP:
+        return Plan([], [(slot, MISSED, None) for slot in slots] + tail, after, True)
+    if action is Misfire.RUN_ONCE:
+        coalesced = [(slot, COALESCED, None) for slot in slots[:-1]]
+        return Plan([slots[-1]], coalesced + tail, resume, True)
+    keep = policy.max_catch_up
+    missed = [(slot, MISSED, None) for slot in slots[:-keep]]
+    return Plan(slots[-keep:], missed + tail, resume, True)
+
+
+def passed_slots(
+    schedule: Schedule, first: float, now: float, cap: int = MAX_SLOTS
+) -> tuple[list[float], float | None]:
+    """The slots from ``first`` on that are not after ``now`` (at most ``cap``), and
+    the slot that follows the last of them (``None``: the schedule ends there)."""
+    slots: list[float] = []
+    slot: float | None = first
+    while slot is not None and slot <= now and len(slots) < cap:
+        slots.append(slot)
+        slot = following_slot(schedule, slot)
+    return slots, slot
+
+
+def following_slot(schedule: Schedule, slot: float) -> float | None:
+    """The slot after ``slot``, had its run taken no time (None: there is none)."""
+    schedule = unwrap(schedule)
+    if isinstance(schedule, OneTime | FixedDelay):
+        return None  # a fixed delay counts from a finish; a missed run has none
+    if isinstance(schedule, FixedRate):
+        return slot + schedule.period
+    try:
+        following = schedule.next_run(_as_if_ran(slot, slot), slot)
+    except Exception:
+        log.exception("%r.next_run raised while listing missed slots", schedule)
+        return None
+    if following is not None and following <= slot:
+        log.error("%r.next_run went from %r back to %r; no more slots", schedule, slot, following)
+        return None
+    return following
+
+
+def first_after(schedule: Schedule, slot: float, now: float) -> float | None:
+    """The first slot after ``now`` of ``schedule``, counting on from ``slot`` (<= now)."""
+    schedule = unwrap(schedule)
+    if isinstance(schedule, OneTime):
+        return None
+    if isinstance(schedule, FixedDelay):
+        return now + schedule.delay
+    if isinstance(schedule, FixedRate):
+        return slot + (math.floor((now - slot) / schedule.period) + 1) * schedule.period
+    try:  # a run that finished now: cron (and well-behaved schedules) jump past now
+        following = schedule.next_run(_as_if_ran(slot, now), now)
+    except Exception:
+        log.exception("%r.next_run raised while skipping missed slots", schedule)
+        return None
+    steps = 0
+    while following is not None and following <= now and steps < MAX_SLOTS:
+        following, steps = following_slot(schedule, following), steps + 1
+    return following
+
+
+def _as_if_ran(slot: float, finished: float) -> ExecutionRecord:
+    return ExecutionRecord("", "", 1, slot, slot, -1, slot, finished, True)
+
+
+def _tail_text(following: float, now: float) -> str:
+    return (
+        f"MisfireCap: more than {MAX_SLOTS} slots passed; this record stands for the "
+        f"slots from {following!r} to {now!r}"
+    )
+
+
+# -- applying them ------------------------------------------------------------------------
+
+
+def _apply(core: SchedulerCore, task: ScheduledTask, decided: Plan, owed: float | None) -> None:
+    """Record the decisions, then queue ``task`` as decided (after its ``owed`` attempt)."""
+    for slot, outcome, error in decided.decisions:
+        core.record_misfire(task, slot, outcome, error)
+    task.schedule = unwrap(task.schedule)  # a catch-up decided earlier is superseded
+    queue = list(decided.runs)
+    resume = decided.resume
+    if owed is not None:
+        queue.insert(0, owed)
+    elif not queue:
+        if resume is None or resume is SCHEDULE_DECIDES:  # every slot skipped, none left
+            core.cancel(task.id)
+            return
+        queue, resume = [resume], SCHEDULE_DECIDES
+    if len(queue) > 1 or resume is not SCHEDULE_DECIDES:
+        task.schedule = CatchUp(task, task.schedule, queue[1:], resume)
+    if owed is None:
+        task._slot = queue[0]
+    core.requeue(task, queue[0])
+    core.save(task)
+
+
+def _settle(core: SchedulerCore, task: ScheduledTask, owed: bool, now: float) -> None:
+    """Queue a restored live task, deciding what its passed slots become."""
+    due = task.next_run_at
+    if task.status not in (SCHEDULED, RETRYING) or due is None:
+        return
+    policy = task.misfire or DEFAULT_MISFIRE
+    if owed:  # the policy is for the slots after the owed attempt
+        following = following_slot(task.schedule, task._slot)
+        decided = None if following is None else plan(task.schedule, following, now, policy)
+    else:
+        decided = plan(task.schedule, due, now, policy)
+    if decided is None or not decided.misfired:
+        core.requeue(task, due)  # as stored: its schedule carries on after this attempt
+    else:
+        _apply(core, task, decided, due if owed else None)
+
+
+# -- reloading ---------------------------------------------------------------------------
+
+
+def recover(core: SchedulerCore, store: TaskStore) -> list[ScheduledTask]:
+    """Restore every task ``store`` holds into ``core`` and settle its passed slots.
+
+    Reads everything first: a store that cannot be read (a :class:`StoreError`
+    from ``load_all``) leaves both the core and the store as they were.
+    """
+    snapshots = store.load_all()
+    if not snapshots:
+        return []
+    records: dict[str, list[ExecutionRecord]] = defaultdict(list)
+    dead_letter: Sequence[str] = ()
+    if isinstance(store, HistoryStore):
+        for record in store.records():
+            records[record.task_id].append(record)
+        dead_letter = store.dead_letter()
+    limit = core._history_limit
+    rebuilt = [_rebuild(snap, records.get(snap.task.id, ()), limit) for snap in snapshots]
+    core.restore((task for task, _ in rebuilt), dead_letter)
+    now = core.clock.now()
+    for task, owed in rebuilt:
+        _settle(core, task, owed, now)
+    log.info("restored %d tasks from %r", len(rebuilt), store)
+    return [task for task, _ in rebuilt]
+
+
+def _rebuild(
+    snapshot: TaskSnapshot, records: Iterable[ExecutionRecord], history_limit: int | None
+) -> tuple[ScheduledTask, bool]:
+    """The task ``snapshot`` describes, and whether an attempt is owed from before."""
+    definition = snapshot.task
+    action = definition.action
+    options = TaskOptions(
+        definition.retry,
+        definition.timeout,
+        tuple(definition.args),
+        definition.kwargs,
+        action is not None and _wants_context(action),
+        definition.misfire,
+    )
+    if options == DEFAULT_OPTIONS:
+        options = DEFAULT_OPTIONS
+    task = ScheduledTask(
+        definition.id,
+        definition.name,
+        action,
+        unwrap(definition.schedule),
+        definition.priority,
+        options,
+    )
+    history = list(records)
+    status, attempt = snapshot.status, snapshot.attempt
+    in_flight = snapshot.running or status is RUNNING
+    if in_flight:  # its record was never written: that attempt runs again
+        attempt = max(0, attempt - 1)
+    if status is RUNNING:
+        status = RETRYING if attempt else SCHEDULED
+    task.status = status
+    task.attempt = attempt
+    task.next_run_at = snapshot.next_run_at
+    runs = [record for record in history if record.misfire is None]
+    if attempt and runs:  # retrying: the pending attempts belong to the failed run's slot
+        task._slot = runs[-1].slot
+    elif snapshot.next_run_at is not None:
+        task._slot = snapshot.next_run_at
+    if status is PAUSED:
+        task._resume_to = RETRYING if attempt else SCHEDULED
+    if snapshot.run_count or history:
+        stats = task._stats = RunStats(history_limit)
+        stats.run_count = snapshot.run_count
+        stats.failure_count = snapshot.failure_count
+        stats.last_error = snapshot.last_error
+        stats.history.extend(history)
+    owed = status is RETRYING or (in_flight and status is SCHEDULED)
+    return task, owed
+
+
+# -- wall-clock jumps (the threaded runtime) ------------------------------------------------
+
+
+def after_clock_jump(core: SchedulerCore, jump: float, now: float) -> None:
+    """Re-evaluate queued tasks after the wall clock jumped by ``jump`` seconds.
+
+    Forward (time passed that the timer did not see: a suspend, a clock set
+    ahead): SCHEDULED tasks whose slots passed meet their misfire policy, as
+    after downtime.  Backward (a clock set back): elapsed-time due instants move
+    back with the clock (fixed rate, fixed delay, one-off by delay, and every
+    retry's backoff), so "every 60 s" keeps meaning 60 s; calendar instants
+    (cron, one-off at a given time) stay where they are.
+    """
+    for task in list(core.tasks.values()):
+        due = task.next_run_at
+        if task.status not in (SCHEDULED, RETRYING) or due is None or task._run is not None:
+            continue
+        if jump > 0:
+            if task.status is SCHEDULED and due <= now:
+                decided = plan(task.schedule, due, now, task.misfire or DEFAULT_MISFIRE)
+                if decided.misfired:
+                    _apply(core, task, decided, None)
+            continue
+        elapsed = _counts_elapsed_time(task.schedule)
+        if elapsed:
+            task._slot += jump
+        if isinstance(task.schedule, CatchUp):
+            task.schedule.shift(jump)
+        if elapsed or task.status is RETRYING:
+            core.requeue(task, due + jump)
+            core.save(task)
+
+
+def _counts_elapsed_time(schedule: Schedule) -> bool:
+    schedule = unwrap(schedule)
+    if isinstance(schedule, OneTime):
+        return schedule.at is None
+    return isinstance(schedule, FixedRate | FixedDelay)

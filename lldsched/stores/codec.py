@@ -1,0 +1,236 @@
+"""The JSON form of a task definition, for durable stores.  No pickle, anywhere.
+
+Opening a store must run no code beyond importing the functions it names, so a
+definition is plain JSON:
+
+* the **callable** as an import path, ``"package.module:qualified.name"``.  At
+  registration the path must import back to the very same object; a lambda, a
+  closure, a nested function, a ``functools.partial``, a bound method of an
+  instance or anything else whose path does not round-trip is a
+  :class:`~lldsched.errors.ValidationError` then, not a surprise at the next start;
+* ``args`` and ``kwargs`` that survive ``json.dumps`` / ``json.loads`` unchanged
+  (a tuple nested in the arguments would come back a list: rejected);
+* the **schedule** through a small explicit registry, type name to
+  ``to_dict`` / ``from_dict``: ``OneTime``, ``FixedDelay``, ``FixedRate`` and
+  ``CronSchedule`` are registered; :func:`register_schedule` adds a type;
+* the retry and misfire policies as their fields.
+
+Decoding builds every value through its validating constructor, so a stored
+value that became invalid is an error, never a half-built task.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from lldsched.errors import LldschedError, StoreError, ValidationError
+from lldsched.misfire import Misfire, MisfirePolicy
+from lldsched.model import OverrunPolicy, Priority, Task
+from lldsched.retry import RetryPolicy
+from lldsched.schedules.base import Schedule
+from lldsched.schedules.catchup import unwrap
+from lldsched.schedules.cron import CronSchedule
+from lldsched.schedules.simple import FixedDelay, FixedRate, OneTime
+
+__all__ = [
+    "callable_path",
+    "decode_task",
+    "encode_task",
+    "register_schedule",
+    "resolve_callable",
+]
+
+ToDict = Callable[[Any], dict[str, Any]]
+FromDict = Callable[[Mapping[str, Any]], Schedule]
+
+# type name -> (class, to_dict, from_dict).  Looked up by exact type: a subclass
+# may add state its base's to_dict would drop.
+_SCHEDULES: dict[str, tuple[type, ToDict, FromDict]] = {}
+
+
+def register_schedule(name: str, cls: type, to_dict: ToDict, from_dict: FromDict) -> None:
+    """Make schedules of exactly ``cls`` storable under ``name``."""
+    for other, (other_cls, _, _) in _SCHEDULES.items():
+        if (other == name) != (other_cls is cls):
+            raise ValidationError(f"schedule {name!r} / {cls!r} clashes with {other!r}")
+    _SCHEDULES[name] = (cls, to_dict, from_dict)
+
+
+register_schedule(
+    "OneTime",
+    OneTime,
+    lambda s: {"at": s.at, "delay": s.delay},
+    lambda d: OneTime(d["at"]) if d["at"] is not None else OneTime(delay=d["delay"]),
+)
+register_schedule(
+    "FixedDelay",
+    FixedDelay,
+    lambda s: {"delay": s.delay, "start_delay": s.start_delay},
+    lambda d: FixedDelay(d["delay"], d["start_delay"]),
+)
+register_schedule(
+    "FixedRate",
+    FixedRate,
+    lambda s: {"period": s.period, "on_overrun": s.on_overrun.value, "start_delay": s.start_delay},
+    lambda d: FixedRate(d["period"], OverrunPolicy(d["on_overrun"]), d["start_delay"]),
+)
+register_schedule(
+    "CronSchedule",
+    CronSchedule,
+    lambda s: {"expr": s.expr, "tz": s.tz},
+    lambda d: CronSchedule(d["expr"], tz=d["tz"]),
+)
+
+
+# -- callables ---------------------------------------------------------------------------
+
+
+def callable_path(action: Callable[..., Any]) -> str:
+    """``"module:qualname"`` of ``action``, checked to import back to the same object."""
+    module = getattr(action, "__module__", None)
+    qualname = getattr(action, "__qualname__", None)
+    if not isinstance(module, str) or not isinstance(qualname, str) or "<" in qualname:
+        raise ValidationError(
+            f"a durable store keeps the action as an import path, and {action!r} has none "
+            "(a lambda, closure, nested function, partial or callable object): "
+            "use a function defined at module level"
+        )
+    path = f"{module}:{qualname}"
+    try:
+        found = resolve_callable(path)
+    except StoreError as exc:
+        raise ValidationError(f"the action {action!r} does not import back: {exc}") from None
+    if found is not action and found != action:  # == for classmethods, bound anew each time
+        raise ValidationError(
+            f"the action {action!r} does not round-trip: {path!r} imports {found!r}; "
+            "a bound method of an instance cannot be stored, use a module-level function"
+        )
+    return path
+
+
+def resolve_callable(path: str) -> Callable[..., Any]:
+    """Import the callable named ``"module:qualname"``; :class:`StoreError` if it does not."""
+    module_name, colon, qualname = path.partition(":")
+    if not colon or not module_name or not qualname:
+        raise StoreError(f"{path!r} is not an import path of the form 'package.module:function'")
+    try:
+        found: Any = importlib.import_module(module_name)
+    except Exception as exc:  # ImportError, or whatever the module raised while importing
+        raise StoreError(f"cannot import module {module_name!r} for {path!r}: {exc!r}") from None
+    for part in qualname.split("."):
+        try:
+            found = getattr(found, part)
+        except AttributeError:
+            raise StoreError(f"{path!r}: {module_name!r} has no attribute {qualname!r}") from None
+    if not callable(found):
+        raise StoreError(f"{path!r} names {found!r}, which is not callable")
+    return found  # type: ignore[no-any-return]
+
+
+# -- definitions -------------------------------------------------------------------------
+
+
+def encode_task(task: Task) -> str:
+    """The definition of ``task`` as JSON text; :class:`ValidationError` if it cannot be."""
+    schedule = unwrap(task.schedule)
+    entry = next((item for item in _SCHEDULES.items() if item[1][0] is type(schedule)), None)
+    if entry is None:
+        raise ValidationError(
+            f"task {task.name!r}: a durable store cannot keep a {type(schedule).__name__} "
+            f"({schedule!r}); register it with lldsched.stores.codec.register_schedule"
+        )
+    kind, (_, to_dict, _) = entry
+    args = list(task.args)
+    kwargs = dict(task.kwargs) if task.kwargs is not None else None
+    try:
+        arguments = json.dumps([args, kwargs], allow_nan=False)
+        if json.loads(arguments) != [args, kwargs]:
+            raise ValueError("they change on the way through JSON")
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(
+            f"task {task.name!r}: a durable store needs args and kwargs that JSON keeps "
+            f"unchanged (str, int, float, bool, None, lists, str-keyed dicts), got "
+            f"args={task.args!r}, kwargs={task.kwargs!r}: {exc}"
+        ) from None
+    try:
+        action = None if task.action is None else callable_path(task.action)
+    except ValidationError as exc:
+        raise ValidationError(f"task {task.name!r}: {exc}") from None
+    retry = task.retry
+    misfire = task.misfire
+    document = {
+        "name": task.name,
+        "action": action,
+        "schedule": {"type": kind, **to_dict(schedule)},
+        "priority": int(task.priority),
+        "retry": {
+            "max_attempts": retry.max_attempts,
+            "initial_backoff": retry.initial_backoff,
+            "multiplier": retry.multiplier,
+            "max_backoff": retry.max_backoff,
+            "jitter": retry.jitter,
+        },
+        "timeout": task.timeout,
+        "args": args,
+        "kwargs": kwargs,
+        "misfire": None
+        if misfire is None
+        else {
+            "on_misfire": misfire.on_misfire.value,
+            "grace": misfire.grace,
+            "max_catch_up": misfire.max_catch_up,
+        },
+    }
+    try:
+        return json.dumps(document, allow_nan=False, separators=(",", ":"))
+    except ValueError as exc:  # a NaN or infinity in a schedule registered by the user
+        raise ValidationError(f"task {task.name!r}: cannot be stored as JSON: {exc}") from None
+
+
+def decode_task(task_id: str, text: str) -> Task:
+    """The :class:`Task` stored as ``text``; :class:`StoreError` naming what is wrong."""
+    try:
+        document = json.loads(text)
+        name = document["name"]
+        path = document["action"]
+        action = None if path is None else resolve_callable(path)
+        schedule_doc = dict(document["schedule"])
+        kind = schedule_doc.pop("type")
+        if kind not in _SCHEDULES:
+            raise StoreError(f"unknown schedule type {kind!r} (known: {sorted(_SCHEDULES)})")
+        schedule = _SCHEDULES[kind][2](schedule_doc)
+        misfire_doc = document["misfire"]
+        misfire = None
+        if misfire_doc is not None:
+            misfire = MisfirePolicy(
+                Misfire(misfire_doc["on_misfire"]),
+                misfire_doc["grace"],
+                misfire_doc["max_catch_up"],
+            )
+        timeout = document["timeout"]
+        if timeout is not None and (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not 0 < timeout < math.inf
+        ):
+            raise ValueError(f"timeout must be seconds > 0, got {timeout!r}")
+        return Task(
+            task_id,
+            name,
+            action,
+            schedule,
+            Priority(document["priority"]),
+            RetryPolicy(**document["retry"]),
+            timeout,
+            tuple(document["args"]),
+            document["kwargs"],
+            misfire,
+        )
+    except StoreError as exc:
+        raise StoreError(f"task {task_id}: {exc}") from None
+    except (LldschedError, ValueError, TypeError, KeyError) as exc:
+        raise StoreError(f"task {task_id}: its stored definition is invalid: {exc!r}") from None

@@ -1,0 +1,448 @@
+"""SqliteTaskStore: the durable TaskStore, one SQLite file from the standard library.
+
+Every transition of every task is written through (``save``), so a scheduler
+opened on the same file after a crash or a restart finds its tasks, their
+statuses, their recent records and the dead letter (see :mod:`lldsched.recovery`).
+
+**The file.**  WAL journal mode: a write appends to the log and readers never
+block it.  ``synchronous=NORMAL`` by default: a committed transaction survives
+the process being killed (what the crash test checks); a power cut or an OS
+crash may lose the last transactions before a checkpoint, never consistency.
+Pass ``synchronous="FULL"`` to sync at every commit as well (slower).  The
+schema is versioned with ``PRAGMA user_version`` and the file marked with
+``PRAGMA application_id``: a file from a newer lldsched, or one that is not an
+lldsched store, is refused with a :class:`~lldsched.errors.StoreError`, as is a
+corrupted one (``PRAGMA quick_check`` at open); nothing is written to a file
+that was refused.  A definition whose callable no longer imports makes
+``load_all`` raise, naming the task, again without touching the file.
+
+**Rows.**  ``tasks`` holds one row per task: the definition as JSON (see
+:mod:`lldsched.stores.codec`; no pickle) and its latest state.  ``records``
+appends one row per execution record; at most ``retention`` per task are kept
+(the oldest go first; between trims a task may hold up to 10% more, never
+returned).  The dead letter is the FAILED rows in the order they failed.
+
+**Threads.**  One connection (``check_same_thread=False``) behind one lock.
+The scheduler already serialises every ``save`` under its own lock, and SQLite
+admits one writer at a time, so connections per thread would buy no
+parallelism; they would add WAL contention between our own writers and lose the
+single order of writes.  The lock makes the store safe on its own for callers
+outside the scheduler (a reader thread calling ``records()``, the simulation).
+Two processes must not run schedulers on one file: both would run every task.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+from types import TracebackType
+from typing import Any
+
+from lldsched.errors import StoreError, ValidationError
+from lldsched.model import ExecutionRecord, TaskSnapshot, TaskStatus
+from lldsched.stores.codec import decode_task, encode_task
+
+__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteTaskStore"]
+
+log = logging.getLogger("lldsched")
+
+SCHEMA_VERSION = 1
+APPLICATION_ID = 0x6C6C6473  # "llds"
+
+_SCHEMA = """
+CREATE TABLE tasks (
+    position      INTEGER PRIMARY KEY,  -- the order tasks were first saved in
+    id            TEXT NOT NULL UNIQUE,
+    name          TEXT NOT NULL,
+    definition    TEXT NOT NULL,        -- JSON, see lldsched.stores.codec
+    status        TEXT NOT NULL,
+    next_run_at   REAL,
+    attempt       INTEGER NOT NULL,
+    run_count     INTEGER NOT NULL,
+    failure_count INTEGER NOT NULL,
+    last_error    TEXT,
+    running       INTEGER NOT NULL,     -- an attempt was in flight
+    failed_seq    INTEGER               -- dead-letter order; NULL unless FAILED
+);
+CREATE TABLE records (                -- clustered by task: one b-tree, no separate index
+    task_id   TEXT NOT NULL,
+    seq       INTEGER NOT NULL,         -- the order records were saved in, across tasks
+    attempt   INTEGER NOT NULL,
+    due       REAL NOT NULL,
+    slot      REAL NOT NULL,
+    worker    INTEGER NOT NULL,
+    started   REAL NOT NULL,
+    finished  REAL NOT NULL,
+    ok        INTEGER NOT NULL,
+    error     TEXT,
+    timed_out INTEGER NOT NULL,
+    misfire   TEXT,
+    PRIMARY KEY (task_id, seq)
+) WITHOUT ROWID;
+"""
+
+_UPDATE = """
+UPDATE tasks SET status = ?1, next_run_at = ?2, attempt = ?3, run_count = ?4,
+    failure_count = ?5, last_error = ?6, running = ?7,
+    failed_seq = CASE WHEN ?1 = 'failed' THEN coalesce(failed_seq, ?8) END
+WHERE id = ?9
+"""
+_UPSERT = """
+INSERT INTO tasks (status, next_run_at, attempt, run_count, failure_count, last_error,
+    running, failed_seq, id, name, definition)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, CASE WHEN ?1 = 'failed' THEN ?8 END, ?9, ?10, ?11)
+ON CONFLICT (id) DO UPDATE SET name = excluded.name, definition = excluded.definition,
+    status = excluded.status,
+    next_run_at = excluded.next_run_at, attempt = excluded.attempt,
+    run_count = excluded.run_count, failure_count = excluded.failure_count,
+    last_error = excluded.last_error, running = excluded.running,
+    failed_seq = CASE WHEN ?1 = 'failed' THEN coalesce(tasks.failed_seq, ?8) END
+"""
+_INSERT_RECORD = """
+INSERT INTO records (task_id, seq, attempt, due, slot, worker, started, finished, ok, error,
+    timed_out, misfire) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+_RECORD_COLUMNS = (
+    "r.task_id, t.name, r.attempt, r.due, r.slot, r.worker, r.started, r.finished, r.ok, "
+    "r.error, r.timed_out, r.misfire"
+)
+_SYNCHRONOUS = ("NORMAL", "FULL")
+
+
+class SqliteTaskStore:
+    """A durable :class:`~lldsched.stores.base.TaskStore` in one SQLite file (WAL mode).
+
+    ``retention`` bounds the records kept per task (``None``: keep all);
+    ``timeout`` is how long a write waits for a lock held by another connection.
+    Use it as a context manager, or call :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        retention: int | None = 1000,
+        synchronous: str = "NORMAL",
+        timeout: float = 5.0,
+    ) -> None:
+        if retention is not None and (
+            isinstance(retention, bool) or not isinstance(retention, int) or retention < 1
+        ):
+            raise ValidationError(f"retention must be an int >= 1 or None, got {retention!r}")
+        if synchronous not in _SYNCHRONOUS:
+            raise ValidationError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
+        self.path = os.fspath(path)
+        self.retention = retention
+        self._slack = 0 if retention is None else max(1, retention // 10)
+        try:
+            connection = sqlite3.connect(
+                self.path, timeout=timeout, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the store {self.path!r}: {exc}") from None
+        try:
+            if self._check(connection):
+                self._create(connection, synchronous)
+            else:
+                connection.execute(f"PRAGMA synchronous = {synchronous}")
+            (dead_seq,) = connection.execute(
+                "SELECT coalesce(max(failed_seq), 0) FROM tasks"
+            ).fetchone()
+            counts = dict(
+                connection.execute("SELECT task_id, count(*) FROM records GROUP BY task_id")
+            )
+            (last_seq,) = connection.execute("SELECT coalesce(max(seq), 0) FROM records").fetchone()
+        except BaseException:
+            connection.close()
+            raise
+        # Guards the connection (one statement or transaction at a time) and the
+        # caches below.  Taken inside the scheduler's lock when the core saves;
+        # never held while calling anything outside this store.
+        self._lock = threading.Lock()
+        self._connection: sqlite3.Connection | None = connection
+        self._defined: set[str] = set()  # ids whose definition row is written
+        self._counts: dict[str, int] = counts  # records kept per task
+        self._dead_seq: int = dead_seq
+        self._seq: int = last_seq  # of the last record saved
+
+    # -- opening ---------------------------------------------------------------------
+
+    def _check(self, connection: sqlite3.Connection) -> bool:
+        """Refuse a file that is not a readable lldsched store; True for a new one.
+
+        Only reads: nothing is written to a file that is refused.
+        """
+        try:
+            (application_id,) = connection.execute("PRAGMA application_id").fetchone()
+            (version,) = connection.execute("PRAGMA user_version").fetchone()
+            tables = [
+                name
+                for (name,) in connection.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+                )
+            ]
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(
+                f"{self.path!r} is not a readable SQLite database ({exc}); it was left untouched"
+            ) from None
+        if application_id == 0 and version == 0 and not tables:
+            return True
+        if application_id != APPLICATION_ID:
+            raise StoreError(
+                f"{self.path!r} is an SQLite database but not an lldsched store "
+                f"(application_id {application_id:#x}, tables {tables}); it was left untouched"
+            )
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path!r} has store schema version {version}, newer than this lldsched "
+                f"understands ({SCHEMA_VERSION}): upgrade lldsched to open it. "
+                "The file was left untouched"
+            )
+        if version != SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path!r} has unknown store schema version {version} "
+                f"(expected {SCHEMA_VERSION}); it was left untouched"
+            )
+        try:
+            problems = [row[0] for row in connection.execute("PRAGMA quick_check")]
+        except sqlite3.DatabaseError as exc:
+            problems = [str(exc)]
+        if problems != ["ok"]:
+            raise StoreError(
+                f"{self.path!r} is corrupted (quick_check: {'; '.join(problems[:3])}); "
+                "it was left untouched: restore it from a backup or move it aside"
+            )
+        return False
+
+    @staticmethod
+    def _create(connection: sqlite3.Connection, synchronous: str) -> None:
+        (mode,) = connection.execute("PRAGMA journal_mode = WAL").fetchone()
+        if mode != "wal":
+            log.warning("SQLite could not use WAL mode here (got %r); writes will be slower", mode)
+        connection.execute(f"PRAGMA synchronous = {synchronous}")
+        try:  # one transaction: a store is created whole or not at all
+            connection.executescript(
+                f"BEGIN IMMEDIATE; {_SCHEMA}; PRAGMA application_id = {APPLICATION_ID}; "
+                f"PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+            )
+        except BaseException:
+            _rollback(connection)
+            raise
+
+    # -- the TaskStore protocol --------------------------------------------------------
+
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        """Write the task's state (its definition too, the first time) and ``record``,
+        in one transaction.  :class:`ValidationError` if the definition cannot be
+        stored (at registration: nothing is written, and nothing registered)."""
+        task = snapshot.task
+        task_id = task.id
+        with self._lock:
+            connection = self._open()
+            definition = None if task_id in self._defined else encode_task(task)
+            self._dead_seq += snapshot.status is TaskStatus.FAILED
+            state = (
+                snapshot.status.value, snapshot.next_run_at, snapshot.attempt,
+                snapshot.run_count, snapshot.failure_count, snapshot.last_error,
+                snapshot.running, self._dead_seq, task_id,
+            )  # fmt: skip
+            statement = _UPDATE if definition is None else _UPSERT
+            parameters = state if definition is None else (*state, task.name, definition)
+            if record is None:  # one statement: a transaction of its own
+                connection.execute(statement, parameters)
+            else:
+                connection.execute("BEGIN IMMEDIATE")
+                try:
+                    connection.execute(statement, parameters)
+                    count = self._append(connection, record)
+                except BaseException:
+                    _rollback(connection)
+                    raise
+                connection.execute("COMMIT")
+                self._counts[task_id] = count
+            self._defined.add(task_id)
+
+    def _append(self, connection: sqlite3.Connection, record: ExecutionRecord) -> int:
+        """Insert ``record``, trimming its task's oldest records past the bound; returns
+        how many the task keeps now."""
+        task_id = record.task_id
+        self._seq += 1
+        connection.execute(
+            _INSERT_RECORD,
+            (
+                task_id, self._seq, record.attempt, record.due, record.slot, record.worker,
+                record.started, record.finished, record.ok, record.error, record.timed_out,
+                record.misfire,
+            ),
+        )  # fmt: skip
+        count = self._counts.get(task_id, 0) + 1
+        if self.retention is not None and count > self.retention + self._slack:
+            connection.execute(  # trim in batches, not at every record
+                "DELETE FROM records WHERE task_id = ?1 AND seq IN "
+                "(SELECT seq FROM records WHERE task_id = ?1 ORDER BY seq LIMIT ?2)",
+                (task_id, count - self.retention),
+            )
+            count = self.retention
+        return count
+
+    def delete(self, task_id: str) -> None:
+        """Forget ``task_id``: its row and its records."""
+        with self._lock:
+            connection = self._open()
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                connection.execute("DELETE FROM records WHERE task_id = ?", (task_id,))
+                connection.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
+            except BaseException:
+                _rollback(connection)
+                raise
+            connection.execute("COMMIT")
+            self._defined.discard(task_id)
+            self._counts.pop(task_id, None)
+
+    def load_all(self) -> list[TaskSnapshot]:
+        """Every stored task, in the order first saved, its callable imported.
+
+        :class:`StoreError` naming every task that cannot be loaded (a callable that
+        no longer imports, a definition that is no longer valid); nothing is written.
+        """
+        snapshots: list[TaskSnapshot] = []
+        problems: list[str] = []
+        with self._lock:
+            rows = (
+                self._open()
+                .execute(
+                    "SELECT id, definition, status, next_run_at, attempt, run_count, "
+                    "failure_count, last_error, running FROM tasks ORDER BY position"
+                )
+                .fetchall()
+            )
+        for task_id, definition, status, *state in rows:
+            try:
+                snapshots.append(_snapshot(task_id, definition, status, state))
+            except StoreError as exc:
+                problems.append(str(exc))
+        if problems:
+            raise StoreError(
+                f"cannot load {len(problems)} of the {len(rows)} tasks in {self.path!r}; "
+                "the store was left untouched. Fix the import path (or remove the task with "
+                "SqliteTaskStore(path).delete(task_id)) and open it again:\n  "
+                + "\n  ".join(problems)
+            )
+        with self._lock:
+            self._defined.update(snapshot.task.id for snapshot in snapshots)
+        return snapshots
+
+    # -- what recovery and people read back (HistoryStore) -------------------------------
+
+    def get(self, task_id: str) -> TaskSnapshot | None:
+        """The latest snapshot of ``task_id``, or None."""
+        with self._lock:
+            row = (
+                self._open()
+                .execute(
+                    "SELECT id, definition, status, next_run_at, attempt, run_count, "
+                    "failure_count, last_error, running FROM tasks WHERE id = ?",
+                    (task_id,),
+                )
+                .fetchone()
+            )
+        if row is None:
+            return None
+        _, definition, status, *state = row
+        return _snapshot(task_id, definition, status, state)
+
+    def records(self, task_id: str | None = None) -> list[ExecutionRecord]:
+        """The records kept for ``task_id`` (every task's when None), oldest first;
+        at most ``retention`` per task."""
+        keep = -1 if self.retention is None else self.retention  # LIMIT -1: no limit
+        with self._lock:
+            connection = self._open()
+            if task_id is not None:
+                rows = connection.execute(
+                    f"SELECT {_RECORD_COLUMNS} FROM records r JOIN tasks t ON t.id = r.task_id "
+                    "WHERE r.task_id = ? ORDER BY r.seq DESC LIMIT ?",
+                    (task_id, keep),
+                ).fetchall()
+                rows.reverse()
+            else:
+                rows = connection.execute(
+                    f"SELECT {_RECORD_COLUMNS} FROM ("
+                    "  SELECT *, row_number() OVER (PARTITION BY task_id ORDER BY seq DESC) AS n"
+                    "  FROM records) r JOIN tasks t ON t.id = r.task_id "
+                    "WHERE ? < 0 OR r.n <= ? ORDER BY r.seq",
+                    (keep, keep),
+                ).fetchall()
+        return [_record(row) for row in rows]
+
+    def dead_letter(self) -> list[str]:
+        """Ids of FAILED tasks, in the order they failed."""
+        with self._lock:
+            rows = self._open().execute(
+                "SELECT id FROM tasks WHERE status = 'failed' ORDER BY failed_seq, position"
+            )
+            return [task_id for (task_id,) in rows]
+
+    def __len__(self) -> int:
+        with self._lock:
+            (count,) = self._open().execute("SELECT count(*) FROM tasks").fetchone()
+            return int(count)
+
+    # -- lifetime ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the file (idempotent).  Saves after this raise ``StoreError``."""
+        with self._lock:
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
+
+    def _open(self) -> sqlite3.Connection:
+        if self._connection is None:
+            raise StoreError(f"the store {self.path!r} is closed")
+        return self._connection
+
+    def __enter__(self) -> SqliteTaskStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._connection is None else "open"
+        return f"SqliteTaskStore({self.path!r}, {state})"
+
+
+def _rollback(connection: sqlite3.Connection) -> None:
+    """Roll back the open transaction, if SQLite has not already (it does on some errors)."""
+    if connection.in_transaction:
+        connection.execute("ROLLBACK")
+
+
+def _snapshot(task_id: str, definition: str, status: str, state: list[Any]) -> TaskSnapshot:
+    try:
+        status_value = TaskStatus(status)
+    except ValueError:
+        raise StoreError(f"task {task_id}: unknown status {status!r}") from None
+    next_run_at, attempt, run_count, failure_count, last_error, running = state
+    return TaskSnapshot(
+        decode_task(task_id, definition), status_value, next_run_at, attempt,
+        run_count, failure_count, last_error, bool(running),
+    )  # fmt: skip
+
+
+def _record(row: tuple[Any, ...]) -> ExecutionRecord:
+    task_id, name, attempt, due, slot, worker, started, finished, ok, error, timed_out, misfire = (
+        row
+    )
+    return ExecutionRecord(
+        task_id, name, attempt, due, slot, worker, started, finished,
+        bool(ok), error, bool(timed_out), misfire,
+    )  # fmt: skip

@@ -1,0 +1,126 @@
+"""Misfire policies, decided against hand-computed slots (no scheduler, no store)."""
+
+from __future__ import annotations
+
+import pytest
+
+from lldsched import CronSchedule, FixedDelay, FixedRate, Misfire, MisfirePolicy, OneTime
+from lldsched.errors import ValidationError
+from lldsched.recovery import COALESCED, MAX_SLOTS, MISSED, first_after, passed_slots, plan
+from lldsched.schedules.catchup import SCHEDULE_DECIDES
+from tests.conftest import T0
+
+HOUR = 3600.0
+# An hourly job that last ran at 09:00; the process died at 09:30 and is back at 12:30.
+# The slots that passed: 10:00, 11:00, 12:00.  The next one: 13:00.
+TEN, ELEVEN, NOON, ONE = T0 + HOUR, T0 + 2 * HOUR, T0 + 3 * HOUR, T0 + 4 * HOUR
+BACK = T0 + 3.5 * HOUR
+HOURLY = [FixedRate(HOUR, start_delay=HOUR), CronSchedule("0 * * * *")]
+
+
+@pytest.mark.parametrize("schedule", HOURLY, ids=["fixed-rate", "cron"])
+def test_down_three_hours_run_once_runs_the_latest_slot_and_coalesces_the_rest(
+    schedule: FixedRate | CronSchedule,
+) -> None:
+    decided = plan(schedule, TEN, BACK, MisfirePolicy(Misfire.RUN_ONCE))
+    assert decided.runs == [NOON]
+    assert decided.decisions == [(TEN, COALESCED, None), (ELEVEN, COALESCED, None)]
+    assert decided.resume is SCHEDULE_DECIDES and decided.misfired
+
+
+@pytest.mark.parametrize("schedule", HOURLY, ids=["fixed-rate", "cron"])
+def test_down_three_hours_run_all_runs_the_three_slots(schedule: FixedRate | CronSchedule) -> None:
+    decided = plan(schedule, TEN, BACK, MisfirePolicy(Misfire.RUN_ALL))
+    assert decided.runs == [TEN, ELEVEN, NOON] and decided.decisions == []
+
+
+@pytest.mark.parametrize("schedule", HOURLY, ids=["fixed-rate", "cron"])
+def test_down_three_hours_skip_runs_nothing_and_resumes_at_the_next_slot_in_the_future(
+    schedule: FixedRate | CronSchedule,
+) -> None:
+    decided = plan(schedule, TEN, BACK, MisfirePolicy(Misfire.SKIP))
+    assert decided.runs == []
+    assert decided.decisions == [(TEN, MISSED, None), (ELEVEN, MISSED, None), (NOON, MISSED, None)]
+    assert decided.resume == ONE and ONE > BACK
+
+
+def test_run_all_is_bounded_and_records_the_oldest_slots_beyond_the_bound_as_missed() -> None:
+    decided = plan(FixedRate(HOUR), TEN, BACK, MisfirePolicy(Misfire.RUN_ALL, max_catch_up=2))
+    assert decided.runs == [ELEVEN, NOON]
+    assert decided.decisions == [(TEN, MISSED, None)]
+
+
+def test_a_slot_within_grace_is_not_a_misfire_whatever_the_policy() -> None:
+    late = TEN + 45
+    for action in Misfire:
+        decided = plan(FixedRate(HOUR), TEN, late, MisfirePolicy(action, grace=60))
+        assert decided.runs == [TEN] and decided.decisions == [] and not decided.misfired
+    assert plan(FixedRate(HOUR), TEN, TEN + 61, MisfirePolicy(Misfire.SKIP, grace=60)).misfired
+
+
+def test_grace_is_measured_on_the_oldest_passed_slot() -> None:
+    # 12:00 is only 30 s late, but 10:00 is 2.5 h late: the task misfired.
+    decided = plan(FixedRate(HOUR), TEN, NOON + 30, MisfirePolicy(Misfire.SKIP, grace=60))
+    assert [slot for slot, _, _ in decided.decisions] == [TEN, ELEVEN, NOON]
+
+
+def test_a_slot_still_in_the_future_is_left_alone() -> None:
+    decided = plan(FixedRate(HOUR), ONE, BACK, MisfirePolicy(Misfire.SKIP))
+    assert decided.runs == [ONE] and not decided.misfired
+
+
+def test_a_fixed_delay_misses_one_slot_however_long_the_downtime() -> None:
+    assert passed_slots(FixedDelay(600), TEN, BACK) == ([TEN], None)
+    decided = plan(FixedDelay(600), TEN, BACK, MisfirePolicy(Misfire.SKIP))
+    assert decided.decisions == [(TEN, MISSED, None)] and decided.resume == BACK + 600
+
+
+def test_a_one_off_skipped_has_nothing_to_resume_at() -> None:
+    decided = plan(OneTime(TEN), TEN, BACK, MisfirePolicy(Misfire.SKIP))
+    assert decided.runs == [] and decided.resume is None
+    assert plan(OneTime(TEN), TEN, BACK, MisfirePolicy()).runs == [TEN]
+
+
+def test_enumeration_is_capped_and_one_record_stands_for_the_slots_beyond_the_cap() -> None:
+    # A minutely cron down for a day: 1,440 slots passed, MAX_SLOTS are listed.
+    minutely = CronSchedule("* * * * *")
+    back = T0 + 86400 + 30
+    decided = plan(minutely, T0 + 60, back, MisfirePolicy(Misfire.SKIP))
+    assert len(decided.decisions) == MAX_SLOTS + 1
+    first_unlisted, outcome, text = decided.decisions[-1]
+    assert first_unlisted == T0 + 60 * (MAX_SLOTS + 1) and outcome == MISSED
+    assert text is not None and "more than 1000 slots" in text
+    assert decided.resume == T0 + 86400 + 60  # the first minute after `back`
+    once = plan(minutely, T0 + 60, back, MisfirePolicy(Misfire.RUN_ONCE))
+    assert len(once.runs) == 1 and once.resume == T0 + 86400 + 60
+    assert {outcome for _, outcome, _ in once.decisions} == {COALESCED}
+
+
+def test_first_after_jumps_arithmetically_for_a_fixed_rate_and_by_next_after_for_cron() -> None:
+    assert first_after(FixedRate(HOUR), TEN, BACK) == ONE
+    assert first_after(FixedRate(HOUR), TEN, NOON) == ONE  # strictly after now
+    assert first_after(CronSchedule("0 * * * *"), TEN, BACK) == ONE
+    assert first_after(OneTime(TEN), TEN, BACK) is None
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"on_misfire": "skip"},
+        {"grace": -1},
+        {"grace": float("nan")},
+        {"grace": True},
+        {"max_catch_up": 0},
+        {"max_catch_up": 2.5},
+    ],
+)
+def test_a_bad_misfire_policy_is_rejected_with_the_value_in_the_message(
+    kwargs: dict[str, object],
+) -> None:
+    with pytest.raises(ValidationError, match=repr(next(iter(kwargs.values())))[:4]):
+        MisfirePolicy(**kwargs)  # type: ignore[arg-type]
+
+
+def test_the_default_policy_runs_once_with_a_minute_of_grace() -> None:
+    policy = MisfirePolicy()
+    assert (policy.on_misfire, policy.grace, policy.max_catch_up) == (Misfire.RUN_ONCE, 60.0, 100)

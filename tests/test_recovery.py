@@ -1,0 +1,349 @@
+"""Recovery: a scheduler reopened on its store gets its tasks back and settles the slots that
+passed while it was down, as each task's misfire policy says; both runtimes decide alike."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from lldsched import (
+    CronSchedule,
+    EventLog,
+    FakeClock,
+    FixedDelay,
+    FixedRate,
+    InMemoryTaskStore,
+    Misfire,
+    MisfirePolicy,
+    OneTime,
+    RetryPolicy,
+    ScheduledTask,
+    Scheduler,
+    Simulation,
+    SqliteTaskStore,
+    TaskNotFoundError,
+    TaskSnapshot,
+    TaskStatus,
+)
+from lldsched.model import ExecutionRecord
+from tests import jobs
+from tests.conftest import T0, SchedulerFactory, settle
+
+HOUR = 3600.0
+SKIP = MisfirePolicy(Misfire.SKIP)
+RUN_ALL = MisfirePolicy(Misfire.RUN_ALL)
+
+
+@pytest.fixture(autouse=True)
+def _clear_calls() -> None:
+    jobs.CALLS.clear()
+
+
+def calls(label: str) -> list[float]:
+    """The due instants ``label`` ran for, relative to T0, in hours."""
+    return [(due - T0) / HOUR for name, due, _ in jobs.CALLS if name == label]
+
+
+def outcomes(scheduler: Scheduler | Simulation, name: str) -> list[tuple[str, float]]:
+    (task,) = [t for t in scheduler.tasks() if t.name == name]
+    return [(r.outcome, (r.slot - T0) / HOUR) for r in task.history]
+
+
+def state(task: ScheduledTask) -> tuple[object, ...]:
+    return (task.id, task.definition, task.status, task.next_run_at, task.attempt, task.history)
+
+
+def test_definitions_statuses_history_and_dead_letter_come_back(
+    make_scheduler: SchedulerFactory, clock: FakeClock, tmp_path: Path
+) -> None:
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path) as store:
+        scheduler = make_scheduler(clock=clock, store=store)
+        never = RetryPolicy.never()
+        scheduler.schedule("tick", jobs.note, FixedRate(60), args=("tick",), misfire=SKIP)
+        scheduler.schedule("cron", jobs.noop, CronSchedule("*/5 * * * *"))
+        dead = scheduler.schedule("dead", jobs.broken, OneTime(delay=0), retry=never)
+        slow_retry = RetryPolicy(3, 600, max_backoff=600)
+        scheduler.schedule("retrying", jobs.broken, FixedDelay(30), retry=slow_retry)
+        dead_too = scheduler.schedule(
+            "dead-too", jobs.broken, FixedRate(90, start_delay=30), retry=never
+        )
+        paused = scheduler.schedule("paused", jobs.noop, FixedRate(300))
+        cancelled = scheduler.schedule("cancelled", jobs.noop, FixedDelay(10))
+        done = scheduler.schedule("done", jobs.note, OneTime(delay=30), kwargs={"label": "x"})
+        settle(scheduler)
+        clock.advance(60)
+        settle(scheduler)
+        scheduler.pause(paused.id)
+        scheduler.cancel(cancelled.id)
+        assert scheduler.dead_letter() == [dead.id, dead_too.id]
+        assert scheduler.shutdown()
+        before = [state(t) for t in scheduler.tasks()]
+        counts = {t.id: (t.run_count, t.failure_count, t.last_error) for t in scheduler.tasks()}
+
+    with SqliteTaskStore(path) as store:
+        again = Scheduler(clock=clock, store=store)
+        assert [state(t) for t in again.tasks()] == before
+        assert {t.id: (t.run_count, t.failure_count, t.last_error) for t in again.tasks()} == counts
+        assert again.dead_letter() == [dead.id, dead_too.id]
+        assert again.task(done.id).status is TaskStatus.SUCCEEDED
+        assert again.task(paused.id).status is TaskStatus.PAUSED
+        # New ids continue after the restored ones.
+        assert again.schedule("new", jobs.noop, OneTime(delay=1)).id == "task-9"
+        assert again.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("policy", "runs", "decided"),
+    [
+        (Misfire.RUN_ONCE, [3.0], [("coalesced", 1.0), ("coalesced", 2.0)]),
+        (Misfire.RUN_ALL, [1.0, 2.0, 3.0], []),
+        (Misfire.SKIP, [], [("missed", 1.0), ("missed", 2.0), ("missed", 3.0)]),
+    ],
+)
+def test_down_for_three_hours_an_hourly_job_runs_as_its_policy_says(
+    tmp_path: Path, policy: Misfire, runs: list[float], decided: list[tuple[str, float]]
+) -> None:
+    # Registered at 09:00 with its first slot at 10:00; down from 09:30 to 12:30.
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path) as store:
+        first = Scheduler(clock=FakeClock(T0), store=store)
+        first.schedule(
+            "hourly", jobs.note, FixedRate(HOUR, start_delay=HOUR), args=("hourly",),
+            misfire=MisfirePolicy(policy),
+        )  # fmt: skip
+        assert first.shutdown()
+    clock = FakeClock(T0 + 3.5 * HOUR)
+    with SqliteTaskStore(path) as store:
+        scheduler = Scheduler(clock=clock, store=store).start()
+        settle(scheduler)
+        assert calls("hourly") == runs
+        assert outcomes(scheduler, "hourly") == decided + [("ok", slot) for slot in runs]
+        (task,) = scheduler.tasks()
+        assert task.next_run_at == T0 + 4 * HOUR  # 13:00, in the future
+        assert scheduler.shutdown()
+        assert [(r.outcome, (r.slot - T0) / HOUR) for r in store.records(task.id)] == (
+            decided + [("ok", slot) for slot in runs]
+        )
+
+
+def test_a_one_off_whose_slot_is_skipped_ends_cancelled_with_its_slot_recorded_missed(
+    tmp_path: Path,
+) -> None:
+    store = InMemoryTaskStore()
+    Scheduler(clock=FakeClock(T0), store=store).schedule(
+        "reminder", jobs.noop, OneTime(T0 + HOUR), misfire=SKIP
+    )
+    scheduler = Scheduler(clock=FakeClock(T0 + 2 * HOUR), store=store)
+    (task,) = scheduler.tasks()
+    assert task.status is TaskStatus.CANCELLED and task.next_run_at is None
+    assert [r.outcome for r in task.history] == ["missed"]
+    assert store.get(task.id) is not None and store.get(task.id).status is TaskStatus.CANCELLED  # type: ignore[union-attr]
+
+
+def test_a_run_in_flight_at_the_crash_runs_again_with_the_same_attempt(tmp_path: Path) -> None:
+    store = InMemoryTaskStore()
+    writer = Scheduler(clock=FakeClock(T0), store=store)
+    task = writer.schedule("job", jobs.note, FixedRate(HOUR), args=("job",), misfire=SKIP)
+    # What the store held when the process died with attempt 1 in flight (no record).
+    store.save(TaskSnapshot(task.definition, TaskStatus.RUNNING, T0, 1, 0, 0, None, True))
+    clock = FakeClock(T0 + 2.5 * HOUR)
+    scheduler = Scheduler(clock=clock, store=store).start()
+    try:
+        settle(scheduler)
+        # At-least-once: the attempt in flight runs again, whatever the policy; the slots
+        # after it (10:00, 11:00) are the policy's (SKIP): missed, and 12:00 is next.
+        assert [(due - T0, attempt) for _, due, attempt in jobs.CALLS] == [(0.0, 1)]
+        assert outcomes(scheduler, "job") == [("missed", 1.0), ("missed", 2.0), ("ok", 0.0)]
+        assert scheduler.task(task.id).next_run_at == T0 + 3 * HOUR
+    finally:
+        assert scheduler.shutdown()
+
+
+def test_a_retry_in_flight_at_the_crash_keeps_its_attempt_count_and_slot() -> None:
+    store = InMemoryTaskStore()
+    writer = Scheduler(clock=FakeClock(T0), store=store)
+    task = writer.schedule("job", jobs.note, FixedRate(HOUR), args=("job",))
+    failed = ExecutionRecord(task.id, "job", 1, T0, T0, 0, T0, T0 + 1, False, "RuntimeError")
+    store.save(TaskSnapshot(task.definition, TaskStatus.RETRYING, T0 + 2, 1, 1, 1, "x"), failed)
+    store.save(TaskSnapshot(task.definition, TaskStatus.RUNNING, T0 + 2, 2, 1, 1, "x", True))
+    scheduler = Scheduler(clock=FakeClock(T0 + 30), store=store)
+    restored = scheduler.task(task.id)
+    assert (restored.status, restored.attempt, restored.next_run_at) == (
+        TaskStatus.RETRYING, 1, T0 + 2,
+    )  # fmt: skip
+    scheduler.start()
+    try:
+        settle(scheduler)
+        assert [(due - T0, attempt) for _, due, attempt in jobs.CALLS] == [(2.0, 2)]
+        assert restored.history[-1].slot == T0 and restored.next_run_at == T0 + HOUR
+    finally:
+        assert scheduler.shutdown()
+
+
+def test_a_paused_task_is_left_paused_and_resume_runs_its_slot_at_once() -> None:
+    store = InMemoryTaskStore()
+    writer = Scheduler(clock=FakeClock(T0), store=store)
+    task = writer.schedule("job", jobs.note, FixedRate(HOUR), args=("job",), misfire=SKIP)
+    writer.pause(task.id)
+    clock = FakeClock(T0 + 5 * HOUR)
+    scheduler = Scheduler(clock=clock, store=store).start()
+    try:
+        assert scheduler.task(task.id).status is TaskStatus.PAUSED
+        assert scheduler.task(task.id).history == ()
+        scheduler.resume(task.id)
+        settle(scheduler)
+        assert [due for _, due, _ in jobs.CALLS] == [clock.now()]
+    finally:
+        assert scheduler.shutdown()
+
+
+def test_every_decision_reaches_the_listeners(tmp_path: Path, log: EventLog) -> None:
+    store = InMemoryTaskStore()
+    Scheduler(clock=FakeClock(T0), store=store).schedule(
+        "hourly", jobs.noop, FixedRate(HOUR, start_delay=HOUR), misfire=SKIP
+    )
+    scheduler = Scheduler(clock=FakeClock(T0 + 3.5 * HOUR), store=store, listeners=[log])
+    scheduler.start()
+    try:
+        event = log.wait_for(lambda e: e.record is not None and e.record.slot == T0 + 3 * HOUR)
+        assert event is not None and event.record is not None
+        assert event.record.outcome == "missed" and event.previous is event.status
+    finally:
+        assert scheduler.shutdown()
+
+
+def test_both_runtimes_recover_a_store_to_the_same_decisions_and_runs(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path) as store:
+        writer = Simulation(start=T0, store=store)  # a simulated task may have no action
+        for policy in Misfire:
+            misfire = MisfirePolicy(policy, max_catch_up=2)
+            hourly = FixedRate(HOUR, start_delay=HOUR)
+            writer.schedule(f"rate-{policy.value}", hourly, misfire=misfire)
+            writer.schedule(f"cron-{policy.value}", CronSchedule("30 * * * *"), misfire=misfire)
+        writer.schedule("delay", FixedDelay(600), misfire=SKIP)
+    shutil.copy(path, tmp_path / "copy.db")
+    back = T0 + 5.25 * HOUR
+
+    with SqliteTaskStore(path) as store:
+        clock = FakeClock(back)
+        threaded = Scheduler(clock=clock, store=store).start()
+        settle(threaded)
+        while (pending := threaded.pending()) and (pending[0].next_run_at or 0) <= back + 2 * HOUR:
+            clock.set(max(clock.now(), pending[0].next_run_at or 0.0))  # event by event
+            settle(threaded)
+        assert threaded.shutdown()
+    with SqliteTaskStore(tmp_path / "copy.db") as store:
+        sim = Simulation(start=back, store=store)
+        sim.run(back + 2 * HOUR)
+
+    def history(runtime: Scheduler | Simulation) -> dict[str, list[tuple[str, float, int]]]:
+        return {
+            t.name: [(r.outcome, r.slot, r.attempt) for r in t.history] for t in runtime.tasks()
+        }
+
+    assert history(threaded) == history(sim)
+    # Back at 14:15 after 09:00; each policy on the hourly grid (10:00 ... 14:00):
+    assert outcomes(sim, "rate-skip") == [
+        ("missed", 1.0), ("missed", 2.0), ("missed", 3.0), ("missed", 4.0), ("missed", 5.0),
+        ("ok", 6.0), ("ok", 7.0),
+    ]  # fmt: skip
+    once = [("coalesced", 1.0), ("coalesced", 2.0), ("coalesced", 3.0), ("coalesced", 4.0)]
+    assert outcomes(sim, "rate-run_once") == [*once, ("ok", 5.0), ("ok", 6.0), ("ok", 7.0)]
+    assert outcomes(sim, "rate-run_all") == [
+        ("missed", 1.0), ("missed", 2.0), ("missed", 3.0), ("ok", 4.0), ("ok", 5.0),
+        ("ok", 6.0), ("ok", 7.0),
+    ]  # fmt: skip
+    assert outcomes(sim, "delay")[:2] == [("missed", 0.0), ("ok", 5.25 + 600 / HOUR)]
+    assert {t.name: t.next_run_at for t in threaded.tasks()} == {
+        t.name: t.next_run_at for t in sim.tasks()
+    }
+
+
+class JumpingClock(FakeClock):
+    """A fake clock with a monotonic side: ``advance`` moves both, ``jump`` only the wall.
+
+    ``parked`` is set each time the timer parks, so a test knows the timer has handled
+    what happened before."""
+
+    def __init__(self, start: float) -> None:
+        super().__init__(start)
+        self._mono = 0.0
+        self.parked = threading.Event()
+
+    def monotonic(self) -> float:
+        return self._mono
+
+    def advance(self, seconds: float) -> float:
+        self._mono += seconds
+        return super().advance(seconds)
+
+    def jump(self, seconds: float) -> None:
+        with self._lock:
+            self._now += seconds
+        self._notify_all()
+
+    def wait(self, condition: threading.Condition, deadline: float | None) -> None:
+        self.parked.set()
+        super().wait(condition, deadline)
+
+
+def test_a_forward_jump_of_the_wall_clock_is_downtime_for_the_misfire_policy(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    clock = JumpingClock(T0)
+    scheduler = make_scheduler(clock=clock)
+    scheduler.schedule("skip", jobs.note, FixedRate(HOUR, start_delay=HOUR), args=("skip",),
+                       misfire=SKIP)  # fmt: skip
+    scheduler.schedule("once", jobs.note, FixedRate(HOUR, start_delay=HOUR), args=("once",))
+    settle(scheduler)
+    clock.jump(3.5 * HOUR)
+    settle(scheduler)
+    assert calls("skip") == [] and calls("once") == [3.0]
+    assert outcomes(scheduler, "skip") == [("missed", 1.0), ("missed", 2.0), ("missed", 3.0)]
+    assert outcomes(scheduler, "once") == [("coalesced", 1.0), ("coalesced", 2.0), ("ok", 3.0)]
+    assert {t.next_run_at for t in scheduler.tasks()} == {T0 + 4 * HOUR}
+
+
+def test_a_backward_jump_moves_interval_slots_back_and_leaves_calendar_slots(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    clock = JumpingClock(T0)
+    scheduler = make_scheduler(clock=clock)
+    rate = scheduler.schedule("rate", jobs.noop, FixedRate(60, start_delay=60))
+    cron = scheduler.schedule("cron", jobs.noop, CronSchedule("0 12 * * *"))
+    at = scheduler.schedule("at", jobs.noop, OneTime(T0 + 600))
+    assert clock.parked.wait(5)
+    clock.parked.clear()
+    clock.jump(-HOUR)
+    assert clock.parked.wait(5)  # the timer handled the jump and parked again
+    assert rate.next_run_at == T0 - HOUR + 60  # still a minute away
+    assert cron.next_run_at == T0 + 3 * HOUR and at.next_run_at == T0 + 600
+
+
+def test_a_fake_clock_moving_is_never_taken_for_a_jump(make_scheduler: SchedulerFactory) -> None:
+    clock = FakeClock(T0)
+    scheduler = make_scheduler(clock=clock)
+    scheduler.schedule("skip", jobs.note, FixedRate(HOUR, start_delay=HOUR), args=("skip",),
+                       misfire=SKIP)  # fmt: skip
+    settle(scheduler)
+    clock.advance(3.5 * HOUR)
+    settle(scheduler)
+    assert calls("skip") == [1.0]  # an ordinary late run: FixedRate SKIP then goes to 13:00
+
+
+def test_a_simulation_restores_a_store_and_models_its_restored_tasks() -> None:
+    store = InMemoryTaskStore()
+    Simulation(start=T0, store=store).schedule("job", FixedRate(HOUR, start_delay=HOUR))
+    sim = Simulation(start=T0 + 0.5 * HOUR, store=store)
+    (task,) = sim.tasks()
+    sim.model(task.id, duration=120.0)
+    sim.run(T0 + 1.5 * HOUR)
+    (run,) = sim.records()
+    assert (run.slot, run.duration) == (T0 + HOUR, 120.0)
+    with pytest.raises(TaskNotFoundError):
+        sim.model("task-99", duration=1.0)

@@ -1,0 +1,315 @@
+"""SqliteTaskStore: the file, the rows, retention, and every way opening it can go wrong."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from lldsched import (
+    CronSchedule,
+    ExecutionRecord,
+    FakeClock,
+    FixedDelay,
+    FixedRate,
+    Misfire,
+    MisfirePolicy,
+    OneTime,
+    OverrunPolicy,
+    Priority,
+    RetryPolicy,
+    Scheduler,
+    SqliteTaskStore,
+    StoreError,
+    TaskSnapshot,
+    TaskStatus,
+    TaskStore,
+    ValidationError,
+)
+from lldsched.model import Task
+from lldsched.stores import HistoryStore
+from lldsched.stores.codec import callable_path, decode_task, encode_task
+from lldsched.stores.sqlite import SCHEMA_VERSION
+from tests import jobs
+from tests.conftest import T0, SchedulerFactory, settle
+
+
+def task(action: object = jobs.noop, **fields: object) -> Task:
+    values: dict[str, object] = {
+        "id": "task-1",
+        "name": "t",
+        "action": action,
+        "schedule": FixedRate(60),
+        "priority": Priority.NORMAL,
+        "retry": RetryPolicy(),
+        "timeout": None,
+    }
+    values.update(fields)
+    return Task(**values)  # type: ignore[arg-type]
+
+
+def snapshot(definition: Task, status: TaskStatus = TaskStatus.SCHEDULED) -> TaskSnapshot:
+    return TaskSnapshot(definition, status, T0, 0, 0, 0, None)
+
+
+def record(task_id: str, n: int) -> ExecutionRecord:
+    return ExecutionRecord(task_id, "t", 1, T0 + n, T0 + n, 0, T0 + n, T0 + n + 1, True)
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+class Job:
+    @classmethod
+    def build(cls) -> None:
+        """A classmethod imports back as an equal bound method."""
+
+    def run(self) -> None:
+        """A method of an instance does not."""
+
+
+# -- the file --------------------------------------------------------------------------
+
+
+def test_a_new_store_is_a_versioned_lldsched_file_in_wal_mode(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path) as store:
+        assert isinstance(store, TaskStore) and isinstance(store, HistoryStore)
+        assert len(store) == 0 and store.load_all() == []
+    connection = sqlite3.connect(path)
+    assert connection.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    assert connection.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+    assert connection.execute("PRAGMA application_id").fetchone() == (0x6C6C6473,)
+    connection.close()
+
+
+def test_every_schedule_and_option_round_trips_through_the_file(tmp_path: Path) -> None:
+    definitions = [
+        task(id="a", schedule=OneTime(T0 + 5)),
+        task(id="b", schedule=OneTime(delay=2.5)),
+        task(id="c", schedule=FixedDelay(30, start_delay=1)),
+        task(id="d", schedule=FixedRate(60, OverrunPolicy.CATCH_UP, 0.5)),
+        task(id="e", schedule=CronSchedule("*/15 9-17 * * 1-5")),
+        task(
+            id="f",
+            action=jobs.note,
+            priority=Priority.HIGH,
+            retry=RetryPolicy(5, 0.5, 3.0, 10.0, 0.25),
+            timeout=2.0,
+            args=("label",),
+            kwargs={"nested": {"list": [1, 2.5, None, True]}},
+            misfire=MisfirePolicy(Misfire.RUN_ALL, grace=5, max_catch_up=7),
+        ),
+        task(id="g", action=None),
+        task(id="h", action=print),
+        task(id="i", action=Job.build),
+    ]
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path) as store:
+        for definition in definitions:
+            store.save(snapshot(definition))
+    with SqliteTaskStore(path) as store:
+        assert [s.task for s in store.load_all()] == definitions
+
+
+def test_records_are_kept_per_task_up_to_the_retention_bound(tmp_path: Path) -> None:
+    with SqliteTaskStore(tmp_path / "tasks.db", retention=5) as store:
+        for task_id in ("a", "b"):
+            store.save(snapshot(task(id=task_id)))
+        for n in range(40):
+            store.save(snapshot(task(id="a")), record("a", n))
+        store.save(snapshot(task(id="b")), record("b", 0))
+        assert [r.due - T0 for r in store.records("a")] == [35, 36, 37, 38, 39]
+        assert [r.task_id for r in store.records()] == ["a"] * 5 + ["b"]
+        (kept,) = store._open().execute("SELECT count(*) FROM records").fetchone()
+        assert kept <= 5 + 1 + 1  # at most 10% (here: one) over the bound between trims
+
+
+def test_the_dead_letter_is_the_failed_tasks_in_the_order_they_failed(tmp_path: Path) -> None:
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        for task_id in ("a", "b", "c"):
+            store.save(snapshot(task(id=task_id)))
+        store.save(snapshot(task(id="c"), TaskStatus.FAILED))
+        store.save(snapshot(task(id="a"), TaskStatus.FAILED))
+        store.save(snapshot(task(id="c"), TaskStatus.FAILED))  # still failed: keeps its place
+        assert store.dead_letter() == ["c", "a"]
+        store.save(snapshot(task(id="c"), TaskStatus.SCHEDULED))  # redriven
+        assert store.dead_letter() == ["a"]
+        store.delete("a")
+        assert store.dead_letter() == [] and store.get("a") is None
+
+
+def test_the_store_is_safe_to_write_from_many_threads(tmp_path: Path) -> None:
+    with SqliteTaskStore(tmp_path / "tasks.db", retention=None) as store:
+
+        def write(n: int) -> None:
+            for i in range(100):
+                store.save(snapshot(task(id=f"t{n}")), record(f"t{n}", i))
+
+        threads = [threading.Thread(target=write, args=(n,)) for n in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(10)
+        assert len(store) == 8 and len(store.records()) == 800
+
+
+def test_a_closed_store_says_so(tmp_path: Path) -> None:
+    store = SqliteTaskStore(tmp_path / "tasks.db")
+    store.close()
+    store.close()
+    with pytest.raises(StoreError, match="closed"):
+        store.save(snapshot(task()))
+
+
+# -- what cannot be stored: rejected at schedule time -----------------------------------
+
+
+def make_closure() -> object:
+    def inner() -> None:
+        pass
+
+    return inner
+
+
+@pytest.mark.parametrize(
+    ("action", "message"),
+    [
+        (lambda: None, "has none"),
+        (make_closure(), "has none"),
+        (functools.partial(jobs.note, "x"), "has none"),
+        (Job().run, "does not round-trip"),
+    ],
+    ids=["lambda", "closure", "partial", "bound-method"],
+)
+def test_an_action_without_an_import_path_is_rejected_at_schedule_time(
+    make_scheduler: SchedulerFactory, clock: FakeClock, tmp_path: Path, action: object, message: str
+) -> None:
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        scheduler = make_scheduler(clock=clock, store=store)
+        scheduler.schedule("kept", jobs.noop, FixedRate(60))
+        with pytest.raises(ValidationError, match=message):
+            scheduler.schedule("job", action, FixedRate(60))  # type: ignore[arg-type]
+        assert [t.name for t in scheduler.tasks()] == ["kept"]
+        assert [s.task.name for s in store.load_all()] == ["kept"]
+
+
+@pytest.mark.parametrize(
+    "args", [(object(),), ((1, 2),), ({1: "int key"},), (float("nan"),)], ids=repr
+)
+def test_arguments_that_json_would_change_are_rejected(args: tuple[object, ...]) -> None:
+    with pytest.raises(ValidationError, match="JSON keeps unchanged"):
+        encode_task(task(action=jobs.note, args=args))
+
+
+def test_a_schedule_type_without_a_registered_form_is_rejected() -> None:
+    class Weekly(FixedRate):
+        pass
+
+    with pytest.raises(ValidationError, match="register_schedule"):
+        encode_task(task(schedule=Weekly(604800)))
+
+
+def test_callable_paths_name_module_and_qualified_name() -> None:
+    assert callable_path(jobs.noop) == "tests.jobs:noop"
+    assert callable_path(Job.build) == "tests.test_store_sqlite:Job.build"
+    assert callable_path(print) == "builtins:print"
+
+
+# -- what cannot be loaded: a clear error, and the file untouched ------------------------
+
+
+def test_a_corrupted_file_is_refused_and_left_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.db"
+    path.write_bytes(b"this is not a database, just some bytes " * 200)
+    before = digest(path)
+    with pytest.raises(StoreError, match="not a readable SQLite database"):
+        SqliteTaskStore(path)
+    assert digest(path) == before
+
+
+def test_a_store_with_damaged_pages_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path, retention=None) as store:
+        for n in range(200):
+            store.save(snapshot(task(id=f"t{n}", name="x" * 200)), record(f"t{n}", n))
+    data = bytearray(path.read_bytes())
+    page = 4096
+    data[2 * page : 4 * page] = b"\xff" * (2 * page)  # scribble over two pages
+    path.write_bytes(bytes(data))
+    before = digest(path)
+    with pytest.raises(StoreError, match=r"corrupted|not a readable"):
+        SqliteTaskStore(path)
+    assert digest(path) == before
+
+
+def test_a_schema_from_the_future_is_refused_and_left_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path) as store:
+        store.save(snapshot(task()))
+    connection = sqlite3.connect(path)
+    connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    connection.close()
+    before = digest(path)
+    with pytest.raises(StoreError, match=r"schema version 2, newer .* upgrade lldsched"):
+        SqliteTaskStore(path)
+    assert digest(path) == before
+
+
+def test_an_sqlite_file_of_another_application_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    connection = sqlite3.connect(path)
+    connection.execute("CREATE TABLE accounts (id INTEGER)")
+    connection.commit()
+    connection.close()
+    before = digest(path)
+    with pytest.raises(StoreError, match=r"not an lldsched store .*accounts"):
+        SqliteTaskStore(path)
+    assert digest(path) == before
+
+
+def test_an_unimportable_callable_fails_the_load_naming_the_task_and_touches_nothing(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path) as store:
+        store.save(snapshot(task(id="good")), record("good", 0))
+        store.save(snapshot(task(id="gone")))
+        store._open().execute(
+            "UPDATE tasks SET definition = replace(definition, 'tests.jobs:noop', "
+            "'tests.jobs_renamed:noop') WHERE id = 'gone'"
+        )
+    before = digest(path)
+    with SqliteTaskStore(path) as store:
+        with pytest.raises(StoreError, match=r"(?s)1 of the 2 tasks.*gone.*tests\.jobs_renamed"):
+            Scheduler(store=store)  # recovery reads everything before it changes anything
+        assert store.records("good") == [record("good", 0)]
+    assert digest(path) == before
+
+
+def test_a_definition_that_became_invalid_is_a_store_error() -> None:
+    text = encode_task(task()).replace('"period":60', '"period":-1')
+    with pytest.raises(StoreError, match="task-1: its stored definition is invalid"):
+        decode_task("task-1", text)
+    with pytest.raises(StoreError, match="no attribute"):
+        decode_task("task-1", encode_task(task()).replace("jobs:noop", "jobs:nothing"))
+
+
+def test_a_store_written_by_a_scheduler_lists_every_transition(
+    make_scheduler: SchedulerFactory, clock: FakeClock, tmp_path: Path
+) -> None:
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        scheduler = make_scheduler(clock=clock, store=store)
+        tick = scheduler.schedule("tick", jobs.noop, FixedRate(10))
+        settle(scheduler)
+        clock.advance(10)
+        settle(scheduler)
+        stored = store.get(tick.id)
+        assert stored is not None and stored.status is TaskStatus.SCHEDULED
+        assert stored.next_run_at == clock.now() + 10 and stored.run_count == 2
+        assert [r.slot for r in store.records(tick.id)] == [r.slot for r in tick.history]
