@@ -21,7 +21,10 @@ lateness    timedelta64[us]         ``start - due``: dispatch latency or a wait 
 ok          bool                    the attempt succeeded
 error       string                  ``"Type: message"``, ``<NA>`` when ok
 timed_out   bool                    the attempt ran past its timeout
-outcome     category                ``ok``, ``failed`` or ``timed_out`` (:data:`OUTCOMES`)
+outcome     category                ``ok``, ``failed``, ``timed_out``, or for a slot a
+                                    misfire policy decided ``missed``/``coalesced``
+                                    (:data:`OUTCOMES`; such rows have attempt 0 and
+                                    worker -1, and :func:`ran` leaves them out)
 priority    Int64                   the task's :class:`~lldsched.model.Priority` value
                                     (0 HIGH, 1 NORMAL, 2 LOW), ``<NA>`` when unknown
 ==========  ======================  ==================================================
@@ -70,7 +73,9 @@ from lldsched.sim.simulation import Simulation
 __all__ = [
     "COLUMNS",
     "DTYPES",
+    "MISFIRES",
     "OUTCOMES",
+    "ran",
     "records_of",
     "schedules_of",
     "task_summary",
@@ -78,7 +83,8 @@ __all__ = [
     "utilisation",
 ]
 
-OUTCOMES = ("ok", "failed", "timed_out")
+OUTCOMES = ("ok", "failed", "timed_out", "missed", "coalesced")
+MISFIRES = ("missed", "coalesced")  # slots a misfire policy decided: records, not runs
 """The outcome categories, in this order; an outcome a record reports beyond these is
 appended after them."""
 
@@ -217,10 +223,15 @@ def _priorities(task_id: Any, known: Mapping[str, int]) -> Any:
 # -- summaries -----------------------------------------------------------------------
 
 SUMMARY_COLUMNS = (
-    "name", "runs", "ok", "failed", "timed_out", "retries", "overruns",
+    "name", "runs", "ok", "failed", "timed_out", "retries", "overruns", "missed",
     "lateness_p50", "lateness_p95", "lateness_max",
     "duration_p50", "duration_p95", "duration_max",
 )  # fmt: skip
+
+
+def ran(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of attempts that ran: without the slots a misfire policy decided."""
+    return frame[~frame["outcome"].isin(MISFIRES)]
 
 
 def task_summary(
@@ -234,34 +245,38 @@ def task_summary(
     uses, so a percentile is always a time that happened), and ``overruns``: first
     attempts that lasted longer than the gap to their schedule's next slot
     (:func:`lldsched.sim.report.overran`; ``schedules`` maps task id to schedule,
-    see :func:`schedules_of`; without it the count is 0).
+    see :func:`schedules_of`; without it the count is 0).  Slots a misfire policy
+    decided are not runs: they are counted in ``missed`` and measured nowhere.
     """
     columns: dict[str, list[Any]] = {name: [] for name in SUMMARY_COLUMNS}
     ids: list[str] = []
-    for task_id, runs in frame.groupby("task_id", sort=False, observed=True):
+    for task_id, rows in frame.groupby("task_id", sort=False, observed=True):
+        misfired = rows["outcome"].isin(MISFIRES)
+        runs = rows[~misfired]
         outcome = runs["outcome"]
         lateness = np.sort(runs["lateness"].to_numpy())
         duration = np.sort(runs["duration"].to_numpy())
         ids.append(str(task_id))
         row = {
-            "name": runs["name"].iloc[0],
+            "name": rows["name"].iloc[0],
             "runs": len(runs),
             "ok": int(runs["ok"].sum()),
             "failed": int((outcome == "failed").sum()),
             "timed_out": int((outcome == "timed_out").sum()),
             "retries": int((runs["attempt"] > 1).sum()),
             "overruns": _overruns(runs, (schedules or {}).get(str(task_id))),
+            "missed": int(misfired.sum()),
             "lateness_p50": _nearest_rank(lateness, 50),
             "lateness_p95": _nearest_rank(lateness, 95),
-            "lateness_max": lateness[-1],
+            "lateness_max": lateness[-1] if len(lateness) else _NAT,
             "duration_p50": _nearest_rank(duration, 50),
             "duration_p95": _nearest_rank(duration, 95),
-            "duration_max": duration[-1],
+            "duration_max": duration[-1] if len(duration) else _NAT,
         }
         for name, value in row.items():
             columns[name].append(value)
-    dtypes: dict[str, np.dtype[Any]] = {name: np.dtype("int64") for name in SUMMARY_COLUMNS[1:7]}
-    dtypes.update({name: np.dtype("timedelta64[us]") for name in SUMMARY_COLUMNS[7:]})
+    dtypes: dict[str, np.dtype[Any]] = {name: np.dtype("int64") for name in SUMMARY_COLUMNS[1:8]}
+    dtypes.update({name: np.dtype("timedelta64[us]") for name in SUMMARY_COLUMNS[8:]})
     data: dict[str, Any] = {"name": pd.array(columns["name"], dtype=pd.StringDtype())}
     for name, dtype in dtypes.items():
         data[name] = np.array(columns[name], dtype=dtype)
@@ -269,9 +284,14 @@ def task_summary(
     return pd.DataFrame(data, index=index, columns=list(SUMMARY_COLUMNS))
 
 
+_NAT = np.timedelta64("NaT", "us")
+
+
 def _nearest_rank(ordered: np.ndarray[Any, Any], q: float) -> Any:
     """The ``q``-th percentile of sorted ``ordered`` by nearest rank, as
     :func:`lldsched.sim.report.percentile` computes it."""
+    if not len(ordered):
+        return _NAT
     rank = max(1, math.ceil(q / 100 * len(ordered)))
     return ordered[rank - 1]
 
@@ -304,6 +324,7 @@ def utilisation(
     interval for the part it spent there.  Returns a frame indexed by interval start
     (UTC), one float column per worker, 0.0 (idle) to 1.0 (busy throughout).
     """
+    frame = ran(frame)  # decided slots ran nowhere
     columns = list(range(workers)) if isinstance(workers, int) else [int(w) for w in workers]
     step = _step(freq)
     index_name = "interval"

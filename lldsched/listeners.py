@@ -185,12 +185,16 @@ class EventLog:
             return list(self._events)
 
     def runs(self, name: str | None = None) -> list[ExecutionRecord]:
-        """The records of finished runs, in the order they finished (of ``name`` only, if given)."""
+        """The records of finished runs, in the order they finished (of ``name`` only, if
+        given).  Slots a misfire policy decided (``record.misfire``) did not run: they
+        are in :attr:`events`, not here."""
         with self._cond:
             return [
                 event.record
                 for event in self._events
-                if event.record is not None and (name is None or event.name == name)
+                if event.record is not None
+                and event.record.misfire is None
+                and (name is None or event.name == name)
             ]
 
     def wait_for(

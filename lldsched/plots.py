@@ -32,7 +32,7 @@ from datetime import datetime, tzinfo
 from typing import Any, cast
 from zoneinfo import ZoneInfo
 
-from lldsched.frames import to_frame, utilisation  # raises, naming the extra, without pandas
+from lldsched.frames import ran, to_frame, utilisation  # raises, naming the extra, without pandas
 
 try:
     import matplotlib.dates as _mdates
@@ -311,6 +311,7 @@ def gantt(
     """
     if by not in ("worker", "task"):
         raise ValidationError(f'by must be "worker" or "task", got {by!r}')
+    frame = ran(frame)  # a slot a misfire policy decided ran on no worker
     codes, labels = _tasks(frame)
     if by == "worker":
         workers = sorted(frame["worker"].unique().tolist())
@@ -454,6 +455,7 @@ def lateness_over_time(
     frame: pd.DataFrame, ax: Axes | None = None, tz: str | tzinfo = "UTC"
 ) -> Figure:
     """Each run's lateness (start minus due) at its due time, one colour per task."""
+    frame = ran(frame)
     figure, ax = _axes(ax, (11.0, 4.0))
     codes, labels = _tasks(frame)
     palette = _palette(len(labels))
@@ -482,6 +484,7 @@ def lateness_distribution(frame: pd.DataFrame, ax: Axes | None = None) -> Figure
     """Per task, the fraction of runs that started within a given lateness (an
     empirical CDF); the dotted line marks 95 %, so where a task's curve crosses it
     is its 95th percentile."""
+    frame = ran(frame)
     figure, ax = _axes(ax, (8.0, 4.5))
     codes, labels = _tasks(frame)
     palette = _palette(len(labels))

@@ -24,6 +24,7 @@ from lldsched.frames import (
     COLUMNS,
     DTYPES,
     OUTCOMES,
+    ran,
     schedules_of,
     task_summary,
     to_frame,
@@ -246,3 +247,23 @@ def test_without_pandas_importing_frames_names_the_extra(monkeypatch: pytest.Mon
     monkeypatch.delitem(sys.modules, "lldsched.frames")
     with pytest.raises(ImportError, match=r"pip install 'lldsched\[notebook\]'"):
         importlib.import_module("lldsched.frames")
+
+
+def test_slots_a_misfire_policy_decided_are_rows_but_not_runs() -> None:
+    records = [
+        R("task-1", "hourly", 1, T0, T0, 0, T0, T0 + 5, True),
+        R("task-1", "hourly", 0, T0 + 3600, T0 + 3600, -1, T0 + 9000, T0 + 9000, False,
+          None, False, "missed"),
+        R("task-1", "hourly", 0, T0 + 7200, T0 + 7200, -1, T0 + 9000, T0 + 9000, False,
+          None, False, "coalesced"),
+    ]  # fmt: skip
+    frame = to_frame(records)
+    assert list(frame["outcome"]) == ["ok", "missed", "coalesced"]
+    assert list(frame["outcome"].cat.categories) == list(OUTCOMES)
+    assert list(ran(frame)["attempt"]) == [1]
+    (row,) = task_summary(frame).itertuples()
+    assert (row.runs, row.ok, row.failed, row.missed) == (1, 1, 0, 2)
+    assert row.lateness_max == pd.Timedelta(0)
+    only_missed = task_summary(frame.iloc[1:])
+    assert only_missed["runs"].iloc[0] == 0 and only_missed["lateness_max"].isna().iloc[0]
+    assert list(utilisation(frame, workers=1, freq="1h").columns) == [0]

@@ -118,3 +118,14 @@ def test_listeners_can_be_added_and_removed_while_running(
     settle(scheduler)
     assert [r.name for r in log.runs()] == ["a"]  # removed: it hears nothing more
     assert scheduler.remove_listener(log) is False
+
+
+def test_event_log_runs_leave_out_slots_a_misfire_policy_decided() -> None:
+    log = EventLog()
+    ran_record = ExecutionRecord("task-1", "t", 1, 0, 0, 0, 0, 1, True)
+    missed = ExecutionRecord("task-1", "t", 0, 60, 60, -1, 90, 90, False, None, False, "missed")
+    for record in (ran_record, missed):
+        log.on_event(
+            TaskEvent("task-1", "t", TaskStatus.SCHEDULED, TaskStatus.SCHEDULED, 0, record)
+        )
+    assert log.runs("t") == [ran_record] and len(log.events) == 2

@@ -63,7 +63,8 @@ def summarize(
     to schedules, for counting overruns."""
     grouped: dict[str, list[ExecutionRecord]] = {}
     for record in records:
-        grouped.setdefault(record.task_id, []).append(record)
+        if record.misfire is None:  # a slot a misfire policy decided did not run
+            grouped.setdefault(record.task_id, []).append(record)
     rows = []
     for task_id, runs in grouped.items():
         lateness = sorted(r.lateness for r in runs)
