@@ -1,0 +1,172 @@
+# %% [markdown]
+# # 06 · Persistence and shutdown
+#
+# Three questions every scheduler design meets after the happy path:
+#
+# 1. **Where does the state live?** Behind a `TaskStore`: every status change is written
+#    through it, with the run's record.
+# 2. **How does it stop?** Timer first, then the pool: drain what is queued, or drop it;
+#    a run in flight always finishes.
+# 3. **What happens after a crash or a night of downtime?** A scheduler opened on a
+#    durable store gets its tasks back, runs again what was in flight (at-least-once), and
+#    applies each task's misfire policy to the slots it slept through.
+
+# %%
+import tempfile
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+
+import jobs
+
+from lldsched import (
+    CronSchedule,
+    FakeClock,
+    InMemoryTaskStore,
+    Misfire,
+    MisfirePolicy,
+    OneTime,
+    Scheduler,
+    SqliteTaskStore,
+)
+
+START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+
+
+def hhmm(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%H:%M")
+
+
+# %% [markdown]
+# ## 1. The store seam: every transition written through
+#
+# A store is the Repository of the design: `save(snapshot, record)` at every status
+# change, `delete`, `load_all`. Here a store that also keeps a log shows what a durable
+# one is told while a task fails once and then succeeds.
+
+
+# %%
+# NBVAL_CHECK_OUTPUT
+class LoggingStore(InMemoryTaskStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.log: list[str] = []
+
+    def save(self, snapshot, record=None):  # type: ignore[no-untyped-def]
+        super().save(snapshot, record)
+        outcome = f" + record of attempt {record.attempt} ({record.outcome})" if record else ""
+        self.log.append(f"{snapshot.task.name}: {snapshot.status.value}{outcome}")
+
+
+attempts = iter([RuntimeError("not yet")])
+
+
+def flaky() -> None:
+    error = next(attempts, None)
+    if error:
+        raise error
+
+
+store = LoggingStore()
+clock = FakeClock(START)
+with Scheduler(workers=1, clock=clock, store=store) as scheduler:
+    scheduler.schedule("import", flaky, OneTime(delay=0))
+    scheduler.wait_idle()
+    clock.advance(1)
+    scheduler.wait_idle()
+print("\n".join(store.log))
+
+# %% [markdown]
+# With `store=None` (the default) nothing is built or written: the scheduler's registry
+# already holds the state.
+#
+# ## 2. Shutdown: stop timing first, then drain or drop
+#
+# One worker is busy with a long run; three more tasks wait in the hand-off queue.
+# `shutdown(drain=True)` stops the timer (nothing new is handed out), lets the queued
+# three run, and joins. `drain=False` drops the queued three instead. Either way the run
+# in flight finishes: Python cannot stop it.
+
+
+# %%
+# NBVAL_CHECK_OUTPUT
+def busy_then_queue(drain: bool) -> list[str]:
+    started, release = threading.Event(), threading.Event()
+
+    def long_run() -> None:
+        started.set()
+        release.wait(5)
+
+    scheduler = Scheduler(workers=1).start()
+    busy = scheduler.schedule("busy", long_run, OneTime(delay=0))
+    started.wait(5)
+    queued = [scheduler.schedule(f"queued-{n}", lambda: None, OneTime(delay=0)) for n in range(3)]
+    threading.Timer(0.2, release.set).start()  # the long run ends a moment later
+    scheduler.shutdown(drain=drain, timeout=5)
+    return [f"{t.name}: {t.run_count} run" for t in [busy, *queued]]
+
+
+print("drain=True ", busy_then_queue(drain=True))
+print("drain=False", busy_then_queue(drain=False))
+
+# %% [markdown]
+# (With `drain=False`, a task dropped before it ran stays `scheduled` with its due time: a
+# durable store will recover it at the next start.)
+#
+# The order matters. Stopping the pool first would leave the timer handing work to a
+# closed pool; stopping the timer first means the pool sees no new work while it drains.
+# `shutdown` is idempotent, and final: `schedule` after it raises.
+
+# %% [markdown]
+# ## 3. Recovery: a morning of downtime, three misfire policies
+#
+# Three hourly reports, one per misfire policy, on a scheduler with a SQLite store. The
+# first process registers them at 08:59, runs the 09:00 reports, and stops. The next one
+# starts at 12:30: the 10:00, 11:00 and 12:00 slots passed while nothing was running.
+#
+# * `RUN_ONCE` (the default, "coalesce"): run once now, record the other slots coalesced;
+# * `RUN_ALL`: run every missed slot now, one after another (bounded by `max_catch_up`);
+# * `SKIP`: record the slots missed, and wait for 13:00.
+#
+# Every decision is a record whose outcome says so, not silence.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+directory = tempfile.TemporaryDirectory()
+path = Path(directory.name) / "tasks.db"
+policies = {"emea": Misfire.RUN_ONCE, "amer": Misfire.RUN_ALL, "apac": Misfire.SKIP}
+
+clock = FakeClock(START.timestamp() - 60)  # 08:59
+with SqliteTaskStore(path) as store, Scheduler(workers=1, clock=clock, store=store) as first:
+    for region, policy in policies.items():
+        first.schedule(
+            f"report-{region}", jobs.send_report, CronSchedule("0 * * * *"),
+            args=(region,), misfire=MisfirePolicy(policy, grace=60),
+        )  # fmt: skip
+    clock.advance(60)  # 09:00
+    first.wait_idle()
+print("first process, 09:00, sent:", jobs.SENT)
+
+# %%
+# NBVAL_CHECK_OUTPUT
+jobs.SENT.clear()
+restart = START.timestamp() + 3.5 * 3600  # 12:30
+clock = FakeClock(restart)
+with SqliteTaskStore(path) as store, Scheduler(workers=1, clock=clock, store=store) as second:
+    second.wait_idle()
+    for task in second.tasks():
+        decided = [f"{hhmm(r.slot)} {r.outcome}" for r in task.history if r.misfire]
+        after = [hhmm(r.slot) for r in task.history if r.misfire is None and r.started >= restart]
+        policy = task.misfire.on_misfire.name if task.misfire else "RUN_ONCE"
+        print(f"{task.name} ({policy}): decided {decided}; ran {after}; "
+              f"next {hhmm(task.next_run_at)}")  # fmt: skip
+print("second process, 12:30, sent:", jobs.SENT)
+directory.cleanup()
+
+# %% [markdown]
+# What else survives: definitions (the action by import path, arguments as JSON, the
+# schedule through a registry: no pickle, so opening a store runs no code but imports),
+# statuses, recent history and the dead letter. A run in flight when the process died has
+# no record: it runs again (at-least-once), so make such actions idempotent.
+#
+# Next: [07 · the interview in 45 minutes](07-interview-walkthrough.ipynb).
