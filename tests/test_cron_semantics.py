@@ -29,38 +29,8 @@ def days(expr: str, start: float, n: int) -> list[str]:
     ]
 
 
-# -- the foundation's behaviour, kept ----------------------------------------------
-
-
-def test_every_fifteen_minutes_fires_on_the_quarter_hours() -> None:
-    assert fires("*/15 * * * *", ts(2026, 11, 30, 9, 7), 3) == [
-        "Mon 2026-11-30 09:15", "Mon 2026-11-30 09:30", "Mon 2026-11-30 09:45",
-    ]  # fmt: skip
-
-
-def test_a_weekday_range_skips_the_weekend() -> None:
-    assert fires("0 9-17 * * 1-5", ts(2026, 12, 4, 17, 0), 2) == [
-        "Mon 2026-12-07 09:00", "Mon 2026-12-07 10:00",
-    ]  # fmt: skip
-
-
-def test_the_first_of_the_month_rolls_over_into_the_next_month_and_year() -> None:
-    assert fires("0 0 1 * *", ts(2026, 12, 15), 2) == [
-        "Fri 2027-01-01 00:00",
-        "Mon 2027-02-01 00:00",
-    ]
-
-
-def test_a_list_of_days_of_week_with_a_fixed_time() -> None:
-    assert fires("30 2 * * 0,6", ts(2026, 11, 30), 2) == [
-        "Sat 2026-12-05 02:30", "Sun 2026-12-06 02:30",
-    ]  # fmt: skip
-
-
-def test_new_years_eve_at_noon_fires_once_a_year() -> None:
-    assert fires("0 12 31 12 *", ts(2026, 12, 31, 12, 0), 2) == [
-        "Fri 2027-12-31 12:00", "Sun 2028-12-31 12:00",
-    ]  # fmt: skip
+# -- strictly after, and after a run (the five foundation expressions are in
+# tests/test_schedules_cron.py) ----------------------------------------------------
 
 
 def test_the_next_fire_is_strictly_after_the_instant_asked_about() -> None:
@@ -69,14 +39,6 @@ def test_the_next_fire_is_strictly_after_the_instant_asked_about() -> None:
     assert schedule.next_after(at) == at + 900
     assert schedule.next_after(at - 0.001) == at
     assert schedule.next_after(at + 0.5) == at + 900
-
-
-def test_the_first_run_is_strictly_after_registration_and_overrun_fires_are_skipped() -> None:
-    cron = CronSchedule("*/15 * * * *")
-    at = ts(2026, 11, 30, 9, 15)
-    assert cron.first_run(at) == at + 900
-    overran = ExecutionRecord("task-1", "t", 1, at, at, 0, at, at + 1000, True)
-    assert cron.next_run(overran, at + 1000) == ts(2026, 11, 30, 9, 45)
 
 
 def test_a_retry_record_reschedules_after_its_slot_when_it_finished_early() -> None:
