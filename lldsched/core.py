@@ -98,13 +98,32 @@ def error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
+_SCHEDULE_TYPES: set[type] = set()  # types already seen to have first_run and next_run
+_CONTEXT_BY_CODE: dict[Any, bool] = {}  # code object -> declares ``ctx`` (bounded below)
+
+
+def _is_schedule(schedule: object) -> bool:
+    """True when ``schedule`` has ``first_run`` and ``next_run``; remembers its type."""
+    if callable(getattr(schedule, "first_run", None)) and callable(
+        getattr(schedule, "next_run", None)
+    ):
+        _SCHEDULE_TYPES.add(type(schedule))
+        return True
+    return False
+
+
 def _wants_context(action: Callable[..., Any]) -> bool:
     """True when ``action`` declares a parameter named ``ctx``."""
     function = getattr(action, "__func__", action)
     code = getattr(function, "__code__", None)
     if code is not None:  # plain functions and methods: no inspect.signature on the hot path
-        names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
-        return "ctx" in names
+        known = _CONTEXT_BY_CODE.get(code)
+        if known is None:
+            names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+            known = "ctx" in names
+            if len(_CONTEXT_BY_CODE) < 4096:
+                _CONTEXT_BY_CODE[code] = known
+        return known
     try:
         parameters = inspect.signature(action).parameters
     except (TypeError, ValueError):  # builtins without a signature
@@ -203,21 +222,19 @@ class SchedulerCore:
         misfire: MisfirePolicy | None = None,
     ) -> ScheduledTask:
         """Validate, register and queue a task; nothing is registered if anything is wrong."""
-        if not isinstance(name, str) or not name.strip():
+        if not isinstance(name, str) or not name or name.isspace():
             raise ValidationError(f"task name must be a non-empty string, got {name!r}")
         if action is None:
             if action_required:
                 raise ValidationError(f"task {name!r}: action must be callable, got None")
         elif not callable(action):
             raise ValidationError(f"task {name!r}: action must be callable, got {action!r}")
-        if not (
-            callable(getattr(schedule, "first_run", None))
-            and callable(getattr(schedule, "next_run", None))
-        ):
+        if type(schedule) not in _SCHEDULE_TYPES and not _is_schedule(schedule):
             raise ValidationError(
                 f"task {name!r}: schedule must provide first_run() and next_run(), got {schedule!r}"
             )
-        priority = _priority(name, priority)
+        if type(priority) is not Priority:
+            priority = _priority(name, priority)
         if retry is None:
             retry = _DEFAULT_RETRY
         elif not isinstance(retry, RetryPolicy):
@@ -233,7 +250,7 @@ class SchedulerCore:
                     f"task {name!r}: timeout must be seconds > 0, got {timeout!r}"
                 )
             timeout = float(timeout)
-        if not isinstance(args, tuple | list):
+        if not isinstance(args, (tuple, list)):
             raise ValidationError(f"task {name!r}: args must be a tuple, got {args!r}")
         if kwargs is not None and (
             not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs)

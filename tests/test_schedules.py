@@ -98,7 +98,7 @@ def test_schedules_are_immutable_values() -> None:
     schedule = FixedRate(60)
     assert schedule == FixedRate(60) and hash(schedule) == hash(FixedRate(60))
     with pytest.raises(AttributeError):
-        schedule.period = 5  # type: ignore[misc]
+        schedule.period = 5
 
 
 def test_reprs_show_what_was_written_and_read_back() -> None:
@@ -111,3 +111,21 @@ def test_reprs_show_what_was_written_and_read_back() -> None:
     namespace = {"FixedRate": FixedRate, "FixedDelay": FixedDelay, "OneTime": OneTime,
                  "OverrunPolicy": OverrunPolicy}  # fmt: skip
     assert [eval(repr(s), namespace) for s in schedules] == schedules
+
+
+def test_equal_interval_schedules_are_one_shared_immutable_object() -> None:
+    import copy
+
+    assert FixedRate(60) is FixedRate(60) and FixedDelay(5, 1) is FixedDelay(5, 1)
+    assert FixedRate(60) is not FixedRate(60, OverrunPolicy.CATCH_UP)
+    assert FixedRate(1) is FixedRate(1)
+    with pytest.raises(ScheduleError, match="got True"):
+        FixedRate(True)  # True == 1, but it is still refused
+    with pytest.raises(AttributeError, match="immutable"):
+        FixedDelay(5).delay = 6
+    rate = FixedRate(90, start_delay=3)
+    assert copy.deepcopy(rate) == rate and copy.copy(rate) is rate
+    assert {FixedRate(90, start_delay=3): "x"}[rate] == "x"
+    assert FixedRate(60) != FixedDelay(60)
+    with pytest.raises(ScheduleError, match="got \\[60\\]"):
+        FixedRate([60])  # type: ignore[arg-type]  # unhashable: validated, not cached

@@ -72,21 +72,76 @@ class OneTime:
         )
 
 
-@dataclass(frozen=True, slots=True, repr=False)
-class FixedDelay:
+class _Interval:
+    """Frozen value semantics for the interval schedules, with equal values shared.
+
+    Schedules are immutable, so equal ones can be one object, the way small ints
+    are: 100,000 tasks on ``FixedRate(60)`` hold one schedule, and building it
+    again costs a dict lookup (the scale benchmark measures both).  At most
+    :data:`SHARED_LIMIT` values are kept; past that, new values are simply built.
+    """
+
+    __slots__ = ()
+    _fields: tuple[str, ...] = ()
+    _shared: dict[tuple[object, ...], _Interval]
+
+    def _values(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self._fields)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, *self._values()))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable; build a new one")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __reduce__(self) -> tuple[type, tuple[object, ...]]:
+        return type(self), self._values()
+
+
+SHARED_LIMIT = 4096
+
+
+def _shared(cls: type[_Interval], key: tuple[object, ...]) -> _Interval | None:
+    try:
+        return cls._shared.get(key)
+    except TypeError:  # an unhashable argument: let validation name it
+        return None
+
+
+def _keep(cls: type[_Interval], key: tuple[object, ...], value: _Interval) -> None:
+    if len(cls._shared) < SHARED_LIMIT:
+        cls._shared[key] = value
+
+
+class FixedDelay(_Interval):
     """Run every ``delay`` seconds measured from the previous run's *finish*:
     runs never overlap, however long they take."""
 
+    __slots__ = ("delay", "start_delay")
+    _fields = ("delay", "start_delay")
+    _shared: dict[tuple[object, ...], _Interval] = {}  # noqa: RUF012 - a cache, not a field
     delay: float
-    start_delay: float = 0.0
+    start_delay: float
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "delay", _seconds("FixedDelay delay", self.delay, positive=False))
+    def __new__(cls, delay: float, start_delay: float = 0.0) -> FixedDelay:
+        # Types are part of the key: True == 1, but FixedDelay(True) is an error.
+        key = (type(delay), delay, type(start_delay), start_delay)
+        found = _shared(cls, key)
+        if found is not None:
+            return found  # type: ignore[return-value]
+        self = object.__new__(cls)
+        object.__setattr__(self, "delay", _seconds("FixedDelay delay", delay, positive=False))
         object.__setattr__(
-            self,
-            "start_delay",
-            _seconds("FixedDelay start_delay", self.start_delay, positive=False),
+            self, "start_delay", _seconds("FixedDelay start_delay", start_delay, positive=False)
         )
+        _keep(cls, key, self)
+        return self
 
     def first_run(self, now: float) -> float:
         return now + self.start_delay
@@ -99,25 +154,40 @@ class FixedDelay:
         return f"FixedDelay({self.delay!r}{start})"
 
 
-@dataclass(frozen=True, slots=True, repr=False)
-class FixedRate:
+class FixedRate(_Interval):
     """Run every ``period`` seconds on a fixed grid of slots; ``on_overrun`` says what
     happens to the slots a long run misses (see the module docstring)."""
 
+    __slots__ = ("on_overrun", "period", "start_delay")
+    _fields = ("period", "on_overrun", "start_delay")
+    _shared: dict[tuple[object, ...], _Interval] = {}  # noqa: RUF012 - a cache, not a field
     period: float
-    on_overrun: OverrunPolicy = OverrunPolicy.SKIP
-    start_delay: float = 0.0
+    on_overrun: OverrunPolicy
+    start_delay: float
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "period", _seconds("FixedRate period", self.period, positive=True))
-        object.__setattr__(
-            self, "start_delay", _seconds("FixedRate start_delay", self.start_delay, positive=False)
-        )
-        if not isinstance(self.on_overrun, OverrunPolicy):
+    def __new__(
+        cls,
+        period: float,
+        on_overrun: OverrunPolicy = OverrunPolicy.SKIP,
+        start_delay: float = 0.0,
+    ) -> FixedRate:
+        key = (type(period), period, on_overrun, type(start_delay), start_delay)
+        found = _shared(cls, key)
+        if found is not None:
+            return found  # type: ignore[return-value]
+        if not isinstance(on_overrun, OverrunPolicy):
             raise ScheduleError(
                 f"on_overrun must be OverrunPolicy.SKIP or OverrunPolicy.CATCH_UP, "
-                f"got {self.on_overrun!r}"
+                f"got {on_overrun!r}"
             )
+        self = object.__new__(cls)
+        object.__setattr__(self, "period", _seconds("FixedRate period", period, positive=True))
+        object.__setattr__(self, "on_overrun", on_overrun)
+        object.__setattr__(
+            self, "start_delay", _seconds("FixedRate start_delay", start_delay, positive=False)
+        )
+        _keep(cls, key, self)
+        return self
 
     def first_run(self, now: float) -> float:
         return now + self.start_delay
