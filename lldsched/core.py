@@ -183,7 +183,7 @@ class SchedulerCore:
         store: TaskStore | None = None,
         emit: Callable[[TaskEvent], None] | None = None,
         rng: random.Random | None = None,
-        history_limit: int | None = 1000,
+        history_limit: int | None = 100,
     ) -> None:
         if history_limit is not None and (
             isinstance(history_limit, bool)

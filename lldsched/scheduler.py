@@ -81,7 +81,8 @@ class Scheduler:
 
     ``clock``, ``store``, ``listeners`` and ``ids`` are injected; ``handoff`` bounds
     the queue between the timer and the workers (default: 16 per worker);
-    ``history_limit`` bounds each task's in-memory history (``None``: unbounded);
+    ``history_limit`` bounds each task's in-memory history (default 100 runs;
+    ``None``: unbounded; a store and the listeners see every record);
     ``seed`` seeds retry jitter.  A ``store`` that holds tasks (a reopened
     :class:`~lldsched.stores.sqlite.SqliteTaskStore`) has them restored here.
     """
@@ -95,7 +96,7 @@ class Scheduler:
         *,
         ids: IdGenerator | None = None,
         handoff: int | None = None,
-        history_limit: int | None = 1000,
+        history_limit: int | None = 100,
         listener_backlog: int = 10_000,
         seed: int | None = None,
     ) -> None:
@@ -141,6 +142,8 @@ class Scheduler:
         self._idle_waiters = 0
         self._state = _NEW
         self._timer: threading.Thread | None = None
+        if listeners:  # deliver from now on: registrations before start() are events too
+            self._dispatcher.start()
         if store is not None:
             with self._lock:
                 recover(self._core, store)
@@ -313,6 +316,7 @@ class Scheduler:
         with self._lock:
             self._dispatcher.add(listener)
             self._core._emit = self._dispatcher.publish
+        self._dispatcher.start()  # idempotent; a no-op once the scheduler is shut down
 
     def remove_listener(self, listener: Listener) -> bool:
         """Stop delivering to ``listener``; True if it was registered."""

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from lldsched import EventLog, FakeClock, OneTime, TaskEvent, TaskStatus
+from lldsched import EventLog, FakeClock, OneTime, Scheduler, TaskEvent, TaskStatus
 from lldsched.listeners import EventDispatcher
 from lldsched.model import ExecutionRecord
 from tests.conftest import SchedulerFactory, settle
@@ -129,3 +129,13 @@ def test_event_log_runs_leave_out_slots_a_misfire_policy_decided() -> None:
             TaskEvent("task-1", "t", TaskStatus.SCHEDULED, TaskStatus.SCHEDULED, 0, record)
         )
     assert log.runs("t") == [ran_record] and len(log.events) == 2
+
+
+def test_events_before_start_are_delivered_then_not_held_until_start(clock: FakeClock) -> None:
+    log = EventLog()
+    scheduler = Scheduler(clock=clock, listeners=[log])
+    for n in range(50):
+        scheduler.schedule(f"t{n}", lambda: None, OneTime(delay=60))
+    assert log.wait_for(lambda _: len(log.events) == 50, timeout=5) is not None
+    assert scheduler.dropped_events == 0 and not scheduler.running
+    assert scheduler.shutdown()

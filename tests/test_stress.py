@@ -33,7 +33,7 @@ def test_random_concurrent_control_keeps_every_invariant(kind: str, tmp_path: Pa
     jobs.CALLS.clear()
     calls = jobs.CALLS
     store = InMemoryTaskStore() if kind == "memory" else SqliteTaskStore(tmp_path / "tasks.db")
-    scheduler = Scheduler(workers=4, store=store, seed=1).start()
+    scheduler = Scheduler(workers=4, store=store, seed=1, history_limit=None).start()
     retry = RetryPolicy(max_attempts=3, initial_backoff=0.001, max_backoff=0.004)
     ids: list[str] = []
     ids_lock = threading.Lock()
@@ -100,7 +100,7 @@ def test_random_concurrent_control_keeps_every_invariant(kind: str, tmp_path: Pa
         assert [r.attempt for r in store.records(task.id)] == [r.attempt for r in history]
     assert scheduler.queue_stats().live == 0
     if isinstance(store, SqliteTaskStore):  # and a scheduler reopened on the file agrees
-        reopened = Scheduler(store=store)
+        reopened = Scheduler(store=store, history_limit=None)
         assert [(t.id, t.status, t.history) for t in reopened.tasks()] == [
             (t.id, t.status, t.history) for t in tasks
         ]

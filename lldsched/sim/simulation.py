@@ -108,7 +108,7 @@ class Simulation:
         listeners: Iterable[Listener] = (),
         *,
         ids: IdGenerator | None = None,
-        history_limit: int | None = 1000,
+        history_limit: int | None = 100,
     ) -> None:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
             raise ValidationError(f"workers must be an int >= 1, got {workers!r}")
