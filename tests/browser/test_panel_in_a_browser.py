@@ -1,6 +1,7 @@
-"""A real browser: Voila serves a notebook that shows a ControlPanel over a running scheduler;
-headless Debian Chromium, driven by Playwright, presses Pause; the status shown changes and the
-task stops running.  Needs /usr/bin/chromium (the Makefile installs Debian's package)."""
+"""A real browser: a notebook shows a ControlPanel over a running scheduler; headless Debian
+Chromium, driven by Playwright, presses Pause; the status shown changes and the task stops
+running.  Served by Voila (the notebook runs as an app) and by JupyterLab (the cells are run
+from the Run menu).  Needs /usr/bin/chromium (the Makefile installs Debian's package)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,8 +40,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture
-def voila_url(tmp_path: Path) -> Iterator[str]:
+def write_notebook(path: Path) -> None:
     cells: list[dict[str, object]] = [
         {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
          "source": source}
@@ -49,20 +50,56 @@ def voila_url(tmp_path: Path) -> Iterator[str]:
         "nbformat": 4, "nbformat_minor": 5, "cells": cells,
         "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3"}},
     }  # fmt: skip
-    path = tmp_path / "panel.ipynb"
     path.write_text(json.dumps(notebook))
+
+
+def tool(name: str) -> str:
+    found = shutil.which(name, path=os.path.dirname(sys.executable))
+    assert found is not None, f"{name} is not installed (see pyproject's extras)"
+    return found
+
+
+def run_cells_in_lab(page: Any) -> None:
+    """JupyterLab opens the notebook without running it: Run > Run All Cells."""
+    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=60_000)
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+
+
+SERVERS: dict[str, tuple[Callable[[Path, int], list[str]], str, Callable[[Any], None] | None]] = {
+    # name: (command line, path to open, what to do once the page is there)
+    "voila": (
+        lambda path, port: [tool("voila"), str(path), "--no-browser", f"--port={port}",
+                            "--Voila.ip=127.0.0.1"],
+        "",
+        None,
+    ),
+    "jupyterlab": (
+        lambda path, port: [tool("jupyter"), "lab", "--no-browser", f"--port={port}",
+                            "--ServerApp.ip=127.0.0.1", "--allow-root",
+                            "--IdentityProvider.token=", f"--ServerApp.root_dir={path.parent}"],
+        "lab/tree/panel.ipynb",
+        run_cells_in_lab,
+    ),
+}  # fmt: skip
+
+
+@pytest.fixture(params=sorted(SERVERS))
+def served(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, Any]]:
+    """Start the server on loopback; yield the page's URL and what to do on it first."""
+    command, page_path, prepare = SERVERS[request.param]
+    path = tmp_path / "panel.ipynb"
+    write_notebook(path)
     port = free_port()
-    voila = shutil.which("voila", path=os.path.dirname(sys.executable))
-    assert voila is not None, "voila is not installed (it is in the test extra)"
     process = subprocess.Popen(
-        [voila, str(path), "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1"],
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        command(path, port), cwd=tmp_path,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}/"
     ready = threading.Event()
     log: list[str] = []
 
-    def watch() -> None:  # Voila logs its URL once it serves; no polling needed
+    def watch() -> None:  # the server logs its URL once it serves; no polling needed
         assert process.stderr is not None
         for line in process.stderr:
             log.append(line)
@@ -71,8 +108,8 @@ def voila_url(tmp_path: Path) -> Iterator[str]:
 
     threading.Thread(target=watch, daemon=True).start()
     try:
-        assert ready.wait(60), "voila did not start within 60 s:\n" + "".join(log)
-        yield url
+        assert ready.wait(60), f"{request.param} did not start within 60 s:\n" + "".join(log)
+        yield url + page_path, prepare
     finally:
         process.terminate()
         try:
@@ -81,15 +118,20 @@ def voila_url(tmp_path: Path) -> Iterator[str]:
             process.kill()
 
 
-def test_pressing_pause_in_a_browser_pauses_the_task_and_it_stops_running(voila_url: str) -> None:
+def test_pressing_pause_in_a_browser_pauses_the_task_and_it_stops_running(
+    served: tuple[str, Callable[[Any], None] | None],
+) -> None:
     assert os.path.exists(CHROMIUM), f"{CHROMIUM} is missing: apt-get install chromium"
     from playwright.sync_api import expect, sync_playwright
 
+    url, prepare = served
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page()
-            page.goto(voila_url, timeout=60_000)
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(url, timeout=60_000)
+            if prepare is not None:
+                prepare(page)
             status = page.locator(".lldsched-status")
             runs = page.locator(".lldsched-runs")
             expect(page.locator(".lldsched-task")).to_have_text("heartbeat", timeout=60_000)
