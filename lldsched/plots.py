@@ -4,8 +4,8 @@ Every function takes a frame from :func:`lldsched.frames.to_frame` and returns a
 matplotlib :class:`~matplotlib.figure.Figure`, or draws on the ``ax=`` it is
 given and returns that axes' figure.  Nothing here touches pyplot: figures are
 built with the object-oriented API (``Figure()``, not ``plt.figure()``), so they
-are safe to make from any thread, never pop up a window, and never call
-``plt.show()``.  Show one in a notebook by leaving it as a cell's value (the
+are safe to make from any thread, never pop up a window, and never call pyplot's
+``show``.  Show one in a notebook by leaving it as a cell's value (the
 figures these functions make render themselves as PNG, with or without
 ``%matplotlib inline``), or save it with ``fig.savefig("out.png")`` (the format's
 own canvas is picked, Agg for PNG, without choosing a global backend).

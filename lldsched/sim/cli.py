@@ -58,16 +58,15 @@ def main(args: argparse.Namespace) -> int:
 
 
 def write_gantt(sim: Simulation, path: str) -> None:
-    """Draw ``sim``'s runs to ``path`` on an Agg canvas (no pyplot, no global backend)."""
+    """Draw ``sim``'s runs to ``path`` (the format's own canvas, Agg for PNG: no pyplot,
+    no global backend; matplotlib stays inside :mod:`lldsched.plots`)."""
     try:  # without the extra, the views' error names it
         from lldsched.frames import to_frame
         from lldsched.plots import gantt
     except ImportError as exc:
         raise SystemExit(f"--gantt: {exc}") from exc
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     figure = gantt(to_frame(sim))
-    FigureCanvasAgg(figure)  # the figure's canvas; savefig picks another for .svg or .pdf
     try:
         figure.savefig(path, dpi=100)
     except OSError as exc:
