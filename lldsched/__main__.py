@@ -6,12 +6,16 @@ Each command lives in its own module and registers a sub-parser here.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m lldsched", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m lldsched",
+        description="lldsched: an in-process task scheduler you can read, run and replay.",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="the scheduler's behaviour in eleven lines")
     demo.set_defaults(handler=_demo)
@@ -43,7 +47,14 @@ def _cron(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.handler(args))
+    try:
+        return int(args.handler(args))
+    except BrokenPipeError:  # `python -m lldsched demo | head -3`: the reader left early
+        # Point stdout at /dev/null so the interpreter's final flush does not fail too
+        # (the recipe in the signal module's documentation).
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -33,3 +33,18 @@ def test_the_demo_runs_in_process_too() -> None:
     from lldsched.demo import run_demo
 
     assert "\n".join(run_demo()) + "\n" == EXPECTED
+
+
+def test_a_reader_that_leaves_early_is_not_an_error() -> None:
+    script = (
+        "import subprocess, sys\n"
+        "demo = subprocess.Popen([sys.executable, '-m', 'lldsched', 'demo'],"
+        " stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)\n"
+        "assert demo.stdout is not None\n"
+        "demo.stdout.read(10)\n"
+        "demo.stdout.close()  # like `| head -c 10`\n"
+        "_, err = demo.communicate(timeout=20)\n"
+        "print(demo.returncode, len(err))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert result.stdout.split() == ["0", "0"], result.stderr
