@@ -48,7 +48,9 @@ def _cron(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return int(args.handler(args))
+        status = int(args.handler(args))
+        sys.stdout.flush()  # a pipe that closed early fails here, inside the try
+        return status
     except BrokenPipeError:  # `python -m lldsched demo | head -3`: the reader left early
         # Point stdout at /dev/null so the interpreter's final flush does not fail too
         # (the recipe in the signal module's documentation).
