@@ -235,31 +235,19 @@ class SchedulerCore:
             )
         if type(priority) is not Priority:
             priority = _priority(name, priority)
-        if retry is None:
-            retry = _DEFAULT_RETRY
-        elif not isinstance(retry, RetryPolicy):
-            raise ValidationError(f"task {name!r}: retry must be a RetryPolicy, got {retry!r}")
-        if timeout is not None:
-            if (
-                isinstance(timeout, bool)
-                or not isinstance(timeout, int | float)
-                or math.isnan(timeout)
-                or timeout <= 0
-            ):
-                raise ValidationError(
-                    f"task {name!r}: timeout must be seconds > 0, got {timeout!r}"
-                )
-            timeout = float(timeout)
-        if not isinstance(args, (tuple, list)):
-            raise ValidationError(f"task {name!r}: args must be a tuple, got {args!r}")
-        if kwargs is not None and (
-            not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs)
+        pass_context = action is not None and _wants_context(action)
+        if (
+            retry is None
+            and timeout is None
+            and type(args) is tuple
+            and not args
+            and kwargs is None
+            and misfire is None
+            and not pass_context
         ):
-            raise ValidationError(f"task {name!r}: kwargs must map str to values, got {kwargs!r}")
-        if misfire is not None and not isinstance(misfire, MisfirePolicy):
-            raise ValidationError(
-                f"task {name!r}: misfire must be a MisfirePolicy, got {misfire!r}"
-            )
+            options = DEFAULT_OPTIONS  # the common case: nothing more to check
+        else:
+            options = _options(name, retry, timeout, args, kwargs, misfire, pass_context)
         now = self.clock.now()
         first = schedule.first_run(now)
         if first is None:
@@ -268,17 +256,6 @@ class SchedulerCore:
         task_id = self._ids()
         if task_id in self.tasks:
             raise ValidationError(f"id generator returned {task_id!r}, which is already registered")
-        pass_context = action is not None and _wants_context(action)
-        options = DEFAULT_OPTIONS
-        if (
-            retry is not _DEFAULT_RETRY
-            or timeout is not None
-            or args
-            or kwargs
-            or pass_context
-            or misfire is not None
-        ):
-            options = TaskOptions(retry, timeout, tuple(args), kwargs, pass_context, misfire)
         task = ScheduledTask(task_id, name, action, schedule, priority, options)
         task._slot = first
         task.next_run_at = first
@@ -553,6 +530,49 @@ class SchedulerCore:
             self._emit(
                 TaskEvent(task.id, task.name, previous, task.status, self.clock.now(), record)
             )
+
+
+def _options(
+    name: str,
+    retry: RetryPolicy | None,
+    timeout: float | None,
+    args: tuple[Any, ...] | list[Any],
+    kwargs: Mapping[str, Any] | None,
+    misfire: MisfirePolicy | None,
+    pass_context: bool,
+) -> TaskOptions:
+    """Validate a task's non-default options (each with the bad value in the message)."""
+    if retry is None:
+        retry = _DEFAULT_RETRY
+    elif not isinstance(retry, RetryPolicy):
+        raise ValidationError(f"task {name!r}: retry must be a RetryPolicy, got {retry!r}")
+    if timeout is not None:
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or math.isnan(timeout)
+            or timeout <= 0
+        ):
+            raise ValidationError(f"task {name!r}: timeout must be seconds > 0, got {timeout!r}")
+        timeout = float(timeout)
+    if not isinstance(args, tuple | list):
+        raise ValidationError(f"task {name!r}: args must be a tuple, got {args!r}")
+    if kwargs is not None and (
+        not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs)
+    ):
+        raise ValidationError(f"task {name!r}: kwargs must map str to values, got {kwargs!r}")
+    if misfire is not None and not isinstance(misfire, MisfirePolicy):
+        raise ValidationError(f"task {name!r}: misfire must be a MisfirePolicy, got {misfire!r}")
+    if (
+        retry is _DEFAULT_RETRY
+        and timeout is None
+        and not args
+        and not kwargs
+        and misfire is None
+        and not pass_context
+    ):
+        return DEFAULT_OPTIONS
+    return TaskOptions(retry, timeout, tuple(args), kwargs, pass_context, misfire)
 
 
 def _id_number(task_id: str) -> int | None:
