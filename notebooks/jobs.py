@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 SENT: list[str] = []  # what send_report was asked to send, in order
-_lock = threading.Lock()
+_lock = threading.Lock()  # guards SENT: the scheduler runs send_report on its worker threads
 
 
 def send_report(region: str) -> None:
