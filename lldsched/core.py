@@ -318,7 +318,7 @@ class SchedulerCore:
         if stats is None:
             stats = task._stats = RunStats(self._history_limit)
         stats.run_count += 1
-        stats.history.append(record)
+        stats.add(record)
         task._run = None
         if not ok:
             stats.failure_count += 1
@@ -499,7 +499,7 @@ class SchedulerCore:
         stats = task._stats
         if stats is None:
             stats = task._stats = RunStats(self._history_limit)
-        stats.history.append(record)
+        stats.add(record)
         self._changed(task, task.status, record)
         return record
 

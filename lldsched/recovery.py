@@ -300,7 +300,8 @@ def _rebuild(
         stats.run_count = snapshot.run_count
         stats.failure_count = snapshot.failure_count
         stats.last_error = snapshot.last_error
-        stats.history.extend(history)
+        for record in history:
+            stats.add(record)
     owed = status is RETRYING or (in_flight and status is SCHEDULED)
     return task, owed
 

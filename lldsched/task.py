@@ -56,15 +56,40 @@ DEFAULT_OPTIONS = TaskOptions()
 
 
 class RunStats:
-    """Counts and recent history of a task's runs (created at its first run)."""
+    """Counts and recent history of a task's runs (created at its first run).
 
-    __slots__ = ("failure_count", "history", "last_error", "run_count")
+    The history starts as a single record and becomes a bounded deque at the
+    second: a one-off task, the commonest kind, never pays for a deque (about
+    760 bytes, and one more object for the garbage collector to track).
+    """
+
+    __slots__ = ("_first", "_limit", "_recent", "failure_count", "last_error", "run_count")
 
     def __init__(self, history_limit: int | None) -> None:
         self.run_count = 0
         self.failure_count = 0
         self.last_error: str | None = None
-        self.history: deque[ExecutionRecord] = deque(maxlen=history_limit)
+        self._limit = history_limit
+        self._first: ExecutionRecord | None = None  # the history while it holds one record
+        self._recent: deque[ExecutionRecord] | None = None  # the history from the second on
+
+    def add(self, record: ExecutionRecord) -> None:
+        """Keep ``record`` as the newest of the history (the oldest falls off at the limit)."""
+        recent = self._recent
+        if recent is not None:
+            recent.append(record)
+        elif self._first is None and self._limit != 0:
+            self._first = record
+        else:
+            self._recent = deque((self._first,) if self._first else (), maxlen=self._limit)
+            self._recent.append(record)
+            self._first = None
+
+    def records(self) -> tuple[ExecutionRecord, ...]:
+        """The history, oldest first."""
+        if self._recent is not None:
+            return tuple(self._recent)
+        return (self._first,) if self._first is not None else ()
 
 
 class ScheduledTask:
@@ -174,7 +199,7 @@ class ScheduledTask:
     def history(self) -> tuple[ExecutionRecord, ...]:
         """The most recent runs, oldest first (bounded by the scheduler's history limit)."""
         stats = self._stats
-        return tuple(stats.history) if stats is not None else ()
+        return stats.records() if stats is not None else ()
 
     def __repr__(self) -> str:
         return (

@@ -277,3 +277,15 @@ def test_a_failing_store_save_at_registration_registers_nothing(clock: FakeClock
     with pytest.raises(OSError, match="read-only"):
         h.core.add("x", noop, OneTime(delay=0))
     assert h.core.tasks == {} and h.queue.heap == []
+
+
+@pytest.mark.parametrize("limit", [0, 1, 2, None])
+def test_history_keeps_the_newest_runs_up_to_its_limit(clock: FakeClock, limit: int | None) -> None:
+    h = Harness(clock, history_limit=limit)
+    start = clock.now()
+    task = h.core.add("tick", noop, FixedRate(1))
+    for _ in range(3):
+        h.step()
+    every_due = [start, start + 1, start + 2]
+    expected = every_due if limit is None else every_due[len(every_due) - limit :]
+    assert [r.due for r in task.history] == expected and task.run_count == 3
