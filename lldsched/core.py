@@ -212,7 +212,6 @@ class SchedulerCore:
         name: str,
         action: Callable[..., Any] | None,
         schedule: Schedule,
-        *,
         priority: Priority | int = Priority.NORMAL,
         retry: RetryPolicy | None = None,
         timeout: float | None = None,
@@ -221,7 +220,11 @@ class SchedulerCore:
         action_required: bool = True,
         misfire: MisfirePolicy | None = None,
     ) -> ScheduledTask:
-        """Validate, register and queue a task; nothing is registered if anything is wrong."""
+        """Validate, register and queue a task; nothing is registered if anything is wrong.
+
+        (Positional parameters, unlike the runtimes' keyword-only ``schedule``: the
+        threaded runtime calls this once per registration and passes them in order.)
+        """
         if not isinstance(name, str) or not name or name.isspace():
             raise ValidationError(f"task name must be a non-empty string, got {name!r}")
         if action is None:

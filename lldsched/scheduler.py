@@ -244,9 +244,8 @@ class Scheduler:
             if self._state is _STOPPED:
                 raise SchedulerStateError(f"cannot schedule {name!r}: the scheduler is shut down")
             return self._core.add(
-                name, action, schedule, priority=priority, retry=retry, timeout=timeout,
-                args=args, kwargs=kwargs, misfire=misfire,
-            )  # fmt: skip
+                name, action, schedule, priority, retry, timeout, args, kwargs, True, misfire
+            )
 
     def cancel(self, task_id: str) -> bool:
         """Stop all future runs of the task; True if it was live.  A run in flight

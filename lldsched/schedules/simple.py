@@ -105,6 +105,7 @@ class _Interval:
 
 
 SHARED_LIMIT = 4096
+_PLAIN = frozenset((int, float))
 
 
 def _shared(cls: type[_Interval], key: tuple[object, ...]) -> _Interval | None:
@@ -171,7 +172,12 @@ class FixedRate(_Interval):
         on_overrun: OverrunPolicy = OverrunPolicy.SKIP,
         start_delay: float = 0.0,
     ) -> FixedRate:
-        key = (type(period), period, on_overrun, type(start_delay), start_delay)
+        # Types are part of the key (True == 1, but FixedRate(True) is an error) unless
+        # both numbers are plain ints or floats, the common case, kept cheap.
+        if type(period) in _PLAIN and type(start_delay) in _PLAIN:
+            key: tuple[object, ...] = (period, on_overrun, start_delay)
+        else:
+            key = (type(period), period, on_overrun, type(start_delay), start_delay)
         found = _shared(cls, key)
         if found is not None:
             return found  # type: ignore[return-value]
