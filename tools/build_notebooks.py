@@ -46,9 +46,10 @@ def parse(source: str) -> list[tuple[str, str]]:
 
 def build(source_path: Path) -> Any:
     cells = []
-    for kind, text in parse(source_path.read_text()):
+    for index, (kind, text) in enumerate(parse(source_path.read_text())):
         maker = nbformat.v4.new_markdown_cell if kind == "markdown" else nbformat.v4.new_code_cell
-        cells.append(maker(text))
+        # Stable ids: a rebuild changes only what the source or the outputs changed.
+        cells.append(maker(text, id=f"cell-{index:02d}"))
     notebook = nbformat.v4.new_notebook(cells=cells)
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
     notebook.metadata["language_info"] = {"name": "python"}
