@@ -355,7 +355,8 @@ def test_without_matplotlib_importing_plots_names_the_extra(
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     for name in [m for m in sys.modules if m.startswith("matplotlib.")]:
         monkeypatch.delitem(sys.modules, name)
-    monkeypatch.delitem(sys.modules, "lldsched.plots")
+    for name in [m for m in sys.modules if m.startswith("lldsched.plots")]:
+        monkeypatch.delitem(sys.modules, name)
     with pytest.raises(ImportError, match=r"pip install 'lldsched\[notebook\]'"):
         importlib.import_module("lldsched.plots")
 

@@ -1,0 +1,42 @@
+"""Plots: worker occupancy, overrun behaviour, lateness and utilisation, from a frame.
+
+Every function takes a frame from :func:`lldsched.frames.to_frame` and returns a
+matplotlib :class:`~matplotlib.figure.Figure`, or draws on the ``ax=`` it is
+given and returns that axes' figure.  Nothing here touches pyplot: figures are
+built with the object-oriented API (``Figure()``, not ``plt.figure()``), so they
+are safe to make from any thread, never pop up a window, and never call pyplot's
+``show``.  Show one in a notebook by leaving it as a cell's value (the
+figures these functions make render themselves as PNG, with or without
+``%matplotlib inline``), or save it with ``fig.savefig("out.png")`` (the format's
+own canvas is picked, Agg for PNG, without choosing a global backend).
+
+* :func:`gantt`: a lane per worker (or per task), a bar per run coloured by task,
+  failed runs hatched, timed-out runs outlined, each run's due time marked with a
+  tick and a line to its start, so lateness shows.  All bars are one
+  ``PolyCollection`` and all due marks one ``LineCollection``: 100,000 runs draw
+  in a second or two.
+* :func:`overrun_comparison`: ``SKIP`` against ``CATCH_UP`` side by side for a
+  fixed-rate task whose runs outlast its period (:func:`simulate_overrun` makes
+  the two frames on a :class:`~lldsched.sim.Simulation`).
+* :func:`lateness_over_time`, :func:`lateness_distribution` (per task) and
+  :func:`utilisation_plot` (busy fraction per worker per interval).
+
+Time axes show timezone-aware instants in the zone given as ``tz`` (default UTC).
+"""
+
+from lldsched.plots._base import DETAIL_RUNS, MAX_LEGEND_TASKS, PlotFigure
+from lldsched.plots.gantt import gantt
+from lldsched.plots.overrun import overrun_comparison, simulate_overrun
+from lldsched.plots.timing import lateness_distribution, lateness_over_time, utilisation_plot
+
+__all__ = [
+    "DETAIL_RUNS",
+    "MAX_LEGEND_TASKS",
+    "PlotFigure",
+    "gantt",
+    "lateness_distribution",
+    "lateness_over_time",
+    "overrun_comparison",
+    "simulate_overrun",
+    "utilisation_plot",
+]

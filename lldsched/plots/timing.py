@@ -1,0 +1,123 @@
+"""Lateness (over time, and its distribution per task) and worker utilisation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import tzinfo
+
+import numpy as np
+import pandas as pd
+
+from lldsched.frames import utilisation
+from lldsched.plots._base import (
+    DETAIL_RUNS,
+    MAX_LEGEND_TASKS,
+    Axes,
+    Figure,
+    _axes,
+    _dates,
+    _empty,
+    _legend,
+    _palette,
+    _seconds,
+    _set_xlim,
+    _task_handles,
+    _tasks,
+    _time_axis,
+    _unit,
+    ran,
+)
+
+__all__ = ["lateness_distribution", "lateness_over_time", "utilisation_plot"]
+
+
+def lateness_over_time(
+    frame: pd.DataFrame, ax: Axes | None = None, tz: str | tzinfo = "UTC"
+) -> Figure:
+    """Each run's lateness (start minus due) at its due time, one colour per task."""
+    frame = ran(frame)
+    figure, ax = _axes(ax, (11.0, 4.0))
+    codes, labels = _tasks(frame)
+    palette = _palette(len(labels))
+    lateness = _seconds(frame["lateness"])
+    divisor, unit = _unit(float(lateness.max()) if len(frame) else 0.0)
+    if len(frame):
+        due = _dates(frame["due"])
+        size = 14 if len(frame) <= DETAIL_RUNS else 3
+        for code, label in enumerate(labels):
+            mine = codes == code
+            ax.scatter(due[mine], lateness[mine] / divisor, s=size, color=palette[code],
+                       label=label if code < MAX_LEGEND_TASKS else "_", linewidths=0)  # fmt: skip
+        _set_xlim(ax, float(due.min()), float(due.max()))
+        _legend(ax, _task_handles(labels, palette))
+    else:
+        _empty(ax, "runs")
+    ax.set_ylabel(f"lateness ({unit})")
+    ax.grid(color="0.9")
+    ax.set_axisbelow(True)
+    _time_axis(ax, tz)
+    ax.set_title("Lateness over time: how long each run waited past its due time", loc="left")
+    return figure
+
+
+def lateness_distribution(frame: pd.DataFrame, ax: Axes | None = None) -> Figure:
+    """Per task, the fraction of runs that started within a given lateness (an
+    empirical CDF); the dotted line marks 95 %, so where a task's curve crosses it
+    is its 95th percentile."""
+    frame = ran(frame)
+    figure, ax = _axes(ax, (8.0, 4.5))
+    codes, labels = _tasks(frame)
+    palette = _palette(len(labels))
+    lateness = _seconds(frame["lateness"])
+    divisor, unit = _unit(float(lateness.max()) if len(frame) else 0.0)
+    for code, label in enumerate(labels):
+        values = np.sort(lateness[codes == code]) / divisor
+        fraction = np.arange(1, len(values) + 1) / len(values)
+        ax.step(np.concatenate(([0.0], values)), np.concatenate(([0.0], fraction)),
+                where="post", color=palette[code], linewidth=1.5,
+                label=label if code < MAX_LEGEND_TASKS else "_")  # fmt: skip
+    if not len(frame):
+        _empty(ax, "runs")
+    ax.axhline(0.95, color="0.5", linestyle=":", linewidth=1)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlim(left=-0.02 * (float(lateness.max()) / divisor if len(frame) else 1.0))
+    ax.set_xlabel(f"lateness ({unit})")
+    ax.set_ylabel("fraction of runs started")
+    ax.grid(color="0.9")
+    ax.set_axisbelow(True)
+    if len(labels):
+        _legend(ax, _task_handles(labels, palette))
+    ax.set_title("Lateness per task", loc="left")
+    return figure
+
+
+def utilisation_plot(
+    frame: pd.DataFrame,
+    workers: int | Sequence[int],
+    freq: str = "1h",
+    ax: Axes | None = None,
+    tz: str | tzinfo = "UTC",
+) -> Figure:
+    """Each worker's busy fraction per ``freq`` interval as a heat map (a lane per
+    worker), with a colour bar; the title gives the mean over all workers."""
+    table = utilisation(frame, workers, freq)
+    figure, ax = _axes(ax, (11.0, 1.8 + 0.4 * max(len(table.columns), 2)))
+    lanes = len(table.columns)
+    if len(table):
+        step = (table.index[1] - table.index[0]) if len(table) > 1 else pd.Timedelta(freq)
+        edges = table.index.append(pd.DatetimeIndex([table.index[-1] + step]))
+        x = _dates(pd.Series(edges))
+        mesh = ax.pcolormesh(x, np.arange(lanes + 1) - 0.5, table.to_numpy().T,
+                             vmin=0.0, vmax=1.0, cmap="viridis")  # fmt: skip
+        figure.colorbar(mesh, ax=ax, label="busy fraction", pad=0.01)
+        mean = float(table.to_numpy().mean())
+        title = f"Worker utilisation per {freq}: mean {mean:.0%}"
+    else:
+        _empty(ax, "runs")
+        title = f"Worker utilisation per {freq}"
+    ax.set_yticks(range(lanes), [f"worker {w}" for w in table.columns])
+    ax.set_ylim(max(lanes, 1) - 0.5, -0.5)
+    ax.set_ylabel("worker")
+    _time_axis(ax, tz)
+    ax.set_title(title, loc="left")
+    return figure
