@@ -262,9 +262,8 @@ class SchedulerCore:
         task = ScheduledTask(task_id, name, action, schedule, priority, options)
         task._slot = first
         task.next_run_at = first
-        if (
-            self._store is not None
-        ):  # written through before it exists: a failed save registers nothing
+        if self._store is not None:
+            # Written through before it is registered: a failed save registers nothing.
             self._store.save(self._snapshot(task))
         self.tasks[task_id] = task
         self._enqueue(task, first)

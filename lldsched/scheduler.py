@@ -142,11 +142,11 @@ class Scheduler:
         self._idle_waiters = 0
         self._state = _NEW
         self._timer: threading.Thread | None = None
-        if listeners:  # deliver from now on: registrations before start() are events too
-            self._dispatcher.start()
         if store is not None:
             with self._lock:
-                recover(self._core, store)
+                recover(self._core, store)  # may raise (a bad store): no thread started yet
+        if listeners:  # deliver from now on: registrations before start() are events too
+            self._dispatcher.start()
 
     # -- lifecycle -------------------------------------------------------------------
 
