@@ -140,9 +140,7 @@ def following_slot(schedule: Schedule, slot: float) -> float | None:
     schedule = unwrap(schedule)
     if isinstance(schedule, OneTime | FixedDelay):
         return None  # a fixed delay counts from a finish; a missed run has none
-    if isinstance(schedule, FixedRate):
-        return slot + schedule.period
-    try:
+    try:  # the schedule's own rule (FixedRate: slot + period), never a copy of it here
         following = schedule.next_run(_as_if_ran(slot, slot), slot)
     except Exception:
         log.exception("%r.next_run raised while listing missed slots", schedule)
