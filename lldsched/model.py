@@ -78,6 +78,11 @@ class OverrunPolicy(enum.Enum):
     SKIP = "skip"
     CATCH_UP = "catch_up"
 
+    # Members are singletons compared by identity, so the identity hash agrees with
+    # equality; Enum's own hashes the name in Python, and every FixedRate(...) looks
+    # its shared value up under a key holding the policy (bench_scale).
+    __hash__ = object.__hash__
+
 
 class Task(NamedTuple):
     """The definition of a task (the *Command*): what runs, when, and how it fails.

@@ -178,7 +178,10 @@ class FixedRate(_Interval):
             key: tuple[object, ...] = (period, on_overrun, start_delay)
         else:
             key = (type(period), period, on_overrun, type(start_delay), start_delay)
-        found = _shared(cls, key)
+        try:  # _shared(), inlined: one FixedRate per registration is the common case
+            found = cls._shared.get(key)
+        except TypeError:  # an unhashable argument: let validation name it
+            found = None
         if found is not None:
             return found  # type: ignore[return-value]
         if not isinstance(on_overrun, OverrunPolicy):
