@@ -8,8 +8,9 @@ dead-letter behaviour exist exactly once.
 
 What a runtime gives it:
 
-* a :class:`DueQueue`: ``push(entry)`` whenever a task gets a due instant, and
-  ``discard(task)`` when a task's queued entry becomes a tombstone;
+* a :class:`DueQueue` (:class:`~lldsched.taskqueue.TaskQueue`): ``push(task, due)``
+  whenever a task gets a due instant, ``discard(task)`` when its entry must not
+  run; the core attaches its registry to it, in which entries' ids are resolved;
 * a clock (for the instants of events and of pause/resume), an id generator, a
   seeded random generator (retry jitter);
 * optionally a :class:`~lldsched.stores.base.TaskStore` and an ``emit`` callable.
@@ -17,7 +18,7 @@ What a runtime gives it:
   already holds the state.
 
 What a runtime does with it: pops due entries, calls :meth:`SchedulerCore.begin`
-(which rejects stale entries by generation), runs the attempt (:meth:`Run.invoke`
+(which rejects stale entries), runs the attempt (:meth:`Run.invoke`
 or a simulated duration), and reports the outcome to :meth:`SchedulerCore.finish`.
 
 Lifecycle (DESIGN section 1)::
@@ -41,7 +42,6 @@ FAILED: pausing hides no outcome.
 from __future__ import annotations
 
 import inspect
-import itertools
 import logging
 import math
 import random
@@ -83,12 +83,16 @@ _DEFAULT_RETRY = RetryPolicy()
 class DueQueue(Protocol):
     """Where the core puts tasks that have a due instant (the runtime's heap)."""
 
-    def push(self, entry: Entry) -> None:
-        """Queue ``entry``; the runtime pops it when its due instant comes."""
+    def attach(self, tasks: Mapping[str, ScheduledTask]) -> None:
+        """Resolve entries' task ids in ``tasks`` (the core's registry)."""
+        ...
+
+    def push(self, task: ScheduledTask, due: float) -> None:
+        """Queue ``task`` at ``due`` (its earlier entry dies); set its ``generation``."""
         ...
 
     def discard(self, task: ScheduledTask) -> None:
-        """``task``'s generation has just changed: its queued entry, if any, is a tombstone."""
+        """``task``'s entry, queued or already popped, must not run: a tombstone."""
         ...
 
 
@@ -114,8 +118,7 @@ def _is_schedule(schedule: object) -> bool:
 
 def _wants_context(action: Callable[..., Any]) -> bool:
     """True when ``action`` declares a parameter named ``ctx``."""
-    function = getattr(action, "__func__", action)
-    code = getattr(function, "__code__", None)
+    code = getattr(action, "__code__", None)  # a bound method passes its function's on
     if code is not None:  # plain functions and methods: no inspect.signature on the hot path
         known = _CONTEXT_BY_CODE.get(code)
         if known is None:
@@ -196,6 +199,7 @@ class SchedulerCore:
         self.clock = clock
         self.tasks: dict[str, ScheduledTask] = {}
         self._queue = queue
+        queue.attach(self.tasks)
         self._ids = ids or sequential_ids()
         self._default_ids = ids is None  # restore() moves the default past restored ids
         self._store = store
@@ -203,7 +207,6 @@ class SchedulerCore:
         self._rng = rng or random.Random()
         self._history_limit = history_limit
         self._dead: dict[str, None] = {}  # an ordered set of dead-lettered ids
-        self._sequence = itertools.count()  # heap tie-breaker: arrival order
 
     # -- registration --------------------------------------------------------------
 
@@ -257,16 +260,16 @@ class SchedulerCore:
             raise ScheduleError(f"task {name!r}: {schedule!r} never fires after {now!r}")
 
         task_id = self._ids()
-        if task_id in self.tasks:
+        task = ScheduledTask(task_id, name, action, schedule, priority, options, first)
+        if self.tasks.setdefault(task_id, task) is not task:  # one lookup in a big dict
             raise ValidationError(f"id generator returned {task_id!r}, which is already registered")
-        task = ScheduledTask(task_id, name, action, schedule, priority, options)
-        task._slot = first
-        task.next_run_at = first
         if self._store is not None:
-            # Written through before it is registered: a failed save registers nothing.
-            self._store.save(self._snapshot(task))
-        self.tasks[task_id] = task
-        self._enqueue(task, first)
+            try:  # written through before it is queued or published
+                self._store.save(self._snapshot(task))
+            except BaseException:
+                del self.tasks[task_id]  # a failed save registers nothing
+                raise
+        self._queue.push(task, first)  # _enqueue, inlined: next_run_at is set
         if self._emit is not None:
             self._emit(TaskEvent(task_id, name, None, SCHEDULED, now))
         return task
@@ -286,8 +289,8 @@ class SchedulerCore:
 
     def begin(self, entry: Entry, worker: int) -> Run | None:
         """Start the attempt ``entry`` stands for, or return None for a tombstone."""
-        task = entry[4]
-        if entry[3] != task.generation or task.status not in _RUNNABLE:
+        task = self.tasks.get(entry[3])  # the queue's live(entry), inlined: once per run
+        if task is None or entry[2] != task.generation or task.status not in _RUNNABLE:
             return None
         previous = task.status
         task.status = RUNNING
@@ -351,9 +354,8 @@ class SchedulerCore:
                 assert due is not None
                 task._slot = due
                 task.attempt = 0
-                generation = task.generation = task.generation + 1  # _enqueue, inlined
-                task.next_run_at = due
-                self._queue.push((due, task.priority, next(self._sequence), generation, task))
+                task.next_run_at = due  # _enqueue, inlined
+                self._queue.push(task, due)
             elif outcome is RETRYING:
                 assert due is not None
                 self._enqueue(task, due)
@@ -361,8 +363,7 @@ class SchedulerCore:
                 task.next_run_at = None
                 if outcome is FAILED:
                     self._dead[task.id] = None
-        elif previous is PAUSED:  # paused mid-run: remember where resume() goes
-            task._resume_to = outcome
+        elif previous is PAUSED:  # paused mid-run: resume() queues it at ``due``
             task.next_run_at = due
             if outcome is SCHEDULED:
                 assert due is not None
@@ -380,9 +381,7 @@ class SchedulerCore:
         task = self.get(task_id)
         previous = task.status
         if previous in _RUNNABLE:
-            task.generation += 1
             self._queue.discard(task)
-            task._resume_to = previous
         elif previous is not RUNNING:
             return False
         task.status = PAUSED
@@ -399,7 +398,8 @@ class SchedulerCore:
         else:
             assert task.next_run_at is not None
             due = max(task.next_run_at, self.clock.now())
-            task.status = task._resume_to
+            # Where it was: a pending retry has attempts behind it, a slot has none.
+            task.status = RETRYING if task.attempt else SCHEDULED
             if task.status is SCHEDULED:
                 task._slot = due  # a fixed-rate grid re-anchors at the resumed run
             self._enqueue(task, due)
@@ -412,9 +412,7 @@ class SchedulerCore:
         previous = task.status
         if previous.is_terminal:
             return False
-        task.generation += 1
-        if previous in _RUNNABLE:
-            self._queue.discard(task)
+        self._queue.discard(task)  # also an entry already popped for a worker
         run = task._run
         if run is not None and run.context is not None:
             run.context.cancel("cancelled")
@@ -508,9 +506,8 @@ class SchedulerCore:
     # -- internals -------------------------------------------------------------------------
 
     def _enqueue(self, task: ScheduledTask, due: float) -> None:
-        task.generation += 1
         task.next_run_at = due
-        self._queue.push((due, task.priority, next(self._sequence), task.generation, task))
+        self._queue.push(task, due)
 
     @staticmethod
     def _snapshot(task: ScheduledTask) -> TaskSnapshot:

@@ -291,8 +291,6 @@ def _rebuild(
         task._slot = runs[-1].slot
     elif snapshot.next_run_at is not None:
         task._slot = snapshot.next_run_at
-    if status is PAUSED:
-        task._resume_to = RETRYING if attempt else SCHEDULED
     if snapshot.run_count or history:
         stats = task._stats = RunStats(history_limit)
         stats.run_count = snapshot.run_count

@@ -301,7 +301,7 @@ class Scheduler:
     def pending(self) -> list[ScheduledTask]:
         """Tasks waiting in the heap, in the order they will run."""
         with self._lock:
-            return [entry[4] for entry in self._queue.entries()]
+            return self._queue.pending()
 
     def queue_stats(self) -> QueueStats:
         """How many entries the heap holds, and how many are tombstones."""

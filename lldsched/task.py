@@ -33,12 +33,12 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_OPTIONS", "Entry", "RunStats", "ScheduledTask", "TaskOptions"]
 
-Entry = tuple[float, int, int, int, "ScheduledTask"]
-"""A heap entry ``(due, priority, sequence, generation, task)``.
+Entry = tuple[float, int, int, str]
+"""A heap entry ``(due, priority, sequence, task_id)``.
 
-Tuples compare in C and the unique ``sequence`` settles every tie before the
-task would be compared; ``generation`` must match the task's for the entry to
-be live (cancel, pause and every re-queue bump it)."""
+Tuples compare in C and the unique ``sequence`` settles every tie; the entry is
+live while the task registered under ``task_id`` has ``generation == sequence``
+(see :mod:`lldsched.taskqueue`)."""
 
 
 class TaskOptions(NamedTuple):
@@ -98,7 +98,6 @@ class ScheduledTask:
     __slots__ = (
         "_options",
         "_queued",
-        "_resume_to",
         "_run",
         "_slot",
         "_stats",
@@ -121,6 +120,7 @@ class ScheduledTask:
         schedule: Schedule,
         priority: Priority = Priority.NORMAL,
         options: TaskOptions = DEFAULT_OPTIONS,
+        first_run: float | None = None,
     ) -> None:
         self.id = task_id
         self.name = name
@@ -129,11 +129,10 @@ class ScheduledTask:
         self.priority = priority
         self._options = options
         self.status = TaskStatus.SCHEDULED
-        self.next_run_at: float | None = None
-        self.attempt = 0  # attempts made for the current slot; a reschedule resets it
-        self.generation = 0
-        self._slot = 0.0  # the schedule slot the pending attempts belong to
-        self._resume_to = TaskStatus.SCHEDULED  # where resume() returns a PAUSED task
+        self.next_run_at = first_run
+        self.attempt = 0  # attempts made for the current slot: 0 when SCHEDULED, >= 1 when RETRYING
+        self.generation = 0  # the sequence of its live heap entry; 0: none
+        self._slot = first_run or 0.0  # the schedule slot the pending attempts belong to
         self._run: Run | None = None  # the attempt in flight, if any
         self._queued = False  # a live entry sits in the runtime's heap
         self._stats: RunStats | None = None  # created at the first run

@@ -1,16 +1,27 @@
 """TaskQueue: the timer's min-heap of due entries, with tombstones and a Condition.
 
-Entries are tuples ``(due, priority, sequence, generation, task)``.  Order is
-due first, then priority (lower first), then ``sequence``, an ever-increasing
-counter, so two entries never tie and the task itself is never compared.
+Entries are tuples ``(due, priority, sequence, task_id)``.  Order is due first,
+then priority (lower first), then ``sequence``, an ever-increasing counter, so
+two entries never tie and the id is never compared.
 
-Removing from the middle of a heap is O(n), so nothing is removed: cancel,
-pause and every re-queue bump the task's ``generation``, and an entry whose
-generation no longer matches is a *tombstone*, dropped when it reaches the top.
-When tombstones outnumber live entries the heap is rebuilt from the live ones
-(O(n), amortised against the cancellations that made them); heaps under
-:data:`REBUILD_MIN_ENTRIES` entries are not worth it (asyncio's event loop
-uses the same rule for its cancelled timer handles).
+An entry names its task by id, and its priority by the plain int, and the
+queue resolves the id through the core's registry (given by
+:meth:`TaskQueue.attach`).  An entry that held the task, or a ``Priority``
+member, would be one more object for the cyclic garbage collector to track and
+traverse per queued task; a tuple of strings and numbers is untracked at the
+collector's first pass over it (``benchmarks/bench_scale.py`` measures the
+difference).
+
+Removing from the middle of a heap is O(n), so nothing is removed.  Each push
+gives the task a new ``generation``, the entry's sequence number; an entry is
+live while its task is registered with that generation.  Cancel and pause
+:meth:`~TaskQueue.discard` the task (generation 0), so its queued entry, or one
+already handed to a worker, is a *tombstone*, dropped when it reaches the top.
+A re-registered id cannot revive an old entry: sequences only grow.  When
+tombstones outnumber live entries the heap is rebuilt from the live ones (O(n),
+amortised against the cancellations that made them); heaps under
+:data:`REBUILD_MIN_ENTRIES` entries are not worth it (asyncio's event loop uses
+the same rule for its cancelled timer handles).
 
 The queue is not locked by itself.  In the threaded runtime its owner holds
 one lock around every call and gives the queue the timer's condition on that
@@ -22,7 +33,9 @@ is single-threaded, gives it no condition at all.
 from __future__ import annotations
 
 import heapq
+import itertools
 import threading
+from collections.abc import Mapping
 from typing import NamedTuple
 
 from lldsched.task import Entry, ScheduledTask
@@ -30,6 +43,8 @@ from lldsched.task import Entry, ScheduledTask
 __all__ = ["REBUILD_MIN_ENTRIES", "QueueStats", "TaskQueue"]
 
 REBUILD_MIN_ENTRIES = 64
+
+_NO_TASKS: Mapping[str, ScheduledTask] = {}
 
 
 class QueueStats(NamedTuple):
@@ -52,20 +67,30 @@ class TaskQueue:
         self._wake = wake
         self._heap: list[Entry] = []
         self._tombstones = 0
+        self._sequence = itertools.count(1)  # entry tie-breaker and generation; 0 is "none"
+        self.tasks = _NO_TASKS  # the registry entries are resolved in; see attach()
 
-    def push(self, entry: Entry) -> None:
-        """Add a live entry; wake the timer if it is the new head."""
-        task = entry[4]
+    def attach(self, tasks: Mapping[str, ScheduledTask]) -> None:
+        """Resolve entries through ``tasks``, the core's registry (read, never written)."""
+        self.tasks = tasks
+
+    def push(self, task: ScheduledTask, due: float) -> None:
+        """Queue ``task`` at ``due`` (its earlier entry, if any, dies); wake the timer if
+        the entry is the new head."""
+        sequence = next(self._sequence)
         if task._queued:  # the task's previous entry, still in the heap, is dead now
             self._tombstones += 1
         task._queued = True
+        task.generation = sequence
+        entry = (due, task.priority._value_, sequence, task.id)  # the plain int: see above
         heap = self._heap
         heapq.heappush(heap, entry)
         if heap[0] is entry and self._wake is not None:
             self._wake.notify_all()
 
     def discard(self, task: ScheduledTask) -> None:
-        """Count ``task``'s queued entry as a tombstone (the caller has bumped its generation)."""
+        """Kill ``task``'s entry, whether still queued or already popped for a worker."""
+        task.generation = 0
         if not task._queued:
             return
         task._queued = False
@@ -74,14 +99,20 @@ class TaskQueue:
         if len(heap) >= REBUILD_MIN_ENTRIES and self._tombstones * 2 > len(heap):
             self.rebuild()
 
+    def live(self, entry: Entry) -> ScheduledTask | None:
+        """The task ``entry`` stands for, or None if the entry is a tombstone."""
+        task = self.tasks.get(entry[3])
+        return task if task is not None and task.generation == entry[2] else None
+
     def pop_due(self, now: float, limit: int) -> list[Entry]:
         """Remove and return up to ``limit`` live entries due at or before ``now``."""
         heap = self._heap
+        tasks = self.tasks
         due: list[Entry] = []
         while heap and heap[0][0] <= now and len(due) < limit:
             entry = heapq.heappop(heap)
-            task = entry[4]
-            if entry[3] != task.generation:
+            task = tasks.get(entry[3])
+            if task is None or entry[2] != task.generation:
                 self._tombstones -= 1
                 continue
             task._queued = False
@@ -91,10 +122,11 @@ class TaskQueue:
     def pop(self) -> Entry | None:
         """Remove and return the first live entry, however far off it is (None if empty)."""
         heap = self._heap
+        tasks = self.tasks
         while heap:
             entry = heapq.heappop(heap)
-            task = entry[4]
-            if entry[3] == task.generation:
+            task = tasks.get(entry[3])
+            if task is not None and entry[2] == task.generation:
                 task._queued = False
                 return entry
             self._tombstones -= 1
@@ -105,7 +137,7 @@ class TaskQueue:
         heap = self._heap
         while heap:
             entry = heap[0]
-            if entry[3] == entry[4].generation:
+            if self.live(entry) is not None:
                 return entry[0]
             heapq.heappop(heap)
             self._tombstones -= 1
@@ -113,14 +145,19 @@ class TaskQueue:
 
     def rebuild(self) -> None:
         """Drop every tombstone and re-heapify the live entries."""
-        live = [entry for entry in self._heap if entry[3] == entry[4].generation]
+        live = [entry for entry in self._heap if self.live(entry) is not None]
         heapq.heapify(live)
         self._heap = live
         self._tombstones = 0
 
     def entries(self) -> list[Entry]:
         """The live entries in due order (a copy; O(n log n))."""
-        return sorted(entry for entry in self._heap if entry[3] == entry[4].generation)
+        return sorted(entry for entry in self._heap if self.live(entry) is not None)
+
+    def pending(self) -> list[ScheduledTask]:
+        """The tasks of the live entries, in the order they will start."""
+        tasks = self.tasks
+        return [tasks[entry[3]] for entry in self.entries()]
 
     def stats(self) -> QueueStats:
         return QueueStats(len(self._heap), self._tombstones)

@@ -2,34 +2,28 @@
 
 from __future__ import annotations
 
-import heapq
 import random
 from typing import Any
 
 from lldsched import ExecutionRecord, FakeClock, InMemoryTaskStore, TaskEvent, TaskSnapshot
 from lldsched.core import SchedulerCore
 from lldsched.task import Entry, ScheduledTask
+from lldsched.taskqueue import TaskQueue
 
 
-class HeapQueue:
-    """The DueQueue protocol over a plain heap, counting tombstones like the runtime does."""
+class HeapQueue(TaskQueue):
+    """The runtime's TaskQueue, also keeping the id of every task it was told to discard."""
 
     def __init__(self) -> None:
-        self.heap: list[Entry] = []
+        super().__init__()
         self.discarded: list[str] = []
-
-    def push(self, entry: Entry) -> None:
-        heapq.heappush(self.heap, entry)
 
     def discard(self, task: ScheduledTask) -> None:
         self.discarded.append(task.id)
+        super().discard(task)
 
     def pop_live(self) -> Entry | None:
-        while self.heap:
-            entry = heapq.heappop(self.heap)
-            if entry[3] == entry[4].generation:
-                return entry
-        return None
+        return self.pop()
 
 
 class RecordingStore(InMemoryTaskStore):

@@ -123,9 +123,8 @@ def test_pause_tombstones_the_entry_and_resume_runs_a_missed_slot_at_once(
 ) -> None:
     h = Harness(clock)
     task = h.core.add("digest", noop, FixedRate(3600, start_delay=60))
-    generation = task.generation
     assert h.core.pause(task.id) is True and task.status is TaskStatus.PAUSED
-    assert task.generation > generation and h.queue.discarded == [task.id]
+    assert h.queue.discarded == [task.id] and h.queue.stats() == (1, 1)
     assert h.queue.pop_live() is None  # the entry is a tombstone
     clock.advance(600)
     assert h.core.resume(task.id) is True and task.status is TaskStatus.SCHEDULED
@@ -175,6 +174,22 @@ def test_pause_of_a_running_task_takes_effect_at_once_and_nothing_follows_the_ru
     clock.advance(100)
     h.core.resume(task.id)  # resumes at its next slot, which has passed: at once
     assert task.status is TaskStatus.SCHEDULED and task.next_run_at == clock.now()
+
+
+def test_a_run_that_fails_while_its_task_is_paused_resumes_as_a_retry(clock: FakeClock) -> None:
+    h = Harness(clock)
+    task = h.core.add("flaky", noop, FixedRate(60))
+    entry = h.queue.pop_live()
+    assert entry is not None
+    run = h.core.begin(entry, worker=0)
+    assert run is not None
+    h.core.pause(task.id)
+    h.core.finish(run, clock.now(), clock.now() + 1, "E: boom")
+    assert task.status is TaskStatus.PAUSED and h.queue.pop_live() is None
+    h.core.resume(task.id)
+    assert task.status is TaskStatus.RETRYING and task.attempt == 1
+    record = h.step()
+    assert record is not None and record.attempt == 2 and record.slot == entry[0]
 
 
 def test_pause_and_resume_during_one_run_leave_the_task_running(clock: FakeClock) -> None:
@@ -229,7 +244,7 @@ def test_unknown_ids_raise_task_not_found_with_the_id(clock: FakeClock) -> None:
 def test_a_stale_entry_is_refused_by_begin(clock: FakeClock) -> None:
     h = Harness(clock)
     task = h.core.add("x", noop, OneTime(delay=0))
-    entry = h.queue.heap[0]
+    (entry,) = h.queue.pop_due(clock.now(), 1)  # popped for a worker, not begun yet
     h.core.cancel(task.id)
     assert h.core.begin(entry, worker=0) is None
 
@@ -276,7 +291,7 @@ def test_a_failing_store_save_at_registration_registers_nothing(clock: FakeClock
     h = Harness(clock, store=BrokenStore())
     with pytest.raises(OSError, match="read-only"):
         h.core.add("x", noop, OneTime(delay=0))
-    assert h.core.tasks == {} and h.queue.heap == []
+    assert h.core.tasks == {} and h.queue.stats() == (0, 0)
 
 
 @pytest.mark.parametrize("limit", [0, 1, 2, None])

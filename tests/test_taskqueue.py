@@ -2,92 +2,147 @@
 
 from __future__ import annotations
 
-import itertools
+import gc
 import threading
 
 from lldsched import OneTime, Priority
-from lldsched.task import Entry, ScheduledTask
+from lldsched.task import ScheduledTask
 from lldsched.taskqueue import REBUILD_MIN_ENTRIES, TaskQueue
 
-_sequence = itertools.count()
+Registry = dict[str, ScheduledTask]
 
 
-def make_task(name: str, priority: Priority = Priority.NORMAL) -> ScheduledTask:
-    return ScheduledTask(name, name, None, OneTime(delay=0), priority)
+def make_queue(wake: threading.Condition | None = None) -> tuple[TaskQueue, Registry]:
+    """A queue attached to a registry, as the core attaches its own."""
+    queue = TaskQueue(wake)
+    registry: dict[str, ScheduledTask] = {}
+    queue.attach(registry)
+    return queue, registry
 
 
-def entry(task: ScheduledTask, due: float) -> Entry:
-    task.generation += 1
-    return (due, task.priority, next(_sequence), task.generation, task)
-
-
-def tombstone(queue: TaskQueue, task: ScheduledTask) -> None:
-    task.generation += 1  # what the core does before discarding
-    queue.discard(task)
+def make_task(
+    registry: dict[str, ScheduledTask], name: str, priority: Priority = Priority.NORMAL
+) -> ScheduledTask:
+    task = registry[name] = ScheduledTask(name, name, None, OneTime(delay=0), priority)
+    return task
 
 
 def test_entries_pop_by_due_then_priority_then_arrival() -> None:
-    queue = TaskQueue()
+    queue, tasks = make_queue()
     for name, priority in [("low", Priority.LOW), ("first", Priority.NORMAL),
                            ("high", Priority.HIGH), ("second", Priority.NORMAL)]:  # fmt: skip
-        queue.push(entry(make_task(name, priority), 10.0))
-    queue.push(entry(make_task("later", Priority.HIGH), 11.0))
+        queue.push(make_task(tasks, name, priority), 10.0)
+    queue.push(make_task(tasks, "later", Priority.HIGH), 11.0)
     assert queue.next_due() == 10.0
-    names = [e[4].name for e in queue.pop_due(10.0, limit=100)]
+    names = [e[3] for e in queue.pop_due(10.0, limit=100)]
     assert names == ["high", "first", "second", "low"]
 
 
 def test_pop_due_respects_its_limit_and_leaves_later_entries() -> None:
-    queue = TaskQueue()
+    queue, tasks = make_queue()
     for i in range(5):
-        queue.push(entry(make_task(f"t{i}"), float(i)))
-    assert [e[4].name for e in queue.pop_due(3.0, limit=2)] == ["t0", "t1"]
-    assert [e[4].name for e in queue.pop_due(3.0, limit=10)] == ["t2", "t3"]
+        queue.push(make_task(tasks, f"t{i}"), float(i))
+    assert [e[3] for e in queue.pop_due(3.0, limit=2)] == ["t0", "t1"]
+    assert [e[3] for e in queue.pop_due(3.0, limit=10)] == ["t2", "t3"]
     assert len(queue) == 1
 
 
 def test_a_discarded_entry_becomes_a_tombstone_that_is_dropped_when_it_surfaces() -> None:
-    queue = TaskQueue()
-    gone, kept = make_task("gone"), make_task("kept")
-    queue.push(entry(gone, 1.0))
-    queue.push(entry(kept, 2.0))
-    tombstone(queue, gone)
+    queue, tasks = make_queue()
+    gone, kept = make_task(tasks, "gone"), make_task(tasks, "kept")
+    queue.push(gone, 1.0)
+    queue.push(kept, 2.0)
+    queue.discard(gone)
     assert queue.stats() == (2, 1) and len(queue) == 1
     assert queue.next_due() == 2.0  # the tombstone on top was dropped
     assert queue.stats() == (1, 0)
-    assert [e[4].name for e in queue.pop_due(5.0, 10)] == ["kept"]
+    assert [e[3] for e in queue.pop_due(5.0, 10)] == ["kept"]
+
+
+def test_a_second_push_kills_the_first_entry_of_the_same_task() -> None:
+    queue, tasks = make_queue()
+    task = make_task(tasks, "moved")
+    queue.push(task, 1.0)
+    queue.push(task, 7.0)
+    assert queue.stats() == (2, 1)
+    assert queue.pop_due(5.0, 10) == []
+    (entry,) = queue.pop_due(7.0, 10)
+    assert entry[0] == 7.0 and queue.live(entry) is task
+
+
+def test_an_entry_already_popped_dies_when_its_task_is_discarded() -> None:
+    queue, tasks = make_queue()
+    task = make_task(tasks, "handed-off")
+    queue.push(task, 1.0)
+    (entry,) = queue.pop_due(1.0, 10)  # now on its way to a worker
+    assert queue.live(entry) is task
+    queue.discard(task)
+    assert queue.live(entry) is None
+    assert queue.stats() == (0, 0)  # it was no longer in the heap: no tombstone counted
+
+
+def test_an_id_registered_again_does_not_revive_the_old_entry() -> None:
+    queue, tasks = make_queue()
+    old = make_task(tasks, "reused")
+    queue.push(old, 1.0)
+    queue.discard(old)
+    del tasks["reused"]  # removed, then an id generator hands out the same id
+    new = make_task(tasks, "reused")
+    assert queue.next_due() is None and queue.pop() is None
+    queue.push(new, 5.0)
+    assert queue.pop_due(4.0, 10) == []
+    (entry,) = queue.pop_due(5.0, 10)
+    assert queue.live(entry) is new
+
+
+def test_an_entry_of_a_task_no_longer_registered_is_a_tombstone() -> None:
+    queue, tasks = make_queue()
+    queue.push(make_task(tasks, "forgotten"), 1.0)
+    queue.push(make_task(tasks, "kept"), 2.0)
+    del tasks["forgotten"]
+    assert queue.entries() == [(2.0, Priority.NORMAL, tasks["kept"].generation, "kept")]
+    assert queue.pending() == [tasks["kept"]]
+    assert [e[3] for e in queue.pop_due(3.0, 10)] == ["kept"]
+
+
+def test_entries_hold_no_object_the_cyclic_collector_has_to_track() -> None:
+    queue, tasks = make_queue()
+    queue.push(make_task(tasks, "t"), 1.0)
+    gc.collect()  # the collector untracks tuples of untracked values when it sees them
+    (entry,) = queue.entries()
+    assert not gc.is_tracked(queue._heap[0]) and entry == queue._heap[0]
 
 
 def test_the_heap_is_rebuilt_when_tombstones_outnumber_live_entries() -> None:
-    queue = TaskQueue()
-    tasks = [make_task(f"t{i}") for i in range(REBUILD_MIN_ENTRIES * 2)]
+    queue, registry = make_queue()
+    tasks = [make_task(registry, f"t{i}") for i in range(REBUILD_MIN_ENTRIES * 2)]
     for i, task in enumerate(tasks):
-        queue.push(entry(task, float(i)))
+        queue.push(task, float(i))
     half = len(tasks) // 2
     for task in tasks[:half]:
-        tombstone(queue, task)
+        queue.discard(task)
     assert queue.stats().tombstones == half  # equal, not outnumbering: no rebuild
-    tombstone(queue, tasks[half])
+    queue.discard(tasks[half])
     assert queue.stats() == (half - 1, 0)  # rebuilt: only live entries remain
     assert queue.next_due() == float(half + 1)
 
 
 def test_a_small_heap_keeps_its_tombstones() -> None:
-    queue = TaskQueue()
-    tasks = [make_task(f"t{i}") for i in range(3)]
+    queue, registry = make_queue()
+    tasks = [make_task(registry, f"t{i}") for i in range(3)]
     for i, task in enumerate(tasks):
-        queue.push(entry(task, float(i + 10)))
+        queue.push(task, float(i + 10))
     for task in tasks[:2]:
-        tombstone(queue, task)
+        queue.discard(task)
     assert queue.stats() == (3, 2)
 
 
 def test_a_push_that_becomes_the_head_wakes_the_timer_and_no_other_push_does() -> None:
     wake = threading.Condition()
-    queue = TaskQueue(wake)
+    queue, tasks = make_queue(wake)
     notified: list[str] = []
     wake.notify_all = lambda: notified.append("head")  # type: ignore[method-assign]
-    queue.push(entry(make_task("a"), 5.0))
-    queue.push(entry(make_task("later"), 9.0))
-    queue.push(entry(make_task("sooner"), 1.0))
+    queue.push(make_task(tasks, "a"), 5.0)
+    queue.push(make_task(tasks, "later"), 9.0)
+    queue.push(make_task(tasks, "sooner"), 1.0)
     assert notified == ["head", "head"]

@@ -205,7 +205,7 @@ class Simulation:
 
     def pending(self) -> list[ScheduledTask]:
         """Tasks waiting in the heap, in the order they will start."""
-        return [entry[4] for entry in self._queue.entries()]
+        return self._queue.pending()
 
     def queue_stats(self) -> QueueStats:
         return self._queue.stats()
@@ -303,7 +303,7 @@ class Simulation:
         entry = self._queue.pop()
         assert entry is not None
         done = self._start(entry, when)  # a run that takes no time finishes at once
-        return SimStep(when, "finish" if done is not None else kind, entry[4].id, done)
+        return SimStep(when, "finish" if done is not None else kind, entry[3], done)
 
     def _advance(self, end: float) -> None:
         """``step()`` until the next event is after ``end``, without the per-step objects."""
@@ -315,6 +315,7 @@ class Simulation:
         records = self._records
         finish_run = self._core.finish
         heappop, heappush = heapq.heappop, heapq.heappush
+        tasks = self._core.tasks
         while True:
             finish = finishes[0][0] if finishes else _INF
             intervention = interventions[0][0] if interventions else _INF
@@ -323,7 +324,9 @@ class Simulation:
             if free and heap:
                 head = heap[0]
                 # A live head is the next start; a tombstone goes through next_due().
-                due = head[0] if head[3] == head[4].generation else queue.next_due()
+                task = tasks.get(head[3])
+                live = task is not None and task.generation == head[2]
+                due = head[0] if live else queue.next_due()
                 if due is not None:
                     start = due if due > clock._now else clock._now
             if finish <= intervention and finish <= start:
@@ -348,7 +351,7 @@ class Simulation:
 
     def _start(self, entry: Any, now: float) -> ExecutionRecord | None:
         """Start ``entry`` on the lowest free worker; finish it at once if it takes no time."""
-        task: ScheduledTask = entry[4]
+        task = self._core.tasks[entry[3]]  # queue.pop() returns only live entries
         models = self._models[task.id]
         attempt = task.attempt + 1
         duration = models.duration

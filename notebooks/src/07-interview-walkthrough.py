@@ -55,7 +55,8 @@ print(RetryPolicy())
 # A min-heap of `(due, priority, sequence, generation, task)`. The sequence is an
 # ever-increasing counter: ties never reach the task object, and equal due times keep
 # arrival order. Cancelling bumps the task's generation, so its entry becomes a tombstone
-# that is dropped when it surfaces.
+# that is dropped when it surfaces. (lldsched's own entries are `(due, priority, sequence,
+# task_id)`, with the sequence doubling as the generation: notebook 01 says why.)
 #
 # **Exercise 1.** Write `pop_due(heap, now, generations)`: pop and return, in heap order,
 # the live entries due at or before `now`. Entries here are
