@@ -240,12 +240,16 @@ class Scheduler:
         here; with a durable store that includes the action's import path and JSON
         arguments.
         """
-        with self._lock:
+        lock = self._lock
+        lock.acquire()  # not ``with``: that builds a bound __exit__ on every registration
+        try:
             if self._state is _STOPPED:
                 raise SchedulerStateError(f"cannot schedule {name!r}: the scheduler is shut down")
             return self._core.add(
                 name, action, schedule, priority, retry, timeout, args, kwargs, True, misfire
             )
+        finally:
+            lock.release()
 
     def cancel(self, task_id: str) -> bool:
         """Stop all future runs of the task; True if it was live.  A run in flight
