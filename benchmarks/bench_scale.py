@@ -26,11 +26,12 @@ Figures:
   one task owns (it includes the GC header of tracked objects).
 
 Also printed: lldsched's time per task with the cyclic GC disabled, to show what
-share of the cost is collections triggered by the four GC-tracked objects each
-task allocates; and what a task costs once it runs: the bytes each retained
-:class:`~lldsched.ExecutionRecord` adds to its history (tracemalloc over
-:data:`HISTORY_TASKS` x :data:`HISTORY_RUNS` runs on a ``FakeClock``), times the
-default ``history_limit`` of 1,000.
+share of the cost is collections the registrations trigger (each allocates one
+``ScheduledTask``, which the collector tracks for its lifetime, and one heap entry,
+which it untracks at its first pass); and what a task costs once it runs: the
+bytes each retained :class:`~lldsched.ExecutionRecord` adds to its history
+(tracemalloc over :data:`HISTORY_TASKS` x :data:`HISTORY_RUNS` runs on a
+``FakeClock``), times the default ``history_limit`` of 100.
 """
 
 from __future__ import annotations
