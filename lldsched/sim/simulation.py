@@ -323,10 +323,14 @@ class Simulation:
             heap = queue._heap  # peeked at directly (a rebuild replaces the list)
             if free and heap:
                 head = heap[0]
-                # A live head is the next start; a tombstone goes through next_due().
+                # A live head is the next start (and its task is kept for _start); a
+                # tombstone goes through next_due(), which drops it.
                 task = tasks.get(head[3])
-                live = task is not None and task.generation == head[2]
-                due = head[0] if live else queue.next_due()
+                due: float | None
+                if task is not None and task.generation == head[2]:
+                    due = head[0]
+                else:
+                    due, task = queue.next_due(), None
                 if due is not None:
                     start = due if due > clock._now else clock._now
             if finish <= intervention and finish <= start:
@@ -345,14 +349,18 @@ class Simulation:
                 if start > end:
                     return
                 clock._now = start
-                entry = queue.pop()
+                entry = queue.pop()  # the head peeked at above
                 assert entry is not None
-                self._start(entry, start)
+                self._start(entry, start, task)
 
-    def _start(self, entry: Any, now: float) -> ExecutionRecord | None:
-        """Start ``entry`` on the lowest free worker; finish it at once if it takes no time."""
-        task = self._core.tasks[entry[3]]  # queue.pop() returns only live entries
-        models = self._models[task.id]
+    def _start(
+        self, entry: Any, now: float, task: ScheduledTask | None = None
+    ) -> ExecutionRecord | None:
+        """Start ``entry`` (whose ``task`` the caller may know) on the lowest free worker;
+        finish it at once if it takes no time."""
+        if task is None:
+            task = self._core.tasks[entry[3]]  # queue.pop() returns only live entries
+        models = self._models[entry[3]]
         attempt = task.attempt + 1
         duration = models.duration
         if callable(duration):
