@@ -194,13 +194,9 @@ def _reachable(roots: list[tuple[str, object]]) -> dict[int, tuple[str, object]]
     return seen
 
 
-def _roots(task: object) -> list[tuple[str, object]]:
-    """The task and the tuples holding it (its heap entry); they are its own."""
-    entries = [
-        ref
-        for ref in gc.get_referrers(task)
-        if isinstance(ref, tuple) and not (ref and isinstance(ref[0], str))  # not a walk's own
-    ]
+def _roots(scheduler: Scheduler, task: Any) -> list[tuple[str, object]]:
+    """The task and its heap entry (which names it by id): they are its own."""
+    entries = [entry for entry in scheduler._queue._heap if entry[3] == task.id]
     return [("task", task)] + [(f"entry{i or ''}", entry) for i, entry in enumerate(entries)]
 
 
@@ -215,9 +211,9 @@ def _breakdown(scheduler: Scheduler) -> list[tuple[str, float]]:
     """
     tasks = scheduler.tasks()
     mine, other = tasks[-1], tasks[-2]
-    theirs = _reachable(_roots(other))
+    theirs = _reachable(_roots(scheduler, other))
     parts: list[tuple[str, float]] = []
-    roots = _roots(mine)
+    roots = _roots(scheduler, mine)
     for path, obj in _reachable(roots).values():
         if id(obj) not in theirs:
             parts.append((f"{path}: {type(obj).__name__}", float(sys.getsizeof(obj))))
