@@ -20,6 +20,7 @@ import random
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from lldsched import CronSchedule
 from lldsched.schedules.cron_parse import CronFields, parse
 
 __all__ = ["day_matches", "random_expression", "reference_fires", "wall_matches"]
@@ -141,7 +142,7 @@ def random_expression(rng: random.Random, *, early_hours: bool = False) -> str:
                 fields.append(",".join(_item(rng, index) for _ in range(count)))
         expr = " ".join(fields)
         try:
-            parse(expr)
+            CronSchedule(expr)
         except ValueError:  # e.g. day 31 of February only, with the day fields ANDed
             continue
         return expr

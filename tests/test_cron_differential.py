@@ -83,7 +83,7 @@ def test_the_engine_agrees_with_cronsim_on_thousands_of_random_expressions() -> 
     rng = random.Random(SEED)
     changes = {name: offset_changes(name) for name in ZONES}
     disagreements: list[str] = []
-    second_pass_rule = long_gap_rule = compared = 0
+    second_pass_rule = compared = 0
     for number in range(EXPRESSIONS):
         expr = random_expression(rng, early_hours=number % 2 == 1)
         for name in ZONES:
@@ -104,8 +104,7 @@ def test_the_engine_agrees_with_cronsim_on_thousands_of_random_expressions() -> 
                     # cronsim went back to the first pass of the overlap: the rule we follow
                     second_pass_rule += 1
                     theirs = cronsim_next(expr, tz, overlap_last_second(tz, start))
-                if theirs is None:
-                    long_gap_rule += 1
+                if theirs is None:  # cronsim gives up after 50 years without a fire
                     if ours is not None and ours - start <= FIFTY_YEARS - 86400:
                         disagreements.append(f"{expr!r} {name} after {start}: {ours} vs none")
                     break
@@ -116,7 +115,6 @@ def test_the_engine_agrees_with_cronsim_on_thousands_of_random_expressions() -> 
     assert disagreements == []
     assert compared > 20_000
     assert second_pass_rule > 0  # the overlap rule was exercised, not just stated
-    assert long_gap_rule >= 0
 
 
 def test_the_second_pass_rule_on_its_own() -> None:

@@ -228,6 +228,8 @@ REJECTED = [
     ("0 0 30 2 *", "day of month field: '30' never occurs in Feb (at most 29 days)"),
     ("0 0 31 4,6,9,11 *", "day of month field: '31' never occurs in Apr, Jun, Sep, Nov"),
     ("0 0 30,31 feb */2", "day of month field: '30,31' never occurs in Feb"),
+    ("0 0 */16 1 0L", "never fires: no date is both day of month '*/16' and day of week '0L'"),
+    ("0 0 */20 * 0#2", "never fires: no date is both day of month '*/20' and day of week '0#2'"),
     ("@reboot", "@reboot is not supported"),
     ("@REBOOT", "@reboot is not supported"),
     ("@fortnightly", "unknown macro; use one of @yearly"),

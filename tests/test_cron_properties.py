@@ -4,6 +4,7 @@ whatever their order, and backwards with forwards."""
 
 from __future__ import annotations
 
+import calendar
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -57,7 +58,7 @@ def expressions(draw: st.DrawFn) -> str:
             fields.append(",".join(draw(st.lists(items(index), min_size=1, max_size=3))))
     expr = " ".join(fields)
     try:
-        parse(expr)
+        CronSchedule(expr)  # the grammar, and some date must match the day fields
     except ScheduleError:
         assume(False)
     return expr
@@ -88,7 +89,7 @@ def test_successive_fires_increase_match_and_leave_no_matching_minute_between(
     expr: str, start: float
 ) -> None:
     fires = list(CronSchedule(expr).fire_times(start, 12))
-    assert fires, "every valid expression fires within 100 years of 1990-2060"
+    assert fires, "every accepted expression fires within 100 years of 1990-2060"
     previous = start
     for fire in fires:
         assert fire > previous
@@ -167,3 +168,43 @@ def test_each_fire_in_a_zone_reads_as_a_matching_wall_time_for_an_ordinary_job()
     start = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
     for fire in schedule.fire_times(start, 2000):
         assert wall_matches(f, datetime.fromtimestamp(fire, tz).replace(tzinfo=None))
+
+
+@st.composite
+def grammatical(draw: st.DrawFn) -> str:
+    """Expressions the grammar accepts, the never-firing ones included."""
+    fields = [
+        "*" if draw(st.booleans()) else ",".join(draw(st.lists(items(i), min_size=1, max_size=3)))
+        for i in range(5)
+    ]
+    expr = " ".join(fields)
+    try:
+        parse(expr)
+    except ScheduleError:
+        assume(False)
+    return expr
+
+
+@settings(max_examples=60, deadline=None)
+@given(grammatical())
+@example("* 0 */16 1 0L")  # the first one hypothesis found: 1 or 17 January, last Sunday
+@example("0 0 */4 2 0#5")  # Sunday 29 February only: fires once in 28 years
+@example("0 0 */20 * 0#2")
+def test_an_expression_is_rejected_as_never_firing_exactly_when_no_date_matches(
+    expr: str,
+) -> None:
+    # 28 consecutive years of one century hold every (month, first weekday) pair,
+    # leap Februaries included.
+    f = parse(expr)
+    matches = any(
+        day_matches(f, year, month, day)
+        for year in range(2001, 2029)
+        for month in f.months
+        for day in range(1, calendar.monthrange(year, month)[1] + 1)
+    )
+    try:
+        CronSchedule(expr)
+    except ScheduleError as error:
+        assert not matches and "never fires" in str(error)
+    else:
+        assert matches

@@ -59,7 +59,15 @@ __all__ = ["HORIZON_DAYS", "CronSchedule"]
 def _engine(expr: str, zone_key: str) -> CronEngine:
     """Parse once per (text, zone): the engine is immutable and shared."""
     zone = local_days(zone_key)
-    return CronEngine(parse(expr), zone)
+    engine = CronEngine(parse(expr), zone)
+    if not engine.rule.fires_ever():
+        fields = engine.fields.text.split()
+        raise ScheduleError(
+            f"cron expression {expr!r} never fires: no date is both day of month "
+            f"{fields[2]!r} and day of week {fields[4]!r} (months {fields[3]!r}); a day "
+            "field that starts with * makes cron require both"
+        )
+    return engine
 
 
 def _zone_key(tz: object) -> str:

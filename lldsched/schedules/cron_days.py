@@ -65,6 +65,20 @@ class DayRule:
         table = self._table(first_of_month % 7, length)
         return first_of_month, table[bisect_left(table, when.day) :], first_of_month + length - 1
 
+    def fires_ever(self) -> bool:
+        """True when some date matches: some allowed month, in some year, has a day that
+        the day fields allow.  (Only ANDed day fields can exclude every date, e.g. a
+        day of month that is never the last Sunday.)  Every month starts on every
+        weekday over the Gregorian cycle, leap Februaries included, so trying each
+        month length with each first weekday decides it; the tables are kept."""
+        for month in self._fields.months:
+            lengths = (28, 29) if month == 2 else (_DAYS_IN_MONTH[month],)
+            for length in lengths:
+                for first in range(7):
+                    if self._table(first, length):
+                        return True
+        return False
+
     def _table(self, first: int, length: int) -> tuple[int, ...]:
         table = self._tables.get((first, length))
         if table is None:
