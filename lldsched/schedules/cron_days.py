@@ -71,7 +71,13 @@ class DayRule:
         day of month that is never the last Sunday.)  Every month starts on every
         weekday over the Gregorian cycle, leap Februaries included, so trying each
         month length with each first weekday decides it; the tables are kept."""
-        for month in self._fields.months:
+        f = self._fields
+        if not f.days_and or f.every_day_of_month or f.every_day_of_week:
+            # An OR, or one field that allows every day: the weekdays named all occur
+            # (a fifth one at least in a leap February), and the parser has already
+            # rejected days of month that no allowed month has.
+            return True
+        for month in f.months:
             lengths = (28, 29) if month == 2 else (_DAYS_IN_MONTH[month],)
             for length in lengths:
                 for first in range(7):
