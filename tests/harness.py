@@ -6,7 +6,7 @@ import random
 from typing import Any
 
 from lldsched import ExecutionRecord, FakeClock, InMemoryTaskStore, TaskEvent, TaskSnapshot
-from lldsched.core import SchedulerCore
+from lldsched.core import Run, SchedulerCore
 from lldsched.task import Entry, ScheduledTask
 from lldsched.taskqueue import TaskQueue
 
@@ -49,15 +49,21 @@ class Harness:
         kwargs.setdefault("rng", random.Random(0))
         self.core = SchedulerCore(clock=clock, queue=self.queue, **kwargs)
 
-    def step(self, duration: float = 0.0, error: str | None = None) -> ExecutionRecord | None:
-        """Run the next live entry (advancing the clock to it); None when nothing is queued."""
+    def begin(self) -> Run:
+        """Begin the next live entry (advancing the clock to it) and leave the run in flight."""
         entry = self.queue.pop_live()
-        if entry is None:
-            return None
+        assert entry is not None, "nothing is queued"
         if entry[0] > self.clock.now():
             self.clock.set(entry[0])
         run = self.core.begin(entry, worker=0)
         assert run is not None
+        return run
+
+    def step(self, duration: float = 0.0, error: str | None = None) -> ExecutionRecord | None:
+        """Run the next live entry (advancing the clock to it); None when nothing is queued."""
+        if not len(self.queue):
+            return None
+        run = self.begin()
         started = self.clock.now()
         self.clock.advance(duration)
         return self.core.finish(run, started, self.clock.now(), error)

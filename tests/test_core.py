@@ -163,10 +163,8 @@ def test_pause_of_a_running_task_takes_effect_at_once_and_nothing_follows_the_ru
 ) -> None:
     h = Harness(clock)
     task = h.core.add("tick", noop, FixedRate(10))
-    entry = h.queue.pop_live()
-    assert entry is not None
-    run = h.core.begin(entry, worker=0)
-    assert run is not None and task.status is TaskStatus.RUNNING
+    run = h.begin()
+    assert task.status is TaskStatus.RUNNING
     assert h.core.pause(task.id) is True and task.status is TaskStatus.PAUSED
     h.core.finish(run, clock.now(), clock.now() + 1, None)
     assert task.status is TaskStatus.PAUSED and len(task.history) == 1
@@ -179,26 +177,20 @@ def test_pause_of_a_running_task_takes_effect_at_once_and_nothing_follows_the_ru
 def test_a_run_that_fails_while_its_task_is_paused_resumes_as_a_retry(clock: FakeClock) -> None:
     h = Harness(clock)
     task = h.core.add("flaky", noop, FixedRate(60))
-    entry = h.queue.pop_live()
-    assert entry is not None
-    run = h.core.begin(entry, worker=0)
-    assert run is not None
+    run = h.begin()
     h.core.pause(task.id)
     h.core.finish(run, clock.now(), clock.now() + 1, "E: boom")
     assert task.status is TaskStatus.PAUSED and h.queue.pop_live() is None
     h.core.resume(task.id)
     assert task.status is TaskStatus.RETRYING and task.attempt == 1
     record = h.step()
-    assert record is not None and record.attempt == 2 and record.slot == entry[0]
+    assert record is not None and record.attempt == 2 and record.slot == run.slot
 
 
 def test_pause_and_resume_during_one_run_leave_the_task_running(clock: FakeClock) -> None:
     h = Harness(clock)
     task = h.core.add("tick", noop, FixedRate(10))
-    entry = h.queue.pop_live()
-    assert entry is not None
-    run = h.core.begin(entry, worker=0)
-    assert run is not None
+    run = h.begin()
     h.core.pause(task.id)
     h.core.resume(task.id)
     assert task.status is TaskStatus.RUNNING
@@ -213,10 +205,8 @@ def test_cancel_of_a_running_task_keeps_the_record_and_raises_the_flag(clock: Fa
         return None
 
     task = h.core.add("job", cooperative, FixedRate(10))
-    entry = h.queue.pop_live()
-    assert entry is not None
-    run = h.core.begin(entry, worker=0)
-    assert run is not None and run.context is not None and not run.context.cancelled
+    run = h.begin()
+    assert run.context is not None and not run.context.cancelled
     assert h.core.cancel(task.id) is True
     assert run.context.cancelled and run.context.reason == "cancelled"
     record = h.core.finish(run, clock.now(), clock.now() + 1, "RuntimeError: interrupted")
