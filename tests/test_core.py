@@ -273,6 +273,19 @@ def test_remove_cancels_and_forgets_the_task_in_the_store(clock: FakeClock) -> N
         h.core.get(task.id)
 
 
+def test_an_id_removed_and_registered_again_runs_only_the_new_task(clock: FakeClock) -> None:
+    ids = iter(["job", "job"])  # an id generator that hands out a removed id again
+    h = Harness(clock, ids=lambda: next(ids))
+    start = clock.now()
+    old = h.core.add("old", noop, FixedRate(5))
+    h.core.remove(old.id)
+    new = h.core.add("new", noop, FixedRate(5, start_delay=3))
+    assert new.id == old.id == "job"
+    dues = [record.due - start for record in (h.step(), h.step()) if record is not None]
+    assert dues == [3, 8]  # the old entry, due at 0, is a tombstone
+    assert old.status is TaskStatus.CANCELLED and old.run_count == 0 and new.run_count == 2
+
+
 def test_a_failing_store_save_at_registration_registers_nothing(clock: FakeClock) -> None:
     class BrokenStore(RecordingStore):
         def save(self, snapshot, record=None):  # type: ignore[no-untyped-def]
