@@ -41,13 +41,19 @@ FAILED: pausing hides no outcome.
 
 from __future__ import annotations
 
-import inspect
 import logging
-import math
 import random
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple, Protocol
 
+from lldsched.arguments import (
+    CONTEXT_BY_CODE,
+    SCHEDULE_TYPES,
+    is_schedule,
+    priority_of,
+    task_options,
+    wants_context,
+)
 from lldsched.clock import Clock
 from lldsched.context import RunContext
 from lldsched.errors import ScheduleError, TaskNotFoundError, ValidationError
@@ -63,7 +69,7 @@ from lldsched.model import (
 from lldsched.retry import RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.stores.base import TaskStore
-from lldsched.task import DEFAULT_OPTIONS, Entry, RunStats, ScheduledTask, TaskOptions
+from lldsched.task import DEFAULT_OPTIONS, Entry, RunStats, ScheduledTask
 
 __all__ = ["DueQueue", "Run", "SchedulerCore", "error_text"]
 
@@ -77,7 +83,6 @@ SUCCEEDED = TaskStatus.SUCCEEDED
 FAILED = TaskStatus.FAILED
 CANCELLED = TaskStatus.CANCELLED
 _RUNNABLE = (SCHEDULED, RETRYING)
-_DEFAULT_RETRY = RetryPolicy()
 
 
 class DueQueue(Protocol):
@@ -100,38 +105,6 @@ def error_text(exc: BaseException) -> str:
     """``"Type: message"``, the form records and events carry."""
     message = str(exc)
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
-
-
-_SCHEDULE_TYPES: set[type] = set()  # types already seen to have first_run and next_run
-_CONTEXT_BY_CODE: dict[Any, bool] = {}  # code object -> declares ``ctx`` (bounded below)
-
-
-def _is_schedule(schedule: object) -> bool:
-    """True when ``schedule`` has ``first_run`` and ``next_run``; remembers its type."""
-    if callable(getattr(schedule, "first_run", None)) and callable(
-        getattr(schedule, "next_run", None)
-    ):
-        _SCHEDULE_TYPES.add(type(schedule))
-        return True
-    return False
-
-
-def _wants_context(action: Callable[..., Any]) -> bool:
-    """True when ``action`` declares a parameter named ``ctx``."""
-    code = getattr(action, "__code__", None)  # a bound method passes its function's on
-    if code is not None:  # plain functions and methods: no inspect.signature on the hot path
-        known = _CONTEXT_BY_CODE.get(code)
-        if known is None:
-            names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
-            known = "ctx" in names
-            if len(_CONTEXT_BY_CODE) < 4096:
-                _CONTEXT_BY_CODE[code] = known
-        return known
-    try:
-        parameters = inspect.signature(action).parameters
-    except (TypeError, ValueError):  # builtins without a signature
-        return False
-    return "ctx" in parameters
 
 
 class Run(NamedTuple):
@@ -223,7 +196,8 @@ class SchedulerCore:
         action_required: bool = True,
         misfire: MisfirePolicy | None = None,
     ) -> ScheduledTask:
-        """Validate, register and queue a task; nothing is registered if anything is wrong.
+        """Validate (:mod:`lldsched.arguments`), register and queue a task; nothing is
+        registered if anything is wrong.
 
         (Positional parameters, unlike the runtimes' keyword-only ``schedule``: the
         threaded runtime calls this once per registration and passes them in order.)
@@ -235,16 +209,16 @@ class SchedulerCore:
                 raise ValidationError(f"task {name!r}: action must be callable, got None")
         elif not callable(action):
             raise ValidationError(f"task {name!r}: action must be callable, got {action!r}")
-        if type(schedule) not in _SCHEDULE_TYPES and not _is_schedule(schedule):
+        if type(schedule) not in SCHEDULE_TYPES and not is_schedule(schedule):
             raise ValidationError(
                 f"task {name!r}: schedule must provide first_run() and next_run(), got {schedule!r}"
             )
         if type(priority) is not Priority:
-            priority = _priority(name, priority)
-        # _wants_context's cache, looked up here first: a call less per registration.
-        pass_context = _CONTEXT_BY_CODE.get(getattr(action, "__code__", None))
+            priority = priority_of(name, priority)
+        # wants_context's cache, looked up here first: a call less per registration.
+        pass_context = CONTEXT_BY_CODE.get(getattr(action, "__code__", None))
         if pass_context is None:
-            pass_context = action is not None and _wants_context(action)
+            pass_context = action is not None and wants_context(action)
         if (
             retry is None
             and timeout is None
@@ -256,7 +230,7 @@ class SchedulerCore:
         ):
             options = DEFAULT_OPTIONS  # the common case: nothing more to check
         else:
-            options = _options(name, retry, timeout, args, kwargs, misfire, pass_context)
+            options = task_options(name, retry, timeout, args, kwargs, misfire, pass_context)
         now = self.clock.now()
         first = schedule.first_run(now)
         if first is None:
@@ -534,63 +508,7 @@ class SchedulerCore:
             )
 
 
-def _options(
-    name: str,
-    retry: RetryPolicy | None,
-    timeout: float | None,
-    args: tuple[Any, ...] | list[Any],
-    kwargs: Mapping[str, Any] | None,
-    misfire: MisfirePolicy | None,
-    pass_context: bool,
-) -> TaskOptions:
-    """Validate a task's non-default options (each with the bad value in the message)."""
-    if retry is None:
-        retry = _DEFAULT_RETRY
-    elif not isinstance(retry, RetryPolicy):
-        raise ValidationError(f"task {name!r}: retry must be a RetryPolicy, got {retry!r}")
-    if timeout is not None:
-        if (
-            isinstance(timeout, bool)
-            or not isinstance(timeout, int | float)
-            or math.isnan(timeout)
-            or timeout <= 0
-        ):
-            raise ValidationError(f"task {name!r}: timeout must be seconds > 0, got {timeout!r}")
-        timeout = float(timeout)
-    if not isinstance(args, tuple | list):
-        raise ValidationError(f"task {name!r}: args must be a tuple, got {args!r}")
-    if kwargs is not None and (
-        not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs)
-    ):
-        raise ValidationError(f"task {name!r}: kwargs must map str to values, got {kwargs!r}")
-    if misfire is not None and not isinstance(misfire, MisfirePolicy):
-        raise ValidationError(f"task {name!r}: misfire must be a MisfirePolicy, got {misfire!r}")
-    if (
-        retry is _DEFAULT_RETRY
-        and timeout is None
-        and not args
-        and not kwargs
-        and misfire is None
-        and not pass_context
-    ):
-        return DEFAULT_OPTIONS
-    return TaskOptions(retry, timeout, tuple(args), kwargs, pass_context, misfire)
-
-
 def _id_number(task_id: str) -> int | None:
     """17 for ``"task-17"`` (the default generator's form), else None."""
     prefix, _, number = task_id.rpartition("-")
     return int(number) if prefix == "task" and number.isdigit() else None
-
-
-def _priority(name: str, value: Priority | int) -> Priority:
-    if isinstance(value, Priority):
-        return value
-    if isinstance(value, int) and not isinstance(value, bool):
-        try:
-            return Priority(value)
-        except ValueError:
-            pass
-    raise ValidationError(
-        f"task {name!r}: priority must be a Priority (HIGH, NORMAL, LOW), got {value!r}"
-    )

@@ -39,7 +39,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from lldsched.core import _wants_context
+from lldsched.arguments import wants_context
 from lldsched.misfire import DEFAULT_MISFIRE, Misfire, MisfirePolicy
 from lldsched.model import ExecutionRecord, TaskSnapshot, TaskStatus
 from lldsched.schedules.base import Schedule
@@ -263,7 +263,7 @@ def _rebuild(
         definition.timeout,
         tuple(definition.args),
         definition.kwargs,
-        action is not None and _wants_context(action),
+        action is not None and wants_context(action),
         definition.misfire,
     )
     if options == DEFAULT_OPTIONS:

@@ -1,0 +1,127 @@
+"""The checks on what a registration passes: schedule, priority and options.
+
+Each check raises :class:`~lldsched.errors.ValidationError` with the bad value in
+its message, before anything is registered (:meth:`SchedulerCore.add
+<lldsched.core.SchedulerCore.add>` calls them first).  Two checks run on every
+registration and are kept cheap by remembering what they learnt:
+:data:`SCHEDULE_TYPES` (types already seen to be schedules) and
+:data:`CONTEXT_BY_CODE` (whether a function's code declares ``ctx``), which the
+core reads directly before calling into this module.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from lldsched.errors import ValidationError
+from lldsched.misfire import MisfirePolicy
+from lldsched.model import Priority
+from lldsched.retry import RetryPolicy
+from lldsched.task import DEFAULT_OPTIONS, TaskOptions
+
+__all__ = [
+    "CONTEXT_BY_CODE",
+    "SCHEDULE_TYPES",
+    "is_schedule",
+    "priority_of",
+    "task_options",
+    "wants_context",
+]
+
+DEFAULT_RETRY = RetryPolicy()
+
+# Caches, filled as registrations come (plain structures written under the
+# runtime's lock, or by the single-threaded simulation; a racing write stores the
+# same answer).
+SCHEDULE_TYPES: set[type] = set()  # types already seen to have first_run and next_run
+CONTEXT_BY_CODE: dict[Any, bool] = {}  # code object -> declares ``ctx`` (bounded below)
+_CONTEXT_CACHE_LIMIT = 4096
+
+
+def is_schedule(schedule: object) -> bool:
+    """True when ``schedule`` has ``first_run`` and ``next_run``; remembers its type."""
+    if callable(getattr(schedule, "first_run", None)) and callable(
+        getattr(schedule, "next_run", None)
+    ):
+        SCHEDULE_TYPES.add(type(schedule))
+        return True
+    return False
+
+
+def wants_context(action: Callable[..., Any]) -> bool:
+    """True when ``action`` declares a parameter named ``ctx``."""
+    code = getattr(action, "__code__", None)  # a bound method passes its function's on
+    if code is not None:  # plain functions and methods: no inspect.signature on the hot path
+        known = CONTEXT_BY_CODE.get(code)
+        if known is None:
+            names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+            known = "ctx" in names
+            if len(CONTEXT_BY_CODE) < _CONTEXT_CACHE_LIMIT:
+                CONTEXT_BY_CODE[code] = known
+        return known
+    try:
+        parameters = inspect.signature(action).parameters
+    except (TypeError, ValueError):  # builtins without a signature
+        return False
+    return "ctx" in parameters
+
+
+def priority_of(name: str, value: Priority | int) -> Priority:
+    """``value`` as a :class:`Priority` (a member or its int), or ValidationError."""
+    if isinstance(value, Priority):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return Priority(value)
+        except ValueError:
+            pass
+    raise ValidationError(
+        f"task {name!r}: priority must be a Priority (HIGH, NORMAL, LOW), got {value!r}"
+    )
+
+
+def task_options(
+    name: str,
+    retry: RetryPolicy | None,
+    timeout: float | None,
+    args: tuple[Any, ...] | list[Any],
+    kwargs: Mapping[str, Any] | None,
+    misfire: MisfirePolicy | None,
+    pass_context: bool,
+) -> TaskOptions:
+    """Validate a task's options; the shared :data:`~lldsched.task.DEFAULT_OPTIONS`
+    when they are all defaults."""
+    if retry is None:
+        retry = DEFAULT_RETRY
+    elif not isinstance(retry, RetryPolicy):
+        raise ValidationError(f"task {name!r}: retry must be a RetryPolicy, got {retry!r}")
+    if timeout is not None:
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or math.isnan(timeout)
+            or timeout <= 0
+        ):
+            raise ValidationError(f"task {name!r}: timeout must be seconds > 0, got {timeout!r}")
+        timeout = float(timeout)
+    if not isinstance(args, tuple | list):
+        raise ValidationError(f"task {name!r}: args must be a tuple, got {args!r}")
+    if kwargs is not None and (
+        not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs)
+    ):
+        raise ValidationError(f"task {name!r}: kwargs must map str to values, got {kwargs!r}")
+    if misfire is not None and not isinstance(misfire, MisfirePolicy):
+        raise ValidationError(f"task {name!r}: misfire must be a MisfirePolicy, got {misfire!r}")
+    if (
+        retry is DEFAULT_RETRY
+        and timeout is None
+        and not args
+        and not kwargs
+        and misfire is None
+        and not pass_context
+    ):
+        return DEFAULT_OPTIONS
+    return TaskOptions(retry, timeout, tuple(args), kwargs, pass_context, misfire)
