@@ -61,4 +61,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) $(BINDER_VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(BINDER_VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis build *.egg-info
