@@ -1,7 +1,8 @@
 """A real browser: a notebook shows a ControlPanel over a running scheduler; headless Debian
 Chromium, driven by Playwright, presses Pause; the status shown changes and the task stops
 running.  Served by Voila (the notebook runs as an app) and by JupyterLab (the cells are run
-from the Run menu).  Needs /usr/bin/chromium (the Makefile installs Debian's package)."""
+by Lab's own "run all cells" command).  Needs /usr/bin/chromium (the Makefile installs
+Debian's package)."""
 
 from __future__ import annotations
 
@@ -59,11 +60,22 @@ def tool(name: str) -> str:
     return found
 
 
+KERNEL_READY = """() => {
+    const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+    const kernel = panel && panel.sessionContext && panel.sessionContext.session
+        && panel.sessionContext.session.kernel;
+    return !!kernel && kernel.connectionStatus === "connected" && kernel.status === "idle";
+}"""
+
+
 def run_cells_in_lab(page: Any) -> None:
-    """JupyterLab opens the notebook without running it: Run > Run All Cells."""
-    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=60_000)
-    page.get_by_role("menuitem", name="Run", exact=True).click()
-    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+    """JupyterLab opens the notebook without running it: once the notebook's kernel is
+    connected and idle, run every cell through Lab's command registry (the app is
+    exposed as ``window.jupyterapp`` by ``--LabApp.expose_app_in_browser``).  Clicking
+    Run > Run All Cells as soon as the execution indicator showed idle left every
+    cell unrun in 2 of 7 runs; the kernel's own connection state is what "ready" means."""
+    page.wait_for_function(KERNEL_READY, timeout=60_000)
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
 
 
 SERVERS: dict[str, tuple[Callable[[Path, int], list[str]], str, Callable[[Any], None] | None]] = {
@@ -77,7 +89,8 @@ SERVERS: dict[str, tuple[Callable[[Path, int], list[str]], str, Callable[[Any], 
     "jupyterlab": (
         lambda path, port: [tool("jupyter"), "lab", "--no-browser", f"--port={port}",
                             "--ServerApp.ip=127.0.0.1", "--allow-root",
-                            "--IdentityProvider.token=", f"--ServerApp.root_dir={path.parent}"],
+                            "--IdentityProvider.token=", f"--ServerApp.root_dir={path.parent}",
+                            "--LabApp.expose_app_in_browser=True"],
         "lab/tree/panel.ipynb",
         run_cells_in_lab,
     ),
