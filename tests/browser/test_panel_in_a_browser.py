@@ -30,7 +30,8 @@ NOTEBOOK = [
     "from lldsched.widgets import ControlPanel",
     "beats = itertools.count(1)\n"
     "scheduler = Scheduler(workers=2).start()\n"
-    "heartbeat = scheduler.schedule('heartbeat', lambda: next(beats), FixedRate(0.25))",
+    "heartbeat = scheduler.schedule('heartbeat', lambda: next(beats), FixedRate(0.25))\n"
+    "ticker = scheduler.schedule('ticker', lambda: None, FixedRate(0.25))",
     "panel = ControlPanel(scheduler)\npanel",
 ]
 
@@ -145,27 +146,35 @@ def test_pressing_pause_in_a_browser_pauses_the_task_and_it_stops_running(
             page.goto(url, timeout=60_000)
             if prepare is not None:
                 prepare(page)
-            status = page.locator(".lldsched-status")
-            runs = page.locator(".lldsched-runs")
-            expect(page.locator(".lldsched-task")).to_have_text("heartbeat", timeout=60_000)
+            # Cells carry the task's id: task-1 is the heartbeat, task-2 the ticker, a
+            # live task whose runs measure time for the paused one.
+            status = page.locator(".lldsched-status.lldsched-task-1")
+            expect(page.locator(".lldsched-task.lldsched-task-1")).to_have_text(
+                "heartbeat", timeout=60_000
+            )
 
-            def shown_runs() -> int:
-                return int(runs.inner_text())
+            def shown_runs(task_id: str) -> int:
+                return int(page.locator(f".lldsched-runs.lldsched-{task_id}").inner_text())
+
+            def wait_for_runs(task_id: str, more_than: int) -> None:
+                cell = f".lldsched-runs.lldsched-{task_id}"
+                page.wait_for_function(
+                    f"() => Number(document.querySelector('{cell}').innerText) > {more_than}",
+                    timeout=30_000,
+                )
 
             # Events reach the page: the run count climbs while the task is live.
-            expect(runs).not_to_have_text("0", timeout=30_000)
-            before = shown_runs()
-            page.wait_for_function(
-                f"() => Number(document.querySelector('.lldsched-runs').innerText) > {before}",
-                timeout=30_000,
-            )
-            page.locator(".lldsched-pause").click()
+            wait_for_runs("task-1", 0)
+            wait_for_runs("task-1", shown_runs("task-1"))
+            page.locator(".lldsched-pause.lldsched-task-1").click()
             expect(status).to_have_text("paused", timeout=30_000)
-            expect(page.locator(".lldsched-resume")).to_be_enabled()
-            page.wait_for_timeout(500)  # a run in flight at the click may still land
-            paused_at = shown_runs()
-            page.wait_for_timeout(1500)  # six periods of the heartbeat: nothing may run
-            assert shown_runs() == paused_at
+            expect(page.locator(".lldsched-resume.lldsched-task-1")).to_be_enabled()
+            # Two ticker runs later, a heartbeat run in flight at the click has landed
+            # (events arrive in order); six more, and the heartbeat has not run again.
+            wait_for_runs("task-2", shown_runs("task-2") + 1)
+            paused_at = shown_runs("task-1")
+            wait_for_runs("task-2", shown_runs("task-2") + 5)
+            assert shown_runs("task-1") == paused_at
             expect(status).to_have_text("paused")
         finally:
             browser.close()
