@@ -42,7 +42,7 @@ from croniter import croniter
 from cronsim import CronSim
 
 from lldsched import CronSchedule
-from lldsched.schedules import cron as cron_module
+from lldsched.schedules.cron import schedule as cron_module
 
 MIX = (
     "* * * * *",

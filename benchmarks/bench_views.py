@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable
 
 from lldsched import ExecutionRecord
-from lldsched.frames import to_frame
-from lldsched.plots import gantt
 from lldsched.sim.scenario import build_scenario
+from lldsched.views.frames import to_frame
+from lldsched.views.plots import gantt
 
 RECORDS = 1_000_000
 RUNS = 100_000

@@ -11,7 +11,8 @@ seconds through the same state machine.  See ``README.md``.
 """
 
 from lldsched.clock import Clock, FakeClock, SystemClock
-from lldsched.context import RunContext
+from lldsched.core.context import RunContext
+from lldsched.core.task import ScheduledTask
 from lldsched.errors import (
     LldschedError,
     ScheduleError,
@@ -21,22 +22,19 @@ from lldsched.errors import (
     ValidationError,
 )
 from lldsched.listeners import EventLog, TaskListener
-from lldsched.misfire import Misfire, MisfirePolicy
 from lldsched.model import (
     ExecutionRecord,
-    OverrunPolicy,
     Priority,
     Task,
     TaskEvent,
     TaskSnapshot,
     TaskStatus,
 )
-from lldsched.retry import RetryPolicy
-from lldsched.scheduler import Scheduler
+from lldsched.policies import Misfire, MisfirePolicy, OverrunPolicy, RetryPolicy
 from lldsched.schedules import CronSchedule, FixedDelay, FixedRate, OneTime, Schedule
 from lldsched.sim import Simulation
 from lldsched.stores import InMemoryTaskStore, SqliteTaskStore, TaskStore
-from lldsched.task import ScheduledTask
+from lldsched.threaded import Scheduler
 
 __all__ = [
     "Clock",

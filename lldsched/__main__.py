@@ -1,63 +1,8 @@
-"""Command line: ``python -m lldsched <command>``.
+"""``python -m lldsched``: the command line of :mod:`lldsched.cli`."""
 
-Each command lives in its own module and registers a sub-parser here.
-"""
-
-from __future__ import annotations
-
-import argparse
-import os
 import sys
-from collections.abc import Sequence
 
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m lldsched",
-        description="lldsched: an in-process task scheduler you can read, run and replay.",
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="the scheduler's behaviour in eleven lines")
-    demo.set_defaults(handler=_demo)
-    cron = commands.add_parser("cron", help="explain a cron expression and list its next fires")
-    cron.add_argument("expr", help='five fields or a macro, e.g. "0 3 * * 1-5" or @daily')
-    cron.add_argument("--tz", default="UTC", help="IANA time zone (default: UTC)")
-    cron.add_argument("-n", type=int, default=5, help="how many fire times (default: 5)")
-    cron.add_argument("--start", help="ISO date-time to list fires after (default: now)")
-    cron.set_defaults(handler=_cron)
-    from lldsched.sim.cli import add_parser as add_simulate
-
-    add_simulate(commands)
-    return parser
-
-
-def _demo(args: argparse.Namespace) -> int:
-    from lldsched.demo import run_demo
-
-    for line in run_demo():
-        print(line)
-    return 0
-
-
-def _cron(args: argparse.Namespace) -> int:
-    from lldsched.cron_cli import run_cron
-
-    return run_cron(args.expr, tz=args.tz, n=args.n, start=args.start)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        status = int(args.handler(args))
-        sys.stdout.flush()  # a pipe that closed early fails here, inside the try
-        return status
-    except BrokenPipeError:  # `python -m lldsched demo | head -3`: the reader left early
-        # Point stdout at /dev/null so the interpreter's final flush does not fail too
-        # (the recipe in the signal module's documentation).
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 0
-
+from lldsched.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

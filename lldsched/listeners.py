@@ -1,18 +1,10 @@
-"""Listeners: who hears about status changes, and how events reach them.
+"""Listeners: who hears about status changes, and the listener tests and notebooks use.
 
 A listener is anything with ``on_event(event)``, or a plain callable taking the
-event.  The threaded runtime never calls one on the hot path: the core publishes
-each :class:`~lldsched.model.TaskEvent` into an :class:`EventDispatcher` (an O(1)
-append), and one delivery thread calls the listeners in order, one event at a
-time.  So a raising listener is logged and skipped, and a slow one delays only
-the listeners after it, never the timer or a worker.
-
-**When a listener falls behind**, undelivered events wait in a backlog bounded
-by ``backlog`` (10,000 by default).  When it is full, the *oldest* undelivered
-event is dropped to make room for the new one, :attr:`EventDispatcher.dropped`
-counts it, and a warning is logged once per overflow episode.  The scheduler
-never blocks on a listener and its memory stays bounded; a listener that must
-see every event (an audit log) should be fast, or write to a store instead.
+event (:func:`as_callback` turns either into a function).  How events reach
+listeners is each runtime's business: the threaded runtime delivers them off the
+hot path, on a thread of their own (:mod:`lldsched.threaded.dispatcher`); the
+simulation calls them in order, in virtual time, on its own thread.
 
 :class:`EventLog` is the listener tests and notebooks use: it keeps every event
 and lets a thread wait, with a bounded timeout, for one that matches.
@@ -20,7 +12,6 @@ and lets a thread wait, with a bounded timeout, for one that matches.
 
 from __future__ import annotations
 
-import collections
 import logging
 import threading
 import time
@@ -30,7 +21,7 @@ from typing import Protocol, runtime_checkable
 from lldsched.errors import ValidationError
 from lldsched.model import ExecutionRecord, TaskEvent
 
-__all__ = ["EventDispatcher", "EventLog", "TaskListener", "as_callback"]
+__all__ = ["EventLog", "Listener", "TaskListener", "as_callback"]
 
 log = logging.getLogger("lldsched")
 
@@ -53,108 +44,6 @@ def as_callback(listener: Listener) -> Callable[[TaskEvent], None]:
             f"a listener needs an on_event(event) method or must be callable, got {listener!r}"
         )
     return callback
-
-
-class EventDispatcher:
-    """Delivers published events to listeners on its own daemon thread."""
-
-    def __init__(self, backlog: int = 10_000, name: str = "lldsched-events") -> None:
-        if isinstance(backlog, bool) or not isinstance(backlog, int) or backlog < 1:
-            raise ValidationError(f"listener backlog must be an int >= 1, got {backlog!r}")
-        self.backlog = backlog
-        self.dropped = 0
-        self._name = name
-        # Guards _events, _listeners, _busy, _closed and dropped.  _cond is notified
-        # when an event arrives, when the backlog empties and on close.  Taken
-        # inside the scheduler's lock (publish), never the other way round; never
-        # held while a listener runs.
-        self._cond = threading.Condition(threading.Lock())
-        self._events: collections.deque[TaskEvent] = collections.deque()
-        self._listeners: list[tuple[Listener, Callable[[TaskEvent], None]]] = []
-        self._busy = False
-        self._closed = False
-        self._overflowing = False
-        self._thread: threading.Thread | None = None
-
-    @property
-    def listeners(self) -> list[Listener]:
-        with self._cond:
-            return [listener for listener, _ in self._listeners]
-
-    def add(self, listener: Listener) -> None:
-        callback = as_callback(listener)
-        with self._cond:
-            self._listeners = [*self._listeners, (listener, callback)]
-
-    def remove(self, listener: Listener) -> bool:
-        """Stop delivering to ``listener``; True if it was registered."""
-        with self._cond:
-            kept = [pair for pair in self._listeners if pair[0] is not listener]
-            found = len(kept) != len(self._listeners)
-            self._listeners = kept
-            return found
-
-    def start(self) -> None:
-        with self._cond:
-            if self._thread is not None or self._closed:
-                return
-            self._thread = threading.Thread(target=self._deliver, name=self._name, daemon=True)
-            self._thread.start()
-
-    def publish(self, event: TaskEvent) -> None:
-        """Queue ``event`` for delivery: O(1), never blocks on a listener."""
-        with self._cond:
-            events = self._events
-            if len(events) >= self.backlog:
-                events.popleft()
-                self.dropped += 1
-                if not self._overflowing:
-                    self._overflowing = True
-                    log.warning(
-                        "listeners fell %d events behind; dropping the oldest", self.backlog
-                    )
-            events.append(event)
-            if len(events) == 1:
-                self._cond.notify_all()
-
-    def flush(self, timeout: float | None = None) -> bool:
-        """Wait until every event published so far was delivered; False on timeout.
-
-        Only meaningful once the delivery thread runs (the scheduler has started).
-        """
-        with self._cond:
-            return self._cond.wait_for(lambda: not self._events and not self._busy, timeout)
-
-    def close(self, timeout: float | None = None) -> None:
-        """Deliver what is queued (up to ``timeout``), then stop the thread."""
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
-            thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout)
-
-    def _deliver(self) -> None:
-        cond = self._cond
-        events = self._events
-        while True:
-            with cond:
-                self._busy = False
-                if not events:
-                    self._overflowing = False
-                    cond.notify_all()  # flush() waiters
-                while not events and not self._closed:
-                    cond.wait()
-                if not events:
-                    return
-                event = events.popleft()
-                listeners = self._listeners
-                self._busy = True
-            for listener, callback in listeners:
-                try:
-                    callback(event)
-                except Exception:
-                    log.exception("listener %r raised on %r; it stays registered", listener, event)
 
 
 class EventLog:

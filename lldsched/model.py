@@ -1,4 +1,4 @@
-"""The scheduler's vocabulary: statuses, priorities, overrun policy, records, events.
+"""The scheduler's vocabulary: statuses, priorities, records, events.
 
 These are plain values shared by the core state machine, both runtimes, the
 stores and the views.  Records and events are ``NamedTuple``s: immutable, cheap to
@@ -16,13 +16,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-    from lldsched.misfire import MisfirePolicy
-    from lldsched.retry import RetryPolicy
+    from lldsched.policies import MisfirePolicy, RetryPolicy
     from lldsched.schedules.base import Schedule
 
 __all__ = [
     "ExecutionRecord",
-    "OverrunPolicy",
     "Priority",
     "Task",
     "TaskEvent",
@@ -68,27 +66,11 @@ class Priority(enum.IntEnum):
     LOW = 2
 
 
-class OverrunPolicy(enum.Enum):
-    """What a fixed-rate task does when a run outlasts its period.
-
-    SKIP: the next run is the first slot of the grid not before the run's finish.
-    CATCH_UP: every missed slot runs, one after another, starting at once.
-    """
-
-    SKIP = "skip"
-    CATCH_UP = "catch_up"
-
-    # Members are singletons compared by identity, so the identity hash agrees with
-    # equality; Enum's own hashes the name in Python, and every FixedRate(...) looks
-    # its shared value up under a key holding the policy (bench_scale).
-    __hash__ = object.__hash__
-
-
 class Task(NamedTuple):
     """The definition of a task (the *Command*): what runs, when, and how it fails.
 
     Immutable: the queue, the pool and the stores move it around without knowing
-    what it does.  Its live state is in :class:`~lldsched.task.ScheduledTask`.
+    what it does.  Its live state is in :class:`~lldsched.core.task.ScheduledTask`.
     """
 
     id: str
@@ -112,7 +94,7 @@ class ExecutionRecord(NamedTuple):
     the worker that ran it.  ``error`` is ``"Type: message"`` or ``None``.
 
     A slot that never ran because of a misfire policy (see
-    :mod:`lldsched.misfire`) is a record too: ``misfire`` is ``"missed"`` or
+    :mod:`lldsched.policies`) is a record too: ``misfire`` is ``"missed"`` or
     ``"coalesced"``, ``attempt`` is 0, ``worker`` is -1, ``ok`` is False, and
     ``started == finished`` is the instant the decision was taken.
     """

@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from lldsched import CronSchedule
-from lldsched.schedules.cron_parse import CronFields, parse
+from lldsched.schedules.cron.parse import CronFields, parse
 
 __all__ = ["day_matches", "random_expression", "reference_fires", "wall_matches"]
 

@@ -6,9 +6,9 @@ import random
 from typing import Any
 
 from lldsched import ExecutionRecord, FakeClock, InMemoryTaskStore, TaskEvent, TaskSnapshot
-from lldsched.core import Run, SchedulerCore
-from lldsched.task import Entry, ScheduledTask
-from lldsched.taskqueue import TaskQueue
+from lldsched.core.duequeue import TaskQueue
+from lldsched.core.machine import Run, SchedulerCore
+from lldsched.core.task import Entry, ScheduledTask
 
 
 class HeapQueue(TaskQueue):

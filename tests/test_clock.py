@@ -9,7 +9,7 @@ import pytest
 
 from lldsched import FakeClock, SystemClock, ValidationError
 from lldsched.clock import to_timestamp
-from lldsched.ids import sequential_ids
+from lldsched.core.ids import sequential_ids
 
 
 def test_fake_clock_starts_where_told_and_moves_only_forward() -> None:

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from lldsched.__main__ import main
-from lldsched.cron_cli import cron_report
+from lldsched.cli import main
+from lldsched.cli.cron import cron_report
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from lldsched import CronSchedule, ScheduleError, ValidationError
-from lldsched.schedules.cron_parse import CronFields, parse
+from lldsched.schedules.cron.parse import CronFields, parse
 
 ALL_MINUTES = tuple(range(60))
 ALL_HOURS = tuple(range(24))

@@ -12,7 +12,7 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from lldsched import CronSchedule, ScheduleError
-from lldsched.schedules.cron_parse import parse
+from lldsched.schedules.cron.parse import parse
 from tests.cron_reference import day_matches, reference_fires, wall_matches
 
 LOW, HIGH = (0, 0, 1, 1, 0), (59, 23, 31, 12, 7)

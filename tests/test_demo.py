@@ -31,7 +31,7 @@ def test_the_demo_prints_the_narrative() -> None:
 
 
 def test_the_demo_runs_in_process_too() -> None:
-    from lldsched.demo import run_demo
+    from lldsched.cli.demo import run_demo
 
     assert "\n".join(run_demo()) + "\n" == EXPECTED
 

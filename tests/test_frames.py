@@ -20,7 +20,8 @@ from lldsched import (
     Simulation,
     ValidationError,
 )
-from lldsched.frames import (
+from lldsched.sim.scenario import build_scenario
+from lldsched.views.frames import (
     COLUMNS,
     DTYPES,
     OUTCOMES,
@@ -30,8 +31,7 @@ from lldsched.frames import (
     to_frame,
     utilisation,
 )
-from lldsched.sim.report import summarize
-from lldsched.sim.scenario import build_scenario
+from lldsched.views.report import summarize
 from tests.conftest import T0, SchedulerFactory, settle
 
 R = ExecutionRecord
@@ -244,9 +244,9 @@ def test_utilisation_rejects_unknown_workers_and_calendar_frequencies() -> None:
 
 def test_without_pandas_importing_frames_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pandas", None)
-    monkeypatch.delitem(sys.modules, "lldsched.frames")
+    monkeypatch.delitem(sys.modules, "lldsched.views.frames")
     with pytest.raises(ImportError, match=r"pip install 'lldsched\[notebook\]'"):
-        importlib.import_module("lldsched.frames")
+        importlib.import_module("lldsched.views.frames")
 
 
 def test_slots_a_misfire_policy_decided_are_rows_but_not_runs() -> None:

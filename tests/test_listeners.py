@@ -9,8 +9,8 @@ import threading
 import pytest
 
 from lldsched import EventLog, FakeClock, OneTime, Scheduler, TaskEvent, TaskStatus
-from lldsched.listeners import EventDispatcher
 from lldsched.model import ExecutionRecord
+from lldsched.threaded.dispatcher import EventDispatcher
 from tests.conftest import SchedulerFactory, settle
 
 

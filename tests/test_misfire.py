@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from lldsched import CronSchedule, FixedDelay, FixedRate, Misfire, MisfirePolicy, OneTime
+from lldsched.core.recovery import COALESCED, MAX_SLOTS, MISSED, first_after, passed_slots, plan
 from lldsched.errors import ValidationError
-from lldsched.recovery import COALESCED, MAX_SLOTS, MISSED, first_after, passed_slots, plan
 from lldsched.schedules.catchup import SCHEDULE_DECIDES
 from tests.conftest import T0
 

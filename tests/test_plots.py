@@ -28,8 +28,8 @@ from matplotlib.figure import Figure
 from matplotlib.testing.compare import compare_images
 
 from lldsched import ExecutionRecord, OverrunPolicy, ValidationError
-from lldsched.frames import to_frame
-from lldsched.plots import (
+from lldsched.views.frames import to_frame
+from lldsched.views.plots import (
     DETAIL_RUNS,
     PlotFigure,
     gantt,
@@ -204,8 +204,8 @@ def test_past_a_dozen_tasks_the_legend_sums_up_the_rest() -> None:
 def test_plots_never_touch_pyplot_or_the_global_backend(tmp_path: Path) -> None:
     code = (
         "import sys, matplotlib\n"
-        "from lldsched.frames import to_frame\n"
-        "from lldsched.plots import gantt, overrun_comparison\n"
+        "from lldsched.views.frames import to_frame\n"
+        "from lldsched.views.plots import gantt, overrun_comparison\n"
         "from lldsched.sim.scenario import build_scenario\n"
         "sim = build_scenario(); sim.run_for(3600)\n"
         f"gantt(to_frame(sim)).savefig({str(tmp_path / 'g.png')!r})\n"
@@ -355,10 +355,10 @@ def test_without_matplotlib_importing_plots_names_the_extra(
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     for name in [m for m in sys.modules if m.startswith("matplotlib.")]:
         monkeypatch.delitem(sys.modules, name)
-    for name in [m for m in sys.modules if m.startswith("lldsched.plots")]:
+    for name in [m for m in sys.modules if m.startswith("lldsched.views.plots")]:
         monkeypatch.delitem(sys.modules, name)
     with pytest.raises(ImportError, match=r"pip install 'lldsched\[notebook\]'"):
-        importlib.import_module("lldsched.plots")
+        importlib.import_module("lldsched.views.plots")
 
 
 def test_a_figure_left_as_a_cells_value_renders_itself_as_png() -> None:

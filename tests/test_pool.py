@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from lldsched import SchedulerStateError, ValidationError
-from lldsched.pool import WorkerPool
+from lldsched.threaded.pool import WorkerPool
 
 
 def make_pool(

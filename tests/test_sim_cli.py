@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lldsched import ExecutionRecord, FixedRate
-from lldsched.sim.report import format_summary, overran, percentile, summarize
+from lldsched.views.report import format_summary, overran, percentile, summarize
 
 
 def simulate(*args: str) -> subprocess.CompletedProcess[str]:
@@ -94,7 +94,7 @@ def test_simulate_without_matplotlib_says_which_extra_to_install(tmp_path: Path)
     code = (
         "import sys\n"
         "sys.modules['matplotlib'] = None\n"
-        "from lldsched.__main__ import main\n"
+        "from lldsched.cli import main\n"
         "main(['simulate', '--days', '0.1', '--gantt', 'out.png'])\n"
     )
     result = subprocess.run(
@@ -108,7 +108,7 @@ def test_simulate_without_matplotlib_says_which_extra_to_install(tmp_path: Path)
 def test_simulate_without_a_chart_loads_no_third_party_module() -> None:
     code = (
         "import contextlib, io, sys\n"
-        "from lldsched.__main__ import main\n"
+        "from lldsched.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    main(['simulate', '--days', '0.1'])\n"
         "print(sorted(m for m in ('pandas', 'matplotlib', 'numpy') if m in sys.modules))\n"

@@ -6,8 +6,8 @@ import gc
 import threading
 
 from lldsched import OneTime, Priority
-from lldsched.task import ScheduledTask
-from lldsched.taskqueue import REBUILD_MIN_ENTRIES, TaskQueue
+from lldsched.core.duequeue import REBUILD_MIN_ENTRIES, TaskQueue
+from lldsched.core.task import ScheduledTask
 
 Registry = dict[str, ScheduledTask]
 

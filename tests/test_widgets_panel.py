@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from lldsched import FakeClock, FixedRate, OneTime, RetryPolicy, TaskStatus
-from lldsched.widgets import COLUMNS, ControlPanel
+from lldsched.views.widgets import COLUMNS, ControlPanel
 from tests.conftest import SchedulerFactory, settle
 
 
@@ -142,7 +142,7 @@ def test_a_button_on_a_shut_down_scheduler_reports_instead_of_raising(
 
 def test_without_ipywidgets_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "ipywidgets", None)
-    from lldsched.widgets import require_ipywidgets
+    from lldsched.views.widgets import require_ipywidgets
 
     with pytest.raises(ImportError, match=r"pip install 'lldsched\[notebook\]'"):
         require_ipywidgets()

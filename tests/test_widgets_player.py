@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from lldsched import CronSchedule, FixedRate, OneTime, RetryPolicy
 from lldsched.sim import Simulation, fixed
-from lldsched.widgets import SimulationPlayer
+from lldsched.views.widgets import SimulationPlayer
 
 START = datetime(2026, 1, 5, tzinfo=UTC)
 T0 = START.timestamp()

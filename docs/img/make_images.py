@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lldsched.frames import to_frame
-from lldsched.plots import gantt, overrun_comparison
 from lldsched.sim.scenario import build_scenario
+from lldsched.views.frames import to_frame
+from lldsched.views.plots import gantt, overrun_comparison
 
 HERE = Path(__file__).resolve().parent
 

@@ -8,7 +8,7 @@ can be shared by any number of tasks and by both runtimes:
   ``None`` to retire the task (it becomes SUCCEEDED).
 
 Retries never consult the schedule: the core computes them from the task's
-:class:`~lldsched.retry.RetryPolicy`.  "Now support cron" is one more class.
+:class:`~lldsched.policies.RetryPolicy`.  "Now support cron" is one more class.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """CatchUp: a task's schedule for the few runs after a misfire decision.
 
-When :mod:`lldsched.recovery` decides that a task runs several slots that
+When :mod:`lldsched.core.recovery` decides that a task runs several slots that
 passed (``Misfire.RUN_ALL``), or resumes at a given slot after an attempt owed
 from before the downtime, it puts a ``CatchUp`` in front of the task's own
 schedule: ``next_run`` hands out those slots first, then the slot to resume at,
@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Literal
 from lldsched.model import ExecutionRecord
 
 if TYPE_CHECKING:
+    from lldsched.core.task import ScheduledTask
     from lldsched.schedules.base import Schedule
-    from lldsched.task import ScheduledTask
 
 __all__ = ["SCHEDULE_DECIDES", "CatchUp", "Resume", "unwrap"]
 

@@ -23,7 +23,8 @@ from datetime import datetime
 
 from lldsched.clock import to_timestamp
 from lldsched.errors import ScheduleError, ValidationError
-from lldsched.model import ExecutionRecord, OverrunPolicy
+from lldsched.model import ExecutionRecord
+from lldsched.policies import OverrunPolicy
 
 __all__ = ["FixedDelay", "FixedRate", "OneTime"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from lldsched.model import Priority
-from lldsched.retry import RetryPolicy
+from lldsched.policies import RetryPolicy
 from lldsched.schedules import CronSchedule, FixedRate
 from lldsched.sim.models import fixed, lognormal, uniform
 from lldsched.sim.simulation import Simulation

@@ -9,9 +9,9 @@ one instant they happen in this order:
    resume, cancel, schedule, anything);
 3. a due entry **starts** on a free worker, lowest worker index first.
 
-Every transition goes through the same :class:`~lldsched.core.SchedulerCore`
-as the threaded :class:`~lldsched.scheduler.Scheduler`, with the same
-:class:`~lldsched.taskqueue.TaskQueue` of due entries: retry, reschedule,
+Every transition goes through the same :class:`~lldsched.core.machine.SchedulerCore`
+as the threaded :class:`~lldsched.threaded.scheduler.Scheduler`, with the same
+:class:`~lldsched.core.duequeue.TaskQueue` of due entries: retry, reschedule,
 overrun, pause and dead-letter logic exist once.  What the simulation adds is
 where durations and failures come from (models drawn from a seeded generator
 per task; see :mod:`lldsched.sim.models`), and the virtual workers.
@@ -37,7 +37,7 @@ Deterministic: the same seed and scenario give identical records.  Listeners
 are called in order, in virtual time, on the caller's thread.
 
 **A store that holds tasks** is recovered at construction, at ``start``, by the
-same :func:`lldsched.recovery.recover` as the threaded runtime: misfire
+same :func:`lldsched.core.recovery.recover` as the threaded runtime: misfire
 decisions included.  Models are not stored: restored tasks take no time and
 never fail unless :meth:`Simulation.model` says otherwise.
 """
@@ -54,20 +54,19 @@ from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from lldsched.clock import to_timestamp
-from lldsched.core import Run, SchedulerCore
+from lldsched.core.duequeue import QueueStats, TaskQueue
+from lldsched.core.ids import IdGenerator
+from lldsched.core.machine import Run, SchedulerCore
+from lldsched.core.recovery import recover
+from lldsched.core.task import ScheduledTask
 from lldsched.errors import ValidationError
-from lldsched.ids import IdGenerator
 from lldsched.listeners import Listener, as_callback
-from lldsched.misfire import MisfirePolicy
 from lldsched.model import ExecutionRecord, Priority, TaskEvent
-from lldsched.recovery import recover
-from lldsched.retry import RetryPolicy
+from lldsched.policies import MisfirePolicy, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.sim.clock import VirtualClock
 from lldsched.sim.models import DurationModel, FailureModel, check_duration, check_failure
 from lldsched.stores.base import TaskStore
-from lldsched.task import ScheduledTask
-from lldsched.taskqueue import QueueStats, TaskQueue
 
 __all__ = ["SimStep", "Simulation"]
 

@@ -10,7 +10,7 @@ A store is optional.  With ``store=None`` nothing is written (the registry
 already holds the state) and the hot path builds no snapshot at all.
 
 A runtime opened on a store that already holds tasks restores them (see
-:mod:`lldsched.recovery`).  A store that also gives back the records it kept
+:mod:`lldsched.core.recovery`).  A store that also gives back the records it kept
 and the dead-letter order (:class:`HistoryStore`) has those restored too.
 """
 

@@ -28,9 +28,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from lldsched.errors import LldschedError, StoreError, ValidationError
-from lldsched.misfire import Misfire, MisfirePolicy
-from lldsched.model import OverrunPolicy, Priority, Task
-from lldsched.retry import RetryPolicy
+from lldsched.model import Priority, Task
+from lldsched.policies import Misfire, MisfirePolicy, OverrunPolicy, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.schedules.catchup import unwrap
 from lldsched.schedules.cron import CronSchedule

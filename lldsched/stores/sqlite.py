@@ -2,7 +2,7 @@
 
 Every transition of every task is written through (``save``), so a scheduler
 opened on the same file after a crash or a restart finds its tasks, their
-statuses, their recent records and the dead letter (see :mod:`lldsched.recovery`).
+statuses, their recent records and the dead letter (see :mod:`lldsched.core.recovery`).
 
 **The file.**  WAL journal mode: a write appends to the log and readers never
 block it.  ``synchronous=NORMAL`` by default: a committed transaction survives

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from lldsched import ExecutionRecord, FixedRate, OverrunPolicy
-from lldsched.schedules.cron_parse import parse
+from lldsched.schedules.cron.parse import parse
 
 Entry = tuple[float, int, int, int, str]
 SOLUTIONS = Path(__file__).resolve().parent / "solutions"

@@ -32,7 +32,7 @@
 
 # %%
 # NBVAL_CHECK_OUTPUT
-from lldsched.demo import run_demo
+from lldsched.cli.demo import run_demo
 
 for line in run_demo():
     print(line)

@@ -13,9 +13,9 @@
 # %%
 import time
 
-from lldsched.frames import schedules_of, task_summary, to_frame
-from lldsched.plots import gantt, lateness_distribution, overrun_comparison, utilisation_plot
 from lldsched.sim.scenario import build_scenario
+from lldsched.views.frames import schedules_of, task_summary, to_frame
+from lldsched.views.plots import gantt, lateness_distribution, overrun_comparison, utilisation_plot
 
 # %% [markdown]
 # ## 1. A week, replayed

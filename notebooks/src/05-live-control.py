@@ -16,7 +16,7 @@ import itertools
 from IPython.display import display
 
 from lldsched import EventLog, FixedRate, OneTime, RetryPolicy, Scheduler
-from lldsched.widgets import ControlPanel
+from lldsched.views.widgets import ControlPanel
 
 beats = itertools.count(1)
 

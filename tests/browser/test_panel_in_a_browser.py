@@ -27,7 +27,7 @@ CHROMIUM_ARGS = [
 NOTEBOOK = [
     "import itertools\n"
     "from lldsched import FixedRate, Scheduler\n"
-    "from lldsched.widgets import ControlPanel",
+    "from lldsched.views.widgets import ControlPanel",
     "beats = itertools.count(1)\n"
     "scheduler = Scheduler(workers=2).start()\n"
     "heartbeat = scheduler.schedule('heartbeat', lambda: next(beats), FixedRate(0.25))\n"

@@ -2,7 +2,7 @@
 
 :class:`CronEngine` holds everything derived once from (expression, zone): sorted
 hour and minute offsets, a per-day table of fire offsets when a day has few fires,
-the :class:`~.cron_days.DayRule` and the zone's :class:`~.cron_zone.LocalDays`.
+the :class:`~.days.DayRule` and the zone's :class:`~.zone.LocalDays`.
 It is shared by every schedule with the same text and zone and is stateless apart
 from caches that fill on demand (plain dicts written without a lock: a race
 computes the same value twice, and either assignment is correct).
@@ -22,9 +22,9 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 
-from lldsched.schedules.cron_days import FIRST_ORDINAL, LAST_ORDINAL, DayRule
-from lldsched.schedules.cron_parse import CronFields
-from lldsched.schedules.cron_zone import EPOCH_ORDINAL, LocalDay, LocalDays
+from lldsched.schedules.cron.days import FIRST_ORDINAL, LAST_ORDINAL, DayRule
+from lldsched.schedules.cron.parse import CronFields
+from lldsched.schedules.cron.zone import EPOCH_ORDINAL, LocalDay, LocalDays
 
 __all__ = ["HORIZON_DAYS", "MAX_TS", "MIN_TS", "NO_CURSOR", "CronEngine", "Cursor"]
 

@@ -1,7 +1,7 @@
 """Cron grammar: from the text of an expression to :class:`CronFields`, or a clear error.
 
 This module owns what a cron expression *says*; when it fires is computed by
-:mod:`lldsched.schedules.cron_days` (which dates) and :mod:`lldsched.schedules.cron`
+:mod:`lldsched.schedules.cron.days` (which dates) and :mod:`lldsched.schedules.cron`
 (which instants).  The grammar is real cron's (Vixie / cronie), in cronsim's
 spelling for the extensions:
 
@@ -64,7 +64,7 @@ _ALL_WEEKDAYS = tuple(range(7))
 
 
 class Term(NamedTuple):
-    """One comma-separated item of a field, kept for :func:`~.cron_explain.explain`.
+    """One comma-separated item of a field, kept for :func:`~.explain.explain`.
 
     ``kind`` is ``"all"`` (``*``), ``"value"``, ``"range"`` (``a-b``), ``"step"``
     (``*/s``, ``a-b/s``, ``n/s``: ``start``-``stop`` every ``step``), ``"last"``

@@ -2,7 +2,7 @@
 legends, and the bars of runs (used by the Gantt chart and the overrun comparison).
 
 matplotlib is imported here and nowhere else in the package (with pandas and numpy
-through :mod:`lldsched.frames`); without it, importing :mod:`lldsched.plots`
+through :mod:`lldsched.views.frames`); without it, importing :mod:`lldsched.views.plots`
 names the extra to install.
 """
 
@@ -14,7 +14,7 @@ from datetime import tzinfo
 from typing import Any, cast
 from zoneinfo import ZoneInfo
 
-from lldsched.frames import ran  # raises, naming the extra, without pandas
+from lldsched.views.frames import ran  # raises, naming the extra, without pandas
 
 try:
     import matplotlib.dates as _mdates
@@ -26,7 +26,7 @@ try:
     from matplotlib.patches import Patch
 except ImportError as exc:  # exercised by a test that hides matplotlib
     raise ImportError(
-        f"lldsched.plots needs matplotlib ({exc}); "
+        f"lldsched.views.plots needs matplotlib ({exc}); "
         "install the extra: pip install 'lldsched[notebook]'"
     ) from exc
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from datetime import date
 
-from lldsched.schedules.cron_parse import CronFields
+from lldsched.schedules.cron.parse import CronFields
 
 __all__ = ["FIRST_ORDINAL", "LAST_ORDINAL", "DayRule"]
 

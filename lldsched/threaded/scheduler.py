@@ -7,7 +7,7 @@ Three kinds of thread share one lock:
   and submits them to the pool.  Nothing polls: a push that makes a new head
   notifies the condition, so a task due sooner than the one the timer is parked
   on re-arms it at once;
-* the **workers** (:class:`~lldsched.pool.WorkerPool`) take entries from the
+* the **workers** (:class:`~lldsched.threaded.pool.WorkerPool`) take entries from the
   bounded hand-off queue, ask the core to begin them (stale entries are dropped
   there, by generation), run the action *without* the lock, and report back;
 * the **event dispatcher** delivers events to listeners, off the hot path.
@@ -17,7 +17,7 @@ submitted), then drains or drops the hand-off queue and joins the workers, then
 delivers the events left.  It is idempotent, and final.
 
 **Recovery.**  A scheduler built on a store that already holds tasks restores
-them in its constructor (:func:`lldsched.recovery.recover`): they are visible
+them in its constructor (:func:`lldsched.core.recovery.recover`): they are visible
 and controllable before ``start()``, the misfire decisions are taken at the
 clock's time of construction, and nothing runs before ``start()``.
 
@@ -26,7 +26,7 @@ waits on a monotonic timeout.  When the clock has a ``monotonic()`` (the
 :class:`~lldsched.clock.SystemClock` does; a ``FakeClock`` *is* time and has
 none), the timer compares the two each time it wakes; a gap of more than 1 s
 (plus 0.1% of the time waited, for NTP slewing) is a jump, and
-:func:`lldsched.recovery.after_clock_jump` re-evaluates the heap: forward, the
+:func:`lldsched.core.recovery.after_clock_jump` re-evaluates the heap: forward, the
 misfire policy applies as after downtime; backward, elapsed-time schedules move
 back with the clock.  A jump is noticed when the timer next wakes (at the
 latest when the head of the heap falls due by the monotonic clock): the timer
@@ -46,20 +46,20 @@ from types import TracebackType
 from typing import Any
 
 from lldsched.clock import Clock, SystemClock
-from lldsched.context import RunContext
-from lldsched.core import Run, SchedulerCore, error_text
+from lldsched.core.context import RunContext
+from lldsched.core.duequeue import QueueStats, TaskQueue
+from lldsched.core.ids import IdGenerator
+from lldsched.core.machine import Run, SchedulerCore, error_text
+from lldsched.core.recovery import after_clock_jump, recover
+from lldsched.core.task import Entry, ScheduledTask
 from lldsched.errors import SchedulerStateError
-from lldsched.ids import IdGenerator
-from lldsched.listeners import EventDispatcher, Listener
-from lldsched.misfire import MisfirePolicy
+from lldsched.listeners import Listener
 from lldsched.model import Priority
-from lldsched.pool import WorkerPool
-from lldsched.recovery import after_clock_jump, recover
-from lldsched.retry import RetryPolicy
+from lldsched.policies import MisfirePolicy, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.stores.base import TaskStore
-from lldsched.task import Entry, ScheduledTask
-from lldsched.taskqueue import QueueStats, TaskQueue
+from lldsched.threaded.dispatcher import EventDispatcher
+from lldsched.threaded.pool import WorkerPool
 
 __all__ = ["Scheduler"]
 
@@ -232,11 +232,11 @@ class Scheduler:
         """Register ``action`` to run on ``schedule``; returns its live :class:`ScheduledTask`.
 
         ``action(*args, **kwargs)`` is called on a worker; if it declares a parameter
-        named ``ctx`` it also gets a :class:`~lldsched.context.RunContext`.  ``retry``
+        named ``ctx`` it also gets a :class:`~lldsched.core.context.RunContext`.  ``retry``
         defaults to ``RetryPolicy()`` (3 attempts).  ``timeout`` is detected, not
-        enforced: see :mod:`lldsched.context`.  ``misfire`` says what happens to slots
+        enforced: see :mod:`lldsched.core.context`.  ``misfire`` says what happens to slots
         that pass while the scheduler is down (default ``MisfirePolicy()``: run once,
-        60 s of grace; see :mod:`lldsched.misfire`).  Every argument is validated
+        60 s of grace; see :mod:`lldsched.policies`).  Every argument is validated
         here; with a durable store that includes the action's import path and JSON
         arguments.
         """

@@ -24,11 +24,11 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lldsched.model import ExecutionRecord, Priority, Task, TaskStatus
-from lldsched.retry import RetryPolicy
+from lldsched.policies import RetryPolicy
 
 if TYPE_CHECKING:
-    from lldsched.core import Run
-    from lldsched.misfire import MisfirePolicy
+    from lldsched.core.machine import Run
+    from lldsched.policies import MisfirePolicy
     from lldsched.schedules.base import Schedule
 
 __all__ = ["DEFAULT_OPTIONS", "Entry", "RunStats", "ScheduledTask", "TaskOptions"]
@@ -38,7 +38,7 @@ Entry = tuple[float, int, int, str]
 
 Tuples compare in C and the unique ``sequence`` settles every tie; the entry is
 live while the task registered under ``task_id`` has ``generation == sequence``
-(see :mod:`lldsched.taskqueue`)."""
+(see :mod:`lldsched.core.duequeue`)."""
 
 
 class TaskOptions(NamedTuple):

@@ -1,6 +1,6 @@
 """The demo: the scheduler's behaviour told in eleven lines, every figure computed.
 
-``python -m lldsched demo`` runs a real threaded :class:`~lldsched.scheduler.Scheduler`
+``python -m lldsched demo`` runs a real threaded :class:`~lldsched.threaded.scheduler.Scheduler`
 on a :class:`~lldsched.clock.FakeClock`, so hours pass in milliseconds and the
 output is the same on every run.  Each line reads its numbers back from the
 library (schedules, records, the heap's statistics); nothing is hard-coded.
@@ -14,10 +14,10 @@ from datetime import UTC, datetime
 
 from lldsched.clock import FakeClock
 from lldsched.listeners import EventLog
-from lldsched.model import ExecutionRecord, OverrunPolicy, TaskStatus
-from lldsched.retry import RetryPolicy
-from lldsched.scheduler import Scheduler
+from lldsched.model import ExecutionRecord, TaskStatus
+from lldsched.policies import OverrunPolicy, RetryPolicy
 from lldsched.schedules import CronSchedule, FixedRate, OneTime
+from lldsched.threaded.scheduler import Scheduler
 
 __all__ = ["run_demo"]
 

@@ -8,7 +8,7 @@ dead-letter behaviour exist exactly once.
 
 What a runtime gives it:
 
-* a :class:`DueQueue` (:class:`~lldsched.taskqueue.TaskQueue`): ``push(task, due)``
+* a :class:`DueQueue` (:class:`~lldsched.core.duequeue.TaskQueue`): ``push(task, due)``
   whenever a task gets a due instant, ``discard(task)`` when its entry must not
   run; the core attaches its registry to it, in which entries' ids are resolved;
 * a clock (for the instants of events and of pause/resume), an id generator, a
@@ -46,7 +46,10 @@ import random
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple, Protocol
 
-from lldsched.arguments import (
+from lldsched.clock import Clock
+from lldsched.core.context import RunContext
+from lldsched.core.ids import IdGenerator, sequential_ids
+from lldsched.core.registration import (
     CONTEXT_BY_CODE,
     SCHEDULE_TYPES,
     is_schedule,
@@ -54,11 +57,8 @@ from lldsched.arguments import (
     task_options,
     wants_context,
 )
-from lldsched.clock import Clock
-from lldsched.context import RunContext
+from lldsched.core.task import DEFAULT_OPTIONS, Entry, RunStats, ScheduledTask
 from lldsched.errors import ScheduleError, TaskNotFoundError, ValidationError
-from lldsched.ids import IdGenerator, sequential_ids
-from lldsched.misfire import MisfirePolicy
 from lldsched.model import (
     ExecutionRecord,
     Priority,
@@ -66,10 +66,9 @@ from lldsched.model import (
     TaskSnapshot,
     TaskStatus,
 )
-from lldsched.retry import RetryPolicy
+from lldsched.policies import MisfirePolicy, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.stores.base import TaskStore
-from lldsched.task import DEFAULT_OPTIONS, Entry, RunStats, ScheduledTask
 
 __all__ = ["DueQueue", "Run", "SchedulerCore", "error_text"]
 
@@ -196,7 +195,7 @@ class SchedulerCore:
         action_required: bool = True,
         misfire: MisfirePolicy | None = None,
     ) -> ScheduledTask:
-        """Validate (:mod:`lldsched.arguments`), register and queue a task; nothing is
+        """Validate (:mod:`lldsched.core.registration`), register and queue a task; nothing is
         registered if anything is wrong.
 
         (Positional parameters, unlike the runtimes' keyword-only ``schedule``: the
@@ -425,7 +424,7 @@ class SchedulerCore:
                 log.exception("store %r failed to delete %s", self._store, task_id)
         return task
 
-    # -- recovery (the decisions are lldsched.recovery's; these only register and record) --
+    # -- recovery (the decisions are lldsched.core.recovery's; these only register and record) --
 
     def restore(self, tasks: Iterable[ScheduledTask], dead_letter: Iterable[str] = ()) -> None:
         """Register tasks rebuilt from a store, as they were; nothing is queued or saved.

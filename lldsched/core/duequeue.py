@@ -38,7 +38,7 @@ import threading
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from lldsched.task import Entry, ScheduledTask
+from lldsched.core.task import Entry, ScheduledTask
 
 __all__ = ["REBUILD_MIN_ENTRIES", "QueueStats", "TaskQueue"]
 

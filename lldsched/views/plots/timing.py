@@ -8,8 +8,8 @@ from datetime import tzinfo
 import numpy as np
 import pandas as pd
 
-from lldsched.frames import utilisation
-from lldsched.plots._base import (
+from lldsched.views.frames import utilisation
+from lldsched.views.plots._base import (
     DETAIL_RUNS,
     MAX_LEGEND_TASKS,
     Axes,

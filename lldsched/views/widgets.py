@@ -1,7 +1,7 @@
 """Widgets: live control of a running scheduler, and a player over a simulation.
 
 ipywidgets is imported only here (and matplotlib and pandas only for the
-player's chart, through :mod:`lldsched.plots` and :mod:`lldsched.frames`).
+player's chart, through :mod:`lldsched.views.plots` and :mod:`lldsched.views.frames`).
 
 :class:`ControlPanel` shows one row per task (name, status, next run, runs, ok,
 failed, last error) with pause, resume and cancel buttons, and redrive for a
@@ -30,9 +30,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 from zoneinfo import ZoneInfo
 
+from lldsched.core.task import ScheduledTask
 from lldsched.errors import LldschedError
 from lldsched.model import TaskEvent, TaskStatus
-from lldsched.task import ScheduledTask
 
 if TYPE_CHECKING:
     import ipywidgets
@@ -129,7 +129,7 @@ class _Row:
 class ControlPanel:
     """A live table of ``source``'s tasks with per-task controls (see the module docstring).
 
-    ``source`` is a :class:`~lldsched.scheduler.Scheduler` (or anything with the
+    ``source`` is a :class:`~lldsched.threaded.scheduler.Scheduler` (or anything with the
     same verbs).  Display it as the last expression of a cell, or ``panel.widget``.
     ``loop`` overrides where refreshes run (tests pass a fake).  With ``live=False``
     the panel does not listen: its owner calls :meth:`refresh` (the simulation
@@ -353,8 +353,8 @@ class SimulationPlayer:
     def _draw(self) -> bytes:
         import io
 
-        from lldsched.frames import to_frame
-        from lldsched.plots import gantt
+        from lldsched.views.frames import to_frame
+        from lldsched.views.plots import gantt
 
         start = self.sim.now - self.window
         recent = [r for r in self.sim.records() if r.finished >= start]

@@ -10,9 +10,12 @@ import numpy as np
 import pandas as pd
 
 from lldsched.errors import ValidationError
-from lldsched.frames import to_frame
-from lldsched.model import OverrunPolicy
-from lldsched.plots._base import (
+from lldsched.policies import OverrunPolicy
+from lldsched.schedules.simple import FixedRate
+from lldsched.sim.scenario import SCENARIO_START
+from lldsched.sim.simulation import Simulation
+from lldsched.views.frames import to_frame
+from lldsched.views.plots._base import (
     Axes,
     Figure,
     Line2D,
@@ -28,9 +31,6 @@ from lldsched.plots._base import (
     _time_axis,
     _unit,
 )
-from lldsched.schedules.simple import FixedRate
-from lldsched.sim.scenario import SCENARIO_START
-from lldsched.sim.simulation import Simulation
 
 __all__ = ["overrun_comparison", "simulate_overrun"]
 

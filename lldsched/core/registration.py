@@ -2,7 +2,7 @@
 
 Each check raises :class:`~lldsched.errors.ValidationError` with the bad value in
 its message, before anything is registered (:meth:`SchedulerCore.add
-<lldsched.core.SchedulerCore.add>` calls them first).  Two checks run on every
+<lldsched.core.machine.SchedulerCore.add>` calls them first).  Two checks run on every
 registration and are kept cheap by remembering what they learnt:
 :data:`SCHEDULE_TYPES` (types already seen to be schedules) and
 :data:`CONTEXT_BY_CODE` (whether a function's code declares ``ctx``), which the
@@ -16,11 +16,10 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from lldsched.core.task import DEFAULT_OPTIONS, TaskOptions
 from lldsched.errors import ValidationError
-from lldsched.misfire import MisfirePolicy
 from lldsched.model import Priority
-from lldsched.retry import RetryPolicy
-from lldsched.task import DEFAULT_OPTIONS, TaskOptions
+from lldsched.policies import MisfirePolicy, RetryPolicy
 
 __all__ = [
     "CONTEXT_BY_CODE",
@@ -92,7 +91,7 @@ def task_options(
     misfire: MisfirePolicy | None,
     pass_context: bool,
 ) -> TaskOptions:
-    """Validate a task's options; the shared :data:`~lldsched.task.DEFAULT_OPTIONS`
+    """Validate a task's options; the shared :data:`~lldsched.core.task.DEFAULT_OPTIONS`
     when they are all defaults."""
     if retry is None:
         retry = DEFAULT_RETRY

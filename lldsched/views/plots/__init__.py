@@ -1,6 +1,6 @@
 """Plots: worker occupancy, overrun behaviour, lateness and utilisation, from a frame.
 
-Every function takes a frame from :func:`lldsched.frames.to_frame` and returns a
+Every function takes a frame from :func:`lldsched.views.frames.to_frame` and returns a
 matplotlib :class:`~matplotlib.figure.Figure`, or draws on the ``ax=`` it is
 given and returns that axes' figure.  Nothing here touches pyplot: figures are
 built with the object-oriented API (``Figure()``, not ``plt.figure()``), so they
@@ -24,10 +24,10 @@ own canvas is picked, Agg for PNG, without choosing a global backend).
 Time axes show timezone-aware instants in the zone given as ``tz`` (default UTC).
 """
 
-from lldsched.plots._base import DETAIL_RUNS, MAX_LEGEND_TASKS, PlotFigure
-from lldsched.plots.gantt import gantt
-from lldsched.plots.overrun import overrun_comparison, simulate_overrun
-from lldsched.plots.timing import lateness_distribution, lateness_over_time, utilisation_plot
+from lldsched.views.plots._base import DETAIL_RUNS, MAX_LEGEND_TASKS, PlotFigure
+from lldsched.views.plots.gantt import gantt
+from lldsched.views.plots.overrun import overrun_comparison, simulate_overrun
+from lldsched.views.plots.timing import lateness_distribution, lateness_over_time, utilisation_plot
 
 __all__ = [
     "DETAIL_RUNS",

@@ -1,11 +1,7 @@
 """CronSchedule: real cron semantics, time zones and DST, fast, explained.
 
-This module is the public face.  The grammar is in
-:mod:`~lldsched.schedules.cron_parse`, the dates an expression fires on in
-:mod:`~lldsched.schedules.cron_days`, the local days of its zone in
-:mod:`~lldsched.schedules.cron_zone`, the search in
-:mod:`~lldsched.schedules.cron_search` and the English in
-:mod:`~lldsched.schedules.cron_explain`.
+The public face of :mod:`lldsched.schedules.cron` (whose docstring says where
+the grammar, the day rule, the zone and the search live).
 
 **Instants.**  A fire is a wall-clock minute of the schedule's zone whose fields
 match.  ``next_after(ts)`` is the first fire *strictly after* ``ts`` (float epoch
@@ -48,9 +44,9 @@ from zoneinfo import ZoneInfo
 
 from lldsched.errors import ScheduleError
 from lldsched.model import ExecutionRecord
-from lldsched.schedules.cron_parse import CronFields, parse
-from lldsched.schedules.cron_search import HORIZON_DAYS, NO_CURSOR, CronEngine, Cursor
-from lldsched.schedules.cron_zone import local_days
+from lldsched.schedules.cron.parse import CronFields, parse
+from lldsched.schedules.cron.search import HORIZON_DAYS, NO_CURSOR, CronEngine, Cursor
+from lldsched.schedules.cron.zone import local_days
 
 __all__ = ["HORIZON_DAYS", "CronSchedule"]
 
@@ -191,6 +187,6 @@ class CronSchedule:
 
     def explain(self) -> str:
         """The expression in plain English, e.g. ``"At 03:00, Monday through Friday"``."""
-        from lldsched.schedules.cron_explain import explain
+        from lldsched.schedules.cron.explain import explain
 
         return explain(self._engine.fields)

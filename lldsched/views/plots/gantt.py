@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from lldsched.errors import ValidationError
-from lldsched.plots._base import (
+from lldsched.views.plots._base import (
     DETAIL_RUNS,
     Axes,
     Figure,

@@ -1,6 +1,6 @@
 """Frames: every execution record as a row of a pandas ``DataFrame``, and summaries of them.
 
-:func:`to_frame` takes a :class:`~lldsched.scheduler.Scheduler`, a
+:func:`to_frame` takes a :class:`~lldsched.threaded.scheduler.Scheduler`, a
 :class:`~lldsched.sim.Simulation`, a store (anything with ``records()`` and
 ``load_all()``, such as :class:`~lldsched.stores.memory.InMemoryTaskStore`) or an
 iterable of :class:`~lldsched.model.ExecutionRecord`, and returns one row per
@@ -43,7 +43,7 @@ Summaries: :func:`task_summary` (runs, outcomes, retries, lateness and duration
 percentiles, overruns per task) and :func:`utilisation` (the busy fraction of
 each worker per interval).
 
-pandas and numpy are imported here and in :mod:`lldsched.plots` only; without
+pandas and numpy are imported here and in :mod:`lldsched.views.plots` only; without
 them, importing this module raises an ``ImportError`` that names the extra.
 """
 
@@ -59,16 +59,16 @@ try:
     import pandas as pd
 except ImportError as exc:  # pragma: no cover - exercised by a test that hides pandas
     raise ImportError(
-        f"lldsched.frames needs pandas and numpy ({exc}); "
+        f"lldsched.views.frames needs pandas and numpy ({exc}); "
         "install the extra: pip install 'lldsched[notebook]'"
     ) from exc
 
 from lldsched.errors import ValidationError
 from lldsched.model import ExecutionRecord
-from lldsched.scheduler import Scheduler
 from lldsched.schedules.base import Schedule
-from lldsched.sim.report import overran
 from lldsched.sim.simulation import Simulation
+from lldsched.threaded.scheduler import Scheduler
+from lldsched.views.report import overran
 
 __all__ = [
     "COLUMNS",
@@ -244,7 +244,7 @@ def task_summary(
     percentiles and the maximum (nearest rank, the rule the command line's summary
     uses, so a percentile is always a time that happened), and ``overruns``: first
     attempts that lasted longer than the gap to their schedule's next slot
-    (:func:`lldsched.sim.report.overran`; ``schedules`` maps task id to schedule,
+    (:func:`lldsched.views.report.overran`; ``schedules`` maps task id to schedule,
     see :func:`schedules_of`; without it the count is 0).  Slots a misfire policy
     decided are not runs: they are counted in ``missed`` and measured nowhere.
     """
@@ -289,7 +289,7 @@ _NAT = np.timedelta64("NaT", "us")
 
 def _nearest_rank(ordered: np.ndarray[Any, Any], q: float) -> Any:
     """The ``q``-th percentile of sorted ``ordered`` by nearest rank, as
-    :func:`lldsched.sim.report.percentile` computes it."""
+    :func:`lldsched.views.report.percentile` computes it."""
     if not len(ordered):
         return _NAT
     rank = max(1, math.ceil(q / 100 * len(ordered)))

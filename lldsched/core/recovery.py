@@ -17,7 +17,7 @@ runs again, with the same attempt number, due when it was due.  Actions that
 must not repeat their effect should be idempotent.
 
 **Misfires.**  Then each live task's passed slots meet its
-:class:`~lldsched.misfire.MisfirePolicy` (see :mod:`lldsched.misfire`): the
+:class:`~lldsched.policies.MisfirePolicy` (see :mod:`lldsched.policies`): the
 decisions are records whose outcome says ``missed`` or ``coalesced``, and the
 task is queued where the policy says.  An attempt owed from before the
 downtime (a retry, or the in-flight attempt) runs first; the policy decides the
@@ -39,17 +39,17 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from lldsched.arguments import wants_context
-from lldsched.misfire import DEFAULT_MISFIRE, Misfire, MisfirePolicy
+from lldsched.core.registration import wants_context
+from lldsched.core.task import DEFAULT_OPTIONS, RunStats, ScheduledTask, TaskOptions
 from lldsched.model import ExecutionRecord, TaskSnapshot, TaskStatus
+from lldsched.policies import DEFAULT_MISFIRE, Misfire, MisfirePolicy
 from lldsched.schedules.base import Schedule
 from lldsched.schedules.catchup import SCHEDULE_DECIDES, CatchUp, Resume, unwrap
 from lldsched.schedules.simple import FixedDelay, FixedRate, OneTime
 from lldsched.stores.base import HistoryStore, TaskStore
-from lldsched.task import DEFAULT_OPTIONS, RunStats, ScheduledTask, TaskOptions
 
 if TYPE_CHECKING:
-    from lldsched.core import SchedulerCore
+    from lldsched.core.machine import SchedulerCore
 
 __all__ = [
     "COALESCED",

@@ -1,6 +1,6 @@
 """``python -m lldsched simulate``: replay the built-in scenario and print a summary.
 
-With ``--gantt out.png`` it also draws worker occupancy (:func:`lldsched.plots.gantt`);
+With ``--gantt out.png`` it also draws worker occupancy (:func:`lldsched.views.plots.gantt`);
 that needs the notebook extra, imported only then.
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from lldsched.sim.report import format_summary, summarize
 from lldsched.sim.scenario import build_scenario
 from lldsched.sim.simulation import Simulation
+from lldsched.views.report import format_summary, summarize
 
 __all__ = ["add_parser", "main"]
 
@@ -59,10 +59,10 @@ def main(args: argparse.Namespace) -> int:
 
 def write_gantt(sim: Simulation, path: str) -> None:
     """Draw ``sim``'s runs to ``path`` (the format's own canvas, Agg for PNG: no pyplot,
-    no global backend; matplotlib stays inside :mod:`lldsched.plots`)."""
+    no global backend; matplotlib stays inside :mod:`lldsched.views.plots`)."""
     try:  # without the extra, the views' error names it
-        from lldsched.frames import to_frame
-        from lldsched.plots import gantt
+        from lldsched.views.frames import to_frame
+        from lldsched.views.plots import gantt
     except ImportError as exc:
         raise SystemExit(f"--gantt: {exc}") from exc
 

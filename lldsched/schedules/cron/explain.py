@@ -1,6 +1,6 @@
 """A cron expression in plain English: ``"At 03:00, Monday through Friday"``.
 
-The sentence is built from the parsed terms (:class:`~.cron_parse.Term`), so it
+The sentence is built from the parsed terms (:class:`~.parse.Term`), so it
 follows what the user wrote (``1-5`` reads "Monday through Friday", ``*/15``
 reads "every 15 minutes") rather than a flattened list of values.  Two parts, a
 time of day and an optional set of days, joined by a comma:
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from lldsched.schedules.cron_parse import CronFields, Term
+from lldsched.schedules.cron.parse import CronFields, Term
 
 __all__ = ["explain"]
 

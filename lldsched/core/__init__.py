@@ -1,0 +1,22 @@
+"""The core: the one state machine both runtimes drive.
+
+No threads, no sleeps, no locks: plain single-threaded bookkeeping that reads
+time from an injected clock.  The threaded runtime (:mod:`lldsched.threaded`)
+holds its one lock around every call in here; the simulation (:mod:`lldsched.sim`)
+takes none.
+
+* :mod:`~lldsched.core.machine`: the registry and every transition (:class:`SchedulerCore`);
+* :mod:`~lldsched.core.task`: a registered task and where it is (:class:`ScheduledTask`);
+* :mod:`~lldsched.core.registration`: the checks on what a registration passes;
+* :mod:`~lldsched.core.duequeue`: the heap of due entries, with tombstones (:class:`TaskQueue`);
+* :mod:`~lldsched.core.recovery`: tasks reloaded from a store, misfires, clock jumps;
+* :mod:`~lldsched.core.context`: what a running action may see (:class:`RunContext`);
+* :mod:`~lldsched.core.ids`: task id generators.
+"""
+
+from lldsched.core.context import RunContext
+from lldsched.core.duequeue import TaskQueue
+from lldsched.core.machine import DueQueue, Run, SchedulerCore
+from lldsched.core.task import ScheduledTask
+
+__all__ = ["DueQueue", "Run", "RunContext", "ScheduledTask", "SchedulerCore", "TaskQueue"]

@@ -1,0 +1,179 @@
+"""Policies: how a task retries, what it does with missed slots, how a fixed rate overruns.
+
+Small immutable values, validated at construction, that a registration passes
+and the core state machine consults.
+
+**RetryPolicy.**  A retry is the same task, attempt ``n + 1``, due at the failed run's finish plus
+``backoff(n)``; the schedule is not consulted.  Backoffs grow geometrically and are
+capped: with the defaults 1 s, 2 s, 4 s, ... never more than 60 s.
+
+Optional jitter spreads retries of many tasks that failed together (a "thundering
+herd" after an outage): with ``jitter=j`` the wait is drawn uniformly from
+``[b * (1 - j), b]``, where ``b`` is the capped backoff, so jitter never makes a
+wait longer than the policy without it.
+
+**MisfirePolicy.**  A slot *misfires* when the scheduler was not there to run it: the process was
+down (recovery from a durable store), or the wall clock jumped forward past it.
+The model is Quartz's: a task whose oldest pending slot is no more than
+``grace`` seconds late has not misfired at all (it runs at once, late, and its
+schedule carries on as after any late run); beyond ``grace`` the policy decides
+for every slot that passed:
+
+* ``RUN_ONCE`` (coalesce): one run, for the latest slot that passed; the
+  earlier slots are recorded ``coalesced`` into it;
+* ``RUN_ALL`` (catch up, bounded): every slot that passed runs, oldest first,
+  at most ``max_catch_up`` of them (the most recent); older ones are recorded
+  ``missed``;
+* ``SKIP``: nothing runs; every slot that passed is recorded ``missed`` and
+  the task waits for its first slot after now.
+
+Every decision is an :class:`~lldsched.model.ExecutionRecord` whose ``outcome``
+says ``missed`` or ``coalesced``: nothing is skipped in silence.  The
+decisions themselves are taken by :mod:`lldsched.core.recovery`.
+
+**OverrunPolicy** says what a fixed-rate task does when a run outlasts its
+period (see :class:`~lldsched.schedules.simple.FixedRate`).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import random
+from dataclasses import dataclass
+
+from lldsched.errors import ValidationError
+
+__all__ = ["DEFAULT_MISFIRE", "Misfire", "MisfirePolicy", "OverrunPolicy", "RetryPolicy"]
+
+
+def _check_number(name: str, value: object, *, minimum: float, strict: bool) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValidationError(f"{name} must be a number, got {value!r}")
+    number = float(value)
+    if (
+        math.isnan(number)
+        or math.isinf(number)
+        or number < minimum
+        or (strict and number == minimum)
+    ):
+        bound = f"> {minimum:g}" if strict else f">= {minimum:g}"
+        raise ValidationError(f"{name} must be finite and {bound}, got {value!r}")
+    return number
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """Attempts and capped exponential backoff (validated at construction).
+
+    ``max_attempts`` counts every attempt, the first included: ``max_attempts=1``
+    never retries, the default 3 runs at most twice more.
+    """
+
+    max_attempts: int = 3
+    initial_backoff: float = 1.0
+    multiplier: float = 2.0
+    max_backoff: float = 60.0
+    jitter: float = 0.0
+
+    def __post_init__(self) -> None:
+        attempts = self.max_attempts
+        if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
+            raise ValidationError(f"max_attempts must be an int >= 1, got {attempts!r}")
+        _check_number("initial_backoff", self.initial_backoff, minimum=0.0, strict=False)
+        _check_number("multiplier", self.multiplier, minimum=1.0, strict=False)
+        _check_number("max_backoff", self.max_backoff, minimum=0.0, strict=False)
+        _check_number("jitter", self.jitter, minimum=0.0, strict=False)
+        if self.jitter > 1.0:
+            raise ValidationError(f"jitter must be a fraction in [0, 1], got {self.jitter!r}")
+        if self.max_backoff < self.initial_backoff:
+            raise ValidationError(
+                f"max_backoff ({self.max_backoff!r}) is below initial_backoff "
+                f"({self.initial_backoff!r})"
+            )
+
+    @classmethod
+    def never(cls) -> RetryPolicy:
+        """A policy with a single attempt: a failure goes straight to the dead letter."""
+        return cls(max_attempts=1)
+
+    def allows_retry(self, attempt: int) -> bool:
+        """True when the ``attempt``-th attempt (1-based) may be followed by another."""
+        return attempt < self.max_attempts
+
+    def backoff(self, attempt: int, rng: random.Random | None = None) -> float:
+        """Seconds to wait after the ``attempt``-th attempt (1-based) failed.
+
+        With jitter, ``rng`` draws the spread (the core passes its seeded generator,
+        so simulations stay reproducible).
+        """
+        # Compute in log space first so a large attempt never overflows a float.
+        exponent = attempt - 1
+        if self.multiplier > 1.0 and exponent * math.log(self.multiplier) > 700:
+            base = self.max_backoff
+        else:
+            base = min(self.max_backoff, self.initial_backoff * self.multiplier**exponent)
+        if self.jitter:
+            spread = (rng or random).random() * self.jitter
+            return base * (1.0 - spread)
+        return base
+
+
+class Misfire(enum.Enum):
+    """What happens to the slots of a task that misfired (see the module docstring)."""
+
+    RUN_ONCE = "run_once"
+    RUN_ALL = "run_all"
+    SKIP = "skip"
+
+
+@dataclass(frozen=True, slots=True)
+class MisfirePolicy:
+    """A task's misfire policy, validated at construction.
+
+    ``grace`` is in seconds (>= 0); ``max_catch_up`` bounds ``RUN_ALL``.
+    The defaults (run once, 60 s of grace, at most 100 catch-up runs) are
+    written down in ``docs/DECISIONS.md``.
+    """
+
+    on_misfire: Misfire = Misfire.RUN_ONCE
+    grace: float = 60.0
+    max_catch_up: int = 100
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.on_misfire, Misfire):
+            raise ValidationError(
+                f"on_misfire must be Misfire.RUN_ONCE, RUN_ALL or SKIP, got {self.on_misfire!r}"
+            )
+        grace = self.grace
+        if (
+            isinstance(grace, bool)
+            or not isinstance(grace, int | float)
+            or math.isnan(grace)
+            or math.isinf(grace)
+            or grace < 0
+        ):
+            raise ValidationError(f"misfire grace must be finite seconds >= 0, got {grace!r}")
+        limit = self.max_catch_up
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValidationError(f"max_catch_up must be an int >= 1, got {limit!r}")
+
+
+DEFAULT_MISFIRE = MisfirePolicy()
+"""The policy of a task registered without ``misfire=``."""
+
+
+class OverrunPolicy(enum.Enum):
+    """What a fixed-rate task does when a run outlasts its period.
+
+    SKIP: the next run is the first slot of the grid not before the run's finish.
+    CATCH_UP: every missed slot runs, one after another, starting at once.
+    """
+
+    SKIP = "skip"
+    CATCH_UP = "catch_up"
+
+    # Members are singletons compared by identity, so the identity hash agrees with
+    # equality; Enum's own hashes the name in Python, and every FixedRate(...) looks
+    # its shared value up under a key holding the policy (bench_scale).
+    __hash__ = object.__hash__
