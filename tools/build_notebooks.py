@@ -2,7 +2,9 @@
 
 Sources live in ``notebooks/src/NN-title.py`` in the "percent" format: a line
 ``# %%`` starts a code cell, ``# %% [markdown]`` a Markdown cell whose lines are
-comments (``# text``).  Reviewing a diff of a ``.py`` file is easy; a diff of
+comments (``# text``).  Either may end in cell tags, as jupytext writes them:
+``# %% tags=["nbval-check-output"]`` makes nbval compare that cell's output (the
+tag lives in the cell's metadata, so the learner never reads a tooling marker).  Reviewing a diff of a ``.py`` file is easy; a diff of
 notebook JSON is not.  This script writes ``notebooks/NN-title.ipynb``, runs it
 top to bottom on a fresh kernel, and strips what should not be committed:
 widget state (``metadata.widgets``) and the widget-view outputs that refer to it
@@ -14,10 +16,11 @@ Usage: ``python tools/build_notebooks.py [NAME ...]`` (``make notebooks``).
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import nbformat
 from nbclient import NotebookClient
@@ -26,30 +29,42 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ROOT / "notebooks" / "src"
 NOTEBOOKS = ROOT / "notebooks"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-_CELL = re.compile(r"^# %%(?P<markdown> \[markdown\])?\s*$")
+_CELL = re.compile(r"^# %%(?P<markdown> \[markdown\])?(?:\s+tags=(?P<tags>\[.*\]))?\s*$")
 
 
-def parse(source: str) -> list[tuple[str, str]]:
-    """The (kind, text) cells of a percent-format source."""
-    cells: list[tuple[str, list[str]]] = []
+class Cell(NamedTuple):
+    kind: str  # "code" or "markdown"
+    text: str
+    tags: tuple[str, ...] = ()
+
+
+def parse(source: str) -> list[Cell]:
+    """The cells of a percent-format source."""
+    cells: list[tuple[str, list[str], tuple[str, ...]]] = []
     for line in source.splitlines():
         match = _CELL.match(line)
         if match:
-            cells.append(("markdown" if match["markdown"] else "code", []))
+            tags = tuple(json.loads(match["tags"])) if match["tags"] else ()
+            cells.append(("markdown" if match["markdown"] else "code", [], tags))
         elif cells:
-            kind, lines = cells[-1]
+            kind, lines, _ = cells[-1]
             if kind == "markdown":
                 line = line[2:] if line.startswith("# ") else line.lstrip("#")
             lines.append(line)
-    return [(kind, "\n".join(lines).strip("\n")) for kind, lines in cells]
+    return [Cell(kind, "\n".join(lines).strip("\n"), tags) for kind, lines, tags in cells]
 
 
 def build(source_path: Path) -> Any:
     cells = []
-    for index, (kind, text) in enumerate(parse(source_path.read_text())):
-        maker = nbformat.v4.new_markdown_cell if kind == "markdown" else nbformat.v4.new_code_cell
+    for index, cell in enumerate(parse(source_path.read_text())):
+        maker = (
+            nbformat.v4.new_markdown_cell if cell.kind == "markdown" else nbformat.v4.new_code_cell
+        )
         # Stable ids: a rebuild changes only what the source or the outputs changed.
-        cells.append(maker(text, id=f"cell-{index:02d}"))
+        made = maker(cell.text, id=f"cell-{index:02d}")
+        if cell.tags:
+            made.metadata["tags"] = list(cell.tags)
+        cells.append(made)
     notebook = nbformat.v4.new_notebook(cells=cells)
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
     notebook.metadata["language_info"] = {"name": "python"}

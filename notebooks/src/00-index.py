@@ -30,8 +30,7 @@
 # A first taste: the scheduler's behaviour in eleven lines, every figure computed by the
 # library on a fake clock (this is `python -m lldsched demo`).
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 from lldsched.cli.demo import run_demo
 
 for line in run_demo():

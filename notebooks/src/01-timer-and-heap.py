@@ -27,8 +27,7 @@ from lldsched import FakeClock, OneTime, Priority, Scheduler
 # Python's garbage collector to track, about a sixth of the cost of registering 100,000
 # tasks (`benchmarks/bench_scale.py`).
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 heap: list[tuple[float, Priority, int, str]] = []
 arrivals = [
     (10.0, Priority.NORMAL, "report"),
@@ -46,8 +45,7 @@ print([heapq.heappop(heap)[3] for _ in range(len(heap))])
 # through to the next element, and two task objects cannot be compared:
 
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 class Job:
     pass
 
@@ -63,8 +61,7 @@ except TypeError as error:
 # A scheduler's heap, seen from outside: `pending()` lists the live entries in the order
 # they will run. A fake clock keeps the numbers readable and the same on every run.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 clock = FakeClock(0)
 demo = Scheduler(workers=1, clock=clock)
 for name, delay, priority in [
@@ -85,8 +82,7 @@ print([(t.name, t.next_run_at) for t in demo.pending()])
 # a tombstone and is dropped when it reaches the top. When tombstones outnumber live entries
 # (in a heap of at least 64), the heap is rebuilt from the live ones.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 report = next(t for t in demo.tasks() if t.name == "report")
 demo.cancel(report.id)
 print(demo.queue_stats(), "->", [t.name for t in demo.pending()])

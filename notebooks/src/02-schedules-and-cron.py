@@ -40,8 +40,7 @@ def clock_time(timestamp: float, tz: str = "UTC") -> str:
 # task drifts 20 s a run and its runs never overlap.
 
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 def timeline(schedule: object, run_seconds: float, horizon: float = 300) -> list[str]:
     """Start times of one task on a fake clock, stepped 5 s at a time to ``horizon``."""
     clock = FakeClock(START)
@@ -72,8 +71,7 @@ print("FixedDelay(60)         ", timeline(FixedDelay(60), 20))
 # another, at once. The simulation replays both in a blink.
 
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 def first_run_takes_150_s() -> object:
     """A duration model: the first run takes 150 s, the others 5 s."""
     runs = iter([150.0])
@@ -94,8 +92,7 @@ for policy in (OverrunPolicy.SKIP, OverrunPolicy.CATCH_UP):
 # expression in plain English; `fire_times(start, n)` lists the next fires, strictly after
 # `start`.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 for expr in ["*/15 * * * *", "0 3 * * 1-5", "0 9-17/2 * * mon-fri", "0 0 L * *",
              "0 12 * * 5#3", "@weekly"]:  # fmt: skip
     cron = CronSchedule(expr)
@@ -111,8 +108,7 @@ for expr in ["*/15 * * * *", "0 3 * * 1-5", "0 9-17/2 * * mon-fri", "0 0 L * *",
 # enough. So `0 0 */2 * 1` means "odd days of the month that are Mondays", while
 # `0 0 1,15 * 1` means "the 1st, the 15th, and every Monday".
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 for expr in ["0 0 */2 * 1", "0 0 1,15 * 1"]:
     days = [
         datetime.fromtimestamp(t, UTC).strftime("%a %d %b")
@@ -123,8 +119,7 @@ for expr in ["0 0 */2 * 1", "0 0 1,15 * 1"]:
 # %% [markdown]
 # ### Bad expressions fail when they are built, not at 03:00
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 for bad in ["* * * *", "61 * * * *", "0 0 30 2 *", "5-1 * * * *", "@reboot"]:
     try:
         CronSchedule(bad)
@@ -141,8 +136,7 @@ for bad in ["* * * *", "61 * * * *", "0 0 30 2 *", "5-1 * * * *", "@reboot"]:
 # instants, so an hourly job runs in both passes of the repeated hour.
 
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 def fires_on(expr: str, zone: str, day: str) -> list[str]:
     cron = CronSchedule(expr, tz=zone)
     local = cron.tzinfo

@@ -32,8 +32,7 @@ START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 # `backoff(n)`; the schedule is not consulted. The default policy makes three attempts,
 # waiting 1 s, then 2 s (and 4, 8, ... capped at 60 s for longer policies).
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 policy = RetryPolicy(max_attempts=8)
 print("waits after attempts 1..7:", [policy.backoff(n) for n in range(1, 8)])
 spread = RetryPolicy(max_attempts=8, jitter=0.5)
@@ -47,8 +46,7 @@ print(
 # A flaky import fails twice, then succeeds. The scheduler runs on a fake clock; each
 # `advance` is a second of fake time.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 clock = FakeClock(START)
 log = EventLog()
 failures_left = [2]
@@ -84,8 +82,7 @@ print("transitions:", " -> ".join(e.status.value for e in log.events if e.task_i
 # id goes to the dead-letter list. `redrive` puts it back, due now, with a fresh attempt
 # counter.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 clock = FakeClock(START)
 disk_full = [True]
 

@@ -88,8 +88,7 @@ overrun_comparison(period=60, duration=150)
 # The same week on pools of different sizes. Lateness is the cost of a small pool; past a
 # point, more workers buy nothing.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 print("workers   runs  heartbeat p95 late  worst wait (any task)")
 for workers in (1, 2, 3, 4, 6, 8, 12):
     trial = build_scenario(workers=workers, seed=0)

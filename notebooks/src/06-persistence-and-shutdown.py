@@ -45,8 +45,7 @@ def hhmm(timestamp: float) -> str:
 # one is told while a task fails once and then succeeds.
 
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 class LoggingStore(InMemoryTaskStore):
     def __init__(self) -> None:
         super().__init__()
@@ -88,8 +87,7 @@ print("\n".join(store.log))
 # in flight finishes: Python cannot stop it.
 
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 def busy_then_queue(drain: bool) -> list[str]:
     started, release = threading.Event(), threading.Event()
 
@@ -130,8 +128,7 @@ print("drain=False", busy_then_queue(drain=False))
 #
 # Every decision is a record whose outcome says so, not silence.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 directory = tempfile.TemporaryDirectory()
 path = Path(directory.name) / "tasks.db"
 policies = {"emea": Misfire.RUN_ONCE, "amer": Misfire.RUN_ALL, "apac": Misfire.SKIP}
@@ -147,8 +144,7 @@ with SqliteTaskStore(path) as store, Scheduler(workers=1, clock=clock, store=sto
     first.wait_idle()
 print("first process, 09:00, sent:", jobs.SENT)
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 jobs.SENT.clear()
 restart = START.timestamp() + 3.5 * 3600  # 12:30
 clock = FakeClock(restart)

@@ -41,8 +41,7 @@
 # Around them: a **store** every status change is written through (Repository), a
 # **clock**, an **id generator** and **listeners** (Observer), all injected.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 from lldsched import FixedRate, Priority, RetryPolicy, Scheduler, TaskStatus
 
 print([status.value for status in TaskStatus])
@@ -78,8 +77,7 @@ check_pop_due(pop_due)
 # Stuck? `show_solution("pop_due")` prints a reference answer; here it is checked with the
 # same tests:
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 from exercises import solutions
 
 check_pop_due(solutions.pop_due)
@@ -115,8 +113,7 @@ from exercises import check_parse_field
 
 check_parse_field(parse_field)
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 check_parse_field(solutions.parse_field)
 
 # %% [markdown]
@@ -139,8 +136,7 @@ from exercises import check_next_slot
 
 check_next_slot(next_slot)
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 check_next_slot(solutions.next_slot)
 
 # %% [markdown]
@@ -154,8 +150,7 @@ check_next_slot(solutions.next_slot)
 #   pool (or drop what is queued), then join. Stopping the pool first makes the timer
 #   submit into a closed pool.
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 from lldsched import FakeClock
 
 scheduler = Scheduler(workers=2, clock=FakeClock(0)).start()
