@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ExecutionRecord",
+    "Outcome",
     "Priority",
     "Task",
     "TaskEvent",
@@ -85,6 +86,29 @@ class Task(NamedTuple):
     misfire: MisfirePolicy | None = None  # None: the default policy
 
 
+class Outcome(enum.StrEnum):
+    """How one record ended: a run's outcome, or a slot decided without a run.
+
+    A ``StrEnum``: each member *is* its string (``Outcome.OK == "ok"``), which is
+    what frames, stores and plots keep.
+    """
+
+    OK = "ok"
+    FAILED = "failed"
+    TIMED_OUT = "timed_out"
+    MISSED = "missed"  # a misfire policy dropped the slot
+    COALESCED = "coalesced"  # a misfire policy folded the slot into a later run
+
+    @property
+    def ran(self) -> bool:
+        """True for the outcomes of a run (an attempt that started), False for a
+        slot a policy decided without running it."""
+        return self not in _NOT_RUNS
+
+
+_NOT_RUNS = frozenset({Outcome.MISSED, Outcome.COALESCED})
+
+
 class ExecutionRecord(NamedTuple):
     """One attempt of one task: the unit of history, frames and plots.
 
@@ -94,9 +118,10 @@ class ExecutionRecord(NamedTuple):
     the worker that ran it.  ``error`` is ``"Type: message"`` or ``None``.
 
     A slot that never ran because of a misfire policy (see
-    :mod:`lldsched.policies`) is a record too: ``misfire`` is ``"missed"`` or
-    ``"coalesced"``, ``attempt`` is 0, ``worker`` is -1, ``ok`` is False, and
-    ``started == finished`` is the instant the decision was taken.
+    :mod:`lldsched.policies`) is a record too: ``misfire`` is
+    :attr:`Outcome.MISSED` or :attr:`Outcome.COALESCED`, ``attempt`` is 0,
+    ``worker`` is -1, ``ok`` is False, and ``started == finished`` is the instant
+    the decision was taken.
     """
 
     task_id: str
@@ -110,7 +135,7 @@ class ExecutionRecord(NamedTuple):
     ok: bool
     error: str | None = None
     timed_out: bool = False
-    misfire: str | None = None
+    misfire: Outcome | None = None
 
     @property
     def duration(self) -> float:
@@ -123,13 +148,13 @@ class ExecutionRecord(NamedTuple):
         return self.started - self.due
 
     @property
-    def outcome(self) -> str:
-        """``"ok"``, ``"failed"``, ``"timed_out"``, or a misfire: ``"missed"``, ``"coalesced"``."""
+    def outcome(self) -> Outcome:
+        """How it ended: ok, failed, timed_out, or a misfire (missed, coalesced)."""
         if self.misfire is not None:
             return self.misfire
         if self.timed_out:
-            return "timed_out"
-        return "ok" if self.ok else "failed"
+            return Outcome.TIMED_OUT
+        return Outcome.OK if self.ok else Outcome.FAILED
 
 
 class TaskEvent(NamedTuple):

@@ -41,7 +41,7 @@ from types import TracebackType
 from typing import Any
 
 from lldsched.errors import StoreError, ValidationError
-from lldsched.model import ExecutionRecord, TaskSnapshot, TaskStatus
+from lldsched.model import ExecutionRecord, Outcome, TaskSnapshot, TaskStatus
 from lldsched.stores.codec import decode_task, encode_task
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteTaskStore"]
@@ -443,6 +443,16 @@ def _record(row: tuple[Any, ...]) -> ExecutionRecord:
         row
     )
     return ExecutionRecord(
-        task_id, name, attempt, due, slot, worker, started, finished,
-        bool(ok), error, bool(timed_out), misfire,
-    )  # fmt: skip
+        task_id=task_id,
+        name=name,
+        attempt=attempt,
+        due=due,
+        slot=slot,
+        worker=worker,
+        started=started,
+        finished=finished,
+        ok=bool(ok),
+        error=error,
+        timed_out=bool(timed_out),
+        misfire=None if misfire is None else Outcome(misfire),
+    )
