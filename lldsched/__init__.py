@@ -24,6 +24,7 @@ from lldsched.errors import (
 from lldsched.listeners import EventLog, TaskListener
 from lldsched.model import (
     ExecutionRecord,
+    Outcome,
     Priority,
     Task,
     TaskEvent,
@@ -49,6 +50,7 @@ __all__ = [
     "Misfire",
     "MisfirePolicy",
     "OneTime",
+    "Outcome",
     "OverrunPolicy",
     "Priority",
     "RetryPolicy",

@@ -10,8 +10,8 @@ import lldsched
 PUBLIC = [
     "Clock", "CronSchedule", "EventLog", "ExecutionRecord", "FakeClock", "FixedDelay",
     "FixedRate", "InMemoryTaskStore", "LldschedError", "Misfire", "MisfirePolicy", "OneTime",
-    "OverrunPolicy", "Priority", "RetryPolicy", "RunContext", "Schedule", "ScheduleError",
-    "ScheduledTask", "Scheduler", "SchedulerStateError", "Simulation", "SqliteTaskStore",
+    "Outcome", "OverrunPolicy", "Priority", "RetryPolicy", "RunContext", "Schedule",
+    "ScheduleError", "ScheduledTask", "Scheduler", "SchedulerStateError", "Simulation", "SqliteTaskStore",
     "StoreError", "SystemClock", "Task", "TaskEvent", "TaskListener", "TaskNotFoundError",
     "TaskSnapshot", "TaskStatus", "TaskStore", "ValidationError",
 ]  # fmt: skip

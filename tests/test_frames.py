@@ -16,6 +16,7 @@ from lldsched import (
     FixedRate,
     InMemoryTaskStore,
     OneTime,
+    Outcome,
     Priority,
     Simulation,
     ValidationError,
@@ -253,9 +254,9 @@ def test_slots_a_misfire_policy_decided_are_rows_but_not_runs() -> None:
     records = [
         R("task-1", "hourly", 1, T0, T0, 0, T0, T0 + 5, True),
         R("task-1", "hourly", 0, T0 + 3600, T0 + 3600, -1, T0 + 9000, T0 + 9000, False,
-          None, False, "missed"),
+          None, False, Outcome.MISSED),
         R("task-1", "hourly", 0, T0 + 7200, T0 + 7200, -1, T0 + 9000, T0 + 9000, False,
-          None, False, "coalesced"),
+          None, False, Outcome.COALESCED),
     ]  # fmt: skip
     frame = to_frame(records)
     assert list(frame["outcome"]) == ["ok", "missed", "coalesced"]

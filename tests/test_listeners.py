@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from lldsched import EventLog, FakeClock, OneTime, Scheduler, TaskEvent, TaskStatus
-from lldsched.model import ExecutionRecord
+from lldsched.model import ExecutionRecord, Outcome
 from lldsched.threaded.dispatcher import EventDispatcher
 from tests.conftest import SchedulerFactory, settle
 
@@ -123,7 +123,9 @@ def test_listeners_can_be_added_and_removed_while_running(
 def test_event_log_runs_leave_out_slots_a_misfire_policy_decided() -> None:
     log = EventLog()
     ran_record = ExecutionRecord("task-1", "t", 1, 0, 0, 0, 0, 1, True)
-    missed = ExecutionRecord("task-1", "t", 0, 60, 60, -1, 90, 90, False, None, False, "missed")
+    missed = ExecutionRecord(
+        "task-1", "t", 0, 60, 60, -1, 90, 90, False, None, False, Outcome.MISSED
+    )
     for record in (ran_record, missed):
         log.on_event(
             TaskEvent("task-1", "t", TaskStatus.SCHEDULED, TaskStatus.SCHEDULED, 0, record)

@@ -4,9 +4,10 @@ Sources live in ``notebooks/src/NN-title.py`` in the "percent" format: a line
 ``# %%`` starts a code cell, ``# %% [markdown]`` a Markdown cell whose lines are
 comments (``# text``).  Either may end in cell tags, as jupytext writes them:
 ``# %% tags=["nbval-check-output"]`` makes nbval compare that cell's output (the
-tag lives in the cell's metadata, so the learner never reads a tooling marker).  Reviewing a diff of a ``.py`` file is easy; a diff of
-notebook JSON is not.  This script writes ``notebooks/NN-title.ipynb``, runs it
-top to bottom on a fresh kernel, and strips what should not be committed:
+tag lives in the cell's metadata, so the learner never reads a tooling marker).
+Reviewing a diff of a ``.py`` file is easy; a diff of notebook JSON is not.  This
+script writes ``notebooks/NN-title.ipynb``, runs it top to bottom on a fresh
+kernel, and strips what should not be committed:
 widget state (``metadata.widgets``) and the widget-view outputs that refer to it
 (their ``text/plain`` fallback stays), and execution timings.
 

@@ -50,17 +50,17 @@ from lldsched.clock import Clock
 from lldsched.core.context import RunContext
 from lldsched.core.ids import IdGenerator, sequential_ids
 from lldsched.core.registration import (
-    CONTEXT_BY_CODE,
-    SCHEDULE_TYPES,
-    is_schedule,
+    check_action,
+    check_name,
+    check_schedule,
     priority_of,
     task_options,
-    wants_context,
 )
-from lldsched.core.task import DEFAULT_OPTIONS, Entry, RunStats, ScheduledTask
+from lldsched.core.task import Entry, Restored, RunStats, ScheduledTask
 from lldsched.errors import ScheduleError, TaskNotFoundError, ValidationError
 from lldsched.model import (
     ExecutionRecord,
+    Outcome,
     Priority,
     TaskEvent,
     TaskSnapshot,
@@ -68,6 +68,7 @@ from lldsched.model import (
 )
 from lldsched.policies import MisfirePolicy, RetryPolicy
 from lldsched.schedules.base import Schedule
+from lldsched.schedules.catchup import CatchUp
 from lldsched.stores.base import TaskStore
 
 __all__ = ["DueQueue", "Run", "SchedulerCore", "error_text"]
@@ -107,11 +108,7 @@ def error_text(exc: BaseException) -> str:
 
 
 class Run(NamedTuple):
-    """One attempt in flight: what the runtime needs to run it and report it.
-
-    A tuple because one is built per run: the runtimes build it with
-    ``tuple.__new__`` (``_new``) to skip the generated ``__new__``.
-    """
+    """One attempt in flight: what the runtime needs to run it and report it."""
 
     task: ScheduledTask
     attempt: int
@@ -141,9 +138,6 @@ class Run(NamedTuple):
         except Exception as exc:
             return error_text(exc)
         return None
-
-
-_new = tuple.__new__  # builds a NamedTuple without its generated __new__: once per run
 
 
 class SchedulerCore:
@@ -187,56 +181,48 @@ class SchedulerCore:
         name: str,
         action: Callable[..., Any] | None,
         schedule: Schedule,
+        *,
         priority: Priority | int = Priority.NORMAL,
         retry: RetryPolicy | None = None,
         timeout: float | None = None,
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
-        action_required: bool = True,
         misfire: MisfirePolicy | None = None,
     ) -> ScheduledTask:
-        """Validate (:mod:`lldsched.core.registration`), register and queue a task; nothing is
-        registered if anything is wrong.
+        """Validate (:mod:`~lldsched.core.registration`), register and queue a task;
+        nothing is registered if anything is wrong.
 
-        (Positional parameters, unlike the runtimes' keyword-only ``schedule``: the
-        threaded runtime calls this once per registration and passes them in order.)
+        ``action`` may be None: a simulated task needs none.  A runtime that must
+        run something checks that first.
         """
-        if not isinstance(name, str) or not name or name.isspace():
-            raise ValidationError(f"task name must be a non-empty string, got {name!r}")
-        if action is None:
-            if action_required:
-                raise ValidationError(f"task {name!r}: action must be callable, got None")
-        elif not callable(action):
-            raise ValidationError(f"task {name!r}: action must be callable, got {action!r}")
-        if type(schedule) not in SCHEDULE_TYPES and not is_schedule(schedule):
-            raise ValidationError(
-                f"task {name!r}: schedule must provide first_run() and next_run(), got {schedule!r}"
-            )
-        if type(priority) is not Priority:
-            priority = priority_of(name, priority)
-        # wants_context's cache, looked up here first: a call less per registration.
-        pass_context = CONTEXT_BY_CODE.get(getattr(action, "__code__", None))
-        if pass_context is None:
-            pass_context = action is not None and wants_context(action)
-        if (
-            retry is None
-            and timeout is None
-            and type(args) is tuple
-            and not args
-            and kwargs is None
-            and misfire is None
-            and not pass_context
-        ):
-            options = DEFAULT_OPTIONS  # the common case: nothing more to check
-        else:
-            options = task_options(name, retry, timeout, args, kwargs, misfire, pass_context)
+        check_name(name)
+        check_action(name, action)
+        check_schedule(name, schedule)
+        priority = priority_of(name, priority)
+        options = task_options(
+            name,
+            action=action,
+            retry=retry,
+            timeout=timeout,
+            args=args,
+            kwargs=kwargs,
+            misfire=misfire,
+        )
         now = self.clock.now()
         first = schedule.first_run(now)
         if first is None:
             raise ScheduleError(f"task {name!r}: {schedule!r} never fires after {now!r}")
 
         task_id = self._ids()
-        task = ScheduledTask(task_id, name, action, schedule, priority, options, first)
+        task = ScheduledTask(
+            task_id=task_id,
+            name=name,
+            action=action,
+            schedule=schedule,
+            priority=priority,
+            options=options,
+            first_run=first,
+        )
         if self.tasks.setdefault(task_id, task) is not task:  # one lookup in a big dict
             raise ValidationError(f"id generator returned {task_id!r}, which is already registered")
         if self._store is not None:
@@ -245,7 +231,7 @@ class SchedulerCore:
             except BaseException:
                 del self.tasks[task_id]  # a failed save registers nothing
                 raise
-        self._queue.push(task, first)  # _enqueue, inlined: next_run_at is set
+        self._enqueue(task, first)
         if self._emit is not None:
             self._emit(TaskEvent(task_id, name, None, SCHEDULED, now))
         return task
@@ -265,16 +251,20 @@ class SchedulerCore:
 
     def begin(self, entry: Entry, worker: int) -> Run | None:
         """Start the attempt ``entry`` stands for, or return None for a tombstone."""
-        task = self.tasks.get(entry[3])  # the queue's live(entry), inlined: once per run
+        # TaskQueue.live(entry), inlined: this runs once per run, under the lock.
+        task = self.tasks.get(entry[3])
         if task is None or entry[2] != task.generation or task.status not in _RUNNABLE:
             return None
         previous = task.status
         task.status = RUNNING
         attempt = task.attempt = task.attempt + 1
+        due = entry[0]
         context = None
         if task._options.pass_context:
-            context = RunContext(task.id, task.name, attempt, entry[0], worker)
-        run = task._run = _new(Run, (task, attempt, entry[0], task._slot, worker, context))
+            context = RunContext(task.id, task.name, attempt, due, worker)
+        run = task._run = Run(
+            task=task, attempt=attempt, due=due, slot=task._slot, worker=worker, context=context
+        )
         if self._store is not None or self._emit is not None:
             self._changed(task, previous)
         return run
@@ -284,71 +274,72 @@ class SchedulerCore:
     ) -> ExecutionRecord:
         """Record the attempt and move its task on: reschedule, retry, succeed or fail."""
         task = run.task
-        options = task._options
-        timeout = options.timeout
+        timeout = task._options.timeout
         timed_out = timeout is not None and finished - started > timeout
-        ok = error is None and not timed_out
         if timed_out and error is None:
             error = f"TimeoutError: ran {finished - started:.6g} s, over its {timeout:g} s budget"
-        record: ExecutionRecord = _new(
-            ExecutionRecord,
-            (task.id, task.name, run.attempt, run.due, run.slot, run.worker,
-             started, finished, ok, error, timed_out, None),
-        )  # fmt: skip
-        stats = task._stats
-        if stats is None:
-            stats = task._stats = RunStats(self._history_limit)
+        record = ExecutionRecord(
+            task_id=task.id,
+            name=task.name,
+            attempt=run.attempt,
+            due=run.due,
+            slot=run.slot,
+            worker=run.worker,
+            started=started,
+            finished=finished,
+            ok=error is None,
+            error=error,
+            timed_out=timed_out,
+        )
+        task._run = None
+        stats = self._stats(task)
         stats.run_count += 1
         stats.add(record)
-        task._run = None
-        if not ok:
+        if error is not None:
             stats.failure_count += 1
             stats.last_error = error
-
-        # What the run leads to, whatever the task's status is now.
-        due: float | None = None
-        if ok:
-            outcome = SCHEDULED
-            try:
-                due = task.schedule.next_run(record, finished)
-            except Exception as exc:  # a broken schedule is the library user's bug: fail loudly
-                log.exception("task %s: %r.next_run raised", task.id, task.schedule)
-                outcome, stats.last_error = FAILED, f"ScheduleError: {error_text(exc)}"
-            else:
-                if due is None:
-                    outcome = SUCCEEDED
-        elif options.retry.allows_retry(run.attempt):
-            outcome = RETRYING
-            due = finished + options.retry.backoff(run.attempt, self._rng)
-        else:
-            outcome = FAILED
+        outcome, due = self._after(task, record)
 
         previous = task.status
-        if previous is RUNNING or (previous is PAUSED and outcome in (SUCCEEDED, FAILED)):
-            task.status = outcome
-            if outcome is SCHEDULED:
+        if previous is RUNNING or (previous is PAUSED and due is None):
+            task.status = outcome  # paused mid-run, a run that ends its task still ends it
+        if previous is not CANCELLED:  # cancelled mid-run: the record is kept, nothing follows
+            if outcome is SCHEDULED:  # a new slot, with a fresh attempt counter
                 assert due is not None
                 task._slot = due
                 task.attempt = 0
-                task.next_run_at = due  # _enqueue, inlined
-                self._queue.push(task, due)
-            elif outcome is RETRYING:
-                assert due is not None
+            if task.status is PAUSED:  # paused mid-run: resume() queues it at ``due``
+                task.next_run_at = due
+            elif due is not None:
                 self._enqueue(task, due)
             else:
                 task.next_run_at = None
                 if outcome is FAILED:
                     self._dead[task.id] = None
-        elif previous is PAUSED:  # paused mid-run: resume() queues it at ``due``
-            task.next_run_at = due
-            if outcome is SCHEDULED:
-                assert due is not None
-                task._slot = due
-                task.attempt = 0
-        # CANCELLED mid-run: the record is kept and nothing follows.
         if self._store is not None or self._emit is not None:
             self._changed(task, previous, record)
         return record
+
+    def _after(
+        self, task: ScheduledTask, record: ExecutionRecord
+    ) -> tuple[TaskStatus, float | None]:
+        """What a finished run leads to, whatever the task's status is now: the status
+        it takes (SCHEDULED, RETRYING, SUCCEEDED or FAILED) and when it is due next."""
+        if record.ok:
+            schedule = task.schedule
+            try:
+                due = schedule.next_run(record, record.finished)
+            except Exception as exc:  # a broken schedule is the library user's bug: fail loudly
+                log.exception("task %s: %r.next_run raised", task.id, schedule)
+                self._stats(task).last_error = f"ScheduleError: {error_text(exc)}"
+                return FAILED, None
+            if type(schedule) is CatchUp and schedule.spent:  # the catch-up is over
+                task.schedule = schedule.inner
+            return (SCHEDULED, due) if due is not None else (SUCCEEDED, None)
+        retry = task._options.retry
+        if retry.allows_retry(record.attempt):
+            return RETRYING, record.finished + retry.backoff(record.attempt, self._rng)
+        return FAILED, None
 
     # -- control -------------------------------------------------------------------------
 
@@ -424,17 +415,19 @@ class SchedulerCore:
                 log.exception("store %r failed to delete %s", self._store, task_id)
         return task
 
-    # -- recovery (the decisions are lldsched.core.recovery's; these only register and record) --
+    # -- recovery (the decisions are lldsched.core.recovery's; these carry them out) ----
 
-    def restore(self, tasks: Iterable[ScheduledTask], dead_letter: Iterable[str] = ()) -> None:
-        """Register tasks rebuilt from a store, as they were; nothing is queued or saved.
+    def restore(
+        self, restored: Iterable[Restored], dead_letter: Iterable[str] = ()
+    ) -> list[ScheduledTask]:
+        """Register tasks as a store described them; nothing is queued or saved.
 
         All or nothing: an id already registered rejects the whole batch.  FAILED
         tasks enter the dead letter in the order of ``dead_letter`` (ids it does not
         name follow, in registration order).  With the default id generator, new
         ids continue after the restored ones.
         """
-        batch = list(tasks)
+        batch = [self._rebuild(entry) for entry in restored]
         for task in batch:
             if task.id in self.tasks:
                 raise ValidationError(f"cannot restore {task.id!r}: that id is already registered")
@@ -449,14 +442,19 @@ class SchedulerCore:
             highest = max((n for n in numbers if n is not None), default=0)
             if highest:
                 self._ids = sequential_ids(start=highest + 1)
+        return batch
 
-    def requeue(self, task: ScheduledTask, due: float) -> None:
-        """Queue ``task`` (SCHEDULED or RETRYING) at ``due``; its queued entry, if any, dies."""
+    def replan(
+        self, task: ScheduledTask, *, due: float, schedule: Schedule, slot: float | None = None
+    ) -> None:
+        """Queue ``task`` (SCHEDULED or RETRYING) at ``due`` under ``schedule`` (its own,
+        or a catch-up plan in front of it), its pending attempts now belonging to
+        ``slot`` if given, and write it through the store.  A change that is no
+        transition (recovery, a clock jump): no event is published."""
+        task.schedule = schedule
+        if slot is not None:
+            task._slot = slot
         self._enqueue(task, due)
-
-    def save(self, task: ScheduledTask) -> None:
-        """Write ``task``'s snapshot through the store: a change that is no transition
-        (a due instant moved by recovery or a clock jump).  No event is published."""
         if self._store is not None:
             try:
                 self._store.save(self._snapshot(task))
@@ -464,18 +462,26 @@ class SchedulerCore:
                 log.exception("store %r failed to save %s", self._store, task.id)
 
     def record_misfire(
-        self, task: ScheduledTask, slot: float, outcome: str, error: str | None = None
+        self, task: ScheduledTask, slot: float, outcome: Outcome, error: str | None = None
     ) -> ExecutionRecord:
-        """Record that ``slot`` of ``task`` did not run on its own (``"missed"`` or
-        ``"coalesced"``): in its history, in the store and to the listeners."""
+        """Record that ``slot`` of ``task`` did not run on its own (``outcome`` is
+        :attr:`~Outcome.MISSED` or :attr:`~Outcome.COALESCED`): in its history, in
+        the store and to the listeners."""
         now = self.clock.now()
         record = ExecutionRecord(
-            task.id, task.name, 0, slot, slot, -1, now, now, False, error, False, outcome
+            task_id=task.id,
+            name=task.name,
+            attempt=0,
+            due=slot,
+            slot=slot,
+            worker=-1,
+            started=now,
+            finished=now,
+            ok=False,
+            error=error,
+            misfire=outcome,
         )
-        stats = task._stats
-        if stats is None:
-            stats = task._stats = RunStats(self._history_limit)
-        stats.add(record)
+        self._stats(task).add(record)
         self._changed(task, task.status, record)
         return record
 
@@ -485,12 +491,57 @@ class SchedulerCore:
         task.next_run_at = due
         self._queue.push(task, due)
 
+    def _stats(self, task: ScheduledTask) -> RunStats:
+        """The task's run statistics, created at its first record."""
+        stats = task._stats
+        if stats is None:
+            stats = task._stats = RunStats(self._history_limit)
+        return stats
+
+    def _rebuild(self, restored: Restored) -> ScheduledTask:
+        definition = restored.definition
+        options = task_options(
+            definition.name,
+            action=definition.action,
+            retry=definition.retry,
+            timeout=definition.timeout,
+            args=definition.args,
+            kwargs=definition.kwargs,
+            misfire=definition.misfire,
+        )
+        task = ScheduledTask(
+            task_id=definition.id,
+            name=definition.name,
+            action=definition.action,
+            schedule=definition.schedule,
+            priority=definition.priority,
+            options=options,
+            first_run=restored.next_run_at,
+        )
+        task.status = restored.status
+        task.attempt = restored.attempt
+        task._slot = restored.slot
+        if restored.run_count or restored.history:
+            stats = self._stats(task)
+            stats.run_count = restored.run_count
+            stats.failure_count = restored.failure_count
+            stats.last_error = restored.last_error
+            for record in restored.history:
+                stats.add(record)
+        return task
+
     @staticmethod
     def _snapshot(task: ScheduledTask) -> TaskSnapshot:
         return TaskSnapshot(
-            task.definition, task.status, task.next_run_at, task.attempt,
-            task.run_count, task.failure_count, task.last_error, task._run is not None,
-        )  # fmt: skip
+            task=task.definition,
+            status=task.status,
+            next_run_at=task.next_run_at,
+            attempt=task.attempt,
+            run_count=task.run_count,
+            failure_count=task.failure_count,
+            last_error=task.last_error,
+            running=task.running,
+        )
 
     def _changed(
         self, task: ScheduledTask, previous: TaskStatus, record: ExecutionRecord | None = None

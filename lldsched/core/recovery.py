@@ -34,18 +34,20 @@ long the downtime: its slots count from finishes that never happened.
 from __future__ import annotations
 
 import logging
-import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from lldsched.core.registration import wants_context
-from lldsched.core.task import DEFAULT_OPTIONS, RunStats, ScheduledTask, TaskOptions
-from lldsched.model import ExecutionRecord, TaskSnapshot, TaskStatus
+from lldsched.core.task import Restored, ScheduledTask
+from lldsched.model import ExecutionRecord, Outcome, TaskSnapshot, TaskStatus
 from lldsched.policies import DEFAULT_MISFIRE, Misfire, MisfirePolicy
-from lldsched.schedules.base import Schedule
+from lldsched.schedules.base import (
+    Schedule,
+    first_slot_after,
+    measures_elapsed_time,
+    slot_after,
+)
 from lldsched.schedules.catchup import SCHEDULE_DECIDES, CatchUp, Resume, unwrap
-from lldsched.schedules.simple import FixedDelay, FixedRate, OneTime
 from lldsched.stores.base import HistoryStore, TaskStore
 
 if TYPE_CHECKING:
@@ -67,8 +69,8 @@ log = logging.getLogger("lldsched")
 MAX_SLOTS = 1000
 """Passed slots of one task decided one by one; the rest are summed up in one record."""
 
-MISSED = "missed"
-COALESCED = "coalesced"
+MISSED = Outcome.MISSED
+COALESCED = Outcome.COALESCED
 
 SCHEDULED = TaskStatus.SCHEDULED
 RETRYING = TaskStatus.RETRYING
@@ -86,7 +88,7 @@ class Plan(NamedTuple):
     """
 
     runs: list[float]
-    decisions: list[tuple[float, str, str | None]]
+    decisions: list[tuple[float, Outcome, str | None]]
     resume: Resume
     misfired: bool
 
@@ -105,7 +107,7 @@ def plan(schedule: Schedule, first: float, now: float, policy: MisfirePolicy) ->
     else:
         after = following
     action = policy.on_misfire
-    tail: list[tuple[float, str, str | None]] = []
+    tail: list[tuple[float, Outcome, str | None]] = []
     resume: Resume = SCHEDULE_DECIDES
     if truncated:
         assert following is not None
@@ -138,10 +140,8 @@ def passed_slots(
 def following_slot(schedule: Schedule, slot: float) -> float | None:
     """The slot after ``slot``, had its run taken no time (None: there is none)."""
     schedule = unwrap(schedule)
-    if isinstance(schedule, OneTime | FixedDelay):
-        return None  # a fixed delay counts from a finish; a missed run has none
     try:  # the schedule's own rule (FixedRate: slot + period), never a copy of it here
-        following = schedule.next_run(_as_if_ran(slot, slot), slot)
+        following = slot_after(schedule, slot)
     except Exception:
         log.exception("%r.next_run raised while listing missed slots", schedule)
         return None
@@ -154,25 +154,11 @@ def following_slot(schedule: Schedule, slot: float) -> float | None:
 def first_after(schedule: Schedule, slot: float, now: float) -> float | None:
     """The first slot after ``now`` of ``schedule``, counting on from ``slot`` (<= now)."""
     schedule = unwrap(schedule)
-    if isinstance(schedule, OneTime):
-        return None
-    if isinstance(schedule, FixedDelay):
-        return now + schedule.delay
-    if isinstance(schedule, FixedRate):
-        return slot + (math.floor((now - slot) / schedule.period) + 1) * schedule.period
-    try:  # a run that finished now: cron (and well-behaved schedules) jump past now
-        following = schedule.next_run(_as_if_ran(slot, now), now)
+    try:
+        return first_slot_after(schedule, slot, now, limit=MAX_SLOTS)
     except Exception:
         log.exception("%r.next_run raised while skipping missed slots", schedule)
         return None
-    steps = 0
-    while following is not None and following <= now and steps < MAX_SLOTS:
-        following, steps = following_slot(schedule, following), steps + 1
-    return following
-
-
-def _as_if_ran(slot: float, finished: float) -> ExecutionRecord:
-    return ExecutionRecord("", "", 1, slot, slot, -1, slot, finished, True)
 
 
 def _tail_text(following: float, now: float) -> str:
@@ -189,7 +175,7 @@ def _apply(core: SchedulerCore, task: ScheduledTask, decided: Plan, owed: float 
     """Record the decisions, then queue ``task`` as decided (after its ``owed`` attempt)."""
     for slot, outcome, error in decided.decisions:
         core.record_misfire(task, slot, outcome, error)
-    task.schedule = unwrap(task.schedule)  # a catch-up decided earlier is superseded
+    own = unwrap(task.schedule)  # a catch-up decided earlier is superseded
     queue = list(decided.runs)
     resume = decided.resume
     if owed is not None:
@@ -199,12 +185,13 @@ def _apply(core: SchedulerCore, task: ScheduledTask, decided: Plan, owed: float 
             core.cancel(task.id)
             return
         queue, resume = [resume], SCHEDULE_DECIDES
-    if len(queue) > 1 or resume is not SCHEDULE_DECIDES:
-        task.schedule = CatchUp(task, task.schedule, queue[1:], resume)
-    if owed is None:
-        task._slot = queue[0]
-    core.requeue(task, queue[0])
-    core.save(task)
+    plan_ahead = len(queue) > 1 or resume is not SCHEDULE_DECIDES
+    core.replan(
+        task,
+        due=queue[0],
+        schedule=CatchUp(own, queue[1:], resume) if plan_ahead else own,
+        slot=None if owed is not None else queue[0],
+    )
 
 
 def _settle(core: SchedulerCore, task: ScheduledTask, owed: bool, now: float) -> None:
@@ -214,12 +201,12 @@ def _settle(core: SchedulerCore, task: ScheduledTask, owed: bool, now: float) ->
         return
     policy = task.misfire or DEFAULT_MISFIRE
     if owed:  # the policy is for the slots after the owed attempt
-        following = following_slot(task.schedule, task._slot)
+        following = following_slot(task.schedule, task.slot)
         decided = None if following is None else plan(task.schedule, following, now, policy)
     else:
         decided = plan(task.schedule, due, now, policy)
     if decided is None or not decided.misfired:
-        core.requeue(task, due)  # as stored: its schedule carries on after this attempt
+        core.replan(task, due=due, schedule=task.schedule)  # as stored: the schedule carries on
     else:
         _apply(core, task, decided, due if owed else None)
 
@@ -242,64 +229,43 @@ def recover(core: SchedulerCore, store: TaskStore) -> list[ScheduledTask]:
         for record in store.records():
             records[record.task_id].append(record)
         dead_letter = store.dead_letter()
-    limit = core._history_limit
-    rebuilt = [_rebuild(snap, records.get(snap.task.id, ()), limit) for snap in snapshots]
-    core.restore((task for task, _ in rebuilt), dead_letter)
+    restored = [_restored(snap, records.get(snap.task.id, ())) for snap in snapshots]
+    tasks = core.restore((entry for entry, _ in restored), dead_letter)
     now = core.clock.now()
-    for task, owed in rebuilt:
+    for task, (_, owed) in zip(tasks, restored, strict=True):
         _settle(core, task, owed, now)
-    log.info("restored %d tasks from %r", len(rebuilt), store)
-    return [task for task, _ in rebuilt]
+    log.info("restored %d tasks from %r", len(tasks), store)
+    return tasks
 
 
-def _rebuild(
-    snapshot: TaskSnapshot, records: Iterable[ExecutionRecord], history_limit: int | None
-) -> tuple[ScheduledTask, bool]:
-    """The task ``snapshot`` describes, and whether an attempt is owed from before."""
-    definition = snapshot.task
-    action = definition.action
-    options = TaskOptions(
-        definition.retry,
-        definition.timeout,
-        tuple(definition.args),
-        definition.kwargs,
-        action is not None and wants_context(action),
-        definition.misfire,
-    )
-    if options == DEFAULT_OPTIONS:
-        options = DEFAULT_OPTIONS
-    task = ScheduledTask(
-        definition.id,
-        definition.name,
-        action,
-        unwrap(definition.schedule),
-        definition.priority,
-        options,
-    )
-    history = list(records)
+def _restored(snapshot: TaskSnapshot, records: Iterable[ExecutionRecord]) -> tuple[Restored, bool]:
+    """What ``snapshot`` says the task is, and whether an attempt is owed from before."""
+    history = tuple(records)
     status, attempt = snapshot.status, snapshot.attempt
     in_flight = snapshot.running or status is RUNNING
     if in_flight:  # its record was never written: that attempt runs again
         attempt = max(0, attempt - 1)
     if status is RUNNING:
         status = RETRYING if attempt else SCHEDULED
-    task.status = status
-    task.attempt = attempt
-    task.next_run_at = snapshot.next_run_at
     runs = [record for record in history if record.misfire is None]
     if attempt and runs:  # retrying: the pending attempts belong to the failed run's slot
-        task._slot = runs[-1].slot
-    elif snapshot.next_run_at is not None:
-        task._slot = snapshot.next_run_at
-    if snapshot.run_count or history:
-        stats = task._stats = RunStats(history_limit)
-        stats.run_count = snapshot.run_count
-        stats.failure_count = snapshot.failure_count
-        stats.last_error = snapshot.last_error
-        for record in history:
-            stats.add(record)
+        slot = runs[-1].slot
+    else:
+        slot = snapshot.next_run_at if snapshot.next_run_at is not None else 0.0
+    definition = snapshot.task._replace(schedule=unwrap(snapshot.task.schedule))
+    restored = Restored(
+        definition=definition,
+        status=status,
+        attempt=attempt,
+        next_run_at=snapshot.next_run_at,
+        slot=slot,
+        run_count=snapshot.run_count,
+        failure_count=snapshot.failure_count,
+        last_error=snapshot.last_error,
+        history=history,
+    )
     owed = status is RETRYING or (in_flight and status is SCHEDULED)
-    return task, owed
+    return restored, owed
 
 
 # -- wall-clock jumps (the threaded runtime) ------------------------------------------------
@@ -317,7 +283,7 @@ def after_clock_jump(core: SchedulerCore, jump: float, now: float) -> None:
     """
     for task in list(core.tasks.values()):
         due = task.next_run_at
-        if task.status not in (SCHEDULED, RETRYING) or due is None or task._run is not None:
+        if task.status not in (SCHEDULED, RETRYING) or due is None or task.running:
             continue
         if jump > 0:
             if task.status is SCHEDULED and due <= now:
@@ -325,18 +291,14 @@ def after_clock_jump(core: SchedulerCore, jump: float, now: float) -> None:
                 if decided.misfired:
                     _apply(core, task, decided, None)
             continue
-        elapsed = _counts_elapsed_time(task.schedule)
-        if elapsed:
-            task._slot += jump
-        if isinstance(task.schedule, CatchUp):
-            task.schedule.shift(jump)
+        schedule = task.schedule
+        elapsed = measures_elapsed_time(unwrap(schedule))
         if elapsed or task.status is RETRYING:
-            core.requeue(task, due + jump)
-            core.save(task)
-
-
-def _counts_elapsed_time(schedule: Schedule) -> bool:
-    schedule = unwrap(schedule)
-    if isinstance(schedule, OneTime):
-        return schedule.at is None
-    return isinstance(schedule, FixedRate | FixedDelay)
+            core.replan(
+                task,
+                due=due + jump,
+                schedule=schedule.shifted(jump)
+                if elapsed and isinstance(schedule, CatchUp)
+                else schedule,
+                slot=task.slot + jump if elapsed else None,
+            )

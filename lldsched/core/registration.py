@@ -3,10 +3,8 @@
 Each check raises :class:`~lldsched.errors.ValidationError` with the bad value in
 its message, before anything is registered (:meth:`SchedulerCore.add
 <lldsched.core.machine.SchedulerCore.add>` calls them first).  Two checks run on every
-registration and are kept cheap by remembering what they learnt:
-:data:`SCHEDULE_TYPES` (types already seen to be schedules) and
-:data:`CONTEXT_BY_CODE` (whether a function's code declares ``ctx``), which the
-core reads directly before calling into this module.
+registration and are kept cheap by remembering what they learnt: which types
+are schedules, and whether a function's code declares ``ctx``.
 """
 
 from __future__ import annotations
@@ -22,10 +20,12 @@ from lldsched.model import Priority
 from lldsched.policies import MisfirePolicy, RetryPolicy
 
 __all__ = [
-    "CONTEXT_BY_CODE",
-    "SCHEDULE_TYPES",
+    "check_action",
+    "check_name",
+    "check_schedule",
     "is_schedule",
     "priority_of",
+    "require_action",
     "task_options",
     "wants_context",
 ]
@@ -68,9 +68,41 @@ def wants_context(action: Callable[..., Any]) -> bool:
     return "ctx" in parameters
 
 
+def check_name(name: object) -> str:
+    """A task's name: a non-empty string that is not all blanks."""
+    if not isinstance(name, str) or not name or name.isspace():
+        raise ValidationError(f"task name must be a non-empty string, got {name!r}")
+    return name
+
+
+def check_action(name: str, action: object) -> None:
+    """``action`` is callable, or None (a simulated task needs none; a runtime that
+    must run something asks :func:`require_action` first)."""
+    if action is not None and not callable(action):
+        raise _not_callable(name, action)
+
+
+def require_action(name: str, action: object) -> None:
+    """``action`` is not None (the threaded runtime has nothing to run without one)."""
+    if action is None:
+        raise _not_callable(name, action)
+
+
+def _not_callable(name: str, action: object) -> ValidationError:
+    return ValidationError(f"task {name!r}: action must be callable, got {action!r}")
+
+
+def check_schedule(name: str, schedule: object) -> None:
+    """``schedule`` answers ``first_run`` and ``next_run`` (its type is remembered)."""
+    if type(schedule) not in SCHEDULE_TYPES and not is_schedule(schedule):
+        raise ValidationError(
+            f"task {name!r}: schedule must provide first_run() and next_run(), got {schedule!r}"
+        )
+
+
 def priority_of(name: str, value: Priority | int) -> Priority:
     """``value`` as a :class:`Priority` (a member or its int), or ValidationError."""
-    if isinstance(value, Priority):
+    if type(value) is Priority:  # the common case, first
         return value
     if isinstance(value, int) and not isinstance(value, bool):
         try:
@@ -84,15 +116,16 @@ def priority_of(name: str, value: Priority | int) -> Priority:
 
 def task_options(
     name: str,
+    *,
+    action: Callable[..., Any] | None,
     retry: RetryPolicy | None,
     timeout: float | None,
     args: tuple[Any, ...] | list[Any],
     kwargs: Mapping[str, Any] | None,
     misfire: MisfirePolicy | None,
-    pass_context: bool,
 ) -> TaskOptions:
     """Validate a task's options; the shared :data:`~lldsched.core.task.DEFAULT_OPTIONS`
-    when they are all defaults."""
+    when they are all defaults (the one place that decides that)."""
     if retry is None:
         retry = DEFAULT_RETRY
     elif not isinstance(retry, RetryPolicy):
@@ -114,6 +147,7 @@ def task_options(
         raise ValidationError(f"task {name!r}: kwargs must map str to values, got {kwargs!r}")
     if misfire is not None and not isinstance(misfire, MisfirePolicy):
         raise ValidationError(f"task {name!r}: misfire must be a MisfirePolicy, got {misfire!r}")
+    pass_context = action is not None and wants_context(action)
     if (
         retry is DEFAULT_RETRY
         and timeout is None

@@ -11,10 +11,10 @@ flat and its rarely-set parts are shared: :class:`TaskOptions` is one shared
 default instance unless a task sets a retry policy, timeout, arguments or takes
 a run context, and :class:`RunStats` is created at the first run.
 
-Only the core state machine mutates a ``ScheduledTask``, under its runtime's
-lock; any thread may read it.  Each attribute read is atomic and ``history``
-returns a copy, but two reads are not a consistent pair: ask
-``Scheduler.task(id)`` again for a fresh look.
+Only the core state machine (:class:`~lldsched.core.machine.SchedulerCore`)
+mutates a ``ScheduledTask``, under its runtime's lock; any thread may read it.
+Each attribute read is atomic and ``history`` returns a copy, but two reads are
+not a consistent pair: ask ``Scheduler.task(id)`` again for a fresh look.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from lldsched.policies import MisfirePolicy
     from lldsched.schedules.base import Schedule
 
-__all__ = ["DEFAULT_OPTIONS", "Entry", "RunStats", "ScheduledTask", "TaskOptions"]
+__all__ = ["DEFAULT_OPTIONS", "Entry", "Restored", "RunStats", "ScheduledTask", "TaskOptions"]
 
 Entry = tuple[float, int, int, str]
 """A heap entry ``(due, priority, sequence, task_id)``.
@@ -53,6 +53,22 @@ class TaskOptions(NamedTuple):
 
 
 DEFAULT_OPTIONS = TaskOptions()
+
+
+class Restored(NamedTuple):
+    """A task as a store described it, with what recovery decided about its state
+    (:meth:`SchedulerCore.restore <lldsched.core.machine.SchedulerCore.restore>` builds
+    the :class:`ScheduledTask`)."""
+
+    definition: Task
+    status: TaskStatus
+    attempt: int
+    next_run_at: float | None
+    slot: float  # the schedule slot its pending attempts belong to
+    run_count: int
+    failure_count: int
+    last_error: str | None
+    history: tuple[ExecutionRecord, ...]
 
 
 class RunStats:
@@ -170,6 +186,11 @@ class ScheduledTask:
         )  # fmt: skip
 
     # -- the runs --------------------------------------------------------------------
+
+    @property
+    def slot(self) -> float:
+        """The schedule slot the task's pending (or running) attempts belong to."""
+        return self._slot
 
     @property
     def running(self) -> bool:

@@ -9,6 +9,14 @@ can be shared by any number of tasks and by both runtimes:
 
 Retries never consult the schedule: the core computes them from the task's
 :class:`~lldsched.policies.RetryPolicy`.  "Now support cron" is one more class.
+
+Recovery (after downtime or a clock jump) asks a schedule three more things,
+through the functions below: the slot after a slot (:func:`slot_after`), the
+first slot after an instant (:func:`first_slot_after`), and whether its due
+instants measure elapsed time (:func:`measures_elapsed_time`).  Each has an
+answer derived from ``next_run`` alone, so a new schedule is one class with two
+methods; a schedule that knows better (a fixed rate answers in O(1), a fixed
+delay has no slots of its own) defines a method of the same name.
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ from typing import Protocol, runtime_checkable
 
 from lldsched.model import ExecutionRecord
 
-__all__ = ["Schedule"]
+__all__ = ["Schedule", "first_slot_after", "measures_elapsed_time", "slot_after"]
 
 
 @runtime_checkable
@@ -31,3 +39,51 @@ class Schedule(Protocol):
     def next_run(self, record: ExecutionRecord, now: float) -> float | None:
         """The due instant after the successful run ``record``; ``None`` retires the task."""
         ...
+
+
+def slot_after(schedule: Schedule, slot: float) -> float | None:
+    """The slot after ``slot``, had its run taken no time (``None``: there is none)."""
+    own = getattr(schedule, "slot_after", None)
+    if own is not None:
+        answer: float | None = own(slot)
+        return answer
+    return schedule.next_run(ran_in_no_time(slot, finished=slot), slot)
+
+
+def first_slot_after(schedule: Schedule, slot: float, now: float, *, limit: int) -> float | None:
+    """The first slot after ``now``, counting on from ``slot`` (<= ``now``); at most
+    ``limit`` slots are stepped through (``None`` past that, or when there is none)."""
+    own = getattr(schedule, "first_slot_after", None)
+    if own is not None:
+        answer: float | None = own(slot, now)
+        return answer
+    # A run of ``slot`` that finished now: cron, and well-behaved schedules, jump past now.
+    following = schedule.next_run(ran_in_no_time(slot, finished=now), now)
+    for _ in range(limit):
+        if following is None or following > now:
+            return following
+        following = slot_after(schedule, following)
+    return None
+
+
+def measures_elapsed_time(schedule: Schedule) -> bool:
+    """True when the schedule's due instants count elapsed seconds (a rate, a delay),
+    so they move with the wall clock when it is set back; False for calendar
+    instants (cron, a one-off at a given time)."""
+    return bool(getattr(schedule, "measures_elapsed_time", False))
+
+
+def ran_in_no_time(slot: float, *, finished: float) -> ExecutionRecord:
+    """A successful first attempt of ``slot`` that started on time and ended at
+    ``finished``: what recovery asks ``next_run`` about."""
+    return ExecutionRecord(
+        task_id="",
+        name="",
+        attempt=1,
+        due=slot,
+        slot=slot,
+        worker=-1,
+        started=slot,
+        finished=finished,
+        ok=True,
+    )

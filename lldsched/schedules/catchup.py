@@ -4,8 +4,9 @@ When :mod:`lldsched.core.recovery` decides that a task runs several slots that
 passed (``Misfire.RUN_ALL``), or resumes at a given slot after an attempt owed
 from before the downtime, it puts a ``CatchUp`` in front of the task's own
 schedule: ``next_run`` hands out those slots first, then the slot to resume at,
-and then gives the task its own schedule back.  The state machine needs no
-special case for catch-up runs: they are ordinary slots of an ordinary schedule.
+and then defers to the task's own schedule.  Catch-up runs are ordinary slots of
+an ordinary schedule; once a ``CatchUp`` is :attr:`~CatchUp.spent`, the core
+gives the task its own schedule back.
 
 A ``CatchUp`` belongs to one task (unlike the shareable schedules) and is never
 stored: stores keep ``inner``.
@@ -21,7 +22,6 @@ from typing import TYPE_CHECKING, Literal
 from lldsched.model import ExecutionRecord
 
 if TYPE_CHECKING:
-    from lldsched.core.task import ScheduledTask
     from lldsched.schedules.base import Schedule
 
 __all__ = ["SCHEDULE_DECIDES", "CatchUp", "Resume", "unwrap"]
@@ -41,15 +41,13 @@ Resume = float | None | Literal[_Decides.SCHEDULE]
 class CatchUp:
     """``slots`` first, then ``then``; the task's own ``inner`` schedule afterwards."""
 
-    __slots__ = ("_slots", "_task", "_then", "inner")
+    __slots__ = ("_slots", "_then", "inner", "spent")
 
-    def __init__(
-        self, task: ScheduledTask, inner: Schedule, slots: Iterable[float], then: Resume
-    ) -> None:
+    def __init__(self, inner: Schedule, slots: Iterable[float], then: Resume) -> None:
         self.inner = inner
-        self._task = task
         self._slots = deque(slots)
         self._then = then
+        self.spent = False  # True once the slots and ``then`` were handed out
 
     def first_run(self, now: float) -> float | None:
         return self.inner.first_run(now)
@@ -57,16 +55,16 @@ class CatchUp:
     def next_run(self, record: ExecutionRecord, now: float) -> float | None:
         if self._slots:
             return self._slots.popleft()
-        self._task.schedule = self.inner  # the catch-up is over
+        self.spent = True
         if self._then is SCHEDULE_DECIDES:
             return self.inner.next_run(record, now)
         return self._then
 
-    def shift(self, seconds: float) -> None:
-        """Move the slots still to come by ``seconds`` (the wall clock was set back)."""
-        self._slots = deque(slot + seconds for slot in self._slots)
-        if isinstance(self._then, float):
-            self._then += seconds
+    def shifted(self, seconds: float) -> CatchUp:
+        """The same plan with the slots still to come moved by ``seconds`` (the wall
+        clock was set back)."""
+        then = self._then + seconds if isinstance(self._then, float) else self._then
+        return CatchUp(self.inner, [slot + seconds for slot in self._slots], then)
 
     def __repr__(self) -> str:
         then = "its schedule" if self._then is SCHEDULE_DECIDES else repr(self._then)

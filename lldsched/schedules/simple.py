@@ -67,6 +67,17 @@ class OneTime:
     def next_run(self, record: ExecutionRecord, now: float) -> None:
         return None
 
+    def slot_after(self, slot: float) -> None:
+        return None  # one slot only
+
+    def first_slot_after(self, slot: float, now: float) -> None:
+        return None
+
+    @property
+    def measures_elapsed_time(self) -> bool:
+        """A delay counts elapsed time; an instant is a calendar instant."""
+        return self.at is None
+
     def __repr__(self) -> str:
         return (
             f"OneTime(at={self.at!r})" if self.at is not None else f"OneTime(delay={self.delay!r})"
@@ -151,6 +162,14 @@ class FixedDelay(_Interval):
     def next_run(self, record: ExecutionRecord, now: float) -> float:
         return record.finished + self.delay
 
+    def slot_after(self, slot: float) -> None:
+        return None  # the delay counts from a finish, and a missed run has none
+
+    def first_slot_after(self, slot: float, now: float) -> float:
+        return now + self.delay
+
+    measures_elapsed_time = True
+
     def __repr__(self) -> str:
         start = f", start_delay={self.start_delay!r}" if self.start_delay else ""
         return f"FixedDelay({self.delay!r}{start})"
@@ -201,6 +220,14 @@ class FixedRate(_Interval):
 
     def first_run(self, now: float) -> float:
         return now + self.start_delay
+
+    def slot_after(self, slot: float) -> float:
+        return slot + self.period
+
+    def first_slot_after(self, slot: float, now: float) -> float:
+        return slot + (math.floor((now - slot) / self.period) + 1) * self.period
+
+    measures_elapsed_time = True
 
     def __repr__(self) -> str:
         policy = "" if self.on_overrun is OverrunPolicy.SKIP else ", OverrunPolicy.CATCH_UP"

@@ -162,9 +162,16 @@ class Simulation:
         duration = check_duration(duration)
         fails = check_failure(fails)
         task = self._core.add(
-            name, action, schedule, priority=priority, retry=retry, timeout=timeout,
-            args=args, kwargs=kwargs, action_required=False, misfire=misfire,
-        )  # fmt: skip
+            name,
+            action,
+            schedule,
+            priority=priority,
+            retry=retry,
+            timeout=timeout,
+            args=args,
+            kwargs=kwargs,
+            misfire=misfire,
+        )
         self._set_models(task.id, duration, fails)
         return task
 

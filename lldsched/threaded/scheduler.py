@@ -51,6 +51,7 @@ from lldsched.core.duequeue import QueueStats, TaskQueue
 from lldsched.core.ids import IdGenerator
 from lldsched.core.machine import Run, SchedulerCore, error_text
 from lldsched.core.recovery import after_clock_jump, recover
+from lldsched.core.registration import require_action
 from lldsched.core.task import Entry, ScheduledTask
 from lldsched.errors import SchedulerStateError
 from lldsched.listeners import Listener
@@ -240,16 +241,21 @@ class Scheduler:
         here; with a durable store that includes the action's import path and JSON
         arguments.
         """
-        lock = self._lock
-        lock.acquire()  # not ``with``: that builds a bound __exit__ on every registration
-        try:
+        require_action(name, action)
+        with self._lock:
             if self._state is _STOPPED:
                 raise SchedulerStateError(f"cannot schedule {name!r}: the scheduler is shut down")
             return self._core.add(
-                name, action, schedule, priority, retry, timeout, args, kwargs, True, misfire
+                name,
+                action,
+                schedule,
+                priority=priority,
+                retry=retry,
+                timeout=timeout,
+                args=args,
+                kwargs=kwargs,
+                misfire=misfire,
             )
-        finally:
-            lock.release()
 
     def cancel(self, task_id: str) -> bool:
         """Stop all future runs of the task; True if it was live.  A run in flight
