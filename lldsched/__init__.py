@@ -26,11 +26,10 @@ from lldsched.model import (
     ExecutionRecord,
     Outcome,
     Priority,
-    Task,
     TaskEvent,
-    TaskSnapshot,
     TaskStatus,
 )
+from lldsched.persistence import Task, TaskSnapshot
 from lldsched.policies import Misfire, MisfirePolicy, OverrunPolicy, RetryPolicy
 from lldsched.schedules import CronSchedule, FixedDelay, FixedRate, OneTime, Schedule
 from lldsched.sim import Simulation

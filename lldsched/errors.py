@@ -18,6 +18,7 @@ __all__ = [
     "StoreError",
     "TaskNotFoundError",
     "ValidationError",
+    "error_text",
 ]
 
 
@@ -44,3 +45,9 @@ class SchedulerStateError(LldschedError, RuntimeError):
 class StoreError(LldschedError, RuntimeError):
     """A store cannot be opened or read: a corrupted file, a schema from a newer
     version, a stored callable that no longer imports.  The store is left untouched."""
+
+
+def error_text(exc: BaseException) -> str:
+    """``"Type: message"``, the form records and events carry."""
+    message = str(exc)
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__

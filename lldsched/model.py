@@ -11,21 +11,13 @@ frames and plots turn them into timezone-aware datetimes.
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING, Any, NamedTuple
-
-if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
-
-    from lldsched.policies import MisfirePolicy, RetryPolicy
-    from lldsched.schedules.base import Schedule
+from typing import NamedTuple
 
 __all__ = [
     "ExecutionRecord",
     "Outcome",
     "Priority",
-    "Task",
     "TaskEvent",
-    "TaskSnapshot",
     "TaskStatus",
 ]
 
@@ -65,25 +57,6 @@ class Priority(enum.IntEnum):
     HIGH = 0
     NORMAL = 1
     LOW = 2
-
-
-class Task(NamedTuple):
-    """The definition of a task (the *Command*): what runs, when, and how it fails.
-
-    Immutable: the queue, the pool and the stores move it around without knowing
-    what it does.  Its live state is in :class:`~lldsched.core.task.ScheduledTask`.
-    """
-
-    id: str
-    name: str
-    action: Callable[..., Any] | None
-    schedule: Schedule
-    priority: Priority
-    retry: RetryPolicy
-    timeout: float | None
-    args: tuple[Any, ...] = ()
-    kwargs: Mapping[str, Any] | None = None
-    misfire: MisfirePolicy | None = None  # None: the default policy
 
 
 class Outcome(enum.StrEnum):
@@ -171,20 +144,3 @@ class TaskEvent(NamedTuple):
     status: TaskStatus
     at: float
     record: ExecutionRecord | None = None
-
-
-class TaskSnapshot(NamedTuple):
-    """What a :class:`~lldsched.stores.base.TaskStore` is given at every transition.
-
-    ``running`` is True while an attempt is in flight (also for a task paused
-    mid-run): recovery runs that attempt again (at-least-once).
-    """
-
-    task: Task
-    status: TaskStatus
-    next_run_at: float | None
-    attempt: int
-    run_count: int
-    failure_count: int
-    last_error: str | None
-    running: bool = False

@@ -7,8 +7,8 @@ from typing import Any
 
 from lldsched import ExecutionRecord, FakeClock, InMemoryTaskStore, TaskEvent, TaskSnapshot
 from lldsched.core.duequeue import TaskQueue
-from lldsched.core.machine import Run, SchedulerCore
-from lldsched.core.task import Entry, ScheduledTask
+from lldsched.core.machine import SchedulerCore
+from lldsched.core.task import Entry, Run, ScheduledTask
 
 
 class HeapQueue(TaskQueue):

@@ -30,7 +30,7 @@ from lldsched import (
     TaskStore,
     ValidationError,
 )
-from lldsched.model import Task
+from lldsched.persistence import Task
 from lldsched.stores import HistoryStore
 from lldsched.stores.codec import callable_path, decode_task, encode_task
 from lldsched.stores.sqlite import SCHEMA_VERSION

@@ -16,7 +16,7 @@ takes none.
 
 from lldsched.core.context import RunContext
 from lldsched.core.duequeue import TaskQueue
-from lldsched.core.machine import DueQueue, Run, SchedulerCore
-from lldsched.core.task import ScheduledTask
+from lldsched.core.machine import DueQueue, SchedulerCore
+from lldsched.core.task import Run, ScheduledTask
 
 __all__ = ["DueQueue", "Run", "RunContext", "ScheduledTask", "SchedulerCore", "TaskQueue"]

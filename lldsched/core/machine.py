@@ -13,7 +13,7 @@ What a runtime gives it:
   run; the core attaches its registry to it, in which entries' ids are resolved;
 * a clock (for the instants of events and of pause/resume), an id generator, a
   seeded random generator (retry jitter);
-* optionally a :class:`~lldsched.stores.base.TaskStore` and an ``emit`` callable.
+* optionally a :class:`~lldsched.persistence.TaskStore` and an ``emit`` callable.
   With neither, no snapshot and no event object is ever built: the registry
   already holds the state.
 
@@ -44,7 +44,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 from lldsched.clock import Clock
 from lldsched.core.context import RunContext
@@ -56,22 +56,21 @@ from lldsched.core.registration import (
     priority_of,
     task_options,
 )
-from lldsched.core.task import Entry, Restored, RunStats, ScheduledTask
-from lldsched.errors import ScheduleError, TaskNotFoundError, ValidationError
+from lldsched.core.task import Entry, Restored, Run, RunStats, ScheduledTask
+from lldsched.errors import ScheduleError, TaskNotFoundError, ValidationError, error_text
 from lldsched.model import (
     ExecutionRecord,
     Outcome,
     Priority,
     TaskEvent,
-    TaskSnapshot,
     TaskStatus,
 )
+from lldsched.persistence import TaskSnapshot, TaskStore
 from lldsched.policies import MisfirePolicy, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.schedules.catchup import CatchUp
-from lldsched.stores.base import TaskStore
 
-__all__ = ["DueQueue", "Run", "SchedulerCore", "error_text"]
+__all__ = ["DueQueue", "SchedulerCore"]
 
 log = logging.getLogger("lldsched")
 
@@ -99,45 +98,6 @@ class DueQueue(Protocol):
     def discard(self, task: ScheduledTask) -> None:
         """``task``'s entry, queued or already popped, must not run: a tombstone."""
         ...
-
-
-def error_text(exc: BaseException) -> str:
-    """``"Type: message"``, the form records and events carry."""
-    message = str(exc)
-    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
-
-
-class Run(NamedTuple):
-    """One attempt in flight: what the runtime needs to run it and report it."""
-
-    task: ScheduledTask
-    attempt: int
-    due: float
-    slot: float
-    worker: int
-    context: RunContext | None
-
-    def invoke(self) -> str | None:
-        """Call the task's action; return its error text, or ``None`` when it returned.
-
-        ``Exception``s become data; other ``BaseException``s (KeyboardInterrupt,
-        SystemExit) propagate, as they should.
-        """
-        task = self.task
-        action = task.action
-        if action is None:
-            return None
-        options = task._options
-        try:
-            if self.context is not None:
-                action(*options.args, ctx=self.context, **(options.kwargs or {}))
-            elif options.kwargs:
-                action(*options.args, **options.kwargs)
-            else:
-                action(*options.args)
-        except Exception as exc:
-            return error_text(exc)
-        return None
 
 
 class SchedulerCore:

@@ -36,10 +36,12 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
+from lldsched.core.machine import SchedulerCore
 from lldsched.core.task import Restored, ScheduledTask
-from lldsched.model import ExecutionRecord, Outcome, TaskSnapshot, TaskStatus
+from lldsched.model import ExecutionRecord, Outcome, TaskStatus
+from lldsched.persistence import HistoryStore, TaskSnapshot, TaskStore
 from lldsched.policies import DEFAULT_MISFIRE, Misfire, MisfirePolicy
 from lldsched.schedules.base import (
     Schedule,
@@ -48,10 +50,6 @@ from lldsched.schedules.base import (
     slot_after,
 )
 from lldsched.schedules.catchup import SCHEDULE_DECIDES, CatchUp, Resume, unwrap
-from lldsched.stores.base import HistoryStore, TaskStore
-
-if TYPE_CHECKING:
-    from lldsched.core.machine import SchedulerCore
 
 __all__ = [
     "COALESCED",

@@ -1,4 +1,5 @@
-"""ScheduledTask: one registered task, its definition and where it is in its lifecycle.
+"""ScheduledTask: one registered task, its definition, where it is in its lifecycle,
+and the attempt it has in flight (:class:`Run`).
 
 A ``ScheduledTask`` carries what runs and when (id, name, action, schedule,
 priority, options) and where the task is now: its status, next due instant,
@@ -21,17 +22,24 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
-from lldsched.model import ExecutionRecord, Priority, Task, TaskStatus
-from lldsched.policies import RetryPolicy
+from lldsched.core.context import RunContext
+from lldsched.errors import error_text
+from lldsched.model import ExecutionRecord, Priority, TaskStatus
+from lldsched.persistence import Task
+from lldsched.policies import MisfirePolicy, RetryPolicy
+from lldsched.schedules.base import Schedule
 
-if TYPE_CHECKING:
-    from lldsched.core.machine import Run
-    from lldsched.policies import MisfirePolicy
-    from lldsched.schedules.base import Schedule
-
-__all__ = ["DEFAULT_OPTIONS", "Entry", "Restored", "RunStats", "ScheduledTask", "TaskOptions"]
+__all__ = [
+    "DEFAULT_OPTIONS",
+    "Entry",
+    "Restored",
+    "Run",
+    "RunStats",
+    "ScheduledTask",
+    "TaskOptions",
+]
 
 Entry = tuple[float, int, int, str]
 """A heap entry ``(due, priority, sequence, task_id)``.
@@ -226,3 +234,36 @@ class ScheduledTask:
             f"<ScheduledTask {self.id} {self.name!r} {self.status.value} "
             f"next_run_at={self.next_run_at!r} attempt={self.attempt}>"
         )
+
+
+class Run(NamedTuple):
+    """One attempt in flight: what the runtime needs to run it and report it."""
+
+    task: ScheduledTask
+    attempt: int
+    due: float
+    slot: float
+    worker: int
+    context: RunContext | None
+
+    def invoke(self) -> str | None:
+        """Call the task's action; return its error text, or ``None`` when it returned.
+
+        ``Exception``s become data; other ``BaseException``s (KeyboardInterrupt,
+        SystemExit) propagate, as they should.
+        """
+        task = self.task
+        action = task.action
+        if action is None:
+            return None
+        options = task._options
+        try:
+            if self.context is not None:
+                action(*options.args, ctx=self.context, **(options.kwargs or {}))
+            elif options.kwargs:
+                action(*options.args, **options.kwargs)
+            else:
+                action(*options.args)
+        except Exception as exc:
+            return error_text(exc)
+        return None

@@ -56,17 +56,17 @@ from typing import Any, NamedTuple
 from lldsched.clock import to_timestamp
 from lldsched.core.duequeue import QueueStats, TaskQueue
 from lldsched.core.ids import IdGenerator
-from lldsched.core.machine import Run, SchedulerCore
+from lldsched.core.machine import SchedulerCore
 from lldsched.core.recovery import recover
-from lldsched.core.task import ScheduledTask
+from lldsched.core.task import Run, ScheduledTask
 from lldsched.errors import ValidationError
 from lldsched.listeners import Listener, as_callback
 from lldsched.model import ExecutionRecord, Priority, TaskEvent
+from lldsched.persistence import TaskStore
 from lldsched.policies import MisfirePolicy, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.sim.clock import VirtualClock
 from lldsched.sim.models import DurationModel, FailureModel, check_duration, check_failure
-from lldsched.stores.base import TaskStore
 
 __all__ = ["SimStep", "Simulation"]
 

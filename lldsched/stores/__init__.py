@@ -1,6 +1,6 @@
-"""Stores: the persistence seam (:class:`TaskStore`) and its implementations."""
+"""Stores: implementations of the persistence seam (:class:`~lldsched.persistence.TaskStore`)."""
 
-from lldsched.stores.base import HistoryStore, TaskStore
+from lldsched.persistence import HistoryStore, TaskStore
 from lldsched.stores.memory import InMemoryTaskStore
 from lldsched.stores.sqlite import SqliteTaskStore
 

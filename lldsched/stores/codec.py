@@ -28,7 +28,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from lldsched.errors import LldschedError, StoreError, ValidationError
-from lldsched.model import Priority, Task
+from lldsched.model import Priority
+from lldsched.persistence import Task
 from lldsched.policies import Misfire, MisfirePolicy, OverrunPolicy, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.schedules.catchup import unwrap

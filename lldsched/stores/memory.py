@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import threading
 
-from lldsched.model import ExecutionRecord, TaskSnapshot, TaskStatus
+from lldsched.model import ExecutionRecord, TaskStatus
+from lldsched.persistence import TaskSnapshot
 
 __all__ = ["InMemoryTaskStore"]
 

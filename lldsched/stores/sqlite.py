@@ -41,7 +41,8 @@ from types import TracebackType
 from typing import Any
 
 from lldsched.errors import StoreError, ValidationError
-from lldsched.model import ExecutionRecord, Outcome, TaskSnapshot, TaskStatus
+from lldsched.model import ExecutionRecord, Outcome, TaskStatus
+from lldsched.persistence import TaskSnapshot
 from lldsched.stores.codec import decode_task, encode_task
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteTaskStore"]
@@ -112,7 +113,7 @@ _SYNCHRONOUS = ("NORMAL", "FULL")
 
 
 class SqliteTaskStore:
-    """A durable :class:`~lldsched.stores.base.TaskStore` in one SQLite file (WAL mode).
+    """A durable :class:`~lldsched.persistence.TaskStore` in one SQLite file (WAL mode).
 
     ``retention`` bounds the records kept per task (``None``: keep all);
     ``timeout`` is how long a write waits for a lock held by another connection.

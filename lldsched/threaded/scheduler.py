@@ -49,16 +49,16 @@ from lldsched.clock import Clock, SystemClock
 from lldsched.core.context import RunContext
 from lldsched.core.duequeue import QueueStats, TaskQueue
 from lldsched.core.ids import IdGenerator
-from lldsched.core.machine import Run, SchedulerCore, error_text
+from lldsched.core.machine import SchedulerCore
 from lldsched.core.recovery import after_clock_jump, recover
 from lldsched.core.registration import require_action
-from lldsched.core.task import Entry, ScheduledTask
-from lldsched.errors import SchedulerStateError
+from lldsched.core.task import Entry, Run, ScheduledTask
+from lldsched.errors import SchedulerStateError, error_text
 from lldsched.listeners import Listener
 from lldsched.model import Priority
+from lldsched.persistence import TaskStore
 from lldsched.policies import MisfirePolicy, RetryPolicy
 from lldsched.schedules.base import Schedule
-from lldsched.stores.base import TaskStore
 from lldsched.threaded.dispatcher import EventDispatcher
 from lldsched.threaded.pool import WorkerPool
 

@@ -1,4 +1,5 @@
-"""The TaskStore protocol: the Repository every status change is written through.
+"""The persistence seam: the TaskStore protocol every status change is written through,
+and what it is given: a task's definition (:class:`Task`) and its state (:class:`TaskSnapshot`).
 
 The core calls ``save`` at every transition, with the run's record when the
 transition ends a run, while its runtime holds the scheduler's lock: a store
@@ -16,11 +17,50 @@ and the dead-letter order (:class:`HistoryStore`) has those restored too.
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
-from lldsched.model import ExecutionRecord, TaskSnapshot
+from lldsched.model import ExecutionRecord, Priority, TaskStatus
+from lldsched.policies import MisfirePolicy, RetryPolicy
+from lldsched.schedules.base import Schedule
 
-__all__ = ["HistoryStore", "TaskStore"]
+__all__ = ["HistoryStore", "Task", "TaskSnapshot", "TaskStore"]
+
+
+class Task(NamedTuple):
+    """The definition of a task (the *Command*): what runs, when, and how it fails.
+
+    Immutable: the queue, the pool and the stores move it around without knowing
+    what it does.  Its live state is in :class:`~lldsched.core.task.ScheduledTask`.
+    """
+
+    id: str
+    name: str
+    action: Callable[..., Any] | None
+    schedule: Schedule
+    priority: Priority
+    retry: RetryPolicy
+    timeout: float | None
+    args: tuple[Any, ...] = ()
+    kwargs: Mapping[str, Any] | None = None
+    misfire: MisfirePolicy | None = None  # None: the default policy
+
+
+class TaskSnapshot(NamedTuple):
+    """What a :class:`~lldsched.persistence.TaskStore` is given at every transition.
+
+    ``running`` is True while an attempt is in flight (also for a task paused
+    mid-run): recovery runs that attempt again (at-least-once).
+    """
+
+    task: Task
+    status: TaskStatus
+    next_run_at: float | None
+    attempt: int
+    run_count: int
+    failure_count: int
+    last_error: str | None
+    running: bool = False
 
 
 @runtime_checkable

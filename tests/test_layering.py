@@ -1,0 +1,137 @@
+"""The package's floor plan holds: dependencies point one way (see docs/ARCHITECTURE.md).
+
+Every ``import`` in ``lldsched/`` is read from the source (type-only imports
+under ``TYPE_CHECKING`` included), and each rule fails naming the module and
+the import that breaks it.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "lldsched"
+
+VOCABULARY = {
+    "lldsched.model",
+    "lldsched.errors",
+    "lldsched.clock",
+    "lldsched.listeners",
+    "lldsched.policies",
+    "lldsched.persistence",
+    "lldsched.runtime",
+    "lldsched.checks",
+}
+THREADED, SIM, STORES, VIEWS, CLI = (
+    "lldsched.threaded",
+    "lldsched.sim",
+    "lldsched.stores",
+    "lldsched.views",
+    "lldsched.cli",
+)
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_of(path: Path) -> set[str]:
+    """The modules ``path`` imports (relative imports resolved)."""
+    found: set[str] = set()
+    package = module_name(path).rsplit(".", 1)[0] if path.name != "__init__.py" else None
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = module_name(path) if path.name == "__init__.py" else package or ""
+                for _ in range(node.level - 1):
+                    anchor = anchor.rsplit(".", 1)[0]
+                base = f"{anchor}.{base}" if base else anchor
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return found
+
+
+MODULES = {module_name(path): imports_of(path) for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def within(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def offending(modules: dict[str, set[str]], forbidden: tuple[str, ...]) -> list[str]:
+    return sorted(
+        f"{module} imports {imported}"
+        for module, imported_names in modules.items()
+        for imported in imported_names
+        if any(within(imported, package) for package in forbidden)
+    )
+
+
+def of(*packages: str) -> dict[str, set[str]]:
+    return {
+        module: names
+        for module, names in MODULES.items()
+        if any(within(module, package) for package in packages) or module in packages
+    }
+
+
+def test_the_rules_see_every_package() -> None:
+    assert {
+        "lldsched.core.machine",
+        "lldsched.threaded.scheduler",
+        "lldsched.sim.simulation",
+    } < set(MODULES)
+    assert "lldsched.core.task" in MODULES["lldsched.core.machine"]
+
+
+def test_the_core_schedules_and_vocabulary_import_no_runtime_store_view_or_cli() -> None:
+    lower = of("lldsched.core", "lldsched.schedules", *VOCABULARY)
+    assert offending(lower, (THREADED, SIM, STORES, VIEWS, CLI)) == []
+
+
+def test_the_core_schedules_and_vocabulary_import_only_the_standard_library() -> None:
+    lower = of("lldsched.core", "lldsched.schedules", *VOCABULARY)
+    outside = sorted(
+        f"{module} imports {name}"
+        for module, names in lower.items()
+        for name in names
+        if name.split(".")[0] not in sys.stdlib_module_names | {"lldsched"}
+    )
+    assert outside == []
+
+
+@pytest.mark.parametrize(("runtime", "other"), [(THREADED, SIM), (SIM, THREADED)])
+def test_the_two_runtimes_never_import_each_other(runtime: str, other: str) -> None:
+    assert offending(of(runtime), (other,)) == []
+
+
+def test_stores_import_no_runtime_and_no_view() -> None:
+    assert offending(of(STORES), (THREADED, SIM, VIEWS, CLI)) == []
+
+
+def test_no_two_modules_import_each_other_even_for_types() -> None:
+    modules = set(MODULES)
+
+    def targets(module: str) -> set[str]:
+        return {name for name in MODULES[module] if name in modules and name != module}
+
+    cycles = sorted(
+        f"{a} <-> {b}"
+        for a in modules
+        for b in targets(a)
+        if a < b and a in targets(b) and not _is_package_export(a, b)
+    )
+    assert cycles == []
+
+
+def _is_package_export(a: str, b: str) -> bool:
+    """A package's ``__init__`` re-exports its modules, which import their siblings by
+    full name: that pair is not a cycle of meaning."""
+    return within(b, a) or within(a, b)
