@@ -23,7 +23,7 @@ __all__ = [
 
 
 class TaskStatus(enum.Enum):
-    """Where a task is in its lifecycle (see DESIGN section 1).
+    """Where a task is in its lifecycle (see docs/ARCHITECTURE.md).
 
     ``SCHEDULED -> RUNNING -> SCHEDULED | SUCCEEDED | RETRYING | FAILED``;
     ``RETRYING -> RUNNING``; any live status ``-> PAUSED | CANCELLED``.

@@ -1,4 +1,4 @@
-"""The demo prints the narrative of DESIGN's scheduler, every figure computed by the library."""
+"""The demo prints the scheduler's narrative, every figure computed by the library."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ What a runtime does with it: pops due entries, calls :meth:`SchedulerCore.begin`
 (which rejects stale entries), runs the attempt (:meth:`Run.invoke`
 or a simulated duration), and reports the outcome to :meth:`SchedulerCore.finish`.
 
-Lifecycle (DESIGN section 1)::
+Lifecycle (docs/ARCHITECTURE.md)::
 
     SCHEDULED -> RUNNING            due, a worker picks it up
     RUNNING   -> SCHEDULED          ok, and the schedule has a next run (attempt reset)

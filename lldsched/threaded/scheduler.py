@@ -159,7 +159,7 @@ class Scheduler:
             self._state = _RUNNING
         self._pool.start()
         self._dispatcher.start()
-        self._timer = threading.Thread(target=self._time, name="lldsched-timer", daemon=True)
+        self._timer = threading.Thread(target=self._run_timer, name="lldsched-timer", daemon=True)
         self._timer.start()
         return self
 
@@ -262,14 +262,14 @@ class Scheduler:
         finishes (its record is kept) and its context's flag is raised."""
         with self._lock:
             changed = self._core.cancel(task_id)
-            self._settle(0)  # a drained() waiter may have been waiting on this task
+            self._notify_idle()  # a wait_drained() waiter may have been waiting on this task
             return changed
 
     def pause(self, task_id: str) -> bool:
         """Hold the task; True if it was live.  A run in flight finishes; nothing follows."""
         with self._lock:
             changed = self._core.pause(task_id)
-            self._settle(0)  # a drained() waiter may have been waiting on this task
+            self._notify_idle()  # a wait_drained() waiter may have been waiting on this task
             return changed
 
     def resume(self, task_id: str) -> bool:
@@ -288,7 +288,7 @@ class Scheduler:
         """Cancel the task if live, and forget it (here and in the store)."""
         with self._lock:
             task = self._core.remove(task_id)
-            self._settle(0)
+            self._notify_idle()
             return task
 
     # -- queries ------------------------------------------------------------------------
@@ -373,14 +373,14 @@ class Scheduler:
 
     # -- the timer thread -------------------------------------------------------------------
 
-    def _time(self) -> None:
+    def _run_timer(self) -> None:
         try:
-            self._time_loop()
+            self._timer_loop()
         except BaseException:
             log.exception("the timer thread died; no further task will be dispatched")
             raise
 
-    def _time_loop(self) -> None:
+    def _timer_loop(self) -> None:
         queue = self._queue
         cond = self._wake
         clock = self._clock
@@ -453,7 +453,12 @@ class Scheduler:
             self._wake.notify_all()
 
     def _settle(self, count: int) -> None:
+        """``count`` entries popped by the timer are done (run, or dropped)."""
         self._in_flight -= count
+        self._notify_idle()
+
+    def _notify_idle(self) -> None:
+        """Wake wait_idle() / wait_drained() callers if nothing is in flight."""
         if self._idle_waiters and self._in_flight == 0:
             self._idle.notify_all()
 

@@ -98,7 +98,7 @@ demo.shutdown()
 # a notify, by its timeout, or spuriously.
 
 # %%
-print(inspect.getsource(Scheduler._time_loop))
+print(inspect.getsource(Scheduler._timer_loop))
 
 # %% [markdown]
 # ## 3. `Condition.wait` against a poll loop, measured

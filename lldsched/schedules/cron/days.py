@@ -47,13 +47,6 @@ class DayRule:
         self._months = frozenset(fields.months)
         self._tables: dict[tuple[int, int], tuple[int, ...]] = {}
 
-    def month_days(self, year: int, month: int) -> tuple[int, ...]:
-        """The matching days of ``year``-``month``, ascending (empty if the month is out)."""
-        if month not in self._months:
-            return ()
-        first = date(year, month, 1).toordinal() % 7
-        return self._table(first, _days_in_month(year, month))
-
     def rest_of_month(self, ordinal: int) -> tuple[int, tuple[int, ...], int]:
         """For the month of ``ordinal``: its first ordinal, its matching days from
         ``ordinal``'s day on, and its last ordinal."""
