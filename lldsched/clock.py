@@ -17,6 +17,7 @@ import weakref
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
+from lldsched import checks
 from lldsched.errors import ValidationError
 
 __all__ = ["Clock", "FakeClock", "SystemClock", "to_timestamp"]
@@ -30,12 +31,7 @@ def to_timestamp(value: float | int | datetime, *, name: str = "time") -> float:
                 f"{name} must be timezone-aware (e.g. tzinfo=timezone.utc), got {value!r}"
             )
         return value.timestamp()
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValidationError(f"{name} must be epoch seconds or an aware datetime, got {value!r}")
-    number = float(value)
-    if number != number or number in (float("inf"), float("-inf")):
-        raise ValidationError(f"{name} must be finite, got {value!r}")
-    return number
+    return float(checks.seconds(value, name=name, kind="epoch seconds or an aware datetime"))
 
 
 @runtime_checkable
@@ -108,8 +104,7 @@ class FakeClock:
 
     def advance(self, seconds: float) -> float:
         """Move time forward by ``seconds`` (>= 0) and wake waiting timers; returns now."""
-        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds >= 0:
-            raise ValidationError(f"advance() takes seconds >= 0, got {seconds!r}")
+        checks.seconds(seconds, name="advance()", at_least=0, expected="takes seconds >= 0")
         with self._lock:
             self._now += float(seconds)
             now = self._now

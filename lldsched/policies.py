@@ -42,24 +42,10 @@ import math
 import random
 from dataclasses import dataclass
 
+from lldsched.checks import fraction, number, seconds, whole
 from lldsched.errors import ValidationError
 
 __all__ = ["DEFAULT_MISFIRE", "Misfire", "MisfirePolicy", "OverrunPolicy", "RetryPolicy"]
-
-
-def _check_number(name: str, value: object, *, minimum: float, strict: bool) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValidationError(f"{name} must be a number, got {value!r}")
-    number = float(value)
-    if (
-        math.isnan(number)
-        or math.isinf(number)
-        or number < minimum
-        or (strict and number == minimum)
-    ):
-        bound = f"> {minimum:g}" if strict else f">= {minimum:g}"
-        raise ValidationError(f"{name} must be finite and {bound}, got {value!r}")
-    return number
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,15 +63,11 @@ class RetryPolicy:
     jitter: float = 0.0
 
     def __post_init__(self) -> None:
-        attempts = self.max_attempts
-        if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
-            raise ValidationError(f"max_attempts must be an int >= 1, got {attempts!r}")
-        _check_number("initial_backoff", self.initial_backoff, minimum=0.0, strict=False)
-        _check_number("multiplier", self.multiplier, minimum=1.0, strict=False)
-        _check_number("max_backoff", self.max_backoff, minimum=0.0, strict=False)
-        _check_number("jitter", self.jitter, minimum=0.0, strict=False)
-        if self.jitter > 1.0:
-            raise ValidationError(f"jitter must be a fraction in [0, 1], got {self.jitter!r}")
+        whole(self.max_attempts, name="max_attempts", at_least=1)
+        number(self.initial_backoff, name="initial_backoff", at_least=0)
+        number(self.multiplier, name="multiplier", at_least=1)
+        number(self.max_backoff, name="max_backoff", at_least=0)
+        fraction(self.jitter, name="jitter")
         if self.max_backoff < self.initial_backoff:
             raise ValidationError(
                 f"max_backoff ({self.max_backoff!r}) is below initial_backoff "
@@ -145,18 +127,8 @@ class MisfirePolicy:
             raise ValidationError(
                 f"on_misfire must be Misfire.RUN_ONCE, RUN_ALL or SKIP, got {self.on_misfire!r}"
             )
-        grace = self.grace
-        if (
-            isinstance(grace, bool)
-            or not isinstance(grace, int | float)
-            or math.isnan(grace)
-            or math.isinf(grace)
-            or grace < 0
-        ):
-            raise ValidationError(f"misfire grace must be finite seconds >= 0, got {grace!r}")
-        limit = self.max_catch_up
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ValidationError(f"max_catch_up must be an int >= 1, got {limit!r}")
+        seconds(self.grace, name="misfire grace", at_least=0)
+        whole(self.max_catch_up, name="max_catch_up", at_least=1)
 
 
 DEFAULT_MISFIRE = MisfirePolicy()

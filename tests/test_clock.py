@@ -21,6 +21,8 @@ def test_fake_clock_starts_where_told_and_moves_only_forward() -> None:
         clock.set(start)
     with pytest.raises(ValidationError, match="got -1"):
         clock.advance(-1)
+    with pytest.raises(ValidationError, match="got inf"):
+        clock.advance(float("inf"))
 
 
 def test_fake_clock_wakes_a_thread_waiting_on_it() -> None:

@@ -46,6 +46,7 @@ def test_bad_values_fail_when_the_object_is_built(build: Any, error: type, messa
         (("job", noop, 60), {}, "schedule must provide first_run\\(\\) and next_run\\(\\), got 60"),
         (("job", noop, FixedRate(1)), {"priority": 7}, "priority must be a Priority .*got 7"),
         (("job", noop, FixedRate(1)), {"timeout": -1}, "timeout must be seconds > 0, got -1"),
+        (("job", noop, FixedRate(1)), {"timeout": float("inf")}, "timeout must be .*got inf"),
         (("job", noop, FixedRate(1)), {"retry": 3}, "retry must be a RetryPolicy, got 3"),
         (("job", noop, FixedRate(1)), {"args": "abc"}, "args must be a tuple, got 'abc'"),
         (("job", noop, FixedRate(1)), {"kwargs": {1: 2}}, "kwargs must map str"),

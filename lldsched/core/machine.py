@@ -46,6 +46,7 @@ import random
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
+from lldsched.checks import whole_or_none
 from lldsched.clock import Clock
 from lldsched.core.context import RunContext
 from lldsched.core.ids import IdGenerator, sequential_ids
@@ -114,14 +115,7 @@ class SchedulerCore:
         rng: random.Random | None = None,
         history_limit: int | None = 100,
     ) -> None:
-        if history_limit is not None and (
-            isinstance(history_limit, bool)
-            or not isinstance(history_limit, int)
-            or history_limit < 0
-        ):
-            raise ValidationError(
-                f"history_limit must be an int >= 0 or None, got {history_limit!r}"
-            )
+        whole_or_none(history_limit, name="history_limit", at_least=0)
         self.clock = clock
         self.tasks: dict[str, ScheduledTask] = {}
         self._queue = queue

@@ -10,10 +10,10 @@ are schedules, and whether a function's code declares ``ctx``.
 from __future__ import annotations
 
 import inspect
-import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from lldsched.checks import seconds
 from lldsched.core.task import DEFAULT_OPTIONS, TaskOptions
 from lldsched.errors import ValidationError
 from lldsched.model import Priority
@@ -131,14 +131,11 @@ def task_options(
     elif not isinstance(retry, RetryPolicy):
         raise ValidationError(f"task {name!r}: retry must be a RetryPolicy, got {retry!r}")
     if timeout is not None:
-        if (
-            isinstance(timeout, bool)
-            or not isinstance(timeout, int | float)
-            or math.isnan(timeout)
-            or timeout <= 0
-        ):
-            raise ValidationError(f"task {name!r}: timeout must be seconds > 0, got {timeout!r}")
-        timeout = float(timeout)
+        timeout = float(
+            seconds(
+                timeout, name=f"task {name!r}: timeout", above=0, expected="must be seconds > 0"
+            )
+        )
     if not isinstance(args, tuple | list):
         raise ValidationError(f"task {name!r}: args must be a tuple, got {args!r}")
     if kwargs is not None and (

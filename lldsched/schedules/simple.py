@@ -21,21 +21,13 @@ import math
 from dataclasses import dataclass
 from datetime import datetime
 
+from lldsched.checks import seconds
 from lldsched.clock import to_timestamp
 from lldsched.errors import ScheduleError, ValidationError
 from lldsched.model import ExecutionRecord
 from lldsched.policies import OverrunPolicy
 
 __all__ = ["FixedDelay", "FixedRate", "OneTime"]
-
-
-def _seconds(name: str, value: object, *, positive: bool) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ScheduleError(f"{name} must be a number of seconds, got {value!r}")
-    if math.isnan(value) or math.isinf(value) or value < 0 or (positive and value == 0):
-        bound = "> 0" if positive else ">= 0"
-        raise ScheduleError(f"{name} must be finite and {bound} seconds, got {value!r}")
-    return value  # kept as given: a literal shared by many schedules costs no memory
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -55,7 +47,11 @@ class OneTime:
             when = None if at is None else to_timestamp(at, name="OneTime at")
         except ValidationError as exc:
             raise ScheduleError(str(exc)) from None
-        wait = None if delay is None else _seconds("OneTime delay", delay, positive=False)
+        wait = (
+            None
+            if delay is None
+            else seconds(delay, name="OneTime delay", at_least=0, error=ScheduleError)
+        )
         object.__setattr__(self, "at", when)
         object.__setattr__(self, "delay", wait)
 
@@ -149,9 +145,13 @@ class FixedDelay(_Interval):
         if found is not None:
             return found  # type: ignore[return-value]
         self = object.__new__(cls)
-        object.__setattr__(self, "delay", _seconds("FixedDelay delay", delay, positive=False))
         object.__setattr__(
-            self, "start_delay", _seconds("FixedDelay start_delay", start_delay, positive=False)
+            self, "delay", seconds(delay, name="FixedDelay delay", at_least=0, error=ScheduleError)
+        )
+        object.__setattr__(
+            self,
+            "start_delay",
+            seconds(start_delay, name="FixedDelay start_delay", at_least=0, error=ScheduleError),
         )
         _keep(cls, key, self)
         return self
@@ -210,10 +210,14 @@ class FixedRate(_Interval):
                 f"got {on_overrun!r}"
             )
         self = object.__new__(cls)
-        object.__setattr__(self, "period", _seconds("FixedRate period", period, positive=True))
+        object.__setattr__(
+            self, "period", seconds(period, name="FixedRate period", above=0, error=ScheduleError)
+        )
         object.__setattr__(self, "on_overrun", on_overrun)
         object.__setattr__(
-            self, "start_delay", _seconds("FixedRate start_delay", start_delay, positive=False)
+            self,
+            "start_delay",
+            seconds(start_delay, name="FixedRate start_delay", at_least=0, error=ScheduleError),
         )
         _keep(cls, key, self)
         return self

@@ -18,6 +18,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from lldsched.checks import fraction, number
 from lldsched.errors import ValidationError
 
 __all__ = [
@@ -34,15 +35,6 @@ DurationModel = float | Callable[[random.Random, int], float]
 FailureModel = float | Callable[[random.Random, int], "bool | str | None"]
 
 
-def _positive(name: str, value: object, *, allow_zero: bool = True) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
-        raise ValidationError(f"{name} must be a number, got {value!r}")
-    if math.isinf(value) or value < 0 or (not allow_zero and value == 0):
-        bound = ">= 0" if allow_zero else "> 0"
-        raise ValidationError(f"{name} must be finite and {bound}, got {value!r}")
-    return float(value)
-
-
 @dataclass(frozen=True, slots=True)
 class fixed:
     """Always ``seconds``."""
@@ -50,7 +42,7 @@ class fixed:
     seconds: float
 
     def __post_init__(self) -> None:
-        _positive("fixed seconds", self.seconds)
+        number(self.seconds, name="fixed seconds", at_least=0)
 
     def __call__(self, rng: random.Random, attempt: int) -> float:
         return self.seconds
@@ -67,8 +59,8 @@ class uniform:
     high: float
 
     def __post_init__(self) -> None:
-        _positive("uniform low", self.low)
-        _positive("uniform high", self.high)
+        number(self.low, name="uniform low", at_least=0)
+        number(self.high, name="uniform high", at_least=0)
         if self.high < self.low:
             raise ValidationError(f"uniform({self.low!r}, {self.high!r}): high is below low")
 
@@ -86,7 +78,7 @@ class exponential:
     mean: float
 
     def __post_init__(self) -> None:
-        _positive("exponential mean", self.mean, allow_zero=False)
+        number(self.mean, name="exponential mean", above=0)
 
     def __call__(self, rng: random.Random, attempt: int) -> float:
         return rng.expovariate(1.0 / self.mean)
@@ -104,8 +96,8 @@ class lognormal:
     sigma: float
 
     def __post_init__(self) -> None:
-        _positive("lognormal median", self.median, allow_zero=False)
-        _positive("lognormal sigma", self.sigma)
+        number(self.median, name="lognormal median", above=0)
+        number(self.sigma, name="lognormal sigma", at_least=0)
 
     def __call__(self, rng: random.Random, attempt: int) -> float:
         return rng.lognormvariate(math.log(self.median), self.sigma)
@@ -140,13 +132,12 @@ def check_duration(value: DurationModel) -> DurationModel:
         return value.seconds
     if callable(value):
         return value
-    return _positive("duration", value)
+    return float(number(value, name="duration", at_least=0))
 
 
 def check_failure(value: FailureModel) -> FailureModel:
     """Validate a failure model: a probability in [0, 1], or a function."""
     if callable(value):
         return value
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        raise ValidationError(f"fails must be a probability in [0, 1] or a function, got {value!r}")
-    return float(value)
+    expected = "must be a probability in [0, 1] or a function"
+    return float(fraction(value, name="fails", expected=expected))

@@ -53,6 +53,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
+from lldsched import checks
 from lldsched.clock import to_timestamp
 from lldsched.core.duequeue import QueueStats, TaskQueue
 from lldsched.core.ids import IdGenerator
@@ -109,10 +110,8 @@ class Simulation:
         ids: IdGenerator | None = None,
         history_limit: int | None = 100,
     ) -> None:
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise ValidationError(f"workers must be an int >= 1, got {workers!r}")
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise ValidationError(f"seed must be an int, got {seed!r}")
+        checks.whole(workers, name="workers", at_least=1)
+        checks.whole(seed, name="seed")
         self.workers = workers
         self.seed = seed
         self._clock = VirtualClock(to_timestamp(start, name="start"))
@@ -263,8 +262,7 @@ class Simulation:
     def run_for(self, duration: float | timedelta) -> Simulation:
         """Run for ``duration`` seconds (or a timedelta) of simulated time."""
         seconds = duration.total_seconds() if isinstance(duration, timedelta) else duration
-        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds >= 0:
-            raise ValidationError(f"run_for() takes seconds >= 0, got {duration!r}")
+        checks.seconds(seconds, name="run_for()", at_least=0, expected="takes seconds >= 0")
         return self.run(self.now + seconds)
 
     def step(self) -> SimStep | None:
@@ -371,12 +369,13 @@ class Simulation:
         duration = models.duration
         if callable(duration):
             drawn = duration(models.rng, attempt)
-            if isinstance(drawn, bool) or not isinstance(drawn, int | float) or not drawn >= 0:
+            try:  # the message names the model and the task, built only on failure
+                duration = checks.seconds(drawn, name="duration", at_least=0)
+            except ValidationError:
                 raise ValidationError(
                     f"duration model {duration!r} of task {task.name!r} returned {drawn!r}; "
                     "durations must be seconds >= 0"
-                )
-            duration = drawn
+                ) from None
         error = None
         fails = models.fails
         if fails:

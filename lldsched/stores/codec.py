@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import importlib
 import json
-import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from lldsched.checks import seconds
 from lldsched.errors import LldschedError, StoreError, ValidationError
 from lldsched.model import Priority
 from lldsched.persistence import Task
@@ -212,12 +212,10 @@ def decode_task(task_id: str, text: str) -> Task:
                 misfire_doc["max_catch_up"],
             )
         timeout = document["timeout"]
-        if timeout is not None and (
-            isinstance(timeout, bool)
-            or not isinstance(timeout, int | float)
-            or not 0 < timeout < math.inf
-        ):
-            raise ValueError(f"timeout must be seconds > 0, got {timeout!r}")
+        if timeout is not None:
+            seconds(
+                timeout, name="timeout", above=0, error=ValueError, expected="must be seconds > 0"
+            )
         return Task(
             task_id,
             name,

@@ -40,6 +40,7 @@ import threading
 from types import TracebackType
 from typing import Any
 
+from lldsched.checks import whole_or_none
 from lldsched.errors import StoreError, ValidationError
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
 from lldsched.persistence import TaskSnapshot
@@ -128,10 +129,7 @@ class SqliteTaskStore:
         synchronous: str = "NORMAL",
         timeout: float = 5.0,
     ) -> None:
-        if retention is not None and (
-            isinstance(retention, bool) or not isinstance(retention, int) or retention < 1
-        ):
-            raise ValidationError(f"retention must be an int >= 1 or None, got {retention!r}")
+        whole_or_none(retention, name="retention", at_least=1)
         if synchronous not in _SYNCHRONOUS:
             raise ValidationError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
         self.path = os.fspath(path)

@@ -22,7 +22,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from lldsched.errors import ValidationError
+from lldsched.checks import whole
 from lldsched.listeners import Listener, as_callback
 from lldsched.model import TaskEvent
 
@@ -35,8 +35,7 @@ class EventDispatcher:
     """Delivers published events to listeners on its own daemon thread."""
 
     def __init__(self, backlog: int = 10_000, name: str = "lldsched-events") -> None:
-        if isinstance(backlog, bool) or not isinstance(backlog, int) or backlog < 1:
-            raise ValidationError(f"listener backlog must be an int >= 1, got {backlog!r}")
+        whole(backlog, name="listener backlog", at_least=1)
         self.backlog = backlog
         self.dropped = 0
         self._name = name

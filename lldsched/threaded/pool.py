@@ -30,7 +30,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Generic, TypeVar
 
-from lldsched.errors import SchedulerStateError, ValidationError
+from lldsched.checks import whole
+from lldsched.errors import SchedulerStateError
 
 __all__ = ["WorkerPool"]
 
@@ -56,11 +57,9 @@ class WorkerPool(Generic[T, J, R]):
         on_room: Callable[[], None] | None = None,
         name: str = "lldsched-worker",
     ) -> None:
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise ValidationError(f"workers must be an int >= 1, got {workers!r}")
+        whole(workers, name="workers", at_least=1)
         capacity = 16 * workers if capacity is None else capacity
-        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
-            raise ValidationError(f"hand-off capacity must be an int >= 1, got {capacity!r}")
+        whole(capacity, name="hand-off capacity", at_least=1)
         self.workers = workers
         self.capacity = capacity
         self._low_water = capacity // 2

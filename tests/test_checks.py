@@ -1,0 +1,153 @@
+"""The value checks: what a number of seconds, a number, a whole count and a fraction must be."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import pytest
+
+from lldsched.checks import fraction, number, seconds, whole, whole_or_none
+from lldsched.errors import ScheduleError, ValidationError
+
+NOT_NUMBERS = [True, False, "60", None, [60], 1j]
+NOT_FINITE = [math.nan, math.inf, -math.inf]
+
+
+@pytest.mark.parametrize("value", [0, 0.0, 1, 60, 2.5, 1e9])
+def test_seconds_returns_the_value_as_given(value: float) -> None:
+    checked = seconds(value, name="delay", at_least=0)
+    assert checked == value and type(checked) is type(value)
+
+
+@pytest.mark.parametrize("value", NOT_NUMBERS)
+def test_seconds_refuses_what_is_not_a_number_bool_included(value: object) -> None:
+    with pytest.raises(ValidationError) as caught:
+        seconds(value, name="FixedRate period", above=0)
+    assert str(caught.value) == f"FixedRate period must be a number of seconds, got {value!r}"
+
+
+@pytest.mark.parametrize("value", NOT_FINITE)
+def test_seconds_refuses_nan_and_infinities(value: float) -> None:
+    with pytest.raises(ValidationError) as caught:
+        seconds(value, name="delay", at_least=0)
+    assert str(caught.value) == f"delay must be finite and >= 0 seconds, got {value!r}"
+
+
+def test_seconds_at_least_includes_the_bound_and_above_excludes_it() -> None:
+    assert seconds(0, name="delay", at_least=0) == 0
+    with pytest.raises(ValidationError, match=r"^delay must be finite and >= 0 seconds, got -1$"):
+        seconds(-1, name="delay", at_least=0)
+    assert seconds(0.001, name="period", above=0) == 0.001
+    with pytest.raises(ValidationError, match=r"^period must be finite and > 0 seconds, got 0$"):
+        seconds(0, name="period", above=0)
+
+
+def test_seconds_without_bounds_takes_any_finite_number() -> None:
+    assert seconds(-1e9, name="when") == -1e9
+    with pytest.raises(ValidationError, match=r"^when must be finite, got nan$"):
+        seconds(math.nan, name="when")
+
+
+def test_seconds_raises_the_error_class_the_caller_names() -> None:
+    with pytest.raises(ScheduleError, match="got -5"):
+        seconds(-5, name="FixedRate period", above=0, error=ScheduleError)
+    with pytest.raises(ValueError, match="got 'x'") as caught:
+        seconds("x", name="timeout", above=0, error=ValueError)
+    assert not isinstance(caught.value, ValidationError)
+
+
+def test_seconds_words_a_non_number_as_the_kind_the_site_expects() -> None:
+    kind = "epoch seconds or an aware datetime"
+    with pytest.raises(ValidationError) as caught:
+        seconds("soon", name="start", kind=kind)
+    assert str(caught.value) == "start must be epoch seconds or an aware datetime, got 'soon'"
+    with pytest.raises(ValidationError, match=r"^start must be finite, got inf$"):
+        seconds(math.inf, name="start", kind=kind)
+
+
+@pytest.mark.parametrize("value", [-5, math.nan, math.inf, True, "5"])
+def test_seconds_uses_the_sites_own_words_for_every_failure_when_given(value: object) -> None:
+    with pytest.raises(ValidationError) as caught:
+        seconds(value, name="run_for()", at_least=0, expected="takes seconds >= 0")
+    assert str(caught.value) == f"run_for() takes seconds >= 0, got {value!r}"
+
+
+def test_number_is_the_rule_of_seconds_with_no_unit_in_its_words() -> None:
+    assert number(1, name="multiplier", at_least=1) == 1
+    assert number(0.5, name="sigma", at_least=0) == 0.5
+    with pytest.raises(ValidationError, match=r"^multiplier must be finite and >= 1, got 0\.5$"):
+        number(0.5, name="multiplier", at_least=1)
+    with pytest.raises(ValidationError, match=r"^mean must be finite and > 0, got 0$"):
+        number(0, name="mean", above=0)
+    with pytest.raises(ValidationError, match=r"^duration must be a number, got True$"):
+        number(True, name="duration", at_least=0)
+    for value in NOT_FINITE:
+        with pytest.raises(ValidationError, match=f"^mean must be finite and > 0, got {value!r}$"):
+            number(value, name="mean", above=0)
+
+
+@pytest.mark.parametrize("value", [1, 2, 10**12])
+def test_whole_returns_an_int_within_its_bound(value: int) -> None:
+    assert whole(value, name="workers", at_least=1) is value
+
+
+@pytest.mark.parametrize("value", [0, -1, True, False, 2.0, 2.5, math.nan, math.inf, "3", None])
+def test_whole_refuses_bools_floats_and_values_below_its_bound(value: object) -> None:
+    with pytest.raises(ValidationError) as caught:
+        whole(value, name="workers", at_least=1)
+    assert str(caught.value) == f"workers must be an int >= 1, got {value!r}"
+
+
+def test_whole_without_a_bound_takes_any_int_but_still_no_bool() -> None:
+    assert whole(-7, name="seed") == -7
+    with pytest.raises(ValidationError, match=r"^seed must be an int, got True$"):
+        whole(True, name="seed")
+
+
+def test_whole_or_none_also_takes_none_and_says_so_when_it_refuses() -> None:
+    assert whole_or_none(None, name="history_limit", at_least=0) is None
+    assert whole_or_none(0, name="history_limit", at_least=0) == 0
+    for value in (-1, True, 1.5, math.nan):
+        with pytest.raises(ValidationError) as caught:
+            whole_or_none(value, name="history_limit", at_least=0)
+        assert str(caught.value) == f"history_limit must be an int >= 0 or None, got {value!r}"
+
+
+@pytest.mark.parametrize("value", [0, 0.0, 0.25, 1, 1.0])
+def test_fraction_takes_zero_to_one_inclusive_as_given(value: float) -> None:
+    checked = fraction(value, name="jitter")
+    assert checked == value and type(checked) is type(value)
+
+
+@pytest.mark.parametrize("value", [-0.1, 1.5, math.nan, math.inf, -math.inf, True, False, "0.5"])
+def test_fraction_refuses_values_outside_zero_to_one_nan_and_bools(value: object) -> None:
+    with pytest.raises(ValidationError) as caught:
+        fraction(value, name="jitter")
+    assert str(caught.value) == f"jitter must be a fraction in [0, 1], got {value!r}"
+
+
+def test_fraction_uses_the_sites_own_words_when_given() -> None:
+    expected = "must be a probability in [0, 1] or a function"
+    with pytest.raises(ValidationError) as caught:
+        fraction(1.5, name="fails", expected=expected)
+    assert str(caught.value) == "fails must be a probability in [0, 1] or a function, got 1.5"
+
+
+@pytest.mark.parametrize(
+    ("check", "value", "bounds"),
+    [
+        (seconds, -1, {"at_least": 0}),
+        (number, -1, {"at_least": 0}),
+        (whole, 0, {"at_least": 1}),
+        (whole_or_none, 0, {"at_least": 1}),
+        (fraction, 2, {}),
+    ],
+)
+def test_every_refusal_is_a_validation_error_and_a_value_error_by_default(
+    check: Callable[..., object], value: object, bounds: dict[str, int]
+) -> None:
+    with pytest.raises(ValidationError):
+        check(value, name="x", **bounds)
+    with pytest.raises(ValueError, match=f"^x must be .*, got {value!r}$"):
+        check(value, name="x", **bounds)
