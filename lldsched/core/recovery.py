@@ -69,11 +69,7 @@ MAX_SLOTS = 1000
 
 MISSED = Outcome.MISSED
 COALESCED = Outcome.COALESCED
-
-SCHEDULED = TaskStatus.SCHEDULED
-RETRYING = TaskStatus.RETRYING
-RUNNING = TaskStatus.RUNNING
-PAUSED = TaskStatus.PAUSED
+_QUEUED = (TaskStatus.SCHEDULED, TaskStatus.RETRYING)  # statuses with a due instant to settle
 
 
 class Plan(NamedTuple):
@@ -195,7 +191,7 @@ def _apply(core: SchedulerCore, task: ScheduledTask, decided: Plan, owed: float 
 def _settle(core: SchedulerCore, task: ScheduledTask, owed: bool, now: float) -> None:
     """Queue a restored live task, deciding what its passed slots become."""
     due = task.next_run_at
-    if task.status not in (SCHEDULED, RETRYING) or due is None:
+    if task.status not in _QUEUED or due is None:
         return
     policy = task.misfire or DEFAULT_MISFIRE
     if owed:  # the policy is for the slots after the owed attempt
@@ -240,11 +236,11 @@ def _restored(snapshot: TaskSnapshot, records: Iterable[ExecutionRecord]) -> tup
     """What ``snapshot`` says the task is, and whether an attempt is owed from before."""
     history = tuple(records)
     status, attempt = snapshot.status, snapshot.attempt
-    in_flight = snapshot.running or status is RUNNING
+    in_flight = snapshot.running or status is TaskStatus.RUNNING
     if in_flight:  # its record was never written: that attempt runs again
         attempt = max(0, attempt - 1)
-    if status is RUNNING:
-        status = RETRYING if attempt else SCHEDULED
+    if status is TaskStatus.RUNNING:
+        status = TaskStatus.RETRYING if attempt else TaskStatus.SCHEDULED
     runs = [record for record in history if record.misfire is None]
     if attempt and runs:  # retrying: the pending attempts belong to the failed run's slot
         slot = runs[-1].slot
@@ -262,7 +258,7 @@ def _restored(snapshot: TaskSnapshot, records: Iterable[ExecutionRecord]) -> tup
         last_error=snapshot.last_error,
         history=history,
     )
-    owed = status is RETRYING or (in_flight and status is SCHEDULED)
+    owed = status is TaskStatus.RETRYING or (in_flight and status is TaskStatus.SCHEDULED)
     return restored, owed
 
 
@@ -281,17 +277,17 @@ def after_clock_jump(core: SchedulerCore, jump: float, now: float) -> None:
     """
     for task in list(core.tasks.values()):
         due = task.next_run_at
-        if task.status not in (SCHEDULED, RETRYING) or due is None or task.running:
+        if task.status not in _QUEUED or due is None or task.running:
             continue
         if jump > 0:
-            if task.status is SCHEDULED and due <= now:
+            if task.status is TaskStatus.SCHEDULED and due <= now:
                 decided = plan(task.schedule, due, now, task.misfire or DEFAULT_MISFIRE)
                 if decided.misfired:
                     _apply(core, task, decided, None)
             continue
         schedule = task.schedule
         elapsed = measures_elapsed_time(unwrap(schedule))
-        if elapsed or task.status is RETRYING:
+        if elapsed or task.status is TaskStatus.RETRYING:
             core.replan(
                 task,
                 due=due + jump,
