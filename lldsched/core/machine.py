@@ -100,6 +100,10 @@ class DueQueue(Protocol):
         """``task``'s entry, queued or already popped, must not run: a tombstone."""
         ...
 
+    def live(self, entry: Entry) -> ScheduledTask | None:
+        """The task ``entry`` stands for, or None if the entry is a tombstone."""
+        ...
+
 
 class SchedulerCore:
     """The registry and the transitions.  Not thread-safe: its runtime serialises calls."""
@@ -205,9 +209,8 @@ class SchedulerCore:
 
     def begin(self, entry: Entry, worker: int) -> Run | None:
         """Start the attempt ``entry`` stands for, or return None for a tombstone."""
-        # TaskQueue.live(entry), inlined: this runs once per run, under the lock.
-        task = self.tasks.get(entry[3])
-        if task is None or entry[2] != task.generation or task.status not in _RUNNABLE:
+        task = self._queue.live(entry)
+        if task is None or task.status not in _RUNNABLE:
             return None
         previous = task.status
         task.status = RUNNING
