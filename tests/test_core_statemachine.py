@@ -257,9 +257,9 @@ class CoreMachine(RuleBasedStateMachine):
             f"t{len(self.ids)}",
             noop,
             spec.schedule(),
-            spec.priority,
-            spec.retry,
-            None if spec.timeout is None else float(spec.timeout),
+            priority=spec.priority,
+            retry=spec.retry,
+            timeout=None if spec.timeout is None else float(spec.timeout),
         )
         assert task.id not in self.model and self.core.get(task.id) is task
         first = spec.first(self.now)
@@ -531,5 +531,5 @@ class CoreMachine(RuleBasedStateMachine):
         assert len(self.h.queue) == len(entries)
 
 
-CoreMachine.TestCase.settings = settings(max_examples=150, stateful_step_count=40, deadline=None)
+CoreMachine.TestCase.settings = settings(max_examples=300, stateful_step_count=40, deadline=None)
 TestCoreStateMachine = CoreMachine.TestCase
