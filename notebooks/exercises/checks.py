@@ -1,208 +1,428 @@
-"""The checks behind notebook 07's exercises, run against the learner's functions.
+"""The checks behind the exercises, and the timer exercise's checker.
 
-Where the library has the real thing, the checks compare against it: the cron field
-parser against lldsched's own parser, the overrun rule against ``FixedRate.next_run``.
+Each exercise has a list of named checks.  :func:`run_checks` runs them against
+an answer and returns one :class:`Result` per check; the ``check_*`` functions
+the notebooks call print those results, one line each, and never raise, so a
+half-written answer shows where it stands.  ``tests/test_exercise_checkers.py``
+runs the same checks against known-wrong answers (each must fail, with a
+message that names the mistake) and against the reference answers (all pass).
+
+**The timer exercise** (notebook 07, minutes 14-24): a ``TaskQueue(clock)`` with
+``push(task, due)``, ``cancel(task)`` and a blocking ``pop_due()``, on one
+``threading.Condition``.  The checker drives it with real threads and a clock it
+controls (:class:`ExerciseClock`: its own epoch, and a count of every read), and
+watches the queue's Condition (:class:`WatchedCondition` counts waits and
+notifies, and lets the checker wake the waiters when nobody asked: a spurious
+wake-up).  Every wait in here is bounded; a consumer that never returns is left
+parked on a daemon thread after the check pushes it something to take.  The
+whole check takes about 1.5 s.
 """
 
 from __future__ import annotations
 
-import heapq
-import inspect
-import random
+import queue
+import threading
+import time
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from lldsched import ExecutionRecord, FixedRate, OverrunPolicy
-from lldsched.schedules.cron.parse import parse
+__all__ = [
+    "ExerciseClock",
+    "Result",
+    "WatchedCondition",
+    "check_task_queue",
+    "check_wakes_for_a_push",
+    "print_results",
+    "run_checks",
+    "timer_checks",
+]
 
-Entry = tuple[float, int, int, int, str]
-SOLUTIONS = Path(__file__).resolve().parent / "solutions"
+Check = tuple[str, Callable[[], None]]
 
 
-def _run(checks: list[tuple[str, Callable[[], None]]]) -> None:
-    passed = 0
+class Result(NamedTuple):
+    """One check: what it checks, whether the answer passed, and what went wrong."""
+
+    description: str
+    passed: bool
+    message: str = ""
+
+
+def run_checks(checks: list[Check]) -> list[Result]:
+    """Run each check; an ``AssertionError`` is a failure with its message, any other
+    exception is the answer's own error, reported as such."""
+    results = []
     for description, check in checks:
         try:
             check()
         except AssertionError as failure:
-            print(f"✗ {description}: {failure}")
+            results.append(Result(description, False, str(failure)))
         except Exception as error:  # the learner's code raised: report it, carry on
-            print(f"✗ {description}: raised {type(error).__name__}: {error}")
+            results.append(Result(description, False, f"raised {type(error).__name__}: {error}"))
         else:
-            passed += 1
-            print(f"✓ {description}")
-    print(f"{passed} of {len(checks)} checks pass")
+            results.append(Result(description, True))
+    return results
 
 
-def show_solution(name: str) -> None:
-    """Print the reference answer for ``name``: "pop_due", "parse_field" or "next_slot"."""
-    print((SOLUTIONS / f"{name}.py").read_text())
+def print_results(results: list[Result]) -> None:
+    """One line per check, then the count."""
+    for result in results:
+        if result.passed:
+            print(f"✓ {result.description}")
+        else:
+            print(f"✗ {result.description}: {result.message}")
+    print(f"{sum(r.passed for r in results)} of {len(results)} checks pass")
 
 
-# -- exercise 1: pop_due ----------------------------------------------------------------
+# -- the clock and the condition the checker watches -----------------------------------------
+
+TWELVE_HOURS = 12 * 3600.0
+LATE = 0.25  # seconds after its due instant by which a task must have been returned
 
 
-def _heap(entries: list[Entry]) -> list[Entry]:
-    heap = list(entries)
-    heapq.heapify(heap)
-    return heap
+class ExerciseClock:
+    """The checker's clock: seconds since its own epoch (not ``time.time()``), moving at
+    the speed of real time, counting every read the queue makes."""
+
+    def __init__(self, start: float = 1_000_000.0) -> None:
+        self._origin = time.monotonic()
+        self._start = start
+        self.reads = 0
+
+    def __call__(self) -> float:
+        self.reads += 1
+        return self.peek()
+
+    def peek(self) -> float:
+        """The time, without counting a read (for the checker itself)."""
+        return self._start + (time.monotonic() - self._origin)
 
 
-def check_pop_due(pop_due: Callable[[list[Entry], float, dict[str, int]], list[Entry]]) -> None:
-    """``pop_due(heap, now, generations)``: pop and return the live entries due at or before
-    ``now`` in heap order; an entry is live when ``generations[name]`` equals its generation."""
+class WatchedCondition:
+    """A stand-in for the queue's Condition that counts its waits and notifies.
 
-    def order() -> None:
-        heap = _heap(
-            [(10.0, 1, 1, 0, "report"), (10.0, 0, 2, 0, "alert"), (5.0, 2, 3, 0, "cleanup")]
-        )
-        got = [e[4] for e in pop_due(heap, 10.0, {"report": 0, "alert": 0, "cleanup": 0})]
-        assert got == ["cleanup", "alert", "report"], f"expected cleanup, alert, report; got {got}"
+    ``waiting`` is how many threads are inside ``wait`` right now; ``inner`` is the
+    real Condition, for the checker's own spurious wake-ups.
+    """
 
-    def arrival() -> None:
-        heap = _heap([(7.0, 1, 2, 0, "second"), (7.0, 1, 1, 0, "first"), (7.0, 1, 3, 0, "third")])
-        got = [e[4] for e in pop_due(heap, 7.0, {"first": 0, "second": 0, "third": 0})]
-        assert got == ["first", "second", "third"], (
-            f"equal due and priority keep arrival; got {got}"
-        )
+    def __init__(self, inner: threading.Condition) -> None:
+        self.inner = inner
+        self.waits = 0
+        self.notifies = 0
+        self.notify_alls = 0
+        self.waiting = 0
+        self.changed = threading.Condition()  # notified when ``waiting`` grows
 
-    def later_stay() -> None:
-        heap = _heap([(1.0, 1, 1, 0, "now"), (9.0, 1, 2, 0, "later")])
-        got = [e[4] for e in pop_due(heap, 5.0, {"now": 0, "later": 0})]
-        assert got == ["now"], f"only entries due at or before now; got {got}"
-        assert heap == [(9.0, 1, 2, 0, "later")], (
-            f"the later entry stays in the heap; heap is {heap}"
-        )
+    def __enter__(self) -> bool:
+        return self.inner.__enter__()
 
-    def tombstones() -> None:
-        heap = _heap([(1.0, 1, 1, 0, "cancelled"), (2.0, 1, 2, 3, "live"), (3.0, 1, 3, 2, "stale")])
-        got = [e[4] for e in pop_due(heap, 5.0, {"cancelled": 1, "live": 3, "stale": 3})]
-        assert got == ["live"], f"entries whose generation is not current are dropped; got {got}"
-        assert heap == [], f"dropped tombstones leave the heap too; heap is {heap}"
+    def __exit__(self, *exc: object) -> None:
+        self.inner.__exit__(*exc)
 
-    def empty() -> None:
-        assert pop_due([], 5.0, {}) == [], "an empty heap gives nothing"
+    def acquire(self, *args: Any, **kwargs: Any) -> bool:
+        return self.inner.acquire(*args, **kwargs)
 
-    def random_heaps() -> None:
-        rng = random.Random(7)
-        for _ in range(200):
-            names = [f"t{n}" for n in range(rng.randint(0, 30))]
-            generations = {name: rng.randint(0, 2) for name in names}
-            entries = [(float(rng.randint(0, 20)), rng.randint(0, 2), n, rng.randint(0, 2), name)
-                       for n, name in enumerate(names)]  # fmt: skip
-            now = float(rng.randint(0, 20))
-            heap = _heap(entries)
-            got = pop_due(heap, now, generations)
-            expected = sorted(e for e in entries if e[0] <= now and e[3] == generations[e[4]])
-            assert got == expected, (
-                f"heap {sorted(entries)} at now={now}: expected {expected}, got {got}"
-            )
-            assert all(e[0] > now or e[3] != generations[e[4]] for e in heap), "due entries remain"
-            assert all(heap[i] <= heap[c] for i in range(len(heap)) for c in (2 * i + 1, 2 * i + 2)
-                       if c < len(heap)), "what remains is no longer a valid heap"  # fmt: skip
+    def release(self) -> None:
+        self.inner.release()
 
-    _run([
-        ("pops in (due, priority, sequence) order", order),
-        ("equal due and priority keep arrival order", arrival),
-        ("leaves entries that are not due yet", later_stay),
-        ("drops tombstones", tombstones),
-        ("handles an empty heap", empty),
-        ("agrees with the rules on 200 random heaps", random_heaps),
-    ])  # fmt: skip
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waits += 1
+        with self.changed:
+            self.waiting += 1
+            self.changed.notify_all()
+        try:
+            return self.inner.wait(timeout)
+        finally:
+            with self.changed:
+                self.waiting -= 1
+
+    def wait_for(self, predicate: Callable[[], Any], timeout: float | None = None) -> Any:
+        result = predicate()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not result:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                break
+            self.wait(remaining)
+            result = predicate()
+        return result
+
+    def notify(self, n: int = 1) -> None:
+        self.notifies += 1
+        self.inner.notify(n)
+
+    def notify_all(self) -> None:
+        self.notify_alls += 1
+        self.inner.notify_all()
+
+    def parked(self, count: int, timeout: float = 0.3) -> bool:
+        """Wait (bounded) until ``count`` threads are inside ``wait``; then, holding the
+        real lock once, be sure they have released it."""
+        with self.changed:
+            ok = self.changed.wait_for(lambda: self.waiting >= count, timeout)
+        if ok:
+            with self.inner:
+                pass
+        return ok
+
+    def spurious_wake_up(self) -> None:
+        """Wake every waiter although nothing changed."""
+        with self.inner:
+            self.inner.notify_all()
 
 
-# -- exercise 2: a cron field --------------------------------------------------------------
+class Consumers:
+    """Threads that each call ``pop_due()`` ``takes`` times and report what they got."""
 
+    def __init__(self, target: Any, clock: ExerciseClock, count: int = 1, takes: int = 1) -> None:
+        self.got: queue.Queue[tuple[str, object, float]] = queue.Queue()
+        self.threads = [
+            threading.Thread(target=self._consume, args=(target, clock, takes), daemon=True)
+            for _ in range(count)
+        ]
+        for thread in self.threads:
+            thread.start()
 
-def _reference_minutes(text: str) -> set[int]:
-    return set(parse(f"{text} * * * *").minutes)
-
-
-def _reference_hours(text: str) -> set[int]:
-    return set(parse(f"0 {text} * * *").hours)
-
-
-def check_parse_field(parse_field: Callable[[str, int, int], set[int]]) -> None:
-    """``parse_field(text, low, high)``: the set of values one numeric cron field allows, or
-    ``ValueError`` for text cron rejects.  Compared against lldsched's own parser."""
-    minute_cases = ["*", "0", "59", "5-10", "7-7", "*/15", "10-50/20", "50/3", "1,5,9",
-                    "1-3,20-22/2,40", "0-59/59"]  # fmt: skip
-    hour_cases = ["*", "9-17", "*/6", "12", "9-17/2,22"]
-
-    def compare(
-        cases: list[str], low: int, high: int, reference: Callable[[str], set[int]]
-    ) -> None:
-        for text in cases:
-            got = parse_field(text, low, high)
-            expected = reference(text)
-            assert set(got) == expected, (
-                f"{text!r} in {low}-{high}: expected {sorted(expected)}, got {sorted(got)}"
-            )
-
-    def rejects() -> None:
-        for text in ["60", "5-1", "*/0", "1,,2", "", "a", "-1", "1-", "*/"]:
+    def _consume(self, target: Any, clock: ExerciseClock, takes: int) -> None:
+        for _ in range(takes):
             try:
-                parse_field(text, 0, 59)
-            except ValueError:
-                continue
-            raise AssertionError(f"{text!r} should raise ValueError")
+                task = target.pop_due()
+            except Exception as error:
+                self.got.put(("error", f"{type(error).__name__}: {error}", clock.peek()))
+                return
+            self.got.put(("task", task, clock.peek()))
 
-    _run([
-        ("minute fields: values, ranges, steps, lists",
-         lambda: compare(minute_cases, 0, 59, _reference_minutes)),
-        ("hour fields", lambda: compare(hour_cases, 0, 23, _reference_hours)),
-        ("rejects bad text with ValueError", rejects),
-    ])  # fmt: skip
+    def next(self, timeout: float) -> tuple[object, float] | None:
+        """The next (task, when) a consumer returned, or None after ``timeout`` seconds."""
+        try:
+            kind, value, at = self.got.get(timeout=max(0.0, timeout))
+        except queue.Empty:
+            return None
+        if kind == "error":
+            raise AssertionError(f"pop_due raised {value}")
+        return value, at
 
 
-# -- exercise 3: the overrun rule ------------------------------------------------------------
+class Rig(NamedTuple):
+    """A fresh queue under test, its clock and its watched Condition."""
+
+    queue: Any
+    clock: ExerciseClock
+    cond: WatchedCondition
 
 
-def check_next_slot(next_slot: Callable[[float, float, float, str], float]) -> None:
-    """``next_slot(slot, period, finished, policy)``: the next due instant of a fixed-rate task
-    whose run for ``slot`` finished at ``finished``; ``policy`` is "skip" or "catch_up".
-    Compared against ``FixedRate.next_run``."""
+def _rig(make_queue: Callable[[Any], Any]) -> Rig:
+    clock = ExerciseClock()
+    target = make_queue(clock)
+    for name, value in list(vars(target).items()):
+        if isinstance(value, threading.Condition):
+            watched = WatchedCondition(value)
+            setattr(target, name, watched)
+            return Rig(target, clock, watched)
+    raise AssertionError(
+        "found no threading.Condition on the queue: keep one in an attribute (self._cond) "
+        "and wait on it"
+    )
 
-    def reference(slot: float, period: float, finished: float, policy: str) -> float:
-        schedule = FixedRate(
-            period, OverrunPolicy.SKIP if policy == "skip" else OverrunPolicy.CATCH_UP
+
+def _release(rig: Rig, consumers: Consumers) -> None:
+    """Give every consumer still inside pop_due something to take, and let them go."""
+    alive = sum(thread.is_alive() for thread in consumers.threads)
+    try:
+        for n in range(alive * 2):
+            rig.queue.push(f"release-{n}", rig.clock.peek() - 1)
+    except Exception:
+        return
+    rig.cond.spurious_wake_up()
+    for thread in consumers.threads:
+        thread.join(0.1)
+
+
+def _expect(consumers: Consumers, task: str, due: float, clock: ExerciseClock, why: str) -> None:
+    """``task`` is the next one returned, not before ``due`` and by ``due + LATE``."""
+    got = consumers.next(due + LATE - clock.peek())
+    if got is None:
+        raise AssertionError(f"{task!r} was not returned within {LATE} s of its due time: {why}")
+    name, at = got
+    if name != task:
+        raise AssertionError(f"expected {task!r}, got {name!r}")
+    if at < due:
+        raise AssertionError(f"{task!r} returned {due - at:.2f} s before it was due")
+
+
+# -- the timer checks -------------------------------------------------------------------
+
+
+def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
+    """The checks of the timer exercise, against ``make_queue(clock)`` (the class)."""
+
+    def due_now_in_order() -> None:
+        rig = _rig(make_queue)
+        now = rig.clock.peek()
+        for task, due in [("report", now - 1), ("alert", now - 2), ("cleanup", now - 2)]:
+            rig.queue.push(task, due)
+        consumers = Consumers(rig.queue, rig.clock, takes=3)
+        got = []
+        for _ in range(3):
+            item = consumers.next(LATE)
+            if item is None:
+                break
+            got.append(item[0])
+        _release(rig, consumers)
+        assert got == ["alert", "cleanup", "report"], (
+            f"expected alert, cleanup, report (due first, then arrival) at once, got {got}: "
+            "compare due instants with self._clock(), the clock you were given"
         )
-        record = ExecutionRecord("t", "t", 1, slot, slot, 0, slot, finished, True)
-        return schedule.next_run(record, finished)
 
-    def named(
-        slot: float, period: float, finished: float, policy: str, expected: float
-    ) -> Callable[[], None]:
-        def check() -> None:
-            got = next_slot(slot, period, finished, policy)
-            call = f"next_slot({slot}, {period}, {finished}, {policy!r})"
-            assert got == expected, f"{call}: expected {expected}, got {got}"
-
-        return check
-
-    def random_cases() -> None:
-        rng = random.Random(3)
-        for _ in range(500):
-            slot, period = float(rng.randint(0, 1000)), float(rng.randint(1, 120))
-            finished = slot + rng.choice(
-                [0.0, period / 2, period, period * rng.randint(1, 5) + 0.5]
+    def waits_exactly_the_delay() -> None:
+        rig = _rig(make_queue)
+        due = rig.clock.peek() + 0.2
+        rig.queue.push("soon", due)
+        consumers = Consumers(rig.queue, rig.clock)
+        try:
+            _expect(
+                consumers, "soon", due, rig.clock,
+                "wait on the condition with timeout = due - now (a wait with no timeout "
+                "only ends when someone notifies)",
             )
-            policy = rng.choice(["skip", "catch_up"])
-            expected = reference(slot, period, finished, policy)
-            got = next_slot(slot, period, finished, policy)
-            call = f"next_slot({slot}, {period}, {finished}, {policy!r})"
-            assert abs(got - expected) < 1e-9, f"{call}: expected {expected}, got {got}"
+        finally:
+            _release(rig, consumers)
 
-    _run([
-        ("a short run: the next slot on the grid", named(0, 60, 5, "skip", 60)),
-        ("skip after a 150 s run on a 60 s period -> 180", named(0, 60, 150, "skip", 180)),
-        ("catch-up after the same run -> 60, due at once", named(0, 60, 150, "catch_up", 60)),
-        ("a slot exactly at the finish is not missed", named(0, 60, 120, "skip", 120)),
-        ("agrees with FixedRate.next_run on 500 random runs", random_cases),
-    ])  # fmt: skip
+    def no_poll_loop() -> None:
+        rig = _rig(make_queue)
+        rig.queue.push("nightly", rig.clock.peek() + TWELVE_HOURS)
+        consumers = Consumers(rig.queue, rig.clock)
+        rig.cond.parked(1, timeout=0.3)
+        reads, waits, cpu = rig.clock.reads, rig.cond.waits, time.process_time()
+        early = consumers.next(0.3)  # a bounded wait: nothing is due for twelve hours
+        reads, waits = rig.clock.reads - reads, rig.cond.waits - waits
+        cpu = time.process_time() - cpu
+        _release(rig, consumers)
+        assert early is None, f"returned {early[0]!r} twelve hours early"
+        assert reads <= 1 and waits <= 1, (
+            f"a sleep or poll loop: with nothing due for 12 h, pop_due read the clock {reads} "
+            f"times and waited {waits} times in 0.3 s; wait on the condition once, for the "
+            "whole delay until the head is due"
+        )
+        assert cpu < 0.15, f"a busy loop: {cpu:.2f} s of CPU in 0.3 s with nothing due"
+
+    def re_tests_after_a_wake_up() -> None:
+        parked = _rig(make_queue)
+        parked.queue.push("nightly", parked.clock.peek() + TWELVE_HOURS)
+        empty = _rig(make_queue)
+        on_parked = Consumers(parked.queue, parked.clock)
+        on_empty = Consumers(empty.queue, empty.clock)
+        parked.cond.parked(1)
+        empty.cond.parked(1)
+        for _ in range(2):
+            parked.cond.spurious_wake_up()
+            empty.cond.spurious_wake_up()
+        try:
+            for consumers, where in [(on_parked, "a task due in 12 h"), (on_empty, "nothing")]:
+                try:
+                    early = consumers.next(0.1)
+                except AssertionError as error:
+                    raise AssertionError(
+                        f"after a spurious wake-up with {where} queued, {error}: `if` where "
+                        "`while` is needed (re-test the predicate after every wait)"
+                    ) from None
+                assert early is None, (
+                    f"a wake-up nobody asked for made pop_due return {early[0]!r} with "
+                    f"{where} due: `if` where `while` is needed (a wait can end by a "
+                    "notify, a timeout, or spuriously: re-test after every wait)"
+                )
+        finally:
+            _release(parked, on_parked)
+            _release(empty, on_empty)
+
+    def push_wakes_a_parked_timer() -> None:
+        rig = _rig(make_queue)
+        rig.queue.push("nightly", rig.clock.peek() + TWELVE_HOURS)
+        consumers = Consumers(rig.queue, rig.clock)
+        rig.cond.parked(1)
+        due = rig.clock.peek()
+        rig.queue.push("urgent", due)
+        try:
+            _expect(
+                consumers, "urgent", due, rig.clock,
+                "a timer parked 12 h on 'nightly' slept through a push due now; a push "
+                "that makes a new head must notify the condition",
+            )
+        finally:
+            _release(rig, consumers)
+
+    def two_waiters_both_re_arm() -> None:
+        rig = _rig(make_queue)
+        rig.queue.push("nightly", rig.clock.peek() + TWELVE_HOURS)
+        consumers = Consumers(rig.queue, rig.clock, count=2)
+        rig.cond.parked(2)
+        due = rig.clock.peek() + 0.1
+        rig.queue.push("first", due)
+        rig.queue.push("second", due)  # same instant, later arrival: not a new head
+        got: list[object] = []
+        try:
+            for _ in range(2):
+                item = consumers.next(due + LATE - rig.clock.peek())
+                if item is not None:
+                    got.append(item[0])
+        finally:
+            _release(rig, consumers)
+        if rig.cond.notifies:
+            hint = "notify() wakes one, use notify_all() (your push called notify())"
+        elif not rig.cond.notify_alls:
+            hint = "your push never notified the condition"
+        else:
+            hint = "use notify_all() when the new entry is the head"
+        assert sorted(map(str, got)) == ["first", "second"], (
+            f"two consumers were parked toward the 12 h head and only {got} came back: "
+            f"a new head must wake every waiter, since each computed its timeout from the "
+            f"old head; {hint}"
+        )
+
+    def cancelled_entry_never_runs() -> None:
+        rig = _rig(make_queue)
+        start = rig.clock.peek()
+        rig.queue.push("doomed", start + 0.1)
+        rig.queue.push("kept", start + 0.15)
+        consumers = Consumers(rig.queue, rig.clock, takes=2)
+        rig.cond.parked(1)
+        rig.queue.cancel("doomed")  # the consumer is parked on it: a tombstone now
+        try:
+            first = consumers.next(start + 0.15 + LATE - rig.clock.peek())
+            assert first is not None, "nothing came back after 'doomed' was cancelled"
+            assert first[0] != "doomed", (
+                "the cancelled 'doomed' still ran: cancel leaves a tombstone, and pop_due "
+                "drops tombstones when they reach the top"
+            )
+            assert first[0] == "kept", f"expected 'kept', got {first[0]!r}"
+            again = rig.clock.peek()
+            rig.queue.push("doomed", again)  # pushed again after its cancel: live again
+            rig.cond.spurious_wake_up()  # this check is about tombstones, not about notify
+            second = consumers.next(again + LATE - rig.clock.peek())
+            assert second is not None and second[0] == "doomed", (
+                "'doomed', cancelled and then pushed again, never came back: a tombstone "
+                "must kill the old entry only (remember the sequence of each task's live entry)"
+            )
+        finally:
+            _release(rig, consumers)
+
+    return [
+        ("returns what is due at once, due first, then arrival", due_now_in_order),
+        ("waits exactly the delay until the head is due", waits_exactly_the_delay),
+        ("no sleep or poll loop while nothing is due", no_poll_loop),
+        ("re-tests in a while after a spurious wake-up", re_tests_after_a_wake_up),
+        ("a push due now wakes a timer parked 12 h", push_wakes_a_parked_timer),
+        ("a new head wakes both of two waiters (notify_all)", two_waiters_both_re_arm),
+        ("a cancelled entry never runs; pushed again, it does", cancelled_entry_never_runs),
+    ]
 
 
-def source_of(function: Callable[..., Any]) -> str:
-    """The source of a function (for printing an answer next to the reference)."""
-    return inspect.getsource(function)
+def check_task_queue(make_queue: Callable[[Any], Any]) -> None:
+    """Run every timer check against ``make_queue`` (your ``TaskQueue`` class)."""
+    print_results(run_checks(timer_checks(make_queue)))
+
+
+def check_wakes_for_a_push(make_queue: Callable[[Any], Any]) -> None:
+    """Run only the parked-timer check: a task due now wakes a timer parked 12 h."""
+    checks = [c for c in timer_checks(make_queue) if "parked 12 h" in c[0]]
+    print_results(run_checks(checks))

@@ -1,0 +1,155 @@
+"""The checks of the two schedule exercises: the overrun rule and a cron field.
+
+Both compare the answer with the library itself: ``next_slot`` with
+``FixedRate.next_run``, ``parse_field`` with lldsched's cron parser.  Their random
+cases include the boundaries, where wrong answers hide: a run finishing exactly
+on a slot of the grid, and values one below and one above a field's range.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+from exercises.checks import Check, print_results, run_checks
+from lldsched import ExecutionRecord, FixedRate, OverrunPolicy, ScheduleError
+from lldsched.schedules.cron.parse import parse
+
+__all__ = ["check_next_slot", "check_parse_field", "next_slot_checks", "parse_field_checks"]
+
+# -- the overrun rule ------------------------------------------------------------------------
+
+CONVENTION = (
+    "lldsched's convention: a slot that falls exactly at the finish has not been missed "
+    "(it is next, due at once); the seed's next_run skips it (`<=` where lldsched has `<`)"
+)
+
+
+def reference_next_slot(slot: float, period: float, finished: float, policy: str) -> float:
+    """What ``FixedRate.next_run`` answers for a run of ``slot`` that ended at ``finished``."""
+    overrun = OverrunPolicy.SKIP if policy == "skip" else OverrunPolicy.CATCH_UP
+    record = ExecutionRecord(
+        task_id="t", name="t", attempt=1, due=slot, slot=slot, worker=0,
+        started=slot, finished=finished, ok=True,
+    )
+    return FixedRate(period, overrun).next_run(record, finished)
+
+
+def _verdict(
+    next_slot: Callable[[float, float, float, str], float],
+    slot: float, period: float, finished: float, policy: str,
+) -> None:
+    expected = reference_next_slot(slot, period, finished, policy)
+    got = next_slot(slot, period, finished, policy)
+    if abs(got - expected) < 1e-9:
+        return
+    call = f"next_slot({slot:g}, {period:g}, {finished:g}, {policy!r})"
+    on_boundary = (finished - slot) % period == 0
+    why = f": {CONVENTION}" if on_boundary else ""
+    raise AssertionError(f"{call}: expected {expected:g}, got {got:g}{why}")
+
+
+def next_slot_checks(next_slot: Callable[[float, float, float, str], float]) -> list[Check]:
+    """``next_slot(slot, period, finished, policy)``: the next due instant of a fixed-rate
+    task whose run for ``slot`` finished at ``finished``; ``policy`` is "skip" or "catch_up"."""
+
+    def named(slot: float, finished: float, policy: str) -> Callable[[], None]:
+        return lambda: _verdict(next_slot, slot, 60, finished, policy)
+
+    def random_cases() -> None:
+        rng = random.Random(3)
+        for n in range(500):
+            slot, period = float(rng.randint(0, 1000)), float(rng.randint(1, 120))
+            k = rng.randint(0, 5)
+            finished = slot + rng.choice(
+                [k * period, k * period + 0.5, k * period - 0.5, period / 2]
+            )
+            if n < 40:  # the boundaries first: a finish exactly on a slot of the grid
+                finished = slot + (n % 5 + 1) * period
+            _verdict(next_slot, slot, period, max(finished, slot), rng.choice(["skip", "catch_up"]))
+
+    return [
+        ("a short run: the next slot on the grid", named(0, 5, "skip")),
+        ("skip after a 150 s run on a 60 s period -> 180", named(0, 150, "skip")),
+        ("catch-up after the same run -> 60, due at once", named(0, 150, "catch_up")),
+        ("a run ending exactly on the next slot -> that slot", named(0, 60, "skip")),
+        ("skip, a run ending exactly two slots later -> 120", named(0, 120, "skip")),
+        ("agrees with FixedRate.next_run on 500 runs, boundaries included", random_cases),
+    ]
+
+
+def check_next_slot(next_slot: Callable[[float, float, float, str], float]) -> None:
+    """Run the overrun-rule checks against your ``next_slot``."""
+    print_results(run_checks(next_slot_checks(next_slot)))
+
+
+# -- a cron field ----------------------------------------------------------------------------
+
+_FIELD_POSITION = {(0, 59): "{} * * * *", (0, 23): "0 {} * * *", (1, 12): "0 0 1 {} *"}
+
+
+def reference_field(text: str, low: int, high: int) -> set[int] | None:
+    """The values lldsched's parser allows for ``text`` in a field of ``low``-``high``, or
+    None when it rejects the text."""
+    try:
+        fields = parse(_FIELD_POSITION[(low, high)].format(text))
+    except ScheduleError:
+        return None
+    by_range = {(0, 59): fields.minutes, (0, 23): fields.hours, (1, 12): fields.months}
+    return set(by_range[(low, high)])
+
+
+def _compare(parse_field: Callable[[str, int, int], set[int]], text: str, low: int, high: int) -> None:
+    expected = reference_field(text, low, high)
+    where = f"{text!r} in {low}-{high}"
+    if expected is None:
+        try:
+            got = parse_field(text, low, high)
+        except ValueError:
+            return
+        raise AssertionError(f"{where} should raise ValueError (cron rejects it), got {sorted(got)}")
+    got = set(parse_field(text, low, high))
+    assert got == expected, f"{where}: expected {sorted(expected)}, got {sorted(got)}"
+
+
+def _random_field(rng: random.Random, low: int, high: int) -> str:
+    def number() -> str:  # the edges and one past them, often
+        return str(rng.choice([low - 1, low, high, high + 1, rng.randint(low, high)]))
+
+    def item() -> str:
+        base = rng.choice(["*", number(), f"{number()}-{number()}"])
+        return base + (f"/{rng.choice([0, 1, 2, 7, high, high + 1])}" if rng.random() < 0.4 else "")
+
+    return ",".join(item() for _ in range(rng.randint(1, 3)))
+
+
+def parse_field_checks(parse_field: Callable[[str, int, int], set[int]]) -> list[Check]:
+    """``parse_field(text, low, high)``: the set of values one numeric cron field allows, or
+    ``ValueError`` for text cron rejects.  Compared against lldsched's own parser."""
+
+    def cases(texts: list[str], low: int, high: int) -> Callable[[], None]:
+        def check() -> None:
+            for text in texts:
+                _compare(parse_field, text, low, high)
+
+        return check
+
+    def random_fields() -> None:
+        rng = random.Random(11)
+        for low, high in [(0, 59), (0, 23), (1, 12)] * 100:
+            _compare(parse_field, _random_field(rng, low, high), low, high)
+
+    minutes = ["*", "0", "59", "5-10", "7-7", "*/15", "10-50/20", "50/3", "1,5,9", "0-59/59"]
+    return [
+        ("minute fields: values, ranges, steps, lists", cases(minutes, 0, 59)),
+        ("hour fields", cases(["*", "9-17", "*/6", "12", "9-17/2,22"], 0, 23)),
+        ("range ends are bounds-checked: 50-70, 0-99/50", cases(["50-70", "0-99/50", "60"], 0, 59)),
+        ("rejects what cron rejects: +5, 5-1, */0, 1,,2", cases(
+            ["+5", "5-1", "*/0", "1,,2", "", "a", "-1", "1-", "*/"], 0, 59)),
+        ("agrees with lldsched on 300 random fields, edges included", random_fields),
+    ]
+
+
+def check_parse_field(parse_field: Callable[[str, int, int], set[int]]) -> None:
+    """Run the cron-field checks against your ``parse_field``."""
+    print_results(run_checks(parse_field_checks(parse_field)))

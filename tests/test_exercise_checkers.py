@@ -1,0 +1,235 @@
+"""The exercise checkers of notebook 07 are honest: known-wrong answers fail, each with a
+message that names the mistake, and the reference answers pass every check."""
+
+from __future__ import annotations
+
+import heapq
+import math
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
+from exercises.checks import Result, run_checks, timer_checks  # noqa: E402
+from exercises.schedule_checks import next_slot_checks, parse_field_checks  # noqa: E402
+from exercises.solutions import TaskQueue, next_slot, parse_field  # noqa: E402
+
+# -- the timer: five mistakes, and one more ---------------------------------------------------
+
+
+class PollsWithSleep(TaskQueue):
+    """The first answer many give: look, sleep 10 ms, look again."""
+
+    def pop_due(self) -> str:
+        while True:
+            with self._cond:
+                if self._heap and self._heap[0][0] <= self._clock():
+                    return heapq.heappop(self._heap)[2]
+            time.sleep(0.01)  # the mistake under test
+
+
+class PollsWithShortWaits(TaskQueue):
+    """A Condition, but waited on 10 ms at a time: a poll loop all the same."""
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while not (self._heap and self._heap[0][0] <= self._clock()):
+                self._cond.wait(0.01)
+            return heapq.heappop(self._heap)[2]
+
+
+class ChecksOnceWithIf(TaskQueue):
+    """``if`` where ``while`` is needed: any wake-up is taken as "the head is due"."""
+
+    def pop_due(self) -> str:
+        with self._cond:
+            if not self._heap:
+                self._cond.wait()
+            delay = self._heap[0][0] - self._clock()
+            if delay > 0:
+                self._cond.wait(delay)
+            due, sequence, task = heapq.heappop(self._heap)
+            return task
+
+
+class PushWithoutNotify(TaskQueue):
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            sequence = next(self._sequence)
+            self._live[task] = sequence
+            heapq.heappush(self._heap, (due, sequence, task))
+
+
+class NotifiesOne(TaskQueue):
+    """``notify()`` on a new head: one waiter re-arms, the other sleeps on."""
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            sequence = next(self._sequence)
+            self._live[task] = sequence
+            entry = (due, sequence, task)
+            heapq.heappush(self._heap, entry)
+            if self._heap[0] is entry:
+                self._cond.notify()
+
+
+class CancelForgets(TaskQueue):
+    """Cancel that leaves no tombstone: the entry runs anyway."""
+
+    def cancel(self, task: str) -> None:
+        return None
+
+
+class CancelledForever(TaskQueue):
+    """Tombstones as a set of names, never cleared: a task pushed again stays dead."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(clock)
+        self.cancelled: set[str] = set()
+
+    def cancel(self, task: str) -> None:
+        with self._cond:
+            self.cancelled.add(task)
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while True:
+                while self._heap and self._heap[0][2] in self.cancelled:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                delay = self._heap[0][0] - self._clock()
+                if delay <= 0:
+                    return heapq.heappop(self._heap)[2]
+                self._cond.wait(delay)
+
+
+def failure(results: list[Result], check: str) -> str:
+    """The message of the check whose description contains ``check``; it must have failed."""
+    (result,) = [r for r in results if check in r.description]
+    assert not result.passed, f"{check!r} passed a wrong answer"
+    return result.message
+
+
+TIMER_MISTAKES = [
+    (PollsWithSleep, "no sleep or poll loop", "sleep or poll loop"),
+    (PollsWithShortWaits, "no sleep or poll loop", "sleep or poll loop"),
+    (ChecksOnceWithIf, "spurious wake-up", "`while` is needed"),
+    (PushWithoutNotify, "parked 12 h", "must notify the condition"),
+    (NotifiesOne, "both of two waiters", "use notify_all()"),
+    (CancelForgets, "cancelled entry never runs", "still ran"),
+    (CancelledForever, "cancelled entry never runs", "pushed again, never came back"),
+]
+
+
+@pytest.mark.parametrize(
+    ("answer", "check", "named"), TIMER_MISTAKES, ids=[m[0].__name__ for m in TIMER_MISTAKES]
+)
+def test_the_timer_checker_fails_each_mistake_with_a_message_naming_it(
+    answer: type[TaskQueue], check: str, named: str
+) -> None:
+    message = failure(run_checks(timer_checks(answer)), check)
+    assert named in message
+
+
+def test_the_timer_checker_passes_the_reference_queue() -> None:
+    results = run_checks(timer_checks(TaskQueue))
+    assert [r for r in results if not r.passed] == []
+
+
+def test_the_timer_checker_reports_a_blank_answer_without_hanging() -> None:
+    class Blank(TaskQueue):
+        def push(self, task: str, due: float) -> None:
+            raise NotImplementedError("your turn")
+
+        def pop_due(self) -> str:
+            raise NotImplementedError("your turn")
+
+    results = run_checks(timer_checks(Blank))
+    assert all(not r.passed and "NotImplementedError" in r.message for r in results)
+
+
+# -- the overrun rule ---------------------------------------------------------------------------
+
+
+def seed_next_run(slot: float, period: float, finished: float, policy: str) -> float:
+    """The seed's rule: a slot at the finish counts as missed."""
+    following = slot + period
+    if policy == "skip":
+        while following <= finished:
+            following += period
+    return following
+
+
+def floor_plus_one(slot: float, period: float, finished: float, policy: str) -> float:
+    following = slot + period
+    if following >= finished or policy == "catch_up":
+        return following
+    return slot + (math.floor((finished - slot) / period) + 1) * period
+
+
+def test_the_seeds_next_run_fails_on_the_slot_at_the_finish_and_is_told_the_convention() -> None:
+    results = run_checks(next_slot_checks(seed_next_run))
+    assert "slot that falls exactly at the finish has not been missed" in failure(
+        results, "exactly on the next slot"
+    )
+    assert "lldsched's convention" in failure(results, "500 runs")
+
+
+def test_a_skip_with_floor_plus_one_fails_the_random_runs_too() -> None:
+    results = run_checks(next_slot_checks(floor_plus_one))
+    assert "lldsched's convention" in failure(results, "500 runs, boundaries included")
+
+
+def test_the_overrun_checker_passes_the_reference_answer() -> None:
+    assert all(r.passed for r in run_checks(next_slot_checks(next_slot)))
+
+
+# -- a cron field -------------------------------------------------------------------------------
+
+
+def unbounded_ranges(text: str, low: int, high: int) -> set[int]:
+    """Bounds-checks single numbers, never range ends: "50-70" gives minute 70."""
+    values: set[int] = set()
+    for item in text.split(","):
+        base, slash, step = item.partition("/")
+        if slash and (not step.isdigit() or int(step) == 0):
+            raise ValueError(f"bad step in {item!r}")
+        if base == "*":
+            start, stop = low, high
+        elif "-" in base:
+            first, _, last = base.partition("-")
+            start, stop = int(first), int(last)
+            if start > stop:
+                raise ValueError(f"reversed range {base!r}")
+        else:
+            if not base.isdigit() or not low <= int(base) <= high:
+                raise ValueError(f"bad value {base!r}")
+            start = int(base)
+            stop = high if slash else start
+        values.update(range(start, stop + 1, int(step) if slash else 1))
+    return values
+
+
+def accepts_a_plus_sign(text: str, low: int, high: int) -> set[int]:
+    """The reference, but numbers read with int(): "+5" is taken as 5."""
+    return parse_field(text.replace("+", ""), low, high)
+
+
+def test_a_parser_that_never_bounds_checks_range_ends_fails() -> None:
+    results = run_checks(parse_field_checks(unbounded_ranges))
+    assert "'50-70' in 0-59 should raise ValueError" in failure(results, "range ends")
+    failure(results, "random fields")
+
+
+def test_a_parser_that_accepts_plus_five_fails() -> None:
+    results = run_checks(parse_field_checks(accepts_a_plus_sign))
+    assert "'+5' in 0-59 should raise ValueError" in failure(results, "rejects what cron rejects")
+
+
+def test_the_field_checker_passes_the_reference_answer() -> None:
+    assert all(r.passed for r in run_checks(parse_field_checks(parse_field)))
