@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
-from exercises.checks import Result, run_checks, timer_checks  # noqa: E402
-from exercises.schedule_checks import next_slot_checks, parse_field_checks  # noqa: E402
-from exercises.solutions import TaskQueue, next_slot, parse_field  # noqa: E402
+from exercises.checks import Result, run_checks, timer_checks
+from exercises.schedule_checks import next_slot_checks, parse_field_checks
+from exercises.solutions import TaskQueue, next_slot, parse_field
 
 # -- the timer: five mistakes, and one more ---------------------------------------------------
 
@@ -51,8 +51,7 @@ class ChecksOnceWithIf(TaskQueue):
             delay = self._heap[0][0] - self._clock()
             if delay > 0:
                 self._cond.wait(delay)
-            due, sequence, task = heapq.heappop(self._heap)
-            return task
+            return heapq.heappop(self._heap)[2]
 
 
 class PushWithoutNotify(TaskQueue):

@@ -65,7 +65,10 @@ def run_checks(checks: list[Check]) -> list[Result]:
 
 
 def print_results(results: list[Result]) -> None:
-    """One line per check, then the count."""
+    """One line per check, then the count (one line in all for an answer not yet written)."""
+    if results and all("NotImplementedError" in r.message for r in results):
+        print(f"not written yet: {len(results)} checks are waiting for your answer")
+        return
     for result in results:
         if result.passed:
             print(f"✓ {result.description}")
@@ -281,7 +284,10 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         consumers = Consumers(rig.queue, rig.clock)
         try:
             _expect(
-                consumers, "soon", due, rig.clock,
+                consumers,
+                "soon",
+                due,
+                rig.clock,
                 "wait on the condition with timeout = due - now (a wait with no timeout "
                 "only ends when someone notifies)",
             )
@@ -344,7 +350,10 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         rig.queue.push("urgent", due)
         try:
             _expect(
-                consumers, "urgent", due, rig.clock,
+                consumers,
+                "urgent",
+                due,
+                rig.clock,
                 "a timer parked 12 h on 'nightly' slept through a push due now; a push "
                 "that makes a new head must notify the condition",
             )

@@ -29,15 +29,25 @@ def reference_next_slot(slot: float, period: float, finished: float, policy: str
     """What ``FixedRate.next_run`` answers for a run of ``slot`` that ended at ``finished``."""
     overrun = OverrunPolicy.SKIP if policy == "skip" else OverrunPolicy.CATCH_UP
     record = ExecutionRecord(
-        task_id="t", name="t", attempt=1, due=slot, slot=slot, worker=0,
-        started=slot, finished=finished, ok=True,
+        task_id="t",
+        name="t",
+        attempt=1,
+        due=slot,
+        slot=slot,
+        worker=0,
+        started=slot,
+        finished=finished,
+        ok=True,
     )
     return FixedRate(period, overrun).next_run(record, finished)
 
 
 def _verdict(
     next_slot: Callable[[float, float, float, str], float],
-    slot: float, period: float, finished: float, policy: str,
+    slot: float,
+    period: float,
+    finished: float,
+    policy: str,
 ) -> None:
     expected = reference_next_slot(slot, period, finished, policy)
     got = next_slot(slot, period, finished, policy)
@@ -99,7 +109,9 @@ def reference_field(text: str, low: int, high: int) -> set[int] | None:
     return set(by_range[(low, high)])
 
 
-def _compare(parse_field: Callable[[str, int, int], set[int]], text: str, low: int, high: int) -> None:
+def _compare(
+    parse_field: Callable[[str, int, int], set[int]], text: str, low: int, high: int
+) -> None:
     expected = reference_field(text, low, high)
     where = f"{text!r} in {low}-{high}"
     if expected is None:
@@ -107,7 +119,9 @@ def _compare(parse_field: Callable[[str, int, int], set[int]], text: str, low: i
             got = parse_field(text, low, high)
         except ValueError:
             return
-        raise AssertionError(f"{where} should raise ValueError (cron rejects it), got {sorted(got)}")
+        raise AssertionError(
+            f"{where} should raise ValueError (cron rejects it), got {sorted(got)}"
+        )
     got = set(parse_field(text, low, high))
     assert got == expected, f"{where}: expected {sorted(expected)}, got {sorted(got)}"
 
@@ -144,8 +158,10 @@ def parse_field_checks(parse_field: Callable[[str, int, int], set[int]]) -> list
         ("minute fields: values, ranges, steps, lists", cases(minutes, 0, 59)),
         ("hour fields", cases(["*", "9-17", "*/6", "12", "9-17/2,22"], 0, 23)),
         ("range ends are bounds-checked: 50-70, 0-99/50", cases(["50-70", "0-99/50", "60"], 0, 59)),
-        ("rejects what cron rejects: +5, 5-1, */0, 1,,2", cases(
-            ["+5", "5-1", "*/0", "1,,2", "", "a", "-1", "1-", "*/"], 0, 59)),
+        (
+            "rejects what cron rejects: +5, 5-1, */0, 1,,2",
+            cases(["+5", "5-1", "*/0", "1,,2", "", "a", "-1", "1-", "*/"], 0, 59),
+        ),
         ("agrees with lldsched on 300 random fields, edges included", random_fields),
     ]
 

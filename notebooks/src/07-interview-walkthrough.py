@@ -1,34 +1,51 @@
 # %% [markdown]
 # # 07 · The interview, in 45 minutes
 #
+# [previous: 06 · persistence and shutdown](06-persistence-and-shutdown.ipynb) · [contents](00-index.ipynb)
+#
+# **Objectives**
+#
+# - answer the case at interview pace, one slot at a time: what to say, what to draw, what to write;
+# - write the blocking timer queue (`push`, `pop_due`, `cancel`) on a `threading.Condition`
+#   from memory, and have real threads check it;
+# - state the fixed-rate and overrun rules exactly, boundary included;
+# - know the talking points: the patterns used, the two deliberately not used, and the
+#   hand-off to the distributed design.
+#
+# **Minutes:** 45, as in the interview (the cron field parser at the end is optional homework, 15 more).
+#
 # *"Design an in-process task scheduler: cron-like schedules, retries, a worker pool. Show
 # the data structure the timer uses, and say exactly what the timer thread does while it
 # has nothing to do."*
 #
-# This notebook walks the case at interview pace. Three exercises ask you to write the
-# pieces interviewers most often ask for on the whiteboard (`pop_due`, a cron field parser,
-# the overrun rule); each is checked by running real tests against your code, and a
-# reference answer is there when you want it, not before.
+# Each slot opens with a **prompt card**: what to say, what to draw, what to write. Two
+# exercises sit where an interviewer asks for them (the timer queue in 14-24, the overrun
+# rule in 24-32); each is checked by running real tests against your code. Running all
+# cells never shows an answer: each exercise has a commented `%load` line that brings the
+# reference answer into its cell when *you* ask for it.
 #
-# | minutes | what to do |
-# | --- | --- |
-# | 0-5 | clarify: one process or a cluster, rate or delay, overruns, time zones |
-# | 5-10 | entities: the task is *what*, the schedule is *when* |
-# | 10-14 | the data structure: a heap keyed on (due, priority, sequence); say why the sequence |
-# | 14-24 | the timer loop ("wait with a timeout, a push notifies") and the pool behind it |
-# | 24-32 | lifecycle: retries, dead letter, rescheduling |
-# | 32-38 | tombstones and generations, why a running thread cannot be stopped, shutdown order |
-# | 38-45 | extensions: dependencies, misfires, recovery, several schedulers, timing wheels |
+# | minutes | slot | you write |
+# | --- | --- | --- |
+# | 0-5 | clarify | nothing yet: questions |
+# | 5-10 | entities | two class diagrams |
+# | 10-14 | the data structure | the heap entry |
+# | 14-24 | the timer and the pool | **exercise 1**: the timer queue on a Condition |
+# | 24-32 | lifecycle, retries, rescheduling | **exercise 2**: the overrun rule |
+# | 32-38 | cancellation and shutdown | the shutdown order |
+# | 38-45 | extensions | cron as a five-minute sketch; leases and fencing tokens |
 
 # %% [markdown]
 # ## 0-5 · Clarify
 #
+# > **Say:** "Before I design: one process or many? Rate or delay? What if a run outlasts
+# > its period?" **Draw:** nothing yet. **Write:** the answers, as a list, in a corner.
+#
 # | question | the answer this design takes |
 # | --- | --- |
-# | one process or a cluster? | one; the store is the seam to a shared one |
-# | fixed rate from the start or the finish of a run? | rate from the start, delay from the finish |
+# | one process or a cluster? | one scheduler per process; several share a job set through the store with leases and fencing tokens (38-45) |
+# | fixed rate from the start or the finish? | rate keeps a **grid of slots**, anchored on the slot each run served (its start, when it starts on time); delay counts from the finish |
 # | a run longer than its period? | an explicit policy, SKIP or CATCH_UP, never a silent pile-up |
-# | can a running task be stopped? | no: cancel stops future runs; real cancellation is cooperative |
+# | can a running task be stopped? | no: Python cannot preempt a thread; cancel stops future runs, real cancellation is cooperative |
 # | seconds, time zones? | five cron fields to the minute; zones are the hard extension |
 # | is a retry a new run? | the same task, attempt n + 1, due at finish + backoff |
 # | what does the timer do while waiting? | blocks on a Condition for exactly the remaining delay |
@@ -36,10 +53,103 @@
 # %% [markdown]
 # ## 5-10 · Entities
 #
-# Say the split out loud: a **task** is a Command (id, name, callable, priority, retry
-# policy, timeout) and a **schedule** is a Strategy (`first_run(now)`, `next_run(record)`).
-# Around them: a **store** every status change is written through (Repository), a
-# **clock**, an **id generator** and **listeners** (Observer), all injected.
+# > **Say:** "The task is *what* (a Command), the schedule is *when* (a Strategy); the
+# > runtime moves tasks without knowing what they do." **Draw:** the two diagrams below.
+# > **Write:** the `Schedule` protocol, two methods.
+#
+# ```mermaid
+# classDiagram
+#     direction LR
+#     class ScheduledTask {
+#         id
+#         name
+#         action
+#         priority
+#         status TaskStatus
+#         next_run_at
+#         attempt
+#         generation
+#     }
+#     class Schedule {
+#         <<protocol>>
+#         first_run(now) float
+#         next_run(record, now) float or None
+#     }
+#     class RetryPolicy {
+#         max_attempts
+#         backoff(attempt) float
+#     }
+#     class ExecutionRecord {
+#         attempt
+#         due
+#         slot
+#         started
+#         finished
+#         ok
+#         error
+#     }
+#     ScheduledTask --> Schedule : when
+#     ScheduledTask --> RetryPolicy : on failure
+#     ScheduledTask "1" --> "*" ExecutionRecord : history
+#     Schedule <|.. OneTime
+#     Schedule <|.. FixedRate
+#     Schedule <|.. FixedDelay
+#     Schedule <|.. CronSchedule
+# ```
+#
+# The runtime around them: one state machine, two runtimes that drive it, and the seams
+# injected into it (clock, store, listeners).
+#
+# ```mermaid
+# classDiagram
+#     direction LR
+#     class Scheduler {
+#         one Lock, three Conditions
+#         schedule()
+#         cancel()
+#         pause()
+#         resume()
+#         shutdown()
+#     }
+#     class SchedulerCore {
+#         tasks
+#         add()
+#         begin()
+#         finish()
+#     }
+#     class TaskQueue {
+#         heap of due, priority, sequence, id
+#         push()
+#         pop_due()
+#         discard()
+#     }
+#     class WorkerPool {
+#         bounded hand-off queue
+#         put()
+#     }
+#     class Clock {
+#         <<protocol>>
+#         now() float
+#         wait(condition, deadline)
+#     }
+#     class TaskStore {
+#         <<protocol>>
+#         save()
+#         load_all()
+#     }
+#     class Listener {
+#         <<protocol>>
+#         on_event(event)
+#     }
+#     Scheduler *-- SchedulerCore
+#     Scheduler *-- TaskQueue
+#     Scheduler *-- WorkerPool
+#     Simulation *-- SchedulerCore
+#     SchedulerCore --> TaskQueue : push
+#     SchedulerCore --> Clock
+#     SchedulerCore --> TaskStore : every transition
+#     Scheduler --> Listener : events, off the lock
+# ```
 
 # %% tags=["nbval-check-output"]
 from lldsched import FixedRate, Priority, RetryPolicy, Scheduler, TaskStatus
@@ -49,81 +159,146 @@ print(sorted(Priority), "<- lower sorts first")
 print(RetryPolicy())
 
 # %% [markdown]
-# ## 10-14 · The data structure, and exercise 1: `pop_due`
+# ## 10-14 · The data structure
 #
-# A min-heap of `(due, priority, sequence, generation, task)`. The sequence is an
-# ever-increasing counter: ties never reach the task object, and equal due times keep
-# arrival order. Cancelling bumps the task's generation, so its entry becomes a tombstone
-# that is dropped when it surfaces. (lldsched's own entries are `(due, priority, sequence,
-# task_id)`, with the sequence doubling as the generation: notebook 01 says why.)
+# > **Say:** "A min-heap of `(due, priority, sequence, task)`. The sequence is an
+# > ever-increasing counter: equal due times keep arrival order, and the comparison never
+# > reaches the task object." **Draw:** a heap of four entries, the head circled.
+# > **Write:** the tuple, and `heapq.heappush` / `heappop`.
 #
-# **Exercise 1.** Write `pop_due(heap, now, generations)`: pop and return, in heap order,
-# the live entries due at or before `now`. Entries here are
-# `(due, priority, sequence, generation, name)`; an entry is live when
-# `generations[name]` equals its generation. Replace the body and run the check.
-
-
-# %%
-def pop_due(heap, now, generations):  # heapq.heappop is your friend
-    raise NotImplementedError("your turn")
-
-
-# %%
-from exercises import check_pop_due
-
-check_pop_due(pop_due)
-
-# %% [markdown]
-# Stuck? `show_solution("pop_due")` prints a reference answer; here it is checked with the
-# same tests:
+# Cancelling from the middle of a heap is O(n), so nothing is removed: each task
+# remembers the sequence of its one live entry, and an entry whose sequence is no longer
+# its task's is a **tombstone**, dropped when it reaches the top (notebook 01 shows it on
+# the real queue).
 
 # %% tags=["nbval-check-output"]
-from exercises import solutions
+import heapq
 
-check_pop_due(solutions.pop_due)
+heap: list[tuple[float, int, int, str]] = []
+for sequence, (due, priority, name) in enumerate(
+    [(10.0, 1, "report"), (10.0, 0, "alert"), (5.0, 2, "cleanup"), (10.0, 1, "digest")]
+):
+    heapq.heappush(heap, (due, priority, sequence, name))
+print([heapq.heappop(heap)[3] for _ in range(len(heap))])
 
 # %% [markdown]
-# ## 14-24 · The timer loop and the pool
+# ## 14-24 · The timer, and the pool behind it
 #
-# While writing it, say: *"the timer waits on a Condition with a timeout equal to the time
-# until the head is due; a push that makes a new head notifies it; after every wake-up I
-# re-test."* Due entries go to a fixed pool of workers through a **bounded** queue:
-# backpressure, not an unbounded backlog. Notebook 01 measures it against a poll loop.
+# > **Say**, while you write: *"The timer waits on a Condition with a timeout equal to the
+# > time until the head is due; a push that makes a new head notifies all waiters; after
+# > every wake-up I re-test, in a `while`."* Then: "due entries go to a fixed pool of
+# > workers through a **bounded** queue: backpressure, not an unbounded backlog."
+# > **Draw:** timer thread → bounded queue → N workers. **Write:** the class below.
 #
-# ## 24-32 · Lifecycle, and exercise 2: a cron field
+# **Exercise 1 (ten minutes).** Complete `TaskQueue`:
 #
-# `SCHEDULED -> RUNNING -> SCHEDULED | SUCCEEDED | RETRYING | FAILED`, with `PAUSED` and
-# `CANCELLED` from any live status. RETRYING is its own status because a retry keeps the
-# attempt counter and a reschedule resets it.
+# - `push(task, due)` queues a task name at `due` (seconds on `self._clock()`); pushing a
+#   task that is already queued replaces its entry;
+# - `cancel(task)` leaves a tombstone: the entry stays in the heap and never comes out;
+# - `pop_due()` blocks until the head is due, then removes and returns it.
 #
-# Cron comes up here ("now support cron"): it is one more schedule. **Exercise 2.** Write
-# `parse_field(text, low, high)`: the set of values a numeric cron field allows (`*`, `n`,
-# `a-b`, `*/s`, `a-b/s`, `n/s` meaning `n-high/s`, comma lists), raising `ValueError` for
-# reversed ranges, a step of 0, empty list items and out-of-range values. The check
-# compares your answer with lldsched's own parser.
-
+# The constructor is written for you: take the time only from `self._clock()`. The check
+# runs your class on real threads for about a second and a half, with a clock it controls,
+# and names each mistake it finds: a sleep or poll loop, `if` where `while` is needed (it
+# wakes your waiter when nothing changed), a push that does not notify (a waiter parked
+# twelve hours must wake for a task due now), `notify()` where two waiters need
+# `notify_all()`, a cancelled entry that still comes out.
+#
+# *Where lldsched differs:* its entries also carry the priority, `(due, priority,
+# sequence, task_id)`; the sequence doubles as the task's generation; the timer waits
+# through `clock.wait(condition, deadline)` so that a fake clock can drive it (notebook
+# 01); and one lock carries three Conditions (timer, workers, idle waiters).
 
 # %%
-def parse_field(text, low, high):
-    raise NotImplementedError("your turn")
+import itertools
+import threading
+import time
 
+
+class TaskQueue:
+    def __init__(self, clock=time.monotonic):
+        self._clock = clock
+        self._cond = threading.Condition()  # guards everything below
+        self._heap = []  # (due, sequence, task)
+        self._sequence = itertools.count()
+        self._live = {}  # task -> the sequence of its live entry
+
+    def push(self, task, due):
+        raise NotImplementedError("your turn")
+
+    def cancel(self, task):
+        raise NotImplementedError("your turn")
+
+    def pop_due(self):
+        raise NotImplementedError("your turn")
+
+
+# To see the reference answer, uncomment the next line and run this cell (it replaces the cell):
+# %load exercises/solutions/task_queue.py
 
 # %%
-from exercises import check_parse_field
+from exercises import check_task_queue
 
-check_parse_field(parse_field)
+check_task_queue(TaskQueue)
+
+# %% [markdown]
+# ## 24-32 · Lifecycle, retries, rescheduling
+#
+# > **Say:** "SCHEDULED → RUNNING → SCHEDULED, SUCCEEDED, RETRYING or FAILED; PAUSED and
+# > CANCELLED from any live status. RETRYING is its own status because a retry keeps the
+# > attempt counter and a reschedule resets it." **Draw:** the state diagram (notebook 03
+# > draws it from the core's own transition table). **Write:** `next_run` for fixed rate.
+#
+# **Fixed rate anchors on the slot it served**, not on the start: the slots are a grid
+# `first + k * period`, and a run that starts late does not move the grid. A run due at 0
+# that starts at 30 s is next due at 60, not 90:
 
 # %% tags=["nbval-check-output"]
-check_parse_field(solutions.parse_field)
+from lldsched import ExecutionRecord
+
+
+def run(slot: float, started: float, finished: float) -> ExecutionRecord:
+    return ExecutionRecord(
+        task_id="t",
+        name="report",
+        attempt=1,
+        due=slot,
+        slot=slot,
+        worker=0,
+        started=started,
+        finished=finished,
+        ok=True,
+    )
+
+
+every_minute = FixedRate(60)
+print("due 0, started 30, finished 35 -> next due", every_minute.next_run(run(0, 30, 35), 35))
+
+# Ten runs that each start 30 s late: the grid against "start + period".
+grid, from_start, slot, start = [], [], 0.0, 0.0
+for _ in range(10):
+    grid.append(slot + 30)
+    slot = every_minute.next_run(run(slot, slot + 30, slot + 35), slot + 35)
+    from_start.append(start + 30)
+    start += 30 + 60
+print("grid       starts:", [int(t) for t in grid])
+print("start + 60 starts:", [int(t) for t in from_start], "<- drifts 30 s a run")
 
 # %% [markdown]
-# ## Exercise 3: the overrun rule
+# After a pause, `resume` runs a slept-through slot at once and **re-anchors** the grid
+# there: the next slot is a period after the resumed run, not the old grid's next point
+# (notebook 02 shows it on a running scheduler).
 #
-# A fixed-rate task keeps a grid of slots `first + k * period`. After its run for `slot`
-# finishes at `finished`, the next slot is `slot + period`, unless the run overran it:
-# `SKIP` jumps to the first slot of the grid not before the finish, `CATCH_UP` returns the
-# missed slot, due at once. Write `next_slot(slot, period, finished, policy)` with policy
-# `"skip"` or `"catch_up"`; the check compares it with `FixedRate.next_run`.
+# **Exercise 2 (four minutes).** A run that outlasts its period has missed slots. After
+# the run for `slot` finishes at `finished`, the next slot is `slot + period`, unless the
+# run overran it: `"skip"` moves to the first slot of the grid **not before** the finish,
+# `"catch_up"` returns the missed slot, due at once. Write `next_slot(slot, period,
+# finished, policy)`; the check compares it with `FixedRate.next_run`, boundaries included.
+#
+# *The convention, where it differs from the seed's:* a slot that falls exactly at the
+# finish has **not** been missed: `next_slot(0, 60, 60, "skip")` is 60, due at once, and
+# `next_slot(0, 60, 120, "skip")` is 120. The seed's `next_run` steps past it
+# (`while next <= finished`), so it answers 120 and 180.
 
 
 # %%
@@ -131,24 +306,38 @@ def next_slot(slot, period, finished, policy):
     raise NotImplementedError("your turn")
 
 
+# To see the reference answer, uncomment the next line and run this cell:
+# %load exercises/solutions/next_slot.py
+
 # %%
 from exercises import check_next_slot
 
 check_next_slot(next_slot)
 
-# %% tags=["nbval-check-output"]
-check_next_slot(solutions.next_slot)
-
 # %% [markdown]
 # ## 32-38 · Cancellation and shutdown
 #
-# * **Tombstones, not removal**: cancel, pause and every re-queue bump the generation; the
-#   timer drops stale entries, and a worker checks the generation again before it starts.
+# > **Say:** "Tombstones, not removal. A running thread cannot be stopped. Stop the timer
+# > before the pool." **Draw:** the shutdown order as three numbered arrows. **Write:**
+# > `shutdown()` in four lines.
+#
+# * **Tombstones, not removal**: cancel, pause and every re-queue give the task a new
+#   generation; the timer drops stale entries, and a worker checks the generation again
+#   before it starts (an entry can die after the timer popped it).
 # * **A running thread cannot be stopped**: cancel stops future runs at once and raises the
 #   run's cooperative flag; the run finishes and its record is kept.
-# * **Shutdown order**: stop the timer first (so nothing new is submitted), then drain the
+# * **Shutdown order**: stop the timer first (nothing new is submitted), then drain the
 #   pool (or drop what is queued), then join. Stopping the pool first makes the timer
 #   submit into a closed pool.
+#
+# **Deliberately not used** (say so before you are asked):
+#
+# * **Singleton**: one scheduler is built and passed around. Tests build one per case and
+#   shut it down; a module-level instance needs a reset back door and hides the clock it
+#   should be given.
+# * **A State class per status**: seven statuses with guarded transitions are an enum and
+#   one table (`lldsched/core/lifecycle.py`); a class per status spreads one rule over
+#   seven files and makes the simulation's reuse of the same machine harder.
 
 # %% tags=["nbval-check-output"]
 from lldsched import FakeClock
@@ -163,26 +352,107 @@ except RuntimeError as error:
     print(type(error).__name__, "-", error)
 
 # %% [markdown]
-# ## 38-45 · Extensions interviewers ask for
+# ## 38-45 · Extensions
+#
+# > **Say:** "Cron is one more Strategy." Then take the follow-ups in the order the
+# > interviewer cares about. **Draw:** the five fields as five sets. **Write:** the
+# > sketch below, not a parser.
+#
+# **Cron as a five-minute sketch.** Each field becomes a set of allowed values (minutes
+# 0-59, hours 0-23, days of month, months, days of week); `next_run` finds the first
+# minute after the finish whose fields are all in their sets (the two day fields are
+# OR-ed unless one starts with `*`), **jumping** field by field (next allowed month, then
+# day, hour, minute), not walking minutes. On the board:
+#
+# ```python
+# class CronSchedule:                      # a Strategy, like FixedRate
+#     def __init__(self, expr, tz="UTC"):   # parse once; bad text fails here, not at 03:00
+#         self.minutes, self.hours, self.days, self.months, self.weekdays = parse(expr)
+#     def first_run(self, now):
+#         return self.next_after(now)
+#     def next_run(self, record, now):
+#         return self.next_after(record.finished)   # fires missed by an overrun are skipped
+# ```
+#
+# lldsched's own, in plain English:
+
+# %% tags=["nbval-check-output"]
+from lldsched import CronSchedule
+
+for expr in ["*/15 * * * *", "0 9-17/2 * * mon-fri", "30 2 * * *"]:
+    print(f"{expr:22} {CronSchedule(expr).explain()}")
+
+# %% [markdown]
+# The other follow-ups, one sentence each:
 #
 # * **Task dependencies**: a BLOCKED status until upstream runs succeed; the queue does not
 #   change, a readiness check does.
 # * **Misfires after downtime**: per task, a grace time and RUN_ONCE, RUN_ALL or SKIP.
 # * **Recovery from the store**: rebuild the heap from stored next-run times; a run in
 #   flight at a crash runs again (at-least-once), so tasks should be idempotent.
-# * **Several schedulers sharing one set of jobs**: leases with fencing tokens.
-# * **A hierarchical timing wheel** (Varghese and Lauck, 1987): O(1) insertion, right for
-#   network stacks with hundreds of thousands of timers, rarely needed for a job scheduler.
 # * **Cron time zones**: a 02:30 job does not exist one night a year and happens twice on
 #   another (notebook 02).
+# * **A hierarchical timing wheel** (Varghese and Lauck, 1987): O(1) insertion, right for
+#   network stacks with hundreds of thousands of timers, rarely needed for a job scheduler.
 #
-# When you are done, compare with the reference answers: `show_solution("pop_due")`,
-# `show_solution("parse_field")`, `show_solution("next_slot")`.
+# **The hand-off: several schedulers, one set of jobs.** Everything so far is one process.
+# When the interviewer asks for several, say: each scheduler takes a **lease** on a job in
+# the shared store (a row it may run until the lease expires, renewed while it runs), and
+# every lease comes with a **fencing token**, a number that only grows. A scheduler that
+# stalls (a GC pause, a partition) can outlive its lease while another takes the job; when
+# it wakes and writes, the store rejects its older token. Leases give at-most-one owner
+# *most* of the time; the fencing token makes the stale owner harmless the rest of the
+# time; idempotent tasks make the retry after a crash harmless. That is where the
+# distributed-scheduler interview begins.
+#
+# ## Homework (optional, 15 minutes): a cron field parser
+#
+# Write `parse_field(text, low, high)`: the set of values one numeric cron field allows
+# (`*`, `n`, `a-b`, `*/s`, `a-b/s`, `n/s`, comma lists), raising `ValueError` for what cron
+# rejects: reversed ranges, a step of 0, empty list items, out-of-range values (range
+# ends included: `50-70` is not a minute field) and anything that is not plain digits
+# (`+5`). *The convention, where it differs from the seed's:* `n/s` means `n-high/s`, as
+# in real cron. The check compares your answer with lldsched's own parser on named and
+# random fields, the edges of each range included.
+
 
 # %%
-from exercises import show_solution
+def parse_field(text, low, high):
+    raise NotImplementedError("your turn")
 
-show_solution("next_slot")
+
+# To see the reference answer, uncomment the next line and run this cell:
+# %load exercises/solutions/parse_field.py
+
+# %%
+from exercises import check_parse_field
+
+check_parse_field(parse_field)
 
 # %% [markdown]
-# Back to the [index](00-index.ipynb).
+# ## Check yourself
+#
+# 1. Your timer waits on a Condition with a timeout computed from the head of the heap.
+#    A push arrives with an entry due before that head. What must `push` do, and why
+#    does it matter that there may be two waiters?
+# 2. A fixed-rate task every 60 s: its run for the slot at 0 starts at 30 s and finishes
+#    at 60 s exactly. When is it next due, under SKIP, and why not 90 or 120?
+# 3. An interviewer asks why there is no `SchedulerSingleton` and no `RunningState`
+#    class. Answer in two sentences.
+#
+# <details><summary>Answers</summary>
+#
+# 1. Notify the condition, with `notify_all()`: every waiter computed its timeout from the
+#    old head and would sleep past the new one. `notify()` wakes one; the other sleeps on.
+#    And each waiter re-tests in a `while`, since it may wake for nothing.
+# 2. At 60, due at once: fixed rate anchors on the slot the run served (0), not on its
+#    start (30 s, which would give 90), and a slot that falls exactly at the finish has
+#    not been missed (the seed's `<=` would give 120).
+# 3. A singleton needs a reset back door for tests and hides the clock it should be
+#    given, so one scheduler is built and passed around. Seven statuses with guarded
+#    transitions are an enum and one table; a class per status would spread one rule
+#    over seven places.
+#
+# </details>
+#
+# [previous: 06 · persistence and shutdown](06-persistence-and-shutdown.ipynb) · [contents](00-index.ipynb)
