@@ -1,31 +1,40 @@
 # %% [markdown]
 # # 01 · The timer and the heap
 #
+# [contents](00-index.ipynb) · [next: 02 · Schedules and cron](02-schedules-and-cron.ipynb)
+#
+# **Objectives**
+#
+# - say why the heap entry is `(due, priority, sequence, task)`, and what the sequence is for;
+# - write a timer queue that waits on a `Condition` for exactly the delay until the head is
+#   due, and measure it against a poll loop;
+# - read the production timer loop and name each concern it adds to those twenty lines;
+# - say which lock guards what, and why one lock with three Conditions replaces two locks.
+#
+# **Minutes:** 25.
+#
 # *"Design an in-process task scheduler. Show the data structure the timer uses, and say
 # exactly what the timer thread does while it has nothing to do."*
 #
-# This notebook answers both halves of that question with the real code of `lldsched`,
-# measured live: the min-heap keyed on `(due, priority, sequence)`, why the sequence
-# field exists, a timer that blocks on a `Condition` instead of polling, and the early
-# wake-up that makes a task due *now* run now.
+# This notebook answers both halves concept first: the heap, then a twenty-line timer
+# queue you can read in one go, run and measured; only then the production loop of
+# `lldsched`, with every line it adds explained.
 
 # %%
 import heapq
 import inspect
+import itertools
 import threading
 import time
 
-from lldsched import FakeClock, OneTime, Priority, Scheduler
+from lldsched import FakeClock, OneTime, Priority, Scheduler, SystemClock
 
 # %% [markdown]
 # ## 1. The heap: due first, then priority, then arrival
 #
 # Every queued task is a tuple `(due, priority, sequence, task_id)`. Python compares
 # tuples element by element, in C, so `heapq` keeps the earliest due time on top; ties go
-# to the lower priority number (`HIGH = 0`), then to whoever arrived first. The entry names
-# its task by id, not by the object: a tuple of numbers and strings is one object fewer for
-# Python's garbage collector to track, about a sixth of the cost of registering 100,000
-# tasks (`benchmarks/bench_scale.py`).
+# to the lower priority number (`HIGH = 0`), then to whoever arrived first.
 
 # %% tags=["nbval-check-output"]
 heap: list[tuple[float, Priority, int, str]] = []
@@ -58,54 +67,62 @@ except TypeError as error:
     print("TypeError:", error)
 
 # %% [markdown]
-# A scheduler's heap, seen from outside: `pending()` lists the live entries in the order
-# they will run. A fake clock keeps the numbers readable and the same on every run.
-
-# %% tags=["nbval-check-output"]
-clock = FakeClock(0)
-demo = Scheduler(workers=1, clock=clock)
-for name, delay, priority in [
-    ("report", 60, Priority.NORMAL),
-    ("alert", 60, Priority.HIGH),
-    ("cleanup", 30, Priority.LOW),
-    ("digest", 60, Priority.NORMAL),
-]:
-    demo.schedule(name, lambda: None, OneTime(delay=delay), priority=priority)
-print([(t.name, t.next_run_at) for t in demo.pending()])
-
-# %% [markdown]
-# ### Tombstones instead of removal
+# ## 2. The whole idea in twenty lines
 #
-# Cancelling a task in the middle of a heap would cost O(n). Instead, each push gives the
-# task a new *generation* (the entry's sequence number) and an entry is live only while its
-# task's generation matches. `cancel` clears the generation: the entry stays in the heap as
-# a tombstone and is dropped when it reaches the top. When tombstones outnumber live entries
-# (in a heap of at least 64), the heap is rebuilt from the live ones.
+# A timer queue needs three things: a heap, a `threading.Condition` (a lock plus a place
+# to wait), and two rules. **`pop_due` waits with a timeout equal to the delay until the
+# head is due, and re-tests in a `while` after every wake-up** (a wait ends by a notify,
+# by its timeout, or spuriously). **`push` notifies when its entry becomes the new head**,
+# because every waiter computed its timeout from the old head; `notify_all()`, because
+# there may be more than one waiter.
 
-# %% tags=["nbval-check-output"]
-report = next(t for t in demo.tasks() if t.name == "report")
-demo.cancel(report.id)
-print(demo.queue_stats(), "->", [t.name for t in demo.pending()])
-demo.shutdown()
-
-# %% [markdown]
-# ## 2. The timer loop
-#
-# This is the whole timer thread. It holds the scheduler's lock, moves every due entry into
-# the workers' bounded hand-off queue, and otherwise waits on a `Condition` until the head
-# is due (`clock.wait(cond, wake)`), or until something notifies it. It never sleeps for a
-# fixed interval, and it re-tests everything after each wake-up: a wait can end by
-# a notify, by its timeout, or spuriously.
 
 # %%
-print(inspect.getsource(Scheduler._timer_loop))
+class TinyTimerQueue:
+    def __init__(self, clock=time.monotonic):
+        self._clock = clock
+        self._cond = threading.Condition()  # guards _heap; push notifies a new head
+        self._heap = []
+        self._sequence = itertools.count()
+
+    def push(self, task, due):
+        with self._cond:
+            entry = (due, next(self._sequence), task)
+            heapq.heappush(self._heap, entry)
+            if self._heap[0] is entry:  # a new head: every waiter's timeout is too long
+                self._cond.notify_all()
+
+    def pop_due(self):
+        with self._cond:
+            while True:  # re-test after every wake-up
+                delay = self._heap[0][0] - self._clock() if self._heap else None
+                if delay is not None and delay <= 0:
+                    return heapq.heappop(self._heap)[2]
+                self._cond.wait(delay)  # None: no timeout, only a push can help
+
 
 # %% [markdown]
-# ## 3. `Condition.wait` against a poll loop, measured
+# Run it: a consumer thread takes three tasks due 50, 100 and 150 ms from now, pushed out
+# of order. How late does each come out?
+
+# %%
+timers = TinyTimerQueue()
+start = time.monotonic()
+for name, delay in [("second", 0.10), ("third", 0.15), ("first", 0.05)]:
+    timers.push(name, start + delay)
+taken = []
+consumer = threading.Thread(target=lambda: taken.extend(timers.pop_due() for _ in range(3)))
+consumer.start()
+consumer.join(timeout=5)
+print("order:", taken)
+print(f"the last one came out {(time.monotonic() - start - 0.15) * 1000:.2f} ms after it was due")
+
+# %% [markdown]
+# ### Measured: the Condition against a poll loop
 #
-# The poll loop is the common first answer: wake up every 10 ms, scan for due tasks. Here
-# both approaches watch 1,000 tasks parked a day out for one second, and we count the CPU
-# time the process spends. (The numbers are live: they differ from machine to machine.)
+# The poll loop is the common first answer: wake up every 10 ms, look at the head. Here
+# both wait one second for a task due tomorrow, while we count the CPU time the process
+# spends. (The numbers are live: they differ from machine to machine.)
 
 
 # %%
@@ -116,14 +133,13 @@ def cpu_during(seconds: float) -> float:
     return (time.process_time() - before) * 1000
 
 
-idle = Scheduler(workers=4).start()
-for n in range(1000):
-    idle.schedule(f"parked-{n}", lambda: None, OneTime(delay=86400))
-threading.Event().wait(0.2)  # let the timer park
-scheduler_cpu = cpu_during(1.0)
-idle.shutdown()
+parked = TinyTimerQueue()
+parked.push("tomorrow", time.monotonic() + 86400)
+sleeper = threading.Thread(target=parked.pop_due, daemon=True)
+sleeper.start()
+queue_cpu = cpu_during(1.0)
 
-due_times = [time.time() + 86400] * 1000
+polled: list[tuple[float, str]] = [(time.monotonic() + 86400, "tomorrow")]
 stop = threading.Event()
 scans = 0
 
@@ -131,8 +147,8 @@ scans = 0
 def poll_loop() -> None:
     global scans
     while not stop.is_set():
-        now = time.time()
-        _ = [t for t in due_times if t <= now]
+        if polled[0][0] <= time.monotonic():
+            heapq.heappop(polled)
         scans += 1
         stop.wait(0.01)
 
@@ -142,17 +158,116 @@ poller.start()
 poll_cpu = cpu_during(1.0)
 stop.set()
 poller.join()
-print(f"idle scheduler : {scheduler_cpu:6.1f} ms of CPU in 1 s")
+parked.push("release the sleeper", 0)
+print(f"Condition.wait : {queue_cpu:6.1f} ms of CPU in 1 s")
 print(f"poll loop      : {poll_cpu:6.1f} ms of CPU in 1 s ({scans} scans)")
 
 # %% [markdown]
-# The scheduler's timer is blocked in `Condition.wait(86400 s)`: the operating system does
-# not schedule it at all. The poll loop pays for every scan, and it adds up to its polling
-# interval of latency to every task: a task due *now* still waits for the next scan.
-# At one scan a second that is 86,400 scans a day, and up to a second late.
+# The waiting thread is blocked in `Condition.wait(86400)`: the operating system does not
+# schedule it at all. The poll loop pays for every scan, and adds up to its interval to
+# every task's lateness. At one scan a second that is 86,400 scans a day, and up to a
+# second late.
+#
+# ### Broken on purpose: a push that does not notify
+#
+# Drop the `notify_all()` and everything still *looks* fine while tasks arrive in order.
+# It breaks when the timer is parked on a task twelve hours away and a task due now
+# arrives: nobody wakes the timer. The exercise checker of notebook 07 tests exactly this,
+# with real threads and a clock it controls; here it is on both versions.
+
+
+# %%
+class PushWithoutNotify(TinyTimerQueue):
+    def push(self, task, due):
+        with self._cond:
+            heapq.heappush(self._heap, (due, next(self._sequence), task))
+
+
+from exercises import check_wakes_for_a_push
+
+check_wakes_for_a_push(PushWithoutNotify)
+check_wakes_for_a_push(TinyTimerQueue)
 
 # %% [markdown]
-# ## 4. The early wake-up
+# ## 3. The production loop, concern by concern
+#
+# `lldsched`'s timer is the same loop. Read it, then the table: every line that is not in
+# the twenty-line version answers one concern of a real scheduler.
+
+# %%
+print(inspect.getsource(Scheduler._timer_loop))
+
+# %% [markdown]
+# | in `_timer_loop` | the concern it answers |
+# | --- | --- |
+# | `while self._state is _RUNNING` | **shutdown**: `shutdown()` sets the state and notifies `_wake`; the loop re-tests and ends |
+# | `monotonic`, `jump`, `after_clock_jump` | **wall-clock jumps**: due instants are wall-clock, the wait is monotonic; a gap over 1 s between the two is a jump (NTP, suspend), and the heap is re-evaluated |
+# | `deadlines`, `cancel("timeout")` | **timeouts**: a run with a budget has a deadline; when it passes, its cooperative flag goes up (the thread itself cannot be stopped) |
+# | `room = pool.room`, `pop_due(now, room)` | **backpressure**: take no more than the bounded hand-off queue can hold; when it is full, wait (`wake = None`) until a worker makes room and notifies |
+# | `pool.put(batch)`, `continue` | **batches**: every due entry moves in one lock hold, then the loop re-tests |
+# | `_idle_waiters`, `_idle.notify_all()` | **idle waiters**: `wait_idle()` (tests, demos) learns when only tombstones were due |
+# | `queue.next_due()` | **tombstones**: dead entries on top are dropped before the head's due time is read |
+# | `clock.wait(cond, wake)` | **the wait itself**, through the clock, so that a fake clock can drive a running scheduler |
+#
+# The wait goes through the clock. `SystemClock.wait` is `Condition.wait` with the
+# remaining delay; `FakeClock.wait` waits with no timeout and is woken by `advance()`,
+# which is how a twelve-hour delay is tested in milliseconds:
+
+# %%
+print(inspect.getsource(SystemClock.wait))
+print(inspect.getsource(FakeClock.wait))
+
+# %% [markdown]
+# ## 4. Which lock guards what
+#
+# The scheduler has **one lock** and **three Conditions** on it:
+#
+# | Condition | who waits on it | who notifies it |
+# | --- | --- | --- |
+# | `_wake` | the timer | a push that makes a new head, a new earliest deadline, a worker that half-emptied the hand-off queue, a clock change, shutdown |
+# | the pool's `_not_empty` | the workers | the timer putting a batch, shutdown |
+# | `_idle` | `wait_idle()` / `wait_drained()` | the last run in flight settling |
+#
+# The lock guards all of the scheduler's state: the core state machine (registry,
+# statuses, dead letter), the heap, the deadline heap, the hand-off queue and the
+# counters. It is **never held while an action or a listener runs**. Lock order: this
+# lock, then the event dispatcher's or the store's.
+#
+# **Why not two locks, as the seed has** (one for the task registry, one for the queue,
+# always taken in that order)? Nearly every operation needs both: `cancel` changes a
+# status *and* tombstones an entry, a finished run records an outcome *and* pushes the
+# next slot, the timer pops an entry *and* marks its task. Two locks taken together buy
+# no concurrency, only an ordering rule that one careless call can break (deadlock). And
+# user code, the only slow part, runs outside any lock. What the seed's second lock was
+# for, *separate waiters*, is what a Condition is: several Conditions share one lock, and
+# each wakes only its own kind of waiter (a new head does not wake the workers).
+#
+# ## 5. One tick, end to end
+#
+# ```mermaid
+# sequenceDiagram
+#     participant U as caller
+#     participant S as Scheduler (the lock)
+#     participant C as SchedulerCore
+#     participant Q as TaskQueue (heap)
+#     participant T as timer thread
+#     participant P as WorkerPool (bounded)
+#     participant W as worker
+#     U->>S: schedule("report", action, FixedRate(60))
+#     S->>C: add() under the lock
+#     C->>Q: push(task, due)
+#     Q-->>T: notify_all() on _wake (a new head)
+#     T->>Q: pop_due(now, room)
+#     T->>P: put(batch)
+#     P-->>W: notify() on _not_empty
+#     W->>C: begin(entry): stale? RUNNING
+#     Note over W: the action runs, no lock held
+#     W->>C: finish(run, started, finished, error)
+#     C->>Q: push(task, next slot)
+#     T->>T: clock.wait(_wake, head due)
+# ```
+#
+# ## 6. The early wake-up, on the real scheduler
 #
 # The timer is parked twelve hours out. A task due *now* is pushed: it becomes the new head
 # of the heap, so the push notifies the condition and the timer re-arms at once.
@@ -170,16 +285,65 @@ median = sorted(log_lateness)[len(log_lateness) // 2]
 print(f"urgent ran {median * 1000:.2f} ms after it was due (median of 20)")
 
 # %% [markdown]
-# ## 5. Mistakes worth a minute in the interview
+# ## 7. Tombstones instead of removal
+#
+# Cancelling a task in the middle of a heap would cost O(n). Instead, each push gives the
+# task a new *generation* (the entry's sequence number) and an entry is live only while its
+# task's generation matches. `cancel` clears the generation: the entry stays in the heap as
+# a tombstone and is dropped when it reaches the top. When tombstones outnumber live entries
+# (in a heap of at least 64), the heap is rebuilt from the live ones. A fake clock keeps
+# the numbers readable.
+
+# %% tags=["nbval-check-output"]
+demo = Scheduler(workers=1, clock=FakeClock(0))
+for name, delay, priority in [
+    ("report", 60, Priority.NORMAL),
+    ("alert", 60, Priority.HIGH),
+    ("cleanup", 30, Priority.LOW),
+    ("digest", 60, Priority.NORMAL),
+]:
+    demo.schedule(name, lambda: None, OneTime(delay=delay), priority=priority)
+print([(t.name, t.next_run_at) for t in demo.pending()])
+report = next(t for t in demo.tasks() if t.name == "report")
+demo.cancel(report.id)
+print(demo.queue_stats(), "->", [t.name for t in demo.pending()])
+demo.shutdown()
+
+# %% [markdown]
+# ## 8. Mistakes worth a minute in the interview
 #
 # * **A poll loop**: CPU and latency, as measured above.
-# * **`notify()` where `notify_all()` is needed**: with more than one waiter, `notify()` may
-#   wake a thread that has nothing to do with the change, and the one that should wake
-#   sleeps on.
-# * **Not re-testing the predicate after `wait` returns**: a wait ends by a notify, by its
-#   timeout, or spuriously. Always `while not ready: cond.wait(...)`.
+# * **A push that does not notify**: a timer parked on a far task sleeps through a near one.
+# * **`notify()` where `notify_all()` is needed**: with more than one waiter, `notify()`
+#   wakes one; the others keep timeouts computed from the old head.
+# * **Not re-testing the predicate after `wait` returns**: always
+#   `while not ready: cond.wait(...)`.
 # * **Removing from the middle of the heap** (O(n)) instead of tombstoning.
 # * **Stopping the pool before the timer** at shutdown: the timer then submits into a closed
 #   pool. `lldsched` stops timing first, then drains the pool.
 #
-# Next: [02 · schedules and cron](02-schedules-and-cron.ipynb).
+# ## Check yourself
+#
+# 1. Two tasks are due at the same instant with the same priority. What decides which runs
+#    first, and what goes wrong without it?
+# 2. The timer waits with a timeout of 12 h. Name every event that must wake it early in
+#    `lldsched`, and say which of them the twenty-line queue also has.
+# 3. Why does the scheduler use one lock with three Conditions instead of a registry lock
+#    and a queue lock taken in order?
+#
+# <details><summary>Answers</summary>
+#
+# 1. The sequence number, an ever-increasing counter: the earlier arrival runs first.
+#    Without it the tuple comparison reaches the task objects, which cannot be compared
+#    (`TypeError`), and equal entries lose their arrival order.
+# 2. A push that makes a new head, a new earliest run deadline, a worker making room in a
+#    full hand-off queue, a change of a fake clock, and shutdown. The twenty-line queue has
+#    only the first.
+# 3. Almost every operation touches both the registry and the heap, so two locks would be
+#    taken together anyway: no concurrency gained, and a lock order to get wrong. User code
+#    runs outside the lock. The Conditions keep the waiters apart: timer, workers and idle
+#    waiters are each woken only for their own reason.
+#
+# </details>
+#
+# [contents](00-index.ipynb) · [next: 02 · Schedules and cron](02-schedules-and-cron.ipynb)

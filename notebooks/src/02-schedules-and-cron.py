@@ -1,6 +1,18 @@
 # %% [markdown]
 # # 02 · Schedules and cron
 #
+# [previous: 01 · The timer and the heap](01-timer-and-heap.ipynb) · [contents](00-index.ipynb) · [next: 03 · Failure](03-failure.ipynb)
+#
+# **Objectives**
+#
+# - tell fixed rate from fixed delay exactly: a rate keeps a grid of slots anchored on the
+#   slot each run served, a delay counts from the finish;
+# - say what SKIP and CATCH_UP do with a run that outlasts its period, including a run that
+#   ends exactly on a slot, and what `resume` does to the grid;
+# - read a cron expression, the day-of-month / day-of-week rule, and the two DST days.
+#
+# **Minutes:** 20.
+#
 # A task is *what* runs; its schedule says *when*. Each schedule is a small immutable
 # Strategy that answers two questions: when first (`first_run(now)`) and when again after
 # this run (`next_run(record, now)`; `None` retires the task). "Now support cron" is one
@@ -10,7 +22,9 @@
 # same on every run.
 
 # %%
+from collections.abc import Callable
 from datetime import UTC, datetime
+from random import Random
 
 from lldsched import (
     CronSchedule,
@@ -19,6 +33,8 @@ from lldsched import (
     FixedRate,
     OneTime,
     OverrunPolicy,
+    Priority,
+    Schedule,
     Scheduler,
 )
 from lldsched.sim import Simulation
@@ -36,12 +52,12 @@ def clock_time(timestamp: float, tz: str = "UTC") -> str:
 #
 # Each task below runs alone on a threaded scheduler whose clock we move by hand; a run
 # takes 20 s (the action advances the fake clock). Both recurring tasks say "every 60 s":
-# fixed *rate* counts from the start of a run, fixed *delay* from its finish, so the delay
-# task drifts 20 s a run and its runs never overlap.
+# fixed *rate* keeps a grid of slots 60 s apart, fixed *delay* counts 60 s from each
+# finish, so the delay task drifts 20 s a run and its runs never overlap.
 
 
 # %% tags=["nbval-check-output"]
-def timeline(schedule: object, run_seconds: float, horizon: float = 300) -> list[str]:
+def timeline(schedule: Schedule, run_seconds: float, horizon: float = 300) -> list[str]:
     """Start times of one task on a fake clock, stepped 5 s at a time to ``horizon``."""
     clock = FakeClock(START)
     starts: list[str] = []
@@ -51,7 +67,7 @@ def timeline(schedule: object, run_seconds: float, horizon: float = 300) -> list
         clock.advance(run_seconds)
 
     with Scheduler(workers=1, clock=clock) as scheduler:
-        scheduler.schedule("task", work, schedule)  # type: ignore[arg-type]
+        scheduler.schedule("task", work, schedule)
         scheduler.wait_idle()
         while clock.now() < T0 + horizon:
             clock.advance(5)
@@ -64,6 +80,37 @@ print("FixedRate(60)          ", timeline(FixedRate(60), 20))
 print("FixedDelay(60)         ", timeline(FixedDelay(60), 20))
 
 # %% [markdown]
+# ### Fixed rate anchors on the slot it served
+#
+# "Every 60 s from the start of a run" is not quite it. A fixed-rate task has a grid of
+# slots, `first + k * period`, and its next slot is computed from the slot the run
+# *served*, which equals its start only when it starts on time. Below, one worker is busy
+# with a 30 s backup when the report falls due at t+0: the report starts 30 s late, and
+# is still next due at t+60, not t+90.
+
+# %% tags=["nbval-check-output"]
+clock = FakeClock(START)
+with Scheduler(workers=1, clock=clock) as scheduler:
+    scheduler.schedule(
+        "backup", lambda: clock.advance(30), OneTime(delay=0), priority=Priority.HIGH
+    )
+    report = scheduler.schedule("report", lambda: clock.advance(5), FixedRate(60))
+    scheduler.wait_idle()
+(first,) = report.history
+assert report.next_run_at is not None
+print(
+    f"slot t+{first.slot - T0:.0f} s, started t+{first.started - T0:.0f} s, finished t+{first.finished - T0:.0f} s"
+)
+print(f"next due t+{report.next_run_at - T0:.0f} s")
+
+# %% [markdown]
+# Counting from the start would have given t+90, and every late start would push the whole
+# schedule later: a report that is 30 s late each time would run every 90 s instead of
+# every 60. Anchoring on the slot keeps lateness from drifting the grid. (Fixed *delay* is
+# the rule that does count from the run, from its finish: use it when runs must not
+# overlap.)
+
+# %% [markdown]
 # ## 2. A run longer than its period: SKIP or CATCH_UP
 #
 # A fixed-rate report every 60 s whose first run takes 150 s. `SKIP` drops the slots the
@@ -72,7 +119,7 @@ print("FixedDelay(60)         ", timeline(FixedDelay(60), 20))
 
 
 # %% tags=["nbval-check-output"]
-def first_run_takes_150_s() -> object:
+def first_run_takes_150_s() -> Callable[[Random, int], float]:
     """A duration model: the first run takes 150 s, the others 5 s."""
     runs = iter([150.0])
     return lambda rng, attempt: next(runs, 5.0)
@@ -86,6 +133,48 @@ for policy in (OverrunPolicy.SKIP, OverrunPolicy.CATCH_UP):
     print(f"{policy.name:8} (due, started) after t0:", runs)
 
 # %% [markdown]
+# ### The boundary: a run that ends exactly on a slot
+#
+# SKIP moves to the first slot **not before** the finish, so a slot that falls exactly at
+# the finish has not been missed: it is next, due at once. A report that always takes
+# exactly 60 s runs back to back on every slot; at 60.5 s it overruns the next slot and
+# SKIP runs every other one. (The seed design's `next_run` steps past a slot at the
+# finish, `while next <= finished`; lldsched does not.)
+
+# %% tags=["nbval-check-output"]
+for seconds in (60.0, 60.5):
+    sim = Simulation(workers=1, start=START)
+    sim.schedule("report", FixedRate(60), duration=seconds)
+    sim.run_for(250)
+    starts = [int(r.started - T0) for r in sim.records()]
+    print(f"each run takes {seconds:4} s -> starts at t+", starts)
+
+# %% [markdown]
+# ### Resume re-anchors the grid
+#
+# A paused task that slept through its slots runs **at once** when resumed, and its grid
+# starts again there: the next slot is a period after the resumed run, not the old grid's
+# next point. Paused at t+10 and resumed at t+130, a 60 s task runs at t+130 and is next
+# due at t+190 (not t+180).
+
+# %% tags=["nbval-check-output"]
+clock = FakeClock(START)
+with Scheduler(workers=1, clock=clock) as scheduler:
+    sync = scheduler.schedule("sync", lambda: None, FixedRate(60))
+    scheduler.wait_idle()
+    clock.advance(10)
+    scheduler.pause(sync.id)
+    clock.advance(120)
+    scheduler.resume(sync.id)
+    scheduler.wait_idle()
+assert sync.next_run_at is not None
+print(
+    "runs at t+",
+    [int(r.started - T0) for r in sync.history],
+    f"| next due t+{sync.next_run_at - T0:.0f}",
+)
+
+# %% [markdown]
 # ## 3. Cron: five fields, and what they mean in English
 #
 # `CronSchedule` follows real cron (Vixie / cronie, as cronsim does). `explain()` says an
@@ -93,8 +182,8 @@ for policy in (OverrunPolicy.SKIP, OverrunPolicy.CATCH_UP):
 # `start`.
 
 # %% tags=["nbval-check-output"]
-for expr in ["*/15 * * * *", "0 3 * * 1-5", "0 9-17/2 * * mon-fri", "0 0 L * *",
-             "0 12 * * 5#3", "@weekly"]:  # fmt: skip
+EXPRESSIONS = ["*/15 * * * *", "0 3 * * 1-5", "0 9-17/2 * * mon-fri", "0 0 L * *", "0 12 * * 5#3"]
+for expr in [*EXPRESSIONS, "@weekly"]:
     cron = CronSchedule(expr)
     fires = [
         datetime.fromtimestamp(t, UTC).strftime("%a %d %b %H:%M") for t in cron.fire_times(T0, 3)
@@ -150,8 +239,11 @@ def fires_on(expr: str, zone: str, day: str) -> list[str]:
     return out
 
 
-for zone, spring, autumn in [("Europe/Berlin", "2026-03-29", "2026-10-25"),
-                             ("America/New_York", "2026-03-08", "2026-11-01")]:  # fmt: skip
+DST_DAYS = {
+    "Europe/Berlin": ("2026-03-29", "2026-10-25"),
+    "America/New_York": ("2026-03-08", "2026-11-01"),
+}
+for zone, (spring, autumn) in DST_DAYS.items():
     print(zone)
     for expr in ["30 2 * * *", "0 * * * *"]:
         print(f"  {expr:11} spring: {fires_on(expr, zone, spring)[:5]}")
@@ -163,4 +255,27 @@ for zone, spring, autumn in [("Europe/Berlin", "2026-03-29", "2026-10-25"),
 # happens twice: the 02:30 job runs once (CEST, the first pass) while the hourly job runs
 # at 02:00 CEST *and* 02:00 CET.
 #
-# More in [docs/CRON.md](../docs/CRON.md). Next: [03 · failure](03-failure.ipynb).
+# More in [docs/CRON.md](../docs/CRON.md).
+#
+# ## Check yourself
+#
+# 1. A `FixedRate(60)` task's run for the slot at t+0 waits for a worker and starts at
+#    t+45. When is it next due, and what would go wrong if it were due at t+105?
+# 2. Under SKIP, a run for the slot at t+0 finishes at exactly t+120. When does the task
+#    run next? And if it finished at t+120.5?
+# 3. Which days does `0 0 1,15 * 1` fire on, and which does `0 0 */2 * 1`?
+#
+# <details><summary>Answers</summary>
+#
+# 1. At t+60: the grid is anchored on the slot the run served, not on its start. Due at
+#    t+105, every late start would move the whole grid, and the task would drift later
+#    with each wait.
+# 2. At t+120, at once: a slot exactly at the finish has not been missed. At t+120.5 the
+#    slot at t+120 was missed, and SKIP moves to t+180.
+# 3. `0 0 1,15 * 1`: the 1st, the 15th and every Monday (neither day field starts with
+#    `*`, so either may match). `0 0 */2 * 1`: odd days of the month that are also
+#    Mondays (the day of month starts with `*`, so both must match).
+#
+# </details>
+#
+# [previous: 01 · The timer and the heap](01-timer-and-heap.ipynb) · [contents](00-index.ipynb) · [next: 03 · Failure](03-failure.ipynb)

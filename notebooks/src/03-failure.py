@@ -1,11 +1,59 @@
 # %% [markdown]
 # # 03 · Failure: retries, dead letter, timeouts
 #
+# [previous: 02 · Schedules and cron](02-schedules-and-cron.ipynb) · [contents](00-index.ipynb) · [next: 04 · Simulation](04-simulation.ipynb)
+#
+# **Objectives**
+#
+# - read the task lifecycle from the core's own transition table, and say why RETRYING is
+#   a status of its own;
+# - follow a failing task through capped exponential backoff, the dead letter and redrive;
+# - say what a timeout can and cannot do to a running thread, and write an action that
+#   stops when asked.
+#
+# **Minutes:** 20.
+#
 # User code fails. A scheduler you can trust turns every failure into data (a record with
 # the error text), retries with a capped exponential backoff, gives up into a dead-letter
 # list someone can look at, and lets a person put a task back (`redrive`). And it is honest
 # about timeouts: Python cannot stop a running thread, so a timeout is *detected*, and
 # stopping early is something the task has to cooperate with.
+#
+# ## 0. The lifecycle
+#
+# Every status a task can be in, and every allowed move between them. The diagram is
+# drawn from `lldsched/core/lifecycle.py`, the table of transitions the core makes, and a
+# test (`tests/test_lifecycle.py`) drives the core through every trigger and fails if the
+# table, the core and this diagram disagree. RETRYING is separate from SCHEDULED on
+# purpose: a retry keeps the attempt counter, a reschedule resets it.
+#
+# ```mermaid
+# stateDiagram-v2
+#     [*] --> SCHEDULED: schedule()
+#     SCHEDULED --> RUNNING: due, a worker begins it
+#     RETRYING --> RUNNING: backoff elapsed, a worker begins it
+#     RUNNING --> SCHEDULED: ok, the schedule has a next run (attempt reset)
+#     RUNNING --> SUCCEEDED: ok, the schedule has no next run
+#     RUNNING --> RETRYING: failed or timed out, attempts remain (attempt kept)
+#     RUNNING --> FAILED: attempts exhausted or next_run raised (dead letter)
+#     SCHEDULED --> PAUSED: pause()
+#     RETRYING --> PAUSED: pause()
+#     RUNNING --> PAUSED: pause() mid-run (the run finishes)
+#     PAUSED --> SCHEDULED: resume() (a slept-through slot runs at once)
+#     PAUSED --> RETRYING: resume() of a paused retry (attempt kept)
+#     PAUSED --> RUNNING: resume() while its run is still going
+#     PAUSED --> SUCCEEDED: the run in flight at pause ends the task
+#     PAUSED --> FAILED: the run in flight at pause exhausts the attempts
+#     SCHEDULED --> CANCELLED: cancel()
+#     RETRYING --> CANCELLED: cancel()
+#     RUNNING --> CANCELLED: cancel() mid-run (the run finishes, its flag raised)
+#     PAUSED --> CANCELLED: cancel()
+#     FAILED --> SCHEDULED: redrive() (due now, fresh attempt counter)
+#     RUNNING --> SCHEDULED: restart after a crash mid-run (the run runs again)
+#     RUNNING --> RETRYING: restart after a crash mid-retry (the retry runs again)
+#     SUCCEEDED --> [*]
+#     CANCELLED --> [*]
+# ```
 
 # %%
 import random
@@ -102,8 +150,9 @@ with Scheduler(workers=1, clock=clock) as scheduler:
     disk_full[0] = False  # someone frees the disk, then redrives
     scheduler.redrive(job.id)
     scheduler.wait_idle()
-    print(f"{job.status.value}: next run in {job.next_run_at - clock.now():.0f} s; "
-          f"dead letter {scheduler.dead_letter()}")  # fmt: skip
+    assert job.next_run_at is not None
+    wait = job.next_run_at - clock.now()
+    print(f"{job.status.value}: next run in {wait:.0f} s; dead letter {scheduler.dead_letter()}")
     print([(r.attempt, r.outcome) for r in job.history])
 
 # %% [markdown]
@@ -117,10 +166,10 @@ with Scheduler(workers=1, clock=clock) as scheduler:
 
 # %%
 with Scheduler(workers=1) as scheduler:
+    once = RetryPolicy.never()
     stubborn = scheduler.schedule(
-        "stubborn", lambda: time.sleep(0.3), OneTime(delay=0), timeout=0.1,
-        retry=RetryPolicy.never(),
-    )  # fmt: skip
+        "stubborn", lambda: time.sleep(0.3), OneTime(delay=0), timeout=0.1, retry=once
+    )
     scheduler.wait_drained(timeout=5)
 (run,) = stubborn.history
 print(f"timed out: {run.timed_out}; ran {run.duration:.2f} s against a 0.1 s budget")
@@ -162,4 +211,27 @@ print("status:", cooperative.status.value)
 # * For work that must be killable, run it in a subprocess and kill that: a process can be
 #   stopped from outside, a thread cannot.
 #
-# Next: [04 · simulation](04-simulation.ipynb).
+# ## Check yourself
+#
+# 1. A task with `RetryPolicy(max_attempts=3)` fails every time. List its statuses from
+#    registration to the end, and say what `redrive` then does.
+# 2. Why is RETRYING a status of its own instead of SCHEDULED with a shorter due time?
+# 3. An action calls `time.sleep(10)` and has `timeout=1`. When is the timeout noticed,
+#    when does the worker become free, and what would you change in the action?
+#
+# <details><summary>Answers</summary>
+#
+# 1. SCHEDULED, RUNNING, RETRYING, RUNNING, RETRYING, RUNNING, FAILED (and its id in the
+#    dead letter). `redrive` moves it FAILED → SCHEDULED, due now, with a fresh attempt
+#    counter.
+# 2. A retry keeps the attempt counter (attempt n + 1 of the same slot) and is due at
+#    finish + backoff, without consulting the schedule; a reschedule resets the counter
+#    and asks the schedule. One status per meaning keeps both rules in one place.
+# 3. Nothing interrupts the sleep: the run returns after 10 s, is recorded `timed_out`
+#    then, and only then is the worker free. Declare a `ctx` parameter and wait with
+#    `ctx.wait(10)` (or check `ctx.cancelled` between chunks of work): its flag goes up
+#    at 1 s and the action returns.
+#
+# </details>
+#
+# [previous: 02 · Schedules and cron](02-schedules-and-cron.ipynb) · [contents](00-index.ipynb) · [next: 04 · Simulation](04-simulation.ipynb)
