@@ -307,7 +307,7 @@ print([(t.name, t.next_run_at) for t in demo.pending()])
 report = next(t for t in demo.tasks() if t.name == "report")
 demo.cancel(report.id)
 print(demo.queue_stats(), "->", [t.name for t in demo.pending()])
-demo.shutdown()
+stopped = demo.shutdown()
 
 # %% [markdown]
 # ## 8. Mistakes worth a minute in the interview
