@@ -9,12 +9,23 @@ drawn and checked from one place:
 * ``tests/test_lifecycle.py`` drives the core through every trigger and checks
   that the changes it observes are exactly the edges listed here.
 
-``None`` as a source is registration (a task enters SCHEDULED); a target of
-``None`` never occurs.  SUCCEEDED and CANCELLED end a task; FAILED ends it until
-``redrive``.  Two edges cross a restart rather than happen in a running
-process: a task stored RUNNING at a crash is restored SCHEDULED (or RETRYING,
-when it had attempts behind it) and its attempt runs again (at-least-once,
-:mod:`lldsched.core.recovery`).
+``None`` as a source is registration (a task enters SCHEDULED).  The triggers
+are short, to label a diagram; what they mean:
+
+* ``ok, next run`` resets the attempt counter, ``failed, attempts left`` keeps it
+  (RETRYING is its own status for that reason); ``no attempts left`` also covers a
+  schedule whose ``next_run`` raised, and puts the id in the dead letter;
+* ``mid-run``: the run in flight finishes and its record is kept (cancel raises
+  its cooperative flag); a run in flight at pause that ends the task still reaches
+  SUCCEEDED or FAILED; ``resume() mid-run`` returns a task whose run is still going;
+* ``resume()`` runs a slept-through slot at once and re-anchors a fixed-rate grid;
+  a paused retry resumes as RETRYING with its attempt counter;
+* ``redrive()`` puts a FAILED task back, due now, with a fresh attempt counter.
+
+SUCCEEDED and CANCELLED end a task; FAILED ends it until ``redrive``.  Two edges
+cross a restart rather than happen in a running process (``restart``): a task stored RUNNING at a crash is restored SCHEDULED (or
+RETRYING, when it had attempts behind it) and its attempt runs again
+(at-least-once, :mod:`lldsched.core.recovery`).
 
 Standard library only, like the rest of the core.
 """
@@ -46,27 +57,27 @@ class Transition(NamedTuple):
 
 TRANSITIONS: tuple[Transition, ...] = (
     Transition(None, SCHEDULED, "schedule()"),
-    Transition(SCHEDULED, RUNNING, "due, a worker begins it"),
-    Transition(RETRYING, RUNNING, "backoff elapsed, a worker begins it"),
-    Transition(RUNNING, SCHEDULED, "ok, the schedule has a next run (attempt reset)"),
-    Transition(RUNNING, SUCCEEDED, "ok, the schedule has no next run"),
-    Transition(RUNNING, RETRYING, "failed or timed out, attempts remain (attempt kept)"),
-    Transition(RUNNING, FAILED, "attempts exhausted or next_run raised (dead letter)"),
+    Transition(SCHEDULED, RUNNING, "due"),
+    Transition(RETRYING, RUNNING, "backoff elapsed"),
+    Transition(RUNNING, SCHEDULED, "ok, next run"),
+    Transition(RUNNING, SUCCEEDED, "ok, no next run"),
+    Transition(RUNNING, RETRYING, "failed, attempts left"),
+    Transition(RUNNING, FAILED, "no attempts left"),
     Transition(SCHEDULED, PAUSED, "pause()"),
     Transition(RETRYING, PAUSED, "pause()"),
-    Transition(RUNNING, PAUSED, "pause() mid-run (the run finishes)"),
-    Transition(PAUSED, SCHEDULED, "resume() (a slept-through slot runs at once)"),
-    Transition(PAUSED, RETRYING, "resume() of a paused retry (attempt kept)"),
-    Transition(PAUSED, RUNNING, "resume() while its run is still going"),
-    Transition(PAUSED, SUCCEEDED, "the run in flight at pause ends the task"),
-    Transition(PAUSED, FAILED, "the run in flight at pause exhausts the attempts"),
+    Transition(RUNNING, PAUSED, "pause() mid-run"),
+    Transition(PAUSED, SCHEDULED, "resume()"),
+    Transition(PAUSED, RETRYING, "resume()"),
+    Transition(PAUSED, RUNNING, "resume() mid-run"),
+    Transition(PAUSED, SUCCEEDED, "run ends, no next run"),
+    Transition(PAUSED, FAILED, "run fails, no attempts left"),
     Transition(SCHEDULED, CANCELLED, "cancel()"),
     Transition(RETRYING, CANCELLED, "cancel()"),
-    Transition(RUNNING, CANCELLED, "cancel() mid-run (the run finishes, its flag raised)"),
+    Transition(RUNNING, CANCELLED, "cancel() mid-run"),
     Transition(PAUSED, CANCELLED, "cancel()"),
-    Transition(FAILED, SCHEDULED, "redrive() (due now, fresh attempt counter)"),
-    Transition(RUNNING, SCHEDULED, "restart after a crash mid-run (the run runs again)"),
-    Transition(RUNNING, RETRYING, "restart after a crash mid-retry (the retry runs again)"),
+    Transition(FAILED, SCHEDULED, "redrive()"),
+    Transition(RUNNING, SCHEDULED, "restart"),
+    Transition(RUNNING, RETRYING, "restart, attempts behind it"),
 )
 """Every allowed edge.  Two triggers may share a (source, target) pair."""
 

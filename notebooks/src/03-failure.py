@@ -30,27 +30,27 @@
 # ```mermaid
 # stateDiagram-v2
 #     [*] --> SCHEDULED: schedule()
-#     SCHEDULED --> RUNNING: due, a worker begins it
-#     RETRYING --> RUNNING: backoff elapsed, a worker begins it
-#     RUNNING --> SCHEDULED: ok, the schedule has a next run (attempt reset)
-#     RUNNING --> SUCCEEDED: ok, the schedule has no next run
-#     RUNNING --> RETRYING: failed or timed out, attempts remain (attempt kept)
-#     RUNNING --> FAILED: attempts exhausted or next_run raised (dead letter)
+#     SCHEDULED --> RUNNING: due
+#     RETRYING --> RUNNING: backoff elapsed
+#     RUNNING --> SCHEDULED: ok, next run
+#     RUNNING --> SUCCEEDED: ok, no next run
+#     RUNNING --> RETRYING: failed, attempts left
+#     RUNNING --> FAILED: no attempts left
 #     SCHEDULED --> PAUSED: pause()
 #     RETRYING --> PAUSED: pause()
-#     RUNNING --> PAUSED: pause() mid-run (the run finishes)
-#     PAUSED --> SCHEDULED: resume() (a slept-through slot runs at once)
-#     PAUSED --> RETRYING: resume() of a paused retry (attempt kept)
-#     PAUSED --> RUNNING: resume() while its run is still going
-#     PAUSED --> SUCCEEDED: the run in flight at pause ends the task
-#     PAUSED --> FAILED: the run in flight at pause exhausts the attempts
+#     RUNNING --> PAUSED: pause() mid-run
+#     PAUSED --> SCHEDULED: resume()
+#     PAUSED --> RETRYING: resume()
+#     PAUSED --> RUNNING: resume() mid-run
+#     PAUSED --> SUCCEEDED: run ends, no next run
+#     PAUSED --> FAILED: run fails, no attempts left
 #     SCHEDULED --> CANCELLED: cancel()
 #     RETRYING --> CANCELLED: cancel()
-#     RUNNING --> CANCELLED: cancel() mid-run (the run finishes, its flag raised)
+#     RUNNING --> CANCELLED: cancel() mid-run
 #     PAUSED --> CANCELLED: cancel()
-#     FAILED --> SCHEDULED: redrive() (due now, fresh attempt counter)
-#     RUNNING --> SCHEDULED: restart after a crash mid-run (the run runs again)
-#     RUNNING --> RETRYING: restart after a crash mid-retry (the retry runs again)
+#     FAILED --> SCHEDULED: redrive()
+#     RUNNING --> SCHEDULED: restart
+#     RUNNING --> RETRYING: restart, attempts behind it
 #     SUCCEEDED --> [*]
 #     CANCELLED --> [*]
 # ```
