@@ -411,8 +411,8 @@ for expr in ["*/15 * * * *", "0 9-17/2 * * mon-fri", "30 2 * * *"]:
 # (`*`, `n`, `a-b`, `*/s`, `a-b/s`, `n/s`, comma lists), raising `ValueError` for what cron
 # rejects: reversed ranges, a step of 0, empty list items, out-of-range values (range
 # ends included: `50-70` is not a minute field) and anything that is not plain digits
-# (`+5`). *The convention, where it differs from the seed's:* `n/s` means `n-high/s`, as
-# in real cron. The check compares your answer with lldsched's own parser on named and
+# (`+5`). *The library's convention:* `n/s` means `n-high/s`, as in real cron (`50/3`
+# in a minute field is 50, 53, 56 and 59). The check compares your answer with lldsched's own parser on named and
 # random fields, the edges of each range included.
 
 
