@@ -23,9 +23,10 @@ are short, to label a diagram; what they mean:
 * ``redrive()`` puts a FAILED task back, due now, with a fresh attempt counter.
 
 SUCCEEDED and CANCELLED end a task; FAILED ends it until ``redrive``.  Two edges
-cross a restart rather than happen in a running process (``restart``): a task stored RUNNING at a crash is restored SCHEDULED (or
-RETRYING, when it had attempts behind it) and its attempt runs again
-(at-least-once, :mod:`lldsched.core.recovery`).
+cross a restart rather than happen in a running process (``restart``): a task
+stored RUNNING at a crash is restored SCHEDULED (or RETRYING, when it had
+attempts behind it) and its attempt runs again (at-least-once,
+:mod:`lldsched.core.recovery`).
 
 Standard library only, like the rest of the core.
 """

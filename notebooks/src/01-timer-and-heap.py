@@ -177,13 +177,14 @@ print(f"poll loop      : {poll_cpu:6.1f} ms of CPU in 1 s ({scans} scans)")
 
 
 # %%
+from exercises import check_wakes_for_a_push
+
+
 class PushWithoutNotify(TinyTimerQueue):
     def push(self, task, due):
         with self._cond:
             heapq.heappush(self._heap, (due, next(self._sequence), task))
 
-
-from exercises import check_wakes_for_a_push
 
 check_wakes_for_a_push(PushWithoutNotify)
 check_wakes_for_a_push(TinyTimerQueue)

@@ -98,9 +98,8 @@ with Scheduler(workers=1, clock=clock) as scheduler:
     scheduler.wait_idle()
 (first,) = report.history
 assert report.next_run_at is not None
-print(
-    f"slot t+{first.slot - T0:.0f} s, started t+{first.started - T0:.0f} s, finished t+{first.finished - T0:.0f} s"
-)
+slot, started, finished = (t - T0 for t in (first.slot, first.started, first.finished))
+print(f"slot t+{slot:.0f} s, started t+{started:.0f} s, finished t+{finished:.0f} s")
 print(f"next due t+{report.next_run_at - T0:.0f} s")
 
 # %% [markdown]
