@@ -7,6 +7,7 @@ takes none.
 
 * :mod:`~lldsched.core.machine`: the registry and every transition (:class:`SchedulerCore`);
 * :mod:`~lldsched.core.task`: a registered task and where it is (:class:`ScheduledTask`);
+* :mod:`~lldsched.core.lifecycle`: every allowed change of status, as data (``TRANSITIONS``);
 * :mod:`~lldsched.core.registration`: the checks on what a registration passes;
 * :mod:`~lldsched.core.duequeue`: the heap of due entries, with tombstones (:class:`TaskQueue`);
 * :mod:`~lldsched.core.recovery`: tasks reloaded from a store, misfires, clock jumps;
