@@ -15,7 +15,7 @@ watches the queue's Condition (:class:`WatchedCondition` counts waits and
 notifies, and lets the checker wake the waiters when nobody asked: a spurious
 wake-up).  Every wait in here is bounded; a consumer that never returns is left
 parked on a daemon thread after the check pushes it something to take.  The
-whole check takes about 1.5 s.
+whole check takes about a second for a correct answer, and under 3 s for any.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def print_results(results: list[Result]) -> None:
 # -- the clock and the condition the checker watches -----------------------------------------
 
 TWELVE_HOURS = 12 * 3600.0
-LATE = 0.25  # seconds after its due instant by which a task must have been returned
+LATE = 0.5  # seconds after its due instant by which a task must be returned (room for load)
 
 
 class ExerciseClock:
@@ -158,7 +158,7 @@ class WatchedCondition:
         self.notify_alls += 1
         self.inner.notify_all()
 
-    def parked(self, count: int, timeout: float = 0.3) -> bool:
+    def parked(self, count: int, timeout: float = 1.0) -> bool:
         """Wait (bounded) until ``count`` threads are inside ``wait``; then, holding the
         real lock once, be sure they have released it."""
         with self.changed:
@@ -258,6 +258,11 @@ def _expect(consumers: Consumers, task: str, due: float, clock: ExerciseClock, w
 
 def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
     """The checks of the timer exercise, against ``make_queue(clock)`` (the class)."""
+    patience = [1.0]  # seconds to wait for consumers to park; cut once they never do
+
+    def park(rig: Rig, count: int = 1) -> None:
+        if not rig.cond.parked(count, patience[0]):
+            patience[0] = 0.1  # a queue that never waits on its Condition: do not wait again
 
     def due_now_in_order() -> None:
         rig = _rig(make_queue)
@@ -298,7 +303,8 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         rig = _rig(make_queue)
         rig.queue.push("nightly", rig.clock.peek() + TWELVE_HOURS)
         consumers = Consumers(rig.queue, rig.clock)
-        rig.cond.parked(1, timeout=0.3)
+        if not rig.cond.parked(1, timeout=0.3):
+            patience[0] = 0.1
         reads, waits, cpu = rig.clock.reads, rig.cond.waits, time.process_time()
         early = consumers.next(0.3)  # a bounded wait: nothing is due for twelve hours
         reads, waits = rig.clock.reads - reads, rig.cond.waits - waits
@@ -318,8 +324,8 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         empty = _rig(make_queue)
         on_parked = Consumers(parked.queue, parked.clock)
         on_empty = Consumers(empty.queue, empty.clock)
-        parked.cond.parked(1)
-        empty.cond.parked(1)
+        park(parked)
+        park(empty)
         for _ in range(2):
             parked.cond.spurious_wake_up()
             empty.cond.spurious_wake_up()
@@ -345,7 +351,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         rig = _rig(make_queue)
         rig.queue.push("nightly", rig.clock.peek() + TWELVE_HOURS)
         consumers = Consumers(rig.queue, rig.clock)
-        rig.cond.parked(1)
+        park(rig)
         due = rig.clock.peek()
         rig.queue.push("urgent", due)
         try:
@@ -364,7 +370,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         rig = _rig(make_queue)
         rig.queue.push("nightly", rig.clock.peek() + TWELVE_HOURS)
         consumers = Consumers(rig.queue, rig.clock, count=2)
-        rig.cond.parked(2)
+        park(rig, 2)
         due = rig.clock.peek() + 0.1
         rig.queue.push("first", due)
         rig.queue.push("second", due)  # same instant, later arrival: not a new head
@@ -394,7 +400,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         rig.queue.push("doomed", start + 0.1)
         rig.queue.push("kept", start + 0.15)
         consumers = Consumers(rig.queue, rig.clock, takes=2)
-        rig.cond.parked(1)
+        park(rig)
         rig.queue.cancel("doomed")  # the consumer is parked on it: a tombstone now
         try:
             first = consumers.next(start + 0.15 + LATE - rig.clock.peek())
