@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -232,3 +233,20 @@ def test_a_parser_that_accepts_plus_five_fails() -> None:
 
 def test_the_field_checker_passes_the_reference_answer() -> None:
     assert all(r.passed for r in run_checks(parse_field_checks(parse_field)))
+
+
+# -- answers on demand ------------------------------------------------------------------------
+
+
+def test_notebook_07_runs_no_reference_answer_and_offers_each_one_on_demand() -> None:
+    root = Path(__file__).resolve().parent.parent
+    source = (root / "notebooks" / "src" / "07-interview-walkthrough.py").read_text()
+    code = [line for line in source.splitlines() if not line.lstrip().startswith("#")]
+    assert not [line for line in code if "solutions" in line], "Run All would run an answer"
+    offered = re.findall(r"^# %load (exercises/solutions/\w+\.py)$", source, flags=re.MULTILINE)
+    assert sorted(offered) == [
+        "exercises/solutions/next_slot.py",
+        "exercises/solutions/parse_field.py",
+        "exercises/solutions/task_queue.py",
+    ]
+    assert all((root / "notebooks" / path).is_file() for path in offered)
