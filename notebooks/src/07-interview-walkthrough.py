@@ -198,7 +198,7 @@ print([heapq.heappop(heap)[3] for _ in range(len(heap))])
 # - `pop_due()` blocks until the head is due, then removes and returns it.
 #
 # The constructor is written for you: take the time only from `self._clock()`. The check
-# runs your class on real threads for about a second and a half, with a clock it controls,
+# runs your class on real threads for about a second, with a clock it controls,
 # and names each mistake it finds: a sleep or poll loop, `if` where `while` is needed (it
 # wakes your waiter when nothing changed), a push that does not notify (a waiter parked
 # twelve hours must wake for a task due now), `notify()` where two waiters need
