@@ -24,6 +24,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from types import TracebackType
 from typing import Any, NamedTuple
 
 __all__ = [
@@ -119,8 +120,13 @@ class WatchedCondition:
     def __enter__(self) -> bool:
         return self.inner.__enter__()
 
-    def __exit__(self, *exc: object) -> None:
-        self.inner.__exit__(*exc)
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.inner.__exit__(exc_type, exc, traceback)
 
     def acquire(self, *args: Any, **kwargs: Any) -> bool:
         return self.inner.acquire(*args, **kwargs)
