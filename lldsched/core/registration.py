@@ -19,16 +19,7 @@ from lldsched.errors import ValidationError
 from lldsched.model import Priority
 from lldsched.policies import MisfirePolicy, RetryPolicy
 
-__all__ = [
-    "check_action",
-    "check_name",
-    "check_schedule",
-    "is_schedule",
-    "priority_of",
-    "require_action",
-    "task_options",
-    "wants_context",
-]
+__all__ = ["is_schedule", "require_action", "validated", "wants_context"]
 
 DEFAULT_RETRY = RetryPolicy()
 
@@ -68,18 +59,59 @@ def wants_context(action: Callable[..., Any]) -> bool:
     return "ctx" in parameters
 
 
-def check_name(name: object) -> str:
-    """A task's name: a non-empty string that is not all blanks."""
+def validated(
+    name: str,
+    action: Callable[..., Any] | None,
+    schedule: object,
+    *,
+    priority: Priority | int,
+    retry: RetryPolicy | None,
+    timeout: float | None,
+    args: tuple[Any, ...] | list[Any],
+    kwargs: Mapping[str, Any] | None,
+    misfire: MisfirePolicy | None,
+) -> tuple[Priority, TaskOptions]:
+    """Check everything a registration passes; return its :class:`Priority` and
+    :class:`~lldsched.core.task.TaskOptions`.
+
+    ``action`` may be None (a simulated task needs none; the threaded runtime asks
+    :func:`require_action` first).  Options equal to the defaults are the shared
+    :data:`~lldsched.core.task.DEFAULT_OPTIONS`.
+    """
     if not isinstance(name, str) or not name or name.isspace():
         raise ValidationError(f"task name must be a non-empty string, got {name!r}")
-    return name
-
-
-def check_action(name: str, action: object) -> None:
-    """``action`` is callable, or None (a simulated task needs none; a runtime that
-    must run something asks :func:`require_action` first)."""
     if action is not None and not callable(action):
         raise _not_callable(name, action)
+    if type(schedule) not in SCHEDULE_TYPES and not is_schedule(schedule):
+        raise ValidationError(
+            f"task {name!r}: schedule must provide first_run() and next_run(), got {schedule!r}"
+        )
+    if type(priority) is not Priority:
+        priority = _priority(name, priority)
+    pass_context = action is not None and wants_context(action)
+    # Nothing given, nothing to check: the common registration skips _options().
+    # (Five checks folded into this one call, and this shortcut, are worth about a
+    # fifth of a registration: benchmarks/bench_scale.py.)
+    if (
+        retry is None
+        and timeout is None
+        and kwargs is None
+        and misfire is None
+        and type(args) is tuple
+        and not args
+        and not pass_context
+    ):
+        return priority, DEFAULT_OPTIONS
+    options = _options(
+        name,
+        retry=retry,
+        timeout=timeout,
+        args=args,
+        kwargs=kwargs,
+        misfire=misfire,
+        pass_context=pass_context,
+    )
+    return priority, options
 
 
 def require_action(name: str, action: object) -> None:
@@ -92,18 +124,8 @@ def _not_callable(name: str, action: object) -> ValidationError:
     return ValidationError(f"task {name!r}: action must be callable, got {action!r}")
 
 
-def check_schedule(name: str, schedule: object) -> None:
-    """``schedule`` answers ``first_run`` and ``next_run`` (its type is remembered)."""
-    if type(schedule) not in SCHEDULE_TYPES and not is_schedule(schedule):
-        raise ValidationError(
-            f"task {name!r}: schedule must provide first_run() and next_run(), got {schedule!r}"
-        )
-
-
-def priority_of(name: str, value: Priority | int) -> Priority:
+def _priority(name: str, value: object) -> Priority:
     """``value`` as a :class:`Priority` (a member or its int), or ValidationError."""
-    if type(value) is Priority:  # the common case, first
-        return value
     if isinstance(value, int) and not isinstance(value, bool):
         try:
             return Priority(value)
@@ -114,18 +136,16 @@ def priority_of(name: str, value: Priority | int) -> Priority:
     )
 
 
-def task_options(
+def _options(
     name: str,
     *,
-    action: Callable[..., Any] | None,
     retry: RetryPolicy | None,
     timeout: float | None,
     args: tuple[Any, ...] | list[Any],
     kwargs: Mapping[str, Any] | None,
     misfire: MisfirePolicy | None,
+    pass_context: bool,
 ) -> TaskOptions:
-    """Validate a task's options; the shared :data:`~lldsched.core.task.DEFAULT_OPTIONS`
-    when they are all defaults (the one place that decides that)."""
     if retry is None:
         retry = DEFAULT_RETRY
     elif not isinstance(retry, RetryPolicy):
@@ -144,14 +164,5 @@ def task_options(
         raise ValidationError(f"task {name!r}: kwargs must map str to values, got {kwargs!r}")
     if misfire is not None and not isinstance(misfire, MisfirePolicy):
         raise ValidationError(f"task {name!r}: misfire must be a MisfirePolicy, got {misfire!r}")
-    pass_context = action is not None and wants_context(action)
-    if (
-        retry is DEFAULT_RETRY
-        and timeout is None
-        and not args
-        and not kwargs
-        and misfire is None
-        and not pass_context
-    ):
-        return DEFAULT_OPTIONS
-    return TaskOptions(retry, timeout, tuple(args), kwargs, pass_context, misfire)
+    options = TaskOptions(retry, timeout, tuple(args), kwargs or None, pass_context, misfire)
+    return DEFAULT_OPTIONS if options == DEFAULT_OPTIONS else options  # equal values shared
