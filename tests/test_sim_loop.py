@@ -43,6 +43,7 @@ def test_step_describes_the_event_it_processed() -> None:
     first = sim.step()
     assert first is not None
     assert (first.at, first.kind, first.record) == (sim.now, "start", None)
+    assert first.task_id is not None
     assert sim.task(first.task_id).name == "heartbeat"  # due at midnight with high priority
     while (step := sim.step()) is not None and step.kind != "finish":
         pass

@@ -139,7 +139,7 @@ class Simulation:
             for task in recover(self._core, store):
                 self._models[task.id] = _Models(0.0, 0.0, _NO_RNG)
 
-    # -- registration and control (the same verbs as Scheduler) ------------------------
+    # -- registration and control (the verbs of lldsched.runtime.Runtime) ---------------
 
     def schedule(
         self,
@@ -190,24 +190,39 @@ class Simulation:
         self._models[task_id] = _Models(duration, fails, rng)
 
     def cancel(self, task_id: str) -> bool:
+        """Stop all future runs of the task; True if it was live.  A run in flight
+        finishes (its record is kept)."""
         return self._core.cancel(task_id)
 
     def pause(self, task_id: str) -> bool:
+        """Hold the task; True if it was live.  A run in flight finishes; nothing follows."""
         return self._core.pause(task_id)
 
     def resume(self, task_id: str) -> bool:
+        """Return a paused task to its queue; a slot it slept through runs at once."""
         return self._core.resume(task_id)
 
     def redrive(self, task_id: str) -> bool:
+        """Put a dead-lettered (FAILED) task back, due now, with a fresh attempt counter."""
         return self._core.redrive(task_id)
 
+    def remove(self, task_id: str) -> ScheduledTask:
+        """Cancel the task if live, and forget it (here, with its models, and in the
+        store).  A run in flight finishes and is recorded."""
+        task = self._core.remove(task_id)
+        self._models.pop(task_id, None)
+        return task
+
     def task(self, task_id: str) -> ScheduledTask:
+        """The task with this id, or :class:`~lldsched.errors.TaskNotFoundError`."""
         return self._core.get(task_id)
 
     def tasks(self) -> list[ScheduledTask]:
+        """Every registered task, in registration order."""
         return list(self._core.tasks.values())
 
     def dead_letter(self) -> list[str]:
+        """Ids of FAILED tasks, oldest failure first."""
         return self._core.dead_letter()
 
     def pending(self) -> list[ScheduledTask]:
@@ -215,13 +230,16 @@ class Simulation:
         return self._queue.pending()
 
     def queue_stats(self) -> QueueStats:
+        """How many entries the heap holds, and how many are tombstones."""
         return self._queue.stats()
 
     def add_listener(self, listener: Listener) -> None:
+        """Call ``listener`` on every future event, in virtual time, on the caller's thread."""
         self._callbacks.append((listener, as_callback(listener)))
         self._core._emit = self._emit
 
     def remove_listener(self, listener: Listener) -> bool:
+        """Stop calling ``listener``; True if it was registered."""
         kept = [pair for pair in self._callbacks if pair[0] is not listener]
         found = len(kept) != len(self._callbacks)
         self._callbacks = kept
