@@ -121,13 +121,15 @@ class TaskQueue:
 
     def pop(self) -> Entry | None:
         """Remove and return the first live entry, however far off it is (None if empty)."""
-        head = self.peek()
-        if head is None:
-            return None
-        entry, task = head
-        heapq.heappop(self._heap)
-        task._queued = False
-        return entry
+        heap = self._heap
+        while heap:
+            entry = heapq.heappop(heap)
+            task = self.live(entry)
+            if task is not None:
+                task._queued = False
+                return entry
+            self._tombstones -= 1
+        return None
 
     def peek(self) -> tuple[Entry, ScheduledTask] | None:
         """The first live entry and its task, left in place (None if empty); tombstones
