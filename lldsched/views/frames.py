@@ -49,7 +49,6 @@ them, importing this module raises an ``ImportError`` that names the extra.
 
 from __future__ import annotations
 
-import math
 import operator
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -67,7 +66,7 @@ from lldsched.errors import ValidationError
 from lldsched.model import ExecutionRecord
 from lldsched.runtime import Reads
 from lldsched.schedules.base import Schedule
-from lldsched.views.report import overran
+from lldsched.views.report import nearest_rank, overran
 
 __all__ = [
     "COLUMNS",
@@ -283,12 +282,9 @@ _NAT = np.timedelta64("NaT", "us")
 
 
 def _nearest_rank(ordered: np.ndarray[Any, Any], q: float) -> Any:
-    """The ``q``-th percentile of sorted ``ordered`` by nearest rank, as
-    :func:`lldsched.views.report.percentile` computes it."""
-    if not len(ordered):
-        return _NAT
-    rank = max(1, math.ceil(q / 100 * len(ordered)))
-    return ordered[rank - 1]
+    """The ``q``-th percentile of sorted ``ordered`` (:func:`~lldsched.views.report.nearest_rank`),
+    NaT if empty."""
+    return ordered[nearest_rank(len(ordered), q)] if len(ordered) else _NAT
 
 
 def _overruns(runs: pd.DataFrame, schedule: Schedule | None) -> int:
