@@ -59,17 +59,16 @@ def test_a_discarded_entry_becomes_a_tombstone_that_is_dropped_when_it_surfaces(
     assert [e[3] for e in queue.pop_due(5.0, 10)] == ["kept"]
 
 
-def test_peek_returns_the_first_live_entry_and_its_task_and_leaves_it_queued() -> None:
+def test_peek_returns_the_first_live_entry_and_leaves_it_queued() -> None:
     queue, tasks = make_queue()
     assert queue.peek() is None
     gone, kept = make_task(tasks, "gone"), make_task(tasks, "kept")
     queue.push(gone, 1.0)
     queue.push(kept, 2.0)
     queue.discard(gone)
-    head = queue.peek()
-    assert head is not None
-    entry, task = head
-    assert (entry[0], entry[3], task) == (2.0, "kept", kept)
+    entry = queue.peek()
+    assert entry is not None
+    assert (entry[0], entry[3], queue.live(entry)) == (2.0, "kept", kept)
     assert queue.stats() == (1, 0)  # the tombstone on top was dropped, the head stays
     assert queue.pop() == entry and queue.peek() is None
 

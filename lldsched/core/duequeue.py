@@ -131,15 +131,15 @@ class TaskQueue:
             self._tombstones -= 1
         return None
 
-    def peek(self) -> tuple[Entry, ScheduledTask] | None:
-        """The first live entry and its task, left in place (None if empty); tombstones
-        on top are dropped on the way."""
+    def peek(self) -> Entry | None:
+        """The first live entry, left in place (None if empty); tombstones on top are
+        dropped on the way.  Its task is ``queue.tasks[entry[3]]``: a pair holding the
+        task would be a container the cyclic collector tracks, one per peek."""
         heap = self._heap
         while heap:
             entry = heap[0]
-            task = self.live(entry)
-            if task is not None:
-                return entry, task
+            if self.live(entry) is not None:
+                return entry
             heapq.heappop(heap)
             self._tombstones -= 1
         return None
@@ -147,7 +147,7 @@ class TaskQueue:
     def next_due(self) -> float | None:
         """The due instant of the first live entry (tombstones on top are dropped)."""
         head = self.peek()
-        return None if head is None else head[0][0]
+        return None if head is None else head[0]
 
     def rebuild(self) -> None:
         """Drop every tombstone and re-heapify the live entries."""

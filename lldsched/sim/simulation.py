@@ -325,7 +325,7 @@ class Simulation:
             start = _INF
             head = peek() if free else None  # the next start needs a free worker
             if head is not None:
-                due = head[0][0]
+                due = head[0]
                 start = due if due > now else now
             if finish <= intervention and finish <= start:
                 if finish > end:
@@ -350,18 +350,18 @@ class Simulation:
                 advance_to(start)
                 now = start
                 assert head is not None  # start < _INF
-                entry, task = head
                 pop_due(start, 1)  # the head peeked at above: live, and due by ``start``
-                record = self._start(entry, start, task)  # a run that takes no time
+                record = self._start(head, start)  # a run that takes no time
                 kind = "start" if record is None else "finish"  # finishes at once
-                task_id = entry[3]
+                task_id = head[3]
         if kind is None:
             return None
         return SimStep(now, kind, task_id, record)
 
-    def _start(self, entry: Any, now: float, task: ScheduledTask) -> ExecutionRecord | None:
-        """Start ``entry`` (of live ``task``) on the lowest free worker; finish it at once
-        if it takes no time."""
+    def _start(self, entry: Any, now: float) -> ExecutionRecord | None:
+        """Start live ``entry`` on the lowest free worker; finish it at once if it takes
+        no time."""
+        task = self._core.tasks[entry[3]]
         models = self._models[entry[3]]
         attempt = task.attempt + 1
         duration = models.duration
