@@ -28,6 +28,7 @@ from matplotlib.figure import Figure
 from matplotlib.testing.compare import compare_images
 
 from lldsched import ExecutionRecord, OverrunPolicy, ValidationError
+from lldsched.sim.overrun import simulate_overrun
 from lldsched.views.frames import to_frame
 from lldsched.views.plots import (
     DETAIL_RUNS,
@@ -36,7 +37,6 @@ from lldsched.views.plots import (
     lateness_distribution,
     lateness_over_time,
     overrun_comparison,
-    simulate_overrun,
     utilisation_plot,
 )
 from tests.conftest import T0
@@ -209,7 +209,8 @@ def test_plots_never_touch_pyplot_or_the_global_backend(tmp_path: Path) -> None:
         "from lldsched.sim.scenario import build_scenario\n"
         "sim = build_scenario(); sim.run_for(3600)\n"
         f"gantt(to_frame(sim)).savefig({str(tmp_path / 'g.png')!r})\n"
-        "overrun_comparison()\n"
+        "from lldsched.sim.overrun import simulate_overrun\n"
+        "overrun_comparison(simulate_overrun())\n"
         "print('matplotlib.pyplot' in sys.modules)\n"
     )
     result = subprocess.run(
@@ -223,7 +224,8 @@ def test_plots_never_touch_pyplot_or_the_global_backend(tmp_path: Path) -> None:
 
 
 def test_simulate_overrun_runs_the_same_task_under_both_policies() -> None:
-    frames = simulate_overrun(period=60, duration=150, horizon=600)
+    runs = simulate_overrun(period=60, duration=150, horizon=600)
+    frames = {policy: to_frame(records) for policy, records in runs.items()}
     skip, catch_up = frames[OverrunPolicy.SKIP], frames[OverrunPolicy.CATCH_UP]
     assert (skip["due"] - skip["due"].iloc[0]).dt.total_seconds().tolist() == [0, 180, 360]
     assert skip["lateness"].max() == pd.Timedelta(0)
@@ -233,7 +235,7 @@ def test_simulate_overrun_runs_the_same_task_under_both_policies() -> None:
 
 
 def test_overrun_comparison_puts_skip_and_catch_up_side_by_side() -> None:
-    figure = overrun_comparison(period=60, duration=150, horizon=600)
+    figure = overrun_comparison(simulate_overrun(period=60, duration=150, horizon=600))
     left, right = figure.axes
     assert left.get_position().x1 <= right.get_position().x0  # side by side
     assert left.get_title(loc="left") == "SKIP: 3 runs, worst lateness 0 s"
@@ -278,7 +280,9 @@ PLOTS: dict[str, Callable[[pd.DataFrame], Figure]] = {
     "lateness_over_time": lateness_over_time,
     "lateness_distribution": lateness_distribution,
     "utilisation": lambda frame: utilisation_plot(frame, workers=3, freq="5min"),
-    "overrun": lambda frame: overrun_comparison(period=60, duration=150, horizon=600),
+    "overrun": lambda frame: overrun_comparison(
+        simulate_overrun(period=60, duration=150, horizon=600)
+    ),
 }
 
 
@@ -315,10 +319,13 @@ def test_every_plot_draws_on_the_axes_it_is_given(name: str, ten: pd.DataFrame) 
 def test_overrun_comparison_draws_on_the_pair_of_axes_it_is_given() -> None:
     figure = Figure()
     pair = figure.subplots(1, 2)
-    assert overrun_comparison(period=60, duration=150, horizon=600, axes=list(pair)) is figure
+    assert (
+        overrun_comparison(simulate_overrun(period=60, duration=150, horizon=600), axes=list(pair))
+        is figure
+    )
     assert all(ax.collections for ax in pair)
     with pytest.raises(ValidationError, match="two Axes"):
-        overrun_comparison(axes=[pair[0]])
+        overrun_comparison(simulate_overrun(), axes=[pair[0]])
 
 
 # -- how they look -------------------------------------------------------------------
@@ -362,7 +369,7 @@ def test_without_matplotlib_importing_plots_names_the_extra(
 
 
 def test_a_figure_left_as_a_cells_value_renders_itself_as_png() -> None:
-    figure = overrun_comparison()
+    figure = overrun_comparison(simulate_overrun())
     assert isinstance(figure, PlotFigure) and isinstance(figure, Figure)
     png = figure._repr_png_()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000

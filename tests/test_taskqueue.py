@@ -59,6 +59,20 @@ def test_a_discarded_entry_becomes_a_tombstone_that_is_dropped_when_it_surfaces(
     assert [e[3] for e in queue.pop_due(5.0, 10)] == ["kept"]
 
 
+def test_peek_returns_the_first_live_entry_and_leaves_it_queued() -> None:
+    queue, tasks = make_queue()
+    assert queue.peek() is None
+    gone, kept = make_task(tasks, "gone"), make_task(tasks, "kept")
+    queue.push(gone, 1.0)
+    queue.push(kept, 2.0)
+    queue.discard(gone)
+    entry = queue.peek()
+    assert entry is not None
+    assert (entry[0], entry[3], queue.live(entry)) == (2.0, "kept", kept)
+    assert queue.stats() == (1, 0)  # the tombstone on top was dropped, the head stays
+    assert queue.pop() == entry and queue.peek() is None
+
+
 def test_a_second_push_kills_the_first_entry_of_the_same_task() -> None:
     queue, tasks = make_queue()
     task = make_task(tasks, "moved")

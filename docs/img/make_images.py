@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lldsched.sim.overrun import simulate_overrun
 from lldsched.sim.scenario import build_scenario
 from lldsched.views.frames import to_frame
 from lldsched.views.plots import gantt, overrun_comparison
@@ -20,7 +21,9 @@ def main() -> None:
     sim = build_scenario(workers=4, seed=0)
     sim.run_for(2 * 3600)
     gantt(to_frame(sim)).savefig(HERE / "gantt.png", dpi=80)
-    overrun_comparison(period=60, duration=150, horizon=600).savefig(HERE / "overrun.png", dpi=80)
+    overrun_comparison(simulate_overrun(period=60, duration=150, horizon=600)).savefig(
+        HERE / "overrun.png", dpi=80
+    )
 
 
 if __name__ == "__main__":

@@ -111,7 +111,7 @@ class TaskQueue:
         due: list[Entry] = []
         while heap and heap[0][0] <= now and len(due) < limit:
             entry = heapq.heappop(heap)
-            task = tasks.get(entry[3])
+            task = tasks.get(entry[3])  # live(), inlined: this is the timer's hot loop
             if task is None or entry[2] != task.generation:
                 self._tombstones -= 1
                 continue
@@ -122,26 +122,32 @@ class TaskQueue:
     def pop(self) -> Entry | None:
         """Remove and return the first live entry, however far off it is (None if empty)."""
         heap = self._heap
-        tasks = self.tasks
         while heap:
             entry = heapq.heappop(heap)
-            task = tasks.get(entry[3])
-            if task is not None and entry[2] == task.generation:
+            task = self.live(entry)
+            if task is not None:
                 task._queued = False
                 return entry
             self._tombstones -= 1
         return None
 
-    def next_due(self) -> float | None:
-        """The due instant of the first live entry (tombstones on top are dropped)."""
+    def peek(self) -> Entry | None:
+        """The first live entry, left in place (None if empty); tombstones on top are
+        dropped on the way.  Its task is ``queue.tasks[entry[3]]``: a pair holding the
+        task would be a container the cyclic collector tracks, one per peek."""
         heap = self._heap
         while heap:
             entry = heap[0]
             if self.live(entry) is not None:
-                return entry[0]
+                return entry
             heapq.heappop(heap)
             self._tombstones -= 1
         return None
+
+    def next_due(self) -> float | None:
+        """The due instant of the first live entry (tombstones on top are dropped)."""
+        head = self.peek()
+        return None if head is None else head[0]
 
     def rebuild(self) -> None:
         """Drop every tombstone and re-heapify the live entries."""

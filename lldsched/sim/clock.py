@@ -21,6 +21,14 @@ class VirtualClock:
     def now(self) -> float:
         return self._now
 
+    def advance_to(self, instant: float) -> None:
+        """Move time forward to ``instant``; time never goes back."""
+        if instant < self._now:
+            raise SchedulerStateError(
+                f"virtual time cannot go back from {self._now!r} to {instant!r}"
+            )
+        self._now = instant
+
     def wait(self, condition: threading.Condition, deadline: float | None) -> None:
         raise SchedulerStateError("nothing waits on a simulation's virtual clock")
 

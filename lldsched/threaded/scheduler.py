@@ -38,6 +38,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
+import operator
 import random
 import threading
 import time
@@ -55,7 +56,7 @@ from lldsched.core.registration import require_action
 from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.errors import SchedulerStateError, error_text
 from lldsched.listeners import Listener
-from lldsched.model import Priority
+from lldsched.model import ExecutionRecord, Priority
 from lldsched.persistence import TaskStore
 from lldsched.policies import MisfirePolicy, RetryPolicy
 from lldsched.schedules.base import Schedule
@@ -72,6 +73,8 @@ JUMP_TOLERANCE = 1.0
 """Seconds of disagreement between wall and monotonic time taken for a clock jump,
 plus :data:`JUMP_DRIFT` of the time waited."""
 JUMP_DRIFT = 0.001
+
+_finished = operator.attrgetter("finished")  # the order of Scheduler.records()
 
 _Outcome = tuple[float, float, "str | None", "BaseException | None"]
 """What running an attempt produced: started, finished, error text, escaped exception."""
@@ -215,6 +218,11 @@ class Scheduler:
     def workers(self) -> int:
         return self._pool.workers
 
+    @property
+    def now(self) -> float:
+        """The scheduler clock's instant, in seconds since the epoch."""
+        return self._clock.now()
+
     # -- registration and control ----------------------------------------------------
 
     def schedule(
@@ -302,6 +310,14 @@ class Scheduler:
         """Every registered task, in registration order."""
         with self._lock:
             return list(self._core.tasks.values())
+
+    def records(self) -> list[ExecutionRecord]:
+        """Every record the scheduler still holds: its tasks' histories (each bounded by
+        ``history_limit``; a store keeps them all), merged in the order the runs finished."""
+        with self._lock:
+            merged = [record for task in self._core.tasks.values() for record in task.history]
+        merged.sort(key=_finished)
+        return merged
 
     def dead_letter(self) -> list[str]:
         """Ids of FAILED tasks, oldest failure first."""

@@ -1,7 +1,7 @@
 """Frames: every execution record as a row of a pandas ``DataFrame``, and summaries of them.
 
-:func:`to_frame` takes a :class:`~lldsched.threaded.scheduler.Scheduler`, a
-:class:`~lldsched.sim.Simulation`, a store (anything with ``records()`` and
+:func:`to_frame` takes a runtime (a :class:`~lldsched.runtime.Runtime`: a
+``Scheduler`` or a ``Simulation``), a store (anything with ``records()`` and
 ``load_all()``, such as :class:`~lldsched.stores.memory.InMemoryTaskStore`) or an
 iterable of :class:`~lldsched.model.ExecutionRecord`, and returns one row per
 attempt with these typed columns (:data:`DTYPES`):
@@ -49,7 +49,6 @@ them, importing this module raises an ``ImportError`` that names the extra.
 
 from __future__ import annotations
 
-import math
 import operator
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -65,10 +64,9 @@ except ImportError as exc:  # pragma: no cover - exercised by a test that hides 
 
 from lldsched.errors import ValidationError
 from lldsched.model import ExecutionRecord
+from lldsched.runtime import Reads
 from lldsched.schedules.base import Schedule
-from lldsched.sim.simulation import Simulation
-from lldsched.threaded.scheduler import Scheduler
-from lldsched.views.report import overran
+from lldsched.views.report import nearest_rank, overran
 
 __all__ = [
     "COLUMNS",
@@ -84,9 +82,10 @@ __all__ = [
 ]
 
 OUTCOMES = ("ok", "failed", "timed_out", "missed", "coalesced")
-MISFIRES = ("missed", "coalesced")  # slots a misfire policy decided: records, not runs
 """The outcome categories, in this order; an outcome a record reports beyond these is
 appended after them."""
+
+MISFIRES = ("missed", "coalesced")  # slots a misfire policy decided: records, not runs
 
 DTYPES: dict[str, Any] = {
     "task_id": pd.StringDtype(),
@@ -118,26 +117,21 @@ _FIELD = {name: index for index, name in enumerate(ExecutionRecord._fields)}
 def records_of(source: object) -> tuple[list[ExecutionRecord], dict[str, int]]:
     """The records of ``source`` and the priority of each task id it knows.
 
-    A ``Simulation`` gives every finished attempt; a ``Scheduler`` gives its tasks'
-    histories (bounded by its ``history_limit``: build it with a store for every
-    record), merged in the order the runs finished; a store gives ``records()``; an
-    iterable is taken as records as they are, with no priorities.
+    A runtime gives ``records()`` (a ``Simulation`` every finished attempt, a
+    ``Scheduler`` its tasks' histories, bounded by its ``history_limit``: build it
+    with a store for every record); a store gives ``records()``; an iterable is taken
+    as records as they are, with no priorities.
     """
-    if isinstance(source, Simulation):
+    if isinstance(source, Reads):
         tasks = source.tasks()
         return source.records(), {task.id: int(task.priority) for task in tasks}
-    if isinstance(source, Scheduler):
-        tasks = source.tasks()
-        merged = [record for task in tasks for record in task.history]
-        merged.sort(key=operator.itemgetter(_FIELD["finished"]))
-        return merged, {task.id: int(task.priority) for task in tasks}
     if callable(getattr(source, "records", None)) and callable(getattr(source, "load_all", None)):
         store: Any = source
         priorities = {snap.task.id: int(snap.task.priority) for snap in store.load_all()}
         return list(store.records()), priorities
     if isinstance(source, str | bytes) or not isinstance(source, Iterable):
         raise ValidationError(
-            "to_frame() takes a Scheduler, a Simulation, a store with records() and "
+            "to_frame() takes a runtime (Scheduler, Simulation), a store with records() and "
             f"load_all(), or an iterable of ExecutionRecord; got {source!r}"
         )
     records = list(source)
@@ -147,7 +141,7 @@ def records_of(source: object) -> tuple[list[ExecutionRecord], dict[str, int]]:
     return records, {}
 
 
-def schedules_of(source: Scheduler | Simulation) -> dict[str, Schedule]:
+def schedules_of(source: Reads) -> dict[str, Schedule]:
     """Task id to schedule, for :func:`task_summary`'s overrun count."""
     return {task.id: task.schedule for task in source.tasks()}
 
@@ -288,12 +282,9 @@ _NAT = np.timedelta64("NaT", "us")
 
 
 def _nearest_rank(ordered: np.ndarray[Any, Any], q: float) -> Any:
-    """The ``q``-th percentile of sorted ``ordered`` by nearest rank, as
-    :func:`lldsched.views.report.percentile` computes it."""
-    if not len(ordered):
-        return _NAT
-    rank = max(1, math.ceil(q / 100 * len(ordered)))
-    return ordered[rank - 1]
+    """The ``q``-th percentile of sorted ``ordered`` (:func:`~lldsched.views.report.nearest_rank`),
+    NaT if empty."""
+    return ordered[nearest_rank(len(ordered), q)] if len(ordered) else _NAT
 
 
 def _overruns(runs: pd.DataFrame, schedule: Schedule | None) -> int:

@@ -15,7 +15,7 @@ from lldsched.schedules.base import Schedule
 from lldsched.schedules.cron import CronSchedule
 from lldsched.schedules.simple import FixedRate
 
-__all__ = ["TaskSummary", "format_summary", "percentile", "summarize"]
+__all__ = ["TaskSummary", "format_summary", "nearest_rank", "overran", "percentile", "summarize"]
 
 
 class TaskSummary(NamedTuple):
@@ -35,12 +35,19 @@ class TaskSummary(NamedTuple):
     duration_max: float
 
 
+def nearest_rank(count: int, q: float) -> int:
+    """The index, in ``count`` sorted values (count >= 1), of their ``q``-th percentile
+    (0 < q <= 100) by nearest rank: always one of the values, never an interpolation.
+    The one percentile rule of the summaries (:func:`percentile` here,
+    :func:`lldsched.views.frames.task_summary` on a frame)."""
+    return max(1, math.ceil(q / 100 * count)) - 1
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     """The nearest-rank ``q``-th percentile (0 < q <= 100) of sorted ``values``; 0 if empty."""
     if not values:
         return 0.0
-    rank = max(1, math.ceil(q / 100 * len(values)))
-    return values[rank - 1]
+    return values[nearest_rank(len(values), q)]
 
 
 def overran(schedule: Schedule | None, record: ExecutionRecord) -> bool:

@@ -33,11 +33,12 @@ from zoneinfo import ZoneInfo
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import LldschedError
 from lldsched.model import TaskEvent, TaskStatus
+from lldsched.runtime import Runtime, Stepped
 
 if TYPE_CHECKING:
     import ipywidgets
 
-__all__ = ["COLUMNS", "ControlPanel", "Controllable", "SimulationPlayer", "require_ipywidgets"]
+__all__ = ["COLUMNS", "ControlPanel", "SimulationPlayer", "require_ipywidgets"]
 
 COLUMNS = ("task", "status", "next run", "runs", "ok", "failed", "last error")
 _LIVE = frozenset({TaskStatus.SCHEDULED, TaskStatus.RETRYING, TaskStatus.RUNNING})
@@ -53,19 +54,6 @@ def require_ipywidgets() -> Any:
             "lldsched's widgets need ipywidgets: pip install 'lldsched[notebook]'"
         ) from exc
     return ipywidgets
-
-
-class Controllable(Protocol):
-    """What a panel drives: a Scheduler or a Simulation."""
-
-    def tasks(self) -> list[ScheduledTask]: ...
-    def task(self, task_id: str) -> ScheduledTask: ...
-    def pause(self, task_id: str) -> bool: ...
-    def resume(self, task_id: str) -> bool: ...
-    def cancel(self, task_id: str) -> bool: ...
-    def redrive(self, task_id: str) -> bool: ...
-    def add_listener(self, listener: Callable[[TaskEvent], None]) -> None: ...
-    def remove_listener(self, listener: Callable[[TaskEvent], None]) -> bool: ...
 
 
 class _Loop(Protocol):
@@ -129,8 +117,8 @@ class _Row:
 class ControlPanel:
     """A live table of ``source``'s tasks with per-task controls (see the module docstring).
 
-    ``source`` is a :class:`~lldsched.threaded.scheduler.Scheduler` (or anything with the
-    same verbs).  Display it as the last expression of a cell, or ``panel.widget``.
+    ``source`` is a :class:`~lldsched.runtime.Runtime`: a ``Scheduler`` or a
+    ``Simulation``.  Display it as the last expression of a cell, or ``panel.widget``.
     ``loop`` overrides where refreshes run (tests pass a fake).  With ``live=False``
     the panel does not listen: its owner calls :meth:`refresh` (the simulation
     player does, once per step, instead of once per event of a simulated day).
@@ -138,7 +126,7 @@ class ControlPanel:
 
     def __init__(
         self,
-        source: Controllable,
+        source: Runtime,
         *,
         tz: str = "UTC",
         loop: _Loop | str | None = "auto",
@@ -281,15 +269,15 @@ class ControlPanel:
 
 
 class SimulationPlayer:
-    """Step a :class:`~lldsched.sim.Simulation` by hand: one event, an hour, a day, or
-    until an instant; see the simulated time, the task table (pause, resume and
-    cancel act at the current simulated instant) and a Gantt chart of the last
-    ``window`` seconds, redrawn after every step.  ``chart=False`` leaves the chart
+    """Step a simulation (a :class:`~lldsched.runtime.Stepped` runtime) by hand: one
+    event, an hour, a day, or until an instant; see the simulated time, the task table
+    (pause, resume and cancel act at the current simulated instant) and a Gantt chart
+    of the last ``window`` seconds, redrawn after every step.  ``chart=False`` leaves the chart
     out (no matplotlib or pandas needed).
     """
 
     def __init__(
-        self, sim: Any, *, tz: str = "UTC", chart: bool = True, window: float = 6 * 3600
+        self, sim: Stepped, *, tz: str = "UTC", chart: bool = True, window: float = 6 * 3600
     ) -> None:
         widgets = require_ipywidgets()
         self.sim = sim

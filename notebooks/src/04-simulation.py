@@ -13,6 +13,7 @@
 # %%
 import time
 
+from lldsched.sim.overrun import simulate_overrun
 from lldsched.sim.scenario import build_scenario
 from lldsched.views.frames import schedules_of, task_summary, to_frame
 from lldsched.views.plots import gantt, lateness_distribution, overrun_comparison, utilisation_plot
@@ -80,7 +81,7 @@ utilisation_plot(frame, workers=4, freq="1h")
 # every missed slot: the backlog, and the lateness, grow without bound.
 
 # %%
-overrun_comparison(period=60, duration=150)
+overrun_comparison(simulate_overrun(period=60, duration=150))
 
 # %% [markdown]
 # ## 4. How many workers does this workload need?

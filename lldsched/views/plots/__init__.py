@@ -16,8 +16,8 @@ own canvas is picked, Agg for PNG, without choosing a global backend).
   ``PolyCollection`` and all due marks one ``LineCollection``: 100,000 runs draw
   in a second or two.
 * :func:`overrun_comparison`: ``SKIP`` against ``CATCH_UP`` side by side for a
-  fixed-rate task whose runs outlast its period (:func:`simulate_overrun` makes
-  the two frames on a :class:`~lldsched.sim.Simulation`).
+  fixed-rate task whose runs outlast its period (from the two runs
+  :func:`lldsched.sim.overrun.simulate_overrun` makes).
 * :func:`lateness_over_time`, :func:`lateness_distribution` (per task) and
   :func:`utilisation_plot` (busy fraction per worker per interval).
 
@@ -26,7 +26,7 @@ Time axes show timezone-aware instants in the zone given as ``tz`` (default UTC)
 
 from lldsched.views.plots._base import DETAIL_RUNS, MAX_LEGEND_TASKS, PlotFigure
 from lldsched.views.plots.gantt import gantt
-from lldsched.views.plots.overrun import overrun_comparison, simulate_overrun
+from lldsched.views.plots.overrun import overrun_comparison
 from lldsched.views.plots.timing import lateness_distribution, lateness_over_time, utilisation_plot
 
 __all__ = [
@@ -37,6 +37,5 @@ __all__ = [
     "lateness_distribution",
     "lateness_over_time",
     "overrun_comparison",
-    "simulate_overrun",
     "utilisation_plot",
 ]

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from datetime import datetime, tzinfo
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import tzinfo
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from lldsched.errors import ValidationError
+from lldsched.model import ExecutionRecord
 from lldsched.policies import OverrunPolicy
-from lldsched.schedules.simple import FixedRate
-from lldsched.sim.scenario import SCENARIO_START
-from lldsched.sim.simulation import Simulation
 from lldsched.views.frames import to_frame
 from lldsched.views.plots._base import (
     Axes,
@@ -32,52 +30,24 @@ from lldsched.views.plots._base import (
     _unit,
 )
 
-__all__ = ["overrun_comparison", "simulate_overrun"]
-
-
-def simulate_overrun(
-    period: float = 60.0,
-    duration: float = 150.0,
-    *,
-    horizon: float | None = None,
-    start: float | datetime = SCENARIO_START,
-) -> dict[OverrunPolicy, pd.DataFrame]:
-    """Simulate one fixed-rate task (every ``period`` seconds, each run ``duration``
-    seconds, one worker) under ``SKIP`` and under ``CATCH_UP`` for ``horizon``
-    seconds (default ten periods); returns each policy's frame of finished runs."""
-    if not duration > 0 or not period > 0:
-        raise ValidationError(
-            f"period and duration must be > 0, got period={period!r} duration={duration!r}"
-        )
-    seconds = horizon if horizon is not None else 10 * period
-    frames = {}
-    for policy in (OverrunPolicy.SKIP, OverrunPolicy.CATCH_UP):
-        sim = Simulation(workers=1, start=start)
-        sim.schedule(
-            f"every {period:g} s, runs {duration:g} s",
-            FixedRate(period, on_overrun=policy),
-            duration=duration,
-        )
-        frames[policy] = to_frame(sim.run_for(seconds))
-    return frames
+__all__ = ["overrun_comparison"]
 
 
 def overrun_comparison(
-    frames: Mapping[OverrunPolicy, pd.DataFrame] | None = None,
+    runs: Mapping[OverrunPolicy, pd.DataFrame | Iterable[ExecutionRecord]],
     *,
-    period: float = 60.0,
-    duration: float = 150.0,
-    horizon: float | None = None,
     axes: Sequence[Axes] | None = None,
     tz: str | tzinfo = "UTC",
 ) -> Figure:
     """``SKIP`` and ``CATCH_UP`` side by side: each run on its own row (first at the
     top), a bar from start to finish, its due time ticked with a line to its start,
-    and the fixed-rate grid of slots as dotted lines.  ``frames`` maps each policy to
-    a frame; without it, :func:`simulate_overrun` makes them from ``period``,
-    ``duration`` and ``horizon``.  ``axes`` is a pair to draw on."""
-    if frames is None:
-        frames = simulate_overrun(period, duration, horizon=horizon)
+    and the fixed-rate grid of slots as dotted lines.  ``runs`` maps each policy to
+    a frame or to records, such as :func:`lldsched.sim.overrun.simulate_overrun`
+    returns.  ``axes`` is a pair to draw on."""
+    frames = {
+        policy: frame if isinstance(frame, pd.DataFrame) else to_frame(frame)
+        for policy, frame in runs.items()
+    }
     policies = [p for p in (OverrunPolicy.SKIP, OverrunPolicy.CATCH_UP) if p in frames]
     if len(policies) != 2:
         raise ValidationError(f"frames must hold SKIP and CATCH_UP, got {[p.name for p in frames]}")

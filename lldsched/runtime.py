@@ -1,0 +1,84 @@
+"""The shape both runtimes share: what views read and drive, as ``typing.Protocol`` s.
+
+:class:`~lldsched.threaded.scheduler.Scheduler` (threads, wall time) and
+:class:`~lldsched.sim.simulation.Simulation` (virtual time) answer the same verbs,
+with the same names and meanings, so a view (a frame, a plot, a control panel)
+takes a :class:`Runtime` and never imports either:
+
+* :class:`Controls`: ``pause``, ``resume``, ``cancel``, ``redrive`` (True when
+  something changed) and ``remove`` (cancel and forget; returns the task);
+* :class:`Reads`: ``task``, ``tasks``, ``records`` (every record the runtime still
+  holds, in the order the runs finished), ``dead_letter``, ``pending``,
+  ``queue_stats``, ``workers`` and ``now`` (the runtime's instant, epoch seconds);
+* :class:`Observable`: ``add_listener`` and ``remove_listener``.
+
+Registration differs by design: ``Scheduler.schedule(name, action, schedule, ...)``
+runs an action, ``Simulation.schedule(name, schedule, *, duration, fails, action=None,
+...)`` draws durations and failures from models; their keyword options (``priority``,
+``retry``, ``timeout``, ``args``, ``kwargs``, ``misfire``) share names and meaning.
+:class:`Stepped` is the simulation's own clockwork, what a player drives.
+
+The protocols are ``runtime_checkable``: ``isinstance(x, Runtime)`` tells a runtime
+from a store or a list of records by its verbs.  Standard library only.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Protocol, runtime_checkable
+
+from lldsched.core.duequeue import QueueStats
+from lldsched.core.task import ScheduledTask
+from lldsched.listeners import Listener
+from lldsched.model import ExecutionRecord
+
+__all__ = ["Controls", "Observable", "Reads", "Runtime", "Stepped"]
+
+
+@runtime_checkable
+class Controls(Protocol):
+    """The control verbs, by task id (an unknown id raises ``TaskNotFoundError``)."""
+
+    def pause(self, task_id: str) -> bool: ...
+    def resume(self, task_id: str) -> bool: ...
+    def cancel(self, task_id: str) -> bool: ...
+    def redrive(self, task_id: str) -> bool: ...
+    def remove(self, task_id: str) -> ScheduledTask: ...
+
+
+@runtime_checkable
+class Reads(Protocol):
+    """What a view reads: tasks, records, the dead letter, the queue, workers and time."""
+
+    @property
+    def workers(self) -> int: ...
+    @property
+    def now(self) -> float: ...
+    def task(self, task_id: str) -> ScheduledTask: ...
+    def tasks(self) -> list[ScheduledTask]: ...
+    def records(self) -> list[ExecutionRecord]: ...
+    def dead_letter(self) -> list[str]: ...
+    def pending(self) -> list[ScheduledTask]: ...
+    def queue_stats(self) -> QueueStats: ...
+
+
+@runtime_checkable
+class Observable(Protocol):
+    """Listeners hear every status change (see :mod:`lldsched.listeners`)."""
+
+    def add_listener(self, listener: Listener) -> None: ...
+    def remove_listener(self, listener: Listener) -> bool: ...
+
+
+@runtime_checkable
+class Runtime(Controls, Reads, Observable, Protocol):
+    """A runtime as views see it: :class:`Controls`, :class:`Reads` and :class:`Observable`."""
+
+
+@runtime_checkable
+class Stepped(Runtime, Protocol):
+    """A runtime on virtual time, moved by hand: one event, an instant, a length."""
+
+    def step(self) -> object: ...
+    def run(self, until: float | datetime) -> object: ...
+    def run_for(self, duration: float | timedelta) -> object: ...
