@@ -119,30 +119,28 @@ class TaskQueue:
             due.append(entry)
         return due
 
-    def pop(self) -> Entry | None:
-        """Remove and return the first live entry, however far off it is (None if empty)."""
-        heap = self._heap
-        while heap:
-            entry = heapq.heappop(heap)
-            task = self.live(entry)
-            if task is not None:
-                task._queued = False
-                return entry
-            self._tombstones -= 1
-        return None
-
     def peek(self) -> Entry | None:
         """The first live entry, left in place (None if empty); tombstones on top are
         dropped on the way.  Its task is ``queue.tasks[entry[3]]``: a pair holding the
         task would be a container the cyclic collector tracks, one per peek."""
         heap = self._heap
+        tasks = self.tasks
         while heap:
             entry = heap[0]
-            if self.live(entry) is not None:
+            task = tasks.get(entry[3])  # live(), inlined: the simulation's hot loop
+            if task is not None and task.generation == entry[2]:
                 return entry
             heapq.heappop(heap)
             self._tombstones -= 1
         return None
+
+    def pop(self) -> Entry | None:
+        """Remove and return the first live entry, however far off it is (None if empty)."""
+        entry = self.peek()
+        if entry is not None:
+            heapq.heappop(self._heap)
+            self.tasks[entry[3]]._queued = False
+        return entry
 
     def next_due(self) -> float | None:
         """The due instant of the first live entry (tombstones on top are dropped)."""

@@ -308,7 +308,7 @@ class Simulation:
         advance_to = clock.advance_to
         now = clock.now()
         peek = self._queue.peek
-        pop_due = self._queue.pop_due
+        pop = self._queue.pop
         finishes = self._finishes
         interventions = self._interventions
         free = self._free
@@ -350,7 +350,7 @@ class Simulation:
                 advance_to(start)
                 now = start
                 assert head is not None  # start < _INF
-                pop_due(start, 1)  # the head peeked at above: live, and due by ``start``
+                pop()  # the head peeked at above
                 record = self._start(head, start)  # a run that takes no time
                 kind = "start" if record is None else "finish"  # finishes at once
                 task_id = head[3]
