@@ -135,3 +135,7 @@ def _is_package_export(a: str, b: str) -> bool:
     """A package's ``__init__`` re-exports its modules, which import their siblings by
     full name: that pair is not a cycle of meaning."""
     return within(b, a) or within(a, b)
+
+
+def test_views_import_no_concrete_runtime() -> None:
+    assert offending(of(VIEWS), (THREADED, SIM, CLI)) == []
