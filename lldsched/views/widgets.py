@@ -410,7 +410,9 @@ class SimulationPlayer:
         recent = sorted([*recent, *self.in_flight()], key=lambda r: order.get(r.task_id, -1))
         figure = PlotFigure(figsize=(11.0, 4.2), layout="constrained")
         ax = figure.add_subplot()
-        gantt(to_frame(recent), by="task", ax=ax, tz=self._tz.key, span=(low - self.window / 50, high))
+        gantt(
+            to_frame(recent), by="task", ax=ax, tz=self._tz.key, span=(low - self.window / 50, high)
+        )
         now = float(self.sim.now) / 86400.0  # a matplotlib date: days since 1970
         ax.axvline(now, color="tab:red", linestyle="--", linewidth=1, gid="now")
         ax.text(now, 0.99, " now", color="tab:red", va="top", transform=ax.get_xaxis_transform())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, tzinfo
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -18,14 +19,16 @@ from lldsched.views.plots._base import (
     _empty,
     _legend,
     _mark_handles,
+    _root,
     _set_xlim,
     _task_handles,
     _tasks,
     _time_axis,
     ran,
 )
+from lldsched.views.tables import seconds_text
 
-__all__ = ["gantt"]
+__all__ = ["gantt", "mark_wait"]
 
 
 def gantt(
@@ -111,3 +114,28 @@ def _gantt_title(frame: pd.DataFrame, by: str, lanes: int) -> str:
 
 def _count(n: int, noun: str) -> str:
     return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
+def mark_wait(
+    chart: Figure | Axes, run: pd.Series[Any], *, by: str = "worker", text: str | None = None
+) -> Figure:
+    """Annotate one run's wait on a :func:`gantt` chart: an arrow to the line from its
+    due time to its start, labelled "waited 5 min 51 s" (or ``text``).  ``run`` is a
+    row of the frame the chart was drawn from; ``by`` is the chart's ``by``."""
+    ax = chart if isinstance(chart, Axes) else chart.axes[0]
+    lane_label = f"worker {run['worker']}" if by == "worker" else str(run["name"])
+    labels = [label.get_text() for label in ax.get_yticklabels()]
+    if lane_label not in labels:
+        raise ValidationError(f"the chart has no lane {lane_label!r}; its lanes are {labels}")
+    lane = labels.index(lane_label)
+    due, start = (to_timestamp(run[key].to_pydatetime()) / 86400.0 for key in ("due", "start"))
+    waited = seconds_text((run["start"] - run["due"]).total_seconds())
+    label = text if text is not None else f"{run['name']} waited {waited}"
+    ax.annotate(
+        label, xy=((due + start) / 2, lane + 0.42), xytext=(40, -16),
+        textcoords="offset points", ha="left", va="top", fontsize="small",
+        arrowprops={"arrowstyle": "->", "color": "0.15"},
+        bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "0.6"},
+        zorder=7,
+    )  # fmt: skip
+    return _root(ax)

@@ -76,6 +76,10 @@ def lateness_distribution(frame: pd.DataFrame, ax: Axes | None = None) -> Figure
     if not len(frame):
         _empty(ax, "runs")
     ax.axhline(0.95, color="0.5", linestyle=":", linewidth=1)
+    ax.text(
+        0.01, 0.95, "95 % of runs", transform=ax.get_yaxis_transform(), color="0.35",
+        fontsize="small", va="top",
+    )  # fmt: skip
     ax.set_ylim(0, 1.02)
     ax.set_xlim(left=-0.02 * (float(lateness.max()) / divisor if len(frame) else 1.0))
     ax.set_xlabel(f"lateness ({unit})")
