@@ -152,9 +152,9 @@ class ControlPanel:
         # a kernel), so two never interleave their label updates.
         self._render = threading.RLock()
         self._rows: dict[str, _Row] = {}
-        titles = {column: column for column in COLUMNS}
-        titles["next run"] = f"next run ({self._tz.key})"
-        self._header = [widgets.HTML(f"<b>{titles[column]}</b>") for column in COLUMNS]
+        self._titles = {column: column for column in COLUMNS}
+        self._titles["next run"] = f"next run ({self._tz.key})"
+        self._header = [widgets.HTML(f"<b>{self._titles[column]}</b>") for column in COLUMNS]
         self._header.append(widgets.HTML("<b>controls</b>"))
         self._grid = widgets.GridBox(
             self._header,
@@ -260,7 +260,7 @@ class ControlPanel:
 
     def to_text(self) -> str:
         """The table as fixed-width text (what a notebook shows where widgets cannot render)."""
-        rows = [dict(zip(COLUMNS, COLUMNS, strict=True)), *self.rows]
+        rows = [self._titles, *self.rows]
         widths = {column: max(len(row[column]) for row in rows) for column in COLUMNS}
         return "\n".join(
             "  ".join(row[column].ljust(widths[column]) for column in COLUMNS).rstrip()
