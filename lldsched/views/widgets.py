@@ -43,9 +43,11 @@ __all__ = ["COLUMNS", "ControlPanel", "SimulationPlayer", "require_ipywidgets"]
 COLUMNS = ("task", "status", "next run", "runs", "ok", "failed", "last error")
 _LIVE = frozenset({TaskStatus.SCHEDULED, TaskStatus.RETRYING, TaskStatus.RUNNING})
 _ERROR_WIDTH = 60
-# Fixed widths for the cells whose text changes (status, next run, counts, last error), so
-# a new value never widens a column and moves the controls under the pointer.
-_GRID_COLUMNS = "max-content 6.5em 12em 4.5em 4.5em 4.5em 22em max-content"
+# On screen the controls come right after the task's name, so they stay in view in a
+# narrow cell and never move when a value changes; the cells whose text changes have
+# fixed widths, and the last error (cut, full text in its tooltip) comes last.
+_SHOWN = ("task", "controls", "status", "next run", "runs", "ok", "failed", "last error")
+_GRID_COLUMNS = "max-content max-content 5.5em 11em 3.5em 3.5em 3.5em minmax(8em, 20em)"
 
 
 def require_ipywidgets() -> Any:
@@ -98,7 +100,7 @@ class _Row:
 
     @property
     def children(self) -> list[Any]:
-        return [*self.cells.values(), self.controls]
+        return [self.controls if column == "controls" else self.cells[column] for column in _SHOWN]
 
     def show(self, task: ScheduledTask, tz: ZoneInfo) -> None:
         error = task.last_error or ""
@@ -154,11 +156,11 @@ class ControlPanel:
         self._rows: dict[str, _Row] = {}
         self._titles = {column: column for column in COLUMNS}
         self._titles["next run"] = f"next run ({self._tz.key})"
-        self._header = [widgets.HTML(f"<b>{self._titles[column]}</b>") for column in COLUMNS]
-        self._header.append(widgets.HTML("<b>controls</b>"))
+        titles = {**self._titles, "controls": "controls"}
+        self._header = [widgets.HTML(f"<b>{titles[column]}</b>") for column in _SHOWN]
         self._grid = widgets.GridBox(
             self._header,
-            layout=widgets.Layout(grid_template_columns=_GRID_COLUMNS, grid_gap="2px 14px"),
+            layout=widgets.Layout(grid_template_columns=_GRID_COLUMNS, grid_gap="2px 10px"),
         )
         self.message = widgets.HTML()
         self.widget: ipywidgets.VBox = widgets.VBox([self._grid, self.message])
@@ -323,8 +325,9 @@ class SimulationPlayer:
         # Runs in flight: task id -> when it started (written by _note on the thread that
         # steps the simulation, the only thread that touches the player).
         self._started: dict[str, float] = {}
+        self._listener = self._note  # one bound method: removal finds it by identity
         if self.chart is not None:
-            sim.add_listener(self._note)
+            sim.add_listener(self._listener)
         controls = widgets.HBox([*(self.buttons[k] for k in ("step", "+1 hour", "+1 day")),
                                  self.until, self.buttons["run"]])  # fmt: skip
         parts = [self.clock, controls, self.last_step, self.table.widget]
@@ -423,7 +426,7 @@ class SimulationPlayer:
 
     def close(self) -> None:
         if self.chart is not None:
-            self.sim.remove_listener(self._note)
+            self.sim.remove_listener(self._listener)
         self.table.close()
         self.widget.close()
 
