@@ -172,15 +172,17 @@ def task_colours(names: Iterable[str]) -> dict[str, Colour]:
     matplotlib's ``tab20`` picked by a CRC-32 of the (salted) name, so it does not depend on
     which other tasks a chart shows or in which order they ran.  Two names of one
     chart that hash to the same slot are told apart: in sorted order, the later takes
-    the next free slot (beyond 20 names, colours repeat)."""
+    the next free slot (beyond 20 names, colours repeat).  Stability comes first: two
+    names may land on the dark and the light shade of one hue (the built-in scenario's
+    ten do not)."""
     cmap = colormaps["tab20"]
     size = len(_SLOTS)
     taken: set[int] = set()
     colours: dict[str, Colour] = {}
     for name in sorted(set(names)):
         wanted = zlib.crc32(f"{_SALT}{name}".encode()) % size
-        free = [(wanted + probe) % size for probe in range(size)]
-        slot = next((s for s in free if s not in taken), wanted)
+        probes = [(wanted + probe) % size for probe in range(size)]
+        slot = next((s for s in probes if s not in taken), wanted)
         taken.add(slot)
         red, green, blue, alpha = cmap(_SLOTS[slot])
         colours[name] = (float(red), float(green), float(blue), float(alpha))
