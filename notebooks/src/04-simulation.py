@@ -229,7 +229,7 @@ lateness_by_pool(2)
 
 # %% tags=["nbval-check-output"]
 print("workers   runs  heartbeat p95 wait  worst wait (any task)")
-for workers in (1, 2, 3, 4, 6, 8, 12):
+for workers in (1, 2, 4, 8, 12):
     trial = build_scenario(workers=workers, seed=0)
     trial.run_for(7 * 86400)
     runs = trial.records()

@@ -93,7 +93,8 @@ print("\n".join(store.log))
 #
 # ## 2. Shutdown: stop timing first, then drain or drop
 #
-# One worker is busy with a long run; three more tasks wait in the hand-off queue.
+# One worker is busy with a long run; three more tasks wait in the hand-off queue (the
+# timer handed all four over together when the scheduler started).
 # `shutdown(drain=True)` stops the timer (nothing new is handed out), lets the queued
 # three run, and joins. `drain=False` drops the queued three instead. Either way the run
 # in flight finishes: Python cannot stop it.
@@ -107,10 +108,11 @@ def busy_then_queue(drain: bool) -> list[str]:
         started.set()
         release.wait(5)
 
-    scheduler = Scheduler(workers=1).start()
+    scheduler = Scheduler(workers=1)
     busy = scheduler.schedule("busy", long_run, OneTime(delay=0))
-    started.wait(5)
     queued = [scheduler.schedule(f"queued-{n}", lambda: None, OneTime(delay=0)) for n in range(3)]
+    scheduler.start()  # the timer hands all four over at once; the worker takes the first
+    started.wait(5)  # busy runs, and the other three wait in the hand-off queue
     threading.Timer(0.2, release.set).start()  # the long run ends a moment later
     scheduler.shutdown(drain=drain, timeout=5)
     return [f"{t.name}: {t.run_count} run" for t in [busy, *queued]]
