@@ -1,7 +1,7 @@
 # %% [markdown]
 # # lldsched: the task scheduler case, built for real
 #
-# [contents](00-index.ipynb) · [next: 01 · the timer and the heap](01-timer-and-heap.ipynb)
+# [contents](00-index.ipynb) · [next: 01 · The timer and the heap](01-timer-and-heap.ipynb)
 #
 # **Objectives**
 #
@@ -27,14 +27,14 @@
 #
 # | notebook | what it teaches | minutes | how |
 # | --- | --- | --- | --- |
-# | [01 · the timer and the heap](01-timer-and-heap.ipynb) | heap order and the sequence field; `Condition.wait` against a poll loop, measured; the early wake-up | 20 | read and run |
-# | [02 · schedules and cron](02-schedules-and-cron.ipynb) | one-off, fixed rate, fixed delay; cron with `explain()`; the DST days in two zones | 20 | read and run |
-# | [03 · failure](03-failure.ipynb) | retries with backoff, dead letter and redrive, timeouts and the cooperative flag | 15 | read and run |
-# | [04 · simulation](04-simulation.ipynb) | a week replayed; the Gantt chart; SKIP against CATCH_UP; how many workers a workload needs | 20 | read and run, sliders |
-# | [05 · live control](05-live-control.ipynb) | a control panel over a running scheduler: pause and cancel by hand | 10 | **hands-on**: press the buttons |
-# | [06 · persistence and shutdown](06-persistence-and-shutdown.ipynb) | the store seam, shutdown order, drain against drop, recovery | 15 | read and run |
-# | [07 · the interview in 45 minutes](07-interview-walkthrough.ipynb) | the case at interview pace, with exercises checked by real tests | 45 | **hands-on**: write code |
-# | [08 · testing a scheduler](08-testing-a-scheduler.ipynb) | a fake clock as dependency injection, bounded waits, the tests that pin the hard promises, run with pytest | 20 | read and run, then break it |
+# | [01 · The timer and the heap](01-timer-and-heap.ipynb) | the heap entry and its sequence field; a twenty-line timer queue on a `Condition`, measured against a poll loop; the production loop; one lock, three Conditions | 25 | read and run |
+# | [02 · Schedules and cron](02-schedules-and-cron.ipynb) | one-off, fixed rate, fixed delay; cron with `explain()`; the DST days in two zones | 20 | read and run |
+# | [03 · Failure](03-failure.ipynb) | the task lifecycle; retries with backoff, dead letter and redrive, timeouts and the cooperative flag | 20 | read and run |
+# | [04 · Simulation](04-simulation.ipynb) | a week replayed; the Gantt chart; SKIP against CATCH_UP; how many workers a workload needs | 20 | read and run, sliders |
+# | [05 · Live control](05-live-control.ipynb) | a control panel over a running scheduler: pause and cancel by hand | 10 | **hands-on**: press the buttons |
+# | [06 · Persistence and shutdown](06-persistence-and-shutdown.ipynb) | the store seam, shutdown order, drain against drop, recovery | 15 | read and run |
+# | [07 · The interview, in 45 minutes](07-interview-walkthrough.ipynb) | the case at interview pace, with exercises checked by real tests | 45 (+15 homework) | **hands-on**: write code |
+# | [08 · Testing a scheduler](08-testing-a-scheduler.ipynb) | a fake clock as dependency injection, bounded waits, the tests that pin the hard promises, run with pytest | 20 | read and run, then break it |
 #
 # About three hours in all. Two notebooks ask for your hands: in **05** you press the
 # panel's buttons (it stays live after *Run All*); in **07** you write code, and **its
@@ -97,4 +97,4 @@ for line in run_demo():
 #
 # </details>
 #
-# [contents](00-index.ipynb) · [next: 01 · the timer and the heap](01-timer-and-heap.ipynb)
+# [contents](00-index.ipynb) · [next: 01 · The timer and the heap](01-timer-and-heap.ipynb)

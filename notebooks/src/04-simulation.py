@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 04 · Simulation: a week in a blink
 #
-# [previous: 03 · failure](03-failure.ipynb) · [contents](00-index.ipynb) · [next: 05 · live control](05-live-control.ipynb)
+# [previous: 03 · Failure](03-failure.ipynb) · [contents](00-index.ipynb) · [next: 05 · Live control](05-live-control.ipynb)
 #
 # **Objectives**
 #
@@ -279,4 +279,4 @@ lateness_distribution(frame)
 #
 # </details>
 #
-# [previous: 03 · failure](03-failure.ipynb) · [contents](00-index.ipynb) · [next: 05 · live control](05-live-control.ipynb)
+# [previous: 03 · Failure](03-failure.ipynb) · [contents](00-index.ipynb) · [next: 05 · Live control](05-live-control.ipynb)

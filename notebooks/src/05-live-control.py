@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 05 · Live control
 #
-# [previous: 04 · simulation](04-simulation.ipynb) · [contents](00-index.ipynb) · [next: 06 · persistence and shutdown](06-persistence-and-shutdown.ipynb)
+# [previous: 04 · Simulation](04-simulation.ipynb) · [contents](00-index.ipynb) · [next: 06 · Persistence and shutdown](06-persistence-and-shutdown.ipynb)
 #
 # **Objectives**
 #
@@ -139,4 +139,4 @@ display(stop, said)
 #
 # </details>
 #
-# [previous: 04 · simulation](04-simulation.ipynb) · [contents](00-index.ipynb) · [next: 06 · persistence and shutdown](06-persistence-and-shutdown.ipynb)
+# [previous: 04 · Simulation](04-simulation.ipynb) · [contents](00-index.ipynb) · [next: 06 · Persistence and shutdown](06-persistence-and-shutdown.ipynb)

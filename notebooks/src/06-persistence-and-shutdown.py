@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 06 · Persistence and shutdown
 #
-# [previous: 05 · live control](05-live-control.ipynb) · [contents](00-index.ipynb) · [next: 07 · the interview in 45 minutes](07-interview-walkthrough.ipynb)
+# [previous: 05 · Live control](05-live-control.ipynb) · [contents](00-index.ipynb) · [next: 07 · The interview, in 45 minutes](07-interview-walkthrough.ipynb)
 #
 # **Objectives**
 #
@@ -202,4 +202,4 @@ directory.cleanup()
 #
 # </details>
 #
-# [previous: 05 · live control](05-live-control.ipynb) · [contents](00-index.ipynb) · [next: 07 · the interview in 45 minutes](07-interview-walkthrough.ipynb)
+# [previous: 05 · Live control](05-live-control.ipynb) · [contents](00-index.ipynb) · [next: 07 · The interview, in 45 minutes](07-interview-walkthrough.ipynb)
