@@ -57,14 +57,17 @@ def run_all_in_lab(page: Any) -> None:
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
 
 
-def _command(server: str, notebook: Path, port: int) -> list[str]:
+def _command(server: str, notebook: Path, port: int, tmp_path: Path) -> list[str]:
     if server == "voila":
         return [tool("voila"), str(notebook), "--no-browser", f"--port={port}",
                 "--Voila.ip=127.0.0.1"]  # fmt: skip
     return [tool("jupyter"), "lab", "--no-browser", f"--port={port}",
             "--ServerApp.ip=127.0.0.1", "--allow-root", "--IdentityProvider.token=",
             f"--ServerApp.root_dir={notebook.parent}",
-            "--LabApp.expose_app_in_browser=True"]  # fmt: skip
+            "--LabApp.expose_app_in_browser=True",
+            # A fresh Lab: no workspace restored from another session, no news pop-up.
+            f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}",
+            f"--LabApp.user_settings_dir={_lab_settings(tmp_path / 'settings')}"]  # fmt: skip
 
 
 def _lab_settings(directory: Path) -> Path:
@@ -87,12 +90,10 @@ def served(server: str, name: str, tmp_path: Path) -> Iterator[tuple[str, Callab
     notebook = copy / f"{name}.ipynb"
     assert notebook.exists(), f"no notebook {name}"
     port = free_port()
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-    }
+    path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "PYTHONPATH": path}  # the kernels import this checkout's lldsched
     process = subprocess.Popen(
-        _command(server, notebook, port), cwd=copy, env=env,
+        _command(server, notebook, port, tmp_path), cwd=copy, env=env,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}/"
