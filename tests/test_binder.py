@@ -21,7 +21,7 @@ PROVIDED = {"IPython": "jupyterlab", "numpy": "pandas"}
 
 
 def imported(path: Path) -> set[str]:
-    names = set()
+    names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             names.update(alias.name.split(".")[0] for alias in node.names)

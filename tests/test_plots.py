@@ -143,7 +143,8 @@ def test_a_task_has_the_colour_of_its_name_in_every_chart(ten: pd.DataFrame) -> 
             assert tuple(face) == pytest.approx(colours[task]), (name, task)
     points = [c for c in lateness_over_time(ten).axes[0].collections
               if isinstance(c, PathCollection)]  # fmt: skip
-    assert tuple(points[3].get_facecolors()[0]) == pytest.approx(colours["heartbeat"])
+    faces = np.asarray(points[3].get_facecolor())
+    assert tuple(faces[0]) == pytest.approx(colours["heartbeat"])
     curves = {
         line.get_label(): line.get_color()
         for line in lateness_distribution(ten).axes[0].get_lines()
@@ -191,7 +192,7 @@ def test_a_span_fixes_the_time_axis_even_for_no_runs() -> None:
 
 def test_mark_wait_labels_a_runs_wait_on_its_lane(ten: pd.DataFrame) -> None:
     figure = gantt(ten)
-    late = ten.loc[ten["lateness"].idxmax()]  # import: due +60 s, started +300 s
+    late = ten.iloc[int(ten["lateness"].to_numpy().argmax())]  # import: due +60 s, starts +300 s
     assert mark_wait(figure, late) is figure
     (note,) = figure.axes[0].texts
     assert note.get_text() == "import waited 4 min"

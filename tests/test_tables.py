@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from lldsched import ExecutionRecord, ValidationError
+from lldsched.model import Outcome
 from lldsched.views.frames import task_summary, to_frame
 from lldsched.views.tables import TEXT_WIDTH, readable, seconds_text
 from tests.conftest import T0
@@ -49,7 +50,7 @@ def test_times_are_shown_in_the_zone_asked_for_and_a_bad_zone_is_refused() -> No
 def test_a_summary_reads_in_minutes_and_an_empty_percentile_as_a_dash() -> None:
     summary = task_summary(to_frame(RUNS))
     shown = readable(summary[["name", "lateness_max", "duration_p50"]])
-    assert shown.loc["t1"].tolist() == ["heartbeat", "5 min 51 s", "1 s"]
-    missed = R("t4", "report", 1, T0, T0, -1, T0, T0, False, misfire="missed")
+    assert list(shown.loc["t1"]) == ["heartbeat", "5 min 51 s", "1 s"]
+    missed = R("t4", "report", 1, T0, T0, -1, T0, T0, False, misfire=Outcome.MISSED)
     only_missed = task_summary(to_frame([missed]))  # no run: no lateness to measure
     assert readable(only_missed)["lateness_max"].tolist() == ["—"]

@@ -11,8 +11,15 @@ from datetime import tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo
 
+try:
+    import pandas as pd
+except ImportError as exc:  # pragma: no cover - exercised by a test that hides pandas
+    raise ImportError(
+        f"lldsched.views.tables needs pandas ({exc}); "
+        "install the extra: pip install 'lldsched[notebook]'"
+    ) from exc
+
 from lldsched.errors import ValidationError
-from lldsched.views.frames import pd
 
 __all__ = ["readable", "seconds_text"]
 

@@ -64,7 +64,8 @@ def overrun_comparison(
     rows = max(max(len(frames[p]) for p in policies), 1)
     first = frames[policies[0]]
     name = str(first["name"].iloc[0]) if len(first) else "fixed-rate task"
-    colour = np.array(task_colours([name])[name])
+    rgba = task_colours([name])[name]
+    colour = np.array(rgba)
     spans = []
     skipped = _skipped_slots(frames, policies)
     for ax, policy in zip(pair, policies, strict=True):
@@ -107,7 +108,7 @@ def overrun_comparison(
                 markeredgewidth=1.8, zorder=6, gid="skipped_slots",
             )  # fmt: skip
     figure.suptitle(f"Overrun policy: {name}", x=0.01, ha="left")
-    handles = [Patch(facecolor=colour, label="run"), *_mark_handles(first.iloc[:0])]
+    handles = [Patch(facecolor=rgba, label="run"), *_mark_handles(first.iloc[:0])]
     handles.append(Line2D([], [], color="0.75", linestyle=":", label="fixed-rate slots"))
     if len(skipped):
         handles.append(
