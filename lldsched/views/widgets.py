@@ -27,7 +27,7 @@ import asyncio
 import threading
 from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from zoneinfo import ZoneInfo
 
 from lldsched.core.task import ScheduledTask
@@ -276,12 +276,22 @@ class ControlPanel:
         return bundle
 
 
+@runtime_checkable
+class _StepDone(Protocol):
+    """What a simulation's ``step()`` reports (``lldsched.sim.SimStep`` has these; the
+    views read them through this protocol, importing no runtime)."""
+
+    at: float
+    kind: str
+    task_id: str | None
+
+
 class SimulationPlayer:
-    """Step a simulation (a :class:`~lldsched.runtime.Stepped` runtime) by hand: one event, an hour, a day, or
-    until an instant; see the simulated time, the task table (pause, resume and
-    cancel act at the current simulated instant) and a Gantt chart (a lane per task)
-    redrawn after every step.  ``chart=False`` leaves the chart out (no matplotlib or
-    pandas needed).
+    """Step a simulation (a :class:`~lldsched.runtime.Stepped` runtime) by hand: one
+    event, an hour, a day, or until an instant; see the simulated time, the task table
+    (pause, resume and cancel act at the current simulated instant) and a Gantt chart
+    (a lane per task) redrawn after every step.  ``chart=False`` leaves the chart out
+    (no matplotlib or pandas needed).
 
     The chart always shows the simulation's own time: at first the ``window`` seconds
     from the instant the player was made, later the ``window`` seconds up to now,
@@ -340,12 +350,12 @@ class SimulationPlayer:
     def step(self) -> None:
         """Process the next event, and say what it was."""
         done = self.sim.step()
-        if done is None:
-            self.last_step.value = "nothing left to happen"
-        else:
+        if isinstance(done, _StepDone):
             name = self.sim.task(done.task_id).name if done.task_id else ""
             what = {"start": "started", "finish": "finished"}.get(done.kind, done.kind)
             self.last_step.value = f"last step: {name} {what} at {_when(done.at, self._tz)}"
+        else:
+            self.last_step.value = "nothing left to happen"
         self._refresh()
 
     def advance(self, seconds: float) -> None:
