@@ -29,6 +29,7 @@ from matplotlib.testing.compare import compare_images
 
 from lldsched import ExecutionRecord, OverrunPolicy, ValidationError
 from lldsched.sim.overrun import simulate_overrun
+from lldsched.sim.scenario import build_scenario
 from lldsched.views.frames import to_frame
 from lldsched.views.plots import (
     DETAIL_RUNS,
@@ -36,9 +37,12 @@ from lldsched.views.plots import (
     gantt,
     lateness_distribution,
     lateness_over_time,
+    mark_wait,
     overrun_comparison,
+    task_colours,
     utilisation_plot,
 )
+from lldsched.views.plots._base import _SLOTS
 from tests.conftest import T0
 
 BASELINE = Path(__file__).resolve().parent / "baseline"
@@ -122,6 +126,87 @@ def test_each_task_has_one_colour_and_the_legend_names_every_task(ten: pd.DataFr
         "backup", "report", "import", "heartbeat", "failed", "timed out",
         "due, then the wait to start",
     ]  # fmt: skip
+
+
+def test_a_task_has_the_colour_of_its_name_in_every_chart(ten: pd.DataFrame) -> None:
+    colours = task_colours(["backup", "report", "import", "heartbeat"])
+    assert len(set(colours.values())) == 4
+    charts = {
+        "gantt": collection(gantt(ten).axes[0], "runs").get_facecolors(),
+        "gantt of two tasks": collection(
+            gantt(ten[ten["name"].isin(["heartbeat", "import"])]).axes[0], "runs"
+        ).get_facecolors(),
+    }
+    for name, faces in charts.items():
+        shown = ten if name == "gantt" else ten[ten["name"].isin(["heartbeat", "import"])]
+        for face, task in zip(faces, shown["name"], strict=True):
+            assert tuple(face) == pytest.approx(colours[task]), (name, task)
+    points = [c for c in lateness_over_time(ten).axes[0].collections
+              if isinstance(c, PathCollection)]  # fmt: skip
+    faces = np.asarray(points[3].get_facecolor())
+    assert tuple(faces[0]) == pytest.approx(colours["heartbeat"])
+    curves = {
+        line.get_label(): line.get_color()
+        for line in lateness_distribution(ten).axes[0].get_lines()
+    }
+    assert tuple(curves["heartbeat"]) == pytest.approx(colours["heartbeat"])
+
+
+def test_a_colour_depends_on_the_name_not_on_order_or_company() -> None:
+    alone = task_colours(["heartbeat"])["heartbeat"]
+    assert task_colours(["zeta", "heartbeat", "alpha"])["heartbeat"] == alone
+    assert task_colours(["heartbeat", "zeta"]) == task_colours(["zeta", "heartbeat"])
+
+
+def test_the_built_in_scenarios_tasks_get_ten_different_hues() -> None:
+    names = [task.name for task in build_scenario().tasks()]
+    colours = task_colours(names)
+    hues = {tuple(round(c, 2) for c in colours[name][:3]) for name in names}
+    assert len(hues) == 10
+    # tab20 pairs a dark and a light shade of each hue: no two tasks share a pair
+    pairs = {_SLOTS.index(_slot_of(colours[name])) % 10 for name in names}
+    assert len(pairs) == 10
+
+
+def _slot_of(colour: tuple[float, ...]) -> int:
+    cmap = mpl.colormaps["tab20"]
+    return next(i for i in range(20) if tuple(cmap(i)) == pytest.approx(colour))
+
+
+def test_runs_too_short_for_a_bar_are_drawn_as_diamonds(ten: pd.DataFrame) -> None:
+    ax = gantt(ten).axes[0]  # a 10-minute chart: the 5-second heartbeats are 1/120 of it
+    diamonds = [c for c in ax.collections if c.get_gid() == "short_runs"]
+    assert len(diamonds) == 0  # 5 s of 600 s is wider than SHORT_RUN of the span
+    hour = gantt(ten, span=(T0, T0 + 3600)).axes[0]  # an hour: now they are too short
+    (marks,) = [c for c in hour.collections if c.get_gid() == "short_runs"]
+    assert len(np.asarray(marks.get_offsets())) == 5
+    assert "a run too short for a bar" in legend_texts(hour)
+
+
+def test_a_span_fixes_the_time_axis_even_for_no_runs() -> None:
+    ax = gantt(to_frame([]), span=(T0, T0 + 3600)).axes[0]
+    assert ax.get_xlim() == pytest.approx((T0 / 86400, (T0 + 3600) / 86400))
+    with pytest.raises(ValidationError, match="span must run forwards"):
+        gantt(to_frame([]), span=(T0, T0))
+
+
+def test_mark_wait_labels_a_runs_wait_on_its_lane(ten: pd.DataFrame) -> None:
+    figure = gantt(ten)
+    late = ten.iloc[int(ten["lateness"].to_numpy().argmax())]  # import: due +60 s, starts +300 s
+    assert mark_wait(figure, late) is figure
+    (note,) = figure.axes[0].texts
+    assert note.get_text() == "import waited 4 min"
+    elsewhere = late.copy()
+    elsewhere["worker"] = 7
+    with pytest.raises(ValidationError, match="no lane 'worker 7'"):
+        mark_wait(figure, elsewhere)
+
+
+def test_skip_marks_the_slots_it_dropped() -> None:
+    left = overrun_comparison(simulate_overrun(period=60, duration=150, horizon=600)).axes[0]
+    (crosses,) = [line for line in left.get_lines() if line.get_gid() == "skipped_slots"]
+    minutes = np.round((np.asarray(crosses.get_xdata()) - left.get_xlim()[0]) * 1440)
+    assert len(minutes) == 4  # slots 1, 2, 4, 5: the runs at 0, 3 and 6 minutes overran them
 
 
 def test_failed_runs_are_hatched_and_timed_out_runs_outlined(ten: pd.DataFrame) -> None:
@@ -238,8 +323,8 @@ def test_overrun_comparison_puts_skip_and_catch_up_side_by_side() -> None:
     figure = overrun_comparison(simulate_overrun(period=60, duration=150, horizon=600))
     left, right = figure.axes
     assert left.get_position().x1 <= right.get_position().x0  # side by side
-    assert left.get_title(loc="left") == "SKIP: 3 runs, worst lateness 0 s"
-    assert right.get_title(loc="left") == "CATCH_UP: 4 runs, worst lateness 4.5 min"
+    assert left.get_title(loc="left") == "SKIP: 3 runs, 4 slots dropped,\nworst lateness 0 s"
+    assert right.get_title(loc="left") == "CATCH_UP: 4 runs,\nworst lateness 4.5 min"
     assert len(collection(left, "runs").get_paths()) == 3
     assert len(collection(right, "runs").get_paths()) == 4
     assert "fixed-rate slots" in legend_texts(right)

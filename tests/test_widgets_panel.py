@@ -81,8 +81,9 @@ def test_buttons_pause_resume_cancel_and_redrive_the_scheduler_and_the_rows_foll
     panel.button(tick.id, "resume").click()
     settle(scheduler)
     assert panel.row(tick.id)["runs"] == "1" and panel.row(tick.id)["status"] == "scheduled"
-    assert panel.button(bad.id, "redrive").layout.display is None  # shown for a dead task
-    assert panel.button(tick.id, "redrive").layout.display == "none"
+    assert panel.button(bad.id, "redrive").layout.visibility == "visible"  # for a dead task
+    # hidden, not removed: it keeps its room, so the controls never shift
+    assert panel.button(tick.id, "redrive").layout.visibility == "hidden"
     panel.button(bad.id, "redrive").click()
     settle(scheduler)
     assert panel.row(bad.id)["runs"] == "2" and scheduler.dead_letter() == [bad.id]
@@ -156,7 +157,19 @@ def test_where_widgets_cannot_render_the_panel_shows_its_table_as_text(
     panel = ControlPanel(scheduler, loop=None)
     text = panel._repr_mimebundle_()["text/plain"]
     assert text.splitlines() == [
-        "task  status     next run             runs  ok  failed  last error",
+        "task  status     next run (UTC)       runs  ok  failed  last error",
         "tick  scheduled  2026-01-05 09:00:30  0     0   0",
     ]
     panel.close()
+
+
+def test_the_next_run_column_names_its_zone_and_shows_times_in_it(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    scheduler = make_scheduler(clock=clock)
+    tick = scheduler.schedule("tick", lambda: None, FixedRate(60, start_delay=30))
+    panel = ControlPanel(scheduler, loop=None, tz="Europe/Berlin")
+    headers = [child.value for child in panel._grid.children[: len(panel._header)]]
+    assert "<b>next run (Europe/Berlin)</b>" in headers
+    assert panel.row(tick.id)["next run"] == "2026-01-05 10:00:30"  # 09:00:30 UTC
+    assert panel.to_text().splitlines()[0].startswith("task  status     next run (Europe/Berlin)")

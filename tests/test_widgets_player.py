@@ -4,9 +4,14 @@ task table and the Gantt chart follow every step; its buttons act at the simulat
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from unittest.mock import patch
+
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 
 from lldsched import CronSchedule, FixedRate, OneTime, RetryPolicy
 from lldsched.sim import Simulation, fixed
+from lldsched.views.plots import PlotFigure
 from lldsched.views.widgets import SimulationPlayer
 
 START = datetime(2026, 1, 5, tzinfo=UTC)
@@ -86,5 +91,41 @@ def test_the_player_refreshes_per_step_not_per_event() -> None:
     refreshes = player.table.refreshes
     player.advance(86400)  # hundreds of events, one refresh
     assert player.table.refreshes == refreshes + 1
-    assert sim._callbacks == []  # the table does not listen: the player redraws it
+    assert sim._callbacks == []  # without a chart nothing listens: the player redraws it
     player.close()
+
+
+def test_the_first_chart_shows_the_simulations_own_time_then_follows_now() -> None:
+    sim, _, _ = scenario()
+    player = SimulationPlayer(sim, window=6 * 3600)
+    assert player.span() == (T0, T0 + 6 * 3600)  # not 1970: the simulation's first six hours
+    ax = rendered_axes(player)
+    low, high = ax.get_xlim()
+    assert low < T0 / 86400 < high and abs(high - (T0 + 6 * 3600) / 86400) < 1e-9
+    player.advance(86400)
+    assert player.span() == (T0 + 18 * 3600, T0 + 24 * 3600)  # the six hours up to now
+    player.close()
+
+
+def test_a_step_that_starts_a_run_draws_it_up_to_now_and_says_so() -> None:
+    sim, tick, _ = scenario()
+    player = SimulationPlayer(sim)
+    player.step()  # tick starts at T0
+    assert player.last_step.value == "last step: tick started at 2026-01-05 00:00:00"
+    (flying,) = player.in_flight()
+    assert (flying.task_id, flying.started, flying.finished) == (tick, T0, T0)
+    ax = rendered_axes(player)
+    assert [label.get_text() for label in ax.get_yticklabels()] == ["tick"]
+    assert any(c.get_gid() == "short_runs" for c in ax.collections)  # a zero-length bar: a mark
+    player.step()  # and finishes 30 s later: a record, nothing in flight
+    assert player.in_flight() == [] and "tick finished" in player.last_step.value
+    player.close()
+    assert sim._callbacks == []  # closing removes the player's listener
+
+
+def rendered_axes(player: SimulationPlayer) -> Axes:
+    """The axes of the chart the player would draw now (its PNG, rebuilt as a figure)."""
+    figures: list[Figure] = []
+    with patch.object(PlotFigure, "savefig", lambda self, *a, **k: figures.append(self)):
+        player._draw()
+    return figures[-1].axes[0]

@@ -43,8 +43,9 @@ Summaries: :func:`task_summary` (runs, outcomes, retries, lateness and duration
 percentiles, overruns per task) and :func:`utilisation` (the busy fraction of
 each worker per interval).
 
-pandas and numpy are imported here and in :mod:`lldsched.views.plots` only; without
-them, importing this module raises an ``ImportError`` that names the extra.
+pandas and numpy are imported here, in :mod:`lldsched.views.tables` and in
+:mod:`lldsched.views.plots` only; without them, importing this module raises an
+``ImportError`` that names the extra.
 """
 
 from __future__ import annotations

@@ -27,12 +27,12 @@ import asyncio
 import threading
 from collections.abc import Callable, Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from zoneinfo import ZoneInfo
 
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import LldschedError
-from lldsched.model import TaskEvent, TaskStatus
+from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
 from lldsched.runtime import Runtime, Stepped
 
 if TYPE_CHECKING:
@@ -43,6 +43,11 @@ __all__ = ["COLUMNS", "ControlPanel", "SimulationPlayer", "require_ipywidgets"]
 COLUMNS = ("task", "status", "next run", "runs", "ok", "failed", "last error")
 _LIVE = frozenset({TaskStatus.SCHEDULED, TaskStatus.RETRYING, TaskStatus.RUNNING})
 _ERROR_WIDTH = 60
+# On screen the controls come right after the task's name, so they stay in view in a
+# narrow cell and never move when a value changes; the cells whose text changes have
+# fixed widths, and the last error (cut, full text in its tooltip) comes last.
+_SHOWN = ("task", "controls", "status", "next run", "runs", "ok", "failed", "last error")
+_GRID_COLUMNS = "max-content max-content 5.5em 11em 3.5em 3.5em 3.5em minmax(8em, 20em)"
 
 
 def require_ipywidgets() -> Any:
@@ -95,7 +100,7 @@ class _Row:
 
     @property
     def children(self) -> list[Any]:
-        return [*self.cells.values(), self.controls]
+        return [self.controls if column == "controls" else self.cells[column] for column in _SHOWN]
 
     def show(self, task: ScheduledTask, tz: ZoneInfo) -> None:
         error = task.last_error or ""
@@ -107,11 +112,15 @@ class _Row:
         )  # fmt: skip
         for label, value in zip(self.cells.values(), values, strict=True):
             label.value = value
+        self.cells["last error"].tooltip = task.last_error or None
         status = task.status
         self.buttons["pause"].disabled = status not in _LIVE
         self.buttons["resume"].disabled = status is not TaskStatus.PAUSED
         self.buttons["cancel"].disabled = status.is_terminal
-        self.buttons["redrive"].layout.display = None if status is TaskStatus.FAILED else "none"
+        # Hidden, not removed: the button keeps its room, so the controls never shift.
+        self.buttons["redrive"].layout.visibility = (
+            "visible" if status is TaskStatus.FAILED else "hidden"
+        )
 
 
 class ControlPanel:
@@ -145,14 +154,13 @@ class ControlPanel:
         # a kernel), so two never interleave their label updates.
         self._render = threading.RLock()
         self._rows: dict[str, _Row] = {}
-        self._header = [widgets.HTML(f"<b>{column}</b>") for column in COLUMNS]
-        self._header.append(widgets.HTML("<b>controls</b>"))
+        self._titles = {column: column for column in COLUMNS}
+        self._titles["next run"] = f"next run ({self._tz.key})"
+        titles = {**self._titles, "controls": "controls"}
+        self._header = [widgets.HTML(f"<b>{titles[column]}</b>") for column in _SHOWN]
         self._grid = widgets.GridBox(
             self._header,
-            layout=widgets.Layout(
-                grid_template_columns=f"repeat({len(COLUMNS) + 1}, max-content)",
-                grid_gap="2px 14px",
-            ),
+            layout=widgets.Layout(grid_template_columns=_GRID_COLUMNS, grid_gap="2px 10px"),
         )
         self.message = widgets.HTML()
         self.widget: ipywidgets.VBox = widgets.VBox([self._grid, self.message])
@@ -254,7 +262,7 @@ class ControlPanel:
 
     def to_text(self) -> str:
         """The table as fixed-width text (what a notebook shows where widgets cannot render)."""
-        rows = [dict(zip(COLUMNS, COLUMNS, strict=True)), *self.rows]
+        rows = [self._titles, *self.rows]
         widths = {column: max(len(row[column]) for row in rows) for column in COLUMNS}
         return "\n".join(
             "  ".join(row[column].ljust(widths[column]) for column in COLUMNS).rstrip()
@@ -268,12 +276,29 @@ class ControlPanel:
         return bundle
 
 
+@runtime_checkable
+class _StepDone(Protocol):
+    """What a simulation's ``step()`` reports (``lldsched.sim.SimStep`` has these; the
+    views read them through this protocol, importing no runtime)."""
+
+    at: float
+    kind: str
+    task_id: str | None
+
+
 class SimulationPlayer:
     """Step a simulation (a :class:`~lldsched.runtime.Stepped` runtime) by hand: one
     event, an hour, a day, or until an instant; see the simulated time, the task table
     (pause, resume and cancel act at the current simulated instant) and a Gantt chart
-    of the last ``window`` seconds, redrawn after every step.  ``chart=False`` leaves the chart
-    out (no matplotlib or pandas needed).
+    (a lane per task) redrawn after every step.  ``chart=False`` leaves the chart out
+    (no matplotlib or pandas needed).
+
+    The chart always shows the simulation's own time: at first the ``window`` seconds
+    from the instant the player was made, later the ``window`` seconds up to now,
+    with a line at the current instant.  A run in flight is drawn up to that line, so
+    a step that starts a run shows it at once.  To know when each run in flight
+    started, the player listens to the simulation (a note per start and finish; the
+    table is still refreshed once per step, not per event).
     """
 
     def __init__(
@@ -283,6 +308,7 @@ class SimulationPlayer:
         self.sim = sim
         self._tz = ZoneInfo(tz)
         self.window = window
+        self._origin = float(sim.now)
         self.table = ControlPanel(sim, tz=tz, loop=None, live=False)
         self.clock = widgets.HTML()
         buttons = {
@@ -294,14 +320,27 @@ class SimulationPlayer:
         for label, action in buttons.items():
             button = widgets.Button(description=label, layout=widgets.Layout(width="auto"))
             button.on_click(lambda _button, action=action: action())
+            button.add_class(f"lldsched-player-{label.replace(' ', '').replace('+', 'plus')}")
             self.buttons[label] = button
         self.until = widgets.Text(placeholder="2026-01-05 18:00", description="run until")
         self.buttons["run"] = widgets.Button(description="run", layout=widgets.Layout(width="auto"))
         self.buttons["run"].on_click(lambda _button: self._run_until_text())
+        self.buttons["run"].add_class("lldsched-player-run")
+        self.clock.add_class("lldsched-player-clock")
+        self.last_step = widgets.HTML()
+        self.last_step.add_class("lldsched-player-last-step")
         self.chart = widgets.Image(format="png") if chart else None
+        if self.chart is not None:
+            self.chart.add_class("lldsched-player-chart")
+        # Runs in flight: task id -> when it started (written by _note on the thread that
+        # steps the simulation, the only thread that touches the player).
+        self._started: dict[str, float] = {}
+        self._listener = self._note  # one bound method: removal finds it by identity
+        if self.chart is not None:
+            sim.add_listener(self._listener)
         controls = widgets.HBox([*(self.buttons[k] for k in ("step", "+1 hour", "+1 day")),
                                  self.until, self.buttons["run"]])  # fmt: skip
-        parts = [self.clock, controls, self.table.widget]
+        parts = [self.clock, controls, self.last_step, self.table.widget]
         if self.chart is not None:
             parts.append(self.chart)
         self.widget = widgets.VBox(parts)
@@ -309,18 +348,26 @@ class SimulationPlayer:
         self._refresh()
 
     def step(self) -> None:
-        """Process the next event."""
-        self.sim.step()
+        """Process the next event, and say what it was."""
+        done = self.sim.step()
+        if isinstance(done, _StepDone):
+            name = self.sim.task(done.task_id).name if done.task_id else ""
+            what = {"start": "started", "finish": "finished"}.get(done.kind, done.kind)
+            self.last_step.value = f"last step: {name} {what} at {_when(done.at, self._tz)}"
+        else:
+            self.last_step.value = "nothing left to happen"
         self._refresh()
 
     def advance(self, seconds: float) -> None:
         """Run ``seconds`` of simulated time."""
         self.sim.run_for(seconds)
+        self.last_step.value = ""
         self._refresh()
 
     def run_until(self, when: datetime | float) -> None:
         """Run until ``when`` (an aware datetime, or epoch seconds)."""
         self.sim.run(when)
+        self.last_step.value = ""
         self._refresh()
 
     def _run_until_text(self) -> None:
@@ -332,27 +379,64 @@ class SimulationPlayer:
         except (ValueError, LldschedError) as exc:
             self.table.message.value = f"run until {self.until.value!r}: {exc}"
 
+    def _note(self, event: TaskEvent) -> None:
+        if event.record is not None or event.status is not TaskStatus.RUNNING:
+            self._started.pop(event.task_id, None)
+        elif event.previous is not TaskStatus.RUNNING:
+            self._started[event.task_id] = event.at
+
     def _refresh(self) -> None:
         self.clock.value = f"<b>simulated time</b> {_when(self.sim.now, self._tz)} {self._tz.key}"
         self.table.refresh()
         if self.chart is not None:
             self.chart.value = self._draw()
 
+    def span(self) -> tuple[float, float]:
+        """The chart's time span, epoch seconds: ``window`` seconds from the player's first
+        instant, or up to now once now is past that."""
+        end = max(self._origin + self.window, float(self.sim.now))
+        return end - self.window, end
+
+    def in_flight(self) -> list[ExecutionRecord]:
+        """The runs in flight now, as records that end now (what the chart draws)."""
+        now = float(self.sim.now)
+        flying = []
+        for task_id, started in self._started.items():
+            task = self.sim.task(task_id)
+            flying.append(
+                ExecutionRecord(
+                    task_id=task_id, name=task.name, attempt=max(task.attempt, 1), due=started,
+                    slot=started, worker=0, started=started, finished=now, ok=True,
+                )
+            )  # fmt: skip
+        return flying
+
     def _draw(self) -> bytes:
         import io
 
         from lldsched.views.frames import to_frame
-        from lldsched.views.plots import gantt
+        from lldsched.views.plots import PlotFigure, gantt
 
-        start = self.sim.now - self.window
-        recent = [r for r in self.sim.records() if r.finished >= start]
-        figure = gantt(to_frame(recent), by="worker", tz=self._tz.key)
+        low, high = self.span()
+        order = {task.id: index for index, task in enumerate(self.sim.tasks())}
+        recent = [r for r in self.sim.records() if r.finished >= low]
+        recent = sorted([*recent, *self.in_flight()], key=lambda r: order.get(r.task_id, -1))
+        figure = PlotFigure(figsize=(11.0, 4.2), layout="constrained")
+        ax = figure.add_subplot()
+        gantt(
+            to_frame(recent), by="task", ax=ax, tz=self._tz.key, span=(low - self.window / 50, high)
+        )
+        now = float(self.sim.now) / 86400.0  # a matplotlib date: days since 1970
+        ax.axvline(now, color="tab:red", linestyle="--", linewidth=1, gid="now")
+        ax.text(now, 0.99, " now", color="tab:red", va="top", transform=ax.get_xaxis_transform())
         buffer = io.BytesIO()
         figure.savefig(buffer, format="png", dpi=80)
         self.charts_drawn += 1
         return buffer.getvalue()
 
     def close(self) -> None:
+        if self.chart is not None:
+            self.sim.remove_listener(self._listener)
         self.table.close()
         self.widget.close()
 

@@ -1,6 +1,16 @@
 # %% [markdown]
 # # lldsched: the task scheduler case, built for real
 #
+# [contents](00-index.ipynb) · [next: 01 · The timer and the heap](01-timer-and-heap.ipynb)
+#
+# **Objectives**
+#
+# - know what this kit is, where to start, and how long each notebook takes;
+# - know the words the notebooks use (the glossary below);
+# - see the scheduler's behaviour in eleven lines before reading any of its code.
+#
+# **Minutes:** 5 (read).
+#
 # *"Design a cron / task scheduler"* is a classic low-level-design interview question.
 # This kit answers it with a scheduler you can read, run and replay: a min-heap timer
 # that waits on a `Condition`, a bounded worker pool, one-off, fixed-rate, fixed-delay and
@@ -8,30 +18,83 @@
 # cancel, a store, listeners, and a discrete-event simulation that replays a week in
 # milliseconds through the same state machine.
 #
-# **How to use it.** Run each notebook top to bottom (*Run → Run All Cells*); each takes
-# seconds. Read the prose, run the cells, change a number and run again. Outputs marked
-# as deterministic come from a fake clock or the seeded simulation, so they are the same
-# on every run; a few cells measure the real clock, and their numbers vary.
+# ## Where to start
 #
-# | notebook | what it teaches |
-# | --- | --- |
-# | [01 · the timer and the heap](01-timer-and-heap.ipynb) | heap order and the sequence field; `Condition.wait` against a poll loop, measured; the early wake-up |
-# | [02 · schedules and cron](02-schedules-and-cron.ipynb) | one-off, fixed rate, fixed delay; cron with `explain()`; the DST days in two zones |
-# | [03 · failure](03-failure.ipynb) | retries with backoff, dead letter and redrive, timeouts and the cooperative flag |
-# | [04 · simulation](04-simulation.ipynb) | a week replayed; the Gantt chart; SKIP against CATCH_UP; how many workers a workload needs |
-# | [05 · live control](05-live-control.ipynb) | a control panel over a running scheduler: pause and cancel by hand |
-# | [06 · persistence and shutdown](06-persistence-and-shutdown.ipynb) | the store seam, shutdown order, drain against drop, recovery |
-# | [07 · the interview in 45 minutes](07-interview-walkthrough.ipynb) | the case at interview pace, with exercises checked by real tests |
+# **Start with 01 and go in order**: each notebook uses only what the ones before it
+# introduced. Preparing for an interview with little time? Read 07 first, then come back
+# to 01-03 for the parts you could not explain. Every notebook runs top to bottom with
+# *Run → Run All Cells*, in seconds; then read the prose, change a number and run again.
 #
-# On mybinder.org, open any of them from the file browser on the left; the repository's
-# README has a launch link per notebook.
-
-# %% [markdown]
-# A first taste: the scheduler's behaviour in eleven lines, every figure computed by the
-# library on a fake clock (this is `python -m lldsched demo`).
+# | notebook | what it teaches | minutes | how |
+# | --- | --- | --- | --- |
+# | [01 · The timer and the heap](01-timer-and-heap.ipynb) | the heap entry and its sequence field; a twenty-line timer queue on a `Condition`, measured against a poll loop; the production loop; one lock, three Conditions | 25 | read and run |
+# | [02 · Schedules and cron](02-schedules-and-cron.ipynb) | one-off, fixed rate, fixed delay; cron with `explain()`; the DST days in two zones | 20 | read and run |
+# | [03 · Failure](03-failure.ipynb) | the task lifecycle; retries with backoff, dead letter and redrive, timeouts and the cooperative flag | 20 | read and run |
+# | [04 · Simulation](04-simulation.ipynb) | a week replayed; the Gantt chart; SKIP against CATCH_UP; how many workers a workload needs | 20 | read and run, sliders |
+# | [05 · Live control](05-live-control.ipynb) | a control panel over a running scheduler: pause and cancel by hand | 10 | **hands-on**: press the buttons |
+# | [06 · Persistence and shutdown](06-persistence-and-shutdown.ipynb) | the store seam, shutdown order, drain against drop, recovery | 15 | read and run |
+# | [07 · The interview, in 45 minutes](07-interview-walkthrough.ipynb) | the case at interview pace, with exercises checked by real tests | 45 (+15 homework) | **hands-on**: write code |
+# | [08 · Testing a scheduler](08-testing-a-scheduler.ipynb) | a fake clock as dependency injection, bounded waits, the tests that pin the hard promises, run with pytest | 20 | read and run, then break it |
+#
+# About three hours in all. Two notebooks ask for your hands: in **05** you press the
+# panel's buttons (it stays live after *Run All*); in **07** you write code, and **its
+# checks fail until you do**: a red check there is the exercise waiting, not a bug.
+# Each notebook opens with its objectives and ends with three *Check yourself*
+# questions, answers folded underneath.
+#
+# **Binder, and changing the code.** On mybinder.org (the launch links are in the
+# repository's README) the kit runs with `lldsched` installed *editable*: the notebooks
+# import the source in `lldsched/`. Open a module from the file browser, change it, save,
+# then **restart the kernel** (*Kernel → Restart Kernel*): an edit takes effect only in a
+# fresh kernel. 08 shows how to break something on purpose and watch a test catch it.
+#
+# Outputs that come from a fake clock or the seeded simulation are the same on every
+# run; a few cells measure the real clock, and their numbers vary.
+#
+# ## Glossary
+#
+# - **slot**: an instant a schedule says a task should run (every 60 s from 09:00: the
+#   slots are 09:00, 09:01, ...). A retry belongs to the slot of the run it retries.
+# - **due**: the instant a run may start: its slot, or for a retry the failure plus the
+#   backoff. The heap is ordered by due time.
+# - **lateness**: how long a run waited past its due time (start minus due): zero when a
+#   worker was free, longer when every worker was busy.
+# - **tombstone**: a heap entry that no longer counts (its task was cancelled, paused or
+#   rescheduled). Removing from the middle of a heap is slow, so the entry stays, marked
+#   dead, and is skipped when it reaches the top.
+# - **generation**: the number a task's live heap entry carries; an entry whose number is
+#   not the task's current generation is a tombstone.
+# - **misfire**: a slot that passed while the scheduler was not running (a restart, a
+#   night of downtime); the task's misfire policy decides whether to run every missed
+#   slot, run once for all of them, or skip them.
+#
+# ## A first taste
+#
+# The scheduler's behaviour in eleven lines, every figure computed by the library on a
+# fake clock (this is `python -m lldsched demo`).
 
 # %% tags=["nbval-check-output"]
 from lldsched.cli.demo import run_demo
 
 for line in run_demo():
     print(line)
+
+# %% [markdown]
+# ## Check yourself
+#
+# 1. Which notebook do you open first, and which two ask you to do something rather than
+#    read?
+# 2. A run was due at 09:00 and started at 09:03. What is its lateness, and what is its
+#    slot?
+# 3. You edited `lldsched/core/duequeue.py` on Binder and nothing changed. Why?
+#
+# <details><summary>Answers</summary>
+#
+# 1. 01 (or 07 when time is short); 05 (press the panel's buttons) and 07 (write code
+#    until its checks pass).
+# 2. Three minutes; its slot is 09:00 (a first attempt's due time is its slot).
+# 3. The kernel still holds the module it imported before the edit: restart the kernel.
+#
+# </details>
+#
+# [contents](00-index.ipynb) · [next: 01 · The timer and the heap](01-timer-and-heap.ipynb)

@@ -1,6 +1,16 @@
 # %% [markdown]
 # # 06 · Persistence and shutdown
 #
+# [previous: 05 · Live control](05-live-control.ipynb) · [contents](00-index.ipynb) · [next: 07 · The interview, in 45 minutes](07-interview-walkthrough.ipynb)
+#
+# **Objectives**
+#
+# - name the store seam and say when a scheduler writes through it;
+# - shut a scheduler down in the right order, and choose between drain and drop;
+# - predict what each misfire policy does with the slots a scheduler slept through.
+#
+# **Minutes:** 15 (read and run).
+#
 # Three questions every scheduler design meets after the happy path:
 #
 # 1. **Where does the state live?** Behind a `TaskStore`: every status change is written
@@ -21,6 +31,7 @@ import jobs
 
 from lldsched import (
     CronSchedule,
+    ExecutionRecord,
     FakeClock,
     InMemoryTaskStore,
     Misfire,
@@ -28,6 +39,7 @@ from lldsched import (
     OneTime,
     Scheduler,
     SqliteTaskStore,
+    TaskSnapshot,
 )
 
 START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
@@ -51,7 +63,7 @@ class LoggingStore(InMemoryTaskStore):
         super().__init__()
         self.log: list[str] = []
 
-    def save(self, snapshot, record=None):  # type: ignore[no-untyped-def]
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
         super().save(snapshot, record)
         outcome = f" + record of attempt {record.attempt} ({record.outcome})" if record else ""
         self.log.append(f"{snapshot.task.name}: {snapshot.status.value}{outcome}")
@@ -81,7 +93,8 @@ print("\n".join(store.log))
 #
 # ## 2. Shutdown: stop timing first, then drain or drop
 #
-# One worker is busy with a long run; three more tasks wait in the hand-off queue.
+# One worker is busy with a long run; three more tasks wait in the hand-off queue (the
+# timer handed all four over together when the scheduler started).
 # `shutdown(drain=True)` stops the timer (nothing new is handed out), lets the queued
 # three run, and joins. `drain=False` drops the queued three instead. Either way the run
 # in flight finishes: Python cannot stop it.
@@ -95,10 +108,11 @@ def busy_then_queue(drain: bool) -> list[str]:
         started.set()
         release.wait(5)
 
-    scheduler = Scheduler(workers=1).start()
+    scheduler = Scheduler(workers=1)
     busy = scheduler.schedule("busy", long_run, OneTime(delay=0))
-    started.wait(5)
     queued = [scheduler.schedule(f"queued-{n}", lambda: None, OneTime(delay=0)) for n in range(3)]
+    scheduler.start()  # the timer hands all four over at once; the worker takes the first
+    started.wait(5)  # busy runs, and the other three wait in the hand-off queue
     threading.Timer(0.2, release.set).start()  # the long run ends a moment later
     scheduler.shutdown(drain=drain, timeout=5)
     return [f"{t.name}: {t.run_count} run" for t in [busy, *queued]]
@@ -137,9 +151,12 @@ clock = FakeClock(START.timestamp() - 60)  # 08:59
 with SqliteTaskStore(path) as store, Scheduler(workers=1, clock=clock, store=store) as first:
     for region, policy in policies.items():
         first.schedule(
-            f"report-{region}", jobs.send_report, CronSchedule("0 * * * *"),
-            args=(region,), misfire=MisfirePolicy(policy, grace=60),
-        )  # fmt: skip
+            f"report-{region}",
+            jobs.send_report,
+            CronSchedule("0 * * * *"),
+            args=(region,),
+            misfire=MisfirePolicy(policy, grace=60),
+        )
     clock.advance(60)  # 09:00
     first.wait_idle()
 print("first process, 09:00, sent:", jobs.SENT)
@@ -154,8 +171,8 @@ with SqliteTaskStore(path) as store, Scheduler(workers=1, clock=clock, store=sto
         decided = [f"{hhmm(r.slot)} {r.outcome}" for r in task.history if r.misfire]
         after = [hhmm(r.slot) for r in task.history if r.misfire is None and r.started >= restart]
         policy = task.misfire.on_misfire.name if task.misfire else "RUN_ONCE"
-        print(f"{task.name} ({policy}): decided {decided}; ran {after}; "
-              f"next {hhmm(task.next_run_at)}")  # fmt: skip
+        next_run = hhmm(task.next_run_at)
+        print(f"{task.name} ({policy}): decided {decided}; ran {after}; next {next_run}")
 print("second process, 12:30, sent:", jobs.SENT)
 directory.cleanup()
 
@@ -164,5 +181,25 @@ directory.cleanup()
 # schedule through a registry: no pickle, so opening a store runs no code but imports),
 # statuses, recent history and the dead letter. A run in flight when the process died has
 # no record: it runs again (at-least-once), so make such actions idempotent.
+
+# %% [markdown]
+# ## Check yourself
 #
-# Next: [07 · the interview in 45 minutes](07-interview-walkthrough.ipynb).
+# 1. Why does `shutdown` stop the timer before the pool, and not the other way round?
+# 2. The process dies while a report is running. What happens to that run at the next
+#    start, and what must the report's action be for that to be safe?
+# 3. A task with `MisfirePolicy(Misfire.RUN_ONCE, grace=60)` slept through the 10:00,
+#    11:00 and 12:00 slots and starts again at 12:30. What runs, and what is recorded?
+#
+# <details><summary>Answers</summary>
+#
+# 1. Stopping the timer first means nothing new is handed to the pool while it drains;
+#    stopping the pool first would leave the timer handing work to a closed pool.
+# 2. It has no record, so it runs again at the next start with the same attempt number
+#    (at-least-once); the action must be idempotent.
+# 3. One run, at 12:30; the 10:00 and 11:00 slots are recorded `coalesced` (the 12:00 slot
+#    is the one that ran), and the next run is 13:00.
+#
+# </details>
+#
+# [previous: 05 · Live control](05-live-control.ipynb) · [contents](00-index.ipynb) · [next: 07 · The interview, in 45 minutes](07-interview-walkthrough.ipynb)

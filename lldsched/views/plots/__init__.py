@@ -10,6 +10,8 @@ figures these functions make render themselves as PNG, with or without
 ``%matplotlib inline``), or save it with ``fig.savefig("out.png")`` (the format's
 own canvas is picked, Agg for PNG, without choosing a global backend).
 
+Every chart colours a task by its name (:func:`task_colours`), the same in every chart.
+
 * :func:`gantt`: a lane per worker (or per task), a bar per run coloured by task,
   failed runs hatched, timed-out runs outlined, each run's due time marked with a
   tick and a line to its start, so lateness shows.  All bars are one
@@ -18,24 +20,34 @@ own canvas is picked, Agg for PNG, without choosing a global backend).
 * :func:`overrun_comparison`: ``SKIP`` against ``CATCH_UP`` side by side for a
   fixed-rate task whose runs outlast its period (from the two runs
   :func:`lldsched.sim.overrun.simulate_overrun` makes).
+* :func:`mark_wait` annotates one run's wait on a Gantt chart.
 * :func:`lateness_over_time`, :func:`lateness_distribution` (per task) and
   :func:`utilisation_plot` (busy fraction per worker per interval).
 
 Time axes show timezone-aware instants in the zone given as ``tz`` (default UTC).
 """
 
-from lldsched.views.plots._base import DETAIL_RUNS, MAX_LEGEND_TASKS, PlotFigure
-from lldsched.views.plots.gantt import gantt
+from lldsched.views.plots._base import (
+    DETAIL_RUNS,
+    MAX_LEGEND_TASKS,
+    SHORT_RUN,
+    PlotFigure,
+    task_colours,
+)
+from lldsched.views.plots.gantt import gantt, mark_wait
 from lldsched.views.plots.overrun import overrun_comparison
 from lldsched.views.plots.timing import lateness_distribution, lateness_over_time, utilisation_plot
 
 __all__ = [
     "DETAIL_RUNS",
     "MAX_LEGEND_TASKS",
+    "SHORT_RUN",
     "PlotFigure",
     "gantt",
     "lateness_distribution",
     "lateness_over_time",
+    "mark_wait",
     "overrun_comparison",
+    "task_colours",
     "utilisation_plot",
 ]

@@ -9,7 +9,8 @@ names the extra to install.
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+import zlib
+from collections.abc import Iterable, Sequence
 from datetime import tzinfo
 from typing import Any, cast
 from zoneinfo import ZoneInfo
@@ -38,12 +39,14 @@ from lldsched.errors import ValidationError
 __all__ = [
     "DETAIL_RUNS",
     "MAX_LEGEND_TASKS",
+    "SHORT_RUN",
     "Axes",
     "Figure",
     "Line2D",
     "Patch",
     "PlotFigure",
     "ran",
+    "task_colours",
 ]
 
 MAX_LEGEND_TASKS = 12
@@ -53,6 +56,11 @@ DETAIL_RUNS = 200
 """Up to this many runs every due time gets a tick; beyond it only late runs get their
 wait line (a tick per run would be a smear) and failed runs also get a stroke (hatching
 a bar narrower than a pixel shows nothing)."""
+
+SHORT_RUN = 1 / 300
+"""Up to :data:`DETAIL_RUNS` runs, a run shorter than this fraction of the chart's time
+span (about three pixels at the default size) is also drawn as a diamond at its start,
+so a one-second run in an hour-long chart is not a hairline nobody sees."""
 
 _BAR_HEIGHT = 0.62
 _BAR_GAP = 1 - _BAR_HEIGHT
@@ -132,23 +140,53 @@ def _unit(largest: float) -> tuple[float, str]:
     return 1.0, "s"
 
 
-def _tasks(frame: pd.DataFrame) -> tuple[Array, list[str]]:
-    """Each row's task code (order of first appearance) and each code's legend label."""
+def _tasks(frame: pd.DataFrame) -> tuple[Array, list[str], Array]:
+    """Each row's task code (order of first appearance), each code's legend label, and
+    each code's colour (by task name: see :func:`task_colours`)."""
     codes, ids = pd.factorize(frame["task_id"])
     first = frame.drop_duplicates("task_id")
     names = dict(zip(first["task_id"].tolist(), first["name"].tolist(), strict=True))
-    labels = [str(names[task_id]) for task_id in ids]
-    repeated = {label for label in labels if labels.count(label) > 1}
-    labels = [f"{label} ({task_id})" if label in repeated else label
-              for label, task_id in zip(labels, ids, strict=True)]  # fmt: skip
-    return codes, labels
+    plain = [str(names[task_id]) for task_id in ids]
+    repeated = {label for label in plain if plain.count(label) > 1}
+    labels = [
+        f"{label} ({task_id})" if label in repeated else label
+        for label, task_id in zip(plain, ids, strict=True)
+    ]
+    colours = task_colours(plain)
+    palette = np.array([colours[name] for name in plain]).reshape(-1, 4)
+    return codes, labels, palette
 
 
-def _palette(count: int) -> Array:
-    name = "tab10" if count <= 10 else "tab20"
-    cmap = colormaps[name]
-    size = 10 if count <= 10 else 20
-    return np.array([cmap(i % size) for i in range(max(count, 1))])
+Colour = tuple[float, float, float, float]
+
+# tab20's ten dark shades, then its ten light ones: neighbouring slots differ in hue.
+_SLOTS = [*range(0, 20, 2), *range(1, 20, 2)]
+# Prefixed to a name before hashing.  Any constant gives a stable mapping; this one was
+# picked (by trying salts) so the built-in scenario's ten tasks get ten different hues,
+# nine of them dark: the kit's charts never show two of its tasks in one hue.
+_SALT = "187249:"
+
+
+def task_colours(names: Iterable[str]) -> dict[str, Colour]:
+    """One colour per task name, the same in every chart: a name's colour is a slot of
+    matplotlib's ``tab20`` picked by a CRC-32 of the (salted) name, so it does not depend on
+    which other tasks a chart shows or in which order they ran.  Two names of one
+    chart that hash to the same slot are told apart: in sorted order, the later takes
+    the next free slot (beyond 20 names, colours repeat).  Stability comes first: two
+    names may land on the dark and the light shade of one hue (the built-in scenario's
+    ten do not)."""
+    cmap = colormaps["tab20"]
+    size = len(_SLOTS)
+    taken: set[int] = set()
+    colours: dict[str, Colour] = {}
+    for name in sorted(set(names)):
+        wanted = zlib.crc32(f"{_SALT}{name}".encode()) % size
+        probes = [(wanted + probe) % size for probe in range(size)]
+        slot = next((s for s in probes if s not in taken), wanted)
+        taken.add(slot)
+        red, green, blue, alpha = cmap(_SLOTS[slot])
+        colours[name] = (float(red), float(green), float(blue), float(alpha))
+    return colours
 
 
 def _task_handles(labels: Sequence[str], colours: Array) -> list[Any]:
@@ -162,7 +200,7 @@ def _task_handles(labels: Sequence[str], colours: Array) -> list[Any]:
     return handles
 
 
-def _mark_handles(frame: pd.DataFrame, detail: bool = True) -> list[Any]:
+def _mark_handles(frame: pd.DataFrame, detail: bool = True, *, short: bool = False) -> list[Any]:
     handles: list[Any] = []
     outcome = frame["outcome"]
     if (outcome == "failed").any():
@@ -180,6 +218,11 @@ def _mark_handles(frame: pd.DataFrame, detail: bool = True) -> list[Any]:
         Line2D([], [], color=_DUE_COLOUR, marker="|", markersize=7, linewidth=1.5,
                label="due, then the wait to start")
     )  # fmt: skip
+    if short:
+        handles.append(
+            Line2D([], [], color="white", marker="D", markersize=5, markeredgecolor=_DUE_COLOUR,
+                   markeredgewidth=0.5, linestyle="none", label="a run too short for a bar")
+        )  # fmt: skip
     return handles
 
 
@@ -191,7 +234,13 @@ def _legend(ax: Axes, handles: list[Any]) -> None:
 
 
 def _draw_runs(
-    ax: Axes, frame: pd.DataFrame, lane: Array, colours: Array, *, detail: bool
+    ax: Axes,
+    frame: pd.DataFrame,
+    lane: Array,
+    colours: Array,
+    *,
+    detail: bool,
+    span: tuple[float, float] | None = None,
 ) -> tuple[float, float]:
     """Bars, failure hatching, timeout outlines and due marks for the rows of ``frame``
     on lanes ``lane`` (y positions); returns the x range they cover."""
@@ -253,7 +302,16 @@ def _draw_runs(
     )  # fmt: skip
     marks.set_gid("due")
     ax.add_collection(marks, autolim=False)
-    return float(min(due.min(), start.min())), float(finish.max())
+    low, high = float(min(due.min(), start.min())), float(finish.max())
+    if detail:  # a run too short to see as a bar gets a marker at its start
+        shown = span if span is not None else (low, high)
+        short = (finish - start) < (shown[1] - shown[0]) * SHORT_RUN
+        if short.any():
+            ax.scatter(
+                start[short], lane[short], marker="D", s=22, c=colours[short],
+                edgecolors=_DUE_COLOUR, linewidths=0.5, zorder=6, gid="short_runs",
+            )  # fmt: skip
+    return low, high
 
 
 def _set_xlim(ax: Axes, low: float, high: float) -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import tzinfo
+from datetime import datetime, tzinfo
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from lldsched.clock import to_timestamp
 from lldsched.errors import ValidationError
 from lldsched.views.plots._base import (
     DETAIL_RUNS,
@@ -17,15 +19,16 @@ from lldsched.views.plots._base import (
     _empty,
     _legend,
     _mark_handles,
-    _palette,
+    _root,
     _set_xlim,
     _task_handles,
     _tasks,
     _time_axis,
     ran,
 )
+from lldsched.views.tables import seconds_text
 
-__all__ = ["gantt"]
+__all__ = ["gantt", "mark_wait"]
 
 
 def gantt(
@@ -35,6 +38,7 @@ def gantt(
     tz: str | tzinfo = "UTC",
     *,
     title: str | None = None,
+    span: tuple[float | datetime, float | datetime] | None = None,
 ) -> Figure:
     """Worker occupancy: a lane per worker (``by="worker"``) or per task (``by="task"``),
     a bar per run from start to finish, one colour per task (with a legend), failed
@@ -46,12 +50,17 @@ def gantt(
     pixel shades it in proportion to its length: a lane's colour density is its
     occupancy, at ten runs or at 100,000.  Up to :data:`DETAIL_RUNS` runs every due
     time gets a tick; beyond that only late runs get their wait line, so the chart
-    shows occupancy and where waits pile up.
+    shows occupancy and where waits pile up.  Up to :data:`DETAIL_RUNS` runs, a run
+    too short to show as a bar (under :data:`SHORT_RUN` of the time span) is also
+    drawn as a diamond at its start.
+
+    ``span`` (two aware datetimes or epoch seconds) fixes the time axis; without it
+    the axis covers the runs.  An empty frame with a ``span`` shows that span.
     """
     if by not in ("worker", "task"):
         raise ValidationError(f'by must be "worker" or "task", got {by!r}')
     frame = ran(frame)  # a slot a misfire policy decided ran on no worker
-    codes, labels = _tasks(frame)
+    codes, labels, palette = _tasks(frame)
     if by == "worker":
         workers = sorted(frame["worker"].unique().tolist())
         lane = np.searchsorted(np.array(workers, dtype=np.int64), frame["worker"].to_numpy())
@@ -60,14 +69,20 @@ def gantt(
         lane, lane_labels = codes, labels
     lanes = len(lane_labels)
     figure, ax = _axes(ax, (11.0, 1.6 + 0.45 * max(lanes, 2)))
-    palette = _palette(len(labels))
     detail = len(frame) <= DETAIL_RUNS
+    shown = None if span is None else _span(span)
     if len(frame):
-        low, high = _draw_runs(ax, frame, lane.astype(float), palette[codes], detail=detail)
+        low, high = _draw_runs(
+            ax, frame, lane.astype(float), palette[codes], detail=detail, span=shown
+        )
         _set_xlim(ax, low, high)
-        _legend(ax, [*_task_handles(labels, palette), *_mark_handles(frame, detail)])
+        short = any(c.get_gid() == "short_runs" for c in ax.collections)
+        marks = _mark_handles(frame, detail, short=short)
+        _legend(ax, [*_task_handles(labels, palette), *marks])
     else:
         _empty(ax, "runs")
+    if shown is not None:
+        ax.set_xlim(*shown)
     ax.set_yticks(range(lanes), lane_labels)
     ax.set_ylim(max(lanes, 1) - 0.5, -0.5)
     ax.set_ylabel("worker" if by == "worker" else "task")
@@ -78,9 +93,49 @@ def gantt(
     return figure
 
 
+def _span(span: tuple[float | datetime, float | datetime]) -> tuple[float, float]:
+    """``span`` as matplotlib date numbers."""
+    low, high = (to_timestamp(end, name="span") / 86400.0 for end in span)
+    if not high > low:
+        raise ValidationError(f"span must run forwards, got {span!r}")
+    return low, high
+
+
 def _gantt_title(frame: pd.DataFrame, by: str, lanes: int) -> str:
     outcome = frame["outcome"]
     failed = int((outcome == "failed").sum())
     timed_out = int((outcome == "timed_out").sum())
-    what = "workers" if by == "worker" else "tasks"
-    return f"{len(frame):,} runs on {lanes} {what}: {failed:,} failed, {timed_out:,} timed out"
+    what = "worker" if by == "worker" else "task"
+    return (
+        f"{_count(len(frame), 'run')} on {_count(lanes, what)}: "
+        f"{failed:,} failed, {timed_out:,} timed out"
+    )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
+def mark_wait(
+    chart: Figure | Axes, run: pd.Series[Any], *, by: str = "worker", text: str | None = None
+) -> Figure:
+    """Annotate one run's wait on a :func:`gantt` chart: an arrow to the line from its
+    due time to its start, labelled "waited 5 min 51 s" (or ``text``).  ``run`` is a
+    row of the frame the chart was drawn from; ``by`` is the chart's ``by``."""
+    ax = chart if isinstance(chart, Axes) else chart.axes[0]
+    lane_label = f"worker {run['worker']}" if by == "worker" else str(run["name"])
+    labels = [label.get_text() for label in ax.get_yticklabels()]
+    if lane_label not in labels:
+        raise ValidationError(f"the chart has no lane {lane_label!r}; its lanes are {labels}")
+    lane = labels.index(lane_label)
+    due, start = (to_timestamp(run[key].to_pydatetime()) / 86400.0 for key in ("due", "start"))
+    waited = seconds_text((run["start"] - run["due"]).total_seconds())
+    label = text if text is not None else f"{run['name']} waited {waited}"
+    ax.annotate(
+        label, xy=((due + start) / 2, lane + 0.42), xytext=(40, -16),
+        textcoords="offset points", ha="left", va="top", fontsize="small",
+        arrowprops={"arrowstyle": "->", "color": "0.15"},
+        bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "0.6"},
+        zorder=7,
+    )  # fmt: skip
+    return _root(ax)

@@ -19,15 +19,16 @@ from lldsched.views.plots._base import (
     Line2D,
     Patch,
     PlotFigure,
+    _dates,
     _draw_runs,
     _empty,
     _legend,
     _mark_handles,
-    _palette,
     _root,
     _set_xlim,
     _time_axis,
     _unit,
+    task_colours,
 )
 
 __all__ = ["overrun_comparison"]
@@ -61,8 +62,12 @@ def overrun_comparison(
             raise ValidationError(f"axes must be two Axes, got {len(pair)}")
         figure = _root(pair[0])
     rows = max(max(len(frames[p]) for p in policies), 1)
-    colour = _palette(1)[0]
+    first = frames[policies[0]]
+    name = str(first["name"].iloc[0]) if len(first) else "fixed-rate task"
+    rgba = task_colours([name])[name]
+    colour = np.array(rgba)
     spans = []
+    skipped = _skipped_slots(frames, policies)
     for ax, policy in zip(pair, policies, strict=True):
         frame = frames[policy]
         if len(frame):
@@ -71,8 +76,10 @@ def overrun_comparison(
             spans.append(_draw_runs(ax, frame, lane, colours, detail=True))
             worst = frame["lateness"].max().total_seconds()
             divisor, unit = _unit(worst)
+            dropped = f", {len(skipped)} slots dropped" if policy is OverrunPolicy.SKIP else ""
             ax.set_title(
-                f"{policy.name}: {len(frame)} runs, worst lateness {worst / divisor:.3g} {unit}",
+                f"{policy.name}: {len(frame)} runs{dropped},\n"
+                f"worst lateness {worst / divisor:.3g} {unit}",
                 loc="left",
             )
         else:
@@ -92,13 +99,41 @@ def overrun_comparison(
             for ax in pair:
                 for x in grid:
                     ax.axvline(x, color="0.75", linestyle=":", linewidth=0.8, zorder=1)
-    first = frames[policies[0]]
-    name = str(first["name"].iloc[0]) if len(first) else "fixed-rate task"
+    for ax, policy in zip(pair, policies, strict=True):
+        if policy is OverrunPolicy.SKIP and len(skipped):
+            # On the slot's grid line, at the top: a slot SKIP dropped, with no run for it.
+            ax.plot(
+                skipped, np.full(len(skipped), 0.97), transform=ax.get_xaxis_transform(),
+                linestyle="none", marker="x", markersize=7, color=_SKIPPED_COLOUR,
+                markeredgewidth=1.8, zorder=6, gid="skipped_slots",
+            )  # fmt: skip
     figure.suptitle(f"Overrun policy: {name}", x=0.01, ha="left")
-    handles = [Patch(facecolor=colour, label="run"), *_mark_handles(first.iloc[:0])]
+    handles = [Patch(facecolor=rgba, label="run"), *_mark_handles(first.iloc[:0])]
     handles.append(Line2D([], [], color="0.75", linestyle=":", label="fixed-rate slots"))
+    if len(skipped):
+        handles.append(
+            Line2D([], [], linestyle="none", marker="x", color=_SKIPPED_COLOUR,
+                   markeredgewidth=1.8, label="slot SKIP dropped (left panel)")
+        )  # fmt: skip
     _legend(pair[1], handles)
     return figure
+
+
+_SKIPPED_COLOUR = "tab:red"
+
+
+def _skipped_slots(frames: Mapping[OverrunPolicy, pd.DataFrame], policies: list[Any]) -> Any:
+    """The fixed-rate slots (matplotlib dates) between SKIP's first and last run that
+    SKIP ran nothing for; the period is read from the CATCH_UP frame (a run per slot)."""
+    step = _grid_step(frames, policies) * 86400
+    skip = frames[OverrunPolicy.SKIP]["due"] if OverrunPolicy.SKIP in policies else None
+    if not step or skip is None or not len(skip):
+        return np.array([])
+    first, last = skip.min(), skip.max()
+    count = round((last - first).total_seconds() / step) + 1
+    slots = pd.Series([first + pd.Timedelta(seconds=step * k) for k in range(count)])
+    dropped = slots[~slots.isin(set(skip))]
+    return _dates(dropped) if len(dropped) else np.array([])
 
 
 def _grid_step(frames: Mapping[OverrunPolicy, pd.DataFrame], policies: list[Any]) -> float:

@@ -18,7 +18,6 @@ from lldsched.views.plots._base import (
     _dates,
     _empty,
     _legend,
-    _palette,
     _seconds,
     _set_xlim,
     _task_handles,
@@ -37,8 +36,7 @@ def lateness_over_time(
     """Each run's lateness (start minus due) at its due time, one colour per task."""
     frame = ran(frame)
     figure, ax = _axes(ax, (11.0, 4.0))
-    codes, labels = _tasks(frame)
-    palette = _palette(len(labels))
+    codes, labels, palette = _tasks(frame)
     lateness = _seconds(frame["lateness"])
     divisor, unit = _unit(float(lateness.max()) if len(frame) else 0.0)
     if len(frame):
@@ -66,8 +64,7 @@ def lateness_distribution(frame: pd.DataFrame, ax: Axes | None = None) -> Figure
     is its 95th percentile."""
     frame = ran(frame)
     figure, ax = _axes(ax, (8.0, 4.5))
-    codes, labels = _tasks(frame)
-    palette = _palette(len(labels))
+    codes, labels, palette = _tasks(frame)
     lateness = _seconds(frame["lateness"])
     divisor, unit = _unit(float(lateness.max()) if len(frame) else 0.0)
     for code, label in enumerate(labels):
@@ -79,6 +76,10 @@ def lateness_distribution(frame: pd.DataFrame, ax: Axes | None = None) -> Figure
     if not len(frame):
         _empty(ax, "runs")
     ax.axhline(0.95, color="0.5", linestyle=":", linewidth=1)
+    ax.text(
+        0.01, 0.95, "95 % of runs", transform=ax.get_yaxis_transform(), color="0.35",
+        fontsize="small", va="top",
+    )  # fmt: skip
     ax.set_ylim(0, 1.02)
     ax.set_xlim(left=-0.02 * (float(lateness.max()) / divisor if len(frame) else 1.0))
     ax.set_xlabel(f"lateness ({unit})")

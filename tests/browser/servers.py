@@ -1,0 +1,143 @@
+"""Serving the shipped notebooks to a real browser: Voila (a notebook runs as an app) and
+JupyterLab (Lab's own "run all cells" command runs it), on loopback, in a copy of
+``notebooks/`` so nothing the servers write lands in the repository.  Debian's Chromium
+(``/usr/bin/chromium``, which the Makefile installs) is driven by Playwright."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+SERVER_NAMES = ("jupyterlab", "voila")
+SCREENSHOTS = os.environ.get("LLDSCHED_SCREENSHOTS")
+"""A directory to save the tests' screenshots in (to look at them); unset: none saved."""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def tool(name: str) -> str:
+    found = shutil.which(name, path=os.path.dirname(sys.executable))
+    assert found is not None, f"{name} is not installed (see pyproject's extras)"
+    return found
+
+
+KERNEL_READY = """() => {
+    const panel = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+    const kernel = panel && panel.sessionContext && panel.sessionContext.session
+        && panel.sessionContext.session.kernel;
+    return !!kernel && kernel.connectionStatus === "connected" && kernel.status === "idle";
+}"""
+
+
+def run_all_in_lab(page: Any) -> None:
+    """JupyterLab opens the notebook without running it: once the notebook's kernel is
+    connected and idle, run every cell through Lab's command registry (the app is
+    exposed as ``window.jupyterapp`` by ``--LabApp.expose_app_in_browser``).  Clicking
+    Run > Run All Cells as soon as the execution indicator showed idle left every
+    cell unrun in 2 of 7 runs; the kernel's own connection state is what "ready" means."""
+    page.wait_for_function(KERNEL_READY, timeout=60_000)
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+
+
+def _command(server: str, notebook: Path, port: int, tmp_path: Path) -> list[str]:
+    if server == "voila":
+        return [tool("voila"), str(notebook), "--no-browser", f"--port={port}",
+                "--Voila.ip=127.0.0.1"]  # fmt: skip
+    return [tool("jupyter"), "lab", "--no-browser", f"--port={port}",
+            "--ServerApp.ip=127.0.0.1", "--allow-root", "--IdentityProvider.token=",
+            f"--ServerApp.root_dir={notebook.parent}",
+            "--LabApp.expose_app_in_browser=True",
+            # A fresh Lab: no workspace restored from another session, no news pop-up.
+            f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}",
+            f"--LabApp.user_settings_dir={_lab_settings(tmp_path / 'settings')}"]  # fmt: skip
+
+
+def _lab_settings(directory: Path) -> Path:
+    notification = directory / "@jupyterlab" / "apputils-extension"
+    notification.mkdir(parents=True)
+    (notification / "notification.jupyterlab-settings").write_text(
+        '{"fetchNews": "false", "checkForUpdates": false}'
+    )
+    return directory
+
+
+@contextmanager
+def served(server: str, name: str, tmp_path: Path) -> Iterator[tuple[str, Callable[[Any], None]]]:
+    """Serve the shipped notebook ``name`` (a copy of ``notebooks/``) with ``server``;
+    yield the page's URL and what to do once the page is there (Lab: run all cells)."""
+    copy = tmp_path / "notebooks"
+    shutil.copytree(
+        ROOT / "notebooks", copy, ignore=shutil.ignore_patterns("src", ".ipynb_checkpoints")
+    )
+    notebook = copy / f"{name}.ipynb"
+    assert notebook.exists(), f"no notebook {name}"
+    port = free_port()
+    path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "PYTHONPATH": path}  # the kernels import this checkout's lldsched
+    process = subprocess.Popen(
+        _command(server, notebook, port, tmp_path), cwd=copy, env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}/"
+    ready = threading.Event()
+    log: list[str] = []
+
+    def watch() -> None:  # the server logs its URL once it serves; no polling needed
+        assert process.stderr is not None
+        for line in process.stderr:
+            log.append(line)
+            if url in line:
+                ready.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+    try:
+        assert ready.wait(60), f"{server} did not start within 60 s:\n" + "".join(log)
+        if server == "voila":
+            yield url, lambda page: None
+        else:
+            yield url + f"lab/tree/{name}.ipynb", run_all_in_lab
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+@contextmanager
+def browser_page() -> Iterator[Any]:
+    """A fresh page in headless Chromium."""
+    assert os.path.exists(CHROMIUM), f"{CHROMIUM} is missing: apt-get install chromium"
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser.new_page(viewport={"width": 1400, "height": 1000})
+        finally:
+            browser.close()
+
+
+def screenshot(page: Any, name: str) -> None:
+    """Save a screenshot of the page as ``name``.png in :data:`SCREENSHOTS`, if set."""
+    if SCREENSHOTS:
+        Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(SCREENSHOTS) / f"{name}.png"), full_page=False)

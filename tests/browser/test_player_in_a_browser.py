@@ -1,0 +1,80 @@
+"""The SimulationPlayer of the shipped 04-simulation in a real browser (Voila, and
+JupyterLab after Run All): its first view is the simulation's own time, `step` starts a
+run and says so, `+1 hour` moves the clock and the counts, pausing a task stops its runs,
+the chart is redrawn after every press, and the controls stay where they were."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.browser.servers import SERVER_NAMES, browser_page, screenshot, served
+
+# Tasks of the built-in scenario, in the order it registers them.
+COMPACTION, HEARTBEAT = "task-7", "task-9"
+
+
+def chart(page: Any) -> str:
+    return str(page.locator(".lldsched-player-chart").get_attribute("src"))
+
+
+def wait_for_a_new_chart(page: Any, before: str) -> None:
+    page.wait_for_function(
+        "(before) => document.querySelector('.lldsched-player-chart').src !== before",
+        arg=before, timeout=30_000,
+    )  # fmt: skip
+
+
+def left_edge(page: Any, selector: str) -> float:
+    box = page.locator(selector).bounding_box()
+    assert box is not None, f"{selector} is not shown"
+    return float(box["x"])
+
+
+@pytest.mark.parametrize("server", SERVER_NAMES)
+def test_the_shipped_player_steps_the_scenario_and_shows_what_changed(
+    server: str, tmp_path: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    with served(server, "04-simulation", tmp_path) as (url, prepare), browser_page() as page:
+        page.goto(url, timeout=60_000, wait_until="commit")  # Voila streams as it runs
+        prepare(page)
+        clock = page.locator(".lldsched-player-clock")
+        expect(clock).to_have_text("simulated time 2026-01-05 00:00:00 UTC", timeout=90_000)
+        expect(page.locator(".lldsched-player-chart")).to_be_visible()
+        page.locator(".lldsched-player-chart").scroll_into_view_if_needed()
+        screenshot(page, f"04-{server}-first-view")
+        pause = f".lldsched-pause.lldsched-{COMPACTION}"
+        controls_at = left_edge(page, pause)
+
+        drawn = chart(page)
+        page.locator(".lldsched-player-step").click()
+        expect(page.locator(".lldsched-player-last-step")).to_have_text(
+            "last step: heartbeat started at 2026-01-05 00:00:00", timeout=30_000
+        )
+        wait_for_a_new_chart(page, drawn)
+        screenshot(page, f"04-{server}-after-step")
+
+        drawn = chart(page)
+        page.locator(".lldsched-player-plus1hour").click()
+        expect(clock).to_have_text("simulated time 2026-01-05 01:00:00 UTC", timeout=30_000)
+        expect(page.locator(f".lldsched-runs.lldsched-{HEARTBEAT}")).to_have_text("60")
+        wait_for_a_new_chart(page, drawn)
+        compaction_runs = page.locator(f".lldsched-runs.lldsched-{COMPACTION}").inner_text()
+        assert int(compaction_runs) > 0
+
+        page.locator(pause).click()
+        expect(page.locator(f".lldsched-status.lldsched-{COMPACTION}")).to_have_text("paused")
+        drawn = chart(page)
+        page.locator(".lldsched-player-plus1hour").click()
+        wait_for_a_new_chart(page, drawn)  # the chart is redrawn last: the table is done
+        expect(clock).to_have_text("simulated time 2026-01-05 02:00:00 UTC")
+        assert int(page.locator(f".lldsched-runs.lldsched-{HEARTBEAT}").inner_text()) > 100
+        # A run in flight at the pause may still land; none starts after it.
+        after = int(page.locator(f".lldsched-runs.lldsched-{COMPACTION}").inner_text())
+        assert int(compaction_runs) <= after <= int(compaction_runs) + 1
+        assert left_edge(page, pause) == controls_at
+        screenshot(page, f"04-{server}-paused-compaction")
