@@ -57,10 +57,10 @@ def _engine(expr: str, zone_key: str) -> CronEngine:
     zone = local_days(zone_key)
     engine = CronEngine(parse(expr), zone)
     if not engine.rule.fires_ever():
-        fields = engine.fields.text.split()
+        dom, month, dow = engine.fields.text.split()[-3:]
         raise ScheduleError(
             f"cron expression {expr!r} never fires: no date is both day of month "
-            f"{fields[2]!r} and day of week {fields[4]!r} (months {fields[3]!r}); a day "
+            f"{dom!r} and day of week {dow!r} (months {month!r}); a day "
             "field that starts with * makes cron require both"
         )
     return engine
