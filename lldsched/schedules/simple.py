@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from lldsched.checks import seconds
 from lldsched.clock import to_timestamp
@@ -27,7 +27,14 @@ from lldsched.errors import ScheduleError, ValidationError
 from lldsched.model import ExecutionRecord
 from lldsched.policies import OverrunPolicy
 
-__all__ = ["FixedDelay", "FixedRate", "OneTime"]
+__all__ = ["FixedDelay", "FixedRate", "OneTime", "instant_text"]
+
+
+def instant_text(timestamp: float) -> str:
+    """An instant as ``explain()`` writes it: ``"2026-06-01 09:00 UTC"`` (seconds when
+    they are not zero)."""
+    moment = datetime.fromtimestamp(timestamp, UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC" if moment.second else "%Y-%m-%d %H:%M UTC")
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -73,6 +80,12 @@ class OneTime:
     def measures_elapsed_time(self) -> bool:
         """A delay counts elapsed time; an instant is a calendar instant."""
         return self.at is None
+
+    def explain(self) -> str:
+        """``"Once, at 2026-06-01 09:00 UTC"`` or ``"Once, 5 s after registration"``."""
+        if self.at is None:
+            return f"Once, {self.delay:g} s after registration"
+        return f"Once, at {instant_text(self.at)}"
 
     def __repr__(self) -> str:
         return (
@@ -170,6 +183,11 @@ class FixedDelay(_Interval):
 
     measures_elapsed_time = True
 
+    def explain(self) -> str:
+        """``"10 s after each run finishes"`` (and ``", the first 5 s after registration"``)."""
+        first = f", the first {self.start_delay:g} s after registration" if self.start_delay else ""
+        return f"{self.delay:g} s after each run finishes{first}"
+
     def __repr__(self) -> str:
         start = f", start_delay={self.start_delay!r}" if self.start_delay else ""
         return f"FixedDelay({self.delay!r}{start})"
@@ -232,6 +250,16 @@ class FixedRate(_Interval):
         return slot + (math.floor((now - slot) / self.period) + 1) * self.period
 
     measures_elapsed_time = True
+
+    def explain(self) -> str:
+        """``"Every 60 s"``, ``"Every 60 s, catching up missed slots"``, ``"..., the first
+        10 s after registration"``."""
+        parts = [f"Every {self.period:g} s"]
+        if self.on_overrun is OverrunPolicy.CATCH_UP:
+            parts.append("catching up missed slots")
+        if self.start_delay:
+            parts.append(f"the first {self.start_delay:g} s after registration")
+        return ", ".join(parts)
 
     def __repr__(self) -> str:
         policy = "" if self.on_overrun is OverrunPolicy.SKIP else ", OverrunPolicy.CATCH_UP"
