@@ -250,6 +250,47 @@ def test_a_window_that_ends_during_downtime_retires_its_task_after_recovery(
         assert scheduler.shutdown()
 
 
+def test_max_runs_holds_across_a_restart_from_a_sqlite_store(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.db"
+    clock = FakeClock(T0)
+    with SqliteTaskStore(path) as store:
+        first = Scheduler(clock=clock, store=store).start()
+        task = first.schedule("trial", jobs.flaky, Window(FixedRate(60), max_runs=3), args=(False,))
+        settle(first)
+        clock.advance(60)
+        settle(first)
+        assert [r.slot - T0 for r in task.history] == [0, 60]
+        assert first.shutdown()
+    clock.advance(30)  # back at T0 + 90: the next slot, T0 + 120, is the third run
+    with SqliteTaskStore(path) as store:
+        restarted = Scheduler(clock=clock, store=store).start()
+        (task,) = restarted.tasks()
+        assert task.schedule.runs_counted(task.id) == 2  # type: ignore[attr-defined]
+        for _ in range(5):
+            clock.advance(60)
+            settle(restarted)
+        assert [r.slot - T0 for r in store.records(task.id)] == [0, 60, 120]
+        assert task.status is TaskStatus.SUCCEEDED
+        assert restarted.shutdown()
+
+
+def test_a_retried_failure_is_not_a_run_for_the_restored_count(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.db"
+    clock = FakeClock(T0)
+    with SqliteTaskStore(path) as store:
+        first = Scheduler(clock=clock, store=store).start()
+        first.schedule("trial", jobs.flaky, Window(FixedDelay(60), max_runs=5), args=(True,))
+        for backoff in (0, 1, 2):  # attempts 1 and 2 fail, the third succeeds
+            clock.advance(backoff)
+            settle(first)
+        assert first.shutdown()
+    with SqliteTaskStore(path) as store:
+        (snapshot,) = store.load_all()
+        assert (snapshot.run_count, snapshot.failure_count) == (3, 2)
+        window = snapshot.task.schedule
+        assert isinstance(window, Window) and window.runs_counted(snapshot.task.id) == 1
+
+
 # -- composition, storage, words ------------------------------------------------------------
 
 

@@ -29,10 +29,10 @@ uniformly drawn delay; between knots the delay is a blend of two draws.
 **Window** lets the wrapped schedule run only between ``start`` and ``end``
 (inclusive) and at most ``max_runs`` times: a task registered before ``start``
 behaves as if registered just before it; a slot after ``end`` retires the task
-(SUCCEEDED), and so does its ``max_runs``-th successful run.  The count is kept
-per task id in the window, in memory (a schedule sees only the record of the run
-that just ended): after a restart from a durable store, ``start`` and ``end`` hold,
-and the count begins again (see ``docs/DECISIONS.md``).
+(SUCCEEDED), and so does its ``max_runs``-th successful run.  A schedule sees only
+the record of the run that just ended, so the window counts successful runs per
+task id; a durable store that rebuilds a task hands the count back
+(:func:`restore_runs`, from the task's stored counters), so it survives a restart.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from lldsched.model import ExecutionRecord
 from lldsched.schedules.base import Schedule, first_slot_after, measures_elapsed_time, slot_after
 from lldsched.schedules.simple import instant_text
 
-__all__ = ["Jittered", "Window", "describe"]
+__all__ = ["Jittered", "Window", "describe", "restore_runs"]
 
 SLOT_DIGITS = 5
 """Decimals (10 microseconds) a slot is read back to from a delayed instant."""
@@ -292,6 +292,13 @@ class Window(_Value):
                 runs[record.task_id] = done
         return self._within(self.schedule.next_run(record, now))
 
+    def _restore(self, task_id: str, runs: int) -> None:
+        with self._lock:
+            if runs > 0:
+                self._runs[task_id] = runs
+            else:
+                self._runs.pop(task_id, None)
+
     def runs_counted(self, task_id: str) -> int:
         """Successful runs of ``task_id`` this window has counted (0 once it retired)."""
         with self._lock:
@@ -336,3 +343,14 @@ class Window(_Value):
             if value is not None
         ]
         return f"Window({', '.join(given)})"
+
+
+def restore_runs(schedule: Schedule, task_id: str, runs: int) -> None:
+    """Tell each :class:`Window` in ``schedule`` (through any decorators) that task
+    ``task_id`` has had ``runs`` successful runs: what a store rebuilding the task
+    from its counters calls, so ``max_runs`` holds across a restart."""
+    found: object = schedule
+    while isinstance(found, Window | Jittered):
+        if isinstance(found, Window):
+            found._restore(task_id, runs)
+        found = found.schedule

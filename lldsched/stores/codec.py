@@ -17,6 +17,10 @@ definition is plain JSON:
   registered; :func:`register_schedule` adds a type;
 * the retry and misfire policies as their fields.
 
+A ``Window``'s count of successful runs is not part of the definition: a store
+that rebuilds a task passes its counters to :func:`decode_task` (``runs=``), which
+hands the count back to the window.
+
 Decoding builds every value through its validating constructor, so a stored
 value that became invalid is an error, never a half-built task.
 """
@@ -36,7 +40,7 @@ from lldsched.policies import Misfire, MisfirePolicy, OverrunPolicy, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.schedules.catchup import unwrap
 from lldsched.schedules.cron import CronSchedule
-from lldsched.schedules.decorators import Jittered, Window
+from lldsched.schedules.decorators import Jittered, Window, restore_runs
 from lldsched.schedules.simple import FixedDelay, FixedRate, OneTime
 
 __all__ = [
@@ -238,14 +242,17 @@ def encode_task(task: Task) -> str:
         raise ValidationError(f"task {task.name!r}: cannot be stored as JSON: {exc}") from None
 
 
-def decode_task(task_id: str, text: str) -> Task:
-    """The :class:`Task` stored as ``text``; :class:`StoreError` naming what is wrong."""
+def decode_task(task_id: str, text: str, *, runs: int = 0) -> Task:
+    """The :class:`Task` stored as ``text``; :class:`StoreError` naming what is wrong.
+    ``runs``: the task's successful runs so far (a ``Window``'s ``max_runs`` counts
+    them)."""
     try:
         document = json.loads(text)
         name = document["name"]
         path = document["action"]
         action = None if path is None else resolve_callable(path)
         schedule = decode_schedule(document["schedule"])
+        restore_runs(schedule, task_id, runs)
         misfire_doc = document["misfire"]
         misfire = None
         if misfire_doc is not None:
