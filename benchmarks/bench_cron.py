@@ -47,6 +47,12 @@ from cronsim import CronSim
 from lldsched import CronSchedule
 from lldsched.schedules.cron import schedule as cron_module
 
+GOALS: dict[str, tuple[str, float]] = {
+    "overall.warm_vs_cronsim": (">=", 10.0),
+    "overall.cold_vs_cronsim": (">=", 5.0),
+    "overall.warm_six_fields_vs_cronsim": (">=", 10.0),
+}
+
 MIX = (
     "* * * * *",
     "*/15 * * * *",
