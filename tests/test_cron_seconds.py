@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from lldsched import CronSchedule, ScheduleError
+from lldsched.cli import main
 from lldsched.cli.cron import cron_report
 from lldsched.schedules.cron import schedule as cron_module
 from lldsched.schedules.cron.parse import parse
@@ -253,3 +254,15 @@ def test_the_cron_command_shows_seconds_for_six_fields() -> None:
 def test_the_cron_command_rejects_a_bad_seconds_field_naming_it() -> None:
     with pytest.raises(ScheduleError, match="cron second field: 61 is out of range 0-59"):
         cron_report("61 * * * * *")
+
+
+def test_the_cron_command_line_accepts_six_fields(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["cron", "*/15 * * * * *", "-n", "2", "--start", "2026-06-01T09:00:05"])
+    out, err = capsys.readouterr()
+    assert (code, err) == (0, "")
+    assert out.splitlines()[1:] == [
+        "Every 15 seconds",
+        "next 2 fire times after 2026-06-01 09:00 UTC:",
+        "  Mon 2026-06-01 09:00:15 UTC  = 2026-06-01 09:00:15 UTC",
+        "  Mon 2026-06-01 09:00:30 UTC  = 2026-06-01 09:00:30 UTC",
+    ]
