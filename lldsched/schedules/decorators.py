@@ -48,7 +48,7 @@ from lldsched.clock import to_timestamp
 from lldsched.errors import ScheduleError, ValidationError
 from lldsched.model import ExecutionRecord
 from lldsched.schedules.base import Schedule, first_slot_after, measures_elapsed_time, slot_after
-from lldsched.schedules.simple import instant_text
+from lldsched.schedules.simple import FrozenValue, instant_text
 
 __all__ = ["Jittered", "Window", "describe", "restore_runs"]
 
@@ -94,29 +94,7 @@ def _instant(value: float | datetime | None, name: str) -> float | None:
         raise ScheduleError(str(exc)) from None
 
 
-class _Value:
-    """Immutable value semantics over ``_fields`` (state outside them is private)."""
-
-    __slots__ = ()
-    _fields: tuple[str, ...] = ()
-
-    def _values(self) -> tuple[object, ...]:
-        return tuple(getattr(self, name) for name in self._fields)
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and self._values() == other._values()
-
-    def __hash__(self) -> int:
-        return hash((type(self).__name__, *self._values()))
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"{type(self).__name__} is immutable; build a new one")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"{type(self).__name__} is immutable")
-
-
-class Jittered(_Value):
+class Jittered(FrozenValue):
     """``schedule``'s slots, each started up to ``max_delay`` seconds late; the delay
     of a slot is a pure function of ``(seed, slot)`` (see the module docstring)."""
 
@@ -225,7 +203,7 @@ class Jittered(_Value):
         return f"Jittered({self.schedule!r}, max_delay={self.max_delay!r}, seed={self.seed!r})"
 
 
-class Window(_Value):
+class Window(FrozenValue):
     """``schedule``, run only from ``start`` to ``end`` (inclusive; epoch seconds or
     aware datetimes) and at most ``max_runs`` times; then the task retires as
     SUCCEEDED.  At least one of the three must be given."""

@@ -27,7 +27,7 @@ from lldsched.errors import ScheduleError, ValidationError
 from lldsched.model import ExecutionRecord
 from lldsched.policies import OverrunPolicy
 
-__all__ = ["FixedDelay", "FixedRate", "OneTime", "instant_text"]
+__all__ = ["FixedDelay", "FixedRate", "FrozenValue", "OneTime", "instant_text"]
 
 
 def instant_text(timestamp: float) -> str:
@@ -93,18 +93,13 @@ class OneTime:
         )
 
 
-class _Interval:
-    """Frozen value semantics for the interval schedules, with equal values shared.
-
-    Schedules are immutable, so equal ones can be one object, the way small ints
-    are: 100,000 tasks on ``FixedRate(60)`` hold one schedule, and building it
-    again costs a dict lookup (the scale benchmark measures both).  At most
-    :data:`SHARED_LIMIT` values are kept; past that, new values are simply built.
-    """
+class FrozenValue:
+    """Immutable value semantics over ``_fields``: equal fields, equal values (and
+    hashes); no attribute can be set after construction.  State outside
+    ``_fields`` is a private detail (a :class:`~.decorators.Window`'s run counts)."""
 
     __slots__ = ()
     _fields: tuple[str, ...] = ()
-    _shared: dict[tuple[object, ...], _Interval]
 
     def _values(self) -> tuple[object, ...]:
         return tuple(getattr(self, name) for name in self._fields)
@@ -120,6 +115,19 @@ class _Interval:
 
     def __delattr__(self, name: str) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable")
+
+
+class _Interval(FrozenValue):
+    """Frozen value semantics for the interval schedules, with equal values shared.
+
+    Schedules are immutable, so equal ones can be one object, the way small ints
+    are: 100,000 tasks on ``FixedRate(60)`` hold one schedule, and building it
+    again costs a dict lookup (the scale benchmark measures both).  At most
+    :data:`SHARED_LIMIT` values are kept; past that, new values are simply built.
+    """
+
+    __slots__ = ()
+    _shared: dict[tuple[object, ...], _Interval]
 
     def __reduce__(self) -> tuple[type, tuple[object, ...]]:
         return type(self), self._values()
