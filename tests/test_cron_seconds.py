@@ -243,7 +243,7 @@ def test_the_cron_command_shows_seconds_for_six_fields() -> None:
     assert lines == [
         "*/20 59 1 * * *  (America/New_York)",
         "Every 20 seconds, at 01:59",
-        "next 4 fire times after 2026-03-08 00:00 EST:",
+        "next 4 fire times after 2026-03-08 00:00:00 EST:",
         "  Sun 2026-03-08 01:59:00 EST  = 2026-03-08 06:59:00 UTC",
         "  Sun 2026-03-08 01:59:20 EST  = 2026-03-08 06:59:20 UTC",
         "  Sun 2026-03-08 01:59:40 EST  = 2026-03-08 06:59:40 UTC",
@@ -262,7 +262,7 @@ def test_the_cron_command_line_accepts_six_fields(capsys: pytest.CaptureFixture[
     assert (code, err) == (0, "")
     assert out.splitlines()[1:] == [
         "Every 15 seconds",
-        "next 2 fire times after 2026-06-01 09:00 UTC:",
+        "next 2 fire times after 2026-06-01 09:00:05 UTC:",
         "  Mon 2026-06-01 09:00:15 UTC  = 2026-06-01 09:00:15 UTC",
         "  Mon 2026-06-01 09:00:30 UTC  = 2026-06-01 09:00:30 UTC",
     ]

@@ -48,14 +48,16 @@ def cron_report(expr: str, *, tz: str = "UTC", n: int = 5, start: str | None = N
         begin = aware.astimezone(zone)
     fires = schedule.preview(n, begin)
     seconds = schedule.fields.has_seconds
-    local, utc = (
-        (_FORMAT_SECONDS, "%Y-%m-%d %H:%M:%S UTC") if seconds else (_FORMAT, "%Y-%m-%d %H:%M UTC")
+    local, utc, after = (
+        (_FORMAT_SECONDS, "%Y-%m-%d %H:%M:%S UTC", "%Y-%m-%d %H:%M:%S %Z")
+        if seconds
+        else (_FORMAT, "%Y-%m-%d %H:%M UTC", "%Y-%m-%d %H:%M %Z")
     )
     width = max((len(f.strftime(local)) for f in fires), default=0)
     lines = [
         f"{expr}  ({schedule.tz})",
         schedule.explain(),
-        f"next {n} fire times after {begin.strftime('%Y-%m-%d %H:%M %Z')}:",
+        f"next {n} fire times after {begin.strftime(after)}:",
     ]
     lines += [f"  {f.strftime(local):<{width}}  = {f.astimezone(UTC).strftime(utc)}" for f in fires]
     if len(fires) < n:
