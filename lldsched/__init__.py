@@ -2,7 +2,8 @@
 
 The classic low-level-design case ("design a cron / task scheduler") built for
 real: a min-heap timer that waits on a Condition, a bounded worker pool, one-off,
-fixed-rate, fixed-delay and cron schedules, priorities, retries with capped
+fixed-rate, fixed-delay and cron schedules (with jitter and windows as
+decorators over any of them), priorities, retries with capped
 exponential backoff and a dead letter, timeouts, pause / resume / cancel, a store
 every transition is written through (durably, with :class:`SqliteTaskStore`, and
 recovered after downtime under a per-task :class:`MisfirePolicy`), and listeners;
@@ -31,7 +32,15 @@ from lldsched.model import (
 )
 from lldsched.persistence import Task, TaskSnapshot
 from lldsched.policies import Misfire, MisfirePolicy, OverrunPolicy, RetryPolicy
-from lldsched.schedules import CronSchedule, FixedDelay, FixedRate, OneTime, Schedule
+from lldsched.schedules import (
+    CronSchedule,
+    FixedDelay,
+    FixedRate,
+    Jittered,
+    OneTime,
+    Schedule,
+    Window,
+)
 from lldsched.sim import Simulation
 from lldsched.stores import InMemoryTaskStore, SqliteTaskStore, TaskStore
 from lldsched.threaded import Scheduler
@@ -45,6 +54,7 @@ __all__ = [
     "FixedDelay",
     "FixedRate",
     "InMemoryTaskStore",
+    "Jittered",
     "LldschedError",
     "Misfire",
     "MisfirePolicy",
@@ -71,6 +81,7 @@ __all__ = [
     "TaskStatus",
     "TaskStore",
     "ValidationError",
+    "Window",
 ]
 
 __version__ = "0.1.0"

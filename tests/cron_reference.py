@@ -23,7 +23,13 @@ from zoneinfo import ZoneInfo
 from lldsched import CronSchedule
 from lldsched.schedules.cron.parse import CronFields, parse
 
-__all__ = ["day_matches", "random_expression", "reference_fires", "wall_matches"]
+__all__ = [
+    "day_matches",
+    "random_expression",
+    "random_six_field_expression",
+    "reference_fires",
+    "wall_matches",
+]
 
 
 def day_matches(f: CronFields, year: int, month: int, day: int) -> bool:
@@ -56,8 +62,16 @@ def wall_matches(f: CronFields, wall: datetime) -> bool:
 
 
 def reference_fires(expr: str, tz: str, start: float, end: float) -> list[float]:
-    """Every fire in (start, end], by walking UTC minutes."""
+    """Every fire in (start, end], by walking UTC minutes.
+
+    A six-field expression fires at each of its seconds of every minute the five
+    fields fire in (a wall time a gap moved keeps its second)."""
     f = parse(expr)
+    if f.has_seconds:
+        five = " ".join(expr.split()[1:])
+        minutes = reference_fires(five, tz, start - 60, end)
+        every = sorted({m + s for m in minutes for s in f.seconds})
+        return [t for t in every if start < t <= end]
     zone = UTC if tz == "UTC" else ZoneInfo(tz)
     fires = []
     minute = (int(start) // 60 + 1) * 60
@@ -93,7 +107,7 @@ def _spell(rng: random.Random, value: int, names: list[str] | None, first: int) 
 
 
 def _item(rng: random.Random, index: int) -> str:
-    low, high = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7))[index]
+    low, high = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7), (0, 59))[index]
     names, first = (None, 0)
     if index == 3:
         names, first = _MONTHS, 1
@@ -146,3 +160,13 @@ def random_expression(rng: random.Random, *, early_hours: bool = False) -> str:
         except ValueError:  # e.g. day 31 of February only, with the day fields ANDed
             continue
         return expr
+
+
+def random_six_field_expression(rng: random.Random, *, early_hours: bool = False) -> str:
+    """A random valid six-field expression: a seconds field, then five fields."""
+    if rng.random() < 0.3:
+        second = "*"
+    else:
+        count = 1 if rng.random() < 0.7 else rng.randint(2, 3)
+        second = ",".join(_item(rng, 5) for _ in range(count))
+    return f"{second} {random_expression(rng, early_hours=early_hours)}"

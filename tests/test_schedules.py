@@ -129,3 +129,22 @@ def test_equal_interval_schedules_are_one_shared_immutable_object() -> None:
     assert FixedRate(60) != FixedDelay(60)
     with pytest.raises(ScheduleError, match="got \\[60\\]"):
         FixedRate([60])  # type: ignore[arg-type]  # unhashable: validated, not cached
+
+
+def test_explain_says_each_interval_schedule_in_words() -> None:
+    assert FixedRate(60).explain() == "Every 60 s"
+    assert FixedRate(0.5, OverrunPolicy.CATCH_UP, 10).explain() == (
+        "Every 0.5 s, catching up missed slots, the first 10 s after registration"
+    )
+    assert FixedDelay(10).explain() == "10 s after each run finishes"
+    assert (
+        FixedDelay(10, 5).explain()
+        == "10 s after each run finishes, the first 5 s after registration"
+    )
+    assert OneTime(delay=5).explain() == "Once, 5 s after registration"
+    assert (
+        OneTime(datetime(2026, 6, 1, 9, 0, tzinfo=UTC)).explain() == "Once, at 2026-06-01 09:00 UTC"
+    )
+    assert OneTime(datetime(2026, 6, 1, 9, 0, 30, tzinfo=UTC)).explain() == (
+        "Once, at 2026-06-01 09:00:30 UTC"
+    )

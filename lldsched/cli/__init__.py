@@ -22,7 +22,11 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="the scheduler's behaviour in eleven lines")
     demo.set_defaults(handler=_demo)
     cron = commands.add_parser("cron", help="explain a cron expression and list its next fires")
-    cron.add_argument("expr", help='five fields or a macro, e.g. "0 3 * * 1-5" or @daily')
+    cron.add_argument(
+        "expr",
+        help='five fields, six with seconds first, or a macro: "0 3 * * 1-5", '
+        '"*/15 * * * * *", @daily',
+    )
     cron.add_argument("--tz", default="UTC", help="IANA time zone (default: UTC)")
     cron.add_argument("-n", type=int, default=5, help="how many fire times (default: 5)")
     cron.add_argument("--start", help="ISO date-time to list fires after (default: now)")

@@ -11,6 +11,7 @@ trusting a job to it::
       Fri 2026-03-27 03:00 CET   = 2026-03-27 02:00 UTC
       Mon 2026-03-30 03:00 CEST  = 2026-03-30 01:00 UTC
 
+Six fields (a seconds field first) are accepted; their fire times show seconds.
 A bad expression, zone or start prints the error on stderr and exits with 2.
 """
 
@@ -25,6 +26,7 @@ from lldsched.schedules.cron import CronSchedule
 __all__ = ["cron_report", "run_cron"]
 
 _FORMAT = "%a %Y-%m-%d %H:%M %Z"
+_FORMAT_SECONDS = "%a %Y-%m-%d %H:%M:%S %Z"
 
 
 def cron_report(expr: str, *, tz: str = "UTC", n: int = 5, start: str | None = None) -> list[str]:
@@ -45,16 +47,19 @@ def cron_report(expr: str, *, tz: str = "UTC", n: int = 5, start: str | None = N
         aware = parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=zone)
         begin = aware.astimezone(zone)
     fires = schedule.preview(n, begin)
-    width = max((len(f.strftime(_FORMAT)) for f in fires), default=0)
+    seconds = schedule.fields.has_seconds
+    local, utc, after = (
+        (_FORMAT_SECONDS, "%Y-%m-%d %H:%M:%S UTC", "%Y-%m-%d %H:%M:%S %Z")
+        if seconds
+        else (_FORMAT, "%Y-%m-%d %H:%M UTC", "%Y-%m-%d %H:%M %Z")
+    )
+    width = max((len(f.strftime(local)) for f in fires), default=0)
     lines = [
         f"{expr}  ({schedule.tz})",
         schedule.explain(),
-        f"next {n} fire times after {begin.strftime('%Y-%m-%d %H:%M %Z')}:",
+        f"next {n} fire times after {begin.strftime(after)}:",
     ]
-    lines += [
-        f"  {f.strftime(_FORMAT):<{width}}  = {f.astimezone(UTC).strftime('%Y-%m-%d %H:%M UTC')}"
-        for f in fires
-    ]
+    lines += [f"  {f.strftime(local):<{width}}  = {f.astimezone(UTC).strftime(utc)}" for f in fires]
     if len(fires) < n:
         lines.append(f"  (only {len(fires)}: nothing more fires within 100 years or before 10000)")
     return lines

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from lldsched.checks import seconds
 from lldsched.clock import to_timestamp
@@ -27,7 +27,14 @@ from lldsched.errors import ScheduleError, ValidationError
 from lldsched.model import ExecutionRecord
 from lldsched.policies import OverrunPolicy
 
-__all__ = ["FixedDelay", "FixedRate", "OneTime"]
+__all__ = ["FixedDelay", "FixedRate", "FrozenValue", "OneTime", "instant_text"]
+
+
+def instant_text(timestamp: float) -> str:
+    """An instant as ``explain()`` writes it: ``"2026-06-01 09:00 UTC"`` (seconds when
+    they are not zero)."""
+    moment = datetime.fromtimestamp(timestamp, UTC)
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC" if moment.second else "%Y-%m-%d %H:%M UTC")
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -74,24 +81,25 @@ class OneTime:
         """A delay counts elapsed time; an instant is a calendar instant."""
         return self.at is None
 
+    def explain(self) -> str:
+        """``"Once, at 2026-06-01 09:00 UTC"`` or ``"Once, 5 s after registration"``."""
+        if self.at is None:
+            return f"Once, {self.delay:g} s after registration"
+        return f"Once, at {instant_text(self.at)}"
+
     def __repr__(self) -> str:
         return (
             f"OneTime(at={self.at!r})" if self.at is not None else f"OneTime(delay={self.delay!r})"
         )
 
 
-class _Interval:
-    """Frozen value semantics for the interval schedules, with equal values shared.
-
-    Schedules are immutable, so equal ones can be one object, the way small ints
-    are: 100,000 tasks on ``FixedRate(60)`` hold one schedule, and building it
-    again costs a dict lookup (the scale benchmark measures both).  At most
-    :data:`SHARED_LIMIT` values are kept; past that, new values are simply built.
-    """
+class FrozenValue:
+    """Immutable value semantics over ``_fields``: equal fields, equal values (and
+    hashes); no attribute can be set after construction.  State outside
+    ``_fields`` is a private detail (a :class:`~.decorators.Window`'s run counts)."""
 
     __slots__ = ()
     _fields: tuple[str, ...] = ()
-    _shared: dict[tuple[object, ...], _Interval]
 
     def _values(self) -> tuple[object, ...]:
         return tuple(getattr(self, name) for name in self._fields)
@@ -107,6 +115,19 @@ class _Interval:
 
     def __delattr__(self, name: str) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable")
+
+
+class _Interval(FrozenValue):
+    """Frozen value semantics for the interval schedules, with equal values shared.
+
+    Schedules are immutable, so equal ones can be one object, the way small ints
+    are: 100,000 tasks on ``FixedRate(60)`` hold one schedule, and building it
+    again costs a dict lookup (the scale benchmark measures both).  At most
+    :data:`SHARED_LIMIT` values are kept; past that, new values are simply built.
+    """
+
+    __slots__ = ()
+    _shared: dict[tuple[object, ...], _Interval]
 
     def __reduce__(self) -> tuple[type, tuple[object, ...]]:
         return type(self), self._values()
@@ -170,6 +191,11 @@ class FixedDelay(_Interval):
 
     measures_elapsed_time = True
 
+    def explain(self) -> str:
+        """``"10 s after each run finishes"`` (and ``", the first 5 s after registration"``)."""
+        first = f", the first {self.start_delay:g} s after registration" if self.start_delay else ""
+        return f"{self.delay:g} s after each run finishes{first}"
+
     def __repr__(self) -> str:
         start = f", start_delay={self.start_delay!r}" if self.start_delay else ""
         return f"FixedDelay({self.delay!r}{start})"
@@ -232,6 +258,16 @@ class FixedRate(_Interval):
         return slot + (math.floor((now - slot) / self.period) + 1) * self.period
 
     measures_elapsed_time = True
+
+    def explain(self) -> str:
+        """``"Every 60 s"``, ``"Every 60 s, catching up missed slots"``, ``"..., the first
+        10 s after registration"``."""
+        parts = [f"Every {self.period:g} s"]
+        if self.on_overrun is OverrunPolicy.CATCH_UP:
+            parts.append("catching up missed slots")
+        if self.start_delay:
+            parts.append(f"the first {self.start_delay:g} s after registration")
+        return ", ".join(parts)
 
     def __repr__(self) -> str:
         policy = "" if self.on_overrun is OverrunPolicy.SKIP else ", OverrunPolicy.CATCH_UP"

@@ -11,9 +11,15 @@ definition is plain JSON:
 * ``args`` and ``kwargs`` that survive ``json.dumps`` / ``json.loads`` unchanged
   (a tuple nested in the arguments would come back a list: rejected);
 * the **schedule** through a small explicit registry, type name to
-  ``to_dict`` / ``from_dict``: ``OneTime``, ``FixedDelay``, ``FixedRate`` and
-  ``CronSchedule`` are registered; :func:`register_schedule` adds a type;
+  ``to_dict`` / ``from_dict``: ``OneTime``, ``FixedDelay``, ``FixedRate``,
+  ``CronSchedule`` and the decorators ``Jittered`` and ``Window`` (whose wrapped
+  schedule nests, through :func:`encode_schedule` / :func:`decode_schedule`) are
+  registered; :func:`register_schedule` adds a type;
 * the retry and misfire policies as their fields.
+
+A ``Window``'s count of successful runs is not part of the definition: a store
+that rebuilds a task passes its counters to :func:`decode_task` (``runs=``), which
+hands the count back to the window.
 
 Decoding builds every value through its validating constructor, so a stored
 value that became invalid is an error, never a half-built task.
@@ -34,11 +40,14 @@ from lldsched.policies import Misfire, MisfirePolicy, OverrunPolicy, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.schedules.catchup import unwrap
 from lldsched.schedules.cron import CronSchedule
+from lldsched.schedules.decorators import Jittered, Window, restore_runs
 from lldsched.schedules.simple import FixedDelay, FixedRate, OneTime
 
 __all__ = [
     "callable_path",
+    "decode_schedule",
     "decode_task",
+    "encode_schedule",
     "encode_task",
     "register_schedule",
     "resolve_callable",
@@ -84,6 +93,52 @@ register_schedule(
     lambda s: {"expr": s.expr, "tz": s.tz},
     lambda d: CronSchedule(d["expr"], tz=d["tz"]),
 )
+register_schedule(
+    "Jittered",
+    Jittered,
+    lambda s: {
+        "schedule": encode_schedule(s.schedule),
+        "max_delay": s.max_delay,
+        "seed": s.seed,
+    },
+    lambda d: Jittered(decode_schedule(d["schedule"]), d["max_delay"], seed=d["seed"]),
+)
+register_schedule(
+    "Window",
+    Window,
+    lambda s: {
+        "schedule": encode_schedule(s.schedule),
+        "start": s.start,
+        "end": s.end,
+        "max_runs": s.max_runs,
+    },
+    lambda d: Window(
+        decode_schedule(d["schedule"]), start=d["start"], end=d["end"], max_runs=d["max_runs"]
+    ),
+)
+
+
+def encode_schedule(schedule: Schedule) -> dict[str, Any]:
+    """``schedule`` as a JSON-ready dict ``{"type": name, ...fields}``;
+    :class:`ValidationError` for a type nobody registered."""
+    entry = next((item for item in _SCHEDULES.items() if item[1][0] is type(schedule)), None)
+    if entry is None:
+        raise ValidationError(
+            f"a durable store cannot keep a {type(schedule).__name__} ({schedule!r}); "
+            "register it with lldsched.stores.codec.register_schedule"
+        )
+    kind, (_, to_dict, _) = entry
+    return {"type": kind, **to_dict(schedule)}
+
+
+def decode_schedule(document: Mapping[str, Any]) -> Schedule:
+    """The schedule :func:`encode_schedule` wrote; :class:`StoreError` for an unknown type
+    (a bad field raises what the schedule's constructor raises)."""
+    fields = dict(document)
+    kind = fields.pop("type")
+    if kind not in _SCHEDULES:
+        raise StoreError(f"unknown schedule type {kind!r} (known: {sorted(_SCHEDULES)})")
+    return _SCHEDULES[kind][2](fields)
 
 
 # -- callables ---------------------------------------------------------------------------
@@ -136,14 +191,10 @@ def resolve_callable(path: str) -> Callable[..., Any]:
 
 def encode_task(task: Task) -> str:
     """The definition of ``task`` as JSON text; :class:`ValidationError` if it cannot be."""
-    schedule = unwrap(task.schedule)
-    entry = next((item for item in _SCHEDULES.items() if item[1][0] is type(schedule)), None)
-    if entry is None:
-        raise ValidationError(
-            f"task {task.name!r}: a durable store cannot keep a {type(schedule).__name__} "
-            f"({schedule!r}); register it with lldsched.stores.codec.register_schedule"
-        )
-    kind, (_, to_dict, _) = entry
+    try:
+        schedule = encode_schedule(unwrap(task.schedule))
+    except ValidationError as exc:
+        raise ValidationError(f"task {task.name!r}: {exc}") from None
     args = list(task.args)
     kwargs = dict(task.kwargs) if task.kwargs is not None else None
     try:
@@ -165,7 +216,7 @@ def encode_task(task: Task) -> str:
     document = {
         "name": task.name,
         "action": action,
-        "schedule": {"type": kind, **to_dict(schedule)},
+        "schedule": schedule,
         "priority": int(task.priority),
         "retry": {
             "max_attempts": retry.max_attempts,
@@ -191,18 +242,17 @@ def encode_task(task: Task) -> str:
         raise ValidationError(f"task {task.name!r}: cannot be stored as JSON: {exc}") from None
 
 
-def decode_task(task_id: str, text: str) -> Task:
-    """The :class:`Task` stored as ``text``; :class:`StoreError` naming what is wrong."""
+def decode_task(task_id: str, text: str, *, runs: int = 0) -> Task:
+    """The :class:`Task` stored as ``text``; :class:`StoreError` naming what is wrong.
+    ``runs``: the task's successful runs so far (a ``Window``'s ``max_runs`` counts
+    them)."""
     try:
         document = json.loads(text)
         name = document["name"]
         path = document["action"]
         action = None if path is None else resolve_callable(path)
-        schedule_doc = dict(document["schedule"])
-        kind = schedule_doc.pop("type")
-        if kind not in _SCHEDULES:
-            raise StoreError(f"unknown schedule type {kind!r} (known: {sorted(_SCHEDULES)})")
-        schedule = _SCHEDULES[kind][2](schedule_doc)
+        schedule = decode_schedule(document["schedule"])
+        restore_runs(schedule, task_id, runs)
         misfire_doc = document["misfire"]
         misfire = None
         if misfire_doc is not None:

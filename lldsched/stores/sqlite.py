@@ -431,8 +431,9 @@ def _snapshot(task_id: str, definition: str, status: str, state: list[Any]) -> T
     except ValueError:
         raise StoreError(f"task {task_id}: unknown status {status!r}") from None
     next_run_at, attempt, run_count, failure_count, last_error, running = state
+    successes = run_count - failure_count  # a Window's max_runs counts these
     return TaskSnapshot(
-        decode_task(task_id, definition), status_value, next_run_at, attempt,
+        decode_task(task_id, definition, runs=successes), status_value, next_run_at, attempt,
         run_count, failure_count, last_error, bool(running),
     )  # fmt: skip
 

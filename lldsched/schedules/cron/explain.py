@@ -12,6 +12,11 @@ time of day and an optional set of days, joined by a comma:
   "on the last Friday of the month", "on December 31", and real cron's day rule
   spelled out: "on day 13 of the month or on Friday" (either field matching is
   enough) against "on every 2nd day of the month if it is a Monday" (both must).
+
+A seconds field (six fields) adds to the time: "Every second", "Every 15
+seconds", "At second 30 of every minute", "At 09:00:30", or its phrase before
+the minute's, "Every 10 seconds, at 09:00".  A seconds field of just ``0`` reads
+as the five fields do.
 """
 
 from __future__ import annotations
@@ -244,7 +249,62 @@ def _days(fields: CronFields) -> list[str]:
     return parts
 
 
+# -- seconds -----------------------------------------------------------------------
+
+
+def _second_phrase(terms: Sequence[Term]) -> str:
+    """The seconds field: "every second", "every 15 seconds", "at second 30"."""
+    phrases = []
+    singles = sorted({t.start for t in terms if t.kind == "value"})
+    for t in terms:
+        if t.kind == "all":
+            phrases.append("every second")
+        elif t.kind == "range":
+            phrases.append(f"every second from second {t.start} through {t.stop}")
+        elif t.kind == "step":
+            every = _every(t.step, "second")
+            if t.start == 0 and t.stop == 59:
+                phrases.append(every)
+            else:
+                phrases.append(f"{every} from second {t.start} through {_last_value(t)}")
+    if singles:
+        word = "second" if len(singles) == 1 else "seconds"
+        phrases.append(f"at {word} {_join([str(s) for s in singles])}")
+    return _join(phrases)
+
+
+def _time_with_seconds(fields: CronFields) -> str:
+    """The time of day of a six-field expression."""
+    seconds, minutes, hours = fields.second_terms, fields.terms[0], fields.terms[1]
+    second_values = _values(seconds)
+    if second_values == [0]:
+        return _time(minutes, hours)
+    minute_values, hour_values = _values(minutes), _values(hours)
+    if (
+        second_values is not None
+        and minute_values is not None
+        and hour_values is not None
+        and len(second_values) * len(minute_values) * len(hour_values) <= 6
+    ):
+        return "At " + _join(
+            [
+                f"{_hhmm(h, m)}:{s:02d}"
+                for h in hour_values
+                for m in minute_values
+                for s in second_values
+            ]
+        )
+    phrase = _second_phrase(seconds)
+    phrase = phrase[0].upper() + phrase[1:]
+    every_minute = len(fields.minutes) == 60 and len(fields.hours) == 24
+    if every_minute:
+        return phrase if phrase.startswith("Every") else f"{phrase} of every minute"
+    minute_text = _time(minutes, hours)
+    return f"{phrase}, {minute_text[0].lower()}{minute_text[1:]}"
+
+
 def explain(fields: CronFields) -> str:
     """The sentence for a parsed expression (see the module docstring)."""
     minute, hour = fields.terms[0], fields.terms[1]
-    return ", ".join([_time(minute, hour), *_days(fields)])
+    time = _time_with_seconds(fields) if fields.has_seconds else _time(minute, hour)
+    return ", ".join([time, *_days(fields)])

@@ -6,7 +6,8 @@ This module owns what a cron expression *says*; when it fires is computed by
 spelling for the extensions:
 
 * five fields: minute (0-59), hour (0-23), day of month (1-31), month (1-12),
-  day of week (0-7, where both 0 and 7 are Sunday);
+  day of week (0-7, where both 0 and 7 are Sunday); or six, with a second (0-59)
+  first, as cronsim reads them (``*/15 * * * * *``: every 15 seconds);
 * in each field ``*``, ``n``, ``a-b`` (``a-a`` is one value), ``*/s``, ``a-b/s``,
   ``n/s`` (``n-MAX/s``; the day-of-week MAX is 7, so ``1/2`` includes Sunday, as in
   cronsim) and comma lists of these;
@@ -23,8 +24,9 @@ The month always has to match.
 
 Everything is checked here, at construction, with a message that names the field
 and quotes the bad text: reversed ranges, step 0, empty list items, out-of-range
-values, unknown names, ``@reboot``, a wrong field count, and a day of month that
-cannot occur in the chosen months when the day fields are ANDed (``0 0 30 2 *``).
+values, unknown names (the seconds field has none), ``@reboot``, a wrong field
+count, and a day of month that cannot occur in the chosen months when the day
+fields are ANDed (``0 0 30 2 *``).
 """
 
 from __future__ import annotations
@@ -35,9 +37,12 @@ from lldsched.errors import ScheduleError
 
 __all__ = ["FIELD_NAMES", "MACROS", "CronFields", "Term", "parse"]
 
-FIELD_NAMES = ("minute", "hour", "day of month", "month", "day of week")
-_LOW = (0, 0, 1, 1, 0)
-_HIGH = (59, 23, 31, 12, 7)
+# The seconds field comes first in the text but last here, so the five classic
+# fields keep their indices 0-4.
+FIELD_NAMES = ("minute", "hour", "day of month", "month", "day of week", "second")
+_SECOND = 5
+_LOW = (0, 0, 1, 1, 0, 0)
+_HIGH = (59, 23, 31, 12, 7, 59)
 _MONTHS = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
 _DAYS = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")
 _MONTH_NUMBERS = {name: number for number, name in enumerate(_MONTHS, start=1)}
@@ -84,10 +89,12 @@ class CronFields(NamedTuple):
     ``weekdays`` uses 0-6 with Sunday 0 (a 7 in the text is folded onto 0).
     ``days_and`` is real cron's day rule; ``wall_clock`` is true when neither the
     minute nor the hour field starts with ``*`` (such a job keeps its wall-clock
-    meaning across DST changes, see :mod:`lldsched.schedules.cron`).
+    meaning across DST changes, see :mod:`lldsched.schedules.cron`; the seconds
+    field plays no part in it).  ``seconds`` is ``(0,)`` and ``second_terms`` empty
+    for a five-field expression.
     """
 
-    text: str  # the five fields as given (after expanding an @ macro)
+    text: str  # the five or six fields as given (after expanding an @ macro)
     minutes: tuple[int, ...]
     hours: tuple[int, ...]
     days: tuple[int, ...]  # plain days of the month, 1-31
@@ -99,7 +106,14 @@ class CronFields(NamedTuple):
     nth: tuple[tuple[int, int], ...]  # d#n: (weekday, n)
     days_and: bool
     wall_clock: bool
-    terms: tuple[tuple[Term, ...], ...]
+    terms: tuple[tuple[Term, ...], ...]  # the five classic fields, minute first
+    seconds: tuple[int, ...] = (0,)
+    second_terms: tuple[Term, ...] = ()  # empty: the text has no seconds field
+
+    @property
+    def has_seconds(self) -> bool:
+        """The text has a seconds field (six fields)."""
+        return bool(self.second_terms)
 
     @property
     def every_day_of_month(self) -> bool:
@@ -220,11 +234,19 @@ def parse(expr: str) -> CronFields:
             )
         text = macro
     fields = text.split()
-    if len(fields) != 5:
+    if len(fields) not in (5, 6):
         raise ScheduleError(
             f"cron expression {expr!r} has {len(fields)} fields; expected 5 "
-            "(minute hour day-of-month month day-of-week) or an @ macro such as @daily"
+            "(minute hour day-of-month month day-of-week), 6 with a second first "
+            "(second minute hour day-of-month month day-of-week) or an @ macro such as @daily"
         )
+    seconds: tuple[int, ...] = (0,)
+    t_second: tuple[Term, ...] = ()
+    if len(fields) == 6:
+        values, _, terms = _field(_SECOND, fields[0], expr)
+        seconds, t_second = values, tuple(terms)
+    given = fields
+    fields = fields[-5:]
     minutes, _, t_minute = _field(0, fields[0], expr)
     hours, _, t_hour = _field(1, fields[1], expr)
     days, dom_specials, t_dom = _field(2, fields[2], expr)
@@ -251,7 +273,7 @@ def parse(expr: str) -> CronFields:
                 expr,
             )
     return CronFields(
-        text=" ".join(fields),
+        text=" ".join(given),
         minutes=minutes,
         hours=hours,
         days=days,
@@ -264,4 +286,6 @@ def parse(expr: str) -> CronFields:
         days_and=days_and,
         wall_clock=not fields[0].startswith("*") and not fields[1].startswith("*"),
         terms=(tuple(t_minute), tuple(t_hour), tuple(t_dom), tuple(t_month), tuple(t_dow)),
+        seconds=seconds,
+        second_terms=t_second,
     )

@@ -4,17 +4,20 @@ The public face of :mod:`lldsched.schedules.cron` (whose docstring says where
 the grammar, the day rule, the zone and the search live).
 
 **Instants.**  A fire is a wall-clock minute of the schedule's zone whose fields
-match.  ``next_after(ts)`` is the first fire *strictly after* ``ts`` (float epoch
-seconds), or ``None`` when nothing fires within 100 years (the longest real gaps
-are about 40 years, e.g. ``0 0 * 2 MON#5``); ``prev_before(ts)`` is the last fire
-strictly before ``ts``.  Both answer in a bounded number of steps, never a loop.
+match (at second 0, or at each second of a six-field expression's seconds
+field).  ``next_after(ts)`` is the first fire *strictly after* ``ts`` (float
+epoch seconds), or ``None`` when nothing fires within 100 years (the longest real
+gaps are about 40 years, e.g. ``0 0 * 2 MON#5``); ``prev_before(ts)`` is the last
+fire strictly before ``ts``.  Both answer in a bounded number of steps, never a
+loop.
 
 **DST** (Debian cron's rule, which cronsim follows; see ``docs/CRON.md``):
 
 * a job whose minute and hour fields both do *not* start with ``*`` (``30 2 * * *``,
-  ``0 9-17 * * *``) keeps its wall-clock meaning: a time that falls in a
-  spring-forward gap runs once, at the first minute that exists after the gap; a
-  time that happens twice in a fall-back overlap runs once, at its first occurrence;
+  ``0 9-17 * * *``, ``15 30 2 * * *``) keeps its wall-clock meaning: a time that
+  falls in a spring-forward gap runs once, at the first minute that exists after
+  the gap (at its own second, for six fields); a time that happens twice in a
+  fall-back overlap runs once, at its first occurrence;
 * every other job (``*/20 2 * * *``, ``0 * * * *``) steps through real instants: a
   wall time inside a gap does not exist, so nothing fires there, and an hourly job
   fires in both passes of a repeated hour;
@@ -57,10 +60,10 @@ def _engine(expr: str, zone_key: str) -> CronEngine:
     zone = local_days(zone_key)
     engine = CronEngine(parse(expr), zone)
     if not engine.rule.fires_ever():
-        fields = engine.fields.text.split()
+        dom, month, dow = engine.fields.text.split()[-3:]
         raise ScheduleError(
             f"cron expression {expr!r} never fires: no date is both day of month "
-            f"{fields[2]!r} and day of week {fields[4]!r} (months {fields[3]!r}); a day "
+            f"{dom!r} and day of week {dow!r} (months {month!r}); a day "
             "field that starts with * makes cron require both"
         )
     return engine

@@ -1,17 +1,20 @@
 """The search: from a parsed expression and a zone to fire instants, by jumps.
 
 :class:`CronEngine` holds everything derived once from (expression, zone): sorted
-hour and minute offsets, a per-day table of fire offsets when a day has few fires,
-the :class:`~.days.DayRule` and the zone's :class:`~.zone.LocalDays`.
-It is shared by every schedule with the same text and zone and is stateless apart
-from caches that fill on demand (plain dicts written without a lock: a race
-computes the same value twice, and either assignment is correct).
+hour offsets, the offsets of the fires within an hour (minute and second together:
+a five-field expression fires at second 0, so six fields need no search of their
+own), a per-day table of fire offsets when a day has few fires, the
+:class:`~.days.DayRule` and the zone's :class:`~.zone.LocalDays`.  It is shared by
+every schedule with the same text and zone and is stateless apart from caches that
+fill on demand (plain dicts written without a lock: a race computes the same value
+twice, and either assignment is correct).
 
 ``next_fire`` jumps date -> hour -> minute: the next matching date comes from the
-month tables, the hour and minute from bisections over sorted offsets.  It also
-returns a :data:`Cursor`, the block of fires around its answer (the hour, the day,
-or, for sequential iteration over sparse days, the rest of the month), so the
-caller can answer the following queries inside that block with one bisection.
+month tables, the hour and the minute (with its second) from bisections over
+sorted offsets.  It also returns a :data:`Cursor`, the block of fires around its
+answer (the hour, the day, or, for sequential iteration over sparse days, the rest
+of the month), so the caller can answer the following queries inside that block
+with one bisection.
 
 Days with a DST shift get an explicit, cached list of instants built under the
 policy described in :mod:`lldsched.schedules.cron`.
@@ -33,6 +36,8 @@ MIN_TS = float((FIRST_ORDINAL + 1 - EPOCH_ORDINAL) * 86400)  # 0001-01-04 UTC
 MAX_TS = float((LAST_ORDINAL - 1 - EPOCH_ORDINAL) * 86400)  # 9999-12-28 UTC
 _SMALL_DAY = 96  # at most this many fires a day: one table for the whole day
 _SMALL_MONTH_DAY = 12  # at most this many: sequential iteration tabulates a month
+_FULL_DAY = 1440  # at most this many (a five-field maximum): iteration tabulates a day;
+# busier six-field days (up to 86,400 fires) iterate an hour at a time
 _TRANSITION_CACHE_LIMIT = 256
 
 # (low, high, base, offsets, resume).  For low <= ts < high the next fire is
@@ -51,6 +56,7 @@ class CronEngine:
         "_transitions",
         "day_secs",
         "fields",
+        "full_day",
         "hour_secs",
         "hours",
         "minute_secs",
@@ -63,14 +69,16 @@ class CronEngine:
         self.fields = fields
         self.zone = zone
         self.rule = DayRule(fields)
-        self.minute_secs = tuple([m * 60.0 for m in fields.minutes])
+        # Fires within an hour: minute and second together (second 0 for five fields).
+        self.minute_secs = tuple([m * 60.0 + s for m in fields.minutes for s in fields.seconds])
         self.hour_secs = tuple([h * 3600.0 for h in fields.hours])
         self.hours = frozenset(fields.hours)
-        per_day = len(fields.minutes) * len(fields.hours)
+        per_day = len(self.minute_secs) * len(fields.hours)
         self.day_secs: tuple[float, ...] | None = None
         if per_day <= _SMALL_DAY:
             self.day_secs = tuple([h + m for h in self.hour_secs for m in self.minute_secs])
         self.month_blocks = per_day <= _SMALL_MONTH_DAY
+        self.full_day = per_day <= _FULL_DAY
         self._transitions: dict[int, tuple[float, ...]] = {}
         self._full_day_secs: tuple[float, ...] | None = None
 
@@ -135,7 +143,7 @@ class CronEngine:
             base = float(day.wall - day.before)
         offset = ts - base
         secs = self.day_secs
-        if secs is None and sequential:
+        if secs is None and sequential and self.full_day:
             secs = self._full_day()
         if secs is not None:
             i = bisect_right(secs, offset)
@@ -236,7 +244,9 @@ class CronEngine:
 
         A wall time read with the offset before the change is real if it lands
         before the change; read with the offset after, if it lands at or after it.
-        Both real: an overlap; neither: a gap.
+        Both real: an overlap; neither: a gap.  A wall-clock job's time in a gap
+        moves whole minutes forward until it exists, keeping its second (cronsim's
+        rule for five fields, applied to six: ``15 30 2 * * *`` runs at 03:00:15).
         """
         found = self._transitions.get(ordinal)
         if found is not None:
@@ -247,12 +257,13 @@ class CronEngine:
         wall_clock = self.fields.wall_clock
         fires: set[int] = set()
         for h in self.fields.hours:
-            for m in self.fields.minutes:
-                wall = day.wall + h * 3600 + m * 60
+            for offset in self.minute_secs:
+                wall = day.wall + h * 3600 + int(offset)
                 first, second = wall - before, wall - after
                 real_first, real_second = first < shift, second >= shift
                 if wall_clock:  # once: the first occurrence, or just after the gap
-                    fires.add(first if real_first else second if real_second else after_gap)
+                    moved = after_gap + int(offset) % 60
+                    fires.add(first if real_first else second if real_second else moved)
                 else:  # every real instant that shows this wall time
                     if real_first:
                         fires.add(first)

@@ -1,0 +1,334 @@
+"""Schedule decorators: :class:`Jittered` and :class:`Window`, the Decorator pattern
+over the schedule Strategy.
+
+Each wraps any :class:`~lldsched.schedules.base.Schedule` (another decorator
+included) and is a schedule itself, so they compose:
+``Window(Jittered(CronSchedule("0 * * * *"), 300, seed=7), max_runs=24)``.  Both
+are validated at construction (a :class:`~lldsched.errors.ScheduleError` quoting
+the bad value), compare by value, are stored by a durable store as JSON
+(:mod:`lldsched.stores.codec`), answer what recovery asks of a schedule by
+delegating to the schedule they wrap, and describe themselves with ``explain()``.
+
+**Jittered** delays each slot of the wrapped schedule by up to ``max_delay``
+seconds, so fifty hourly tasks do not all start at :00.  The delay is a pure
+function of ``(seed, slot)``: both runtimes, and a scheduler restarted from a
+store, agree on every instant.  It is never negative (a run never starts before
+its slot), and the wrapped schedule always computes the next slot from the
+*undelayed* one, so jitter never drifts a fixed-rate grid.
+
+The runtimes keep only the delayed instant, so the undelayed slot is read back
+from it: the delay is drawn at knots ``2 * max_delay`` apart (a hash of the seed
+and the knot's index, uniform in ``[0, max_delay)``) and interpolated linearly
+between them.  Its slope is at most 1/2, so ``slot + delay(slot)`` is strictly
+increasing: every instant has exactly one undelayed slot, found by solving a line
+(:meth:`Jittered.undelayed`), read back to 10 microseconds so that float
+rounding cannot add up along a grid (:meth:`Jittered.slot_of`).  A slot on a
+knot (a round time such as :00 when ``2 * max_delay`` divides the hour) gets a
+uniformly drawn delay; between knots the delay is a blend of two draws.
+
+**Window** lets the wrapped schedule run only between ``start`` and ``end``
+(inclusive) and at most ``max_runs`` times: a task registered before ``start``
+behaves as if registered just before it; a slot after ``end`` retires the task
+(SUCCEEDED), and so does its ``max_runs``-th successful run.  A schedule sees only
+the record of the run that just ended, so the window counts successful runs per
+task id; a durable store that rebuilds a task hands the count back
+(:func:`restore_runs`, from the task's stored counters), so it survives a restart.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import threading
+from datetime import datetime
+from functools import lru_cache
+
+from lldsched.checks import seconds, whole
+from lldsched.clock import to_timestamp
+from lldsched.errors import ScheduleError, ValidationError
+from lldsched.model import ExecutionRecord
+from lldsched.schedules.base import Schedule, first_slot_after, measures_elapsed_time, slot_after
+from lldsched.schedules.simple import FrozenValue, instant_text
+
+__all__ = ["Jittered", "Window", "describe", "restore_runs"]
+
+SLOT_DIGITS = 5
+"""Decimals (10 microseconds) a slot is read back to from a delayed instant."""
+
+SEARCH_LIMIT = 100_000
+"""Slots a decorator steps through, at most, to find the first slot after an instant."""
+
+
+@lru_cache(maxsize=4096)
+def _unit(seed: int, knot: int) -> float:
+    """A number in [0, 1) drawn from ``(seed, knot)`` by a hash: the same in every process.
+    Cached: one ``next_run`` looks at the same few knots several times."""
+    digest = hashlib.blake2b(f"{seed}:{knot}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2.0**64
+
+
+def describe(schedule: Schedule) -> str:
+    """``schedule.explain()`` when it has one, else its repr."""
+    explain = getattr(schedule, "explain", None)
+    return str(explain()) if callable(explain) else repr(schedule)
+
+
+def _inner(schedule: object, owner: str) -> Schedule:
+    if not (
+        callable(getattr(schedule, "first_run", None))
+        and callable(getattr(schedule, "next_run", None))
+    ):
+        raise ScheduleError(
+            f"{owner} wraps a schedule (an object with first_run() and next_run()), "
+            f"got {schedule!r}"
+        )
+    return schedule  # type: ignore[return-value]
+
+
+def _instant(value: float | datetime | None, name: str) -> float | None:
+    if value is None:
+        return None
+    try:
+        return to_timestamp(value, name=name)
+    except ValidationError as exc:
+        raise ScheduleError(str(exc)) from None
+
+
+class Jittered(FrozenValue):
+    """``schedule``'s slots, each started up to ``max_delay`` seconds late; the delay
+    of a slot is a pure function of ``(seed, slot)`` (see the module docstring)."""
+
+    __slots__ = ("_knot", "max_delay", "schedule", "seed")
+    _fields = ("schedule", "max_delay", "seed")
+    schedule: Schedule
+    max_delay: float
+    seed: int
+    _knot: float
+
+    def __init__(self, schedule: Schedule, max_delay: float, *, seed: int) -> None:
+        inner = _inner(schedule, "Jittered")
+        delay = seconds(max_delay, name="Jittered max_delay", above=0, error=ScheduleError)
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise ScheduleError(f"Jittered seed must be an int, got {seed!r}")
+        object.__setattr__(self, "schedule", inner)
+        object.__setattr__(self, "max_delay", delay)
+        object.__setattr__(self, "seed", seed)
+        object.__setattr__(self, "_knot", 2.0 * delay)  # knots this far apart: slope <= 1/2
+
+    # -- the delay and its inverse --------------------------------------------------------
+
+    def _drawn(self, knot: int) -> float:
+        """The delay at knot ``knot``: uniform in [0, max_delay)."""
+        return self.max_delay * _unit(self.seed, knot)
+
+    def delay(self, slot: float) -> float:
+        """Seconds the run of ``slot`` starts late: in ``[0, max_delay)``."""
+        position = slot / self._knot
+        knot = math.floor(position)
+        low, high = self._drawn(knot), self._drawn(knot + 1)
+        return low + (high - low) * (position - knot)
+
+    def delayed(self, slot: float) -> float:
+        """The instant the run of ``slot`` is due."""
+        return slot + self.delay(slot)
+
+    def undelayed(self, instant: float) -> float:
+        """The slot whose delayed instant is ``instant`` (the inverse of :meth:`delayed`):
+        on each segment between knots that may hold it, solve the line, keep the
+        answer inside the segment, and take the one that lands closest.  Exact to
+        a float or two (about 1e-7 s today): see :meth:`slot_of`."""
+        width = self._knot
+        best, missed = instant, math.inf
+        for knot in range(
+            math.floor((instant - self.max_delay) / width), math.floor(instant / width) + 1
+        ):
+            low, high = self._drawn(knot), self._drawn(knot + 1)
+            slope = (high - low) / width
+            solved = (instant - low + slope * knot * width) / (1.0 + slope)
+            slot = min(max(solved, knot * width), (knot + 1) * width)
+            error = abs(self.delayed(slot) - instant)
+            if error < missed:
+                best, missed = slot, error
+        return best
+
+    def slot_of(self, instant: float) -> float:
+        """The undelayed slot of a delayed ``instant``, to :data:`SLOT_DIGITS` decimals.
+
+        ``slot + delay(slot)`` is rounded to a float, and near half the floats'
+        spacing apart two slots can round to one instant, so no inverse is exact
+        for every float.  A float or two of error per run would add up along a
+        grid; rounded to 10 microseconds it does not: the grid's next slot reads
+        back as the same decimal every time.
+        """
+        return round(self.undelayed(instant), SLOT_DIGITS)
+
+    # -- the Schedule protocol --------------------------------------------------------------
+
+    def first_run(self, now: float) -> float | None:
+        slot = self.schedule.first_run(now)
+        return None if slot is None else self.delayed(slot)
+
+    def next_run(self, record: ExecutionRecord, now: float) -> float | None:
+        slot = self.slot_of(record.slot)
+        due = slot if record.due == record.slot else record.due
+        following = self.schedule.next_run(record._replace(slot=slot, due=due), now)
+        return None if following is None else self.delayed(following)
+
+    # -- what recovery asks -------------------------------------------------------------------
+
+    def slot_after(self, slot: float) -> float | None:
+        following = slot_after(self.schedule, self.slot_of(slot))
+        return None if following is None else self.delayed(following)
+
+    def first_slot_after(self, slot: float, now: float) -> float | None:
+        # slot + delay(slot) increases with slot: the first delayed slot after now is
+        # the delayed first slot after now's undelayed instant.
+        following = first_slot_after(
+            self.schedule, self.slot_of(slot), self.undelayed(now), limit=SEARCH_LIMIT
+        )
+        return None if following is None else self.delayed(following)
+
+    @property
+    def measures_elapsed_time(self) -> bool:
+        return measures_elapsed_time(self.schedule)
+
+    # -- words ----------------------------------------------------------------------------------
+
+    def explain(self) -> str:
+        """``"Every 60 s, started up to 5 s late (jitter, seed 7)"``."""
+        late = f"started up to {self.max_delay:g} s late (jitter, seed {self.seed})"
+        return f"{describe(self.schedule)}, {late}"
+
+    def __repr__(self) -> str:
+        return f"Jittered({self.schedule!r}, max_delay={self.max_delay!r}, seed={self.seed!r})"
+
+
+class Window(FrozenValue):
+    """``schedule``, run only from ``start`` to ``end`` (inclusive; epoch seconds or
+    aware datetimes) and at most ``max_runs`` times; then the task retires as
+    SUCCEEDED.  At least one of the three must be given."""
+
+    __slots__ = ("_lock", "_runs", "end", "max_runs", "schedule", "start")
+    _fields = ("schedule", "start", "end", "max_runs")
+    schedule: Schedule
+    start: float | None
+    end: float | None
+    max_runs: int | None
+    _runs: dict[str, int]
+    _lock: threading.Lock
+
+    def __init__(
+        self,
+        schedule: Schedule,
+        *,
+        start: float | datetime | None = None,
+        end: float | datetime | None = None,
+        max_runs: int | None = None,
+    ) -> None:
+        inner = _inner(schedule, "Window")
+        if start is None and end is None and max_runs is None:
+            raise ScheduleError(
+                f"Window({schedule!r}) needs at least one of start=, end= or max_runs="
+            )
+        begin = _instant(start, "Window start")
+        finish = _instant(end, "Window end")
+        if begin is not None and finish is not None and begin > finish:
+            raise ScheduleError(f"Window start {start!r} is after its end {end!r}")
+        if max_runs is not None:
+            whole(max_runs, name="Window max_runs", at_least=1, error=ScheduleError)
+        object.__setattr__(self, "schedule", inner)
+        object.__setattr__(self, "start", begin)
+        object.__setattr__(self, "end", finish)
+        object.__setattr__(self, "max_runs", max_runs)
+        object.__setattr__(self, "_runs", {})  # task id -> successful runs counted so far
+        # Guards _runs.  Taken by next_run only, never while calling out; a runtime
+        # may call next_run for several tasks (one per worker) at once.
+        object.__setattr__(self, "_lock", threading.Lock())
+
+    def _within(self, instant: float | None) -> float | None:
+        if instant is None or (self.end is not None and instant > self.end):
+            return None
+        return instant
+
+    # -- the Schedule protocol --------------------------------------------------------------
+
+    def first_run(self, now: float) -> float | None:
+        start = self.start
+        if start is None or now >= start:
+            return self._within(self.schedule.first_run(now))
+        first = self.schedule.first_run(math.nextafter(start, -math.inf))  # as if then
+        return self._within(None if first is None else max(first, start))
+
+    def next_run(self, record: ExecutionRecord, now: float) -> float | None:
+        if self.max_runs is not None:
+            runs: dict[str, int] = self._runs
+            with self._lock:
+                done = runs.get(record.task_id, 0) + 1
+                if done >= self.max_runs:
+                    runs.pop(record.task_id, None)
+                    return None
+                runs[record.task_id] = done
+        return self._within(self.schedule.next_run(record, now))
+
+    def _restore(self, task_id: str, runs: int) -> None:
+        with self._lock:
+            if runs > 0:
+                self._runs[task_id] = runs
+            else:
+                self._runs.pop(task_id, None)
+
+    def runs_counted(self, task_id: str) -> int:
+        """Successful runs of ``task_id`` this window has counted (0 once it retired)."""
+        with self._lock:
+            count: int = self._runs.get(task_id, 0)
+        return count
+
+    # -- what recovery asks -------------------------------------------------------------------
+
+    def slot_after(self, slot: float) -> float | None:
+        return self._within(slot_after(self.schedule, slot))
+
+    def first_slot_after(self, slot: float, now: float) -> float | None:
+        return self._within(first_slot_after(self.schedule, slot, now, limit=SEARCH_LIMIT))
+
+    @property
+    def measures_elapsed_time(self) -> bool:
+        return measures_elapsed_time(self.schedule)
+
+    # -- words ----------------------------------------------------------------------------------
+
+    def explain(self) -> str:
+        """``"Every 60 s, from 2026-06-01 09:00 UTC until 2026-06-01 17:00 UTC, at most
+        3 runs"``."""
+        parts = [describe(self.schedule)]
+        if self.start is not None:
+            parts.append(f"from {instant_text(self.start)}")
+        if self.end is not None:
+            parts.append(f"until {instant_text(self.end)}")
+        if self.max_runs is not None:
+            parts.append("once at most" if self.max_runs == 1 else f"at most {self.max_runs} runs")
+        return ", ".join(parts)
+
+    def __repr__(self) -> str:
+        given: list[str] = [repr(self.schedule)]
+        given += [
+            f"{name}={value!r}"
+            for name, value in (
+                ("start", self.start),
+                ("end", self.end),
+                ("max_runs", self.max_runs),
+            )
+            if value is not None
+        ]
+        return f"Window({', '.join(given)})"
+
+
+def restore_runs(schedule: Schedule, task_id: str, runs: int) -> None:
+    """Tell each :class:`Window` in ``schedule`` (through any decorators) that task
+    ``task_id`` has had ``runs`` successful runs: what a store rebuilding the task
+    from its counters calls, so ``max_runs`` holds across a restart."""
+    found: object = schedule
+    while isinstance(found, Window | Jittered):
+        if isinstance(found, Window):
+            found._restore(task_id, runs)
+        found = found.schedule
