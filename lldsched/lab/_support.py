@@ -10,6 +10,7 @@ boundedly, for "the timer is parked" instead of sleeping.
 
 from __future__ import annotations
 
+import gc
 import logging
 import statistics
 import threading
@@ -26,6 +27,7 @@ __all__ = [
     "captured_log",
     "eventually",
     "median",
+    "no_collection",
 ]
 
 
@@ -151,3 +153,16 @@ def _quiet(args: threading.ExceptHookArgs) -> None:
 def median(values: list[float]) -> float:
     """The median, or NaN for no values."""
     return statistics.median(values) if values else float("nan")
+
+
+@contextmanager
+def no_collection() -> Iterator[None]:
+    """Garbage collection off while timing, as ``timeit`` does: a collection pass would
+    land on whichever side happened to be timed."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()

@@ -28,6 +28,7 @@ from typing import NamedTuple, cast
 from lldsched.clock import FakeClock
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.task import Entry, ScheduledTask
+from lldsched.lab._support import no_collection
 from lldsched.model import Priority
 from lldsched.schedules.simple import OneTime
 from lldsched.threaded.scheduler import Scheduler
@@ -133,20 +134,22 @@ def measure_cancel_cost(
     sizes: tuple[int, ...] = (1_000, 10_000, 100_000), *, cancels: int = 20
 ) -> list[CancelCost]:
     """CPU time of ``cancels`` cancellations in heaps of each size, tombstone against
-    removal (this thread's CPU time, so the ratio holds on a busy machine)."""
+    removal (this thread's CPU time, so the ratio holds on a busy machine; garbage
+    collection off)."""
     results = []
-    for size in sizes:
-        rng = random.Random(size)
-        dues = [rng.random() for _ in range(size)]
-        timings = []
-        for queue_type in (TaskQueue, RemovingQueue):
-            queue, tasks = _filled(queue_type, dues)
-            victims = random.Random(size + 1).sample(tasks, cancels)
-            began = time.thread_time()  # this thread's CPU: other load is not counted
-            for task in victims:
-                queue.discard(cast(ScheduledTask, task))
-            timings.append((time.thread_time() - began) * 1e6 / cancels)
-        results.append(CancelCost(size, timings[0], timings[1]))
+    with no_collection():
+        for size in sizes:
+            rng = random.Random(size)
+            dues = [rng.random() for _ in range(size)]
+            timings = []
+            for queue_type in (TaskQueue, RemovingQueue):
+                queue, tasks = _filled(queue_type, dues)
+                victims = random.Random(size + 1).sample(tasks, cancels)
+                began = time.thread_time()  # this thread's CPU: other load is not counted
+                for task in victims:
+                    queue.discard(cast(ScheduledTask, task))
+                timings.append((time.thread_time() - began) * 1e6 / cancels)
+            results.append(CancelCost(size, timings[0], timings[1]))
     return results
 
 

@@ -111,7 +111,7 @@ def _idle_and_late(
 
 
 def measure_polling(
-    intervals: tuple[float, ...] = (0.001, 0.01, 0.1), *, idle: float = 0.5, samples: int = 7
+    intervals: tuple[float, ...] = (0.001, 0.01, 0.1), *, idle: float = 0.5, samples: int = 15
 ) -> list[PollResult]:
     """The real timer (``Condition.wait`` until the head is due) against a poll every
     ``interval`` seconds: wake-ups and CPU per idle second (a task parked a day out),

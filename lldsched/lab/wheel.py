@@ -26,6 +26,7 @@ from typing import NamedTuple, cast
 
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.task import Entry, ScheduledTask
+from lldsched.lab._support import no_collection
 from lldsched.lab.entries import _StandIn
 from lldsched.model import Priority
 
@@ -190,16 +191,22 @@ def compare_wheel_and_heap(
 ) -> list[WheelCost]:
     """Insert ``size`` timers due uniformly over ``horizon`` seconds, then pop them all,
     in the real heap (:class:`TaskQueue`) and in a :class:`TimingWheel` at
-    ``resolution``; CPU time per timer, measured in one run."""
+    ``resolution``; CPU time per timer, measured in one run (garbage collection off,
+    after a dropped warm-up round)."""
     results = []
-    for size in sizes:
-        rng = random.Random(size)
-        dues = [rng.random() * horizon for _ in range(size)]
-        tasks = [_StandIn(f"t{n}") for n in range(size)]
-        heap_insert, heap_pop = _cost(TaskQueue(), tasks, dues, horizon)
-        wheel = TimingWheel(resolution=resolution)
-        wheel_insert, wheel_pop = _cost(wheel, tasks, dues, horizon)
-        results.append(WheelCost(size, heap_insert, wheel_insert, heap_pop, wheel_pop, wheel.ticks))
+    with no_collection():
+        warm = [_StandIn(f"w{n}") for n in range(1_000)]
+        _cost(TaskQueue(), warm, [float(n) for n in range(1_000)], horizon)  # warm-up, dropped
+        for size in sizes:
+            rng = random.Random(size)
+            dues = [rng.random() * horizon for _ in range(size)]
+            tasks = [_StandIn(f"t{n}") for n in range(size)]
+            heap_insert, heap_pop = _cost(TaskQueue(), tasks, dues, horizon)
+            wheel = TimingWheel(resolution=resolution)
+            wheel_insert, wheel_pop = _cost(wheel, tasks, dues, horizon)
+            results.append(
+                WheelCost(size, heap_insert, wheel_insert, heap_pop, wheel_pop, wheel.ticks)
+            )
     return results
 
 
