@@ -196,7 +196,7 @@ def compare_wheel_and_heap(
     results = []
     with no_collection():
         warm = [_StandIn(f"w{n}") for n in range(1_000)]
-        _cost(TaskQueue(), warm, [float(n) for n in range(1_000)], horizon)  # warm-up, dropped
+        _cost(TaskQueue(), warm, [horizon * n / 1_000 for n in range(1_000)], horizon)  # dropped
         for size in sizes:
             rng = random.Random(size)
             dues = [rng.random() * horizon for _ in range(size)]

@@ -78,10 +78,10 @@ from lldsched.views.plots.lab import (
 
 
 def caught_by(key: str) -> None:
-    """The tests that catch the decision switched off: the lab's, and the production one."""
+    """The tests that catch the decision switched off: the lab's, and the real code's."""
     row = decision(key)
-    print("the lab's test:  ", row.lab_test)
-    print("production test: ", row.production_test)
+    print("the lab's test:      ", row.lab_test)
+    print("the real code's test:", row.production_test)
 
 
 # %% [markdown]
@@ -475,9 +475,9 @@ def wheel_lab(largest: int = 100_000) -> None:
     results = compare_wheel_and_heap(sizes)
     for r in results:
         print(
-            f"{r.size:>9,} timers: insert {r.wheel_insert_us / r.heap_insert_us:.1f}x the "
-            f"heap's cost in the wheel, pop {r.wheel_pop_us / r.heap_pop_us:.1f}x "
-            f"({r.ticks:,} ticks walked)"
+            f"{r.size:>9,} timers, the wheel's cost over the heap's: insert "
+            f"{r.wheel_insert_us / r.heap_insert_us:.1f}x, pop "
+            f"{r.wheel_pop_us / r.heap_pop_us:.1f}x ({r.ticks:,} ticks walked)"
         )
     insert = {"heap": [r.heap_insert_us for r in results]}
     insert["wheel"] = [r.wheel_insert_us for r in results]
@@ -498,9 +498,10 @@ wheel_lab(100_000)
 # Read the ratios, not the microseconds. The wheel's push is O(1) but it is Python
 # bytecode, and the heap's O(log n) is C (`heapq`): in CPython the heap inserts faster at
 # every size. Popping, the wheel pays for every tick it walks (60,000 of them for 60 s at
-# 1 ms) whether or not a bucket holds anything, so with few timers the heap wins by far;
-# with many timers due close together the walk is shared and the wheel wins. That is the
-# wheel's home: a network stack with a million connection timeouts a few seconds out,
+# 1 ms) whether or not a bucket holds anything, so with few timers the heap wins by far.
+# The more timers share the walk, the less it costs each, while the heap's pop grows with
+# log n: the two meet around 100,000 timers, and at 1,000,000 (pick it above) the wheel
+# pops for less than the heap. That is the wheel's home: a network stack with a million connection timeouts a few seconds out,
 # most cancelled before they fire. A job scheduler's timers are few, spread over hours or
 # days (a day at 1 ms is 86.4 million ticks, nearly all empty), and ordered by priority
 # too, which a bucket does not keep:

@@ -34,6 +34,8 @@ def polling_tradeoff(points: Sequence[tuple[str, float, float]]) -> Figure:
     ax.set_xscale("symlog", linthresh=1)
     ax.set_yscale("log")
     ax.set_xlim(-0.5, max(w for _, w, _ in points) * 3)
+    low, high = ax.get_ylim()
+    ax.set_ylim(low, high * 3)  # room for the labels under the title
     ax.set_xlabel("timer wake-ups per idle second")
     ax.set_ylabel("a run due in 20 ms starts late by (ms)")
     ax.set_title("Polling trades idle wake-ups for lateness; Condition.wait pays neither")
@@ -106,17 +108,18 @@ def wheel_costs(
     insert: Mapping[str, Sequence[float]],
     pop: Mapping[str, Sequence[float]],
 ) -> Figure:
-    """CPU per timer to insert and to pop, per structure (``{"heap": [...], ...}``)."""
+    """CPU per timer to insert and to pop, per structure (``{"heap": [...], ...}``),
+    log-log."""
     figure = _figure(9.6, 3.6, columns=2)
     insert_ax, pop_ax = figure.axes
     for ax, costs, what in ((insert_ax, insert, "insert"), (pop_ax, pop, "pop every timer")):
         for name, values in costs.items():
             ax.plot(sizes, values, "o-", label=name)
         ax.set_xscale("log")
+        ax.set_yscale("log")
         ax.set_xlabel("timers (due over the next 60 s)")
         ax.set_ylabel("CPU per timer (µs)")
         ax.set_title(what)
-        ax.set_ylim(bottom=0)
         ax.grid(True, alpha=0.3)
         ax.legend()
     figure.suptitle("The real heap against a hierarchical timing wheel (1 ms ticks)")
