@@ -3,6 +3,8 @@ the figure's artists, on log axes where the data spans decades."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from lldsched.views.plots.lab import (
     cancel_cost,
     listener_latency,
@@ -23,7 +25,10 @@ def test_the_polling_trade_off_has_a_labelled_point_per_timer() -> None:
 def test_the_cancel_cost_curve_has_both_ways_on_log_log_axes() -> None:
     figure = cancel_cost([1_000, 10_000], [0.5, 0.6], [80.0, 1_500.0])
     (ax,) = figure.axes
-    assert [list(line.get_ydata()) for line in ax.lines] == [[80.0, 1_500.0], [0.5, 0.6]]
+    assert [np.asarray(line.get_ydata()).tolist() for line in ax.lines] == [
+        [80.0, 1_500.0],
+        [0.5, 0.6],
+    ]
     assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
 
 
@@ -31,7 +36,8 @@ def test_the_overrun_pile_up_draws_each_strategy_in_both_panels_in_hours() -> No
     runs = {"SKIP": ([(0.0, 0.0), (7200.0, 0.0)], [(0.0, 0.0)]), "keep": ([(0.0, 3600.0)], [])}
     job, beat = overrun_pileup(runs).axes
     assert [line.get_label() for line in job.lines] == ["SKIP", "keep"]
-    assert list(job.lines[0].get_xdata()) == [0.0, 2.0] and list(job.lines[1].get_ydata()) == [1.0]
+    assert np.asarray(job.lines[0].get_xdata()).tolist() == [0.0, 2.0]
+    assert np.asarray(job.lines[1].get_ydata()).tolist() == [1.0]
     assert len(beat.lines) == 2
 
 

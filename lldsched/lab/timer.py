@@ -15,6 +15,7 @@ Each is switched off by swapping one collaborator of the real
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from typing import NamedTuple
@@ -99,9 +100,11 @@ def _idle_and_late(
         wakeups = (clock.wakeups - before) / idle
         cpu_ms = (time.process_time() - cpu) * 1000 / idle
         lateness: list[float] = []
+        phase = random.Random(0)  # delays that fall anywhere between two polls
         for n in range(samples):
             ran = threading.Event()
-            task = scheduler.schedule(f"due in 20 ms #{n}", ran.set, OneTime(delay=0.02))
+            delay = 0.02 + 0.1 * phase.random()
+            task = scheduler.schedule(f"sample {n}", ran.set, OneTime(delay=delay))
             ran.wait(5.0)
             scheduler.wait_idle()
             lateness.extend(1000 * (r.started - r.due) for r in scheduler.task(task.id).history)
@@ -115,7 +118,8 @@ def measure_polling(
 ) -> list[PollResult]:
     """The real timer (``Condition.wait`` until the head is due) against a poll every
     ``interval`` seconds: wake-ups and CPU per idle second (a task parked a day out),
-    and the median lateness of a task due in 20 ms.  Real time: the numbers vary."""
+    and the median lateness of tasks due in 20 to 120 ms (seeded delays, so a
+    poll's phase does not line up with them).  Real time: the numbers vary."""
     results = [_idle_and_late("Condition.wait", WaitingClock(), idle=idle, samples=samples)]
     for interval in intervals:
         label = f"poll {interval * 1000:g} ms"
