@@ -9,7 +9,7 @@ from lldsched.lab.timer import (
     PollingClock,
     SilentPushScheduler,
     WaitingClock,
-    _idle_and_late,
+    measure_timer,
     run_due_now_behind_parked_timer,
     run_early_on_spurious_wakeup,
 )
@@ -18,8 +18,8 @@ from lldsched.threaded.scheduler import Scheduler
 
 
 def test_a_polling_timer_wakes_while_idle_and_the_real_one_does_not() -> None:
-    polled = _idle_and_late("poll 10 ms", PollingClock(0.01), idle=0.2, samples=1)
-    real = _idle_and_late("Condition.wait", WaitingClock(), idle=0.2, samples=1)
+    polled = measure_timer("poll 10 ms", PollingClock(0.01), idle=0.2, samples=1)
+    real = measure_timer("Condition.wait", WaitingClock(), idle=0.2, samples=1)
     assert polled.wakeups_per_s >= 10  # at most 20 in 0.2 s at 10 ms; a busy machine sleeps longer
     assert real.wakeups_per_s == 0
 

@@ -14,7 +14,10 @@ __all__ = ["DECISIONS", "Decision", "decision"]
 
 
 class Decision(NamedTuple):
-    """One row of the lab."""
+    """One row of the lab.  ``lab_test`` shows the switched-off variant failing;
+    ``production_test`` is a test the real runtime passes that the variant would fail
+    (for the ``while`` row, the lab's own test of the real timer: no other test injects
+    a spurious wake-up)."""
 
     key: str
     title: str

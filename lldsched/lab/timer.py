@@ -37,6 +37,7 @@ __all__ = [
     "SilentPushScheduler",
     "WaitingClock",
     "measure_polling",
+    "measure_timer",
     "run_due_now_behind_parked_timer",
     "run_early_on_spurious_wakeup",
 ]
@@ -87,9 +88,11 @@ class PollResult(NamedTuple):
     lateness_ms: float
 
 
-def _idle_and_late(
+def measure_timer(
     label: str, clock: WaitingClock | PollingClock, *, idle: float, samples: int
 ) -> PollResult:
+    """One strategy (the clock): wake-ups and CPU per idle second over ``idle`` seconds,
+    and the median lateness of ``samples`` runs (see :func:`measure_polling`)."""
     scheduler = Scheduler(workers=1, clock=clock)
     # Registered before start: the timer's first wait is the park (no wake-up to count).
     scheduler.schedule("parked a day out", lambda: None, OneTime(delay=86400))
@@ -120,10 +123,10 @@ def measure_polling(
     ``interval`` seconds: wake-ups and CPU per idle second (a task parked a day out),
     and the median lateness of tasks due in 20 to 120 ms (seeded delays, so a
     poll's phase does not line up with them).  Real time: the numbers vary."""
-    results = [_idle_and_late("Condition.wait", WaitingClock(), idle=idle, samples=samples)]
+    results = [measure_timer("Condition.wait", WaitingClock(), idle=idle, samples=samples)]
     for interval in intervals:
         label = f"poll {interval * 1000:g} ms"
-        results.append(_idle_and_late(label, PollingClock(interval), idle=idle, samples=samples))
+        results.append(measure_timer(label, PollingClock(interval), idle=idle, samples=samples))
     return results
 
 
