@@ -46,7 +46,7 @@ def _wait() -> list[str]:
 def _push() -> list[str]:
     from lldsched.lab.timer import SilentPushScheduler, run_due_now_behind_parked_timer
 
-    real = run_due_now_behind_parked_timer()
+    real = run_due_now_behind_parked_timer(patience=5.0)
     silent = run_due_now_behind_parked_timer(SilentPushScheduler, patience=0.5)
     return [
         f"push notifies: the task due now ran at once: {real.lateness:g} s late",
@@ -58,7 +58,7 @@ def _push() -> list[str]:
 def _notify_all() -> list[str]:
     from lldsched.lab.shutdown import NotifyOnePool, run_shutdown_with_idle_workers
 
-    real = run_shutdown_with_idle_workers()
+    real = run_shutdown_with_idle_workers(timeout=5.0)
     one = run_shutdown_with_idle_workers(NotifyOnePool, timeout=0.5)
     return [
         f"notify_all: shutdown stopped every worker ({real.workers_left} left)",
@@ -71,7 +71,7 @@ def _while() -> list[str]:
     from lldsched.lab.timer import IfScheduler, run_early_on_spurious_wakeup
 
     real = run_early_on_spurious_wakeup(patience=0.5)
-    broken = run_early_on_spurious_wakeup(IfScheduler)
+    broken = run_early_on_spurious_wakeup(IfScheduler, patience=5.0)
     return [
         f"while: a spurious wake-up ran nothing; the task ran {real.lateness:g} s late (on time)",
         f"if:    the spurious wake-up ran it {-broken.lateness:g} s early (fake clock)",

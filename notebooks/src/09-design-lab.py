@@ -146,7 +146,8 @@ caught_by("wait")
 # %%
 def push_lab(silent: bool = False) -> None:
     variant = SilentPushScheduler if silent else Scheduler
-    outcome = run_due_now_behind_parked_timer(variant, patience=0.5)
+    # How long to give the run: a broken variant spends it all, the real one returns at once.
+    outcome = run_due_now_behind_parked_timer(variant, patience=0.5 if silent else 5.0)
     kind = "silent push" if silent else "push notifies"
     print(
         f"{kind}: the task due now ran at once: {outcome.ran_in_time}; "
@@ -179,10 +180,11 @@ caught_by("push")
 # %%
 def notify_lab(notify_one: bool = False) -> None:
     pool = NotifyOnePool if notify_one else CountingPool
-    outcome = run_shutdown_with_idle_workers(pool, workers=4, timeout=0.5)
+    timeout = 0.5 if notify_one else 5.0  # a hang spends it all, a clean stop returns at once
+    outcome = run_shutdown_with_idle_workers(pool, workers=4, timeout=timeout)
     call = "notify" if notify_one else "notify_all"
     print(
-        f"{call}: shutdown stopped every thread within 0.5 s: {outcome.stopped}; "
+        f"{call}: shutdown stopped every thread within {timeout:g} s: {outcome.stopped}; "
         f"workers still asleep: {outcome.workers_left} of 4"
     )
 
@@ -210,7 +212,7 @@ caught_by("notify-all")
 # %%
 def while_lab(use_if: bool = False) -> None:
     variant = IfScheduler if use_if else Scheduler
-    outcome = run_early_on_spurious_wakeup(variant, patience=0.5)
+    outcome = run_early_on_spurious_wakeup(variant, patience=5.0 if use_if else 0.5)
     test = "if" if use_if else "while"
     when = "on time" if outcome.lateness == 0 else f"{-outcome.lateness:g} s early"
     print(f"{test}: ran on the spurious wake-up: {outcome.ran_in_time}; it ran {when}")
@@ -427,7 +429,7 @@ caught_by("shutdown")
 # %%
 def listener_lab(under_lock: bool = False) -> None:
     variant = InlineListenerScheduler if under_lock else Scheduler
-    ran = runs_while_a_listener_blocks(variant, patience=0.5)
+    ran = runs_while_a_listener_blocks(variant, patience=0.5 if under_lock else 5.0)
     where = "under the lock" if under_lock else "off the lock"
     print(f"listener {where}: B ran while the listener was blocked: {ran}")
 
