@@ -157,9 +157,11 @@ def _wheel() -> list[str]:
     from lldsched.lab.wheel import TimingWheel, compare_wheel_and_heap, pop_order_within_a_tick
 
     lines = [
-        f"{c.size:>9,} timers: insert heap {c.heap_insert_us:4.1f} us, wheel "
-        f"{c.wheel_insert_us:4.1f} us; pop heap {c.heap_pop_us:5.1f} us, wheel "
-        f"{c.wheel_pop_us:5.1f} us ({c.ticks:,} ticks walked)"
+        f"{c.size:>9,} timers, wheel over heap: insert "
+        f"{c.wheel_insert_us / c.heap_insert_us:4.1f}x, pop {c.wheel_pop_us / c.heap_pop_us:5.2f}x"
+        f"  (us per timer: insert {c.heap_insert_us:.1f} "
+        f"/ {c.wheel_insert_us:.1f}, pop {c.heap_pop_us:.1f} / {c.wheel_pop_us:.1f}; "
+        f"{c.ticks:,} ticks walked)"
         for c in compare_wheel_and_heap()
     ]
     heap, wheel = pop_order_within_a_tick(TaskQueue()), pop_order_within_a_tick(TimingWheel())
