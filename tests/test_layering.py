@@ -116,6 +116,16 @@ def test_stores_import_no_runtime_and_no_view() -> None:
     assert offending(of(STORES), (THREADED, SIM, VIEWS, CLI)) == []
 
 
+def test_only_the_cli_imports_the_design_lab_and_the_lab_imports_no_view() -> None:
+    outside = {
+        module: names
+        for module, names in MODULES.items()
+        if not within(module, "lldsched.lab") and not within(module, CLI)
+    }
+    assert offending(outside, ("lldsched.lab",)) == []
+    assert offending(of("lldsched.lab"), (VIEWS, STORES, CLI)) == []
+
+
 def test_no_two_modules_import_each_other_even_for_types() -> None:
     modules = set(MODULES)
 

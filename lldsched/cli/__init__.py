@@ -1,8 +1,8 @@
 """The command line: ``python -m lldsched <command>`` (also the ``lldsched`` script).
 
 One module per command in this package: :mod:`~lldsched.cli.demo`,
-:mod:`~lldsched.cli.cron` and :mod:`~lldsched.cli.simulate`; this module builds the
-parser and runs the chosen command.
+:mod:`~lldsched.cli.cron`, :mod:`~lldsched.cli.simulate` and :mod:`~lldsched.cli.lab`;
+this module builds the parser and runs the chosen command.
 """
 
 from __future__ import annotations
@@ -34,6 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
     from lldsched.cli.simulate import add_parser as add_simulate
 
     add_simulate(commands)
+    from lldsched.cli.lab import add_parser as add_lab
+
+    add_lab(commands)
     return parser
 
 

@@ -43,7 +43,14 @@ _SENTINEL = object()
 
 
 class WorkerPool(Generic[T, J, R]):
-    """``workers`` threads that prepare, execute and complete each submitted item."""
+    """``workers`` threads that prepare, execute and complete each submitted item.
+
+    :attr:`condition_type` is the seam the design lab (:mod:`lldsched.lab`) uses to
+    swap the workers' condition; it is read once, in the constructor.
+    """
+
+    condition_type: type[threading.Condition] = threading.Condition
+    """The class of the workers' condition, built on the owner's lock."""
 
     def __init__(
         self,
@@ -72,7 +79,7 @@ class WorkerPool(Generic[T, J, R]):
         # of its state).  _not_empty is notified when items are queued and at
         # shutdown; workers are its only waiters.  Released around execute().
         self._lock = lock if lock is not None else threading.Lock()
-        self._not_empty = threading.Condition(self._lock)
+        self._not_empty = self.condition_type(self._lock)
         self._items: collections.deque[object] = collections.deque()
         self._closed = False
         self._threads: list[threading.Thread] = []

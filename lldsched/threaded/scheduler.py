@@ -89,7 +89,20 @@ class Scheduler:
     ``None``: unbounded; a store and the listeners see every record);
     ``seed`` seeds retry jitter.  A ``store`` that holds tasks (a reopened
     :class:`~lldsched.stores.sqlite.SqliteTaskStore`) has them restored here.
+
+    **Collaborator seams.**  The heap, the pool and the event dispatcher are built
+    from the class attributes :attr:`queue_type`, :attr:`pool_type` and
+    :attr:`dispatcher_type`, read once in the constructor (never on the hot
+    path).  The design lab (:mod:`lldsched.lab`) swaps one of them in a subclass
+    to switch a single decision off; production code has no reason to.
     """
+
+    queue_type: type[TaskQueue] = TaskQueue
+    """The heap of due entries, built as ``queue_type(wake)`` on the timer's condition."""
+    pool_type: type[WorkerPool[Any, Any, Any]] = WorkerPool
+    """The worker pool (same keyword arguments as :class:`WorkerPool`)."""
+    dispatcher_type: type[EventDispatcher] = EventDispatcher
+    """The event dispatcher, built as ``dispatcher_type(listener_backlog)``."""
 
     def __init__(
         self,
@@ -104,7 +117,7 @@ class Scheduler:
         listener_backlog: int = 10_000,
         seed: int | None = None,
     ) -> None:
-        self._dispatcher = EventDispatcher(listener_backlog)
+        self._dispatcher = self.dispatcher_type(listener_backlog)
         listeners = list(listeners)
         for listener in listeners:
             self._dispatcher.add(listener)
@@ -120,8 +133,8 @@ class Scheduler:
         # Never held while an action or a listener runs.
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
-        self._queue = TaskQueue(self._wake)
-        self._pool: WorkerPool[Entry, Run, _Outcome] = WorkerPool(
+        self._queue = self.queue_type(self._wake)
+        self._pool: WorkerPool[Entry, Run, _Outcome] = self.pool_type(
             workers,
             prepare=self._prepare,
             execute=self._execute,

@@ -1,0 +1,41 @@
+"""``python -m lldsched lab [decision]``: switch a design decision off and print what
+breaks (see :mod:`lldsched.lab`).  With no decision, the list of them."""
+
+from __future__ import annotations
+
+import argparse
+
+from lldsched.lab import DECISIONS, decision
+
+__all__ = ["add_parser", "main"]
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    keys = [row.key for row in DECISIONS]
+    parser = commands.add_parser(
+        "lab",
+        help="switch one design decision off and print what breaks",
+        description="The design lab: each decision is switched off by swapping one "
+        "collaborator of the real runtime, and the consequence is measured.  With no "
+        "decision, list them.",
+    )
+    parser.add_argument(
+        "decision", nargs="?", choices=keys, metavar="decision", help=f"one of: {', '.join(keys)}"
+    )
+    parser.set_defaults(handler=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.decision is None:
+        width = max(len(row.key) for row in DECISIONS)
+        print("python -m lldsched lab <decision>  (seconds each; wheel: about half a minute)")
+        for row in DECISIONS:
+            print(f"  {row.key:<{width}}  {row.title}, switched off: {row.switched_off}")
+            print(f"  {'':<{width}}  {row.claim}")
+        return 0
+    row = decision(args.decision)
+    print(f"{row.title}, switched off ({row.switched_off}). {row.claim}")
+    for line in row.run():
+        print(f"  {line}")
+    print(f"  caught by {row.lab_test}")
+    return 0

@@ -1,0 +1,33 @@
+"""The design lab: switch one decision of the runtime off and watch what breaks.
+
+Each decision of :mod:`lldsched.lab.decisions` is a named variant of the *real*
+runtime, built by swapping one collaborator, never a copy of the scheduler:
+
+* a clock whose ``wait`` polls (:mod:`~lldsched.lab.timer`);
+* a queue whose push does not notify, a queue that trusts an ``if``
+  (:mod:`~lldsched.lab.timer`);
+* a queue that removes instead of tombstoning, entries without the sequence field
+  (:mod:`~lldsched.lab.entries`);
+* a hand-off without a bound (:mod:`~lldsched.lab.handoff`);
+* a pool condition whose ``notify_all`` wakes one, a shutdown that stops the pool
+  before the timer (:mod:`~lldsched.lab.shutdown`);
+* a listener called under the lock (:mod:`~lldsched.lab.dispatch`);
+* a fixed-rate job that keeps queueing a run per slot, on the simulation
+  (:mod:`~lldsched.lab.overrun`);
+* a hierarchical timing wheel instead of the heap (:mod:`~lldsched.lab.wheel`).
+
+The threaded variants plug in through the seams ``Scheduler.queue_type``,
+``Scheduler.pool_type``, ``Scheduler.dispatcher_type`` and
+``WorkerPool.condition_type`` (class attributes read once in a constructor), or
+through what the scheduler already takes (a clock, ``handoff=``).  Experiments are
+deterministic where a fake clock or the simulation can make them so; the rest
+report real time, to be read as ratios within one run.
+
+Run one from a shell with ``python -m lldsched lab <decision>``, or all of them in
+``notebooks/09-design-lab.ipynb``.  Standard library only (plots live in
+:mod:`lldsched.views.plots.lab`).
+"""
+
+from lldsched.lab.decisions import DECISIONS, Decision, decision
+
+__all__ = ["DECISIONS", "Decision", "decision"]

@@ -1,0 +1,168 @@
+"""What every experiment of the lab shares: observable clocks and conditions, a gate,
+bounded waits, and a capture of the package's log.
+
+Nothing here changes how the runtime behaves: an :class:`ObservedClock` is a
+:class:`~lldsched.clock.FakeClock` that also counts the timer's waits, a
+:class:`CountingCondition` is a ``threading.Condition`` that also counts the threads
+parked in it.  They are the lab's observation points, so an experiment can wait,
+boundedly, for "the timer is parked" instead of sleeping.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import statistics
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from lldsched.clock import FakeClock
+
+__all__ = [
+    "CountingCondition",
+    "Gate",
+    "ObservedClock",
+    "captured_log",
+    "eventually",
+    "median",
+    "no_collection",
+]
+
+
+class ObservedClock(FakeClock):
+    """A :class:`FakeClock` that counts the timer's waits, so a caller can wait for the
+    timer to park, and that can wake the timer without moving time (a spurious wake-up)."""
+
+    def __init__(self, start: float = 0.0) -> None:
+        super().__init__(start)
+        # Guards waits; notified on every wait.  Taken inside the scheduler's lock
+        # (the timer holds its condition when it calls wait), never the other way round.
+        self._parks = threading.Condition(threading.Lock())
+        self.waits = 0
+
+    def wait(self, condition: threading.Condition, deadline: float | None) -> None:
+        with self._parks:
+            self.waits += 1
+            self._parks.notify_all()
+        super().wait(condition, deadline)
+
+    def parked(self, *, more_than: int = 0, timeout: float = 5.0) -> bool:
+        """Wait (at most ``timeout`` s) until the timer has waited more than ``more_than``
+        times.  The timer holds the scheduler's lock until it is really parked, so
+        anything the caller does under that lock next happens after it."""
+        with self._parks:
+            return self._parks.wait_for(lambda: self.waits > more_than, timeout)
+
+    def spurious_wakeup(self) -> None:
+        """Notify every condition the timer waited on, without moving time."""
+        self._notify_all()
+
+
+class CountingCondition(threading.Condition):
+    """A ``threading.Condition`` that counts the threads parked in it (same semantics)."""
+
+    def __init__(self, lock: threading.Lock | threading.RLock | None = None) -> None:
+        super().__init__(lock)
+        # Guards parked; notified when a thread parks.  Taken inside the condition's
+        # own lock (wait is called with it held), never the other way round.
+        self._seen = threading.Condition(threading.Lock())
+        self.parked = 0
+
+    def wait(self, timeout: float | None = None) -> bool:
+        with self._seen:
+            self.parked += 1
+            self._seen.notify_all()
+        try:
+            return super().wait(timeout)
+        finally:
+            with self._seen:
+                self.parked -= 1
+
+    def wait_parked(self, count: int, timeout: float = 5.0) -> bool:
+        """Wait (at most ``timeout`` s) until ``count`` threads are parked here."""
+        with self._seen:
+            return self._seen.wait_for(lambda: self.parked >= count, timeout)
+
+
+class Gate:
+    """Actions that block until :meth:`open` (never longer than ``limit`` seconds), and
+    an event set when the first of them has entered."""
+
+    def __init__(self, limit: float = 10.0) -> None:
+        self.limit = limit
+        self.entered = threading.Event()
+        self._open = threading.Event()
+
+    def hold(self) -> None:
+        self.entered.set()
+        self._open.wait(self.limit)
+
+    def open(self) -> None:
+        self._open.set()
+
+
+def eventually(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
+    """True as soon as ``predicate()`` holds; False if ``timeout`` seconds pass first.
+
+    For states no event announces (a thread that has died); everything else waits
+    on an event or a condition.
+    """
+    deadline = time.monotonic() + timeout
+    pause = threading.Event()
+    while not predicate():
+        if time.monotonic() >= deadline:
+            return False
+        pause.wait(0.001)
+    return True
+
+
+class _Collect(logging.Handler):
+    def __init__(self, into: list[logging.LogRecord]) -> None:
+        super().__init__()
+        self.into = into
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.into.append(record)
+
+
+@contextmanager
+def captured_log() -> Iterator[list[logging.LogRecord]]:
+    """Collect what the ``lldsched`` logger says, and keep the exception a dying thread
+    re-raises from ``threading.excepthook`` (a broken variant is noisy by design)."""
+    logger = logging.getLogger("lldsched")
+    records: list[logging.LogRecord] = []
+    handler = _Collect(records)
+    propagate, hook = logger.propagate, threading.excepthook
+    logger.addHandler(handler)
+    logger.propagate = False
+    threading.excepthook = _quiet
+    try:
+        yield records
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+        threading.excepthook = hook
+
+
+def _quiet(args: threading.ExceptHookArgs) -> None:
+    """A dying thread's exception, already logged by the thread itself."""
+
+
+def median(values: list[float]) -> float:
+    """The median, or NaN for no values."""
+    return statistics.median(values) if values else float("nan")
+
+
+@contextmanager
+def no_collection() -> Iterator[None]:
+    """Garbage collection off while timing, as ``timeit`` does: a collection pass would
+    land on whichever side happened to be timed."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()

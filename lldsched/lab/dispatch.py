@@ -1,0 +1,129 @@
+"""Listeners off the lock: events are delivered on the dispatcher's own thread.
+
+Switched off by swapping the real :class:`~lldsched.threaded.scheduler.Scheduler`'s
+event dispatcher (its ``dispatcher_type`` seam) for an :class:`InlineDispatcher`,
+which calls every listener inside ``publish``: the core publishes under the
+scheduler's one lock, so a slow listener holds the timer, every worker and every
+caller of the scheduler's API for as long as it runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import NamedTuple
+
+from lldsched.clock import FakeClock
+from lldsched.lab._support import Gate, median
+from lldsched.model import TaskEvent, TaskStatus
+from lldsched.schedules.simple import OneTime
+from lldsched.threaded.dispatcher import EventDispatcher
+from lldsched.threaded.scheduler import Scheduler
+
+__all__ = [
+    "InlineDispatcher",
+    "InlineListenerScheduler",
+    "LatencyPoint",
+    "measure_listener_latency",
+    "runs_while_a_listener_blocks",
+]
+
+log = logging.getLogger("lldsched")
+
+
+class InlineDispatcher(EventDispatcher):
+    """Calls each listener in ``publish``, on the publishing thread (under the lock)."""
+
+    def publish(self, event: TaskEvent) -> None:
+        for listener, callback in self._listeners:
+            try:
+                callback(event)
+            except Exception:
+                log.exception("listener %r raised on %r; it stays registered", listener, event)
+
+    def flush(self, timeout: float | None = None) -> bool:
+        return True  # nothing is ever queued
+
+
+class InlineListenerScheduler(Scheduler):
+    """The real scheduler, its listeners called under its lock."""
+
+    dispatcher_type = InlineDispatcher
+
+
+def runs_while_a_listener_blocks(
+    scheduler_type: type[Scheduler] = Scheduler, *, patience: float = 1.0
+) -> bool:
+    """A listener blocks (at a gate) on the event of task A starting; task B is due at the
+    same instant (fake clock, two workers).  True if B runs while the listener is
+    blocked, within ``patience`` real seconds."""
+    clock = FakeClock(0)
+    gate = Gate()
+
+    def listener(event: TaskEvent) -> None:
+        if event.name == "A" and event.status is TaskStatus.RUNNING:
+            gate.hold()
+
+    scheduler = scheduler_type(workers=2, clock=clock)
+    ran = threading.Event()
+    scheduler.schedule("A", lambda: None, OneTime(delay=10))
+    scheduler.add_listener(listener)
+    scheduler.start()
+    try:
+        clock.advance(9)
+        scheduler.wait_idle()
+        scheduler.schedule("B", ran.set, OneTime(delay=1))  # before A starts: no lock held
+        clock.advance(1)
+        gate.entered.wait(5.0)
+        ran_meanwhile = ran.wait(patience)
+        gate.open()
+        scheduler.wait_idle()
+    finally:
+        scheduler.shutdown()
+    return ran_meanwhile
+
+
+class LatencyPoint(NamedTuple):
+    """Median and worst lateness (ms) of a burst of runs, a listener taking ``delay_ms``."""
+
+    delay_ms: float
+    off_lock_ms: float
+    under_lock_ms: float
+    off_lock_worst_ms: float
+    under_lock_worst_ms: float
+
+
+def _burst_lateness(
+    scheduler_type: type[Scheduler], delay: float, *, tasks: int
+) -> tuple[float, float]:
+    scheduler = scheduler_type(workers=4)
+    due = time.time() + 0.2  # after registration and start, even on a busy machine
+    ids = [scheduler.schedule(f"run-{n}", lambda: None, OneTime(due)).id for n in range(tasks)]
+    pause = threading.Event()
+
+    def slow_listener(event: TaskEvent) -> None:
+        pause.wait(delay)  # the listener's work: a write, a network call
+
+    scheduler.add_listener(slow_listener)
+    scheduler.start()
+    try:
+        scheduler.wait_drained(30.0)
+        lateness = [1000 * (r.started - r.due) for i in ids for r in scheduler.task(i).history]
+    finally:
+        scheduler.shutdown()
+    return median(lateness), max(lateness)
+
+
+def measure_listener_latency(
+    delays: tuple[float, ...] = (0.0, 0.001, 0.002, 0.005), *, tasks: int = 20
+) -> list[LatencyPoint]:
+    """``tasks`` runs due together on 4 workers with one listener that takes ``delay``
+    seconds per event: how late they start, listeners off the lock (the real
+    dispatcher) and under it.  Real time: the numbers vary."""
+    points = []
+    for delay in delays:
+        off, off_worst = _burst_lateness(Scheduler, delay, tasks=tasks)
+        under, under_worst = _burst_lateness(InlineListenerScheduler, delay, tasks=tasks)
+        points.append(LatencyPoint(delay * 1000, off, under, off_worst, under_worst))
+    return points

@@ -1,0 +1,126 @@
+"""The design lab's plots (:mod:`lldsched.lab`): each takes the plain numbers an
+experiment measured (never a lab or runtime object) and returns a Figure.
+
+* :func:`polling_tradeoff`: idle wake-ups against wake lateness, one point per timer;
+* :func:`cancel_cost`: microseconds per cancel against heap size, tombstone and removal;
+* :func:`overrun_pileup`: the job's and the heartbeat's lateness over a simulated day;
+* :func:`listener_latency`: how late runs start against a listener's delay;
+* :func:`wheel_costs`: insert and pop cost per timer, heap and timing wheel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from lldsched.views.plots._base import Figure, PlotFigure
+
+__all__ = ["cancel_cost", "listener_latency", "overrun_pileup", "polling_tradeoff", "wheel_costs"]
+
+
+def _figure(width: float = 6.4, height: float = 3.6, *, columns: int = 1) -> PlotFigure:
+    figure = PlotFigure(figsize=(width, height), layout="constrained")
+    figure.subplots(1, columns)
+    return figure
+
+
+def polling_tradeoff(points: Sequence[tuple[str, float, float]]) -> Figure:
+    """``(label, wake-ups per idle second, lateness in ms)`` per timer strategy."""
+    figure = _figure()
+    (ax,) = figure.axes
+    for label, wakeups, lateness in points:
+        marker = "*" if wakeups == 0 else "o"
+        ax.scatter([wakeups], [lateness], s=120 if marker == "*" else 50, marker=marker)
+        ax.annotate(label, (wakeups, lateness), textcoords="offset points", xytext=(6, 6))
+    ax.set_xscale("symlog", linthresh=1)
+    ax.set_yscale("log")
+    ax.set_xlim(-0.5, max(w for _, w, _ in points) * 3)
+    low, high = ax.get_ylim()
+    ax.set_ylim(low, high * 3)  # room for the labels under the title
+    ax.set_xlabel("timer wake-ups per idle second")
+    ax.set_ylabel("a run due in 20-120 ms starts late by (ms)")
+    ax.set_title("Polling trades idle wake-ups for lateness; Condition.wait pays neither")
+    ax.grid(True, which="major", alpha=0.3)
+    return figure
+
+
+def cancel_cost(
+    sizes: Sequence[int], tombstone_us: Sequence[float], remove_us: Sequence[float]
+) -> Figure:
+    """Microseconds per cancel against heap size, both ways (log-log)."""
+    figure = _figure()
+    (ax,) = figure.axes
+    ax.plot(sizes, remove_us, "o-", label="list.remove + heapify: O(n)")
+    ax.plot(sizes, tombstone_us, "s-", label="tombstone: O(1)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("entries in the heap")
+    ax.set_ylabel("CPU per cancel (µs)")
+    ax.set_title("Cancel cost against heap size")
+    ax.legend()
+    ax.grid(True, which="major", alpha=0.3)
+    return figure
+
+
+def overrun_pileup(
+    days: Mapping[str, tuple[Sequence[tuple[float, float]], Sequence[tuple[float, float]]]],
+) -> Figure:
+    """Per strategy: the job's and the heartbeat's ``(started, lateness)`` runs, seconds
+    from the start of the day; drawn in hours."""
+    figure = _figure(9.6, 3.6, columns=2)
+    job_ax, beat_ax = figure.axes
+    for strategy, (job, heartbeat) in days.items():
+        for ax, runs in ((job_ax, job), (beat_ax, heartbeat)):
+            ax.plot(
+                [start / 3600 for start, _ in runs],
+                [late / 3600 for _, late in runs],
+                label=strategy,
+                drawstyle="steps-post",
+            )
+    job_ax.set_title("the job (every 60 s, runs 150 s)")
+    beat_ax.set_title("the heartbeat beside it (every 10 s)")
+    for ax in (job_ax, beat_ax):
+        ax.set_xlabel("hours into the simulated day")
+        ax.set_ylabel("a run starts late by (h)")
+        ax.grid(True, alpha=0.3)
+    job_ax.legend()
+    figure.suptitle("An overrunning fixed-rate job on two workers, one simulated day")
+    return figure
+
+
+def listener_latency(
+    delays_ms: Sequence[float], off_lock_ms: Sequence[float], under_lock_ms: Sequence[float]
+) -> Figure:
+    """Median lateness of a burst of runs against the listener's delay per event."""
+    figure = _figure()
+    (ax,) = figure.axes
+    ax.plot(delays_ms, under_lock_ms, "o-", label="listener called under the lock")
+    ax.plot(delays_ms, off_lock_ms, "s-", label="listener on the dispatcher's thread")
+    ax.set_xlabel("the listener's delay per event (ms)")
+    ax.set_ylabel("median run starts late by (ms)")
+    ax.set_title("Dispatch latency against listener delay (20 runs due together)")
+    ax.legend()
+    ax.grid(True, alpha=0.3)
+    return figure
+
+
+def wheel_costs(
+    sizes: Sequence[int],
+    insert: Mapping[str, Sequence[float]],
+    pop: Mapping[str, Sequence[float]],
+) -> Figure:
+    """CPU per timer to insert and to pop, per structure (``{"heap": [...], ...}``),
+    log-log."""
+    figure = _figure(9.6, 3.6, columns=2)
+    insert_ax, pop_ax = figure.axes
+    for ax, costs, what in ((insert_ax, insert, "insert"), (pop_ax, pop, "pop every timer")):
+        for name, values in costs.items():
+            ax.plot(sizes, values, "o-", label=name)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("timers (due over the next 60 s)")
+        ax.set_ylabel("CPU per timer (µs)")
+        ax.set_title(what)
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+    figure.suptitle("The real heap against a hierarchical timing wheel (1 ms ticks)")
+    return figure

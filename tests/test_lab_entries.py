@@ -1,0 +1,47 @@
+"""The lab's heap-entry decisions stay honest: removal costs the whole heap and a tombstone
+nothing; without the sequence field a tie raises or breaks FIFO (lldsched.lab.entries)."""
+
+from __future__ import annotations
+
+from lldsched.core.duequeue import TaskQueue
+from lldsched.lab.entries import (
+    IdTieScheduler,
+    RemovingQueue,
+    RemovingScheduler,
+    TaskTieScheduler,
+    cancel_comparisons,
+    run_a_tie,
+)
+from lldsched.schedules.simple import OneTime
+from lldsched.threaded.scheduler import Scheduler
+
+
+def test_removing_a_cancelled_entry_compares_the_heap_and_a_tombstone_compares_nothing() -> None:
+    assert cancel_comparisons(TaskQueue, 2_000) == 0
+    small, large = cancel_comparisons(RemovingQueue, 500), cancel_comparisons(RemovingQueue, 5_000)
+    assert small >= 500 and large >= 5_000  # heapify alone compares every entry at least once
+    assert large > 5 * small
+
+
+def test_a_removing_queue_still_runs_a_scheduler_correctly(make_scheduler: object) -> None:
+    scheduler = RemovingScheduler(workers=1)
+    ran: list[str] = []
+    keep = scheduler.schedule("keep", ran.append, OneTime(delay=0), args=("keep",))
+    gone = scheduler.schedule("gone", ran.append, OneTime(delay=0), args=("gone",))
+    scheduler.cancel(gone.id)
+    assert scheduler.queue_stats().tombstones == 0
+    with scheduler:
+        assert scheduler.wait_drained()
+    assert ran == ["keep"] and keep.status.name == "SUCCEEDED"
+
+
+def test_without_the_sequence_field_a_tie_raises_or_breaks_first_in_first_out() -> None:
+    by_task = run_a_tie(TaskTieScheduler)
+    assert by_task.error is not None and by_task.error.startswith("TypeError: '<' not supported")
+    by_id = run_a_tie(IdTieScheduler)
+    assert by_id.order[:3] == ["job-1", "job-10", "job-11"] and not by_id.fifo
+
+
+def test_with_the_sequence_field_a_tie_runs_first_in_first_out() -> None:
+    real = run_a_tie(Scheduler)
+    assert real.error is None and real.fifo and len(real.order) == 12

@@ -1,0 +1,30 @@
+"""The lab's overrun decision stays honest: keeping a run queued per slot piles up and starves
+the heartbeat; SKIP keeps both on time (lldsched.lab.overrun, on the simulation)."""
+
+from __future__ import annotations
+
+import pytest
+
+from lldsched.lab.overrun import KEEP_QUEUEING, simulate_overrun_day
+
+
+def test_keep_queueing_piles_up_and_starves_the_heartbeat_and_skip_does_not() -> None:
+    piled = simulate_overrun_day(KEEP_QUEUEING, hours=2)
+    assert piled.most_at_once == 2  # runs of the same job overlap, on both workers
+    assert piled.owed > 20 and piled.job_late_at_end > 600
+    assert piled.heartbeat_worst > 600  # ten minutes behind after two hours
+    skip = simulate_overrun_day("SKIP", hours=2)
+    assert (skip.owed, skip.job_late_at_end, skip.heartbeat_worst, skip.most_at_once) == (
+        0, 0.0, 0.0, 1,
+    )  # fmt: skip
+
+
+def test_catch_up_falls_behind_on_one_worker_and_leaves_the_heartbeat_alone() -> None:
+    day = simulate_overrun_day("CATCH_UP", hours=2)
+    assert day.job_late_at_end > 600 and day.most_at_once == 1
+    assert day.heartbeat_worst == 0.0
+
+
+def test_an_unknown_strategy_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="'DROP'"):
+        simulate_overrun_day("DROP")

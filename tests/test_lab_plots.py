@@ -1,0 +1,48 @@
+"""The lab's plots draw what they are given: a point or a line per series, counted from
+the figure's artists, on log axes where the data spans decades."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lldsched.views.plots.lab import (
+    cancel_cost,
+    listener_latency,
+    overrun_pileup,
+    polling_tradeoff,
+    wheel_costs,
+)
+
+
+def test_the_polling_trade_off_has_a_labelled_point_per_timer() -> None:
+    figure = polling_tradeoff([("Condition.wait", 0.0, 0.2), ("poll 10 ms", 90.0, 4.0)])
+    (ax,) = figure.axes
+    assert len(ax.collections) == 2
+    assert [text.get_text() for text in ax.texts] == ["Condition.wait", "poll 10 ms"]
+    assert ax.get_yscale() == "log"
+
+
+def test_the_cancel_cost_curve_has_both_ways_on_log_log_axes() -> None:
+    figure = cancel_cost([1_000, 10_000], [0.5, 0.6], [80.0, 1_500.0])
+    (ax,) = figure.axes
+    assert [np.asarray(line.get_ydata()).tolist() for line in ax.lines] == [
+        [80.0, 1_500.0],
+        [0.5, 0.6],
+    ]
+    assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
+
+
+def test_the_overrun_pile_up_draws_each_strategy_in_both_panels_in_hours() -> None:
+    runs = {"SKIP": ([(0.0, 0.0), (7200.0, 0.0)], [(0.0, 0.0)]), "keep": ([(0.0, 3600.0)], [])}
+    job, beat = overrun_pileup(runs).axes
+    assert [line.get_label() for line in job.lines] == ["SKIP", "keep"]
+    assert np.asarray(job.lines[0].get_xdata()).tolist() == [0.0, 2.0]
+    assert np.asarray(job.lines[1].get_ydata()).tolist() == [1.0]
+    assert len(beat.lines) == 2
+
+
+def test_listener_latency_and_wheel_costs_draw_a_line_per_series() -> None:
+    (ax,) = listener_latency([0, 1], [1.0, 1.0], [2.0, 50.0]).axes
+    assert len(ax.lines) == 2
+    insert, pop = wheel_costs([1, 10], {"heap": [1, 1], "wheel": [2, 2]}, {"heap": [1, 2]}).axes
+    assert (len(insert.lines), len(pop.lines)) == (2, 1)

@@ -1,0 +1,42 @@
+"""The lab's shutdown decisions stay honest: notify instead of notify_all leaves workers
+asleep; stopping the pool before the timer loses work (lldsched.lab.shutdown)."""
+
+from __future__ import annotations
+
+from lldsched.lab.shutdown import (
+    CountingPool,
+    ExecutorPoolFirstScheduler,
+    ExecutorTimerFirstScheduler,
+    NotifyOnePool,
+    PoolFirstScheduler,
+    TimerFirstScheduler,
+    run_shutdown_while_work_falls_due,
+    run_shutdown_with_idle_workers,
+)
+
+
+def test_notify_instead_of_notify_all_leaves_workers_asleep_at_shutdown() -> None:
+    outcome = run_shutdown_with_idle_workers(NotifyOnePool, workers=4, timeout=0.3)
+    assert outcome == (False, 3)
+
+
+def test_notify_all_wakes_every_worker_at_shutdown() -> None:
+    assert run_shutdown_with_idle_workers(CountingPool, workers=4, timeout=5.0) == (True, 0)
+
+
+def test_stopping_the_pool_before_the_timer_loses_the_work_that_falls_due() -> None:
+    outcome = run_shutdown_while_work_falls_due(ExecutorPoolFirstScheduler, burst=10)
+    assert (outcome.ran, outcome.queued, outcome.lost) == (0, 0, 10)
+    assert outcome.timer_died and not outcome.idle_after
+
+
+def test_stopping_the_timer_first_keeps_the_work_that_falls_due_with_either_pool() -> None:
+    for variant in (TimerFirstScheduler, ExecutorTimerFirstScheduler):
+        outcome = run_shutdown_while_work_falls_due(variant, burst=10)
+        assert (outcome.ran, outcome.queued, outcome.lost) == (0, 10, 0), variant
+        assert not outcome.timer_died and outcome.idle_after
+
+
+def test_the_real_pool_refuses_work_once_shut_down_so_pool_first_loses_nothing_there() -> None:
+    outcome = run_shutdown_while_work_falls_due(PoolFirstScheduler, burst=10)
+    assert (outcome.lost, outcome.timer_died) == (0, False)

@@ -1,0 +1,52 @@
+"""The lab's timer decisions stay honest: each broken variant shows its failure, and the
+real timer does not (lldsched.lab.timer)."""
+
+from __future__ import annotations
+
+from lldsched.lab._support import ObservedClock
+from lldsched.lab.timer import (
+    IfScheduler,
+    PollingClock,
+    SilentPushScheduler,
+    WaitingClock,
+    measure_timer,
+    run_due_now_behind_parked_timer,
+    run_early_on_spurious_wakeup,
+)
+from lldsched.schedules.simple import OneTime
+from lldsched.threaded.scheduler import Scheduler
+
+
+def test_a_polling_timer_wakes_while_idle_and_the_real_one_does_not() -> None:
+    polled = measure_timer("poll 10 ms", PollingClock(0.01), idle=0.2, samples=1)
+    real = measure_timer("Condition.wait", WaitingClock(), idle=0.2, samples=1)
+    assert polled.wakeups_per_s >= 10  # at most 20 in 0.2 s at 10 ms; a busy machine sleeps longer
+    assert real.wakeups_per_s == 0
+
+
+def test_a_silent_push_leaves_a_task_due_now_behind_the_parked_timer() -> None:
+    assert run_due_now_behind_parked_timer(SilentPushScheduler, patience=0.3) == (False, 43200.0)
+
+
+def test_the_real_push_wakes_the_parked_timer_so_the_task_due_now_runs_at_once() -> None:
+    assert run_due_now_behind_parked_timer(Scheduler, patience=5.0) == (True, 0.0)
+
+
+def test_an_if_instead_of_while_runs_a_task_early_on_a_spurious_wakeup() -> None:
+    assert run_early_on_spurious_wakeup(IfScheduler, patience=5.0) == (True, -60.0)
+
+
+def test_the_real_timer_parks_again_after_a_spurious_wakeup() -> None:
+    assert run_early_on_spurious_wakeup(Scheduler, patience=0.3) == (False, 0.0)
+
+
+def test_the_observed_clock_counts_the_timers_waits_and_wakes_it_without_moving_time() -> None:
+    clock = ObservedClock(0)
+    scheduler = Scheduler(workers=1, clock=clock)
+    scheduler.schedule("later", lambda: None, OneTime(delay=60))
+    with scheduler:
+        assert clock.parked()
+        waits = clock.waits
+        clock.spurious_wakeup()
+        assert clock.parked(more_than=waits)
+        assert clock.now() == 0

@@ -1,0 +1,56 @@
+"""The lab's timing wheel is a correct due queue, in tick order; what it loses against the
+heap is priority within a tick (lldsched.lab.wheel)."""
+
+from __future__ import annotations
+
+import random
+from typing import cast
+
+import pytest
+
+from lldsched.core.duequeue import TaskQueue
+from lldsched.core.task import ScheduledTask
+from lldsched.lab.entries import _StandIn
+from lldsched.lab.wheel import TimingWheel, compare_wheel_and_heap, pop_order_within_a_tick
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_wheel_pops_each_live_timer_once_and_only_when_its_tick_is_reached(seed: int) -> None:
+    rng = random.Random(seed)
+    wheel = TimingWheel(resolution=0.01, slots=4, levels=3)  # small wheels: cascades and overflow
+    tasks = [_StandIn(f"t{n}") for n in range(300)]
+    wheel.attach({task.id: cast(ScheduledTask, task) for task in tasks})
+    dues = {task.id: rng.random() * rng.choice([0.1, 1, 10, 100]) for task in tasks}
+    for task in tasks:
+        wheel.push(cast(ScheduledTask, task), dues[task.id])
+    for task in rng.sample(tasks, 30):
+        wheel.discard(cast(ScheduledTask, task))
+        del dues[task.id]
+    assert len(wheel) == 270
+    now, popped = 0.0, []
+    while dues:
+        assert wheel.next_due() == min(dues.values())
+        now += rng.random() * 3
+        batch = wheel.pop_due(now, 1_000)
+        popped.extend(batch)
+        for entry in batch:
+            assert int(entry[0] // 0.01) <= int(now // 0.01)
+            del dues[entry[3]]
+        assert all(int(due // 0.01) > int(now // 0.01) for due in dues.values())
+    ticks = [int(entry[0] // 0.01) for entry in popped]
+    assert ticks == sorted(ticks) and len(popped) == 270 and len(wheel) == 0
+
+
+def test_the_wheel_keeps_tick_order_but_not_priority_within_a_tick() -> None:
+    assert pop_order_within_a_tick(TimingWheel()) == ["low", "normal", "high"]
+    assert pop_order_within_a_tick(TaskQueue()) == ["high", "normal", "low"]
+
+
+def test_the_wheel_refuses_a_slot_count_that_is_not_a_power_of_two() -> None:
+    with pytest.raises(ValueError, match="60"):
+        TimingWheel(slots=60)
+
+
+def test_the_comparison_pops_every_timer_and_walks_the_horizon_in_ticks() -> None:
+    (cost,) = compare_wheel_and_heap((500,), horizon=1.0, resolution=0.001)
+    assert cost.size == 500 and 990 <= cost.ticks <= 1_000
