@@ -114,7 +114,10 @@ print(f"next due t+{report.next_run_at - T0:.0f} s")
 #
 # A fixed-rate report every 60 s whose first run takes 150 s. `SKIP` drops the slots the
 # long run missed and resumes on the grid; `CATCH_UP` runs every missed slot, one after
-# another, at once. The simulation replays both in a blink.
+# another, at once. To see a run take 150 s without waiting for it, this section borrows
+# `Simulation`: the same scheduler core on virtual time, where a task's run takes the
+# duration you give it and a day passes in milliseconds (notebook 04 is about it). Here it
+# is only a stopwatch: one worker, one task.
 
 
 # %% tags=["nbval-check-output"]

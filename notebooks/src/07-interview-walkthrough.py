@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 07 · The interview, in 45 minutes
 #
-# [previous: 06 · persistence and shutdown](06-persistence-and-shutdown.ipynb) · [contents](00-index.ipynb)
+# [previous: 06 · persistence and shutdown](06-persistence-and-shutdown.ipynb) · [contents](00-index.ipynb) · [next: 08 · Testing a scheduler](08-testing-a-scheduler.ipynb)
 #
 # **Objectives**
 #
@@ -327,8 +327,9 @@ check_next_slot(next_slot)
 # * **A running thread cannot be stopped**: cancel stops future runs at once and raises the
 #   run's cooperative flag; the run finishes and its record is kept.
 # * **Shutdown order**: stop the timer first (nothing new is submitted), then drain the
-#   pool (or drop what is queued), then join. Stopping the pool first makes the timer
-#   submit into a closed pool.
+#   pool (or drop what is queued), then join. Stopping the pool first would have the timer
+#   submit into a closed pool: work lost, or a timer thread that dies (lldsched's pool also
+#   stops taking work the moment it closes).
 #
 # **Deliberately not used** (say so before you are asked):
 #
@@ -430,6 +431,26 @@ from exercises import check_parse_field
 check_parse_field(parse_field)
 
 # %% [markdown]
+# ## Each talking point, switched off
+#
+# The design lab ([09](09-design-lab.ipynb)) takes the real scheduler, swaps one
+# collaborator, and measures what breaks. After a mock interview, run the sections behind
+# the points you defended:
+#
+# | slot | talking point | in the lab |
+# | --- | --- | --- |
+# | 0–5 | a run longer than its period: an explicit policy, never a silent pile-up | [overrun policy](09-design-lab.ipynb#lab-overrun) |
+# | 5–10 | events leave the lock and are delivered off the hot path | [listeners off the lock](09-design-lab.ipynb#lab-listeners) |
+# | 10–14 | the sequence field: ties never compare tasks | [the sequence field](09-design-lab.ipynb#lab-sequence) |
+# | 10–14, 32–38 | cancel by tombstone, not by removal from the middle of the heap | [tombstones](09-design-lab.ipynb#lab-tombstones) |
+# | 14–24 | the timer waits on a Condition with a timeout, no poll | [Condition.wait](09-design-lab.ipynb#lab-wait) |
+# | 14–24 | a push that makes a new head notifies, and notifies *all* | [push notifies](09-design-lab.ipynb#lab-push), [notify_all](09-design-lab.ipynb#lab-notify-all) |
+# | 14–24 | after every wake-up, re-test in a `while` | [re-test in while](09-design-lab.ipynb#lab-while) |
+# | 14–24 | a bounded hand-off queue: backpressure | [bounded hand-off](09-design-lab.ipynb#lab-handoff) |
+# | 32–38 | stop the timer before the pool | [shutdown order](09-design-lab.ipynb#lab-shutdown) |
+# | 38–45 | a hierarchical timing wheel, and why a job scheduler keeps the heap | [heap or wheel](09-design-lab.ipynb#lab-wheel) |
+
+# %% [markdown]
 # ## Check yourself
 #
 # 1. Your timer waits on a Condition with a timeout computed from the head of the heap.
@@ -455,4 +476,4 @@ check_parse_field(parse_field)
 #
 # </details>
 #
-# [previous: 06 · persistence and shutdown](06-persistence-and-shutdown.ipynb) · [contents](00-index.ipynb)
+# [previous: 06 · persistence and shutdown](06-persistence-and-shutdown.ipynb) · [contents](00-index.ipynb) · [next: 08 · Testing a scheduler](08-testing-a-scheduler.ipynb)

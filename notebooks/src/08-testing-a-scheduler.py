@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 08 · Testing a scheduler
 #
-# [previous: 07 · The interview, in 45 minutes](07-interview-walkthrough.ipynb) · [contents](00-index.ipynb)
+# [previous: 07 · The interview, in 45 minutes](07-interview-walkthrough.ipynb) · [contents](00-index.ipynb) · [next: 09 · The design lab](09-design-lab.ipynb)
 #
 # **Objectives**
 #
@@ -324,4 +324,4 @@ print("pytest exit code:", int(exit_code), "(0: every test passed)")
 #
 # </details>
 #
-# [previous: 07 · The interview, in 45 minutes](07-interview-walkthrough.ipynb) · [contents](00-index.ipynb)
+# [previous: 07 · The interview, in 45 minutes](07-interview-walkthrough.ipynb) · [contents](00-index.ipynb) · [next: 09 · The design lab](09-design-lab.ipynb)
