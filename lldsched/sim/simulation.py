@@ -391,7 +391,7 @@ class Simulation:
         run = self._core.begin(entry, worker)
         assert run is not None  # the queue hands out live entries only
         if task.action is not None:
-            raised = run.invoke()
+            raised, _ = run.invoke()
             if raised is not None:
                 error = raised
         if duration == 0:  # finishes before anything else can happen at this instant
