@@ -49,12 +49,15 @@ from lldsched.core.results import result_text
 from lldsched.core.task import Run
 from lldsched.errors import error_text
 
-__all__ = ["CoroutineRunner", "Finish"]
+__all__ = ["CANCEL_GRACE", "CoroutineRunner", "Finish"]
 
 log = logging.getLogger("lldsched")
 
 Finish = Callable[[Run, float, float, "str | None", "str | None", bool], None]
 """``finish(run, started, finished, error, result, timed_out)``, called under the lock."""
+
+CANCEL_GRACE = 1.0
+"""Seconds shutdown gives cancelled coroutines to end, beyond its own timeout."""
 
 _REASONS = {
     "cancelled": "CancelledError: task cancelled",
@@ -161,9 +164,13 @@ class CoroutineRunner:
     # -- shutdown --------------------------------------------------------------------
 
     def shutdown(self, timeout: float | None) -> bool:
-        """Wait up to ``timeout`` for the coroutines in flight, cancel those left, stop
-        and close the loop.  True when the loop thread stopped.  Caller must not hold
-        the lock.  Idempotent."""
+        """Wait up to ``timeout`` for the coroutines in flight, cancel those left (and
+        give them up to :data:`CANCEL_GRACE` to end), stop and close the loop.  True
+        when the loop thread stopped.  Caller must not hold the lock.  Idempotent.
+
+        A flight that did not end even then (it swallows its cancellation, or blocks
+        the loop) is recorded here, as cancelled: no run is left unrecorded.
+        """
         deadline = None if timeout is None else time.monotonic() + timeout
 
         def remaining() -> float | None:
@@ -174,14 +181,21 @@ class CoroutineRunner:
             loop, thread = self._loop, self._thread
             if loop is None or thread is None:
                 return True
-            self._settled.wait_for(lambda: not self._flights, remaining())
-            for task_id in list(self._flights):
-                self.cancel(task_id, "shutdown")
-            # a cancelled coroutine is recorded on its next step: give it a moment
-            grace = remaining()
-            self._settled.wait_for(lambda: not self._flights, 1.0 if grace is None else grace)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(remaining())
+            if self._flights:
+                self._settled.wait_for(lambda: not self._flights, remaining())
+            if self._flights:
+                for task_id in list(self._flights):
+                    self.cancel(task_id, "shutdown")
+                self._settled.wait_for(lambda: not self._flights, CANCEL_GRACE)
+            for flight in list(self._flights.values()):  # still not over: record it now
+                flight.finished = self._now()
+                self._record(flight)
+        if thread.is_alive():
+            try:
+                loop.call_soon_threadsafe(loop.stop)
+            except RuntimeError:  # closed in the meantime: the thread is ending
+                pass
+            thread.join(CANCEL_GRACE)
         return not thread.is_alive()
 
     # -- the loop thread ---------------------------------------------------------------
@@ -256,18 +270,20 @@ class CoroutineRunner:
         self._flush_sent = False
         with self._lock:
             for flight in done:
-                error, result, timed_out = _outcome(flight)
-                del self._flights[flight.run.task.id]
-                try:
-                    self._finish(
-                        flight.run, flight.started, flight.finished, error, result, timed_out
-                    )
-                except Exception:  # finish records user failures itself: this is our bug
-                    log.exception("could not settle the coroutine run %r", flight.run)
-            if not self._flights:
-                self._settled.notify_all()
-        for _ in done:
-            self._slots.release()
+                if self._flights.get(flight.run.task.id) is flight:  # not recorded by shutdown
+                    self._record(flight)
+
+    def _record(self, flight: _Flight) -> None:
+        """Write the flight's record and free its slot (caller holds the lock)."""
+        error, result, timed_out = _outcome(flight)
+        del self._flights[flight.run.task.id]
+        try:
+            self._finish(flight.run, flight.started, flight.finished, error, result, timed_out)
+        except Exception:  # finish records user failures itself: this is our bug
+            log.exception("could not settle the coroutine run %r", flight.run)
+        self._slots.release()
+        if not self._flights:
+            self._settled.notify_all()
 
 
 def _outcome(flight: _Flight) -> tuple[str | None, str | None, bool]:
@@ -277,7 +293,7 @@ def _outcome(flight: _Flight) -> tuple[str | None, str | None, bool]:
         timeout = flight.run.task.timeout
         return f"TimeoutError: cancelled at its {timeout:g} s timeout", None, True
     future = flight.future
-    if reason is not None and (future is None or future.cancelled()):
+    if reason is not None and (future is None or not future.done() or future.cancelled()):
         return _REASONS.get(reason, reason), None, False
     assert future is not None
     if future.cancelled():  # the coroutine cancelled itself, or raised CancelledError
