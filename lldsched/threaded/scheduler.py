@@ -70,7 +70,7 @@ from lldsched.persistence import TaskStore
 from lldsched.policies import MisfirePolicy, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.checks import seconds
-from lldsched.threaded.coroutines import CoroutineRunner
+from lldsched.threaded.coroutines import CoroutineRunner, is_loop_action
 from lldsched.threaded.dispatcher import EventDispatcher
 from lldsched.threaded.pool import WorkerPool
 
@@ -157,10 +157,13 @@ class Scheduler:
         self._idle = threading.Condition(self._lock)
         self._coroutines = CoroutineRunner(
             lock=self._lock,
+            begin=self._begin_on_loop,
             finish=self._finish_coroutine,
+            drop=self._settle,
             now=self._clock.now,
             limit=max_coroutines,
         )
+        self._loop_ids: set[str] = set()  # tasks whose action is an async def: the loop runs them
         self._core = SchedulerCore(
             clock=self._clock,
             queue=self._queue,
@@ -180,6 +183,9 @@ class Scheduler:
         if store is not None:
             with self._lock:
                 recover(self._core, store)  # may raise (a bad store): no thread started yet
+                for task in self._core.tasks.values():
+                    if is_loop_action(task.action):
+                        self._loop_ids.add(task.id)
         if listeners:  # deliver from now on: registrations before start() are events too
             self._dispatcher.start()
 
@@ -253,7 +259,7 @@ class Scheduler:
                     batch = queue.pop_due(instant, room) if room else []
                     if batch:
                         self._in_flight += len(batch)
-                        pool.put(batch)
+                        self._hand_out(batch)
                         continue
                     due = queue.next_due()
                     if (due is None or due > instant) and self._in_flight <= own:
@@ -324,10 +330,11 @@ class Scheduler:
         arguments.
         """
         require_action(name, action)
+        on_loop = is_loop_action(action)
         with self._lock:
             if self._state is _STOPPED:
                 raise SchedulerStateError(f"cannot schedule {name!r}: the scheduler is shut down")
-            return self._core.add(
+            task = self._core.add(
                 name,
                 action,
                 schedule,
@@ -338,6 +345,11 @@ class Scheduler:
                 kwargs=kwargs,
                 misfire=misfire,
             )
+            if on_loop:
+                self._loop_ids.add(task.id)
+            elif self._loop_ids:
+                self._loop_ids.discard(task.id)  # an id handed out again
+            return task
 
     def cancel(self, task_id: str) -> bool:
         """Stop all future runs of the task; True if it was live.  A run in flight on a
@@ -380,6 +392,7 @@ class Scheduler:
         with self._lock:
             task = self._core.remove(task_id)
             self._coroutines.cancel(task_id, "cancelled")
+            self._loop_ids.discard(task_id)
             self._notify_idle()
             return task
 
@@ -506,7 +519,7 @@ class Scheduler:
                     batch = queue.pop_due(now, room)
                     if batch:
                         self._in_flight += len(batch)
-                        pool.put(batch)
+                        self._hand_out(batch)
                         continue
                     if self._idle_waiters and self._in_flight == 0:
                         self._idle.notify_all()  # only tombstones were due: idle
@@ -518,6 +531,26 @@ class Scheduler:
                 if max_wait is not None and (wake is None or wake - now > max_wait):
                     wake = now + max_wait  # look again soon: a jump or a suspend shows then
                 clock.wait(cond, wake)
+
+    def _hand_out(self, batch: list[Entry]) -> None:
+        """Give due entries to the workers, and loop tasks' entries to the event loop."""
+        loop_ids = self._loop_ids
+        if loop_ids:  # no coroutine task registered: no per-entry test at all
+            to_loop = [entry for entry in batch if entry[3] in loop_ids]
+            if to_loop:
+                self._coroutines.put(to_loop)
+                batch = [entry for entry in batch if entry[3] not in loop_ids]
+                if not batch:
+                    return
+        self._pool.put(batch)
+
+    def _begin_on_loop(self, entry: Entry) -> Run | None:
+        """The event loop begins a loop task's attempt (under the lock); its records
+        carry the loop's lane, one past the worker threads."""
+        run = self._core.begin(entry, self._pool.workers)
+        if run is None:  # a tombstone: cancelled or paused while it waited for a slot
+            self._settle(1)
+        return run
 
     # -- the workers (called by the pool: prepare and complete under the lock) -------------
 
@@ -543,7 +576,6 @@ class Scheduler:
         if value is None:  # the common case: no result text to build
             return started, now(), error, None, None, None
         if must_await(value):  # a coroutine: the event loop runs it, this worker moves on
-            self._coroutines.reserve()
             return started, started, None, None, None, value
         return started, now(), None, None, result_text(value), None
 
