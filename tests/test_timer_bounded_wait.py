@@ -43,8 +43,8 @@ class SuspendingClock:
             if deadline is not None and deadline <= self._wall:
                 return
             # the monotonic instant this wait times out at
-            self._waiters[condition] = None if deadline is None else self._mono + (
-                deadline - self._wall
+            self._waiters[condition] = (
+                None if deadline is None else self._mono + (deadline - self._wall)
             )
             self.parked.set()
         condition.wait()
@@ -54,7 +54,9 @@ class SuspendingClock:
         with self._lock:
             self._wall += seconds
             self._mono += seconds
-            due = [c for c, until in self._waiters.items() if until is not None and until <= self._mono]
+            due = [
+                c for c, until in self._waiters.items() if until is not None and until <= self._mono
+            ]
         for condition in due:
             with condition:
                 condition.notify_all()

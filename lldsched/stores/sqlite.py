@@ -14,8 +14,9 @@ schema is versioned with ``PRAGMA user_version`` and the file marked with
 lldsched store, is refused with a :class:`~lldsched.errors.StoreError`, as is a
 corrupted one (``PRAGMA quick_check`` at open); nothing is written to a file
 that was refused.  A file of an older schema version is migrated at open, in one
-transaction (:data:`MIGRATIONS`; version 1 had no ``result`` column).  A definition whose callable no longer imports makes
-``load_all`` raise, naming the task, again without touching the file.
+transaction (:data:`MIGRATIONS`; version 1 had no ``result`` column).  A
+definition whose callable no longer imports makes ``load_all`` raise, naming the
+task, again without touching the file.
 
 **Rows.**  ``tasks`` holds one row per task: the definition as JSON (see
 :mod:`lldsched.stores.codec`; no pickle) and its latest state.  ``records``
@@ -243,7 +244,9 @@ class SqliteTaskStore:
                 f"cannot migrate {self.path!r} from store schema version {version} to "
                 f"{SCHEMA_VERSION}: {exc}; it was left as it was"
             ) from None
-        log.info("migrated %r from store schema version %d to %d", self.path, version, SCHEMA_VERSION)
+        log.info(
+            "migrated %r from store schema version %d to %d", self.path, version, SCHEMA_VERSION
+        )
 
     @staticmethod
     def _create(connection: sqlite3.Connection, synchronous: str) -> None:

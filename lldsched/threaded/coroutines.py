@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import inspect
 import logging
 import threading
@@ -226,10 +227,8 @@ class CoroutineRunner:
                 self._record(flight)
             self._waiting.clear()
         if thread.is_alive():
-            try:
+            with contextlib.suppress(RuntimeError):  # closed meanwhile: the thread is ending
                 loop.call_soon_threadsafe(loop.stop)
-            except RuntimeError:  # closed in the meantime: the thread is ending
-                pass
             thread.join(CANCEL_GRACE)
         return not thread.is_alive()
 
@@ -283,7 +282,9 @@ class CoroutineRunner:
                     failure, value = flight.run.invoke()
                 except BaseException as exc:  # KeyboardInterrupt: recorded, the loop lives on
                     failure, value = error_text(exc), None
-                if failure is not None or (type(value) is not CoroutineType and not must_await(value)):
+                if failure is not None or (
+                    type(value) is not CoroutineType and not must_await(value)
+                ):
                     flight.failure, flight.value = failure, value
                     self._over(flight)
                     continue

@@ -54,6 +54,7 @@ from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
+from lldsched.checks import seconds
 from lldsched.clock import Clock, SystemClock
 from lldsched.core.context import RunContext
 from lldsched.core.duequeue import QueueStats, TaskQueue
@@ -69,7 +70,6 @@ from lldsched.model import ExecutionRecord, Priority
 from lldsched.persistence import TaskStore
 from lldsched.policies import MisfirePolicy, RetryPolicy
 from lldsched.schedules.base import Schedule
-from lldsched.checks import seconds
 from lldsched.threaded.coroutines import CoroutineRunner, is_loop_action
 from lldsched.threaded.dispatcher import EventDispatcher
 from lldsched.threaded.pool import WorkerPool
