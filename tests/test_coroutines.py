@@ -15,6 +15,7 @@ from lldsched import (
     OneTime,
     RetryPolicy,
     Scheduler,
+    Simulation,
     TaskStatus,
     ValidationError,
 )
@@ -232,3 +233,65 @@ def test_a_coroutine_object_is_not_an_action_and_nothing_registered_is_lost(
 def test_a_bad_max_coroutines_is_refused_with_its_value(bad: object) -> None:
     with pytest.raises(ValidationError, match=f"max_coroutines .*got {bad!r}"):
         Scheduler(max_coroutines=bad)  # type: ignore[arg-type]
+
+
+# -- in the simulation ----------------------------------------------------------------------
+
+
+def test_in_the_simulation_an_async_action_runs_at_its_simulated_instant(clock: FakeClock) -> None:
+    seen: list[int] = []
+
+    async def work(n: int) -> int:
+        await asyncio.sleep(0)
+        seen.append(n)
+        return 2 * n
+
+    sim = Simulation(workers=1, start=clock.now())
+    sim.schedule("work", OneTime(delay=10), action=work, args=(21,), duration=5)
+    sim.schedule("later", OneTime(delay=12), action=lambda: double(1), duration=0)
+    sim.run(clock.now() + 60)
+    first, second = sim.records()
+    assert seen == [21]
+    assert (first.started, first.finished) == (clock.now() + 10, clock.now() + 15)
+    assert first.ok and first.result == "42"
+    assert second.name == "later" and second.started == clock.now() + 15  # waited for work
+    assert second.result == "2"  # a plain function's coroutine is awaited too
+
+
+def test_in_the_simulation_an_awaitable_that_raises_fails_its_run(clock: FakeClock) -> None:
+    async def broken() -> None:
+        raise ConnectionError("refused")
+
+    sim = Simulation(start=clock.now())
+    task = sim.schedule(
+        "broken", OneTime(delay=0), action=broken, retry=RetryPolicy(max_attempts=1)
+    )
+    sim.run(clock.now() + 1)
+    assert [r.error for r in sim.records()] == ["ConnectionError: refused"]
+    assert task.status is TaskStatus.FAILED
+
+
+def test_in_the_simulation_a_coroutine_over_its_timeout_is_cut_at_it_and_retried(
+    clock: FakeClock,
+) -> None:
+    async def quick() -> str:
+        return "done"
+
+    started, stopped = threading.Event(), threading.Event()
+    sim = Simulation(workers=2, start=clock.now())
+    long = sim.schedule(
+        "long", OneTime(delay=0), action=quick, duration=30, timeout=10,
+        retry=RetryPolicy(max_attempts=2, initial_backoff=5),
+    )  # fmt: skip
+    hung = sim.schedule(
+        "hung", OneTime(delay=0), action=forever, args=(started, stopped), timeout=0.05,
+        retry=RetryPolicy(max_attempts=1),
+    )  # fmt: skip
+    sim.run(clock.now() + 12)
+    by_name = {record.name: record for record in sim.records()}
+    cut = by_name["long"]
+    assert cut.timed_out and cut.finished - cut.started == 10  # its worker freed at the timeout
+    assert cut.error == "TimeoutError: cancelled at its 10 s timeout"
+    assert long.status is TaskStatus.RETRYING and long.next_run_at == clock.now() + 15
+    assert stopped.is_set() and by_name["hung"].timed_out  # cancelled after 0.05 s of wall time
+    assert hung.status is TaskStatus.FAILED
