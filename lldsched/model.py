@@ -135,6 +135,7 @@ class ExecutionRecord(NamedTuple):
         error: str | None = None,
         timed_out: bool = False,
         misfire: Outcome | None = None,
+        result: str | None = None,
     ) -> ExecutionRecord:
         """A record built by field name, at the cost of a positional build.
 
@@ -145,7 +146,7 @@ class ExecutionRecord(NamedTuple):
         one record per run through here.
         """
         fields = (task_id, name, attempt, due, slot, worker, started, finished, ok, error)
-        return _new_tuple(cls, (*fields, timed_out, misfire))
+        return _new_tuple(cls, (*fields, timed_out, misfire, result))
 
     @property
     def duration(self) -> float:

@@ -15,6 +15,7 @@ from lldsched import (
     OneTime,
     Priority,
     RetryPolicy,
+    Simulation,
     SqliteTaskStore,
     TaskSnapshot,
     TaskStatus,
@@ -160,3 +161,14 @@ SNAPSHOT = TaskSnapshot(
 
 def _record(*, result: str | None) -> ExecutionRecord:
     return ExecutionRecord("task-1", "t", 1, T0, T0, 0, T0, T0 + 1, True, result=result)
+
+
+def test_a_simulated_run_keeps_what_its_real_action_returned() -> None:
+    sim = Simulation(start=T0)
+    sim.schedule("answer", OneTime(delay=0), action=lambda: 42, duration=3)
+    sim.schedule("quiet", OneTime(delay=0), action=lambda: None)
+    sim.run(T0 + 10)
+    assert {record.name: record.result for record in sim.records()} == {
+        "quiet": None,
+        "answer": "42",
+    }
