@@ -295,3 +295,21 @@ def test_in_the_simulation_a_coroutine_over_its_timeout_is_cut_at_it_and_retried
     assert long.status is TaskStatus.RETRYING and long.next_run_at == clock.now() + 15
     assert stopped.is_set() and by_name["hung"].timed_out  # cancelled after 0.05 s of wall time
     assert hung.status is TaskStatus.FAILED
+
+
+def test_a_drain_runs_every_coroutine_task_due_at_shutdown(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    ran: list[int] = []
+
+    async def note(n: int) -> None:
+        await asyncio.sleep(0)
+        ran.append(n)
+
+    scheduler = make_scheduler(workers=1, clock=clock, start=False, max_coroutines=3)
+    tasks = [scheduler.schedule(f"c{n}", note, OneTime(delay=0), args=(n,)) for n in range(40)]
+    later = scheduler.schedule("later", note, OneTime(delay=60), args=(99,))
+    scheduler.start()
+    assert scheduler.shutdown(drain=True, timeout=5) is True
+    assert sorted(ran) == list(range(40)) and all(t.history[0].ok for t in tasks)
+    assert later.status is TaskStatus.SCHEDULED and later.history == ()
