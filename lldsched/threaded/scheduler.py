@@ -135,13 +135,16 @@ class Scheduler:
         self._clock: Clock = clock if clock is not None else SystemClock()
         # The scheduler's one lock.  It guards the core state machine (registry,
         # statuses, dead letter), the heap, the deadline heap, the pool's hand-off
-        # queue, _in_flight, _state and _idle_waiters.  Three conditions share it:
-        # _wake (the timer waits on it; notified by a push that makes a new
-        # head, by a new earliest deadline, by a worker that half-emptied the
-        # hand-off queue, by a clock change and by shutdown), the pool's (workers
-        # wait for items) and _idle (wait_idle() waits for the last run in flight
-        # to settle).  Lock order: this lock, then the dispatcher's or the store's.
-        # Never held while an action or a listener runs.
+        # queue, the coroutine runner's hand-over state, _loop_ids, _in_flight,
+        # _draining, _state and _idle_waiters.  Four conditions share it: _wake
+        # (the timer waits on it, and shutdown's drain; notified by a push that
+        # makes a new head, by a new earliest deadline, by a worker that
+        # half-emptied the hand-off queue, by a clock change, by shutdown, and
+        # while draining by every settled run), the pool's (workers wait for
+        # items), _idle (wait_idle() waits for the last run in flight to settle)
+        # and the runner's _settled (its shutdown waits for the last coroutine).
+        # Lock order: this lock, then the dispatcher's or the store's.  Never held
+        # while an action, a coroutine or a listener runs.
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._queue = TaskQueue(self._wake)
