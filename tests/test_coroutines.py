@@ -194,7 +194,8 @@ def test_shutdown_cancels_coroutines_still_running_at_its_timeout_and_they_stay_
     scheduler = make_scheduler(clock=clock)
     task = scheduler.schedule("long", forever, OneTime(delay=0), args=(started, stopped))
     assert started.wait(5)
-    assert scheduler.shutdown(timeout=0.1) is True
+    scheduler.shutdown(timeout=0.1)  # the coroutine outlives the timeout: it is cancelled
+    assert scheduler.shutdown(timeout=5) is True  # (a second call waits for the workers)
     assert stopped.is_set() and loop_threads() == []
     assert task.history[0].error == "CancelledError: scheduler shut down"
     assert task.status is TaskStatus.RETRYING and task.next_run_at is not None
@@ -313,3 +314,19 @@ def test_a_drain_runs_every_coroutine_task_due_at_shutdown(
     assert scheduler.shutdown(drain=True, timeout=5) is True
     assert sorted(ran) == list(range(40)) and all(t.history[0].ok for t in tasks)
     assert later.status is TaskStatus.SCHEDULED and later.history == ()
+
+
+def test_shutdown_without_a_drain_leaves_coroutine_tasks_waiting_for_a_slot_scheduled(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    started, stopped = threading.Event(), threading.Event()
+    scheduler = make_scheduler(clock=clock, max_coroutines=1)
+    busy = scheduler.schedule("busy", forever, OneTime(delay=0), args=(started, stopped))
+    assert started.wait(5)
+    waiting = [scheduler.schedule(f"w{n}", double, OneTime(delay=0), args=(n,)) for n in range(5)]
+    assert not scheduler.wait_idle(timeout=0.1)  # they wait for the one slot
+    scheduler.shutdown(drain=False, timeout=0.1)
+    assert scheduler.shutdown(timeout=5) is True
+    assert busy.history[0].error == "CancelledError: scheduler shut down"
+    assert all(t.history == () and t.status is TaskStatus.SCHEDULED for t in waiting)
+    assert all(t.next_run_at == clock.now() for t in waiting)

@@ -221,12 +221,7 @@ class CoroutineRunner:
                 return True
             if self._flights or self._waiting:
                 self._settled.wait_for(self._over_all, remaining())
-            unbegun = [item for item in self._waiting if not isinstance(item, _Flight)]
-            self._waiting = collections.deque(
-                item for item in self._waiting if isinstance(item, _Flight)
-            )
-            if unbegun:
-                self._drop(len(unbegun))  # never begun: they stay SCHEDULED
+            self.drop_waiting()
             if self._flights:
                 for task_id in list(self._flights):
                     self.cancel(task_id, "shutdown")
@@ -240,6 +235,19 @@ class CoroutineRunner:
                 loop.call_soon_threadsafe(loop.stop)
             thread.join(CANCEL_GRACE)
         return not thread.is_alive()
+
+    def drop_waiting(self) -> None:
+        """Forget the loop tasks' entries that wait for a slot: they were never begun,
+        so their tasks stay SCHEDULED with their due times (caller holds the lock;
+        shutdown without a drain)."""
+        unbegun = [item for item in self._waiting if not isinstance(item, _Flight)]
+        if unbegun:
+            self._waiting = collections.deque(
+                item for item in self._waiting if isinstance(item, _Flight)
+            )
+            self._drop(len(unbegun))
+            if self._over_all():
+                self._settled.notify_all()
 
     def _over_all(self) -> bool:
         return not self._flights and not self._waiting

@@ -239,6 +239,9 @@ class Scheduler:
         if self._timer is not None and self._timer is not threading.current_thread():
             self._timer.join(remaining())
         finished = drain and started and self._drain(instant, remaining)
+        if not finished:  # drop=False, or out of time: what waits for the loop is dropped too
+            with self._lock:
+                self._coroutines.drop_waiting()
         dropped = self._pool.shutdown(drain=finished, timeout=remaining())
         if dropped:
             with self._lock:
