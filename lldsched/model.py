@@ -98,6 +98,11 @@ class ExecutionRecord(NamedTuple):
     :attr:`Outcome.MISSED` or :attr:`Outcome.COALESCED`, ``attempt`` is 0,
     ``worker`` is -1, ``ok`` is False, and ``started == finished`` is the instant
     the decision was taken.
+
+    ``result`` is what the action returned, as text: its ``repr`` cut to
+    :data:`lldsched.core.results.RESULT_LIMIT` characters (never the object itself,
+    never pickled), ``None`` when it returned ``None`` or did not succeed.  A
+    coroutine action's result is what the coroutine returned once awaited.
     """
 
     task_id: str
@@ -112,6 +117,7 @@ class ExecutionRecord(NamedTuple):
     error: str | None = None
     timed_out: bool = False
     misfire: Outcome | None = None
+    result: str | None = None
 
     @classmethod
     def of(
@@ -129,6 +135,7 @@ class ExecutionRecord(NamedTuple):
         error: str | None = None,
         timed_out: bool = False,
         misfire: Outcome | None = None,
+        result: str | None = None,
     ) -> ExecutionRecord:
         """A record built by field name, at the cost of a positional build.
 
@@ -139,7 +146,7 @@ class ExecutionRecord(NamedTuple):
         one record per run through here.
         """
         fields = (task_id, name, attempt, due, slot, worker, started, finished, ok, error)
-        return _new_tuple(cls, (*fields, timed_out, misfire))
+        return _new_tuple(cls, (*fields, timed_out, misfire, result))
 
     @property
     def duration(self) -> float:

@@ -59,7 +59,7 @@ def test_a_frame_has_the_documented_columns_and_dtypes_in_order() -> None:
     frame = to_frame(RECORDS)
     assert tuple(frame.columns) == COLUMNS == (
         "task_id", "name", "attempt", "worker", "due", "start", "finish", "duration",
-        "lateness", "ok", "error", "timed_out", "outcome", "priority",
+        "lateness", "ok", "error", "result", "timed_out", "outcome", "priority",
     )  # fmt: skip
     assert frame.dtypes.to_dict() == DTYPES
     assert str(frame["due"].dtype) == "datetime64[us, UTC]"

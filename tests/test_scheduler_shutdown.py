@@ -6,7 +6,16 @@ import threading
 
 import pytest
 
-from lldsched import EventLog, FakeClock, OneTime, Scheduler, SchedulerStateError, TaskStatus
+from lldsched import (
+    EventLog,
+    FakeClock,
+    OneTime,
+    Priority,
+    RetryPolicy,
+    Scheduler,
+    SchedulerStateError,
+    TaskStatus,
+)
 from tests.conftest import SchedulerFactory
 
 
@@ -113,3 +122,80 @@ def test_a_scheduler_that_never_started_shuts_down_cleanly() -> None:
     assert scheduler.shutdown() is True
     with pytest.raises(SchedulerStateError):
         scheduler.start()
+
+
+# -- the full drain ------------------------------------------------------------------------
+
+
+def test_a_drain_runs_all_forty_tasks_due_on_one_worker_in_heap_order(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    order: list[str] = []
+    scheduler = make_scheduler(workers=1, clock=clock, start=False)
+    tasks = [
+        scheduler.schedule(
+            f"t{n:02}",
+            order.append,
+            OneTime(delay=2 - (n % 2)),  # odd ones are due a second earlier
+            args=(f"t{n:02}",),
+            priority=Priority.HIGH if n % 4 == 0 else Priority.NORMAL,
+        )
+        for n in range(40)
+    ]
+    clock.advance(2)
+    scheduler.start()
+    assert scheduler.shutdown(drain=True, timeout=5) is True
+    assert all(task.status is TaskStatus.SUCCEEDED for task in tasks)
+    odd, even = [f"t{n:02}" for n in range(1, 40, 2)], [f"t{n:02}" for n in range(0, 40, 2)]
+    high = [name for name in even if int(name[1:]) % 4 == 0]
+    normal = [name for name in even if int(name[1:]) % 4 != 0]
+    # the timer may hand out a first batch before shutdown stops it; that batch keeps heap
+    # order as well, so the whole sequence is (due, priority, arrival)
+    assert order == odd + high + normal
+
+
+def test_a_drain_does_not_run_what_falls_due_after_the_instant_and_it_stays_scheduled(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    scheduler = make_scheduler(workers=1, clock=clock)
+    later = scheduler.schedule("later", lambda: None, OneTime(delay=10))
+    failing = scheduler.schedule(
+        "failing", lambda: 1 / 0, OneTime(delay=0), retry=RetryPolicy(initial_backoff=1)
+    )
+    assert scheduler.shutdown(drain=True, timeout=5) is True
+    assert later.status is TaskStatus.SCHEDULED and later.next_run_at == clock.now() + 10
+    assert failing.run_count == 1 and failing.status is TaskStatus.RETRYING  # its retry is later
+    assert failing.next_run_at == clock.now() + 1
+
+
+def test_a_drain_that_runs_out_of_time_leaves_what_did_not_start_scheduled_with_its_due_time(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    started, release, action = blocker()
+    scheduler = make_scheduler(workers=1, clock=clock)
+    busy = scheduler.schedule("busy", action, OneTime(delay=0))  # type: ignore[arg-type]
+    assert started.wait(5)
+    waiting = [scheduler.schedule(f"w{n}", lambda: None, OneTime(delay=0)) for n in range(20)]
+    assert scheduler.shutdown(drain=True, timeout=0.1) is False  # busy holds the only worker
+    release.set()
+    assert scheduler.shutdown(timeout=5) is True
+    assert busy.status is TaskStatus.SUCCEEDED
+    assert all(t.run_count == 0 and t.status is TaskStatus.SCHEDULED for t in waiting)
+    assert all(t.next_run_at == clock.now() for t in waiting)
+
+
+def test_a_drain_called_from_a_running_action_runs_the_rest_and_returns(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    returned: list[bool] = []
+    scheduler = make_scheduler(workers=2, clock=clock, start=False)
+
+    def stop() -> None:
+        returned.append(scheduler.shutdown(drain=True, timeout=5))
+
+    scheduler.schedule("stop", stop, OneTime(delay=0), priority=Priority.HIGH)
+    rest = [scheduler.schedule(f"r{n}", lambda: None, OneTime(delay=0)) for n in range(30)]
+    scheduler.start()
+    assert scheduler.shutdown(timeout=5) is True  # waits for the worker that called it
+    assert len(returned) == 1  # it returned (False: its own worker was still running)
+    assert all(task.run_count == 1 for task in rest)

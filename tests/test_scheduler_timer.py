@@ -27,7 +27,7 @@ def test_an_earlier_insertion_wakes_a_timer_parked_twelve_hours_out(
     make_scheduler: SchedulerFactory, log: EventLog
 ) -> None:
     clock = ParkingClock()
-    scheduler = make_scheduler(clock=clock, listeners=[log], start=False)
+    scheduler = make_scheduler(clock=clock, listeners=[log], start=False, max_wait=None)
     scheduler.schedule("nightly", lambda: None, OneTime(delay=12 * 3600))
     scheduler.start()
     assert clock.parked.wait(5)
@@ -96,10 +96,21 @@ def test_priority_breaks_a_tie_and_equal_priorities_keep_arrival_order(
     assert [r.name for r in log.runs()] == ["high", "normal-1", "normal-2", "normal-3", "low"]
 
 
-def test_an_idle_scheduler_parks_its_timer_with_no_deadline(
+def test_an_idle_scheduler_without_a_bounded_wait_parks_its_timer_with_no_deadline(
     make_scheduler: SchedulerFactory,
 ) -> None:
     clock = ParkingClock()
-    make_scheduler(clock=clock)
+    make_scheduler(clock=clock, max_wait=None)
     assert clock.parked.wait(5)
     assert clock.deadlines == [None]  # no poll interval: it sleeps until something is pushed
+
+
+def test_an_idle_scheduler_parks_its_timer_for_at_most_the_bounded_wait(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    clock = ParkingClock()
+    before = clock.now()
+    make_scheduler(clock=clock, max_wait=30)
+    assert clock.parked.wait(5)
+    deadline = clock.deadlines[0]
+    assert deadline is not None and 30 <= deadline - before < 35  # one look every 30 s

@@ -256,7 +256,9 @@ def test_a_schema_from_the_future_is_refused_and_left_untouched(tmp_path: Path) 
     connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     connection.close()
     before = digest(path)
-    with pytest.raises(StoreError, match=r"schema version 2, newer .* upgrade lldsched"):
+    with pytest.raises(
+        StoreError, match=rf"schema version {SCHEMA_VERSION + 1}, newer .* upgrade lldsched"
+    ):
         SqliteTaskStore(path)
     assert digest(path) == before
 

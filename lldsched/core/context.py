@@ -9,6 +9,10 @@ task is cancelled.  A loop that checks ``ctx.cancelled`` (or waits with
 ``ctx.wait(seconds)`` instead of ``time.sleep``) stops promptly; a blocking call
 that does not look at the flag (a C extension, a socket without a timeout)
 runs to its end, and the scheduler's worker stays busy until it does.
+
+A coroutine action (``async def``) is different: it can be cancelled at its next
+``await``, so the threaded runtime does cancel it at its timeout and on cancel or
+pause (the flag is raised as well); the thread rule stays cooperative.
 """
 
 from __future__ import annotations

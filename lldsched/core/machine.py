@@ -213,12 +213,24 @@ class SchedulerCore:
         return run
 
     def finish(
-        self, run: Run, started: float, finished: float, error: str | None
+        self,
+        run: Run,
+        started: float,
+        finished: float,
+        error: str | None,
+        *,
+        result: str | None = None,
+        timed_out: bool = False,
     ) -> ExecutionRecord:
-        """Record the attempt and move its task on: reschedule, retry, succeed or fail."""
+        """Record the attempt and move its task on: reschedule, retry, succeed or fail.
+
+        ``result`` is the action's return value as text (:mod:`lldsched.core.results`).
+        A run is timed out when it took longer than its task's timeout, or when the
+        runtime says so (``timed_out``: it cancelled a coroutine at its timeout).
+        """
         task = run.task
         timeout = task._options.timeout
-        timed_out = timeout is not None and finished - started > timeout
+        timed_out = timed_out or (timeout is not None and finished - started > timeout)
         if timed_out and error is None:
             error = f"TimeoutError: ran {finished - started:.6g} s, over its {timeout:g} s budget"
         record = ExecutionRecord.of(
@@ -233,6 +245,7 @@ class SchedulerCore:
             ok=error is None,
             error=error,
             timed_out=timed_out,
+            result=result if error is None else None,
         )
         task._run = None
         stats = self._stats(task)

@@ -246,24 +246,31 @@ class Run(NamedTuple):
     worker: int
     context: RunContext | None
 
-    def invoke(self) -> str | None:
-        """Call the task's action; return its error text, or ``None`` when it returned.
+    def invoke(self) -> tuple[str | None, object]:
+        """Call the task's action: ``(None, what it returned)``, or ``(error text, None)``
+        when it raised.
 
-        ``Exception``s become data; other ``BaseException``s (KeyboardInterrupt,
-        SystemExit) propagate, as they should.
+        What it returned may be awaitable (an ``async def`` action, or a function that
+        returns a coroutine): the runtime must await it before anything is recorded
+        (:func:`~lldsched.core.results.must_await`).  ``Exception``s become data;
+        other ``BaseException``s (KeyboardInterrupt, SystemExit) propagate, as they
+        should.
         """
         task = self.task
         action = task.action
         if action is None:
-            return None
+            return _RETURNED_NONE
         options = task._options
         try:
             if self.context is not None:
-                action(*options.args, ctx=self.context, **(options.kwargs or {}))
+                value = action(*options.args, ctx=self.context, **(options.kwargs or {}))
             elif options.kwargs:
-                action(*options.args, **options.kwargs)
+                value = action(*options.args, **options.kwargs)
             else:
-                action(*options.args)
+                value = action(*options.args)
         except Exception as exc:
-            return error_text(exc)
-        return None
+            return error_text(exc), None
+        return _RETURNED_NONE if value is None else (None, value)
+
+
+_RETURNED_NONE: tuple[str | None, object] = (None, None)  # the common outcome, built once

@@ -31,7 +31,13 @@ reasoning about.
 
 **Timeouts** are detected as in the threaded runtime: a run longer than its
 timeout keeps its worker for its whole duration and is recorded ``timed_out``
-at its finish.
+at its finish.  A *coroutine* action is different there, and here too: its run
+is cut at its timeout (the worker frees at ``started + timeout``).
+
+**Coroutine actions** (``async def``, or a function that returns an awaitable)
+run at their simulated instant like any action: the coroutine is run to
+completion on a private event loop (:mod:`lldsched.sim.awaiting`) and its wall
+time does not count.  A record keeps what an action returned, as text.
 
 Deterministic: the same seed and scenario give identical records.  Listeners
 are called in order, in virtual time, on the caller's thread.
@@ -60,6 +66,7 @@ from lldsched.core.duequeue import QueueStats, TaskQueue
 from lldsched.core.ids import IdGenerator
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.recovery import recover
+from lldsched.core.results import must_await, result_text
 from lldsched.core.task import Run, ScheduledTask
 from lldsched.errors import ValidationError
 from lldsched.listeners import Listener, as_callback
@@ -67,6 +74,7 @@ from lldsched.model import ExecutionRecord, Priority, TaskEvent
 from lldsched.persistence import TaskStore
 from lldsched.policies import MisfirePolicy, RetryPolicy
 from lldsched.schedules.base import Schedule
+from lldsched.sim.awaiting import PrivateLoop
 from lldsched.sim.clock import VirtualClock
 from lldsched.sim.models import DurationModel, FailureModel, check_duration, check_failure
 
@@ -131,7 +139,9 @@ class Simulation:
         self._models: dict[str, _Models] = {}
         self._free = list(range(workers))  # a heap: the lowest free worker starts next
         # (finished, sequence, worker, run, started, error) for runs in flight
-        self._finishes: list[tuple[float, int, int, Run, float, str | None]] = []
+        # (finished, sequence, worker, run, started, error, result, timed_out) in flight
+        self._finishes: list[tuple[float, int, int, Run, float, str | None, str | None, bool]] = []
+        self._awaiting = PrivateLoop()  # runs coroutine actions (its loop made at the first)
         self._interventions: list[tuple[float, int, Callable[[], object]]] = []
         self._sequence = itertools.count()
         self._records: list[ExecutionRecord] = []
@@ -332,8 +342,12 @@ class Simulation:
                     break
                 advance_to(finish)
                 now = finish
-                _, _, worker, run, started, error = heappop(finishes)
-                record = finish_run(run, started, finish, error)  # _finish, inlined (+5 %)
+                _, _, worker, run, started, error, result, timed_out = heappop(finishes)
+                record = (  # _finish, inlined (+5 %); keywords only when there is a result
+                    finish_run(run, started, finish, error)
+                    if result is None and not timed_out
+                    else finish_run(run, started, finish, error, result=result, timed_out=timed_out)
+                )
                 records.append(record)
                 heappush(free, worker)
                 kind, task_id = "finish", record.task_id
@@ -390,21 +404,42 @@ class Simulation:
         worker = heapq.heappop(self._free)
         run = self._core.begin(entry, worker)
         assert run is not None  # the queue hands out live entries only
+        result, timed_out = None, False
         if task.action is not None:
-            raised = run.invoke()
+            raised, value = run.invoke()
             if raised is not None:
                 error = raised
+            elif value is not None and must_await(value):  # a coroutine: run it to completion
+                raised, result, timed_out = self._awaiting.run(value, task.timeout)
+                error = raised or error
+                timeout = task.timeout
+                if timeout is not None and (timed_out or duration > timeout):
+                    duration, timed_out = timeout, True  # cut at its timeout, as on threads
+                    error = f"TimeoutError: cancelled at its {timeout:g} s timeout"
+            elif value is not None:
+                result = result_text(value)
         if duration == 0:  # finishes before anything else can happen at this instant
-            return self._finish(run, now, now, error, worker)
+            return self._finish(run, now, now, error, worker, result=result, timed_out=timed_out)
         heapq.heappush(
-            self._finishes, (now + duration, next(self._sequence), worker, run, now, error)
+            self._finishes,
+            (now + duration, next(self._sequence), worker, run, now, error, result, timed_out),
         )
         return None
 
     def _finish(
-        self, run: Run, started: float, finished: float, error: str | None, worker: int
+        self,
+        run: Run,
+        started: float,
+        finished: float,
+        error: str | None,
+        worker: int,
+        *,
+        result: str | None = None,
+        timed_out: bool = False,
     ) -> ExecutionRecord:
-        record = self._core.finish(run, started, finished, error)
+        record = self._core.finish(
+            run, started, finished, error, result=result, timed_out=timed_out
+        )
         self._records.append(record)
         heapq.heappush(self._free, worker)
         return record

@@ -13,8 +13,10 @@ schema is versioned with ``PRAGMA user_version`` and the file marked with
 ``PRAGMA application_id``: a file from a newer lldsched, or one that is not an
 lldsched store, is refused with a :class:`~lldsched.errors.StoreError`, as is a
 corrupted one (``PRAGMA quick_check`` at open); nothing is written to a file
-that was refused.  A definition whose callable no longer imports makes
-``load_all`` raise, naming the task, again without touching the file.
+that was refused.  A file of an older schema version is migrated at open, in one
+transaction (:data:`MIGRATIONS`; version 1 had no ``result`` column).  A
+definition whose callable no longer imports makes ``load_all`` raise, naming the
+task, again without touching the file.
 
 **Rows.**  ``tasks`` holds one row per task: the definition as JSON (see
 :mod:`lldsched.stores.codec`; no pickle) and its latest state.  ``records``
@@ -46,11 +48,11 @@ from lldsched.model import ExecutionRecord, Outcome, TaskStatus
 from lldsched.persistence import TaskSnapshot
 from lldsched.stores.codec import decode_task, encode_task
 
-__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteTaskStore"]
+__all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION", "SqliteTaskStore"]
 
 log = logging.getLogger("lldsched")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 APPLICATION_ID = 0x6C6C6473  # "llds"
 
 _SCHEMA = """
@@ -81,9 +83,15 @@ CREATE TABLE records (                -- clustered by task: one b-tree, no separ
     error     TEXT,
     timed_out INTEGER NOT NULL,
     misfire   TEXT,
+    result    TEXT,                     -- the action's return value as text (a bounded repr)
     PRIMARY KEY (task_id, seq)
 ) WITHOUT ROWID;
 """
+
+MIGRATIONS: dict[int, str] = {
+    1: "ALTER TABLE records ADD COLUMN result TEXT",  # 1 -> 2: records keep results
+}
+"""The SQL that takes a file from schema version ``n`` to ``n + 1``."""
 
 _UPDATE = """
 UPDATE tasks SET status = ?1, next_run_at = ?2, attempt = ?3, run_count = ?4,
@@ -104,11 +112,11 @@ ON CONFLICT (id) DO UPDATE SET name = excluded.name, definition = excluded.defin
 """
 _INSERT_RECORD = """
 INSERT INTO records (task_id, seq, attempt, due, slot, worker, started, finished, ok, error,
-    timed_out, misfire) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    timed_out, misfire, result) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 _RECORD_COLUMNS = (
     "r.task_id, t.name, r.attempt, r.due, r.slot, r.worker, r.started, r.finished, r.ok, "
-    "r.error, r.timed_out, r.misfire"
+    "r.error, r.timed_out, r.misfire, r.result"
 )
 _SYNCHRONOUS = ("NORMAL", "FULL")
 
@@ -142,10 +150,13 @@ class SqliteTaskStore:
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the store {self.path!r}: {exc}") from None
         try:
-            if self._check(connection):
+            version = self._check(connection)
+            if version is None:
                 self._create(connection, synchronous)
             else:
                 connection.execute(f"PRAGMA synchronous = {synchronous}")
+                if version < SCHEMA_VERSION:
+                    self._migrate(connection, version)
             (dead_seq,) = connection.execute(
                 "SELECT coalesce(max(failed_seq), 0) FROM tasks"
             ).fetchone()
@@ -168,8 +179,9 @@ class SqliteTaskStore:
 
     # -- opening ---------------------------------------------------------------------
 
-    def _check(self, connection: sqlite3.Connection) -> bool:
-        """Refuse a file that is not a readable lldsched store; True for a new one.
+    def _check(self, connection: sqlite3.Connection) -> int | None:
+        """Refuse a file that is not a readable lldsched store; its schema version, or
+        None for a new (empty) file.
 
         Only reads: nothing is written to a file that is refused.
         """
@@ -187,7 +199,7 @@ class SqliteTaskStore:
                 f"{self.path!r} is not a readable SQLite database ({exc}); it was left untouched"
             ) from None
         if application_id == 0 and version == 0 and not tables:
-            return True
+            return None
         if application_id != APPLICATION_ID:
             raise StoreError(
                 f"{self.path!r} is an SQLite database but not an lldsched store "
@@ -199,7 +211,9 @@ class SqliteTaskStore:
                 f"understands ({SCHEMA_VERSION}): upgrade lldsched to open it. "
                 "The file was left untouched"
             )
-        if version != SCHEMA_VERSION:
+        if version != SCHEMA_VERSION and not all(
+            step in MIGRATIONS for step in range(version, SCHEMA_VERSION)
+        ):
             raise StoreError(
                 f"{self.path!r} has unknown store schema version {version} "
                 f"(expected {SCHEMA_VERSION}); it was left untouched"
@@ -213,7 +227,26 @@ class SqliteTaskStore:
                 f"{self.path!r} is corrupted (quick_check: {'; '.join(problems[:3])}); "
                 "it was left untouched: restore it from a backup or move it aside"
             )
-        return False
+        return int(version)
+
+    def _migrate(self, connection: sqlite3.Connection, version: int) -> None:
+        """Bring a file of an older schema ``version`` to :data:`SCHEMA_VERSION`, whole or
+        not at all."""
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+            for step in range(version, SCHEMA_VERSION):
+                connection.execute(MIGRATIONS[step])
+            connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            connection.execute("COMMIT")
+        except sqlite3.Error as exc:
+            _rollback(connection)
+            raise StoreError(
+                f"cannot migrate {self.path!r} from store schema version {version} to "
+                f"{SCHEMA_VERSION}: {exc}; it was left as it was"
+            ) from None
+        log.info(
+            "migrated %r from store schema version %d to %d", self.path, version, SCHEMA_VERSION
+        )
 
     @staticmethod
     def _create(connection: sqlite3.Connection, synchronous: str) -> None:
@@ -273,7 +306,7 @@ class SqliteTaskStore:
             (
                 task_id, self._seq, record.attempt, record.due, record.slot, record.worker,
                 record.started, record.finished, record.ok, record.error, record.timed_out,
-                record.misfire,
+                record.misfire, record.result,
             ),
         )  # fmt: skip
         count = self._counts.get(task_id, 0) + 1
@@ -439,9 +472,10 @@ def _snapshot(task_id: str, definition: str, status: str, state: list[Any]) -> T
 
 
 def _record(row: tuple[Any, ...]) -> ExecutionRecord:
-    task_id, name, attempt, due, slot, worker, started, finished, ok, error, timed_out, misfire = (
-        row
-    )
+    (
+        task_id, name, attempt, due, slot, worker, started, finished, ok, error, timed_out,
+        misfire, result,
+    ) = row  # fmt: skip
     return ExecutionRecord(
         task_id=task_id,
         name=name,
@@ -455,4 +489,5 @@ def _record(row: tuple[Any, ...]) -> ExecutionRecord:
         error=error,
         timed_out=bool(timed_out),
         misfire=None if misfire is None else Outcome(misfire),
+        result=result,
     )

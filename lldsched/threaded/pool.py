@@ -137,6 +137,10 @@ class WorkerPool(Generic[T, J, R]):
             thread.join(remaining)
         return dropped
 
+    def is_worker(self, thread: threading.Thread) -> bool:
+        """True when ``thread`` is one of this pool's workers."""
+        return thread in self._threads
+
     @property
     def alive(self) -> int:
         """How many worker threads are running."""

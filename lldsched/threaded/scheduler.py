@@ -10,11 +10,15 @@ Three kinds of thread share one lock:
 * the **workers** (:class:`~lldsched.threaded.pool.WorkerPool`) take entries from the
   bounded hand-off queue, ask the core to begin them (stale entries are dropped
   there, by generation), run the action *without* the lock, and report back;
-* the **event dispatcher** delivers events to listeners, off the hot path.
+* the **event dispatcher** delivers events to listeners, off the hot path;
+* the **event loop** (:class:`~lldsched.threaded.coroutines.CoroutineRunner`, started
+  at the first coroutine run) runs the awaitables that ``async def`` actions
+  return, with their timeouts enforced by cancellation.
 
 Shutdown stops timing first (the timer is woken and joined, so nothing new is
-submitted), then drains or drops the hand-off queue and joins the workers, then
-delivers the events left.  It is idempotent, and final.
+submitted), then drains (every run due at or before the shutdown instant, in heap
+order, bounded by the timeout) or drops what is due, joins the workers, closes the
+event loop, then delivers the events left.  It is idempotent, and final.
 
 **Recovery.**  A scheduler built on a store that already holds tasks restores
 them in its constructor (:func:`lldsched.core.recovery.recover`): they are visible
@@ -28,9 +32,13 @@ none), the timer compares the two each time it wakes; a gap of more than 1 s
 (plus 0.1% of the time waited, for NTP slewing) is a jump, and
 :func:`lldsched.core.recovery.after_clock_jump` re-evaluates the heap: forward, the
 misfire policy applies as after downtime; backward, elapsed-time schedules move
-back with the clock.  A jump is noticed when the timer next wakes (at the
-latest when the head of the heap falls due by the monotonic clock): the timer
-does not poll for it.
+back with the clock.  A jump is noticed when the timer next wakes: when the head
+of the heap falls due by the monotonic clock, and at the latest ``max_wait``
+seconds (default 60) after it went to sleep.  That bound is what notices a
+suspend: ``Condition.wait`` counts monotonic time, which stops while the machine
+sleeps, so an unbounded wait for a task due in an hour would end an hour *after*
+resume.  One wake a minute costs nothing measurable (``benchmarks/bench_idle.py``);
+``max_wait=None`` waits exactly until the head is due.
 """
 
 from __future__ import annotations
@@ -46,6 +54,7 @@ from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
+from lldsched.checks import seconds
 from lldsched.clock import Clock, SystemClock
 from lldsched.core.context import RunContext
 from lldsched.core.duequeue import QueueStats, TaskQueue
@@ -53,6 +62,7 @@ from lldsched.core.ids import IdGenerator
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.recovery import after_clock_jump, recover
 from lldsched.core.registration import require_action
+from lldsched.core.results import must_await, result_text
 from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.errors import SchedulerStateError, error_text
 from lldsched.listeners import Listener
@@ -60,6 +70,7 @@ from lldsched.model import ExecutionRecord, Priority
 from lldsched.persistence import TaskStore
 from lldsched.policies import MisfirePolicy, RetryPolicy
 from lldsched.schedules.base import Schedule
+from lldsched.threaded.coroutines import CoroutineRunner, is_loop_action
 from lldsched.threaded.dispatcher import EventDispatcher
 from lldsched.threaded.pool import WorkerPool
 
@@ -76,8 +87,12 @@ JUMP_DRIFT = 0.001
 
 _finished = operator.attrgetter("finished")  # the order of Scheduler.records()
 
-_Outcome = tuple[float, float, "str | None", "BaseException | None"]
-"""What running an attempt produced: started, finished, error text, escaped exception."""
+MAX_WAIT = 60.0
+"""The longest the timer sleeps before it looks at the clock again, by default (seconds)."""
+
+_Outcome = tuple[float, float, "str | None", "BaseException | None", "str | None", object]
+"""What running an attempt produced: started, finished, error text, escaped exception,
+result text, and an awaitable still to run (None for a run that is over)."""
 
 
 class Scheduler:
@@ -87,7 +102,11 @@ class Scheduler:
     the queue between the timer and the workers (default: 16 per worker);
     ``history_limit`` bounds each task's in-memory history (default 100 runs;
     ``None``: unbounded; a store and the listeners see every record);
-    ``seed`` seeds retry jitter.  A ``store`` that holds tasks (a reopened
+    ``seed`` seeds retry jitter; ``max_wait`` bounds how long the timer sleeps
+    before it looks at the clock again (seconds, default 60; ``None``: exactly until
+    the next due instant), which is how it notices a wall-clock jump or a suspend;
+    ``max_coroutines`` bounds the coroutine runs in flight at once (see
+    :mod:`lldsched.threaded.coroutines`).  A ``store`` that holds tasks (a reopened
     :class:`~lldsched.stores.sqlite.SqliteTaskStore`) has them restored here.
 
     **Collaborator seams.**  The heap, the pool and the event dispatcher are built
@@ -116,7 +135,12 @@ class Scheduler:
         history_limit: int | None = 100,
         listener_backlog: int = 10_000,
         seed: int | None = None,
+        max_wait: float | None = MAX_WAIT,
+        max_coroutines: int = 1000,
     ) -> None:
+        if max_wait is not None:
+            max_wait = float(seconds(max_wait, name="max_wait", above=0))
+        self._max_wait = max_wait
         self._dispatcher = self.dispatcher_type(listener_backlog)
         listeners = list(listeners)
         for listener in listeners:
@@ -124,13 +148,16 @@ class Scheduler:
         self._clock: Clock = clock if clock is not None else SystemClock()
         # The scheduler's one lock.  It guards the core state machine (registry,
         # statuses, dead letter), the heap, the deadline heap, the pool's hand-off
-        # queue, _in_flight, _state and _idle_waiters.  Three conditions share it:
-        # _wake (the timer waits on it; notified by a push that makes a new
-        # head, by a new earliest deadline, by a worker that half-emptied the
-        # hand-off queue, by a clock change and by shutdown), the pool's (workers
-        # wait for items) and _idle (wait_idle() waits for the last run in flight
-        # to settle).  Lock order: this lock, then the dispatcher's or the store's.
-        # Never held while an action or a listener runs.
+        # queue, the coroutine runner's hand-over state, _loop_ids, _in_flight,
+        # _draining, _state and _idle_waiters.  Four conditions share it: _wake
+        # (the timer waits on it, and shutdown's drain; notified by a push that
+        # makes a new head, by a new earliest deadline, by a worker that
+        # half-emptied the hand-off queue, by a clock change, by shutdown, and
+        # while draining by every settled run), the pool's (workers wait for
+        # items), _idle (wait_idle() waits for the last run in flight to settle)
+        # and the runner's _settled (its shutdown waits for the last coroutine).
+        # Lock order: this lock, then the dispatcher's or the store's.  Never held
+        # while an action, a coroutine or a listener runs.
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._queue = self.queue_type(self._wake)
@@ -144,6 +171,15 @@ class Scheduler:
             on_room=self._wake.notify_all,
         )
         self._idle = threading.Condition(self._lock)
+        self._coroutines = CoroutineRunner(
+            lock=self._lock,
+            begin=self._begin_on_loop,
+            finish=self._finish_coroutine,
+            drop=self._settle,
+            now=self._clock.now,
+            limit=max_coroutines,
+        )
+        self._loop_ids: set[str] = set()  # tasks whose action is an async def: the loop runs them
         self._core = SchedulerCore(
             clock=self._clock,
             queue=self._queue,
@@ -156,12 +192,16 @@ class Scheduler:
         self._deadlines: list[tuple[float, int, RunContext]] = []
         self._deadline_sequence = itertools.count()
         self._in_flight = 0  # entries popped by the timer and not yet settled by a worker
+        self._draining = False  # shutdown(drain=True) is handing out the last due entries
         self._idle_waiters = 0
         self._state = _NEW
         self._timer: threading.Thread | None = None
         if store is not None:
             with self._lock:
                 recover(self._core, store)  # may raise (a bad store): no thread started yet
+                for task in self._core.tasks.values():
+                    if is_loop_action(task.action):
+                        self._loop_ids.add(task.id)
         if listeners:  # deliver from now on: registrations before start() are events too
             self._dispatcher.start()
 
@@ -180,8 +220,17 @@ class Scheduler:
         return self
 
     def shutdown(self, drain: bool = True, timeout: float | None = 5.0) -> bool:
-        """Stop timing, then drain (or with ``drain=False`` drop) queued work; runs in
-        flight always finish.  Idempotent and final.
+        """Stop timing, then drain (or with ``drain=False`` drop) the work that is due;
+        runs in flight always finish.  Idempotent and final.
+
+        ``drain=True`` runs every run due at or before the instant of this call, in
+        heap order (due, priority, arrival), the ones already handed to the workers
+        and the ones still in the heap alike; runs that fall due later (a retry's
+        backoff, the next slot) are not run.  ``timeout`` bounds the whole shutdown:
+        what has not started when it runs out is not run.  What is not run stays
+        SCHEDULED (or RETRYING) with its due time, for a durable store to recover.
+        Coroutines still running when ``timeout`` runs out are cancelled (see
+        :mod:`lldsched.threaded.coroutines`).
 
         Returns True when every thread stopped within ``timeout`` seconds; calling it
         again waits again (up to its own ``timeout``) for a run still in flight.
@@ -193,19 +242,53 @@ class Scheduler:
 
         with self._lock:
             already = self._state is _STOPPED
+            started = self._state is _RUNNING
             self._state = _STOPPED
             self._wake.notify_all()
         if already:  # a second call waits again for what the first left running
             self._join(remaining)
             return not self._threads_alive()
+        instant = self._clock.now()
         if self._timer is not None and self._timer is not threading.current_thread():
             self._timer.join(remaining())
-        dropped = self._pool.shutdown(drain=drain, timeout=remaining())
+        finished = drain and started and self._drain(instant, remaining)
+        if not finished:  # drop=False, or out of time: what waits for the loop is dropped too
+            with self._lock:
+                self._coroutines.drop_waiting()
+        dropped = self._pool.shutdown(drain=finished, timeout=remaining())
         if dropped:
             with self._lock:
                 self._settle(len(dropped))
+        self._coroutines.shutdown(remaining())
         self._dispatcher.close(remaining())
         return not self._threads_alive()
+
+    def _drain(self, instant: float, remaining: Callable[[], float | None]) -> bool:
+        """Hand the workers every entry due at or before ``instant``, as room frees, and
+        wait for the runs in flight (which may queue more such entries: a CATCH_UP
+        slot).  False if the time ran out first.  The timer is stopped: this runs on
+        the thread that called shutdown()."""
+        queue, pool = self._queue, self._pool
+        own = 1 if pool.is_worker(threading.current_thread()) else 0  # shutdown() from a run
+        with self._lock:
+            self._draining = True  # _settle wakes this loop
+            try:
+                while True:
+                    room = pool.room
+                    batch = queue.pop_due(instant, room) if room else []
+                    if batch:
+                        self._in_flight += len(batch)
+                        self._hand_out(batch)
+                        continue
+                    due = queue.next_due()
+                    if (due is None or due > instant) and self._in_flight <= own:
+                        return True
+                    wait = remaining()
+                    if wait == 0.0:
+                        return False
+                    self._wake.wait(wait)  # notified by room, a push, or a settled run
+            finally:
+                self._draining = False
 
     def __enter__(self) -> Scheduler:
         return self.start()
@@ -254,19 +337,23 @@ class Scheduler:
         """Register ``action`` to run on ``schedule``; returns its live :class:`ScheduledTask`.
 
         ``action(*args, **kwargs)`` is called on a worker; if it declares a parameter
-        named ``ctx`` it also gets a :class:`~lldsched.core.context.RunContext`.  ``retry``
+        named ``ctx`` it also gets a :class:`~lldsched.core.context.RunContext`.  An
+        ``async def`` action (or one that returns an awaitable) is awaited on the
+        scheduler's event loop, and its record written when it completes.  ``retry``
         defaults to ``RetryPolicy()`` (3 attempts).  ``timeout`` is detected, not
-        enforced: see :mod:`lldsched.core.context`.  ``misfire`` says what happens to slots
+        enforced, on a thread (see :mod:`lldsched.core.context`); a coroutine is
+        cancelled at its timeout.  ``misfire`` says what happens to slots
         that pass while the scheduler is down (default ``MisfirePolicy()``: run once,
         60 s of grace; see :mod:`lldsched.policies`).  Every argument is validated
         here; with a durable store that includes the action's import path and JSON
         arguments.
         """
         require_action(name, action)
+        on_loop = is_loop_action(action)
         with self._lock:
             if self._state is _STOPPED:
                 raise SchedulerStateError(f"cannot schedule {name!r}: the scheduler is shut down")
-            return self._core.add(
+            task = self._core.add(
                 name,
                 action,
                 schedule,
@@ -277,19 +364,33 @@ class Scheduler:
                 kwargs=kwargs,
                 misfire=misfire,
             )
+            if on_loop:
+                self._loop_ids.add(task.id)
+            elif self._loop_ids:
+                self._loop_ids.discard(task.id)  # an id handed out again
+            return task
 
     def cancel(self, task_id: str) -> bool:
-        """Stop all future runs of the task; True if it was live.  A run in flight
-        finishes (its record is kept) and its context's flag is raised."""
+        """Stop all future runs of the task; True if it was live.  A run in flight on a
+        thread finishes (its record is kept) and its context's flag is raised: the
+        thread rule is cooperative.  A running *coroutine* is cancelled, and its
+        attempt recorded failed (``CancelledError: task cancelled``)."""
         with self._lock:
             changed = self._core.cancel(task_id)
+            if changed:
+                self._coroutines.cancel(task_id, "cancelled")
             self._notify_idle()  # a wait_drained() waiter may have been waiting on this task
             return changed
 
     def pause(self, task_id: str) -> bool:
-        """Hold the task; True if it was live.  A run in flight finishes; nothing follows."""
+        """Hold the task; True if it was live.  A run in flight on a thread finishes;
+        nothing follows.  A running *coroutine* is cancelled: its attempt is recorded
+        failed (``CancelledError: task paused``) and, like any failure, retried
+        after ``resume()`` while attempts remain."""
         with self._lock:
             changed = self._core.pause(task_id)
+            if changed:
+                self._coroutines.cancel(task_id, "paused")
             self._notify_idle()  # a wait_drained() waiter may have been waiting on this task
             return changed
 
@@ -309,6 +410,8 @@ class Scheduler:
         """Cancel the task if live, and forget it (here and in the store)."""
         with self._lock:
             task = self._core.remove(task_id)
+            self._coroutines.cancel(task_id, "cancelled")
+            self._loop_ids.discard(task_id)
             self._notify_idle()
             return task
 
@@ -415,6 +518,7 @@ class Scheduler:
         clock = self._clock
         pool = self._pool
         deadlines = self._deadlines
+        max_wait = self._max_wait
         monotonic = getattr(clock, "monotonic", None)  # jump detection (none on a FakeClock)
         with cond:
             last_wall, last_mono = clock.now(), monotonic() if monotonic is not None else 0.0
@@ -434,7 +538,7 @@ class Scheduler:
                     batch = queue.pop_due(now, room)
                     if batch:
                         self._in_flight += len(batch)
-                        pool.put(batch)
+                        self._hand_out(batch)
                         continue
                     if self._idle_waiters and self._in_flight == 0:
                         self._idle.notify_all()  # only tombstones were due: idle
@@ -443,7 +547,29 @@ class Scheduler:
                     wake = None  # the hand-off queue is full: wait for a worker to make room
                 if deadlines and (wake is None or deadlines[0][0] < wake):
                     wake = deadlines[0][0]
+                if max_wait is not None and (wake is None or wake - now > max_wait):
+                    wake = now + max_wait  # look again soon: a jump or a suspend shows then
                 clock.wait(cond, wake)
+
+    def _hand_out(self, batch: list[Entry]) -> None:
+        """Give due entries to the workers, and loop tasks' entries to the event loop."""
+        loop_ids = self._loop_ids
+        if loop_ids:  # no coroutine task registered: no per-entry test at all
+            to_loop = [entry for entry in batch if entry[3] in loop_ids]
+            if to_loop:
+                self._coroutines.put(to_loop)
+                batch = [entry for entry in batch if entry[3] not in loop_ids]
+                if not batch:
+                    return
+        self._pool.put(batch)
+
+    def _begin_on_loop(self, entry: Entry) -> Run | None:
+        """The event loop begins a loop task's attempt (under the lock); its records
+        carry the loop's lane, one past the worker threads."""
+        run = self._core.begin(entry, self._pool.workers)
+        if run is None:  # a tombstone: cancelled or paused while it waited for a slot
+            self._settle(1)
+        return run
 
     # -- the workers (called by the pool: prepare and complete under the lock) -------------
 
@@ -463,17 +589,39 @@ class Scheduler:
         now = self._clock.now
         started = now()
         try:
-            error = run.invoke()
+            error, value = run.invoke()
         except BaseException as exc:  # recorded by _complete, then re-raised there
-            return started, now(), error_text(exc), exc
-        return started, now(), error, None
+            return started, now(), error_text(exc), exc, None, None
+        if value is None:  # the common case: no result text to build
+            return started, now(), error, None, None, None
+        if must_await(value):  # a coroutine: the event loop runs it, this worker moves on
+            return started, started, None, None, None, value
+        return started, now(), None, None, result_text(value), None
 
     def _complete(self, run: Run, outcome: _Outcome) -> None:
-        started, finished, error, escaped = outcome
-        self._core.finish(run, started, finished, error)
+        started, finished, error, escaped, result, awaitable = outcome
+        if awaitable is not None:
+            if self._coroutines.submit(run, started, awaitable):
+                return  # recorded by _finish_coroutine when it completes
+            finished = self._clock.now()
+            error = "SchedulerStateError: the scheduler shut down before the coroutine ran"
+        self._core.finish(run, started, finished, error, result=result)
         self._settle(1)
         if escaped is not None:
             raise escaped  # KeyboardInterrupt or SystemExit: ends this worker thread
+
+    def _finish_coroutine(
+        self,
+        run: Run,
+        started: float,
+        finished: float,
+        error: str | None,
+        result: str | None,
+        timed_out: bool,
+    ) -> None:
+        """A coroutine run is over (the loop thread calls this under the lock)."""
+        self._core.finish(run, started, finished, error, result=result, timed_out=timed_out)
+        self._settle(1)
 
     def _arm_deadline(self, deadline: float, context: RunContext) -> None:
         deadlines = self._deadlines
@@ -485,6 +633,8 @@ class Scheduler:
         """``count`` entries popped by the timer are done (run, or dropped)."""
         self._in_flight -= count
         self._notify_idle()
+        if self._draining:
+            self._wake.notify_all()  # shutdown's drain waits for runs to settle
 
     def _notify_idle(self) -> None:
         """Wake wait_idle() / wait_drained() callers if nothing is in flight."""
@@ -509,11 +659,12 @@ class Scheduler:
         if self._timer is not None and self._timer is not threading.current_thread():
             self._timer.join(remaining())
         self._pool.shutdown(timeout=remaining())
+        self._coroutines.shutdown(remaining())
         self._dispatcher.close(remaining())
 
     def _threads_alive(self) -> bool:
         timer_alive = self._timer is not None and self._timer.is_alive()
-        return timer_alive or self._pool.alive > 0
+        return timer_alive or self._pool.alive > 0 or self._coroutines.alive
 
     def __repr__(self) -> str:
         return (

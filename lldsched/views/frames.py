@@ -20,6 +20,9 @@ duration    timedelta64[us]         ``finish - start``
 lateness    timedelta64[us]         ``start - due``: dispatch latency or a wait for a worker
 ok          bool                    the attempt succeeded
 error       string                  ``"Type: message"``, ``<NA>`` when ok
+result      string                  what the action returned, as a bounded ``repr``
+                                    (:mod:`lldsched.core.results`); ``<NA>`` when it
+                                    returned None or did not succeed
 timed_out   bool                    the attempt ran past its timeout
 outcome     category                ``ok``, ``failed``, ``timed_out``, or for a slot a
                                     misfire policy decided ``missed``/``coalesced``
@@ -100,6 +103,7 @@ DTYPES: dict[str, Any] = {
     "lateness": np.dtype("timedelta64[us]"),
     "ok": np.dtype("bool"),
     "error": pd.StringDtype(),
+    "result": pd.StringDtype(),
     "timed_out": np.dtype("bool"),
     "outcome": pd.CategoricalDtype(list(OUTCOMES)),
     "priority": pd.Int64Dtype(),
@@ -187,6 +191,7 @@ def to_frame(source: object, *, priorities: Mapping[str, int] | None = None) -> 
         "lateness": (start - due).view("m8[us]"),
         "ok": ok,
         "error": pd.array(column("error"), dtype=DTYPES["error"]),
+        "result": pd.array(column("result"), dtype=DTYPES["result"]),
         "timed_out": timed_out,
         "outcome": _outcomes(records),
         "priority": _priorities(task_id, known),

@@ -93,11 +93,10 @@ print("\n".join(store.log))
 #
 # ## 2. Shutdown: stop timing first, then drain or drop
 #
-# One worker is busy with a long run; three more tasks wait in the hand-off queue (the
-# timer handed all four over together when the scheduler started).
-# `shutdown(drain=True)` stops the timer (nothing new is handed out), lets the queued
-# three run, and joins. `drain=False` drops the queued three instead. Either way the run
-# in flight finishes: Python cannot stop it.
+# One worker is busy with a long run; three more tasks are due and wait for it.
+# `shutdown(drain=True)` stops the timer, then runs every run due at the instant of the
+# call (the three, in heap order), and joins. `drain=False` runs none of them. Either way
+# the run in flight finishes: Python cannot stop it.
 
 
 # %% tags=["nbval-check-output"]

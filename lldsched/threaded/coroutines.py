@@ -1,0 +1,406 @@
+"""CoroutineRunner: the scheduler's event loop, where coroutine actions run to completion.
+
+An action that is an ``async def`` function (``inspect.iscoroutinefunction``) is a
+*loop task*: the timer hands its due entries here instead of to the worker pool,
+and this runner's thread (``lldsched-loop``, one asyncio event loop, started at
+the first coroutine run and closed at shutdown) begins the attempt, calls the
+action (which creates the coroutine and runs none of its body) and runs the
+coroutine as an asyncio task.  Any *other* action that returns an awaitable (a
+plain function returning a coroutine) is called on a worker as usual; the worker
+hands the awaitable here and moves on.  Either way the record is written when the
+awaitable completes: no awaitable is ever recorded as a success without being
+awaited.  A loop task's records carry ``worker == workers`` (the loop's lane,
+one past the threads).
+
+**Capacity.**  Coroutine runs do not hold a worker thread; they have a limit of
+their own: at most ``limit`` run at once (``Scheduler(max_coroutines=...)``,
+default 1000).  The others wait here in the order they were handed over, and a
+loop task's attempt *begins* only when it gets a slot, so its lateness shows
+the wait, and cancel or pause while it waits simply drops it (a tombstone).
+
+**Timeouts are enforced** here, unlike on threads: a coroutine still running at
+its task's timeout is cancelled (``Task.cancel``), recorded ``timed_out`` with a
+``TimeoutError`` text, and its task goes down the retry path.  **Cancelling or
+pausing** a task cancels its running coroutine the same way; the attempt is
+recorded failed (``CancelledError: task cancelled`` / ``task paused``) and,
+like any failure, retried (after ``resume``) while attempts remain.  A run the
+scheduler cancelled ends as the cancellation says, even if the coroutine
+swallowed it.  A coroutine that *blocks* the loop (``time.sleep`` instead of
+``asyncio.sleep``) blocks every coroutine run, and its timeout cannot fire until
+it yields (the record still says ``timed_out``, as on a thread).
+
+**Shutdown** waits for the coroutines in flight up to the shutdown's timeout,
+cancels those left and gives them :data:`CANCEL_GRACE` to end (recorded
+``CancelledError: scheduler shut down``; they go down the retry path, so a
+durable store keeps them due), drops the loop tasks that never began (they stay
+SCHEDULED), stops the loop and closes it.
+
+**Threads and the lock.**  Everything here but the loop-only fields is guarded by
+the scheduler's one lock (passed in): the timer and the workers hand over under
+it, the loop thread takes it once per batch of starts and once per batch of
+finishes, and ``cancel`` is called under it.  The action and the coroutine run
+on the loop thread without it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import inspect
+import logging
+import threading
+import time
+from asyncio import Task
+from collections.abc import Callable, Iterable
+from types import CoroutineType
+from typing import Any
+
+from lldsched.checks import whole
+from lldsched.core.results import must_await, result_text
+from lldsched.core.task import Entry, Run
+from lldsched.errors import error_text
+
+__all__ = ["CANCEL_GRACE", "CoroutineRunner", "Finish", "is_loop_action"]
+
+log = logging.getLogger("lldsched")
+
+Finish = Callable[[Run, float, float, "str | None", "str | None", bool], None]
+"""``finish(run, started, finished, error, result, timed_out)``, called under the lock."""
+
+CANCEL_GRACE = 1.0
+"""Seconds shutdown gives cancelled coroutines to end, beyond its own timeout."""
+
+_Outcome = tuple["str | None", "str | None"]
+_UNFINISHED: _Outcome = ("CancelledError: scheduler shut down", None)
+_RETURNED_NONE: _Outcome = (None, None)
+
+_REASONS = {
+    "cancelled": "CancelledError: task cancelled",
+    "paused": "CancelledError: task paused",
+    "shutdown": "CancelledError: scheduler shut down",
+}
+
+
+def is_loop_action(action: object) -> bool:
+    """True for an ``async def`` function (or a partial of one): its runs go to the loop.
+
+    Asked at every registration, so a function's code flags are read first (tens of
+    nanoseconds; ``inspect.iscoroutinefunction`` alone costs several times that, on
+    a registration of about two microseconds).
+    """
+    code = getattr(action, "__code__", None)  # functions, and bound methods pass it on
+    if code is not None:
+        return bool(code.co_flags & inspect.CO_COROUTINE)
+    return inspect.iscoroutinefunction(action)
+
+
+class _Flight:
+    """One coroutine run: begun, started on the loop, over, recorded."""
+
+    __slots__ = (
+        "active", "awaitable", "finished", "future", "outcome", "reason", "run", "started",
+        "timer",
+    )  # fmt: skip
+
+    def __init__(self, run: Run, started: float, awaitable: Any) -> None:
+        self.run = run
+        self.started = started
+        self.awaitable = awaitable  # None for a loop task until its action is called
+        self.active = False  # holds one of the ``limit`` slots
+        self.future: asyncio.Future[None] | None = None  # its driver task, on the loop
+        self.timer: asyncio.TimerHandle | None = None  # the timeout, on the loop thread
+        self.reason: str | None = None  # why the scheduler cancelled it: timeout, paused...
+        self.finished = 0.0
+        self.outcome: _Outcome = _UNFINISHED  # (error text, result text), set when over
+
+
+class CoroutineRunner:
+    """An event loop on its own thread that runs coroutine actions to completion."""
+
+    def __init__(
+        self,
+        *,
+        lock: threading.Lock,
+        begin: Callable[[Entry], Run | None],
+        finish: Finish,
+        drop: Callable[[int], None],
+        now: Callable[[], float],
+        limit: int = 1000,
+    ) -> None:
+        whole(limit, name="max_coroutines", at_least=1)
+        self.limit = limit
+        self._lock = lock
+        self._begin = begin  # core.begin for a loop task's entry (None: a tombstone)
+        self._finish = finish
+        self._drop = drop  # entries handed over and never begun (shutdown)
+        self._now = now
+        # Guarded by the scheduler's lock: the loop and its thread (created at the
+        # first hand-over), what waits for a slot (loop tasks' entries and handed-off
+        # flights, in arrival order), begun flights by task id, the active count and
+        # the flags.  _settled (on the same lock) is notified by the loop thread when
+        # the last flight is recorded; shutdown() is its only waiter.
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._waiting: collections.deque[Entry | _Flight] = collections.deque()
+        self._flights: dict[str, _Flight] = {}
+        self._active = 0
+        self._wakeup_sent = False
+        self._closed = False
+        self._settled = threading.Condition(lock)
+        # The loop thread's own: flights over and not yet recorded.
+        self._done: list[_Flight] = []
+        self._flush_sent = False
+
+    @property
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    # -- handing over (caller holds the lock) -------------------------------------------
+
+    def put(self, entries: Iterable[Entry]) -> None:
+        """Due entries of loop tasks, from the timer: begun here when a slot is free."""
+        if self._closed:
+            self._drop(len(list(entries)))
+            return
+        self._waiting.extend(entries)
+        self._wake()
+
+    def submit(self, run: Run, started: float, awaitable: Any) -> bool:
+        """An awaitable a worker's action returned: run it, then record it.  False
+        (and the awaitable closed) once the runner is closed."""
+        if self._closed:
+            _close(awaitable)
+            return False
+        flight = _Flight(run, started, awaitable)
+        self._flights[run.task.id] = flight
+        self._waiting.append(flight)
+        self._wake()
+        return True
+
+    def cancel(self, task_id: str, reason: str) -> None:
+        """Cancel the task's coroutine run, if it has one (caller holds the lock)."""
+        flight = self._flights.get(task_id)
+        if flight is None or flight.reason is not None:
+            return
+        flight.reason = reason
+        context = flight.run.context
+        if context is not None:
+            context.cancel(reason)
+        if flight.future is not None and self._loop is not None:
+            self._loop.call_soon_threadsafe(self._cancel, flight)
+        # not started yet: _start_waiting sees the reason and never starts it
+
+    def _wake(self) -> None:
+        if self._loop is None:
+            self._start_loop()
+        if not self._wakeup_sent:  # one wake-up per batch, not per hand-over
+            self._wakeup_sent = True
+            assert self._loop is not None
+            self._loop.call_soon_threadsafe(self._start_waiting)
+
+    # -- shutdown --------------------------------------------------------------------
+
+    def shutdown(self, timeout: float | None) -> bool:
+        """Wait up to ``timeout`` for the coroutines in flight, cancel those left (and
+        give them up to :data:`CANCEL_GRACE` to end), stop and close the loop.  True
+        when the loop thread stopped.  Caller must not hold the lock.  Idempotent.
+
+        A flight that did not end even then (it swallows its cancellation, or blocks
+        the loop) is recorded here, as cancelled: no run is left unrecorded.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+
+        def remaining() -> float | None:
+            return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+        with self._lock:
+            self._closed = True
+            loop, thread = self._loop, self._thread
+            if loop is None or thread is None:
+                return True
+            if self._flights or self._waiting:
+                self._settled.wait_for(self._over_all, remaining())
+            self.drop_waiting()
+            if self._flights:
+                for task_id in list(self._flights):
+                    self.cancel(task_id, "shutdown")
+                self._settled.wait_for(self._over_all, CANCEL_GRACE)
+            for flight in list(self._flights.values()):  # still not over: record it now
+                flight.finished = self._now()
+                self._record(flight)
+            self._waiting.clear()
+        if thread.is_alive():
+            with contextlib.suppress(RuntimeError):  # closed meanwhile: the thread is ending
+                loop.call_soon_threadsafe(loop.stop)
+            thread.join(CANCEL_GRACE)
+        return not thread.is_alive()
+
+    def drop_waiting(self) -> None:
+        """Forget the loop tasks' entries that wait for a slot: they were never begun,
+        so their tasks stay SCHEDULED with their due times (caller holds the lock;
+        shutdown without a drain)."""
+        unbegun = [item for item in self._waiting if not isinstance(item, _Flight)]
+        if unbegun:
+            self._waiting = collections.deque(
+                item for item in self._waiting if isinstance(item, _Flight)
+            )
+            self._drop(len(unbegun))
+            if self._over_all():
+                self._settled.notify_all()
+
+    def _over_all(self) -> bool:
+        return not self._flights and not self._waiting
+
+    # -- the loop thread ---------------------------------------------------------------
+
+    def _start_loop(self) -> None:
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=self._serve, args=(loop,), name="lldsched-loop")
+        thread.daemon = True
+        self._loop, self._thread = loop, thread
+        thread.start()
+
+    def _serve(self, loop: asyncio.AbstractEventLoop) -> None:
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_forever()  # until shutdown() stops it
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()
+
+    def _start_waiting(self) -> None:
+        """Begin and start what waits, as far as the free slots go."""
+        loop = self._loop
+        assert loop is not None
+        starting: list[_Flight] = []
+        with self._lock:
+            self._wakeup_sent = False
+            waiting, flights = self._waiting, self._flights
+            while waiting and self._active < self.limit:
+                item = waiting.popleft()
+                if isinstance(item, _Flight):
+                    flight = item
+                else:  # a loop task's entry: its attempt begins now
+                    run = self._begin(item)
+                    if run is None:
+                        continue  # a tombstone (settled by begin)
+                    flight = flights[run.task.id] = _Flight(run, 0.0, None)
+                flight.active = True
+                self._active += 1
+                starting.append(flight)
+            if self._over_all():
+                self._settled.notify_all()  # only tombstones were waiting
+        drive, now = self._drive, self._now
+        for flight in starting:
+            if flight.awaitable is None:  # call the loop task's action: it makes the coroutine
+                flight.started = now()
+                try:
+                    failure, value = flight.run.invoke()
+                except BaseException as exc:  # KeyboardInterrupt: recorded, the loop lives on
+                    failure, value = error_text(exc), None
+                if failure is not None or (
+                    type(value) is not CoroutineType and not must_await(value)
+                ):  # it raised, or returned a plain value after all
+                    flight.outcome = (failure, None if failure else result_text(value))
+                    self._over(flight)
+                    continue
+                flight.awaitable = value
+            if flight.reason is not None:  # cancelled or paused before it started
+                _close(flight.awaitable)
+                self._over(flight)
+                continue
+            flight.future = Task(drive(flight), loop=loop)  # loop.create_task, one frame less
+            if flight.reason is not None:  # cancelled while its task was being made
+                loop.call_soon(self._cancel, flight)
+            timeout = flight.run.task.timeout
+            if timeout is not None:
+                flight.timer = loop.call_later(timeout, self._time_out, flight)
+
+    async def _drive(self, flight: _Flight) -> None:
+        """Await the flight and keep what it produced.  One task per flight, and no
+        done-callback, which would cost the loop one more handle per run: on the loop
+        alone, 20,000 no-op coroutines ran at 40-50k against 31k a second with one
+        (docs/DECISIONS.md)."""
+        try:
+            value = await flight.awaitable
+        except asyncio.CancelledError:  # the scheduler's (see _outcome), or its own
+            flight.outcome = ("CancelledError", None)
+        except BaseException as exc:  # user failures become data, KeyboardInterrupt too
+            flight.outcome = (error_text(exc), None)
+            if not isinstance(exc, Exception):
+                log.error("coroutine of %s raised %r; recorded as a failure", flight.run, exc)
+        else:
+            flight.outcome = _RETURNED_NONE if value is None else (None, result_text(value))
+        finally:
+            self._over(flight)
+
+    def _cancel(self, flight: _Flight) -> None:
+        """On the loop, after the flight's first step: cancel its task."""
+        if flight.future is not None and not flight.future.done():
+            flight.future.cancel()
+
+    def _time_out(self, flight: _Flight) -> None:
+        with self._lock:
+            if flight.reason is not None:
+                return
+            flight.reason = "timeout"
+        context = flight.run.context
+        if context is not None:
+            context.cancel("timeout")
+        self._cancel(flight)
+
+    def _over(self, flight: _Flight) -> None:
+        """A flight is over: record it with the next batch."""
+        flight.finished = self._now()
+        if flight.timer is not None:
+            flight.timer.cancel()
+        self._done.append(flight)
+        if not self._flush_sent:
+            self._flush_sent = True
+            assert self._loop is not None
+            self._loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        done, self._done = self._done, []
+        self._flush_sent = False
+        with self._lock:
+            for flight in done:
+                if self._flights.get(flight.run.task.id) is flight:  # not recorded by shutdown
+                    self._record(flight)
+            if self._waiting and self._active < self.limit and not self._wakeup_sent:
+                self._wakeup_sent = True  # slots freed: start what waits
+                assert self._loop is not None
+                self._loop.call_soon(self._start_waiting)
+
+    def _record(self, flight: _Flight) -> None:
+        """Write the flight's record and free its slot (caller holds the lock)."""
+        error, result, timed_out = _outcome(flight)
+        del self._flights[flight.run.task.id]
+        if flight.active:
+            self._active -= 1
+        try:
+            self._finish(flight.run, flight.started, flight.finished, error, result, timed_out)
+        except Exception:  # finish records user failures itself: this is our bug
+            log.exception("could not settle the coroutine run %r", flight.run)
+        if self._over_all():
+            self._settled.notify_all()
+
+
+def _outcome(flight: _Flight) -> tuple[str | None, str | None, bool]:
+    """(error text, result text, timed out) of a flight that is over.  A flight the
+    scheduler cancelled ends as the cancellation says, whatever the coroutine did."""
+    reason = flight.reason
+    if reason is None:
+        error, result = flight.outcome
+        return error, result, False
+    if reason == "timeout":
+        timeout = flight.run.task.timeout
+        return f"TimeoutError: cancelled at its {timeout:g} s timeout", None, True
+    return _REASONS.get(reason, reason), None, False
+
+
+def _close(awaitable: object) -> None:
+    """Close a coroutine that will never run (no "never awaited" warning)."""
+    if inspect.iscoroutine(awaitable):
+        awaitable.close()

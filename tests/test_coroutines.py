@@ -1,0 +1,332 @@
+"""Coroutine actions: awaited on the scheduler's event loop, never recorded unawaited, their
+timeouts enforced and their runs cancelled by cancel and pause."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable
+
+import pytest
+
+from lldsched import (
+    EventLog,
+    FakeClock,
+    OneTime,
+    RetryPolicy,
+    Scheduler,
+    Simulation,
+    TaskStatus,
+    ValidationError,
+)
+from tests.conftest import SchedulerFactory, settle
+
+
+def loop_threads() -> list[threading.Thread]:
+    return [thread for thread in threading.enumerate() if thread.name == "lldsched-loop"]
+
+
+async def double(n: int) -> int:
+    await asyncio.sleep(0)
+    return 2 * n
+
+
+async def forever(started: threading.Event, stopped: threading.Event) -> None:
+    started.set()
+    try:
+        await asyncio.sleep(3600)
+    except asyncio.CancelledError:
+        stopped.set()
+        raise
+
+
+def test_an_async_action_runs_to_completion_and_its_record_keeps_what_it_returned(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    body_ran = threading.Event()
+
+    async def report(n: int) -> dict[str, int]:
+        await asyncio.sleep(0.01)
+        body_ran.set()
+        return {"rows": n}
+
+    scheduler = make_scheduler(clock=clock)
+    task = scheduler.schedule("report", report, OneTime(delay=0), args=(3,))
+    settle(scheduler)
+    assert body_ran.is_set()
+    (record,) = task.history
+    assert record.ok and record.result == "{'rows': 3}"
+    assert task.status is TaskStatus.SUCCEEDED
+
+
+def test_a_plain_function_that_returns_a_coroutine_is_awaited_too(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    def later(n: int) -> Awaitable[int]:
+        return double(n)
+
+    scheduler = make_scheduler(clock=clock)
+    task = scheduler.schedule("later", later, OneTime(delay=0), args=(21,))
+    settle(scheduler)
+    assert task.history[0].ok and task.history[0].result == "42"
+
+
+def test_an_awaitable_that_raises_fails_its_run_with_the_error_and_is_retried(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    async def broken() -> None:
+        await asyncio.sleep(0)
+        raise ConnectionError("database restarting")
+
+    scheduler = make_scheduler(clock=clock)
+    task = scheduler.schedule("broken", broken, OneTime(delay=0), retry=RetryPolicy(max_attempts=2))
+    settle(scheduler)
+    assert task.status is TaskStatus.RETRYING
+    assert task.history[0].error == "ConnectionError: database restarting"
+    clock.advance(1)  # the first backoff
+    settle(scheduler)
+    assert [r.attempt for r in task.history] == [1, 2] and task.status is TaskStatus.FAILED
+
+
+def test_a_coroutine_over_its_timeout_is_cancelled_recorded_timed_out_and_retried(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    started, stopped = threading.Event(), threading.Event()
+    scheduler = make_scheduler(clock=clock)
+    task = scheduler.schedule(
+        "slow",
+        forever,
+        OneTime(delay=0),
+        args=(started, stopped),
+        timeout=0.05,
+        retry=RetryPolicy(max_attempts=2),
+    )
+    settle(scheduler)
+    assert stopped.is_set()  # the coroutine saw its CancelledError
+    (record,) = task.history
+    assert record.timed_out and record.outcome == "timed_out"
+    assert record.error == "TimeoutError: cancelled at its 0.05 s timeout"
+    assert task.status is TaskStatus.RETRYING and task.next_run_at == clock.now() + 1
+
+
+def test_cancelling_a_task_cancels_its_running_coroutine(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    started, stopped = threading.Event(), threading.Event()
+    scheduler = make_scheduler(clock=clock)
+    task = scheduler.schedule("long", forever, OneTime(delay=0), args=(started, stopped))
+    assert started.wait(5)
+    assert scheduler.cancel(task.id) is True
+    settle(scheduler)
+    assert stopped.is_set()
+    (record,) = task.history
+    assert not record.ok and record.error == "CancelledError: task cancelled"
+    assert task.status is TaskStatus.CANCELLED and task.next_run_at is None
+
+
+def test_pausing_a_task_cancels_its_running_coroutine_and_resume_runs_the_retry(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    started, stopped = threading.Event(), threading.Event()
+    scheduler = make_scheduler(clock=clock)
+    task = scheduler.schedule("long", forever, OneTime(delay=0), args=(started, stopped))
+    assert started.wait(5)
+    assert scheduler.pause(task.id) is True
+    settle(scheduler)
+    assert stopped.is_set() and task.status is TaskStatus.PAUSED
+    assert task.history[0].error == "CancelledError: task paused"
+    started.clear()
+    clock.advance(1)
+    settle(scheduler)
+    assert not started.is_set()  # paused: the retry waits for resume
+    assert scheduler.resume(task.id) is True
+    assert started.wait(5)  # the retry runs
+    assert scheduler.cancel(task.id) is True
+    settle(scheduler)
+    assert [r.attempt for r in task.history] == [1, 2]
+
+
+def test_coroutine_runs_do_not_hold_a_worker_while_they_await(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    arrived: list[int] = []
+    everyone = asyncio.Event()  # created outside the loop: bound to it at first use
+
+    async def meet(n: int) -> int:
+        arrived.append(n)
+        if len(arrived) == 50:
+            everyone.set()
+        await asyncio.wait_for(everyone.wait(), 5)
+        return n
+
+    scheduler = make_scheduler(workers=1, clock=clock)
+    tasks = [scheduler.schedule(f"m{n}", meet, OneTime(delay=0), args=(n,)) for n in range(50)]
+    settle(scheduler)
+    assert all(t.history[0].ok for t in tasks)  # fifty in flight at once on one worker
+
+
+def test_max_coroutines_bounds_the_coroutine_runs_in_flight(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    running, peak = [0], [0]
+    release = threading.Event()
+
+    async def hold() -> None:
+        running[0] += 1
+        peak[0] = max(peak[0], running[0])
+        while not release.is_set():
+            await asyncio.sleep(0.005)
+        running[0] -= 1
+
+    scheduler = make_scheduler(workers=4, clock=clock, max_coroutines=2)
+    tasks = [scheduler.schedule(f"h{n}", hold, OneTime(delay=0)) for n in range(6)]
+    assert not scheduler.wait_idle(timeout=0.2)  # short bounded wait: they hold
+    assert peak[0] == 2
+    release.set()
+    settle(scheduler)
+    assert peak[0] == 2 and all(t.history[0].ok for t in tasks)
+
+
+def test_shutdown_cancels_coroutines_still_running_at_its_timeout_and_they_stay_due(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    started, stopped = threading.Event(), threading.Event()
+    scheduler = make_scheduler(clock=clock)
+    task = scheduler.schedule("long", forever, OneTime(delay=0), args=(started, stopped))
+    assert started.wait(5)
+    scheduler.shutdown(timeout=0.1)  # the coroutine outlives the timeout: it is cancelled
+    assert scheduler.shutdown(timeout=5) is True  # (a second call waits for the workers)
+    assert stopped.is_set() and loop_threads() == []
+    assert task.history[0].error == "CancelledError: scheduler shut down"
+    assert task.status is TaskStatus.RETRYING and task.next_run_at is not None
+
+
+def test_the_event_loop_starts_at_the_first_coroutine_run_and_closes_at_shutdown(
+    clock: FakeClock,
+) -> None:
+    log = EventLog()
+    scheduler = Scheduler(clock=clock, listeners=[log]).start()
+    try:
+        scheduler.schedule("plain", lambda: None, OneTime(delay=0))
+        settle(scheduler)
+        assert loop_threads() == []  # no coroutine yet, no loop
+        scheduler.schedule("async", double, OneTime(delay=0), args=(1,))
+        settle(scheduler)
+        assert len(loop_threads()) == 1
+    finally:
+        assert scheduler.shutdown(timeout=5) is True
+    assert loop_threads() == []
+
+
+def test_a_coroutine_object_is_not_an_action_and_nothing_registered_is_lost(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    scheduler = make_scheduler(clock=clock, start=False)
+    kept = scheduler.schedule("kept", double, OneTime(delay=60), args=(1,))
+    coroutine = double(1)
+    with pytest.raises(ValidationError, match=r"action must be callable, got <coroutine"):
+        scheduler.schedule("bad", coroutine, OneTime(delay=0))  # type: ignore[arg-type]
+    coroutine.close()
+    assert scheduler.tasks() == [kept]
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, "100", None])
+def test_a_bad_max_coroutines_is_refused_with_its_value(bad: object) -> None:
+    with pytest.raises(ValidationError, match=f"max_coroutines .*got {bad!r}"):
+        Scheduler(max_coroutines=bad)  # type: ignore[arg-type]
+
+
+# -- in the simulation ----------------------------------------------------------------------
+
+
+def test_in_the_simulation_an_async_action_runs_at_its_simulated_instant(clock: FakeClock) -> None:
+    seen: list[int] = []
+
+    async def work(n: int) -> int:
+        await asyncio.sleep(0)
+        seen.append(n)
+        return 2 * n
+
+    sim = Simulation(workers=1, start=clock.now())
+    sim.schedule("work", OneTime(delay=10), action=work, args=(21,), duration=5)
+    sim.schedule("later", OneTime(delay=12), action=lambda: double(1), duration=0)
+    sim.run(clock.now() + 60)
+    first, second = sim.records()
+    assert seen == [21]
+    assert (first.started, first.finished) == (clock.now() + 10, clock.now() + 15)
+    assert first.ok and first.result == "42"
+    assert second.name == "later" and second.started == clock.now() + 15  # waited for work
+    assert second.result == "2"  # a plain function's coroutine is awaited too
+
+
+def test_in_the_simulation_an_awaitable_that_raises_fails_its_run(clock: FakeClock) -> None:
+    async def broken() -> None:
+        raise ConnectionError("refused")
+
+    sim = Simulation(start=clock.now())
+    task = sim.schedule(
+        "broken", OneTime(delay=0), action=broken, retry=RetryPolicy(max_attempts=1)
+    )
+    sim.run(clock.now() + 1)
+    assert [r.error for r in sim.records()] == ["ConnectionError: refused"]
+    assert task.status is TaskStatus.FAILED
+
+
+def test_in_the_simulation_a_coroutine_over_its_timeout_is_cut_at_it_and_retried(
+    clock: FakeClock,
+) -> None:
+    async def quick() -> str:
+        return "done"
+
+    started, stopped = threading.Event(), threading.Event()
+    sim = Simulation(workers=2, start=clock.now())
+    long = sim.schedule(
+        "long", OneTime(delay=0), action=quick, duration=30, timeout=10,
+        retry=RetryPolicy(max_attempts=2, initial_backoff=5),
+    )  # fmt: skip
+    hung = sim.schedule(
+        "hung", OneTime(delay=0), action=forever, args=(started, stopped), timeout=0.05,
+        retry=RetryPolicy(max_attempts=1),
+    )  # fmt: skip
+    sim.run(clock.now() + 12)
+    by_name = {record.name: record for record in sim.records()}
+    cut = by_name["long"]
+    assert cut.timed_out and cut.finished - cut.started == 10  # its worker freed at the timeout
+    assert cut.error == "TimeoutError: cancelled at its 10 s timeout"
+    assert long.status is TaskStatus.RETRYING and long.next_run_at == clock.now() + 15
+    assert stopped.is_set() and by_name["hung"].timed_out  # cancelled after 0.05 s of wall time
+    assert hung.status is TaskStatus.FAILED
+
+
+def test_a_drain_runs_every_coroutine_task_due_at_shutdown(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    ran: list[int] = []
+
+    async def note(n: int) -> None:
+        await asyncio.sleep(0)
+        ran.append(n)
+
+    scheduler = make_scheduler(workers=1, clock=clock, start=False, max_coroutines=3)
+    tasks = [scheduler.schedule(f"c{n}", note, OneTime(delay=0), args=(n,)) for n in range(40)]
+    later = scheduler.schedule("later", note, OneTime(delay=60), args=(99,))
+    scheduler.start()
+    assert scheduler.shutdown(drain=True, timeout=5) is True
+    assert sorted(ran) == list(range(40)) and all(t.history[0].ok for t in tasks)
+    assert later.status is TaskStatus.SCHEDULED and later.history == ()
+
+
+def test_shutdown_without_a_drain_leaves_coroutine_tasks_waiting_for_a_slot_scheduled(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    started, stopped = threading.Event(), threading.Event()
+    scheduler = make_scheduler(clock=clock, max_coroutines=1)
+    busy = scheduler.schedule("busy", forever, OneTime(delay=0), args=(started, stopped))
+    assert started.wait(5)
+    waiting = [scheduler.schedule(f"w{n}", double, OneTime(delay=0), args=(n,)) for n in range(5)]
+    assert not scheduler.wait_idle(timeout=0.1)  # they wait for the one slot
+    scheduler.shutdown(drain=False, timeout=0.1)
+    assert scheduler.shutdown(timeout=5) is True
+    assert busy.history[0].error == "CancelledError: scheduler shut down"
+    assert all(t.history == () and t.status is TaskStatus.SCHEDULED for t in waiting)
+    assert all(t.next_run_at == clock.now() for t in waiting)

@@ -1,0 +1,174 @@
+"""The action's return value: kept on its record as bounded text, by the stores and the frames."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pandas as pd
+
+from lldsched import (
+    ExecutionRecord,
+    FakeClock,
+    FixedRate,
+    InMemoryTaskStore,
+    OneTime,
+    Priority,
+    RetryPolicy,
+    Simulation,
+    SqliteTaskStore,
+    TaskSnapshot,
+    TaskStatus,
+)
+from lldsched.core.results import RESULT_LIMIT, result_text
+from lldsched.persistence import Task
+from lldsched.stores.sqlite import SCHEMA_VERSION
+from lldsched.views.frames import to_frame
+from tests import jobs
+from tests.conftest import T0, SchedulerFactory, settle
+
+
+class Unprintable:
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
+def test_a_result_is_its_repr_and_none_stays_none() -> None:
+    assert result_text(None) is None
+    assert result_text(42) == "42"
+    assert result_text("done") == "'done'"  # a repr: the string 1 and the number 1 differ
+    assert result_text({"rows": 3}) == "{'rows': 3}"
+
+
+def test_a_long_result_is_cut_to_the_stated_length() -> None:
+    text = result_text("x" * 10_000)
+    assert text is not None and len(text) == RESULT_LIMIT and text.endswith("...")
+
+
+def test_a_result_whose_repr_raises_is_text_that_says_so() -> None:
+    assert result_text(Unprintable()) == "<Unprintable whose repr raised RuntimeError>"
+
+
+def test_a_run_keeps_what_its_action_returned_and_a_failed_run_keeps_none(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    scheduler = make_scheduler(clock=clock)
+    counts = scheduler.schedule("count", lambda: {"rows": 3}, OneTime(delay=0))
+    quiet = scheduler.schedule("quiet", lambda: None, OneTime(delay=0))
+    failing = scheduler.schedule(
+        "failing", lambda: 1 / 0, OneTime(delay=0), retry=RetryPolicy(max_attempts=1)
+    )
+    huge = scheduler.schedule("huge", lambda: list(range(10_000)), OneTime(delay=0))
+    settle(scheduler)
+    assert counts.history[0].result == "{'rows': 3}"
+    assert quiet.history[0].result is None
+    assert failing.history[0].result is None and failing.history[0].error is not None
+    assert len(huge.history[0].result or "") == RESULT_LIMIT
+
+
+def test_the_memory_store_keeps_the_result_text(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    store = InMemoryTaskStore()
+    scheduler = make_scheduler(clock=clock, store=store)
+    scheduler.schedule("answer", lambda: 42, OneTime(delay=0))
+    settle(scheduler)
+    assert [record.result for record in store.records()] == ["42"]
+
+
+def test_the_sqlite_store_keeps_the_result_as_text(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path) as store:
+        store.save(SNAPSHOT, _record(result="{'rows': 3}"))
+        store.save(SNAPSHOT, _record(result=None))
+    with SqliteTaskStore(path) as store:
+        assert [record.result for record in store.records()] == ["{'rows': 3}", None]
+    connection = sqlite3.connect(path)
+    (kind,) = connection.execute("SELECT typeof(result) FROM records LIMIT 1").fetchone()
+    connection.close()
+    assert kind == "text"
+
+
+# The schema of version 1, exactly as lldsched wrote it before records kept results.
+_VERSION_1 = """
+CREATE TABLE tasks (
+    position INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, name TEXT NOT NULL,
+    definition TEXT NOT NULL, status TEXT NOT NULL, next_run_at REAL,
+    attempt INTEGER NOT NULL, run_count INTEGER NOT NULL, failure_count INTEGER NOT NULL,
+    last_error TEXT, running INTEGER NOT NULL, failed_seq INTEGER
+);
+CREATE TABLE records (
+    task_id TEXT NOT NULL, seq INTEGER NOT NULL, attempt INTEGER NOT NULL,
+    due REAL NOT NULL, slot REAL NOT NULL, worker INTEGER NOT NULL, started REAL NOT NULL,
+    finished REAL NOT NULL, ok INTEGER NOT NULL, error TEXT, timed_out INTEGER NOT NULL,
+    misfire TEXT, PRIMARY KEY (task_id, seq)
+) WITHOUT ROWID;
+PRAGMA application_id = 1819042931;
+PRAGMA user_version = 1;
+"""
+
+
+def test_a_version_1_file_is_migrated_at_open_and_keeps_its_records(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    connection = sqlite3.connect(path)
+    connection.executescript(_VERSION_1)
+    definition = (
+        '{"name":"t","action":"tests.jobs:noop","schedule":{"type":"FixedRate","period":60,'
+        '"on_overrun":"skip","start_delay":0},"priority":1,"retry":{"max_attempts":3,'
+        '"initial_backoff":1.0,"multiplier":2.0,"max_backoff":60.0,"jitter":0.0},'
+        '"timeout":null,"args":[],"kwargs":null,"misfire":null}'
+    )
+    connection.execute(
+        "INSERT INTO tasks VALUES (1, 'task-1', 't', ?, 'scheduled', ?, 0, 1, 0, NULL, 0, NULL)",
+        (definition, T0 + 60),
+    )
+    connection.execute(
+        "INSERT INTO records VALUES ('task-1', 1, 1, ?, ?, 0, ?, ?, 1, NULL, 0, NULL)",
+        (T0, T0, T0, T0 + 1),
+    )
+    connection.commit()
+    connection.close()
+    with SqliteTaskStore(path) as store:
+        assert [snap.task.action for snap in store.load_all()] == [jobs.noop]
+        (old,) = store.records()
+        assert old.ok and old.result is None
+        store.save(SNAPSHOT, _record(result="'new'"))
+        assert [record.result for record in store.records()] == [None, "'new'"]
+    connection = sqlite3.connect(path)
+    assert connection.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+    connection.close()
+
+
+def test_a_frame_shows_the_result_column(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    scheduler = make_scheduler(clock=clock)
+    scheduler.schedule("answer", lambda: 42, OneTime(delay=0))
+    scheduler.schedule("quiet", lambda: None, OneTime(delay=1))
+    clock.advance(1)
+    settle(scheduler)
+    frame = to_frame(scheduler)
+    assert str(frame["result"].dtype) == "string"
+    results = frame.set_index("name")["result"]
+    assert results["answer"] == "42" and results["quiet"] is pd.NA
+
+
+SNAPSHOT = TaskSnapshot(
+    Task("task-1", "t", jobs.noop, FixedRate(60), Priority.NORMAL, RetryPolicy(), None),
+    TaskStatus.SCHEDULED, T0, 0, 0, 0, None,
+)  # fmt: skip
+
+
+def _record(*, result: str | None) -> ExecutionRecord:
+    return ExecutionRecord("task-1", "t", 1, T0, T0, 0, T0, T0 + 1, True, result=result)
+
+
+def test_a_simulated_run_keeps_what_its_real_action_returned() -> None:
+    sim = Simulation(start=T0)
+    sim.schedule("answer", OneTime(delay=0), action=lambda: 42, duration=3)
+    sim.schedule("quiet", OneTime(delay=0), action=lambda: None)
+    sim.run(T0 + 10)
+    assert {record.name: record.result for record in sim.records()} == {
+        "quiet": None,
+        "answer": "42",
+    }

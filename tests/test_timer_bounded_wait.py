@@ -1,0 +1,109 @@
+"""The timer's wait is bounded (``max_wait``), so a suspend or a wall-clock jump is noticed
+within it, not when the head of the heap falls due by the monotonic clock."""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+import pytest
+
+from lldsched import EventLog, OneTime, Scheduler, ValidationError
+from tests.conftest import T0, SchedulerFactory
+
+
+class SuspendingClock:
+    """Wall time that can jump, and a wait that counts only monotonic time.
+
+    ``Condition.wait(timeout)`` counts monotonic time, which stops while a machine is
+    suspended.  This clock models that: ``wait(condition, deadline)`` ends when the
+    *monotonic* time has moved on by ``deadline - now()`` (or on an ordinary notify),
+    ``elapse(s)`` moves both clocks, and ``suspend(s)`` moves the wall clock alone and
+    wakes nobody, as a laptop lid does.
+    """
+
+    def __init__(self, start: float) -> None:
+        # Guards the two times and the waiters; never held while a condition is taken.
+        self._lock = threading.Lock()
+        self._wall = start
+        self._mono = 0.0
+        self._waiters: weakref.WeakKeyDictionary[threading.Condition, float | None] = (
+            weakref.WeakKeyDictionary()
+        )
+        self.parked = threading.Event()
+
+    def now(self) -> float:
+        return self._wall
+
+    def monotonic(self) -> float:
+        return self._mono
+
+    def wait(self, condition: threading.Condition, deadline: float | None) -> None:
+        with self._lock:
+            if deadline is not None and deadline <= self._wall:
+                return
+            # the monotonic instant this wait times out at
+            self._waiters[condition] = (
+                None if deadline is None else self._mono + (deadline - self._wall)
+            )
+            self.parked.set()
+        condition.wait()
+
+    def elapse(self, seconds: float) -> None:
+        """Time passes on both clocks; waits whose monotonic timeout passed end."""
+        with self._lock:
+            self._wall += seconds
+            self._mono += seconds
+            due = [
+                c for c, until in self._waiters.items() if until is not None and until <= self._mono
+            ]
+        for condition in due:
+            with condition:
+                condition.notify_all()
+
+    def suspend(self, seconds: float) -> None:
+        """The machine sleeps: the wall clock moves on, the monotonic one does not."""
+        with self._lock:
+            self._wall += seconds
+
+
+@pytest.mark.parametrize("max_wait", [60.0, None])
+def test_a_task_due_in_an_hour_runs_within_the_bounded_wait_after_an_eight_hour_suspend(
+    make_scheduler: SchedulerFactory, max_wait: float | None
+) -> None:
+    clock = SuspendingClock(T0)
+    log = EventLog()
+    scheduler = make_scheduler(clock=clock, listeners=[log], max_wait=max_wait, start=False)
+    task = scheduler.schedule("hourly-report", lambda: None, OneTime(delay=3600))
+    scheduler.start()
+    assert clock.parked.wait(5)  # parked on the head (or on the bound), nothing else to do
+    clock.suspend(8 * 3600)  # the lid closes for eight hours; no thread is woken
+    clock.elapse(60)  # one minute after resume
+    ran = log.wait_for(lambda e: e.record is not None, timeout=0.5 if max_wait is None else 5)
+    if max_wait is None:  # the unbounded wait still has 59 monotonic minutes to go
+        assert ran is None and task.run_count == 0
+        clock.elapse(3540)
+        ran = log.wait_for(lambda e: e.record is not None, timeout=5)
+        assert ran is not None and ran.record is not None
+        assert ran.record.started == T0 + 8 * 3600 + 3600  # an hour after resume
+    else:
+        assert ran is not None and ran.record is not None
+        assert ran.record.started == T0 + 8 * 3600 + 60  # a minute after resume
+
+
+def test_an_idle_timer_looks_at_the_clock_once_per_bounded_wait(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    clock = SuspendingClock(T0)
+    make_scheduler(clock=clock, max_wait=60)
+    for _ in range(3):  # nothing is registered: each minute it wakes and parks again
+        assert clock.parked.wait(5)
+        clock.parked.clear()
+        clock.elapse(60)
+    assert clock.parked.wait(5)
+
+
+@pytest.mark.parametrize("bad", [0, -1, float("nan"), float("inf"), "60", True])
+def test_a_bad_max_wait_is_refused_with_its_value(bad: object) -> None:
+    with pytest.raises(ValidationError, match=f"max_wait .*got {bad!r}"):
+        Scheduler(max_wait=bad)  # type: ignore[arg-type]
