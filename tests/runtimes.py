@@ -15,8 +15,8 @@ from typing import Any
 from lldsched import (
     EventLog,
     FakeClock,
-    Scheduler,
     ScheduledTask,
+    Scheduler,
     Simulation,
     TaskEvent,
     TaskStore,

@@ -112,7 +112,7 @@ def test_an_unknown_id_raises_naming_it(driven: Any) -> None:
 def test_a_cancelled_task_cannot_be_modified(driven: Any) -> None:
     task = driven.add("report", FixedRate(60, start_delay=60))
     driven.runtime.cancel(task.id)
-    with pytest.raises(SchedulerStateError, match="modify task 'task-1' .*cancelled"):
+    with pytest.raises(SchedulerStateError, match=r"modify task 'task-1' .*cancelled"):
         driven.runtime.modify(task.id, priority=Priority.HIGH)
     assert task.priority is Priority.NORMAL
 

@@ -119,7 +119,9 @@ def test_a_finished_task_cannot_be_rescheduled_and_is_left_as_it_was(
     else:
         driven.run_until(T0 + 60)
     status = task.status
-    with pytest.raises(SchedulerStateError, match=rf"reschedule task 'task-1' \('once'\).*{status.value}"):
+    with pytest.raises(
+        SchedulerStateError, match=rf"reschedule task 'task-1' \('once'\).*{status.value}"
+    ):
         driven.runtime.reschedule(task.id, FixedRate(60))
     assert task.status is status and task.schedule == OneTime(delay=60)
     assert driven.runtime.pending() == []
@@ -135,7 +137,7 @@ def test_a_bad_schedule_is_refused_naming_it_and_the_task_keeps_its_own(driven: 
     driven.run_until(T0 + 1)
     with pytest.raises(ScheduleError, match="'61 \\* \\* \\* \\*'"):
         driven.runtime.reschedule(task.id, "61 * * * *")
-    with pytest.raises(ValidationError, match="schedule must provide first_run.*got 60"):
+    with pytest.raises(ValidationError, match=r"schedule must provide first_run.*got 60"):
         driven.runtime.reschedule(task.id, 60)
     assert task.schedule == FixedRate(3600) and task.next_run_at == T0 + 3600
     assert driven.runtime.pending() == [task]
@@ -182,6 +184,6 @@ def test_reschedule_after_shutdown_is_refused(
     scheduler = make_scheduler(clock=clock)
     task = scheduler.schedule("job", lambda: None, FixedRate(60, start_delay=60))
     scheduler.shutdown()
-    with pytest.raises(SchedulerStateError, match="cannot reschedule 'task-1'.*shut down"):
+    with pytest.raises(SchedulerStateError, match=r"cannot reschedule 'task-1'.*shut down"):
         scheduler.reschedule(task.id, FixedRate(5))
     assert task.schedule == FixedRate(60, start_delay=60) and task.next_run_at == T0 + 60

@@ -149,7 +149,7 @@ def test_run_now_during_shutdown_is_refused(
         assert scheduler._timer is not None
         scheduler._timer.join(5)  # the timer stops once shutdown() has begun
         assert not scheduler.running and stopping.is_alive()
-        with pytest.raises(SchedulerStateError, match="cannot run_now 'task-2'.*shut down"):
+        with pytest.raises(SchedulerStateError, match=r"cannot run_now 'task-2'.*shut down"):
             scheduler.run_now(later.id)
         assert later.next_run_at == T0 + 3600 and later.run_count == 0
     finally:

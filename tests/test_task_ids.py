@@ -14,8 +14,8 @@ from lldsched import (
     OneTime,
     Priority,
     RetryPolicy,
-    Scheduler,
     ScheduleError,
+    Scheduler,
     SchedulerStateError,
     Simulation,
     SqliteTaskStore,
@@ -180,7 +180,7 @@ def test_a_rejected_replacement_leaves_the_task_as_it_was(driven: Any) -> None:
         driven.add("renamed", FixedRate(60), id="report", replace_existing=True, retry=3)
     with pytest.raises(ScheduleError, match="'0 0 30 2 \\*'"):
         driven.add("renamed", "0 0 30 2 *", id="report", replace_existing=True)
-    with pytest.raises(ScheduleError, match="Never.* never fires"):
+    with pytest.raises(ScheduleError, match=r"Never.* never fires"):
         driven.add("renamed", Never(), id="report", replace_existing=True)
     assert (task.name, task.schedule, task.priority, task.retry, task.next_run_at) == before
     assert driven.runtime.pending() == [task] and len(driven.events) == events
@@ -216,7 +216,7 @@ def test_replace_existing_after_shutdown_is_refused_like_any_registration() -> N
     scheduler = Scheduler(workers=1, clock=FakeClock(T0))
     task = scheduler.schedule("report", jobs.noop, FixedRate(60), id="report")
     scheduler.shutdown()
-    with pytest.raises(SchedulerStateError, match="'report'.*shut down"):
+    with pytest.raises(SchedulerStateError, match=r"'report'.*shut down"):
         scheduler.schedule("report", jobs.noop, FixedRate(5), id="report", replace_existing=True)
     assert task.schedule == FixedRate(60)
 
