@@ -33,6 +33,10 @@ Lifecycle (docs/ARCHITECTURE.md)::
     SCHEDULED|RETRYING|RUNNING|PAUSED -> CANCELLED
     FAILED    -> SCHEDULED          redrive, with a fresh attempt counter
 
+The definition verbs (``add(..., replace_existing=True)``, :meth:`~SchedulerCore.reschedule`,
+:meth:`~SchedulerCore.modify`, :meth:`~SchedulerCore.run_now`) change what a task
+runs and when, never its status: no edge above is theirs.
+
 A task paused or cancelled mid-run keeps that status when its run finishes: the
 record is kept and nothing is queued after it.  A task paused mid-run whose run
 *ends* the task (no next run, or retries exhausted) still reaches SUCCEEDED or
