@@ -29,9 +29,9 @@ from lldsched.sim import fixed
 from tests.conftest import T0, SchedulerFactory, settle
 
 
-def first_run_fails() -> Callable[[random.Random, int], bool]:
-    """A failure model: the first run fails, every later one succeeds."""
-    outcomes = iter([True])
+def first_runs_fail(count: int = 1) -> Callable[[random.Random, int], bool]:
+    """A failure model: the first ``count`` runs fail, every later one succeeds."""
+    outcomes = iter([True] * count)
     return lambda rng, attempt: next(outcomes, False)
 
 
@@ -70,7 +70,7 @@ def test_a_running_task_finishes_its_run_then_the_new_schedule_starts_from_its_f
 def test_a_retrying_task_runs_its_pending_retry_first_with_its_attempt_counter() -> None:
     sim = Simulation(workers=1, start=T0)
     retry = RetryPolicy(max_attempts=3, initial_backoff=20)
-    task = sim.schedule("import", FixedRate(3600), fails=first_run_fails(), retry=retry)
+    task = sim.schedule("import", FixedRate(3600), fails=first_runs_fail(), retry=retry)
     sim.run(T0 + 5)
     assert task.status is TaskStatus.RETRYING and task.next_run_at == T0 + 20
     sim.reschedule(task.id, FixedRate(600, start_delay=600))
@@ -97,7 +97,7 @@ def test_a_paused_task_stays_paused_and_resumes_on_the_new_schedule(driven: Any)
 def test_a_failed_task_takes_the_schedule_and_stays_dead_lettered_until_redrive() -> None:
     sim = Simulation(workers=1, start=T0)
     task = sim.schedule(
-        "import", OneTime(delay=0), fails=first_run_fails(), retry=RetryPolicy.never()
+        "import", OneTime(delay=0), fails=first_runs_fail(), retry=RetryPolicy.never()
     )
     sim.run(T0 + 10)
     assert task.status is TaskStatus.FAILED
@@ -107,6 +107,19 @@ def test_a_failed_task_takes_the_schedule_and_stays_dead_lettered_until_redrive(
     sim.redrive(task.id)
     sim.run(T0 + 700)
     assert [r.started - T0 for r in task.history] == [0, 10, 310, 610]
+
+
+def test_a_rescheduled_task_whose_owed_retry_fails_for_good_is_redriven_onto_the_new_grid() -> None:
+    sim = Simulation(workers=1, start=T0)
+    retry = RetryPolicy(max_attempts=2, initial_backoff=10)
+    task = sim.schedule("import", FixedRate(3600), fails=first_runs_fail(2), retry=retry)
+    sim.run(T0 + 1)
+    sim.reschedule(task.id, FixedRate(600))
+    sim.run(T0 + 100)
+    assert task.status is TaskStatus.FAILED  # the owed retry failed too
+    sim.at(T0 + 200, lambda: sim.redrive(task.id))
+    sim.run(T0 + 900)
+    assert [(r.attempt, r.started - T0) for r in task.history][2:] == [(1, 200), (1, 800)]
 
 
 @pytest.mark.parametrize("finish", ["cancel", "succeed"])

@@ -385,13 +385,16 @@ class SchedulerCore:
         return True
 
     def redrive(self, task_id: str) -> bool:
-        """Put a FAILED (dead-lettered) task back, due now, with a fresh attempt counter."""
+        """Put a FAILED (dead-lettered) task back, due now, with a fresh attempt counter;
+        a plan left in front of its schedule (a catch-up, a rescheduled first run) is
+        dropped: its own schedule follows the redriven run."""
         task = self.get(task_id)
         if task.status is not FAILED:
             return False
         del self._dead[task_id]
         now = self.clock.now()
         task.status = SCHEDULED
+        task.schedule = unwrap(task.schedule)
         task.attempt = 0
         task._slot = now
         self._enqueue(task, now)
