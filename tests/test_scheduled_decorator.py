@@ -78,7 +78,7 @@ def test_bad_input_is_refused_naming_it_and_nothing_is_registered(
     with pytest.raises(ValidationError, match="takes a schedule or a cron expression, got 60"):
         scheduler.scheduled(60)  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match="task name must be a non-empty string, got ''"):
-        scheduler.scheduled(FixedRate(60), name="")
+        scheduler.scheduled(FixedRate(60), name="")(job)
     assert scheduler.tasks() == []
     scheduler.scheduled(FixedRate(60), name="print")(functools.partial(print, end=""))
     assert [task.name for task in scheduler.tasks()] == ["print"]
