@@ -38,7 +38,7 @@ def test_the_verbs_take_the_same_parameters_in_both_runtimes() -> None:
 
 def test_the_registration_options_share_names_in_both_runtimes() -> None:
     options = {"id", "replace_existing", "priority", "retry", "timeout", "args", "kwargs"}
-    options.add("misfire")
+    options |= {"misfire"}
     for runtime in (Scheduler, Simulation):
         for register in (runtime.schedule, runtime.scheduled):
             keywords = {
