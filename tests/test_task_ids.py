@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -184,6 +184,21 @@ def test_a_rejected_replacement_leaves_the_task_as_it_was(driven: Any) -> None:
         driven.add("renamed", Never(), id="report", replace_existing=True)
     assert (task.name, task.schedule, task.priority, task.retry, task.next_run_at) == before
     assert driven.runtime.pending() == [task] and len(driven.events) == events
+
+
+def test_a_replacement_with_an_action_that_is_not_callable_is_refused(driven: Any) -> None:
+    task = driven.add("report", FixedRate(3600), id="report")
+    runtime, not_callable = driven.runtime, cast(Any, 42)
+    with pytest.raises(ValidationError, match="action must be callable, got 42"):
+        if isinstance(runtime, Scheduler):
+            runtime.schedule(
+                "report", not_callable, FixedRate(60), id="report", replace_existing=True
+            )
+        else:
+            runtime.schedule(
+                "report", FixedRate(60), action=not_callable, id="report", replace_existing=True
+            )
+    assert task.action is jobs.noop and task.schedule == FixedRate(3600)
 
 
 def test_a_replacement_the_durable_store_refuses_changes_nothing(tmp_path: Path) -> None:
