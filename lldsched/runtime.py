@@ -5,17 +5,20 @@
 with the same names and meanings, so a view (a frame, a plot, a control panel)
 takes a :class:`Runtime` and never imports either:
 
-* :class:`Controls`: ``pause``, ``resume``, ``cancel``, ``redrive`` (True when
-  something changed) and ``remove`` (cancel and forget; returns the task);
+* :class:`Controls`: ``pause``, ``resume``, ``cancel``, ``redrive``, ``run_now``
+  (True when something changed), ``remove`` (cancel and forget; returns the task),
+  ``reschedule`` and ``modify`` (a new *when*, new options; return the task);
 * :class:`Reads`: ``task``, ``tasks``, ``records`` (every record the runtime still
   holds, in the order the runs finished), ``dead_letter``, ``pending``,
-  ``queue_stats``, ``workers`` and ``now`` (the runtime's instant, epoch seconds);
+  ``queue_stats``, ``workers``, ``now`` (the runtime's instant, epoch seconds) and
+  ``tz`` (the zone of cron schedules that name none);
 * :class:`Observable`: ``add_listener`` and ``remove_listener``.
 
 Registration differs by design: ``Scheduler.schedule(name, action, schedule, ...)``
 runs an action, ``Simulation.schedule(name, schedule, *, duration, fails, action=None,
-...)`` draws durations and failures from models; their keyword options (``priority``,
-``retry``, ``timeout``, ``args``, ``kwargs``, ``misfire``) share names and meaning.
+...)`` draws durations and failures from models; their keyword options (``id``,
+``replace_existing``, ``priority``, ``retry``, ``timeout``, ``args``, ``kwargs``,
+``misfire``) share names and meaning, as do their decorator forms (``scheduled``).
 :class:`Stepped` is the simulation's own clockwork, what a player drives.
 
 The protocols are ``runtime_checkable``: ``isinstance(x, Runtime)`` tells a runtime
@@ -28,9 +31,12 @@ from datetime import datetime, timedelta
 from typing import Protocol, runtime_checkable
 
 from lldsched.core.duequeue import QueueStats
+from lldsched.core.registration import Unchanged
 from lldsched.core.task import ScheduledTask
 from lldsched.listeners import Listener
-from lldsched.model import ExecutionRecord
+from lldsched.model import ExecutionRecord, Priority
+from lldsched.policies import RetryPolicy
+from lldsched.schedules.base import Schedule
 
 __all__ = ["Controls", "Observable", "Reads", "Runtime", "Stepped"]
 
@@ -43,7 +49,17 @@ class Controls(Protocol):
     def resume(self, task_id: str) -> bool: ...
     def cancel(self, task_id: str) -> bool: ...
     def redrive(self, task_id: str) -> bool: ...
+    def run_now(self, task_id: str) -> bool: ...
     def remove(self, task_id: str) -> ScheduledTask: ...
+    def reschedule(self, task_id: str, schedule: Schedule | str) -> ScheduledTask: ...
+    def modify(
+        self,
+        task_id: str,
+        *,
+        priority: Priority | int | Unchanged = ...,
+        retry: RetryPolicy | Unchanged | None = ...,
+        timeout: float | Unchanged | None = ...,
+    ) -> ScheduledTask: ...
 
 
 @runtime_checkable
@@ -54,6 +70,8 @@ class Reads(Protocol):
     def workers(self) -> int: ...
     @property
     def now(self) -> float: ...
+    @property
+    def tz(self) -> str: ...
     def task(self, task_id: str) -> ScheduledTask: ...
     def tasks(self) -> list[ScheduledTask]: ...
     def records(self) -> list[ExecutionRecord]: ...

@@ -45,3 +45,13 @@ def make_scheduler() -> Iterator[SchedulerFactory]:
 def settle(scheduler: Scheduler) -> None:
     """Wait (bounded) until nothing is due or running; fail the test otherwise."""
     assert scheduler.wait_idle(timeout=5.0), "scheduler did not settle within 5 s"
+
+
+@pytest.fixture(params=["threaded", "simulated"])
+def driven(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """Both runtimes in turn, driven alike (tests/runtimes.py); closed after the test."""
+    from tests.runtimes import Driven
+
+    runtime = Driven(request.param)
+    yield runtime
+    runtime.close()

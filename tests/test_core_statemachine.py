@@ -6,9 +6,10 @@ FixedDelay, small integer periods and start delays, a RetryPolicy of 1 to 3
 attempts with small capped backoffs and no jitter, an optional timeout, a random
 priority); begin the next due entry (the clock jumps to it); finish one of the runs
 in flight (several may be in flight at once) ok, with an error text, or over its
-timeout; pause, resume, cancel, redrive and remove a random id (live, terminal,
-removed, or never registered); and advance the clock.  The core is built with a
-random history limit (None, 0, 1, 3 or 100) and one first task; at most 4 tasks
+timeout; pause, resume, cancel, redrive, remove, modify (priority, timeout),
+reschedule (a new schedule) and run_now a random id (live, terminal, removed, or
+never registered); and advance the clock.  The core is built with a random
+history limit (None, 0, 1, 3 or 100) and one first task; at most 4 tasks
 are registered at once, 8 in all.  The control verbs mostly pick a task they act on
 (so pause/resume/redrive sequences are frequent), sometimes any id ever registered,
 now and then an unknown one.
@@ -44,16 +45,32 @@ Rules the model encodes (besides the plain transitions):
   due = max(previous due, now), RETRYING if attempt > 0 else SCHEDULED (the slot
   re-anchored at the due);
 * cancel from any non-terminal status (next due cleared); redrive FAILED ->
-  SCHEDULED due now, attempt 0, slot now, out of the dead letter; remove cancels a
-  live task, unregisters it and drops it from the dead letter; unknown or removed
-  ids raise TaskNotFoundError.
+  SCHEDULED due now, attempt 0, slot now, out of the dead letter (a slot run_now
+  set aside is dropped); remove cancels a live task, unregisters it and drops it
+  from the dead letter; unknown or removed ids raise TaskNotFoundError;
+* modify changes no status: a new priority queues a queued task again at the same
+  due (a new push), a new timeout judges the run in flight at its finish; SUCCEEDED
+  and CANCELLED tasks raise SchedulerStateError; a change is announced as an event
+  from the status to itself, no change is not announced;
+* reschedule of a SCHEDULED task, or one PAUSED between runs, gives it the new
+  schedule's first due from now (queued if SCHEDULED, slot = that due); of a task
+  with work owed (running, retrying, paused mid-run or while retrying) keeps that
+  work, and the next successful run is followed by the new schedule's first due
+  counted from its finish; a FAILED task just takes the schedule; SUCCEEDED and
+  CANCELLED raise SchedulerStateError; a slot set aside by run_now is dropped;
+* run_now of a SCHEDULED task due later queues it now (slot = now) and sets its
+  pending due aside: the next successful run is followed by that due instead of
+  the schedule's answer; of a RETRYING task due later, queues the retry now
+  (attempt and slot kept); otherwise returns False and changes nothing.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -75,6 +92,7 @@ from lldsched import (
     Priority,
     RetryPolicy,
     ScheduledTask,
+    SchedulerStateError,
     TaskNotFoundError,
     TaskStatus,
 )
@@ -174,6 +192,8 @@ class Model:
     queued: bool = True
     in_flight: bool = False
     removed: bool = False
+    aside: float | None = None  # the due run_now set aside, handed out after the next ok run
+    fresh: bool = False  # rescheduled with work owed: the next ok run is followed by a first run
     run_count: int = 0
     failure_count: int = 0
     last_error: str | None = None
@@ -240,6 +260,9 @@ class CoreMachine(RuleBasedStateMachine):
             "cancel": m.status not in TERMINAL,
             "redrive": m.status is FAILED,
             "remove": True,
+            "modify": m.status not in (SUCCEEDED, CANCELLED),
+            "reschedule": m.status not in (SUCCEEDED, CANCELLED),
+            "run_now": m.status in (SCHEDULED, RETRYING),
         }[verb]
 
     def expect_events(self, expected: list[Event]) -> None:
@@ -353,7 +376,13 @@ class CoreMachine(RuleBasedStateMachine):
 
         due: float | None = None
         if ok:
-            due = m.spec.next_due(run.slot, self.now)
+            if m.fresh:
+                due = m.spec.first(self.now)
+            elif m.aside is not None:
+                due = m.aside
+            else:
+                due = m.spec.next_due(run.slot, self.now)
+            m.aside, m.fresh = None, False
             outcome = SCHEDULED if due is not None else SUCCEEDED
         elif run.attempt < m.spec.retry.max_attempts:
             outcome, due = RETRYING, self.now + m.spec.backoff(run.attempt)
@@ -454,6 +483,7 @@ class CoreMachine(RuleBasedStateMachine):
         if redriven:
             self.dead.remove(task_id)
             m.status, m.attempt, m.slot = SCHEDULED, 0, self.now
+            m.aside, m.fresh = None, False
             self.push(m, self.now)
         self.expect_events([(task_id, FAILED, SCHEDULED)] if redriven else [])
 
@@ -471,6 +501,92 @@ class CoreMachine(RuleBasedStateMachine):
         if task_id in self.dead:
             self.dead.remove(task_id)
 
+    @rule(
+        index=TARGETS,
+        priority=st.none() | st.sampled_from(list(Priority)),
+        timeout=st.sampled_from(["unchanged", None, 1, 2, 3]),
+    )
+    def modify(self, index: int, priority: Priority | None, timeout: str | int | None) -> None:
+        task_id = self.target("modify", index)
+        m = self.live(task_id)
+        options: dict[str, Any] = {}
+        if priority is not None:
+            options["priority"] = priority
+        if timeout != "unchanged":
+            options["timeout"] = None if timeout is None else float(timeout)
+        if m is None:
+            self.expect_not_found(functools.partial(self.core.modify, **options), task_id)
+            return
+        if m.status in (SUCCEEDED, CANCELLED):
+            try:
+                self.core.modify(task_id, **options)
+            except SchedulerStateError:
+                pass
+            else:
+                raise AssertionError(f"modify({task_id!r}) of a {m.status} task did not raise")
+            self.expect_events([])
+            return
+        assert self.core.modify(task_id, **options) is self.objects[task_id]
+        new_priority = m.spec.priority if priority is None else priority
+        new_timeout = m.spec.timeout if timeout == "unchanged" else timeout
+        assert new_timeout is None or isinstance(new_timeout, int)
+        changed = (new_priority, new_timeout) != (m.spec.priority, m.spec.timeout)
+        if m.queued and new_priority is not m.spec.priority:
+            assert m.due is not None
+            self.push(m, m.due)
+        m.spec = dataclasses.replace(m.spec, priority=new_priority, timeout=new_timeout)
+        self.expect_events([(task_id, m.status, m.status)] if changed else [])
+
+    @rule(index=TARGETS, spec=specs())
+    def reschedule(self, index: int, spec: Spec) -> None:
+        task_id = self.target("reschedule", index)
+        m = self.live(task_id)
+        new = dataclasses.replace(
+            spec, retry=m.spec.retry, timeout=m.spec.timeout, priority=m.spec.priority
+        ) if m is not None else spec  # fmt: skip
+        if m is None:
+            self.expect_not_found(
+                functools.partial(self.core.reschedule, schedule=new.schedule()), task_id
+            )
+            return
+        if m.status in (SUCCEEDED, CANCELLED):
+            try:
+                self.core.reschedule(task_id, new.schedule())
+            except SchedulerStateError:
+                pass
+            else:
+                raise AssertionError(f"reschedule({task_id!r}) of a {m.status} task did not raise")
+            self.expect_events([])
+            return
+        assert self.core.reschedule(task_id, new.schedule()) is self.objects[task_id]
+        m.spec, m.aside, m.fresh = new, None, False
+        if m.status in (SCHEDULED, PAUSED) and not m.in_flight and m.attempt == 0:
+            first = new.first(self.now)
+            m.slot = first
+            if m.status is SCHEDULED:
+                self.push(m, first)
+            else:
+                m.due = first
+        elif m.status in (RUNNING, RETRYING, PAUSED):
+            m.fresh = True
+        self.expect_events([(task_id, m.status, m.status)])
+
+    @rule(index=TARGETS)
+    def run_now(self, index: int) -> None:
+        task_id = self.target("run_now", index)
+        m = self.live(task_id)
+        if m is None:
+            self.expect_not_found(self.core.run_now, task_id)
+            return
+        added = m.status in (SCHEDULED, RETRYING) and m.due is not None and m.due > self.now
+        assert self.core.run_now(task_id) is added
+        if added:
+            if m.status is SCHEDULED:
+                assert m.aside is None and m.due is not None
+                m.aside, m.slot = m.due, self.now
+            self.push(m, self.now)
+        self.expect_events([(task_id, m.status, m.status)] if added else [])
+
     @rule(seconds=st.integers(1, 6))
     def advance(self, seconds: int) -> None:
         self.clock.advance(seconds)
@@ -483,7 +599,7 @@ class CoreMachine(RuleBasedStateMachine):
         except TaskNotFoundError:
             pass
         else:
-            raise AssertionError(f"{verb.__name__}({task_id!r}) did not raise TaskNotFoundError")
+            raise AssertionError(f"{verb!r}({task_id!r}) did not raise TaskNotFoundError")
         self.expect_events([])
 
     # -- invariants --------------------------------------------------------------------

@@ -12,8 +12,9 @@ from lldsched.runtime import Controls, Observable, Reads, Runtime, Stepped
 from lldsched.sim import Simulation, fixed
 from tests.conftest import T0, SchedulerFactory, settle
 
-VERBS = ("pause", "resume", "cancel", "redrive", "remove", "task", "tasks", "records",
-         "dead_letter", "pending", "queue_stats", "add_listener", "remove_listener")  # fmt: skip
+VERBS = ("pause", "resume", "cancel", "redrive", "run_now", "remove", "reschedule", "modify",
+         "task", "tasks", "records", "dead_letter", "pending", "queue_stats", "add_listener",
+         "remove_listener")  # fmt: skip
 
 
 def test_both_runtimes_satisfy_the_protocols_statically_and_at_run_time() -> None:
@@ -36,14 +37,16 @@ def test_the_verbs_take_the_same_parameters_in_both_runtimes() -> None:
 
 
 def test_the_registration_options_share_names_in_both_runtimes() -> None:
-    options = {"priority", "retry", "timeout", "args", "kwargs", "misfire"}
+    options = {"id", "replace_existing", "priority", "retry", "timeout", "args", "kwargs"}
+    options |= {"misfire"}
     for runtime in (Scheduler, Simulation):
-        keywords = {
-            name
-            for name, parameter in inspect.signature(runtime.schedule).parameters.items()
-            if parameter.kind is inspect.Parameter.KEYWORD_ONLY
-        }
-        assert options <= keywords, runtime
+        for register in (runtime.schedule, runtime.scheduled):
+            keywords = {
+                name
+                for name, parameter in inspect.signature(register).parameters.items()
+                if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+            }
+            assert options <= keywords, (runtime, register)
 
 
 def test_scheduler_records_merge_the_task_histories_in_finish_order(

@@ -28,6 +28,10 @@ stored RUNNING at a crash is restored SCHEDULED (or RETRYING, when it had
 attempts behind it) and its attempt runs again (at-least-once,
 :mod:`lldsched.core.recovery`).
 
+The verbs that change a task's definition (``schedule(..., replace_existing=True)``,
+``reschedule``, ``modify``, ``run_now``) change no status, so they are no edge here:
+listeners hear them as an event whose ``previous`` equals its ``status``.
+
 Standard library only, like the rest of the core.
 """
 

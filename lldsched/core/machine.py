@@ -33,6 +33,10 @@ Lifecycle (docs/ARCHITECTURE.md)::
     SCHEDULED|RETRYING|RUNNING|PAUSED -> CANCELLED
     FAILED    -> SCHEDULED          redrive, with a fresh attempt counter
 
+The definition verbs (``add(..., replace_existing=True)``, :meth:`~SchedulerCore.reschedule`,
+:meth:`~SchedulerCore.modify`, :meth:`~SchedulerCore.run_now`) change what a task
+runs and when, never its status: no edge above is theirs.
+
 A task paused or cancelled mid-run keeps that status when its run finishes: the
 record is kept and nothing is queued after it.  A task paused mid-run whose run
 *ends* the task (no next run, or retries exhausted) still reaches SUCCEEDED or
@@ -44,15 +48,30 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol
+from datetime import tzinfo
+from typing import Any, NamedTuple, Protocol
 
 from lldsched.checks import whole_or_none
 from lldsched.clock import Clock
 from lldsched.core.context import RunContext
 from lldsched.core.ids import IdGenerator, sequential_ids
-from lldsched.core.registration import validated
-from lldsched.core.task import Entry, Restored, Run, RunStats, ScheduledTask
-from lldsched.errors import ScheduleError, TaskNotFoundError, ValidationError, error_text
+from lldsched.core.registration import (
+    SCHEDULE_TYPES,
+    UNCHANGED,
+    Unchanged,
+    check_task_id,
+    check_zone,
+    schedule_of,
+    validated,
+)
+from lldsched.core.task import Entry, Restored, Run, RunStats, ScheduledTask, TaskOptions
+from lldsched.errors import (
+    ScheduleError,
+    SchedulerStateError,
+    TaskNotFoundError,
+    ValidationError,
+    error_text,
+)
 from lldsched.model import (
     ExecutionRecord,
     Outcome,
@@ -63,7 +82,8 @@ from lldsched.model import (
 from lldsched.persistence import TaskSnapshot, TaskStore
 from lldsched.policies import MisfirePolicy, RetryPolicy
 from lldsched.schedules.base import Schedule
-from lldsched.schedules.catchup import CatchUp
+from lldsched.schedules.catchup import FIRST_RUN, CatchUp, slot_first, unwrap
+from lldsched.schedules.cron import CronSchedule
 
 __all__ = ["DueQueue", "SchedulerCore"]
 
@@ -112,14 +132,17 @@ class SchedulerCore:
         emit: Callable[[TaskEvent], None] | None = None,
         rng: random.Random | None = None,
         history_limit: int | None = 100,
+        tz: str | tzinfo = "UTC",
     ) -> None:
         whole_or_none(history_limit, name="history_limit", at_least=0)
+        self.tz = check_zone(tz)  # the zone of cron schedules that name none
         self.clock = clock
         self.tasks: dict[str, ScheduledTask] = {}
         self._queue = queue
         queue.attach(self.tasks)
         self._ids = ids or sequential_ids()
         self._default_ids = ids is None  # restore() moves the default past restored ids
+        self._chosen_ids = False  # a caller chose an id: the default generator skips taken ones
         self._store = store
         self._emit = emit
         self._rng = rng or random.Random()
@@ -132,8 +155,10 @@ class SchedulerCore:
         self,
         name: str,
         action: Callable[..., Any] | None,
-        schedule: Schedule,
+        schedule: Schedule | str,
         *,
+        task_id: str | None = None,
+        replace_existing: bool = False,
         priority: Priority | int = Priority.NORMAL,
         retry: RetryPolicy | None = None,
         timeout: float | None = None,
@@ -145,8 +170,19 @@ class SchedulerCore:
         nothing is registered if anything is wrong.
 
         ``action`` may be None: a simulated task needs none.  A runtime that must
-        run something checks that first.
+        run something checks that first.  ``schedule`` may be the text of a cron
+        expression (read in :attr:`tz`, as is a ``CronSchedule`` naming no zone).
+
+        ``task_id`` is a caller-chosen id (default: the id generator's next).  An id
+        already registered is a :class:`ValidationError` naming it, unless
+        ``replace_existing``: then that task takes this definition (see
+        :meth:`_replace`) and is returned, with its history.
         """
+        kind = type(schedule)
+        # Only cron, text or a type not seen yet need schedule_of: the common case skips
+        # the call (2 % of a registration, callgrind); isinstance also tells mypy.
+        if kind not in SCHEDULE_TYPES or kind is CronSchedule or isinstance(schedule, str):
+            schedule = schedule_of(name, schedule, tz=self.tz)
         priority, options = validated(
             name,
             action,
@@ -158,12 +194,37 @@ class SchedulerCore:
             kwargs=kwargs,
             misfire=misfire,
         )
+        if task_id is not None:
+            check_task_id(task_id)
+            existing = self.tasks.get(task_id)
+            if existing is not None:
+                if not replace_existing:
+                    raise ValidationError(
+                        f"task id {task_id!r} is already registered (task {existing.name!r}, "
+                        f"{existing.status.value}); pass replace_existing=True to update it"
+                    )
+                return self._replace(
+                    existing,
+                    name=name,
+                    action=action,
+                    schedule=schedule,
+                    priority=priority,
+                    options=options,
+                )
+        elif replace_existing:
+            raise ValidationError(
+                f"task {name!r}: replace_existing=True needs the id= of the task to replace"
+            )
         now = self.clock.now()
         first = schedule.first_run(now)
-        if first is None:
+        if first is None:  # _first_run, inlined: one call fewer per registration
             raise ScheduleError(f"task {name!r}: {schedule!r} never fires after {now!r}")
-
-        task_id = self._ids()
+        if task_id is None:
+            task_id = self._ids()
+            while self._chosen_ids and self._default_ids and task_id in self.tasks:
+                task_id = self._ids()  # a caller chose this one: the counter moves on
+        else:
+            self._chosen_ids = True
         # Positional, once per registration: a class called with keywords gathers them
         # into a dict first, an eighth of a registration (benchmarks/bench_scale.py).
         task = ScheduledTask(task_id, name, action, schedule, priority, options, first)
@@ -345,13 +406,16 @@ class SchedulerCore:
         return True
 
     def redrive(self, task_id: str) -> bool:
-        """Put a FAILED (dead-lettered) task back, due now, with a fresh attempt counter."""
+        """Put a FAILED (dead-lettered) task back, due now, with a fresh attempt counter;
+        a plan left in front of its schedule (a catch-up, a rescheduled first run) is
+        dropped: its own schedule follows the redriven run."""
         task = self.get(task_id)
         if task.status is not FAILED:
             return False
         del self._dead[task_id]
         now = self.clock.now()
         task.status = SCHEDULED
+        task.schedule = unwrap(task.schedule)
         task.attempt = 0
         task._slot = now
         self._enqueue(task, now)
@@ -370,6 +434,186 @@ class SchedulerCore:
             except Exception:
                 log.exception("store %r failed to delete %s", self._store, task_id)
         return task
+
+    # -- changing a task (definition verbs; see docs/DECISIONS.md, "Changing a task") ----
+
+    def reschedule(self, task_id: str, schedule: Schedule | str) -> ScheduledTask:
+        """Give the task a new *when*: same id, same history, as if registered now.
+
+        A task free to run (SCHEDULED, or PAUSED between runs) is due at the new
+        schedule's ``first_run(now)`` (a paused one stays paused until then).  A task
+        with work owed (a run in flight, a retry pending, also while paused) does
+        that work first: the new schedule's first run then counts from the finish
+        of the run that completes it.  A FAILED task takes the schedule and stays in
+        the dead letter (``redrive`` runs it).  Any plan in front of the schedule (a
+        catch-up after downtime, an extra run from :meth:`run_now`) is dropped.
+
+        :class:`SchedulerStateError` for a SUCCEEDED or CANCELLED task (nothing will
+        run again); :class:`ScheduleError` for a schedule that never fires.
+        """
+        task = self.get(task_id)
+        self._check_changeable(task, "reschedule")
+        schedule = schedule_of(task.name, schedule, tz=self.tz)
+        now = self.clock.now()
+        first = _first_run(task.name, schedule, now)
+        saved = _Definition.of(task)
+        due = self._start_afresh(task, schedule, first)
+        self._commit(task, saved)
+        if due is not None:
+            self._enqueue(task, due)
+        self._announce(task, now)
+        return task
+
+    def modify(
+        self,
+        task_id: str,
+        *,
+        priority: Priority | int | Unchanged = UNCHANGED,
+        retry: RetryPolicy | Unchanged | None = UNCHANGED,
+        timeout: float | Unchanged | None = UNCHANGED,
+    ) -> ScheduledTask:
+        """Change how the task runs; what is not given stays as it is.
+
+        The new values govern everything decided after the call: a queued entry
+        takes the new priority at once, the run in flight is judged at its finish
+        against the new timeout and retry policy, a pending retry keeps its due
+        time.  (A cooperative timeout flag already armed for the run in flight keeps
+        its deadline.)  :class:`SchedulerStateError` for a SUCCEEDED or CANCELLED task.
+        """
+        task = self.get(task_id)
+        self._check_changeable(task, "modify")
+        old = task._options
+        new_priority, options = validated(
+            task.name,
+            task.action,
+            task.schedule,
+            priority=task.priority if priority is UNCHANGED else priority,
+            retry=old.retry if retry is UNCHANGED else retry,
+            timeout=old.timeout if timeout is UNCHANGED else timeout,
+            args=old.args,
+            kwargs=old.kwargs,
+            misfire=old.misfire,
+        )
+        if new_priority is task.priority and options == old:
+            return task  # nothing to change: nothing written, nothing announced
+        now = self.clock.now()
+        saved = _Definition.of(task)
+        task.priority = new_priority
+        task._options = options
+        self._commit(task, saved)
+        if task._queued and new_priority is not saved.priority:
+            self._requeue(task)
+        self._announce(task, now)
+        return task
+
+    def run_now(self, task_id: str) -> bool:
+        """Run the task once more, at once, without moving its schedule's grid; True if
+        a run was queued or brought forward.
+
+        A SCHEDULED task gets an extra run due now (its record's ``due`` and ``slot``
+        are this instant); the slot it was waiting for stays in place and runs next
+        (late, if the extra run outlasts it).  The extra run is an ordinary attempt
+        under the task's retry policy.  A RETRYING task has its pending retry brought
+        forward to now, its attempt counter kept.  False when nothing changes: the
+        task is due at once anyway, running (runs of one task never overlap), paused
+        (resume it first), or finished.
+        """
+        task = self.get(task_id)
+        previous = task.status
+        due = task.next_run_at
+        now = self.clock.now()
+        if previous not in _RUNNABLE or due is None or due <= now:
+            return False
+        if previous is SCHEDULED:
+            task.schedule = slot_first(task.schedule, due)  # then the slot it waited for
+            task._slot = now
+        self._enqueue(task, now)
+        self._changed(task, previous)
+        return True
+
+    def _replace(
+        self,
+        task: ScheduledTask,
+        *,
+        name: str,
+        action: Callable[..., Any] | None,
+        schedule: Schedule,
+        priority: Priority,
+        options: TaskOptions,
+    ) -> ScheduledTask:
+        """Give a registered task a new definition (``add(..., replace_existing=True)``).
+
+        Whether it runs does not change: a paused task stays paused, a finished one
+        (SUCCEEDED, FAILED, CANCELLED) stays finished.  An equal schedule keeps the
+        task's due time and any plan in front of it (a service that registers its
+        jobs again at every start moves nothing); a different one is a
+        :meth:`reschedule`.  An identical definition changes nothing at all.
+        """
+        saved = _Definition.of(task)
+        new_schedule = unwrap(task.schedule) != schedule
+        if not new_schedule and saved[:4] == (name, action, priority, options):
+            return task
+        now = self.clock.now()
+        first = _first_run(name, schedule, now) if new_schedule else None
+        task.name = name
+        task.action = action
+        task.priority = priority
+        task._options = options
+        due = None if first is None else self._start_afresh(task, schedule, first)
+        self._commit(task, saved)
+        if due is not None:
+            self._enqueue(task, due)
+        elif task._queued and priority is not saved.priority:
+            self._requeue(task)
+        self._announce(task, now)
+        return task
+
+    @staticmethod
+    def _start_afresh(task: ScheduledTask, schedule: Schedule, first: float) -> float | None:
+        """Put ``schedule`` in place as if the task were registered now (its first run
+        then is ``first``); returns the instant to queue it at (None: its queue entry,
+        if any, stays as it is)."""
+        status = task.status
+        if status in (SCHEDULED, PAUSED) and task._run is None and not task.attempt:
+            task.schedule = schedule
+            task.next_run_at = task._slot = first
+            return first if status is SCHEDULED else None  # resume() queues a paused one
+        if status in (RUNNING, RETRYING, PAUSED):  # owed work first, then a fresh start
+            task.schedule = CatchUp(schedule, [], FIRST_RUN)
+        else:  # finished: nothing is queued (redrive starts a FAILED task again)
+            task.schedule = schedule
+        return None
+
+    def _requeue(self, task: ScheduledTask) -> None:
+        """Queue ``task`` again at its due time: its entry carries its priority."""
+        due = task.next_run_at
+        assert due is not None  # a queued task has one
+        self._enqueue(task, due)
+
+    @staticmethod
+    def _check_changeable(task: ScheduledTask, verb: str) -> None:
+        if task.status is SUCCEEDED or task.status is CANCELLED:
+            raise SchedulerStateError(
+                f"cannot {verb} task {task.id!r} ({task.name!r}): it is {task.status.value} "
+                "and will not run again; register it anew"
+            )
+
+    def _commit(self, task: ScheduledTask, saved: _Definition) -> None:
+        """Write ``task``'s changed definition through the store before it takes effect:
+        a store that refuses it (a durable store cannot keep a lambda) puts ``saved``
+        back and the call raises, as a registration does."""
+        if self._store is None:
+            return
+        try:
+            self._store.save(self._snapshot(task))
+        except BaseException:
+            saved.restore(task)
+            raise
+
+    def _announce(self, task: ScheduledTask, now: float) -> None:
+        """Tell the listeners that ``task`` changed without changing status."""
+        if self._emit is not None:
+            self._emit(TaskEvent(task.id, task.name, task.status, task.status, now))
 
     # -- recovery (the decisions are lldsched.core.recovery's; these carry them out) ----
 
@@ -514,6 +758,43 @@ class SchedulerCore:
             self._emit(
                 TaskEvent(task.id, task.name, previous, task.status, self.clock.now(), record)
             )
+
+
+def _first_run(name: str, schedule: Schedule, now: float) -> float:
+    """``schedule``'s first run for a task registered ``now``; ScheduleError if none."""
+    first = schedule.first_run(now)
+    if first is None:
+        raise ScheduleError(f"task {name!r}: {schedule!r} never fires after {now!r}")
+    return first
+
+
+class _Definition(NamedTuple):
+    """What a definition verb may change on a task, kept to put back if the store
+    refuses the change."""
+
+    name: str
+    action: Callable[..., Any] | None
+    priority: Priority
+    options: TaskOptions
+    schedule: Schedule
+    next_run_at: float | None
+    slot: float
+
+    @classmethod
+    def of(cls, task: ScheduledTask) -> _Definition:
+        return cls(
+            task.name,
+            task.action,
+            task.priority,
+            task._options,
+            task.schedule,
+            task.next_run_at,
+            task._slot,
+        )
+
+    def restore(self, task: ScheduledTask) -> None:
+        task.name, task.action, task.priority, task._options = self[:4]
+        task.schedule, task.next_run_at, task._slot = self[4:]
 
 
 def _id_number(task_id: str) -> int | None:

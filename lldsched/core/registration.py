@@ -1,27 +1,59 @@
-"""The checks on what a registration passes: schedule, priority and options.
+"""The checks on what a registration passes: id, schedule, priority and options.
 
 Each check raises :class:`~lldsched.errors.ValidationError` with the bad value in
 its message, before anything is registered (:meth:`SchedulerCore.add
 <lldsched.core.machine.SchedulerCore.add>` calls them first).  Two checks run on every
 registration and are kept cheap by remembering what they learnt: which types
 are schedules, and whether a function's code declares ``ctx``.
+
+**What counts as a schedule** is decided here, once (:func:`schedule_of`): an
+object with ``first_run`` and ``next_run``, or the text of a cron expression,
+which becomes a :class:`~lldsched.schedules.cron.CronSchedule` in the
+scheduler's default zone.  A ``CronSchedule`` that names no zone is read in that
+default zone too.  :func:`registering` is the decorator form both runtimes offer.
 """
 
 from __future__ import annotations
 
+import enum
 import inspect
 from collections.abc import Callable, Mapping
-from typing import Any
+from datetime import tzinfo
+from typing import Any, TypeVar, cast
 
 from lldsched.checks import seconds
 from lldsched.core.task import DEFAULT_OPTIONS, TaskOptions
-from lldsched.errors import ValidationError
+from lldsched.errors import ScheduleError, ValidationError
 from lldsched.model import Priority
 from lldsched.policies import MisfirePolicy, RetryPolicy
+from lldsched.schedules.base import Schedule
+from lldsched.schedules.cron import CronSchedule
 
-__all__ = ["is_schedule", "require_action", "validated", "wants_context"]
+__all__ = [
+    "UNCHANGED",
+    "Unchanged",
+    "check_task_id",
+    "check_zone",
+    "is_schedule",
+    "registering",
+    "require_action",
+    "schedule_of",
+    "validated",
+    "wants_context",
+]
 
 DEFAULT_RETRY = RetryPolicy()
+
+
+class Unchanged(enum.Enum):
+    """The type of :data:`UNCHANGED`."""
+
+    UNCHANGED = "unchanged"
+
+
+UNCHANGED = Unchanged.UNCHANGED
+"""The default of ``modify()``'s options: leave this one as it is (``None`` is a value:
+no timeout, the default retry policy)."""
 
 # Caches, filled as registrations come (plain structures written under the
 # runtime's lock, or by the single-threaded simulation; a racing write stores the
@@ -83,9 +115,7 @@ def validated(
     if action is not None and not callable(action):
         raise _not_callable(name, action)
     if type(schedule) not in SCHEDULE_TYPES and not is_schedule(schedule):
-        raise ValidationError(
-            f"task {name!r}: schedule must provide first_run() and next_run(), got {schedule!r}"
-        )
+        raise _not_a_schedule(name, schedule)
     if type(priority) is not Priority:
         priority = _priority(name, priority)
     pass_context = action is not None and wants_context(action)
@@ -112,6 +142,87 @@ def validated(
         pass_context=pass_context,
     )
     return priority, options
+
+
+def check_task_id(task_id: object) -> str:
+    """A caller-chosen task id: a non-empty string that is not all blanks."""
+    if not isinstance(task_id, str) or not task_id or task_id.isspace():
+        raise ValidationError(f"a task id must be a non-empty string, got {task_id!r}")
+    return task_id
+
+
+def check_zone(tz: object) -> str:
+    """A scheduler's default zone for cron: an IANA name (or a ZoneInfo), as its key;
+    :class:`~lldsched.errors.ScheduleError` quoting it otherwise."""
+    if not isinstance(tz, str | tzinfo):
+        raise ScheduleError(f"tz={tz!r}: a zone is an IANA name such as 'Europe/Berlin'")
+    try:
+        return CronSchedule("* * * * *", tz=tz).tz
+    except ScheduleError as exc:
+        raise ScheduleError(f"tz={tz!r}: {exc}") from None
+
+
+def schedule_of(name: str, schedule: object, *, tz: str) -> Schedule:
+    """``schedule`` as a :class:`Schedule`: cron text becomes a ``CronSchedule`` read in
+    ``tz``, as does a ``CronSchedule`` that names no zone; any other object must have
+    ``first_run`` and ``next_run`` (ValidationError otherwise) and is returned as is."""
+    kind = type(schedule)
+    if kind in SCHEDULE_TYPES and kind is not CronSchedule:  # the common case, first
+        return cast(Schedule, schedule)
+    if isinstance(schedule, str):
+        try:
+            return CronSchedule(schedule, tz=tz)
+        except ScheduleError as exc:
+            raise ScheduleError(f"task {name!r}: {exc}") from None
+    if isinstance(schedule, CronSchedule) and kind is CronSchedule:
+        if schedule.names_zone or schedule.tz == tz:
+            return schedule
+        return schedule.in_zone(tz)
+    if not is_schedule(schedule):
+        raise _not_a_schedule(name, schedule)
+    return cast(Schedule, schedule)
+
+
+def _not_a_schedule(name: str, schedule: object) -> ValidationError:
+    return ValidationError(
+        f"task {name!r}: schedule must provide first_run() and next_run(), got {schedule!r}"
+    )
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def registering(
+    schedule: object, *, name: str | None, register: Callable[[str, Callable[..., Any]], object]
+) -> Callable[[F], F]:
+    """The decorator a runtime's ``scheduled(schedule, ...)`` returns: it calls
+    ``register(task_name, function)`` (the task's name is ``name``, or the function's
+    ``__name__``) and gives the function back unchanged.
+
+    The schedule is checked here, before any function is decorated: a bare
+    ``@scheduler.scheduled`` (the function arrives where the schedule belongs) is a
+    :class:`ValidationError` at once, not a function silently replaced.
+    """
+    if not isinstance(schedule, str) and not is_schedule(schedule):
+        hint = (
+            "; write @scheduler.scheduled(FixedRate(60)), with the schedule in parentheses"
+            if callable(schedule)
+            else ""
+        )
+        raise ValidationError(
+            f"scheduled() takes a schedule or a cron expression, got {schedule!r}{hint}"
+        )
+
+    def decorate(action: F) -> F:
+        if not callable(action):
+            raise ValidationError(f"scheduled() decorates a callable, got {action!r}")
+        task_name = name if name is not None else getattr(action, "__name__", None)
+        if not isinstance(task_name, str):
+            raise ValidationError(f"{action!r} has no __name__ to register it under; pass name=")
+        register(task_name, action)
+        return action
+
+    return decorate
 
 
 def require_action(name: str, action: object) -> None:

@@ -57,7 +57,7 @@ import math
 import random
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, tzinfo
 from typing import Any, NamedTuple
 
 from lldsched import checks
@@ -66,6 +66,7 @@ from lldsched.core.duequeue import QueueStats, TaskQueue
 from lldsched.core.ids import IdGenerator
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.recovery import recover
+from lldsched.core.registration import UNCHANGED, F, Unchanged, registering
 from lldsched.core.results import must_await, result_text
 from lldsched.core.task import Run, ScheduledTask
 from lldsched.errors import ValidationError
@@ -119,6 +120,7 @@ class Simulation:
         *,
         ids: IdGenerator | None = None,
         history_limit: int | None = 100,
+        tz: str | tzinfo = "UTC",
     ) -> None:
         checks.whole(workers, name="workers", at_least=1)
         checks.whole(seed, name="seed")
@@ -135,6 +137,7 @@ class Simulation:
             emit=self._emit if self._callbacks else None,
             rng=random.Random(seed),
             history_limit=history_limit,
+            tz=tz,
         )
         self._models: dict[str, _Models] = {}
         self._free = list(range(workers))  # a heap: the lowest free worker starts next
@@ -154,11 +157,13 @@ class Simulation:
     def schedule(
         self,
         name: str,
-        schedule: Schedule,
+        schedule: Schedule | str,
         *,
         duration: DurationModel = 0.0,
         fails: FailureModel = 0.0,
         action: Callable[..., Any] | None = None,
+        id: str | None = None,
+        replace_existing: bool = False,
         priority: Priority | int = Priority.NORMAL,
         retry: RetryPolicy | None = None,
         timeout: float | None = None,
@@ -169,6 +174,10 @@ class Simulation:
         """Register a simulated task.  ``duration`` and ``fails`` are models (see
         :mod:`lldsched.sim.models`); a real ``action`` also runs, for its side effects
         (its wall time does not count, and if it raises, the run fails with that error).
+
+        ``schedule`` may be cron text (read in the simulation's ``tz``); ``id`` and
+        ``replace_existing`` work as in ``Scheduler.schedule`` (a replaced task also
+        takes these models).
         """
         duration = check_duration(duration)
         fails = check_failure(fails)
@@ -176,6 +185,8 @@ class Simulation:
             name,
             action,
             schedule,
+            task_id=id,
+            replace_existing=replace_existing,
             priority=priority,
             retry=retry,
             timeout=timeout,
@@ -185,6 +196,45 @@ class Simulation:
         )
         self._set_models(task.id, duration, fails)
         return task
+
+    def scheduled(
+        self,
+        schedule: Schedule | str,
+        *,
+        duration: DurationModel = 0.0,
+        fails: FailureModel = 0.0,
+        name: str | None = None,
+        id: str | None = None,
+        replace_existing: bool = False,
+        priority: Priority | int = Priority.NORMAL,
+        retry: RetryPolicy | None = None,
+        timeout: float | None = None,
+        args: tuple[Any, ...] | list[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        misfire: MisfirePolicy | None = None,
+    ) -> Callable[[F], F]:
+        """The decorator form of :meth:`schedule`: ``@sim.scheduled(FixedRate(60))``
+        registers the function as the task's action, under its ``__name__`` (or
+        ``name``), and leaves it as it was."""
+
+        def register(task_name: str, action: Callable[..., Any]) -> None:
+            self.schedule(
+                task_name,
+                schedule,
+                duration=duration,
+                fails=fails,
+                action=action,
+                id=id,
+                replace_existing=replace_existing,
+                priority=priority,
+                retry=retry,
+                timeout=timeout,
+                args=args,
+                kwargs=kwargs,
+                misfire=misfire,
+            )
+
+        return registering(schedule, name=name, register=register)
 
     def model(
         self, task_id: str, *, duration: DurationModel = 0.0, fails: FailureModel = 0.0
@@ -222,6 +272,33 @@ class Simulation:
         task = self._core.remove(task_id)
         self._models.pop(task_id, None)
         return task
+
+    def reschedule(self, task_id: str, schedule: Schedule | str) -> ScheduledTask:
+        """Give the task a new *when* at the simulated instant: same id, history kept;
+        see :meth:`SchedulerCore.reschedule <lldsched.core.machine.SchedulerCore.reschedule>`."""
+        return self._core.reschedule(task_id, schedule)
+
+    def modify(
+        self,
+        task_id: str,
+        *,
+        priority: Priority | int | Unchanged = UNCHANGED,
+        retry: RetryPolicy | Unchanged | None = UNCHANGED,
+        timeout: float | Unchanged | None = UNCHANGED,
+    ) -> ScheduledTask:
+        """Change the task's priority, retry policy or timeout (what is not given stays);
+        see :meth:`SchedulerCore.modify <lldsched.core.machine.SchedulerCore.modify>`."""
+        return self._core.modify(task_id, priority=priority, retry=retry, timeout=timeout)
+
+    def run_now(self, task_id: str) -> bool:
+        """Run the task once more at the simulated instant, without moving its schedule;
+        see :meth:`SchedulerCore.run_now <lldsched.core.machine.SchedulerCore.run_now>`."""
+        return self._core.run_now(task_id)
+
+    @property
+    def tz(self) -> str:
+        """The zone of cron schedules that name none (an IANA key)."""
+        return self._core.tz
 
     def task(self, task_id: str) -> ScheduledTask:
         """The task with this id, or :class:`~lldsched.errors.TaskNotFoundError`."""

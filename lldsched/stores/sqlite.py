@@ -45,7 +45,7 @@ from typing import Any
 from lldsched.checks import whole_or_none
 from lldsched.errors import StoreError, ValidationError
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
-from lldsched.persistence import TaskSnapshot
+from lldsched.persistence import Task, TaskSnapshot
 from lldsched.stores.codec import decode_task, encode_task
 
 __all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION", "SqliteTaskStore"]
@@ -172,7 +172,11 @@ class SqliteTaskStore:
         # never held while calling anything outside this store.
         self._lock = threading.Lock()
         self._connection: sqlite3.Connection | None = connection
-        self._defined: set[str] = set()  # ids whose definition row is written
+        # id -> the definition its row holds: a save whose definition differs (a
+        # replace, reschedule or modify) writes it again.  Compared with ==, which
+        # checks each field by identity first: an unchanged definition costs
+        # about ten pointer comparisons, not an encoding.
+        self._defined: dict[str, Task] = {}
         self._counts: dict[str, int] = counts  # records kept per task
         self._dead_seq: int = dead_seq
         self._seq: int = last_seq  # of the last record saved
@@ -266,14 +270,15 @@ class SqliteTaskStore:
     # -- the TaskStore protocol --------------------------------------------------------
 
     def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
-        """Write the task's state (its definition too, the first time) and ``record``,
-        in one transaction.  :class:`ValidationError` if the definition cannot be
-        stored (at registration: nothing is written, and nothing registered)."""
+        """Write the task's state (its definition too, the first time and whenever it
+        changed) and ``record``, in one transaction.  :class:`ValidationError` if the
+        definition cannot be stored (at registration: nothing is written, and nothing
+        registered)."""
         task = snapshot.task
         task_id = task.id
         with self._lock:
             connection = self._open()
-            definition = None if task_id in self._defined else encode_task(task)
+            definition = None if self._defined.get(task_id) == task else encode_task(task)
             self._dead_seq += snapshot.status is TaskStatus.FAILED
             state = (
                 snapshot.status.value, snapshot.next_run_at, snapshot.attempt,
@@ -294,7 +299,7 @@ class SqliteTaskStore:
                     raise
                 connection.execute("COMMIT")
                 self._counts[task_id] = count
-            self._defined.add(task_id)
+            self._defined[task_id] = task
 
     def _append(self, connection: sqlite3.Connection, record: ExecutionRecord) -> int:
         """Insert ``record``, trimming its task's oldest records past the bound; returns
@@ -331,7 +336,7 @@ class SqliteTaskStore:
                 _rollback(connection)
                 raise
             connection.execute("COMMIT")
-            self._defined.discard(task_id)
+            self._defined.pop(task_id, None)
             self._counts.pop(task_id, None)
 
     def load_all(self) -> list[TaskSnapshot]:
@@ -364,7 +369,7 @@ class SqliteTaskStore:
                 + "\n  ".join(problems)
             )
         with self._lock:
-            self._defined.update(snapshot.task.id for snapshot in snapshots)
+            self._defined.update((snapshot.task.id, snapshot.task) for snapshot in snapshots)
         return snapshots
 
     # -- what recovery and people read back (HistoryStore) -------------------------------

@@ -51,6 +51,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from datetime import tzinfo
 from types import TracebackType
 from typing import Any
 
@@ -61,7 +62,7 @@ from lldsched.core.duequeue import QueueStats, TaskQueue
 from lldsched.core.ids import IdGenerator
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.recovery import after_clock_jump, recover
-from lldsched.core.registration import require_action
+from lldsched.core.registration import UNCHANGED, F, Unchanged, registering, require_action
 from lldsched.core.results import must_await, result_text
 from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.errors import SchedulerStateError, error_text
@@ -106,7 +107,8 @@ class Scheduler:
     before it looks at the clock again (seconds, default 60; ``None``: exactly until
     the next due instant), which is how it notices a wall-clock jump or a suspend;
     ``max_coroutines`` bounds the coroutine runs in flight at once (see
-    :mod:`lldsched.threaded.coroutines`).  A ``store`` that holds tasks (a reopened
+    :mod:`lldsched.threaded.coroutines`); ``tz`` is the zone of cron schedules that
+    name none (cron text included; default UTC).  A ``store`` that holds tasks (a reopened
     :class:`~lldsched.stores.sqlite.SqliteTaskStore`) has them restored here.
 
     **Collaborator seams.**  The heap, the pool and the event dispatcher are built
@@ -137,6 +139,7 @@ class Scheduler:
         seed: int | None = None,
         max_wait: float | None = MAX_WAIT,
         max_coroutines: int = 1000,
+        tz: str | tzinfo = "UTC",
     ) -> None:
         if max_wait is not None:
             max_wait = float(seconds(max_wait, name="max_wait", above=0))
@@ -188,6 +191,7 @@ class Scheduler:
             emit=self._dispatcher.publish if listeners else None,
             rng=random.Random(seed),
             history_limit=history_limit,
+            tz=tz,
         )
         self._deadlines: list[tuple[float, int, RunContext]] = []
         self._deadline_sequence = itertools.count()
@@ -319,14 +323,21 @@ class Scheduler:
         """The scheduler clock's instant, in seconds since the epoch."""
         return self._clock.now()
 
+    @property
+    def tz(self) -> str:
+        """The zone of cron schedules that name none (an IANA key)."""
+        return self._core.tz
+
     # -- registration and control ----------------------------------------------------
 
     def schedule(
         self,
         name: str,
         action: Callable[..., Any],
-        schedule: Schedule,
+        schedule: Schedule | str,
         *,
+        id: str | None = None,
+        replace_existing: bool = False,
         priority: Priority | int = Priority.NORMAL,
         retry: RetryPolicy | None = None,
         timeout: float | None = None,
@@ -336,6 +347,8 @@ class Scheduler:
     ) -> ScheduledTask:
         """Register ``action`` to run on ``schedule``; returns its live :class:`ScheduledTask`.
 
+        ``schedule`` is a :class:`~lldsched.schedules.base.Schedule` or the text of a
+        cron expression (``"0 3 * * 1-5"``, read in the scheduler's ``tz``).
         ``action(*args, **kwargs)`` is called on a worker; if it declares a parameter
         named ``ctx`` it also gets a :class:`~lldsched.core.context.RunContext`.  An
         ``async def`` action (or one that returns an awaitable) is awaited on the
@@ -347,6 +360,13 @@ class Scheduler:
         60 s of grace; see :mod:`lldsched.policies`).  Every argument is validated
         here; with a durable store that includes the action's import path and JSON
         arguments.
+
+        ``id`` is a caller-chosen task id (default ``task-1``, ``task-2``, ...).
+        Registering an id that exists raises :class:`~lldsched.errors.ValidationError`
+        naming it, unless ``replace_existing=True``: the task keeps its id, history
+        and status and takes this definition (an unchanged schedule keeps its due
+        time), so a service that registers its jobs at every start on a durable
+        store gets the same tasks back, not copies.
         """
         require_action(name, action)
         on_loop = is_loop_action(action)
@@ -357,6 +377,8 @@ class Scheduler:
                 name,
                 action,
                 schedule,
+                task_id=id,
+                replace_existing=replace_existing,
                 priority=priority,
                 retry=retry,
                 timeout=timeout,
@@ -369,6 +391,75 @@ class Scheduler:
             elif self._loop_ids:
                 self._loop_ids.discard(task.id)  # an id handed out again
             return task
+
+    def scheduled(
+        self,
+        schedule: Schedule | str,
+        *,
+        name: str | None = None,
+        id: str | None = None,
+        replace_existing: bool = False,
+        priority: Priority | int = Priority.NORMAL,
+        retry: RetryPolicy | None = None,
+        timeout: float | None = None,
+        args: tuple[Any, ...] | list[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        misfire: MisfirePolicy | None = None,
+    ) -> Callable[[F], F]:
+        """The decorator form of :meth:`schedule`: ``@scheduler.scheduled(FixedRate(60))``
+        registers the function under its ``__name__`` (or ``name``) and leaves it as it
+        was.  (Not ``task``: :meth:`task` looks a task up by id.)"""
+
+        def register(task_name: str, action: Callable[..., Any]) -> None:
+            self.schedule(
+                task_name,
+                action,
+                schedule,
+                id=id,
+                replace_existing=replace_existing,
+                priority=priority,
+                retry=retry,
+                timeout=timeout,
+                args=args,
+                kwargs=kwargs,
+                misfire=misfire,
+            )
+
+        return registering(schedule, name=name, register=register)
+
+    def reschedule(self, task_id: str, schedule: Schedule | str) -> ScheduledTask:
+        """Give the task a new *when* (a schedule, or cron text): same id, history
+        kept, as if registered now.  A run in flight or a pending retry finishes
+        first; see :meth:`SchedulerCore.reschedule
+        <lldsched.core.machine.SchedulerCore.reschedule>`.  Raises
+        :class:`~lldsched.errors.SchedulerStateError` for a finished (succeeded or
+        cancelled) task, and after shutdown."""
+        with self._lock:
+            self._check_open("reschedule", task_id)
+            return self._core.reschedule(task_id, schedule)
+
+    def modify(
+        self,
+        task_id: str,
+        *,
+        priority: Priority | int | Unchanged = UNCHANGED,
+        retry: RetryPolicy | Unchanged | None = UNCHANGED,
+        timeout: float | Unchanged | None = UNCHANGED,
+    ) -> ScheduledTask:
+        """Change the task's priority, retry policy or timeout (what is not given stays);
+        see :meth:`SchedulerCore.modify <lldsched.core.machine.SchedulerCore.modify>`."""
+        with self._lock:
+            return self._core.modify(task_id, priority=priority, retry=retry, timeout=timeout)
+
+    def run_now(self, task_id: str) -> bool:
+        """Run the task once more, at once, without moving its schedule; True if a run
+        was queued (or a pending retry brought forward).  False if it is due at once
+        anyway, running, paused or finished; see :meth:`SchedulerCore.run_now
+        <lldsched.core.machine.SchedulerCore.run_now>`.  Raises
+        :class:`~lldsched.errors.SchedulerStateError` once shutdown has begun."""
+        with self._lock:
+            self._check_open("run_now", task_id)
+            return self._core.run_now(task_id)
 
     def cancel(self, task_id: str) -> bool:
         """Stop all future runs of the task; True if it was live.  A run in flight on a

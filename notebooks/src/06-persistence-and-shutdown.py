@@ -140,22 +140,35 @@ print("drain=False", busy_then_queue(drain=False))
 # * `SKIP`: record the slots missed, and wait for 13:00.
 #
 # Every decision is a record whose outcome says so, not silence.
+#
+# Like a real service, each process registers its jobs when it starts, by id:
+# `replace_existing=True` finds a restored task and keeps it (with its history and due
+# time) instead of adding a copy.
 
-# %% tags=["nbval-check-output"]
+# %%
 directory = tempfile.TemporaryDirectory()
 path = Path(directory.name) / "tasks.db"
 policies = {"emea": Misfire.RUN_ONCE, "amer": Misfire.RUN_ALL, "apac": Misfire.SKIP}
 
-clock = FakeClock(START.timestamp() - 60)  # 08:59
-with SqliteTaskStore(path) as store, Scheduler(workers=1, clock=clock, store=store) as first:
+
+def register_reports(scheduler: Scheduler) -> None:
+    """What the service does at every start."""
     for region, policy in policies.items():
-        first.schedule(
+        scheduler.schedule(
             f"report-{region}",
             jobs.send_report,
             CronSchedule("0 * * * *"),
             args=(region,),
             misfire=MisfirePolicy(policy, grace=60),
+            id=f"report-{region}",
+            replace_existing=True,
         )
+
+
+# %% tags=["nbval-check-output"]
+clock = FakeClock(START.timestamp() - 60)  # 08:59
+with SqliteTaskStore(path) as store, Scheduler(workers=1, clock=clock, store=store) as first:
+    register_reports(first)
     clock.advance(60)  # 09:00
     first.wait_idle()
 print("first process, 09:00, sent:", jobs.SENT)
@@ -165,13 +178,14 @@ jobs.SENT.clear()
 restart = START.timestamp() + 3.5 * 3600  # 12:30
 clock = FakeClock(restart)
 with SqliteTaskStore(path) as store, Scheduler(workers=1, clock=clock, store=store) as second:
+    register_reports(second)  # the restored tasks, not copies
     second.wait_idle()
     for task in second.tasks():
         decided = [f"{hhmm(r.slot)} {r.outcome}" for r in task.history if r.misfire]
         after = [hhmm(r.slot) for r in task.history if r.misfire is None and r.started >= restart]
         policy = task.misfire.on_misfire.name if task.misfire else "RUN_ONCE"
         next_run = hhmm(task.next_run_at)
-        print(f"{task.name} ({policy}): decided {decided}; ran {after}; next {next_run}")
+        print(f"{task.id} ({policy}): decided {decided}; ran {after}; next {next_run}")
 print("second process, 12:30, sent:", jobs.SENT)
 directory.cleanup()
 

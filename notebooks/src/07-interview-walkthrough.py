@@ -439,16 +439,16 @@ check_parse_field(parse_field)
 #
 # | slot | talking point | in the lab |
 # | --- | --- | --- |
-# | 0–5 | a run longer than its period: an explicit policy, never a silent pile-up | [overrun policy](09-design-lab.ipynb#lab-overrun) |
-# | 5–10 | events leave the lock and are delivered off the hot path | [listeners off the lock](09-design-lab.ipynb#lab-listeners) |
-# | 10–14 | the sequence field: ties never compare tasks | [the sequence field](09-design-lab.ipynb#lab-sequence) |
-# | 10–14, 32–38 | cancel by tombstone, not by removal from the middle of the heap | [tombstones](09-design-lab.ipynb#lab-tombstones) |
-# | 14–24 | the timer waits on a Condition with a timeout, no poll | [Condition.wait](09-design-lab.ipynb#lab-wait) |
-# | 14–24 | a push that makes a new head notifies, and notifies *all* | [push notifies](09-design-lab.ipynb#lab-push), [notify_all](09-design-lab.ipynb#lab-notify-all) |
-# | 14–24 | after every wake-up, re-test in a `while` | [re-test in while](09-design-lab.ipynb#lab-while) |
-# | 14–24 | a bounded hand-off queue: backpressure | [bounded hand-off](09-design-lab.ipynb#lab-handoff) |
-# | 32–38 | stop the timer before the pool | [shutdown order](09-design-lab.ipynb#lab-shutdown) |
-# | 38–45 | a hierarchical timing wheel, and why a job scheduler keeps the heap | [heap or wheel](09-design-lab.ipynb#lab-wheel) |
+# | 0-5 | a run longer than its period: an explicit policy, never a silent pile-up | [overrun policy](09-design-lab.ipynb#lab-overrun) |
+# | 5-10 | events leave the lock and are delivered off the hot path | [listeners off the lock](09-design-lab.ipynb#lab-listeners) |
+# | 10-14 | the sequence field: ties never compare tasks | [the sequence field](09-design-lab.ipynb#lab-sequence) |
+# | 10-14, 32-38 | cancel by tombstone, not by removal from the middle of the heap | [tombstones](09-design-lab.ipynb#lab-tombstones) |
+# | 14-24 | the timer waits on a Condition with a timeout, no poll | [Condition.wait](09-design-lab.ipynb#lab-wait) |
+# | 14-24 | a push that makes a new head notifies, and notifies *all* | [push notifies](09-design-lab.ipynb#lab-push), [notify_all](09-design-lab.ipynb#lab-notify-all) |
+# | 14-24 | after every wake-up, re-test in a `while` | [re-test in while](09-design-lab.ipynb#lab-while) |
+# | 14-24 | a bounded hand-off queue: backpressure | [bounded hand-off](09-design-lab.ipynb#lab-handoff) |
+# | 32-38 | stop the timer before the pool | [shutdown order](09-design-lab.ipynb#lab-shutdown) |
+# | 38-45 | a hierarchical timing wheel, and why a job scheduler keeps the heap | [heap or wheel](09-design-lab.ipynb#lab-wheel) |
 
 # %% [markdown]
 # ## Check yourself

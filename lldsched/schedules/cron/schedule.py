@@ -85,21 +85,28 @@ class CronSchedule:
     ``CronSchedule("0 3 * * 1-5", tz="Europe/Berlin")``.  Raises
     :class:`~lldsched.errors.ScheduleError` at construction for bad text or an
     unknown zone, naming the field and quoting the bad text.
+
+    A schedule that names no zone (``tz=None``, the default) is read in UTC, and
+    :attr:`names_zone` is False: a scheduler built with a default zone
+    (``Scheduler(tz="Europe/Berlin")``) registers it in that zone instead
+    (:meth:`in_zone`).
     """
 
-    __slots__ = ("_cursor", "_engine", "expr", "tz")
+    __slots__ = ("_cursor", "_engine", "expr", "names_zone", "tz")
 
     expr: str
     tz: str
+    names_zone: bool
 
-    def __init__(self, expr: str, tz: str | tzinfo = "UTC") -> None:
+    def __init__(self, expr: str, tz: str | tzinfo | None = None) -> None:
         if not isinstance(expr, str):
             raise ScheduleError(f"cron expression must be a string, got {expr!r}")
-        key = _zone_key(tz)
+        key = "UTC" if tz is None else _zone_key(tz)
         self._engine = _engine(expr, key)
         self._cursor: Cursor = NO_CURSOR
         self.expr = expr
         self.tz = key
+        self.names_zone = tz is not None
 
     def __repr__(self) -> str:
         if self.tz == "UTC":
@@ -111,6 +118,10 @@ class CronSchedule:
 
     def __hash__(self) -> int:
         return hash((self.expr, self.tz))
+
+    def in_zone(self, tz: str | tzinfo) -> CronSchedule:
+        """The same expression read in ``tz`` (a schedule that names that zone)."""
+        return CronSchedule(self.expr, tz=tz)
 
     @property
     def tzinfo(self) -> tzinfo:

@@ -1,0 +1,110 @@
+"""A runtime's default zone (tz=) for cron that names none, and cron text as a schedule."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from lldsched import (
+    CronSchedule,
+    FakeClock,
+    ScheduledTask,
+    ScheduleError,
+    Scheduler,
+    Simulation,
+    SqliteTaskStore,
+)
+from tests import jobs
+from tests.conftest import T0, SchedulerFactory
+from tests.runtimes import KINDS
+
+HOUR = 3600.0  # T0 is Monday 09:00 UTC, 10:00 in Berlin (UTC+1 in January)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_cron_text_and_zoneless_cron_read_in_the_default_zone_named_zones_stay(
+    kind: str,
+) -> None:
+    runtime = _build(kind, tz="Europe/Berlin")
+    text = _add(runtime, "text", "0 12 * * *")
+    zoneless = _add(runtime, "zoneless", CronSchedule("0 12 * * *"))
+    named = _add(runtime, "named", CronSchedule("0 12 * * *", tz="UTC"))
+    assert runtime.tz == "Europe/Berlin"
+    assert text.schedule == zoneless.schedule == CronSchedule("0 12 * * *", tz="Europe/Berlin")
+    assert text.next_run_at == zoneless.next_run_at == T0 + 2 * HOUR  # 12:00 Berlin
+    assert named.schedule == CronSchedule("0 12 * * *", tz="UTC")
+    assert named.next_run_at == T0 + 3 * HOUR  # 12:00 UTC
+    if isinstance(runtime, Scheduler):
+        runtime.shutdown()
+
+
+def test_without_a_default_zone_cron_text_reads_in_utc(make_scheduler: SchedulerFactory) -> None:
+    scheduler = make_scheduler(clock=FakeClock(T0), start=False)
+    task = scheduler.schedule("report", jobs.noop, "0 12 * * *")
+    assert scheduler.tz == "UTC" and task.schedule == CronSchedule("0 12 * * *", tz="UTC")
+    assert task.next_run_at == T0 + 3 * HOUR
+
+
+def test_the_default_zone_may_be_a_zoneinfo(make_scheduler: SchedulerFactory) -> None:
+    scheduler = make_scheduler(start=False, tz=ZoneInfo("America/New_York"))
+    assert scheduler.tz == "America/New_York"
+
+
+@pytest.mark.parametrize("bad", ["Mars/Olympus", "", 5, "+01:00"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_bad_default_zone_is_refused_at_construction_naming_it(kind: str, bad: Any) -> None:
+    with pytest.raises(ScheduleError, match=re.escape(f"tz={bad!r}")):
+        _build(kind, tz=bad)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_bad_cron_text_is_refused_naming_it_and_the_task_and_nothing_is_registered(
+    kind: str,
+) -> None:
+    runtime = _build(kind)
+    kept = _add(runtime, "kept", "*/5 * * * *")
+    for text, says in [("0 25 * * *", "hour"), ("every day", "fields"), ("@reboot", "@reboot")]:
+        with pytest.raises(
+            ScheduleError, match=rf"task 'report': .*{re.escape(repr(text))}"
+        ) as caught:
+            _add(runtime, "report", text)
+        assert says in str(caught.value)
+    assert runtime.tasks() == [kept]
+    if isinstance(runtime, Scheduler):
+        runtime.shutdown()
+
+
+def test_a_task_keeps_the_zone_it_was_registered_in_across_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path) as store:
+        scheduler = Scheduler(workers=1, clock=FakeClock(T0), store=store, tz="Europe/Berlin")
+        scheduler.schedule("report", jobs.noop, "0 12 * * *", id="report")
+        scheduler.shutdown()
+    with SqliteTaskStore(path) as store:
+        scheduler = Scheduler(workers=1, clock=FakeClock(T0), store=store)  # default now UTC
+        assert scheduler.task("report").schedule == CronSchedule("0 12 * * *", "Europe/Berlin")
+        scheduler.shutdown()
+
+
+def test_a_zoneless_cron_schedule_says_so_and_reads_in_utc_on_its_own() -> None:
+    zoneless, named = CronSchedule("0 12 * * *"), CronSchedule("0 12 * * *", tz="UTC")
+    assert (zoneless.names_zone, named.names_zone) == (False, True)
+    assert zoneless == named and zoneless.next_after(T0) == T0 + 3 * HOUR
+    assert zoneless.in_zone("Asia/Tokyo") == CronSchedule("0 12 * * *", tz="Asia/Tokyo")
+
+
+def _build(kind: str, *, tz: Any = "UTC") -> Scheduler | Simulation:
+    """A runtime at T0 (a threaded one is not started: registration needs no timer)."""
+    if kind == "threaded":
+        return Scheduler(workers=1, clock=FakeClock(T0), tz=tz)
+    return Simulation(workers=1, start=T0, tz=tz)
+
+
+def _add(runtime: Scheduler | Simulation, name: str, schedule: Any) -> ScheduledTask:
+    if isinstance(runtime, Scheduler):
+        return runtime.schedule(name, jobs.noop, schedule)
+    return runtime.schedule(name, schedule)

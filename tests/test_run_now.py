@@ -1,0 +1,158 @@
+"""run_now(task_id): one extra run at once, and the schedule's grid does not move."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from lldsched import (
+    EventLog,
+    FakeClock,
+    FixedRate,
+    InMemoryTaskStore,
+    OneTime,
+    RetryPolicy,
+    SchedulerStateError,
+    Simulation,
+    TaskNotFoundError,
+    TaskStatus,
+)
+from lldsched.sim import fails_on, fixed
+from tests.conftest import T0, SchedulerFactory, settle
+
+
+def test_an_extra_run_happens_at_once_and_the_grid_stays_where_it_was(driven: Any) -> None:
+    task = driven.add("report", FixedRate(3600))
+    driven.run_until(T0 + 600)
+    assert driven.runtime.run_now(task.id) is True
+    driven.run_until(T0 + 7200)
+    # The extra run is due (and its slot is) the instant it was asked for.
+    assert [(r.due - T0, r.slot - T0) for r in task.history] == [
+        (0, 0), (600, 600), (3600, 3600), (7200, 7200),
+    ]  # fmt: skip
+    assert task.next_run_at == T0 + 10800 and task.schedule == FixedRate(3600)
+    changed = [e for e in driven.events if e.record is None and e.previous is e.status]
+    assert [(e.status, e.at - T0) for e in changed] == [(TaskStatus.SCHEDULED, 600)]
+
+
+def test_a_pending_one_off_runs_now_and_still_at_its_own_time(driven: Any) -> None:
+    task = driven.add("reminder", OneTime(at=T0 + 3600))
+    driven.run_until(T0 + 60)
+    assert driven.runtime.run_now(task.id) is True
+    driven.run_until(T0 + 4000)
+    assert [r.started - T0 for r in task.history] == [60, 3600]
+    assert task.status is TaskStatus.SUCCEEDED
+
+
+def test_a_pending_retry_is_brought_forward_with_its_attempt_counter() -> None:
+    sim = Simulation(workers=1, start=T0)
+    retry = RetryPolicy(max_attempts=3, initial_backoff=60)
+    task = sim.schedule("import", FixedRate(3600), fails=fails_on(1), retry=retry)
+    sim.run(T0 + 10)
+    assert task.status is TaskStatus.RETRYING and task.next_run_at == T0 + 60
+    assert sim.run_now(task.id) is True
+    sim.run(T0 + 3600)
+    assert [(r.attempt, r.due - T0, r.slot - T0, r.ok) for r in task.history] == [
+        (1, 0, 0, False), (2, 10, 0, True), (1, 3600, 3600, False),
+    ]  # fmt: skip
+
+
+def test_an_extra_run_that_fails_retries_and_the_slot_it_waited_for_follows() -> None:
+    sim = Simulation(workers=1, start=T0)
+    retry = RetryPolicy(max_attempts=2, initial_backoff=30)
+    task = sim.schedule("sync", FixedRate(600), fails=fails_on(1), retry=retry, duration=fixed(1))
+    sim.run(T0 + 100)
+    sim.run_now(task.id)
+    sim.run(T0 + 700)
+    assert [(r.attempt, r.started - T0, r.slot - T0) for r in task.history] == [
+        (1, 0, 0), (2, 31, 0), (1, 100, 100), (2, 131, 100), (1, 600, 600), (2, 631, 600),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("state", ["paused", "cancelled", "succeeded"])
+def test_run_now_returns_false_and_changes_nothing_when_it_cannot_add_a_run(
+    driven: Any, state: str
+) -> None:
+    task = driven.add("job", OneTime(delay=60))
+    if state == "paused":
+        driven.runtime.pause(task.id)
+    elif state == "cancelled":
+        driven.runtime.cancel(task.id)
+    else:
+        driven.run_until(T0 + 60)
+    before = (task.status, task.next_run_at, len(driven.events))
+    assert driven.runtime.run_now(task.id) is False
+    assert (task.status, task.next_run_at, len(driven.events)) == before
+
+
+def test_a_task_due_at_once_anyway_gets_no_second_run() -> None:
+    sim = Simulation(workers=1, start=T0)
+    task = sim.schedule("job", OneTime(delay=0))
+    assert sim.run_now(task.id) is False
+    sim.run(T0 + 10)
+    assert task.run_count == 1
+
+
+def test_a_running_task_is_not_run_twice_at_once() -> None:
+    sim = Simulation(workers=2, start=T0)
+    task = sim.schedule("job", FixedRate(3600), duration=fixed(100))
+    sim.run(T0 + 10)
+    assert task.status is TaskStatus.RUNNING
+    assert sim.run_now(task.id) is False
+    sim.run(T0 + 3700)
+    assert [r.started - T0 for r in task.history] == [0, 3600]
+
+
+def test_an_unknown_id_raises_naming_it(driven: Any) -> None:
+    with pytest.raises(TaskNotFoundError, match="'nightly'"):
+        driven.runtime.run_now("nightly")
+
+
+def test_the_extra_run_is_written_through_the_store() -> None:
+    store = InMemoryTaskStore()
+    sim = Simulation(workers=1, start=T0, store=store)
+    task = sim.schedule("report", FixedRate(3600))
+    sim.run(T0 + 100)
+    sim.run_now(task.id)
+    stored = store.get(task.id)
+    assert stored is not None and stored.next_run_at == T0 + 100
+    sim.run(T0 + 100)
+    assert [r.slot - T0 for r in store.records(task.id)] == [0, 100]
+    stored = store.get(task.id)
+    assert stored is not None and stored.next_run_at == T0 + 3600
+
+
+def test_the_threaded_runtime_runs_it_without_the_clock_moving(
+    make_scheduler: SchedulerFactory, clock: FakeClock, log: EventLog
+) -> None:
+    scheduler = make_scheduler(clock=clock, listeners=[log])
+    task = scheduler.schedule("report", lambda: None, FixedRate(3600, start_delay=3600))
+    assert scheduler.run_now(task.id) is True
+    settle(scheduler)
+    (record,) = task.history
+    assert record.started == T0 and task.next_run_at == T0 + 3600
+
+
+def test_run_now_during_shutdown_is_refused(
+    make_scheduler: SchedulerFactory, clock: FakeClock, log: EventLog
+) -> None:
+    release = threading.Event()
+    scheduler = make_scheduler(clock=clock, listeners=[log])
+    busy = scheduler.schedule("busy", lambda: release.wait(5), OneTime(delay=0))
+    later = scheduler.schedule("later", lambda: None, FixedRate(3600, start_delay=3600))
+    assert log.wait_for(lambda e: e.status is TaskStatus.RUNNING, timeout=5) is not None
+    stopping = threading.Thread(target=scheduler.shutdown)
+    stopping.start()  # waits for the busy run, which waits for release
+    try:
+        assert scheduler._timer is not None
+        scheduler._timer.join(5)  # the timer stops once shutdown() has begun
+        assert not scheduler.running and stopping.is_alive()
+        with pytest.raises(SchedulerStateError, match=r"cannot run_now 'task-2'.*shut down"):
+            scheduler.run_now(later.id)
+        assert later.next_run_at == T0 + 3600 and later.run_count == 0
+    finally:
+        release.set()
+        stopping.join(5)
+    assert busy.status is TaskStatus.SUCCEEDED and later.status is TaskStatus.SCHEDULED

@@ -1,0 +1,107 @@
+"""@scheduler.scheduled(schedule): registering a function by decorating it."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import pytest
+
+from lldsched import (
+    CronSchedule,
+    FakeClock,
+    FixedRate,
+    Priority,
+    ScheduledTask,
+    ScheduleError,
+    Simulation,
+    ValidationError,
+)
+from lldsched.sim import fixed
+from tests.conftest import T0, SchedulerFactory, settle
+
+
+def test_the_decorator_registers_the_function_under_its_name_and_returns_it(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    scheduler = make_scheduler(clock=clock)
+    calls: list[str] = []
+
+    @scheduler.scheduled(FixedRate(60), priority=Priority.HIGH)
+    def heartbeat() -> None:
+        calls.append("beat")
+
+    settle(scheduler)
+    (task,) = scheduler.tasks()
+    assert (task.name, task.action, task.priority) == ("heartbeat", heartbeat, Priority.HIGH)
+    assert calls == ["beat"]
+    heartbeat()  # still the plain function
+    assert calls == ["beat", "beat"]
+    assert isinstance(scheduler.task(task.id), ScheduledTask)  # task() still looks up by id
+
+
+def test_name_id_replace_existing_and_cron_text_pass_through(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    scheduler = make_scheduler(clock=clock)
+
+    def report() -> None: ...
+
+    scheduler.scheduled("0 3 * * *", name="nightly report", id="nightly")(report)
+    scheduler.scheduled("0 4 * * *", id="nightly", replace_existing=True)(report)
+    (task,) = scheduler.tasks()
+    assert (task.id, task.name, task.schedule) == ("nightly", "report", CronSchedule("0 4 * * *"))
+
+
+def test_a_bare_decorator_without_a_schedule_is_refused_at_once(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    scheduler = make_scheduler()
+
+    def heartbeat() -> None: ...
+
+    with pytest.raises(ValidationError, match=r"got <function .*heartbeat.*with the schedule in"):
+        scheduler.scheduled(heartbeat)  # type: ignore[arg-type]
+    assert scheduler.tasks() == []
+
+
+def test_bad_input_is_refused_naming_it_and_nothing_is_registered(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    scheduler = make_scheduler()
+    with pytest.raises(ValidationError, match="scheduled\\(\\) decorates a callable, got 42"):
+        scheduler.scheduled(FixedRate(60))(42)  # type: ignore[type-var]
+    with pytest.raises(ValidationError, match=r"has no __name__ .*pass name="):
+        scheduler.scheduled(FixedRate(60))(functools.partial(print, "x"))
+    with pytest.raises(ScheduleError, match=r"task 'job': .*'\* \* \*'"):
+        scheduler.scheduled("* * *")(job)
+    with pytest.raises(ValidationError, match="takes a schedule or a cron expression, got 60"):
+        scheduler.scheduled(60)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="task name must be a non-empty string, got ''"):
+        scheduler.scheduled(FixedRate(60), name="")(job)
+    assert scheduler.tasks() == []
+    scheduler.scheduled(FixedRate(60), name="print")(functools.partial(print, end=""))
+    assert [task.name for task in scheduler.tasks()] == ["print"]
+
+
+def job() -> None:
+    """A module-level function to decorate."""
+
+
+def test_the_simulation_has_the_same_decorator_with_its_models() -> None:
+    sim = Simulation(workers=1, start=T0)
+    ran: list[float] = []
+
+    @sim.scheduled(FixedRate(60), duration=fixed(5))
+    def tick() -> None:
+        ran.append(sim.now)
+
+    sim.run(T0 + 130)
+    assert ran == [T0, T0 + 60, T0 + 120]
+    assert [(r.name, r.finished - r.started) for r in sim.records()] == [("tick", 5.0)] * 3
+
+
+def test_decorating_twice_without_an_id_makes_two_tasks(driven: Any) -> None:
+    driven.runtime.scheduled(FixedRate(60))(job)
+    driven.runtime.scheduled(FixedRate(60))(job)
+    assert [task.name for task in driven.runtime.tasks()] == ["job", "job"]
