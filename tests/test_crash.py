@@ -5,11 +5,9 @@ one) opens the store: no definition or settled record is lost, the run in flight
 from __future__ import annotations
 
 import os
-import queue
 import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ import pytest
 from lldsched import FakeClock, Scheduler, SqliteTaskStore, TaskStatus
 from tests import jobs
 from tests.conftest import T0, settle
+from tests.processes import lines_of
 
 HOUR = 3600.0
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,20 +41,6 @@ print(" ".join([settled.id, *(task.id for task in hourly.values())]), flush=True
 scheduler.schedule("in-flight", jobs.hang_first_time, OneTime(delay=0), args=(marker,))
 scheduler.wait_drained(60)  # never returns: the run hangs until SIGKILL
 """
-
-
-def lines_of(process: subprocess.Popen[str]) -> queue.Queue[str]:
-    """The child's lines of output, as they come (a thread reads them)."""
-    lines: queue.Queue[str] = queue.Queue()
-    assert process.stdout is not None
-    stdout = process.stdout
-
-    def read() -> None:
-        for line in stdout:
-            lines.put(line.strip())
-
-    threading.Thread(target=read, daemon=True).start()
-    return lines
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL (POSIX)")

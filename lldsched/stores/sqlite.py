@@ -30,7 +30,15 @@ admits one writer at a time, so connections per thread would buy no
 parallelism; they would add WAL contention between our own writers and lose the
 single order of writes.  The lock makes the store safe on its own for callers
 outside the scheduler (a reader thread calling ``records()``, the simulation).
-Two processes must not run schedulers on one file: both would run every task.
+
+**One store per file.**  An open store claims its file (an OS lock on the sidecar
+``<file>.lock``, see :mod:`lldsched.stores.claim`) until :meth:`close`: a second
+``SqliteTaskStore`` on the same file, in this process or another, raises
+:class:`~lldsched.errors.StoreError` naming the file and its holder, instead of two
+schedulers running every task twice.  The claim dies with its process, SIGKILL
+included, so a restart after a crash opens the file at once.  A shared mode, where
+several schedulers take turns through leases with fencing tokens, is planned (see
+docs/CLUSTER.md); there is no ``shared=`` option yet.
 """
 
 from __future__ import annotations
@@ -46,6 +54,7 @@ from lldsched.checks import whole_or_none
 from lldsched.errors import StoreError, ValidationError
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
 from lldsched.persistence import Task, TaskSnapshot
+from lldsched.stores.claim import FileClaim
 from lldsched.stores.codec import decode_task, encode_task
 
 __all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION", "SqliteTaskStore"]
@@ -119,6 +128,7 @@ _RECORD_COLUMNS = (
     "r.error, r.timed_out, r.misfire, r.result"
 )
 _SYNCHRONOUS = ("NORMAL", "FULL")
+_PRIVATE = ("", ":memory:")  # SQLite's private databases: nobody else can open them
 
 
 class SqliteTaskStore:
@@ -126,7 +136,8 @@ class SqliteTaskStore:
 
     ``retention`` bounds the records kept per task (``None``: keep all);
     ``timeout`` is how long a write waits for a lock held by another connection.
-    Use it as a context manager, or call :meth:`close`.
+    Use it as a context manager, or call :meth:`close`: the file stays claimed
+    until then, and a second store on it raises :class:`StoreError`.
     """
 
     def __init__(
@@ -149,8 +160,13 @@ class SqliteTaskStore:
             )
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the store {self.path!r}: {exc}") from None
+        claim: FileClaim | None = None
         try:
-            version = self._check(connection)
+            version = self._check(connection)  # a refused file is refused before it is claimed
+            if self.path not in _PRIVATE:
+                claim = FileClaim(self.path)
+                if version is None:  # another store may have created it meanwhile
+                    version = self._check(connection)
             if version is None:
                 self._create(connection, synchronous)
             else:
@@ -166,7 +182,10 @@ class SqliteTaskStore:
             (last_seq,) = connection.execute("SELECT coalesce(max(seq), 0) FROM records").fetchone()
         except BaseException:
             connection.close()
+            if claim is not None:
+                claim.release()
             raise
+        self._claim = claim  # None for a private in-memory database
         # Guards the connection (one statement or transaction at a time) and the
         # caches below.  Taken inside the scheduler's lock when the core saves;
         # never held while calling anything outside this store.
@@ -430,11 +449,14 @@ class SqliteTaskStore:
     # -- lifetime ------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the file (idempotent).  Saves after this raise ``StoreError``."""
+        """Close the file and release its claim (idempotent).  Saves after this raise
+        ``StoreError``; the file can be opened again at once."""
         with self._lock:
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
+            if self._claim is not None:
+                self._claim.release()  # after the connection: nothing written past it
 
     def _open(self) -> sqlite3.Connection:
         if self._connection is None:

@@ -1,0 +1,124 @@
+"""FileClaim: one live store per file, held by an OS lock that dies with its process.
+
+A :class:`~lldsched.stores.sqlite.SqliteTaskStore` claims its file for as long as it
+is open, so that a second store opened on the same file (by this process or any
+other on this host) is refused with a :class:`~lldsched.errors.StoreError` instead
+of two schedulers running every task twice.
+
+**The claim** is an exclusive, non-blocking lock on a sidecar file next to the
+store (``tasks.db`` → ``tasks.db.lock``): ``fcntl.flock`` on POSIX,
+``msvcrt.locking`` on Windows.  The operating system drops the lock when the
+descriptor is closed, which it does for a process that exits, crashes or is
+killed with SIGKILL: no stale claim to clean up, no clock, no heartbeat.
+``flock`` locks belong to an open file description, so two stores in one process
+exclude each other as two processes do.  The sidecar holds the holder's pid and
+host, only to name it in the refusal; it is never deleted (deleting a lock file
+while someone may hold it lets two holders in), and it is harmless to leave.
+
+Limits: a symlinked path is resolved, a hard link is not; a child forked while
+the store is open inherits the descriptor and so keeps the claim until it exits;
+on network file systems the lock is as good as the server's.  This is the
+one-scheduler-per-file rule made true, not coordination: several schedulers
+sharing one file need leases (see docs/CLUSTER.md).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from typing import IO
+
+from lldsched.errors import StoreError
+
+__all__ = ["FileClaim", "claim_path"]
+
+SUFFIX = ".lock"
+_WINDOWS_OFFSET = 1 << 20  # Windows locks a byte range: lock one past the text, not the text
+
+
+def claim_path(store_path: str) -> str:
+    """The sidecar lock file of the store at ``store_path`` (symlinks resolved)."""
+    return os.path.realpath(store_path) + SUFFIX
+
+
+class FileClaim:
+    """An exclusive claim on ``store_path``, taken at construction, dropped by :meth:`release`.
+
+    :class:`StoreError` naming the file, and the holder when it wrote its name, if
+    another live store already holds it.  Not thread-safe: its owner serialises it.
+    """
+
+    def __init__(self, store_path: str) -> None:
+        self.store_path = store_path
+        self.path = claim_path(store_path)
+        try:
+            handle = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - held until release
+        except OSError as exc:
+            raise StoreError(
+                f"cannot claim the store {store_path!r}: cannot open its lock file "
+                f"{self.path!r} ({exc})"
+            ) from None
+        if not _try_lock(handle):
+            holder = _holder(handle)
+            handle.close()
+            raise StoreError(
+                f"the store {store_path!r} is already open{holder}: one scheduler per file. "
+                "Close that store (or stop its process) first; running two schedulers on one "
+                "file would run every task twice"
+            )
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+        handle.flush()
+        self._handle: IO[str] | None = handle
+
+    @property
+    def held(self) -> bool:
+        return self._handle is not None
+
+    def release(self) -> None:
+        """Drop the claim (idempotent): closing the descriptor releases the lock."""
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+
+def _holder(handle: IO[str]) -> str:
+    """`` (by pid N on host)`` from the holder's note, or ``""`` if it has none yet."""
+    try:
+        handle.seek(0)
+        note = handle.read(200).strip()
+    except OSError:
+        return ""
+    if not note:
+        return " by another store"
+    if note.startswith(f"pid {os.getpid()} on {socket.gethostname()}"):
+        return " in this process (another SqliteTaskStore on the same file)"
+    return f" by {note}"
+
+
+if sys.platform == "win32":  # pragma: no cover - not run by this project's CI (Linux)
+    import msvcrt
+
+    def _try_lock(handle: IO[str]) -> bool:
+        fd = handle.fileno()
+        position = os.lseek(fd, 0, os.SEEK_CUR)
+        os.lseek(fd, _WINDOWS_OFFSET, os.SEEK_SET)
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        finally:
+            os.lseek(fd, position, os.SEEK_SET)
+        return True
+
+else:
+    import fcntl
+
+    def _try_lock(handle: IO[str]) -> bool:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True

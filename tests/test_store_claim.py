@@ -1,0 +1,132 @@
+"""One store per file: a second SqliteTaskStore on a file held by a live store is refused,
+by another process or this one, and the claim dies with its holder (close, or SIGKILL)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from lldsched import Scheduler, SqliteTaskStore, StoreError
+from lldsched.stores.claim import claim_path
+from tests.processes import lines_of
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# The child: a running scheduler on the store, with one task; it prints the task's id,
+# then holds the store until it is killed (it waits on its stdin, which stays open).
+CHILD = """
+import sys
+from lldsched import FixedRate, Scheduler, SqliteTaskStore
+from tests import jobs
+
+scheduler = Scheduler(store=SqliteTaskStore(sys.argv[1])).start()
+print(scheduler.schedule("hourly", jobs.noop, FixedRate(3600)).id, flush=True)
+sys.stdin.read()
+"""
+
+
+@dataclass
+class Holder:
+    process: subprocess.Popen[str]
+    task_id: str  # of the task its scheduler registered
+
+
+@pytest.fixture
+def holder(tmp_path: Path) -> Iterator[Holder]:
+    """A child process running a scheduler on ``tmp_path / "tasks.db"``; killed after the test."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    process = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(tmp_path / "tasks.db")],
+        cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        yield Holder(process, lines_of(process).get(timeout=20))  # bounded wait for the id
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(20)
+        assert process.stdin is not None
+        process.stdin.close()
+
+
+def test_a_store_held_by_a_live_scheduler_in_another_process_is_refused_naming_file_and_pid(
+    tmp_path: Path, holder: Holder
+) -> None:
+    path = tmp_path / "tasks.db"
+    expected = re.escape(f"{str(path)!r} is already open by pid {holder.process.pid} on ")
+    with pytest.raises(StoreError, match=expected + r".*one scheduler per file"):
+        Scheduler(store=SqliteTaskStore(path))
+    with pytest.raises(StoreError, match=expected):
+        SqliteTaskStore(path)
+    assert holder.process.poll() is None  # the holder is unharmed
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL (POSIX)")
+def test_the_claim_dies_with_a_holder_killed_by_sigkill(tmp_path: Path, holder: Holder) -> None:
+    path = tmp_path / "tasks.db"
+    with pytest.raises(StoreError, match="already open"):
+        SqliteTaskStore(path)
+    holder.process.send_signal(signal.SIGKILL)
+    holder.process.wait(20)
+    assert holder.process.returncode == -signal.SIGKILL
+    with SqliteTaskStore(path) as store:  # at once: no stale claim, no timeout to wait out
+        scheduler = Scheduler(store=store)
+        assert [task.id for task in scheduler.tasks()] == [holder.task_id]
+        assert scheduler.shutdown()
+
+
+def test_a_second_store_in_the_same_process_is_refused_until_the_first_is_closed(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "tasks.db"
+    first = SqliteTaskStore(path)
+    with pytest.raises(StoreError, match=r"already open in this process"):
+        SqliteTaskStore(path)
+    with pytest.raises(StoreError, match="already open"):
+        SqliteTaskStore(f"{tmp_path}/./tasks.db")  # another spelling of the file
+    first.close()
+    with SqliteTaskStore(path) as second:  # closing released it
+        assert len(second) == 0
+    with SqliteTaskStore(path):  # and so does leaving the block
+        pass
+
+
+def test_a_store_opened_through_a_symlink_is_the_same_file(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.db"
+    link = tmp_path / "link.db"
+    with SqliteTaskStore(path):
+        link.symlink_to(path)
+        with pytest.raises(StoreError, match=re.escape(f"{str(link)!r} is already open")):
+            SqliteTaskStore(link)
+
+
+def test_a_refused_store_never_claims_nor_keeps_a_claim(tmp_path: Path) -> None:
+    other = tmp_path / "other.db"
+    connection = sqlite3.connect(other)
+    connection.execute("CREATE TABLE accounts (id INTEGER)")
+    connection.commit()
+    connection.close()
+    with pytest.raises(StoreError, match="not an lldsched store"):
+        SqliteTaskStore(other)
+    assert not Path(claim_path(str(other))).exists()  # no lock file left beside it
+
+
+def test_private_in_memory_stores_claim_nothing() -> None:
+    with SqliteTaskStore(":memory:") as first, SqliteTaskStore(":memory:") as second:
+        assert len(first) == len(second) == 0
+
+
+def test_an_unwritable_lock_file_is_a_store_error_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.db"
+    Path(claim_path(str(path))).mkdir()  # a directory where the lock file should be
+    with pytest.raises(StoreError, match=r"cannot claim the store .*its lock file"):
+        SqliteTaskStore(path)
