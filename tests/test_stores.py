@@ -42,7 +42,7 @@ def test_without_a_store_nothing_is_written_anywhere(
     make_scheduler: SchedulerFactory, clock: FakeClock
 ) -> None:
     scheduler = make_scheduler(clock=clock)
-    assert scheduler._core._store is None and scheduler._core._emit is None
+    assert scheduler._core._store is None and scheduler._core.emit is None
     task = scheduler.schedule("x", lambda: None, OneTime(delay=0))
     settle(scheduler)
     assert task.status is TaskStatus.SUCCEEDED

@@ -144,7 +144,9 @@ class SchedulerCore:
         self._default_ids = ids is None  # restore() moves the default past restored ids
         self._chosen_ids = False  # a caller chose an id: the default generator skips taken ones
         self._store = store
-        self._emit = emit
+        # Where events go; a runtime sets it as listeners come and go (None: nobody
+        # listens, and no event object is built).
+        self.emit = emit
         self._rng = rng or random.Random()
         self._history_limit = history_limit
         self._dead: dict[str, None] = {}  # an ordered set of dead-lettered ids
@@ -237,8 +239,8 @@ class SchedulerCore:
                 del self.tasks[task_id]  # a failed save registers nothing
                 raise
         self._enqueue(task, first)
-        if self._emit is not None:
-            self._emit(TaskEvent(task_id, name, None, SCHEDULED, now))
+        if self.emit is not None:
+            self.emit(TaskEvent(task_id, name, None, SCHEDULED, now))
         return task
 
     def get(self, task_id: str) -> ScheduledTask:
@@ -269,7 +271,7 @@ class SchedulerCore:
         # Positional: a class called with keywords gathers them into a dict first
         # (see ExecutionRecord.of); the fields are (task, attempt, due, slot, worker, context).
         run = task._run = Run(task, attempt, due, task._slot, worker, context)
-        if self._store is not None or self._emit is not None:
+        if self._store is not None or self.emit is not None:
             self._changed(task, previous)
         return run
 
@@ -333,7 +335,7 @@ class SchedulerCore:
                 task.next_run_at = None
                 if outcome is FAILED:
                     self._dead[task.id] = None
-        if self._store is not None or self._emit is not None:
+        if self._store is not None or self.emit is not None:
             self._changed(task, previous, record)
         return record
 
@@ -612,8 +614,8 @@ class SchedulerCore:
 
     def _announce(self, task: ScheduledTask, now: float) -> None:
         """Tell the listeners that ``task`` changed without changing status."""
-        if self._emit is not None:
-            self._emit(TaskEvent(task.id, task.name, task.status, task.status, now))
+        if self.emit is not None:
+            self.emit(TaskEvent(task.id, task.name, task.status, task.status, now))
 
     # -- recovery (the decisions are lldsched.core.recovery's; these carry them out) ----
 
@@ -754,8 +756,8 @@ class SchedulerCore:
                 self._store.save(self._snapshot(task), record)
             except Exception:  # the registry stays authoritative; the store is told next time
                 log.exception("store %r failed to save %s", self._store, task.id)
-        if self._emit is not None:
-            self._emit(
+        if self.emit is not None:
+            self.emit(
                 TaskEvent(task.id, task.name, previous, task.status, self.clock.now(), record)
             )
 

@@ -173,10 +173,11 @@ DECISIONS: tuple[Decision, ...] = (
     Decision(
         "wait",
         "Condition.wait(timeout)",
-        "The timer sleeps exactly until the head is due: no idle wake-ups, no lateness.",
+        "The timer sleeps until the head is due (a clock check at most once a minute): "
+        "no polling, no lateness.",
         "poll every 1 / 10 / 100 ms",
         "tests/test_lab_timer.py::test_a_polling_timer_wakes_while_idle_and_the_real_one_does_not",
-        "tests/test_scheduler_timer.py::test_an_idle_scheduler_parks_its_timer_with_no_deadline",
+        "tests/test_scheduler_timer.py::test_an_idle_scheduler_parks_its_timer_for_at_most_the_bounded_wait",
         _wait,
     ),
     Decision(

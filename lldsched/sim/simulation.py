@@ -323,7 +323,7 @@ class Simulation:
     def add_listener(self, listener: Listener) -> None:
         """Call ``listener`` on every future event, in virtual time, on the caller's thread."""
         self._callbacks.append((listener, as_callback(listener)))
-        self._core._emit = self._emit
+        self._core.emit = self._emit
 
     def remove_listener(self, listener: Listener) -> bool:
         """Stop calling ``listener``; True if it was registered."""
@@ -331,7 +331,7 @@ class Simulation:
         found = len(kept) != len(self._callbacks)
         self._callbacks = kept
         if not kept:
-            self._core._emit = None
+            self._core.emit = None
         return found
 
     # -- time --------------------------------------------------------------------------

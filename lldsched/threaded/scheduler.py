@@ -547,7 +547,7 @@ class Scheduler:
         """Deliver every future event to ``listener`` as well."""
         with self._lock:
             self._dispatcher.add(listener)
-            self._core._emit = self._dispatcher.publish
+            self._core.emit = self._dispatcher.publish
         self._dispatcher.start()  # idempotent; a no-op once the scheduler is shut down
 
     def remove_listener(self, listener: Listener) -> bool:
@@ -555,7 +555,7 @@ class Scheduler:
         with self._lock:
             found = self._dispatcher.remove(listener)
             if not self._dispatcher.listeners:
-                self._core._emit = None  # back to the fast path: no event objects at all
+                self._core.emit = None  # back to the fast path: no event objects at all
             return found
 
     @property

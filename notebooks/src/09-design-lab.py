@@ -95,8 +95,9 @@ for row in DECISIONS:
 # <a id="lab-wait"></a>
 # ## 1. `Condition.wait(timeout)`, not a poll
 #
-# **Claim:** the timer sleeps exactly until the head is due, so an idle scheduler wakes
-# zero times a second and a run starts when it is due.
+# **Claim:** the timer sleeps until the head is due, so an idle scheduler wakes at most
+# once a minute (the bounded wait that notices a wall-clock jump) and a run starts when it
+# is due.
 #
 # Switched off: a `PollingClock`, whose `wait` releases the lock, sleeps a fixed interval
 # and ignores notifications. Each strategy watches a task parked a day out for half a
