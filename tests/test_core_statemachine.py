@@ -443,9 +443,8 @@ class CoreMachine(RuleBasedStateMachine):
             assert history[-1 - skipped] == record
         tail = history[max(0, len(history) - skipped) :]
         assert [r.outcome for r in tail] == [Outcome.SKIPPED] * len(tail)
-        self.expect_events(
-            [(run.task_id, previous, m.status)] + [(run.task_id, m.status, m.status)] * skipped
-        )
+        events: list[Event] = [(run.task_id, previous, m.status)]
+        self.expect_events(events + [(run.task_id, m.status, m.status)] * skipped)
 
     def target(self, verb: str, index: int) -> str:
         """The id ``verb`` is applied to: mostly a task it acts on (if there is one),

@@ -371,58 +371,46 @@ class SchedulerCore:
         """What a finished run leads to, whatever the task's status is now: the status
         it takes (SCHEDULED, RETRYING, SUCCEEDED or FAILED), when it is due next, the
         run's record (marked GIVEN_UP when the run gives its slot up) and the slots it
-        skipped.
+        skipped (recorded SKIPPED after it).
 
         The one home of the rule for a slot whose attempts ran out: a task whose
-        schedule has a next slot gives this one up and goes on (FAILED only after
+        schedule has a next slot gives this one up and goes on to the slot the
+        schedule answers, as after a success (FAILED only after
         ``retry.fail_after_given_up`` slots in a row); a one-off task is FAILED.
         """
-        if record.ok:
-            return self._following(task, record)
         retry = task._options.retry
-        if retry.allows_retry(record.attempt):
-            return RETRYING, record.finished + retry.backoff(record.attempt, self._rng), record, ()
-        given_up = record._replace(misfire=GIVEN_UP)
-        status, due, _, skipped = self._following(task, given_up)
-        if status is not SCHEDULED:  # no next slot (a one-off task): the dead letter, as ever
-            return FAILED, None, record, ()
-        stats.given_up += 1
-        if retry.fails_after(stats.given_up):
-            return FAILED, None, given_up, ()
-        return SCHEDULED, due, given_up, skipped
-
-    def _following(
-        self, task: ScheduledTask, record: ExecutionRecord
-    ) -> tuple[TaskStatus, float | None, ExecutionRecord, _Skipped]:
-        """Where ``task`` goes after ``record`` ended its slot (it succeeded, or it gave
-        the slot up): its schedule's next slot (SCHEDULED), none (SUCCEEDED), or FAILED
-        when the schedule raised; with the slots between the two that were skipped."""
+        original = record  # as the run left it
+        if not record.ok:
+            if retry.allows_retry(record.attempt):
+                return (
+                    RETRYING,
+                    record.finished + retry.backoff(record.attempt, self._rng),
+                    record,
+                    (),
+                )
+            record = record._replace(misfire=GIVEN_UP)  # if the schedule has a next slot
         schedule = task.schedule
         try:
             due = schedule.next_run(record, record.finished)
+            skipped: _Skipped = ()
+            if due is not None and type(schedule) is not CatchUp:  # a plan's slots are decided
+                skipped = slots_between(schedule, record.slot, due, limit=MAX_SKIPPED)
         except Exception as exc:  # a broken schedule is the library user's bug: fail loudly
             log.exception("task %s: %r.next_run raised", task.id, schedule)
             self._stats(task).last_error = f"ScheduleError: {error_text(exc)}"
+            return FAILED, None, original, ()
+        if type(schedule) is CatchUp and schedule.spent:  # the catch-up is over
+            task.schedule = schedule.inner
+        if original.ok:
+            if due is None:
+                return SUCCEEDED, None, record, ()
+            return SCHEDULED, due, record, skipped
+        if due is None:  # no next slot (a one-off task): the dead letter, as ever
+            return FAILED, None, original, ()
+        stats.given_up += 1
+        if retry.fails_after(stats.given_up):
             return FAILED, None, record, ()
-        skipped: _Skipped = ()
-        if type(schedule) is CatchUp:  # recovery decided the slots a catch-up hands out
-            if schedule.spent:  # the catch-up is over
-                task.schedule = schedule.inner
-        elif due is not None:
-            skipped = self._skipped(task, record.slot, due)
-        if due is None:
-            return SUCCEEDED, None, record, ()
         return SCHEDULED, due, record, skipped
-
-    def _skipped(self, task: ScheduledTask, slot: float, due: float) -> _Skipped:
-        """The slots of ``task``'s schedule after ``slot`` and before ``due``: the ones
-        its overrun policy dropped.  Cheap when there are none (one ``slot_after``)."""
-        schedule = task.schedule
-        try:
-            return slots_between(schedule, slot, due, limit=MAX_SKIPPED)
-        except Exception:  # a broken schedule: the run's own outcome stands, no records
-            log.exception("task %s: %r.next_run raised listing skipped slots", task.id, schedule)
-            return ()
 
     # -- control -------------------------------------------------------------------------
 

@@ -82,7 +82,8 @@ def slots_between(schedule: Schedule, slot: float, following: float, *, limit: i
 
     Cheap when nothing was skipped, which is every on-time run: one ``slot_after``.
     """
-    current = slot_after(schedule, slot)
+    own = getattr(schedule, "slot_after", None)  # slot_after(), inlined: once per run
+    current = own(slot) if own is not None else slot_after(schedule, slot)
     if current is None or current >= following:
         return []
     slots: list[float] = []
