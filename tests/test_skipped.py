@@ -13,6 +13,7 @@ from lldsched import (
     InMemoryTaskStore,
     Outcome,
     OverrunPolicy,
+    Simulation,
     TaskStatus,
 )
 from lldsched.core.machine import MAX_SKIPPED
@@ -183,3 +184,12 @@ def test_utilisation_is_the_same_with_or_without_the_skipped_rows(clock: FakeClo
     h.step(duration=150)
     frame = to_frame(task.history)
     assert utilisation(frame, workers=1).equals(utilisation(ran(frame), workers=1))
+
+
+def test_the_simulation_keeps_skipped_slots_among_its_records_in_order() -> None:
+    sim = Simulation(workers=1, start=0.0)
+    sim.schedule("report", FixedRate(60), duration=150)
+    sim.run(200)
+    assert [(r.outcome, r.slot, r.finished) for r in sim.records()] == [
+        (Outcome.OK, 0.0, 150.0), (Outcome.SKIPPED, 60.0, 150.0), (Outcome.SKIPPED, 120.0, 150.0),
+    ]  # fmt: skip
