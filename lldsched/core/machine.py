@@ -378,9 +378,9 @@ class SchedulerCore:
         schedule answers, as after a success (FAILED only after
         ``retry.fail_after_given_up`` slots in a row); a one-off task is FAILED.
         """
-        retry = task._options.retry
         original = record  # as the run left it
         if not record.ok:
+            retry = task._options.retry
             if retry.allows_retry(record.attempt):
                 return (
                     RETRYING,
@@ -408,7 +408,7 @@ class SchedulerCore:
         if due is None:  # no next slot (a one-off task): the dead letter, as ever
             return FAILED, None, original, ()
         stats.given_up += 1
-        if retry.fails_after(stats.given_up):
+        if task._options.retry.fails_after(stats.given_up):
             return FAILED, None, record, ()
         return SCHEDULED, due, record, skipped
 
