@@ -242,7 +242,7 @@ for workers in (1, 2, 4, 8, 12):
 # %% [markdown]
 # Read it: on one worker even the heartbeat is late by half an hour at the 95th percentile,
 # and skipped slots cut the run count by more than half. On two it still waits 20 s at the
-# 95th percentile; from three workers on, it is on time 95 times in 100, but the
+# 95th percentile; with four workers it is on time 95 times in 100, but the
 # top-of-the-hour fan-out still queues: the worst wait shrinks from 43 minutes at two
 # workers to 2 at eight, and twelve run everything at once. Past that point, more workers
 # buy nothing.
