@@ -68,7 +68,8 @@ def run_lldsched(with_store_and_listener: bool = False) -> tuple[int, float]:
         sim.schedule(name, schedule, duration=fixed(duration))
     began = time.perf_counter()
     sim.run_for(DAYS * 86400)
-    return len(sim.records()), time.perf_counter() - began
+    elapsed = time.perf_counter() - began
+    return sum(record.outcome.ran for record in sim.records()), elapsed  # runs, not skips
 
 
 def run_simpy() -> tuple[int, float]:
@@ -132,7 +133,8 @@ def year_of_minutely_cron() -> tuple[int, float]:
     sim.schedule("minutely", MINUTELY)
     began = time.perf_counter()
     sim.run_for(365 * 86400)
-    return len(sim.records()), time.perf_counter() - began
+    elapsed = time.perf_counter() - began
+    return sum(record.outcome.ran for record in sim.records()), elapsed
 
 
 def main() -> dict[str, float]:

@@ -75,14 +75,14 @@ class EventLog:
 
     def runs(self, name: str | None = None) -> list[ExecutionRecord]:
         """The records of finished runs, in the order they finished (of ``name`` only, if
-        given).  Slots a misfire policy decided (``record.misfire``) did not run: they
-        are in :attr:`events`, not here."""
+        given).  Slots a policy decided without a run (missed, coalesced, skipped: see
+        :attr:`~lldsched.model.Outcome.ran`) are in :attr:`events`, not here."""
         with self._cond:
             return [
                 event.record
                 for event in self._events
                 if event.record is not None
-                and event.record.misfire is None
+                and event.record.outcome.ran
                 and (name is None or event.name == name)
             ]
 

@@ -26,7 +26,9 @@ class TaskStatus(enum.Enum):
     """Where a task is in its lifecycle (see docs/ARCHITECTURE.md).
 
     ``SCHEDULED -> RUNNING -> SCHEDULED | SUCCEEDED | RETRYING | FAILED``;
-    ``RETRYING -> RUNNING``; any live status ``-> PAUSED | CANCELLED``.
+    ``RETRYING -> RUNNING``; any live status ``-> PAUSED | CANCELLED``.  A recurring
+    task whose slot runs out of attempts gives the slot up and is SCHEDULED at its
+    next slot; a one-off task is FAILED.
     RETRYING is separate from SCHEDULED on purpose: a retry keeps the attempt
     counter, a normal reschedule resets it.
     """
@@ -69,8 +71,10 @@ class Outcome(enum.StrEnum):
     OK = "ok"
     FAILED = "failed"
     TIMED_OUT = "timed_out"
+    GIVEN_UP = "given_up"  # a run: a recurring slot's last attempt failed; the slot is given up
     MISSED = "missed"  # a misfire policy dropped the slot
     COALESCED = "coalesced"  # a misfire policy folded the slot into a later run
+    SKIPPED = "skipped"  # an overrun policy dropped the slot at run time
 
     @property
     def ran(self) -> bool:
@@ -79,7 +83,7 @@ class Outcome(enum.StrEnum):
         return self not in _NOT_RUNS
 
 
-_NOT_RUNS = frozenset({Outcome.MISSED, Outcome.COALESCED})
+_NOT_RUNS = frozenset({Outcome.MISSED, Outcome.COALESCED, Outcome.SKIPPED})
 
 
 _new_tuple = tuple.__new__
@@ -93,11 +97,23 @@ class ExecutionRecord(NamedTuple):
     belongs to (equal to ``due`` for first attempts).  ``worker`` is the index of
     the worker that ran it.  ``error`` is ``"Type: message"`` or ``None``.
 
-    A slot that never ran because of a misfire policy (see
-    :mod:`lldsched.policies`) is a record too: ``misfire`` is
-    :attr:`Outcome.MISSED` or :attr:`Outcome.COALESCED`, ``attempt`` is 0,
-    ``worker`` is -1, ``ok`` is False, and ``started == finished`` is the instant
-    the decision was taken.
+    ``misfire`` is the outcome a policy decided for the record, ``None`` for an
+    ordinary run (the field is named after the first such policy; stores keep it
+    in one text column):
+
+    * a slot that never ran is a record too: :attr:`Outcome.MISSED` or
+      :attr:`Outcome.COALESCED` (a misfire policy, see :mod:`lldsched.policies`),
+      :attr:`Outcome.SKIPPED` (a fixed rate's ``SKIP`` overrun policy, or a cron
+      fire that passed while a run overran); ``attempt`` is 0, ``worker`` is -1,
+      ``ok`` is False, and ``started == finished`` is the instant the decision was
+      taken;
+    * :attr:`Outcome.GIVEN_UP` marks a *run*: the last failed attempt of a
+      recurring task's slot, after which the retry policy gave the slot up: the
+      task is due at its next slot (or FAILED, when
+      :attr:`~lldsched.policies.RetryPolicy.fail_after_given_up` slots in a row
+      were given up); ``error`` and ``timed_out`` say how the attempt failed.
+
+    :attr:`Outcome.ran` tells the two kinds apart.
 
     ``result`` is what the action returned, as text: its ``repr`` cut to
     :data:`lldsched.core.results.RESULT_LIMIT` characters (never the object itself,
@@ -160,7 +176,8 @@ class ExecutionRecord(NamedTuple):
 
     @property
     def outcome(self) -> Outcome:
-        """How it ended: ok, failed, timed_out, or a misfire (missed, coalesced)."""
+        """How it ended: ok, failed, timed_out, or what a policy decided (given_up,
+        missed, coalesced, skipped)."""
         if self.misfire is not None:
             return self.misfire
         if self.timed_out:

@@ -7,6 +7,13 @@ and the core state machine consults.
 ``backoff(n)``; the schedule is not consulted.  Backoffs grow geometrically and are
 capped: with the defaults 1 s, 2 s, 4 s, ... never more than 60 s.
 
+When a slot's attempts run out, a one-off task is FAILED (its id goes to the dead
+letter).  A recurring task *gives the slot up*: the last attempt is recorded with
+the outcome ``given_up`` and the task is due at its next slot with a fresh attempt
+counter, as cron, Quartz and Celery beat keep a failing job on its schedule.
+``fail_after_given_up=n`` stops it instead (FAILED, dead letter) once ``n`` slots
+in a row were given up; the default ``None`` never does.
+
 Optional jitter spreads retries of many tasks that failed together (a "thundering
 herd" after an outage): with ``jitter=j`` the wait is drawn uniformly from
 ``[b * (1 - j), b]``, where ``b`` is the capped backoff, so jitter never makes a
@@ -42,7 +49,7 @@ import math
 import random
 from dataclasses import dataclass
 
-from lldsched.checks import fraction, number, seconds, whole
+from lldsched.checks import fraction, number, seconds, whole, whole_or_none
 from lldsched.errors import ValidationError
 
 __all__ = ["DEFAULT_MISFIRE", "Misfire", "MisfirePolicy", "OverrunPolicy", "RetryPolicy"]
@@ -52,8 +59,11 @@ __all__ = ["DEFAULT_MISFIRE", "Misfire", "MisfirePolicy", "OverrunPolicy", "Retr
 class RetryPolicy:
     """Attempts and capped exponential backoff (validated at construction).
 
-    ``max_attempts`` counts every attempt, the first included: ``max_attempts=1``
-    never retries, the default 3 runs at most twice more.
+    ``max_attempts`` counts every attempt of one slot, the first included:
+    ``max_attempts=1`` never retries, the default 3 runs at most twice more.
+    ``fail_after_given_up`` (a recurring task only; see the module docstring) is
+    how many slots in a row may be given up before the task is FAILED: ``None``,
+    the default, keeps it on its schedule however many fail.
     """
 
     max_attempts: int = 3
@@ -61,9 +71,11 @@ class RetryPolicy:
     multiplier: float = 2.0
     max_backoff: float = 60.0
     jitter: float = 0.0
+    fail_after_given_up: int | None = None
 
     def __post_init__(self) -> None:
         whole(self.max_attempts, name="max_attempts", at_least=1)
+        whole_or_none(self.fail_after_given_up, name="fail_after_given_up", at_least=1)
         number(self.initial_backoff, name="initial_backoff", at_least=0)
         number(self.multiplier, name="multiplier", at_least=1)
         number(self.max_backoff, name="max_backoff", at_least=0)
@@ -76,12 +88,19 @@ class RetryPolicy:
 
     @classmethod
     def never(cls) -> RetryPolicy:
-        """A policy with a single attempt: a failure goes straight to the dead letter."""
+        """A policy with a single attempt: a failure fails a one-off task (dead letter)
+        and gives a recurring task's slot up at once."""
         return cls(max_attempts=1)
 
     def allows_retry(self, attempt: int) -> bool:
         """True when the ``attempt``-th attempt (1-based) may be followed by another."""
         return attempt < self.max_attempts
+
+    def fails_after(self, given_up: int) -> bool:
+        """True when a recurring task that has given up ``given_up`` slots in a row
+        stops (FAILED) instead of going on to its next slot."""
+        limit = self.fail_after_given_up
+        return limit is not None and given_up >= limit
 
     def backoff(self, attempt: int, rng: random.Random | None = None) -> float:
         """Seconds to wait after the ``attempt``-th attempt (1-based) failed.

@@ -67,7 +67,8 @@ def test_exhausted_retries_fail_the_task_into_the_dead_letter_and_the_store_saw_
 ) -> None:
     store = RecordingStore()
     h = Harness(clock, store=store)
-    task = h.core.add("cleanup", noop, FixedRate(60), retry=RetryPolicy(max_attempts=2))
+    retry = RetryPolicy(max_attempts=2, fail_after_given_up=1)  # recurring: stop at once
+    task = h.core.add("cleanup", noop, FixedRate(60), retry=retry)
     h.step(error="RuntimeError: disk is full")
     h.step(error="RuntimeError: disk is full")
     assert task.status is TaskStatus.FAILED and task.next_run_at is None

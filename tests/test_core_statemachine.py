@@ -35,7 +35,14 @@ Rules the model encodes (besides the plain transitions):
   or retires the task SUCCEEDED, its attempt counter left as it was;
 * a failed or timed-out run (``finished - started > timeout``) retries at
   ``finished + min(max_backoff, initial * multiplier ** (attempt - 1))`` while
-  ``attempt < max_attempts``, keeping the slot; else FAILED and dead-lettered;
+  ``attempt < max_attempts``, keeping the slot; else a one-off task is FAILED and
+  dead-lettered, and a recurring one gives the slot up (the record says GIVEN_UP):
+  it goes on to the next due instant a success would have had, attempt counter
+  reset, unless ``fail_after_given_up`` slots in a row were given up (FAILED,
+  dead-lettered); a successful run, or a redrive, starts the count again;
+* the fixed-rate slots a SKIP run passed over (between its slot and its next due)
+  are recorded after the run, each an event with no change of status, unless the
+  task was cancelled mid-run; at most ``MAX_SKIPPED`` + 1 records per run;
 * FixedRate's next due is the run's slot plus one period; with SKIP the first slot
   of the grid not before the finish; FixedDelay's is the finish plus the delay;
 * a task paused (or cancelled) mid-run keeps that status when the run finishes,
@@ -88,6 +95,7 @@ from lldsched import (
     FixedDelay,
     FixedRate,
     OneTime,
+    Outcome,
     OverrunPolicy,
     Priority,
     RetryPolicy,
@@ -96,6 +104,7 @@ from lldsched import (
     TaskNotFoundError,
     TaskStatus,
 )
+from lldsched.core.machine import MAX_SKIPPED
 from tests.harness import Harness
 
 SCHEDULED = TaskStatus.SCHEDULED
@@ -151,6 +160,12 @@ class Spec:
             due += self.period
         return due
 
+    def skipped(self, slot: float, due: float) -> int:
+        """How many records the slots between ``slot`` and ``due`` make (capped)."""
+        if self.kind != "rate":
+            return 0
+        return min(max(0, int((due - slot) // self.period) - 1), MAX_SKIPPED + 1)
+
     def backoff(self, attempt: int) -> float:
         r = self.retry
         return float(min(r.max_backoff, r.initial_backoff * r.multiplier ** (attempt - 1)))
@@ -167,6 +182,7 @@ def specs(draw: st.DrawFn) -> Spec:
         multiplier=draw(st.sampled_from([1, 2, 3])),
         max_backoff=initial + draw(st.integers(0, 4)),
         jitter=0.0,
+        fail_after_given_up=draw(st.none() | st.integers(1, 2)),
     )
     return Spec(
         kind=kind,
@@ -198,6 +214,8 @@ class Model:
     failure_count: int = 0
     last_error: str | None = None
     timeout_error: bool = False  # last_error is the core's TimeoutError text
+    given_up: int = 0  # slots given up in a row
+    records: int = 0  # runs and skipped slots recorded
 
 
 @dataclass
@@ -357,7 +375,6 @@ class CoreMachine(RuleBasedStateMachine):
             ok,
             timed_out,
         )
-        assert record.misfire is None
         if error is not None:
             assert record.error == error
         elif timed_out:
@@ -365,16 +382,17 @@ class CoreMachine(RuleBasedStateMachine):
         else:
             assert record.error is None
         task = self.objects[run.task_id]
-        if self.limit != 0:
-            assert task.history[-1] == record
 
         m.run_count += 1
         m.in_flight = False
         if not ok:
             m.failure_count += 1
             m.last_error, m.timeout_error = error, error is None
+        else:
+            m.given_up = 0
 
         due: float | None = None
+        expected = Outcome.OK if ok else Outcome.TIMED_OUT if timed_out else Outcome.FAILED
         if ok:
             if m.fresh:
                 due = m.spec.first(self.now)
@@ -387,7 +405,18 @@ class CoreMachine(RuleBasedStateMachine):
         elif run.attempt < m.spec.retry.max_attempts:
             outcome, due = RETRYING, self.now + m.spec.backoff(run.attempt)
         else:
+            due = m.spec.next_due(run.slot, self.now)
             outcome = FAILED
+            if due is not None:  # recurring: the slot is given up
+                expected = Outcome.GIVEN_UP
+                m.given_up += 1
+                limit = m.spec.retry.fail_after_given_up
+                if limit is not None and m.given_up >= limit:
+                    due = None
+                else:
+                    outcome = SCHEDULED
+        assert record.outcome is expected
+        skipped = m.spec.skipped(run.slot, due) if outcome is SCHEDULED and due else 0
 
         previous = m.status
         if previous is RUNNING or (previous is PAUSED and outcome in (SUCCEEDED, FAILED)):
@@ -407,7 +436,15 @@ class CoreMachine(RuleBasedStateMachine):
                 m.slot, m.attempt = due, 0
         else:
             assert previous is CANCELLED
-        self.expect_events([(run.task_id, previous, m.status)])
+            skipped = 0
+        m.records += 1 + skipped
+        history = task.history  # the run's record, then its skipped slots, as far as kept
+        if self.limit is None or self.limit > skipped:
+            assert history[-1 - skipped] == record
+        tail = history[max(0, len(history) - skipped) :]
+        assert [r.outcome for r in tail] == [Outcome.SKIPPED] * len(tail)
+        events: list[Event] = [(run.task_id, previous, m.status)]
+        self.expect_events(events + [(run.task_id, m.status, m.status)] * skipped)
 
     def target(self, verb: str, index: int) -> str:
         """The id ``verb`` is applied to: mostly a task it acts on (if there is one),
@@ -482,7 +519,7 @@ class CoreMachine(RuleBasedStateMachine):
         assert self.core.redrive(task_id) is redriven
         if redriven:
             self.dead.remove(task_id)
-            m.status, m.attempt, m.slot = SCHEDULED, 0, self.now
+            m.status, m.attempt, m.slot, m.given_up = SCHEDULED, 0, self.now, 0
             m.aside, m.fresh = None, False
             self.push(m, self.now)
         self.expect_events([(task_id, FAILED, SCHEDULED)] if redriven else [])
@@ -619,8 +656,9 @@ class CoreMachine(RuleBasedStateMachine):
                 assert task.last_error is not None and task.last_error.startswith("TimeoutError")
             else:
                 assert task.last_error == m.last_error
-            kept = m.run_count if self.limit is None else min(m.run_count, self.limit)
+            kept = m.records if self.limit is None else min(m.records, self.limit)
             assert len(task.history) == kept
+            assert task.given_up == m.given_up
 
     @invariant()
     def the_model_keeps_the_lifecycle_rules(self) -> None:

@@ -51,6 +51,11 @@ def drive_every_trigger(clock: FakeClock) -> set[Edge]:
     core.pause(tick.id)  # SCHEDULED -> PAUSED
     core.resume(tick.id)  # PAUSED -> SCHEDULED
     core.cancel(tick.id)  # SCHEDULED -> CANCELLED
+    hourly = core.add(
+        name="hourly", action=noop, schedule=FixedRate(3600), retry=RetryPolicy.never()
+    )
+    h.step(error="boom")  # RUNNING -> SCHEDULED, the slot given up
+    core.cancel(hourly.id)
 
     flaky = core.add(name="flaky", action=noop, schedule=OneTime(delay=0), retry=TWO_TRIES)
     h.step(error="boom")  # RUNNING -> RETRYING

@@ -68,8 +68,9 @@ def test_definitions_statuses_history_and_dead_letter_come_back(
         dead = scheduler.schedule("dead", jobs.broken, OneTime(delay=0), retry=never)
         slow_retry = RetryPolicy(3, 600, max_backoff=600)
         scheduler.schedule("retrying", jobs.broken, FixedDelay(30), retry=slow_retry)
+        stop = RetryPolicy(max_attempts=1, fail_after_given_up=1)  # recurring: no second slot
         dead_too = scheduler.schedule(
-            "dead-too", jobs.broken, FixedRate(90, start_delay=30), retry=never
+            "dead-too", jobs.broken, FixedRate(90, start_delay=30), retry=stop
         )
         paused = scheduler.schedule("paused", jobs.noop, FixedRate(300))
         cancelled = scheduler.schedule("cancelled", jobs.noop, FixedDelay(10))

@@ -88,7 +88,8 @@ def on_threads(specs: list[Spec], horizon: float) -> list[Outcome]:
                 break
             clock.set(max(min(upcoming), clock.now()))
             assert scheduler.wait_idle(10)
-    return [(r.name, r.due - T0, r.attempt, r.outcome) for r in log.runs()]
+    records = [e.record for e in log.events if e.record is not None]  # runs and skipped slots
+    return [(r.name, r.due - T0, r.attempt, r.outcome) for r in records]
 
 
 def durations_of(spec: Spec) -> Callable[[object, int], float]:

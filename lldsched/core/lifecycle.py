@@ -13,7 +13,11 @@ drawn and checked from one place:
 are short, to label a diagram; what they mean:
 
 * ``ok, next run`` resets the attempt counter, ``failed, attempts left`` keeps it
-  (RETRYING is its own status for that reason); ``no attempts left`` also covers a
+  (RETRYING is its own status for that reason);
+* ``slot given up``: a recurring task's slot ran out of attempts; its last record
+  says ``given_up`` and the task is due at its next slot, attempt counter reset;
+* ``no attempts left`` is a one-off task's last failure, or the
+  ``RetryPolicy.fail_after_given_up``-th slot in a row given up; it also covers a
   schedule whose ``next_run`` raised, and puts the id in the dead letter;
 * ``mid-run``: the run in flight finishes and its record is kept (cancel raises
   its cooperative flag); a run in flight at pause that ends the task still reaches
@@ -67,6 +71,7 @@ TRANSITIONS: tuple[Transition, ...] = (
     Transition(RUNNING, SCHEDULED, "ok, next run"),
     Transition(RUNNING, SUCCEEDED, "ok, no next run"),
     Transition(RUNNING, RETRYING, "failed, attempts left"),
+    Transition(RUNNING, SCHEDULED, "slot given up"),
     Transition(RUNNING, FAILED, "no attempts left"),
     Transition(SCHEDULED, PAUSED, "pause()"),
     Transition(RETRYING, PAUSED, "pause()"),

@@ -15,7 +15,10 @@ What a runtime gives it:
   seeded random generator (retry jitter);
 * optionally a :class:`~lldsched.persistence.TaskStore` and an ``emit`` callable.
   With neither, no snapshot and no event object is ever built: the registry
-  already holds the state.
+  already holds the state;
+* optionally an ``on_record`` callable, given every record the core makes (runs
+  and slots decided without a run) in the order it makes them: the simulation
+  keeps its list of records with it.
 
 What a runtime does with it: pops due entries, calls :meth:`SchedulerCore.begin`
 (which rejects stale entries), runs the attempt (:meth:`Run.invoke`
@@ -28,7 +31,12 @@ Lifecycle (docs/ARCHITECTURE.md)::
     RUNNING   -> SUCCEEDED          ok, and the schedule has no next run
     RUNNING   -> RETRYING           failed or timed out, attempts remain (attempt kept)
     RETRYING  -> RUNNING            backoff elapsed
-    RUNNING   -> FAILED             attempts exhausted: the id goes to the dead letter
+    RUNNING   -> FAILED             attempts exhausted on a one-off task: the id goes to the
+                                    dead letter
+    RUNNING   -> SCHEDULED          attempts exhausted on a recurring task: the slot is given
+                                    up (its last record says GIVEN_UP), the task is due at its
+                                    next slot (attempt reset); FAILED instead after
+                                    RetryPolicy.fail_after_given_up slots given up in a row
     SCHEDULED|RETRYING|RUNNING -> PAUSED      resume returns it where it was
     SCHEDULED|RETRYING|RUNNING|PAUSED -> CANCELLED
     FAILED    -> SCHEDULED          redrive, with a fresh attempt counter
@@ -36,6 +44,10 @@ Lifecycle (docs/ARCHITECTURE.md)::
 The definition verbs (``add(..., replace_existing=True)``, :meth:`~SchedulerCore.reschedule`,
 :meth:`~SchedulerCore.modify`, :meth:`~SchedulerCore.run_now`) change what a task
 runs and when, never its status: no edge above is theirs.
+
+Slots a run skipped (a fixed rate's SKIP overrun policy, a cron fire that passed
+while the run overran) are recorded SKIPPED after the run's own record, as the
+misfire decisions of recovery are: every slot leaves a record.
 
 A task paused or cancelled mid-run keeps that status when its run finishes: the
 record is kept and nothing is queued after it.  A task paused mid-run whose run
@@ -47,7 +59,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import tzinfo
 from typing import Any, NamedTuple, Protocol
 
@@ -81,13 +93,20 @@ from lldsched.model import (
 )
 from lldsched.persistence import TaskSnapshot, TaskStore
 from lldsched.policies import MisfirePolicy, RetryPolicy
-from lldsched.schedules.base import Schedule
+from lldsched.schedules.base import Schedule, slots_between
 from lldsched.schedules.catchup import FIRST_RUN, CatchUp, slot_first, unwrap
 from lldsched.schedules.cron import CronSchedule
 
-__all__ = ["DueQueue", "SchedulerCore"]
+__all__ = ["MAX_SKIPPED", "DueQueue", "SchedulerCore"]
 
 log = logging.getLogger("lldsched")
+
+MAX_SKIPPED = 10
+"""Slots one run skipped that are recorded one by one; one more record stands for the rest."""
+
+GIVEN_UP = Outcome.GIVEN_UP
+SKIPPED = Outcome.SKIPPED
+_Skipped = Sequence[float]  # slots a run skipped, oldest first
 
 SCHEDULED = TaskStatus.SCHEDULED
 RUNNING = TaskStatus.RUNNING
@@ -133,6 +152,7 @@ class SchedulerCore:
         rng: random.Random | None = None,
         history_limit: int | None = 100,
         tz: str | tzinfo = "UTC",
+        on_record: Callable[[ExecutionRecord], None] | None = None,
     ) -> None:
         whole_or_none(history_limit, name="history_limit", at_least=0)
         self.tz = check_zone(tz)  # the zone of cron schedules that name none
@@ -147,6 +167,7 @@ class SchedulerCore:
         # Where events go; a runtime sets it as listeners come and go (None: nobody
         # listens, and no event object is built).
         self.emit = emit
+        self._on_record = on_record
         self._rng = rng or random.Random()
         self._history_limit = history_limit
         self._dead: dict[str, None] = {}  # an ordered set of dead-lettered ids
@@ -285,7 +306,8 @@ class SchedulerCore:
         result: str | None = None,
         timed_out: bool = False,
     ) -> ExecutionRecord:
-        """Record the attempt and move its task on: reschedule, retry, succeed or fail.
+        """Record the attempt and move its task on: reschedule, retry, give the slot up,
+        succeed or fail; then record the slots the run skipped.  Returns the run's record.
 
         ``result`` is the action's return value as text (:mod:`lldsched.core.results`).
         A run is timed out when it took longer than its task's timeout, or when the
@@ -313,11 +335,15 @@ class SchedulerCore:
         task._run = None
         stats = self._stats(task)
         stats.run_count += 1
-        stats.add(record)
         if error is not None:
             stats.failure_count += 1
             stats.last_error = error
-        outcome, due = self._after(task, record)
+        elif stats.given_up:
+            stats.given_up = 0  # a successful run ends a streak of given-up slots
+        outcome, due, record, skipped = self._after(task, record, stats)
+        stats.add(record)
+        if self._on_record is not None:
+            self._on_record(record)
 
         previous = task.status
         if previous is RUNNING or (previous is PAUSED and due is None):
@@ -337,28 +363,56 @@ class SchedulerCore:
                     self._dead[task.id] = None
         if self._store is not None or self.emit is not None:
             self._changed(task, previous, record)
+        if skipped and previous is not CANCELLED:  # cancelled: nothing was skipped, all stopped
+            self._record_skipped(task, skipped, until=due, at=record.finished)
         return record
 
     def _after(
-        self, task: ScheduledTask, record: ExecutionRecord
-    ) -> tuple[TaskStatus, float | None]:
+        self, task: ScheduledTask, record: ExecutionRecord, stats: RunStats
+    ) -> tuple[TaskStatus, float | None, ExecutionRecord, _Skipped]:
         """What a finished run leads to, whatever the task's status is now: the status
-        it takes (SCHEDULED, RETRYING, SUCCEEDED or FAILED) and when it is due next."""
-        if record.ok:
-            schedule = task.schedule
-            try:
-                due = schedule.next_run(record, record.finished)
-            except Exception as exc:  # a broken schedule is the library user's bug: fail loudly
-                log.exception("task %s: %r.next_run raised", task.id, schedule)
-                self._stats(task).last_error = f"ScheduleError: {error_text(exc)}"
-                return FAILED, None
-            if type(schedule) is CatchUp and schedule.spent:  # the catch-up is over
-                task.schedule = schedule.inner
-            return (SCHEDULED, due) if due is not None else (SUCCEEDED, None)
-        retry = task._options.retry
-        if retry.allows_retry(record.attempt):
-            return RETRYING, record.finished + retry.backoff(record.attempt, self._rng)
-        return FAILED, None
+        it takes (SCHEDULED, RETRYING, SUCCEEDED or FAILED), when it is due next, the
+        run's record (marked GIVEN_UP when the run gives its slot up) and the slots it
+        skipped (recorded SKIPPED after it).
+
+        The one home of the rule for a slot whose attempts ran out: a task whose
+        schedule has a next slot gives this one up and goes on to the slot the
+        schedule answers, as after a success (FAILED only after
+        ``retry.fail_after_given_up`` slots in a row); a one-off task is FAILED.
+        """
+        original = record  # as the run left it
+        if not record.ok:
+            retry = task._options.retry
+            if retry.allows_retry(record.attempt):
+                return (
+                    RETRYING,
+                    record.finished + retry.backoff(record.attempt, self._rng),
+                    record,
+                    (),
+                )
+            record = record._replace(misfire=GIVEN_UP)  # if the schedule has a next slot
+        schedule = task.schedule
+        try:
+            due = schedule.next_run(record, record.finished)
+            skipped: _Skipped = ()
+            if due is not None and type(schedule) is not CatchUp:  # a plan's slots are decided
+                skipped = slots_between(schedule, record.slot, due, limit=MAX_SKIPPED)
+        except Exception as exc:  # a broken schedule is the library user's bug: fail loudly
+            log.exception("task %s: %r.next_run raised", task.id, schedule)
+            self._stats(task).last_error = f"ScheduleError: {error_text(exc)}"
+            return FAILED, None, original, ()
+        if type(schedule) is CatchUp and schedule.spent:  # the catch-up is over
+            task.schedule = schedule.inner
+        if original.ok:
+            if due is None:
+                return SUCCEEDED, None, record, ()
+            return SCHEDULED, due, record, skipped
+        if due is None:  # no next slot (a one-off task): the dead letter, as ever
+            return FAILED, None, original, ()
+        stats.given_up += 1
+        if task._options.retry.fails_after(stats.given_up):
+            return FAILED, None, record, ()
+        return SCHEDULED, due, record, skipped
 
     # -- control -------------------------------------------------------------------------
 
@@ -419,6 +473,8 @@ class SchedulerCore:
         task.status = SCHEDULED
         task.schedule = unwrap(task.schedule)
         task.attempt = 0
+        if task._stats is not None:
+            task._stats.given_up = 0  # a person looked: a fresh streak as well
         task._slot = now
         self._enqueue(task, now)
         self._changed(task, FAILED)
@@ -669,7 +725,28 @@ class SchedulerCore:
         """Record that ``slot`` of ``task`` did not run on its own (``outcome`` is
         :attr:`~Outcome.MISSED` or :attr:`~Outcome.COALESCED`): in its history, in
         the store and to the listeners."""
-        now = self.clock.now()
+        return self._record_decided(task, slot, outcome, error, self.clock.now())
+
+    def _record_skipped(
+        self, task: ScheduledTask, skipped: _Skipped, *, until: float | None, at: float
+    ) -> None:
+        """Record each slot in ``skipped`` SKIPPED, decided ``at`` (the run's finish);
+        past :data:`MAX_SKIPPED` slots, the last record stands for the rest, to ``until``."""
+        for slot in skipped[:MAX_SKIPPED]:
+            self._record_decided(task, slot, SKIPPED, None, at)
+        if len(skipped) > MAX_SKIPPED:
+            rest = skipped[MAX_SKIPPED]
+            text = (
+                f"SkipCap: more than {MAX_SKIPPED} slots skipped; this record stands for "
+                f"the slots from {rest!r} to before {until!r}"
+            )
+            self._record_decided(task, rest, SKIPPED, text, at)
+
+    def _record_decided(
+        self, task: ScheduledTask, slot: float, outcome: Outcome, error: str | None, at: float
+    ) -> ExecutionRecord:
+        """A record for ``slot`` of ``task``, which a policy decided at ``at`` without a
+        run: in its history, to ``on_record``, in the store and to the listeners."""
         record = ExecutionRecord.of(
             task_id=task.id,
             name=task.name,
@@ -677,13 +754,15 @@ class SchedulerCore:
             due=slot,
             slot=slot,
             worker=-1,
-            started=now,
-            finished=now,
+            started=at,
+            finished=at,
             ok=False,
             error=error,
             misfire=outcome,
         )
         self._stats(task).add(record)
+        if self._on_record is not None:
+            self._on_record(record)
         self._changed(task, task.status, record)
         return record
 
@@ -732,6 +811,7 @@ class SchedulerCore:
             stats.last_error = restored.last_error
             for record in restored.history:
                 stats.add(record)
+            stats.given_up = _given_up_in_a_row(restored.history)
         return task
 
     @staticmethod
@@ -797,6 +877,17 @@ class _Definition(NamedTuple):
     def restore(self, task: ScheduledTask) -> None:
         task.name, task.action, task.priority, task._options = self[:4]
         task.schedule, task.next_run_at, task._slot = self[4:]
+
+
+def _given_up_in_a_row(history: Iterable[ExecutionRecord]) -> int:
+    """Slots given up since the last successful run in ``history`` (a store keeps no
+    counter: the records are the truth, as far back as it keeps them)."""
+    count = 0
+    for record in reversed(tuple(history)):
+        if record.ok:
+            break
+        count += record.misfire is GIVEN_UP
+    return count
 
 
 def _id_number(task_id: str) -> int | None:

@@ -241,7 +241,7 @@ def _restored(snapshot: TaskSnapshot, records: Iterable[ExecutionRecord]) -> tup
         attempt = max(0, attempt - 1)
     if status is TaskStatus.RUNNING:
         status = TaskStatus.RETRYING if attempt else TaskStatus.SCHEDULED
-    runs = [record for record in history if record.misfire is None]
+    runs = [record for record in history if record.outcome.ran]
     if attempt and runs:  # retrying: the pending attempts belong to the failed run's slot
         slot = runs[-1].slot
     else:

@@ -87,11 +87,20 @@ class RunStats:
     760 bytes, and one more object for the garbage collector to track).
     """
 
-    __slots__ = ("_first", "_limit", "_recent", "failure_count", "last_error", "run_count")
+    __slots__ = (
+        "_first",
+        "_limit",
+        "_recent",
+        "failure_count",
+        "given_up",
+        "last_error",
+        "run_count",
+    )
 
     def __init__(self, history_limit: int | None) -> None:
         self.run_count = 0
         self.failure_count = 0
+        self.given_up = 0  # slots given up in a row (since the last successful run)
         self.last_error: str | None = None
         self._limit = history_limit
         self._first: ExecutionRecord | None = None  # the history while it holds one record
@@ -222,6 +231,13 @@ class ScheduledTask:
         """The error text of the most recent failed attempt."""
         stats = self._stats
         return stats.last_error if stats is not None else None
+
+    @property
+    def given_up(self) -> int:
+        """Slots given up in a row: recurring slots whose attempts all failed since the
+        last successful run (see :class:`~lldsched.policies.RetryPolicy`)."""
+        stats = self._stats
+        return stats.given_up if stats is not None else 0
 
     @property
     def history(self) -> tuple[ExecutionRecord, ...]:

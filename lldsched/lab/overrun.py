@@ -94,7 +94,7 @@ def simulate_overrun_day(
         policy = OverrunPolicy[strategy]
         sim.schedule("job", FixedRate(period, on_overrun=policy), duration=duration)
     sim.run(horizon)
-    records = sim.records()
+    records = [r for r in sim.records() if r.outcome.ran]  # runs, not the slots SKIP dropped
     job = [r for r in records if r.name == "job"]
     slots = int(horizon // period)
     started = len(job) + sim.busy

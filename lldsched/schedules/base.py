@@ -5,12 +5,15 @@ can be shared by any number of tasks and by both runtimes:
 
 * ``first_run(now)``: the first due instant for a task registered at ``now``;
 * ``next_run(record, now)``: the next due instant after a *successful* run, or
-  ``None`` to retire the task (it becomes SUCCEEDED).
+  ``None`` to retire the task (it becomes SUCCEEDED).  It is asked the same after
+  a run that gave its slot up (its retries ran out; ``record.outcome`` says
+  ``given_up``): a recurring task goes on to the slot it answers.
 
 Retries never consult the schedule: the core computes them from the task's
 :class:`~lldsched.policies.RetryPolicy`.  "Now support cron" is one more class.
 
-Recovery (after downtime or a clock jump) asks a schedule three more things,
+Recovery (after downtime or a clock jump), and the core listing the slots a long
+run skipped (:func:`slots_between`), ask a schedule three more things,
 through the functions below: the slot after a slot (:func:`slot_after`), the
 first slot after an instant (:func:`first_slot_after`), and whether its due
 instants measure elapsed time (:func:`measures_elapsed_time`).  Each has an
@@ -25,7 +28,13 @@ from typing import Protocol, runtime_checkable
 
 from lldsched.model import ExecutionRecord
 
-__all__ = ["Schedule", "first_slot_after", "measures_elapsed_time", "slot_after"]
+__all__ = [
+    "Schedule",
+    "first_slot_after",
+    "measures_elapsed_time",
+    "slot_after",
+    "slots_between",
+]
 
 
 @runtime_checkable
@@ -64,6 +73,27 @@ def first_slot_after(schedule: Schedule, slot: float, now: float, *, limit: int)
             return following
         following = slot_after(schedule, following)
     return None
+
+
+def slots_between(schedule: Schedule, slot: float, following: float, *, limit: int) -> list[float]:
+    """The slots after ``slot`` and before ``following``, oldest first: those a run of
+    ``slot`` whose next due instant is ``following`` skipped.  At most ``limit + 1``
+    are listed (more than ``limit`` says the list was cut short).
+
+    Cheap when nothing was skipped, which is every on-time run: one ``slot_after``.
+    """
+    own = getattr(schedule, "slot_after", None)  # slot_after(), inlined: once per run
+    current = own(slot) if own is not None else slot_after(schedule, slot)
+    if current is None or current >= following:
+        return []
+    slots: list[float] = []
+    while current is not None and current < following and len(slots) <= limit:
+        slots.append(current)
+        later = slot_after(schedule, current)
+        if later is not None and later <= current:  # a schedule that does not move on
+            break
+        current = later
+    return slots
 
 
 def measures_elapsed_time(schedule: Schedule) -> bool:

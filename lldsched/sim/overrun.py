@@ -38,5 +38,5 @@ def simulate_overrun(
             FixedRate(period, on_overrun=policy),
             duration=duration,
         )
-        runs[policy] = sim.run_for(seconds).records()
+        runs[policy] = [r for r in sim.run_for(seconds).records() if r.outcome.ran]
     return runs

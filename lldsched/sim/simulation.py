@@ -129,6 +129,7 @@ class Simulation:
         self._clock = VirtualClock(to_timestamp(start, name="start"))
         self._queue = TaskQueue()
         self._callbacks = [(listener, as_callback(listener)) for listener in listeners]
+        self._records: list[ExecutionRecord] = []  # every record, as the core makes it
         self._core = SchedulerCore(
             clock=self._clock,
             queue=self._queue,
@@ -138,16 +139,15 @@ class Simulation:
             rng=random.Random(seed),
             history_limit=history_limit,
             tz=tz,
+            on_record=self._records.append,
         )
         self._models: dict[str, _Models] = {}
         self._free = list(range(workers))  # a heap: the lowest free worker starts next
-        # (finished, sequence, worker, run, started, error) for runs in flight
         # (finished, sequence, worker, run, started, error, result, timed_out) in flight
         self._finishes: list[tuple[float, int, int, Run, float, str | None, str | None, bool]] = []
         self._awaiting = PrivateLoop()  # runs coroutine actions (its loop made at the first)
         self._interventions: list[tuple[float, int, Callable[[], object]]] = []
         self._sequence = itertools.count()
-        self._records: list[ExecutionRecord] = []
         if store is not None:
             for task in recover(self._core, store):
                 self._models[task.id] = _Models(0.0, 0.0, _NO_RNG)
@@ -377,7 +377,9 @@ class Simulation:
         return self._advance(_LAST_INSTANT, events=1)
 
     def records(self) -> list[ExecutionRecord]:
-        """Every finished attempt, in the order they finished."""
+        """Every record, in the order the core made them: finished attempts, and the
+        slots decided without a run (``record.outcome.ran`` is False: misfire
+        decisions at recovery, slots a run skipped, each after its run)."""
         return list(self._records)
 
     # -- the event loop ----------------------------------------------------------------
@@ -400,7 +402,6 @@ class Simulation:
         interventions = self._interventions
         free = self._free
         finish_run = self._core.finish
-        records = self._records
         heappop, heappush = heapq.heappop, heapq.heappush
         kind: str | None = None  # the last event processed, described
         task_id: str | None = None
@@ -425,7 +426,6 @@ class Simulation:
                     if result is None and not timed_out
                     else finish_run(run, started, finish, error, result=result, timed_out=timed_out)
                 )
-                records.append(record)
                 heappush(free, worker)
                 kind, task_id = "finish", record.task_id
             elif intervention <= start:
@@ -514,10 +514,9 @@ class Simulation:
         result: str | None = None,
         timed_out: bool = False,
     ) -> ExecutionRecord:
-        record = self._core.finish(
+        record = self._core.finish(  # on_record keeps it
             run, started, finished, error, result=result, timed_out=timed_out
         )
-        self._records.append(record)
         heapq.heappush(self._free, worker)
         return record
 

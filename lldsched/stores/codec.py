@@ -224,6 +224,7 @@ def encode_task(task: Task) -> str:
             "multiplier": retry.multiplier,
             "max_backoff": retry.max_backoff,
             "jitter": retry.jitter,
+            "fail_after_given_up": retry.fail_after_given_up,  # absent in older documents
         },
         "timeout": task.timeout,
         "args": args,

@@ -24,10 +24,12 @@ result      string                  what the action returned, as a bounded ``rep
                                     (:mod:`lldsched.core.results`); ``<NA>`` when it
                                     returned None or did not succeed
 timed_out   bool                    the attempt ran past its timeout
-outcome     category                ``ok``, ``failed``, ``timed_out``, or for a slot a
-                                    misfire policy decided ``missed``/``coalesced``
-                                    (:data:`OUTCOMES`; such rows have attempt 0 and
-                                    worker -1, and :func:`ran` leaves them out)
+outcome     category                ``ok``, ``failed``, ``timed_out``, ``given_up``
+                                    (a run that gave its slot up), or for a slot
+                                    decided without a run ``missed``/``coalesced``
+                                    (a misfire policy) or ``skipped`` (an overrun)
+                                    (:data:`OUTCOMES`; decided rows have attempt 0
+                                    and worker -1, and :func:`ran` leaves them out)
 priority    Int64                   the task's :class:`~lldsched.model.Priority` value
                                     (0 HIGH, 1 NORMAL, 2 LOW), ``<NA>`` when unknown
 ==========  ======================  ==================================================
@@ -42,9 +44,9 @@ The frame is built column-wise (one pass per field, no per-row objects): a
 million records take about a second.  An empty source gives an empty frame with
 the same columns and dtypes.
 
-Summaries: :func:`task_summary` (runs, outcomes, retries, lateness and duration
-percentiles, overruns per task) and :func:`utilisation` (the busy fraction of
-each worker per interval).
+Summaries: :func:`task_summary` (runs, outcomes, retries, given-up and skipped
+slots, lateness and duration percentiles, overruns per task) and
+:func:`utilisation` (the busy fraction of each worker per interval).
 
 pandas and numpy are imported here, in :mod:`lldsched.views.tables` and in
 :mod:`lldsched.views.plots` only; without them, importing this module raises an
@@ -67,7 +69,7 @@ except ImportError as exc:  # pragma: no cover - exercised by a test that hides 
     ) from exc
 
 from lldsched.errors import ValidationError
-from lldsched.model import ExecutionRecord
+from lldsched.model import ExecutionRecord, Outcome
 from lldsched.runtime import Reads
 from lldsched.schedules.base import Schedule
 from lldsched.views.report import nearest_rank, overran
@@ -85,11 +87,12 @@ __all__ = [
     "utilisation",
 ]
 
-OUTCOMES = ("ok", "failed", "timed_out", "missed", "coalesced")
-"""The outcome categories, in this order; an outcome a record reports beyond these is
-appended after them."""
+OUTCOMES = tuple(outcome.value for outcome in Outcome)
+"""The outcome categories, in this order (:class:`~lldsched.model.Outcome`'s); an
+outcome a record reports beyond these is appended after them."""
 
 MISFIRES = ("missed", "coalesced")  # slots a misfire policy decided: records, not runs
+_NOT_RUNS = tuple(outcome.value for outcome in Outcome if not outcome.ran)  # Outcome.ran decides
 
 DTYPES: dict[str, Any] = {
     "task_id": pd.StringDtype(),
@@ -224,14 +227,17 @@ def _priorities(task_id: Any, known: Mapping[str, int]) -> Any:
 
 SUMMARY_COLUMNS = (
     "name", "runs", "ok", "failed", "timed_out", "retries", "overruns", "missed",
+    "given_up", "skipped",
     "lateness_p50", "lateness_p95", "lateness_max",
     "duration_p50", "duration_p95", "duration_max",
 )  # fmt: skip
+_COUNTS = SUMMARY_COLUMNS[1:10]
 
 
 def ran(frame: pd.DataFrame) -> pd.DataFrame:
-    """The rows of attempts that ran: without the slots a misfire policy decided."""
-    return frame[~frame["outcome"].isin(MISFIRES)]
+    """The rows of attempts that ran: without the slots a policy decided without a run
+    (missed, coalesced, skipped; :attr:`~lldsched.model.Outcome.ran` says which)."""
+    return frame[~frame["outcome"].isin(_NOT_RUNS)]
 
 
 def task_summary(
@@ -239,33 +245,38 @@ def task_summary(
 ) -> pd.DataFrame:
     """One row per task id, in the order the tasks first appear in ``frame``.
 
-    Counts (``runs``, ``ok``, ``failed``, ``timed_out``; ``retries`` are attempts
-    after the first of their slot), lateness and duration at the 50th and 95th
+    Counts (``runs``, ``ok``, ``failed``, ``timed_out``: how each run ended, so a run
+    that gave its slot up counts as failed or timed out, and ``runs == ok + failed +
+    timed_out``; ``retries`` are attempts after the first of their slot;
+    ``given_up``: slots whose attempts all failed), lateness and duration at the 50th and 95th
     percentiles and the maximum (nearest rank, the rule the command line's summary
     uses, so a percentile is always a time that happened), and ``overruns``: first
     attempts that lasted longer than the gap to their schedule's next slot
     (:func:`lldsched.views.report.overran`; ``schedules`` maps task id to schedule,
-    see :func:`schedules_of`; without it the count is 0).  Slots a misfire policy
-    decided are not runs: they are counted in ``missed`` and measured nowhere.
+    see :func:`schedules_of`; without it the count is 0).  Slots decided without a
+    run are not runs: a misfire policy's are counted in ``missed``, an overrun's in
+    ``skipped``, and they are measured nowhere.
     """
     columns: dict[str, list[Any]] = {name: [] for name in SUMMARY_COLUMNS}
     ids: list[str] = []
     for task_id, rows in frame.groupby("task_id", sort=False, observed=True):
-        misfired = rows["outcome"].isin(MISFIRES)
-        runs = rows[~misfired]
-        outcome = runs["outcome"]
+        decided = rows["outcome"].isin(_NOT_RUNS)
+        runs = rows[~decided]
+        ok, timed_out = runs["ok"].to_numpy(), runs["timed_out"].to_numpy()
         lateness = np.sort(runs["lateness"].to_numpy())
         duration = np.sort(runs["duration"].to_numpy())
         ids.append(str(task_id))
         row = {
             "name": rows["name"].iloc[0],
             "runs": len(runs),
-            "ok": int(runs["ok"].sum()),
-            "failed": int((outcome == "failed").sum()),
-            "timed_out": int((outcome == "timed_out").sum()),
+            "ok": int(ok.sum()),
+            "failed": int((~ok & ~timed_out).sum()),
+            "timed_out": int(timed_out.sum()),
             "retries": int((runs["attempt"] > 1).sum()),
             "overruns": _overruns(runs, (schedules or {}).get(str(task_id))),
-            "missed": int(misfired.sum()),
+            "missed": int(rows["outcome"].isin(MISFIRES).sum()),
+            "given_up": int((runs["outcome"] == Outcome.GIVEN_UP).sum()),
+            "skipped": int((rows["outcome"] == Outcome.SKIPPED).sum()),
             "lateness_p50": _nearest_rank(lateness, 50),
             "lateness_p95": _nearest_rank(lateness, 95),
             "lateness_max": lateness[-1] if len(lateness) else _NAT,
@@ -275,8 +286,8 @@ def task_summary(
         }
         for name, value in row.items():
             columns[name].append(value)
-    dtypes: dict[str, np.dtype[Any]] = {name: np.dtype("int64") for name in SUMMARY_COLUMNS[1:8]}
-    dtypes.update({name: np.dtype("timedelta64[us]") for name in SUMMARY_COLUMNS[8:]})
+    dtypes: dict[str, np.dtype[Any]] = {name: np.dtype("int64") for name in _COUNTS}
+    dtypes.update({name: np.dtype("timedelta64[us]") for name in SUMMARY_COLUMNS[10:]})
     data: dict[str, Any] = {"name": pd.array(columns["name"], dtype=pd.StringDtype())}
     for name, dtype in dtypes.items():
         data[name] = np.array(columns[name], dtype=dtype)

@@ -70,7 +70,7 @@ def summarize(
     to schedules, for counting overruns."""
     grouped: dict[str, list[ExecutionRecord]] = {}
     for record in records:
-        if record.misfire is None:  # a slot a misfire policy decided did not run
+        if record.outcome.ran:  # a slot a policy decided without a run is no run
             grouped.setdefault(record.task_id, []).append(record)
     rows = []
     for task_id, runs in grouped.items():

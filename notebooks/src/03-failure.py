@@ -35,6 +35,7 @@
 #     RUNNING --> SCHEDULED: ok, next run
 #     RUNNING --> SUCCEEDED: ok, no next run
 #     RUNNING --> RETRYING: failed, attempts left
+#     RUNNING --> SCHEDULED: slot given up
 #     RUNNING --> FAILED: no attempts left
 #     SCHEDULED --> PAUSED: pause()
 #     RETRYING --> PAUSED: pause()
@@ -123,12 +124,49 @@ print("status:", task.status.value)
 print("transitions:", " -> ".join(e.status.value for e in log.events if e.task_id == task.id))
 
 # %% [markdown]
-# ## 2. Dead letter and redrive
+# ## 2. A bad slot, the dead letter and redrive
 #
-# When the attempts run out the task is `FAILED`, for every kind of schedule, recurring ones
-# too: a job that fails three times in a row needs a person, not a fourth try at 03:00. Its
-# id goes to the dead-letter list. `redrive` puts it back, due now, with a fresh attempt
-# counter.
+# When a slot's attempts run out, what happens depends on the schedule. A recurring task
+# **gives the slot up**: its last record says `given_up`, listeners hear it, and the task
+# is due at its next slot with a fresh attempt counter. An hourly job that fails at 03:00
+# because a database restarted still runs at 04:00 (cron, Quartz and Celery beat behave the
+# same way). A one-off task has no next slot: it is `FAILED`, and its id goes to the
+# dead-letter list.
+
+# %% tags=["nbval-check-output"]
+clock = FakeClock(START)
+database_up = [False]
+
+
+def hourly_report() -> None:
+    if not database_up[0]:
+        raise ConnectionError("database restarting")
+
+
+with Scheduler(workers=1, clock=clock) as scheduler:
+    report = scheduler.schedule("report", hourly_report, FixedRate(3600))
+    for _ in range(3):  # three attempts: at once, then after 1 s and 2 s
+        scheduler.wait_idle()
+        clock.advance(2)
+    scheduler.wait_idle()
+    print(
+        f"{report.status.value}, next run in {report.next_run_at - clock.now():.0f} s; "
+        f"dead letter {scheduler.dead_letter()}"
+    )
+    database_up[0] = True
+    clock.advance(report.next_run_at - clock.now())
+    scheduler.wait_idle()
+
+t0 = START.timestamp()
+for record in report.history:
+    print(f"slot t+{record.slot - t0:>4.0f} s  attempt {record.attempt}  {record.outcome}")
+
+# %% [markdown]
+# A job that keeps failing slot after slot may need a person rather than another try
+# next hour. `RetryPolicy(fail_after_given_up=n)` says so: after `n` slots given up in a
+# row the task is `FAILED` and its id goes to the dead-letter list (the default, `None`,
+# never gives up on the task). `redrive` puts it back, due now, with a fresh attempt
+# counter and a fresh count.
 
 # %% tags=["nbval-check-output"]
 clock = FakeClock(START)
@@ -141,19 +179,26 @@ def cleanup() -> None:
 
 
 with Scheduler(workers=1, clock=clock) as scheduler:
-    job = scheduler.schedule("cleanup", cleanup, FixedRate(3600), retry=RetryPolicy(max_attempts=2))
-    scheduler.wait_idle()
-    clock.advance(1)
+    retry = RetryPolicy(max_attempts=2, fail_after_given_up=2)
+    job = scheduler.schedule("cleanup", cleanup, FixedRate(3600), retry=retry)
+    for _ in range(2):  # two slots, two attempts each
+        scheduler.wait_idle()
+        clock.advance(1)
+        scheduler.wait_idle()
+        if job.next_run_at is not None:
+            clock.advance(job.next_run_at - clock.now())
     scheduler.wait_idle()
     print(f"{job.status.value}: {job.last_error!r}; dead letter {scheduler.dead_letter()}")
+    for record in job.history:
+        print(f"slot t+{record.slot - t0:>4.0f} s  attempt {record.attempt}  {record.outcome}")
 
     disk_full[0] = False  # someone frees the disk, then redrives
     scheduler.redrive(job.id)
     scheduler.wait_idle()
-    assert job.next_run_at is not None
-    wait = job.next_run_at - clock.now()
-    print(f"{job.status.value}: next run in {wait:.0f} s; dead letter {scheduler.dead_letter()}")
-    print([(r.attempt, r.outcome) for r in job.history])
+    print(
+        f"{job.status.value}: next run in {job.next_run_at - clock.now():.0f} s; "
+        f"dead letter {scheduler.dead_letter()}"
+    )
 
 # %% [markdown]
 # ## 3. Timeouts: detected, not enforced

@@ -144,6 +144,11 @@ class CronSchedule:
         finished = record.finished
         return self.next_after(finished if finished > record.slot else record.slot)
 
+    def slot_after(self, slot: float) -> float | None:
+        """The fire after ``slot`` (what :func:`~lldsched.schedules.base.slot_after`
+        derives from ``next_run``, without building a record: asked once per run)."""
+        return self.next_after(slot)
+
     # -- queries -----------------------------------------------------------------
 
     def next_after(self, timestamp: float) -> float | None:

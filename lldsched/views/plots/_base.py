@@ -202,15 +202,15 @@ def _task_handles(labels: Sequence[str], colours: Array) -> list[Any]:
 
 def _mark_handles(frame: pd.DataFrame, detail: bool = True, *, short: bool = False) -> list[Any]:
     handles: list[Any] = []
-    outcome = frame["outcome"]
-    if (outcome == "failed").any():
+    failed, timed_out = _failures(frame)
+    if failed.any():
         handles.append(
             Patch(facecolor="white", edgecolor=_DUE_COLOUR, hatch=_HATCH, label="failed")
             if detail
             else Line2D([], [], color=_DUE_COLOUR, marker="|", markersize=9, linestyle="none",
                         label="failed")
         )  # fmt: skip
-    if (outcome == "timed_out").any():
+    if timed_out.any():
         handles.append(
             Patch(facecolor="white", edgecolor=_TIMEOUT_COLOUR, linewidth=2.0, label="timed out")
         )
@@ -224,6 +224,13 @@ def _mark_handles(frame: pd.DataFrame, detail: bool = True, *, short: bool = Fal
                    markeredgewidth=0.5, linestyle="none", label="a run too short for a bar")
         )  # fmt: skip
     return handles
+
+
+def _failures(frame: pd.DataFrame) -> tuple[Array, Array]:
+    """Which runs failed (raised) and which timed out, from the ``ok`` and ``timed_out``
+    columns: a run that gave its slot up (outcome ``given_up``) is marked as either."""
+    ok, timed_out = frame["ok"].to_numpy(dtype=bool), frame["timed_out"].to_numpy(dtype=bool)
+    return ~ok & ~timed_out, timed_out
 
 
 def _legend(ax: Axes, handles: list[Any]) -> None:
@@ -259,8 +266,7 @@ def _draw_runs(
     bars.set_snap(False)
     bars.set_gid("runs")
     ax.add_collection(bars, autolim=False)
-    outcome = frame["outcome"].to_numpy()
-    failed = outcome == "failed"
+    failed, timed_out = _failures(frame)
     if failed.any():
         hatched = PolyCollection(
             cast(Any, boxes[failed]), facecolors="none", edgecolors=_DUE_COLOUR, linewidths=0.0,
@@ -277,7 +283,6 @@ def _draw_runs(
             )
             stroked.set_gid("failed_strokes")
             ax.add_collection(stroked, autolim=False)
-    timed_out = outcome == "timed_out"
     if timed_out.any():
         outlined = PolyCollection(
             cast(Any, boxes[timed_out]), facecolors="none", edgecolors=_TIMEOUT_COLOUR,

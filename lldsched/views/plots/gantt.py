@@ -102,9 +102,9 @@ def _span(span: tuple[float | datetime, float | datetime]) -> tuple[float, float
 
 
 def _gantt_title(frame: pd.DataFrame, by: str, lanes: int) -> str:
-    outcome = frame["outcome"]
-    failed = int((outcome == "failed").sum())
-    timed_out = int((outcome == "timed_out").sum())
+    ok, timed_out_runs = frame["ok"], frame["timed_out"]
+    failed = int((~ok & ~timed_out_runs).sum())  # a run that gave its slot up failed too
+    timed_out = int(timed_out_runs.sum())
     what = "worker" if by == "worker" else "task"
     return (
         f"{_count(len(frame), 'run')} on {_count(lanes, what)}: "

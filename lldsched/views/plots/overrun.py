@@ -12,7 +12,7 @@ import pandas as pd
 from lldsched.errors import ValidationError
 from lldsched.model import ExecutionRecord
 from lldsched.policies import OverrunPolicy
-from lldsched.views.frames import to_frame
+from lldsched.views.frames import ran, to_frame
 from lldsched.views.plots._base import (
     Axes,
     Figure,
@@ -45,8 +45,8 @@ def overrun_comparison(
     and the fixed-rate grid of slots as dotted lines.  ``runs`` maps each policy to
     a frame or to records, such as :func:`lldsched.sim.overrun.simulate_overrun`
     returns.  ``axes`` is a pair to draw on."""
-    frames = {
-        policy: frame if isinstance(frame, pd.DataFrame) else to_frame(frame)
+    frames = {  # the runs only: not the slots SKIP dropped (records of their own)
+        policy: ran(frame if isinstance(frame, pd.DataFrame) else to_frame(frame))
         for policy, frame in runs.items()
     }
     policies = [p for p in (OverrunPolicy.SKIP, OverrunPolicy.CATCH_UP) if p in frames]

@@ -1,0 +1,195 @@
+"""Every skip is a record: slots a fixed rate's SKIP overrun policy drops at run time (a
+run that overran, or started late), and cron fires that passed while a run overran, are
+recorded ``skipped`` like misfire decisions: views keep them as rows, never as runs."""
+
+from __future__ import annotations
+
+from lldsched import (
+    CronSchedule,
+    EventLog,
+    FakeClock,
+    FixedDelay,
+    FixedRate,
+    InMemoryTaskStore,
+    Outcome,
+    OverrunPolicy,
+    Simulation,
+    TaskStatus,
+)
+from lldsched.core.machine import MAX_SKIPPED
+from lldsched.views.frames import ran, task_summary, to_frame, utilisation
+from lldsched.views.report import summarize
+from tests.conftest import SchedulerFactory, settle
+from tests.harness import Harness, RecordingStore
+
+
+def noop() -> None:
+    return None
+
+
+def decided(records: object) -> list[tuple[Outcome, float, int, int]]:
+    """(outcome, slot, attempt, worker) of each record that is no run."""
+    return [
+        (r.outcome, r.slot, r.attempt, r.worker)
+        for r in records  # type: ignore[attr-defined]
+        if not r.outcome.ran
+    ]
+
+
+def test_a_fixed_rate_run_that_overran_records_each_slot_it_skipped(clock: FakeClock) -> None:
+    h = Harness(clock)
+    t = clock.now()
+    task = h.core.add("report", noop, FixedRate(60), priority=0)
+    run = h.step(duration=150)
+    assert run is not None and run.outcome is Outcome.OK
+    assert task.next_run_at == t + 180
+    assert decided(task.history) == [
+        (Outcome.SKIPPED, t + 60, 0, -1),
+        (Outcome.SKIPPED, t + 120, 0, -1),
+    ]
+    skipped = task.history[1]
+    assert skipped.due == skipped.slot and skipped.started == skipped.finished == t + 150
+    assert not skipped.ok and skipped.error is None and task.run_count == 1
+
+
+def test_a_fixed_rate_run_that_started_late_records_the_slots_it_skipped(clock: FakeClock) -> None:
+    h = Harness(clock)
+    t = clock.now()
+    task = h.core.add("tick", noop, FixedRate(60))
+    entry = h.queue.pop_live()
+    assert entry is not None
+    clock.advance(130)  # waited 130 s for a worker
+    run = h.core.begin(entry, worker=0)
+    assert run is not None
+    h.core.finish(run, clock.now(), clock.now() + 1, None)
+    assert [r.slot - t for r in task.history if r.outcome is Outcome.SKIPPED] == [60, 120]
+    assert task.next_run_at == t + 180
+
+
+def test_an_on_time_run_records_nothing_more(clock: FakeClock) -> None:
+    h = Harness(clock)
+    task = h.core.add("tick", noop, FixedRate(60))
+    for _ in range(3):
+        h.step(duration=59)
+    assert [r.outcome for r in task.history] == [Outcome.OK] * 3
+
+
+def test_catch_up_and_fixed_delay_skip_nothing(clock: FakeClock) -> None:
+    for schedule in (FixedRate(60, OverrunPolicy.CATCH_UP), FixedDelay(60)):
+        h = Harness(clock)
+        task = h.core.add("long", noop, schedule)
+        h.step(duration=150)
+        assert [r.outcome for r in task.history] == [Outcome.OK], schedule
+
+
+def test_cron_fires_that_passed_while_a_run_overran_are_recorded_skipped(
+    clock: FakeClock,
+) -> None:
+    h = Harness(clock)
+    task = h.core.add("quarterly", noop, CronSchedule("*/15 * * * *"))
+    first = task.next_run_at
+    assert first is not None
+    h.step(duration=40 * 60)  # 09:15 to 09:55: 09:30 and 09:45 passed
+    assert [r.slot - first for r in task.history if r.outcome is Outcome.SKIPPED] == [900, 1800]
+    assert task.next_run_at == first + 2700
+
+
+def test_a_run_that_skipped_very_many_slots_records_a_bounded_number(clock: FakeClock) -> None:
+    h = Harness(clock)
+    t = clock.now()
+    task = h.core.add("fast", noop, FixedRate(1))
+    h.step(duration=5000)
+    skipped = [r for r in task.history if r.outcome is Outcome.SKIPPED]
+    assert len(skipped) == MAX_SKIPPED + 1
+    assert [r.error for r in skipped[:MAX_SKIPPED]] == [None] * MAX_SKIPPED
+    tail = skipped[-1]
+    assert tail.slot == t + MAX_SKIPPED + 1 and tail.error is not None
+    assert tail.error.startswith("SkipCap:") and repr(t + 5000) in tail.error
+    assert task.next_run_at == t + 5000
+
+
+def test_a_run_cancelled_mid_run_leaves_no_skipped_slots(clock: FakeClock) -> None:
+    h = Harness(clock)
+    task = h.core.add("report", noop, FixedRate(60))
+    run = h.begin()
+    h.core.cancel(task.id)
+    h.core.finish(run, clock.now(), clock.now() + 150, None)
+    assert [r.outcome for r in task.history] == [Outcome.OK]
+
+
+def test_listeners_hear_each_skipped_slot_after_the_run_and_the_store_keeps_them(
+    clock: FakeClock,
+) -> None:
+    store = RecordingStore()
+    h = Harness(clock, store=store)
+    task = h.core.add("report", noop, FixedRate(60))
+    h.step(duration=150)
+    with_records = [e for e in h.events if e.record is not None]
+    assert [(e.previous, e.status, e.record.outcome) for e in with_records] == [  # type: ignore[union-attr]
+        (TaskStatus.RUNNING, TaskStatus.SCHEDULED, Outcome.OK),
+        (TaskStatus.SCHEDULED, TaskStatus.SCHEDULED, Outcome.SKIPPED),
+        (TaskStatus.SCHEDULED, TaskStatus.SCHEDULED, Outcome.SKIPPED),
+    ]
+    assert [r.outcome for r in store.records(task.id)] == [
+        Outcome.OK, Outcome.SKIPPED, Outcome.SKIPPED,
+    ]  # fmt: skip
+
+
+def test_on_record_is_given_every_record_in_the_order_made(clock: FakeClock) -> None:
+    made: list[object] = []
+    h = Harness(clock, on_record=made.append)
+    task = h.core.add("report", noop, FixedRate(60))
+    h.step(duration=150)
+    assert made == list(task.history)
+
+
+# -- views: rows, never runs -----------------------------------------------------------------
+
+
+def test_views_keep_skipped_slots_as_rows_and_never_as_runs(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    log = EventLog()
+    store = InMemoryTaskStore()
+    scheduler = make_scheduler(workers=1, clock=clock, store=store, listeners=[log])
+
+    def long_report() -> None:
+        clock.advance(150)
+
+    task = scheduler.schedule("report", long_report, FixedRate(60))
+    settle(scheduler)
+    records = store.records()
+    frame = to_frame(records)
+    assert list(frame["outcome"]) == ["ok", "skipped", "skipped"]
+    assert len(ran(frame)) == 1
+    summary = task_summary(frame)
+    row = summary.loc[task.id]
+    assert (row["runs"], row["ok"], row["skipped"], row["missed"], row["given_up"]) == (
+        1,
+        1,
+        2,
+        0,
+        0,
+    )
+    assert utilisation(frame, workers=1).to_numpy().sum() > 0
+    assert [r.outcome for r in log.runs("report")] == [Outcome.OK]
+    assert len(log.events) > len(log.runs())  # the skipped slots were heard
+    (line,) = summarize(records)
+    assert line.runs == 1
+
+
+def test_utilisation_is_the_same_with_or_without_the_skipped_rows(clock: FakeClock) -> None:
+    h = Harness(clock)
+    task = h.core.add("report", noop, FixedRate(60))
+    h.step(duration=150)
+    frame = to_frame(task.history)
+    assert utilisation(frame, workers=1).equals(utilisation(ran(frame), workers=1))
+
+
+def test_the_simulation_keeps_skipped_slots_among_its_records_in_order() -> None:
+    sim = Simulation(workers=1, start=0.0)
+    sim.schedule("report", FixedRate(60), duration=150)
+    sim.run(200)
+    assert [(r.outcome, r.slot, r.finished) for r in sim.records()] == [
+        (Outcome.OK, 0.0, 150.0), (Outcome.SKIPPED, 60.0, 150.0), (Outcome.SKIPPED, 120.0, 150.0),
+    ]  # fmt: skip
