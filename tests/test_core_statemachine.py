@@ -394,18 +394,12 @@ class CoreMachine(RuleBasedStateMachine):
         due: float | None = None
         expected = Outcome.OK if ok else Outcome.TIMED_OUT if timed_out else Outcome.FAILED
         if ok:
-            if m.fresh:
-                due = m.spec.first(self.now)
-            elif m.aside is not None:
-                due = m.aside
-            else:
-                due = m.spec.next_due(run.slot, self.now)
-            m.aside, m.fresh = None, False
+            due = self.next_slot(m, run.slot)
             outcome = SCHEDULED if due is not None else SUCCEEDED
         elif run.attempt < m.spec.retry.max_attempts:
             outcome, due = RETRYING, self.now + m.spec.backoff(run.attempt)
         else:
-            due = m.spec.next_due(run.slot, self.now)
+            due = self.next_slot(m, run.slot)  # as after a success: the slot is given up
             outcome = FAILED
             if due is not None:  # recurring: the slot is given up
                 expected = Outcome.GIVEN_UP
@@ -445,6 +439,18 @@ class CoreMachine(RuleBasedStateMachine):
         assert [r.outcome for r in tail] == [Outcome.SKIPPED] * len(tail)
         events: list[Event] = [(run.task_id, previous, m.status)]
         self.expect_events(events + [(run.task_id, m.status, m.status)] * skipped)
+
+    def next_slot(self, m: Model, slot: float) -> float | None:
+        """What the schedule answers after a run of ``slot`` ends its slot (ok, or given
+        up): a rescheduled task's first run, a slot set aside by run_now, or the next."""
+        if m.fresh:
+            due = m.spec.first(self.now)
+        elif m.aside is not None:
+            due = m.aside
+        else:
+            due = m.spec.next_due(slot, self.now)
+        m.aside, m.fresh = None, False
+        return due
 
     def target(self, verb: str, index: int) -> str:
         """The id ``verb`` is applied to: mostly a task it acts on (if there is one),

@@ -112,7 +112,7 @@ def busy_then_queue(drain: bool) -> list[str]:
     queued = [scheduler.schedule(f"queued-{n}", lambda: None, OneTime(delay=0)) for n in range(3)]
     scheduler.start()  # the timer hands all four over at once; the worker takes the first
     started.wait(5)  # busy runs, and the other three wait in the hand-off queue
-    threading.Timer(0.2, release.set).start()  # the long run ends a moment later
+    threading.Timer(1.0, release.set).start()  # the long run ends a second later
     scheduler.shutdown(drain=drain, timeout=5)
     return [f"{t.name}: {t.run_count} run" for t in [busy, *queued]]
 
