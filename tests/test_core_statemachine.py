@@ -393,13 +393,14 @@ class CoreMachine(RuleBasedStateMachine):
 
         due: float | None = None
         expected = Outcome.OK if ok else Outcome.TIMED_OUT if timed_out else Outcome.FAILED
+        on_grid = False
         if ok:
-            due = self.next_slot(m, run.slot)
+            due, on_grid = self.next_slot(m, run.slot)
             outcome = SCHEDULED if due is not None else SUCCEEDED
         elif run.attempt < m.spec.retry.max_attempts:
             outcome, due = RETRYING, self.now + m.spec.backoff(run.attempt)
         else:
-            due = self.next_slot(m, run.slot)  # as after a success: the slot is given up
+            due, on_grid = self.next_slot(m, run.slot)  # as after a success: the slot is given up
             outcome = FAILED
             if due is not None:  # recurring: the slot is given up
                 expected = Outcome.GIVEN_UP
@@ -410,7 +411,7 @@ class CoreMachine(RuleBasedStateMachine):
                 else:
                     outcome = SCHEDULED
         assert record.outcome is expected
-        skipped = m.spec.skipped(run.slot, due) if outcome is SCHEDULED and due else 0
+        skipped = m.spec.skipped(run.slot, due) if outcome is SCHEDULED and due and on_grid else 0
 
         previous = m.status
         if previous is RUNNING or (previous is PAUSED and outcome in (SUCCEEDED, FAILED)):
@@ -440,17 +441,19 @@ class CoreMachine(RuleBasedStateMachine):
         events: list[Event] = [(run.task_id, previous, m.status)]
         self.expect_events(events + [(run.task_id, m.status, m.status)] * skipped)
 
-    def next_slot(self, m: Model, slot: float) -> float | None:
+    def next_slot(self, m: Model, slot: float) -> tuple[float | None, bool]:
         """What the schedule answers after a run of ``slot`` ends its slot (ok, or given
-        up): a rescheduled task's first run, a slot set aside by run_now, or the next."""
+        up): a rescheduled task's first run, a slot set aside by run_now, or the next
+        slot of its grid; and whether it came from the grid (only then can slots in
+        between have been skipped)."""
         if m.fresh:
-            due = m.spec.first(self.now)
+            due, on_grid = m.spec.first(self.now), False
         elif m.aside is not None:
-            due = m.aside
+            due, on_grid = m.aside, False
         else:
-            due = m.spec.next_due(slot, self.now)
+            due, on_grid = m.spec.next_due(slot, self.now), True
         m.aside, m.fresh = None, False
-        return due
+        return due, on_grid
 
     def target(self, verb: str, index: int) -> str:
         """The id ``verb`` is applied to: mostly a task it acts on (if there is one),

@@ -111,7 +111,8 @@ def test_a_failed_task_takes_the_schedule_and_stays_dead_lettered_until_redrive(
 
 def test_a_rescheduled_task_whose_owed_retry_fails_for_good_is_redriven_onto_the_new_grid() -> None:
     sim = Simulation(workers=1, start=T0)
-    retry = RetryPolicy(max_attempts=2, initial_backoff=10)
+    # fail_after_given_up=1: the slot given up sends this recurring task to the dead letter
+    retry = RetryPolicy(max_attempts=2, initial_backoff=10, fail_after_given_up=1)
     task = sim.schedule("import", FixedRate(3600), fails=first_runs_fail(2), retry=retry)
     sim.run(T0 + 1)
     sim.reschedule(task.id, FixedRate(600))
