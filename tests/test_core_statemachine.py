@@ -446,6 +446,7 @@ class CoreMachine(RuleBasedStateMachine):
         up): a rescheduled task's first run, a slot set aside by run_now, or the next
         slot of its grid; and whether it came from the grid (only then can slots in
         between have been skipped)."""
+        due: float | None
         if m.fresh:
             due, on_grid = m.spec.first(self.now), False
         elif m.aside is not None:
