@@ -132,7 +132,9 @@ def test_an_earlier_insertion_wakes_a_timer_parked_twelve_hours_out() -> None:
             super().wait(condition, deadline)
 
     clock, log = ParkingClock(), EventLog()
-    scheduler = Scheduler(clock=clock, listeners=[log])
+    # max_wait=None: park for the whole twelve hours (by default the timer also looks at
+    # the clock once a minute, to notice a wall-clock jump or a suspend).
+    scheduler = Scheduler(clock=clock, listeners=[log], max_wait=None)
     scheduler.schedule("nightly", lambda: None, OneTime(delay=12 * 3600))
     with scheduler:  # starts it, with the nightly task already queued
         assert clock.parked.wait(5)
