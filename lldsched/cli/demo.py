@@ -40,7 +40,17 @@ def run_demo() -> Iterator[str]:
     fires = ", ".join(_clock_time(t) for t in cron.fire_times(t0, 3))
     yield f"cron {cron.expr!r} from {_clock_time(t0)} UTC fires at {fires}"
 
-    long_run = ExecutionRecord("t", "report", 1, t0, t0, 0, t0, t0 + 150, True)
+    long_run = ExecutionRecord(
+        task_id="t",
+        name="report",
+        attempt=1,
+        due=t0,
+        slot=t0,
+        worker=0,
+        started=t0,
+        finished=t0 + 150,
+        ok=True,
+    )
     skip = FixedRate(60, OverrunPolicy.SKIP).next_run(long_run, long_run.finished) - t0
     catch_up = FixedRate(60, OverrunPolicy.CATCH_UP).next_run(long_run, long_run.finished) - t0
     yield (

@@ -315,7 +315,20 @@ def _overruns(runs: pd.DataFrame, schedule: Schedule | None) -> int:
     task_id, name = str(first["task_id"].iloc[0]) if len(first) else "", ""
     # A first attempt's slot is its due time; overran() reads only slot and duration.
     return sum(
-        overran(schedule, ExecutionRecord(task_id, name, 1, d, d, 0, s, f, True))
+        overran(
+            schedule,
+            ExecutionRecord.of(
+                task_id=task_id,
+                name=name,
+                attempt=1,
+                due=d,
+                slot=d,
+                worker=0,
+                started=s,
+                finished=f,
+                ok=True,
+            ),
+        )
         for d, s, f in zip(due.tolist(), start.tolist(), finish.tolist(), strict=True)
     )
 
