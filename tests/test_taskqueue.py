@@ -1,4 +1,4 @@
-"""TaskQueue: heap order, tombstones instead of removal, and the rebuild rule."""
+"""TaskQueue: heap order, and tombstones instead of removal (compaction has its own file)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import gc
 import threading
 
 from lldsched import OneTime, Priority
-from lldsched.core.duequeue import REBUILD_MIN_ENTRIES, TaskQueue
+from lldsched.core.duequeue import TaskQueue
 from lldsched.core.task import ScheduledTask
 
 Registry = dict[str, ScheduledTask]
@@ -125,30 +125,6 @@ def test_entries_hold_no_object_the_cyclic_collector_has_to_track() -> None:
     gc.collect()  # the collector untracks tuples of untracked values when it sees them
     (entry,) = queue.entries()
     assert not gc.is_tracked(queue._heap[0]) and entry == queue._heap[0]
-
-
-def test_the_heap_is_rebuilt_when_tombstones_outnumber_live_entries() -> None:
-    queue, registry = make_queue()
-    tasks = [make_task(registry, f"t{i}") for i in range(REBUILD_MIN_ENTRIES * 2)]
-    for i, task in enumerate(tasks):
-        queue.push(task, float(i))
-    half = len(tasks) // 2
-    for task in tasks[:half]:
-        queue.discard(task)
-    assert queue.stats().tombstones == half  # equal, not outnumbering: no rebuild
-    queue.discard(tasks[half])
-    assert queue.stats() == (half - 1, 0)  # rebuilt: only live entries remain
-    assert queue.next_due() == float(half + 1)
-
-
-def test_a_small_heap_keeps_its_tombstones() -> None:
-    queue, registry = make_queue()
-    tasks = [make_task(registry, f"t{i}") for i in range(3)]
-    for i, task in enumerate(tasks):
-        queue.push(task, float(i + 10))
-    for task in tasks[:2]:
-        queue.discard(task)
-    assert queue.stats() == (3, 2)
 
 
 def test_a_push_that_becomes_the_head_wakes_the_timer_and_no_other_push_does() -> None:

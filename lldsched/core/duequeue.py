@@ -14,14 +14,28 @@ difference).
 
 Removing from the middle of a heap is O(n), so nothing is removed.  Each push
 gives the task a new ``generation``, the entry's sequence number; an entry is
-live while its task is registered with that generation.  Cancel and pause
-:meth:`~TaskQueue.discard` the task (generation 0), so its queued entry, or one
-already handed to a worker, is a *tombstone*, dropped when it reaches the top.
-A re-registered id cannot revive an old entry: sequences only grow.  When
-tombstones outnumber live entries the heap is rebuilt from the live ones (O(n),
-amortised against the cancellations that made them); heaps under
-:data:`REBUILD_MIN_ENTRIES` entries are not worth it (asyncio's event loop uses
-the same rule for its cancelled timer handles).
+live while its task is registered with that generation (:meth:`TaskQueue.live`,
+the one statement of the rule).  Cancel and pause :meth:`~TaskQueue.discard` the
+task (generation 0), so its queued entry, or one already handed to a worker, is
+a *tombstone*, dropped when it reaches the top.  A re-registered id cannot
+revive an old entry: sequences only grow.
+
+Tombstones are compacted away a bounded slice at a time, never all at once
+(issue #19: rebuilding a heap of a million entries inside one ``pause()``, under
+the scheduler's lock, stalled it for seconds).  When tombstones pass 40 % of the
+live entries (and the heap holds at least :data:`COMPACT_MIN_ENTRIES`; asyncio
+leaves small heaps alone by the same rule), the heap becomes the *old* heap and
+an empty one takes its place.  Every later push, discard and pop then moves
+:data:`COMPACT_SLICE` entries from the end of the old heap to the new one,
+dropping tombstones: taking the last element of a heap's list keeps it a heap,
+and pushing an entry in random order costs O(1) on average.  Both heaps are
+consulted meanwhile, through one invariant: while the old heap holds entries,
+the new heap's head comes first (entries moved from the old one all come after
+its head, and whenever the new heap's head is taken the old heap's head moves
+across), so readers only ever look at ``_heap[0]``.  A compaction ends within
+``entries / COMPACT_SLICE`` operations, before tombstones can grow past half the
+live entries, so the queue holds at most ``1.5 * live + COMPACT_MIN_ENTRIES``
+entries at all times.
 
 The queue is not locked by itself.  In the threaded runtime its owner holds
 one lock around every call and gives the queue the timer's condition on that
@@ -40,9 +54,10 @@ from typing import NamedTuple
 
 from lldsched.core.task import Entry, ScheduledTask
 
-__all__ = ["REBUILD_MIN_ENTRIES", "QueueStats", "TaskQueue"]
+__all__ = ["COMPACT_MIN_ENTRIES", "COMPACT_SLICE", "QueueStats", "TaskQueue"]
 
-REBUILD_MIN_ENTRIES = 64
+COMPACT_MIN_ENTRIES = 64  # a smaller heap keeps its tombstones until they surface
+COMPACT_SLICE = 64  # entries a compaction moves per operation (tens of µs at 1e6)
 
 _NO_TASKS: Mapping[str, ScheduledTask] = {}
 
@@ -66,7 +81,10 @@ class TaskQueue:
         # lock is held by the caller), or None when nobody waits on this queue.
         self._wake = wake
         self._heap: list[Entry] = []
-        self._tombstones = 0
+        # The heap a compaction is draining into _heap; empty when none runs.
+        # While it holds entries, _heap is not empty and _heap[0] comes first.
+        self._old: list[Entry] = []
+        self._tombstones = 0  # in both heaps
         self._sequence = itertools.count(1)  # entry tie-breaker and generation; 0 is "none"
         self.tasks = _NO_TASKS  # the registry entries are resolved in; see attach()
 
@@ -87,6 +105,7 @@ class TaskQueue:
         heapq.heappush(heap, entry)
         if heap[0] is entry and self._wake is not None:
             self._wake.notify_all()
+        self._compact(1)
 
     def discard(self, task: ScheduledTask) -> None:
         """Kill ``task``'s entry, whether still queued or already popped for a worker."""
@@ -95,9 +114,7 @@ class TaskQueue:
             return
         task._queued = False
         self._tombstones += 1
-        heap = self._heap
-        if len(heap) >= REBUILD_MIN_ENTRIES and self._tombstones * 2 > len(heap):
-            self.rebuild()
+        self._compact(1)
 
     def live(self, entry: Entry) -> ScheduledTask | None:
         """The task ``entry`` stands for, or None if the entry is a tombstone."""
@@ -107,16 +124,21 @@ class TaskQueue:
     def pop_due(self, now: float, limit: int) -> list[Entry]:
         """Remove and return up to ``limit`` live entries due at or before ``now``."""
         heap = self._heap
+        old = self._old
         tasks = self.tasks
         due: list[Entry] = []
         while heap and heap[0][0] <= now and len(due) < limit:
             entry = heapq.heappop(heap)
+            if old:  # a compaction runs: the head must stay in _heap
+                self._restore_head()
             task = tasks.get(entry[3])  # live(), inlined: this is the timer's hot loop
             if task is None or entry[2] != task.generation:
                 self._tombstones -= 1
                 continue
             task._queued = False
             due.append(entry)
+        if due:
+            self._compact(len(due))
         return due
 
     def peek(self) -> Entry | None:
@@ -124,6 +146,7 @@ class TaskQueue:
         dropped on the way.  Its task is ``queue.tasks[entry[3]]``: a pair holding the
         task would be a container the cyclic collector tracks, one per peek."""
         heap = self._heap
+        old = self._old
         tasks = self.tasks
         while heap:
             entry = heap[0]
@@ -132,6 +155,8 @@ class TaskQueue:
                 return entry
             heapq.heappop(heap)
             self._tombstones -= 1
+            if old:  # a compaction runs: the head must stay in _heap
+                self._restore_head()
         return None
 
     def pop(self) -> Entry | None:
@@ -139,7 +164,10 @@ class TaskQueue:
         entry = self.peek()
         if entry is not None:
             heapq.heappop(self._heap)
+            if self._old:  # a compaction runs: the head must stay in _heap
+                self._restore_head()
             self.tasks[entry[3]]._queued = False
+            self._compact(1)
         return entry
 
     def next_due(self) -> float | None:
@@ -147,16 +175,37 @@ class TaskQueue:
         head = self.peek()
         return None if head is None else head[0]
 
-    def rebuild(self) -> None:
-        """Drop every tombstone and re-heapify the live entries."""
-        live = [entry for entry in self._heap if self.live(entry) is not None]
-        heapq.heapify(live)
-        self._heap = live
-        self._tombstones = 0
+    def _restore_head(self) -> None:
+        """After ``_heap``'s head was taken: move the old heap's head across if it
+        comes first (one move restores the invariant: see the module docstring)."""
+        heap, old = self._heap, self._old
+        if old and (not heap or old[0] < heap[0]):
+            heapq.heappush(heap, heapq.heappop(old))
+
+    def _compact(self, operations: int) -> None:
+        """Start a compaction if tombstones pass 40 % of the live entries, and move
+        ``COMPACT_SLICE`` entries per operation of the caller from the old heap."""
+        old = self._old
+        if not old:
+            entries = len(self._heap)
+            tombstones = self._tombstones
+            if entries < COMPACT_MIN_ENTRIES or tombstones * 5 <= (entries - tombstones) * 2:
+                return
+            old, self._heap = self._heap, []
+            self._old = old
+            self._restore_head()
+        heap = self._heap
+        for _ in range(min(len(old), COMPACT_SLICE * operations)):
+            entry = old.pop()  # the last entry: what is left is still a heap
+            if self.live(entry) is None:
+                self._tombstones -= 1
+            else:  # after the new heap's head, as it was after the old heap's
+                heapq.heappush(heap, entry)
 
     def entries(self) -> list[Entry]:
         """The live entries in due order (a copy; O(n log n))."""
-        return sorted(entry for entry in self._heap if self.live(entry) is not None)
+        everything = itertools.chain(self._heap, self._old)
+        return sorted(entry for entry in everything if self.live(entry) is not None)
 
     def pending(self) -> list[ScheduledTask]:
         """The tasks of the live entries, in the order they will start."""
@@ -164,7 +213,7 @@ class TaskQueue:
         return [tasks[entry[3]] for entry in self.entries()]
 
     def stats(self) -> QueueStats:
-        return QueueStats(len(self._heap), self._tombstones)
+        return QueueStats(len(self._heap) + len(self._old), self._tombstones)
 
     def __len__(self) -> int:
-        return len(self._heap) - self._tombstones
+        return len(self._heap) + len(self._old) - self._tombstones
