@@ -291,9 +291,10 @@ print(f"urgent ran {median * 1000:.2f} ms after it was due (median of 20)")
 # Cancelling a task in the middle of a heap would cost O(n). Instead, each push gives the
 # task a new *generation* (the entry's sequence number) and an entry is live only while its
 # task's generation matches. `cancel` clears the generation: the entry stays in the heap as
-# a tombstone and is dropped when it reaches the top. When tombstones outnumber live entries
-# (in a heap of at least 64), the heap is rebuilt from the live ones. A fake clock keeps
-# the numbers readable.
+# a tombstone and is dropped when it reaches the top. When tombstones pass 40 % of the live
+# entries (in a heap of at least 64), a compaction starts: each later operation moves 64
+# entries into a fresh heap and drops the tombstones among them, so no single call pays for
+# the whole heap. A fake clock keeps the numbers readable.
 
 # %% tags=["nbval-check-output"]
 demo = Scheduler(workers=1, clock=FakeClock(0))
