@@ -30,10 +30,12 @@ immutable and shared.  A search jumps month -> day (a per-month table of matchin
 days) -> hour -> minute (bisection over sorted values), never walking minutes.
 Each schedule also remembers the block of fires (an hour, a day, or the rest of a
 month) that answered its last query, so the next query inside that block is one
-bisection: well under a microsecond for ``* * * * *``.  That memo is the only
-mutable state of a schedule; it is replaced by one atomic assignment, so sharing
-a schedule between threads is safe (a race costs a recomputation, never a wrong
-answer).
+bisection: well under a microsecond for ``* * * * *``.  On a miss it first tries
+the block the shared engine found last, for any schedule of the same text and
+zone, so a fresh ``CronSchedule`` registers, and many tasks that fire at once
+reschedule, without a search each.  Those memos are the only mutable state; each
+is replaced by one atomic assignment, so sharing a schedule between threads is
+safe (a race costs a recomputation, never a wrong answer).
 """
 
 from __future__ import annotations
@@ -156,12 +158,17 @@ class CronSchedule:
         low, high, base, offsets, resume = self._cursor
         if low <= timestamp < high:
             return base + offsets[bisect_right(offsets, timestamp - base)]
+        engine = self._engine
+        shared = engine.recent  # the block the latest search of this engine found
+        if shared[0] <= timestamp < shared[1]:
+            self._cursor = shared
+            base, offsets = shared[2], shared[3]
+            return base + offsets[bisect_right(offsets, timestamp - base)]
         try:
-            fire, self._cursor = self._engine.next_fire(
-                float(timestamp), resume if timestamp == high else None
-            )
+            fire, cursor = engine.next_fire(float(timestamp), resume if timestamp == high else None)
         except ValueError as exc:
             raise ScheduleError(f"cron next_after({timestamp!r}): {exc}") from None
+        self._cursor = engine.recent = cursor
         return fire
 
     def prev_before(self, timestamp: float) -> float | None:

@@ -7,7 +7,10 @@ own), a per-day table of fire offsets when a day has few fires, the
 :class:`~.days.DayRule` and the zone's :class:`~.zone.LocalDays`.  It is shared by
 every schedule with the same text and zone and is stateless apart from caches that
 fill on demand (plain dicts written without a lock: a race computes the same value
-twice, and either assignment is correct).
+twice, and either assignment is correct) and ``recent``, the block of fires its
+latest search found, which every schedule sharing the engine tries before
+searching (issue #19: a fresh schedule of a known text registers with one
+bisection, not a search from a cold cursor).
 
 ``next_fire`` jumps date -> hour -> minute: the next matching date comes from the
 month tables, the hour and the minute (with its second) from bisections over
@@ -61,6 +64,7 @@ class CronEngine:
         "hours",
         "minute_secs",
         "month_blocks",
+        "recent",
         "rule",
         "zone",
     )
@@ -81,6 +85,12 @@ class CronEngine:
         self.full_day = per_day <= _FULL_DAY
         self._transitions: dict[int, tuple[float, ...]] = {}
         self._full_day_secs: tuple[float, ...] | None = None
+        # The block of fires the latest next_fire of any schedule sharing this engine
+        # found (set by CronSchedule.next_after): a fresh schedule of the same text,
+        # or tasks that all fire at once, answer from it with one bisection.  One
+        # atomic assignment replaces it; a race costs a recomputation, never a wrong
+        # answer (a block depends only on the engine).
+        self.recent: Cursor = NO_CURSOR
 
     # -- forward -------------------------------------------------------------------
 
