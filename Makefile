@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed
 # download does not work here); installing it needs root, as CI is.
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: demo test lint typecheck pytest bench install notebooks binder-check clean
+.PHONY: demo test lint typecheck pytest bench bench-quick install notebooks binder-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,9 @@ binder-check:
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
+
+bench-quick: $(STAMP)  # the smaller size sets, for everyday runs
+	$(BIN)/python benchmarks/run_all.py --quick
 
 clean:
 	rm -rf $(VENV) $(BINDER_VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis build *.egg-info

@@ -8,7 +8,9 @@ The convention a benchmark module follows (``bench_<topic>.py`` in this folder):
 * optionally ``GOALS: dict[str, tuple[str, float]]`` maps some of those labels to
   ``(op, target)`` with ``op`` one of ``">=" ">" "<=" "<"``; figures without a goal
   are shown for information;
-* importing the module does nothing; ``python benchmarks/bench_<topic>.py`` runs it.
+* importing the module does nothing; ``python benchmarks/bench_<topic>.py`` runs it;
+* optionally ``main(argv)`` takes a list of arguments: with ``--quick`` it runs its
+  smaller everyday size set (``bench_growth`` stops at 1e5 tasks, for one).
 
 Each module runs in a fresh interpreter (this script, re-invoked with ``--one``),
 so one benchmark's memory, threads and GC state never leak into the next, and a
@@ -19,9 +21,10 @@ skew latency and throughput figures, and this says so.  The kernel's own threads
 are shown apart and not counted as other processes: most of their time is I/O
 the benchmark itself caused (the store benchmark's SQLite writes).
 
-Usage: ``python benchmarks/run_all.py [NAME ...] [--strict] [--markdown]``
+Usage: ``python benchmarks/run_all.py [NAME ...] [--quick] [--strict] [--markdown]``
 
 * ``NAME``: run only modules whose name contains it (``dispatch``, ``scale``);
+* ``--quick``: pass ``--quick`` to every module whose ``main`` takes arguments;
 * ``--strict``: exit 1 when a goal is missed (by default only a crash does);
 * ``--markdown``: also print the summary as a Markdown table.
 """
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import inspect
 import json
 import math
 import operator
@@ -70,15 +74,17 @@ def discover(names: list[str]) -> list[Path]:
     return paths
 
 
-def run_one(path: Path, out: Path) -> None:
-    """Child mode: import ``path``, call its main(), write results and goals as JSON."""
+def run_one(path: Path, out: Path, *, quick: bool) -> None:
+    """Child mode: import ``path``, call its main() (with ``["--quick"]`` when ``quick``
+    and main takes arguments), write results and goals as JSON."""
     spec = importlib.util.spec_from_file_location(path.stem, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[path.stem] = module
     spec.loader.exec_module(module)
-    returned = module.main()
+    takes_argv = bool(inspect.signature(module.main).parameters)
+    returned = module.main(["--quick"]) if quick and takes_argv else module.main()
     if not isinstance(returned, dict):
         raise TypeError(f"{path.name}: main() must return dict[str, float], got {returned!r}")
     results: dict[str, float] = {}
@@ -231,12 +237,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "names", nargs="*", help="run only benchmarks whose name contains one of these"
     )
+    parser.add_argument(
+        "--quick", action="store_true", help="smaller sizes, where a benchmark has them"
+    )
     parser.add_argument("--strict", action="store_true", help="exit 1 when a goal is missed")
     parser.add_argument("--markdown", action="store_true", help="also print a Markdown summary")
     parser.add_argument("--one", nargs=2, metavar=("PATH", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one:
-        run_one(Path(args.one[0]), Path(args.one[1]))
+        run_one(Path(args.one[0]), Path(args.one[1]), quick=args.quick)
         return 0
 
     paths = discover(args.names)
@@ -256,7 +265,14 @@ def main(argv: list[str] | None = None) -> int:
             busy0, ours0, kernel0 = _busy_seconds(), _children_seconds(), _kernel_thread_seconds()
             try:
                 proc = subprocess.run(
-                    [sys.executable, str(Path(__file__).resolve()), "--one", str(path), str(out)],
+                    [
+                        sys.executable,
+                        str(Path(__file__).resolve()),
+                        "--one",
+                        str(path),
+                        str(out),
+                        *(["--quick"] if args.quick else []),
+                    ],
                     timeout=PER_BENCHMARK_TIMEOUT,
                     check=False,
                 )
