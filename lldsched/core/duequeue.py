@@ -105,7 +105,8 @@ class TaskQueue:
         heapq.heappush(heap, entry)
         if heap[0] is entry and self._wake is not None:
             self._wake.notify_all()
-        self._compact(1)
+        if self._tombstones:  # else there is nothing to compact (see _compact)
+            self._compact(1)
 
     def discard(self, task: ScheduledTask) -> None:
         """Kill ``task``'s entry, whether still queued or already popped for a worker."""
@@ -137,7 +138,7 @@ class TaskQueue:
                 continue
             task._queued = False
             due.append(entry)
-        if due:
+        if due and self._tombstones:  # else there is nothing to compact (see _compact)
             self._compact(len(due))
         return due
 
@@ -167,7 +168,8 @@ class TaskQueue:
             if self._old:  # a compaction runs: the head must stay in _heap
                 self._restore_head()
             self.tasks[entry[3]]._queued = False
-            self._compact(1)
+            if self._tombstones:  # else there is nothing to compact (see _compact)
+                self._compact(1)
         return entry
 
     def next_due(self) -> float | None:
@@ -184,7 +186,11 @@ class TaskQueue:
 
     def _compact(self, operations: int) -> None:
         """Start a compaction if tombstones pass 40 % of the live entries, and move
-        ``COMPACT_SLICE`` entries per operation of the caller from the old heap."""
+        ``COMPACT_SLICE`` entries per operation of the caller from the old heap.
+
+        Callers skip it while there are no tombstones: then nothing needs dropping,
+        the heap holds only live entries (within any bound), and a compaction under
+        way, left as it is, stays correct until the next tombstone resumes it."""
         old = self._old
         if not old:
             entries = len(self._heap)
