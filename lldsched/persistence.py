@@ -44,6 +44,7 @@ class Task(NamedTuple):
     args: tuple[Any, ...] = ()
     kwargs: Mapping[str, Any] | None = None
     misfire: MisfirePolicy | None = None  # None: the default policy
+    depends_on: tuple[str, ...] = ()  # upstream task ids (lldsched.core.dependencies)
 
 
 class TaskSnapshot(NamedTuple):

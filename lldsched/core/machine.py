@@ -40,6 +40,15 @@ Lifecycle (docs/ARCHITECTURE.md)::
     SCHEDULED|RETRYING|RUNNING -> PAUSED      resume returns it where it was
     SCHEDULED|RETRYING|RUNNING|PAUSED -> CANCELLED
     FAILED    -> SCHEDULED          redrive, with a fresh attempt counter
+    SCHEDULED -> BLOCKED            due, but an upstream (depends_on) has not succeeded
+                                    since the task's previous slot started
+    BLOCKED   -> SCHEDULED          the last upstream it waited for succeeded: queued now
+    BLOCKED   -> PAUSED|CANCELLED   pause, cancel (resume: SCHEDULED, due at once)
+    SCHEDULED|BLOCKED -> FAILED     an upstream it waits for is FAILED or CANCELLED
+
+The dependency rule itself is :mod:`lldsched.core.dependencies`'s; a task without
+``depends_on`` pays one attribute check for it in :meth:`~SchedulerCore.begin` and
+:meth:`~SchedulerCore.finish`, and none at all while no task has dependencies.
 
 The definition verbs (``add(..., replace_existing=True)``, :meth:`~SchedulerCore.reschedule`,
 :meth:`~SchedulerCore.modify`, :meth:`~SchedulerCore.run_now`) change what a task
@@ -66,11 +75,13 @@ from typing import Any, NamedTuple, Protocol
 from lldsched.checks import whole_or_none
 from lldsched.clock import Clock
 from lldsched.core.context import RunContext
+from lldsched.core.dependencies import Dependencies
 from lldsched.core.ids import IdGenerator, sequential_ids
 from lldsched.core.registration import (
     SCHEDULE_TYPES,
     UNCHANGED,
     Unchanged,
+    check_graph,
     check_task_id,
     check_zone,
     schedule_of,
@@ -105,6 +116,7 @@ MAX_SKIPPED = 10
 """Slots one run skipped that are recorded one by one; one more record stands for the rest."""
 
 GIVEN_UP = Outcome.GIVEN_UP
+WAITED = Outcome.BLOCKED  # the record of a blocked wait
 SKIPPED = Outcome.SKIPPED
 _Skipped = Sequence[float]  # slots a run skipped, oldest first
 
@@ -115,6 +127,7 @@ PAUSED = TaskStatus.PAUSED
 SUCCEEDED = TaskStatus.SUCCEEDED
 FAILED = TaskStatus.FAILED
 CANCELLED = TaskStatus.CANCELLED
+BLOCKED = TaskStatus.BLOCKED
 _RUNNABLE = (SCHEDULED, RETRYING)
 
 
@@ -171,6 +184,9 @@ class SchedulerCore:
         self._rng = rng or random.Random()
         self._history_limit = history_limit
         self._dead: dict[str, None] = {}  # an ordered set of dead-lettered ids
+        # The dependency graph, made at the first task with depends_on: until then
+        # begin() and finish() pay one attribute check for dependencies.
+        self._deps: Dependencies | None = None
 
     # -- registration --------------------------------------------------------------
 
@@ -188,9 +204,14 @@ class SchedulerCore:
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
+        depends_on: Sequence[str] = (),
     ) -> ScheduledTask:
         """Validate (:mod:`~lldsched.core.registration`), register and queue a task;
         nothing is registered if anything is wrong.
+
+        ``depends_on`` names registered tasks whose successes each slot waits for
+        (:mod:`lldsched.core.dependencies`); an unknown id or a cycle is a
+        :class:`ValidationError` naming it.
 
         ``action`` may be None: a simulated task needs none.  A runtime that must
         run something checks that first.  ``schedule`` may be the text of a cron
@@ -216,9 +237,13 @@ class SchedulerCore:
             args=args,
             kwargs=kwargs,
             misfire=misfire,
+            depends_on=depends_on,
         )
         if task_id is not None:
             check_task_id(task_id)
+        if options.depends_on:
+            check_graph(name, task_id, options.depends_on, self.tasks)
+        if task_id is not None:
             existing = self.tasks.get(task_id)
             if existing is not None:
                 if not replace_existing:
@@ -259,6 +284,8 @@ class SchedulerCore:
             except BaseException:
                 del self.tasks[task_id]  # a failed save registers nothing
                 raise
+        if options.depends_on:
+            self._dependencies().link(task)
         self._enqueue(task, first)
         if self.emit is not None:
             self.emit(TaskEvent(task_id, name, None, SCHEDULED, now))
@@ -283,6 +310,9 @@ class SchedulerCore:
         if task is None or task.status not in _RUNNABLE:
             return None
         previous = task.status
+        if self._deps is not None and task._options.depends_on and previous is SCHEDULED:
+            if self._held(task):  # BLOCKED (or FAILED): the readiness check before dispatch
+                return None
         task.status = RUNNING
         attempt = task.attempt = task.attempt + 1
         due = entry[0]
@@ -365,6 +395,8 @@ class SchedulerCore:
             self._changed(task, previous, record)
         if skipped and previous is not CANCELLED:  # cancelled: nothing was skipped, all stopped
             self._record_skipped(task, skipped, until=due, at=record.finished)
+        if self._deps is not None:
+            self._upstream_moved(task, record)
         return record
 
     def _after(
@@ -422,10 +454,11 @@ class SchedulerCore:
         previous = task.status
         if previous in _RUNNABLE:
             self._queue.discard(task)
-        elif previous is not RUNNING:
+        elif previous is not RUNNING and previous is not BLOCKED:
             return False
         task.status = PAUSED
-        self._changed(task, previous)
+        waited = self._end_wait(task, None) if previous is BLOCKED else None
+        self._changed(task, previous, waited)
         return True
 
     def resume(self, task_id: str) -> bool:
@@ -457,8 +490,11 @@ class SchedulerCore:
         if run is not None and run.context is not None:
             run.context.cancel("cancelled")
         task.status = CANCELLED
+        waited = self._end_wait(task, None) if previous is BLOCKED else None
         task.next_run_at = None
-        self._changed(task, previous)
+        self._changed(task, previous, waited)
+        if self._deps is not None:
+            self._strand(task)
         return True
 
     def redrive(self, task_id: str) -> bool:
@@ -481,8 +517,20 @@ class SchedulerCore:
         return True
 
     def remove(self, task_id: str) -> ScheduledTask:
-        """Cancel the task if it is live, then forget it here and in the store."""
+        """Cancel the task if it is live, then forget it here and in the store.
+
+        :class:`SchedulerStateError` naming them if other tasks depend on it: remove
+        those first (or register them again without it); nothing changes then."""
         task = self.get(task_id)
+        if self._deps is not None:
+            dependents = self._deps.dependents(task_id)
+            if dependents:
+                names = ", ".join(f"{d.id} ({d.name!r})" for d in dependents)
+                raise SchedulerStateError(
+                    f"cannot remove {task_id!r} ({task.name!r}): {names} depend on it; "
+                    "remove them first, or register them again without it"
+                )
+            self._deps.unlink(task_id)
         self.cancel(task_id)
         del self.tasks[task_id]
         self._dead.pop(task_id, None)
@@ -551,6 +599,7 @@ class SchedulerCore:
             args=old.args,
             kwargs=old.kwargs,
             misfire=old.misfire,
+            depends_on=old.depends_on,
         )
         if new_priority is task.priority and options == old:
             return task  # nothing to change: nothing written, nothing announced
@@ -624,6 +673,8 @@ class SchedulerCore:
         elif task._queued and priority is not saved.priority:
             self._requeue(task)
         self._announce(task, now)
+        if options.depends_on != saved.options.depends_on:
+            self._relink(task, now)
         return task
 
     @staticmethod
@@ -632,10 +683,11 @@ class SchedulerCore:
         then is ``first``); returns the instant to queue it at (None: its queue entry,
         if any, stays as it is)."""
         status = task.status
-        if status in (SCHEDULED, PAUSED) and task._run is None and not task.attempt:
+        if status in (SCHEDULED, PAUSED, BLOCKED) and task._run is None and not task.attempt:
             task.schedule = schedule
             task.next_run_at = task._slot = first
-            return first if status is SCHEDULED else None  # resume() queues a paused one
+            # resume() queues a paused one; a blocked one is queued when released
+            return first if status is SCHEDULED else None
         if status in (RUNNING, RETRYING, PAUSED):  # owed work first, then a fresh start
             task.schedule = CatchUp(schedule, [], FIRST_RUN)
         else:  # finished: nothing is queued (redrive starts a FAILED task again)
@@ -673,6 +725,130 @@ class SchedulerCore:
         if self.emit is not None:
             self.emit(TaskEvent(task.id, task.name, task.status, task.status, now))
 
+    # -- dependencies (the rule is lldsched.core.dependencies'; these carry it out) ------
+
+    def _dependencies(self) -> Dependencies:
+        """The dependency graph, made at the first task that has upstreams."""
+        if self._deps is None:
+            self._deps = Dependencies(self.tasks)
+        return self._deps
+
+    def _held(self, task: ScheduledTask) -> bool:
+        """The readiness check of a SCHEDULED dependent whose entry is due: True when it
+        must not start (it is BLOCKED now, or FAILED because an upstream it waits for
+        is dead); False when its slot starts, and its next slot waits afresh."""
+        deps = self._dependencies()
+        if not deps.unmet(task):
+            deps.started(task)
+            return False
+        self._queue.discard(task)  # its entry, already popped, must not run
+        now = self.clock.now()
+        task.status = BLOCKED
+        deps.blocked_at[task.id] = now
+        dead = deps.dead(task)
+        if dead is not None:
+            self._fail_waiting(task, dead, previous=SCHEDULED)
+        else:
+            self._changed(task, SCHEDULED)
+        return True
+
+    def _upstream_moved(self, task: ScheduledTask, record: ExecutionRecord) -> None:
+        """``task`` finished a run: a success releases the dependents that waited only for
+        it; if it is FAILED now, the dependents waiting for it fail."""
+        deps = self._dependencies()
+        if record.ok:
+            for dependent in deps.succeeded(task.id):
+                self._release(dependent)
+        if task.status is FAILED:
+            self._strand(task)
+
+    def _release(self, task: ScheduledTask) -> None:
+        """BLOCKED -> SCHEDULED: queued now (or at its due, if rescheduled later)."""
+        now = self.clock.now()
+        waited = self._end_wait(task, None)
+        due = task.next_run_at
+        task.status = SCHEDULED
+        self._enqueue(task, now if due is None or due < now else due)
+        self._changed(task, BLOCKED, waited)
+
+    def _strand(self, upstream: ScheduledTask) -> None:
+        """``upstream`` is FAILED or CANCELLED: fail the BLOCKED dependents waiting for it
+        (and, through this same call, theirs)."""
+        for dependent in self._dependencies().stranded(upstream.id):
+            self._fail_waiting(dependent, upstream, previous=BLOCKED)
+
+    def _fail_waiting(
+        self, task: ScheduledTask, upstream: ScheduledTask, *, previous: TaskStatus
+    ) -> None:
+        """A BLOCKED ``task`` waits for ``upstream``, which will not succeed on its own:
+        FAILED, in the dead letter, its wait recorded with the reason."""
+        error = (
+            f"UpstreamFailed: upstream {upstream.id} ({upstream.name!r}) is "
+            f"{upstream.status.value}; redrive it, then this task"
+        )
+        waited = self._end_wait(task, error)
+        self._stats(task).last_error = error
+        task.status = FAILED
+        task.next_run_at = None
+        self._dead[task.id] = None
+        self._changed(task, previous, waited)
+        self._strand(task)
+
+    def _end_wait(self, task: ScheduledTask, error: str | None) -> ExecutionRecord:
+        """The record of ``task``'s blocked wait, which ends now: kept in its history
+        and given to ``on_record``; the caller publishes it with the transition."""
+        now = self.clock.now()
+        since = self._dependencies().blocked_at.pop(task.id, now)
+        due = task.next_run_at
+        record = ExecutionRecord.of(
+            task_id=task.id,
+            name=task.name,
+            attempt=0,
+            due=since if due is None else due,
+            slot=task._slot,
+            worker=-1,
+            started=since,
+            finished=now,
+            ok=False,
+            error=error,
+            misfire=WAITED,
+        )
+        self._stats(task).add(record)
+        if self._on_record is not None:
+            self._on_record(record)
+        return record
+
+    def _relink(self, task: ScheduledTask, now: float) -> None:
+        """``task`` was given other upstreams: wait for what they say, as a new task
+        would; a BLOCKED task that now waits for nothing is released."""
+        deps = self._dependencies()
+        if task.depends_on:
+            blocked_since = deps.blocked_at.get(task.id)
+            deps.link(task)
+            if blocked_since is not None:
+                deps.blocked_at[task.id] = blocked_since
+        else:
+            deps.unlink(task.id)
+        if task.status is BLOCKED:
+            self.release_if_ready(task)
+
+    def release_if_ready(self, task: ScheduledTask) -> bool:
+        """Release a BLOCKED ``task`` that waits for nothing any more (after recovery, or
+        a new definition); fail it if an upstream it waits for is dead.  True if it
+        left BLOCKED."""
+        if task.status is not BLOCKED:
+            return False
+        deps = self._dependencies()
+        deps.blocked_at.setdefault(task.id, self.clock.now())
+        dead = deps.dead(task)
+        if dead is not None:
+            self._fail_waiting(task, dead, previous=BLOCKED)
+        elif not deps.unmet(task):
+            self._release(task)
+        else:
+            return False
+        return True
+
     # -- recovery (the decisions are lldsched.core.recovery's; these carry them out) ----
 
     def restore(
@@ -693,6 +869,14 @@ class SchedulerCore:
         ordered = {task_id: None for task_id in dead_letter if task_id in failed}
         for task in batch:
             self.tasks[task.id] = task
+        linked = [entry for entry in batch if entry.depends_on]
+        if linked:  # after the whole batch: upstreams' histories are in place
+            deps = self._dependencies()
+            now = self.clock.now()
+            for task in linked:
+                deps.link(task, task.history)
+                if task.status is BLOCKED:
+                    deps.blocked_at[task.id] = now  # the wait is counted from the restart
         for task_id in [*ordered, *failed]:
             self._dead[task_id] = None
         if self._default_ids:  # restored at construction, before the generator issued an id
@@ -791,6 +975,7 @@ class SchedulerCore:
             args=definition.args,
             kwargs=definition.kwargs,
             misfire=definition.misfire,
+            depends_on=definition.depends_on,
         )
         task = ScheduledTask(
             task_id=definition.id,

@@ -11,18 +11,22 @@ object with ``first_run`` and ``next_run``, or the text of a cron expression,
 which becomes a :class:`~lldsched.schedules.cron.CronSchedule` in the
 scheduler's default zone.  A ``CronSchedule`` that names no zone is read in that
 default zone too.  :func:`registering` is the decorator form both runtimes offer.
+
+**Dependencies** (``depends_on=``) are checked here too, in two steps: the value
+(a list of task ids, in :func:`validated`) and the graph (:func:`check_graph`:
+every id registered, no cycle), before anything is registered.
 """
 
 from __future__ import annotations
 
 import enum
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import tzinfo
 from typing import Any, TypeVar, cast
 
 from lldsched.checks import seconds
-from lldsched.core.task import DEFAULT_OPTIONS, TaskOptions
+from lldsched.core.task import DEFAULT_OPTIONS, ScheduledTask, TaskOptions
 from lldsched.errors import ScheduleError, ValidationError
 from lldsched.model import Priority
 from lldsched.policies import MisfirePolicy, RetryPolicy
@@ -32,6 +36,7 @@ from lldsched.schedules.cron import CronSchedule
 __all__ = [
     "UNCHANGED",
     "Unchanged",
+    "check_graph",
     "check_task_id",
     "check_zone",
     "is_schedule",
@@ -102,9 +107,14 @@ def validated(
     args: tuple[Any, ...] | list[Any],
     kwargs: Mapping[str, Any] | None,
     misfire: MisfirePolicy | None,
+    depends_on: Iterable[str] = (),
 ) -> tuple[Priority, TaskOptions]:
     """Check everything a registration passes; return its :class:`Priority` and
     :class:`~lldsched.core.task.TaskOptions`.
+
+    ``depends_on`` is checked as a value here (a list or tuple of task ids, none
+    twice); whether those ids are registered and free of cycles is
+    :func:`check_graph`'s question, asked by the core once it knows the task's id.
 
     ``action`` may be None (a simulated task needs none; the threaded runtime asks
     :func:`require_action` first).  Options equal to the defaults are the shared
@@ -130,6 +140,7 @@ def validated(
         and type(args) is tuple
         and not args
         and not pass_context
+        and not depends_on
     ):
         return priority, DEFAULT_OPTIONS
     options = _options(
@@ -140,8 +151,73 @@ def validated(
         kwargs=kwargs,
         misfire=misfire,
         pass_context=pass_context,
+        depends_on=_depends_on(name, depends_on),
     )
     return priority, options
+
+
+def _depends_on(name: str, depends_on: object) -> tuple[str, ...]:
+    """``depends_on`` as a tuple of ids: a list or tuple of non-empty strings, none twice."""
+    if not isinstance(depends_on, list | tuple):
+        raise ValidationError(
+            f"task {name!r}: depends_on must be a list of task ids, got {depends_on!r}"
+        )
+    ids = tuple(depends_on)
+    for upstream in ids:
+        if not isinstance(upstream, str) or not upstream or upstream.isspace():
+            raise ValidationError(
+                f"task {name!r}: depends_on holds task ids (non-empty strings), got {upstream!r}"
+            )
+    twice = sorted({upstream for upstream in ids if ids.count(upstream) > 1})
+    if twice:
+        raise ValidationError(f"task {name!r}: depends_on names {twice} more than once")
+    return ids
+
+
+def check_graph(
+    name: str,
+    task_id: str | None,
+    depends_on: tuple[str, ...],
+    tasks: Mapping[str, ScheduledTask],
+) -> None:
+    """The upstreams of a task registered (or replaced) as ``task_id`` are registered
+    tasks, and the edges make no cycle; :class:`ValidationError` naming the unknown ids
+    or the cycle's path (``a -> b -> a``) otherwise.
+
+    ``task_id`` is None for a task whose id is not chosen yet: nothing registered
+    can depend on it, so it closes no cycle.  A task that names its own id is the
+    shortest cycle.
+    """
+    if task_id is not None and task_id in depends_on:
+        raise ValidationError(
+            f"task {name!r}: depends_on makes a cycle: {task_id} -> {task_id} "
+            "(a task cannot wait for itself)"
+        )
+    unknown = [upstream for upstream in depends_on if upstream not in tasks]
+    if unknown:
+        raise ValidationError(
+            f"task {name!r}: depends_on names ids that are not registered: {unknown} "
+            "(register the upstream tasks first)"
+        )
+    if task_id is None:
+        return
+    # A cycle through the new edges is a path from one of the upstreams back to task_id
+    # along the registered edges (the task's own old edges are replaced: skipped).
+    stack: list[tuple[str, tuple[str, ...]]] = [
+        (upstream, (task_id, upstream)) for upstream in reversed(depends_on)
+    ]
+    seen: set[str] = set()
+    while stack:
+        current, path = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        for upstream in reversed(tasks[current].depends_on):
+            if upstream == task_id:
+                cycle = " -> ".join((*path, task_id))
+                raise ValidationError(f"task {name!r}: depends_on makes a cycle: {cycle}")
+            if upstream in tasks:
+                stack.append((upstream, (*path, upstream)))
 
 
 def check_task_id(task_id: object) -> str:
@@ -256,6 +332,7 @@ def _options(
     kwargs: Mapping[str, Any] | None,
     misfire: MisfirePolicy | None,
     pass_context: bool,
+    depends_on: tuple[str, ...],
 ) -> TaskOptions:
     if retry is None:
         retry = DEFAULT_RETRY
@@ -275,5 +352,7 @@ def _options(
         raise ValidationError(f"task {name!r}: kwargs must map str to values, got {kwargs!r}")
     if misfire is not None and not isinstance(misfire, MisfirePolicy):
         raise ValidationError(f"task {name!r}: misfire must be a MisfirePolicy, got {misfire!r}")
-    options = TaskOptions(retry, timeout, tuple(args), kwargs or None, pass_context, misfire)
+    options = TaskOptions(
+        retry, timeout, tuple(args), kwargs or None, pass_context, misfire, depends_on
+    )
     return DEFAULT_OPTIONS if options == DEFAULT_OPTIONS else options  # equal values shared

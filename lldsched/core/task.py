@@ -58,6 +58,7 @@ class TaskOptions(NamedTuple):
     kwargs: Mapping[str, Any] | None = None
     pass_context: bool = False  # the action declares a ``ctx`` parameter
     misfire: MisfirePolicy | None = None  # None: DEFAULT_MISFIRE
+    depends_on: tuple[str, ...] = ()  # upstream task ids (lldsched.core.dependencies)
 
 
 DEFAULT_OPTIONS = TaskOptions()
@@ -194,12 +195,19 @@ class ScheduledTask:
         return self._options.misfire
 
     @property
+    def depends_on(self) -> tuple[str, ...]:
+        """Ids of the upstream tasks each slot waits for (see
+        :mod:`lldsched.core.dependencies`); empty for most tasks."""
+        return self._options.depends_on
+
+    @property
     def definition(self) -> Task:
         """What runs and when, as an immutable value (what a store keeps)."""
         options = self._options
         return Task(
             self.id, self.name, self.action, self.schedule, self.priority,
             options.retry, options.timeout, options.args, options.kwargs, options.misfire,
+            options.depends_on,
         )  # fmt: skip
 
     # -- the runs --------------------------------------------------------------------

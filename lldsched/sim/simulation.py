@@ -56,7 +56,7 @@ import logging
 import math
 import random
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta, tzinfo
 from typing import Any, NamedTuple
 
@@ -170,6 +170,7 @@ class Simulation:
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
+        depends_on: Sequence[str] = (),
     ) -> ScheduledTask:
         """Register a simulated task.  ``duration`` and ``fails`` are models (see
         :mod:`lldsched.sim.models`); a real ``action`` also runs, for its side effects
@@ -193,6 +194,7 @@ class Simulation:
             args=args,
             kwargs=kwargs,
             misfire=misfire,
+            depends_on=depends_on,
         )
         self._set_models(task.id, duration, fails)
         return task
@@ -212,6 +214,7 @@ class Simulation:
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
+        depends_on: Sequence[str] = (),
     ) -> Callable[[F], F]:
         """The decorator form of :meth:`schedule`: ``@sim.scheduled(FixedRate(60))``
         registers the function as the task's action, under its ``__name__`` (or
@@ -232,6 +235,7 @@ class Simulation:
                 args=args,
                 kwargs=kwargs,
                 misfire=misfire,
+                depends_on=depends_on,
             )
 
         return registering(schedule, name=name, register=register)
@@ -451,10 +455,16 @@ class Simulation:
 
     def _start(self, entry: Any, now: float) -> ExecutionRecord | None:
         """Start live ``entry`` on the lowest free worker; finish it at once if it takes
-        no time."""
-        task = self._core.tasks[entry[3]]
+        no time.  A dependent the core holds back (BLOCKED) starts nothing and draws
+        nothing from its models."""
+        worker = heapq.heappop(self._free)
+        run = self._core.begin(entry, worker)
+        if run is None:  # BLOCKED: the core queues it again when its upstreams succeed
+            heapq.heappush(self._free, worker)
+            return None
+        task = run.task
         models = self._models[entry[3]]
-        attempt = task.attempt + 1
+        attempt = run.attempt
         duration = models.duration
         if callable(duration):
             drawn = duration(models.rng, attempt)
@@ -478,9 +488,6 @@ class Simulation:
                     )
             elif models.rng.random() < fails:
                 error = f"SimulatedFailure: attempt {attempt}"
-        worker = heapq.heappop(self._free)
-        run = self._core.begin(entry, worker)
-        assert run is not None  # the queue hands out live entries only
         result, timed_out = None, False
         if task.action is not None:
             raised, value = run.invoke()

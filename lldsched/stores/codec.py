@@ -15,7 +15,8 @@ definition is plain JSON:
   ``CronSchedule`` and the decorators ``Jittered`` and ``Window`` (whose wrapped
   schedule nests, through :func:`encode_schedule` / :func:`decode_schedule`) are
   registered; :func:`register_schedule` adds a type;
-* the retry and misfire policies as their fields.
+* the retry and misfire policies as their fields;
+* ``depends_on`` as a list of task ids (absent in documents written before it).
 
 A ``Window``'s count of successful runs is not part of the definition: a store
 that rebuilds a task passes its counters to :func:`decode_task` (``runs=``), which
@@ -229,6 +230,7 @@ def encode_task(task: Task) -> str:
         "timeout": task.timeout,
         "args": args,
         "kwargs": kwargs,
+        "depends_on": list(task.depends_on),  # absent in older documents
         "misfire": None
         if misfire is None
         else {
@@ -278,8 +280,16 @@ def decode_task(task_id: str, text: str, *, runs: int = 0) -> Task:
             tuple(document["args"]),
             document["kwargs"],
             misfire,
+            _depends_on(document.get("depends_on", [])),
         )
     except StoreError as exc:
         raise StoreError(f"task {task_id}: {exc}") from None
     except (LldschedError, ValueError, TypeError, KeyError) as exc:
         raise StoreError(f"task {task_id}: its stored definition is invalid: {exc!r}") from None
+
+
+def _depends_on(ids: object) -> tuple[str, ...]:
+    """The stored upstream ids: a list of strings (ValueError otherwise)."""
+    if not isinstance(ids, list) or not all(isinstance(i, str) and i for i in ids):
+        raise ValueError(f"depends_on must be a list of task ids, got {ids!r}")
+    return tuple(ids)

@@ -50,7 +50,7 @@ import operator
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import tzinfo
 from types import TracebackType
 from typing import Any
@@ -344,6 +344,7 @@ class Scheduler:
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
+        depends_on: Sequence[str] = (),
     ) -> ScheduledTask:
         """Register ``action`` to run on ``schedule``; returns its live :class:`ScheduledTask`.
 
@@ -385,6 +386,7 @@ class Scheduler:
                 args=args,
                 kwargs=kwargs,
                 misfire=misfire,
+                depends_on=depends_on,
             )
             if on_loop:
                 self._loop_ids.add(task.id)
@@ -405,6 +407,7 @@ class Scheduler:
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
+        depends_on: Sequence[str] = (),
     ) -> Callable[[F], F]:
         """The decorator form of :meth:`schedule`: ``@scheduler.scheduled(FixedRate(60))``
         registers the function under its ``__name__`` (or ``name``) and leaves it as it
@@ -423,6 +426,7 @@ class Scheduler:
                 args=args,
                 kwargs=kwargs,
                 misfire=misfire,
+                depends_on=depends_on,
             )
 
         return registering(schedule, name=name, register=register)
