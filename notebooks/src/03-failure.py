@@ -50,6 +50,12 @@
 #     RUNNING --> CANCELLED: cancel() mid-run
 #     PAUSED --> CANCELLED: cancel()
 #     FAILED --> SCHEDULED: redrive()
+#     SCHEDULED --> BLOCKED: due, upstreams not met
+#     BLOCKED --> SCHEDULED: upstreams succeeded
+#     BLOCKED --> PAUSED: pause()
+#     BLOCKED --> CANCELLED: cancel()
+#     BLOCKED --> FAILED: upstream failed or cancelled
+#     SCHEDULED --> FAILED: due, upstream failed or cancelled
 #     RUNNING --> SCHEDULED: restart
 #     RUNNING --> RETRYING: restart, attempts behind it
 #     SUCCEEDED --> [*]
