@@ -310,9 +310,15 @@ class SchedulerCore:
         if task is None or task.status not in _RUNNABLE:
             return None
         previous = task.status
-        if self._deps is not None and task._options.depends_on and previous is SCHEDULED:
-            if self._held(task):  # BLOCKED (or FAILED): the readiness check before dispatch
-                return None
+        # The readiness check before dispatch: a dependent whose upstreams have not all
+        # succeeded since its previous slot is held back (BLOCKED, or FAILED).
+        if (
+            self._deps is not None
+            and previous is SCHEDULED
+            and task._options.depends_on
+            and self._held(task)
+        ):
+            return None
         task.status = RUNNING
         attempt = task.attempt = task.attempt + 1
         due = entry[0]
