@@ -404,3 +404,56 @@ def test_a_blocked_simulated_task_draws_nothing_from_its_models() -> None:
     assert drawn(Simulation(start=T0, seed=3), blocked=True) == drawn(
         Simulation(start=T0, seed=3), blocked=False
     )
+
+
+# -- frames and the Gantt chart --------------------------------------------------------------
+
+
+def etl(hours: int) -> Simulation:
+    """extract (10 to 25 min) then transform then load, hourly, on two workers."""
+    sim = Simulation(workers=2, start=T0, seed=1)
+    sim.schedule("extract", FixedRate(HOUR, start_delay=300), id="extract",
+                 duration=lambda rng, attempt: rng.uniform(600, 1500))  # fmt: skip
+    sim.schedule("transform", FixedRate(HOUR), id="transform", duration=400,
+                 depends_on=["extract"])  # fmt: skip
+    sim.schedule("load", FixedRate(HOUR), id="load", duration=300, depends_on=["transform"])
+    sim.run(T0 + hours * HOUR)
+    return sim
+
+
+def test_frames_show_each_blocked_wait_and_the_summary_adds_them_up() -> None:
+    from lldsched.views.frames import ran, task_summary, to_frame
+
+    sim = etl(hours=2)
+    frame = to_frame(sim)
+    waited = frame[frame["outcome"] == "blocked"]
+    assert waited["task_id"].tolist() == ["transform", "load", "transform", "load"]
+    assert (waited["attempt"] == 0).all() and (waited["worker"] == -1).all()
+    assert len(ran(frame)) == len(frame) - len(waited)
+    summary = task_summary(frame)
+    assert summary.loc["extract", "blocked"] == 0
+    assert summary.loc["transform", "blocked"] == 2
+    assert (
+        summary.loc["load", "blocked_time"] == waited[waited["task_id"] == "load"]["duration"].sum()
+    )
+    # transform waits from its slot until extract's success, then starts at once
+    transform = ran(frame)[ran(frame)["task_id"] == "transform"]
+    extract = ran(frame)[ran(frame)["task_id"] == "extract"]
+    assert transform["start"].tolist() == extract["finish"].tolist()
+
+
+def test_the_gantt_chart_draws_dependency_arrows_and_blocked_waits() -> None:
+    from lldsched.views.frames import dependencies_of, to_frame
+    from lldsched.views.plots import gantt
+
+    sim = etl(hours=2)
+    assert dependencies_of(sim) == {"transform": ("extract",), "load": ("transform",)}
+    figure = gantt(to_frame(sim), by="task", depends_on=dependencies_of(sim))
+    ax = figure.axes[0]
+    arrows = [child for child in ax.texts if getattr(child, "arrow_patch", None) is not None]
+    assert len(arrows) == 4  # two runs each of transform and load, one upstream each
+    assert any(c.get_gid() == "blocked" for c in ax.collections)
+    legend = [text.get_text() for text in ax.get_legend().get_texts()]
+    assert "upstream → dependent" in legend and "blocked (waits for upstreams)" in legend
+    plain = gantt(to_frame(sim), by="task").axes[0]
+    assert not any(getattr(c, "arrow_patch", None) for c in plain.texts)

@@ -27,7 +27,9 @@ timed_out   bool                    the attempt ran past its timeout
 outcome     category                ``ok``, ``failed``, ``timed_out``, ``given_up``
                                     (a run that gave its slot up), or for a slot
                                     decided without a run ``missed``/``coalesced``
-                                    (a misfire policy) or ``skipped`` (an overrun)
+                                    (a misfire policy) or ``skipped`` (an overrun),
+                                    or ``blocked``: a dependent's slot waiting for
+                                    its upstreams, ``start`` to ``finish``
                                     (:data:`OUTCOMES`; decided rows have attempt 0
                                     and worker -1, and :func:`ran` leaves them out)
 priority    Int64                   the task's :class:`~lldsched.model.Priority` value
@@ -45,7 +47,7 @@ million records take about a second.  An empty source gives an empty frame with
 the same columns and dtypes.
 
 Summaries: :func:`task_summary` (runs, outcomes, retries, given-up and skipped
-slots, lateness and duration percentiles, overruns per task) and
+slots, lateness and duration percentiles, overruns, blocked waits per task) and
 :func:`utilisation` (the busy fraction of each worker per interval).
 
 pandas and numpy are imported here, in :mod:`lldsched.views.tables` and in
@@ -79,6 +81,7 @@ __all__ = [
     "DTYPES",
     "MISFIRES",
     "OUTCOMES",
+    "dependencies_of",
     "ran",
     "records_of",
     "schedules_of",
@@ -152,6 +155,12 @@ def records_of(source: object) -> tuple[list[ExecutionRecord], dict[str, int]]:
 def schedules_of(source: Reads) -> dict[str, Schedule]:
     """Task id to schedule, for :func:`task_summary`'s overrun count."""
     return {task.id: task.schedule for task in source.tasks()}
+
+
+def dependencies_of(source: Reads) -> dict[str, tuple[str, ...]]:
+    """Task id to the ids it depends on, for the tasks that have upstreams (the
+    ``depends_on`` of :func:`lldsched.views.plots.gantt`)."""
+    return {task.id: task.depends_on for task in source.tasks() if task.depends_on}
 
 
 # -- the frame -----------------------------------------------------------------------
@@ -230,6 +239,7 @@ SUMMARY_COLUMNS = (
     "given_up", "skipped",
     "lateness_p50", "lateness_p95", "lateness_max",
     "duration_p50", "duration_p95", "duration_max",
+    "blocked", "blocked_time",
 )  # fmt: skip
 _COUNTS = SUMMARY_COLUMNS[1:10]
 
@@ -255,12 +265,15 @@ def task_summary(
     (:func:`lldsched.views.report.overran`; ``schedules`` maps task id to schedule,
     see :func:`schedules_of`; without it the count is 0).  Slots decided without a
     run are not runs: a misfire policy's are counted in ``missed``, an overrun's in
-    ``skipped``, and they are measured nowhere.
+    ``skipped``, and they are measured nowhere.  ``blocked`` counts a dependent's
+    waits for its upstreams and ``blocked_time`` adds them up (0 s for a task that
+    never waited).
     """
     columns: dict[str, list[Any]] = {name: [] for name in SUMMARY_COLUMNS}
     ids: list[str] = []
     for task_id, rows in frame.groupby("task_id", sort=False, observed=True):
         decided = rows["outcome"].isin(_NOT_RUNS)
+        blocked = (rows["outcome"] == Outcome.BLOCKED).to_numpy()
         runs = rows[~decided]
         ok, timed_out = runs["ok"].to_numpy(), runs["timed_out"].to_numpy()
         lateness = np.sort(runs["lateness"].to_numpy())
@@ -283,11 +296,15 @@ def task_summary(
             "duration_p50": _nearest_rank(duration, 50),
             "duration_p95": _nearest_rank(duration, 95),
             "duration_max": duration[-1] if len(duration) else _NAT,
+            "blocked": int(blocked.sum()),
+            "blocked_time": rows["duration"].to_numpy()[blocked].sum(),
         }
         for name, value in row.items():
             columns[name].append(value)
     dtypes: dict[str, np.dtype[Any]] = {name: np.dtype("int64") for name in _COUNTS}
-    dtypes.update({name: np.dtype("timedelta64[us]") for name in SUMMARY_COLUMNS[10:]})
+    dtypes.update({name: np.dtype("timedelta64[us]") for name in SUMMARY_COLUMNS[10:16]})
+    dtypes["blocked"] = np.dtype("int64")
+    dtypes["blocked_time"] = np.dtype("timedelta64[us]")
     data: dict[str, Any] = {"name": pd.array(columns["name"], dtype=pd.StringDtype())}
     for name, dtype in dtypes.items():
         data[name] = np.array(columns[name], dtype=dtype)
