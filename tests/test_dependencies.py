@@ -453,7 +453,9 @@ def test_the_gantt_chart_draws_dependency_arrows_and_blocked_waits() -> None:
     arrows = [child for child in ax.texts if getattr(child, "arrow_patch", None) is not None]
     assert len(arrows) == 4  # two runs each of transform and load, one upstream each
     assert any(c.get_gid() == "blocked" for c in ax.collections)
-    legend = [text.get_text() for text in ax.get_legend().get_texts()]
+    shown = ax.get_legend()
+    assert shown is not None
+    legend = [text.get_text() for text in shown.get_texts()]
     assert "upstream → dependent" in legend and "blocked (waits for upstreams)" in legend
     plain = gantt(to_frame(sim), by="task").axes[0]
     assert not any(getattr(c, "arrow_patch", None) for c in plain.texts)

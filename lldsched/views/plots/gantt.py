@@ -91,11 +91,13 @@ def gantt(
         low, high = _draw_runs(
             ax, frame, lane.astype(float), palette[codes], detail=detail, span=shown
         )
-        _set_xlim(ax, low, high)
         short = any(c.get_gid() == "short_runs" for c in ax.collections)
         marks = _mark_handles(frame, detail, short=short)
-        if by == "task" and len(waits) and _draw_waits(ax, waits, frame):
+        earliest = _draw_waits(ax, waits, frame) if by == "task" and len(waits) else None
+        if earliest is not None:
+            low = min(low, earliest)
             marks.append(_WAIT_HANDLE)
+        _set_xlim(ax, low, high)
         if depends_on and detail and _draw_edges(ax, frame, lane.astype(float), depends_on):
             marks.append(_EDGE_HANDLE)
         _legend(ax, [*_task_handles(labels, palette), *marks])
@@ -148,14 +150,14 @@ def _draw_edges(
     return drawn > 0
 
 
-def _draw_waits(ax: Axes, waits: pd.DataFrame, runs: pd.DataFrame) -> bool:
+def _draw_waits(ax: Axes, waits: pd.DataFrame, runs: pd.DataFrame) -> float | None:
     """The blocked waits of tasks that have a lane (a task with runs), as hatched bands;
-    True if any was drawn."""
+    the earliest start drawn (a date number), None if none was."""
     codes = {task_id: code for code, task_id in enumerate(pd.unique(runs["task_id"]))}
     lanes = waits["task_id"].map(codes)
     shown = lanes.notna().to_numpy()
     if not shown.any():
-        return False
+        return None
     waits = waits[shown]
     lane = lanes[shown].to_numpy(dtype=float)
     start, finish = _dates(waits["start"]), _dates(waits["finish"])
@@ -171,7 +173,7 @@ def _draw_waits(ax: Axes, waits: pd.DataFrame, runs: pd.DataFrame) -> bool:
     )  # fmt: skip
     band.set_gid("blocked")
     ax.add_collection(band, autolim=False)
-    return True
+    return float(start.min())
 
 
 def _span(span: tuple[float | datetime, float | datetime]) -> tuple[float, float]:
