@@ -40,6 +40,7 @@ __all__ = [
     "Claim",
     "CoordinatedStore",
     "HistoryStore",
+    "Lease",
     "Task",
     "TaskSnapshot",
     "TaskStore",
@@ -147,6 +148,17 @@ class Change(NamedTuple):
     leased: bool = False
 
 
+class Lease(NamedTuple):
+    """A live or expired lease as the store holds it (:meth:`CoordinatedStore.leases`)."""
+
+    task_id: str
+    slot: float
+    attempt: int
+    token: int
+    holder: str
+    expires_at: float
+
+
 @runtime_checkable
 class CoordinatedStore(HistoryStore, Protocol):
     """A :class:`HistoryStore` that several scheduler processes share (``shared=True``).
@@ -176,6 +188,9 @@ class CoordinatedStore(HistoryStore, Protocol):
       says so.
     """
 
+    shared: bool
+    """True when the runtime must coordinate through claims: a store class may implement
+    this protocol and still be opened for one scheduler only (then False)."""
     node: str
     """This process's holder id, written in every lease it takes ("host:pid:random")."""
     lease: float
@@ -237,6 +252,15 @@ class CoordinatedStore(HistoryStore, Protocol):
         and never calls it: the bounded wait is the safety net."""
         ...
 
+    def leases(self) -> list[Lease]:
+        """Every lease row the store holds now, expired ones included, by token (for
+        people and tests: the runtime never needs it)."""
+        ...
+
     def muted(self) -> AbstractContextManager[None]:
         """A context in which ``save`` and ``delete`` write nothing (see the class)."""
+        ...
+
+    def close(self) -> None:
+        """Close the store (idempotent); leases it still holds expire on their own."""
         ...
