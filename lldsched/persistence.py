@@ -188,18 +188,33 @@ class CoordinatedStore(HistoryStore, Protocol):
       says so.
     """
 
-    shared: bool
-    """True when the runtime must coordinate through claims: a store class may implement
-    this protocol and still be opened for one scheduler only (then False)."""
-    node: str
-    """This process's holder id, written in every lease it takes ("host:pid:random")."""
-    lease: float
-    """Seconds a claim lasts unless renewed; the runtime renews every ``lease / 3``."""
-    poll: float
-    """The longest the runtime waits before it claims and reads changes again (seconds):
-    the bound on how late a lease expiry or another process's change is noticed."""
-    rejected: int
-    """Fenced writes refused so far (settles that came after their lease was lost)."""
+    @property
+    def shared(self) -> bool:
+        """True when the runtime must coordinate through claims: a store class may
+        implement this protocol and still be opened for one scheduler only (then False)."""
+        ...
+
+    @property
+    def node(self) -> str:
+        """This process's holder id, written in every lease it takes ("host:pid:random")."""
+        ...
+
+    @property
+    def lease(self) -> float:
+        """Seconds a claim lasts unless renewed; the runtime renews every ``lease / 3``."""
+        ...
+
+    @property
+    def poll(self) -> float:
+        """The longest the runtime waits before it claims and reads changes again
+        (seconds): the bound on how late a lease expiry or another process's change is
+        noticed."""
+        ...
+
+    @property
+    def rejected(self) -> int:
+        """Fenced writes refused so far (settles that came after their lease was lost)."""
+        ...
 
     def claim(self, *, now: float, limit: int) -> list[Claim]:
         """Claim up to ``limit`` runs due at ``now`` (``next_run_at <= now``, status
