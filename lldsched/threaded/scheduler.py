@@ -666,7 +666,8 @@ class Scheduler:
                     jump = (now - last_wall) - (mono - last_mono)
                     if abs(jump) > JUMP_TOLERANCE + JUMP_DRIFT * (mono - last_mono):
                         log.warning("the wall clock jumped by %+.3f s; re-evaluating", jump)
-                        after_clock_jump(self._core, jump, now)
+                        if coordinator is None:  # shared: the rows decide, claims use now
+                            after_clock_jump(self._core, jump, now)
                     last_wall, last_mono = now, mono
                 while deadlines and deadlines[0][0] <= now:
                     heapq.heappop(deadlines)[2].cancel("timeout")

@@ -86,7 +86,11 @@ class Coordinator:
         touched = []
         with store.muted():
             for change in changes:
-                task = follow(self._core, change)
+                try:
+                    task = follow(self._core, change)
+                except Exception:  # one unreadable change must not stop the timer
+                    log.exception("cannot apply the change to %s from another process", change)
+                    continue
                 if task is not None:
                     touched.append(task)
         return touched
