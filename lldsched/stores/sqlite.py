@@ -588,6 +588,8 @@ class SqliteTaskStore:
                 )
                 if overridden:  # a control verb from elsewhere, written during the run
                     status = row[0]
+                    if status == "cancelled":
+                        snapshot = snapshot._replace(next_run_at=None)
                 version = self._write_state(connection, snapshot, status=status)
                 count = self._append(connection, record, seq=bump(connection, "record"))
                 connection.execute("COMMIT")

@@ -285,6 +285,9 @@ class Scheduler:
         if dropped:
             with self._lock:
                 self._settle(len(dropped))
+        if self._coordinator is not None:
+            with self._lock:
+                self._coordinator.release_pending()  # claims dropped unrun: free them now
         self._coroutines.shutdown(remaining())
         self._dispatcher.close(remaining())
         return not self._threads_alive()
@@ -308,7 +311,7 @@ class Scheduler:
                         self._in_flight += len(batch)
                         self._hand_out(batch)
                         continue
-                    due = queue.next_due()
+                    due = queue.next_due() if self._coordinator is None else None  # shared: hints
                     if (due is None or due > instant) and self._in_flight <= own:
                         return True
                     wait = remaining()

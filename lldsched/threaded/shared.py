@@ -147,6 +147,13 @@ class Coordinator:
             if not self._running and not self._pending:
                 self._renew_at = None
 
+    def release_pending(self) -> None:
+        """Give back the claims handed out and never begun (dropped at shutdown), so the
+        other processes need not wait for their expiry."""
+        for task_id, claim in list(self._pending.items()):
+            del self._pending[task_id]
+            self._release(task_id, claim.token)
+
     # -- internals -------------------------------------------------------------------------
 
     def _renew(self, now: float) -> None:
