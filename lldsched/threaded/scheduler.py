@@ -401,8 +401,7 @@ class Scheduler:
             if self._state is _STOPPED:
                 raise SchedulerStateError(f"cannot schedule {name!r}: the scheduler is shut down")
             coordinator = self._coordinator
-            if coordinator is not None:
-                self._followed(coordinator.sync())  # replace what another process registered
+            self._follow_others()  # replace what another process registered
             try:
                 task = self._core.add(
                     name,
@@ -483,6 +482,7 @@ class Scheduler:
         :class:`~lldsched.errors.SchedulerStateError` for a finished (succeeded or
         cancelled) task, and after shutdown."""
         with self._lock:
+            self._follow_others()  # shared: act on the row as it is now
             self._check_open("reschedule", task_id)
             return self._core.reschedule(task_id, schedule)
 
@@ -497,6 +497,7 @@ class Scheduler:
         """Change the task's priority, retry policy or timeout (what is not given stays);
         see :meth:`SchedulerCore.modify <lldsched.core.machine.SchedulerCore.modify>`."""
         with self._lock:
+            self._follow_others()  # shared: act on the row as it is now
             return self._core.modify(task_id, priority=priority, retry=retry, timeout=timeout)
 
     def run_now(self, task_id: str) -> bool:
@@ -506,6 +507,7 @@ class Scheduler:
         <lldsched.core.machine.SchedulerCore.run_now>`.  Raises
         :class:`~lldsched.errors.SchedulerStateError` once shutdown has begun."""
         with self._lock:
+            self._follow_others()  # shared: act on the row as it is now
             self._check_open("run_now", task_id)
             return self._core.run_now(task_id)
 
@@ -515,6 +517,7 @@ class Scheduler:
         thread rule is cooperative.  A running *coroutine* is cancelled, and its
         attempt recorded failed (``CancelledError: task cancelled``)."""
         with self._lock:
+            self._follow_others()  # shared: act on the row as it is now
             changed = self._core.cancel(task_id)
             if changed:
                 self._coroutines.cancel(task_id, "cancelled")
@@ -527,6 +530,7 @@ class Scheduler:
         failed (``CancelledError: task paused``) and, like any failure, retried
         after ``resume()`` while attempts remain."""
         with self._lock:
+            self._follow_others()  # shared: act on the row as it is now
             changed = self._core.pause(task_id)
             if changed:
                 self._coroutines.cancel(task_id, "paused")
@@ -536,18 +540,21 @@ class Scheduler:
     def resume(self, task_id: str) -> bool:
         """Return a paused task to its queue; a slot it slept through runs at once."""
         with self._lock:
+            self._follow_others()  # shared: act on the row as it is now
             self._check_open("resume", task_id)
             return self._core.resume(task_id)
 
     def redrive(self, task_id: str) -> bool:
         """Put a dead-lettered (FAILED) task back, due now, with a fresh attempt counter."""
         with self._lock:
+            self._follow_others()  # shared: act on the row as it is now
             self._check_open("redrive", task_id)
             return self._core.redrive(task_id)
 
     def remove(self, task_id: str) -> ScheduledTask:
         """Cancel the task if live, and forget it (here and in the store)."""
         with self._lock:
+            self._follow_others()  # shared: act on the row as it is now
             task = self._core.remove(task_id)
             self._coroutines.cancel(task_id, "cancelled")
             self._loop_ids.discard(task_id)
@@ -779,6 +786,12 @@ class Scheduler:
         if self._coordinator is not None:
             self._coordinator.done(run)
         self._settle(1)
+
+    def _follow_others(self) -> None:
+        """Shared mode: apply what other processes wrote before a verb changes a task, so
+        the row this process writes starts from the latest one (under the lock)."""
+        if self._coordinator is not None:
+            self._followed(self._coordinator.sync())
 
     def _followed(self, tasks: list[ScheduledTask]) -> None:
         """Tasks another process changed: keep the loop-task ids, and cancel a coroutine
