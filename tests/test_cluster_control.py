@@ -160,3 +160,11 @@ def test_a_registration_racing_one_from_another_scheduler_is_refused_not_overwri
         with pytest.raises(ValidationError, match="'report' is already registered by another"):
             second.save(registration)  # what the core writes for a registration second made
         assert [snapshot.task.name for snapshot in second.load_all()] == ["report"]
+
+
+def test_a_coroutine_run_carries_its_claims_token_and_settles_with_it(pair: Pair) -> None:
+    first, _, reader, _ = pair
+    first.schedule("async", cluster_jobs.token_of, OneTime(first.now), id="async")
+    wait_until(lambda: bool(reader.records("async")), timeout=10, what="the coroutine's record")
+    (record,) = reader.records("async")
+    assert record.ok and record.token is not None and record.result == str(record.token)
