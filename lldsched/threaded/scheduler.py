@@ -299,19 +299,18 @@ class Scheduler:
         the thread that called shutdown()."""
         queue, pool = self._queue, self._pool
         own = 1 if pool.is_worker(threading.current_thread()) else 0  # shutdown() from a run
+        shared = self._coordinator is not None  # other processes run what is due; heap: hints
         with self._lock:
             self._draining = True  # _settle wakes this loop
             try:
                 while True:
-                    room = (
-                        0 if self._coordinator is not None else pool.room
-                    )  # shared: others run it
+                    room = 0 if shared else pool.room
                     batch = queue.pop_due(instant, room) if room else []
                     if batch:
                         self._in_flight += len(batch)
                         self._hand_out(batch)
                         continue
-                    due = queue.next_due() if self._coordinator is None else None  # shared: hints
+                    due = None if shared else queue.next_due()
                     if (due is None or due > instant) and self._in_flight <= own:
                         return True
                     wait = remaining()
@@ -400,39 +399,28 @@ class Scheduler:
         with self._lock:
             if self._state is _STOPPED:
                 raise SchedulerStateError(f"cannot schedule {name!r}: the scheduler is shut down")
-            coordinator = self._coordinator
-            self._follow_others()  # replace what another process registered
-            try:
-                task = self._core.add(
-                    name,
-                    action,
-                    schedule,
-                    task_id=id,
-                    replace_existing=replace_existing,
-                    priority=priority,
-                    retry=retry,
-                    timeout=timeout,
-                    args=args,
-                    kwargs=kwargs,
-                    misfire=misfire,
-                )
-            except ValidationError:
-                if coordinator is None or not replace_existing or id in self._core.tasks:
-                    raise
-                self._followed(coordinator.sync())  # registered elsewhere a moment ago
-                task = self._core.add(
-                    name,
-                    action,
-                    schedule,
-                    task_id=id,
-                    replace_existing=replace_existing,
-                    priority=priority,
-                    retry=retry,
-                    timeout=timeout,
-                    args=args,
-                    kwargs=kwargs,
-                    misfire=misfire,
-                )
+            self._follow_others()  # shared: replace what another process registered
+            for retry_once in (True, False):
+                try:
+                    task = self._core.add(
+                        name,
+                        action,
+                        schedule,
+                        task_id=id,
+                        replace_existing=replace_existing,
+                        priority=priority,
+                        retry=retry,
+                        timeout=timeout,
+                        args=args,
+                        kwargs=kwargs,
+                        misfire=misfire,
+                    )
+                    break
+                except ValidationError:  # shared: the id was registered elsewhere a moment ago?
+                    shared = self._coordinator is not None and replace_existing
+                    if not (retry_once and shared and id not in self._core.tasks):
+                        raise
+                    self._follow_others()
             if on_loop:
                 self._loop_ids.add(task.id)
             elif self._loop_ids:
