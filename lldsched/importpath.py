@@ -30,7 +30,9 @@ from lldsched.errors import ValidationError
 __all__ = ["import_callable", "import_path", "json_arguments"]
 
 
-def import_callable(path: object, *, error: type[Exception] = ValidationError) -> Callable[..., Any]:
+def import_callable(
+    path: object, *, error: type[Exception] = ValidationError
+) -> Callable[..., Any]:
     """Import the callable named ``"module:qualname"``; ``error`` if it does not import."""
     if not isinstance(path, str):
         raise error(f"{path!r} is not an import path of the form 'package.module:function'")

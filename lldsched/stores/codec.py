@@ -202,6 +202,8 @@ def encode_task(task: Task) -> str:
             "max_catch_up": misfire.max_catch_up,
         },
     }
+    if task.isolation != "thread":  # absent in older documents, and for thread tasks
+        document["isolation"] = task.isolation
     try:
         return json.dumps(document, allow_nan=False, separators=(",", ":"))
     except ValueError as exc:  # a NaN or infinity in a schedule registered by the user
@@ -243,6 +245,7 @@ def decode_task(task_id: str, text: str, *, runs: int = 0) -> Task:
             tuple(document["args"]),
             document["kwargs"],
             misfire,
+            document.get("isolation", "thread"),
         )
     except StoreError as exc:
         raise StoreError(f"task {task_id}: {exc}") from None
