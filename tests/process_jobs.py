@@ -6,10 +6,12 @@ learns what happened from the run's record, or from a file the action writes.
 
 from __future__ import annotations
 
+import asyncio
 import os
-import signal
 import time
 from pathlib import Path
+
+from lldsched import RunContext
 
 
 def add(a: int, b: int) -> dict[str, int]:
@@ -50,4 +52,11 @@ def pid() -> int:
     return os.getpid()
 
 
-SIGKILL = int(signal.SIGKILL)
+async def later(n: int) -> int:
+    """An async action: the child awaits it."""
+    await asyncio.sleep(0)
+    return 2 * n
+
+
+def with_context(ctx: RunContext) -> None:
+    """Takes a RunContext, which cannot reach a child process: refused when isolated."""
