@@ -23,8 +23,8 @@ from lldsched import (
     OneTime,
     Priority,
     RetryPolicy,
-    Scheduler,
     ScheduledTask,
+    Scheduler,
     Simulation,
     SqliteTaskStore,
     TaskStatus,
@@ -229,14 +229,14 @@ def test_pausing_a_running_isolated_task_kills_its_child_and_resume_retries_it(
 # -- bad input at registration ---------------------------------------------------------------
 
 
-def scheduler_of(kind: str, make_scheduler: SchedulerFactory) -> Any:
+def scheduler_of(kind: str, make_scheduler: SchedulerFactory) -> Scheduler | Simulation:
     return make_scheduler(start=False) if kind == "threaded" else Simulation()
 
 
-def register(runtime: Any, action: object, **options: Any) -> ScheduledTask:
+def register(runtime: Scheduler | Simulation, action: Any, **options: Any) -> ScheduledTask:
     if isinstance(runtime, Simulation):
         return runtime.schedule("bad", FixedRate(60), action=action, **options)
-    return runtime.schedule("bad", action, FixedRate(60), **options)  # type: ignore[no-any-return]
+    return runtime.schedule("bad", action, FixedRate(60), **options)
 
 
 @pytest.mark.parametrize("kind", ["threaded", "simulated"])
