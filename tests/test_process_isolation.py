@@ -333,3 +333,19 @@ def test_shutdown_without_drain_kills_the_running_child_and_leaves_none_alive(
     assert (record.error or "").startswith("CancelledError: the scheduler shut down")
     assert not alive(int(marker.read_text()))
     assert set(serving_children()) <= others
+
+
+def test_a_drain_that_runs_out_of_time_kills_the_running_child(
+    make_scheduler: SchedulerFactory, tmp_path: Path
+) -> None:
+    marker = tmp_path / "pid"
+    scheduler = make_scheduler(workers=1)
+    task = scheduler.schedule(
+        "long", f"{JOBS}:sleep", OneTime(delay=0), isolation="process", args=[3600, str(marker)]
+    )
+    assert wait_for(lambda: marker.exists() and marker.read_text() != "")
+    scheduler.shutdown(drain=True, timeout=0.5)  # False, or True if the kill was quick
+    assert scheduler.shutdown(timeout=BOUND)  # a second call waits for the killed run
+    (record,) = task.history
+    assert (record.error or "").startswith("CancelledError: the scheduler shut down")
+    assert not alive(int(marker.read_text()))

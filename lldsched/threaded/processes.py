@@ -44,6 +44,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -58,6 +59,8 @@ from lldsched.errors import SchedulerStateError, error_text
 from lldsched.importpath import import_callable
 
 __all__ = ["ProcessOutcome", "ProcessPool"]
+
+log = logging.getLogger("lldsched")
 
 _REAP_TIMEOUT = 5.0  # seconds to wait for a killed child to be reaped (SIGKILL: at once)
 _EXIT_GRACE = 1.0  # seconds a child whose pipe closed gets to exit on its own
@@ -163,8 +166,10 @@ class ProcessPool:
         return bool(children)
 
     def kill_all(self, reason: str) -> int:
-        """Kill every busy child (shutdown without drain); how many were killed."""
+        """Take no more runs and kill every busy child (shutdown without drain, or out
+        of time); how many were killed.  Nothing lost is replaced after this."""
         with self._lock:
+            self._closed = True
             for child in self._busy:
                 child.killed = reason
                 child.process.kill()
@@ -221,40 +226,51 @@ class ProcessPool:
         self._busy.append(child)
 
     def _give_back(self, child: _Child) -> None:
+        """``child`` answered: idle again, unless it was killed after it answered (a
+        cancel that came a moment late) or the pool closed meanwhile."""
         with self._lock:
-            self._busy.remove(child)
-            child.task_id = None
-            closed = self._closed
-            if not closed:
+            if child.killed is None and not self._closed:
+                self._busy.remove(child)
+                child.task_id = None
                 self._idle.append(child)
-        if closed:
-            self._end(child)
+                return
+        self._lose(child)
 
     def _lose(self, child: _Child) -> str:
-        """Kill ``child`` (if alive), reap it, start its replacement; the error text of
-        the run it was running, had it not timed out."""
+        """End ``child`` (its pipe closed, killed if it will not exit), reap it and start
+        its replacement (the pool open); the error text of the run it was running, had
+        it not timed out."""
         process = child.process
-        try:  # a child whose pipe closed is exiting: wait for its own exit code
+        child.connection.close()  # a live child reads end-of-file and exits
+        try:  # a child that closed its pipe is exiting: wait for its own exit code
             process.wait(_EXIT_GRACE)
         except subprocess.TimeoutExpired:
-            process.kill()  # SIGKILL: it closed its pipe but would not exit
+            process.kill()  # SIGKILL: it would not exit
             process.wait(_REAP_TIMEOUT)
-        child.connection.close()
         with self._lock:
             self._busy.remove(child)
             killed = child.killed
             closed = self._closed
         if not closed:
-            replacement = self._start()
-            with self._lock:
-                closed = self._closed
-                if not closed:
-                    self._idle.append(replacement)
-            if closed:
-                self._end(replacement)
+            self._replace()
         if killed is not None:
             return f"CancelledError: {killed} (its worker process {process.pid} was killed)"
         return _death(process)
+
+    def _replace(self) -> None:
+        """Start a child to stand in for a lost one; if the system refuses a process
+        now, the next run that finds no idle child tries again."""
+        try:
+            replacement = self._start()
+        except OSError:
+            log.exception("could not start a worker process to replace a lost one")
+            return
+        with self._lock:
+            closed = self._closed
+            if not closed:
+                self._idle.append(replacement)
+        if closed:
+            self._end(replacement)
 
     def _start(self) -> _Child:
         """A new child, booting in the background."""

@@ -729,7 +729,7 @@ class Scheduler:
             ended = self._processes.run(
                 task.id, path, options.args, options.kwargs, timeout=options.timeout
             )
-        except SchedulerStateError as exc:  # shut down between the hand-out and the run
+        except Exception as exc:  # shut down meanwhile (SchedulerStateError), or no process
             now = self._clock.now()
             return now, now, error_text(exc), None, None, None, False
         started, finished, error, result, timed_out = ended
