@@ -4,7 +4,7 @@ Python cannot stop a thread, but it can stop a process.  A task registered with
 ``isolation="process"`` names its action by import path, and each of its runs is
 sent to a child process as JSON text: ``{"call": "package.module:function", "args":
 [...], "kwargs": {...}}``.  The child imports the function itself, calls it, and
-answers with JSON text too: ``{"started": true}`` when the call begins, then
+answers with JSON text too: ``{"started": true}`` when it takes the call, then
 ``{"result": text}`` (the return value as :func:`~lldsched.core.results.result_text`
 writes it) or ``{"error": text}`` (the exception as ``"Type: message"``).  Nothing
 is pickled: not the action, not an argument, not a result, not the child itself.
