@@ -168,3 +168,14 @@ def test_a_coroutine_run_carries_its_claims_token_and_settles_with_it(pair: Pair
     wait_until(lambda: bool(reader.records("async")), timeout=10, what="the coroutine's record")
     (record,) = reader.records("async")
     assert record.ok and record.token is not None and record.result == str(record.token)
+
+
+def test_a_process_isolated_run_in_shared_mode_settles_with_its_token(pair: Pair) -> None:
+    first, second, reader, _ = pair
+    first.schedule("isolated", "tests.jobs:noop", OneTime(first.now), id="isolated",
+                   isolation="process")  # fmt: skip
+    wait_until(lambda: bool(reader.records("isolated")), timeout=30, what="the isolated run")
+    (record,) = reader.records("isolated")
+    assert record.ok and record.token is not None
+    wait_until(lambda: second.task("isolated").status is TaskStatus.SUCCEEDED, timeout=5,
+               what="the other scheduler to follow")  # fmt: skip
