@@ -28,7 +28,8 @@ finished in the pause finishes, and writes, the moment the pause ends: the stale
 write of the classic counterexample); a **crash** drops the node's runs unwritten
 and leaves its leases to expire; a **restart** is a fresh process (a new core, a
 new holder id) that reads the rows.  Skew offsets a node's clock: due instants,
-lease expiries it writes and lease expiries it judges are all on that clock.
+lease expiries it writes and judges are on that clock too, unless the scenario's
+``lease_clock`` is ``"database"`` (one true clock for every lease, as PostgreSQL's).
 
 Events at one instant go in this order: finishes, renewals, faults, wakes; among
 equals, in the order they were planned.  Durations are drawn from each task's
@@ -201,6 +202,10 @@ class _Cluster:
             self._wake(node)
             self._arm(node)
 
+    def _lease_now(self, node: _Node) -> float:
+        """The instant a node's lease operations use: its own clock, or the database's."""
+        return node.clock.now() if self.scenario.lease_clock == "node" else self.clock.now()
+
     def _wake(self, node: _Node) -> None:
         local = node.clock.now()
         for entry in node.queue.pop_due(local, len(node.free)):
@@ -215,12 +220,14 @@ class _Cluster:
             return
         if task.slot > self.horizon:  # past the horizon: nothing more to claim
             return
-        held = self.table.holder_of(task.id, now=local)
+        lease_now = self._lease_now(node)
+        held = self.table.holder_of(task.id, now=lease_now)
         if held is not None:  # look again when it expires (on this node's clock)
-            node.core.replan(task, due=held.expires_at, schedule=task.schedule)
+            expiry = held.expires_at + (local - lease_now)
+            node.core.replan(task, due=expiry, schedule=task.schedule)
             return
         lease, takeover = self.table.claim(
-            task.id, slot=task.slot, holder=node.holder, now=local, lease=self.scenario.lease
+            task.id, slot=task.slot, holder=node.holder, now=lease_now, lease=self.scenario.lease
         )
         worker = heapq.heappop(node.free)
         run = node.core.begin(entry, worker)
@@ -241,7 +248,7 @@ class _Cluster:
         )
 
     def _renew(self, node: _Node) -> None:
-        local = node.clock.now()
+        local = self._lease_now(node)
         for task_id, flight in node.flights.items():
             self.table.renew(task_id, token=flight.token, now=local, lease=self.scenario.lease)
         node.renewing = bool(node.flights)

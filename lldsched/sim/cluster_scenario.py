@@ -14,13 +14,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Literal
 
 from lldsched import checks
 from lldsched.clock import to_timestamp
 from lldsched.errors import ValidationError
 from lldsched.sim.models import DurationModel, check_duration
 
-__all__ = ["ClusterScenario", "ClusterTask", "Crash", "Pause"]
+__all__ = ["ClusterScenario", "ClusterTask", "Crash", "LeaseClock", "Pause"]
+
+LeaseClock = Literal["node", "database"]
+"""Whose clock writes and judges lease expiries: each node's own (``"node"``, as with
+SQLite, where every process passes its time), or the database's, one true clock for
+all (``"database"``, PostgreSQL's ``clock_timestamp()``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +87,9 @@ class ClusterScenario:
     """N nodes, their tasks, lease settings, clock skews and faults (see the module docstring).
 
     ``skews`` is empty (every clock true) or one offset per node, in seconds
-    (positive: ahead).  ``horizon`` is in seconds after ``start``: slots due by then
-    are claimed and must run; the simulation goes on until they have.
+    (positive: ahead); with ``lease_clock="node"`` they bend lease expiries too.
+    ``horizon`` is in seconds after ``start``: slots due by then are claimed and
+    must run; the simulation goes on until they have.
     """
 
     nodes: int = 3
@@ -95,6 +102,7 @@ class ClusterScenario:
     pauses: tuple[Pause, ...] = ()
     crashes: tuple[Crash, ...] = ()
     fencing: bool = True
+    lease_clock: LeaseClock = "node"
     workers: int = 2
     seed: int = 0
     first: float = field(init=False, default=0.0)
@@ -111,6 +119,10 @@ class ClusterScenario:
         checks.seconds(self.horizon, name="horizon", above=0)
         checks.whole(self.workers, name="workers", at_least=1)
         checks.whole(self.seed, name="seed")
+        if self.lease_clock not in ("node", "database"):
+            raise ValidationError(
+                f"lease_clock must be 'node' or 'database', got {self.lease_clock!r}"
+            )
         if not isinstance(self.fencing, bool):
             raise ValidationError(f"fencing must be True or False, got {self.fencing!r}")
         object.__setattr__(self, "first", to_timestamp(self.start, name="start"))
