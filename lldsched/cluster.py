@@ -55,6 +55,9 @@ class ClusterRun:
     update) went through; with fencing, False when the lease had been taken over."""
     takeover: bool
     """True if the claim took the slot over from a lease that had expired."""
+    lease_until: float
+    """When its lease ended (a true instant): its finish, or the expiry its last
+    claim or renewal set if that came first (its node stopped renewing)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -88,6 +88,7 @@ class _Flight:
     worker: int
     claimed: float  # true instant
     takeover: bool
+    expires: float  # the lease's expiry as the last claim or renewal wrote it (true instant)
 
 
 @dataclass(slots=True)
@@ -206,6 +207,10 @@ class _Cluster:
         """The instant a node's lease operations use: its own clock, or the database's."""
         return node.clock.now() if self.scenario.lease_clock == "node" else self.clock.now()
 
+    def _true(self, node: _Node, instant: float) -> float:
+        """A lease instant (on the lease clock) as a true instant."""
+        return instant - node.clock.skew if self.scenario.lease_clock == "node" else instant
+
     def _wake(self, node: _Node) -> None:
         local = node.clock.now()
         for entry in node.queue.pop_due(local, len(node.free)):
@@ -233,7 +238,8 @@ class _Cluster:
         run = node.core.begin(entry, worker)
         assert run is not None  # pop_due hands out live entries, and nothing ran since
         now = self.clock.now()
-        node.flights[task.id] = _Flight(run, lease.token, worker, now, takeover)
+        expires = self._true(node, lease.expires_at)
+        node.flights[task.id] = _Flight(run, lease.token, worker, now, takeover, expires)
         model = next(t.duration for t in self.scenario.tasks if t.name == task.id)
         duration = model if isinstance(model, float) else model(self._rng(node, task.id), 1)
         self._plan(now + duration, _FINISH, node.index, _Done(task.id, lease.token))
@@ -250,7 +256,8 @@ class _Cluster:
     def _renew(self, node: _Node) -> None:
         local = self._lease_now(node)
         for task_id, flight in node.flights.items():
-            self.table.renew(task_id, token=flight.token, now=local, lease=self.scenario.lease)
+            if self.table.renew(task_id, token=flight.token, now=local, lease=self.scenario.lease):
+                flight.expires = self._true(node, local + self.scenario.lease)
         node.renewing = bool(node.flights)
         if node.renewing:
             self._plan(
@@ -281,6 +288,7 @@ class _Cluster:
                 write="landed" if landed else "rejected",
                 settled=settled,
                 takeover=flight.takeover,
+                lease_until=min(self.clock.now(), flight.expires),
             )
         )
         self._arm(node)
@@ -323,6 +331,7 @@ class _Cluster:
                     write="none",
                     settled=False,
                     takeover=flight.takeover,
+                    lease_until=flight.expires,
                 )
             )
         node.flights.clear()
