@@ -87,7 +87,7 @@ def cluster_timeline(result: ClusterResult, *, ax: Axes | None = None) -> Figure
         fontsize=10,
     )
     ax.grid(axis="x", alpha=0.3)
-    _legend(ax, _handles(labelled))
+    _legend(ax, _handles(result, labelled=labelled))
     return figure
 
 
@@ -102,19 +102,24 @@ def _lane_label(result: ClusterResult, node: str) -> str:
     return f"{node}\nskew {skew:+g} s" if any(result.skews) else node
 
 
-def _handles(labelled: bool) -> list[Any]:
-    handles: list[Any] = [
-        Patch(facecolor=_LANDED, edgecolor="black", label="run, write landed"),
-        Patch(facecolor=_DUPLICATE, edgecolor="black", label="write landed twice (duplicate)"),
-        Patch(facecolor=_REJECTED, edgecolor="black", label="write rejected (stale token)"),
-        Patch(facecolor=_LOST, edgecolor="black", hatch="////", label="run lost in a crash"),
-        Patch(facecolor=_LEASE, label="lease held"),
-        Patch(facecolor=_PAUSE, alpha=0.55, label="paused (stop the world)"),
-        Patch(facecolor=_DOWN, alpha=0.55, label="down (crashed)"),
-    ]
-    if labelled:
-        handles.append(Line2D([], [], linestyle="", label="label: slot·#token"))
-    return handles
+def _handles(result: ClusterResult, *, labelled: bool) -> list[Any]:
+    """Legend entries for what the chart shows (a kind that never happened is left out)."""
+    writes = {run.write for run in result.runs}
+    kinds = {span.kind for span in result.spans}
+    shown = [
+        (True, Patch(facecolor=_LANDED, edgecolor="black", label="run, write landed")),
+        (result.duplicates > 0, Patch(facecolor=_DUPLICATE, edgecolor="black",
+                                      label="write landed twice (duplicate)")),
+        ("rejected" in writes, Patch(facecolor=_REJECTED, edgecolor="black",
+                                     label="write rejected (stale token)")),
+        ("none" in writes, Patch(facecolor=_LOST, edgecolor="black", hatch="////",
+                                 label="run lost in a crash")),
+        (True, Patch(facecolor=_LEASE, label="lease held")),
+        ("pause" in kinds, Patch(facecolor=_PAUSE, alpha=0.55, label="paused (stop the world)")),
+        ("down" in kinds, Patch(facecolor=_DOWN, alpha=0.55, label="down (crashed)")),
+        (labelled, Line2D([], [], linestyle="", label="label: slot·#token")),
+    ]  # fmt: skip
+    return [handle for wanted, handle in shown if wanted]
 
 
 def fencing_comparison(
