@@ -117,11 +117,9 @@ crash = ClusterScenario(
 )
 crashed = simulate_cluster(crash)
 for run in crashed.runs:
-    finished = "crashed" if run.finished is None else f"wrote at {run.finished:g} s"
-    takeover = " (takeover)" if run.takeover else ""
-    print(
-        f"slot {run.slot:>3g}: {run.node} token {run.token}, claimed at {run.claimed:g} s{takeover}, {finished}"
-    )
+    wrote = "crashed" if run.finished is None else f"wrote at {run.finished:g} s"
+    how = "took it over" if run.takeover else "claimed it"
+    print(f"slot {run.slot:>3g}: {run.node} {how} at {run.claimed:g} s, token {run.token}, {wrote}")
 print(crashed.summary())
 
 # %% [markdown]
