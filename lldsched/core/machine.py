@@ -279,8 +279,11 @@ class SchedulerCore(DefinitionVerbs):
 
     # -- running -----------------------------------------------------------------------
 
-    def begin(self, entry: Entry, worker: int) -> Run | None:
-        """Start the attempt ``entry`` stands for, or return None for a tombstone."""
+    def begin(self, entry: Entry, worker: int, *, token: int | None = None) -> Run | None:
+        """Start the attempt ``entry`` stands for, or return None for a tombstone.
+
+        ``token`` is the fencing token of the claim a shared store gave the run
+        (docs/CLUSTER.md): its context and its record carry it."""
         task = self._queue.live(entry)
         if task is None or task.status not in _RUNNABLE:
             return None
@@ -290,10 +293,10 @@ class SchedulerCore(DefinitionVerbs):
         due = entry[0]
         context = None
         if task._options.pass_context:
-            context = RunContext(task.id, task.name, attempt, due, worker)
-        # Positional: a class called with keywords gathers them into a dict first
-        # (see ExecutionRecord.of); the fields are (task, attempt, due, slot, worker, context).
-        run = task._run = Run(task, attempt, due, task._slot, worker, context)
+            context = RunContext(task.id, task.name, attempt, due, worker, token)
+        # Positional: a class called with keywords gathers them into a dict first (see
+        # ExecutionRecord.of); the fields are (task, attempt, due, slot, worker, context, token).
+        run = task._run = Run(task, attempt, due, task._slot, worker, context, token)
         if self._store is not None or self.emit is not None:
             self._changed(task, previous)
         return run
@@ -333,6 +336,7 @@ class SchedulerCore(DefinitionVerbs):
             error=error,
             timed_out=timed_out,
             result=result if error is None else None,
+            token=run.token,
         )
         task._run = None
         stats = self._stats(task)
@@ -366,7 +370,7 @@ class SchedulerCore(DefinitionVerbs):
         if self._store is not None or self.emit is not None:
             self._changed(task, previous, record)
         if skipped and previous is not CANCELLED:  # cancelled: nothing was skipped, all stopped
-            self._record_skipped(task, skipped, until=due, at=record.finished)
+            self._record_skipped(task, skipped, until=due, at=record.finished, token=run.token)
         return record
 
     def _after(
@@ -541,6 +545,44 @@ class SchedulerCore(DefinitionVerbs):
             except Exception:  # as in _changed: the registry stays authoritative
                 log.exception("store %r failed to save %s", self._store, task.id)
 
+    def adopt(
+        self,
+        task: ScheduledTask,
+        *,
+        status: TaskStatus,
+        next_run_at: float | None,
+        attempt: int,
+        run_count: int,
+        failure_count: int,
+        last_error: str | None,
+    ) -> None:
+        """Take the state another process decided for ``task`` (a shared store's change
+        feed: a run settled there, docs/CLUSTER.md): status, due instant, attempt and
+        counters, queued if runnable, in the dead letter if FAILED.  Nothing is written
+        (the store's row already says so); listeners hear of a status change.  Never
+        for a task running here: its own finish decides."""
+        previous = task.status
+        self._queue.discard(task)
+        task.status = status
+        task.attempt = attempt
+        if status in _RUNNABLE and next_run_at is not None:
+            if not attempt:
+                task._slot = next_run_at  # a fresh slot; a retry keeps the slot it had
+            self._enqueue(task, next_run_at)
+        else:
+            task.next_run_at = next_run_at
+        if run_count or failure_count or task._stats is not None:
+            stats = self._stats(task)
+            stats.run_count = run_count
+            stats.failure_count = failure_count
+            stats.last_error = last_error
+        if status is FAILED:
+            self._dead[task.id] = None
+        else:
+            self._dead.pop(task.id, None)
+        if status is not previous and self.emit is not None:
+            self.emit(TaskEvent(task.id, task.name, previous, status, self.clock.now()))
+
     def record_misfire(
         self, task: ScheduledTask, slot: float, outcome: Outcome, error: str | None = None
     ) -> ExecutionRecord:
@@ -550,22 +592,36 @@ class SchedulerCore(DefinitionVerbs):
         return self._record_decided(task, slot, outcome, error, self.clock.now())
 
     def _record_skipped(
-        self, task: ScheduledTask, skipped: _Skipped, *, until: float | None, at: float
+        self,
+        task: ScheduledTask,
+        skipped: _Skipped,
+        *,
+        until: float | None,
+        at: float,
+        token: int | None = None,
     ) -> None:
         """Record each slot in ``skipped`` SKIPPED, decided ``at`` (the run's finish);
-        past :data:`MAX_SKIPPED` slots, the last record stands for the rest, to ``until``."""
+        past :data:`MAX_SKIPPED` slots, the last record stands for the rest, to ``until``.
+        ``token``: the run's fencing token, which fences these records as well."""
         for slot in skipped[:MAX_SKIPPED]:
-            self._record_decided(task, slot, SKIPPED, None, at)
+            self._record_decided(task, slot, SKIPPED, None, at, token=token)
         if len(skipped) > MAX_SKIPPED:
             rest = skipped[MAX_SKIPPED]
             text = (
                 f"SkipCap: more than {MAX_SKIPPED} slots skipped; this record stands for "
                 f"the slots from {rest!r} to before {until!r}"
             )
-            self._record_decided(task, rest, SKIPPED, text, at)
+            self._record_decided(task, rest, SKIPPED, text, at, token=token)
 
     def _record_decided(
-        self, task: ScheduledTask, slot: float, outcome: Outcome, error: str | None, at: float
+        self,
+        task: ScheduledTask,
+        slot: float,
+        outcome: Outcome,
+        error: str | None,
+        at: float,
+        *,
+        token: int | None = None,
     ) -> ExecutionRecord:
         """A record for ``slot`` of ``task``, which a policy decided at ``at`` without a
         run: in its history, to ``on_record``, in the store and to the listeners."""
@@ -581,6 +637,7 @@ class SchedulerCore(DefinitionVerbs):
             ok=False,
             error=error,
             misfire=outcome,
+            token=token,
         )
         self._stats(task).add(record)
         if self._on_record is not None:
