@@ -235,3 +235,23 @@ def _downgrade_to_2(path: str) -> None:
         "ALTER TABLE records DROP COLUMN token; PRAGMA user_version = 2; COMMIT;"
     )
     connection.close()
+
+
+def test_a_pause_written_by_another_store_during_a_run_wins_over_its_settle(
+    pair: tuple[SqliteTaskStore, SqliteTaskStore],
+) -> None:
+    first, second = pair
+    (claim,) = first.claim(now=T0, limit=1)
+    second.load_all()
+    running = second.get("job-0")
+    assert running is not None
+    second.save(running._replace(status=TaskStatus.PAUSED))  # a pause from the other process
+    done, record = _finished(first, "job-0", claim.token)
+    first.settle(done._replace(status=TaskStatus.SCHEDULED, next_run_at=T0 + 60), record,
+                 token=claim.token)  # fmt: skip
+    settled = second.get("job-0")
+    assert settled is not None
+    assert (settled.status, settled.next_run_at) == (TaskStatus.PAUSED, T0 + 60)
+    assert [r.token for r in second.records("job-0")] == [claim.token]
+    (change,) = first.changes()  # the settler must follow the row, not its own outcome
+    assert change.snapshot is not None and change.snapshot.status is TaskStatus.PAUSED

@@ -588,6 +588,8 @@ class SqliteTaskStore:
                 )
                 if overridden:  # a control verb from elsewhere, written during the run
                     status = row[0]
+                    if status == "cancelled":
+                        snapshot = snapshot._replace(next_run_at=None)
                 version = self._write_state(connection, snapshot, status=status)
                 count = self._append(connection, record, seq=bump(connection, "record"))
                 connection.execute("COMMIT")
@@ -609,7 +611,7 @@ class SqliteTaskStore:
         A row whose definition no longer imports here is logged and left out."""
         with self._lock:
             shared = self._coordinated()
-            rows, removed = shared.changed_rows(self._open())
+            rows, removed = self._write(shared.changed_rows, self._open())
         found: list[Change] = [Change(task_id, version, None) for version, task_id in removed]
         for task_id, version, definition, status, *state, leased in rows:
             try:
@@ -633,7 +635,8 @@ class SqliteTaskStore:
     def changed(self) -> bool:
         """True when another process committed since the last :meth:`changes` (one pragma)."""
         with self._lock:
-            return self._coordinated().changed(self._open())
+            shared = self._coordinated()
+            return self._write(shared.changed, self._open())
 
     def subscribe(self, wake: Callable[[], None]) -> None:
         """SQLite tells no other process of a commit: ``wake`` is never called, and the
@@ -657,7 +660,7 @@ class SqliteTaskStore:
         """Every lease row, expired ones included, by token (for people and tests)."""
         with self._lock:
             shared = self._coordinated()
-            return shared.leases(self._open())
+            return self._write(shared.leases, self._open())
 
     def _coordinated(self) -> SharedState:
         if self._shared is None:
@@ -667,8 +670,8 @@ class SqliteTaskStore:
         return self._shared
 
     def _write(self, method: Callable[..., _T], connection: sqlite3.Connection, **kw: Any) -> _T:
-        """Run one of the shared state's writes, turning SQLite's errors (a busy file past
-        ``timeout``, a lost disk) into :class:`StoreError`."""
+        """Run one of the shared state's statements, turning SQLite's errors (a busy file
+        past ``timeout``, a lost disk) into :class:`StoreError`."""
         try:
             return method(connection, **kw)
         except sqlite3.Error as exc:
@@ -703,6 +706,16 @@ class SqliteTaskStore:
             definition = None if self._defined.get(task_id) == task else encode_task(task)
             connection.execute("BEGIN IMMEDIATE")
             try:
+                if (
+                    task_id not in self._defined
+                    and connection.execute(
+                        "SELECT 1 FROM tasks WHERE id = ?", (task_id,)
+                    ).fetchone()
+                ):  # a registration here of an id another process registered
+                    raise ValidationError(
+                        f"task id {task_id!r} is already registered by another scheduler on "
+                        f"{self.path!r}; pass replace_existing=True to update it"
+                    )
                 version = self._write_state(
                     connection, snapshot, status=snapshot.status.value, definition=definition
                 )
