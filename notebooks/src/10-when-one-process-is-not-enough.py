@@ -96,10 +96,12 @@ with SqliteTaskStore(path) as first:
 directory.cleanup()
 
 # %% [markdown]
-# That turns a silent N-fold duplication into a loud error, and gives today's recipe:
-# run the scheduler in **one** process (a service of its own, or one designated worker).
-# When one process is not enough (for availability: it dies, and nobody runs the jobs),
-# the processes must agree on who runs each slot.
+# That turns a silent N-fold duplication into a loud error, and gives the simplest
+# recipe: run the scheduler in **one** process (a service of its own, or one designated
+# worker). When one process is not enough (for availability: it dies, and nobody runs
+# the jobs), the processes must agree on who runs each slot: that is what
+# `SqliteTaskStore(path, shared=True)` does, with the mechanism of the next sections
+# (section 7 runs it).
 #
 # ## 2. Leases
 #
