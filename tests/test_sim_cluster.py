@@ -50,6 +50,23 @@ def test_a_pause_longer_than_the_lease_ends_in_a_takeover_with_a_larger_token() 
     assert first.finished == 151.0  # its run was frozen; it finishes when the pause ends
 
 
+def test_a_node_paused_over_its_wake_claims_when_the_pause_ends() -> None:
+    idle = replace(PAUSED_HOLDER, nodes=1, pauses=(Pause(node=0, at=55.0, seconds=10.0),))
+    result = simulate_cluster(idle)
+    assert (result.runs[0].slot, result.runs[0].claimed) == (60.0, 65.0)
+    assert [run.claimed for run in result.runs[1:3]] == [120.0, 180.0]
+    assert result.lost == ()
+
+
+def test_overlapping_pauses_of_one_node_make_one_pause_to_the_later_end() -> None:
+    pauses = (Pause(node=0, at=61.0, seconds=90.0), Pause(node=0, at=100.0, seconds=100.0))
+    result = simulate_cluster(replace(PAUSED_HOLDER, pauses=pauses))
+    assert [(s.node, s.kind, s.start, s.end) for s in result.spans] == [
+        ("node-0", "pause", 61.0, 200.0)
+    ]
+    assert runs_of(result, 60.0)[0].finished == 200.0
+
+
 def test_without_fencing_the_paused_holders_late_write_lands_a_duplicate() -> None:
     result = simulate_cluster(replace(PAUSED_HOLDER, fencing=False))
     stale, fresh = runs_of(result, 60.0)[:2]

@@ -107,6 +107,7 @@ class _Node:
     renewing: bool = False  # a renewal event is planned
     deferred: list[tuple[int, object]] = field(default_factory=list)  # events a pause held
     since: float = 0.0  # when the current pause or outage began
+    until: float = 0.0  # when the current pause ends
 
     @property
     def name(self) -> str:
@@ -297,16 +298,20 @@ class _Cluster:
 
     def _fault(self, node: _Node, fault: object) -> None:
         now = self.clock.now()
-        if isinstance(fault, Pause) and node.state == "up":
-            node.state, node.since = "paused", now
+        if isinstance(fault, Pause) and node.state != "down":
+            if node.state == "up":
+                node.state, node.since = "paused", now
+            node.until = max(node.until, now + fault.seconds)  # overlapping pauses merge
             self._plan(now + fault.seconds, _FAULT, node.index, _Resume(node.incarnation))
         elif isinstance(fault, _Resume) and fault.incarnation == node.incarnation:
-            if node.state == "paused":
+            if node.state == "paused" and now >= node.until:
                 node.state = "up"
                 self.spans.append(NodeSpan(node.name, "pause", node.since, now))
                 held, node.deferred = node.deferred, []
                 for kind, payload in held:  # in the order they fell due
-                    self._plan(now, kind, node.index, payload)
+                    if kind != _WAKE:  # a held wake is planned afresh below
+                        self._plan(now, kind, node.index, payload)
+                node.armed = None  # the wake planned before the pause, if any, is gone
                 self._arm(node)
         elif isinstance(fault, Crash) and node.state != "down":
             self._crash(node, fault)

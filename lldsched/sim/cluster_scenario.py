@@ -52,7 +52,9 @@ class ClusterTask:
 class Pause:
     """Node ``node`` stops the world at ``at`` seconds after the start for ``seconds``:
     no renewal, no claim, and its runs are frozen (one due to finish in the pause
-    finishes, and writes, the moment the pause ends)."""
+    finishes, and writes, the moment the pause ends).  Pauses of one node that
+    overlap make one pause, to the later end; a pause of a node that is down does
+    nothing."""
 
     node: int
     at: float

@@ -223,8 +223,11 @@ print(cluster_counts(busy).to_string())
 # Every pause longer than the lease, caught mid-run, is a takeover and a slot that runs
 # twice, with or without fencing. Without it those writes land twice, and the stale
 # settles send tasks back to slots already run (more runs still). With it, every stale
-# write that comes after the newer one is rejected. No slot is lost either way: leases
-# are what keep the work going when a node dies.
+# write that comes after the newer one is rejected. The one duplicate left with fencing
+# is the other order: node-0 paused 32 s, just past its lease, and its stale write
+# reached the sink *before* the write of the node that took over (sections 5 and 6 come
+# back to this). No slot is lost either way: leases are what keep the work going when a
+# node dies.
 #
 # ## 5. Clock skew and the lease margin
 #
