@@ -145,6 +145,7 @@ def fencing_comparison(
         ax.bar_label(bars, fontsize=9, padding=2)
     ax.set_xticks(positions, titles)
     ax.set_ylabel("count")
+    ax.locator_params(axis="y", integer=True)  # counts: no 2.5 tick
     top = float(counts[shown].to_numpy().max())
     ax.set_ylim(0, max(1.0, top) * 1.18)
     ax.set_title(f"{int(counts['slots'].iloc[0])} slots due", fontsize=10)
