@@ -217,6 +217,12 @@ def test_a_bad_task_or_fault_raises_a_validation_error_naming_the_value(
     assert named in str(raised.value)
 
 
+def test_a_duration_model_that_draws_a_negative_number_names_the_task() -> None:
+    task = ClusterTask("report", every=60.0, duration=lambda rng, attempt: -1.0)
+    with pytest.raises(ValidationError, match=r"task 'report' returned -1\.0"):
+        simulate_cluster(ClusterScenario(tasks=(task,)))
+
+
 def test_simulate_cluster_takes_only_a_scenario() -> None:
     with pytest.raises(ValidationError, match="takes a ClusterScenario, got 3"):
         simulate_cluster(3)  # type: ignore[arg-type]

@@ -46,6 +46,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Literal
 
+from lldsched import checks
 from lldsched.cluster import ClusterResult, ClusterRun, NodeSpan
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.machine import SchedulerCore
@@ -101,7 +102,7 @@ class _Node:
     queue: TaskQueue
     free: list[int]
     incarnation: int = 0
-    state: str = "up"  # "up", "paused" or "down"
+    state: Literal["up", "paused", "down"] = "up"
     flights: dict[str, _Flight] = field(default_factory=dict)  # by task id
     armed: float | None = None  # the true instant of the wake planned, if any
     renewing: bool = False  # a renewal event is planned
@@ -128,8 +129,10 @@ class _Cluster:
         self.horizon = scenario.first + scenario.horizon
         self.table = LeaseTable(fencing=scenario.fencing)
         self.sink = Sink(fencing=scenario.fencing)
-        self.events: list[tuple[float, int, int, int, int, object]] = []
+        # (when, kind, sequence, node index, payload): kind orders one instant, sequence ties
+        self.events: list[tuple[float, int, int, int, object]] = []
         self.sequence = itertools.count()
+        self.tasks = {task.name: task for task in scenario.tasks}
         self.runs: list[ClusterRun] = []
         self.spans: list[NodeSpan] = []
         for task in scenario.tasks:
@@ -169,13 +172,13 @@ class _Cluster:
             self._plan(when, _WAKE, node.index, node.incarnation)
 
     def _plan(self, when: float, kind: int, node: int, payload: object) -> None:
-        heapq.heappush(self.events, (when, kind, next(self.sequence), node, 0, payload))
+        heapq.heappush(self.events, (when, kind, next(self.sequence), node, payload))
 
     # -- the loop ------------------------------------------------------------------------
 
     def run(self) -> ClusterResult:
         while self.events:
-            when, kind, _, index, _, payload = heapq.heappop(self.events)
+            when, kind, _, index, payload = heapq.heappop(self.events)
             self.clock.advance_to(when)
             node = self.nodes[index]
             if kind == _FAULT:
@@ -241,18 +244,27 @@ class _Cluster:
         now = self.clock.now()
         expires = self._true(node, lease.expires_at)
         node.flights[task.id] = _Flight(run, lease.token, worker, now, takeover, expires)
-        model = next(t.duration for t in self.scenario.tasks if t.name == task.id)
-        duration = model if isinstance(model, float) else model(self._rng(node, task.id), 1)
+        duration = self._duration(node, task.id)
         self._plan(now + duration, _FINISH, node.index, _Done(task.id, lease.token))
         if not node.renewing:
             node.renewing = True
             self._plan(now + self.scenario.renewal, _RENEW, node.index, node.incarnation)
 
-    def _rng(self, node: _Node, task_id: str) -> random.Random:
-        """The generator a node's draws for a task come from (one per claim: order-free)."""
-        return random.Random(
-            f"{self.scenario.seed}:{node.index}:{task_id}:{self.table.leases[task_id].token}"
-        )
+    def _duration(self, node: _Node, task_id: str) -> float:
+        """How long this claim's run takes: the task's model, drawn from a generator
+        seeded by (seed, node, task, token), so draws never depend on event order."""
+        model = self.tasks[task_id].duration
+        if not callable(model):
+            return model
+        token = self.table.leases[task_id].token
+        drawn = model(random.Random(f"{self.scenario.seed}:{node.index}:{task_id}:{token}"), 1)
+        try:
+            return checks.seconds(drawn, name="duration", at_least=0)
+        except ValidationError:
+            raise ValidationError(
+                f"duration model {model!r} of task {task_id!r} returned {drawn!r}; "
+                "durations must be seconds >= 0"
+            ) from None
 
     def _renew(self, node: _Node) -> None:
         local = self._lease_now(node)
