@@ -33,11 +33,13 @@ def _more_runs(child: Child, than: int) -> Callable[[], bool]:
 
 
 def _stop_while_holding_leases(victim: Child, witness: Child, store: CoordinatedStore) -> list[int]:
-    """SIGSTOP ``victim`` at a moment it holds leases and is not inside a write (the
-    others still make progress); returns the tokens it held.  Retried a few times."""
+    """SIGSTOP ``victim`` at a moment it runs an action under a lease and is not inside a
+    write (the others still make progress); returns the tokens it held.  Retried."""
     for _ in range(10):
         victim.signal(signal.SIGSTOP)
         held = [lease.token for lease in store.leases() if lease.holder == victim.node]
+        if not {run["token"] for run in victim.runs()} & set(held):
+            held = []  # only claims not begun yet: no run of its own would be stale
         before = len(witness.runs())
         try:  # a child stopped inside a write transaction would block every other process
             wait_until(_more_runs(witness, before), timeout=3, what="the others to run")

@@ -24,6 +24,7 @@ VOCABULARY = {
     "lldsched.persistence",
     "lldsched.runtime",
     "lldsched.checks",
+    "lldsched.importpath",
     "lldsched.cluster",
 }
 THREADED, SIM, STORES, VIEWS, CLI = (

@@ -213,10 +213,17 @@ def test_muted_saves_write_nothing(pair: tuple[SqliteTaskStore, SqliteTaskStore]
 # -- the schema --------------------------------------------------------------------------------
 
 
-def test_a_schema_2_file_is_migrated_to_3_with_its_tasks_and_then_opens_shared(path: str) -> None:
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_older_file_is_migrated_to_3_with_its_tasks_and_then_opens_shared(
+    path: str, version: int
+) -> None:
     with SqliteTaskStore(path) as store:
         Scheduler(store=store).schedule("job", jobs.noop, OneTime(T0), id="job")
     _downgrade_to_2(path)
+    if version == 1:
+        connection = sqlite3.connect(path, isolation_level=None)
+        connection.executescript("ALTER TABLE records DROP COLUMN result; PRAGMA user_version = 1;")
+        connection.close()
     with SqliteTaskStore(path, shared=True) as store:
         assert [snapshot.task.id for snapshot in store.load_all()] == ["job"]
         assert [claim.task_id for claim in store.claim(now=T0, limit=1)] == ["job"]
