@@ -58,6 +58,7 @@ class TaskOptions(NamedTuple):
     kwargs: Mapping[str, Any] | None = None
     pass_context: bool = False  # the action declares a ``ctx`` parameter
     misfire: MisfirePolicy | None = None  # None: DEFAULT_MISFIRE
+    isolation: str = "thread"  # or "process": lldsched.threaded.processes runs it
     depends_on: tuple[str, ...] = ()  # upstream task ids (lldsched.core.dependencies)
 
 
@@ -207,6 +208,7 @@ class ScheduledTask:
         return Task(
             self.id, self.name, self.action, self.schedule, self.priority,
             options.retry, options.timeout, options.args, options.kwargs, options.misfire,
+            options.isolation,
             options.depends_on,
         )  # fmt: skip
 
@@ -269,6 +271,7 @@ class Run(NamedTuple):
     slot: float
     worker: int
     context: RunContext | None
+    token: int | None = None  # the fencing token of its claim in a shared store
 
     def invoke(self) -> tuple[str | None, object]:
         """Call the task's action: ``(None, what it returned)``, or ``(error text, None)``
