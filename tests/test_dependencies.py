@@ -459,3 +459,22 @@ def test_the_gantt_chart_draws_dependency_arrows_and_blocked_waits() -> None:
     assert "upstream → dependent" in legend and "blocked (waits for upstreams)" in legend
     plain = gantt(to_frame(sim), by="task").axes[0]
     assert not any(getattr(c, "arrow_patch", None) for c in plain.texts)
+
+
+def test_the_control_panel_shows_a_blocked_task_and_can_pause_it() -> None:
+    from lldsched.views.widgets import ControlPanel
+
+    driven = Driven("threaded")
+    try:
+        extract = driven.add("extract", OneTime(delay=600))
+        load = driven.add("load", OneTime(delay=0), depends_on=[extract.id])
+        driven.run_until(T0 + 60)
+        assert isinstance(driven.runtime, Scheduler)
+        panel = ControlPanel(driven.runtime, loop=None)
+        assert panel.row(load.id)["status"] == "blocked"
+        assert not panel.button(load.id, "pause").disabled
+        panel.button(load.id, "pause").click()
+        assert load.status is TaskStatus.PAUSED
+        panel.close()
+    finally:
+        driven.close()

@@ -41,7 +41,9 @@ if TYPE_CHECKING:
 __all__ = ["COLUMNS", "ControlPanel", "SimulationPlayer", "require_ipywidgets"]
 
 COLUMNS = ("task", "status", "next run", "runs", "ok", "failed", "last error")
-_LIVE = frozenset({TaskStatus.SCHEDULED, TaskStatus.RETRYING, TaskStatus.RUNNING})
+_LIVE = frozenset(  # the statuses pause() accepts
+    {TaskStatus.SCHEDULED, TaskStatus.RETRYING, TaskStatus.RUNNING, TaskStatus.BLOCKED}
+)
 _ERROR_WIDTH = 60
 # On screen the controls come right after the task's name, so they stay in view in a
 # narrow cell and never move when a value changes; the cells whose text changes have
