@@ -478,3 +478,22 @@ def test_the_control_panel_shows_a_blocked_task_and_can_pause_it() -> None:
         panel.close()
     finally:
         driven.close()
+
+
+def test_the_codec_keeps_depends_on_and_rejects_a_stored_value_that_is_not_a_list() -> None:
+    import json
+
+    from lldsched.errors import StoreError
+    from lldsched.stores.codec import decode_task, encode_task
+
+    sim = Simulation(start=T0)
+    sim.schedule("extract", OneTime(delay=0), id="extract", action=jobs.noop)
+    load = sim.schedule("load", OneTime(delay=0), id="load", action=jobs.noop,
+                        depends_on=["extract"])  # fmt: skip
+    text = encode_task(load.definition)
+    assert decode_task("load", text).depends_on == ("extract",)
+    assert "depends_on" not in encode_task(sim.task("extract").definition)  # as before
+    document = json.loads(text)
+    document["depends_on"] = "extract"
+    with pytest.raises(StoreError, match=r"task load: .*depends_on must be a list"):
+        decode_task("load", json.dumps(document))
