@@ -565,10 +565,14 @@ class SchedulerCore(DefinitionVerbs):
         for task_id in [*ordered, *failed]:
             self._dead[task_id] = None
         now = self.clock.now()
-        for task in batch:
-            if task.status is SUCCEEDED or task.status is CANCELLED:
-                history = task.history
-                self._retention.finished(task.id, history[-1].finished if history else now)
+        finished = [  # in the order they finished, as far as their records tell
+            (history[-1].finished if history else now, task.id)
+            for task in batch
+            if task.status is SUCCEEDED or task.status is CANCELLED
+            for history in (task.history,)
+        ]
+        for at, task_id in sorted(finished):
+            self._retention.finished(task_id, at)
         self._retire(now)
         if self._default_ids:  # restored at construction, before the generator issued an id
             numbers = [_id_number(task.id) for task in batch]
