@@ -6,8 +6,9 @@ otherwise; each row reuses the workload of the benchmark module that owns it.
 
 * **registration**: ``n`` tasks registered as a user writes them,
   ``scheduler.schedule("tick", f, FixedRate(60))``, on a scheduler never started, in
-  µs per task, against the floor, a bare ``heapq.heappush`` of ``n`` tuples of the
-  same shape;
+  CPU µs per task (one thread; CPU time is what a shared machine leaves comparable
+  from one size to the next), against the floor, a bare ``heapq.heappush`` of ``n``
+  tuples of the same shape;
 * **churn**, one call timed at a time on those ``n`` tasks: ``n + n // 5``
   pause/resume pairs on tasks picked at random (enough tombstones to pass the
   compaction threshold at least once), then cancels of 60 % of the tasks.  Mean,
@@ -18,8 +19,10 @@ otherwise; each row reuses the workload of the benchmark module that owns it.
   shared machine a call can wait for a core far longer than it works);
 * **dispatch**: ``bench_dispatch``'s workload (``n`` no-op one-off tasks due at once,
   4 workers, registered before ``start()``, timed from it to the n-th action), in µs
-  per job, against a bare ``ThreadPoolExecutor(4)`` given the same ``n`` calls and
-  APScheduler 3 (``bench_dispatch.run_apscheduler``, to 1e5; ``--quick``: 1e4);
+  per job of wall time and of the process's CPU time (every thread; the goal on
+  flatness is on it), against a bare ``ThreadPoolExecutor(4)`` given the same ``n``
+  calls and APScheduler 3 (``bench_dispatch.run_apscheduler``, wall time, to 1e5;
+  ``--quick``: 1e4);
 * **one-off stream**: a service that schedules one-off tasks forever, in batches of
   :data:`BATCH` on a started scheduler (each batch registered, then run), ``n`` runs in
   all (1e4 ... 1e6), under tracemalloc: the memory held after the stream and at its
@@ -33,7 +36,7 @@ otherwise; each row reuses the workload of the benchmark module that owns it.
 * **simulation** at k = 10, 100, 1,000 tasks: ``bench_sim``'s ten-task workload
   repeated k / 10 times, with 4 workers per ten tasks, for 30 * 10 / k simulated
   days (``--quick``: 0.3 of that), against SimPy running the same model
-  (``bench_sim.run_simpy``); and the bytes each kept record costs (tracemalloc, k =
+  (``bench_sim.run_simpy``), in runs per CPU second (both are single-threaded); and the bytes each kept record costs (tracemalloc, k =
   100 for a tenth of its days);
 * **to_frame** of ``bench_views``' synthetic records, against a naive
   ``pandas.DataFrame(records)`` of the same list (best of 3 to 1e5, one run at 1e6).
@@ -140,17 +143,17 @@ def registration(n: int) -> tuple[float, float, Scheduler]:
     """µs per task for lldsched and for the floor; the scheduler, for the churn."""
     heap: list[tuple[float, int, int, str]] = []
     gc.collect()
-    t0 = time.perf_counter()
+    t0 = time.thread_time()  # CPU time: one thread, and the machine may be shared
     for i in range(n):
         heapq.heappush(heap, (60.0 + i, 1, i, "tick"))
-    floor = (time.perf_counter() - t0) / n * 1e6
+    floor = (time.thread_time() - t0) / n * 1e6
     del heap
     scheduler = Scheduler(workers=1)
     gc.collect()
-    t0 = time.perf_counter()
+    t0 = time.thread_time()
     for _ in range(n):
         scheduler.schedule("tick", f, FixedRate(60))
-    return (time.perf_counter() - t0) / n * 1e6, floor, scheduler
+    return (time.thread_time() - t0) / n * 1e6, floor, scheduler
 
 
 def churn(scheduler: Scheduler, seed: int = 19) -> dict[str, Samples]:
@@ -174,17 +177,44 @@ def churn(scheduler: Scheduler, seed: int = 19) -> dict[str, Samples]:
 # -- dispatch ------------------------------------------------------------------------------
 
 
-def thread_pool(n: int) -> float:
-    """Seconds for a bare ``ThreadPoolExecutor`` to run ``n`` no-op calls (submit included)."""
+class PerJob(NamedTuple):
+    wall: float  # µs per job
+    cpu: float  # µs of the process's CPU time (every thread) per job
+
+
+def dispatch(n: int) -> PerJob:
+    """``bench_dispatch.run_lldsched``'s workload (no store, no listener), timed from
+    ``start()`` to the n-th action in wall time and in the process's CPU time: on a
+    shared machine the CPU time is what stays comparable from one size to the next."""
+    done = bench_dispatch._Done(n)
+    scheduler = Scheduler(workers=bench_dispatch.WORKERS)
+    at = time.time() - 1.0
+    for _ in range(n):
+        scheduler.schedule("noop", done, OneTime(at=at))
+    gc.collect()
+    try:
+        c0, t0 = time.process_time(), time.perf_counter()
+        scheduler.start()
+        if not done.event.wait(TIMEOUT):
+            raise RuntimeError(f"lldsched ran fewer than {n} tasks in {TIMEOUT} s")
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    finally:
+        scheduler.shutdown(timeout=TIMEOUT)
+    return PerJob(wall / n * 1e6, cpu / n * 1e6)
+
+
+def thread_pool(n: int) -> PerJob:
+    """A bare ``ThreadPoolExecutor`` running ``n`` no-op calls (submit included)."""
     done = bench_dispatch._Done(n)
     with ThreadPoolExecutor(bench_dispatch.WORKERS) as pool:
         gc.collect()
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         for _ in range(n):
             pool.submit(done)
         if not done.event.wait(TIMEOUT):
             raise RuntimeError(f"the thread pool ran fewer than {n} calls in {TIMEOUT} s")
-        return time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return PerJob(wall / n * 1e6, cpu / n * 1e6)
 
 
 class Stream(NamedTuple):
@@ -298,12 +328,18 @@ def sim_workers(k: int) -> int:
 
 
 def sim_versus_simpy(k: int, *, days: float) -> tuple[float, float]:
-    """Runs per second for lldsched and SimPy on ``k`` tasks over ``days``."""
+    """Runs per CPU second for lldsched and SimPy on ``k`` tasks over ``days`` (both are
+    single-threaded: CPU time is what a shared machine leaves comparable)."""
+    import simpy  # noqa: F401  (imported before the clock starts)
+
     workload = sim_workload(k)
     workers = sim_workers(k)
-    runs, seconds = bench_sim.run_lldsched(workload=workload, days=days, workers=workers)
-    simpy_runs, simpy_seconds = bench_sim.run_simpy(workload=workload, days=days, workers=workers)
-    return runs / seconds, simpy_runs / simpy_seconds
+    c0 = time.thread_time()
+    runs, _ = bench_sim.run_lldsched(workload=workload, days=days, workers=workers)
+    ours = runs / (time.thread_time() - c0)
+    c0 = time.thread_time()
+    simpy_runs, _ = bench_sim.run_simpy(workload=workload, days=days, workers=workers)
+    return ours, simpy_runs / (time.thread_time() - c0)
 
 
 def bytes_per_record(k: int, *, days: float) -> float:
@@ -427,22 +463,28 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     ]
     results["register per task, largest n vs 1e4 (x)"] = register[largest] / register[10_000]
 
-    print("dispatch: n one-off no-op tasks due at once, 4 workers; µs per job")
-    dispatch: dict[int, float] = {}
+    print("dispatch: n one-off no-op tasks due at once, 4 workers; µs per job, wall (CPU)")
+    cpu: dict[int, float] = {}
     for n in sizes:
-        first, _, _ = bench_dispatch.run_lldsched(n, with_store=False)
-        dispatch[n] = first / n * 1e6
-        pool = thread_pool(n) / n * 1e6
-        line = f"  {n:>9,}  lldsched {dispatch[n]:6.2f}   ThreadPoolExecutor {pool:6.2f}"
-        ratios.append(Ratio("dispatch", n, dispatch[n], pool, "µs/job", "ThreadPoolExecutor"))
+        ours = dispatch(n)
+        pool = thread_pool(n)
+        cpu[n] = ours.cpu
+        line = (
+            f"  {n:>9,}  lldsched {ours.wall:6.2f} ({ours.cpu:5.2f})   "
+            f"ThreadPoolExecutor {pool.wall:6.2f} ({pool.cpu:5.2f})"
+        )
+        pool_name = "ThreadPoolExecutor"
+        ratios.append(Ratio("dispatch", n, ours.wall, pool.wall, "µs/job", pool_name))
+        ratios.append(Ratio("dispatch, CPU", n, ours.cpu, pool.cpu, "µs/job", pool_name))
         if n in APS_SIZES and (not quick or n <= 10_000):
             aps = bench_dispatch.run_apscheduler(n, from_resume=True) / n * 1e6
             line += f"   APScheduler 3 {aps:6.2f}"
-            ratios.append(Ratio("dispatch", n, dispatch[n], aps, "µs/job", "APScheduler 3"))
-            results[f"dispatch at {_size(n)} vs APScheduler (x)"] = aps / dispatch[n]
+            ratios.append(Ratio("dispatch", n, ours.wall, aps, "µs/job", "APScheduler 3"))
+            results[f"dispatch at {_size(n)} vs APScheduler (x)"] = aps / ours.wall
         print(line)
-        results[f"dispatch at {_size(n)} (µs/job)"] = dispatch[n]
-    results["dispatch per job, largest n vs 1e4 (x)"] = dispatch[largest] / dispatch[10_000]
+        results[f"dispatch at {_size(n)} (µs/job)"] = ours.wall
+        results[f"dispatch at {_size(n)}, CPU (µs/job)"] = ours.cpu
+    results["dispatch per job, largest n vs 1e4 (x)"] = cpu[largest] / cpu[10_000]
 
     print(
         f"one-off stream: batches of {BATCH:,} one-off tasks on a started scheduler, traced; "
@@ -450,27 +492,27 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     )
     peak = 0.0
     for n in (n for n in STREAM_SIZES if n <= largest):
-        ours = stream(n, retain=DEFAULT_RETAIN_FINISHED)
+        streamed = stream(n, retain=DEFAULT_RETAIN_FINISHED)
         pooled = thread_pool_stream(n)
-        peak = ours.peak
+        peak = streamed.peak
         line = (
-            f"  {n:>9,}  default retention: {ours.held:5.1f} / {ours.peak:5.1f} MiB "
-            f"({ours.per_job:5.2f} µs/job)   ThreadPoolExecutor: {pooled.held:4.1f} / "
+            f"  {n:>9,}  default retention: {streamed.held:5.1f} / {streamed.peak:5.1f} MiB "
+            f"({streamed.per_job:5.2f} µs/job)   ThreadPoolExecutor: {pooled.held:4.1f} / "
             f"{pooled.peak:4.1f} MiB ({pooled.per_job:5.2f} µs/job)"
         )
-        ratios.append(Ratio("one-off stream, traced", n, ours.per_job, pooled.per_job, "µs/job",
+        ratios.append(Ratio("one-off stream, traced", n, streamed.per_job, pooled.per_job, "µs/job",
                             "ThreadPoolExecutor"))  # fmt: skip
-        ratios.append(Ratio("one-off memory peak", n, ours.peak, pooled.peak, "MiB traced",
+        ratios.append(Ratio("one-off memory peak", n, streamed.peak, pooled.peak, "MiB traced",
                             "ThreadPoolExecutor"))  # fmt: skip
         if n in KEEP_ALL_SIZES:
             kept = stream(n, retain=None)
             line += f"   retain_finished=None: {kept.held:5.1f} / {kept.peak:5.1f} MiB"
-            ratios.append(Ratio("one-off memory peak", n, ours.peak, kept.peak, "MiB traced",
+            ratios.append(Ratio("one-off memory peak", n, streamed.peak, kept.peak, "MiB traced",
                                 "retain_finished=None"))  # fmt: skip
             results[f"one-off memory peak at {_size(n)}, keep all (MiB)"] = kept.peak
         print(line)
-        results[f"one-off memory held after {_size(n)} runs (MiB)"] = ours.held
-        results[f"one-off memory peak at {_size(n)} (MiB)"] = ours.peak
+        results[f"one-off memory held after {_size(n)} runs (MiB)"] = streamed.held
+        results[f"one-off memory peak at {_size(n)} (MiB)"] = streamed.peak
     results["one-off memory peak, largest n (MiB)"] = peak
 
     print(f"parked-timer wake latency: n tasks an hour away, p50 of {LATENCY_SAMPLES} probes")
@@ -482,7 +524,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         results[f"wake latency p50 at {_size(n)} vs floor (x)"] = ours_ms / floor_ms
 
     scale = 0.3 if quick else 1.0
-    print("simulation: bench_sim's workload repeated k / 10 times; runs per second")
+    print("simulation: bench_sim's workload repeated k / 10 times; runs per CPU second")
     for k in SIM_TASKS:
         days = bench_sim.DAYS * 10 / k * scale
         ours_rate, simpy_rate = sim_versus_simpy(k, days=days)
