@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from lldsched import (
+    FakeClock,
     FixedRate,
     InMemoryTaskStore,
     OneTime,
@@ -497,3 +498,46 @@ def test_the_codec_keeps_depends_on_and_rejects_a_stored_value_that_is_not_a_lis
     document["depends_on"] = "extract"
     with pytest.raises(StoreError, match=r"task load: .*depends_on must be a list"):
         decode_task("load", json.dumps(document))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_retired_upstream_counts_as_it_ended(kind: str) -> None:
+    def make() -> Scheduler | Simulation:
+        if kind == "threaded":
+            clock = FakeClock(T0)
+            return Scheduler(workers=1, clock=clock, retain_finished=0)
+        return Simulation(workers=1, start=T0, retain_finished=0)
+
+    runtime = make()
+    try:
+        ok = add_to(runtime, "setup", OneTime(delay=0), id="setup")
+        gone = add_to(runtime, "gone", OneTime(delay=HOUR), id="gone")
+        sync = add_to(runtime, "sync", FixedRate(60), id="sync", depends_on=["setup"])
+        stuck = add_to(runtime, "stuck", OneTime(delay=0), id="stuck", depends_on=["gone"])
+        runtime.cancel(gone.id)  # retires at once (retain_finished=0)
+        advance(runtime, T0 + 150)
+        assert stuck.status is FAILED
+        assert "upstream gone ('gone') is cancelled" in (stuck.last_error or "")
+        assert ok.id not in [task.id for task in runtime.tasks()]  # setup retired, SUCCEEDED
+        assert len([r for r in sync.history if r.outcome.ran]) == 3  # and still satisfies sync
+    finally:
+        if isinstance(runtime, Scheduler):
+            assert runtime.shutdown(timeout=5.0)
+
+
+def add_to(runtime: Scheduler | Simulation, name: str, schedule: Any, **options: Any) -> Any:
+    if isinstance(runtime, Scheduler):
+        return runtime.schedule(name, jobs.noop, schedule, **options)
+    return runtime.schedule(name, schedule, action=jobs.noop, **options)
+
+
+def advance(runtime: Scheduler | Simulation, when: float) -> None:
+    if isinstance(runtime, Simulation):
+        runtime.run(when)
+        return
+    clock = runtime.clock
+    assert isinstance(clock, FakeClock)
+    runtime.start()
+    for instant in range(int(clock.now()), int(when) + 1, 30):
+        clock.set(float(instant))
+        assert runtime.wait_idle(timeout=5.0)

@@ -27,6 +27,9 @@ are its *upstreams*.  The rule, stated once (the core carries it out in
   removed while tasks depend on it.
 * Every blocked wait leaves one record, :attr:`~lldsched.model.Outcome.BLOCKED`,
   made when the wait ends, from the instant the slot was found blocked to then.
+* An upstream that **retires** (a finished task leaving the registry, see
+  :mod:`lldsched.core.retention`) counts as it ended, SUCCEEDED or CANCELLED, for
+  as long as tasks still name it; a new task cannot name it (it is not registered).
 
 This module keeps the bookkeeping (the graph and the waiting sets); it changes
 no status.  Standard library only, like the rest of the core.  The threaded
@@ -36,11 +39,12 @@ runtime's lock covers it as it covers the core.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import NamedTuple
 
 from lldsched.core.task import ScheduledTask
 from lldsched.model import ExecutionRecord, TaskStatus
 
-__all__ = ["Dependencies"]
+__all__ = ["Dependencies", "RetiredUpstream", "Upstream"]
 
 SUCCEEDED = TaskStatus.SUCCEEDED
 _DEAD = (TaskStatus.FAILED, TaskStatus.CANCELLED)
@@ -59,6 +63,8 @@ class Dependencies:
         self._dependents: dict[str, dict[str, None]] = {}  # upstream -> dependents, in order
         self.waiting: dict[str, set[str]] = {}
         self.blocked_at: dict[str, float] = {}
+        # Upstreams that retired while tasks still name them, and how they ended.
+        self._retired: dict[str, TaskStatus] = {}
 
     def link(self, task: ScheduledTask, history: Iterable[ExecutionRecord] = ()) -> None:
         """Register ``task``'s edges (replacing any it had) and what it waits for.
@@ -81,10 +87,21 @@ class Dependencies:
 
     def unlink(self, task_id: str) -> None:
         """Forget ``task_id``'s own edges (as a dependent)."""
-        for dependents in self._dependents.values():
+        for upstream, dependents in list(self._dependents.items()):
             dependents.pop(task_id, None)
+            if not dependents and upstream in self._retired:  # nobody names it any more
+                del self._dependents[upstream], self._retired[upstream]
         self.waiting.pop(task_id, None)
         self.blocked_at.pop(task_id, None)
+
+    def retired(self, task: ScheduledTask) -> None:
+        """``task`` (SUCCEEDED or CANCELLED) left the registry: forget it as a dependent,
+        and remember how it ended while tasks still name it."""
+        self.unlink(task.id)
+        if self._dependents.get(task.id):
+            self._retired[task.id] = task.status
+        else:
+            self._dependents.pop(task.id, None)
 
     def dependents(self, task_id: str) -> list[ScheduledTask]:
         """The registered tasks that depend on ``task_id``, in registration order."""
@@ -98,21 +115,21 @@ class Dependencies:
             return []
         return [upstream for upstream in task.depends_on if upstream in waiting]
 
-    def dead(self, task: ScheduledTask) -> ScheduledTask | None:
+    def dead(self, task: ScheduledTask) -> Upstream | None:
         """The first upstream ``task`` waits for that is FAILED or CANCELLED, if any."""
         for upstream in self.unmet(task):
             found = self._get(upstream)
             if found is not None and found.status in _DEAD:
                 return found
+            if self._retired.get(upstream) in _DEAD:
+                return RetiredUpstream(upstream, self._retired[upstream])
         return None
 
     def started(self, task: ScheduledTask) -> None:
         """``task``'s slot starts: its next slot waits for a fresh success of each upstream
         that has not SUCCEEDED for good."""
         self.waiting[task.id] = {
-            upstream
-            for upstream in task.depends_on
-            if (found := self._get(upstream)) is None or found.status is not SUCCEEDED
+            upstream for upstream in task.depends_on if self._status(upstream) is not SUCCEEDED
         }
 
     def succeeded(self, upstream: str) -> list[ScheduledTask]:
@@ -140,6 +157,11 @@ class Dependencies:
     def _get(self, task_id: str) -> ScheduledTask | None:
         return self._tasks.get(task_id)
 
+    def _status(self, task_id: str) -> TaskStatus | None:
+        """The status of a registered or retired upstream (None: neither)."""
+        found = self._tasks.get(task_id)
+        return found.status if found is not None else self._retired.get(task_id)
+
     def _waiting_after_restart(
         self, task: ScheduledTask, history: tuple[ExecutionRecord, ...]
     ) -> set[str]:
@@ -164,6 +186,21 @@ class Dependencies:
             elif not any(r.ok and r.finished > since for r in found.history):
                 waiting.add(upstream)
         return waiting
+
+
+class RetiredUpstream(NamedTuple):
+    """A retired upstream, as far as an error message needs it."""
+
+    id: str
+    status: TaskStatus
+
+    @property
+    def name(self) -> str:
+        return self.id
+
+
+Upstream = ScheduledTask | RetiredUpstream
+"""An upstream a dependent waits for: registered, or retired."""
 
 
 def _has_succeeded(task: ScheduledTask | None) -> bool:
