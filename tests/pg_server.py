@@ -122,8 +122,9 @@ class PostgresServer:
         if self._user is not None:
             os.chown(pwfile, self._user.pw_uid, self._user.pw_gid)
         self._run(
-            str(self.bin / "initdb"), "-D", str(self.data), "-U", SUPERUSER, "--pwfile", str(pwfile),
-            "--auth-local=trust", "--auth-host=scram-sha-256", "--encoding=UTF8",
+            str(self.bin / "initdb"), "-D", str(self.data), "-U", SUPERUSER,
+            "--pwfile", str(pwfile), "--auth-local=trust", "--auth-host=scram-sha-256",
+            "--encoding=UTF8",
             "--locale=C", "--no-sync",
         )  # fmt: skip
         pwfile.unlink()
