@@ -277,8 +277,11 @@ class SchedulerCore:
 
     # -- running -----------------------------------------------------------------------
 
-    def begin(self, entry: Entry, worker: int) -> Run | None:
-        """Start the attempt ``entry`` stands for, or return None for a tombstone."""
+    def begin(self, entry: Entry, worker: int, *, token: int | None = None) -> Run | None:
+        """Start the attempt ``entry`` stands for, or return None for a tombstone.
+
+        ``token`` is the fencing token of the claim a shared store gave the run
+        (docs/CLUSTER.md): its context and its record carry it."""
         task = self._queue.live(entry)
         if task is None or task.status not in _RUNNABLE:
             return None
@@ -288,10 +291,10 @@ class SchedulerCore:
         due = entry[0]
         context = None
         if task._options.pass_context:
-            context = RunContext(task.id, task.name, attempt, due, worker)
-        # Positional: a class called with keywords gathers them into a dict first
-        # (see ExecutionRecord.of); the fields are (task, attempt, due, slot, worker, context).
-        run = task._run = Run(task, attempt, due, task._slot, worker, context)
+            context = RunContext(task.id, task.name, attempt, due, worker, token)
+        # Positional: a class called with keywords gathers them into a dict first (see
+        # ExecutionRecord.of); the fields are (task, attempt, due, slot, worker, context, token).
+        run = task._run = Run(task, attempt, due, task._slot, worker, context, token)
         if self._store is not None or self.emit is not None:
             self._changed(task, previous)
         return run
@@ -331,6 +334,7 @@ class SchedulerCore:
             error=error,
             timed_out=timed_out,
             result=result if error is None else None,
+            token=run.token,
         )
         task._run = None
         stats = self._stats(task)
@@ -364,7 +368,7 @@ class SchedulerCore:
         if self._store is not None or self.emit is not None:
             self._changed(task, previous, record)
         if skipped and previous is not CANCELLED:  # cancelled: nothing was skipped, all stopped
-            self._record_skipped(task, skipped, until=due, at=record.finished)
+            self._record_skipped(task, skipped, until=due, at=record.finished, token=run.token)
         return record
 
     def _after(
@@ -728,22 +732,36 @@ class SchedulerCore:
         return self._record_decided(task, slot, outcome, error, self.clock.now())
 
     def _record_skipped(
-        self, task: ScheduledTask, skipped: _Skipped, *, until: float | None, at: float
+        self,
+        task: ScheduledTask,
+        skipped: _Skipped,
+        *,
+        until: float | None,
+        at: float,
+        token: int | None = None,
     ) -> None:
         """Record each slot in ``skipped`` SKIPPED, decided ``at`` (the run's finish);
-        past :data:`MAX_SKIPPED` slots, the last record stands for the rest, to ``until``."""
+        past :data:`MAX_SKIPPED` slots, the last record stands for the rest, to ``until``.
+        ``token``: the run's fencing token, which fences these records as well."""
         for slot in skipped[:MAX_SKIPPED]:
-            self._record_decided(task, slot, SKIPPED, None, at)
+            self._record_decided(task, slot, SKIPPED, None, at, token=token)
         if len(skipped) > MAX_SKIPPED:
             rest = skipped[MAX_SKIPPED]
             text = (
                 f"SkipCap: more than {MAX_SKIPPED} slots skipped; this record stands for "
                 f"the slots from {rest!r} to before {until!r}"
             )
-            self._record_decided(task, rest, SKIPPED, text, at)
+            self._record_decided(task, rest, SKIPPED, text, at, token=token)
 
     def _record_decided(
-        self, task: ScheduledTask, slot: float, outcome: Outcome, error: str | None, at: float
+        self,
+        task: ScheduledTask,
+        slot: float,
+        outcome: Outcome,
+        error: str | None,
+        at: float,
+        *,
+        token: int | None = None,
     ) -> ExecutionRecord:
         """A record for ``slot`` of ``task``, which a policy decided at ``at`` without a
         run: in its history, to ``on_record``, in the store and to the listeners."""
@@ -759,6 +777,7 @@ class SchedulerCore:
             ok=False,
             error=error,
             misfire=outcome,
+            token=token,
         )
         self._stats(task).add(record)
         if self._on_record is not None:

@@ -261,6 +261,7 @@ class Run(NamedTuple):
     slot: float
     worker: int
     context: RunContext | None
+    token: int | None = None  # the fencing token of its claim in a shared store
 
     def invoke(self) -> tuple[str | None, object]:
         """Call the task's action: ``(None, what it returned)``, or ``(error text, None)``
