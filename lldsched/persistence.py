@@ -40,6 +40,7 @@ __all__ = [
     "Claim",
     "CoordinatedStore",
     "HistoryStore",
+    "Lease",
     "Task",
     "TaskSnapshot",
     "TaskStore",
@@ -147,6 +148,17 @@ class Change(NamedTuple):
     leased: bool = False
 
 
+class Lease(NamedTuple):
+    """A live or expired lease as the store holds it (:meth:`CoordinatedStore.leases`)."""
+
+    task_id: str
+    slot: float
+    attempt: int
+    token: int
+    holder: str
+    expires_at: float
+
+
 @runtime_checkable
 class CoordinatedStore(HistoryStore, Protocol):
     """A :class:`HistoryStore` that several scheduler processes share (``shared=True``).
@@ -176,15 +188,33 @@ class CoordinatedStore(HistoryStore, Protocol):
       says so.
     """
 
-    node: str
-    """This process's holder id, written in every lease it takes ("host:pid:random")."""
-    lease: float
-    """Seconds a claim lasts unless renewed; the runtime renews every ``lease / 3``."""
-    poll: float
-    """The longest the runtime waits before it claims and reads changes again (seconds):
-    the bound on how late a lease expiry or another process's change is noticed."""
-    rejected: int
-    """Fenced writes refused so far (settles that came after their lease was lost)."""
+    @property
+    def shared(self) -> bool:
+        """True when the runtime must coordinate through claims: a store class may
+        implement this protocol and still be opened for one scheduler only (then False)."""
+        ...
+
+    @property
+    def node(self) -> str:
+        """This process's holder id, written in every lease it takes ("host:pid:random")."""
+        ...
+
+    @property
+    def lease(self) -> float:
+        """Seconds a claim lasts unless renewed; the runtime renews every ``lease / 3``."""
+        ...
+
+    @property
+    def poll(self) -> float:
+        """The longest the runtime waits before it claims and reads changes again
+        (seconds): the bound on how late a lease expiry or another process's change is
+        noticed."""
+        ...
+
+    @property
+    def rejected(self) -> int:
+        """Fenced writes refused so far (settles that came after their lease was lost)."""
+        ...
 
     def claim(self, *, now: float, limit: int) -> list[Claim]:
         """Claim up to ``limit`` runs due at ``now`` (``next_run_at <= now``, status
@@ -237,6 +267,15 @@ class CoordinatedStore(HistoryStore, Protocol):
         and never calls it: the bounded wait is the safety net."""
         ...
 
+    def leases(self) -> list[Lease]:
+        """Every lease row the store holds now, expired ones included, by token (for
+        people and tests: the runtime never needs it)."""
+        ...
+
     def muted(self) -> AbstractContextManager[None]:
         """A context in which ``save`` and ``delete`` write nothing (see the class)."""
+        ...
+
+    def close(self) -> None:
+        """Close the store (idempotent); leases it still holds expire on their own."""
         ...

@@ -36,32 +36,44 @@ outside the scheduler (a reader thread calling ``records()``, the simulation).
 ``SqliteTaskStore`` on the same file, in this process or another, raises
 :class:`~lldsched.errors.StoreError` naming the file and its holder, instead of two
 schedulers running every task twice.  The claim dies with its process, SIGKILL
-included, so a restart after a crash opens the file at once.  A shared mode, where
-several schedulers take turns through leases with fencing tokens, is planned (see
-docs/CLUSTER.md); there is no ``shared=`` option yet.
+included, so a restart after a crash opens the file at once.
+
+**Shared mode** (``shared=True``, docs/CLUSTER.md).  Several schedulers, in the
+processes of one host, share the file: each due run is claimed by one of them
+through a lease with a fencing token, renewed while it runs, and settled with a
+write that is refused once the lease was taken over; control verbs written by
+any of them reach the others through a change feed.  The SQL is in
+:mod:`lldsched.stores.sqlite_shared`.  Shared and unshared openers of one file
+refuse each other (the sidecar lock is taken shared, see
+:mod:`lldsched.stores.claim`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sqlite3
 import threading
+from collections.abc import Callable, Collection, Iterator
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
-from lldsched.checks import whole_or_none
-from lldsched.errors import StoreError, ValidationError
+from lldsched.checks import seconds, whole_or_none
+from lldsched.errors import LeaseLost, StoreError, ValidationError
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
-from lldsched.persistence import Task, TaskSnapshot
+from lldsched.persistence import Change, Claim, Lease, Task, TaskSnapshot
 from lldsched.stores.claim import FileClaim
 from lldsched.stores.codec import decode_task, encode_task
+from lldsched.stores.sqlite_shared import SHARED_SCHEMA, SharedState, bump
 
 __all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION", "SqliteTaskStore"]
 
 log = logging.getLogger("lldsched")
 
-SCHEMA_VERSION = 2
+_T = TypeVar("_T")
+
+SCHEMA_VERSION = 3
 APPLICATION_ID = 0x6C6C6473  # "llds"
 
 _SCHEMA = """
@@ -77,7 +89,9 @@ CREATE TABLE tasks (
     failure_count INTEGER NOT NULL,
     last_error    TEXT,
     running       INTEGER NOT NULL,     -- an attempt was in flight
-    failed_seq    INTEGER               -- dead-letter order; NULL unless FAILED
+    failed_seq    INTEGER,              -- dead-letter order; NULL unless FAILED
+    priority      INTEGER NOT NULL DEFAULT 1,  -- claim order in shared mode (HIGH = 0 first)
+    version       INTEGER NOT NULL DEFAULT 0   -- shared mode: the write that left the row so
 );
 CREATE TABLE records (                -- clustered by task: one b-tree, no separate index
     task_id   TEXT NOT NULL,
@@ -93,14 +107,22 @@ CREATE TABLE records (                -- clustered by task: one b-tree, no separ
     timed_out INTEGER NOT NULL,
     misfire   TEXT,
     result    TEXT,                     -- the action's return value as text (a bounded repr)
+    token     INTEGER,                  -- the fencing token of the run's claim (shared mode)
     PRIMARY KEY (task_id, seq)
 ) WITHOUT ROWID;
 """
 
-MIGRATIONS: dict[int, str] = {
-    1: "ALTER TABLE records ADD COLUMN result TEXT",  # 1 -> 2: records keep results
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: ("ALTER TABLE records ADD COLUMN result TEXT",),  # 1 -> 2: records keep results
+    2: (  # 2 -> 3: leases, fencing tokens and versions for shared mode (docs/CLUSTER.md)
+        "ALTER TABLE tasks ADD COLUMN priority INTEGER NOT NULL DEFAULT 1",
+        "ALTER TABLE tasks ADD COLUMN version INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE records ADD COLUMN token INTEGER",
+        "UPDATE tasks SET priority = coalesce(json_extract(definition, '$.priority'), 1)",
+        *SHARED_SCHEMA.split(";"),
+    ),
 }
-"""The SQL that takes a file from schema version ``n`` to ``n + 1``."""
+"""The SQL statements that take a file from schema version ``n`` to ``n + 1``."""
 
 _UPDATE = """
 UPDATE tasks SET status = ?1, next_run_at = ?2, attempt = ?3, run_count = ?4,
@@ -110,10 +132,10 @@ WHERE id = ?9
 """
 _UPSERT = """
 INSERT INTO tasks (status, next_run_at, attempt, run_count, failure_count, last_error,
-    running, failed_seq, id, name, definition)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, CASE WHEN ?1 = 'failed' THEN ?8 END, ?9, ?10, ?11)
+    running, failed_seq, id, name, definition, priority)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, CASE WHEN ?1 = 'failed' THEN ?8 END, ?9, ?10, ?11, ?12)
 ON CONFLICT (id) DO UPDATE SET name = excluded.name, definition = excluded.definition,
-    status = excluded.status,
+    priority = excluded.priority, status = excluded.status,
     next_run_at = excluded.next_run_at, attempt = excluded.attempt,
     run_count = excluded.run_count, failure_count = excluded.failure_count,
     last_error = excluded.last_error, running = excluded.running,
@@ -121,12 +143,13 @@ ON CONFLICT (id) DO UPDATE SET name = excluded.name, definition = excluded.defin
 """
 _INSERT_RECORD = """
 INSERT INTO records (task_id, seq, attempt, due, slot, worker, started, finished, ok, error,
-    timed_out, misfire, result) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    timed_out, misfire, result, token) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 _RECORD_COLUMNS = (
     "r.task_id, t.name, r.attempt, r.due, r.slot, r.worker, r.started, r.finished, r.ok, "
-    "r.error, r.timed_out, r.misfire, r.result"
+    "r.error, r.timed_out, r.misfire, r.result, r.token"
 )
+_CONTROL = ("paused", "cancelled")  # statuses a control verb writes, which win over a settle
 _SYNCHRONOUS = ("NORMAL", "FULL")
 _PRIVATE = ("", ":memory:")  # SQLite's private databases: nobody else can open them
 
@@ -138,6 +161,12 @@ class SqliteTaskStore:
     ``timeout`` is how long a write waits for a lock held by another connection.
     Use it as a context manager, or call :meth:`close`: the file stays claimed
     until then, and a second store on it raises :class:`StoreError`.
+
+    ``shared=True`` lets several schedulers (processes of one host) share the file
+    as a :class:`~lldsched.persistence.CoordinatedStore`: ``lease`` is how long a
+    claim lasts unless renewed (seconds, default 30), ``poll`` the longest a
+    scheduler goes without claiming and reading the others' changes (seconds,
+    default 1).  See docs/CLUSTER.md.
     """
 
     def __init__(
@@ -147,10 +176,21 @@ class SqliteTaskStore:
         retention: int | None = 1000,
         synchronous: str = "NORMAL",
         timeout: float = 5.0,
+        shared: bool = False,
+        lease: float = 30.0,
+        poll: float = 1.0,
     ) -> None:
         whole_or_none(retention, name="retention", at_least=1)
         if synchronous not in _SYNCHRONOUS:
             raise ValidationError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
+        if not isinstance(shared, bool):
+            raise ValidationError(f"shared must be True or False, got {shared!r}")
+        lease = float(seconds(lease, name="lease", above=0))
+        poll = float(seconds(poll, name="poll", above=0))
+        if shared and os.fspath(path) in _PRIVATE:
+            raise ValidationError(
+                f"shared=True needs a file other processes can open, got {os.fspath(path)!r}"
+            )
         self.path = os.fspath(path)
         self.retention = retention
         self._slack = 0 if retention is None else max(1, retention // 10)
@@ -163,7 +203,9 @@ class SqliteTaskStore:
         claim: FileClaim | None = None
         try:
             version = self._check(connection)  # a refused file is refused before it is claimed
-            if self.path not in _PRIVATE:
+            if shared:
+                claim = FileClaim.shared(self.path)
+            elif self.path not in _PRIVATE:
                 claim = FileClaim(self.path)
                 if version is None:  # another store may have created it meanwhile
                     version = self._check(connection)
@@ -180,6 +222,9 @@ class SqliteTaskStore:
                 connection.execute("SELECT task_id, count(*) FROM records GROUP BY task_id")
             )
             (last_seq,) = connection.execute("SELECT coalesce(max(seq), 0) FROM records").fetchone()
+            self._shared = (
+                SharedState(connection, lease=lease, poll=poll) if shared else None
+            )  # None: this store shares nothing
         except BaseException:
             connection.close()
             if claim is not None:
@@ -258,7 +303,8 @@ class SqliteTaskStore:
         try:
             connection.execute("BEGIN IMMEDIATE")
             for step in range(version, SCHEMA_VERSION):
-                connection.execute(MIGRATIONS[step])
+                for statement in MIGRATIONS[step]:
+                    connection.execute(statement)
             connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             connection.execute("COMMIT")
         except sqlite3.Error as exc:
@@ -279,7 +325,8 @@ class SqliteTaskStore:
         connection.execute(f"PRAGMA synchronous = {synchronous}")
         try:  # one transaction: a store is created whole or not at all
             connection.executescript(
-                f"BEGIN IMMEDIATE; {_SCHEMA}; PRAGMA application_id = {APPLICATION_ID}; "
+                f"BEGIN IMMEDIATE; {_SCHEMA}; {SHARED_SCHEMA}; "
+                f"PRAGMA application_id = {APPLICATION_ID}; "
                 f"PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
             )
         except BaseException:
@@ -295,6 +342,9 @@ class SqliteTaskStore:
         registered)."""
         task = snapshot.task
         task_id = task.id
+        if self._shared is not None:
+            self._save_shared(snapshot, record)
+            return
         with self._lock:
             connection = self._open()
             definition = None if self._defined.get(task_id) == task else encode_task(task)
@@ -305,14 +355,17 @@ class SqliteTaskStore:
                 snapshot.running, self._dead_seq, task_id,
             )  # fmt: skip
             statement = _UPDATE if definition is None else _UPSERT
-            parameters = state if definition is None else (*state, task.name, definition)
+            parameters = (
+                state if definition is None else (*state, task.name, definition, task.priority)
+            )
             if record is None:  # one statement: a transaction of its own
                 connection.execute(statement, parameters)
             else:
                 connection.execute("BEGIN IMMEDIATE")
                 try:
                     connection.execute(statement, parameters)
-                    count = self._append(connection, record)
+                    self._seq += 1
+                    count = self._append(connection, record, seq=self._seq)
                 except BaseException:
                     _rollback(connection)
                     raise
@@ -320,37 +373,52 @@ class SqliteTaskStore:
                 self._counts[task_id] = count
             self._defined[task_id] = task
 
-    def _append(self, connection: sqlite3.Connection, record: ExecutionRecord) -> int:
-        """Insert ``record``, trimming its task's oldest records past the bound; returns
-        how many the task keeps now."""
+    def _append(self, connection: sqlite3.Connection, record: ExecutionRecord, *, seq: int) -> int:
+        """Insert ``record`` as number ``seq``, trimming its task's oldest records past the
+        bound; returns how many the task keeps now (as far as this process knows: in
+        shared mode the others' records are counted at the trim)."""
         task_id = record.task_id
-        self._seq += 1
         connection.execute(
             _INSERT_RECORD,
             (
-                task_id, self._seq, record.attempt, record.due, record.slot, record.worker,
+                task_id, seq, record.attempt, record.due, record.slot, record.worker,
                 record.started, record.finished, record.ok, record.error, record.timed_out,
-                record.misfire, record.result,
+                record.misfire, record.result, record.token,
             ),
         )  # fmt: skip
         count = self._counts.get(task_id, 0) + 1
         if self.retention is not None and count > self.retention + self._slack:
+            if self._shared is not None:  # the other processes append too: count them
+                (count,) = connection.execute(
+                    "SELECT count(*) FROM records WHERE task_id = ?", (task_id,)
+                ).fetchone()
             connection.execute(  # trim in batches, not at every record
                 "DELETE FROM records WHERE task_id = ?1 AND seq IN "
                 "(SELECT seq FROM records WHERE task_id = ?1 ORDER BY seq LIMIT ?2)",
-                (task_id, count - self.retention),
+                (task_id, max(0, count - self.retention)),
             )
             count = self.retention
         return count
 
     def delete(self, task_id: str) -> None:
-        """Forget ``task_id``: its row and its records."""
+        """Forget ``task_id``: its row and its records (in shared mode its lease too, and
+        the other processes hear of it)."""
         with self._lock:
+            shared = self._shared
+            if shared is not None and shared.muted:
+                return
             connection = self._open()
             connection.execute("BEGIN IMMEDIATE")
             try:
                 connection.execute("DELETE FROM records WHERE task_id = ?", (task_id,))
                 connection.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
+                if shared is not None:
+                    connection.execute("DELETE FROM leases WHERE task_id = ?", (task_id,))
+                    connection.execute(
+                        "INSERT INTO removed (version, task_id) VALUES (?, ?)",
+                        (bump(connection, "change"), task_id),
+                    )
+                    shared.held.pop(task_id, None)
             except BaseException:
                 _rollback(connection)
                 raise
@@ -446,6 +514,233 @@ class SqliteTaskStore:
             (count,) = self._open().execute("SELECT count(*) FROM tasks").fetchone()
             return int(count)
 
+    # -- shared mode (CoordinatedStore; SQL in lldsched.stores.sqlite_shared) -------------
+
+    @property
+    def shared(self) -> bool:
+        """True when opened with ``shared=True``: the runtime coordinates through claims."""
+        return self._shared is not None
+
+    @property
+    def node(self) -> str:
+        """This process's holder id in the leases it takes (shared mode)."""
+        return self._coordinated().node
+
+    @property
+    def lease(self) -> float:
+        """Seconds a claim lasts unless renewed (shared mode)."""
+        return self._coordinated().lease
+
+    @property
+    def poll(self) -> float:
+        """The longest a scheduler goes without claiming and reading changes (shared mode)."""
+        return self._coordinated().poll
+
+    @property
+    def rejected(self) -> int:
+        """Settles refused so far because their lease was lost (shared mode)."""
+        return self._coordinated().rejected
+
+    def claim(self, *, now: float, limit: int) -> list[Claim]:
+        """Claim up to ``limit`` due runs, each with a lease and a fresh fencing token;
+        see :meth:`CoordinatedStore.claim <lldsched.persistence.CoordinatedStore.claim>`."""
+        with self._lock:
+            shared = self._coordinated()
+            return self._write(shared.claim, self._open(), now=now, limit=limit)
+
+    def renew(self, *, tokens: Collection[int], now: float) -> set[int]:
+        """Extend the leases this process holds with ``tokens``; the tokens still held."""
+        with self._lock:
+            shared = self._coordinated()
+            return self._write(shared.renew, self._open(), tokens=tokens, now=now)
+
+    def release(self, *, task_id: str, token: int) -> None:
+        """Give back a claim that will not run here (ignored if no longer held)."""
+        with self._lock:
+            shared = self._coordinated()
+            self._write(shared.release, self._open(), task_id=task_id, token=token)
+
+    def settle(self, snapshot: TaskSnapshot, record: ExecutionRecord, *, token: int) -> None:
+        """Write the run's record and the task's state after it, and drop the lease, only
+        while the lease with ``token`` is held; :class:`LeaseLost` (nothing written)
+        otherwise.  A pause or cancel another process wrote during the run wins over
+        the run's status (the task stays paused or cancelled; the record is kept)."""
+        task_id = snapshot.task.id
+        with self._lock:
+            shared = self._coordinated()
+            connection = self._open()
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                if not shared.take_lease(connection, task_id=task_id, token=token):
+                    _rollback(connection)
+                    shared.refetch.add(task_id)  # the new holder's state is the truth
+                    raise LeaseLost(task_id=task_id, token=token)
+                row = connection.execute(
+                    "SELECT status, version FROM tasks WHERE id = ?", (task_id,)
+                ).fetchone()
+                status = snapshot.status.value
+                overridden = (
+                    row is not None
+                    and row[1] != shared.seen.get(task_id, row[1])
+                    and row[0] in _CONTROL
+                    and status not in ("succeeded", "failed")
+                )
+                if overridden:  # a control verb from elsewhere, written during the run
+                    status = row[0]
+                version = self._write_state(connection, snapshot, status=status)
+                count = self._append(connection, record, seq=bump(connection, "record"))
+                connection.execute("COMMIT")
+            except LeaseLost:
+                raise
+            except BaseException:
+                _rollback(connection)
+                raise
+            self._counts[task_id] = count
+            shared.settled[task_id] = token
+            if overridden:
+                shared.refetch.add(task_id)  # this process must follow the row, not its own
+            else:
+                shared.seen[task_id] = version
+
+    def changes(self) -> list[Change]:
+        """Task rows other processes wrote since the last call, oldest first (see
+        :meth:`CoordinatedStore.changes <lldsched.persistence.CoordinatedStore.changes>`).
+        A row whose definition no longer imports here is logged and left out."""
+        with self._lock:
+            shared = self._coordinated()
+            rows, removed = shared.changed_rows(self._open())
+        found: list[Change] = [Change(task_id, version, None) for version, task_id in removed]
+        for task_id, version, definition, status, *state, leased in rows:
+            try:
+                snapshot = _snapshot(task_id, definition, status, state)
+            except StoreError:
+                log.exception("a change to task %s from another process cannot be read", task_id)
+                continue
+            found.append(Change(task_id, version, snapshot, bool(leased)))
+        with self._lock:
+            self._defined.update(
+                (change.task_id, change.snapshot.task)
+                for change in found
+                if change.snapshot is not None
+            )
+            for change in found:
+                if change.snapshot is None:
+                    self._defined.pop(change.task_id, None)
+        found.sort(key=_version)
+        return found
+
+    def changed(self) -> bool:
+        """True when another process committed since the last :meth:`changes` (one pragma)."""
+        with self._lock:
+            return self._coordinated().changed(self._open())
+
+    def subscribe(self, wake: Callable[[], None]) -> None:
+        """SQLite tells no other process of a commit: ``wake`` is never called, and the
+        scheduler's bounded wait (``poll``) is how changes are noticed."""
+        self._coordinated()
+
+    @contextlib.contextmanager
+    def muted(self) -> Iterator[None]:
+        """Inside, ``save`` and ``delete`` write nothing: the caller is applying another
+        process's change to its own registry."""
+        with self._lock:
+            shared = self._coordinated()
+            shared.muted += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                shared.muted -= 1
+
+    def leases(self) -> list[Lease]:
+        """Every lease row, expired ones included, by token (for people and tests)."""
+        with self._lock:
+            shared = self._coordinated()
+            return shared.leases(self._open())
+
+    def _coordinated(self) -> SharedState:
+        if self._shared is None:
+            raise StoreError(
+                f"the store {self.path!r} was opened without shared=True: it coordinates nothing"
+            )
+        return self._shared
+
+    def _write(self, method: Callable[..., _T], connection: sqlite3.Connection, **kw: Any) -> _T:
+        """Run one of the shared state's writes, turning SQLite's errors (a busy file past
+        ``timeout``, a lost disk) into :class:`StoreError`."""
+        try:
+            return method(connection, **kw)
+        except sqlite3.Error as exc:
+            raise StoreError(f"the shared store {self.path!r} failed: {exc}") from exc
+
+    def _save_shared(self, snapshot: TaskSnapshot, record: ExecutionRecord | None) -> None:
+        """``save`` in shared mode: a run's record is a fenced settle; a RUNNING snapshot
+        of a task whose lease this process holds writes nothing (the lease says so);
+        anything else writes the row, visible to the other processes' feed."""
+        task = snapshot.task
+        task_id = task.id
+        shared = self._shared
+        assert shared is not None
+        if record is not None and record.token is not None:
+            if record.misfire is None or record.misfire is Outcome.GIVEN_UP:
+                try:
+                    self.settle(snapshot, record, token=record.token)
+                except LeaseLost as exc:
+                    with self._lock:
+                        shared.rejected += 1
+                    log.warning("%s; the record of attempt %d was dropped", exc, record.attempt)
+                return
+            with self._lock:  # a slot the run skipped: written only after its settle was
+                if shared.settled.get(task_id) != record.token:
+                    return
+        with self._lock:
+            if shared.muted:
+                return
+            if snapshot.status is TaskStatus.RUNNING and task_id in shared.held:
+                return
+            connection = self._open()
+            definition = None if self._defined.get(task_id) == task else encode_task(task)
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                version = self._write_state(
+                    connection, snapshot, status=snapshot.status.value, definition=definition
+                )
+                if record is not None:
+                    count = self._append(connection, record, seq=bump(connection, "record"))
+                    self._counts[task_id] = count
+                connection.execute("COMMIT")
+            except BaseException:
+                _rollback(connection)
+                raise
+            shared.seen[task_id] = version
+            self._defined[task_id] = task
+
+    def _write_state(
+        self,
+        connection: sqlite3.Connection,
+        snapshot: TaskSnapshot,
+        *,
+        status: str,
+        definition: str | None = None,
+    ) -> int:
+        """Inside a shared-mode transaction: write the row's state (and ``definition`` when
+        given) under a new version; returns the version."""
+        version = bump(connection, "change")
+        (dead_seq,) = connection.execute(
+            "SELECT coalesce(max(failed_seq), 0) + 1 FROM tasks"
+        ).fetchone()
+        task = snapshot.task
+        state = (
+            status, snapshot.next_run_at, snapshot.attempt, snapshot.run_count,
+            snapshot.failure_count, snapshot.last_error, snapshot.running, dead_seq, task.id,
+        )  # fmt: skip
+        if definition is None:
+            connection.execute(_UPDATE, state)
+        else:
+            connection.execute(_UPSERT, (*state, task.name, definition, task.priority))
+        connection.execute("UPDATE tasks SET version = ? WHERE id = ?", (version, task.id))
+        return version
+
     # -- lifetime ------------------------------------------------------------------------
 
     def close(self) -> None:
@@ -485,6 +780,10 @@ def _rollback(connection: sqlite3.Connection) -> None:
         connection.execute("ROLLBACK")
 
 
+def _version(change: Change) -> int:
+    return change.version
+
+
 def _snapshot(task_id: str, definition: str, status: str, state: list[Any]) -> TaskSnapshot:
     try:
         status_value = TaskStatus(status)
@@ -501,7 +800,7 @@ def _snapshot(task_id: str, definition: str, status: str, state: list[Any]) -> T
 def _record(row: tuple[Any, ...]) -> ExecutionRecord:
     (
         task_id, name, attempt, due, slot, worker, started, finished, ok, error, timed_out,
-        misfire, result,
+        misfire, result, token,
     ) = row  # fmt: skip
     return ExecutionRecord(
         task_id=task_id,
@@ -517,4 +816,5 @@ def _record(row: tuple[Any, ...]) -> ExecutionRecord:
         timed_out=bool(timed_out),
         misfire=None if misfire is None else Outcome(misfire),
         result=result,
+        token=token,
     )
