@@ -59,12 +59,28 @@ def _open_sqlite(spec: StoreSpec, *, lease: float, poll: float) -> CoordinatedSt
     return SqliteTaskStore(spec.params["path"], shared=True, lease=lease, poll=poll)
 
 
+def _postgres_spec(request: pytest.FixtureRequest, directory: Path) -> StoreSpec:
+    """A fresh database on the session's throwaway server (tests/pg_server.py)."""
+    server = request.getfixturevalue("postgres_server")
+    return StoreSpec("postgres", {"dsn": server.create_database()})
+
+
+def _open_postgres(spec: StoreSpec, *, lease: float, poll: float) -> CoordinatedStore:
+    from lldsched.stores.postgres import PostgresTaskStore  # psycopg: only when it is used
+
+    return PostgresTaskStore(spec.params["dsn"], lease=lease, poll=poll)
+
+
 FACTORIES: dict[str, Callable[[pytest.FixtureRequest, Path], StoreSpec]] = {
+    "postgres": _postgres_spec,
     "sqlite": _sqlite_spec,
 }
 """Engine name -> a new, empty shared store for one test."""
 
-OPENERS: dict[str, Callable[..., CoordinatedStore]] = {"sqlite": _open_sqlite}
+OPENERS: dict[str, Callable[..., CoordinatedStore]] = {
+    "postgres": _open_postgres,
+    "sqlite": _open_sqlite,
+}
 """Engine name -> ``opener(spec, lease=..., poll=...)``: the spec opened with ``shared=True``."""
 
 

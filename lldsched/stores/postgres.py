@@ -48,7 +48,7 @@ from typing import Any
 from lldsched.checks import seconds, whole_or_none
 from lldsched.errors import LeaseLost, StoreError
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
-from lldsched.persistence import Change, Claim, Task, TaskSnapshot
+from lldsched.persistence import Change, Claim, Lease, Task, TaskSnapshot
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.codec import decode_task, encode_task
 from lldsched.stores.postgres_listen import Listener, connect, psycopg, redact
@@ -118,6 +118,11 @@ class PostgresTaskStore:
         self._since: int = int(horizon)  # the feed's cursor (a transaction id)
         self._muted = 0  # depth of muted() contexts
         self._listener: Listener | None = None
+
+    @property
+    def shared(self) -> bool:
+        """Always True: a PostgreSQL store is there to be shared (one process is fine too)."""
+        return True
 
     # -- opening ---------------------------------------------------------------------
 
@@ -423,6 +428,14 @@ class PostgresTaskStore:
                 else:
                     self._defined[change.task_id] = change.snapshot.task
         return [change for _, change in found]
+
+    def leases(self) -> list[Lease]:
+        """Every lease row now, expired ones included, by token (for people and tests)."""
+        with self._using() as connection:
+            rows = connection.execute(
+                "SELECT task_id, slot, attempt, token, holder, expires_at FROM leases ORDER BY token"
+            ).fetchall()
+        return [Lease(*row) for row in rows]
 
     def changed(self) -> bool:
         """Always True: the feed is one indexed query, and only writes that may matter now
