@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import sys
 import threading
+from typing import Any
 
 import psycopg
 import pytest
@@ -209,9 +210,12 @@ def test_an_unreachable_server_and_a_malformed_dsn_are_store_errors_without_the_
     ("option", "value", "message"),
     [("lease", 0, "lease must be"), ("poll", -1, "poll must be"), ("retention", 0, "retention")],
 )
-def test_bad_options_are_rejected_before_connecting(option: str, value: float, message: str) -> None:
+def test_bad_options_are_rejected_before_connecting(
+    option: str, value: float, message: str
+) -> None:
     with pytest.raises(ValidationError, match=message):
-        PostgresTaskStore("postgresql://nowhere:1/db", **{option: value})
+        options: dict[str, Any] = {option: value}
+        PostgresTaskStore("postgresql://nowhere:1/db", **options)
 
 
 def test_a_closed_store_says_so(postgres_dsn: str) -> None:

@@ -9,6 +9,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -29,7 +30,7 @@ def open_store(postgres_dsn: str) -> Iterator[Opener]:
     """``open_store(lease=...)``: stores on one fresh database, all closed afterwards."""
     opened: list[PostgresTaskStore] = []
 
-    def make(**options: float) -> PostgresTaskStore:
+    def make(**options: Any) -> PostgresTaskStore:
         store = PostgresTaskStore(postgres_dsn, **options)
         opened.append(store)
         return store

@@ -217,7 +217,12 @@ class PostgresTaskStore:
             definition = encode_task(task)
             connection.execute(
                 sql.UPSERT,
-                {**state, "name": task.name, "definition": definition, "priority": int(task.priority)},
+                {
+                    **state,
+                    "name": task.name,
+                    "definition": definition,
+                    "priority": int(task.priority),
+                },
             )
             self._defined[task.id] = task
         connection.execute(sql.NOTIFY_IF_EARLIEST, {**state, "node": self.node})
@@ -433,7 +438,8 @@ class PostgresTaskStore:
         """Every lease row now, expired ones included, by token (for people and tests)."""
         with self._using() as connection:
             rows = connection.execute(
-                "SELECT task_id, slot, attempt, token, holder, expires_at FROM leases ORDER BY token"
+                "SELECT task_id, slot, attempt, token, holder, expires_at FROM leases "
+                "ORDER BY token"
             ).fetchall()
         return [Lease(*row) for row in rows]
 
@@ -518,9 +524,7 @@ def _record_row(record: ExecutionRecord) -> dict[str, Any]:
 
 
 def _snapshot(row: Sequence[Any]) -> TaskSnapshot:
-    task_id, definition, status, next_run_at, attempt, run_count, failures, error, running = row[
-        :9
-    ]
+    task_id, definition, status, next_run_at, attempt, run_count, failures, error, running = row[:9]
     try:
         status_value = TaskStatus(status)
     except ValueError:

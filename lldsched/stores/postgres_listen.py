@@ -31,7 +31,8 @@ except ImportError as exc:  # pragma: no cover - exercised by a test that hides 
         "install the extra: pip install 'lldsched[postgres]'"
     ) from exc
 
-__all__ = ["Listener", "connect", "redact"]
+# psycopg is re-exported: the store imports it from here, after the check above.
+__all__ = ["Listener", "connect", "psycopg", "redact"]
 
 log = logging.getLogger("lldsched")
 
