@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import threading
 from typing import IO
 
@@ -42,3 +43,14 @@ def claimed_run(ctx: RunContext, work: float = 0.02) -> int | None:
     )
     ctx.wait(work)
     return ctx.fencing_token
+
+
+seen: queue.Queue[tuple[str, int | None, bool, str | None]] = queue.Queue()
+"""What :func:`until_flag` saw: (task id, token, lease lost, reason), one per run."""
+
+
+def until_flag(ctx: RunContext) -> None:
+    """Wait (up to 10 s) until the run's flag goes up, then tell :data:`seen` why."""
+    seen.put((ctx.task_id, ctx.fencing_token, False, None))  # started
+    ctx.wait(10)
+    seen.put((ctx.task_id, ctx.fencing_token, ctx.lease_lost, ctx.reason))

@@ -723,6 +723,44 @@ class SchedulerCore:
             except Exception:  # as in _changed: the registry stays authoritative
                 log.exception("store %r failed to save %s", self._store, task.id)
 
+    def adopt(
+        self,
+        task: ScheduledTask,
+        *,
+        status: TaskStatus,
+        next_run_at: float | None,
+        attempt: int,
+        run_count: int,
+        failure_count: int,
+        last_error: str | None,
+    ) -> None:
+        """Take the state another process decided for ``task`` (a shared store's change
+        feed: a run settled there, docs/CLUSTER.md): status, due instant, attempt and
+        counters, queued if runnable, in the dead letter if FAILED.  Nothing is written
+        (the store's row already says so); listeners hear of a status change.  Never
+        for a task running here: its own finish decides."""
+        previous = task.status
+        self._queue.discard(task)
+        task.status = status
+        task.attempt = attempt
+        if status in _RUNNABLE and next_run_at is not None:
+            if not attempt:
+                task._slot = next_run_at  # a fresh slot; a retry keeps the slot it had
+            self._enqueue(task, next_run_at)
+        else:
+            task.next_run_at = next_run_at
+        if run_count or failure_count or task._stats is not None:
+            stats = self._stats(task)
+            stats.run_count = run_count
+            stats.failure_count = failure_count
+            stats.last_error = last_error
+        if status is FAILED:
+            self._dead[task.id] = None
+        else:
+            self._dead.pop(task.id, None)
+        if status is not previous and self.emit is not None:
+            self.emit(TaskEvent(task.id, task.name, previous, status, self.clock.now()))
+
     def record_misfire(
         self, task: ScheduledTask, slot: float, outcome: Outcome, error: str | None = None
     ) -> ExecutionRecord:

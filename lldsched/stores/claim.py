@@ -124,9 +124,9 @@ def _holder(handle: IO[str]) -> str:
         return ""
     if not note:
         return " by other schedulers (shared=True)"
-    if note.startswith(f"pid {os.getpid()} on {socket.gethostname()}") or note.startswith(
-        f"shared=True schedulers (the last to open: pid {os.getpid()} on {socket.gethostname()})"
-    ):
+    if note.startswith("shared=True"):
+        return f" by {note}"
+    if note.startswith(f"pid {os.getpid()} on {socket.gethostname()}"):
         return " in this process (another SqliteTaskStore on the same file)"
     return f" by {note}"
 

@@ -414,10 +414,11 @@ class SqliteTaskStore:
                 connection.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
                 if shared is not None:
                     connection.execute("DELETE FROM leases WHERE task_id = ?", (task_id,))
+                    version = bump(connection, "change")
                     connection.execute(
-                        "INSERT INTO removed (version, task_id) VALUES (?, ?)",
-                        (bump(connection, "change"), task_id),
+                        "INSERT INTO removed (version, task_id) VALUES (?, ?)", (version, task_id)
                     )
+                    shared.removals.add(version)
                     shared.held.pop(task_id, None)
             except BaseException:
                 _rollback(connection)

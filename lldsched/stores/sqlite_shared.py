@@ -100,6 +100,7 @@ class SharedState:
         self.settled: dict[str, int] = {}  # task id -> token of its last accepted settle
         self.seen: dict[str, int] = {}  # task id -> the row version this process wrote or read
         self.refetch: set[str] = set()  # rows to return from the next changes() whatever
+        self.removals: set[int] = set()  # versions of the removals this process wrote
         (cursor,) = connection.execute(
             "SELECT value FROM counters WHERE name = 'change'"
         ).fetchone()
@@ -205,7 +206,8 @@ class SharedState:
                 if row is not None:
                     fresh.append(row)
         self.refetch.clear()
-        gone = [(version, task_id) for version, task_id in removed]
+        gone = [(version, task_id) for version, task_id in removed if version not in self.removals]
+        self.removals.difference_update(version for version, _ in removed)
         for row in fresh:
             self.seen[row[0]] = row[1]
         for _, task_id in gone:

@@ -39,6 +39,13 @@ suspend: ``Condition.wait`` counts monotonic time, which stops while the machine
 sleeps, so an unbounded wait for a task due in an hour would end an hour *after*
 resume.  One wake a minute costs nothing measurable (``benchmarks/bench_idle.py``);
 ``max_wait=None`` waits exactly until the head is due.
+
+**A shared store** (``SqliteTaskStore(path, shared=True)``, docs/CLUSTER.md): the
+timer claims what runs from the store instead of popping the heap (the heap
+stays, as the hint of when to wake), renews its leases as one more deadline,
+and applies other processes' changes at every wake, at least every ``poll``
+seconds (:class:`~lldsched.threaded.shared.Coordinator`).  The store's rows are
+loaded as they are at construction, instead of recovery.
 """
 
 from __future__ import annotations
@@ -59,21 +66,22 @@ from lldsched.checks import seconds
 from lldsched.clock import Clock, SystemClock
 from lldsched.core.context import RunContext
 from lldsched.core.duequeue import QueueStats, TaskQueue
-from lldsched.core.ids import IdGenerator
+from lldsched.core.ids import IdGenerator, sequential_ids
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.recovery import after_clock_jump, recover
 from lldsched.core.registration import UNCHANGED, F, Unchanged, registering, require_action
 from lldsched.core.results import must_await, result_text
 from lldsched.core.task import Entry, Run, ScheduledTask
-from lldsched.errors import SchedulerStateError, error_text
+from lldsched.errors import SchedulerStateError, ValidationError, error_text
 from lldsched.listeners import Listener
-from lldsched.model import ExecutionRecord, Priority
-from lldsched.persistence import TaskStore
+from lldsched.model import ExecutionRecord, Priority, TaskStatus
+from lldsched.persistence import CoordinatedStore, TaskStore
 from lldsched.policies import MisfirePolicy, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.threaded.coroutines import CoroutineRunner, is_loop_action
 from lldsched.threaded.dispatcher import EventDispatcher
 from lldsched.threaded.pool import WorkerPool
+from lldsched.threaded.shared import Coordinator
 
 __all__ = ["Scheduler"]
 
@@ -183,6 +191,9 @@ class Scheduler:
             limit=max_coroutines,
         )
         self._loop_ids: set[str] = set()  # tasks whose action is an async def: the loop runs them
+        shared = _coordinated(store)
+        if shared is not None and ids is None:  # default ids unique across processes
+            ids = sequential_ids(prefix=f"task-{shared.node.rsplit(':', 1)[-1]}-")
         self._core = SchedulerCore(
             clock=self._clock,
             queue=self._queue,
@@ -200,7 +211,18 @@ class Scheduler:
         self._idle_waiters = 0
         self._state = _NEW
         self._timer: threading.Thread | None = None
-        if store is not None:
+        # The shared store's side, or None: claims, leases, the change feed (under _lock).
+        self._coordinator: Coordinator | None = None
+        if shared is not None:
+            self._coordinator = Coordinator(
+                shared, self._core, drop_due=self._drop_due, wake=self._wake_from_store
+            )
+            with self._lock:
+                self._coordinator.load()
+                for task in self._core.tasks.values():
+                    if is_loop_action(task.action):
+                        self._loop_ids.add(task.id)
+        elif store is not None:
             with self._lock:
                 recover(self._core, store)  # may raise (a bad store): no thread started yet
                 for task in self._core.tasks.values():
@@ -278,7 +300,9 @@ class Scheduler:
             self._draining = True  # _settle wakes this loop
             try:
                 while True:
-                    room = pool.room
+                    room = (
+                        0 if self._coordinator is not None else pool.room
+                    )  # shared: others run it
                     batch = queue.pop_due(instant, room) if room else []
                     if batch:
                         self._in_flight += len(batch)
@@ -373,19 +397,40 @@ class Scheduler:
         with self._lock:
             if self._state is _STOPPED:
                 raise SchedulerStateError(f"cannot schedule {name!r}: the scheduler is shut down")
-            task = self._core.add(
-                name,
-                action,
-                schedule,
-                task_id=id,
-                replace_existing=replace_existing,
-                priority=priority,
-                retry=retry,
-                timeout=timeout,
-                args=args,
-                kwargs=kwargs,
-                misfire=misfire,
-            )
+            coordinator = self._coordinator
+            if coordinator is not None:
+                self._followed(coordinator.sync())  # replace what another process registered
+            try:
+                task = self._core.add(
+                    name,
+                    action,
+                    schedule,
+                    task_id=id,
+                    replace_existing=replace_existing,
+                    priority=priority,
+                    retry=retry,
+                    timeout=timeout,
+                    args=args,
+                    kwargs=kwargs,
+                    misfire=misfire,
+                )
+            except ValidationError:
+                if coordinator is None or not replace_existing or id in self._core.tasks:
+                    raise
+                self._followed(coordinator.sync())  # registered elsewhere a moment ago
+                task = self._core.add(
+                    name,
+                    action,
+                    schedule,
+                    task_id=id,
+                    replace_existing=replace_existing,
+                    priority=priority,
+                    retry=retry,
+                    timeout=timeout,
+                    args=args,
+                    kwargs=kwargs,
+                    misfire=misfire,
+                )
             if on_loop:
                 self._loop_ids.add(task.id)
             elif self._loop_ids:
@@ -611,6 +656,7 @@ class Scheduler:
         deadlines = self._deadlines
         max_wait = self._max_wait
         monotonic = getattr(clock, "monotonic", None)  # jump detection (none on a FakeClock)
+        coordinator = self._coordinator
         with cond:
             last_wall, last_mono = clock.now(), monotonic() if monotonic is not None else 0.0
             while self._state is _RUNNING:
@@ -624,9 +670,14 @@ class Scheduler:
                     last_wall, last_mono = now, mono
                 while deadlines and deadlines[0][0] <= now:
                     heapq.heappop(deadlines)[2].cancel("timeout")
+                if coordinator is not None:
+                    self._followed(coordinator.tick(now))
                 room = pool.room
                 if room:
-                    batch = queue.pop_due(now, room)
+                    if coordinator is None:
+                        batch = queue.pop_due(now, room)
+                    else:
+                        batch = coordinator.claim(now, room)
                     if batch:
                         self._in_flight += len(batch)
                         self._hand_out(batch)
@@ -640,6 +691,8 @@ class Scheduler:
                     wake = deadlines[0][0]
                 if max_wait is not None and (wake is None or wake - now > max_wait):
                     wake = now + max_wait  # look again soon: a jump or a suspend shows then
+                if coordinator is not None:
+                    wake = coordinator.wake(now, wake)  # renewal, and the poll bound
                 clock.wait(cond, wake)
 
     def _hand_out(self, batch: list[Entry]) -> None:
@@ -657,15 +710,20 @@ class Scheduler:
     def _begin_on_loop(self, entry: Entry) -> Run | None:
         """The event loop begins a loop task's attempt (under the lock); its records
         carry the loop's lane, one past the worker threads."""
-        run = self._core.begin(entry, self._pool.workers)
+        run = self._begin(entry, self._pool.workers)
         if run is None:  # a tombstone: cancelled or paused while it waited for a slot
             self._settle(1)
         return run
 
     # -- the workers (called by the pool: prepare and complete under the lock) -------------
 
+    def _begin(self, entry: Entry, worker: int) -> Run | None:
+        if self._coordinator is None:
+            return self._core.begin(entry, worker)
+        return self._coordinator.begin(entry, worker)  # with its claim's token
+
     def _prepare(self, entry: Entry, worker: int) -> Run | None:
-        run = self._core.begin(entry, worker)
+        run = self._begin(entry, worker)
         if run is None:  # a tombstone: cancelled or paused after the timer popped it
             self._settle(1)
             return None
@@ -697,6 +755,8 @@ class Scheduler:
             finished = self._clock.now()
             error = "SchedulerStateError: the scheduler shut down before the coroutine ran"
         self._core.finish(run, started, finished, error, result=result)
+        if self._coordinator is not None:
+            self._coordinator.done(run)
         self._settle(1)
         if escaped is not None:
             raise escaped  # KeyboardInterrupt or SystemExit: ends this worker thread
@@ -712,7 +772,29 @@ class Scheduler:
     ) -> None:
         """A coroutine run is over (the loop thread calls this under the lock)."""
         self._core.finish(run, started, finished, error, result=result, timed_out=timed_out)
+        if self._coordinator is not None:
+            self._coordinator.done(run)
         self._settle(1)
+
+    def _followed(self, tasks: list[ScheduledTask]) -> None:
+        """Tasks another process changed: keep the loop-task ids, and cancel a coroutine
+        whose task was paused or cancelled elsewhere (as pause() and cancel() do)."""
+        for task in tasks:
+            if is_loop_action(task.action):
+                self._loop_ids.add(task.id)
+            else:
+                self._loop_ids.discard(task.id)
+            if task.running and task.status in (TaskStatus.PAUSED, TaskStatus.CANCELLED):
+                self._coroutines.cancel(task.id, task.status.value)
+
+    def _drop_due(self, now: float) -> None:
+        """Shared mode: the heap's due entries are hints, dropped; the store decides."""
+        self._queue.pop_due(now, len(self._queue))
+
+    def _wake_from_store(self) -> None:
+        """The store heard of another process's change (any thread, no lock held)."""
+        with self._lock:
+            self._wake.notify_all()
 
     def _arm_deadline(self, deadline: float, context: RunContext) -> None:
         deadlines = self._deadlines
@@ -762,3 +844,12 @@ class Scheduler:
             f"<Scheduler {self._state} workers={self._pool.workers} "
             f"tasks={len(self._core.tasks)} clock={self._clock!r}>"
         )
+
+
+def _coordinated(store: TaskStore | None) -> CoordinatedStore | None:
+    """``store`` if it coordinates several schedulers (opened shared), else None."""
+    if store is None or getattr(store, "shared", False) is not True:
+        return None
+    if not isinstance(store, CoordinatedStore):
+        raise ValidationError(f"{store!r} says shared=True but lacks the CoordinatedStore methods")
+    return store
