@@ -77,8 +77,8 @@ bench: $(STAMP) postgresql $(APS4_VENV)/.installed
 $(APS4_VENV)/.installed:
 	$(PYTHON) -m venv $(APS4_VENV)
 	$(APS4_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(APS4_VENV)/bin/python -m pip install --quiet 'apscheduler==4.0.0a6' 'sqlalchemy>=2.0' \
-		'psycopg[binary]>=3.1'
+	$(APS4_VENV)/bin/python -m pip install --quiet 'apscheduler==4.0.0a6' 'sqlalchemy[asyncio]>=2.0,<2.1' \
+		'psycopg[binary]>=3.1' sniffio  # a6 imports sniffio, which anyio 4.5+ no longer brings
 	touch $@
 
 bench-quick: $(STAMP) postgresql $(APS4_VENV)/.installed  # the smaller size sets, for everyday runs

@@ -158,7 +158,8 @@ def start_child(
     spec: StoreSpec, log: Path, *, workers: int = 4, lease: float = 1.0, poll: float = 0.1
 ) -> Child:
     """A child scheduler on ``spec``, started; returns once it said ``ready``."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "LLDSCHED_CLUSTER_LOG": str(log)}
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path, "LLDSCHED_CLUSTER_LOG": str(log)}
     command = [sys.executable, "-m", "tests.cluster_child", spec.to_json(),
                f"--workers={workers}", f"--lease={lease}", f"--poll={poll}"]  # fmt: skip
     process = subprocess.Popen(

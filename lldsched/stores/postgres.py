@@ -374,10 +374,11 @@ class PostgresTaskStore:
         task_id = snapshot.task.id
         with self._using() as connection:
             with connection.transaction():
+                # Lock order, as in the claim: the task's row, then its lease.
+                row = connection.execute(sql.ROW_FOR_SETTLE, {"id": task_id}).fetchone()
                 dropped = connection.execute(
                     sql.DROP_LEASE, {"id": task_id, "token": token, "node": self.node}
                 ).fetchone()
-                row = connection.execute(sql.ROW_FOR_SETTLE, {"id": task_id}).fetchone()
                 if dropped is not None and row is not None:
                     version, writer = row
                     if version == dropped[0] or writer == self.node:

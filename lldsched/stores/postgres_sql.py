@@ -152,6 +152,9 @@ RECORD_COLUMNS = (
     "r.error, r.timed_out, r.misfire, r.result, r.token"
 )
 
+# Lock order, everywhere: a task's row, then its lease (the claim below, the settle,
+# a delete's cascade); renewal and release lock leases only.  Two orders would deadlock.
+#
 # The claim, one statement.  FOR UPDATE OF t SKIP LOCKED: concurrent claimers pass each
 # other's rows instead of queueing behind them.  A lease row that exists is replaced
 # only if it has expired by the time its lock is ours (the ON CONFLICT WHERE is
