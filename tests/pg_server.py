@@ -148,10 +148,12 @@ class PostgresServer:
         secret = self.password if password is None else password
         return f"postgresql://{SUPERUSER}:{secret}@127.0.0.1:{self.port}/{database}"
 
-    def create_database(self) -> str:
-        """A new empty database; returns its dsn."""
+    def create_database(self, *, template: str | None = None) -> str:
+        """A new database, empty or a copy of the database ``template`` (a dsn of this
+        server, with no session open on it); returns its dsn."""
         name = f"test_{next(self._databases)}"
-        self.sql(f"CREATE DATABASE {name}")
+        copy = "" if template is None else f" TEMPLATE {template.rsplit('/', 1)[1]}"
+        self.sql(f"CREATE DATABASE {name}{copy}")
         return self.dsn(name)
 
     def sql(self, statement: str) -> None:
