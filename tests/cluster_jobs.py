@@ -54,3 +54,8 @@ def until_flag(ctx: RunContext) -> None:
     seen.put((ctx.task_id, ctx.fencing_token, False, None))  # started
     ctx.wait(10)
     seen.put((ctx.task_id, ctx.fencing_token, ctx.lease_lost, ctx.reason))
+
+
+async def token_of(ctx: RunContext) -> int | None:
+    """A coroutine action: returns its run's fencing token."""
+    return ctx.fencing_token

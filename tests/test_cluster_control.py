@@ -13,7 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from lldsched import FixedRate, OneTime, Scheduler, SqliteTaskStore, TaskStatus
+from lldsched import (
+    FixedRate,
+    OneTime,
+    Priority,
+    RetryPolicy,
+    Scheduler,
+    SqliteTaskStore,
+    Task,
+    TaskSnapshot,
+    TaskStatus,
+)
 from lldsched.errors import ValidationError
 from tests import cluster_jobs, jobs
 from tests.cluster import wait_until
@@ -136,3 +146,25 @@ def test_a_run_whose_lease_is_taken_over_is_told_and_its_write_refused(pair: Pai
     assert cluster_jobs.seen.get(timeout=10) == ("hold", token, True, "lease")
     wait_until(lambda: store.rejected == 1, timeout=5, what="the stale settle to be refused")
     assert reader.records("hold") == []
+
+
+def test_a_registration_racing_one_from_another_scheduler_is_refused_not_overwritten(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path, shared=True) as first, SqliteTaskStore(path, shared=True) as second:
+        at = OneTime(2_000_000_000.0)
+        Scheduler(store=first).schedule("report", jobs.noop, at, id="report")
+        task = Task("report", "mine", jobs.noop, at, Priority.NORMAL, RetryPolicy(), None)
+        registration = TaskSnapshot(task, TaskStatus.SCHEDULED, at.at, 0, 0, 0, None)
+        with pytest.raises(ValidationError, match="'report' is already registered by another"):
+            second.save(registration)  # what the core writes for a registration second made
+        assert [snapshot.task.name for snapshot in second.load_all()] == ["report"]
+
+
+def test_a_coroutine_run_carries_its_claims_token_and_settles_with_it(pair: Pair) -> None:
+    first, _, reader, _ = pair
+    first.schedule("async", cluster_jobs.token_of, OneTime(first.now), id="async")
+    wait_until(lambda: bool(reader.records("async")), timeout=10, what="the coroutine's record")
+    (record,) = reader.records("async")
+    assert record.ok and record.token is not None and record.result == str(record.token)

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import random
 import signal
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
-from lldsched import OneTime, Scheduler, TaskStatus
+from lldsched import FixedRate, OneTime, Scheduler, TaskStatus
 from lldsched.persistence import CoordinatedStore
 from tests import cluster_jobs
 from tests.cluster import Child, Cluster, StoreSpec, open_store, start_child, wait_until
@@ -32,11 +33,13 @@ def _more_runs(child: Child, than: int) -> Callable[[], bool]:
 
 
 def _stop_while_holding_leases(victim: Child, witness: Child, store: CoordinatedStore) -> list[int]:
-    """SIGSTOP ``victim`` at a moment it holds leases and is not inside a write (the
-    others still make progress); returns the tokens it held.  Retried a few times."""
+    """SIGSTOP ``victim`` at a moment it runs an action under a lease and is not inside a
+    write (the others still make progress); returns the tokens it held.  Retried."""
     for _ in range(10):
         victim.signal(signal.SIGSTOP)
         held = [lease.token for lease in store.leases() if lease.holder == victim.node]
+        if not {run["token"] for run in victim.runs()} & set(held):
+            held = []  # only claims not begun yet: no run of its own would be stale
         before = len(witness.runs())
         try:  # a child stopped inside a write transaction would block every other process
             wait_until(_more_runs(witness, before), timeout=3, what="the others to run")
@@ -121,4 +124,34 @@ def test_a_thousand_slots_over_three_processes_one_killed_one_stalled_run_once_e
     assert rejected == len(stale), f"{rejected} refused, {len(stale)} stale {context}"
     assert any(claim["pid"] == stalled.pid for claim in stale), f"no stale write {context}"
     seeder.shutdown()
+    store.close()
+
+
+def test_pause_resume_and_cancel_from_the_parent_process_reach_a_child_scheduler(
+    store_spec: StoreSpec, cluster: Cluster, tmp_path: Path
+) -> None:
+    child = start_child(store_spec, tmp_path / "runs.jsonl", lease=LEASE, poll=POLL)
+    cluster.children.append(child)
+    store = open_store(store_spec, lease=LEASE, poll=POLL)
+    parent = Scheduler(store=store)  # never started: it only gives orders
+    parent.schedule("tick", cluster_jobs.claimed_run, FixedRate(0.05), id="tick",
+                    kwargs={"work": 0.0})  # fmt: skip
+    wait_until(_more_runs(child, 2), timeout=20, what="the child to run the task")
+
+    parent.pause("tick")
+    wait_until(lambda: not store.leases(), timeout=10, what="the run in flight to settle")
+    held = len(child.runs())
+    threading.Event().wait(0.5)  # a short bounded wait to prove a negative: nothing runs
+    assert len(child.runs()) == held
+
+    parent.resume("tick")
+    wait_until(_more_runs(child, held + 2), timeout=20, what="the child to run it again")
+    parent.cancel("tick")
+    wait_until(lambda: not store.leases(), timeout=10, what="the run in flight to settle")
+    stopped = len(child.runs())
+    threading.Event().wait(0.5)  # again: nothing runs after the cancel
+    assert len(child.runs()) == stopped
+    assert [snapshot.status for snapshot in store.load_all()] == [TaskStatus.CANCELLED]
+    assert child.stop()["rejected"] == 0
+    parent.shutdown()
     store.close()

@@ -213,10 +213,17 @@ def test_muted_saves_write_nothing(pair: tuple[SqliteTaskStore, SqliteTaskStore]
 # -- the schema --------------------------------------------------------------------------------
 
 
-def test_a_schema_2_file_is_migrated_to_3_with_its_tasks_and_then_opens_shared(path: str) -> None:
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_older_file_is_migrated_to_3_with_its_tasks_and_then_opens_shared(
+    path: str, version: int
+) -> None:
     with SqliteTaskStore(path) as store:
         Scheduler(store=store).schedule("job", jobs.noop, OneTime(T0), id="job")
     _downgrade_to_2(path)
+    if version == 1:
+        connection = sqlite3.connect(path, isolation_level=None)
+        connection.executescript("ALTER TABLE records DROP COLUMN result; PRAGMA user_version = 1;")
+        connection.close()
     with SqliteTaskStore(path, shared=True) as store:
         assert [snapshot.task.id for snapshot in store.load_all()] == ["job"]
         assert [claim.task_id for claim in store.claim(now=T0, limit=1)] == ["job"]
@@ -235,3 +242,23 @@ def _downgrade_to_2(path: str) -> None:
         "ALTER TABLE records DROP COLUMN token; PRAGMA user_version = 2; COMMIT;"
     )
     connection.close()
+
+
+def test_a_pause_written_by_another_store_during_a_run_wins_over_its_settle(
+    pair: tuple[SqliteTaskStore, SqliteTaskStore],
+) -> None:
+    first, second = pair
+    (claim,) = first.claim(now=T0, limit=1)
+    second.load_all()
+    running = second.get("job-0")
+    assert running is not None
+    second.save(running._replace(status=TaskStatus.PAUSED))  # a pause from the other process
+    done, record = _finished(first, "job-0", claim.token)
+    first.settle(done._replace(status=TaskStatus.SCHEDULED, next_run_at=T0 + 60), record,
+                 token=claim.token)  # fmt: skip
+    settled = second.get("job-0")
+    assert settled is not None
+    assert (settled.status, settled.next_run_at) == (TaskStatus.PAUSED, T0 + 60)
+    assert [r.token for r in second.records("job-0")] == [claim.token]
+    (change,) = first.changes()  # the settler must follow the row, not its own outcome
+    assert change.snapshot is not None and change.snapshot.status is TaskStatus.PAUSED

@@ -42,36 +42,38 @@ included, so a restart after a crash opens the file at once.
 processes of one host, share the file: each due run is claimed by one of them
 through a lease with a fencing token, renewed while it runs, and settled with a
 write that is refused once the lease was taken over; control verbs written by
-any of them reach the others through a change feed.  The SQL is in
-:mod:`lldsched.stores.sqlite_shared`.  Shared and unshared openers of one file
+any of them reach the others through a change feed.  The methods are in
+:mod:`lldsched.stores.sqlite_coordinated` (mixed in), the SQL in
+:mod:`lldsched.stores.sqlite_shared`, the row statements both modes share in
+:mod:`lldsched.stores.sqlite_rows`.  Shared and unshared openers of one file
 refuse each other (the sidecar lock is taken shared, see
 :mod:`lldsched.stores.claim`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Collection, Iterator
 from types import TracebackType
-from typing import Any, TypeVar
 
 from lldsched.checks import seconds, whole_or_none
-from lldsched.errors import LeaseLost, StoreError, ValidationError
-from lldsched.model import ExecutionRecord, Outcome, TaskStatus
-from lldsched.persistence import Change, Claim, Lease, Task, TaskSnapshot
+from lldsched.errors import StoreError, ValidationError
+from lldsched.model import ExecutionRecord, TaskStatus
+from lldsched.persistence import Task, TaskSnapshot
 from lldsched.stores.claim import FileClaim
-from lldsched.stores.codec import decode_task, encode_task
+from lldsched.stores.codec import encode_task
+from lldsched.stores.sqlite_coordinated import CoordinatedMethods
+from lldsched.stores.sqlite_rows import INSERT_RECORD, RECORD_COLUMNS, UPDATE, UPSERT
+from lldsched.stores.sqlite_rows import record_of as _record
+from lldsched.stores.sqlite_rows import rollback as _rollback
+from lldsched.stores.sqlite_rows import snapshot_of as _snapshot
 from lldsched.stores.sqlite_shared import SHARED_SCHEMA, SharedState, bump
 
 __all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION", "SqliteTaskStore"]
 
 log = logging.getLogger("lldsched")
-
-_T = TypeVar("_T")
 
 SCHEMA_VERSION = 3
 APPLICATION_ID = 0x6C6C6473  # "llds"
@@ -124,37 +126,11 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
 }
 """The SQL statements that take a file from schema version ``n`` to ``n + 1``."""
 
-_UPDATE = """
-UPDATE tasks SET status = ?1, next_run_at = ?2, attempt = ?3, run_count = ?4,
-    failure_count = ?5, last_error = ?6, running = ?7,
-    failed_seq = CASE WHEN ?1 = 'failed' THEN coalesce(failed_seq, ?8) END
-WHERE id = ?9
-"""
-_UPSERT = """
-INSERT INTO tasks (status, next_run_at, attempt, run_count, failure_count, last_error,
-    running, failed_seq, id, name, definition, priority)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, CASE WHEN ?1 = 'failed' THEN ?8 END, ?9, ?10, ?11, ?12)
-ON CONFLICT (id) DO UPDATE SET name = excluded.name, definition = excluded.definition,
-    priority = excluded.priority, status = excluded.status,
-    next_run_at = excluded.next_run_at, attempt = excluded.attempt,
-    run_count = excluded.run_count, failure_count = excluded.failure_count,
-    last_error = excluded.last_error, running = excluded.running,
-    failed_seq = CASE WHEN ?1 = 'failed' THEN coalesce(tasks.failed_seq, ?8) END
-"""
-_INSERT_RECORD = """
-INSERT INTO records (task_id, seq, attempt, due, slot, worker, started, finished, ok, error,
-    timed_out, misfire, result, token) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-"""
-_RECORD_COLUMNS = (
-    "r.task_id, t.name, r.attempt, r.due, r.slot, r.worker, r.started, r.finished, r.ok, "
-    "r.error, r.timed_out, r.misfire, r.result, r.token"
-)
-_CONTROL = ("paused", "cancelled")  # statuses a control verb writes, which win over a settle
 _SYNCHRONOUS = ("NORMAL", "FULL")
 _PRIVATE = ("", ":memory:")  # SQLite's private databases: nobody else can open them
 
 
-class SqliteTaskStore:
+class SqliteTaskStore(CoordinatedMethods):
     """A durable :class:`~lldsched.persistence.TaskStore` in one SQLite file (WAL mode).
 
     ``retention`` bounds the records kept per task (``None``: keep all);
@@ -354,7 +330,7 @@ class SqliteTaskStore:
                 snapshot.run_count, snapshot.failure_count, snapshot.last_error,
                 snapshot.running, self._dead_seq, task_id,
             )  # fmt: skip
-            statement = _UPDATE if definition is None else _UPSERT
+            statement = UPDATE if definition is None else UPSERT
             parameters = (
                 state if definition is None else (*state, task.name, definition, task.priority)
             )
@@ -379,7 +355,7 @@ class SqliteTaskStore:
         shared mode the others' records are counted at the trim)."""
         task_id = record.task_id
         connection.execute(
-            _INSERT_RECORD,
+            INSERT_RECORD,
             (
                 task_id, seq, record.attempt, record.due, record.slot, record.worker,
                 record.started, record.finished, record.ok, record.error, record.timed_out,
@@ -487,14 +463,14 @@ class SqliteTaskStore:
             connection = self._open()
             if task_id is not None:
                 rows = connection.execute(
-                    f"SELECT {_RECORD_COLUMNS} FROM records r JOIN tasks t ON t.id = r.task_id "
+                    f"SELECT {RECORD_COLUMNS} FROM records r JOIN tasks t ON t.id = r.task_id "
                     "WHERE r.task_id = ? ORDER BY r.seq DESC LIMIT ?",
                     (task_id, keep),
                 ).fetchall()
                 rows.reverse()
             else:
                 rows = connection.execute(
-                    f"SELECT {_RECORD_COLUMNS} FROM ("
+                    f"SELECT {RECORD_COLUMNS} FROM ("
                     "  SELECT *, row_number() OVER (PARTITION BY task_id ORDER BY seq DESC) AS n"
                     "  FROM records) r JOIN tasks t ON t.id = r.task_id "
                     "WHERE ? < 0 OR r.n <= ? ORDER BY r.seq",
@@ -514,233 +490,6 @@ class SqliteTaskStore:
         with self._lock:
             (count,) = self._open().execute("SELECT count(*) FROM tasks").fetchone()
             return int(count)
-
-    # -- shared mode (CoordinatedStore; SQL in lldsched.stores.sqlite_shared) -------------
-
-    @property
-    def shared(self) -> bool:
-        """True when opened with ``shared=True``: the runtime coordinates through claims."""
-        return self._shared is not None
-
-    @property
-    def node(self) -> str:
-        """This process's holder id in the leases it takes (shared mode)."""
-        return self._coordinated().node
-
-    @property
-    def lease(self) -> float:
-        """Seconds a claim lasts unless renewed (shared mode)."""
-        return self._coordinated().lease
-
-    @property
-    def poll(self) -> float:
-        """The longest a scheduler goes without claiming and reading changes (shared mode)."""
-        return self._coordinated().poll
-
-    @property
-    def rejected(self) -> int:
-        """Settles refused so far because their lease was lost (shared mode)."""
-        return self._coordinated().rejected
-
-    def claim(self, *, now: float, limit: int) -> list[Claim]:
-        """Claim up to ``limit`` due runs, each with a lease and a fresh fencing token;
-        see :meth:`CoordinatedStore.claim <lldsched.persistence.CoordinatedStore.claim>`."""
-        with self._lock:
-            shared = self._coordinated()
-            return self._write(shared.claim, self._open(), now=now, limit=limit)
-
-    def renew(self, *, tokens: Collection[int], now: float) -> set[int]:
-        """Extend the leases this process holds with ``tokens``; the tokens still held."""
-        with self._lock:
-            shared = self._coordinated()
-            return self._write(shared.renew, self._open(), tokens=tokens, now=now)
-
-    def release(self, *, task_id: str, token: int) -> None:
-        """Give back a claim that will not run here (ignored if no longer held)."""
-        with self._lock:
-            shared = self._coordinated()
-            self._write(shared.release, self._open(), task_id=task_id, token=token)
-
-    def settle(self, snapshot: TaskSnapshot, record: ExecutionRecord, *, token: int) -> None:
-        """Write the run's record and the task's state after it, and drop the lease, only
-        while the lease with ``token`` is held; :class:`LeaseLost` (nothing written)
-        otherwise.  A pause or cancel another process wrote during the run wins over
-        the run's status (the task stays paused or cancelled; the record is kept)."""
-        task_id = snapshot.task.id
-        with self._lock:
-            shared = self._coordinated()
-            connection = self._open()
-            connection.execute("BEGIN IMMEDIATE")
-            try:
-                if not shared.take_lease(connection, task_id=task_id, token=token):
-                    _rollback(connection)
-                    shared.refetch.add(task_id)  # the new holder's state is the truth
-                    raise LeaseLost(task_id=task_id, token=token)
-                row = connection.execute(
-                    "SELECT status, version FROM tasks WHERE id = ?", (task_id,)
-                ).fetchone()
-                status = snapshot.status.value
-                overridden = (
-                    row is not None
-                    and row[1] != shared.seen.get(task_id, row[1])
-                    and row[0] in _CONTROL
-                    and status not in ("succeeded", "failed")
-                )
-                if overridden:  # a control verb from elsewhere, written during the run
-                    status = row[0]
-                version = self._write_state(connection, snapshot, status=status)
-                count = self._append(connection, record, seq=bump(connection, "record"))
-                connection.execute("COMMIT")
-            except LeaseLost:
-                raise
-            except BaseException:
-                _rollback(connection)
-                raise
-            self._counts[task_id] = count
-            shared.settled[task_id] = token
-            if overridden:
-                shared.refetch.add(task_id)  # this process must follow the row, not its own
-            else:
-                shared.seen[task_id] = version
-
-    def changes(self) -> list[Change]:
-        """Task rows other processes wrote since the last call, oldest first (see
-        :meth:`CoordinatedStore.changes <lldsched.persistence.CoordinatedStore.changes>`).
-        A row whose definition no longer imports here is logged and left out."""
-        with self._lock:
-            shared = self._coordinated()
-            rows, removed = shared.changed_rows(self._open())
-        found: list[Change] = [Change(task_id, version, None) for version, task_id in removed]
-        for task_id, version, definition, status, *state, leased in rows:
-            try:
-                snapshot = _snapshot(task_id, definition, status, state)
-            except StoreError:
-                log.exception("a change to task %s from another process cannot be read", task_id)
-                continue
-            found.append(Change(task_id, version, snapshot, bool(leased)))
-        with self._lock:
-            self._defined.update(
-                (change.task_id, change.snapshot.task)
-                for change in found
-                if change.snapshot is not None
-            )
-            for change in found:
-                if change.snapshot is None:
-                    self._defined.pop(change.task_id, None)
-        found.sort(key=_version)
-        return found
-
-    def changed(self) -> bool:
-        """True when another process committed since the last :meth:`changes` (one pragma)."""
-        with self._lock:
-            return self._coordinated().changed(self._open())
-
-    def subscribe(self, wake: Callable[[], None]) -> None:
-        """SQLite tells no other process of a commit: ``wake`` is never called, and the
-        scheduler's bounded wait (``poll``) is how changes are noticed."""
-        self._coordinated()
-
-    @contextlib.contextmanager
-    def muted(self) -> Iterator[None]:
-        """Inside, ``save`` and ``delete`` write nothing: the caller is applying another
-        process's change to its own registry."""
-        with self._lock:
-            shared = self._coordinated()
-            shared.muted += 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                shared.muted -= 1
-
-    def leases(self) -> list[Lease]:
-        """Every lease row, expired ones included, by token (for people and tests)."""
-        with self._lock:
-            shared = self._coordinated()
-            return shared.leases(self._open())
-
-    def _coordinated(self) -> SharedState:
-        if self._shared is None:
-            raise StoreError(
-                f"the store {self.path!r} was opened without shared=True: it coordinates nothing"
-            )
-        return self._shared
-
-    def _write(self, method: Callable[..., _T], connection: sqlite3.Connection, **kw: Any) -> _T:
-        """Run one of the shared state's writes, turning SQLite's errors (a busy file past
-        ``timeout``, a lost disk) into :class:`StoreError`."""
-        try:
-            return method(connection, **kw)
-        except sqlite3.Error as exc:
-            raise StoreError(f"the shared store {self.path!r} failed: {exc}") from exc
-
-    def _save_shared(self, snapshot: TaskSnapshot, record: ExecutionRecord | None) -> None:
-        """``save`` in shared mode: a run's record is a fenced settle; a RUNNING snapshot
-        of a task whose lease this process holds writes nothing (the lease says so);
-        anything else writes the row, visible to the other processes' feed."""
-        task = snapshot.task
-        task_id = task.id
-        shared = self._shared
-        assert shared is not None
-        if record is not None and record.token is not None:
-            if record.misfire is None or record.misfire is Outcome.GIVEN_UP:
-                try:
-                    self.settle(snapshot, record, token=record.token)
-                except LeaseLost as exc:
-                    with self._lock:
-                        shared.rejected += 1
-                    log.warning("%s; the record of attempt %d was dropped", exc, record.attempt)
-                return
-            with self._lock:  # a slot the run skipped: written only after its settle was
-                if shared.settled.get(task_id) != record.token:
-                    return
-        with self._lock:
-            if shared.muted:
-                return
-            if snapshot.status is TaskStatus.RUNNING and task_id in shared.held:
-                return
-            connection = self._open()
-            definition = None if self._defined.get(task_id) == task else encode_task(task)
-            connection.execute("BEGIN IMMEDIATE")
-            try:
-                version = self._write_state(
-                    connection, snapshot, status=snapshot.status.value, definition=definition
-                )
-                if record is not None:
-                    count = self._append(connection, record, seq=bump(connection, "record"))
-                    self._counts[task_id] = count
-                connection.execute("COMMIT")
-            except BaseException:
-                _rollback(connection)
-                raise
-            shared.seen[task_id] = version
-            self._defined[task_id] = task
-
-    def _write_state(
-        self,
-        connection: sqlite3.Connection,
-        snapshot: TaskSnapshot,
-        *,
-        status: str,
-        definition: str | None = None,
-    ) -> int:
-        """Inside a shared-mode transaction: write the row's state (and ``definition`` when
-        given) under a new version; returns the version."""
-        version = bump(connection, "change")
-        (dead_seq,) = connection.execute(
-            "SELECT coalesce(max(failed_seq), 0) + 1 FROM tasks"
-        ).fetchone()
-        task = snapshot.task
-        state = (
-            status, snapshot.next_run_at, snapshot.attempt, snapshot.run_count,
-            snapshot.failure_count, snapshot.last_error, snapshot.running, dead_seq, task.id,
-        )  # fmt: skip
-        if definition is None:
-            connection.execute(_UPDATE, state)
-        else:
-            connection.execute(_UPSERT, (*state, task.name, definition, task.priority))
-        connection.execute("UPDATE tasks SET version = ? WHERE id = ?", (version, task.id))
-        return version
 
     # -- lifetime ------------------------------------------------------------------------
 
@@ -773,49 +522,3 @@ class SqliteTaskStore:
     def __repr__(self) -> str:
         state = "closed" if self._connection is None else "open"
         return f"SqliteTaskStore({self.path!r}, {state})"
-
-
-def _rollback(connection: sqlite3.Connection) -> None:
-    """Roll back the open transaction, if SQLite has not already (it does on some errors)."""
-    if connection.in_transaction:
-        connection.execute("ROLLBACK")
-
-
-def _version(change: Change) -> int:
-    return change.version
-
-
-def _snapshot(task_id: str, definition: str, status: str, state: list[Any]) -> TaskSnapshot:
-    try:
-        status_value = TaskStatus(status)
-    except ValueError:
-        raise StoreError(f"task {task_id}: unknown status {status!r}") from None
-    next_run_at, attempt, run_count, failure_count, last_error, running = state
-    successes = run_count - failure_count  # a Window's max_runs counts these
-    return TaskSnapshot(
-        decode_task(task_id, definition, runs=successes), status_value, next_run_at, attempt,
-        run_count, failure_count, last_error, bool(running),
-    )  # fmt: skip
-
-
-def _record(row: tuple[Any, ...]) -> ExecutionRecord:
-    (
-        task_id, name, attempt, due, slot, worker, started, finished, ok, error, timed_out,
-        misfire, result, token,
-    ) = row  # fmt: skip
-    return ExecutionRecord(
-        task_id=task_id,
-        name=name,
-        attempt=attempt,
-        due=due,
-        slot=slot,
-        worker=worker,
-        started=started,
-        finished=finished,
-        ok=bool(ok),
-        error=error,
-        timed_out=bool(timed_out),
-        misfire=None if misfire is None else Outcome(misfire),
-        result=result,
-        token=token,
-    )

@@ -285,6 +285,9 @@ class Scheduler:
         if dropped:
             with self._lock:
                 self._settle(len(dropped))
+        if self._coordinator is not None:
+            with self._lock:
+                self._coordinator.release_pending()  # claims dropped unrun: free them now
         self._coroutines.shutdown(remaining())
         self._dispatcher.close(remaining())
         return not self._threads_alive()
@@ -296,19 +299,18 @@ class Scheduler:
         the thread that called shutdown()."""
         queue, pool = self._queue, self._pool
         own = 1 if pool.is_worker(threading.current_thread()) else 0  # shutdown() from a run
+        shared = self._coordinator is not None  # other processes run what is due; heap: hints
         with self._lock:
             self._draining = True  # _settle wakes this loop
             try:
                 while True:
-                    room = (
-                        0 if self._coordinator is not None else pool.room
-                    )  # shared: others run it
+                    room = 0 if shared else pool.room
                     batch = queue.pop_due(instant, room) if room else []
                     if batch:
                         self._in_flight += len(batch)
                         self._hand_out(batch)
                         continue
-                    due = queue.next_due()
+                    due = None if shared else queue.next_due()
                     if (due is None or due > instant) and self._in_flight <= own:
                         return True
                     wait = remaining()
@@ -397,40 +399,28 @@ class Scheduler:
         with self._lock:
             if self._state is _STOPPED:
                 raise SchedulerStateError(f"cannot schedule {name!r}: the scheduler is shut down")
-            coordinator = self._coordinator
-            if coordinator is not None:
-                self._followed(coordinator.sync())  # replace what another process registered
-            try:
-                task = self._core.add(
-                    name,
-                    action,
-                    schedule,
-                    task_id=id,
-                    replace_existing=replace_existing,
-                    priority=priority,
-                    retry=retry,
-                    timeout=timeout,
-                    args=args,
-                    kwargs=kwargs,
-                    misfire=misfire,
-                )
-            except ValidationError:
-                if coordinator is None or not replace_existing or id in self._core.tasks:
-                    raise
-                self._followed(coordinator.sync())  # registered elsewhere a moment ago
-                task = self._core.add(
-                    name,
-                    action,
-                    schedule,
-                    task_id=id,
-                    replace_existing=replace_existing,
-                    priority=priority,
-                    retry=retry,
-                    timeout=timeout,
-                    args=args,
-                    kwargs=kwargs,
-                    misfire=misfire,
-                )
+            self._follow_others()  # shared: replace what another process registered
+            for retry_once in (True, False):
+                try:
+                    task = self._core.add(
+                        name,
+                        action,
+                        schedule,
+                        task_id=id,
+                        replace_existing=replace_existing,
+                        priority=priority,
+                        retry=retry,
+                        timeout=timeout,
+                        args=args,
+                        kwargs=kwargs,
+                        misfire=misfire,
+                    )
+                    break
+                except ValidationError:  # shared: the id was registered elsewhere a moment ago?
+                    shared = self._coordinator is not None and replace_existing
+                    if not (retry_once and shared and id not in self._core.tasks):
+                        raise
+                    self._follow_others()
             if on_loop:
                 self._loop_ids.add(task.id)
             elif self._loop_ids:
@@ -480,6 +470,7 @@ class Scheduler:
         :class:`~lldsched.errors.SchedulerStateError` for a finished (succeeded or
         cancelled) task, and after shutdown."""
         with self._lock:
+            self._follow_others()  # shared: act on the row as it is now
             self._check_open("reschedule", task_id)
             return self._core.reschedule(task_id, schedule)
 
@@ -494,6 +485,7 @@ class Scheduler:
         """Change the task's priority, retry policy or timeout (what is not given stays);
         see :meth:`SchedulerCore.modify <lldsched.core.machine.SchedulerCore.modify>`."""
         with self._lock:
+            self._follow_others()  # shared: act on the row as it is now
             return self._core.modify(task_id, priority=priority, retry=retry, timeout=timeout)
 
     def run_now(self, task_id: str) -> bool:
@@ -503,6 +495,7 @@ class Scheduler:
         <lldsched.core.machine.SchedulerCore.run_now>`.  Raises
         :class:`~lldsched.errors.SchedulerStateError` once shutdown has begun."""
         with self._lock:
+            self._follow_others()  # shared: act on the row as it is now
             self._check_open("run_now", task_id)
             return self._core.run_now(task_id)
 
@@ -512,6 +505,7 @@ class Scheduler:
         thread rule is cooperative.  A running *coroutine* is cancelled, and its
         attempt recorded failed (``CancelledError: task cancelled``)."""
         with self._lock:
+            self._follow_others()  # shared: act on the row as it is now
             changed = self._core.cancel(task_id)
             if changed:
                 self._coroutines.cancel(task_id, "cancelled")
@@ -524,6 +518,7 @@ class Scheduler:
         failed (``CancelledError: task paused``) and, like any failure, retried
         after ``resume()`` while attempts remain."""
         with self._lock:
+            self._follow_others()  # shared: act on the row as it is now
             changed = self._core.pause(task_id)
             if changed:
                 self._coroutines.cancel(task_id, "paused")
@@ -533,18 +528,21 @@ class Scheduler:
     def resume(self, task_id: str) -> bool:
         """Return a paused task to its queue; a slot it slept through runs at once."""
         with self._lock:
+            self._follow_others()  # shared: act on the row as it is now
             self._check_open("resume", task_id)
             return self._core.resume(task_id)
 
     def redrive(self, task_id: str) -> bool:
         """Put a dead-lettered (FAILED) task back, due now, with a fresh attempt counter."""
         with self._lock:
+            self._follow_others()  # shared: act on the row as it is now
             self._check_open("redrive", task_id)
             return self._core.redrive(task_id)
 
     def remove(self, task_id: str) -> ScheduledTask:
         """Cancel the task if live, and forget it (here and in the store)."""
         with self._lock:
+            self._follow_others()  # shared: act on the row as it is now
             task = self._core.remove(task_id)
             self._coroutines.cancel(task_id, "cancelled")
             self._loop_ids.discard(task_id)
@@ -666,7 +664,8 @@ class Scheduler:
                     jump = (now - last_wall) - (mono - last_mono)
                     if abs(jump) > JUMP_TOLERANCE + JUMP_DRIFT * (mono - last_mono):
                         log.warning("the wall clock jumped by %+.3f s; re-evaluating", jump)
-                        after_clock_jump(self._core, jump, now)
+                        if coordinator is None:  # shared: the rows decide, claims use now
+                            after_clock_jump(self._core, jump, now)
                     last_wall, last_mono = now, mono
                 while deadlines and deadlines[0][0] <= now:
                     heapq.heappop(deadlines)[2].cancel("timeout")
@@ -775,6 +774,12 @@ class Scheduler:
         if self._coordinator is not None:
             self._coordinator.done(run)
         self._settle(1)
+
+    def _follow_others(self) -> None:
+        """Shared mode: apply what other processes wrote before a verb changes a task, so
+        the row this process writes starts from the latest one (under the lock)."""
+        if self._coordinator is not None:
+            self._followed(self._coordinator.sync())
 
     def _followed(self, tasks: list[ScheduledTask]) -> None:
         """Tasks another process changed: keep the loop-task ids, and cancel a coroutine

@@ -86,7 +86,11 @@ class Coordinator:
         touched = []
         with store.muted():
             for change in changes:
-                task = follow(self._core, change)
+                try:
+                    task = follow(self._core, change)
+                except Exception:  # one unreadable change must not stop the timer
+                    log.exception("cannot apply the change to %s from another process", change)
+                    continue
                 if task is not None:
                     touched.append(task)
         return touched
@@ -142,6 +146,13 @@ class Coordinator:
             self._running.pop(run.token, None)
             if not self._running and not self._pending:
                 self._renew_at = None
+
+    def release_pending(self) -> None:
+        """Give back the claims handed out and never begun (dropped at shutdown), so the
+        other processes need not wait for their expiry."""
+        for task_id, claim in list(self._pending.items()):
+            del self._pending[task_id]
+            self._release(task_id, claim.token)
 
     # -- internals -------------------------------------------------------------------------
 
