@@ -10,6 +10,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg import conninfo
 
 from lldsched import (
     CronSchedule,
@@ -28,7 +29,7 @@ from lldsched import (
 )
 from lldsched.persistence import CoordinatedStore, HistoryStore
 from lldsched.stores.postgres import PostgresTaskStore
-from lldsched.stores.postgres_listen import redact
+from lldsched.stores.postgres_listen import redact, with_timeouts
 from tests import jobs
 from tests.conftest import T0, SchedulerFactory, settle
 from tests.pg_server import PostgresServer
@@ -250,3 +251,11 @@ def test_after_a_database_restart_the_failed_call_is_a_store_error_and_the_next_
             store.get("a")
         stored = store.get("a")
         assert stored is not None and stored.task.id == "a"
+
+
+def test_connections_get_bounded_timeouts_unless_the_dsn_sets_its_own() -> None:
+    bounded = conninfo.conninfo_to_dict(with_timeouts("host=h dbname=d", timeout=10))
+    assert bounded["tcp_user_timeout"] == "10000" and bounded["connect_timeout"] == "10"
+    assert bounded["keepalives"] == "1"
+    own = conninfo.conninfo_to_dict(with_timeouts("host=h connect_timeout=3", timeout=10))
+    assert own["connect_timeout"] == "3"

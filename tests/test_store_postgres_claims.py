@@ -239,3 +239,19 @@ def test_a_task_made_earliest_due_in_another_process_wakes_this_timer_at_once(
     write_from_another_process(postgres_dsn, "earliest", due_in=5)
     assert woke.wait(10)
     assert store.get("earliest") is not None
+
+
+def test_an_expired_lease_nobody_took_over_is_still_the_holders_to_renew_and_settle(
+    open_store: Opener,
+) -> None:
+    holder = open_store(lease=60)
+    holder.save(snapshot(task(id="a")))
+    (claim,) = holder.claim(now=T0, limit=1)
+    with psycopg.connect(holder._dsn, autocommit=True) as connection:
+        connection.execute("UPDATE leases SET expires_at = expires_at - 120")
+    assert holder.renew(tokens=[claim.token], now=T0) == {claim.token}  # no newer token
+    assert open_store().claim(now=T0, limit=1) == []  # renewed: live again
+    holder.settle(
+        snapshot(task(id="a")), record("a", 0)._replace(token=claim.token), token=claim.token
+    )
+    assert holder.rejected == 0 and [r.token for r in holder.records("a")] == [claim.token]

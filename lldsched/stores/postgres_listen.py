@@ -32,7 +32,7 @@ except ImportError as exc:  # pragma: no cover - exercised by a test that hides 
     ) from exc
 
 # psycopg is re-exported: the store imports it from here, after the check above.
-__all__ = ["Listener", "connect", "psycopg", "redact"]
+__all__ = ["Listener", "connect", "psycopg", "redact", "with_timeouts"]
 
 log = logging.getLogger("lldsched")
 
@@ -60,7 +60,7 @@ def connect(dsn: str, *, timeout: float) -> psycopg.Connection[tuple[object, ...
     """An autocommit connection to ``dsn``, or :class:`StoreError` naming the redacted
     dsn and the server's reason (with any password in it redacted as well)."""
     try:
-        return psycopg.connect(dsn, autocommit=True, connect_timeout=max(1, round(timeout)))
+        return psycopg.connect(with_timeouts(dsn, timeout=timeout), autocommit=True)
     except psycopg.Error as exc:
         reason = str(exc).strip()
         password = _password(dsn)
@@ -69,6 +69,29 @@ def connect(dsn: str, *, timeout: float) -> psycopg.Connection[tuple[object, ...
         raise StoreError(
             f"cannot connect to the PostgreSQL store {redact(dsn)!r}: {reason}"
         ) from None
+
+
+def with_timeouts(dsn: str, *, timeout: float) -> str:
+    """``dsn`` with bounds on how long a dead server or a cut network can hold a call,
+    unless the dsn sets them itself: ``connect_timeout``, TCP keepalives, and
+    ``tcp_user_timeout`` (sent data unacknowledged that long fails the connection).
+    Without them a statement sent into a cut network waits for the kernel's TCP
+    retransmission limit (about 15 minutes), holding the scheduler's lock."""
+    try:
+        given = conninfo.conninfo_to_dict(dsn)
+    except psycopg.Error:
+        return dsn  # psycopg.connect reports it
+    seconds = max(1, round(timeout))
+    defaults = {
+        "connect_timeout": seconds,
+        "keepalives": 1,
+        "keepalives_idle": seconds,
+        "keepalives_interval": max(1, seconds // 3),
+        "keepalives_count": 3,
+        "tcp_user_timeout": seconds * 1000,  # milliseconds
+    }
+    extra = {name: value for name, value in defaults.items() if name not in given}
+    return conninfo.make_conninfo(dsn, **extra)
 
 
 def _password(dsn: str) -> str | None:
@@ -95,7 +118,8 @@ class Listener:
     def _loop(self) -> None:
         while not self._stopping.is_set():
             try:
-                with psycopg.connect(self._dsn, autocommit=True, connect_timeout=5) as connection:
+                dsn = with_timeouts(self._dsn, timeout=5)
+                with psycopg.connect(dsn, autocommit=True) as connection:
                     connection.execute(f"LISTEN {self._channel}")
                     self._wake()  # what was sent while we were not listening is lost
                     while not self._stopping.is_set():

@@ -182,11 +182,13 @@ SELECT c.task_id, c.slot, c.attempt, c.token, c.expires_at, c.version
  ORDER BY c.slot, d.priority
 """
 
-# Renewal extends only leases that have not expired: an expired lease may be taken
-# over at any moment, so it is lost whether or not anyone has yet.
+# Renewal extends every lease this node still holds, expired or not: an expired lease
+# that nobody took over is still the holder's (no newer token exists, nothing ran twice),
+# as on SQLite.  A claim that locked the row first replaced the token: not renewed.  A
+# renewal that committed first makes the claim's ON CONFLICT WHERE fail: not taken.
 RENEW = f"""
 UPDATE leases SET expires_at = {DB_NOW} + %(lease)s
- WHERE holder = %(node)s AND token = ANY(%(tokens)s) AND expires_at > {DB_NOW}
+ WHERE holder = %(node)s AND token = ANY(%(tokens)s)
 RETURNING token
 """
 
