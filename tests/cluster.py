@@ -60,9 +60,9 @@ def _open_sqlite(spec: StoreSpec, *, lease: float, poll: float) -> CoordinatedSt
 
 
 def _postgres_spec(request: pytest.FixtureRequest, directory: Path) -> StoreSpec:
-    """A fresh database on the session's throwaway server (tests/pg_server.py)."""
+    """A fresh schema on the session's throwaway server (tests/pg_server.py)."""
     server = request.getfixturevalue("postgres_server")
-    return StoreSpec("postgres", {"dsn": server.create_database()})
+    return StoreSpec("postgres", {"dsn": server.create_schema()})
 
 
 def _open_postgres(spec: StoreSpec, *, lease: float, poll: float) -> CoordinatedStore:

@@ -73,5 +73,5 @@ def postgres_server() -> Iterator[PostgresServer]:
 
 @pytest.fixture
 def postgres_dsn(postgres_server: PostgresServer) -> str:
-    """The dsn of a fresh, empty database on the session's PostgreSQL server."""
-    return postgres_server.create_database()
+    """A dsn for a fresh, empty schema on the session's PostgreSQL server."""
+    return postgres_server.create_schema()

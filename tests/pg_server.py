@@ -156,6 +156,14 @@ class PostgresServer:
         self.sql(f"CREATE DATABASE {name}{copy}")
         return self.dsn(name)
 
+    def create_schema(self) -> str:
+        """A new empty schema in the database ``postgres``; returns a dsn whose sessions
+        use it (``search_path``).  Instant, where a database costs a checkpoint (about a
+        second here): what each test gets."""
+        name = f"test_{next(self._databases)}"
+        self.sql(f"CREATE SCHEMA {name}")
+        return f"{self.dsn()}?options=-csearch_path%3D{name}"
+
     def sql(self, statement: str) -> None:
         """Run one statement as the superuser, through psql on the Unix socket."""
         self._run(

@@ -173,7 +173,7 @@ def test_a_database_of_another_application_is_refused_and_left_untouched(
         PostgresTaskStore(postgres_dsn)
     with psycopg.connect(postgres_dsn) as connection:
         rows = connection.execute(
-            "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
         ).fetchall()
     assert rows == [("tasks",)]
 

@@ -46,7 +46,7 @@ from types import TracebackType
 from typing import Any
 
 from lldsched.checks import seconds, whole_or_none
-from lldsched.errors import LeaseLost, StoreError
+from lldsched.errors import LeaseLost, StoreError, ValidationError
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
 from lldsched.persistence import Change, Claim, Lease, Task, TaskSnapshot
 from lldsched.stores import postgres_sql as sql
@@ -176,16 +176,17 @@ class PostgresTaskStore:
             connection = self._open()
             try:
                 yield connection
-            except psycopg.OperationalError as exc:
+            except psycopg.Error as exc:  # a lost server, a deadlock, a constraint
                 raise StoreError(f"the PostgreSQL store {self.dsn!r} failed: {exc}") from None
 
     # -- the TaskStore protocol --------------------------------------------------------
 
     def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
-        """Write the task's state (and ``record``).  A record carrying a fencing token is
-        a settle (:meth:`settle`): refused when its lease was lost, counted in
-        :attr:`rejected` and logged, not raised.  Writes nothing while :meth:`muted`, or
-        for the RUNNING state of a run whose lease this node holds."""
+        """Write the task's state (and ``record``); :class:`ValidationError` for a
+        registration of an id another node registered (nothing written).  A record
+        carrying a fencing token is a settle (:meth:`settle`): refused when its lease was
+        lost, counted in :attr:`rejected` and logged, not raised.  Writes nothing while
+        :meth:`muted`, or for the RUNNING state of a run whose lease this node holds."""
         if self._muted:
             return
         token = None if record is None else record.token
@@ -202,28 +203,35 @@ class PostgresTaskStore:
         if snapshot.status is TaskStatus.RUNNING and snapshot.task.id in self._held:
             return  # the lease says so
         with self._using() as connection, connection.transaction():
-            self._write(connection, snapshot, writer=self.node)
+            self._write(connection, snapshot)
             if record is not None:
                 self._append(connection, record)
 
-    def _write(self, connection: Connection, snapshot: TaskSnapshot, *, writer: str) -> None:
+    def _write(
+        self, connection: Connection, snapshot: TaskSnapshot, *, unknown: str = sql.INSERT_NEW
+    ) -> None:
         """Write the row (the definition too when it changed) and NOTIFY if it became the
-        earliest due."""
+        earliest due.  ``unknown``: the statement for a task this node has not seen yet, a
+        registration (refused if another node registered the id) unless a settle, whose
+        lease proves the row exists, says :data:`~lldsched.stores.postgres_sql.UPSERT`."""
         task = snapshot.task
-        state = _state(snapshot, writer=writer)
-        if self._defined.get(task.id) == task:
+        state = _state(snapshot, writer=self.node)
+        known = self._defined.get(task.id)
+        if known == task:
             connection.execute(sql.UPDATE, state)
         else:
-            definition = encode_task(task)
-            connection.execute(
-                sql.UPSERT,
-                {
-                    **state,
-                    "name": task.name,
-                    "definition": definition,
-                    "priority": int(task.priority),
-                },
-            )
+            row = {
+                **state,
+                "name": task.name,
+                "definition": encode_task(task),
+                "priority": int(task.priority),
+            }
+            statement = sql.UPSERT if known is not None else unknown
+            if connection.execute(statement, row).fetchone() is None:
+                raise ValidationError(  # a registration here of an id another node registered
+                    f"task id {task.id!r} is already registered by another scheduler on "
+                    f"{self.dsn!r}; pass replace_existing=True to update it"
+                )
             self._defined[task.id] = task
         connection.execute(sql.NOTIFY_IF_EARLIEST, {**state, "node": self.node})
 
@@ -382,7 +390,7 @@ class PostgresTaskStore:
                 if dropped is not None and row is not None:
                     version, writer = row
                     if version == dropped[0] or writer == self.node:
-                        self._write(connection, snapshot, writer=self.node)
+                        self._write(connection, snapshot, unknown=sql.UPSERT)
                     else:  # another node wrote the row during the run: its write wins
                         connection.execute(sql.UPDATE_COUNTS, _state(snapshot, writer=""))
                     self._append(connection, record)

@@ -111,6 +111,17 @@ ON CONFLICT (id) DO UPDATE SET name = excluded.name, definition = excluded.defin
 RETURNING version
 """
 
+# A registration: refused (no row returned) when another node registered the id.
+INSERT_NEW = """
+INSERT INTO tasks (id, name, definition, priority, status, next_run_at, attempt, run_count,
+    failure_count, last_error, running, failed_seq, version, writer)
+VALUES (%(id)s, %(name)s, %(definition)s, %(priority)s, %(status)s, %(next_run_at)s,
+    %(attempt)s, %(run_count)s, %(failure_count)s, %(last_error)s, %(running)s,
+    CASE WHEN %(status)s = 'failed' THEN nextval('dead_letter_seq') END, 1, %(writer)s)
+ON CONFLICT (id) DO NOTHING
+RETURNING version
+"""
+
 # A write that makes its task the earliest due of all wakes every node's timer.
 NOTIFY_IF_EARLIEST = f"""
 SELECT pg_notify('{CHANNEL}', %(node)s)
