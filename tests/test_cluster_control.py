@@ -141,7 +141,7 @@ def test_default_ids_of_two_schedulers_never_collide(pair: Pair) -> None:
     ids = {first.schedule("a", jobs.noop, OneTime(first.now + 60)).id for _ in range(3)}
     ids |= {second.schedule("b", jobs.noop, OneTime(first.now + 60)).id for _ in range(3)}
     assert len(ids) == 6
-    assert len(reader) == 6
+    assert len(reader.load_all()) == 6
 
 
 def test_a_run_whose_lease_is_taken_over_is_told_and_its_write_refused(
