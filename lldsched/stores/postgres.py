@@ -104,9 +104,11 @@ class PostgresTaskStore:
         except BaseException:
             connection.close()
             raise
-        # Guards the connection (one statement or transaction at a time) and every
-        # field below it.  Taken inside the scheduler's lock when the runtime calls;
-        # never held while calling anything outside this store (wake included).
+        # Guards the connection (one statement or transaction at a time), the caches
+        # from _defined to _since, and `rejected`.  Taken inside the scheduler's lock
+        # when the runtime calls (lock order: the scheduler's, then this one); never
+        # held while calling anything outside this store (wake included).  _muted and
+        # _listener are set only by the runtime, under its own lock.
         self._lock = threading.Lock()
         self._connection: Connection | None = connection
         self._closed = False
@@ -130,7 +132,7 @@ class PostgresTaskStore:
         """Create the schema in an empty database, accept ours, refuse anything else.
         An advisory lock keeps two processes opening a new database from racing."""
         with connection.transaction():
-            connection.execute("SELECT pg_advisory_xact_lock(7106659)")  # "lld" + 1
+            connection.execute("SELECT pg_advisory_xact_lock(7106659)")  # lldsched's key
             present = {
                 name
                 for (name,) in connection.execute(
