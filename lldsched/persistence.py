@@ -64,6 +64,7 @@ class Task(NamedTuple):
     args: tuple[Any, ...] = ()
     kwargs: Mapping[str, Any] | None = None
     misfire: MisfirePolicy | None = None  # None: the default policy
+    isolation: str = "thread"  # or "process" (lldsched.core.registration.ISOLATIONS)
 
 
 class TaskSnapshot(NamedTuple):

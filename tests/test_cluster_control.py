@@ -183,3 +183,28 @@ def test_a_coroutine_run_carries_its_claims_token_and_settles_with_it(pair: Pair
     wait_until(lambda: bool(reader.records("async")), timeout=10, what="the coroutine's record")
     (record,) = reader.records("async")
     assert record.ok and record.token is not None and record.result == str(record.token)
+
+
+def test_a_process_isolated_run_in_shared_mode_settles_with_its_token(pair: Pair) -> None:
+    first, second, reader, _ = pair
+    first.schedule("isolated", "tests.jobs:noop", OneTime(first.now), id="isolated",
+                   isolation="process")  # fmt: skip
+    wait_until(lambda: bool(reader.records("isolated")), timeout=30, what="the isolated run")
+    (record,) = reader.records("isolated")
+    assert record.ok and record.token is not None
+    wait_until(lambda: second.task("isolated").status is TaskStatus.SUCCEEDED, timeout=5,
+               what="the other scheduler to follow")  # fmt: skip
+
+
+def test_a_scheduler_built_on_a_shared_store_has_the_stored_tasks_before_it_starts(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path, shared=True) as first, SqliteTaskStore(path, shared=True) as second:
+        Scheduler(store=first).schedule("report", jobs.noop, OneTime(2_000_000_000.0), id="report")
+        late = Scheduler(store=second)
+        assert [(task.id, task.status) for task in late.tasks()] == [
+            ("report", TaskStatus.SCHEDULED)
+        ]
+        assert late.task("report").next_run_at == 2_000_000_000.0
+        late.shutdown()

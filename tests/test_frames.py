@@ -281,7 +281,7 @@ def test_both_summaries_keep_a_task_whose_slots_were_all_decided_without_a_run()
     summary = task_summary(to_frame(records))
     assert summary["runs"].tolist() == [1, 0] and summary["missed"].tolist() == [0, 1]
     assert summary.loc["b", "lateness_max"] is pd.NaT
-    assert line_a.duration_max == summary.loc["a", "duration_max"].total_seconds() == 5
+    assert line_a.duration_max == 5 and summary["duration_max"].iloc[0] == pd.Timedelta(seconds=5)
 
 
 def test_overruns_are_counted_through_a_schedule_decorator() -> None:

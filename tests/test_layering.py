@@ -24,6 +24,7 @@ VOCABULARY = {
     "lldsched.persistence",
     "lldsched.runtime",
     "lldsched.checks",
+    "lldsched.importpath",
 }
 THREADED, SIM, STORES, VIEWS, CLI = (
     "lldsched.threaded",

@@ -115,6 +115,7 @@ class DefinitionVerbs:
             args=old.args,
             kwargs=old.kwargs,
             misfire=old.misfire,
+            isolation=old.isolation,
         )
         if new_priority is task.priority and options == old:
             return task  # nothing to change: nothing written, nothing announced

@@ -144,6 +144,7 @@ def _redefine(core: SchedulerCore, definition: Task) -> None:
         args=definition.args,
         kwargs=definition.kwargs,
         misfire=definition.misfire,
+        isolation=definition.isolation,
     )
 
 

@@ -73,6 +73,7 @@ from lldsched.core.registration import (
     SCHEDULE_TYPES,
     check_task_id,
     check_zone,
+    isolated_action,
     schedule_of,
     validated,
 )
@@ -179,7 +180,7 @@ class SchedulerCore(DefinitionVerbs):
     def add(
         self,
         name: str,
-        action: Callable[..., Any] | None,
+        action: Callable[..., Any] | str | None,
         schedule: Schedule | str,
         *,
         task_id: str | None = None,
@@ -190,6 +191,7 @@ class SchedulerCore(DefinitionVerbs):
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
+        isolation: str = "thread",
     ) -> ScheduledTask:
         """Validate (:mod:`~lldsched.core.registration`), register and queue a task;
         nothing is registered if anything is wrong.
@@ -202,7 +204,12 @@ class SchedulerCore(DefinitionVerbs):
         already registered is a :class:`ValidationError` naming it, unless
         ``replace_existing``: then that task takes this definition (see
         :meth:`_replace`) and is returned, with its history.
+
+        ``isolation="process"``: ``action`` is an import path, resolved here to the
+        function it names (:func:`~lldsched.core.registration.isolated_action`).
         """
+        if isolation != "thread" or isinstance(action, str):
+            action = isolated_action(name, action, isolation=isolation)
         kind = type(schedule)
         # Only cron, text or a type not seen yet need schedule_of: the common case skips
         # the call (2 % of a registration, callgrind); isinstance also tells mypy.
@@ -218,6 +225,7 @@ class SchedulerCore(DefinitionVerbs):
             args=args,
             kwargs=kwargs,
             misfire=misfire,
+            isolation=isolation,
         )
         if task_id is not None:
             check_task_id(task_id)
@@ -670,6 +678,7 @@ class SchedulerCore(DefinitionVerbs):
             args=definition.args,
             kwargs=definition.kwargs,
             misfire=definition.misfire,
+            isolation=definition.isolation,
         )
         task = ScheduledTask(
             task_id=definition.id,

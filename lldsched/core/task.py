@@ -58,6 +58,7 @@ class TaskOptions(NamedTuple):
     kwargs: Mapping[str, Any] | None = None
     pass_context: bool = False  # the action declares a ``ctx`` parameter
     misfire: MisfirePolicy | None = None  # None: DEFAULT_MISFIRE
+    isolation: str = "thread"  # or "process": lldsched.threaded.processes runs it
 
 
 DEFAULT_OPTIONS = TaskOptions()
@@ -200,6 +201,7 @@ class ScheduledTask:
         return Task(
             self.id, self.name, self.action, self.schedule, self.priority,
             options.retry, options.timeout, options.args, options.kwargs, options.misfire,
+            options.isolation,
         )  # fmt: skip
 
     # -- the runs --------------------------------------------------------------------

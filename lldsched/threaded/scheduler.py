@@ -13,7 +13,11 @@ Three kinds of thread share one lock:
 * the **event dispatcher** delivers events to listeners, off the hot path;
 * the **event loop** (:class:`~lldsched.threaded.coroutines.CoroutineRunner`, started
   at the first coroutine run) runs the awaitables that ``async def`` actions
-  return, with their timeouts enforced by cancellation.
+  return, with their timeouts enforced by cancellation;
+* **worker processes** (:class:`~lldsched.threaded.processes.ProcessPool`, started at
+  the first run of a task registered with ``isolation="process"``) run such tasks'
+  actions: the worker thread that took the run waits for its child, so isolated runs
+  count against the ``workers`` like any run, and a child is killed at its timeout.
 
 Shutdown stops timing first (the timer is woken and joined, so nothing new is
 submitted), then drains (every run due at or before the shutdown instant, in heap
@@ -81,6 +85,7 @@ from lldsched.schedules.base import Schedule
 from lldsched.threaded.coroutines import CoroutineRunner, is_loop_action
 from lldsched.threaded.dispatcher import EventDispatcher
 from lldsched.threaded.pool import WorkerPool
+from lldsched.threaded.processes import ProcessPool
 from lldsched.threaded.shared import Coordinator
 
 __all__ = ["Scheduler"]
@@ -99,9 +104,10 @@ _finished = operator.attrgetter("finished")  # the order of Scheduler.records()
 MAX_WAIT = 60.0
 """The longest the timer sleeps before it looks at the clock again, by default (seconds)."""
 
-_Outcome = tuple[float, float, "str | None", "BaseException | None", "str | None", object]
+_Outcome = tuple[float, float, "str | None", "BaseException | None", "str | None", object, bool]
 """What running an attempt produced: started, finished, error text, escaped exception,
-result text, and an awaitable still to run (None for a run that is over)."""
+result text, an awaitable still to run (None for a run that is over), and whether
+the run was stopped at its timeout (a child process killed)."""
 
 
 class Scheduler:
@@ -194,6 +200,7 @@ class Scheduler:
         shared = _coordinated(store)
         if shared is not None and ids is None:  # default ids unique across processes
             ids = sequential_ids(prefix=f"task-{shared.node.rsplit(':', 1)[-1]}-")
+        self._processes = ProcessPool(now=self._clock.now)  # no process until an isolated run
         self._core = SchedulerCore(
             clock=self._clock,
             queue=self._queue,
@@ -256,7 +263,10 @@ class Scheduler:
         what has not started when it runs out is not run.  What is not run stays
         SCHEDULED (or RETRYING) with its due time, for a durable store to recover.
         Coroutines still running when ``timeout`` runs out are cancelled (see
-        :mod:`lldsched.threaded.coroutines`).
+        :mod:`lldsched.threaded.coroutines`).  Worker processes (``isolation="process"``)
+        are closed: a drain waits for their runs like any other; without a drain, or
+        once ``timeout`` runs out, a run still in its child is killed and recorded
+        failed (``CancelledError: the scheduler shut down without draining``).
 
         Returns True when every thread stopped within ``timeout`` seconds; calling it
         again waits again (up to its own ``timeout``) for a run still in flight.
@@ -281,6 +291,7 @@ class Scheduler:
         if not finished:  # drop=False, or out of time: what waits for the loop is dropped too
             with self._lock:
                 self._coroutines.drop_waiting()
+            self._processes.kill_all("the scheduler shut down without draining")
         dropped = self._pool.shutdown(drain=finished, timeout=remaining())
         if dropped:
             with self._lock:
@@ -288,6 +299,7 @@ class Scheduler:
         if self._coordinator is not None:
             with self._lock:
                 self._coordinator.release_pending()  # claims dropped unrun: free them now
+        self._processes.close(remaining())
         self._coroutines.shutdown(remaining())
         self._dispatcher.close(remaining())
         return not self._threads_alive()
@@ -359,7 +371,7 @@ class Scheduler:
     def schedule(
         self,
         name: str,
-        action: Callable[..., Any],
+        action: Callable[..., Any] | str,
         schedule: Schedule | str,
         *,
         id: str | None = None,
@@ -370,6 +382,7 @@ class Scheduler:
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
+        isolation: str = "thread",
     ) -> ScheduledTask:
         """Register ``action`` to run on ``schedule``; returns its live :class:`ScheduledTask`.
 
@@ -387,6 +400,13 @@ class Scheduler:
         here; with a durable store that includes the action's import path and JSON
         arguments.
 
+        ``isolation="process"`` runs each attempt in a worker process (see
+        :mod:`lldsched.threaded.processes`): ``action`` is then an import path,
+        ``"package.module:function"``, with ``args`` and ``kwargs`` that JSON keeps
+        unchanged, and the ``timeout`` is *enforced*: the child is killed at the
+        deadline, the run recorded timed out, and the worker freed at once.  Default
+        ``"thread"``.
+
         ``id`` is a caller-chosen task id (default ``task-1``, ``task-2``, ...).
         Registering an id that exists raises :class:`~lldsched.errors.ValidationError`
         naming it, unless ``replace_existing=True``: the task keeps its id, history
@@ -395,7 +415,7 @@ class Scheduler:
         store gets the same tasks back, not copies.
         """
         require_action(name, action)
-        on_loop = is_loop_action(action)
+        on_loop = isolation == "thread" and is_loop_action(action)
         with self._lock:
             if self._state is _STOPPED:
                 raise SchedulerStateError(f"cannot schedule {name!r}: the scheduler is shut down")
@@ -414,6 +434,7 @@ class Scheduler:
                         args=args,
                         kwargs=kwargs,
                         misfire=misfire,
+                        isolation=isolation,
                     )
                     break
                 except ValidationError:  # shared: the id was registered elsewhere a moment ago?
@@ -502,26 +523,30 @@ class Scheduler:
     def cancel(self, task_id: str) -> bool:
         """Stop all future runs of the task; True if it was live.  A run in flight on a
         thread finishes (its record is kept) and its context's flag is raised: the
-        thread rule is cooperative.  A running *coroutine* is cancelled, and its
-        attempt recorded failed (``CancelledError: task cancelled``)."""
+        thread rule is cooperative.  A running *coroutine* is cancelled, and a running
+        *process-isolated* run killed; either attempt is recorded failed
+        (``CancelledError: task cancelled``)."""
         with self._lock:
             self._follow_others()  # shared: act on the row as it is now
             changed = self._core.cancel(task_id)
             if changed:
                 self._coroutines.cancel(task_id, "cancelled")
+                self._processes.kill(task_id, "task cancelled")
             self._notify_idle()  # a wait_drained() waiter may have been waiting on this task
             return changed
 
     def pause(self, task_id: str) -> bool:
         """Hold the task; True if it was live.  A run in flight on a thread finishes;
-        nothing follows.  A running *coroutine* is cancelled: its attempt is recorded
-        failed (``CancelledError: task paused``) and, like any failure, retried
-        after ``resume()`` while attempts remain."""
+        nothing follows.  A running *coroutine* is cancelled, and a running
+        *process-isolated* run killed: its attempt is recorded failed
+        (``CancelledError: task paused``) and, like any failure, retried after
+        ``resume()`` while attempts remain."""
         with self._lock:
             self._follow_others()  # shared: act on the row as it is now
             changed = self._core.pause(task_id)
             if changed:
                 self._coroutines.cancel(task_id, "paused")
+                self._processes.kill(task_id, "task paused")
             self._notify_idle()  # a wait_drained() waiter may have been waiting on this task
             return changed
 
@@ -545,6 +570,7 @@ class Scheduler:
             self._follow_others()  # shared: act on the row as it is now
             task = self._core.remove(task_id)
             self._coroutines.cancel(task_id, "cancelled")
+            self._processes.kill(task_id, "task cancelled")
             self._loop_ids.discard(task_id)
             self._notify_idle()
             return task
@@ -734,26 +760,46 @@ class Scheduler:
         return run
 
     def _execute(self, run: Run) -> _Outcome:
+        if run.task._options.isolation != "thread":
+            return self._execute_in_process(run)
         now = self._clock.now
         started = now()
         try:
             error, value = run.invoke()
         except BaseException as exc:  # recorded by _complete, then re-raised there
-            return started, now(), error_text(exc), exc, None, None
+            return started, now(), error_text(exc), exc, None, None, False
         if value is None:  # the common case: no result text to build
-            return started, now(), error, None, None, None
+            return started, now(), error, None, None, None, False
         if must_await(value):  # a coroutine: the event loop runs it, this worker moves on
-            return started, started, None, None, None, value
-        return started, now(), None, None, result_text(value), None
+            return started, started, None, None, None, value, False
+        return started, now(), None, None, result_text(value), None, False
+
+    def _execute_in_process(self, run: Run) -> _Outcome:
+        """Run a process-isolated attempt: this worker waits for its child (killed at
+        the timeout: the worker is free as soon as the kill is reaped)."""
+        task = run.task
+        options = task._options
+        action = task.action
+        assert action is not None  # registration resolved the import path
+        path = f"{action.__module__}:{action.__qualname__}"  # checked at registration
+        try:
+            ended = self._processes.run(
+                task.id, path, options.args, options.kwargs, timeout=options.timeout
+            )
+        except Exception as exc:  # shut down meanwhile (SchedulerStateError), or no process
+            now = self._clock.now()
+            return now, now, error_text(exc), None, None, None, False
+        started, finished, error, result, timed_out = ended
+        return started, finished, error, None, result, None, timed_out
 
     def _complete(self, run: Run, outcome: _Outcome) -> None:
-        started, finished, error, escaped, result, awaitable = outcome
+        started, finished, error, escaped, result, awaitable, timed_out = outcome
         if awaitable is not None:
             if self._coroutines.submit(run, started, awaitable):
                 return  # recorded by _finish_coroutine when it completes
             finished = self._clock.now()
             error = "SchedulerStateError: the scheduler shut down before the coroutine ran"
-        self._core.finish(run, started, finished, error, result=result)
+        self._core.finish(run, started, finished, error, result=result, timed_out=timed_out)
         if self._coordinator is not None:
             self._coordinator.done(run)
         self._settle(1)
@@ -837,12 +883,18 @@ class Scheduler:
         if self._timer is not None and self._timer is not threading.current_thread():
             self._timer.join(remaining())
         self._pool.shutdown(timeout=remaining())
+        self._processes.close(remaining())
         self._coroutines.shutdown(remaining())
         self._dispatcher.close(remaining())
 
     def _threads_alive(self) -> bool:
         timer_alive = self._timer is not None and self._timer.is_alive()
-        return timer_alive or self._pool.alive > 0 or self._coroutines.alive
+        return (
+            timer_alive
+            or self._pool.alive > 0
+            or self._coroutines.alive
+            or self._processes.alive > 0
+        )
 
     def __repr__(self) -> str:
         return (
