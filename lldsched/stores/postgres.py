@@ -97,7 +97,7 @@ class PostgresTaskStore:
         self._timeout = timeout
         self.node = node_id()
         self.rejected = 0
-        connection = connect(dsn, timeout=timeout)
+        connection = self._connect()
         try:
             self._install(connection)
             (horizon,) = _one(connection.execute(sql.HORIZON))
@@ -168,7 +168,22 @@ class PostgresTaskStore:
             if connection is not None:
                 connection.close()
             self._connection = None
-            connection = self._connection = connect(self._dsn, timeout=self._timeout)
+            connection = self._connection = self._connect()
+        return connection
+
+    def _connect(self) -> Connection:
+        """A new connection whose session the server ends if it sits inside a transaction
+        for a whole ``lease``: a process stalled mid-write (a SIGSTOP, a suspended VM)
+        would otherwise keep its rows locked, and no one could take its runs over."""
+        connection = connect(self._dsn, timeout=self._timeout)
+        try:
+            connection.execute(
+                "SELECT set_config('idle_in_transaction_session_timeout', %s, false)",
+                (str(max(1, round(self.lease * 1000))),),
+            )
+        except psycopg.Error as exc:
+            connection.close()
+            raise StoreError(f"the PostgreSQL store {self.dsn!r} failed: {exc}") from None
         return connection
 
     @contextlib.contextmanager
@@ -381,6 +396,22 @@ class PostgresTaskStore:
         transaction; :class:`LeaseLost` (nothing written, counted in :attr:`rejected`)
         if the lease is no longer held.  If another node rewrote the row during the
         run, its write wins and the run adds only its counts and its record."""
+        try:
+            self._settle(snapshot, record, token=token)
+        except StoreError:
+            if not self._lost():
+                raise
+            # The session died with the transaction (the server ended a stalled one, or
+            # restarted): nothing of it was written.  Once more on a new connection, so
+            # a lease taken over meanwhile is told apart (LeaseLost) from an outage.
+            self._settle(snapshot, record, token=token)
+
+    def _lost(self) -> bool:
+        with self._lock:
+            connection = self._connection
+            return connection is None or connection.closed or connection.broken
+
+    def _settle(self, snapshot: TaskSnapshot, record: ExecutionRecord, *, token: int) -> None:
         task_id = snapshot.task.id
         with self._using() as connection:
             with connection.transaction():
