@@ -18,6 +18,7 @@ from lldsched import TaskStatus
 from lldsched.errors import LeaseLost
 from lldsched.persistence import Claim
 from lldsched.stores.postgres import PostgresTaskStore
+from tests.cluster import wait_until
 from tests.conftest import T0
 from tests.test_store_sqlite import record, snapshot, task
 
@@ -209,6 +210,7 @@ WRITER = """
 import sys
 from lldsched.stores.postgres import PostgresTaskStore
 from tests.test_store_sqlite import snapshot, task
+from tests.cluster import wait_until
 from tests.conftest import T0
 with PostgresTaskStore(sys.argv[1]) as store:
     store.save(snapshot(task(id=sys.argv[2]))._replace(next_run_at=T0 + float(sys.argv[3])))
@@ -255,3 +257,24 @@ def test_an_expired_lease_nobody_took_over_is_still_the_holders_to_renew_and_set
         snapshot(task(id="a")), record("a", 0)._replace(token=claim.token), token=claim.token
     )
     assert holder.rejected == 0 and [r.token for r in holder.records("a")] == [claim.token]
+
+
+def test_a_holder_stalled_inside_a_transaction_loses_its_session_and_its_run(
+    open_store: Opener,
+) -> None:
+    stalled, other = open_store(lease=0.5), open_store(lease=60)
+    stalled.save(snapshot(task(id="a")))
+    (claim,) = stalled.claim(now=T0, limit=1)
+    connection = stalled._open()  # as if stopped halfway through its settle
+    connection.execute("BEGIN")
+    connection.execute("SELECT 1 FROM tasks WHERE id = 'a' FOR UPDATE")
+    taken: list[Claim] = []
+    wait_until(
+        lambda: bool(taken.extend(other.claim(now=T0, limit=1)) or taken),
+        timeout=20,
+        what="the server to end the stalled session and the lease to be taken over",
+    )
+    assert taken[0].token > claim.token
+    with pytest.raises(LeaseLost):  # resumed: once more on a new connection, then refused
+        stalled.settle(snapshot(task(id="a")), record("a", 0), token=claim.token)
+    assert stalled.rejected == 1 and stalled.records("a") == []
