@@ -269,8 +269,13 @@ def test_a_holder_stalled_inside_a_transaction_loses_its_session_and_its_run(
     connection.execute("BEGIN")
     connection.execute("SELECT 1 FROM tasks WHERE id = 'a' FOR UPDATE")
     taken: list[Claim] = []
+
+    def take_over() -> bool:
+        taken.extend(other.claim(now=T0, limit=1))
+        return bool(taken)
+
     wait_until(
-        lambda: bool(taken.extend(other.claim(now=T0, limit=1)) or taken),
+        take_over,
         timeout=20,
         what="the server to end the stalled session and the lease to be taken over",
     )
