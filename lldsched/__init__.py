@@ -20,6 +20,7 @@ from lldsched.errors import (
     SchedulerStateError,
     StoreError,
     TaskNotFoundError,
+    TaskRetiredError,
     ValidationError,
 )
 from lldsched.listeners import EventLog, TaskListener
@@ -77,6 +78,7 @@ __all__ = [
     "TaskEvent",
     "TaskListener",
     "TaskNotFoundError",
+    "TaskRetiredError",
     "TaskSnapshot",
     "TaskStatus",
     "TaskStore",

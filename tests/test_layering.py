@@ -25,6 +25,7 @@ VOCABULARY = {
     "lldsched.runtime",
     "lldsched.checks",
     "lldsched.importpath",
+    "lldsched.cluster",
 }
 THREADED, SIM, STORES, VIEWS, CLI = (
     "lldsched.threaded",

@@ -18,7 +18,10 @@ What a runtime gives it:
   already holds the state;
 * optionally an ``on_record`` callable, given every record the core makes (runs
   and slots decided without a run) in the order it makes them: the simulation
-  keeps its list of records with it.
+  keeps its list of records with it;
+* a retention for finished tasks (``retain_finished``, :mod:`lldsched.core.retention`)
+  and optionally an ``on_retire`` callable, given the id of each task that retires
+  from the registry, so the runtime drops what it keeps per task.
 
 What a runtime does with it: pops due entries, calls :meth:`SchedulerCore.begin`
 (which rejects stale entries), runs the attempt (:meth:`Run.invoke`
@@ -77,10 +80,10 @@ from lldsched.core.registration import (
     schedule_of,
     validated,
 )
+from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished, Retention
 from lldsched.core.task import Entry, Restored, Run, RunStats, ScheduledTask
 from lldsched.errors import (
     ScheduleError,
-    TaskNotFoundError,
     ValidationError,
     error_text,
 )
@@ -156,8 +159,13 @@ class SchedulerCore(DefinitionVerbs):
         history_limit: int | None = 100,
         tz: str | tzinfo = "UTC",
         on_record: Callable[[ExecutionRecord], None] | None = None,
+        retain_finished: RetainFinished = DEFAULT_RETAIN_FINISHED,
+        on_retire: Callable[[str], None] | None = None,
     ) -> None:
         whole_or_none(history_limit, name="history_limit", at_least=0)
+        # Which finished tasks stay registered; None when every one does.
+        self._retention = Retention(retain_finished, history_limit=history_limit)
+        self._on_retire = on_retire
         self.tz = check_zone(tz)  # the zone of cron schedules that name none
         self.clock = clock
         self.tasks: dict[str, ScheduledTask] = {}
@@ -229,6 +237,7 @@ class SchedulerCore(DefinitionVerbs):
         )
         if task_id is not None:
             check_task_id(task_id)
+            self._retention.registered(task_id)  # a retired task of this id is history
             existing = self.tasks.get(task_id)
             if existing is not None:
                 if not replace_existing:
@@ -275,11 +284,23 @@ class SchedulerCore(DefinitionVerbs):
         return task
 
     def get(self, task_id: str) -> ScheduledTask:
-        """The task registered under ``task_id``, or :class:`TaskNotFoundError`."""
+        """The task registered under ``task_id``, or :class:`TaskNotFoundError`
+        (:class:`~lldsched.errors.TaskRetiredError` for a task that finished and
+        retired: see :mod:`lldsched.core.retention`)."""
         try:
             return self.tasks[task_id]
         except (KeyError, TypeError):
-            raise TaskNotFoundError(f"no task with id {task_id!r}") from None
+            raise self._retention.not_found(task_id) from None
+
+    @property
+    def retain_finished(self) -> RetainFinished:
+        """How long finished tasks stay registered (:mod:`lldsched.core.retention`)."""
+        return self._retention.keep
+
+    def retired_records(self) -> list[ExecutionRecord]:
+        """The records of retired tasks still held, in the order the tasks retired
+        (the most recent ones, as many as ``history_limit``)."""
+        return list(self._retention.log)
 
     def dead_letter(self) -> list[str]:
         """Ids of FAILED tasks, in the order they failed."""
@@ -379,6 +400,10 @@ class SchedulerCore(DefinitionVerbs):
             self._changed(task, previous, record)
         if skipped and previous is not CANCELLED:  # cancelled: nothing was skipped, all stopped
             self._record_skipped(task, skipped, until=due, at=record.finished, token=run.token)
+        if self._retention.keep is not None:
+            if task.status is SUCCEEDED or task.status is CANCELLED:
+                self._retention.finished(task.id, record.finished)
+            self._retire(record.finished)
         return record
 
     def _after(
@@ -463,6 +488,15 @@ class SchedulerCore(DefinitionVerbs):
     def cancel(self, task_id: str) -> bool:
         """Stop every future run; a run in flight finishes (its flag is raised)."""
         task = self.get(task_id)
+        if not self._cancel(task):
+            return False
+        if task._run is None and self._retention.keep is not None:  # else when its run ends
+            now = self.clock.now()
+            self._retention.finished(task_id, now)
+            self._retire(now)
+        return True
+
+    def _cancel(self, task: ScheduledTask) -> bool:
         previous = task.status
         if previous.is_terminal:
             return False
@@ -497,9 +531,10 @@ class SchedulerCore(DefinitionVerbs):
     def remove(self, task_id: str) -> ScheduledTask:
         """Cancel the task if it is live, then forget it here and in the store."""
         task = self.get(task_id)
-        self.cancel(task_id)
+        self._cancel(task)  # not cancel(): a task removed does not retire
         del self.tasks[task_id]
         self._dead.pop(task_id, None)
+        self._retention.forget(task_id)
         if self._store is not None:
             try:
                 self._store.delete(task_id)
@@ -529,6 +564,16 @@ class SchedulerCore(DefinitionVerbs):
             self.tasks[task.id] = task
         for task_id in [*ordered, *failed]:
             self._dead[task_id] = None
+        now = self.clock.now()
+        finished = [  # in the order they finished, as far as their records tell
+            (history[-1].finished if history else now, task.id)
+            for task in batch
+            if task.status is SUCCEEDED or task.status is CANCELLED
+            for history in (task.history,)
+        ]
+        for at, task_id in sorted(finished):
+            self._retention.finished(task_id, at)
+        self._retire(now)
         if self._default_ids:  # restored at construction, before the generator issued an id
             numbers = [_id_number(task.id) for task in batch]
             highest = max((n for n in numbers if n is not None), default=0)
@@ -654,6 +699,15 @@ class SchedulerCore(DefinitionVerbs):
         return record
 
     # -- internals -------------------------------------------------------------------------
+
+    def _retire(self, now: float) -> None:
+        """Take the finished tasks whose retention ran out at ``now`` off the registry."""
+        retention = self._retention
+        for task_id in retention.due(now):
+            task = self.tasks.pop(task_id)
+            retention.retired(task_id, task.status.value, task.history)
+            if self._on_retire is not None:
+                self._on_retire(task_id)
 
     def _enqueue(self, task: ScheduledTask, due: float) -> None:
         task.next_run_at = due

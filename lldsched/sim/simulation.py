@@ -68,6 +68,7 @@ from lldsched.core.machine import SchedulerCore
 from lldsched.core.recovery import recover
 from lldsched.core.registration import UNCHANGED, F, Unchanged, registering
 from lldsched.core.results import must_await, result_text
+from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
 from lldsched.core.task import Run, ScheduledTask
 from lldsched.errors import ValidationError
 from lldsched.listeners import Listener, as_callback
@@ -108,7 +109,13 @@ class _Models:
 
 
 class Simulation:
-    """Virtual-time runtime with ``workers`` virtual workers over the core state machine."""
+    """Virtual-time runtime with ``workers`` virtual workers over the core state machine.
+
+    ``retain_finished`` says how long finished (succeeded or cancelled) tasks stay
+    registered, as on ``Scheduler``: a count of the most recent (default 10,000), a
+    ``timedelta`` of simulated time after each finished, or ``None`` for ever (see
+    :mod:`lldsched.core.retention`); :meth:`records` keeps every record regardless.
+    """
 
     def __init__(
         self,
@@ -121,6 +128,7 @@ class Simulation:
         ids: IdGenerator | None = None,
         history_limit: int | None = 100,
         tz: str | tzinfo = "UTC",
+        retain_finished: RetainFinished = DEFAULT_RETAIN_FINISHED,
     ) -> None:
         checks.whole(workers, name="workers", at_least=1)
         checks.whole(seed, name="seed")
@@ -140,6 +148,8 @@ class Simulation:
             history_limit=history_limit,
             tz=tz,
             on_record=self._records.append,
+            retain_finished=retain_finished,
+            on_retire=self._retired,
         )
         self._models: dict[str, _Models] = {}
         self._free = list(range(workers))  # a heap: the lowest free worker starts next
@@ -149,8 +159,9 @@ class Simulation:
         self._interventions: list[tuple[float, int, Callable[[], object]]] = []
         self._sequence = itertools.count()
         if store is not None:
-            for task in recover(self._core, store):
-                self._models[task.id] = _Models(0.0, 0.0, _NO_RNG)
+            recover(self._core, store)
+            for task_id in self._core.tasks:  # a task retired at once needs no models
+                self._models[task_id] = _Models(0.0, 0.0, _NO_RNG)
 
     # -- registration and control (the verbs of lldsched.runtime.Runtime) ---------------
 
@@ -309,12 +320,18 @@ class Simulation:
         """The zone of cron schedules that name none (an IANA key)."""
         return self._core.tz
 
+    @property
+    def retain_finished(self) -> RetainFinished:
+        """How long finished tasks stay registered (:mod:`lldsched.core.retention`)."""
+        return self._core.retain_finished
+
     def task(self, task_id: str) -> ScheduledTask:
-        """The task with this id, or :class:`~lldsched.errors.TaskNotFoundError`."""
+        """The task with this id, or :class:`~lldsched.errors.TaskNotFoundError`
+        (:class:`~lldsched.errors.TaskRetiredError` if it finished and retired)."""
         return self._core.get(task_id)
 
     def tasks(self) -> list[ScheduledTask]:
-        """Every registered task, in registration order."""
+        """Every registered task, in registration order (retired tasks are not)."""
         return list(self._core.tasks.values())
 
     def dead_letter(self) -> list[str]:
@@ -528,6 +545,10 @@ class Simulation:
         )
         heapq.heappush(self._free, worker)
         return record
+
+    def _retired(self, task_id: str) -> None:
+        """The core retired ``task_id``: its models go with it."""
+        self._models.pop(task_id, None)
 
     def _emit(self, event: TaskEvent) -> None:
         for listener, callback in self._callbacks:

@@ -75,6 +75,7 @@ from lldsched.core.machine import SchedulerCore
 from lldsched.core.recovery import after_clock_jump, recover
 from lldsched.core.registration import UNCHANGED, F, Unchanged, registering, require_action
 from lldsched.core.results import must_await, result_text
+from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
 from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.errors import SchedulerStateError, ValidationError, error_text
 from lldsched.listeners import Listener
@@ -122,7 +123,10 @@ class Scheduler:
     the next due instant), which is how it notices a wall-clock jump or a suspend;
     ``max_coroutines`` bounds the coroutine runs in flight at once (see
     :mod:`lldsched.threaded.coroutines`); ``tz`` is the zone of cron schedules that
-    name none (cron text included; default UTC).  A ``store`` that holds tasks (a reopened
+    name none (cron text included; default UTC); ``retain_finished`` says how long
+    finished (succeeded or cancelled) tasks stay registered: a count of the most
+    recent (default 10,000), a ``timedelta`` after each finished, or ``None`` for
+    ever (see :mod:`lldsched.core.retention`).  A ``store`` that holds tasks (a reopened
     :class:`~lldsched.stores.sqlite.SqliteTaskStore`) has them restored here.
 
     **Collaborator seams.**  The heap, the pool and the event dispatcher are built
@@ -154,6 +158,7 @@ class Scheduler:
         max_wait: float | None = MAX_WAIT,
         max_coroutines: int = 1000,
         tz: str | tzinfo = "UTC",
+        retain_finished: RetainFinished = DEFAULT_RETAIN_FINISHED,
     ) -> None:
         if max_wait is not None:
             max_wait = float(seconds(max_wait, name="max_wait", above=0))
@@ -210,6 +215,8 @@ class Scheduler:
             rng=random.Random(seed),
             history_limit=history_limit,
             tz=tz,
+            retain_finished=retain_finished,
+            on_retire=self._loop_ids.discard,
         )
         self._deadlines: list[tuple[float, int, RunContext]] = []
         self._deadline_sequence = itertools.count()
@@ -365,6 +372,11 @@ class Scheduler:
     def tz(self) -> str:
         """The zone of cron schedules that name none (an IANA key)."""
         return self._core.tz
+
+    @property
+    def retain_finished(self) -> RetainFinished:
+        """How long finished tasks stay registered (:mod:`lldsched.core.retention`)."""
+        return self._core.retain_finished
 
     # -- registration and control ----------------------------------------------------
 
@@ -578,20 +590,23 @@ class Scheduler:
     # -- queries ------------------------------------------------------------------------
 
     def task(self, task_id: str) -> ScheduledTask:
-        """The task with this id, or :class:`~lldsched.errors.TaskNotFoundError`."""
+        """The task with this id, or :class:`~lldsched.errors.TaskNotFoundError`
+        (:class:`~lldsched.errors.TaskRetiredError` if it finished and retired)."""
         with self._lock:
             return self._core.get(task_id)
 
     def tasks(self) -> list[ScheduledTask]:
-        """Every registered task, in registration order."""
+        """Every registered task, in registration order (retired tasks are not)."""
         with self._lock:
             return list(self._core.tasks.values())
 
     def records(self) -> list[ExecutionRecord]:
         """Every record the scheduler still holds: its tasks' histories (each bounded by
-        ``history_limit``; a store keeps them all), merged in the order the runs finished."""
+        ``history_limit``; a store keeps them all) and those of the tasks it retired (one
+        history of that bound), merged in the order the runs finished."""
         with self._lock:
             merged = [record for task in self._core.tasks.values() for record in task.history]
+            merged += self._core.retired_records()
         merged.sort(key=_finished)
         return merged
 

@@ -284,6 +284,7 @@ class _StepDone(Protocol):
     at: float
     kind: str
     task_id: str | None
+    record: ExecutionRecord | None
 
 
 class SimulationPlayer:
@@ -351,7 +352,10 @@ class SimulationPlayer:
         """Process the next event, and say what it was."""
         done = self.sim.step()
         if isinstance(done, _StepDone):
-            name = self.sim.task(done.task_id).name if done.task_id else ""
+            if done.record is not None:  # its task may have finished and retired
+                name = done.record.name
+            else:
+                name = self.sim.task(done.task_id).name if done.task_id else ""
             what = {"start": "started", "finish": "finished"}.get(done.kind, done.kind)
             self.last_step.value = f"last step: {name} {what} at {_when(done.at, self._tz)}"
         else:
