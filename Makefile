@@ -9,8 +9,15 @@ STAMP  := $(VENV)/.installed
 # The browser test drives Debian's Chromium with Playwright (Playwright's own browser
 # download does not work here); installing it needs root, as CI is.
 CHROMIUM := /usr/bin/chromium
+# The PostgreSQL tests start a throwaway server of their own (tests/pg_server.py) from
+# Debian's binaries, which live in /usr/lib/postgresql/<version>/bin, not on PATH.
+PG_INITDB = $(firstword $(wildcard /usr/lib/postgresql/*/bin/initdb))
+# APScheduler 4 (a pre-release) cannot share the main venv with APScheduler 3: the
+# cluster benchmark runs it as subprocesses from a venv of its own.
+APS4_VENV := .venv-aps4
 
-.PHONY: demo test lint typecheck pytest bench bench-quick install notebooks binder-check clean
+.PHONY: demo test lint typecheck pytest bench bench-quick install notebooks binder-check clean \
+	postgresql
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,8 +39,15 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP) $(CHROMIUM)
+pytest: $(STAMP) $(CHROMIUM) postgresql
 	$(BIN)/python -m pytest
+
+# Installs Debian's server (needs root, as CI is) only when its binaries are missing.
+postgresql:
+	@if [ -z "$(PG_INITDB)" ]; then \
+		apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; \
+	fi
 
 $(CHROMIUM):
 	apt-get update -qq
@@ -57,11 +71,18 @@ binder-check:
 	PATH="$(abspath $(BINDER_VENV))/bin:$$PATH" bash binder/postBuild
 	$(BINDER_VENV)/bin/python -m pytest -p no:cacheprovider notebooks
 
-bench: $(STAMP)
+bench: $(STAMP) postgresql $(APS4_VENV)/.installed
 	$(BIN)/python benchmarks/run_all.py
 
-bench-quick: $(STAMP)  # the smaller size sets, for everyday runs
+$(APS4_VENV)/.installed:
+	$(PYTHON) -m venv $(APS4_VENV)
+	$(APS4_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(APS4_VENV)/bin/python -m pip install --quiet 'apscheduler==4.0.0a6' 'sqlalchemy[asyncio]>=2.0,<2.1' \
+		'psycopg[binary]>=3.1' sniffio  # a6 imports sniffio, which anyio 4.5+ no longer brings
+	touch $@
+
+bench-quick: $(STAMP) postgresql $(APS4_VENV)/.installed  # the smaller size sets, for everyday runs
 	$(BIN)/python benchmarks/run_all.py --quick
 
 clean:
-	rm -rf $(VENV) $(BINDER_VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) $(BINDER_VENV) $(APS4_VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis build *.egg-info

@@ -59,12 +59,28 @@ def _open_sqlite(spec: StoreSpec, *, lease: float, poll: float) -> CoordinatedSt
     return SqliteTaskStore(spec.params["path"], shared=True, lease=lease, poll=poll)
 
 
+def _postgres_spec(request: pytest.FixtureRequest, directory: Path) -> StoreSpec:
+    """A fresh schema on the session's throwaway server (tests/pg_server.py)."""
+    server = request.getfixturevalue("postgres_server")
+    return StoreSpec("postgres", {"dsn": server.create_schema()})
+
+
+def _open_postgres(spec: StoreSpec, *, lease: float, poll: float) -> CoordinatedStore:
+    from lldsched.stores.postgres import PostgresTaskStore  # psycopg: only when it is used
+
+    return PostgresTaskStore(spec.params["dsn"], lease=lease, poll=poll)
+
+
 FACTORIES: dict[str, Callable[[pytest.FixtureRequest, Path], StoreSpec]] = {
+    "postgres": _postgres_spec,
     "sqlite": _sqlite_spec,
 }
 """Engine name -> a new, empty shared store for one test."""
 
-OPENERS: dict[str, Callable[..., CoordinatedStore]] = {"sqlite": _open_sqlite}
+OPENERS: dict[str, Callable[..., CoordinatedStore]] = {
+    "postgres": _open_postgres,
+    "sqlite": _open_sqlite,
+}
 """Engine name -> ``opener(spec, lease=..., poll=...)``: the spec opened with ``shared=True``."""
 
 
@@ -142,7 +158,8 @@ def start_child(
     spec: StoreSpec, log: Path, *, workers: int = 4, lease: float = 1.0, poll: float = 0.1
 ) -> Child:
     """A child scheduler on ``spec``, started; returns once it said ``ready``."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "LLDSCHED_CLUSTER_LOG": str(log)}
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path, "LLDSCHED_CLUSTER_LOG": str(log)}
     command = [sys.executable, "-m", "tests.cluster_child", spec.to_json(),
                f"--workers={workers}", f"--lease={lease}", f"--poll={poll}"]  # fmt: skip
     process = subprocess.Popen(

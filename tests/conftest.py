@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from lldsched import EventLog, FakeClock, Scheduler
 from tests.cluster import cluster, store_spec  # noqa: F401 - the multi-process fixtures
+
+if TYPE_CHECKING:
+    from tests.pg_server import PostgresServer
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC).timestamp()  # a Monday, 09:00 UTC
 
@@ -56,3 +59,19 @@ def driven(request: pytest.FixtureRequest) -> Iterator[Any]:
     runtime = Driven(request.param)
     yield runtime
     runtime.close()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One throwaway PostgreSQL cluster for the whole session (tests/pg_server.py), started
+    on first use and removed at the end; fails loudly, never skips, if it cannot start."""
+    from tests.pg_server import PostgresServer
+
+    with PostgresServer() as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_dsn(postgres_server: PostgresServer) -> str:
+    """A dsn for a fresh, empty schema on the session's PostgreSQL server."""
+    return postgres_server.create_schema()

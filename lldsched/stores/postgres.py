@@ -1,0 +1,589 @@
+"""PostgresTaskStore: one set of tasks shared by scheduler processes on many hosts.
+
+A :class:`~lldsched.persistence.CoordinatedStore` on a PostgreSQL server through
+psycopg 3 (the optional extra ``pip install 'lldsched[postgres]'``; ``import
+lldsched`` never imports it).  The guarantees are those of docs/CLUSTER.md: each
+due run is claimed by one process at a time through a lease with a fencing token;
+a settle is written only while its lease is held; a control verb from any
+process reaches all of them.  How PostgreSQL provides them:
+
+* **Claims** are one statement, ``SELECT … FOR UPDATE SKIP LOCKED`` feeding an
+  ``INSERT … ON CONFLICT`` into ``leases`` (:data:`~lldsched.stores.postgres_sql.CLAIM`):
+  concurrent claimers skip each other's rows instead of queueing behind them.
+* **Fencing tokens** come from the sequence ``fencing_token``: strictly increasing
+  across every process (gaps allowed).
+* **Expiry is the database's clock** (``clock_timestamp()``); due instants stay the
+  schedulers' own, as everywhere in lldsched.
+* **Early wake across processes**: a write that makes its task the earliest due
+  does ``NOTIFY lldsched``; every store that was given a ``wake`` callable
+  (:meth:`subscribe`) LISTENs on a connection of its own and calls it.  Nothing
+  polls for that; the runtime's bounded wait (:attr:`poll`) is the safety net.
+* **The change feed** reads rows by the id of the transaction that wrote them
+  (see :mod:`lldsched.stores.postgres_sql`), so no global counter serialises writers.
+
+**Outages.**  A statement that fails because the server went away (a restart, a
+network cut) raises :class:`~lldsched.errors.StoreError`, and the next call
+connects again.  Leases held meanwhile expire on the server's clock and are
+taken over (the runtime's renewal says which were lost); writes fenced by them
+are refused.
+
+**Threads.**  One connection behind one lock, like the SQLite store: the
+scheduler already serialises its calls under its own lock (lock order: the
+scheduler's, then this store's).  The listener has a connection of its own and
+never takes the lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import secrets
+import socket
+import threading
+from collections.abc import Callable, Collection, Iterator, Sequence
+from types import TracebackType
+from typing import Any
+
+from lldsched.checks import seconds, whole_or_none
+from lldsched.errors import LeaseLost, StoreError, ValidationError
+from lldsched.model import ExecutionRecord, Outcome, TaskStatus
+from lldsched.persistence import Change, Claim, Lease, Task, TaskSnapshot
+from lldsched.stores import postgres_sql as sql
+from lldsched.stores.codec import decode_task, encode_task
+from lldsched.stores.postgres_listen import Listener, connect, psycopg, redact
+
+__all__ = ["PostgresTaskStore"]
+
+log = logging.getLogger("lldsched")
+
+Connection = psycopg.Connection[tuple[Any, ...]]
+_MEMORY = 4096  # settled / refused tokens remembered, for the SKIPPED records that follow
+
+
+def node_id() -> str:
+    """A holder id for this process: ``"host:pid:random"``."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+
+
+class PostgresTaskStore:
+    """A :class:`~lldsched.persistence.CoordinatedStore` in a PostgreSQL database.
+
+    ``dsn`` is a libpq connection string or URI; the schema is created in it on first
+    use (an empty database, or one that holds this schema).  ``lease``: seconds a
+    claim lasts unless renewed; ``poll``: the longest the runtime waits before it
+    claims and reads changes again.  ``retention`` bounds the records kept per task;
+    ``timeout`` is the connection timeout.  Errors name the dsn with its password
+    replaced by ``***``.  Use it as a context manager, or call :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        lease: float = 30.0,
+        poll: float = 1.0,
+        retention: int | None = 1000,
+        timeout: float = 10.0,
+    ) -> None:
+        self.lease = seconds(lease, name="lease", above=0)
+        self.poll = seconds(poll, name="poll", above=0)
+        self.retention = whole_or_none(retention, name="retention", at_least=1)
+        seconds(timeout, name="timeout", above=0)
+        if not isinstance(dsn, str):
+            raise StoreError(f"dsn must be a libpq connection string, got {type(dsn).__name__}")
+        self._dsn = dsn
+        self.dsn = redact(dsn)  # what messages and repr show
+        self._timeout = timeout
+        self.node = node_id()
+        self.rejected = 0
+        connection = self._connect()
+        try:
+            self._install(connection)
+            (horizon,) = _one(connection.execute(sql.HORIZON))
+        except BaseException:
+            connection.close()
+            raise
+        # Guards the connection (one statement or transaction at a time), the caches
+        # from _defined to _since, and `rejected`.  Taken inside the scheduler's lock
+        # when the runtime calls (lock order: the scheduler's, then this one); never
+        # held while calling anything outside this store (wake included).  _muted and
+        # _listener are set only by the runtime, under its own lock.
+        self._lock = threading.Lock()
+        self._connection: Connection | None = connection
+        self._closed = False
+        self._defined: dict[str, Task] = {}  # id -> the definition its row holds
+        self._held: dict[str, int] = {}  # task id -> the token of the lease this node holds
+        self._settled: dict[int, bool] = {}  # token -> its settle was written (True) or refused
+        self._added: dict[str, int] = {}  # records added per task since its last trim
+        self._seen: dict[str, int] = {}  # task id -> the version the feed last gave
+        self._since: int = int(horizon)  # the feed's cursor (a transaction id)
+        self._muted = 0  # depth of muted() contexts
+        self._listener: Listener | None = None
+
+    @property
+    def shared(self) -> bool:
+        """Always True: a PostgreSQL store is there to be shared (one process is fine too)."""
+        return True
+
+    # -- opening ---------------------------------------------------------------------
+
+    def _install(self, connection: Connection) -> None:
+        """Create the schema in an empty database, accept ours, refuse anything else.
+        An advisory lock keeps two processes opening a new database from racing."""
+        with connection.transaction():
+            connection.execute("SELECT pg_advisory_xact_lock(7106659)")  # lldsched's key
+            present = {
+                name
+                for (name,) in connection.execute(
+                    "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
+                    "AND tablename = ANY(%s)",
+                    (list(sql.TABLES),),
+                )
+            }
+            if not present:
+                connection.execute(sql.SCHEMA)
+                return
+            if "lldsched_meta" not in present:
+                raise StoreError(
+                    f"{self.dsn!r} holds tables named like lldsched's ({sorted(present)}) "
+                    "but is not an lldsched store; it was left untouched"
+                )
+            row = connection.execute(
+                "SELECT value FROM lldsched_meta WHERE name = 'schema'"
+            ).fetchone()
+            version = None if row is None else row[0]
+            if version != str(sql.SCHEMA_VERSION):
+                raise StoreError(
+                    f"{self.dsn!r} has store schema version {version}, this lldsched "
+                    f"understands {sql.SCHEMA_VERSION}; it was left untouched"
+                )
+
+    def _open(self) -> Connection:
+        """The live connection, connecting again after an outage (caller holds the lock)."""
+        if self._closed:
+            raise StoreError(f"the store {self.dsn!r} is closed")
+        connection = self._connection
+        if connection is None or connection.closed or connection.broken:
+            if connection is not None:
+                connection.close()
+            self._connection = None
+            connection = self._connection = self._connect()
+        return connection
+
+    def _connect(self) -> Connection:
+        """A new connection whose session the server ends if it sits inside a transaction
+        for a whole ``lease``: a process stalled mid-write (a SIGSTOP, a suspended VM)
+        would otherwise keep its rows locked, and no one could take its runs over."""
+        connection = connect(self._dsn, timeout=self._timeout)
+        try:
+            connection.execute(
+                "SELECT set_config('idle_in_transaction_session_timeout', %s, false)",
+                (str(max(1, round(self.lease * 1000))),),
+            )
+        except psycopg.Error as exc:
+            connection.close()
+            raise StoreError(f"the PostgreSQL store {self.dsn!r} failed: {exc}") from None
+        return connection
+
+    @contextlib.contextmanager
+    def _using(self) -> Iterator[Connection]:
+        """The connection, under the lock; a lost server becomes a StoreError."""
+        with self._lock:
+            connection = self._open()
+            try:
+                yield connection
+            except psycopg.Error as exc:  # a lost server, a deadlock, a constraint
+                raise StoreError(f"the PostgreSQL store {self.dsn!r} failed: {exc}") from None
+
+    # -- the TaskStore protocol --------------------------------------------------------
+
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        """Write the task's state (and ``record``); :class:`ValidationError` for a
+        registration of an id another node registered (nothing written).  A record
+        carrying a fencing token is a settle (:meth:`settle`): refused when its lease was
+        lost, counted in :attr:`rejected` and logged, not raised.  Writes nothing while
+        :meth:`muted`, or for the RUNNING state of a run whose lease this node holds."""
+        if self._muted:
+            return
+        token = None if record is None else record.token
+        if token is not None and record is not None:
+            settled = self._settled.get(token)
+            if settled is None:
+                try:
+                    self.settle(snapshot, record, token=token)
+                except LeaseLost as exc:
+                    log.warning("%s", exc)
+                return
+            if not settled:
+                return  # a SKIPPED record of a run whose settle was refused
+        if snapshot.status is TaskStatus.RUNNING and snapshot.task.id in self._held:
+            return  # the lease says so
+        with self._using() as connection, connection.transaction():
+            self._write(connection, snapshot)
+            if record is not None:
+                self._append(connection, record)
+
+    def _write(
+        self, connection: Connection, snapshot: TaskSnapshot, *, unknown: str = sql.INSERT_NEW
+    ) -> None:
+        """Write the row (the definition too when it changed) and NOTIFY if it became the
+        earliest due.  ``unknown``: the statement for a task this node has not seen yet, a
+        registration (refused if another node registered the id) unless a settle, whose
+        lease proves the row exists, says :data:`~lldsched.stores.postgres_sql.UPSERT`."""
+        task = snapshot.task
+        state = _state(snapshot, writer=self.node)
+        known = self._defined.get(task.id)
+        if known == task:
+            connection.execute(sql.UPDATE, state)
+        else:
+            row = {
+                **state,
+                "name": task.name,
+                "definition": encode_task(task),
+                "priority": int(task.priority),
+            }
+            statement = sql.UPSERT if known is not None else unknown
+            if connection.execute(statement, row).fetchone() is None:
+                raise ValidationError(  # a registration here of an id another node registered
+                    f"task id {task.id!r} is already registered by another scheduler on "
+                    f"{self.dsn!r}; pass replace_existing=True to update it"
+                )
+            self._defined[task.id] = task
+        connection.execute(sql.NOTIFY_IF_EARLIEST, {**state, "node": self.node})
+
+    def _append(self, connection: Connection, record: ExecutionRecord) -> None:
+        """Insert ``record``; every tenth of ``retention``, trim its task's oldest."""
+        connection.execute(sql.INSERT_RECORD, _record_row(record))
+        if self.retention is None:
+            return
+        task_id = record.task_id
+        added = self._added.get(task_id, 0) + 1
+        if added > max(1, self.retention // 10):
+            connection.execute(sql.TRIM_RECORDS, {"id": task_id, "keep": self.retention})
+            added = 0
+        self._added[task_id] = added
+
+    def delete(self, task_id: str) -> None:
+        """Forget ``task_id`` and its records (the other nodes' feeds say it was removed)."""
+        if self._muted:
+            return
+        with self._using() as connection, connection.transaction():
+            connection.execute(
+                "INSERT INTO removals (task_id, version, writer) "
+                "SELECT id, version + 1, %s FROM tasks WHERE id = %s",
+                (self.node, task_id),
+            )
+            connection.execute("DELETE FROM records WHERE task_id = %s", (task_id,))
+            connection.execute("DELETE FROM tasks WHERE id = %s", (task_id,))
+            self._defined.pop(task_id, None)
+            self._held.pop(task_id, None)
+            self._added.pop(task_id, None)
+
+    def load_all(self) -> list[TaskSnapshot]:
+        """Every stored task, in the order first saved, its callable imported;
+        :class:`StoreError` naming every task that cannot be loaded."""
+        with self._using() as connection:
+            rows = connection.execute(
+                f"SELECT {sql.SNAPSHOT_COLUMNS} FROM tasks t ORDER BY t.position"
+            ).fetchall()
+        snapshots: list[TaskSnapshot] = []
+        problems: list[str] = []
+        for row in rows:
+            try:
+                snapshots.append(_snapshot(row))
+            except StoreError as exc:
+                problems.append(str(exc))
+        if problems:
+            raise StoreError(
+                f"cannot load {len(problems)} of the {len(rows)} tasks in {self.dsn!r}; "
+                "the store was left untouched. Fix the import path (or remove the task "
+                "with PostgresTaskStore(dsn).delete(task_id)) and open it again:\n  "
+                + "\n  ".join(problems)
+            )
+        with self._lock:
+            for snapshot, row in zip(snapshots, rows, strict=True):
+                self._defined[snapshot.task.id] = snapshot.task
+                self._seen[snapshot.task.id] = row[-1]
+        return snapshots
+
+    # -- what recovery and people read back (HistoryStore) -------------------------------
+
+    def get(self, task_id: str) -> TaskSnapshot | None:
+        """The latest snapshot of ``task_id``, or None."""
+        with self._using() as connection:
+            row = connection.execute(
+                f"SELECT {sql.SNAPSHOT_COLUMNS} FROM tasks t WHERE t.id = %s", (task_id,)
+            ).fetchone()
+        return None if row is None else _snapshot(row)
+
+    def records(self, task_id: str | None = None) -> list[ExecutionRecord]:
+        """The records kept for ``task_id`` (every task's when None), oldest first; at most
+        ``retention`` per task."""
+        keep = self.retention
+        with self._using() as connection:
+            if task_id is not None:
+                rows = connection.execute(
+                    f"SELECT {sql.RECORD_COLUMNS} FROM records r JOIN tasks t ON t.id = r.task_id"
+                    " WHERE r.task_id = %s ORDER BY r.seq DESC LIMIT %s",
+                    (task_id, keep),
+                ).fetchall()
+                rows.reverse()
+            else:
+                rows = connection.execute(
+                    f"SELECT {sql.RECORD_COLUMNS} FROM ("
+                    "  SELECT *, row_number() OVER (PARTITION BY task_id ORDER BY seq DESC) AS n"
+                    "  FROM records) r JOIN tasks t ON t.id = r.task_id "
+                    "WHERE %(keep)s::bigint IS NULL OR r.n <= %(keep)s ORDER BY r.seq",
+                    {"keep": keep},
+                ).fetchall()
+        return [_record(row) for row in rows]
+
+    def dead_letter(self) -> list[str]:
+        """Ids of FAILED tasks, in the order they failed."""
+        with self._using() as connection:
+            rows = connection.execute(
+                "SELECT id FROM tasks WHERE status = 'failed' ORDER BY failed_seq, position"
+            ).fetchall()
+        return [task_id for (task_id,) in rows]
+
+    def __len__(self) -> int:
+        with self._using() as connection:
+            (count,) = _one(connection.execute("SELECT count(*) FROM tasks"))
+        return int(count)
+
+    # -- the coordinated protocol (CoordinatedStore) -----------------------------------
+
+    def claim(self, *, now: float, limit: int) -> list[Claim]:
+        """Claim up to ``limit`` runs due at ``now`` (the scheduler's clock); each lease
+        lasts :attr:`lease` seconds on the database's clock.  One statement."""
+        if limit <= 0:
+            return []
+        with self._using() as connection:
+            rows = connection.execute(
+                sql.CLAIM, {"now": now, "limit": limit, "node": self.node, "lease": self.lease}
+            ).fetchall()
+            claims = [Claim(*row) for row in rows]
+            for claim in claims:
+                self._held[claim.task_id] = claim.token
+        return claims
+
+    def renew(self, *, tokens: Collection[int], now: float) -> set[int]:
+        """Extend this node's unexpired leases with ``tokens`` by :attr:`lease` seconds of
+        the database's clock (``now`` is not used: expiry is the server's); the tokens
+        still held."""
+        if not tokens:
+            return set()
+        with self._using() as connection:
+            rows = connection.execute(
+                sql.RENEW, {"tokens": list(tokens), "node": self.node, "lease": self.lease}
+            ).fetchall()
+            held = {token for (token,) in rows}
+            self._forget(set(tokens) - held)
+        return held
+
+    def release(self, *, task_id: str, token: int) -> None:
+        """Give back a claim that will not run here (a lease no longer held is ignored)."""
+        with self._using() as connection:
+            connection.execute(
+                "DELETE FROM leases WHERE task_id = %s AND token = %s", (task_id, token)
+            )
+            if self._held.get(task_id) == token:
+                del self._held[task_id]
+
+    def settle(self, snapshot: TaskSnapshot, record: ExecutionRecord, *, token: int) -> None:
+        """Drop the lease with ``token``, write the task's state and ``record``, in one
+        transaction; :class:`LeaseLost` (nothing written, counted in :attr:`rejected`)
+        if the lease is no longer held.  If another node rewrote the row during the
+        run, its write wins and the run adds only its counts and its record."""
+        try:
+            self._settle(snapshot, record, token=token)
+        except StoreError:
+            if not self._lost():
+                raise
+            # The session died with the transaction (the server ended a stalled one, or
+            # restarted): nothing of it was written.  Once more on a new connection, so
+            # a lease taken over meanwhile is told apart (LeaseLost) from an outage.
+            self._settle(snapshot, record, token=token)
+
+    def _lost(self) -> bool:
+        with self._lock:
+            connection = self._connection
+            return connection is None or connection.closed or connection.broken
+
+    def _settle(self, snapshot: TaskSnapshot, record: ExecutionRecord, *, token: int) -> None:
+        task_id = snapshot.task.id
+        with self._using() as connection:
+            with connection.transaction():
+                # Lock order, as in the claim: the task's row, then its lease.
+                row = connection.execute(sql.ROW_FOR_SETTLE, {"id": task_id}).fetchone()
+                dropped = connection.execute(
+                    sql.DROP_LEASE, {"id": task_id, "token": token, "node": self.node}
+                ).fetchone()
+                if dropped is not None and row is not None:
+                    version, writer = row
+                    if version == dropped[0] or writer == self.node:
+                        self._write(connection, snapshot, unknown=sql.UPSERT)
+                    else:  # another node wrote the row during the run: its write wins
+                        connection.execute(sql.UPDATE_COUNTS, _state(snapshot, writer=""))
+                    self._append(connection, record)
+            written = dropped is not None and row is not None
+            self._remember(token, written=written)
+            if not written:
+                self.rejected += 1
+                raise LeaseLost(task_id=task_id, token=token)
+
+    def _remember(self, token: int, *, written: bool) -> None:
+        """Keep the settle's outcome for the SKIPPED records that carry the same token."""
+        if len(self._settled) >= _MEMORY:
+            del self._settled[next(iter(self._settled))]
+        self._settled[token] = written
+        self._forget({token})
+
+    def _forget(self, tokens: Collection[int]) -> None:
+        for task_id, held in list(self._held.items()):
+            if held in tokens:
+                del self._held[task_id]
+
+    def changes(self) -> list[Change]:
+        """Rows (and removals) written by other nodes since the previous call, oldest
+        first, each at least once; one REPEATABLE READ transaction."""
+        with self._using() as connection, connection.transaction():
+            connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            (horizon,) = _one(connection.execute(sql.HORIZON))
+            parameters = {"since": self._since, "node": self.node}
+            rows = connection.execute(sql.CHANGED_ROWS, parameters).fetchall()
+            removals = connection.execute(sql.CHANGED_REMOVALS, parameters).fetchall()
+        found: list[tuple[int, Change]] = []
+        for row in rows:
+            *columns, leased, xid = row
+            task_id, version = columns[0], columns[-1]
+            if self._seen.get(task_id, -1) >= version:
+                continue  # read before
+            found.append((int(xid), Change(task_id, version, _snapshot(columns), leased)))
+        for task_id, version, xid in removals:
+            if self._seen.get(task_id, -1) >= version:
+                continue
+            found.append((int(xid), Change(task_id, version, None)))
+        found.sort(key=lambda item: (item[0], item[1].version))
+        with self._lock:
+            self._since = int(horizon)
+            for _, change in found:
+                self._seen[change.task_id] = change.version
+                if change.snapshot is None:
+                    self._defined.pop(change.task_id, None)
+                else:
+                    self._defined[change.task_id] = change.snapshot.task
+        return [change for _, change in found]
+
+    def leases(self) -> list[Lease]:
+        """Every lease row now, expired ones included, by token (for people and tests)."""
+        with self._using() as connection:
+            rows = connection.execute(
+                "SELECT task_id, slot, attempt, token, holder, expires_at FROM leases "
+                "ORDER BY token"
+            ).fetchall()
+        return [Lease(*row) for row in rows]
+
+    def changed(self) -> bool:
+        """Always True: the feed is one indexed query, and only writes that may matter now
+        are notified (PostgreSQL's NOTIFY serialises the commits that send it)."""
+        return True
+
+    def subscribe(self, wake: Callable[[], None]) -> None:
+        """LISTEN on a connection of its own and call ``wake()`` whenever another node
+        makes a task the earliest due (and after every reconnection)."""
+        if self._listener is not None:
+            self._listener.stop()
+        self._listener = Listener(self._dsn, channel=sql.CHANNEL, node=self.node, wake=wake)
+
+    @contextlib.contextmanager
+    def muted(self) -> Iterator[None]:
+        """Saves and deletes write nothing inside (the runtime is applying another
+        node's change, which the row already holds)."""
+        self._muted += 1
+        try:
+            yield
+        finally:
+            self._muted -= 1
+
+    # -- lifetime ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop listening and close the connection (idempotent).  Leases still held stay
+        until they expire; later calls raise ``StoreError``."""
+        if self._listener is not None:
+            self._listener.stop()
+            self._listener = None
+        with self._lock:
+            self._closed = True
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
+
+    def __enter__(self) -> PostgresTaskStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"PostgresTaskStore({self.dsn!r}, {state})"
+
+
+def _one(cursor: psycopg.Cursor[tuple[Any, ...]]) -> tuple[Any, ...]:
+    row = cursor.fetchone()
+    if row is None:  # pragma: no cover - aggregate queries always return a row
+        raise StoreError("the PostgreSQL store returned no row")
+    return row
+
+
+def _state(snapshot: TaskSnapshot, *, writer: str) -> dict[str, Any]:
+    return {
+        "id": snapshot.task.id,
+        "status": snapshot.status.value,
+        "next_run_at": snapshot.next_run_at,
+        "attempt": snapshot.attempt,
+        "run_count": snapshot.run_count,
+        "failure_count": snapshot.failure_count,
+        "last_error": snapshot.last_error,
+        "running": snapshot.running,
+        "writer": writer,
+    }
+
+
+def _record_row(record: ExecutionRecord) -> dict[str, Any]:
+    row = record._asdict()
+    del row["name"]
+    row["misfire"] = None if record.misfire is None else record.misfire.value
+    return row
+
+
+def _snapshot(row: Sequence[Any]) -> TaskSnapshot:
+    task_id, definition, status, next_run_at, attempt, run_count, failures, error, running = row[:9]
+    try:
+        status_value = TaskStatus(status)
+    except ValueError:
+        raise StoreError(f"task {task_id}: unknown status {status!r}") from None
+    successes = run_count - failures  # a Window's max_runs counts these
+    return TaskSnapshot(
+        decode_task(task_id, definition, runs=successes), status_value, next_run_at, attempt,
+        run_count, failures, error, bool(running),
+    )  # fmt: skip
+
+
+def _record(row: Sequence[Any]) -> ExecutionRecord:
+    task_id, name, attempt, due, slot, worker, started, finished, ok, error, *rest = row
+    timed_out, misfire, result, token = rest
+    return ExecutionRecord.of(
+        task_id=task_id, name=name, attempt=attempt, due=due, slot=slot, worker=worker,
+        started=started, finished=finished, ok=bool(ok), error=error,
+        timed_out=bool(timed_out), misfire=None if misfire is None else Outcome(misfire),
+        result=result, token=token,
+    )  # fmt: skip

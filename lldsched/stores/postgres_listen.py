@@ -1,0 +1,136 @@
+"""The connection helpers of the PostgreSQL store: psycopg's import, dsn redaction,
+connecting with a clear :class:`~lldsched.errors.StoreError`, and the LISTEN thread.
+
+psycopg 3 is an optional extra (``pip install 'lldsched[postgres]'``): importing
+this module without it raises an ``ImportError`` that names the extra, and
+``import lldsched`` never imports it.
+
+**The listener.**  :class:`Listener` owns one connection of its own that does
+nothing but ``LISTEN``; its thread calls ``wake()`` for every notification sent
+by another node (the payload is the sender's node id), and once after every
+reconnection, since notifications sent while it was away are lost.  It is a
+*hint*: the runtime's bounded wait (``poll``) is the safety net when the
+listener is down.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Callable
+
+from lldsched.errors import StoreError
+
+try:
+    import psycopg
+    from psycopg import conninfo
+except ImportError as exc:  # pragma: no cover - exercised by a test that hides psycopg
+    raise ImportError(
+        "PostgresTaskStore needs psycopg 3, which is not installed: "
+        "install the extra: pip install 'lldsched[postgres]'"
+    ) from exc
+
+# psycopg is re-exported: the store imports it from here, after the check above.
+__all__ = ["Listener", "connect", "psycopg", "redact", "with_timeouts"]
+
+log = logging.getLogger("lldsched")
+
+_RECONNECT = 1.0  # seconds between attempts while the server is away
+_PASSWORD_IN_URI = re.compile(r"(://[^:/@]*:)[^@]*@")
+_PASSWORD_KEY = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
+
+
+def redact(dsn: str) -> str:
+    """``dsn`` with its password replaced by ``***`` (key/value or URI form, parsed or not).
+
+    Every message that names the dsn goes through here: a password never reaches
+    a log or an exception.
+    """
+    try:
+        parts = conninfo.conninfo_to_dict(dsn)
+    except psycopg.Error:
+        return _PASSWORD_KEY.sub(r"\1***", _PASSWORD_IN_URI.sub(r"\1***@", dsn))
+    if "password" in parts:
+        parts["password"] = "***"
+    return conninfo.make_conninfo("", **parts)
+
+
+def connect(dsn: str, *, timeout: float) -> psycopg.Connection[tuple[object, ...]]:
+    """An autocommit connection to ``dsn``, or :class:`StoreError` naming the redacted
+    dsn and the server's reason (with any password in it redacted as well)."""
+    try:
+        return psycopg.connect(with_timeouts(dsn, timeout=timeout), autocommit=True)
+    except psycopg.Error as exc:
+        reason = str(exc).strip()
+        password = _password(dsn)
+        if password:
+            reason = reason.replace(password, "***")
+        raise StoreError(
+            f"cannot connect to the PostgreSQL store {redact(dsn)!r}: {reason}"
+        ) from None
+
+
+def with_timeouts(dsn: str, *, timeout: float) -> str:
+    """``dsn`` with bounds on how long a dead server or a cut network can hold a call,
+    unless the dsn sets them itself: ``connect_timeout``, TCP keepalives, and
+    ``tcp_user_timeout`` (sent data unacknowledged that long fails the connection).
+    Without them a statement sent into a cut network waits for the kernel's TCP
+    retransmission limit (about 15 minutes), holding the scheduler's lock."""
+    try:
+        given = conninfo.conninfo_to_dict(dsn)
+    except psycopg.Error:
+        return dsn  # psycopg.connect reports it
+    seconds = max(1, round(timeout))
+    defaults = {
+        "connect_timeout": seconds,
+        "keepalives": 1,
+        "keepalives_idle": seconds,
+        "keepalives_interval": max(1, seconds // 3),
+        "keepalives_count": 3,
+        "tcp_user_timeout": seconds * 1000,  # milliseconds
+    }
+    extra = {name: value for name, value in defaults.items() if name not in given}
+    return conninfo.make_conninfo(dsn, **extra)
+
+
+def _password(dsn: str) -> str | None:
+    try:
+        value = conninfo.conninfo_to_dict(dsn).get("password")
+    except psycopg.Error:
+        return None
+    return None if value is None else str(value)
+
+
+class Listener:
+    """A daemon thread that LISTENs on ``channel`` and calls ``wake()`` when another
+    node notifies (any payload but ``node``).  :meth:`stop` ends it."""
+
+    def __init__(self, dsn: str, *, channel: str, node: str, wake: Callable[[], None]) -> None:
+        self._dsn = dsn
+        self._channel = channel
+        self._node = node
+        self._wake = wake
+        self._stopping = threading.Event()  # set once by stop(); the thread polls it
+        self._thread = threading.Thread(target=self._loop, name="lldsched-pg-listen", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                dsn = with_timeouts(self._dsn, timeout=5)
+                with psycopg.connect(dsn, autocommit=True) as connection:
+                    connection.execute(f"LISTEN {self._channel}")
+                    self._wake()  # what was sent while we were not listening is lost
+                    while not self._stopping.is_set():
+                        for notice in connection.notifies(timeout=0.2):
+                            if notice.payload != self._node:
+                                self._wake()
+            except psycopg.Error as exc:
+                log.warning("PostgreSQL listener lost its connection (%s); retrying", exc)
+                self._stopping.wait(_RECONNECT)
+
+    def stop(self) -> None:
+        """End the thread (it notices within 0.2 s) and wait for it."""
+        self._stopping.set()
+        self._thread.join(timeout=2.0)

@@ -1,0 +1,224 @@
+"""The SQL of :class:`~lldsched.stores.postgres.PostgresTaskStore`: its schema and statements.
+
+One place for the text the store sends, so the store's module reads as the
+protocol (docs/CLUSTER.md) and this one as the tables.  Parameters are named
+(``%(name)s``, psycopg's style).
+
+**Time.**  Due instants (``next_run_at``, ``slot``) are the schedulers' epoch
+seconds, as everywhere in lldsched.  Lease expiry (``expires_at``) is the
+*database's* clock, ``clock_timestamp()`` as epoch seconds (:data:`DB_NOW`): every
+node compares against the same clock, so a node whose clock is skewed cannot
+shorten or stretch someone else's lease.
+
+**The change feed.**  Every task row carries the id of the transaction that wrote
+it last (``xid``, ``pg_current_xact_id()``) and the node that wrote it
+(``writer``).  A reader remembers the oldest transaction still in flight when it
+last read (``pg_snapshot_xmin``) and next reads every row written by a transaction
+at or after it: a transaction that had not committed then is read once it has, so
+no write is missed, whatever order the writers commit in; a row read twice is
+filtered by its ``version``.  No global counter serialises the writers.
+"""
+
+from __future__ import annotations
+
+__all__ = ["SCHEMA_VERSION"]
+
+SCHEMA_VERSION = 1
+CHANNEL = "lldsched"  # LISTEN/NOTIFY channel (NOTIFY is per database)
+DB_NOW = "extract(epoch FROM clock_timestamp())::double precision"
+LIVE = "('scheduled', 'retrying')"  # the statuses a claim takes
+
+SCHEMA = f"""
+CREATE TABLE lldsched_meta (name text PRIMARY KEY, value text NOT NULL);
+CREATE TABLE tasks (
+    position      bigint GENERATED ALWAYS AS IDENTITY,  -- the order tasks were first saved in
+    id            text PRIMARY KEY,
+    name          text NOT NULL,
+    definition    text NOT NULL,            -- JSON, see lldsched.stores.codec
+    status        text NOT NULL,
+    next_run_at   double precision,
+    priority      integer NOT NULL,         -- claim order among equal due instants
+    attempt       integer NOT NULL,
+    run_count     integer NOT NULL,
+    failure_count integer NOT NULL,
+    last_error    text,
+    running       boolean NOT NULL,
+    failed_seq    bigint,                   -- dead-letter order; NULL unless failed
+    version       bigint NOT NULL,          -- bumped by every write of the row
+    writer        text NOT NULL,            -- the node that wrote it ('' : every node reads it)
+    xid           xid8 NOT NULL DEFAULT pg_current_xact_id()  -- the change feed's cursor
+);
+CREATE INDEX tasks_due ON tasks (next_run_at, priority) WHERE status IN {LIVE};
+CREATE INDEX tasks_xid ON tasks (xid);
+CREATE TABLE removals (                     -- tasks removed, for the other nodes' feeds
+    task_id text NOT NULL,
+    version bigint NOT NULL,
+    writer  text NOT NULL,
+    xid     xid8 NOT NULL DEFAULT pg_current_xact_id()
+);
+CREATE INDEX removals_xid ON removals (xid);
+CREATE TABLE records (
+    task_id   text NOT NULL,
+    seq       bigint GENERATED ALWAYS AS IDENTITY,
+    attempt   integer NOT NULL,
+    due       double precision NOT NULL,
+    slot      double precision NOT NULL,
+    worker    integer NOT NULL,
+    started   double precision NOT NULL,
+    finished  double precision NOT NULL,
+    ok        boolean NOT NULL,
+    error     text,
+    timed_out boolean NOT NULL,
+    misfire   text,
+    result    text,
+    token     bigint,                       -- the claim's fencing token
+    PRIMARY KEY (task_id, seq)
+);
+CREATE TABLE leases (                       -- at most one per task: a task never overlaps itself
+    task_id    text PRIMARY KEY REFERENCES tasks (id) ON DELETE CASCADE,
+    slot       double precision NOT NULL,   -- the due instant claimed
+    attempt    integer NOT NULL,
+    token      bigint NOT NULL UNIQUE,      -- fencing token
+    holder     text NOT NULL,               -- node id "host:pid:random"
+    expires_at double precision NOT NULL,   -- the database's clock
+    version    bigint NOT NULL              -- the task row's version when claimed
+);
+CREATE INDEX leases_holder ON leases (holder);
+CREATE SEQUENCE fencing_token;
+CREATE SEQUENCE dead_letter_seq;
+INSERT INTO lldsched_meta VALUES ('schema', '{SCHEMA_VERSION}');
+"""
+
+TABLES = ("lldsched_meta", "tasks", "removals", "records", "leases")
+
+_STATE = """status = %(status)s, next_run_at = %(next_run_at)s, attempt = %(attempt)s,
+    run_count = %(run_count)s, failure_count = %(failure_count)s, last_error = %(last_error)s,
+    running = %(running)s, version = tasks.version + 1, writer = %(writer)s,
+    xid = pg_current_xact_id(),
+    failed_seq = CASE WHEN %(status)s = 'failed'
+        THEN coalesce(tasks.failed_seq, nextval('dead_letter_seq')) END"""
+
+UPDATE = f"UPDATE tasks SET {_STATE} WHERE id = %(id)s RETURNING version"
+
+UPSERT = f"""
+INSERT INTO tasks (id, name, definition, priority, status, next_run_at, attempt, run_count,
+    failure_count, last_error, running, failed_seq, version, writer)
+VALUES (%(id)s, %(name)s, %(definition)s, %(priority)s, %(status)s, %(next_run_at)s,
+    %(attempt)s, %(run_count)s, %(failure_count)s, %(last_error)s, %(running)s,
+    CASE WHEN %(status)s = 'failed' THEN nextval('dead_letter_seq') END, 1, %(writer)s)
+ON CONFLICT (id) DO UPDATE SET name = excluded.name, definition = excluded.definition,
+    priority = excluded.priority, {_STATE}
+RETURNING version
+"""
+
+# A registration: refused (no row returned) when another node registered the id.
+INSERT_NEW = """
+INSERT INTO tasks (id, name, definition, priority, status, next_run_at, attempt, run_count,
+    failure_count, last_error, running, failed_seq, version, writer)
+VALUES (%(id)s, %(name)s, %(definition)s, %(priority)s, %(status)s, %(next_run_at)s,
+    %(attempt)s, %(run_count)s, %(failure_count)s, %(last_error)s, %(running)s,
+    CASE WHEN %(status)s = 'failed' THEN nextval('dead_letter_seq') END, 1, %(writer)s)
+ON CONFLICT (id) DO NOTHING
+RETURNING version
+"""
+
+# A write that makes its task the earliest due of all wakes every node's timer.
+NOTIFY_IF_EARLIEST = f"""
+SELECT pg_notify('{CHANNEL}', %(node)s)
+ WHERE %(status)s IN {LIVE} AND %(next_run_at)s::double precision IS NOT NULL
+   AND %(next_run_at)s::double precision < coalesce(
+       (SELECT min(next_run_at) FROM tasks WHERE status IN {LIVE} AND id <> %(id)s),
+       'Infinity')
+"""
+
+# Only the counters of a run settled after another node rewrote its row meanwhile
+# (a pause, a cancel, a reschedule): that write wins; writer '' makes every node,
+# this one included, read the row again.
+UPDATE_COUNTS = """
+UPDATE tasks SET run_count = %(run_count)s, failure_count = %(failure_count)s,
+    last_error = %(last_error)s, running = false, version = version + 1, writer = '',
+    xid = pg_current_xact_id()
+WHERE id = %(id)s
+"""
+
+INSERT_RECORD = """
+INSERT INTO records (task_id, attempt, due, slot, worker, started, finished, ok, error,
+    timed_out, misfire, result, token)
+VALUES (%(task_id)s, %(attempt)s, %(due)s, %(slot)s, %(worker)s, %(started)s, %(finished)s,
+    %(ok)s, %(error)s, %(timed_out)s, %(misfire)s, %(result)s, %(token)s)
+"""
+
+TRIM_RECORDS = """
+DELETE FROM records WHERE task_id = %(id)s AND seq <= (
+    SELECT seq FROM records WHERE task_id = %(id)s ORDER BY seq DESC OFFSET %(keep)s LIMIT 1)
+"""
+
+SNAPSHOT_COLUMNS = (
+    "t.id, t.definition, t.status, t.next_run_at, t.attempt, t.run_count, t.failure_count, "
+    "t.last_error, t.running, t.version"
+)
+
+RECORD_COLUMNS = (
+    "r.task_id, t.name, r.attempt, r.due, r.slot, r.worker, r.started, r.finished, r.ok, "
+    "r.error, r.timed_out, r.misfire, r.result, r.token"
+)
+
+# Lock order, everywhere: a task's row, then its lease (the claim below, the settle,
+# a delete's cascade); renewal and release lock leases only.  Two orders would deadlock.
+#
+# The claim, one statement.  FOR UPDATE OF t SKIP LOCKED: concurrent claimers pass each
+# other's rows instead of queueing behind them.  A lease row that exists is replaced
+# only if it has expired by the time its lock is ours (the ON CONFLICT WHERE is
+# evaluated on the latest committed row): a renewal that committed first wins.
+CLAIM = f"""
+WITH due AS (
+    SELECT t.id, t.next_run_at, t.attempt, t.version, t.priority
+      FROM tasks t LEFT JOIN leases l ON l.task_id = t.id
+     WHERE t.status IN {LIVE} AND t.next_run_at <= %(now)s
+       AND (l.task_id IS NULL OR l.expires_at <= {DB_NOW})
+     ORDER BY t.next_run_at, t.priority
+     LIMIT %(limit)s
+     FOR UPDATE OF t SKIP LOCKED),
+claimed AS (
+    INSERT INTO leases (task_id, slot, attempt, token, holder, expires_at, version)
+    SELECT id, next_run_at, attempt, nextval('fencing_token'), %(node)s,
+           {DB_NOW} + %(lease)s, version FROM due
+    ON CONFLICT (task_id) DO UPDATE SET slot = excluded.slot, attempt = excluded.attempt,
+        token = excluded.token, holder = excluded.holder, expires_at = excluded.expires_at,
+        version = excluded.version
+     WHERE leases.expires_at <= {DB_NOW}
+    RETURNING task_id, slot, attempt, token, expires_at, version)
+SELECT c.task_id, c.slot, c.attempt, c.token, c.expires_at, c.version
+  FROM claimed c JOIN due d ON d.id = c.task_id
+ ORDER BY c.slot, d.priority
+"""
+
+# Renewal extends every lease this node still holds, expired or not: an expired lease
+# that nobody took over is still the holder's (no newer token exists, nothing ran twice),
+# as on SQLite.  A claim that locked the row first replaced the token: not renewed.  A
+# renewal that committed first makes the claim's ON CONFLICT WHERE fail: not taken.
+RENEW = f"""
+UPDATE leases SET expires_at = {DB_NOW} + %(lease)s
+ WHERE holder = %(node)s AND token = ANY(%(tokens)s)
+RETURNING token
+"""
+
+# The fenced settle's first step: 0 rows and the lease is lost.
+DROP_LEASE = """
+DELETE FROM leases WHERE task_id = %(id)s AND token = %(token)s AND holder = %(node)s
+RETURNING version
+"""
+
+ROW_FOR_SETTLE = "SELECT version, writer FROM tasks WHERE id = %(id)s FOR UPDATE"
+
+# The change feed: rows and removals written by other nodes since the cursor, with the
+# new cursor (the snapshot's xmin) in the same snapshot (REPEATABLE READ transaction).
+HORIZON = "SELECT pg_snapshot_xmin(pg_current_snapshot())"
+CHANGED_ROWS = f"""
+SELECT {SNAPSHOT_COLUMNS}, EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id
+       AND l.holder <> %(node)s AND l.expires_at > {DB_NOW}) AS leased, t.xid
+  FROM tasks t WHERE t.xid >= %(since)s::text::xid8 AND t.writer <> %(node)s
+"""
+CHANGED_REMOVALS = """
+SELECT task_id, version, xid FROM removals WHERE xid >= %(since)s::text::xid8 AND writer <> %(node)s
+"""

@@ -1,0 +1,261 @@
+"""PostgresTaskStore as a TaskStore: rows, retention, the dead letter, opening, errors,
+and a database restart, on a real server (the session's throwaway cluster)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import threading
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import conninfo
+
+from lldsched import (
+    CronSchedule,
+    FakeClock,
+    FixedDelay,
+    FixedRate,
+    Misfire,
+    MisfirePolicy,
+    OneTime,
+    OverrunPolicy,
+    Priority,
+    RetryPolicy,
+    StoreError,
+    TaskStatus,
+    ValidationError,
+)
+from lldsched.persistence import CoordinatedStore, HistoryStore
+from lldsched.stores.postgres import PostgresTaskStore
+from lldsched.stores.postgres_listen import redact, with_timeouts
+from tests import jobs
+from tests.conftest import T0, SchedulerFactory, settle
+from tests.pg_server import PostgresServer
+from tests.test_store_sqlite import Job, record, snapshot, task
+
+
+def test_a_new_database_gets_the_schema_and_the_store_follows_every_protocol(
+    postgres_dsn: str,
+) -> None:
+    with PostgresTaskStore(postgres_dsn) as store:
+        assert isinstance(store, HistoryStore) and isinstance(store, CoordinatedStore)
+        assert len(store) == 0 and store.load_all() == [] and store.records() == []
+    with psycopg.connect(postgres_dsn) as connection:
+        assert connection.execute("SELECT value FROM lldsched_meta").fetchone() == ("1",)
+
+
+def test_every_schedule_and_option_round_trips_through_the_database(postgres_dsn: str) -> None:
+    definitions = [
+        task(id="a", schedule=OneTime(T0 + 5)),
+        task(id="b", schedule=OneTime(delay=2.5)),
+        task(id="c", schedule=FixedDelay(30, start_delay=1)),
+        task(id="d", schedule=FixedRate(60, OverrunPolicy.CATCH_UP, 0.5)),
+        task(id="e", schedule=CronSchedule("*/15 9-17 * * 1-5")),
+        task(
+            id="f",
+            action=jobs.note,
+            priority=Priority.HIGH,
+            retry=RetryPolicy(5, 0.5, 3.0, 10.0, 0.25),
+            timeout=2.0,
+            args=("label",),
+            kwargs={"nested": {"list": [1, 2.5, None, True]}},
+            misfire=MisfirePolicy(Misfire.RUN_ALL, grace=5, max_catch_up=7),
+        ),
+        task(id="g", action=None),
+        task(id="h", action=Job.build),
+    ]
+    with PostgresTaskStore(postgres_dsn) as store:
+        for definition in definitions:
+            store.save(snapshot(definition))
+    with PostgresTaskStore(postgres_dsn) as store:
+        assert [s.task for s in store.load_all()] == definitions
+
+
+def test_records_are_kept_per_task_up_to_the_retention_bound(postgres_dsn: str) -> None:
+    with PostgresTaskStore(postgres_dsn, retention=5) as store:
+        for task_id in ("a", "b"):
+            store.save(snapshot(task(id=task_id)))
+        for n in range(40):
+            store.save(snapshot(task(id="a")), record("a", n))
+        store.save(snapshot(task(id="b")), record("b", 0))
+        assert [r.due - T0 for r in store.records("a")] == [35, 36, 37, 38, 39]
+        assert [r.task_id for r in store.records()] == ["a"] * 5 + ["b"]
+        assert store.records("a")[-1] == record("a", 39)
+    with psycopg.connect(postgres_dsn) as connection:
+        (kept,) = connection.execute("SELECT count(*) FROM records").fetchone() or (0,)
+    assert kept <= 5 + 1 + 1  # at most 10% (here: one) over the bound between trims
+
+
+def test_the_dead_letter_is_the_failed_tasks_in_the_order_they_failed(postgres_dsn: str) -> None:
+    with PostgresTaskStore(postgres_dsn) as store:
+        for task_id in ("a", "b", "c"):
+            store.save(snapshot(task(id=task_id)))
+        store.save(snapshot(task(id="c"), TaskStatus.FAILED))
+        store.save(snapshot(task(id="a"), TaskStatus.FAILED))
+        store.save(snapshot(task(id="c"), TaskStatus.FAILED))  # still failed: keeps its place
+        assert store.dead_letter() == ["c", "a"]
+        store.save(snapshot(task(id="c"), TaskStatus.SCHEDULED))  # redriven
+        assert store.dead_letter() == ["a"]
+        store.delete("a")
+        assert store.dead_letter() == [] and store.get("a") is None
+
+
+def test_the_store_is_safe_to_write_from_many_threads(postgres_dsn: str) -> None:
+    with PostgresTaskStore(postgres_dsn, retention=None) as store:
+
+        def write(n: int) -> None:
+            for i in range(25):
+                store.save(snapshot(task(id=f"t{n}")), record(f"t{n}", i))
+
+        threads = [threading.Thread(target=write, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        assert len(store) == 4 and len(store.records()) == 100
+
+
+def test_a_scheduler_writes_every_transition_and_a_new_one_restores_it(
+    make_scheduler: SchedulerFactory, clock: FakeClock, postgres_dsn: str
+) -> None:
+    with PostgresTaskStore(postgres_dsn) as store:
+        scheduler = make_scheduler(clock=clock, store=store)
+        tick = scheduler.schedule("tick", jobs.noop, FixedRate(10))
+        doomed = scheduler.schedule(
+            "doomed", jobs.broken, OneTime(delay=0), retry=RetryPolicy(max_attempts=1)
+        )
+        settle(scheduler)
+        clock.advance(10)
+        settle(scheduler)
+        stored = store.get(tick.id)
+        assert stored is not None and stored.status is TaskStatus.SCHEDULED
+        assert stored.next_run_at == clock.now() + 10 and stored.run_count == 2
+        assert [r.slot for r in store.records(tick.id)] == [r.slot for r in tick.history]
+        assert store.dead_letter() == [doomed.id]
+        assert scheduler.shutdown(timeout=5)
+    with PostgresTaskStore(postgres_dsn) as store:
+        again = make_scheduler(clock=clock, store=store, start=False)
+        restored = {t.name: t for t in again.tasks()}
+        assert restored["tick"].run_count == 2 and restored["doomed"].status is TaskStatus.FAILED
+
+
+def test_an_action_without_an_import_path_is_rejected_and_nothing_is_written(
+    make_scheduler: SchedulerFactory, clock: FakeClock, postgres_dsn: str
+) -> None:
+    with PostgresTaskStore(postgres_dsn) as store:
+        scheduler = make_scheduler(clock=clock, store=store)
+        scheduler.schedule("kept", jobs.noop, FixedRate(60))
+        with pytest.raises(ValidationError, match="has none"):
+            scheduler.schedule("job", lambda: None, FixedRate(60))
+        assert [s.task.name for s in store.load_all()] == ["kept"]
+
+
+def test_an_unimportable_callable_fails_the_load_naming_the_task(postgres_dsn: str) -> None:
+    with PostgresTaskStore(postgres_dsn) as store:
+        store.save(snapshot(task(id="gone")))
+    with psycopg.connect(postgres_dsn) as connection:
+        connection.execute("UPDATE tasks SET definition = replace(definition, 'noop', 'nothing')")
+    with PostgresTaskStore(postgres_dsn) as store, pytest.raises(StoreError, match="gone"):
+        store.load_all()
+
+
+# -- opening, and every way it can go wrong ----------------------------------------------
+
+
+def test_a_database_of_another_application_is_refused_and_left_untouched(
+    postgres_dsn: str,
+) -> None:
+    with psycopg.connect(postgres_dsn) as connection:
+        connection.execute("CREATE TABLE tasks (id int)")
+    with pytest.raises(StoreError, match="not an lldsched store"):
+        PostgresTaskStore(postgres_dsn)
+    with psycopg.connect(postgres_dsn) as connection:
+        rows = connection.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+        ).fetchall()
+    assert rows == [("tasks",)]
+
+
+def test_a_schema_from_the_future_is_refused(postgres_dsn: str) -> None:
+    PostgresTaskStore(postgres_dsn).close()
+    with psycopg.connect(postgres_dsn) as connection:
+        connection.execute("UPDATE lldsched_meta SET value = '99'")
+    with pytest.raises(StoreError, match="schema version 99"):
+        PostgresTaskStore(postgres_dsn)
+
+
+def test_a_refused_password_names_the_dsn_without_the_password(
+    postgres_server: PostgresServer,
+) -> None:
+    dsn = postgres_server.dsn(password="hunter2-secret")
+    with pytest.raises(StoreError) as caught:
+        PostgresTaskStore(dsn)
+    message = str(caught.value)
+    assert "hunter2-secret" not in message and "password=***" in message
+    assert "password authentication failed" in message and str(postgres_server.port) in message
+
+
+def test_an_unreachable_server_and_a_malformed_dsn_are_store_errors_without_the_password() -> None:
+    with pytest.raises(StoreError, match="cannot connect") as caught:
+        PostgresTaskStore("postgresql://me:s3cret-pw@127.0.0.1:1/db", timeout=2)
+    assert "s3cret-pw" not in str(caught.value) and "127.0.0.1" in str(caught.value)
+    with pytest.raises(StoreError) as caught:
+        PostgresTaskStore("host=nowhere password=s3cret-pw = oops")
+    assert "s3cret-pw" not in str(caught.value)
+    assert redact("postgresql://me:pw@h/db") == "user=me password=*** dbname=db host=h"
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [("lease", 0, "lease must be"), ("poll", -1, "poll must be"), ("retention", 0, "retention")],
+)
+def test_bad_options_are_rejected_before_connecting(
+    option: str, value: float, message: str
+) -> None:
+    with pytest.raises(ValidationError, match=message):
+        options: dict[str, Any] = {option: value}
+        PostgresTaskStore("postgresql://nowhere:1/db", **options)
+
+
+def test_a_closed_store_says_so(postgres_dsn: str) -> None:
+    store = PostgresTaskStore(postgres_dsn)
+    store.close()
+    store.close()
+    with pytest.raises(StoreError, match="closed"):
+        store.save(snapshot(task()))
+    assert "closed" in repr(store) and "***" in repr(store)
+
+
+def test_without_psycopg_importing_the_store_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    for name in ("lldsched.stores.postgres", "lldsched.stores.postgres_listen"):
+        monkeypatch.delitem(sys.modules, name)
+    with pytest.raises(ImportError, match=r"lldsched\[postgres\]"):
+        importlib.import_module("lldsched.stores.postgres")
+
+
+# -- outages ------------------------------------------------------------------------------
+
+
+def test_after_a_database_restart_the_failed_call_is_a_store_error_and_the_next_reconnects(
+    postgres_server: PostgresServer, postgres_dsn: str
+) -> None:
+    with PostgresTaskStore(postgres_dsn) as store:
+        store.save(snapshot(task(id="a")))
+        postgres_server.restart()
+        with pytest.raises(StoreError, match=r"PostgreSQL store .*password=\*\*\*.* failed"):
+            store.get("a")
+        stored = store.get("a")
+        assert stored is not None and stored.task.id == "a"
+
+
+def test_connections_get_bounded_timeouts_unless_the_dsn_sets_its_own() -> None:
+    bounded = conninfo.conninfo_to_dict(with_timeouts("host=h dbname=d", timeout=10))
+    assert bounded["tcp_user_timeout"] == "10000" and bounded["connect_timeout"] == "10"
+    assert bounded["keepalives"] == "1"
+    own = conninfo.conninfo_to_dict(with_timeouts("host=h connect_timeout=3", timeout=10))
+    assert own["connect_timeout"] == "3"

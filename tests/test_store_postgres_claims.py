@@ -1,0 +1,285 @@
+"""PostgresTaskStore's coordination on a real server: SKIP LOCKED claims, the token
+sequence, expiry on the database's clock, fenced settles, the change feed, and
+LISTEN/NOTIFY waking another process's timer."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from lldsched import TaskStatus
+from lldsched.errors import LeaseLost
+from lldsched.persistence import Claim
+from lldsched.stores.postgres import PostgresTaskStore
+from tests.cluster import wait_until
+from tests.conftest import T0
+from tests.test_store_sqlite import record, snapshot, task
+
+ROOT = Path(__file__).resolve().parent.parent
+Opener = Callable[..., PostgresTaskStore]
+
+
+@pytest.fixture
+def open_store(postgres_dsn: str) -> Iterator[Opener]:
+    """``open_store(lease=...)``: stores on one fresh database, all closed afterwards."""
+    opened: list[PostgresTaskStore] = []
+
+    def make(**options: Any) -> PostgresTaskStore:
+        store = PostgresTaskStore(postgres_dsn, **options)
+        opened.append(store)
+        return store
+
+    yield make
+    for store in opened:
+        store.close()
+
+
+def due_tasks(store: PostgresTaskStore, count: int) -> None:
+    for n in range(count):
+        store.save(snapshot(task(id=f"t{n:04}")))  # all due at T0
+
+
+def test_concurrent_claimers_never_receive_the_same_task_and_tokens_only_grow(
+    open_store: Opener,
+) -> None:
+    stores = [open_store(lease=60) for _ in range(4)]
+    due_tasks(stores[0], 400)
+    got: list[list[Claim]] = [[] for _ in stores]
+    start = threading.Barrier(len(stores))
+
+    def claim_all(index: int) -> None:
+        start.wait(10)
+        while batch := stores[index].claim(now=T0, limit=7):
+            got[index].extend(batch)
+
+    threads = [threading.Thread(target=claim_all, args=(n,)) for n in range(len(stores))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    claimed = [c.task_id for claims in got for c in claims]
+    assert sorted(claimed) == [f"t{n:04}" for n in range(400)]  # each once, none lost
+    tokens = [c.token for claims in got for c in claims]
+    assert len(set(tokens)) == 400
+    assert all(
+        [c.token for c in claims] == sorted(c.token for c in claims) for claims in got
+    )  # each claimer's tokens grow
+    assert sum(bool(claims) for claims in got) >= 2  # SKIP LOCKED: they passed each other
+
+
+def test_a_claim_takes_the_earliest_due_first_then_the_higher_priority(
+    open_store: Opener,
+) -> None:
+    from lldsched import Priority
+
+    store = open_store()
+    store.save(snapshot(task(id="late"))._replace(next_run_at=T0 + 1))
+    store.save(snapshot(task(id="low", priority=Priority.LOW)))
+    store.save(snapshot(task(id="high", priority=Priority.HIGH)))
+    store.save(snapshot(task(id="paused"), TaskStatus.PAUSED))
+    store.save(snapshot(task(id="future"))._replace(next_run_at=T0 + 100))
+    assert [c.task_id for c in store.claim(now=T0 + 1, limit=10)] == ["high", "low", "late"]
+    assert store.claim(now=T0 + 1, limit=0) == []
+
+
+def test_an_expired_lease_is_taken_over_with_a_larger_token_and_the_late_settle_is_refused(
+    open_store: Opener,
+) -> None:
+    first, second = open_store(lease=0.3), open_store(lease=60)
+    first.save(snapshot(task(id="a")))
+    (old,) = first.claim(now=T0, limit=1)
+    assert second.claim(now=T0, limit=1) == []  # held
+    with psycopg.connect(first._dsn, autocommit=True) as connection:  # expire it, server-side
+        connection.execute("UPDATE leases SET expires_at = expires_at - 1")
+    (new,) = second.claim(now=T0, limit=1)
+    assert new.task_id == "a" and new.token > old.token
+    assert first.renew(tokens=[old.token], now=T0) == set()  # the old holder finds out
+    finished = snapshot(task(id="a"))._replace(next_run_at=T0 + 60, run_count=1)
+    with pytest.raises(LeaseLost, match=f"token {old.token}"):
+        first.settle(finished, record("a", 0)._replace(token=old.token), token=old.token)
+    # What follows a refused settle under the same token (the core's SKIPPED records) is
+    # dropped too, and not counted again.
+    first.save(finished, record("a", 1)._replace(token=old.token))
+    assert first.rejected == 1 and first.records("a") == []
+    second.settle(finished, record("a", 2)._replace(token=new.token), token=new.token)
+    assert [r.token for r in second.records("a")] == [new.token] and second.leases() == []
+
+
+def test_expiry_is_measured_on_the_database_clock_not_the_claimers(
+    open_store: Opener,
+) -> None:
+    holder, skewed = open_store(lease=60), open_store(lease=60)
+    holder.save(snapshot(task(id="a")))
+    (claim,) = holder.claim(now=T0, limit=1)
+    # A node whose clock runs a day ahead sees the task due, but the lease has not expired
+    # on the server's clock: it gets nothing.
+    assert skewed.claim(now=T0 + 86_400, limit=1) == []
+    with psycopg.connect(holder._dsn) as connection:
+        (server_now,) = connection.execute("SELECT extract(epoch FROM now())").fetchone() or (0,)
+    assert abs(claim.expires_at - (float(server_now) + 60)) < 30
+    assert holder.renew(tokens=[claim.token], now=0.0) == {claim.token}  # `now` is not used
+
+
+def test_a_pause_written_during_a_run_wins_over_the_settle_and_the_record_is_kept(
+    open_store: Opener,
+) -> None:
+    runner, controller = open_store(), open_store()
+    runner.save(snapshot(task(id="a")))
+    (claim,) = runner.claim(now=T0, limit=1)
+    controller.load_all()
+    controller.save(snapshot(task(id="a"), TaskStatus.PAUSED))
+    finished = snapshot(task(id="a"))._replace(next_run_at=T0 + 60, run_count=1)
+    runner.settle(finished, record("a", 0)._replace(token=claim.token), token=claim.token)
+    stored = runner.get("a")
+    assert stored is not None and stored.status is TaskStatus.PAUSED and stored.run_count == 1
+    assert len(runner.records("a")) == 1
+    (change,) = [c for c in runner.changes() if c.task_id == "a"]  # the runner reads it back
+    assert change.snapshot is not None and change.snapshot.status is TaskStatus.PAUSED
+
+
+def test_the_feed_gives_other_nodes_writes_and_removals_once_and_never_ones_own(
+    open_store: Opener,
+) -> None:
+    writer, reader = open_store(), open_store()
+    assert reader.changes() == []
+    writer.save(snapshot(task(id="a")))
+    writer.save(snapshot(task(id="b")))
+    reader_own = snapshot(task(id="c"))
+    reader.save(reader_own)
+    assert [(c.task_id, c.snapshot is not None) for c in reader.changes()] == [
+        ("a", True),
+        ("b", True),
+    ]
+    assert reader.changes() == []  # each once
+    writer.save(snapshot(task(id="a"), TaskStatus.PAUSED))
+    writer.delete("b")
+    changes = reader.changes()
+    assert [(c.task_id, c.snapshot and c.snapshot.status) for c in changes] == [
+        ("a", TaskStatus.PAUSED),
+        ("b", None),
+    ]
+    assert [c.task_id for c in writer.changes()] == ["c"]
+
+
+def test_a_write_that_commits_after_a_later_one_is_still_in_the_feed(
+    open_store: Opener, postgres_dsn: str
+) -> None:
+    writer, reader = open_store(), open_store()
+    writer.save(snapshot(task(id="slow")))
+    writer.save(snapshot(task(id="fast")))
+    reader.changes()
+    with psycopg.connect(postgres_dsn) as slow:  # a transaction that stays open ...
+        slow.execute(
+            "UPDATE tasks SET status = 'paused', version = version + 1, writer = 'x', "
+            "xid = pg_current_xact_id() WHERE id = 'slow'"
+        )
+        writer.save(snapshot(task(id="fast"), TaskStatus.PAUSED))  # ... while a later one commits
+        assert [c.task_id for c in reader.changes()] == ["fast"]
+        slow.commit()
+    assert [c.task_id for c in reader.changes()] == ["slow"]
+
+
+def test_muted_saves_and_a_holders_running_state_write_nothing(
+    open_store: Opener,
+) -> None:
+    store, other = open_store(), open_store()
+    store.save(snapshot(task(id="a")))
+    other.changes()
+    with store.muted():
+        store.save(snapshot(task(id="a"), TaskStatus.PAUSED))
+        store.delete("a")
+    (claim,) = store.claim(now=T0, limit=1)
+    store.save(snapshot(task(id="a"), TaskStatus.RUNNING)._replace(running=True))
+    stored = store.get("a")
+    assert stored is not None and stored.status is TaskStatus.SCHEDULED
+    assert other.changes() == []
+    store.release(task_id="a", token=claim.token)
+    assert store.leases() == [] and [c.task_id for c in other.claim(now=T0, limit=1)] == ["a"]
+
+
+# -- LISTEN/NOTIFY ------------------------------------------------------------------------
+
+WRITER = """
+import sys
+from lldsched.stores.postgres import PostgresTaskStore
+from tests.test_store_sqlite import snapshot, task
+from tests.cluster import wait_until
+from tests.conftest import T0
+with PostgresTaskStore(sys.argv[1]) as store:
+    store.save(snapshot(task(id=sys.argv[2]))._replace(next_run_at=T0 + float(sys.argv[3])))
+"""
+
+
+def write_from_another_process(dsn: str, task_id: str, *, due_in: float) -> None:
+    subprocess.run(
+        [sys.executable, "-c", WRITER, dsn, task_id, str(due_in)],
+        cwd=ROOT,
+        check=True,
+        timeout=60,
+        env={"PYTHONPATH": ":".join(sys.path)},
+    )
+
+
+def test_a_task_made_earliest_due_in_another_process_wakes_this_timer_at_once(
+    open_store: Opener, postgres_dsn: str
+) -> None:
+    store = open_store(poll=3600)  # the bounded wait cannot be what wakes it
+    store.save(snapshot(task(id="soon"))._replace(next_run_at=T0 + 10))
+    woke = threading.Event()
+    store.subscribe(woke.set)
+    assert woke.wait(10)  # once when it starts listening
+    woke.clear()
+    write_from_another_process(postgres_dsn, "later", due_in=20)  # not the earliest
+    assert not woke.wait(0.5)
+    write_from_another_process(postgres_dsn, "earliest", due_in=5)
+    assert woke.wait(10)
+    assert store.get("earliest") is not None
+
+
+def test_an_expired_lease_nobody_took_over_is_still_the_holders_to_renew_and_settle(
+    open_store: Opener,
+) -> None:
+    holder = open_store(lease=60)
+    holder.save(snapshot(task(id="a")))
+    (claim,) = holder.claim(now=T0, limit=1)
+    with psycopg.connect(holder._dsn, autocommit=True) as connection:
+        connection.execute("UPDATE leases SET expires_at = expires_at - 120")
+    assert holder.renew(tokens=[claim.token], now=T0) == {claim.token}  # no newer token
+    assert open_store().claim(now=T0, limit=1) == []  # renewed: live again
+    holder.settle(
+        snapshot(task(id="a")), record("a", 0)._replace(token=claim.token), token=claim.token
+    )
+    assert holder.rejected == 0 and [r.token for r in holder.records("a")] == [claim.token]
+
+
+def test_a_holder_stalled_inside_a_transaction_loses_its_session_and_its_run(
+    open_store: Opener,
+) -> None:
+    stalled, other = open_store(lease=0.5), open_store(lease=60)
+    stalled.save(snapshot(task(id="a")))
+    (claim,) = stalled.claim(now=T0, limit=1)
+    connection = stalled._open()  # as if stopped halfway through its settle
+    connection.execute("BEGIN")
+    connection.execute("SELECT 1 FROM tasks WHERE id = 'a' FOR UPDATE")
+    taken: list[Claim] = []
+
+    def take_over() -> bool:
+        taken.extend(other.claim(now=T0, limit=1))
+        return bool(taken)
+
+    wait_until(
+        take_over,
+        timeout=20,
+        what="the server to end the stalled session and the lease to be taken over",
+    )
+    assert taken[0].token > claim.token
+    with pytest.raises(LeaseLost):  # resumed: once more on a new connection, then refused
+        stalled.settle(snapshot(task(id="a")), record("a", 0), token=claim.token)
+    assert stalled.rejected == 1 and stalled.records("a") == []
