@@ -75,6 +75,7 @@ class Outcome(enum.StrEnum):
     MISSED = "missed"  # a misfire policy dropped the slot
     COALESCED = "coalesced"  # a misfire policy folded the slot into a later run
     SKIPPED = "skipped"  # an overrun policy dropped the slot at run time
+    CANCELLED = "cancelled"  # a run: Overlap.CANCEL_OTHER cancelled it for a newer slot
 
     @property
     def ran(self) -> bool:
@@ -104,14 +105,20 @@ class ExecutionRecord(NamedTuple):
     * a slot that never ran is a record too: :attr:`Outcome.MISSED` or
       :attr:`Outcome.COALESCED` (a misfire policy, see :mod:`lldsched.policies`),
       :attr:`Outcome.SKIPPED` (a fixed rate's ``SKIP`` overrun policy, or a cron
-      fire that passed while a run overran); ``attempt`` is 0, ``worker`` is -1,
+      fire that passed while a run overran, or a slot ``Overlap.ALLOW`` found
+      ``max_instances`` runs in flight for: its ``error`` names the policy);
+      ``Overlap.BUFFER_ONE`` records the slots it folded into one run
+      :attr:`Outcome.COALESCED`, ``error`` naming the policy; ``attempt`` is 0, ``worker`` is -1,
       ``ok`` is False, and ``started == finished`` is the instant the decision was
       taken;
     * :attr:`Outcome.GIVEN_UP` marks a *run*: the last failed attempt of a
       recurring task's slot, after which the retry policy gave the slot up: the
       task is due at its next slot (or FAILED, when
       :attr:`~lldsched.policies.RetryPolicy.fail_after_given_up` slots in a row
-      were given up); ``error`` and ``timed_out`` say how the attempt failed.
+      were given up); ``error`` and ``timed_out`` say how the attempt failed;
+    * :attr:`Outcome.CANCELLED` marks a *run* that ``Overlap.CANCEL_OTHER``
+      cancelled because a newer slot came due while it ran: ``error`` says so
+      (``"OverlapCancelled: ..."``); it is never retried.
 
     :attr:`Outcome.ran` tells the two kinds apart.
 

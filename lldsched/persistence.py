@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from lldsched.model import ExecutionRecord, Priority, TaskStatus
-from lldsched.policies import MisfirePolicy, RetryPolicy
+from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
 
 __all__ = ["HistoryStore", "Task", "TaskSnapshot", "TaskStore"]
@@ -44,6 +44,8 @@ class Task(NamedTuple):
     args: tuple[Any, ...] = ()
     kwargs: Mapping[str, Any] | None = None
     misfire: MisfirePolicy | None = None  # None: the default policy
+    overlap: Overlap | None = None  # None: runs never overlap (the schedule's own rule)
+    max_instances: int | None = None  # with Overlap.ALLOW only
 
 
 class TaskSnapshot(NamedTuple):

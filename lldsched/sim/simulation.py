@@ -73,7 +73,7 @@ from lldsched.errors import ValidationError
 from lldsched.listeners import Listener, as_callback
 from lldsched.model import ExecutionRecord, Priority, TaskEvent
 from lldsched.persistence import TaskStore
-from lldsched.policies import MisfirePolicy, RetryPolicy
+from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.sim.awaiting import PrivateLoop
 from lldsched.sim.clock import VirtualClock
@@ -140,6 +140,7 @@ class Simulation:
             history_limit=history_limit,
             tz=tz,
             on_record=self._records.append,
+            on_cancel=self._cut,
         )
         self._models: dict[str, _Models] = {}
         self._free = list(range(workers))  # a heap: the lowest free worker starts next
@@ -170,6 +171,8 @@ class Simulation:
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
+        overlap: Overlap | None = None,
+        max_instances: int | None = None,
     ) -> ScheduledTask:
         """Register a simulated task.  ``duration`` and ``fails`` are models (see
         :mod:`lldsched.sim.models`); a real ``action`` also runs, for its side effects
@@ -193,6 +196,8 @@ class Simulation:
             args=args,
             kwargs=kwargs,
             misfire=misfire,
+            overlap=overlap,
+            max_instances=max_instances,
         )
         self._set_models(task.id, duration, fails)
         return task
@@ -212,6 +217,8 @@ class Simulation:
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
+        overlap: Overlap | None = None,
+        max_instances: int | None = None,
     ) -> Callable[[F], F]:
         """The decorator form of :meth:`schedule`: ``@sim.scheduled(FixedRate(60))``
         registers the function as the task's action, under its ``__name__`` (or
@@ -232,6 +239,8 @@ class Simulation:
                 args=args,
                 kwargs=kwargs,
                 misfire=misfire,
+                overlap=overlap,
+                max_instances=max_instances,
             )
 
         return registering(schedule, name=name, register=register)
@@ -480,7 +489,9 @@ class Simulation:
                 error = f"SimulatedFailure: attempt {attempt}"
         worker = heapq.heappop(self._free)
         run = self._core.begin(entry, worker)
-        assert run is not None  # the queue hands out live entries only
+        if run is None:  # a slot its overlap policy decided without a run (ALLOW's limit)
+            heapq.heappush(self._free, worker)
+            return None
         result, timed_out = None, False
         if task.action is not None:
             raised, value = run.invoke()
@@ -519,6 +530,16 @@ class Simulation:
         )
         heapq.heappush(self._free, worker)
         return record
+
+    def _cut(self, run: Run) -> None:
+        """Overlap.CANCEL_OTHER cancelled ``run``: it ends now, as a run that checks its
+        flag (or a coroutine, cancelled for real) would; the core records why."""
+        finishes = self._finishes
+        for index, item in enumerate(finishes):
+            if item[3] is run:
+                finishes[index] = (self.now, *item[1:])
+                heapq.heapify(finishes)
+                return
 
     def _emit(self, event: TaskEvent) -> None:
         for listener, callback in self._callbacks:

@@ -69,7 +69,7 @@ from lldsched.errors import SchedulerStateError, error_text
 from lldsched.listeners import Listener
 from lldsched.model import ExecutionRecord, Priority
 from lldsched.persistence import TaskStore
-from lldsched.policies import MisfirePolicy, RetryPolicy
+from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.threaded.coroutines import CoroutineRunner, is_loop_action
 from lldsched.threaded.dispatcher import EventDispatcher
@@ -192,6 +192,7 @@ class Scheduler:
             rng=random.Random(seed),
             history_limit=history_limit,
             tz=tz,
+            on_cancel=self._cancel_overlapped,
         )
         self._deadlines: list[tuple[float, int, RunContext]] = []
         self._deadline_sequence = itertools.count()
@@ -344,6 +345,8 @@ class Scheduler:
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
+        overlap: Overlap | None = None,
+        max_instances: int | None = None,
     ) -> ScheduledTask:
         """Register ``action`` to run on ``schedule``; returns its live :class:`ScheduledTask`.
 
@@ -385,6 +388,8 @@ class Scheduler:
                 args=args,
                 kwargs=kwargs,
                 misfire=misfire,
+                overlap=overlap,
+                max_instances=max_instances,
             )
             if on_loop:
                 self._loop_ids.add(task.id)
@@ -405,6 +410,8 @@ class Scheduler:
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
+        overlap: Overlap | None = None,
+        max_instances: int | None = None,
     ) -> Callable[[F], F]:
         """The decorator form of :meth:`schedule`: ``@scheduler.scheduled(FixedRate(60))``
         registers the function under its ``__name__`` (or ``name``) and leaves it as it
@@ -423,6 +430,8 @@ class Scheduler:
                 args=args,
                 kwargs=kwargs,
                 misfire=misfire,
+                overlap=overlap,
+                max_instances=max_instances,
             )
 
         return registering(schedule, name=name, register=register)
@@ -713,6 +722,11 @@ class Scheduler:
         """A coroutine run is over (the loop thread calls this under the lock)."""
         self._core.finish(run, started, finished, error, result=result, timed_out=timed_out)
         self._settle(1)
+
+    def _cancel_overlapped(self, run: Run) -> None:
+        """Overlap.CANCEL_OTHER cancelled ``run`` (the core raised its flag, under the
+        lock): a coroutine run is cancelled for real; a thread's run is cooperative."""
+        self._coroutines.cancel_run(run, "overlap")
 
     def _arm_deadline(self, deadline: float, context: RunContext) -> None:
         deadlines = self._deadlines
