@@ -71,6 +71,7 @@ from lldsched.core.registration import (
     SCHEDULE_TYPES,
     UNCHANGED,
     Unchanged,
+    check_overlap,
     check_task_id,
     check_zone,
     schedule_of,
@@ -700,6 +701,11 @@ class SchedulerCore:
         task = self.get(task_id)
         self._check_changeable(task, "reschedule")
         schedule = schedule_of(task.name, schedule, tz=self.tz)
+        options = task._options
+        if options.overlap is not None:  # the policy must suit the new schedule too
+            check_overlap(
+                task.name, schedule, overlap=options.overlap, max_instances=options.max_instances
+            )
         now = self.clock.now()
         first = _first_run(task.name, schedule, now)
         saved = _Definition.of(task)
