@@ -15,7 +15,8 @@ definition is plain JSON:
   ``CronSchedule`` and the decorators ``Jittered`` and ``Window`` (whose wrapped
   schedule nests, through :func:`encode_schedule` / :func:`decode_schedule`) are
   registered; :func:`register_schedule` adds a type;
-* the retry and misfire policies as their fields.
+* the retry and misfire policies as their fields; an overlap policy (only when the
+  task has one) as ``"overlap"`` (its value) and ``"max_instances"``.
 
 A ``Window``'s count of successful runs is not part of the definition: a store
 that rebuilds a task passes its counters to :func:`decode_task` (``runs=``), which
@@ -36,7 +37,7 @@ from lldsched.checks import seconds
 from lldsched.errors import LldschedError, StoreError, ValidationError
 from lldsched.model import Priority
 from lldsched.persistence import Task
-from lldsched.policies import Misfire, MisfirePolicy, OverrunPolicy, RetryPolicy
+from lldsched.policies import Misfire, MisfirePolicy, Overlap, OverrunPolicy, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.schedules.catchup import unwrap
 from lldsched.schedules.cron import CronSchedule
@@ -237,6 +238,9 @@ def encode_task(task: Task) -> str:
             "max_catch_up": misfire.max_catch_up,
         },
     }
+    if task.overlap is not None:  # only then: documents of other tasks stay as they were
+        document["overlap"] = task.overlap.value
+        document["max_instances"] = task.max_instances
     try:
         return json.dumps(document, allow_nan=False, separators=(",", ":"))
     except ValueError as exc:  # a NaN or infinity in a schedule registered by the user
@@ -262,6 +266,7 @@ def decode_task(task_id: str, text: str, *, runs: int = 0) -> Task:
                 misfire_doc["grace"],
                 misfire_doc["max_catch_up"],
             )
+        overlap = document.get("overlap")  # absent: no policy (and in older documents)
         timeout = document["timeout"]
         if timeout is not None:
             seconds(
@@ -278,6 +283,8 @@ def decode_task(task_id: str, text: str, *, runs: int = 0) -> Task:
             tuple(document["args"]),
             document["kwargs"],
             misfire,
+            None if overlap is None else Overlap(overlap),
+            document.get("max_instances"),
         )
     except StoreError as exc:
         raise StoreError(f"task {task_id}: {exc}") from None
