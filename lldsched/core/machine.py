@@ -77,7 +77,16 @@ from lldsched.core.registration import (
     schedule_of,
     validated,
 )
-from lldsched.core.task import Entry, Flight, Restored, Run, RunStats, ScheduledTask, TaskOptions
+from lldsched.core.task import (
+    DEFAULT_OPTIONS,
+    Entry,
+    Flight,
+    Restored,
+    Run,
+    RunStats,
+    ScheduledTask,
+    TaskOptions,
+)
 from lldsched.errors import (
     ScheduleError,
     SchedulerStateError,
@@ -265,6 +274,8 @@ class SchedulerCore:
         # Positional, once per registration: a class called with keywords gathers them
         # into a dict first, an eighth of a registration (benchmarks/bench_scale.py).
         task = ScheduledTask(task_id, name, action, schedule, priority, options, first)
+        if options is not DEFAULT_OPTIONS and options.overlap is not None:
+            _fit_flight(task)
         if self.tasks.setdefault(task_id, task) is not task:  # one lookup in a big dict
             raise ValidationError(f"id generator returned {task_id!r}, which is already registered")
         if self._store is not None:
@@ -305,13 +316,13 @@ class SchedulerCore:
         due = entry[0]
         options = task._options
         context = None
-        if options.pass_context or options.overlap is CANCEL_OTHER:
+        if options.pass_context:
             context = RunContext(task.id, task.name, attempt, due, worker)
         # Positional: a class called with keywords gathers them into a dict first
         # (see ExecutionRecord.of); the fields are (task, attempt, due, slot, worker, context).
         run = task._run = Run(task, attempt, due, task._slot, worker, context)
-        if options.overlap is not None and options.overlap is not BUFFER_ONE:
-            self._overlap(task, run)
+        if task._flight is not None:  # CANCEL_OTHER or ALLOW (a slot test: bench_sim)
+            run = self._overlap(task, run)
         if self._store is not None or self.emit is not None:
             self._changed(task, previous)
         return run
@@ -464,9 +475,23 @@ class SchedulerCore:
     # record (_record_alongside); the last run out moves the task on (_after_flight):
     # to the pending slot, or down the retry and given-up rules of _after.
 
-    def _overlap(self, task: ScheduledTask, run: Run) -> None:
-        """``run`` began: queue the task's next slot behind it (a fresh slot's run only:
-        a retry, or a plan in front of the schedule, runs alone as before)."""
+    def _overlap(self, task: ScheduledTask, run: Run) -> Run:
+        """``run`` of a task with an overlap policy began: give a CANCEL_OTHER run a
+        context (its cancel flag) and, for CANCEL_OTHER and ALLOW, queue the task's
+        next slot behind it (a fresh slot's run only: a retry, or a plan in front of
+        the schedule, runs alone as before).  Returns the run as it begins."""
+        overlap = task._options.overlap
+        if overlap is None or overlap is BUFFER_ONE:  # replaced by a definition without one
+            if task._flight is not None:
+                task._flight.pending = None  # nothing queued behind it: it drains
+            return run
+        if run.context is None and overlap is CANCEL_OTHER:
+            context = RunContext(task.id, task.name, run.attempt, run.due, run.worker)
+            run = task._run = run._replace(context=context)
+        self._queue_following_run(task, run)
+        return run
+
+    def _queue_following_run(self, task: ScheduledTask, run: Run) -> None:
         flight = task._flight
         if flight is None:
             flight = task._flight = Flight()
@@ -534,7 +559,7 @@ class SchedulerCore:
             context = RunContext(task.id, task.name, 1, due, worker)
         run = task._run = Run(task, 1, due, slot, worker, context)
         task.attempt = 1
-        self._overlap(task, run)
+        self._queue_following_run(task, run)
         if self._store is not None or self.emit is not None:
             self._changed(task, RUNNING)
         return run
@@ -813,6 +838,7 @@ class SchedulerCore:
         task.action = action
         task.priority = priority
         task._options = options
+        _fit_flight(task)
         due = None if first is None else self._start_afresh(task, schedule, first)
         self._commit(task, saved)
         if due is not None:
@@ -1007,6 +1033,7 @@ class SchedulerCore:
             options=options,
             first_run=restored.next_run_at,
         )
+        _fit_flight(task)
         task.status = restored.status
         task.attempt = restored.attempt
         task._slot = restored.slot
@@ -1094,6 +1121,14 @@ def _given_up_in_a_row(history: Iterable[ExecutionRecord]) -> int:
             break
         count += record.misfire is GIVEN_UP
     return count
+
+
+def _fit_flight(task: ScheduledTask) -> None:
+    """Give a task whose runs may overlap (CANCEL_OTHER, ALLOW) its :class:`Flight`:
+    begin() tests that slot, not the options, on every run.  A task that loses its
+    policy (a replaced definition) keeps a flight until it has drained."""
+    if task._flight is None and task._options.overlap in (CANCEL_OTHER, ALLOW):
+        task._flight = Flight()
 
 
 def _buffered(schedule: Schedule, skipped: _Skipped, *, before: float) -> tuple[float, _Skipped]:
