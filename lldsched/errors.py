@@ -12,6 +12,7 @@ become data in an :class:`~lldsched.model.ExecutionRecord`.
 from __future__ import annotations
 
 __all__ = [
+    "LeaseLost",
     "LldschedError",
     "ScheduleError",
     "SchedulerStateError",
@@ -45,6 +46,23 @@ class SchedulerStateError(LldschedError, RuntimeError):
 class StoreError(LldschedError, RuntimeError):
     """A store cannot be opened or read: a corrupted file, a schema from a newer
     version, a stored callable that no longer imports.  The store is left untouched."""
+
+
+class LeaseLost(StoreError):
+    """A fenced write came too late: the run's lease expired and was taken over (or its
+    task was removed), so the store refused the write carrying ``token``.
+
+    Raised by :meth:`CoordinatedStore.settle <lldsched.persistence.CoordinatedStore.settle>`.
+    Nothing was written: the run that holds the newer token is the one that counts.
+    """
+
+    def __init__(self, *, task_id: str, token: int) -> None:
+        super().__init__(
+            f"the lease of task {task_id!r} with fencing token {token} is lost (expired and "
+            "taken over, or the task was removed): the write was refused"
+        )
+        self.task_id = task_id
+        self.token = token
 
 
 def error_text(exc: BaseException) -> str:

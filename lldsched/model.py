@@ -122,6 +122,9 @@ class ExecutionRecord(NamedTuple):
 
     :attr:`Outcome.ran` tells the two kinds apart.
 
+    ``token`` is the fencing token of the claim the run held in a shared store
+    (docs/CLUSTER.md), ``None`` for a scheduler that shares nothing.
+
     ``result`` is what the action returned, as text: its ``repr`` cut to
     :data:`lldsched.core.results.RESULT_LIMIT` characters (never the object itself,
     never pickled), ``None`` when it returned ``None`` or did not succeed.  A
@@ -141,6 +144,7 @@ class ExecutionRecord(NamedTuple):
     timed_out: bool = False
     misfire: Outcome | None = None
     result: str | None = None
+    token: int | None = None
 
     @classmethod
     def of(
@@ -159,6 +163,7 @@ class ExecutionRecord(NamedTuple):
         timed_out: bool = False,
         misfire: Outcome | None = None,
         result: str | None = None,
+        token: int | None = None,
     ) -> ExecutionRecord:
         """A record built by field name, at the cost of a positional build.
 
@@ -169,7 +174,7 @@ class ExecutionRecord(NamedTuple):
         one record per run through here.
         """
         fields = (task_id, name, attempt, due, slot, worker, started, finished, ok, error)
-        return _new_tuple(cls, (*fields, timed_out, misfire, result))
+        return _new_tuple(cls, (*fields, timed_out, misfire, result, token))
 
     @property
     def duration(self) -> float:

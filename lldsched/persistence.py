@@ -13,18 +13,38 @@ already holds the state) and the hot path builds no snapshot at all.
 A runtime opened on a store that already holds tasks restores them (see
 :mod:`lldsched.core.recovery`).  A store that also gives back the records it kept
 and the dead-letter order (:class:`HistoryStore`) has those restored too.
+
+**Several processes, one set of tasks** (:class:`CoordinatedStore`, docs/CLUSTER.md).
+A store shared by several schedulers hands each due run to exactly one of them
+through a *claim*: a lease with an expiry and a *fencing token* taken from one
+counter that only ever increases.  The threaded runtime claims before it
+dispatches, renews its leases while the runs are in flight, and settles a run
+with a write that is refused (:class:`~lldsched.errors.LeaseLost`) unless the
+lease with that token is still there.  Rows written by other processes (control
+verbs, registrations, runs settled elsewhere) come back through a change feed,
+which the runtime applies to its own registry through the core's verbs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
+from contextlib import AbstractContextManager
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from lldsched.model import ExecutionRecord, Priority, TaskStatus
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
 
-__all__ = ["HistoryStore", "Task", "TaskSnapshot", "TaskStore"]
+__all__ = [
+    "Change",
+    "Claim",
+    "CoordinatedStore",
+    "HistoryStore",
+    "Lease",
+    "Task",
+    "TaskSnapshot",
+    "TaskStore",
+]
 
 
 class Task(NamedTuple):
@@ -44,6 +64,7 @@ class Task(NamedTuple):
     args: tuple[Any, ...] = ()
     kwargs: Mapping[str, Any] | None = None
     misfire: MisfirePolicy | None = None  # None: the default policy
+    isolation: str = "thread"  # or "process" (lldsched.core.registration.ISOLATIONS)
     overlap: Overlap | None = None  # None: runs never overlap (the schedule's own rule)
     max_instances: int | None = None  # with Overlap.ALLOW only
 
@@ -92,4 +113,172 @@ class HistoryStore(TaskStore, Protocol):
 
     def dead_letter(self) -> list[str]:
         """Ids of FAILED tasks, in the order they failed."""
+        ...
+
+
+class Claim(NamedTuple):
+    """One due run handed to this process by :meth:`CoordinatedStore.claim`.
+
+    ``slot`` is the due instant claimed (the row's ``next_run_at``) and ``attempt``
+    the row's attempt counter *before* this attempt (the run is attempt
+    ``attempt + 1``).  ``token`` is the fencing token: strictly greater than every
+    token the store handed out before, to any process.  ``expires_at`` is when the
+    lease runs out unless renewed (the store's clock).  ``version`` is the row's
+    version the claim saw: a process whose copy of the task is older applies the
+    change feed before it runs the claim.
+    """
+
+    task_id: str
+    slot: float
+    attempt: int
+    token: int
+    expires_at: float
+    version: int
+
+
+class Change(NamedTuple):
+    """A task row another process wrote, from :meth:`CoordinatedStore.changes`.
+
+    ``snapshot`` is the row as it is now, or ``None`` when the task was removed.
+    ``leased`` is True while another process holds a lease on it (its run is in
+    flight there): the row's status then says what follows that run, not that
+    the task is free.  ``version`` only ever grows for one task.
+    """
+
+    task_id: str
+    version: int
+    snapshot: TaskSnapshot | None
+    leased: bool = False
+
+
+class Lease(NamedTuple):
+    """A live or expired lease as the store holds it (:meth:`CoordinatedStore.leases`)."""
+
+    task_id: str
+    slot: float
+    attempt: int
+    token: int
+    holder: str
+    expires_at: float
+
+
+@runtime_checkable
+class CoordinatedStore(HistoryStore, Protocol):
+    """A :class:`HistoryStore` that several scheduler processes share (``shared=True``).
+
+    The threaded runtime calls these methods under its own lock (lock order: the
+    scheduler's lock, then the store's); a store never calls back into the
+    scheduler except through the ``wake`` callable given to :meth:`subscribe`,
+    which it must call without holding its own lock.
+
+    What the runtime relies on:
+
+    * **One claim per slot per epoch.**  :meth:`claim` hands a due task to at most
+      one process until its lease expires or is settled; a later claim of the same
+      task carries a larger token.
+    * **Fenced settles.**  ``save(snapshot, record)`` with ``record.token`` set is a
+      settle: the store writes it only while the lease with that token is held
+      (:meth:`settle`); a store may catch :class:`~lldsched.errors.LeaseLost` there,
+      count it in :attr:`rejected` and log it, because the core treats a failed
+      save as logged, not raised.  The records a run's finish decides after its own
+      (SKIPPED slots) carry the run's token too: they are written only if that
+      token's settle was.
+    * **Control verbs are rows.**  Any other ``save`` or ``delete`` writes the task
+      row and makes it visible to the other processes' :meth:`changes`; a save of a
+      RUNNING snapshot by the holder of its lease writes nothing (the lease says so).
+    * **Muting.**  Inside :meth:`muted`, saves and deletes write nothing: the runtime
+      is applying another process's change to its own registry, and the row already
+      says so.
+    """
+
+    @property
+    def shared(self) -> bool:
+        """True when the runtime must coordinate through claims: a store class may
+        implement this protocol and still be opened for one scheduler only (then False)."""
+        ...
+
+    @property
+    def node(self) -> str:
+        """This process's holder id, written in every lease it takes ("host:pid:random")."""
+        ...
+
+    @property
+    def lease(self) -> float:
+        """Seconds a claim lasts unless renewed; the runtime renews every ``lease / 3``."""
+        ...
+
+    @property
+    def poll(self) -> float:
+        """The longest the runtime waits before it claims and reads changes again
+        (seconds): the bound on how late a lease expiry or another process's change is
+        noticed."""
+        ...
+
+    @property
+    def rejected(self) -> int:
+        """Fenced writes refused so far (settles that came after their lease was lost)."""
+        ...
+
+    def claim(self, *, now: float, limit: int) -> list[Claim]:
+        """Claim up to ``limit`` runs due at ``now`` (``next_run_at <= now``, status
+        SCHEDULED or RETRYING, and no live lease): each gets a lease held by
+        :attr:`node` until ``now + lease`` and a fresh fencing token.  Ordered by due
+        instant, then priority.  ``limit`` 0 claims nothing.  Atomic: concurrent
+        callers in any process never receive the same task in the same epoch."""
+        ...
+
+    def renew(self, *, tokens: Collection[int], now: float) -> set[int]:
+        """Extend the leases this node holds with ``tokens`` to ``now + lease``; returns
+        the tokens still held (a token missing from the answer is lost: its run's
+        context must say so).  :class:`~lldsched.errors.StoreError` if the store
+        cannot be reached: the caller decides when its leases must count as lost."""
+        ...
+
+    def release(self, *, task_id: str, token: int) -> None:
+        """Give back a claim that will not run here (its task was paused or cancelled
+        locally before it began), so that no one waits for its expiry.  A lease no
+        longer held is ignored."""
+        ...
+
+    def settle(self, snapshot: TaskSnapshot, record: ExecutionRecord, *, token: int) -> None:
+        """Write the run's record and the task's state after it, and drop the lease, in
+        one transaction, only if the lease with ``token`` is still held.
+
+        :class:`~lldsched.errors.LeaseLost` (nothing written) otherwise.  A control
+        verb another process wrote during the run wins over the run's status: a
+        task paused or cancelled meanwhile stays so (the record is kept), as the
+        core decides for a task paused or cancelled mid-run in one process.
+        """
+        ...
+
+    def changes(self) -> list[Change]:
+        """Every task row written by *another* process (or by a settle of this one that
+        a concurrent control verb overrode) since the previous call, oldest first;
+        each change at least once.  The first call returns nothing: the rows as they
+        were at open are what :meth:`load_all` gave."""
+        ...
+
+    def changed(self) -> bool:
+        """True when another process may have written since the last :meth:`changes`
+        (cheap: a store without such a signal answers True)."""
+        ...
+
+    def subscribe(self, wake: Callable[[], None]) -> None:
+        """Call ``wake()`` (from any thread, without the store's lock) when another
+        process writes a change that may matter now, so the timer need not wait for
+        :attr:`poll`.  A store without cross-process notification (SQLite) keeps it
+        and never calls it: the bounded wait is the safety net."""
+        ...
+
+    def leases(self) -> list[Lease]:
+        """Every lease row the store holds now, expired ones included, by token (for
+        people and tests: the runtime never needs it)."""
+        ...
+
+    def muted(self) -> AbstractContextManager[None]:
+        """A context in which ``save`` and ``delete`` write nothing (see the class)."""
+        ...
+
+    def close(self) -> None:
+        """Close the store (idempotent); leases it still holds expire on their own."""
         ...

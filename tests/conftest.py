@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from lldsched import EventLog, FakeClock, Scheduler
+from tests.cluster import cluster, store_spec  # noqa: F401 - the multi-process fixtures
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC).timestamp()  # a Monday, 09:00 UTC
 

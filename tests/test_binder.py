@@ -15,7 +15,8 @@ NOTEBOOK_CODE = [
     *sorted((ROOT / "notebooks" / "exercises").rglob("*.py")),
     *sorted((ROOT / "lldsched").rglob("*.py")),  # installed with --no-deps: its imports too
 ]
-LOCAL = {"lldsched", "jobs", "exercises"}  # the package, and modules beside the notebooks
+# the package, and modules beside the notebooks
+LOCAL = {"lldsched", "jobs", "cluster_node", "exercises"}
 # Installed with another requirement: IPython comes with jupyterlab's kernel, numpy with pandas.
 PROVIDED = {"IPython": "jupyterlab", "numpy": "pandas"}
 

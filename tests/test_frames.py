@@ -20,6 +20,7 @@ from lldsched import (
     Priority,
     Simulation,
     ValidationError,
+    Window,
 )
 from lldsched.sim.scenario import build_scenario
 from lldsched.views.frames import (
@@ -268,3 +269,24 @@ def test_slots_a_misfire_policy_decided_are_rows_but_not_runs() -> None:
     only_missed = task_summary(frame.iloc[1:])
     assert only_missed["runs"].iloc[0] == 0 and only_missed["lateness_max"].isna().iloc[0]
     assert list(utilisation(frame, workers=1, freq="1h").columns) == [0]
+
+
+def test_both_summaries_keep_a_task_whose_slots_were_all_decided_without_a_run() -> None:
+    records = [
+        R("a", "ran", 1, T0, T0, 0, T0, T0 + 5, True),
+        R("b", "missed", 0, T0, T0, -1, T0 + 9, T0 + 9, False, None, False, Outcome.MISSED),
+    ]
+    line_a, line_b = summarize(records)
+    assert (line_b.name, line_b.runs, line_b.missed, line_b.lateness_max) == ("missed", 0, 1, None)
+    summary = task_summary(to_frame(records))
+    assert summary["runs"].tolist() == [1, 0] and summary["missed"].tolist() == [0, 1]
+    assert summary.loc["b", "lateness_max"] is pd.NaT
+    assert line_a.duration_max == 5 and summary["duration_max"].iloc[0] == pd.Timedelta(seconds=5)
+
+
+def test_overruns_are_counted_through_a_schedule_decorator() -> None:
+    schedule = Window(FixedRate(60), max_runs=10)
+    records = [R("w", "w", 1, T0, T0, 0, T0, T0 + 90, True)]  # 90 s on a 60 s grid
+    (line,) = summarize(records, {"w": schedule})
+    assert line.overruns == 1
+    assert task_summary(to_frame(records), {"w": schedule}).loc["w", "overruns"] == 1

@@ -24,6 +24,8 @@ VOCABULARY = {
     "lldsched.persistence",
     "lldsched.runtime",
     "lldsched.checks",
+    "lldsched.importpath",
+    "lldsched.cluster",
 }
 THREADED, SIM, STORES, VIEWS, CLI = (
     "lldsched.threaded",

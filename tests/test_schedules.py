@@ -113,6 +113,13 @@ def test_reprs_show_what_was_written_and_read_back() -> None:
     assert [eval(repr(s), namespace) for s in schedules] == schedules
 
 
+def test_a_shared_schedule_keeps_the_number_as_it_was_written() -> None:
+    # Sharing equal values must not hand back FixedRate(45.0) for FixedRate(45): 45 == 45.0.
+    assert repr(FixedRate(45.0)) == "FixedRate(45.0)" and repr(FixedRate(45)) == "FixedRate(45)"
+    assert repr(FixedDelay(45.0)) == "FixedDelay(45.0)" and repr(FixedDelay(45)) == "FixedDelay(45)"
+    assert FixedRate(45) == FixedRate(45.0)  # still equal values
+
+
 def test_equal_interval_schedules_are_one_shared_immutable_object() -> None:
     import copy
 

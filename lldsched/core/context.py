@@ -13,6 +13,11 @@ runs to its end, and the scheduler's worker stays busy until it does.
 A coroutine action (``async def``) is different: it can be cancelled at its next
 ``await``, so the threaded runtime does cancel it at its timeout and on cancel or
 pause (the flag is raised as well); the thread rule stays cooperative.
+
+In a shared store (docs/CLUSTER.md) the run holds a lease: ``fencing_token`` is
+its token, to hand to a sink that refuses older tokens, and ``lease_lost``
+turns True (and the flag is raised, reason ``"lease"``) once the lease could not
+be renewed: another process may be running the same slot by then.
 """
 
 from __future__ import annotations
@@ -25,9 +30,29 @@ __all__ = ["RunContext"]
 class RunContext:
     """One attempt of one task, as seen by the action that runs it."""
 
-    __slots__ = ("_flag", "_reason", "attempt", "due", "name", "task_id", "worker")
+    __slots__ = (
+        "_flag",
+        "_lease_lost",
+        "_reason",
+        "attempt",
+        "due",
+        "fencing_token",
+        "name",
+        "task_id",
+        "worker",
+    )
 
-    def __init__(self, task_id: str, name: str, attempt: int, due: float, worker: int) -> None:
+    def __init__(
+        self,
+        task_id: str,
+        name: str,
+        attempt: int,
+        due: float,
+        worker: int,
+        fencing_token: int | None = None,
+    ) -> None:
+        self.fencing_token = fencing_token  # the claim's token in a shared store, else None
+        self._lease_lost = False
         self.task_id = task_id
         self.name = name
         self.attempt = attempt
@@ -42,8 +67,21 @@ class RunContext:
         return self._flag.is_set()
 
     @property
+    def lease_lost(self) -> bool:
+        """True once this run's lease in a shared store was lost: its record will be
+        refused, and another process may run the slot again."""
+        return self._lease_lost
+
+    def lose_lease(self) -> None:
+        """Mark the lease lost and raise the flag with reason ``"lease"`` (the runtime
+        calls this when a renewal finds the lease gone)."""
+        self._lease_lost = True
+        self.cancel("lease")
+
+    @property
     def reason(self) -> str | None:
-        """Why the flag was raised: ``"timeout"`` or ``"cancelled"`` (``None`` while clear)."""
+        """Why the flag was raised: ``"timeout"``, ``"cancelled"``, ``"paused"`` or
+        ``"lease"`` (``None`` while clear)."""
         return self._reason
 
     def wait(self, timeout: float | None = None) -> bool:

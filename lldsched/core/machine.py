@@ -43,7 +43,8 @@ Lifecycle (docs/ARCHITECTURE.md)::
 
 The definition verbs (``add(..., replace_existing=True)``, :meth:`~SchedulerCore.reschedule`,
 :meth:`~SchedulerCore.modify`, :meth:`~SchedulerCore.run_now`) change what a task
-runs and when, never its status: no edge above is theirs.
+runs and when, never its status: no edge above is theirs.  They live in
+:mod:`lldsched.core.definition`.
 
 Slots a run skipped (a fixed rate's SKIP overrun policy, a cron fire that passed
 while the run overran) are recorded SKIPPED after the run's own record, as the
@@ -61,19 +62,18 @@ import logging
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import tzinfo
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 from lldsched.checks import whole_or_none
 from lldsched.clock import Clock
 from lldsched.core.context import RunContext
+from lldsched.core.definition import DefinitionVerbs
 from lldsched.core.ids import IdGenerator, sequential_ids
 from lldsched.core.registration import (
     SCHEDULE_TYPES,
-    UNCHANGED,
-    Unchanged,
-    check_overlap,
     check_task_id,
     check_zone,
+    isolated_action,
     schedule_of,
     validated,
 )
@@ -85,11 +85,10 @@ from lldsched.core.task import (
     Run,
     RunStats,
     ScheduledTask,
-    TaskOptions,
+    fit_flight,
 )
 from lldsched.errors import (
     ScheduleError,
-    SchedulerStateError,
     TaskNotFoundError,
     ValidationError,
     error_text,
@@ -104,7 +103,7 @@ from lldsched.model import (
 from lldsched.persistence import TaskSnapshot, TaskStore
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule, first_slot_after, slot_after, slots_between
-from lldsched.schedules.catchup import FIRST_RUN, CatchUp, slot_first, unwrap
+from lldsched.schedules.catchup import CatchUp, slot_first, unwrap
 from lldsched.schedules.cron import CronSchedule
 
 __all__ = ["MAX_SKIPPED", "DueQueue", "SchedulerCore"]
@@ -153,8 +152,11 @@ class DueQueue(Protocol):
         ...
 
 
-class SchedulerCore:
-    """The registry and the transitions.  Not thread-safe: its runtime serialises calls."""
+class SchedulerCore(DefinitionVerbs):
+    """The registry and the transitions.  Not thread-safe: its runtime serialises calls.
+
+    The definition verbs (``reschedule``, ``modify``, ``run_now`` and the replacing
+    ``add``) are :class:`~lldsched.core.definition.DefinitionVerbs`'."""
 
     def __init__(
         self,
@@ -196,7 +198,7 @@ class SchedulerCore:
     def add(
         self,
         name: str,
-        action: Callable[..., Any] | None,
+        action: Callable[..., Any] | str | None,
         schedule: Schedule | str,
         *,
         task_id: str | None = None,
@@ -207,6 +209,7 @@ class SchedulerCore:
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
+        isolation: str = "thread",
         overlap: Overlap | None = None,
         max_instances: int | None = None,
     ) -> ScheduledTask:
@@ -221,7 +224,12 @@ class SchedulerCore:
         already registered is a :class:`ValidationError` naming it, unless
         ``replace_existing``: then that task takes this definition (see
         :meth:`_replace`) and is returned, with its history.
+
+        ``isolation="process"``: ``action`` is an import path, resolved here to the
+        function it names (:func:`~lldsched.core.registration.isolated_action`).
         """
+        if isolation != "thread" or isinstance(action, str):
+            action = isolated_action(name, action, isolation=isolation)
         kind = type(schedule)
         # Only cron, text or a type not seen yet need schedule_of: the common case skips
         # the call (2 % of a registration, callgrind); isinstance also tells mypy.
@@ -237,6 +245,7 @@ class SchedulerCore:
             args=args,
             kwargs=kwargs,
             misfire=misfire,
+            isolation=isolation,
             overlap=overlap,
             max_instances=max_instances,
         )
@@ -275,7 +284,7 @@ class SchedulerCore:
         # into a dict first, an eighth of a registration (benchmarks/bench_scale.py).
         task = ScheduledTask(task_id, name, action, schedule, priority, options, first)
         if options is not DEFAULT_OPTIONS and options.overlap is not None:
-            _fit_flight(task)
+            fit_flight(task)
         if self.tasks.setdefault(task_id, task) is not task:  # one lookup in a big dict
             raise ValidationError(f"id generator returned {task_id!r}, which is already registered")
         if self._store is not None:
@@ -302,25 +311,30 @@ class SchedulerCore:
 
     # -- running -----------------------------------------------------------------------
 
-    def begin(self, entry: Entry, worker: int) -> Run | None:
-        """Start the attempt ``entry`` stands for, or return None for a tombstone."""
+    def begin(self, entry: Entry, worker: int, *, token: int | None = None) -> Run | None:
+        """Start the attempt ``entry`` stands for, or return None for a tombstone.
+
+        ``token`` is the fencing token of the claim a shared store gave the run
+        (docs/CLUSTER.md): its context and its record carry it."""
         task = self._queue.live(entry)
         if task is None:
             return None
         previous = task.status
         if previous not in _RUNNABLE:
             # A live entry of a running task: a slot its overlap policy queued (_overlap).
-            return self._alongside(task, entry, worker) if previous is RUNNING else None
+            if previous is RUNNING:
+                return self._alongside(task, entry, worker, token=token)
+            return None
         task.status = RUNNING
         attempt = task.attempt = task.attempt + 1
         due = entry[0]
         options = task._options
         context = None
         if options.pass_context:
-            context = RunContext(task.id, task.name, attempt, due, worker)
-        # Positional: a class called with keywords gathers them into a dict first
-        # (see ExecutionRecord.of); the fields are (task, attempt, due, slot, worker, context).
-        run = task._run = Run(task, attempt, due, task._slot, worker, context)
+            context = RunContext(task.id, task.name, attempt, due, worker, token)
+        # Positional: a class called with keywords gathers them into a dict first (see
+        # ExecutionRecord.of); the fields are (task, attempt, due, slot, worker, context, token).
+        run = task._run = Run(task, attempt, due, task._slot, worker, context, token)
         if task._flight is not None:  # CANCEL_OTHER or ALLOW (a slot test: bench_sim)
             run = self._overlap(task, run)
         if self._store is not None or self.emit is not None:
@@ -362,6 +376,7 @@ class SchedulerCore:
             error=error,
             timed_out=timed_out,
             result=result if error is None else None,
+            token=run.token,
         )
         flight = task._flight
         if flight is None:
@@ -408,10 +423,11 @@ class SchedulerCore:
             if task._options.overlap is BUFFER_ONE:  # folded into the run due next
                 note = f"Overlap.BUFFER_ONE: coalesced into one run for slot {due!r}"
                 self._record_skipped(
-                    task, skipped, until=due, at=record.finished, outcome=COALESCED, note=note
-                )
+                    task, skipped, until=due, at=record.finished, token=run.token,
+                    outcome=COALESCED, note=note,
+                )  # fmt: skip
             else:
-                self._record_skipped(task, skipped, until=due, at=record.finished)
+                self._record_skipped(task, skipped, until=due, at=record.finished, token=run.token)
         return record
 
     def _after(
@@ -486,7 +502,7 @@ class SchedulerCore:
                 task._flight.pending = None  # nothing queued behind it: it drains
             return run
         if run.context is None and overlap is CANCEL_OTHER:
-            context = RunContext(task.id, task.name, run.attempt, run.due, run.worker)
+            context = RunContext(task.id, task.name, run.attempt, run.due, run.worker, run.token)
             run = task._run = run._replace(context=context)
         self._queue_following_run(task, run)
         return run
@@ -522,7 +538,9 @@ class SchedulerCore:
         if skipped:
             self._record_skipped(task, skipped, until=following, at=now)
 
-    def _alongside(self, task: ScheduledTask, entry: Entry, worker: int) -> Run | None:
+    def _alongside(
+        self, task: ScheduledTask, entry: Entry, worker: int, *, token: int | None
+    ) -> Run | None:
         """The pending slot came due while runs of ``task`` are in flight: its overlap
         policy starts a run beside them (CANCEL_OTHER cancels them first) or, with
         ALLOW at ``max_instances``, records the slot SKIPPED; None when nothing runs."""
@@ -556,8 +574,8 @@ class SchedulerCore:
         flight.others.append(task._run)
         context = None
         if options.pass_context or overlap is CANCEL_OTHER:
-            context = RunContext(task.id, task.name, 1, due, worker)
-        run = task._run = Run(task, 1, due, slot, worker, context)
+            context = RunContext(task.id, task.name, 1, due, worker, token)
+        run = task._run = Run(task, 1, due, slot, worker, context, token)
         task.attempt = 1
         self._queue_following_run(task, run)
         if self._store is not None or self.emit is not None:
@@ -707,194 +725,6 @@ class SchedulerCore:
                 log.exception("store %r failed to delete %s", self._store, task_id)
         return task
 
-    # -- changing a task (definition verbs; see docs/DECISIONS.md, "Changing a task") ----
-
-    def reschedule(self, task_id: str, schedule: Schedule | str) -> ScheduledTask:
-        """Give the task a new *when*: same id, same history, as if registered now.
-
-        A task free to run (SCHEDULED, or PAUSED between runs) is due at the new
-        schedule's ``first_run(now)`` (a paused one stays paused until then).  A task
-        with work owed (a run in flight, a retry pending, also while paused) does
-        that work first: the new schedule's first run then counts from the finish
-        of the run that completes it.  A FAILED task takes the schedule and stays in
-        the dead letter (``redrive`` runs it).  Any plan in front of the schedule (a
-        catch-up after downtime, an extra run from :meth:`run_now`) is dropped.
-
-        :class:`SchedulerStateError` for a SUCCEEDED or CANCELLED task (nothing will
-        run again); :class:`ScheduleError` for a schedule that never fires.
-        """
-        task = self.get(task_id)
-        self._check_changeable(task, "reschedule")
-        schedule = schedule_of(task.name, schedule, tz=self.tz)
-        options = task._options
-        if options.overlap is not None:  # the policy must suit the new schedule too
-            check_overlap(
-                task.name, schedule, overlap=options.overlap, max_instances=options.max_instances
-            )
-        now = self.clock.now()
-        first = _first_run(task.name, schedule, now)
-        saved = _Definition.of(task)
-        due = self._start_afresh(task, schedule, first)
-        self._commit(task, saved)
-        if due is not None:
-            self._enqueue(task, due)
-        self._announce(task, now)
-        return task
-
-    def modify(
-        self,
-        task_id: str,
-        *,
-        priority: Priority | int | Unchanged = UNCHANGED,
-        retry: RetryPolicy | Unchanged | None = UNCHANGED,
-        timeout: float | Unchanged | None = UNCHANGED,
-    ) -> ScheduledTask:
-        """Change how the task runs; what is not given stays as it is.
-
-        The new values govern everything decided after the call: a queued entry
-        takes the new priority at once, the run in flight is judged at its finish
-        against the new timeout and retry policy, a pending retry keeps its due
-        time.  (A cooperative timeout flag already armed for the run in flight keeps
-        its deadline.)  :class:`SchedulerStateError` for a SUCCEEDED or CANCELLED task.
-        """
-        task = self.get(task_id)
-        self._check_changeable(task, "modify")
-        old = task._options
-        new_priority, options = validated(
-            task.name,
-            task.action,
-            task.schedule,
-            priority=task.priority if priority is UNCHANGED else priority,
-            retry=old.retry if retry is UNCHANGED else retry,
-            timeout=old.timeout if timeout is UNCHANGED else timeout,
-            args=old.args,
-            kwargs=old.kwargs,
-            misfire=old.misfire,
-            overlap=old.overlap,
-            max_instances=old.max_instances,
-        )
-        if new_priority is task.priority and options == old:
-            return task  # nothing to change: nothing written, nothing announced
-        now = self.clock.now()
-        saved = _Definition.of(task)
-        task.priority = new_priority
-        task._options = options
-        self._commit(task, saved)
-        if task._queued and new_priority is not saved.priority:
-            self._requeue(task)
-        self._announce(task, now)
-        return task
-
-    def run_now(self, task_id: str) -> bool:
-        """Run the task once more, at once, without moving its schedule's grid; True if
-        a run was queued or brought forward.
-
-        A SCHEDULED task gets an extra run due now (its record's ``due`` and ``slot``
-        are this instant); the slot it was waiting for stays in place and runs next
-        (late, if the extra run outlasts it).  The extra run is an ordinary attempt
-        under the task's retry policy.  A RETRYING task has its pending retry brought
-        forward to now, its attempt counter kept.  False when nothing changes: the
-        task is due at once anyway, running (runs of one task never overlap), paused
-        (resume it first), or finished.
-        """
-        task = self.get(task_id)
-        previous = task.status
-        due = task.next_run_at
-        now = self.clock.now()
-        if previous not in _RUNNABLE or due is None or due <= now:
-            return False
-        if previous is SCHEDULED:
-            task.schedule = slot_first(task.schedule, due)  # then the slot it waited for
-            task._slot = now
-        self._enqueue(task, now)
-        self._changed(task, previous)
-        return True
-
-    def _replace(
-        self,
-        task: ScheduledTask,
-        *,
-        name: str,
-        action: Callable[..., Any] | None,
-        schedule: Schedule,
-        priority: Priority,
-        options: TaskOptions,
-    ) -> ScheduledTask:
-        """Give a registered task a new definition (``add(..., replace_existing=True)``).
-
-        Whether it runs does not change: a paused task stays paused, a finished one
-        (SUCCEEDED, FAILED, CANCELLED) stays finished.  An equal schedule keeps the
-        task's due time and any plan in front of it (a service that registers its
-        jobs again at every start moves nothing); a different one is a
-        :meth:`reschedule`.  An identical definition changes nothing at all.
-        """
-        saved = _Definition.of(task)
-        new_schedule = unwrap(task.schedule) != schedule
-        if not new_schedule and saved[:4] == (name, action, priority, options):
-            return task
-        now = self.clock.now()
-        first = _first_run(name, schedule, now) if new_schedule else None
-        task.name = name
-        task.action = action
-        task.priority = priority
-        task._options = options
-        _fit_flight(task)
-        due = None if first is None else self._start_afresh(task, schedule, first)
-        self._commit(task, saved)
-        if due is not None:
-            self._enqueue(task, due)
-        elif task._queued and priority is not saved.priority:
-            self._requeue(task)
-        self._announce(task, now)
-        return task
-
-    @staticmethod
-    def _start_afresh(task: ScheduledTask, schedule: Schedule, first: float) -> float | None:
-        """Put ``schedule`` in place as if the task were registered now (its first run
-        then is ``first``); returns the instant to queue it at (None: its queue entry,
-        if any, stays as it is)."""
-        status = task.status
-        if status in (SCHEDULED, PAUSED) and task._run is None and not task.attempt:
-            task.schedule = schedule
-            task.next_run_at = task._slot = first
-            return first if status is SCHEDULED else None  # resume() queues a paused one
-        if status in (RUNNING, RETRYING, PAUSED):  # owed work first, then a fresh start
-            task.schedule = CatchUp(schedule, [], FIRST_RUN)
-        else:  # finished: nothing is queued (redrive starts a FAILED task again)
-            task.schedule = schedule
-        return None
-
-    def _requeue(self, task: ScheduledTask) -> None:
-        """Queue ``task`` again at its due time: its entry carries its priority."""
-        due = task.next_run_at
-        assert due is not None  # a queued task has one
-        self._enqueue(task, due)
-
-    @staticmethod
-    def _check_changeable(task: ScheduledTask, verb: str) -> None:
-        if task.status is SUCCEEDED or task.status is CANCELLED:
-            raise SchedulerStateError(
-                f"cannot {verb} task {task.id!r} ({task.name!r}): it is {task.status.value} "
-                "and will not run again; register it anew"
-            )
-
-    def _commit(self, task: ScheduledTask, saved: _Definition) -> None:
-        """Write ``task``'s changed definition through the store before it takes effect:
-        a store that refuses it (a durable store cannot keep a lambda) puts ``saved``
-        back and the call raises, as a registration does."""
-        if self._store is None:
-            return
-        try:
-            self._store.save(self._snapshot(task))
-        except BaseException:
-            saved.restore(task)
-            raise
-
-    def _announce(self, task: ScheduledTask, now: float) -> None:
-        """Tell the listeners that ``task`` changed without changing status."""
-        if self.emit is not None:
-            self.emit(TaskEvent(task.id, task.name, task.status, task.status, now))
-
     # -- recovery (the decisions are lldsched.core.recovery's; these carry them out) ----
 
     def restore(
@@ -941,6 +771,44 @@ class SchedulerCore:
             except Exception:  # as in _changed: the registry stays authoritative
                 log.exception("store %r failed to save %s", self._store, task.id)
 
+    def adopt(
+        self,
+        task: ScheduledTask,
+        *,
+        status: TaskStatus,
+        next_run_at: float | None,
+        attempt: int,
+        run_count: int,
+        failure_count: int,
+        last_error: str | None,
+    ) -> None:
+        """Take the state another process decided for ``task`` (a shared store's change
+        feed: a run settled there, docs/CLUSTER.md): status, due instant, attempt and
+        counters, queued if runnable, in the dead letter if FAILED.  Nothing is written
+        (the store's row already says so); listeners hear of a status change.  Never
+        for a task running here: its own finish decides."""
+        previous = task.status
+        self._queue.discard(task)
+        task.status = status
+        task.attempt = attempt
+        if status in _RUNNABLE and next_run_at is not None:
+            if not attempt:
+                task._slot = next_run_at  # a fresh slot; a retry keeps the slot it had
+            self._enqueue(task, next_run_at)
+        else:
+            task.next_run_at = next_run_at
+        if run_count or failure_count or task._stats is not None:
+            stats = self._stats(task)
+            stats.run_count = run_count
+            stats.failure_count = failure_count
+            stats.last_error = last_error
+        if status is FAILED:
+            self._dead[task.id] = None
+        else:
+            self._dead.pop(task.id, None)
+        if status is not previous and self.emit is not None:
+            self.emit(TaskEvent(task.id, task.name, previous, status, self.clock.now()))
+
     def record_misfire(
         self, task: ScheduledTask, slot: float, outcome: Outcome, error: str | None = None
     ) -> ExecutionRecord:
@@ -956,24 +824,33 @@ class SchedulerCore:
         *,
         until: float | None,
         at: float,
+        token: int | None = None,
         outcome: Outcome = SKIPPED,
         note: str | None = None,
     ) -> None:
         """Record each slot in ``skipped`` as ``outcome`` (SKIPPED, or COALESCED by
         BUFFER_ONE; ``note`` is their text), decided ``at`` (the run's finish); past
-        :data:`MAX_SKIPPED` slots, the last record stands for the rest, to ``until``."""
+        :data:`MAX_SKIPPED` slots, the last record stands for the rest, to ``until``.
+        ``token``: the run's fencing token, which fences these records as well."""
         for slot in skipped[:MAX_SKIPPED]:
-            self._record_decided(task, slot, outcome, note, at)
+            self._record_decided(task, slot, outcome, note, at, token=token)
         if len(skipped) > MAX_SKIPPED:
             rest = skipped[MAX_SKIPPED]
             text = (
                 f"SkipCap: more than {MAX_SKIPPED} slots skipped; this record stands for "
                 f"the slots from {rest!r} to before {until!r}"
             )
-            self._record_decided(task, rest, outcome, text, at)
+            self._record_decided(task, rest, outcome, text, at, token=token)
 
     def _record_decided(
-        self, task: ScheduledTask, slot: float, outcome: Outcome, error: str | None, at: float
+        self,
+        task: ScheduledTask,
+        slot: float,
+        outcome: Outcome,
+        error: str | None,
+        at: float,
+        *,
+        token: int | None = None,
     ) -> ExecutionRecord:
         """A record for ``slot`` of ``task``, which a policy decided at ``at`` without a
         run: in its history, to ``on_record``, in the store and to the listeners."""
@@ -989,6 +866,7 @@ class SchedulerCore:
             ok=False,
             error=error,
             misfire=outcome,
+            token=token,
         )
         self._stats(task).add(record)
         if self._on_record is not None:
@@ -1021,6 +899,7 @@ class SchedulerCore:
             args=definition.args,
             kwargs=definition.kwargs,
             misfire=definition.misfire,
+            isolation=definition.isolation,
             overlap=definition.overlap,
             max_instances=definition.max_instances,
         )
@@ -1033,7 +912,7 @@ class SchedulerCore:
             options=options,
             first_run=restored.next_run_at,
         )
-        _fit_flight(task)
+        fit_flight(task)
         task.status = restored.status
         task.attempt = restored.attempt
         task._slot = restored.slot
@@ -1075,43 +954,6 @@ class SchedulerCore:
             )
 
 
-def _first_run(name: str, schedule: Schedule, now: float) -> float:
-    """``schedule``'s first run for a task registered ``now``; ScheduleError if none."""
-    first = schedule.first_run(now)
-    if first is None:
-        raise ScheduleError(f"task {name!r}: {schedule!r} never fires after {now!r}")
-    return first
-
-
-class _Definition(NamedTuple):
-    """What a definition verb may change on a task, kept to put back if the store
-    refuses the change."""
-
-    name: str
-    action: Callable[..., Any] | None
-    priority: Priority
-    options: TaskOptions
-    schedule: Schedule
-    next_run_at: float | None
-    slot: float
-
-    @classmethod
-    def of(cls, task: ScheduledTask) -> _Definition:
-        return cls(
-            task.name,
-            task.action,
-            task.priority,
-            task._options,
-            task.schedule,
-            task.next_run_at,
-            task._slot,
-        )
-
-    def restore(self, task: ScheduledTask) -> None:
-        task.name, task.action, task.priority, task._options = self[:4]
-        task.schedule, task.next_run_at, task._slot = self[4:]
-
-
 def _given_up_in_a_row(history: Iterable[ExecutionRecord]) -> int:
     """Slots given up since the last successful run in ``history`` (a store keeps no
     counter: the records are the truth, as far back as it keeps them)."""
@@ -1121,14 +963,6 @@ def _given_up_in_a_row(history: Iterable[ExecutionRecord]) -> int:
             break
         count += record.misfire is GIVEN_UP
     return count
-
-
-def _fit_flight(task: ScheduledTask) -> None:
-    """Give a task whose runs may overlap (CANCEL_OTHER, ALLOW) its :class:`Flight`:
-    begin() tests that slot, not the options, on every run.  A task that loses its
-    policy (a replaced definition) keeps a flight until it has drained."""
-    if task._flight is None and task._options.overlap in (CANCEL_OTHER, ALLOW):
-        task._flight = Flight()
 
 
 def _buffered(schedule: Schedule, skipped: _Skipped, *, before: float) -> tuple[float, _Skipped]:

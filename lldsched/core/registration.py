@@ -11,6 +11,14 @@ object with ``first_run`` and ``next_run``, or the text of a cron expression,
 which becomes a :class:`~lldsched.schedules.cron.CronSchedule` in the
 scheduler's default zone.  A ``CronSchedule`` that names no zone is read in that
 default zone too.  :func:`registering` is the decorator form both runtimes offer.
+
+**Isolation** (:data:`ISOLATIONS`): ``"thread"`` (the default) calls the action on a
+worker thread; ``"process"`` runs it in a child process
+(:mod:`lldsched.threaded.processes`), so the action is given as an import path
+``"package.module:function"`` with arguments JSON keeps unchanged (the rule of
+:mod:`lldsched.importpath`, the one durable stores follow), and it takes no ``ctx``.
+:func:`isolated_action` turns the path into the function, checked here, at
+registration.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from typing import Any, TypeVar, cast
 from lldsched.checks import seconds, whole
 from lldsched.core.task import DEFAULT_OPTIONS, TaskOptions
 from lldsched.errors import ScheduleError, ValidationError
+from lldsched.importpath import import_callable, import_path, json_arguments
 from lldsched.model import Priority
 from lldsched.policies import MisfirePolicy, Overlap, OverrunPolicy, RetryPolicy
 from lldsched.schedules.base import Schedule
@@ -31,12 +40,15 @@ from lldsched.schedules.cron import CronSchedule
 from lldsched.schedules.simple import FixedDelay, OneTime
 
 __all__ = [
+    "ISOLATIONS",
     "UNCHANGED",
     "Unchanged",
+    "check_isolation",
     "check_overlap",
     "check_task_id",
     "check_zone",
     "is_schedule",
+    "isolated_action",
     "registering",
     "require_action",
     "schedule_of",
@@ -45,6 +57,9 @@ __all__ = [
 ]
 
 DEFAULT_RETRY = RetryPolicy()
+
+ISOLATIONS = ("thread", "process")
+"""The values of a task's ``isolation`` option: where its action runs."""
 
 
 class Unchanged(enum.Enum):
@@ -104,6 +119,7 @@ def validated(
     args: tuple[Any, ...] | list[Any],
     kwargs: Mapping[str, Any] | None,
     misfire: MisfirePolicy | None,
+    isolation: str = "thread",
     overlap: Overlap | None = None,
     max_instances: int | None = None,
 ) -> tuple[Priority, TaskOptions]:
@@ -136,6 +152,7 @@ def validated(
         and type(args) is tuple
         and not args
         and not pass_context
+        and isolation == "thread"
     ):
         return priority, DEFAULT_OPTIONS
     options = _options(
@@ -146,6 +163,7 @@ def validated(
         kwargs=kwargs,
         misfire=misfire,
         pass_context=pass_context,
+        isolation=isolation,
     )
     if overlap is not None or max_instances is not None:
         check_overlap(name, schedule, overlap=overlap, max_instances=max_instances)
@@ -308,6 +326,7 @@ def _options(
     kwargs: Mapping[str, Any] | None,
     misfire: MisfirePolicy | None,
     pass_context: bool,
+    isolation: str,
 ) -> TaskOptions:
     if retry is None:
         retry = DEFAULT_RETRY
@@ -327,5 +346,74 @@ def _options(
         raise ValidationError(f"task {name!r}: kwargs must map str to values, got {kwargs!r}")
     if misfire is not None and not isinstance(misfire, MisfirePolicy):
         raise ValidationError(f"task {name!r}: misfire must be a MisfirePolicy, got {misfire!r}")
-    options = TaskOptions(retry, timeout, tuple(args), kwargs or None, pass_context, misfire)
+    if isolation != "thread":
+        _check_process_call(name, isolation, args=args, kwargs=kwargs, pass_context=pass_context)
+    options = TaskOptions(
+        retry, timeout, tuple(args), kwargs or None, pass_context, misfire, isolation
+    )
     return DEFAULT_OPTIONS if options == DEFAULT_OPTIONS else options  # equal values shared
+
+
+def check_isolation(name: str, isolation: object) -> str:
+    """``isolation`` if it is one of :data:`ISOLATIONS`, else ValidationError naming it."""
+    if isolation not in ISOLATIONS or not isinstance(isolation, str):
+        raise ValidationError(
+            f"task {name!r}: isolation must be one of {ISOLATIONS}, got {isolation!r}"
+        )
+    return isolation
+
+
+def isolated_action(name: str, action: object, *, isolation: object) -> Callable[..., Any] | None:
+    """The action a task with this ``isolation`` runs: ``action`` itself for a thread;
+    for a process, the function its import path names (imported here, checked to be
+    named back by the same path), or None (a simulated task needs no action).
+
+    ValidationError naming the bad value: an ``isolation`` that is not one of
+    :data:`ISOLATIONS`, or a process-isolated ``action`` that is a callable object
+    (it must be given by name: nothing is pickled) or a path that does not import.
+    """
+    if check_isolation(name, isolation) == "thread":
+        if isinstance(action, str):
+            raise ValidationError(
+                f"task {name!r}: action must be callable, got {action!r} (an import path "
+                "is the action of a task registered with isolation='process')"
+            )
+        return action  # type: ignore[return-value]  # validated() checks it is callable
+    if action is None:
+        return None
+    if not isinstance(action, str):
+        raise ValidationError(
+            f"task {name!r}: a process-isolated action is given by its import path "
+            f"'package.module:function', got {action!r}"
+        )
+    try:
+        function = import_callable(action)
+        import_path(function, who=f"task {name!r} (isolation='process')")
+    except ValidationError as exc:
+        raise ValidationError(f"task {name!r}: {exc}") from None
+    return function
+
+
+def _check_process_call(
+    name: str,
+    isolation: str,
+    *,
+    args: tuple[Any, ...] | list[Any],
+    kwargs: Mapping[str, Any] | None,
+    pass_context: bool,
+) -> None:
+    """A process-isolated call: arguments JSON keeps unchanged, and no ``ctx``."""
+    check_isolation(name, isolation)
+    if pass_context:
+        raise ValidationError(
+            f"task {name!r}: a process-isolated action cannot take ctx (a RunContext "
+            "stays in this process; the child is killed at the timeout instead)"
+        )
+    try:
+        json_arguments(args, kwargs)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(
+            f"task {name!r}: a process-isolated task needs args and kwargs that JSON keeps "
+            f"unchanged (str, int, float, bool, None, lists, str-keyed dicts), got "
+            f"args={args!r}, kwargs={kwargs!r}: {exc}"
+        ) from None

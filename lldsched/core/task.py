@@ -40,6 +40,7 @@ __all__ = [
     "RunStats",
     "ScheduledTask",
     "TaskOptions",
+    "fit_flight",
 ]
 
 Entry = tuple[float, int, int, str]
@@ -59,6 +60,7 @@ class TaskOptions(NamedTuple):
     kwargs: Mapping[str, Any] | None = None
     pass_context: bool = False  # the action declares a ``ctx`` parameter
     misfire: MisfirePolicy | None = None  # None: DEFAULT_MISFIRE
+    isolation: str = "thread"  # or "process": lldsched.threaded.processes runs it
     overlap: Overlap | None = None  # None: runs never overlap (lldsched.policies.Overlap)
     max_instances: int | None = None  # with Overlap.ALLOW only
 
@@ -217,7 +219,7 @@ class ScheduledTask:
         return Task(
             self.id, self.name, self.action, self.schedule, self.priority,
             options.retry, options.timeout, options.args, options.kwargs, options.misfire,
-            options.overlap, options.max_instances,
+            options.isolation, options.overlap, options.max_instances,
         )  # fmt: skip
 
     # -- the runs --------------------------------------------------------------------
@@ -298,6 +300,14 @@ class Flight:
         return len(self.others) + 1
 
 
+def fit_flight(task: ScheduledTask) -> None:
+    """Give a task whose runs may overlap (CANCEL_OTHER, ALLOW) its :class:`Flight`:
+    the core's begin() tests that slot, not the options, on every run.  A task that
+    loses its policy (a replaced definition) keeps a flight until it has drained."""
+    if task._flight is None and task._options.overlap in (Overlap.CANCEL_OTHER, Overlap.ALLOW):
+        task._flight = Flight()
+
+
 class Run(NamedTuple):
     """One attempt in flight: what the runtime needs to run it and report it."""
 
@@ -307,6 +317,7 @@ class Run(NamedTuple):
     slot: float
     worker: int
     context: RunContext | None
+    token: int | None = None  # the fencing token of its claim in a shared store
 
     def invoke(self) -> tuple[str | None, object]:
         """Call the task's action: ``(None, what it returned)``, or ``(error text, None)``

@@ -134,7 +134,6 @@ class _Interval(FrozenValue):
 
 
 SHARED_LIMIT = 4096
-_PLAIN = frozenset((int, float))
 
 
 def _shared(cls: type[_Interval], key: tuple[object, ...]) -> _Interval | None:
@@ -218,12 +217,9 @@ class FixedRate(_Interval):
         on_overrun: OverrunPolicy = OverrunPolicy.SKIP,
         start_delay: float = 0.0,
     ) -> FixedRate:
-        # Types are part of the key (True == 1, but FixedRate(True) is an error) unless
-        # both numbers are plain ints or floats, the common case, kept cheap.
-        if type(period) in _PLAIN and type(start_delay) in _PLAIN:
-            key: tuple[object, ...] = (period, on_overrun, start_delay)
-        else:
-            key = (type(period), period, on_overrun, type(start_delay), start_delay)
+        # Types are part of the key: True == 1, but FixedRate(True) is an error, and
+        # FixedRate(60) must not come back as a FixedRate(60.0) built earlier.
+        key = (type(period), period, on_overrun, type(start_delay), start_delay)
         try:  # _shared(), inlined: one FixedRate per registration is the common case
             found = cls._shared.get(key)
         except TypeError:  # an unhashable argument: let validation name it

@@ -162,7 +162,7 @@ class Simulation:
         *,
         duration: DurationModel = 0.0,
         fails: FailureModel = 0.0,
-        action: Callable[..., Any] | None = None,
+        action: Callable[..., Any] | str | None = None,
         id: str | None = None,
         replace_existing: bool = False,
         priority: Priority | int = Priority.NORMAL,
@@ -171,6 +171,7 @@ class Simulation:
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
+        isolation: str = "thread",
         overlap: Overlap | None = None,
         max_instances: int | None = None,
     ) -> ScheduledTask:
@@ -181,6 +182,13 @@ class Simulation:
         ``schedule`` may be cron text (read in the simulation's ``tz``); ``id`` and
         ``replace_existing`` work as in ``Scheduler.schedule`` (a replaced task also
         takes these models).
+
+        ``isolation`` takes the values, and follows the rules, it has in
+        ``Scheduler.schedule``: with ``"process"``, an ``action`` is an import path
+        with JSON arguments, checked at registration.  Here the task runs at its
+        simulated instant like any other (its duration is the model's, its timeout
+        judged against it; a simulated child is never started or killed), and an
+        ``action`` given runs in this process.
         """
         duration = check_duration(duration)
         fails = check_failure(fails)
@@ -196,6 +204,7 @@ class Simulation:
             args=args,
             kwargs=kwargs,
             misfire=misfire,
+            isolation=isolation,
             overlap=overlap,
             max_instances=max_instances,
         )

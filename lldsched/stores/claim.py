@@ -15,6 +15,13 @@ exclude each other as two processes do.  The sidecar holds the holder's pid and
 host, only to name it in the refusal; it is never deleted (deleting a lock file
 while someone may hold it lets two holders in), and it is harmless to leave.
 
+**Shared claims.**  A store opened with ``shared=True`` takes the same lock
+*shared* (``LOCK_SH``, :meth:`FileClaim.shared`): any number of shared stores hold
+it together, coordinating through leases, while an exclusive opener is refused by
+them and refuses them, so shared and unshared openers of one file never mix.  A
+shared claim's note names the last shared opener.  On Windows, where
+``msvcrt`` has no shared lock, a shared claim takes no lock at all.
+
 Limits: a symlinked path is resolved, a hard link is not; a child forked while
 the store is open inherits the descriptor and so keeps the claim until it exits;
 on network file systems the lock is as good as the server's.  This is the
@@ -49,8 +56,9 @@ class FileClaim:
     another live store already holds it.  Not thread-safe: its owner serialises it.
     """
 
-    def __init__(self, store_path: str) -> None:
+    def __init__(self, store_path: str, *, mode: str = "exclusive") -> None:
         self.store_path = store_path
+        self.mode = mode
         self.path = claim_path(store_path)
         try:
             handle = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - held until release
@@ -59,19 +67,42 @@ class FileClaim:
                 f"cannot claim the store {store_path!r}: cannot open its lock file "
                 f"{self.path!r} ({exc})"
             ) from None
-        if not _try_lock(handle):
+        if mode == "shared":
+            if not _try_lock(handle, exclusive=False):
+                holder = _holder(handle)
+                handle.close()
+                raise StoreError(
+                    f"the store {store_path!r} is open{holder} without shared=True: shared and "
+                    "unshared schedulers cannot mix on one file. Close it, or open every store "
+                    "on the file with shared=True"
+                )
+            handle.seek(0)  # the note, for an exclusive opener's refusal
+            handle.truncate()
+            handle.write(f"shared=True schedulers (the last to open: pid {os.getpid()} on "
+                         f"{socket.gethostname()})\n")  # fmt: skip
+            handle.flush()
+            self._handle: IO[str] | None = handle
+            return
+        if not _try_lock(handle, exclusive=True):
             holder = _holder(handle)
             handle.close()
             raise StoreError(
                 f"the store {store_path!r} is already open{holder}: one scheduler per file. "
-                "Close that store (or stop its process) first; running two schedulers on one "
-                "file would run every task twice"
+                "Close that store (or stop its process) first, or open every store on the "
+                "file with shared=True (leases: docs/CLUSTER.md); two unshared schedulers on "
+                "one file would run every task twice"
             )
         handle.seek(0)
         handle.truncate()
         handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
         handle.flush()
-        self._handle: IO[str] | None = handle
+        self._handle = handle
+
+    @classmethod
+    def shared(cls, store_path: str) -> FileClaim:
+        """A shared claim on ``store_path``: held together with other shared claims,
+        refused by (and refusing) an exclusive one."""
+        return cls(store_path, mode="shared")
 
     @property
     def held(self) -> bool:
@@ -92,7 +123,9 @@ def _holder(handle: IO[str]) -> str:
     except OSError:
         return ""
     if not note:
-        return " by another store"
+        return " by other schedulers (shared=True)"
+    if note.startswith("shared=True"):
+        return f" by {note}"
     if note.startswith(f"pid {os.getpid()} on {socket.gethostname()}"):
         return " in this process (another SqliteTaskStore on the same file)"
     return f" by {note}"
@@ -101,7 +134,9 @@ def _holder(handle: IO[str]) -> str:
 if sys.platform == "win32":  # pragma: no cover - not run by this project's CI (Linux)
     import msvcrt
 
-    def _try_lock(handle: IO[str]) -> bool:
+    def _try_lock(handle: IO[str], *, exclusive: bool) -> bool:
+        if not exclusive:
+            return True  # msvcrt has no shared lock: shared claims take none
         fd = handle.fileno()
         position = os.lseek(fd, 0, os.SEEK_CUR)
         os.lseek(fd, _WINDOWS_OFFSET, os.SEEK_SET)
@@ -116,9 +151,11 @@ if sys.platform == "win32":  # pragma: no cover - not run by this project's CI (
 else:
     import fcntl
 
-    def _try_lock(handle: IO[str]) -> bool:
+    def _try_lock(handle: IO[str], *, exclusive: bool) -> bool:
         try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(
+                handle.fileno(), (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB
+            )
         except BlockingIOError:
             return False
         return True

@@ -28,13 +28,13 @@ value that became invalid is an error, never a half-built task.
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from lldsched.checks import seconds
 from lldsched.errors import LldschedError, StoreError, ValidationError
+from lldsched.importpath import import_callable, import_path, json_arguments
 from lldsched.model import Priority
 from lldsched.persistence import Task
 from lldsched.policies import Misfire, MisfirePolicy, Overlap, OverrunPolicy, RetryPolicy
@@ -146,45 +146,14 @@ def decode_schedule(document: Mapping[str, Any]) -> Schedule:
 
 
 def callable_path(action: Callable[..., Any]) -> str:
-    """``"module:qualname"`` of ``action``, checked to import back to the same object."""
-    module = getattr(action, "__module__", None)
-    qualname = getattr(action, "__qualname__", None)
-    if not isinstance(module, str) or not isinstance(qualname, str) or "<" in qualname:
-        raise ValidationError(
-            f"a durable store keeps the action as an import path, and {action!r} has none "
-            "(a lambda, closure, nested function, partial or callable object): "
-            "use a function defined at module level"
-        )
-    path = f"{module}:{qualname}"
-    try:
-        found = resolve_callable(path)
-    except StoreError as exc:
-        raise ValidationError(f"the action {action!r} does not import back: {exc}") from None
-    if found is not action and found != action:  # == for classmethods, bound anew each time
-        raise ValidationError(
-            f"the action {action!r} does not round-trip: {path!r} imports {found!r}; "
-            "a bound method of an instance cannot be stored, use a module-level function"
-        )
-    return path
+    """``"module:qualname"`` of ``action``, checked to import back to the same object
+    (the rule of :func:`lldsched.importpath.import_path`)."""
+    return import_path(action, who="a durable store")
 
 
 def resolve_callable(path: str) -> Callable[..., Any]:
     """Import the callable named ``"module:qualname"``; :class:`StoreError` if it does not."""
-    module_name, colon, qualname = path.partition(":")
-    if not colon or not module_name or not qualname:
-        raise StoreError(f"{path!r} is not an import path of the form 'package.module:function'")
-    try:
-        found: Any = importlib.import_module(module_name)
-    except Exception as exc:  # ImportError, or whatever the module raised while importing
-        raise StoreError(f"cannot import module {module_name!r} for {path!r}: {exc!r}") from None
-    for part in qualname.split("."):
-        try:
-            found = getattr(found, part)
-        except AttributeError:
-            raise StoreError(f"{path!r}: {module_name!r} has no attribute {qualname!r}") from None
-    if not callable(found):
-        raise StoreError(f"{path!r} names {found!r}, which is not callable")
-    return found  # type: ignore[no-any-return]
+    return import_callable(path, error=StoreError)
 
 
 # -- definitions -------------------------------------------------------------------------
@@ -196,12 +165,8 @@ def encode_task(task: Task) -> str:
         schedule = encode_schedule(unwrap(task.schedule))
     except ValidationError as exc:
         raise ValidationError(f"task {task.name!r}: {exc}") from None
-    args = list(task.args)
-    kwargs = dict(task.kwargs) if task.kwargs is not None else None
     try:
-        arguments = json.dumps([args, kwargs], allow_nan=False)
-        if json.loads(arguments) != [args, kwargs]:
-            raise ValueError("they change on the way through JSON")
+        args, kwargs = json_arguments(task.args, task.kwargs)
     except (TypeError, ValueError) as exc:
         raise ValidationError(
             f"task {task.name!r}: a durable store needs args and kwargs that JSON keeps "
@@ -238,6 +203,8 @@ def encode_task(task: Task) -> str:
             "max_catch_up": misfire.max_catch_up,
         },
     }
+    if task.isolation != "thread":  # absent in older documents, and for thread tasks
+        document["isolation"] = task.isolation
     if task.overlap is not None:  # only then: documents of other tasks stay as they were
         document["overlap"] = task.overlap.value
         document["max_instances"] = task.max_instances
@@ -283,6 +250,7 @@ def decode_task(task_id: str, text: str, *, runs: int = 0) -> Task:
             tuple(document["args"]),
             document["kwargs"],
             misfire,
+            document.get("isolation", "thread"),
             None if overlap is None else Overlap(overlap),
             document.get("max_instances"),
         )

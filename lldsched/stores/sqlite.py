@@ -36,9 +36,18 @@ outside the scheduler (a reader thread calling ``records()``, the simulation).
 ``SqliteTaskStore`` on the same file, in this process or another, raises
 :class:`~lldsched.errors.StoreError` naming the file and its holder, instead of two
 schedulers running every task twice.  The claim dies with its process, SIGKILL
-included, so a restart after a crash opens the file at once.  A shared mode, where
-several schedulers take turns through leases with fencing tokens, is planned (see
-docs/CLUSTER.md); there is no ``shared=`` option yet.
+included, so a restart after a crash opens the file at once.
+
+**Shared mode** (``shared=True``, docs/CLUSTER.md).  Several schedulers, in the
+processes of one host, share the file: each due run is claimed by one of them
+through a lease with a fencing token, renewed while it runs, and settled with a
+write that is refused once the lease was taken over; control verbs written by
+any of them reach the others through a change feed.  The methods are in
+:mod:`lldsched.stores.sqlite_coordinated` (mixed in), the SQL in
+:mod:`lldsched.stores.sqlite_shared`, the row statements both modes share in
+:mod:`lldsched.stores.sqlite_rows`.  Shared and unshared openers of one file
+refuse each other (the sidecar lock is taken shared, see
+:mod:`lldsched.stores.claim`).
 """
 
 from __future__ import annotations
@@ -48,20 +57,25 @@ import os
 import sqlite3
 import threading
 from types import TracebackType
-from typing import Any
 
-from lldsched.checks import whole_or_none
+from lldsched.checks import seconds, whole_or_none
 from lldsched.errors import StoreError, ValidationError
-from lldsched.model import ExecutionRecord, Outcome, TaskStatus
+from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import Task, TaskSnapshot
 from lldsched.stores.claim import FileClaim
-from lldsched.stores.codec import decode_task, encode_task
+from lldsched.stores.codec import encode_task
+from lldsched.stores.sqlite_coordinated import CoordinatedMethods
+from lldsched.stores.sqlite_rows import INSERT_RECORD, RECORD_COLUMNS, UPDATE, UPSERT
+from lldsched.stores.sqlite_rows import record_of as _record
+from lldsched.stores.sqlite_rows import rollback as _rollback
+from lldsched.stores.sqlite_rows import snapshot_of as _snapshot
+from lldsched.stores.sqlite_shared import SHARED_SCHEMA, SharedState, bump
 
 __all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION", "SqliteTaskStore"]
 
 log = logging.getLogger("lldsched")
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 APPLICATION_ID = 0x6C6C6473  # "llds"
 
 _SCHEMA = """
@@ -77,7 +91,9 @@ CREATE TABLE tasks (
     failure_count INTEGER NOT NULL,
     last_error    TEXT,
     running       INTEGER NOT NULL,     -- an attempt was in flight
-    failed_seq    INTEGER               -- dead-letter order; NULL unless FAILED
+    failed_seq    INTEGER,              -- dead-letter order; NULL unless FAILED
+    priority      INTEGER NOT NULL DEFAULT 1,  -- claim order in shared mode (HIGH = 0 first)
+    version       INTEGER NOT NULL DEFAULT 0   -- shared mode: the write that left the row so
 );
 CREATE TABLE records (                -- clustered by task: one b-tree, no separate index
     task_id   TEXT NOT NULL,
@@ -93,51 +109,40 @@ CREATE TABLE records (                -- clustered by task: one b-tree, no separ
     timed_out INTEGER NOT NULL,
     misfire   TEXT,
     result    TEXT,                     -- the action's return value as text (a bounded repr)
+    token     INTEGER,                  -- the fencing token of the run's claim (shared mode)
     PRIMARY KEY (task_id, seq)
 ) WITHOUT ROWID;
 """
 
-MIGRATIONS: dict[int, str] = {
-    1: "ALTER TABLE records ADD COLUMN result TEXT",  # 1 -> 2: records keep results
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: ("ALTER TABLE records ADD COLUMN result TEXT",),  # 1 -> 2: records keep results
+    2: (  # 2 -> 3: leases, fencing tokens and versions for shared mode (docs/CLUSTER.md)
+        "ALTER TABLE tasks ADD COLUMN priority INTEGER NOT NULL DEFAULT 1",
+        "ALTER TABLE tasks ADD COLUMN version INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE records ADD COLUMN token INTEGER",
+        "UPDATE tasks SET priority = coalesce(json_extract(definition, '$.priority'), 1)",
+        *SHARED_SCHEMA.split(";"),
+    ),
 }
-"""The SQL that takes a file from schema version ``n`` to ``n + 1``."""
+"""The SQL statements that take a file from schema version ``n`` to ``n + 1``."""
 
-_UPDATE = """
-UPDATE tasks SET status = ?1, next_run_at = ?2, attempt = ?3, run_count = ?4,
-    failure_count = ?5, last_error = ?6, running = ?7,
-    failed_seq = CASE WHEN ?1 = 'failed' THEN coalesce(failed_seq, ?8) END
-WHERE id = ?9
-"""
-_UPSERT = """
-INSERT INTO tasks (status, next_run_at, attempt, run_count, failure_count, last_error,
-    running, failed_seq, id, name, definition)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, CASE WHEN ?1 = 'failed' THEN ?8 END, ?9, ?10, ?11)
-ON CONFLICT (id) DO UPDATE SET name = excluded.name, definition = excluded.definition,
-    status = excluded.status,
-    next_run_at = excluded.next_run_at, attempt = excluded.attempt,
-    run_count = excluded.run_count, failure_count = excluded.failure_count,
-    last_error = excluded.last_error, running = excluded.running,
-    failed_seq = CASE WHEN ?1 = 'failed' THEN coalesce(tasks.failed_seq, ?8) END
-"""
-_INSERT_RECORD = """
-INSERT INTO records (task_id, seq, attempt, due, slot, worker, started, finished, ok, error,
-    timed_out, misfire, result) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-"""
-_RECORD_COLUMNS = (
-    "r.task_id, t.name, r.attempt, r.due, r.slot, r.worker, r.started, r.finished, r.ok, "
-    "r.error, r.timed_out, r.misfire, r.result"
-)
 _SYNCHRONOUS = ("NORMAL", "FULL")
 _PRIVATE = ("", ":memory:")  # SQLite's private databases: nobody else can open them
 
 
-class SqliteTaskStore:
+class SqliteTaskStore(CoordinatedMethods):
     """A durable :class:`~lldsched.persistence.TaskStore` in one SQLite file (WAL mode).
 
     ``retention`` bounds the records kept per task (``None``: keep all);
     ``timeout`` is how long a write waits for a lock held by another connection.
     Use it as a context manager, or call :meth:`close`: the file stays claimed
     until then, and a second store on it raises :class:`StoreError`.
+
+    ``shared=True`` lets several schedulers (processes of one host) share the file
+    as a :class:`~lldsched.persistence.CoordinatedStore`: ``lease`` is how long a
+    claim lasts unless renewed (seconds, default 30), ``poll`` the longest a
+    scheduler goes without claiming and reading the others' changes (seconds,
+    default 1).  See docs/CLUSTER.md.
     """
 
     def __init__(
@@ -147,10 +152,21 @@ class SqliteTaskStore:
         retention: int | None = 1000,
         synchronous: str = "NORMAL",
         timeout: float = 5.0,
+        shared: bool = False,
+        lease: float = 30.0,
+        poll: float = 1.0,
     ) -> None:
         whole_or_none(retention, name="retention", at_least=1)
         if synchronous not in _SYNCHRONOUS:
             raise ValidationError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
+        if not isinstance(shared, bool):
+            raise ValidationError(f"shared must be True or False, got {shared!r}")
+        lease = float(seconds(lease, name="lease", above=0))
+        poll = float(seconds(poll, name="poll", above=0))
+        if shared and os.fspath(path) in _PRIVATE:
+            raise ValidationError(
+                f"shared=True needs a file other processes can open, got {os.fspath(path)!r}"
+            )
         self.path = os.fspath(path)
         self.retention = retention
         self._slack = 0 if retention is None else max(1, retention // 10)
@@ -163,7 +179,9 @@ class SqliteTaskStore:
         claim: FileClaim | None = None
         try:
             version = self._check(connection)  # a refused file is refused before it is claimed
-            if self.path not in _PRIVATE:
+            if shared:
+                claim = FileClaim.shared(self.path)
+            elif self.path not in _PRIVATE:
                 claim = FileClaim(self.path)
                 if version is None:  # another store may have created it meanwhile
                     version = self._check(connection)
@@ -180,6 +198,9 @@ class SqliteTaskStore:
                 connection.execute("SELECT task_id, count(*) FROM records GROUP BY task_id")
             )
             (last_seq,) = connection.execute("SELECT coalesce(max(seq), 0) FROM records").fetchone()
+            self._shared = (
+                SharedState(connection, lease=lease, poll=poll) if shared else None
+            )  # None: this store shares nothing
         except BaseException:
             connection.close()
             if claim is not None:
@@ -258,7 +279,8 @@ class SqliteTaskStore:
         try:
             connection.execute("BEGIN IMMEDIATE")
             for step in range(version, SCHEMA_VERSION):
-                connection.execute(MIGRATIONS[step])
+                for statement in MIGRATIONS[step]:
+                    connection.execute(statement)
             connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             connection.execute("COMMIT")
         except sqlite3.Error as exc:
@@ -279,7 +301,8 @@ class SqliteTaskStore:
         connection.execute(f"PRAGMA synchronous = {synchronous}")
         try:  # one transaction: a store is created whole or not at all
             connection.executescript(
-                f"BEGIN IMMEDIATE; {_SCHEMA}; PRAGMA application_id = {APPLICATION_ID}; "
+                f"BEGIN IMMEDIATE; {_SCHEMA}; {SHARED_SCHEMA}; "
+                f"PRAGMA application_id = {APPLICATION_ID}; "
                 f"PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
             )
         except BaseException:
@@ -295,6 +318,9 @@ class SqliteTaskStore:
         registered)."""
         task = snapshot.task
         task_id = task.id
+        if self._shared is not None:
+            self._save_shared(snapshot, record)
+            return
         with self._lock:
             connection = self._open()
             definition = None if self._defined.get(task_id) == task else encode_task(task)
@@ -304,15 +330,18 @@ class SqliteTaskStore:
                 snapshot.run_count, snapshot.failure_count, snapshot.last_error,
                 snapshot.running, self._dead_seq, task_id,
             )  # fmt: skip
-            statement = _UPDATE if definition is None else _UPSERT
-            parameters = state if definition is None else (*state, task.name, definition)
+            statement = UPDATE if definition is None else UPSERT
+            parameters = (
+                state if definition is None else (*state, task.name, definition, task.priority)
+            )
             if record is None:  # one statement: a transaction of its own
                 connection.execute(statement, parameters)
             else:
                 connection.execute("BEGIN IMMEDIATE")
                 try:
                     connection.execute(statement, parameters)
-                    count = self._append(connection, record)
+                    self._seq += 1
+                    count = self._append(connection, record, seq=self._seq)
                 except BaseException:
                     _rollback(connection)
                     raise
@@ -320,37 +349,53 @@ class SqliteTaskStore:
                 self._counts[task_id] = count
             self._defined[task_id] = task
 
-    def _append(self, connection: sqlite3.Connection, record: ExecutionRecord) -> int:
-        """Insert ``record``, trimming its task's oldest records past the bound; returns
-        how many the task keeps now."""
+    def _append(self, connection: sqlite3.Connection, record: ExecutionRecord, *, seq: int) -> int:
+        """Insert ``record`` as number ``seq``, trimming its task's oldest records past the
+        bound; returns how many the task keeps now (as far as this process knows: in
+        shared mode the others' records are counted at the trim)."""
         task_id = record.task_id
-        self._seq += 1
         connection.execute(
-            _INSERT_RECORD,
+            INSERT_RECORD,
             (
-                task_id, self._seq, record.attempt, record.due, record.slot, record.worker,
+                task_id, seq, record.attempt, record.due, record.slot, record.worker,
                 record.started, record.finished, record.ok, record.error, record.timed_out,
-                record.misfire, record.result,
+                record.misfire, record.result, record.token,
             ),
         )  # fmt: skip
         count = self._counts.get(task_id, 0) + 1
         if self.retention is not None and count > self.retention + self._slack:
+            if self._shared is not None:  # the other processes append too: count them
+                (count,) = connection.execute(
+                    "SELECT count(*) FROM records WHERE task_id = ?", (task_id,)
+                ).fetchone()
             connection.execute(  # trim in batches, not at every record
                 "DELETE FROM records WHERE task_id = ?1 AND seq IN "
                 "(SELECT seq FROM records WHERE task_id = ?1 ORDER BY seq LIMIT ?2)",
-                (task_id, count - self.retention),
+                (task_id, max(0, count - self.retention)),
             )
             count = self.retention
         return count
 
     def delete(self, task_id: str) -> None:
-        """Forget ``task_id``: its row and its records."""
+        """Forget ``task_id``: its row and its records (in shared mode its lease too, and
+        the other processes hear of it)."""
         with self._lock:
+            shared = self._shared
+            if shared is not None and shared.muted:
+                return
             connection = self._open()
             connection.execute("BEGIN IMMEDIATE")
             try:
                 connection.execute("DELETE FROM records WHERE task_id = ?", (task_id,))
                 connection.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
+                if shared is not None:
+                    connection.execute("DELETE FROM leases WHERE task_id = ?", (task_id,))
+                    version = bump(connection, "change")
+                    connection.execute(
+                        "INSERT INTO removed (version, task_id) VALUES (?, ?)", (version, task_id)
+                    )
+                    shared.removals.add(version)
+                    shared.held.pop(task_id, None)
             except BaseException:
                 _rollback(connection)
                 raise
@@ -418,14 +463,14 @@ class SqliteTaskStore:
             connection = self._open()
             if task_id is not None:
                 rows = connection.execute(
-                    f"SELECT {_RECORD_COLUMNS} FROM records r JOIN tasks t ON t.id = r.task_id "
+                    f"SELECT {RECORD_COLUMNS} FROM records r JOIN tasks t ON t.id = r.task_id "
                     "WHERE r.task_id = ? ORDER BY r.seq DESC LIMIT ?",
                     (task_id, keep),
                 ).fetchall()
                 rows.reverse()
             else:
                 rows = connection.execute(
-                    f"SELECT {_RECORD_COLUMNS} FROM ("
+                    f"SELECT {RECORD_COLUMNS} FROM ("
                     "  SELECT *, row_number() OVER (PARTITION BY task_id ORDER BY seq DESC) AS n"
                     "  FROM records) r JOIN tasks t ON t.id = r.task_id "
                     "WHERE ? < 0 OR r.n <= ? ORDER BY r.seq",
@@ -477,44 +522,3 @@ class SqliteTaskStore:
     def __repr__(self) -> str:
         state = "closed" if self._connection is None else "open"
         return f"SqliteTaskStore({self.path!r}, {state})"
-
-
-def _rollback(connection: sqlite3.Connection) -> None:
-    """Roll back the open transaction, if SQLite has not already (it does on some errors)."""
-    if connection.in_transaction:
-        connection.execute("ROLLBACK")
-
-
-def _snapshot(task_id: str, definition: str, status: str, state: list[Any]) -> TaskSnapshot:
-    try:
-        status_value = TaskStatus(status)
-    except ValueError:
-        raise StoreError(f"task {task_id}: unknown status {status!r}") from None
-    next_run_at, attempt, run_count, failure_count, last_error, running = state
-    successes = run_count - failure_count  # a Window's max_runs counts these
-    return TaskSnapshot(
-        decode_task(task_id, definition, runs=successes), status_value, next_run_at, attempt,
-        run_count, failure_count, last_error, bool(running),
-    )  # fmt: skip
-
-
-def _record(row: tuple[Any, ...]) -> ExecutionRecord:
-    (
-        task_id, name, attempt, due, slot, worker, started, finished, ok, error, timed_out,
-        misfire, result,
-    ) = row  # fmt: skip
-    return ExecutionRecord(
-        task_id=task_id,
-        name=name,
-        attempt=attempt,
-        due=due,
-        slot=slot,
-        worker=worker,
-        started=started,
-        finished=finished,
-        ok=bool(ok),
-        error=error,
-        timed_out=bool(timed_out),
-        misfire=None if misfire is None else Outcome(misfire),
-        result=result,
-    )

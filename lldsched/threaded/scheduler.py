@@ -13,7 +13,11 @@ Three kinds of thread share one lock:
 * the **event dispatcher** delivers events to listeners, off the hot path;
 * the **event loop** (:class:`~lldsched.threaded.coroutines.CoroutineRunner`, started
   at the first coroutine run) runs the awaitables that ``async def`` actions
-  return, with their timeouts enforced by cancellation.
+  return, with their timeouts enforced by cancellation;
+* **worker processes** (:class:`~lldsched.threaded.processes.ProcessPool`, started at
+  the first run of a task registered with ``isolation="process"``) run such tasks'
+  actions: the worker thread that took the run waits for its child, so isolated runs
+  count against the ``workers`` like any run, and a child is killed at its timeout.
 
 Shutdown stops timing first (the timer is woken and joined, so nothing new is
 submitted), then drains (every run due at or before the shutdown instant, in heap
@@ -39,6 +43,13 @@ suspend: ``Condition.wait`` counts monotonic time, which stops while the machine
 sleeps, so an unbounded wait for a task due in an hour would end an hour *after*
 resume.  One wake a minute costs nothing measurable (``benchmarks/bench_idle.py``);
 ``max_wait=None`` waits exactly until the head is due.
+
+**A shared store** (``SqliteTaskStore(path, shared=True)``, docs/CLUSTER.md): the
+timer claims what runs from the store instead of popping the heap (the heap
+stays, as the hint of when to wake), renews its leases as one more deadline,
+and applies other processes' changes at every wake, at least every ``poll``
+seconds (:class:`~lldsched.threaded.shared.Coordinator`).  The store's rows are
+loaded as they are at construction, instead of recovery.
 """
 
 from __future__ import annotations
@@ -59,21 +70,23 @@ from lldsched.checks import seconds
 from lldsched.clock import Clock, SystemClock
 from lldsched.core.context import RunContext
 from lldsched.core.duequeue import QueueStats, TaskQueue
-from lldsched.core.ids import IdGenerator
+from lldsched.core.ids import IdGenerator, sequential_ids
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.recovery import after_clock_jump, recover
 from lldsched.core.registration import UNCHANGED, F, Unchanged, registering, require_action
 from lldsched.core.results import must_await, result_text
 from lldsched.core.task import Entry, Run, ScheduledTask
-from lldsched.errors import SchedulerStateError, error_text
+from lldsched.errors import SchedulerStateError, ValidationError, error_text
 from lldsched.listeners import Listener
-from lldsched.model import ExecutionRecord, Priority
-from lldsched.persistence import TaskStore
+from lldsched.model import ExecutionRecord, Priority, TaskStatus
+from lldsched.persistence import CoordinatedStore, TaskStore
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.threaded.coroutines import CoroutineRunner, is_loop_action
 from lldsched.threaded.dispatcher import EventDispatcher
 from lldsched.threaded.pool import WorkerPool
+from lldsched.threaded.processes import ProcessPool
+from lldsched.threaded.shared import Coordinator
 
 __all__ = ["Scheduler"]
 
@@ -91,9 +104,10 @@ _finished = operator.attrgetter("finished")  # the order of Scheduler.records()
 MAX_WAIT = 60.0
 """The longest the timer sleeps before it looks at the clock again, by default (seconds)."""
 
-_Outcome = tuple[float, float, "str | None", "BaseException | None", "str | None", object]
+_Outcome = tuple[float, float, "str | None", "BaseException | None", "str | None", object, bool]
 """What running an attempt produced: started, finished, error text, escaped exception,
-result text, and an awaitable still to run (None for a run that is over)."""
+result text, an awaitable still to run (None for a run that is over), and whether
+the run was stopped at its timeout (a child process killed)."""
 
 
 class Scheduler:
@@ -183,6 +197,10 @@ class Scheduler:
             limit=max_coroutines,
         )
         self._loop_ids: set[str] = set()  # tasks whose action is an async def: the loop runs them
+        shared = _coordinated(store)
+        if shared is not None and ids is None:  # default ids unique across processes
+            ids = sequential_ids(prefix=f"task-{shared.node.rsplit(':', 1)[-1]}-")
+        self._processes = ProcessPool(now=self._clock.now)  # no process until an isolated run
         self._core = SchedulerCore(
             clock=self._clock,
             queue=self._queue,
@@ -201,7 +219,18 @@ class Scheduler:
         self._idle_waiters = 0
         self._state = _NEW
         self._timer: threading.Thread | None = None
-        if store is not None:
+        # The shared store's side, or None: claims, leases, the change feed (under _lock).
+        self._coordinator: Coordinator | None = None
+        if shared is not None:
+            self._coordinator = Coordinator(
+                shared, self._core, drop_due=self._drop_due, wake=self._wake_from_store
+            )
+            with self._lock:
+                self._coordinator.load()
+                for task in self._core.tasks.values():
+                    if is_loop_action(task.action):
+                        self._loop_ids.add(task.id)
+        elif store is not None:
             with self._lock:
                 recover(self._core, store)  # may raise (a bad store): no thread started yet
                 for task in self._core.tasks.values():
@@ -235,7 +264,10 @@ class Scheduler:
         what has not started when it runs out is not run.  What is not run stays
         SCHEDULED (or RETRYING) with its due time, for a durable store to recover.
         Coroutines still running when ``timeout`` runs out are cancelled (see
-        :mod:`lldsched.threaded.coroutines`).
+        :mod:`lldsched.threaded.coroutines`).  Worker processes (``isolation="process"``)
+        are closed: a drain waits for their runs like any other; without a drain, or
+        once ``timeout`` runs out, a run still in its child is killed and recorded
+        failed (``CancelledError: the scheduler shut down without draining``).
 
         Returns True when every thread stopped within ``timeout`` seconds; calling it
         again waits again (up to its own ``timeout``) for a run still in flight.
@@ -260,10 +292,15 @@ class Scheduler:
         if not finished:  # drop=False, or out of time: what waits for the loop is dropped too
             with self._lock:
                 self._coroutines.drop_waiting()
+            self._processes.kill_all("the scheduler shut down without draining")
         dropped = self._pool.shutdown(drain=finished, timeout=remaining())
         if dropped:
             with self._lock:
                 self._settle(len(dropped))
+        if self._coordinator is not None:
+            with self._lock:
+                self._coordinator.release_pending()  # claims dropped unrun: free them now
+        self._processes.close(remaining())
         self._coroutines.shutdown(remaining())
         self._dispatcher.close(remaining())
         return not self._threads_alive()
@@ -275,17 +312,18 @@ class Scheduler:
         the thread that called shutdown()."""
         queue, pool = self._queue, self._pool
         own = 1 if pool.is_worker(threading.current_thread()) else 0  # shutdown() from a run
+        shared = self._coordinator is not None  # other processes run what is due; heap: hints
         with self._lock:
             self._draining = True  # _settle wakes this loop
             try:
                 while True:
-                    room = pool.room
+                    room = 0 if shared else pool.room
                     batch = queue.pop_due(instant, room) if room else []
                     if batch:
                         self._in_flight += len(batch)
                         self._hand_out(batch)
                         continue
-                    due = queue.next_due()
+                    due = None if shared else queue.next_due()
                     if (due is None or due > instant) and self._in_flight <= own:
                         return True
                     wait = remaining()
@@ -334,7 +372,7 @@ class Scheduler:
     def schedule(
         self,
         name: str,
-        action: Callable[..., Any],
+        action: Callable[..., Any] | str,
         schedule: Schedule | str,
         *,
         id: str | None = None,
@@ -345,6 +383,7 @@ class Scheduler:
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
+        isolation: str = "thread",
         overlap: Overlap | None = None,
         max_instances: int | None = None,
     ) -> ScheduledTask:
@@ -364,6 +403,13 @@ class Scheduler:
         here; with a durable store that includes the action's import path and JSON
         arguments.
 
+        ``isolation="process"`` runs each attempt in a worker process (see
+        :mod:`lldsched.threaded.processes`): ``action`` is then an import path,
+        ``"package.module:function"``, with ``args`` and ``kwargs`` that JSON keeps
+        unchanged, and the ``timeout`` is *enforced*: the child is killed at the
+        deadline, the run recorded timed out, and the worker freed at once.  Default
+        ``"thread"``.
+
         ``id`` is a caller-chosen task id (default ``task-1``, ``task-2``, ...).
         Registering an id that exists raises :class:`~lldsched.errors.ValidationError`
         naming it, unless ``replace_existing=True``: the task keeps its id, history
@@ -372,25 +418,35 @@ class Scheduler:
         store gets the same tasks back, not copies.
         """
         require_action(name, action)
-        on_loop = is_loop_action(action)
+        on_loop = isolation == "thread" and is_loop_action(action)
         with self._lock:
             if self._state is _STOPPED:
                 raise SchedulerStateError(f"cannot schedule {name!r}: the scheduler is shut down")
-            task = self._core.add(
-                name,
-                action,
-                schedule,
-                task_id=id,
-                replace_existing=replace_existing,
-                priority=priority,
-                retry=retry,
-                timeout=timeout,
-                args=args,
-                kwargs=kwargs,
-                misfire=misfire,
-                overlap=overlap,
-                max_instances=max_instances,
-            )
+            self._follow_others()  # shared: replace what another process registered
+            for retry_once in (True, False):
+                try:
+                    task = self._core.add(
+                        name,
+                        action,
+                        schedule,
+                        task_id=id,
+                        replace_existing=replace_existing,
+                        priority=priority,
+                        retry=retry,
+                        timeout=timeout,
+                        args=args,
+                        kwargs=kwargs,
+                        misfire=misfire,
+                        isolation=isolation,
+                        overlap=overlap,
+                        max_instances=max_instances,
+                    )
+                    break
+                except ValidationError:  # shared: the id was registered elsewhere a moment ago?
+                    shared = self._coordinator is not None and replace_existing
+                    if not (retry_once and shared and id not in self._core.tasks):
+                        raise
+                    self._follow_others()
             if on_loop:
                 self._loop_ids.add(task.id)
             elif self._loop_ids:
@@ -444,6 +500,7 @@ class Scheduler:
         :class:`~lldsched.errors.SchedulerStateError` for a finished (succeeded or
         cancelled) task, and after shutdown."""
         with self._lock:
+            self._follow_others()  # shared: act on the row as it is now
             self._check_open("reschedule", task_id)
             return self._core.reschedule(task_id, schedule)
 
@@ -458,6 +515,7 @@ class Scheduler:
         """Change the task's priority, retry policy or timeout (what is not given stays);
         see :meth:`SchedulerCore.modify <lldsched.core.machine.SchedulerCore.modify>`."""
         with self._lock:
+            self._follow_others()  # shared: act on the row as it is now
             return self._core.modify(task_id, priority=priority, retry=retry, timeout=timeout)
 
     def run_now(self, task_id: str) -> bool:
@@ -467,50 +525,61 @@ class Scheduler:
         <lldsched.core.machine.SchedulerCore.run_now>`.  Raises
         :class:`~lldsched.errors.SchedulerStateError` once shutdown has begun."""
         with self._lock:
+            self._follow_others()  # shared: act on the row as it is now
             self._check_open("run_now", task_id)
             return self._core.run_now(task_id)
 
     def cancel(self, task_id: str) -> bool:
         """Stop all future runs of the task; True if it was live.  A run in flight on a
         thread finishes (its record is kept) and its context's flag is raised: the
-        thread rule is cooperative.  A running *coroutine* is cancelled, and its
-        attempt recorded failed (``CancelledError: task cancelled``)."""
+        thread rule is cooperative.  A running *coroutine* is cancelled, and a running
+        *process-isolated* run killed; either attempt is recorded failed
+        (``CancelledError: task cancelled``)."""
         with self._lock:
+            self._follow_others()  # shared: act on the row as it is now
             changed = self._core.cancel(task_id)
             if changed:
                 self._coroutines.cancel(task_id, "cancelled")
+                self._processes.kill(task_id, "task cancelled")
             self._notify_idle()  # a wait_drained() waiter may have been waiting on this task
             return changed
 
     def pause(self, task_id: str) -> bool:
         """Hold the task; True if it was live.  A run in flight on a thread finishes;
-        nothing follows.  A running *coroutine* is cancelled: its attempt is recorded
-        failed (``CancelledError: task paused``) and, like any failure, retried
-        after ``resume()`` while attempts remain."""
+        nothing follows.  A running *coroutine* is cancelled, and a running
+        *process-isolated* run killed: its attempt is recorded failed
+        (``CancelledError: task paused``) and, like any failure, retried after
+        ``resume()`` while attempts remain."""
         with self._lock:
+            self._follow_others()  # shared: act on the row as it is now
             changed = self._core.pause(task_id)
             if changed:
                 self._coroutines.cancel(task_id, "paused")
+                self._processes.kill(task_id, "task paused")
             self._notify_idle()  # a wait_drained() waiter may have been waiting on this task
             return changed
 
     def resume(self, task_id: str) -> bool:
         """Return a paused task to its queue; a slot it slept through runs at once."""
         with self._lock:
+            self._follow_others()  # shared: act on the row as it is now
             self._check_open("resume", task_id)
             return self._core.resume(task_id)
 
     def redrive(self, task_id: str) -> bool:
         """Put a dead-lettered (FAILED) task back, due now, with a fresh attempt counter."""
         with self._lock:
+            self._follow_others()  # shared: act on the row as it is now
             self._check_open("redrive", task_id)
             return self._core.redrive(task_id)
 
     def remove(self, task_id: str) -> ScheduledTask:
         """Cancel the task if live, and forget it (here and in the store)."""
         with self._lock:
+            self._follow_others()  # shared: act on the row as it is now
             task = self._core.remove(task_id)
             self._coroutines.cancel(task_id, "cancelled")
+            self._processes.kill(task_id, "task cancelled")
             self._loop_ids.discard(task_id)
             self._notify_idle()
             return task
@@ -620,6 +689,7 @@ class Scheduler:
         deadlines = self._deadlines
         max_wait = self._max_wait
         monotonic = getattr(clock, "monotonic", None)  # jump detection (none on a FakeClock)
+        coordinator = self._coordinator
         with cond:
             last_wall, last_mono = clock.now(), monotonic() if monotonic is not None else 0.0
             while self._state is _RUNNING:
@@ -629,13 +699,19 @@ class Scheduler:
                     jump = (now - last_wall) - (mono - last_mono)
                     if abs(jump) > JUMP_TOLERANCE + JUMP_DRIFT * (mono - last_mono):
                         log.warning("the wall clock jumped by %+.3f s; re-evaluating", jump)
-                        after_clock_jump(self._core, jump, now)
+                        if coordinator is None:  # shared: the rows decide, claims use now
+                            after_clock_jump(self._core, jump, now)
                     last_wall, last_mono = now, mono
                 while deadlines and deadlines[0][0] <= now:
                     heapq.heappop(deadlines)[2].cancel("timeout")
+                if coordinator is not None:
+                    self._followed(coordinator.tick(now))
                 room = pool.room
                 if room:
-                    batch = queue.pop_due(now, room)
+                    if coordinator is None:
+                        batch = queue.pop_due(now, room)
+                    else:
+                        batch = coordinator.claim(now, room)
                     if batch:
                         self._in_flight += len(batch)
                         self._hand_out(batch)
@@ -649,6 +725,8 @@ class Scheduler:
                     wake = deadlines[0][0]
                 if max_wait is not None and (wake is None or wake - now > max_wait):
                     wake = now + max_wait  # look again soon: a jump or a suspend shows then
+                if coordinator is not None:
+                    wake = coordinator.wake(now, wake)  # renewal, and the poll bound
                 clock.wait(cond, wake)
 
     def _hand_out(self, batch: list[Entry]) -> None:
@@ -666,15 +744,20 @@ class Scheduler:
     def _begin_on_loop(self, entry: Entry) -> Run | None:
         """The event loop begins a loop task's attempt (under the lock); its records
         carry the loop's lane, one past the worker threads."""
-        run = self._core.begin(entry, self._pool.workers)
+        run = self._begin(entry, self._pool.workers)
         if run is None:  # a tombstone: cancelled or paused while it waited for a slot
             self._settle(1)
         return run
 
     # -- the workers (called by the pool: prepare and complete under the lock) -------------
 
+    def _begin(self, entry: Entry, worker: int) -> Run | None:
+        if self._coordinator is None:
+            return self._core.begin(entry, worker)
+        return self._coordinator.begin(entry, worker)  # with its claim's token
+
     def _prepare(self, entry: Entry, worker: int) -> Run | None:
-        run = self._core.begin(entry, worker)
+        run = self._begin(entry, worker)
         if run is None:  # a tombstone: cancelled or paused after the timer popped it
             self._settle(1)
             return None
@@ -686,26 +769,48 @@ class Scheduler:
         return run
 
     def _execute(self, run: Run) -> _Outcome:
+        if run.task._options.isolation != "thread":
+            return self._execute_in_process(run)
         now = self._clock.now
         started = now()
         try:
             error, value = run.invoke()
         except BaseException as exc:  # recorded by _complete, then re-raised there
-            return started, now(), error_text(exc), exc, None, None
+            return started, now(), error_text(exc), exc, None, None, False
         if value is None:  # the common case: no result text to build
-            return started, now(), error, None, None, None
+            return started, now(), error, None, None, None, False
         if must_await(value):  # a coroutine: the event loop runs it, this worker moves on
-            return started, started, None, None, None, value
-        return started, now(), None, None, result_text(value), None
+            return started, started, None, None, None, value, False
+        return started, now(), None, None, result_text(value), None, False
+
+    def _execute_in_process(self, run: Run) -> _Outcome:
+        """Run a process-isolated attempt: this worker waits for its child (killed at
+        the timeout: the worker is free as soon as the kill is reaped)."""
+        task = run.task
+        options = task._options
+        action = task.action
+        assert action is not None  # registration resolved the import path
+        path = f"{action.__module__}:{action.__qualname__}"  # checked at registration
+        try:
+            ended = self._processes.run(
+                task.id, path, options.args, options.kwargs, timeout=options.timeout
+            )
+        except Exception as exc:  # shut down meanwhile (SchedulerStateError), or no process
+            now = self._clock.now()
+            return now, now, error_text(exc), None, None, None, False
+        started, finished, error, result, timed_out = ended
+        return started, finished, error, None, result, None, timed_out
 
     def _complete(self, run: Run, outcome: _Outcome) -> None:
-        started, finished, error, escaped, result, awaitable = outcome
+        started, finished, error, escaped, result, awaitable, timed_out = outcome
         if awaitable is not None:
             if self._coroutines.submit(run, started, awaitable):
                 return  # recorded by _finish_coroutine when it completes
             finished = self._clock.now()
             error = "SchedulerStateError: the scheduler shut down before the coroutine ran"
-        self._core.finish(run, started, finished, error, result=result)
+        self._core.finish(run, started, finished, error, result=result, timed_out=timed_out)
+        if self._coordinator is not None:
+            self._coordinator.done(run)
         self._settle(1)
         if escaped is not None:
             raise escaped  # KeyboardInterrupt or SystemExit: ends this worker thread
@@ -721,7 +826,35 @@ class Scheduler:
     ) -> None:
         """A coroutine run is over (the loop thread calls this under the lock)."""
         self._core.finish(run, started, finished, error, result=result, timed_out=timed_out)
+        if self._coordinator is not None:
+            self._coordinator.done(run)
         self._settle(1)
+
+    def _follow_others(self) -> None:
+        """Shared mode: apply what other processes wrote before a verb changes a task, so
+        the row this process writes starts from the latest one (under the lock)."""
+        if self._coordinator is not None:
+            self._followed(self._coordinator.sync())
+
+    def _followed(self, tasks: list[ScheduledTask]) -> None:
+        """Tasks another process changed: keep the loop-task ids, and cancel a coroutine
+        whose task was paused or cancelled elsewhere (as pause() and cancel() do)."""
+        for task in tasks:
+            if is_loop_action(task.action):
+                self._loop_ids.add(task.id)
+            else:
+                self._loop_ids.discard(task.id)
+            if task.running and task.status in (TaskStatus.PAUSED, TaskStatus.CANCELLED):
+                self._coroutines.cancel(task.id, task.status.value)
+
+    def _drop_due(self, now: float) -> None:
+        """Shared mode: the heap's due entries are hints, dropped; the store decides."""
+        self._queue.pop_due(now, len(self._queue))
+
+    def _wake_from_store(self) -> None:
+        """The store heard of another process's change (any thread, no lock held)."""
+        with self._lock:
+            self._wake.notify_all()
 
     def _cancel_overlapped(self, run: Run) -> None:
         """Overlap.CANCEL_OTHER cancelled ``run`` (the core raised its flag, under the
@@ -764,15 +897,30 @@ class Scheduler:
         if self._timer is not None and self._timer is not threading.current_thread():
             self._timer.join(remaining())
         self._pool.shutdown(timeout=remaining())
+        self._processes.close(remaining())
         self._coroutines.shutdown(remaining())
         self._dispatcher.close(remaining())
 
     def _threads_alive(self) -> bool:
         timer_alive = self._timer is not None and self._timer.is_alive()
-        return timer_alive or self._pool.alive > 0 or self._coroutines.alive
+        return (
+            timer_alive
+            or self._pool.alive > 0
+            or self._coroutines.alive
+            or self._processes.alive > 0
+        )
 
     def __repr__(self) -> str:
         return (
             f"<Scheduler {self._state} workers={self._pool.workers} "
             f"tasks={len(self._core.tasks)} clock={self._clock!r}>"
         )
+
+
+def _coordinated(store: TaskStore | None) -> CoordinatedStore | None:
+    """``store`` if it coordinates several schedulers (opened shared), else None."""
+    if store is None or getattr(store, "shared", False) is not True:
+        return None
+    if not isinstance(store, CoordinatedStore):
+        raise ValidationError(f"{store!r} says shared=True but lacks the CoordinatedStore methods")
+    return store

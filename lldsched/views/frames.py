@@ -72,7 +72,7 @@ from lldsched.errors import ValidationError
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.runtime import Reads
 from lldsched.schedules.base import Schedule
-from lldsched.views.report import nearest_rank, overran
+from lldsched.views.report import TaskColumns, TaskSummary, overran, summary_of
 
 __all__ = [
     "COLUMNS",
@@ -225,13 +225,9 @@ def _priorities(task_id: Any, known: Mapping[str, int]) -> Any:
 
 # -- summaries -----------------------------------------------------------------------
 
-SUMMARY_COLUMNS = (
-    "name", "runs", "ok", "failed", "timed_out", "retries", "overruns", "missed",
-    "given_up", "skipped",
-    "lateness_p50", "lateness_p95", "lateness_max",
-    "duration_p50", "duration_p95", "duration_max",
-)  # fmt: skip
-_COUNTS = SUMMARY_COLUMNS[1:10]
+SUMMARY_COLUMNS = TaskSummary._fields
+"""The columns of :func:`task_summary`: :class:`~lldsched.views.report.TaskSummary`'s fields."""
+_TIMES = frozenset(field for field in SUMMARY_COLUMNS if field.startswith(("lateness", "duration")))
 
 
 def ran(frame: pd.DataFrame) -> pd.DataFrame:
@@ -243,54 +239,36 @@ def ran(frame: pd.DataFrame) -> pd.DataFrame:
 def task_summary(
     frame: pd.DataFrame, schedules: Mapping[str, Schedule] | None = None
 ) -> pd.DataFrame:
-    """One row per task id, in the order the tasks first appear in ``frame``.
-
-    Counts (``runs``, ``ok``, ``failed``, ``timed_out``: how each run ended, so a run
-    that gave its slot up counts as failed or timed out, and ``runs == ok + failed +
-    timed_out``; ``retries`` are attempts after the first of their slot;
-    ``given_up``: slots whose attempts all failed), lateness and duration at the 50th and 95th
-    percentiles and the maximum (nearest rank, the rule the command line's summary
-    uses, so a percentile is always a time that happened), and ``overruns``: first
-    attempts that lasted longer than the gap to their schedule's next slot
-    (:func:`lldsched.views.report.overran`; ``schedules`` maps task id to schedule,
-    see :func:`schedules_of`; without it the count is 0).  Slots decided without a
-    run are not runs: a misfire policy's are counted in ``missed``, an overrun's in
-    ``skipped``, and they are measured nowhere.
+    """One row per task id, in the order the tasks first appear in ``frame``: the
+    command line's summary (:func:`lldsched.views.report.summary_of`, the one rule;
+    its :class:`~lldsched.views.report.TaskSummary` documents the columns), as typed
+    columns: counts ``int64``, times ``timedelta64[us]`` (``NaT`` for a task whose
+    slots were all decided without a run).  ``schedules`` maps task id to schedule
+    (see :func:`schedules_of`) for the overrun count; without it the count is 0.
     """
-    columns: dict[str, list[Any]] = {name: [] for name in SUMMARY_COLUMNS}
+    rows: list[TaskSummary] = []
     ids: list[str] = []
-    for task_id, rows in frame.groupby("task_id", sort=False, observed=True):
-        decided = rows["outcome"].isin(_NOT_RUNS)
-        runs = rows[~decided]
-        ok, timed_out = runs["ok"].to_numpy(), runs["timed_out"].to_numpy()
-        lateness = np.sort(runs["lateness"].to_numpy())
-        duration = np.sort(runs["duration"].to_numpy())
+    for task_id, group in frame.groupby("task_id", sort=False, observed=True):
+        columns = TaskColumns(
+            outcome=group["outcome"].astype(str).tolist(),
+            ok=group["ok"].tolist(),
+            timed_out=group["timed_out"].tolist(),
+            attempt=group["attempt"].tolist(),
+            lateness=_seconds(group["lateness"]),
+            duration=_seconds(group["duration"]),
+        )
+        overruns = _overruns(group, (schedules or {}).get(str(task_id)))
         ids.append(str(task_id))
-        row = {
-            "name": rows["name"].iloc[0],
-            "runs": len(runs),
-            "ok": int(ok.sum()),
-            "failed": int((~ok & ~timed_out).sum()),
-            "timed_out": int(timed_out.sum()),
-            "retries": int((runs["attempt"] > 1).sum()),
-            "overruns": _overruns(runs, (schedules or {}).get(str(task_id))),
-            "missed": int(rows["outcome"].isin(MISFIRES).sum()),
-            "given_up": int((runs["outcome"] == Outcome.GIVEN_UP).sum()),
-            "skipped": int((rows["outcome"] == Outcome.SKIPPED).sum()),
-            "lateness_p50": _nearest_rank(lateness, 50),
-            "lateness_p95": _nearest_rank(lateness, 95),
-            "lateness_max": lateness[-1] if len(lateness) else _NAT,
-            "duration_p50": _nearest_rank(duration, 50),
-            "duration_p95": _nearest_rank(duration, 95),
-            "duration_max": duration[-1] if len(duration) else _NAT,
-        }
-        for name, value in row.items():
-            columns[name].append(value)
-    dtypes: dict[str, np.dtype[Any]] = {name: np.dtype("int64") for name in _COUNTS}
-    dtypes.update({name: np.dtype("timedelta64[us]") for name in SUMMARY_COLUMNS[10:]})
-    data: dict[str, Any] = {"name": pd.array(columns["name"], dtype=pd.StringDtype())}
-    for name, dtype in dtypes.items():
-        data[name] = np.array(columns[name], dtype=dtype)
+        rows.append(summary_of(str(group["name"].iloc[0]), columns, overruns=overruns))
+    data: dict[str, Any] = {"name": pd.array([row.name for row in rows], dtype=pd.StringDtype())}
+    for field in SUMMARY_COLUMNS[1:]:
+        values = [getattr(row, field) for row in rows]
+        if field in _TIMES:
+            data[field] = np.array(
+                [_NAT if v is None else round(v * 1e6) for v in values], dtype="m8[us]"
+            )
+        else:
+            data[field] = np.array(values, dtype="int64")
     index = pd.Index(ids, dtype=pd.StringDtype(), name="task_id")
     return pd.DataFrame(data, index=index, columns=list(SUMMARY_COLUMNS))
 
@@ -298,28 +276,29 @@ def task_summary(
 _NAT = np.timedelta64("NaT", "us")
 
 
-def _nearest_rank(ordered: np.ndarray[Any, Any], q: float) -> Any:
-    """The ``q``-th percentile of sorted ``ordered`` (:func:`~lldsched.views.report.nearest_rank`),
-    NaT if empty."""
-    return ordered[nearest_rank(len(ordered), q)] if len(ordered) else _NAT
+def _seconds(column: pd.Series[Any]) -> list[float]:
+    """A ``timedelta64[us]`` column as float seconds."""
+    seconds: list[float] = (column.to_numpy(dtype="m8[us]").astype(np.int64) * 1e-6).tolist()
+    return seconds
 
 
-def _overruns(runs: pd.DataFrame, schedule: Schedule | None) -> int:
+def _overruns(rows: pd.DataFrame, schedule: Schedule | None) -> int:
+    """First attempts among ``rows`` that overran (:func:`~lldsched.views.report.overran`)."""
     if schedule is None:
         return 0
-    first = runs[runs["attempt"] == 1]
+    first = ran(rows)
+    first = first[first["attempt"] == 1]
     seconds = 1e-6
     due = first["due"].to_numpy(dtype="M8[us]").astype(np.int64) * seconds
     start = first["start"].to_numpy(dtype="M8[us]").astype(np.int64) * seconds
     finish = first["finish"].to_numpy(dtype="M8[us]").astype(np.int64) * seconds
-    task_id, name = str(first["task_id"].iloc[0]) if len(first) else "", ""
     # A first attempt's slot is its due time; overran() reads only slot and duration.
     return sum(
         overran(
             schedule,
             ExecutionRecord.of(
-                task_id=task_id,
-                name=name,
+                task_id="",
+                name="",
                 attempt=1,
                 due=d,
                 slot=d,

@@ -7,19 +7,36 @@ prints, and what a script without the notebook extra can use.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
-from lldsched.model import ExecutionRecord
-from lldsched.schedules.base import Schedule
-from lldsched.schedules.cron import CronSchedule
-from lldsched.schedules.simple import FixedRate
+from lldsched.model import ExecutionRecord, Outcome
+from lldsched.schedules.base import Schedule, slot_after
 
-__all__ = ["TaskSummary", "format_summary", "nearest_rank", "overran", "percentile", "summarize"]
+__all__ = [
+    "TaskColumns",
+    "TaskSummary",
+    "format_summary",
+    "nearest_rank",
+    "overran",
+    "percentile",
+    "summarize",
+    "summary_of",
+]
 
 
 class TaskSummary(NamedTuple):
-    """One task's runs, counted and measured."""
+    """One task's records, counted and measured (the fields are
+    :func:`lldsched.views.frames.task_summary`'s columns, in order).
+
+    Counts: ``runs == ok + failed + timed_out`` (how each run ended, so a run that
+    gave its slot up counts as failed or timed out); ``retries`` are attempts after
+    the first of their slot; ``overruns`` first attempts that lasted longer than
+    the gap to their schedule's next slot (:func:`overran`); ``missed`` slots a
+    misfire policy decided (missed or coalesced), ``given_up`` slots whose attempts
+    all failed, ``skipped`` slots an overrun dropped.  Times are seconds, nearest
+    rank (:func:`percentile`), over the runs only; ``None`` for a task with no run.
+    """
 
     name: str
     runs: int
@@ -28,75 +45,115 @@ class TaskSummary(NamedTuple):
     timed_out: int
     retries: int
     overruns: int
-    lateness_p50: float
-    lateness_p95: float
-    lateness_max: float
-    duration_p50: float
-    duration_max: float
+    missed: int
+    given_up: int
+    skipped: int
+    lateness_p50: float | None
+    lateness_p95: float | None
+    lateness_max: float | None
+    duration_p50: float | None
+    duration_p95: float | None
+    duration_max: float | None
+
+
+class TaskColumns(NamedTuple):
+    """One task's records column by column, in the order they were made: what
+    :func:`summary_of` reads (from records here, from a frame in the views)."""
+
+    outcome: Sequence[str]
+    ok: Sequence[bool]
+    timed_out: Sequence[bool]
+    attempt: Sequence[int]
+    lateness: Sequence[float]  # seconds
+    duration: Sequence[float]  # seconds
 
 
 def nearest_rank(count: int, q: float) -> int:
     """The index, in ``count`` sorted values (count >= 1), of their ``q``-th percentile
-    (0 < q <= 100) by nearest rank: always one of the values, never an interpolation.
-    The one percentile rule of the summaries (:func:`percentile` here,
-    :func:`lldsched.views.frames.task_summary` on a frame)."""
+    (0 < q <= 100) by nearest rank: always one of the values, never an interpolation."""
     return max(1, math.ceil(q / 100 * count)) - 1
 
 
-def percentile(values: Sequence[float], q: float) -> float:
-    """The nearest-rank ``q``-th percentile (0 < q <= 100) of sorted ``values``; 0 if empty."""
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The nearest-rank ``q``-th percentile (0 < q <= 100) of sorted ``values``; None if empty.
+    The one percentile rule of the summaries."""
     if not values:
-        return 0.0
+        return None
     return values[nearest_rank(len(values), q)]
 
 
 def overran(schedule: Schedule | None, record: ExecutionRecord) -> bool:
-    """True when the run itself lasted longer than the gap to its schedule's next slot
-    (fixed rate and cron).  Time spent waiting for a worker is lateness, not overrun."""
-    if isinstance(schedule, FixedRate):
-        gap: float | None = schedule.period
-    elif isinstance(schedule, CronSchedule):
-        following = schedule.next_after(record.slot)
-        gap = None if following is None else following - record.slot
-    else:
+    """True when the run itself lasted longer than the gap from its slot to the slot
+    after it (a rate's period, the gap to a cron's next fire, through any decorator).
+    Time spent waiting for a worker is lateness, not overrun; a schedule that counts
+    from the finish (a fixed delay: no slot after a slot) or is one-off never overruns."""
+    if schedule is None:
         return False
-    return gap is not None and record.duration > gap
+    following = slot_after(schedule, record.slot)
+    return following is not None and record.duration > following - record.slot
+
+
+def summary_of(name: str, columns: TaskColumns, *, overruns: int) -> TaskSummary:
+    """The one per-task summary rule (see :class:`TaskSummary`), over one task's
+    records; ``overruns`` is counted by the caller with :func:`overran`."""
+    ran = [i for i, outcome in enumerate(columns.outcome) if outcome not in _NOT_RUNS]
+    ok = [columns.ok[i] for i in ran]
+    timed_out = [columns.timed_out[i] for i in ran]
+    lateness = sorted(columns.lateness[i] for i in ran)
+    duration = sorted(columns.duration[i] for i in ran)
+    outcomes = columns.outcome
+    return TaskSummary(
+        name=name,
+        runs=len(ran),
+        ok=sum(ok),
+        failed=sum(not good and not late for good, late in zip(ok, timed_out, strict=True)),
+        timed_out=sum(timed_out),
+        retries=sum(columns.attempt[i] > 1 for i in ran),
+        overruns=overruns,
+        missed=sum(outcome in _MISFIRES for outcome in outcomes),
+        given_up=sum(outcome == Outcome.GIVEN_UP for outcome in outcomes),
+        skipped=sum(outcome == Outcome.SKIPPED for outcome in outcomes),
+        lateness_p50=percentile(lateness, 50),
+        lateness_p95=percentile(lateness, 95),
+        lateness_max=lateness[-1] if lateness else None,
+        duration_p50=percentile(duration, 50),
+        duration_p95=percentile(duration, 95),
+        duration_max=duration[-1] if duration else None,
+    )
+
+
+_NOT_RUNS = frozenset(outcome.value for outcome in Outcome if not outcome.ran)
+_MISFIRES = frozenset((Outcome.MISSED.value, Outcome.COALESCED.value))
 
 
 def summarize(
-    records: Iterable[ExecutionRecord], schedules: dict[str, Schedule] | None = None
+    records: Iterable[ExecutionRecord], schedules: Mapping[str, Schedule] | None = None
 ) -> list[TaskSummary]:
-    """Per-task summaries, in the order the tasks first ran.  ``schedules`` maps task ids
-    to schedules, for counting overruns."""
+    """Per-task summaries, in the order the tasks first appear in ``records`` (a task
+    whose slots were all decided without a run too, with ``runs == 0``).
+    ``schedules`` maps task ids to schedules, for counting overruns."""
     grouped: dict[str, list[ExecutionRecord]] = {}
     for record in records:
-        if record.outcome.ran:  # a slot a policy decided without a run is no run
-            grouped.setdefault(record.task_id, []).append(record)
+        grouped.setdefault(record.task_id, []).append(record)
     rows = []
-    for task_id, runs in grouped.items():
-        lateness = sorted(r.lateness for r in runs)
-        durations = sorted(r.duration for r in runs)
+    for task_id, group in grouped.items():
         schedule = (schedules or {}).get(task_id)
-        rows.append(
-            TaskSummary(
-                name=runs[0].name,
-                runs=len(runs),
-                ok=sum(r.ok for r in runs),
-                failed=sum(not r.ok and not r.timed_out for r in runs),
-                timed_out=sum(r.timed_out for r in runs),
-                retries=sum(r.attempt > 1 for r in runs),
-                overruns=sum(overran(schedule, r) for r in runs if r.attempt == 1),
-                lateness_p50=percentile(lateness, 50),
-                lateness_p95=percentile(lateness, 95),
-                lateness_max=lateness[-1],
-                duration_p50=percentile(durations, 50),
-                duration_max=durations[-1],
-            )
+        columns = TaskColumns(
+            outcome=[r.outcome.value for r in group],
+            ok=[r.ok for r in group],
+            timed_out=[r.timed_out for r in group],
+            attempt=[r.attempt for r in group],
+            lateness=[r.lateness for r in group],
+            duration=[r.duration for r in group],
         )
+        overruns = sum(overran(schedule, r) for r in group if r.attempt == 1 and r.outcome.ran)
+        rows.append(summary_of(group[0].name, columns, overruns=overruns))
     return rows
 
 
-def _seconds(value: float) -> str:
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "-"
     if value >= 3600:
         return f"{value / 3600:.1f}h"
     if value >= 60:
@@ -105,12 +162,14 @@ def _seconds(value: float) -> str:
 
 
 def format_summary(rows: Sequence[TaskSummary]) -> str:
-    """A fixed-width table of ``rows``."""
-    header = ("task", "runs", "ok", "failed", "timeout", "retries", "overrun",
-              "late p50", "late p95", "late max", "dur p50", "dur max")  # fmt: skip
+    """A fixed-width table of ``rows`` (``-`` for a time of a task that never ran)."""
+    header = ("task", "runs", "ok", "failed", "timeout", "retries", "overrun", "missed",
+              "given-up", "skipped", "late p50", "late p95", "late max", "dur p50",
+              "dur max")  # fmt: skip
     table: list[tuple[str, ...]] = [header]
     for row in rows:
-        counts = (row.runs, row.ok, row.failed, row.timed_out, row.retries, row.overruns)
+        counts = (row.runs, row.ok, row.failed, row.timed_out, row.retries, row.overruns,
+                  row.missed, row.given_up, row.skipped)  # fmt: skip
         times = (row.lateness_p50, row.lateness_p95, row.lateness_max,
                  row.duration_p50, row.duration_max)  # fmt: skip
         table.append((row.name, *map(str, counts), *map(_seconds, times)))

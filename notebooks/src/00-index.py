@@ -36,8 +36,9 @@
 # | [07 · The interview, in 45 minutes](07-interview-walkthrough.ipynb) | the case at interview pace, with exercises checked by real tests | 45 (+15 homework) | **hands-on**: write code |
 # | [08 · Testing a scheduler](08-testing-a-scheduler.ipynb) | a fake clock as dependency injection, bounded waits, the tests that pin the hard promises, run with pytest | 20 | read and run, then break it |
 # | [09 · The design lab](09-design-lab.ipynb) | eleven design decisions switched off one at a time: the consequence measured, and the test that catches it | 25 | read and run, with toggles |
+# | [10 · When one process is not enough](10-when-one-process-is-not-enough.ipynb) | N web workers, N runs; leases; the paused process that needs a fencing token; a simulated cluster, plotted; an idempotent sink; three real processes on one SQLite file | 25 | read and run |
 #
-# About three hours in all. Two notebooks ask for your hands: in **05** you press the
+# About three and a half hours in all. Two notebooks ask for your hands: in **05** you press the
 # panel's buttons (it stays live after *Run All*); in **07** you write code, and **its
 # checks fail until you do**: a red check there is the exercise waiting, not a bug.
 # Each notebook opens with its objectives and ends with three *Check yourself*

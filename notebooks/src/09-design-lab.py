@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 09 · The design lab: switch a decision off and watch what breaks
 #
-# [previous: 08 · Testing a scheduler](08-testing-a-scheduler.ipynb) · [contents](00-index.ipynb)
+# [previous: 08 · Testing a scheduler](08-testing-a-scheduler.ipynb) · [contents](00-index.ipynb) · [next: 10 · When one process is not enough](10-when-one-process-is-not-enough.ipynb)
 #
 # **Objectives**
 #
@@ -544,4 +544,4 @@ caught_by("wheel")
 #
 # </details>
 #
-# [previous: 08 · Testing a scheduler](08-testing-a-scheduler.ipynb) · [contents](00-index.ipynb)
+# [previous: 08 · Testing a scheduler](08-testing-a-scheduler.ipynb) · [contents](00-index.ipynb) · [next: 10 · When one process is not enough](10-when-one-process-is-not-enough.ipynb)

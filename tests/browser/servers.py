@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 CHROMIUM = "/usr/bin/chromium"
@@ -79,10 +79,29 @@ def _lab_settings(directory: Path) -> Path:
     return directory
 
 
+class Served(NamedTuple):
+    """A notebook being served: the page's URL, what to do once the page is there (Lab:
+    run all cells), and the server's log so far (for a failure's message)."""
+
+    url: str
+    prepare: Callable[[Any], None]
+    log: list[str]
+
+
+def where_it_stands(page: Any, log: list[str], *, lines: int = 25) -> str:
+    """What a failed wait saw: the page's load state and visible text (Voila shows
+    "Executing N of M" while its kernel runs the notebook) and the server log's tail."""
+    state = page.evaluate("() => document.readyState")
+    shown = page.evaluate("() => document.body ? document.body.innerText : ''")
+    text = " ".join(str(shown).split())
+    return f"page {state!r}, showing: {text[:300]!r}\nserver log, last {lines} lines:\n" + "".join(
+        log[-lines:]
+    )
+
+
 @contextmanager
-def served(server: str, name: str, tmp_path: Path) -> Iterator[tuple[str, Callable[[Any], None]]]:
-    """Serve the shipped notebook ``name`` (a copy of ``notebooks/``) with ``server``;
-    yield the page's URL and what to do once the page is there (Lab: run all cells)."""
+def served(server: str, name: str, tmp_path: Path) -> Iterator[Served]:
+    """Serve the shipped notebook ``name`` (a copy of ``notebooks/``) with ``server``."""
     copy = tmp_path / "notebooks"
     shutil.copytree(
         ROOT / "notebooks", copy, ignore=shutil.ignore_patterns("src", ".ipynb_checkpoints")
@@ -111,9 +130,9 @@ def served(server: str, name: str, tmp_path: Path) -> Iterator[tuple[str, Callab
     try:
         assert ready.wait(60), f"{server} did not start within 60 s:\n" + "".join(log)
         if server == "voila":
-            yield url, lambda page: None
+            yield Served(url, lambda page: None, log)
         else:
-            yield url + f"lab/tree/{name}.ipynb", run_all_in_lab
+            yield Served(url + f"lab/tree/{name}.ipynb", run_all_in_lab, log)
     finally:
         process.terminate()
         try:

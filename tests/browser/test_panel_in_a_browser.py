@@ -34,7 +34,7 @@ def test_the_shipped_panel_is_live_after_run_all_and_pause_stops_the_heartbeat(
 ) -> None:
     from playwright.sync_api import expect
 
-    with served(server, "05-live-control", tmp_path) as (url, prepare), browser_page() as page:
+    with served(server, "05-live-control", tmp_path) as (url, prepare, _), browser_page() as page:
         page.goto(url, timeout=60_000, wait_until="commit")  # Voila streams as it runs
         prepare(page)
         status = page.locator(f".lldsched-status.lldsched-{HEARTBEAT}")

@@ -20,6 +20,10 @@ Every chart colours a task by its name (:func:`task_colours`), the same in every
 * :func:`overrun_comparison`: ``SKIP`` against ``CATCH_UP`` side by side for a
   fixed-rate task whose runs outlast its period (from the two runs
   :func:`lldsched.sim.overrun.simulate_overrun` makes).
+* :func:`cluster_timeline` (a lane per node of a simulated cluster: runs, leases,
+  pauses, crashes, duplicate and rejected writes) and :func:`fencing_comparison`
+  (the counts of several cluster results side by side), from a
+  :class:`~lldsched.cluster.ClusterResult` rather than a frame.
 * :func:`mark_wait` annotates one run's wait on a Gantt chart.
 * :func:`lateness_over_time`, :func:`lateness_distribution` (per task) and
   :func:`utilisation_plot` (busy fraction per worker per interval).
@@ -34,6 +38,7 @@ from lldsched.views.plots._base import (
     PlotFigure,
     task_colours,
 )
+from lldsched.views.plots.cluster import cluster_timeline, fencing_comparison
 from lldsched.views.plots.gantt import gantt, mark_wait
 from lldsched.views.plots.overrun import overrun_comparison
 from lldsched.views.plots.timing import lateness_distribution, lateness_over_time, utilisation_plot
@@ -43,6 +48,8 @@ __all__ = [
     "MAX_LEGEND_TASKS",
     "SHORT_RUN",
     "PlotFigure",
+    "cluster_timeline",
+    "fencing_comparison",
     "gantt",
     "lateness_distribution",
     "lateness_over_time",

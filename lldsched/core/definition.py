@@ -1,0 +1,290 @@
+"""The definition verbs: changing what a task runs and when, never its status.
+
+:class:`DefinitionVerbs` is the part of :class:`~lldsched.core.machine.SchedulerCore`
+that carries out ``add(..., replace_existing=True)``, :meth:`~DefinitionVerbs.reschedule`,
+:meth:`~DefinitionVerbs.modify` and :meth:`~DefinitionVerbs.run_now` (the rules are in
+docs/DECISIONS.md, "Changing a task").  It is a mixin so the core's lifecycle edges
+(machine.py) and its definition changes (here) read as two modules of one state
+machine: the registry, the queue and the store are the core's, reached through
+the few members declared below.  Like the rest of the core it never sleeps and
+never locks: the runtime serialises calls.
+
+Every change is written through the store before it takes effect; a store that
+refuses it puts the task back as it was (:class:`_Definition`) and the call raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from lldsched.clock import Clock
+from lldsched.core.registration import (
+    UNCHANGED,
+    Unchanged,
+    check_overlap,
+    schedule_of,
+    validated,
+)
+from lldsched.core.task import ScheduledTask, TaskOptions, fit_flight
+from lldsched.errors import ScheduleError, SchedulerStateError
+from lldsched.model import Priority, TaskEvent, TaskStatus
+from lldsched.persistence import TaskSnapshot, TaskStore
+from lldsched.policies import RetryPolicy
+from lldsched.schedules.base import Schedule
+from lldsched.schedules.catchup import FIRST_RUN, CatchUp, slot_first, unwrap
+
+__all__ = ["DefinitionVerbs"]
+
+SCHEDULED = TaskStatus.SCHEDULED
+RUNNING = TaskStatus.RUNNING
+RETRYING = TaskStatus.RETRYING
+PAUSED = TaskStatus.PAUSED
+SUCCEEDED = TaskStatus.SUCCEEDED
+CANCELLED = TaskStatus.CANCELLED
+_RUNNABLE = (SCHEDULED, RETRYING)
+
+
+class DefinitionVerbs:
+    """Reschedule, modify, run now and replace: mixed into the core."""
+
+    # What the core provides (lldsched.core.machine.SchedulerCore).
+    clock: Clock
+    tz: str  # the zone of cron schedules that name none (an IANA key)
+    emit: Callable[[TaskEvent], None] | None
+    _store: TaskStore | None
+
+    if TYPE_CHECKING:
+
+        def get(self, task_id: str) -> ScheduledTask: ...
+
+        def _enqueue(self, task: ScheduledTask, due: float) -> None: ...
+
+        def _changed(self, task: ScheduledTask, previous: TaskStatus) -> None: ...
+
+        @staticmethod
+        def _snapshot(task: ScheduledTask) -> TaskSnapshot: ...
+
+    def reschedule(self, task_id: str, schedule: Schedule | str) -> ScheduledTask:
+        """Give the task a new *when*: same id, same history, as if registered now.
+
+        A task free to run (SCHEDULED, or PAUSED between runs) is due at the new
+        schedule's ``first_run(now)`` (a paused one stays paused until then).  A task
+        with work owed (a run in flight, a retry pending, also while paused) does
+        that work first: the new schedule's first run then counts from the finish
+        of the run that completes it.  A FAILED task takes the schedule and stays in
+        the dead letter (``redrive`` runs it).  Any plan in front of the schedule (a
+        catch-up after downtime, an extra run from :meth:`run_now`) is dropped.
+
+        :class:`SchedulerStateError` for a SUCCEEDED or CANCELLED task (nothing will
+        run again); :class:`ScheduleError` for a schedule that never fires.
+        """
+        task = self.get(task_id)
+        self._check_changeable(task, "reschedule")
+        schedule = schedule_of(task.name, schedule, tz=self.tz)
+        options = task._options
+        if options.overlap is not None:  # the policy must suit the new schedule too
+            check_overlap(
+                task.name, schedule, overlap=options.overlap, max_instances=options.max_instances
+            )
+        now = self.clock.now()
+        first = _first_run(task.name, schedule, now)
+        saved = _Definition.of(task)
+        due = self._start_afresh(task, schedule, first)
+        self._commit(task, saved)
+        if due is not None:
+            self._enqueue(task, due)
+        self._announce(task, now)
+        return task
+
+    def modify(
+        self,
+        task_id: str,
+        *,
+        priority: Priority | int | Unchanged = UNCHANGED,
+        retry: RetryPolicy | Unchanged | None = UNCHANGED,
+        timeout: float | Unchanged | None = UNCHANGED,
+    ) -> ScheduledTask:
+        """Change how the task runs; what is not given stays as it is.
+
+        The new values govern everything decided after the call: a queued entry
+        takes the new priority at once, the run in flight is judged at its finish
+        against the new timeout and retry policy, a pending retry keeps its due
+        time.  (A cooperative timeout flag already armed for the run in flight keeps
+        its deadline.)  :class:`SchedulerStateError` for a SUCCEEDED or CANCELLED task.
+        """
+        task = self.get(task_id)
+        self._check_changeable(task, "modify")
+        old = task._options
+        new_priority, options = validated(
+            task.name,
+            task.action,
+            task.schedule,
+            priority=task.priority if priority is UNCHANGED else priority,
+            retry=old.retry if retry is UNCHANGED else retry,
+            timeout=old.timeout if timeout is UNCHANGED else timeout,
+            args=old.args,
+            kwargs=old.kwargs,
+            misfire=old.misfire,
+            overlap=old.overlap,
+            max_instances=old.max_instances,
+            isolation=old.isolation,
+        )
+        if new_priority is task.priority and options == old:
+            return task  # nothing to change: nothing written, nothing announced
+        now = self.clock.now()
+        saved = _Definition.of(task)
+        task.priority = new_priority
+        task._options = options
+        self._commit(task, saved)
+        if task._queued and new_priority is not saved.priority:
+            self._requeue(task)
+        self._announce(task, now)
+        return task
+
+    def run_now(self, task_id: str) -> bool:
+        """Run the task once more, at once, without moving its schedule's grid; True if
+        a run was queued or brought forward.
+
+        A SCHEDULED task gets an extra run due now (its record's ``due`` and ``slot``
+        are this instant); the slot it was waiting for stays in place and runs next
+        (late, if the extra run outlasts it).  The extra run is an ordinary attempt
+        under the task's retry policy.  A RETRYING task has its pending retry brought
+        forward to now, its attempt counter kept.  False when nothing changes: the
+        task is due at once anyway, running (runs of one task never overlap), paused
+        (resume it first), or finished.
+        """
+        task = self.get(task_id)
+        previous = task.status
+        due = task.next_run_at
+        now = self.clock.now()
+        if previous not in _RUNNABLE or due is None or due <= now:
+            return False
+        if previous is SCHEDULED:
+            task.schedule = slot_first(task.schedule, due)  # then the slot it waited for
+            task._slot = now
+        self._enqueue(task, now)
+        self._changed(task, previous)
+        return True
+
+    def _replace(
+        self,
+        task: ScheduledTask,
+        *,
+        name: str,
+        action: Callable[..., Any] | None,
+        schedule: Schedule,
+        priority: Priority,
+        options: TaskOptions,
+    ) -> ScheduledTask:
+        """Give a registered task a new definition (``add(..., replace_existing=True)``).
+
+        Whether it runs does not change: a paused task stays paused, a finished one
+        (SUCCEEDED, FAILED, CANCELLED) stays finished.  An equal schedule keeps the
+        task's due time and any plan in front of it (a service that registers its
+        jobs again at every start moves nothing); a different one is a
+        :meth:`reschedule`.  An identical definition changes nothing at all.
+        """
+        saved = _Definition.of(task)
+        new_schedule = unwrap(task.schedule) != schedule
+        if not new_schedule and saved[:4] == (name, action, priority, options):
+            return task
+        now = self.clock.now()
+        first = _first_run(name, schedule, now) if new_schedule else None
+        task.name = name
+        task.action = action
+        task.priority = priority
+        task._options = options
+        fit_flight(task)
+        due = None if first is None else self._start_afresh(task, schedule, first)
+        self._commit(task, saved)
+        if due is not None:
+            self._enqueue(task, due)
+        elif task._queued and priority is not saved.priority:
+            self._requeue(task)
+        self._announce(task, now)
+        return task
+
+    @staticmethod
+    def _start_afresh(task: ScheduledTask, schedule: Schedule, first: float) -> float | None:
+        """Put ``schedule`` in place as if the task were registered now (its first run
+        then is ``first``); returns the instant to queue it at (None: its queue entry,
+        if any, stays as it is)."""
+        status = task.status
+        if status in (SCHEDULED, PAUSED) and task._run is None and not task.attempt:
+            task.schedule = schedule
+            task.next_run_at = task._slot = first
+            return first if status is SCHEDULED else None  # resume() queues a paused one
+        if status in (RUNNING, RETRYING, PAUSED):  # owed work first, then a fresh start
+            task.schedule = CatchUp(schedule, [], FIRST_RUN)
+        else:  # finished: nothing is queued (redrive starts a FAILED task again)
+            task.schedule = schedule
+        return None
+
+    def _requeue(self, task: ScheduledTask) -> None:
+        """Queue ``task`` again at its due time: its entry carries its priority."""
+        due = task.next_run_at
+        assert due is not None  # a queued task has one
+        self._enqueue(task, due)
+
+    @staticmethod
+    def _check_changeable(task: ScheduledTask, verb: str) -> None:
+        if task.status is SUCCEEDED or task.status is CANCELLED:
+            raise SchedulerStateError(
+                f"cannot {verb} task {task.id!r} ({task.name!r}): it is {task.status.value} "
+                "and will not run again; register it anew"
+            )
+
+    def _commit(self, task: ScheduledTask, saved: _Definition) -> None:
+        """Write ``task``'s changed definition through the store before it takes effect:
+        a store that refuses it (a durable store cannot keep a lambda) puts ``saved``
+        back and the call raises, as a registration does."""
+        if self._store is None:
+            return
+        try:
+            self._store.save(self._snapshot(task))
+        except BaseException:
+            saved.restore(task)
+            raise
+
+    def _announce(self, task: ScheduledTask, now: float) -> None:
+        """Tell the listeners that ``task`` changed without changing status."""
+        if self.emit is not None:
+            self.emit(TaskEvent(task.id, task.name, task.status, task.status, now))
+
+
+def _first_run(name: str, schedule: Schedule, now: float) -> float:
+    """``schedule``'s first run for a task registered ``now``; ScheduleError if none."""
+    first = schedule.first_run(now)
+    if first is None:
+        raise ScheduleError(f"task {name!r}: {schedule!r} never fires after {now!r}")
+    return first
+
+
+class _Definition(NamedTuple):
+    """What a definition verb may change on a task, kept to put back if the store
+    refuses the change."""
+
+    name: str
+    action: Callable[..., Any] | None
+    priority: Priority
+    options: TaskOptions
+    schedule: Schedule
+    next_run_at: float | None
+    slot: float
+
+    @classmethod
+    def of(cls, task: ScheduledTask) -> _Definition:
+        return cls(
+            task.name,
+            task.action,
+            task.priority,
+            task._options,
+            task.schedule,
+            task.next_run_at,
+            task._slot,
+        )
+
+    def restore(self, task: ScheduledTask) -> None:
+        task.name, task.action, task.priority, task._options = self[:4]
+        task.schedule, task.next_run_at, task._slot = self[4:]

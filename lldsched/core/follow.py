@@ -1,0 +1,158 @@
+"""Following a shared store: what other processes wrote, applied to this registry.
+
+In shared mode (docs/CLUSTER.md) the store's rows are the truth every process
+shares, and each process's registry follows them.  The runtime calls in here
+under its lock, with the store muted (:meth:`CoordinatedStore.muted
+<lldsched.persistence.CoordinatedStore.muted>`), since the row already says what a
+verb applied here would write.  Everything goes through the core's verbs:
+
+* :func:`load` registers the rows at construction (instead of recovery: whoever
+  claims a passed slot runs it; no process decides misfires for all of them);
+* :func:`follow` applies one :class:`~lldsched.persistence.Change`: a removal, a
+  registration, a new definition (``add(..., replace_existing=True)``), and the
+  state a run settled elsewhere or a control verb left (:meth:`SchedulerCore.adopt`);
+  a task whose run is in flight *here* takes only control verbs (pause, resume,
+  cancel): its own finish decides the rest;
+* :func:`claimed_entry` turns a :class:`~lldsched.persistence.Claim` into the
+  entry :meth:`SchedulerCore.begin` takes, aligning the task with the row the
+  claim saw first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from lldsched.core.machine import SchedulerCore
+from lldsched.core.task import Entry, Restored, ScheduledTask
+from lldsched.model import TaskStatus
+from lldsched.persistence import Change, Claim, Task, TaskSnapshot
+
+__all__ = ["claimed_entry", "follow", "load"]
+
+_RUNNABLE = (TaskStatus.SCHEDULED, TaskStatus.RETRYING)
+
+
+def load(core: SchedulerCore, snapshots: Iterable[TaskSnapshot]) -> None:
+    """Register every stored row as it is (a shared store's tasks at construction)."""
+    for snapshot in snapshots:
+        _register(core, snapshot)
+
+
+def follow(core: SchedulerCore, change: Change) -> ScheduledTask | None:
+    """Apply ``change`` to the registry; returns the task it left (None: removed)."""
+    task = core.tasks.get(change.task_id)
+    snapshot = change.snapshot
+    if snapshot is None:
+        if task is not None:
+            core.remove(task.id)
+        return None
+    if task is None:
+        return _register(core, snapshot)
+    if snapshot.task != task.definition and task.status not in (
+        TaskStatus.SUCCEEDED,
+        TaskStatus.CANCELLED,
+    ):
+        _redefine(core, snapshot.task)
+    status, attempt = _state(snapshot)
+    if task.running:
+        _control(core, task, status)
+        return task
+    if task.status is TaskStatus.CANCELLED:
+        return task  # cancelled is final here as everywhere (a row cannot revive it)
+    core.adopt(
+        task,
+        status=status,
+        next_run_at=snapshot.next_run_at,
+        attempt=attempt,
+        run_count=snapshot.run_count,
+        failure_count=snapshot.failure_count,
+        last_error=snapshot.last_error,
+    )
+    return task
+
+
+def claimed_entry(core: SchedulerCore, claim: Claim) -> Entry | None:
+    """The live entry for ``claim``, its task first aligned with the row the claim saw
+    (due at the claimed slot, the row's attempt counter); None if the task is not
+    registered here or not runnable (paused or cancelled here: the caller releases
+    the claim)."""
+    task = core.tasks.get(claim.task_id)
+    if task is None or task.status not in _RUNNABLE or task.running:
+        return None
+    if task.next_run_at != claim.slot or task.attempt != claim.attempt or not task.generation:
+        core.adopt(
+            task,
+            status=TaskStatus.RETRYING if claim.attempt else TaskStatus.SCHEDULED,
+            next_run_at=claim.slot,
+            attempt=claim.attempt,
+            run_count=task.run_count,
+            failure_count=task.failure_count,
+            last_error=task.last_error,
+        )
+    return (claim.slot, int(task.priority), task.generation, task.id)
+
+
+def _state(snapshot: TaskSnapshot) -> tuple[TaskStatus, int]:
+    """The row's status and attempt counter, a RUNNING row (left by an unshared
+    scheduler that died mid-run) read as the attempt still owed."""
+    if snapshot.status is TaskStatus.RUNNING:
+        attempt = max(0, snapshot.attempt - 1)
+        return (TaskStatus.RETRYING if attempt else TaskStatus.SCHEDULED), attempt
+    return snapshot.status, snapshot.attempt
+
+
+def _register(core: SchedulerCore, snapshot: TaskSnapshot) -> ScheduledTask:
+    status, attempt = _state(snapshot)
+    (task,) = core.restore(
+        [
+            Restored(
+                definition=snapshot.task,
+                status=status,
+                attempt=attempt,
+                next_run_at=snapshot.next_run_at,
+                slot=snapshot.next_run_at or 0.0,
+                run_count=snapshot.run_count,
+                failure_count=snapshot.failure_count,
+                last_error=snapshot.last_error,
+                history=(),
+            )
+        ]
+    )
+    if status in _RUNNABLE and snapshot.next_run_at is not None:
+        core.adopt(
+            task,
+            status=status,
+            next_run_at=snapshot.next_run_at,
+            attempt=attempt,
+            run_count=snapshot.run_count,
+            failure_count=snapshot.failure_count,
+            last_error=snapshot.last_error,
+        )
+    return task
+
+
+def _redefine(core: SchedulerCore, definition: Task) -> None:
+    core.add(
+        definition.name,
+        definition.action,
+        definition.schedule,
+        task_id=definition.id,
+        replace_existing=True,
+        priority=definition.priority,
+        retry=definition.retry,
+        timeout=definition.timeout,
+        args=definition.args,
+        kwargs=definition.kwargs,
+        misfire=definition.misfire,
+        isolation=definition.isolation,
+    )
+
+
+def _control(core: SchedulerCore, task: ScheduledTask, status: TaskStatus) -> None:
+    """A control verb written elsewhere, for a task whose run is in flight here."""
+    if status is TaskStatus.CANCELLED:
+        core.cancel(task.id)
+    elif status is TaskStatus.PAUSED:
+        core.pause(task.id)
+    elif task.status is TaskStatus.PAUSED and status in (*_RUNNABLE, TaskStatus.RUNNING):
+        core.resume(task.id)

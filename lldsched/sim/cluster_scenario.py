@@ -1,0 +1,169 @@
+"""What a simulated cluster is made of: its tasks, its nodes' faults, and its settings.
+
+:class:`ClusterScenario` is the input of :func:`lldsched.sim.cluster.simulate_cluster`:
+N scheduler nodes over one lease table, each running every task's schedule, with
+a lease of ``lease`` seconds renewed every ``renewal`` seconds, each node's clock
+offset by its ``skews`` entry, and the faults given (stop-the-world
+:class:`Pause` s and :class:`Crash` es, at seconds after ``start``).  Every value
+is checked at construction: a bad one raises :class:`~lldsched.errors.ValidationError`
+naming it.  Frozen: derive variants with :func:`dataclasses.replace` (with and
+without fencing, another seed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+from lldsched import checks
+from lldsched.clock import to_timestamp
+from lldsched.errors import ValidationError
+from lldsched.sim.models import DurationModel, check_duration
+
+__all__ = ["ClusterScenario", "ClusterTask", "Crash", "LeaseClock", "Pause"]
+
+LeaseClock = Literal["node", "database"]
+"""Whose clock writes and judges lease expiries: each node's own (``"node"``, as with
+SQLite, where every process passes its time), or the database's, one true clock for
+all (``"database"``, PostgreSQL's ``clock_timestamp()``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterTask:
+    """A task every node registers: due every ``every`` seconds (a fixed-rate grid
+    from ``start + every``), each run taking ``duration`` (a model of
+    :mod:`lldsched.sim.models`, drawn per node from the scenario's seed)."""
+
+    name: str
+    every: float
+    duration: DurationModel = 1.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValidationError(
+                f"a cluster task's name must be a non-empty str, got {self.name!r}"
+            )
+        checks.seconds(self.every, name=f"task {self.name!r} every", above=0)
+        object.__setattr__(self, "duration", check_duration(self.duration))
+
+
+@dataclass(frozen=True, slots=True)
+class Pause:
+    """Node ``node`` stops the world at ``at`` seconds after the start for ``seconds``:
+    no renewal, no claim, and its runs are frozen (one due to finish in the pause
+    finishes, and writes, the moment the pause ends).  Pauses of one node that
+    overlap make one pause, to the later end; a pause of a node that is down does
+    nothing."""
+
+    node: int
+    at: float
+    seconds: float
+
+    def __post_init__(self) -> None:
+        checks.whole(self.node, name="pause node", at_least=0)
+        checks.seconds(self.at, name="pause at", at_least=0)
+        checks.seconds(self.seconds, name="pause seconds", above=0)
+
+
+@dataclass(frozen=True, slots=True)
+class Crash:
+    """Node ``node`` dies at ``at`` seconds after the start: its runs in flight vanish
+    unwritten and its leases are left to expire.  It restarts ``restart_after``
+    seconds later (a fresh process: new holder id, state read from the task rows),
+    or never if None."""
+
+    node: int
+    at: float
+    restart_after: float | None = None
+
+    def __post_init__(self) -> None:
+        checks.whole(self.node, name="crash node", at_least=0)
+        checks.seconds(self.at, name="crash at", at_least=0)
+        if self.restart_after is not None:
+            checks.seconds(self.restart_after, name="crash restart_after", above=0)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterScenario:
+    """N nodes, their tasks, lease settings, clock skews and faults (see the module docstring).
+
+    ``skews`` is empty (every clock true) or one offset per node, in seconds
+    (positive: ahead); with ``lease_clock="node"`` they bend lease expiries too.
+    ``horizon`` is in seconds after ``start``: slots due by then are claimed and
+    must run; the simulation goes on until they have.
+    """
+
+    nodes: int = 3
+    tasks: tuple[ClusterTask, ...] = (ClusterTask("report", every=60.0, duration=5.0),)
+    lease: float = 30.0
+    renewal: float = 10.0
+    horizon: float = 600.0
+    start: float | datetime = 0.0
+    skews: tuple[float, ...] = ()
+    pauses: tuple[Pause, ...] = ()
+    crashes: tuple[Crash, ...] = ()
+    fencing: bool = True
+    lease_clock: LeaseClock = "node"
+    workers: int = 2
+    seed: int = 0
+    first: float = field(init=False, default=0.0)
+    """``start`` as epoch seconds (derived)."""
+
+    def __post_init__(self) -> None:
+        checks.whole(self.nodes, name="nodes", at_least=1)
+        checks.seconds(self.lease, name="lease", above=0)
+        checks.seconds(self.renewal, name="renewal", above=0)
+        if self.renewal >= self.lease:
+            raise ValidationError(
+                f"renewal must be shorter than the lease ({self.lease!r} s), got {self.renewal!r}"
+            )
+        checks.seconds(self.horizon, name="horizon", above=0)
+        checks.whole(self.workers, name="workers", at_least=1)
+        checks.whole(self.seed, name="seed")
+        if self.lease_clock not in ("node", "database"):
+            raise ValidationError(
+                f"lease_clock must be 'node' or 'database', got {self.lease_clock!r}"
+            )
+        if not isinstance(self.fencing, bool):
+            raise ValidationError(f"fencing must be True or False, got {self.fencing!r}")
+        object.__setattr__(self, "first", to_timestamp(self.start, name="start"))
+        self._check_tasks()
+        self._check_skews()
+        for fault in (*self.pauses, *self.crashes):
+            if not isinstance(fault, Pause | Crash):
+                raise ValidationError(f"a fault must be a Pause or a Crash, got {fault!r}")
+            if fault.node >= self.nodes:
+                raise ValidationError(
+                    f"{fault!r} names node {fault.node}, but there are {self.nodes} "
+                    f"(0 to {self.nodes - 1})"
+                )
+
+    def _check_tasks(self) -> None:
+        if not isinstance(self.tasks, tuple) or not self.tasks:
+            raise ValidationError(
+                f"tasks must be a non-empty tuple of ClusterTask, got {self.tasks!r}"
+            )
+        names = [task.name for task in self.tasks if isinstance(task, ClusterTask)]
+        if len(names) != len(self.tasks):
+            raise ValidationError(f"tasks must be ClusterTask values, got {self.tasks!r}")
+        if len(set(names)) != len(names):
+            raise ValidationError(f"task names must differ, got {names!r}")
+
+    def _check_skews(self) -> None:
+        if not isinstance(self.skews, tuple) or len(self.skews) not in (0, self.nodes):
+            raise ValidationError(
+                f"skews must be () or one offset per node ({self.nodes}), got {self.skews!r}"
+            )
+        for skew in self.skews:
+            checks.seconds(skew, name="skew")
+
+    @property
+    def margin(self) -> float:
+        """How far two nodes' clocks may differ without a live lease looking expired:
+        ``lease - renewal`` (a lease is never older than one renewal interval)."""
+        return self.lease - self.renewal
+
+    def skew_of(self, node: int) -> float:
+        """Node ``node``'s clock offset (0 when ``skews`` is empty)."""
+        return self.skews[node] if self.skews else 0.0

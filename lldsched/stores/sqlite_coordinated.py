@@ -1,0 +1,293 @@
+"""The shared mode of :class:`~lldsched.stores.sqlite.SqliteTaskStore`: its
+:class:`~lldsched.persistence.CoordinatedStore` methods (docs/CLUSTER.md).
+
+:class:`CoordinatedMethods` is mixed into the store, as the core's definition
+verbs are into the core: claims, renewal, release, the fenced settle, the change
+feed and muting, each under the store's one lock, on its one connection.  The
+statements and the per-process state are in :mod:`lldsched.stores.sqlite_shared`;
+the row statements both modes write with in :mod:`lldsched.stores.sqlite_rows`.
+Every method raises :class:`~lldsched.errors.StoreError` on a store opened
+without ``shared=True``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sqlite3
+import threading
+from collections.abc import Callable, Collection, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from lldsched.errors import LeaseLost, StoreError, ValidationError
+from lldsched.model import ExecutionRecord, Outcome, TaskStatus
+from lldsched.persistence import Change, Claim, Lease, Task, TaskSnapshot
+from lldsched.stores.codec import encode_task
+from lldsched.stores.sqlite_rows import UPDATE, UPSERT, rollback, snapshot_of
+from lldsched.stores.sqlite_shared import SharedState, bump
+
+__all__ = ["CoordinatedMethods"]
+
+log = logging.getLogger("lldsched")
+
+_T = TypeVar("_T")
+_CONTROL = ("paused", "cancelled")  # statuses a control verb writes, which win over a settle
+
+
+class CoordinatedMethods:
+    """The CoordinatedStore methods of SqliteTaskStore: mixed into it."""
+
+    # What the store provides (lldsched.stores.sqlite.SqliteTaskStore).
+    path: str
+    _lock: threading.Lock
+    _shared: SharedState | None
+    _defined: dict[str, Task]
+    _counts: dict[str, int]
+    if TYPE_CHECKING:
+
+        def _open(self) -> sqlite3.Connection: ...
+        def _append(
+            self, connection: sqlite3.Connection, record: ExecutionRecord, *, seq: int
+        ) -> int: ...
+
+    @property
+    def shared(self) -> bool:
+        """True when opened with ``shared=True``: the runtime coordinates through claims."""
+        return self._shared is not None
+
+    @property
+    def node(self) -> str:
+        """This process's holder id in the leases it takes (shared mode)."""
+        return self._coordinated().node
+
+    @property
+    def lease(self) -> float:
+        """Seconds a claim lasts unless renewed (shared mode)."""
+        return self._coordinated().lease
+
+    @property
+    def poll(self) -> float:
+        """The longest a scheduler goes without claiming and reading changes (shared mode)."""
+        return self._coordinated().poll
+
+    @property
+    def rejected(self) -> int:
+        """Settles refused so far because their lease was lost (shared mode)."""
+        return self._coordinated().rejected
+
+    def claim(self, *, now: float, limit: int) -> list[Claim]:
+        """Claim up to ``limit`` due runs, each with a lease and a fresh fencing token;
+        see :meth:`CoordinatedStore.claim <lldsched.persistence.CoordinatedStore.claim>`."""
+        with self._lock:
+            shared = self._coordinated()
+            return self._write(shared.claim, self._open(), now=now, limit=limit)
+
+    def renew(self, *, tokens: Collection[int], now: float) -> set[int]:
+        """Extend the leases this process holds with ``tokens``; the tokens still held."""
+        with self._lock:
+            shared = self._coordinated()
+            return self._write(shared.renew, self._open(), tokens=tokens, now=now)
+
+    def release(self, *, task_id: str, token: int) -> None:
+        """Give back a claim that will not run here (ignored if no longer held)."""
+        with self._lock:
+            shared = self._coordinated()
+            self._write(shared.release, self._open(), task_id=task_id, token=token)
+
+    def settle(self, snapshot: TaskSnapshot, record: ExecutionRecord, *, token: int) -> None:
+        """Write the run's record and the task's state after it, and drop the lease, only
+        while the lease with ``token`` is held; :class:`LeaseLost` (nothing written)
+        otherwise.  A pause or cancel another process wrote during the run wins over
+        the run's status (the task stays paused or cancelled; the record is kept)."""
+        task_id = snapshot.task.id
+        with self._lock:
+            shared = self._coordinated()
+            connection = self._open()
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                if not shared.take_lease(connection, task_id=task_id, token=token):
+                    rollback(connection)
+                    shared.refetch.add(task_id)  # the new holder's state is the truth
+                    raise LeaseLost(task_id=task_id, token=token)
+                row = connection.execute(
+                    "SELECT status, version FROM tasks WHERE id = ?", (task_id,)
+                ).fetchone()
+                status = snapshot.status.value
+                overridden = (
+                    row is not None
+                    and row[1] != shared.seen.get(task_id, row[1])
+                    and row[0] in _CONTROL
+                    and status not in ("succeeded", "failed")
+                )
+                if overridden:  # a control verb from elsewhere, written during the run
+                    status = row[0]
+                    if status == "cancelled":
+                        snapshot = snapshot._replace(next_run_at=None)
+                version = self._write_state(connection, snapshot, status=status)
+                count = self._append(connection, record, seq=bump(connection, "record"))
+                connection.execute("COMMIT")
+            except LeaseLost:
+                raise
+            except BaseException:
+                rollback(connection)
+                raise
+            self._counts[task_id] = count
+            shared.settled[task_id] = token
+            if overridden:
+                shared.refetch.add(task_id)  # this process must follow the row, not its own
+            else:
+                shared.seen[task_id] = version
+
+    def changes(self) -> list[Change]:
+        """Task rows other processes wrote since the last call, oldest first (see
+        :meth:`CoordinatedStore.changes <lldsched.persistence.CoordinatedStore.changes>`).
+        A row whose definition no longer imports here is logged and left out."""
+        with self._lock:
+            shared = self._coordinated()
+            rows, removed = self._write(shared.changed_rows, self._open())
+        found: list[Change] = [Change(task_id, version, None) for version, task_id in removed]
+        for task_id, version, definition, status, *state, leased in rows:
+            try:
+                snapshot = snapshot_of(task_id, definition, status, state)
+            except StoreError:
+                log.exception("a change to task %s from another process cannot be read", task_id)
+                continue
+            found.append(Change(task_id, version, snapshot, bool(leased)))
+        with self._lock:
+            self._defined.update(
+                (change.task_id, change.snapshot.task)
+                for change in found
+                if change.snapshot is not None
+            )
+            for change in found:
+                if change.snapshot is None:
+                    self._defined.pop(change.task_id, None)
+        found.sort(key=_version)
+        return found
+
+    def changed(self) -> bool:
+        """True when another process committed since the last :meth:`changes` (one pragma)."""
+        with self._lock:
+            shared = self._coordinated()
+            return self._write(shared.changed, self._open())
+
+    def subscribe(self, wake: Callable[[], None]) -> None:
+        """SQLite tells no other process of a commit: ``wake`` is never called, and the
+        scheduler's bounded wait (``poll``) is how changes are noticed."""
+        self._coordinated()
+
+    @contextlib.contextmanager
+    def muted(self) -> Iterator[None]:
+        """Inside, ``save`` and ``delete`` write nothing: the caller is applying another
+        process's change to its own registry."""
+        with self._lock:
+            shared = self._coordinated()
+            shared.muted += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                shared.muted -= 1
+
+    def leases(self) -> list[Lease]:
+        """Every lease row, expired ones included, by token (for people and tests)."""
+        with self._lock:
+            shared = self._coordinated()
+            return self._write(shared.leases, self._open())
+
+    def _coordinated(self) -> SharedState:
+        if self._shared is None:
+            raise StoreError(
+                f"the store {self.path!r} was opened without shared=True: it coordinates nothing"
+            )
+        return self._shared
+
+    def _write(self, method: Callable[..., _T], connection: sqlite3.Connection, **kw: Any) -> _T:
+        """Run one of the shared state's statements, turning SQLite's errors (a busy file
+        past ``timeout``, a lost disk) into :class:`StoreError`."""
+        try:
+            return method(connection, **kw)
+        except sqlite3.Error as exc:
+            raise StoreError(f"the shared store {self.path!r} failed: {exc}") from exc
+
+    def _save_shared(self, snapshot: TaskSnapshot, record: ExecutionRecord | None) -> None:
+        """``save`` in shared mode: a run's record is a fenced settle; a RUNNING snapshot
+        of a task whose lease this process holds writes nothing (the lease says so);
+        anything else writes the row, visible to the other processes' feed."""
+        task = snapshot.task
+        task_id = task.id
+        shared = self._shared
+        assert shared is not None
+        if record is not None and record.token is not None:
+            if record.misfire is None or record.misfire is Outcome.GIVEN_UP:
+                try:
+                    self.settle(snapshot, record, token=record.token)
+                except LeaseLost as exc:
+                    with self._lock:
+                        shared.rejected += 1
+                    log.warning("%s; the record of attempt %d was dropped", exc, record.attempt)
+                return
+            with self._lock:  # a slot the run skipped: written only after its settle was
+                if shared.settled.get(task_id) != record.token:
+                    return
+        with self._lock:
+            if shared.muted:
+                return
+            if snapshot.status is TaskStatus.RUNNING and task_id in shared.held:
+                return
+            connection = self._open()
+            definition = None if self._defined.get(task_id) == task else encode_task(task)
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                if (
+                    task_id not in self._defined
+                    and connection.execute(
+                        "SELECT 1 FROM tasks WHERE id = ?", (task_id,)
+                    ).fetchone()
+                ):  # a registration here of an id another process registered
+                    raise ValidationError(
+                        f"task id {task_id!r} is already registered by another scheduler on "
+                        f"{self.path!r}; pass replace_existing=True to update it"
+                    )
+                version = self._write_state(
+                    connection, snapshot, status=snapshot.status.value, definition=definition
+                )
+                if record is not None:
+                    count = self._append(connection, record, seq=bump(connection, "record"))
+                    self._counts[task_id] = count
+                connection.execute("COMMIT")
+            except BaseException:
+                rollback(connection)
+                raise
+            shared.seen[task_id] = version
+            self._defined[task_id] = task
+
+    def _write_state(
+        self,
+        connection: sqlite3.Connection,
+        snapshot: TaskSnapshot,
+        *,
+        status: str,
+        definition: str | None = None,
+    ) -> int:
+        """Inside a shared-mode transaction: write the row's state (and ``definition`` when
+        given) under a new version; returns the version."""
+        version = bump(connection, "change")
+        (dead_seq,) = connection.execute(
+            "SELECT coalesce(max(failed_seq), 0) + 1 FROM tasks"
+        ).fetchone()
+        task = snapshot.task
+        state = (
+            status, snapshot.next_run_at, snapshot.attempt, snapshot.run_count,
+            snapshot.failure_count, snapshot.last_error, snapshot.running, dead_seq, task.id,
+        )  # fmt: skip
+        if definition is None:
+            connection.execute(UPDATE, state)
+        else:
+            connection.execute(UPSERT, (*state, task.name, definition, task.priority))
+        connection.execute("UPDATE tasks SET version = ? WHERE id = ?", (version, task.id))
+        return version
+
+
+def _version(change: Change) -> int:
+    return change.version

@@ -1,0 +1,91 @@
+"""The rows of an SQLite store: the statements that write a task's row and a record, and
+the conversions from rows back to values, shared by its unshared and shared modes
+(:mod:`lldsched.stores.sqlite`, :mod:`lldsched.stores.sqlite_coordinated`)."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from lldsched.errors import StoreError
+from lldsched.model import ExecutionRecord, Outcome, TaskStatus
+from lldsched.persistence import TaskSnapshot
+from lldsched.stores.codec import decode_task
+
+__all__ = [
+    "INSERT_RECORD",
+    "RECORD_COLUMNS",
+    "UPDATE",
+    "UPSERT",
+    "record_of",
+    "rollback",
+    "snapshot_of",
+]
+
+UPDATE = """
+UPDATE tasks SET status = ?1, next_run_at = ?2, attempt = ?3, run_count = ?4,
+    failure_count = ?5, last_error = ?6, running = ?7,
+    failed_seq = CASE WHEN ?1 = 'failed' THEN coalesce(failed_seq, ?8) END
+WHERE id = ?9
+"""
+UPSERT = """
+INSERT INTO tasks (status, next_run_at, attempt, run_count, failure_count, last_error,
+    running, failed_seq, id, name, definition, priority)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, CASE WHEN ?1 = 'failed' THEN ?8 END, ?9, ?10, ?11, ?12)
+ON CONFLICT (id) DO UPDATE SET name = excluded.name, definition = excluded.definition,
+    priority = excluded.priority, status = excluded.status,
+    next_run_at = excluded.next_run_at, attempt = excluded.attempt,
+    run_count = excluded.run_count, failure_count = excluded.failure_count,
+    last_error = excluded.last_error, running = excluded.running,
+    failed_seq = CASE WHEN ?1 = 'failed' THEN coalesce(tasks.failed_seq, ?8) END
+"""
+INSERT_RECORD = """
+INSERT INTO records (task_id, seq, attempt, due, slot, worker, started, finished, ok, error,
+    timed_out, misfire, result, token) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+RECORD_COLUMNS = (
+    "r.task_id, t.name, r.attempt, r.due, r.slot, r.worker, r.started, r.finished, r.ok, "
+    "r.error, r.timed_out, r.misfire, r.result, r.token"
+)
+
+
+def rollback(connection: sqlite3.Connection) -> None:
+    """Roll back the open transaction, if SQLite has not already (it does on some errors)."""
+    if connection.in_transaction:
+        connection.execute("ROLLBACK")
+
+
+def snapshot_of(task_id: str, definition: str, status: str, state: list[Any]) -> TaskSnapshot:
+    try:
+        status_value = TaskStatus(status)
+    except ValueError:
+        raise StoreError(f"task {task_id}: unknown status {status!r}") from None
+    next_run_at, attempt, run_count, failure_count, last_error, running = state
+    successes = run_count - failure_count  # a Window's max_runs counts these
+    return TaskSnapshot(
+        decode_task(task_id, definition, runs=successes), status_value, next_run_at, attempt,
+        run_count, failure_count, last_error, bool(running),
+    )  # fmt: skip
+
+
+def record_of(row: tuple[Any, ...]) -> ExecutionRecord:
+    (
+        task_id, name, attempt, due, slot, worker, started, finished, ok, error, timed_out,
+        misfire, result, token,
+    ) = row  # fmt: skip
+    return ExecutionRecord(
+        task_id=task_id,
+        name=name,
+        attempt=attempt,
+        due=due,
+        slot=slot,
+        worker=worker,
+        started=started,
+        finished=finished,
+        ok=bool(ok),
+        error=error,
+        timed_out=bool(timed_out),
+        misfire=None if misfire is None else Outcome(misfire),
+        result=result,
+        token=token,
+    )

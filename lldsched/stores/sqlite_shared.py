@@ -1,0 +1,232 @@
+"""The shared mode of :class:`~lldsched.stores.sqlite.SqliteTaskStore`: leases, fencing
+tokens and the change feed, in SQL on the store's one connection.
+
+Owns the per-process state of a shared store (its node id, the leases it holds,
+the versions of the rows it has seen) and every statement of the coordinated
+protocol (:class:`~lldsched.persistence.CoordinatedStore`, docs/CLUSTER.md).  The
+store calls in here holding its lock; every write is one ``BEGIN IMMEDIATE``
+transaction, so writers in all processes are serialised by SQLite's write lock
+(WAL readers are never blocked).
+
+* **Tokens and versions** come from one row each in ``counters``: ``token`` only
+  grows, so a takeover always carries a larger token; ``change`` numbers every
+  write of a task row (its ``version``) and every removal (a row in ``removed``),
+  in commit order, since SQLite commits one writer at a time.
+* **A claim** picks due rows without a live lease, oldest due first, and writes
+  a lease per row with a fresh token (:func:`claim`).
+* **A settle** deletes the lease with its token (0 rows: the lease is lost) and
+  writes the task's state and the record in the same transaction.
+* **The change feed** reads rows whose version passed the cursor, skipping the
+  versions this process wrote itself; ``PRAGMA data_version`` (which changes when
+  another connection commits) makes "nothing changed" cost one pragma.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import sqlite3
+import time
+from collections.abc import Collection
+from typing import Any
+
+from lldsched.persistence import Change, Claim, Lease
+
+__all__ = ["SharedState", "bump", "node_id"]
+
+SHARED_SCHEMA = """
+CREATE TABLE leases (                    -- at most one per task: a task never overlaps itself
+    task_id    TEXT PRIMARY KEY,
+    slot       REAL NOT NULL,            -- the due instant claimed
+    attempt    INTEGER NOT NULL,         -- the row's attempt counter at the claim
+    token      INTEGER NOT NULL UNIQUE,  -- the fencing token
+    holder     TEXT NOT NULL,            -- node id "host:pid:random"
+    expires_at REAL NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+INSERT INTO counters VALUES ('token', 0), ('change', 0),
+    ('record', (SELECT coalesce(max(seq), 0) FROM records));
+CREATE TABLE removed (version INTEGER PRIMARY KEY, task_id TEXT NOT NULL);
+CREATE INDEX tasks_due ON tasks (next_run_at) WHERE status IN ('scheduled', 'retrying');
+CREATE INDEX tasks_version ON tasks (version)
+"""
+"""The tables and indexes of schema version 3 beyond the columns (also its migration)."""
+
+_CLAIMABLE = """
+SELECT t.id, t.next_run_at, t.attempt, t.version FROM tasks t
+ WHERE t.status IN ('scheduled', 'retrying') AND t.next_run_at <= ?1
+   AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id AND l.expires_at > ?1)
+ ORDER BY t.next_run_at, t.priority LIMIT ?2
+"""
+_TAKE = """
+INSERT INTO leases (task_id, slot, attempt, token, holder, expires_at) VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT (task_id) DO UPDATE SET slot = excluded.slot, attempt = excluded.attempt,
+    token = excluded.token, holder = excluded.holder, expires_at = excluded.expires_at
+"""
+_CHANGED_ROWS = """
+SELECT t.id, t.version, t.definition, t.status, t.next_run_at, t.attempt, t.run_count,
+    t.failure_count, t.last_error, t.running,
+    EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id AND l.holder != ?2
+            AND l.expires_at > ?3)
+FROM tasks t WHERE t.version > ?1 ORDER BY t.version
+"""
+_ROW_OF = _CHANGED_ROWS.replace("WHERE t.version > ?1", "WHERE t.id = ?1")
+
+
+def node_id() -> str:
+    """This process's holder id: ``host:pid:random`` (random: a reused pid is another node)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+
+
+def bump(connection: sqlite3.Connection, name: str, by: int = 1) -> int:
+    """Add ``by`` to the counter ``name`` inside the open transaction; its new value."""
+    (value,) = connection.execute(
+        "UPDATE counters SET value = value + ? WHERE name = ? RETURNING value", (by, name)
+    ).fetchone()
+    return int(value)
+
+
+class SharedState:
+    """What one process's shared store knows and holds; its owner's lock guards it all."""
+
+    def __init__(self, connection: sqlite3.Connection, *, lease: float, poll: float) -> None:
+        self.node = node_id()
+        self.lease = lease
+        self.poll = poll
+        self.rejected = 0  # settles refused: the lease was lost
+        self.muted = 0  # depth of muted() contexts: saves and deletes write nothing
+        self.held: dict[str, int] = {}  # task id -> token of the lease this node holds
+        self.settled: dict[str, int] = {}  # task id -> token of its last accepted settle
+        self.seen: dict[str, int] = {}  # task id -> the row version this process wrote or read
+        self.refetch: set[str] = set()  # rows to return from the next changes() whatever
+        self.removals: set[int] = set()  # versions of the removals this process wrote
+        (cursor,) = connection.execute(
+            "SELECT value FROM counters WHERE name = 'change'"
+        ).fetchone()
+        self.cursor = int(cursor)  # the feed starts at open: load_all gives what was before
+        self.data_version = _data_version(connection)
+
+    # -- claims ------------------------------------------------------------------------
+
+    def claim(self, connection: sqlite3.Connection, *, now: float, limit: int) -> list[Claim]:
+        """Claim up to ``limit`` due rows (see CoordinatedStore.claim); the caller holds the
+        store's lock and no transaction is open."""
+        if limit <= 0:
+            return []
+        if not connection.execute(_CLAIMABLE, (now, 1)).fetchone():
+            return []  # nothing due: no write transaction at all (the idle path)
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            rows = connection.execute(_CLAIMABLE, (now, limit)).fetchall()
+            claims: list[Claim] = []
+            if rows:
+                last = bump(connection, "token", len(rows))
+                expires_at = now + self.lease
+                for token, (task_id, slot, attempt, version) in enumerate(
+                    rows, start=last - len(rows) + 1
+                ):
+                    connection.execute(
+                        _TAKE, (task_id, slot, attempt, token, self.node, expires_at)
+                    )
+                    claims.append(Claim(task_id, slot, attempt, token, expires_at, version))
+            connection.execute("COMMIT")
+        except BaseException:
+            _rollback(connection)
+            raise
+        for held in claims:
+            self.held[held.task_id] = held.token
+        return claims
+
+    def renew(
+        self, connection: sqlite3.Connection, *, tokens: Collection[int], now: float
+    ) -> set[int]:
+        """Extend this node's leases with ``tokens``; the tokens still held."""
+        if not tokens:
+            return set()
+        wanted = sorted(tokens)
+        marks = ",".join("?" * len(wanted))
+        rows = connection.execute(
+            f"UPDATE leases SET expires_at = ? WHERE holder = ? AND token IN ({marks}) "
+            "RETURNING token",
+            (now + self.lease, self.node, *wanted),
+        ).fetchall()
+        kept = {int(token) for (token,) in rows}
+        for task_id, token in list(self.held.items()):
+            if token in tokens and token not in kept:
+                del self.held[task_id]
+        return kept
+
+    def release(self, connection: sqlite3.Connection, *, task_id: str, token: int) -> None:
+        """Drop the lease ``(task_id, token)`` if this node still holds it."""
+        connection.execute(
+            "DELETE FROM leases WHERE task_id = ? AND token = ? AND holder = ?",
+            (task_id, token, self.node),
+        )
+        if self.held.get(task_id) == token:
+            del self.held[task_id]
+
+    def take_lease(self, connection: sqlite3.Connection, *, task_id: str, token: int) -> bool:
+        """Inside a settle's transaction: delete the lease with ``token``; False if it is
+        gone (taken over, or the task removed)."""
+        if self.held.get(task_id) == token:
+            del self.held[task_id]
+        deleted = connection.execute(
+            "DELETE FROM leases WHERE task_id = ? AND token = ?", (task_id, token)
+        ).rowcount
+        return deleted == 1
+
+    def leases(self, connection: sqlite3.Connection) -> list[Lease]:
+        rows = connection.execute(
+            "SELECT task_id, slot, attempt, token, holder, expires_at FROM leases ORDER BY token"
+        ).fetchall()
+        return [Lease(*row) for row in rows]
+
+    # -- the change feed -----------------------------------------------------------------
+
+    def changed(self, connection: sqlite3.Connection) -> bool:
+        """True if another connection committed since the last changes() (or a row is
+        owed to the feed)."""
+        return bool(self.refetch) or _data_version(connection) != self.data_version
+
+    def changed_rows(self, connection: sqlite3.Connection) -> tuple[list[Any], list[Any]]:
+        """The raw rows of the feed since the cursor, and the removals; moves the cursor
+        and the versions seen.  Decoding is the caller's (outside the lock)."""
+        self.data_version = _data_version(connection)
+        now = time.time()  # the host's clock: every process on one SQLite file shares it
+        rows = connection.execute(_CHANGED_ROWS, (self.cursor, self.node, now)).fetchall()
+        removed = connection.execute(
+            "SELECT version, task_id FROM removed WHERE version > ? ORDER BY version",
+            (self.cursor,),
+        ).fetchall()
+        fresh = [row for row in rows if self.seen.get(row[0]) != row[1]]
+        for task_id in self.refetch:
+            if not any(row[0] == task_id for row in fresh):
+                row = connection.execute(_ROW_OF, (task_id, self.node, now)).fetchone()
+                if row is not None:
+                    fresh.append(row)
+        self.refetch.clear()
+        gone = [(version, task_id) for version, task_id in removed if version not in self.removals]
+        self.removals.difference_update(version for version, _ in removed)
+        for row in fresh:
+            self.seen[row[0]] = row[1]
+        for _, task_id in gone:
+            self.seen.pop(task_id, None)
+        versions = [row[1] for row in rows] + [version for version, _ in removed]
+        if versions:
+            self.cursor = max(self.cursor, *versions)
+        return fresh, gone
+
+    @staticmethod
+    def change_of_removal(version: int, task_id: str) -> Change:
+        return Change(task_id, version, None)
+
+
+def _data_version(connection: sqlite3.Connection) -> int:
+    (version,) = connection.execute("PRAGMA data_version").fetchone()
+    return int(version)
+
+
+def _rollback(connection: sqlite3.Connection) -> None:
+    if connection.in_transaction:
+        connection.execute("ROLLBACK")

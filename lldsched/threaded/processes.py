@@ -1,0 +1,384 @@
+"""ProcessPool: the worker processes that run process-isolated tasks (``isolation="process"``).
+
+Python cannot stop a thread, but it can stop a process.  A task registered with
+``isolation="process"`` names its action by import path, and each of its runs is
+sent to a child process as JSON text: ``{"call": "package.module:function", "args":
+[...], "kwargs": {...}}``.  The child imports the function itself, calls it, and
+answers with JSON text too: ``{"started": true}`` when it takes the call, then
+``{"result": text}`` (the return value as :func:`~lldsched.core.results.result_text`
+writes it) or ``{"error": text}`` (the exception as ``"Type: message"``).  Nothing
+is pickled: not the action, not an argument, not a result, not the child itself.
+
+This module owns the children, that protocol, and the ways a run ends without an
+answer:
+
+* **the timeout** is counted from the child's ``started`` (a fresh child's
+  interpreter start is not the action's time).  At the deadline the child gets
+  SIGKILL at once (no SIGTERM grace: a grace period is time the slot stays taken,
+  and a plain Python child dies on SIGTERM without running anything anyway); the
+  run is reported timed out, its error saying it was killed;
+* **a crash** (the child exits, ``os._exit(3)``, or dies of a signal) is a failed
+  run whose error names the exit code or the signal;
+* **a kill asked for** (:meth:`ProcessPool.kill`: the task was cancelled or paused,
+  or the scheduler shuts down without draining) is a failed run whose error says why.
+
+A child that is lost is replaced at once (starting one takes a few milliseconds;
+the new interpreter boots in the background), so the caller's slot is free as soon
+as the kill is reaped.  Children are started lazily, at the first run that finds
+no idle one, as ``python -c`` subprocesses (fork and exec at once, as the ``spawn``
+start method does: never a bare fork of a threaded process) that inherit two pipe
+descriptors and the parent's ``sys.path``.  Not ``multiprocessing.Process``: its
+``spawn`` child imports the parent's main module again (a script without the
+``if __name__ == "__main__"`` guard would start a second scheduler in every
+child) and unpickles its target; this child imports lldsched and the functions it
+is asked to call, nothing else.  A child whose parent dies reads end-of-file and
+exits once its current call returns.
+
+The pool has no size of its own: the caller (the scheduler's worker thread) waits
+for its child, so there are never more busy children than worker threads, and the
+idle ones are the ones those threads left behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from multiprocessing.connection import Connection
+from typing import Any, NamedTuple
+
+from lldsched.core.results import must_await, result_text
+from lldsched.errors import SchedulerStateError, error_text
+from lldsched.importpath import import_callable
+
+__all__ = ["ProcessOutcome", "ProcessPool"]
+
+log = logging.getLogger("lldsched")
+
+_REAP_TIMEOUT = 5.0  # seconds to wait for a killed child to be reaped (SIGKILL: at once)
+_EXIT_GRACE = 1.0  # seconds a child whose pipe closed gets to exit on its own
+
+
+class ProcessOutcome(NamedTuple):
+    """How an isolated run ended: instants on the caller's clock, and the error or result."""
+
+    started: float
+    finished: float
+    error: str | None
+    result: str | None
+    timed_out: bool
+
+
+class _Child:
+    """One worker process and the parent's end of its pipe."""
+
+    __slots__ = ("connection", "killed", "process", "task_id")
+
+    def __init__(self, process: subprocess.Popen[bytes], connection: Connection) -> None:
+        self.process = process
+        self.connection = connection
+        self.task_id: str | None = None  # the task whose run it is busy with
+        self.killed: str | None = None  # why the pool killed it mid-run, if it did
+
+
+class ProcessPool:
+    """Child processes that run one call at a time each; see the module docstring.
+
+    ``now`` is the caller's clock (the instants of :class:`ProcessOutcome`).
+    """
+
+    def __init__(self, *, now: Callable[[], float]) -> None:
+        self._now = now
+        # Guards _idle, _busy and _closed.  Taken by the worker threads to take and
+        # give back a child, and by kill() and close(); never held while waiting for
+        # a child's answer.  Lock order: the scheduler's lock, then this one (kill()
+        # is called under the scheduler's lock); never the other way round.
+        self._lock = threading.Lock()
+        self._idle: list[_Child] = []
+        self._busy: list[_Child] = []
+        self._closed = False
+
+    # -- running -----------------------------------------------------------------------
+
+    def run(
+        self,
+        task_id: str,
+        path: str,
+        args: tuple[Any, ...],
+        kwargs: Mapping[str, Any] | None,
+        *,
+        timeout: float | None,
+    ) -> ProcessOutcome:
+        """Run ``path(*args, **kwargs)`` in a child and wait for its end (or kill it
+        ``timeout`` seconds after it started).  Raises :class:`SchedulerStateError`
+        once the pool is closed."""
+        child = self._take(task_id)
+        message = json.dumps({"call": path, "args": list(args), "kwargs": dict(kwargs or {})})
+        connection = child.connection
+        started = self._now()
+        try:
+            connection.send_bytes(message.encode())
+            answer = _receive(connection, timeout=None)  # {"started": true}, or an answer
+            if answer is not None and "started" in answer:
+                started = self._now()
+                answer = _receive(connection, timeout=timeout)
+                if answer is None and child.killed is None:  # the deadline passed
+                    pid = child.process.pid
+                    child.process.kill()  # SIGKILL, at once
+                    self._lose(child)
+                    return ProcessOutcome(
+                        started,
+                        self._now(),
+                        f"TimeoutError: killed (SIGKILL) at its {timeout:g} s budget "
+                        f"(worker process {pid})",
+                        None,
+                        True,
+                    )
+        except (EOFError, OSError):  # the child died (BrokenPipeError is an OSError)
+            answer = None
+        if answer is None:  # a crash, or a kill asked for
+            error = self._lose(child)
+            return ProcessOutcome(started, self._now(), error, None, False)
+        self._give_back(child)
+        finished = self._now()
+        if "error" in answer:
+            return ProcessOutcome(started, finished, str(answer["error"]), None, False)
+        result = answer.get("result")
+        return ProcessOutcome(
+            started, finished, None, None if result is None else str(result), False
+        )
+
+    def kill(self, task_id: str, reason: str) -> bool:
+        """Kill the child running ``task_id``'s run, if any; its run ends failed, its
+        error saying ``reason`` (``"task cancelled"``).  True if one was killed."""
+        with self._lock:
+            children = [child for child in self._busy if child.task_id == task_id]
+            for child in children:
+                child.killed = reason
+                child.process.kill()
+        return bool(children)
+
+    def kill_all(self, reason: str) -> int:
+        """Take no more runs and kill every busy child (shutdown without drain, or out
+        of time); how many were killed.  Nothing lost is replaced after this."""
+        with self._lock:
+            self._closed = True
+            for child in self._busy:
+                child.killed = reason
+                child.process.kill()
+            return len(self._busy)
+
+    def close(self, timeout: float | None = None) -> None:
+        """Take no more runs; end the idle children (their pipe closes, they exit) and
+        reap them, killing any still alive after ``timeout``.  A busy child is left to
+        its caller (kill it first with :meth:`kill_all`).  Idempotent."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for child in idle:
+            child.connection.close()  # all at once: they exit in parallel
+        for child in idle:
+            with contextlib.suppress(subprocess.TimeoutExpired):  # _end kills it then
+                child.process.wait(timeout)
+            self._end(child)
+
+    @property
+    def pids(self) -> list[int]:
+        """The process ids of the live children, idle and busy (for tests and tools)."""
+        with self._lock:
+            children = [*self._idle, *self._busy]
+        return [child.process.pid for child in children if child.process.poll() is None]
+
+    @property
+    def alive(self) -> int:
+        """How many children are alive."""
+        return len(self.pids)
+
+    # -- the children --------------------------------------------------------------------
+
+    def _take(self, task_id: str) -> _Child:
+        with self._lock:
+            if self._closed:
+                raise SchedulerStateError("the process pool is closed and takes no run")
+            child = self._idle.pop() if self._idle else None
+            if child is not None:
+                self._hold(child, task_id)
+                return child
+        child = self._start()  # outside the lock: a few milliseconds
+        with self._lock:
+            if not self._closed:
+                self._hold(child, task_id)
+                return child
+        self._end(child)
+        raise SchedulerStateError("the process pool is closed and takes no run")
+
+    def _hold(self, child: _Child, task_id: str) -> None:
+        """``child`` is busy with a run of ``task_id`` (caller holds the lock)."""
+        child.task_id = task_id
+        child.killed = None
+        self._busy.append(child)
+
+    def _give_back(self, child: _Child) -> None:
+        """``child`` answered: idle again, unless it was killed after it answered (a
+        cancel that came a moment late) or the pool closed meanwhile."""
+        with self._lock:
+            if child.killed is None and not self._closed:
+                self._busy.remove(child)
+                child.task_id = None
+                self._idle.append(child)
+                return
+        self._lose(child)
+
+    def _lose(self, child: _Child) -> str:
+        """End ``child`` (its pipe closed, killed if it will not exit), reap it and start
+        its replacement (the pool open); the error text of the run it was running, had
+        it not timed out."""
+        process = child.process
+        child.connection.close()  # a live child reads end-of-file and exits
+        try:  # a child that closed its pipe is exiting: wait for its own exit code
+            process.wait(_EXIT_GRACE)
+        except subprocess.TimeoutExpired:
+            process.kill()  # SIGKILL: it would not exit
+            process.wait(_REAP_TIMEOUT)
+        with self._lock:
+            self._busy.remove(child)
+            killed = child.killed
+            closed = self._closed
+        if not closed:
+            self._replace()
+        if killed is not None:
+            return f"CancelledError: {killed} (its worker process {process.pid} was killed)"
+        return _death(process)
+
+    def _replace(self) -> None:
+        """Start a child to stand in for a lost one; if the system refuses a process
+        now, the next run that finds no idle child tries again."""
+        try:
+            replacement = self._start()
+        except OSError:
+            log.exception("could not start a worker process to replace a lost one")
+            return
+        with self._lock:
+            closed = self._closed
+            if not closed:
+                self._idle.append(replacement)
+        if closed:
+            self._end(replacement)
+
+    def _start(self) -> _Child:
+        """A new child, booting in the background."""
+        from_parent, to_child = os.pipe()  # (read, write); ours stay non-inheritable (PEP 446)
+        from_child, to_parent = os.pipe()
+        try:
+            process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    _BOOT,
+                    json.dumps(sys.path),
+                    str(from_parent),
+                    str(to_parent),
+                ],
+                pass_fds=(from_parent, to_parent),
+                stdin=subprocess.DEVNULL,
+            )
+        except BaseException:
+            for fd in (to_child, from_parent, from_child, to_parent):
+                os.close(fd)
+            raise
+        os.close(from_parent)  # the child holds these: its death reads as end-of-file here
+        os.close(to_parent)
+        return _Child(process, _Pipe(from_child, to_child))
+
+    @staticmethod
+    def _end(child: _Child) -> None:
+        """Close an idle child's pipe (it reads end-of-file and exits) and reap it."""
+        child.connection.close()
+        try:
+            child.process.wait(_REAP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            child.process.kill()
+            child.process.wait(_REAP_TIMEOUT)
+
+
+def _receive(connection: Connection, *, timeout: float | None) -> dict[str, Any] | None:
+    """The child's next message, or None after ``timeout`` seconds (or at its death:
+    EOFError propagates)."""
+    if timeout is not None and not connection.poll(timeout):
+        return None
+    answer: dict[str, Any] = json.loads(connection.recv_bytes())
+    return answer
+
+
+def _death(process: subprocess.Popen[bytes]) -> str:
+    """The error text of a run whose child died on its own."""
+    code = process.returncode
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = "an unknown signal"
+        return (
+            f"ChildProcessError: the worker process {process.pid} was killed by signal "
+            f"{-code} ({name}) during the run"
+        )
+    return (
+        f"ChildProcessError: the worker process {process.pid} exited with code {code} "
+        "during the run"
+    )
+
+
+# -- the child's side ------------------------------------------------------------------------
+
+
+_BOOT = (
+    "import sys, json; sys.path[:] = json.loads(sys.argv[1]); "
+    "from lldsched.threaded.processes import serve; serve(int(sys.argv[2]), int(sys.argv[3]))"
+)
+"""A child's whole command line program: the parent's import path, then :func:`serve`."""
+
+
+class _Pipe(Connection):
+    """One reading and one writing descriptor as a single :class:`Connection`."""
+
+    def __init__(self, reading: int, writing: int) -> None:
+        super().__init__(reading, readable=True, writable=False)
+        self._writer = Connection(writing, readable=False, writable=True)
+
+    def send_bytes(self, buf: Any, offset: int = 0, size: int | None = None) -> None:
+        self._writer.send_bytes(buf, offset, size)
+
+    def close(self) -> None:
+        self._writer.close()
+        super().close()
+
+
+def serve(reading: int, writing: int) -> None:
+    """A child's loop: take a call, run it, answer; return when the parent's end closes."""
+    connection = _Pipe(reading, writing)
+    while True:
+        try:
+            request = json.loads(connection.recv_bytes())
+        except EOFError:
+            return
+        connection.send_bytes(b'{"started": true}')
+        try:
+            function = import_callable(request["call"])
+            value = function(*request["args"], **request["kwargs"])
+            if must_await(value):
+                value = asyncio.run(_awaited(value))
+            answer = {"result": result_text(value)}
+        except Exception as exc:
+            answer = {"error": error_text(exc)}
+        connection.send_bytes(json.dumps(answer).encode())
+
+
+async def _awaited(value: Any) -> object:
+    return await value

@@ -1,0 +1,186 @@
+"""Coordinator: the threaded runtime's side of a shared store (docs/CLUSTER.md).
+
+Owns what one process knows of the claims it holds: the claims handed to the
+workers and not yet begun, the leases of the runs in flight (token -> context),
+and when to renew them.  Every method runs under the scheduler's one lock (the
+Coordinator has no lock of its own; lock order: the scheduler's, then the
+store's), on the timer thread or on a worker.
+
+What the timer does with it, at every wake:
+
+* :meth:`tick`: renew the leases when the renewal is due (every ``lease / 3``: one
+  more deadline in the timer's wait, no thread of its own; a token the store no
+  longer holds raises its run's flag with ``lease_lost``), then apply what other
+  processes wrote (:mod:`lldsched.core.follow`) if the store says anything changed;
+* :meth:`claim`: the heap's due entries are hints of when to wake, dropped here;
+  the store picks what runs, up to the room in the hand-off queue, and each claim
+  becomes a live entry carrying its token to :meth:`begin`;
+* :meth:`wake`: the instant to wake by, bounded by the store's ``poll``: the
+  bound on how late a lease that expired elsewhere, or another process's change,
+  is noticed.  A store that can notify (PostgreSQL) wakes the timer sooner.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from lldsched.core.context import RunContext
+from lldsched.core.follow import claimed_entry, follow, load
+from lldsched.core.machine import SchedulerCore
+from lldsched.core.task import Entry, Run, ScheduledTask
+from lldsched.errors import StoreError
+from lldsched.persistence import Claim, CoordinatedStore
+
+__all__ = ["Coordinator"]
+
+log = logging.getLogger("lldsched")
+
+
+class Coordinator:
+    """Claims, leases in flight and the change feed of one scheduler on a shared store."""
+
+    def __init__(
+        self,
+        store: CoordinatedStore,
+        core: SchedulerCore,
+        *,
+        drop_due: Callable[[float], object],
+        wake: Callable[[], None],
+    ) -> None:
+        self.store = store
+        self._core = core
+        self._drop_due = drop_due  # pops the heap's due entries (hints) at an instant
+        self._pending: dict[str, Claim] = {}  # task id -> claim handed out, not yet begun
+        self._running: dict[int, tuple[str, RunContext | None]] = {}  # token -> its run
+        self._every = store.lease / 3
+        self._renew_at: float | None = None  # None: no lease held, nothing to renew
+        self._renewed = 0.0  # when the last renewal succeeded (the clock's time)
+        store.subscribe(wake)
+
+    def load(self) -> None:
+        """Register the store's rows as they are (instead of recovery)."""
+        with self.store.muted():
+            load(self._core, self.store.load_all())
+
+    # -- the timer ------------------------------------------------------------------------
+
+    def tick(self, now: float) -> list[ScheduledTask]:
+        """Renew leases if due; apply other processes' changes if any.  Returns the tasks
+        a change touched (the runtime updates what it keeps per task)."""
+        if self._renew_at is not None and now >= self._renew_at:
+            self._renew(now)
+        return self.sync()
+
+    def sync(self) -> list[ScheduledTask]:
+        """Apply what other processes wrote since the last call (one cheap check when
+        nothing changed); the tasks touched."""
+        store = self.store
+        try:
+            if not store.changed():
+                return []
+            changes = store.changes()
+        except StoreError:
+            log.exception("cannot read the shared store's changes; trying again at the next wake")
+            return []
+        touched = []
+        with store.muted():
+            for change in changes:
+                try:
+                    task = follow(self._core, change)
+                except Exception:  # one unreadable change must not stop the timer
+                    log.exception("cannot apply the change to %s from another process", change)
+                    continue
+                if task is not None:
+                    touched.append(task)
+        return touched
+
+    def claim(self, now: float, room: int) -> list[Entry]:
+        """Claim up to ``room`` due runs; their entries, ready for the workers."""
+        self._drop_due(now)
+        try:
+            claims = self.store.claim(now=now, limit=room)
+        except StoreError:
+            log.exception("cannot claim from the shared store; trying again at the next wake")
+            return []
+        entries: list[Entry] = []
+        for claim in claims:
+            entry = claimed_entry(self._core, claim)
+            if entry is None and claim.task_id not in self._core.tasks:
+                self.sync()  # registered elsewhere after the last sync
+                entry = claimed_entry(self._core, claim)
+            if entry is None:  # paused or cancelled here meanwhile: give it back
+                self._release(claim.task_id, claim.token)
+                continue
+            self._pending[claim.task_id] = claim
+            entries.append(entry)
+        if entries and self._renew_at is None:
+            self._renew_at = now + self._every
+            self._renewed = now
+        return entries
+
+    def wake(self, now: float, wake: float | None) -> float:
+        """The instant to wake by: ``wake``, the renewal, and at most ``poll`` from now."""
+        bound = now + self.store.poll
+        if self._renew_at is not None and self._renew_at < bound:
+            bound = self._renew_at
+        return bound if wake is None or wake > bound else wake
+
+    # -- the workers ----------------------------------------------------------------------
+
+    def begin(self, entry: Entry, worker: int) -> Run | None:
+        """Begin a claimed entry with its token; a claim that cannot begin is released."""
+        claim = self._pending.pop(entry[3], None)
+        if claim is None:  # its lease was lost before a worker took it: not ours to run
+            return None
+        run = self._core.begin(entry, worker, token=claim.token)
+        if run is None:
+            self._release(claim.task_id, claim.token)
+        else:
+            self._running[claim.token] = (claim.task_id, run.context)
+        return run
+
+    def done(self, run: Run) -> None:
+        """The run is settled (its store write was fenced by its token): forget its lease."""
+        if run.token is not None:
+            self._running.pop(run.token, None)
+            if not self._running and not self._pending:
+                self._renew_at = None
+
+    def release_pending(self) -> None:
+        """Give back the claims handed out and never begun (dropped at shutdown), so the
+        other processes need not wait for their expiry."""
+        for task_id, claim in list(self._pending.items()):
+            del self._pending[task_id]
+            self._release(task_id, claim.token)
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _renew(self, now: float) -> None:
+        tokens = {claim.token for claim in self._pending.values()} | set(self._running)
+        self._renew_at = now + self._every if tokens else None
+        if not tokens:
+            return
+        try:
+            kept = self.store.renew(tokens=tokens, now=now)
+        except StoreError:
+            log.exception("cannot renew leases in the shared store")
+            if now - self._renewed >= self.store.lease:  # it cannot know: count them lost
+                kept = set()
+            else:
+                return
+        self._renewed = now
+        for token in tokens - kept:
+            task_id, context = self._running.pop(token, ("", None))
+            if context is not None:
+                context.lose_lease()
+            log.warning("lost the lease of task %s (token %d)", task_id or "?", token)
+        for task_id, claim in list(self._pending.items()):
+            if claim.token not in kept:
+                del self._pending[task_id]
+
+    def _release(self, task_id: str, token: int) -> None:
+        try:
+            self.store.release(task_id=task_id, token=token)
+        except StoreError:
+            log.exception("cannot release the claim of %s; it expires on its own", task_id)

@@ -1,0 +1,184 @@
+"""The multi-process harness: shared stores by engine, child schedulers, their claim logs.
+
+Engine-agnostic: a test asks for the ``store_spec`` fixture and gets one
+:class:`StoreSpec` per engine in :data:`FACTORIES` (a JSON-able description a
+child process can open); :func:`open_store` opens a spec in any process through
+:data:`OPENERS`.  An engine is two entries: a factory (given the pytest request
+and a temporary directory; it may start a server through another fixture) and
+an opener.  PostgreSQL adds ``FACTORIES["postgres"]`` and ``OPENERS["postgres"]``.
+
+A child (:mod:`tests.cluster_child`) runs a started ``Scheduler`` on the spec
+with ``shared=True`` and logs every run its actions start (:mod:`tests.cluster_jobs`)
+to its own file, one JSON object a line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+
+from lldsched.persistence import CoordinatedStore
+from lldsched.stores.sqlite import SqliteTaskStore
+from tests.processes import lines_of
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class StoreSpec(NamedTuple):
+    """Which engine, and what opens it (JSON-able: it is passed to child processes)."""
+
+    engine: str
+    params: dict[str, Any]
+
+    def to_json(self) -> str:
+        return json.dumps({"engine": self.engine, "params": self.params})
+
+    @classmethod
+    def from_json(cls, text: str) -> StoreSpec:
+        data = json.loads(text)
+        return cls(data["engine"], data["params"])
+
+
+def _sqlite_spec(request: pytest.FixtureRequest, directory: Path) -> StoreSpec:
+    return StoreSpec("sqlite", {"path": str(directory / "tasks.db")})
+
+
+def _open_sqlite(spec: StoreSpec, *, lease: float, poll: float) -> CoordinatedStore:
+    return SqliteTaskStore(spec.params["path"], shared=True, lease=lease, poll=poll)
+
+
+FACTORIES: dict[str, Callable[[pytest.FixtureRequest, Path], StoreSpec]] = {
+    "sqlite": _sqlite_spec,
+}
+"""Engine name -> a new, empty shared store for one test."""
+
+OPENERS: dict[str, Callable[..., CoordinatedStore]] = {"sqlite": _open_sqlite}
+"""Engine name -> ``opener(spec, lease=..., poll=...)``: the spec opened with ``shared=True``."""
+
+
+def open_store(spec: StoreSpec, *, lease: float = 30.0, poll: float = 1.0) -> CoordinatedStore:
+    """``spec`` opened as a shared store in this process."""
+    return OPENERS[spec.engine](spec, lease=lease, poll=poll)
+
+
+@pytest.fixture(params=sorted(FACTORIES))
+def store_spec(request: pytest.FixtureRequest, tmp_path: Path) -> StoreSpec:
+    """A new, empty shared store, once per engine."""
+    factory = FACTORIES[request.param]
+    return factory(request, tmp_path)
+
+
+# -- children -----------------------------------------------------------------------------
+
+
+@dataclass
+class Child:
+    """A child process running a shared scheduler; see :mod:`tests.cluster_child`."""
+
+    process: subprocess.Popen[str]
+    log: Path
+    lines: queue.Queue[str]
+    node: str = ""
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def expect(self, prefix: str, timeout: float) -> str:
+        """The child's next line starting with ``prefix`` (AssertionError after ``timeout``)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                line = self.lines.get(timeout=max(0.0, remaining))
+            except queue.Empty:
+                raise AssertionError(f"child {self.pid}: no {prefix!r} in {timeout} s") from None
+            if line.startswith(prefix):
+                return line[len(prefix) :].strip()
+
+    def runs(self) -> list[dict[str, Any]]:
+        """The runs this child's actions started so far (a torn last line is skipped)."""
+        if not self.log.exists():
+            return []
+        runs = []
+        for line in self.log.read_text(encoding="utf-8").splitlines():
+            try:
+                runs.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue  # killed mid-write
+        return runs
+
+    def signal(self, number: signal.Signals) -> None:
+        os.kill(self.pid, number)
+
+    def stop(self, timeout: float = 30.0) -> dict[str, Any]:
+        """Ask it to shut down (close its stdin) and return its summary line."""
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.summary = json.loads(self.expect("summary", timeout))
+        self.process.wait(timeout)
+        return self.summary
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(30)
+
+
+def start_child(
+    spec: StoreSpec, log: Path, *, workers: int = 4, lease: float = 1.0, poll: float = 0.1
+) -> Child:
+    """A child scheduler on ``spec``, started; returns once it said ``ready``."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "LLDSCHED_CLUSTER_LOG": str(log)}
+    command = [sys.executable, "-m", "tests.cluster_child", spec.to_json(),
+               f"--workers={workers}", f"--lease={lease}", f"--poll={poll}"]  # fmt: skip
+    process = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    child = Child(process, log, lines_of(process))
+    child.node = child.expect("ready", timeout=60)
+    return child
+
+
+@dataclass
+class Cluster:
+    """Children started by one test; every one still alive is killed at the end."""
+
+    children: list[Child] = field(default_factory=list)
+
+    def all_runs(self) -> list[dict[str, Any]]:
+        return [run for child in self.children for run in child.runs()]
+
+
+@pytest.fixture
+def cluster() -> Iterator[Cluster]:
+    started = Cluster()
+    try:
+        yield started
+    finally:
+        for child in started.children:
+            with contextlib.suppress(ProcessLookupError):
+                child.signal(signal.SIGCONT)  # a stopped child gets its SIGKILL once resumed
+            child.kill()
+
+
+def wait_until(condition: Callable[[], bool], *, timeout: float, what: str) -> None:
+    """Poll ``condition`` (every 20 ms) until it holds; AssertionError naming ``what``."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.02)  # a polling interval of a bounded wait, not a fixed sleep

@@ -1,0 +1,61 @@
+"""The actions child schedulers run in the multi-process tests (importable by path).
+
+Each run appends one JSON line to the file named by ``LLDSCHED_CLUSTER_LOG``:
+the claim it holds (task, slot, attempt, fencing token) and the process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import threading
+from typing import IO
+
+from lldsched.core.context import RunContext
+
+_lock = threading.Lock()  # guards _log: workers of one child append whole lines, one at a time
+_log: list[IO[str]] = []  # the open log file, opened at the first run
+
+
+def _write(line: str) -> None:
+    with _lock:
+        if not _log:
+            _log.append(open(os.environ["LLDSCHED_CLUSTER_LOG"], "a", encoding="utf-8"))  # noqa: SIM115
+        handle = _log[0]
+        handle.write(line + "\n")
+        handle.flush()
+
+
+def claimed_run(ctx: RunContext, work: float = 0.02) -> int | None:
+    """Log the claim this run holds, then work for ``work`` seconds (stopping early if the
+    flag goes up); returns the token."""
+    _write(
+        json.dumps(
+            {
+                "task": ctx.task_id,
+                "slot": ctx.due,
+                "attempt": ctx.attempt,
+                "token": ctx.fencing_token,
+                "pid": os.getpid(),
+            }
+        )
+    )
+    ctx.wait(work)
+    return ctx.fencing_token
+
+
+seen: queue.Queue[tuple[str, int | None, bool, str | None]] = queue.Queue()
+"""What :func:`until_flag` saw: (task id, token, lease lost, reason), one per run."""
+
+
+def until_flag(ctx: RunContext) -> None:
+    """Wait (up to 10 s) until the run's flag goes up, then tell :data:`seen` why."""
+    seen.put((ctx.task_id, ctx.fencing_token, False, None))  # started
+    ctx.wait(10)
+    seen.put((ctx.task_id, ctx.fencing_token, ctx.lease_lost, ctx.reason))
+
+
+async def token_of(ctx: RunContext) -> int | None:
+    """A coroutine action: returns its run's fencing token."""
+    return ctx.fencing_token

@@ -1,0 +1,62 @@
+"""Module-level actions for process-isolated tasks (a child process imports them by path).
+
+Each runs in a worker process, so nothing here can touch the test's memory: a test
+learns what happened from the run's record, or from a file the action writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+from lldsched import RunContext
+
+
+def add(a: int, b: int) -> dict[str, int]:
+    """Return the sum and the child's pid (the record keeps its repr)."""
+    return {"sum": a + b, "pid": os.getpid()}
+
+
+def noop() -> None:
+    """Does nothing (the benchmark's isolated no-op)."""
+
+
+def fail(message: str) -> None:
+    """Raise ValueError(message) in the child."""
+    raise ValueError(message)
+
+
+def sleep(seconds: float, marker: str | None = None) -> str:
+    """Write our pid to ``marker`` (if given), then sleep ``seconds``."""
+    if marker is not None:
+        Path(marker).write_text(str(os.getpid()))
+    time.sleep(seconds)
+    return "slept"
+
+
+def exit_with(code: int) -> None:
+    """End the child at once with ``code``, as a crash would."""
+    os._exit(code)
+
+
+def die_of_signal(number: int) -> None:
+    """Send ourselves signal ``number`` (SIGKILL, SIGSEGV...)."""
+    os.kill(os.getpid(), number)
+    time.sleep(10)  # not reached for a fatal signal
+
+
+def pid() -> int:
+    """The child's process id."""
+    return os.getpid()
+
+
+async def later(n: int) -> int:
+    """An async action: the child awaits it."""
+    await asyncio.sleep(0)
+    return 2 * n
+
+
+def with_context(ctx: RunContext) -> None:
+    """Takes a RunContext, which cannot reach a child process: refused when isolated."""

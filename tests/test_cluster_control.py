@@ -1,0 +1,195 @@
+"""Two schedulers on one shared store: control verbs from either take effect in both, each
+slot runs once, and a run whose lease is taken over learns it and its write is refused.
+
+Each scheduler has its own store connection, as two processes do (the multi-process
+test, ``test_cluster_processes.py``, runs the same claims in real processes).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from lldsched import (
+    FixedRate,
+    OneTime,
+    Priority,
+    RetryPolicy,
+    Scheduler,
+    SqliteTaskStore,
+    Task,
+    TaskSnapshot,
+    TaskStatus,
+)
+from lldsched.errors import ValidationError
+from tests import cluster_jobs, jobs
+from tests.cluster import wait_until
+
+LEASE = 0.6
+POLL = 0.05
+
+Pair = tuple[Scheduler, Scheduler, SqliteTaskStore, SqliteTaskStore]
+"""The first scheduler, the second, a store to read the file with, and the first's store."""
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> Iterator[Pair]:
+    """Two started schedulers on one shared file, a third store to read it with, and the
+    first scheduler's store."""
+    path = tmp_path / "tasks.db"
+    stores = [SqliteTaskStore(path, shared=True, lease=LEASE, poll=POLL) for _ in range(3)]
+    first, second = (Scheduler(workers=2, store=store).start() for store in stores[:2])
+    yield first, second, stores[2], stores[0]
+    first.shutdown()
+    second.shutdown()
+    for store in stores:
+        store.close()
+
+
+def _status(scheduler: Scheduler, task_id: str, status: TaskStatus) -> Callable[[], bool]:
+    return lambda: scheduler.task(task_id).status is status
+
+
+def _ok_runs(store: SqliteTaskStore, task_id: str) -> list[float]:
+    return [record.slot for record in store.records(task_id) if record.ok]
+
+
+def test_each_slot_of_a_recurring_task_runs_once_across_two_schedulers(pair: Pair) -> None:
+    first, _, reader, _ = pair
+    first.schedule("tick", jobs.noop, FixedRate(0.05), id="tick")
+    wait_until(lambda: len(_ok_runs(reader, "tick")) >= 12, timeout=20, what="12 runs")
+    slots = _ok_runs(reader, "tick")
+    assert len(slots) == len(set(slots))
+    tokens = [record.token or 0 for record in reader.records("tick")]
+    assert tokens == sorted(tokens) and 0 not in tokens
+
+
+def test_a_pause_in_one_scheduler_holds_the_task_in_both_and_a_resume_in_the_other_frees_it(
+    pair: Pair,
+) -> None:
+    first, second, reader, _ = pair
+    first.schedule("tick", jobs.noop, FixedRate(0.05), id="tick")
+    wait_until(lambda: len(_ok_runs(reader, "tick")) >= 2, timeout=20, what="two runs")
+    first.pause("tick")
+    wait_until(_status(second, "tick", TaskStatus.PAUSED), timeout=5, what="the pause in B")
+    wait_until(lambda: not reader.leases(), timeout=5, what="the run in flight to settle")
+    held = len(_ok_runs(reader, "tick"))
+    threading.Event().wait(0.3)  # a short bounded wait to prove a negative: nothing runs
+    assert len(_ok_runs(reader, "tick")) == held
+    second.resume("tick")
+    wait_until(lambda: len(_ok_runs(reader, "tick")) > held + 2, timeout=20, what="runs again")
+    assert first.task("tick").status is not TaskStatus.PAUSED
+
+
+def test_a_cancel_or_remove_in_one_scheduler_reaches_the_other(pair: Pair) -> None:
+    first, second, _, _ = pair
+    first.schedule("later", jobs.noop, OneTime(first.now + 3600), id="later")
+    first.schedule("gone", jobs.noop, OneTime(first.now + 3600), id="gone")
+    wait_until(lambda: len(second.tasks()) == 2, timeout=5, what="B to learn both tasks")
+    second.cancel("later")
+    second.remove("gone")
+    wait_until(_status(first, "later", TaskStatus.CANCELLED), timeout=5, what="the cancel in A")
+    wait_until(lambda: [t.id for t in first.tasks()] == ["later"], timeout=5, what="the removal")
+
+
+def test_a_reschedule_in_one_scheduler_moves_the_task_in_the_other(pair: Pair) -> None:
+    first, second, _, _ = pair
+    first.schedule("later", jobs.noop, OneTime(first.now + 3600), id="later")
+    wait_until(lambda: len(second.tasks()) == 1, timeout=5, what="B to learn the task")
+    soon = second.now + 1800
+    second.reschedule("later", OneTime(soon))
+    wait_until(lambda: first.task("later").next_run_at == soon, timeout=5, what="the move in A")
+    assert first.task("later").schedule == OneTime(soon)
+
+
+def test_registering_an_id_again_with_replace_existing_in_another_scheduler_updates_it(
+    pair: Pair,
+) -> None:
+    first, second, reader, _ = pair
+    first.schedule("report", jobs.noop, OneTime(first.now + 3600), id="report")
+    second.schedule(
+        "report v2", jobs.noop, OneTime(first.now + 3600), id="report", replace_existing=True
+    )
+    wait_until(lambda: first.task("report").name == "report v2", timeout=5, what="the update")
+    assert [snapshot.task.name for snapshot in reader.load_all()] == ["report v2"]
+
+
+def test_an_id_another_scheduler_registered_is_refused_without_replace_existing(
+    pair: Pair,
+) -> None:
+    first, second, _, _ = pair
+    first.schedule("report", jobs.noop, OneTime(first.now + 3600), id="report")
+    with pytest.raises(ValidationError, match="'report' is already registered"):
+        second.schedule("report", jobs.noop, OneTime(first.now + 3600), id="report")
+
+
+def test_default_ids_of_two_schedulers_never_collide(pair: Pair) -> None:
+    first, second, reader, _ = pair
+    ids = {first.schedule("a", jobs.noop, OneTime(first.now + 60)).id for _ in range(3)}
+    ids |= {second.schedule("b", jobs.noop, OneTime(first.now + 60)).id for _ in range(3)}
+    assert len(ids) == 6
+    assert len(reader) == 6
+
+
+def test_a_run_whose_lease_is_taken_over_is_told_and_its_write_refused(pair: Pair) -> None:
+    first, second, reader, store = pair
+    second.shutdown()  # one scheduler runs; the test takes its lease over by hand
+    first.schedule("hold", cluster_jobs.until_flag, OneTime(first.now), id="hold")
+    task_id, token, _, _ = cluster_jobs.seen.get(timeout=10)
+    assert (task_id, token) == ("hold", reader.leases()[0].token)
+    assert token is not None
+    (takeover,) = reader.claim(now=first.now + 100 * LEASE, limit=1)  # as if it had expired
+    assert takeover.token > token
+    assert cluster_jobs.seen.get(timeout=10) == ("hold", token, True, "lease")
+    wait_until(lambda: store.rejected == 1, timeout=5, what="the stale settle to be refused")
+    assert reader.records("hold") == []
+
+
+def test_a_registration_racing_one_from_another_scheduler_is_refused_not_overwritten(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path, shared=True) as first, SqliteTaskStore(path, shared=True) as second:
+        at = OneTime(2_000_000_000.0)
+        Scheduler(store=first).schedule("report", jobs.noop, at, id="report")
+        task = Task("report", "mine", jobs.noop, at, Priority.NORMAL, RetryPolicy(), None)
+        registration = TaskSnapshot(task, TaskStatus.SCHEDULED, at.at, 0, 0, 0, None)
+        with pytest.raises(ValidationError, match="'report' is already registered by another"):
+            second.save(registration)  # what the core writes for a registration second made
+        assert [snapshot.task.name for snapshot in second.load_all()] == ["report"]
+
+
+def test_a_coroutine_run_carries_its_claims_token_and_settles_with_it(pair: Pair) -> None:
+    first, _, reader, _ = pair
+    first.schedule("async", cluster_jobs.token_of, OneTime(first.now), id="async")
+    wait_until(lambda: bool(reader.records("async")), timeout=10, what="the coroutine's record")
+    (record,) = reader.records("async")
+    assert record.ok and record.token is not None and record.result == str(record.token)
+
+
+def test_a_process_isolated_run_in_shared_mode_settles_with_its_token(pair: Pair) -> None:
+    first, second, reader, _ = pair
+    first.schedule("isolated", "tests.jobs:noop", OneTime(first.now), id="isolated",
+                   isolation="process")  # fmt: skip
+    wait_until(lambda: bool(reader.records("isolated")), timeout=30, what="the isolated run")
+    (record,) = reader.records("isolated")
+    assert record.ok and record.token is not None
+    wait_until(lambda: second.task("isolated").status is TaskStatus.SUCCEEDED, timeout=5,
+               what="the other scheduler to follow")  # fmt: skip
+
+
+def test_a_scheduler_built_on_a_shared_store_has_the_stored_tasks_before_it_starts(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path, shared=True) as first, SqliteTaskStore(path, shared=True) as second:
+        Scheduler(store=first).schedule("report", jobs.noop, OneTime(2_000_000_000.0), id="report")
+        late = Scheduler(store=second)
+        assert [(task.id, task.status) for task in late.tasks()] == [
+            ("report", TaskStatus.SCHEDULED)
+        ]
+        assert late.task("report").next_run_at == 2_000_000_000.0
+        late.shutdown()

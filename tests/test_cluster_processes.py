@@ -1,0 +1,157 @@
+"""Many processes, one set of tasks: real child schedulers on one shared store, one of them
+killed with SIGKILL at a random moment and one stopped with SIGSTOP past its lease.
+
+Over 1,000 slots (one-off tasks, each one slot), three children: every slot is
+claimed at most once per fencing token, none is lost, and every write that came
+after its lease was taken over is refused by the store (and counted).  Runs per
+engine in ``tests.cluster.FACTORIES``.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+
+from lldsched import FixedRate, OneTime, Scheduler, TaskStatus
+from lldsched.persistence import CoordinatedStore
+from tests import cluster_jobs
+from tests.cluster import Child, Cluster, StoreSpec, open_store, start_child, wait_until
+
+SLOTS = 1200
+SPAN = 3.0  # seconds over which the slots fall due
+LEASE = 1.0
+POLL = 0.1
+
+
+def _more_runs(child: Child, than: int) -> Callable[[], bool]:
+    return lambda: len(child.runs()) > than
+
+
+def _stop_while_holding_leases(victim: Child, witness: Child, store: CoordinatedStore) -> list[int]:
+    """SIGSTOP ``victim`` at a moment it runs an action under a lease and is not inside a
+    write (the others still make progress); returns the tokens it held.  Retried."""
+    for _ in range(10):
+        victim.signal(signal.SIGSTOP)
+        held = [lease.token for lease in store.leases() if lease.holder == victim.node]
+        if not {run["token"] for run in victim.runs()} & set(held):
+            held = []  # only claims not begun yet: no run of its own would be stale
+        before = len(witness.runs())
+        try:  # a child stopped inside a write transaction would block every other process
+            wait_until(_more_runs(witness, before), timeout=3, what="the others to run")
+        except AssertionError:
+            held = []
+        if held:
+            return held
+        victim.signal(signal.SIGCONT)
+        progress = len(victim.runs())
+        wait_until(_more_runs(victim, progress), timeout=10, what="the victim to run")
+    raise AssertionError("could not stop the victim while it held a lease")
+
+
+def test_a_thousand_slots_over_three_processes_one_killed_one_stalled_run_once_each(
+    store_spec: StoreSpec, cluster: Cluster, tmp_path: Path
+) -> None:
+    seed = random.randrange(1 << 30)
+    rng = random.Random(seed)
+    context = f"(seed {seed})"
+    children = [
+        start_child(store_spec, tmp_path / f"runs-{n}.jsonl", lease=LEASE, poll=POLL)
+        for n in range(3)
+    ]
+    cluster.children.extend(children)
+    killed, stalled, steady = children
+
+    store = open_store(store_spec, lease=LEASE, poll=POLL)
+    seeder = Scheduler(store=store)  # never started: it registers, the children run
+    start = time.time() + 0.5
+    for n in range(SLOTS):
+        seeder.schedule(
+            f"slot-{n}",
+            cluster_jobs.claimed_run,
+            OneTime(start + n * SPAN / SLOTS),
+            id=f"slot-{n}",
+        )
+
+    def runs() -> int:
+        return sum(len(child.runs()) for child in children)
+
+    kill_at = rng.randrange(150, 450)
+    wait_until(lambda: runs() >= kill_at, timeout=30, what=f"{kill_at} runs {context}")
+    killed.signal(signal.SIGKILL)
+    killed.process.wait(10)
+
+    stall_at = rng.randrange(kill_at + 100, 800)
+    wait_until(lambda: runs() >= stall_at, timeout=30, what=f"{stall_at} runs {context}")
+    held = _stop_while_holding_leases(stalled, steady, store)
+    wait_until(
+        lambda: all(lease.holder != stalled.node for lease in store.leases()),
+        timeout=20,
+        what=f"the stalled child's leases {held} to be taken over {context}",
+    )
+    stalled.signal(signal.SIGCONT)
+
+    def finished() -> bool:
+        return all(snap.status is TaskStatus.SUCCEEDED for snap in store.load_all())
+
+    wait_until(finished, timeout=60, what=f"every slot to succeed {context}")
+    summaries = {child.node: child.stop() for child in (stalled, steady)}
+
+    claims = [run for child in children for run in child.runs()]
+    tokens = [claim["token"] for claim in claims]
+    assert None not in tokens
+    assert len(tokens) == len(set(tokens)), f"a token was claimed twice {context}"
+    last: dict[str, int] = defaultdict(int)
+    for claim in claims:
+        last[claim["task"]] = max(last[claim["task"]], claim["token"])
+
+    records = store.records()
+    kept = defaultdict(list)
+    for record in records:
+        kept[record.task_id].append(record)
+    assert len(kept) == SLOTS, f"slots lost {context}"
+    for task_id, task_records in kept.items():
+        assert [record.ok for record in task_records] == [True], (task_id, context)
+        assert task_records[0].token == last[task_id], f"{task_id}: a stale write won {context}"
+
+    survivors = {stalled.pid, steady.pid}
+    stale = [c for c in claims if c["pid"] in survivors and c["token"] < last[c["task"]]]
+    rejected = sum(summary["rejected"] for summary in summaries.values())
+    assert rejected == len(stale), f"{rejected} refused, {len(stale)} stale {context}"
+    assert any(claim["pid"] == stalled.pid for claim in stale), f"no stale write {context}"
+    seeder.shutdown()
+    store.close()
+
+
+def test_pause_resume_and_cancel_from_the_parent_process_reach_a_child_scheduler(
+    store_spec: StoreSpec, cluster: Cluster, tmp_path: Path
+) -> None:
+    child = start_child(store_spec, tmp_path / "runs.jsonl", lease=LEASE, poll=POLL)
+    cluster.children.append(child)
+    store = open_store(store_spec, lease=LEASE, poll=POLL)
+    parent = Scheduler(store=store)  # never started: it only gives orders
+    parent.schedule("tick", cluster_jobs.claimed_run, FixedRate(0.05), id="tick",
+                    kwargs={"work": 0.0})  # fmt: skip
+    wait_until(_more_runs(child, 2), timeout=20, what="the child to run the task")
+
+    parent.pause("tick")
+    wait_until(lambda: not store.leases(), timeout=10, what="the run in flight to settle")
+    held = len(child.runs())
+    threading.Event().wait(0.5)  # a short bounded wait to prove a negative: nothing runs
+    assert len(child.runs()) == held
+
+    parent.resume("tick")
+    wait_until(_more_runs(child, held + 2), timeout=20, what="the child to run it again")
+    parent.cancel("tick")
+    wait_until(lambda: not store.leases(), timeout=10, what="the run in flight to settle")
+    stopped = len(child.runs())
+    threading.Event().wait(0.5)  # again: nothing runs after the cancel
+    assert len(child.runs()) == stopped
+    assert [snapshot.status for snapshot in store.load_all()] == [TaskStatus.CANCELLED]
+    assert child.stop()["rejected"] == 0
+    parent.shutdown()
+    store.close()

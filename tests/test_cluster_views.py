@@ -1,0 +1,100 @@
+"""A simulated cluster as a frame, a table of counts, a timeline and a comparison plot."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from dataclasses import replace
+
+import pytest
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+
+from lldsched import ValidationError
+from lldsched.sim import ClusterScenario, ClusterTask, Crash, Pause, simulate_cluster
+from lldsched.views.cluster import WRITES, cluster_counts, cluster_frame
+from lldsched.views.plots import PlotFigure, cluster_timeline, fencing_comparison
+
+SCENARIO = ClusterScenario(
+    nodes=3, tasks=(ClusterTask("report", every=60.0, duration=5.0),), horizon=600.0,
+    start=1_000_000.0, pauses=(Pause(node=0, at=61.0, seconds=90.0),),
+    crashes=(Crash(node=1, at=302.0, restart_after=60.0),),
+)  # fmt: skip
+FENCED = simulate_cluster(SCENARIO)
+UNFENCED = simulate_cluster(replace(SCENARIO, fencing=False))
+
+
+def test_the_frame_has_a_row_per_run_in_seconds_after_the_start() -> None:
+    frame = cluster_frame(FENCED)
+    assert len(frame) == len(FENCED.runs) == 12
+    assert list(frame.columns) == [
+        "node", "task_id", "slot", "token", "claimed", "finished", "lease_until",
+        "write", "settled", "takeover", "duplicate",
+    ]  # fmt: skip
+    first = frame.iloc[0]
+    assert (first.node, first.slot, first.claimed, first.finished) == ("node-0", 60, 60, 151)
+    assert (first.write, first.settled, first.lease_until) == ("rejected", False, 90.0)
+    assert list(frame.write.cat.categories) == list(WRITES)
+    crashed = frame[frame.write == "none"]
+    assert len(crashed) == 1 and crashed.finished.isna().all()
+
+
+def test_the_frame_marks_both_writes_of_a_duplicate() -> None:
+    frame = cluster_frame(UNFENCED)
+    duplicated = frame[frame.duplicate]
+    assert len(duplicated) == 2 * UNFENCED.duplicates
+    assert (duplicated.groupby("slot").size() == 2).all()
+    assert not cluster_frame(FENCED).duplicate.any()
+
+
+def test_the_counts_put_fencing_and_no_fencing_side_by_side() -> None:
+    counts = cluster_counts([UNFENCED, FENCED])
+    assert list(counts.index) == ["no fencing", "fencing"]
+    assert counts.loc["fencing", "duplicates"] == 0 and counts.loc["fencing", "rejected"] == 1
+    assert counts.loc["no fencing", "duplicates"] == 2
+    assert list(cluster_counts([FENCED], labels=["a"]).index) == ["a"]
+
+
+def test_bad_input_to_the_views_names_it() -> None:
+    with pytest.raises(ValidationError, match="expected a ClusterResult"):
+        cluster_frame([])  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="non-empty sequence of results, got \\[\\]"):
+        cluster_counts([])
+    with pytest.raises(ValidationError, match="labels must name each of the 2 results"):
+        cluster_counts([FENCED, UNFENCED], labels=["one"])
+
+
+def test_the_timeline_marks_each_duplicate_write_and_each_rejected_write() -> None:
+    def markers(figure: Figure, marker: str) -> int:
+        return sum(1 for line in figure.axes[0].lines if line.get_marker() == marker)
+
+    unfenced = cluster_timeline(UNFENCED)
+    fenced = cluster_timeline(FENCED)
+    assert isinstance(unfenced, PlotFigure)
+    assert (markers(unfenced, "*"), markers(unfenced, "X")) == (4, 0)
+    assert (markers(fenced, "*"), markers(fenced, "X")) == (0, 1)
+    assert "1 write(s) rejected, 0 duplicate(s)" in fenced.axes[0].get_title()
+    labels = [t.get_text() for t in fenced.axes[0].get_yticklabels()]
+    assert labels == ["node-0", "node-1", "node-2"]
+    assert isinstance(fenced, PlotFigure)
+    assert fenced._repr_png_()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_comparison_draws_a_bar_per_count_per_result() -> None:
+    figure = fencing_comparison([UNFENCED, FENCED])
+    ax = figure.axes[0]
+    assert len(ax.patches) == 10
+    heights = [int(bar.get_height()) for bar in ax.patches if isinstance(bar, Rectangle)]
+    assert heights[3] == 2 and heights[8] == 0  # duplicates: without, with fencing
+    legend = ax.get_legend()
+    assert legend is not None
+    assert [t.get_text() for t in legend.get_texts()] == ["no fencing", "fencing"]
+
+
+def test_without_pandas_importing_the_cluster_views_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    monkeypatch.delitem(sys.modules, "lldsched.views.cluster")
+    with pytest.raises(ImportError, match=r"pip install 'lldsched\[notebook\]'"):
+        importlib.import_module("lldsched.views.cluster")

@@ -1,0 +1,351 @@
+"""Process isolation (isolation="process"): actions named by import path run in worker
+processes, are killed at their timeout (the worker freed at once), crash into failed runs
+that name the exit code or signal, and leave no child process behind at shutdown.
+
+Children start in a few hundred milliseconds, so the tests that can share a scheduler do
+(``shared``); the ones about a worker slot or shutdown build their own.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lldsched import (
+    FixedRate,
+    OneTime,
+    Priority,
+    RetryPolicy,
+    ScheduledTask,
+    Scheduler,
+    Simulation,
+    SqliteTaskStore,
+    TaskStatus,
+    ValidationError,
+)
+from tests import process_jobs
+from tests.conftest import SchedulerFactory
+
+JOBS = "tests.process_jobs"
+ONCE = RetryPolicy(max_attempts=1)
+BOUND = 20.0  # seconds: the most any wait below may take (the children sleep 3600 s)
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = BOUND) -> bool:
+    """Poll ``condition`` until it holds (True) or ``timeout`` passes (False)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def finished(task: ScheduledTask, runs: int = 1) -> bool:
+    return len(task.history) >= runs and not task.running
+
+
+def serving_children() -> list[int]:
+    """Pids of this process's live children that serve isolated runs (read from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        state, ppid = fields[0], int(fields[1])
+        if ppid == os.getpid() and state != "Z" and b"lldsched.threaded.processes" in command:
+            found.append(int(entry.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def shared() -> Iterator[Scheduler]:
+    scheduler = Scheduler(workers=2).start()
+    yield scheduler
+    assert scheduler.shutdown(timeout=10.0)
+
+
+def run_once(scheduler: Scheduler, function: str, *args: Any, **options: Any) -> ScheduledTask:
+    """Register ``function`` isolated, due now, and wait (bounded) for its first record."""
+    options.setdefault("retry", ONCE)
+    task = scheduler.schedule(
+        function, f"{JOBS}:{function}", OneTime(delay=0), isolation="process", args=args, **options
+    )
+    assert wait_for(lambda: finished(task)), f"{task!r} did not finish"
+    return task
+
+
+# -- what a run gives back -----------------------------------------------------------------
+
+
+def test_an_isolated_action_runs_in_a_child_and_its_record_keeps_what_it_returned(
+    shared: Scheduler,
+) -> None:
+    task = run_once(shared, "add", 2, 3)
+    (record,) = task.history
+    assert record.ok and not record.timed_out
+    assert record.result is not None and record.result.startswith("{'sum': 5, 'pid': ")
+    assert f"'pid': {os.getpid()}" not in record.result  # it ran in another process
+    assert task.status is TaskStatus.SUCCEEDED
+
+
+def test_an_exception_in_the_child_is_the_runs_error_and_goes_down_the_retry_path(
+    shared: Scheduler,
+) -> None:
+    task = run_once(
+        shared,
+        "fail",
+        "disk full",
+        retry=RetryPolicy(max_attempts=2, jitter=0, initial_backoff=0.01),
+    )
+    assert wait_for(lambda: task.status is TaskStatus.FAILED)
+    assert [record.error for record in task.history] == ["ValueError: disk full"] * 2
+    assert [record.attempt for record in task.history] == [1, 2]
+
+
+def test_a_child_that_exits_fails_its_run_naming_the_exit_code_and_is_replaced(
+    shared: Scheduler,
+) -> None:
+    crashed = run_once(shared, "exit_with", 3)
+    (record,) = crashed.history
+    assert not record.ok and not record.timed_out
+    assert record.error is not None and "exited with code 3" in record.error
+    assert run_once(shared, "pid").history[0].ok  # the pool still runs calls
+
+
+def test_a_child_killed_by_a_signal_fails_its_run_naming_the_signal(shared: Scheduler) -> None:
+    task = run_once(shared, "die_of_signal", int(signal.SIGKILL))
+    (record,) = task.history
+    assert record.error is not None and "killed by signal 9 (SIGKILL)" in record.error
+
+
+def test_an_async_isolated_action_is_awaited_in_the_child(shared: Scheduler) -> None:
+    task = run_once(shared, "later", 21)
+    assert task.history[0].result == "42"
+
+
+def test_a_path_that_does_not_import_in_the_child_is_caught_at_registration(
+    shared: Scheduler,
+) -> None:
+    with pytest.raises(ValidationError, match="has no attribute 'missing'"):
+        shared.schedule("x", f"{JOBS}:missing", OneTime(delay=0), isolation="process")
+
+
+# -- the timeout is enforced -----------------------------------------------------------------
+
+
+def test_a_run_past_its_timeout_is_killed_recorded_timed_out_and_its_worker_freed_at_once(
+    make_scheduler: SchedulerFactory, tmp_path: Path
+) -> None:
+    scheduler = make_scheduler(workers=1)
+    marker = tmp_path / "pid"
+    next_started = threading.Event()
+    slow = scheduler.schedule(
+        "slow",
+        f"{JOBS}:sleep",
+        OneTime(delay=0),
+        isolation="process",
+        args=[3600, str(marker)],
+        timeout=0.3,
+        priority=Priority.HIGH,
+        retry=RetryPolicy(max_attempts=2, initial_backoff=0.01, jitter=0),
+    )
+    scheduler.schedule("next", next_started.set, OneTime(delay=0), priority=Priority.LOW)
+    # One worker: "next" can only start once the worker left "slow" (twice) behind.
+    assert next_started.wait(BOUND), "the worker stayed with the sleeping child"
+    assert wait_for(lambda: slow.status is TaskStatus.FAILED)
+    records = slow.history
+    assert [(record.attempt, record.timed_out, record.ok) for record in records] == [
+        (1, True, False),
+        (2, True, False),
+    ]
+    assert all("killed (SIGKILL) at its 0.3 s budget" in (r.error or "") for r in records)
+    assert wait_for(lambda: not alive(int(marker.read_text())))
+    assert run_once(scheduler, "pid").history[0].ok  # a replacement child serves the next call
+
+
+# -- cancel and pause kill -----------------------------------------------------------------
+
+
+def test_cancelling_a_running_isolated_task_kills_its_child(
+    shared: Scheduler, tmp_path: Path
+) -> None:
+    marker = tmp_path / "pid"
+    task = shared.schedule(
+        "sleeper", f"{JOBS}:sleep", OneTime(delay=0), isolation="process",
+        args=[3600, str(marker)],
+    )  # fmt: skip
+    assert wait_for(marker.exists) and wait_for(lambda: marker.read_text() != "")
+    assert shared.cancel(task.id)
+    assert wait_for(lambda: finished(task))
+    (record,) = task.history
+    assert record.error is not None and record.error.startswith("CancelledError: task cancelled")
+    assert task.status is TaskStatus.CANCELLED
+    assert wait_for(lambda: not alive(int(marker.read_text())))
+
+
+def test_pausing_a_running_isolated_task_kills_its_child_and_resume_retries_it(
+    shared: Scheduler, tmp_path: Path
+) -> None:
+    marker = tmp_path / "pid"
+    task = shared.schedule(
+        "sleeper", f"{JOBS}:sleep", OneTime(delay=0), isolation="process",
+        args=[3600, str(marker)], retry=RetryPolicy(max_attempts=2, initial_backoff=0.01),
+    )  # fmt: skip
+    assert wait_for(lambda: marker.exists() and marker.read_text() != "")
+    first = int(marker.read_text())
+    assert shared.pause(task.id)
+    assert wait_for(lambda: finished(task))
+    assert (task.history[0].error or "").startswith("CancelledError: task paused")
+    assert task.status is TaskStatus.PAUSED
+    marker.write_text("")
+    assert shared.resume(task.id)
+    assert wait_for(lambda: marker.read_text() not in ("", str(first)))
+    assert task.attempt == 2
+    shared.cancel(task.id)
+    assert wait_for(lambda: finished(task, runs=2))
+
+
+# -- bad input at registration ---------------------------------------------------------------
+
+
+def scheduler_of(kind: str, make_scheduler: SchedulerFactory) -> Scheduler | Simulation:
+    return make_scheduler(start=False) if kind == "threaded" else Simulation()
+
+
+def register(runtime: Scheduler | Simulation, action: Any, **options: Any) -> ScheduledTask:
+    if isinstance(runtime, Simulation):
+        return runtime.schedule("bad", FixedRate(60), action=action, **options)
+    return runtime.schedule("bad", action, FixedRate(60), **options)
+
+
+@pytest.mark.parametrize("kind", ["threaded", "simulated"])
+@pytest.mark.parametrize(
+    ("action", "options", "named"),
+    [
+        (process_jobs.add, {"isolation": "process"}, "<function add"),
+        (f"{JOBS}:add", {"isolation": "process", "args": [{1, 2}]}, "{1, 2}"),
+        (f"{JOBS}:add", {"isolation": "process", "args": [(1, 2), 3]}, "(1, 2)"),
+        (f"{JOBS}:add", {"isolation": "process", "kwargs": {"a": object()}}, "object object"),
+        (f"{JOBS}:add", {"isolation": "fork"}, "'fork'"),
+        (process_jobs.add, {"isolation": None}, "None"),
+        (f"{JOBS}:add", {}, f"'{JOBS}:add'"),
+        ("not a path", {"isolation": "process"}, "'not a path'"),
+        (f"{JOBS}:with_context", {"isolation": "process"}, "cannot take ctx"),
+    ],
+)
+def test_bad_isolated_registrations_are_refused_naming_the_value_and_lose_nothing(
+    kind: str, make_scheduler: SchedulerFactory, action: object, options: dict[str, Any],
+    named: str,
+) -> None:  # fmt: skip
+    runtime = scheduler_of(kind, make_scheduler)
+    kept = register(runtime, f"{JOBS}:noop", isolation="process")
+    before = [(task.id, task.status) for task in runtime.tasks()]
+    with pytest.raises(ValidationError) as raised:
+        register(runtime, action, **options)
+    assert named in str(raised.value)
+    assert [(task.id, task.status) for task in runtime.tasks()] == before
+    assert runtime.task(kept.id).definition.isolation == "process"
+
+
+# -- the simulation, the store and modify ----------------------------------------------------
+
+
+def test_in_the_simulation_an_isolated_task_runs_at_its_simulated_instant_in_this_process() -> None:
+    sim = Simulation()
+    start = sim.now
+    task = sim.schedule(
+        "pid", OneTime(delay=30), action=f"{JOBS}:pid", isolation="process", duration=5.0
+    )
+    sim.run_for(60)
+    (record,) = task.history
+    assert record.started == start + 30 and record.finished == start + 35
+    assert record.result == str(os.getpid())
+
+
+def test_a_durable_store_keeps_the_isolation_and_modify_does_not_drop_it(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path) as store:
+        scheduler = Scheduler(store=store)
+        task = scheduler.schedule(
+            "add", f"{JOBS}:add", FixedRate(60), isolation="process", args=[1, 2]
+        )
+        scheduler.modify(task.id, timeout=5.0)
+        assert scheduler.task(task.id).definition.isolation == "process"
+        scheduler.shutdown()
+    with SqliteTaskStore(path) as store:
+        restored = Scheduler(store=store).task(task.id)
+        assert restored.definition.isolation == "process"
+        assert restored.action is process_jobs.add and restored.timeout == 5.0
+
+
+# -- shutdown --------------------------------------------------------------------------------
+
+
+def test_shutdown_with_drain_waits_for_the_isolated_run_and_leaves_no_child_alive(
+    make_scheduler: SchedulerFactory, tmp_path: Path
+) -> None:
+    marker = tmp_path / "pid"
+    others = set(serving_children())  # the shared scheduler's
+    scheduler = make_scheduler(workers=2)
+    task = scheduler.schedule(
+        "short", f"{JOBS}:sleep", OneTime(delay=0), isolation="process", args=[0.3, str(marker)]
+    )
+    assert wait_for(lambda: marker.exists() and marker.read_text() != "")
+    assert set(serving_children()) - others
+    assert scheduler.shutdown(drain=True, timeout=BOUND)
+    assert task.history[0].ok and task.history[0].result == "'slept'"
+    assert set(serving_children()) <= others
+
+
+def test_shutdown_without_drain_kills_the_running_child_and_leaves_none_alive(
+    make_scheduler: SchedulerFactory, tmp_path: Path
+) -> None:
+    marker = tmp_path / "pid"
+    others = set(serving_children())  # the shared scheduler's
+    scheduler = make_scheduler(workers=2)
+    task = scheduler.schedule(
+        "long", f"{JOBS}:sleep", OneTime(delay=0), isolation="process", args=[3600, str(marker)]
+    )
+    assert wait_for(lambda: marker.exists() and marker.read_text() != "")
+    assert scheduler.shutdown(drain=False, timeout=BOUND)
+    (record,) = task.history
+    assert (record.error or "").startswith("CancelledError: the scheduler shut down")
+    assert not alive(int(marker.read_text()))
+    assert set(serving_children()) <= others
+
+
+def test_a_drain_that_runs_out_of_time_kills_the_running_child(
+    make_scheduler: SchedulerFactory, tmp_path: Path
+) -> None:
+    marker = tmp_path / "pid"
+    scheduler = make_scheduler(workers=1)
+    task = scheduler.schedule(
+        "long", f"{JOBS}:sleep", OneTime(delay=0), isolation="process", args=[3600, str(marker)]
+    )
+    assert wait_for(lambda: marker.exists() and marker.read_text() != "")
+    scheduler.shutdown(drain=True, timeout=0.5)  # False, or True if the kill was quick
+    assert scheduler.shutdown(timeout=BOUND)  # a second call waits for the killed run
+    (record,) = task.history
+    assert (record.error or "").startswith("CancelledError: the scheduler shut down")
+    assert not alive(int(marker.read_text()))

@@ -1,0 +1,264 @@
+"""SqliteTaskStore(shared=True): claims with fencing tokens, renewal, fenced settles, the
+change feed, and the arguments and openers it refuses (store-level, in one process:
+two stores on one file stand for two processes)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lldsched import ExecutionRecord, OneTime, Scheduler, SqliteTaskStore, StoreError, TaskStatus
+from lldsched.errors import LeaseLost, ValidationError
+from lldsched.persistence import CoordinatedStore, TaskSnapshot
+from lldsched.stores.sqlite import SCHEMA_VERSION
+from tests import jobs
+
+T0 = 1_800_000_000.0
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> str:
+    return str(tmp_path / "tasks.db")
+
+
+@pytest.fixture
+def pair(path: str) -> Iterator[tuple[SqliteTaskStore, SqliteTaskStore]]:
+    """Two shared stores on one file, with three tasks due at T0 registered through the first."""
+    first = SqliteTaskStore(path, shared=True, lease=10)
+    seeder = Scheduler(store=first)
+    for n in range(3):
+        seeder.schedule(f"job-{n}", jobs.noop, OneTime(T0 + n), id=f"job-{n}")
+    second = SqliteTaskStore(path, shared=True, lease=10)
+    yield first, second
+    seeder.shutdown()
+    first.close()
+    second.close()
+
+
+def _finished(
+    store: SqliteTaskStore, task_id: str, token: int
+) -> tuple[TaskSnapshot, ExecutionRecord]:
+    snapshot = store.get(task_id)
+    assert snapshot is not None
+    done = snapshot._replace(status=TaskStatus.SUCCEEDED, next_run_at=None, run_count=1)
+    record = ExecutionRecord.of(
+        task_id=task_id, name=snapshot.task.name, attempt=1, due=T0, slot=T0, worker=0,
+        started=T0, finished=T0 + 1, ok=True, token=token,
+    )  # fmt: skip
+    return done, record
+
+
+# -- arguments and openers ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shared", [1, "yes", None])
+def test_shared_must_be_a_bool_and_the_error_names_the_value(path: str, shared: object) -> None:
+    with pytest.raises(ValidationError, match=f"shared must be True or False, got {shared!r}"):
+        SqliteTaskStore(path, shared=shared)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("name", "value"), [("lease", 0), ("lease", -1.0), ("poll", "1")])
+def test_lease_and_poll_must_be_positive_seconds(path: str, name: str, value: object) -> None:
+    with pytest.raises(ValidationError, match=name):
+        SqliteTaskStore(path, shared=True, **{name: value})  # type: ignore[arg-type]
+
+
+def test_a_private_in_memory_database_cannot_be_shared() -> None:
+    with pytest.raises(ValidationError, match=r"shared=True needs a file.*':memory:'"):
+        SqliteTaskStore(":memory:", shared=True)
+
+
+def test_shared_stores_open_together_and_refuse_an_unshared_opener(path: str) -> None:
+    first, second = SqliteTaskStore(path, shared=True), SqliteTaskStore(path, shared=True)
+    with pytest.raises(StoreError, match="already open by shared=True schedulers"):
+        SqliteTaskStore(path)
+    first.close()
+    second.close()
+    SqliteTaskStore(path).close()  # once they are closed, it opens
+
+
+def test_an_unshared_store_refuses_a_shared_opener(path: str) -> None:
+    with SqliteTaskStore(path), pytest.raises(StoreError, match="without shared=True"):
+        SqliteTaskStore(path, shared=True)
+
+
+def test_the_coordination_methods_of_an_unshared_store_say_it_shares_nothing(path: str) -> None:
+    with SqliteTaskStore(path) as store:
+        assert store.shared is False
+        with pytest.raises(StoreError, match="opened without shared=True"):
+            store.claim(now=T0, limit=1)
+
+
+def test_a_shared_store_is_a_coordinated_store(path: str) -> None:
+    with SqliteTaskStore(path, shared=True) as store:
+        assert isinstance(store, CoordinatedStore)
+        assert store.shared is True
+
+
+# -- claims, tokens, settles -----------------------------------------------------------------
+
+
+def test_a_due_task_is_claimed_by_one_store_only_until_its_lease_expires(
+    pair: tuple[SqliteTaskStore, SqliteTaskStore],
+) -> None:
+    first, second = pair
+    claims = first.claim(now=T0 + 10, limit=10)
+    assert [claim.task_id for claim in claims] == ["job-0", "job-1", "job-2"]
+    assert second.claim(now=T0 + 10, limit=10) == []  # all leased
+    taken = second.claim(now=claims[0].expires_at, limit=1)  # the first lease expired
+    assert [claim.task_id for claim in taken] == ["job-0"]
+    assert taken[0].token > max(claim.token for claim in claims)
+
+
+def test_only_due_tasks_are_claimed_in_due_order_up_to_the_limit(
+    pair: tuple[SqliteTaskStore, SqliteTaskStore],
+) -> None:
+    first, _ = pair
+    assert first.claim(now=T0 - 1, limit=10) == []
+    assert [claim.task_id for claim in first.claim(now=T0 + 1, limit=1)] == ["job-0"]
+    assert first.claim(now=T0 + 1, limit=0) == []
+
+
+def test_a_settle_with_the_held_token_writes_the_record_and_frees_the_task(
+    pair: tuple[SqliteTaskStore, SqliteTaskStore],
+) -> None:
+    first, second = pair
+    (claim,) = first.claim(now=T0, limit=1)
+    snapshot, record = _finished(first, "job-0", claim.token)
+    first.settle(snapshot, record, token=claim.token)
+    assert [r.token for r in second.records("job-0")] == [claim.token]
+    settled = second.get("job-0")
+    assert settled is not None and settled.status is TaskStatus.SUCCEEDED
+    assert second.leases() == []
+
+
+def test_a_settle_after_a_takeover_is_refused_and_writes_nothing(
+    pair: tuple[SqliteTaskStore, SqliteTaskStore],
+) -> None:
+    first, second = pair
+    (old,) = first.claim(now=T0, limit=1)
+    (new,) = second.claim(now=old.expires_at, limit=1)
+    snapshot, record = _finished(first, "job-0", old.token)
+    with pytest.raises(LeaseLost, match=f"'job-0' with fencing token {old.token}"):
+        first.settle(snapshot, record, token=old.token)
+    assert second.records("job-0") == []
+    assert [(lease.token, lease.holder) for lease in second.leases()] == [(new.token, second.node)]
+
+
+def test_a_stale_save_through_the_core_is_counted_as_rejected_not_raised(
+    pair: tuple[SqliteTaskStore, SqliteTaskStore],
+) -> None:
+    first, second = pair
+    (old,) = first.claim(now=T0, limit=1)
+    second.claim(now=old.expires_at, limit=1)
+    first.save(*_finished(first, "job-0", old.token))  # what SchedulerCore.finish calls
+    assert first.rejected == 1
+    assert second.records("job-0") == []
+
+
+def test_renewal_keeps_held_leases_and_reports_lost_ones(
+    pair: tuple[SqliteTaskStore, SqliteTaskStore],
+) -> None:
+    first, second = pair
+    zero, one = first.claim(now=T0 + 1, limit=2)
+    second.claim(now=zero.expires_at, limit=1)  # takes job-0 over (its lease ran out)
+    assert first.renew(tokens={zero.token, one.token}, now=T0 + 2) == {one.token}
+    expiry = {lease.task_id: lease.expires_at for lease in second.leases()}
+    assert expiry["job-1"] == T0 + 2 + first.lease
+
+
+def test_a_released_claim_is_free_for_another_store_at_once(
+    pair: tuple[SqliteTaskStore, SqliteTaskStore],
+) -> None:
+    first, second = pair
+    (claim,) = first.claim(now=T0, limit=1)
+    first.release(task_id="job-0", token=claim.token)
+    assert [c.task_id for c in second.claim(now=T0, limit=1)] == ["job-0"]
+
+
+# -- the change feed -----------------------------------------------------------------------
+
+
+def test_the_feed_shows_the_other_stores_writes_and_removals_not_its_own(
+    pair: tuple[SqliteTaskStore, SqliteTaskStore],
+) -> None:
+    first, second = pair
+    assert second.changes() == []  # the rows at open are what load_all gives
+    paused = second.get("job-1")
+    assert paused is not None
+    first.save(paused._replace(status=TaskStatus.PAUSED))
+    first.delete("job-2")
+    assert second.changed()
+    changes = second.changes()
+    assert [(c.task_id, c.snapshot is None) for c in changes] == [("job-1", False), ("job-2", True)]
+    assert changes[0].snapshot is not None and changes[0].snapshot.status is TaskStatus.PAUSED
+    assert first.changes() == []  # its own writes
+    assert not second.changed()
+
+
+def test_muted_saves_write_nothing(pair: tuple[SqliteTaskStore, SqliteTaskStore]) -> None:
+    first, second = pair
+    snapshot = first.get("job-0")
+    assert snapshot is not None
+    with first.muted():
+        first.save(snapshot._replace(status=TaskStatus.CANCELLED))
+        first.delete("job-1")
+    assert second.changes() == []
+    assert len(second) == 3
+
+
+# -- the schema --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_older_file_is_migrated_to_3_with_its_tasks_and_then_opens_shared(
+    path: str, version: int
+) -> None:
+    with SqliteTaskStore(path) as store:
+        Scheduler(store=store).schedule("job", jobs.noop, OneTime(T0), id="job")
+    _downgrade_to_2(path)
+    if version == 1:
+        connection = sqlite3.connect(path, isolation_level=None)
+        connection.executescript("ALTER TABLE records DROP COLUMN result; PRAGMA user_version = 1;")
+        connection.close()
+    with SqliteTaskStore(path, shared=True) as store:
+        assert [snapshot.task.id for snapshot in store.load_all()] == ["job"]
+        assert [claim.task_id for claim in store.claim(now=T0, limit=1)] == ["job"]
+    connection = sqlite3.connect(path)
+    assert connection.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+    connection.close()
+
+
+def _downgrade_to_2(path: str) -> None:
+    """Make the file what lldsched wrote at schema version 2 (no leases, no versions)."""
+    connection = sqlite3.connect(path, isolation_level=None)
+    connection.executescript(
+        "BEGIN; DROP TABLE leases; DROP TABLE counters; DROP TABLE removed;"
+        "DROP INDEX tasks_due; DROP INDEX tasks_version;"
+        "ALTER TABLE tasks DROP COLUMN priority; ALTER TABLE tasks DROP COLUMN version;"
+        "ALTER TABLE records DROP COLUMN token; PRAGMA user_version = 2; COMMIT;"
+    )
+    connection.close()
+
+
+def test_a_pause_written_by_another_store_during_a_run_wins_over_its_settle(
+    pair: tuple[SqliteTaskStore, SqliteTaskStore],
+) -> None:
+    first, second = pair
+    (claim,) = first.claim(now=T0, limit=1)
+    second.load_all()
+    running = second.get("job-0")
+    assert running is not None
+    second.save(running._replace(status=TaskStatus.PAUSED))  # a pause from the other process
+    done, record = _finished(first, "job-0", claim.token)
+    first.settle(done._replace(status=TaskStatus.SCHEDULED, next_run_at=T0 + 60), record,
+                 token=claim.token)  # fmt: skip
+    settled = second.get("job-0")
+    assert settled is not None
+    assert (settled.status, settled.next_run_at) == (TaskStatus.PAUSED, T0 + 60)
+    assert [r.token for r in second.records("job-0")] == [claim.token]
+    (change,) = first.changes()  # the settler must follow the row, not its own outcome
+    assert change.snapshot is not None and change.snapshot.status is TaskStatus.PAUSED
