@@ -1,48 +1,101 @@
-"""Growth: how registration and pause/resume/cancel churn cost as the task count grows.
+"""Growth: how lldsched's costs grow from 1e3 to 1e6 tasks, each against its peer and
+its floor in the same run (issue #19), printed as a table of ratios.
 
-For each size ``n`` (1e3, 1e4, 1e5 and 1e6; ``--quick`` stops at 1e5), on a scheduler
-that is never started:
+Sizes are 1e3, 1e4, 1e5 and 1e6 (``--quick`` stops at 1e5) unless a row says
+otherwise; each row reuses the workload of the benchmark module that owns it.
 
-* registration: ``n`` tasks registered as a user writes them,
-  ``scheduler.schedule("tick", f, FixedRate(60))``, in µs per task, against the
-  floor, a bare ``heapq.heappush`` of ``n`` tuples of the same shape;
-* churn, one call timed at a time: ``n + n // 5`` pause/resume pairs on tasks picked
-  at random (each pause leaves a tombstone, each resume pushes a new entry: enough
-  for the heap's tombstones to pass the compaction threshold at least once), then
-  cancels of 60 % of the tasks.  Mean, p99 and max per verb, in µs.
+* **registration**: ``n`` tasks registered as a user writes them,
+  ``scheduler.schedule("tick", f, FixedRate(60))``, on a scheduler never started, in
+  CPU µs per task (one thread; CPU time is what a shared machine leaves comparable
+  from one size to the next), against the floor, a bare ``heapq.heappush`` of ``n``
+  tuples of the same shape;
+* **churn**, one call timed at a time on those ``n`` tasks: ``n + n // 5``
+  pause/resume pairs on tasks picked at random (enough tombstones to pass the
+  compaction threshold at least once), then cancels of 60 % of the tasks.  Mean,
+  p99 and max per verb, in µs.  A call inside which the cyclic collector ran (any
+  generation) is reported apart: at 1e6 registered tasks even a young-generation
+  collection took 45-72 ms of CPU here, whatever the queue does, so the goal is on
+  the worst call without one, and on the CPU time the call's thread used (on a
+  shared machine a call can wait for a core far longer than it works);
+* **dispatch**: ``bench_dispatch``'s workload (``n`` no-op one-off tasks due at once,
+  4 workers, registered before ``start()``, timed from it to the n-th action), in µs
+  per job of wall time and of the process's CPU time (every thread), against a bare
+  ``ThreadPoolExecutor(4)`` given the same ``n``
+  calls and APScheduler 3 (``bench_dispatch.run_apscheduler``, wall time, to 1e5;
+  ``--quick``: 1e4);
+* **one-off stream**: a service that schedules one-off tasks forever, in batches of
+  :data:`BATCH` on a started scheduler (each batch registered, then run), ``n`` runs in
+  all (1e4 ... 1e6).  Untraced, the process's CPU µs per job (registration and run):
+  the goal "dispatch per job flat from 1e4 to 1e6" is on it, since it is what a
+  scheduler costs per job after ``n`` one-off runs (the dispatch row above holds all
+  ``n`` registered at once, so its heap and registry are ``n`` deep whatever
+  retires).  Then under tracemalloc: the memory held after the stream and at its
+  peak, with the default retention, with ``retain_finished=None`` (to 1e5: the
+  unbounded registry issue #19 measured) and for a ``ThreadPoolExecutor(4)`` given
+  the same batches (µs per job shown too, slowed by the tracing on both sides);
+* **parked-timer wake latency**: ``n`` tasks parked an hour away on a started
+  scheduler, then ``bench_latency``'s probe (a ``OneTime(delay=0.05)``, ``started -
+  due``) :data:`LATENCY_SAMPLES` times, against ``bench_latency``'s floor (a thread
+  on a bare ``Condition.wait``), sampled in the same loop;
+* **simulation** at k = 10, 100, 1,000 tasks: ``bench_sim``'s ten-task workload
+  repeated k / 10 times, with 4 workers per ten tasks, for 30 * 10 / k simulated
+  days (``--quick``: 0.3 of that), against SimPy running the same model
+  (``bench_sim.run_simpy``), in runs per CPU second (both are single-threaded); and
+  the bytes each kept record costs (tracemalloc, k = 100 over 0.3 simulated days);
+* **to_frame** of ``bench_views``' synthetic records, against a naive
+  ``pandas.DataFrame(records)`` of the same list (best of 3 to 1e5, one run at 1e6).
 
-The max is what a compaction done inside one call shows (issue #19: a whole-heap
-rebuild inside one ``pause()`` took 3.3 s at 1e6).  A call inside which the cyclic
-collector ran (any generation) is reported apart: at 1e6 registered tasks even a
-young-generation collection took 45-72 ms of CPU here, whatever the queue does (the
-collector's share is item 4 of issue #19), so the goal is on the worst call without
-one, and on the CPU time the call's thread used (the machine may be shared: a call
-can wait for a core far longer than it works).
-
-This is the skeleton of issue #19's growth benchmark; dispatch, wake latency, the
-simulation and ``to_frame`` are still measured by their own modules.
-
-Usage: ``python benchmarks/bench_growth.py [--quick]``.
+Usage: ``python benchmarks/bench_growth.py [--quick]`` (or ``run_all.py growth``).
 """
 
 from __future__ import annotations
 
 import gc
 import heapq
+import math
 import random
 import statistics
 import sys
 import time
+import tracemalloc
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
 
-from lldsched import FixedRate, Scheduler
+import bench_dispatch
+import bench_latency
+import bench_sim
+import bench_views
+
+from lldsched import FakeClock, FixedRate, OneTime, Schedule, Scheduler
+from lldsched.core.retention import DEFAULT_RETAIN_FINISHED
+from lldsched.sim import Simulation, fixed
+from lldsched.views.frames import to_frame
 
 SIZES = (1_000, 10_000, 100_000, 1_000_000)
 QUICK_SIZES = (1_000, 10_000, 100_000)
 VERBS = ("pause", "resume", "cancel")
 
+APS_SIZES = (1_000, 10_000, 100_000)  # APScheduler's dispatch: 1e6 takes minutes
+STREAM_SIZES = (10_000, 100_000, 1_000_000)
+KEEP_ALL_SIZES = (10_000, 100_000)  # retain_finished=None: the unbounded registry
+BATCH = 10_000  # one-off tasks a batch of the stream registers before they run
+LATENCY_SAMPLES = 40
+SIM_TASKS = (10, 100, 1_000)
+FRAME_REPEATS = 3
+TIMEOUT = 300.0
+
 GOALS: dict[str, tuple[str, float]] = {
     "churn worst call CPU without a GC at 1e5 (ms)": ("<", 20.0),
+    "churn worst call CPU without a GC, largest n (ms)": ("<", 20.0),
+    "register per task, largest n vs 1e4 (x)": ("<=", 1.5),
+    "dispatch per job, largest n vs 1e4 (x)": ("<=", 1.2),
+    "one-off memory peak, largest n (MiB)": ("<", 64.0),
+    "sim vs SimPy at k=10 (x)": (">=", 4.0),
+    "sim vs SimPy at k=100 (x)": (">=", 4.0),
+    "sim vs SimPy at k=1000 (x)": (">=", 4.0),
+    "sim bytes per kept record (tracemalloc)": ("<=", 100.0),
+    "to_frame vs naive DataFrame, largest n (x)": (">=", 3.0),
 }
 
 
@@ -95,17 +148,17 @@ def registration(n: int) -> tuple[float, float, Scheduler]:
     """µs per task for lldsched and for the floor; the scheduler, for the churn."""
     heap: list[tuple[float, int, int, str]] = []
     gc.collect()
-    t0 = time.perf_counter()
+    t0 = time.thread_time()  # CPU time: one thread, and the machine may be shared
     for i in range(n):
         heapq.heappush(heap, (60.0 + i, 1, i, "tick"))
-    floor = (time.perf_counter() - t0) / n * 1e6
+    floor = (time.thread_time() - t0) / n * 1e6
     del heap
     scheduler = Scheduler(workers=1)
     gc.collect()
-    t0 = time.perf_counter()
+    t0 = time.thread_time()
     for _ in range(n):
         scheduler.schedule("tick", f, FixedRate(60))
-    return (time.perf_counter() - t0) / n * 1e6, floor, scheduler
+    return (time.thread_time() - t0) / n * 1e6, floor, scheduler
 
 
 def churn(scheduler: Scheduler, seed: int = 19) -> dict[str, Samples]:
@@ -126,21 +179,285 @@ def churn(scheduler: Scheduler, seed: int = 19) -> dict[str, Samples]:
     return samples
 
 
+# -- dispatch ------------------------------------------------------------------------------
+
+
+class PerJob(NamedTuple):
+    wall: float  # µs per job
+    cpu: float  # µs of the process's CPU time (every thread) per job
+
+
+def dispatch(n: int) -> PerJob:
+    """``bench_dispatch.run_lldsched``'s workload (no store, no listener), timed from
+    ``start()`` to the n-th action in wall time and in the process's CPU time: on a
+    shared machine the CPU time is what stays comparable from one size to the next."""
+    done = bench_dispatch._Done(n)
+
+    def noop() -> None:  # a function: a callable object costs a signature lookup to register
+        done()
+
+    scheduler = Scheduler(workers=bench_dispatch.WORKERS)
+    at = time.time() - 1.0
+    for _ in range(n):
+        scheduler.schedule("noop", noop, OneTime(at=at))
+    gc.collect()
+    try:
+        c0, t0 = time.process_time(), time.perf_counter()
+        scheduler.start()
+        if not done.event.wait(TIMEOUT):
+            raise RuntimeError(f"lldsched ran fewer than {n} tasks in {TIMEOUT} s")
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    finally:
+        scheduler.shutdown(timeout=TIMEOUT)
+    return PerJob(wall / n * 1e6, cpu / n * 1e6)
+
+
+def thread_pool(n: int) -> PerJob:
+    """A bare ``ThreadPoolExecutor`` running ``n`` no-op calls (submit included)."""
+    done = bench_dispatch._Done(n)
+    with ThreadPoolExecutor(bench_dispatch.WORKERS) as pool:
+        gc.collect()
+        c0, t0 = time.process_time(), time.perf_counter()
+        for _ in range(n):
+            pool.submit(done)
+        if not done.event.wait(TIMEOUT):
+            raise RuntimeError(f"the thread pool ran fewer than {n} calls in {TIMEOUT} s")
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return PerJob(wall / n * 1e6, cpu / n * 1e6)
+
+
+class Stream(NamedTuple):
+    per_job: float  # µs per job, registration and run (traced: slower than untraced)
+    held: float  # MiB still traced after the last batch (NaN: not traced)
+    peak: float  # MiB traced at the stream's peak (NaN: not traced)
+
+
+Measure = Callable[[Callable[[], None], int], Stream]
+"""How a stream is measured: it runs ``n // BATCH`` batches of the given function."""
+
+
+def cpu_timed(run_batch: Callable[[], None], n: int) -> Stream:
+    """Run ``n // BATCH`` batches untraced: the process's CPU µs per job (every thread)."""
+    gc.collect()
+    c0 = time.process_time()
+    for _ in range(n // BATCH):
+        run_batch()
+    return Stream((time.process_time() - c0) / n * 1e6, math.nan, math.nan)
+
+
+def traced(run_batch: Callable[[], None], n: int) -> Stream:
+    """Run ``n // BATCH`` batches under tracemalloc: what they leave held, and their peak.
+    Traced memory is exact and independent of what earlier rows left in the allocator
+    (resident memory is not: freed arenas are reused without growing it)."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        t0 = time.perf_counter()
+        for _ in range(n // BATCH):
+            run_batch()
+        elapsed = time.perf_counter() - t0
+        gc.collect()
+        held, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return Stream(elapsed / n * 1e6, (held - base) / 2**20, (peak - base) / 2**20)
+
+
+def stream(n: int, *, retain: int | None, measure: Measure = traced) -> Stream:
+    """A service scheduling ``n`` one-off tasks in batches (see the module docstring).
+
+    On a ``FakeClock``: each batch is due a second ahead and the clock moves on once it
+    is registered, so the workers run it as ``bench_dispatch`` does (registered first),
+    not one wake-up per registration."""
+    clock = FakeClock(bench_sim.START)
+    scheduler = Scheduler(
+        workers=bench_dispatch.WORKERS, clock=clock, retain_finished=retain
+    ).start()
+
+    def batch() -> None:
+        done = bench_dispatch._Done(BATCH)
+
+        def remind() -> None:  # a function, as in dispatch()
+            done()
+
+        at = clock.now() + 1.0
+        for _ in range(BATCH):
+            scheduler.schedule("remind", remind, OneTime(at=at))
+        clock.advance(1.0)
+        if not done.event.wait(TIMEOUT) or not scheduler.wait_idle(TIMEOUT):
+            raise RuntimeError(f"a batch of {BATCH} did not run in {TIMEOUT} s")
+
+    try:
+        return measure(batch, n)
+    finally:
+        scheduler.shutdown(timeout=TIMEOUT)
+
+
+def thread_pool_stream(n: int) -> Stream:
+    """The same batches of calls, given to a bare ``ThreadPoolExecutor``."""
+    with ThreadPoolExecutor(bench_dispatch.WORKERS) as pool:
+
+        def batch() -> None:
+            done = bench_dispatch._Done(BATCH)
+            for _ in range(BATCH):
+                pool.submit(done)
+            if not done.event.wait(TIMEOUT):
+                raise RuntimeError(f"a batch of {BATCH} did not run in {TIMEOUT} s")
+
+        return traced(batch, n)
+
+
+# -- wake latency ----------------------------------------------------------------------------
+
+
+def parked_latency(n: int) -> tuple[float, float]:
+    """p50 of ``started - due`` (ms) for a probe with ``n`` tasks parked an hour away,
+    and of the bare Condition floor sampled in the same loop."""
+    scheduler = Scheduler(workers=bench_latency.WORKERS)
+    at = time.time() + 3600.0
+    for _ in range(n):
+        scheduler.schedule("parked", f, OneTime(at=at))
+    floor = bench_latency._TimedFloor()
+    ours: list[float] = []
+    floors: list[float] = []
+    try:
+        scheduler.start()
+        for _ in range(LATENCY_SAMPLES):
+            floors.append(floor.sample())
+            ours.append(bench_latency._lldsched_sample(scheduler, bench_latency.DELAY))
+    finally:
+        floor.close()
+        scheduler.shutdown(drain=False, timeout=TIMEOUT)
+    return statistics.median(ours) * 1e3, statistics.median(floors) * 1e3
+
+
+# -- simulation ------------------------------------------------------------------------------
+
+
+def sim_workload(k: int) -> list[tuple[str, Schedule, float]]:
+    """``bench_sim``'s ten tasks, repeated ``k / 10`` times."""
+    return [
+        (f"{name}-{copy}", schedule, duration)
+        for copy in range(k // len(bench_sim.WORKLOAD))
+        for name, schedule, duration in bench_sim.WORKLOAD
+    ]
+
+
+def sim_workers(k: int) -> int:
+    """Four workers per ten tasks, as in ``bench_sim``."""
+    return bench_sim.WORKERS * k // len(bench_sim.WORKLOAD)
+
+
+def sim_versus_simpy(k: int, *, days: float) -> tuple[float, float]:
+    """Runs per CPU second for lldsched and SimPy on ``k`` tasks over ``days`` (both are
+    single-threaded: CPU time is what a shared machine leaves comparable)."""
+    import simpy  # noqa: F401  (imported before the clock starts)
+
+    workload = sim_workload(k)
+    workers = sim_workers(k)
+    c0 = time.thread_time()
+    runs, _ = bench_sim.run_lldsched(workload=workload, days=days, workers=workers)
+    ours = runs / (time.thread_time() - c0)
+    c0 = time.thread_time()
+    simpy_runs, _ = bench_sim.run_simpy(workload=workload, days=days, workers=workers)
+    return ours, simpy_runs / (time.thread_time() - c0)
+
+
+def bytes_per_record(k: int, *, days: float) -> float:
+    """Traced bytes a simulation of ``k`` tasks holds per record it kept over ``days``
+    (the records, and whatever else its runs left behind)."""
+    sim = Simulation(workers=sim_workers(k), start=bench_sim.START)
+    for name, schedule, duration in sim_workload(k):
+        sim.schedule(name, schedule, duration=fixed(duration))
+    sim.run_for(3600.0)  # every task has run a few times: its history exists
+    kept = len(sim.records())
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        sim.run_for(days * 86400)
+        gc.collect()
+        after = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    return (after - before) / (len(sim.records()) - kept)
+
+
+# -- frames ----------------------------------------------------------------------------------
+
+
+def frames(n: int) -> tuple[float, float]:
+    """Seconds for ``to_frame`` and for a naive ``pandas.DataFrame`` of ``n`` records."""
+    import pandas as pd
+
+    records = bench_views.synthetic_records(n)
+    repeats = FRAME_REPEATS if n < 1_000_000 else 1
+
+    def best(build: Callable[[], object]) -> float:
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            build()
+            times.append(time.perf_counter() - t0)
+        return min(times)
+
+    return best(lambda: to_frame(records)), best(lambda: pd.DataFrame(records))
+
+
+# -- the table -------------------------------------------------------------------------------
+
+
+class Ratio(NamedTuple):
+    """One row of the table: lldsched's figure, and its peer's or floor's."""
+
+    row: str
+    n: int
+    ours: float
+    other: float
+    unit: str
+    against: str
+
+
+def _size(n: int) -> str:
+    return f"1e{len(str(n)) - 1}"
+
+
+def _print_ratios(ratios: list[Ratio]) -> None:
+    print("growth: lldsched / the other, per row (time, memory: lower is better;")
+    print("        runs per second, shown as the other's time per run: lower is better too)")
+    print(f"  {'row':<26} {'n':>5} {'lldsched':>11} {'other':>11} {'ratio':>8}  other (unit)")
+    for r in ratios:
+        ratio = r.ours / r.other if r.other else float("nan")
+        print(
+            f"  {r.row:<26} {_size(r.n):>5} {r.ours:>11,.3f} {r.other:>11,.3f} {ratio:>7.2f}x"
+            f"  {r.against} ({r.unit})"
+        )
+
+
 def main(argv: list[str] | None = None) -> dict[str, float]:
     args = sys.argv[1:] if argv is None else argv
-    sizes = QUICK_SIZES if "--quick" in args else SIZES
-    print("growth: a scheduler that is not started; registration µs/task, churn µs/call")
+    quick = "--quick" in args
+    sizes = QUICK_SIZES if quick else SIZES
+    largest = sizes[-1]
+    results: dict[str, float] = {}
+    ratios: list[Ratio] = []
+
+    print("registration and churn: a scheduler that is not started; µs/task, µs/call")
     print(
         f"  {'n':>9}  {'register':>8} {'floor':>6} {'ratio':>6}   "
         + "   ".join(f"{verb + ' mean/p99/max':>26}" for verb in VERBS)
         + "   calls with a GC (longest ms)"
     )
-    results: dict[str, float] = {}
+    register: dict[int, float] = {}
     for n in sizes:
         per_task, floor, scheduler = registration(n)
+        register[n] = per_task
+        ratios.append(Ratio("register", n, per_task, floor, "µs/task", "bare heapq"))
         samples = churn(scheduler)
         stats = scheduler.queue_stats()
         scheduler.shutdown()
+        del scheduler
         summaries = {verb: samples[verb].summary() for verb in VERBS}
         collected = [t for s in samples.values() for t in s.collected]
         worst_cpu = max(s.worst_cpu for s in samples.values())
@@ -156,13 +473,108 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             f"  {'':>9}  heap after churn: {stats.entries:,} entries, {stats.tombstones:,} "
             f"dead; worst call's CPU time without a GC {worst_cpu * 1e3:.1f} ms"
         )
-        size = f"1e{len(str(n)) - 1}"
+        size = _size(n)
         results[f"register at {size} (µs/task)"] = per_task
         results[f"register at {size} vs heapq floor (x)"] = per_task / floor
         for verb, (mean, _, worst) in summaries.items():
             results[f"{verb} mean at {size} (µs)"] = mean
             results[f"{verb} max at {size} (ms)"] = worst / 1e3
         results[f"churn worst call CPU without a GC at {size} (ms)"] = worst_cpu * 1e3
+    results["churn worst call CPU without a GC, largest n (ms)"] = results[
+        f"churn worst call CPU without a GC at {_size(largest)} (ms)"
+    ]
+    results["register per task, largest n vs 1e4 (x)"] = register[largest] / register[10_000]
+
+    print("dispatch: n one-off no-op tasks due at once, 4 workers; µs per job, wall (CPU)")
+    cpu: dict[int, float] = {}
+    for n in sizes:
+        ours = dispatch(n)
+        pool = thread_pool(n)
+        cpu[n] = ours.cpu
+        line = (
+            f"  {n:>9,}  lldsched {ours.wall:6.2f} ({ours.cpu:5.2f})   "
+            f"ThreadPoolExecutor {pool.wall:6.2f} ({pool.cpu:5.2f})"
+        )
+        pool_name = "ThreadPoolExecutor"
+        ratios.append(Ratio("dispatch", n, ours.wall, pool.wall, "µs/job", pool_name))
+        ratios.append(Ratio("dispatch, CPU", n, ours.cpu, pool.cpu, "µs/job", pool_name))
+        if n in APS_SIZES and (not quick or n <= 10_000):
+            aps = bench_dispatch.run_apscheduler(n, from_resume=True) / n * 1e6
+            line += f"   APScheduler 3 {aps:6.2f}"
+            ratios.append(Ratio("dispatch", n, ours.wall, aps, "µs/job", "APScheduler 3"))
+            results[f"dispatch at {_size(n)} vs APScheduler (x)"] = aps / ours.wall
+        print(line)
+        results[f"dispatch at {_size(n)} (µs/job)"] = ours.wall
+        results[f"dispatch at {_size(n)}, CPU (µs/job)"] = ours.cpu
+    results["dispatch registered first, largest n vs 1e4 (x)"] = cpu[largest] / cpu[10_000]
+
+    print(
+        f"one-off stream: batches of {BATCH:,} one-off tasks on a started scheduler, traced; "
+        "MiB held after the stream / at its peak"
+    )
+    peak = 0.0
+    streamed_cpu: dict[int, float] = {}
+    for n in (n for n in STREAM_SIZES if n <= largest):
+        streamed_cpu[n] = stream(n, retain=DEFAULT_RETAIN_FINISHED, measure=cpu_timed).per_job
+        print(f"  {n:>9,}  untraced: {streamed_cpu[n]:5.2f} CPU µs/job")
+        ratios.append(Ratio("one-off stream, CPU", n, streamed_cpu[n], streamed_cpu[10_000],
+                            "µs/job", "the same at 1e4"))  # fmt: skip
+        results[f"one-off stream at {_size(n)}, CPU (µs/job)"] = streamed_cpu[n]
+        streamed = stream(n, retain=DEFAULT_RETAIN_FINISHED)
+        pooled = thread_pool_stream(n)
+        peak = streamed.peak
+        line = (
+            f"  {n:>9,}  default retention: {streamed.held:5.1f} / {streamed.peak:5.1f} MiB "
+            f"({streamed.per_job:5.2f} µs/job)   ThreadPoolExecutor: {pooled.held:4.1f} / "
+            f"{pooled.peak:4.1f} MiB ({pooled.per_job:5.2f} µs/job)"
+        )
+        ratios.append(Ratio("one-off stream, traced", n, streamed.per_job, pooled.per_job, "µs/job",
+                            "ThreadPoolExecutor"))  # fmt: skip
+        ratios.append(Ratio("one-off memory peak", n, streamed.peak, pooled.peak, "MiB traced",
+                            "ThreadPoolExecutor"))  # fmt: skip
+        if n in KEEP_ALL_SIZES:
+            kept = stream(n, retain=None)
+            line += f"   retain_finished=None: {kept.held:5.1f} / {kept.peak:5.1f} MiB"
+            ratios.append(Ratio("one-off memory peak", n, streamed.peak, kept.peak, "MiB traced",
+                                "retain_finished=None"))  # fmt: skip
+            results[f"one-off memory peak at {_size(n)}, keep all (MiB)"] = kept.peak
+        print(line)
+        results[f"one-off memory held after {_size(n)} runs (MiB)"] = streamed.held
+        results[f"one-off memory peak at {_size(n)} (MiB)"] = streamed.peak
+    results["one-off memory peak, largest n (MiB)"] = peak
+    results["dispatch per job, largest n vs 1e4 (x)"] = streamed_cpu[largest] / streamed_cpu[10_000]
+
+    print(f"parked-timer wake latency: n tasks an hour away, p50 of {LATENCY_SAMPLES} probes")
+    for n in sizes:
+        ours_ms, floor_ms = parked_latency(n)
+        print(f"  {n:>9,}  lldsched {ours_ms:6.3f} ms   bare Condition floor {floor_ms:6.3f} ms")
+        ratios.append(Ratio("wake latency p50", n, ours_ms, floor_ms, "ms", "Condition.wait"))
+        results[f"wake latency p50 at {_size(n)} (ms)"] = ours_ms
+        results[f"wake latency p50 at {_size(n)} vs floor (x)"] = ours_ms / floor_ms
+
+    scale = 0.3 if quick else 1.0
+    print("simulation: bench_sim's workload repeated k / 10 times; runs per CPU second")
+    for k in SIM_TASKS:
+        days = bench_sim.DAYS * 10 / k * scale
+        ours_rate, simpy_rate = sim_versus_simpy(k, days=days)
+        print(f"  k={k:>5,} {days:5.2f} days  lldsched {ours_rate:9,.0f}  SimPy {simpy_rate:9,.0f}")
+        ratios.append(Ratio("simulation", k, 1e6 / ours_rate, 1e6 / simpy_rate, "µs/run", "SimPy"))
+        results[f"sim vs SimPy at k={k} (x)"] = ours_rate / simpy_rate
+    per_record = bytes_per_record(100, days=bench_sim.DAYS / 100)
+    print(f"  bytes per kept record (tracemalloc, k=100): {per_record:.0f}")
+    results["sim bytes per kept record (tracemalloc)"] = per_record
+
+    print("to_frame: bench_views' synthetic records; seconds")
+    frame_ratio = 0.0
+    for n in sizes:
+        ours_s, naive_s = frames(n)
+        frame_ratio = naive_s / ours_s
+        print(f"  {n:>9,}  to_frame {ours_s:7.3f}   pandas.DataFrame(records) {naive_s:7.3f}")
+        ratios.append(Ratio("to_frame", n, ours_s, naive_s, "s", "DataFrame(records)"))
+        results[f"to_frame at {_size(n)} vs naive (x)"] = frame_ratio
+    results["to_frame vs naive DataFrame, largest n (x)"] = frame_ratio
+
+    _print_ratios(ratios)
     return results
 
 

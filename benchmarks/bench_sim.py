@@ -57,30 +57,44 @@ WORKLOAD: list[tuple[str, Schedule, float]] = [
 ]
 
 
-def run_lldsched(with_store_and_listener: bool = False) -> tuple[int, float]:
+def run_lldsched(
+    with_store_and_listener: bool = False,
+    *,
+    workload: list[tuple[str, Schedule, float]] = WORKLOAD,
+    days: float = DAYS,
+    workers: int = WORKERS,
+) -> tuple[int, float]:
+    """Runs made and seconds taken; ``workload``, ``days`` and ``workers`` as given
+    (bench_growth runs the workload repeated k / 10 times)."""
     listeners: list[Callable[[TaskEvent], None]] = []
     store = None
     if with_store_and_listener:
         store = InMemoryTaskStore()
         listeners.append(lambda event: None)
-    sim = Simulation(workers=WORKERS, start=START, store=store, listeners=listeners)
-    for name, schedule, duration in WORKLOAD:
+    sim = Simulation(workers=workers, start=START, store=store, listeners=listeners)
+    for name, schedule, duration in workload:
         sim.schedule(name, schedule, duration=fixed(duration))
     began = time.perf_counter()
-    sim.run_for(DAYS * 86400)
+    sim.run_for(days * 86400)
     elapsed = time.perf_counter() - began
     return sum(record.outcome.ran for record in sim.records()), elapsed  # runs, not skips
 
 
-def run_simpy() -> tuple[int, float]:
+def run_simpy(
+    *,
+    workload: list[tuple[str, Schedule, float]] = WORKLOAD,
+    days: float = DAYS,
+    workers: int = WORKERS,
+) -> tuple[int, float]:
+    """Runs made and seconds taken by the same model on SimPy."""
     import simpy
 
     env = simpy.Environment(initial_time=START)
-    workers = simpy.Resource(env, capacity=WORKERS)
+    pool = simpy.Resource(env, capacity=workers)
     runs = [0]
 
     def work(duration: float) -> Generator[Any, Any, float]:
-        with workers.request() as request:
+        with pool.request() as request:
             yield request
             yield env.timeout(duration)
         runs[0] += 1
@@ -109,7 +123,7 @@ def run_simpy() -> tuple[int, float]:
             finished = yield env.process(work(duration))
             due = schedule.next_after(finished)
 
-    for _, schedule, duration in WORKLOAD:
+    for _, schedule, duration in workload:
         if isinstance(schedule, FixedRate):
             env.process(fixed_rate(schedule.period, duration))
         elif isinstance(schedule, FixedDelay):
@@ -118,7 +132,7 @@ def run_simpy() -> tuple[int, float]:
             assert isinstance(schedule, CronSchedule)
             env.process(cron(schedule, duration))
     began = time.perf_counter()
-    env.run(until=START + DAYS * 86400)
+    env.run(until=START + days * 86400)
     return runs[0], time.perf_counter() - began
 
 

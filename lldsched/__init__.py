@@ -20,6 +20,7 @@ from lldsched.errors import (
     SchedulerStateError,
     StoreError,
     TaskNotFoundError,
+    TaskRetiredError,
     ValidationError,
 )
 from lldsched.listeners import EventLog, TaskListener
@@ -78,6 +79,7 @@ __all__ = [
     "TaskEvent",
     "TaskListener",
     "TaskNotFoundError",
+    "TaskRetiredError",
     "TaskSnapshot",
     "TaskStatus",
     "TaskStore",

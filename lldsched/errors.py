@@ -18,6 +18,7 @@ __all__ = [
     "SchedulerStateError",
     "StoreError",
     "TaskNotFoundError",
+    "TaskRetiredError",
     "ValidationError",
     "error_text",
 ]
@@ -37,6 +38,11 @@ class ScheduleError(ValidationError):
 
 class TaskNotFoundError(LldschedError, LookupError):
     """No task is registered under the given id."""
+
+
+class TaskRetiredError(TaskNotFoundError):
+    """The task finished and left the registry after its retention (``retain_finished``);
+    its records stay in the store and the run log."""
 
 
 class SchedulerStateError(LldschedError, RuntimeError):

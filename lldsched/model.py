@@ -29,6 +29,9 @@ class TaskStatus(enum.Enum):
     ``RETRYING -> RUNNING``; any live status ``-> PAUSED | CANCELLED``.  A recurring
     task whose slot runs out of attempts gives the slot up and is SCHEDULED at its
     next slot; a one-off task is FAILED.
+    ``SCHEDULED -> BLOCKED -> SCHEDULED``: a task registered with ``depends_on`` whose
+    slot falls due before each upstream has succeeded since its last run waits
+    BLOCKED, off the heap, until they have (:mod:`lldsched.core.dependencies`).
     RETRYING is separate from SCHEDULED on purpose: a retry keeps the attempt
     counter, a normal reschedule resets it.
     """
@@ -40,6 +43,7 @@ class TaskStatus(enum.Enum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    BLOCKED = "blocked"  # due, waiting for its upstreams (depends_on); not in the heap
 
     @property
     def is_terminal(self) -> bool:
@@ -75,6 +79,7 @@ class Outcome(enum.StrEnum):
     MISSED = "missed"  # a misfire policy dropped the slot
     COALESCED = "coalesced"  # a misfire policy folded the slot into a later run
     SKIPPED = "skipped"  # an overrun policy dropped the slot at run time
+    BLOCKED = "blocked"  # the slot waited for its upstreams (started..finished: the wait)
     CANCELLED = "cancelled"  # a run: Overlap.CANCEL_OTHER cancelled it for a newer slot
 
     @property
@@ -84,7 +89,7 @@ class Outcome(enum.StrEnum):
         return self not in _NOT_RUNS
 
 
-_NOT_RUNS = frozenset({Outcome.MISSED, Outcome.COALESCED, Outcome.SKIPPED})
+_NOT_RUNS = frozenset({Outcome.MISSED, Outcome.COALESCED, Outcome.SKIPPED, Outcome.BLOCKED})
 
 
 _new_tuple = tuple.__new__
@@ -111,6 +116,10 @@ class ExecutionRecord(NamedTuple):
       :attr:`Outcome.COALESCED`, ``error`` naming the policy; ``attempt`` is 0, ``worker`` is -1,
       ``ok`` is False, and ``started == finished`` is the instant the decision was
       taken;
+    * :attr:`Outcome.BLOCKED` is the wait of a dependent task's slot for its upstreams
+      (``depends_on``): ``started`` is when the slot was found blocked, ``finished``
+      when the wait ended (released, paused, cancelled, or failed because an upstream
+      died: then ``error`` names it); the slot's run, if any, has its own record;
     * :attr:`Outcome.GIVEN_UP` marks a *run*: the last failed attempt of a
       recurring task's slot, after which the retry policy gave the slot up: the
       task is due at its next slot (or FAILED, when

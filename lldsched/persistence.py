@@ -65,6 +65,7 @@ class Task(NamedTuple):
     kwargs: Mapping[str, Any] | None = None
     misfire: MisfirePolicy | None = None  # None: the default policy
     isolation: str = "thread"  # or "process" (lldsched.core.registration.ISOLATIONS)
+    depends_on: tuple[str, ...] = ()  # upstream task ids (lldsched.core.dependencies)
     overlap: Overlap | None = None  # None: runs never overlap (the schedule's own rule)
     max_instances: int | None = None  # with Overlap.ALLOW only
 

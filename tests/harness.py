@@ -59,6 +59,15 @@ class Harness:
         assert run is not None
         return run
 
+    def offer(self) -> Run | None:
+        """Offer the next live entry to the core (advancing the clock to it): its run, or
+        None when the core holds the task back (a dependent BLOCKED, or failed)."""
+        entry = self.queue.pop_live()
+        assert entry is not None, "nothing is queued"
+        if entry[0] > self.clock.now():
+            self.clock.set(entry[0])
+        return self.core.begin(entry, worker=0)
+
     def step(self, duration: float = 0.0, error: str | None = None) -> ExecutionRecord | None:
         """Run the next live entry (advancing the clock to it); None when nothing is queued."""
         if not len(self.queue):

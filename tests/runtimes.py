@@ -21,6 +21,7 @@ from lldsched import (
     TaskEvent,
     TaskStore,
 )
+from lldsched.core.retention import DEFAULT_RETAIN_FINISHED
 from tests import jobs
 from tests.conftest import T0
 
@@ -30,17 +31,36 @@ KINDS = ["threaded", "simulated"]
 class Driven:
     """One runtime, driven by hand."""
 
-    def __init__(self, kind: str, *, store: TaskStore | None = None, tz: str = "UTC") -> None:
+    def __init__(
+        self,
+        kind: str,
+        *,
+        store: TaskStore | None = None,
+        tz: str = "UTC",
+        retain_finished: Any = DEFAULT_RETAIN_FINISHED,
+    ) -> None:
         self.kind = kind
         self.log = EventLog()
         self.clock = FakeClock(T0)
         self.runtime: Scheduler | Simulation
         if kind == "threaded":
             self.runtime = Scheduler(
-                workers=1, clock=self.clock, store=store, listeners=[self.log], tz=tz
+                workers=1,
+                clock=self.clock,
+                store=store,
+                listeners=[self.log],
+                tz=tz,
+                retain_finished=retain_finished,
             ).start()
         else:
-            self.runtime = Simulation(workers=1, start=T0, store=store, listeners=[self.log], tz=tz)
+            self.runtime = Simulation(
+                workers=1,
+                start=T0,
+                store=store,
+                listeners=[self.log],
+                tz=tz,
+                retain_finished=retain_finished,
+            )
 
     def add(self, name: str, schedule: Any, **options: Any) -> ScheduledTask:
         """Register ``tests.jobs.noop`` under ``name`` (options as ``schedule()`` takes them)."""

@@ -14,7 +14,7 @@ PUBLIC = [
     "ScheduleError", "ScheduledTask", "Scheduler", "SchedulerStateError", "Simulation",
     "SqliteTaskStore", "StoreError", "SystemClock", "Task", "TaskEvent", "TaskListener",
     "TaskNotFoundError", "TaskSnapshot", "TaskStatus", "TaskStore", "ValidationError",
-    "Jittered", "Window",
+    "Jittered", "Window", "TaskRetiredError",
 ]  # fmt: skip
 
 
@@ -24,11 +24,11 @@ def test_all_is_pinned() -> None:
         assert getattr(lldsched, name) is not None
 
 
-def test_priorities_sort_high_first_and_statuses_are_seven() -> None:
+def test_priorities_sort_high_first_and_statuses_are_eight() -> None:
     assert sorted([lldsched.Priority.LOW, lldsched.Priority.HIGH, lldsched.Priority.NORMAL]) == [
         lldsched.Priority.HIGH, lldsched.Priority.NORMAL, lldsched.Priority.LOW,
     ]  # fmt: skip
-    assert len(lldsched.TaskStatus) == 7
+    assert len(lldsched.TaskStatus) == 8  # the seven of the lifecycle, and BLOCKED
 
 
 def test_importing_the_package_loads_no_third_party_module() -> None:

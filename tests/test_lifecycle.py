@@ -86,7 +86,33 @@ def drive_every_trigger(clock: FakeClock) -> set[Edge]:
 
     core.add(name="exploding", action=noop, schedule=Exploding())
     h.step()  # RUNNING -> FAILED, through the schedule
+
+    drive_dependencies(h)
     return observed(h)
+
+
+def drive_dependencies(h: Harness) -> None:
+    """The edges of BLOCKED: held back, released, paused, cancelled, failed by its upstream."""
+    core = h.core
+    never = RetryPolicy.never()
+    doomed = core.add(name="doomed", action=noop, schedule=OneTime(delay=3600), retry=never)
+    fine = core.add(name="fine", action=noop, schedule=OneTime(delay=7200))
+    held = {}
+    for verb in ("release", "pause", "cancel", "fail"):
+        upstream = fine if verb == "release" else doomed
+        held[verb] = core.add(
+            name=verb, action=noop, schedule=OneTime(delay=0), depends_on=[upstream.id]
+        )
+        assert h.offer() is None  # SCHEDULED -> BLOCKED
+    core.pause(held["pause"].id)  # BLOCKED -> PAUSED
+    core.cancel(held["cancel"].id)  # BLOCKED -> CANCELLED
+    h.step(error="boom")  # doomed: RUNNING -> FAILED; "fail": BLOCKED -> FAILED
+    assert held["fail"].status is TaskStatus.FAILED
+    late = core.add(name="late", action=noop, schedule=OneTime(delay=0), depends_on=[doomed.id])
+    assert h.offer() is None  # late: SCHEDULED -> FAILED, its upstream is dead
+    assert late.status is TaskStatus.FAILED
+    h.step()  # fine succeeds: "release" goes BLOCKED -> SCHEDULED
+    assert held["release"].status is TaskStatus.SCHEDULED
 
 
 def crash_mid_run(clock: FakeClock, *, failures_before: int) -> TaskStatus:

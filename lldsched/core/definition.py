@@ -42,6 +42,7 @@ RETRYING = TaskStatus.RETRYING
 PAUSED = TaskStatus.PAUSED
 SUCCEEDED = TaskStatus.SUCCEEDED
 CANCELLED = TaskStatus.CANCELLED
+BLOCKED = TaskStatus.BLOCKED
 _RUNNABLE = (SCHEDULED, RETRYING)
 
 
@@ -64,6 +65,8 @@ class DefinitionVerbs:
 
         @staticmethod
         def _snapshot(task: ScheduledTask) -> TaskSnapshot: ...
+
+        def _relink(self, task: ScheduledTask, now: float) -> None: ...
 
     def reschedule(self, task_id: str, schedule: Schedule | str) -> ScheduledTask:
         """Give the task a new *when*: same id, same history, as if registered now.
@@ -129,6 +132,7 @@ class DefinitionVerbs:
             overlap=old.overlap,
             max_instances=old.max_instances,
             isolation=old.isolation,
+            depends_on=old.depends_on,
         )
         if new_priority is task.priority and options == old:
             return task  # nothing to change: nothing written, nothing announced
@@ -203,6 +207,8 @@ class DefinitionVerbs:
         elif task._queued and priority is not saved.priority:
             self._requeue(task)
         self._announce(task, now)
+        if options.depends_on != saved.options.depends_on:
+            self._relink(task, now)  # other upstreams: wait for what they say
         return task
 
     @staticmethod
@@ -211,10 +217,11 @@ class DefinitionVerbs:
         then is ``first``); returns the instant to queue it at (None: its queue entry,
         if any, stays as it is)."""
         status = task.status
-        if status in (SCHEDULED, PAUSED) and task._run is None and not task.attempt:
+        if status in (SCHEDULED, PAUSED, BLOCKED) and task._run is None and not task.attempt:
             task.schedule = schedule
             task.next_run_at = task._slot = first
-            return first if status is SCHEDULED else None  # resume() queues a paused one
+            # resume() queues a paused one; a blocked one is queued when released
+            return first if status is SCHEDULED else None
         if status in (RUNNING, RETRYING, PAUSED):  # owed work first, then a fresh start
             task.schedule = CatchUp(schedule, [], FIRST_RUN)
         else:  # finished: nothing is queued (redrive starts a FAILED task again)

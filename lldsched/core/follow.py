@@ -145,6 +145,7 @@ def _redefine(core: SchedulerCore, definition: Task) -> None:
         kwargs=definition.kwargs,
         misfire=definition.misfire,
         isolation=definition.isolation,
+        depends_on=definition.depends_on,
     )
 
 

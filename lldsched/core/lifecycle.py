@@ -24,7 +24,11 @@ are short, to label a diagram; what they mean:
   SUCCEEDED or FAILED; ``resume() mid-run`` returns a task whose run is still going;
 * ``resume()`` runs a slept-through slot at once and re-anchors a fixed-rate grid;
   a paused retry resumes as RETRYING with its attempt counter;
-* ``redrive()`` puts a FAILED task back, due now, with a fresh attempt counter.
+* ``redrive()`` puts a FAILED task back, due now, with a fresh attempt counter;
+* ``upstreams not met``: a task with ``depends_on`` whose slot fell due before each
+  upstream succeeded since its previous slot waits BLOCKED, off the heap; the
+  success it waits for releases it (SCHEDULED, due at once); an upstream that is
+  FAILED or CANCELLED fails it (:mod:`lldsched.core.dependencies`).
 
 SUCCEEDED and CANCELLED end a task; FAILED ends it until ``redrive``.  Two edges
 cross a restart rather than happen in a running process (``restart``): a task
@@ -54,6 +58,7 @@ PAUSED = TaskStatus.PAUSED
 SUCCEEDED = TaskStatus.SUCCEEDED
 FAILED = TaskStatus.FAILED
 CANCELLED = TaskStatus.CANCELLED
+BLOCKED = TaskStatus.BLOCKED
 
 
 class Transition(NamedTuple):
@@ -86,6 +91,12 @@ TRANSITIONS: tuple[Transition, ...] = (
     Transition(RUNNING, CANCELLED, "cancel() mid-run"),
     Transition(PAUSED, CANCELLED, "cancel()"),
     Transition(FAILED, SCHEDULED, "redrive()"),
+    Transition(SCHEDULED, BLOCKED, "due, upstreams not met"),
+    Transition(BLOCKED, SCHEDULED, "upstreams succeeded"),
+    Transition(BLOCKED, PAUSED, "pause()"),
+    Transition(BLOCKED, CANCELLED, "cancel()"),
+    Transition(BLOCKED, FAILED, "upstream failed or cancelled"),
+    Transition(SCHEDULED, FAILED, "due, upstream failed or cancelled"),
     Transition(RUNNING, SCHEDULED, "restart"),
     Transition(RUNNING, RETRYING, "restart, attempts behind it"),
 )

@@ -18,7 +18,10 @@ What a runtime gives it:
   already holds the state;
 * optionally an ``on_record`` callable, given every record the core makes (runs
   and slots decided without a run) in the order it makes them: the simulation
-  keeps its list of records with it.
+  keeps its list of records with it;
+* a retention for finished tasks (``retain_finished``, :mod:`lldsched.core.retention`)
+  and optionally an ``on_retire`` callable, given the id of each task that retires
+  from the registry, so the runtime drops what it keeps per task.
 
 What a runtime does with it: pops due entries, calls :meth:`SchedulerCore.begin`
 (which rejects stale entries), runs the attempt (:meth:`Run.invoke`
@@ -40,6 +43,15 @@ Lifecycle (docs/ARCHITECTURE.md)::
     SCHEDULED|RETRYING|RUNNING -> PAUSED      resume returns it where it was
     SCHEDULED|RETRYING|RUNNING|PAUSED -> CANCELLED
     FAILED    -> SCHEDULED          redrive, with a fresh attempt counter
+    SCHEDULED -> BLOCKED            due, but an upstream (depends_on) has not succeeded
+                                    since the task's previous slot started
+    BLOCKED   -> SCHEDULED          the last upstream it waited for succeeded: queued now
+    BLOCKED   -> PAUSED|CANCELLED   pause, cancel (resume: SCHEDULED, due at once)
+    SCHEDULED|BLOCKED -> FAILED     an upstream it waits for is FAILED or CANCELLED
+
+The dependency rule itself is :mod:`lldsched.core.dependencies`'s; a task without
+``depends_on`` pays one attribute check for it in :meth:`~SchedulerCore.begin` and
+:meth:`~SchedulerCore.finish`, and none at all while no task has dependencies.
 
 The definition verbs (``add(..., replace_existing=True)``, :meth:`~SchedulerCore.reschedule`,
 :meth:`~SchedulerCore.modify`, :meth:`~SchedulerCore.run_now`) change what a task
@@ -68,15 +80,18 @@ from lldsched.checks import whole_or_none
 from lldsched.clock import Clock
 from lldsched.core.context import RunContext
 from lldsched.core.definition import DefinitionVerbs
+from lldsched.core.dependencies import Dependencies, Upstream
 from lldsched.core.ids import IdGenerator, sequential_ids
 from lldsched.core.registration import (
     SCHEDULE_TYPES,
+    check_graph,
     check_task_id,
     check_zone,
     isolated_action,
     schedule_of,
     validated,
 )
+from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished, Retention
 from lldsched.core.task import (
     DEFAULT_OPTIONS,
     Entry,
@@ -89,7 +104,7 @@ from lldsched.core.task import (
 )
 from lldsched.errors import (
     ScheduleError,
-    TaskNotFoundError,
+    SchedulerStateError,
     ValidationError,
     error_text,
 )
@@ -114,6 +129,7 @@ MAX_SKIPPED = 10
 """Slots one run skipped that are recorded one by one; one more record stands for the rest."""
 
 GIVEN_UP = Outcome.GIVEN_UP
+WAITED = Outcome.BLOCKED  # the record of a blocked wait
 SKIPPED = Outcome.SKIPPED
 COALESCED = Outcome.COALESCED
 OVERLAP_CANCELLED = Outcome.CANCELLED
@@ -129,6 +145,7 @@ PAUSED = TaskStatus.PAUSED
 SUCCEEDED = TaskStatus.SUCCEEDED
 FAILED = TaskStatus.FAILED
 CANCELLED = TaskStatus.CANCELLED
+BLOCKED = TaskStatus.BLOCKED
 _RUNNABLE = (SCHEDULED, RETRYING)
 
 
@@ -170,9 +187,14 @@ class SchedulerCore(DefinitionVerbs):
         history_limit: int | None = 100,
         tz: str | tzinfo = "UTC",
         on_record: Callable[[ExecutionRecord], None] | None = None,
+        retain_finished: RetainFinished = DEFAULT_RETAIN_FINISHED,
+        on_retire: Callable[[str], None] | None = None,
         on_cancel: Callable[[Run], None] | None = None,
     ) -> None:
         whole_or_none(history_limit, name="history_limit", at_least=0)
+        # Which finished tasks stay registered; None when every one does.
+        self._retention = Retention(retain_finished, history_limit=history_limit)
+        self._on_retire = on_retire
         self.tz = check_zone(tz)  # the zone of cron schedules that name none
         self.clock = clock
         self.tasks: dict[str, ScheduledTask] = {}
@@ -192,6 +214,9 @@ class SchedulerCore(DefinitionVerbs):
         self._rng = rng or random.Random()
         self._history_limit = history_limit
         self._dead: dict[str, None] = {}  # an ordered set of dead-lettered ids
+        # The dependency graph, made at the first task with depends_on: until then
+        # begin() and finish() pay one attribute check for dependencies.
+        self._deps: Dependencies | None = None
 
     # -- registration --------------------------------------------------------------
 
@@ -210,11 +235,16 @@ class SchedulerCore(DefinitionVerbs):
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
         isolation: str = "thread",
+        depends_on: Sequence[str] = (),
         overlap: Overlap | None = None,
         max_instances: int | None = None,
     ) -> ScheduledTask:
         """Validate (:mod:`~lldsched.core.registration`), register and queue a task;
         nothing is registered if anything is wrong.
+
+        ``depends_on`` names registered tasks whose successes each slot waits for
+        (:mod:`lldsched.core.dependencies`); an unknown id or a cycle is a
+        :class:`ValidationError` naming it.
 
         ``action`` may be None: a simulated task needs none.  A runtime that must
         run something checks that first.  ``schedule`` may be the text of a cron
@@ -246,11 +276,16 @@ class SchedulerCore(DefinitionVerbs):
             kwargs=kwargs,
             misfire=misfire,
             isolation=isolation,
+            depends_on=depends_on,
             overlap=overlap,
             max_instances=max_instances,
         )
         if task_id is not None:
             check_task_id(task_id)
+            self._retention.registered(task_id)  # a retired task of this id is history
+        if options.depends_on:
+            check_graph(name, task_id, options.depends_on, self.tasks)
+        if task_id is not None:
             existing = self.tasks.get(task_id)
             if existing is not None:
                 if not replace_existing:
@@ -293,17 +328,31 @@ class SchedulerCore(DefinitionVerbs):
             except BaseException:
                 del self.tasks[task_id]  # a failed save registers nothing
                 raise
+        if options.depends_on:
+            self._dependencies().link(task)
         self._enqueue(task, first)
         if self.emit is not None:
             self.emit(TaskEvent(task_id, name, None, SCHEDULED, now))
         return task
 
     def get(self, task_id: str) -> ScheduledTask:
-        """The task registered under ``task_id``, or :class:`TaskNotFoundError`."""
+        """The task registered under ``task_id``, or :class:`TaskNotFoundError`
+        (:class:`~lldsched.errors.TaskRetiredError` for a task that finished and
+        retired: see :mod:`lldsched.core.retention`)."""
         try:
             return self.tasks[task_id]
         except (KeyError, TypeError):
-            raise TaskNotFoundError(f"no task with id {task_id!r}") from None
+            raise self._retention.not_found(task_id) from None
+
+    @property
+    def retain_finished(self) -> RetainFinished:
+        """How long finished tasks stay registered (:mod:`lldsched.core.retention`)."""
+        return self._retention.keep
+
+    def retired_records(self) -> list[ExecutionRecord]:
+        """The records of retired tasks still held, in the order the tasks retired
+        (the most recent ones, as many as ``history_limit``)."""
+        return list(self._retention.log)
 
     def dead_letter(self) -> list[str]:
         """Ids of FAILED tasks, in the order they failed."""
@@ -324,6 +373,15 @@ class SchedulerCore(DefinitionVerbs):
             # A live entry of a running task: a slot its overlap policy queued (_overlap).
             if previous is RUNNING:
                 return self._alongside(task, entry, worker, token=token)
+            return None
+        # The readiness check before dispatch: a dependent whose upstreams have not all
+        # succeeded since its previous slot is held back (BLOCKED, or FAILED).
+        if (
+            self._deps is not None
+            and previous is SCHEDULED
+            and task._options.depends_on
+            and self._held(task)
+        ):
             return None
         task.status = RUNNING
         attempt = task.attempt = task.attempt + 1
@@ -428,6 +486,12 @@ class SchedulerCore(DefinitionVerbs):
                 )  # fmt: skip
             else:
                 self._record_skipped(task, skipped, until=due, at=record.finished, token=run.token)
+        if self._deps is not None:
+            self._upstream_moved(task, record)
+        if self._retention.keep is not None:
+            if task.status is SUCCEEDED or task.status is CANCELLED:
+                self._retention.finished(task.id, record.finished)
+            self._retire(record.finished)
         return record
 
     def _after(
@@ -651,10 +715,11 @@ class SchedulerCore(DefinitionVerbs):
         previous = task.status
         if previous in _RUNNABLE or (previous is RUNNING and task._flight is not None):
             self._queue.discard(task)  # an overlapping task's pending slot too
-        elif previous is not RUNNING:
+        elif previous is not RUNNING and previous is not BLOCKED:
             return False
         task.status = PAUSED
-        self._changed(task, previous)
+        waited = self._end_wait(task, None) if previous is BLOCKED else None
+        self._changed(task, previous, waited)
         return True
 
     def resume(self, task_id: str) -> bool:
@@ -681,6 +746,15 @@ class SchedulerCore(DefinitionVerbs):
     def cancel(self, task_id: str) -> bool:
         """Stop every future run; a run in flight finishes (its flag is raised)."""
         task = self.get(task_id)
+        if not self._cancel(task):
+            return False
+        if task._run is None and self._retention.keep is not None:  # else when its run ends
+            now = self.clock.now()
+            self._retention.finished(task_id, now)
+            self._retire(now)
+        return True
+
+    def _cancel(self, task: ScheduledTask) -> bool:
         previous = task.status
         if previous.is_terminal:
             return False
@@ -689,8 +763,11 @@ class SchedulerCore(DefinitionVerbs):
             if run.context is not None:
                 run.context.cancel("cancelled")
         task.status = CANCELLED
+        waited = self._end_wait(task, None) if previous is BLOCKED else None
         task.next_run_at = None
-        self._changed(task, previous)
+        self._changed(task, previous, waited)
+        if self._deps is not None:
+            self._strand(task)
         return True
 
     def redrive(self, task_id: str) -> bool:
@@ -713,17 +790,154 @@ class SchedulerCore(DefinitionVerbs):
         return True
 
     def remove(self, task_id: str) -> ScheduledTask:
-        """Cancel the task if it is live, then forget it here and in the store."""
+        """Cancel the task if it is live, then forget it here and in the store.
+
+        :class:`SchedulerStateError` naming them if other tasks depend on it: remove
+        those first (or register them again without it); nothing changes then."""
         task = self.get(task_id)
-        self.cancel(task_id)
+        if self._deps is not None:
+            dependents = self._deps.dependents(task_id)
+            if dependents:
+                names = ", ".join(f"{d.id} ({d.name!r})" for d in dependents)
+                raise SchedulerStateError(
+                    f"cannot remove {task_id!r} ({task.name!r}): {names} depend on it; "
+                    "remove them first, or register them again without it"
+                )
+            self._deps.unlink(task_id)
+        self._cancel(task)  # not cancel(): a task removed does not retire
         del self.tasks[task_id]
         self._dead.pop(task_id, None)
+        self._retention.forget(task_id)
         if self._store is not None:
             try:
                 self._store.delete(task_id)
             except Exception:
                 log.exception("store %r failed to delete %s", self._store, task_id)
         return task
+
+    # -- dependencies (the rule is lldsched.core.dependencies'; these carry it out) ------
+
+    def _dependencies(self) -> Dependencies:
+        """The dependency graph, made at the first task that has upstreams."""
+        if self._deps is None:
+            self._deps = Dependencies(self.tasks)
+        return self._deps
+
+    def _held(self, task: ScheduledTask) -> bool:
+        """The readiness check of a SCHEDULED dependent whose entry is due: True when it
+        must not start (it is BLOCKED now, or FAILED because an upstream it waits for
+        is dead); False when its slot starts, and its next slot waits afresh."""
+        deps = self._dependencies()
+        if not deps.unmet(task):
+            deps.started(task)
+            return False
+        self._queue.discard(task)  # its entry, already popped, must not run
+        now = self.clock.now()
+        task.status = BLOCKED
+        deps.blocked_at[task.id] = now
+        dead = deps.dead(task)
+        if dead is not None:
+            self._fail_waiting(task, dead, previous=SCHEDULED)
+        else:
+            self._changed(task, SCHEDULED)
+        return True
+
+    def _upstream_moved(self, task: ScheduledTask, record: ExecutionRecord) -> None:
+        """``task`` finished a run: a success releases the dependents that waited only for
+        it; if it is FAILED now, the dependents waiting for it fail."""
+        deps = self._dependencies()
+        if record.ok:
+            for dependent in deps.succeeded(task.id):
+                self._release(dependent)
+        if task.status is FAILED:
+            self._strand(task)
+
+    def _release(self, task: ScheduledTask) -> None:
+        """BLOCKED -> SCHEDULED: queued now (or at its due, if rescheduled later)."""
+        now = self.clock.now()
+        waited = self._end_wait(task, None)
+        due = task.next_run_at
+        task.status = SCHEDULED
+        self._enqueue(task, now if due is None or due < now else due)
+        self._changed(task, BLOCKED, waited)
+
+    def _strand(self, upstream: ScheduledTask) -> None:
+        """``upstream`` is FAILED or CANCELLED: fail the BLOCKED dependents waiting for it
+        (and, through this same call, theirs)."""
+        for dependent in self._dependencies().stranded(upstream.id):
+            self._fail_waiting(dependent, upstream, previous=BLOCKED)
+
+    def _fail_waiting(
+        self, task: ScheduledTask, upstream: Upstream, *, previous: TaskStatus
+    ) -> None:
+        """A BLOCKED ``task`` waits for ``upstream``, which will not succeed on its own:
+        FAILED, in the dead letter, its wait recorded with the reason."""
+        error = (
+            f"UpstreamFailed: upstream {upstream.id} ({upstream.name!r}) is "
+            f"{upstream.status.value}; redrive it, then this task"
+        )
+        waited = self._end_wait(task, error)
+        self._stats(task).last_error = error
+        task.status = FAILED
+        task.next_run_at = None
+        self._dead[task.id] = None
+        self._changed(task, previous, waited)
+        self._strand(task)
+
+    def _end_wait(self, task: ScheduledTask, error: str | None) -> ExecutionRecord:
+        """The record of ``task``'s blocked wait, which ends now: kept in its history
+        and given to ``on_record``; the caller publishes it with the transition."""
+        now = self.clock.now()
+        since = self._dependencies().blocked_at.pop(task.id, now)
+        due = task.next_run_at
+        record = ExecutionRecord.of(
+            task_id=task.id,
+            name=task.name,
+            attempt=0,
+            due=since if due is None else due,
+            slot=task._slot,
+            worker=-1,
+            started=since,
+            finished=now,
+            ok=False,
+            error=error,
+            misfire=WAITED,
+        )
+        self._stats(task).add(record)
+        if self._on_record is not None:
+            self._on_record(record)
+        return record
+
+    def _relink(self, task: ScheduledTask, now: float) -> None:
+        """``task`` was given other upstreams: wait for what they say, as a new task
+        would; a BLOCKED task that now waits for nothing is released."""
+        deps = self._dependencies()
+        if task.depends_on:
+            blocked_since = deps.blocked_at.get(task.id)
+            deps.link(task)
+            if blocked_since is not None:
+                deps.blocked_at[task.id] = blocked_since
+        else:
+            deps.unlink(task.id)
+        if task.status is BLOCKED:
+            self.release_if_ready(task)
+
+    def release_if_ready(self, task: ScheduledTask) -> bool:
+        """Release a BLOCKED ``task`` that waits for nothing any more (after recovery, or
+        a new definition); fail it if an upstream it waits for is dead.  True if it
+        left BLOCKED."""
+        if task.status is not BLOCKED:
+            return False
+        deps = self._dependencies()
+        deps.blocked_at.setdefault(task.id, self.clock.now())
+        dead = deps.dead(task)
+        if dead is not None:
+            self._fail_waiting(task, dead, previous=BLOCKED)
+        elif not deps.unmet(task):
+            self._release(task)
+        else:
+            return False
+        return True
 
     # -- recovery (the decisions are lldsched.core.recovery's; these carry them out) ----
 
@@ -745,8 +959,26 @@ class SchedulerCore(DefinitionVerbs):
         ordered = {task_id: None for task_id in dead_letter if task_id in failed}
         for task in batch:
             self.tasks[task.id] = task
+        linked = [entry for entry in batch if entry.depends_on]
+        if linked:  # after the whole batch: upstreams' histories are in place
+            deps = self._dependencies()
+            now = self.clock.now()
+            for task in linked:
+                deps.link(task, task.history)
+                if task.status is BLOCKED:
+                    deps.blocked_at[task.id] = now  # the wait is counted from the restart
         for task_id in [*ordered, *failed]:
             self._dead[task_id] = None
+        now = self.clock.now()
+        finished = [  # in the order they finished, as far as their records tell
+            (history[-1].finished if history else now, task.id)
+            for task in batch
+            if task.status is SUCCEEDED or task.status is CANCELLED
+            for history in (task.history,)
+        ]
+        for at, task_id in sorted(finished):
+            self._retention.finished(task_id, at)
+        self._retire(now)
         if self._default_ids:  # restored at construction, before the generator issued an id
             numbers = [_id_number(task.id) for task in batch]
             highest = max((n for n in numbers if n is not None), default=0)
@@ -876,6 +1108,17 @@ class SchedulerCore(DefinitionVerbs):
 
     # -- internals -------------------------------------------------------------------------
 
+    def _retire(self, now: float) -> None:
+        """Take the finished tasks whose retention ran out at ``now`` off the registry."""
+        retention = self._retention
+        for task_id in retention.due(now):
+            task = self.tasks.pop(task_id)
+            retention.retired(task_id, task.status.value, task.history)
+            if self._deps is not None:
+                self._deps.retired(task)  # its dependents remember how it ended
+            if self._on_retire is not None:
+                self._on_retire(task_id)
+
     def _enqueue(self, task: ScheduledTask, due: float) -> None:
         task.next_run_at = due
         self._queue.push(task, due)
@@ -900,6 +1143,7 @@ class SchedulerCore(DefinitionVerbs):
             kwargs=definition.kwargs,
             misfire=definition.misfire,
             isolation=definition.isolation,
+            depends_on=definition.depends_on,
             overlap=definition.overlap,
             max_instances=definition.max_instances,
         )

@@ -22,7 +22,9 @@ decisions are records whose outcome says ``missed`` or ``coalesced``, and the
 task is queued where the policy says.  An attempt owed from before the
 downtime (a retry, or the in-flight attempt) runs first; the policy decides the
 slots after it.  Paused tasks are left alone: ``resume`` already runs a slot
-that was slept through.
+that was slept through.  A BLOCKED task stays off the heap, waiting for what its
+records say it still waits for (:mod:`lldsched.core.dependencies`), and is released
+at once if that is nothing.
 
 **Enumeration is capped.**  At most :data:`MAX_SLOTS` passed slots of one task
 are decided one by one.  Beyond that, one more record (outcome as the policy
@@ -191,6 +193,9 @@ def _apply(core: SchedulerCore, task: ScheduledTask, decided: Plan, owed: float 
 def _settle(core: SchedulerCore, task: ScheduledTask, owed: bool, now: float) -> None:
     """Queue a restored live task, deciding what its passed slots become."""
     due = task.next_run_at
+    if task.status is TaskStatus.BLOCKED:  # waits off the heap; released if nothing is owed
+        core.release_if_ready(task)
+        return
     if task.status not in _QUEUED or due is None:
         return
     policy = task.misfire or DEFAULT_MISFIRE

@@ -19,18 +19,22 @@ worker thread; ``"process"`` runs it in a child process
 :mod:`lldsched.importpath`, the one durable stores follow), and it takes no ``ctx``.
 :func:`isolated_action` turns the path into the function, checked here, at
 registration.
+
+**Dependencies** (``depends_on=``) are checked here too, in two steps: the value
+(a list of task ids, in :func:`validated`) and the graph (:func:`check_graph`:
+every id registered, no cycle), before anything is registered.
 """
 
 from __future__ import annotations
 
 import enum
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import tzinfo
 from typing import Any, TypeVar, cast
 
 from lldsched.checks import seconds, whole
-from lldsched.core.task import DEFAULT_OPTIONS, TaskOptions
+from lldsched.core.task import DEFAULT_OPTIONS, ScheduledTask, TaskOptions
 from lldsched.errors import ScheduleError, ValidationError
 from lldsched.importpath import import_callable, import_path, json_arguments
 from lldsched.model import Priority
@@ -43,6 +47,7 @@ __all__ = [
     "ISOLATIONS",
     "UNCHANGED",
     "Unchanged",
+    "check_graph",
     "check_isolation",
     "check_overlap",
     "check_task_id",
@@ -120,11 +125,16 @@ def validated(
     kwargs: Mapping[str, Any] | None,
     misfire: MisfirePolicy | None,
     isolation: str = "thread",
+    depends_on: Iterable[str] = (),
     overlap: Overlap | None = None,
     max_instances: int | None = None,
 ) -> tuple[Priority, TaskOptions]:
     """Check everything a registration passes; return its :class:`Priority` and
     :class:`~lldsched.core.task.TaskOptions`.
+
+    ``depends_on`` is checked as a value here (a list or tuple of task ids, none
+    twice); whether those ids are registered and free of cycles is
+    :func:`check_graph`'s question, asked by the core once it knows the task's id.
 
     ``action`` may be None (a simulated task needs none; the threaded runtime asks
     :func:`require_action` first).  Options equal to the defaults are the shared
@@ -153,6 +163,7 @@ def validated(
         and not args
         and not pass_context
         and isolation == "thread"
+        and not depends_on
     ):
         return priority, DEFAULT_OPTIONS
     options = _options(
@@ -164,6 +175,7 @@ def validated(
         misfire=misfire,
         pass_context=pass_context,
         isolation=isolation,
+        depends_on=_depends_on(name, depends_on),
     )
     if overlap is not None or max_instances is not None:
         check_overlap(name, schedule, overlap=overlap, max_instances=max_instances)
@@ -212,6 +224,70 @@ def check_overlap(
             f"task {name!r}: overlap={overlap!r} and on_overrun=OverrunPolicy.CATCH_UP both "
             f"decide the slots a long run overlaps; keep one: got {schedule!r}"
         )
+
+
+def _depends_on(name: str, depends_on: object) -> tuple[str, ...]:
+    """``depends_on`` as a tuple of ids: a list or tuple of non-empty strings, none twice."""
+    if not isinstance(depends_on, list | tuple):
+        raise ValidationError(
+            f"task {name!r}: depends_on must be a list of task ids, got {depends_on!r}"
+        )
+    ids = tuple(depends_on)
+    for upstream in ids:
+        if not isinstance(upstream, str) or not upstream or upstream.isspace():
+            raise ValidationError(
+                f"task {name!r}: depends_on holds task ids (non-empty strings), got {upstream!r}"
+            )
+    twice = sorted({upstream for upstream in ids if ids.count(upstream) > 1})
+    if twice:
+        raise ValidationError(f"task {name!r}: depends_on names {twice} more than once")
+    return ids
+
+
+def check_graph(
+    name: str,
+    task_id: str | None,
+    depends_on: tuple[str, ...],
+    tasks: Mapping[str, ScheduledTask],
+) -> None:
+    """The upstreams of a task registered (or replaced) as ``task_id`` are registered
+    tasks, and the edges make no cycle; :class:`ValidationError` naming the unknown ids
+    or the cycle's path (``a -> b -> a``) otherwise.
+
+    ``task_id`` is None for a task whose id is not chosen yet: nothing registered
+    can depend on it, so it closes no cycle.  A task that names its own id is the
+    shortest cycle.
+    """
+    if task_id is not None and task_id in depends_on:
+        raise ValidationError(
+            f"task {name!r}: depends_on makes a cycle: {task_id} -> {task_id} "
+            "(a task cannot wait for itself)"
+        )
+    unknown = [upstream for upstream in depends_on if upstream not in tasks]
+    if unknown:
+        raise ValidationError(
+            f"task {name!r}: depends_on names ids that are not registered: {unknown} "
+            "(register the upstream tasks first)"
+        )
+    if task_id is None:
+        return
+    # A cycle through the new edges is a path from one of the upstreams back to task_id
+    # along the registered edges (the task's own old edges are replaced: skipped).
+    stack: list[tuple[str, tuple[str, ...]]] = [
+        (upstream, (task_id, upstream)) for upstream in reversed(depends_on)
+    ]
+    seen: set[str] = set()
+    while stack:
+        current, path = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        for upstream in reversed(tasks[current].depends_on):
+            if upstream == task_id:
+                cycle = " -> ".join((*path, task_id))
+                raise ValidationError(f"task {name!r}: depends_on makes a cycle: {cycle}")
+            if upstream in tasks:
+                stack.append((upstream, (*path, upstream)))
 
 
 def check_task_id(task_id: object) -> str:
@@ -327,6 +403,7 @@ def _options(
     misfire: MisfirePolicy | None,
     pass_context: bool,
     isolation: str,
+    depends_on: tuple[str, ...],
 ) -> TaskOptions:
     if retry is None:
         retry = DEFAULT_RETRY
@@ -349,7 +426,7 @@ def _options(
     if isolation != "thread":
         _check_process_call(name, isolation, args=args, kwargs=kwargs, pass_context=pass_context)
     options = TaskOptions(
-        retry, timeout, tuple(args), kwargs or None, pass_context, misfire, isolation
+        retry, timeout, tuple(args), kwargs or None, pass_context, misfire, isolation, depends_on
     )
     return DEFAULT_OPTIONS if options == DEFAULT_OPTIONS else options  # equal values shared
 

@@ -61,6 +61,7 @@ class TaskOptions(NamedTuple):
     pass_context: bool = False  # the action declares a ``ctx`` parameter
     misfire: MisfirePolicy | None = None  # None: DEFAULT_MISFIRE
     isolation: str = "thread"  # or "process": lldsched.threaded.processes runs it
+    depends_on: tuple[str, ...] = ()  # upstream task ids (lldsched.core.dependencies)
     overlap: Overlap | None = None  # None: runs never overlap (lldsched.policies.Overlap)
     max_instances: int | None = None  # with Overlap.ALLOW only
 
@@ -203,6 +204,12 @@ class ScheduledTask:
         return self._options.misfire
 
     @property
+    def depends_on(self) -> tuple[str, ...]:
+        """Ids of the upstream tasks each slot waits for (see
+        :mod:`lldsched.core.dependencies`); empty for most tasks."""
+        return self._options.depends_on
+
+    @property
     def overlap(self) -> Overlap | None:
         """The overlap policy given at registration (None: runs never overlap)."""
         return self._options.overlap
@@ -219,7 +226,7 @@ class ScheduledTask:
         return Task(
             self.id, self.name, self.action, self.schedule, self.priority,
             options.retry, options.timeout, options.args, options.kwargs, options.misfire,
-            options.isolation, options.overlap, options.max_instances,
+            options.isolation, options.depends_on, options.overlap, options.max_instances,
         )  # fmt: skip
 
     # -- the runs --------------------------------------------------------------------

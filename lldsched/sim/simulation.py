@@ -56,7 +56,7 @@ import logging
 import math
 import random
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta, tzinfo
 from typing import Any, NamedTuple
 
@@ -68,6 +68,7 @@ from lldsched.core.machine import SchedulerCore
 from lldsched.core.recovery import recover
 from lldsched.core.registration import UNCHANGED, F, Unchanged, registering
 from lldsched.core.results import must_await, result_text
+from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
 from lldsched.core.task import Run, ScheduledTask
 from lldsched.errors import ValidationError
 from lldsched.listeners import Listener, as_callback
@@ -108,7 +109,13 @@ class _Models:
 
 
 class Simulation:
-    """Virtual-time runtime with ``workers`` virtual workers over the core state machine."""
+    """Virtual-time runtime with ``workers`` virtual workers over the core state machine.
+
+    ``retain_finished`` says how long finished (succeeded or cancelled) tasks stay
+    registered, as on ``Scheduler``: a count of the most recent (default 10,000), a
+    ``timedelta`` of simulated time after each finished, or ``None`` for ever (see
+    :mod:`lldsched.core.retention`); :meth:`records` keeps every record regardless.
+    """
 
     def __init__(
         self,
@@ -121,6 +128,7 @@ class Simulation:
         ids: IdGenerator | None = None,
         history_limit: int | None = 100,
         tz: str | tzinfo = "UTC",
+        retain_finished: RetainFinished = DEFAULT_RETAIN_FINISHED,
     ) -> None:
         checks.whole(workers, name="workers", at_least=1)
         checks.whole(seed, name="seed")
@@ -140,6 +148,8 @@ class Simulation:
             history_limit=history_limit,
             tz=tz,
             on_record=self._records.append,
+            retain_finished=retain_finished,
+            on_retire=self._retired,
             on_cancel=self._cut,
         )
         self._models: dict[str, _Models] = {}
@@ -150,8 +160,9 @@ class Simulation:
         self._interventions: list[tuple[float, int, Callable[[], object]]] = []
         self._sequence = itertools.count()
         if store is not None:
-            for task in recover(self._core, store):
-                self._models[task.id] = _Models(0.0, 0.0, _NO_RNG)
+            recover(self._core, store)
+            for task_id in self._core.tasks:  # a task retired at once needs no models
+                self._models[task_id] = _Models(0.0, 0.0, _NO_RNG)
 
     # -- registration and control (the verbs of lldsched.runtime.Runtime) ---------------
 
@@ -172,6 +183,7 @@ class Simulation:
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
         isolation: str = "thread",
+        depends_on: Sequence[str] = (),
         overlap: Overlap | None = None,
         max_instances: int | None = None,
     ) -> ScheduledTask:
@@ -205,6 +217,7 @@ class Simulation:
             kwargs=kwargs,
             misfire=misfire,
             isolation=isolation,
+            depends_on=depends_on,
             overlap=overlap,
             max_instances=max_instances,
         )
@@ -226,6 +239,7 @@ class Simulation:
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
+        depends_on: Sequence[str] = (),
         overlap: Overlap | None = None,
         max_instances: int | None = None,
     ) -> Callable[[F], F]:
@@ -248,6 +262,7 @@ class Simulation:
                 args=args,
                 kwargs=kwargs,
                 misfire=misfire,
+                depends_on=depends_on,
                 overlap=overlap,
                 max_instances=max_instances,
             )
@@ -318,12 +333,18 @@ class Simulation:
         """The zone of cron schedules that name none (an IANA key)."""
         return self._core.tz
 
+    @property
+    def retain_finished(self) -> RetainFinished:
+        """How long finished tasks stay registered (:mod:`lldsched.core.retention`)."""
+        return self._core.retain_finished
+
     def task(self, task_id: str) -> ScheduledTask:
-        """The task with this id, or :class:`~lldsched.errors.TaskNotFoundError`."""
+        """The task with this id, or :class:`~lldsched.errors.TaskNotFoundError`
+        (:class:`~lldsched.errors.TaskRetiredError` if it finished and retired)."""
         return self._core.get(task_id)
 
     def tasks(self) -> list[ScheduledTask]:
-        """Every registered task, in registration order."""
+        """Every registered task, in registration order (retired tasks are not)."""
         return list(self._core.tasks.values())
 
     def dead_letter(self) -> list[str]:
@@ -469,10 +490,16 @@ class Simulation:
 
     def _start(self, entry: Any, now: float) -> ExecutionRecord | None:
         """Start live ``entry`` on the lowest free worker; finish it at once if it takes
-        no time."""
-        task = self._core.tasks[entry[3]]
+        no time.  A dependent the core holds back (BLOCKED) starts nothing and draws
+        nothing from its models."""
+        worker = heapq.heappop(self._free)
+        run = self._core.begin(entry, worker)
+        if run is None:  # BLOCKED: the core queues it again when its upstreams succeed
+            heapq.heappush(self._free, worker)
+            return None
+        task = run.task
         models = self._models[entry[3]]
-        attempt = task.attempt + 1
+        attempt = run.attempt
         duration = models.duration
         if callable(duration):
             drawn = duration(models.rng, attempt)
@@ -496,11 +523,6 @@ class Simulation:
                     )
             elif models.rng.random() < fails:
                 error = f"SimulatedFailure: attempt {attempt}"
-        worker = heapq.heappop(self._free)
-        run = self._core.begin(entry, worker)
-        if run is None:  # a slot its overlap policy decided without a run (ALLOW's limit)
-            heapq.heappush(self._free, worker)
-            return None
         result, timed_out = None, False
         if task.action is not None:
             raised, value = run.invoke()
@@ -539,6 +561,10 @@ class Simulation:
         )
         heapq.heappush(self._free, worker)
         return record
+
+    def _retired(self, task_id: str) -> None:
+        """The core retired ``task_id``: its models go with it."""
+        self._models.pop(task_id, None)
 
     def _cut(self, run: Run) -> None:
         """Overlap.CANCEL_OTHER cancelled ``run``: it ends now, as a run that checks its

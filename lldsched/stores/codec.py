@@ -15,8 +15,10 @@ definition is plain JSON:
   ``CronSchedule`` and the decorators ``Jittered`` and ``Window`` (whose wrapped
   schedule nests, through :func:`encode_schedule` / :func:`decode_schedule`) are
   registered; :func:`register_schedule` adds a type;
-* the retry and misfire policies as their fields; an overlap policy (only when the
-  task has one) as ``"overlap"`` (its value) and ``"max_instances"``.
+* the retry and misfire policies as their fields;
+* ``depends_on`` as a list of task ids (absent in documents written before it).
+* an overlap policy (only when the task has one) as ``"overlap"`` (its value) and
+  ``"max_instances"``.
 
 A ``Window``'s count of successful runs is not part of the definition: a store
 that rebuilds a task passes its counters to :func:`decode_task` (``runs=``), which
@@ -205,6 +207,8 @@ def encode_task(task: Task) -> str:
     }
     if task.isolation != "thread":  # absent in older documents, and for thread tasks
         document["isolation"] = task.isolation
+    if task.depends_on:  # absent in older documents, and for tasks without upstreams
+        document["depends_on"] = list(task.depends_on)
     if task.overlap is not None:  # only then: documents of other tasks stay as they were
         document["overlap"] = task.overlap.value
         document["max_instances"] = task.max_instances
@@ -251,6 +255,7 @@ def decode_task(task_id: str, text: str, *, runs: int = 0) -> Task:
             document["kwargs"],
             misfire,
             document.get("isolation", "thread"),
+            _depends_on(document.get("depends_on", [])),
             None if overlap is None else Overlap(overlap),
             document.get("max_instances"),
         )
@@ -258,3 +263,10 @@ def decode_task(task_id: str, text: str, *, runs: int = 0) -> Task:
         raise StoreError(f"task {task_id}: {exc}") from None
     except (LldschedError, ValueError, TypeError, KeyError) as exc:
         raise StoreError(f"task {task_id}: its stored definition is invalid: {exc!r}") from None
+
+
+def _depends_on(ids: object) -> tuple[str, ...]:
+    """The stored upstream ids: a list of strings (ValueError otherwise)."""
+    if not isinstance(ids, list) or not all(isinstance(i, str) and i for i in ids):
+        raise ValueError(f"depends_on must be a list of task ids, got {ids!r}")
+    return tuple(ids)

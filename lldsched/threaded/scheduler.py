@@ -61,7 +61,7 @@ import operator
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import tzinfo
 from types import TracebackType
 from typing import Any
@@ -75,6 +75,7 @@ from lldsched.core.machine import SchedulerCore
 from lldsched.core.recovery import after_clock_jump, recover
 from lldsched.core.registration import UNCHANGED, F, Unchanged, registering, require_action
 from lldsched.core.results import must_await, result_text
+from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
 from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.errors import SchedulerStateError, ValidationError, error_text
 from lldsched.listeners import Listener
@@ -122,7 +123,10 @@ class Scheduler:
     the next due instant), which is how it notices a wall-clock jump or a suspend;
     ``max_coroutines`` bounds the coroutine runs in flight at once (see
     :mod:`lldsched.threaded.coroutines`); ``tz`` is the zone of cron schedules that
-    name none (cron text included; default UTC).  A ``store`` that holds tasks (a reopened
+    name none (cron text included; default UTC); ``retain_finished`` says how long
+    finished (succeeded or cancelled) tasks stay registered: a count of the most
+    recent (default 10,000), a ``timedelta`` after each finished, or ``None`` for
+    ever (see :mod:`lldsched.core.retention`).  A ``store`` that holds tasks (a reopened
     :class:`~lldsched.stores.sqlite.SqliteTaskStore`) has them restored here.
 
     **Collaborator seams.**  The heap, the pool and the event dispatcher are built
@@ -154,6 +158,7 @@ class Scheduler:
         max_wait: float | None = MAX_WAIT,
         max_coroutines: int = 1000,
         tz: str | tzinfo = "UTC",
+        retain_finished: RetainFinished = DEFAULT_RETAIN_FINISHED,
     ) -> None:
         if max_wait is not None:
             max_wait = float(seconds(max_wait, name="max_wait", above=0))
@@ -210,6 +215,8 @@ class Scheduler:
             rng=random.Random(seed),
             history_limit=history_limit,
             tz=tz,
+            retain_finished=retain_finished,
+            on_retire=self._loop_ids.discard,
             on_cancel=self._cancel_overlapped,
         )
         self._deadlines: list[tuple[float, int, RunContext]] = []
@@ -367,6 +374,11 @@ class Scheduler:
         """The zone of cron schedules that name none (an IANA key)."""
         return self._core.tz
 
+    @property
+    def retain_finished(self) -> RetainFinished:
+        """How long finished tasks stay registered (:mod:`lldsched.core.retention`)."""
+        return self._core.retain_finished
+
     # -- registration and control ----------------------------------------------------
 
     def schedule(
@@ -384,6 +396,7 @@ class Scheduler:
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
         isolation: str = "thread",
+        depends_on: Sequence[str] = (),
         overlap: Overlap | None = None,
         max_instances: int | None = None,
     ) -> ScheduledTask:
@@ -438,6 +451,7 @@ class Scheduler:
                         kwargs=kwargs,
                         misfire=misfire,
                         isolation=isolation,
+                        depends_on=depends_on,
                         overlap=overlap,
                         max_instances=max_instances,
                     )
@@ -466,6 +480,7 @@ class Scheduler:
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
+        depends_on: Sequence[str] = (),
         overlap: Overlap | None = None,
         max_instances: int | None = None,
     ) -> Callable[[F], F]:
@@ -486,6 +501,7 @@ class Scheduler:
                 args=args,
                 kwargs=kwargs,
                 misfire=misfire,
+                depends_on=depends_on,
                 overlap=overlap,
                 max_instances=max_instances,
             )
@@ -587,20 +603,23 @@ class Scheduler:
     # -- queries ------------------------------------------------------------------------
 
     def task(self, task_id: str) -> ScheduledTask:
-        """The task with this id, or :class:`~lldsched.errors.TaskNotFoundError`."""
+        """The task with this id, or :class:`~lldsched.errors.TaskNotFoundError`
+        (:class:`~lldsched.errors.TaskRetiredError` if it finished and retired)."""
         with self._lock:
             return self._core.get(task_id)
 
     def tasks(self) -> list[ScheduledTask]:
-        """Every registered task, in registration order."""
+        """Every registered task, in registration order (retired tasks are not)."""
         with self._lock:
             return list(self._core.tasks.values())
 
     def records(self) -> list[ExecutionRecord]:
         """Every record the scheduler still holds: its tasks' histories (each bounded by
-        ``history_limit``; a store keeps them all), merged in the order the runs finished."""
+        ``history_limit``; a store keeps them all) and those of the tasks it retired (one
+        history of that bound), merged in the order the runs finished."""
         with self._lock:
             merged = [record for task in self._core.tasks.values() for record in task.history]
+            merged += self._core.retired_records()
         merged.sort(key=_finished)
         return merged
 

@@ -27,7 +27,9 @@ timed_out   bool                    the attempt ran past its timeout
 outcome     category                ``ok``, ``failed``, ``timed_out``, ``given_up``
                                     (a run that gave its slot up), or for a slot
                                     decided without a run ``missed``/``coalesced``
-                                    (a misfire policy) or ``skipped`` (an overrun)
+                                    (a misfire policy) or ``skipped`` (an overrun),
+                                    or ``blocked``: a dependent's slot waiting for
+                                    its upstreams, ``start`` to ``finish``
                                     (:data:`OUTCOMES`; decided rows have attempt 0
                                     and worker -1, and :func:`ran` leaves them out)
 priority    Int64                   the task's :class:`~lldsched.model.Priority` value
@@ -45,7 +47,7 @@ million records take about a second.  An empty source gives an empty frame with
 the same columns and dtypes.
 
 Summaries: :func:`task_summary` (runs, outcomes, retries, given-up and skipped
-slots, lateness and duration percentiles, overruns per task) and
+slots, lateness and duration percentiles, overruns, blocked waits per task) and
 :func:`utilisation` (the busy fraction of each worker per interval).
 
 pandas and numpy are imported here, in :mod:`lldsched.views.tables` and in
@@ -79,6 +81,7 @@ __all__ = [
     "DTYPES",
     "MISFIRES",
     "OUTCOMES",
+    "dependencies_of",
     "ran",
     "records_of",
     "schedules_of",
@@ -154,6 +157,12 @@ def schedules_of(source: Reads) -> dict[str, Schedule]:
     return {task.id: task.schedule for task in source.tasks()}
 
 
+def dependencies_of(source: Reads) -> dict[str, tuple[str, ...]]:
+    """Task id to the ids it depends on, for the tasks that have upstreams (the
+    ``depends_on`` of :func:`lldsched.views.plots.gantt`)."""
+    return {task.id: task.depends_on for task in source.tasks() if task.depends_on}
+
+
 # -- the frame -----------------------------------------------------------------------
 
 
@@ -227,7 +236,9 @@ def _priorities(task_id: Any, known: Mapping[str, int]) -> Any:
 
 SUMMARY_COLUMNS = TaskSummary._fields
 """The columns of :func:`task_summary`: :class:`~lldsched.views.report.TaskSummary`'s fields."""
-_TIMES = frozenset(field for field in SUMMARY_COLUMNS if field.startswith(("lateness", "duration")))
+_TIMES = frozenset(
+    field for field in SUMMARY_COLUMNS if field.startswith(("lateness", "duration", "blocked_"))
+)
 
 
 def ran(frame: pd.DataFrame) -> pd.DataFrame:

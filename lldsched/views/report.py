@@ -36,6 +36,8 @@ class TaskSummary(NamedTuple):
     misfire policy decided (missed or coalesced), ``given_up`` slots whose attempts
     all failed, ``skipped`` slots an overrun dropped.  Times are seconds, nearest
     rank (:func:`percentile`), over the runs only; ``None`` for a task with no run.
+    ``blocked`` counts a dependent's waits for its upstreams (records whose outcome
+    is ``blocked``) and ``blocked_time`` adds their lengths up (seconds, 0 for none).
     """
 
     name: str
@@ -54,6 +56,8 @@ class TaskSummary(NamedTuple):
     duration_p50: float | None
     duration_p95: float | None
     duration_max: float | None
+    blocked: int = 0
+    blocked_time: float = 0.0
 
 
 class TaskColumns(NamedTuple):
@@ -119,6 +123,10 @@ def summary_of(name: str, columns: TaskColumns, *, overruns: int) -> TaskSummary
         duration_p50=percentile(duration, 50),
         duration_p95=percentile(duration, 95),
         duration_max=duration[-1] if duration else None,
+        blocked=sum(outcome == Outcome.BLOCKED for outcome in outcomes),
+        blocked_time=sum(
+            columns.duration[i] for i, outcome in enumerate(outcomes) if outcome == Outcome.BLOCKED
+        ),
     )
 
 

@@ -41,7 +41,9 @@ if TYPE_CHECKING:
 __all__ = ["COLUMNS", "ControlPanel", "SimulationPlayer", "require_ipywidgets"]
 
 COLUMNS = ("task", "status", "next run", "runs", "ok", "failed", "last error")
-_LIVE = frozenset({TaskStatus.SCHEDULED, TaskStatus.RETRYING, TaskStatus.RUNNING})
+_LIVE = frozenset(  # the statuses pause() accepts
+    {TaskStatus.SCHEDULED, TaskStatus.RETRYING, TaskStatus.RUNNING, TaskStatus.BLOCKED}
+)
 _ERROR_WIDTH = 60
 # On screen the controls come right after the task's name, so they stay in view in a
 # narrow cell and never move when a value changes; the cells whose text changes have
@@ -284,6 +286,7 @@ class _StepDone(Protocol):
     at: float
     kind: str
     task_id: str | None
+    record: ExecutionRecord | None
 
 
 class SimulationPlayer:
@@ -351,7 +354,10 @@ class SimulationPlayer:
         """Process the next event, and say what it was."""
         done = self.sim.step()
         if isinstance(done, _StepDone):
-            name = self.sim.task(done.task_id).name if done.task_id else ""
+            if done.record is not None:  # its task may have finished and retired
+                name = done.record.name
+            else:
+                name = self.sim.task(done.task_id).name if done.task_id else ""
             what = {"start": "started", "finish": "finished"}.get(done.kind, done.kind)
             self.last_step.value = f"last step: {name} {what} at {_when(done.at, self._tz)}"
         else:

@@ -10,9 +10,11 @@
 # - follow a failing task through capped exponential backoff, the dead letter and redrive;
 # - say what a timeout can and cannot do to a running thread, and write an action that
 #   stops when asked;
-# - run a task in a worker process, so that its timeout is enforced by a kill.
+# - run a task in a worker process, so that its timeout is enforced by a kill;
+# - hold a task until its upstream succeeded (`depends_on`), and say what a failed
+#   upstream does to it.
 #
-# **Minutes:** 25.
+# **Minutes:** 30.
 #
 # User code fails. A scheduler you can trust turns every failure into data (a record with
 # the error text), retries with a capped exponential backoff, gives up into a dead-letter
@@ -51,6 +53,12 @@
 #     RUNNING --> CANCELLED: cancel() mid-run
 #     PAUSED --> CANCELLED: cancel()
 #     FAILED --> SCHEDULED: redrive()
+#     SCHEDULED --> BLOCKED: due, upstreams not met
+#     BLOCKED --> SCHEDULED: upstreams succeeded
+#     BLOCKED --> PAUSED: pause()
+#     BLOCKED --> CANCELLED: cancel()
+#     BLOCKED --> FAILED: upstream failed or cancelled
+#     SCHEDULED --> FAILED: due, upstream failed or cancelled
 #     RUNNING --> SCHEDULED: restart
 #     RUNNING --> RETRYING: restart, attempts behind it
 #     SUCCEEDED --> [*]
@@ -284,7 +292,55 @@ print(f"the waiting task started {freed * 1000:.0f} ms after the kill, not 30 s 
 # running child too. The price: a few hundred microseconds a run for the round trip, an
 # interpreter start per new child, and no shared memory (the action gets JSON, returns a
 # value whose `repr` becomes the record's `result`).
+
+# %% [markdown]
+# ## 4. Dependencies: wait for the upstream, fail with it
 #
+# `depends_on=[ids]` holds each slot of a task until every upstream has succeeded since the
+# task's previous slot started. A slot that falls due too early is `BLOCKED`: it leaves the
+# heap, nothing polls, and the upstream's success releases it at that instant (the queue
+# does not change; a readiness check before dispatch does). Every wait is a record whose
+# outcome is `blocked`. This chain runs hourly in a simulation, so the times are exact:
+# `load` and `report` are due at :00, `extract` starts at :05 and takes 15 minutes.
+
+# %% tags=["nbval-check-output"]
+from lldsched import Simulation
+from lldsched.views.frames import dependencies_of, to_frame
+from lldsched.views.plots import gantt
+
+chain = Simulation(workers=2, start=START)
+chain.schedule("extract", FixedRate(3600, start_delay=300), id="extract", duration=900)
+chain.schedule("load", FixedRate(3600), id="load", duration=300, depends_on=["extract"])
+chain.schedule("report", FixedRate(3600), id="report", duration=60, depends_on=["load"])
+chain.run_for(2 * 3600 - 1)
+for record in chain.records():
+    print(
+        f"{record.name:8} {record.outcome:8} t+{(record.started - t0) / 60:>4.0f} min "
+        f"to t+{(record.finished - t0) / 60:>4.0f} min"
+    )
+
+# %% [markdown]
+# The chart by task draws each wait as a grey hatched band and each dependency as a dashed
+# arrow, from the upstream run whose success let the dependent start.
+
+# %%
+gantt(to_frame(chain), by="task", depends_on=dependencies_of(chain), title="An hourly chain")
+
+# %% [markdown]
+# An upstream that is `FAILED` or `CANCELLED` will not succeed without a person, so the
+# tasks waiting for it fail too, into the dead letter, with an error that names it (and so
+# do theirs). Redrive the upstream first, then its dependents.
+
+# %% tags=["nbval-check-output"]
+broken = Simulation(workers=1, start=START)
+broken.schedule("extract", OneTime(delay=300), id="extract", fails=1.0, retry=RetryPolicy.never())
+broken.schedule("load", OneTime(delay=0), id="load", depends_on=["extract"])
+broken.schedule("report", OneTime(delay=0), id="report", depends_on=["load"])
+broken.run_for(600)
+print("dead letter:", broken.dead_letter())
+print(broken.task("report").last_error)
+
+# %% [markdown]
 # ## What Python can and cannot stop
 #
 # * It **cannot** preempt a thread: `time.sleep`, a socket read without a timeout, a long
@@ -302,6 +358,8 @@ print(f"the waiting task started {freed * 1000:.0f} ms after the kill, not 30 s 
 # 2. Why is RETRYING a status of its own instead of SCHEDULED with a shorter due time?
 # 3. An action calls `time.sleep(10)` and has `timeout=1`. When is the timeout noticed,
 #    when does the worker become free, and what would you change in the action?
+# 4. `load` depends on `extract`; both are hourly, and `extract` fails one slot (its
+#    retries too) but succeeds the next hour. What happens to `load` meanwhile?
 #
 # <details><summary>Answers</summary>
 #
@@ -315,6 +373,9 @@ print(f"the waiting task started {freed * 1000:.0f} ms after the kill, not 30 s 
 #    then, and only then is the worker free. Declare a `ctx` parameter and wait with
 #    `ctx.wait(10)` (or check `ctx.cancelled` between chunks of work): its flag goes up
 #    at 1 s and the action returns.
+# 4. `extract` gave its slot up but is still SCHEDULED (not dead), so `load`'s next slot
+#    waits BLOCKED, off the heap, until `extract` succeeds the next hour; then it runs at
+#    once, and the `load` slot it slept through is recorded `skipped`.
 #
 # </details>
 #

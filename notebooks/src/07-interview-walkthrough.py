@@ -336,9 +336,9 @@ check_next_slot(next_slot)
 # * **Singleton**: one scheduler is built and passed around. Tests build one per case and
 #   shut it down; a module-level instance needs a reset back door and hides the clock it
 #   should be given.
-# * **A State class per status**: seven statuses with guarded transitions are an enum and
+# * **A State class per status**: eight statuses with guarded transitions are an enum and
 #   one table (`lldsched/core/lifecycle.py`); a class per status spreads one rule over
-#   seven files and makes the simulation's reuse of the same machine harder.
+#   eight files and makes the simulation's reuse of the same machine harder.
 
 # %% tags=["nbval-check-output"]
 from lldsched import FakeClock
@@ -470,9 +470,9 @@ check_parse_field(parse_field)
 #    start (30 s, which would give 90), and a slot that falls exactly at the finish has
 #    not been missed (the seed's `<=` would give 120).
 # 3. A singleton needs a reset back door for tests and hides the clock it should be
-#    given, so one scheduler is built and passed around. Seven statuses with guarded
+#    given, so one scheduler is built and passed around. Eight statuses with guarded
 #    transitions are an enum and one table; a class per status would spread one rule
-#    over seven places.
+#    over eight places.
 #
 # </details>
 #

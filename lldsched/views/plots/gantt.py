@@ -1,20 +1,26 @@
-"""The Gantt chart of worker occupancy: a lane per worker or per task, a bar per run."""
+"""The Gantt chart of worker occupancy: a lane per worker or per task, a bar per run;
+optionally the dependency edges between runs and the waits of blocked slots."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import datetime, tzinfo
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
+from matplotlib.collections import PolyCollection
+from matplotlib.lines import Line2D
 
 from lldsched.clock import to_timestamp
 from lldsched.errors import ValidationError
 from lldsched.views.plots._base import (
+    _BAR_HEIGHT,
     DETAIL_RUNS,
     Axes,
     Figure,
     _axes,
+    _dates,
     _draw_runs,
     _empty,
     _legend,
@@ -39,6 +45,7 @@ def gantt(
     *,
     title: str | None = None,
     span: tuple[float | datetime, float | datetime] | None = None,
+    depends_on: Mapping[str, Sequence[str]] | None = None,
 ) -> Figure:
     """Worker occupancy: a lane per worker (``by="worker"``) or per task (``by="task"``),
     a bar per run from start to finish, one colour per task (with a legend), failed
@@ -56,9 +63,18 @@ def gantt(
 
     ``span`` (two aware datetimes or epoch seconds) fixes the time axis; without it
     the axis covers the runs.  An empty frame with a ``span`` shows that span.
+
+    ``depends_on`` (task id to upstream ids: :func:`~lldsched.views.frames.dependencies_of`
+    of a runtime) draws each dependency as a dashed arrow from the upstream run whose
+    success let a dependent's slot start (its latest success before that start) to
+    the dependent run, up to :data:`DETAIL_RUNS` runs.  With ``by="task"`` the wait
+    of each blocked slot (a record whose outcome is ``blocked``) is drawn on the
+    task's lane as a hatched grey band, from when it was found blocked to when the
+    wait ended.
     """
     if by not in ("worker", "task"):
         raise ValidationError(f'by must be "worker" or "task", got {by!r}')
+    waits = frame[frame["outcome"] == "blocked"]
     frame = ran(frame)  # a slot a misfire policy decided ran on no worker
     codes, labels, palette = _tasks(frame)
     if by == "worker":
@@ -75,9 +91,15 @@ def gantt(
         low, high = _draw_runs(
             ax, frame, lane.astype(float), palette[codes], detail=detail, span=shown
         )
-        _set_xlim(ax, low, high)
         short = any(c.get_gid() == "short_runs" for c in ax.collections)
         marks = _mark_handles(frame, detail, short=short)
+        earliest = _draw_waits(ax, waits, frame) if by == "task" and len(waits) else None
+        if earliest is not None:
+            low = min(low, earliest)
+            marks.append(_WAIT_HANDLE)
+        _set_xlim(ax, low, high)
+        if depends_on and detail and _draw_edges(ax, frame, lane.astype(float), depends_on):
+            marks.append(_EDGE_HANDLE)
         _legend(ax, [*_task_handles(labels, palette), *marks])
     else:
         _empty(ax, "runs")
@@ -91,6 +113,67 @@ def gantt(
     _time_axis(ax, tz)
     ax.set_title(title if title is not None else _gantt_title(frame, by, lanes), loc="left")
     return figure
+
+
+_EDGE_COLOUR = "0.25"
+_EDGE_HANDLE = Line2D([], [], color=_EDGE_COLOUR, linestyle="--", label="upstream → dependent")
+_WAIT_HANDLE = PolyCollection(
+    [], facecolors="0.85", edgecolors="0.45", hatch="xx", label="blocked (waits for upstreams)"
+)
+
+
+def _draw_edges(
+    ax: Axes, frame: pd.DataFrame, lane: np.ndarray[Any, Any], depends_on: Mapping[str, Any]
+) -> bool:
+    """An arrow from each upstream success to the first attempt it let start; True if
+    any was drawn."""
+    ids = frame["task_id"].astype(str).to_numpy()
+    start, finish = _dates(frame["start"]), _dates(frame["finish"])
+    ok, first = frame["ok"].to_numpy(), frame["attempt"].to_numpy() == 1
+    dependents = np.flatnonzero(first & np.isin(ids, list(depends_on)))
+    drawn = 0
+    for i in dependents:
+        for upstream in depends_on[ids[i]]:
+            before = np.flatnonzero((ids == upstream) & ok & (finish <= start[i]))
+            if not len(before):
+                continue
+            j = before[np.argmax(finish[before])]
+            if lane[j] == lane[i] and finish[j] == start[i]:
+                continue  # back to back on one lane: an arrow of no length shows nothing
+            ax.annotate(
+                "", xy=(start[i], lane[i]), xytext=(finish[j], lane[j]),
+                arrowprops={"arrowstyle": "->", "color": _EDGE_COLOUR, "linestyle": "--",
+                            "shrinkA": 0, "shrinkB": 0, "linewidth": 1.0},
+                zorder=6,
+            )  # fmt: skip
+            drawn += 1
+    return drawn > 0
+
+
+def _draw_waits(ax: Axes, waits: pd.DataFrame, runs: pd.DataFrame) -> float | None:
+    """The blocked waits of tasks that have a lane (a task with runs), as hatched bands;
+    the earliest start drawn (a date number), None if none was."""
+    codes = {task_id: code for code, task_id in enumerate(pd.unique(runs["task_id"]))}
+    lanes = waits["task_id"].map(codes)
+    shown = lanes.notna().to_numpy()
+    if not shown.any():
+        return None
+    waits = waits[shown]
+    lane = lanes[shown].to_numpy(dtype=float)
+    start, finish = _dates(waits["start"]), _dates(waits["finish"])
+    low, high = lane - _BAR_HEIGHT / 4, lane + _BAR_HEIGHT / 4
+    boxes = np.stack(
+        [np.column_stack(corner) for corner in
+         ((start, low), (start, high), (finish, high), (finish, low))],
+        axis=1,
+    )  # fmt: skip
+    band = PolyCollection(
+        cast(Any, boxes), facecolors="0.85", edgecolors="0.45", linewidths=0.5, hatch="xx",
+        zorder=1,
+    )  # fmt: skip
+    band.set_gid("blocked")
+    ax.add_collection(band, autolim=False)
+    return float(start.min())
 
 
 def _span(span: tuple[float | datetime, float | datetime]) -> tuple[float, float]:

@@ -1,0 +1,210 @@
+"""Dependencies: which tasks wait for which, and what each dependent still waits for.
+
+A task registered with ``depends_on=[ids]`` is a *dependent*; the tasks it names
+are its *upstreams*.  The rule, stated once (the core carries it out in
+:meth:`SchedulerCore.begin <lldsched.core.machine.SchedulerCore.begin>` and
+:meth:`~lldsched.core.machine.SchedulerCore.finish`):
+
+* **A slot of a dependent runs when each upstream has succeeded since the
+  dependent's previous slot started** (for its first slot: has ever succeeded,
+  even before the dependent was registered).  An upstream that has SUCCEEDED for
+  good (a one-off that ran) satisfies it from then on, so "initialise once, then
+  sync every minute" works.  The check is made when the slot falls due, before
+  dispatch: the heap does not change.
+* A slot that falls due too early is **BLOCKED**: its task leaves the heap and
+  nothing polls.  When the last upstream it waits for records a success, the core
+  releases it: SCHEDULED, queued at that instant (dependents released by one
+  success are queued in the order they were registered, so ties run by priority,
+  then in that order).  A recurring dependent blocked past its own next slots runs
+  once when released; the slots it slept through are recorded SKIPPED, as after
+  an overrun.
+* **Retries are never blocked**: the rule gates a slot, and a slot's retries belong
+  to it.
+* **A dead upstream fails its dependents**: a dependent waiting for an upstream
+  that is FAILED or CANCELLED (it will not succeed without a person) is FAILED, in
+  the dead letter, with ``UpstreamFailed`` naming it; so are its own dependents in
+  turn.  ``redrive`` both once the upstream is fixed.  An upstream cannot be
+  removed while tasks depend on it.
+* Every blocked wait leaves one record, :attr:`~lldsched.model.Outcome.BLOCKED`,
+  made when the wait ends, from the instant the slot was found blocked to then.
+* An upstream that **retires** (a finished task leaving the registry, see
+  :mod:`lldsched.core.retention`) counts as it ended, SUCCEEDED or CANCELLED, for
+  as long as tasks still name it; a new task cannot name it (it is not registered).
+
+This module keeps the bookkeeping (the graph and the waiting sets); it changes
+no status.  Standard library only, like the rest of the core.  The threaded
+runtime's lock covers it as it covers the core.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
+
+from lldsched.core.task import ScheduledTask
+from lldsched.model import ExecutionRecord, TaskStatus
+
+__all__ = ["Dependencies", "RetiredUpstream", "Upstream"]
+
+SUCCEEDED = TaskStatus.SUCCEEDED
+_DEAD = (TaskStatus.FAILED, TaskStatus.CANCELLED)
+
+
+class Dependencies:
+    """The graph of a core's registry and each dependent's waiting set.
+
+    ``waiting[d]`` holds the upstreams dependent ``d`` still needs a success of
+    before its next slot may start; ``blocked_at[d]`` the instant ``d`` became
+    BLOCKED (while it is).
+    """
+
+    def __init__(self, tasks: Mapping[str, ScheduledTask]) -> None:
+        self._tasks = tasks
+        self._dependents: dict[str, dict[str, None]] = {}  # upstream -> dependents, in order
+        self.waiting: dict[str, set[str]] = {}
+        self.blocked_at: dict[str, float] = {}
+        # Upstreams that retired while tasks still name them, and how they ended.
+        self._retired: dict[str, TaskStatus] = {}
+
+    def link(self, task: ScheduledTask, history: Iterable[ExecutionRecord] = ()) -> None:
+        """Register ``task``'s edges (replacing any it had) and what it waits for.
+
+        ``history`` is the task's own records, for a task restored from a store:
+        what it waits for is worked out from the records, as far back as the store
+        keeps them (:meth:`_waiting_after_restart`).  Otherwise it waits for the
+        upstreams that never succeeded.
+        """
+        self.unlink(task.id)
+        for upstream in task.depends_on:
+            self._dependents.setdefault(upstream, {})[task.id] = None
+        history = tuple(history)
+        if history:
+            self.waiting[task.id] = self._waiting_after_restart(task, history)
+        else:
+            self.waiting[task.id] = {
+                upstream for upstream in task.depends_on if not _has_succeeded(self._get(upstream))
+            }
+
+    def unlink(self, task_id: str) -> None:
+        """Forget ``task_id``'s own edges (as a dependent)."""
+        for upstream, dependents in list(self._dependents.items()):
+            dependents.pop(task_id, None)
+            if not dependents and upstream in self._retired:  # nobody names it any more
+                del self._dependents[upstream], self._retired[upstream]
+        self.waiting.pop(task_id, None)
+        self.blocked_at.pop(task_id, None)
+
+    def retired(self, task: ScheduledTask) -> None:
+        """``task`` (SUCCEEDED or CANCELLED) left the registry: forget it as a dependent,
+        and remember how it ended while tasks still name it."""
+        self.unlink(task.id)
+        if self._dependents.get(task.id):
+            self._retired[task.id] = task.status
+        else:
+            self._dependents.pop(task.id, None)
+
+    def dependents(self, task_id: str) -> list[ScheduledTask]:
+        """The registered tasks that depend on ``task_id``, in registration order."""
+        found = self._dependents.get(task_id, {})
+        return [self._tasks[d] for d in found if d in self._tasks]
+
+    def unmet(self, task: ScheduledTask) -> list[str]:
+        """The upstreams ``task``'s next slot still waits for, in ``depends_on`` order."""
+        waiting = self.waiting.get(task.id)
+        if not waiting:
+            return []
+        return [upstream for upstream in task.depends_on if upstream in waiting]
+
+    def dead(self, task: ScheduledTask) -> Upstream | None:
+        """The first upstream ``task`` waits for that is FAILED or CANCELLED, if any."""
+        for upstream in self.unmet(task):
+            found = self._get(upstream)
+            if found is not None and found.status in _DEAD:
+                return found
+            if self._retired.get(upstream) in _DEAD:
+                return RetiredUpstream(upstream, self._retired[upstream])
+        return None
+
+    def started(self, task: ScheduledTask) -> None:
+        """``task``'s slot starts: its next slot waits for a fresh success of each upstream
+        that has not SUCCEEDED for good."""
+        self.waiting[task.id] = {
+            upstream for upstream in task.depends_on if self._status(upstream) is not SUCCEEDED
+        }
+
+    def succeeded(self, upstream: str) -> list[ScheduledTask]:
+        """``upstream`` recorded a success: it is no longer waited for.  Returns the
+        BLOCKED dependents that now wait for nothing, in registration order."""
+        released = []
+        for dependent in self.dependents(upstream):
+            waiting = self.waiting.get(dependent.id)
+            if waiting is None:
+                continue
+            waiting.discard(upstream)
+            if not waiting and dependent.status is TaskStatus.BLOCKED:
+                released.append(dependent)
+        return released
+
+    def stranded(self, upstream: str) -> list[ScheduledTask]:
+        """The BLOCKED dependents waiting for ``upstream`` (which just died)."""
+        return [
+            dependent
+            for dependent in self.dependents(upstream)
+            if dependent.status is TaskStatus.BLOCKED
+            and upstream in self.waiting.get(dependent.id, ())
+        ]
+
+    def _get(self, task_id: str) -> ScheduledTask | None:
+        return self._tasks.get(task_id)
+
+    def _status(self, task_id: str) -> TaskStatus | None:
+        """The status of a registered or retired upstream (None: neither)."""
+        found = self._tasks.get(task_id)
+        return found.status if found is not None else self._retired.get(task_id)
+
+    def _waiting_after_restart(
+        self, task: ScheduledTask, history: tuple[ExecutionRecord, ...]
+    ) -> set[str]:
+        """What a restored dependent waits for, from the records a store kept.
+
+        The in-memory sets follow the order in which the core saw events; after a
+        restart the order is read from the records' times instead: an upstream
+        counts when one of its successful runs finished strictly after the
+        dependent's latest slot started (its latest first attempt), or, if the
+        dependent never ran, when it ever succeeded.
+        """
+        starts = [r.started for r in history if r.outcome.ran and r.attempt == 1]
+        since = starts[-1] if starts else None
+        waiting = set()
+        for upstream in task.depends_on:
+            found = self._get(upstream)
+            if found is None or found.status is SUCCEEDED:
+                continue
+            if since is None:
+                if not _has_succeeded(found):
+                    waiting.add(upstream)
+            elif not any(r.ok and r.finished > since for r in found.history):
+                waiting.add(upstream)
+        return waiting
+
+
+class RetiredUpstream(NamedTuple):
+    """A retired upstream, as far as an error message needs it."""
+
+    id: str
+    status: TaskStatus
+
+    @property
+    def name(self) -> str:
+        return self.id
+
+
+Upstream = ScheduledTask | RetiredUpstream
+"""An upstream a dependent waits for: registered, or retired."""
+
+
+def _has_succeeded(task: ScheduledTask | None) -> bool:
+    """True when ``task`` has at least one successful run (or SUCCEEDED)."""
+    if task is None:
+        return False
+    return task.status is SUCCEEDED or task.run_count > task.failure_count

@@ -1,0 +1,157 @@
+"""Retention: which finished tasks the registry still holds, and what it keeps of the
+tasks it retired.
+
+A service that schedules "send the reminder in five minutes" all day must not hold
+every task it ever ran (issue #19: a million one-off runs held a million tasks,
+640 MiB).  So a *finished* task leaves the registry after a stated retention, the
+runtimes' ``retain_finished`` (the same name and meaning on ``Scheduler`` and
+``Simulation``):
+
+* an ``int`` *n*: the *n* most recently finished tasks stay; when one more
+  finishes, the one that finished earliest retires (``0``: a task retires as it
+  finishes);
+* a ``timedelta``: a finished task stays that long after it finished, and retires
+  at the first finish or cancel after that;
+* ``None``: every task stays (the registry grows with every task registered).
+
+The default is :data:`DEFAULT_RETAIN_FINISHED`.
+
+*Finished* means SUCCEEDED or CANCELLED with no run in flight (a task cancelled
+mid-run finishes when its run does): nothing will ever run it again.  FAILED is
+not finished here: a FAILED task waits in the dead letter until it is redriven
+or removed, however long that takes.
+
+What stays of a retired task: every record it made is in the store (written
+through as always), with the listeners, in the simulation's ``records()`` (its
+run log keeps every record), and in the threaded scheduler's ``records()`` as far
+as its ``history_limit`` reaches (retired tasks share one history of that bound:
+:attr:`Retention.log`).  The ids of the last :data:`RETIRED_IDS_REMEMBERED` retired
+tasks are remembered, so that ``task(id)`` and every control verb on one raise
+:class:`~lldsched.errors.TaskRetiredError` saying so; an id retired longer ago gets
+a :class:`~lldsched.errors.TaskNotFoundError` that names retirement as one reason.
+Registering a retired id again is a new task.
+
+The rule lives here; :class:`~lldsched.core.machine.SchedulerCore` tells this
+object when a task finishes and carries out the retirements it answers.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from datetime import timedelta
+
+from lldsched.errors import TaskNotFoundError, TaskRetiredError, ValidationError
+from lldsched.model import ExecutionRecord
+
+__all__ = [
+    "DEFAULT_RETAIN_FINISHED",
+    "RETIRED_IDS_REMEMBERED",
+    "RetainFinished",
+    "Retention",
+    "check_retention",
+]
+
+RetainFinished = int | timedelta | None
+"""A retention: a count of finished tasks, an age, or None (keep every one)."""
+
+DEFAULT_RETAIN_FINISHED = 10_000
+"""Finished tasks the registry holds by default: a few MiB, and far more than a
+notebook, a test or a dashboard looks back on."""
+
+RETIRED_IDS_REMEMBERED = 10_000
+"""Retired ids remembered for :class:`TaskRetiredError` (about 1 MiB at most)."""
+
+_NONE: tuple[str, ...] = ()
+
+
+def check_retention(value: object) -> RetainFinished:
+    """``value`` if it is a retention, else a :class:`ValidationError` quoting it."""
+    if value is None:
+        return None
+    if isinstance(value, timedelta) and value >= timedelta(0):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise ValidationError(
+        "retain_finished must be a count of finished tasks (an int >= 0), an age "
+        f"(a timedelta >= 0) or None, got {value!r}"
+    )
+
+
+class Retention:
+    """The finished tasks still held, oldest finish first, and the memory of retired ones."""
+
+    __slots__ = ("_age", "_count", "_finished", "_retired", "keep", "log")
+
+    def __init__(self, keep: RetainFinished, *, history_limit: int | None) -> None:
+        self.keep = check_retention(keep)
+        self._count = keep if isinstance(keep, int) else None
+        self._age = keep.total_seconds() if isinstance(keep, timedelta) else None
+        # The ids of the finished tasks held, in the order they finished, to the
+        # instant each finished (insertion order is the retirement order).  Ordered
+        # dicts, not dicts: taking the oldest of a dict whose front was deleted scans
+        # the deleted slots (a stream of one-off runs spent 4x its time there).
+        self._finished: OrderedDict[str, float] = OrderedDict()
+        # Recently retired ids, oldest first, to the status each finished with.
+        self._retired: OrderedDict[str, str] = OrderedDict()
+        self.log: deque[ExecutionRecord] = deque(maxlen=history_limit)
+        """The records of retired tasks, in the order they retired (bounded as one
+        task's history is)."""
+
+    def finished(self, task_id: str, at: float) -> None:
+        """The task ``task_id`` finished at ``at``: it is held for the retention from now."""
+        if self.keep is not None and task_id not in self._finished:
+            self._finished[task_id] = at
+
+    def forget(self, task_id: str) -> None:
+        """The task left the registry some other way (``remove``)."""
+        self._finished.pop(task_id, None)
+
+    def registered(self, task_id: str) -> None:
+        """``task_id`` was registered: a retired task of that id is history."""
+        if self._retired:
+            self._retired.pop(task_id, None)
+
+    def due(self, now: float) -> tuple[str, ...] | list[str]:
+        """The ids that retire at ``now``, oldest finish first, taken off the held list."""
+        held = self._finished
+        count = self._count
+        if count is not None:
+            if len(held) <= count:
+                return _NONE
+            return [held.popitem(last=False)[0] for _ in range(len(held) - count)]
+        if self._age is None or not held:
+            return _NONE
+        limit = now - self._age
+        due = []
+        while held and next(iter(held.values())) <= limit:
+            due.append(held.popitem(last=False)[0])
+        return due
+
+    def retired(self, task_id: str, status: str, history: tuple[ExecutionRecord, ...]) -> None:
+        """Remember that ``task_id`` retired (as ``status``), and keep its records in the log."""
+        retired = self._retired
+        retired[task_id] = status
+        if len(retired) > RETIRED_IDS_REMEMBERED:
+            retired.popitem(last=False)
+        if history and self.log.maxlen != 0:
+            self.log.extend(history)
+
+    def not_found(self, task_id: object) -> TaskNotFoundError:
+        """The error for an id the registry does not hold, saying whether it retired."""
+        status = self._retired.get(task_id) if isinstance(task_id, str) else None
+        if status is not None:
+            return TaskRetiredError(
+                f"task {task_id!r} finished ({status}) and was retired from the registry "
+                f"(retain_finished={self.keep!r}); its runs stay in records() and the store"
+            )
+        if self._retired:
+            return TaskNotFoundError(
+                f"no task with id {task_id!r}: never registered, removed, or finished and "
+                f"retired long ago (retain_finished={self.keep!r})"
+            )
+        return TaskNotFoundError(f"no task with id {task_id!r}")
+
+    def held(self) -> int:
+        """How many finished tasks are held now."""
+        return len(self._finished)

@@ -1,0 +1,543 @@
+"""Dependencies (depends_on): a dependent's slot waits BLOCKED until each upstream has
+succeeded since the dependent's previous slot started; both runtimes, one rule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lldsched import (
+    FakeClock,
+    FixedRate,
+    InMemoryTaskStore,
+    OneTime,
+    Priority,
+    RetryPolicy,
+    ScheduledTask,
+    Scheduler,
+    SchedulerStateError,
+    Simulation,
+    TaskStatus,
+    ValidationError,
+)
+from lldsched.model import ExecutionRecord, Outcome
+from lldsched.stores.sqlite import SqliteTaskStore
+from tests import jobs
+from tests.conftest import T0
+from tests.runtimes import KINDS, Driven
+
+BLOCKED, SCHEDULED, FAILED = TaskStatus.BLOCKED, TaskStatus.SCHEDULED, TaskStatus.FAILED
+HOUR = 3600.0
+
+
+def add_action(
+    driven: Driven, name: str, action: Any, schedule: Any, **options: Any
+) -> ScheduledTask:
+    """Register ``action`` (a tests.jobs function) under ``name`` on either runtime."""
+    runtime = driven.runtime
+    if isinstance(runtime, Scheduler):
+        return runtime.schedule(name, action, schedule, **options)
+    return runtime.schedule(name, schedule, action=action, **options)
+
+
+def add_failing(driven: Driven, name: str, schedule: Any, **options: Any) -> ScheduledTask:
+    """Register ``tests.jobs.broken`` (always raises) under ``name``."""
+    return add_action(driven, name, jobs.broken, schedule, **options)
+
+
+def runs(driven: Driven, task: ScheduledTask) -> list[ExecutionRecord]:
+    """The task's records of attempts that ran, oldest first."""
+    driven.settle()
+    return [record for record in task.history if record.outcome.ran]
+
+
+def waits(task: ScheduledTask) -> list[ExecutionRecord]:
+    """The task's records of blocked waits, oldest first."""
+    return [record for record in task.history if record.outcome is Outcome.BLOCKED]
+
+
+# -- registration ------------------------------------------------------------------------
+
+
+def test_an_unknown_upstream_id_is_rejected_naming_it_and_nothing_is_registered(
+    driven: Driven,
+) -> None:
+    driven.add("extract", OneTime(delay=0), id="extract")
+    with pytest.raises(ValidationError, match=r"not registered: \['nope'\]"):
+        driven.add("load", OneTime(delay=0), depends_on=["extract", "nope"])
+    assert [task.name for task in driven.runtime.tasks()] == ["extract"]
+
+
+def test_a_task_that_names_itself_is_a_cycle(driven: Driven) -> None:
+    with pytest.raises(ValidationError, match=r"makes a cycle: a -> a"):
+        driven.add("a", OneTime(delay=0), id="a", depends_on=["a"])
+    assert driven.runtime.tasks() == []
+
+
+def test_a_cycle_through_a_replaced_task_is_rejected_with_its_path_and_nothing_is_lost(
+    driven: Driven,
+) -> None:
+    driven.add("a", OneTime(delay=HOUR), id="a")
+    driven.add("b", OneTime(delay=HOUR), id="b", depends_on=["a"])
+    driven.add("c", OneTime(delay=HOUR), id="c", depends_on=["b"])
+    with pytest.raises(ValidationError, match=r"makes a cycle: a -> c -> b -> a"):
+        driven.add("a", OneTime(delay=HOUR), id="a", replace_existing=True, depends_on=["c"])
+    with pytest.raises(ValidationError, match=r"makes a cycle: a -> b -> a"):
+        driven.add("a", OneTime(delay=HOUR), id="a", replace_existing=True, depends_on=["b"])
+    assert [task.id for task in driven.runtime.tasks()] == ["a", "b", "c"]
+    assert driven.runtime.task("a").depends_on == ()
+    assert driven.runtime.task("c").depends_on == ("b",)
+
+
+@pytest.mark.parametrize(
+    ("depends_on", "message"),
+    [
+        ("extract", r"depends_on must be a list of task ids, got 'extract'"),
+        (["extract", "extract"], r"depends_on names \['extract'\] more than once"),
+        ([3], r"depends_on holds task ids \(non-empty strings\), got 3"),
+        ([" "], r"got ' '"),
+    ],
+)
+def test_bad_depends_on_values_are_rejected_naming_them(
+    driven: Driven, depends_on: Any, message: str
+) -> None:
+    driven.add("extract", OneTime(delay=0), id="extract")
+    with pytest.raises(ValidationError, match=message):
+        driven.add("load", OneTime(delay=0), depends_on=depends_on)
+    assert len(driven.runtime.tasks()) == 1
+
+
+# -- the rule ------------------------------------------------------------------------------
+
+
+def test_a_dependent_waits_blocked_until_its_upstream_succeeds_then_runs_at_once(
+    driven: Driven,
+) -> None:
+    extract = driven.add("extract", OneTime(delay=600))
+    load = driven.add("load", OneTime(delay=0), depends_on=[extract.id])
+    driven.run_until(T0 + 60)
+    assert load.status is BLOCKED
+    assert load.next_run_at == T0  # the slot it waits to run
+    assert driven.runtime.pending() == [extract]  # a blocked task is not in the heap
+    driven.run_until(T0 + 1200)
+    assert load.status is TaskStatus.SUCCEEDED
+    (run,) = runs(driven, load)
+    assert (run.slot, run.due, run.started) == (T0, T0 + 600, T0 + 600)
+    (wait,) = waits(load)
+    assert (wait.started, wait.finished, wait.attempt, wait.worker) == (T0, T0 + 600, 0, -1)
+    assert wait.error is None
+
+
+def test_an_upstream_that_already_succeeded_lets_a_new_dependent_run_on_time(
+    driven: Driven,
+) -> None:
+    extract = driven.add("extract", OneTime(delay=0))
+    driven.run_until(T0 + 60)
+    load = driven.add("load", OneTime(delay=0), depends_on=[extract.id])
+    driven.run_until(T0 + 120)
+    assert [run.started for run in runs(driven, load)] == [T0 + 60]
+    assert waits(load) == []
+
+
+def test_a_recurring_dependent_runs_once_per_upstream_success(driven: Driven) -> None:
+    hourly = driven.add("hourly", FixedRate(HOUR))
+    half = driven.add("half-hourly", FixedRate(1800, start_delay=60), depends_on=[hourly.id])
+    driven.run_until(T0 + 3 * HOUR - 1)
+    started = [run.started for run in runs(driven, half)]
+    assert started == [T0 + 60, T0 + HOUR, T0 + 2 * HOUR]
+    assert [run.slot for run in runs(driven, half)] == [T0 + 60, T0 + 1860, T0 + 3660]
+    assert half.status is BLOCKED  # slot T0 + 5460 waits for the success at T0 + 3 h
+
+
+def test_a_one_off_upstream_that_succeeded_satisfies_every_later_slot(driven: Driven) -> None:
+    setup = driven.add("setup", OneTime(delay=0))
+    sync = driven.add("sync", FixedRate(60), depends_on=[setup.id])
+    driven.run_until(T0 + 300)
+    assert len(runs(driven, sync)) == 6
+    assert sync.status is SCHEDULED
+
+
+def test_a_retry_does_not_wait_for_the_upstream_again(driven: Driven) -> None:
+    extract = driven.add("extract", OneTime(delay=0))
+    retry = RetryPolicy(max_attempts=3, initial_backoff=10, jitter=0)
+    # tests.jobs.flaky(True) fails its first two attempts, then succeeds
+    load = add_action(driven, "load", jobs.flaky, FixedRate(HOUR), args=(True,),
+                      depends_on=[extract.id], retry=retry)  # fmt: skip
+    driven.run_until(T0 + 60)
+    assert [(run.attempt, run.ok) for run in runs(driven, load)] == [
+        (1, False), (2, False), (3, True),
+    ]  # fmt: skip
+    assert waits(load) == []
+
+
+def test_dependents_released_by_one_success_start_by_priority_then_registration_order(
+    driven: Driven,
+) -> None:
+    extract = driven.add("extract", OneTime(delay=600))
+    first = driven.add("first", OneTime(delay=0), depends_on=[extract.id])
+    urgent = driven.add("urgent", OneTime(delay=0), depends_on=[extract.id], priority=Priority.HIGH)
+    second = driven.add("second", OneTime(delay=0), depends_on=[extract.id])
+    driven.run_until(T0 + 1200)
+    started = [
+        event.name
+        for event in driven.events
+        if event.status is TaskStatus.RUNNING and event.name != "extract"
+    ]
+    assert started == ["urgent", "first", "second"]
+    assert {task.status for task in (first, urgent, second)} == {TaskStatus.SUCCEEDED}
+
+
+def test_a_dependent_waits_for_every_upstream(driven: Driven) -> None:
+    a = driven.add("a", OneTime(delay=600))
+    b = driven.add("b", OneTime(delay=1200))
+    both = driven.add("both", OneTime(delay=0), depends_on=[a.id, b.id])
+    driven.run_until(T0 + 900)
+    assert both.status is BLOCKED
+    driven.run_until(T0 + 1800)
+    assert [run.started for run in runs(driven, both)] == [T0 + 1200]
+
+
+# -- dead upstreams ------------------------------------------------------------------------
+
+
+def test_a_failed_upstream_fails_its_blocked_dependent_naming_it(driven: Driven) -> None:
+    extract = add_failing(driven, "extract", OneTime(delay=600), retry=RetryPolicy.never())
+    load = driven.add("load", OneTime(delay=0), depends_on=[extract.id])
+    report = driven.add("report", OneTime(delay=0), depends_on=[load.id])
+    driven.run_until(T0 + 1200)
+    assert (extract.status, load.status, report.status) == (FAILED, FAILED, FAILED)
+    assert driven.runtime.dead_letter() == [extract.id, load.id, report.id]
+    (wait,) = waits(load)
+    assert wait.error is not None and wait.error.startswith(
+        f"UpstreamFailed: upstream {extract.id}"
+    )
+    assert load.last_error == wait.error
+    assert runs(driven, load) == []
+
+
+def test_a_cancelled_upstream_fails_its_dependents_now_and_at_their_next_slot(
+    driven: Driven,
+) -> None:
+    extract = driven.add("extract", FixedRate(HOUR, start_delay=600))
+    waiting = driven.add("waiting", OneTime(delay=0), depends_on=[extract.id])
+    later = driven.add("later", OneTime(delay=1800), depends_on=[extract.id])
+    driven.run_until(T0 + 60)
+    assert driven.runtime.cancel(extract.id) is True
+    driven.settle()
+    assert waiting.status is FAILED
+    assert later.status is SCHEDULED  # not due yet
+    driven.run_until(T0 + 1800)
+    assert later.status is FAILED
+    assert "is cancelled" in (later.last_error or "")
+
+
+def test_a_redriven_dependent_runs_after_its_redriven_upstream_succeeds(driven: Driven) -> None:
+    add_failing(driven, "extract", OneTime(delay=0), id="extract", retry=RetryPolicy.never())
+    load = driven.add("load", OneTime(delay=0), id="load", depends_on=["extract"])
+    driven.run_until(T0 + 60)
+    assert load.status is FAILED
+    # the upstream is fixed (a new action) and redriven; then the dependent
+    add_action(driven, "extract", jobs.noop, OneTime(delay=0), id="extract",
+               replace_existing=True, retry=RetryPolicy.never())  # fmt: skip
+    assert driven.runtime.redrive("load") is True
+    driven.run_until(T0 + 120)
+    assert load.status is FAILED  # its upstream is still FAILED: it fails again at once
+    assert driven.runtime.redrive("extract") is True
+    assert driven.runtime.redrive("load") is True
+    driven.run_until(T0 + 180)
+    assert load.status is TaskStatus.SUCCEEDED
+    assert [run.started for run in runs(driven, load)] == [T0 + 120]
+    assert len(waits(load)) == 2  # the two failed waits, each with no time blocked
+
+
+def test_an_upstream_with_dependents_cannot_be_removed(driven: Driven) -> None:
+    extract = driven.add("extract", OneTime(delay=HOUR), id="extract")
+    driven.add("load", OneTime(delay=0), id="load", depends_on=["extract"])
+    with pytest.raises(SchedulerStateError, match=r"cannot remove 'extract'.*load \('load'\)"):
+        driven.runtime.remove("extract")
+    assert extract.status is SCHEDULED
+    driven.runtime.remove("load")
+    driven.runtime.remove("extract")
+    assert driven.runtime.tasks() == []
+
+
+# -- control verbs on a blocked task -------------------------------------------------------
+
+
+def test_pause_and_resume_a_blocked_task_check_its_upstreams_again(driven: Driven) -> None:
+    extract = driven.add("extract", OneTime(delay=600))
+    load = driven.add("load", OneTime(delay=0), depends_on=[extract.id])
+    driven.run_until(T0 + 60)
+    assert driven.runtime.pause(load.id) is True
+    assert load.status is TaskStatus.PAUSED
+    assert [(w.started, w.finished) for w in waits(load)] == [(T0, T0 + 60)]
+    driven.run_until(T0 + 120)
+    assert driven.runtime.resume(load.id) is True
+    driven.run_until(T0 + 130)
+    assert load.status is BLOCKED  # resumed, due at once, and still waiting
+    driven.run_until(T0 + 1200)
+    assert [run.started for run in runs(driven, load)] == [T0 + 600]
+
+
+def test_a_blocked_task_can_be_cancelled_and_not_run_now(driven: Driven) -> None:
+    extract = driven.add("extract", OneTime(delay=600))
+    load = driven.add("load", OneTime(delay=0), depends_on=[extract.id])
+    driven.run_until(T0 + 60)
+    assert driven.runtime.run_now(load.id) is False  # run_now cannot skip its upstreams
+    assert driven.runtime.cancel(load.id) is True
+    driven.run_until(T0 + 1200)
+    assert load.status is TaskStatus.CANCELLED
+    assert runs(driven, load) == []
+    assert len(waits(load)) == 1
+
+
+def test_a_rescheduled_blocked_task_stays_blocked_and_runs_at_its_new_time(
+    driven: Driven,
+) -> None:
+    extract = driven.add("extract", OneTime(delay=600))
+    load = driven.add("load", OneTime(delay=0), depends_on=[extract.id])
+    driven.run_until(T0 + 60)
+    driven.runtime.reschedule(load.id, OneTime(delay=HOUR))
+    assert load.status is BLOCKED
+    assert load.next_run_at == T0 + 60 + HOUR
+    driven.run_until(T0 + 2 * HOUR)
+    assert [run.started for run in runs(driven, load)] == [T0 + 60 + HOUR]
+
+
+def test_dropping_the_dependencies_of_a_blocked_task_releases_it(driven: Driven) -> None:
+    driven.add("extract", OneTime(delay=600), id="extract")
+    load = driven.add("load", OneTime(delay=0), id="load", depends_on=["extract"])
+    driven.run_until(T0 + 60)
+    driven.add("load", OneTime(delay=0), id="load", replace_existing=True)
+    driven.run_until(T0 + 120)
+    assert [run.started for run in runs(driven, load)] == [T0 + 60]
+
+
+# -- events --------------------------------------------------------------------------------
+
+
+def test_listeners_hear_blocked_and_released_with_the_wait_record(driven: Driven) -> None:
+    extract = driven.add("extract", OneTime(delay=600))
+    load = driven.add("load", OneTime(delay=0), depends_on=[extract.id])
+    driven.run_until(T0 + 1200)
+    changes = [
+        (event.previous, event.status, event.record is not None)
+        for event in driven.events
+        if event.task_id == load.id
+    ]
+    assert changes == [
+        (None, SCHEDULED, False),
+        (SCHEDULED, BLOCKED, False),
+        (BLOCKED, SCHEDULED, True),
+        (SCHEDULED, TaskStatus.RUNNING, False),
+        (TaskStatus.RUNNING, TaskStatus.SUCCEEDED, True),
+    ]
+    released = next(e for e in driven.events if e.previous is BLOCKED)
+    assert released.record is not None and released.record.outcome is Outcome.BLOCKED
+
+
+# -- stores --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("store_kind", ["memory", "sqlite"])
+def test_depends_on_and_the_blocked_state_survive_a_store(
+    kind: str, store_kind: str, tmp_path: Path
+) -> None:
+    def open_store() -> Any:
+        return SqliteTaskStore(tmp_path / "tasks.db") if store_kind == "sqlite" else memory
+
+    memory = InMemoryTaskStore()
+    store = open_store()
+    first = Driven(kind, store=store)
+    first.add("extract", OneTime(delay=600), id="extract")
+    first.add("load", OneTime(delay=0), id="load", depends_on=["extract"])
+    first.run_until(T0 + 60)
+    assert first.runtime.task("load").status is BLOCKED
+    first.close()
+    if store_kind == "sqlite":
+        store.close()
+        store = open_store()
+
+    second = Driven(kind, store=store)
+    try:
+        load = second.runtime.task("load")
+        assert (load.status, load.depends_on) == (BLOCKED, ("extract",))
+        assert second.runtime.pending() == [second.runtime.task("extract")]
+        second.clock.set(T0 + 60)
+        second.run_until(T0 + 1200)
+        assert load.status is TaskStatus.SUCCEEDED
+        assert [run.started for run in runs(second, load)] == [T0 + 600]
+    finally:
+        second.close()
+        if store_kind == "sqlite":
+            store.close()
+
+
+def test_a_restored_dependent_waits_for_a_success_newer_than_its_last_run() -> None:
+    store = InMemoryTaskStore()
+    sim = Simulation(workers=1, start=T0, store=store)
+    sim.schedule("hourly", FixedRate(HOUR), action=jobs.noop, id="hourly")
+    sim.schedule("report", FixedRate(HOUR, start_delay=60), action=jobs.noop, id="report",
+                 depends_on=["hourly"])  # fmt: skip
+    sim.run(T0 + 120)
+    restarted = Simulation(workers=1, start=T0 + 120, store=store)
+    report = restarted.task("report")
+    assert report.status is SCHEDULED
+    restarted.run(T0 + HOUR + 120)
+    # its slot at T0 + 1 h + 60 s waits for hourly's run at T0 + 1 h: it ran then
+    assert [r.started for r in report.history if r.outcome.ran] == [T0 + 60, T0 + HOUR + 60]
+
+
+# -- the simulation ------------------------------------------------------------------------
+
+
+def test_a_blocked_simulated_task_draws_nothing_from_its_models() -> None:
+    def drawn(sim: Simulation, *, blocked: bool) -> list[float]:
+        sim.schedule("up", OneTime(delay=600 if blocked else 0), id="up")
+        sim.schedule("down", FixedRate(HOUR), id="down", depends_on=["up"],
+                     duration=lambda rng, attempt: rng.uniform(1, 2))  # fmt: skip
+        sim.run(T0 + 1800)
+        return [r.duration for r in sim.records() if r.task_id == "down" and r.outcome.ran]
+
+    assert drawn(Simulation(start=T0, seed=3), blocked=True) == drawn(
+        Simulation(start=T0, seed=3), blocked=False
+    )
+
+
+# -- frames and the Gantt chart --------------------------------------------------------------
+
+
+def etl(hours: int) -> Simulation:
+    """extract (10 to 25 min) then transform then load, hourly, on two workers."""
+    sim = Simulation(workers=2, start=T0, seed=1)
+    sim.schedule("extract", FixedRate(HOUR, start_delay=300), id="extract",
+                 duration=lambda rng, attempt: rng.uniform(600, 1500))  # fmt: skip
+    sim.schedule("transform", FixedRate(HOUR), id="transform", duration=400,
+                 depends_on=["extract"])  # fmt: skip
+    sim.schedule("load", FixedRate(HOUR), id="load", duration=300, depends_on=["transform"])
+    sim.run(T0 + hours * HOUR)
+    return sim
+
+
+def test_frames_show_each_blocked_wait_and_the_summary_adds_them_up() -> None:
+    from lldsched.views.frames import ran, task_summary, to_frame
+
+    sim = etl(hours=2)
+    frame = to_frame(sim)
+    waited = frame[frame["outcome"] == "blocked"]
+    assert waited["task_id"].tolist() == ["transform", "load", "transform", "load"]
+    assert (waited["attempt"] == 0).all() and (waited["worker"] == -1).all()
+    assert len(ran(frame)) == len(frame) - len(waited)
+    summary = task_summary(frame)
+    assert summary.loc["extract", "blocked"] == 0
+    assert summary.loc["transform", "blocked"] == 2
+    assert (
+        summary.loc["load", "blocked_time"] == waited[waited["task_id"] == "load"]["duration"].sum()
+    )
+    # transform waits from its slot until extract's success, then starts at once
+    transform = ran(frame)[ran(frame)["task_id"] == "transform"]
+    extract = ran(frame)[ran(frame)["task_id"] == "extract"]
+    assert transform["start"].tolist() == extract["finish"].tolist()
+
+
+def test_the_gantt_chart_draws_dependency_arrows_and_blocked_waits() -> None:
+    from lldsched.views.frames import dependencies_of, to_frame
+    from lldsched.views.plots import gantt
+
+    sim = etl(hours=2)
+    assert dependencies_of(sim) == {"transform": ("extract",), "load": ("transform",)}
+    figure = gantt(to_frame(sim), by="task", depends_on=dependencies_of(sim))
+    ax = figure.axes[0]
+    arrows = [child for child in ax.texts if getattr(child, "arrow_patch", None) is not None]
+    assert len(arrows) == 4  # two runs each of transform and load, one upstream each
+    assert any(c.get_gid() == "blocked" for c in ax.collections)
+    shown = ax.get_legend()
+    assert shown is not None
+    legend = [text.get_text() for text in shown.get_texts()]
+    assert "upstream → dependent" in legend and "blocked (waits for upstreams)" in legend
+    plain = gantt(to_frame(sim), by="task").axes[0]
+    assert not any(getattr(c, "arrow_patch", None) for c in plain.texts)
+
+
+def test_the_control_panel_shows_a_blocked_task_and_can_pause_it() -> None:
+    from lldsched.views.widgets import ControlPanel
+
+    driven = Driven("threaded")
+    try:
+        extract = driven.add("extract", OneTime(delay=600))
+        load = driven.add("load", OneTime(delay=0), depends_on=[extract.id])
+        driven.run_until(T0 + 60)
+        assert isinstance(driven.runtime, Scheduler)
+        panel = ControlPanel(driven.runtime, loop=None)
+        assert panel.row(load.id)["status"] == "blocked"
+        assert not panel.button(load.id, "pause").disabled
+        panel.button(load.id, "pause").click()
+        assert load.status is TaskStatus.PAUSED
+        panel.close()
+    finally:
+        driven.close()
+
+
+def test_the_codec_keeps_depends_on_and_rejects_a_stored_value_that_is_not_a_list() -> None:
+    import json
+
+    from lldsched.errors import StoreError
+    from lldsched.stores.codec import decode_task, encode_task
+
+    sim = Simulation(start=T0)
+    sim.schedule("extract", OneTime(delay=0), id="extract", action=jobs.noop)
+    load = sim.schedule("load", OneTime(delay=0), id="load", action=jobs.noop,
+                        depends_on=["extract"])  # fmt: skip
+    text = encode_task(load.definition)
+    assert decode_task("load", text).depends_on == ("extract",)
+    assert "depends_on" not in encode_task(sim.task("extract").definition)  # as before
+    document = json.loads(text)
+    document["depends_on"] = "extract"
+    with pytest.raises(StoreError, match=r"task load: .*depends_on must be a list"):
+        decode_task("load", json.dumps(document))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_retired_upstream_counts_as_it_ended(kind: str) -> None:
+    def make() -> Scheduler | Simulation:
+        if kind == "threaded":
+            clock = FakeClock(T0)
+            return Scheduler(workers=1, clock=clock, retain_finished=0)
+        return Simulation(workers=1, start=T0, retain_finished=0)
+
+    runtime = make()
+    try:
+        ok = add_to(runtime, "setup", OneTime(delay=0), id="setup")
+        gone = add_to(runtime, "gone", OneTime(delay=HOUR), id="gone")
+        sync = add_to(runtime, "sync", FixedRate(60), id="sync", depends_on=["setup"])
+        stuck = add_to(runtime, "stuck", OneTime(delay=0), id="stuck", depends_on=["gone"])
+        runtime.cancel(gone.id)  # retires at once (retain_finished=0)
+        advance(runtime, T0 + 150)
+        assert stuck.status is FAILED
+        assert "upstream gone ('gone') is cancelled" in (stuck.last_error or "")
+        assert ok.id not in [task.id for task in runtime.tasks()]  # setup retired, SUCCEEDED
+        assert len([r for r in sync.history if r.outcome.ran]) == 3  # and still satisfies sync
+    finally:
+        if isinstance(runtime, Scheduler):
+            assert runtime.shutdown(timeout=5.0)
+
+
+def add_to(runtime: Scheduler | Simulation, name: str, schedule: Any, **options: Any) -> Any:
+    if isinstance(runtime, Scheduler):
+        return runtime.schedule(name, jobs.noop, schedule, **options)
+    return runtime.schedule(name, schedule, action=jobs.noop, **options)
+
+
+def advance(runtime: Scheduler | Simulation, when: float) -> None:
+    if isinstance(runtime, Simulation):
+        runtime.run(when)
+        return
+    clock = runtime.clock
+    assert isinstance(clock, FakeClock)
+    runtime.start()
+    for instant in range(int(clock.now()), int(when) + 1, 30):
+        clock.set(float(instant))
+        assert runtime.wait_idle(timeout=5.0)

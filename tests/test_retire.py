@@ -1,0 +1,259 @@
+"""Finished tasks retire from the registry after the runtime's ``retain_finished``
+(lldsched.core.retention): by count or by age, in both runtimes; their records stay."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+import lldsched.core.retention
+from lldsched import (
+    FixedRate,
+    InMemoryTaskStore,
+    OneTime,
+    RetryPolicy,
+    Scheduler,
+    Simulation,
+    TaskNotFoundError,
+    TaskRetiredError,
+    TaskStatus,
+    ValidationError,
+)
+from tests import jobs
+from tests.conftest import T0
+from tests.runtimes import KINDS, Driven
+
+
+@pytest.fixture(params=KINDS)
+def kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def opened() -> Iterator[list[Driven]]:
+    """Drivens a test opens, closed after it."""
+    made: list[Driven] = []
+    yield made
+    for driven in made:
+        driven.close()
+
+
+def driven_with(made: list[Driven], kind: str, **options: Any) -> Driven:
+    driven = Driven(kind, **options)
+    made.append(driven)
+    return driven
+
+
+def one_offs(driven: Driven, count: int, *, first: float = 1.0) -> list[str]:
+    """Register ``count`` one-off tasks due a second apart from ``T0 + first``."""
+    return [driven.add(f"once-{n}", OneTime(T0 + first + n)).id for n in range(count)]
+
+
+def add_broken(driven: Driven, name: str, schedule: Any) -> str:
+    """A task whose action always raises, with one attempt."""
+    runtime = driven.runtime
+    once = RetryPolicy(max_attempts=1)
+    if isinstance(runtime, Scheduler):
+        return runtime.schedule(name, jobs.broken, schedule, retry=once).id
+    return runtime.schedule(name, schedule, action=jobs.broken, retry=once).id
+
+
+def held(driven: Driven) -> list[str]:
+    return [task.id for task in driven.runtime.tasks()]
+
+
+# -- by count ------------------------------------------------------------------------------
+
+
+def test_a_count_keeps_the_most_recently_finished_tasks(kind: str, opened: list[Driven]) -> None:
+    driven = driven_with(opened, kind, retain_finished=2)
+    ids = one_offs(driven, 4)
+    driven.run_until(T0 + 10)
+    assert held(driven) == ids[2:]
+    assert all(driven.runtime.task(i).status is TaskStatus.SUCCEEDED for i in ids[2:])
+
+
+def test_a_task_that_retired_says_so_naming_its_id_and_the_retention(
+    kind: str, opened: list[Driven]
+) -> None:
+    driven = driven_with(opened, kind, retain_finished=1)
+    first, _ = one_offs(driven, 2)
+    driven.run_until(T0 + 10)
+    with pytest.raises(TaskRetiredError) as raised:
+        driven.runtime.task(first)
+    message = str(raised.value)
+    assert repr(first) in message
+    assert "succeeded" in message and "retired" in message and "retain_finished=1" in message
+    assert isinstance(raised.value, TaskNotFoundError)  # code that catches not-found still works
+
+
+def test_every_control_verb_on_a_retired_task_says_it_retired(
+    kind: str, opened: list[Driven]
+) -> None:
+    driven = driven_with(opened, kind, retain_finished=0)
+    (task_id,) = one_offs(driven, 1)
+    driven.run_until(T0 + 10)
+    runtime = driven.runtime
+    verbs: list[Any] = [
+        runtime.cancel, runtime.pause, runtime.resume, runtime.redrive, runtime.remove,
+        runtime.run_now, lambda i: runtime.reschedule(i, FixedRate(60)),
+        lambda i: runtime.modify(i, timeout=5.0),
+    ]  # fmt: skip
+    for verb in verbs:
+        with pytest.raises(TaskRetiredError, match="retired"):
+            verb(task_id)
+
+
+def test_zero_retires_a_task_as_it_finishes(kind: str, opened: list[Driven]) -> None:
+    driven = driven_with(opened, kind, retain_finished=0)
+    one_offs(driven, 3)
+    recurring = driven.add("every minute", FixedRate(60)).id
+    driven.run_until(T0 + 200)
+    assert held(driven) == [recurring]  # a live recurring task never retires
+
+
+def test_a_cancelled_task_retires_too(kind: str, opened: list[Driven]) -> None:
+    driven = driven_with(opened, kind, retain_finished=0)
+    recurring = driven.add("every minute", FixedRate(60)).id
+    driven.runtime.cancel(recurring)
+    with pytest.raises(TaskRetiredError, match="cancelled"):
+        driven.runtime.task(recurring)
+
+
+def test_none_keeps_every_finished_task(kind: str, opened: list[Driven]) -> None:
+    driven = driven_with(opened, kind, retain_finished=None)
+    ids = one_offs(driven, 5)
+    driven.run_until(T0 + 10)
+    assert held(driven) == ids
+
+
+def test_the_default_keeps_ten_thousand_finished_tasks() -> None:
+    assert Simulation().retain_finished == 10_000
+    assert Scheduler().retain_finished == 10_000
+
+
+# -- by age --------------------------------------------------------------------------------
+
+
+def test_an_age_keeps_a_finished_task_that_long_after_it_finished(
+    kind: str, opened: list[Driven]
+) -> None:
+    driven = driven_with(opened, kind, retain_finished=timedelta(minutes=1))
+    early = one_offs(driven, 2)  # finish at T0 + 1 and T0 + 2
+    late = driven.add("later", OneTime(T0 + 61.5)).id
+    last = driven.add("last", OneTime(T0 + 100)).id
+    driven.run_until(T0 + 61.5)  # "later" finishes: T0 + 1 is a minute old, T0 + 2 is not
+    assert held(driven) == [early[1], late, last]
+    driven.run_until(T0 + 100)
+    assert held(driven) == [late, last]
+
+
+# -- what stays -----------------------------------------------------------------------------
+
+
+def test_the_records_of_retired_tasks_stay_in_records(kind: str, opened: list[Driven]) -> None:
+    driven = driven_with(opened, kind, retain_finished=1)
+    ids = one_offs(driven, 4)
+    driven.run_until(T0 + 10)
+    records = driven.runtime.records()
+    assert [(r.task_id, r.due, r.ok) for r in records] == [
+        (task_id, T0 + 1 + n, True) for n, task_id in enumerate(ids)
+    ]
+
+
+def test_the_store_keeps_a_retired_tasks_records_and_final_state(
+    kind: str, opened: list[Driven]
+) -> None:
+    store = InMemoryTaskStore()
+    driven = driven_with(opened, kind, store=store, retain_finished=0)
+    (task_id,) = one_offs(driven, 1)
+    driven.run_until(T0 + 10)
+    assert held(driven) == []
+    snapshot = store.get(task_id)
+    assert snapshot is not None and snapshot.status is TaskStatus.SUCCEEDED
+    assert [(r.task_id, r.ok) for r in store.records(task_id)] == [(task_id, True)]
+
+
+def test_a_failed_task_stays_in_the_dead_letter_until_redriven(
+    kind: str, opened: list[Driven]
+) -> None:
+    driven = driven_with(opened, kind, retain_finished=0)
+    failed = add_broken(driven, "fails", OneTime(T0 + 1))
+    one_offs(driven, 3, first=2)
+    driven.run_until(T0 + 10)
+    runtime = driven.runtime
+    assert held(driven) == [failed]
+    assert runtime.task(failed).status is TaskStatus.FAILED
+    assert runtime.dead_letter() == [failed]
+    assert runtime.redrive(failed)
+    driven.run_until(T0 + 20)
+    assert runtime.dead_letter() == [failed]  # it failed again: back in the dead letter
+    assert runtime.remove(failed).id == failed
+    assert held(driven) == [] and runtime.dead_letter() == []
+
+
+def test_a_retired_id_registered_again_is_a_new_task(kind: str, opened: list[Driven]) -> None:
+    driven = driven_with(opened, kind, retain_finished=0)
+    driven.add("reminder", OneTime(T0 + 1), id="reminder-42")
+    driven.run_until(T0 + 10)
+    again = driven.add("reminder", OneTime(T0 + 20), id="reminder-42")
+    assert driven.runtime.task("reminder-42") is again
+    assert again.status is TaskStatus.SCHEDULED and again.run_count == 0
+
+
+def test_a_store_reopened_retires_its_finished_tasks_past_the_retention(kind: str) -> None:
+    store = InMemoryTaskStore()
+    first = Driven(kind, store=store, retain_finished=None)
+    try:
+        ids = one_offs(first, 3)
+        first.run_until(T0 + 10)
+    finally:
+        first.close()
+    reopened = Driven(kind, store=store, retain_finished=1)
+    try:
+        assert held(reopened) == ids[2:]
+        with pytest.raises(TaskRetiredError):
+            reopened.runtime.task(ids[0])
+    finally:
+        reopened.close()
+
+
+def test_only_the_most_recent_retired_ids_are_remembered(
+    opened: list[Driven], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lldsched.core.retention, "RETIRED_IDS_REMEMBERED", 2)
+    driven = driven_with(opened, "simulated", retain_finished=0)
+    ids = one_offs(driven, 3)
+    driven.run_until(T0 + 10)
+    with pytest.raises(TaskRetiredError):
+        driven.runtime.task(ids[1])
+    with pytest.raises(TaskNotFoundError) as raised:
+        driven.runtime.task(ids[0])
+    assert not isinstance(raised.value, TaskRetiredError)
+    assert "retired long ago" in str(raised.value) and repr(ids[0]) in str(raised.value)
+
+
+def test_a_task_cancelled_mid_run_retires_when_its_run_ends() -> None:
+    sim = Simulation(workers=1, start=T0, retain_finished=0)
+    task = sim.schedule("long", OneTime(T0 + 1), duration=10.0)
+    sim.at(T0 + 5, lambda: sim.cancel(task.id))
+    sim.run(T0 + 6)
+    assert sim.task(task.id).status is TaskStatus.CANCELLED  # its run is still going
+    sim.run(T0 + 12)
+    with pytest.raises(TaskRetiredError, match="cancelled"):
+        sim.task(task.id)
+    assert [(r.task_id, r.finished) for r in sim.records()] == [(task.id, T0 + 11)]
+
+
+# -- bad values ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [-1, True, 1.5, "10", timedelta(seconds=-1)])
+@pytest.mark.parametrize("runtime", [Scheduler, Simulation])
+def test_a_bad_retention_is_refused_naming_the_value(bad: object, runtime: type[Any]) -> None:
+    with pytest.raises(ValidationError) as raised:
+        runtime(retain_finished=bad)
+    assert "retain_finished" in str(raised.value) and repr(bad) in str(raised.value)
