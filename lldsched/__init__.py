@@ -32,7 +32,7 @@ from lldsched.model import (
     TaskStatus,
 )
 from lldsched.persistence import Task, TaskSnapshot
-from lldsched.policies import Misfire, MisfirePolicy, OverrunPolicy, RetryPolicy
+from lldsched.policies import Misfire, MisfirePolicy, Overlap, OverrunPolicy, RetryPolicy
 from lldsched.schedules import (
     CronSchedule,
     FixedDelay,
@@ -61,6 +61,7 @@ __all__ = [
     "MisfirePolicy",
     "OneTime",
     "Outcome",
+    "Overlap",
     "OverrunPolicy",
     "Priority",
     "RetryPolicy",

@@ -80,6 +80,7 @@ class Outcome(enum.StrEnum):
     COALESCED = "coalesced"  # a misfire policy folded the slot into a later run
     SKIPPED = "skipped"  # an overrun policy dropped the slot at run time
     BLOCKED = "blocked"  # the slot waited for its upstreams (started..finished: the wait)
+    CANCELLED = "cancelled"  # a run: Overlap.CANCEL_OTHER cancelled it for a newer slot
 
     @property
     def ran(self) -> bool:
@@ -109,7 +110,10 @@ class ExecutionRecord(NamedTuple):
     * a slot that never ran is a record too: :attr:`Outcome.MISSED` or
       :attr:`Outcome.COALESCED` (a misfire policy, see :mod:`lldsched.policies`),
       :attr:`Outcome.SKIPPED` (a fixed rate's ``SKIP`` overrun policy, or a cron
-      fire that passed while a run overran); ``attempt`` is 0, ``worker`` is -1,
+      fire that passed while a run overran, or a slot ``Overlap.ALLOW`` found
+      ``max_instances`` runs in flight for: its ``error`` names the policy);
+      ``Overlap.BUFFER_ONE`` records the slots it folded into one run
+      :attr:`Outcome.COALESCED`, ``error`` naming the policy; ``attempt`` is 0, ``worker`` is -1,
       ``ok`` is False, and ``started == finished`` is the instant the decision was
       taken;
     * :attr:`Outcome.BLOCKED` is the wait of a dependent task's slot for its upstreams
@@ -120,7 +124,10 @@ class ExecutionRecord(NamedTuple):
       recurring task's slot, after which the retry policy gave the slot up: the
       task is due at its next slot (or FAILED, when
       :attr:`~lldsched.policies.RetryPolicy.fail_after_given_up` slots in a row
-      were given up); ``error`` and ``timed_out`` say how the attempt failed.
+      were given up); ``error`` and ``timed_out`` say how the attempt failed;
+    * :attr:`Outcome.CANCELLED` marks a *run* that ``Overlap.CANCEL_OTHER``
+      cancelled because a newer slot came due while it ran: ``error`` says so
+      (``"OverlapCancelled: ..."``); it is never retried.
 
     :attr:`Outcome.ran` tells the two kinds apart.
 

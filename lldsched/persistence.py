@@ -32,7 +32,7 @@ from contextlib import AbstractContextManager
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from lldsched.model import ExecutionRecord, Priority, TaskStatus
-from lldsched.policies import MisfirePolicy, RetryPolicy
+from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
 
 __all__ = [
@@ -66,6 +66,8 @@ class Task(NamedTuple):
     misfire: MisfirePolicy | None = None  # None: the default policy
     isolation: str = "thread"  # or "process" (lldsched.core.registration.ISOLATIONS)
     depends_on: tuple[str, ...] = ()  # upstream task ids (lldsched.core.dependencies)
+    overlap: Overlap | None = None  # None: runs never overlap (the schedule's own rule)
+    max_instances: int | None = None  # with Overlap.ALLOW only
 
 
 class TaskSnapshot(NamedTuple):

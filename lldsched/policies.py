@@ -40,6 +40,27 @@ decisions themselves are taken by :mod:`lldsched.core.recovery`.
 
 **OverrunPolicy** says what a fixed-rate task does when a run outlasts its
 period (see :class:`~lldsched.schedules.simple.FixedRate`).
+
+**Overlap** generalises it to any task whose schedule has slots on a grid (fixed
+rate, cron, and the decorators over them): what happens to a slot that comes due
+while a run of the same task is still in flight.  A task registered without
+``overlap=`` keeps its schedule's own rule (a fixed rate's ``on_overrun``, a cron
+task's skipped fires): its runs never overlap.  With ``overlap=``:
+
+* ``BUFFER_ONE``: at most one run waits behind the running one.  The slots that
+  came due while it ran collapse into one run for the latest of them, started as
+  soon as the run finishes; the earlier ones are recorded ``coalesced``.
+* ``CANCEL_OTHER``: the slot starts a new run at once and raises the running run's
+  cancel flag (:class:`~lldsched.core.context.RunContext`; a coroutine run is
+  cancelled for real).  The cancelled run's record says ``cancelled`` and why.
+* ``ALLOW`` with ``max_instances=N``: up to ``N`` runs of the task at once; a slot
+  due while ``N`` run is recorded ``skipped``, its record naming the limit.
+
+Fixed delay never overlaps (its next run counts from a finish) and a one-off
+task has one slot, so both reject ``overlap=``; so does a fixed rate whose
+``on_overrun`` is ``CATCH_UP`` (two rules for the same slots).  The decisions are
+taken by the core state machine (:class:`~lldsched.core.machine.SchedulerCore`),
+for both runtimes.
 """
 
 from __future__ import annotations
@@ -52,7 +73,14 @@ from dataclasses import dataclass
 from lldsched.checks import fraction, number, seconds, whole, whole_or_none
 from lldsched.errors import ValidationError
 
-__all__ = ["DEFAULT_MISFIRE", "Misfire", "MisfirePolicy", "OverrunPolicy", "RetryPolicy"]
+__all__ = [
+    "DEFAULT_MISFIRE",
+    "Misfire",
+    "MisfirePolicy",
+    "Overlap",
+    "OverrunPolicy",
+    "RetryPolicy",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,3 +196,14 @@ class OverrunPolicy(enum.Enum):
     # equality; Enum's own hashes the name in Python, and every FixedRate(...) looks
     # its shared value up under a key holding the policy (bench_scale).
     __hash__ = object.__hash__
+
+
+class Overlap(enum.Enum):
+    """What a slot that comes due while a run of its task is in flight does (see the
+    module docstring); registration's ``overlap=``, with ``max_instances=`` for ALLOW."""
+
+    BUFFER_ONE = "buffer_one"
+    CANCEL_OTHER = "cancel_other"
+    ALLOW = "allow"
+
+    __hash__ = object.__hash__  # as OverrunPolicy: identity hash, equal to equality

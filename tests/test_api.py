@@ -10,7 +10,7 @@ import lldsched
 PUBLIC = [
     "Clock", "CronSchedule", "EventLog", "ExecutionRecord", "FakeClock", "FixedDelay",
     "FixedRate", "InMemoryTaskStore", "LldschedError", "Misfire", "MisfirePolicy", "OneTime",
-    "Outcome", "OverrunPolicy", "Priority", "RetryPolicy", "RunContext", "Schedule",
+    "Outcome", "Overlap", "OverrunPolicy", "Priority", "RetryPolicy", "RunContext", "Schedule",
     "ScheduleError", "ScheduledTask", "Scheduler", "SchedulerStateError", "Simulation",
     "SqliteTaskStore", "StoreError", "SystemClock", "Task", "TaskEvent", "TaskListener",
     "TaskNotFoundError", "TaskSnapshot", "TaskStatus", "TaskStore", "ValidationError",

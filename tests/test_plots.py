@@ -28,7 +28,7 @@ from matplotlib.figure import Figure
 from matplotlib.testing.compare import compare_images
 
 from lldsched import ExecutionRecord, OverrunPolicy, ValidationError
-from lldsched.sim.overrun import simulate_overrun
+from lldsched.sim.overrun import ALL_POLICIES, simulate_overrun
 from lldsched.sim.scenario import build_scenario
 from lldsched.views.frames import to_frame
 from lldsched.views.plots import (
@@ -324,12 +324,14 @@ def test_overrun_comparison_puts_skip_and_catch_up_side_by_side() -> None:
     left, right = figure.axes
     assert left.get_position().x1 <= right.get_position().x0  # side by side
     assert left.get_title(loc="left") == "SKIP: 3 runs, 4 slots dropped,\nworst lateness 0 s"
-    assert right.get_title(loc="left") == "CATCH_UP: 4 runs,\nworst lateness 4.5 min"
+    assert (
+        right.get_title(loc="left") == "CATCH_UP: 4 runs, 0 slots dropped,\nworst lateness 4.5 min"
+    )
     assert len(collection(left, "runs").get_paths()) == 3
     assert len(collection(right, "runs").get_paths()) == 4
     assert "fixed-rate slots" in legend_texts(right)
-    with pytest.raises(ValidationError, match="SKIP and CATCH_UP"):
-        overrun_comparison({OverrunPolicy.SKIP: to_frame([])})
+    with pytest.raises(ValidationError, match="axes must be 2 Axes"):
+        overrun_comparison(simulate_overrun(horizon=600), axes=[left])
 
 
 def test_lateness_over_time_plots_a_point_per_run_coloured_by_task(ten: pd.DataFrame) -> None:
@@ -409,7 +411,7 @@ def test_overrun_comparison_draws_on_the_pair_of_axes_it_is_given() -> None:
         is figure
     )
     assert all(ax.collections for ax in pair)
-    with pytest.raises(ValidationError, match="two Axes"):
+    with pytest.raises(ValidationError, match="2 Axes"):
         overrun_comparison(simulate_overrun(), axes=[pair[0]])
 
 
@@ -458,3 +460,16 @@ def test_a_figure_left_as_a_cells_value_renders_itself_as_png() -> None:
     assert isinstance(figure, PlotFigure) and isinstance(figure, Figure)
     png = figure._repr_png_()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+
+
+def test_overrun_comparison_draws_every_policy_it_is_given_one_panel_each() -> None:
+    runs = simulate_overrun(period=60, duration=150, horizon=600, policies=ALL_POLICIES)
+    figure = overrun_comparison(runs)
+    titles = [
+        ax.get_title(loc="left").split(":")[0] for ax in figure.axes if ax.get_title(loc="left")
+    ]
+    assert titles == ["SKIP", "CATCH_UP", "BUFFER_ONE", "CANCEL_OTHER", "ALLOW"]
+    with pytest.raises(ValidationError, match="OverrunPolicy or Overlap"):
+        overrun_comparison({"SKIP": runs[OverrunPolicy.SKIP]})  # type: ignore[dict-item]
+    with pytest.raises(ValidationError, match="policies must be OverrunPolicy or Overlap"):
+        simulate_overrun(policies=["SKIP"])  # type: ignore[list-item]

@@ -19,10 +19,12 @@ from lldsched import (
     Misfire,
     MisfirePolicy,
     OneTime,
+    Overlap,
     OverrunPolicy,
     Priority,
     RetryPolicy,
     Scheduler,
+    Simulation,
     SqliteTaskStore,
     StoreError,
     TaskSnapshot,
@@ -108,6 +110,9 @@ def test_every_schedule_and_option_round_trips_through_the_file(tmp_path: Path) 
         task(id="g", action=None),
         task(id="h", action=print),
         task(id="i", action=Job.build),
+        task(id="j", overlap=Overlap.ALLOW, max_instances=3),
+        task(id="k", schedule=CronSchedule("0 * * * *"), overlap=Overlap.BUFFER_ONE),
+        task(id="l", overlap=Overlap.CANCEL_OTHER),
     ]
     path = tmp_path / "tasks.db"
     with SqliteTaskStore(path) as store:
@@ -300,6 +305,25 @@ def test_a_definition_that_became_invalid_is_a_store_error() -> None:
         decode_task("task-1", text)
     with pytest.raises(StoreError, match="no attribute"):
         decode_task("task-1", encode_task(task()).replace("jobs:noop", "jobs:nothing"))
+
+
+def test_a_stored_overlap_policy_that_is_not_one_is_a_store_error() -> None:
+    text = encode_task(task(overlap=Overlap.ALLOW, max_instances=2))
+    assert '"overlap":"allow","max_instances":2' in text
+    assert '"overlap"' not in encode_task(task())  # a task without one: as before
+    with pytest.raises(StoreError, match="'sometimes' is not a valid Overlap"):
+        decode_task("task-1", text.replace('"allow"', '"sometimes"'))
+
+
+def test_a_task_with_an_overlap_policy_is_recovered_with_it(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path) as store:
+        Simulation(start=T0, store=store).schedule(
+            "t", FixedRate(60), action=jobs.noop, overlap=Overlap.ALLOW, max_instances=2
+        )
+    with SqliteTaskStore(path) as store:
+        (restored,) = Simulation(start=T0, store=store).tasks()
+    assert restored.overlap is Overlap.ALLOW and restored.max_instances == 2
 
 
 def test_a_store_written_by_a_scheduler_lists_every_transition(

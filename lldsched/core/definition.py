@@ -19,8 +19,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lldsched.clock import Clock
-from lldsched.core.registration import UNCHANGED, Unchanged, schedule_of, validated
-from lldsched.core.task import ScheduledTask, TaskOptions
+from lldsched.core.registration import (
+    UNCHANGED,
+    Unchanged,
+    check_overlap,
+    schedule_of,
+    validated,
+)
+from lldsched.core.task import ScheduledTask, TaskOptions, fit_flight
 from lldsched.errors import ScheduleError, SchedulerStateError
 from lldsched.model import Priority, TaskEvent, TaskStatus
 from lldsched.persistence import TaskSnapshot, TaskStore
@@ -79,6 +85,11 @@ class DefinitionVerbs:
         task = self.get(task_id)
         self._check_changeable(task, "reschedule")
         schedule = schedule_of(task.name, schedule, tz=self.tz)
+        options = task._options
+        if options.overlap is not None:  # the policy must suit the new schedule too
+            check_overlap(
+                task.name, schedule, overlap=options.overlap, max_instances=options.max_instances
+            )
         now = self.clock.now()
         first = _first_run(task.name, schedule, now)
         saved = _Definition.of(task)
@@ -118,6 +129,8 @@ class DefinitionVerbs:
             args=old.args,
             kwargs=old.kwargs,
             misfire=old.misfire,
+            overlap=old.overlap,
+            max_instances=old.max_instances,
             isolation=old.isolation,
             depends_on=old.depends_on,
         )
@@ -186,6 +199,7 @@ class DefinitionVerbs:
         task.action = action
         task.priority = priority
         task._options = options
+        fit_flight(task)
         due = None if first is None else self._start_afresh(task, schedule, first)
         self._commit(task, saved)
         if due is not None:

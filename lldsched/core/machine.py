@@ -92,7 +92,16 @@ from lldsched.core.registration import (
     validated,
 )
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished, Retention
-from lldsched.core.task import Entry, Restored, Run, RunStats, ScheduledTask
+from lldsched.core.task import (
+    DEFAULT_OPTIONS,
+    Entry,
+    Flight,
+    Restored,
+    Run,
+    RunStats,
+    ScheduledTask,
+    fit_flight,
+)
 from lldsched.errors import (
     ScheduleError,
     SchedulerStateError,
@@ -107,9 +116,9 @@ from lldsched.model import (
     TaskStatus,
 )
 from lldsched.persistence import TaskSnapshot, TaskStore
-from lldsched.policies import MisfirePolicy, RetryPolicy
-from lldsched.schedules.base import Schedule, slots_between
-from lldsched.schedules.catchup import CatchUp, unwrap
+from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
+from lldsched.schedules.base import Schedule, first_slot_after, slot_after, slots_between
+from lldsched.schedules.catchup import CatchUp, slot_first, unwrap
 from lldsched.schedules.cron import CronSchedule
 
 __all__ = ["MAX_SKIPPED", "DueQueue", "SchedulerCore"]
@@ -122,6 +131,11 @@ MAX_SKIPPED = 10
 GIVEN_UP = Outcome.GIVEN_UP
 WAITED = Outcome.BLOCKED  # the record of a blocked wait
 SKIPPED = Outcome.SKIPPED
+COALESCED = Outcome.COALESCED
+OVERLAP_CANCELLED = Outcome.CANCELLED
+BUFFER_ONE = Overlap.BUFFER_ONE
+CANCEL_OTHER = Overlap.CANCEL_OTHER
+ALLOW = Overlap.ALLOW
 _Skipped = Sequence[float]  # slots a run skipped, oldest first
 
 SCHEDULED = TaskStatus.SCHEDULED
@@ -175,6 +189,7 @@ class SchedulerCore(DefinitionVerbs):
         on_record: Callable[[ExecutionRecord], None] | None = None,
         retain_finished: RetainFinished = DEFAULT_RETAIN_FINISHED,
         on_retire: Callable[[str], None] | None = None,
+        on_cancel: Callable[[Run], None] | None = None,
     ) -> None:
         whole_or_none(history_limit, name="history_limit", at_least=0)
         # Which finished tasks stay registered; None when every one does.
@@ -193,6 +208,9 @@ class SchedulerCore(DefinitionVerbs):
         # listens, and no event object is built).
         self.emit = emit
         self._on_record = on_record
+        # Told of a run in flight that Overlap.CANCEL_OTHER cancelled (its flag is
+        # raised already): a runtime stops what it can (a coroutine, a simulated run).
+        self.on_cancel = on_cancel
         self._rng = rng or random.Random()
         self._history_limit = history_limit
         self._dead: dict[str, None] = {}  # an ordered set of dead-lettered ids
@@ -218,6 +236,8 @@ class SchedulerCore(DefinitionVerbs):
         misfire: MisfirePolicy | None = None,
         isolation: str = "thread",
         depends_on: Sequence[str] = (),
+        overlap: Overlap | None = None,
+        max_instances: int | None = None,
     ) -> ScheduledTask:
         """Validate (:mod:`~lldsched.core.registration`), register and queue a task;
         nothing is registered if anything is wrong.
@@ -257,6 +277,8 @@ class SchedulerCore(DefinitionVerbs):
             misfire=misfire,
             isolation=isolation,
             depends_on=depends_on,
+            overlap=overlap,
+            max_instances=max_instances,
         )
         if task_id is not None:
             check_task_id(task_id)
@@ -296,6 +318,8 @@ class SchedulerCore(DefinitionVerbs):
         # Positional, once per registration: a class called with keywords gathers them
         # into a dict first, an eighth of a registration (benchmarks/bench_scale.py).
         task = ScheduledTask(task_id, name, action, schedule, priority, options, first)
+        if options is not DEFAULT_OPTIONS and options.overlap is not None:
+            fit_flight(task)
         if self.tasks.setdefault(task_id, task) is not task:  # one lookup in a big dict
             raise ValidationError(f"id generator returned {task_id!r}, which is already registered")
         if self._store is not None:
@@ -342,9 +366,14 @@ class SchedulerCore(DefinitionVerbs):
         ``token`` is the fencing token of the claim a shared store gave the run
         (docs/CLUSTER.md): its context and its record carry it."""
         task = self._queue.live(entry)
-        if task is None or task.status not in _RUNNABLE:
+        if task is None:
             return None
         previous = task.status
+        if previous not in _RUNNABLE:
+            # A live entry of a running task: a slot its overlap policy queued (_overlap).
+            if previous is RUNNING:
+                return self._alongside(task, entry, worker, token=token)
+            return None
         # The readiness check before dispatch: a dependent whose upstreams have not all
         # succeeded since its previous slot is held back (BLOCKED, or FAILED).
         if (
@@ -357,12 +386,15 @@ class SchedulerCore(DefinitionVerbs):
         task.status = RUNNING
         attempt = task.attempt = task.attempt + 1
         due = entry[0]
+        options = task._options
         context = None
-        if task._options.pass_context:
+        if options.pass_context:
             context = RunContext(task.id, task.name, attempt, due, worker, token)
         # Positional: a class called with keywords gathers them into a dict first (see
         # ExecutionRecord.of); the fields are (task, attempt, due, slot, worker, context, token).
         run = task._run = Run(task, attempt, due, task._slot, worker, context, token)
+        if task._flight is not None:  # CANCEL_OTHER or ALLOW (a slot test: bench_sim)
+            run = self._overlap(task, run)
         if self._store is not None or self.emit is not None:
             self._changed(task, previous)
         return run
@@ -404,7 +436,12 @@ class SchedulerCore(DefinitionVerbs):
             result=result if error is None else None,
             token=run.token,
         )
-        task._run = None
+        flight = task._flight
+        if flight is None:
+            task._run = None
+        else:  # runs may overlap: this one leaves the flight, cancelled or not
+            record = self._leave(flight, run, record)
+            error = record.error
         stats = self._stats(task)
         stats.run_count += 1
         if error is not None:
@@ -412,7 +449,12 @@ class SchedulerCore(DefinitionVerbs):
             stats.last_error = error
         elif stats.given_up:
             stats.given_up = 0  # a successful run ends a streak of given-up slots
-        outcome, due, record, skipped = self._after(task, record, stats)
+        if flight is None:
+            outcome, due, record, skipped = self._after(task, record, stats)
+        elif task._run is not None:  # other runs of the task are still in flight
+            return self._record_alongside(task, record, stats)
+        else:
+            outcome, due, record, skipped = self._after_flight(task, flight, record, stats)
         stats.add(record)
         if self._on_record is not None:
             self._on_record(record)
@@ -436,7 +478,14 @@ class SchedulerCore(DefinitionVerbs):
         if self._store is not None or self.emit is not None:
             self._changed(task, previous, record)
         if skipped and previous is not CANCELLED:  # cancelled: nothing was skipped, all stopped
-            self._record_skipped(task, skipped, until=due, at=record.finished, token=run.token)
+            if task._options.overlap is BUFFER_ONE:  # folded into the run due next
+                note = f"Overlap.BUFFER_ONE: coalesced into one run for slot {due!r}"
+                self._record_skipped(
+                    task, skipped, until=due, at=record.finished, token=run.token,
+                    outcome=COALESCED, note=note,
+                )  # fmt: skip
+            else:
+                self._record_skipped(task, skipped, until=due, at=record.finished, token=run.token)
         if self._deps is not None:
             self._upstream_moved(task, record)
         if self._retention.keep is not None:
@@ -481,6 +530,11 @@ class SchedulerCore(DefinitionVerbs):
             return FAILED, None, original, ()
         if type(schedule) is CatchUp and schedule.spent:  # the catch-up is over
             task.schedule = schedule.inner
+        if skipped and task._options.overlap is BUFFER_ONE:
+            # BUFFER_ONE: the slots that came due while it ran are one run, for the
+            # latest of them, due at once; the earlier ones are coalesced into it.
+            assert due is not None
+            due, skipped = _buffered(schedule, skipped, before=due)
         if original.ok:
             if due is None:
                 return SUCCEEDED, None, record, ()
@@ -492,14 +546,175 @@ class SchedulerCore(DefinitionVerbs):
             return FAILED, None, record, ()
         return SCHEDULED, due, record, skipped
 
+    # -- overlapping runs (Overlap.CANCEL_OTHER and ALLOW; lldsched.policies) -------------
+    #
+    # A task whose runs may overlap has its next slot queued as soon as a run of a fresh
+    # slot begins (_overlap): the slot is "pending" (Flight.pending).  When that entry
+    # comes due while runs are in flight, begin() hands it to _alongside, which applies
+    # the policy.  A run that finishes while others are in flight only leaves its
+    # record (_record_alongside); the last run out moves the task on (_after_flight):
+    # to the pending slot, or down the retry and given-up rules of _after.
+
+    def _overlap(self, task: ScheduledTask, run: Run) -> Run:
+        """``run`` of a task with an overlap policy began: give a CANCEL_OTHER run a
+        context (its cancel flag) and, for CANCEL_OTHER and ALLOW, queue the task's
+        next slot behind it (a fresh slot's run only: a retry, or a plan in front of
+        the schedule, runs alone as before).  Returns the run as it begins."""
+        overlap = task._options.overlap
+        if overlap is None or overlap is BUFFER_ONE:  # replaced by a definition without one
+            if task._flight is not None:
+                task._flight.pending = None  # nothing queued behind it: it drains
+            return run
+        if run.context is None and overlap is CANCEL_OTHER:
+            context = RunContext(task.id, task.name, run.attempt, run.due, run.worker, run.token)
+            run = task._run = run._replace(context=context)
+        self._queue_following_run(task, run)
+        return run
+
+    def _queue_following_run(self, task: ScheduledTask, run: Run) -> None:
+        flight = task._flight
+        if flight is None:
+            flight = task._flight = Flight()
+        if run.attempt != 1 or type(task.schedule) is CatchUp:
+            flight.pending = None
+        else:
+            self._queue_following(task, flight, run.slot)
+
+    def _queue_following(self, task: ScheduledTask, flight: Flight, slot: float) -> None:
+        """Queue the slot after ``slot`` as the task's pending slot (none: the schedule
+        has ended, and the last run out finds that out)."""
+        schedule = task.schedule
+        following = slot_after(schedule, slot)
+        now = self.clock.now()
+        skipped: _Skipped = ()
+        if following is not None and following <= now:
+            # It started late (it waited for a worker, or was resumed): the slots it is
+            # already late for are skipped, not chased.
+            following = first_slot_after(schedule, slot, now, limit=100_000)
+            if following is not None:
+                skipped = slots_between(schedule, slot, following, limit=MAX_SKIPPED)
+        flight.pending = following
+        if following is None:
+            return
+        task._slot = following  # the slot the queued entry belongs to, with no attempt yet
+        task.attempt = 0
+        self._enqueue(task, following)
+        if skipped:
+            self._record_skipped(task, skipped, until=following, at=now)
+
+    def _alongside(
+        self, task: ScheduledTask, entry: Entry, worker: int, *, token: int | None
+    ) -> Run | None:
+        """The pending slot came due while runs of ``task`` are in flight: its overlap
+        policy starts a run beside them (CANCEL_OTHER cancels them first) or, with
+        ALLOW at ``max_instances``, records the slot SKIPPED; None when nothing runs."""
+        flight = task._flight
+        options = task._options
+        overlap = options.overlap
+        if flight is None or overlap is None or overlap is BUFFER_ONE:
+            return None  # defensive: only an overlapping task queues a slot while running
+        slot = task._slot
+        due = entry[0]
+        now = self.clock.now()
+        running = flight.count
+        if overlap is ALLOW and running >= (options.max_instances or 1):
+            note = (
+                f"Overlap.ALLOW: {running} runs in flight (max_instances={options.max_instances})"
+            )
+            self._record_decided(task, slot, SKIPPED, note, now)
+            self._queue_following(task, flight, slot)
+            return None
+        if overlap is CANCEL_OTHER:
+            why = f"OverlapCancelled: Overlap.CANCEL_OTHER, slot {slot!r} came due while it ran"
+            assert task._run is not None
+            for other in (*flight.others, task._run):
+                if id(other) not in flight.cancelled:
+                    flight.cancelled[id(other)] = why
+                    if other.context is not None:
+                        other.context.cancel("overlap")
+                    if self.on_cancel is not None:
+                        self.on_cancel(other)
+        assert task._run is not None
+        flight.others.append(task._run)
+        context = None
+        if options.pass_context or overlap is CANCEL_OTHER:
+            context = RunContext(task.id, task.name, 1, due, worker, token)
+        run = task._run = Run(task, 1, due, slot, worker, context, token)
+        task.attempt = 1
+        self._queue_following_run(task, run)
+        if self._store is not None or self.emit is not None:
+            self._changed(task, RUNNING)
+        return run
+
+    @staticmethod
+    def _leave(flight: Flight, run: Run, record: ExecutionRecord) -> ExecutionRecord:
+        """Take ``run`` out of its task's flight; its record, marked CANCELLED (never
+        retried) if CANCEL_OTHER cancelled it."""
+        task = run.task
+        if task._run is run:
+            task._run = flight.others.pop() if flight.others else None
+        else:
+            others = flight.others
+            for index, other in enumerate(others):
+                if other is run:
+                    del others[index]
+                    break
+        why = flight.cancelled.pop(id(run), None)
+        if why is None:
+            return record
+        return record._replace(ok=False, error=why, result=None, misfire=OVERLAP_CANCELLED)
+
+    def _record_alongside(
+        self, task: ScheduledTask, record: ExecutionRecord, stats: RunStats
+    ) -> ExecutionRecord:
+        """A run finished while others of its task are still in flight: it leaves its
+        record and nothing else changes (the last run out moves the task on).  A failed
+        one is not retried beside them: its slot is given up."""
+        if not record.ok and record.misfire is None:
+            record = record._replace(misfire=GIVEN_UP)
+            stats.given_up += 1
+        stats.add(record)
+        if self._on_record is not None:
+            self._on_record(record)
+        if self._store is not None or self.emit is not None:
+            self._changed(task, task.status, record)
+        return record
+
+    def _after_flight(
+        self, task: ScheduledTask, flight: Flight, record: ExecutionRecord, stats: RunStats
+    ) -> tuple[TaskStatus, float | None, ExecutionRecord, _Skipped]:
+        """:meth:`_after` for the last run out of an overlapping task's flight: a run
+        that ended well (or was cancelled) leaves the task due at the pending slot; a
+        failed one goes down the retry and given-up rules, the pending slot waiting
+        behind its retries."""
+        pending = flight.pending
+        flight.pending = None
+        cancelled = record.misfire is OVERLAP_CANCELLED
+        if pending is not None and (record.ok or cancelled):
+            return SCHEDULED, pending, record, ()
+        if pending is not None:  # its retries (if any) first, then the pending slot
+            task.schedule = slot_first(task.schedule, pending)
+        task._slot = record.slot
+        task.attempt = record.attempt
+        if cancelled:  # no pending slot: what the schedule says after a run of this slot
+            outcome, due, _, skipped = self._after(
+                task, record._replace(ok=True, error=None, misfire=None), stats
+            )
+            decided = outcome, due, record, skipped
+        else:
+            decided = self._after(task, record, stats)
+        if decided[1] is None:  # the task ends: no slot stays queued behind it
+            self._queue.discard(task)
+        return decided
+
     # -- control -------------------------------------------------------------------------
 
     def pause(self, task_id: str) -> bool:
         """Hold a live task where it is; True if it was paused by this call."""
         task = self.get(task_id)
         previous = task.status
-        if previous in _RUNNABLE:
-            self._queue.discard(task)
+        if previous in _RUNNABLE or (previous is RUNNING and task._flight is not None):
+            self._queue.discard(task)  # an overlapping task's pending slot too
         elif previous is not RUNNING and previous is not BLOCKED:
             return False
         task.status = PAUSED
@@ -514,6 +729,9 @@ class SchedulerCore(DefinitionVerbs):
             return False
         if task._run is not None:  # paused and resumed while its run was still going
             task.status = RUNNING
+            flight = task._flight
+            if flight is not None and flight.pending is not None:  # its pending slot again
+                self._enqueue(task, max(flight.pending, self.clock.now()))
         else:
             assert task.next_run_at is not None
             due = max(task.next_run_at, self.clock.now())
@@ -541,9 +759,9 @@ class SchedulerCore(DefinitionVerbs):
         if previous.is_terminal:
             return False
         self._queue.discard(task)  # also an entry already popped for a worker
-        run = task._run
-        if run is not None and run.context is not None:
-            run.context.cancel("cancelled")
+        for run in task.runs:  # every run in flight (several under an overlap policy)
+            if run.context is not None:
+                run.context.cancel("cancelled")
         task.status = CANCELLED
         waited = self._end_wait(task, None) if previous is BLOCKED else None
         task.next_run_at = None
@@ -839,19 +1057,22 @@ class SchedulerCore(DefinitionVerbs):
         until: float | None,
         at: float,
         token: int | None = None,
+        outcome: Outcome = SKIPPED,
+        note: str | None = None,
     ) -> None:
-        """Record each slot in ``skipped`` SKIPPED, decided ``at`` (the run's finish);
-        past :data:`MAX_SKIPPED` slots, the last record stands for the rest, to ``until``.
+        """Record each slot in ``skipped`` as ``outcome`` (SKIPPED, or COALESCED by
+        BUFFER_ONE; ``note`` is their text), decided ``at`` (the run's finish); past
+        :data:`MAX_SKIPPED` slots, the last record stands for the rest, to ``until``.
         ``token``: the run's fencing token, which fences these records as well."""
         for slot in skipped[:MAX_SKIPPED]:
-            self._record_decided(task, slot, SKIPPED, None, at, token=token)
+            self._record_decided(task, slot, outcome, note, at, token=token)
         if len(skipped) > MAX_SKIPPED:
             rest = skipped[MAX_SKIPPED]
             text = (
                 f"SkipCap: more than {MAX_SKIPPED} slots skipped; this record stands for "
                 f"the slots from {rest!r} to before {until!r}"
             )
-            self._record_decided(task, rest, SKIPPED, text, at, token=token)
+            self._record_decided(task, rest, outcome, text, at, token=token)
 
     def _record_decided(
         self,
@@ -923,6 +1144,8 @@ class SchedulerCore(DefinitionVerbs):
             misfire=definition.misfire,
             isolation=definition.isolation,
             depends_on=definition.depends_on,
+            overlap=definition.overlap,
+            max_instances=definition.max_instances,
         )
         task = ScheduledTask(
             task_id=definition.id,
@@ -933,6 +1156,7 @@ class SchedulerCore(DefinitionVerbs):
             options=options,
             first_run=restored.next_run_at,
         )
+        fit_flight(task)
         task.status = restored.status
         task.attempt = restored.attempt
         task._slot = restored.slot
@@ -983,6 +1207,19 @@ def _given_up_in_a_row(history: Iterable[ExecutionRecord]) -> int:
             break
         count += record.misfire is GIVEN_UP
     return count
+
+
+def _buffered(schedule: Schedule, skipped: _Skipped, *, before: float) -> tuple[float, _Skipped]:
+    """BUFFER_ONE: the latest slot before ``before`` (the run that comes due at once)
+    and the slots folded into it (``skipped`` is cut at MAX_SKIPPED + 1 slots)."""
+    latest = skipped[-1]
+    if len(skipped) > MAX_SKIPPED:
+        following = slot_after(schedule, latest)
+        while following is not None and latest < following < before:
+            latest = following
+            following = slot_after(schedule, latest)
+    folded = skipped[:-1] if latest == skipped[-1] else skipped
+    return latest, folded
 
 
 def _id_number(task_id: str) -> int | None:

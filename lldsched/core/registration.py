@@ -33,14 +33,15 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import tzinfo
 from typing import Any, TypeVar, cast
 
-from lldsched.checks import seconds
+from lldsched.checks import seconds, whole
 from lldsched.core.task import DEFAULT_OPTIONS, ScheduledTask, TaskOptions
 from lldsched.errors import ScheduleError, ValidationError
 from lldsched.importpath import import_callable, import_path, json_arguments
 from lldsched.model import Priority
-from lldsched.policies import MisfirePolicy, RetryPolicy
+from lldsched.policies import MisfirePolicy, Overlap, OverrunPolicy, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.schedules.cron import CronSchedule
+from lldsched.schedules.simple import FixedDelay, OneTime
 
 __all__ = [
     "ISOLATIONS",
@@ -48,6 +49,7 @@ __all__ = [
     "Unchanged",
     "check_graph",
     "check_isolation",
+    "check_overlap",
     "check_task_id",
     "check_zone",
     "is_schedule",
@@ -124,6 +126,8 @@ def validated(
     misfire: MisfirePolicy | None,
     isolation: str = "thread",
     depends_on: Iterable[str] = (),
+    overlap: Overlap | None = None,
+    max_instances: int | None = None,
 ) -> tuple[Priority, TaskOptions]:
     """Check everything a registration passes; return its :class:`Priority` and
     :class:`~lldsched.core.task.TaskOptions`.
@@ -153,6 +157,8 @@ def validated(
         and timeout is None
         and kwargs is None
         and misfire is None
+        and overlap is None
+        and max_instances is None
         and type(args) is tuple
         and not args
         and not pass_context
@@ -171,7 +177,53 @@ def validated(
         isolation=isolation,
         depends_on=_depends_on(name, depends_on),
     )
+    if overlap is not None or max_instances is not None:
+        check_overlap(name, schedule, overlap=overlap, max_instances=max_instances)
+        options = options._replace(overlap=overlap, max_instances=max_instances)
     return priority, options
+
+
+def check_overlap(
+    name: str, schedule: object, *, overlap: Overlap | None, max_instances: int | None
+) -> None:
+    """``overlap`` and ``max_instances`` suit each other and ``schedule`` (the rules of
+    :class:`~lldsched.policies.Overlap`): ValidationError naming the bad value."""
+    if overlap is not None and not isinstance(overlap, Overlap):
+        raise ValidationError(
+            f"task {name!r}: overlap must be Overlap.BUFFER_ONE, CANCEL_OTHER or ALLOW, "
+            f"got {overlap!r}"
+        )
+    if overlap is Overlap.ALLOW:
+        if max_instances is None:
+            raise ValidationError(
+                f"task {name!r}: overlap=Overlap.ALLOW needs max_instances=N (N >= 1), got None"
+            )
+        whole(max_instances, name=f"task {name!r}: max_instances", at_least=1)
+    elif max_instances is not None:
+        raise ValidationError(
+            f"task {name!r}: max_instances={max_instances!r} is for overlap=Overlap.ALLOW, "
+            f"got overlap={overlap!r}"
+        )
+    if overlap is None:
+        return
+    inner = schedule
+    while hasattr(inner, "schedule"):  # Jittered and Window: the schedule they wrap
+        inner = inner.schedule
+    if isinstance(inner, FixedDelay | OneTime):
+        why = (
+            "a fixed delay never overlaps"
+            if isinstance(inner, FixedDelay)
+            else "a one-off runs once"
+        )
+        raise ValidationError(
+            f"task {name!r}: overlap={overlap!r} needs a schedule with slots on a grid "
+            f"(fixed rate, cron); {why}: got {schedule!r}"
+        )
+    if getattr(inner, "on_overrun", None) is OverrunPolicy.CATCH_UP:
+        raise ValidationError(
+            f"task {name!r}: overlap={overlap!r} and on_overrun=OverrunPolicy.CATCH_UP both "
+            f"decide the slots a long run overlaps; keep one: got {schedule!r}"
+        )
 
 
 def _depends_on(name: str, depends_on: object) -> tuple[str, ...]:

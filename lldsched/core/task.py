@@ -28,17 +28,19 @@ from lldsched.core.context import RunContext
 from lldsched.errors import error_text
 from lldsched.model import ExecutionRecord, Priority, TaskStatus
 from lldsched.persistence import Task
-from lldsched.policies import MisfirePolicy, RetryPolicy
+from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
 
 __all__ = [
     "DEFAULT_OPTIONS",
     "Entry",
+    "Flight",
     "Restored",
     "Run",
     "RunStats",
     "ScheduledTask",
     "TaskOptions",
+    "fit_flight",
 ]
 
 Entry = tuple[float, int, int, str]
@@ -60,6 +62,8 @@ class TaskOptions(NamedTuple):
     misfire: MisfirePolicy | None = None  # None: DEFAULT_MISFIRE
     isolation: str = "thread"  # or "process": lldsched.threaded.processes runs it
     depends_on: tuple[str, ...] = ()  # upstream task ids (lldsched.core.dependencies)
+    overlap: Overlap | None = None  # None: runs never overlap (lldsched.policies.Overlap)
+    max_instances: int | None = None  # with Overlap.ALLOW only
 
 
 DEFAULT_OPTIONS = TaskOptions()
@@ -131,6 +135,7 @@ class ScheduledTask:
     """One task and where it is in its lifecycle (see :class:`TaskStatus`)."""
 
     __slots__ = (
+        "_flight",
         "_options",
         "_queued",
         "_run",
@@ -171,6 +176,9 @@ class ScheduledTask:
         self._run: Run | None = None  # the attempt in flight, if any
         self._queued = False  # a live entry sits in the runtime's heap
         self._stats: RunStats | None = None  # created at the first run
+        # Runs in flight besides _run, for a task whose overlap policy lets runs
+        # overlap (CANCEL_OTHER, ALLOW); None until the first such run begins.
+        self._flight: Flight | None = None
 
     # -- the definition ------------------------------------------------------------
 
@@ -202,14 +210,23 @@ class ScheduledTask:
         return self._options.depends_on
 
     @property
+    def overlap(self) -> Overlap | None:
+        """The overlap policy given at registration (None: runs never overlap)."""
+        return self._options.overlap
+
+    @property
+    def max_instances(self) -> int | None:
+        """How many runs may overlap under ``Overlap.ALLOW`` (None for other policies)."""
+        return self._options.max_instances
+
+    @property
     def definition(self) -> Task:
         """What runs and when, as an immutable value (what a store keeps)."""
         options = self._options
         return Task(
             self.id, self.name, self.action, self.schedule, self.priority,
             options.retry, options.timeout, options.args, options.kwargs, options.misfire,
-            options.isolation,
-            options.depends_on,
+            options.isolation, options.depends_on, options.overlap, options.max_instances,
         )  # fmt: skip
 
     # -- the runs --------------------------------------------------------------------
@@ -223,6 +240,15 @@ class ScheduledTask:
     def running(self) -> bool:
         """True while an attempt is in flight (also for a task paused or cancelled mid-run)."""
         return self._run is not None
+
+    @property
+    def runs(self) -> tuple[Run, ...]:
+        """The runs in flight, oldest first (more than one only under an overlap policy)."""
+        run = self._run
+        if run is None:
+            return ()
+        flight = self._flight
+        return (*flight.others, run) if flight is not None else (run,)
 
     @property
     def run_count(self) -> int:
@@ -262,6 +288,33 @@ class ScheduledTask:
         )
 
 
+class Flight:
+    """The overlapping runs of one task (``Overlap.CANCEL_OTHER`` or ``ALLOW``): the
+    runs in flight besides the newest (:attr:`ScheduledTask._run`), oldest first,
+    those of them ``CANCEL_OTHER`` cancelled, with why, and the slot queued behind
+    them."""
+
+    __slots__ = ("cancelled", "others", "pending")
+
+    def __init__(self) -> None:
+        self.others: list[Run] = []
+        self.cancelled: dict[int, str] = {}  # id(run) -> why; the run is in flight
+        self.pending: float | None = None  # the next slot, queued while runs are in flight
+
+    @property
+    def count(self) -> int:
+        """Runs in flight, the newest included (the task has one in ``_run``)."""
+        return len(self.others) + 1
+
+
+def fit_flight(task: ScheduledTask) -> None:
+    """Give a task whose runs may overlap (CANCEL_OTHER, ALLOW) its :class:`Flight`:
+    the core's begin() tests that slot, not the options, on every run.  A task that
+    loses its policy (a replaced definition) keeps a flight until it has drained."""
+    if task._flight is None and task._options.overlap in (Overlap.CANCEL_OTHER, Overlap.ALLOW):
+        task._flight = Flight()
+
+
 class Run(NamedTuple):
     """One attempt in flight: what the runtime needs to run it and report it."""
 
@@ -289,7 +342,7 @@ class Run(NamedTuple):
             return _RETURNED_NONE
         options = task._options
         try:
-            if self.context is not None:
+            if options.pass_context:  # (a CANCEL_OTHER run has a context for its flag only)
                 value = action(*options.args, ctx=self.context, **(options.kwargs or {}))
             elif options.kwargs:
                 value = action(*options.args, **options.kwargs)

@@ -1,18 +1,32 @@
-"""SKIP against CATCH_UP: one fixed-rate task whose runs outlast its period, simulated
-under each overrun policy (what :func:`lldsched.views.plots.overrun_comparison` draws)."""
+"""Overrun and overlap policies side by side: one fixed-rate task whose runs outlast its
+period, simulated under each policy asked for (what
+:func:`lldsched.views.plots.overrun_comparison` draws)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 
 from lldsched.errors import ValidationError
 from lldsched.model import ExecutionRecord
-from lldsched.policies import OverrunPolicy
+from lldsched.policies import Overlap, OverrunPolicy
 from lldsched.schedules.simple import FixedRate
 from lldsched.sim.scenario import SCENARIO_START
 from lldsched.sim.simulation import Simulation
 
-__all__ = ["simulate_overrun"]
+__all__ = ["ALL_POLICIES", "Policy", "simulate_overrun"]
+
+Policy = OverrunPolicy | Overlap
+"""A fixed rate's overrun policy, or a task's overlap policy."""
+
+ALL_POLICIES: tuple[Policy, ...] = (
+    OverrunPolicy.SKIP,
+    OverrunPolicy.CATCH_UP,
+    Overlap.BUFFER_ONE,
+    Overlap.CANCEL_OTHER,
+    Overlap.ALLOW,
+)
+"""Every policy, in the order the notebook shows them."""
 
 
 def simulate_overrun(
@@ -21,22 +35,37 @@ def simulate_overrun(
     *,
     horizon: float | None = None,
     start: float | datetime = SCENARIO_START,
-) -> dict[OverrunPolicy, list[ExecutionRecord]]:
+    policies: Iterable[Policy] = (OverrunPolicy.SKIP, OverrunPolicy.CATCH_UP),
+    max_instances: int = 2,
+) -> dict[Policy, list[ExecutionRecord]]:
     """Simulate one fixed-rate task (every ``period`` seconds, each run ``duration``
-    seconds, one worker) under ``SKIP`` and under ``CATCH_UP`` for ``horizon``
-    seconds (default ten periods); returns each policy's finished runs."""
+    seconds) under each of ``policies`` for ``horizon`` seconds (default ten
+    periods); returns each policy's finished runs.
+
+    ``SKIP`` and ``CATCH_UP`` run on one worker (the task never overlaps itself);
+    an overlap policy gets a worker more than it can use (``ALLOW`` runs up to
+    ``max_instances`` at once), so only the policy decides what overlaps.
+    """
     if not duration > 0 or not period > 0:
         raise ValidationError(
             f"period and duration must be > 0, got period={period!r} duration={duration!r}"
         )
     seconds = horizon if horizon is not None else 10 * period
-    runs = {}
-    for policy in (OverrunPolicy.SKIP, OverrunPolicy.CATCH_UP):
-        sim = Simulation(workers=1, start=start)
-        sim.schedule(
-            f"every {period:g} s, runs {duration:g} s",
-            FixedRate(period, on_overrun=policy),
-            duration=duration,
-        )
+    runs: dict[Policy, list[ExecutionRecord]] = {}
+    for policy in policies:
+        name = f"every {period:g} s, runs {duration:g} s"
+        if isinstance(policy, OverrunPolicy):
+            sim = Simulation(workers=1, start=start)
+            sim.schedule(name, FixedRate(period, on_overrun=policy), duration=duration)
+        elif isinstance(policy, Overlap):
+            limit = max_instances if policy is Overlap.ALLOW else None
+            sim = Simulation(workers=(limit or 1) + 1, start=start)
+            sim.schedule(
+                name, FixedRate(period), duration=duration, overlap=policy, max_instances=limit
+            )
+        else:
+            raise ValidationError(
+                f"policies must be OverrunPolicy or Overlap members, got {policy!r}"
+            )
         runs[policy] = [r for r in sim.run_for(seconds).records() if r.outcome.ran]
     return runs

@@ -74,7 +74,7 @@ from lldsched.errors import ValidationError
 from lldsched.listeners import Listener, as_callback
 from lldsched.model import ExecutionRecord, Priority, TaskEvent
 from lldsched.persistence import TaskStore
-from lldsched.policies import MisfirePolicy, RetryPolicy
+from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.sim.awaiting import PrivateLoop
 from lldsched.sim.clock import VirtualClock
@@ -150,6 +150,7 @@ class Simulation:
             on_record=self._records.append,
             retain_finished=retain_finished,
             on_retire=self._retired,
+            on_cancel=self._cut,
         )
         self._models: dict[str, _Models] = {}
         self._free = list(range(workers))  # a heap: the lowest free worker starts next
@@ -183,6 +184,8 @@ class Simulation:
         misfire: MisfirePolicy | None = None,
         isolation: str = "thread",
         depends_on: Sequence[str] = (),
+        overlap: Overlap | None = None,
+        max_instances: int | None = None,
     ) -> ScheduledTask:
         """Register a simulated task.  ``duration`` and ``fails`` are models (see
         :mod:`lldsched.sim.models`); a real ``action`` also runs, for its side effects
@@ -215,6 +218,8 @@ class Simulation:
             misfire=misfire,
             isolation=isolation,
             depends_on=depends_on,
+            overlap=overlap,
+            max_instances=max_instances,
         )
         self._set_models(task.id, duration, fails)
         return task
@@ -235,6 +240,8 @@ class Simulation:
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
         depends_on: Sequence[str] = (),
+        overlap: Overlap | None = None,
+        max_instances: int | None = None,
     ) -> Callable[[F], F]:
         """The decorator form of :meth:`schedule`: ``@sim.scheduled(FixedRate(60))``
         registers the function as the task's action, under its ``__name__`` (or
@@ -256,6 +263,8 @@ class Simulation:
                 kwargs=kwargs,
                 misfire=misfire,
                 depends_on=depends_on,
+                overlap=overlap,
+                max_instances=max_instances,
             )
 
         return registering(schedule, name=name, register=register)
@@ -556,6 +565,16 @@ class Simulation:
     def _retired(self, task_id: str) -> None:
         """The core retired ``task_id``: its models go with it."""
         self._models.pop(task_id, None)
+
+    def _cut(self, run: Run) -> None:
+        """Overlap.CANCEL_OTHER cancelled ``run``: it ends now, as a run that checks its
+        flag (or a coroutine, cancelled for real) would; the core records why."""
+        finishes = self._finishes
+        for index, item in enumerate(finishes):
+            if item[3] is run:
+                finishes[index] = (self.now, *item[1:])
+                heapq.heapify(finishes)
+                return
 
     def _emit(self, event: TaskEvent) -> None:
         for listener, callback in self._callbacks:

@@ -17,6 +17,8 @@ definition is plain JSON:
   registered; :func:`register_schedule` adds a type;
 * the retry and misfire policies as their fields;
 * ``depends_on`` as a list of task ids (absent in documents written before it).
+* an overlap policy (only when the task has one) as ``"overlap"`` (its value) and
+  ``"max_instances"``.
 
 A ``Window``'s count of successful runs is not part of the definition: a store
 that rebuilds a task passes its counters to :func:`decode_task` (``runs=``), which
@@ -37,7 +39,7 @@ from lldsched.errors import LldschedError, StoreError, ValidationError
 from lldsched.importpath import import_callable, import_path, json_arguments
 from lldsched.model import Priority
 from lldsched.persistence import Task
-from lldsched.policies import Misfire, MisfirePolicy, OverrunPolicy, RetryPolicy
+from lldsched.policies import Misfire, MisfirePolicy, Overlap, OverrunPolicy, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.schedules.catchup import unwrap
 from lldsched.schedules.cron import CronSchedule
@@ -207,6 +209,9 @@ def encode_task(task: Task) -> str:
         document["isolation"] = task.isolation
     if task.depends_on:  # absent in older documents, and for tasks without upstreams
         document["depends_on"] = list(task.depends_on)
+    if task.overlap is not None:  # only then: documents of other tasks stay as they were
+        document["overlap"] = task.overlap.value
+        document["max_instances"] = task.max_instances
     try:
         return json.dumps(document, allow_nan=False, separators=(",", ":"))
     except ValueError as exc:  # a NaN or infinity in a schedule registered by the user
@@ -232,6 +237,7 @@ def decode_task(task_id: str, text: str, *, runs: int = 0) -> Task:
                 misfire_doc["grace"],
                 misfire_doc["max_catch_up"],
             )
+        overlap = document.get("overlap")  # absent: no policy (and in older documents)
         timeout = document["timeout"]
         if timeout is not None:
             seconds(
@@ -250,6 +256,8 @@ def decode_task(task_id: str, text: str, *, runs: int = 0) -> Task:
             misfire,
             document.get("isolation", "thread"),
             _depends_on(document.get("depends_on", [])),
+            None if overlap is None else Overlap(overlap),
+            document.get("max_instances"),
         )
     except StoreError as exc:
         raise StoreError(f"task {task_id}: {exc}") from None

@@ -143,7 +143,8 @@ class CoroutineRunner:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._waiting: collections.deque[Entry | _Flight] = collections.deque()
-        self._flights: dict[str, _Flight] = {}
+        # Begun flights by id(run): runs of one task may overlap (lldsched.policies.Overlap).
+        self._flights: dict[int, _Flight] = {}
         self._active = 0
         self._wakeup_sent = False
         self._closed = False
@@ -173,15 +174,24 @@ class CoroutineRunner:
             _close(awaitable)
             return False
         flight = _Flight(run, started, awaitable)
-        self._flights[run.task.id] = flight
+        self._flights[id(run)] = flight
         self._waiting.append(flight)
         self._wake()
         return True
 
     def cancel(self, task_id: str, reason: str) -> None:
-        """Cancel the task's coroutine run, if it has one (caller holds the lock)."""
-        flight = self._flights.get(task_id)
-        if flight is None or flight.reason is not None:
+        """Cancel the task's coroutine runs, if it has any (caller holds the lock)."""
+        for flight in [f for f in self._flights.values() if f.run.task.id == task_id]:
+            self._cancel_flight(flight, reason)
+
+    def cancel_run(self, run: Run, reason: str) -> None:
+        """Cancel ``run`` if it is a coroutine run in flight (caller holds the lock)."""
+        flight = self._flights.get(id(run))
+        if flight is not None and flight.run is run:
+            self._cancel_flight(flight, reason)
+
+    def _cancel_flight(self, flight: _Flight, reason: str) -> None:
+        if flight.reason is not None:
             return
         flight.reason = reason
         context = flight.run.context
@@ -223,8 +233,8 @@ class CoroutineRunner:
                 self._settled.wait_for(self._over_all, remaining())
             self.drop_waiting()
             if self._flights:
-                for task_id in list(self._flights):
-                    self.cancel(task_id, "shutdown")
+                for flight in list(self._flights.values()):
+                    self._cancel_flight(flight, "shutdown")
                 self._settled.wait_for(self._over_all, CANCEL_GRACE)
             for flight in list(self._flights.values()):  # still not over: record it now
                 flight.finished = self._now()
@@ -285,7 +295,7 @@ class CoroutineRunner:
                     run = self._begin(item)
                     if run is None:
                         continue  # a tombstone (settled by begin)
-                    flight = flights[run.task.id] = _Flight(run, 0.0, None)
+                    flight = flights[id(run)] = _Flight(run, 0.0, None)
                 flight.active = True
                 self._active += 1
                 starting.append(flight)
@@ -366,7 +376,7 @@ class CoroutineRunner:
         self._flush_sent = False
         with self._lock:
             for flight in done:
-                if self._flights.get(flight.run.task.id) is flight:  # not recorded by shutdown
+                if self._flights.get(id(flight.run)) is flight:  # not recorded by shutdown
                     self._record(flight)
             if self._waiting and self._active < self.limit and not self._wakeup_sent:
                 self._wakeup_sent = True  # slots freed: start what waits
@@ -376,7 +386,7 @@ class CoroutineRunner:
     def _record(self, flight: _Flight) -> None:
         """Write the flight's record and free its slot (caller holds the lock)."""
         error, result, timed_out = _outcome(flight)
-        del self._flights[flight.run.task.id]
+        del self._flights[id(flight.run)]
         if flight.active:
             self._active -= 1
         try:

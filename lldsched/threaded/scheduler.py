@@ -81,7 +81,7 @@ from lldsched.errors import SchedulerStateError, ValidationError, error_text
 from lldsched.listeners import Listener
 from lldsched.model import ExecutionRecord, Priority, TaskStatus
 from lldsched.persistence import CoordinatedStore, TaskStore
-from lldsched.policies import MisfirePolicy, RetryPolicy
+from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.threaded.coroutines import CoroutineRunner, is_loop_action
 from lldsched.threaded.dispatcher import EventDispatcher
@@ -217,6 +217,7 @@ class Scheduler:
             tz=tz,
             retain_finished=retain_finished,
             on_retire=self._loop_ids.discard,
+            on_cancel=self._cancel_overlapped,
         )
         self._deadlines: list[tuple[float, int, RunContext]] = []
         self._deadline_sequence = itertools.count()
@@ -396,6 +397,8 @@ class Scheduler:
         misfire: MisfirePolicy | None = None,
         isolation: str = "thread",
         depends_on: Sequence[str] = (),
+        overlap: Overlap | None = None,
+        max_instances: int | None = None,
     ) -> ScheduledTask:
         """Register ``action`` to run on ``schedule``; returns its live :class:`ScheduledTask`.
 
@@ -449,6 +452,8 @@ class Scheduler:
                         misfire=misfire,
                         isolation=isolation,
                         depends_on=depends_on,
+                        overlap=overlap,
+                        max_instances=max_instances,
                     )
                     break
                 except ValidationError:  # shared: the id was registered elsewhere a moment ago?
@@ -476,6 +481,8 @@ class Scheduler:
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
         depends_on: Sequence[str] = (),
+        overlap: Overlap | None = None,
+        max_instances: int | None = None,
     ) -> Callable[[F], F]:
         """The decorator form of :meth:`schedule`: ``@scheduler.scheduled(FixedRate(60))``
         registers the function under its ``__name__`` (or ``name``) and leaves it as it
@@ -495,6 +502,8 @@ class Scheduler:
                 kwargs=kwargs,
                 misfire=misfire,
                 depends_on=depends_on,
+                overlap=overlap,
+                max_instances=max_instances,
             )
 
         return registering(schedule, name=name, register=register)
@@ -865,6 +874,11 @@ class Scheduler:
         """The store heard of another process's change (any thread, no lock held)."""
         with self._lock:
             self._wake.notify_all()
+
+    def _cancel_overlapped(self, run: Run) -> None:
+        """Overlap.CANCEL_OTHER cancelled ``run`` (the core raised its flag, under the
+        lock): a coroutine run is cancelled for real; a thread's run is cooperative."""
+        self._coroutines.cancel_run(run, "overlap")
 
     def _arm_deadline(self, deadline: float, context: RunContext) -> None:
         deadlines = self._deadlines

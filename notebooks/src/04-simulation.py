@@ -7,7 +7,8 @@
 #
 # - replay a week of a busy scheduler in a fraction of a second, and read it as a table;
 # - read a Gantt chart: where runs sit, and where they *wait*;
-# - say what the two overrun policies, SKIP and CATCH_UP, do to a job that outlasts its period;
+# - say what the overrun policies (SKIP, CATCH_UP) and the overlap policies (BUFFER_ONE,
+#   CANCEL_OTHER, ALLOW) do to a job that outlasts its period;
 # - size a worker pool from lateness, and say why priority alone cannot keep a job on time.
 #
 # **Minutes:** 20 (read and run; two sliders to play with).
@@ -26,7 +27,7 @@ from IPython.display import display
 from ipywidgets import IntSlider, interact
 
 from lldsched import OverrunPolicy
-from lldsched.sim.overrun import simulate_overrun
+from lldsched.sim.overrun import ALL_POLICIES, simulate_overrun
 from lldsched.sim.scenario import build_scenario
 from lldsched.views.frames import schedules_of, task_summary, to_frame
 from lldsched.views.plots import (
@@ -165,6 +166,25 @@ demo.close()
 
 # %%
 overrun_comparison(simulate_overrun(period=60, duration=150))
+
+# %% [markdown]
+# ### Every policy on the same workload
+#
+# Both policies above keep one run at a time. A task's `overlap=` option (for a schedule
+# with slots on a grid: fixed rate, cron) chooses what a slot that comes due *during* a
+# run does, and the simulation gives it a worker more than it can use:
+#
+# - `BUFFER_ONE`: the slots that came due while it ran become **one** run, for the latest
+#   of them, started as soon as it ends (the others are recorded `coalesced`);
+# - `CANCEL_OTHER`: the new slot starts at once and **cancels** the running run (its
+#   flag is raised; hatched: recorded `cancelled`). A 150 s job every 60 s never finishes;
+# - `ALLOW` with `max_instances=2`: up to two runs **at once**; a slot due while two run
+#   is recorded `skipped`.
+#
+# The same task under all five, one panel each:
+
+# %%
+overrun_comparison(simulate_overrun(period=60, duration=150, policies=ALL_POLICIES))
 
 
 # %% [markdown]

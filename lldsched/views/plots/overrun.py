@@ -1,4 +1,5 @@
-"""SKIP against CATCH_UP: one fixed-rate task whose runs outlast the period, both ways."""
+"""Overrun and overlap policies side by side: one fixed-rate task whose runs outlast
+the period, one panel per policy."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pandas as pd
 
 from lldsched.errors import ValidationError
 from lldsched.model import ExecutionRecord
-from lldsched.policies import OverrunPolicy
+from lldsched.policies import Overlap, OverrunPolicy
 from lldsched.views.frames import ran, to_frame
 from lldsched.views.plots._base import (
     Axes,
@@ -35,40 +36,52 @@ __all__ = ["overrun_comparison"]
 
 
 def overrun_comparison(
-    runs: Mapping[OverrunPolicy, pd.DataFrame | Iterable[ExecutionRecord]],
+    runs: Mapping[OverrunPolicy | Overlap, pd.DataFrame | Iterable[ExecutionRecord]],
     *,
     axes: Sequence[Axes] | None = None,
     tz: str | tzinfo = "UTC",
 ) -> Figure:
-    """``SKIP`` and ``CATCH_UP`` side by side: each run on its own row (first at the
-    top), a bar from start to finish, its due time ticked with a line to its start,
-    and the fixed-rate grid of slots as dotted lines.  ``runs`` maps each policy to
-    a frame or to records, such as :func:`lldsched.sim.overrun.simulate_overrun`
-    returns.  ``axes`` is a pair to draw on."""
-    frames = {  # the runs only: not the slots SKIP dropped (records of their own)
+    """Any set of policies side by side, in the order of ``runs``: each run on its own
+    row (first at the top), a bar from start to finish, its due time ticked with a
+    line to its start, the fixed-rate grid of slots as dotted lines, and a cross on
+    each slot between the first and the last run that no run served.  ``runs`` maps
+    each policy (:class:`~lldsched.policies.OverrunPolicy` or
+    :class:`~lldsched.policies.Overlap`) to a frame or to records, such as
+    :func:`lldsched.sim.overrun.simulate_overrun` returns.  ``axes``: one per policy."""
+    frames = {  # the runs only: not the slots a policy dropped (records of their own)
         policy: ran(frame if isinstance(frame, pd.DataFrame) else to_frame(frame))
         for policy, frame in runs.items()
     }
-    policies = [p for p in (OverrunPolicy.SKIP, OverrunPolicy.CATCH_UP) if p in frames]
-    if len(policies) != 2:
-        raise ValidationError(f"frames must hold SKIP and CATCH_UP, got {[p.name for p in frames]}")
+    policies = list(frames)
+    if not policies or not all(isinstance(p, OverrunPolicy | Overlap) for p in policies):
+        raise ValidationError(
+            f"runs must map OverrunPolicy or Overlap members to runs, got {policies!r}"
+        )
     figure: Figure
     if axes is None:
-        figure = PlotFigure(figsize=(12.0, 4.2), layout="constrained")
-        pair = list(figure.subplots(1, 2, sharex=True, sharey=True))
+        columns = min(len(policies), 3)
+        rows_of_panels = -(-len(policies) // columns)
+        figure = PlotFigure(figsize=(4.4 * columns, 3.6 * rows_of_panels), layout="constrained")
+        grid = figure.subplots(rows_of_panels, columns, sharex=True, sharey=True, squeeze=False)
+        every = [ax for row in grid for ax in row]
+        spares = every[len(policies) :]
+        for spare in spares:
+            spare.axis("off")  # an empty cell: the legend goes in the first
+        panels = every[: len(policies)]
     else:
-        pair = list(axes)
-        if len(pair) != 2:
-            raise ValidationError(f"axes must be two Axes, got {len(pair)}")
-        figure = _root(pair[0])
+        panels = list(axes)
+        if len(panels) != len(policies):
+            raise ValidationError(f"axes must be {len(policies)} Axes, got {len(panels)}")
+        figure = _root(panels[0])
+        spares = []
     rows = max(max(len(frames[p]) for p in policies), 1)
-    first = frames[policies[0]]
+    first = next((frames[p] for p in policies if len(frames[p])), frames[policies[0]])
     name = str(first["name"].iloc[0]) if len(first) else "fixed-rate task"
     rgba = task_colours([name])[name]
     colour = np.array(rgba)
     spans = []
-    skipped = _skipped_slots(frames, policies)
-    for ax, policy in zip(pair, policies, strict=True):
+    step = _grid_step(frames)
+    for ax, policy in zip(panels, policies, strict=True):
         frame = frames[policy]
         if len(frame):
             lane = np.arange(len(frame), dtype=float)
@@ -76,11 +89,12 @@ def overrun_comparison(
             spans.append(_draw_runs(ax, frame, lane, colours, detail=True))
             worst = frame["lateness"].max().total_seconds()
             divisor, unit = _unit(worst)
-            dropped = f", {len(skipped)} slots dropped" if policy is OverrunPolicy.SKIP else ""
+            dropped = len(_dropped_slots(frame, step))
             ax.set_title(
-                f"{policy.name}: {len(frame)} runs{dropped},\n"
+                f"{policy.name}: {len(frame)} runs, {dropped} slots dropped,\n"
                 f"worst lateness {worst / divisor:.3g} {unit}",
                 loc="left",
+                fontsize="medium",
             )
         else:
             _empty(ax, "runs")
@@ -92,53 +106,63 @@ def overrun_comparison(
     if spans:
         low = min(span[0] for span in spans)
         high = max(span[1] for span in spans)
-        _set_xlim(pair[0], low, high)
-        step = _grid_step(frames, policies)
+        _set_xlim(panels[0], low, high)
         if step:
-            grid = np.arange(low, high + step, step)
-            for ax in pair:
-                for x in grid:
+            grid_lines = np.arange(low, high + step, step)
+            for ax in panels:
+                for x in grid_lines:
                     ax.axvline(x, color="0.75", linestyle=":", linewidth=0.8, zorder=1)
-    for ax, policy in zip(pair, policies, strict=True):
-        if policy is OverrunPolicy.SKIP and len(skipped):
-            # On the slot's grid line, at the top: a slot SKIP dropped, with no run for it.
+    crosses = False
+    for ax, policy in zip(panels, policies, strict=True):
+        dropped_slots = _dropped_slots(frames[policy], step)
+        if len(dropped_slots):
+            crosses = True
+            # On the slot's grid line, at the top: a slot the policy ran nothing for.
             ax.plot(
-                skipped, np.full(len(skipped), 0.97), transform=ax.get_xaxis_transform(),
-                linestyle="none", marker="x", markersize=7, color=_SKIPPED_COLOUR,
-                markeredgewidth=1.8, zorder=6, gid="skipped_slots",
+                dropped_slots, np.full(len(dropped_slots), 0.97),
+                transform=ax.get_xaxis_transform(), linestyle="none", marker="x",
+                markersize=7, color=_SKIPPED_COLOUR, markeredgewidth=1.8, zorder=6,
+                gid="skipped_slots",
             )  # fmt: skip
-    figure.suptitle(f"Overrun policy: {name}", x=0.01, ha="left")
+    figure.suptitle(f"Overrun and overlap policies: {name}", x=0.01, ha="left")
     handles = [Patch(facecolor=rgba, label="run"), *_mark_handles(first.iloc[:0])]
     handles.append(Line2D([], [], color="0.75", linestyle=":", label="fixed-rate slots"))
-    if len(skipped):
+    if crosses:
         handles.append(
             Line2D([], [], linestyle="none", marker="x", color=_SKIPPED_COLOUR,
-                   markeredgewidth=1.8, label="slot SKIP dropped (left panel)")
+                   markeredgewidth=1.8, label="slot no run served")
         )  # fmt: skip
-    _legend(pair[1], handles)
+    if spares:
+        spares[0].legend(handles=handles, loc="upper left", frameon=False)
+    else:
+        _legend(panels[-1], handles)
     return figure
 
 
 _SKIPPED_COLOUR = "tab:red"
 
 
-def _skipped_slots(frames: Mapping[OverrunPolicy, pd.DataFrame], policies: list[Any]) -> Any:
-    """The fixed-rate slots (matplotlib dates) between SKIP's first and last run that
-    SKIP ran nothing for; the period is read from the CATCH_UP frame (a run per slot)."""
-    step = _grid_step(frames, policies) * 86400
-    skip = frames[OverrunPolicy.SKIP]["due"] if OverrunPolicy.SKIP in policies else None
-    if not step or skip is None or not len(skip):
+def _dropped_slots(frame: pd.DataFrame, step: float) -> Any:
+    """The fixed-rate slots (matplotlib dates) between the frame's first and last due
+    time that no run of the frame served (``step``: the period, in days)."""
+    seconds = step * 86400
+    dues = frame["due"]
+    if not seconds or not len(dues):
         return np.array([])
-    first, last = skip.min(), skip.max()
-    count = round((last - first).total_seconds() / step) + 1
-    slots = pd.Series([first + pd.Timedelta(seconds=step * k) for k in range(count)])
-    dropped = slots[~slots.isin(set(skip))]
+    first, last = dues.min(), dues.max()
+    count = round((last - first).total_seconds() / seconds) + 1
+    slots = pd.Series([first + pd.Timedelta(seconds=seconds * k) for k in range(count)])
+    dropped = slots[~slots.isin(set(dues))]
     return _dates(dropped) if len(dropped) else np.array([])
 
 
-def _grid_step(frames: Mapping[OverrunPolicy, pd.DataFrame], policies: list[Any]) -> float:
-    """The slot period, in days, read from the CATCH_UP frame (one run per slot)."""
-    dues = frames[policies[-1]]["due"]
-    if len(dues) < 2:
-        return 0.0
-    return float((dues.iloc[1] - dues.iloc[0]).total_seconds()) / 86400
+def _grid_step(frames: Mapping[Any, pd.DataFrame]) -> float:
+    """The slot period, in days: the smallest gap between two due times of one policy
+    (a policy that runs consecutive slots shows it)."""
+    gaps = []
+    for frame in frames.values():
+        dues = frame["due"].drop_duplicates().sort_values()
+        if len(dues) > 1:
+            gaps.append(float(dues.diff().dt.total_seconds().iloc[1:].min()))
+    positive = [gap for gap in gaps if gap > 0]
+    return min(positive) / 86400 if positive else 0.0

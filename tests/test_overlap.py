@@ -1,0 +1,324 @@
+"""Overlap policies (lldsched.policies.Overlap): BUFFER_ONE, CANCEL_OTHER and ALLOW with
+max_instances, decided by the core for both runtimes; their bad input; their records."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+
+from lldsched import (
+    CronSchedule,
+    EventLog,
+    FakeClock,
+    FixedDelay,
+    FixedRate,
+    OneTime,
+    Overlap,
+    OverrunPolicy,
+    Simulation,
+    TaskStatus,
+    ValidationError,
+)
+from lldsched.core.context import RunContext
+from lldsched.model import ExecutionRecord, Outcome, TaskEvent
+from lldsched.schedules.decorators import Jittered
+from tests.conftest import T0, SchedulerFactory, settle
+
+# -- the simulation ----------------------------------------------------------------------
+
+
+def _simulate(overlap: Overlap | None, *, max_instances: int | None = None) -> Simulation:
+    """Every 60 s, each run 150 s, on three workers, for 600 s."""
+    sim = Simulation(workers=3, start=T0)
+    sim.schedule("long", FixedRate(60), duration=150, overlap=overlap, max_instances=max_instances)
+    return sim.run_for(600)
+
+
+def _table(records: list[ExecutionRecord]) -> list[tuple[float, str]]:
+    return [(r.slot - T0, r.outcome.value) for r in records]
+
+
+def test_buffer_one_folds_the_slots_of_a_long_run_into_one_run_for_the_latest_of_them() -> None:
+    records = _simulate(Overlap.BUFFER_ONE).records()
+    assert _table(records)[:5] == [
+        (0, "ok"),
+        (60, "coalesced"),
+        (120, "ok"),  # the latest slot that came due while the first run ran
+        (180, "coalesced"),
+        (240, "ok"),
+    ]
+    buffered = records[2]
+    assert buffered.started == records[0].finished  # at once, as the first run finished
+    assert records[1].error is not None and "Overlap.BUFFER_ONE" in records[1].error
+    assert max(len([r for r in records if r.outcome.ran and r.started <= t < r.finished])
+               for t in range(int(T0), int(T0) + 600, 10)) == 1  # fmt: skip
+
+
+def test_cancel_other_cancels_the_running_run_when_the_next_slot_comes_due() -> None:
+    records = _simulate(Overlap.CANCEL_OTHER).records()
+    assert _table(records)[:3] == [(0, "cancelled"), (60, "cancelled"), (120, "cancelled")]
+    first = records[0]
+    assert first.finished == T0 + 60  # cut when the slot at 60 s came due
+    assert first.error is not None and first.error.startswith("OverlapCancelled:")
+    assert "CANCEL_OTHER" in first.error
+    assert first.attempt == 1  # never retried: a cancelled run is no failure
+
+
+def test_allow_runs_up_to_max_instances_at_once_and_records_the_slot_past_the_limit() -> None:
+    sim = _simulate(Overlap.ALLOW, max_instances=2)
+    records = sim.records()
+    ran = [r for r in records if r.outcome.ran]
+    assert [r.slot - T0 for r in ran][:4] == [0, 60, 180, 240]
+    assert all(r.ok and r.started == r.due for r in ran)  # each on time, beside another
+    skipped = [r for r in records if r.outcome is Outcome.SKIPPED]
+    assert [r.slot - T0 for r in skipped][:2] == [120, 300]
+    assert skipped[0].error == "Overlap.ALLOW: 2 runs in flight (max_instances=2)"
+    assert len(sim.task("task-1").runs) == 2
+
+
+def test_a_task_without_an_overlap_policy_keeps_its_schedule_rule_and_never_overlaps() -> None:
+    records = _simulate(None).records()
+    assert _table(records)[:4] == [(0, "ok"), (60, "skipped"), (120, "skipped"), (180, "ok")]
+
+
+def test_cron_accepts_an_overlap_policy_in_the_simulation() -> None:
+    sim = Simulation(workers=2, start=T0)
+    sim.schedule(
+        "cron", CronSchedule("* * * * *"), duration=90, overlap=Overlap.ALLOW, max_instances=2
+    )
+    ran = [r for r in sim.run_for(300).records() if r.outcome.ran]
+    assert [r.slot - T0 for r in ran] == [60, 120, 180]  # each beside the one before
+
+
+def test_a_failed_run_beside_another_is_given_up_and_the_last_run_out_retries() -> None:
+    durations = iter([90.0, 10.0])  # slot 0 runs long; slot 60 starts and ends beside it
+    sim = Simulation(workers=2, start=T0)
+    task = sim.schedule(
+        "flaky",
+        FixedRate(60),
+        duration=lambda rng, attempt: next(durations, 10.0),
+        fails=lambda rng, attempt: attempt == 1,
+        overlap=Overlap.ALLOW,
+        max_instances=2,
+    )
+    sim.run(T0 + 90)
+    beside, last = sim.records()
+    assert beside.slot == T0 + 60 and beside.outcome is Outcome.GIVEN_UP  # no retry beside
+    assert last.slot == T0 and last.outcome is Outcome.FAILED  # the last out: retried
+    assert task.status is TaskStatus.RETRYING and task.attempt == 1
+    sim.run(T0 + 200)
+    later = [(r.slot - T0, r.attempt, r.outcome.value) for r in sim.records()[2:]]
+    assert later[:2] == [(0, 2, "ok"), (120, 1, "failed")]  # the retry, then the next slot
+
+
+def test_pause_holds_the_pending_slot_and_resume_brings_it_back() -> None:
+    sim = Simulation(workers=3, start=T0)
+    task = sim.schedule("long", FixedRate(60), duration=150, overlap=Overlap.ALLOW, max_instances=3)
+    sim.run(T0 + 30)
+    assert sim.pause(task.id) is True
+    assert sim.pending() == []
+    sim.run(T0 + 100)
+    assert len(task.runs) == 1 and task.status is TaskStatus.PAUSED  # nothing started
+    assert sim.resume(task.id) is True
+    assert task.status is TaskStatus.RUNNING and task.next_run_at == T0 + 100
+    sim.run(T0 + 100)
+    assert len(task.runs) == 2
+
+
+def test_cancel_raises_the_flag_of_every_run_in_flight_and_nothing_follows() -> None:
+    sim = Simulation(workers=3, start=T0)
+    task = sim.schedule("long", FixedRate(60), duration=150, overlap=Overlap.ALLOW, max_instances=3)
+    sim.run(T0 + 90)
+    assert len(task.runs) == 2
+    assert sim.cancel(task.id) is True
+    assert sim.pending() == []
+    sim.run(T0 + 600)
+    assert task.status is TaskStatus.CANCELLED and task.runs == ()
+    assert [r.slot - T0 for r in sim.records() if r.outcome.ran] == [0, 60]
+
+
+# -- bad input -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("schedule", "options", "message"),
+    [
+        (FixedDelay(10), {"overlap": Overlap.BUFFER_ONE}, "a fixed delay never overlaps"),
+        (OneTime(delay=5), {"overlap": Overlap.CANCEL_OTHER}, "a one-off runs once"),
+        (
+            FixedRate(10, on_overrun=OverrunPolicy.CATCH_UP),
+            {"overlap": Overlap.BUFFER_ONE},
+            "CATCH_UP",
+        ),
+        (FixedRate(10), {"overlap": "allow"}, "overlap must be Overlap"),
+        (FixedRate(10), {"overlap": Overlap.ALLOW}, "needs max_instances"),
+        (FixedRate(10), {"overlap": Overlap.ALLOW, "max_instances": 0}, "max_instances"),
+        (FixedRate(10), {"overlap": Overlap.ALLOW, "max_instances": True}, "max_instances"),
+        (FixedRate(10), {"max_instances": 2}, "max_instances=2 is for overlap=Overlap.ALLOW"),
+        (
+            FixedRate(10),
+            {"overlap": Overlap.BUFFER_ONE, "max_instances": 2},
+            "max_instances=2",
+        ),
+    ],
+)
+def test_bad_overlap_options_are_rejected_at_registration_naming_the_value(
+    schedule: Any, options: dict[str, Any], message: str
+) -> None:
+    sim = Simulation(start=T0)
+    kept = sim.schedule("kept", FixedRate(60))
+    with pytest.raises(ValidationError, match=message.replace("(", r"\(")):
+        sim.schedule("bad", schedule, **options)
+    assert [task.id for task in sim.tasks()] == [kept.id]
+
+
+def test_an_overlap_policy_is_accepted_on_a_decorated_grid_schedule() -> None:
+    sim = Simulation(start=T0)
+    task = sim.schedule("jittered", Jittered(FixedRate(60), 5, seed=1), overlap=Overlap.BUFFER_ONE)
+    assert task.overlap is Overlap.BUFFER_ONE and task.max_instances is None
+
+
+def test_reschedule_to_a_schedule_the_policy_does_not_suit_is_rejected() -> None:
+    sim = Simulation(start=T0)
+    task = sim.schedule("t", FixedRate(60), overlap=Overlap.ALLOW, max_instances=2)
+    with pytest.raises(ValidationError, match="a fixed delay never overlaps"):
+        sim.reschedule(task.id, FixedDelay(5))
+    assert task.schedule == FixedRate(60)
+
+
+def test_modify_keeps_the_overlap_policy() -> None:
+    sim = Simulation(start=T0)
+    task = sim.schedule("t", FixedRate(60), overlap=Overlap.ALLOW, max_instances=2)
+    sim.modify(task.id, timeout=5)
+    assert task.overlap is Overlap.ALLOW and task.max_instances == 2
+
+
+# -- the threaded runtime ------------------------------------------------------------------
+
+
+class _Starts:
+    """Counts runs that started; the test waits (bounded) for each."""
+
+    def __init__(self) -> None:
+        self._started = threading.Semaphore(0)
+        self.release = threading.Event()
+
+    def started(self) -> None:
+        self._started.release()
+
+    def wait_start(self, timeout: float = 5.0) -> bool:
+        return self._started.acquire(timeout=timeout)
+
+
+def _decided(log: EventLog, outcome: Outcome) -> TaskEvent | None:
+    return log.wait_for(lambda e: e.record is not None and e.record.outcome is outcome)
+
+
+def test_allow_on_threads_runs_two_at_once_and_skips_the_third_slot(
+    make_scheduler: SchedulerFactory, clock: FakeClock, log: EventLog
+) -> None:
+    starts = _Starts()
+
+    def job() -> None:
+        starts.started()
+        starts.release.wait(5)
+
+    scheduler = make_scheduler(clock=clock, listeners=[log], workers=3)
+    task = scheduler.schedule("job", job, FixedRate(10), overlap=Overlap.ALLOW, max_instances=2)
+    assert starts.wait_start()
+    clock.advance(10)
+    assert starts.wait_start()  # the second run, beside the first
+    clock.advance(10)
+    skipped = _decided(log, Outcome.SKIPPED)
+    assert skipped is not None and skipped.record is not None
+    assert skipped.record.slot == T0 + 20 and "max_instances=2" in (skipped.record.error or "")
+    assert not starts.wait_start(timeout=0.2)  # no third run
+    starts.release.set()
+    settle(scheduler)
+    assert [r.slot - T0 for r in log.runs("job")][:2] in ([0, 10], [10, 0])
+    assert task.status is TaskStatus.SCHEDULED and task.next_run_at == T0 + 30
+
+
+def test_cancel_other_on_threads_raises_the_running_runs_flag_and_starts_the_new_slot(
+    make_scheduler: SchedulerFactory, clock: FakeClock, log: EventLog
+) -> None:
+    contexts: list[RunContext] = []
+    starts = _Starts()
+
+    def cooperative(ctx: RunContext) -> None:
+        contexts.append(ctx)
+        starts.started()
+        ctx.wait(5)
+
+    scheduler = make_scheduler(clock=clock, listeners=[log], workers=2)
+    scheduler.schedule("job", cooperative, FixedRate(10), overlap=Overlap.CANCEL_OTHER)
+    assert starts.wait_start()
+    clock.advance(10)
+    assert starts.wait_start()
+    cancelled = _decided(log, Outcome.CANCELLED)
+    assert cancelled is not None and cancelled.record is not None
+    assert cancelled.record.slot == T0 and "CANCEL_OTHER" in (cancelled.record.error or "")
+    assert contexts[0].cancelled and contexts[0].reason == "overlap"
+    assert not contexts[1].cancelled
+    scheduler.cancel("task-1")
+    settle(scheduler)
+
+
+def test_cancel_other_runs_an_action_that_takes_no_context(
+    make_scheduler: SchedulerFactory, clock: FakeClock, log: EventLog
+) -> None:
+    calls: list[int] = []
+    scheduler = make_scheduler(clock=clock, listeners=[log])
+    scheduler.schedule(
+        "plain", lambda: calls.append(1), FixedRate(10), overlap=Overlap.CANCEL_OTHER
+    )
+    settle(scheduler)
+    assert calls == [1] and log.runs("plain")[0].ok
+
+
+def test_cancel_other_cancels_a_coroutine_run_for_real(
+    make_scheduler: SchedulerFactory, clock: FakeClock, log: EventLog
+) -> None:
+    starts = _Starts()
+
+    async def slow() -> None:
+        starts.started()
+        await asyncio.sleep(60)  # far past the wait below: only a real cancel ends it
+
+    scheduler = make_scheduler(clock=clock, listeners=[log])
+    scheduler.schedule("slow", slow, FixedRate(10), overlap=Overlap.CANCEL_OTHER)
+    assert starts.wait_start()
+    clock.advance(10)
+    cancelled = _decided(log, Outcome.CANCELLED)
+    assert cancelled is not None and cancelled.record is not None
+    assert cancelled.record.slot == T0
+    assert cancelled.record.finished == T0 + 10  # cut when the next slot came due
+    assert starts.wait_start()
+    scheduler.cancel("task-1")
+    settle(scheduler)
+
+
+def test_buffer_one_on_threads_starts_one_run_for_the_latest_slot_when_the_run_ends(
+    make_scheduler: SchedulerFactory, clock: FakeClock, log: EventLog
+) -> None:
+    starts = _Starts()
+    gate = threading.Event()
+
+    def job() -> None:
+        starts.started()
+        gate.wait(5)
+
+    scheduler = make_scheduler(clock=clock, listeners=[log], workers=2)
+    task = scheduler.schedule("job", job, FixedRate(10), overlap=Overlap.BUFFER_ONE)
+    assert starts.wait_start()
+    clock.advance(35)  # slots 10, 20 and 30 come due while it runs
+    assert not starts.wait_start(timeout=0.2)  # none starts beside it
+    gate.set()
+    assert starts.wait_start()
+    settle(scheduler)
+    slots = [(r.slot - T0, r.outcome.value) for e in log.events if (r := e.record) is not None]
+    assert slots[:4] == [(0, "ok"), (10, "coalesced"), (20, "coalesced"), (30, "ok")]
+    assert task.next_run_at == T0 + 40
