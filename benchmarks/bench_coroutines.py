@@ -8,8 +8,9 @@ sides detect completion the same way: the coroutine bumps a shared
 ``threading.Event``.
 
 * lldsched, default config (4 workers, ``max_coroutines=1000``, no store, no
-  listener), timed from ``start()``: a worker calls the action (which creates the
-  coroutine) and hands it to the scheduler's event loop;
+  listener), timed from ``start()``: the timer hands the due entries straight to
+  the scheduler's event loop, which calls the action (it creates the coroutine)
+  and runs the coroutine as an asyncio task;
 * APScheduler ``AsyncIOScheduler`` on an event loop running in its own thread, with
   its default ``AsyncIOExecutor`` and ``misfire_grace_time=None``.  As in
   ``bench_dispatch.py``, the headline uses the *equal work* variant: ``start(paused=True)``
