@@ -19,6 +19,9 @@ NOTEBOOK_CODE = [
 LOCAL = {"lldsched", "jobs", "cluster_node", "exercises"}
 # Installed with another requirement: IPython comes with jupyterlab's kernel, numpy with pandas.
 PROVIDED = {"IPython": "jupyterlab", "numpy": "pandas"}
+# Drivers of optional stores that no notebook opens (Binder runs no database server):
+# the modules that import them say "install the extra" when they are missing.
+NOT_ON_BINDER = {"psycopg"}
 
 
 def imported(path: Path) -> set[str]:
@@ -42,11 +45,17 @@ def requirements() -> set[str]:
 
 def test_every_third_party_module_a_notebook_imports_is_in_binders_requirements() -> None:
     wanted = set().union(*(imported(path) for path in NOTEBOOK_CODE))
-    third_party = wanted - set(sys.stdlib_module_names) - LOCAL - {"__future__"}
+    third_party = wanted - set(sys.stdlib_module_names) - LOCAL - NOT_ON_BINDER - {"__future__"}
     needed = {PROVIDED.get(name, name).lower() for name in third_party}
     assert {"pandas", "matplotlib", "ipywidgets", "pytest"} <= needed  # the scan found them
     missing = needed - requirements()
     assert not missing, f"binder/requirements.txt lacks {sorted(missing)}"
+
+
+def test_no_notebook_imports_a_driver_binder_does_not_install() -> None:
+    notebooks = [path for path in NOTEBOOK_CODE if ROOT / "lldsched" not in path.parents]
+    used = set().union(*(imported(path) for path in notebooks))
+    assert not used & NOT_ON_BINDER, sorted(used & NOT_ON_BINDER)
 
 
 def test_binder_installs_lldsched_editable_without_dependencies() -> None:

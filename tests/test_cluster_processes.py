@@ -32,9 +32,13 @@ def _more_runs(child: Child, than: int) -> Callable[[], bool]:
     return lambda: len(child.runs()) > than
 
 
-def _stop_while_holding_leases(victim: Child, witness: Child, store: CoordinatedStore) -> list[int]:
+def _stop_while_holding_leases(
+    victim: Child, witness: Child, store: CoordinatedStore, *, more_work: Callable[[], None]
+) -> list[int]:
     """SIGSTOP ``victim`` at a moment it runs an action under a lease and is not inside a
-    write (the others still make progress); returns the tokens it held.  Retried."""
+    write (the others still make progress); returns the tokens it held.  Retried: before
+    each retry ``more_work`` registers fresh slots, so the victim has something to run
+    even when the others have run every slot left meanwhile."""
     for _ in range(10):
         victim.signal(signal.SIGSTOP)
         held = [lease.token for lease in store.leases() if lease.holder == victim.node]
@@ -49,6 +53,7 @@ def _stop_while_holding_leases(victim: Child, witness: Child, store: Coordinated
             return held
         victim.signal(signal.SIGCONT)
         progress = len(victim.runs())
+        more_work()
         wait_until(_more_runs(victim, progress), timeout=10, what="the victim to run")
     raise AssertionError("could not stop the victim while it held a lease")
 
@@ -76,6 +81,13 @@ def test_a_thousand_slots_over_three_processes_one_killed_one_stalled_run_once_e
             OneTime(start + n * SPAN / SLOTS),
             id=f"slot-{n}",
         )
+    slots = SLOTS
+
+    def more_work() -> None:  # 20 more slots, due now
+        nonlocal slots
+        for n in range(slots, slots + 20):
+            seeder.schedule(f"slot-{n}", cluster_jobs.claimed_run, OneTime(delay=0), id=f"slot-{n}")
+        slots += 20
 
     def runs() -> int:
         return sum(len(child.runs()) for child in children)
@@ -87,7 +99,7 @@ def test_a_thousand_slots_over_three_processes_one_killed_one_stalled_run_once_e
 
     stall_at = rng.randrange(kill_at + 100, 800)
     wait_until(lambda: runs() >= stall_at, timeout=30, what=f"{stall_at} runs {context}")
-    held = _stop_while_holding_leases(stalled, steady, store)
+    held = _stop_while_holding_leases(stalled, steady, store, more_work=more_work)
     wait_until(
         lambda: all(lease.holder != stalled.node for lease in store.leases()),
         timeout=20,
@@ -113,7 +125,7 @@ def test_a_thousand_slots_over_three_processes_one_killed_one_stalled_run_once_e
     kept = defaultdict(list)
     for record in records:
         kept[record.task_id].append(record)
-    assert len(kept) == SLOTS, f"slots lost {context}"
+    assert len(kept) == slots, f"slots lost {context}"
     for task_id, task_records in kept.items():
         assert [record.ok for record in task_records] == [True], (task_id, context)
         assert task_records[0].token == last[task_id], f"{task_id}: a stale write won {context}"
