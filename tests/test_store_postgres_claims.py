@@ -71,7 +71,25 @@ def test_concurrent_claimers_never_receive_the_same_task_and_tokens_only_grow(
     assert all(
         [c.token for c in claims] == sorted(c.token for c in claims) for claims in got
     )  # each claimer's tokens grow
-    assert sum(bool(claims) for claims in got) >= 2  # SKIP LOCKED: they passed each other
+
+
+def test_a_claim_passes_rows_another_transaction_holds_instead_of_waiting(
+    open_store: Opener, postgres_dsn: str
+) -> None:
+    # SKIP LOCKED, shown without timing: another session holds five task rows locked
+    # while the claim runs; the claim returns the others at once and never the locked.
+    store = open_store(lease=60)
+    due_tasks(store, 20)
+    with psycopg.connect(postgres_dsn) as other, other.transaction():
+        rows = other.execute("SELECT id FROM tasks ORDER BY id LIMIT 5 FOR UPDATE").fetchall()
+        locked = {row[0] for row in rows}
+        got: list[Claim] = []
+        claimer = threading.Thread(target=lambda: got.extend(store.claim(now=T0, limit=100)))
+        claimer.start()
+        claimer.join(20)
+        assert not claimer.is_alive(), "the claim waited for the locked rows"
+    assert len(locked) == 5 and len(got) == 15
+    assert not {claim.task_id for claim in got} & locked
 
 
 def test_a_claim_takes_the_earliest_due_first_then_the_higher_priority(
