@@ -16,9 +16,19 @@ refuses it puts the task back as it was (:class:`_Definition`) and the call rais
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
-from lldsched.clock import Clock
+from lldsched.core.names import (
+    BLOCKED,
+    CANCELLED,
+    PAUSED,
+    RETRYING,
+    RUNNABLE,
+    RUNNING,
+    SCHEDULED,
+    SUCCEEDED,
+)
+from lldsched.core.parts import CoreParts
 from lldsched.core.registration import (
     UNCHANGED,
     Unchanged,
@@ -28,45 +38,16 @@ from lldsched.core.registration import (
 )
 from lldsched.core.task import ScheduledTask, TaskOptions, fit_flight
 from lldsched.errors import ScheduleError, SchedulerStateError
-from lldsched.model import Priority, TaskEvent, TaskStatus
-from lldsched.persistence import TaskSnapshot, TaskStore
+from lldsched.model import Priority, TaskEvent
 from lldsched.policies import RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.schedules.catchup import FIRST_RUN, CatchUp, slot_first, unwrap
 
 __all__ = ["DefinitionVerbs"]
 
-SCHEDULED = TaskStatus.SCHEDULED
-RUNNING = TaskStatus.RUNNING
-RETRYING = TaskStatus.RETRYING
-PAUSED = TaskStatus.PAUSED
-SUCCEEDED = TaskStatus.SUCCEEDED
-CANCELLED = TaskStatus.CANCELLED
-BLOCKED = TaskStatus.BLOCKED
-_RUNNABLE = (SCHEDULED, RETRYING)
 
-
-class DefinitionVerbs:
+class DefinitionVerbs(CoreParts):
     """Reschedule, modify, run now and replace: mixed into the core."""
-
-    # What the core provides (lldsched.core.machine.SchedulerCore).
-    clock: Clock
-    tz: str  # the zone of cron schedules that name none (an IANA key)
-    emit: Callable[[TaskEvent], None] | None
-    _store: TaskStore | None
-
-    if TYPE_CHECKING:
-
-        def get(self, task_id: str) -> ScheduledTask: ...
-
-        def _enqueue(self, task: ScheduledTask, due: float) -> None: ...
-
-        def _changed(self, task: ScheduledTask, previous: TaskStatus) -> None: ...
-
-        @staticmethod
-        def _snapshot(task: ScheduledTask) -> TaskSnapshot: ...
-
-        def _relink(self, task: ScheduledTask, now: float) -> None: ...
 
     def reschedule(self, task_id: str, schedule: Schedule | str) -> ScheduledTask:
         """Give the task a new *when*: same id, same history, as if registered now.
@@ -162,7 +143,7 @@ class DefinitionVerbs:
         previous = task.status
         due = task.next_run_at
         now = self.clock.now()
-        if previous not in _RUNNABLE or due is None or due <= now:
+        if previous not in RUNNABLE or due is None or due <= now:
             return False
         if previous is SCHEDULED:
             task.schedule = slot_first(task.schedule, due)  # then the slot it waited for

@@ -55,8 +55,14 @@ The dependency rule itself is :mod:`lldsched.core.dependencies`'s; a task withou
 
 The definition verbs (``add(..., replace_existing=True)``, :meth:`~SchedulerCore.reschedule`,
 :meth:`~SchedulerCore.modify`, :meth:`~SchedulerCore.run_now`) change what a task
-runs and when, never its status: no edge above is theirs.  They live in
-:mod:`lldsched.core.definition`.
+runs and when, never its status: no edge above is theirs.
+
+``SchedulerCore`` is one class written in several modules, each a mixin over
+:class:`~lldsched.core.parts.CoreParts` (which declares what they share): this one
+holds registration, running, control and the records; the definition verbs live in
+:mod:`~lldsched.core.definition`, overlapping runs in :mod:`~lldsched.core.overlapping`,
+blocked tasks in :mod:`~lldsched.core.waiting`, and restoring and following in
+:mod:`~lldsched.core.restoration`.
 
 Slots a run skipped (a fixed rate's SKIP overrun policy, a cron fire that passed
 while the run overran) are recorded SKIPPED after the run's own record, as the
@@ -72,16 +78,35 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import tzinfo
-from typing import Any, Protocol
+from typing import Any
 
 from lldsched.checks import whole_or_none
 from lldsched.clock import Clock
 from lldsched.core.context import RunContext
 from lldsched.core.definition import DefinitionVerbs
-from lldsched.core.dependencies import Dependencies, Upstream
+from lldsched.core.dependencies import Dependencies
 from lldsched.core.ids import IdGenerator, sequential_ids
+from lldsched.core.names import (
+    BLOCKED,
+    BUFFER_ONE,
+    CANCELLED,
+    COALESCED,
+    FAILED,
+    GIVEN_UP,
+    MAX_SKIPPED,
+    PAUSED,
+    RETRYING,
+    RUNNABLE,
+    RUNNING,
+    SCHEDULED,
+    SKIPPED,
+    SUCCEEDED,
+    Skipped,
+)
+from lldsched.core.overlapping import OverlappingRuns, buffered
+from lldsched.core.parts import DueQueue
 from lldsched.core.registration import (
     SCHEDULE_TYPES,
     check_graph,
@@ -91,17 +116,17 @@ from lldsched.core.registration import (
     schedule_of,
     validated,
 )
+from lldsched.core.restoration import Restoration
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished, Retention
 from lldsched.core.task import (
     DEFAULT_OPTIONS,
     Entry,
-    Flight,
-    Restored,
     Run,
     RunStats,
     ScheduledTask,
     fit_flight,
 )
+from lldsched.core.waiting import DependencyWaits
 from lldsched.errors import (
     ScheduleError,
     SchedulerStateError,
@@ -117,59 +142,16 @@ from lldsched.model import (
 )
 from lldsched.persistence import TaskSnapshot, TaskStore
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
-from lldsched.schedules.base import Schedule, first_slot_after, slot_after, slots_between
-from lldsched.schedules.catchup import CatchUp, slot_first, unwrap
+from lldsched.schedules.base import Schedule, slots_between
+from lldsched.schedules.catchup import CatchUp, unwrap
 from lldsched.schedules.cron import CronSchedule
 
 __all__ = ["MAX_SKIPPED", "DueQueue", "SchedulerCore"]
 
 log = logging.getLogger("lldsched")
 
-MAX_SKIPPED = 10
-"""Slots one run skipped that are recorded one by one; one more record stands for the rest."""
 
-GIVEN_UP = Outcome.GIVEN_UP
-WAITED = Outcome.BLOCKED  # the record of a blocked wait
-SKIPPED = Outcome.SKIPPED
-COALESCED = Outcome.COALESCED
-OVERLAP_CANCELLED = Outcome.CANCELLED
-BUFFER_ONE = Overlap.BUFFER_ONE
-CANCEL_OTHER = Overlap.CANCEL_OTHER
-ALLOW = Overlap.ALLOW
-_Skipped = Sequence[float]  # slots a run skipped, oldest first
-
-SCHEDULED = TaskStatus.SCHEDULED
-RUNNING = TaskStatus.RUNNING
-RETRYING = TaskStatus.RETRYING
-PAUSED = TaskStatus.PAUSED
-SUCCEEDED = TaskStatus.SUCCEEDED
-FAILED = TaskStatus.FAILED
-CANCELLED = TaskStatus.CANCELLED
-BLOCKED = TaskStatus.BLOCKED
-_RUNNABLE = (SCHEDULED, RETRYING)
-
-
-class DueQueue(Protocol):
-    """Where the core puts tasks that have a due instant (the runtime's heap)."""
-
-    def attach(self, tasks: Mapping[str, ScheduledTask]) -> None:
-        """Resolve entries' task ids in ``tasks`` (the core's registry)."""
-        ...
-
-    def push(self, task: ScheduledTask, due: float) -> None:
-        """Queue ``task`` at ``due`` (its earlier entry dies); set its ``generation``."""
-        ...
-
-    def discard(self, task: ScheduledTask) -> None:
-        """``task``'s entry, queued or already popped, must not run: a tombstone."""
-        ...
-
-    def live(self, entry: Entry) -> ScheduledTask | None:
-        """The task ``entry`` stands for, or None if the entry is a tombstone."""
-        ...
-
-
-class SchedulerCore(DefinitionVerbs):
+class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restoration):
     """The registry and the transitions.  Not thread-safe: its runtime serialises calls.
 
     The definition verbs (``reschedule``, ``modify``, ``run_now`` and the replacing
@@ -369,7 +351,7 @@ class SchedulerCore(DefinitionVerbs):
         if task is None:
             return None
         previous = task.status
-        if previous not in _RUNNABLE:
+        if previous not in RUNNABLE:
             # A live entry of a running task: a slot its overlap policy queued (_overlap).
             if previous is RUNNING:
                 return self._alongside(task, entry, worker, token=token)
@@ -496,7 +478,7 @@ class SchedulerCore(DefinitionVerbs):
 
     def _after(
         self, task: ScheduledTask, record: ExecutionRecord, stats: RunStats
-    ) -> tuple[TaskStatus, float | None, ExecutionRecord, _Skipped]:
+    ) -> tuple[TaskStatus, float | None, ExecutionRecord, Skipped]:
         """What a finished run leads to, whatever the task's status is now: the status
         it takes (SCHEDULED, RETRYING, SUCCEEDED or FAILED), when it is due next, the
         run's record (marked GIVEN_UP when the run gives its slot up) and the slots it
@@ -521,7 +503,7 @@ class SchedulerCore(DefinitionVerbs):
         schedule = task.schedule
         try:
             due = schedule.next_run(record, record.finished)
-            skipped: _Skipped = ()
+            skipped: Skipped = ()
             if due is not None and type(schedule) is not CatchUp:  # a plan's slots are decided
                 skipped = slots_between(schedule, record.slot, due, limit=MAX_SKIPPED)
         except Exception as exc:  # a broken schedule is the library user's bug: fail loudly
@@ -534,7 +516,7 @@ class SchedulerCore(DefinitionVerbs):
             # BUFFER_ONE: the slots that came due while it ran are one run, for the
             # latest of them, due at once; the earlier ones are coalesced into it.
             assert due is not None
-            due, skipped = _buffered(schedule, skipped, before=due)
+            due, skipped = buffered(schedule, skipped, before=due)
         if original.ok:
             if due is None:
                 return SUCCEEDED, None, record, ()
@@ -546,174 +528,13 @@ class SchedulerCore(DefinitionVerbs):
             return FAILED, None, record, ()
         return SCHEDULED, due, record, skipped
 
-    # -- overlapping runs (Overlap.CANCEL_OTHER and ALLOW; lldsched.policies) -------------
-    #
-    # A task whose runs may overlap has its next slot queued as soon as a run of a fresh
-    # slot begins (_overlap): the slot is "pending" (Flight.pending).  When that entry
-    # comes due while runs are in flight, begin() hands it to _alongside, which applies
-    # the policy.  A run that finishes while others are in flight only leaves its
-    # record (_record_alongside); the last run out moves the task on (_after_flight):
-    # to the pending slot, or down the retry and given-up rules of _after.
-
-    def _overlap(self, task: ScheduledTask, run: Run) -> Run:
-        """``run`` of a task with an overlap policy began: give a CANCEL_OTHER run a
-        context (its cancel flag) and, for CANCEL_OTHER and ALLOW, queue the task's
-        next slot behind it (a fresh slot's run only: a retry, or a plan in front of
-        the schedule, runs alone as before).  Returns the run as it begins."""
-        overlap = task._options.overlap
-        if overlap is None or overlap is BUFFER_ONE:  # replaced by a definition without one
-            if task._flight is not None:
-                task._flight.pending = None  # nothing queued behind it: it drains
-            return run
-        if run.context is None and overlap is CANCEL_OTHER:
-            context = RunContext(task.id, task.name, run.attempt, run.due, run.worker, run.token)
-            run = task._run = run._replace(context=context)
-        self._queue_following_run(task, run)
-        return run
-
-    def _queue_following_run(self, task: ScheduledTask, run: Run) -> None:
-        flight = task._flight
-        if flight is None:
-            flight = task._flight = Flight()
-        if run.attempt != 1 or type(task.schedule) is CatchUp:
-            flight.pending = None
-        else:
-            self._queue_following(task, flight, run.slot)
-
-    def _queue_following(self, task: ScheduledTask, flight: Flight, slot: float) -> None:
-        """Queue the slot after ``slot`` as the task's pending slot (none: the schedule
-        has ended, and the last run out finds that out)."""
-        schedule = task.schedule
-        following = slot_after(schedule, slot)
-        now = self.clock.now()
-        skipped: _Skipped = ()
-        if following is not None and following <= now:
-            # It started late (it waited for a worker, or was resumed): the slots it is
-            # already late for are skipped, not chased.
-            following = first_slot_after(schedule, slot, now, limit=100_000)
-            if following is not None:
-                skipped = slots_between(schedule, slot, following, limit=MAX_SKIPPED)
-        flight.pending = following
-        if following is None:
-            return
-        task._slot = following  # the slot the queued entry belongs to, with no attempt yet
-        task.attempt = 0
-        self._enqueue(task, following)
-        if skipped:
-            self._record_skipped(task, skipped, until=following, at=now)
-
-    def _alongside(
-        self, task: ScheduledTask, entry: Entry, worker: int, *, token: int | None
-    ) -> Run | None:
-        """The pending slot came due while runs of ``task`` are in flight: its overlap
-        policy starts a run beside them (CANCEL_OTHER cancels them first) or, with
-        ALLOW at ``max_instances``, records the slot SKIPPED; None when nothing runs."""
-        flight = task._flight
-        options = task._options
-        overlap = options.overlap
-        if flight is None or overlap is None or overlap is BUFFER_ONE:
-            return None  # defensive: only an overlapping task queues a slot while running
-        slot = task._slot
-        due = entry[0]
-        now = self.clock.now()
-        running = flight.count
-        if overlap is ALLOW and running >= (options.max_instances or 1):
-            note = (
-                f"Overlap.ALLOW: {running} runs in flight (max_instances={options.max_instances})"
-            )
-            self._record_decided(task, slot, SKIPPED, note, now)
-            self._queue_following(task, flight, slot)
-            return None
-        if overlap is CANCEL_OTHER:
-            why = f"OverlapCancelled: Overlap.CANCEL_OTHER, slot {slot!r} came due while it ran"
-            assert task._run is not None
-            for other in (*flight.others, task._run):
-                if id(other) not in flight.cancelled:
-                    flight.cancelled[id(other)] = why
-                    if other.context is not None:
-                        other.context.cancel("overlap")
-                    if self.on_cancel is not None:
-                        self.on_cancel(other)
-        assert task._run is not None
-        flight.others.append(task._run)
-        context = None
-        if options.pass_context or overlap is CANCEL_OTHER:
-            context = RunContext(task.id, task.name, 1, due, worker, token)
-        run = task._run = Run(task, 1, due, slot, worker, context, token)
-        task.attempt = 1
-        self._queue_following_run(task, run)
-        if self._store is not None or self.emit is not None:
-            self._changed(task, RUNNING)
-        return run
-
-    @staticmethod
-    def _leave(flight: Flight, run: Run, record: ExecutionRecord) -> ExecutionRecord:
-        """Take ``run`` out of its task's flight; its record, marked CANCELLED (never
-        retried) if CANCEL_OTHER cancelled it."""
-        task = run.task
-        if task._run is run:
-            task._run = flight.others.pop() if flight.others else None
-        else:
-            others = flight.others
-            for index, other in enumerate(others):
-                if other is run:
-                    del others[index]
-                    break
-        why = flight.cancelled.pop(id(run), None)
-        if why is None:
-            return record
-        return record._replace(ok=False, error=why, result=None, misfire=OVERLAP_CANCELLED)
-
-    def _record_alongside(
-        self, task: ScheduledTask, record: ExecutionRecord, stats: RunStats
-    ) -> ExecutionRecord:
-        """A run finished while others of its task are still in flight: it leaves its
-        record and nothing else changes (the last run out moves the task on).  A failed
-        one is not retried beside them: its slot is given up."""
-        if not record.ok and record.misfire is None:
-            record = record._replace(misfire=GIVEN_UP)
-            stats.given_up += 1
-        stats.add(record)
-        if self._on_record is not None:
-            self._on_record(record)
-        if self._store is not None or self.emit is not None:
-            self._changed(task, task.status, record)
-        return record
-
-    def _after_flight(
-        self, task: ScheduledTask, flight: Flight, record: ExecutionRecord, stats: RunStats
-    ) -> tuple[TaskStatus, float | None, ExecutionRecord, _Skipped]:
-        """:meth:`_after` for the last run out of an overlapping task's flight: a run
-        that ended well (or was cancelled) leaves the task due at the pending slot; a
-        failed one goes down the retry and given-up rules, the pending slot waiting
-        behind its retries."""
-        pending = flight.pending
-        flight.pending = None
-        cancelled = record.misfire is OVERLAP_CANCELLED
-        if pending is not None and (record.ok or cancelled):
-            return SCHEDULED, pending, record, ()
-        if pending is not None:  # its retries (if any) first, then the pending slot
-            task.schedule = slot_first(task.schedule, pending)
-        task._slot = record.slot
-        task.attempt = record.attempt
-        if cancelled:  # no pending slot: what the schedule says after a run of this slot
-            outcome, due, _, skipped = self._after(
-                task, record._replace(ok=True, error=None, misfire=None), stats
-            )
-            decided = outcome, due, record, skipped
-        else:
-            decided = self._after(task, record, stats)
-        if decided[1] is None:  # the task ends: no slot stays queued behind it
-            self._queue.discard(task)
-        return decided
-
     # -- control -------------------------------------------------------------------------
 
     def pause(self, task_id: str) -> bool:
         """Hold a live task where it is; True if it was paused by this call."""
         task = self.get(task_id)
         previous = task.status
-        if previous in _RUNNABLE or (previous is RUNNING and task._flight is not None):
+        if previous in RUNNABLE or (previous is RUNNING and task._flight is not None):
             self._queue.discard(task)  # an overlapping task's pending slot too
         elif previous is not RUNNING and previous is not BLOCKED:
             return False
@@ -815,231 +636,7 @@ class SchedulerCore(DefinitionVerbs):
                 log.exception("store %r failed to delete %s", self._store, task_id)
         return task
 
-    # -- dependencies (the rule is lldsched.core.dependencies'; these carry it out) ------
-
-    def _dependencies(self) -> Dependencies:
-        """The dependency graph, made at the first task that has upstreams."""
-        if self._deps is None:
-            self._deps = Dependencies(self.tasks)
-        return self._deps
-
-    def _held(self, task: ScheduledTask) -> bool:
-        """The readiness check of a SCHEDULED dependent whose entry is due: True when it
-        must not start (it is BLOCKED now, or FAILED because an upstream it waits for
-        is dead); False when its slot starts, and its next slot waits afresh."""
-        deps = self._dependencies()
-        if not deps.unmet(task):
-            deps.started(task)
-            return False
-        self._queue.discard(task)  # its entry, already popped, must not run
-        now = self.clock.now()
-        task.status = BLOCKED
-        deps.blocked_at[task.id] = now
-        dead = deps.dead(task)
-        if dead is not None:
-            self._fail_waiting(task, dead, previous=SCHEDULED)
-        else:
-            self._changed(task, SCHEDULED)
-        return True
-
-    def _upstream_moved(self, task: ScheduledTask, record: ExecutionRecord) -> None:
-        """``task`` finished a run: a success releases the dependents that waited only for
-        it; if it is FAILED now, the dependents waiting for it fail."""
-        deps = self._dependencies()
-        if record.ok:
-            for dependent in deps.succeeded(task.id):
-                self._release(dependent)
-        if task.status is FAILED:
-            self._strand(task)
-
-    def _release(self, task: ScheduledTask) -> None:
-        """BLOCKED -> SCHEDULED: queued now (or at its due, if rescheduled later)."""
-        now = self.clock.now()
-        waited = self._end_wait(task, None)
-        due = task.next_run_at
-        task.status = SCHEDULED
-        self._enqueue(task, now if due is None or due < now else due)
-        self._changed(task, BLOCKED, waited)
-
-    def _strand(self, upstream: ScheduledTask) -> None:
-        """``upstream`` is FAILED or CANCELLED: fail the BLOCKED dependents waiting for it
-        (and, through this same call, theirs)."""
-        for dependent in self._dependencies().stranded(upstream.id):
-            self._fail_waiting(dependent, upstream, previous=BLOCKED)
-
-    def _fail_waiting(
-        self, task: ScheduledTask, upstream: Upstream, *, previous: TaskStatus
-    ) -> None:
-        """A BLOCKED ``task`` waits for ``upstream``, which will not succeed on its own:
-        FAILED, in the dead letter, its wait recorded with the reason."""
-        error = (
-            f"UpstreamFailed: upstream {upstream.id} ({upstream.name!r}) is "
-            f"{upstream.status.value}; redrive it, then this task"
-        )
-        waited = self._end_wait(task, error)
-        self._stats(task).last_error = error
-        task.status = FAILED
-        task.next_run_at = None
-        self._dead[task.id] = None
-        self._changed(task, previous, waited)
-        self._strand(task)
-
-    def _end_wait(self, task: ScheduledTask, error: str | None) -> ExecutionRecord:
-        """The record of ``task``'s blocked wait, which ends now: kept in its history
-        and given to ``on_record``; the caller publishes it with the transition."""
-        now = self.clock.now()
-        since = self._dependencies().blocked_at.pop(task.id, now)
-        due = task.next_run_at
-        record = ExecutionRecord.of(
-            task_id=task.id,
-            name=task.name,
-            attempt=0,
-            due=since if due is None else due,
-            slot=task._slot,
-            worker=-1,
-            started=since,
-            finished=now,
-            ok=False,
-            error=error,
-            misfire=WAITED,
-        )
-        self._stats(task).add(record)
-        if self._on_record is not None:
-            self._on_record(record)
-        return record
-
-    def _relink(self, task: ScheduledTask, now: float) -> None:
-        """``task`` was given other upstreams: wait for what they say, as a new task
-        would; a BLOCKED task that now waits for nothing is released."""
-        deps = self._dependencies()
-        if task.depends_on:
-            blocked_since = deps.blocked_at.get(task.id)
-            deps.link(task)
-            if blocked_since is not None:
-                deps.blocked_at[task.id] = blocked_since
-        else:
-            deps.unlink(task.id)
-        if task.status is BLOCKED:
-            self.release_if_ready(task)
-
-    def release_if_ready(self, task: ScheduledTask) -> bool:
-        """Release a BLOCKED ``task`` that waits for nothing any more (after recovery, or
-        a new definition); fail it if an upstream it waits for is dead.  True if it
-        left BLOCKED."""
-        if task.status is not BLOCKED:
-            return False
-        deps = self._dependencies()
-        deps.blocked_at.setdefault(task.id, self.clock.now())
-        dead = deps.dead(task)
-        if dead is not None:
-            self._fail_waiting(task, dead, previous=BLOCKED)
-        elif not deps.unmet(task):
-            self._release(task)
-        else:
-            return False
-        return True
-
-    # -- recovery (the decisions are lldsched.core.recovery's; these carry them out) ----
-
-    def restore(
-        self, restored: Iterable[Restored], dead_letter: Iterable[str] = ()
-    ) -> list[ScheduledTask]:
-        """Register tasks as a store described them; nothing is queued or saved.
-
-        All or nothing: an id already registered rejects the whole batch.  FAILED
-        tasks enter the dead letter in the order of ``dead_letter`` (ids it does not
-        name follow, in registration order).  With the default id generator, new
-        ids continue after the restored ones.
-        """
-        batch = [self._rebuild(entry) for entry in restored]
-        for task in batch:
-            if task.id in self.tasks:
-                raise ValidationError(f"cannot restore {task.id!r}: that id is already registered")
-        failed = {task.id: None for task in batch if task.status is FAILED}
-        ordered = {task_id: None for task_id in dead_letter if task_id in failed}
-        for task in batch:
-            self.tasks[task.id] = task
-        linked = [entry for entry in batch if entry.depends_on]
-        if linked:  # after the whole batch: upstreams' histories are in place
-            deps = self._dependencies()
-            now = self.clock.now()
-            for task in linked:
-                deps.link(task, task.history)
-                if task.status is BLOCKED:
-                    deps.blocked_at[task.id] = now  # the wait is counted from the restart
-        for task_id in [*ordered, *failed]:
-            self._dead[task_id] = None
-        now = self.clock.now()
-        finished = [  # in the order they finished, as far as their records tell
-            (history[-1].finished if history else now, task.id)
-            for task in batch
-            if task.status is SUCCEEDED or task.status is CANCELLED
-            for history in (task.history,)
-        ]
-        for at, task_id in sorted(finished):
-            self._retention.finished(task_id, at)
-        self._retire(now)
-        if self._default_ids:  # restored at construction, before the generator issued an id
-            numbers = [_id_number(task.id) for task in batch]
-            highest = max((n for n in numbers if n is not None), default=0)
-            if highest:
-                self._ids = sequential_ids(start=highest + 1)
-        return batch
-
-    def replan(
-        self, task: ScheduledTask, *, due: float, schedule: Schedule, slot: float | None = None
-    ) -> None:
-        """Queue ``task`` (SCHEDULED or RETRYING) at ``due`` under ``schedule`` (its own,
-        or a catch-up plan in front of it), its pending attempts now belonging to
-        ``slot`` if given, and write it through the store.  A change that is no
-        transition (recovery, a clock jump): no event is published."""
-        task.schedule = schedule
-        if slot is not None:
-            task._slot = slot
-        self._enqueue(task, due)
-        if self._store is not None:
-            try:
-                self._store.save(self._snapshot(task))
-            except Exception:  # as in _changed: the registry stays authoritative
-                log.exception("store %r failed to save %s", self._store, task.id)
-
-    def adopt(
-        self,
-        task: ScheduledTask,
-        *,
-        status: TaskStatus,
-        next_run_at: float | None,
-        attempt: int,
-        run_count: int,
-        failure_count: int,
-        last_error: str | None,
-    ) -> None:
-        """Take the state another process decided for ``task`` (a shared store's change
-        feed: a run settled there, docs/CLUSTER.md): status, due instant, attempt and
-        counters, queued if runnable, in the dead letter if FAILED.  Nothing is written
-        (the store's row already says so); listeners hear of a status change.  Never
-        for a task running here: its own finish decides."""
-        previous = task.status
-        self._queue.discard(task)
-        task.status = status
-        task.attempt = attempt
-        if status in _RUNNABLE and next_run_at is not None:
-            if not attempt:
-                task._slot = next_run_at  # a fresh slot; a retry keeps the slot it had
-            self._enqueue(task, next_run_at)
-        else:
-            task.next_run_at = next_run_at
-        if run_count or failure_count or task._stats is not None:
-            stats = self._stats(task)
-            stats.run_count = run_count
-            stats.failure_count = failure_count
-            stats.last_error = last_error
-        if status is FAILED:
-            self._dead[task.id] = None
-        else:
-            self._dead.pop(task.id, None)
-        if status is not previous and self.emit is not None:
-            self.emit(TaskEvent(task.id, task.name, previous, status, self.clock.now()))
+    # -- records a policy decided without a run ------------------------------------------
 
     def record_misfire(
         self, task: ScheduledTask, slot: float, outcome: Outcome, error: str | None = None
@@ -1052,7 +649,7 @@ class SchedulerCore(DefinitionVerbs):
     def _record_skipped(
         self,
         task: ScheduledTask,
-        skipped: _Skipped,
+        skipped: Skipped,
         *,
         until: float | None,
         at: float,
@@ -1130,46 +727,6 @@ class SchedulerCore(DefinitionVerbs):
             stats = task._stats = RunStats(self._history_limit)
         return stats
 
-    def _rebuild(self, restored: Restored) -> ScheduledTask:
-        definition = restored.definition
-        priority, options = validated(
-            definition.name,
-            definition.action,
-            definition.schedule,
-            priority=definition.priority,
-            retry=definition.retry,
-            timeout=definition.timeout,
-            args=definition.args,
-            kwargs=definition.kwargs,
-            misfire=definition.misfire,
-            isolation=definition.isolation,
-            depends_on=definition.depends_on,
-            overlap=definition.overlap,
-            max_instances=definition.max_instances,
-        )
-        task = ScheduledTask(
-            task_id=definition.id,
-            name=definition.name,
-            action=definition.action,
-            schedule=definition.schedule,
-            priority=priority,
-            options=options,
-            first_run=restored.next_run_at,
-        )
-        fit_flight(task)
-        task.status = restored.status
-        task.attempt = restored.attempt
-        task._slot = restored.slot
-        if restored.run_count or restored.history:
-            stats = self._stats(task)
-            stats.run_count = restored.run_count
-            stats.failure_count = restored.failure_count
-            stats.last_error = restored.last_error
-            for record in restored.history:
-                stats.add(record)
-            stats.given_up = _given_up_in_a_row(restored.history)
-        return task
-
     @staticmethod
     def _snapshot(task: ScheduledTask) -> TaskSnapshot:
         return TaskSnapshot(
@@ -1196,33 +753,3 @@ class SchedulerCore(DefinitionVerbs):
             self.emit(
                 TaskEvent(task.id, task.name, previous, task.status, self.clock.now(), record)
             )
-
-
-def _given_up_in_a_row(history: Iterable[ExecutionRecord]) -> int:
-    """Slots given up since the last successful run in ``history`` (a store keeps no
-    counter: the records are the truth, as far back as it keeps them)."""
-    count = 0
-    for record in reversed(tuple(history)):
-        if record.ok:
-            break
-        count += record.misfire is GIVEN_UP
-    return count
-
-
-def _buffered(schedule: Schedule, skipped: _Skipped, *, before: float) -> tuple[float, _Skipped]:
-    """BUFFER_ONE: the latest slot before ``before`` (the run that comes due at once)
-    and the slots folded into it (``skipped`` is cut at MAX_SKIPPED + 1 slots)."""
-    latest = skipped[-1]
-    if len(skipped) > MAX_SKIPPED:
-        following = slot_after(schedule, latest)
-        while following is not None and latest < following < before:
-            latest = following
-            following = slot_after(schedule, latest)
-    folded = skipped[:-1] if latest == skipped[-1] else skipped
-    return latest, folded
-
-
-def _id_number(task_id: str) -> int | None:
-    """17 for ``"task-17"`` (the default generator's form), else None."""
-    prefix, _, number = task_id.rpartition("-")
-    return int(number) if prefix == "task" and number.isdigit() else None

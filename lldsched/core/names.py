@@ -1,0 +1,37 @@
+"""Short names the core's modules share: the statuses and outcomes they compare by
+identity, the overlap policies, and the cap on skipped slots recorded one by one.
+
+One home, so :mod:`~lldsched.core.machine` and its mixins
+(:mod:`~lldsched.core.definition`, :mod:`~lldsched.core.overlapping`,
+:mod:`~lldsched.core.waiting`, :mod:`~lldsched.core.restoration`) read the same words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from lldsched.model import Outcome, TaskStatus
+from lldsched.policies import Overlap
+
+MAX_SKIPPED = 10
+"""Slots one run skipped that are recorded one by one; one more record stands for the rest."""
+
+GIVEN_UP = Outcome.GIVEN_UP
+WAITED = Outcome.BLOCKED  # the record of a blocked wait
+SKIPPED = Outcome.SKIPPED
+COALESCED = Outcome.COALESCED
+OVERLAP_CANCELLED = Outcome.CANCELLED
+BUFFER_ONE = Overlap.BUFFER_ONE
+CANCEL_OTHER = Overlap.CANCEL_OTHER
+ALLOW = Overlap.ALLOW
+Skipped = Sequence[float]  # slots a run skipped, oldest first
+
+SCHEDULED = TaskStatus.SCHEDULED
+RUNNING = TaskStatus.RUNNING
+RETRYING = TaskStatus.RETRYING
+PAUSED = TaskStatus.PAUSED
+SUCCEEDED = TaskStatus.SUCCEEDED
+FAILED = TaskStatus.FAILED
+CANCELLED = TaskStatus.CANCELLED
+BLOCKED = TaskStatus.BLOCKED
+RUNNABLE = (SCHEDULED, RETRYING)

@@ -1,0 +1,214 @@
+"""Overlapping runs: the core's part that carries out ``Overlap.CANCEL_OTHER`` and
+``Overlap.ALLOW`` (several runs of one task in flight) and ``BUFFER_ONE``'s folding.
+
+:class:`OverlappingRuns` is mixed into :class:`~lldsched.core.machine.SchedulerCore`
+(as :mod:`~lldsched.core.definition` is): ``begin`` and ``finish`` there call in here
+when a task has an overlap policy, and never otherwise.  The policies themselves are
+values in :mod:`lldsched.policies`; the rules, per policy, are in docs/DECISIONS.md
+("Overlap policies").  No thread, no lock: the runtime serialises calls.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from lldsched.core.context import RunContext
+from lldsched.core.names import (
+    ALLOW,
+    BUFFER_ONE,
+    CANCEL_OTHER,
+    GIVEN_UP,
+    MAX_SKIPPED,
+    OVERLAP_CANCELLED,
+    RUNNING,
+    SCHEDULED,
+    SKIPPED,
+    Skipped,
+)
+from lldsched.core.parts import CoreParts
+from lldsched.core.task import Entry, Flight, Run, RunStats, ScheduledTask
+from lldsched.model import ExecutionRecord, TaskStatus
+from lldsched.schedules.base import Schedule, first_slot_after, slot_after, slots_between
+from lldsched.schedules.catchup import CatchUp, slot_first
+
+log = logging.getLogger("lldsched")
+
+__all__ = ["OverlappingRuns", "buffered"]
+
+
+class OverlappingRuns(CoreParts):
+    """Mixed into SchedulerCore (see the module docstring)."""
+
+    # -- overlapping runs (Overlap.CANCEL_OTHER and ALLOW; lldsched.policies) -------------
+    #
+    # A task whose runs may overlap has its next slot queued as soon as a run of a fresh
+    # slot begins (_overlap): the slot is "pending" (Flight.pending).  When that entry
+    # comes due while runs are in flight, begin() hands it to _alongside, which applies
+    # the policy.  A run that finishes while others are in flight only leaves its
+    # record (_record_alongside); the last run out moves the task on (_after_flight):
+    # to the pending slot, or down the retry and given-up rules of _after.
+
+    def _overlap(self, task: ScheduledTask, run: Run) -> Run:
+        """``run`` of a task with an overlap policy began: give a CANCEL_OTHER run a
+        context (its cancel flag) and, for CANCEL_OTHER and ALLOW, queue the task's
+        next slot behind it (a fresh slot's run only: a retry, or a plan in front of
+        the schedule, runs alone as before).  Returns the run as it begins."""
+        overlap = task._options.overlap
+        if overlap is None or overlap is BUFFER_ONE:  # replaced by a definition without one
+            if task._flight is not None:
+                task._flight.pending = None  # nothing queued behind it: it drains
+            return run
+        if run.context is None and overlap is CANCEL_OTHER:
+            context = RunContext(task.id, task.name, run.attempt, run.due, run.worker, run.token)
+            run = task._run = run._replace(context=context)
+        self._queue_following_run(task, run)
+        return run
+
+    def _queue_following_run(self, task: ScheduledTask, run: Run) -> None:
+        flight = task._flight
+        if flight is None:
+            flight = task._flight = Flight()
+        if run.attempt != 1 or type(task.schedule) is CatchUp:
+            flight.pending = None
+        else:
+            self._queue_following(task, flight, run.slot)
+
+    def _queue_following(self, task: ScheduledTask, flight: Flight, slot: float) -> None:
+        """Queue the slot after ``slot`` as the task's pending slot (none: the schedule
+        has ended, and the last run out finds that out)."""
+        schedule = task.schedule
+        following = slot_after(schedule, slot)
+        now = self.clock.now()
+        skipped: Skipped = ()
+        if following is not None and following <= now:
+            # It started late (it waited for a worker, or was resumed): the slots it is
+            # already late for are skipped, not chased.
+            following = first_slot_after(schedule, slot, now, limit=100_000)
+            if following is not None:
+                skipped = slots_between(schedule, slot, following, limit=MAX_SKIPPED)
+        flight.pending = following
+        if following is None:
+            return
+        task._slot = following  # the slot the queued entry belongs to, with no attempt yet
+        task.attempt = 0
+        self._enqueue(task, following)
+        if skipped:
+            self._record_skipped(task, skipped, until=following, at=now)
+
+    def _alongside(
+        self, task: ScheduledTask, entry: Entry, worker: int, *, token: int | None
+    ) -> Run | None:
+        """The pending slot came due while runs of ``task`` are in flight: its overlap
+        policy starts a run beside them (CANCEL_OTHER cancels them first) or, with
+        ALLOW at ``max_instances``, records the slot SKIPPED; None when nothing runs."""
+        flight = task._flight
+        options = task._options
+        overlap = options.overlap
+        if flight is None or overlap is None or overlap is BUFFER_ONE:
+            return None  # defensive: only an overlapping task queues a slot while running
+        slot = task._slot
+        due = entry[0]
+        now = self.clock.now()
+        running = flight.count
+        if overlap is ALLOW and running >= (options.max_instances or 1):
+            note = (
+                f"Overlap.ALLOW: {running} runs in flight (max_instances={options.max_instances})"
+            )
+            self._record_decided(task, slot, SKIPPED, note, now)
+            self._queue_following(task, flight, slot)
+            return None
+        if overlap is CANCEL_OTHER:
+            why = f"OverlapCancelled: Overlap.CANCEL_OTHER, slot {slot!r} came due while it ran"
+            assert task._run is not None
+            for other in (*flight.others, task._run):
+                if id(other) not in flight.cancelled:
+                    flight.cancelled[id(other)] = why
+                    if other.context is not None:
+                        other.context.cancel("overlap")
+                    if self.on_cancel is not None:
+                        self.on_cancel(other)
+        assert task._run is not None
+        flight.others.append(task._run)
+        context = None
+        if options.pass_context or overlap is CANCEL_OTHER:
+            context = RunContext(task.id, task.name, 1, due, worker, token)
+        run = task._run = Run(task, 1, due, slot, worker, context, token)
+        task.attempt = 1
+        self._queue_following_run(task, run)
+        if self._store is not None or self.emit is not None:
+            self._changed(task, RUNNING)
+        return run
+
+    @staticmethod
+    def _leave(flight: Flight, run: Run, record: ExecutionRecord) -> ExecutionRecord:
+        """Take ``run`` out of its task's flight; its record, marked CANCELLED (never
+        retried) if CANCEL_OTHER cancelled it."""
+        task = run.task
+        if task._run is run:
+            task._run = flight.others.pop() if flight.others else None
+        else:
+            others = flight.others
+            for index, other in enumerate(others):
+                if other is run:
+                    del others[index]
+                    break
+        why = flight.cancelled.pop(id(run), None)
+        if why is None:
+            return record
+        return record._replace(ok=False, error=why, result=None, misfire=OVERLAP_CANCELLED)
+
+    def _record_alongside(
+        self, task: ScheduledTask, record: ExecutionRecord, stats: RunStats
+    ) -> ExecutionRecord:
+        """A run finished while others of its task are still in flight: it leaves its
+        record and nothing else changes (the last run out moves the task on).  A failed
+        one is not retried beside them: its slot is given up."""
+        if not record.ok and record.misfire is None:
+            record = record._replace(misfire=GIVEN_UP)
+            stats.given_up += 1
+        stats.add(record)
+        if self._on_record is not None:
+            self._on_record(record)
+        if self._store is not None or self.emit is not None:
+            self._changed(task, task.status, record)
+        return record
+
+    def _after_flight(
+        self, task: ScheduledTask, flight: Flight, record: ExecutionRecord, stats: RunStats
+    ) -> tuple[TaskStatus, float | None, ExecutionRecord, Skipped]:
+        """:meth:`_after` for the last run out of an overlapping task's flight: a run
+        that ended well (or was cancelled) leaves the task due at the pending slot; a
+        failed one goes down the retry and given-up rules, the pending slot waiting
+        behind its retries."""
+        pending = flight.pending
+        flight.pending = None
+        cancelled = record.misfire is OVERLAP_CANCELLED
+        if pending is not None and (record.ok or cancelled):
+            return SCHEDULED, pending, record, ()
+        if pending is not None:  # its retries (if any) first, then the pending slot
+            task.schedule = slot_first(task.schedule, pending)
+        task._slot = record.slot
+        task.attempt = record.attempt
+        if cancelled:  # no pending slot: what the schedule says after a run of this slot
+            outcome, due, _, skipped = self._after(
+                task, record._replace(ok=True, error=None, misfire=None), stats
+            )
+            decided = outcome, due, record, skipped
+        else:
+            decided = self._after(task, record, stats)
+        if decided[1] is None:  # the task ends: no slot stays queued behind it
+            self._queue.discard(task)
+        return decided
+
+
+def buffered(schedule: Schedule, skipped: Skipped, *, before: float) -> tuple[float, Skipped]:
+    """BUFFER_ONE: the latest slot before ``before`` (the run that comes due at once)
+    and the slots folded into it (``skipped`` is cut at MAX_SKIPPED + 1 slots)."""
+    latest = skipped[-1]
+    if len(skipped) > MAX_SKIPPED:
+        following = slot_after(schedule, latest)
+        while following is not None and latest < following < before:
+            latest = following
+            following = slot_after(schedule, latest)
+    folded = skipped[:-1] if latest == skipped[-1] else skipped
+    return latest, folded

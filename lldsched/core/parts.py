@@ -1,0 +1,112 @@
+"""What the core state machine is made of, declared once for its modules.
+
+:class:`~lldsched.core.machine.SchedulerCore` is one class written in several
+modules: the lifecycle edges (:mod:`~lldsched.core.machine`) and, mixed into it, the
+definition verbs (:mod:`~lldsched.core.definition`), overlapping runs
+(:mod:`~lldsched.core.overlapping`), blocked tasks (:mod:`~lldsched.core.waiting`) and
+restoring (:mod:`~lldsched.core.restoration`).  :class:`CoreParts` is their common base:
+it declares the registry, the seams a runtime gives (:class:`DueQueue`, clock, store,
+event hooks) and the helpers every part calls, so each module type-checks on its own
+and mypy checks that ``SchedulerCore``'s definitions match these declarations.  At
+run time it adds nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Protocol
+
+from lldsched.clock import Clock
+from lldsched.core.dependencies import Dependencies
+from lldsched.core.names import SKIPPED, Skipped
+from lldsched.core.retention import Retention
+from lldsched.core.task import Entry, Run, RunStats, ScheduledTask
+from lldsched.model import ExecutionRecord, Outcome, TaskEvent, TaskStatus
+from lldsched.persistence import TaskSnapshot, TaskStore
+
+__all__ = ["CoreParts", "DueQueue"]
+
+
+class DueQueue(Protocol):
+    """Where the core puts tasks that have a due instant (the runtime's heap)."""
+
+    def attach(self, tasks: Mapping[str, ScheduledTask]) -> None:
+        """Resolve entries' task ids in ``tasks`` (the core's registry)."""
+        ...
+
+    def push(self, task: ScheduledTask, due: float) -> None:
+        """Queue ``task`` at ``due`` (its earlier entry dies); set its ``generation``."""
+        ...
+
+    def discard(self, task: ScheduledTask) -> None:
+        """``task``'s entry, queued or already popped, must not run: a tombstone."""
+        ...
+
+    def live(self, entry: Entry) -> ScheduledTask | None:
+        """The task ``entry`` stands for, or None if the entry is a tombstone."""
+        ...
+
+
+class CoreParts:
+    """The members the core's modules share (see the module docstring)."""
+
+    clock: Clock
+    tz: str  # the zone of cron schedules that name none (an IANA key)
+    tasks: dict[str, ScheduledTask]  # the registry
+    emit: Callable[[TaskEvent], None] | None
+    on_cancel: Callable[[Run], None] | None
+    _queue: DueQueue
+    _store: TaskStore | None
+    _on_record: Callable[[ExecutionRecord], None] | None
+    _dead: dict[str, None]  # an ordered set of dead-lettered ids
+    _deps: Dependencies | None
+    _retention: Retention
+    _default_ids: bool
+
+    if TYPE_CHECKING:
+
+        def get(self, task_id: str) -> ScheduledTask: ...
+
+        def _enqueue(self, task: ScheduledTask, due: float) -> None: ...
+
+        def _stats(self, task: ScheduledTask) -> RunStats: ...
+
+        def _changed(
+            self, task: ScheduledTask, previous: TaskStatus, record: ExecutionRecord | None = None
+        ) -> None: ...
+
+        @staticmethod
+        def _snapshot(task: ScheduledTask) -> TaskSnapshot: ...
+
+        def _after(
+            self, task: ScheduledTask, record: ExecutionRecord, stats: RunStats
+        ) -> tuple[TaskStatus, float | None, ExecutionRecord, Skipped]: ...
+
+        def _record_skipped(
+            self,
+            task: ScheduledTask,
+            skipped: Skipped,
+            *,
+            until: float | None,
+            at: float,
+            token: int | None = None,
+            outcome: Outcome = SKIPPED,
+            note: str | None = None,
+        ) -> None: ...
+
+        def _record_decided(
+            self,
+            task: ScheduledTask,
+            slot: float,
+            outcome: Outcome,
+            error: str | None,
+            at: float,
+            *,
+            token: int | None = None,
+        ) -> ExecutionRecord: ...
+
+        def _retire(self, now: float) -> None: ...
+
+        def _dependencies(self) -> Dependencies: ...
+
+        def _relink(self, task: ScheduledTask, now: float) -> None: ...

@@ -1,0 +1,197 @@
+"""Restoring and following: the core's part that registers tasks as a store described
+them, re-plans them after downtime or a clock jump, and adopts a state another
+process settled.
+
+The decisions (which slots misfired, what runs when) are
+:mod:`lldsched.core.recovery`'s and, in shared mode, the store's; :class:`Restoration`,
+mixed into :class:`~lldsched.core.machine.SchedulerCore`, carries them out without
+firing transitions of its own.  No thread, no lock: the runtime serialises calls.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from lldsched.core.ids import sequential_ids
+from lldsched.core.names import (
+    BLOCKED,
+    CANCELLED,
+    FAILED,
+    GIVEN_UP,
+    RUNNABLE,
+    SUCCEEDED,
+)
+from lldsched.core.parts import CoreParts
+from lldsched.core.registration import validated
+from lldsched.core.task import Restored, ScheduledTask, fit_flight
+from lldsched.errors import ValidationError
+from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
+from lldsched.schedules.base import Schedule
+
+log = logging.getLogger("lldsched")
+
+__all__ = ["Restoration"]
+
+
+class Restoration(CoreParts):
+    """Mixed into SchedulerCore (see the module docstring)."""
+
+    # -- recovery (the decisions are lldsched.core.recovery's; these carry them out) ----
+
+    def restore(
+        self, restored: Iterable[Restored], dead_letter: Iterable[str] = ()
+    ) -> list[ScheduledTask]:
+        """Register tasks as a store described them; nothing is queued or saved.
+
+        All or nothing: an id already registered rejects the whole batch.  FAILED
+        tasks enter the dead letter in the order of ``dead_letter`` (ids it does not
+        name follow, in registration order).  With the default id generator, new
+        ids continue after the restored ones.
+        """
+        batch = [self._rebuild(entry) for entry in restored]
+        for task in batch:
+            if task.id in self.tasks:
+                raise ValidationError(f"cannot restore {task.id!r}: that id is already registered")
+        failed = {task.id: None for task in batch if task.status is FAILED}
+        ordered = {task_id: None for task_id in dead_letter if task_id in failed}
+        for task in batch:
+            self.tasks[task.id] = task
+        linked = [entry for entry in batch if entry.depends_on]
+        if linked:  # after the whole batch: upstreams' histories are in place
+            deps = self._dependencies()
+            now = self.clock.now()
+            for task in linked:
+                deps.link(task, task.history)
+                if task.status is BLOCKED:
+                    deps.blocked_at[task.id] = now  # the wait is counted from the restart
+        for task_id in [*ordered, *failed]:
+            self._dead[task_id] = None
+        now = self.clock.now()
+        finished = [  # in the order they finished, as far as their records tell
+            (history[-1].finished if history else now, task.id)
+            for task in batch
+            if task.status is SUCCEEDED or task.status is CANCELLED
+            for history in (task.history,)
+        ]
+        for at, task_id in sorted(finished):
+            self._retention.finished(task_id, at)
+        self._retire(now)
+        if self._default_ids:  # restored at construction, before the generator issued an id
+            numbers = [_id_number(task.id) for task in batch]
+            highest = max((n for n in numbers if n is not None), default=0)
+            if highest:
+                self._ids = sequential_ids(start=highest + 1)
+        return batch
+
+    def replan(
+        self, task: ScheduledTask, *, due: float, schedule: Schedule, slot: float | None = None
+    ) -> None:
+        """Queue ``task`` (SCHEDULED or RETRYING) at ``due`` under ``schedule`` (its own,
+        or a catch-up plan in front of it), its pending attempts now belonging to
+        ``slot`` if given, and write it through the store.  A change that is no
+        transition (recovery, a clock jump): no event is published."""
+        task.schedule = schedule
+        if slot is not None:
+            task._slot = slot
+        self._enqueue(task, due)
+        if self._store is not None:
+            try:
+                self._store.save(self._snapshot(task))
+            except Exception:  # as in _changed: the registry stays authoritative
+                log.exception("store %r failed to save %s", self._store, task.id)
+
+    def adopt(
+        self,
+        task: ScheduledTask,
+        *,
+        status: TaskStatus,
+        next_run_at: float | None,
+        attempt: int,
+        run_count: int,
+        failure_count: int,
+        last_error: str | None,
+    ) -> None:
+        """Take the state another process decided for ``task`` (a shared store's change
+        feed: a run settled there, docs/CLUSTER.md): status, due instant, attempt and
+        counters, queued if runnable, in the dead letter if FAILED.  Nothing is written
+        (the store's row already says so); listeners hear of a status change.  Never
+        for a task running here: its own finish decides."""
+        previous = task.status
+        self._queue.discard(task)
+        task.status = status
+        task.attempt = attempt
+        if status in RUNNABLE and next_run_at is not None:
+            if not attempt:
+                task._slot = next_run_at  # a fresh slot; a retry keeps the slot it had
+            self._enqueue(task, next_run_at)
+        else:
+            task.next_run_at = next_run_at
+        if run_count or failure_count or task._stats is not None:
+            stats = self._stats(task)
+            stats.run_count = run_count
+            stats.failure_count = failure_count
+            stats.last_error = last_error
+        if status is FAILED:
+            self._dead[task.id] = None
+        else:
+            self._dead.pop(task.id, None)
+        if status is not previous and self.emit is not None:
+            self.emit(TaskEvent(task.id, task.name, previous, status, self.clock.now()))
+
+    def _rebuild(self, restored: Restored) -> ScheduledTask:
+        definition = restored.definition
+        priority, options = validated(
+            definition.name,
+            definition.action,
+            definition.schedule,
+            priority=definition.priority,
+            retry=definition.retry,
+            timeout=definition.timeout,
+            args=definition.args,
+            kwargs=definition.kwargs,
+            misfire=definition.misfire,
+            isolation=definition.isolation,
+            depends_on=definition.depends_on,
+            overlap=definition.overlap,
+            max_instances=definition.max_instances,
+        )
+        task = ScheduledTask(
+            task_id=definition.id,
+            name=definition.name,
+            action=definition.action,
+            schedule=definition.schedule,
+            priority=priority,
+            options=options,
+            first_run=restored.next_run_at,
+        )
+        fit_flight(task)
+        task.status = restored.status
+        task.attempt = restored.attempt
+        task._slot = restored.slot
+        if restored.run_count or restored.history:
+            stats = self._stats(task)
+            stats.run_count = restored.run_count
+            stats.failure_count = restored.failure_count
+            stats.last_error = restored.last_error
+            for record in restored.history:
+                stats.add(record)
+            stats.given_up = _given_up_in_a_row(restored.history)
+        return task
+
+
+def _given_up_in_a_row(history: Iterable[ExecutionRecord]) -> int:
+    """Slots given up since the last successful run in ``history`` (a store keeps no
+    counter: the records are the truth, as far back as it keeps them)."""
+    count = 0
+    for record in reversed(tuple(history)):
+        if record.ok:
+            break
+        count += record.misfire is GIVEN_UP
+    return count
+
+
+def _id_number(task_id: str) -> int | None:
+    """17 for ``"task-17"`` (the default generator's form), else None."""
+    prefix, _, number = task_id.rpartition("-")
+    return int(number) if prefix == "task" and number.isdigit() else None
