@@ -5,20 +5,21 @@ thousand tasks.  As :class:`~lldsched.model.ExecutionRecord` objects (a 13-field
 tuple and its floats) each costs about 200 bytes, and each stays tracked by the
 cyclic garbage collector (a ``NamedTuple`` is never untracked), which then spends
 a growing share of the run walking them.  A ``RecordLog`` keeps the same values
-in a handful of flat columns instead:
+in a few flat columns instead:
 
 ==========  ==============  ===============================================
 column      type            per record
 ==========  ==============  ===============================================
-keys        ``array('i')``  4 bytes: which (task id, name) pair, see below
-times       ``array('d')``  32 bytes: due, slot, started, finished
-counts      ``array('i')``  8 bytes: attempt, worker
-codes       ``bytearray``   1 byte: ok, timed_out and misfire
+floats      ``array('d')``  due, slot, started, finished: 8 bytes each
+ints        ``array('i')``  attempt, worker and key: 4 bytes each (the key
+                            says which (task id, name) pair, see below)
+flags       ``bytearray``   ok, timed_out, and the misfire's index in
+                            :data:`MISFIRES`: 1 byte each
 errors      ``dict``        only for records with an error text (interned)
 results     ``dict``        only for records with a result text (interned)
 ==========  ==============  ===============================================
 
-About 45 bytes a record, and no object per record for the collector to visit.
+47 bytes a record, and no object per record for the collector to visit.
 Task ids and names are kept once per (id, name) pair (a task renamed by
 ``replace_existing`` gets a second pair); error and result texts are interned,
 so ten thousand ``"SimulatedFailure: attempt 1"`` are one string.
@@ -26,49 +27,52 @@ so ten thousand ``"SimulatedFailure: attempt 1"`` are one string.
 Reading gives the records back as they were appended: ``log[i]``, iteration
 and :meth:`RecordLog.records` build ``ExecutionRecord`` values on demand, equal
 to the ones appended; :meth:`RecordLog.columns` hands the columns themselves to
-a view (:func:`lldsched.views.frames.to_frame` builds a frame from them without
-a record object).  Standard library only; not thread-safe (its owner serialises
-appends, as the simulation's single thread does).
+a view (:func:`lldsched.views.frames.to_frame` reads each as a numpy array,
+without a record object).  Standard library only; not thread-safe (its
+owner serialises appends, as the simulation's single thread does).
 """
 
 from __future__ import annotations
 
+import struct
 from array import array
 from collections.abc import Iterable, Iterator
+from itertools import compress, count, repeat
+from operator import is_not
 from typing import NamedTuple
 
 from lldsched.model import ExecutionRecord, Outcome
 
-__all__ = ["RecordColumns", "RecordLog", "outcome_of_code"]
+__all__ = ["BATCH", "MISFIRES", "RecordColumns", "RecordLog"]
 
-_MISFIRES: tuple[Outcome | None, ...] = (None, *Outcome)
-"""Misfire values by code: 0 is an ordinary run (``misfire is None``)."""
-_MISFIRE_CODE: dict[Outcome | None, int] = {v: index << 2 for index, v in enumerate(_MISFIRES)}
-_OK, _TIMED_OUT = 1, 2  # the low bits of a code: ok + 2 * timed_out + misfire code
+MISFIRES: tuple[Outcome | None, ...] = (None, *Outcome)
+"""Misfire values by their index in the ``misfire`` column: 0 is an ordinary run."""
+_MISFIRE_INDEX = {misfire: index for index, misfire in enumerate(MISFIRES)}
 
+BATCH = 1024
+"""Records a log holds as objects before it moves them into its columns."""
 
-def outcome_of_code(code: int) -> Outcome:
-    """The :attr:`ExecutionRecord.outcome` of a record whose code is ``code`` (the
-    model's rule, asked of a record with those three fields)."""
-    return _decode("", "", code, 0.0, 0.0, 0.0, 0.0, 0, 0, None, None).outcome
+_FLOATS = ("due", "slot", "started", "finished")
+_INTS = ("attempt", "worker")
+_FLAGS = ("ok", "timed_out")
+_FIELD = {field: index for index, field in enumerate(ExecutionRecord._fields)}
 
 
 class RecordColumns(NamedTuple):
     """A :class:`RecordLog`'s columns, as it holds them (read them, never write them).
 
-    Row ``i`` is task ``key_ids[keys[i]]`` named ``key_names[keys[i]]``; its times are
-    ``times[4*i : 4*i + 4]`` (due, slot, started, finished), its attempt and worker
-    ``counts[2*i]`` and ``counts[2*i + 1]``, its ``ok``, ``timed_out`` and ``misfire``
-    packed in ``codes[i]`` (:func:`outcome_of_code` reads one); ``errors`` and ``results`` map row
-    numbers to texts, for the rows that have one.
+    ``numbers`` maps the fields ``due``, ``slot``, ``started``, ``finished`` (``array('d')``),
+    ``attempt``, ``worker`` (``array('i')``), ``ok``, ``timed_out`` (``bytearray`` of 0
+    and 1) and ``misfire`` (``bytearray`` of indexes in :data:`MISFIRES`) to a column
+    with one value per row.  Row ``i`` is task ``key_ids[keys[i]]`` named
+    ``key_names[keys[i]]``; ``errors`` and ``results`` map row numbers to texts, for
+    the rows that have one.
     """
 
+    numbers: dict[str, array[float] | array[int] | bytearray]
     keys: array[int]
     key_ids: list[str]
     key_names: list[str]
-    times: array[float]
-    counts: array[int]
-    codes: bytearray
     errors: dict[int, str]
     results: dict[int, str]
 
@@ -77,109 +81,95 @@ class RecordLog:
     """An append-only log of :class:`~lldsched.model.ExecutionRecord` values, held as
     columns (see the module docstring)."""
 
-    __slots__ = (
-        "_codes",
-        "_counts",
-        "_errors",
-        "_ids",
-        "_key_of",
-        "_keys",
-        "_names",
-        "_results",
-        "_texts",
-        "_times",
-    )
+    __slots__ = ("_columns", "_errors", "_ids", "_key_of", "_keys", "_names")
+    __slots__ += ("_pending", "_results", "_texts")
 
     def __init__(self, records: Iterable[ExecutionRecord] = ()) -> None:
+        self._columns: dict[str, array[float] | array[int] | bytearray] = {}
+        self._columns.update((field, array("d")) for field in _FLOATS)
+        self._columns.update((field, array("i")) for field in _INTS)
+        self._columns.update((field, bytearray()) for field in (*_FLAGS, "misfire"))
         self._keys: array[int] = array("i")
         self._ids: list[str] = []  # by key
         self._names: list[str] = []  # by key
         self._key_of: dict[str, int] = {}  # task id -> its newest key
-        self._times: array[float] = array("d")
-        self._counts: array[int] = array("i")
-        self._codes = bytearray()
         self._errors: dict[int, str] = {}
         self._results: dict[int, str] = {}
         self._texts: dict[str, str] = {}  # interned error and result texts
+        self._pending: list[ExecutionRecord] = []  # appended, not yet in the columns
         for record in records:
             self.append(record)
 
     def append(self, record: ExecutionRecord) -> None:
-        """Keep ``record`` as the newest row."""
-        (task_id, name, attempt, due, slot, worker, started, finished, ok, error) = record[:10]
-        timed_out, misfire, result = record[10:]
+        """Keep ``record`` as the newest row.
+
+        Records wait in a short list and move into the columns :data:`BATCH` at a
+        time, a column at a time (:meth:`_settle`): the work per record then runs in
+        C loops.  Decomposed one by one in Python here, a record cost 10,000
+        machine instructions, a sixth of a simulated run (callgrind,
+        ``benchmarks/bench_sim.py``'s workload; docs/PERFORMANCE.md)."""
+        pending = self._pending
+        pending.append(record)
+        if len(pending) >= BATCH:
+            self._settle()
+
+    def _settle(self) -> None:
+        """Move the pending records into the columns."""
+        batch = self._pending
+        if not batch:
+            return
+        self._pending = []
+        first = len(self._keys)  # the row of batch[0]
+        fields = list(zip(*batch, strict=True))  # one tuple per field
+        ids, names = fields[_FIELD["task_id"]], fields[_FIELD["name"]]
+        keys = list(map(self._key_of.get, ids))
+        if None in keys or list(names) != list(map(self._names.__getitem__, keys)):
+            keys = list(map(self._key, ids, names))  # a new task, or a renamed one
+        size = len(batch)
+        self._keys.frombytes(struct.pack(f"{size}i", *keys))
+        columns = self._columns
+        for field in _FLOATS + _INTS:  # struct packs a number faster than array appends it
+            column = columns[field]
+            assert isinstance(column, array)
+            column.frombytes(struct.pack(f"{size}{column.typecode}", *fields[_FIELD[field]]))
+        for field in _FLAGS:
+            columns[field].extend(fields[_FIELD[field]])
+        columns["misfire"].extend(map(_MISFIRE_INDEX.__getitem__, fields[_FIELD["misfire"]]))
+        for texts, field in ((self._errors, "error"), (self._results, "result")):
+            values = fields[_FIELD[field]]
+            for row in compress(count(first), map(is_not, values, repeat(None))):
+                text = values[row - first]
+                texts[row] = self._texts.setdefault(text, text)
+
+    def _key(self, task_id: str, name: str) -> int:
+        """The key of the pair (``task_id``, ``name``), a new one if it is new."""
         key = self._key_of.get(task_id)
         if key is None or self._names[key] != name:
-            key = self._new_key(task_id, name)
-        row = len(self._codes)
-        self._keys.append(key)
-        self._times.extend((due, slot, started, finished))
-        self._counts.extend((attempt, worker))
-        self._codes.append(ok + _TIMED_OUT * timed_out + _MISFIRE_CODE[misfire])  # see _decode
-        if error is not None:
-            self._errors[row] = self._texts.setdefault(error, error)
-        if result is not None:
-            self._results[row] = self._texts.setdefault(result, result)
-
-    def _new_key(self, task_id: str, name: str) -> int:
-        key = self._key_of[task_id] = len(self._ids)
-        self._ids.append(task_id)
-        self._names.append(name)
+            key = self._key_of[task_id] = len(self._ids)
+            self._ids.append(task_id)
+            self._names.append(name)
         return key
 
     def __len__(self) -> int:
-        return len(self._codes)
+        return len(self._keys) + len(self._pending)
 
     def __getitem__(self, row: int) -> ExecutionRecord:
         """The record in ``row`` (negative rows count from the end)."""
-        count = len(self._codes)
+        self._settle()
+        count = len(self._keys)
         if not -count <= row < count:
             raise IndexError(f"record {row} of a log of {count}")
         row %= count
         key = self._keys[row]
-        due, slot, started, finished = self._times[4 * row : 4 * row + 4]
-        return _decode(
-            self._ids[key],
-            self._names[key],
-            self._codes[row],
-            due,
-            slot,
-            started,
-            finished,
-            self._counts[2 * row],
-            self._counts[2 * row + 1],
-            self._errors.get(row),
-            self._results.get(row),
-        )
+        values = [self._columns[field][row] for field in _ORDER]
+        return _decode(self._ids[key], self._names[key], *values, row, self)
 
     def __iter__(self) -> Iterator[ExecutionRecord]:
-        times, counts = self._times, self._counts
-        ids, names, errors, results = self._ids, self._names, self._errors, self._results
-        rows = zip(
-            self._keys,
-            self._codes,
-            times[0::4],
-            times[1::4],
-            times[2::4],
-            times[3::4],
-            counts[0::2],
-            counts[1::2],
-            strict=True,
-        )
-        for row, (key, code, due, slot, started, finished, attempt, worker) in enumerate(rows):
-            yield _decode(
-                ids[key],
-                names[key],
-                code,
-                due,
-                slot,
-                started,
-                finished,
-                attempt,
-                worker,
-                errors.get(row),
-                results.get(row),
-            )
+        self._settle()
+        ids, names = self._ids, self._names
+        rows = zip(self._keys, *(self._columns[field] for field in _ORDER), strict=True)
+        for row, (key, *values) in enumerate(rows):
+            yield _decode(ids[key], names[key], *values, row, self)
 
     def records(self) -> list[ExecutionRecord]:
         """Every record, oldest first, as ``ExecutionRecord`` values built now."""
@@ -187,38 +177,41 @@ class RecordLog:
 
     def columns(self) -> RecordColumns:
         """The columns themselves (no copy): read them before the next append."""
+        self._settle()
         return RecordColumns(
-            self._keys,
-            self._ids,
-            self._names,
-            self._times,
-            self._counts,
-            self._codes,
-            self._errors,
-            self._results,
+            numbers=self._columns,
+            keys=self._keys,
+            key_ids=self._ids,
+            key_names=self._names,
+            errors=self._errors,
+            results=self._results,
         )
 
     def __repr__(self) -> str:
         return f"<RecordLog of {len(self)} records, {len(self._ids)} tasks>"
 
 
+_ORDER = ("attempt", "due", "slot", "worker", "started", "finished", "ok", "timed_out", "misfire")
+"""The columns :func:`_decode` takes, in ExecutionRecord's order."""
 _new_tuple = tuple.__new__
 
 
 def _decode(
     task_id: str,
     name: str,
-    code: int,
+    attempt: int,
     due: float,
     slot: float,
+    worker: int,
     started: float,
     finished: float,
-    attempt: int,
-    worker: int,
-    error: str | None,
-    result: str | None,
+    ok: int,
+    timed_out: int,
+    misfire: int,
+    row: int,
+    log: RecordLog,
 ) -> ExecutionRecord:
     """The record of one row, from its columns (positional: one per record read)."""
-    ok, timed_out, misfire = bool(code & _OK), bool(code & _TIMED_OUT), _MISFIRES[code >> 2]
-    fields = (task_id, name, attempt, due, slot, worker, started, finished, ok, error)
-    return _new_tuple(ExecutionRecord, (*fields, timed_out, misfire, result))
+    error, result = log._errors.get(row), log._results.get(row)
+    fields = (task_id, name, attempt, due, slot, worker, started, finished, ok == 1, error)
+    return _new_tuple(ExecutionRecord, (*fields, timed_out == 1, MISFIRES[misfire], result))
