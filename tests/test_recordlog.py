@@ -123,8 +123,9 @@ def _record(
 
 def test_records_past_a_batch_come_back_equal_and_in_order() -> None:
     appended = [
-        _record(f"task-{row % 7}", "renamed" if row > 1500 else "x", ok=row % 3 > 0)
-        ._replace(attempt=row, error=None if row % 3 else f"E: {row % 2}", result=str(row % 5))
+        _record(f"task-{row % 7}", "renamed" if row > 1500 else "x", ok=row % 3 > 0)._replace(
+            attempt=row, error=None if row % 3 else f"E: {row % 2}", result=str(row % 5)
+        )
         for row in range(2 * BATCH + 5)
     ]
     log = RecordLog()

@@ -39,7 +39,7 @@ from array import array
 from collections.abc import Iterable, Iterator
 from itertools import compress, count, repeat
 from operator import is_not
-from typing import NamedTuple
+from typing import Any, NamedTuple, cast
 
 from lldsched.model import ExecutionRecord, Outcome
 
@@ -81,8 +81,17 @@ class RecordLog:
     """An append-only log of :class:`~lldsched.model.ExecutionRecord` values, held as
     columns (see the module docstring)."""
 
-    __slots__ = ("_columns", "_errors", "_ids", "_key_of", "_keys", "_names")
-    __slots__ += ("_pending", "_results", "_texts")
+    __slots__ = (
+        "_columns",
+        "_errors",
+        "_ids",
+        "_key_of",
+        "_keys",
+        "_names",
+        "_pending",
+        "_results",
+        "_texts",
+    )
 
     def __init__(self, records: Iterable[ExecutionRecord] = ()) -> None:
         self._columns: dict[str, array[float] | array[int] | bytearray] = {}
@@ -122,9 +131,11 @@ class RecordLog:
         first = len(self._keys)  # the row of batch[0]
         fields = list(zip(*batch, strict=True))  # one tuple per field
         ids, names = fields[_FIELD["task_id"]], fields[_FIELD["name"]]
-        keys = list(map(self._key_of.get, ids))
-        if None in keys or list(names) != list(map(self._names.__getitem__, keys)):
+        found = list(map(self._key_of.get, ids))
+        if None in found or list(names) != [self._names[key] for key in cast(list[int], found)]:
             keys = list(map(self._key, ids, names))  # a new task, or a renamed one
+        else:
+            keys = cast(list[int], found)
         size = len(batch)
         self._keys.frombytes(struct.pack(f"{size}i", *keys))
         columns = self._columns
@@ -161,15 +172,16 @@ class RecordLog:
             raise IndexError(f"record {row} of a log of {count}")
         row %= count
         key = self._keys[row]
-        values = [self._columns[field][row] for field in _ORDER]
-        return _decode(self._ids[key], self._names[key], *values, row, self)
+        values = tuple(self._columns[field][row] for field in _ORDER)
+        error, result = self._errors.get(row), self._results.get(row)
+        return _decode(self._ids[key], self._names[key], values, error, result)
 
     def __iter__(self) -> Iterator[ExecutionRecord]:
         self._settle()
-        ids, names = self._ids, self._names
-        rows = zip(self._keys, *(self._columns[field] for field in _ORDER), strict=True)
-        for row, (key, *values) in enumerate(rows):
-            yield _decode(ids[key], names[key], *values, row, self)
+        ids, names, errors, results = self._ids, self._names, self._errors, self._results
+        values = zip(*(self._columns[field] for field in _ORDER), strict=True)
+        for row, (key, numbers) in enumerate(zip(self._keys, values, strict=True)):
+            yield _decode(ids[key], names[key], numbers, errors.get(row), results.get(row))
 
     def records(self) -> list[ExecutionRecord]:
         """Every record, oldest first, as ``ExecutionRecord`` values built now."""
@@ -199,19 +211,11 @@ _new_tuple = tuple.__new__
 def _decode(
     task_id: str,
     name: str,
-    attempt: int,
-    due: float,
-    slot: float,
-    worker: int,
-    started: float,
-    finished: float,
-    ok: int,
-    timed_out: int,
-    misfire: int,
-    row: int,
-    log: RecordLog,
+    numbers: tuple[Any, ...],
+    error: str | None,
+    result: str | None,
 ) -> ExecutionRecord:
-    """The record of one row, from its columns (positional: one per record read)."""
-    error, result = log._errors.get(row), log._results.get(row)
+    """The record of one row, from its columns (``numbers`` in :data:`_ORDER`)."""
+    attempt, due, slot, worker, started, finished, ok, timed_out, misfire = numbers
     fields = (task_id, name, attempt, due, slot, worker, started, finished, ok == 1, error)
     return _new_tuple(ExecutionRecord, (*fields, timed_out == 1, MISFIRES[misfire], result))
