@@ -31,6 +31,7 @@ records = st.builds(
     timed_out=st.booleans(),
     misfire=st.none() | st.sampled_from(list(Outcome)),
     result=texts,
+    token=st.none() | st.integers(min_value=0, max_value=2**62),
 )
 
 

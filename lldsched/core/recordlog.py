@@ -17,6 +17,7 @@ flags       ``bytearray``   ok, timed_out, and the misfire's index in
                             :data:`MISFIRES`: 1 byte each
 errors      ``dict``        only for records with an error text (interned)
 results     ``dict``        only for records with a result text (interned)
+tokens      ``dict``        only for records with a fencing token
 ==========  ==============  ===============================================
 
 47 bytes a record, and no object per record for the collector to visit.
@@ -65,8 +66,8 @@ class RecordColumns(NamedTuple):
     ``attempt``, ``worker`` (``array('i')``), ``ok``, ``timed_out`` (``bytearray`` of 0
     and 1) and ``misfire`` (``bytearray`` of indexes in :data:`MISFIRES`) to a column
     with one value per row.  Row ``i`` is task ``key_ids[keys[i]]`` named
-    ``key_names[keys[i]]``; ``errors`` and ``results`` map row numbers to texts, for
-    the rows that have one.
+    ``key_names[keys[i]]``; ``errors`` and ``results`` map row numbers to texts, and
+    ``tokens`` to fencing tokens, for the rows that have one.
     """
 
     numbers: dict[str, array[float] | array[int] | bytearray]
@@ -75,6 +76,7 @@ class RecordColumns(NamedTuple):
     key_names: list[str]
     errors: dict[int, str]
     results: dict[int, str]
+    tokens: dict[int, int]
 
 
 class RecordLog:
@@ -91,6 +93,7 @@ class RecordLog:
         "_pending",
         "_results",
         "_texts",
+        "_tokens",
     )
 
     def __init__(self, records: Iterable[ExecutionRecord] = ()) -> None:
@@ -105,6 +108,7 @@ class RecordLog:
         self._errors: dict[int, str] = {}
         self._results: dict[int, str] = {}
         self._texts: dict[str, str] = {}  # interned error and result texts
+        self._tokens: dict[int, int] = {}
         self._pending: list[ExecutionRecord] = []  # appended, not yet in the columns
         for record in records:
             self.append(record)
@@ -151,6 +155,9 @@ class RecordLog:
             for row in compress(count(first), map(is_not, values, repeat(None))):
                 text = values[row - first]
                 texts[row] = self._texts.setdefault(text, text)
+        tokens = fields[_FIELD["token"]]
+        for row in compress(count(first), map(is_not, tokens, repeat(None))):
+            self._tokens[row] = tokens[row - first]
 
     def _key(self, task_id: str, name: str) -> int:
         """The key of the pair (``task_id``, ``name``), a new one if it is new."""
@@ -173,15 +180,17 @@ class RecordLog:
         row %= count
         key = self._keys[row]
         values = tuple(self._columns[field][row] for field in _ORDER)
-        error, result = self._errors.get(row), self._results.get(row)
-        return _decode(self._ids[key], self._names[key], values, error, result)
+        texts = (self._errors.get(row), self._results.get(row), self._tokens.get(row))
+        return _decode(self._ids[key], self._names[key], values, texts)
 
     def __iter__(self) -> Iterator[ExecutionRecord]:
         self._settle()
         ids, names, errors, results = self._ids, self._names, self._errors, self._results
+        tokens = self._tokens
         values = zip(*(self._columns[field] for field in _ORDER), strict=True)
         for row, (key, numbers) in enumerate(zip(self._keys, values, strict=True)):
-            yield _decode(ids[key], names[key], numbers, errors.get(row), results.get(row))
+            sparse = (errors.get(row), results.get(row), tokens.get(row))
+            yield _decode(ids[key], names[key], numbers, sparse)
 
     def records(self) -> list[ExecutionRecord]:
         """Every record, oldest first, as ``ExecutionRecord`` values built now."""
@@ -197,6 +206,7 @@ class RecordLog:
             key_names=self._names,
             errors=self._errors,
             results=self._results,
+            tokens=self._tokens,
         )
 
     def __repr__(self) -> str:
@@ -212,10 +222,11 @@ def _decode(
     task_id: str,
     name: str,
     numbers: tuple[Any, ...],
-    error: str | None,
-    result: str | None,
+    sparse: tuple[str | None, str | None, int | None],
 ) -> ExecutionRecord:
-    """The record of one row, from its columns (``numbers`` in :data:`_ORDER`)."""
+    """The record of one row, from its columns (``numbers`` in :data:`_ORDER`; the
+    row's error, result and token, or None)."""
     attempt, due, slot, worker, started, finished, ok, timed_out, misfire = numbers
+    error, result, token = sparse
     fields = (task_id, name, attempt, due, slot, worker, started, finished, ok == 1, error)
-    return _new_tuple(ExecutionRecord, (*fields, timed_out == 1, MISFIRES[misfire], result))
+    return _new_tuple(ExecutionRecord, (*fields, timed_out == 1, MISFIRES[misfire], result, token))
