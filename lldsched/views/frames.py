@@ -202,7 +202,7 @@ def to_frame(source: object, *, priorities: Mapping[str, int] | None = None) -> 
         "result": columns["result"],
         "timed_out": columns["timed_out"],
         "outcome": columns["outcome"],
-        "priority": _priorities(columns["task_id"], known),
+        "priority": _priorities(*columns["task_keys"], known),
     }
     return pd.DataFrame(data, columns=list(COLUMNS))
 
@@ -218,8 +218,10 @@ def _from_records(records: list[ExecutionRecord]) -> dict[str, Any]:
         values = map(operator.itemgetter(_FIELD[field]), records)
         return np.fromiter(values, dtype=dtype, count=count)
 
+    task_id = pd.array(column("task_id"), dtype=DTYPES["task_id"])
     return {
-        "task_id": pd.array(column("task_id"), dtype=DTYPES["task_id"]),
+        "task_id": task_id,
+        "task_keys": pd.factorize(task_id) if count else (np.zeros(0, np.intp), []),
         "name": pd.array(column("name"), dtype=DTYPES["name"]),
         "attempt": numbers("attempt", np.int64),
         "worker": numbers("worker", np.int64),
@@ -228,7 +230,7 @@ def _from_records(records: list[ExecutionRecord]) -> dict[str, Any]:
         "timed_out": numbers("timed_out", bool),
         "error": pd.array(column("error"), dtype=DTYPES["error"]),
         "result": pd.array(column("result"), dtype=DTYPES["result"]),
-        "outcome": _outcomes([record.outcome for record in records]),
+        "outcome": _outcomes(*_coded([record.outcome for record in records])),
     }
 
 
@@ -245,10 +247,11 @@ def _from_log(log: RecordColumns) -> dict[str, Any]:
         return np.frombuffer(column, dtype=dtype) if count else np.zeros(0, dtype)
 
     def texts(sparse: Mapping[int, str]) -> Any:
-        values = np.full(count, None, dtype=object)
-        if sparse:
-            values[list(sparse)] = list(sparse.values())
-        return pd.array(values, dtype=pd.StringDtype())
+        """Rows without a text are ``<NA>``: a take from the distinct texts."""
+        distinct = {text: index for index, text in enumerate(dict.fromkeys(sparse.values()))}
+        codes = np.full(count, -1, dtype=np.intp)
+        codes[list(sparse)] = [distinct[text] for text in sparse.values()]
+        return pd.array(list(distinct), dtype=pd.StringDtype()).take(codes, allow_fill=True)
 
     ok, timed_out = array_of("ok", np.uint8), array_of("timed_out", np.uint8)
     misfire = array_of("misfire", np.uint8)
@@ -257,6 +260,7 @@ def _from_log(log: RecordColumns) -> dict[str, Any]:
     outcomes = [_outcome_of(int(code)) for code in present]
     return {
         "task_id": pd.array(log.key_ids, dtype=DTYPES["task_id"]).take(keys),
+        "task_keys": (keys, log.key_ids),
         "name": pd.array(log.key_names, dtype=DTYPES["name"]).take(keys),
         "attempt": array_of("attempt", np.int32).astype(np.int64),
         "worker": array_of("worker", np.int32).astype(np.int64),
@@ -265,7 +269,7 @@ def _from_log(log: RecordColumns) -> dict[str, Any]:
         "timed_out": timed_out.astype(bool),
         "error": texts(log.errors),
         "result": texts(log.results),
-        "outcome": _outcomes(np.array(outcomes, dtype=object)[where.reshape(-1)].tolist()),
+        "outcome": _outcomes(outcomes, where.reshape(-1)),
     }
 
 
@@ -291,19 +295,28 @@ def _utc(microseconds: np.ndarray[Any, np.dtype[np.int64]]) -> pd.DatetimeIndex:
     return pd.DatetimeIndex(microseconds.view("M8[us]")).tz_localize("UTC")
 
 
-def _outcomes(values: list[Outcome]) -> Any:
-    """The records' own ``outcome`` (one rule, in the model) as a category; categories
-    are :data:`OUTCOMES` plus any outcome a record reports beyond them."""
+def _coded(values: list[Outcome]) -> tuple[list[Outcome], np.ndarray[Any, Any]]:
+    """The distinct ``values``, and for each value its index among them."""
+    index: dict[Outcome, int] = {}
+    codes = [index.setdefault(value, len(index)) for value in values]
+    return list(index), np.array(codes, dtype=np.intp)
+
+
+def _outcomes(distinct: list[Outcome], codes: np.ndarray[Any, Any]) -> Any:
+    """The outcome column: row ``i`` is ``distinct[codes[i]]`` (each record's own
+    ``outcome``: one rule, in the model); the categories are :data:`OUTCOMES` plus
+    any outcome a record reports beyond them."""
     categories = list(OUTCOMES)
-    extra = set(values).difference(categories)
-    return pd.Categorical(values, categories=categories + sorted(extra))
+    categories += sorted(set(distinct).difference(categories))
+    position = np.array([categories.index(value) for value in distinct], dtype=np.intp)
+    return pd.Categorical.from_codes(position[codes], categories=categories)
 
 
-def _priorities(task_id: Any, known: Mapping[str, int]) -> Any:
-    if not known or len(task_id) == 0:
-        return pd.array([None] * len(task_id), dtype=DTYPES["priority"])
-    codes, uniques = pd.factorize(task_id)
-    per_task = pd.array([known.get(str(u)) for u in uniques], dtype=DTYPES["priority"])
+def _priorities(codes: Any, task_ids: Any, known: Mapping[str, int]) -> Any:
+    """Row ``i``'s priority is task ``task_ids[codes[i]]``'s in ``known`` (<NA> if unknown)."""
+    per_task = pd.array([known.get(str(task_id)) for task_id in task_ids], dtype=DTYPES["priority"])
+    if len(codes) == 0 or not known:
+        return pd.array([None] * len(codes), dtype=DTYPES["priority"])
     return per_task.take(codes)
 
 
