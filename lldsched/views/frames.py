@@ -187,6 +187,7 @@ def to_frame(source: object, *, priorities: Mapping[str, int] | None = None) -> 
     if priorities:
         known = {**known, **{key: int(value) for key, value in priorities.items()}}
     due, start, finish = columns.pop("due"), columns.pop("started"), columns.pop("finished")
+    codes, task_ids = columns["task_keys"]  # the task of each row, as a code into the ids
     data = {
         "task_id": columns["task_id"],
         "name": columns["name"],
@@ -202,7 +203,7 @@ def to_frame(source: object, *, priorities: Mapping[str, int] | None = None) -> 
         "result": columns["result"],
         "timed_out": columns["timed_out"],
         "outcome": columns["outcome"],
-        "priority": _priorities(*columns["task_keys"], known),
+        "priority": _priorities(codes, task_ids, known),
     }
     return pd.DataFrame(data, columns=list(COLUMNS))
 
@@ -309,7 +310,7 @@ def _outcomes(distinct: list[Outcome], codes: np.ndarray[Any, Any]) -> Any:
     categories = list(OUTCOMES)
     categories += sorted(set(distinct).difference(categories))
     position = np.array([categories.index(value) for value in distinct], dtype=np.intp)
-    return pd.Categorical.from_codes(position[codes], categories=categories)
+    return pd.Categorical.from_codes(position[codes], dtype=pd.CategoricalDtype(categories))
 
 
 def _priorities(codes: Any, task_ids: Any, known: Mapping[str, int]) -> Any:
