@@ -290,3 +290,18 @@ def test_overruns_are_counted_through_a_schedule_decorator() -> None:
     (line,) = summarize(records, {"w": schedule})
     assert line.overruns == 1
     assert task_summary(to_frame(records), {"w": schedule}).loc["w", "overruns"] == 1
+
+
+def test_a_simulation_frame_read_from_its_columns_equals_the_frame_of_its_records() -> None:
+    sim = Simulation(workers=2, start=T0, seed=3)
+    sim.schedule(
+        "flaky", FixedRate(60), duration=lambda rng, attempt: rng.uniform(1, 90), fails=0.3
+    )
+    sim.schedule("late", FixedRate(300), duration=400.0, timeout=350.0, priority=Priority.HIGH)
+    sim.schedule("answers", FixedRate(120), action=lambda: 42)
+    sim.run_for(6 * 3600)
+    from_columns = to_frame(sim)
+    from_records = to_frame(sim.records(), priorities={t.id: t.priority for t in sim.tasks()})
+    assert set(from_columns["outcome"]) >= {"ok", "failed", "timed_out", "skipped"}
+    assert from_columns["result"].notna().any() and from_columns["error"].notna().any()
+    pd.testing.assert_frame_equal(from_columns, from_records)

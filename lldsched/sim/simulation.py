@@ -65,6 +65,7 @@ from lldsched.clock import to_timestamp
 from lldsched.core.duequeue import QueueStats, TaskQueue
 from lldsched.core.ids import IdGenerator
 from lldsched.core.machine import SchedulerCore
+from lldsched.core.recordlog import RecordLog
 from lldsched.core.recovery import recover
 from lldsched.core.registration import UNCHANGED, F, Unchanged, registering
 from lldsched.core.results import must_await, result_text
@@ -137,7 +138,7 @@ class Simulation:
         self._clock = VirtualClock(to_timestamp(start, name="start"))
         self._queue = TaskQueue()
         self._callbacks = [(listener, as_callback(listener)) for listener in listeners]
-        self._records: list[ExecutionRecord] = []  # every record, as the core makes it
+        self._log = RecordLog()  # every record, as the core makes it, kept as columns
         self._core = SchedulerCore(
             clock=self._clock,
             queue=self._queue,
@@ -147,7 +148,7 @@ class Simulation:
             rng=random.Random(seed),
             history_limit=history_limit,
             tz=tz,
-            on_record=self._records.append,
+            on_record=self._log.append,
             retain_finished=retain_finished,
             on_retire=self._retired,
             on_cancel=self._cut,
@@ -418,8 +419,17 @@ class Simulation:
     def records(self) -> list[ExecutionRecord]:
         """Every record, in the order the core made them: finished attempts, and the
         slots decided without a run (``record.outcome.ran`` is False: misfire
-        decisions at recovery, slots a run skipped, each after its run)."""
-        return list(self._records)
+        decisions at recovery, slots a run skipped, each after its run).
+
+        The simulation keeps them as columns (:class:`~lldsched.core.recordlog.RecordLog`,
+        about 45 bytes a record); this builds the ``ExecutionRecord`` values now."""
+        return self._log.records()
+
+    def record_log(self) -> RecordLog:
+        """The records as the simulation keeps them: a columnar
+        :class:`~lldsched.core.recordlog.RecordLog` (read it, never append to it), which
+        :func:`lldsched.views.frames.to_frame` turns into a frame without a record object."""
+        return self._log
 
     # -- the event loop ----------------------------------------------------------------
 
@@ -586,7 +596,7 @@ class Simulation:
     def __repr__(self) -> str:
         return (
             f"<Simulation at {self.now!r} workers={self.workers} busy={self.busy} "
-            f"tasks={len(self._core.tasks)} records={len(self._records)}>"
+            f"tasks={len(self._core.tasks)} records={len(self._log)}>"
         )
 
 

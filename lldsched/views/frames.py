@@ -42,9 +42,10 @@ so nanoseconds would be noise), and ``duration`` and ``lateness`` are difference
 of the rounded columns, so ``start - due == lateness`` holds exactly.  Convert to a
 zone for display with ``frame.start.dt.tz_convert("Europe/Berlin")``.
 
-The frame is built column-wise (one pass per field, no per-row objects): a
-million records take about a second.  An empty source gives an empty frame with
-the same columns and dtypes.
+The frame is built column-wise (one pass per field, no per-row objects); a
+simulation's records are read straight from its columnar log
+(:class:`~lldsched.core.recordlog.RecordLog`), with no record object at all.  An
+empty source gives an empty frame with the same columns and dtypes.
 
 Summaries: :func:`task_summary` (runs, outcomes, retries, given-up and skipped
 slots, lateness and duration percentiles, overruns, blocked waits per task) and
@@ -70,6 +71,8 @@ except ImportError as exc:  # pragma: no cover - exercised by a test that hides 
         "install the extra: pip install 'lldsched[notebook]'"
     ) from exc
 
+from lldsched.core.recordlog import MISFIRES as LOG_MISFIRES
+from lldsched.core.recordlog import RecordColumns
 from lldsched.errors import ValidationError
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.runtime import Reads
@@ -170,11 +173,43 @@ def to_frame(source: object, *, priorities: Mapping[str, int] | None = None) -> 
     """One row per attempt of ``source``, with the columns and dtypes of :data:`DTYPES`.
 
     ``priorities`` (task id to :class:`~lldsched.model.Priority`) fills or overrides
-    the priority column, for example for a plain list of records.
+    the priority column, for example for a plain list of records.  A runtime that
+    keeps its records as columns (``record_log()``, as a ``Simulation`` does) is read
+    straight from them, without building a record object.
     """
-    records, known = records_of(source)
+    log = getattr(source, "record_log", None)
+    if isinstance(source, Reads) and callable(log):
+        known = {task.id: int(task.priority) for task in source.tasks()}
+        columns = _from_log(log().columns())
+    else:
+        records, known = records_of(source)
+        columns = _from_records(records)
     if priorities:
         known = {**known, **{key: int(value) for key, value in priorities.items()}}
+    due, start, finish = columns.pop("due"), columns.pop("started"), columns.pop("finished")
+    codes, task_ids = columns["task_keys"]  # the task of each row, as a code into the ids
+    data = {
+        "task_id": columns["task_id"],
+        "name": columns["name"],
+        "attempt": columns["attempt"],
+        "worker": columns["worker"],
+        "due": _utc(due),
+        "start": _utc(start),
+        "finish": _utc(finish),
+        "duration": (finish - start).view("m8[us]"),
+        "lateness": (start - due).view("m8[us]"),
+        "ok": columns["ok"],
+        "error": columns["error"],
+        "result": columns["result"],
+        "timed_out": columns["timed_out"],
+        "outcome": columns["outcome"],
+        "priority": _priorities(codes, task_ids, known),
+    }
+    return pd.DataFrame(data, columns=list(COLUMNS))
+
+
+def _from_records(records: list[ExecutionRecord]) -> dict[str, Any]:
+    """The frame's columns from record objects, one pass per field."""
     count = len(records)
 
     def column(field: str) -> list[Any]:
@@ -184,51 +219,105 @@ def to_frame(source: object, *, priorities: Mapping[str, int] | None = None) -> 
         values = map(operator.itemgetter(_FIELD[field]), records)
         return np.fromiter(values, dtype=dtype, count=count)
 
-    def microseconds(field: str) -> np.ndarray[Any, np.dtype[np.int64]]:
-        return np.rint(numbers(field, float) * 1e6).astype(np.int64)
-
-    due, start, finish = microseconds("due"), microseconds("started"), microseconds("finished")
     task_id = pd.array(column("task_id"), dtype=DTYPES["task_id"])
-    ok = numbers("ok", bool)
-    timed_out = numbers("timed_out", bool)
-    data = {
+    return {
         "task_id": task_id,
+        "task_keys": pd.factorize(task_id) if count else (np.zeros(0, np.intp), []),
         "name": pd.array(column("name"), dtype=DTYPES["name"]),
         "attempt": numbers("attempt", np.int64),
         "worker": numbers("worker", np.int64),
-        "due": _utc(due),
-        "start": _utc(start),
-        "finish": _utc(finish),
-        "duration": (finish - start).view("m8[us]"),
-        "lateness": (start - due).view("m8[us]"),
-        "ok": ok,
+        **{field: _microseconds(numbers(field, float)) for field in _TIMES_OF_RECORD},
+        "ok": numbers("ok", bool),
+        "timed_out": numbers("timed_out", bool),
         "error": pd.array(column("error"), dtype=DTYPES["error"]),
         "result": pd.array(column("result"), dtype=DTYPES["result"]),
-        "timed_out": timed_out,
-        "outcome": _outcomes(records),
-        "priority": _priorities(task_id, known),
+        "outcome": _outcomes(*_coded([record.outcome for record in records])),
     }
-    return pd.DataFrame(data, columns=list(COLUMNS))
+
+
+def _from_log(log: RecordColumns) -> dict[str, Any]:
+    """The frame's columns from a :class:`~lldsched.core.recordlog.RecordLog`'s: numpy
+    reads its arrays in place, and each row's outcome is the model's rule applied once
+    per combination of (ok, timed_out, misfire) present."""
+    numbers = log.numbers
+    count = len(log.keys)
+    keys = np.frombuffer(log.keys, dtype=np.int32) if count else np.zeros(0, np.int32)
+
+    def array_of(field: str, dtype: Any) -> np.ndarray[Any, Any]:
+        column = numbers[field]
+        return np.frombuffer(column, dtype=dtype) if count else np.zeros(0, dtype)
+
+    def texts(sparse: Mapping[int, str]) -> Any:
+        """Rows without a text are ``<NA>``: a take from the distinct texts."""
+        distinct = {text: index for index, text in enumerate(dict.fromkeys(sparse.values()))}
+        codes = np.full(count, -1, dtype=np.intp)
+        codes[list(sparse)] = [distinct[text] for text in sparse.values()]
+        return pd.array(list(distinct), dtype=pd.StringDtype()).take(codes, allow_fill=True)
+
+    ok, timed_out = array_of("ok", np.uint8), array_of("timed_out", np.uint8)
+    misfire = array_of("misfire", np.uint8)
+    combination = misfire.astype(np.int64) * 4 + timed_out * 2 + ok
+    present, where = np.unique(combination, return_inverse=True)
+    outcomes = [_outcome_of(int(code)) for code in present]
+    return {
+        "task_id": pd.array(log.key_ids, dtype=DTYPES["task_id"]).take(keys),
+        "task_keys": (keys, log.key_ids),
+        "name": pd.array(log.key_names, dtype=DTYPES["name"]).take(keys),
+        "attempt": array_of("attempt", np.int32).astype(np.int64),
+        "worker": array_of("worker", np.int32).astype(np.int64),
+        **{field: _microseconds(array_of(field, np.float64)) for field in _TIMES_OF_RECORD},
+        "ok": ok.astype(bool),
+        "timed_out": timed_out.astype(bool),
+        "error": texts(log.errors),
+        "result": texts(log.results),
+        "outcome": _outcomes(outcomes, where.reshape(-1)),
+    }
+
+
+_TIMES_OF_RECORD = ("due", "started", "finished")
+
+
+def _microseconds(seconds: np.ndarray[Any, Any]) -> np.ndarray[Any, np.dtype[np.int64]]:
+    return np.rint(seconds * 1e6).astype(np.int64)
+
+
+def _outcome_of(combination: int) -> Outcome:
+    """The outcome of a record whose (misfire index, timed_out, ok) is ``combination``
+    (``misfire * 4 + timed_out * 2 + ok``): the record's own rule, asked once."""
+    misfire, timed_out, ok = combination >> 2, combination >> 1 & 1, combination & 1
+    probe = ExecutionRecord.of(
+        task_id="", name="", attempt=0, due=0.0, slot=0.0, worker=0, started=0.0,
+        finished=0.0, ok=bool(ok), timed_out=bool(timed_out), misfire=LOG_MISFIRES[misfire],
+    )  # fmt: skip
+    return probe.outcome
 
 
 def _utc(microseconds: np.ndarray[Any, np.dtype[np.int64]]) -> pd.DatetimeIndex:
     return pd.DatetimeIndex(microseconds.view("M8[us]")).tz_localize("UTC")
 
 
-def _outcomes(records: list[ExecutionRecord]) -> Any:
-    """Read each record's own ``outcome`` (one rule, in the model); categories are
-    :data:`OUTCOMES` plus any outcome a record reports beyond them."""
-    values = [record.outcome for record in records]
+def _coded(values: list[Outcome]) -> tuple[list[Outcome], np.ndarray[Any, Any]]:
+    """The distinct ``values``, and for each value its index among them."""
+    index: dict[Outcome, int] = {}
+    codes = [index.setdefault(value, len(index)) for value in values]
+    return list(index), np.array(codes, dtype=np.intp)
+
+
+def _outcomes(distinct: list[Outcome], codes: np.ndarray[Any, Any]) -> Any:
+    """The outcome column: row ``i`` is ``distinct[codes[i]]`` (each record's own
+    ``outcome``: one rule, in the model); the categories are :data:`OUTCOMES` plus
+    any outcome a record reports beyond them."""
     categories = list(OUTCOMES)
-    extra = set(values).difference(categories)
-    return pd.Categorical(values, categories=categories + sorted(extra))
+    categories += sorted(set(distinct).difference(categories))
+    position = np.array([categories.index(value) for value in distinct], dtype=np.intp)
+    return pd.Categorical.from_codes(position[codes], dtype=pd.CategoricalDtype(categories))
 
 
-def _priorities(task_id: Any, known: Mapping[str, int]) -> Any:
-    if not known or len(task_id) == 0:
-        return pd.array([None] * len(task_id), dtype=DTYPES["priority"])
-    codes, uniques = pd.factorize(task_id)
-    per_task = pd.array([known.get(str(u)) for u in uniques], dtype=DTYPES["priority"])
+def _priorities(codes: Any, task_ids: Any, known: Mapping[str, int]) -> Any:
+    """Row ``i``'s priority is task ``task_ids[codes[i]]``'s in ``known`` (<NA> if unknown)."""
+    per_task = pd.array([known.get(str(task_id)) for task_id in task_ids], dtype=DTYPES["priority"])
+    if len(codes) == 0 or not known:
+        return pd.array([None] * len(codes), dtype=DTYPES["priority"])
     return per_task.take(codes)
 
 
