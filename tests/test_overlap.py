@@ -322,3 +322,26 @@ def test_buffer_one_on_threads_starts_one_run_for_the_latest_slot_when_the_run_e
     slots = [(r.slot - T0, r.outcome.value) for e in log.events if (r := e.record) is not None]
     assert slots[:4] == [(0, "ok"), (10, "coalesced"), (20, "coalesced"), (30, "ok")]
     assert task.next_run_at == T0 + 40
+
+
+@pytest.mark.parametrize("overlap", [Overlap.CANCEL_OTHER, Overlap.ALLOW])
+def test_a_dependent_task_refuses_a_policy_that_starts_runs_beside_a_running_one(
+    overlap: Overlap,
+) -> None:
+    sim = Simulation()
+    upstream = sim.schedule("extract", FixedRate(60), duration=1)
+    instances = 2 if overlap is Overlap.ALLOW else None
+    with pytest.raises(ValidationError, match="depends_on cannot be combined with overlap"):
+        sim.schedule(
+            "load",
+            FixedRate(60),
+            duration=1,
+            depends_on=[upstream.id],
+            overlap=overlap,
+            max_instances=instances,
+        )
+    assert [task.name for task in sim.tasks()] == ["extract"]  # nothing lost, nothing added
+    buffered = sim.schedule(
+        "load", FixedRate(60), duration=1, depends_on=[upstream.id], overlap=Overlap.BUFFER_ONE
+    )
+    assert buffered.status is TaskStatus.SCHEDULED

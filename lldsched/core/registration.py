@@ -179,6 +179,14 @@ def validated(
     )
     if overlap is not None or max_instances is not None:
         check_overlap(name, schedule, overlap=overlap, max_instances=max_instances)
+        if options.depends_on and overlap in (Overlap.CANCEL_OTHER, Overlap.ALLOW):
+            # A run started beside a running one does not pass the readiness check
+            # (docs/DECISIONS.md, "Overlap policies"): refused rather than unchecked.
+            raise ValidationError(
+                f"task {name!r}: depends_on cannot be combined with overlap={overlap!r} "
+                "(runs started beside a running one would skip the readiness check); "
+                "use Overlap.BUFFER_ONE or no overlap policy"
+            )
         options = options._replace(overlap=overlap, max_instances=max_instances)
     return priority, options
 
