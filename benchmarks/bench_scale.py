@@ -58,7 +58,9 @@ RUNS = 3
 BYTES_GOAL = 400.0
 
 GOALS: dict[str, tuple[str, float]] = {
-    "scale rate vs APS (x)": (">=", 10.0),
+    # Issue #9 set the goal at 8x (from 10x): a readable registration path is worth more
+    # than the last 20 %.
+    "scale rate vs APS (x)": (">=", 8.0),
     "scale bytes/task (tracemalloc)": ("<=", BYTES_GOAL),
 }
 
