@@ -44,7 +44,7 @@ def wait_for(condition: Callable[[], bool], timeout: float = BOUND) -> bool:
     while not condition():
         if time.monotonic() > deadline:
             return False
-        time.sleep(0.01)
+        time.sleep(0.01)  # the polling interval of a bounded wait, not a fixed sleep
     return True
 
 

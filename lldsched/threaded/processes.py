@@ -134,25 +134,34 @@ class ProcessPool:
                     child.process.kill()  # SIGKILL, at once
                     self._lose(child)
                     return ProcessOutcome(
-                        started,
-                        self._now(),
-                        f"TimeoutError: killed (SIGKILL) at its {timeout:g} s budget "
+                        started=started,
+                        finished=self._now(),
+                        error=f"TimeoutError: killed (SIGKILL) at its {timeout:g} s budget "
                         f"(worker process {pid})",
-                        None,
-                        True,
+                        result=None,
+                        timed_out=True,
                     )
         except (EOFError, OSError):  # the child died (BrokenPipeError is an OSError)
             answer = None
         if answer is None:  # a crash, or a kill asked for
             error = self._lose(child)
-            return ProcessOutcome(started, self._now(), error, None, False)
+            return ProcessOutcome(
+                started=started, finished=self._now(), error=error, result=None, timed_out=False
+            )
         self._give_back(child)
         finished = self._now()
         if "error" in answer:
-            return ProcessOutcome(started, finished, str(answer["error"]), None, False)
+            error = str(answer["error"])
+            return ProcessOutcome(
+                started=started, finished=finished, error=error, result=None, timed_out=False
+            )
         result = answer.get("result")
         return ProcessOutcome(
-            started, finished, None, None if result is None else str(result), False
+            started=started,
+            finished=finished,
+            error=None,
+            result=None if result is None else str(result),
+            timed_out=False,
         )
 
     def kill(self, task_id: str, reason: str) -> bool:
