@@ -119,9 +119,10 @@ def _dates(column: pd.Series[Any]) -> Array:
     return mdates.date2num(naive.to_numpy(dtype="M8[us]"))
 
 
-def _time_axis(ax: Axes, tz: str | tzinfo) -> None:
+def _time_axis(ax: Axes, tz: str | tzinfo, *, max_ticks: int | None = None) -> None:
+    """Dates in ``tz`` on the x axis; ``max_ticks`` bounds the labels (a narrow panel)."""
     zone = _zone(tz)
-    locator = mdates.AutoDateLocator(tz=zone)
+    locator = mdates.AutoDateLocator(tz=zone, maxticks=max_ticks)
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator, tz=zone))
     ax.set_xlabel(f"time ({zone})")

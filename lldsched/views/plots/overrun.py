@@ -102,7 +102,7 @@ def overrun_comparison(
         ax.set_yticks(range(rows), [str(n) for n in range(1, rows + 1)])
         ax.set_ylim(rows - 0.5, -0.5)
         ax.set_ylabel("run")
-        _time_axis(ax, tz)
+        _time_axis(ax, tz, max_ticks=6)  # panels are narrow: ticks a minute apart overlap
     if spans:
         low = min(span[0] for span in spans)
         high = max(span[1] for span in spans)
