@@ -164,13 +164,18 @@ class TaskQueue:
         """Remove and return the first live entry, however far off it is (None if empty)."""
         entry = self.peek()
         if entry is not None:
-            heapq.heappop(self._heap)
-            if self._old:  # a compaction runs: the head must stay in _heap
-                self._restore_head()
-            self.tasks[entry[3]]._queued = False
-            if self._tombstones:  # else there is nothing to compact (see _compact)
-                self._compact(1)
+            self.take(entry)
         return entry
+
+    def take(self, head: Entry) -> None:
+        """Remove ``head``, the entry :meth:`peek` just returned (nothing changed the
+        queue since): ``pop`` without peeking again, for a caller that already has it."""
+        heapq.heappop(self._heap)
+        if self._old:  # a compaction runs: the head must stay in _heap
+            self._restore_head()
+        self.tasks[head[3]]._queued = False
+        if self._tombstones:  # else there is nothing to compact (see _compact)
+            self._compact(1)
 
     def next_due(self) -> float | None:
         """The due instant of the first live entry (tombstones on top are dropped)."""

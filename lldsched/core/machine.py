@@ -470,10 +470,12 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
                 self._record_skipped(task, skipped, until=due, at=record.finished, token=run.token)
         if self._deps is not None:
             self._upstream_moved(task, record)
-        if self._retention.keep is not None:
+        retention = self._retention
+        if retention.keep is not None:
             if task.status is SUCCEEDED or task.status is CANCELLED:
-                self._retention.finished(task.id, record.finished)
-            self._retire(record.finished)
+                retention.finished(task.id, record.finished)
+            if retention.held_since:  # else nothing can retire (a recurring task's finish)
+                self._retire(record.finished)
         return record
 
     def _after(

@@ -81,17 +81,18 @@ def check_retention(value: object) -> RetainFinished:
 class Retention:
     """The finished tasks still held, oldest finish first, and the memory of retired ones."""
 
-    __slots__ = ("_age", "_count", "_finished", "_retired", "keep", "log")
+    __slots__ = ("_age", "_count", "_retired", "held_since", "keep", "log")
 
     def __init__(self, keep: RetainFinished, *, history_limit: int | None) -> None:
         self.keep = check_retention(keep)
         self._count = keep if isinstance(keep, int) else None
         self._age = keep.total_seconds() if isinstance(keep, timedelta) else None
         # The ids of the finished tasks held, in the order they finished, to the
-        # instant each finished (insertion order is the retirement order).  Ordered
+        # instant each finished (insertion order is the retirement order).  Public for
+        # one reader: the core skips its retirement pass while it is empty.  Ordered
         # dicts, not dicts: taking the oldest of a dict whose front was deleted scans
         # the deleted slots (a stream of one-off runs spent 4x its time there).
-        self._finished: OrderedDict[str, float] = OrderedDict()
+        self.held_since: OrderedDict[str, float] = OrderedDict()
         # Recently retired ids, oldest first, to the status each finished with.
         self._retired: OrderedDict[str, str] = OrderedDict()
         self.log: deque[ExecutionRecord] = deque(maxlen=history_limit)
@@ -100,12 +101,12 @@ class Retention:
 
     def finished(self, task_id: str, at: float) -> None:
         """The task ``task_id`` finished at ``at``: it is held for the retention from now."""
-        if self.keep is not None and task_id not in self._finished:
-            self._finished[task_id] = at
+        if self.keep is not None and task_id not in self.held_since:
+            self.held_since[task_id] = at
 
     def forget(self, task_id: str) -> None:
         """The task left the registry some other way (``remove``)."""
-        self._finished.pop(task_id, None)
+        self.held_since.pop(task_id, None)
 
     def registered(self, task_id: str) -> None:
         """``task_id`` was registered: a retired task of that id is history."""
@@ -114,7 +115,7 @@ class Retention:
 
     def due(self, now: float) -> tuple[str, ...] | list[str]:
         """The ids that retire at ``now``, oldest finish first, taken off the held list."""
-        held = self._finished
+        held = self.held_since
         count = self._count
         if count is not None:
             if len(held) <= count:
@@ -154,4 +155,4 @@ class Retention:
 
     def held(self) -> int:
         """How many finished tasks are held now."""
-        return len(self._finished)
+        return len(self.held_since)

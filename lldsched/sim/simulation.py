@@ -446,7 +446,7 @@ class Simulation:
         advance_to = clock.advance_to
         now = clock.now()
         peek = self._queue.peek
-        pop = self._queue.pop
+        take = self._queue.take
         finishes = self._finishes
         interventions = self._interventions
         free = self._free
@@ -490,7 +490,7 @@ class Simulation:
                 advance_to(start)
                 now = start
                 assert head is not None  # start < _INF
-                pop()  # the head peeked at above
+                take(head)  # the head peeked at above
                 record = self._start(head, start)  # a run that takes no time
                 kind = "start" if record is None else "finish"  # finishes at once
                 task_id = head[3]
