@@ -73,6 +73,19 @@ def test_peek_returns_the_first_live_entry_and_leaves_it_queued() -> None:
     assert queue.pop() == entry and queue.peek() is None
 
 
+def test_take_removes_the_head_peek_returned_as_pop_would() -> None:
+    queue, tasks = make_queue()
+    first, second = make_task(tasks, "first"), make_task(tasks, "second")
+    queue.push(first, 1.0)
+    queue.push(second, 2.0)
+    head = queue.peek()
+    assert head is not None
+    queue.take(head)
+    assert not first._queued and queue.stats() == (1, 0)
+    later = queue.peek()
+    assert later is not None and later[3] == "second"
+
+
 def test_a_second_push_kills_the_first_entry_of_the_same_task() -> None:
     queue, tasks = make_queue()
     task = make_task(tasks, "moved")
