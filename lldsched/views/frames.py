@@ -77,7 +77,14 @@ from lldsched.errors import ValidationError
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.runtime import Reads
 from lldsched.schedules.base import Schedule
-from lldsched.views.report import TaskColumns, TaskSummary, overran, summary_of
+from lldsched.views.report import (
+    MISFIRES,
+    NOT_RUNS,
+    TaskColumns,
+    TaskSummary,
+    overran,
+    summary_of,
+)
 
 __all__ = [
     "COLUMNS",
@@ -97,8 +104,6 @@ OUTCOMES = tuple(outcome.value for outcome in Outcome)
 """The outcome categories, in this order (:class:`~lldsched.model.Outcome`'s); an
 outcome a record reports beyond these is appended after them."""
 
-MISFIRES = ("missed", "coalesced")  # slots a misfire policy decided: records, not runs
-_NOT_RUNS = tuple(outcome.value for outcome in Outcome if not outcome.ran)  # Outcome.ran decides
 
 DTYPES: dict[str, Any] = {
     "task_id": pd.StringDtype(),
@@ -333,7 +338,7 @@ _TIMES = frozenset(
 def ran(frame: pd.DataFrame) -> pd.DataFrame:
     """The rows of attempts that ran: without the slots a policy decided without a run
     (missed, coalesced, skipped; :attr:`~lldsched.model.Outcome.ran` says which)."""
-    return frame[~frame["outcome"].isin(_NOT_RUNS)]
+    return frame[~frame["outcome"].isin(NOT_RUNS)]
 
 
 def task_summary(

@@ -14,6 +14,8 @@ from lldsched.model import ExecutionRecord, Outcome
 from lldsched.schedules.base import Schedule, slot_after
 
 __all__ = [
+    "MISFIRES",
+    "NOT_RUNS",
     "TaskColumns",
     "TaskSummary",
     "format_summary",
@@ -100,7 +102,7 @@ def overran(schedule: Schedule | None, record: ExecutionRecord) -> bool:
 def summary_of(name: str, columns: TaskColumns, *, overruns: int) -> TaskSummary:
     """The one per-task summary rule (see :class:`TaskSummary`), over one task's
     records; ``overruns`` is counted by the caller with :func:`overran`."""
-    ran = [i for i, outcome in enumerate(columns.outcome) if outcome not in _NOT_RUNS]
+    ran = [i for i, outcome in enumerate(columns.outcome) if outcome not in NOT_RUNS]
     ok = [columns.ok[i] for i in ran]
     timed_out = [columns.timed_out[i] for i in ran]
     lateness = sorted(columns.lateness[i] for i in ran)
@@ -114,7 +116,7 @@ def summary_of(name: str, columns: TaskColumns, *, overruns: int) -> TaskSummary
         timed_out=sum(timed_out),
         retries=sum(columns.attempt[i] > 1 for i in ran),
         overruns=overruns,
-        missed=sum(outcome in _MISFIRES for outcome in outcomes),
+        missed=sum(outcome in MISFIRES for outcome in outcomes),
         given_up=sum(outcome == Outcome.GIVEN_UP for outcome in outcomes),
         skipped=sum(outcome == Outcome.SKIPPED for outcome in outcomes),
         lateness_p50=percentile(lateness, 50),
@@ -130,8 +132,8 @@ def summary_of(name: str, columns: TaskColumns, *, overruns: int) -> TaskSummary
     )
 
 
-_NOT_RUNS = frozenset(outcome.value for outcome in Outcome if not outcome.ran)
-_MISFIRES = frozenset((Outcome.MISSED.value, Outcome.COALESCED.value))
+NOT_RUNS = tuple(outcome.value for outcome in Outcome if not outcome.ran)  # Outcome.ran decides
+MISFIRES = (Outcome.MISSED.value, Outcome.COALESCED.value)  # slots a misfire policy decided
 
 
 def summarize(
