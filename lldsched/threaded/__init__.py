@@ -1,7 +1,11 @@
 """The threaded runtime: a heap-and-Condition timer, a bounded worker pool, and the
 thread that delivers events to listeners, around the core state machine.
 
-* :mod:`~lldsched.threaded.scheduler`: :class:`Scheduler`, the timer and the one lock;
+* :mod:`~lldsched.threaded.scheduler`: :class:`Scheduler`, built of the modules below
+  (:mod:`~lldsched.threaded.parts` declares what they share) around the one lock:
+  :mod:`~lldsched.threaded.timer` (the timer thread), :mod:`~lldsched.threaded.running`
+  (a run, from hand-off to record), :mod:`~lldsched.threaded.control` (the verbs and
+  reads), :mod:`~lldsched.threaded.stopping` (shutdown and the idle waits);
 * :mod:`~lldsched.threaded.pool`: the worker threads behind a bounded hand-off queue;
 * :mod:`~lldsched.threaded.dispatcher`: listeners called off the hot path.
 """

@@ -201,13 +201,16 @@ print(inspect.getsource(Scheduler._timer_loop))
 # %% [markdown]
 # | in `_timer_loop` | the concern it answers |
 # | --- | --- |
-# | `while self._state is _RUNNING` | **shutdown**: `shutdown()` sets the state and notifies `_wake`; the loop re-tests and ends |
+# | `while self._state is RUNNING` | **shutdown**: `shutdown()` sets the state and notifies `_wake`; the loop re-tests and ends |
 # | `monotonic`, `jump`, `after_clock_jump` | **wall-clock jumps**: due instants are wall-clock, the wait is monotonic; a gap over 1 s between the two is a jump (NTP, suspend), and the heap is re-evaluated |
 # | `deadlines`, `cancel("timeout")` | **timeouts**: a run with a budget has a deadline; when it passes, its cooperative flag goes up (the thread itself cannot be stopped) |
 # | `room = pool.room`, `pop_due(now, room)` | **backpressure**: take no more than the bounded hand-off queue can hold; when it is full, wait (`wake = None`) until a worker makes room and notifies |
-# | `pool.put(batch)`, `continue` | **batches**: every due entry moves in one lock hold, then the loop re-tests |
+# | `continue` after a batch | **batches**: every due entry moves in one lock hold, then the loop re-tests |
 # | `_idle_waiters`, `_idle.notify_all()` | **idle waiters**: `wait_idle()` (tests, demos) learns when only tombstones were due |
 # | `queue.next_due()` | **tombstones**: dead entries on top are dropped before the head's due time is read |
+# | `max_wait`, `wake = now + max_wait` | **suspends**: a `Condition.wait` counts monotonic time, which stops while the machine sleeps; waking at least once a minute notices a suspend or a jump |
+# | `coordinator`, `claim(now, room)` | **several processes** on one store: the store hands out what this process may run (leases, notebook 10); the heap is only the hint of when to wake |
+# | `_hand_out(batch)` | **coroutines**: entries of `async def` tasks go to the scheduler's event loop, the rest to the worker threads |
 # | `clock.wait(cond, wake)` | **the wait itself**, through the clock, so that a fake clock can drive a running scheduler |
 #
 # The wait goes through the clock. `SystemClock.wait` is `Condition.wait` with the

@@ -1,0 +1,208 @@
+"""The control verbs and the reads of the threaded scheduler.
+
+Each verb takes the one lock, applies what other processes changed first (shared
+mode, :class:`~lldsched.threaded.shared.Coordinator`), and calls one core method;
+the core writes the store and announces the change.  What only a runtime can do is
+here: a cancelled, paused or removed task's running coroutine is cancelled and its
+process-isolated run killed; a thread's run is cooperative (its context's flag).
+"""
+
+from __future__ import annotations
+
+import operator
+
+from lldsched.core.duequeue import QueueStats
+from lldsched.core.registration import UNCHANGED, Unchanged
+from lldsched.core.task import ScheduledTask
+from lldsched.errors import SchedulerStateError
+from lldsched.listeners import Listener
+from lldsched.model import ExecutionRecord, Priority, TaskStatus
+from lldsched.policies import RetryPolicy
+from lldsched.schedules.base import Schedule
+from lldsched.threaded.coroutines import is_loop_action
+from lldsched.threaded.parts import STOPPED, SchedulerParts
+
+__all__ = ["ControlVerbs"]
+
+_finished = operator.attrgetter("finished")  # the order of records()
+
+
+class ControlVerbs(SchedulerParts):
+    """Mixed into Scheduler: the verbs, the queries and the listeners."""
+
+    # -- control verbs -------------------------------------------------------
+
+    def reschedule(self, task_id: str, schedule: Schedule | str) -> ScheduledTask:
+        """Give the task a new *when* (a schedule, or cron text): same id, history
+        kept, as if registered now.  A run in flight or a pending retry finishes
+        first; see :meth:`SchedulerCore.reschedule
+        <lldsched.core.machine.SchedulerCore.reschedule>`.  Raises
+        :class:`~lldsched.errors.SchedulerStateError` for a finished (succeeded or
+        cancelled) task, and after shutdown."""
+        with self._lock:
+            self._follow_others()  # shared: act on the row as it is now
+            self._check_open("reschedule", task_id)
+            return self._core.reschedule(task_id, schedule)
+
+    def modify(
+        self,
+        task_id: str,
+        *,
+        priority: Priority | int | Unchanged = UNCHANGED,
+        retry: RetryPolicy | Unchanged | None = UNCHANGED,
+        timeout: float | Unchanged | None = UNCHANGED,
+    ) -> ScheduledTask:
+        """Change the task's priority, retry policy or timeout (what is not given stays);
+        see :meth:`SchedulerCore.modify <lldsched.core.machine.SchedulerCore.modify>`."""
+        with self._lock:
+            self._follow_others()  # shared: act on the row as it is now
+            return self._core.modify(task_id, priority=priority, retry=retry, timeout=timeout)
+
+    def run_now(self, task_id: str) -> bool:
+        """Run the task once more, at once, without moving its schedule; True if a run
+        was queued (or a pending retry brought forward).  False if it is due at once
+        anyway, running, paused or finished; see :meth:`SchedulerCore.run_now
+        <lldsched.core.machine.SchedulerCore.run_now>`.  Raises
+        :class:`~lldsched.errors.SchedulerStateError` once shutdown has begun."""
+        with self._lock:
+            self._follow_others()  # shared: act on the row as it is now
+            self._check_open("run_now", task_id)
+            return self._core.run_now(task_id)
+
+    def cancel(self, task_id: str) -> bool:
+        """Stop all future runs of the task; True if it was live.  A run in flight on a
+        thread finishes (its record is kept) and its context's flag is raised: the
+        thread rule is cooperative.  A running *coroutine* is cancelled, and a running
+        *process-isolated* run killed; either attempt is recorded failed
+        (``CancelledError: task cancelled``)."""
+        with self._lock:
+            self._follow_others()  # shared: act on the row as it is now
+            changed = self._core.cancel(task_id)
+            if changed:
+                self._coroutines.cancel(task_id, "cancelled")
+                self._processes.kill(task_id, "task cancelled")
+            self._notify_idle()  # a wait_drained() waiter may have been waiting on this task
+            return changed
+
+    def pause(self, task_id: str) -> bool:
+        """Hold the task; True if it was live.  A run in flight on a thread finishes;
+        nothing follows.  A running *coroutine* is cancelled, and a running
+        *process-isolated* run killed: its attempt is recorded failed
+        (``CancelledError: task paused``) and, like any failure, retried after
+        ``resume()`` while attempts remain."""
+        with self._lock:
+            self._follow_others()  # shared: act on the row as it is now
+            changed = self._core.pause(task_id)
+            if changed:
+                self._coroutines.cancel(task_id, "paused")
+                self._processes.kill(task_id, "task paused")
+            self._notify_idle()  # a wait_drained() waiter may have been waiting on this task
+            return changed
+
+    def resume(self, task_id: str) -> bool:
+        """Return a paused task to its queue; a slot it slept through runs at once."""
+        with self._lock:
+            self._follow_others()  # shared: act on the row as it is now
+            self._check_open("resume", task_id)
+            return self._core.resume(task_id)
+
+    def redrive(self, task_id: str) -> bool:
+        """Put a dead-lettered (FAILED) task back, due now, with a fresh attempt counter."""
+        with self._lock:
+            self._follow_others()  # shared: act on the row as it is now
+            self._check_open("redrive", task_id)
+            return self._core.redrive(task_id)
+
+    def remove(self, task_id: str) -> ScheduledTask:
+        """Cancel the task if live, and forget it (here and in the store)."""
+        with self._lock:
+            self._follow_others()  # shared: act on the row as it is now
+            task = self._core.remove(task_id)
+            self._coroutines.cancel(task_id, "cancelled")
+            self._processes.kill(task_id, "task cancelled")
+            self._loop_ids.discard(task_id)
+            self._notify_idle()
+            return task
+
+    # -- shared mode: other processes' changes first -------------------------
+
+    def _follow_others(self) -> None:
+        """Shared mode: apply what other processes wrote before a verb changes a task, so
+        the row this process writes starts from the latest one (under the lock)."""
+        if self._coordinator is not None:
+            self._followed(self._coordinator.sync())
+
+    def _followed(self, tasks: list[ScheduledTask]) -> None:
+        """Tasks another process changed: keep the loop-task ids, and cancel a coroutine
+        whose task was paused or cancelled elsewhere (as pause() and cancel() do)."""
+        for task in tasks:
+            if is_loop_action(task.action):
+                self._loop_ids.add(task.id)
+            else:
+                self._loop_ids.discard(task.id)
+            if task.running and task.status in (TaskStatus.PAUSED, TaskStatus.CANCELLED):
+                self._coroutines.cancel(task.id, task.status.value)
+
+    def _check_open(self, verb: str, task_id: str) -> None:
+        if self._state is STOPPED:
+            raise SchedulerStateError(f"cannot {verb} {task_id!r}: the scheduler is shut down")
+
+    # -- queries -------------------------------------------------------------
+
+    def task(self, task_id: str) -> ScheduledTask:
+        """The task with this id, or :class:`~lldsched.errors.TaskNotFoundError`
+        (:class:`~lldsched.errors.TaskRetiredError` if it finished and retired)."""
+        with self._lock:
+            return self._core.get(task_id)
+
+    def tasks(self) -> list[ScheduledTask]:
+        """Every registered task, in registration order (retired tasks are not)."""
+        with self._lock:
+            return list(self._core.tasks.values())
+
+    def records(self) -> list[ExecutionRecord]:
+        """Every record the scheduler still holds: its tasks' histories (each bounded by
+        ``history_limit``; a store keeps them all) and those of the tasks it retired (one
+        history of that bound), merged in the order the runs finished."""
+        with self._lock:
+            merged = [record for task in self._core.tasks.values() for record in task.history]
+            merged += self._core.retired_records()
+        merged.sort(key=_finished)
+        return merged
+
+    def dead_letter(self) -> list[str]:
+        """Ids of FAILED tasks, oldest failure first."""
+        with self._lock:
+            return self._core.dead_letter()
+
+    def pending(self) -> list[ScheduledTask]:
+        """Tasks waiting in the heap, in the order they will run."""
+        with self._lock:
+            return self._queue.pending()
+
+    def queue_stats(self) -> QueueStats:
+        """How many entries the heap holds, and how many are tombstones."""
+        with self._lock:
+            return self._queue.stats()
+
+    # -- listeners -----------------------------------------------------------
+
+    def add_listener(self, listener: Listener) -> None:
+        """Deliver every future event to ``listener`` as well."""
+        with self._lock:
+            self._dispatcher.add(listener)
+            self._core.emit = self._dispatcher.publish
+        self._dispatcher.start()  # idempotent; a no-op once the scheduler is shut down
+
+    def remove_listener(self, listener: Listener) -> bool:
+        """Stop delivering to ``listener``; True if it was registered."""
+        with self._lock:
+            found = self._dispatcher.remove(listener)
+            if not self._dispatcher.listeners:
+                self._core.emit = None  # back to the fast path: no event objects at all
+            return found
+
+    @property
+    def dropped_events(self) -> int:
+        """Events dropped because the listeners fell more than the backlog behind."""
+        return self._dispatcher.dropped

@@ -1,0 +1,81 @@
+"""What the threaded scheduler is made of, declared once for its modules.
+
+:class:`~lldsched.threaded.scheduler.Scheduler` is one class written in several
+modules, as the core is: construction and registration
+(:mod:`~lldsched.threaded.scheduler`) and, mixed into it, the timer thread
+(:mod:`~lldsched.threaded.timer`), the runs its workers and its event loop carry out
+(:mod:`~lldsched.threaded.running`), the control verbs and reads
+(:mod:`~lldsched.threaded.control`) and shutdown with the idle waits
+(:mod:`~lldsched.threaded.stopping`).  :class:`SchedulerParts` is their common
+base: it declares the collaborators, the state the one lock guards and the helpers
+more than one module calls, so each module type-checks on its own and mypy checks
+that ``Scheduler``'s definitions match.  At run time it adds nothing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from typing import TYPE_CHECKING
+
+from lldsched.clock import Clock
+from lldsched.core.context import RunContext
+from lldsched.core.duequeue import TaskQueue
+from lldsched.core.machine import SchedulerCore
+from lldsched.core.task import Entry, Run, ScheduledTask
+from lldsched.threaded.coroutines import CoroutineRunner
+from lldsched.threaded.dispatcher import EventDispatcher
+from lldsched.threaded.pool import WorkerPool
+from lldsched.threaded.processes import ProcessPool
+from lldsched.threaded.shared import Coordinator
+
+__all__ = ["NEW", "RUNNING", "STOPPED", "Outcome", "SchedulerParts"]
+
+NEW, RUNNING, STOPPED = "new", "running", "stopped"
+"""The scheduler's states: built, between start() and shutdown(), shut down (final)."""
+
+Outcome = tuple[float, float, "str | None", "BaseException | None", "str | None", object, bool]
+"""What running an attempt produced: started, finished, error text, escaped exception,
+result text, an awaitable still to run (None for a run that is over), and whether
+the run was stopped at its timeout (a child process killed)."""
+
+
+class SchedulerParts:
+    """The members the scheduler's modules share (see the module docstring).
+
+    Everything below but the collaborators' own locks is guarded by ``_lock``, the
+    scheduler's one lock (its comment in ``Scheduler.__init__`` says who waits on
+    which of its conditions, and the lock order)."""
+
+    _lock: threading.Lock
+    _wake: threading.Condition  # the timer's (and the drain's) condition on _lock
+    _idle: threading.Condition  # wait_idle()'s condition on _lock
+    _clock: Clock
+    _max_wait: float | None
+    _core: SchedulerCore
+    _queue: TaskQueue
+    _pool: WorkerPool[Entry, Run, Outcome]
+    _dispatcher: EventDispatcher
+    _coroutines: CoroutineRunner
+    _processes: ProcessPool
+    _coordinator: Coordinator | None  # the shared store's side, or None
+    _loop_ids: set[str]  # tasks whose action is an async def: the loop runs them
+    _deadlines: list[tuple[float, int, RunContext]]  # timeouts to flag, earliest first
+    _deadline_sequence: itertools.count[int]
+    _in_flight: int  # entries popped by the timer and not yet settled
+    _draining: bool  # shutdown(drain=True) is handing out the last due entries
+    _idle_waiters: int
+    _state: str  # NEW, RUNNING or STOPPED
+    _timer: threading.Thread | None
+
+    if TYPE_CHECKING:  # called across the modules; each is defined in one of them
+
+        def _hand_out(self, batch: list[Entry]) -> None: ...  # timer
+
+        def _arm_deadline(self, deadline: float, context: RunContext) -> None: ...  # timer
+
+        def _settle(self, count: int) -> None: ...  # running
+
+        def _notify_idle(self) -> None: ...  # running
+
+        def _followed(self, tasks: list[ScheduledTask]) -> None: ...  # control

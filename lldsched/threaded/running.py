@@ -1,0 +1,132 @@
+"""Runs: what the workers and the event loop do with a due entry, under the one lock
+where they touch the core.
+
+A worker (:class:`~lldsched.threaded.pool.WorkerPool`) takes an entry from the
+hand-off queue and asks :meth:`~RunExecution._prepare` to begin it (a stale entry is
+dropped there, by generation, and settled); it runs the action *without* the lock
+(:meth:`~RunExecution._execute`), then :meth:`~RunExecution._complete` records the
+outcome in the core.  An action that returns an awaitable is handed to the event
+loop (:class:`~lldsched.threaded.coroutines.CoroutineRunner`), which reports back
+through :meth:`~RunExecution._finish_coroutine`; a task registered with
+``isolation="process"`` runs in a child (:class:`~lldsched.threaded.processes.ProcessPool`)
+while its worker waits.  Every entry the timer popped is settled exactly once
+(:meth:`~RunExecution._settle`): that count is what ``wait_idle()`` and the drain
+wait on.
+"""
+
+from __future__ import annotations
+
+from lldsched.core.results import must_await, result_text
+from lldsched.core.task import Entry, Run
+from lldsched.errors import error_text
+from lldsched.threaded.parts import Outcome, SchedulerParts
+
+__all__ = ["RunExecution"]
+
+
+class RunExecution(SchedulerParts):
+    """Mixed into Scheduler: beginning, running and completing attempts."""
+
+    def _begin(self, entry: Entry, worker: int) -> Run | None:
+        if self._coordinator is None:
+            return self._core.begin(entry, worker)
+        return self._coordinator.begin(entry, worker)  # with its claim's token
+
+    def _prepare(self, entry: Entry, worker: int) -> Run | None:
+        run = self._begin(entry, worker)
+        if run is None:  # a tombstone: cancelled or paused after the timer popped it
+            self._settle(1)
+            return None
+        context = run.context
+        if context is not None:
+            timeout = run.task.timeout
+            if timeout is not None:
+                self._arm_deadline(self._clock.now() + timeout, context)
+        return run
+
+    def _begin_on_loop(self, entry: Entry) -> Run | None:
+        """The event loop begins a loop task's attempt (under the lock); its records
+        carry the loop's lane, one past the worker threads."""
+        run = self._begin(entry, self._pool.workers)
+        if run is None:  # a tombstone: cancelled or paused while it waited for a slot
+            self._settle(1)
+        return run
+
+    def _execute(self, run: Run) -> Outcome:
+        if run.task._options.isolation != "thread":
+            return self._execute_in_process(run)
+        now = self._clock.now
+        started = now()
+        try:
+            error, value = run.invoke()
+        except BaseException as exc:  # recorded by _complete, then re-raised there
+            return started, now(), error_text(exc), exc, None, None, False
+        if value is None:  # the common case: no result text to build
+            return started, now(), error, None, None, None, False
+        if must_await(value):  # a coroutine: the event loop runs it, this worker moves on
+            return started, started, None, None, None, value, False
+        return started, now(), None, None, result_text(value), None, False
+
+    def _execute_in_process(self, run: Run) -> Outcome:
+        """Run a process-isolated attempt: this worker waits for its child (killed at
+        the timeout: the worker is free as soon as the kill is reaped)."""
+        task = run.task
+        options = task._options
+        action = task.action
+        assert action is not None  # registration resolved the import path
+        path = f"{action.__module__}:{action.__qualname__}"  # checked at registration
+        try:
+            ended = self._processes.run(
+                task.id, path, options.args, options.kwargs, timeout=options.timeout
+            )
+        except Exception as exc:  # shut down meanwhile (SchedulerStateError), or no process
+            now = self._clock.now()
+            return now, now, error_text(exc), None, None, None, False
+        started, finished, error, result, timed_out = ended
+        return started, finished, error, None, result, None, timed_out
+
+    def _complete(self, run: Run, outcome: Outcome) -> None:
+        started, finished, error, escaped, result, awaitable, timed_out = outcome
+        if awaitable is not None:
+            if self._coroutines.submit(run, started, awaitable):
+                return  # recorded by _finish_coroutine when it completes
+            finished = self._clock.now()
+            error = "SchedulerStateError: the scheduler shut down before the coroutine ran"
+        self._core.finish(run, started, finished, error, result=result, timed_out=timed_out)
+        if self._coordinator is not None:
+            self._coordinator.done(run)
+        self._settle(1)
+        if escaped is not None:
+            raise escaped  # KeyboardInterrupt or SystemExit: ends this worker thread
+
+    def _finish_coroutine(
+        self,
+        run: Run,
+        started: float,
+        finished: float,
+        error: str | None,
+        result: str | None,
+        timed_out: bool,
+    ) -> None:
+        """A coroutine run is over (the loop thread calls this under the lock)."""
+        self._core.finish(run, started, finished, error, result=result, timed_out=timed_out)
+        if self._coordinator is not None:
+            self._coordinator.done(run)
+        self._settle(1)
+
+    def _cancel_overlapped(self, run: Run) -> None:
+        """Overlap.CANCEL_OTHER cancelled ``run`` (the core raised its flag, under the
+        lock): a coroutine run is cancelled for real; a thread's run is cooperative."""
+        self._coroutines.cancel_run(run, "overlap")
+
+    def _settle(self, count: int) -> None:
+        """``count`` entries popped by the timer are done (run, or dropped)."""
+        self._in_flight -= count
+        self._notify_idle()
+        if self._draining:
+            self._wake.notify_all()  # shutdown's drain waits for runs to settle
+
+    def _notify_idle(self) -> None:
+        """Wake wait_idle() / wait_drained() callers if nothing is in flight."""
+        if self._idle_waiters and self._in_flight == 0:
+            self._idle.notify_all()

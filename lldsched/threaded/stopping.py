@@ -1,0 +1,162 @@
+"""Shutdown, and the waits for quiet (``wait_idle``, ``wait_drained``).
+
+Shutdown stops timing first (the timer is woken and joined, so nothing new is
+submitted), then drains (every run due at or before the shutdown instant, in heap
+order, bounded by the timeout) or drops what is due, joins the workers, closes the
+worker processes and the event loop, then delivers the events left.  It is
+idempotent, and final.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from lldsched.threaded.parts import RUNNING, STOPPED, SchedulerParts
+
+__all__ = ["Stopping"]
+
+
+class Stopping(SchedulerParts):
+    """Mixed into Scheduler: shutdown, the drain, and the idle waits."""
+
+    def shutdown(self, drain: bool = True, timeout: float | None = 5.0) -> bool:
+        """Stop timing, then drain (or with ``drain=False`` drop) the work that is due;
+        runs in flight always finish.  Idempotent and final.
+
+        ``drain=True`` runs every run due at or before the instant of this call, in
+        heap order (due, priority, arrival), the ones already handed to the workers
+        and the ones still in the heap alike; runs that fall due later (a retry's
+        backoff, the next slot) are not run.  ``timeout`` bounds the whole shutdown:
+        what has not started when it runs out is not run.  What is not run stays
+        SCHEDULED (or RETRYING) with its due time, for a durable store to recover.
+        Coroutines still running when ``timeout`` runs out are cancelled (see
+        :mod:`lldsched.threaded.coroutines`).  Worker processes (``isolation="process"``)
+        are closed: a drain waits for their runs like any other; without a drain, or
+        once ``timeout`` runs out, a run still in its child is killed and recorded
+        failed (``CancelledError: the scheduler shut down without draining``).
+
+        Returns True when every thread stopped within ``timeout`` seconds; calling it
+        again waits again (up to its own ``timeout``) for a run still in flight.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+
+        def remaining() -> float | None:
+            return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+        with self._lock:
+            already = self._state is STOPPED
+            started = self._state is RUNNING
+            self._state = STOPPED
+            self._wake.notify_all()
+        if already:  # a second call waits again for what the first left running
+            self._join(remaining)
+            return not self._threads_alive()
+        instant = self._clock.now()
+        if self._timer is not None and self._timer is not threading.current_thread():
+            self._timer.join(remaining())
+        finished = drain and started and self._drain(instant, remaining)
+        if not finished:  # drop=False, or out of time: what waits for the loop is dropped too
+            with self._lock:
+                self._coroutines.drop_waiting()
+            self._processes.kill_all("the scheduler shut down without draining")
+        dropped = self._pool.shutdown(drain=finished, timeout=remaining())
+        if dropped:
+            with self._lock:
+                self._settle(len(dropped))
+        if self._coordinator is not None:
+            with self._lock:
+                self._coordinator.release_pending()  # claims dropped unrun: free them now
+        self._processes.close(remaining())
+        self._coroutines.shutdown(remaining())
+        self._dispatcher.close(remaining())
+        return not self._threads_alive()
+
+    def _drain(self, instant: float, remaining: Callable[[], float | None]) -> bool:
+        """Hand the workers every entry due at or before ``instant``, as room frees, and
+        wait for the runs in flight (which may queue more such entries: a CATCH_UP
+        slot).  False if the time ran out first.  The timer is stopped: this runs on
+        the thread that called shutdown()."""
+        queue, pool = self._queue, self._pool
+        own = 1 if pool.is_worker(threading.current_thread()) else 0  # shutdown() from a run
+        shared = self._coordinator is not None  # other processes run what is due; heap: hints
+        with self._lock:
+            self._draining = True  # _settle wakes this loop
+            try:
+                while True:
+                    room = 0 if shared else pool.room
+                    batch = queue.pop_due(instant, room) if room else []
+                    if batch:
+                        self._in_flight += len(batch)
+                        self._hand_out(batch)
+                        continue
+                    due = None if shared else queue.next_due()
+                    if (due is None or due > instant) and self._in_flight <= own:
+                        return True
+                    wait = remaining()
+                    if wait == 0.0:
+                        return False
+                    self._wake.wait(wait)  # notified by room, a push, or a settled run
+            finally:
+                self._draining = False
+
+    def _join(self, remaining: Callable[[], float | None]) -> None:
+        if self._timer is not None and self._timer is not threading.current_thread():
+            self._timer.join(remaining())
+        self._pool.shutdown(timeout=remaining())
+        self._processes.close(remaining())
+        self._coroutines.shutdown(remaining())
+        self._dispatcher.close(remaining())
+
+    def _threads_alive(self) -> bool:
+        timer_alive = self._timer is not None and self._timer.is_alive()
+        return (
+            timer_alive
+            or self._pool.alive > 0
+            or self._coroutines.alive
+            or self._processes.alive > 0
+        )
+
+    # -- waiting for quiet (tests and demos) ---------------------------------
+
+    def wait_idle(self, timeout: float = 5.0) -> bool:
+        """Wait until nothing is due at the clock's now, nothing is in flight, and every
+        event so far was delivered.  False if ``timeout`` seconds pass first.
+
+        Made for tests and demos on a :class:`~lldsched.clock.FakeClock`:
+        ``clock.advance(30); scheduler.wait_idle()``.
+        """
+        return self._wait(timeout, drained=False)
+
+    def wait_drained(self, timeout: float = 5.0) -> bool:
+        """Wait until no work is left at all: nothing queued (retries included), nothing
+        in flight, every event delivered.  False if ``timeout`` seconds pass first.
+
+        With recurring tasks this only returns once they are cancelled or paused.
+        """
+        return self._wait(timeout, drained=True)
+
+    def _wait(self, timeout: float, *, drained: bool) -> bool:
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            self._idle_waiters += 1
+            try:
+                while not self._is_idle(drained):
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return False
+                    self._idle.wait(remaining)
+            finally:
+                self._idle_waiters -= 1
+        return self._dispatcher.flush(max(0.0, deadline - time.monotonic()))
+
+    def _is_idle(self, drained: bool) -> bool:
+        if self._in_flight:
+            return False
+        if self._state is not RUNNING:
+            return True  # nothing will run without start() (or ever, after shutdown)
+        if drained:
+            return len(self._queue) == 0
+        due = self._queue.next_due()
+        return due is None or due > self._clock.now()

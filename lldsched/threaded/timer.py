@@ -1,0 +1,138 @@
+"""The timer thread: wait exactly until the head of the heap is due, then hand out.
+
+The timer waits on the scheduler's ``_wake`` condition exactly until the head of the
+heap is due (``Clock.wait``), pops every due entry that fits in the hand-off queue,
+and submits them to the pool (and a coroutine task's entries to the event loop).
+Nothing polls: a push that makes a new head notifies the condition, so a task due
+sooner than the one the timer is parked on re-arms it at once.  It also flags the
+runs whose timeout passed (the deadline heap, one more thing to wake for).
+
+**Wall-clock jumps.**  Due instants are wall-clock instants, and the timer
+waits on a monotonic timeout.  When the clock has a ``monotonic()`` (the
+:class:`~lldsched.clock.SystemClock` does; a ``FakeClock`` *is* time and has
+none), the timer compares the two each time it wakes; a gap of more than 1 s
+(plus 0.1% of the time waited, for NTP slewing) is a jump, and
+:func:`lldsched.core.recovery.after_clock_jump` re-evaluates the heap: forward, the
+misfire policy applies as after downtime; backward, elapsed-time schedules move
+back with the clock.  A jump is noticed when the timer next wakes: when the head
+of the heap falls due by the monotonic clock, and at the latest ``max_wait``
+seconds (default 60) after it went to sleep.  That bound is what notices a
+suspend: ``Condition.wait`` counts monotonic time, which stops while the machine
+sleeps, so an unbounded wait for a task due in an hour would end an hour *after*
+resume.  One wake a minute costs nothing measurable (``benchmarks/bench_idle.py``);
+``max_wait=None`` waits exactly until the head is due.
+
+**A shared store** (``SqliteTaskStore(path, shared=True)``, docs/CLUSTER.md): the
+timer claims what runs from the store instead of popping the heap (the heap
+stays, as the hint of when to wake), renews its leases as one more deadline,
+and applies other processes' changes at every wake, at least every ``poll``
+seconds (:class:`~lldsched.threaded.shared.Coordinator`).
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+
+from lldsched.core.context import RunContext
+from lldsched.core.recovery import after_clock_jump
+from lldsched.core.task import Entry
+from lldsched.threaded.parts import RUNNING, SchedulerParts
+
+__all__ = ["JUMP_DRIFT", "JUMP_TOLERANCE", "MAX_WAIT", "TimerThread"]
+
+log = logging.getLogger("lldsched")
+
+JUMP_TOLERANCE = 1.0
+"""Seconds of disagreement between wall and monotonic time taken for a clock jump,
+plus :data:`JUMP_DRIFT` of the time waited."""
+JUMP_DRIFT = 0.001
+
+MAX_WAIT = 60.0
+"""The longest the timer sleeps before it looks at the clock again, by default (seconds)."""
+
+
+class TimerThread(SchedulerParts):
+    """Mixed into Scheduler: the timer thread's loop and what it calls."""
+
+    def _run_timer(self) -> None:
+        try:
+            self._timer_loop()
+        except BaseException:
+            log.exception("the timer thread died; no further task will be dispatched")
+            raise
+
+    def _timer_loop(self) -> None:
+        queue = self._queue
+        cond = self._wake
+        clock = self._clock
+        pool = self._pool
+        deadlines = self._deadlines
+        max_wait = self._max_wait
+        monotonic = getattr(clock, "monotonic", None)  # jump detection (none on a FakeClock)
+        coordinator = self._coordinator
+        with cond:
+            last_wall, last_mono = clock.now(), monotonic() if monotonic is not None else 0.0
+            while self._state is RUNNING:
+                now = clock.now()
+                if monotonic is not None:
+                    mono = monotonic()
+                    jump = (now - last_wall) - (mono - last_mono)
+                    if abs(jump) > JUMP_TOLERANCE + JUMP_DRIFT * (mono - last_mono):
+                        log.warning("the wall clock jumped by %+.3f s; re-evaluating", jump)
+                        if coordinator is None:  # shared: the rows decide, claims use now
+                            after_clock_jump(self._core, jump, now)
+                    last_wall, last_mono = now, mono
+                while deadlines and deadlines[0][0] <= now:
+                    heapq.heappop(deadlines)[2].cancel("timeout")
+                if coordinator is not None:
+                    self._followed(coordinator.tick(now))
+                room = pool.room
+                if room:
+                    if coordinator is None:
+                        batch = queue.pop_due(now, room)
+                    else:
+                        batch = coordinator.claim(now, room)
+                    if batch:
+                        self._in_flight += len(batch)
+                        self._hand_out(batch)
+                        continue
+                    if self._idle_waiters and self._in_flight == 0:
+                        self._idle.notify_all()  # only tombstones were due: idle
+                    wake = queue.next_due()
+                else:
+                    wake = None  # the hand-off queue is full: wait for a worker to make room
+                if deadlines and (wake is None or deadlines[0][0] < wake):
+                    wake = deadlines[0][0]
+                if max_wait is not None and (wake is None or wake - now > max_wait):
+                    wake = now + max_wait  # look again soon: a jump or a suspend shows then
+                if coordinator is not None:
+                    wake = coordinator.wake(now, wake)  # renewal, and the poll bound
+                clock.wait(cond, wake)
+
+    def _hand_out(self, batch: list[Entry]) -> None:
+        """Give due entries to the workers, and loop tasks' entries to the event loop."""
+        loop_ids = self._loop_ids
+        if loop_ids:  # no coroutine task registered: no per-entry test at all
+            to_loop = [entry for entry in batch if entry[3] in loop_ids]
+            if to_loop:
+                self._coroutines.put(to_loop)
+                batch = [entry for entry in batch if entry[3] not in loop_ids]
+                if not batch:
+                    return
+        self._pool.put(batch)
+
+    def _arm_deadline(self, deadline: float, context: RunContext) -> None:
+        deadlines = self._deadlines
+        heapq.heappush(deadlines, (deadline, next(self._deadline_sequence), context))
+        if deadlines[0][2] is context:
+            self._wake.notify_all()
+
+    def _drop_due(self, now: float) -> None:
+        """Shared mode: the heap's due entries are hints, dropped; the store decides."""
+        self._queue.pop_due(now, len(self._queue))
+
+    def _wake_from_store(self) -> None:
+        """The store heard of another process's change (any thread, no lock held)."""
+        with self._lock:
+            self._wake.notify_all()
