@@ -6,6 +6,7 @@ the claim it holds (task, slot, attempt, fencing token) and the process.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import queue
@@ -59,3 +60,8 @@ def until_flag(ctx: RunContext) -> None:
 async def token_of(ctx: RunContext) -> int | None:
     """A coroutine action: returns its run's fencing token."""
     return ctx.fencing_token
+
+
+async def until_cancelled() -> None:
+    """A coroutine action that only ends when it is cancelled (or after 60 s)."""
+    await asyncio.sleep(60)

@@ -196,6 +196,35 @@ def test_a_process_isolated_run_in_shared_mode_settles_with_its_token(pair: Pair
                what="the other scheduler to follow")  # fmt: skip
 
 
+@pytest.mark.parametrize(
+    ("action", "isolation"),
+    [(cluster_jobs.until_cancelled, "thread"), ("tests.jobs:hang_first_time", "process")],
+    ids=["coroutine", "isolated"],
+)
+def test_a_pause_in_the_other_scheduler_stops_a_run_this_one_cannot_let_finish(
+    sqlite_pair: Pair, tmp_path: Path, action: Callable[..., object] | str, isolation: str
+) -> None:
+    """As pause() does locally: the running scheduler cancels its coroutine, or kills
+    its child, when it learns of a pause made elsewhere."""
+    first, second, reader, _ = sqlite_pair
+    args = (str(tmp_path / "marker"),) if isolation == "process" else ()
+    first.schedule("long", action, OneTime(first.now), id="long", isolation=isolation,
+                   args=args)  # fmt: skip
+
+    def runs_it(scheduler: Scheduler) -> bool:  # the other may not have followed yet
+        return any(task.id == "long" and task.running for task in scheduler.tasks())
+
+    wait_until(lambda: runs_it(first) or runs_it(second), timeout=30, what="the run to start")
+    running, other = (first, second) if runs_it(first) else (second, first)
+    wait_until(lambda: "long" in {task.id for task in other.tasks()}, timeout=5,
+               what="the other scheduler to follow")  # fmt: skip
+    assert other.pause("long")
+    wait_until(lambda: bool(reader.records("long")), timeout=10, what="the stopped run's record")
+    (record,) = reader.records("long")
+    assert not record.ok and record.error is not None and "task paused" in record.error
+    wait_until(lambda: not runs_it(running), timeout=5, what="the run to end")
+
+
 def test_a_scheduler_built_on_a_shared_store_has_the_stored_tasks_before_it_starts(
     tmp_path: Path,
 ) -> None:

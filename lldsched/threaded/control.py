@@ -79,8 +79,7 @@ class ControlVerbs(SchedulerParts):
             self._follow_others()  # shared: act on the row as it is now
             changed = self._core.cancel(task_id)
             if changed:
-                self._coroutines.cancel(task_id, "cancelled")
-                self._processes.kill(task_id, "task cancelled")
+                self._stop_running(task_id, "cancelled")
             self._notify_idle()  # a wait_drained() waiter may have been waiting on this task
             return changed
 
@@ -94,8 +93,7 @@ class ControlVerbs(SchedulerParts):
             self._follow_others()  # shared: act on the row as it is now
             changed = self._core.pause(task_id)
             if changed:
-                self._coroutines.cancel(task_id, "paused")
-                self._processes.kill(task_id, "task paused")
+                self._stop_running(task_id, "paused")
             self._notify_idle()  # a wait_drained() waiter may have been waiting on this task
             return changed
 
@@ -118,11 +116,18 @@ class ControlVerbs(SchedulerParts):
         with self._lock:
             self._follow_others()  # shared: act on the row as it is now
             task = self._core.remove(task_id)
-            self._coroutines.cancel(task_id, "cancelled")
-            self._processes.kill(task_id, "task cancelled")
+            self._stop_running(task_id, "cancelled")
             self._loop_ids.discard(task_id)
             self._notify_idle()
             return task
+
+    def _stop_running(self, task_id: str, why: str) -> None:
+        """What only the runtime can stop (under the lock): the task's running coroutine
+        is cancelled and its process-isolated run killed, their attempts recorded
+        ``CancelledError: task <why>``; a thread's run is cooperative (the core raised
+        its context's flag)."""
+        self._coroutines.cancel(task_id, why)
+        self._processes.kill(task_id, f"task {why}")
 
     # -- shared mode: other processes' changes first -------------------------
 
@@ -133,15 +138,16 @@ class ControlVerbs(SchedulerParts):
             self._followed(self._coordinator.sync())
 
     def _followed(self, tasks: list[ScheduledTask]) -> None:
-        """Tasks another process changed: keep the loop-task ids, and cancel a coroutine
-        whose task was paused or cancelled elsewhere (as pause() and cancel() do)."""
+        """Tasks another process changed: keep the loop-task ids, and stop the running
+        coroutine or isolated run of a task paused or cancelled elsewhere (as pause()
+        and cancel() do)."""
         for task in tasks:
             if is_loop_action(task.action):
                 self._loop_ids.add(task.id)
             else:
                 self._loop_ids.discard(task.id)
             if task.running and task.status in (TaskStatus.PAUSED, TaskStatus.CANCELLED):
-                self._coroutines.cancel(task.id, task.status.value)
+                self._stop_running(task.id, task.status.value)
 
     def _check_open(self, verb: str, task_id: str) -> None:
         if self._state is STOPPED:
