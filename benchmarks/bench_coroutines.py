@@ -15,7 +15,11 @@ sides detect completion the same way: the coroutine bumps a shared
   its default ``AsyncIOExecutor`` and ``misfire_grace_time=None``.  As in
   ``bench_dispatch.py``, the headline uses the *equal work* variant: ``start(paused=True)``
   untimed (it moves the pending jobs into the job store, work lldsched did in
-  ``schedule()``), then timed from ``resume()``.
+  ``schedule()``), then timed from ``resume()``;
+* the floor: a bare asyncio event loop on its own thread that makes one ``asyncio.Task``
+  per coroutine (no scheduler at all), timed from the hand-over to the last coroutine.
+  A scheduler that gives every coroutine run a real task (so ``asyncio.timeout``,
+  ``TaskGroup`` and ``current_task()`` work inside it) cannot beat this line.
 
 Round-robin, median of :data:`RUNS` runs after one discarded warm-up round.
 """
@@ -131,18 +135,47 @@ async def _call(fn: Callable[[], Any]) -> None:
     fn()
 
 
+def run_bare_loop(n: int) -> float:
+    """Seconds for a bare event loop to run ``n`` coroutines, one ``Task`` each (the floor)."""
+    done = _Done(n)
+    action = _coroutine_of(done)
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="bare-loop", daemon=True)
+    thread.start()
+
+    def start_all() -> None:
+        for _ in range(n):
+            asyncio.Task(action(), loop=loop)
+
+    gc.collect()
+    try:
+        t0 = time.perf_counter()
+        loop.call_soon_threadsafe(start_all)
+        if not done.event.wait(TIMEOUT):
+            raise RuntimeError(f"the bare loop ran fewer than {n} coroutines in {TIMEOUT} s")
+        elapsed = time.perf_counter() - t0
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(TIMEOUT)
+        loop.close()
+    return elapsed
+
+
 def main() -> dict[str, float]:
     ours: list[float] = []
     ours_idle: list[float] = []
     theirs: list[float] = []
+    floor: list[float] = []
     rounds: list[tuple[int, bool]] = [(WARMUP_TASKS, False)] + [(N_TASKS, True)] * RUNS
     for n, keep in rounds:
         first, settled = run_lldsched(n)
         aps = run_apscheduler(n)
+        bare = run_bare_loop(n)
         if keep:
             ours.append(first)
             ours_idle.append(settled)
             theirs.append(aps)
+            floor.append(bare)
 
     def rate(samples: list[float]) -> float:
         return N_TASKS / statistics.median(samples)
@@ -155,6 +188,9 @@ def main() -> dict[str, float]:
         "coroutines lldsched (jobs/s)": rate(ours),
         "coroutines APS AsyncIO (jobs/s)": rate(theirs),
         "coroutines / APS AsyncIO (x)": rate(ours) / rate(theirs),
+        "coroutines bare asyncio loop (jobs/s)": rate(floor),
+        "bare asyncio loop / APS AsyncIO (x)": rate(floor) / rate(theirs),
+        "coroutines lldsched / bare asyncio loop (x)": rate(ours) / rate(floor),
     }
     print(
         f"coroutines: {N_TASKS:,} no-op async def tasks due at once, "
@@ -164,10 +200,15 @@ def main() -> dict[str, float]:
         ("lldsched default", ours, "from start() to the last coroutine"),
         ("  ... until wait_idle()", ours_idle, "records and state settled"),
         ("APScheduler 3 AsyncIO", theirs, "from resume(): equal work (headline)"),
+        ("bare asyncio loop", floor, "one Task per coroutine, no scheduler (floor)"),
     ]
     for label, samples, note in rows:
         print(f"  {label:<26} {rate(samples):>10,.0f} jobs/s  ({spread(samples)})  {note}")
     print(f"  lldsched / APS AsyncIO   {results['coroutines / APS AsyncIO (x)']:5.1f}x")
+    print(
+        f"  bare loop / APS AsyncIO  {results['bare asyncio loop / APS AsyncIO (x)']:5.1f}x"
+        "   (the most a scheduler that gives each run a Task can reach)"
+    )
     return results
 
 
