@@ -142,7 +142,7 @@ from lldsched.model import (
 )
 from lldsched.persistence import TaskSnapshot, TaskStore
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
-from lldsched.schedules.base import Schedule, slots_between
+from lldsched.schedules.base import Schedule, next_run_and_skipped
 from lldsched.schedules.catchup import CatchUp, unwrap
 from lldsched.schedules.cron import CronSchedule
 
@@ -504,10 +504,7 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
             record = record._replace(misfire=GIVEN_UP)  # if the schedule has a next slot
         schedule = task.schedule
         try:
-            due = schedule.next_run(record, record.finished)
-            skipped: Skipped = ()
-            if due is not None and type(schedule) is not CatchUp:  # a plan's slots are decided
-                skipped = slots_between(schedule, record.slot, due, limit=MAX_SKIPPED)
+            due, skipped = next_run_and_skipped(schedule, record, limit=MAX_SKIPPED)
         except Exception as exc:  # a broken schedule is the library user's bug: fail loudly
             log.exception("task %s: %r.next_run raised", task.id, schedule)
             self._stats(task).last_error = f"ScheduleError: {error_text(exc)}"
