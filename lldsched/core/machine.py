@@ -400,7 +400,7 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         A run is timed out when it took longer than its task's timeout, or when the
         runtime says so (``timed_out``: it cancelled a coroutine at its timeout).
         """
-        task = run.task
+        task, attempt, was_due, slot, worker, _, token = run  # each field read once
         timeout = task._options.timeout
         timed_out = timed_out or (timeout is not None and finished - started > timeout)
         if timed_out and error is None:
@@ -416,9 +416,8 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         record = _new_tuple(
             ExecutionRecord,
             (
-                task.id, task.name, run.attempt, run.due, run.slot, run.worker, started,
-                finished, error is None, error, timed_out, None,
-                result if error is None else None, run.token,
+                task.id, task.name, attempt, was_due, slot, worker, started, finished,
+                error is None, error, timed_out, None, result if error is None else None, token,
             ),
         )  # fmt: skip
         flight = task._flight
@@ -469,11 +468,11 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
             if task._options.overlap is BUFFER_ONE:  # folded into the run due next
                 note = f"Overlap.BUFFER_ONE: coalesced into one run for slot {due!r}"
                 self._record_skipped(
-                    task, skipped, until=due, at=record.finished, token=run.token,
+                    task, skipped, until=due, at=finished, token=token,
                     outcome=COALESCED, note=note,
                 )  # fmt: skip
             else:
-                self._record_skipped(task, skipped, until=due, at=record.finished, token=run.token)
+                self._record_skipped(task, skipped, until=due, at=finished, token=token)
         if self._deps is not None:
             self._upstream_moved(task, record)
         retention = self._retention

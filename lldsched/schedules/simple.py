@@ -282,13 +282,13 @@ class FixedRate(_Interval):
         return f"FixedRate({self.period!r}{policy}{start})"
 
     def next_run(self, record: ExecutionRecord, now: float) -> float:
-        period = self.period
-        following = record.slot + period
-        if following >= record.finished or self.on_overrun is OverrunPolicy.CATCH_UP:
+        slot, finished, period = record.slot, record.finished, self.period
+        following = slot + period
+        if following >= finished or self.on_overrun is OverrunPolicy.CATCH_UP:
             return following
         # SKIP: the first slot of the grid that is not before the finish.
-        missed = math.ceil((record.finished - record.slot) / period)
-        return record.slot + missed * period
+        missed = math.ceil((finished - slot) / period)
+        return slot + missed * period
 
     def next_run_and_skipped(
         self, record: ExecutionRecord, *, limit: int

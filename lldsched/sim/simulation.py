@@ -453,7 +453,7 @@ class Simulation:
         finish_run = self._core.finish
         heappop, heappush = heapq.heappop, heapq.heappush
         kind: str | None = None  # the last event processed, described
-        task_id: str | None = None
+        task_id: str | None = None  # of a start or an intervention; a record names its own
         record: ExecutionRecord | None = None
         while events:
             events -= 1
@@ -476,7 +476,7 @@ class Simulation:
                     else finish_run(run, started, finish, error, result=result, timed_out=timed_out)
                 )
                 heappush(free, worker)
-                kind, task_id = "finish", record.task_id
+                kind = "finish"  # the record names the task (below)
             elif intervention <= start:
                 if intervention > end:
                     break
@@ -496,7 +496,7 @@ class Simulation:
                 task_id = head[3]
         if kind is None:
             return None
-        return SimStep(now, kind, task_id, record)
+        return SimStep(now, kind, task_id if record is None else record.task_id, record)
 
     def _start(self, entry: Any, now: float) -> ExecutionRecord | None:
         """Start live ``entry`` on the lowest free worker; finish it at once if it takes
