@@ -389,14 +389,15 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         started: float,
         finished: float,
         error: str | None,
-        *,
         result: str | None = None,
         timed_out: bool = False,
     ) -> ExecutionRecord:
         """Record the attempt and move its task on: reschedule, retry, give the slot up,
         succeed or fail; then record the slots the run skipped.  Returns the run's record.
 
-        ``result`` is the action's return value as text (:mod:`lldsched.core.results`).
+        ``result`` is the action's return value as text (:mod:`lldsched.core.results`),
+        given by name or, by the simulation's event loop (a call with keywords is not
+        specialised by CPython 3.11), in its place.
         A run is timed out when it took longer than its task's timeout, or when the
         runtime says so (``timed_out``: it cancelled a coroutine at its timeout).
         """

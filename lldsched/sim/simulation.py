@@ -477,11 +477,7 @@ class Simulation:
                 advance_to(finish)
                 now = finish
                 _, _, worker, run, started, error, result, timed_out = heappop(finishes)
-                record = (  # _finish, inlined (+5 %); keywords only when there is a result
-                    finish_run(run, started, finish, error)
-                    if result is None and not timed_out
-                    else finish_run(run, started, finish, error, result=result, timed_out=timed_out)
-                )
+                record = finish_run(run, started, finish, error, result, timed_out)  # _finish
                 heappush(free, worker)
                 kind = "finish"  # the record names the task (below)
             elif intervention <= start:
@@ -555,7 +551,7 @@ class Simulation:
             elif value is not None:
                 result = result_text(value)
         if duration == 0:  # finishes before anything else can happen at this instant
-            return self._finish(run, now, now, error, worker, result=result, timed_out=timed_out)
+            return self._finish(run, now, error, worker, result, timed_out)
         heapq.heappush(
             self._finishes,
             (now + duration, next(self._sequence), worker, run, now, error, result, timed_out),
@@ -565,17 +561,15 @@ class Simulation:
     def _finish(
         self,
         run: Run,
-        started: float,
-        finished: float,
+        now: float,
         error: str | None,
         worker: int,
-        *,
-        result: str | None = None,
-        timed_out: bool = False,
+        result: str | None,
+        timed_out: bool,
     ) -> ExecutionRecord:
-        record = self._core.finish(  # on_record keeps it
-            run, started, finished, error, result=result, timed_out=timed_out
-        )
+        """Finish ``run``, which took no time, now, and free its worker (the event loop
+        does the same for a run that took time, inline)."""
+        record = self._core.finish(run, now, now, error, result, timed_out)  # on_record keeps it
         heapq.heappush(self._free, worker)
         return record
 
