@@ -409,9 +409,9 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         # The run path's speed trick, one group (each part alone buys under 10 %): the
         # record here and the Run in begin() are built positionally by tuple.__new__ (a
         # NamedTuple's own __new__ is a Python function, and keywords cost a dict), and
-        # _stats() and _enqueue() are inlined below.  Together -10.6 % instructions a
-        # simulated run (54,773 -> 48,992, benchmarks/sim_instructions.py on bench_sim's
-        # workload; -13 % on the year of cron).  ExecutionRecord's fields in order:
+        # _stats() and _enqueue() are inlined below.  Together -12.2 % instructions a
+        # simulated run (48,410 -> 42,497, benchmarks/sim_instructions.py on bench_sim's
+        # workload; -14.9 % on the year of cron).  ExecutionRecord's fields in order:
         # task_id, name, attempt, due, slot, worker, started, finished, ok, error,
         # timed_out, misfire, result, token.
         record = _new_tuple(

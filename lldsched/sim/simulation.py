@@ -458,8 +458,8 @@ class Simulation:
         # `while True`, not `while events`: CPython 3.11 specialises a function's bytecode
         # once it warms up, counted at calls and at unconditional backward jumps only, so a
         # `while cond` loop that is the whole of one long call never warms up and runs
-        # unspecialised for good: -8.6 % instructions a simulated run (callgrind,
-        # benchmarks/sim_instructions.py, bench_sim's workload: 47,058 -> 43,021).
+        # unspecialised for good: -9.1 % instructions a simulated run (callgrind,
+        # benchmarks/sim_instructions.py, bench_sim's workload: 46,769 -> 42,497).
         while True:
             if not events:
                 break
