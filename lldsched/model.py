@@ -180,7 +180,8 @@ class ExecutionRecord(NamedTuple):
         dict first (about 3,000 machine instructions, a sixth of a simulated run
         and more of a dispatch: ``benchmarks/bench_sim.py``, ``bench_dispatch.py``);
         a classmethod takes keywords at the cost of a plain call.  The core builds
-        one record per run through here.
+        the records of slots decided without a run through here (a run's own record
+        is built positionally in ``SchedulerCore.finish``, a measured speed trick).
         """
         fields = (task_id, name, attempt, due, slot, worker, started, finished, ok, error)
         return _new_tuple(cls, (*fields, timed_out, misfire, result, token))

@@ -103,7 +103,7 @@ class TaskQueue:
         entry = (due, task.priority._value_, sequence, task.id)  # the plain int: see above
         heap = self._heap
         heapq.heappush(heap, entry)
-        if heap[0] is entry and self._wake is not None:
+        if self._wake is not None and heap[0] is entry:
             self._wake.notify_all()
         if self._tombstones:  # else there is nothing to compact (see _compact)
             self._compact(1)
@@ -147,16 +147,14 @@ class TaskQueue:
         dropped on the way.  Its task is ``queue.tasks[entry[3]]``: a pair holding the
         task would be a container the cyclic collector tracks, one per peek."""
         heap = self._heap
-        old = self._old
-        tasks = self.tasks
         while heap:
             entry = heap[0]
-            task = tasks.get(entry[3])  # live(), inlined: the simulation's hot loop
+            task = self.tasks.get(entry[3])  # live(), inlined: the simulation's hot loop
             if task is not None and task.generation == entry[2]:
                 return entry
             heapq.heappop(heap)
             self._tombstones -= 1
-            if old:  # a compaction runs: the head must stay in _heap
+            if self._old:  # a compaction runs: the head must stay in _heap
                 self._restore_head()
         return None
 

@@ -152,12 +152,15 @@ class RecordLog:
         columns["misfire"].extend(map(_MISFIRE_INDEX.__getitem__, fields[_FIELD["misfire"]]))
         for texts, field in ((self._errors, "error"), (self._results, "result")):
             values = fields[_FIELD[field]]
+            if values.count(None) == size:  # the common batch: no text at all
+                continue
             for row in compress(count(first), map(is_not, values, repeat(None))):
                 text = values[row - first]
                 texts[row] = self._texts.setdefault(text, text)
         tokens = fields[_FIELD["token"]]
-        for row in compress(count(first), map(is_not, tokens, repeat(None))):
-            self._tokens[row] = tokens[row - first]
+        if tokens.count(None) != size:  # only a shared store's runs carry one
+            for row in compress(count(first), map(is_not, tokens, repeat(None))):
+                self._tokens[row] = tokens[row - first]
 
     def _key(self, task_id: str, name: str) -> int:
         """The key of the pair (``task_id``, ``name``), a new one if it is new."""

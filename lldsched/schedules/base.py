@@ -16,14 +16,17 @@ Recovery (after downtime or a clock jump), and the core listing the slots a long
 run skipped (:func:`slots_between`), ask a schedule three more things,
 through the functions below: the slot after a slot (:func:`slot_after`), the
 first slot after an instant (:func:`first_slot_after`), and whether its due
-instants measure elapsed time (:func:`measures_elapsed_time`).  Each has an
-answer derived from ``next_run`` alone, so a new schedule is one class with two
-methods; a schedule that knows better (a fixed rate answers in O(1), a fixed
-delay has no slots of its own) defines a method of the same name.
+instants measure elapsed time (:func:`measures_elapsed_time`).  After every run
+the core asks for the next due instant and the slots the run skipped together
+(:func:`next_run_and_skipped`).  Each has an answer derived from ``next_run``
+alone, so a new schedule is one class with two methods; a schedule that knows
+better (a fixed rate answers in O(1), a fixed delay has no slots of its own, a
+cron schedule finds both answers in one pass) defines a method of the same name.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from lldsched.model import ExecutionRecord
@@ -32,8 +35,10 @@ __all__ = [
     "Schedule",
     "first_slot_after",
     "measures_elapsed_time",
+    "next_run_and_skipped",
     "slot_after",
     "slots_between",
+    "slots_from",
 ]
 
 
@@ -80,13 +85,21 @@ def slots_between(schedule: Schedule, slot: float, following: float, *, limit: i
     ``slot`` whose next due instant is ``following`` skipped.  At most ``limit + 1``
     are listed (more than ``limit`` says the list was cut short).
 
-    Cheap when nothing was skipped, which is every on-time run: one ``slot_after``.
+    Cheap when nothing was skipped: one ``slot_after``.
     """
-    own = getattr(schedule, "slot_after", None)  # slot_after(), inlined: once per run
-    current = own(slot) if own is not None else slot_after(schedule, slot)
-    if current is None or current >= following:
+    first = slot_after(schedule, slot)
+    if first is None or first >= following:
         return []
+    return slots_from(schedule, first, following, limit=limit)
+
+
+def slots_from(schedule: Schedule, first: float, following: float, *, limit: int) -> list[float]:
+    """The slots from ``first`` (a slot, listed) on and before ``following``, oldest
+    first, at most ``limit + 1``: the list :func:`slots_between` makes once it has found
+    the first slot after the run's own (a schedule's ``next_run_and_skipped`` calls it
+    when a run did skip slots)."""
     slots: list[float] = []
+    current: float | None = first
     while current is not None and current < following and len(slots) <= limit:
         slots.append(current)
         later = slot_after(schedule, current)
@@ -94,6 +107,28 @@ def slots_between(schedule: Schedule, slot: float, following: float, *, limit: i
             break
         current = later
     return slots
+
+
+def next_run_and_skipped(
+    schedule: Schedule, record: ExecutionRecord, *, limit: int
+) -> tuple[float | None, Sequence[float]]:
+    """What the core asks after each run: the next due instant after the run ``record``
+    (``schedule.next_run(record, record.finished)``) and the slots that run skipped
+    (``slots_between(schedule, record.slot, due, limit=limit)``; none when there is no
+    next due instant), in one question.
+
+    A schedule's own method of the same name (``next_run_and_skipped(record, *,
+    limit)``) answers when it has one: a fixed rate or a cron schedule finds both in
+    one pass, and a plan (:class:`~lldsched.schedules.catchup.CatchUp`) says its
+    slots skip nothing.  It must give what the two questions give
+    (``tests/test_next_run_and_skipped.py`` checks every schedule class).
+    """
+    own = getattr(schedule, "next_run_and_skipped", None)
+    if own is not None:
+        answer: tuple[float | None, Sequence[float]] = own(record, limit=limit)
+        return answer
+    due = schedule.next_run(record, record.finished)
+    return due, (() if due is None else slots_between(schedule, record.slot, due, limit=limit))
 
 
 def measures_elapsed_time(schedule: Schedule) -> bool:

@@ -88,6 +88,13 @@ class CatchUp:
             return self.inner.next_run(record, now)
         return then
 
+    def next_run_and_skipped(
+        self, record: ExecutionRecord, *, limit: int
+    ) -> tuple[float | None, tuple[()]]:
+        """:meth:`next_run`; a plan's slots are decided, so a run skips none of them
+        (nor of the own schedule, on the run that spends the plan)."""
+        return self.next_run(record, record.finished), ()
+
     def shifted(self, seconds: float) -> CatchUp:
         """The same plan with the slots still to come moved by ``seconds`` (the wall
         clock was set back)."""

@@ -26,6 +26,7 @@ from lldsched.clock import to_timestamp
 from lldsched.errors import ScheduleError, ValidationError
 from lldsched.model import ExecutionRecord
 from lldsched.policies import OverrunPolicy
+from lldsched.schedules.base import slots_from
 
 __all__ = ["FixedDelay", "FixedRate", "FrozenValue", "OneTime", "instant_text"]
 
@@ -69,6 +70,11 @@ class OneTime:
 
     def next_run(self, record: ExecutionRecord, now: float) -> None:
         return None
+
+    def next_run_and_skipped(
+        self, record: ExecutionRecord, *, limit: int
+    ) -> tuple[None, tuple[()]]:
+        return None, ()
 
     def slot_after(self, slot: float) -> None:
         return None  # one slot only
@@ -182,6 +188,11 @@ class FixedDelay(_Interval):
     def next_run(self, record: ExecutionRecord, now: float) -> float:
         return record.finished + self.delay
 
+    def next_run_and_skipped(
+        self, record: ExecutionRecord, *, limit: int
+    ) -> tuple[float, tuple[()]]:
+        return record.finished + self.delay, ()  # no slots of its own: none skipped
+
     def slot_after(self, slot: float) -> None:
         return None  # the delay counts from a finish, and a missed run has none
 
@@ -271,10 +282,21 @@ class FixedRate(_Interval):
         return f"FixedRate({self.period!r}{policy}{start})"
 
     def next_run(self, record: ExecutionRecord, now: float) -> float:
-        period = self.period
-        following = record.slot + period
-        if following >= record.finished or self.on_overrun is OverrunPolicy.CATCH_UP:
+        slot, finished, period = record.slot, record.finished, self.period
+        following = slot + period
+        if following >= finished or self.on_overrun is OverrunPolicy.CATCH_UP:
             return following
         # SKIP: the first slot of the grid that is not before the finish.
-        missed = math.ceil((record.finished - record.slot) / period)
-        return record.slot + missed * period
+        missed = math.ceil((finished - slot) / period)
+        return slot + missed * period
+
+    def next_run_and_skipped(
+        self, record: ExecutionRecord, *, limit: int
+    ) -> tuple[float, list[float] | tuple[()]]:
+        """:meth:`next_run`, and the slots of the grid SKIP passed over on the way (see
+        :func:`~lldsched.schedules.base.next_run_and_skipped`)."""
+        due = self.next_run(record, record.finished)
+        following = record.slot + self.period  # slot_after(record.slot)
+        if following >= due:  # on time, or CATCH_UP: the next slot is the one due
+            return due, ()
+        return due, slots_from(self, following, due, limit=limit)

@@ -49,6 +49,7 @@ from zoneinfo import ZoneInfo
 
 from lldsched.errors import ScheduleError
 from lldsched.model import ExecutionRecord
+from lldsched.schedules.base import slots_from
 from lldsched.schedules.cron.parse import CronFields, parse
 from lldsched.schedules.cron.search import HORIZON_DAYS, NO_CURSOR, CronEngine, Cursor
 from lldsched.schedules.cron.zone import local_days
@@ -146,9 +147,23 @@ class CronSchedule:
         finished = record.finished
         return self.next_after(finished if finished > record.slot else record.slot)
 
+    def next_run_and_skipped(
+        self, record: ExecutionRecord, *, limit: int
+    ) -> tuple[float | None, list[float] | tuple[()]]:
+        """:meth:`next_run`, and the fires that passed while the run overran, from one
+        search when it did not (see :func:`~lldsched.schedules.base.next_run_and_skipped`):
+        the fire after the slot is the one due whenever it comes after the finish."""
+        following = self.next_after(record.slot)  # slot_after(record.slot)
+        if following is None or following > record.finished:
+            return following, ()
+        due = self.next_after(record.finished)
+        if due is None:
+            return None, ()
+        return due, slots_from(self, following, due, limit=limit)
+
     def slot_after(self, slot: float) -> float | None:
         """The fire after ``slot`` (what :func:`~lldsched.schedules.base.slot_after`
-        derives from ``next_run``, without building a record: asked once per run)."""
+        derives from ``next_run``, without building a record)."""
         return self.next_after(slot)
 
     # -- queries -----------------------------------------------------------------
