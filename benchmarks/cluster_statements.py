@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
 from bench_cluster import count, timed, worker  # noqa: E402
+
 from tests.pg_server import PostgresServer  # noqa: E402
 
 APPLICATION = "lldsched-bench"
