@@ -215,6 +215,10 @@ SELECT 2, r.xid::text, r.task_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 ORDER BY kind
 """
 
+# Removals every node has read (PostgresTaskStore.changes says when): committed before
+# a feed horizon the store read REMOVALS_KEPT ago.
+TRIM_REMOVALS = "DELETE FROM removals WHERE xid < %(below)s::text::xid8"
+
 # A run "owns" its task's row at its settle unless another node wrote the row during the
 # run (its version moved past the claim's, and the writer is not this node): then that
 # write (a pause, a cancel, a reschedule) wins whole and the run adds only its counts and
