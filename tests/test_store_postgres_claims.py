@@ -17,7 +17,7 @@ import pytest
 from lldsched import TaskStatus
 from lldsched.errors import LeaseLost
 from lldsched.persistence import Claim
-from lldsched.stores import postgres
+from lldsched.stores import removals as removals_rule
 from lldsched.stores.postgres import PostgresTaskStore
 from tests.cluster import wait_until
 from tests.conftest import T0
@@ -195,8 +195,8 @@ def removals(store: PostgresTaskStore) -> list[str]:
 def test_removals_are_trimmed_once_older_than_a_feed_horizon_read_long_enough_ago(
     open_store: Opener, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(postgres, "REMOVALS_KEPT", 0.2)  # a day, in production
-    monkeypatch.setattr(postgres, "_SAMPLE_EVERY", 3600.0)  # one sample: the first read's
+    monkeypatch.setattr(removals_rule, "REMOVALS_KEPT", 0.2)  # a day, in production
+    monkeypatch.setattr(removals_rule, "SAMPLE_EVERY", 3600.0)  # one sample: the first read's
     writer, late = open_store(), open_store()
     writer.save(snapshot(task(id="a")))
     writer.save(snapshot(task(id="b")))
@@ -215,7 +215,7 @@ def test_removals_are_trimmed_once_older_than_a_feed_horizon_read_long_enough_ag
     # still gets it.  a's is gone for a node that read no feed for longer than
     # REMOVALS_KEPT (here 0.2 s, a day in production): the rule's stated cost.
     assert [(c.task_id, c.snapshot) for c in late.changes()] == [("b", None)]
-    monkeypatch.setattr(postgres, "REMOVALS_KEPT", 86400.0)
+    monkeypatch.setattr(removals_rule, "REMOVALS_KEPT", 86400.0)
     trimmer.changes()
     assert removals(writer) == ["b"]
 
@@ -260,7 +260,7 @@ def test_muted_saves_and_a_holders_running_state_write_nothing(
 
 WRITER = """
 import sys
-from lldsched.stores import postgres
+from lldsched.stores import removals as removals_rule
 from lldsched.stores.postgres import PostgresTaskStore
 from tests.test_store_sqlite import snapshot, task
 from tests.cluster import wait_until

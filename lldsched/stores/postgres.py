@@ -45,8 +45,6 @@ import os
 import secrets
 import socket
 import threading
-import time
-from collections import deque
 from collections.abc import Callable, Collection, Iterator, Sequence
 from types import TracebackType
 from typing import Any
@@ -60,19 +58,13 @@ from lldsched.stores import postgres_sql as sql
 from lldsched.stores.codec import decode_task, encode_task
 from lldsched.stores.postgres_batch import Pending, SettleQueue, settle_parameters
 from lldsched.stores.postgres_listen import Listener, connect, psycopg, redact
+from lldsched.stores.removals import FeedHorizons
 
 __all__ = ["PostgresTaskStore"]
 
 log = logging.getLogger("lldsched")
 
 Connection = psycopg.Connection[tuple[Any, ...]]
-
-REMOVALS_KEPT = 86400.0
-"""Seconds a removal stays in the ``removals`` table for the other nodes' feeds (a day).
-A node that has not read its feed for longer (stalled, or with a ``poll`` longer than
-that and nothing else waking it) misses the removal: the task stays in its registry,
-and it never runs it (there is no row to claim).  See :meth:`PostgresTaskStore.changes`."""
-_SAMPLE_EVERY = 60.0  # seconds between the feed horizons kept for trimming removals
 
 
 def node_id() -> str:
@@ -134,7 +126,7 @@ class PostgresTaskStore:
         self._seen: dict[str, int] = {}  # task id -> the version the feed last gave
         self._since: int = int(horizon)  # the feed's cursor (a transaction id)
         self._decoded: dict[str, tuple[str, Task]] = {}  # id -> a definition's text, decoded
-        self._horizons: deque[tuple[float, int]] = deque()  # (monotonic, feed horizon) samples
+        self._horizons = FeedHorizons()  # when to trim removals (lldsched.stores.removals)
         self._settles = SettleQueue(self.flush)  # runs' settles not written yet
         self._muted = 0  # depth of muted() contexts
         self._listener: Listener | None = None
@@ -506,16 +498,16 @@ class PostgresTaskStore:
         """Rows (and removals) written by other nodes since the previous call, oldest
         first, each at least once; one statement (one snapshot).
 
-        **Trimming removals.**  A horizon read here (the oldest transaction then in
-        flight) means every removal below it had committed by then, so any node that
-        read its feed since has seen it.  The store keeps one horizon a minute, and
-        once one is :data:`REMOVALS_KEPT` old it deletes the removals below it: only
-        a node that read no feed for that long can miss them."""
+        The horizon read (the oldest transaction then in flight) is this feed's cursor
+        for :mod:`lldsched.stores.removals`: every removal below it had committed by
+        then, and those below a horizon read ``REMOVALS_KEPT`` ago are deleted."""
         with self._using() as connection:
             rows = connection.execute(
                 sql.CHANGES, {"since": self._since, "node": self.node}
             ).fetchall()
-            self._trim_removals(connection, horizon=int(rows[0][1]))
+            behind = self._horizons.read(int(rows[0][1]))
+            if behind is not None:
+                connection.execute(sql.TRIM_REMOVALS, {"below": behind})
         found: list[tuple[int, Change]] = []
         for kind, xid, *columns, leased in rows[1:]:
             task_id, version = columns[0], columns[-1]
@@ -534,19 +526,6 @@ class PostgresTaskStore:
                 else:
                     self._defined[change.task_id] = change.snapshot.task
         return [change for _, change in found]
-
-    def _trim_removals(self, connection: Connection, *, horizon: int) -> None:
-        """Keep ``horizon`` as a sample (one a minute); delete the removals below the
-        newest sample that is :data:`REMOVALS_KEPT` old (caller holds the lock)."""
-        now = time.monotonic()
-        samples = self._horizons
-        if not samples or now - samples[-1][0] >= _SAMPLE_EVERY:
-            samples.append((now, horizon))
-        below = None
-        while samples and now - samples[0][0] >= REMOVALS_KEPT:
-            below = samples.popleft()[1]
-        if below is not None:
-            connection.execute(sql.TRIM_REMOVALS, {"below": below})
 
     def _read_snapshot(self, row: Sequence[Any]) -> TaskSnapshot:
         """The snapshot of a row; its definition decoded only if its text is not the one

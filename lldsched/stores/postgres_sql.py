@@ -215,8 +215,8 @@ SELECT 2, r.xid::text, r.task_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 ORDER BY kind
 """
 
-# Removals every node has read (PostgresTaskStore.changes says when): committed before
-# a feed horizon the store read REMOVALS_KEPT ago.
+# Removals every node has read: committed before a feed horizon this store read
+# REMOVALS_KEPT ago (lldsched.stores.removals).
 TRIM_REMOVALS = "DELETE FROM removals WHERE xid < %(below)s::text::xid8"
 
 # A run "owns" its task's row at its settle unless another node wrote the row during the
