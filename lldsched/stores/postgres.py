@@ -234,8 +234,8 @@ class PostgresTaskStore:
             with self._using() as connection:
                 if not self._settles.outcome(token):
                     return  # refused (or failed): what follows it is dropped too
-                with connection.transaction():
-                    self._write(connection, snapshot)
+                with connection.transaction():  # its settle proved the row exists
+                    self._write(connection, snapshot, unknown=sql.UPSERT)
                     self._append(connection, record)
             return
         if snapshot.status is TaskStatus.RUNNING and snapshot.task.id in self._held:
@@ -250,8 +250,9 @@ class PostgresTaskStore:
     ) -> None:
         """Write the row (the definition too when it changed) and NOTIFY if it became the
         earliest due.  ``unknown``: the statement for a task this node has not seen yet, a
-        registration (refused if another node registered the id) unless a settle, whose
-        lease proves the row exists, says :data:`~lldsched.stores.postgres_sql.UPSERT`."""
+        registration (refused if another node registered the id) unless a record after
+        a settle, whose lease proved the row exists, says
+        :data:`~lldsched.stores.postgres_sql.UPSERT`."""
         task = snapshot.task
         state = _state(snapshot, writer=self.node)
         known = self._defined.get(task.id)
