@@ -17,7 +17,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from lldsched import OneTime, Scheduler, TaskStatus
+from lldsched import OneTime, Scheduler, StoreError, TaskStatus
 from lldsched.persistence import Claim
 from lldsched.stores.postgres import PostgresTaskStore
 from lldsched.stores.postgres_batch import Pending, SettleQueue
@@ -57,9 +57,8 @@ def hold_back(store: PostgresTaskStore, *, only_flush: bool = False) -> list[lis
     """Keep ``store``'s settles queued until something writes them (with ``only_flush``,
     until ``flush()``), and log each batch written (its tokens): the writer thread is
     never started."""
-    store._settles._stopping = True  # add() starts no thread once stopping
-    if only_flush:
-        store._settles.__class__ = _FlushOnly
+    queue = _FlushOnly if only_flush else SettleQueue
+    store._settles = queue(store.flush, writer=False)
     batches: list[list[int]] = []
     write = store._settle_batch
 
@@ -240,3 +239,13 @@ def test_the_change_feed_decodes_a_definition_once_and_a_new_one_again(
     writer.save(snapshot(task(id="a", name="renamed")))
     (third,) = reader.changes()
     assert third.snapshot is not None and third.snapshot.task.name == "renamed"
+
+
+def test_a_settle_after_close_is_refused_with_a_store_error_not_queued(open_store: Opener) -> None:
+    store = open_store(lease=60)
+    store.save(snapshot(task(id="a")))
+    (claim,) = store.claim(now=T0, limit=1)
+    store.close()
+    with pytest.raises(StoreError, match="is closed"):
+        store.save(finished("a"), record("a", 0)._replace(token=claim.token))
+    assert not store._settles.waiting

@@ -59,12 +59,14 @@ class SettleQueue:
 
     ``write`` is the store's ``flush``: it takes the batch (:meth:`take`) under the
     store's connection lock, writes it and reports each token's outcome
-    (:meth:`done`).  The thread starts with the first settle queued; :meth:`stop`
-    ends it.
+    (:meth:`done`).  The thread starts with the first settle queued (never with
+    ``writer=False``: then only the store's own calls write, which tests use to
+    hold settles back); :meth:`stop` ends it, and the queue takes no more.
     """
 
-    def __init__(self, write: Callable[[], None]) -> None:
+    def __init__(self, write: Callable[[], None], *, writer: bool = True) -> None:
         self._write = write
+        self._writer = writer
         # Guards _pending, _flying, _outcomes and _stopping; the writer thread waits on
         # it for a settle.  Never held while calling out (write, the database).
         self._ready = threading.Condition(threading.Lock())
@@ -77,8 +79,10 @@ class SettleQueue:
     def add(self, snapshot: TaskSnapshot, record: ExecutionRecord, *, token: int) -> bool:
         """Queue the settle of the run with ``token``, or add ``record`` to the one queued
         under it.  False when that token's settle was taken already (being written, or
-        done): the caller then acts on its :meth:`outcome`."""
+        done): the caller then acts on its :meth:`outcome`; False too once stopped."""
         with self._ready:
+            if self._stopping:
+                return False
             pending = self._pending.get(token)
             if pending is not None:
                 pending.snapshot = snapshot
@@ -87,7 +91,7 @@ class SettleQueue:
             if token in self._flying or token in self._outcomes:
                 return False
             self._pending[token] = Pending(token, snapshot, record)
-            if self._thread is None and not self._stopping:
+            if self._thread is None and self._writer:
                 self._thread = threading.Thread(
                     target=self._run, name="lldsched-pg-settle", daemon=True
                 )
@@ -124,7 +128,7 @@ class SettleQueue:
             return self._outcomes.get(token)
 
     def stop(self) -> None:
-        """End the writer thread once nothing is queued (the store flushed first)."""
+        """End the writer thread (the store flushed first); nothing more is queued."""
         with self._ready:
             self._stopping = True
             self._ready.notify_all()
@@ -138,7 +142,7 @@ class SettleQueue:
             with ready:
                 while not self._pending and not self._stopping:
                     ready.wait()
-                if not self._pending:
+                if self._stopping:
                     return
             try:
                 self._write()
