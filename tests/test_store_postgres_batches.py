@@ -11,6 +11,7 @@ the store's next statement) writes it.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -249,3 +250,54 @@ def test_a_settle_after_close_is_refused_with_a_store_error_not_queued(open_stor
     with pytest.raises(StoreError, match="is closed"):
         store.save(finished("a"), record("a", 0)._replace(token=claim.token))
     assert not store._settles.waiting
+
+
+def test_a_batch_that_makes_a_task_the_earliest_due_notifies_the_others_once(
+    open_store: Opener,
+) -> None:
+    listener, runner = open_store(poll=3600), open_store(lease=60)
+    runner.save(snapshot(task(id="other"))._replace(next_run_at=T0 + 50))
+    for task_id in ("a", "b"):
+        runner.save(snapshot(task(id=task_id)))
+    claims = {claim.task_id: claim for claim in runner.claim(now=T0, limit=2)}
+    woke = threading.Event()
+    listener.subscribe(woke.set)
+    assert woke.wait(10)  # once when it starts listening
+    woke.clear()
+    batches = hold_back(runner)
+    later = snapshot(task(id="a"))._replace(next_run_at=T0 + 60, run_count=1)  # after "other"
+    runner.save(later, record("a", 0)._replace(token=claims["a"].token))
+    runner.flush()
+    assert not woke.wait(0.5)  # a short bounded wait to prove a negative: not the earliest
+    sooner = snapshot(task(id="b"))._replace(next_run_at=T0 + 10, run_count=1)
+    runner.save(sooner, record("b", 0)._replace(token=claims["b"].token))
+    runner.flush()
+    assert woke.wait(10)
+    assert len(batches) == 2
+
+
+def test_settles_in_a_batch_write_failures_in_dead_letter_order_and_a_new_definition(
+    open_store: Opener,
+) -> None:
+    store = open_store(lease=60)
+    for task_id in ("a", "b", "c"):
+        store.save(snapshot(task(id=task_id)))
+    claims = {claim.task_id: claim for claim in store.claim(now=T0, limit=3)}
+    hold_back(store)
+    for task_id in ("b", "a"):
+        failed = snapshot(task(id=task_id), TaskStatus.FAILED)._replace(
+            next_run_at=None, run_count=1, failure_count=1, last_error="boom"
+        )
+        failure = record(task_id, 0)._replace(ok=False, error="boom")
+        store.save(failed, failure._replace(token=claims[task_id].token))
+        store.flush()  # one batch each: their order is the order they failed
+    renamed = snapshot(task(id="c", name="renamed"))._replace(next_run_at=T0 + 60)
+    store.save(renamed, record("c", 0)._replace(token=claims["c"].token))
+    store.flush()
+    reader = open_store()
+    assert reader.dead_letter() == ["b", "a"]
+    assert {s.task.id: (s.task.name, s.last_error) for s in reader.load_all()} == {
+        "a": ("t", "boom"),
+        "b": ("t", "boom"),
+        "c": ("renamed", None),
+    }
