@@ -181,9 +181,11 @@ class CoordinatedStore(HistoryStore, Protocol):
       settle: the store writes it only while the lease with that token is held
       (:meth:`settle`); a store may catch :class:`~lldsched.errors.LeaseLost` there,
       count it in :attr:`rejected` and log it, because the core treats a failed
-      save as logged, not raised.  The records a run's finish decides after its own
-      (SKIPPED slots) carry the run's token too: they are written only if that
-      token's settle was.
+      save as logged, not raised.  It may also hold the settle back and write it with
+      others in one batch, soon (:meth:`flush` writes what it holds), as long as its
+      own later writes reach the database after it.  The records a run's finish
+      decides after its own (SKIPPED slots) carry the run's token too: they are
+      written only if that token's settle was.
     * **Control verbs are rows.**  Any other ``save`` or ``delete`` writes the task
       row and makes it visible to the other processes' :meth:`changes`; a save of a
       RUNNING snapshot by the holder of its lease writes nothing (the lease says so).
@@ -274,6 +276,14 @@ class CoordinatedStore(HistoryStore, Protocol):
     def leases(self) -> list[Lease]:
         """Every lease row the store holds now, expired ones included, by token (for
         people and tests: the runtime never needs it)."""
+        ...
+
+    def flush(self) -> None:
+        """Write every settle the store holds back to write with others in one batch
+        (PostgreSQL), so that nothing settled stays unwritten; a no-op for a store that
+        writes each settle at once (SQLite).  The runtime calls it at shutdown and in
+        ``wait_idle()``.  A held-back settle is fenced like any other: refused when its
+        lease was lost, counted in :attr:`rejected`."""
         ...
 
     def muted(self) -> AbstractContextManager[None]:

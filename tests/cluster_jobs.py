@@ -65,3 +65,24 @@ async def token_of(ctx: RunContext) -> int | None:
 async def until_cancelled() -> None:
     """A coroutine action that only ends when it is cancelled (or after 60 s)."""
     await asyncio.sleep(60)
+
+
+gate = threading.Event()
+"""Set by a test to let the held run of :func:`held_past_its_lease` finish."""
+_held: set[str] = set()  # task ids whose first run here was held (under _lock)
+
+
+def held_past_its_lease(ctx: RunContext) -> None:
+    """The first run of a task in this process: tell :data:`seen` it started, wait (up to
+    20 s) until its flag goes up, tell :data:`seen` why, then wait (up to 20 s) for
+    :data:`gate`: a run that outlives its lease and ends later.  Any later run of the
+    task here just tells :data:`seen` it started and ends."""
+    seen.put((ctx.task_id, ctx.fencing_token, False, None))  # started
+    with _lock:
+        first = ctx.task_id not in _held
+        _held.add(ctx.task_id)
+    if not first:
+        return
+    ctx.wait(20)
+    seen.put((ctx.task_id, ctx.fencing_token, ctx.lease_lost, ctx.reason))
+    gate.wait(20)

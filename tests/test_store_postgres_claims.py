@@ -17,6 +17,7 @@ import pytest
 from lldsched import TaskStatus
 from lldsched.errors import LeaseLost
 from lldsched.persistence import Claim
+from lldsched.stores import removals as removals_rule
 from lldsched.stores.postgres import PostgresTaskStore
 from tests.cluster import wait_until
 from tests.conftest import T0
@@ -186,6 +187,39 @@ def test_the_feed_gives_other_nodes_writes_and_removals_once_and_never_ones_own(
     assert [c.task_id for c in writer.changes()] == ["c"]
 
 
+def removals(store: PostgresTaskStore) -> list[str]:
+    with psycopg.connect(store._dsn, autocommit=True) as connection:
+        return [row[0] for row in connection.execute("SELECT task_id FROM removals ORDER BY xid")]
+
+
+def test_removals_are_trimmed_once_older_than_a_feed_horizon_read_long_enough_ago(
+    open_store: Opener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(removals_rule, "REMOVALS_KEPT", 0.2)  # a day, in production
+    monkeypatch.setattr(removals_rule, "SAMPLE_EVERY", 3600.0)  # one sample: the first read's
+    writer, late = open_store(), open_store()
+    writer.save(snapshot(task(id="a")))
+    writer.save(snapshot(task(id="b")))
+    writer.delete("a")
+    trimmer = open_store()
+    assert trimmer.changes() == []  # its horizon now is past a's removal, not b's
+    writer.delete("b")
+    assert removals(writer) == ["a", "b"]  # the sample is not old enough yet
+
+    def trimmed() -> bool:
+        trimmer.changes()
+        return removals(writer) == ["b"]
+
+    wait_until(trimmed, timeout=10, what="the removal of a to be trimmed")
+    # b's removal came after the horizon sampled: kept, and a feed that did not read it yet
+    # still gets it.  a's is gone for a node that read no feed for longer than
+    # REMOVALS_KEPT (here 0.2 s, a day in production): the rule's stated cost.
+    assert [(c.task_id, c.snapshot) for c in late.changes()] == [("b", None)]
+    monkeypatch.setattr(removals_rule, "REMOVALS_KEPT", 86400.0)
+    trimmer.changes()
+    assert removals(writer) == ["b"]
+
+
 def test_a_write_that_commits_after_a_later_one_is_still_in_the_feed(
     open_store: Opener, postgres_dsn: str
 ) -> None:
@@ -226,6 +260,7 @@ def test_muted_saves_and_a_holders_running_state_write_nothing(
 
 WRITER = """
 import sys
+from lldsched.stores import removals as removals_rule
 from lldsched.stores.postgres import PostgresTaskStore
 from tests.test_store_sqlite import snapshot, task
 from tests.cluster import wait_until

@@ -4,6 +4,7 @@ two stores on one file stand for two processes)."""
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,8 +14,10 @@ import pytest
 from lldsched import ExecutionRecord, OneTime, Scheduler, SqliteTaskStore, StoreError, TaskStatus
 from lldsched.errors import LeaseLost, ValidationError
 from lldsched.persistence import CoordinatedStore, TaskSnapshot
+from lldsched.stores import removals as removals_rule
 from lldsched.stores.sqlite import SCHEMA_VERSION
 from tests import jobs
+from tests.cluster import wait_until
 
 T0 = 1_800_000_000.0
 
@@ -197,6 +200,36 @@ def test_the_feed_shows_the_other_stores_writes_and_removals_not_its_own(
     assert changes[0].snapshot is not None and changes[0].snapshot.status is TaskStatus.PAUSED
     assert first.changes() == []  # its own writes
     assert not second.changed()
+
+
+def test_removals_are_trimmed_once_behind_a_cursor_read_long_enough_ago(
+    pair: tuple[SqliteTaskStore, SqliteTaskStore], path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(removals_rule, "REMOVALS_KEPT", 0.2)  # a day, in production
+    monkeypatch.setattr(removals_rule, "SAMPLE_EVERY", 3600.0)  # one sample: the first read's
+    first, late = pair
+
+    def removed() -> list[str]:
+        with contextlib.closing(sqlite3.connect(path)) as connection:
+            return [r[0] for r in connection.execute("SELECT task_id FROM removed ORDER BY 1")]
+
+    first.delete("job-0")
+    trimmer = SqliteTaskStore(path, shared=True)
+    try:
+        assert trimmer.changes() == []  # its cursor now is past job-0's removal
+        first.delete("job-1")
+        assert removed() == ["job-0", "job-1"]
+
+        def trimmed() -> bool:
+            trimmer.changes()
+            return removed() == ["job-1"]
+
+        wait_until(trimmed, timeout=10, what="the removal of job-0 to be trimmed")
+    finally:
+        trimmer.close()
+    # job-1's removal came after the cursor sampled: kept for a feed that has not read it.
+    # job-0's is gone for one that read no feed for longer than REMOVALS_KEPT: the cost.
+    assert [(c.task_id, c.snapshot) for c in late.changes()] == [("job-1", None)]
 
 
 def test_muted_saves_write_nothing(pair: tuple[SqliteTaskStore, SqliteTaskStore]) -> None:

@@ -18,8 +18,12 @@ process reaches all of them.  How PostgreSQL provides them:
   does ``NOTIFY lldsched``; every store that was given a ``wake`` callable
   (:meth:`subscribe`) LISTENs on a connection of its own and calls it.  Nothing
   polls for that; the runtime's bounded wait (:attr:`poll`) is the safety net.
+* **Settles in batches**: a run's settle is queued and written with the others
+  waiting, in one statement that checks every run's token and names the refused
+  ones (:mod:`lldsched.stores.postgres_batch`); :meth:`flush` writes what waits.
 * **The change feed** reads rows by the id of the transaction that wrote them
-  (see :mod:`lldsched.stores.postgres_sql`), so no global counter serialises writers.
+  (see :mod:`lldsched.stores.postgres_sql`), so no global counter serialises writers;
+  one statement, and a definition the feed decoded before is not decoded again.
 
 **Outages.**  A statement that fails because the server went away (a restart, a
 network cut) raises :class:`~lldsched.errors.StoreError`, and the next call
@@ -29,8 +33,8 @@ are refused.
 
 **Threads.**  One connection behind one lock, like the SQLite store: the
 scheduler already serialises its calls under its own lock (lock order: the
-scheduler's, then this store's).  The listener has a connection of its own and
-never takes the lock.
+scheduler's, then this store's).  The settle writer thread takes only this
+store's lock.  The listener has a connection of its own and never takes the lock.
 """
 
 from __future__ import annotations
@@ -49,16 +53,18 @@ from lldsched.checks import seconds, whole_or_none
 from lldsched.errors import LeaseLost, StoreError, ValidationError
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
 from lldsched.persistence import Change, Claim, Lease, Task, TaskSnapshot
+from lldsched.schedules.decorators import Jittered, Window
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.codec import decode_task, encode_task
+from lldsched.stores.postgres_batch import Pending, SettleQueue, settle_parameters
 from lldsched.stores.postgres_listen import Listener, connect, psycopg, redact
+from lldsched.stores.removals import FeedHorizons
 
 __all__ = ["PostgresTaskStore"]
 
 log = logging.getLogger("lldsched")
 
 Connection = psycopg.Connection[tuple[Any, ...]]
-_MEMORY = 4096  # settled / refused tokens remembered, for the SKIPPED records that follow
 
 
 def node_id() -> str:
@@ -106,18 +112,22 @@ class PostgresTaskStore:
             raise
         # Guards the connection (one statement or transaction at a time), the caches
         # from _defined to _since, and `rejected`.  Taken inside the scheduler's lock
-        # when the runtime calls (lock order: the scheduler's, then this one); never
-        # held while calling anything outside this store (wake included).  _muted and
-        # _listener are set only by the runtime, under its own lock.
+        # when the runtime calls (lock order: the scheduler's, then this one), and by the
+        # settle writer thread; never held while calling anything outside this store
+        # (wake included).  _muted and _listener are set only by the runtime, under its
+        # own lock; _decoded only by load_all() and changes(), which the runtime calls
+        # under its lock.
         self._lock = threading.Lock()
         self._connection: Connection | None = connection
         self._closed = False
         self._defined: dict[str, Task] = {}  # id -> the definition its row holds
         self._held: dict[str, int] = {}  # task id -> the token of the lease this node holds
-        self._settled: dict[int, bool] = {}  # token -> its settle was written (True) or refused
         self._added: dict[str, int] = {}  # records added per task since its last trim
         self._seen: dict[str, int] = {}  # task id -> the version the feed last gave
         self._since: int = int(horizon)  # the feed's cursor (a transaction id)
+        self._decoded: dict[str, tuple[str, Task]] = {}  # id -> a definition's text, decoded
+        self._horizons = FeedHorizons()  # when to trim removals (lldsched.stores.removals)
+        self._settles = SettleQueue(self.flush)  # runs' settles not written yet
         self._muted = 0  # depth of muted() contexts
         self._listener: Listener | None = None
 
@@ -188,8 +198,12 @@ class PostgresTaskStore:
 
     @contextlib.contextmanager
     def _using(self) -> Iterator[Connection]:
-        """The connection, under the lock; a lost server becomes a StoreError."""
+        """The connection, under the lock, once the settles queued before were written
+        (this store's writes reach the database in the order they were made); a lost
+        server becomes a StoreError."""
         with self._lock:
+            if self._settles.waiting:
+                self._write_settles()
             connection = self._open()
             try:
                 yield connection
@@ -203,20 +217,27 @@ class PostgresTaskStore:
         registration of an id another node registered (nothing written).  A record
         carrying a fencing token is a settle (:meth:`settle`): refused when its lease was
         lost, counted in :attr:`rejected` and logged, not raised.  Writes nothing while
-        :meth:`muted`, or for the RUNNING state of a run whose lease this node holds."""
+        :meth:`muted`, or for the RUNNING state of a run whose lease this node holds.
+
+        A settle is queued and written with the others waiting, by the store's writer
+        thread (:mod:`lldsched.stores.postgres_batch`); :meth:`flush` waits for it."""
         if self._muted:
             return
         token = None if record is None else record.token
         if token is not None and record is not None:
-            settled = self._settled.get(token)
-            if settled is None:
-                try:
-                    self.settle(snapshot, record, token=token)
-                except LeaseLost as exc:
-                    log.warning("%s", exc)
+            if self._closed:
+                raise StoreError(f"the store {self.dsn!r} is closed")
+            if self._settles.add(snapshot, record, token=token):
                 return
-            if not settled:
-                return  # a SKIPPED record of a run whose settle was refused
+            # A record after its run's settle was taken (a SKIPPED slot): once we hold
+            # the connection, that settle's outcome is known; it decides this one.
+            with self._using() as connection:
+                if not self._settles.outcome(token):
+                    return  # refused (or failed): what follows it is dropped too
+                with connection.transaction():  # its settle proved the row exists
+                    self._write(connection, snapshot, unknown=sql.UPSERT)
+                    self._append(connection, record)
+            return
         if snapshot.status is TaskStatus.RUNNING and snapshot.task.id in self._held:
             return  # the lease says so
         with self._using() as connection, connection.transaction():
@@ -229,8 +250,9 @@ class PostgresTaskStore:
     ) -> None:
         """Write the row (the definition too when it changed) and NOTIFY if it became the
         earliest due.  ``unknown``: the statement for a task this node has not seen yet, a
-        registration (refused if another node registered the id) unless a settle, whose
-        lease proves the row exists, says :data:`~lldsched.stores.postgres_sql.UPSERT`."""
+        registration (refused if another node registered the id) unless a record after
+        a settle, whose lease proved the row exists, says
+        :data:`~lldsched.stores.postgres_sql.UPSERT`."""
         task = snapshot.task
         state = _state(snapshot, writer=self.node)
         known = self._defined.get(task.id)
@@ -255,10 +277,14 @@ class PostgresTaskStore:
     def _append(self, connection: Connection, record: ExecutionRecord) -> None:
         """Insert ``record``; every tenth of ``retention``, trim its task's oldest."""
         connection.execute(sql.INSERT_RECORD, _record_row(record))
+        self._added_records(connection, record.task_id, 1)
+
+    def _added_records(self, connection: Connection, task_id: str, count: int) -> None:
+        """``count`` records of ``task_id`` were inserted: every tenth of ``retention``,
+        trim its oldest."""
         if self.retention is None:
             return
-        task_id = record.task_id
-        added = self._added.get(task_id, 0) + 1
+        added = self._added.get(task_id, 0) + count
         if added > max(1, self.retention // 10):
             connection.execute(sql.TRIM_RECORDS, {"id": task_id, "keep": self.retention})
             added = 0
@@ -279,6 +305,7 @@ class PostgresTaskStore:
             self._defined.pop(task_id, None)
             self._held.pop(task_id, None)
             self._added.pop(task_id, None)
+            self._decoded.pop(task_id, None)
 
     def load_all(self) -> list[TaskSnapshot]:
         """Every stored task, in the order first saved, its callable imported;
@@ -291,7 +318,7 @@ class PostgresTaskStore:
         problems: list[str] = []
         for row in rows:
             try:
-                snapshots.append(_snapshot(row))
+                snapshots.append(self._read_snapshot(row))
             except StoreError as exc:
                 problems.append(str(exc))
         if problems:
@@ -393,52 +420,75 @@ class PostgresTaskStore:
 
     def settle(self, snapshot: TaskSnapshot, record: ExecutionRecord, *, token: int) -> None:
         """Drop the lease with ``token``, write the task's state and ``record``, in one
-        transaction; :class:`LeaseLost` (nothing written, counted in :attr:`rejected`)
-        if the lease is no longer held.  If another node rewrote the row during the
-        run, its write wins and the run adds only its counts and its record."""
-        try:
-            self._settle(snapshot, record, token=token)
-        except StoreError:
-            if not self._lost():
-                raise
-            # The session died with the transaction (the server ended a stalled one, or
-            # restarted): nothing of it was written.  Once more on a new connection, so
-            # a lease taken over meanwhile is told apart (LeaseLost) from an outage.
-            self._settle(snapshot, record, token=token)
+        statement, now (the settles queued before it first); :class:`LeaseLost`
+        (nothing written, counted in :attr:`rejected`) if the lease is no longer held.
+        If another node rewrote the row during the run, its write wins and the run adds
+        only its counts and its record."""
+        with self._using():
+            refused = self._settle_batch([Pending(token, snapshot, record)])
+        if refused:
+            raise LeaseLost(task_id=snapshot.task.id, token=token)
 
-    def _lost(self) -> bool:
+    def flush(self) -> None:
+        """Write every settle queued now, in one statement (the writer thread does so as
+        soon as it can; the runtime calls this at shutdown and in ``wait_idle()``).  A
+        settle refused is logged and counted in :attr:`rejected`; a batch that cannot be
+        written is logged, and its runs are run again once their leases expire."""
         with self._lock:
-            connection = self._connection
-            return connection is None or connection.closed or connection.broken
+            if not self._closed:
+                self._write_settles()
 
-    def _settle(self, snapshot: TaskSnapshot, record: ExecutionRecord, *, token: int) -> None:
-        task_id = snapshot.task.id
-        with self._using() as connection:
-            with connection.transaction():
-                # Lock order, as in the claim: the task's row, then its lease.
-                row = connection.execute(sql.ROW_FOR_SETTLE, {"id": task_id}).fetchone()
-                dropped = connection.execute(
-                    sql.DROP_LEASE, {"id": task_id, "token": token, "node": self.node}
-                ).fetchone()
-                if dropped is not None and row is not None:
-                    version, writer = row
-                    if version == dropped[0] or writer == self.node:
-                        self._write(connection, snapshot, unknown=sql.UPSERT)
-                    else:  # another node wrote the row during the run: its write wins
-                        connection.execute(sql.UPDATE_COUNTS, _state(snapshot, writer=""))
-                    self._append(connection, record)
-            written = dropped is not None and row is not None
-            self._remember(token, written=written)
+    def _write_settles(self) -> None:
+        """Write the queued settles (caller holds the lock); failures are logged."""
+        batch = self._settles.take()
+        if not batch:
+            return
+        try:
+            refused = self._settle_batch(batch)
+        except StoreError:
+            log.exception(
+                "cannot write %d settles; their runs are taken over when their leases expire",
+                len(batch),
+            )
+            return
+        for pending in batch:
+            if pending.token in refused:
+                log.warning("%s", LeaseLost(task_id=pending.snapshot.task.id, token=pending.token))
+
+    def _settle_batch(self, batch: list[Pending]) -> set[int]:
+        """Write ``batch`` in one statement (caller holds the lock); the tokens refused.
+        A batch whose session died (the server ended a stalled one, or restarted) was not
+        written: it is tried once more on a new connection, so that a lease taken over
+        meanwhile is told apart (refused) from an outage (StoreError)."""
+        parameters = settle_parameters(batch, node=self.node, defined=self._defined)
+        try:
+            try:
+                rows = self._open().execute(sql.SETTLE, parameters).fetchall()
+            except psycopg.Error:
+                connection = self._connection
+                if connection is not None and not connection.closed and not connection.broken:
+                    raise
+                rows = self._open().execute(sql.SETTLE, parameters).fetchall()
+        except psycopg.Error as exc:
+            self._settles.done((pending.token, False) for pending in batch)
+            raise StoreError(f"the PostgreSQL store {self.dsn!r} failed: {exc}") from None
+        by_token = {pending.token: pending for pending in batch}
+        refused: set[int] = set()
+        outcomes: list[tuple[int, bool]] = []
+        for token, written, own, _ in rows:
+            pending = by_token[token]
+            task = pending.snapshot.task
+            outcomes.append((token, bool(written)))
             if not written:
-                self.rejected += 1
-                raise LeaseLost(task_id=task_id, token=token)
-
-    def _remember(self, token: int, *, written: bool) -> None:
-        """Keep the settle's outcome for the SKIPPED records that carry the same token."""
-        if len(self._settled) >= _MEMORY:
-            del self._settled[next(iter(self._settled))]
-        self._settled[token] = written
-        self._forget({token})
+                refused.add(token)
+                continue
+            if own:
+                self._defined[task.id] = task
+            self._added_records(self._open(), task.id, len(pending.records))
+        self.rejected += len(refused)
+        self._forget(set(by_token))
+        self._settles.done(outcomes)
+        return refused
 
     def _forget(self, tokens: Collection[int]) -> None:
         for task_id, held in list(self._held.items()):
@@ -447,34 +497,52 @@ class PostgresTaskStore:
 
     def changes(self) -> list[Change]:
         """Rows (and removals) written by other nodes since the previous call, oldest
-        first, each at least once; one REPEATABLE READ transaction."""
-        with self._using() as connection, connection.transaction():
-            connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            (horizon,) = _one(connection.execute(sql.HORIZON))
-            parameters = {"since": self._since, "node": self.node}
-            rows = connection.execute(sql.CHANGED_ROWS, parameters).fetchall()
-            removals = connection.execute(sql.CHANGED_REMOVALS, parameters).fetchall()
+        first, each at least once; one statement (one snapshot).
+
+        The horizon read (the oldest transaction then in flight) is this feed's cursor
+        for :mod:`lldsched.stores.removals`: every removal below it had committed by
+        then, and those below a horizon read ``REMOVALS_KEPT`` ago are deleted."""
+        with self._using() as connection:
+            rows = connection.execute(
+                sql.CHANGES, {"since": self._since, "node": self.node}
+            ).fetchall()
+            behind = self._horizons.read(int(rows[0][1]))
+            if behind is not None:
+                connection.execute(sql.TRIM_REMOVALS, {"below": behind})
         found: list[tuple[int, Change]] = []
-        for row in rows:
-            *columns, leased, xid = row
+        for kind, xid, *columns, leased in rows[1:]:
             task_id, version = columns[0], columns[-1]
             if self._seen.get(task_id, -1) >= version:
                 continue  # read before
-            found.append((int(xid), Change(task_id, version, _snapshot(columns), leased)))
-        for task_id, version, xid in removals:
-            if self._seen.get(task_id, -1) >= version:
-                continue
-            found.append((int(xid), Change(task_id, version, None)))
+            snapshot = self._read_snapshot(columns) if kind == 1 else None
+            found.append((int(xid), Change(task_id, version, snapshot, bool(leased))))
         found.sort(key=lambda item: (item[0], item[1].version))
         with self._lock:
-            self._since = int(horizon)
+            self._since = int(rows[0][1])
             for _, change in found:
                 self._seen[change.task_id] = change.version
                 if change.snapshot is None:
                     self._defined.pop(change.task_id, None)
+                    self._decoded.pop(change.task_id, None)
                 else:
                     self._defined[change.task_id] = change.snapshot.task
         return [change for _, change in found]
+
+    def _read_snapshot(self, row: Sequence[Any]) -> TaskSnapshot:
+        """The snapshot of a row; its definition decoded only if its text is not the one
+        decoded last time for the task (the feed gives every run settled elsewhere).  A
+        ``Window`` or ``Jittered`` schedule, whose state the row's counters restore, is
+        decoded every time."""
+        task_id, definition = row[0], row[1]
+        successes = row[5] - row[6]  # a Window's max_runs counts these
+        known = self._decoded.get(task_id)
+        if known is not None and known[0] == definition:
+            task = known[1]
+        else:
+            task = decode_task(task_id, definition, runs=successes)
+            if not isinstance(task.schedule, Window | Jittered):
+                self._decoded[task_id] = (definition, task)
+        return _snapshot(row, task)
 
     def leases(self) -> list[Lease]:
         """Every lease row now, expired ones included, by token (for people and tests)."""
@@ -515,6 +583,8 @@ class PostgresTaskStore:
         if self._listener is not None:
             self._listener.stop()
             self._listener = None
+        self.flush()  # nothing settled stays queued
+        self._settles.stop()
         with self._lock:
             self._closed = True
             if self._connection is not None:
@@ -565,17 +635,19 @@ def _record_row(record: ExecutionRecord) -> dict[str, Any]:
     return row
 
 
-def _snapshot(row: Sequence[Any]) -> TaskSnapshot:
+def _snapshot(row: Sequence[Any], task: Task | None = None) -> TaskSnapshot:
+    """The snapshot a row of SNAPSHOT_COLUMNS describes (``task``: its definition, decoded)."""
     task_id, definition, status, next_run_at, attempt, run_count, failures, error, running = row[:9]
     try:
         status_value = TaskStatus(status)
     except ValueError:
         raise StoreError(f"task {task_id}: unknown status {status!r}") from None
-    successes = run_count - failures  # a Window's max_runs counts these
+    if task is None:
+        successes = run_count - failures  # a Window's max_runs counts these
+        task = decode_task(task_id, definition, runs=successes)
     return TaskSnapshot(
-        decode_task(task_id, definition, runs=successes), status_value, next_run_at, attempt,
-        run_count, failures, error, bool(running),
-    )  # fmt: skip
+        task, status_value, next_run_at, attempt, run_count, failures, error, bool(running)
+    )
 
 
 def _record(row: Sequence[Any]) -> ExecutionRecord:

@@ -131,16 +131,6 @@ SELECT pg_notify('{CHANNEL}', %(node)s)
        'Infinity')
 """
 
-# Only the counters of a run settled after another node rewrote its row meanwhile
-# (a pause, a cancel, a reschedule): that write wins; writer '' makes every node,
-# this one included, read the row again.
-UPDATE_COUNTS = """
-UPDATE tasks SET run_count = %(run_count)s, failure_count = %(failure_count)s,
-    last_error = %(last_error)s, running = false, version = version + 1, writer = '',
-    xid = pg_current_xact_id()
-WHERE id = %(id)s
-"""
-
 INSERT_RECORD = """
 INSERT INTO records (task_id, attempt, due, slot, worker, started, finished, ok, error,
     timed_out, misfire, result, token)
@@ -203,22 +193,102 @@ UPDATE leases SET expires_at = {DB_NOW} + %(lease)s
 RETURNING token
 """
 
-# The fenced settle's first step: 0 rows and the lease is lost.
-DROP_LEASE = """
-DELETE FROM leases WHERE task_id = %(id)s AND token = %(token)s AND holder = %(node)s
-RETURNING version
-"""
+HORIZON = "SELECT pg_snapshot_xmin(pg_current_snapshot())"  # the feed's first cursor
 
-ROW_FOR_SETTLE = "SELECT version, writer FROM tasks WHERE id = %(id)s FOR UPDATE"
-
-# The change feed: rows and removals written by other nodes since the cursor, with the
-# new cursor (the snapshot's xmin) in the same snapshot (REPEATABLE READ transaction).
-HORIZON = "SELECT pg_snapshot_xmin(pg_current_snapshot())"
-CHANGED_ROWS = f"""
-SELECT {SNAPSHOT_COLUMNS}, EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id
-       AND l.holder <> %(node)s AND l.expires_at > {DB_NOW}) AS leased, t.xid
+# The change feed, one statement: its horizon (the snapshot's xmin, the next cursor) and
+# the rows and removals written by other nodes since the cursor, all in the statement's
+# one snapshot (pg_current_snapshot() is the active one).  The first row is the horizon.
+CHANGES = f"""
+SELECT 0 AS kind, pg_snapshot_xmin(pg_current_snapshot())::text AS xid, NULL AS id,
+       NULL AS definition, NULL AS status, NULL::double precision AS next_run_at,
+       NULL::integer AS attempt, NULL::integer AS run_count, NULL::integer AS failure_count,
+       NULL AS last_error, NULL::boolean AS running, NULL::bigint AS version,
+       NULL::boolean AS leased
+UNION ALL
+SELECT 1, t.xid::text, {SNAPSHOT_COLUMNS}, EXISTS (SELECT 1 FROM leases l
+       WHERE l.task_id = t.id AND l.holder <> %(node)s AND l.expires_at > {DB_NOW})
   FROM tasks t WHERE t.xid >= %(since)s::text::xid8 AND t.writer <> %(node)s
+UNION ALL
+SELECT 2, r.xid::text, r.task_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, r.version,
+       NULL
+  FROM removals r WHERE r.xid >= %(since)s::text::xid8 AND r.writer <> %(node)s
+ORDER BY kind
 """
-CHANGED_REMOVALS = """
-SELECT task_id, version, xid FROM removals WHERE xid >= %(since)s::text::xid8 AND writer <> %(node)s
+
+# Removals every node has read: committed before a feed horizon this store read
+# REMOVALS_KEPT ago (lldsched.stores.removals).
+TRIM_REMOVALS = "DELETE FROM removals WHERE xid < %(below)s::text::xid8"
+
+# A run "owns" its task's row at its settle unless another node wrote the row during the
+# run (its version moved past the claim's, and the writer is not this node): then that
+# write (a pause, a cancel, a reschedule) wins whole and the run adds only its counts and
+# its record; writer '' makes every node, this one included, read the row again.
+_OWN = "(t.version = s.claimed OR t.writer = %(node)s)"
+
+# The fenced settles of a batch of runs, one statement (one round trip, one commit): each
+# run's lease is dropped, its task's row written and its records inserted only while the
+# lease with its token is held; the answer names every token and whether it was written.
+# Lock order as in the claim: the tasks' rows first (in id order, so two batches never
+# wait for each other in a cycle), then their leases.  A write that makes a task the
+# earliest due of all notifies, as a single write does.
+SETTLE = f"""
+WITH given AS (
+    SELECT * FROM unnest(%(id)s::text[], %(token)s::bigint[], %(status)s::text[],
+        %(next_run_at)s::double precision[], %(attempt)s::integer[],
+        %(run_count)s::integer[], %(failure_count)s::integer[], %(last_error)s::text[],
+        %(running)s::boolean[], %(name)s::text[], %(definition)s::text[],
+        %(priority)s::integer[])
+      AS g(id, token, status, next_run_at, attempt, run_count, failure_count, last_error,
+           running, name, definition, priority)),
+locked AS (
+    SELECT t.id FROM tasks t WHERE t.id IN (SELECT id FROM given) ORDER BY t.id
+       FOR UPDATE),
+dropped AS (
+    DELETE FROM leases l USING locked k, given g
+     WHERE l.task_id = k.id AND g.id = k.id AND l.token = g.token AND l.holder = %(node)s
+    RETURNING l.task_id, l.token, l.version AS claimed),
+settled AS (
+    UPDATE tasks t SET
+        status = CASE WHEN {_OWN} THEN s.status ELSE t.status END,
+        next_run_at = CASE WHEN {_OWN} THEN s.next_run_at ELSE t.next_run_at END,
+        attempt = CASE WHEN {_OWN} THEN s.attempt ELSE t.attempt END,
+        run_count = s.run_count, failure_count = s.failure_count, last_error = s.last_error,
+        running = CASE WHEN {_OWN} THEN s.running ELSE false END,
+        failed_seq = CASE WHEN NOT {_OWN} THEN t.failed_seq
+            WHEN s.status = 'failed' THEN coalesce(t.failed_seq, nextval('dead_letter_seq'))
+            END,
+        name = CASE WHEN {_OWN} THEN coalesce(s.name, t.name) ELSE t.name END,
+        definition = CASE WHEN {_OWN} THEN coalesce(s.definition, t.definition)
+            ELSE t.definition END,
+        priority = CASE WHEN {_OWN} THEN coalesce(s.priority, t.priority) ELSE t.priority END,
+        version = t.version + 1,
+        writer = CASE WHEN {_OWN} THEN %(node)s ELSE '' END,
+        xid = pg_current_xact_id()
+      FROM (SELECT g.*, d.claimed FROM dropped d JOIN given g ON g.token = d.token) s
+     WHERE t.id = s.id
+    RETURNING t.id, t.status, t.next_run_at, t.writer),
+recorded AS (
+    INSERT INTO records (task_id, attempt, due, slot, worker, started, finished, ok, error,
+        timed_out, misfire, result, token)
+    SELECT r.task_id, r.attempt, r.due, r.slot, r.worker, r.started, r.finished, r.ok,
+           r.error, r.timed_out, r.misfire, r.result, r.token
+      FROM unnest(%(r_task_id)s::text[], %(r_attempt)s::integer[],
+           %(r_due)s::double precision[], %(r_slot)s::double precision[],
+           %(r_worker)s::integer[], %(r_started)s::double precision[],
+           %(r_finished)s::double precision[], %(r_ok)s::boolean[], %(r_error)s::text[],
+           %(r_timed_out)s::boolean[], %(r_misfire)s::text[], %(r_result)s::text[],
+           %(r_token)s::bigint[]) WITH ORDINALITY
+        AS r(task_id, attempt, due, slot, worker, started, finished, ok, error, timed_out,
+             misfire, result, token, n)
+     WHERE r.token IN (SELECT token FROM dropped)
+     ORDER BY r.n),
+notified AS (
+    SELECT pg_notify('{CHANNEL}', %(node)s) FROM (
+        SELECT min(next_run_at) AS soonest FROM settled WHERE status IN {LIVE}) m
+     WHERE m.soonest < coalesce((SELECT min(next_run_at) FROM tasks
+                                  WHERE status IN {LIVE} AND id <> ALL(%(id)s::text[])),
+                                'Infinity'))
+SELECT g.token, d.token IS NOT NULL AS written, s.writer = %(node)s AS own,
+       (SELECT count(*) FROM notified) AS notified
+  FROM given g LEFT JOIN dropped d ON d.token = g.token LEFT JOIN settled s ON s.id = d.task_id
 """

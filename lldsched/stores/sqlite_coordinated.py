@@ -176,6 +176,10 @@ class CoordinatedMethods:
         scheduler's bounded wait (``poll``) is how changes are noticed."""
         self._coordinated()
 
+    def flush(self) -> None:
+        """Nothing to write: every settle is written when it is made (shared SQLite keeps
+        its one writer's transactions short rather than batching them)."""
+
     @contextlib.contextmanager
     def muted(self) -> Iterator[None]:
         """Inside, ``save`` and ``delete`` write nothing: the caller is applying another

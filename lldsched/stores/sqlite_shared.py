@@ -18,11 +18,13 @@ transaction, so writers in all processes are serialised by SQLite's write lock
   writes the task's state and the record in the same transaction.
 * **The change feed** reads rows whose version passed the cursor, skipping the
   versions this process wrote itself; ``PRAGMA data_version`` (which changes when
-  another connection commits) makes "nothing changed" cost one pragma.
+  another connection commits) makes "nothing changed" cost one pragma.  Removals
+  behind a cursor read a day ago are deleted (:mod:`lldsched.stores.removals`).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import socket
@@ -32,8 +34,11 @@ from collections.abc import Collection
 from typing import Any
 
 from lldsched.persistence import Change, Claim, Lease
+from lldsched.stores.removals import FeedHorizons
 
 __all__ = ["SharedState", "bump", "node_id"]
+
+log = logging.getLogger("lldsched")
 
 SHARED_SCHEMA = """
 CREATE TABLE leases (                    -- at most one per task: a task never overlaps itself
@@ -105,6 +110,7 @@ class SharedState:
             "SELECT value FROM counters WHERE name = 'change'"
         ).fetchone()
         self.cursor = int(cursor)  # the feed starts at open: load_all gives what was before
+        self.horizons = FeedHorizons()  # the cursors read, for trimming `removed`
         self.data_version = _data_version(connection)
 
     # -- claims ------------------------------------------------------------------------
@@ -215,6 +221,12 @@ class SharedState:
         versions = [row[1] for row in rows] + [version for version, _ in removed]
         if versions:
             self.cursor = max(self.cursor, *versions)
+        behind = self.horizons.read(self.cursor)  # lldsched.stores.removals: when to trim
+        if behind is not None:
+            try:  # the rows read are the caller's now: a busy file only delays the trim
+                connection.execute("DELETE FROM removed WHERE version <= ?", (behind,))
+            except sqlite3.OperationalError:
+                log.warning("could not trim the removals of %s; trying again later", self.node)
         return fresh, gone
 
     @staticmethod

@@ -147,6 +147,15 @@ class Coordinator:
             if not self._running and not self._pending:
                 self._renew_at = None
 
+    def flush(self) -> None:
+        """Have the store write the settles it holds back for a batch (without the
+        scheduler's lock: the store's own is enough); a failure is logged, and those runs
+        are taken over when their leases expire."""
+        try:
+            self.store.flush()
+        except StoreError:
+            log.exception("cannot write the settles held back by the shared store")
+
     def release_pending(self) -> None:
         """Give back the claims handed out and never begun (dropped at shutdown), so the
         other processes need not wait for their expiry."""

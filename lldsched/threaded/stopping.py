@@ -70,6 +70,8 @@ class Stopping(SchedulerParts):
                 self._coordinator.release_pending()  # claims dropped unrun: free them now
         self._processes.close(remaining())
         self._coroutines.shutdown(remaining())
+        if self._coordinator is not None:
+            self._coordinator.flush()  # settles the store held back for a batch: written now
         self._dispatcher.close(remaining())
         return not self._threads_alive()
 
@@ -121,8 +123,9 @@ class Stopping(SchedulerParts):
     # -- waiting for quiet (tests and demos) ---------------------------------
 
     def wait_idle(self, timeout: float = 5.0) -> bool:
-        """Wait until nothing is due at the clock's now, nothing is in flight, and every
-        event so far was delivered.  False if ``timeout`` seconds pass first.
+        """Wait until nothing is due at the clock's now, nothing is in flight, every run's
+        settle was written to a shared store, and every event so far was delivered.
+        False if ``timeout`` seconds pass first.
 
         Made for tests and demos on a :class:`~lldsched.clock.FakeClock`:
         ``clock.advance(30); scheduler.wait_idle()``.
@@ -149,6 +152,8 @@ class Stopping(SchedulerParts):
                     self._idle.wait(remaining)
             finally:
                 self._idle_waiters -= 1
+        if self._coordinator is not None:
+            self._coordinator.flush()  # every run settled is written, not only decided
         return self._dispatcher.flush(max(0.0, deadline - time.monotonic()))
 
     def _is_idle(self, drained: bool) -> bool:

@@ -1,0 +1,204 @@
+"""The settles a :class:`~lldsched.stores.postgres.PostgresTaskStore` has not written yet,
+and the thread that writes them: many runs' fenced settles in one statement.
+
+A run's settle (the store's ``save(snapshot, record)`` with the run's fencing token)
+is not written by the thread that ran the run, under the scheduler's lock: it is
+queued here (:meth:`SettleQueue.add`) and the queue's writer thread has the store
+write every settle waiting, in one statement (:data:`~lldsched.stores.postgres_sql.SETTLE`:
+one round trip, one commit).  While one batch is being written the runs that finish
+meanwhile wait for the next, so under load a batch holds what finished during the
+previous round trip (a group commit), and with one run at a time it is written at
+once.  Each settle in a batch is fenced by its own token as before: a refused one
+is reported and counted, the others are written.
+
+**Order.**  The store writes what waits here before any other statement of its own
+(a control verb, a removal, a claim), under its connection's lock, so its writes
+reach the database in the order they were made.  The records a run's finish decides
+after its own (SKIPPED slots, same token) join its queued settle; one that comes
+while the settle is being written waits for its outcome (:meth:`SettleQueue.outcome`).
+
+**Durability.**  A run whose settle is still queued when its process dies was run
+and not recorded: its lease expires and another process runs it again, as for a
+process that dies mid-run (at-least-once, docs/CLUSTER.md).  The runtime calls the
+store's ``flush()`` at shutdown and in ``wait_idle()``, so a clean stop leaves
+nothing queued.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from lldsched.model import ExecutionRecord
+from lldsched.persistence import Task, TaskSnapshot
+from lldsched.stores.codec import encode_task
+
+__all__ = ["Pending", "SettleQueue", "settle_parameters"]
+
+log = logging.getLogger("lldsched")
+
+MEMORY = 4096  # outcomes remembered, for the SKIPPED records that follow a settle
+
+
+class Pending:
+    """One run's settle, queued: the task's state after the run, and its records (the
+    run's own first, then the slots its finish decided, all under its token)."""
+
+    __slots__ = ("records", "snapshot", "token")
+
+    def __init__(self, token: int, snapshot: TaskSnapshot, record: ExecutionRecord) -> None:
+        self.token = token
+        self.snapshot = snapshot
+        self.records = [record]
+
+
+class SettleQueue:
+    """Settles waiting to be written, oldest first, and the writer thread.
+
+    ``write`` is the store's ``flush``: it takes the batch (:meth:`take`) under the
+    store's connection lock, writes it and reports each token's outcome
+    (:meth:`done`).  The thread starts with the first settle queued (never with
+    ``writer=False``: then only the store's own calls write, which tests use to
+    hold settles back); :meth:`stop` ends it, and the queue takes no more.
+    """
+
+    def __init__(self, write: Callable[[], None], *, writer: bool = True) -> None:
+        self._write = write
+        self._writer = writer
+        # Guards _pending, _flying, _outcomes and _stopping; the writer thread waits on
+        # it for a settle.  Never held while calling out (write, the database).
+        self._ready = threading.Condition(threading.Lock())
+        self._pending: dict[int, Pending] = {}  # token -> its settle, in arrival order
+        self._flying: set[int] = set()  # tokens taken, their outcome not known yet
+        self._outcomes: dict[int, bool] = {}  # token -> written (True) or refused / failed
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+
+    def add(self, snapshot: TaskSnapshot, record: ExecutionRecord, *, token: int) -> bool:
+        """Queue the settle of the run with ``token``, or add ``record`` to the one queued
+        under it.  False when that token's settle was taken already (being written, or
+        done): the caller then acts on its :meth:`outcome`; False too once stopped."""
+        with self._ready:
+            if self._stopping:
+                return False
+            pending = self._pending.get(token)
+            if pending is not None:
+                pending.snapshot = snapshot
+                pending.records.append(record)
+                return True
+            if token in self._flying or token in self._outcomes:
+                return False
+            self._pending[token] = Pending(token, snapshot, record)
+            if self._thread is None and self._writer:
+                self._thread = threading.Thread(
+                    target=self._run, name="lldsched-pg-settle", daemon=True
+                )
+                self._thread.start()
+            self._ready.notify()
+            return True
+
+    @property
+    def waiting(self) -> bool:
+        """True when a settle is queued (a cheap read, no lock: a hint)."""
+        return bool(self._pending)
+
+    def take(self) -> list[Pending]:
+        """Every settle queued, oldest first; they count as in flight until :meth:`done`.
+        The caller holds the store's connection lock until then."""
+        with self._ready:
+            batch = list(self._pending.values())
+            self._pending = {}
+            self._flying.update(pending.token for pending in batch)
+            return batch
+
+    def done(self, outcomes: Iterable[tuple[int, bool]]) -> None:
+        """The outcome of each token taken: written, or not (refused, or the write failed)."""
+        with self._ready:
+            for token, written in outcomes:
+                self._flying.discard(token)
+                if len(self._outcomes) >= MEMORY:
+                    del self._outcomes[next(iter(self._outcomes))]
+                self._outcomes[token] = written
+
+    def outcome(self, token: int) -> bool | None:
+        """Whether the settle with ``token`` was written (None: not known here)."""
+        with self._ready:
+            return self._outcomes.get(token)
+
+    def stop(self) -> None:
+        """End the writer thread (the store flushed first); nothing more is queued."""
+        with self._ready:
+            self._stopping = True
+            self._ready.notify_all()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=5.0)
+
+    def _run(self) -> None:
+        ready = self._ready
+        while True:
+            with ready:
+                while not self._pending and not self._stopping:
+                    ready.wait()
+                if self._stopping:
+                    return
+            try:
+                self._write()
+            except Exception:  # the store logs its own failures: this is a bug of ours
+                log.exception("the settle writer failed")
+
+
+def settle_parameters(
+    batch: list[Pending], *, node: str, defined: dict[str, Task]
+) -> dict[str, Any]:
+    """The arrays :data:`~lldsched.stores.postgres_sql.SETTLE` unnests: one element per
+    settle (its definition only when the row may hold another one), one per record."""
+    columns: dict[str, list[Any]] = {
+        name: []
+        for name in (
+            "id", "token", "status", "next_run_at", "attempt", "run_count", "failure_count",
+            "last_error", "running", "name", "definition", "priority",
+            "r_task_id", "r_attempt", "r_due", "r_slot", "r_worker", "r_started",
+            "r_finished", "r_ok", "r_error", "r_timed_out", "r_misfire", "r_result",
+            "r_token",
+        )
+    }  # fmt: skip
+    for pending in batch:
+        snapshot = pending.snapshot
+        task = snapshot.task
+        same = defined.get(task.id) == task
+        for name, value in (
+            ("id", task.id),
+            ("token", pending.token),
+            ("status", snapshot.status.value),
+            ("next_run_at", snapshot.next_run_at),
+            ("attempt", snapshot.attempt),
+            ("run_count", snapshot.run_count),
+            ("failure_count", snapshot.failure_count),
+            ("last_error", snapshot.last_error),
+            ("running", snapshot.running),
+            ("name", None if same else task.name),
+            ("definition", None if same else encode_task(task)),
+            ("priority", None if same else int(task.priority)),
+        ):
+            columns[name].append(value)
+        for record in pending.records:
+            for name, value in (
+                ("r_task_id", record.task_id),
+                ("r_attempt", record.attempt),
+                ("r_due", record.due),
+                ("r_slot", record.slot),
+                ("r_worker", record.worker),
+                ("r_started", record.started),
+                ("r_finished", record.finished),
+                ("r_ok", record.ok),
+                ("r_error", record.error),
+                ("r_timed_out", record.timed_out),
+                ("r_misfire", None if record.misfire is None else record.misfire.value),
+                ("r_result", record.result),
+                ("r_token", pending.token),
+            ):
+                columns[name].append(value)
+    return {"node": node, **columns}

@@ -1,0 +1,303 @@
+"""PostgresTaskStore's batched settles on a real server: a batch mixing current and stale
+tokens writes the current ones and refuses the stale ones, each counted; what waits is
+written before the store's next write, by ``flush()``, at shutdown and in ``wait_idle()``;
+a settle still waiting when its process dies is run again once its lease expires.
+
+A test that needs settles to *wait* stops the store's writer thread from being started
+(``hold_back``): the batch is then exactly what the test queued, and only ``flush()`` (or
+the store's next statement) writes it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import psycopg
+import pytest
+
+from lldsched import OneTime, Scheduler, StoreError, TaskStatus
+from lldsched.persistence import Claim
+from lldsched.stores.postgres import PostgresTaskStore
+from lldsched.stores.postgres_batch import Pending, SettleQueue
+from tests import jobs
+from tests.cluster import wait_until
+from tests.conftest import T0
+from tests.test_store_sqlite import record, snapshot, task
+
+Opener = Callable[..., PostgresTaskStore]
+
+
+@pytest.fixture
+def open_store(postgres_dsn: str) -> Iterator[Opener]:
+    """``open_store(lease=...)``: stores on one fresh schema, all closed afterwards."""
+    opened: list[PostgresTaskStore] = []
+
+    def make(**options: Any) -> PostgresTaskStore:
+        store = PostgresTaskStore(postgres_dsn, **options)
+        opened.append(store)
+        return store
+
+    yield make
+    for store in opened:
+        store.close()
+
+
+class _FlushOnly(SettleQueue):
+    """A queue that tells the store nothing waits, so that only ``flush()`` writes it (not
+    the store's next statement, e.g. the timer's next claim)."""
+
+    @property
+    def waiting(self) -> bool:
+        return False
+
+
+def hold_back(store: PostgresTaskStore, *, only_flush: bool = False) -> list[list[int]]:
+    """Keep ``store``'s settles queued until something writes them (with ``only_flush``,
+    until ``flush()``), and log each batch written (its tokens): the writer thread is
+    never started."""
+    queue = _FlushOnly if only_flush else SettleQueue
+    store._settles = queue(store.flush, writer=False)
+    batches: list[list[int]] = []
+    write = store._settle_batch
+
+    def logged(batch: list[Pending]) -> set[int]:
+        batches.append([pending.token for pending in batch])
+        return write(batch)
+
+    store._settle_batch = logged  # type: ignore[method-assign]
+    return batches
+
+
+def expire(store: PostgresTaskStore, task_id: str) -> None:
+    """Expire ``task_id``'s lease on the server's clock."""
+    with psycopg.connect(store._dsn, autocommit=True) as connection:
+        connection.execute(
+            "UPDATE leases SET expires_at = expires_at - 3600 WHERE task_id = %s", (task_id,)
+        )
+
+
+def finished(task_id: str) -> Any:
+    return snapshot(task(id=task_id), TaskStatus.SUCCEEDED)._replace(next_run_at=None, run_count=1)
+
+
+def test_one_batch_writes_the_current_tokens_and_refuses_the_stale_one(
+    open_store: Opener, caplog: pytest.LogCaptureFixture
+) -> None:
+    holder, other = open_store(lease=60), open_store(lease=60)
+    for task_id in ("a", "b", "c"):
+        holder.save(snapshot(task(id=task_id)))
+    claims = {claim.task_id: claim for claim in holder.claim(now=T0, limit=3)}
+    expire(holder, "b")
+    (taken,) = other.claim(now=T0, limit=1)  # b is taken over: holder's token is stale
+    assert taken.task_id == "b" and taken.token > claims["b"].token
+    batches = hold_back(holder)
+
+    for n, task_id in enumerate(("a", "b", "c")):
+        token = claims[task_id].token
+        holder.save(finished(task_id), record(task_id, n)._replace(token=token))
+    assert other.records() == []  # queued: nothing written yet
+    with caplog.at_level(logging.WARNING, logger="lldsched"):
+        holder.flush()
+
+    assert batches == [[claims[task_id].token for task_id in ("a", "b", "c")]]  # one batch
+    assert holder.rejected == 1
+    assert [r.task_id for r in other.records()] == ["a", "c"]
+    assert [r.token for r in other.records()] == [claims["a"].token, claims["c"].token]
+    assert {s.task.id: s.status for s in other.load_all()} == {
+        "a": TaskStatus.SUCCEEDED,
+        "b": TaskStatus.SCHEDULED,  # untouched by the stale settle: the new holder runs it
+        "c": TaskStatus.SUCCEEDED,
+    }
+    assert [(lease.task_id, lease.token) for lease in other.leases()] == [("b", taken.token)]
+    refused = [r.getMessage() for r in caplog.records if "lease" in r.getMessage().lower()]
+    assert len(refused) == 1 and f"token {claims['b'].token}" in refused[0]
+
+
+def test_the_records_a_run_decides_after_its_own_join_its_settle_in_the_batch(
+    open_store: Opener,
+) -> None:
+    store = open_store(lease=60)
+    store.save(snapshot(task(id="a")))
+    (claim,) = store.claim(now=T0, limit=1)
+    batches = hold_back(store)
+    done = snapshot(task(id="a"))._replace(next_run_at=T0 + 120, run_count=1)
+    store.save(done, record("a", 0)._replace(token=claim.token))
+    store.save(done, record("a", 1)._replace(token=claim.token))  # a SKIPPED slot, say
+    store.flush()
+    assert batches == [[claim.token]]
+    assert [(r.started, r.token) for r in store.records("a")] == [
+        (T0, claim.token),
+        (T0 + 1, claim.token),
+    ]
+    # One more under the same token once the settle was written: written as well.
+    store.save(done, record("a", 2)._replace(token=claim.token))
+    assert len(store.records("a")) == 3 and store.rejected == 0
+
+
+def test_a_control_verb_written_after_a_settle_waits_for_it_so_the_verb_wins(
+    open_store: Opener,
+) -> None:
+    store = open_store(lease=60)
+    store.save(snapshot(task(id="a")))
+    (claim,) = store.claim(now=T0, limit=1)
+    batches = hold_back(store)
+    after_run = snapshot(task(id="a"))._replace(next_run_at=T0 + 60, run_count=1)
+    store.save(after_run, record("a", 0)._replace(token=claim.token))
+    # Paused here once the run finished: written after the settle, so it is what stays
+    # (the other way round, the settle, this node's own write, would put back SCHEDULED).
+    store.save(after_run._replace(status=TaskStatus.PAUSED))
+    assert batches == [[claim.token]]
+    (row,) = open_store().load_all()
+    assert row.status is TaskStatus.PAUSED and row.run_count == 1
+    assert [r.token for r in store.records("a")] == [claim.token]
+
+
+def test_a_settle_held_back_when_its_process_dies_runs_again_after_its_lease_expires(
+    open_store: Opener,
+) -> None:
+    dying, survivor = open_store(lease=0.5), open_store(lease=60)
+    dying.save(snapshot(task(id="a")))
+    (old,) = dying.claim(now=T0, limit=1)
+    hold_back(dying)
+    dying.save(finished("a"), record("a", 0)._replace(token=old.token))  # ran; not written
+    taken: list[Claim] = []
+
+    def take_over() -> bool:
+        taken.extend(survivor.claim(now=T0, limit=1))
+        return bool(taken)
+
+    wait_until(take_over, timeout=20, what="the lease (0.5 s, server's clock) to expire")
+    assert taken[0].token > old.token  # run again: at-least-once
+    new = taken[0].token
+    survivor.settle(finished("a"), record("a", 1)._replace(token=new), token=new)
+    dying.flush()  # the process comes back after all: its late batch is refused
+    assert dying.rejected == 1
+    assert [r.token for r in survivor.records("a")] == [taken[0].token]
+
+
+def calls() -> int:
+    with jobs.CALLS_LOCK:
+        return len(jobs.CALLS)
+
+
+@pytest.fixture
+def quiet_scheduler(open_store: Opener) -> Iterator[tuple[Scheduler, PostgresTaskStore]]:
+    """A scheduler on a store whose settles wait until flush() writes them (``hold_back``
+    with ``only_flush``)."""
+    jobs.CALLS.clear()
+    store = open_store(lease=60, poll=3600)
+    scheduler = Scheduler(store=store, workers=2, max_wait=None)
+    yield scheduler, store
+    scheduler.shutdown(timeout=10)
+    jobs.CALLS.clear()
+
+
+def test_wait_idle_writes_every_settle_held_back(
+    quiet_scheduler: tuple[Scheduler, PostgresTaskStore], open_store: Opener
+) -> None:
+    scheduler, store = quiet_scheduler
+    batches = hold_back(store, only_flush=True)
+    for n in range(6):
+        scheduler.schedule(f"job-{n}", jobs.note, OneTime(delay=0), args=(n,), id=f"job-{n}")
+    scheduler.start()
+    wait_until(lambda: calls() == 6, timeout=10, what="the six actions to run")
+    assert scheduler.wait_idle(timeout=10)
+    reader = open_store()
+    assert sorted(r.task_id for r in reader.records()) == [f"job-{n}" for n in range(6)]
+    assert reader.leases() == [] and sum(map(len, batches)) == 6
+
+
+def test_shutdown_writes_every_settle_held_back(
+    quiet_scheduler: tuple[Scheduler, PostgresTaskStore], open_store: Opener
+) -> None:
+    scheduler, store = quiet_scheduler
+    batches = hold_back(store, only_flush=True)
+    scheduler.schedule("job", jobs.note, OneTime(delay=0), args=("job",), id="job")
+    scheduler.start()
+    wait_until(lambda: calls() == 1, timeout=10, what="the action to run")
+    wait_until(lambda: bool(store._settles._pending), timeout=10, what="its settle queued")
+    assert open_store().records() == [] and batches == []  # ran, not written yet
+    assert scheduler.shutdown(timeout=10)
+    assert [r.task_id for r in open_store().records()] == ["job"]
+    assert open_store().leases() == [] and len(batches) == 1
+
+
+def test_the_change_feed_decodes_a_definition_once_and_a_new_one_again(
+    open_store: Opener,
+) -> None:
+    writer, reader = open_store(), open_store()
+    reader.changes()  # the cursor starts here
+    writer.save(snapshot(task(id="a")))
+    (first,) = reader.changes()
+    writer.save(snapshot(task(id="a"), TaskStatus.PAUSED))
+    (second,) = reader.changes()
+    assert second.snapshot is not None and first.snapshot is not None
+    assert second.snapshot.status is TaskStatus.PAUSED
+    assert second.snapshot.task is first.snapshot.task  # the same text: not decoded again
+    writer.save(snapshot(task(id="a", name="renamed")))
+    (third,) = reader.changes()
+    assert third.snapshot is not None and third.snapshot.task.name == "renamed"
+
+
+def test_a_settle_after_close_is_refused_with_a_store_error_not_queued(open_store: Opener) -> None:
+    store = open_store(lease=60)
+    store.save(snapshot(task(id="a")))
+    (claim,) = store.claim(now=T0, limit=1)
+    store.close()
+    with pytest.raises(StoreError, match="is closed"):
+        store.save(finished("a"), record("a", 0)._replace(token=claim.token))
+    assert not store._settles.waiting
+
+
+def test_a_batch_that_makes_a_task_the_earliest_due_notifies_the_others_once(
+    open_store: Opener,
+) -> None:
+    listener, runner = open_store(poll=3600), open_store(lease=60)
+    runner.save(snapshot(task(id="other"))._replace(next_run_at=T0 + 50))
+    for task_id in ("a", "b"):
+        runner.save(snapshot(task(id=task_id)))
+    claims = {claim.task_id: claim for claim in runner.claim(now=T0, limit=2)}
+    woke = threading.Event()
+    listener.subscribe(woke.set)
+    assert woke.wait(10)  # once when it starts listening
+    woke.clear()
+    batches = hold_back(runner)
+    later = snapshot(task(id="a"))._replace(next_run_at=T0 + 60, run_count=1)  # after "other"
+    runner.save(later, record("a", 0)._replace(token=claims["a"].token))
+    runner.flush()
+    assert not woke.wait(0.5)  # a short bounded wait to prove a negative: not the earliest
+    sooner = snapshot(task(id="b"))._replace(next_run_at=T0 + 10, run_count=1)
+    runner.save(sooner, record("b", 0)._replace(token=claims["b"].token))
+    runner.flush()
+    assert woke.wait(10)
+    assert len(batches) == 2
+
+
+def test_settles_in_a_batch_write_failures_in_dead_letter_order_and_a_new_definition(
+    open_store: Opener,
+) -> None:
+    store = open_store(lease=60)
+    for task_id in ("a", "b", "c"):
+        store.save(snapshot(task(id=task_id)))
+    claims = {claim.task_id: claim for claim in store.claim(now=T0, limit=3)}
+    hold_back(store)
+    for task_id in ("b", "a"):
+        failed = snapshot(task(id=task_id), TaskStatus.FAILED)._replace(
+            next_run_at=None, run_count=1, failure_count=1, last_error="boom"
+        )
+        failure = record(task_id, 0)._replace(ok=False, error="boom")
+        store.save(failed, failure._replace(token=claims[task_id].token))
+        store.flush()  # one batch each: their order is the order they failed
+    renamed = snapshot(task(id="c", name="renamed"))._replace(next_run_at=T0 + 60)
+    store.save(renamed, record("c", 0)._replace(token=claims["c"].token))
+    store.flush()
+    reader = open_store()
+    assert reader.dead_letter() == ["b", "a"]
+    assert {s.task.id: (s.task.name, s.last_error) for s in reader.load_all()} == {
+        "a": ("t", "boom"),
+        "b": ("t", "boom"),
+        "c": ("renamed", None),
+    }
