@@ -715,7 +715,7 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         retention = self._retention
         for task_id in retention.due(now):
             task = self.tasks.pop(task_id)
-            retention.retired(task_id, task.status.value, task.history)
+            retention.retired(task_id, task.status, task.history)
             if self._deps is not None:
                 self._deps.retired(task)  # its dependents remember how it ended
             if self._on_retire is not None:

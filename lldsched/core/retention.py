@@ -41,7 +41,7 @@ from collections import OrderedDict, deque
 from datetime import timedelta
 
 from lldsched.errors import TaskNotFoundError, TaskRetiredError, ValidationError
-from lldsched.model import ExecutionRecord
+from lldsched.model import ExecutionRecord, TaskStatus
 
 __all__ = [
     "DEFAULT_RETAIN_FINISHED",
@@ -94,7 +94,7 @@ class Retention:
         # the deleted slots (a stream of one-off runs spent 4x its time there).
         self.held_since: OrderedDict[str, float] = OrderedDict()
         # Recently retired ids, oldest first, to the status each finished with.
-        self._retired: OrderedDict[str, str] = OrderedDict()
+        self._retired: OrderedDict[str, TaskStatus] = OrderedDict()
         self.log: deque[ExecutionRecord] = deque(maxlen=history_limit)
         """The records of retired tasks, in the order they retired (bounded as one
         task's history is)."""
@@ -129,7 +129,9 @@ class Retention:
             due.append(held.popitem(last=False)[0])
         return due
 
-    def retired(self, task_id: str, status: str, history: tuple[ExecutionRecord, ...]) -> None:
+    def retired(
+        self, task_id: str, status: TaskStatus, history: tuple[ExecutionRecord, ...]
+    ) -> None:
         """Remember that ``task_id`` retired (as ``status``), and keep its records in the log."""
         retired = self._retired
         retired[task_id] = status
@@ -143,7 +145,7 @@ class Retention:
         status = self._retired.get(task_id) if isinstance(task_id, str) else None
         if status is not None:
             return TaskRetiredError(
-                f"task {task_id!r} finished ({status}) and was retired from the registry "
+                f"task {task_id!r} finished ({status.value}) and was retired from the registry "
                 f"(retain_finished={self.keep!r}); its runs stay in records() and the store"
             )
         if self._retired:
