@@ -24,12 +24,13 @@
 import time
 
 from IPython.display import display
-from ipywidgets import IntSlider, interact
+from ipywidgets import IntSlider
 
 from lldsched import OverrunPolicy
 from lldsched.sim.overrun import ALL_POLICIES, simulate_overrun
 from lldsched.sim.scenario import build_scenario
 from lldsched.views.frames import schedules_of, task_summary, to_frame
+from lldsched.views.interact import interact
 from lldsched.views.plots import (
     gantt,
     lateness_distribution,

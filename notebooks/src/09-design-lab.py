@@ -30,7 +30,7 @@
 
 # %%
 from IPython.display import display
-from ipywidgets import Checkbox, Dropdown, interact
+from ipywidgets import Checkbox, Dropdown
 
 from lldsched import Scheduler
 from lldsched.core.duequeue import TaskQueue
@@ -68,6 +68,7 @@ from lldsched.lab.timer import (
     run_early_on_spurious_wakeup,
 )
 from lldsched.lab.wheel import TimingWheel, compare_wheel_and_heap, pop_order_within_a_tick
+from lldsched.views.interact import interact
 from lldsched.views.plots.lab import (
     cancel_cost,
     listener_latency,

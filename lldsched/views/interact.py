@@ -1,0 +1,236 @@
+"""``interact``: controls over a function, and what the function shows below them.
+
+The notebooks' sliders, drop-downs and check boxes.  It looks and behaves like
+``ipywidgets.interact`` (the same controls made from the same abbreviations, in a box
+with the same CSS class, the output replaced after every change) with one difference in
+how the output gets into the box:
+
+* ``ipywidgets.interact`` runs the function inside ``with out:`` on an ``Output`` widget.
+  That capture is done by the *front end*: the kernel tells it "outputs of this message
+  go into this widget", and the front end appends them.  When a notebook is executed by
+  nbclient (Voila, ``nbconvert --execute``), nbclient plays that front end: for each
+  captured output it sends the widget's new state back to the kernel on the shell
+  channel, while the same channel is awaiting the cell's execute reply.  The reply
+  then sometimes arrives without waking that wait: a cell waits out its whole timeout,
+  and with none (Voila's default) the page stays on "Executing N of M" for ever
+  (jupyter/nbclient#312, open; jupyter/nbconvert#2003 and #2029 are the same hang).
+* here the kernel runs the function with its output captured in the kernel
+  (:class:`IPython.utils.capture.capture_output`: printed text, ``display()`` calls) and
+  sets the ``Output`` widget's ``outputs`` itself, as ``Output.append_stdout`` does.
+  Nothing is captured by the front end, so nbclient never writes to the shell channel.
+
+What shows: printed text first (stdout, then stderr), then what the function displayed,
+then its return value unless it is ``None`` (as ``interact`` displays it).  A figure
+shows when it is displayed or returned (the package's figures draw themselves); unlike
+``interact``, pyplot's pending figures are not flushed into the box.  The first
+call happens in :func:`interact` and its exception propagates, so a broken function
+fails the cell (and the notebook's test); an exception from a later change is shown in
+the box as a traceback, as ``interact`` shows it.
+
+ipywidgets is imported on first use, through
+:func:`lldsched.views.widgets.require_ipywidgets` (its error names the extra to install).
+"""
+
+from __future__ import annotations
+
+import base64
+import inspect
+import traceback
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
+
+from lldsched.errors import ValidationError
+from lldsched.views.widgets import require_ipywidgets
+
+if TYPE_CHECKING:
+    import ipywidgets
+
+__all__ = ["Interaction", "interact"]
+
+Output = dict[str, Any]
+"""One entry of an ``Output`` widget's ``outputs``, in the notebook format (nbformat 4)."""
+
+_CSS_CLASS = "widget-interact"  # ipywidgets.interactive's: the same look
+
+
+class Interaction:
+    """A function called with the values of its controls, its output shown below them.
+
+    ``controls`` maps each parameter given a control to its widget; ``output`` is the
+    ``Output`` widget whose ``outputs`` hold what the last call showed; ``widget`` is the
+    box of both, which is how the interaction shows (:func:`interact` displays it; so
+    does leaving it as a cell's value); ``result`` is the last call's return value.
+    :meth:`update` calls the function again, as a change of a control does.
+    """
+
+    def __init__(
+        self,
+        function: Callable[..., object],
+        controls: Mapping[str, object],
+    ) -> None:
+        widgets = require_ipywidgets()
+        self.function = function
+        self.controls: dict[str, ipywidgets.ValueWidget] = _controls(function, controls)
+        self.output: ipywidgets.Output = widgets.Output()
+        self.widget: ipywidgets.VBox = widgets.VBox(children=[*self.controls.values(), self.output])
+        self.widget.add_class(_CSS_CLASS)
+        self.result: object = None
+        self.update(raising=True)
+        for control in self.controls.values():
+            control.observe(self._changed, names="value")
+
+    def values(self) -> dict[str, object]:
+        """The arguments the next call gets: each control's current value."""
+        return {name: control.value for name, control in self.controls.items()}
+
+    def update(self, *, raising: bool = False) -> None:
+        """Call the function with the controls' values and show what it printed,
+        displayed and returned in :attr:`output`, replacing what was there.  An
+        exception propagates when ``raising``, else its traceback is what is shown."""
+        shown: list[Output] = []
+        with _captured() as captured:
+            try:
+                self.result = self.function(**self.values())
+            except Exception as exc:
+                if raising:
+                    raise
+                self.result = None
+                failure: Exception | None = exc
+            else:
+                failure = None
+        shown.extend(_streams(captured))
+        shown.extend(_display_data(data, metadata) for data, metadata in _displayed(captured))
+        if failure is not None:
+            shown.append(_error(failure))
+        elif self.result is not None:
+            shown.append(_display_data(*_formatted(self.result)))
+        self.output.outputs = tuple(shown)
+
+    def _changed(self, _change: object) -> None:
+        self.update()
+
+    def __repr__(self) -> str:
+        name = getattr(self.function, "__name__", repr(self.function))
+        return f"Interaction({name}, controls={list(self.controls)})"
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        """Shown as its box; the text a notebook keeps for viewers without widgets is
+        this object's repr, not the box's (which spells out every control's state)."""
+        bundle = dict(self.widget._repr_mimebundle_(**kwargs))
+        bundle["text/plain"] = repr(self)
+        return bundle
+
+
+def interact(function: Callable[..., object], /, **controls: object) -> Interaction:
+    """Show controls for ``function``'s parameters and its output below them; call it
+    again whenever a control changes.
+
+    Each keyword names a parameter and gives its control as ``ipywidgets.interact``
+    takes it: a widget (used as it is), ``(min, max)`` or ``(min, max, step)`` (a
+    slider, integer if all three are), a list or dict (a drop-down), a bool (a check
+    box), a string (a text box).  A tuple or list starts at the parameter's default
+    when it has one.  Parameters left without a control keep their defaults.  Returns
+    the :class:`Interaction`, already displayed.
+
+    Raises :class:`~lldsched.errors.ValidationError` for a keyword that is not a
+    parameter, a parameter without a default left without a control, or a value that
+    makes no control; and whatever the first call raises.
+    """
+    from IPython.display import display
+
+    interaction = Interaction(function, controls)
+    display(interaction)  # type: ignore[no-untyped-call]  # IPython has no hints here
+    return interaction
+
+
+def _controls(
+    function: Callable[..., object], given: Mapping[str, object]
+) -> dict[str, ipywidgets.ValueWidget]:
+    """The control of each parameter that has one, made as ipywidgets.interact makes it."""
+    widgets = require_ipywidgets()
+    if not callable(function):
+        raise ValidationError(f"interact needs a function, not {function!r}")
+    parameters = inspect.signature(function).parameters
+    name = getattr(function, "__name__", repr(function))
+    unknown = [key for key in given if key not in parameters]
+    if unknown:
+        raise ValidationError(
+            f"{name} has no parameter {unknown[0]!r}; it takes {list(parameters)}"
+        )
+    missing = [
+        key
+        for key, parameter in parameters.items()
+        if key not in given and parameter.default is inspect.Parameter.empty
+    ]
+    if missing:
+        raise ValidationError(f"{name}'s parameter {missing[0]!r} has no default and no control")
+    made: dict[str, ipywidgets.ValueWidget] = {}
+    for key, abbreviation in given.items():
+        if isinstance(abbreviation, widgets.Widget) and not isinstance(
+            abbreviation, widgets.ValueWidget
+        ):
+            raise ValidationError(f"the control of {key!r}, {abbreviation!r}, has no value")
+        default = parameters[key].default
+        control = widgets.interactive.widget_from_abbrev(abbreviation, default)
+        if not isinstance(control, widgets.ValueWidget):
+            raise ValidationError(f"no control can be made for {key!r} from {abbreviation!r}")
+        if not control.description:
+            control.description = key
+        made[key] = control
+    return made
+
+
+def _captured() -> AbstractContextManager[Any]:
+    """What the function prints and displays, kept in the kernel (IPython's capture;
+    outside IPython ``display`` prints, so it is caught as text)."""
+    from IPython.utils.capture import capture_output
+
+    return capture_output(stdout=True, stderr=True, display=True)
+
+
+def _streams(captured: Any) -> list[Output]:
+    return [
+        {"output_type": "stream", "name": name, "text": text}
+        for name, text in (("stdout", captured.stdout), ("stderr", captured.stderr))
+        if text
+    ]
+
+
+def _displayed(captured: Any) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    return [(dict(shown.data), dict(shown.metadata or {})) for shown in captured.outputs]
+
+
+def _formatted(value: object) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``value``'s representations, by the kernel's formatters (those registered in
+    the notebook included), or IPython's defaults outside a kernel."""
+    from IPython import get_ipython
+    from IPython.core.formatters import DisplayFormatter
+
+    shell = get_ipython()
+    formatter = shell.display_formatter if shell is not None else DisplayFormatter()
+    data, metadata = formatter.format(value)
+    return dict(data), dict(metadata)
+
+
+def _display_data(data: dict[str, Any], metadata: dict[str, Any]) -> Output:
+    """A display_data output as the notebook format has it: binary data (a PNG) in
+    base64 text, as the kernel sends a display message (the widget's state would
+    otherwise carry raw bytes, which front ends do not read as an image)."""
+    encoded = {
+        mime: base64.b64encode(value).decode("ascii") if isinstance(value, bytes) else value
+        for mime, value in data.items()
+    }
+    return {"output_type": "display_data", "data": encoded, "metadata": metadata}
+
+
+def _error(exc: Exception) -> Output:
+    """An error output: the traceback from the function down (not :meth:`update`)."""
+    below_update = exc.__traceback__.tb_next if exc.__traceback__ else None
+    lines = traceback.format_exception(type(exc), exc, below_update)
+    return {
+        "output_type": "error",
+        "ename": type(exc).__name__,
+        "evalue": str(exc),
+        "traceback": "".join(lines).splitlines(),
+    }

@@ -1,0 +1,179 @@
+"""lldsched.views.interact without a browser: the controls are ipywidgets.interact's, the
+function's output is written into the Output widget's ``outputs`` (never captured with
+``with out:``, which nbclient answers on the shell channel: jupyter/nbclient#312), a
+change of a control calls the function again, and bad input is refused by name."""
+
+from __future__ import annotations
+
+import base64
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import ipywidgets
+import pytest
+
+from lldsched.errors import ValidationError
+from lldsched.views import interact as interact_module
+from lldsched.views.interact import Interaction, interact
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+SHOWN = ("value", "min", "max", "step", "description", "options", "_options_labels")
+
+
+def state(widget: Any) -> dict[str, Any]:
+    """What a control looks like: its type and the state the front end draws."""
+    drawn = {key: value for key, value in widget.get_state().items() if key in SHOWN}
+    return {"type": type(widget).__name__, **drawn}
+
+
+@pytest.fixture
+def displayed(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[object]]:
+    """What interact hands to IPython's display (outside a kernel it would print)."""
+    shown: list[object] = []
+    monkeypatch.setattr("IPython.display.display", lambda *objs, **_: shown.extend(objs))
+    yield shown
+
+
+@pytest.fixture
+def no_capture(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Entering an Output widget (``with out:``, the front-end capture) fails the test."""
+
+    def entered(self: object) -> None:
+        raise AssertionError("the Output widget was entered: its output is captured")
+
+    monkeypatch.setattr(ipywidgets.Output, "__enter__", entered)
+
+
+def pick(period: int = 60, policy: str = "SKIP", verbose: bool = False) -> str:
+    print(f"period {period}, {policy}")
+    return f"{policy}:{period}" if verbose else policy
+
+
+def test_the_controls_are_the_ones_ipywidgets_interact_makes(displayed: list[object]) -> None:
+    abbreviations: dict[str, Any] = {
+        "period": (10, 300, 10),
+        "policy": ["SKIP", "CATCH_UP"],
+        "verbose": ipywidgets.Checkbox(value=True, description="say more"),
+    }
+    theirs = ipywidgets.interactive(pick, **abbreviations).kwargs_widgets
+    abbreviations["verbose"] = ipywidgets.Checkbox(value=True, description="say more")
+    ours = interact(pick, **abbreviations)
+    assert [state(control) for control in ours.controls.values()] == [
+        state(control) for control in theirs
+    ]
+    assert ours.controls["period"].value == 60  # the parameter's default, as interact does
+    assert displayed == [ours]
+    bundle = ours._repr_mimebundle_()
+    assert bundle[WIDGET_VIEW]["model_id"] == ours.widget.model_id  # shown as its box
+    assert bundle["text/plain"] == "Interaction(pick, controls=['period', 'policy', 'verbose'])"
+    assert "widget-interact" in ours.widget._dom_classes  # interact's box, interact's CSS
+    assert list(ours.widget.children) == [*ours.controls.values(), ours.output]
+
+
+def test_the_output_is_written_not_captured_and_a_change_replaces_it(
+    displayed: list[object], no_capture: None
+) -> None:
+    shown = interact(pick, period=(10, 300, 10), policy=["SKIP", "CATCH_UP"])
+    assert shown.output.outputs == (
+        {"output_type": "stream", "name": "stdout", "text": "period 60, SKIP\n"},
+        {"output_type": "display_data", "data": {"text/plain": "'SKIP'"}, "metadata": {}},
+    )
+    assert shown.result == "SKIP"
+    shown.controls["policy"].value = "CATCH_UP"
+    shown.controls["period"].value = 120
+    assert shown.output.outputs[0]["text"] == "period 120, CATCH_UP\n"
+    assert len(shown.output.outputs) == 2
+    assert shown.values() == {"period": 120, "policy": "CATCH_UP"}
+    assert shown.output.msg_id == ""  # never pointed at a message to capture
+
+
+class Rich:
+    """A value with an HTML and a PNG representation (as a frame and a figure have)."""
+
+    def _repr_html_(self) -> str:
+        return "<b>rich</b>"
+
+    def _repr_png_(self) -> bytes:
+        return b"\x89PNG not really"
+
+
+def test_a_rich_return_value_is_shown_by_its_representations_binary_as_base64(
+    displayed: list[object],
+) -> None:
+    shown = interact(lambda size=1: Rich() if size else None, size=(0, 3))
+    (output,) = shown.output.outputs
+    assert output["output_type"] == "display_data"
+    assert output["data"]["text/html"] == "<b>rich</b>"
+    assert base64.b64decode(output["data"]["image/png"]) == b"\x89PNG not really"
+    shown.controls["size"].value = 0  # returns None: nothing is shown
+    assert shown.output.outputs == ()
+
+
+def test_the_first_call_raises_and_a_later_failure_is_shown_then_replaced(
+    displayed: list[object],
+) -> None:
+    def divide(by: int = 0) -> float:
+        return 1 / by
+
+    with pytest.raises(ZeroDivisionError):
+        interact(divide, by=(0, 4))  # starts at the default, 0
+    assert displayed == []  # nothing half-made is shown
+
+    shown = interact(divide, by=ipywidgets.Dropdown(options=[4, 0, 2], value=4))
+    assert shown.output.outputs[-1]["data"] == {"text/plain": "0.25"}
+    shown.controls["by"].value = 0
+    (error,) = shown.output.outputs
+    assert error["output_type"] == "error"
+    assert (error["ename"], error["evalue"]) == ("ZeroDivisionError", "division by zero")
+    assert shown.result is None
+    assert any("return 1 / by" in line for line in error["traceback"])
+    assert not any("def update" in line or "self.function" in line for line in error["traceback"])
+    shown.controls["by"].value = 2
+    assert shown.output.outputs[-1]["data"] == {"text/plain": "0.5"}
+
+
+def test_printed_errors_come_after_printed_text(displayed: list[object]) -> None:
+    def both(flag: bool = True) -> None:
+        print("out", flag)
+        print("err", flag, file=sys.stderr)
+
+    shown = interact(both, flag=True)
+    assert [(o["name"], o["text"]) for o in shown.output.outputs] == [
+        ("stdout", "out True\n"),
+        ("stderr", "err True\n"),
+    ]
+    assert isinstance(shown, Interaction) and repr(shown) == "Interaction(both, controls=['flag'])"
+
+
+@pytest.mark.parametrize(
+    ("controls", "message"),
+    [
+        (lambda: {"periode": (1, 5)}, "pick has no parameter 'periode'; it takes"),
+        (lambda: {"period": object()}, "no control can be made for 'period' from <object"),
+        (lambda: {"period": ipywidgets.Button()}, "the control of 'period', Button"),
+    ],
+)
+def test_bad_controls_are_refused_by_name(
+    displayed: list[object], controls: Callable[[], dict[str, object]], message: str
+) -> None:
+    with pytest.raises(ValidationError, match=message):
+        interact(pick, **controls())
+    assert displayed == []
+
+
+def test_a_parameter_without_default_needs_a_control(displayed: list[object]) -> None:
+    def needs(first: int, second: int = 2) -> int:
+        return first + second
+
+    with pytest.raises(ValidationError, match="'first' has no default and no control"):
+        interact(needs, second=(0, 4))
+    assert interact(needs, first=(0, 4)).result == 4  # second keeps its default
+    with pytest.raises(ValidationError, match="interact needs a function, not 3"):
+        interact(3)  # type: ignore[arg-type]
+
+
+def test_without_ipywidgets_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ipywidgets", None)
+    with pytest.raises(ImportError, match=r"lldsched\[notebook\]"):
+        interact_module.interact(pick, period=(1, 5))
