@@ -111,9 +111,14 @@ def busy_then_queue(drain: bool) -> list[str]:
     busy = scheduler.schedule("busy", long_run, OneTime(delay=0))
     queued = [scheduler.schedule(f"queued-{n}", lambda: None, OneTime(delay=0)) for n in range(3)]
     scheduler.start()  # the timer hands all four over at once; the worker takes the first
-    started.wait(5)  # busy runs, and the other three wait in the hand-off queue
-    threading.Timer(1.0, release.set).start()  # the long run ends a second later
-    scheduler.shutdown(drain=drain, timeout=5)
+    started.wait(30)  # busy runs, and the other three wait in the hand-off queue
+    if drain:
+        threading.Timer(1.0, release.set).start()  # the long run ends a second later...
+        scheduler.shutdown(drain=True, timeout=5)  # ...and then the three run
+    else:
+        scheduler.shutdown(drain=False, timeout=0.5)  # the three are dropped at once
+        release.set()  # only now does the long run end,
+        scheduler.shutdown(timeout=5)  # and a second call waits for it
     return [f"{t.name}: {t.run_count} run" for t in [busy, *queued]]
 
 
