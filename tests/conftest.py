@@ -12,6 +12,7 @@ from lldsched import EventLog, FakeClock, Scheduler
 from tests.cluster import cluster, store_spec  # noqa: F401 - the multi-process fixtures
 
 if TYPE_CHECKING:
+    from lldsched.stores.postgres import PostgresTaskStore
     from tests.pg_server import PostgresServer
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC).timestamp()  # a Monday, 09:00 UTC
@@ -75,3 +76,21 @@ def postgres_server() -> Iterator[PostgresServer]:
 def postgres_dsn(postgres_server: PostgresServer) -> str:
     """A dsn for a fresh, empty schema on the session's PostgreSQL server."""
     return postgres_server.create_schema()
+
+
+@pytest.fixture
+def open_store(postgres_dsn: str) -> Iterator[Callable[..., PostgresTaskStore]]:
+    """``open_store(lease=...)``: PostgreSQL stores on one fresh schema, all closed
+    afterwards."""
+    from lldsched.stores.postgres import PostgresTaskStore
+
+    opened: list[PostgresTaskStore] = []
+
+    def make(**options: Any) -> PostgresTaskStore:
+        store = PostgresTaskStore(postgres_dsn, **options)
+        opened.append(store)
+        return store
+
+    yield make
+    for store in opened:
+        store.close()

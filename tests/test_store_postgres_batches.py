@@ -30,21 +30,6 @@ from tests.test_store_sqlite import record, snapshot, task
 Opener = Callable[..., PostgresTaskStore]
 
 
-@pytest.fixture
-def open_store(postgres_dsn: str) -> Iterator[Opener]:
-    """``open_store(lease=...)``: stores on one fresh schema, all closed afterwards."""
-    opened: list[PostgresTaskStore] = []
-
-    def make(**options: Any) -> PostgresTaskStore:
-        store = PostgresTaskStore(postgres_dsn, **options)
-        opened.append(store)
-        return store
-
-    yield make
-    for store in opened:
-        store.close()
-
-
 class _FlushOnly(SettleQueue):
     """A queue that tells the store nothing waits, so that only ``flush()`` writes it (not
     the store's next statement, e.g. the timer's next claim)."""

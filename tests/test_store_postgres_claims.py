@@ -7,9 +7,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import psycopg
 import pytest
@@ -25,21 +24,6 @@ from tests.test_store_sqlite import record, snapshot, task
 
 ROOT = Path(__file__).resolve().parent.parent
 Opener = Callable[..., PostgresTaskStore]
-
-
-@pytest.fixture
-def open_store(postgres_dsn: str) -> Iterator[Opener]:
-    """``open_store(lease=...)``: stores on one fresh database, all closed afterwards."""
-    opened: list[PostgresTaskStore] = []
-
-    def make(**options: Any) -> PostgresTaskStore:
-        store = PostgresTaskStore(postgres_dsn, **options)
-        opened.append(store)
-        return store
-
-    yield make
-    for store in opened:
-        store.close()
 
 
 def due_tasks(store: PostgresTaskStore, count: int) -> None:
