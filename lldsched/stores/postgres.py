@@ -58,6 +58,7 @@ from lldsched.stores import postgres_sql as sql
 from lldsched.stores.codec import decode_task, encode_task
 from lldsched.stores.postgres_batch import Pending, SettleQueue, settle_parameters
 from lldsched.stores.postgres_listen import Listener, connect, psycopg, redact
+from lldsched.stores.postgres_rows import record_row, state_row
 from lldsched.stores.removals import FeedHorizons
 
 __all__ = ["PostgresTaskStore"]
@@ -254,7 +255,7 @@ class PostgresTaskStore:
         a settle, whose lease proved the row exists, says
         :data:`~lldsched.stores.postgres_sql.UPSERT`."""
         task = snapshot.task
-        state = _state(snapshot, writer=self.node)
+        state = {**state_row(snapshot), "writer": self.node}
         known = self._defined.get(task.id)
         if known == task:
             connection.execute(sql.UPDATE, state)
@@ -276,7 +277,7 @@ class PostgresTaskStore:
 
     def _append(self, connection: Connection, record: ExecutionRecord) -> None:
         """Insert ``record``; every tenth of ``retention``, trim its task's oldest."""
-        connection.execute(sql.INSERT_RECORD, _record_row(record))
+        connection.execute(sql.INSERT_RECORD, record_row(record))
         self._added_records(connection, record.task_id, 1)
 
     def _added_records(self, connection: Connection, task_id: str, count: int) -> None:
@@ -611,27 +612,6 @@ def _one(cursor: psycopg.Cursor[tuple[Any, ...]]) -> tuple[Any, ...]:
     row = cursor.fetchone()
     if row is None:  # pragma: no cover - aggregate queries always return a row
         raise StoreError("the PostgreSQL store returned no row")
-    return row
-
-
-def _state(snapshot: TaskSnapshot, *, writer: str) -> dict[str, Any]:
-    return {
-        "id": snapshot.task.id,
-        "status": snapshot.status.value,
-        "next_run_at": snapshot.next_run_at,
-        "attempt": snapshot.attempt,
-        "run_count": snapshot.run_count,
-        "failure_count": snapshot.failure_count,
-        "last_error": snapshot.last_error,
-        "running": snapshot.running,
-        "writer": writer,
-    }
-
-
-def _record_row(record: ExecutionRecord) -> dict[str, Any]:
-    row = record._asdict()
-    del row["name"]
-    row["misfire"] = None if record.misfire is None else record.misfire.value
     return row
 
 

@@ -34,6 +34,7 @@ from typing import Any
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import Task, TaskSnapshot
 from lldsched.stores.codec import encode_task
+from lldsched.stores.postgres_rows import record_row, state_row
 
 __all__ = ["Pending", "SettleQueue", "settle_parameters"]
 
@@ -169,36 +170,16 @@ def settle_parameters(
         snapshot = pending.snapshot
         task = snapshot.task
         same = defined.get(task.id) == task
-        for name, value in (
-            ("id", task.id),
-            ("token", pending.token),
-            ("status", snapshot.status.value),
-            ("next_run_at", snapshot.next_run_at),
-            ("attempt", snapshot.attempt),
-            ("run_count", snapshot.run_count),
-            ("failure_count", snapshot.failure_count),
-            ("last_error", snapshot.last_error),
-            ("running", snapshot.running),
-            ("name", None if same else task.name),
-            ("definition", None if same else encode_task(task)),
-            ("priority", None if same else int(task.priority)),
-        ):
+        row = {
+            **state_row(snapshot),
+            "token": pending.token,
+            "name": None if same else task.name,
+            "definition": None if same else encode_task(task),
+            "priority": None if same else int(task.priority),
+        }
+        for name, value in row.items():
             columns[name].append(value)
         for record in pending.records:
-            for name, value in (
-                ("r_task_id", record.task_id),
-                ("r_attempt", record.attempt),
-                ("r_due", record.due),
-                ("r_slot", record.slot),
-                ("r_worker", record.worker),
-                ("r_started", record.started),
-                ("r_finished", record.finished),
-                ("r_ok", record.ok),
-                ("r_error", record.error),
-                ("r_timed_out", record.timed_out),
-                ("r_misfire", None if record.misfire is None else record.misfire.value),
-                ("r_result", record.result),
-                ("r_token", pending.token),
-            ):
-                columns[name].append(value)
+            for name, value in {**record_row(record), "token": pending.token}.items():
+                columns[f"r_{name}"].append(value)
     return {"node": node, **columns}
