@@ -27,12 +27,13 @@ Round-robin, median of :data:`RUNS` runs after one discarded warm-up round.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import itertools
 import statistics
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -100,65 +101,65 @@ def run_apscheduler(n: int) -> float:
 
     done = _Done(n)
     action = _coroutine_of(done)
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, name="aps-loop", daemon=True)
-    thread.start()
-    scheduler: Any = AsyncIOScheduler(
-        event_loop=loop, job_defaults={"misfire_grace_time": None}, timezone="UTC"
-    )
-    at = datetime.now(UTC)
-    for _ in range(n):
-        scheduler.add_job(action, "date", run_date=at)
-    gc.collect()
+    with _loop_thread("aps-loop") as loop:
+        scheduler: Any = AsyncIOScheduler(
+            event_loop=loop, job_defaults={"misfire_grace_time": None}, timezone="UTC"
+        )
+        at = datetime.now(UTC)
+        for _ in range(n):
+            scheduler.add_job(action, "date", run_date=at)
+        gc.collect()
 
-    def on_loop(fn: Callable[[], Any]) -> None:
-        """Call ``fn`` on the scheduler's loop and wait for it."""
-        future = asyncio.run_coroutine_threadsafe(_call(fn), loop)
-        future.result(TIMEOUT)
+        def on_loop(fn: Callable[[], Any]) -> None:
+            """Call ``fn`` on the scheduler's loop and wait for it."""
+            future = asyncio.run_coroutine_threadsafe(_call(fn), loop)
+            future.result(TIMEOUT)
 
-    try:
-        on_loop(lambda: scheduler.start(paused=True))  # moves the jobs into the job store
-        t0 = time.perf_counter()
-        loop.call_soon_threadsafe(scheduler.resume)
-        if not done.event.wait(TIMEOUT):
-            raise RuntimeError(f"APScheduler ran fewer than {n} coroutines in {TIMEOUT} s")
-        elapsed = time.perf_counter() - t0
-    finally:
-        on_loop(lambda: scheduler.shutdown(wait=False))
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(TIMEOUT)
-        loop.close()
-    return elapsed
+        try:
+            on_loop(lambda: scheduler.start(paused=True))  # moves the jobs into the job store
+            t0 = time.perf_counter()
+            loop.call_soon_threadsafe(scheduler.resume)
+            if not done.event.wait(TIMEOUT):
+                raise RuntimeError(f"APScheduler ran fewer than {n} coroutines in {TIMEOUT} s")
+            return time.perf_counter() - t0
+        finally:
+            on_loop(lambda: scheduler.shutdown(wait=False))
 
 
 async def _call(fn: Callable[[], Any]) -> None:
     fn()
 
 
-def run_bare_loop(n: int) -> float:
-    """Seconds for a bare event loop to run ``n`` coroutines, one ``Task`` each (the floor)."""
-    done = _Done(n)
-    action = _coroutine_of(done)
+@contextlib.contextmanager
+def _loop_thread(name: str) -> Iterator[asyncio.AbstractEventLoop]:
+    """An event loop running on a thread of its own, stopped and closed on exit."""
     loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, name="bare-loop", daemon=True)
+    thread = threading.Thread(target=loop.run_forever, name=name, daemon=True)
     thread.start()
-
-    def start_all() -> None:
-        for _ in range(n):
-            asyncio.Task(action(), loop=loop)
-
-    gc.collect()
     try:
-        t0 = time.perf_counter()
-        loop.call_soon_threadsafe(start_all)
-        if not done.event.wait(TIMEOUT):
-            raise RuntimeError(f"the bare loop ran fewer than {n} coroutines in {TIMEOUT} s")
-        elapsed = time.perf_counter() - t0
+        yield loop
     finally:
         loop.call_soon_threadsafe(loop.stop)
         thread.join(TIMEOUT)
         loop.close()
-    return elapsed
+
+
+def run_bare_loop(n: int) -> float:
+    """Seconds for a bare event loop to run ``n`` coroutines, one ``Task`` each (the floor)."""
+    done = _Done(n)
+    action = _coroutine_of(done)
+    with _loop_thread("bare-loop") as loop:
+
+        def start_all() -> None:
+            for _ in range(n):
+                asyncio.Task(action(), loop=loop)
+
+        gc.collect()
+        t0 = time.perf_counter()
+        loop.call_soon_threadsafe(start_all)
+        if not done.event.wait(TIMEOUT):
+            raise RuntimeError(f"the bare loop ran fewer than {n} coroutines in {TIMEOUT} s")
+        return time.perf_counter() - t0
 
 
 def main() -> dict[str, float]:
