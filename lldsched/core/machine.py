@@ -480,7 +480,7 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         if retention.keep is not None:
             if task.status is SUCCEEDED or task.status is CANCELLED:
                 retention.finished(task.id, record.finished)
-            if retention.held_since:  # else nothing can retire (a recurring task's finish)
+            if len(retention.held_since) > retention.retire_above:  # else none can retire
                 self._retire(record.finished)
         return record
 
