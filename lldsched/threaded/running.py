@@ -27,11 +27,6 @@ __all__ = ["RunExecution"]
 class RunExecution(SchedulerParts):
     """Mixed into Scheduler: beginning, running and completing attempts."""
 
-    def _begin(self, entry: Entry, worker: int) -> Run | None:
-        if self._coordinator is None:
-            return self._core.begin(entry, worker)
-        return self._coordinator.begin(entry, worker)  # with its claim's token
-
     def _prepare(self, entry: Entry, worker: int) -> Run | None:
         run = self._begin(entry, worker)
         if run is None:  # a tombstone: cancelled or paused after the timer popped it
@@ -92,7 +87,7 @@ class RunExecution(SchedulerParts):
                 return  # recorded by _finish_coroutine when it completes
             finished = self._clock.now()
             error = "SchedulerStateError: the scheduler shut down before the coroutine ran"
-        self._core.finish(run, started, finished, error, result=result, timed_out=timed_out)
+        self._core.finish(run, started, finished, error, result, timed_out)
         if self._coordinator is not None:
             self._coordinator.done(run)
         self._settle(1)
@@ -109,7 +104,7 @@ class RunExecution(SchedulerParts):
         timed_out: bool,
     ) -> None:
         """A coroutine run is over (the loop thread calls this under the lock)."""
-        self._core.finish(run, started, finished, error, result=result, timed_out=timed_out)
+        self._core.finish(run, started, finished, error, result, timed_out)
         if self._coordinator is not None:
             self._coordinator.done(run)
         self._settle(1)
@@ -122,7 +117,8 @@ class RunExecution(SchedulerParts):
     def _settle(self, count: int) -> None:
         """``count`` entries popped by the timer are done (run, or dropped)."""
         self._in_flight -= count
-        self._notify_idle()
+        if self._idle_waiters and self._in_flight == 0:  # _notify_idle(), inlined: per run
+            self._idle.notify_all()
         if self._draining:
             self._wake.notify_all()  # shutdown's drain waits for runs to settle
 

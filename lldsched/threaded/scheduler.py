@@ -188,10 +188,12 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         self._timer = None
         # The shared store's side, or None: claims, leases, the change feed (under _lock).
         self._coordinator = None
+        self._begin = self._core.begin
         if shared is not None:
             self._coordinator = Coordinator(
                 shared, self._core, drop_due=self._drop_due, wake=self._wake_from_store
             )
+            self._begin = self._coordinator.begin  # with its claim's token
             with self._lock:
                 self._coordinator.load()
                 for task in self._core.tasks.values():
