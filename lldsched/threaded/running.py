@@ -39,14 +39,6 @@ class RunExecution(SchedulerParts):
                 self._arm_deadline(self._clock.now() + timeout, context)
         return run
 
-    def _begin_on_loop(self, entry: Entry) -> Run | None:
-        """The event loop begins a loop task's attempt (under the lock); its records
-        carry the loop's lane, one past the worker threads."""
-        run = self._begin(entry, self._pool.workers)
-        if run is None:  # a tombstone: cancelled or paused while it waited for a slot
-            self._settle(1)
-        return run
-
     def _execute(self, run: Run) -> Outcome:
         if run.task._options.isolation != "thread":
             return self._execute_in_process(run)
@@ -103,11 +95,11 @@ class RunExecution(SchedulerParts):
         result: str | None,
         timed_out: bool,
     ) -> None:
-        """A coroutine run is over (the loop thread calls this under the lock)."""
+        """A coroutine run is over: record it (the loop thread calls this under the
+        lock, and settles its batch of runs after)."""
         self._core.finish(run, started, finished, error, result, timed_out)
         if self._coordinator is not None:
             self._coordinator.done(run)
-        self._settle(1)
 
     def _cancel_overlapped(self, run: Run) -> None:
         """Overlap.CANCEL_OTHER cancelled ``run`` (the core raised its flag, under the
