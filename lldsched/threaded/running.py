@@ -109,8 +109,7 @@ class RunExecution(SchedulerParts):
     def _settle(self, count: int) -> None:
         """``count`` entries popped by the timer are done (run, or dropped)."""
         self._in_flight -= count
-        if self._idle_waiters and self._in_flight == 0:  # _notify_idle(), inlined: per run
-            self._idle.notify_all()
+        self._notify_idle()
         if self._draining:
             self._wake.notify_all()  # shutdown's drain waits for runs to settle
 
