@@ -76,6 +76,23 @@ def test_a_count_keeps_the_most_recently_finished_tasks(kind: str, opened: list[
     assert all(driven.runtime.task(i).status is TaskStatus.SUCCEEDED for i in ids[2:])
 
 
+def test_a_count_of_a_hundred_or_more_retires_in_batches_holding_a_hundredth_more(
+    kind: str, opened: list[Driven]
+) -> None:
+    driven = driven_with(opened, kind, retain_finished=200)  # up to 202 held, batches of 3
+    ids = one_offs(driven, 206)  # the n-th finishes at T0 + 1 + n
+    driven.run_until(T0 + 202)
+    assert held(driven) == ids  # 202 finished: none retired yet
+    driven.run_until(T0 + 203)
+    assert held(driven) == ids[3:]  # 203: the three earliest retire together, 200 stay
+    driven.run_until(T0 + 205)
+    assert held(driven) == ids[3:]  # 202 again
+    driven.run_until(T0 + 206)
+    assert held(driven) == ids[6:]
+    with pytest.raises(TaskRetiredError):
+        driven.runtime.task(ids[5])
+
+
 def test_a_task_that_retired_says_so_naming_its_id_and_the_retention(
     kind: str, opened: list[Driven]
 ) -> None:

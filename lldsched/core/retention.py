@@ -7,9 +7,10 @@ every task it ever ran (issue #19: a million one-off runs held a million tasks,
 runtimes' ``retain_finished`` (the same name and meaning on ``Scheduler`` and
 ``Simulation``):
 
-* an ``int`` *n*: the *n* most recently finished tasks stay; when one more
-  finishes, the one that finished earliest retires (``0``: a task retires as it
-  finishes);
+* an ``int`` *n*: the *n* most recently finished tasks stay; those that finished
+  earliest retire in batches of *n* // 100 + 1 (:data:`RETIRE_BATCH`), when that
+  many more than *n* are held, so up to 1 % more are held between batches (100 at
+  the default; ``0``, or any *n* under 100: a task retires as one more finishes);
 * a ``timedelta``: a finished task stays that long after it finished, and retires
   at the first finish or cancel after that;
 * ``None``: every task stays (the registry grows with every task registered).
@@ -58,6 +59,11 @@ DEFAULT_RETAIN_FINISHED = 10_000
 """Finished tasks the registry holds by default: a few MiB, and far more than a
 notebook, a test or a dashboard looks back on."""
 
+RETIRE_BATCH = 100
+"""A count *n* retires in batches of ``n // RETIRE_BATCH + 1`` tasks.  A retirement
+pass at every finish cost a dispatched one-off job 7.6 % of its instructions (44,540
+-> 41,170 with the default count, 20,000 jobs; docs/DECISIONS.md)."""
+
 RETIRED_IDS_REMEMBERED = 10_000
 """Retired ids remembered for :class:`TaskRetiredError` (about 1 MiB at most)."""
 
@@ -81,17 +87,21 @@ def check_retention(value: object) -> RetainFinished:
 class Retention:
     """The finished tasks still held, oldest finish first, and the memory of retired ones."""
 
-    __slots__ = ("_age", "_count", "_retired", "held_since", "keep", "log")
+    __slots__ = ("_age", "_count", "_retired", "held_since", "keep", "log", "retire_above")
 
     def __init__(self, keep: RetainFinished, *, history_limit: int | None) -> None:
         self.keep = check_retention(keep)
         self._count = keep if isinstance(keep, int) else None
         self._age = keep.total_seconds() if isinstance(keep, timedelta) else None
+        # More held than this, and a retirement pass is due (the core reads it after
+        # each finish): a count's batch bound, or 0 for an age (any task held may be due).
+        self.retire_above = 0 if self._count is None else self._count + self._count // RETIRE_BATCH
         # The ids of the finished tasks held, in the order they finished, to the
         # instant each finished (insertion order is the retirement order).  Public for
-        # one reader: the core skips its retirement pass while it is empty.  Ordered
-        # dicts, not dicts: taking the oldest of a dict whose front was deleted scans
-        # the deleted slots (a stream of one-off runs spent 4x its time there).
+        # one reader: the core skips its retirement pass while it holds no more than
+        # retire_above.  Ordered dicts, not dicts: taking the oldest of a dict whose
+        # front was deleted scans the deleted slots (a stream of one-off runs spent 4x
+        # its time there).
         self.held_since: OrderedDict[str, float] = OrderedDict()
         # Recently retired ids, oldest first, to the status each finished with.
         self._retired: OrderedDict[str, TaskStatus] = OrderedDict()
@@ -118,7 +128,7 @@ class Retention:
         held = self.held_since
         count = self._count
         if count is not None:
-            if len(held) <= count:
+            if len(held) <= self.retire_above:
                 return _NONE
             return [held.popitem(last=False)[0] for _ in range(len(held) - count)]
         if self._age is None or not held:

@@ -66,7 +66,8 @@ __all__ = ["CANCEL_GRACE", "CoroutineRunner", "Finish", "is_loop_action"]
 log = logging.getLogger("lldsched")
 
 Finish = Callable[[Run, float, float, "str | None", "str | None", bool], None]
-"""``finish(run, started, finished, error, result, timed_out)``, called under the lock."""
+"""``finish(run, started, finished, error, result, timed_out)``, called under the lock:
+records the run (the runner settles it, with ``settle``)."""
 
 CANCEL_GRACE = 1.0
 """Seconds shutdown gives cancelled coroutines to end, beyond its own timeout."""
@@ -122,18 +123,22 @@ class CoroutineRunner:
         self,
         *,
         lock: threading.Lock,
-        begin: Callable[[Entry], Run | None],
+        begin: Callable[[Entry, int], Run | None],
         finish: Finish,
-        drop: Callable[[int], None],
+        settle: Callable[[int], None],
+        lane: int,
         now: Callable[[], float],
         limit: int = 1000,
     ) -> None:
         whole(limit, name="max_coroutines", at_least=1)
         self.limit = limit
         self._lock = lock
-        self._begin = begin  # core.begin for a loop task's entry (None: a tombstone)
+        self._begin = begin  # begins a loop task's entry (None: a tombstone)
+        self.lane = lane  # the worker number of a loop task's run: one past the threads
         self._finish = finish
-        self._drop = drop  # entries handed over and never begun (shutdown)
+        # Settles ``n`` entries or awaitables handed over: recorded, a tombstone, or
+        # never begun (shutdown).  Called once per batch, not per run.
+        self._settle = settle
         self._now = now
         # Guarded by the scheduler's lock: the loop and its thread (created at the
         # first hand-over), what waits for a slot (loop tasks' entries and handed-off
@@ -162,7 +167,7 @@ class CoroutineRunner:
     def put(self, entries: Iterable[Entry]) -> None:
         """Due entries of loop tasks, from the timer: begun here when a slot is free."""
         if self._closed:
-            self._drop(len(list(entries)))
+            self._settle(len(list(entries)))
             return
         self._waiting.extend(entries)
         self._wake()
@@ -236,9 +241,13 @@ class CoroutineRunner:
                 for flight in list(self._flights.values()):
                     self._cancel_flight(flight, "shutdown")
                 self._settled.wait_for(self._over_all, CANCEL_GRACE)
-            for flight in list(self._flights.values()):  # still not over: record it now
+            unrecorded = list(self._flights.values())
+            for flight in unrecorded:  # still not over: record it now
                 flight.finished = self._now()
                 self._record(flight)
+            if unrecorded:
+                self._settle(len(unrecorded))
+                self._notify_if_settled()
             self._waiting.clear()
         if thread.is_alive():
             with contextlib.suppress(RuntimeError):  # closed meanwhile: the thread is ending
@@ -255,7 +264,7 @@ class CoroutineRunner:
             self._waiting = collections.deque(
                 item for item in self._waiting if isinstance(item, _Flight)
             )
-            self._drop(len(unbegun))
+            self._settle(len(unbegun))
             if self._over_all():
                 self._settled.notify_all()
 
@@ -286,21 +295,24 @@ class CoroutineRunner:
         starting: list[_Flight] = []
         with self._lock:
             self._wakeup_sent = False
-            waiting, flights = self._waiting, self._flights
+            waiting, flights, begin, lane = self._waiting, self._flights, self._begin, self.lane
+            tombstones = 0
             while waiting and self._active < self.limit:
                 item = waiting.popleft()
                 if isinstance(item, _Flight):
                     flight = item
                 else:  # a loop task's entry: its attempt begins now
-                    run = self._begin(item)
-                    if run is None:
-                        continue  # a tombstone (settled by begin)
+                    run = begin(item, lane)
+                    if run is None:  # cancelled or paused while it waited for a slot
+                        tombstones += 1
+                        continue
                     flight = flights[id(run)] = _Flight(run, 0.0, None)
                 flight.active = True
                 self._active += 1
                 starting.append(flight)
-            if self._over_all():
-                self._settled.notify_all()  # only tombstones were waiting
+            if tombstones:
+                self._settle(tombstones)
+                self._notify_if_settled()
         drive, now = self._drive, self._now
         for flight in starting:
             if flight.awaitable is None:  # call the loop task's action: it makes the coroutine
@@ -374,36 +386,48 @@ class CoroutineRunner:
     def _flush(self) -> None:
         done, self._done = self._done, []
         self._flush_sent = False
+        flights = self._flights
         with self._lock:
+            recorded = 0
             for flight in done:
-                if self._flights.get(id(flight.run)) is flight:  # not recorded by shutdown
+                if id(flight.run) in flights:  # not recorded by shutdown
                     self._record(flight)
+                    recorded += 1
+            if recorded:
+                self._settle(recorded)
+                self._notify_if_settled()
             if self._waiting and self._active < self.limit and not self._wakeup_sent:
                 self._wakeup_sent = True  # slots freed: start what waits
                 assert self._loop is not None
                 self._loop.call_soon(self._start_waiting)
 
     def _record(self, flight: _Flight) -> None:
-        """Write the flight's record and free its slot (caller holds the lock)."""
-        error, result, timed_out = _outcome(flight)
-        del self._flights[id(flight.run)]
+        """Write the flight's record and free its slot (caller holds the lock, then
+        settles it and calls :meth:`_notify_if_settled`)."""
+        if flight.reason is None:
+            (error, result), timed_out = flight.outcome, False
+        else:
+            error, result, timed_out = _cancelled_outcome(flight)
+        run = flight.run
+        del self._flights[id(run)]
         if flight.active:
             self._active -= 1
         try:
-            self._finish(flight.run, flight.started, flight.finished, error, result, timed_out)
+            self._finish(run, flight.started, flight.finished, error, result, timed_out)
         except Exception:  # finish records user failures itself: this is our bug
-            log.exception("could not settle the coroutine run %r", flight.run)
+            log.exception("could not settle the coroutine run %r", run)
+
+    def _notify_if_settled(self) -> None:
+        """Wake shutdown() if nothing is in flight or waiting (caller holds the lock)."""
         if self._over_all():
             self._settled.notify_all()
 
 
-def _outcome(flight: _Flight) -> tuple[str | None, str | None, bool]:
-    """(error text, result text, timed out) of a flight that is over.  A flight the
-    scheduler cancelled ends as the cancellation says, whatever the coroutine did."""
+def _cancelled_outcome(flight: _Flight) -> tuple[str | None, str | None, bool]:
+    """(error text, result text, timed out) of a flight the scheduler cancelled, which
+    ends as the cancellation says, whatever the coroutine did."""
     reason = flight.reason
-    if reason is None:
-        error, result = flight.outcome
-        return error, result, False
+    assert reason is not None  # cancelled by the scheduler
     if reason == "timeout":
         timeout = flight.run.task.timeout
         return f"TimeoutError: cancelled at its {timeout:g} s timeout", None, True

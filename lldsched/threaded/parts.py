@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from lldsched.clock import Clock
@@ -59,6 +60,9 @@ class SchedulerParts:
     _coroutines: CoroutineRunner
     _processes: ProcessPool
     _coordinator: Coordinator | None  # the shared store's side, or None
+    # Begins an attempt (None: a tombstone): the core's begin, or the coordinator's,
+    # which begins with its claim's token.
+    _begin: Callable[[Entry, int], Run | None]
     _loop_ids: set[str]  # tasks whose action is an async def: the loop runs them
     _deadlines: list[tuple[float, int, RunContext]]  # timeouts to flag, earliest first
     _deadline_sequence: itertools.count[int]

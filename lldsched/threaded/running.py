@@ -27,11 +27,6 @@ __all__ = ["RunExecution"]
 class RunExecution(SchedulerParts):
     """Mixed into Scheduler: beginning, running and completing attempts."""
 
-    def _begin(self, entry: Entry, worker: int) -> Run | None:
-        if self._coordinator is None:
-            return self._core.begin(entry, worker)
-        return self._coordinator.begin(entry, worker)  # with its claim's token
-
     def _prepare(self, entry: Entry, worker: int) -> Run | None:
         run = self._begin(entry, worker)
         if run is None:  # a tombstone: cancelled or paused after the timer popped it
@@ -42,14 +37,6 @@ class RunExecution(SchedulerParts):
             timeout = run.task.timeout
             if timeout is not None:
                 self._arm_deadline(self._clock.now() + timeout, context)
-        return run
-
-    def _begin_on_loop(self, entry: Entry) -> Run | None:
-        """The event loop begins a loop task's attempt (under the lock); its records
-        carry the loop's lane, one past the worker threads."""
-        run = self._begin(entry, self._pool.workers)
-        if run is None:  # a tombstone: cancelled or paused while it waited for a slot
-            self._settle(1)
         return run
 
     def _execute(self, run: Run) -> Outcome:
@@ -92,7 +79,7 @@ class RunExecution(SchedulerParts):
                 return  # recorded by _finish_coroutine when it completes
             finished = self._clock.now()
             error = "SchedulerStateError: the scheduler shut down before the coroutine ran"
-        self._core.finish(run, started, finished, error, result=result, timed_out=timed_out)
+        self._core.finish(run, started, finished, error, result, timed_out)
         if self._coordinator is not None:
             self._coordinator.done(run)
         self._settle(1)
@@ -108,11 +95,11 @@ class RunExecution(SchedulerParts):
         result: str | None,
         timed_out: bool,
     ) -> None:
-        """A coroutine run is over (the loop thread calls this under the lock)."""
-        self._core.finish(run, started, finished, error, result=result, timed_out=timed_out)
+        """A coroutine run is over: record it (the loop thread calls this under the
+        lock, and settles its batch of runs after)."""
+        self._core.finish(run, started, finished, error, result, timed_out)
         if self._coordinator is not None:
             self._coordinator.done(run)
-        self._settle(1)
 
     def _cancel_overlapped(self, run: Run) -> None:
         """Overlap.CANCEL_OTHER cancelled ``run`` (the core raised its flag, under the

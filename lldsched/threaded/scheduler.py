@@ -153,14 +153,6 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
             on_room=self._wake.notify_all,
         )
         self._idle = threading.Condition(self._lock)
-        self._coroutines = CoroutineRunner(
-            lock=self._lock,
-            begin=self._begin_on_loop,
-            finish=self._finish_coroutine,
-            drop=self._settle,
-            now=self._clock.now,
-            limit=max_coroutines,
-        )
         self._loop_ids: set[str] = set()  # tasks whose action is an async def: the loop runs them
         shared = _coordinated(store)
         if shared is not None and ids is None:  # default ids unique across processes
@@ -188,10 +180,22 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         self._timer = None
         # The shared store's side, or None: claims, leases, the change feed (under _lock).
         self._coordinator = None
+        self._begin = self._core.begin
         if shared is not None:
             self._coordinator = Coordinator(
                 shared, self._core, drop_due=self._drop_due, wake=self._wake_from_store
             )
+            self._begin = self._coordinator.begin  # with its claim's token
+        self._coroutines = CoroutineRunner(
+            lock=self._lock,
+            begin=self._begin,
+            finish=self._finish_coroutine,
+            settle=self._settle,
+            lane=workers,  # a loop task's records: the lane one past the worker threads
+            now=self._clock.now,
+            limit=max_coroutines,
+        )
+        if self._coordinator is not None:
             with self._lock:
                 self._coordinator.load()
                 for task in self._core.tasks.values():
