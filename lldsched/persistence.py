@@ -27,7 +27,7 @@ which the runtime applies to its own registry through the core's verbs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
@@ -252,6 +252,28 @@ class CoordinatedStore(HistoryStore, Protocol):
         task paused or cancelled meanwhile stays so (the record is kept), as the
         core decides for a task paused or cancelled mid-run in one process.
         """
+        ...
+
+    def misfired(
+        self,
+        snapshot: TaskSnapshot,
+        records: Sequence[ExecutionRecord],
+        *,
+        token: int,
+        release: bool,
+    ) -> None:
+        """Write what the claim with ``token`` decided for its late slots (the misfire
+        policy, applied by the process that claimed: docs/CLUSTER.md), in one
+        transaction, only if the lease with ``token`` is still held: ``records`` (the
+        ``missed`` and ``coalesced`` slots, each carrying ``token``) are appended and the
+        row takes ``snapshot`` (the due instant the policy chose).  With ``release``
+        (nothing runs: every slot skipped) the lease is dropped, as by a settle;
+        otherwise it stays, for the catch-up run the claim goes on to run, whose settle
+        drops it.
+
+        :class:`~lldsched.errors.LeaseLost` (nothing written, counted in
+        :attr:`rejected`) otherwise, :class:`~lldsched.errors.StoreError` if the store
+        cannot be written."""
         ...
 
     def changes(self) -> list[Change]:

@@ -28,8 +28,10 @@ from collections.abc import Callable
 from lldsched.core.context import RunContext
 from lldsched.core.follow import claimed_entry, follow, load
 from lldsched.core.machine import SchedulerCore
+from lldsched.core.recovery import decide_misfire
 from lldsched.core.task import Entry, Run, ScheduledTask
-from lldsched.errors import StoreError
+from lldsched.errors import LeaseLost, StoreError
+from lldsched.model import TaskStatus
 from lldsched.persistence import Claim, CoordinatedStore
 
 __all__ = ["Coordinator"]
@@ -112,6 +114,10 @@ class Coordinator:
             if entry is None:  # paused or cancelled here meanwhile: give it back
                 self._release(claim.task_id, claim.token)
                 continue
+            if not claim.attempt:  # a slot's first attempt: was it missed?
+                entry = self._misfire(claim, entry, now)
+                if entry is None:
+                    continue
             self._pending[claim.task_id] = claim
             entries.append(entry)
         if entries and self._renew_at is None:
@@ -187,6 +193,39 @@ class Coordinator:
         for task_id, claim in list(self._pending.items()):
             if claim.token not in kept:
                 del self._pending[task_id]
+
+    def _misfire(self, claim: Claim, entry: Entry, now: float) -> Entry | None:
+        """The claimed slot meets its task's misfire policy, here and only here: the
+        claim is this process's alone in its epoch.  Late beyond grace (by ``now``, the
+        clock the claim itself used), :func:`~lldsched.core.recovery.decide_misfire`
+        decides, as at start in one process, and :meth:`CoordinatedStore.misfired
+        <lldsched.persistence.CoordinatedStore.misfired>` writes its records and the
+        due instant it chose, fenced by the claim's token.  Returns the entry to run
+        (the catch-up run, under the same claim), or None: nothing runs (every slot
+        skipped, the lease dropped) or the lease was lost."""
+        core = self._core
+        task = core.tasks[claim.task_id]
+        with self.store.muted():  # written below, in one fenced transaction
+            records = decide_misfire(core, task, now, token=claim.token)
+        if records is None:  # within grace: runs as claimed
+            return entry
+        due = task.next_run_at  # a passed slot: a catch-up run; later: every slot skipped
+        runs = task.status is TaskStatus.SCHEDULED and due is not None and due <= now
+        try:
+            self.store.misfired(core.snapshot(task), records, token=claim.token, release=not runs)
+        except LeaseLost:
+            log.warning(
+                "lost the lease of task %s (token %d) while deciding its misfire",
+                claim.task_id,
+                claim.token,
+            )
+            return None
+        except StoreError:  # nothing written: the lease expires, someone decides again
+            log.exception("cannot write the misfire decided for %s", claim.task_id)
+            return None
+        if not runs or due is None:
+            return None
+        return (due, int(task.priority), task.generation, task.id)
 
     def _release(self, task_id: str, token: int) -> None:
         try:
