@@ -24,8 +24,10 @@ from lldsched.errors import LeaseLost
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.persistence import CoordinatedStore
 from lldsched.policies import Misfire, MisfirePolicy
-from tests import cluster_jobs
+from tests import cluster_jobs, jobs
 from tests.cluster import Cluster, StoreSpec, open_store, start_child, wait_until
+from tests.conftest import T0
+from tests.test_recovery import HOUR, JumpingClock
 
 PERIOD = 600.0
 LEASE = 1.0
@@ -138,4 +140,61 @@ def test_a_misfire_decision_under_a_lost_lease_is_refused_and_writes_nothing(
         assert store.load_all()[0].next_run_at == passed[0]
     finally:
         other.close()
+        store.close()
+
+
+def test_a_slot_claimed_a_little_late_while_the_process_was_there_is_no_misfire(
+    store_spec: StoreSpec,
+) -> None:
+    """Only slots due before the process was there meet the policy: a slot claimed a few
+    milliseconds after it fell due (the timer's wake, a busy moment) runs, even with
+    ``grace=0`` and SKIP, as in one process."""
+    store = open_store(store_spec, lease=LEASE, poll=POLL)
+    scheduler = Scheduler(workers=2, store=store).start()
+    try:
+        scheduler.schedule(
+            "often", jobs.noop, FixedRate(0.05), id="often",
+            misfire=MisfirePolicy(Misfire.SKIP, grace=0),
+        )  # fmt: skip
+
+        def ran() -> int:
+            return sum(1 for record in store.records("often") if record.ok)
+
+        wait_until(lambda: ran() >= 3, timeout=20, what="three runs")
+        scheduler.shutdown(timeout=10)
+        assert [r for r in store.records("often") if r.misfire is Outcome.MISSED] == []
+    finally:
+        scheduler.shutdown(timeout=10)
+        store.close()
+
+
+def test_a_forward_wall_clock_jump_in_shared_mode_is_decided_by_the_claiming_process(
+    store_spec: StoreSpec,
+) -> None:
+    """The slots a forward jump passed over meet the policy when claimed, as downtime
+    does (the unshared runtime re-evaluates its heap at once; here the claim decides)."""
+    clock = JumpingClock(T0)
+    store = open_store(store_spec, lease=LEASE, poll=POLL)
+    scheduler = Scheduler(workers=2, store=store, clock=clock).start()
+    try:
+        scheduler.schedule(
+            "hourly", jobs.noop, FixedRate(HOUR, start_delay=HOUR), id="hourly",
+            misfire=MisfirePolicy(Misfire.SKIP),
+        )  # fmt: skip
+        assert clock.parked.wait(5)
+        clock.jump(3.5 * HOUR)
+
+        def missed() -> list[float]:
+            records = store.records("hourly")
+            return [(r.slot - T0) / HOUR for r in records if r.misfire is Outcome.MISSED]
+
+        wait_until(lambda: missed() == [1.0, 2.0, 3.0], timeout=20, what="three missed slots")
+        wait_until(
+            lambda: store.load_all()[0].next_run_at == T0 + 4 * HOUR,
+            timeout=20,
+            what="the row at its first slot after the jump",
+        )
+        assert [r for r in store.records("hourly") if r.ok] == []
+    finally:
+        scheduler.shutdown(timeout=10)
         store.close()

@@ -14,7 +14,10 @@ What the timer does with it, at every wake:
   processes wrote (:mod:`lldsched.core.follow`) if the store says anything changed;
 * :meth:`claim`: the heap's due entries are hints of when to wake, dropped here;
   the store picks what runs, up to the room in the hand-off queue, and each claim
-  becomes a live entry carrying its token to :meth:`begin`;
+  becomes a live entry carrying its token to :meth:`begin`.  A claimed slot that
+  was due before this process was there (before it was built, or jumped over by
+  the wall clock) and is late beyond its grace meets its misfire policy here, in
+  the one process that holds the claim (:meth:`_misfire`);
 * :meth:`wake`: the instant to wake by, bounded by the store's ``poll``: the
   bound on how late a lease that expired elsewhere, or another process's change,
   is noticed.  A store that can notify (PostgreSQL) wakes the timer sooner.
@@ -58,6 +61,9 @@ class Coordinator:
         self._every = store.lease / 3
         self._renew_at: float | None = None  # None: no lease held, nothing to renew
         self._renewed = 0.0  # when the last renewal succeeded (the clock's time)
+        # Slots due before this instant passed while this process was not there (not
+        # built yet, or a forward wall-clock jump): a claim of one is a misfire candidate.
+        self._since = core.clock.now()
         store.subscribe(wake)
 
     def load(self) -> None:
@@ -114,7 +120,7 @@ class Coordinator:
             if entry is None:  # paused or cancelled here meanwhile: give it back
                 self._release(claim.task_id, claim.token)
                 continue
-            if not claim.attempt:  # a slot's first attempt: was it missed?
+            if not claim.attempt and claim.slot < self._since:  # a slot we were not there for
                 entry = self._misfire(claim, entry, now)
                 if entry is None:
                     continue
@@ -124,6 +130,11 @@ class Coordinator:
             self._renew_at = now + self._every
             self._renewed = now
         return entries
+
+    def clock_jumped(self, now: float) -> None:
+        """The wall clock jumped forward to ``now``: the slots it jumped over passed while
+        this process was not there, as during downtime (their claims meet the policy)."""
+        self._since = max(self._since, now)
 
     def wake(self, now: float, wake: float | None) -> float:
         """The instant to wake by: ``wake``, the renewal, and at most ``poll`` from now."""
@@ -195,10 +206,11 @@ class Coordinator:
                 del self._pending[task_id]
 
     def _misfire(self, claim: Claim, entry: Entry, now: float) -> Entry | None:
-        """The claimed slot meets its task's misfire policy, here and only here: the
-        claim is this process's alone in its epoch.  Late beyond grace (by ``now``, the
-        clock the claim itself used), :func:`~lldsched.core.recovery.decide_misfire`
-        decides, as at start in one process, and :meth:`CoordinatedStore.misfired
+        """The claimed slot, due before this process was there to claim it, meets its
+        task's misfire policy, here and only here: the claim is this process's alone in
+        its epoch.  Late beyond grace (by ``now``, the clock the claim itself used),
+        :func:`~lldsched.core.recovery.decide_misfire` decides, as at start in one
+        process, and :meth:`CoordinatedStore.misfired
         <lldsched.persistence.CoordinatedStore.misfired>` writes its records and the
         due instant it chose, fenced by the claim's token.  Returns the entry to run
         (the catch-up run, under the same claim), or None: nothing runs (every slot
