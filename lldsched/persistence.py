@@ -126,7 +126,9 @@ class Claim(NamedTuple):
     token the store handed out before, to any process.  ``expires_at`` is when the
     lease runs out unless renewed (the store's clock).  ``version`` is the row's
     version the claim saw: a process whose copy of the task is older applies the
-    change feed before it runs the claim.
+    change feed before it runs the claim.  ``taken_over`` is True when the claim
+    replaced an expired lease (a run, or a claim, whose process died or stalled and
+    never settled it): the attempt is owed, as one in flight at a crash is to recovery.
     """
 
     task_id: str
@@ -135,6 +137,7 @@ class Claim(NamedTuple):
     token: int
     expires_at: float
     version: int
+    taken_over: bool = False
 
 
 class Change(NamedTuple):

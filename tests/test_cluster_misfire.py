@@ -198,3 +198,45 @@ def test_a_forward_wall_clock_jump_in_shared_mode_is_decided_by_the_claiming_pro
     finally:
         scheduler.shutdown(timeout=10)
         store.close()
+
+
+@pytest.mark.parametrize("policy", [Misfire.SKIP, Misfire.RUN_ONCE], ids=lambda p: p.value)
+def test_a_run_in_flight_when_every_process_stopped_runs_again_before_the_policy_decides(
+    store_spec: StoreSpec, cluster: Cluster, tmp_path: Path, policy: Misfire
+) -> None:
+    """At-least-once holds over downtime as in one process: the slot whose run was in
+    flight (its lease never settled) runs again, and the policy decides the slots after
+    it, once."""
+    store = open_store(store_spec, lease=LEASE, poll=POLL)
+    try:
+        passed = _register(store, policy)
+        (crashed,) = store.claim(now=time.time(), limit=1)  # a run that never settles
+        assert crashed.slot == passed[0]
+        children = [
+            start_child(store_spec, tmp_path / f"runs-{n}.jsonl", lease=LEASE, poll=POLL)
+            for n in range(2)
+        ]
+        cluster.children.extend(children)
+        expected_runs = [passed[0]] + ([passed[-1]] if policy is Misfire.RUN_ONCE else [])
+        following = passed[-1] + PERIOD
+
+        def settled() -> bool:
+            return (
+                len(cluster.all_runs()) >= len(expected_runs)
+                and store.load_all()[0].next_run_at == following
+                and not store.leases()
+            )
+
+        wait_until(settled, timeout=30, what=f"the owed run and the {policy.value} decision")
+        for child in children:
+            child.stop()
+        runs = cluster.all_runs()
+        assert sorted(run["slot"] for run in runs) == expected_runs, runs
+        assert all(run["token"] > crashed.token for run in runs)
+        outcome = Outcome.MISSED if policy is Misfire.SKIP else Outcome.COALESCED
+        later = passed[1:] if policy is Misfire.SKIP else passed[1:-1]
+        decided = _decisions(store)
+        assert [(r.slot, r.misfire) for r in decided] == [(s, outcome) for s in later]
+        assert len({record.token for record in decided}) == 1
+    finally:
+        store.close()

@@ -169,23 +169,38 @@ def _tail_text(following: float, now: float) -> str:
 
 
 def decide_misfire(
-    core: SchedulerCore, task: ScheduledTask, now: float, *, token: int | None = None
+    core: SchedulerCore,
+    task: ScheduledTask,
+    now: float,
+    *,
+    owed: bool = False,
+    token: int | None = None,
 ) -> list[ExecutionRecord] | None:
-    """The one rule for a SCHEDULED task whose due instant passed: its passed slots meet
-    its :class:`~lldsched.policies.MisfirePolicy`.  ``None`` when the oldest is within
-    grace (nothing decided, nothing changed); otherwise the records decided (``missed``
-    or ``coalesced``, each carrying ``token``), with the task queued as decided (at the
-    catch-up run, at its first slot after now, or cancelled if its schedule ended).
+    """The one rule for a queued task whose due instant passed while no scheduler was
+    there: its passed slots meet its :class:`~lldsched.policies.MisfirePolicy`.
+
+    ``owed``: the attempt due is owed from before (it was in flight, or a retry): it
+    runs first, at its due instant, and the policy decides the slots after its slot.
+    ``None`` when the oldest slot decided is within grace (nothing decided, nothing
+    changed); otherwise the records decided (``missed`` or ``coalesced``, each carrying
+    ``token``), with the task queued as decided (the owed attempt, the catch-up runs,
+    its first slot after now, or cancelled if its schedule ended).
 
     Used by recovery at start, after a forward wall-clock jump, and in shared mode by
-    the process that claims a late slot (:mod:`lldsched.threaded.shared`)."""
+    the process that claims a slot due before it was there (:mod:`lldsched.threaded.shared`).
+    """
     due = task.next_run_at
     if due is None:
         return None
-    decided = plan(task.schedule, due, now, task.misfire or DEFAULT_MISFIRE)
+    first: float | None = due
+    if owed:
+        first = following_slot(task.schedule, task.slot)
+        if first is None:
+            return None
+    decided = plan(task.schedule, first, now, task.misfire or DEFAULT_MISFIRE)
     if not decided.misfired:
         return None
-    return _apply(core, task, decided, None, token=token)
+    return _apply(core, task, decided, due if owed else None, token=token)
 
 
 def _apply(
@@ -230,18 +245,8 @@ def _settle(core: SchedulerCore, task: ScheduledTask, owed: bool, now: float) ->
         return
     if task.status not in _QUEUED or due is None:
         return
-    policy = task.misfire or DEFAULT_MISFIRE
-    if not owed:
-        if decide_misfire(core, task, now) is None:
-            core.replan(task, due=due, schedule=task.schedule)  # as stored: carries on
-        return
-    # The policy is for the slots after the owed attempt, which runs first.
-    following = following_slot(task.schedule, task.slot)
-    decided = None if following is None else plan(task.schedule, following, now, policy)
-    if decided is None or not decided.misfired:
+    if decide_misfire(core, task, now, owed=owed) is None:
         core.replan(task, due=due, schedule=task.schedule)  # as stored: the schedule carries on
-    else:
-        _apply(core, task, decided, due)
 
 
 # -- reloading ---------------------------------------------------------------------------

@@ -210,7 +210,9 @@ class Coordinator:
         task's misfire policy, here and only here: the claim is this process's alone in
         its epoch.  Late beyond grace (by ``now``, the clock the claim itself used),
         :func:`~lldsched.core.recovery.decide_misfire` decides, as at start in one
-        process, and :meth:`CoordinatedStore.misfired
+        process (a claim that took over an expired lease is an owed attempt, as one in
+        flight at a crash is to recovery: it runs, and the policy decides the slots after
+        it), and :meth:`CoordinatedStore.misfired
         <lldsched.persistence.CoordinatedStore.misfired>` writes its records and the
         due instant it chose, fenced by the claim's token.  Returns the entry to run
         (the catch-up run, under the same claim), or None: nothing runs (every slot
@@ -218,7 +220,7 @@ class Coordinator:
         core = self._core
         task = core.tasks[claim.task_id]
         with self.store.muted():  # written below, in one fenced transaction
-            records = decide_misfire(core, task, now, token=claim.token)
+            records = decide_misfire(core, task, now, owed=claim.taken_over, token=claim.token)
         if records is None:  # within grace: runs as claimed
             return entry
         due = task.next_run_at  # a passed slot: a catch-up run; later: every slot skipped
