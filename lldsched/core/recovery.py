@@ -192,11 +192,9 @@ def decide_misfire(
     due = task.next_run_at
     if due is None:
         return None
-    first: float | None = due
-    if owed:
-        first = following_slot(task.schedule, task.slot)
-        if first is None:
-            return None
+    first = following_slot(task.schedule, task.slot) if owed else due
+    if first is None:  # the owed attempt was its schedule's last slot
+        return None
     decided = plan(task.schedule, first, now, task.misfire or DEFAULT_MISFIRE)
     if not decided.misfired:
         return None
