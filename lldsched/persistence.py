@@ -192,6 +192,9 @@ class CoordinatedStore(HistoryStore, Protocol):
     * **Control verbs are rows.**  Any other ``save`` or ``delete`` writes the task
       row and makes it visible to the other processes' :meth:`changes`; a save of a
       RUNNING snapshot by the holder of its lease writes nothing (the lease says so).
+    * **Fenced misfire decisions.**  :meth:`misfired` writes what the claim of a slot
+      that passed while no process was there decided (records and the row's new due
+      instant) under the same fence as a settle, so it is decided once per epoch.
     * **Muting.**  Inside :meth:`muted`, saves and deletes write nothing: the runtime
       is applying another process's change to its own registry, and the row already
       says so.

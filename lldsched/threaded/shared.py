@@ -226,7 +226,9 @@ class Coordinator:
         due = task.next_run_at  # a passed slot: a catch-up run; later: every slot skipped
         runs = task.status is TaskStatus.SCHEDULED and due is not None and due <= now
         try:
-            self.store.misfired(core.snapshot(task), records, token=claim.token, release=not runs)
+            if records or due != claim.slot:  # else RUN_ALL's next catch-up: nothing new
+                snapshot = core.snapshot(task)
+                self.store.misfired(snapshot, records, token=claim.token, release=not runs)
         except LeaseLost:
             log.warning(
                 "lost the lease of task %s (token %d) while deciding its misfire",
