@@ -27,7 +27,7 @@ which the runtime applies to its own registry through the core's verbs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
@@ -126,7 +126,9 @@ class Claim(NamedTuple):
     token the store handed out before, to any process.  ``expires_at`` is when the
     lease runs out unless renewed (the store's clock).  ``version`` is the row's
     version the claim saw: a process whose copy of the task is older applies the
-    change feed before it runs the claim.
+    change feed before it runs the claim.  ``taken_over`` is True when the claim
+    replaced an expired lease (a run, or a claim, whose process died or stalled and
+    never settled it): the attempt is owed, as one in flight at a crash is to recovery.
     """
 
     task_id: str
@@ -135,6 +137,7 @@ class Claim(NamedTuple):
     token: int
     expires_at: float
     version: int
+    taken_over: bool = False
 
 
 class Change(NamedTuple):
@@ -189,6 +192,9 @@ class CoordinatedStore(HistoryStore, Protocol):
     * **Control verbs are rows.**  Any other ``save`` or ``delete`` writes the task
       row and makes it visible to the other processes' :meth:`changes`; a save of a
       RUNNING snapshot by the holder of its lease writes nothing (the lease says so).
+    * **Fenced misfire decisions.**  :meth:`misfired` writes what the claim of a slot
+      that passed while no process was there decided (records and the row's new due
+      instant) under the same fence as a settle, so it is decided once per epoch.
     * **Muting.**  Inside :meth:`muted`, saves and deletes write nothing: the runtime
       is applying another process's change to its own registry, and the row already
       says so.
@@ -252,6 +258,28 @@ class CoordinatedStore(HistoryStore, Protocol):
         task paused or cancelled meanwhile stays so (the record is kept), as the
         core decides for a task paused or cancelled mid-run in one process.
         """
+        ...
+
+    def misfired(
+        self,
+        snapshot: TaskSnapshot,
+        records: Sequence[ExecutionRecord],
+        *,
+        token: int,
+        release: bool,
+    ) -> None:
+        """Write what the claim with ``token`` decided for its late slots (the misfire
+        policy, applied by the process that claimed: docs/CLUSTER.md), in one
+        transaction, only if the lease with ``token`` is still held: ``records`` (the
+        ``missed`` and ``coalesced`` slots, each carrying ``token``) are appended and the
+        row takes ``snapshot`` (the due instant the policy chose).  With ``release``
+        (nothing runs: every slot skipped) the lease is dropped, as by a settle;
+        otherwise it stays, for the catch-up run the claim goes on to run, whose settle
+        drops it.
+
+        :class:`~lldsched.errors.LeaseLost` (nothing written, counted in
+        :attr:`rejected`) otherwise, :class:`~lldsched.errors.StoreError` if the store
+        cannot be written."""
         ...
 
     def changes(self) -> list[Change]:

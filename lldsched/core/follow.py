@@ -6,8 +6,9 @@ under its lock, with the store muted (:meth:`CoordinatedStore.muted
 <lldsched.persistence.CoordinatedStore.muted>`), since the row already says what a
 verb applied here would write.  Everything goes through the core's verbs:
 
-* :func:`load` registers the rows at construction (instead of recovery: whoever
-  claims a passed slot runs it; no process decides misfires for all of them);
+* :func:`load` registers the rows at construction (instead of recovery: no process
+  decides misfires for all of them at start; whoever claims a passed slot decides
+  its misfire, :mod:`lldsched.threaded.shared`);
 * :func:`follow` applies one :class:`~lldsched.persistence.Change`: a removal, a
   registration, a new definition (``add(..., replace_existing=True)``), and the
   state a run settled elsewhere or a control verb left (:meth:`SchedulerCore.adopt`);

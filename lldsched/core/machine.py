@@ -644,12 +644,19 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
     # -- records a policy decided without a run ------------------------------------------
 
     def record_misfire(
-        self, task: ScheduledTask, slot: float, outcome: Outcome, error: str | None = None
+        self,
+        task: ScheduledTask,
+        slot: float,
+        outcome: Outcome,
+        error: str | None = None,
+        *,
+        token: int | None = None,
     ) -> ExecutionRecord:
         """Record that ``slot`` of ``task`` did not run on its own (``outcome`` is
         :attr:`~Outcome.MISSED` or :attr:`~Outcome.COALESCED`): in its history, in
-        the store and to the listeners."""
-        return self._record_decided(task, slot, outcome, error, self.clock.now())
+        the store and to the listeners.  ``token``: the fencing token of the claim
+        that decided it (shared mode), which the record carries."""
+        return self._record_decided(task, slot, outcome, error, self.clock.now(), token=token)
 
     def _record_skipped(
         self,
@@ -731,6 +738,10 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         if stats is None:
             stats = task._stats = RunStats(self._history_limit)
         return stats
+
+    def snapshot(self, task: ScheduledTask) -> TaskSnapshot:
+        """What a store is given for ``task`` as it is now."""
+        return self._snapshot(task)
 
     @staticmethod
     def _snapshot(task: ScheduledTask) -> TaskSnapshot:

@@ -59,6 +59,7 @@ __all__ = [
     "MISSED",
     "Plan",
     "after_clock_jump",
+    "decide_misfire",
     "passed_slots",
     "plan",
     "recover",
@@ -167,10 +168,53 @@ def _tail_text(following: float, now: float) -> str:
 # -- applying them ------------------------------------------------------------------------
 
 
-def _apply(core: SchedulerCore, task: ScheduledTask, decided: Plan, owed: float | None) -> None:
-    """Record the decisions, then queue ``task`` as decided (after its ``owed`` attempt)."""
-    for slot, outcome, error in decided.decisions:
-        core.record_misfire(task, slot, outcome, error)
+def decide_misfire(
+    core: SchedulerCore,
+    task: ScheduledTask,
+    now: float,
+    *,
+    owed: bool = False,
+    token: int | None = None,
+) -> list[ExecutionRecord] | None:
+    """The one rule for a queued task whose due instant passed while no scheduler was
+    there: its passed slots meet its :class:`~lldsched.policies.MisfirePolicy`.
+
+    ``owed``: the attempt due is owed from before (it was in flight, or a retry): it
+    runs first, at its due instant, and the policy decides the slots after its slot.
+    ``None`` when the oldest slot decided is within grace (nothing decided, nothing
+    changed); otherwise the records decided (``missed`` or ``coalesced``, each carrying
+    ``token``), with the task queued as decided (the owed attempt, the catch-up runs,
+    its first slot after now, or cancelled if its schedule ended).
+
+    Used by recovery at start, after a forward wall-clock jump, and in shared mode by
+    the process that claims a slot due before it was there (:mod:`lldsched.threaded.shared`).
+    """
+    due = task.next_run_at
+    if due is None:
+        return None
+    first = following_slot(task.schedule, task.slot) if owed else due
+    if first is None:  # the owed attempt was its schedule's last slot
+        return None
+    decided = plan(task.schedule, first, now, task.misfire or DEFAULT_MISFIRE)
+    if not decided.misfired:
+        return None
+    return _apply(core, task, decided, due if owed else None, token=token)
+
+
+def _apply(
+    core: SchedulerCore,
+    task: ScheduledTask,
+    decided: Plan,
+    owed: float | None,
+    *,
+    token: int | None = None,
+) -> list[ExecutionRecord]:
+    """Record the decisions, then queue ``task`` as decided (after its ``owed`` attempt);
+    the records written."""
+    records = [
+        core.record_misfire(task, slot, outcome, error, token=token)
+        for slot, outcome, error in decided.decisions
+    ]
     own = unwrap(task.schedule)  # a catch-up decided earlier is superseded
     queue = list(decided.runs)
     resume = decided.resume
@@ -179,7 +223,7 @@ def _apply(core: SchedulerCore, task: ScheduledTask, decided: Plan, owed: float 
     elif not queue:
         if resume is None or resume is SCHEDULE_DECIDES:  # every slot skipped, none left
             core.cancel(task.id)
-            return
+            return records
         queue, resume = [resume], SCHEDULE_DECIDES
     plan_ahead = len(queue) > 1 or resume is not SCHEDULE_DECIDES
     core.replan(
@@ -188,6 +232,7 @@ def _apply(core: SchedulerCore, task: ScheduledTask, decided: Plan, owed: float 
         schedule=CatchUp(own, queue[1:], resume) if plan_ahead else own,
         slot=None if owed is not None else queue[0],
     )
+    return records
 
 
 def _settle(core: SchedulerCore, task: ScheduledTask, owed: bool, now: float) -> None:
@@ -198,16 +243,8 @@ def _settle(core: SchedulerCore, task: ScheduledTask, owed: bool, now: float) ->
         return
     if task.status not in _QUEUED or due is None:
         return
-    policy = task.misfire or DEFAULT_MISFIRE
-    if owed:  # the policy is for the slots after the owed attempt
-        following = following_slot(task.schedule, task.slot)
-        decided = None if following is None else plan(task.schedule, following, now, policy)
-    else:
-        decided = plan(task.schedule, due, now, policy)
-    if decided is None or not decided.misfired:
+    if decide_misfire(core, task, now, owed=owed) is None:
         core.replan(task, due=due, schedule=task.schedule)  # as stored: the schedule carries on
-    else:
-        _apply(core, task, decided, due if owed else None)
 
 
 # -- reloading ---------------------------------------------------------------------------
@@ -286,9 +323,7 @@ def after_clock_jump(core: SchedulerCore, jump: float, now: float) -> None:
             continue
         if jump > 0:
             if task.status is TaskStatus.SCHEDULED and due <= now:
-                decided = plan(task.schedule, due, now, task.misfire or DEFAULT_MISFIRE)
-                if decided.misfired:
-                    _apply(core, task, decided, None)
+                decide_misfire(core, task, now)
             continue
         schedule = task.schedule
         elapsed = measures_elapsed_time(unwrap(schedule))

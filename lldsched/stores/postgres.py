@@ -430,6 +430,46 @@ class PostgresTaskStore:
         if refused:
             raise LeaseLost(task_id=snapshot.task.id, token=token)
 
+    def misfired(
+        self,
+        snapshot: TaskSnapshot,
+        records: Sequence[ExecutionRecord],
+        *,
+        token: int,
+        release: bool,
+    ) -> None:
+        """Write what the claim with ``token`` decided for its late slots, in one
+        transaction (the settles queued before it first), only while that lease is held;
+        see :meth:`CoordinatedStore.misfired
+        <lldsched.persistence.CoordinatedStore.misfired>`.  :class:`LeaseLost` (nothing
+        written, counted in :attr:`rejected`) otherwise."""
+        task_id = snapshot.task.id
+        with self._using() as connection:
+            with connection.transaction():
+                # Lock order: the task's row, then its lease (as the claim and the settle).
+                connection.execute("SELECT 1 FROM tasks WHERE id = %s FOR UPDATE", (task_id,))
+                if release:
+                    statement = "DELETE FROM leases WHERE task_id = %s AND token = %s"
+                    held = connection.execute(statement, (task_id, token)).rowcount == 1
+                else:
+                    held = (
+                        connection.execute(
+                            "UPDATE leases SET slot = %s WHERE task_id = %s AND token = %s",
+                            (snapshot.next_run_at, task_id, token),
+                        ).rowcount
+                        == 1
+                    )
+                if held:
+                    self._write(connection, snapshot)
+                    for record in records:
+                        connection.execute(sql.INSERT_RECORD, _record_row(record))
+            if release or not held:
+                self._forget({token})
+            if not held:
+                self.rejected += 1
+                raise LeaseLost(task_id=task_id, token=token)
+            self._added_records(connection, task_id, len(records))
+
     def flush(self) -> None:
         """Write every settle queued now, in one statement (the writer thread does so as
         soon as it can; the runtime calls this at shutdown and in ``wait_idle()``).  A

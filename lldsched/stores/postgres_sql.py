@@ -162,7 +162,8 @@ RECORD_COLUMNS = (
 # evaluated on the latest committed row): a renewal that committed first wins.
 CLAIM = f"""
 WITH due AS (
-    SELECT t.id, t.next_run_at, t.attempt, t.version, t.priority
+    SELECT t.id, t.next_run_at, t.attempt, t.version, t.priority,
+           l.task_id IS NOT NULL AS taken_over
       FROM tasks t LEFT JOIN leases l ON l.task_id = t.id
      WHERE t.status IN {LIVE} AND t.next_run_at <= %(now)s
        AND (l.task_id IS NULL OR l.expires_at <= {DB_NOW})
@@ -178,7 +179,7 @@ claimed AS (
         version = excluded.version
      WHERE leases.expires_at <= {DB_NOW}
     RETURNING task_id, slot, attempt, token, expires_at, version)
-SELECT c.task_id, c.slot, c.attempt, c.token, c.expires_at, c.version
+SELECT c.task_id, c.slot, c.attempt, c.token, c.expires_at, c.version, d.taken_over
   FROM claimed c JOIN due d ON d.id = c.task_id
  ORDER BY c.slot, d.priority
 """

@@ -16,7 +16,7 @@ import contextlib
 import logging
 import sqlite3
 import threading
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from lldsched.errors import LeaseLost, StoreError, ValidationError
@@ -137,6 +137,56 @@ class CoordinatedMethods:
                 shared.refetch.add(task_id)  # this process must follow the row, not its own
             else:
                 shared.seen[task_id] = version
+
+    def misfired(
+        self,
+        snapshot: TaskSnapshot,
+        records: Sequence[ExecutionRecord],
+        *,
+        token: int,
+        release: bool,
+    ) -> None:
+        """Write what the claim with ``token`` decided for its late slots, in one
+        transaction, only while that lease is held; see :meth:`CoordinatedStore.misfired
+        <lldsched.persistence.CoordinatedStore.misfired>`.  :class:`LeaseLost` (nothing
+        written, counted in :attr:`rejected`) otherwise."""
+        task_id = snapshot.task.id
+        with self._lock:
+            shared = self._coordinated()
+            connection = self._open()
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                if release:
+                    held = shared.take_lease(connection, task_id=task_id, token=token)
+                else:
+                    held = (
+                        connection.execute(
+                            "UPDATE leases SET slot = ? WHERE task_id = ? AND token = ?",
+                            (snapshot.next_run_at, task_id, token),
+                        ).rowcount
+                        == 1
+                    )
+                if not held:
+                    rollback(connection)
+                    shared.rejected += 1
+                    shared.refetch.add(task_id)  # the new holder's state is the truth
+                    raise LeaseLost(task_id=task_id, token=token)
+                version = self._write_state(connection, snapshot, status=snapshot.status.value)
+                count = None
+                for record in records:
+                    count = self._append(connection, record, seq=bump(connection, "record"))
+                connection.execute("COMMIT")
+            except LeaseLost:
+                raise
+            except sqlite3.Error as exc:
+                rollback(connection)
+                raise StoreError(f"the shared store {self.path!r} failed: {exc}") from exc
+            except BaseException:
+                rollback(connection)
+                raise
+            if count is not None:
+                self._counts[task_id] = count
+            shared.seen[task_id] = version
 
     def changes(self) -> list[Change]:
         """Task rows other processes wrote since the last call, oldest first (see

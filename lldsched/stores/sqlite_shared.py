@@ -59,7 +59,8 @@ CREATE INDEX tasks_version ON tasks (version)
 """The tables and indexes of schema version 3 beyond the columns (also its migration)."""
 
 _CLAIMABLE = """
-SELECT t.id, t.next_run_at, t.attempt, t.version FROM tasks t
+SELECT t.id, t.next_run_at, t.attempt, t.version,
+       EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id) FROM tasks t
  WHERE t.status IN ('scheduled', 'retrying') AND t.next_run_at <= ?1
    AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id AND l.expires_at > ?1)
  ORDER BY t.next_run_at, t.priority LIMIT ?2
@@ -129,13 +130,15 @@ class SharedState:
             if rows:
                 last = bump(connection, "token", len(rows))
                 expires_at = now + self.lease
-                for token, (task_id, slot, attempt, version) in enumerate(
+                for token, (task_id, slot, attempt, version, expired) in enumerate(
                     rows, start=last - len(rows) + 1
                 ):
                     connection.execute(
                         _TAKE, (task_id, slot, attempt, token, self.node, expires_at)
                     )
-                    claims.append(Claim(task_id, slot, attempt, token, expires_at, version))
+                    claims.append(
+                        Claim(task_id, slot, attempt, token, expires_at, version, bool(expired))
+                    )
             connection.execute("COMMIT")
         except BaseException:
             _rollback(connection)

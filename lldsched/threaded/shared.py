@@ -14,7 +14,10 @@ What the timer does with it, at every wake:
   processes wrote (:mod:`lldsched.core.follow`) if the store says anything changed;
 * :meth:`claim`: the heap's due entries are hints of when to wake, dropped here;
   the store picks what runs, up to the room in the hand-off queue, and each claim
-  becomes a live entry carrying its token to :meth:`begin`;
+  becomes a live entry carrying its token to :meth:`begin`.  A claimed slot that
+  was due before this process was there (before it was built, or jumped over by
+  the wall clock) and is late beyond its grace meets its misfire policy here, in
+  the one process that holds the claim (:meth:`_misfire`);
 * :meth:`wake`: the instant to wake by, bounded by the store's ``poll``: the
   bound on how late a lease that expired elsewhere, or another process's change,
   is noticed.  A store that can notify (PostgreSQL) wakes the timer sooner.
@@ -28,8 +31,10 @@ from collections.abc import Callable
 from lldsched.core.context import RunContext
 from lldsched.core.follow import claimed_entry, follow, load
 from lldsched.core.machine import SchedulerCore
+from lldsched.core.recovery import decide_misfire
 from lldsched.core.task import Entry, Run, ScheduledTask
-from lldsched.errors import StoreError
+from lldsched.errors import LeaseLost, StoreError
+from lldsched.model import TaskStatus
 from lldsched.persistence import Claim, CoordinatedStore
 
 __all__ = ["Coordinator"]
@@ -56,6 +61,9 @@ class Coordinator:
         self._every = store.lease / 3
         self._renew_at: float | None = None  # None: no lease held, nothing to renew
         self._renewed = 0.0  # when the last renewal succeeded (the clock's time)
+        # Slots due before this instant passed while this process was not there (not
+        # built yet, or a forward wall-clock jump): a claim of one is a misfire candidate.
+        self._since = core.clock.now()
         store.subscribe(wake)
 
     def load(self) -> None:
@@ -112,12 +120,21 @@ class Coordinator:
             if entry is None:  # paused or cancelled here meanwhile: give it back
                 self._release(claim.task_id, claim.token)
                 continue
+            if not claim.attempt and claim.slot < self._since:  # a slot we were not there for
+                entry = self._misfire(claim, entry, now)
+                if entry is None:
+                    continue
             self._pending[claim.task_id] = claim
             entries.append(entry)
         if entries and self._renew_at is None:
             self._renew_at = now + self._every
             self._renewed = now
         return entries
+
+    def clock_jumped(self, now: float) -> None:
+        """The wall clock jumped forward to ``now``: the slots it jumped over passed while
+        this process was not there, as during downtime (their claims meet the policy)."""
+        self._since = max(self._since, now)
 
     def wake(self, now: float, wake: float | None) -> float:
         """The instant to wake by: ``wake``, the renewal, and at most ``poll`` from now."""
@@ -187,6 +204,44 @@ class Coordinator:
         for task_id, claim in list(self._pending.items()):
             if claim.token not in kept:
                 del self._pending[task_id]
+
+    def _misfire(self, claim: Claim, entry: Entry, now: float) -> Entry | None:
+        """The claimed slot, due before this process was there to claim it, meets its
+        task's misfire policy, here and only here: the claim is this process's alone in
+        its epoch.  Late beyond grace (by ``now``, the clock the claim itself used),
+        :func:`~lldsched.core.recovery.decide_misfire` decides, as at start in one
+        process (a claim that took over an expired lease is an owed attempt, as one in
+        flight at a crash is to recovery: it runs, and the policy decides the slots after
+        it), and :meth:`CoordinatedStore.misfired
+        <lldsched.persistence.CoordinatedStore.misfired>` writes its records and the
+        due instant it chose, fenced by the claim's token.  Returns the entry to run
+        (the catch-up run, under the same claim), or None: nothing runs (every slot
+        skipped, the lease dropped) or the lease was lost."""
+        core = self._core
+        task = core.tasks[claim.task_id]
+        with self.store.muted():  # written below, in one fenced transaction
+            records = decide_misfire(core, task, now, owed=claim.taken_over, token=claim.token)
+        if records is None:  # within grace: runs as claimed
+            return entry
+        due = task.next_run_at  # a passed slot: a catch-up run; later: every slot skipped
+        runs = task.status is TaskStatus.SCHEDULED and due is not None and due <= now
+        try:
+            if records or due != claim.slot:  # else RUN_ALL's next catch-up: nothing new
+                snapshot = core.snapshot(task)
+                self.store.misfired(snapshot, records, token=claim.token, release=not runs)
+        except LeaseLost:
+            log.warning(
+                "lost the lease of task %s (token %d) while deciding its misfire",
+                claim.task_id,
+                claim.token,
+            )
+            return None
+        except StoreError:  # nothing written: the lease expires, someone decides again
+            log.exception("cannot write the misfire decided for %s", claim.task_id)
+            return None
+        if not runs or due is None:
+            return None
+        return (due, int(task.priority), task.generation, task.id)
 
     def _release(self, task_id: str, token: int) -> None:
         try:

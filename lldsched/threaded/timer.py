@@ -26,7 +26,11 @@ resume.  One wake a minute costs nothing measurable (``benchmarks/bench_idle.py`
 timer claims what runs from the store instead of popping the heap (the heap
 stays, as the hint of when to wake), renews its leases as one more deadline,
 and applies other processes' changes at every wake, at least every ``poll``
-seconds (:class:`~lldsched.threaded.shared.Coordinator`).
+seconds (:class:`~lldsched.threaded.shared.Coordinator`).  A forward jump there
+re-evaluates nothing at once: it marks the slots jumped over as passed while this
+process was not there, and whichever process claims one applies the misfire policy
+(:meth:`Coordinator.clock_jumped <lldsched.threaded.shared.Coordinator.clock_jumped>`);
+a backward jump is only logged (the rows keep their due instants).
 """
 
 from __future__ import annotations
@@ -80,8 +84,10 @@ class TimerThread(SchedulerParts):
                     jump = (now - last_wall) - (mono - last_mono)
                     if abs(jump) > JUMP_TOLERANCE + JUMP_DRIFT * (mono - last_mono):
                         log.warning("the wall clock jumped by %+.3f s; re-evaluating", jump)
-                        if coordinator is None:  # shared: the rows decide, claims use now
+                        if coordinator is None:
                             after_clock_jump(self._core, jump, now)
+                        elif jump > 0:  # shared: whoever claims a jumped-over slot decides
+                            coordinator.clock_jumped(now)
                     last_wall, last_mono = now, mono
                 while deadlines and deadlines[0][0] <= now:
                     heapq.heappop(deadlines)[2].cancel("timeout")
