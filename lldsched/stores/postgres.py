@@ -462,7 +462,7 @@ class PostgresTaskStore:
                 if held:
                     self._write(connection, snapshot)
                     for record in records:
-                        connection.execute(sql.INSERT_RECORD, _record_row(record))
+                        connection.execute(sql.INSERT_RECORD, record_row(record))
             if release or not held:
                 self._forget({token})
             if not held:
