@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from lldsched import (
@@ -308,3 +310,19 @@ def test_history_keeps_the_newest_runs_up_to_its_limit(clock: FakeClock, limit: 
     every_due = [start, start + 1, start + 2]
     expected = every_due if limit is None else every_due[len(every_due) - limit :]
     assert [r.due for r in task.history] == expected and task.run_count == 3
+
+
+def test_an_action_gets_the_run_context_by_its_parameter_name_whatever_callable_it_is() -> None:
+    from lldsched.core.registration import wants_context
+
+    def plain(ctx: object) -> None: ...
+
+    def without() -> None: ...
+
+    class Job:
+        def __call__(self, ctx: object) -> None: ...
+
+    assert wants_context(plain) and not wants_context(without)
+    assert wants_context(Job()) and wants_context(functools.partial(plain))
+    assert not wants_context(print)  # a C function: no ctx, and no text signature parsed
+    assert not wants_context(functools.partial(print, "x"))

@@ -31,6 +31,7 @@ import enum
 import inspect
 from collections.abc import Callable, Iterable, Mapping
 from datetime import tzinfo
+from types import BuiltinFunctionType
 from typing import Any, TypeVar, cast
 
 from lldsched.checks import seconds, whole
@@ -106,9 +107,11 @@ def wants_context(action: Callable[..., Any]) -> bool:
             if len(CONTEXT_BY_CODE) < _CONTEXT_CACHE_LIMIT:
                 CONTEXT_BY_CODE[code] = known
         return known
+    if isinstance(action, BuiltinFunctionType):  # print, len: C functions take no ctx, and
+        return False  # inspect would parse their text signature at every registration (~100 µs)
     try:
         parameters = inspect.signature(action).parameters
-    except (TypeError, ValueError):  # builtins without a signature
+    except (TypeError, ValueError):  # callables without a signature
         return False
     return "ctx" in parameters
 
