@@ -54,10 +54,19 @@ from typing import NamedTuple
 
 from lldsched.core.task import Entry, ScheduledTask
 
-__all__ = ["COMPACT_MIN_ENTRIES", "COMPACT_SLICE", "QueueStats", "TaskQueue"]
+__all__ = ["COMPACT_MIN_ENTRIES", "COMPACT_SLICE", "QueueStats", "TaskQueue", "queued_entry"]
 
 COMPACT_MIN_ENTRIES = 64  # a smaller heap keeps its tombstones until they surface
 COMPACT_SLICE = 64  # entries a compaction moves per operation (tens of µs at 1e6)
+
+
+def queued_entry(task: ScheduledTask, due: float) -> Entry:
+    """The live entry of ``task`` queued at ``due``, as :meth:`TaskQueue.push` made it
+    (due, priority, generation, id), for a caller that hands a queued task's run to a
+    worker itself (a claim in shared mode).  ``push`` builds the same tuple inline: it
+    is the hot path."""
+    return (due, int(task.priority), task.generation, task.id)
+
 
 _NO_TASKS: Mapping[str, ScheduledTask] = {}
 

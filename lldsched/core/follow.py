@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from lldsched.core.duequeue import queued_entry
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.task import Entry, Restored, ScheduledTask
 from lldsched.model import TaskStatus
@@ -90,7 +91,7 @@ def claimed_entry(core: SchedulerCore, claim: Claim) -> Entry | None:
             failure_count=task.failure_count,
             last_error=task.last_error,
         )
-    return (claim.slot, int(task.priority), task.generation, task.id)
+    return queued_entry(task, claim.slot)
 
 
 def _state(snapshot: TaskSnapshot) -> tuple[TaskStatus, int]:

@@ -29,6 +29,7 @@ import logging
 from collections.abc import Callable
 
 from lldsched.core.context import RunContext
+from lldsched.core.duequeue import queued_entry
 from lldsched.core.follow import claimed_entry, follow, load
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.recovery import decide_misfire
@@ -241,7 +242,7 @@ class Coordinator:
             return None
         if not runs or due is None:
             return None
-        return (due, int(task.priority), task.generation, task.id)
+        return queued_entry(task, due)
 
     def _release(self, task_id: str, token: int) -> None:
         try:
