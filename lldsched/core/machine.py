@@ -396,8 +396,9 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         succeed or fail; then record the slots the run skipped.  Returns the run's record.
 
         ``result`` is the action's return value as text (:mod:`lldsched.core.results`),
-        given by name or, by the simulation's event loop (a call with keywords is not
-        specialised by CPython 3.11), in its place.
+        given by name or, by the two hot callers (the simulation's event loop, a
+        worker's completion: a call with keywords is not specialised by CPython 3.11),
+        in its place.
         A run is timed out when it took longer than its task's timeout, or when the
         runtime says so (``timed_out``: it cancelled a coroutine at its timeout).
         """

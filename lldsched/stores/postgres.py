@@ -413,9 +413,7 @@ class PostgresTaskStore:
     def release(self, *, task_id: str, token: int) -> None:
         """Give back a claim that will not run here (a lease no longer held is ignored)."""
         with self._using() as connection:
-            connection.execute(
-                "DELETE FROM leases WHERE task_id = %s AND token = %s", (task_id, token)
-            )
+            connection.execute(sql.RELEASE, {"task_id": task_id, "token": token})
             if self._held.get(task_id) == token:
                 del self._held[task_id]
 
@@ -447,28 +445,24 @@ class PostgresTaskStore:
         with self._using() as connection:
             with connection.transaction():
                 # Lock order: the task's row, then its lease (as the claim and the settle).
-                connection.execute("SELECT 1 FROM tasks WHERE id = %s FOR UPDATE", (task_id,))
+                lease = {"task_id": task_id, "token": token}
+                connection.execute(sql.LOCK_TASK, lease)
                 if release:
-                    statement = "DELETE FROM leases WHERE task_id = %s AND token = %s"
-                    held = connection.execute(statement, (task_id, token)).rowcount == 1
+                    held = connection.execute(sql.RELEASE, lease).rowcount == 1
                 else:
-                    held = (
-                        connection.execute(
-                            "UPDATE leases SET slot = %s WHERE task_id = %s AND token = %s",
-                            (snapshot.next_run_at, task_id, token),
-                        ).rowcount
-                        == 1
+                    moved = connection.execute(
+                        sql.MOVE_LEASE, {**lease, "slot": snapshot.next_run_at}
                     )
+                    held = moved.rowcount == 1
                 if held:
                     self._write(connection, snapshot)
                     for record in records:
-                        connection.execute(sql.INSERT_RECORD, record_row(record))
+                        self._append(connection, record)
             if release or not held:
                 self._forget({token})
             if not held:
                 self.rejected += 1
                 raise LeaseLost(task_id=task_id, token=token)
-            self._added_records(connection, task_id, len(records))
 
     def flush(self) -> None:
         """Write every settle queued now, in one statement (the writer thread does so as

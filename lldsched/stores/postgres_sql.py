@@ -194,6 +194,12 @@ UPDATE leases SET expires_at = {DB_NOW} + %(lease)s
 RETURNING token
 """
 
+RELEASE = "DELETE FROM leases WHERE task_id = %(task_id)s AND token = %(token)s"
+LOCK_TASK = "SELECT 1 FROM tasks WHERE id = %(task_id)s FOR UPDATE"  # before its lease
+MOVE_LEASE = """
+UPDATE leases SET slot = %(slot)s WHERE task_id = %(task_id)s AND token = %(token)s
+"""  # a misfire's catch-up run keeps the claim: its lease names the new slot
+
 HORIZON = "SELECT pg_snapshot_xmin(pg_current_snapshot())"  # the feed's first cursor
 
 # The change feed, one statement: its horizon (the snapshot's xmin, the next cursor) and
