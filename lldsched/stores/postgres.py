@@ -569,12 +569,11 @@ class PostgresTaskStore:
         ``Window`` or ``Jittered`` schedule, whose state the row's counters restore, is
         decoded every time."""
         task_id, definition = row[0], row[1]
-        successes = row[5] - row[6]  # a Window's max_runs counts these
         known = self._decoded.get(task_id)
         if known is not None and known[0] == definition:
             task = known[1]
         else:
-            task = decode_task(task_id, definition, runs=successes)
+            task = _decode(row)
             if not isinstance(task.schedule, Window | Jittered):
                 self._decoded[task_id] = (definition, task)
         return _snapshot(row, task)
@@ -651,17 +650,22 @@ def _one(cursor: psycopg.Cursor[tuple[Any, ...]]) -> tuple[Any, ...]:
 
 def _snapshot(row: Sequence[Any], task: Task | None = None) -> TaskSnapshot:
     """The snapshot a row of SNAPSHOT_COLUMNS describes (``task``: its definition, decoded)."""
-    task_id, definition, status, next_run_at, attempt, run_count, failures, error, running = row[:9]
+    task_id, _, status, next_run_at, attempt, run_count, failures, error, running = row[:9]
     try:
         status_value = TaskStatus(status)
     except ValueError:
         raise StoreError(f"task {task_id}: unknown status {status!r}") from None
     if task is None:
-        successes = run_count - failures  # a Window's max_runs counts these
-        task = decode_task(task_id, definition, runs=successes)
+        task = _decode(row)
     return TaskSnapshot(
         task, status_value, next_run_at, attempt, run_count, failures, error, bool(running)
     )
+
+
+def _decode(row: Sequence[Any]) -> Task:
+    """The definition of a row of SNAPSHOT_COLUMNS, decoded: a ``Window``'s ``max_runs``
+    counts its successful runs (run count minus failures)."""
+    return decode_task(row[0], row[1], runs=row[5] - row[6])
 
 
 def _record(row: Sequence[Any]) -> ExecutionRecord:
