@@ -51,7 +51,11 @@ otherwise; each row reuses the workload of the benchmark module that owns it.
   (``to_frame(sim)``), against a naive ``pandas.DataFrame(records)`` of the same
   records given as a list built before the clock starts (the strict comparison),
   best of 3 to 1e5, one run at 1e6; ``to_frame(records)`` of that list is printed
-  too, for information (no goal on it).
+  too, for information (no goal on it);
+* **scheduler history** (informational): a store-less threaded ``Scheduler``'s
+  histories, 1,000 ``FixedRate`` tasks run 121 times each: traced bytes per history
+  record, and ``to_frame(scheduler)`` against a naive ``DataFrame`` of its records
+  (:func:`scheduler_history`).
 
 Usage: ``python benchmarks/bench_growth.py [--quick]`` (or ``run_all.py growth``).
 """
@@ -466,6 +470,59 @@ def frames(n: int) -> Frames:
     )
 
 
+HISTORY_TASKS = 1_000  # the store-less scheduler whose histories scheduler_history() fills
+HISTORY_ROUNDS = 121  # runs of each task: its history (100) full, and a tail not yet packed
+
+
+class History(NamedTuple):
+    per_record: float  # traced bytes the scheduler holds per history record (all included)
+    records: int  # records in its histories
+    ours: float  # s: to_frame(scheduler), read from the packed histories
+    naive: float  # s: pandas.DataFrame(records) of scheduler.records(), built untimed
+
+
+def scheduler_history() -> History:
+    """A store-less threaded ``Scheduler`` of :data:`HISTORY_TASKS` ``FixedRate`` tasks
+    run :data:`HISTORY_ROUNDS` times each on a ``FakeClock`` (``history_limit`` 100):
+    the traced bytes it holds per history record (the tasks themselves included), and
+    ``to_frame(scheduler)`` against a naive ``pandas.DataFrame`` of its records (a
+    list built untimed), best of :data:`FRAME_REPEATS`.  Informational: issue #19's
+    goals are on the simulation."""
+    import pandas as pd
+
+    clock = FakeClock(bench_sim.START)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        scheduler = Scheduler(workers=bench_dispatch.WORKERS, clock=clock)
+        for _ in range(HISTORY_TASKS):
+            scheduler.schedule("tick", f, FixedRate(60))
+        scheduler.start()
+        for _ in range(HISTORY_ROUNDS):
+            clock.advance(60.0)
+            if not scheduler.wait_idle(TIMEOUT):
+                raise RuntimeError(f"a round of {HISTORY_TASKS} runs did not end in {TIMEOUT} s")
+        scheduler.shutdown(timeout=TIMEOUT)
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    records = scheduler.records()
+
+    def best(build: Callable[[], object]) -> float:
+        times = []
+        for _ in range(FRAME_REPEATS):
+            gc.collect()
+            t0 = time.perf_counter()
+            build()
+            times.append(time.perf_counter() - t0)
+        return min(times)
+
+    ours = best(lambda: to_frame(scheduler))
+    return History(held / len(records), len(records), ours, best(lambda: pd.DataFrame(records)))
+
+
 # -- the table -------------------------------------------------------------------------------
 
 
@@ -624,14 +681,15 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         print(f"  k={k:>5,} {days:5.2f} days  lldsched {ours_rate:9,.0f}  SimPy {simpy_rate:9,.0f}")
         ratios.append(Ratio("simulation", k, 1e6 / ours_rate, 1e6 / simpy_rate, "µs/run", "SimPy"))
         results[f"sim vs SimPy at k={k} (x)"] = ours_rate / simpy_rate
-    kept = bytes_per_record(100, days=RECORD_DAYS)
+    record_bytes = bytes_per_record(100, days=RECORD_DAYS)
     print(
         f"  bytes per kept record (tracemalloc, k=100, marginal over {RECORD_DAYS:g} + "
-        f"{RECORD_DAYS:g} days, {kept.records:,} records): {kept.per_record:.1f}; bounded "
-        f"state per task besides (its object, queue entry, history): {kept.per_task:,.0f}"
+        f"{RECORD_DAYS:g} days, {record_bytes.records:,} records): "
+        f"{record_bytes.per_record:.1f}; bounded state per task besides (its object, "
+        f"queue entry, history): {record_bytes.per_task:,.0f}"
     )
-    results["sim bytes per kept record (tracemalloc)"] = kept.per_record
-    results["sim bounded bytes per task (tracemalloc)"] = kept.per_task
+    results["sim bytes per kept record (tracemalloc)"] = record_bytes.per_record
+    results["sim bounded bytes per task (tracemalloc)"] = record_bytes.per_task
 
     print(
         f"to_frame: the records of a simulation of k={FRAME_TASKS} tasks; seconds "
@@ -650,6 +708,16 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         results[f"to_frame at {_size(n)} vs naive (x)"] = frame_ratio
         results[f"to_frame of a list at {_size(n)} vs naive (x)"] = made.naive / made.listed
     results["to_frame vs naive DataFrame, largest n (x)"] = frame_ratio
+
+    history = scheduler_history()
+    print(
+        f"store-less Scheduler, {HISTORY_TASKS:,} FixedRate tasks x {HISTORY_ROUNDS} runs "
+        f"(history_limit 100): {history.per_record:.0f} traced bytes per history record "
+        f"({history.records:,}, the tasks included); to_frame(scheduler) {history.ours:.3f} s, "
+        f"pandas.DataFrame(records) {history.naive:.3f} s ({history.naive / history.ours:.2f}x)"
+    )
+    results["scheduler bytes per history record (tracemalloc)"] = history.per_record
+    results["to_frame(scheduler) vs naive (x)"] = history.naive / history.ours
 
     _print_ratios(ratios)
     return results
