@@ -106,11 +106,11 @@ class Block(NamedTuple):
     rest: tuple[Any, ...]
 
 
-def pack(records: Sequence[ExecutionRecord] | deque[ExecutionRecord]) -> Block:
+def pack(records: Sequence[ExecutionRecord]) -> Block:
     """The block holding ``records`` (at most :data:`BATCH`).
 
     Field by field, in C: ``zip`` turns the records into columns and one
-    ``struct.pack`` packs them (an ``itemgetter`` a record cost five times more)."""
+    ``struct.pack`` packs them (an ``itemgetter`` a record cost nearly four times more)."""
     size = len(records)
     if not 0 < size <= BATCH:
         raise ValueError(f"a block holds 1 to {BATCH} records, not {size}")
@@ -151,7 +151,9 @@ def unpack(block: Block) -> Iterator[ExecutionRecord]:
 
 class PackedRunStats(RunStats):
     """:class:`~lldsched.core.task.RunStats` whose history packs its older records
-    (see the module docstring); the same counts, the same history."""
+    (see the module docstring); the same counts, the same history.  For a
+    ``history_limit`` above :data:`BATCH`, or None: :func:`run_stats_maker` gives
+    plain ``RunStats`` below (nothing to pack)."""
 
     # _blocks is set with the tail, at the second record (never, for a one-off task):
     # the packed blocks, oldest first, enough of them for the whole limit whatever
