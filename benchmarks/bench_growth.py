@@ -43,9 +43,19 @@ otherwise; each row reuses the workload of the benchmark module that owns it.
   (``bench_sim.run_simpy``), in runs per CPU second of the run itself (``run_for``;
   SimPy's ``env.run``: registration and reading the records back are not timed; both
   are single-threaded); and
-  the bytes each kept record costs (tracemalloc, k = 100 over 0.3 simulated days);
-* **to_frame** of ``bench_views``' synthetic records, against a naive
-  ``pandas.DataFrame(records)`` of the same list (best of 3 to 1e5, one run at 1e6).
+  the bytes each kept record costs: traced, k = 100, *marginal* (the held bytes
+  after one and after two simulated days, their difference over the difference in
+  records: a task's bounded state, its recent history included, is reported apart
+  per task, not divided by the records; see :func:`bytes_per_record`);
+* **to_frame** of a simulation's ``n`` records (k = 100), read from its columns
+  (``to_frame(sim)``), against a naive ``pandas.DataFrame(records)`` of the same
+  records given as a list built before the clock starts (the strict comparison),
+  best of 3 to 1e5, one run at 1e6; ``to_frame(records)`` of that list is printed
+  too, for information (no goal on it);
+* **scheduler history** (informational): a store-less threaded ``Scheduler``'s
+  histories, 1,000 ``FixedRate`` tasks run 121 times each: traced bytes per history
+  record, and ``to_frame(scheduler)`` against a naive ``DataFrame`` of its records
+  (:func:`scheduler_history`).
 
 Usage: ``python benchmarks/bench_growth.py [--quick]`` (or ``run_all.py growth``).
 """
@@ -67,7 +77,6 @@ from typing import NamedTuple
 import bench_dispatch
 import bench_latency
 import bench_sim
-import bench_views
 
 from lldsched import FakeClock, FixedRate, OneTime, Schedule, Scheduler
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED
@@ -84,6 +93,7 @@ KEEP_ALL_SIZES = (10_000, 100_000)  # retain_finished=None: the unbounded regist
 BATCH = 10_000  # one-off tasks a batch of the stream registers before they run
 LATENCY_SAMPLES = 40
 SIM_TASKS = (10, 100, 1_000)
+RECORD_DAYS = 1.0  # each of the two stretches bytes_per_record compares
 FRAME_REPEATS = 3
 TIMEOUT = 300.0
 
@@ -370,45 +380,147 @@ def sim_versus_simpy(k: int, *, days: float) -> tuple[float, float]:
     return runs / ours, simpy_runs / theirs
 
 
-def bytes_per_record(k: int, *, days: float) -> float:
-    """Traced bytes a simulation of ``k`` tasks holds per record it kept over ``days``
-    (the records, and whatever else its runs left behind)."""
-    sim = Simulation(workers=sim_workers(k), start=bench_sim.START)
-    for name, schedule, duration in sim_workload(k):
-        sim.schedule(name, schedule, duration=fixed(duration))
-    sim.run_for(3600.0)  # every task has run a few times: its history exists
-    kept = len(sim.records())
+class RecordBytes(NamedTuple):
+    per_record: float  # traced bytes each further kept record adds (marginal)
+    per_task: float  # traced bytes of the rest after the first stretch, per task
+    records: int  # records kept after both stretches
+
+
+def bytes_per_record(k: int, *, days: float) -> RecordBytes:
+    """Traced bytes a simulation of ``k`` tasks holds for each further record it keeps.
+
+    *Marginal*: the held bytes after ``days`` and after ``2 * days`` of simulated
+    time, their difference over the difference in records kept.  What a task holds
+    whatever its number of runs (its object, its queue entry, its recent history,
+    bounded by ``history_limit``) is then not charged to the records: divided by
+    the few records of a short run, it made this row 111 B where the log's columns
+    hold 47 B a record.  That bounded part is reported apart, per task (the held
+    bytes after the first stretch, less its records at the marginal cost).  The log
+    is settled (``record_log().columns()``) before each reading, so records waiting
+    to be packed do not count; tracing starts before the simulation is built, so
+    every block it reallocates is traced from its birth."""
     gc.collect()
     tracemalloc.start()
     try:
-        before = tracemalloc.get_traced_memory()[0]
-        sim.run_for(days * 86400)
-        gc.collect()
-        after = tracemalloc.get_traced_memory()[0]
+        base = tracemalloc.get_traced_memory()[0]
+        sim = Simulation(workers=sim_workers(k), start=bench_sim.START)
+        for name, schedule, duration in sim_workload(k):
+            sim.schedule(name, schedule, duration=fixed(duration))
+        held: list[tuple[int, int]] = []  # (traced bytes, records kept) after each stretch
+        for _ in range(2):
+            sim.run_for(days * 86400)
+            sim.record_log().columns()  # settles the log: no record waits as an object
+            gc.collect()
+            held.append((tracemalloc.get_traced_memory()[0] - base, len(sim.record_log())))
     finally:
         tracemalloc.stop()
-    return (after - before) / (len(sim.records()) - kept)
+    (first, kept_first), (second, kept) = held
+    per_record = (second - first) / (kept - kept_first)
+    return RecordBytes(per_record, (first - per_record * kept_first) / k, kept)
 
 
 # -- frames ----------------------------------------------------------------------------------
 
 
-def frames(n: int) -> tuple[float, float]:
-    """Seconds for ``to_frame`` and for a naive ``pandas.DataFrame`` of ``n`` records."""
+FRAME_TASKS = 100  # the simulation whose records the to_frame row converts
+FRAME_STEP = 300.0  # simulated seconds run at a time until it holds n records
+
+
+class Frames(NamedTuple):
+    records: int  # the records converted (n, or a few hundred more)
+    ours: float  # s: to_frame(sim), read from its columnar log
+    naive: float  # s: pandas.DataFrame(records) of the same records, a list built untimed
+    listed: float  # s: to_frame(records) of that list (informational)
+
+
+def frames(n: int) -> Frames:
+    """Seconds to make a frame of a simulation's ``n`` records (a few hundred more:
+    it runs :data:`FRAME_STEP` at a time until it holds ``n``), best of
+    :data:`FRAME_REPEATS` (one run at 1e6).
+
+    Ours is ``to_frame(sim)``, read straight from the simulation's columns; the naive
+    one is ``pandas.DataFrame(records)`` of the same records, given as a list built
+    before the clock starts (so it is not charged for making the record objects:
+    the strict comparison).  ``to_frame(records)`` of that list is timed too, for
+    information: it is the path of a plain list of records."""
     import pandas as pd
 
-    records = bench_views.synthetic_records(n)
+    sim = Simulation(workers=sim_workers(FRAME_TASKS), start=bench_sim.START)
+    for name, schedule, duration in sim_workload(FRAME_TASKS):
+        sim.schedule(name, schedule, duration=fixed(duration))
+    while len(sim.record_log()) < n:
+        sim.run_for(FRAME_STEP)
+    records = sim.records()
     repeats = FRAME_REPEATS if n < 1_000_000 else 1
 
     def best(build: Callable[[], object]) -> float:
         times = []
         for _ in range(repeats):
+            gc.collect()
             t0 = time.perf_counter()
             build()
             times.append(time.perf_counter() - t0)
         return min(times)
 
-    return best(lambda: to_frame(records)), best(lambda: pd.DataFrame(records))
+    return Frames(
+        records=len(records),
+        ours=best(lambda: to_frame(sim)),
+        naive=best(lambda: pd.DataFrame(records)),
+        listed=best(lambda: to_frame(records)),
+    )
+
+
+HISTORY_TASKS = 1_000  # the store-less scheduler whose histories scheduler_history() fills
+HISTORY_ROUNDS = 121  # runs of each task: its history (100) full, and a tail not yet packed
+
+
+class History(NamedTuple):
+    per_record: float  # traced bytes the scheduler holds per history record (all included)
+    records: int  # records in its histories
+    ours: float  # s: to_frame(scheduler), read from the packed histories
+    naive: float  # s: pandas.DataFrame(records) of scheduler.records(), built untimed
+
+
+def scheduler_history() -> History:
+    """A store-less threaded ``Scheduler`` of :data:`HISTORY_TASKS` ``FixedRate`` tasks
+    run :data:`HISTORY_ROUNDS` times each on a ``FakeClock`` (``history_limit`` 100):
+    the traced bytes it holds per history record (the tasks themselves included), and
+    ``to_frame(scheduler)`` against a naive ``pandas.DataFrame`` of its records (a
+    list built untimed), best of :data:`FRAME_REPEATS`.  Informational: issue #19's
+    goals are on the simulation."""
+    import pandas as pd
+
+    clock = FakeClock(bench_sim.START)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        scheduler = Scheduler(workers=bench_dispatch.WORKERS, clock=clock)
+        for _ in range(HISTORY_TASKS):
+            scheduler.schedule("tick", f, FixedRate(60))
+        scheduler.start()
+        for _ in range(HISTORY_ROUNDS):
+            clock.advance(60.0)
+            if not scheduler.wait_idle(TIMEOUT):
+                raise RuntimeError(f"a round of {HISTORY_TASKS} runs did not end in {TIMEOUT} s")
+        scheduler.shutdown(timeout=TIMEOUT)
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    records = scheduler.records()
+
+    def best(build: Callable[[], object]) -> float:
+        times = []
+        for _ in range(FRAME_REPEATS):
+            gc.collect()
+            t0 = time.perf_counter()
+            build()
+            times.append(time.perf_counter() - t0)
+        return min(times)
+
+    ours = best(lambda: to_frame(scheduler))
+    return History(held / len(records), len(records), ours, best(lambda: pd.DataFrame(records)))
 
 
 # -- the table -------------------------------------------------------------------------------
@@ -569,19 +681,43 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         print(f"  k={k:>5,} {days:5.2f} days  lldsched {ours_rate:9,.0f}  SimPy {simpy_rate:9,.0f}")
         ratios.append(Ratio("simulation", k, 1e6 / ours_rate, 1e6 / simpy_rate, "µs/run", "SimPy"))
         results[f"sim vs SimPy at k={k} (x)"] = ours_rate / simpy_rate
-    per_record = bytes_per_record(100, days=bench_sim.DAYS / 100)
-    print(f"  bytes per kept record (tracemalloc, k=100): {per_record:.0f}")
-    results["sim bytes per kept record (tracemalloc)"] = per_record
+    record_bytes = bytes_per_record(100, days=RECORD_DAYS)
+    print(
+        f"  bytes per kept record (tracemalloc, k=100, marginal over {RECORD_DAYS:g} + "
+        f"{RECORD_DAYS:g} days, {record_bytes.records:,} records): "
+        f"{record_bytes.per_record:.1f}; bounded state per task besides (its object, "
+        f"queue entry, history): {record_bytes.per_task:,.0f}"
+    )
+    results["sim bytes per kept record (tracemalloc)"] = record_bytes.per_record
+    results["sim bounded bytes per task (tracemalloc)"] = record_bytes.per_task
 
-    print("to_frame: bench_views' synthetic records; seconds")
+    print(
+        f"to_frame: the records of a simulation of k={FRAME_TASKS} tasks; seconds "
+        "(naive: of the same records as a list built untimed)"
+    )
     frame_ratio = 0.0
     for n in sizes:
-        ours_s, naive_s = frames(n)
-        frame_ratio = naive_s / ours_s
-        print(f"  {n:>9,}  to_frame {ours_s:7.3f}   pandas.DataFrame(records) {naive_s:7.3f}")
-        ratios.append(Ratio("to_frame", n, ours_s, naive_s, "s", "DataFrame(records)"))
+        made = frames(n)
+        frame_ratio = made.naive / made.ours
+        print(
+            f"  {made.records:>9,}  to_frame(sim) {made.ours:7.3f}   pandas.DataFrame(records) "
+            f"{made.naive:7.3f}  ({frame_ratio:4.2f}x)   informational: to_frame(records) "
+            f"{made.listed:7.3f} ({made.naive / made.listed:4.2f}x)"
+        )
+        ratios.append(Ratio("to_frame(sim)", n, made.ours, made.naive, "s", "DataFrame(records)"))
         results[f"to_frame at {_size(n)} vs naive (x)"] = frame_ratio
+        results[f"to_frame of a list at {_size(n)} vs naive (x)"] = made.naive / made.listed
     results["to_frame vs naive DataFrame, largest n (x)"] = frame_ratio
+
+    history = scheduler_history()
+    print(
+        f"store-less Scheduler, {HISTORY_TASKS:,} FixedRate tasks x {HISTORY_ROUNDS} runs "
+        f"(history_limit 100): {history.per_record:.0f} traced bytes per history record "
+        f"({history.records:,}, the tasks included); to_frame(scheduler) {history.ours:.3f} s, "
+        f"pandas.DataFrame(records) {history.naive:.3f} s ({history.naive / history.ours:.2f}x)"
+    )
+    results["scheduler bytes per history record (tracemalloc)"] = history.per_record
+    results["to_frame(scheduler) vs naive (x)"] = history.naive / history.ours
 
     _print_ratios(ratios)
     return results

@@ -21,7 +21,10 @@ What a runtime gives it:
   keeps its list of records with it;
 * a retention for finished tasks (``retain_finished``, :mod:`lldsched.core.retention`)
   and optionally an ``on_retire`` callable, given the id of each task that retires
-  from the registry, so the runtime drops what it keeps per task.
+  from the registry, so the runtime drops what it keeps per task;
+* ``packed_history``: each task's history keeps its older records packed
+  (:mod:`lldsched.core.packedstats`; the threaded scheduler's, whose histories
+  are all it keeps of its runs when it has no store).
 
 What a runtime does with it: pops due entries, calls :meth:`SchedulerCore.begin`
 (which rejects stale entries), runs the attempt (:meth:`Run.invoke`
@@ -106,6 +109,7 @@ from lldsched.core.names import (
     Skipped,
 )
 from lldsched.core.overlapping import OverlappingRuns, buffered
+from lldsched.core.packedstats import Rows, pack_all, packed_history, run_stats_maker
 from lldsched.core.parts import DueQueue
 from lldsched.core.registration import (
     SCHEDULE_TYPES,
@@ -174,6 +178,7 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         retain_finished: RetainFinished = DEFAULT_RETAIN_FINISHED,
         on_retire: Callable[[str], None] | None = None,
         on_cancel: Callable[[Run], None] | None = None,
+        packed_history: bool = False,
     ) -> None:
         whole_or_none(history_limit, name="history_limit", at_least=0)
         # Which finished tasks stay registered; None when every one does.
@@ -196,7 +201,9 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         # raised already): a runtime stops what it can (a coroutine, a simulated run).
         self.on_cancel = on_cancel
         self._rng = rng or random.Random()
-        self._history_limit = history_limit
+        # Makes a task's RunStats at its first run: packed_history keeps the older
+        # records of each history packed (lldsched.core.packedstats).
+        self._new_stats = run_stats_maker(history_limit, packed=packed_history)
         self._dead: dict[str, None] = {}  # an ordered set of dead-lettered ids
         # The dependency graph, made at the first task with depends_on: until then
         # begin() and finish() pay one attribute check for dependencies.
@@ -338,6 +345,19 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         (the most recent ones, as many as ``history_limit``)."""
         return list(self._retention.log)
 
+    def packed_records(self) -> list[Rows]:
+        """Every task's ``history`` (in registration order), then :meth:`retired_records`,
+        as packed blocks (:mod:`lldsched.core.packedstats`): what a view reads without
+        a record object for the part already packed."""
+        rows = [
+            row
+            for task in self.tasks.values()
+            if task._stats is not None
+            for row in packed_history(task._stats)
+        ]
+        rows += (Rows(block, 0) for block in pack_all(list(self._retention.log)))
+        return rows
+
     def dead_letter(self) -> list[str]:
         """Ids of FAILED tasks, in the order they failed."""
         return list(self._dead)
@@ -430,7 +450,7 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
             error = record.error
         stats = task._stats
         if stats is None:  # _stats(), inlined (the run path's speed trick, above)
-            stats = task._stats = RunStats(self._history_limit)
+            stats = task._stats = self._new_stats()
         stats.run_count += 1
         if error is not None:
             stats.failure_count += 1
@@ -737,7 +757,7 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         """The task's run statistics, created at its first record."""
         stats = task._stats
         if stats is None:
-            stats = task._stats = RunStats(self._history_limit)
+            stats = task._stats = self._new_stats()
         return stats
 
     def snapshot(self, task: ScheduledTask) -> TaskSnapshot:

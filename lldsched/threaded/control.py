@@ -12,6 +12,7 @@ from __future__ import annotations
 import operator
 
 from lldsched.core.duequeue import QueueStats
+from lldsched.core.packedstats import Rows
 from lldsched.core.registration import UNCHANGED, Unchanged
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import SchedulerStateError
@@ -175,6 +176,13 @@ class ControlVerbs(SchedulerParts):
             merged += self._core.retired_records()
         merged.sort(key=_finished)
         return merged
+
+    def packed_records(self) -> list[Rows]:
+        """What :meth:`records` holds, packed (:mod:`lldsched.core.packedstats`) and not
+        yet in finish order (``records()`` is these records sorted by ``finished``, ties
+        in this order): :func:`~lldsched.views.frames.to_frame` reads it with numpy."""
+        with self._lock:
+            return self._core.packed_records()
 
     def dead_letter(self) -> list[str]:
         """Ids of FAILED tasks, oldest failure first."""

@@ -170,6 +170,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
             retain_finished=retain_finished,
             on_retire=self._loop_ids.discard,
             on_cancel=self._cancel_overlapped,
+            packed_history=True,  # its histories are what it keeps of its runs
         )
         self._deadlines = []
         self._deadline_sequence = itertools.count()

@@ -71,6 +71,7 @@ except ImportError as exc:  # pragma: no cover - exercised by a test that hides 
         "install the extra: pip install 'lldsched[notebook]'"
     ) from exc
 
+from lldsched.core.packedstats import BATCH, CODES, NUMBERS, REST, Rows
 from lldsched.core.recordlog import MISFIRES as LOG_MISFIRES
 from lldsched.core.recordlog import RecordColumns
 from lldsched.errors import ValidationError
@@ -180,12 +181,18 @@ def to_frame(source: object, *, priorities: Mapping[str, int] | None = None) -> 
     ``priorities`` (task id to :class:`~lldsched.model.Priority`) fills or overrides
     the priority column, for example for a plain list of records.  A runtime that
     keeps its records as columns (``record_log()``, as a ``Simulation`` does) is read
-    straight from them, without building a record object.
+    straight from them, without building a record object; a ``Scheduler``'s
+    histories are read from their packed form (``packed_records()``), with a record
+    object only for the few newest runs of each task, not yet packed.
     """
     log = getattr(source, "record_log", None)
+    packed = getattr(source, "packed_records", None)
     if isinstance(source, Reads) and callable(log):
         known = {task.id: int(task.priority) for task in source.tasks()}
         columns = _from_log(log().columns())
+    elif isinstance(source, Reads) and callable(packed):
+        known = {task.id: int(task.priority) for task in source.tasks()}
+        columns = _from_packed(packed())
     else:
         records, known = records_of(source)
         columns = _from_records(records)
@@ -261,9 +268,6 @@ def _from_log(log: RecordColumns) -> dict[str, Any]:
 
     ok, timed_out = array_of("ok", np.uint8), array_of("timed_out", np.uint8)
     misfire = array_of("misfire", np.uint8)
-    combination = misfire.astype(np.int64) * 4 + timed_out * 2 + ok
-    present, where = np.unique(combination, return_inverse=True)
-    outcomes = [_outcome_of(int(code)) for code in present]
     return {
         "task_id": pd.array(log.key_ids, dtype=DTYPES["task_id"]).take(keys),
         "task_keys": (keys, log.key_ids),
@@ -275,8 +279,85 @@ def _from_log(log: RecordColumns) -> dict[str, Any]:
         "timed_out": timed_out.astype(bool),
         "error": texts(log.errors),
         "result": texts(log.results),
-        "outcome": _outcomes(outcomes, where.reshape(-1)),
+        "outcome": _outcomes_of(ok, timed_out, misfire),
     }
+
+
+def _from_packed(rows: list[Rows]) -> dict[str, Any]:
+    """The frame's columns from a scheduler's packed histories
+    (:meth:`~lldsched.core.machine.SchedulerCore.packed_records`), in the order of
+    its ``records()``: sorted by ``finished``, ties in the order given."""
+    blocks = np.frombuffer(b"".join(row.block.numbers for row in rows), dtype=_BLOCK_DTYPE)
+    sizes = np.array([row.block.size for row in rows], dtype=np.intp).reshape(-1, 1)
+    starts = np.array([row.start for row in rows], dtype=np.intp).reshape(-1, 1)
+    held = (starts <= _IN_BLOCK) & (sizes > _IN_BLOCK)  # the records of each block
+    counts = (sizes - starts).reshape(-1)
+    finished = blocks["finished"][held]
+    order = np.argsort(finished, kind="stable")
+
+    def number(field: str) -> np.ndarray[Any, Any]:
+        return blocks[field][held][order]
+
+    def coded(field: str) -> tuple[np.ndarray[Any, Any], list[Any]]:
+        """One field kept as objects: each row's code into the distinct values (None
+        is -1), in finish order.  A block's shared value is coded once."""
+        index = REST.index(field)
+        distinct: dict[Any, int] = {None: -1}
+        code = distinct.setdefault
+        values = [block.rest[index] for block, _ in rows]
+        if not any(isinstance(value, tuple) for value in values):  # one value a block
+            shared = [code(value, len(distinct) - 1) for value in values]
+            codes: Any = np.repeat(np.array(shared, dtype=np.intp), counts)
+        else:
+            codes = []
+            for (block, start), value in zip(rows, values, strict=True):
+                if isinstance(value, tuple):
+                    codes += [code(each, len(distinct) - 1) for each in value[start:]]
+                else:
+                    codes += [code(value, len(distinct) - 1)] * (block.size - start)
+            codes = np.array(codes, dtype=np.intp)
+        del distinct[None]
+        return codes[order], list(distinct)
+
+    def texts(field: str) -> Any:
+        codes, distinct = coded(field)
+        return pd.array(distinct, dtype=DTYPES[field]).take(codes, allow_fill=True)
+
+    keys, task_ids = coded("task_id")
+    misfire_codes, misfires = coded("misfire")
+    # Each distinct misfire's index in MISFIRES, and a 0 last: the code -1 (None) reads it.
+    misfire = np.array([_MISFIRE_INDEX[value] for value in misfires] + [0], dtype=np.uint8)
+    ok, timed_out = number("ok"), number("timed_out")
+    return {
+        "task_id": pd.array(task_ids, dtype=DTYPES["task_id"]).take(keys),
+        "task_keys": (keys, task_ids),
+        "name": texts("name"),
+        "attempt": number("attempt").astype(np.int64),
+        "worker": number("worker").astype(np.int64),
+        **{field: _microseconds(number(field)) for field in _TIMES_OF_RECORD},
+        "ok": ok,
+        "timed_out": timed_out,
+        "error": texts("error"),
+        "result": texts("result"),
+        "outcome": _outcomes_of(
+            ok.astype(np.uint8), timed_out.astype(np.uint8), misfire[misfire_codes]
+        ),
+    }
+
+
+_BLOCK_DTYPE = np.dtype([(field, "=" + CODES[field], (BATCH,)) for field in NUMBERS])
+"""A packed block's numbers (:func:`lldsched.core.packedstats.block_format`)."""
+_IN_BLOCK = np.arange(BATCH).reshape(1, -1)  # a record's place in its block
+_MISFIRE_INDEX = {misfire: index for index, misfire in enumerate(LOG_MISFIRES)}
+
+
+def _outcomes_of(ok: Any, timed_out: Any, misfire: Any) -> Any:
+    """The outcome column from the (uint8) ok, timed_out and misfire-index columns: the
+    model's rule applied once per combination present."""
+    combination = misfire.astype(np.int64) * 4 + timed_out * 2 + ok
+    present, where = np.unique(combination, return_inverse=True)
+    outcomes = [_outcome_of(int(code)) for code in present]
+    return _outcomes(outcomes, where.reshape(-1))
 
 
 _TIMES_OF_RECORD = ("due", "started", "finished")
