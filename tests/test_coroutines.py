@@ -4,6 +4,7 @@ timeouts enforced and their runs cancelled by cancel and pause."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from collections.abc import Awaitable
 
@@ -330,3 +331,47 @@ def test_shutdown_without_a_drain_leaves_coroutine_tasks_waiting_for_a_slot_sche
     assert busy.history[0].error == "CancelledError: scheduler shut down"
     assert all(t.history == () and t.status is TaskStatus.SCHEDULED for t in waiting)
     assert all(t.next_run_at == clock.now() for t in waiting)
+
+
+def test_context_variables_set_by_one_run_are_not_seen_by_another(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
+    seen: list[tuple[str, str]] = []
+
+    async def mark(name: str, suspend: bool) -> None:
+        seen.append((name, var.get()))
+        var.set(name)
+        if suspend:
+            await asyncio.sleep(0)
+            assert var.get() == name  # its own context, across the suspension
+
+    scheduler = make_scheduler(clock=clock)
+    for n in range(6):
+        scheduler.schedule(f"r{n}", mark, OneTime(delay=0), args=(f"r{n}", n % 2 == 0))
+    settle(scheduler)
+    assert sorted(seen) == [(f"r{n}", "unset") for n in range(6)]
+
+
+def test_a_run_started_after_another_finished_does_not_inherit_its_context(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
+    seen: dict[str, str] = {}
+
+    async def sets(name: str) -> None:
+        seen[name] = var.get()
+        var.set(name)
+        await asyncio.sleep(0)
+
+    async def reads(name: str) -> None:
+        seen[name] = var.get()
+
+    # One slot: each run starts when the one before it is recorded, from that
+    # run's task (its finish schedules the next start).
+    scheduler = make_scheduler(clock=clock, max_coroutines=1, start=False)
+    for name, action in [("a", sets), ("b", reads), ("c", sets), ("d", sets), ("e", reads)]:
+        scheduler.schedule(name, action, OneTime(delay=0), args=(name,))
+    scheduler.start()
+    settle(scheduler)
+    assert seen == dict.fromkeys("abcde", "unset")

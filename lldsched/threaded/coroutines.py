@@ -10,7 +10,8 @@ plain function returning a coroutine) is called on a worker as usual; the worker
 hands the awaitable here and moves on.  Either way the record is written when the
 awaitable completes: no awaitable is ever recorded as a success without being
 awaited.  A loop task's records carry ``worker == workers`` (the loop's lane,
-one past the threads).
+one past the threads).  Each coroutine runs in an empty ``contextvars`` context of
+its own: what one run sets, no other run sees.
 
 **Capacity.**  Coroutine runs do not hold a worker thread; they have a limit of
 their own: at most ``limit`` run at once (``Scheduler(max_coroutines=...)``,
@@ -53,6 +54,7 @@ import threading
 import time
 from asyncio import Task
 from collections.abc import Callable, Iterable
+from contextvars import Context
 from types import CoroutineType
 from typing import Any
 
@@ -332,7 +334,9 @@ class CoroutineRunner:
                 _close(flight.awaitable)
                 self._over(flight)
                 continue
-            flight.future = Task(drive(flight), loop=loop)  # loop.create_task, one frame less
+            # A context of its own, empty: this batch may run in a finished run's context
+            # (its _flush scheduled this start), which a task would otherwise copy.
+            flight.future = Task(drive(flight), loop=loop, context=Context())
             if flight.reason is not None:  # cancelled while its task was being made
                 loop.call_soon(self._cancel, flight)
             timeout = flight.run.task.timeout
