@@ -143,6 +143,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._queue = self.queue_type(self._wake)
+        self._queue.set_clock(self._clock.now)  # a task due when queued skips the heap
         self._pool = self.pool_type(
             workers,
             prepare=self._prepare,
