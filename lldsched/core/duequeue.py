@@ -32,10 +32,10 @@ and pushing an entry in random order costs O(1) on average.  Both heaps are
 consulted meanwhile, through one invariant: while the old heap holds entries,
 the new heap's head comes first (entries moved from the old one all come after
 its head, and whenever the new heap's head is taken the old heap's head moves
-across), so readers only ever look at ``_heap[0]``.  A compaction ends within
-``entries / COMPACT_SLICE`` operations, before tombstones can grow past half the
-live entries, so the queue holds at most ``1.5 * live + COMPACT_MIN_ENTRIES``
-entries at all times.
+across), so readers only ever look at ``_heap[0]`` (and the lane's head, below).
+A compaction ends within ``entries / COMPACT_SLICE`` operations, before tombstones
+can grow past half the live entries, so the queue holds at most
+``1.5 * live + COMPACT_MIN_ENTRIES`` entries at all times.
 
 **The lane.**  An entry that is already due when it is pushed (a one-off task
 registered for now or for a passed instant, a run-now, a slot that came due late)
