@@ -95,7 +95,8 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
     """
 
     queue_type: type[TaskQueue] = TaskQueue
-    """The heap of due entries, built as ``queue_type(wake)`` on the timer's condition."""
+    """The heap of due entries, built as ``queue_type(wake)`` on the timer's condition,
+    then given the clock (``set_clock``: its lane of entries due when queued)."""
     pool_type: type[WorkerPool[Any, Any, Any]] = WorkerPool
     """The worker pool (same keyword arguments as :class:`WorkerPool`)."""
     dispatcher_type: type[EventDispatcher] = EventDispatcher
