@@ -274,3 +274,33 @@ def test_a_bad_retention_is_refused_naming_the_value(bad: object, runtime: type[
     with pytest.raises(ValidationError) as raised:
         runtime(retain_finished=bad)
     assert "retain_finished" in str(raised.value) and repr(bad) in str(raised.value)
+
+
+def test_retired_ids_are_forgotten_oldest_first_a_hundredth_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(lldsched.core.retention, "RETIRED_IDS_REMEMBERED", 300)
+    retention = lldsched.core.retention.Retention(0, history_limit=10)
+    remembered = []
+    for i in range(1_000):
+        retention.retired(f"t{i}", TaskStatus.SUCCEEDED, ())
+        remembered.append(sum(isinstance(retention.not_found(f"t{j}"), TaskRetiredError)
+                              for j in range(i + 1)))  # fmt: skip
+    assert max(remembered) == 303  # 300 and a hundredth more, then back to 300
+    assert remembered[-1] >= 300
+    newest = [f"t{i}" for i in range(1_000 - 300, 1_000)]
+    assert all(isinstance(retention.not_found(task_id), TaskRetiredError) for task_id in newest)
+    assert not isinstance(retention.not_found("t0"), TaskRetiredError)
+
+
+def test_a_count_retires_the_earliest_finished_first_across_many_batches() -> None:
+    retention = lldsched.core.retention.Retention(100, history_limit=10)
+    retired: list[str] = []
+    for i in range(5_000):
+        retention.finished(f"t{i}", float(i))
+        if i % 7 == 3:
+            retention.forget(f"t{i - 1}")  # removed: leaves the held list, never retires
+        retired.extend(retention.due(float(i)))
+        assert retention.held() <= 101  # the count and a hundredth more
+    expected = [f"t{i}" for i in range(5_000) if i % 7 != 2]
+    assert retired == expected[: len(retired)] and len(retired) >= len(expected) - 102

@@ -109,9 +109,15 @@ OPS = st.one_of(
 )
 
 
-def replay(ops: list[Op], *, check_bound: bool) -> None:
-    """Run ``ops`` on a queue and on a plain reference (see INITIAL); they must agree."""
+def replay(ops: list[Op], *, check_bound: bool, lane: bool = False) -> None:
+    """Run ``ops`` on a queue and on a plain reference (see INITIAL); they must agree.
+
+    ``lane``: the queue is given a clock, set to each ``pop_due``'s instant, so pushes
+    due by then take the lane (:mod:`lldsched.core.duequeue`)."""
     queue, registry = make_queue(INITIAL, due=lambda i: float(i % 17))
+    clock = [0.0]
+    if lane:
+        queue.set_clock(lambda: clock[0])
     # The reference: each task's live entry, by name; the queue must agree on every pop.
     reference = {name: (float(i % 17), task.priority._value_, task.generation, name)
                  for i, (name, task) in enumerate(registry.items())}  # fmt: skip
@@ -132,6 +138,7 @@ def replay(ops: list[Op], *, check_bound: bool) -> None:
                 queue.discard(registry[name])
             reference.pop(name, None)
         elif verb == "pop_due":
+            clock[0] = float(a)
             expected = sorted(e for e in reference.values() if e[0] <= a)[:b]
             assert queue.pop_due(float(a), limit=b) == expected
             for entry in expected:
@@ -163,3 +170,20 @@ def test_random_pushes_discards_and_pops_match_a_reference_while_slices_are_tiny
     # and discards land while both heaps hold entries (the bound needs the real slice).
     with mock.patch.object(duequeue, "COMPACT_SLICE", 2):
         replay(ops, check_bound=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ops=st.lists(OPS, min_size=40, max_size=300))
+def test_with_the_lane_random_operations_match_a_reference_within_the_bound(
+    ops: list[Op],
+) -> None:
+    replay(ops, check_bound=True, lane=True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ops=st.lists(OPS, min_size=40, max_size=300))
+def test_with_the_lane_random_operations_match_a_reference_while_slices_are_tiny(
+    ops: list[Op],
+) -> None:
+    with mock.patch.object(duequeue, "COMPACT_SLICE", 2):
+        replay(ops, check_bound=False, lane=True)

@@ -58,8 +58,12 @@ class RemovingQueue(TaskQueue):
         if task._queued:
             heap = self._heap
             generation = task.generation
-            heap.remove(next(entry for entry in heap if entry[2] == generation))
-            heapq.heapify(heap)
+            in_lane = next((entry for entry in self._lane if entry[2] == generation), None)
+            if in_lane is not None:  # due when it was pushed: the lane (a deque, in order)
+                self._lane.remove(in_lane)
+            else:
+                heap.remove(next(entry for entry in heap if entry[2] == generation))
+                heapq.heapify(heap)
             task._queued = False
         task.generation = 0  # an entry already handed to a worker is still stale
 

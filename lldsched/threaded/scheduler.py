@@ -95,7 +95,8 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
     """
 
     queue_type: type[TaskQueue] = TaskQueue
-    """The heap of due entries, built as ``queue_type(wake)`` on the timer's condition."""
+    """The heap of due entries, built as ``queue_type(wake)`` on the timer's condition,
+    then given the clock (``set_clock``: its lane of entries due when queued)."""
     pool_type: type[WorkerPool[Any, Any, Any]] = WorkerPool
     """The worker pool (same keyword arguments as :class:`WorkerPool`)."""
     dispatcher_type: type[EventDispatcher] = EventDispatcher
@@ -143,6 +144,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._queue = self.queue_type(self._wake)
+        self._queue.set_clock(self._clock.now)  # a task due when queued skips the heap
         self._pool = self.pool_type(
             workers,
             prepare=self._prepare,
