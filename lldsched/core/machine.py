@@ -513,7 +513,8 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         ``retry.fail_after_given_up`` slots in a row); a one-off task is FAILED.
         """
         original = record  # as the run left it
-        if not record.ok:
+        ok = record.ok  # a NamedTuple field: read once (each read is a generic lookup on 3.11)
+        if not ok:
             retry = task._options.retry
             if retry.allows_retry(record.attempt):
                 return (
@@ -537,7 +538,7 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
             # latest of them, due at once; the earlier ones are coalesced into it.
             assert due is not None
             due, skipped = buffered(schedule, skipped, before=due)
-        if original.ok:
+        if ok:
             if due is None:
                 return SUCCEEDED, None, record, ()
             return SCHEDULED, due, record, skipped
