@@ -326,3 +326,35 @@ def test_an_action_gets_the_run_context_by_its_parameter_name_whatever_callable_
     assert wants_context(Job()) and wants_context(functools.partial(plain))
     assert not wants_context(print)  # a C function: no ctx, and no text signature parsed
     assert not wants_context(functools.partial(print, "x"))
+
+
+def test_validated_is_the_one_gate_of_what_counts_as_a_schedule() -> None:
+    """Cron text and a CronSchedule naming no zone come back read in the zone given;
+    any other schedule comes back as it is; anything else is refused, naming it."""
+    from lldsched import CronSchedule, ValidationError
+    from lldsched.core.registration import validated
+
+    def check(schedule: object) -> object:
+        checked, _, _ = validated(
+            "job",
+            noop,
+            schedule,  # type: ignore[arg-type]  # a wrong type on purpose, below
+            tz="Europe/Berlin",
+            priority=1,
+            retry=None,
+            timeout=None,
+            args=(),
+            kwargs=None,
+            misfire=None,
+        )
+        return checked
+
+    for zoneless in ("0 3 * * *", CronSchedule("0 3 * * *")):
+        read = check(zoneless)
+        assert isinstance(read, CronSchedule) and read.tz == "Europe/Berlin"
+    in_utc = CronSchedule("0 3 * * *", tz="UTC")
+    assert check(in_utc) is in_utc
+    every_minute = FixedRate(60)
+    assert check(every_minute) is every_minute
+    with pytest.raises(ValidationError, match=r"schedule must provide first_run.*got 60"):
+        check(60)

@@ -100,10 +100,11 @@ class DefinitionVerbs(CoreParts):
         task = self.get(task_id)
         self._check_changeable(task, "modify")
         old = task._options
-        new_priority, options = validated(
+        _, new_priority, options = validated(
             task.name,
             task.action,
             task.schedule,
+            tz=self.tz,
             priority=task.priority if priority is UNCHANGED else priority,
             retry=old.retry if retry is UNCHANGED else retry,
             timeout=old.timeout if timeout is UNCHANGED else timeout,

@@ -112,12 +112,10 @@ from lldsched.core.overlapping import OverlappingRuns, buffered
 from lldsched.core.packedstats import Rows, pack_all, packed_history, run_stats_maker
 from lldsched.core.parts import DueQueue
 from lldsched.core.registration import (
-    SCHEDULE_TYPES,
     check_graph,
     check_task_id,
     check_zone,
     isolated_action,
-    schedule_of,
     validated,
 )
 from lldsched.core.restoration import Restoration
@@ -148,7 +146,6 @@ from lldsched.persistence import TaskSnapshot, TaskStore
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule, next_run_and_skipped
 from lldsched.schedules.catchup import CatchUp, unwrap
-from lldsched.schedules.cron import CronSchedule
 
 __all__ = ["MAX_SKIPPED", "DueQueue", "SchedulerCore"]
 
@@ -251,15 +248,11 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         """
         if isolation != "thread" or isinstance(action, str):
             action = isolated_action(name, action, isolation=isolation)
-        kind = type(schedule)
-        # Only cron, text or a type not seen yet need schedule_of: the common case skips
-        # the call (2 % of a registration, callgrind); isinstance also tells mypy.
-        if kind not in SCHEDULE_TYPES or kind is CronSchedule or isinstance(schedule, str):
-            schedule = schedule_of(name, schedule, tz=self.tz)
-        priority, options = validated(
+        schedule, priority, options = validated(
             name,
             action,
             schedule,
+            tz=self.tz,
             priority=priority,
             retry=retry,
             timeout=timeout,
@@ -274,8 +267,9 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         if task_id is not None:
             check_task_id(task_id)
             self._retention.registered(task_id)  # a retired task of this id is history
-        if options.depends_on:
-            check_graph(name, task_id, options.depends_on, self.tasks)
+        upstreams = options.depends_on
+        if upstreams:
+            check_graph(name, task_id, upstreams, self.tasks)
         if task_id is not None:
             existing = self.tasks.get(task_id)
             if existing is not None:
@@ -319,9 +313,9 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
             except BaseException:
                 del self.tasks[task_id]  # a failed save registers nothing
                 raise
-        if options.depends_on:
+        if upstreams:
             self._dependencies().link(task)
-        self._enqueue(task, first)
+        self._queue.push(task, first)  # next_run_at is first already
         if self.emit is not None:
             self.emit(TaskEvent(task_id, name, None, SCHEDULED, now))
         return task
@@ -519,7 +513,8 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         ``retry.fail_after_given_up`` slots in a row); a one-off task is FAILED.
         """
         original = record  # as the run left it
-        if not record.ok:
+        ok = record.ok  # a NamedTuple field: read once (each read is a generic lookup on 3.11)
+        if not ok:
             retry = task._options.retry
             if retry.allows_retry(record.attempt):
                 return (
@@ -543,7 +538,7 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
             # latest of them, due at once; the earlier ones are coalesced into it.
             assert due is not None
             due, skipped = buffered(schedule, skipped, before=due)
-        if original.ok:
+        if ok:
             if due is None:
                 return SUCCEEDED, None, record, ()
             return SCHEDULED, due, record, skipped

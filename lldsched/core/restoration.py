@@ -141,10 +141,11 @@ class Restoration(CoreParts):
 
     def _rebuild(self, restored: Restored) -> ScheduledTask:
         definition = restored.definition
-        priority, options = validated(
+        _, priority, options = validated(  # the stored schedule is kept as it is
             definition.name,
             definition.action,
             definition.schedule,
+            tz=self.tz,
             priority=definition.priority,
             retry=definition.retry,
             timeout=definition.timeout,

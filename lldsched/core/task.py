@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from lldsched.core.context import RunContext
+from lldsched.core.names import SCHEDULED
 from lldsched.errors import error_text
 from lldsched.model import ExecutionRecord, Priority, TaskStatus
 from lldsched.persistence import Task
@@ -168,7 +169,9 @@ class ScheduledTask:
         self.schedule = schedule
         self.priority = priority
         self._options = options
-        self.status = TaskStatus.SCHEDULED
+        # names.SCHEDULED, not TaskStatus.SCHEDULED: on 3.11 an Enum class answers
+        # attribute reads through EnumType.__getattr__ (3 % of a registration, callgrind).
+        self.status = SCHEDULED
         self.next_run_at = first_run
         self.attempt = 0  # attempts made for the current slot: 0 when SCHEDULED, >= 1 when RETRYING
         self.generation = 0  # the sequence of its live heap entry; 0: none

@@ -55,7 +55,8 @@ import time
 from asyncio import Task
 from collections.abc import Callable, Iterable
 from contextvars import Context
-from types import CoroutineType
+from inspect import CO_COROUTINE
+from types import CodeType, CoroutineType
 from typing import Any
 
 from lldsched.checks import whole
@@ -92,9 +93,9 @@ def is_loop_action(action: object) -> bool:
     nanoseconds; ``inspect.iscoroutinefunction`` alone costs several times that, on
     a registration of about two microseconds).
     """
-    code = getattr(action, "__code__", None)  # functions, and bound methods pass it on
+    code: CodeType | None = getattr(action, "__code__", None)  # bound methods pass it on
     if code is not None:
-        return bool(code.co_flags & inspect.CO_COROUTINE)
+        return code.co_flags & CO_COROUTINE != 0
     return inspect.iscoroutinefunction(action)
 
 

@@ -46,7 +46,7 @@ from lldsched.core.duequeue import TaskQueue
 from lldsched.core.ids import IdGenerator, sequential_ids
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.recovery import recover
-from lldsched.core.registration import F, registering, require_action
+from lldsched.core.registration import F, not_callable, registering
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import SchedulerStateError, ValidationError
@@ -317,7 +317,8 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         time), so a service that registers its jobs at every start on a durable
         store gets the same tasks back, not copies.
         """
-        require_action(name, action)
+        if action is None:  # a simulated task may have none; a thread must run something
+            raise not_callable(name, action)
         on_loop = isolation == "thread" and is_loop_action(action)
         with self._lock:
             if self._state is STOPPED:
