@@ -67,8 +67,9 @@ def measured(workload: str, days: float) -> int:
     return sum(misfires.count(index) for index in ran)
 
 
-def count(workload: str, days: float) -> tuple[int, int]:
-    """(instructions, runs) of one measured process under callgrind."""
+def count(workload: str, days: float, *, script: str = __file__) -> tuple[int, int]:
+    """(instructions, runs) of one measured process under callgrind: ``script --one
+    workload days``, which prints the runs it made last."""
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "callgrind.out"
         env = {**os.environ, "PYTHONHASHSEED": "0"}
@@ -78,7 +79,7 @@ def count(workload: str, days: float) -> tuple[int, int]:
                 "--tool=callgrind",
                 f"--callgrind-out-file={out}",
                 sys.executable,
-                __file__,
+                script,
                 "--one",
                 workload,
                 str(days),

@@ -1,0 +1,81 @@
+"""Machine instructions per dispatched job and per registration on the threaded
+``Scheduler``, counted with callgrind (repeatable under load).
+
+    python benchmarks/threaded_instructions.py              # both, about three minutes
+    python benchmarks/threaded_instructions.py dispatch     # one of them
+
+As ``sim_instructions.py`` does for a simulated run: each figure is the difference
+between two fresh interpreters under ``valgrind --tool=callgrind``
+(``PYTHONHASHSEED=0``), divided by the difference in work, so start-up, imports and
+teardown cancel out.  The garbage collector stays on: its share is part of the cost.
+
+* ``dispatch``: ``bench_dispatch``'s workload, :data:`JOBS` no-op one-off tasks due
+  at once on ``Scheduler(workers=4)``, registered, then started and run to the last
+  job, against the same registrations never started: instructions per job, every
+  thread counted;
+* ``register``: ``FixedRate(60)`` tasks registered as a user writes them, on a
+  scheduler never started, 12,000 against 2,000: instructions per registration.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import threading
+import time
+
+from sim_instructions import count
+
+JOBS = 20_000
+SIZES = {"dispatch": (0.0, 1.0), "register": (2_000.0, 12_000.0)}
+
+
+def measured(workload: str, size: float) -> int:
+    """Do ``workload`` at ``size`` (dispatch: 1 starts the scheduler, 0 does not;
+    register: the registrations); the units of work done."""
+    from lldsched import FixedRate, OneTime, Scheduler
+
+    scheduler = Scheduler(workers=4)
+    if workload == "register":
+        for _ in range(int(size)):
+            scheduler.schedule("tick", _noop, FixedRate(60))
+        return int(size)
+    done = threading.Event()
+    counter = itertools.count(1)
+
+    def job() -> None:  # a function (a bound method of a lock would cost far more)
+        if next(counter) == JOBS:
+            done.set()
+
+    at = time.time() - 1.0
+    for _ in range(JOBS):
+        scheduler.schedule("noop", job, OneTime(at=at))
+    if not size:
+        scheduler.shutdown(timeout=60)
+        return 0
+    scheduler.start()
+    done.wait(600)
+    scheduler.wait_idle(600)
+    scheduler.shutdown(timeout=60)
+    return JOBS
+
+
+def _noop() -> None:
+    pass
+
+
+def main(argv: list[str]) -> None:
+    if argv[:1] == ["--one"]:
+        print(measured(argv[1], float(argv[2])))
+        return
+    for workload in argv or SIZES:
+        small, large = SIZES[workload]
+        low, done_low = count(workload, small, script=__file__)
+        high, done_high = count(workload, large, script=__file__)
+        per_unit = (high - low) / (done_high - done_low)
+        unit = "job" if workload == "dispatch" else "registration"
+        print(f"{workload}: {per_unit:,.0f} instructions per {unit} ({low:,} -> {high:,})")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
