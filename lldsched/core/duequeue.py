@@ -196,7 +196,7 @@ class TaskQueue:
         heap = self._heap
         lane = self._lane
         while heap or lane:
-            in_lane = bool(lane) and (not heap or lane[0] < heap[0])  # the smaller head
+            in_lane = (not heap or lane[0] < heap[0]) if lane else False  # the smaller head
             entry = lane[0] if in_lane else heap[0]
             task = self.tasks.get(entry[3])  # live(), inlined: the simulation's hot loop
             if task is not None and task.generation == entry[2]:
