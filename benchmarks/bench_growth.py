@@ -432,6 +432,18 @@ FRAME_TASKS = 100  # the simulation whose records the to_frame row converts
 FRAME_STEP = 300.0  # simulated seconds run at a time until it holds n records
 
 
+def timed(build: Callable[[], object]) -> list[float]:
+    """Seconds of each of :data:`FRAME_REPEATS` calls of ``build``, each from a
+    collected heap."""
+    times = []
+    for _ in range(FRAME_REPEATS):
+        gc.collect()
+        t0 = time.perf_counter()
+        build()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
 class Frames(NamedTuple):
     records: int  # the records converted (n, or a few hundred more)
     ours: float  # s: to_frame(sim), read from its columnar log
@@ -463,15 +475,6 @@ def frames(n: int) -> Frames:
     while len(sim.record_log()) < n:
         sim.run_for(FRAME_STEP)
     records = sim.records()
-
-    def timed(build: Callable[[], object]) -> list[float]:
-        times = []
-        for _ in range(FRAME_REPEATS):
-            gc.collect()
-            t0 = time.perf_counter()
-            build()
-            times.append(time.perf_counter() - t0)
-        return times
 
     ours = timed(lambda: to_frame(sim))
     return Frames(
@@ -523,17 +526,9 @@ def scheduler_history() -> History:
         tracemalloc.stop()
     records = scheduler.records()
 
-    def best(build: Callable[[], object]) -> float:
-        times = []
-        for _ in range(FRAME_REPEATS):
-            gc.collect()
-            t0 = time.perf_counter()
-            build()
-            times.append(time.perf_counter() - t0)
-        return min(times)
-
-    ours = best(lambda: to_frame(scheduler))
-    return History(held / len(records), len(records), ours, best(lambda: pd.DataFrame(records)))
+    ours = min(timed(lambda: to_frame(scheduler)))
+    naive = min(timed(lambda: pd.DataFrame(records)))
+    return History(held / len(records), len(records), ours, naive)
 
 
 # -- the table -------------------------------------------------------------------------------
