@@ -13,6 +13,7 @@ now.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 from pathlib import Path
@@ -195,6 +196,27 @@ def test_a_forward_wall_clock_jump_in_shared_mode_is_decided_by_the_claiming_pro
             what="the row at its first slot after the jump",
         )
         assert [r for r in store.records("hourly") if r.ok] == []
+    finally:
+        scheduler.shutdown(timeout=10)
+        store.close()
+
+
+def test_a_backward_wall_clock_jump_in_shared_mode_leaves_the_rows_and_says_so(
+    store_spec: StoreSpec, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The shared rows keep their due times when this process's clock goes back (every
+    process would disagree on them otherwise), and the log says that, not "re-evaluated"."""
+    clock = JumpingClock(T0)
+    store = open_store(store_spec, lease=LEASE, poll=POLL)
+    scheduler = Scheduler(workers=2, store=store, clock=clock).start()
+    said = "the wall clock jumped by -3600.000 s: the shared rows keep their due times"
+    try:
+        scheduler.schedule("hourly", jobs.noop, FixedRate(HOUR, start_delay=HOUR), id="hourly")
+        assert clock.parked.wait(5)
+        with caplog.at_level(logging.WARNING, logger="lldsched"):
+            clock.jump(-HOUR)
+            wait_until(lambda: said in caplog.messages, timeout=20, what="the jump logged")
+        assert store.load_all()[0].next_run_at == T0 + HOUR
     finally:
         scheduler.shutdown(timeout=10)
         store.close()

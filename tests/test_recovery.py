@@ -3,6 +3,7 @@ passed while it was down, as each task's misfire policy says; both runtimes deci
 
 from __future__ import annotations
 
+import logging
 import shutil
 import threading
 from pathlib import Path
@@ -311,7 +312,7 @@ def test_a_forward_jump_of_the_wall_clock_is_downtime_for_the_misfire_policy(
 
 
 def test_a_backward_jump_moves_interval_slots_back_and_leaves_calendar_slots(
-    make_scheduler: SchedulerFactory,
+    make_scheduler: SchedulerFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     clock = JumpingClock(T0)
     scheduler = make_scheduler(clock=clock)
@@ -320,10 +321,12 @@ def test_a_backward_jump_moves_interval_slots_back_and_leaves_calendar_slots(
     at = scheduler.schedule("at", jobs.noop, OneTime(T0 + 600))
     assert clock.parked.wait(5)
     clock.parked.clear()
-    clock.jump(-HOUR)
-    assert clock.parked.wait(5)  # the timer handled the jump and parked again
+    with caplog.at_level(logging.WARNING, logger="lldsched"):
+        clock.jump(-HOUR)
+        assert clock.parked.wait(5)  # the timer handled the jump and parked again
     assert rate.next_run_at == T0 - HOUR + 60  # still a minute away
     assert cron.next_run_at == T0 + 3 * HOUR and at.next_run_at == T0 + 600
+    assert "the wall clock jumped by -3600.000 s: the due times re-evaluated" in caplog.messages
 
 
 def test_a_fake_clock_moving_is_never_taken_for_a_jump(make_scheduler: SchedulerFactory) -> None:

@@ -83,11 +83,15 @@ class TimerThread(SchedulerParts):
                     mono = monotonic()
                     jump = (now - last_wall) - (mono - last_mono)
                     if abs(jump) > JUMP_TOLERANCE + JUMP_DRIFT * (mono - last_mono):
-                        log.warning("the wall clock jumped by %+.3f s; re-evaluating", jump)
                         if coordinator is None:
                             after_clock_jump(self._core, jump, now)
+                            done = "the due times re-evaluated"
                         elif jump > 0:  # shared: whoever claims a jumped-over slot decides
                             coordinator.clock_jumped(now)
+                            done = "the slots it passed are decided as they are claimed"
+                        else:
+                            done = "the shared rows keep their due times"
+                        log.warning("the wall clock jumped by %+.3f s: %s", jump, done)
                     last_wall, last_mono = now, mono
                 while deadlines and deadlines[0][0] <= now:
                     heapq.heappop(deadlines)[2].cancel("timeout")
