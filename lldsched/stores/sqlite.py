@@ -65,7 +65,7 @@ from lldsched.persistence import Task, TaskSnapshot
 from lldsched.stores.claim import FileClaim
 from lldsched.stores.codec import encode_task
 from lldsched.stores.sqlite_coordinated import CoordinatedMethods
-from lldsched.stores.sqlite_rows import INSERT_RECORD, RECORD_COLUMNS, UPDATE, UPSERT
+from lldsched.stores.sqlite_rows import INSERT_RECORD, RECORD_COLUMNS, UPDATE, UPSERT, immediate
 from lldsched.stores.sqlite_rows import record_of as _record
 from lldsched.stores.sqlite_rows import rollback as _rollback
 from lldsched.stores.sqlite_rows import snapshot_of as _snapshot
@@ -277,14 +277,12 @@ class SqliteTaskStore(CoordinatedMethods):
         """Bring a file of an older schema ``version`` to :data:`SCHEMA_VERSION`, whole or
         not at all."""
         try:
-            connection.execute("BEGIN IMMEDIATE")
-            for step in range(version, SCHEMA_VERSION):
-                for statement in MIGRATIONS[step]:
-                    connection.execute(statement)
-            connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            connection.execute("COMMIT")
+            with immediate(connection):
+                for step in range(version, SCHEMA_VERSION):
+                    for statement in MIGRATIONS[step]:
+                        connection.execute(statement)
+                connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except sqlite3.Error as exc:
-            _rollback(connection)
             raise StoreError(
                 f"cannot migrate {self.path!r} from store schema version {version} to "
                 f"{SCHEMA_VERSION}: {exc}; it was left as it was"
@@ -337,15 +335,10 @@ class SqliteTaskStore(CoordinatedMethods):
             if record is None:  # one statement: a transaction of its own
                 connection.execute(statement, parameters)
             else:
-                connection.execute("BEGIN IMMEDIATE")
-                try:
+                with immediate(connection):
                     connection.execute(statement, parameters)
                     self._seq += 1
                     count = self._append(connection, record, seq=self._seq)
-                except BaseException:
-                    _rollback(connection)
-                    raise
-                connection.execute("COMMIT")
                 self._counts[task_id] = count
             self._defined[task_id] = task
 
@@ -384,8 +377,7 @@ class SqliteTaskStore(CoordinatedMethods):
             if shared is not None and shared.muted:
                 return
             connection = self._open()
-            connection.execute("BEGIN IMMEDIATE")
-            try:
+            with immediate(connection):
                 connection.execute("DELETE FROM records WHERE task_id = ?", (task_id,))
                 connection.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
                 if shared is not None:
@@ -396,10 +388,6 @@ class SqliteTaskStore(CoordinatedMethods):
                     )
                     shared.removals.add(version)
                     shared.held.pop(task_id, None)
-            except BaseException:
-                _rollback(connection)
-                raise
-            connection.execute("COMMIT")
             self._defined.pop(task_id, None)
             self._counts.pop(task_id, None)
 

@@ -23,7 +23,7 @@ from lldsched.errors import LeaseLost, StoreError, ValidationError
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
 from lldsched.persistence import Change, Claim, Lease, Task, TaskSnapshot
 from lldsched.stores.codec import encode_task
-from lldsched.stores.sqlite_rows import UPDATE, UPSERT, rollback, snapshot_of
+from lldsched.stores.sqlite_rows import UPDATE, UPSERT, immediate, snapshot_of
 from lldsched.stores.sqlite_shared import SharedState, bump
 
 __all__ = ["CoordinatedMethods"]
@@ -102,11 +102,8 @@ class CoordinatedMethods:
         task_id = snapshot.task.id
         with self._lock:
             shared = self._coordinated()
-            connection = self._open()
-            connection.execute("BEGIN IMMEDIATE")
-            try:
+            with immediate(self._open()) as connection:
                 if not shared.take_lease(connection, task_id=task_id, token=token):
-                    rollback(connection)
                     shared.refetch.add(task_id)  # the new holder's state is the truth
                     raise LeaseLost(task_id=task_id, token=token)
                 row = connection.execute(
@@ -125,12 +122,6 @@ class CoordinatedMethods:
                         snapshot = snapshot._replace(next_run_at=None)
                 version = self._write_state(connection, snapshot, status=status)
                 count = self._append(connection, record, seq=bump(connection, "record"))
-                connection.execute("COMMIT")
-            except LeaseLost:
-                raise
-            except BaseException:
-                rollback(connection)
-                raise
             self._counts[task_id] = count
             shared.settled[task_id] = token
             if overridden:
@@ -153,37 +144,28 @@ class CoordinatedMethods:
         task_id = snapshot.task.id
         with self._lock:
             shared = self._coordinated()
-            connection = self._open()
-            connection.execute("BEGIN IMMEDIATE")
             try:
-                if release:
-                    held = shared.take_lease(connection, task_id=task_id, token=token)
-                else:
-                    held = (
-                        connection.execute(
-                            "UPDATE leases SET slot = ? WHERE task_id = ? AND token = ?",
-                            (snapshot.next_run_at, task_id, token),
-                        ).rowcount
-                        == 1
-                    )
-                if not held:
-                    rollback(connection)
-                    shared.rejected += 1
-                    shared.refetch.add(task_id)  # the new holder's state is the truth
-                    raise LeaseLost(task_id=task_id, token=token)
-                version = self._write_state(connection, snapshot, status=snapshot.status.value)
-                count = None
-                for record in records:
-                    count = self._append(connection, record, seq=bump(connection, "record"))
-                connection.execute("COMMIT")
-            except LeaseLost:
-                raise
+                with immediate(self._open()) as connection:
+                    if release:
+                        held = shared.take_lease(connection, task_id=task_id, token=token)
+                    else:
+                        held = (
+                            connection.execute(
+                                "UPDATE leases SET slot = ? WHERE task_id = ? AND token = ?",
+                                (snapshot.next_run_at, task_id, token),
+                            ).rowcount
+                            == 1
+                        )
+                    if not held:
+                        shared.rejected += 1
+                        shared.refetch.add(task_id)  # the new holder's state is the truth
+                        raise LeaseLost(task_id=task_id, token=token)
+                    version = self._write_state(connection, snapshot, status=snapshot.status.value)
+                    count = None
+                    for record in records:
+                        count = self._append(connection, record, seq=bump(connection, "record"))
             except sqlite3.Error as exc:
-                rollback(connection)
                 raise StoreError(f"the shared store {self.path!r} failed: {exc}") from exc
-            except BaseException:
-                rollback(connection)
-                raise
             if count is not None:
                 self._counts[task_id] = count
             shared.seen[task_id] = version
@@ -289,10 +271,8 @@ class CoordinatedMethods:
                 return
             if snapshot.status is TaskStatus.RUNNING and task_id in shared.held:
                 return
-            connection = self._open()
             definition = None if self._defined.get(task_id) == task else encode_task(task)
-            connection.execute("BEGIN IMMEDIATE")
-            try:
+            with immediate(self._open()) as connection:
                 if (
                     task_id not in self._defined
                     and connection.execute(
@@ -309,10 +289,6 @@ class CoordinatedMethods:
                 if record is not None:
                     count = self._append(connection, record, seq=bump(connection, "record"))
                     self._counts[task_id] = count
-                connection.execute("COMMIT")
-            except BaseException:
-                rollback(connection)
-                raise
             shared.seen[task_id] = version
             self._defined[task_id] = task
 

@@ -5,6 +5,8 @@ the conversions from rows back to values, shared by its unshared and shared mode
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from lldsched.errors import StoreError
@@ -17,6 +19,7 @@ __all__ = [
     "RECORD_COLUMNS",
     "UPDATE",
     "UPSERT",
+    "immediate",
     "record_of",
     "rollback",
     "snapshot_of",
@@ -53,6 +56,19 @@ def rollback(connection: sqlite3.Connection) -> None:
     """Roll back the open transaction, if SQLite has not already (it does on some errors)."""
     if connection.in_transaction:
         connection.execute("ROLLBACK")
+
+
+@contextmanager
+def immediate(connection: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One write transaction (``BEGIN IMMEDIATE``: the write lock taken at once),
+    committed at the end of the block, rolled back if the block (or the commit) raises."""
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        yield connection
+        connection.execute("COMMIT")
+    except BaseException:
+        rollback(connection)
+        raise
 
 
 def snapshot_of(task_id: str, definition: str, status: str, state: list[Any]) -> TaskSnapshot:

@@ -35,6 +35,7 @@ from typing import Any
 
 from lldsched.persistence import Change, Claim, Lease
 from lldsched.stores.removals import FeedHorizons
+from lldsched.stores.sqlite_rows import immediate
 
 __all__ = ["SharedState", "bump", "node_id"]
 
@@ -123,8 +124,7 @@ class SharedState:
             return []
         if not connection.execute(_CLAIMABLE, (now, 1)).fetchone():
             return []  # nothing due: no write transaction at all (the idle path)
-        connection.execute("BEGIN IMMEDIATE")
-        try:
+        with immediate(connection):
             rows = connection.execute(_CLAIMABLE, (now, limit)).fetchall()
             claims: list[Claim] = []
             if rows:
@@ -139,10 +139,6 @@ class SharedState:
                     claims.append(
                         Claim(task_id, slot, attempt, token, expires_at, version, bool(expired))
                     )
-            connection.execute("COMMIT")
-        except BaseException:
-            _rollback(connection)
-            raise
         for held in claims:
             self.held[held.task_id] = held.token
         return claims
@@ -240,8 +236,3 @@ class SharedState:
 def _data_version(connection: sqlite3.Connection) -> int:
     (version,) = connection.execute("PRAGMA data_version").fetchone()
     return int(version)
-
-
-def _rollback(connection: sqlite3.Connection) -> None:
-    if connection.in_transaction:
-        connection.execute("ROLLBACK")
