@@ -47,14 +47,44 @@ KERNEL_READY = """() => {
 }"""
 
 
-def run_all_in_lab(page: Any) -> None:
+RUN_ALL = """() => {
+    window.lldschedRanAll = null;
+    window.jupyterapp.commands.execute("notebook:run-all-cells").then(
+        (ran) => { window.lldschedRanAll = String(ran); },
+        (error) => { window.lldschedRanAll = "failed: " + error; });
+}"""
+RAN_ALL = "() => window.lldschedRanAll !== null"
+PENDING = """() => {
+    const panel = window.jupyterapp.shell.currentWidget;
+    const kernel = panel && panel.sessionContext.session && panel.sessionContext.session.kernel;
+    const prompts = [...document.querySelectorAll(".jp-InputPrompt")].map((p) => p.innerText);
+    return `kernel ${kernel ? kernel.connectionStatus + "/" + kernel.status : "none"}, `
+        + `${prompts.filter((p) => p.includes("*")).length} of ${prompts.length} cells pending`;
+}"""
+RUN_ALL_SECONDS = 180
+
+
+def run_all_in_lab(page: Any, log: list[str]) -> None:
     """JupyterLab opens the notebook without running it: once the notebook's kernel is
     connected and idle, run every cell through Lab's command registry (the app is
     exposed as ``window.jupyterapp`` by ``--LabApp.expose_app_in_browser``).  Clicking
     Run > Run All Cells as soon as the execution indicator showed idle left every
-    cell unrun in 2 of 7 runs; the kernel's own connection state is what "ready" means."""
+    cell unrun in 2 of 7 runs; the kernel's own connection state is what "ready" means.
+
+    The run is waited for with a bound: once in about a dozen runs (2026-12-01) the
+    command's promise never settled and the test hung until pytest's timeout, with
+    nothing to say why; now the failure says where the kernel and the cells stood."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     page.wait_for_function(KERNEL_READY, timeout=60_000)
-    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    page.evaluate(RUN_ALL)
+    try:
+        page.wait_for_function(RAN_ALL, timeout=RUN_ALL_SECONDS * 1000)
+    except PlaywrightTimeout:
+        raise AssertionError(
+            f"JupyterLab's run-all did not finish in {RUN_ALL_SECONDS} s "
+            f"({page.evaluate(PENDING)}); {where_it_stands(page, log)}"
+        ) from None
 
 
 def _command(server: str, notebook: Path, port: int, tmp_path: Path) -> list[str]:
@@ -132,7 +162,9 @@ def served(server: str, name: str, tmp_path: Path) -> Iterator[Served]:
         if server == "voila":
             yield Served(url, lambda page: None, log)
         else:
-            yield Served(url + f"lab/tree/{name}.ipynb", run_all_in_lab, log)
+            yield Served(
+                url + f"lab/tree/{name}.ipynb", lambda page: run_all_in_lab(page, log), log
+            )
     finally:
         process.terminate()
         try:
