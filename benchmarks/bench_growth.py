@@ -8,7 +8,10 @@ otherwise; each row reuses the workload of the benchmark module that owns it.
   ``scheduler.schedule("tick", f, FixedRate(60))``, on a scheduler never started, in
   CPU µs per task (one thread; CPU time is what a shared machine leaves comparable
   from one size to the next), against the floor, a bare ``heapq.heappush`` of ``n``
-  tuples of the same shape;
+  tuples of the same shape.  The CPU time the cyclic collector took during the
+  registrations is printed beside it (:class:`Collector`): a registration leaves one
+  tracked object, so full collections start past ~40,000 tasks and are the part
+  that grows; the ratio without them is reported for information;
 * **churn**, one call timed at a time on those ``n`` tasks: ``n + n // 5``
   pause/resume pairs on tasks picked at random (enough tombstones to pass the
   compaction threshold at least once), then cancels of 60 % of the tasks.  Mean,
@@ -25,7 +28,10 @@ otherwise; each row reuses the workload of the benchmark module that owns it.
   ``--quick``: 1e4);
 * **one-off stream**: a service that schedules one-off tasks forever, in batches of
   :data:`BATCH` on a started scheduler (each batch registered, then run), ``n`` runs in
-  all (1e4 ... 1e6).  Untraced, the process's CPU µs per job (registration and run):
+  all (1e4 ... 1e6).  Untraced, the process's CPU µs per job (registration and run),
+  and the collector's share of it (a single batch of 1e4 runs before the first full
+  collection; from a few batches on, one runs every ~30,000 jobs over every tracked
+  object of the process, pandas' included):
   the goal "dispatch per job flat from 1e4 to 1e6" is on it, since it is what a
   scheduler costs per job after ``n`` one-off runs (the dispatch row above holds all
   ``n`` registered at once, so its heap and registry are ``n`` deep whatever
@@ -116,13 +122,34 @@ def f() -> None:
     pass
 
 
-_collections = 0  # cyclic-collector runs so far, any generation (see _count_collections)
+class Collector:
+    """The cyclic collector's runs while it is installed (``with Collector() as c``):
+    how many (any generation, any thread), how many were full passes, and the CPU
+    time they took (of the thread each ran in: a collection holds the GIL throughout,
+    and wall time would count the moments a loaded machine preempts it).  What a row
+    costs in CPython's collector is printed apart, since it grows with the process's
+    tracked objects, not with the scheduler's data structures."""
 
+    def __init__(self) -> None:
+        self.runs = 0
+        self.full = 0
+        self.seconds = 0.0
+        self._began = 0.0
 
-def _count_collections(phase: str, info: dict[str, int]) -> None:
-    global _collections
-    if phase == "stop":
-        _collections += 1
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._began = time.thread_time()
+        else:
+            self.runs += 1
+            self.full += info["generation"] == 2
+            self.seconds += time.thread_time() - self._began
+
+    def __enter__(self) -> Collector:
+        gc.callbacks.append(self)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        gc.callbacks.remove(self)
 
 
 class Samples:
@@ -137,14 +164,14 @@ class Samples:
         self.collected: list[float] = []
         self.worst_cpu = 0.0  # the most CPU a call used, calls with a collection excluded
 
-    def time(self, call: Callable[[str], bool], task_id: str) -> None:
-        before = _collections
+    def time(self, call: Callable[[str], bool], task_id: str, collector: Collector) -> None:
+        before = collector.runs
         c0 = time.thread_time()
         t0 = time.perf_counter()
         call(task_id)
         elapsed = time.perf_counter() - t0
         cpu = time.thread_time() - c0
-        if _collections == before:
+        if collector.runs == before:
             self.all.append(elapsed)
             self.worst_cpu = max(self.worst_cpu, cpu)
         else:
@@ -157,8 +184,16 @@ class Samples:
         return statistics.fmean(ordered) * 1e6, p99 * 1e6, ordered[-1] * 1e6
 
 
-def registration(n: int) -> tuple[float, float, Scheduler]:
-    """µs per task for lldsched and for the floor; the scheduler, for the churn."""
+class Registered(NamedTuple):
+    per_task: float  # CPU µs per task, lldsched
+    floor: float  # CPU µs per push, the bare heapq
+    collector: float  # µs per task of lldsched's registrations spent in the collector
+    full: int  # full collections among them
+    scheduler: Scheduler  # for the churn
+
+
+def registration(n: int) -> Registered:
+    """µs per task for lldsched (and the collector's share of it) and for the floor."""
     heap: list[tuple[float, int, int, str]] = []
     gc.collect()
     t0 = time.thread_time()  # CPU time: one thread, and the machine may be shared
@@ -168,10 +203,12 @@ def registration(n: int) -> tuple[float, float, Scheduler]:
     del heap
     scheduler = Scheduler(workers=1)
     gc.collect()
-    t0 = time.thread_time()
-    for _ in range(n):
-        scheduler.schedule("tick", f, FixedRate(60))
-    return (time.thread_time() - t0) / n * 1e6, floor, scheduler
+    with Collector() as collector:
+        t0 = time.thread_time()
+        for _ in range(n):
+            scheduler.schedule("tick", f, FixedRate(60))
+        per_task = (time.thread_time() - t0) / n * 1e6
+    return Registered(per_task, floor, collector.seconds / n * 1e6, collector.full, scheduler)
 
 
 def churn(scheduler: Scheduler, seed: int = 19) -> dict[str, Samples]:
@@ -179,16 +216,13 @@ def churn(scheduler: Scheduler, seed: int = 19) -> dict[str, Samples]:
     ids = [task.id for task in scheduler.tasks()]
     n = len(ids)
     samples = {verb: Samples() for verb in VERBS}
-    gc.callbacks.append(_count_collections)
-    try:
+    with Collector() as collector:
         for _ in range(n + n // 5):
             task_id = ids[rng.randrange(n)]
-            samples["pause"].time(scheduler.pause, task_id)
-            samples["resume"].time(scheduler.resume, task_id)
+            samples["pause"].time(scheduler.pause, task_id, collector)
+            samples["resume"].time(scheduler.resume, task_id, collector)
         for task_id in rng.sample(ids, k=n * 3 // 5):
-            samples["cancel"].time(scheduler.cancel, task_id)
-    finally:
-        gc.callbacks.remove(_count_collections)
+            samples["cancel"].time(scheduler.cancel, task_id, collector)
     return samples
 
 
@@ -241,6 +275,8 @@ def thread_pool(n: int) -> PerJob:
 
 class Stream(NamedTuple):
     per_job: float  # µs per job, registration and run (traced: slower than untraced)
+    collector: float  # of which µs per job in the collector (NaN: not timed)
+    full: int  # full collections during the stream
     held: float  # MiB still traced after the last batch (NaN: not traced)
     peak: float  # MiB traced at the stream's peak (NaN: not traced)
 
@@ -250,12 +286,15 @@ Measure = Callable[[Callable[[], None], int], Stream]
 
 
 def cpu_timed(run_batch: Callable[[], None], n: int) -> Stream:
-    """Run ``n // BATCH`` batches untraced: the process's CPU µs per job (every thread)."""
+    """Run ``n // BATCH`` batches untraced: the process's CPU µs per job (every thread),
+    and the collector's share of it."""
     gc.collect()
-    c0 = time.process_time()
-    for _ in range(n // BATCH):
-        run_batch()
-    return Stream((time.process_time() - c0) / n * 1e6, math.nan, math.nan)
+    with Collector() as collector:
+        c0 = time.process_time()
+        for _ in range(n // BATCH):
+            run_batch()
+        per_job = (time.process_time() - c0) / n * 1e6
+    return Stream(per_job, collector.seconds / n * 1e6, collector.full, math.nan, math.nan)
 
 
 def traced(run_batch: Callable[[], None], n: int) -> Stream:
@@ -274,7 +313,7 @@ def traced(run_batch: Callable[[], None], n: int) -> Stream:
         held, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    return Stream(elapsed / n * 1e6, (held - base) / 2**20, (peak - base) / 2**20)
+    return Stream(elapsed / n * 1e6, math.nan, 0, (held - base) / 2**20, (peak - base) / 2**20)
 
 
 def stream(n: int, *, retain: int | None, measure: Measure = traced) -> Stream:
@@ -575,10 +614,11 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         + "   ".join(f"{verb + ' mean/p99/max':>26}" for verb in VERBS)
         + "   calls with a GC (longest ms)"
     )
-    register: dict[int, float] = {}
+    register: dict[int, Registered] = {}
     for n in sizes:
-        per_task, floor, scheduler = registration(n)
-        register[n] = per_task
+        registered = register[n] = registration(n)
+        per_task, floor, scheduler = registered.per_task, registered.floor, registered.scheduler
+        del registered
         ratios.append(Ratio("register", n, per_task, floor, "µs/task", "bare heapq"))
         samples = churn(scheduler)
         stats = scheduler.queue_stats()
@@ -597,7 +637,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         )
         print(
             f"  {'':>9}  heap after churn: {stats.entries:,} entries, {stats.tombstones:,} "
-            f"dead; worst call's CPU time without a GC {worst_cpu * 1e3:.1f} ms"
+            f"dead; worst call's CPU time without a GC {worst_cpu * 1e3:.1f} ms; "
+            f"registration in the collector {register[n].collector:.2f} µs/task "
+            f"({register[n].full} full passes)"
         )
         size = _size(n)
         results[f"register at {size} (µs/task)"] = per_task
@@ -609,7 +651,11 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     results["churn worst call CPU without a GC, largest n (ms)"] = results[
         f"churn worst call CPU without a GC at {_size(largest)} (ms)"
     ]
-    results["register per task, largest n vs 1e4 (x)"] = register[largest] / register[10_000]
+    first, last = register[10_000], register[largest]
+    results["register per task, largest n vs 1e4 (x)"] = last.per_task / first.per_task
+    results["register per task without the collector, largest n vs 1e4 (x)"] = (
+        last.per_task - last.collector
+    ) / (first.per_task - first.collector)
 
     print("dispatch: n one-off no-op tasks due at once, 4 workers; µs per job, wall (CPU)")
     cpu: dict[int, float] = {}
@@ -640,9 +686,15 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     )
     peak = 0.0
     streamed_cpu: dict[int, float] = {}
+    outside_collector: dict[int, float] = {}
     for n in (n for n in STREAM_SIZES if n <= largest):
-        streamed_cpu[n] = stream(n, retain=DEFAULT_RETAIN_FINISHED, measure=cpu_timed).per_job
-        print(f"  {n:>9,}  untraced: {streamed_cpu[n]:5.2f} CPU µs/job")
+        untraced = stream(n, retain=DEFAULT_RETAIN_FINISHED, measure=cpu_timed)
+        streamed_cpu[n] = untraced.per_job
+        outside_collector[n] = untraced.per_job - untraced.collector
+        print(
+            f"  {n:>9,}  untraced: {streamed_cpu[n]:5.2f} CPU µs/job, of which in the collector "
+            f"{untraced.collector:4.2f} ({untraced.full} full passes)"
+        )
         ratios.append(Ratio("one-off stream, CPU", n, streamed_cpu[n], streamed_cpu[10_000],
                             "µs/job", "the same at 1e4"))  # fmt: skip
         results[f"one-off stream at {_size(n)}, CPU (µs/job)"] = streamed_cpu[n]
@@ -669,6 +721,9 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         results[f"one-off memory peak at {_size(n)} (MiB)"] = streamed.peak
     results["one-off memory peak, largest n (MiB)"] = peak
     results["dispatch per job, largest n vs 1e4 (x)"] = streamed_cpu[largest] / streamed_cpu[10_000]
+    results["dispatch per job without the collector, largest n vs 1e4 (x)"] = (
+        outside_collector[largest] / outside_collector[10_000]
+    )
 
     print(f"parked-timer wake latency: n tasks an hour away, p50 of {LATENCY_SAMPLES} probes")
     for n in sizes:
