@@ -3,7 +3,9 @@ identity, the overlap policies, and the cap on skipped slots recorded one by one
 
 One home, so :mod:`~lldsched.core.machine` and its mixins
 (:mod:`~lldsched.core.definition`, :mod:`~lldsched.core.overlapping`,
-:mod:`~lldsched.core.waiting`, :mod:`~lldsched.core.restoration`) read the same words.
+:mod:`~lldsched.core.waiting`, :mod:`~lldsched.core.restoration`), the lifecycle's
+table (:mod:`~lldsched.core.lifecycle`), :mod:`~lldsched.core.dependencies` and
+:mod:`~lldsched.core.recovery` read the same words.
 """
 
 from __future__ import annotations

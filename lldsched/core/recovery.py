@@ -41,6 +41,7 @@ from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from lldsched.core.machine import SchedulerCore
+from lldsched.core.names import COALESCED
 from lldsched.core.task import Restored, ScheduledTask
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
 from lldsched.persistence import HistoryStore, TaskSnapshot, TaskStore
@@ -71,7 +72,6 @@ MAX_SLOTS = 1000
 """Passed slots of one task decided one by one; the rest are summed up in one record."""
 
 MISSED = Outcome.MISSED
-COALESCED = Outcome.COALESCED
 _QUEUED = (TaskStatus.SCHEDULED, TaskStatus.RETRYING)  # statuses with a due instant to settle
 
 
