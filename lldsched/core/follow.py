@@ -25,6 +25,7 @@ from collections.abc import Iterable
 
 from lldsched.core.duequeue import queued_entry
 from lldsched.core.machine import SchedulerCore
+from lldsched.core.registration import options_of
 from lldsched.core.task import Entry, Restored, ScheduledTask
 from lldsched.model import TaskStatus
 from lldsched.persistence import Change, Claim, Task, TaskSnapshot
@@ -140,14 +141,7 @@ def _redefine(core: SchedulerCore, definition: Task) -> None:
         definition.schedule,
         task_id=definition.id,
         replace_existing=True,
-        priority=definition.priority,
-        retry=definition.retry,
-        timeout=definition.timeout,
-        args=definition.args,
-        kwargs=definition.kwargs,
-        misfire=definition.misfire,
-        isolation=definition.isolation,
-        depends_on=definition.depends_on,
+        **options_of(definition),
     )
 
 
