@@ -25,7 +25,7 @@ from collections.abc import Iterable
 
 from lldsched.core.duequeue import queued_entry
 from lldsched.core.machine import SchedulerCore
-from lldsched.core.names import RUNNABLE
+from lldsched.core.names import RUNNABLE, runnable
 from lldsched.core.registration import options_of
 from lldsched.core.task import Entry, Restored, ScheduledTask
 from lldsched.model import TaskStatus
@@ -76,7 +76,7 @@ def claimed_entry(core: SchedulerCore, claim: Claim) -> Entry | None:
     if task.next_run_at != claim.slot or task.attempt != claim.attempt or not task.generation:
         core.adopt(
             task,
-            status=TaskStatus.RETRYING if claim.attempt else TaskStatus.SCHEDULED,
+            status=runnable(claim.attempt),
             next_run_at=claim.slot,
             attempt=claim.attempt,
             run_count=task.run_count,
@@ -91,7 +91,7 @@ def _state(snapshot: TaskSnapshot) -> tuple[TaskStatus, int]:
     scheduler that died mid-run) read as the attempt still owed."""
     if snapshot.status is TaskStatus.RUNNING:
         attempt = max(0, snapshot.attempt - 1)
-        return (TaskStatus.RETRYING if attempt else TaskStatus.SCHEDULED), attempt
+        return runnable(attempt), attempt
     return snapshot.status, snapshot.attempt
 
 

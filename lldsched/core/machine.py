@@ -107,6 +107,7 @@ from lldsched.core.names import (
     SKIPPED,
     SUCCEEDED,
     Skipped,
+    runnable,
 )
 from lldsched.core.overlapping import OverlappingRuns, buffered
 from lldsched.core.packedstats import Rows, pack_all, packed_history, run_stats_maker
@@ -577,8 +578,7 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         else:
             assert task.next_run_at is not None
             due = max(task.next_run_at, self.clock.now())
-            # Where it was: a pending retry has attempts behind it, a slot has none.
-            task.status = RETRYING if task.attempt else SCHEDULED
+            task.status = runnable(task.attempt)  # where it was: a pending retry, or a slot
             if task.status is SCHEDULED:
                 task._slot = due  # a fixed-rate grid re-anchors at the resumed run
             self._enqueue(task, due)

@@ -41,7 +41,7 @@ from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from lldsched.core.machine import SchedulerCore
-from lldsched.core.names import COALESCED
+from lldsched.core.names import COALESCED, runnable
 from lldsched.core.task import Restored, ScheduledTask
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
 from lldsched.persistence import HistoryStore, TaskSnapshot, TaskStore
@@ -282,7 +282,7 @@ def _restored(snapshot: TaskSnapshot, records: Iterable[ExecutionRecord]) -> tup
     if in_flight:  # its record was never written: that attempt runs again
         attempt = max(0, attempt - 1)
     if status is TaskStatus.RUNNING:
-        status = TaskStatus.RETRYING if attempt else TaskStatus.SCHEDULED
+        status = runnable(attempt)
     runs = [record for record in history if record.outcome.ran]
     if attempt and runs:  # retrying: the pending attempts belong to the failed run's slot
         slot = runs[-1].slot
