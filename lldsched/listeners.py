@@ -15,13 +15,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Protocol, runtime_checkable
 
 from lldsched.errors import ValidationError
 from lldsched.model import ExecutionRecord, TaskEvent
 
-__all__ = ["EventLog", "Listener", "TaskListener", "as_callback"]
+__all__ = ["EventLog", "Listener", "TaskListener", "as_callback", "notify"]
 
 log = logging.getLogger("lldsched")
 
@@ -44,6 +44,19 @@ def as_callback(listener: Listener) -> Callable[[TaskEvent], None]:
             f"a listener needs an on_event(event) method or must be callable, got {listener!r}"
         )
     return callback
+
+
+def notify(
+    listeners: Iterable[tuple[Listener, Callable[[TaskEvent], None]]], event: TaskEvent
+) -> None:
+    """Call each listener's callback (:func:`as_callback`) with ``event``, in order.  One
+    that raises is logged, naming it and the event, and stays registered; the others
+    are still called.  Both runtimes and the design lab deliver events through this."""
+    for listener, callback in listeners:
+        try:
+            callback(event)
+        except Exception:
+            log.exception("listener %r raised on %r; it stays registered", listener, event)
 
 
 class EventLog:

@@ -16,6 +16,7 @@ import pytest
 from lldsched import (
     FixedRate,
     OneTime,
+    Overlap,
     Priority,
     RetryPolicy,
     Scheduler,
@@ -125,6 +126,29 @@ def test_registering_an_id_again_with_replace_existing_in_another_scheduler_upda
     )
     wait_until(lambda: first.task("report").name == "report v2", timeout=5, what="the update")
     assert [snapshot.task.name for snapshot in reader.load_all()] == ["report v2"]
+
+
+def test_an_overlap_policy_registered_again_in_another_scheduler_reaches_the_first(
+    pair: Pair,
+) -> None:
+    first, second, reader, _ = pair
+    hourly = FixedRate(3600, start_delay=3600)
+    first.schedule("report", jobs.noop, hourly, id="report")
+    wait_until(lambda: len(second.tasks()) == 1, timeout=5, what="B to learn the task")
+    second.schedule(
+        "report",
+        jobs.noop,
+        hourly,
+        id="report",
+        replace_existing=True,
+        overlap=Overlap.ALLOW,
+        max_instances=2,
+    )
+    wait_until(lambda: first.task("report").overlap is Overlap.ALLOW, timeout=5, what="overlap")
+    assert first.task("report").max_instances == 2
+    assert first.task("report").definition == second.task("report").definition
+    (snapshot,) = reader.load_all()
+    assert (snapshot.task.overlap, snapshot.task.max_instances) == (Overlap.ALLOW, 2)
 
 
 def test_an_id_another_scheduler_registered_is_refused_without_replace_existing(

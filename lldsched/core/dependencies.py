@@ -41,12 +41,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
+from lldsched.core.names import SUCCEEDED
 from lldsched.core.task import ScheduledTask
 from lldsched.model import ExecutionRecord, TaskStatus
 
 __all__ = ["Dependencies", "RetiredUpstream", "Upstream"]
 
-SUCCEEDED = TaskStatus.SUCCEEDED
 _DEAD = (TaskStatus.FAILED, TaskStatus.CANCELLED)
 
 

@@ -25,13 +25,13 @@ from collections.abc import Iterable
 
 from lldsched.core.duequeue import queued_entry
 from lldsched.core.machine import SchedulerCore
+from lldsched.core.names import RUNNABLE, runnable
+from lldsched.core.registration import options_of
 from lldsched.core.task import Entry, Restored, ScheduledTask
 from lldsched.model import TaskStatus
 from lldsched.persistence import Change, Claim, Task, TaskSnapshot
 
 __all__ = ["claimed_entry", "follow", "load"]
-
-_RUNNABLE = (TaskStatus.SCHEDULED, TaskStatus.RETRYING)
 
 
 def load(core: SchedulerCore, snapshots: Iterable[TaskSnapshot]) -> None:
@@ -61,15 +61,7 @@ def follow(core: SchedulerCore, change: Change) -> ScheduledTask | None:
         return task
     if task.status is TaskStatus.CANCELLED:
         return task  # cancelled is final here as everywhere (a row cannot revive it)
-    core.adopt(
-        task,
-        status=status,
-        next_run_at=snapshot.next_run_at,
-        attempt=attempt,
-        run_count=snapshot.run_count,
-        failure_count=snapshot.failure_count,
-        last_error=snapshot.last_error,
-    )
+    _adopt(core, task, snapshot, status, attempt)
     return task
 
 
@@ -79,12 +71,12 @@ def claimed_entry(core: SchedulerCore, claim: Claim) -> Entry | None:
     registered here or not runnable (paused or cancelled here: the caller releases
     the claim)."""
     task = core.tasks.get(claim.task_id)
-    if task is None or task.status not in _RUNNABLE or task.running:
+    if task is None or task.status not in RUNNABLE or task.running:
         return None
     if task.next_run_at != claim.slot or task.attempt != claim.attempt or not task.generation:
         core.adopt(
             task,
-            status=TaskStatus.RETRYING if claim.attempt else TaskStatus.SCHEDULED,
+            status=runnable(claim.attempt),
             next_run_at=claim.slot,
             attempt=claim.attempt,
             run_count=task.run_count,
@@ -99,7 +91,7 @@ def _state(snapshot: TaskSnapshot) -> tuple[TaskStatus, int]:
     scheduler that died mid-run) read as the attempt still owed."""
     if snapshot.status is TaskStatus.RUNNING:
         attempt = max(0, snapshot.attempt - 1)
-        return (TaskStatus.RETRYING if attempt else TaskStatus.SCHEDULED), attempt
+        return runnable(attempt), attempt
     return snapshot.status, snapshot.attempt
 
 
@@ -120,17 +112,29 @@ def _register(core: SchedulerCore, snapshot: TaskSnapshot) -> ScheduledTask:
             )
         ]
     )
-    if status in _RUNNABLE and snapshot.next_run_at is not None:
-        core.adopt(
-            task,
-            status=status,
-            next_run_at=snapshot.next_run_at,
-            attempt=attempt,
-            run_count=snapshot.run_count,
-            failure_count=snapshot.failure_count,
-            last_error=snapshot.last_error,
-        )
+    if status in RUNNABLE and snapshot.next_run_at is not None:
+        _adopt(core, task, snapshot, status, attempt)
     return task
+
+
+def _adopt(
+    core: SchedulerCore,
+    task: ScheduledTask,
+    snapshot: TaskSnapshot,
+    status: TaskStatus,
+    attempt: int,
+) -> None:
+    """Take the row's state: ``status`` and ``attempt`` as :func:`_state` read them, the
+    due instant and the counters as the row has them."""
+    core.adopt(
+        task,
+        status=status,
+        next_run_at=snapshot.next_run_at,
+        attempt=attempt,
+        run_count=snapshot.run_count,
+        failure_count=snapshot.failure_count,
+        last_error=snapshot.last_error,
+    )
 
 
 def _redefine(core: SchedulerCore, definition: Task) -> None:
@@ -140,14 +144,7 @@ def _redefine(core: SchedulerCore, definition: Task) -> None:
         definition.schedule,
         task_id=definition.id,
         replace_existing=True,
-        priority=definition.priority,
-        retry=definition.retry,
-        timeout=definition.timeout,
-        args=definition.args,
-        kwargs=definition.kwargs,
-        misfire=definition.misfire,
-        isolation=definition.isolation,
-        depends_on=definition.depends_on,
+        **options_of(definition),
     )
 
 
@@ -157,5 +154,5 @@ def _control(core: SchedulerCore, task: ScheduledTask, status: TaskStatus) -> No
         core.cancel(task.id)
     elif status is TaskStatus.PAUSED:
         core.pause(task.id)
-    elif task.status is TaskStatus.PAUSED and status in (*_RUNNABLE, TaskStatus.RUNNING):
+    elif task.status is TaskStatus.PAUSED and status in (*RUNNABLE, TaskStatus.RUNNING):
         core.resume(task.id)

@@ -47,18 +47,19 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from lldsched.core.names import (
+    BLOCKED,
+    CANCELLED,
+    FAILED,
+    PAUSED,
+    RETRYING,
+    RUNNING,
+    SCHEDULED,
+    SUCCEEDED,
+)
 from lldsched.model import TaskStatus
 
 __all__ = ["TRANSITIONS", "Transition", "mermaid_state_diagram", "targets"]
-
-SCHEDULED = TaskStatus.SCHEDULED
-RUNNING = TaskStatus.RUNNING
-RETRYING = TaskStatus.RETRYING
-PAUSED = TaskStatus.PAUSED
-SUCCEEDED = TaskStatus.SUCCEEDED
-FAILED = TaskStatus.FAILED
-CANCELLED = TaskStatus.CANCELLED
-BLOCKED = TaskStatus.BLOCKED
 
 
 class Transition(NamedTuple):

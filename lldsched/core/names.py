@@ -1,9 +1,12 @@
 """Short names the core's modules share: the statuses and outcomes they compare by
-identity, the overlap policies, and the cap on skipped slots recorded one by one.
+identity, the overlap policies, the cap on skipped slots recorded one by one, and
+which of the two runnable statuses a task waiting to run has (:func:`runnable`).
 
 One home, so :mod:`~lldsched.core.machine` and its mixins
 (:mod:`~lldsched.core.definition`, :mod:`~lldsched.core.overlapping`,
-:mod:`~lldsched.core.waiting`, :mod:`~lldsched.core.restoration`) read the same words.
+:mod:`~lldsched.core.waiting`, :mod:`~lldsched.core.restoration`), the lifecycle's
+table (:mod:`~lldsched.core.lifecycle`), :mod:`~lldsched.core.dependencies` and
+:mod:`~lldsched.core.recovery` read the same words.
 """
 
 from __future__ import annotations
@@ -35,3 +38,9 @@ FAILED = TaskStatus.FAILED
 CANCELLED = TaskStatus.CANCELLED
 BLOCKED = TaskStatus.BLOCKED
 RUNNABLE = (SCHEDULED, RETRYING)
+
+
+def runnable(attempt: int) -> TaskStatus:
+    """The status of a task waiting to run: RETRYING with ``attempt`` attempts of its
+    slot behind it, SCHEDULED with none (RETRYING is its own status for that)."""
+    return RETRYING if attempt else SCHEDULED

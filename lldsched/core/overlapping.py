@@ -166,9 +166,7 @@ class OverlappingRuns(CoreParts):
         if not record.ok and record.misfire is None:
             record = record._replace(misfire=GIVEN_UP)
             stats.given_up += 1
-        stats.add(record)
-        if self._on_record is not None:
-            self._on_record(record)
+        self._keep(task, record)
         if self._store is not None or self.emit is not None:
             self._changed(task, task.status, record)
         return record

@@ -41,6 +41,7 @@ from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from lldsched.core.machine import SchedulerCore
+from lldsched.core.names import COALESCED, runnable
 from lldsched.core.task import Restored, ScheduledTask
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
 from lldsched.persistence import HistoryStore, TaskSnapshot, TaskStore
@@ -71,7 +72,6 @@ MAX_SLOTS = 1000
 """Passed slots of one task decided one by one; the rest are summed up in one record."""
 
 MISSED = Outcome.MISSED
-COALESCED = Outcome.COALESCED
 _QUEUED = (TaskStatus.SCHEDULED, TaskStatus.RETRYING)  # statuses with a due instant to settle
 
 
@@ -282,7 +282,7 @@ def _restored(snapshot: TaskSnapshot, records: Iterable[ExecutionRecord]) -> tup
     if in_flight:  # its record was never written: that attempt runs again
         attempt = max(0, attempt - 1)
     if status is TaskStatus.RUNNING:
-        status = TaskStatus.RETRYING if attempt else TaskStatus.SCHEDULED
+        status = runnable(attempt)
     runs = [record for record in history if record.outcome.ran]
     if attempt and runs:  # retrying: the pending attempts belong to the failed run's slot
         slot = runs[-1].slot

@@ -32,13 +32,14 @@ import inspect
 from collections.abc import Callable, Iterable, Mapping
 from datetime import tzinfo
 from types import BuiltinFunctionType
-from typing import Any, TypeVar, cast
+from typing import Any, TypedDict, TypeVar, cast
 
 from lldsched.checks import seconds, whole
 from lldsched.core.task import DEFAULT_OPTIONS, ScheduledTask, TaskOptions
 from lldsched.errors import ScheduleError, ValidationError
 from lldsched.importpath import import_callable, import_path, json_arguments
 from lldsched.model import Priority
+from lldsched.persistence import Task
 from lldsched.policies import MisfirePolicy, Overlap, OverrunPolicy, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.schedules.cron import CronSchedule
@@ -56,6 +57,7 @@ __all__ = [
     "is_schedule",
     "isolated_action",
     "not_callable",
+    "options_of",
     "registering",
     "schedule_of",
     "validated",
@@ -197,6 +199,40 @@ def validated(
             )
         options = options._replace(overlap=overlap, max_instances=max_instances)
     return schedule, priority, options
+
+
+class StoredOptions(TypedDict):
+    """A stored definition's options, under the keywords registration takes them by."""
+
+    priority: Priority
+    retry: RetryPolicy
+    timeout: float | None
+    args: tuple[Any, ...]
+    kwargs: Mapping[str, Any] | None
+    misfire: MisfirePolicy | None
+    isolation: str
+    depends_on: tuple[str, ...]
+    overlap: Overlap | None
+    max_instances: int | None
+
+
+def options_of(definition: Task) -> StoredOptions:
+    """Every option of ``definition`` (all of a :class:`~lldsched.persistence.Task` but
+    its id, name, action and schedule), as :func:`validated` and ``SchedulerCore.add``
+    take them: one list, so that a task restored from a store and one redefined by
+    another process's change (:mod:`lldsched.core.follow`) are given the same."""
+    return StoredOptions(
+        priority=definition.priority,
+        retry=definition.retry,
+        timeout=definition.timeout,
+        args=definition.args,
+        kwargs=definition.kwargs,
+        misfire=definition.misfire,
+        isolation=definition.isolation,
+        depends_on=definition.depends_on,
+        overlap=definition.overlap,
+        max_instances=definition.max_instances,
+    )
 
 
 def check_overlap(

@@ -23,7 +23,7 @@ from lldsched.core.names import (
     SUCCEEDED,
 )
 from lldsched.core.parts import CoreParts
-from lldsched.core.registration import validated
+from lldsched.core.registration import options_of, validated
 from lldsched.core.task import Restored, ScheduledTask, fit_flight
 from lldsched.errors import ValidationError
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
@@ -146,16 +146,7 @@ class Restoration(CoreParts):
             definition.action,
             definition.schedule,
             tz=self.tz,
-            priority=definition.priority,
-            retry=definition.retry,
-            timeout=definition.timeout,
-            args=definition.args,
-            kwargs=definition.kwargs,
-            misfire=definition.misfire,
-            isolation=definition.isolation,
-            depends_on=definition.depends_on,
-            overlap=definition.overlap,
-            max_instances=definition.max_instances,
+            **options_of(definition),
         )
         task = ScheduledTask(
             task_id=definition.id,

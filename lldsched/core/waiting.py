@@ -119,9 +119,7 @@ class DependencyWaits(CoreParts):
             error=error,
             misfire=WAITED,
         )
-        self._stats(task).add(record)
-        if self._on_record is not None:
-            self._on_record(record)
+        self._keep(task, record)
         return record
 
     def _relink(self, task: ScheduledTask, now: float) -> None:

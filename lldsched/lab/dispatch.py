@@ -9,13 +9,13 @@ caller of the scheduler's API for as long as it runs.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from typing import NamedTuple
 
 from lldsched.clock import FakeClock
 from lldsched.lab._support import Gate, median
+from lldsched.listeners import notify
 from lldsched.model import TaskEvent, TaskStatus
 from lldsched.schedules.simple import OneTime
 from lldsched.threaded.dispatcher import EventDispatcher
@@ -29,18 +29,12 @@ __all__ = [
     "runs_while_a_listener_blocks",
 ]
 
-log = logging.getLogger("lldsched")
-
 
 class InlineDispatcher(EventDispatcher):
     """Calls each listener in ``publish``, on the publishing thread (under the lock)."""
 
     def publish(self, event: TaskEvent) -> None:
-        for listener, callback in self._listeners:
-            try:
-                callback(event)
-            except Exception:
-                log.exception("listener %r raised on %r; it stays registered", listener, event)
+        notify(self._listeners, event)
 
     def flush(self, timeout: float | None = None) -> bool:
         return True  # nothing is ever queued

@@ -154,6 +154,27 @@ class Lateness(NamedTuple):
     lateness: float
 
 
+def _lateness(
+    scheduler: Scheduler,
+    task_id: str,
+    ran: threading.Event,
+    patience: float,
+    clock: ObservedClock,
+    *,
+    then: float,
+) -> Lateness:
+    """How both timer experiments read their one run: give it ``patience`` real seconds
+    (``ran`` is set by the action); if it has not run by then, move ``clock`` on by
+    ``then`` seconds, when it must.  Its lateness is read from its only record."""
+    in_time = ran.wait(patience)
+    if not in_time:
+        clock.advance(then)
+        ran.wait(5.0)
+    scheduler.wait_idle()
+    (record,) = scheduler.task(task_id).history
+    return Lateness(in_time, record.started - record.due)
+
+
 def run_due_now_behind_parked_timer(
     scheduler_type: type[Scheduler] = Scheduler, *, patience: float = 1.0
 ) -> Lateness:
@@ -171,15 +192,9 @@ def run_due_now_behind_parked_timer(
         clock.parked()
         ran = threading.Event()
         urgent = scheduler.schedule("due now", ran.set, OneTime(delay=0))
-        in_time = ran.wait(patience)
-        if not in_time:
-            clock.advance(TWELVE_HOURS)
-            ran.wait(5.0)
-        scheduler.wait_idle()
-        (record,) = scheduler.task(urgent.id).history
+        return _lateness(scheduler, urgent.id, ran, patience, clock, then=TWELVE_HOURS)
     finally:
         scheduler.shutdown()
-    return Lateness(in_time, record.started - record.due)
 
 
 # -- re-test in while ---------------------------------------------------------------------
@@ -226,12 +241,6 @@ def run_early_on_spurious_wakeup(
     try:
         clock.parked()
         clock.spurious_wakeup()
-        in_time = ran.wait(patience)
-        if not in_time:
-            clock.advance(60)
-            ran.wait(5.0)
-        scheduler.wait_idle()
-        (record,) = scheduler.task(task.id).history
+        return _lateness(scheduler, task.id, ran, patience, clock, then=60)
     finally:
         scheduler.shutdown()
-    return Lateness(in_time, record.started - record.due)

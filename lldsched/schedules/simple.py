@@ -134,6 +134,16 @@ class _Interval(FrozenValue):
 
     __slots__ = ()
     _shared: dict[tuple[object, ...], _Interval]
+    start_delay: float
+
+    def _set_start_delay(self, start_delay: float, *, of: str) -> None:
+        """Both interval schedules' ``start_delay``: seconds, at least 0 (``of`` names the
+        class in the error)."""
+        checked = seconds(start_delay, name=f"{of} start_delay", at_least=0, error=ScheduleError)
+        object.__setattr__(self, "start_delay", checked)
+
+    def first_run(self, now: float) -> float:
+        return now + self.start_delay
 
     def __reduce__(self) -> tuple[type, tuple[object, ...]]:
         return type(self), self._values()
@@ -174,16 +184,9 @@ class FixedDelay(_Interval):
         object.__setattr__(
             self, "delay", seconds(delay, name="FixedDelay delay", at_least=0, error=ScheduleError)
         )
-        object.__setattr__(
-            self,
-            "start_delay",
-            seconds(start_delay, name="FixedDelay start_delay", at_least=0, error=ScheduleError),
-        )
+        self._set_start_delay(start_delay, of="FixedDelay")
         _keep(cls, key, self)
         return self
-
-    def first_run(self, now: float) -> float:
-        return now + self.start_delay
 
     def next_run(self, record: ExecutionRecord, now: float) -> float:
         return record.finished + self.delay
@@ -247,16 +250,9 @@ class FixedRate(_Interval):
             self, "period", seconds(period, name="FixedRate period", above=0, error=ScheduleError)
         )
         object.__setattr__(self, "on_overrun", on_overrun)
-        object.__setattr__(
-            self,
-            "start_delay",
-            seconds(start_delay, name="FixedRate start_delay", at_least=0, error=ScheduleError),
-        )
+        self._set_start_delay(start_delay, of="FixedRate")
         _keep(cls, key, self)
         return self
-
-    def first_run(self, now: float) -> float:
-        return now + self.start_delay
 
     def slot_after(self, slot: float) -> float:
         return slot + self.period

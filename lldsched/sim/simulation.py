@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import logging
 import math
 import random
 import sys
@@ -72,7 +71,7 @@ from lldsched.core.results import must_await, result_text
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
 from lldsched.core.task import Run, ScheduledTask
 from lldsched.errors import ValidationError
-from lldsched.listeners import Listener, as_callback
+from lldsched.listeners import Listener, as_callback, notify
 from lldsched.model import ExecutionRecord, Priority, TaskEvent
 from lldsched.persistence import TaskStore
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
@@ -82,8 +81,6 @@ from lldsched.sim.clock import VirtualClock
 from lldsched.sim.models import DurationModel, FailureModel, check_duration, check_failure
 
 __all__ = ["SimStep", "Simulation"]
-
-log = logging.getLogger("lldsched")
 
 _INF = math.inf  # "no such event"
 _LAST_INSTANT = sys.float_info.max  # every real instant is at or before it; _INF is after
@@ -588,11 +585,7 @@ class Simulation:
                 return
 
     def _emit(self, event: TaskEvent) -> None:
-        for listener, callback in self._callbacks:
-            try:
-                callback(event)
-            except Exception:
-                log.exception("listener %r raised on %r; it stays registered", listener, event)
+        notify(self._callbacks, event)
 
     def __repr__(self) -> str:
         return (

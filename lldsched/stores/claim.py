@@ -67,36 +67,29 @@ class FileClaim:
                 f"cannot claim the store {store_path!r}: cannot open its lock file "
                 f"{self.path!r} ({exc})"
             ) from None
-        if mode == "shared":
-            if not _try_lock(handle, exclusive=False):
-                holder = _holder(handle)
-                handle.close()
+        shared = mode == "shared"
+        if not _try_lock(handle, exclusive=not shared):
+            holder = _holder(handle)
+            handle.close()
+            if shared:
                 raise StoreError(
                     f"the store {store_path!r} is open{holder} without shared=True: shared and "
                     "unshared schedulers cannot mix on one file. Close it, or open every store "
                     "on the file with shared=True"
                 )
-            handle.seek(0)  # the note, for an exclusive opener's refusal
-            handle.truncate()
-            handle.write(f"shared=True schedulers (the last to open: pid {os.getpid()} on "
-                         f"{socket.gethostname()})\n")  # fmt: skip
-            handle.flush()
-            self._handle: IO[str] | None = handle
-            return
-        if not _try_lock(handle, exclusive=True):
-            holder = _holder(handle)
-            handle.close()
             raise StoreError(
                 f"the store {store_path!r} is already open{holder}: one scheduler per file. "
                 "Close that store (or stop its process) first, or open every store on the "
                 "file with shared=True (leases: docs/CLUSTER.md); two unshared schedulers on "
                 "one file would run every task twice"
             )
+        # The note a refused opener reads (_holder): who holds the file.
+        me = _this_process()
         handle.seek(0)
         handle.truncate()
-        handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+        handle.write(f"shared=True schedulers (the last to open: {me})\n" if shared else f"{me}\n")
         handle.flush()
-        self._handle = handle
+        self._handle: IO[str] | None = handle
 
     @classmethod
     def shared(cls, store_path: str) -> FileClaim:
@@ -115,6 +108,11 @@ class FileClaim:
             self._handle = None
 
 
+def _this_process() -> str:
+    """How a claim's note names its holder: ``pid N on host``."""
+    return f"pid {os.getpid()} on {socket.gethostname()}"
+
+
 def _holder(handle: IO[str]) -> str:
     """`` (by pid N on host)`` from the holder's note, or ``""`` if it has none yet."""
     try:
@@ -126,7 +124,7 @@ def _holder(handle: IO[str]) -> str:
         return " by other schedulers (shared=True)"
     if note.startswith("shared=True"):
         return f" by {note}"
-    if note.startswith(f"pid {os.getpid()} on {socket.gethostname()}"):
+    if note.startswith(_this_process()):
         return " in this process (another SqliteTaskStore on the same file)"
     return f" by {note}"
 

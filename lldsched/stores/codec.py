@@ -31,14 +31,14 @@ value that became invalid is an error, never a half-built task.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from lldsched.checks import seconds
 from lldsched.errors import LldschedError, StoreError, ValidationError
 from lldsched.importpath import import_callable, import_path, json_arguments
 from lldsched.model import Priority
-from lldsched.persistence import Task
+from lldsched.persistence import Task, TaskSnapshot
 from lldsched.policies import Misfire, MisfirePolicy, Overlap, OverrunPolicy, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.schedules.catchup import unwrap
@@ -52,6 +52,7 @@ __all__ = [
     "decode_task",
     "encode_schedule",
     "encode_task",
+    "load_each",
     "register_schedule",
     "resolve_callable",
 ]
@@ -270,3 +271,31 @@ def _depends_on(ids: object) -> tuple[str, ...]:
     if not isinstance(ids, list) or not all(isinstance(i, str) and i for i in ids):
         raise ValueError(f"depends_on must be a list of task ids, got {ids!r}")
     return tuple(ids)
+
+
+Row = TypeVar("Row")
+
+
+def load_each(
+    rows: Sequence[Row], read: Callable[[Row], TaskSnapshot], *, store: str, delete: str
+) -> list[TaskSnapshot]:
+    """What a durable store's ``load_all`` does with its rows: each read by ``read``, in
+    order.  A row that cannot be (``read`` raises :class:`StoreError`: a callable that no
+    longer imports, a definition that is no longer valid) stops nothing: the others are
+    still read, then one :class:`StoreError` names every one, and nothing is written.
+    ``store`` names the store (its path or DSN), ``delete`` the call that removes a task
+    from it, the way out the message offers."""
+    snapshots: list[TaskSnapshot] = []
+    problems: list[str] = []
+    for row in rows:
+        try:
+            snapshots.append(read(row))
+        except StoreError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise StoreError(
+            f"cannot load {len(problems)} of the {len(rows)} tasks in {store}; "
+            "the store was left untouched. Fix the import path (or remove the task with "
+            f"{delete}) and open it again:\n  " + "\n  ".join(problems)
+        )
+    return snapshots

@@ -55,7 +55,7 @@ from lldsched.model import ExecutionRecord, Outcome, TaskStatus
 from lldsched.persistence import Change, Claim, Lease, Task, TaskSnapshot
 from lldsched.schedules.decorators import Jittered, Window
 from lldsched.stores import postgres_sql as sql
-from lldsched.stores.codec import decode_task, encode_task
+from lldsched.stores.codec import decode_task, encode_task, load_each
 from lldsched.stores.postgres_batch import Pending, SettleQueue, settle_parameters
 from lldsched.stores.postgres_listen import Listener, connect, psycopg, redact
 from lldsched.stores.postgres_rows import record_row, state_row
@@ -315,20 +315,12 @@ class PostgresTaskStore:
             rows = connection.execute(
                 f"SELECT {sql.SNAPSHOT_COLUMNS} FROM tasks t ORDER BY t.position"
             ).fetchall()
-        snapshots: list[TaskSnapshot] = []
-        problems: list[str] = []
-        for row in rows:
-            try:
-                snapshots.append(self._read_snapshot(row))
-            except StoreError as exc:
-                problems.append(str(exc))
-        if problems:
-            raise StoreError(
-                f"cannot load {len(problems)} of the {len(rows)} tasks in {self.dsn!r}; "
-                "the store was left untouched. Fix the import path (or remove the task "
-                "with PostgresTaskStore(dsn).delete(task_id)) and open it again:\n  "
-                + "\n  ".join(problems)
-            )
+        snapshots = load_each(
+            rows,
+            self._read_snapshot,
+            store=repr(self.dsn),
+            delete="PostgresTaskStore(dsn).delete(task_id)",
+        )
         with self._lock:
             for snapshot, row in zip(snapshots, rows, strict=True):
                 self._defined[snapshot.task.id] = snapshot.task

@@ -63,7 +63,7 @@ from lldsched.errors import StoreError, ValidationError
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import Task, TaskSnapshot
 from lldsched.stores.claim import FileClaim
-from lldsched.stores.codec import encode_task
+from lldsched.stores.codec import encode_task, load_each
 from lldsched.stores.sqlite_coordinated import CoordinatedMethods
 from lldsched.stores.sqlite_rows import INSERT_RECORD, RECORD_COLUMNS, UPDATE, UPSERT, immediate
 from lldsched.stores.sqlite_rows import record_of as _record
@@ -397,8 +397,6 @@ class SqliteTaskStore(CoordinatedMethods):
         :class:`StoreError` naming every task that cannot be loaded (a callable that
         no longer imports, a definition that is no longer valid); nothing is written.
         """
-        snapshots: list[TaskSnapshot] = []
-        problems: list[str] = []
         with self._lock:
             rows = (
                 self._open()
@@ -408,18 +406,12 @@ class SqliteTaskStore(CoordinatedMethods):
                 )
                 .fetchall()
             )
-        for task_id, definition, status, *state in rows:
-            try:
-                snapshots.append(_snapshot(task_id, definition, status, state))
-            except StoreError as exc:
-                problems.append(str(exc))
-        if problems:
-            raise StoreError(
-                f"cannot load {len(problems)} of the {len(rows)} tasks in {self.path!r}; "
-                "the store was left untouched. Fix the import path (or remove the task with "
-                "SqliteTaskStore(path).delete(task_id)) and open it again:\n  "
-                + "\n  ".join(problems)
-            )
+        snapshots = load_each(
+            rows,
+            lambda row: _snapshot(row[0], row[1], row[2], list(row[3:])),  # id, definition, status
+            store=repr(self.path),
+            delete="SqliteTaskStore(path).delete(task_id)",
+        )
         with self._lock:
             self._defined.update((snapshot.task.id, snapshot.task) for snapshot in snapshots)
         return snapshots

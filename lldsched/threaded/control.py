@@ -10,6 +10,7 @@ process-isolated run killed; a thread's run is cooperative (its context's flag).
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 
 from lldsched.core.duequeue import QueueStats
 from lldsched.core.packedstats import Rows
@@ -76,13 +77,7 @@ class ControlVerbs(SchedulerParts):
         thread rule is cooperative.  A running *coroutine* is cancelled, and a running
         *process-isolated* run killed; either attempt is recorded failed
         (``CancelledError: task cancelled``)."""
-        with self._lock:
-            self._follow_others()  # shared: act on the row as it is now
-            changed = self._core.cancel(task_id)
-            if changed:
-                self._stop_running(task_id, "cancelled")
-            self._notify_idle()  # a wait_drained() waiter may have been waiting on this task
-            return changed
+        return self._halt(task_id, self._core.cancel, "cancelled")
 
     def pause(self, task_id: str) -> bool:
         """Hold the task; True if it was live.  A run in flight on a thread finishes;
@@ -90,11 +85,17 @@ class ControlVerbs(SchedulerParts):
         *process-isolated* run killed: its attempt is recorded failed
         (``CancelledError: task paused``) and, like any failure, retried after
         ``resume()`` while attempts remain."""
+        return self._halt(task_id, self._core.pause, "paused")
+
+    def _halt(self, task_id: str, verb: Callable[[str], bool], why: str) -> bool:
+        """What cancel and pause share: the core's ``verb``, then, if it took, the
+        runtime's runs of the task stopped (``task <why>``), and a ``wait_drained()``
+        waiter woken either way."""
         with self._lock:
             self._follow_others()  # shared: act on the row as it is now
-            changed = self._core.pause(task_id)
+            changed = verb(task_id)
             if changed:
-                self._stop_running(task_id, "paused")
+                self._stop_running(task_id, why)
             self._notify_idle()  # a wait_drained() waiter may have been waiting on this task
             return changed
 

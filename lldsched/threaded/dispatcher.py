@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable
 
 from lldsched.checks import whole
-from lldsched.listeners import Listener, as_callback
+from lldsched.listeners import Listener, as_callback, notify
 from lldsched.model import TaskEvent
 
 __all__ = ["EventDispatcher"]
@@ -129,8 +129,4 @@ class EventDispatcher:
                 event = events.popleft()
                 listeners = self._listeners
                 self._busy = True
-            for listener, callback in listeners:
-                try:
-                    callback(event)
-                except Exception:
-                    log.exception("listener %r raised on %r; it stays registered", listener, event)
+            notify(listeners, event)

@@ -7,3 +7,16 @@ against the runtime protocols of :mod:`lldsched.runtime`, never a concrete
 runtime, and each third-party import fails with an error naming the extra to
 install.  Nothing here is imported by ``import lldsched``.
 """
+
+from __future__ import annotations
+
+__all__ = ["NOTEBOOK_EXTRA", "missing_extra"]
+
+NOTEBOOK_EXTRA = "pip install 'lldsched[notebook]'"
+"""What installs the views' third-party packages (pandas, numpy, matplotlib, ipywidgets)."""
+
+
+def missing_extra(module: str, packages: str, exc: ImportError) -> ImportError:
+    """The error a view raises when a package it needs is missing: the view, the
+    packages, why the import failed, and the extra that installs them."""
+    return ImportError(f"{module} needs {packages} ({exc}); install the extra: {NOTEBOOK_EXTRA}")

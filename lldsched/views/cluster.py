@@ -29,13 +29,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from lldsched.views import missing_extra
+
 try:
     import pandas as pd
 except ImportError as exc:  # exercised by a test that hides pandas
-    raise ImportError(
-        f"lldsched.views.cluster needs pandas ({exc}); "
-        "install the extra: pip install 'lldsched[notebook]'"
-    ) from exc
+    raise missing_extra(__name__, "pandas", exc) from exc
 
 from lldsched.cluster import ClusterResult
 from lldsched.errors import ValidationError

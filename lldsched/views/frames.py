@@ -62,14 +62,13 @@ import operator
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from lldsched.views import missing_extra
+
 try:
     import numpy as np
     import pandas as pd
 except ImportError as exc:  # pragma: no cover - exercised by a test that hides pandas
-    raise ImportError(
-        f"lldsched.views.frames needs pandas and numpy ({exc}); "
-        "install the extra: pip install 'lldsched[notebook]'"
-    ) from exc
+    raise missing_extra(__name__, "pandas and numpy", exc) from exc
 
 from lldsched.core.packedstats import BATCH, CODES, NUMBERS, REST, Rows
 from lldsched.core.recordlog import MISFIRES as LOG_MISFIRES

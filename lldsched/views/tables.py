@@ -11,13 +11,12 @@ from datetime import tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from lldsched.views import missing_extra
+
 try:
     import pandas as pd
 except ImportError as exc:  # pragma: no cover - exercised by a test that hides pandas
-    raise ImportError(
-        f"lldsched.views.tables needs pandas ({exc}); "
-        "install the extra: pip install 'lldsched[notebook]'"
-    ) from exc
+    raise missing_extra(__name__, "pandas", exc) from exc
 
 from lldsched.errors import ValidationError
 

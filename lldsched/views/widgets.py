@@ -34,6 +34,7 @@ from lldsched.core.task import ScheduledTask
 from lldsched.errors import LldschedError
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
 from lldsched.runtime import Runtime, Stepped
+from lldsched.views import missing_extra
 
 if TYPE_CHECKING:
     import ipywidgets
@@ -57,9 +58,7 @@ def require_ipywidgets() -> Any:
     try:
         import ipywidgets
     except ImportError as exc:
-        raise ImportError(
-            "lldsched's widgets need ipywidgets: pip install 'lldsched[notebook]'"
-        ) from exc
+        raise missing_extra(__name__, "ipywidgets", exc) from exc
     return ipywidgets
 
 

@@ -78,6 +78,10 @@ def _hhmm(hour: int, minute: int) -> str:
     return f"{hour:02d}:{minute:02d}"
 
 
+def _capital(text: str) -> str:
+    return text[0].upper() + text[1:]
+
+
 # -- time of day ---------------------------------------------------------------
 
 
@@ -99,8 +103,8 @@ def _time(minutes: Sequence[Term], hours: Sequence[Term]) -> str:
     if all_hours:
         if minute_values is not None:
             return f"At minutes {_join([str(m) for m in minute_values])} of every hour"
-        return _minute_phrase(minutes, capital=True)
-    return f"{_minute_phrase(minutes, capital=True)} {_hour_window(hours)}"
+        return _capital(_sixty_phrase(minutes, "minute"))
+    return f"{_capital(_sixty_phrase(minutes, 'minute'))} {_hour_window(hours)}"
 
 
 def _at_one_minute(minute: int, hours: Sequence[Term], all_hours: bool) -> str:
@@ -122,29 +126,29 @@ def _at_one_minute(minute: int, hours: Sequence[Term], all_hours: bool) -> str:
             else:
                 first, last = _hhmm(t.start, minute), _hhmm(_last_value(t), minute)
                 phrases.append(f"{every} from {first} through {last}")
-    text = _join(phrases)
-    return text[0].upper() + text[1:]
+    return _capital(_join(phrases))
 
 
-def _minute_phrase(minutes: Sequence[Term], *, capital: bool = False) -> str:
+def _sixty_phrase(terms: Sequence[Term], unit: str) -> str:
+    """The minutes of an hour or the seconds of a minute (``unit``, both fields 0-59):
+    "every minute", "every 15 seconds from second 5 through 50", "at minutes 0 and 30"."""
     phrases = []
-    singles = [t.start for t in minutes if t.kind == "value"]
-    for t in minutes:
+    singles = sorted({t.start for t in terms if t.kind == "value"})
+    for t in terms:
         if t.kind == "all":
-            phrases.append("every minute")
+            phrases.append(f"every {unit}")
         elif t.kind == "range":
-            phrases.append(f"every minute from minute {t.start} through {t.stop}")
+            phrases.append(f"every {unit} from {unit} {t.start} through {t.stop}")
         elif t.kind == "step":
-            every = _every(t.step, "minute")
+            every = _every(t.step, unit)
             if t.start == 0 and t.stop == 59:
                 phrases.append(every)
             else:
-                phrases.append(f"{every} from minute {t.start} through {_last_value(t)}")
+                phrases.append(f"{every} from {unit} {t.start} through {_last_value(t)}")
     if singles:
-        word = "minute" if len(singles) == 1 else "minutes"
-        phrases.append(f"at {word} {_join([str(m) for m in sorted(set(singles))])}")
-    text = _join(phrases)
-    return text[0].upper() + text[1:] if capital else text
+        word = unit if len(singles) == 1 else f"{unit}s"
+        phrases.append(f"at {word} {_join([str(v) for v in singles])}")
+    return _join(phrases)
 
 
 def _hour_window(hours: Sequence[Term]) -> str:
@@ -252,27 +256,6 @@ def _days(fields: CronFields) -> list[str]:
 # -- seconds -----------------------------------------------------------------------
 
 
-def _second_phrase(terms: Sequence[Term]) -> str:
-    """The seconds field: "every second", "every 15 seconds", "at second 30"."""
-    phrases = []
-    singles = sorted({t.start for t in terms if t.kind == "value"})
-    for t in terms:
-        if t.kind == "all":
-            phrases.append("every second")
-        elif t.kind == "range":
-            phrases.append(f"every second from second {t.start} through {t.stop}")
-        elif t.kind == "step":
-            every = _every(t.step, "second")
-            if t.start == 0 and t.stop == 59:
-                phrases.append(every)
-            else:
-                phrases.append(f"{every} from second {t.start} through {_last_value(t)}")
-    if singles:
-        word = "second" if len(singles) == 1 else "seconds"
-        phrases.append(f"at {word} {_join([str(s) for s in singles])}")
-    return _join(phrases)
-
-
 def _time_with_seconds(fields: CronFields) -> str:
     """The time of day of a six-field expression."""
     seconds, minutes, hours = fields.second_terms, fields.terms[0], fields.terms[1]
@@ -294,8 +277,7 @@ def _time_with_seconds(fields: CronFields) -> str:
                 for s in second_values
             ]
         )
-    phrase = _second_phrase(seconds)
-    phrase = phrase[0].upper() + phrase[1:]
+    phrase = _capital(_sixty_phrase(seconds, "second"))
     every_minute = len(fields.minutes) == 60 and len(fields.hours) == 24
     if every_minute:
         return phrase if phrase.startswith("Every") else f"{phrase} of every minute"

@@ -15,6 +15,7 @@ from datetime import tzinfo
 from typing import Any, cast
 from zoneinfo import ZoneInfo
 
+from lldsched.views import missing_extra
 from lldsched.views.frames import ran  # raises, naming the extra, without pandas
 
 try:
@@ -26,10 +27,7 @@ try:
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 except ImportError as exc:  # exercised by a test that hides matplotlib
-    raise ImportError(
-        f"lldsched.views.plots needs matplotlib ({exc}); "
-        "install the extra: pip install 'lldsched[notebook]'"
-    ) from exc
+    raise missing_extra("lldsched.views.plots", "matplotlib", exc) from exc
 
 import numpy as np
 import pandas as pd
