@@ -1,7 +1,8 @@
-"""Machine instructions per dispatched job and per registration on the threaded
-``Scheduler``, counted with callgrind (repeatable under load).
+"""Machine instructions per dispatched job, per registration and per coroutine run on
+the threaded ``Scheduler`` (and on a bare event loop, the coroutines' floor), counted
+with callgrind (repeatable under load).
 
-    python benchmarks/threaded_instructions.py              # both, about three minutes
+    python benchmarks/threaded_instructions.py              # all four, about six minutes
     python benchmarks/threaded_instructions.py dispatch     # one of them
 
 As ``sim_instructions.py`` does for a simulated run: each figure is the difference
@@ -14,7 +15,12 @@ teardown cancel out.  The garbage collector stays on: its share is part of the c
   job, against the same registrations never started: instructions per job, every
   thread counted;
 * ``register``: ``FixedRate(60)`` tasks registered as a user writes them, on a
-  scheduler never started, 12,000 against 2,000: instructions per registration.
+  scheduler never started, 12,000 against 2,000: instructions per registration;
+* ``coroutines``: ``bench_coroutines``'s workload, :data:`JOBS` no-op ``async def``
+  one-off tasks due at once, started and run to the last, against the same
+  registrations never started: instructions per coroutine run, every thread counted;
+* ``bare-loop``: ``bench_coroutines``' floor, a bare event loop on a thread of its own
+  making one ``asyncio.Task`` per coroutine, :data:`JOBS` coroutines against none.
 """
 
 from __future__ import annotations
@@ -27,14 +33,23 @@ import time
 from sim_instructions import count
 
 JOBS = 20_000
-SIZES = {"dispatch": (0.0, 1.0), "register": (2_000.0, 12_000.0)}
+SIZES = {
+    "dispatch": (0.0, 1.0),
+    "register": (2_000.0, 12_000.0),
+    "coroutines": (0.0, 1.0),
+    "bare-loop": (0.0, 1.0),
+}
+UNITS = {"dispatch": "job", "register": "registration", "coroutines": "run", "bare-loop": "run"}
 
 
 def measured(workload: str, size: float) -> int:
-    """Do ``workload`` at ``size`` (dispatch: 1 starts the scheduler, 0 does not;
-    register: the registrations); the units of work done."""
+    """Do ``workload`` at ``size`` (dispatch and coroutines: 1 starts the scheduler, 0
+    does not; register: the registrations; bare-loop: 1 runs the coroutines, 0 only
+    starts and stops the loop); the units of work done."""
     from lldsched import FixedRate, OneTime, Scheduler
 
+    if workload in ("coroutines", "bare-loop"):
+        return _coroutines(workload, started=bool(size))
     scheduler = Scheduler(workers=4)
     if workload == "register":
         for _ in range(int(size)):
@@ -64,6 +79,30 @@ def _noop() -> None:
     pass
 
 
+def _coroutines(workload: str, *, started: bool) -> int:
+    import bench_coroutines
+
+    if workload == "bare-loop":
+        if started:
+            bench_coroutines.run_bare_loop(JOBS)
+        else:
+            with bench_coroutines._loop_thread("bare-loop"):
+                pass
+        return JOBS if started else 0
+    if started:
+        bench_coroutines.run_lldsched(JOBS)
+        return JOBS
+    from lldsched import OneTime, Scheduler
+
+    scheduler = Scheduler(workers=4)
+    action = bench_coroutines._coroutine_of(bench_coroutines._Done(JOBS))
+    at = time.time() - 1.0
+    for _ in range(JOBS):
+        scheduler.schedule("noop", action, OneTime(at=at))
+    scheduler.shutdown(timeout=60)
+    return 0
+
+
 def main(argv: list[str]) -> None:
     if argv[:1] == ["--one"]:
         print(measured(argv[1], float(argv[2])))
@@ -73,7 +112,7 @@ def main(argv: list[str]) -> None:
         low, done_low = count(workload, small, script=__file__)
         high, done_high = count(workload, large, script=__file__)
         per_unit = (high - low) / (done_high - done_low)
-        unit = "job" if workload == "dispatch" else "registration"
+        unit = UNITS[workload]
         print(f"{workload}: {per_unit:,.0f} instructions per {unit} ({low:,} -> {high:,})")
 
 
