@@ -474,7 +474,7 @@ class Simulation:
                 advance_to(finish)
                 now = finish
                 _, _, worker, run, started, error, result, timed_out = heappop(finishes)
-                record = finish_run(run, started, finish, error, result, timed_out)  # _finish
+                record = finish_run(run, started, finish, error, result, timed_out)
                 heappush(free, worker)
                 kind = "finish"  # the record names the task (below)
             elif intervention <= start:
@@ -509,10 +509,9 @@ class Simulation:
             return None
         task = run.task
         models = self._models[entry[3]]
-        attempt = run.attempt
         duration = models.duration
         if callable(duration):
-            drawn = duration(models.rng, attempt)
+            drawn = duration(models.rng, run.attempt)
             try:  # the message names the model and the task, built only on failure
                 duration = checks.seconds(drawn, name="duration", at_least=0)
             except ValidationError:
@@ -524,15 +523,15 @@ class Simulation:
         fails = models.fails
         if fails:
             if callable(fails):
-                failed = fails(models.rng, attempt)
+                failed = fails(models.rng, run.attempt)
                 if failed:
                     error = (
                         failed
                         if isinstance(failed, str)
-                        else f"SimulatedFailure: attempt {attempt}"
+                        else f"SimulatedFailure: attempt {run.attempt}"
                     )
             elif models.rng.random() < fails:
-                error = f"SimulatedFailure: attempt {attempt}"
+                error = f"SimulatedFailure: attempt {run.attempt}"
         result, timed_out = None, False
         if task.action is not None:
             raised, value = run.invoke()
@@ -548,27 +547,14 @@ class Simulation:
             elif value is not None:
                 result = result_text(value)
         if duration == 0:  # finishes before anything else can happen at this instant
-            return self._finish(run, now, error, worker, result, timed_out)
+            record = self._core.finish(run, now, now, error, result, timed_out)
+            heapq.heappush(self._free, worker)
+            return record
         heapq.heappush(
             self._finishes,
             (now + duration, next(self._sequence), worker, run, now, error, result, timed_out),
         )
         return None
-
-    def _finish(
-        self,
-        run: Run,
-        now: float,
-        error: str | None,
-        worker: int,
-        result: str | None,
-        timed_out: bool,
-    ) -> ExecutionRecord:
-        """Finish ``run``, which took no time, now, and free its worker (the event loop
-        does the same for a run that took time, inline)."""
-        record = self._core.finish(run, now, now, error, result, timed_out)  # on_record keeps it
-        heapq.heappush(self._free, worker)
-        return record
 
     def _retired(self, task_id: str) -> None:
         """The core retired ``task_id``: its models go with it."""
