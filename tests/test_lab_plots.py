@@ -20,6 +20,7 @@ def test_the_polling_trade_off_has_a_labelled_point_per_timer() -> None:
     assert len(ax.collections) == 2
     assert [text.get_text() for text in ax.texts] == ["Condition.wait", "poll 10 ms"]
     assert ax.get_yscale() == "log"
+    assert ax.get_ylabel().startswith("median run")  # one figure per timer: the median
 
 
 def test_the_cancel_cost_curve_has_both_ways_on_log_log_axes() -> None:

@@ -48,7 +48,7 @@ def polling_tradeoff(points: Sequence[tuple[str, float, float]]) -> Figure:
     low, high = ax.get_ylim()
     ax.set_ylim(low, high * 3)  # room for the labels under the title
     ax.set_xlabel("timer wake-ups per idle second")
-    ax.set_ylabel("a run due in 20-120 ms starts late by (ms)")
+    ax.set_ylabel("median run due in 20-120 ms\nstarts late by (ms)")
     ax.set_title("Polling trades idle wake-ups for lateness; Condition.wait pays neither")
     ax.grid(True, which="major", alpha=0.3)
     return figure
