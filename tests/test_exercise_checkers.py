@@ -7,6 +7,7 @@ import heapq
 import math
 import re
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -108,6 +109,35 @@ class CancelledForever(TaskQueue):
                 self._cond.wait(delay)
 
 
+class TiesByName(TaskQueue):
+    """No sequence field: a tie on the due time compares the task names, not arrivals."""
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            self._live[task] = int(due * 1e6)  # the "sequence": equal for equal due times
+            heapq.heappush(self._heap, (due, int(due * 1e6), task))
+            self._cond.notify_all()
+
+
+class RePushKeepsBoth(CancelledForever):
+    """Pushing a queued task again adds a second entry: the task comes out twice."""
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            self.cancelled.discard(task)
+            super().push(task, due)
+
+
+class ReturnsTheEntry(TaskQueue):
+    """pop_due hands back the heap entry instead of the task."""
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while not (self._heap and self._heap[0][0] <= self._clock()):
+                self._cond.wait(None if not self._heap else self._heap[0][0] - self._clock())
+            return heapq.heappop(self._heap)  # type: ignore[return-value]
+
+
 def failure(results: list[Result], check: str) -> str:
     """The message of the check whose description contains ``check``; it must have failed."""
     (result,) = [r for r in results if check in r.description]
@@ -123,6 +153,9 @@ TIMER_MISTAKES = [
     (NotifiesOne, "both of two waiters", "use notify_all()"),
     (CancelForgets, "cancelled entry never runs", "still ran"),
     (CancelledForever, "cancelled entry never runs", "pushed again, never came back"),
+    (TiesByName, "then arrival", "a tie must keep arrival order"),
+    (RePushKeepsBoth, "replaces its entry", "came out twice"),
+    (ReturnsTheEntry, "then arrival", "not its heap entry"),
 ]
 
 
@@ -139,6 +172,51 @@ def test_the_timer_checker_fails_each_mistake_with_a_message_naming_it(
 def test_the_timer_checker_passes_the_reference_queue() -> None:
     results = run_checks(timer_checks(TaskQueue))
     assert [r for r in results if not r.passed] == []
+
+
+class OwnLockAndWaitFor(TaskQueue):
+    """A valid answer in another form: a Lock of its own under the Condition, a push that
+    always notifies, and tombstones checked inside the wait loop."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(clock)
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+
+    def push(self, task: str, due: float) -> None:
+        with self._lock:
+            sequence = next(self._sequence)
+            self._live[task] = sequence
+            heapq.heappush(self._heap, (due, sequence, task))
+            self._cond.notify_all()
+
+    def pop_due(self) -> str:
+        with self._lock:
+            while True:
+                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                    heapq.heappop(self._heap)
+                if self._heap and self._heap[0][0] <= self._clock():
+                    task = heapq.heappop(self._heap)[2]
+                    del self._live[task]
+                    return task
+                self._cond.wait(self._heap[0][0] - self._clock() if self._heap else None)
+
+
+class CancelByRemoval(TaskQueue):
+    """Also valid, if slower: cancel takes the entry out of the heap."""
+
+    def cancel(self, task: str) -> None:
+        with self._cond:
+            self._heap = [entry for entry in self._heap if entry[2] != task]
+            heapq.heapify(self._heap)
+            self._live.pop(task, None)
+
+
+@pytest.mark.parametrize("answer", [OwnLockAndWaitFor, CancelByRemoval])
+def test_the_timer_checker_passes_right_answers_written_another_way(
+    answer: type[TaskQueue],
+) -> None:
+    assert [r for r in run_checks(timer_checks(answer)) if not r.passed] == []
 
 
 def test_the_timer_checker_reports_a_blank_answer_without_hanging() -> None:
@@ -185,6 +263,40 @@ def test_a_skip_with_floor_plus_one_fails_the_random_runs_too() -> None:
     assert "lldsched's convention" in failure(results, "500 runs, boundaries included")
 
 
+def from_the_finish(slot: float, period: float, finished: float, policy: str) -> float:
+    return finished + period
+
+
+def always_the_next_slot(slot: float, period: float, finished: float, policy: str) -> float:
+    return slot + period
+
+
+def skip_for_both(slot: float, period: float, finished: float, policy: str) -> float:
+    return next_slot(slot, period, finished, "skip")
+
+
+def test_each_overrun_mistake_is_named_not_blamed_on_the_convention() -> None:
+    counted = run_checks(next_slot_checks(from_the_finish))
+    assert "counted from the finish" in failure(counted, "a short run")
+    assert "fixed *delay*" in failure(counted, "catch-up after the same run")
+    never_skips = failure(run_checks(next_slot_checks(always_the_next_slot)), "two slots later")
+    assert "first not before the finish" in never_skips
+    assert "convention" not in never_skips
+    ignores_policy = failure(run_checks(next_slot_checks(skip_for_both)), "catch-up after")
+    assert "catch_up returns the slot after this one" in ignores_policy
+
+
+def test_an_overrun_answer_that_returns_none_is_told_to_return_a_number() -> None:
+    def none_when_on_time(slot: float, period: float, finished: float, policy: str) -> float:
+        return None if finished < slot + period else next_slot(slot, period, finished, policy)  # type: ignore[return-value]
+
+    message = failure(run_checks(next_slot_checks(none_when_on_time)), "a short run")
+    assert (
+        message
+        == "next_slot(0, 60, 5, 'skip') returned None: return the next due instant, a number"
+    )
+
+
 def test_the_overrun_checker_passes_the_reference_answer() -> None:
     assert all(r.passed for r in run_checks(next_slot_checks(next_slot)))
 
@@ -229,6 +341,19 @@ def test_a_parser_that_never_bounds_checks_range_ends_fails() -> None:
 def test_a_parser_that_accepts_plus_five_fails() -> None:
     results = run_checks(parse_field_checks(accepts_a_plus_sign))
     assert "'+5' in 0-59 should raise ValueError" in failure(results, "rejects what cron rejects")
+
+
+def test_a_parser_that_rejects_a_field_cron_accepts_is_shown_the_field() -> None:
+    def refuses_lists(text: str, low: int, high: int) -> set[int]:
+        if "," in text:
+            raise ValueError("lists are not supported")
+        return parse_field(text, low, high)
+
+    message = failure(run_checks(parse_field_checks(refuses_lists)), "minute fields")
+    assert message == (
+        "'1,5,9' in 0-59 raised ValueError (lists are not supported), but cron accepts it: "
+        "[1, 5, 9]"
+    )
 
 
 def test_the_field_checker_passes_the_reference_answer() -> None:

@@ -20,6 +20,7 @@ def test_the_polling_trade_off_has_a_labelled_point_per_timer() -> None:
     assert len(ax.collections) == 2
     assert [text.get_text() for text in ax.texts] == ["Condition.wait", "poll 10 ms"]
     assert ax.get_yscale() == "log"
+    assert ax.get_ylabel().startswith("median run")  # one figure per timer: the median
 
 
 def test_the_cancel_cost_curve_has_both_ways_on_log_log_axes() -> None:
@@ -46,3 +47,16 @@ def test_listener_latency_and_wheel_costs_draw_a_line_per_series() -> None:
     assert len(ax.lines) == 2
     insert, pop = wheel_costs([1, 10], {"heap": [1, 1], "wheel": [2, 2]}, {"heap": [1, 2]}).axes
     assert (len(insert.lines), len(pop.lines)) == (2, 1)
+
+
+def test_wheel_costs_label_a_cost_axis_under_a_decade_in_plain_numbers() -> None:
+    figure = wheel_costs(
+        [1_000, 10_000, 100_000],
+        {"heap": [0.21, 0.26, 0.23], "wheel": [0.65, 0.61, 0.68]},
+        {"heap": [0.28, 0.42, 1.05], "wheel": [8.2, 1.7, 1.8]},
+    )
+    figure.canvas.draw()
+    insert, pop = figure.axes
+    labels = [label.get_text() for label in insert.get_yticklabels(minor=True)]
+    assert [text for text in labels if text] == ["0.2", "0.3", "0.4", "0.6"]  # not 2x10^-1
+    assert "1" in [label.get_text() for label in pop.get_yticklabels()]

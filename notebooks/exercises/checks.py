@@ -15,7 +15,7 @@ watches the queue's Condition (:class:`WatchedCondition` counts waits and
 notifies, and lets the checker wake the waiters when nobody asked: a spurious
 wake-up).  Every wait in here is bounded; a consumer that never returns is left
 parked on a daemon thread after the check pushes it something to take.  The
-whole check takes about a second for a correct answer, and under 3 s for any.
+whole check takes about a second for a correct answer, and a few seconds for any.
 """
 
 from __future__ import annotations
@@ -209,6 +209,11 @@ class Consumers:
             return None
         if kind == "error":
             raise AssertionError(f"pop_due raised {value}")
+        if not isinstance(value, str):  # the checker pushes names only
+            raise AssertionError(
+                f"pop_due returned {value!r}: return the task as it was pushed (a name such "
+                "as 'report'), not its heap entry"
+            )
         return value, at
 
 
@@ -273,19 +278,33 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
     def due_now_in_order() -> None:
         rig = _rig(make_queue)
         now = rig.clock.peek()
-        for task, due in [("report", now - 1), ("alert", now - 2), ("cleanup", now - 2)]:
+        # 'cleanup' arrives before 'alert', due at the same instant: arrival order is not
+        # the names' order, so a heap that compares names on a tie shows.
+        for task, due in [("report", now - 1), ("cleanup", now - 2), ("alert", now - 2)]:
             rig.queue.push(task, due)
         consumers = Consumers(rig.queue, rig.clock, takes=3)
         got = []
-        for _ in range(3):
-            item = consumers.next(LATE)
-            if item is None:
-                break
-            got.append(item[0])
-        _release(rig, consumers)
-        assert got == ["alert", "cleanup", "report"], (
-            f"expected alert, cleanup, report (due first, then arrival) at once, got {got}: "
+        try:
+            for _ in range(3):
+                item = consumers.next(LATE)
+                if item is None:
+                    break
+                got.append(item[0])
+        finally:
+            _release(rig, consumers)
+        expected = ["cleanup", "alert", "report"]
+        assert len(got) == 3, (
+            f"expected cleanup, alert, report (all due already) at once, got only {got}: "
             "compare due instants with self._clock(), the clock you were given"
+        )
+        assert got[2] == "report", (
+            f"expected cleanup, alert, report, got {got}: the earliest due comes out first"
+        )
+        assert got == expected, (
+            f"expected cleanup, alert, report, got {got}: 'cleanup' and 'alert' are due at "
+            "the same instant and 'cleanup' was pushed first; a tie must keep arrival order, "
+            "so put a sequence counter in the entry, (due, sequence, task), and the "
+            "comparison never reaches the task"
         )
 
     def waits_exactly_the_delay() -> None:
@@ -427,6 +446,38 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         finally:
             _release(rig, consumers)
 
+    def re_push_replaces_the_entry() -> None:
+        rig = _rig(make_queue)
+        start = rig.clock.peek()
+        rig.queue.push("report", start + 0.1)
+        rig.queue.push("report", start + 0.25)  # rescheduled: its entry at +0.1 s is dead
+        rig.queue.push("digest", start + 0.3)
+        consumers = Consumers(rig.queue, rig.clock, takes=2)
+        got: list[tuple[object, float]] = []
+        try:
+            for _ in range(2):
+                item = consumers.next(start + 0.3 + LATE - rig.clock.peek())
+                if item is None:
+                    break
+                got.append(item)
+        finally:
+            _release(rig, consumers)
+        names = [name for name, _ in got]
+        assert names.count("report") < 2, (
+            "'report', pushed at +0.1 s and pushed again at +0.25 s, came out twice: "
+            "pushing a queued task replaces its entry, so the older entry is a tombstone "
+            "(remember the sequence of each task's live entry)"
+        )
+        assert names == ["report", "digest"], (
+            f"pushed 'report' at +0.1 s, again at +0.25 s, and 'digest' at +0.3 s; expected "
+            f"report, digest, got {names}"
+        )
+        late = got[0][1] - start
+        assert late >= 0.25, (
+            f"'report' came out at +{late:.2f} s, at the due time it was first pushed with: "
+            "pushing it again at +0.25 s replaces its entry"
+        )
+
     return [
         ("returns what is due at once, due first, then arrival", due_now_in_order),
         ("waits exactly the delay until the head is due", waits_exactly_the_delay),
@@ -435,6 +486,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         ("a push due now wakes a timer parked 12 h", push_wakes_a_parked_timer),
         ("a new head wakes both of two waiters (notify_all)", two_waiters_both_re_arm),
         ("a cancelled entry never runs; pushed again, it does", cancelled_entry_never_runs),
+        ("pushing a queued task again replaces its entry", re_push_replaces_the_entry),
     ]
 
 

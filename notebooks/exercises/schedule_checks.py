@@ -51,12 +51,34 @@ def _verdict(
 ) -> None:
     expected = reference_next_slot(slot, period, finished, policy)
     got = next_slot(slot, period, finished, policy)
+    call = f"next_slot({slot:g}, {period:g}, {finished:g}, {policy!r})"
+    if isinstance(got, bool) or not isinstance(got, int | float):
+        raise AssertionError(f"{call} returned {got!r}: return the next due instant, a number")
     if abs(got - expected) < 1e-9:
         return
-    call = f"next_slot({slot:g}, {period:g}, {finished:g}, {policy!r})"
-    on_boundary = (finished - slot) % period == 0
-    why = f": {CONVENTION}" if on_boundary else ""
+    why = _mistake(slot, period, finished, policy, got, expected)
     raise AssertionError(f"{call}: expected {expected:g}, got {got:g}{why}")
+
+
+def _mistake(
+    slot: float, period: float, finished: float, policy: str, got: float, expected: float
+) -> str:
+    """What a wrong ``got`` most likely says about the answer (": ..."), or nothing."""
+    on_boundary = (finished - slot) % period == 0
+    if policy == "skip" and on_boundary and abs(got - (expected + period)) < 1e-9:
+        return f": {CONVENTION}"
+    if abs(got - (finished + period)) < 1e-9:
+        return (
+            ": counted from the finish; a fixed rate stays on the grid slot + k * period "
+            "(counting from the finish is fixed *delay*)"
+        )
+    if policy == "catch_up":
+        return ": catch_up returns the slot after this one, slot + period, due at once"
+    if got < finished and expected >= finished:
+        return ": skip moves past the slots the run overran, to the first not before the finish"
+    if (got - slot) % period:
+        return ": not on the grid; every slot is slot + k * period"
+    return ""
 
 
 def next_slot_checks(next_slot: Callable[[float, float, float, str], float]) -> list[Check]:
@@ -122,7 +144,12 @@ def _compare(
         raise AssertionError(
             f"{where} should raise ValueError (cron rejects it), got {sorted(got)}"
         )
-    got = set(parse_field(text, low, high))
+    try:
+        got = set(parse_field(text, low, high))
+    except ValueError as error:
+        raise AssertionError(
+            f"{where} raised ValueError ({error}), but cron accepts it: {sorted(expected)}"
+        ) from None
     assert got == expected, f"{where}: expected {sorted(expected)}, got {sorted(got)}"
 
 

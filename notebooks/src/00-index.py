@@ -29,7 +29,7 @@
 # | --- | --- | --- | --- |
 # | [01 · The timer and the heap](01-timer-and-heap.ipynb) | the heap entry and its sequence field; a twenty-line timer queue on a `Condition`, measured against a poll loop; the production loop; one lock, three Conditions | 25 | read and run |
 # | [02 · Schedules and cron](02-schedules-and-cron.ipynb) | one-off, fixed rate, fixed delay; cron with `explain()`; the DST days in two zones | 20 | read and run |
-# | [03 · Failure](03-failure.ipynb) | the task lifecycle; retries with backoff, dead letter and redrive, timeouts and the cooperative flag | 20 | read and run |
+# | [03 · Failure](03-failure.ipynb) | the task lifecycle; retries with backoff, dead letter and redrive, timeouts and the cooperative flag; a worker process killed at its timeout; dependencies | 30 | read and run |
 # | [04 · Simulation](04-simulation.ipynb) | a week replayed; the Gantt chart; SKIP against CATCH_UP; how many workers a workload needs | 20 | read and run, sliders |
 # | [05 · Live control](05-live-control.ipynb) | a control panel over a running scheduler: pause and cancel by hand | 10 | **hands-on**: press the buttons |
 # | [06 · Persistence and shutdown](06-persistence-and-shutdown.ipynb) | the store seam, shutdown order, drain against drop, recovery | 15 | read and run |
@@ -38,10 +38,10 @@
 # | [09 · The design lab](09-design-lab.ipynb) | eleven design decisions switched off one at a time: the consequence measured, and the test that catches it | 25 | read and run, with toggles |
 # | [10 · When one process is not enough](10-when-one-process-is-not-enough.ipynb) | N web workers, N runs; leases; the paused process that needs a fencing token; a simulated cluster, plotted; an idempotent sink; three real processes on one SQLite file | 25 | read and run |
 #
-# About three and a half hours in all. Two notebooks ask for your hands: in **05** you press the
+# About four hours in all. Two notebooks ask for your hands: in **05** you press the
 # panel's buttons (it stays live after *Run All*); in **07** you write code, and **its
 # checks fail until you do**: a red check there is the exercise waiting, not a bug.
-# Each notebook opens with its objectives and ends with three *Check yourself*
+# Each notebook opens with its objectives and ends with three or four *Check yourself*
 # questions, answers folded underneath.
 #
 # **Binder, and changing the code.** On mybinder.org (the launch links are in the

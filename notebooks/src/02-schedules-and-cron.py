@@ -43,7 +43,7 @@ START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)  # a Monday, 09:00 UTC
 T0 = START.timestamp()
 
 
-def clock_time(timestamp: float, tz: str = "UTC") -> str:
+def clock_time(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, UTC).strftime("%H:%M:%S")
 
 

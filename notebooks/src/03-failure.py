@@ -353,8 +353,8 @@ print(broken.task("report").last_error)
 #
 # ## Check yourself
 #
-# 1. A task with `RetryPolicy(max_attempts=3)` fails every time. List its statuses from
-#    registration to the end, and say what `redrive` then does.
+# 1. A one-off task with `RetryPolicy(max_attempts=3)` fails every time. List its
+#    statuses from registration to the end, and say what `redrive` then does.
 # 2. Why is RETRYING a status of its own instead of SCHEDULED with a shorter due time?
 # 3. An action calls `time.sleep(10)` and has `timeout=1`. When is the timeout noticed,
 #    when does the worker become free, and what would you change in the action?

@@ -285,8 +285,9 @@ lateness_distribution(frame)
 #    one change to the deployment that would stop it.
 # 2. A fixed-rate job every 60 s takes 150 s. How late is its tenth run under CATCH_UP,
 #    and at which minutes does SKIP start a run in the first ten minutes?
-# 3. Why does going from eight workers to twelve change the worst wait so little, and
-#    what would you look at before buying more workers?
+# 3. From eight workers to twelve, the worst wait goes from 2 minutes to none, and the
+#    run count hardly moves. What do the four extra workers do the rest of the hour, and
+#    what would you look at before buying them?
 #
 # <details><summary>Answers</summary>
 #
@@ -296,9 +297,11 @@ lateness_distribution(frame)
 # 2. Each run ends 90 s after the next slot, so lateness grows by 90 s per run: the tenth
 #    starts 9 times 90 s = 13.5 min late. SKIP starts runs at 0, 3, 6 and 9 minutes (the chart shows three: the fourth has
 #    not finished at ten minutes).
-# 3. At eight workers almost nothing waits except the top-of-the-hour burst, which is
-#    bounded by the reports' own length; look at utilisation (mostly idle) and at which
-#    task waits (the percentiles per task) before adding workers.
+# 3. They sit idle: only the top-of-the-hour burst (six reports, the compaction, the
+#    heartbeat, and at 02:00 the backup) ever needs more than eight, for a few minutes.
+#    Look at utilisation (mostly idle), at which task waits (the percentiles per task)
+#    and at whether its wait matters (a report two minutes late may be fine) before
+#    adding workers; spreading the reports over the hour removes the burst for free.
 #
 # </details>
 #

@@ -1,7 +1,7 @@
 # %% [markdown]
 # # 07 · The interview, in 45 minutes
 #
-# [previous: 06 · persistence and shutdown](06-persistence-and-shutdown.ipynb) · [contents](00-index.ipynb) · [next: 08 · Testing a scheduler](08-testing-a-scheduler.ipynb)
+# [previous: 06 · Persistence and shutdown](06-persistence-and-shutdown.ipynb) · [contents](00-index.ipynb) · [next: 08 · Testing a scheduler](08-testing-a-scheduler.ipynb)
 #
 # **Objectives**
 #
@@ -199,10 +199,11 @@ print([heapq.heappop(heap)[3] for _ in range(len(heap))])
 #
 # The constructor is written for you: take the time only from `self._clock()`. The check
 # runs your class on real threads for about a second, with a clock it controls,
-# and names each mistake it finds: a sleep or poll loop, `if` where `while` is needed (it
-# wakes your waiter when nothing changed), a push that does not notify (a waiter parked
-# twelve hours must wake for a task due now), `notify()` where two waiters need
-# `notify_all()`, a cancelled entry that still comes out.
+# and names each mistake it finds: ties that lose their arrival order (no sequence
+# field), a sleep or poll loop, `if` where `while` is needed (it wakes your waiter when
+# nothing changed), a push that does not notify (a waiter parked twelve hours must wake
+# for a task due now), `notify()` where two waiters need `notify_all()`, a cancelled
+# entry that still comes out, a task pushed twice that comes out twice.
 #
 # *Where lldsched differs:* its entries also carry the priority, `(due, priority,
 # sequence, task_id)`; the sequence doubles as the task's generation; the timer waits
@@ -476,4 +477,4 @@ check_parse_field(parse_field)
 #
 # </details>
 #
-# [previous: 06 · persistence and shutdown](06-persistence-and-shutdown.ipynb) · [contents](00-index.ipynb) · [next: 08 · Testing a scheduler](08-testing-a-scheduler.ipynb)
+# [previous: 06 · Persistence and shutdown](06-persistence-and-shutdown.ipynb) · [contents](00-index.ipynb) · [next: 08 · Testing a scheduler](08-testing-a-scheduler.ipynb)

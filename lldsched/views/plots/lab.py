@@ -12,9 +12,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from matplotlib.ticker import LogFormatter
+
 from lldsched.views.plots._base import Figure, PlotFigure
 
 __all__ = ["cancel_cost", "listener_latency", "overrun_pileup", "polling_tradeoff", "wheel_costs"]
+
+
+class _PlainLog(LogFormatter):
+    """Labels the ticks matplotlib's log formatter would label, as plain numbers: a cost
+    axis spanning less than a decade labels its minor ticks too, and 0.6 reads at a
+    glance where 6x10^-1 does not."""
+
+    def __call__(self, x: float, pos: int | None = None) -> str:
+        return f"{x:g}" if super().__call__(x, pos) else ""
 
 
 def _figure(width: float = 6.4, height: float = 3.6, *, columns: int = 1) -> PlotFigure:
@@ -37,7 +48,7 @@ def polling_tradeoff(points: Sequence[tuple[str, float, float]]) -> Figure:
     low, high = ax.get_ylim()
     ax.set_ylim(low, high * 3)  # room for the labels under the title
     ax.set_xlabel("timer wake-ups per idle second")
-    ax.set_ylabel("a run due in 20-120 ms starts late by (ms)")
+    ax.set_ylabel("median run due in 20-120 ms\nstarts late by (ms)")
     ax.set_title("Polling trades idle wake-ups for lateness; Condition.wait pays neither")
     ax.grid(True, which="major", alpha=0.3)
     return figure
@@ -117,6 +128,8 @@ def wheel_costs(
             ax.plot(sizes, values, "o-", label=name)
         ax.set_xscale("log")
         ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(_PlainLog())
+        ax.yaxis.set_minor_formatter(_PlainLog(labelOnlyBase=False))
         ax.set_xlabel("timers (due over the next 60 s)")
         ax.set_ylabel("CPU per timer (µs)")
         ax.set_title(what)
