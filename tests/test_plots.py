@@ -30,7 +30,7 @@ from matplotlib.testing.compare import compare_images
 from lldsched import ExecutionRecord, OverrunPolicy, ValidationError
 from lldsched.sim.overrun import ALL_POLICIES, simulate_overrun
 from lldsched.sim.scenario import build_scenario
-from lldsched.views.frames import to_frame
+from lldsched.views.frames import ran, to_frame
 from lldsched.views.plots import (
     DETAIL_RUNS,
     PlotFigure,
@@ -206,7 +206,22 @@ def test_skip_marks_the_slots_it_dropped() -> None:
     left = overrun_comparison(simulate_overrun(period=60, duration=150, horizon=600)).axes[0]
     (crosses,) = [line for line in left.get_lines() if line.get_gid() == "skipped_slots"]
     minutes = np.round((np.asarray(crosses.get_xdata()) - left.get_xlim()[0]) * 1440)
-    assert len(minutes) == 4  # slots 1, 2, 4, 5: the runs at 0, 3 and 6 minutes overran them
+    # Slots 1, 2, 4, 5, 7, 8: the runs at 0, 3 and 6 minutes overran them (the last run,
+    # started at 9, has not finished at 10 and is not drawn; what it dropped was recorded).
+    assert sorted(minutes.tolist()) == [1, 2, 4, 5, 7, 8]
+
+
+def test_every_policy_marks_the_slots_its_records_say_it_dropped() -> None:
+    runs = simulate_overrun(period=60, duration=150, horizon=600, policies=ALL_POLICIES)
+    figure = overrun_comparison(runs)
+    for ax, records in zip(figure.axes, runs.values(), strict=False):
+        dropped = [r for r in records if r.outcome in ("skipped", "coalesced")]
+        marked = [line for line in ax.get_lines() if line.get_gid() == "skipped_slots"]
+        assert sum(len(line.get_xdata()) for line in marked) == len(dropped)
+    dropped_by_policy = {p.name: sum(not r.outcome.ran for r in rs) for p, rs in runs.items()}
+    assert dropped_by_policy == {  # BUFFER_ONE's are coalesced, ALLOW's over max_instances
+        "SKIP": 6, "CATCH_UP": 0, "BUFFER_ONE": 5, "CANCEL_OTHER": 0, "ALLOW": 3,
+    }  # fmt: skip
 
 
 def test_failed_runs_are_hatched_and_timed_out_runs_outlined(ten: pd.DataFrame) -> None:
@@ -310,7 +325,7 @@ def test_plots_never_touch_pyplot_or_the_global_backend(tmp_path: Path) -> None:
 
 def test_simulate_overrun_runs_the_same_task_under_both_policies() -> None:
     runs = simulate_overrun(period=60, duration=150, horizon=600)
-    frames = {policy: to_frame(records) for policy, records in runs.items()}
+    frames = {policy: ran(to_frame(records)) for policy, records in runs.items()}
     skip, catch_up = frames[OverrunPolicy.SKIP], frames[OverrunPolicy.CATCH_UP]
     assert (skip["due"] - skip["due"].iloc[0]).dt.total_seconds().tolist() == [0, 180, 360]
     assert skip["lateness"].max() == pd.Timedelta(0)
@@ -323,7 +338,7 @@ def test_overrun_comparison_puts_skip_and_catch_up_side_by_side() -> None:
     figure = overrun_comparison(simulate_overrun(period=60, duration=150, horizon=600))
     left, right = figure.axes
     assert left.get_position().x1 <= right.get_position().x0  # side by side
-    assert left.get_title(loc="left") == "SKIP: 3 runs, 4 slots dropped,\nworst lateness 0 s"
+    assert left.get_title(loc="left") == "SKIP: 3 runs, 6 slots dropped,\nworst lateness 0 s"
     assert (
         right.get_title(loc="left") == "CATCH_UP: 4 runs, 0 slots dropped,\nworst lateness 4.5 min"
     )

@@ -40,7 +40,9 @@ def simulate_overrun(
 ) -> dict[Policy, list[ExecutionRecord]]:
     """Simulate one fixed-rate task (every ``period`` seconds, each run ``duration``
     seconds) under each of ``policies`` for ``horizon`` seconds (default ten
-    periods); returns each policy's finished runs.
+    periods); returns each policy's records: its finished runs and the slots it
+    dropped (``skipped`` or ``coalesced``: ``record.outcome.ran`` is False), in the
+    order the simulation made them.  :func:`lldsched.views.frames.ran` keeps the runs.
 
     ``SKIP`` and ``CATCH_UP`` run on one worker (the task never overlaps itself);
     an overlap policy gets a worker more than it can use (``ALLOW`` runs up to
@@ -67,5 +69,5 @@ def simulate_overrun(
             raise ValidationError(
                 f"policies must be OverrunPolicy or Overlap members, got {policy!r}"
             )
-        runs[policy] = [r for r in sim.run_for(seconds).records() if r.outcome.ran]
+        runs[policy] = sim.run_for(seconds).records()
     return runs

@@ -29,7 +29,7 @@ from ipywidgets import IntSlider
 from lldsched import OverrunPolicy
 from lldsched.sim.overrun import ALL_POLICIES, simulate_overrun
 from lldsched.sim.scenario import build_scenario
-from lldsched.views.frames import schedules_of, task_summary, to_frame
+from lldsched.views.frames import ran, schedules_of, task_summary, to_frame
 from lldsched.views.interact import interact
 from lldsched.views.plots import (
     gantt,
@@ -196,7 +196,7 @@ overrun_comparison(simulate_overrun(period=60, duration=150, policies=ALL_POLICI
 # %%
 def runs_under(policy: str, period: int, duration: int):
     """The first runs of the overrunning task under one policy, for reading."""
-    runs = to_frame(simulate_overrun(period, duration)[OverrunPolicy[policy]])
+    runs = ran(to_frame(simulate_overrun(period, duration)[OverrunPolicy[policy]]))
     return readable(runs[["due", "start", "duration", "lateness"]]).head(5)
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from lldsched.errors import ValidationError
-from lldsched.model import ExecutionRecord
+from lldsched.model import ExecutionRecord, Outcome
 from lldsched.policies import Overlap, OverrunPolicy
 from lldsched.views.frames import ran, to_frame
 from lldsched.views.plots._base import (
@@ -44,13 +44,19 @@ def overrun_comparison(
     """Any set of policies side by side, in the order of ``runs``: each run on its own
     row (first at the top), a bar from start to finish, its due time ticked with a
     line to its start, the fixed-rate grid of slots as dotted lines, and a cross on
-    each slot between the first and the last run that no run served.  ``runs`` maps
+    each slot the policy dropped (a ``skipped`` or ``coalesced`` record: the slots
+    are read from the records, never guessed from gaps between runs).  ``runs`` maps
     each policy (:class:`~lldsched.policies.OverrunPolicy` or
     :class:`~lldsched.policies.Overlap`) to a frame or to records, such as
     :func:`lldsched.sim.overrun.simulate_overrun` returns.  ``axes``: one per policy."""
-    frames = {  # the runs only: not the slots a policy dropped (records of their own)
-        policy: ran(frame if isinstance(frame, pd.DataFrame) else to_frame(frame))
+    recorded = {
+        policy: frame if isinstance(frame, pd.DataFrame) else to_frame(frame)
         for policy, frame in runs.items()
+    }
+    frames = {policy: ran(frame) for policy, frame in recorded.items()}  # a row per run
+    dropped_slots = {  # the slots decided without a run, by their due times
+        policy: _dates(frame.loc[frame["outcome"].isin(_DROPPED), "due"])
+        for policy, frame in recorded.items()
     }
     policies = list(frames)
     if not policies or not all(isinstance(p, OverrunPolicy | Overlap) for p in policies):
@@ -89,9 +95,8 @@ def overrun_comparison(
             spans.append(_draw_runs(ax, frame, lane, colours, detail=True))
             worst = frame["lateness"].max().total_seconds()
             divisor, unit = _unit(worst)
-            dropped = len(_dropped_slots(frame, step))
             ax.set_title(
-                f"{policy.name}: {len(frame)} runs, {dropped} slots dropped,\n"
+                f"{policy.name}: {len(frame)} runs, {len(dropped_slots[policy])} slots dropped,\n"
                 f"worst lateness {worst / divisor:.3g} {unit}",
                 loc="left",
                 fontsize="medium",
@@ -104,8 +109,9 @@ def overrun_comparison(
         ax.set_ylabel("run")
         _time_axis(ax, tz, max_ticks=6)  # panels are narrow: ticks a minute apart overlap
     if spans:
-        low = min(span[0] for span in spans)
-        high = max(span[1] for span in spans)
+        slots = [float(x) for dropped in dropped_slots.values() for x in dropped]
+        low = min([span[0] for span in spans] + slots)
+        high = max([span[1] for span in spans] + slots)
         _set_xlim(panels[0], low, high)
         if step:
             grid_lines = np.arange(low, high + step, step)
@@ -114,12 +120,12 @@ def overrun_comparison(
                     ax.axvline(x, color="0.75", linestyle=":", linewidth=0.8, zorder=1)
     crosses = False
     for ax, policy in zip(panels, policies, strict=True):
-        dropped_slots = _dropped_slots(frames[policy], step)
-        if len(dropped_slots):
+        dropped = dropped_slots[policy]
+        if len(dropped):
             crosses = True
             # On the slot's grid line, at the top: a slot the policy ran nothing for.
             ax.plot(
-                dropped_slots, np.full(len(dropped_slots), 0.97),
+                dropped, np.full(len(dropped), 0.97),
                 transform=ax.get_xaxis_transform(), linestyle="none", marker="x",
                 markersize=7, color=_SKIPPED_COLOUR, markeredgewidth=1.8, zorder=6,
                 gid="skipped_slots",
@@ -140,20 +146,8 @@ def overrun_comparison(
 
 
 _SKIPPED_COLOUR = "tab:red"
-
-
-def _dropped_slots(frame: pd.DataFrame, step: float) -> Any:
-    """The fixed-rate slots (matplotlib dates) between the frame's first and last due
-    time that no run of the frame served (``step``: the period, in days)."""
-    seconds = step * 86400
-    dues = frame["due"]
-    if not seconds or not len(dues):
-        return np.array([])
-    first, last = dues.min(), dues.max()
-    count = round((last - first).total_seconds() / seconds) + 1
-    slots = pd.Series([first + pd.Timedelta(seconds=seconds * k) for k in range(count)])
-    dropped = slots[~slots.isin(set(dues))]
-    return _dates(dropped) if len(dropped) else np.array([])
+_DROPPED = (Outcome.SKIPPED, Outcome.COALESCED, Outcome.MISSED)
+"""The outcomes of a slot a policy dropped (a blocked wait is not one: its slot runs)."""
 
 
 def _grid_step(frames: Mapping[Any, pd.DataFrame]) -> float:
