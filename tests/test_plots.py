@@ -217,7 +217,7 @@ def test_every_policy_marks_the_slots_its_records_say_it_dropped() -> None:
     for ax, records in zip(figure.axes, runs.values(), strict=False):
         dropped = [r for r in records if r.outcome in ("skipped", "coalesced")]
         marked = [line for line in ax.get_lines() if line.get_gid() == "skipped_slots"]
-        assert sum(len(line.get_xdata()) for line in marked) == len(dropped)
+        assert sum(np.asarray(line.get_xdata()).size for line in marked) == len(dropped)
     dropped_by_policy = {p.name: sum(not r.outcome.ran for r in rs) for p, rs in runs.items()}
     assert dropped_by_policy == {  # BUFFER_ONE's are coalesced, ALLOW's over max_instances
         "SKIP": 6, "CATCH_UP": 0, "BUFFER_ONE": 5, "CANCEL_OTHER": 0, "ALLOW": 3,
