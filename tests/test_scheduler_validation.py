@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import pytest
@@ -92,3 +93,88 @@ def test_bad_scheduler_settings_are_rejected() -> None:
 def test_every_error_derives_from_the_package_base_error() -> None:
     for error in (ValidationError, ScheduleError, TaskNotFoundError):
         assert issubclass(error, LldschedError)
+
+
+def needs_one(value: int) -> int:
+    return value
+
+
+def needs_key(*, key: str) -> str:
+    return key
+
+
+def takes_ctx(value: int, ctx: Any) -> int:
+    return value
+
+
+class Greeter:
+    def greet(self, who: str) -> str:
+        return who
+
+
+def supplies_db(function: Any) -> Any:
+    """A decorator that passes the first argument itself: the wrapper takes none."""
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return function("db", *args, **kwargs)
+
+    return wrapper
+
+
+@supplies_db
+def reads(db: str) -> str:
+    return db
+
+
+@pytest.mark.parametrize(
+    ("action", "kwargs", "message"),
+    [
+        (needs_one, {}, "task 'job': action needs_one\\(value\\) cannot be called with "
+         "args=\\(\\): missing a required argument: 'value'"),
+        (needs_one, {"args": (1, 2)}, "args=\\(1, 2\\): too many positional arguments"),
+        (needs_one, {"kwargs": {"valu": 1}}, "kwargs={'valu': 1}: missing a required argument"),
+        (needs_key, {}, "missing a required argument: 'key'"),
+        (takes_ctx, {}, "action takes_ctx\\(value, ctx\\) .*'value'"),
+        (takes_ctx, {"args": (1,), "kwargs": {"ctx": 2}}, "kwargs name 'ctx', which the scheduler"),
+        (Greeter().greet, {}, "action Greeter.greet\\(who\\) .*'who'"),
+        (functools.partial(needs_one, 1), {"args": (2,)}, "too many positional arguments"),
+        ("math:factorial", {"isolation": "process"}, "action factorial\\(n, /\\) .*'n'"),
+    ],
+)  # fmt: skip
+def test_an_action_that_cannot_take_its_arguments_is_refused_at_registration(
+    clock: FakeClock, action: Any, kwargs: dict[str, Any], message: str
+) -> None:
+    """Not a TypeError in every attempt until the dead letter: refused, naming the
+    action, the arguments and what does not fit; what was registered is untouched."""
+    scheduler = Scheduler(clock=clock)
+    kept = scheduler.schedule("kept", needs_one, FixedRate(60), id="kept", args=(1,))
+    with pytest.raises(ValidationError, match=message):
+        scheduler.schedule("job", action, FixedRate(60), **kwargs)
+    with pytest.raises(ValidationError, match=message):  # replacing it checks the same
+        scheduler.schedule("job", action, FixedRate(60), id="kept", replace_existing=True, **kwargs)
+    assert scheduler.tasks() == [kept] and kept.action is needs_one and kept.args == (1,)
+    assert scheduler.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("action", "kwargs"),
+    [
+        (needs_one, {"args": (1,)}),
+        (needs_one, {"kwargs": {"value": 1}}),
+        (needs_key, {"kwargs": {"key": "k"}}),
+        (takes_ctx, {"args": (1,)}),
+        (Greeter().greet, {"args": ("you",)}),
+        (functools.partial(needs_one, 1), {}),
+        (reads, {}),  # judged by the wrapper's own (*args, **kwargs), not reads(db)
+        (print, {"args": ("a", "b")}),
+        ("math:factorial", {"isolation": "process", "args": [3]}),
+    ],
+)
+def test_an_action_that_takes_its_arguments_is_registered(
+    clock: FakeClock, action: Any, kwargs: dict[str, Any]
+) -> None:
+    scheduler = Scheduler(clock=clock)
+    task = scheduler.schedule("job", action, FixedRate(60), **kwargs)
+    assert scheduler.tasks() == [task]
+    assert scheduler.shutdown()

@@ -113,6 +113,7 @@ from lldsched.core.overlapping import OverlappingRuns, buffered
 from lldsched.core.packedstats import Rows, pack_all, packed_history, run_stats_maker
 from lldsched.core.parts import DueQueue
 from lldsched.core.registration import (
+    check_call,
     check_graph,
     check_task_id,
     check_zone,
@@ -265,6 +266,8 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
             overlap=overlap,
             max_instances=max_instances,
         )
+        if action is not None:
+            check_call(name, action, options)
         if task_id is not None:
             check_task_id(task_id)
             self._retention.registered(task_id)  # a retired task of this id is history

@@ -49,6 +49,7 @@ __all__ = [
     "ISOLATIONS",
     "UNCHANGED",
     "Unchanged",
+    "check_call",
     "check_graph",
     "check_isolation",
     "check_overlap",
@@ -86,6 +87,10 @@ no timeout, the default retry policy)."""
 SCHEDULE_TYPES: set[type] = set()  # types already seen to have first_run and next_run
 CONTEXT_BY_CODE: dict[Any, bool] = {}  # code object -> declares ``ctx`` (bounded below)
 _CONTEXT_CACHE_LIMIT = 4096
+# (code object, bound method?) -> its signature, None when it has none (bounded as above).
+# Which parameters exist and which have defaults is the code's, not the function's: two
+# functions made by one ``def`` bind arguments alike.
+SIGNATURE_BY_CODE: dict[tuple[Any, bool], inspect.Signature | None] = {}
 
 
 def is_schedule(schedule: object) -> bool:
@@ -116,6 +121,64 @@ def wants_context(action: Callable[..., Any]) -> bool:
     except (TypeError, ValueError):  # callables without a signature
         return False
     return "ctx" in parameters
+
+
+def check_call(name: str, action: Callable[..., Any], options: TaskOptions) -> None:
+    """``action`` can be called as each run calls it: ``action(*args, **kwargs)``, with
+    ``ctx=`` added when it declares ``ctx``.  ValidationError naming the arguments and
+    what is wrong (a required parameter missing, one too many, an unknown keyword, a
+    ``ctx`` in ``kwargs``), at registration rather than a ``TypeError`` in every attempt
+    until the dead letter.  A callable whose signature cannot be read passes; a wrapper
+    (``functools.wraps``) is judged by its own parameters, not the wrapped function's,
+    since a decorator may supply some of those.
+    """
+    args, kwargs, pass_context = options.args, options.kwargs, options.pass_context
+    code = getattr(action, "__code__", None)
+    if code is not None:
+        if not (args or kwargs or pass_context or code.co_argcount or code.co_kwonlyargcount):
+            return  # f() called as f(), the common registration: nothing to bind
+        key = (code, inspect.ismethod(action))
+        if key in SIGNATURE_BY_CODE:
+            signature = SIGNATURE_BY_CODE[key]
+        else:
+            signature = _signature(action)
+            if len(SIGNATURE_BY_CODE) < _CONTEXT_CACHE_LIMIT:
+                SIGNATURE_BY_CODE[key] = signature
+    else:  # builtins, partials, classes, callable objects
+        signature = _signature(action)
+    keywords = dict(kwargs or {})
+    if pass_context:
+        if "ctx" in keywords:
+            raise ValidationError(
+                f"task {name!r}: kwargs name 'ctx', which the scheduler passes to an action "
+                f"that declares it (a RunContext): got kwargs={kwargs!r}"
+            )
+        keywords["ctx"] = None
+    if signature is None:
+        return
+    try:
+        signature.bind(*args, **keywords)
+    except TypeError as exc:
+        given = f"args={tuple(args)!r}" + (f", kwargs={dict(kwargs)!r}" if kwargs else "")
+        bare = signature.replace(  # the parameters, without their annotations
+            parameters=[p.replace(annotation=p.empty) for p in signature.parameters.values()],
+            return_annotation=signature.empty,
+        )
+        raise ValidationError(
+            f"task {name!r}: action {_action_name(action)}{bare} cannot be called with "
+            f"{given}: {exc}"
+        ) from None
+
+
+def _signature(action: Callable[..., Any]) -> inspect.Signature | None:
+    try:
+        return inspect.signature(action, follow_wrapped=False)
+    except (TypeError, ValueError):  # callables without a signature
+        return None
+
+
+def _action_name(action: Callable[..., Any]) -> str:
+    return getattr(action, "__qualname__", None) or type(action).__qualname__
 
 
 def validated(

@@ -300,8 +300,8 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         cancelled at its timeout.  ``misfire`` says what happens to slots
         that pass while the scheduler is down (default ``MisfirePolicy()``: run once,
         60 s of grace; see :mod:`lldsched.policies`).  Every argument is validated
-        here; with a durable store that includes the action's import path and JSON
-        arguments.
+        here, including that ``action`` accepts ``args`` and ``kwargs``; with a durable
+        store that includes the action's import path and JSON arguments.
 
         ``isolation="process"`` runs each attempt in a worker process (see
         :mod:`lldsched.threaded.processes`): ``action`` is then an import path,
