@@ -88,6 +88,10 @@ def test_bad_scheduler_settings_are_rejected() -> None:
         Scheduler(listener_backlog=0)
     with pytest.raises(ValidationError, match="on_event"):
         Scheduler(listeners=[42])  # type: ignore[list-item]
+    with pytest.raises(ValidationError, match=r"store must be a TaskStore .*got 'tasks\.db'"):
+        Scheduler(store="tasks.db")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match=r"clock must be a Clock .*got 0\.0"):
+        Scheduler(clock=0.0)  # type: ignore[arg-type]
 
 
 def test_every_error_derives_from_the_package_base_error() -> None:

@@ -191,6 +191,10 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         self._ids = ids or sequential_ids()
         self._default_ids = ids is None  # restore() moves the default past restored ids
         self._chosen_ids = False  # a caller chose an id: the default generator skips taken ones
+        if store is not None and not isinstance(store, TaskStore):
+            raise ValidationError(
+                f"store must be a TaskStore (save, delete and load_all methods), got {store!r}"
+            )
         self._store = store
         # Where events go; a runtime sets it as listeners come and go (None: nobody
         # listens, and no event object is built).

@@ -128,6 +128,8 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         listeners = list(listeners)
         for listener in listeners:
             self._dispatcher.add(listener)
+        if clock is not None and not isinstance(clock, Clock):
+            raise ValidationError(f"clock must be a Clock (now and wait methods), got {clock!r}")
         self._clock = clock if clock is not None else SystemClock()
         # The scheduler's one lock.  It guards the core state machine (registry,
         # statuses, dead letter), the heap, the deadline heap, the pool's hand-off
