@@ -558,7 +558,9 @@ def isolated_action(name: str, action: object, *, isolation: object) -> Callable
 
     ValidationError naming the bad value: an ``isolation`` that is not one of
     :data:`ISOLATIONS`, or a process-isolated ``action`` that is a callable object
-    (it must be given by name: nothing is pickled) or a path that does not import.
+    (it must be given by name: nothing is pickled), a path that does not import, or a
+    path into ``__main__`` (the child's ``__main__`` is its own, so the function could
+    never be found there).
     """
     if check_isolation(name, isolation) == "thread":
         if isinstance(action, str):
@@ -573,6 +575,12 @@ def isolated_action(name: str, action: object, *, isolation: object) -> Callable
         raise ValidationError(
             f"task {name!r}: a process-isolated action is given by its import path "
             f"'package.module:function', got {action!r}"
+        )
+    if action.partition(":")[0] == "__main__":
+        raise ValidationError(
+            f"task {name!r}: a process-isolated action cannot live in __main__, got "
+            f"{action!r}: the worker process runs its own __main__, where the function "
+            "does not exist; move it into a module and name it 'module:function'"
         )
     try:
         function = import_callable(action)
