@@ -43,6 +43,7 @@ from lldsched.persistence import Task
 from lldsched.policies import MisfirePolicy, Overlap, OverrunPolicy, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.schedules.cron import CronSchedule
+from lldsched.schedules.decorators import Jittered, Window
 from lldsched.schedules.simple import FixedDelay, OneTime
 
 __all__ = [
@@ -94,11 +95,15 @@ SIGNATURE_BY_CODE: dict[tuple[Any, bool], inspect.Signature | None] = {}
 
 
 def is_schedule(schedule: object) -> bool:
-    """True when ``schedule`` has ``first_run`` and ``next_run``; remembers its type."""
+    """True when ``schedule`` has ``first_run`` and ``next_run``; remembers its type
+    (not ``Jittered`` and ``Window``: :func:`schedule_of` reads the cron they wrap in the
+    default zone, so they never take the shortcut past it)."""
     if callable(getattr(schedule, "first_run", None)) and callable(
         getattr(schedule, "next_run", None)
     ):
-        SCHEDULE_TYPES.add(type(schedule))
+        kind = type(schedule)
+        if kind is not Jittered and kind is not Window:
+            SCHEDULE_TYPES.add(kind)
         return True
     return False
 
@@ -439,9 +444,34 @@ def schedule_of(name: str, schedule: object, *, tz: str) -> Schedule:
         if schedule.names_zone or schedule.tz == tz:
             return schedule
         return schedule.in_zone(tz)
+    if kind is Jittered or kind is Window:
+        return _in_zone(cast(Schedule, schedule), tz)
     if not is_schedule(schedule):
         raise _not_a_schedule(name, schedule)
     return cast(Schedule, schedule)
+
+
+def _in_zone(schedule: Schedule, tz: str) -> Schedule:
+    """``schedule`` with a ``CronSchedule`` that names no zone read in ``tz``, also inside
+    ``Jittered`` and ``Window`` (rebuilt around it, with their own settings); the same
+    object when nothing in it changes."""
+    kind = type(schedule)
+    if kind is CronSchedule:
+        assert isinstance(schedule, CronSchedule)
+        return schedule if schedule.names_zone or schedule.tz == tz else schedule.in_zone(tz)
+    if kind is Jittered:
+        assert isinstance(schedule, Jittered)
+        inner = _in_zone(schedule.schedule, tz)
+        if inner is schedule.schedule:
+            return schedule
+        return Jittered(inner, schedule.max_delay, seed=schedule.seed)
+    if kind is Window:
+        assert isinstance(schedule, Window)
+        inner = _in_zone(schedule.schedule, tz)
+        if inner is schedule.schedule:
+            return schedule
+        return Window(inner, start=schedule.start, end=schedule.end, max_runs=schedule.max_runs)
+    return schedule
 
 
 def _not_a_schedule(name: str, schedule: object) -> ValidationError:
