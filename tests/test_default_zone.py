@@ -60,6 +60,7 @@ def test_zoneless_cron_inside_jittered_and_window_reads_in_the_default_zone_too(
     assert window.schedule == Window(berlin, max_runs=2)
     assert window.next_run_at == T0 + 2 * HOUR  # 12:00 Berlin, not 12:00 UTC
     assert nested.schedule == Window(Jittered(berlin, 60, seed=3), max_runs=2)
+    assert nested.next_run_at is not None
     assert T0 + 2 * HOUR <= nested.next_run_at <= T0 + 2 * HOUR + 60
     assert named.next_run_at == T0 + 3 * HOUR  # 12:00 UTC, as named
     runtime.reschedule(named.id, Jittered(CronSchedule("0 12 * * *"), 60, seed=3))
