@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 from typing import Any
 
 import pytest
@@ -181,4 +182,35 @@ def test_an_action_that_takes_its_arguments_is_registered(
     scheduler = Scheduler(clock=clock)
     task = scheduler.schedule("job", action, FixedRate(60), **kwargs)
     assert scheduler.tasks() == [task]
+    assert scheduler.shutdown()
+
+
+def declares_signature(function: Any) -> Any:
+    """A decorator whose wrappers (one code object) each carry their function's signature."""
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return function(*args, **kwargs)
+
+    wrapper.__signature__ = inspect.signature(function)  # type: ignore[attr-defined]
+    return wrapper
+
+
+@declares_signature
+def declared_one(value: int) -> int:
+    return value
+
+
+@declares_signature
+def declared_none() -> None:
+    return None
+
+
+def test_wrappers_sharing_code_are_judged_each_by_its_own_signature(clock: FakeClock) -> None:
+    scheduler = Scheduler(clock=clock)
+    scheduler.schedule("one", declared_one, FixedRate(60), args=(1,))
+    scheduler.schedule("none", declared_none, FixedRate(60))  # not declared_one's (value)
+    with pytest.raises(ValidationError, match="declared_none\\(\\) cannot be called with args"):
+        scheduler.schedule("none", declared_none, FixedRate(60), args=(1,))
+    assert [task.name for task in scheduler.tasks()] == ["one", "none"]
     assert scheduler.shutdown()

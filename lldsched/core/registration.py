@@ -147,7 +147,10 @@ def check_call(name: str, action: Callable[..., Any], options: TaskOptions) -> N
             signature = SIGNATURE_BY_CODE[key]
         else:
             signature = _signature(action)
-            if len(SIGNATURE_BY_CODE) < _CONTEXT_CACHE_LIMIT:
+            # A __signature__ belongs to one function, not to its code (a decorator's
+            # wrappers share one code object): such a function is read each time.
+            own = getattr(action, "__signature__", None) is not None
+            if not own and len(SIGNATURE_BY_CODE) < _CONTEXT_CACHE_LIMIT:
                 SIGNATURE_BY_CODE[key] = signature
     else:  # builtins, partials, classes, callable objects
         signature = _signature(action)
