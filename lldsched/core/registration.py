@@ -86,7 +86,9 @@ no timeout, the default retry policy)."""
 # runtime's lock, or by the single-threaded simulation; a racing write stores the
 # same answer).
 SCHEDULE_TYPES: set[type] = set()  # types already seen to have first_run and next_run
-CONTEXT_BY_CODE: dict[Any, bool] = {}  # code object -> declares ``ctx`` (bounded below)
+# code object -> declares ``ctx``, or _ASK_WRAPPED (bounded below)
+CONTEXT_BY_CODE: dict[Any, bool | str] = {}
+_ASK_WRAPPED = "takes **kwargs: ask __wrapped__"
 _CONTEXT_CACHE_LIMIT = 4096
 # (code object, bound method?) -> its signature, None when it has none (bounded as above).
 # Which parameters exist and which have defaults is the code's, not the function's: two
@@ -109,16 +111,24 @@ def is_schedule(schedule: object) -> bool:
 
 
 def wants_context(action: Callable[..., Any]) -> bool:
-    """True when ``action`` declares a parameter named ``ctx``."""
+    """True when ``action`` declares a parameter named ``ctx``, or is a wrapper that takes
+    ``**kwargs`` around one that does (``functools.wraps`` sets ``__wrapped__``): the
+    wrapper passes ``ctx=`` on."""
     code = getattr(action, "__code__", None)  # a bound method passes its function's on
     if code is not None:  # plain functions and methods: no inspect.signature on the hot path
         known = CONTEXT_BY_CODE.get(code)
         if known is None:
             names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
-            known = "ctx" in names
+            if "ctx" in names:
+                known = True
+            else:
+                known = _ASK_WRAPPED if code.co_flags & inspect.CO_VARKEYWORDS else False
             if len(CONTEXT_BY_CODE) < _CONTEXT_CACHE_LIMIT:
                 CONTEXT_BY_CODE[code] = known
-        return known
+        if known is _ASK_WRAPPED:  # the code is shared by wrappers of different functions
+            wrapped = getattr(action, "__wrapped__", None)
+            return wrapped is not None and wants_context(wrapped)
+        return known is True
     if isinstance(action, BuiltinFunctionType):  # print, len: C functions take no ctx, and
         return False  # inspect would parse their text signature at every registration (~100 µs)
     try:
