@@ -113,7 +113,6 @@ from lldsched.core.overlapping import OverlappingRuns, buffered
 from lldsched.core.packedstats import Rows, pack_all, packed_history, run_stats_maker
 from lldsched.core.parts import DueQueue
 from lldsched.core.registration import (
-    check_call,
     check_graph,
     check_task_id,
     check_zone,
@@ -271,8 +270,6 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
             overlap=overlap,
             max_instances=max_instances,
         )
-        if action is not None:
-            check_call(name, action, options)
         if task_id is not None:
             check_task_id(task_id)
         upstreams = options.depends_on

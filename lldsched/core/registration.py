@@ -86,9 +86,11 @@ no timeout, the default retry policy)."""
 # runtime's lock, or by the single-threaded simulation; a racing write stores the
 # same answer).
 SCHEDULE_TYPES: set[type] = set()  # types already seen to have first_run and next_run
-# code object -> declares ``ctx``, or _ASK_WRAPPED (bounded below)
-CONTEXT_BY_CODE: dict[Any, bool | str] = {}
-_ASK_WRAPPED = "takes **kwargs: ask __wrapped__"
+# What calling a function of this code needs (bounded below): _BARE (no parameter at
+# all: f() is the only call, nothing to check), _TAKES (parameters, no ctx), _CTX
+# (declares ctx), _ASK_WRAPPED (no ctx, takes **kwargs: ask what it wraps).
+CALL_BY_CODE: dict[Any, int] = {}
+_BARE, _TAKES, _CTX, _ASK_WRAPPED = 0, 1, 2, 3  # compared by identity (cheaper than ==)
 _CONTEXT_CACHE_LIMIT = 4096
 # (code object, bound method?) -> its signature, None when it has none (bounded as above).
 # Which parameters exist and which have defaults is the code's, not the function's: two
@@ -114,28 +116,35 @@ def wants_context(action: Callable[..., Any]) -> bool:
     """True when ``action`` declares a parameter named ``ctx``, or is a wrapper that takes
     ``**kwargs`` around one that does (``functools.wraps`` sets ``__wrapped__``): the
     wrapper passes ``ctx=`` on."""
+    return _call_shape(action) is _CTX
+
+
+def _call_shape(action: Callable[..., Any]) -> int:
+    """What calling ``action`` needs: ``_BARE``, ``_TAKES`` or ``_CTX`` (see CALL_BY_CODE)."""
     code = getattr(action, "__code__", None)  # a bound method passes its function's on
     if code is not None:  # plain functions and methods: no inspect.signature on the hot path
-        known = CONTEXT_BY_CODE.get(code)
+        known = CALL_BY_CODE.get(code)
         if known is None:
             names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
             if "ctx" in names:
-                known = True
+                known = _CTX
+            elif code.co_flags & inspect.CO_VARKEYWORDS:
+                known = _ASK_WRAPPED
             else:
-                known = _ASK_WRAPPED if code.co_flags & inspect.CO_VARKEYWORDS else False
-            if len(CONTEXT_BY_CODE) < _CONTEXT_CACHE_LIMIT:
-                CONTEXT_BY_CODE[code] = known
+                known = _TAKES if names else _BARE
+            if len(CALL_BY_CODE) < _CONTEXT_CACHE_LIMIT:
+                CALL_BY_CODE[code] = known
         if known is _ASK_WRAPPED:  # the code is shared by wrappers of different functions
             wrapped = getattr(action, "__wrapped__", None)
-            return wrapped is not None and wants_context(wrapped)
-        return known is True
+            return _CTX if wrapped is not None and wants_context(wrapped) else _TAKES
+        return known
     if isinstance(action, BuiltinFunctionType):  # print, len: C functions take no ctx, and
-        return False  # inspect would parse their text signature at every registration (~100 µs)
+        return _TAKES  # inspect would parse their text signature at every registration (~100 µs)
     try:
         parameters = inspect.signature(action).parameters
     except (TypeError, ValueError):  # callables without a signature
-        return False
-    return "ctx" in parameters
+        return _TAKES
+    return _CTX if "ctx" in parameters else _TAKES
 
 
 def check_call(name: str, action: Callable[..., Any], options: TaskOptions) -> None:
@@ -151,7 +160,7 @@ def check_call(name: str, action: Callable[..., Any], options: TaskOptions) -> N
     code = getattr(action, "__code__", None)
     if code is not None:
         if not (args or kwargs or pass_context or code.co_argcount or code.co_kwonlyargcount):
-            return  # f() called as f(), the common registration: nothing to bind
+            return  # f() called as f(): nothing to bind
         key = (code, inspect.ismethod(action))
         if key in SIGNATURE_BY_CODE:
             signature = SIGNATURE_BY_CODE[key]
@@ -215,6 +224,7 @@ def validated(
     depends_on: Iterable[str] = (),
     overlap: Overlap | None = None,
     max_instances: int | None = None,
+    check_arguments: bool = True,
 ) -> tuple[Schedule, Priority, TaskOptions]:
     """Check everything a registration passes; return its schedule (:func:`schedule_of`:
     cron text and a ``CronSchedule`` naming no zone are read in ``tz``), its
@@ -227,6 +237,10 @@ def validated(
     ``action`` may be None (a simulated task needs none; the threaded runtime asks
     :func:`not_callable` for None first).  Options equal to the defaults are the shared
     :data:`~lldsched.core.task.DEFAULT_OPTIONS`.
+
+    ``check_arguments``: also :func:`check_call` (default; a task restored from a store
+    or modified passes False: it is not judged again).  An action with no parameter at
+    all registered without arguments, the common case, needs no call to it.
     """
     if not isinstance(name, str) or not name or name.isspace():
         raise ValidationError(f"task name must be a non-empty string, got {name!r}")
@@ -239,7 +253,8 @@ def validated(
         schedule = schedule_of(name, schedule, tz=tz)
     if type(priority) is not Priority:
         priority = _priority(name, priority)
-    pass_context = action is not None and wants_context(action)
+    shape = _BARE if action is None else _call_shape(action)
+    pass_context = shape is _CTX
     # Nothing given, nothing to check: the common registration skips _options().
     # (Five checks folded into this one call, and this shortcut, are worth about a
     # fifth of a registration: benchmarks/bench_scale.py.)
@@ -256,6 +271,8 @@ def validated(
         and isolation == "thread"
         and not depends_on
     ):
+        if check_arguments and shape is not _BARE:
+            check_call(name, cast(Callable[..., Any], action), DEFAULT_OPTIONS)
         return schedule, priority, DEFAULT_OPTIONS
     options = _options(
         name,
@@ -279,6 +296,8 @@ def validated(
                 "use Overlap.BUFFER_ONE or no overlap policy"
             )
         options = options._replace(overlap=overlap, max_instances=max_instances)
+    if check_arguments and action is not None:
+        check_call(name, action, options)
     return schedule, priority, options
 
 
