@@ -214,3 +214,21 @@ def test_wrappers_sharing_code_are_judged_each_by_its_own_signature(clock: FakeC
         scheduler.schedule("none", declared_none, FixedRate(60), args=(1,))
     assert [task.name for task in scheduler.tasks()] == ["one", "none"]
     assert scheduler.shutdown()
+
+
+def test_a_definition_another_process_registered_is_followed_without_judging_its_call(
+    clock: FakeClock,
+) -> None:
+    """A shared store's change is the other process's registration, judged there (its
+    code may differ from ours during a rolling deploy): following it does not refuse it."""
+    from lldsched.core.follow import follow
+    from lldsched.persistence import Change
+
+    scheduler = Scheduler(clock=clock)
+    task = scheduler.schedule("job", needs_one, FixedRate(60), id="job", args=(1,))
+    core = scheduler._core
+    changed = task.definition._replace(args=(), schedule=FixedRate(120))  # needs_one()
+    snapshot = core.snapshot(task)._replace(task=changed)
+    assert follow(core, Change("job", 2, snapshot)) is task
+    assert task.schedule == FixedRate(120) and task.args == ()
+    assert scheduler.shutdown()

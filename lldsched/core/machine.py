@@ -232,9 +232,14 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         depends_on: Sequence[str] = (),
         overlap: Overlap | None = None,
         max_instances: int | None = None,
+        check_arguments: bool = True,
     ) -> ScheduledTask:
         """Validate (:mod:`~lldsched.core.registration`), register and queue a task;
         nothing is registered if anything is wrong.
+
+        ``check_arguments=False`` skips the check that ``action`` takes its arguments
+        (:func:`~lldsched.core.registration.check_call`): for a definition another
+        process registered (:mod:`lldsched.core.follow`), judged there already.
 
         ``depends_on`` names registered tasks whose successes each slot waits for
         (:mod:`lldsched.core.dependencies`); an unknown id or a cycle is a
@@ -269,6 +274,7 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
             depends_on=depends_on,
             overlap=overlap,
             max_instances=max_instances,
+            check_arguments=check_arguments,
         )
         if task_id is not None:
             check_task_id(task_id)
