@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import pytest
 
@@ -12,6 +13,7 @@ from lldsched import (
     FixedRate,
     OneTime,
     RetryPolicy,
+    Simulation,
     TaskNotFoundError,
     TaskStatus,
 )
@@ -326,6 +328,45 @@ def test_an_action_gets_the_run_context_by_its_parameter_name_whatever_callable_
     assert wants_context(Job()) and wants_context(functools.partial(plain))
     assert not wants_context(print)  # a C function: no ctx, and no text signature parsed
     assert not wants_context(functools.partial(print, "x"))
+
+
+def passes_everything_on(function: Any) -> Any:
+    """A decorator as most are written: ``functools.wraps`` and ``*args, **kwargs``."""
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return function(*args, **kwargs)
+
+    return wrapper
+
+
+CONTEXTS_SEEN: list[str] = []
+
+
+@passes_everything_on
+def decorated_with_ctx(ctx: Any) -> None:
+    CONTEXTS_SEEN.append(type(ctx).__name__)
+
+
+@passes_everything_on
+def decorated_without(value: int = 0) -> int:
+    return value
+
+
+def test_a_decorated_action_gets_the_run_context_when_what_it_wraps_declares_ctx(
+    clock: FakeClock,
+) -> None:
+    """The wrapper declares no ctx itself; it takes **kwargs and wraps one that does. Each
+    wrapper of the shared code is asked about its own function."""
+    from lldsched.core.registration import wants_context
+
+    assert wants_context(decorated_with_ctx) and not wants_context(decorated_without)
+    assert wants_context(decorated_with_ctx)  # the cached answer for the code is not reused
+    CONTEXTS_SEEN.clear()
+    sim = Simulation(start=clock.now())  # runs the action, as a worker does
+    task = sim.schedule("job", OneTime(delay=0), action=decorated_with_ctx)
+    sim.run_for(1)
+    assert [r.ok for r in task.history] == [True] and CONTEXTS_SEEN == ["RunContext"]
 
 
 def test_validated_is_the_one_gate_of_what_counts_as_a_schedule() -> None:

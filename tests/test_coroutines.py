@@ -4,7 +4,11 @@ timeouts enforced and their runs cancelled by cancel and pause."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
+import gc
+import logging
+import sys
 import threading
 from collections.abc import Awaitable
 
@@ -200,6 +204,41 @@ def test_shutdown_cancels_coroutines_still_running_at_its_timeout_and_they_stay_
     assert stopped.is_set() and loop_threads() == []
     assert task.history[0].error == "CancelledError: scheduler shut down"
     assert task.status is TaskStatus.RETRYING and task.next_run_at is not None
+
+
+async def deaf(started: threading.Event) -> None:
+    """Swallows every cancellation: it ends only when its coroutine is closed."""
+    started.set()
+    while True:
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(3600)
+
+
+def test_a_coroutine_deaf_to_cancellation_is_recorded_at_shutdown_and_closed_quietly(
+    make_scheduler: SchedulerFactory,
+    clock: FakeClock,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Shutdown records the run it could not cancel; when the collector later closes the
+    coroutine (the loop is closed by then), nothing claims it failed again and nothing
+    tries to reach the closed loop ("Event loop is closed", an unraisable error)."""
+    unraisable: list[BaseException | None] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda hook: unraisable.append(hook.exc_value))
+    started = threading.Event()
+    scheduler = make_scheduler(clock=clock)
+    task = scheduler.schedule(
+        "deaf", deaf, OneTime(delay=0), args=(started,), retry=RetryPolicy(max_attempts=1)
+    )
+    assert started.wait(5)
+    with caplog.at_level(logging.ERROR, logger="lldsched"):
+        assert scheduler.shutdown(timeout=0.1) is True
+        assert [r.error for r in task.history] == ["CancelledError: scheduler shut down"]
+        gc.collect()  # the pending task and its coroutine go: GeneratorExit in the run
+    assert [r.getMessage() for r in caplog.records if r.name == "lldsched"] == []
+    assert unraisable == []
+    assert [r.error for r in task.history] == ["CancelledError: scheduler shut down"]
+    assert task.status is TaskStatus.FAILED
 
 
 def test_the_event_loop_starts_at_the_first_coroutine_run_and_closes_at_shutdown(

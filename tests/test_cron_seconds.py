@@ -223,6 +223,7 @@ def test_the_simulation_runs_a_six_field_schedule_every_fifteen_seconds() -> Non
         ("30 * * * * *", "At second 30 of every minute"),
         ("0,30 * * * * *", "At seconds 0 and 30 of every minute"),
         ("*/15 * * * * *", "Every 15 seconds"),
+        ("*/45 * * * * *", "Every 45th second of the minute"),  # :00 and :45, not a period
         ("* * * * * *", "Every second"),
         ("5/10 * * * * *", "Every 10 seconds from second 5 through 55"),
         ("0 */5 * * * *", "Every 5 minutes"),

@@ -325,6 +325,14 @@ def test_iteration_crosses_month_ends_and_weekends_like_single_queries() -> None
         ("0 0 * * */2", "At 00:00, on Sunday, Tuesday, Thursday and Saturday"),
         ("0 0 1-7 * 1", "At 00:00, on days 1 through 7 of the month or on Monday"),
         ("*/5 * L * *", "Every 5 minutes, on the last day of the month"),
+        # a step that does not divide the hour (or the day) is not a period: */7 fires at
+        # :56 and again at :00, four minutes later
+        ("*/7 * * * *", "Every 7th minute of the hour"),
+        ("*/25 * * * *", "Every 25th minute of the hour"),
+        ("*/7 9-17 * * *", "Every 7th minute of the hour from 09:00 through 17:59"),
+        ("0 */5 * * *", "Every 5th hour of the day"),
+        ("15 */5 * * *", "Every 5th hour of the day at minute 15"),
+        ("0 */6 * * *", "Every 6 hours"),
     ],
 )
 def test_explain_says_the_expression_in_plain_english(expr: str, sentence: str) -> None:

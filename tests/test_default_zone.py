@@ -12,11 +12,13 @@ import pytest
 from lldsched import (
     CronSchedule,
     FakeClock,
+    Jittered,
     ScheduledTask,
     ScheduleError,
     Scheduler,
     Simulation,
     SqliteTaskStore,
+    Window,
 )
 from tests import jobs
 from tests.conftest import T0, SchedulerFactory
@@ -38,6 +40,31 @@ def test_cron_text_and_zoneless_cron_read_in_the_default_zone_named_zones_stay(
     assert text.next_run_at == zoneless.next_run_at == T0 + 2 * HOUR  # 12:00 Berlin
     assert named.schedule == CronSchedule("0 12 * * *", tz="UTC")
     assert named.next_run_at == T0 + 3 * HOUR  # 12:00 UTC
+    if isinstance(runtime, Scheduler):
+        runtime.shutdown()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_zoneless_cron_inside_jittered_and_window_reads_in_the_default_zone_too(
+    kind: str,
+) -> None:
+    """A decorator does not hide its cron from the default zone: registered bare or
+    wrapped (nested too), "0 12 * * *" is 12:00 in Berlin; a named zone inside stays."""
+    runtime = _build(kind, tz="Europe/Berlin")
+    berlin = CronSchedule("0 12 * * *", tz="Europe/Berlin")
+    window = _add(runtime, "window", Window(CronSchedule("0 12 * * *"), max_runs=2))
+    nested = _add(
+        runtime, "nested", Window(Jittered(CronSchedule("0 12 * * *"), 60, seed=3), max_runs=2)
+    )
+    named = _add(runtime, "named", Window(CronSchedule("0 12 * * *", tz="UTC"), max_runs=2))
+    assert window.schedule == Window(berlin, max_runs=2)
+    assert window.next_run_at == T0 + 2 * HOUR  # 12:00 Berlin, not 12:00 UTC
+    assert nested.schedule == Window(Jittered(berlin, 60, seed=3), max_runs=2)
+    assert nested.next_run_at is not None
+    assert T0 + 2 * HOUR <= nested.next_run_at <= T0 + 2 * HOUR + 60
+    assert named.next_run_at == T0 + 3 * HOUR  # 12:00 UTC, as named
+    runtime.reschedule(named.id, Jittered(CronSchedule("0 12 * * *"), 60, seed=3))
+    assert named.schedule == Jittered(berlin, 60, seed=3)
     if isinstance(runtime, Scheduler):
         runtime.shutdown()
 

@@ -252,6 +252,8 @@ def register(runtime: Scheduler | Simulation, action: Any, **options: Any) -> Sc
         (f"{JOBS}:add", {}, f"'{JOBS}:add'"),
         ("not a path", {"isolation": "process"}, "'not a path'"),
         (f"{JOBS}:with_context", {"isolation": "process"}, "cannot take ctx"),
+        # the child's __main__ is its own: every attempt would fail with "no attribute"
+        ("__main__:main", {"isolation": "process"}, "cannot live in __main__, got '__main__:"),
     ],
 )
 def test_bad_isolated_registrations_are_refused_naming_the_value_and_lose_nothing(

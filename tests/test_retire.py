@@ -221,6 +221,47 @@ def test_a_retired_id_registered_again_is_a_new_task(kind: str, opened: list[Dri
     assert again.status is TaskStatus.SCHEDULED and again.run_count == 0
 
 
+def test_a_retired_id_replaced_stays_finished_as_a_held_one_does(
+    kind: str, opened: list[Driven]
+) -> None:
+    """replace_existing=True finds a retired task as it finds a held one: it takes the new
+    definition and keeps its finished status, so nothing runs again."""
+    store = InMemoryTaskStore()
+    driven = driven_with(opened, kind, store=store, retain_finished=0)
+    driven.add("migrate", OneTime(T0 + 1), id="migrate")
+    driven.run_until(T0 + 10)
+    assert held(driven) == []
+    again = driven.add("migrate", OneTime(T0 + 20), id="migrate", replace_existing=True)
+    assert (again.status, again.next_run_at, again.schedule) == (
+        TaskStatus.SUCCEEDED, None, OneTime(T0 + 20)
+    )  # fmt: skip
+    driven.run_until(T0 + 30)
+    assert [r.outcome.value for r in store.records("migrate")] == ["ok"]  # one run, not two
+    snapshot = store.get("migrate")
+    assert snapshot is not None and snapshot.status is TaskStatus.SUCCEEDED
+    assert snapshot.task.schedule == OneTime(T0 + 20)  # the new definition is written
+    with pytest.raises(TaskRetiredError, match="'migrate' finished \\(succeeded\\)"):
+        driven.runtime.task("migrate")  # and it retired again
+
+
+def test_a_one_off_registered_by_id_at_every_start_runs_once_whatever_the_retention(
+    kind: str,
+) -> None:
+    """The README's service start (id= and replace_existing=True on a durable store): a
+    restored finished task retires at once past the retention, and registering it again
+    must not run it again."""
+    store = InMemoryTaskStore()
+    for start in range(3):
+        driven = Driven(kind, store=store, retain_finished=0)
+        try:
+            task = driven.add("migrate", OneTime(T0 + 1), id="migrate", replace_existing=True)
+            assert task.status is (TaskStatus.SCHEDULED if start == 0 else TaskStatus.SUCCEEDED)
+            driven.run_until(T0 + 10 * (start + 1))
+        finally:
+            driven.close()
+    assert [r.outcome.value for r in store.records("migrate")] == ["ok"]
+
+
 def test_a_store_reopened_retires_its_finished_tasks_past_the_retention(kind: str) -> None:
     store = InMemoryTaskStore()
     first = Driven(kind, store=store, retain_finished=None)

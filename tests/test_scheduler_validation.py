@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 from typing import Any
 
 import pytest
@@ -87,8 +89,146 @@ def test_bad_scheduler_settings_are_rejected() -> None:
         Scheduler(listener_backlog=0)
     with pytest.raises(ValidationError, match="on_event"):
         Scheduler(listeners=[42])  # type: ignore[list-item]
+    with pytest.raises(ValidationError, match=r"store must be a TaskStore .*got 'tasks\.db'"):
+        Scheduler(store="tasks.db")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match=r"clock must be a Clock .*got 0\.0"):
+        Scheduler(clock=0.0)  # type: ignore[arg-type]
 
 
 def test_every_error_derives_from_the_package_base_error() -> None:
     for error in (ValidationError, ScheduleError, TaskNotFoundError):
         assert issubclass(error, LldschedError)
+
+
+def needs_one(value: int) -> int:
+    return value
+
+
+def needs_key(*, key: str) -> str:
+    return key
+
+
+def takes_ctx(value: int, ctx: Any) -> int:
+    return value
+
+
+class Greeter:
+    def greet(self, who: str) -> str:
+        return who
+
+
+def supplies_db(function: Any) -> Any:
+    """A decorator that passes the first argument itself: the wrapper takes none."""
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return function("db", *args, **kwargs)
+
+    return wrapper
+
+
+@supplies_db
+def reads(db: str) -> str:
+    return db
+
+
+@pytest.mark.parametrize(
+    ("action", "kwargs", "message"),
+    [
+        (needs_one, {}, "task 'job': action needs_one\\(value\\) cannot be called with "
+         "args=\\(\\): missing a required argument: 'value'"),
+        (needs_one, {"args": (1, 2)}, "args=\\(1, 2\\): too many positional arguments"),
+        (needs_one, {"kwargs": {"valu": 1}}, "kwargs={'valu': 1}: missing a required argument"),
+        (needs_key, {}, "missing a required argument: 'key'"),
+        (takes_ctx, {}, "action takes_ctx\\(value, ctx\\) .*'value'"),
+        (takes_ctx, {"args": (1,), "kwargs": {"ctx": 2}}, "kwargs name 'ctx', which the scheduler"),
+        (Greeter().greet, {}, "action Greeter.greet\\(who\\) .*'who'"),
+        (functools.partial(needs_one, 1), {"args": (2,)}, "too many positional arguments"),
+        ("math:factorial", {"isolation": "process"}, "action factorial\\(n, /\\) .*'n'"),
+    ],
+)  # fmt: skip
+def test_an_action_that_cannot_take_its_arguments_is_refused_at_registration(
+    clock: FakeClock, action: Any, kwargs: dict[str, Any], message: str
+) -> None:
+    """Not a TypeError in every attempt until the dead letter: refused, naming the
+    action, the arguments and what does not fit; what was registered is untouched."""
+    scheduler = Scheduler(clock=clock)
+    kept = scheduler.schedule("kept", needs_one, FixedRate(60), id="kept", args=(1,))
+    with pytest.raises(ValidationError, match=message):
+        scheduler.schedule("job", action, FixedRate(60), **kwargs)
+    with pytest.raises(ValidationError, match=message):  # replacing it checks the same
+        scheduler.schedule("job", action, FixedRate(60), id="kept", replace_existing=True, **kwargs)
+    assert scheduler.tasks() == [kept] and kept.action is needs_one and kept.args == (1,)
+    assert scheduler.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("action", "kwargs"),
+    [
+        (needs_one, {"args": (1,)}),
+        (needs_one, {"kwargs": {"value": 1}}),
+        (needs_key, {"kwargs": {"key": "k"}}),
+        (takes_ctx, {"args": (1,)}),
+        (Greeter().greet, {"args": ("you",)}),
+        (functools.partial(needs_one, 1), {}),
+        (reads, {}),  # judged by the wrapper's own (*args, **kwargs), not reads(db)
+        (print, {"args": ("a", "b")}),
+        ("math:factorial", {"isolation": "process", "args": [3]}),
+    ],
+)
+def test_an_action_that_takes_its_arguments_is_registered(
+    clock: FakeClock, action: Any, kwargs: dict[str, Any]
+) -> None:
+    scheduler = Scheduler(clock=clock)
+    task = scheduler.schedule("job", action, FixedRate(60), **kwargs)
+    assert scheduler.tasks() == [task]
+    assert scheduler.shutdown()
+
+
+def declares_signature(function: Any) -> Any:
+    """A decorator whose wrappers (one code object) each carry their function's signature."""
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return function(*args, **kwargs)
+
+    wrapper.__signature__ = inspect.signature(function)  # type: ignore[attr-defined]
+    return wrapper
+
+
+@declares_signature
+def declared_one(value: int) -> int:
+    return value
+
+
+@declares_signature
+def declared_none() -> None:
+    return None
+
+
+def test_wrappers_sharing_code_are_judged_each_by_its_own_signature(clock: FakeClock) -> None:
+    scheduler = Scheduler(clock=clock)
+    scheduler.schedule("one", declared_one, FixedRate(60), args=(1,))
+    scheduler.schedule("none", declared_none, FixedRate(60))  # not declared_one's (value)
+    with pytest.raises(ValidationError, match="declared_none\\(\\) cannot be called with args"):
+        scheduler.schedule("none", declared_none, FixedRate(60), args=(1,))
+    assert [task.name for task in scheduler.tasks()] == ["one", "none"]
+    assert scheduler.shutdown()
+
+
+def test_a_definition_another_process_registered_is_followed_without_judging_its_call(
+    clock: FakeClock,
+) -> None:
+    """A shared store's change is the other process's registration, judged there (its
+    code may differ from ours during a rolling deploy): following it does not refuse it."""
+    from lldsched.core.follow import follow
+    from lldsched.persistence import Change
+
+    scheduler = Scheduler(clock=clock)
+    task = scheduler.schedule("job", needs_one, FixedRate(60), id="job", args=(1,))
+    core = scheduler._core
+    changed = task.definition._replace(args=(), schedule=FixedRate(120))  # needs_one()
+    snapshot = core.snapshot(task)._replace(task=changed)
+    assert follow(core, Change("job", 2, snapshot)) is task
+    assert task.schedule == FixedRate(120) and task.args == ()
+    assert scheduler.shutdown()

@@ -205,6 +205,12 @@ def test_step_processes_one_event_at_a_time() -> None:
         ({"duration": "long"}, "duration must be a number, got 'long'"),
         ({"fails": 1.5}, "fails must be a probability in \\[0, 1\\] or a function, got 1.5"),
         ({"fails": -0.1}, "got -0.1"),
+        (
+            {"duration": lambda rng: 5.0},
+            "duration model <function .*<lambda> .*> must take \\(rng, attempt\\), as each "
+            "draw calls it: too many positional arguments",
+        ),
+        ({"fails": lambda: True}, "fails model .* must take \\(rng, attempt\\)"),
     ],
 )
 def test_bad_models_are_rejected_and_nothing_registered_is_lost(
@@ -240,6 +246,30 @@ def test_a_duration_model_returning_a_negative_number_is_an_error_naming_the_tas
     sim.schedule("broken", OneTime(delay=0), duration=lambda rng, attempt: -3.0)
     with pytest.raises(ValidationError, match=r"task 'broken' returned -3\.0"):
         sim.run(T + 10)
+
+
+def test_a_model_that_raises_mid_run_fails_that_attempt_and_leaves_the_simulation_whole() -> None:
+    """The error reaches the caller; the attempt it was drawn for is recorded failed with it,
+    so the task is not left RUNNING on a worker that never frees, and the next run() goes
+    on from a consistent state (drawing again, and raising again)."""
+
+    def broken(rng: object, attempt: int) -> float:
+        raise KeyError(f"no duration for attempt {attempt}")
+
+    sim = Simulation(workers=1, start=T)
+    task = sim.schedule(
+        "broken", OneTime(delay=0), duration=broken, retry=RetryPolicy(max_attempts=2)
+    )
+    other = sim.schedule("other", OneTime(delay=30), duration=1)
+    with pytest.raises(KeyError, match="no duration for attempt 1"):
+        sim.run(T + 10)
+    assert (task.status, sim.busy) == (TaskStatus.RETRYING, 0)
+    assert [r.error for r in task.history] == ["KeyError: 'no duration for attempt 1'"]
+    with pytest.raises(KeyError, match="no duration for attempt 2"):
+        sim.run(T + 10)
+    assert task.status is TaskStatus.FAILED and sim.dead_letter() == [task.id]
+    sim.run(T + 60)  # the worker is free: the other task runs on time
+    assert [(r.started - T, r.outcome.value) for r in other.history] == [(30.0, "ok")]
 
 
 def test_models_have_readable_reprs_and_validate() -> None:

@@ -51,7 +51,37 @@ def test_more_workers_mean_less_lateness_for_the_heartbeat() -> None:
 
 def test_simulate_rejects_a_non_positive_number_of_days() -> None:
     result = simulate("--days", "0")
-    assert result.returncode != 0 and "--days must be > 0, got 0" in result.stderr
+    assert (result.returncode, result.stderr) == (
+        2,
+        "error: --days must be finite and > 0, got 0\n",
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--days", "nan"], "--days must be finite and > 0, got nan"),
+        (["--days", "inf"], "--days must be finite and > 0, got inf"),
+        (["--workers", "0"], "--workers must be at least 1, got 0"),
+        (["--workers", "-2"], "--workers must be at least 1, got -2"),
+        (["--gantt", "week.txt"], "--gantt 'week.txt': the chart is written as .png, .svg or .pdf"),
+        (
+            ["--gantt", "missing/week.png"],
+            "--gantt 'missing/week.png': there is no folder 'missing' to write it in",
+        ),
+    ],
+)
+def test_simulate_refuses_bad_arguments_before_simulating(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    """A bad value is one line on stderr and status 2, as `cron` does: no traceback, and no
+    week simulated before a chart path it cannot write is noticed."""
+    result = subprocess.run(
+        [sys.executable, "-m", "lldsched", "simulate", "--days", "0.1", *args],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert (result.returncode, result.stdout, result.stderr) == (2, "", f"error: {message}\n")
+    assert list(tmp_path.iterdir()) == []
 
 
 def record(name: str, slot: float, started: float, finished: float, ok: bool = True,
@@ -97,7 +127,7 @@ def test_simulate_without_matplotlib_says_which_extra_to_install(tmp_path: Path)
         "import sys\n"
         "sys.modules['matplotlib'] = None\n"
         "from lldsched.cli import main\n"
-        "main(['simulate', '--days', '0.1', '--gantt', 'out.png'])\n"
+        "raise SystemExit(main(['simulate', '--days', '0.1', '--gantt', 'out.png']))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path

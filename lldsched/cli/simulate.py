@@ -2,18 +2,30 @@
 
 With ``--gantt out.png`` it also draws worker occupancy (:func:`lldsched.views.plots.gantt`);
 that needs the notebook extra, imported only then.
+
+Bad arguments (``--days`` not a finite number above 0, ``--workers`` below 1, a
+``--gantt`` path whose format is not PNG, SVG or PDF or whose folder does not exist,
+the notebook extra missing for ``--gantt``) are refused before anything is simulated:
+``error: ...`` on stderr and exit status 2, as ``python -m lldsched cron`` does.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import math
+import sys
 import time
+from pathlib import Path
 
 from lldsched.sim.scenario import build_scenario
 from lldsched.sim.simulation import Simulation
 from lldsched.views.report import format_summary, summarize
 
-__all__ = ["add_parser", "main"]
+__all__ = ["add_parser", "main", "refusal"]
+
+GANTT_FORMATS = (".png", ".svg", ".pdf")
+"""The formats ``--gantt`` writes (by the path's suffix)."""
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -35,9 +47,32 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(handler=main)
 
 
+def refusal(args: argparse.Namespace) -> str | None:
+    """Why ``args`` cannot be simulated (the message after ``error:``), or None."""
+    if not math.isfinite(args.days) or args.days <= 0:
+        return f"--days must be finite and > 0, got {args.days:g}"
+    if args.workers < 1:
+        return f"--workers must be at least 1, got {args.workers}"
+    if args.gantt is None:
+        return None
+    path = Path(args.gantt)
+    if path.suffix.lower() not in GANTT_FORMATS:
+        return f"--gantt {args.gantt!r}: the chart is written as .png, .svg or .pdf"
+    if not path.parent.is_dir():
+        return f"--gantt {args.gantt!r}: there is no folder {str(path.parent)!r} to write it in"
+    try:  # without the extra, the views' error names it
+        importlib.import_module("lldsched.views.frames")
+        importlib.import_module("lldsched.views.plots")
+    except ImportError as exc:
+        return f"--gantt: {exc}"
+    return None
+
+
 def main(args: argparse.Namespace) -> int:
-    if args.days <= 0:
-        raise SystemExit(f"--days must be > 0, got {args.days}")
+    refused = refusal(args)
+    if refused is not None:
+        print(f"error: {refused}", file=sys.stderr)
+        return 2
     sim = build_scenario(workers=args.workers, seed=args.seed)
     began = time.perf_counter()
     sim.run_for(args.days * 86400)

@@ -115,6 +115,7 @@ class DefinitionVerbs(CoreParts):
             max_instances=old.max_instances,
             isolation=old.isolation,
             depends_on=old.depends_on,
+            check_arguments=False,  # judged when it was registered
         )
         if new_priority is task.priority and options == old:
             return task  # nothing to change: nothing written, nothing announced

@@ -145,6 +145,7 @@ def _redefine(core: SchedulerCore, definition: Task) -> None:
         task_id=definition.id,
         replace_existing=True,
         **options_of(definition),
+        check_arguments=False,  # judged by the process that registered it
     )
 
 

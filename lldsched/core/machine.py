@@ -127,6 +127,7 @@ from lldsched.core.task import (
     Run,
     RunStats,
     ScheduledTask,
+    TaskOptions,
     fit_flight,
 )
 from lldsched.core.waiting import DependencyWaits
@@ -190,6 +191,10 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         self._ids = ids or sequential_ids()
         self._default_ids = ids is None  # restore() moves the default past restored ids
         self._chosen_ids = False  # a caller chose an id: the default generator skips taken ones
+        if store is not None and not isinstance(store, TaskStore):
+            raise ValidationError(
+                f"store must be a TaskStore (save, delete and load_all methods), got {store!r}"
+            )
         self._store = store
         # Where events go; a runtime sets it as listeners come and go (None: nobody
         # listens, and no event object is built).
@@ -227,9 +232,14 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         depends_on: Sequence[str] = (),
         overlap: Overlap | None = None,
         max_instances: int | None = None,
+        check_arguments: bool = True,
     ) -> ScheduledTask:
         """Validate (:mod:`~lldsched.core.registration`), register and queue a task;
         nothing is registered if anything is wrong.
+
+        ``check_arguments=False`` skips the check that ``action`` takes its arguments
+        (:func:`~lldsched.core.registration.check_call`): for a definition another
+        process registered (:mod:`lldsched.core.follow`), judged there already.
 
         ``depends_on`` names registered tasks whose successes each slot waits for
         (:mod:`lldsched.core.dependencies`); an unknown id or a cycle is a
@@ -264,14 +274,25 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
             depends_on=depends_on,
             overlap=overlap,
             max_instances=max_instances,
+            check_arguments=check_arguments,
         )
         if task_id is not None:
             check_task_id(task_id)
-            self._retention.registered(task_id)  # a retired task of this id is history
         upstreams = options.depends_on
         if upstreams:
             check_graph(name, task_id, upstreams, self.tasks)
         if task_id is not None:
+            retired_as = self._retention.registered(task_id)  # a retired task of it is history
+            if retired_as is not None and replace_existing:
+                return self._replace_retired(
+                    task_id,
+                    retired_as,
+                    name=name,
+                    action=action,
+                    schedule=schedule,
+                    priority=priority,
+                    options=options,
+                )
             existing = self.tasks.get(task_id)
             if existing is not None:
                 if not replace_existing:
@@ -319,6 +340,47 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         self._queue.push(task, first)  # next_run_at is first already
         if self.emit is not None:
             self.emit(TaskEvent(task_id, name, None, SCHEDULED, now))
+        return task
+
+    def _replace_retired(
+        self,
+        task_id: str,
+        status: TaskStatus,
+        *,
+        name: str,
+        action: Callable[..., Any] | None,
+        schedule: Schedule,
+        priority: Priority,
+        options: TaskOptions,
+    ) -> ScheduledTask:
+        """``replace_existing`` registration of an id that finished and retired: what
+        replacing it would have done had it stayed registered.  The task takes the new
+        definition and keeps its finished ``status`` (nothing runs), is written through
+        the store, announced as an event whose ``previous`` equals its status, and
+        retires again under the retention.  So a service that registers a one-off job by
+        id at every start runs it once, whether the finished task was still held or not
+        (docs/DECISIONS.md, "Finished tasks retire")."""
+        now = self.clock.now()
+        self._chosen_ids = True
+        task = ScheduledTask(task_id, name, action, schedule, priority, options, None)
+        task.status = status
+        if options is not DEFAULT_OPTIONS and options.overlap is not None:
+            fit_flight(task)
+        self.tasks[task_id] = task
+        if self._store is not None:
+            try:
+                self._store.save(self._snapshot(task))
+            except BaseException:
+                del self.tasks[task_id]  # a failed save registers nothing
+                self._retention.retired(task_id, status, ())  # and it is still retired
+                raise
+        if options.depends_on:
+            self._dependencies().link(task)
+        if self.emit is not None:
+            self.emit(TaskEvent(task_id, name, status, status, now))
+        if self._retention.keep is not None:
+            self._retention.finished(task_id, now)
+            self._retire(now)
         return task
 
     def get(self, task_id: str) -> ScheduledTask:

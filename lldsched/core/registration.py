@@ -43,12 +43,14 @@ from lldsched.persistence import Task
 from lldsched.policies import MisfirePolicy, Overlap, OverrunPolicy, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.schedules.cron import CronSchedule
+from lldsched.schedules.decorators import Jittered, Window
 from lldsched.schedules.simple import FixedDelay, OneTime
 
 __all__ = [
     "ISOLATIONS",
     "UNCHANGED",
     "Unchanged",
+    "check_call",
     "check_graph",
     "check_isolation",
     "check_overlap",
@@ -84,38 +86,126 @@ no timeout, the default retry policy)."""
 # runtime's lock, or by the single-threaded simulation; a racing write stores the
 # same answer).
 SCHEDULE_TYPES: set[type] = set()  # types already seen to have first_run and next_run
-CONTEXT_BY_CODE: dict[Any, bool] = {}  # code object -> declares ``ctx`` (bounded below)
+# What calling a function of this code needs (bounded below): _BARE (no parameter at
+# all: f() is the only call, nothing to check), _TAKES (parameters, no ctx), _CTX
+# (declares ctx), _ASK_WRAPPED (no ctx, takes **kwargs: ask what it wraps).
+CALL_BY_CODE: dict[Any, int] = {}
+_BARE, _TAKES, _CTX, _ASK_WRAPPED = 0, 1, 2, 3  # compared by identity (cheaper than ==)
 _CONTEXT_CACHE_LIMIT = 4096
+# (code object, bound method?) -> its signature, None when it has none (bounded as above).
+# Which parameters exist and which have defaults is the code's, not the function's: two
+# functions made by one ``def`` bind arguments alike.
+SIGNATURE_BY_CODE: dict[tuple[Any, bool], inspect.Signature | None] = {}
 
 
 def is_schedule(schedule: object) -> bool:
-    """True when ``schedule`` has ``first_run`` and ``next_run``; remembers its type."""
+    """True when ``schedule`` has ``first_run`` and ``next_run``; remembers its type
+    (not ``Jittered`` and ``Window``: :func:`schedule_of` reads the cron they wrap in the
+    default zone, so they never take the shortcut past it)."""
     if callable(getattr(schedule, "first_run", None)) and callable(
         getattr(schedule, "next_run", None)
     ):
-        SCHEDULE_TYPES.add(type(schedule))
+        kind = type(schedule)
+        if kind is not Jittered and kind is not Window:
+            SCHEDULE_TYPES.add(kind)
         return True
     return False
 
 
 def wants_context(action: Callable[..., Any]) -> bool:
-    """True when ``action`` declares a parameter named ``ctx``."""
+    """True when ``action`` declares a parameter named ``ctx``, or is a wrapper that takes
+    ``**kwargs`` around one that does (``functools.wraps`` sets ``__wrapped__``): the
+    wrapper passes ``ctx=`` on."""
+    return _call_shape(action) is _CTX
+
+
+def _call_shape(action: Callable[..., Any]) -> int:
+    """What calling ``action`` needs: ``_BARE``, ``_TAKES`` or ``_CTX`` (see CALL_BY_CODE)."""
     code = getattr(action, "__code__", None)  # a bound method passes its function's on
     if code is not None:  # plain functions and methods: no inspect.signature on the hot path
-        known = CONTEXT_BY_CODE.get(code)
+        known = CALL_BY_CODE.get(code)
         if known is None:
             names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
-            known = "ctx" in names
-            if len(CONTEXT_BY_CODE) < _CONTEXT_CACHE_LIMIT:
-                CONTEXT_BY_CODE[code] = known
+            if "ctx" in names:
+                known = _CTX
+            elif code.co_flags & inspect.CO_VARKEYWORDS:
+                known = _ASK_WRAPPED
+            else:
+                known = _TAKES if names else _BARE
+            if len(CALL_BY_CODE) < _CONTEXT_CACHE_LIMIT:
+                CALL_BY_CODE[code] = known
+        if known is _ASK_WRAPPED:  # the code is shared by wrappers of different functions
+            wrapped = getattr(action, "__wrapped__", None)
+            return _CTX if wrapped is not None and wants_context(wrapped) else _TAKES
         return known
     if isinstance(action, BuiltinFunctionType):  # print, len: C functions take no ctx, and
-        return False  # inspect would parse their text signature at every registration (~100 µs)
+        return _TAKES  # inspect would parse their text signature at every registration (~100 µs)
     try:
         parameters = inspect.signature(action).parameters
     except (TypeError, ValueError):  # callables without a signature
-        return False
-    return "ctx" in parameters
+        return _TAKES
+    return _CTX if "ctx" in parameters else _TAKES
+
+
+def check_call(name: str, action: Callable[..., Any], options: TaskOptions) -> None:
+    """``action`` can be called as each run calls it: ``action(*args, **kwargs)``, with
+    ``ctx=`` added when it declares ``ctx``.  ValidationError naming the arguments and
+    what is wrong (a required parameter missing, one too many, an unknown keyword, a
+    ``ctx`` in ``kwargs``), at registration rather than a ``TypeError`` in every attempt
+    until the dead letter.  A callable whose signature cannot be read passes; a wrapper
+    (``functools.wraps``) is judged by its own parameters, not the wrapped function's,
+    since a decorator may supply some of those.
+    """
+    args, kwargs, pass_context = options.args, options.kwargs, options.pass_context
+    code = getattr(action, "__code__", None)
+    if code is not None:
+        if not (args or kwargs or pass_context or code.co_argcount or code.co_kwonlyargcount):
+            return  # f() called as f(): nothing to bind
+        key = (code, inspect.ismethod(action))
+        if key in SIGNATURE_BY_CODE:
+            signature = SIGNATURE_BY_CODE[key]
+        else:
+            signature = _signature(action)
+            # A __signature__ belongs to one function, not to its code (a decorator's
+            # wrappers share one code object): such a function is read each time.
+            own = getattr(action, "__signature__", None) is not None
+            if not own and len(SIGNATURE_BY_CODE) < _CONTEXT_CACHE_LIMIT:
+                SIGNATURE_BY_CODE[key] = signature
+    else:  # builtins, partials, classes, callable objects
+        signature = _signature(action)
+    keywords = dict(kwargs or {})
+    if pass_context:
+        if "ctx" in keywords:
+            raise ValidationError(
+                f"task {name!r}: kwargs name 'ctx', which the scheduler passes to an action "
+                f"that declares it (a RunContext): got kwargs={kwargs!r}"
+            )
+        keywords["ctx"] = None
+    if signature is None:
+        return
+    try:
+        signature.bind(*args, **keywords)
+    except TypeError as exc:
+        given = f"args={tuple(args)!r}" + (f", kwargs={dict(kwargs)!r}" if kwargs else "")
+        bare = signature.replace(  # the parameters, without their annotations
+            parameters=[p.replace(annotation=p.empty) for p in signature.parameters.values()],
+            return_annotation=signature.empty,
+        )
+        raise ValidationError(
+            f"task {name!r}: action {_action_name(action)}{bare} cannot be called with "
+            f"{given}: {exc}"
+        ) from None
+
+
+def _signature(action: Callable[..., Any]) -> inspect.Signature | None:
+    try:
+        return inspect.signature(action, follow_wrapped=False)
+    except (TypeError, ValueError):  # callables without a signature
+        return None
+
+
+def _action_name(action: Callable[..., Any]) -> str:
+    return getattr(action, "__qualname__", None) or type(action).__qualname__
 
 
 def validated(
@@ -134,6 +224,7 @@ def validated(
     depends_on: Iterable[str] = (),
     overlap: Overlap | None = None,
     max_instances: int | None = None,
+    check_arguments: bool = True,
 ) -> tuple[Schedule, Priority, TaskOptions]:
     """Check everything a registration passes; return its schedule (:func:`schedule_of`:
     cron text and a ``CronSchedule`` naming no zone are read in ``tz``), its
@@ -146,6 +237,10 @@ def validated(
     ``action`` may be None (a simulated task needs none; the threaded runtime asks
     :func:`not_callable` for None first).  Options equal to the defaults are the shared
     :data:`~lldsched.core.task.DEFAULT_OPTIONS`.
+
+    ``check_arguments``: also :func:`check_call` (default; a task restored from a store
+    or modified passes False: it is not judged again).  An action with no parameter at
+    all registered without arguments, the common case, needs no call to it.
     """
     if not isinstance(name, str) or not name or name.isspace():
         raise ValidationError(f"task name must be a non-empty string, got {name!r}")
@@ -158,7 +253,8 @@ def validated(
         schedule = schedule_of(name, schedule, tz=tz)
     if type(priority) is not Priority:
         priority = _priority(name, priority)
-    pass_context = action is not None and wants_context(action)
+    shape = _BARE if action is None else _call_shape(action)
+    pass_context = shape is _CTX
     # Nothing given, nothing to check: the common registration skips _options().
     # (Five checks folded into this one call, and this shortcut, are worth about a
     # fifth of a registration: benchmarks/bench_scale.py.)
@@ -175,6 +271,8 @@ def validated(
         and isolation == "thread"
         and not depends_on
     ):
+        if check_arguments and shape is not _BARE:
+            check_call(name, cast(Callable[..., Any], action), DEFAULT_OPTIONS)
         return schedule, priority, DEFAULT_OPTIONS
     options = _options(
         name,
@@ -198,6 +296,8 @@ def validated(
                 "use Overlap.BUFFER_ONE or no overlap policy"
             )
         options = options._replace(overlap=overlap, max_instances=max_instances)
+    if check_arguments and action is not None:
+        check_call(name, action, options)
     return schedule, priority, options
 
 
@@ -376,9 +476,34 @@ def schedule_of(name: str, schedule: object, *, tz: str) -> Schedule:
         if schedule.names_zone or schedule.tz == tz:
             return schedule
         return schedule.in_zone(tz)
+    if kind is Jittered or kind is Window:
+        return _in_zone(cast(Schedule, schedule), tz)
     if not is_schedule(schedule):
         raise _not_a_schedule(name, schedule)
     return cast(Schedule, schedule)
+
+
+def _in_zone(schedule: Schedule, tz: str) -> Schedule:
+    """``schedule`` with a ``CronSchedule`` that names no zone read in ``tz``, also inside
+    ``Jittered`` and ``Window`` (rebuilt around it, with their own settings); the same
+    object when nothing in it changes."""
+    kind = type(schedule)
+    if kind is CronSchedule:
+        assert isinstance(schedule, CronSchedule)
+        return schedule if schedule.names_zone or schedule.tz == tz else schedule.in_zone(tz)
+    if kind is Jittered:
+        assert isinstance(schedule, Jittered)
+        inner = _in_zone(schedule.schedule, tz)
+        if inner is schedule.schedule:
+            return schedule
+        return Jittered(inner, schedule.max_delay, seed=schedule.seed)
+    if kind is Window:
+        assert isinstance(schedule, Window)
+        inner = _in_zone(schedule.schedule, tz)
+        if inner is schedule.schedule:
+            return schedule
+        return Window(inner, start=schedule.start, end=schedule.end, max_runs=schedule.max_runs)
+    return schedule
 
 
 def _not_a_schedule(name: str, schedule: object) -> ValidationError:
@@ -495,7 +620,9 @@ def isolated_action(name: str, action: object, *, isolation: object) -> Callable
 
     ValidationError naming the bad value: an ``isolation`` that is not one of
     :data:`ISOLATIONS`, or a process-isolated ``action`` that is a callable object
-    (it must be given by name: nothing is pickled) or a path that does not import.
+    (it must be given by name: nothing is pickled), a path that does not import, or a
+    path into ``__main__`` (the child's ``__main__`` is its own, so the function could
+    never be found there).
     """
     if check_isolation(name, isolation) == "thread":
         if isinstance(action, str):
@@ -510,6 +637,12 @@ def isolated_action(name: str, action: object, *, isolation: object) -> Callable
         raise ValidationError(
             f"task {name!r}: a process-isolated action is given by its import path "
             f"'package.module:function', got {action!r}"
+        )
+    if action.partition(":")[0] == "__main__":
+        raise ValidationError(
+            f"task {name!r}: a process-isolated action cannot live in __main__, got "
+            f"{action!r}: the worker process runs its own __main__, where the function "
+            "does not exist; move it into a module and name it 'module:function'"
         )
     try:
         function = import_callable(action)

@@ -147,6 +147,7 @@ class Restoration(CoreParts):
             definition.schedule,
             tz=self.tz,
             **options_of(definition),
+            check_arguments=False,  # a changed signature fails its runs, not the start
         )
         task = ScheduledTask(
             task_id=definition.id,

@@ -127,10 +127,12 @@ class Retention:
         """The task left the registry some other way (``remove``)."""
         self.held_since.pop(task_id, None)
 
-    def registered(self, task_id: str) -> None:
-        """``task_id`` was registered: a retired task of that id is history."""
+    def registered(self, task_id: str) -> TaskStatus | None:
+        """``task_id`` was registered: a retired task of that id is history.  Returns the
+        status it retired with (None if it is not remembered as retired)."""
         if self._retired:
-            self._retired.pop(task_id, None)
+            return self._retired.pop(task_id, None)
+        return None
 
     def due(self, now: float) -> tuple[str, ...] | list[str]:
         """The ids that retire at ``now``, oldest finish first, taken off the held list."""

@@ -13,10 +13,12 @@ scenario prints the way it was written: ``uniform(30, 300)``,
 
 from __future__ import annotations
 
+import inspect
 import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from lldsched.checks import fraction, number
 from lldsched.errors import ValidationError
@@ -131,13 +133,37 @@ def check_duration(value: DurationModel) -> DurationModel:
     if isinstance(value, fixed):
         return value.seconds
     if callable(value):
-        return value
+        return _takes_rng_and_attempt(value, "duration")
     return float(number(value, name="duration", at_least=0))
 
 
 def check_failure(value: FailureModel) -> FailureModel:
     """Validate a failure model: a probability in [0, 1], or a function."""
     if callable(value):
-        return value
+        return _takes_rng_and_attempt(value, "fails")
     expected = "must be a probability in [0, 1] or a function"
     return float(fraction(value, name="fails", expected=expected))
+
+
+_MODELS = (uniform, exponential, lognormal, fails_on)  # take (rng, attempt), as written above
+M = TypeVar("M", bound=Callable[..., object])
+
+
+def _takes_rng_and_attempt(model: M, what: str) -> M:
+    """``model`` if it can be called as every draw calls it, ``model(rng, attempt)``; else a
+    ValidationError naming it, at registration rather than at its first draw mid-run
+    (a lambda that takes only ``rng`` is the usual slip).  A callable whose signature
+    cannot be read passes."""
+    if isinstance(model, _MODELS):
+        return model
+    try:
+        signature = inspect.signature(model)
+    except (TypeError, ValueError):
+        return model
+    try:
+        signature.bind(None, 1)
+    except TypeError as exc:
+        raise ValidationError(
+            f"{what} model {model!r} must take (rng, attempt), as each draw calls it: {exc}"
+        ) from None
+    return model

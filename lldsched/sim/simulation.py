@@ -70,7 +70,7 @@ from lldsched.core.registration import UNCHANGED, F, Unchanged, registering
 from lldsched.core.results import must_await, result_text
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
 from lldsched.core.task import Run, ScheduledTask
-from lldsched.errors import ValidationError
+from lldsched.errors import ValidationError, error_text
 from lldsched.listeners import Listener, as_callback, notify
 from lldsched.model import ExecutionRecord, Priority, TaskEvent
 from lldsched.persistence import TaskStore
@@ -509,29 +509,37 @@ class Simulation:
             return None
         task = run.task
         models = self._models[entry[3]]
-        duration = models.duration
-        if callable(duration):
-            drawn = duration(models.rng, run.attempt)
-            try:  # the message names the model and the task, built only on failure
-                duration = checks.seconds(drawn, name="duration", at_least=0)
-            except ValidationError:
-                raise ValidationError(
-                    f"duration model {duration!r} of task {task.name!r} returned {drawn!r}; "
-                    "durations must be seconds >= 0"
-                ) from None
-        error = None
-        fails = models.fails
-        if fails:
-            if callable(fails):
-                failed = fails(models.rng, run.attempt)
-                if failed:
-                    error = (
-                        failed
-                        if isinstance(failed, str)
-                        else f"SimulatedFailure: attempt {run.attempt}"
-                    )
-            elif models.rng.random() < fails:
-                error = f"SimulatedFailure: attempt {run.attempt}"
+        try:  # zero-cost on 3.11 when nothing raises
+            duration = models.duration
+            if callable(duration):
+                drawn = duration(models.rng, run.attempt)
+                try:  # the message names the model and the task, built only on failure
+                    duration = checks.seconds(drawn, name="duration", at_least=0)
+                except ValidationError:
+                    raise ValidationError(
+                        f"duration model {duration!r} of task {task.name!r} returned "
+                        f"{drawn!r}; durations must be seconds >= 0"
+                    ) from None
+            error = None
+            fails = models.fails
+            if fails:
+                if callable(fails):
+                    failed = fails(models.rng, run.attempt)
+                    if failed:
+                        error = (
+                            failed
+                            if isinstance(failed, str)
+                            else f"SimulatedFailure: attempt {run.attempt}"
+                        )
+                elif models.rng.random() < fails:
+                    error = f"SimulatedFailure: attempt {run.attempt}"
+        except BaseException as exc:
+            # A model that raises is the caller's bug, raised to them; the attempt it
+            # was drawn for ends failed with that error, so the task is not left
+            # RUNNING on a worker that never frees (a later run() goes on consistently).
+            self._core.finish(run, now, now, error_text(exc), None, False)
+            heapq.heappush(self._free, worker)
+            raise
         result, timed_out = None, False
         if task.action is not None:
             raised, value = run.invoke()

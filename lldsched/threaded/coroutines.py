@@ -34,7 +34,10 @@ it yields (the record still says ``timed_out``, as on a thread).
 cancels those left and gives them :data:`CANCEL_GRACE` to end (recorded
 ``CancelledError: scheduler shut down``; they go down the retry path, so a
 durable store keeps them due), drops the loop tasks that never began (they stay
-SCHEDULED), stops the loop and closes it.
+SCHEDULED), stops the loop and closes it.  A coroutine that swallows its
+cancellation and is still running then is recorded cancelled by shutdown and left
+behind on the closed loop (asyncio logs "Task was destroyed but it is pending!" when
+it is collected; its close is not reported as a second failure).
 
 **Threads and the lock.**  Everything here but the loop-only fields is guarded by
 the scheduler's one lock (passed in): the timer and the workers hand over under
@@ -354,13 +357,17 @@ class CoroutineRunner:
         except asyncio.CancelledError:  # the scheduler's (see _outcome), or its own
             flight.outcome = ("CancelledError", None)
         except BaseException as exc:  # user failures become data, KeyboardInterrupt too
+            if isinstance(exc, GeneratorExit) and id(flight.run) not in self._flights:
+                # Closed by the collector after shutdown closed the loop with this run
+                # still pending (it swallowed its cancellation): shutdown recorded it,
+                # and the loop is gone: nothing to log, nowhere to report to.
+                return
             flight.outcome = (error_text(exc), None)
             if not isinstance(exc, Exception):
                 log.error("coroutine of %s raised %r; recorded as a failure", flight.run, exc)
         else:
             flight.outcome = _RETURNED_NONE if value is None else (None, result_text(value))
-        finally:
-            self._over(flight)
+        self._over(flight)
 
     def _cancel(self, flight: _Flight) -> None:
         """On the loop, after the flight's first step: cancel its task."""

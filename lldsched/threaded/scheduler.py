@@ -128,6 +128,8 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         listeners = list(listeners)
         for listener in listeners:
             self._dispatcher.add(listener)
+        if clock is not None and not isinstance(clock, Clock):
+            raise ValidationError(f"clock must be a Clock (now and wait methods), got {clock!r}")
         self._clock = clock if clock is not None else SystemClock()
         # The scheduler's one lock.  It guards the core state machine (registry,
         # statuses, dead letter), the heap, the deadline heap, the pool's hand-off
@@ -300,8 +302,8 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         cancelled at its timeout.  ``misfire`` says what happens to slots
         that pass while the scheduler is down (default ``MisfirePolicy()``: run once,
         60 s of grace; see :mod:`lldsched.policies`).  Every argument is validated
-        here; with a durable store that includes the action's import path and JSON
-        arguments.
+        here, including that ``action`` accepts ``args`` and ``kwargs``; with a durable
+        store that includes the action's import path and JSON arguments.
 
         ``isolation="process"`` runs each attempt in a worker process (see
         :mod:`lldsched.threaded.processes`): ``action`` is then an import path,

@@ -62,6 +62,15 @@ def _every(step: int, unit: str) -> str:
     return f"every {unit}" if step == 1 else f"every {step} {unit}s"
 
 
+def _every_in(step: int, unit: str, cycle: int, period: str) -> str:
+    """A step over a whole field: "every 15 minutes" when it divides the field's
+    ``cycle`` (60 minutes), else "every 7th minute of the hour": ``*/7`` fires at :00,
+    :07 ... :56 and again at :00, four minutes later, so it is not every 7 minutes."""
+    if cycle % step == 0:
+        return _every(step, unit)
+    return f"every {_ordinal(step)} {unit} of the {period}"
+
+
 def _last_value(term: Term) -> int:
     """The last value a stepped term actually reaches (``9-17/2`` reaches 17, ``0-10/3`` 9)."""
     return term.start + (term.stop - term.start) // term.step * term.step
@@ -122,6 +131,7 @@ def _at_one_minute(minute: int, hours: Sequence[Term], all_hours: bool) -> str:
         else:  # step
             every = _every(t.step, "hour")
             if t.start == 0 and t.stop == 23:
+                every = _every_in(t.step, "hour", 24, "day")
                 phrases.append(every if minute == 0 else f"{every} at minute {minute}")
             else:
                 first, last = _hhmm(t.start, minute), _hhmm(_last_value(t), minute)
@@ -142,7 +152,8 @@ def _sixty_phrase(terms: Sequence[Term], unit: str) -> str:
         elif t.kind == "step":
             every = _every(t.step, unit)
             if t.start == 0 and t.stop == 59:
-                phrases.append(every)
+                period = "hour" if unit == "minute" else "minute"
+                phrases.append(_every_in(t.step, unit, 60, period))
             else:
                 phrases.append(f"{every} from {unit} {t.start} through {_last_value(t)}")
     if singles:
