@@ -213,6 +213,8 @@ REJECTED = [
     ("? * * * *", "minute field: '?' is not a number"),
     ("* * ? * *", "day of month field: '?' is not a number"),
     ("* * 15W * *", "day of month field: '15W' is not a number"),
+    ("* * 15W * *", "(Quartz's nearest weekday nW is not supported; LW, the last weekday"),
+    ("* * ? * *", "'?' is not a number (Quartz's 'no specific value': write *)"),
     ("* * L/2 * *", "day of month field: 'L' is not a number"),
     ("* * 5L * *", "day of month field: '5L' is not a number"),
     ("* * * * L", "day of week field: 'L': write nL for the last weekday n"),

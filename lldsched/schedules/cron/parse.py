@@ -150,6 +150,15 @@ def _value(index: int, text: str, expr: str) -> int:
         raise _fail(index, f"{text!r} is not a number 1-12 or a month name (JAN-DEC)", expr)
     if index == 4:
         raise _fail(index, f"{text!r} is not a number 0-7 or a day name (SUN-SAT)", expr)
+    if text == "?":
+        raise _fail(index, "'?' is not a number (Quartz's 'no specific value': write *)", expr)
+    if index == 2 and upper.endswith("W"):
+        raise _fail(
+            index,
+            f"{text!r} is not a number (Quartz's nearest weekday nW is not supported; "
+            "LW, the last weekday of the month, is)",
+            expr,
+        )
     raise _fail(index, f"{text!r} is not a number", expr)
 
 
