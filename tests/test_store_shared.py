@@ -295,3 +295,21 @@ def test_a_pause_written_by_another_store_during_a_run_wins_over_its_settle(
     assert [r.token for r in second.records("job-0")] == [claim.token]
     (change,) = first.changes()  # the settler must follow the row, not its own outcome
     assert change.snapshot is not None and change.snapshot.status is TaskStatus.PAUSED
+
+
+@pytest.mark.parametrize("how", ["removed", "replaced"])
+def test_a_store_whose_file_was_removed_or_replaced_refuses_to_claim(
+    pair: tuple[SqliteTaskStore, SqliteTaskStore], path: str, how: str
+) -> None:
+    """Processes left on an unlinked file would run every slot again beside those that
+    open the path anew: they claim nothing, and say why."""
+    first, _ = pair
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            Path(path + suffix).unlink()
+    if how == "replaced":
+        with SqliteTaskStore(path, shared=True) as newcomer:
+            Scheduler(store=newcomer).schedule("job-0", jobs.noop, OneTime(T0), id="job-0")
+    with pytest.raises(StoreError, match="was removed or replaced since this process opened it"):
+        first.claim(now=T0 + 10, limit=10)
+    assert first.leases() == []  # nothing claimed on the unlinked file

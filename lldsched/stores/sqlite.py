@@ -198,9 +198,11 @@ class SqliteTaskStore(CoordinatedMethods):
                 connection.execute("SELECT task_id, count(*) FROM records GROUP BY task_id")
             )
             (last_seq,) = connection.execute("SELECT coalesce(max(seq), 0) FROM records").fetchone()
-            self._shared = (
-                SharedState(connection, lease=lease, poll=poll) if shared else None
-            )  # None: this store shares nothing
+            self._shared = (  # None: this store shares nothing
+                SharedState(connection, path=os.path.abspath(self.path), lease=lease, poll=poll)
+                if shared
+                else None
+            )
         except BaseException:
             connection.close()
             if claim is not None:
