@@ -297,3 +297,26 @@ def test_a_scheduler_shutting_down_keeps_the_leases_of_its_runs_in_flight(
     wait_until(lambda: bool(reader.records("long")), timeout=10, what="the run's record")
     (record,) = reader.records("long")
     assert record.ok and record.token == token
+
+
+def test_a_scheduler_that_takes_over_an_expired_lease_logs_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A process died holding a claim (its store closed, nothing settled): the one that
+    takes the run over says so in its log, the only place that tells it ran again."""
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path, shared=True, lease=LEASE) as dead:
+        registrar = Scheduler(store=dead)
+        registrar.schedule("job", jobs.noop, OneTime(registrar.now), id="job")
+        (claim,) = dead.claim(now=registrar.now, limit=1)  # expires LEASE seconds from now
+    with SqliteTaskStore(path, shared=True, lease=LEASE, poll=POLL) as alive:
+        survivor = Scheduler(store=alive).start()
+        try:
+            wait_until(lambda: bool(alive.records("job")), timeout=10, what="the run taken over")
+        finally:
+            survivor.shutdown()
+        (record,) = alive.records("job")
+    assert record.token is not None and record.token > claim.token and record.attempt == 1
+    assert f"took over task job (slot {claim.slot:.3f}, attempt 1) with token {record.token}" in (
+        caplog.text
+    )

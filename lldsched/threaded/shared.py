@@ -120,6 +120,16 @@ class Coordinator:
             return []
         entries: list[Entry] = []
         for claim in claims:
+            if claim.taken_over:  # no record says so: the log is where an operator sees it
+                log.warning(
+                    "took over task %s (slot %.3f, attempt %d) with token %d: the lease of the "
+                    "process that held it expired unsettled (it died, stalled or lost the "
+                    "store); its run, if it started, runs again here",
+                    claim.task_id,
+                    claim.slot,
+                    claim.attempt + 1,  # the run's attempt, as its record will say
+                    claim.token,
+                )
             entry = claimed_entry(self._core, claim)
             if entry is None and claim.task_id not in self._core.tasks:
                 self.sync()  # registered elsewhere after the last sync
