@@ -62,6 +62,7 @@ from lldsched.checks import seconds, whole_or_none
 from lldsched.errors import StoreError, ValidationError
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import Task, TaskSnapshot
+from lldsched.stores import forks
 from lldsched.stores.claim import FileClaim
 from lldsched.stores.codec import encode_task, load_each
 from lldsched.stores.sqlite_coordinated import CoordinatedMethods
@@ -168,6 +169,7 @@ class SqliteTaskStore(CoordinatedMethods):
                 f"shared=True needs a file other processes can open, got {os.fspath(path)!r}"
             )
         self.path = os.fspath(path)
+        self._opened_in = forks.current[0]  # the process this store belongs to (forks.py)
         self.retention = retention
         self._slack = 0 if retention is None else max(1, retention // 10)
         try:
@@ -486,6 +488,8 @@ class SqliteTaskStore(CoordinatedMethods):
                 self._claim.release()  # after the connection: nothing written past it
 
     def _open(self) -> sqlite3.Connection:
+        if self._opened_in != forks.current[0] and self.path not in _PRIVATE:
+            raise forks.refuse(repr(self.path), self._opened_in)  # a forked child's copy
         if self._connection is None:
             raise StoreError(f"the store {self.path!r} is closed")
         return self._connection
