@@ -187,9 +187,9 @@ class SqliteTaskStore(CoordinatedMethods):
                 claim = FileClaim(self.path)
                 if version is None:  # another store may have created it meanwhile
                     version = self._check(connection)
-            if version is None:
-                self._create(connection, synchronous)
-            else:
+            if version is None and not self._create(connection, synchronous):
+                version = self._check(connection)  # another opener created it first: as it is
+            if version is not None:
                 connection.execute(f"PRAGMA synchronous = {synchronous}")
                 if version < SCHEMA_VERSION:
                     self._migrate(connection, version)
@@ -282,6 +282,8 @@ class SqliteTaskStore(CoordinatedMethods):
         not at all."""
         try:
             with immediate(connection):
+                # Read again under the write lock: another opener may have migrated it.
+                (version,) = connection.execute("PRAGMA user_version").fetchone()
                 for step in range(version, SCHEMA_VERSION):
                     for statement in MIGRATIONS[step]:
                         connection.execute(statement)
@@ -295,8 +297,10 @@ class SqliteTaskStore(CoordinatedMethods):
             "migrated %r from store schema version %d to %d", self.path, version, SCHEMA_VERSION
         )
 
-    @staticmethod
-    def _create(connection: sqlite3.Connection, synchronous: str) -> None:
+    def _create(self, connection: sqlite3.Connection, synchronous: str) -> bool:
+        """Create the store in the new, empty file; False if another opener (shared
+        stores open together) created it while this one waited for the write lock:
+        nothing of this attempt is written, and the caller opens the file as it is."""
         (mode,) = connection.execute("PRAGMA journal_mode = WAL").fetchone()
         if mode != "wal":
             log.warning("SQLite could not use WAL mode here (got %r); writes will be slower", mode)
@@ -307,9 +311,15 @@ class SqliteTaskStore(CoordinatedMethods):
                 f"PRAGMA application_id = {APPLICATION_ID}; "
                 f"PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
             )
+        except sqlite3.OperationalError:
+            _rollback(connection)
+            if self._check(connection) is None:  # still empty: a real failure
+                raise
+            return False  # its first CREATE met the other opener's tables
         except BaseException:
             _rollback(connection)
             raise
+        return True
 
     # -- the TaskStore protocol --------------------------------------------------------
 
