@@ -86,3 +86,15 @@ def held_past_its_lease(ctx: RunContext) -> None:
     ctx.wait(20)
     seen.put((ctx.task_id, ctx.fencing_token, ctx.lease_lost, ctx.reason))
     gate.wait(20)
+
+
+released = threading.Event()
+"""Set by a test to let the runs of :func:`held_until_released` end."""
+
+
+def held_until_released(ctx: RunContext) -> None:
+    """Tell :data:`seen` the run started, wait (up to 20 s) for :data:`released` whatever
+    the flag says, then tell :data:`seen` how it ended: a run that outlives its lease."""
+    seen.put((ctx.task_id, ctx.fencing_token, False, None))  # started
+    released.wait(20)
+    seen.put((ctx.task_id, ctx.fencing_token, ctx.lease_lost, ctx.reason))

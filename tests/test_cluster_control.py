@@ -261,3 +261,62 @@ def test_a_scheduler_built_on_a_shared_store_has_the_stored_tasks_before_it_star
         ]
         assert late.task("report").next_run_at == 2_000_000_000.0
         late.shutdown()
+
+
+@pytest.mark.parametrize("drain", [True, False], ids=["drain", "no-drain"])
+def test_a_scheduler_shutting_down_keeps_the_leases_of_its_runs_in_flight(
+    pair: Pair, drain: bool
+) -> None:
+    """shutdown() waits for the runs in flight with its timer stopped: their leases are
+    still renewed meanwhile, so no other process takes over a run that is finishing."""
+    first, second, reader, _ = pair
+    cluster_jobs.released.clear()
+    first.schedule("long", cluster_jobs.held_until_released, OneTime(first.now), id="long")
+    task_id, token, _, _ = cluster_jobs.seen.get(timeout=10)
+    running = first if first.task("long").running else second
+    stopping = threading.Thread(target=running.shutdown, kwargs={"drain": drain, "timeout": 30})
+    stopping.start()
+    try:
+        wait_until(lambda: not running.running, timeout=5, what="the shutdown to begin")
+        (lease,) = reader.leases()
+        assert lease.token == token
+
+        def renewed_past_its_expiry() -> bool:  # the lease as it stood would have lapsed
+            leases = reader.leases()
+            return (
+                bool(leases)
+                and leases[0].token == token
+                and (leases[0].expires_at >= lease.expires_at + LEASE)
+            )
+
+        wait_until(renewed_past_its_expiry, timeout=10 * LEASE, what="a renewal in shutdown")
+    finally:
+        cluster_jobs.released.set()
+        stopping.join(30)
+    assert cluster_jobs.seen.get(timeout=10) == (task_id, token, False, None)
+    wait_until(lambda: bool(reader.records("long")), timeout=10, what="the run's record")
+    (record,) = reader.records("long")
+    assert record.ok and record.token == token
+
+
+def test_a_scheduler_that_takes_over_an_expired_lease_logs_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A process died holding a claim (its store closed, nothing settled): the one that
+    takes the run over says so in its log, the only place that tells it ran again."""
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path, shared=True, lease=LEASE) as dead:
+        registrar = Scheduler(store=dead)
+        registrar.schedule("job", jobs.noop, OneTime(registrar.now), id="job")
+        (claim,) = dead.claim(now=registrar.now, limit=1)  # expires LEASE seconds from now
+    with SqliteTaskStore(path, shared=True, lease=LEASE, poll=POLL) as alive:
+        survivor = Scheduler(store=alive).start()
+        try:
+            wait_until(lambda: bool(alive.records("job")), timeout=10, what="the run taken over")
+        finally:
+            survivor.shutdown()
+        (record,) = alive.records("job")
+    assert record.token is not None and record.token > claim.token and record.attempt == 1
+    assert f"took over task job (slot {claim.slot:.3f}, attempt 1) with token {record.token}" in (
+        caplog.text
+    )

@@ -208,6 +208,17 @@ def test_an_unreachable_server_and_a_malformed_dsn_are_store_errors_without_the_
 
 
 @pytest.mark.parametrize(
+    "dsn",
+    ["postgresql://me:s3cret-pw@[::1/db", "postgresql://me:s3cret-pw%zz@h/db"],
+    ids=["the-whole-uri", "the-password-token"],
+)
+def test_a_malformed_uri_that_libpq_quotes_back_is_redacted_in_the_reason(dsn: str) -> None:
+    with pytest.raises(StoreError, match="cannot connect") as caught:
+        PostgresTaskStore(dsn, timeout=2)
+    assert "s3cret" not in str(caught.value) and "me:***@" in str(caught.value)
+
+
+@pytest.mark.parametrize(
     ("option", "value", "message"),
     [("lease", 0, "lease must be"), ("poll", -1, "poll must be"), ("retention", 0, "retention")],
 )

@@ -295,3 +295,64 @@ def test_a_pause_written_by_another_store_during_a_run_wins_over_its_settle(
     assert [r.token for r in second.records("job-0")] == [claim.token]
     (change,) = first.changes()  # the settler must follow the row, not its own outcome
     assert change.snapshot is not None and change.snapshot.status is TaskStatus.PAUSED
+
+
+@pytest.mark.parametrize("how", ["removed", "replaced"])
+def test_a_store_whose_file_was_removed_or_replaced_refuses_to_claim(
+    pair: tuple[SqliteTaskStore, SqliteTaskStore], path: str, how: str
+) -> None:
+    """Processes left on an unlinked file would run every slot again beside those that
+    open the path anew: they claim nothing, and say why."""
+    first, _ = pair
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            Path(path + suffix).unlink()
+    if how == "replaced":
+        with SqliteTaskStore(path, shared=True) as newcomer:
+            Scheduler(store=newcomer).schedule("job-0", jobs.noop, OneTime(T0), id="job-0")
+    with pytest.raises(StoreError, match="was removed or replaced since this process opened it"):
+        first.claim(now=T0 + 10, limit=10)
+    assert first.leases() == []  # nothing claimed on the unlinked file
+
+
+def _another_opener_first(monkeypatch: pytest.MonkeyPatch, path: str) -> list[SqliteTaskStore]:
+    """Make the next store opened on ``path`` read the file as it is, then let another
+    shared store open (create or migrate) it before the first goes on: the race of
+    workers started together.  Returns the list the other store is put in."""
+    others: list[SqliteTaskStore] = []
+    check = SqliteTaskStore._check
+    raced: list[bool] = []  # once: the other opener's own checks are not raced
+
+    def check_then_lose_the_race(store: SqliteTaskStore, connection: sqlite3.Connection) -> object:
+        found = check(store, connection)
+        if not raced:
+            raced.append(True)
+            others.append(SqliteTaskStore(path, shared=True))
+        return found
+
+    monkeypatch.setattr(SqliteTaskStore, "_check", check_then_lose_the_race)
+    return others
+
+
+def test_two_shared_stores_creating_one_new_file_together_both_open_it(
+    path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    others = _another_opener_first(monkeypatch, path)
+    with SqliteTaskStore(path, shared=True) as late:  # read the file empty, then lost the race
+        (first,) = others
+        Scheduler(store=first).schedule("job", jobs.noop, OneTime(T0), id="job")
+        assert [snapshot.task.id for snapshot in late.load_all()] == ["job"]
+        assert [claim.task_id for claim in late.claim(now=T0, limit=1)] == ["job"]
+    first.close()
+
+
+def test_two_shared_stores_migrating_one_file_together_both_open_it(
+    path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with SqliteTaskStore(path) as store:
+        Scheduler(store=store).schedule("job", jobs.noop, OneTime(T0), id="job")
+    _downgrade_to_2(path)
+    others = _another_opener_first(monkeypatch, path)
+    with SqliteTaskStore(path, shared=True) as late:  # read version 2, then lost the race
+        assert [claim.task_id for claim in late.claim(now=T0, limit=1)] == ["job"]
+    others[0].close()

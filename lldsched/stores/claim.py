@@ -23,7 +23,8 @@ shared claim's note names the last shared opener.  On Windows, where
 ``msvcrt`` has no shared lock, a shared claim takes no lock at all.
 
 Limits: a symlinked path is resolved, a hard link is not; a child forked while
-the store is open inherits the descriptor and so keeps the claim until it exits;
+the store is open inherits the descriptor and so keeps the claim until it exits
+(the child cannot use the store itself: :mod:`lldsched.stores.forks` refuses it);
 on network file systems the lock is as good as the server's.  This is the
 one-scheduler-per-file rule made true, not coordination: several schedulers
 sharing one file need leases (see docs/CLUSTER.md).

@@ -54,6 +54,7 @@ from lldsched.errors import LeaseLost, StoreError, ValidationError
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
 from lldsched.persistence import Change, Claim, Lease, Task, TaskSnapshot
 from lldsched.schedules.decorators import Jittered, Window
+from lldsched.stores import forks
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.codec import decode_task, encode_task, load_each
 from lldsched.stores.postgres_batch import Pending, SettleQueue, settle_parameters
@@ -102,6 +103,7 @@ class PostgresTaskStore:
         self._dsn = dsn
         self.dsn = redact(dsn)  # what messages and repr show
         self._timeout = timeout
+        self._opened_in = forks.current[0]  # the process this store belongs to (forks.py)
         self.node = node_id()
         self.rejected = 0
         connection = self._connect()
@@ -172,6 +174,8 @@ class PostgresTaskStore:
 
     def _open(self) -> Connection:
         """The live connection, connecting again after an outage (caller holds the lock)."""
+        if self._opened_in != forks.current[0]:
+            raise forks.refuse(repr(self.dsn), self._opened_in)  # a forked child's copy
         if self._closed:
             raise StoreError(f"the store {self.dsn!r} is closed")
         connection = self._connection

@@ -37,7 +37,7 @@ __all__ = ["Listener", "connect", "psycopg", "redact", "with_timeouts"]
 log = logging.getLogger("lldsched")
 
 _RECONNECT = 1.0  # seconds between attempts while the server is away
-_PASSWORD_IN_URI = re.compile(r"(://[^:/@]*:)[^@]*@")
+_PASSWORD_IN_URI = re.compile(r"(://[^:/@]*:)([^@]*)@")
 _PASSWORD_KEY = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
 
 
@@ -95,10 +95,15 @@ def with_timeouts(dsn: str, *, timeout: float) -> str:
 
 
 def _password(dsn: str) -> str | None:
+    """The password ``dsn`` carries; for a dsn libpq cannot parse, the text where one
+    would be (libpq quotes the part it choked on, which may be the password or the
+    whole URI, in its reason)."""
     try:
         value = conninfo.conninfo_to_dict(dsn).get("password")
     except psycopg.Error:
-        return None
+        found = _PASSWORD_IN_URI.search(dsn) or _PASSWORD_KEY.search(dsn)
+        text = found.group(2).strip("'") if found else ""
+        return text or None
     return None if value is None else str(value)
 
 

@@ -62,6 +62,7 @@ from lldsched.checks import seconds, whole_or_none
 from lldsched.errors import StoreError, ValidationError
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import Task, TaskSnapshot
+from lldsched.stores import forks
 from lldsched.stores.claim import FileClaim
 from lldsched.stores.codec import encode_task, load_each
 from lldsched.stores.sqlite_coordinated import CoordinatedMethods
@@ -168,6 +169,7 @@ class SqliteTaskStore(CoordinatedMethods):
                 f"shared=True needs a file other processes can open, got {os.fspath(path)!r}"
             )
         self.path = os.fspath(path)
+        self._opened_in = forks.current[0]  # the process this store belongs to (forks.py)
         self.retention = retention
         self._slack = 0 if retention is None else max(1, retention // 10)
         try:
@@ -185,9 +187,9 @@ class SqliteTaskStore(CoordinatedMethods):
                 claim = FileClaim(self.path)
                 if version is None:  # another store may have created it meanwhile
                     version = self._check(connection)
-            if version is None:
-                self._create(connection, synchronous)
-            else:
+            if version is None and not self._create(connection, synchronous):
+                version = self._check(connection)  # another opener created it first: as it is
+            if version is not None:
                 connection.execute(f"PRAGMA synchronous = {synchronous}")
                 if version < SCHEMA_VERSION:
                     self._migrate(connection, version)
@@ -198,9 +200,11 @@ class SqliteTaskStore(CoordinatedMethods):
                 connection.execute("SELECT task_id, count(*) FROM records GROUP BY task_id")
             )
             (last_seq,) = connection.execute("SELECT coalesce(max(seq), 0) FROM records").fetchone()
-            self._shared = (
-                SharedState(connection, lease=lease, poll=poll) if shared else None
-            )  # None: this store shares nothing
+            self._shared = (  # None: this store shares nothing
+                SharedState(connection, path=os.path.abspath(self.path), lease=lease, poll=poll)
+                if shared
+                else None
+            )
         except BaseException:
             connection.close()
             if claim is not None:
@@ -278,6 +282,8 @@ class SqliteTaskStore(CoordinatedMethods):
         not at all."""
         try:
             with immediate(connection):
+                # Read again under the write lock: another opener may have migrated it.
+                (version,) = connection.execute("PRAGMA user_version").fetchone()
                 for step in range(version, SCHEMA_VERSION):
                     for statement in MIGRATIONS[step]:
                         connection.execute(statement)
@@ -291,8 +297,10 @@ class SqliteTaskStore(CoordinatedMethods):
             "migrated %r from store schema version %d to %d", self.path, version, SCHEMA_VERSION
         )
 
-    @staticmethod
-    def _create(connection: sqlite3.Connection, synchronous: str) -> None:
+    def _create(self, connection: sqlite3.Connection, synchronous: str) -> bool:
+        """Create the store in the new, empty file; False if another opener (shared
+        stores open together) created it while this one waited for the write lock:
+        nothing of this attempt is written, and the caller opens the file as it is."""
         (mode,) = connection.execute("PRAGMA journal_mode = WAL").fetchone()
         if mode != "wal":
             log.warning("SQLite could not use WAL mode here (got %r); writes will be slower", mode)
@@ -303,9 +311,15 @@ class SqliteTaskStore(CoordinatedMethods):
                 f"PRAGMA application_id = {APPLICATION_ID}; "
                 f"PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
             )
+        except sqlite3.OperationalError:
+            _rollback(connection)
+            if self._check(connection) is None:  # still empty: a real failure
+                raise
+            return False  # its first CREATE met the other opener's tables
         except BaseException:
             _rollback(connection)
             raise
+        return True
 
     # -- the TaskStore protocol --------------------------------------------------------
 
@@ -484,6 +498,8 @@ class SqliteTaskStore(CoordinatedMethods):
                 self._claim.release()  # after the connection: nothing written past it
 
     def _open(self) -> sqlite3.Connection:
+        if self._opened_in != forks.current[0] and self.path not in _PRIVATE:
+            raise forks.refuse(repr(self.path), self._opened_in)  # a forked child's copy
         if self._connection is None:
             raise StoreError(f"the store {self.path!r} is closed")
         return self._connection

@@ -80,6 +80,7 @@ class CoordinatedMethods:
         see :meth:`CoordinatedStore.claim <lldsched.persistence.CoordinatedStore.claim>`."""
         with self._lock:
             shared = self._coordinated()
+            shared.check_file()  # a removed or replaced file: claim nothing (StoreError)
             return self._write(shared.claim, self._open(), now=now, limit=limit)
 
     def renew(self, *, tokens: Collection[int], now: float) -> set[int]:

@@ -16,6 +16,12 @@ transaction, so writers in all processes are serialised by SQLite's write lock
   a lease per row with a fresh token (:func:`claim`).
 * **A settle** deletes the lease with its token (0 rows: the lease is lost) and
   writes the task's state and the record in the same transaction.
+* **The file stays the file**: a claim first makes sure the path still names the
+  file this store opened (:meth:`SharedState.check_file`).  A
+  file removed or replaced under running processes would split them in two groups,
+  the old ones on the unlinked file and the new ones on a new file, each running
+  every slot: the old ones refuse to claim instead, with a :class:`StoreError`
+  saying so, until they are restarted.
 * **The change feed** reads rows whose version passed the cursor, skipping the
   versions this process wrote itself; ``PRAGMA data_version`` (which changes when
   another connection commits) makes "nothing changed" cost one pragma.  Removals
@@ -33,6 +39,7 @@ import time
 from collections.abc import Collection
 from typing import Any
 
+from lldsched.errors import StoreError
 from lldsched.persistence import Change, Claim, Lease
 from lldsched.stores.removals import FeedHorizons
 from lldsched.stores.sqlite_rows import immediate
@@ -97,8 +104,12 @@ def bump(connection: sqlite3.Connection, name: str, by: int = 1) -> int:
 class SharedState:
     """What one process's shared store knows and holds; its owner's lock guards it all."""
 
-    def __init__(self, connection: sqlite3.Connection, *, lease: float, poll: float) -> None:
+    def __init__(
+        self, connection: sqlite3.Connection, *, path: str, lease: float, poll: float
+    ) -> None:
         self.node = node_id()
+        self.path = path
+        self.file = _identity(path)  # (device, inode) of the file opened; see check_file
         self.lease = lease
         self.poll = poll
         self.rejected = 0  # settles refused: the lease was lost
@@ -114,6 +125,27 @@ class SharedState:
         self.cursor = int(cursor)  # the feed starts at open: load_all gives what was before
         self.horizons = FeedHorizons()  # the cursors read, for trimming `removed`
         self.data_version = _data_version(connection)
+
+    # -- the file ----------------------------------------------------------------------
+
+    def check_file(self) -> None:
+        """:class:`StoreError` if the path no longer names the file this store opened
+        (removed, or replaced by another file): the other processes, and any process
+        started from now on, coordinate through what the path names, and this store's
+        claims would run every slot a second time.  One ``stat``."""
+        try:
+            now = _identity(self.path)
+        except OSError as exc:
+            now, reason = None, f"it is gone ({exc.strerror})"
+        else:
+            reason = "another file is there now"
+        if now != self.file:
+            raise StoreError(
+                f"the shared store {self.path!r} was removed or replaced since this process "
+                f"opened it ({reason}): this process no longer claims anything, since the "
+                "others would run the same slots on the new file. Restart it (open the store "
+                "again) once the file is where it should be"
+            )
 
     # -- claims ------------------------------------------------------------------------
 
@@ -231,6 +263,12 @@ class SharedState:
     @staticmethod
     def change_of_removal(version: int, task_id: str) -> Change:
         return Change(task_id, version, None)
+
+
+def _identity(path: str) -> tuple[int, int]:
+    """The (device, inode) of the file at ``path`` (OSError if there is none)."""
+    found = os.stat(path)
+    return found.st_dev, found.st_ino
 
 
 def _data_version(connection: sqlite3.Connection) -> int:

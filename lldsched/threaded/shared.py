@@ -21,12 +21,18 @@ What the timer does with it, at every wake:
 * :meth:`wake`: the instant to wake by, bounded by the store's ``poll``: the
   bound on how late a lease that expired elsewhere, or another process's change,
   is noticed.  A store that can notify (PostgreSQL) wakes the timer sooner.
+
+Once ``shutdown()`` has stopped the timer, the runs it waits for still hold leases:
+:func:`leases_kept` renews them on a thread of its own until they are done, so no
+other process takes over a run that is finishing here (docs/CLUSTER.md).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 
 from lldsched.core.context import RunContext
 from lldsched.core.duequeue import queued_entry
@@ -38,7 +44,7 @@ from lldsched.errors import LeaseLost, StoreError
 from lldsched.model import TaskStatus
 from lldsched.persistence import Claim, CoordinatedStore
 
-__all__ = ["Coordinator"]
+__all__ = ["Coordinator", "leases_kept"]
 
 log = logging.getLogger("lldsched")
 
@@ -114,6 +120,16 @@ class Coordinator:
             return []
         entries: list[Entry] = []
         for claim in claims:
+            if claim.taken_over:  # no record says so: the log is where an operator sees it
+                log.warning(
+                    "took over task %s (slot %.3f, attempt %d) with token %d: the lease of the "
+                    "process that held it expired unsettled (it died, stalled or lost the "
+                    "store); its run, if it started, runs again here",
+                    claim.task_id,
+                    claim.slot,
+                    claim.attempt + 1,  # the run's attempt, as its record will say
+                    claim.token,
+                )
             entry = claimed_entry(self._core, claim)
             if entry is None and claim.task_id not in self._core.tasks:
                 self.sync()  # registered elsewhere after the last sync
@@ -173,6 +189,12 @@ class Coordinator:
             self.store.flush()
         except StoreError:
             log.exception("cannot write the settles held back by the shared store")
+
+    def renew_held(self, now: float) -> None:
+        """Renew every lease held now, due or not (the timer is stopped: see
+        :func:`leases_kept`); a lease found lost raises its run's flag."""
+        if self._running or self._pending:
+            self._renew(now)
 
     def release_pending(self) -> None:
         """Give back the claims handed out and never begun (dropped at shutdown), so the
@@ -249,3 +271,30 @@ class Coordinator:
             self.store.release(task_id=task_id, token=token)
         except StoreError:
             log.exception("cannot release the claim of %s; it expires on its own", task_id)
+
+
+@contextlib.contextmanager
+def leases_kept(
+    coordinator: Coordinator | None, lock: threading.Lock, now: Callable[[], float]
+) -> Iterator[None]:
+    """While the block runs (``shutdown()`` waiting for the runs in flight, its timer
+    stopped), renew ``coordinator``'s leases every ``lease / 3`` seconds on a thread of
+    its own, under ``lock`` (the scheduler's, as the timer renews); the thread ends with
+    the block.  Nothing to do without a shared store."""
+    if coordinator is None:
+        yield
+        return
+    done = threading.Event()  # set when the block ends: the keeper stops
+
+    def keep() -> None:
+        while not done.wait(coordinator.store.lease / 3):
+            with lock:
+                coordinator.renew_held(now())
+
+    keeper = threading.Thread(target=keep, name="lldsched-lease-keeper", daemon=True)
+    keeper.start()
+    try:
+        yield
+    finally:
+        done.set()
+        keeper.join()

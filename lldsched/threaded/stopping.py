@@ -4,7 +4,9 @@ Shutdown stops timing first (the timer is woken and joined, so nothing new is
 submitted), then drains (every run due at or before the shutdown instant, in heap
 order, bounded by the timeout) or drops what is due, joins the workers, closes the
 worker processes and the event loop, then delivers the events left.  It is
-idempotent, and final.
+idempotent, and final.  On a shared store the leases of the runs it waits for are
+renewed meanwhile (:func:`~lldsched.threaded.shared.leases_kept`): the timer that
+renews them is stopped.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import time
 from collections.abc import Callable
 
 from lldsched.threaded.parts import RUNNING, STOPPED, SchedulerParts
+from lldsched.threaded.shared import leases_kept
 
 __all__ = ["Stopping"]
 
@@ -51,25 +54,28 @@ class Stopping(SchedulerParts):
             self._state = STOPPED
             self._wake.notify_all()
         if already:  # a second call waits again for what the first left running
-            self._join(remaining)
+            with leases_kept(self._coordinator, self._lock, self._clock.now):
+                self._join(remaining)
             return not self._threads_alive()
         instant = self._clock.now()
         if self._timer is not None and self._timer is not threading.current_thread():
             self._timer.join(remaining())
-        finished = drain and started and self._drain(instant, remaining)
-        if not finished:  # drop=False, or out of time: what waits for the loop is dropped too
-            with self._lock:
-                self._coroutines.drop_waiting()
-            self._processes.kill_all("the scheduler shut down without draining")
-        dropped = self._pool.shutdown(drain=finished, timeout=remaining())
-        if dropped:
-            with self._lock:
-                self._settle(len(dropped))
-        if self._coordinator is not None:
-            with self._lock:
-                self._coordinator.release_pending()  # claims dropped unrun: free them now
-        self._processes.close(remaining())
-        self._coroutines.shutdown(remaining())
+        # The timer is stopped: the leases of the runs waited for are renewed meanwhile.
+        with leases_kept(self._coordinator, self._lock, self._clock.now):
+            finished = drain and started and self._drain(instant, remaining)
+            if not finished:  # drop=False, or out of time: what waits for the loop is dropped
+                with self._lock:
+                    self._coroutines.drop_waiting()
+                self._processes.kill_all("the scheduler shut down without draining")
+            dropped = self._pool.shutdown(drain=finished, timeout=remaining())
+            if dropped:
+                with self._lock:
+                    self._settle(len(dropped))
+            if self._coordinator is not None:
+                with self._lock:
+                    self._coordinator.release_pending()  # claims dropped unrun: free them now
+            self._processes.close(remaining())
+            self._coroutines.shutdown(remaining())
         if self._coordinator is not None:
             self._coordinator.flush()  # settles the store held back for a batch: written now
         self._dispatcher.close(remaining())

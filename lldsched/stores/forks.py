@@ -1,0 +1,41 @@
+"""Forks: a store opened in one process is refused in a child forked from it.
+
+A store object is one process's: its connection (SQLite's file locks are not
+inherited by a child, and a PostgreSQL socket carries one session), its node id,
+the leases it holds, and for an unshared SQLite store the claim on the file (an
+``flock`` that the child *does* inherit, so two schedulers would hold it together
+and run every task twice).  A server that opens the store before it forks its
+workers (gunicorn's ``--preload``, a module-level store) would give every worker
+the same one.  So each store notes the process that opened it, and every use from
+another process raises :class:`~lldsched.errors.StoreError` saying to open the
+store after the fork (docs/CLUSTER.md).
+
+Which process this is, is kept by :func:`os.register_at_fork` rather than asked of
+the kernel at every use: the check is one comparison.
+"""
+
+from __future__ import annotations
+
+import os
+
+from lldsched.errors import StoreError
+
+__all__ = ["current", "refuse"]
+
+current = [os.getpid()]
+"""This process's id, as a one-element list updated in every forked child."""
+
+if hasattr(os, "register_at_fork"):  # POSIX; Windows has no fork
+    os.register_at_fork(after_in_child=lambda: current.__setitem__(0, os.getpid()))
+
+
+def refuse(store: str, opened_in: int) -> StoreError:
+    """The error for ``store`` (its name as messages show it), opened in ``opened_in``
+    and used in this process."""
+    return StoreError(
+        f"the store {store} was opened in process {opened_in} and is used in process "
+        f"{current[0]}, a child forked from it: a store (its connection, its node id, "
+        "its leases and file claim) belongs to the process that opened it. Open the store "
+        "in each process after the fork (gunicorn: in post_fork, not with --preload at "
+        "import time)"
+    )
