@@ -537,7 +537,7 @@ class Simulation:
             # A model that raises is the caller's bug, raised to them; the attempt it
             # was drawn for ends failed with that error, so the task is not left
             # RUNNING on a worker that never frees (a later run() goes on consistently).
-            self._core.finish(run, now, now, error_text(exc), None, False)
+            self._core.finish(run, started=now, finished=now, error=error_text(exc))
             heapq.heappush(self._free, worker)
             raise
         result, timed_out = None, False
