@@ -29,7 +29,8 @@ class LldschedError(Exception):
 
 
 class ValidationError(LldschedError, ValueError):
-    """An argument is malformed: raised at construction, never on the first tick."""
+    """An argument is malformed: raised by the call given it (a constructor, a
+    registration, a verb), quoting the bad value, never at the first tick."""
 
 
 class ScheduleError(ValidationError):
@@ -46,12 +47,17 @@ class TaskRetiredError(TaskNotFoundError):
 
 
 class SchedulerStateError(LldschedError, RuntimeError):
-    """The scheduler cannot do that now (not started, already shut down, ...)."""
+    """The scheduler cannot do that now: it is shut down (or started twice), the task
+    finished and will not run again (``reschedule``, ``modify``), or other tasks still
+    depend on it (``remove``)."""
 
 
 class StoreError(LldschedError, RuntimeError):
-    """A store cannot be opened or read: a corrupted file, a schema from a newer
-    version, a stored callable that no longer imports.  The store is left untouched."""
+    """A store cannot be opened, read or written: a corrupted file, a schema from a
+    newer version, another program's file, a stored callable that no longer imports, a
+    file another open store holds (one scheduler per file), a store used in a process
+    forked after it was opened, a database that cannot be reached.  A refused open
+    leaves the store untouched."""
 
 
 class LeaseLost(StoreError):

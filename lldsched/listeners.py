@@ -75,6 +75,7 @@ class EventLog:
         self._events: list[TaskEvent] = []
 
     def on_event(self, event: TaskEvent) -> None:
+        """Keep ``event`` and wake every ``wait_for`` caller (the listener protocol)."""
         with self._cond:
             self._events.append(event)
             self._cond.notify_all()
@@ -83,6 +84,7 @@ class EventLog:
 
     @property
     def events(self) -> list[TaskEvent]:
+        """A copy of every event kept so far, in the order received."""
         with self._cond:
             return list(self._events)
 
@@ -118,6 +120,7 @@ class EventLog:
                 self._cond.wait(remaining)
 
     def clear(self) -> None:
+        """Forget every event kept so far."""
         with self._cond:
             self._events.clear()
 

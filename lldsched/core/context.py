@@ -28,7 +28,13 @@ __all__ = ["RunContext"]
 
 
 class RunContext:
-    """One attempt of one task, as seen by the action that runs it."""
+    """One attempt of one task, as seen by the action that runs it.
+
+    ``task_id``, ``name``, ``attempt`` (1 for a slot's first), ``due`` (epoch seconds)
+    and ``worker`` describe the run; ``fencing_token`` is its claim's token in a shared
+    store (``None`` otherwise).  :attr:`cancelled` and :meth:`wait` are the cooperative
+    flag; :attr:`reason` says why it was raised.
+    """
 
     __slots__ = (
         "_flag",
@@ -63,7 +69,9 @@ class RunContext:
 
     @property
     def cancelled(self) -> bool:
-        """True once the run's budget ran out or its task was cancelled."""
+        """True once the flag is raised: the run's budget ran out, its task was
+        cancelled, a newer slot cancelled it (``Overlap.CANCEL_OTHER``) or its lease
+        was lost (see :attr:`reason`)."""
         return self._flag.is_set()
 
     @property
@@ -80,8 +88,10 @@ class RunContext:
 
     @property
     def reason(self) -> str | None:
-        """Why the flag was raised: ``"timeout"``, ``"cancelled"``, ``"paused"`` or
-        ``"lease"`` (``None`` while clear)."""
+        """Why the flag was raised: ``"timeout"``, ``"cancelled"``, ``"overlap"``
+        (``Overlap.CANCEL_OTHER``) or ``"lease"``; for a coroutine run also ``"paused"``
+        or ``"shutdown"`` (a thread's run is not flagged by a pause).  ``None`` while
+        clear."""
         return self._reason
 
     def wait(self, timeout: float | None = None) -> bool:

@@ -133,7 +133,15 @@ class RunStats:
 
 
 class ScheduledTask:
-    """One task and where it is in its lifecycle (see :class:`TaskStatus`)."""
+    """One task and where it is in its lifecycle (see :class:`TaskStatus`).
+
+    ``id``, ``name``, ``action``, ``schedule`` and ``priority`` are what it is;
+    ``status``, ``next_run_at`` (epoch seconds, ``None`` when nothing is due) and
+    ``attempt`` (attempts made for the current slot: 0 when SCHEDULED, >= 1 when
+    RETRYING) are where it is; ``generation`` is the sequence of its live heap entry
+    (0: none).  The properties below read its options and its runs.  The runtime
+    changes it under its lock: read it, never assign to it.
+    """
 
     __slots__ = (
         "_flight",
@@ -187,18 +195,22 @@ class ScheduledTask:
 
     @property
     def retry(self) -> RetryPolicy:
+        """The task's retry policy (``RetryPolicy()`` unless another was given)."""
         return self._options.retry
 
     @property
     def timeout(self) -> float | None:
+        """The task's timeout in seconds, or ``None`` for none."""
         return self._options.timeout
 
     @property
     def args(self) -> tuple[Any, ...]:
+        """The positional arguments each run passes to the action."""
         return self._options.args
 
     @property
     def kwargs(self) -> Mapping[str, Any] | None:
+        """The keyword arguments each run passes to the action, or ``None``."""
         return self._options.kwargs
 
     @property

@@ -109,6 +109,14 @@ class _Models:
 class Simulation:
     """Virtual-time runtime with ``workers`` virtual workers over the core state machine.
 
+    ``start`` is the first instant (epoch seconds or an aware datetime; default 0.0,
+    the epoch); ``seed`` seeds every task's duration and failure draws and the retry
+    jitter (same seed, same records).  ``store``, ``listeners`` and ``ids`` are
+    injected as on ``Scheduler``: a ``store`` that holds tasks has them restored here,
+    misfire decisions included, at ``start``; listeners are called in order, in
+    virtual time, on the caller's thread.  ``history_limit`` bounds each task's
+    in-memory history (default 100; ``None``: unbounded); ``tz`` is the zone of cron
+    schedules that name none (cron text included; default UTC).
     ``retain_finished`` says how long finished (succeeded or cancelled) tasks stay
     registered, as on ``Scheduler``: a count of the most recent (default 10,000), a
     ``timedelta`` of simulated time after each finished, or ``None`` for ever (see
@@ -191,7 +199,13 @@ class Simulation:
 
         ``schedule`` may be cron text (read in the simulation's ``tz``); ``id`` and
         ``replace_existing`` work as in ``Scheduler.schedule`` (a replaced task also
-        takes these models).
+        takes these models), and so do the options of how it runs: ``priority``,
+        ``retry`` (default ``RetryPolicy()``), ``timeout`` (judged against the drawn
+        duration), ``args`` and ``kwargs`` (for ``action``), ``misfire`` (slots that
+        passed before a restored store's task was recovered), ``depends_on`` (ids of
+        upstream tasks each slot waits for, BLOCKED), and ``overlap`` with
+        ``max_instances`` (a slot that comes due while a run is in flight; see
+        :class:`~lldsched.policies.Overlap`).
 
         ``isolation`` takes the values, and follows the rules, it has in
         ``Scheduler.schedule``: with ``"process"``, an ``action`` is an import path
@@ -419,7 +433,7 @@ class Simulation:
         decisions at recovery, slots a run skipped, each after its run).
 
         The simulation keeps them as columns (:class:`~lldsched.core.recordlog.RecordLog`,
-        about 45 bytes a record); this builds the ``ExecutionRecord`` values now."""
+        47 bytes of columns a record); this builds the ``ExecutionRecord`` values now."""
         return self._log.records()
 
     def record_log(self) -> RecordLog:

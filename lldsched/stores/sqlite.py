@@ -134,8 +134,10 @@ _PRIVATE = ("", ":memory:")  # SQLite's private databases: nobody else can open 
 class SqliteTaskStore(CoordinatedMethods):
     """A durable :class:`~lldsched.persistence.TaskStore` in one SQLite file (WAL mode).
 
-    ``retention`` bounds the records kept per task (``None``: keep all);
-    ``timeout`` is how long a write waits for a lock held by another connection.
+    ``retention`` bounds the records kept per task (default 1,000; ``None``: keep
+    all); ``synchronous`` is ``"NORMAL"`` (the default: a commit survives a killed
+    process) or ``"FULL"`` (also a power loss, slower); ``timeout`` is how long a
+    write waits for a lock held by another connection (seconds, default 5).
     Use it as a context manager, or call :meth:`close`: the file stays claimed
     until then, and a second store on it raises :class:`StoreError`.
 
