@@ -2,7 +2,7 @@
 
 The vocabulary between :mod:`lldsched.sim.cluster` (which produces a
 :class:`ClusterResult`) and the views that tabulate and draw one
-(:func:`lldsched.views.frames.cluster_frame`,
+(:func:`lldsched.views.cluster.cluster_frame`,
 :func:`lldsched.views.plots.cluster_timeline`): views read these value objects and
 never import a runtime.  Standard library only.
 

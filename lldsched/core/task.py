@@ -5,7 +5,7 @@ A ``ScheduledTask`` carries what runs and when (id, name, action, schedule,
 priority, options) and where the task is now: its status, next due instant,
 attempt counter, generation (which tombstones stale heap entries) and the
 statistics of its runs.  :attr:`ScheduledTask.definition` gives the definition
-alone as an immutable :class:`~lldsched.model.Task`, which is what stores keep.
+alone as an immutable :class:`~lldsched.persistence.Task`, which is what stores keep.
 
 Memory is a feature here (a scheduler may hold 100,000 tasks), so the object is
 flat and its rarely-set parts are shared: :class:`TaskOptions` is one shared
