@@ -13,6 +13,8 @@ takes none.
 * :mod:`~lldsched.core.recovery`: tasks reloaded from a store, misfires, clock jumps;
 * :mod:`~lldsched.core.context`: what a running action may see (:class:`RunContext`);
 * :mod:`~lldsched.core.ids`: task id generators.
+
+These are the entry points; docs/ARCHITECTURE.md says what every module of the core owns.
 """
 
 from lldsched.core.context import RunContext
