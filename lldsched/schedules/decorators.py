@@ -165,10 +165,12 @@ class Jittered(FrozenValue):
     # -- the Schedule protocol --------------------------------------------------------------
 
     def first_run(self, now: float) -> float | None:
+        """The wrapped schedule's first slot, delayed."""
         slot = self.schedule.first_run(now)
         return None if slot is None else self.delayed(slot)
 
     def next_run(self, record: ExecutionRecord, now: float) -> float | None:
+        """The wrapped schedule's next slot after the run's undelayed slot, delayed."""
         slot = self.slot_of(record.slot)
         due = slot if record.due == record.slot else record.due
         following = self.schedule.next_run(record._replace(slot=slot, due=due), now)
@@ -177,10 +179,12 @@ class Jittered(FrozenValue):
     # -- what recovery asks -------------------------------------------------------------------
 
     def slot_after(self, slot: float) -> float | None:
+        """The wrapped schedule's slot after ``slot``'s undelayed slot, delayed."""
         following = slot_after(self.schedule, self.slot_of(slot))
         return None if following is None else self.delayed(following)
 
     def first_slot_after(self, slot: float, now: float) -> float | None:
+        """The first delayed slot after ``now``."""
         # slot + delay(slot) increases with slot: the first delayed slot after now is
         # the delayed first slot after now's undelayed instant.
         following = first_slot_after(
@@ -190,6 +194,7 @@ class Jittered(FrozenValue):
 
     @property
     def measures_elapsed_time(self) -> bool:
+        """As the wrapped schedule."""
         return measures_elapsed_time(self.schedule)
 
     # -- words ----------------------------------------------------------------------------------

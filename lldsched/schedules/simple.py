@@ -64,22 +64,27 @@ class OneTime:
         object.__setattr__(self, "delay", wait)
 
     def first_run(self, now: float) -> float:
+        """``at`` (or ``now`` if it has passed), or ``now + delay``."""
         if self.at is None:
             return now + (self.delay or 0.0)
         return max(self.at, now)
 
     def next_run(self, record: ExecutionRecord, now: float) -> None:
+        """``None``: a one-off task is done after its run."""
         return None
 
     def next_run_and_skipped(
         self, record: ExecutionRecord, *, limit: int
     ) -> tuple[None, tuple[()]]:
+        """``None``, and no skipped slots."""
         return None, ()
 
     def slot_after(self, slot: float) -> None:
+        """``None``: there is no second slot."""
         return None  # one slot only
 
     def first_slot_after(self, slot: float, now: float) -> None:
+        """``None``: there is no second slot."""
         return None
 
     @property
@@ -143,6 +148,7 @@ class _Interval(FrozenValue):
         object.__setattr__(self, "start_delay", checked)
 
     def first_run(self, now: float) -> float:
+        """``now + start_delay``: the first run counts from registration."""
         return now + self.start_delay
 
     def __reduce__(self) -> tuple[type, tuple[object, ...]]:
@@ -189,17 +195,21 @@ class FixedDelay(_Interval):
         return self
 
     def next_run(self, record: ExecutionRecord, now: float) -> float:
+        """``delay`` seconds after the run's finish."""
         return record.finished + self.delay
 
     def next_run_and_skipped(
         self, record: ExecutionRecord, *, limit: int
     ) -> tuple[float, tuple[()]]:
+        """:meth:`next_run`, and no skipped slots (a delay has no slots of its own)."""
         return record.finished + self.delay, ()  # no slots of its own: none skipped
 
     def slot_after(self, slot: float) -> None:
+        """``None``: the next run counts from a finish, which a missed run has not."""
         return None  # the delay counts from a finish, and a missed run has none
 
     def first_slot_after(self, slot: float, now: float) -> float:
+        """``now + delay``: after downtime, one delay from now."""
         return now + self.delay
 
     measures_elapsed_time = True
@@ -255,9 +265,11 @@ class FixedRate(_Interval):
         return self
 
     def slot_after(self, slot: float) -> float:
+        """``slot + period``: the next slot of the grid."""
         return slot + self.period
 
     def first_slot_after(self, slot: float, now: float) -> float:
+        """The first slot of ``slot``'s grid strictly after ``now``."""
         return slot + (math.floor((now - slot) / self.period) + 1) * self.period
 
     measures_elapsed_time = True
@@ -278,6 +290,8 @@ class FixedRate(_Interval):
         return f"FixedRate({self.period!r}{policy}{start})"
 
     def next_run(self, record: ExecutionRecord, now: float) -> float:
+        """The slot after the run's slot (``record.slot``), not after its start; under
+        ``SKIP`` a run that outlasted it goes on to the first slot not before its finish."""
         slot, finished, period = record.slot, record.finished, self.period
         following = slot + period
         if following >= finished or self.on_overrun is OverrunPolicy.CATCH_UP:
