@@ -7,7 +7,10 @@ thread that delivers events to listeners, around the core state machine.
   (a run, from hand-off to record), :mod:`~lldsched.threaded.control` (the verbs and
   reads), :mod:`~lldsched.threaded.stopping` (shutdown and the idle waits);
 * :mod:`~lldsched.threaded.pool`: the worker threads behind a bounded hand-off queue;
-* :mod:`~lldsched.threaded.dispatcher`: listeners called off the hot path.
+* :mod:`~lldsched.threaded.dispatcher`: listeners called off the hot path;
+* :mod:`~lldsched.threaded.coroutines`: the event loop that runs ``async def`` actions;
+* :mod:`~lldsched.threaded.processes`: the worker processes of ``isolation="process"``;
+* :mod:`~lldsched.threaded.shared`: the timer's side of a store several processes share.
 """
 
 from lldsched.threaded.scheduler import Scheduler

@@ -72,10 +72,13 @@ __all__ = ["Scheduler"]
 class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
     """An in-process task scheduler: a heap-and-Condition timer and a bounded worker pool.
 
-    ``clock``, ``store``, ``listeners`` and ``ids`` are injected; ``handoff`` bounds
+    ``workers`` is the number of worker threads (default 4).  ``clock``, ``store``,
+    ``listeners`` and ``ids`` are injected; ``handoff`` bounds
     the queue between the timer and the workers (default: 16 per worker);
     ``history_limit`` bounds each task's in-memory history (default 100 runs;
     ``None``: unbounded; a store and the listeners see every record);
+    ``listener_backlog`` bounds the events waiting for the listeners (default 10,000;
+    past it the oldest are dropped and counted in :attr:`dropped_events`);
     ``seed`` seeds retry jitter; ``max_wait`` bounds how long the timer sleeps
     before it looks at the clock again (seconds, default 60; ``None``: exactly until
     the next due instant), which is how it notices a wall-clock jump or a suspend;
@@ -141,8 +144,9 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         # while draining by every settled run), the pool's (workers wait for
         # items), _idle (wait_idle() waits for the last run in flight to settle)
         # and the runner's _settled (its shutdown waits for the last coroutine).
-        # Lock order: this lock, then the dispatcher's or the store's.  Never held
-        # while an action, a coroutine or a listener runs.
+        # Lock order: this lock, then the dispatcher's, the store's or the process
+        # pool's (kill() runs under it).  Never held while an action, a coroutine or
+        # a listener runs.
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._queue = self.queue_type(self._wake)
@@ -311,6 +315,15 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         unchanged, and the ``timeout`` is *enforced*: the child is killed at the
         deadline, the run recorded timed out, and the worker freed at once.  Default
         ``"thread"``.
+
+        ``priority`` (:class:`~lldsched.model.Priority` or an int; default NORMAL)
+        breaks ties between tasks due at the same instant: lower runs first.
+        ``depends_on`` lists ids of registered upstream tasks: each slot waits, BLOCKED,
+        until every one has succeeded since the task's previous slot started (see
+        :mod:`lldsched.core.dependencies`).  ``overlap`` (an
+        :class:`~lldsched.policies.Overlap`, with ``max_instances`` for
+        ``Overlap.ALLOW``) says what a slot that comes due while a run is in flight
+        does; by default runs never overlap.
 
         ``id`` is a caller-chosen task id (default ``task-1``, ``task-2``, ...).
         Registering an id that exists raises :class:`~lldsched.errors.ValidationError`
