@@ -255,9 +255,17 @@ def test_a_redriven_dependent_runs_after_its_redriven_upstream_succeeds(driven: 
 def test_an_upstream_with_dependents_cannot_be_removed(driven: Driven) -> None:
     extract = driven.add("extract", OneTime(delay=HOUR), id="extract")
     driven.add("load", OneTime(delay=0), id="load", depends_on=["extract"])
-    with pytest.raises(SchedulerStateError, match=r"cannot remove 'extract'.*load \('load'\)"):
+    with pytest.raises(
+        SchedulerStateError, match=r"cannot remove 'extract'.*: load \('load'\) depends on it;"
+    ):
         driven.runtime.remove("extract")
     assert extract.status is SCHEDULED
+    driven.add("report", OneTime(delay=0), id="report", depends_on=["extract"])
+    with pytest.raises(
+        SchedulerStateError, match=r": load \('load'\), report \('report'\) depend on it;"
+    ):
+        driven.runtime.remove("extract")
+    driven.runtime.remove("report")
     driven.runtime.remove("load")
     driven.runtime.remove("extract")
     assert driven.runtime.tasks() == []

@@ -703,8 +703,9 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
             dependents = self._deps.dependents(task_id)
             if dependents:
                 names = ", ".join(f"{d.id} ({d.name!r})" for d in dependents)
+                verb = "depends" if len(dependents) == 1 else "depend"
                 raise SchedulerStateError(
-                    f"cannot remove {task_id!r} ({task.name!r}): {names} depend on it; "
+                    f"cannot remove {task_id!r} ({task.name!r}): {names} {verb} on it; "
                     "remove them first, or register them again without it"
                 )
             self._deps.unlink(task_id)

@@ -104,7 +104,7 @@
 # classDiagram
 #     direction LR
 #     class Scheduler {
-#         one Lock, three Conditions
+#         one Lock, four Conditions
 #         schedule()
 #         cancel()
 #         pause()
@@ -208,7 +208,8 @@ print([heapq.heappop(heap)[3] for _ in range(len(heap))])
 # *Where lldsched differs:* its entries also carry the priority, `(due, priority,
 # sequence, task_id)`; the sequence doubles as the task's generation; the timer waits
 # through `clock.wait(condition, deadline)` so that a fake clock can drive it (notebook
-# 01); and one lock carries three Conditions (timer, workers, idle waiters).
+# 01); and one lock carries four Conditions (timer, workers, idle waiters, and the
+# coroutine runner's shutdown).
 
 # %%
 import itertools
