@@ -16,6 +16,7 @@ refuses it puts the task back as it was (:class:`_Definition`) and the call rais
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any, NamedTuple
 
 from lldsched.core.names import (
@@ -87,7 +88,7 @@ class DefinitionVerbs(CoreParts):
         *,
         priority: Priority | int | Unchanged = UNCHANGED,
         retry: RetryPolicy | Unchanged | None = UNCHANGED,
-        timeout: float | Unchanged | None = UNCHANGED,
+        timeout: float | timedelta | Unchanged | None = UNCHANGED,
     ) -> ScheduledTask:
         """Change how the task runs; what is not given stays as it is.
 

@@ -82,7 +82,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable, Mapping, Sequence
-from datetime import tzinfo
+from datetime import timedelta, tzinfo
 from typing import Any
 
 from lldsched.checks import whole_or_none
@@ -224,7 +224,7 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         replace_existing: bool = False,
         priority: Priority | int = Priority.NORMAL,
         retry: RetryPolicy | None = None,
-        timeout: float | None = None,
+        timeout: float | timedelta | None = None,
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,

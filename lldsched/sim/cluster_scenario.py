@@ -4,10 +4,11 @@
 N scheduler nodes over one lease table, each running every task's schedule, with
 a lease of ``lease`` seconds renewed every ``renewal`` seconds, each node's clock
 offset by its ``skews`` entry, and the faults given (stop-the-world
-:class:`Pause` s and :class:`Crash` es, at seconds after ``start``).  Every value
-is checked at construction: a bad one raises :class:`~lldsched.errors.ValidationError`
-naming it.  Frozen: derive variants with :func:`dataclasses.replace` (with and
-without fencing, another seed).
+:class:`Pause` s and :class:`Crash` es, at seconds after ``start``).  Every duration
+and offset is a number of seconds or a ``timedelta`` (kept as its seconds), as in the
+rest of the package.  Every value is checked at construction: a bad one raises
+:class:`~lldsched.errors.ValidationError` naming it.  Frozen: derive variants with
+:func:`dataclasses.replace` (with and without fencing, another seed).
 """
 
 from __future__ import annotations
@@ -29,6 +30,13 @@ SQLite, where every process passes its time), or the database's, one true clock 
 all (``"database"``, PostgreSQL's ``clock_timestamp()``)."""
 
 
+def _seconds(value: object, name: str, checked: object) -> None:
+    """Keep a checked duration as :func:`lldsched.checks.seconds` returned it: a
+    ``timedelta`` given for one (accepted at run time; the fields are typed as the
+    seconds they hold) becomes its seconds, so every reader sees a number."""
+    object.__setattr__(value, name, checked)
+
+
 @dataclass(frozen=True, slots=True)
 class ClusterTask:
     """A task every node registers: due every ``every`` seconds (a fixed-rate grid
@@ -44,7 +52,8 @@ class ClusterTask:
             raise ValidationError(
                 f"a cluster task's name must be a non-empty str, got {self.name!r}"
             )
-        checks.seconds(self.every, name=f"task {self.name!r} every", above=0)
+        every = checks.seconds(self.every, name=f"task {self.name!r} every", above=0)
+        _seconds(self, "every", every)
         object.__setattr__(self, "duration", check_duration(self.duration))
 
 
@@ -62,8 +71,8 @@ class Pause:
 
     def __post_init__(self) -> None:
         checks.whole(self.node, name="pause node", at_least=0)
-        checks.seconds(self.at, name="pause at", at_least=0)
-        checks.seconds(self.seconds, name="pause seconds", above=0)
+        _seconds(self, "at", checks.seconds(self.at, name="pause at", at_least=0))
+        _seconds(self, "seconds", checks.seconds(self.seconds, name="pause seconds", above=0))
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,9 +88,10 @@ class Crash:
 
     def __post_init__(self) -> None:
         checks.whole(self.node, name="crash node", at_least=0)
-        checks.seconds(self.at, name="crash at", at_least=0)
+        _seconds(self, "at", checks.seconds(self.at, name="crash at", at_least=0))
         if self.restart_after is not None:
-            checks.seconds(self.restart_after, name="crash restart_after", above=0)
+            after = checks.seconds(self.restart_after, name="crash restart_after", above=0)
+            _seconds(self, "restart_after", after)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,13 +122,13 @@ class ClusterScenario:
 
     def __post_init__(self) -> None:
         checks.whole(self.nodes, name="nodes", at_least=1)
-        checks.seconds(self.lease, name="lease", above=0)
-        checks.seconds(self.renewal, name="renewal", above=0)
+        _seconds(self, "lease", checks.seconds(self.lease, name="lease", above=0))
+        _seconds(self, "renewal", checks.seconds(self.renewal, name="renewal", above=0))
         if self.renewal >= self.lease:
             raise ValidationError(
                 f"renewal must be shorter than the lease ({self.lease!r} s), got {self.renewal!r}"
             )
-        checks.seconds(self.horizon, name="horizon", above=0)
+        _seconds(self, "horizon", checks.seconds(self.horizon, name="horizon", above=0))
         checks.whole(self.workers, name="workers", at_least=1)
         checks.whole(self.seed, name="seed")
         if self.lease_clock not in ("node", "database"):
@@ -155,8 +165,8 @@ class ClusterScenario:
             raise ValidationError(
                 f"skews must be () or one offset per node ({self.nodes}), got {self.skews!r}"
             )
-        for skew in self.skews:
-            checks.seconds(skew, name="skew")
+        skews = tuple(checks.seconds(skew, name="skew") for skew in self.skews)
+        _seconds(self, "skews", skews)
 
     @property
     def margin(self) -> float:

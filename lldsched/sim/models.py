@@ -1,12 +1,13 @@
 """Duration and failure models for simulated tasks.
 
-A *duration model* is a number of seconds, or a function ``(rng, attempt) ->
-seconds``; a *failure model* is a probability, or a function ``(rng, attempt) ->
-bool | str | None`` (True or an error text fails the attempt).  ``rng`` is the
-task's own ``random.Random``, seeded from the simulation's seed and the task id,
-so adding a task never changes the draws of another.
+A *duration model* is a number of seconds (a ``timedelta`` is taken as its seconds),
+or a function ``(rng, attempt) -> seconds``; a *failure model* is a probability, or a
+function ``(rng, attempt) -> bool | str | None`` (True or an error text fails the
+attempt).  ``rng`` is the task's own ``random.Random``, seeded from the simulation's
+seed and the task id, so adding a task never changes the draws of another.
 
-The helpers below build the common distributions with readable reprs, so a
+The helpers below build the common distributions with readable reprs (their
+parameters are plain numbers of seconds: a distribution's, not a duration's), so a
 scenario prints the way it was written: ``uniform(30, 300)``,
 ``lognormal(median=240, sigma=0.5)``.
 """
@@ -20,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from lldsched.checks import fraction, number
+from lldsched.checks import fraction, number, seconds
 from lldsched.errors import ValidationError
 
 __all__ = [
@@ -134,7 +135,7 @@ def check_duration(value: DurationModel) -> DurationModel:
         return value.seconds
     if callable(value):
         return _takes_rng_and_attempt(value, "duration")
-    return float(number(value, name="duration", at_least=0))
+    return float(seconds(value, name="duration", at_least=0, unit=""))
 
 
 def check_failure(value: FailureModel) -> FailureModel:

@@ -176,7 +176,7 @@ class Simulation:
         replace_existing: bool = False,
         priority: Priority | int = Priority.NORMAL,
         retry: RetryPolicy | None = None,
-        timeout: float | None = None,
+        timeout: float | timedelta | None = None,
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
@@ -233,7 +233,7 @@ class Simulation:
         replace_existing: bool = False,
         priority: Priority | int = Priority.NORMAL,
         retry: RetryPolicy | None = None,
-        timeout: float | None = None,
+        timeout: float | timedelta | None = None,
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
@@ -315,7 +315,7 @@ class Simulation:
         *,
         priority: Priority | int | Unchanged = UNCHANGED,
         retry: RetryPolicy | Unchanged | None = UNCHANGED,
-        timeout: float | Unchanged | None = UNCHANGED,
+        timeout: float | timedelta | Unchanged | None = UNCHANGED,
     ) -> ScheduledTask:
         """Change the task's priority, retry policy or timeout (what is not given stays);
         see :meth:`SchedulerCore.modify <lldsched.core.machine.SchedulerCore.modify>`."""
@@ -405,9 +405,8 @@ class Simulation:
 
     def run_for(self, duration: float | timedelta) -> Simulation:
         """Run for ``duration`` seconds (or a timedelta) of simulated time."""
-        seconds = duration.total_seconds() if isinstance(duration, timedelta) else duration
-        checks.seconds(seconds, name="run_for()", at_least=0, expected="takes seconds >= 0")
-        return self.run(self.now + seconds)
+        span = checks.seconds(duration, name="run_for()", at_least=0, expected="takes seconds >= 0")
+        return self.run(self.now + span)
 
     def step(self) -> SimStep | None:
         """Process the next event, whenever it is; None when nothing is left to happen."""

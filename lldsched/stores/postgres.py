@@ -46,6 +46,7 @@ import secrets
 import socket
 import threading
 from collections.abc import Callable, Collection, Iterator, Sequence
+from datetime import timedelta
 from types import TracebackType
 from typing import Any
 
@@ -89,15 +90,15 @@ class PostgresTaskStore:
         self,
         dsn: str,
         *,
-        lease: float = 30.0,
-        poll: float = 1.0,
+        lease: float | timedelta = 30.0,
+        poll: float | timedelta = 1.0,
         retention: int | None = 1000,
-        timeout: float = 10.0,
+        timeout: float | timedelta = 10.0,
     ) -> None:
         self.lease = seconds(lease, name="lease", above=0)
         self.poll = seconds(poll, name="poll", above=0)
         self.retention = whole_or_none(retention, name="retention", at_least=1)
-        seconds(timeout, name="timeout", above=0)
+        timeout = seconds(timeout, name="timeout", above=0)
         if not isinstance(dsn, str):
             raise StoreError(f"dsn must be a libpq connection string, got {type(dsn).__name__}")
         self._dsn = dsn

@@ -56,6 +56,7 @@ import logging
 import os
 import sqlite3
 import threading
+from datetime import timedelta
 from types import TracebackType
 
 from lldsched.checks import seconds, whole_or_none
@@ -152,16 +153,17 @@ class SqliteTaskStore(CoordinatedMethods):
         *,
         retention: int | None = 1000,
         synchronous: str = "NORMAL",
-        timeout: float = 5.0,
+        timeout: float | timedelta = 5.0,
         shared: bool = False,
-        lease: float = 30.0,
-        poll: float = 1.0,
+        lease: float | timedelta = 30.0,
+        poll: float | timedelta = 1.0,
     ) -> None:
         whole_or_none(retention, name="retention", at_least=1)
         if synchronous not in _SYNCHRONOUS:
             raise ValidationError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
         if not isinstance(shared, bool):
             raise ValidationError(f"shared must be True or False, got {shared!r}")
+        timeout = float(seconds(timeout, name="timeout", at_least=0))
         lease = float(seconds(lease, name="lease", above=0))
         poll = float(seconds(poll, name="poll", above=0))
         if shared and os.fspath(path) in _PRIVATE:
