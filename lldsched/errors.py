@@ -16,6 +16,7 @@ __all__ = [
     "LldschedError",
     "ScheduleError",
     "SchedulerStateError",
+    "StoreClosedError",
     "StoreError",
     "TaskNotFoundError",
     "TaskRetiredError",
@@ -52,6 +53,14 @@ class SchedulerStateError(LldschedError, RuntimeError):
 class StoreError(LldschedError, RuntimeError):
     """A store cannot be opened or read: a corrupted file, a schema from a newer
     version, a stored callable that no longer imports.  The store is left untouched."""
+
+
+class StoreClosedError(StoreError):
+    """The store was closed while its scheduler still uses it (``store.close()``, or a
+    ``with`` block of the store that ended before the scheduler's).  A store raises it
+    for every call after its ``close()``; a scheduler raises it from a verb, before
+    changing anything, once its store is closed (docs/DECISIONS.md, "A store closed
+    before its scheduler")."""
 
 
 class LeaseLost(StoreError):

@@ -37,6 +37,7 @@ from lldsched.core.registration import (
     schedule_of,
     validated,
 )
+from lldsched.core.storewrites import check_store
 from lldsched.core.task import ScheduledTask, TaskOptions, fit_flight
 from lldsched.errors import ScheduleError, SchedulerStateError
 from lldsched.model import Priority, TaskEvent
@@ -65,6 +66,7 @@ class DefinitionVerbs(CoreParts):
         run again); :class:`ScheduleError` for a schedule that never fires.
         """
         task = self.get(task_id)
+        check_store(self._writes, "reschedule", task_id)
         self._check_changeable(task, "reschedule")
         schedule = schedule_of(task.name, schedule, tz=self.tz)
         options = task._options
@@ -99,6 +101,7 @@ class DefinitionVerbs(CoreParts):
         its deadline.)  :class:`SchedulerStateError` for a SUCCEEDED or CANCELLED task.
         """
         task = self.get(task_id)
+        check_store(self._writes, "modify", task_id)
         self._check_changeable(task, "modify")
         old = task._options
         _, new_priority, options = validated(
@@ -143,6 +146,7 @@ class DefinitionVerbs(CoreParts):
         (resume it first), or finished.
         """
         task = self.get(task_id)
+        check_store(self._writes, "run now", task_id)
         previous = task.status
         due = task.next_run_at
         now = self.clock.now()

@@ -60,7 +60,7 @@ from datetime import timedelta
 from types import TracebackType
 
 from lldsched.checks import seconds, whole_or_none
-from lldsched.errors import StoreError, ValidationError
+from lldsched.errors import StoreClosedError, StoreError, ValidationError
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import Task, TaskSnapshot
 from lldsched.stores import forks
@@ -490,8 +490,9 @@ class SqliteTaskStore(CoordinatedMethods):
     # -- lifetime ------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the file and release its claim (idempotent).  Saves after this raise
-        ``StoreError``; the file can be opened again at once."""
+        """Close the file and release its claim (idempotent).  Every call after this
+        raises ``StoreClosedError`` (a ``StoreError``); the file can be opened again at
+        once.  Close a store after its scheduler's ``shutdown()``."""
         with self._lock:
             if self._connection is not None:
                 self._connection.close()
@@ -503,8 +504,13 @@ class SqliteTaskStore(CoordinatedMethods):
         if self._opened_in != forks.current[0] and self.path not in _PRIVATE:
             raise forks.refuse(repr(self.path), self._opened_in)  # a forked child's copy
         if self._connection is None:
-            raise StoreError(f"the store {self.path!r} is closed")
+            raise StoreClosedError(f"the store {self.path!r} is closed")
         return self._connection
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called (a scheduler's verbs then refuse)."""
+        return self._connection is None
 
     def __enter__(self) -> SqliteTaskStore:
         return self
