@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -42,8 +43,6 @@ def noop() -> None:
     return None
 
 
-# The cluster scenario's dataclass fields are typed as the seconds they hold, so a
-# timedelta given to one is accepted at run time only (hence the type ignores).
 @pytest.mark.parametrize(
     ("given", "same"),
     [
@@ -58,13 +57,13 @@ def noop() -> None:
             lambda: RetryPolicy(initial_backoff=2, max_backoff=60),
         ),
         (lambda: MisfirePolicy(grace=timedelta(minutes=2)), lambda: MisfirePolicy(grace=120)),
-        (lambda: ClusterTask("t", every=MINUTE), lambda: ClusterTask("t", every=60)),  # type: ignore[arg-type]
-        (lambda: Pause(node=0, at=MINUTE, seconds=MINUTE), lambda: Pause(0, at=60, seconds=60)),  # type: ignore[arg-type]
-        (lambda: Crash(node=0, at=MINUTE, restart_after=MINUTE), lambda: Crash(0, 60, 60)),  # type: ignore[arg-type]
+        (lambda: ClusterTask("t", every=MINUTE), lambda: ClusterTask("t", every=60)),
+        (lambda: Pause(node=0, at=MINUTE, seconds=MINUTE), lambda: Pause(0, at=60, seconds=60)),
+        (lambda: Crash(node=0, at=MINUTE, restart_after=MINUTE), lambda: Crash(0, 60, 60)),
         (
             lambda: ClusterScenario(
-                nodes=2, lease=MINUTE, renewal=timedelta(seconds=20), horizon=10 * MINUTE,  # type: ignore[arg-type]
-                skews=(timedelta(seconds=1), timedelta(0)),  # type: ignore[arg-type]
+                nodes=2, lease=MINUTE, renewal=timedelta(seconds=20), horizon=10 * MINUTE,
+                skews=(timedelta(seconds=1), timedelta(0)),
             ),
             lambda: ClusterScenario(nodes=2, lease=60, renewal=20, horizon=600, skews=(1, 0)),
         ),
@@ -122,7 +121,7 @@ def test_a_retry_backoff_from_timedeltas_is_the_backoff_from_seconds() -> None:
          f"advance() takes seconds >= 0, got {SHOWN}"),
         (lambda: Simulation().run_for(NEGATIVE), ValidationError,
          f"run_for() takes seconds >= 0, got {SHOWN}"),
-        (lambda: ClusterTask("t", every=timedelta(0)), ValidationError,  # type: ignore[arg-type]
+        (lambda: ClusterTask("t", every=timedelta(0)), ValidationError,
          "task 't' every must be finite and > 0 seconds, got datetime.timedelta(0) (0 seconds)"),
         (lambda: FakeClock(timedelta(0)), ValidationError,  # type: ignore[arg-type]
          "start must be epoch seconds or an aware datetime, got datetime.timedelta(0)"),
@@ -162,7 +161,7 @@ def test_the_clock_the_simulation_and_retention_take_timedeltas() -> None:
     clock = FakeClock(1_000)
     assert clock.advance(MINUTE) == 1_060
     sim = Simulation(workers=1, start=0, retain_finished=timedelta(hours=1))
-    task = sim.schedule("tick", FixedRate(MINUTE), duration=timedelta(seconds=2))  # type: ignore[arg-type]
+    task = sim.schedule("tick", FixedRate(MINUTE), duration=timedelta(seconds=2))
     sim.run_for(timedelta(minutes=3))
     assert sim.now == 180 and task.run_count == 3
     assert [record.finished - record.started for record in sim.records()] == [2.0] * 3
@@ -212,3 +211,14 @@ def test_a_sqlite_store_takes_timedeltas(tmp_path: Path) -> None:
     with pytest.raises(ValidationError) as caught:
         SqliteTaskStore(tmp_path / "other.db", timeout=NEGATIVE)
     assert str(caught.value) == f"timeout must be finite and >= 0 seconds, got {SHOWN}"
+
+
+def test_a_cluster_scenario_takes_timedeltas_through_replace_too() -> None:
+    scenario = ClusterScenario(tasks=(ClusterTask("t", every=MINUTE, duration=timedelta(5)),))
+    assert scenario.tasks[0].duration == 5 * 86400.0
+    # replace() calls the class's __init__, so it takes timedeltas at run time; mypy
+    # types it by the fields (the seconds they hold), hence the ignores.
+    longer = replace(scenario, lease=timedelta(minutes=2), renewal=timedelta(seconds=30))  # type: ignore[arg-type]
+    assert (longer.lease, longer.renewal, longer.first) == (120.0, 30.0, 0.0)
+    with pytest.raises(ValidationError, match=r"^renewal must be shorter than the lease"):
+        replace(scenario, renewal=timedelta(minutes=1))  # type: ignore[arg-type]

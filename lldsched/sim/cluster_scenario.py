@@ -14,7 +14,7 @@ rest of the package.  Every value is checked at construction: a bad one raises
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal
 
 from lldsched import checks
@@ -32,12 +32,23 @@ all (``"database"``, PostgreSQL's ``clock_timestamp()``)."""
 
 def _seconds(value: object, name: str, checked: object) -> None:
     """Keep a checked duration as :func:`lldsched.checks.seconds` returned it: a
-    ``timedelta`` given for one (accepted at run time; the fields are typed as the
-    seconds they hold) becomes its seconds, so every reader sees a number."""
+    ``timedelta`` given for one becomes its seconds (the fields are typed as the seconds
+    they hold), so every reader sees a number."""
     object.__setattr__(value, name, checked)
 
 
-@dataclass(frozen=True, slots=True)
+def _set(value: object, **fields: object) -> None:
+    """Set a frozen value's fields as given (its ``_check`` then checks them)."""
+    for name, given in fields.items():
+        object.__setattr__(value, name, given)
+
+
+# Each class below takes its durations as seconds or timedelta values: its own
+# ``__init__`` (the fields hold the seconds) sets what it is given and checks it, in
+# ``_check``.  ``dataclasses.replace`` calls that ``__init__`` with every field.
+
+
+@dataclass(frozen=True, slots=True, init=False)
 class ClusterTask:
     """A task every node registers: due every ``every`` seconds (a fixed-rate grid
     from ``start + every``), each run taking ``duration`` (a model of
@@ -47,7 +58,13 @@ class ClusterTask:
     every: float
     duration: DurationModel = 1.0
 
-    def __post_init__(self) -> None:
+    def __init__(
+        self, name: str, every: float | timedelta, duration: DurationModel | timedelta = 1.0
+    ) -> None:
+        _set(self, name=name, every=every, duration=duration)
+        self._check()
+
+    def _check(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ValidationError(
                 f"a cluster task's name must be a non-empty str, got {self.name!r}"
@@ -57,7 +74,7 @@ class ClusterTask:
         object.__setattr__(self, "duration", check_duration(self.duration))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Pause:
     """Node ``node`` stops the world at ``at`` seconds after the start for ``seconds``:
     no renewal, no claim, and its runs are frozen (one due to finish in the pause
@@ -69,13 +86,17 @@ class Pause:
     at: float
     seconds: float
 
-    def __post_init__(self) -> None:
+    def __init__(self, node: int, at: float | timedelta, seconds: float | timedelta) -> None:
+        _set(self, node=node, at=at, seconds=seconds)
+        self._check()
+
+    def _check(self) -> None:
         checks.whole(self.node, name="pause node", at_least=0)
         _seconds(self, "at", checks.seconds(self.at, name="pause at", at_least=0))
         _seconds(self, "seconds", checks.seconds(self.seconds, name="pause seconds", above=0))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Crash:
     """Node ``node`` dies at ``at`` seconds after the start: its runs in flight vanish
     unwritten and its leases are left to expire.  It restarts ``restart_after``
@@ -86,7 +107,13 @@ class Crash:
     at: float
     restart_after: float | None = None
 
-    def __post_init__(self) -> None:
+    def __init__(
+        self, node: int, at: float | timedelta, restart_after: float | timedelta | None = None
+    ) -> None:
+        _set(self, node=node, at=at, restart_after=restart_after)
+        self._check()
+
+    def _check(self) -> None:
         checks.whole(self.node, name="crash node", at_least=0)
         _seconds(self, "at", checks.seconds(self.at, name="crash at", at_least=0))
         if self.restart_after is not None:
@@ -94,7 +121,7 @@ class Crash:
             _seconds(self, "restart_after", after)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class ClusterScenario:
     """N nodes, their tasks, lease settings, clock skews and faults (see the module docstring).
 
@@ -120,7 +147,30 @@ class ClusterScenario:
     first: float = field(init=False, default=0.0)
     """``start`` as epoch seconds (derived)."""
 
-    def __post_init__(self) -> None:
+    def __init__(
+        self,
+        nodes: int = 3,
+        tasks: tuple[ClusterTask, ...] = (ClusterTask("report", every=60.0, duration=5.0),),
+        lease: float | timedelta = 30.0,
+        renewal: float | timedelta = 10.0,
+        horizon: float | timedelta = 600.0,
+        start: float | datetime = 0.0,
+        skews: tuple[float | timedelta, ...] = (),
+        pauses: tuple[Pause, ...] = (),
+        crashes: tuple[Crash, ...] = (),
+        fencing: bool = True,
+        lease_clock: LeaseClock = "node",
+        workers: int = 2,
+        seed: int = 0,
+    ) -> None:
+        _set(
+            self, nodes=nodes, tasks=tasks, lease=lease, renewal=renewal, horizon=horizon,
+            start=start, skews=skews, pauses=pauses, crashes=crashes, fencing=fencing,
+            lease_clock=lease_clock, workers=workers, seed=seed,
+        )  # fmt: skip
+        self._check()
+
+    def _check(self) -> None:
         checks.whole(self.nodes, name="nodes", at_least=1)
         _seconds(self, "lease", checks.seconds(self.lease, name="lease", above=0))
         _seconds(self, "renewal", checks.seconds(self.renewal, name="renewal", above=0))

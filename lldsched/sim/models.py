@@ -19,6 +19,7 @@ import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TypeVar
 
 from lldsched.checks import fraction, number, seconds
@@ -127,7 +128,7 @@ class fails_on:
         return f"fails_on({', '.join(map(str, sorted(self.attempts)))})"
 
 
-def check_duration(value: DurationModel) -> DurationModel:
+def check_duration(value: DurationModel | timedelta) -> DurationModel:
     """Validate a duration model (a number now; a function's results when drawn).
 
     ``fixed(x)`` comes back as the number ``x``: no call per run for a constant."""

@@ -169,7 +169,7 @@ class Simulation:
         name: str,
         schedule: Schedule | str,
         *,
-        duration: DurationModel = 0.0,
+        duration: DurationModel | timedelta = 0.0,
         fails: FailureModel = 0.0,
         action: Callable[..., Any] | str | None = None,
         id: str | None = None,
@@ -226,7 +226,7 @@ class Simulation:
         self,
         schedule: Schedule | str,
         *,
-        duration: DurationModel = 0.0,
+        duration: DurationModel | timedelta = 0.0,
         fails: FailureModel = 0.0,
         name: str | None = None,
         id: str | None = None,
@@ -268,7 +268,11 @@ class Simulation:
         return registering(schedule, name=name, register=register)
 
     def model(
-        self, task_id: str, *, duration: DurationModel = 0.0, fails: FailureModel = 0.0
+        self,
+        task_id: str,
+        *,
+        duration: DurationModel | timedelta = 0.0,
+        fails: FailureModel = 0.0,
     ) -> None:
         """Give a task new duration and failure models (a task restored from a store
         has none: its runs take no time and never fail until this is called)."""
