@@ -12,7 +12,9 @@ So, here and only here:
 * the first write a closed store refuses (:class:`~lldsched.errors.StoreClosedError`)
   is said **once**, at error level, without a traceback: which store, that the
   scheduler goes on in memory and its changes are no longer stored, and what to do;
-  each later one is counted (:attr:`StoreWrites.missed`) and logged at debug level;
+  each later one is counted (:attr:`StoreWrites.missed`) and logged at debug level
+  (a shared store's claims, renewals and change feed, which the timer calls at every
+  wake, are told apart the same way: :meth:`StoreWrites.found_closed`);
 * a verb (register, pause, cancel, modify, remove, ...) refuses with a
   ``StoreClosedError`` naming the store *before* it changes anything
   (:meth:`StoreWrites.check_open`): a caller is there to be told, and a change it
