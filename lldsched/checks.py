@@ -3,19 +3,26 @@
 Every numeric argument the package accepts is checked here, so the rules live in
 one place:
 
-* a **number of seconds** (:func:`seconds`) and a **plain number** (:func:`number`)
-  are an ``int`` or a ``float``, never a ``bool`` (``True == 1``, but it is a
-  mistake), finite (not NaN, not infinite), and within the given bounds;
+* a **number of seconds** (:func:`seconds`, every duration of the public API: periods,
+  delays, timeouts, backoffs, grace, leases...) is an ``int`` or a ``float``, never a
+  ``bool`` (``True == 1``, but it is a mistake), or a :class:`datetime.timedelta`
+  (read as its ``total_seconds()``); finite (not NaN, not infinite) and within the
+  given bounds;
+* a **plain number** (:func:`number`) is the same without the ``timedelta``: an
+  instant in epoch seconds, a multiplier, a sigma are not durations;
 * a **whole count** (:func:`whole`, :func:`whole_or_none`) is an ``int``, never a
   ``bool``, within the given bounds;
 * a **fraction** (:func:`fraction`) is an ``int`` or ``float``, never a ``bool``,
   in ``[0, 1]`` (NaN is not).
 
 Each function returns the value as given (an ``int`` stays an ``int``, so
-a literal shared by many schedules costs no memory) or raises ``error`` (the
-:class:`~lldsched.errors.ValidationError` unless the caller names another, e.g.
-:class:`~lldsched.errors.ScheduleError` for schedules) with a message that names
-the argument and quotes the bad value: ``"<name> must be ..., got <value!r>"``.
+a literal shared by many schedules costs no memory; a ``timedelta`` comes back as
+its float seconds, so ``FixedRate(timedelta(minutes=5)) == FixedRate(300)``) or
+raises ``error`` (the :class:`~lldsched.errors.ValidationError` unless the caller
+names another, e.g. :class:`~lldsched.errors.ScheduleError` for schedules) with a
+message that names the argument and quotes the bad value: ``"<name> must be ...,
+got <value!r>"`` (a ``timedelta`` is quoted with its seconds: ``"got
+datetime.timedelta(days=-1, seconds=86340) (-60 seconds)"``).
 Bounds are keyword arguments: ``at_least`` (``>=``), ``above`` (``>``).
 
 Keywords keep a call site's own wording where its tests pin it: ``kind`` names
@@ -23,13 +30,15 @@ what a value that is not a number at all should have been (``"epoch seconds or a
 aware datetime"``), and ``expected`` replaces the words after the name in every
 failure's message (``"run_for() takes seconds >= 0, got -5"``).
 
-Kept cheap: one call, and the message is built only when a value is refused (the
-simulation checks every duration a model draws).
+Kept cheap: one call, and a ``timedelta`` is recognised, and the message built,
+only once a value is not a plain number (the simulation checks every duration a
+model draws).
 """
 
 from __future__ import annotations
 
 import math
+from datetime import timedelta
 
 from lldsched.errors import ValidationError
 
@@ -52,14 +61,17 @@ def seconds(
     at_least: float | None = None,
     above: float | None = None,
     error: type[Exception] = ValidationError,
-    kind: str = "a number of seconds",
+    kind: str = "a number of seconds or a timedelta",
     unit: str = "seconds",
     expected: str | None = None,
 ) -> float:
-    """``value`` if it is a finite number of seconds within the bounds, else ``error``:
-    ``"FixedRate period must be finite and > 0 seconds, got 0"``, or ``"... must be a
-    number of seconds, got '60'"``.  ``unit`` is the word after the bound."""
+    """``value`` (a ``timedelta`` as its float seconds) if it is a finite number of
+    seconds within the bounds, else ``error``: ``"FixedRate period must be finite and
+    > 0 seconds, got 0"``, or ``"... must be a number of seconds or a timedelta, got
+    '60'"``.  ``unit`` is the word after the bound."""
     if isinstance(value, bool) or not isinstance(value, int | float):
+        if isinstance(value, timedelta):  # here, so a plain number pays nothing for it
+            return _timedelta(value, name, at_least, above, error, unit, expected)
         raise error(f"{name} {expected or 'must be ' + kind}, got {value!r}")
     if (
         math.isnan(value)
@@ -67,12 +79,37 @@ def seconds(
         or (at_least is not None and value < at_least)
         or (above is not None and value <= above)
     ):
-        bound = _bound(at_least, above)
-        if expected is None:
-            expected = f"must be finite and {bound}" if bound else "must be finite"
-            expected += f" {unit}" if bound and unit else ""
-        raise error(f"{name} {expected}, got {value!r}")
+        raise error(f"{name} {_expected(at_least, above, unit, expected)}, got {value!r}")
     return value
+
+
+def _timedelta(
+    value: timedelta,
+    name: str,
+    at_least: float | None,
+    above: float | None,
+    error: type[Exception],
+    unit: str,
+    expected: str | None,
+) -> float:
+    """:func:`seconds` of a ``timedelta``: always finite, so only the bounds can refuse
+    it; the message quotes it with its seconds (a negative one's repr reads badly)."""
+    total = value.total_seconds()
+    if (at_least is not None and total < at_least) or (above is not None and total <= above):
+        words = _expected(at_least, above, unit, expected)
+        raise error(f"{name} {words}, got {value!r} ({total:g} seconds)")
+    return total
+
+
+def _expected(at_least: float | None, above: float | None, unit: str, expected: str | None) -> str:
+    """The words after the name when a number is refused: the site's own, or ``"must be
+    finite and > 0 seconds"``."""
+    if expected is not None:
+        return expected
+    bound = _bound(at_least, above)
+    if not bound:
+        return "must be finite"
+    return f"must be finite and {bound} {unit}" if unit else f"must be finite and {bound}"
 
 
 def number(
@@ -82,12 +119,16 @@ def number(
     at_least: float | None = None,
     above: float | None = None,
     error: type[Exception] = ValidationError,
+    kind: str = "a number",
 ) -> float:
     """``value`` if it is a finite number within the bounds, else ``error``: the rule of
-    :func:`seconds`, with messages that name no unit (``"multiplier must be finite and
-    >= 1, got 0.5"``, ``"duration must be a number, got 'long'"``)."""
+    :func:`seconds` without the ``timedelta`` (not a duration: an instant, a factor), with
+    messages that name no unit (``"multiplier must be finite and >= 1, got 0.5"``,
+    ``"sigma must be a number, got 'wide'"``).  ``kind`` as in :func:`seconds`."""
+    if isinstance(value, timedelta):
+        raise error(f"{name} must be {kind}, got {value!r}")
     return seconds(
-        value, name=name, at_least=at_least, above=above, error=error, kind="a number", unit=""
+        value, name=name, at_least=at_least, above=above, error=error, kind=kind, unit=""
     )
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol, runtime_checkable
 
 from lldsched import checks
@@ -31,7 +31,7 @@ def to_timestamp(value: float | int | datetime, *, name: str = "time") -> float:
                 f"{name} must be timezone-aware (e.g. tzinfo=timezone.utc), got {value!r}"
             )
         return value.timestamp()
-    return float(checks.seconds(value, name=name, kind="epoch seconds or an aware datetime"))
+    return float(checks.number(value, name=name, kind="epoch seconds or an aware datetime"))
 
 
 @runtime_checkable
@@ -102,11 +102,12 @@ class FakeClock:
                 return
         condition.wait()
 
-    def advance(self, seconds: float) -> float:
-        """Move time forward by ``seconds`` (>= 0) and wake waiting timers; returns now."""
-        checks.seconds(seconds, name="advance()", at_least=0, expected="takes seconds >= 0")
+    def advance(self, seconds: float | timedelta) -> float:
+        """Move time forward by ``seconds`` (>= 0, or a timedelta) and wake waiting timers;
+        returns now."""
+        step = checks.seconds(seconds, name="advance()", at_least=0, expected="takes seconds >= 0")
         with self._lock:
-            self._now += float(seconds)
+            self._now += float(step)
             now = self._now
         self._notify_all()
         return now

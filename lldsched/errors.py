@@ -16,6 +16,7 @@ __all__ = [
     "LldschedError",
     "ScheduleError",
     "SchedulerStateError",
+    "StoreClosedError",
     "StoreError",
     "TaskNotFoundError",
     "TaskRetiredError",
@@ -58,6 +59,14 @@ class StoreError(LldschedError, RuntimeError):
     file another open store holds (one scheduler per file), a store used in a process
     forked after it was opened, a database that cannot be reached.  A refused open
     leaves the store untouched."""
+
+
+class StoreClosedError(StoreError):
+    """The store was closed while its scheduler still uses it (``store.close()``, or a
+    ``with`` block of the store that ended before the scheduler's).  A store raises it
+    for every call after its ``close()``; a scheduler raises it from a verb, before
+    changing anything, once its store is closed (docs/DECISIONS.md, "A store closed
+    before its scheduler")."""
 
 
 class LeaseLost(StoreError):

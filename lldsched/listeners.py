@@ -16,8 +16,10 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
+from datetime import timedelta
 from typing import Protocol, runtime_checkable
 
+from lldsched.checks import seconds
 from lldsched.errors import ValidationError
 from lldsched.model import ExecutionRecord, TaskEvent
 
@@ -102,10 +104,11 @@ class EventLog:
             ]
 
     def wait_for(
-        self, predicate: Callable[[TaskEvent], object], timeout: float = 5.0
+        self, predicate: Callable[[TaskEvent], object], timeout: float | timedelta = 5.0
     ) -> TaskEvent | None:
-        """The first event satisfying ``predicate``, waiting up to ``timeout`` seconds for it."""
-        deadline = time.monotonic() + timeout
+        """The first event satisfying ``predicate``, waiting up to ``timeout`` seconds (or a
+        ``timedelta``) for it."""
+        deadline = time.monotonic() + seconds(timeout, name="wait_for() timeout", at_least=0)
         checked = 0
         with self._cond:
             while True:

@@ -69,6 +69,7 @@ import enum
 import math
 import random
 from dataclasses import dataclass
+from datetime import timedelta
 
 from lldsched.checks import fraction, number, seconds, whole, whole_or_none
 from lldsched.errors import ValidationError
@@ -83,9 +84,12 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class RetryPolicy:
     """Attempts and capped exponential backoff (validated at construction).
+
+    ``initial_backoff`` and ``max_backoff`` are seconds, or ``timedelta`` values (kept as
+    their seconds: ``RetryPolicy(max_backoff=timedelta(minutes=1)) == RetryPolicy()``).
 
     ``max_attempts`` counts every attempt of one slot, the first included:
     ``max_attempts=1`` never retries, the default 3 runs at most twice more.
@@ -101,13 +105,30 @@ class RetryPolicy:
     jitter: float = 0.0
     fail_after_given_up: int | None = None
 
-    def __post_init__(self) -> None:
-        whole(self.max_attempts, name="max_attempts", at_least=1)
-        whole_or_none(self.fail_after_given_up, name="fail_after_given_up", at_least=1)
-        number(self.initial_backoff, name="initial_backoff", at_least=0)
-        number(self.multiplier, name="multiplier", at_least=1)
-        number(self.max_backoff, name="max_backoff", at_least=0)
-        fraction(self.jitter, name="jitter")
+    def __init__(
+        self,
+        max_attempts: int = 3,
+        initial_backoff: float | timedelta = 1.0,
+        multiplier: float = 2.0,
+        max_backoff: float | timedelta = 60.0,
+        jitter: float = 0.0,
+        fail_after_given_up: int | None = None,
+    ) -> None:
+        field = object.__setattr__  # frozen: the checked values are set once, here
+        field(self, "max_attempts", whole(max_attempts, name="max_attempts", at_least=1))
+        field(
+            self,
+            "initial_backoff",
+            seconds(initial_backoff, name="initial_backoff", at_least=0, unit=""),
+        )
+        field(self, "multiplier", number(multiplier, name="multiplier", at_least=1))
+        field(self, "max_backoff", seconds(max_backoff, name="max_backoff", at_least=0, unit=""))
+        field(self, "jitter", fraction(jitter, name="jitter"))
+        field(
+            self,
+            "fail_after_given_up",
+            whole_or_none(fail_after_given_up, name="fail_after_given_up", at_least=1),
+        )
         if self.max_backoff < self.initial_backoff:
             raise ValidationError(
                 f"max_backoff ({self.max_backoff!r}) is below initial_backoff "
@@ -156,11 +177,12 @@ class Misfire(enum.Enum):
     SKIP = "skip"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class MisfirePolicy:
     """A task's misfire policy, validated at construction.
 
-    ``grace`` is in seconds (>= 0); ``max_catch_up`` bounds ``RUN_ALL``.
+    ``grace`` is in seconds (>= 0), or a ``timedelta`` (kept as its seconds);
+    ``max_catch_up`` bounds ``RUN_ALL``.
     The defaults (run once, 60 s of grace, at most 100 catch-up runs) are
     written down in ``docs/DECISIONS.md``.
     """
@@ -169,13 +191,20 @@ class MisfirePolicy:
     grace: float = 60.0
     max_catch_up: int = 100
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.on_misfire, Misfire):
+    def __init__(
+        self,
+        on_misfire: Misfire = Misfire.RUN_ONCE,
+        grace: float | timedelta = 60.0,
+        max_catch_up: int = 100,
+    ) -> None:
+        if not isinstance(on_misfire, Misfire):
             raise ValidationError(
-                f"on_misfire must be Misfire.RUN_ONCE, RUN_ALL or SKIP, got {self.on_misfire!r}"
+                f"on_misfire must be Misfire.RUN_ONCE, RUN_ALL or SKIP, got {on_misfire!r}"
             )
-        seconds(self.grace, name="misfire grace", at_least=0)
-        whole(self.max_catch_up, name="max_catch_up", at_least=1)
+        field = object.__setattr__  # frozen: the checked values are set once, here
+        field(self, "on_misfire", on_misfire)
+        field(self, "grace", seconds(grace, name="misfire grace", at_least=0))
+        field(self, "max_catch_up", whole(max_catch_up, name="max_catch_up", at_least=1))
 
 
 DEFAULT_MISFIRE = MisfirePolicy()

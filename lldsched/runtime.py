@@ -58,7 +58,7 @@ class Controls(Protocol):
         *,
         priority: Priority | int | Unchanged = ...,
         retry: RetryPolicy | Unchanged | None = ...,
-        timeout: float | Unchanged | None = ...,
+        timeout: float | timedelta | Unchanged | None = ...,
     ) -> ScheduledTask: ...
 
 

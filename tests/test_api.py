@@ -14,7 +14,7 @@ PUBLIC = [
     "ScheduleError", "ScheduledTask", "Scheduler", "SchedulerStateError", "Simulation",
     "SqliteTaskStore", "StoreError", "SystemClock", "Task", "TaskEvent", "TaskListener",
     "TaskNotFoundError", "TaskSnapshot", "TaskStatus", "TaskStore", "ValidationError",
-    "Jittered", "Window", "TaskRetiredError",
+    "Jittered", "Window", "TaskRetiredError", "StoreClosedError",
 ]  # fmt: skip
 
 

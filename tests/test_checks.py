@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from datetime import timedelta
 
 import pytest
 
@@ -24,7 +25,9 @@ def test_seconds_returns_the_value_as_given(value: float) -> None:
 def test_seconds_refuses_what_is_not_a_number_bool_included(value: object) -> None:
     with pytest.raises(ValidationError) as caught:
         seconds(value, name="FixedRate period", above=0)
-    assert str(caught.value) == f"FixedRate period must be a number of seconds, got {value!r}"
+    assert str(caught.value) == (
+        f"FixedRate period must be a number of seconds or a timedelta, got {value!r}"
+    )
 
 
 @pytest.mark.parametrize("value", NOT_FINITE)
@@ -71,6 +74,44 @@ def test_seconds_uses_the_sites_own_words_for_every_failure_when_given(value: ob
     with pytest.raises(ValidationError) as caught:
         seconds(value, name="run_for()", at_least=0, expected="takes seconds >= 0")
     assert str(caught.value) == f"run_for() takes seconds >= 0, got {value!r}"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(timedelta(0), 0.0), (timedelta(minutes=5), 300.0), (timedelta(microseconds=1), 1e-06)],
+)
+def test_seconds_takes_a_timedelta_as_its_float_seconds(value: timedelta, expected: float) -> None:
+    checked = seconds(value, name="delay", at_least=0)
+    assert checked == expected and type(checked) is float
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        (timedelta(0), "datetime.timedelta(0) (0 seconds)"),
+        (timedelta(seconds=-60), "datetime.timedelta(days=-1, seconds=86340) (-60 seconds)"),
+    ],
+)
+def test_seconds_refuses_a_timedelta_out_of_bounds_quoting_it_and_its_seconds(
+    value: timedelta, shown: str
+) -> None:
+    with pytest.raises(ScheduleError) as caught:
+        seconds(value, name="FixedRate period", above=0, error=ScheduleError)
+    assert str(caught.value) == f"FixedRate period must be finite and > 0 seconds, got {shown}"
+    with pytest.raises(ValidationError) as words:
+        seconds(value, name="run_for()", above=0, expected="takes seconds > 0")
+    assert str(words.value) == f"run_for() takes seconds > 0, got {shown}"
+
+
+def test_a_timedelta_is_not_a_plain_number() -> None:
+    with pytest.raises(ValidationError) as caught:
+        number(timedelta(seconds=2), name="multiplier", at_least=1)
+    assert str(caught.value) == "multiplier must be a number, got datetime.timedelta(seconds=2)"
+    with pytest.raises(ValidationError) as instant:
+        number(timedelta(0), name="start", kind="epoch seconds or an aware datetime")
+    assert str(instant.value) == (
+        "start must be epoch seconds or an aware datetime, got datetime.timedelta(0)"
+    )
 
 
 def test_number_is_the_rule_of_seconds_with_no_unit_in_its_words() -> None:

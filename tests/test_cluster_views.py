@@ -6,6 +6,7 @@ import importlib
 import sys
 from dataclasses import replace
 
+import numpy as np
 import pytest
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
@@ -78,6 +79,26 @@ def test_the_timeline_marks_each_duplicate_write_and_each_rejected_write() -> No
     assert labels == ["node-0", "node-1", "node-2"]
     assert isinstance(fenced, PlotFigure)
     assert fenced._repr_png_()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_two_writes_close_together_on_one_lane_get_marks_that_do_not_overlap() -> None:
+    # Notebook 10's pause: node-0's run of slot 60 writes at 151 s when the pause ends,
+    # its run of slot 120 five seconds later; both landed twice.  Their stars covered
+    # each other; now the later one is drawn under its lane's bar.
+    figure = cluster_timeline(UNFENCED)
+    ax = figure.axes[0]
+    figure.canvas.draw()
+    stars = np.array(
+        [np.asarray(line.get_xydata(), dtype=float)[0] for line in ax.lines
+         if line.get_marker() == "*"]
+    )  # fmt: skip
+    size = max(line.get_markersize() for line in ax.lines) * figure.dpi / 72  # pixels
+    centres = ax.transData.transform(stars)
+    for i, first in enumerate(centres):
+        for second in centres[i + 1 :]:
+            assert abs(first - second).max() >= size  # apart in x or in y by a mark's size
+    node_0 = sorted((float(x), float(y)) for x, y in stars.tolist() if abs(y) < 0.5)
+    assert node_0 == [(151.0, -0.05), (156.0, 0.37)]  # on the bar, and under it
 
 
 def test_the_comparison_draws_a_bar_per_count_per_result() -> None:

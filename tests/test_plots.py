@@ -224,6 +224,37 @@ def test_every_policy_marks_the_slots_its_records_say_it_dropped() -> None:
     }  # fmt: skip
 
 
+def test_each_policys_panel_has_only_its_own_rows_each_as_tall_as_in_the_others() -> None:
+    runs = simulate_overrun(period=60, duration=150, horizon=600, policies=ALL_POLICIES)
+    figure = overrun_comparison(runs)
+    render(figure)
+    panels = figure.axes[: len(runs)]
+    counted = {
+        policy.name: len(collection(ax, "runs").get_paths())
+        for policy, ax in zip(runs, panels, strict=True)
+    }
+    assert counted == {"SKIP": 3, "CATCH_UP": 4, "BUFFER_ONE": 4, "CANCEL_OTHER": 10, "ALLOW": 6}
+    inches = []
+    for ax, n in zip(panels, counted.values(), strict=True):
+        assert [t.get_text() for t in ax.get_yticklabels()] == [str(k) for k in range(1, n + 1)]
+        bottom, top = ax.get_ylim()
+        assert bottom == n - 0.5  # no empty row under the last run
+        box = ax.get_window_extent()
+        inches.append(box.height / figure.dpi / (bottom - top))  # the height of a row
+    assert max(inches) - min(inches) < 0.01 * max(inches)
+    for ax in panels:  # every panel tells its own times: the panels end at different heights
+        assert all(t.get_text() for t in ax.get_xticklabels())
+
+
+def test_the_crosses_of_dropped_slots_sit_above_the_first_row_clear_of_its_bar() -> None:
+    left = overrun_comparison(simulate_overrun(period=60, duration=150, horizon=600)).axes[0]
+    (crosses,) = [line for line in left.get_lines() if line.get_gid() == "skipped_slots"]
+    first_bar_top = min(float(np.min(path.vertices[:, 1]))
+                        for path in collection(left, "runs").get_paths())  # fmt: skip
+    y = np.asarray(crosses.get_ydata())
+    assert (y < first_bar_top - 0.2).all() and (y > left.get_ylim()[1]).all()
+
+
 def test_failed_runs_are_hatched_and_timed_out_runs_outlined(ten: pd.DataFrame) -> None:
     ax = gantt(ten).axes[0]
     failed = collection(ax, "failed")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import shutil
 import threading
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,7 @@ from lldsched import (
     TaskNotFoundError,
     TaskSnapshot,
     TaskStatus,
+    checks,
 )
 from lldsched.model import ExecutionRecord
 from tests import jobs
@@ -280,8 +282,8 @@ class JumpingClock(FakeClock):
     def monotonic(self) -> float:
         return self._mono
 
-    def advance(self, seconds: float) -> float:
-        self._mono += seconds
+    def advance(self, seconds: float | timedelta) -> float:
+        self._mono += checks.seconds(seconds, name="advance()")
         return super().advance(seconds)
 
     def jump(self, seconds: float) -> None:

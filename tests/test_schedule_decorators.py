@@ -374,7 +374,12 @@ BAD: list[tuple[Any, tuple[Any, ...], dict[str, Any], str]] = [
     (Jittered, (RATE, -5), {"seed": 1}, "got -5"),
     (Jittered, (RATE, math.nan), {"seed": 1}, "got nan"),
     (Jittered, (RATE, math.inf), {"seed": 1}, "got inf"),
-    (Jittered, (RATE, "5"), {"seed": 1}, "Jittered max_delay must be a number of seconds, got '5'"),
+    (
+        Jittered,
+        (RATE, "5"),
+        {"seed": 1},
+        "Jittered max_delay must be a number of seconds or a timedelta, got '5'",
+    ),
     (Jittered, (RATE, True), {"seed": 1}, "got True"),
     (Jittered, (RATE, 5), {"seed": "7"}, "Jittered seed must be an int, got '7'"),
     (Jittered, (RATE, 5), {"seed": True}, "Jittered seed must be an int, got True"),

@@ -202,7 +202,7 @@ def test_step_processes_one_event_at_a_time() -> None:
     ("kwargs", "message"),
     [
         ({"duration": -1}, "duration must be finite and >= 0, got -1"),
-        ({"duration": "long"}, "duration must be a number, got 'long'"),
+        ({"duration": "long"}, "duration must be a number of seconds or a timedelta, got 'long'"),
         ({"fails": 1.5}, "fails must be a probability in \\[0, 1\\] or a function, got 1.5"),
         ({"fails": -0.1}, "got -0.1"),
         (

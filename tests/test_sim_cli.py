@@ -62,6 +62,16 @@ def test_simulate_rejects_a_non_positive_number_of_days() -> None:
     [
         (["--days", "nan"], "--days must be finite and > 0, got nan"),
         (["--days", "inf"], "--days must be finite and > 0, got inf"),
+        (["--days=-inf"], "--days must be finite and > 0, got -inf"),
+        (["--days", "-3"], "--days must be finite and > 0, got -3"),
+        (
+            ["--days", "1e9"],
+            "--days must be at most 366 (a year: the simulation keeps every record), got 1e+09",
+        ),
+        (
+            ["--days", "366.5"],
+            "--days must be at most 366 (a year: the simulation keeps every record), got 366.5",
+        ),
         (["--workers", "0"], "--workers must be at least 1, got 0"),
         (["--workers", "-2"], "--workers must be at least 1, got -2"),
         (["--gantt", "week.txt"], "--gantt 'week.txt': the chart is written as .png, .svg or .pdf"),

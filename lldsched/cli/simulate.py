@@ -3,7 +3,8 @@
 With ``--gantt out.png`` it also draws worker occupancy (:func:`lldsched.views.plots.gantt`);
 that needs the notebook extra, imported only then.
 
-Bad arguments (``--days`` not a finite number above 0, ``--workers`` below 1, a
+Bad arguments (``--days`` not a finite number above 0 and at most :data:`MAX_DAYS`,
+``--workers`` below 1, a
 ``--gantt`` path whose format is not PNG, SVG or PDF or whose folder does not exist,
 the notebook extra missing for ``--gantt``) are refused before anything is simulated:
 ``error: ...`` on stderr and exit status 2, as ``python -m lldsched cron`` does.
@@ -22,7 +23,13 @@ from lldsched.sim.scenario import build_scenario
 from lldsched.sim.simulation import Simulation
 from lldsched.views.report import format_summary, summarize
 
-__all__ = ["add_parser", "main", "refusal"]
+__all__ = ["MAX_DAYS", "add_parser", "main", "refusal"]
+
+MAX_DAYS = 366
+"""The most days ``--days`` replays: a year.  The simulation keeps every record, so its
+time and memory grow with the days (366 days: 650,003 runs, about 6 s and 370 MB here);
+``--days 1e9`` would run for years and exhaust memory long before.  A longer replay is
+a :class:`~lldsched.sim.simulation.Simulation` of one's own."""
 
 GANTT_FORMATS = (".png", ".svg", ".pdf")
 """The formats ``--gantt`` writes (by the path's suffix)."""
@@ -35,7 +42,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Replay a week of schedules (hourly fan-out, an overrunning fixed-rate "
         "job, a flaky import with retries, a heartbeat, a nightly backup) in virtual time.",
     )
-    parser.add_argument("--days", type=float, default=7.0, help="simulated days (default 7)")
+    parser.add_argument(
+        "--days",
+        type=float,
+        default=7.0,
+        help=f"simulated days, above 0 and at most {MAX_DAYS} (default 7)",
+    )
     parser.add_argument("--workers", type=int, default=4, help="virtual workers (default 4)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument(
@@ -51,6 +63,11 @@ def refusal(args: argparse.Namespace) -> str | None:
     """Why ``args`` cannot be simulated (the message after ``error:``), or None."""
     if not math.isfinite(args.days) or args.days <= 0:
         return f"--days must be finite and > 0, got {args.days:g}"
+    if args.days > MAX_DAYS:
+        return (
+            f"--days must be at most {MAX_DAYS} (a year: the simulation keeps every record), "
+            f"got {args.days:g}"
+        )
     if args.workers < 1:
         return f"--workers must be at least 1, got {args.workers}"
     if args.gantt is None:

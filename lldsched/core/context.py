@@ -23,6 +23,9 @@ be renewed: another process may be running the same slot by then.
 from __future__ import annotations
 
 import threading
+from datetime import timedelta
+
+from lldsched.checks import seconds
 
 __all__ = ["RunContext"]
 
@@ -94,13 +97,16 @@ class RunContext:
         clear."""
         return self._reason
 
-    def wait(self, timeout: float | None = None) -> bool:
-        """Sleep up to ``timeout`` seconds (real time), returning early if cancelled.
+    def wait(self, timeout: float | timedelta | None = None) -> bool:
+        """Sleep up to ``timeout`` seconds (or a ``timedelta``; real time), returning early
+        if cancelled.  A timeout at or below 0 only reads the flag.
 
         Returns True when the flag is raised: the cooperative replacement for
         ``time.sleep`` inside an action.
         """
-        return self._flag.wait(timeout)
+        if timeout is None:
+            return self._flag.wait()
+        return self._flag.wait(seconds(timeout, name="wait() timeout"))
 
     def cancel(self, reason: str) -> None:
         """Raise the flag (the runtimes call this; the first reason is kept)."""

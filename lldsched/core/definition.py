@@ -16,6 +16,7 @@ refuses it puts the task back as it was (:class:`_Definition`) and the call rais
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any, NamedTuple
 
 from lldsched.core.names import (
@@ -36,6 +37,7 @@ from lldsched.core.registration import (
     schedule_of,
     validated,
 )
+from lldsched.core.storewrites import check_store
 from lldsched.core.task import ScheduledTask, TaskOptions, fit_flight
 from lldsched.errors import ScheduleError, SchedulerStateError
 from lldsched.model import Priority, TaskEvent
@@ -64,6 +66,7 @@ class DefinitionVerbs(CoreParts):
         run again); :class:`ScheduleError` for a schedule that never fires.
         """
         task = self.get(task_id)
+        check_store(self._writes, "reschedule", task_id)
         self._check_changeable(task, "reschedule")
         schedule = schedule_of(task.name, schedule, tz=self.tz)
         options = task._options
@@ -87,7 +90,7 @@ class DefinitionVerbs(CoreParts):
         *,
         priority: Priority | int | Unchanged = UNCHANGED,
         retry: RetryPolicy | Unchanged | None = UNCHANGED,
-        timeout: float | Unchanged | None = UNCHANGED,
+        timeout: float | timedelta | Unchanged | None = UNCHANGED,
     ) -> ScheduledTask:
         """Change how the task runs; what is not given stays as it is.
 
@@ -98,6 +101,7 @@ class DefinitionVerbs(CoreParts):
         its deadline.)  :class:`SchedulerStateError` for a SUCCEEDED or CANCELLED task.
         """
         task = self.get(task_id)
+        check_store(self._writes, "modify", task_id)
         self._check_changeable(task, "modify")
         old = task._options
         _, new_priority, options = validated(
@@ -142,6 +146,7 @@ class DefinitionVerbs(CoreParts):
         (resume it first), or finished.
         """
         task = self.get(task_id)
+        check_store(self._writes, "run now", task_id)
         previous = task.status
         due = task.next_run_at
         now = self.clock.now()

@@ -20,6 +20,7 @@ from lldsched.clock import Clock
 from lldsched.core.dependencies import Dependencies
 from lldsched.core.names import SKIPPED, Skipped
 from lldsched.core.retention import Retention
+from lldsched.core.storewrites import StoreWrites
 from lldsched.core.task import Entry, Run, RunStats, ScheduledTask
 from lldsched.model import ExecutionRecord, Outcome, TaskEvent, TaskStatus
 from lldsched.persistence import TaskSnapshot, TaskStore
@@ -57,6 +58,7 @@ class CoreParts:
     on_cancel: Callable[[Run], None] | None
     _queue: DueQueue
     _store: TaskStore | None
+    _writes: StoreWrites | None  # the calls the store failed; None without a store
     _on_record: Callable[[ExecutionRecord], None] | None
     _dead: dict[str, None]  # an ordered set of dead-lettered ids
     _deps: Dependencies | None

@@ -30,7 +30,7 @@ from __future__ import annotations
 import enum
 import inspect
 from collections.abc import Callable, Iterable, Mapping
-from datetime import tzinfo
+from datetime import timedelta, tzinfo
 from types import BuiltinFunctionType
 from typing import Any, TypedDict, TypeVar, cast
 
@@ -216,7 +216,7 @@ def validated(
     tz: str,
     priority: Priority | int,
     retry: RetryPolicy | None,
-    timeout: float | None,
+    timeout: float | timedelta | None,
     args: tuple[Any, ...] | list[Any],
     kwargs: Mapping[str, Any] | None,
     misfire: MisfirePolicy | None,
@@ -570,7 +570,7 @@ def _options(
     name: str,
     *,
     retry: RetryPolicy | None,
-    timeout: float | None,
+    timeout: float | timedelta | None,
     args: tuple[Any, ...] | list[Any],
     kwargs: Mapping[str, Any] | None,
     misfire: MisfirePolicy | None,

@@ -24,6 +24,7 @@ from lldsched.core.names import (
 )
 from lldsched.core.parts import CoreParts
 from lldsched.core.registration import options_of, validated
+from lldsched.core.storewrites import store_failed
 from lldsched.core.task import Restored, ScheduledTask, fit_flight
 from lldsched.errors import ValidationError
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
@@ -98,8 +99,8 @@ class Restoration(CoreParts):
         if self._store is not None:
             try:
                 self._store.save(self._snapshot(task))
-            except Exception:  # as in _changed: the registry stays authoritative
-                log.exception("store %r failed to save %s", self._store, task.id)
+            except Exception as exc:  # as in _changed: the registry stays authoritative
+                store_failed(self._writes, exc, "save", task.id)
 
     def adopt(
         self,

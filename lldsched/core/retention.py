@@ -43,6 +43,7 @@ from datetime import timedelta
 from itertools import islice
 from typing import TypeVar
 
+from lldsched.checks import seconds
 from lldsched.errors import TaskNotFoundError, TaskRetiredError, ValidationError
 from lldsched.model import ExecutionRecord, TaskStatus
 
@@ -74,18 +75,21 @@ _NONE: tuple[str, ...] = ()
 V = TypeVar("V")
 
 
+_EXPECTED = "must be a count of finished tasks (an int >= 0), an age (a timedelta >= 0) or None"
+
+
 def check_retention(value: object) -> RetainFinished:
-    """``value`` if it is a retention, else a :class:`ValidationError` quoting it."""
+    """``value`` if it is a retention, else a :class:`ValidationError` quoting it.  An age
+    is checked by the rule of every duration (:func:`lldsched.checks.seconds`); a plain
+    number is a count here, never seconds."""
     if value is None:
         return None
-    if isinstance(value, timedelta) and value >= timedelta(0):
+    if isinstance(value, timedelta):
+        seconds(value, name="retain_finished", at_least=0, expected=_EXPECTED)
         return value
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
-    raise ValidationError(
-        "retain_finished must be a count of finished tasks (an int >= 0), an age "
-        f"(a timedelta >= 0) or None, got {value!r}"
-    )
+    raise ValidationError(f"retain_finished {_EXPECTED}, got {value!r}")
 
 
 class Retention:
@@ -96,7 +100,11 @@ class Retention:
     def __init__(self, keep: RetainFinished, *, history_limit: int | None) -> None:
         self.keep = check_retention(keep)
         self._count = keep if isinstance(keep, int) else None
-        self._age = keep.total_seconds() if isinstance(keep, timedelta) else None
+        self._age = (
+            seconds(keep, name="retain_finished", at_least=0, expected=_EXPECTED)
+            if isinstance(keep, timedelta)
+            else None
+        )
         # More held than this, and a retirement pass is due (the core reads it after
         # each finish): a count's batch bound, or 0 for an age (any task held may be due).
         self.retire_above = 0 if self._count is None else self._count + self._count // RETIRE_BATCH

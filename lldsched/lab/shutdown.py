@@ -22,8 +22,10 @@ stopping the timer before the pool.
 from __future__ import annotations
 
 import threading
+from datetime import timedelta
 from typing import Any, NamedTuple
 
+from lldsched.checks import seconds
 from lldsched.lab._support import CountingCondition, Gate, ObservedClock, captured_log, eventually
 from lldsched.schedules.simple import OneTime
 from lldsched.threaded.pool import WorkerPool
@@ -150,7 +152,9 @@ class TimerFirstScheduler(_PoolScheduler):
 class PoolFirstScheduler(TimerFirstScheduler):
     """Stops the pool, then runs the real shutdown (which stops the timer)."""
 
-    def shutdown(self, drain: bool = True, timeout: float | None = 5.0) -> bool:
+    def shutdown(self, drain: bool = True, timeout: float | timedelta | None = 5.0) -> bool:
+        if timeout is not None:
+            timeout = seconds(timeout, name="shutdown() timeout", at_least=0)
         self.lab_pool.shutdown(drain=drain, timeout=timeout)
         return super().shutdown(drain=drain, timeout=timeout)
 

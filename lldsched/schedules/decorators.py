@@ -40,7 +40,7 @@ from __future__ import annotations
 import hashlib
 import math
 import threading
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import lru_cache
 
 from lldsched.checks import seconds, whole
@@ -95,8 +95,9 @@ def _instant(value: float | datetime | None, name: str) -> float | None:
 
 
 class Jittered(FrozenValue):
-    """``schedule``'s slots, each started up to ``max_delay`` seconds late; the delay
-    of a slot is a pure function of ``(seed, slot)`` (see the module docstring)."""
+    """``schedule``'s slots, each started up to ``max_delay`` seconds (or a ``timedelta``)
+    late; the delay of a slot is a pure function of ``(seed, slot)`` (see the module
+    docstring)."""
 
     __slots__ = ("_knot", "max_delay", "schedule", "seed")
     _fields = ("schedule", "max_delay", "seed")
@@ -105,7 +106,7 @@ class Jittered(FrozenValue):
     seed: int
     _knot: float
 
-    def __init__(self, schedule: Schedule, max_delay: float, *, seed: int) -> None:
+    def __init__(self, schedule: Schedule, max_delay: float | timedelta, *, seed: int) -> None:
         inner = _inner(schedule, "Jittered")
         delay = seconds(max_delay, name="Jittered max_delay", above=0, error=ScheduleError)
         if isinstance(seed, bool) or not isinstance(seed, int):

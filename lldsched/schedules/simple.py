@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from lldsched.checks import seconds
 from lldsched.clock import to_timestamp
@@ -40,13 +40,15 @@ def instant_text(timestamp: float) -> str:
 
 @dataclass(frozen=True, slots=True, init=False)
 class OneTime:
-    """Run once: at ``at`` (epoch seconds or an aware datetime), or ``delay`` seconds
-    after registration.  An ``at`` that has already passed runs at once."""
+    """Run once: at ``at`` (epoch seconds or an aware datetime), or ``delay`` seconds (or
+    a ``timedelta``) after registration.  An ``at`` that has already passed runs at once."""
 
     at: float | None
     delay: float | None
 
-    def __init__(self, at: float | datetime | None = None, *, delay: float | None = None) -> None:
+    def __init__(
+        self, at: float | datetime | None = None, *, delay: float | timedelta | None = None
+    ) -> None:
         if (at is None) == (delay is None):
             raise ScheduleError(
                 f"OneTime needs exactly one of at= or delay=, got at={at!r}, delay={delay!r}"
@@ -141,9 +143,9 @@ class _Interval(FrozenValue):
     _shared: dict[tuple[object, ...], _Interval]
     start_delay: float
 
-    def _set_start_delay(self, start_delay: float, *, of: str) -> None:
-        """Both interval schedules' ``start_delay``: seconds, at least 0 (``of`` names the
-        class in the error)."""
+    def _set_start_delay(self, start_delay: float | timedelta, *, of: str) -> None:
+        """Both interval schedules' ``start_delay``: seconds (or a ``timedelta``), at least
+        0 (``of`` names the class in the error)."""
         checked = seconds(start_delay, name=f"{of} start_delay", at_least=0, error=ScheduleError)
         object.__setattr__(self, "start_delay", checked)
 
@@ -171,8 +173,8 @@ def _keep(cls: type[_Interval], key: tuple[object, ...], value: _Interval) -> No
 
 
 class FixedDelay(_Interval):
-    """Run every ``delay`` seconds measured from the previous run's *finish*:
-    runs never overlap, however long they take."""
+    """Run every ``delay`` seconds (or a ``timedelta``) measured from the previous run's
+    *finish*: runs never overlap, however long they take."""
 
     __slots__ = ("delay", "start_delay")
     _fields = ("delay", "start_delay")
@@ -180,7 +182,7 @@ class FixedDelay(_Interval):
     delay: float
     start_delay: float
 
-    def __new__(cls, delay: float, start_delay: float = 0.0) -> FixedDelay:
+    def __new__(cls, delay: float | timedelta, start_delay: float | timedelta = 0.0) -> FixedDelay:
         # Types are part of the key: True == 1, but FixedDelay(True) is an error.
         key = (type(delay), delay, type(start_delay), start_delay)
         found = _shared(cls, key)
@@ -225,8 +227,10 @@ class FixedDelay(_Interval):
 
 
 class FixedRate(_Interval):
-    """Run every ``period`` seconds on a fixed grid of slots; ``on_overrun`` says what
-    happens to the slots a long run misses (see the module docstring)."""
+    """Run every ``period`` seconds (or a ``timedelta``) on a fixed grid of slots;
+    ``on_overrun`` says what happens to the slots a long run misses (see the module
+    docstring).  ``FixedRate(timedelta(minutes=5)) == FixedRate(300)``: a ``timedelta``
+    is kept as its seconds."""
 
     __slots__ = ("on_overrun", "period", "start_delay")
     _fields = ("period", "on_overrun", "start_delay")
@@ -237,9 +241,9 @@ class FixedRate(_Interval):
 
     def __new__(
         cls,
-        period: float,
+        period: float | timedelta,
         on_overrun: OverrunPolicy = OverrunPolicy.SKIP,
-        start_delay: float = 0.0,
+        start_delay: float | timedelta = 0.0,
     ) -> FixedRate:
         # Types are part of the key: True == 1, but FixedRate(True) is an error, and
         # FixedRate(60) must not come back as a FixedRate(60.0) built earlier.

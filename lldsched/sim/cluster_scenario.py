@@ -4,16 +4,17 @@
 N scheduler nodes over one lease table, each running every task's schedule, with
 a lease of ``lease`` seconds renewed every ``renewal`` seconds, each node's clock
 offset by its ``skews`` entry, and the faults given (stop-the-world
-:class:`Pause` s and :class:`Crash` es, at seconds after ``start``).  Every value
-is checked at construction: a bad one raises :class:`~lldsched.errors.ValidationError`
-naming it.  Frozen: derive variants with :func:`dataclasses.replace` (with and
-without fencing, another seed).
+:class:`Pause` s and :class:`Crash` es, at seconds after ``start``).  Every duration
+and offset is a number of seconds or a ``timedelta`` (kept as its seconds), as in the
+rest of the package.  Every value is checked at construction: a bad one raises
+:class:`~lldsched.errors.ValidationError` naming it.  Frozen: derive variants with
+:func:`dataclasses.replace` (with and without fencing, another seed).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal
 
 from lldsched import checks
@@ -29,7 +30,25 @@ SQLite, where every process passes its time), or the database's, one true clock 
 all (``"database"``, PostgreSQL's ``clock_timestamp()``)."""
 
 
-@dataclass(frozen=True, slots=True)
+def _seconds(value: object, name: str, checked: object) -> None:
+    """Keep a checked duration as :func:`lldsched.checks.seconds` returned it: a
+    ``timedelta`` given for one becomes its seconds (the fields are typed as the seconds
+    they hold), so every reader sees a number."""
+    object.__setattr__(value, name, checked)
+
+
+def _set(value: object, **fields: object) -> None:
+    """Set a frozen value's fields as given (its ``_check`` then checks them)."""
+    for name, given in fields.items():
+        object.__setattr__(value, name, given)
+
+
+# Each class below takes its durations as seconds or timedelta values: its own
+# ``__init__`` (the fields hold the seconds) sets what it is given and checks it, in
+# ``_check``.  ``dataclasses.replace`` calls that ``__init__`` with every field.
+
+
+@dataclass(frozen=True, slots=True, init=False)
 class ClusterTask:
     """A task every node registers: due every ``every`` seconds (a fixed-rate grid
     from ``start + every``), each run taking ``duration`` (a model of
@@ -39,16 +58,23 @@ class ClusterTask:
     every: float
     duration: DurationModel = 1.0
 
-    def __post_init__(self) -> None:
+    def __init__(
+        self, name: str, every: float | timedelta, duration: DurationModel | timedelta = 1.0
+    ) -> None:
+        _set(self, name=name, every=every, duration=duration)
+        self._check()
+
+    def _check(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ValidationError(
                 f"a cluster task's name must be a non-empty str, got {self.name!r}"
             )
-        checks.seconds(self.every, name=f"task {self.name!r} every", above=0)
+        every = checks.seconds(self.every, name=f"task {self.name!r} every", above=0)
+        _seconds(self, "every", every)
         object.__setattr__(self, "duration", check_duration(self.duration))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Pause:
     """Node ``node`` stops the world at ``at`` seconds after the start for ``seconds``:
     no renewal, no claim, and its runs are frozen (one due to finish in the pause
@@ -60,13 +86,17 @@ class Pause:
     at: float
     seconds: float
 
-    def __post_init__(self) -> None:
+    def __init__(self, node: int, at: float | timedelta, seconds: float | timedelta) -> None:
+        _set(self, node=node, at=at, seconds=seconds)
+        self._check()
+
+    def _check(self) -> None:
         checks.whole(self.node, name="pause node", at_least=0)
-        checks.seconds(self.at, name="pause at", at_least=0)
-        checks.seconds(self.seconds, name="pause seconds", above=0)
+        _seconds(self, "at", checks.seconds(self.at, name="pause at", at_least=0))
+        _seconds(self, "seconds", checks.seconds(self.seconds, name="pause seconds", above=0))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Crash:
     """Node ``node`` dies at ``at`` seconds after the start: its runs in flight vanish
     unwritten and its leases are left to expire.  It restarts ``restart_after``
@@ -77,14 +107,21 @@ class Crash:
     at: float
     restart_after: float | None = None
 
-    def __post_init__(self) -> None:
+    def __init__(
+        self, node: int, at: float | timedelta, restart_after: float | timedelta | None = None
+    ) -> None:
+        _set(self, node=node, at=at, restart_after=restart_after)
+        self._check()
+
+    def _check(self) -> None:
         checks.whole(self.node, name="crash node", at_least=0)
-        checks.seconds(self.at, name="crash at", at_least=0)
+        _seconds(self, "at", checks.seconds(self.at, name="crash at", at_least=0))
         if self.restart_after is not None:
-            checks.seconds(self.restart_after, name="crash restart_after", above=0)
+            after = checks.seconds(self.restart_after, name="crash restart_after", above=0)
+            _seconds(self, "restart_after", after)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class ClusterScenario:
     """N nodes, their tasks, lease settings, clock skews and faults (see the module docstring).
 
@@ -110,15 +147,38 @@ class ClusterScenario:
     first: float = field(init=False, default=0.0)
     """``start`` as epoch seconds (derived)."""
 
-    def __post_init__(self) -> None:
+    def __init__(
+        self,
+        nodes: int = 3,
+        tasks: tuple[ClusterTask, ...] = (ClusterTask("report", every=60.0, duration=5.0),),
+        lease: float | timedelta = 30.0,
+        renewal: float | timedelta = 10.0,
+        horizon: float | timedelta = 600.0,
+        start: float | datetime = 0.0,
+        skews: tuple[float | timedelta, ...] = (),
+        pauses: tuple[Pause, ...] = (),
+        crashes: tuple[Crash, ...] = (),
+        fencing: bool = True,
+        lease_clock: LeaseClock = "node",
+        workers: int = 2,
+        seed: int = 0,
+    ) -> None:
+        _set(
+            self, nodes=nodes, tasks=tasks, lease=lease, renewal=renewal, horizon=horizon,
+            start=start, skews=skews, pauses=pauses, crashes=crashes, fencing=fencing,
+            lease_clock=lease_clock, workers=workers, seed=seed,
+        )  # fmt: skip
+        self._check()
+
+    def _check(self) -> None:
         checks.whole(self.nodes, name="nodes", at_least=1)
-        checks.seconds(self.lease, name="lease", above=0)
-        checks.seconds(self.renewal, name="renewal", above=0)
+        _seconds(self, "lease", checks.seconds(self.lease, name="lease", above=0))
+        _seconds(self, "renewal", checks.seconds(self.renewal, name="renewal", above=0))
         if self.renewal >= self.lease:
             raise ValidationError(
                 f"renewal must be shorter than the lease ({self.lease!r} s), got {self.renewal!r}"
             )
-        checks.seconds(self.horizon, name="horizon", above=0)
+        _seconds(self, "horizon", checks.seconds(self.horizon, name="horizon", above=0))
         checks.whole(self.workers, name="workers", at_least=1)
         checks.whole(self.seed, name="seed")
         if self.lease_clock not in ("node", "database"):
@@ -155,8 +215,8 @@ class ClusterScenario:
             raise ValidationError(
                 f"skews must be () or one offset per node ({self.nodes}), got {self.skews!r}"
             )
-        for skew in self.skews:
-            checks.seconds(skew, name="skew")
+        skews = tuple(checks.seconds(skew, name="skew") for skew in self.skews)
+        _seconds(self, "skews", skews)
 
     @property
     def margin(self) -> float:

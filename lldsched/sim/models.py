@@ -1,12 +1,13 @@
 """Duration and failure models for simulated tasks.
 
-A *duration model* is a number of seconds, or a function ``(rng, attempt) ->
-seconds``; a *failure model* is a probability, or a function ``(rng, attempt) ->
-bool | str | None`` (True or an error text fails the attempt).  ``rng`` is the
-task's own ``random.Random``, seeded from the simulation's seed and the task id,
-so adding a task never changes the draws of another.
+A *duration model* is a number of seconds (a ``timedelta`` is taken as its seconds),
+or a function ``(rng, attempt) -> seconds``; a *failure model* is a probability, or a
+function ``(rng, attempt) -> bool | str | None`` (True or an error text fails the
+attempt).  ``rng`` is the task's own ``random.Random``, seeded from the simulation's
+seed and the task id, so adding a task never changes the draws of another.
 
-The helpers below build the common distributions with readable reprs, so a
+The helpers below build the common distributions with readable reprs (their
+parameters are plain numbers of seconds: a distribution's, not a duration's), so a
 scenario prints the way it was written: ``uniform(30, 300)``,
 ``lognormal(median=240, sigma=0.5)``.
 """
@@ -18,9 +19,10 @@ import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TypeVar
 
-from lldsched.checks import fraction, number
+from lldsched.checks import fraction, number, seconds
 from lldsched.errors import ValidationError
 
 __all__ = [
@@ -126,7 +128,7 @@ class fails_on:
         return f"fails_on({', '.join(map(str, sorted(self.attempts)))})"
 
 
-def check_duration(value: DurationModel) -> DurationModel:
+def check_duration(value: DurationModel | timedelta) -> DurationModel:
     """Validate a duration model (a number now; a function's results when drawn).
 
     ``fixed(x)`` comes back as the number ``x``: no call per run for a constant."""
@@ -134,7 +136,7 @@ def check_duration(value: DurationModel) -> DurationModel:
         return value.seconds
     if callable(value):
         return _takes_rng_and_attempt(value, "duration")
-    return float(number(value, name="duration", at_least=0))
+    return float(seconds(value, name="duration", at_least=0, unit=""))
 
 
 def check_failure(value: FailureModel) -> FailureModel:

@@ -177,14 +177,14 @@ class Simulation:
         name: str,
         schedule: Schedule | str,
         *,
-        duration: DurationModel = 0.0,
+        duration: DurationModel | timedelta = 0.0,
         fails: FailureModel = 0.0,
         action: Callable[..., Any] | str | None = None,
         id: str | None = None,
         replace_existing: bool = False,
         priority: Priority | int = Priority.NORMAL,
         retry: RetryPolicy | None = None,
-        timeout: float | None = None,
+        timeout: float | timedelta | None = None,
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
@@ -240,14 +240,14 @@ class Simulation:
         self,
         schedule: Schedule | str,
         *,
-        duration: DurationModel = 0.0,
+        duration: DurationModel | timedelta = 0.0,
         fails: FailureModel = 0.0,
         name: str | None = None,
         id: str | None = None,
         replace_existing: bool = False,
         priority: Priority | int = Priority.NORMAL,
         retry: RetryPolicy | None = None,
-        timeout: float | None = None,
+        timeout: float | timedelta | None = None,
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
@@ -282,7 +282,11 @@ class Simulation:
         return registering(schedule, name=name, register=register)
 
     def model(
-        self, task_id: str, *, duration: DurationModel = 0.0, fails: FailureModel = 0.0
+        self,
+        task_id: str,
+        *,
+        duration: DurationModel | timedelta = 0.0,
+        fails: FailureModel = 0.0,
     ) -> None:
         """Give a task new duration and failure models (a task restored from a store
         has none: its runs take no time and never fail until this is called)."""
@@ -329,7 +333,7 @@ class Simulation:
         *,
         priority: Priority | int | Unchanged = UNCHANGED,
         retry: RetryPolicy | Unchanged | None = UNCHANGED,
-        timeout: float | Unchanged | None = UNCHANGED,
+        timeout: float | timedelta | Unchanged | None = UNCHANGED,
     ) -> ScheduledTask:
         """Change the task's priority, retry policy or timeout (what is not given stays);
         see :meth:`SchedulerCore.modify <lldsched.core.machine.SchedulerCore.modify>`."""
@@ -419,9 +423,8 @@ class Simulation:
 
     def run_for(self, duration: float | timedelta) -> Simulation:
         """Run for ``duration`` seconds (or a timedelta) of simulated time."""
-        seconds = duration.total_seconds() if isinstance(duration, timedelta) else duration
-        checks.seconds(seconds, name="run_for()", at_least=0, expected="takes seconds >= 0")
-        return self.run(self.now + seconds)
+        span = checks.seconds(duration, name="run_for()", at_least=0, expected="takes seconds >= 0")
+        return self.run(self.now + span)
 
     def step(self) -> SimStep | None:
         """Process the next event, whenever it is; None when nothing is left to happen."""

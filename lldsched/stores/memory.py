@@ -2,14 +2,18 @@
 
 Useful in tests (it holds the latest snapshot of every task and the records of
 every run) and as the reference for what a durable store must do.  Safe to share
-between threads.  A scheduler built on a store that holds tasks restores them,
-so hand one store to one live scheduler at a time.
+between threads.  It closes as the durable stores do (``close()``, or a ``with``
+block): every call after that raises :class:`~lldsched.errors.StoreClosedError`, so
+code written against it behaves the same on a durable store.  A scheduler built on a
+store that holds tasks restores them, so hand one store to one live scheduler at a time.
 """
 
 from __future__ import annotations
 
 import threading
+from types import TracebackType
 
+from lldsched.errors import StoreClosedError
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import TaskSnapshot
 
@@ -25,10 +29,12 @@ class InMemoryTaskStore:
         self._snapshots: dict[str, TaskSnapshot] = {}
         self._records: dict[str, list[ExecutionRecord]] = {}
         self._dead: dict[str, None] = {}  # FAILED ids, in the order they failed
+        self._closed = False
 
     def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
         task_id = snapshot.task.id
         with self._lock:
+            self._open()
             self._snapshots[task_id] = snapshot
             if record is not None:
                 self._records.setdefault(record.task_id, []).append(record)
@@ -39,6 +45,7 @@ class InMemoryTaskStore:
 
     def delete(self, task_id: str) -> None:
         with self._lock:
+            self._open()
             self._snapshots.pop(task_id, None)
             self._records.pop(task_id, None)
             self._dead.pop(task_id, None)
@@ -50,6 +57,7 @@ class InMemoryTaskStore:
 
     def load_all(self) -> list[TaskSnapshot]:
         with self._lock:
+            self._open()
             return list(self._snapshots.values())
 
     def get(self, task_id: str) -> TaskSnapshot | None:
@@ -68,5 +76,36 @@ class InMemoryTaskStore:
         with self._lock:
             return len(self._snapshots)
 
+    # -- lifetime ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Refuse every write and load from now on (idempotent); what it holds stays
+        readable (``get``, ``records``, ``dead_letter``).  Close a store after its
+        scheduler's ``shutdown()``."""
+        with self._lock:
+            self._closed = True
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called (a scheduler's verbs then refuse)."""
+        return self._closed
+
+    def _open(self) -> None:
+        """Raise if closed (the caller holds the lock)."""
+        if self._closed:
+            raise StoreClosedError("the InMemoryTaskStore is closed")
+
+    def __enter__(self) -> InMemoryTaskStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
     def __repr__(self) -> str:
-        return f"InMemoryTaskStore({len(self)} tasks)"
+        state = ", closed" if self._closed else ""
+        return f"InMemoryTaskStore({len(self._snapshots)} tasks{state})"

@@ -46,11 +46,12 @@ import secrets
 import socket
 import threading
 from collections.abc import Callable, Collection, Iterator, Sequence
+from datetime import timedelta
 from types import TracebackType
 from typing import Any
 
 from lldsched.checks import seconds, whole_or_none
-from lldsched.errors import LeaseLost, StoreError, ValidationError
+from lldsched.errors import LeaseLost, StoreClosedError, StoreError, ValidationError
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
 from lldsched.persistence import Change, Claim, Lease, Task, TaskSnapshot
 from lldsched.schedules.decorators import Jittered, Window
@@ -89,15 +90,15 @@ class PostgresTaskStore:
         self,
         dsn: str,
         *,
-        lease: float = 30.0,
-        poll: float = 1.0,
+        lease: float | timedelta = 30.0,
+        poll: float | timedelta = 1.0,
         retention: int | None = 1000,
-        timeout: float = 10.0,
+        timeout: float | timedelta = 10.0,
     ) -> None:
         self.lease = seconds(lease, name="lease", above=0)
         self.poll = seconds(poll, name="poll", above=0)
         self.retention = whole_or_none(retention, name="retention", at_least=1)
-        seconds(timeout, name="timeout", above=0)
+        timeout = seconds(timeout, name="timeout", above=0)
         if not isinstance(dsn, str):
             raise StoreError(f"dsn must be a libpq connection string, got {type(dsn).__name__}")
         self._dsn = dsn
@@ -177,7 +178,7 @@ class PostgresTaskStore:
         if self._opened_in != forks.current[0]:
             raise forks.refuse(repr(self.dsn), self._opened_in)  # a forked child's copy
         if self._closed:
-            raise StoreError(f"the store {self.dsn!r} is closed")
+            raise StoreClosedError(f"the store {self.dsn!r} is closed")
         connection = self._connection
         if connection is None or connection.closed or connection.broken:
             if connection is not None:
@@ -231,7 +232,7 @@ class PostgresTaskStore:
         token = None if record is None else record.token
         if token is not None and record is not None:
             if self._closed:
-                raise StoreError(f"the store {self.dsn!r} is closed")
+                raise StoreClosedError(f"the store {self.dsn!r} is closed")
             if self._settles.add(snapshot, record, token=token):
                 return
             # A record after its run's settle was taken (a SKIPPED slot): once we hold
@@ -609,7 +610,8 @@ class PostgresTaskStore:
 
     def close(self) -> None:
         """Stop listening and close the connection (idempotent).  Leases still held stay
-        until they expire; later calls raise ``StoreError``."""
+        until they expire; later calls raise ``StoreClosedError`` (a ``StoreError``).
+        Close a store after its scheduler's ``shutdown()``."""
         if self._listener is not None:
             self._listener.stop()
             self._listener = None
@@ -620,6 +622,11 @@ class PostgresTaskStore:
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called (a scheduler's verbs then refuse)."""
+        return self._closed
 
     def __enter__(self) -> PostgresTaskStore:
         return self

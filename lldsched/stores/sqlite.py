@@ -56,10 +56,11 @@ import logging
 import os
 import sqlite3
 import threading
+from datetime import timedelta
 from types import TracebackType
 
 from lldsched.checks import seconds, whole_or_none
-from lldsched.errors import StoreError, ValidationError
+from lldsched.errors import StoreClosedError, StoreError, ValidationError
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import Task, TaskSnapshot
 from lldsched.stores import forks
@@ -154,16 +155,17 @@ class SqliteTaskStore(CoordinatedMethods):
         *,
         retention: int | None = 1000,
         synchronous: str = "NORMAL",
-        timeout: float = 5.0,
+        timeout: float | timedelta = 5.0,
         shared: bool = False,
-        lease: float = 30.0,
-        poll: float = 1.0,
+        lease: float | timedelta = 30.0,
+        poll: float | timedelta = 1.0,
     ) -> None:
         whole_or_none(retention, name="retention", at_least=1)
         if synchronous not in _SYNCHRONOUS:
             raise ValidationError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
         if not isinstance(shared, bool):
             raise ValidationError(f"shared must be True or False, got {shared!r}")
+        timeout = float(seconds(timeout, name="timeout", at_least=0))
         lease = float(seconds(lease, name="lease", above=0))
         poll = float(seconds(poll, name="poll", above=0))
         if shared and os.fspath(path) in _PRIVATE:
@@ -490,8 +492,9 @@ class SqliteTaskStore(CoordinatedMethods):
     # -- lifetime ------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the file and release its claim (idempotent).  Saves after this raise
-        ``StoreError``; the file can be opened again at once."""
+        """Close the file and release its claim (idempotent).  Every call after this
+        raises ``StoreClosedError`` (a ``StoreError``); the file can be opened again at
+        once.  Close a store after its scheduler's ``shutdown()``."""
         with self._lock:
             if self._connection is not None:
                 self._connection.close()
@@ -503,8 +506,13 @@ class SqliteTaskStore(CoordinatedMethods):
         if self._opened_in != forks.current[0] and self.path not in _PRIVATE:
             raise forks.refuse(repr(self.path), self._opened_in)  # a forked child's copy
         if self._connection is None:
-            raise StoreError(f"the store {self.path!r} is closed")
+            raise StoreClosedError(f"the store {self.path!r} is closed")
         return self._connection
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called (a scheduler's verbs then refuse)."""
+        return self._connection is None
 
     def __enter__(self) -> SqliteTaskStore:
         return self

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
+from datetime import timedelta
 
 from lldsched.core.duequeue import QueueStats
 from lldsched.core.packedstats import Rows
@@ -52,7 +53,7 @@ class ControlVerbs(SchedulerParts):
         *,
         priority: Priority | int | Unchanged = UNCHANGED,
         retry: RetryPolicy | Unchanged | None = UNCHANGED,
-        timeout: float | Unchanged | None = UNCHANGED,
+        timeout: float | timedelta | Unchanged | None = UNCHANGED,
     ) -> ScheduledTask:
         """Change the task's priority, retry policy or timeout (what is not given stays);
         see :meth:`SchedulerCore.modify <lldsched.core.machine.SchedulerCore.modify>`."""

@@ -36,7 +36,7 @@ import itertools
 import random
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import tzinfo
+from datetime import timedelta, tzinfo
 from types import TracebackType
 from typing import Any
 
@@ -119,7 +119,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         history_limit: int | None = 100,
         listener_backlog: int = 10_000,
         seed: int | None = None,
-        max_wait: float | None = MAX_WAIT,
+        max_wait: float | timedelta | None = MAX_WAIT,
         max_coroutines: int = 1000,
         tz: str | tzinfo = "UTC",
         retain_finished: RetainFinished = DEFAULT_RETAIN_FINISHED,
@@ -284,7 +284,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         replace_existing: bool = False,
         priority: Priority | int = Priority.NORMAL,
         retry: RetryPolicy | None = None,
-        timeout: float | None = None,
+        timeout: float | timedelta | None = None,
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
@@ -379,7 +379,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         replace_existing: bool = False,
         priority: Priority | int = Priority.NORMAL,
         retry: RetryPolicy | None = None,
-        timeout: float | None = None,
+        timeout: float | timedelta | None = None,
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,

@@ -87,6 +87,13 @@ class Coordinator:
             self._renew(now)
         return self.sync()
 
+    def _found_closed(self, error: Exception, doing: str) -> bool:
+        """True if ``error`` says the store was closed: said once, by the core's
+        :class:`~lldsched.core.storewrites.StoreWrites` (a shared store fails every wake
+        then); False for any other failure, logged by the caller as before."""
+        writes = self._core.store_writes
+        return writes is not None and writes.found_closed(error, doing)
+
     def sync(self) -> list[ScheduledTask]:
         """Apply what other processes wrote since the last call (one cheap check when
         nothing changed); the tasks touched."""
@@ -95,8 +102,11 @@ class Coordinator:
             if not store.changed():
                 return []
             changes = store.changes()
-        except StoreError:
-            log.exception("cannot read the shared store's changes; trying again at the next wake")
+        except StoreError as exc:
+            if not self._found_closed(exc, "read of the change feed"):
+                log.exception(
+                    "cannot read the shared store's changes; trying again at the next wake"
+                )
             return []
         touched = []
         with store.muted():
@@ -115,8 +125,9 @@ class Coordinator:
         self._drop_due(now)
         try:
             claims = self.store.claim(now=now, limit=room)
-        except StoreError:
-            log.exception("cannot claim from the shared store; trying again at the next wake")
+        except StoreError as exc:
+            if not self._found_closed(exc, "claim"):
+                log.exception("cannot claim from the shared store; trying again at the next wake")
             return []
         entries: list[Entry] = []
         for claim in claims:
@@ -187,8 +198,9 @@ class Coordinator:
         are taken over when their leases expire."""
         try:
             self.store.flush()
-        except StoreError:
-            log.exception("cannot write the settles held back by the shared store")
+        except StoreError as exc:
+            if not self._found_closed(exc, "flush"):
+                log.exception("cannot write the settles held back by the shared store")
 
     def renew_held(self, now: float) -> None:
         """Renew every lease held now, due or not (the timer is stopped: see
@@ -212,8 +224,9 @@ class Coordinator:
             return
         try:
             kept = self.store.renew(tokens=tokens, now=now)
-        except StoreError:
-            log.exception("cannot renew leases in the shared store")
+        except StoreError as exc:
+            if not self._found_closed(exc, "renewal"):
+                log.exception("cannot renew leases in the shared store")
             if now - self._renewed >= self.store.lease:  # it cannot know: count them lost
                 kept = set()
             else:
@@ -259,8 +272,9 @@ class Coordinator:
                 claim.token,
             )
             return None
-        except StoreError:  # nothing written: the lease expires, someone decides again
-            log.exception("cannot write the misfire decided for %s", claim.task_id)
+        except StoreError as exc:  # nothing written: the lease expires, someone decides again
+            if not self._found_closed(exc, f"misfire of {claim.task_id}"):
+                log.exception("cannot write the misfire decided for %s", claim.task_id)
             return None
         if not runs or due is None:
             return None
@@ -269,8 +283,9 @@ class Coordinator:
     def _release(self, task_id: str, token: int) -> None:
         try:
             self.store.release(task_id=task_id, token=token)
-        except StoreError:
-            log.exception("cannot release the claim of %s; it expires on its own", task_id)
+        except StoreError as exc:
+            if not self._found_closed(exc, f"release of {task_id}"):
+                log.exception("cannot release the claim of %s; it expires on its own", task_id)
 
 
 @contextlib.contextmanager

@@ -14,7 +14,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from datetime import timedelta
 
+from lldsched.checks import seconds
 from lldsched.threaded.parts import RUNNING, STOPPED, SchedulerParts
 from lldsched.threaded.shared import leases_kept
 
@@ -24,7 +26,7 @@ __all__ = ["Stopping"]
 class Stopping(SchedulerParts):
     """Mixed into Scheduler: shutdown, the drain, and the idle waits."""
 
-    def shutdown(self, drain: bool = True, timeout: float | None = 5.0) -> bool:
+    def shutdown(self, drain: bool = True, timeout: float | timedelta | None = 5.0) -> bool:
         """Stop timing, then drain (or with ``drain=False`` drop) the work that is due;
         runs in flight always finish.  Idempotent and final.
 
@@ -40,9 +42,12 @@ class Stopping(SchedulerParts):
         once ``timeout`` runs out, a run still in its child is killed and recorded
         failed (``CancelledError: the scheduler shut down without draining``).
 
-        Returns True when every thread stopped within ``timeout`` seconds; calling it
-        again waits again (up to its own ``timeout``) for a run still in flight.
+        Returns True when every thread stopped within ``timeout`` seconds (or a
+        ``timedelta``; ``None``: no bound); calling it again waits again (up to its own
+        ``timeout``) for a run still in flight.
         """
+        if timeout is not None:
+            timeout = seconds(timeout, name="shutdown() timeout", at_least=0)
         deadline = None if timeout is None else time.monotonic() + timeout
 
         def remaining() -> float | None:
@@ -128,17 +133,17 @@ class Stopping(SchedulerParts):
 
     # -- waiting for quiet (tests and demos) ---------------------------------
 
-    def wait_idle(self, timeout: float = 5.0) -> bool:
+    def wait_idle(self, timeout: float | timedelta = 5.0) -> bool:
         """Wait until nothing is due at the clock's now, nothing is in flight, every run's
         settle was written to a shared store, and every event so far was delivered.
-        False if ``timeout`` seconds pass first.
+        False if ``timeout`` seconds (or a ``timedelta``) pass first.
 
         Made for tests and demos on a :class:`~lldsched.clock.FakeClock`:
         ``clock.advance(30); scheduler.wait_idle()``.
         """
         return self._wait(timeout, drained=False)
 
-    def wait_drained(self, timeout: float = 5.0) -> bool:
+    def wait_drained(self, timeout: float | timedelta = 5.0) -> bool:
         """Wait until no work is left at all: nothing queued (retries included), nothing
         in flight, every event delivered.  False if ``timeout`` seconds pass first.
 
@@ -146,8 +151,10 @@ class Stopping(SchedulerParts):
         """
         return self._wait(timeout, drained=True)
 
-    def _wait(self, timeout: float, *, drained: bool) -> bool:
-        deadline = time.monotonic() + timeout
+    def _wait(self, timeout: float | timedelta, *, drained: bool) -> bool:
+        name = "wait_drained() timeout" if drained else "wait_idle() timeout"
+        wait = seconds(timeout, name=name, at_least=0)
+        deadline = time.monotonic() + wait
         with self._lock:
             self._idle_waiters += 1
             try:

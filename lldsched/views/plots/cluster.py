@@ -3,7 +3,8 @@
 * :func:`cluster_timeline`: a lane per node; each run a bar from its claim to its
   write, above a thin bar for its lease (claim to settle, or to the expiry its
   node failed to renew), labelled with its slot and token; pauses shaded, outages
-  dark; duplicate writes marked with a red star, rejected writes with a cross,
+  dark; duplicate writes marked with a red star, rejected writes with a cross (a
+  mark that would cover the one before it on its lane is drawn under the bar),
   runs lost to a crash hatched.
 * :func:`fencing_comparison`: the counts of several results (with and without
   fencing, say) as grouped bars: slots run more than once, takeovers, rejected
@@ -51,6 +52,7 @@ def cluster_timeline(result: ClusterResult, *, ax: Axes | None = None) -> Figure
     end = max([result.horizon, *ends, *(run.lease_until for run in result.runs)]) - origin
     landed = result.landed()
     labelled = len(result.runs) <= _LABELLED_RUNS
+    marks: list[tuple[int, float, str]] = []  # (lane, x, kind): drawn once all are known
     for run, finish in zip(result.runs, ends, strict=True):
         lane = lanes[run.node]
         claimed, finished = run.claimed - origin, finish - origin
@@ -65,11 +67,8 @@ def cluster_timeline(result: ClusterResult, *, ax: Axes | None = None) -> Figure
             facecolors=colour, edgecolors="black", linewidth=0.4,
             hatch="////" if run.write == "none" else None, zorder=2,
         )  # fmt: skip
-        if duplicate:
-            ax.plot(finished, lane - 0.05, marker="*", color=_DUPLICATE, markersize=15,
-                    markeredgecolor="black", markeredgewidth=0.5, zorder=4)  # fmt: skip
-        elif run.write == "rejected":
-            ax.plot(finished, lane - 0.05, marker="X", color="black", markersize=10, zorder=4)
+        if duplicate or run.write == "rejected":
+            marks.append((lane, finished, "duplicate" if duplicate else "rejected"))
         if labelled:
             ax.annotate(
                 f"{run.slot - origin:g}·#{run.token}", (claimed, lane - 0.3), xytext=(0, 2),
@@ -78,6 +77,7 @@ def cluster_timeline(result: ClusterResult, *, ax: Axes | None = None) -> Figure
     ax.set_yticks(range(len(result.nodes)), [_lane_label(result, node) for node in result.nodes])
     ax.set_ylim(len(result.nodes) - 0.4, -0.6)
     ax.set_xlim(0, end * 1.02)
+    _draw_marks(ax, marks, span=end * 1.02)
     ax.set_xlabel("seconds after the start")
     summary = result.summary()
     ax.set_title(
@@ -89,6 +89,39 @@ def cluster_timeline(result: ClusterResult, *, ax: Axes | None = None) -> Figure
     ax.grid(axis="x", alpha=0.3)
     _legend(ax, _handles(result, labelled=labelled))
     return figure
+
+
+_MARK_SIZES = {"duplicate": 15.0, "rejected": 10.0}  # points
+_BELOW = 0.42
+"""How far under its lane's centre a mark moves when it would cover the one before it:
+below the lease bar, above the next lane's labels."""
+
+
+def _draw_marks(ax: Axes, marks: list[tuple[int, float, str]], *, span: float) -> None:
+    """A star on each duplicate write and a cross on each rejected one, at the write's
+    instant on its lane.  Two writes of one lane closer than a mark's width (a run
+    that writes late and the next run writing seconds after it, as after a pause)
+    would draw one mark over the other: the later moves under the bar instead, so
+    both read (a third goes back to the middle, and so on)."""
+    box = ax.get_position()
+    width_points = box.width * ax.get_figure().get_size_inches()[0] * 72  # type: ignore[union-attr]
+    previous: dict[int, tuple[float, float]] = {}  # lane -> (x, y offset) of its last mark
+    for lane, x, kind in sorted(marks, key=lambda mark: (mark[0], mark[1])):
+        size = _MARK_SIZES[kind]
+        near = span * size * 1.1 / width_points  # a mark's width, in seconds
+        offset = 0.0
+        if lane in previous:
+            last_x, last_offset = previous[lane]
+            if x - last_x < near:
+                offset = 0.0 if last_offset else _BELOW
+        previous[lane] = (x, offset)
+        y = lane - 0.05 + offset
+        if kind == "duplicate":
+            ax.plot(x, y, marker="*", color=_DUPLICATE, markersize=size, markeredgecolor="black",
+                    markeredgewidth=0.9, zorder=4, gid="duplicate_writes")  # fmt: skip
+        else:
+            ax.plot(x, y, marker="X", color="black", markersize=size, zorder=4,
+                    gid="rejected_writes")  # fmt: skip
 
 
 def _crash(result: ClusterResult, run: ClusterRun) -> float:

@@ -45,10 +45,16 @@ def overrun_comparison(
     row (first at the top), a bar from start to finish, its due time ticked with a
     line to its start, the fixed-rate grid of slots as dotted lines, and a cross on
     each slot the policy dropped (a ``skipped`` or ``coalesced`` record: the slots
-    are read from the records, never guessed from gaps between runs).  ``runs`` maps
-    each policy (:class:`~lldsched.policies.OverrunPolicy` or
-    :class:`~lldsched.policies.Overlap`) to a frame or to records, such as
-    :func:`lldsched.sim.overrun.simulate_overrun` returns.  ``axes``: one per policy."""
+    are read from the records, never guessed from gaps between runs), in a strip
+    above the first row so that no cross covers a bar.  ``runs`` maps each policy
+    (:class:`~lldsched.policies.OverrunPolicy` or :class:`~lldsched.policies.Overlap`)
+    to a frame or to records, such as :func:`lldsched.sim.overrun.simulate_overrun`
+    returns.  ``axes``: one per policy.
+
+    Each panel has only its own policy's rows (policies run different numbers of
+    runs: a shared axis left empty rows under the shorter ones).  On the figure
+    drawn here, a row is as tall in every panel: a panel with fewer runs is shorter,
+    at the top of its place; on ``axes`` given, each fills its axes."""
     recorded = {
         policy: frame if isinstance(frame, pd.DataFrame) else to_frame(frame)
         for policy, frame in runs.items()
@@ -63,29 +69,39 @@ def overrun_comparison(
         raise ValidationError(
             f"runs must map OverrunPolicy or Overlap members to runs, got {policies!r}"
         )
+    rows = {policy: max(len(frames[policy]), 1) for policy in policies}  # each its own
     figure: Figure
     if axes is None:
         columns = min(len(policies), 3)
-        rows_of_panels = -(-len(policies) // columns)
-        figure = PlotFigure(figsize=(4.4 * columns, 3.6 * rows_of_panels), layout="constrained")
-        grid = figure.subplots(rows_of_panels, columns, sharex=True, sharey=True, squeeze=False)
+        # A row of panels as tall as its panel with the most runs.
+        tallest = [  # each row of panels', in data units: its most rows and the strip
+            max(rows[p] for p in policies[start : start + columns]) - _TOP - 0.5
+            for start in range(0, len(policies), columns)
+        ]
+        run = min(0.26, 2.6 / max(tallest))  # inches a row; a panel at most ~2.6 in of rows
+        height = sum(1.1 + run * span for span in tallest)  # titles and time axes: ~1.1 in
+        figure = PlotFigure(figsize=(4.4 * columns, max(height, 3.0)), layout="constrained")
+        grid = figure.subplots(
+            len(tallest), columns, sharex=True, squeeze=False, height_ratios=tallest
+        )
         every = [ax for row in grid for ax in row]
         spares = every[len(policies) :]
         for spare in spares:
             spare.axis("off")  # an empty cell: the legend goes in the first
         panels = every[: len(policies)]
+        for ax in panels:
+            ax.tick_params(labelbottom=True)  # every panel its times: the rows differ
     else:
         panels = list(axes)
         if len(panels) != len(policies):
             raise ValidationError(f"axes must be {len(policies)} Axes, got {len(panels)}")
         figure = _root(panels[0])
         spares = []
-    rows = max(max(len(frames[p]) for p in policies), 1)
     first = next((frames[p] for p in policies if len(frames[p])), frames[policies[0]])
     name = str(first["name"].iloc[0]) if len(first) else "fixed-rate task"
     rgba = task_colours([name])[name]
     colour = np.array(rgba)
-    spans = []
+    spans = []  # the x range of each panel's runs
     step = _grid_step(frames)
     for ax, policy in zip(panels, policies, strict=True):
         frame = frames[policy]
@@ -104,8 +120,8 @@ def overrun_comparison(
         else:
             _empty(ax, "runs")
             ax.set_title(policy.name, loc="left")
-        ax.set_yticks(range(rows), [str(n) for n in range(1, rows + 1)])
-        ax.set_ylim(rows - 0.5, -0.5)
+        ax.set_yticks(range(rows[policy]), [str(n) for n in range(1, rows[policy] + 1)])
+        ax.set_ylim(rows[policy] - 0.5, _TOP)
         ax.set_ylabel("run")
         _time_axis(ax, tz, max_ticks=6)  # panels are narrow: ticks a minute apart overlap
     if spans:
@@ -123,12 +139,12 @@ def overrun_comparison(
         dropped = dropped_slots[policy]
         if len(dropped):
             crosses = True
-            # On the slot's grid line, at the top: a slot the policy ran nothing for.
+            # On the slot's grid line, in the strip above the first row: a slot the
+            # policy ran nothing for.
             ax.plot(
-                dropped, np.full(len(dropped), 0.97),
-                transform=ax.get_xaxis_transform(), linestyle="none", marker="x",
-                markersize=7, color=_SKIPPED_COLOUR, markeredgewidth=1.8, zorder=6,
-                gid="skipped_slots",
+                dropped, np.full(len(dropped), _CROSSES),
+                linestyle="none", marker="x", markersize=7, color=_SKIPPED_COLOUR,
+                markeredgewidth=1.8, zorder=6, gid="skipped_slots",
             )  # fmt: skip
     figure.suptitle(f"Overrun and overlap policies: {name}", x=0.01, ha="left")
     handles = [Patch(facecolor=rgba, label="run"), *_mark_handles(first.iloc[:0])]
@@ -142,10 +158,34 @@ def overrun_comparison(
         spares[0].legend(handles=handles, loc="upper left", frameon=False)
     else:
         _legend(panels[-1], handles)
+    if axes is None:
+        _rows_alike(figure, panels, [rows[policy] for policy in policies])
     return figure
 
 
+def _rows_alike(figure: Figure, panels: Sequence[Axes], rows: Sequence[int]) -> None:
+    """Make a row as tall in every panel: the panel with the most rows keeps the height
+    the layout gives it, the others are shortened in proportion and kept at the top
+    of their place (the space under a short panel is the figure's, not empty rows)."""
+    most = max(rows)
+    if all(n == most for n in rows):
+        return
+    figure.draw_without_rendering()  # the constrained layout places the panels
+    tallest = panels[rows.index(most)].get_position()
+    width, height = figure.get_size_inches()
+    aspect = (tallest.height * height) / (tallest.width * width)  # the tallest's height/width
+    span = most - 0.5 - _TOP  # its rows and the strip above them, in data units
+    for ax, n in zip(panels, rows, strict=True):
+        ax.set_box_aspect(aspect * (n - 0.5 - _TOP) / span)
+        ax.set_anchor("N")
+
+
 _SKIPPED_COLOUR = "tab:red"
+_TOP = -1.1
+"""The top of each panel's y range: a strip above the first row (centred on 0) for
+the crosses of dropped slots."""
+_CROSSES = -0.85
+"""Where the crosses sit in that strip (clear of the first row's bar, 0 +/- 0.31)."""
 _DROPPED = (Outcome.SKIPPED, Outcome.COALESCED, Outcome.MISSED)
 """The outcomes of a slot a policy dropped (a blocked wait is not one: its slot runs)."""
 
