@@ -17,7 +17,9 @@ from lldsched import (
     InMemoryTaskStore,
     OneTime,
     Outcome,
+    Overlap,
     Priority,
+    RetryPolicy,
     Simulation,
     ValidationError,
     Window,
@@ -33,7 +35,7 @@ from lldsched.views.frames import (
     to_frame,
     utilisation,
 )
-from lldsched.views.report import summarize
+from lldsched.views.report import format_summary, summarize
 from tests.conftest import T0, SchedulerFactory, settle
 
 R = ExecutionRecord
@@ -205,6 +207,24 @@ def test_task_summary_agrees_with_the_command_line_summary() -> None:
         for column in ("lateness_p50", "lateness_p95", "lateness_max", "duration_p50",
                        "duration_max"):  # fmt: skip
             assert mine[column].total_seconds() == pytest.approx(getattr(theirs, column), abs=1e-6)
+
+
+def test_runs_cancel_other_cut_short_are_counted_cancelled_not_failed_by_both_summaries() -> None:
+    """Every 60 s, each run 150 s: each run is cut when the next slot comes due, which is
+    the policy working, not a failure (it was counted failed)."""
+    sim = Simulation(workers=2, start=T0)
+    task = sim.schedule("cut", FixedRate(60), duration=150.0, overlap=Overlap.CANCEL_OTHER)
+    sim.schedule("flaky", FixedRate(60), duration=5.0, fails=1.0, retry=RetryPolicy.never())
+    sim.run_for(600)
+    outcomes = [r.outcome for r in sim.records() if r.task_id == task.id]
+    assert outcomes.count(Outcome.CANCELLED) == 10 and Outcome.FAILED not in outcomes
+    summary = task_summary(to_frame(sim))
+    lines = {line.name: line for line in summarize(sim.records())}
+    counts = ("runs", "ok", "failed", "timed_out", "cancelled")
+    assert [summary.loc[task.id, c] for c in counts] == [10, 0, 0, 0, 10]
+    assert [getattr(lines["cut"], c) for c in counts] == [10, 0, 0, 0, 10]
+    assert [getattr(lines["flaky"], c) for c in counts] == [10, 0, 10, 0, 0]
+    assert "cancelled" in format_summary(list(lines.values())).splitlines()[0].split()
 
 
 def test_task_summary_of_an_empty_frame_is_empty_and_typed() -> None:

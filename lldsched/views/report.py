@@ -31,8 +31,10 @@ class TaskSummary(NamedTuple):
     """One task's records, counted and measured (the fields are
     :func:`lldsched.views.frames.task_summary`'s columns, in order).
 
-    Counts: ``runs == ok + failed + timed_out`` (how each run ended, so a run that
-    gave its slot up counts as failed or timed out); ``retries`` are attempts after
+    Counts: ``runs == ok + failed + timed_out + cancelled`` (how each run ended, so a
+    run that gave its slot up counts as failed or timed out, and a run
+    ``Overlap.CANCEL_OTHER`` cut short for a newer slot as ``cancelled``, never as
+    failed: nothing went wrong in it); ``retries`` are attempts after
     the first of their slot; ``overruns`` first attempts that lasted longer than
     the gap to their schedule's next slot (:func:`overran`); ``missed`` slots a
     misfire policy decided (missed or coalesced), ``given_up`` slots whose attempts
@@ -47,6 +49,7 @@ class TaskSummary(NamedTuple):
     ok: int
     failed: int
     timed_out: int
+    cancelled: int
     retries: int
     overruns: int
     missed: int
@@ -105,6 +108,7 @@ def summary_of(name: str, columns: TaskColumns, *, overruns: int) -> TaskSummary
     ran = [i for i, outcome in enumerate(columns.outcome) if outcome not in NOT_RUNS]
     ok = [columns.ok[i] for i in ran]
     timed_out = [columns.timed_out[i] for i in ran]
+    cancelled = [columns.outcome[i] == Outcome.CANCELLED for i in ran]
     lateness = sorted(columns.lateness[i] for i in ran)
     duration = sorted(columns.duration[i] for i in ran)
     outcomes = columns.outcome
@@ -112,8 +116,12 @@ def summary_of(name: str, columns: TaskColumns, *, overruns: int) -> TaskSummary
         name=name,
         runs=len(ran),
         ok=sum(ok),
-        failed=sum(not good and not late for good, late in zip(ok, timed_out, strict=True)),
+        failed=sum(
+            not (good or late or cut)
+            for good, late, cut in zip(ok, timed_out, cancelled, strict=True)
+        ),
         timed_out=sum(timed_out),
+        cancelled=sum(cancelled),
         retries=sum(columns.attempt[i] > 1 for i in ran),
         overruns=overruns,
         missed=sum(outcome in MISFIRES for outcome in outcomes),
@@ -173,13 +181,13 @@ def _seconds(value: float | None) -> str:
 
 def format_summary(rows: Sequence[TaskSummary]) -> str:
     """A fixed-width table of ``rows`` (``-`` for a time of a task that never ran)."""
-    header = ("task", "runs", "ok", "failed", "timeout", "retries", "overrun", "missed",
-              "given-up", "skipped", "late p50", "late p95", "late max", "dur p50",
+    header = ("task", "runs", "ok", "failed", "timeout", "cancelled", "retries", "overrun",
+              "missed", "given-up", "skipped", "late p50", "late p95", "late max", "dur p50",
               "dur max")  # fmt: skip
     table: list[tuple[str, ...]] = [header]
     for row in rows:
-        counts = (row.runs, row.ok, row.failed, row.timed_out, row.retries, row.overruns,
-                  row.missed, row.given_up, row.skipped)  # fmt: skip
+        counts = (row.runs, row.ok, row.failed, row.timed_out, row.cancelled, row.retries,
+                  row.overruns, row.missed, row.given_up, row.skipped)  # fmt: skip
         times = (row.lateness_p50, row.lateness_p95, row.lateness_max,
                  row.duration_p50, row.duration_max)  # fmt: skip
         table.append((row.name, *map(str, counts), *map(_seconds, times)))
