@@ -78,7 +78,14 @@ from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.sim.awaiting import PrivateLoop
 from lldsched.sim.clock import VirtualClock
-from lldsched.sim.models import DurationModel, FailureModel, check_duration, check_failure
+from lldsched.sim.models import (
+    DurationModel,
+    FailureModel,
+    check_duration,
+    check_failure,
+    failure_of,
+    simulated_failure,
+)
 
 __all__ = ["SimStep", "Simulation"]
 
@@ -524,15 +531,11 @@ class Simulation:
             fails = models.fails
             if fails:
                 if callable(fails):
-                    failed = fails(models.rng, run.attempt)
-                    if failed:
-                        error = (
-                            failed
-                            if isinstance(failed, str)
-                            else f"SimulatedFailure: attempt {run.attempt}"
-                        )
+                    answer = fails(models.rng, run.attempt)
+                    if answer is not None and answer is not False:
+                        error = failure_of(answer, attempt=run.attempt, model=fails, task=task.name)
                 elif models.rng.random() < fails:
-                    error = f"SimulatedFailure: attempt {run.attempt}"
+                    error = simulated_failure(run.attempt)
         except BaseException as exc:
             # A model that raises is the caller's bug, raised to them; the attempt it
             # was drawn for ends failed with that error, so the task is not left
