@@ -90,11 +90,14 @@ from lldsched.sim.models import (
 __all__ = ["SimStep", "Simulation"]
 
 _INF = math.inf  # "no such event"
+_HELD = "blocked"  # what _start returns for an entry the core held BLOCKED (a SimStep kind)
 _LAST_INSTANT = sys.float_info.max  # every real instant is at or before it; _INF is after
 
 
 class SimStep(NamedTuple):
-    """What one :meth:`Simulation.step` did: ``kind`` is "finish", "intervention" or "start"."""
+    """What one :meth:`Simulation.step` did: ``kind`` is "finish", "intervention", "start"
+    or "blocked" (a dependent came due and the core held it BLOCKED: no run started, no
+    worker was taken; it is queued again when its upstreams succeed)."""
 
     at: float
     kind: str
@@ -498,22 +501,27 @@ class Simulation:
                 now = start
                 assert head is not None  # start < _INF
                 take(head)  # the head peeked at above
-                record = self._start(head, start)  # a run that takes no time
-                kind = "start" if record is None else "finish"  # finishes at once
+                begun = self._start(head, start)
                 task_id = head[3]
+                if begun is None:
+                    kind, record = "start", None
+                elif isinstance(begun, str):  # _HELD: the core held it BLOCKED
+                    kind, record = begun, None
+                else:  # a run that takes no time finishes at once
+                    kind, record = "finish", begun
         if kind is None:
             return None
         return SimStep(now, kind, task_id if record is None else record.task_id, record)
 
-    def _start(self, entry: Any, now: float) -> ExecutionRecord | None:
-        """Start live ``entry`` on the lowest free worker; finish it at once if it takes
-        no time.  A dependent the core holds back (BLOCKED) starts nothing and draws
-        nothing from its models."""
+    def _start(self, entry: Any, now: float) -> ExecutionRecord | str | None:
+        """Start live ``entry`` on the lowest free worker: None, or its record if it takes
+        no time (it finishes at once).  A dependent the core holds back (BLOCKED) starts
+        nothing and draws nothing from its models: :data:`_HELD`."""
         worker = heapq.heappop(self._free)
         run = self._core.begin(entry, worker)
         if run is None:  # BLOCKED: the core queues it again when its upstreams succeed
             heapq.heappush(self._free, worker)
-            return None
+            return _HELD
         task = run.task
         models = self._models[entry[3]]
         try:  # zero-cost on 3.11 when nothing raises
