@@ -36,9 +36,12 @@ class TaskSummary(NamedTuple):
     ``Overlap.CANCEL_OTHER`` cut short for a newer slot as ``cancelled``, never as
     failed: nothing went wrong in it); ``retries`` are attempts after
     the first of their slot; ``overruns`` first attempts that lasted longer than
-    the gap to their schedule's next slot (:func:`overran`); ``missed`` slots a
-    misfire policy decided (missed or coalesced), ``given_up`` slots whose attempts
-    all failed, ``skipped`` slots an overrun dropped.  Times are seconds, nearest
+    the gap to their schedule's next slot (:func:`overran`); ``missed`` slots
+    recorded missed or coalesced (a misfire policy's decisions, and the slots
+    ``Overlap.BUFFER_ONE`` folded into one run, which it records coalesced as
+    ``RUN_ONCE`` does: their ``error`` names the policy), ``given_up`` slots whose
+    attempts all failed, ``skipped`` slots an overrun, or ``Overlap.ALLOW`` at
+    ``max_instances``, dropped.  Times are seconds, nearest
     rank (:func:`percentile`), over the runs only; ``None`` for a task with no run.
     ``blocked`` counts a dependent's waits for its upstreams (records whose outcome
     is ``blocked``) and ``blocked_time`` adds their lengths up (seconds, 0 for none).
