@@ -14,11 +14,11 @@ name        string                  the task's name
 attempt     int64                   1 for a slot's first attempt, 2 for its first retry
 worker      int64                   index of the worker that ran it
 due         datetime64[us, UTC]     when the attempt was due
-slot        datetime64[us, UTC]     the schedule slot it belongs to: ``due`` for a
-                                    first attempt queued at its slot; a retry keeps
-                                    its first attempt's, a dependent released after
-                                    a wait and a slot run late by ``BUFFER_ONE``
-                                    keep theirs (``due`` is when they were queued)
+slot        datetime64[us, UTC]     the schedule slot it belongs to: ``due`` for
+                                    most first attempts; a retry keeps its first
+                                    attempt's slot, and a dependent released after
+                                    waiting for its upstreams keeps its slot while
+                                    its ``due`` is when it was released
 start       datetime64[us, UTC]     when it started
 finish      datetime64[us, UTC]     when it finished
 duration    timedelta64[us]         ``finish - start``
