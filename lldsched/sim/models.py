@@ -1,8 +1,9 @@
 """Duration and failure models for simulated tasks.
 
-Each attempt of a task (a slot's first run, and each retry) draws once from each
-of its models, when it starts: first its duration, then whether it fails.  A
-failed attempt still takes its whole drawn duration.
+Each attempt of a task (a slot's first run, and each retry) asks its models when
+it starts: first its duration, then whether it fails (a constant asks nothing of
+the generator; a probability draws one number).  A failed attempt still takes its
+whole duration.
 
 A *duration model* is a number of seconds (every attempt takes exactly that), or
 a function ``model(rng, attempt) -> seconds`` (a finite number >= 0).
@@ -10,8 +11,9 @@ a function ``model(rng, attempt) -> seconds`` (a finite number >= 0).
 A *failure model* is a probability ``p`` in [0, 1] (each attempt fails
 independently with probability ``p``, the error text ``"SimulatedFailure:
 attempt N"``), or a function ``model(rng, attempt)`` that returns ``False`` or
-``None`` (the attempt succeeds), ``True`` (it fails with that text), an error
-text (it fails with that text), or an exception instance (it fails with its
+``None`` (the attempt succeeds), ``True`` (it fails with that text), a
+non-empty error text (it fails with that text; ``""`` succeeds), or an exception
+instance (it fails with its
 ``"Type: message"``).  A number returned (``0.3``: a probability meant for
 ``fails=0.3``) is refused, naming the model and the task
 (:func:`failure_of`).
