@@ -23,7 +23,8 @@ when a worker frees up, and ``started - due`` is its lateness.
 entry due at that instant in heap order (due, priority, arrival).  The threaded
 runtime fixes an entry's place when its timer moves it into the bounded hand-off
 queue, so the two differ only under contention, for an entry pushed with a due
-time already in the past (a CATCH_UP slot, a resumed task) while other entries
+time already in the past (a CATCH_UP slot, a resumed task, the run BUFFER_ONE
+queues for a slot that came due while its predecessor ran) while other entries
 wait in the hand-off queue: here it takes its heap place, there it queues
 behind them.  Modelling that queue would tie results to a tuning knob
 (``handoff=``) and to thread timing; the ideal dispatcher is the one worth
