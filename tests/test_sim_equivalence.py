@@ -2,7 +2,8 @@
 clock) and on the Simulation yields the same sequence of (task, due, attempt, outcome).
 
 With durations on one worker, runs queue up behind a long one.  The scenarios avoid one case
-on purpose: a CATCH_UP follow-up (due in the past) pushed while other due entries already wait.
+on purpose: a CATCH_UP follow-up or a BUFFER_ONE run (due in the past) pushed while other due
+entries, due after it, already wait.
 Where it lands in the threaded runtime depends on whether its timer moved the others into the
 hand-off queue before the follow-up was pushed, which is thread timing; the simulation puts it
 in heap order (see lldsched/sim/simulation.py, "The hand-off queue is not modelled")."""
