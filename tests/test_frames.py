@@ -214,9 +214,12 @@ def test_task_summary_agrees_with_the_command_line_summary() -> None:
 def test_runs_cancel_other_cut_short_are_counted_cancelled_not_failed_by_both_summaries() -> None:
     """Every 60 s, each run 150 s: each run is cut when the next slot comes due, which is
     the policy working, not a failure (it was counted failed)."""
-    sim = Simulation(workers=2, start=T0)
+    sim = Simulation(workers=3, start=T0)
     task = sim.schedule("cut", FixedRate(60), duration=150.0, overlap=Overlap.CANCEL_OTHER)
     sim.schedule("flaky", FixedRate(60), duration=5.0, fails=1.0, retry=RetryPolicy.never())
+    sim.schedule(  # cut at 60 s, over its 30 s timeout by then: its outcome says cancelled
+        "cut-late", FixedRate(60), duration=150.0, overlap=Overlap.CANCEL_OTHER, timeout=30
+    )
     sim.run_for(600)
     outcomes = [r.outcome for r in sim.records() if r.task_id == task.id]
     assert outcomes.count(Outcome.CANCELLED) == 10 and Outcome.FAILED not in outcomes
@@ -226,6 +229,7 @@ def test_runs_cancel_other_cut_short_are_counted_cancelled_not_failed_by_both_su
     assert [summary.loc[task.id, c] for c in counts] == [10, 0, 0, 0, 10]
     assert [getattr(lines["cut"], c) for c in counts] == [10, 0, 0, 0, 10]
     assert [getattr(lines["flaky"], c) for c in counts] == [10, 0, 10, 0, 0]
+    assert [getattr(lines["cut-late"], c) for c in counts] == [10, 0, 0, 0, 10]
     assert "cancelled" in format_summary(list(lines.values())).splitlines()[0].split()
 
 

@@ -34,7 +34,8 @@ class TaskSummary(NamedTuple):
     Counts: ``runs == ok + failed + timed_out + cancelled`` (how each run ended, so a
     run that gave its slot up counts as failed or timed out, and a run
     ``Overlap.CANCEL_OTHER`` cut short for a newer slot as ``cancelled``, never as
-    failed: nothing went wrong in it); ``retries`` are attempts after
+    failed, nor as timed out if it also passed its timeout: its outcome says
+    cancelled); ``retries`` are attempts after
     the first of their slot; ``overruns`` first attempts that lasted longer than
     the gap to their schedule's next slot (:func:`overran`); ``missed`` slots
     recorded missed or coalesced (a misfire policy's decisions, and the slots
@@ -123,7 +124,7 @@ def summary_of(name: str, columns: TaskColumns, *, overruns: int) -> TaskSummary
             not (good or late or cut)
             for good, late, cut in zip(ok, timed_out, cancelled, strict=True)
         ),
-        timed_out=sum(timed_out),
+        timed_out=sum(late and not cut for late, cut in zip(timed_out, cancelled, strict=True)),
         cancelled=sum(cancelled),
         retries=sum(columns.attempt[i] > 1 for i in ran),
         overruns=overruns,
