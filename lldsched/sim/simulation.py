@@ -282,7 +282,10 @@ class Simulation:
         self, task_id: str, *, duration: DurationModel = 0.0, fails: FailureModel = 0.0
     ) -> None:
         """Give a task new duration and failure models (a task restored from a store
-        has none: its runs take no time and never fail until this is called)."""
+        has none: its runs take no time and never fail until this is called).  The
+        task's generator starts again from its seed: given before the first run,
+        ``uniform(120, 1200)`` in place of ``uniform(60, 600)`` makes the
+        task's n-th attempt exactly twice as long, so a what-if compares like with like."""
         self._core.get(task_id)
         self._set_models(task_id, check_duration(duration), check_failure(fails))
 
