@@ -11,13 +11,16 @@ import pandas as pd
 import pytest
 
 from lldsched import (
+    CronSchedule,
     ExecutionRecord,
     FakeClock,
     FixedRate,
     InMemoryTaskStore,
     OneTime,
     Outcome,
+    Overlap,
     Priority,
+    RetryPolicy,
     Simulation,
     ValidationError,
     Window,
@@ -33,7 +36,7 @@ from lldsched.views.frames import (
     to_frame,
     utilisation,
 )
-from lldsched.views.report import summarize
+from lldsched.views.report import format_summary, summarize
 from tests.conftest import T0, SchedulerFactory, settle
 
 R = ExecutionRecord
@@ -59,7 +62,7 @@ RECORDS = [
 def test_a_frame_has_the_documented_columns_and_dtypes_in_order() -> None:
     frame = to_frame(RECORDS)
     assert tuple(frame.columns) == COLUMNS == (
-        "task_id", "name", "attempt", "worker", "due", "start", "finish", "duration",
+        "task_id", "name", "attempt", "worker", "due", "slot", "start", "finish", "duration",
         "lateness", "ok", "error", "result", "timed_out", "outcome", "priority",
     )  # fmt: skip
     assert frame.dtypes.to_dict() == DTYPES
@@ -71,6 +74,7 @@ def test_a_frame_has_the_documented_columns_and_dtypes_in_order() -> None:
 def test_times_are_utc_aware_and_lateness_is_start_minus_due() -> None:
     frame = to_frame(RECORDS)
     assert frame["due"].tolist() == [at(0), at(11.5), at(60), at(120)]
+    assert frame["slot"].tolist() == [at(0), at(0), at(60), at(120)]  # a retry keeps its slot
     assert frame["start"].tolist() == [at(0.25), at(11.5), at(90), at(120)]
     assert frame["finish"].iloc[0] == pd.Timestamp(datetime.fromtimestamp(T0 + 10.5, UTC))
     assert frame["lateness"].tolist() == [td(0.25), td(0), td(30), td(0)]
@@ -205,6 +209,51 @@ def test_task_summary_agrees_with_the_command_line_summary() -> None:
         for column in ("lateness_p50", "lateness_p95", "lateness_max", "duration_p50",
                        "duration_max"):  # fmt: skip
             assert mine[column].total_seconds() == pytest.approx(getattr(theirs, column), abs=1e-6)
+
+
+def test_runs_cancel_other_cut_short_are_counted_cancelled_not_failed_by_both_summaries() -> None:
+    """Every 60 s, each run 150 s: each run is cut when the next slot comes due, which is
+    the policy working, not a failure (it was counted failed)."""
+    sim = Simulation(workers=3, start=T0)
+    task = sim.schedule("cut", FixedRate(60), duration=150.0, overlap=Overlap.CANCEL_OTHER)
+    sim.schedule("flaky", FixedRate(60), duration=5.0, fails=1.0, retry=RetryPolicy.never())
+    sim.schedule(  # cut at 60 s, over its 30 s timeout by then: its outcome says cancelled
+        "cut-late", FixedRate(60), duration=150.0, overlap=Overlap.CANCEL_OTHER, timeout=30
+    )
+    sim.run_for(600)
+    outcomes = [r.outcome for r in sim.records() if r.task_id == task.id]
+    assert outcomes.count(Outcome.CANCELLED) == 10 and Outcome.FAILED not in outcomes
+    summary = task_summary(to_frame(sim))
+    lines = {line.name: line for line in summarize(sim.records())}
+    counts = ("runs", "ok", "failed", "timed_out", "cancelled")
+    assert [summary.loc[task.id, c] for c in counts] == [10, 0, 0, 0, 10]
+    assert [getattr(lines["cut"], c) for c in counts] == [10, 0, 0, 0, 10]
+    assert [getattr(lines["flaky"], c) for c in counts] == [10, 0, 10, 0, 0]
+    assert [getattr(lines["cut-late"], c) for c in counts] == [10, 0, 0, 0, 10]
+    assert "cancelled" in format_summary(list(lines.values())).splitlines()[0].split()
+
+
+def test_a_dependent_released_late_is_judged_from_its_slot_by_both_summaries() -> None:
+    """``load`` (every 10 min, 500 s) waits 200 s for ``extract``: its 00:10 slot runs from
+    00:13:20, due when released.  500 s is within the 600 s from its slot to the next: no
+    overrun.  task_summary judged it from its due time (400 s to 00:20) and counted one,
+    so the two summaries disagreed; the frame now has each attempt's slot."""
+    sim = Simulation(workers=2, start=T0)
+    extract = sim.schedule("extract", CronSchedule("*/10 * * * *"), duration=200.0)
+    load = sim.schedule(
+        "load", CronSchedule("*/10 * * * *"), duration=500.0, depends_on=[extract.id]
+    )
+    sim.run_for(3600)
+    released = next(r for r in load.history if r.outcome is Outcome.OK)
+    assert (released.slot - T0, released.due - T0, released.duration) == (600, 800, 500)
+    schedules = schedules_of(sim)
+    frame = to_frame(sim)
+    assert frame["slot"].tolist() == to_frame(sim.records())["slot"].tolist()
+    assert frame.loc[frame["due"] == at(800), "slot"].tolist() == [at(600)]
+    assert {line.name: line.overruns for line in summarize(sim.records(), schedules)} == {
+        "extract": 0, "load": 0,
+    }  # fmt: skip
+    assert task_summary(frame, schedules)["overruns"].tolist() == [0, 0]
 
 
 def test_task_summary_of_an_empty_frame_is_empty_and_typed() -> None:

@@ -163,6 +163,65 @@ def test_failure_models_give_the_error_text_they_return() -> None:
     assert [(r.attempt, r.error) for r in task.history] == [(1, "IOError: disk"), (2, None)]
 
 
+@pytest.mark.parametrize(
+    ("answer", "error"),
+    [
+        (True, "SimulatedFailure: attempt 1"),
+        ("OSError: disk full", "OSError: disk full"),
+        (OSError("disk full"), "OSError: disk full"),
+        (False, None),
+        (None, None),
+    ],
+)
+def test_a_failure_model_answers_a_verdict_a_text_or_an_exception(
+    answer: bool | str | BaseException | None, error: str | None
+) -> None:
+    sim = Simulation(workers=1, start=T)
+    task = sim.schedule("t", OneTime(delay=0), fails=lambda rng, attempt: answer)
+    sim.run(T)
+    assert task.history[0].error == error
+
+
+@pytest.mark.parametrize("answer", [0.3, 0, 1])
+def test_a_failure_model_returning_a_number_is_an_error_naming_it_and_the_task(
+    answer: float,
+) -> None:
+    """A probability returned where a verdict is meant (``lambda rng, attempt: 0.3``) failed
+    every attempt, being truthy; it is refused at its draw, as a bad duration is."""
+    sim = Simulation(workers=1, start=T)
+    task = sim.schedule(
+        "import",
+        OneTime(delay=0),
+        fails=lambda rng, attempt: answer,  # type: ignore[arg-type,return-value]
+        retry=RetryPolicy.never(),
+    )
+    with pytest.raises(ValidationError, match=rf"of task 'import' returned {answer}; a failure"):
+        sim.run(T + 10)
+    assert task.status is TaskStatus.FAILED and sim.busy == 0
+
+
+@pytest.mark.parametrize(
+    ("attempts", "error", "message"),
+    [
+        ((), "x", r"fails_on\(\) needs at least one attempt number"),
+        ((0,), "x", "fails_on attempt must be an int >= 1, got 0"),
+        ((1, -2), "x", "fails_on attempt must be an int >= 1, got -2"),
+        (("1",), "x", "fails_on attempt must be an int >= 1, got '1'"),
+        ((1.5,), "x", "fails_on attempt must be an int >= 1, got 1.5"),
+        ((True,), "x", "fails_on attempt must be an int >= 1, got True"),
+        ((1,), "", "fails_on error must be a non-empty text, got ''"),
+        ((1,), 3, "fails_on error must be a non-empty text, got 3"),
+    ],
+)
+def test_fails_on_refuses_attempts_that_never_come_and_an_error_that_is_no_text(
+    attempts: tuple[object, ...], error: object, message: str
+) -> None:
+    """``fails_on(0)`` or ``fails_on("1")`` never failed anything, silently (and the second
+    printed as ``fails_on(1)``)."""
+    with pytest.raises(ValidationError, match=message):
+        fails_on(*attempts, error=error)  # type: ignore[arg-type]
+
+
 def test_the_same_seed_gives_identical_records_and_another_seed_does_not() -> None:
     def replay(seed: int) -> list[ExecutionRecord]:
         sim = Simulation(workers=2, start=T, seed=seed)

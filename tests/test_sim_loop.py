@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from lldsched import SchedulerStateError
+from lldsched import FixedRate, SchedulerStateError
 from lldsched.sim import Simulation
 from lldsched.sim.clock import VirtualClock
 from lldsched.sim.scenario import build_scenario
@@ -49,6 +49,22 @@ def test_step_describes_the_event_it_processed() -> None:
         pass
     assert step is not None and step.record is not None
     assert step.task_id == step.record.task_id and step.at == step.record.finished
+
+
+def test_step_says_blocked_for_a_dependent_held_back_not_started() -> None:
+    """A dependent due while its upstream runs is held BLOCKED: step() said "start", and the
+    player showed "load started at 00:00" for a run that began only at 00:50."""
+    sim = Simulation(workers=2, start=0.0)
+    extract = sim.schedule("extract", FixedRate(100), duration=50.0)
+    load = sim.schedule("load", FixedRate(100), duration=5.0, depends_on=[extract.id])
+    steps = [sim.step() for _ in range(4)]
+    assert [(s.at, s.kind, s.task_id) for s in steps if s is not None] == [
+        (0.0, "start", extract.id),
+        (0.0, "blocked", load.id),
+        (50.0, "finish", extract.id),
+        (50.0, "start", load.id),
+    ]
+    assert sim.busy == 1 and steps[1] is not None and steps[1].record is None
 
 
 def test_step_returns_none_when_nothing_is_left_to_happen() -> None:

@@ -1,10 +1,37 @@
 """Duration and failure models for simulated tasks.
 
-A *duration model* is a number of seconds (a ``timedelta`` is taken as its seconds),
-or a function ``(rng, attempt) -> seconds``; a *failure model* is a probability, or a
-function ``(rng, attempt) -> bool | str | None`` (True or an error text fails the
-attempt).  ``rng`` is the task's own ``random.Random``, seeded from the simulation's
-seed and the task id, so adding a task never changes the draws of another.
+Each attempt of a task (a slot's first run, and each retry) asks its models when
+it starts: first its duration, then whether it fails (a constant asks nothing of
+the generator; a probability draws one number).  A failed attempt still takes its
+whole duration.
+
+A *duration model* is a number of seconds or a ``timedelta`` (every attempt takes
+exactly that), or a function ``model(rng, attempt) -> seconds`` (a finite number
+>= 0).
+
+A *failure model* is a probability ``p`` in [0, 1] (each attempt fails
+independently with probability ``p``, the error text ``"SimulatedFailure:
+attempt N"``), or a function ``model(rng, attempt)`` that returns ``False`` or
+``None`` (the attempt succeeds), ``True`` (it fails with that text), a
+non-empty error text (it fails with that text; ``""`` succeeds), or an exception
+instance (it fails with its
+``"Type: message"``).  A number returned (``0.3``: a probability meant for
+``fails=0.3``) is refused, naming the model and the task
+(:func:`failure_of`).
+
+In both functions ``rng`` is the task's own ``random.Random``, seeded from the
+simulation's seed and the task *id*, and ``attempt`` the attempt's number within
+its slot (1 for the first run, 2 for its first retry).  So a task given an
+``id=`` draws the same numbers whatever other tasks are registered; generated ids
+(``task-1``, ``task-2``, ... in registration order) move when a task is
+registered before others, and so do those tasks' draws.  Both models of a task
+share its generator: a model that draws more or fewer numbers shifts the other's.
+
+A model is checked at registration: a function must accept ``(rng, attempt)``.
+Write your own as a function or a callable object::
+
+    def slower_retries(rng: random.Random, attempt: int) -> float:
+        return rng.uniform(60, 600) * (2 if attempt > 1 else 1)
 
 The helpers below build the common distributions with readable reprs (their
 parameters are plain numbers of seconds: a distribution's, not a duration's), so a
@@ -22,21 +49,23 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TypeVar
 
-from lldsched.checks import fraction, number, seconds
-from lldsched.errors import ValidationError
+from lldsched.checks import fraction, number, seconds, whole
+from lldsched.errors import ValidationError, error_text
 
 __all__ = [
     "DurationModel",
     "FailureModel",
     "exponential",
     "fails_on",
+    "failure_of",
     "fixed",
     "lognormal",
+    "simulated_failure",
     "uniform",
 ]
 
 DurationModel = float | Callable[[random.Random, int], float]
-FailureModel = float | Callable[[random.Random, int], "bool | str | None"]
+FailureModel = float | Callable[[random.Random, int], "bool | str | BaseException | None"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +86,8 @@ class fixed:
 
 @dataclass(frozen=True, slots=True)
 class uniform:
-    """Uniform between ``low`` and ``high`` seconds."""
+    """Continuous uniform between ``low`` and ``high`` seconds (``random.uniform``):
+    mean ``(low + high) / 2``."""
 
     low: float
     high: float
@@ -77,7 +107,8 @@ class uniform:
 
 @dataclass(frozen=True, slots=True)
 class exponential:
-    """Exponential with the given ``mean`` seconds (memoryless service times)."""
+    """Exponential with the given ``mean`` seconds (``random.expovariate(1 / mean)``):
+    memoryless service times, median ``mean * ln 2``."""
 
     mean: float
 
@@ -93,8 +124,12 @@ class exponential:
 
 @dataclass(frozen=True, slots=True)
 class lognormal:
-    """Log-normal with the given ``median`` seconds and shape ``sigma``: mostly near the
-    median, with a long tail of slow runs (how real job durations tend to look)."""
+    """Log-normal with the given ``median`` seconds and shape ``sigma``: ``median *
+    exp(sigma * Z)`` for a standard normal ``Z`` (``random.lognormvariate(ln median,
+    sigma)``), so ``sigma`` is the standard deviation of the duration's logarithm and
+    the mean is ``median * exp(sigma**2 / 2)``.  Mostly near the median, with a long
+    tail of slow runs (how real job durations tend to look); ``sigma=0`` is always
+    the median."""
 
     median: float
     sigma: float
@@ -112,12 +147,20 @@ class lognormal:
 
 @dataclass(frozen=True, slots=True)
 class fails_on:
-    """Fail exactly the listed attempts (1-based) of every slot, with ``error`` as the text."""
+    """Fail exactly the listed attempts (1-based, within each slot: ``fails_on(1, 2)``
+    fails a slot's first run and its first retry) of every slot, with ``error`` as
+    the text.  Attempts are ints >= 1, at least one; ``error`` a non-empty text."""
 
     attempts: frozenset[int]
     error: str = "RuntimeError: simulated failure"
 
     def __init__(self, *attempts: int, error: str = "RuntimeError: simulated failure") -> None:
+        if not attempts:
+            raise ValidationError("fails_on() needs at least one attempt number, e.g. fails_on(1)")
+        for attempt in attempts:
+            whole(attempt, name="fails_on attempt", at_least=1)
+        if not isinstance(error, str) or not error:
+            raise ValidationError(f"fails_on error must be a non-empty text, got {error!r}")
         object.__setattr__(self, "attempts", frozenset(attempts))
         object.__setattr__(self, "error", error)
 
@@ -126,6 +169,34 @@ class fails_on:
 
     def __repr__(self) -> str:
         return f"fails_on({', '.join(map(str, sorted(self.attempts)))})"
+
+
+def simulated_failure(attempt: int) -> str:
+    """The error text of an attempt a probability (or a model's ``True``) failed."""
+    return f"SimulatedFailure: attempt {attempt}"
+
+
+def failure_of(answer: object, *, attempt: int, model: object, task: str) -> str | None:
+    """What a failure model's ``answer`` for ``attempt`` means: ``None`` (the attempt
+    succeeds) or its error text.  The one reading of a failure model's answer (see
+    the module docstring); a number (not a bool) is a ``ValidationError`` naming
+    ``model``, ``task`` and the value, as a probability returned where a verdict was
+    meant would fail every attempt."""
+    if answer is None or answer is False:
+        return None
+    if answer is True:
+        return simulated_failure(attempt)
+    if isinstance(answer, str):
+        return answer or None
+    if isinstance(answer, BaseException):
+        return error_text(answer)
+    if isinstance(answer, int | float):
+        raise ValidationError(
+            f"fails model {model!r} of task {task!r} returned {answer!r}; a failure model "
+            "returns True/False, None, an error text or an exception (a probability is "
+            "given as fails=<p> itself)"
+        )
+    return simulated_failure(attempt) if answer else None
 
 
 def check_duration(value: DurationModel | timedelta) -> DurationModel:

@@ -23,7 +23,8 @@ when a worker frees up, and ``started - due`` is its lateness.
 entry due at that instant in heap order (due, priority, arrival).  The threaded
 runtime fixes an entry's place when its timer moves it into the bounded hand-off
 queue, so the two differ only under contention, for an entry pushed with a due
-time already in the past (a CATCH_UP slot, a resumed task) while other entries
+time already in the past (a CATCH_UP slot, a resumed task, the run BUFFER_ONE
+queues for a slot that came due while its predecessor ran) while other entries
 wait in the hand-off queue: here it takes its heap place, there it queues
 behind them.  Modelling that queue would tie results to a tuning knob
 (``handoff=``) and to thread timing; the ideal dispatcher is the one worth
@@ -78,16 +79,26 @@ from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.sim.awaiting import PrivateLoop
 from lldsched.sim.clock import VirtualClock
-from lldsched.sim.models import DurationModel, FailureModel, check_duration, check_failure
+from lldsched.sim.models import (
+    DurationModel,
+    FailureModel,
+    check_duration,
+    check_failure,
+    failure_of,
+    simulated_failure,
+)
 
 __all__ = ["SimStep", "Simulation"]
 
 _INF = math.inf  # "no such event"
+_HELD = "blocked"  # what _start returns for an entry the core held BLOCKED (a SimStep kind)
 _LAST_INSTANT = sys.float_info.max  # every real instant is at or before it; _INF is after
 
 
 class SimStep(NamedTuple):
-    """What one :meth:`Simulation.step` did: ``kind`` is "finish", "intervention" or "start"."""
+    """What one :meth:`Simulation.step` did: ``kind`` is "finish", "intervention", "start"
+    or "blocked" (a dependent came due and the core held it BLOCKED: no run started, no
+    worker was taken; it is queued again when its upstreams succeed)."""
 
     at: float
     kind: str
@@ -289,7 +300,10 @@ class Simulation:
         fails: FailureModel = 0.0,
     ) -> None:
         """Give a task new duration and failure models (a task restored from a store
-        has none: its runs take no time and never fail until this is called)."""
+        has none: its runs take no time and never fail until this is called).  The
+        task's generator starts again from its seed: given before the first run,
+        ``uniform(120, 1200)`` in place of ``uniform(60, 600)`` makes the
+        task's n-th attempt exactly twice as long, so a what-if compares like with like."""
         self._core.get(task_id)
         self._set_models(task_id, check_duration(duration), check_failure(fails))
 
@@ -508,22 +522,27 @@ class Simulation:
                 now = start
                 assert head is not None  # start < _INF
                 take(head)  # the head peeked at above
-                record = self._start(head, start)  # a run that takes no time
-                kind = "start" if record is None else "finish"  # finishes at once
+                begun = self._start(head, start)
                 task_id = head[3]
+                if begun is None:
+                    kind, record = "start", None
+                elif isinstance(begun, str):  # _HELD: the core held it BLOCKED
+                    kind, record = begun, None
+                else:  # a run that takes no time finishes at once
+                    kind, record = "finish", begun
         if kind is None:
             return None
         return SimStep(now, kind, task_id if record is None else record.task_id, record)
 
-    def _start(self, entry: Any, now: float) -> ExecutionRecord | None:
-        """Start live ``entry`` on the lowest free worker; finish it at once if it takes
-        no time.  A dependent the core holds back (BLOCKED) starts nothing and draws
-        nothing from its models."""
+    def _start(self, entry: Any, now: float) -> ExecutionRecord | str | None:
+        """Start live ``entry`` on the lowest free worker: None, or its record if it takes
+        no time (it finishes at once).  A dependent the core holds back (BLOCKED) starts
+        nothing and draws nothing from its models: :data:`_HELD`."""
         worker = heapq.heappop(self._free)
         run = self._core.begin(entry, worker)
         if run is None:  # BLOCKED: the core queues it again when its upstreams succeed
             heapq.heappush(self._free, worker)
-            return None
+            return _HELD
         task = run.task
         models = self._models[entry[3]]
         try:  # zero-cost on 3.11 when nothing raises
@@ -541,15 +560,11 @@ class Simulation:
             fails = models.fails
             if fails:
                 if callable(fails):
-                    failed = fails(models.rng, run.attempt)
-                    if failed:
-                        error = (
-                            failed
-                            if isinstance(failed, str)
-                            else f"SimulatedFailure: attempt {run.attempt}"
-                        )
+                    answer = fails(models.rng, run.attempt)
+                    if answer is not None and answer is not False:
+                        error = failure_of(answer, attempt=run.attempt, model=fails, task=task.name)
                 elif models.rng.random() < fails:
-                    error = f"SimulatedFailure: attempt {run.attempt}"
+                    error = simulated_failure(run.attempt)
         except BaseException as exc:
             # A model that raises is the caller's bug, raised to them; the attempt it
             # was drawn for ends failed with that error, so the task is not left

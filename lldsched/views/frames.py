@@ -14,6 +14,11 @@ name        string                  the task's name
 attempt     int64                   1 for a slot's first attempt, 2 for its first retry
 worker      int64                   index of the worker that ran it
 due         datetime64[us, UTC]     when the attempt was due
+slot        datetime64[us, UTC]     the schedule slot it belongs to: ``due`` for
+                                    most first attempts; a retry keeps its first
+                                    attempt's slot, and a dependent released after
+                                    waiting for its upstreams keeps its slot while
+                                    its ``due`` is when it was released
 start       datetime64[us, UTC]     when it started
 finish      datetime64[us, UTC]     when it finished
 duration    timedelta64[us]         ``finish - start``
@@ -111,6 +116,7 @@ DTYPES: dict[str, Any] = {
     "attempt": np.dtype("int64"),
     "worker": np.dtype("int64"),
     "due": pd.DatetimeTZDtype("us", "UTC"),
+    "slot": pd.DatetimeTZDtype("us", "UTC"),
     "start": pd.DatetimeTZDtype("us", "UTC"),
     "finish": pd.DatetimeTZDtype("us", "UTC"),
     "duration": np.dtype("timedelta64[us]"),
@@ -197,7 +203,8 @@ def to_frame(source: object, *, priorities: Mapping[str, int] | None = None) -> 
         columns = _from_records(records)
     if priorities:
         known = {**known, **{key: int(value) for key, value in priorities.items()}}
-    due, start, finish = columns.pop("due"), columns.pop("started"), columns.pop("finished")
+    due, slot = columns.pop("due"), columns.pop("slot")
+    start, finish = columns.pop("started"), columns.pop("finished")
     codes, task_ids = columns["task_keys"]  # the task of each row, as a code into the ids
     data = {
         "task_id": columns["task_id"],
@@ -205,6 +212,7 @@ def to_frame(source: object, *, priorities: Mapping[str, int] | None = None) -> 
         "attempt": columns["attempt"],
         "worker": columns["worker"],
         "due": _utc(due),
+        "slot": _utc(slot),
         "start": _utc(start),
         "finish": _utc(finish),
         "duration": (finish - start).view("m8[us]"),
@@ -359,7 +367,7 @@ def _outcomes_of(ok: Any, timed_out: Any, misfire: Any) -> Any:
     return _outcomes(outcomes, where.reshape(-1))
 
 
-_TIMES_OF_RECORD = ("due", "started", "finished")
+_TIMES_OF_RECORD = ("due", "slot", "started", "finished")
 
 
 def _microseconds(seconds: np.ndarray[Any, Any]) -> np.ndarray[Any, np.dtype[np.int64]]:
@@ -474,10 +482,11 @@ def _overruns(rows: pd.DataFrame, schedule: Schedule | None) -> int:
     first = ran(rows)
     first = first[first["attempt"] == 1]
     seconds = 1e-6
-    due = first["due"].to_numpy(dtype="M8[us]").astype(np.int64) * seconds
+    slot = first["slot"].to_numpy(dtype="M8[us]").astype(np.int64) * seconds
     start = first["start"].to_numpy(dtype="M8[us]").astype(np.int64) * seconds
     finish = first["finish"].to_numpy(dtype="M8[us]").astype(np.int64) * seconds
-    # A first attempt's slot is its due time; overran() reads only slot and duration.
+    # overran() reads only the slot and the duration (never due: a dependent released
+    # after a wait is due when released, and its slot's gap is from its slot).
     return sum(
         overran(
             schedule,
@@ -485,15 +494,15 @@ def _overruns(rows: pd.DataFrame, schedule: Schedule | None) -> int:
                 task_id="",
                 name="",
                 attempt=1,
-                due=d,
-                slot=d,
+                due=t,
+                slot=t,
                 worker=0,
                 started=s,
                 finished=f,
                 ok=True,
             ),
         )
-        for d, s, f in zip(due.tolist(), start.tolist(), finish.tolist(), strict=True)
+        for t, s, f in zip(slot.tolist(), start.tolist(), finish.tolist(), strict=True)
     )
 
 

@@ -31,12 +31,18 @@ class TaskSummary(NamedTuple):
     """One task's records, counted and measured (the fields are
     :func:`lldsched.views.frames.task_summary`'s columns, in order).
 
-    Counts: ``runs == ok + failed + timed_out`` (how each run ended, so a run that
-    gave its slot up counts as failed or timed out); ``retries`` are attempts after
+    Counts: ``runs == ok + failed + timed_out + cancelled`` (how each run ended, so a
+    run that gave its slot up counts as failed or timed out, and a run
+    ``Overlap.CANCEL_OTHER`` cut short for a newer slot as ``cancelled``, never as
+    failed, nor as timed out if it also passed its timeout: its outcome says
+    cancelled); ``retries`` are attempts after
     the first of their slot; ``overruns`` first attempts that lasted longer than
-    the gap to their schedule's next slot (:func:`overran`); ``missed`` slots a
-    misfire policy decided (missed or coalesced), ``given_up`` slots whose attempts
-    all failed, ``skipped`` slots an overrun dropped.  Times are seconds, nearest
+    the gap to their schedule's next slot (:func:`overran`); ``missed`` slots
+    recorded missed or coalesced (a misfire policy's decisions, and the slots
+    ``Overlap.BUFFER_ONE`` folded into one run, which it records coalesced as
+    ``RUN_ONCE`` does: their ``error`` names the policy), ``given_up`` slots whose
+    attempts all failed, ``skipped`` slots an overrun, or ``Overlap.ALLOW`` at
+    ``max_instances``, dropped.  Times are seconds, nearest
     rank (:func:`percentile`), over the runs only; ``None`` for a task with no run.
     ``blocked`` counts a dependent's waits for its upstreams (records whose outcome
     is ``blocked``) and ``blocked_time`` adds their lengths up (seconds, 0 for none).
@@ -47,6 +53,7 @@ class TaskSummary(NamedTuple):
     ok: int
     failed: int
     timed_out: int
+    cancelled: int
     retries: int
     overruns: int
     missed: int
@@ -105,6 +112,7 @@ def summary_of(name: str, columns: TaskColumns, *, overruns: int) -> TaskSummary
     ran = [i for i, outcome in enumerate(columns.outcome) if outcome not in NOT_RUNS]
     ok = [columns.ok[i] for i in ran]
     timed_out = [columns.timed_out[i] for i in ran]
+    cancelled = [columns.outcome[i] == Outcome.CANCELLED for i in ran]
     lateness = sorted(columns.lateness[i] for i in ran)
     duration = sorted(columns.duration[i] for i in ran)
     outcomes = columns.outcome
@@ -112,8 +120,12 @@ def summary_of(name: str, columns: TaskColumns, *, overruns: int) -> TaskSummary
         name=name,
         runs=len(ran),
         ok=sum(ok),
-        failed=sum(not good and not late for good, late in zip(ok, timed_out, strict=True)),
-        timed_out=sum(timed_out),
+        failed=sum(
+            not (good or late or cut)
+            for good, late, cut in zip(ok, timed_out, cancelled, strict=True)
+        ),
+        timed_out=sum(late and not cut for late, cut in zip(timed_out, cancelled, strict=True)),
+        cancelled=sum(cancelled),
         retries=sum(columns.attempt[i] > 1 for i in ran),
         overruns=overruns,
         missed=sum(outcome in MISFIRES for outcome in outcomes),
@@ -173,13 +185,13 @@ def _seconds(value: float | None) -> str:
 
 def format_summary(rows: Sequence[TaskSummary]) -> str:
     """A fixed-width table of ``rows`` (``-`` for a time of a task that never ran)."""
-    header = ("task", "runs", "ok", "failed", "timeout", "retries", "overrun", "missed",
-              "given-up", "skipped", "late p50", "late p95", "late max", "dur p50",
+    header = ("task", "runs", "ok", "failed", "timeout", "cancelled", "retries", "overrun",
+              "missed", "given-up", "skipped", "late p50", "late p95", "late max", "dur p50",
               "dur max")  # fmt: skip
     table: list[tuple[str, ...]] = [header]
     for row in rows:
-        counts = (row.runs, row.ok, row.failed, row.timed_out, row.retries, row.overruns,
-                  row.missed, row.given_up, row.skipped)  # fmt: skip
+        counts = (row.runs, row.ok, row.failed, row.timed_out, row.cancelled, row.retries,
+                  row.overruns, row.missed, row.given_up, row.skipped)  # fmt: skip
         times = (row.lateness_p50, row.lateness_p95, row.lateness_max,
                  row.duration_p50, row.duration_max)  # fmt: skip
         table.append((row.name, *map(str, counts), *map(_seconds, times)))
