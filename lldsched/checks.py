@@ -137,18 +137,27 @@ def whole(
     *,
     name: str,
     at_least: int | None = None,
+    at_most: int | None = None,
     error: type[Exception] = ValidationError,
 ) -> int:
-    """``value`` if it is an ``int`` (not a ``bool``) ``>= at_least``, else ``error``:
-    ``"workers must be an int >= 1, got 0"``."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int)
-        or (at_least is not None and value < at_least)
-    ):
-        bound = _bound(at_least, None)
-        raise error(f"{name} must be an int{' ' + bound if bound else ''}, got {value!r}")
-    return value
+    """``value`` if it is an ``int`` (not a ``bool``) ``>= at_least`` and ``<= at_most``,
+    else ``error`` naming the bound it misses: ``"workers must be an int >= 1, got 0"``,
+    ``"workers must be an int <= 100000, got 1000000000"``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        bounds = [bound for bound in (_bound(at_least, None), _at_most(at_most)) if bound]
+    elif at_least is not None and value < at_least:
+        bounds = [_bound(at_least, None)]
+    elif at_most is not None and value > at_most:
+        bounds = [_at_most(at_most)]
+    else:
+        return value
+    wanted = " and ".join(bounds)
+    raise error(f"{name} must be an int{' ' + wanted if wanted else ''}, got {value!r}")
+
+
+def _at_most(at_most: int | None) -> str:
+    """An upper bound as the messages write it: ``"<= 100000"``, or nothing."""
+    return "" if at_most is None else f"<= {at_most}"
 
 
 def whole_or_none(

@@ -192,3 +192,18 @@ def test_every_refusal_is_a_validation_error_and_a_value_error_by_default(
         check(value, name="x", **bounds)
     with pytest.raises(ValueError, match=f"^x must be .*, got {value!r}$"):
         check(value, name="x", **bounds)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (0, "workers must be an int >= 1, got 0"),
+        (11, "workers must be an int <= 10, got 11"),
+        ("3", "workers must be an int >= 1 and <= 10, got '3'"),
+    ],
+)
+def test_whole_names_the_bound_a_value_misses(value: object, message: str) -> None:
+    with pytest.raises(ValidationError) as caught:
+        whole(value, name="workers", at_least=1, at_most=10)
+    assert str(caught.value) == message
+    assert whole(10, name="workers", at_least=1, at_most=10) == 10

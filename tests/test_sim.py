@@ -296,6 +296,8 @@ def test_bad_times_are_rejected_and_the_simulation_carries_on() -> None:
         sim.run_for(-5)
     with pytest.raises(ValidationError, match="workers must be an int >= 1, got 0"):
         Simulation(workers=0)
+    with pytest.raises(ValidationError, match="workers must be an int <= 100000, got 100001"):
+        Simulation(workers=100_001)  # each is listed up front: 10**9 ran out of memory
     sim.run(T + 120)
     assert len(kept.history) == 3
 

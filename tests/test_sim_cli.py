@@ -74,6 +74,7 @@ def test_simulate_rejects_a_non_positive_number_of_days() -> None:
         ),
         (["--workers", "0"], "--workers must be at least 1, got 0"),
         (["--workers", "-2"], "--workers must be at least 1, got -2"),
+        (["--workers", "1000000000"], "--workers must be at most 100,000, got 1,000,000,000"),
         (["--gantt", "week.txt"], "--gantt 'week.txt': the chart is written as .png, .svg or .pdf"),
         (
             ["--gantt", "missing/week.png"],

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from lldsched.sim.scenario import build_scenario
-from lldsched.sim.simulation import Simulation
+from lldsched.sim.simulation import MAX_WORKERS, Simulation
 from lldsched.views.report import format_summary, summarize
 
 __all__ = ["MAX_DAYS", "add_parser", "main", "refusal"]
@@ -70,6 +70,8 @@ def refusal(args: argparse.Namespace) -> str | None:
         )
     if args.workers < 1:
         return f"--workers must be at least 1, got {args.workers}"
+    if args.workers > MAX_WORKERS:
+        return f"--workers must be at most {MAX_WORKERS:,}, got {args.workers:,}"
     if args.gantt is None:
         return None
     path = Path(args.gantt)

@@ -88,7 +88,11 @@ from lldsched.sim.models import (
     simulated_failure,
 )
 
-__all__ = ["SimStep", "Simulation"]
+__all__ = ["MAX_WORKERS", "SimStep", "Simulation"]
+
+MAX_WORKERS = 100_000
+"""The most virtual workers a simulation takes: each is a number in its free list from
+the start (ten million took 420 MB), and a pool that large never keeps a run waiting."""
 
 _INF = math.inf  # "no such event"
 _HELD = "blocked"  # what _start returns for an entry the core held BLOCKED (a SimStep kind)
@@ -118,7 +122,8 @@ class _Models:
 
 
 class Simulation:
-    """Virtual-time runtime with ``workers`` virtual workers over the core state machine.
+    """Virtual-time runtime with ``workers`` virtual workers over the core state machine
+    (1 to :data:`MAX_WORKERS`).
 
     ``start`` is the first instant (epoch seconds or an aware datetime; default 0.0,
     the epoch); ``seed`` seeds every task's duration and failure draws and the retry
@@ -147,7 +152,7 @@ class Simulation:
         tz: str | tzinfo = "UTC",
         retain_finished: RetainFinished = DEFAULT_RETAIN_FINISHED,
     ) -> None:
-        checks.whole(workers, name="workers", at_least=1)
+        checks.whole(workers, name="workers", at_least=1, at_most=MAX_WORKERS)
         checks.whole(seed, name="seed")
         self.workers = workers
         self.seed = seed
