@@ -74,6 +74,8 @@ class RunExecution(SchedulerParts):
 
     def _complete(self, run: Run, outcome: Outcome) -> None:
         started, finished, error, escaped, result, awaitable, timed_out = outcome
+        if run.context is not None:
+            self._disarm_deadline(run.context)  # the run is over: its deadline is void
         if awaitable is not None:
             if self._coroutines.submit(run, started, awaitable):
                 return  # recorded by _finish_coroutine when it completes
