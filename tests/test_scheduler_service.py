@@ -3,12 +3,26 @@ memory, what an action's BaseException does to the workers, and what is logged."
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import logging
 import threading
+from datetime import UTC, datetime
 
-from lldsched import EventLog, FakeClock, FixedRate, OneTime, RetryPolicy, RunContext
+import pytest
+
+from lldsched import (
+    EventLog,
+    FakeClock,
+    FixedRate,
+    OneTime,
+    RetryPolicy,
+    RunContext,
+    TaskStatus,
+)
+from lldsched.errors import error_text
 from lldsched.threaded.timer import DEADLINE_SLACK
-from tests.conftest import SchedulerFactory, settle
+from tests.conftest import T0, SchedulerFactory, settle
 
 
 def live_contexts() -> int:
@@ -54,3 +68,94 @@ def test_a_deadline_still_flags_its_run_after_the_heap_dropped_void_entries(
     clock.advance(30)
     settle(scheduler)
     assert reasons == ["timeout"]
+
+
+@pytest.mark.parametrize("escape", [SystemExit(3), KeyboardInterrupt()])
+def test_an_action_that_raises_a_base_exception_fails_its_run_and_the_worker_goes_on(
+    make_scheduler: SchedulerFactory, clock: FakeClock, escape: BaseException
+) -> None:
+    def escapes() -> None:
+        raise escape
+
+    scheduler = make_scheduler(workers=1, clock=clock)
+    exiting = scheduler.schedule("exits", escapes, OneTime(delay=0), retry=RetryPolicy.never())
+    settle(scheduler)
+    (record,) = exiting.history
+    assert not record.ok and record.error == error_text(escape)
+    assert scheduler.dead_letter() == [exiting.id]
+    # Before, the exception was re-raised and ended the only worker thread: nothing ran
+    # again, wait_idle() timed out, and shutdown(timeout=None) waited for ever.
+    after = scheduler.schedule("after", lambda: "still here", OneTime(delay=0))
+    settle(scheduler)
+    assert after.status is TaskStatus.SUCCEEDED and after.history[0].result == "'still here'"
+
+
+def test_each_failed_attempt_is_logged_once_with_what_follows_and_a_success_is_not(
+    make_scheduler: SchedulerFactory, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken() -> None:
+        raise RuntimeError("db down")
+
+    scheduler = make_scheduler(clock=clock)
+    with caplog.at_level(logging.DEBUG, logger="lldsched"):
+        scheduler.schedule("fine", lambda: None, OneTime(delay=0))
+        task = scheduler.schedule(
+            "import", broken, OneTime(delay=0), id="import", retry=RetryPolicy(max_attempts=2)
+        )
+        settle(scheduler)
+        clock.advance(1)  # the backoff
+        settle(scheduler)
+    assert task.status is TaskStatus.FAILED
+    lines = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "lldsched"]
+    retry_at = datetime.fromtimestamp(T0 + 1, UTC).isoformat(timespec="milliseconds")
+    assert lines == [
+        (
+            logging.WARNING,
+            "task import 'import' attempt 1 of 2 failed: RuntimeError: db down; "
+            f"retry due at {retry_at}",
+        ),
+        (
+            logging.ERROR,
+            "task import 'import' attempt 2 of 2 failed: RuntimeError: db down; "
+            "dead-lettered (redrive() runs it again)",
+        ),
+    ]
+
+
+def test_a_recurring_task_that_gives_a_slot_up_says_when_it_runs_next(
+    make_scheduler: SchedulerFactory, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken() -> None:
+        raise RuntimeError("db down")
+
+    scheduler = make_scheduler(clock=clock)
+    with caplog.at_level(logging.WARNING, logger="lldsched"):
+        task = scheduler.schedule("hourly", broken, FixedRate(3600), retry=RetryPolicy.never())
+        settle(scheduler)
+    assert task.history[-1].outcome == "given_up"
+    next_at = datetime.fromtimestamp(T0 + 3600, UTC).isoformat(timespec="milliseconds")
+    (line,) = [r for r in caplog.records if r.name == "lldsched"]
+    assert line.levelno == logging.ERROR
+    assert line.getMessage().endswith(f"RuntimeError: db down; slot given up, next due at {next_at}")
+
+
+def test_a_run_stopped_on_purpose_is_logged_at_info_only(
+    make_scheduler: SchedulerFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    started = threading.Event()
+
+    async def waits() -> None:
+        started.set()
+        await asyncio.sleep(60)
+
+    scheduler = make_scheduler()
+    with caplog.at_level(logging.INFO, logger="lldsched"):
+        task = scheduler.schedule("waits", waits, OneTime(delay=0))
+        assert started.wait(5)
+        scheduler.cancel(task.id)
+        settle(scheduler)
+    assert task.history[-1].error == "CancelledError: task cancelled"
+    lines = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "lldsched"]
+    assert lines == [
+        (logging.INFO, f"task {task.id} 'waits' attempt 1 stopped: CancelledError: task cancelled")
+    ]

@@ -35,10 +35,10 @@ __all__ = ["NEW", "RUNNING", "STOPPED", "Outcome", "SchedulerParts"]
 NEW, RUNNING, STOPPED = "new", "running", "stopped"
 """The scheduler's states: built, between start() and shutdown(), shut down (final)."""
 
-Outcome = tuple[float, float, "str | None", "BaseException | None", "str | None", object, bool]
-"""What running an attempt produced: started, finished, error text, escaped exception,
-result text, an awaitable still to run (None for a run that is over), and whether
-the run was stopped at its timeout (a child process killed)."""
+Outcome = tuple[float, float, "str | None", "str | None", object, bool]
+"""What running an attempt produced: started, finished, error text, result text, an
+awaitable still to run (None for a run that is over), and whether the run was stopped
+at its timeout (a child process killed)."""
 
 
 class SchedulerParts:
