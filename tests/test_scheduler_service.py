@@ -136,7 +136,8 @@ def test_a_recurring_task_that_gives_a_slot_up_says_when_it_runs_next(
     next_at = datetime.fromtimestamp(T0 + 3600, UTC).isoformat(timespec="milliseconds")
     (line,) = [r for r in caplog.records if r.name == "lldsched"]
     assert line.levelno == logging.ERROR
-    assert line.getMessage().endswith(f"RuntimeError: db down; slot given up, next due at {next_at}")
+    expected = f"RuntimeError: db down; slot given up, next due at {next_at}"
+    assert line.getMessage().endswith(expected)
 
 
 def test_a_run_stopped_on_purpose_is_logged_at_info_only(
