@@ -160,3 +160,28 @@ def test_a_run_stopped_on_purpose_is_logged_at_info_only(
     assert lines == [
         (logging.INFO, f"task {task.id} 'waits' attempt 1 stopped: CancelledError: task cancelled")
     ]
+
+
+def test_a_shutdown_that_runs_out_of_time_says_which_runs_are_still_going(
+    make_scheduler: SchedulerFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    started, release = threading.Event(), threading.Event()
+
+    def stuck() -> None:
+        started.set()
+        release.wait(10)
+
+    scheduler = make_scheduler(workers=1)
+    task = scheduler.schedule("report", stuck, OneTime(delay=0), id="nightly-report")
+    assert started.wait(5)
+    try:
+        with caplog.at_level(logging.WARNING, logger="lldsched"):
+            assert scheduler.shutdown(timeout=0.05) is False
+    finally:
+        release.set()
+    (line,) = [r for r in caplog.records if r.name == "lldsched"]
+    assert "shutdown(timeout=0.05) returned with runs still going: nightly-report 'report'" in (
+        line.getMessage()
+    )
+    assert scheduler.shutdown(timeout=5) is True  # the run ended: a second call says so
+    assert task.history[-1].ok

@@ -11,6 +11,7 @@ renews them is stopped.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -19,6 +20,8 @@ from lldsched.threaded.parts import RUNNING, STOPPED, SchedulerParts
 from lldsched.threaded.shared import leases_kept
 
 __all__ = ["Stopping"]
+
+log = logging.getLogger("lldsched")
 
 
 class Stopping(SchedulerParts):
@@ -79,7 +82,26 @@ class Stopping(SchedulerParts):
         if self._coordinator is not None:
             self._coordinator.flush()  # settles the store held back for a batch: written now
         self._dispatcher.close(remaining())
-        return not self._threads_alive()
+        if not self._threads_alive():
+            return True
+        if not self._pool.is_worker(threading.current_thread()):  # else: its own run goes on
+            self._warn_still_running(timeout)
+        return False
+
+    def _warn_still_running(self, timeout: float | None) -> None:
+        """Say which runs outlived ``shutdown(timeout=...)``: the caller (a ``with``
+        block) often drops the False, and a run left going is not recorded if the
+        process ends first (a durable store runs it again at the next start)."""
+        with self._lock:
+            going = [
+                f"{task.id} {task.name!r}" for task in self._core.tasks.values() if task.running
+            ]
+        log.warning(
+            "shutdown(timeout=%s) returned with runs still going: %s; a thread cannot be "
+            "stopped: each is recorded when it ends, unless the process ends first",
+            timeout,
+            ", ".join(going) or "none of a task (a listener or the event loop)",
+        )
 
     def _drain(self, instant: float, remaining: Callable[[], float | None]) -> bool:
         """Hand the workers every entry due at or before ``instant``, as room frees, and
