@@ -18,6 +18,7 @@ from lldsched import (
     OneTime,
     RetryPolicy,
     RunContext,
+    TaskEvent,
     TaskStatus,
 )
 from lldsched.errors import error_text
@@ -185,3 +186,25 @@ def test_a_shutdown_that_runs_out_of_time_says_which_runs_are_still_going(
     )
     assert scheduler.shutdown(timeout=5) is True  # the run ended: a second call says so
     assert task.history[-1].ok
+
+
+def test_a_shutdown_is_not_over_while_a_listener_is_still_busy(
+    make_scheduler: SchedulerFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    busy, release = threading.Event(), threading.Event()
+
+    def stuck(event: TaskEvent) -> None:
+        busy.set()
+        release.wait(10)
+
+    scheduler = make_scheduler(listeners=[stuck])
+    scheduler.schedule("x", lambda: None, OneTime(delay=0))
+    assert busy.wait(5)
+    try:
+        with caplog.at_level(logging.WARNING, logger="lldsched"):
+            # Before: True, with the listener's thread still inside it and events undelivered.
+            assert scheduler.shutdown(timeout=0.05) is False
+    finally:
+        release.set()
+    assert "a listener still busy with an event" in caplog.text
+    assert scheduler.shutdown(timeout=5) is True

@@ -112,6 +112,14 @@ class EventDispatcher:
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
 
+    @property
+    def alive(self) -> bool:
+        """True while the delivery thread runs (a listener still busy after
+        :meth:`close`'s timeout), unless it is the caller's own: a listener that shut
+        the scheduler down."""
+        thread = self._thread
+        return thread is not None and thread.is_alive() and thread is not threading.current_thread()
+
     def _deliver(self) -> None:
         cond = self._cond
         lock = self._lock

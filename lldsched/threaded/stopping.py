@@ -89,18 +89,22 @@ class Stopping(SchedulerParts):
         return False
 
     def _warn_still_running(self, timeout: float | None) -> None:
-        """Say which runs outlived ``shutdown(timeout=...)``: the caller (a ``with``
-        block) often drops the False, and a run left going is not recorded if the
-        process ends first (a durable store runs it again at the next start)."""
+        """Say what outlived ``shutdown(timeout=...)``: the caller (a ``with`` block)
+        often drops the False, and a run left going is not recorded, nor an event
+        delivered, if the process ends first (a durable store runs such a run again at
+        the next start)."""
         with self._lock:
             going = [
                 f"{task.id} {task.name!r}" for task in self._core.tasks.values() if task.running
             ]
+        left = [f"runs still going: {', '.join(going)}"] if going else []
+        if self._dispatcher.alive:
+            left.append("a listener still busy with an event")
         log.warning(
-            "shutdown(timeout=%s) returned with runs still going: %s; a thread cannot be "
-            "stopped: each is recorded when it ends, unless the process ends first",
+            "shutdown(timeout=%s) returned with %s; a thread cannot be stopped: each ends "
+            "on its own, unless the process ends first",
             timeout,
-            ", ".join(going) or "none of a task (a listener or the event loop)",
+            " and ".join(left) or "a thread still stopping",
         )
 
     def _drain(self, instant: float, remaining: Callable[[], float | None]) -> bool:
@@ -146,6 +150,7 @@ class Stopping(SchedulerParts):
             or self._pool.alive > 0
             or self._coroutines.alive
             or self._processes.alive > 0
+            or self._dispatcher.alive
         )
 
     # -- waiting for quiet (tests and demos) ---------------------------------
