@@ -6,6 +6,9 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import os
+import subprocess
+import sys
 import threading
 from datetime import UTC, datetime
 
@@ -206,5 +209,43 @@ def test_a_shutdown_is_not_over_while_a_listener_is_still_busy(
             assert scheduler.shutdown(timeout=0.05) is False
     finally:
         release.set()
-    assert "a listener still busy with an event" in caplog.text
+    assert "listeners still receiving events" in caplog.text
     assert scheduler.shutdown(timeout=5) is True
+
+
+FAILING_SERVICE = """
+import logging, sys
+from lldsched import OneTime, RetryPolicy, Scheduler
+if sys.argv[1] == "configured":
+    logging.basicConfig(format="%(levelname)s %(name)s %(message)s")
+def broken():
+    raise RuntimeError("db down")
+with Scheduler(workers=1) as scheduler:
+    scheduler.schedule("nightly", broken, OneTime(delay=0), retry=RetryPolicy.never())
+    assert scheduler.wait_idle(timeout=30)
+"""
+
+
+@pytest.mark.parametrize(
+    ("logging_setup", "stderr"),
+    [
+        ("none", ""),  # a library prints nothing of its own accord
+        (
+            "configured",
+            "ERROR lldsched task task-1 'nightly' attempt 1 of 1 failed: RuntimeError: db down; "
+            "dead-lettered (redrive() runs it again)\n",
+        ),
+    ],
+)
+def test_the_failure_line_reaches_stderr_only_once_the_application_configures_logging(
+    logging_setup: str, stderr: str
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", FAILING_SERVICE, logging_setup],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        check=True,
+    )
+    assert done.stderr == stderr

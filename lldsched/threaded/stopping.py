@@ -99,7 +99,7 @@ class Stopping(SchedulerParts):
             ]
         left = [f"runs still going: {', '.join(going)}"] if going else []
         if self._dispatcher.alive:
-            left.append("a listener still busy with an event")
+            left.append("listeners still receiving events")
         log.warning(
             "shutdown(timeout=%s) returned with %s; a thread cannot be stopped: each ends "
             "on its own, unless the process ends first",
