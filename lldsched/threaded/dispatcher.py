@@ -137,4 +137,4 @@ class EventDispatcher:
                 event = events.popleft()
                 listeners = self._listeners
                 self._busy = True
-            notify(listeners, event)
+            notify(listeners, event, catch=BaseException)  # its sys.exit() too: see notify
