@@ -18,6 +18,7 @@ from lldsched import (
     EventLog,
     FakeClock,
     FixedRate,
+    InMemoryTaskStore,
     OneTime,
     RetryPolicy,
     RunContext,
@@ -26,6 +27,7 @@ from lldsched import (
 )
 from lldsched.errors import error_text
 from lldsched.threaded.timer import DEADLINE_SLACK
+from tests import jobs
 from tests.conftest import T0, SchedulerFactory, settle
 
 
@@ -249,3 +251,27 @@ def test_the_failure_line_reaches_stderr_only_once_the_application_configures_lo
         check=True,
     )
     assert done.stderr == stderr
+
+
+def test_a_restored_task_registered_again_without_an_id_is_warned_of_once(
+    make_scheduler: SchedulerFactory, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = InMemoryTaskStore()
+    first = make_scheduler(clock=clock, store=store, start=False)
+    first.scheduled(FixedRate(3600))(jobs.noop)  # the decorator, at every start
+    first.schedule("startup", jobs.noop, OneTime(delay=0))  # a one-off...
+    first.start()
+    settle(first)  # ...that ran: finished, it runs nothing again
+    first.shutdown()
+    restarted = make_scheduler(clock=clock, store=store, start=False)
+    with caplog.at_level(logging.WARNING, logger="lldsched"):
+        restarted.scheduled(FixedRate(3600))(jobs.noop)
+        restarted.scheduled(FixedRate(3600), name="noop")(jobs.noop)  # said once a name
+        restarted.schedule("startup", jobs.noop, OneTime(delay=0))
+    assert [task.name for task in restarted.tasks()].count("noop") == 3  # as ever: copies
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "lldsched"]
+    assert line.startswith(
+        "task 'noop' is registered again without id=, beside task-1 (scheduled), which the "
+        "store restored: both run"
+    )
+    assert "id='task-1', replace_existing=True" in line
