@@ -113,12 +113,12 @@ class EventDispatcher:
             thread.join(timeout)
 
     @property
-    def alive(self) -> bool:
-        """True while the delivery thread runs (a listener still busy after
-        :meth:`close`'s timeout), unless it is the caller's own: a listener that shut
-        the scheduler down."""
+    def busy(self) -> bool:
+        """True while the delivery thread is inside a listener (one still busy after
+        :meth:`close`'s timeout), unless that thread is the caller's own: a listener
+        that shut the scheduler down.  A thread that is only on its way out is not."""
         thread = self._thread
-        return thread is not None and thread.is_alive() and thread is not threading.current_thread()
+        return self._busy and thread is not None and thread is not threading.current_thread()
 
     def _deliver(self) -> None:
         cond = self._cond

@@ -98,7 +98,7 @@ class Stopping(SchedulerParts):
                 f"{task.id} {task.name!r}" for task in self._core.tasks.values() if task.running
             ]
         left = [f"runs still going: {', '.join(going)}"] if going else []
-        if self._dispatcher.alive:
+        if self._dispatcher.busy:
             left.append("listeners still receiving events")
         log.warning(
             "shutdown(timeout=%s) returned with %s; a thread cannot be stopped: each ends "
@@ -150,7 +150,7 @@ class Stopping(SchedulerParts):
             or self._pool.alive > 0
             or self._coroutines.alive
             or self._processes.alive > 0
-            or self._dispatcher.alive
+            or self._dispatcher.busy
         )
 
     # -- waiting for quiet (tests and demos) ---------------------------------
