@@ -43,8 +43,10 @@ class Stopping(SchedulerParts):
         once ``timeout`` runs out, a run still in its child is killed and recorded
         failed (``CancelledError: the scheduler shut down without draining``).
 
-        Returns True when every thread stopped within ``timeout`` seconds; calling it
-        again waits again (up to its own ``timeout``) for a run still in flight.
+        Returns True when every thread stopped within ``timeout`` seconds (a listener
+        still inside a call counts); else False, and a warning on the ``lldsched``
+        logger names the runs still going.  Calling it again waits again (up to its own
+        ``timeout``) for a run still in flight.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
 
