@@ -275,3 +275,34 @@ def test_a_restored_task_registered_again_without_an_id_is_warned_of_once(
         "store restored: both run"
     )
     assert "id='task-1', replace_existing=True" in line
+
+
+ENDS_WITHOUT_SHUTDOWN = """
+import threading
+from lldsched import OneTime, Scheduler
+started = threading.Event()
+def stuck():
+    started.set()
+    threading.Event().wait()  # never returns
+scheduler = Scheduler(workers=1).start()
+scheduler.schedule("stuck", stuck, OneTime(delay=0))
+assert started.wait(30)
+print("leaving with a run in flight", flush=True)
+"""
+
+
+def test_a_program_that_ends_without_shutdown_exits_with_its_run_cut_short() -> None:
+    # The scheduler's threads are daemon threads (README, "Running it in a service"):
+    # the interpreter does not wait for a run that never returns.
+    done = subprocess.run(
+        [sys.executable, "-c", ENDS_WITHOUT_SHUTDOWN],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (
+        0,
+        "leaving with a run in flight\n",
+        "",
+    )
