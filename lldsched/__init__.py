@@ -11,6 +11,8 @@ and a discrete-event :class:`Simulation` that replays days of schedules in
 seconds through the same state machine.  See ``README.md``.
 """
 
+import logging
+
 from lldsched.clock import Clock, FakeClock, SystemClock
 from lldsched.core.context import RunContext
 from lldsched.core.task import ScheduledTask
@@ -46,6 +48,12 @@ from lldsched.schedules import (
 from lldsched.sim import Simulation
 from lldsched.stores import InMemoryTaskStore, SqliteTaskStore, TaskStore
 from lldsched.threaded import Scheduler
+
+# The library's one logger, "lldsched", says nothing until the application configures
+# logging (the logging HOWTO's rule for libraries): a script or a notebook whose tasks
+# fail on purpose stays quiet, and a service that calls logging.basicConfig() or
+# dictConfig() hears every failed attempt (README, "Running it in a service").
+logging.getLogger("lldsched").addHandler(logging.NullHandler())
 
 __all__ = [
     "Clock",

@@ -49,15 +49,24 @@ def as_callback(listener: Listener) -> Callable[[TaskEvent], None]:
 
 
 def notify(
-    listeners: Iterable[tuple[Listener, Callable[[TaskEvent], None]]], event: TaskEvent
+    listeners: Iterable[tuple[Listener, Callable[[TaskEvent], None]]],
+    event: TaskEvent,
+    *,
+    catch: type[BaseException] = Exception,
 ) -> None:
     """Call each listener's callback (:func:`as_callback`) with ``event``, in order.  One
     that raises is logged, naming it and the event, and stays registered; the others
-    are still called.  Both runtimes and the design lab deliver events through this."""
+    are still called.  Both runtimes and the design lab deliver events through this.
+
+    ``catch`` is what counts as a listener's failure: ``Exception`` where listeners run
+    on the caller's thread (the simulation: a Ctrl-C there must reach the caller);
+    ``BaseException`` on a delivery thread of its own (the threaded runtime), where a
+    listener's ``sys.exit()`` would otherwise end that thread silently, and every later
+    event with it."""
     for listener, callback in listeners:
         try:
             callback(event)
-        except Exception:
+        except catch:
             log.exception("listener %r raised on %r; it stays registered", listener, event)
 
 

@@ -141,3 +141,25 @@ def test_events_before_start_are_delivered_then_not_held_until_start(clock: Fake
     assert log.wait_for(lambda _: len(log.events) == 50, timeout=5) is not None
     assert scheduler.dropped_events == 0 and not scheduler.running
     assert scheduler.shutdown()
+
+
+@pytest.mark.parametrize("escape", [SystemExit(2), KeyboardInterrupt()])
+def test_a_listener_that_raises_a_base_exception_is_logged_and_later_events_still_arrive(
+    make_scheduler: SchedulerFactory,
+    clock: FakeClock,
+    caplog: pytest.LogCaptureFixture,
+    escape: BaseException,
+) -> None:
+    def exits(event: TaskEvent) -> None:
+        if event.name == "first" and event.record is not None:
+            raise escape
+
+    log = EventLog()
+    scheduler = make_scheduler(clock=clock, listeners=[exits, log])
+    with caplog.at_level(logging.ERROR, logger="lldsched"):
+        scheduler.schedule("first", lambda: None, OneTime(delay=0))
+        settle(scheduler)  # before: False for ever, the delivery thread ended silently
+    assert "raised on" in caplog.text and type(escape).__name__ in caplog.text
+    scheduler.schedule("second", lambda: None, OneTime(delay=0))
+    settle(scheduler)
+    assert [record.name for record in log.runs()] == ["first", "second"]  # after it, too

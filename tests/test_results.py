@@ -6,6 +6,8 @@ import sqlite3
 from pathlib import Path
 
 import pandas as pd
+from hypothesis import given
+from hypothesis import strategies as st
 
 from lldsched import (
     ExecutionRecord,
@@ -43,6 +45,64 @@ def test_a_result_is_its_repr_and_none_stays_none() -> None:
 def test_a_long_result_is_cut_to_the_stated_length() -> None:
     text = result_text("x" * 10_000)
     assert text is not None and len(text) == RESULT_LIMIT and text.endswith("...")
+
+
+def repr_cut(value: object) -> str:
+    """What a record kept before: the whole repr, then cut."""
+    text = repr(value)
+    return text if len(text) <= RESULT_LIMIT else text[: RESULT_LIMIT - 3] + "..."
+
+
+scalars = (
+    st.integers()
+    | st.floats(allow_nan=False)
+    | st.text(alphabet=st.sampled_from("ab'\"\\\n\x00é"), max_size=300)
+    | st.binary(max_size=300)
+    | st.binary(max_size=300).map(bytearray)
+    | st.none()
+)
+results = st.recursive(
+    scalars,
+    lambda inner: (
+        st.lists(inner, max_size=40)
+        | st.lists(inner, max_size=3).map(tuple)
+        | st.dictionaries(st.integers() | st.text(max_size=30), inner, max_size=15)
+        | st.frozensets(st.integers(), max_size=60)
+        | st.sets(st.text(max_size=20), max_size=20)
+    ),
+    max_leaves=200,
+)
+
+
+@given(results)
+def test_a_result_is_the_head_of_its_repr_however_long_and_nested(value: object) -> None:
+    assert result_text(value) == (None if value is None else repr_cut(value))
+
+
+def test_a_container_that_holds_itself_reads_as_repr_writes_it() -> None:
+    looped: list[object] = [1]
+    looped.append(looped)
+    assert result_text(looped) == "[1, [...]]"
+    mapping: dict[str, object] = {"x" * 300: 1}
+    mapping["self"] = mapping
+    assert result_text(mapping) == repr_cut(mapping)
+
+
+class Counted:
+    shown = 0
+
+    def __repr__(self) -> str:
+        Counted.shown += 1
+        return "Counted()"
+
+
+def test_a_long_result_costs_the_repr_of_what_is_kept_not_of_the_whole_value() -> None:
+    rows = [Counted() for _ in range(100_000)]
+    text = result_text({"rows": rows, "body": b"\x00" * 10_000_000})
+    assert text == repr_cut({"rows": rows[:30]})
+    # Before, all 100,000 elements were repr'd (and the 10 MB of bytes, 40 MB of text)
+    # to keep 200 characters: a job that returned its rows held its worker for seconds.
+    assert Counted.shown < 2 * 30
 
 
 def test_a_result_whose_repr_raises_is_text_that_says_so() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import gc
 import hashlib
 import sqlite3
 import threading
@@ -339,3 +340,46 @@ def test_a_store_written_by_a_scheduler_lists_every_transition(
         assert stored is not None and stored.status is TaskStatus.SCHEDULED
         assert stored.next_run_at == clock.now() + 10 and stored.run_count == 2
         assert [r.slot for r in store.records(tick.id)] == [r.slot for r in tick.history]
+
+
+def held_definitions(name: str) -> int:
+    """Task definitions named ``name`` alive in this process (the store's cache included)."""
+    gc.collect()
+    return sum(isinstance(thing, Task) and thing.name == name for thing in gc.get_objects())
+
+
+def test_a_store_keeps_no_finished_task_in_memory_only_in_its_file(
+    tmp_path: Path, make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path) as store:
+        scheduler = make_scheduler(clock=clock, store=store, retain_finished=10)
+        for _ in range(200):  # "send the reminder now", all day
+            scheduler.schedule("reminder", jobs.noop, OneTime(delay=0), args=())
+        settle(scheduler)
+        assert len(scheduler.tasks()) <= 11  # the scheduler retired the rest...
+        # ...and so did the store's caches (before: all 200 definitions, ~430 bytes each)
+        assert held_definitions("reminder") <= 11
+        assert len(store.load_all()) == 200  # every row stays in the file
+        scheduler.shutdown()
+    with SqliteTaskStore(path) as reopened:
+        snapshots = reopened.load_all()  # read back, but a finished one is not cached
+        assert len(snapshots) == 200
+        del snapshots
+        assert held_definitions("reminder") == 0
+        assert reopened._counts == {}
+
+
+def test_a_finished_task_registered_again_writes_its_new_definition(
+    tmp_path: Path, make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        scheduler = make_scheduler(clock=clock, store=store)
+        scheduler.schedule("once", jobs.noop, OneTime(delay=0), id="once")
+        settle(scheduler)
+        scheduler.schedule(
+            "once", jobs.noop, OneTime(delay=0), id="once", replace_existing=True, priority=0
+        )
+        stored = store.get("once")
+        assert stored is not None and stored.status is TaskStatus.SUCCEEDED
+        assert stored.task.priority is Priority.HIGH  # written in full, not skipped as known

@@ -192,6 +192,7 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         self._ids = ids or sequential_ids()
         self._default_ids = ids is None  # restore() moves the default past restored ids
         self._chosen_ids = False  # a caller chose an id: the default generator skips taken ones
+        self._restored_names = {}  # restore(): a second registration of one is warned of
         if store is not None and not isinstance(store, TaskStore):
             raise ValidationError(
                 f"store must be a TaskStore (save, delete and load_all methods), got {store!r}"
@@ -325,6 +326,8 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         if first is None:  # _first_run, inlined: one call fewer per registration
             raise ScheduleError(f"task {name!r}: {schedule!r} never fires after {now!r}")
         if task_id is None:
+            if self._restored_names:
+                self._registered_again(name, action)
             task_id = self._ids()
             while self._chosen_ids and self._default_ids and task_id in self.tasks:
                 task_id = self._ids()  # a caller chose this one: the counter moves on

@@ -64,6 +64,7 @@ class CoreParts:
     _deps: Dependencies | None
     _retention: Retention
     _default_ids: bool
+    _restored_names: dict[str, str]  # name -> id of a live task a store restored
 
     if TYPE_CHECKING:
 

@@ -78,12 +78,39 @@ class Restoration(CoreParts):
         for at, task_id in sorted(finished):
             self._retention.finished(task_id, at)
         self._retire(now)
+        self._restored_names.update(
+            (task.name, task.id)
+            for task in batch
+            if task.status is not SUCCEEDED and task.status is not CANCELLED
+        )
         if self._default_ids:  # restored at construction, before the generator issued an id
             numbers = [_id_number(task.id) for task in batch]
             highest = max((n for n in numbers if n is not None), default=0)
             if highest:
                 self._ids = sequential_ids(start=highest + 1)
         return batch
+
+    def _registered_again(self, name: str, action: object) -> None:
+        """A registration without ``id=`` of a task a store restored, still live, with
+        the same name and action: both will run.  Said once per name, as a warning: a
+        service that registers its tasks at every start (the ``scheduled()`` decorator
+        at import time, typically) on a durable store gets one more copy of each at
+        every restart, and the job runs N times a slot after N restarts.  The fix is
+        the caller's (``id=`` and ``replace_existing=True``); the registration goes
+        ahead, as registering without an id always has."""
+        task_id = self._restored_names.pop(name, None)
+        task = None if task_id is None else self.tasks.get(task_id)
+        if task is None or task.action != action:
+            return
+        log.warning(
+            "task %r is registered again without id=, beside %s (%s), which the store "
+            "restored: both run, and each restart adds one more; register it with "
+            "id=%r, replace_existing=True (scheduled() takes them too)",
+            name,
+            task_id,
+            task.status.value,
+            task_id,
+        )
 
     def replan(
         self, task: ScheduledTask, *, due: float, schedule: Schedule, slot: float | None = None

@@ -362,9 +362,7 @@ class CoroutineRunner:
                 # still pending (it swallowed its cancellation): shutdown recorded it,
                 # and the loop is gone: nothing to log, nowhere to report to.
                 return
-            flight.outcome = (error_text(exc), None)
-            if not isinstance(exc, Exception):
-                log.error("coroutine of %s raised %r; recorded as a failure", flight.run, exc)
+            flight.outcome = (error_text(exc), None)  # logged when recorded (report_failure)
         else:
             flight.outcome = _RETURNED_NONE if value is None else (None, result_text(value))
         self._over(flight)

@@ -112,6 +112,14 @@ class EventDispatcher:
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
 
+    @property
+    def busy(self) -> bool:
+        """True while the delivery thread is inside a listener (one still busy after
+        :meth:`close`'s timeout), unless that thread is the caller's own: a listener
+        that shut the scheduler down.  A thread that is only on its way out is not."""
+        thread = self._thread
+        return self._busy and thread is not None and thread is not threading.current_thread()
+
     def _deliver(self) -> None:
         cond = self._cond
         lock = self._lock
@@ -129,4 +137,4 @@ class EventDispatcher:
                 event = events.popleft()
                 listeners = self._listeners
                 self._busy = True
-            notify(listeners, event)
+            notify(listeners, event, catch=BaseException)  # its sys.exit() too: see notify

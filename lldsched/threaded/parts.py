@@ -35,10 +35,10 @@ __all__ = ["NEW", "RUNNING", "STOPPED", "Outcome", "SchedulerParts"]
 NEW, RUNNING, STOPPED = "new", "running", "stopped"
 """The scheduler's states: built, between start() and shutdown(), shut down (final)."""
 
-Outcome = tuple[float, float, "str | None", "BaseException | None", "str | None", object, bool]
-"""What running an attempt produced: started, finished, error text, escaped exception,
-result text, an awaitable still to run (None for a run that is over), and whether
-the run was stopped at its timeout (a child process killed)."""
+Outcome = tuple[float, float, "str | None", "str | None", object, bool]
+"""What running an attempt produced: started, finished, error text, result text, an
+awaitable still to run (None for a run that is over), and whether the run was stopped
+at its timeout (a child process killed)."""
 
 
 class SchedulerParts:
@@ -65,6 +65,7 @@ class SchedulerParts:
     _begin: Callable[[Entry, int], Run | None]
     _loop_ids: set[str]  # tasks whose action is an async def: the loop runs them
     _deadlines: list[tuple[float, int, RunContext]]  # timeouts to flag, earliest first
+    _armed: set[RunContext]  # the contexts in _deadlines whose run has not ended
     _deadline_sequence: itertools.count[int]
     _in_flight: int  # entries popped by the timer and not yet settled
     _draining: bool  # shutdown(drain=True) is handing out the last due entries
@@ -77,6 +78,8 @@ class SchedulerParts:
         def _hand_out(self, batch: list[Entry]) -> None: ...  # timer
 
         def _arm_deadline(self, deadline: float, context: RunContext) -> None: ...  # timer
+
+        def _disarm_deadline(self, context: RunContext) -> None: ...  # timer
 
         def _settle(self, count: int) -> None: ...  # running
 

@@ -11,9 +11,9 @@ acquisition per item.  Each item goes through three callbacks:
 * ``prepare(item, worker)`` under the lock: returns a job, or None to skip the
   item (the scheduler drops tombstones here);
 * ``execute(job)`` *without* the lock: the user's code runs here;
-* ``complete(job, result)`` under the lock: the outcome is recorded.  It may
-  re-raise a ``BaseException`` that ``execute`` caught (KeyboardInterrupt,
-  SystemExit), which then ends that worker thread after the run is recorded.
+* ``complete(job, result)`` under the lock: the outcome is recorded.  What the
+  user's code raised, ``SystemExit`` and ``KeyboardInterrupt`` included, is part of
+  the result (the scheduler records it as a failed run); the worker goes on.
 
 Shutdown follows ``concurrent.futures.thread``: close, then put one sentinel per
 worker behind what is queued (``drain=True``) or instead of it (``drain=False``,

@@ -12,16 +12,31 @@ through :meth:`~RunExecution._finish_coroutine`; a task registered with
 while its worker waits.  Every entry the timer popped is settled exactly once
 (:meth:`~RunExecution._settle`): that count is what ``wait_idle()`` and the drain
 wait on.
+
+**What is logged** (the ``lldsched`` logger): each failed attempt, once, when it is
+recorded, by :func:`report_failure`: one line naming the task's id and name, the
+attempt, the error text and what follows (a retry, the slot given up, the dead
+letter).  No traceback: the record's error text is what the store, the listeners and
+the log all keep.  A successful run logs nothing.  An action that raises a
+``BaseException`` that is not an ``Exception`` (``SystemExit`` from ``sys.exit()``,
+a ``KeyboardInterrupt`` raised by hand) is a failed run like any other: the worker
+thread goes on, as the event loop does for a coroutine.
 """
 
 from __future__ import annotations
 
+import logging
+from datetime import UTC, datetime
+
 from lldsched.core.results import must_await, result_text
 from lldsched.core.task import Entry, Run
 from lldsched.errors import error_text
+from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.threaded.parts import Outcome, SchedulerParts
 
-__all__ = ["RunExecution"]
+__all__ = ["RunExecution", "report_failure"]
+
+log = logging.getLogger("lldsched")
 
 
 class RunExecution(SchedulerParts):
@@ -46,13 +61,13 @@ class RunExecution(SchedulerParts):
         started = now()
         try:
             error, value = run.invoke()
-        except BaseException as exc:  # recorded by _complete, then re-raised there
-            return started, now(), error_text(exc), exc, None, None, False
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt: a failed run too
+            return started, now(), error_text(exc), None, None, False
         if value is None:  # the common case: no result text to build
-            return started, now(), error, None, None, None, False
+            return started, now(), error, None, None, False
         if must_await(value):  # a coroutine: the event loop runs it, this worker moves on
-            return started, started, None, None, None, value, False
-        return started, now(), None, None, result_text(value), None, False
+            return started, started, None, None, value, False
+        return started, now(), None, result_text(value), None, False
 
     def _execute_in_process(self, run: Run) -> Outcome:
         """Run a process-isolated attempt: this worker waits for its child (killed at
@@ -68,23 +83,25 @@ class RunExecution(SchedulerParts):
             )
         except Exception as exc:  # shut down meanwhile (SchedulerStateError), or no process
             now = self._clock.now()
-            return now, now, error_text(exc), None, None, None, False
+            return now, now, error_text(exc), None, None, False
         started, finished, error, result, timed_out = ended
-        return started, finished, error, None, result, None, timed_out
+        return started, finished, error, result, None, timed_out
 
     def _complete(self, run: Run, outcome: Outcome) -> None:
-        started, finished, error, escaped, result, awaitable, timed_out = outcome
+        started, finished, error, result, awaitable, timed_out = outcome
+        if run.context is not None:
+            self._disarm_deadline(run.context)  # the run is over: its deadline is void
         if awaitable is not None:
             if self._coroutines.submit(run, started, awaitable):
                 return  # recorded by _finish_coroutine when it completes
             finished = self._clock.now()
             error = "SchedulerStateError: the scheduler shut down before the coroutine ran"
-        self._core.finish(run, started, finished, error, result, timed_out)
+        record = self._core.finish(run, started, finished, error, result, timed_out)
         if self._coordinator is not None:
             self._coordinator.done(run)
         self._settle(1)
-        if escaped is not None:
-            raise escaped  # KeyboardInterrupt or SystemExit: ends this worker thread
+        if not record.ok:
+            report_failure(run, record)
 
     def _finish_coroutine(
         self,
@@ -97,9 +114,11 @@ class RunExecution(SchedulerParts):
     ) -> None:
         """A coroutine run is over: record it (the loop thread calls this under the
         lock, and settles its batch of runs after)."""
-        self._core.finish(run, started, finished, error, result, timed_out)
+        record = self._core.finish(run, started, finished, error, result, timed_out)
         if self._coordinator is not None:
             self._coordinator.done(run)
+        if not record.ok:
+            report_failure(run, record)
 
     def _cancel_overlapped(self, run: Run) -> None:
         """Overlap.CANCEL_OTHER cancelled ``run`` (the core raised its flag, under the
@@ -117,3 +136,48 @@ class RunExecution(SchedulerParts):
         """Wake wait_idle() / wait_drained() callers if nothing is in flight."""
         if self._idle_waiters and self._in_flight == 0:
             self._idle.notify_all()
+
+
+def report_failure(run: Run, record: ExecutionRecord) -> None:
+    """Log a failed attempt once, after the core decided what follows it (caller holds
+    the scheduler's lock; logging takes only the handlers' locks).
+
+    WARNING when a retry follows; ERROR when the slot is given up or the task is
+    dead-lettered; INFO for a run stopped on purpose (cancel, pause, shutdown, or a
+    newer slot under ``Overlap.CANCEL_OTHER``): expected, and already said by the verb
+    that stopped it.
+    """
+    task = run.task
+    error = record.error
+    status = task.status
+    if record.outcome == "cancelled" or (error or "").startswith("CancelledError"):
+        log.info("task %s %r attempt %d stopped: %s", task.id, task.name, record.attempt, error)
+        return
+    if status is TaskStatus.RETRYING:
+        level, then = logging.WARNING, f"retry due at {_instant(task.next_run_at)}"
+    elif status is TaskStatus.FAILED:
+        level, then = logging.ERROR, "dead-lettered (redrive() runs it again)"
+    elif record.outcome == "given_up":
+        level, then = logging.ERROR, f"slot given up, next due at {_instant(task.next_run_at)}"
+    else:  # paused or cancelled meanwhile: nothing follows until a verb says so
+        level, then = logging.WARNING, f"task {status.value}"
+    log.log(
+        level,
+        "task %s %r attempt %d of %d failed: %s; %s",
+        task.id,
+        task.name,
+        record.attempt,
+        task.retry.max_attempts,
+        error,
+        then,
+    )
+
+
+def _instant(when: float | None) -> str:
+    """A due instant as the log shows it: ISO 8601 in UTC, to the millisecond."""
+    if when is None:
+        return "never"
+    try:
+        return datetime.fromtimestamp(when, UTC).isoformat(timespec="milliseconds")
+    except (OverflowError, OSError, ValueError):  # a test clock far from the epoch's range
+        return f"{when!r} s"

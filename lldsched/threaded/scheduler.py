@@ -181,6 +181,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
             packed_history=True,  # its histories are what it keeps of its runs
         )
         self._deadlines = []
+        self._armed = set()
         self._deadline_sequence = itertools.count()
         self._in_flight = 0  # entries popped by the timer and not yet settled by a worker
         self._draining = False  # shutdown(drain=True) is handing out the last due entries

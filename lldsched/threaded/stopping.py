@@ -11,6 +11,7 @@ renews them is stopped.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -21,6 +22,8 @@ from lldsched.threaded.parts import RUNNING, STOPPED, SchedulerParts
 from lldsched.threaded.shared import leases_kept
 
 __all__ = ["Stopping"]
+
+log = logging.getLogger("lldsched")
 
 
 class Stopping(SchedulerParts):
@@ -43,7 +46,9 @@ class Stopping(SchedulerParts):
         failed (``CancelledError: the scheduler shut down without draining``).
 
         Returns True when every thread stopped within ``timeout`` seconds (or a
-        ``timedelta``; ``None``: no bound); calling it again waits again (up to its own
+        ``timedelta``; ``None``: no bound; a listener
+        still inside a call counts); else False, and a warning on the ``lldsched``
+        logger names the runs still going.  Calling it again waits again (up to its own
         ``timeout``) for a run still in flight.
         """
         if timeout is not None:
@@ -84,7 +89,30 @@ class Stopping(SchedulerParts):
         if self._coordinator is not None:
             self._coordinator.flush()  # settles the store held back for a batch: written now
         self._dispatcher.close(remaining())
-        return not self._threads_alive()
+        if not self._threads_alive():
+            return True
+        if not self._pool.is_worker(threading.current_thread()):  # else: its own run goes on
+            self._warn_still_running(timeout)
+        return False
+
+    def _warn_still_running(self, timeout: float | None) -> None:
+        """Say what outlived ``shutdown(timeout=...)``: the caller (a ``with`` block)
+        often drops the False, and a run left going is not recorded, nor an event
+        delivered, if the process ends first (a durable store runs such a run again at
+        the next start)."""
+        with self._lock:
+            going = [
+                f"{task.id} {task.name!r}" for task in self._core.tasks.values() if task.running
+            ]
+        left = [f"runs still going: {', '.join(going)}"] if going else []
+        if self._dispatcher.busy:
+            left.append("listeners still receiving events")
+        log.warning(
+            "shutdown(timeout=%s) returned with %s; a thread cannot be stopped: each ends "
+            "on its own, unless the process ends first",
+            timeout,
+            " and ".join(left) or "a thread still stopping",
+        )
 
     def _drain(self, instant: float, remaining: Callable[[], float | None]) -> bool:
         """Hand the workers every entry due at or before ``instant``, as room frees, and
@@ -129,6 +157,7 @@ class Stopping(SchedulerParts):
             or self._pool.alive > 0
             or self._coroutines.alive
             or self._processes.alive > 0
+            or self._dispatcher.busy
         )
 
     # -- waiting for quiet (tests and demos) ---------------------------------
