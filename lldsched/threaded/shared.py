@@ -298,12 +298,16 @@ class Coordinator:
 
 @contextlib.contextmanager
 def leases_kept(
-    coordinator: Coordinator | None, lock: threading.Lock, now: Callable[[], float]
+    coordinator: Coordinator | None,
+    lock: threading.Lock,
+    now: Callable[[], float],
+    *,
+    name: str = "lldsched-lease-keeper",
 ) -> Iterator[None]:
     """While the block runs (``shutdown()`` waiting for the runs in flight, its timer
     stopped), renew ``coordinator``'s leases every ``lease / 3`` seconds on a thread of
     its own, under ``lock`` (the scheduler's, as the timer renews); the thread ends with
-    the block.  Nothing to do without a shared store."""
+    the block (``name``: its name).  Nothing to do without a shared store."""
     if coordinator is None:
         yield
         return
@@ -314,7 +318,7 @@ def leases_kept(
             with lock:
                 coordinator.renew_held(now())
 
-    keeper = threading.Thread(target=keep, name="lldsched-lease-keeper", daemon=True)
+    keeper = threading.Thread(target=keep, name=name, daemon=True)
     keeper.start()
     try:
         yield
