@@ -15,10 +15,13 @@ from lldsched.persistence import TaskSnapshot
 from lldsched.stores.codec import decode_task
 
 __all__ = [
+    "COUNT_UNFINISHED",
+    "FINISHED",
     "INSERT_RECORD",
     "RECORD_COLUMNS",
     "UPDATE",
     "UPSERT",
+    "finished",
     "immediate",
     "record_of",
     "rollback",
@@ -105,3 +108,23 @@ def record_of(row: tuple[Any, ...]) -> ExecutionRecord:
         result=result,
         token=token,
     )
+
+
+FINISHED = (TaskStatus.SUCCEEDED.value, TaskStatus.CANCELLED.value)
+"""The statuses of a finished task, as stored (with no run in flight: :func:`finished`)."""
+
+COUNT_UNFINISHED = (
+    "SELECT task_id, count(*) FROM records WHERE task_id NOT IN "
+    f"(SELECT id FROM tasks WHERE status IN {FINISHED!r} AND NOT running) GROUP BY task_id"
+)
+"""The records kept per task, of the tasks :func:`finished` is not true of."""
+
+
+def finished(snapshot: TaskSnapshot) -> bool:
+    """True for a task nothing runs again: succeeded or cancelled, with no run in flight
+    (one cancelled mid-run finishes when its run is recorded).  No record is written for
+    it after this save, and a later save (``replace_existing``) writes its definition in
+    full, so the store's caches forget it (before, they held every task ever saved:
+    about 430 bytes a task, 430 MB after a million one-off runs).  Shared mode
+    forgets it too (``stores/sqlite_coordinated.py``, docs/DECISIONS.md)."""
+    return snapshot.status in (TaskStatus.SUCCEEDED, TaskStatus.CANCELLED) and not snapshot.running
