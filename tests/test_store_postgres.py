@@ -23,6 +23,7 @@ from lldsched import (
     OverrunPolicy,
     Priority,
     RetryPolicy,
+    Scheduler,
     StoreError,
     TaskStatus,
     ValidationError,
@@ -270,3 +271,50 @@ def test_connections_get_bounded_timeouts_unless_the_dsn_sets_its_own() -> None:
     assert bounded["keepalives"] == "1"
     own = conninfo.conninfo_to_dict(with_timeouts("host=h connect_timeout=3", timeout=10))
     assert own["connect_timeout"] == "3"
+
+
+def test_a_store_keeps_no_finished_task_in_memory_and_its_feed_still_reads_the_others(
+    postgres_dsn: str,
+) -> None:
+    with PostgresTaskStore(postgres_dsn) as store, PostgresTaskStore(postgres_dsn) as other:
+        scheduler = Scheduler(store=store, retain_finished=10)
+        with scheduler:
+            for _ in range(100):  # "send the reminder now", all day
+                scheduler.schedule("reminder", jobs.noop, OneTime(delay=0))
+            assert scheduler.wait_idle(timeout=30)
+            store.flush()
+            assert len(scheduler.tasks()) <= 11  # the scheduler retired the rest...
+            assert (store._defined, store._added) == ({}, {})  # ...and so did the store
+        # Another node's task, registered then finished: read once, then forgotten once
+        # the feed's horizon is past its write (no later read can give it again).
+        elsewhere = task(id="elsewhere")
+        other.save(snapshot(elsewhere))
+        other.save(snapshot(elsewhere, TaskStatus.CANCELLED)._replace(next_run_at=None))
+        changes = store.changes()
+        assert [(c.task_id, c.snapshot is not None) for c in changes] == [("elsewhere", True)]
+        assert store.changes() == []
+        assert "elsewhere" not in store._seen and "elsewhere" not in store._defined
+        assert "elsewhere" not in store._decoded
+        # A later write of that id by the other node (a replacement) is still read.
+        renamed = task(id="elsewhere", name="renamed")
+        other.save(snapshot(renamed, TaskStatus.CANCELLED)._replace(next_run_at=None))
+        (change,) = store.changes()
+        assert change.snapshot is not None and change.snapshot.task.name == "renamed"
+
+
+def test_a_retired_task_registered_again_by_id_on_a_reopened_store_is_replaced(
+    postgres_dsn: str,
+) -> None:
+    for _ in range(2):  # a service that registers its one-off job by id at every start
+        with PostgresTaskStore(postgres_dsn) as store:
+            scheduler = Scheduler(store=store, retain_finished=0)
+            with scheduler:
+                scheduler.schedule(
+                    "once", jobs.noop, OneTime(delay=0), id="once", replace_existing=True
+                )
+                assert scheduler.wait_idle(timeout=10)
+                store.flush()
+    with PostgresTaskStore(postgres_dsn) as store:
+        stored = store.get("once")
+        assert stored is not None and stored.status is TaskStatus.SUCCEEDED
+        assert len(store.records("once")) == 1  # ran once, not again at the second start

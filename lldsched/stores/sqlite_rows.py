@@ -11,7 +11,7 @@ from typing import Any
 
 from lldsched.errors import StoreError
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
-from lldsched.persistence import TaskSnapshot
+from lldsched.persistence import FINISHED_STATUSES, TaskSnapshot, finished
 from lldsched.stores.codec import decode_task
 
 __all__ = [
@@ -110,7 +110,7 @@ def record_of(row: tuple[Any, ...]) -> ExecutionRecord:
     )
 
 
-FINISHED = (TaskStatus.SUCCEEDED.value, TaskStatus.CANCELLED.value)
+FINISHED = tuple(status.value for status in FINISHED_STATUSES)
 """The statuses of a finished task, as stored (with no run in flight: :func:`finished`)."""
 
 COUNT_UNFINISHED = (
@@ -118,13 +118,3 @@ COUNT_UNFINISHED = (
     f"(SELECT id FROM tasks WHERE status IN {FINISHED!r} AND NOT running) GROUP BY task_id"
 )
 """The records kept per task, of the tasks :func:`finished` is not true of."""
-
-
-def finished(snapshot: TaskSnapshot) -> bool:
-    """True for a task nothing runs again: succeeded or cancelled, with no run in flight
-    (one cancelled mid-run finishes when its run is recorded).  No record is written for
-    it after this save, and a later save (``replace_existing``) writes its definition in
-    full, so the store's caches forget it (before, they held every task ever saved:
-    about 430 bytes a task, 430 MB after a million one-off runs).  Shared mode
-    forgets it too (``stores/sqlite_coordinated.py``, docs/DECISIONS.md)."""
-    return snapshot.status in (TaskStatus.SUCCEEDED, TaskStatus.CANCELLED) and not snapshot.running
