@@ -4,6 +4,8 @@ and a database restart, on a real server (the session's throwaway cluster)."""
 from __future__ import annotations
 
 import importlib
+import logging
+import socket
 import sys
 import threading
 from typing import Any
@@ -318,3 +320,45 @@ def test_a_retired_task_registered_again_by_id_on_a_reopened_store_is_replaced(
         stored = store.get("once")
         assert stored is not None and stored.status is TaskStatus.SUCCEEDED
         assert len(store.records("once")) == 1  # ran once, not again at the second start
+
+
+def test_a_listener_whose_server_is_away_says_it_once_and_when_it_listens_again(
+    postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lldsched.stores import postgres_listen
+
+    monkeypatch.setattr(postgres_listen, "_RECONNECT", 0.01)
+    with socket.socket() as probe:  # a port nothing listens on: every attempt is refused
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    away = f"host=127.0.0.1 port={port} dbname=postgres user=nobody connect_timeout=1"
+    lines: list[logging.LogRecord] = []
+    changed = threading.Condition()  # guards lines; notified at each record
+
+    class Watch(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            with changed:
+                lines.append(record)
+                changed.notify_all()
+
+    def count(level: int, text: str) -> int:
+        return sum(r.levelno == level and text in r.getMessage() for r in lines)
+
+    logger, watch = logging.getLogger("lldsched"), Watch(logging.DEBUG)
+    level = logger.level
+    logger.addHandler(watch)
+    logger.setLevel(logging.DEBUG)  # setLevel: it clears the logger's enabled-for cache
+    listener = postgres_listen.Listener(away, channel="lldsched", node="n", wake=lambda: None)
+    try:
+        with changed:
+            assert changed.wait_for(lambda: count(logging.DEBUG, "still cannot") >= 5, 10)
+            listener._dsn = postgres_dsn  # the server is back
+            assert changed.wait_for(lambda: count(logging.WARNING, "listens again, after") == 1, 10)
+    finally:
+        listener.stop()
+        logger.removeHandler(watch)
+        logger.setLevel(level)
+    assert count(logging.WARNING, "lost its connection") == 1
+    (back,) = [r for r in lines if "listens again, after" in r.getMessage()]
+    failed = count(logging.DEBUG, "still cannot") + 1
+    assert back.getMessage() == f"PostgreSQL listener listens again, after {failed} failed attempts"

@@ -71,7 +71,7 @@ class Outage:
     __slots__ = ("calls", "kinds", "writes")
 
     def __init__(self, kind: str) -> None:
-        self.kinds = {kind}  # what failed: "save", "delete", "claim", "change feed", ...
+        self.kinds = {kind}  # what failed: "save", "claim", "read of the change feed", ...
         self.calls = 0  # the calls that failed, the first included
         self.writes = 0  # of them, the task writes (save, delete) not stored
 
@@ -85,7 +85,7 @@ class StoreWrites:
         self.store = store
         self.closed = False  # a call found the store closed (said once, in the log)
         self.missed = 0  # calls a closed store refused: writes, and a shared store's reads
-        self.outage: Outage | None = None  # the store fails: since when, what, how often
+        self.outage: Outage | None = None  # the store is failing: what, how often (None: not)
 
     def failed(self, error: Exception, verb: str, task_id: str) -> None:
         """A write of ``task_id`` (``verb``: ``"save"`` or ``"delete"``) raised ``error``
