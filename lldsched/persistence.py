@@ -36,6 +36,7 @@ from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
 
 __all__ = [
+    "FINISHED_STATUSES",
     "Change",
     "Claim",
     "CoordinatedStore",
@@ -44,6 +45,7 @@ __all__ = [
     "Task",
     "TaskSnapshot",
     "TaskStore",
+    "finished",
 ]
 
 
@@ -85,6 +87,20 @@ class TaskSnapshot(NamedTuple):
     failure_count: int
     last_error: str | None
     running: bool = False
+
+
+FINISHED_STATUSES = (TaskStatus.SUCCEEDED, TaskStatus.CANCELLED)
+"""The statuses of a task nothing runs again, once no run is in flight (:func:`finished`)."""
+
+
+def finished(snapshot: TaskSnapshot) -> bool:
+    """True for a task nothing runs again: succeeded or cancelled, with no run in flight
+    (one cancelled mid-run finishes when its run is recorded).  No record is written for
+    it after this save, and a later save (``replace_existing``) writes its definition in
+    full, so the durable stores' caches forget it (before, they held every task ever
+    saved: about 430 bytes a task, 430 MB after a million one-off runs): SQLite, shared
+    or not, and PostgreSQL (docs/DECISIONS.md)."""
+    return snapshot.status in FINISHED_STATUSES and not snapshot.running
 
 
 @runtime_checkable

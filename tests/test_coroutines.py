@@ -8,6 +8,7 @@ import contextlib
 import contextvars
 import gc
 import logging
+import re
 import sys
 import threading
 from collections.abc import Awaitable
@@ -28,7 +29,8 @@ from tests.conftest import SchedulerFactory, settle
 
 
 def loop_threads() -> list[threading.Thread]:
-    return [thread for thread in threading.enumerate() if thread.name == "lldsched-loop"]
+    named = re.compile(r"lldsched-.+-loop")  # lldsched-<the scheduler's name>-loop
+    return [thread for thread in threading.enumerate() if named.fullmatch(thread.name)]
 
 
 async def double(n: int) -> int:

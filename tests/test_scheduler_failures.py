@@ -180,4 +180,4 @@ def test_a_store_that_raises_mid_run_is_logged_and_the_scheduler_carries_on(
     assert task.status is TaskStatus.SUCCEEDED
     snapshot = store.get(task.id)
     assert snapshot is not None and snapshot.status is TaskStatus.SUCCEEDED
-    assert "failed to save" in caplog.text
+    assert f"failed (a save of {task.id})" in caplog.text

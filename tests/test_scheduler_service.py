@@ -7,10 +7,12 @@ import asyncio
 import gc
 import logging
 import os
+import re
 import subprocess
 import sys
 import threading
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -22,8 +24,11 @@ from lldsched import (
     OneTime,
     RetryPolicy,
     RunContext,
+    Scheduler,
+    SqliteTaskStore,
     TaskEvent,
     TaskStatus,
+    ValidationError,
 )
 from lldsched.errors import error_text
 from lldsched.threaded.timer import DEADLINE_SLACK
@@ -306,3 +311,36 @@ def test_a_program_that_ends_without_shutdown_exits_with_its_run_cut_short() -> 
         "leaving with a run in flight\n",
         "",
     )
+
+
+def _threads_of(scheduler: Scheduler) -> set[str]:
+    prefix = f"lldsched-{scheduler.name}-"
+    return {t.name[len(prefix) :] for t in threading.enumerate() if t.name.startswith(prefix)}
+
+
+async def _nap() -> None:
+    await asyncio.sleep(0)
+
+
+def test_two_schedulers_in_one_process_name_their_threads_apart(tmp_path: Path) -> None:
+    first = Scheduler(workers=2, clock=FakeClock(T0), listeners=[EventLog()])
+    second = Scheduler(workers=2, clock=FakeClock(T0), listeners=[EventLog()], name="billing")
+    assert int(Scheduler(clock=FakeClock(T0)).name) == int(first.name) + 1  # a process count
+    with first, second:
+        for scheduler in (first, second):
+            scheduler.schedule("nap", _nap, OneTime(delay=0))  # the loop thread starts
+            settle(scheduler)
+        expected = {"timer", "worker-0", "worker-1", "events", "loop"}
+        assert _threads_of(first) == _threads_of(second) == expected
+    assert second.name == "billing"  # its threads were "lldsched-billing-timer", ...
+    store = SqliteTaskStore(tmp_path / "shared.db", shared=True)
+    shared = Scheduler(clock=FakeClock(T0), store=store, name="jobs")
+    with store, shared._leases_kept():  # shutdown's lease keeper, while the runs finish
+        assert "lease-keeper" in _threads_of(shared)
+    shared.shutdown()
+
+
+@pytest.mark.parametrize("name", ["", 7, "a\nb"])
+def test_a_scheduler_name_must_be_printable_text_and_the_error_names_it(name: object) -> None:
+    with pytest.raises(ValidationError, match=re.escape(f"got {name!r}")):
+        Scheduler(name=name)  # type: ignore[arg-type]

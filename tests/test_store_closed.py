@@ -177,26 +177,6 @@ def test_a_shared_store_closed_is_said_once_not_at_every_wake(
     assert error.exc_info is None and ADVICE in error.getMessage()
 
 
-def test_any_other_store_failure_is_still_logged_with_its_traceback_each_time(
-    clock: FakeClock, caplog: pytest.LogCaptureFixture
-) -> None:
-    class FlakyStore(InMemoryTaskStore):
-        def save(self, snapshot, record=None):  # type: ignore[no-untyped-def]
-            if record is not None:
-                raise OSError("disk hiccup")
-            super().save(snapshot, record)
-
-    scheduler = Scheduler(clock=clock, store=FlakyStore())
-    scheduler.schedule("tick", noop, FixedRate(60, start_delay=60))
-    with caplog.at_level(logging.ERROR, logger="lldsched"), scheduler:
-        for _ in range(2):
-            clock.advance(60)
-            settle(scheduler)
-    logged = errors(caplog)
-    assert len(logged) == 2 and all(r.exc_info is not None for r in logged)
-    assert all("failed to save task-1" in r.getMessage() for r in logged)
-
-
 def test_an_in_memory_store_closes_like_a_durable_one() -> None:
     with InMemoryTaskStore() as store:
         scheduler = Scheduler(clock=FakeClock(T0), store=store)

@@ -4,6 +4,8 @@ and a database restart, on a real server (the session's throwaway cluster)."""
 from __future__ import annotations
 
 import importlib
+import logging
+import socket
 import sys
 import threading
 from typing import Any
@@ -23,6 +25,7 @@ from lldsched import (
     OverrunPolicy,
     Priority,
     RetryPolicy,
+    Scheduler,
     StoreError,
     TaskStatus,
     ValidationError,
@@ -270,3 +273,92 @@ def test_connections_get_bounded_timeouts_unless_the_dsn_sets_its_own() -> None:
     assert bounded["keepalives"] == "1"
     own = conninfo.conninfo_to_dict(with_timeouts("host=h connect_timeout=3", timeout=10))
     assert own["connect_timeout"] == "3"
+
+
+def test_a_store_keeps_no_finished_task_in_memory_and_its_feed_still_reads_the_others(
+    postgres_dsn: str,
+) -> None:
+    with PostgresTaskStore(postgres_dsn) as store, PostgresTaskStore(postgres_dsn) as other:
+        scheduler = Scheduler(store=store, retain_finished=10)
+        with scheduler:
+            for _ in range(100):  # "send the reminder now", all day
+                scheduler.schedule("reminder", jobs.noop, OneTime(delay=0))
+            assert scheduler.wait_idle(timeout=30)
+            store.flush()
+            assert len(scheduler.tasks()) <= 11  # the scheduler retired the rest...
+            assert (store._defined, store._added) == ({}, {})  # ...and so did the store
+        # Another node's task, registered then finished: read once, then forgotten once
+        # the feed's horizon is past its write (no later read can give it again).
+        elsewhere = task(id="elsewhere")
+        other.save(snapshot(elsewhere))
+        other.save(snapshot(elsewhere, TaskStatus.CANCELLED)._replace(next_run_at=None))
+        changes = store.changes()
+        assert [(c.task_id, c.snapshot is not None) for c in changes] == [("elsewhere", True)]
+        assert store.changes() == []
+        assert "elsewhere" not in store._seen and "elsewhere" not in store._defined
+        assert "elsewhere" not in store._decoded
+        # A later write of that id by the other node (a replacement) is still read.
+        renamed = task(id="elsewhere", name="renamed")
+        other.save(snapshot(renamed, TaskStatus.CANCELLED)._replace(next_run_at=None))
+        (change,) = store.changes()
+        assert change.snapshot is not None and change.snapshot.task.name == "renamed"
+
+
+def test_a_retired_task_registered_again_by_id_on_a_reopened_store_is_replaced(
+    postgres_dsn: str,
+) -> None:
+    for _ in range(2):  # a service that registers its one-off job by id at every start
+        with PostgresTaskStore(postgres_dsn) as store:
+            scheduler = Scheduler(store=store, retain_finished=0)
+            with scheduler:
+                scheduler.schedule(
+                    "once", jobs.noop, OneTime(delay=0), id="once", replace_existing=True
+                )
+                assert scheduler.wait_idle(timeout=10)
+                store.flush()
+    with PostgresTaskStore(postgres_dsn) as store:
+        stored = store.get("once")
+        assert stored is not None and stored.status is TaskStatus.SUCCEEDED
+        assert len(store.records("once")) == 1  # ran once, not again at the second start
+
+
+def test_a_listener_whose_server_is_away_says_it_once_and_when_it_listens_again(
+    postgres_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lldsched.stores import postgres_listen
+
+    monkeypatch.setattr(postgres_listen, "_RECONNECT", 0.01)
+    with socket.socket() as probe:  # a port nothing listens on: every attempt is refused
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    away = f"host=127.0.0.1 port={port} dbname=postgres user=nobody connect_timeout=1"
+    lines: list[logging.LogRecord] = []
+    changed = threading.Condition()  # guards lines; notified at each record
+
+    class Watch(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            with changed:
+                lines.append(record)
+                changed.notify_all()
+
+    def count(level: int, text: str) -> int:
+        return sum(r.levelno == level and text in r.getMessage() for r in lines)
+
+    logger, watch = logging.getLogger("lldsched"), Watch(logging.DEBUG)
+    level = logger.level
+    logger.addHandler(watch)
+    logger.setLevel(logging.DEBUG)  # setLevel: it clears the logger's enabled-for cache
+    listener = postgres_listen.Listener(away, channel="lldsched", node="n", wake=lambda: None)
+    try:
+        with changed:
+            assert changed.wait_for(lambda: count(logging.DEBUG, "still cannot") >= 5, 10)
+            listener._dsn = postgres_dsn  # the server is back
+            assert changed.wait_for(lambda: count(logging.WARNING, "listens again, after") == 1, 10)
+    finally:
+        listener.stop()
+        logger.removeHandler(watch)
+        logger.setLevel(level)
+    assert count(logging.WARNING, "lost its connection") == 1
+    (back,) = [r for r in lines if "listens again, after" in r.getMessage()]
+    failed = count(logging.DEBUG, "still cannot") + 1
+    assert back.getMessage() == f"PostgreSQL listener listens again, after {failed} failed attempts"

@@ -5,6 +5,7 @@ two stores on one file stand for two processes)."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 
 from lldsched import ExecutionRecord, OneTime, Scheduler, SqliteTaskStore, StoreError, TaskStatus
 from lldsched.errors import LeaseLost, ValidationError
-from lldsched.persistence import CoordinatedStore, TaskSnapshot
+from lldsched.persistence import CoordinatedStore, Task, TaskSnapshot
 from lldsched.stores import removals as removals_rule
 from lldsched.stores.sqlite import SCHEMA_VERSION
 from tests import jobs
@@ -356,3 +357,82 @@ def test_two_shared_stores_migrating_one_file_together_both_open_it(
     with SqliteTaskStore(path, shared=True) as late:  # read version 2, then lost the race
         assert [claim.task_id for claim in late.claim(now=T0, limit=1)] == ["job"]
     others[0].close()
+
+
+# -- what a shared store remembers per task ----------------------------------------------
+
+
+def held_definitions(name: str) -> int:
+    """Task definitions named ``name`` alive in this process (the store's cache included)."""
+    gc.collect()
+    return sum(isinstance(thing, Task) and thing.name == name for thing in gc.get_objects())
+
+
+def test_a_shared_store_keeps_no_finished_task_in_memory_only_in_its_file(path: str) -> None:
+    with SqliteTaskStore(path, shared=True, poll=0.05) as store:
+        scheduler = Scheduler(store=store, retain_finished=10)
+        with scheduler:
+            for _ in range(200):  # "send the reminder now", all day
+                scheduler.schedule("reminder", jobs.noop, OneTime(delay=0))
+            assert scheduler.wait_idle(timeout=30)
+            assert len(scheduler.tasks()) <= 11  # the scheduler retired the rest...
+            # ...and so did the store (before: 200 of each, ~600 bytes a task in all)
+            shared = store._shared
+            assert shared is not None
+            assert (store._defined, store._counts, shared.seen, shared.settled) == ({}, {}, {}, {})
+            assert held_definitions("reminder") <= 11
+            # Another process writes: the feed still tells its rows from this one's,
+            # and none of this process's finished (forgotten) tasks comes back.
+            with SqliteTaskStore(path, shared=True) as other:
+                Scheduler(store=other).schedule("elsewhere", jobs.noop, OneTime(delay=3600))
+                wait_until(
+                    lambda: any(t.name == "elsewhere" for t in scheduler.tasks()),
+                    timeout=10,
+                    what="the other process's task",
+                )
+            assert sum(t.name == "reminder" for t in scheduler.tasks()) <= 11
+        assert len(store.load_all()) == 201  # every row stays in the file
+
+
+def test_a_finished_write_is_forgotten_once_the_feed_is_past_it_and_theirs_still_seen(
+    pair: tuple[SqliteTaskStore, SqliteTaskStore],
+) -> None:
+    first, second = pair
+    shared = first._shared
+    assert shared is not None
+    second.load_all()  # another process that knows the rows, as its scheduler would
+    zero, one = first.claim(now=T0 + 1, limit=2)
+    paused = second.get("job-2")
+    assert paused is not None
+    second.save(paused._replace(status=TaskStatus.PAUSED))  # another process writes between
+    first.settle(*_finished(first, "job-0", zero.token), token=zero.token)
+    assert "job-0" in shared.seen  # the feed has not passed it: it must skip it as its own
+    assert [c.task_id for c in first.changes()] == ["job-2"]  # theirs only
+    assert "job-0" not in shared.seen and "job-0" not in shared.settled  # passed: forgotten
+    first.settle(*_finished(first, "job-1", one.token), token=one.token)  # right after
+    assert "job-1" not in shared.seen and "job-0" not in first._defined
+    assert not first.changed() and first.changes() == []
+    # Another process registers a forgotten id again: its write is theirs, and seen.
+    again = second.get("job-0")
+    assert again is not None
+    second.save(again._replace(status=TaskStatus.SCHEDULED, next_run_at=T0 + 60))
+    (change,) = first.changes()
+    assert change.task_id == "job-0" and change.snapshot is not None
+    assert change.snapshot.status is TaskStatus.SCHEDULED
+
+
+def test_a_retired_task_registered_again_by_id_on_a_reopened_shared_store_is_replaced(
+    path: str,
+) -> None:
+    for _ in range(2):  # a service that registers its one-off job by id at every start
+        with SqliteTaskStore(path, shared=True) as store:
+            scheduler = Scheduler(store=store, retain_finished=0)
+            with scheduler:
+                scheduler.schedule(
+                    "once", jobs.noop, OneTime(delay=0), id="once", replace_existing=True
+                )
+                assert scheduler.wait_idle(timeout=10)
+    with SqliteTaskStore(path) as store:
+        stored = store.get("once")
+        assert stored is not None and stored.status is TaskStatus.SUCCEEDED
+        assert len(store.records("once")) == 1  # ran once, not again at the second start

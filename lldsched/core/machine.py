@@ -121,7 +121,7 @@ from lldsched.core.registration import (
 )
 from lldsched.core.restoration import Restoration
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished, Retention
-from lldsched.core.storewrites import StoreWrites, check_store, store_failed
+from lldsched.core.storewrites import StoreWrites, check_store, store_failed, store_written
 from lldsched.core.task import (
     DEFAULT_OPTIONS,
     Entry,
@@ -741,6 +741,8 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
                 self._store.delete(task_id)
             except Exception as exc:  # the registry stays authoritative (core/storewrites.py)
                 store_failed(self._writes, exc, "delete", task_id)
+            else:
+                store_written(self._writes, "delete")
         return task
 
     # -- records a policy decided without a run ------------------------------------------
@@ -882,6 +884,10 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
                 self._store.save(self._snapshot(task), record)
             except Exception as exc:  # the registry stays authoritative (core/storewrites.py)
                 store_failed(self._writes, exc, "save", task.id)
+            else:  # store_written, inlined: one attribute test a write while none failed
+                writes = self._writes
+                if writes is not None and writes.outage is not None:
+                    writes.succeeded("save")
         if self.emit is not None:
             self.emit(
                 _new_tuple(  # the speed trick (see _snapshot); fields task_id, name,

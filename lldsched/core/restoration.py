@@ -24,7 +24,7 @@ from lldsched.core.names import (
 )
 from lldsched.core.parts import CoreParts
 from lldsched.core.registration import options_of, validated
-from lldsched.core.storewrites import store_failed
+from lldsched.core.storewrites import store_failed, store_written
 from lldsched.core.task import Restored, ScheduledTask, fit_flight
 from lldsched.errors import ValidationError
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
@@ -128,6 +128,8 @@ class Restoration(CoreParts):
                 self._store.save(self._snapshot(task))
             except Exception as exc:  # as in _changed: the registry stays authoritative
                 store_failed(self._writes, exc, "save", task.id)
+            else:
+                store_written(self._writes, "save")
 
     def adopt(
         self,

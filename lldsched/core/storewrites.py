@@ -20,7 +20,31 @@ So, here and only here:
   (:meth:`StoreWrites.check_open`): a caller is there to be told, and a change it
   believes stored would be lost at the next restart.
 
-Any other failure keeps the design above: logged with its traceback, each time.
+A store that *fails* (not closed: a PostgreSQL server down, a disk full, a SQLite
+file locked by another connection) fails every write too, for as long as the outage
+lasts, and a traceback at every transition buried the outage's start and never said
+its end.  So an outage is said once, here:
+
+* the first call that fails (:meth:`StoreWrites.failed` for the core's writes,
+  :meth:`StoreWrites.call_failed` for a shared store's claims, renewals, change feed,
+  releases, flushes and misfires) is logged at error level **with its traceback**:
+  which store, what failed, that the scheduler goes on in memory;
+* each later failure while the outage lasts is counted (:class:`Outage`) and logged
+  at debug level, one line naming what was not done and the error, no traceback:
+  no write is dropped without a word, and a debug log still shows each;
+* the first call that succeeds again, *of a kind that failed during the outage*
+  (a ``save``, a ``claim``, a read of the change feed, ...: :meth:`StoreWrites.succeeded`),
+  ends it with one warning-level line: the store recovered, how many calls failed in
+  between and how many task writes were not stored (those tasks' rows stay stale until
+  their next transition writes them).  A success of a kind that never failed ends
+  nothing: a full disk still lets a shared store read its change feed, and a
+  persistent failure of one kind must not be said again at every wake because
+  another kind succeeds between two of its failures.
+
+Considered and rejected: a periodic summary while the outage lasts (it needs a clock
+and a timer in the core; the debug lines and the count at recovery say the same), and
+a warning at every failure (the log line a service's alerting sees is the first; a
+warning per transition is the flood this replaces).
 """
 
 from __future__ import annotations
@@ -30,7 +54,7 @@ import logging
 from lldsched.errors import StoreClosedError
 from lldsched.persistence import TaskStore
 
-__all__ = ["ADVICE", "StoreWrites", "check_store", "store_failed"]
+__all__ = ["ADVICE", "Outage", "StoreWrites", "check_store", "store_failed", "store_written"]
 
 log = logging.getLogger("lldsched")
 
@@ -41,21 +65,78 @@ ADVICE = (
 """What to do about a store closed before its scheduler, in every message that says so."""
 
 
+class Outage:
+    """A store failing since a call failed, until one of a kind that failed succeeds."""
+
+    __slots__ = ("calls", "kinds", "writes")
+
+    def __init__(self, kind: str) -> None:
+        self.kinds = {kind}  # what failed: "save", "claim", "read of the change feed", ...
+        self.calls = 0  # the calls that failed, the first included
+        self.writes = 0  # of them, the task writes (save, delete) not stored
+
+
 class StoreWrites:
     """The core's account of the calls its store failed (one per core with a store)."""
 
-    __slots__ = ("closed", "missed", "store")
+    __slots__ = ("closed", "missed", "outage", "store")
 
     def __init__(self, store: TaskStore) -> None:
         self.store = store
         self.closed = False  # a call found the store closed (said once, in the log)
         self.missed = 0  # calls a closed store refused: writes, and a shared store's reads
+        self.outage: Outage | None = None  # the store is failing: what, how often (None: not)
 
     def failed(self, error: Exception, verb: str, task_id: str) -> None:
         """A write of ``task_id`` (``verb``: ``"save"`` or ``"delete"``) raised ``error``
-        after the change it describes was made: logged (called in an ``except`` block)."""
+        after the change it describes was made: logged once an outage (called in an
+        ``except`` block)."""
         if not self.found_closed(error, f"{verb} of {task_id}"):
-            log.exception("store %r failed to %s %s", self.store, verb, task_id)
+            self._count(error, verb, f"{verb} of {task_id}", write=True)
+
+    def call_failed(self, error: Exception, kind: str, doing: str) -> None:
+        """A shared store's call of ``kind`` (``"claim"``, ``"renewal"``, ``"change
+        feed"``, ...) raised ``error``; ``doing`` says what failed (``"claim"``,
+        ``"release of task-1"``).  Logged as :meth:`failed` logs a write (called in an
+        ``except`` block)."""
+        if not self.found_closed(error, doing):
+            self._count(error, kind, doing, write=False)
+
+    def _count(self, error: Exception, kind: str, doing: str, *, write: bool) -> None:
+        outage = self.outage
+        if outage is None:
+            outage = self.outage = Outage(kind)
+            log.error(
+                "store %r failed (a %s): the scheduler goes on in memory and its registry "
+                "stays authoritative; later failures are logged at debug level until a "
+                "call succeeds again",
+                self.store,
+                doing,
+                exc_info=error,
+            )
+        else:
+            outage.kinds.add(kind)
+            log.debug("store %r still failing: %s not done (%r)", self.store, doing, error)
+        outage.calls += 1
+        outage.writes += write
+
+    def succeeded(self, kind: str) -> None:
+        """A call of ``kind`` succeeded: if the store was failing and a call of that kind
+        failed meanwhile, the outage ends, said in one warning-level line.  Callers test
+        :attr:`outage` first (None: nothing to do, one attribute test a write)."""
+        outage = self.outage
+        if outage is None or kind not in outage.kinds:
+            return
+        self.outage = None
+        log.warning(
+            "store %r recovered (a %s succeeded): %d calls failed during the outage, %d "
+            "task writes not stored (those tasks' rows are stale until their next "
+            "transition)",
+            self.store,
+            kind,
+            outage.calls,
+            outage.writes,
+        )
 
     def found_closed(self, error: Exception, doing: str) -> bool:
         """True if ``error`` says the store is closed (then logged here: at error level
@@ -102,3 +183,10 @@ def store_failed(writes: StoreWrites | None, error: Exception, verb: str, task_i
     :meth:`StoreWrites.failed` (called in an ``except`` block, so with a store)."""
     assert writes is not None  # a core makes one with its store
     writes.failed(error, verb, task_id)
+
+
+def store_written(writes: StoreWrites | None, verb: str) -> None:
+    """A core's write (``verb``: ``"save"`` or ``"delete"``) succeeded: it ends an
+    outage in which one of its kind failed (:meth:`StoreWrites.succeeded`)."""
+    if writes is not None and writes.outage is not None:
+        writes.succeeded(verb)

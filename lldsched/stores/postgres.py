@@ -53,7 +53,15 @@ from typing import Any
 from lldsched.checks import seconds, whole_or_none
 from lldsched.errors import LeaseLost, StoreClosedError, StoreError, ValidationError
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
-from lldsched.persistence import Change, Claim, Lease, Task, TaskSnapshot
+from lldsched.persistence import (
+    FINISHED_STATUSES,
+    Change,
+    Claim,
+    Lease,
+    Task,
+    TaskSnapshot,
+    finished,
+)
 from lldsched.schedules.decorators import Jittered, Window
 from lldsched.stores import forks
 from lldsched.stores import postgres_sql as sql
@@ -73,6 +81,9 @@ Connection = psycopg.Connection[tuple[Any, ...]]
 def node_id() -> str:
     """A holder id for this process: ``"host:pid:random"``."""
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+
+
+_FINISHED = frozenset(status.value for status in FINISHED_STATUSES)  # as rows store them
 
 
 class PostgresTaskStore:
@@ -258,10 +269,15 @@ class PostgresTaskStore:
         earliest due.  ``unknown``: the statement for a task this node has not seen yet, a
         registration (refused if another node registered the id) unless a record after
         a settle, whose lease proved the row exists, says
-        :data:`~lldsched.stores.postgres_sql.UPSERT`."""
+        :data:`~lldsched.stores.postgres_sql.UPSERT`.  A finished task
+        (:func:`~lldsched.persistence.finished`) is forgotten by the caches, as
+        :meth:`_forget_finished` says; so a finished snapshot of a task not known here
+        is an update too (it is never a new registration: a replacement of a finished
+        task, its definition written in full)."""
         task = snapshot.task
         state = {**state_row(snapshot), "writer": self.node}
         known = self._defined.get(task.id)
+        done = finished(snapshot)
         if known == task:
             connection.execute(sql.UPDATE, state)
         else:
@@ -271,7 +287,7 @@ class PostgresTaskStore:
                 "definition": encode_task(task),
                 "priority": int(task.priority),
             }
-            statement = sql.UPSERT if known is not None else unknown
+            statement = sql.UPSERT if known is not None or done else unknown
             if connection.execute(statement, row).fetchone() is None:
                 raise ValidationError(  # a registration here of an id another node registered
                     f"task id {task.id!r} is already registered by another scheduler on "
@@ -279,6 +295,16 @@ class PostgresTaskStore:
                 )
             self._defined[task.id] = task
         connection.execute(sql.NOTIFY_IF_EARLIEST, {**state, "node": self.node})
+        if done:
+            self._forget_finished(task.id)
+
+    def _forget_finished(self, task_id: str) -> None:
+        """``task_id`` finished (succeeded or cancelled, no run in flight): nothing runs it
+        again, so the caches this node wrote through forget it (under the lock).  Before,
+        they held every task ever saved.  The feed's ``_seen`` is another matter: it is
+        forgotten in :meth:`changes`, once the feed can no longer read the row again."""
+        self._defined.pop(task_id, None)
+        self._added.pop(task_id, None)
 
     def _append(self, connection: Connection, record: ExecutionRecord) -> None:
         """Insert ``record``; every tenth of ``retention``, trim its task's oldest."""
@@ -517,6 +543,8 @@ class PostgresTaskStore:
             if own:
                 self._defined[task.id] = task
             self._added_records(self._open(), task.id, len(pending.records))
+            if own and finished(pending.snapshot):
+                self._forget_finished(task.id)
         self.rejected += len(refused)
         self._forget(set(by_token))
         self._settles.done(outcomes)
@@ -541,23 +569,29 @@ class PostgresTaskStore:
             behind = self._horizons.read(int(rows[0][1]))
             if behind is not None:
                 connection.execute(sql.TRIM_REMOVALS, {"below": behind})
+        since = int(rows[0][1])
         found: list[tuple[int, Change]] = []
+        passed: list[str] = []  # finished rows no later read can give again: forgotten
         for kind, xid, *columns, leased in rows[1:]:
             task_id, version = columns[0], columns[-1]
+            if kind == 1 and columns[2] in _FINISHED and not columns[-2] and int(xid) < since:
+                passed.append(task_id)
             if self._seen.get(task_id, -1) >= version:
                 continue  # read before
             snapshot = self._read_snapshot(columns) if kind == 1 else None
             found.append((int(xid), Change(task_id, version, snapshot, bool(leased))))
         found.sort(key=lambda item: (item[0], item[1].version))
         with self._lock:
-            self._since = int(rows[0][1])
+            self._since = since
             for _, change in found:
                 self._seen[change.task_id] = change.version
-                if change.snapshot is None:
+                if change.snapshot is None or finished(change.snapshot):
                     self._defined.pop(change.task_id, None)
                     self._decoded.pop(change.task_id, None)
                 else:
                     self._defined[change.task_id] = change.snapshot.task
+            for task_id in passed:  # below the horizon: the feed reads xid >= since only
+                self._seen.pop(task_id, None)
         return [change for _, change in found]
 
     def _read_snapshot(self, row: Sequence[Any]) -> TaskSnapshot:

@@ -10,7 +10,10 @@ nothing but ``LISTEN``; its thread calls ``wake()`` for every notification sent
 by another node (the payload is the sender's node id), and once after every
 reconnection, since notifications sent while it was away are lost.  It is a
 *hint*: the runtime's bounded wait (``poll``) is the safety net when the
-listener is down.
+listener is down.  A server away is said once an outage, as the scheduler says a
+failing store (``lldsched/core/storewrites.py``): the first lost connection at
+warning level, each failed attempt after it at debug level, and one warning when
+it listens again, counting the attempts that failed.
 """
 
 from __future__ import annotations
@@ -121,18 +124,34 @@ class Listener:
         self._thread.start()
 
     def _loop(self) -> None:
+        failed = 0  # attempts failed since the connection was lost (0: listening, or new)
         while not self._stopping.is_set():
             try:
                 dsn = with_timeouts(self._dsn, timeout=5)
                 with psycopg.connect(dsn, autocommit=True) as connection:
                     connection.execute(f"LISTEN {self._channel}")
+                    if failed:
+                        log.warning(
+                            "PostgreSQL listener listens again, after %d failed attempts",
+                            failed,
+                        )
+                        failed = 0
                     self._wake()  # what was sent while we were not listening is lost
                     while not self._stopping.is_set():
                         for notice in connection.notifies(timeout=0.2):
                             if notice.payload != self._node:
                                 self._wake()
             except psycopg.Error as exc:
-                log.warning("PostgreSQL listener lost its connection (%s); retrying", exc)
+                failed += 1
+                if failed == 1:
+                    log.warning(
+                        "PostgreSQL listener lost its connection (%s); retrying every %g s, "
+                        "quietly until it is back",
+                        exc,
+                        _RECONNECT,
+                    )
+                else:
+                    log.debug("PostgreSQL listener still cannot connect (%s)", exc)
                 self._stopping.wait(_RECONNECT)
 
     def stop(self) -> None:

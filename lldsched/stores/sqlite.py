@@ -67,7 +67,15 @@ from lldsched.stores import forks
 from lldsched.stores.claim import FileClaim
 from lldsched.stores.codec import encode_task, load_each
 from lldsched.stores.sqlite_coordinated import CoordinatedMethods
-from lldsched.stores.sqlite_rows import INSERT_RECORD, RECORD_COLUMNS, UPDATE, UPSERT, immediate
+from lldsched.stores.sqlite_rows import (
+    COUNT_UNFINISHED,
+    INSERT_RECORD,
+    RECORD_COLUMNS,
+    UPDATE,
+    UPSERT,
+    finished,
+    immediate,
+)
 from lldsched.stores.sqlite_rows import record_of as _record
 from lldsched.stores.sqlite_rows import rollback as _rollback
 from lldsched.stores.sqlite_rows import snapshot_of as _snapshot
@@ -537,21 +545,3 @@ class SqliteTaskStore(CoordinatedMethods):
     def __repr__(self) -> str:
         state = "closed" if self._connection is None else "open"
         return f"SqliteTaskStore({self.path!r}, {state})"
-
-
-_FINISHED = (TaskStatus.SUCCEEDED.value, TaskStatus.CANCELLED.value)
-
-COUNT_UNFINISHED = (
-    "SELECT task_id, count(*) FROM records WHERE task_id NOT IN "
-    f"(SELECT id FROM tasks WHERE status IN {_FINISHED!r} AND NOT running) GROUP BY task_id"
-)
-"""The records kept per task, of the tasks :func:`finished` is not true of."""
-
-
-def finished(snapshot: TaskSnapshot) -> bool:
-    """True for a task nothing runs again: succeeded or cancelled, with no run in flight
-    (one cancelled mid-run finishes when its run is recorded).  No record is written for
-    it after this save, and a later save (``replace_existing``) writes its definition in
-    full, so the store's caches forget it (before, they held every task ever saved:
-    about 430 bytes a task, 430 MB after a million one-off runs)."""
-    return snapshot.status in (TaskStatus.SUCCEEDED, TaskStatus.CANCELLED) and not snapshot.running

@@ -23,7 +23,7 @@ from lldsched.errors import LeaseLost, StoreError, ValidationError
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
 from lldsched.persistence import Change, Claim, Lease, Task, TaskSnapshot
 from lldsched.stores.codec import encode_task
-from lldsched.stores.sqlite_rows import UPDATE, UPSERT, immediate, snapshot_of
+from lldsched.stores.sqlite_rows import UPDATE, UPSERT, finished, immediate, snapshot_of
 from lldsched.stores.sqlite_shared import SharedState, bump
 
 __all__ = ["CoordinatedMethods"]
@@ -128,7 +128,7 @@ class CoordinatedMethods:
             if overridden:
                 shared.refetch.add(task_id)  # this process must follow the row, not its own
             else:
-                shared.seen[task_id] = version
+                self._wrote(shared, snapshot, version)
 
     def misfired(
         self,
@@ -169,7 +169,7 @@ class CoordinatedMethods:
                 raise StoreError(f"the shared store {self.path!r} failed: {exc}") from exc
             if count is not None:
                 self._counts[task_id] = count
-            shared.seen[task_id] = version
+            self._wrote(shared, snapshot, version)
 
     def changes(self) -> list[Change]:
         """Task rows other processes wrote since the last call, oldest first (see
@@ -186,15 +186,13 @@ class CoordinatedMethods:
                 log.exception("a change to task %s from another process cannot be read", task_id)
                 continue
             found.append(Change(task_id, version, snapshot, bool(leased)))
-        with self._lock:
-            self._defined.update(
-                (change.task_id, change.snapshot.task)
-                for change in found
-                if change.snapshot is not None
-            )
+        with self._lock:  # a finished task is not cached: its row is written in full again
             for change in found:
-                if change.snapshot is None:
+                if change.snapshot is None or finished(change.snapshot):
                     self._defined.pop(change.task_id, None)
+                    self._counts.pop(change.task_id, None)
+                else:
+                    self._defined[change.task_id] = change.snapshot.task
         found.sort(key=_version)
         return found
 
@@ -276,6 +274,7 @@ class CoordinatedMethods:
             with immediate(self._open()) as connection:
                 if (
                     task_id not in self._defined
+                    and not finished(snapshot)  # forgotten here (_wrote), not unknown
                     and connection.execute(
                         "SELECT 1 FROM tasks WHERE id = ?", (task_id,)
                     ).fetchone()
@@ -290,8 +289,21 @@ class CoordinatedMethods:
                 if record is not None:
                     count = self._append(connection, record, seq=bump(connection, "record"))
                     self._counts[task_id] = count
-            shared.seen[task_id] = version
             self._defined[task_id] = task
+            self._wrote(shared, snapshot, version)
+
+    def _wrote(self, shared: SharedState, snapshot: TaskSnapshot, version: int) -> None:
+        """This process wrote ``snapshot``'s row as ``version`` (under the lock): the feed
+        is told (:meth:`SharedState.wrote`), and a finished task is forgotten by the
+        caches too, as in one process (:func:`~lldsched.stores.sqlite_rows.finished`):
+        nothing runs it again, and a later save writes its definition in full.  Without
+        it, the caches held every task ever saved (docs/DECISIONS.md)."""
+        task_id = snapshot.task.id
+        done = finished(snapshot)
+        shared.wrote(task_id, version, finished=done)
+        if done:
+            self._defined.pop(task_id, None)
+            self._counts.pop(task_id, None)
 
     def _write_state(
         self,

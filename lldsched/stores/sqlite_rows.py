@@ -11,14 +11,17 @@ from typing import Any
 
 from lldsched.errors import StoreError
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
-from lldsched.persistence import TaskSnapshot
+from lldsched.persistence import FINISHED_STATUSES, TaskSnapshot, finished
 from lldsched.stores.codec import decode_task
 
 __all__ = [
+    "COUNT_UNFINISHED",
+    "FINISHED",
     "INSERT_RECORD",
     "RECORD_COLUMNS",
     "UPDATE",
     "UPSERT",
+    "finished",
     "immediate",
     "record_of",
     "rollback",
@@ -105,3 +108,13 @@ def record_of(row: tuple[Any, ...]) -> ExecutionRecord:
         result=result,
         token=token,
     )
+
+
+FINISHED = tuple(status.value for status in FINISHED_STATUSES)
+"""The statuses of a finished task, as stored (with no run in flight: :func:`finished`)."""
+
+COUNT_UNFINISHED = (
+    "SELECT task_id, count(*) FROM records WHERE task_id NOT IN "
+    f"(SELECT id FROM tasks WHERE status IN {FINISHED!r} AND NOT running) GROUP BY task_id"
+)
+"""The records kept per task, of the tasks :func:`finished` is not true of."""

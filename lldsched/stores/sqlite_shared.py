@@ -26,6 +26,13 @@ transaction, so writers in all processes are serialised by SQLite's write lock
   versions this process wrote itself; ``PRAGMA data_version`` (which changes when
   another connection commits) makes "nothing changed" cost one pragma.  Removals
   behind a cursor read a day ago are deleted (:mod:`lldsched.stores.removals`).
+* **What it remembers per task is bounded like the registry** (:meth:`SharedState.wrote`):
+  the version of a row this process wrote is what tells its own writes from the
+  others' in the feed, needed only until the cursor passes that version.  A write
+  right after the cursor (nobody else wrote a change since) moves the cursor past
+  it at once; a finished task's entries (``seen``, ``settled``) are forgotten once
+  the cursor is past its last write, so a later version of that row is another
+  process's (or this process's next write, which remembers it again).
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ from typing import Any
 from lldsched.errors import StoreError
 from lldsched.persistence import Change, Claim, Lease
 from lldsched.stores.removals import FeedHorizons
-from lldsched.stores.sqlite_rows import immediate
+from lldsched.stores.sqlite_rows import FINISHED, immediate
 
 __all__ = ["SharedState", "bump", "node_id"]
 
@@ -221,6 +228,20 @@ class SharedState:
 
     # -- the change feed -----------------------------------------------------------------
 
+    def wrote(self, task_id: str, version: int, *, finished: bool) -> None:
+        """This process wrote ``task_id``'s row as ``version`` (inside the transaction
+        that bumped it, or right after it committed).  If no other change came between
+        the cursor and it, the cursor moves past it: the feed has nothing to skip.  A
+        ``finished`` task (:func:`~lldsched.stores.sqlite_rows.finished`) whose version
+        the cursor passed is forgotten; anything else is remembered in ``seen``."""
+        if version == self.cursor + 1:  # the counter was at the cursor: nothing between
+            self.cursor = version
+        if finished and version <= self.cursor:
+            self.seen.pop(task_id, None)
+            self.settled.pop(task_id, None)
+        else:
+            self.seen[task_id] = version
+
     def changed(self, connection: sqlite3.Connection) -> bool:
         """True if another connection committed since the last changes() (or a row is
         owed to the feed)."""
@@ -252,6 +273,10 @@ class SharedState:
         versions = [row[1] for row in rows] + [version for version, _ in removed]
         if versions:
             self.cursor = max(self.cursor, *versions)
+        for row in (*rows, *fresh):  # past the cursor now: a finished row is forgotten
+            if row[3] in FINISHED and not row[9] and row[1] <= self.cursor:
+                self.seen.pop(row[0], None)
+                self.settled.pop(row[0], None)
         behind = self.horizons.read(self.cursor)  # lldsched.stores.removals: when to trim
         if behind is not None:
             try:  # the rows read are the caller's now: a busy file only delays the trim

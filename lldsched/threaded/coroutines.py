@@ -2,7 +2,7 @@
 
 An action that is an ``async def`` function (``inspect.iscoroutinefunction``) is a
 *loop task*: the timer hands its due entries here instead of to the worker pool,
-and this runner's thread (``lldsched-loop``, one asyncio event loop, started at
+and this runner's thread (``lldsched-<name>-loop``, one asyncio event loop, started at
 the first coroutine run and closed at shutdown) begins the attempt, calls the
 action (which creates the coroutine and runs none of its body) and runs the
 coroutine as an asyncio task.  Any *other* action that returns an awaitable (a
@@ -135,8 +135,10 @@ class CoroutineRunner:
         lane: int,
         now: Callable[[], float],
         limit: int = 1000,
+        name: str = "lldsched-loop",
     ) -> None:
         whole(limit, name="max_coroutines", at_least=1)
+        self._name = name  # the loop thread's
         self.limit = limit
         self._lock = lock
         self._begin = begin  # begins a loop task's entry (None: a tombstone)
@@ -281,7 +283,7 @@ class CoroutineRunner:
 
     def _start_loop(self) -> None:
         loop = asyncio.new_event_loop()
-        thread = threading.Thread(target=self._serve, args=(loop,), name="lldsched-loop")
+        thread = threading.Thread(target=self._serve, args=(loop,), name=self._name)
         thread.daemon = True
         self._loop, self._thread = loop, thread
         thread.start()

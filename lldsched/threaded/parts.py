@@ -60,6 +60,7 @@ class SchedulerParts:
     _coroutines: CoroutineRunner
     _processes: ProcessPool
     _coordinator: Coordinator | None  # the shared store's side, or None
+    _thread_prefix: str  # "lldsched-<name>-": the start of every thread's name
     # Begins an attempt (None: a tombstone): the core's begin, or the coordinator's,
     # which begins with its claim's token.
     _begin: Callable[[Entry, int], Run | None]

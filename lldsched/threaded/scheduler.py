@@ -68,6 +68,10 @@ from lldsched.threaded.timer import MAX_WAIT, TimerThread
 
 __all__ = ["Scheduler"]
 
+# Counts the schedulers built in this process: the default ``name`` that tells their
+# threads apart (``next()`` on a count is atomic under the GIL).
+_built = itertools.count(1)
+
 
 class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
     """An in-process task scheduler: a heap-and-Condition timer and a bounded worker pool.
@@ -82,6 +86,10 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
     ``seed`` seeds retry jitter; ``max_wait`` bounds how long the timer sleeps
     before it looks at the clock again (seconds, default 60; ``None``: exactly until
     the next due instant), which is how it notices a wall-clock jump or a suspend;
+    ``name`` tells this scheduler's threads from another's in a thread dump: they are
+    named ``lldsched-<name>-timer``, ``-worker-0`` ... ``-worker-N``, ``-events``,
+    ``-loop`` and ``-lease-keeper`` (default: a number counting the schedulers built in
+    this process, ``"1"``, ``"2"``, ...; it is :attr:`name`).
     ``max_coroutines`` bounds the coroutine runs in flight at once (see
     :mod:`lldsched.threaded.coroutines`); ``tz`` is the zone of cron schedules that
     name none (cron text included; default UTC); ``retain_finished`` says how long
@@ -103,7 +111,8 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
     pool_type: type[WorkerPool[Any, Any, Any]] = WorkerPool
     """The worker pool (same keyword arguments as :class:`WorkerPool`)."""
     dispatcher_type: type[EventDispatcher] = EventDispatcher
-    """The event dispatcher, built as ``dispatcher_type(listener_backlog)``."""
+    """The event dispatcher, built as ``dispatcher_type(listener_backlog, name=...)``
+    (``name``: its thread's)."""
 
     # -- construction and start ----------------------------------------------
 
@@ -123,11 +132,21 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         max_coroutines: int = 1000,
         tz: str | tzinfo = "UTC",
         retain_finished: RetainFinished = DEFAULT_RETAIN_FINISHED,
+        name: str | None = None,
     ) -> None:
+        if name is None:
+            name = str(next(_built))
+        elif not isinstance(name, str) or not name or not name.isprintable():
+            raise ValidationError(f"name must be a non-empty printable str, got {name!r}")
+        self.name = name
+        """Names this scheduler's threads: ``lldsched-<name>-timer``, ... (see above)."""
+        self._thread_prefix = f"lldsched-{name}-"  # the prefix of every thread's name
         if max_wait is not None:
             max_wait = float(seconds(max_wait, name="max_wait", above=0))
         self._max_wait = max_wait
-        self._dispatcher = self.dispatcher_type(listener_backlog)
+        self._dispatcher = self.dispatcher_type(
+            listener_backlog, name=f"{self._thread_prefix}events"
+        )
         listeners = list(listeners)
         for listener in listeners:
             self._dispatcher.add(listener)
@@ -159,6 +178,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
             lock=self._lock,
             capacity=handoff,
             on_room=self._wake.notify_all,
+            name=f"{self._thread_prefix}worker",
         )
         self._idle = threading.Condition(self._lock)
         self._loop_ids: set[str] = set()  # tasks whose action is an async def: the loop runs them
@@ -204,6 +224,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
             lane=workers,  # a loop task's records: the lane one past the worker threads
             now=self._clock.now,
             limit=max_coroutines,
+            name=f"{self._thread_prefix}loop",
         )
         if self._coordinator is not None:
             with self._lock:
@@ -228,7 +249,9 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
             self._state = RUNNING
         self._pool.start()
         self._dispatcher.start()
-        self._timer = threading.Thread(target=self._run_timer, name="lldsched-timer", daemon=True)
+        self._timer = threading.Thread(
+            target=self._run_timer, name=f"{self._thread_prefix}timer", daemon=True
+        )
         self._timer.start()
         return self
 
@@ -414,7 +437,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
 
     def __repr__(self) -> str:
         return (
-            f"<Scheduler {self._state} workers={self._pool.workers} "
+            f"<Scheduler {self.name!r} {self._state} workers={self._pool.workers} "
             f"tasks={len(self._core.tasks)} clock={self._clock!r}>"
         )
 

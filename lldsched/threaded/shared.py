@@ -87,12 +87,19 @@ class Coordinator:
             self._renew(now)
         return self.sync()
 
-    def _found_closed(self, error: Exception, doing: str) -> bool:
-        """True if ``error`` says the store was closed: said once, by the core's
-        :class:`~lldsched.core.storewrites.StoreWrites` (a shared store fails every wake
-        then); False for any other failure, logged by the caller as before."""
+    def _failed(self, error: Exception, kind: str, doing: str | None = None) -> None:
+        """A call of ``kind`` failed (``doing``: what, if more than its kind): logged by
+        the core's :class:`~lldsched.core.storewrites.StoreWrites`, the one rule (a
+        shared store that is down or closed fails at every wake: said once an outage)."""
         writes = self._core.store_writes
-        return writes is not None and writes.found_closed(error, doing)
+        assert writes is not None  # a core with a store has one
+        writes.call_failed(error, kind, doing or kind)
+
+    def _succeeded(self, kind: str) -> None:
+        """A call of ``kind`` succeeded: it may end an outage (said there)."""
+        writes = self._core.store_writes
+        if writes is not None and writes.outage is not None:
+            writes.succeeded(kind)
 
     def sync(self) -> list[ScheduledTask]:
         """Apply what other processes wrote since the last call (one cheap check when
@@ -100,14 +107,13 @@ class Coordinator:
         store = self.store
         try:
             if not store.changed():
+                self._succeeded("read of the change feed")
                 return []
             changes = store.changes()
-        except StoreError as exc:
-            if not self._found_closed(exc, "read of the change feed"):
-                log.exception(
-                    "cannot read the shared store's changes; trying again at the next wake"
-                )
+        except StoreError as exc:  # tried again at the next wake
+            self._failed(exc, "read of the change feed")
             return []
+        self._succeeded("read of the change feed")
         touched = []
         with store.muted():
             for change in changes:
@@ -125,10 +131,10 @@ class Coordinator:
         self._drop_due(now)
         try:
             claims = self.store.claim(now=now, limit=room)
-        except StoreError as exc:
-            if not self._found_closed(exc, "claim"):
-                log.exception("cannot claim from the shared store; trying again at the next wake")
+        except StoreError as exc:  # tried again at the next wake
+            self._failed(exc, "claim")
             return []
+        self._succeeded("claim")
         entries: list[Entry] = []
         for claim in claims:
             if claim.taken_over:  # no record says so: the log is where an operator sees it
@@ -199,8 +205,9 @@ class Coordinator:
         try:
             self.store.flush()
         except StoreError as exc:
-            if not self._found_closed(exc, "flush"):
-                log.exception("cannot write the settles held back by the shared store")
+            self._failed(exc, "flush", "flush of the settles held back for a batch")
+        else:
+            self._succeeded("flush")
 
     def renew_held(self, now: float) -> None:
         """Renew every lease held now, due or not (the timer is stopped: see
@@ -225,12 +232,13 @@ class Coordinator:
         try:
             kept = self.store.renew(tokens=tokens, now=now)
         except StoreError as exc:
-            if not self._found_closed(exc, "renewal"):
-                log.exception("cannot renew leases in the shared store")
+            self._failed(exc, "renewal", "renewal of the leases held")
             if now - self._renewed >= self.store.lease:  # it cannot know: count them lost
                 kept = set()
             else:
                 return
+        else:
+            self._succeeded("renewal")
         self._renewed = now
         for token in tokens - kept:
             task_id, context = self._running.pop(token, ("", None))
@@ -273,8 +281,7 @@ class Coordinator:
             )
             return None
         except StoreError as exc:  # nothing written: the lease expires, someone decides again
-            if not self._found_closed(exc, f"misfire of {claim.task_id}"):
-                log.exception("cannot write the misfire decided for %s", claim.task_id)
+            self._failed(exc, "misfire", f"write of the misfire decided for {claim.task_id}")
             return None
         if not runs or due is None:
             return None
@@ -283,19 +290,24 @@ class Coordinator:
     def _release(self, task_id: str, token: int) -> None:
         try:
             self.store.release(task_id=task_id, token=token)
-        except StoreError as exc:
-            if not self._found_closed(exc, f"release of {task_id}"):
-                log.exception("cannot release the claim of %s; it expires on its own", task_id)
+        except StoreError as exc:  # the claim expires on its own
+            self._failed(exc, "release", f"release of the claim of {task_id}")
+        else:
+            self._succeeded("release")
 
 
 @contextlib.contextmanager
 def leases_kept(
-    coordinator: Coordinator | None, lock: threading.Lock, now: Callable[[], float]
+    coordinator: Coordinator | None,
+    lock: threading.Lock,
+    now: Callable[[], float],
+    *,
+    name: str = "lldsched-lease-keeper",
 ) -> Iterator[None]:
     """While the block runs (``shutdown()`` waiting for the runs in flight, its timer
     stopped), renew ``coordinator``'s leases every ``lease / 3`` seconds on a thread of
     its own, under ``lock`` (the scheduler's, as the timer renews); the thread ends with
-    the block.  Nothing to do without a shared store."""
+    the block (``name``: its name).  Nothing to do without a shared store."""
     if coordinator is None:
         yield
         return
@@ -306,7 +318,7 @@ def leases_kept(
             with lock:
                 coordinator.renew_held(now())
 
-    keeper = threading.Thread(target=keep, name="lldsched-lease-keeper", daemon=True)
+    keeper = threading.Thread(target=keep, name=name, daemon=True)
     keeper.start()
     try:
         yield

@@ -11,6 +11,7 @@ renews them is stopped.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -64,14 +65,14 @@ class Stopping(SchedulerParts):
             self._state = STOPPED
             self._wake.notify_all()
         if already:  # a second call waits again for what the first left running
-            with leases_kept(self._coordinator, self._lock, self._clock.now):
+            with self._leases_kept():
                 self._join(remaining)
             return not self._threads_alive()
         instant = self._clock.now()
         if self._timer is not None and self._timer is not threading.current_thread():
             self._timer.join(remaining())
         # The timer is stopped: the leases of the runs waited for are renewed meanwhile.
-        with leases_kept(self._coordinator, self._lock, self._clock.now):
+        with self._leases_kept():
             finished = drain and started and self._drain(instant, remaining)
             if not finished:  # drop=False, or out of time: what waits for the loop is dropped
                 with self._lock:
@@ -149,6 +150,16 @@ class Stopping(SchedulerParts):
         self._processes.close(remaining())
         self._coroutines.shutdown(remaining())
         self._dispatcher.close(remaining())
+
+    def _leases_kept(self) -> contextlib.AbstractContextManager[None]:
+        """:func:`~lldsched.threaded.shared.leases_kept` on this scheduler's lock and
+        clock, its thread named as this scheduler's others are."""
+        return leases_kept(
+            self._coordinator,
+            self._lock,
+            self._clock.now,
+            name=f"{self._thread_prefix}lease-keeper",
+        )
 
     def _threads_alive(self) -> bool:
         timer_alive = self._timer is not None and self._timer.is_alive()

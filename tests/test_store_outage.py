@@ -1,0 +1,235 @@
+"""A store that fails for a while (a server down, a disk full, a file locked): said once.
+
+The first call that fails is logged at error level with its traceback; each later one
+while the outage lasts is counted and logged at debug level; the first call of a kind
+that failed and now succeeds ends the outage with one warning naming what was missed
+(``lldsched/core/storewrites.py``).  The registry stays authoritative throughout.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lldsched import (
+    FakeClock,
+    FixedRate,
+    InMemoryTaskStore,
+    Scheduler,
+    SqliteTaskStore,
+    StoreError,
+)
+from lldsched.core.storewrites import StoreWrites
+from tests.conftest import settle
+
+
+def noop() -> None:
+    return None
+
+
+class FailingStore(InMemoryTaskStore):
+    """An in-memory store whose writes raise while ``down`` is set (a server down)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = False
+
+    def save(self, snapshot: Any, record: Any = None) -> None:
+        if self.down:
+            raise StoreError("connection refused: the server is down")
+        super().save(snapshot, record)
+
+    def delete(self, task_id: str) -> None:
+        if self.down:
+            raise StoreError("connection refused: the server is down")
+        super().delete(task_id)
+
+
+def logged(caplog: pytest.LogCaptureFixture, level: int) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == "lldsched" and r.levelno == level]
+
+
+def test_an_outage_is_said_once_with_its_traceback_and_its_end_with_what_was_missed(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = FailingStore()
+    scheduler = Scheduler(clock=clock, store=store)
+    task = scheduler.schedule("tick", noop, FixedRate(60, start_delay=60))
+    with caplog.at_level(logging.DEBUG, logger="lldsched"), scheduler:
+        store.down = True
+        for _ in range(3):  # three runs: six failed saves (begin, finish)
+            clock.advance(60)
+            settle(scheduler)
+        assert task.run_count == 3  # the registry stays authoritative
+        (error,) = logged(caplog, logging.ERROR)
+        assert error.exc_info is not None  # the first failure's traceback: the cause
+        assert error.getMessage().startswith(f"store {store!r} failed (a save of {task.id}):")
+        still = [r for r in logged(caplog, logging.DEBUG) if "still failing" in r.getMessage()]
+        assert len(still) == 5 and all(r.exc_info is None for r in still)
+        assert "the server is down" in still[0].getMessage()
+        assert logged(caplog, logging.WARNING) == []
+
+        store.down = False
+        clock.advance(60)
+        settle(scheduler)
+        (recovered,) = logged(caplog, logging.WARNING)
+        assert recovered.getMessage() == (
+            f"store {store!r} recovered (a save succeeded): 6 calls failed during the "
+            "outage, 6 task writes not stored (those tasks' rows are stale until their "
+            "next transition)"
+        )
+        stored = store.get(task.id)
+        assert stored is not None and stored.run_count == 4  # written again
+
+        store.down = True  # a second outage is a new one: said again
+        clock.advance(60)
+        settle(scheduler)
+        assert len(logged(caplog, logging.ERROR)) == 2
+        store.down = False
+    assert len(logged(caplog, logging.ERROR)) == 2
+
+
+def test_a_store_failing_every_other_write_says_each_outage_and_each_recovery(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    class FlakyStore(InMemoryTaskStore):
+        def save(self, snapshot, record=None):  # type: ignore[no-untyped-def]
+            if record is not None:
+                raise OSError("disk hiccup")
+            super().save(snapshot, record)
+
+    scheduler = Scheduler(clock=clock, store=FlakyStore())
+    scheduler.schedule("tick", noop, FixedRate(60, start_delay=60))
+    with caplog.at_level(logging.WARNING, logger="lldsched"), scheduler:
+        for _ in range(2):
+            clock.advance(60)
+            settle(scheduler)
+    errors = logged(caplog, logging.ERROR)
+    assert len(errors) == 2 and all(r.exc_info is not None for r in errors)
+    assert all("failed (a save of task-1)" in r.getMessage() for r in errors)
+    # The begin of the second run was stored: the first outage ended, said once.
+    (recovered,) = logged(caplog, logging.WARNING)
+    assert "1 calls failed during the outage, 1 task writes not stored" in recovered.getMessage()
+
+
+def test_only_a_success_of_a_kind_that_failed_ends_an_outage(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    writes = StoreWrites(InMemoryTaskStore())
+    with caplog.at_level(logging.DEBUG, logger="lldsched"):
+        try:
+            raise StoreError("disk full")
+        except StoreError as exc:
+            writes.failed(exc, "save", "task-1")
+        writes.succeeded("read of the change feed")  # a full disk still reads
+        writes.succeeded("delete")
+        assert writes.outage is not None and writes.outage.kinds == {"save"}
+        try:
+            raise StoreError("disk full")
+        except StoreError as exc:
+            writes.call_failed(exc, "claim", "claim")
+        assert (writes.outage.calls, writes.outage.writes) == (2, 1)
+        writes.succeeded("claim")  # a kind that failed: the outage is over
+    assert writes.outage is None
+    assert len(logged(caplog, logging.ERROR)) == 1
+    (recovered,) = logged(caplog, logging.WARNING)
+    assert "(a claim succeeded): 2 calls failed during the outage, 1 task writes" in (
+        recovered.getMessage()
+    )
+
+
+class Watch(logging.Handler):
+    """The ``lldsched`` records as they are emitted, for a test to wait on (no sleep)."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+        self._changed = threading.Condition()  # guards records; notified at each one
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with self._changed:
+            self.records.append(record)
+            self._changed.notify_all()
+
+    def at(self, level: int) -> list[logging.LogRecord]:
+        with self._changed:
+            return [r for r in self.records if r.levelno == level]
+
+    def wait_for(self, level: int, text: str, count: int) -> None:
+        def enough() -> bool:
+            return sum(r.levelno == level and text in r.getMessage() for r in self.records) >= count
+
+        with self._changed:
+            assert self._changed.wait_for(enough, timeout=10), f"fewer than {count} {text!r}"
+
+
+@pytest.fixture
+def watch() -> Iterator[Watch]:
+    logger = logging.getLogger("lldsched")
+    handler, level = Watch(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    yield handler
+    logger.removeHandler(handler)
+    logger.setLevel(level)
+
+
+@pytest.fixture
+def locked(tmp_path: Path) -> Iterator[tuple[str, sqlite3.Connection]]:
+    """A SQLite file's path and another connection that can lock it (``BEGIN EXCLUSIVE``)."""
+    path = str(tmp_path / "tasks.db")
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    yield path, other
+    other.close()
+
+
+def test_a_sqlite_file_locked_by_another_connection_is_one_outage(
+    clock: FakeClock, watch: Watch, locked: tuple[str, sqlite3.Connection]
+) -> None:
+    path, other = locked
+    store = SqliteTaskStore(path, timeout=0)  # no busy wait: a locked file fails at once
+    with store:
+        scheduler = Scheduler(clock=clock, store=store)
+        task = scheduler.schedule("tick", noop, FixedRate(60, start_delay=60))
+        with scheduler:
+            other.execute("BEGIN EXCLUSIVE")
+            for _ in range(3):
+                clock.advance(60)
+                settle(scheduler)
+            other.execute("ROLLBACK")
+            clock.advance(60)
+            settle(scheduler)
+        assert task.run_count == 4
+        (error,) = watch.at(logging.ERROR)
+        assert error.exc_info is not None and "locked" in str(error.exc_info[1])
+        (recovered,) = watch.at(logging.WARNING)
+        assert "6 calls failed during the outage, 6 task writes not stored" in (
+            recovered.getMessage()
+        )
+        (row,) = [s for s in store.load_all() if s.task.id == task.id]
+        assert row.run_count == 4
+
+
+def test_a_shared_store_locked_is_said_once_not_at_every_wake(
+    watch: Watch, locked: tuple[str, sqlite3.Connection]
+) -> None:
+    path, other = locked
+    store = SqliteTaskStore(path, shared=True, poll=0.01, timeout=0)
+    scheduler = Scheduler(store=store)
+    task = scheduler.schedule("tick", noop, FixedRate(3600))  # due at once
+    other.execute("BEGIN EXCLUSIVE")  # every wake's claim of it fails now
+    with store, scheduler:
+        watch.wait_for(logging.DEBUG, "still failing", count=20)
+        assert task.run_count == 0
+        other.execute("ROLLBACK")
+        watch.wait_for(logging.WARNING, "recovered", count=1)
+    (error,) = watch.at(logging.ERROR)
+    assert error.exc_info is not None and "failed (a claim)" in error.getMessage()
+    (recovered,) = watch.at(logging.WARNING)
+    assert "recovered (a claim succeeded)" in recovered.getMessage()
