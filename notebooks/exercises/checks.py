@@ -264,6 +264,53 @@ def _expect(consumers: Consumers, task: str, due: float, clock: ExerciseClock, w
         raise AssertionError(f"{task!r} returned {due - at:.2f} s before it was due")
 
 
+HEAP_SIZE = 1_000  # tasks the cost check pushes and pops
+# Orderings of due times allowed per task pushed and popped.  A heap makes about
+# 2 * log2(1000) = 20 per pop and 2 per push (the reference: 21 in all); a sort, a
+# heapify or a scan per operation, about HEAP_SIZE / 2 = 500.  A sorted list kept with
+# bisect.insort passes: its O(n) is a memmove, which no comparison count sees.
+COMPARISONS_PER_ENTRY = 60
+
+
+class ComparisonCounter:
+    """How many times the due times it is given to were compared."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
+class CountedDue(float):
+    """A due instant (a plain float to the queue) that counts the times it is ordered.
+
+    Only ``<``, ``<=``, ``>`` and ``>=`` count: a tuple comparison also asks ``==`` of
+    each pair of fields first, which says nothing about the cost of the structure.
+    Arithmetic (``due - now``) gives plain floats.
+    """
+
+    counter: ComparisonCounter
+
+    def __new__(cls, value: float, counter: ComparisonCounter) -> CountedDue:
+        due = super().__new__(cls, value)
+        due.counter = counter
+        return due
+
+    def __lt__(self, other: float) -> bool:
+        self.counter.count += 1
+        return float(self) < other
+
+    def __le__(self, other: float) -> bool:
+        self.counter.count += 1
+        return float(self) <= other
+
+    def __gt__(self, other: float) -> bool:
+        self.counter.count += 1
+        return float(self) > other
+
+    def __ge__(self, other: float) -> bool:
+        self.counter.count += 1
+        return float(self) >= other
+
+
 # -- the timer checks -------------------------------------------------------------------
 
 
@@ -478,6 +525,34 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             "pushing it again at +0.25 s replaces its entry"
         )
 
+    def logarithmic_push_and_pop() -> None:
+        rig = _rig(make_queue)
+        counter = ComparisonCounter()
+        now = rig.clock.peek()
+        # Distinct due instants, all passed, in a shuffled order: every pop returns at once.
+        dues = [now - 1 - (n * 7919 % HEAP_SIZE) / HEAP_SIZE for n in range(HEAP_SIZE)]
+        for n, due in enumerate(dues):
+            rig.queue.push(f"job-{n}", CountedDue(due, counter))
+        pushed = counter.count
+        consumers = Consumers(rig.queue, rig.clock, takes=HEAP_SIZE)
+        got = 0
+        try:
+            while got < HEAP_SIZE and consumers.next(LATE) is not None:
+                got += 1
+        finally:
+            _release(rig, consumers)
+        assert got == HEAP_SIZE, (
+            f"pushed {HEAP_SIZE} tasks, all due already, and only {got} came back"
+        )
+        budget = COMPARISONS_PER_ENTRY * HEAP_SIZE
+        assert counter.count <= budget, (
+            f"{HEAP_SIZE} pushes and pops compared due times {counter.count:,} times "
+            f"({pushed:,} in the pushes), about {counter.count // HEAP_SIZE} per task where a "
+            f"heap needs about 2 * log2({HEAP_SIZE}) = 20: a sort, a heapify or a scan on "
+            "every push or pop costs O(n) each; keep a heap (heapq.heappush / heappop, "
+            "O(log n))"
+        )
+
     return [
         ("returns what is due at once, due first, then arrival", due_now_in_order),
         ("waits exactly the delay until the head is due", waits_exactly_the_delay),
@@ -487,6 +562,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         ("a new head wakes both of two waiters (notify_all)", two_waiters_both_re_arm),
         ("a cancelled entry never runs; pushed again, it does", cancelled_entry_never_runs),
         ("pushing a queued task again replaces its entry", re_push_replaces_the_entry),
+        ("push and pop cost O(log n): a heap, not a sort or a scan", logarithmic_push_and_pop),
     ]
 
 
