@@ -560,6 +560,27 @@ def test_a_parser_that_rejects_a_field_cron_accepts_is_shown_the_field() -> None
     )
 
 
+def test_a_parser_whose_star_steps_count_from_zero_fails_on_months() -> None:
+    def star_from_zero(text: str, low: int, high: int) -> set[int]:
+        values: set[int] = set()
+        for item in text.split(","):
+            step = item.removeprefix("*/")
+            if item.startswith("*/") and step.isdigit() and int(step) > 0:
+                values.update(v for v in range(0, high + 1, int(step)) if v >= low)
+            else:
+                values.update(parse_field(item, low, high))
+        return values
+
+    results = run_checks(parse_field_checks(star_from_zero))
+    assert failure(results, "month fields") == (
+        "'*/2' in 1-12: expected [1, 3, 5, 7, 9, 11], got [2, 4, 6, 8, 10, 12]"
+    )
+    assert [r.description for r in results if not r.passed] == [
+        "month fields start at 1: */2 -> 1, 3, 5, ...",
+        "agrees with lldsched on 300 random fields, edges included",
+    ]
+
+
 def test_the_field_checker_passes_the_reference_answer() -> None:
     assert all(r.passed for r in run_checks(parse_field_checks(parse_field)))
 
