@@ -57,6 +57,19 @@ class ChecksOnceWithIf(TaskQueue):
             return heapq.heappop(self._heap)[2]
 
 
+class SleepsUnderTheLock(TaskQueue):
+    """A poll loop inside ``with self._cond``: the lock is never released, so a push blocks
+    (the checker must not hang on it)."""
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while not (self._heap and self._heap[0][0] <= self._clock()):
+                time.sleep(0.01)  # the mistake under test: sleeps holding the lock
+            task = heapq.heappop(self._heap)[2]
+            del self._live[task]
+            return task
+
+
 class PushWithoutNotify(TaskQueue):
     def push(self, task: str, due: float) -> None:
         with self._cond:
@@ -198,6 +211,8 @@ TIMER_MISTAKES = [
     (PollsWithSleep, "no sleep or poll loop", "sleep or poll loop"),
     (PollsWithShortWaits, "no sleep or poll loop", "sleep or poll loop"),
     (ChecksOnceWithIf, "spurious wake-up", "`while` is needed"),
+    (SleepsUnderTheLock, "parked 12 h", "holds the lock while it waits"),
+    (SleepsUnderTheLock, "both of two waiters", "holds the lock while it waits"),
     (PushWithoutNotify, "parked 12 h", "must notify the condition"),
     (NotifiesOne, "both of two waiters", "use notify_all()"),
     (CancelForgets, "cancelled entry never runs", "still ran"),
@@ -211,7 +226,9 @@ TIMER_MISTAKES = [
 
 
 @pytest.mark.parametrize(
-    ("answer", "check", "named"), TIMER_MISTAKES, ids=[m[0].__name__ for m in TIMER_MISTAKES]
+    ("answer", "check", "named"),
+    TIMER_MISTAKES,
+    ids=[f"{m[0].__name__}-{m[1]}" for m in TIMER_MISTAKES],
 )
 def test_the_timer_checker_fails_each_mistake_with_a_message_naming_it(
     answer: type[TaskQueue], check: str, named: str
