@@ -20,9 +20,9 @@
 #
 # Each slot opens with a **prompt card**: what to say, what to draw, what to write. Three
 # exercises sit where an interviewer asks for them (the timer queue in 14-24, the overrun
-# and retry rules in 24-34); each is checked by running real tests against your code. Running all
-# cells never shows an answer: each exercise has a commented `%load` line that brings the
-# reference answer into its cell when *you* ask for it.
+# and retry rules in 24-34); each is checked by running real tests against your code.
+# Running all cells never shows an answer: each exercise has a commented `%load` line
+# that brings the reference answer into its cell when *you* ask for it.
 #
 # | minutes | slot | you write |
 # | --- | --- | --- |
@@ -220,9 +220,9 @@ print([heapq.heappop(heap)[3] for _ in range(len(heap))])
 # hand-off queue together, so "pop the head, mark it RUNNING, hand it to a worker" is one
 # atomic step and the three cannot deadlock against each other (the few other locks,
 # the store's and the listeners' queue's, are only ever taken after it); Conditions on
-# that lock keep the waiters apart (a new head wakes the timer, not the workers). Actions and listeners run
-# outside it, so it is held for microseconds and one lock does not limit throughput
-# (notebook 01, section 4).
+# that lock keep the waiters apart (a new head wakes the timer, not the workers).
+# Actions and listeners run outside it, so it is held for microseconds and one lock does
+# not limit throughput (notebook 01, section 4).
 
 # %%
 import itertools
