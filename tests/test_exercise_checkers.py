@@ -16,8 +16,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
 from exercises.checks import Result, run_checks, timer_checks
+from exercises.retry_checks import retry_at_checks
 from exercises.schedule_checks import next_slot_checks, parse_field_checks
-from exercises.solutions import TaskQueue, next_slot, parse_field
+from exercises.solutions import TaskQueue, next_slot, parse_field, retry_at
 
 # -- the timer: five mistakes, and one more ---------------------------------------------------
 
@@ -54,6 +55,19 @@ class ChecksOnceWithIf(TaskQueue):
             if delay > 0:
                 self._cond.wait(delay)
             return heapq.heappop(self._heap)[2]
+
+
+class SleepsUnderTheLock(TaskQueue):
+    """A poll loop inside ``with self._cond``: the lock is never released, so a push blocks
+    (the checker must not hang on it)."""
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while not (self._heap and self._heap[0][0] <= self._clock()):
+                time.sleep(0.01)  # the mistake under test: sleeps holding the lock
+            task = heapq.heappop(self._heap)[2]
+            del self._live[task]
+            return task
 
 
 class PushWithoutNotify(TaskQueue):
@@ -138,6 +152,54 @@ class ReturnsTheEntry(TaskQueue):
             return heapq.heappop(self._heap)  # type: ignore[return-value]
 
 
+class SortsOnEveryPush(TaskQueue):
+    """A list sorted again on every push: right order, O(n log n) a push."""
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            sequence = next(self._sequence)
+            self._live[task] = sequence
+            self._heap.append((due, sequence, task))
+            self._heap.sort()
+            self._cond.notify_all()
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while True:
+                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                    self._heap.pop(0)
+                if self._heap and self._heap[0][0] <= self._clock():
+                    task = self._heap.pop(0)[2]
+                    del self._live[task]
+                    return task
+                self._cond.wait(self._heap[0][0] - self._clock() if self._heap else None)
+
+
+class ScansForTheHead(TaskQueue):
+    """An unordered list and ``min()`` on every pop: right order, O(n) a pop."""
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            sequence = next(self._sequence)
+            self._live[task] = sequence
+            self._heap.append((due, sequence, task))
+            self._cond.notify_all()
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while True:
+                self._heap = [e for e in self._heap if self._live.get(e[2]) == e[1]]
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                head = min(self._heap)
+                if head[0] <= self._clock():
+                    self._heap.remove(head)
+                    del self._live[head[2]]
+                    return head[2]
+                self._cond.wait(head[0] - self._clock())
+
+
 def failure(results: list[Result], check: str) -> str:
     """The message of the check whose description contains ``check``; it must have failed."""
     (result,) = [r for r in results if check in r.description]
@@ -149,6 +211,8 @@ TIMER_MISTAKES = [
     (PollsWithSleep, "no sleep or poll loop", "sleep or poll loop"),
     (PollsWithShortWaits, "no sleep or poll loop", "sleep or poll loop"),
     (ChecksOnceWithIf, "spurious wake-up", "`while` is needed"),
+    (SleepsUnderTheLock, "parked 12 h", "holds the lock while it waits"),
+    (SleepsUnderTheLock, "both of two waiters", "holds the lock while it waits"),
     (PushWithoutNotify, "parked 12 h", "must notify the condition"),
     (NotifiesOne, "both of two waiters", "use notify_all()"),
     (CancelForgets, "cancelled entry never runs", "still ran"),
@@ -156,11 +220,15 @@ TIMER_MISTAKES = [
     (TiesByName, "then arrival", "a tie must keep arrival order"),
     (RePushKeepsBoth, "replaces its entry", "came out twice"),
     (ReturnsTheEntry, "then arrival", "not its heap entry"),
+    (SortsOnEveryPush, "O(log n)", "keep a heap"),
+    (ScansForTheHead, "O(log n)", "keep a heap"),
 ]
 
 
 @pytest.mark.parametrize(
-    ("answer", "check", "named"), TIMER_MISTAKES, ids=[m[0].__name__ for m in TIMER_MISTAKES]
+    ("answer", "check", "named"),
+    TIMER_MISTAKES,
+    ids=[f"{m[0].__name__}-{m[1]}" for m in TIMER_MISTAKES],
 )
 def test_the_timer_checker_fails_each_mistake_with_a_message_naming_it(
     answer: type[TaskQueue], check: str, named: str
@@ -301,6 +369,159 @@ def test_the_overrun_checker_passes_the_reference_answer() -> None:
     assert all(r.passed for r in run_checks(next_slot_checks(next_slot)))
 
 
+# -- the retry rule -----------------------------------------------------------------------------
+
+
+def never_gives_up(
+    attempt: int,
+    finished: float,
+    max_attempts: int = 3,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> float | None:
+    """A retry with no cap on attempts: a broken task is tried for ever."""
+    return finished + min(cap, initial * multiplier ** min(attempt - 1, 100))
+
+
+def one_attempt_too_many(
+    attempt: int,
+    finished: float,
+    max_attempts: int = 3,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> float | None:
+    """``>`` where ``>=`` belongs: max_attempts taken to count the retries only."""
+    if attempt > max_attempts:
+        return None
+    return finished + min(cap, initial * multiplier ** min(attempt - 1, 100))
+
+
+def first_retry_doubled(
+    attempt: int,
+    finished: float,
+    max_attempts: int = 3,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> float | None:
+    """The exponent one too high: the first retry waits initial * multiplier."""
+    if attempt >= max_attempts:
+        return None
+    return finished + min(cap, initial * multiplier ** min(attempt, 100))
+
+
+def uncapped_wait(
+    attempt: int,
+    finished: float,
+    max_attempts: int = 3,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> float | None:
+    """No min(cap, ...): the tenth retry waits 512 s."""
+    if attempt >= max_attempts:
+        return None
+    return finished + initial * multiplier ** min(attempt - 1, 100)
+
+
+def power_overflows(
+    attempt: int,
+    finished: float,
+    max_attempts: int = 3,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> float | None:
+    """min(cap, initial * multiplier ** (attempt - 1)): right until the power overflows."""
+    if attempt >= max_attempts:
+        return None
+    return finished + min(cap, initial * multiplier ** (attempt - 1))
+
+
+def the_wait_only(
+    attempt: int,
+    finished: float,
+    max_attempts: int = 3,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> float | None:
+    """Returns how long to wait instead of when."""
+    if attempt >= max_attempts:
+        return None
+    return min(cap, initial * multiplier ** min(attempt - 1, 100))
+
+
+def linear_backoff(
+    attempt: int,
+    finished: float,
+    max_attempts: int = 3,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> float | None:
+    """A wait that grows by a step, not a factor."""
+    if attempt >= max_attempts:
+        return None
+    return finished + min(cap, initial * attempt)
+
+
+RETRY_MISTAKES = [
+    (never_gives_up, "the last", "without that cap a broken task is retried for ever"),
+    (one_attempt_too_many, "never retries", "max_attempts counts every attempt"),
+    (first_retry_doubled, "the first retry waits initial", "initial * multiplier ** (n - 1)"),
+    (uncapped_wait, "the wait is capped", "the wait is capped at 60 s"),
+    (power_overflows, "no overflow", "stop growing the wait once it reaches the cap"),
+    (the_wait_only, "counted from the finish", "return the instant, finished + wait"),
+    (linear_backoff, "the wait doubles", "by a factor (exponential backoff), not by a step"),
+]
+
+
+@pytest.mark.parametrize(
+    ("answer", "check", "named"), RETRY_MISTAKES, ids=[m[0].__name__ for m in RETRY_MISTAKES]
+)
+def test_the_retry_checker_fails_each_mistake_with_a_message_naming_it(
+    answer: Callable[..., float | None], check: str, named: str
+) -> None:
+    assert named in failure(run_checks(retry_at_checks(answer)), check)
+
+
+def test_a_retry_answer_that_gives_up_too_early_is_told_how_many_attempts_are_left() -> None:
+    def gives_up_early(attempt: int, finished: float, *policy: float) -> None:
+        return None
+
+    message = failure(run_checks(retry_at_checks(gives_up_early)), "counted from the finish")
+    assert message == (
+        "retry_at(1, 100, 3, 1, 2, 60): expected 101, got None: attempt 1 of 3 failed, so 2 "
+        "more may run; max_attempts counts every attempt, the first included"
+    )
+
+
+def test_the_retry_checker_passes_the_reference_answer() -> None:
+    assert [r for r in run_checks(retry_at_checks(retry_at)) if not r.passed] == []
+
+
+def test_the_retry_checker_passes_a_closed_form_that_caps_the_exponent() -> None:
+    def closed_form(
+        attempt: int,
+        finished: float,
+        max_attempts: int = 3,
+        initial: float = 1.0,
+        multiplier: float = 2.0,
+        cap: float = 60.0,
+    ) -> float | None:
+        if attempt >= max_attempts:
+            return None
+        if initial == 0 or multiplier == 1:
+            return finished + min(cap, initial)
+        steps = math.log(cap / initial, multiplier) + 1  # past it, the wait is the cap
+        return finished + min(cap, initial * float(multiplier ** min(attempt - 1, steps)))
+
+    assert [r for r in run_checks(retry_at_checks(closed_form)) if not r.passed] == []
+
+
 # -- a cron field -------------------------------------------------------------------------------
 
 
@@ -356,6 +577,27 @@ def test_a_parser_that_rejects_a_field_cron_accepts_is_shown_the_field() -> None
     )
 
 
+def test_a_parser_whose_star_steps_count_from_zero_fails_on_months() -> None:
+    def star_from_zero(text: str, low: int, high: int) -> set[int]:
+        values: set[int] = set()
+        for item in text.split(","):
+            step = item.removeprefix("*/")
+            if item.startswith("*/") and step.isdigit() and int(step) > 0:
+                values.update(v for v in range(0, high + 1, int(step)) if v >= low)
+            else:
+                values.update(parse_field(item, low, high))
+        return values
+
+    results = run_checks(parse_field_checks(star_from_zero))
+    assert failure(results, "month fields") == (
+        "'*/2' in 1-12: expected [1, 3, 5, 7, 9, 11], got [2, 4, 6, 8, 10, 12]"
+    )
+    assert [r.description for r in results if not r.passed] == [
+        "month fields start at 1: */2 -> 1, 3, 5, ...",
+        "agrees with lldsched on 300 random fields, edges included",
+    ]
+
+
 def test_the_field_checker_passes_the_reference_answer() -> None:
     assert all(r.passed for r in run_checks(parse_field_checks(parse_field)))
 
@@ -372,6 +614,7 @@ def test_notebook_07_runs_no_reference_answer_and_offers_each_one_on_demand() ->
     assert sorted(offered) == [
         "exercises/solutions/next_slot.py",
         "exercises/solutions/parse_field.py",
+        "exercises/solutions/retry_at.py",
         "exercises/solutions/task_queue.py",
     ]
     assert all((root / "notebooks" / path).is_file() for path in offered)

@@ -174,7 +174,7 @@ DECISIONS: tuple[Decision, ...] = (
         "wait",
         "Condition.wait(timeout)",
         "The timer sleeps until the head is due (a clock check at most once a minute): "
-        "no polling, no lateness.",
+        "no polling, and no lateness but its own wake-up.",
         "poll every 1 / 10 / 100 ms",
         "tests/test_lab_timer.py::test_a_polling_timer_wakes_while_idle_and_the_real_one_does_not",
         "tests/test_scheduler_timer.py::test_an_idle_scheduler_parks_its_timer_for_at_most_the_bounded_wait",
@@ -237,7 +237,8 @@ DECISIONS: tuple[Decision, ...] = (
     Decision(
         "overrun",
         "overrun policy",
-        "A fixed-rate job that overruns skips (or catches up) on one entry: it never piles up.",
+        "A fixed-rate job that overruns has one entry: its runs never pile up on the workers "
+        "(CATCH_UP still falls behind).",
         '"keep queueing" a run per slot',
         "tests/test_lab_overrun.py::test_keep_queueing_piles_up_and_starves_the_heartbeat_and_skip_does_not",
         "tests/test_sim.py::test_fixed_rate_skip_after_an_overrun_resumes_on_the_grid",

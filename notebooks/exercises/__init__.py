@@ -7,6 +7,13 @@ half-written answer shows you where it stands.  Reference answers live in
 """
 
 from exercises.checks import check_task_queue, check_wakes_for_a_push
+from exercises.retry_checks import check_retry_at
 from exercises.schedule_checks import check_next_slot, check_parse_field
 
-__all__ = ["check_next_slot", "check_parse_field", "check_task_queue", "check_wakes_for_a_push"]
+__all__ = [
+    "check_next_slot",
+    "check_parse_field",
+    "check_retry_at",
+    "check_task_queue",
+    "check_wakes_for_a_push",
+]

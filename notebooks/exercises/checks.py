@@ -14,7 +14,10 @@ controls (:class:`ExerciseClock`: its own epoch, and a count of every read), and
 watches the queue's Condition (:class:`WatchedCondition` counts waits and
 notifies, and lets the checker wake the waiters when nobody asked: a spurious
 wake-up).  Every wait in here is bounded; a consumer that never returns is left
-parked on a daemon thread after the check pushes it something to take.  The
+parked on a daemon thread after the check pushes it something to take, and a push
+or cancel the checker makes while a consumer may hold the lock runs on a daemon
+thread too, bounded by :data:`HELD` (a ``pop_due`` that sleeps holding the lock is
+told so instead of hanging the notebook).  The
 whole check takes about a second for a correct answer, and a few seconds for any.
 """
 
@@ -24,6 +27,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from types import TracebackType
 from typing import Any, NamedTuple
 
@@ -82,6 +86,33 @@ def print_results(results: list[Result]) -> None:
 
 TWELVE_HOURS = 12 * 3600.0
 LATE = 0.5  # seconds after its due instant by which a task must be returned (room for load)
+HELD = 1.0  # seconds a push, a cancel or the checker may wait for the queue's lock
+HOLDS_THE_LOCK = (
+    "pop_due holds the lock while it waits (a time.sleep or a loop inside `with "
+    "self._cond`), so nothing else can get in; wait on the condition, which releases the "
+    "lock while it waits"
+)
+
+
+def bounded(call: Callable[[], object], what: str) -> None:
+    """Run ``call`` (a push or a cancel the checker makes while a consumer may hold the
+    queue's lock) and let it take at most :data:`HELD` seconds; it runs on a daemon thread,
+    left behind if it never returns."""
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            call()
+        except BaseException as error:  # the learner's code raised: re-raised below
+            raised.append(error)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(HELD)
+    if thread.is_alive():
+        raise AssertionError(f"{what} did not return within {HELD:g} s: {HOLDS_THE_LOCK}")
+    if raised:
+        raise raised[0]
 
 
 class ExerciseClock:
@@ -175,9 +206,16 @@ class WatchedCondition:
         return ok
 
     def spurious_wake_up(self) -> None:
-        """Wake every waiter although nothing changed."""
-        with self.inner:
+        """Wake every waiter although nothing changed (if the lock can be had within
+        :data:`HELD` seconds: a waiter that never releases it is told so)."""
+        if not self.inner.acquire(timeout=HELD):
+            raise AssertionError(
+                f"the checker could not take the lock in {HELD:g} s: {HOLDS_THE_LOCK}"
+            )
+        try:
             self.inner.notify_all()
+        finally:
+            self.inner.release()
 
 
 class Consumers:
@@ -244,10 +282,11 @@ def _release(rig: Rig, consumers: Consumers) -> None:
     alive = sum(thread.is_alive() for thread in consumers.threads)
     try:
         for n in range(alive * 2):
-            rig.queue.push(f"release-{n}", rig.clock.peek() - 1)
-    except Exception:
+            task = f"release-{n}"
+            bounded(partial(rig.queue.push, task, rig.clock.peek() - 1), f"push({task!r})")
+        rig.cond.spurious_wake_up()
+    except Exception:  # a queue that raises or holds its lock: leave its threads parked
         return
-    rig.cond.spurious_wake_up()
     for thread in consumers.threads:
         thread.join(0.1)
 
@@ -262,6 +301,53 @@ def _expect(consumers: Consumers, task: str, due: float, clock: ExerciseClock, w
         raise AssertionError(f"expected {task!r}, got {name!r}")
     if at < due:
         raise AssertionError(f"{task!r} returned {due - at:.2f} s before it was due")
+
+
+HEAP_SIZE = 1_000  # tasks the cost check pushes and pops
+# Orderings of due times allowed per task pushed and popped.  A heap makes about
+# 2 * log2(1000) = 20 per pop and 2 per push (the reference: 21 in all); a sort, a
+# heapify or a scan per operation, about HEAP_SIZE / 2 = 500.  A sorted list kept with
+# bisect.insort passes: its O(n) is a memmove, which no comparison count sees.
+COMPARISONS_PER_ENTRY = 60
+
+
+class ComparisonCounter:
+    """How many times the due times it is given to were compared."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
+class CountedDue(float):
+    """A due instant (a plain float to the queue) that counts the times it is ordered.
+
+    Only ``<``, ``<=``, ``>`` and ``>=`` count: a tuple comparison also asks ``==`` of
+    each pair of fields first, which says nothing about the cost of the structure.
+    Arithmetic (``due - now``) gives plain floats.
+    """
+
+    counter: ComparisonCounter
+
+    def __new__(cls, value: float, counter: ComparisonCounter) -> CountedDue:
+        due = super().__new__(cls, value)
+        due.counter = counter
+        return due
+
+    def __lt__(self, other: float) -> bool:
+        self.counter.count += 1
+        return float(self) < other
+
+    def __le__(self, other: float) -> bool:
+        self.counter.count += 1
+        return float(self) <= other
+
+    def __gt__(self, other: float) -> bool:
+        self.counter.count += 1
+        return float(self) > other
+
+    def __ge__(self, other: float) -> bool:
+        self.counter.count += 1
+        return float(self) >= other
 
 
 # -- the timer checks -------------------------------------------------------------------
@@ -351,10 +437,10 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         on_empty = Consumers(empty.queue, empty.clock)
         park(parked)
         park(empty)
-        for _ in range(2):
-            parked.cond.spurious_wake_up()
-            empty.cond.spurious_wake_up()
         try:
+            for _ in range(2):
+                parked.cond.spurious_wake_up()
+                empty.cond.spurious_wake_up()
             for consumers, where in [(on_parked, "a task due in 12 h"), (on_empty, "nothing")]:
                 try:
                     early = consumers.next(0.1)
@@ -378,8 +464,8 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         consumers = Consumers(rig.queue, rig.clock)
         park(rig)
         due = rig.clock.peek()
-        rig.queue.push("urgent", due)
         try:
+            bounded(lambda: rig.queue.push("urgent", due), "push('urgent')")
             _expect(
                 consumers,
                 "urgent",
@@ -397,10 +483,11 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         consumers = Consumers(rig.queue, rig.clock, count=2)
         park(rig, 2)
         due = rig.clock.peek() + 0.1
-        rig.queue.push("first", due)
-        rig.queue.push("second", due)  # same instant, later arrival: not a new head
         got: list[object] = []
         try:
+            bounded(lambda: rig.queue.push("first", due), "push('first')")
+            # same instant, later arrival: not a new head
+            bounded(lambda: rig.queue.push("second", due), "push('second')")
             for _ in range(2):
                 item = consumers.next(due + LATE - rig.clock.peek())
                 if item is not None:
@@ -426,8 +513,9 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         rig.queue.push("kept", start + 0.15)
         consumers = Consumers(rig.queue, rig.clock, takes=2)
         park(rig)
-        rig.queue.cancel("doomed")  # the consumer is parked on it: a tombstone now
         try:
+            # the consumer is parked on it: a tombstone now
+            bounded(lambda: rig.queue.cancel("doomed"), "cancel('doomed')")
             first = consumers.next(start + 0.15 + LATE - rig.clock.peek())
             assert first is not None, "nothing came back after 'doomed' was cancelled"
             assert first[0] != "doomed", (
@@ -436,7 +524,8 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             )
             assert first[0] == "kept", f"expected 'kept', got {first[0]!r}"
             again = rig.clock.peek()
-            rig.queue.push("doomed", again)  # pushed again after its cancel: live again
+            # pushed again after its cancel: live again
+            bounded(lambda: rig.queue.push("doomed", again), "push('doomed')")
             rig.cond.spurious_wake_up()  # this check is about tombstones, not about notify
             second = consumers.next(again + LATE - rig.clock.peek())
             assert second is not None and second[0] == "doomed", (
@@ -478,6 +567,34 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             "pushing it again at +0.25 s replaces its entry"
         )
 
+    def logarithmic_push_and_pop() -> None:
+        rig = _rig(make_queue)
+        counter = ComparisonCounter()
+        now = rig.clock.peek()
+        # Distinct due instants, all passed, in a shuffled order: every pop returns at once.
+        dues = [now - 1 - (n * 7919 % HEAP_SIZE) / HEAP_SIZE for n in range(HEAP_SIZE)]
+        for n, due in enumerate(dues):
+            rig.queue.push(f"job-{n}", CountedDue(due, counter))
+        pushed = counter.count
+        consumers = Consumers(rig.queue, rig.clock, takes=HEAP_SIZE)
+        got = 0
+        try:
+            while got < HEAP_SIZE and consumers.next(LATE) is not None:
+                got += 1
+        finally:
+            _release(rig, consumers)
+        assert got == HEAP_SIZE, (
+            f"pushed {HEAP_SIZE} tasks, all due already, and only {got} came back"
+        )
+        budget = COMPARISONS_PER_ENTRY * HEAP_SIZE
+        assert counter.count <= budget, (
+            f"{HEAP_SIZE} pushes and pops compared due times {counter.count:,} times "
+            f"({pushed:,} in the pushes), about {counter.count // HEAP_SIZE} per task where a "
+            f"heap needs about 2 * log2({HEAP_SIZE}) = 20: a sort, a heapify or a scan on "
+            "every push or pop costs O(n) each; keep a heap (heapq.heappush / heappop, "
+            "O(log n))"
+        )
+
     return [
         ("returns what is due at once, due first, then arrival", due_now_in_order),
         ("waits exactly the delay until the head is due", waits_exactly_the_delay),
@@ -487,6 +604,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         ("a new head wakes both of two waiters (notify_all)", two_waiters_both_re_arm),
         ("a cancelled entry never runs; pushed again, it does", cancelled_entry_never_runs),
         ("pushing a queued task again replaces its entry", re_push_replaces_the_entry),
+        ("push and pop cost O(log n): a heap, not a sort or a scan", logarithmic_push_and_pop),
     ]
 
 

@@ -184,6 +184,7 @@ def parse_field_checks(parse_field: Callable[[str, int, int], set[int]]) -> list
     return [
         ("minute fields: values, ranges, steps, lists", cases(minutes, 0, 59)),
         ("hour fields", cases(["*", "9-17", "*/6", "12", "9-17/2,22"], 0, 23)),
+        ("month fields start at 1: */2 -> 1, 3, 5, ...", cases(["*/2", "*/5", "1-12/4"], 1, 12)),
         ("range ends are bounds-checked: 50-70, 0-99/50", cases(["50-70", "0-99/50", "60"], 0, 59)),
         (
             "rejects what cron rejects: +5, 5-1, */0, 1,,2",

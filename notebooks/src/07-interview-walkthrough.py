@@ -8,7 +8,7 @@
 # - answer the case at interview pace, one slot at a time: what to say, what to draw, what to write;
 # - write the blocking timer queue (`push`, `pop_due`, `cancel`) on a `threading.Condition`
 #   from memory, and have real threads check it;
-# - state the fixed-rate and overrun rules exactly, boundary included;
+# - state the fixed-rate, overrun and retry rules exactly, boundaries included;
 # - know the talking points: the patterns used, the two deliberately not used, and the
 #   hand-off to the distributed design.
 #
@@ -18,11 +18,11 @@
 # the data structure the timer uses, and say exactly what the timer thread does while it
 # has nothing to do."*
 #
-# Each slot opens with a **prompt card**: what to say, what to draw, what to write. Two
+# Each slot opens with a **prompt card**: what to say, what to draw, what to write. Three
 # exercises sit where an interviewer asks for them (the timer queue in 14-24, the overrun
-# rule in 24-32); each is checked by running real tests against your code. Running all
-# cells never shows an answer: each exercise has a commented `%load` line that brings the
-# reference answer into its cell when *you* ask for it.
+# and retry rules in 24-34); each is checked by running real tests against your code.
+# Running all cells never shows an answer: each exercise has a commented `%load` line
+# that brings the reference answer into its cell when *you* ask for it.
 #
 # | minutes | slot | you write |
 # | --- | --- | --- |
@@ -30,8 +30,8 @@
 # | 5-10 | entities | two class diagrams |
 # | 10-14 | the data structure | the heap entry |
 # | 14-24 | the timer and the pool | **exercise 1**: the timer queue on a Condition |
-# | 24-32 | lifecycle, retries, rescheduling | **exercise 2**: the overrun rule |
-# | 32-38 | cancellation and shutdown | the shutdown order |
+# | 24-34 | lifecycle, retries, rescheduling | **exercises 2 and 3**: the overrun rule, the retry rule |
+# | 34-38 | cancellation and shutdown | the shutdown order |
 # | 38-45 | extensions | cron as a five-minute sketch; leases and fencing tokens |
 
 # %% [markdown]
@@ -44,10 +44,12 @@
 # | --- | --- |
 # | one process or a cluster? | one scheduler per process; several share a job set through the store with leases and fencing tokens (38-45) |
 # | fixed rate from the start or the finish? | rate keeps a **grid of slots**, anchored on the slot each run served (its start, when it starts on time); delay counts from the finish |
-# | a run longer than its period? | an explicit policy, SKIP or CATCH_UP, never a silent pile-up |
+# | a run longer than its period? | an explicit policy, SKIP or CATCH_UP, never a silent pile-up (CATCH_UP only for an occasional overrun: a job that always overruns falls further behind every run, 09 measures it) |
 # | can a running task be stopped? | no: Python cannot preempt a thread; cancel stops future runs, real cancellation is cooperative |
 # | seconds, time zones? | five cron fields to the minute; zones are the hard extension |
-# | is a retry a new run? | the same task, attempt n + 1, due at finish + backoff |
+# | is a retry a new run? | the same task, attempt n + 1, due at finish + backoff; at most `max_attempts` in all, then the dead letter (one-off) or the next slot (recurring) |
+# | how many tasks, how precise? | thousands to a few hundred thousand, to the second: one heap in memory, O(log n) a push or pop |
+# | what must survive a restart? | definitions, statuses and next-run times, in a store; a run cut by a crash runs again (at-least-once) |
 # | what does the timer do while waiting? | blocks on a Condition for exactly the remaining delay |
 
 # %% [markdown]
@@ -203,13 +205,24 @@ print([heapq.heappop(heap)[3] for _ in range(len(heap))])
 # field), a sleep or poll loop, `if` where `while` is needed (it wakes your waiter when
 # nothing changed), a push that does not notify (a waiter parked twelve hours must wake
 # for a task due now), `notify()` where two waiters need `notify_all()`, a cancelled
-# entry that still comes out, a task pushed twice that comes out twice.
+# entry that still comes out, a task pushed twice that comes out twice, and a sort or a
+# scan where the heap belongs (it counts how often your queue compares due times).
 #
 # *Where lldsched differs:* its entries also carry the priority, `(due, priority,
 # sequence, task_id)`; the sequence doubles as the task's generation; the timer waits
 # through `clock.wait(condition, deadline)` so that a fake clock can drive it (notebook
 # 01); and one lock carries four Conditions (timer, workers, idle waiters, and the
-# coroutine runner's shutdown).
+# coroutine runner's shutdown). Its heap has a single waiter, the timer thread, so there
+# `notify_all()` is insurance; the exercise lets several threads call `pop_due`, and
+# then it is required.
+#
+# *If asked about the locks:* one lock guards the heap, the task registry and the
+# hand-off queue together, so "pop the head, mark it RUNNING, hand it to a worker" is one
+# atomic step and the three cannot deadlock against each other (the few other locks,
+# the store's and the listeners' queue's, are only ever taken after it); Conditions on
+# that lock keep the waiters apart (a new head wakes the timer, not the workers).
+# Actions and listeners run outside it, so it is held for microseconds and one lock does
+# not limit throughput (notebook 01, section 4).
 
 # %%
 import itertools
@@ -244,7 +257,7 @@ from exercises import check_task_queue
 check_task_queue(TaskQueue)
 
 # %% [markdown]
-# ## 24-32 · Lifecycle, retries, rescheduling
+# ## 24-34 · Lifecycle, retries, rescheduling
 #
 # > **Say:** "SCHEDULED → RUNNING → SCHEDULED, SUCCEEDED, RETRYING or FAILED; PAUSED and
 # > CANCELLED from any live status. RETRYING is its own status because a retry keeps the
@@ -317,7 +330,40 @@ from exercises import check_next_slot
 check_next_slot(next_slot)
 
 # %% [markdown]
-# ## 32-38 · Cancellation and shutdown
+# **Retries.** *"And when a run fails?"* Say four things. A retry is the same task and
+# the same slot, attempt n + 1, due at the finish plus a **backoff** that grows by a
+# factor (1 s, 2 s, 4 s...) so a struggling dependency gets room, **capped** so the wait
+# never grows past a minute or so. The attempts are **capped** too: after the last one a
+# one-off task is FAILED and lands in the **dead letter** (a list an operator can read
+# and redrive), and a recurring task gives that slot up and goes on to its next one.
+# **Jitter** (a random fraction off each wait) keeps a thousand tasks that failed
+# together from retrying together. And only what may succeed next time is worth
+# retrying: a timeout or a refused connection, not a `TypeError` (lldsched retries every
+# failure alike; a filter by error type is a one-line extension to offer).
+#
+# **Exercise 3 (three minutes).** Write `retry_at(attempt, finished, max_attempts,
+# initial, multiplier, cap)`: after attempt `attempt` (1 is the first run) failed at
+# `finished`, the instant the next attempt is due, or `None` when none is left.
+# `max_attempts` counts every attempt, the first included; the wait after attempt n is
+# `initial * multiplier ** (n - 1)`, at most `cap`. The check compares it with lldsched's
+# `RetryPolicy`, the last attempt and an attempt far past the cap included.
+
+
+# %%
+def retry_at(attempt, finished, max_attempts=3, initial=1.0, multiplier=2.0, cap=60.0):
+    raise NotImplementedError("your turn")
+
+
+# To see the reference answer, uncomment the next line and run this cell:
+# %load exercises/solutions/retry_at.py
+
+# %%
+from exercises import check_retry_at
+
+check_retry_at(retry_at)
+
+# %% [markdown]
+# ## 34-38 · Cancellation and shutdown
 #
 # > **Say:** "Tombstones, not removal. A running thread cannot be stopped. Stop the timer
 # > before the pool." **Draw:** the shutdown order as three numbered arrows. **Write:**
@@ -393,10 +439,17 @@ for expr in ["*/15 * * * *", "0 9-17/2 * * mon-fri", "30 2 * * *"]:
 # * **Misfires after downtime**: per task, a grace time and RUN_ONCE, RUN_ALL or SKIP.
 # * **Recovery from the store**: rebuild the heap from stored next-run times; a run in
 #   flight at a crash runs again (at-least-once), so tasks should be idempotent.
+# * **Exactly-once?** Not as execution: the crash can fall after the action's side effect
+#   and before its record is written, and no scheduler can tell the two apart. Offer
+#   at-least-once runs and an **idempotency key** (the task id and its slot) that the
+#   action's sink deduplicates on: exactly-once *effect*.
 # * **Cron time zones**: a 02:30 job does not exist one night a year and happens twice on
 #   another (notebook 02).
-# * **A hierarchical timing wheel** (Varghese and Lauck, 1987): O(1) insertion, right for
-#   network stacks with hundreds of thousands of timers, rarely needed for a job scheduler.
+# * **A hierarchical timing wheel** (Varghese and Lauck, 1987): O(1) insertion and
+#   cancel, but time walks tick by tick and a bucket keeps no order (no priority within a
+#   tick). Right for a network stack with a million connection timeouts, most cancelled;
+#   a job scheduler's timers are few, hours apart and prioritised, so it keeps the heap
+#   (09 measures both: in CPython they meet around 100,000 timers).
 #
 # **The hand-off: several schedulers, one set of jobs.** Everything so far is one process.
 # When the interviewer asks for several, say: each scheduler takes a **lease** on a job in
@@ -405,8 +458,11 @@ for expr in ["*/15 * * * *", "0 9-17/2 * * mon-fri", "30 2 * * *"]:
 # stalls (a GC pause, a partition) can outlive its lease while another takes the job; when
 # it wakes and writes, the store rejects its older token. Leases give at-most-one owner
 # *most* of the time; the fencing token makes the stale owner harmless the rest of the
-# time; idempotent tasks make the retry after a crash harmless. That is where the
-# distributed-scheduler interview begins.
+# time, but only where it is checked: the scheduler's own store checks it, and the
+# action's sink must check it too (the run gets its token; the sink keeps the newest
+# token per task and refuses older ones). A side effect that cannot be fenced, an e-mail
+# sent, needs the idempotency key instead. Idempotent tasks make the retry after a crash
+# harmless. That is where the distributed-scheduler interview begins (notebook 10).
 #
 # ## Homework (optional, 15 minutes): a cron field parser
 #
@@ -444,12 +500,12 @@ check_parse_field(parse_field)
 # | 0-5 | a run longer than its period: an explicit policy, never a silent pile-up | [overrun policy](09-design-lab.ipynb#lab-overrun) |
 # | 5-10 | events leave the lock and are delivered off the hot path | [listeners off the lock](09-design-lab.ipynb#lab-listeners) |
 # | 10-14 | the sequence field: ties never compare tasks | [the sequence field](09-design-lab.ipynb#lab-sequence) |
-# | 10-14, 32-38 | cancel by tombstone, not by removal from the middle of the heap | [tombstones](09-design-lab.ipynb#lab-tombstones) |
+# | 10-14, 34-38 | cancel by tombstone, not by removal from the middle of the heap | [tombstones](09-design-lab.ipynb#lab-tombstones) |
 # | 14-24 | the timer waits on a Condition with a timeout, no poll | [Condition.wait](09-design-lab.ipynb#lab-wait) |
 # | 14-24 | a push that makes a new head notifies, and notifies *all* | [push notifies](09-design-lab.ipynb#lab-push), [notify_all](09-design-lab.ipynb#lab-notify-all) |
 # | 14-24 | after every wake-up, re-test in a `while` | [re-test in while](09-design-lab.ipynb#lab-while) |
 # | 14-24 | a bounded hand-off queue: backpressure | [bounded hand-off](09-design-lab.ipynb#lab-handoff) |
-# | 32-38 | stop the timer before the pool | [shutdown order](09-design-lab.ipynb#lab-shutdown) |
+# | 34-38 | stop the timer before the pool | [shutdown order](09-design-lab.ipynb#lab-shutdown) |
 # | 38-45 | a hierarchical timing wheel, and why a job scheduler keeps the heap | [heap or wheel](09-design-lab.ipynb#lab-wheel) |
 
 # %% [markdown]
@@ -462,6 +518,8 @@ check_parse_field(parse_field)
 #    at 60 s exactly. When is it next due, under SKIP, and why not 90 or 120?
 # 3. An interviewer asks why there is no `SchedulerSingleton` and no `RunningState`
 #    class. Answer in two sentences.
+# 4. *"Can your scheduler guarantee each report is sent exactly once?"* What do you
+#    promise instead, and what must the report's action do?
 #
 # <details><summary>Answers</summary>
 #
@@ -475,6 +533,10 @@ check_parse_field(parse_field)
 #    given, so one scheduler is built and passed around. Eight statuses with guarded
 #    transitions are an enum and one table; a class per status would spread one rule
 #    over eight places.
+# 4. Not exactly-once execution: a crash after the send and before the record is written
+#    looks, at restart, like a run that never finished, so it runs again. Promise
+#    at-least-once, and have the action deduplicate on an idempotency key (the task id
+#    and slot; with several processes, the fencing token too): exactly-once *effect*.
 #
 # </details>
 #

@@ -342,7 +342,9 @@ caught_by("handoff")
 # ## 8. An overrun policy, not "keep queueing"
 #
 # **Claim:** a fixed-rate job whose runs outlast its period has one entry at a time, and
-# its policy says what happens to the slots it missed: nothing piles up behind it.
+# its policy says what happens to the slots it missed: no run piles up behind it.
+# (Which policy is a choice: `CATCH_UP` owes every slot, so a job that *always* overruns
+# falls further behind all day; it suits an occasional overrun.)
 #
 # A simulated day on two workers: a job every 60 s whose runs take 150 s, beside a
 # heartbeat every 10 s. `SKIP` runs the next slot after the finish; `CATCH_UP` runs every

@@ -278,43 +278,56 @@ print(with_fencing.summary())
 #
 # What an action owes a scheduler that runs it at least once is **idempotency**, keyed
 # on the token: the run gets its claim's token (`ctx.fencing_token`), and the table it
-# writes to keeps the newest token it has seen and refuses older ones. Writes are an
-# upsert keyed by slot, so a second write for a slot replaces the first instead of
-# adding to it. Here is such a table, on SQLite, in twenty lines.
+# writes to keeps, **per task**, the newest token it has seen and refuses older ones.
+# Per task, because the tokens come from one counter shared by every task: one fence for
+# a table two tasks write to would refuse the slower task's rightful write the moment
+# the other task's newer token landed. Writes are an upsert keyed by task and slot, so a
+# second write for a slot replaces the first instead of adding to it. Here is such a
+# table, on SQLite, in twenty lines.
 
 
 # %%
 class FencedReports:
-    """Reports keyed by slot; a write carrying an older token than the newest seen is refused."""
+    """Reports keyed by task and slot; a write carrying an older token than the newest
+    seen for its task is refused."""
 
     def __init__(self) -> None:
         self.db = sqlite3.connect(":memory:", isolation_level=None)
-        self.db.execute("CREATE TABLE fence (name TEXT PRIMARY KEY, token INTEGER NOT NULL)")
-        self.db.execute("CREATE TABLE reports (slot REAL PRIMARY KEY, body TEXT, token INTEGER)")
+        self.db.execute("CREATE TABLE fence (task TEXT PRIMARY KEY, token INTEGER NOT NULL)")
+        self.db.execute(
+            "CREATE TABLE reports (task TEXT, slot REAL, body TEXT, token INTEGER,"
+            " PRIMARY KEY (task, slot))"
+        )
 
-    def write(self, slot: float, body: str, token: int) -> bool:
+    def write(self, task: str, slot: float, body: str, token: int) -> bool:
         with self.db:  # one transaction: the check and the write cannot be split
             self.db.execute("BEGIN IMMEDIATE")
-            row = self.db.execute("SELECT token FROM fence WHERE name = 'reports'").fetchone()
+            row = self.db.execute("SELECT token FROM fence WHERE task = ?", (task,)).fetchone()
             if row is not None and token < row[0]:
-                return False  # a newer holder has written: this one is stale
-            self.db.execute("INSERT OR REPLACE INTO fence VALUES ('reports', ?)", (token,))
-            self.db.execute("INSERT OR REPLACE INTO reports VALUES (?, ?, ?)", (slot, body, token))
+                return False  # a newer holder of this task has written: this one is stale
+            self.db.execute("INSERT OR REPLACE INTO fence VALUES (?, ?)", (task, token))
+            self.db.execute(
+                "INSERT OR REPLACE INTO reports VALUES (?, ?, ?, ?)", (task, slot, body, token)
+            )
             return True
 
-    def rows(self) -> list[tuple[float, str, int]]:
-        return self.db.execute("SELECT slot, body, token FROM reports ORDER BY slot").fetchall()
+    def rows(self) -> list[tuple[str, float, str, int]]:
+        query = "SELECT task, slot, body, token FROM reports ORDER BY task, slot"
+        return self.db.execute(query).fetchall()
 
 
 # %% tags=["nbval-check-output"]
 sink = FencedReports()
-print("node-1, token 2:", sink.write(60, "report by node-1", token=2))
-print("node-0, token 1 (woke from its pause):", sink.write(60, "report by node-0", token=1))
-print("node-1, token 3, next slot:", sink.write(120, "report by node-1", token=3))
-print(sink.rows())
+print("report, node-1, token 2:", sink.write("report", 60, "by node-1", token=2))
+print("report, node-0, token 1 (after its pause):", sink.write("report", 60, "by node-0", token=1))
+print("backup, node-2, token 4:", sink.write("backup", 60, "by node-2", token=4))
+print("report, node-1, token 3 (next slot):", sink.write("report", 120, "by node-1", token=3))
+print(*sink.rows(), sep="\n")
 
 # %% [markdown]
 # The order the paused process causes (the stale write after the new one) is refused.
+# The report's run under token 3 wrote after the backup's under token 4, and lands: the
+# fence is the report's own, and its newest token is 3.
 # The other order (the stale write first) is accepted, and then *replaced* by the newer
 # write, because the write is keyed by slot: the table ends with one report per slot
 # either way. A sink that appends (send an e-mail, add to a balance) cannot be fenced this
@@ -322,9 +335,9 @@ print(sink.rows())
 
 # %% tags=["nbval-check-output"]
 sink = FencedReports()
-print("node-0, token 1 (before the takeover's write):", sink.write(60, "by node-0", token=1))
-print("node-1, token 2:", sink.write(60, "by node-1", token=2))
-print(sink.rows())
+print("node-0, token 1 (before the takeover's):", sink.write("report", 60, "by node-0", token=1))
+print("node-1, token 2:", sink.write("report", 60, "by node-1", token=2))
+print(*sink.rows(), sep="\n")
 
 # %% [markdown]
 # ## 7. The same claims, for real: three processes on one SQLite file

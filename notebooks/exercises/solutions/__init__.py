@@ -2,6 +2,7 @@
 
 from exercises.solutions.next_slot import next_slot
 from exercises.solutions.parse_field import parse_field
+from exercises.solutions.retry_at import retry_at
 from exercises.solutions.task_queue import TaskQueue
 
-__all__ = ["TaskQueue", "next_slot", "parse_field"]
+__all__ = ["TaskQueue", "next_slot", "parse_field", "retry_at"]

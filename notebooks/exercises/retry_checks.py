@@ -1,0 +1,156 @@
+"""The checks of the retry exercise (notebook 07, minutes 24-34): when is a failed task
+tried again, and when is it given up?
+
+``retry_at(attempt, finished, max_attempts, initial, multiplier, cap)`` is compared with
+lldsched's own :class:`~lldsched.RetryPolicy` (``allows_retry`` and ``backoff``), on
+named cases that each pin one mistake and on random ones: the last attempt allowed,
+the first retry's wait, the cap, and an attempt so late that an uncapped power of the
+multiplier overflows a float.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+from exercises.checks import Check, print_results, run_checks
+from lldsched import RetryPolicy
+
+__all__ = ["check_retry_at", "reference_retry_at", "retry_at_checks"]
+
+RetryAt = Callable[..., float | None]
+
+
+def reference_retry_at(
+    attempt: int,
+    finished: float,
+    max_attempts: int = 3,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> float | None:
+    """What lldsched does after the ``attempt``-th attempt failed at ``finished``."""
+    policy = RetryPolicy(
+        max_attempts=max_attempts, initial_backoff=initial, multiplier=multiplier, max_backoff=cap
+    )
+    if not policy.allows_retry(attempt):
+        return None
+    return finished + policy.backoff(attempt)
+
+
+def _mistake(
+    attempt: int,
+    finished: float,
+    max_attempts: int,
+    initial: float,
+    multiplier: float,
+    cap: float,
+    got: float | None,
+    expected: float | None,
+) -> str:
+    """What a wrong ``got`` most likely says about the answer (": ..."), or nothing."""
+    if expected is None:
+        if attempt == max_attempts:
+            return (
+                f": attempt {attempt} of max_attempts={max_attempts} was the last one allowed "
+                "(max_attempts counts every attempt, the first included), so return None: "
+                "without that cap a broken task is retried for ever"
+            )
+        return ": no attempt is left; a retry with no cap tries a broken task for ever"
+    if got is None:
+        return (
+            f": attempt {attempt} of {max_attempts} failed, so {max_attempts - attempt} "
+            "more may run; max_attempts counts every attempt, the first included"
+        )
+    wait = expected - finished
+    if abs(got - wait) < 1e-9 and finished:
+        return ": that is the wait; return the instant, finished + wait"
+    uncapped = initial * multiplier ** min(attempt - 1, 1000)
+    if uncapped > cap and got - finished > cap:
+        return f": the wait is capped at {cap:g} s (min(cap, ...))"
+    if abs(got - (finished + min(cap, initial * multiplier**attempt))) < 1e-9:
+        return (
+            ": the first retry waits initial; the wait after attempt n is "
+            "initial * multiplier ** (n - 1)"
+        )
+    if abs(got - (finished + min(cap, initial * attempt))) < 1e-9 and multiplier != 1:
+        return ": the wait grows by a factor (exponential backoff), not by a step"
+    return ""
+
+
+def _verdict(
+    retry_at: RetryAt,
+    attempt: int,
+    finished: float,
+    max_attempts: int,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> None:
+    expected = reference_retry_at(attempt, finished, max_attempts, initial, multiplier, cap)
+    policy = f"{max_attempts}, {initial:g}, {multiplier:g}, {cap:g}"
+    call = f"retry_at({attempt}, {finished:g}, {policy})"
+    try:
+        got = retry_at(attempt, finished, max_attempts, initial, multiplier, cap)
+    except OverflowError as error:
+        raise AssertionError(
+            f"{call} raised OverflowError ({error}): {multiplier:g} ** {attempt - 1} does not "
+            "fit in a float; stop growing the wait once it reaches the cap"
+        ) from None
+    if got is not None and (isinstance(got, bool) or not isinstance(got, int | float)):
+        raise AssertionError(f"{call} returned {got!r}: return a due instant (a number) or None")
+    if got is None and expected is None:
+        return
+    if got is not None and expected is not None and abs(got - expected) < 1e-6:
+        return
+    why = _mistake(attempt, finished, max_attempts, initial, multiplier, cap, got, expected)
+    raise AssertionError(f"{call}: expected {_shown(expected)}, got {_shown(got)}{why}")
+
+
+def _shown(value: float | None) -> str:
+    return "None" if value is None else f"{value:g}"
+
+
+def retry_at_checks(retry_at: RetryAt) -> list[Check]:
+    """``retry_at(attempt, finished, max_attempts, initial, multiplier, cap)``: the instant the
+    next attempt is due after attempt ``attempt`` (1-based) failed at ``finished``, or None
+    when no attempt is left; the wait is ``initial * multiplier ** (attempt - 1)``, at most
+    ``cap``."""
+
+    def named(attempt: int, max_attempts: int, **policy: float) -> Callable[[], None]:
+        return lambda: _verdict(retry_at, attempt, 100.0, max_attempts, **policy)
+
+    def doubling() -> None:
+        for attempt in (1, 2, 3, 4):
+            _verdict(retry_at, attempt, 100.0, 5)
+
+    def random_cases() -> None:
+        rng = random.Random(5)
+        for _ in range(300):
+            max_attempts = rng.randint(1, 12)
+            attempt = rng.randint(1, max_attempts)
+            initial = rng.choice([0.0, 0.5, 1.0, 5.0])
+            _verdict(
+                retry_at,
+                attempt,
+                float(rng.randint(0, 10_000)),
+                max_attempts,
+                initial,
+                rng.choice([1.0, 1.5, 2.0, 3.0]),
+                initial + rng.choice([0.0, 10.0, 60.0, 3600.0]),
+            )
+
+    return [
+        ("the first retry waits initial, counted from the finish -> 101", named(1, 3)),
+        ("the wait doubles: attempts 1 to 4 of 5 -> +1, +2, +4, +8", doubling),
+        ("attempt 3 of max_attempts=3 is the last -> None", named(3, 3)),
+        ("max_attempts=1 never retries -> None", named(1, 1)),
+        ("the wait is capped: attempt 10 of 20 waits 60 s, not 512", named(10, 20)),
+        ("attempt 5,000 of 1,000,000 waits the cap, no overflow", named(5_000, 1_000_000)),
+        ("agrees with RetryPolicy on 300 random cases", random_cases),
+    ]
+
+
+def check_retry_at(retry_at: RetryAt) -> None:
+    """Run the retry-rule checks against your ``retry_at``."""
+    print_results(run_checks(retry_at_checks(retry_at)))
