@@ -25,6 +25,8 @@ from lldsched.stores.postgres_batch import Pending, SettleQueue
 from tests import jobs
 from tests.cluster import wait_until
 from tests.conftest import T0
+from tests.pg_server import PostgresServer
+from tests.tcp_proxy import TcpProxy
 from tests.test_store_sqlite import record, snapshot, task
 
 Opener = Callable[..., PostgresTaskStore]
@@ -286,3 +288,55 @@ def test_settles_in_a_batch_write_failures_in_dead_letter_order_and_a_new_defini
         "b": ("t", "boom"),
         "c": ("renamed", None),
     }
+
+
+def test_a_server_away_is_said_once_for_every_batch_it_fails_and_its_end_once(
+    postgres_server: PostgresServer,
+    postgres_dsn: str,
+    open_store: Opener,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with TcpProxy("127.0.0.1", postgres_server.port) as proxy:
+        store = PostgresTaskStore(proxy.dsn(postgres_dsn, port=postgres_server.port), lease=60)
+        try:
+            for task_id in ("a", "b", "c", "d"):
+                store.save(snapshot(task(id=task_id)))
+            claims = {claim.task_id: claim for claim in store.claim(now=T0, limit=4)}
+            hold_back(store)
+
+            def settle(*task_ids: str) -> None:
+                for n, task_id in enumerate(task_ids):
+                    token = claims[task_id].token
+                    store.save(finished(task_id), record(task_id, n)._replace(token=token))
+                store.flush()
+
+            with caplog.at_level(logging.DEBUG, logger="lldsched"):
+                proxy.cut()  # the server is away: the live connection and any new one
+                settle("a")  # the batch's statement fails, then connecting again fails
+                settle("b", "c")  # connecting fails
+                (error,) = [r for r in caplog.records if r.levelno >= logging.WARNING]
+                assert error.levelno == logging.ERROR and error.exc_info is not None
+                assert error.getMessage().startswith(
+                    f"store {store!r} failed (a write of 1 settles: their runs are taken "
+                    "over once their leases expire):"
+                )
+                (still,) = [r for r in caplog.records if "still failing" in r.getMessage()]
+                assert still.levelno == logging.DEBUG and still.exc_info is None
+                assert "write of 2 settles" in still.getMessage()
+
+                proxy.restore()
+                settle("d")
+                recovered = [r for r in caplog.records if r.levelno >= logging.WARNING][1:]
+                assert [(r.levelno, r.getMessage()) for r in recovered] == [
+                    (
+                        logging.WARNING,
+                        f"store {store!r} recovered (a settle batch succeeded): 2 calls "
+                        "failed during the outage, 3 task writes not stored (those tasks' "
+                        "rows are stale until their next transition)",
+                    )
+                ]
+            # As before: a failed batch is not tried again; its runs' leases expire.
+            assert [r.task_id for r in open_store().records()] == ["d"]
+            assert [lease.task_id for lease in open_store().leases()] == ["a", "b", "c"]
+        finally:
+            store.close()

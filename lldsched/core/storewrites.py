@@ -27,8 +27,10 @@ its end.  So an outage is said once, here:
 
 * the first call that fails (:meth:`StoreWrites.failed` for the core's writes,
   :meth:`StoreWrites.call_failed` for a shared store's claims, renewals, change feed,
-  releases, flushes and misfires) is logged at error level **with its traceback**:
-  which store, what failed, that the scheduler goes on in memory;
+  releases, flushes and misfires, and for the PostgreSQL store's batches of settles,
+  written by a thread of its own with an instance of its own) is logged at error
+  level **with its traceback**: which store, what failed, that the scheduler goes on
+  in memory;
 * each later failure while the outage lasts is counted (:class:`Outage`) and logged
   at debug level, one line naming what was not done and the error, no traceback:
   no write is dropped without a word, and a debug log still shows each;
@@ -92,17 +94,18 @@ class StoreWrites:
         after the change it describes was made: logged once an outage (called in an
         ``except`` block)."""
         if not self.found_closed(error, f"{verb} of {task_id}"):
-            self._count(error, verb, f"{verb} of {task_id}", write=True)
+            self._count(error, kind=verb, doing=f"{verb} of {task_id}", writes=1)
 
-    def call_failed(self, error: Exception, kind: str, doing: str) -> None:
+    def call_failed(self, error: Exception, kind: str, doing: str, *, writes: int = 0) -> None:
         """A shared store's call of ``kind`` (``"claim"``, ``"renewal"``, ``"change
-        feed"``, ...) raised ``error``; ``doing`` says what failed (``"claim"``,
-        ``"release of task-1"``).  Logged as :meth:`failed` logs a write (called in an
-        ``except`` block)."""
+        feed"``, ``"settle batch"``, ...) raised ``error``; ``doing`` says what failed
+        (``"claim"``, ``"release of task-1"``); ``writes``: the task writes it carried
+        that are not stored (a batch of settles: one each).  Logged as :meth:`failed`
+        logs a write (called in an ``except`` block)."""
         if not self.found_closed(error, doing):
-            self._count(error, kind, doing, write=False)
+            self._count(error, kind=kind, doing=doing, writes=writes)
 
-    def _count(self, error: Exception, kind: str, doing: str, *, write: bool) -> None:
+    def _count(self, error: Exception, *, kind: str, doing: str, writes: int) -> None:
         outage = self.outage
         if outage is None:
             outage = self.outage = Outage(kind)
@@ -118,7 +121,7 @@ class StoreWrites:
             outage.kinds.add(kind)
             log.debug("store %r still failing: %s not done (%r)", self.store, doing, error)
         outage.calls += 1
-        outage.writes += write
+        outage.writes += writes
 
     def succeeded(self, kind: str) -> None:
         """A call of ``kind`` succeeded: if the store was failing and a call of that kind

@@ -51,6 +51,7 @@ from types import TracebackType
 from typing import Any
 
 from lldsched.checks import seconds, whole_or_none
+from lldsched.core.storewrites import StoreWrites
 from lldsched.errors import LeaseLost, StoreClosedError, StoreError, ValidationError
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
 from lldsched.persistence import (
@@ -126,7 +127,7 @@ class PostgresTaskStore:
             connection.close()
             raise
         # Guards the connection (one statement or transaction at a time), the caches
-        # from _defined to _since, and `rejected`.  Taken inside the scheduler's lock
+        # from _defined to _since, `rejected` and _batches.  Taken inside the scheduler's lock
         # when the runtime calls (lock order: the scheduler's, then this one), and by the
         # settle writer thread; never held while calling anything outside this store
         # (wake included).  _muted and _listener are set only by the runtime, under its
@@ -143,6 +144,10 @@ class PostgresTaskStore:
         self._decoded: dict[str, tuple[str, Task]] = {}  # id -> a definition's text, decoded
         self._horizons = FeedHorizons()  # when to trim removals (lldsched.stores.removals)
         self._settles = SettleQueue(self.flush)  # runs' settles not written yet
+        # The batches of settles that failed: an outage said once (core/storewrites.py).
+        # The store's own, not its scheduler's: the writer thread cannot take the
+        # scheduler's lock, which guards that one.
+        self._batches = StoreWrites(self)
         self._muted = 0  # depth of muted() contexts
         self._listener: Listener | None = None
 
@@ -491,24 +496,34 @@ class PostgresTaskStore:
         """Write every settle queued now, in one statement (the writer thread does so as
         soon as it can; the runtime calls this at shutdown and in ``wait_idle()``).  A
         settle refused is logged and counted in :attr:`rejected`; a batch that cannot be
-        written is logged, and its runs are run again once their leases expire."""
+        written is not tried again (its runs are run again once their leases expire), and
+        logged as the core logs a failing store, once an outage (``_write_settles``)."""
         with self._lock:
             if not self._closed:
                 self._write_settles()
 
     def _write_settles(self) -> None:
-        """Write the queued settles (caller holds the lock); failures are logged."""
+        """Write the queued settles (caller holds the lock).  A batch that fails is
+        logged by :class:`~lldsched.core.storewrites.StoreWrites`, the one rule of a
+        failing store: the first of an outage at error level with its traceback, each
+        later one at debug level, and one warning when a batch is written again,
+        counting the batches failed and the settles not stored."""
         batch = self._settles.take()
         if not batch:
             return
         try:
             refused = self._settle_batch(batch)
-        except StoreError:
-            log.exception(
-                "cannot write %d settles; their runs are taken over when their leases expire",
-                len(batch),
+        except StoreError as exc:
+            self._batches.call_failed(
+                exc,
+                "settle batch",
+                f"write of {len(batch)} settles: their runs are taken over once their "
+                "leases expire",
+                writes=len(batch),
             )
             return
+        if self._batches.outage is not None:
+            self._batches.succeeded("settle batch")
         for pending in batch:
             if pending.token in refused:
                 log.warning("%s", LeaseLost(task_id=pending.snapshot.task.id, token=pending.token))
