@@ -338,5 +338,8 @@ def test_a_server_away_is_said_once_for_every_batch_it_fails_and_its_end_once(
             # As before: a failed batch is not tried again; its runs' leases expire.
             assert [r.task_id for r in open_store().records()] == ["d"]
             assert [lease.task_id for lease in open_store().leases()] == ["a", "b", "c"]
+            # Each failed settle's outcome is known (not left in flight, never forgotten).
+            outcomes = [store._settles.outcome(claims[t].token) for t in "abcd"]
+            assert outcomes == [False, False, False, True] and not store._settles._flying
         finally:
             store.close()

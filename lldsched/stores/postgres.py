@@ -545,6 +545,9 @@ class PostgresTaskStore:
         except psycopg.Error as exc:
             self._settles.done((pending.token, False) for pending in batch)
             raise StoreError(f"the PostgreSQL store {self.dsn!r} failed: {exc}") from None
+        except StoreError:  # no connection to be had (the server is away): not written
+            self._settles.done((pending.token, False) for pending in batch)
+            raise
         by_token = {pending.token: pending for pending in batch}
         refused: set[int] = set()
         outcomes: list[tuple[int, bool]] = []
