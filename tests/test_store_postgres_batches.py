@@ -20,6 +20,7 @@ import pytest
 
 from lldsched import OneTime, Scheduler, StoreError, TaskStatus
 from lldsched.persistence import Claim
+from lldsched.stores import postgres_sql as sql
 from lldsched.stores.postgres import PostgresTaskStore
 from lldsched.stores.postgres_batch import Pending, SettleQueue
 from tests import jobs
@@ -343,3 +344,66 @@ def test_a_server_away_is_said_once_for_every_batch_it_fails_and_its_end_once(
             assert outcomes == [False, False, False, True] and not store._settles._flying
         finally:
             store.close()
+
+
+class _TrimFails:
+    """A store's connection whose trims of records fail as if the server went away just
+    after the batch's statement (every other statement goes through)."""
+
+    def __init__(self, connection: psycopg.Connection[Any]) -> None:
+        self._connection = connection
+
+    def execute(self, query: Any, *args: Any, **kwargs: Any) -> Any:
+        if query is sql.TRIM_RECORDS:
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+        return self._connection.execute(query, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._connection, name)
+
+
+def test_a_trim_that_fails_after_its_batch_was_written_reports_the_batch_and_trims_later(
+    open_store: Opener, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = open_store(lease=60, retention=2)  # a trim is due every second record
+    for task_id in ("a", "b"):
+        store.save(snapshot(task(id=task_id)))
+    claims = {claim.task_id: claim for claim in store.claim(now=T0, limit=2)}
+    hold_back(store)
+    live = store._open
+    failing = True
+
+    def opened() -> Any:
+        return _TrimFails(live()) if failing else live()
+
+    store._open = opened  # type: ignore[method-assign]
+    again = snapshot(task(id="a"))._replace(next_run_at=T0 + 60, run_count=1)
+    for n in range(3):
+        store.save(again, record("a", n)._replace(token=claims["a"].token))
+    for n in range(2):
+        store.save(finished("b"), record("b", n)._replace(token=claims["b"].token))
+
+    with caplog.at_level(logging.DEBUG, logger="lldsched"):
+        store.flush()  # written; then the trim fails
+        (error,) = [r for r in caplog.records if r.levelno >= logging.WARNING]
+        assert error.levelno == logging.ERROR and error.exc_info is not None
+        assert error.getMessage().startswith(f"store {store!r} failed (a trim of '")
+        assert "oldest records: tried again at its next record)" in error.getMessage()
+        # The batch's outcomes are known: nothing is left in flight.
+        outcomes = [store._settles.outcome(claims[t].token) for t in "ab"]
+        assert outcomes == [True, True] and not store._settles._flying
+        reader = open_store()
+        assert len(reader.records("a")) == 3  # not trimmed
+        assert store._added.get("a") == 3 and "b" not in store._added  # b is forgotten
+
+        failing = False
+        (claim,) = store.claim(now=T0 + 60, limit=1)
+        later = again._replace(next_run_at=T0 + 120, run_count=2)
+        store.save(later, record("a", 3)._replace(token=claim.token))
+        store.flush()  # the next batch of a's records trims them
+        assert store._settles.outcome(claim.token) is True
+        assert [r.started for r in reader.records("a")] == [T0 + 2, T0 + 3]
+        assert store._added.get("a") == 0 and "b" not in store._added
+        (recovered,) = [r for r in caplog.records if r.levelno >= logging.WARNING][1:]
+        assert recovered.levelno == logging.WARNING
+        assert "recovered (a records trim succeeded)" in recovered.getMessage()

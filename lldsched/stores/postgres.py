@@ -314,18 +314,44 @@ class PostgresTaskStore:
     def _append(self, connection: Connection, record: ExecutionRecord) -> None:
         """Insert ``record``; every tenth of ``retention``, trim its task's oldest."""
         connection.execute(sql.INSERT_RECORD, record_row(record))
-        self._added_records(connection, record.task_id, 1)
+        if self._added_records(record.task_id, 1):
+            self._trim(connection, record.task_id)
 
-    def _added_records(self, connection: Connection, task_id: str, count: int) -> None:
-        """``count`` records of ``task_id`` were inserted: every tenth of ``retention``,
-        trim its oldest."""
+    def _added_records(self, task_id: str, count: int) -> bool:
+        """``count`` records of ``task_id`` were inserted: True when a trim of its oldest
+        is due (every tenth of ``retention``).  The count stays above that mark until
+        :meth:`_trim` succeeds, so a trim that failed is due again at the next insert."""
         if self.retention is None:
-            return
-        added = self._added.get(task_id, 0) + count
-        if added > max(1, self.retention // 10):
-            connection.execute(sql.TRIM_RECORDS, {"id": task_id, "keep": self.retention})
-            added = 0
-        self._added[task_id] = added
+            return False
+        added = self._added[task_id] = self._added.get(task_id, 0) + count
+        return added > max(1, self.retention // 10)
+
+    def _trim(self, connection: Connection, task_id: str) -> None:
+        """Trim ``task_id``'s oldest records to ``retention``; its count starts again
+        (unless :meth:`_forget_finished` forgot the task meanwhile: not counted again)."""
+        connection.execute(sql.TRIM_RECORDS, {"id": task_id, "keep": self.retention})
+        if task_id in self._added:
+            self._added[task_id] = 0
+
+    def _trim_after_batch(self, task_ids: list[str]) -> None:
+        """Trim the tasks a batch of settles made due (caller holds the lock), once the
+        batch's outcomes are reported.  Housekeeping: a trim that fails is logged by
+        :class:`~lldsched.core.storewrites.StoreWrites` as any failing call of this store
+        (once an outage, then at debug level), the rest are left, and each is tried again
+        at its task's next insert (:meth:`_added_records`).  A finished task, forgotten,
+        is not: its records stay untrimmed until it has new ones (a replacement)."""
+        for task_id in task_ids:
+            try:
+                self._trim(self._open(), task_id)
+            except (psycopg.Error, StoreError) as exc:
+                self._batches.call_failed(
+                    exc,
+                    "records trim",
+                    f"trim of {task_id!r}'s oldest records: tried again at its next record",
+                )
+                return
+        if task_ids and self._batches.outage is not None:
+            self._batches.succeeded("records trim")
 
     def delete(self, task_id: str) -> None:
         """Forget ``task_id`` and its records (the other nodes' feeds say it was removed)."""
@@ -551,6 +577,7 @@ class PostgresTaskStore:
         by_token = {pending.token: pending for pending in batch}
         refused: set[int] = set()
         outcomes: list[tuple[int, bool]] = []
+        trims: list[str] = []  # the tasks whose records are due a trim
         for token, written, own, _ in rows:
             pending = by_token[token]
             task = pending.snapshot.task
@@ -560,12 +587,14 @@ class PostgresTaskStore:
                 continue
             if own:
                 self._defined[task.id] = task
-            self._added_records(self._open(), task.id, len(pending.records))
+            if self._added_records(task.id, len(pending.records)):
+                trims.append(task.id)
             if own and finished(pending.snapshot):
                 self._forget_finished(task.id)
         self.rejected += len(refused)
         self._forget(set(by_token))
-        self._settles.done(outcomes)
+        self._settles.done(outcomes)  # the batch was written, whatever the trims do
+        self._trim_after_batch(trims)
         return refused
 
     def _forget(self, tokens: Collection[int]) -> None:
