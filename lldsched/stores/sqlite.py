@@ -62,7 +62,7 @@ from types import TracebackType
 from lldsched.checks import seconds, whole_or_none
 from lldsched.errors import StoreClosedError, StoreError, ValidationError
 from lldsched.model import ExecutionRecord, TaskStatus
-from lldsched.persistence import Task, TaskSnapshot
+from lldsched.persistence import Task, TaskSnapshot, finished
 from lldsched.stores import forks
 from lldsched.stores.claim import FileClaim
 from lldsched.stores.codec import encode_task, load_each
@@ -73,7 +73,6 @@ from lldsched.stores.sqlite_rows import (
     RECORD_COLUMNS,
     UPDATE,
     UPSERT,
-    finished,
     immediate,
 )
 from lldsched.stores.sqlite_rows import record_of as _record

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from lldsched.errors import LeaseLost, StoreError, ValidationError
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
-from lldsched.persistence import Change, Claim, Lease, Task, TaskSnapshot
+from lldsched.persistence import Change, Claim, Lease, Task, TaskSnapshot, finished
 from lldsched.stores.codec import encode_task
-from lldsched.stores.sqlite_rows import UPDATE, UPSERT, finished, immediate, snapshot_of
+from lldsched.stores.sqlite_rows import UPDATE, UPSERT, immediate, snapshot_of
 from lldsched.stores.sqlite_shared import SharedState, bump
 
 __all__ = ["CoordinatedMethods"]

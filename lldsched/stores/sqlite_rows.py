@@ -11,7 +11,7 @@ from typing import Any
 
 from lldsched.errors import StoreError
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
-from lldsched.persistence import FINISHED_STATUSES, TaskSnapshot, finished
+from lldsched.persistence import FINISHED_STATUSES, TaskSnapshot
 from lldsched.stores.codec import decode_task
 
 __all__ = [
@@ -21,7 +21,6 @@ __all__ = [
     "RECORD_COLUMNS",
     "UPDATE",
     "UPSERT",
-    "finished",
     "immediate",
     "record_of",
     "rollback",
@@ -111,10 +110,12 @@ def record_of(row: tuple[Any, ...]) -> ExecutionRecord:
 
 
 FINISHED = tuple(status.value for status in FINISHED_STATUSES)
-"""The statuses of a finished task, as stored (with no run in flight: :func:`finished`)."""
+"""The statuses of a finished task, as stored (with no run in flight:
+:func:`lldsched.persistence.finished`)."""
 
 COUNT_UNFINISHED = (
     "SELECT task_id, count(*) FROM records WHERE task_id NOT IN "
     f"(SELECT id FROM tasks WHERE status IN {FINISHED!r} AND NOT running) GROUP BY task_id"
 )
-"""The records kept per task, of the tasks :func:`finished` is not true of."""
+"""The records kept per task, of the tasks :func:`lldsched.persistence.finished` is not
+true of."""
