@@ -19,6 +19,7 @@ from collections.abc import Callable
 from datetime import timedelta
 
 from lldsched.checks import seconds
+from lldsched.core.names import RUNNABLE
 from lldsched.threaded.parts import RUNNING, STOPPED, SchedulerParts
 from lldsched.threaded.shared import leases_kept
 
@@ -174,7 +175,8 @@ class Stopping(SchedulerParts):
     # -- waiting for quiet (tests and demos) ---------------------------------
 
     def wait_idle(self, timeout: float | timedelta = 5.0) -> bool:
-        """Wait until nothing is due at the clock's now, nothing is in flight, every run's
+        """Wait until nothing is due at the clock's now (on a shared store: no registered
+        task due that no claim took yet), nothing is in flight, every run's
         settle was written to a shared store, and every event so far was delivered.
         False if ``timeout`` seconds (or a ``timedelta``) pass first.
 
@@ -216,5 +218,13 @@ class Stopping(SchedulerParts):
             return True  # nothing will run without start() (or ever, after shutdown)
         if drained:
             return len(self._queue) == 0
+        now = self._clock.now()
         due = self._queue.next_due()
-        return due is None or due > self._clock.now()
+        if due is not None and due <= now:
+            return False
+        if self._coordinator is not None:  # the store is the queue, the heap holds hints:
+            return not any(  # a task due that no claim took yet (claims come in batches)
+                task.status in RUNNABLE and task.next_run_at is not None and task.next_run_at <= now
+                for task in self._core.tasks.values()
+            )
+        return True
