@@ -69,7 +69,7 @@ class SystemClock:
         if deadline is None:
             condition.wait()
             return
-        remaining = deadline - time.time()
+        remaining = deadline - self.now()  # a subclass's now() (skew injected) counts
         if remaining > 0:
             condition.wait(remaining)
 

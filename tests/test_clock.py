@@ -62,6 +62,29 @@ def test_system_clock_waits_at_most_until_the_deadline() -> None:
     assert abs(clock.now() - datetime.now(UTC).timestamp()) < 1
 
 
+class HourAhead(SystemClock):
+    """A system clock set an hour ahead: the way a test or a user injects skew."""
+
+    def now(self) -> float:
+        return super().now() + 3600
+
+
+def test_a_system_clock_with_its_own_now_waits_until_its_own_deadline() -> None:
+    """The wait measures the deadline with the clock's ``now()``: a subclass that moves
+    ``now()`` does not sleep an hour past a deadline 50 ms away."""
+    clock = HourAhead()
+    condition = threading.Condition()
+    returned = threading.Event()
+
+    def timer() -> None:
+        with condition:
+            clock.wait(condition, clock.now() + 0.05)
+        returned.set()
+
+    threading.Thread(target=timer, daemon=True).start()
+    assert returned.wait(5)
+
+
 def test_timestamps_come_from_numbers_or_aware_datetimes_only() -> None:
     assert to_timestamp(datetime(1970, 1, 1, 0, 1, tzinfo=UTC)) == 60
     with pytest.raises(ValidationError, match="timezone-aware"):

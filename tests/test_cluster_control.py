@@ -95,6 +95,70 @@ def test_a_pause_in_one_scheduler_holds_the_task_in_both_and_a_resume_in_the_oth
     assert first.task("tick").status is not TaskStatus.PAUSED
 
 
+def test_a_pause_from_the_other_scheduler_during_a_run_leaves_the_task_at_its_next_slot(
+    pair: Pair,
+) -> None:
+    """As in one process: the run that was going when the pause came settles the next
+    slot, so a resume waits for it instead of running the slot that just ran again."""
+    first, second, reader, _ = pair
+    cluster_jobs.released.clear()
+    first.schedule("hourly", cluster_jobs.held_until_released, FixedRate(3600), id="hourly")
+    try:
+        task_id, token, _, _ = cluster_jobs.seen.get(timeout=10)
+        (lease,) = reader.leases()
+        running, other = (first, second) if first.task("hourly").running else (second, first)
+        wait_until(lambda: "hourly" in {t.id for t in other.tasks()}, timeout=5,
+                   what="the other scheduler to follow")  # fmt: skip
+        assert other.pause("hourly")
+    finally:
+        cluster_jobs.released.set()
+    assert cluster_jobs.seen.get(timeout=10) == (task_id, token, False, None)
+    wait_until(lambda: not reader.leases() and bool(reader.records("hourly")), timeout=10,
+               what="the run to settle")  # fmt: skip
+    (stored,) = reader.load_all()
+    assert stored.status is TaskStatus.PAUSED and stored.next_run_at == lease.slot + 3600
+    wait_until(lambda: running.task("hourly").status is TaskStatus.PAUSED, timeout=5,
+               what="the runner to follow the pause")  # fmt: skip
+    assert other.resume("hourly")
+    assert other.task("hourly").next_run_at == lease.slot + 3600
+    (stored,) = reader.load_all()
+    assert stored.next_run_at == lease.slot + 3600
+
+
+def test_run_now_from_another_process_keeps_the_grid_whoever_runs_the_extra_run(
+    store_spec: StoreSpec,
+) -> None:
+    """run_now() moves no slot, in one process or several: the process that runs the
+    extra run learns from the row that the slot it knew still comes next, and the
+    process that asked drops its plan once the row says so (a plan left in place would
+    hand out that slot again at its next run of the task)."""
+    stores = [open_store(store_spec, lease=LEASE, poll=POLL) for _ in range(3)]
+    runner = Scheduler(workers=2, store=stores[0]).start()
+    asker = Scheduler(workers=2, store=stores[1])  # not started: it cannot claim the run
+    reader = stores[2]
+    hourly = FixedRate(3600, start_delay=1800)
+    try:
+        runner.schedule("hourly", jobs.noop, hourly, id="hourly")
+        asker.schedule("hourly", jobs.noop, hourly, id="hourly", replace_existing=True)
+        waited = runner.task("hourly").next_run_at
+        assert waited is not None and asker.task("hourly").next_run_at == waited
+        assert asker.run_now("hourly")
+        wait_until(lambda: bool(reader.records("hourly")) and not reader.leases(), timeout=10,
+                   what="the runner to run the extra run")  # fmt: skip
+        (stored,) = reader.load_all()
+        assert stored.next_run_at == waited and stored.run_count == 1
+        assert runner.task("hourly").next_run_at == waited
+        asker.start()
+        wait_until(lambda: asker.task("hourly").next_run_at == waited, timeout=5,
+                   what="the asker to follow the run")  # fmt: skip
+        assert asker.task("hourly").schedule == hourly  # its run_now plan is gone
+    finally:
+        runner.shutdown()
+        asker.shutdown()
+        for store in stores:
+            store.close()
+
+
 def test_a_cancel_or_remove_in_one_scheduler_reaches_the_other(pair: Pair) -> None:
     first, second, _, _ = pair
     first.schedule("later", jobs.noop, OneTime(first.now + 3600), id="later")

@@ -147,6 +147,35 @@ def test_a_pause_written_during_a_run_wins_over_the_settle_and_the_record_is_kep
     assert change.snapshot is not None and change.snapshot.status is TaskStatus.PAUSED
 
 
+def test_a_pause_written_during_a_run_keeps_the_runs_next_slot_so_a_resume_runs_no_slot_twice(
+    open_store: Opener,
+) -> None:
+    """The pause left the row's due instant at the slot being run: the run's settle moves
+    it on (as in one process and on SQLite), or a resume would run that slot again."""
+    runner, controller = open_store(), open_store()
+    runner.save(snapshot(task(id="a")))
+    (claim,) = runner.claim(now=T0, limit=1)
+    controller.load_all()
+    controller.save(snapshot(task(id="a"), TaskStatus.PAUSED))  # due T0: the slot running
+    finished = snapshot(task(id="a"))._replace(next_run_at=T0 + 60, run_count=1)
+    runner.settle(finished, record("a", 0)._replace(token=claim.token), token=claim.token)
+    stored = runner.get("a")
+    assert stored is not None and stored.status is TaskStatus.PAUSED
+    assert (stored.next_run_at, stored.attempt) == (T0 + 60, 0)
+
+
+def test_a_reschedule_written_during_a_run_keeps_its_own_due_instant(open_store: Opener) -> None:
+    runner, controller = open_store(), open_store()
+    runner.save(snapshot(task(id="a")))
+    (claim,) = runner.claim(now=T0, limit=1)
+    controller.load_all()
+    controller.save(snapshot(task(id="a"))._replace(next_run_at=T0 + 5))  # moved the when
+    finished = snapshot(task(id="a"))._replace(next_run_at=T0 + 60, run_count=1)
+    runner.settle(finished, record("a", 0)._replace(token=claim.token), token=claim.token)
+    stored = runner.get("a")
+    assert stored is not None and stored.next_run_at == T0 + 5 and stored.run_count == 1
+
+
 def test_the_feed_gives_other_nodes_writes_and_removals_once_and_never_ones_own(
     open_store: Opener,
 ) -> None:

@@ -30,6 +30,7 @@ from lldsched.core.registration import options_of
 from lldsched.core.task import Entry, Restored, ScheduledTask
 from lldsched.model import TaskStatus
 from lldsched.persistence import Change, Claim, Task, TaskSnapshot
+from lldsched.schedules.catchup import slot_first, unwrap
 
 __all__ = ["claimed_entry", "follow", "load"]
 
@@ -50,10 +51,11 @@ def follow(core: SchedulerCore, change: Change) -> ScheduledTask | None:
         return None
     if task is None:
         return _register(core, snapshot)
-    if snapshot.task != task.definition and task.status not in (
+    redefined = snapshot.task != task.definition and task.status not in (
         TaskStatus.SUCCEEDED,
         TaskStatus.CANCELLED,
-    ):
+    )
+    if redefined:
         _redefine(core, snapshot.task)
     status, attempt = _state(snapshot)
     if task.running:
@@ -61,7 +63,10 @@ def follow(core: SchedulerCore, change: Change) -> ScheduledTask | None:
         return task
     if task.status is TaskStatus.CANCELLED:
         return task  # cancelled is final here as everywhere (a row cannot revive it)
+    waited = None if redefined else _run_now_elsewhere(task, snapshot, status, attempt)
     _adopt(core, task, snapshot, status, attempt)
+    if waited is not None:  # as run_now() here: the slot it waited for runs next
+        task.schedule = slot_first(task.schedule, waited)
     return task
 
 
@@ -125,7 +130,11 @@ def _adopt(
     attempt: int,
 ) -> None:
     """Take the row's state: ``status`` and ``attempt`` as :func:`_state` read them, the
-    due instant and the counters as the row has them."""
+    due instant and the counters as the row has them.  A plan this process put in front
+    of the task's schedule (a run_now's slot, a misfire's catch-up) is dropped: the row,
+    written since by another process, already says what comes next, and a plan left in
+    place would hand out its slot again at this process's next run of the task."""
+    task.schedule = unwrap(task.schedule)
     core.adopt(
         task,
         status=status,
@@ -135,6 +144,33 @@ def _adopt(
         failure_count=snapshot.failure_count,
         last_error=snapshot.last_error,
     )
+
+
+def _run_now_elsewhere(
+    task: ScheduledTask, snapshot: TaskSnapshot, status: TaskStatus, attempt: int
+) -> float | None:
+    """The slot ``task`` waited for, if the row is another process's ``run_now`` of it;
+    else None.  The store keeps no plan (only the task's own schedule), so the row says
+    only "due now": the same definition, state and counts as here, scheduled on a first
+    attempt, due earlier than the slot this process knows.  No other write looks like
+    that: a run settled elsewhere changes the counts, a misfire decision moves the due
+    instant later, a resume or a retry changes the status or the attempt.  Without it,
+    whoever ran the extra run counted the schedule on from it (an hourly task moved to
+    the minute of the click)."""
+    due, now_due = task.next_run_at, snapshot.next_run_at
+    if (
+        task.status is TaskStatus.SCHEDULED
+        and status is TaskStatus.SCHEDULED
+        and not attempt
+        and not task.attempt
+        and due is not None
+        and now_due is not None
+        and now_due < due
+        and snapshot.run_count == task.run_count
+        and snapshot.failure_count == task.failure_count
+    ):
+        return due
+    return None
 
 
 def _redefine(core: SchedulerCore, definition: Task) -> None:

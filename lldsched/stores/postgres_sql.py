@@ -228,9 +228,14 @@ TRIM_REMOVALS = "DELETE FROM removals WHERE xid < %(below)s::text::xid8"
 
 # A run "owns" its task's row at its settle unless another node wrote the row during the
 # run (its version moved past the claim's, and the writer is not this node): then that
-# write (a pause, a cancel, a reschedule) wins whole and the run adds only its counts and
-# its record; writer '' makes every node, this one included, read the row again.
+# write (a pause, a cancel, a reschedule) wins and the run adds only its counts and its
+# record; writer '' makes every node, this one included, read the row again.  The one
+# exception is the row's *when*: a write that left it where the claim found it (the
+# lease's slot and attempt: a pause, a modify) did not decide the next slot, so the run's
+# settle does, as it does in one process; otherwise a pause made during the run kept the
+# slot that had just run, and a resume ran it again.
 _OWN = "(t.version = s.claimed OR t.writer = %(node)s)"
+_WHEN = f"({_OWN} OR (t.next_run_at = s.slot AND t.attempt = s.claimed_attempt))"
 
 # The fenced settles of a batch of runs, one statement (one round trip, one commit): each
 # run's lease is dropped, its task's row written and its records inserted only while the
@@ -253,12 +258,13 @@ locked AS (
 dropped AS (
     DELETE FROM leases l USING locked k, given g
      WHERE l.task_id = k.id AND g.id = k.id AND l.token = g.token AND l.holder = %(node)s
-    RETURNING l.task_id, l.token, l.version AS claimed),
+    RETURNING l.task_id, l.token, l.version AS claimed, l.slot,
+              l.attempt AS claimed_attempt),
 settled AS (
     UPDATE tasks t SET
         status = CASE WHEN {_OWN} THEN s.status ELSE t.status END,
-        next_run_at = CASE WHEN {_OWN} THEN s.next_run_at ELSE t.next_run_at END,
-        attempt = CASE WHEN {_OWN} THEN s.attempt ELSE t.attempt END,
+        next_run_at = CASE WHEN {_WHEN} THEN s.next_run_at ELSE t.next_run_at END,
+        attempt = CASE WHEN {_WHEN} THEN s.attempt ELSE t.attempt END,
         run_count = s.run_count, failure_count = s.failure_count, last_error = s.last_error,
         running = CASE WHEN {_OWN} THEN s.running ELSE false END,
         failed_seq = CASE WHEN NOT {_OWN} THEN t.failed_seq
@@ -271,7 +277,8 @@ settled AS (
         version = t.version + 1,
         writer = CASE WHEN {_OWN} THEN %(node)s ELSE '' END,
         xid = pg_current_xact_id()
-      FROM (SELECT g.*, d.claimed FROM dropped d JOIN given g ON g.token = d.token) s
+      FROM (SELECT g.*, d.claimed, d.slot, d.claimed_attempt
+              FROM dropped d JOIN given g ON g.token = d.token) s
      WHERE t.id = s.id
     RETURNING t.id, t.status, t.next_run_at, t.writer),
 recorded AS (
