@@ -261,3 +261,20 @@ def test_a_past_run_date_is_dropped_by_apscheduler_and_run_by_lldsched(
     sim.schedule("late", OneTime(at=START - timedelta(minutes=1)), id="late")
     sim.run(START + timedelta(seconds=1))
     assert [(r.outcome.value, r.started) for r in sim.records()] == [("ok", START.timestamp())]
+
+
+def test_an_interval_anchored_in_the_past_is_a_fixed_rate_started_on_its_grid(
+    aps_on: type[FakeNow],
+) -> None:
+    anchor = datetime(2026, 1, 1, 0, 20, tzinfo=UTC)  # its grid passes 09:20, not 09:00
+    heard: list[tuple[str, str, float]] = []
+    scheduler = aps_scheduler(START, heard)
+    scheduler.add_job(noop, "interval", minutes=90, start_date=anchor, id="grid")
+    scheduler.run_until(START + timedelta(days=1))
+    sim = Simulation(start=START)
+    on_grid = (anchor.timestamp() - sim.now) % 5400  # as docs/MIGRATING.md computes it
+    sim.schedule("grid", FixedRate(5400, start_delay=on_grid), id="grid")
+    sim.run(START + timedelta(days=1))
+    theirs = [t for kind, _, t in heard if kind == "run"]
+    assert len(theirs) == 16 and theirs[0] == START.timestamp() + 1200
+    assert [r.due for r in sim.records()] == theirs
