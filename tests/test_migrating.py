@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo
 
 import apscheduler.executors.base
 import apscheduler.schedulers.base
+import apscheduler.triggers.base
 import apscheduler.triggers.date
 import apscheduler.triggers.interval
 import pytest
@@ -27,6 +28,7 @@ from lldsched import (
     CronSchedule,
     FixedRate,
     InMemoryTaskStore,
+    Jittered,
     Misfire,
     MisfirePolicy,
     OneTime,
@@ -278,3 +280,21 @@ def test_an_interval_anchored_in_the_past_is_a_fixed_rate_started_on_its_grid(
     theirs = [t for kind, _, t in heard if kind == "run"]
     assert len(theirs) == 16 and theirs[0] == START.timestamp() + 1200
     assert [r.due for r in sim.records()] == theirs
+
+
+def test_apschedulers_interval_jitter_drifts_and_jittered_keeps_the_grid(
+    aps_on: type[FakeNow], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # each APScheduler delay drawn at its largest, so the drift is exact: 30 s a run
+    monkeypatch.setattr(apscheduler.triggers.base.random, "uniform", lambda low, high: high)
+    heard: list[tuple[str, str, float]] = []
+    scheduler = aps_scheduler(START, heard)
+    scheduler.add_job(noop, "interval", minutes=5, jitter=30, id="jittered")
+    scheduler.run_until(START + timedelta(hours=1))
+    theirs = [t - START.timestamp() for kind, _, t in heard if kind == "run"]
+    assert theirs == [330.0 * n for n in range(1, 11)]  # the next fire counts from the delayed one
+    sim = Simulation(start=START)
+    sim.schedule("jittered", Jittered(FixedRate(300, start_delay=300), 30, seed=1), id="jittered")
+    sim.run(START + timedelta(hours=1))
+    ours = [r.started - START.timestamp() for r in sim.records()]
+    assert len(ours) == 11 and all(0 <= at - 300 * n < 30 for n, at in enumerate(ours, 1))
