@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -92,3 +93,28 @@ def test_a_durable_store_keeps_the_task_paused_across_a_restart(tmp_path: Path) 
             assert scheduler.wait_idle()
             assert task.status is TaskStatus.PAUSED and task.run_count == 0
         clock.advance(600)
+
+
+def test_on_a_shared_store_the_other_process_finds_it_paused_and_runs_nothing(
+    tmp_path: Path,
+) -> None:
+    stores = [SqliteTaskStore(tmp_path / "tasks.db", shared=True, poll=0.02) for _ in range(2)]
+    first, second = (Scheduler(workers=1, store=store).start() for store in stores)
+    try:
+        first.schedule("beat", jobs.noop, FixedRate(0.01), id="beat", paused=True)
+        again = second.schedule(  # the other process's start: the same job, replace_existing
+            "beat", jobs.noop, FixedRate(0.01), id="beat", replace_existing=True
+        )
+        assert again.status is TaskStatus.PAUSED
+        assert first.wait_idle() and second.wait_idle()
+        assert stores[0].records("beat") == []
+        second.resume("beat")
+        deadline = time.monotonic() + 10
+        while not stores[0].records("beat") and time.monotonic() < deadline:
+            time.sleep(0.01)  # a poll with a deadline: the run lands in either process
+        assert stores[0].records("beat")
+    finally:
+        for scheduler in (first, second):
+            scheduler.shutdown()
+        for store in stores:
+            store.close()
