@@ -196,7 +196,11 @@ REJECTED = [
     ("*/x * * * *", "minute field: step must be a number >= 1 in '*/x'"),
     ("5-1 * * * *", "minute field: reversed range '5-1'"),
     ("* * * dec-jan *", "month field: reversed range 'dec-jan'"),
-    ("* * * * fri-mon", "day of week field: reversed range 'fri-mon'"),
+    ("* * * * fri-mon", "day of week field: reversed range 'fri-mon' (expression"),
+    # APScheduler's day_of_week="sat-sun" (Monday is 0 there): Sunday closes a range as 7
+    ("* * * * sat-sun", "range 'sat-sun' (a range that ends on Sunday ends at 7: 'sat-7')"),
+    ("* * * * 5-0", "reversed range '5-0' (a range that ends on Sunday ends at 7: '5-7')"),
+    ("* * * * mon,fri-SUN/2", "range 'fri-SUN' (a range that ends on Sunday ends at 7: 'fri-7')"),
     ("1,,2 * * * *", "minute field: empty list item in '1,,2'"),
     (",1 * * * *", "minute field: empty list item in ',1'"),
     ("* * * * 1,", "day of week field: empty list item in '1,'"),

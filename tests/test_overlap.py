@@ -79,6 +79,14 @@ def test_allow_runs_up_to_max_instances_at_once_and_records_the_slot_past_the_li
     assert len(sim.task("task-1").runs) == 2
 
 
+def test_allow_with_one_instance_skips_each_slot_as_it_comes_due_naming_the_run_in_flight() -> None:
+    # APScheduler's max_instances=1: a slot due while the run goes on is dropped at once
+    records = _simulate(Overlap.ALLOW, max_instances=1).records()
+    assert _table(records)[:4] == [(60, "skipped"), (120, "skipped"), (0, "ok"), (240, "skipped")]
+    assert records[0].error == "Overlap.ALLOW: 1 run in flight (max_instances=1)"
+    assert records[0].finished == T0 + 60  # decided when the slot came due, not at the end
+
+
 def test_a_task_without_an_overlap_policy_keeps_its_schedule_rule_and_never_overlaps() -> None:
     records = _simulate(None).records()
     assert _table(records)[:4] == [(0, "ok"), (60, "skipped"), (120, "skipped"), (180, "ok")]

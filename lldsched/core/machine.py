@@ -239,10 +239,18 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         depends_on: Sequence[str] = (),
         overlap: Overlap | None = None,
         max_instances: int | None = None,
+        paused: bool = False,
         check_arguments: bool = True,
     ) -> ScheduledTask:
         """Validate (:mod:`~lldsched.core.registration`), register and queue a task;
         nothing is registered if anything is wrong.
+
+        ``paused=True`` pauses a task this call creates before it returns (registered,
+        then paused, as two events and two store writes, under the runtime's one lock
+        hold: no run starts in between), APScheduler's ``next_run_time=None``.  A task
+        that existed (``replace_existing``) keeps its status, paused or not, as a
+        replacement always does: registering the same jobs at every start must not
+        pause again a task an operator resumed.
 
         ``check_arguments=False`` skips the check that ``action`` takes its arguments
         (:func:`~lldsched.core.registration.check_call`): for a definition another
@@ -266,6 +274,8 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         """
         if self._writes is not None:  # check_store, inlined: no call without a store
             self._writes.check_open("register", name)
+        if paused is not False and paused is not True:
+            raise ValidationError(f"task {name!r}: paused must be True or False, got {paused!r}")
         if isolation != "thread" or isinstance(action, str):
             action = isolated_action(name, action, isolation=isolation)
         schedule, priority, options = validated(
@@ -351,6 +361,8 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         self._queue.push(task, first)  # next_run_at is first already
         if self.emit is not None:
             self.emit(TaskEvent(task_id, name, None, SCHEDULED, now))
+        if paused:
+            self.pause(task_id)
         return task
 
     def _replace_retired(

@@ -111,9 +111,8 @@ class OverlappingRuns(CoreParts):
         now = self.clock.now()
         running = flight.count
         if overlap is ALLOW and running >= (options.max_instances or 1):
-            note = (
-                f"Overlap.ALLOW: {running} runs in flight (max_instances={options.max_instances})"
-            )
+            runs = f"{running} run" if running == 1 else f"{running} runs"
+            note = f"Overlap.ALLOW: {runs} in flight (max_instances={options.max_instances})"
             self._record_decided(task, slot, SKIPPED, note, now)
             self._queue_following(task, flight, slot)
             return None

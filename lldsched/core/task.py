@@ -136,7 +136,8 @@ class ScheduledTask:
     """One task and where it is in its lifecycle (see :class:`TaskStatus`).
 
     ``id``, ``name``, ``action``, ``schedule`` and ``priority`` are what it is;
-    ``status``, ``next_run_at`` (epoch seconds, ``None`` when nothing is due) and
+    ``status``, ``next_run_at`` (epoch seconds, ``None`` when nothing is due; a PAUSED
+    task keeps the instant it was due, which ``resume`` runs at, or at once if passed) and
     ``attempt`` (attempts made for the current slot: 0 when SCHEDULED, >= 1 when
     RETRYING) are where it is; ``generation`` is the sequence of its live heap entry
     (0: none).  The properties below read its options and its runs.  The runtime

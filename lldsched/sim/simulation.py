@@ -208,6 +208,7 @@ class Simulation:
         depends_on: Sequence[str] = (),
         overlap: Overlap | None = None,
         max_instances: int | None = None,
+        paused: bool = False,
     ) -> ScheduledTask:
         """Register a simulated task.  ``duration`` and ``fails`` are models (see
         :mod:`lldsched.sim.models`); a real ``action`` also runs, for its side effects
@@ -219,9 +220,10 @@ class Simulation:
         ``retry`` (default ``RetryPolicy()``), ``timeout`` (judged against the drawn
         duration), ``args`` and ``kwargs`` (for ``action``), ``misfire`` (slots that
         passed before a restored store's task was recovered), ``depends_on`` (ids of
-        upstream tasks each slot waits for, BLOCKED), and ``overlap`` with
+        upstream tasks each slot waits for, BLOCKED), ``overlap`` with
         ``max_instances`` (a slot that comes due while a run is in flight; see
-        :class:`~lldsched.policies.Overlap`).
+        :class:`~lldsched.policies.Overlap`), and ``paused`` (a new task registered
+        paused).
 
         ``isolation`` takes the values, and follows the rules, it has in
         ``Scheduler.schedule``: with ``"process"``, an ``action`` is an import path
@@ -248,6 +250,7 @@ class Simulation:
             depends_on=depends_on,
             overlap=overlap,
             max_instances=max_instances,
+            paused=paused,
         )
         self._set_models(task.id, duration, fails)
         return task
@@ -270,6 +273,7 @@ class Simulation:
         depends_on: Sequence[str] = (),
         overlap: Overlap | None = None,
         max_instances: int | None = None,
+        paused: bool = False,
     ) -> Callable[[F], F]:
         """The decorator form of :meth:`schedule`: ``@sim.scheduled(FixedRate(60))``
         registers the function as the task's action, under its ``__name__`` (or
@@ -293,6 +297,7 @@ class Simulation:
                 depends_on=depends_on,
                 overlap=overlap,
                 max_instances=max_instances,
+                paused=paused,
             )
 
         return registering(schedule, name=name, register=register)

@@ -316,6 +316,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         depends_on: Sequence[str] = (),
         overlap: Overlap | None = None,
         max_instances: int | None = None,
+        paused: bool = False,
     ) -> ScheduledTask:
         """Register ``action`` to run on ``schedule``; returns its live :class:`ScheduledTask`.
 
@@ -355,6 +356,12 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         and status and takes this definition (an unchanged schedule keeps its due
         time), so a service that registers its jobs at every start on a durable
         store gets the same tasks back, not copies.
+
+        ``paused=True`` registers a new task paused (APScheduler's
+        ``next_run_time=None``): nothing runs until :meth:`resume`, not even a first run
+        due at once, since registration and pause happen under one hold of the lock.  A
+        task that existed keeps its status (see
+        :meth:`SchedulerCore.add <lldsched.core.machine.SchedulerCore.add>`).
         """
         if action is None:  # a simulated task may have none; a thread must run something
             raise not_callable(name, action)
@@ -381,6 +388,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
                         depends_on=depends_on,
                         overlap=overlap,
                         max_instances=max_instances,
+                        paused=paused,
                     )
                     break
                 except ValidationError:  # shared: the id was registered elsewhere a moment ago?
@@ -410,6 +418,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         depends_on: Sequence[str] = (),
         overlap: Overlap | None = None,
         max_instances: int | None = None,
+        paused: bool = False,
     ) -> Callable[[F], F]:
         """The decorator form of :meth:`schedule`: ``@scheduler.scheduled(FixedRate(60))``
         registers the function under its ``__name__`` (or ``name``) and leaves it as it
@@ -431,6 +440,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
                 depends_on=depends_on,
                 overlap=overlap,
                 max_instances=max_instances,
+                paused=paused,
             )
 
         return registering(schedule, name=name, register=register)

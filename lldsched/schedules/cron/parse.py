@@ -198,7 +198,10 @@ def _item(index: int, item: str, expr: str, values: set[int], specials: list[Ter
         first, _, last = base.partition("-")
         start, stop = _value(index, first, expr), _value(index, last, expr)
         if start > stop:
-            raise _fail(index, f"reversed range {base!r}", expr)
+            hint = ""
+            if index == 4 and stop == 0:  # "sat-sun", as APScheduler's day_of_week reads it
+                hint = f" (a range that ends on Sunday ends at 7: '{first}-7')"
+            raise _fail(index, f"reversed range {base!r}{hint}", expr)
         kind = "step" if slash else ("value" if start == stop else "range")
     else:
         start = _value(index, base, expr)

@@ -1,0 +1,300 @@
+"""docs/MIGRATING.md's side-by-side claims, checked against APScheduler 3 on the same clock.
+
+APScheduler 3 (the ``bench`` extra, which ``make test`` installs) reads the wall clock
+through ``datetime.now`` in a few modules; :func:`aps_on` replaces that name in each
+with a fake clock (pytest's ``monkeypatch`` puts it back), and :class:`ManualScheduler`
+is a scheduler without a thread: the test steps it from one due instant to the next,
+and its jobs run inline (APScheduler's ``DebugExecutor``). lldsched's side is a
+:class:`~lldsched.sim.Simulation` on the same instants.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import apscheduler.executors.base
+import apscheduler.schedulers.base
+import apscheduler.triggers.base
+import apscheduler.triggers.date
+import apscheduler.triggers.interval
+import pytest
+from apscheduler.events import EVENT_JOB_EXECUTED, EVENT_JOB_MISSED, JobExecutionEvent
+from apscheduler.executors.debug import DebugExecutor
+from apscheduler.schedulers.base import BaseScheduler
+
+from lldsched import (
+    CronSchedule,
+    FixedRate,
+    InMemoryTaskStore,
+    Jittered,
+    Misfire,
+    MisfirePolicy,
+    OneTime,
+    Schedule,
+    Simulation,
+    Window,
+)
+
+BERLIN = ZoneInfo("Europe/Berlin")
+
+
+class FakeNow:
+    """The instant APScheduler's ``datetime.now`` answers (an aware datetime)."""
+
+    instant = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+class FakeDatetime(datetime):
+    @classmethod
+    def now(cls, tz: Any = None) -> Any:
+        return FakeNow.instant.astimezone(tz) if tz else FakeNow.instant.replace(tzinfo=None)
+
+
+class ManualScheduler(BaseScheduler):  # type: ignore[misc]
+    """APScheduler 3 without a thread: :meth:`run_until` steps its fake clock."""
+
+    def shutdown(self, wait: bool = True) -> None:
+        super().shutdown(wait)
+
+    def wakeup(self) -> None:
+        pass
+
+    def _create_default_executor(self) -> DebugExecutor:
+        return DebugExecutor()
+
+    def run_until(self, until: datetime) -> None:
+        while True:
+            due = [job.next_run_time for job in self.get_jobs() if job.next_run_time]
+            # by timestamp: aware datetimes of one tzinfo compare as wall times
+            due.sort(key=datetime.timestamp)
+            if not due or due[0].timestamp() > until.timestamp():
+                FakeNow.instant = until
+                return
+            FakeNow.instant = max(due[0], FakeNow.instant, key=datetime.timestamp)  # never back
+            self._process_jobs()
+
+
+@pytest.fixture
+def aps_on(monkeypatch: pytest.MonkeyPatch) -> type[FakeNow]:
+    for module in (
+        apscheduler.schedulers.base,
+        apscheduler.executors.base,
+        apscheduler.triggers.interval,
+        apscheduler.triggers.date,
+    ):
+        monkeypatch.setattr(module, "datetime", FakeDatetime)
+    return FakeNow
+
+
+def aps_scheduler(start: datetime, heard: list[tuple[str, str, float]]) -> ManualScheduler:
+    FakeNow.instant = start
+    scheduler = ManualScheduler(timezone=start.tzinfo)
+
+    def listen(event: JobExecutionEvent) -> None:
+        kind = "run" if event.code == EVENT_JOB_EXECUTED else "missed"
+        heard.append((kind, event.job_id, event.scheduled_run_time.timestamp()))
+
+    scheduler.add_listener(listen, EVENT_JOB_EXECUTED | EVENT_JOB_MISSED)
+    scheduler.start()
+    return scheduler
+
+
+def noop() -> None:
+    pass
+
+
+# -- a week across the spring change, in Europe/Berlin ------------------------------
+
+
+def test_a_week_across_dst_fires_on_the_same_instants_but_where_the_doc_says(
+    aps_on: type[FakeNow],
+) -> None:
+    start = datetime(2026, 3, 27, 12, 0, tzinfo=UTC)
+    until = start + timedelta(days=7)
+    jobs: dict[str, tuple[dict[str, Any], Schedule]] = {
+        "interval": ({"trigger": "interval", "minutes": 45}, FixedRate(2700, start_delay=2700)),
+        "weekdays": (
+            {"trigger": "cron", "day_of_week": "mon-fri", "hour": 2, "minute": 30},
+            CronSchedule("30 2 * * mon-fri"),
+        ),
+        "daily": ({"trigger": "cron", "hour": 2, "minute": 30}, CronSchedule("30 2 * * *")),
+        "month-end": ({"trigger": "cron", "day": "last", "hour": 23}, CronSchedule("0 23 L * *")),
+        "hourly": ({"trigger": "cron", "minute": 0}, CronSchedule("0 * * * *")),
+        "once": (
+            {"trigger": "date", "run_date": start + timedelta(hours=5)},
+            OneTime(at=start + timedelta(hours=5)),
+        ),
+        "bounded": (
+            {"trigger": "interval", "hours": 6, "end_date": start + timedelta(days=2)},
+            Window(FixedRate(6 * 3600, start_delay=6 * 3600), end=start + timedelta(days=2)),
+        ),
+    }
+    heard: list[tuple[str, str, float]] = []
+    aps = aps_scheduler(start.astimezone(BERLIN), heard)
+    sim = Simulation(start=start, tz="Europe/Berlin")
+    for job_id, (fields, schedule) in jobs.items():
+        aps.add_job(noop, id=job_id, **fields)
+        sim.schedule(job_id, schedule, id=job_id, duration=0)
+    aps.run_until(until)
+    sim.run(until)
+
+    def wall(instants: set[float]) -> list[str]:
+        return sorted(datetime.fromtimestamp(t, BERLIN).strftime("%d %H:%M %Z") for t in instants)
+
+    differences = {}
+    for job_id in jobs:
+        theirs = {t for kind, job, t in heard if job == job_id and kind == "run"}
+        ours = {r.due for r in sim.records() if r.task_id == job_id and r.outcome.ran}
+        assert theirs and ours, job_id
+        if theirs != ours:
+            differences[job_id] = (wall(theirs - ours), wall(ours - theirs))
+    assert not [kind for kind, _, _ in heard if kind != "run"]
+    assert differences == {
+        # a wall time in the gap: APScheduler adds the jump, cron takes the gap's end
+        "daily": (["29 03:30 CEST"], ["29 03:00 CEST"]),
+        # APScheduler's first fire may be the instant the job is added (13:00 CET)
+        "hourly": (["27 13:00 CET"], []),
+    }
+
+
+# -- misfires: the table of MIGRATING.md ----------------------------------------------
+
+START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+DOWN = START + timedelta(minutes=5)
+BACK = START + timedelta(hours=1, minutes=5, seconds=30)  # six slots passed, the last 330 s ago
+
+
+def aps_after_downtime(**options: Any) -> list[tuple[str, int]]:
+    """A job every 10 min, its process down from 09:05 to 10:05:30: what APScheduler 3
+    decides when it comes back (an in-memory job store kept across, as a durable one)."""
+    heard: list[tuple[str, str, float]] = []
+    scheduler = aps_scheduler(START, heard)
+    scheduler.add_job(noop, "interval", minutes=10, id="job", **options)
+    scheduler.run_until(DOWN)
+    heard.clear()
+    FakeNow.instant = BACK
+    scheduler._process_jobs()
+    return [(kind, int(t - START.timestamp()) // 60) for kind, _, t in heard]
+
+
+def ours_after_downtime(policy: MisfirePolicy) -> list[tuple[str, int]]:
+    store = InMemoryTaskStore()
+    for now, until in ((START, DOWN), (BACK, BACK)):
+        sim = Simulation(start=now, store=store)
+        sim.schedule(
+            "job",
+            FixedRate(600, start_delay=600),
+            id="job",
+            replace_existing=True,
+            misfire=policy,
+        )
+        sim.run(until)
+    return [(r.outcome.value, int(r.slot - START.timestamp()) // 60) for r in sim.records()]
+
+
+SLOTS = [10, 20, 30, 40, 50, 60]
+
+
+@pytest.mark.parametrize(
+    ("aps_options", "theirs", "policy", "ours"),
+    [
+        (
+            {},  # coalesce=True, misfire_grace_time=1: the defaults
+            [("missed", 60)],
+            MisfirePolicy(Misfire.SKIP, grace=1),
+            [("missed", slot) for slot in SLOTS],
+        ),
+        (
+            {"misfire_grace_time": None},
+            [("run", 60)],
+            MisfirePolicy(Misfire.RUN_ONCE),
+            [("coalesced", slot) for slot in SLOTS[:-1]] + [("ok", 60)],
+        ),
+        (
+            {"coalesce": False, "misfire_grace_time": None},
+            [("run", slot) for slot in SLOTS],
+            MisfirePolicy(Misfire.RUN_ALL),
+            [("ok", slot) for slot in SLOTS],
+        ),
+        (
+            {"coalesce": False, "misfire_grace_time": 900},
+            [("missed", slot) for slot in SLOTS[:-1]] + [("run", 60)],
+            MisfirePolicy(Misfire.RUN_ALL, max_catch_up=1),
+            [("missed", slot) for slot in SLOTS[:-1]] + [("ok", 60)],
+        ),
+        (
+            {"coalesce": True, "misfire_grace_time": 900},
+            [("run", 60)],
+            MisfirePolicy(Misfire.RUN_ONCE),
+            [("coalesced", slot) for slot in SLOTS[:-1]] + [("ok", 60)],
+        ),
+    ],
+)
+def test_misfire_options_map_as_the_table_says(
+    aps_on: type[FakeNow],
+    aps_options: dict[str, Any],
+    theirs: list[tuple[str, int]],
+    policy: MisfirePolicy,
+    ours: list[tuple[str, int]],
+) -> None:
+    assert aps_after_downtime(**aps_options) == theirs
+    assert ours_after_downtime(policy) == ours
+    ran = [slot for kind, slot in theirs if kind == "run"]
+    assert ran == [slot for outcome, slot in ours if outcome == "ok"]  # the same slots run
+
+
+def test_the_default_policies_differ_after_downtime(aps_on: type[FakeNow]) -> None:
+    """APScheduler's defaults drop the run a downtime cost; lldsched's run it once."""
+    assert aps_after_downtime() == [("missed", 60)]
+    assert ours_after_downtime(MisfirePolicy())[-1] == ("ok", 60)
+
+
+def test_a_past_run_date_is_dropped_by_apscheduler_and_run_by_lldsched(
+    aps_on: type[FakeNow],
+) -> None:
+    heard: list[tuple[str, str, float]] = []
+    scheduler = aps_scheduler(START, heard)
+    scheduler.add_job(noop, "date", run_date=START - timedelta(minutes=1), id="late")
+    scheduler.run_until(START + timedelta(seconds=1))
+    assert [kind for kind, _, _ in heard] == ["missed"]
+    sim = Simulation(start=START)
+    sim.schedule("late", OneTime(at=START - timedelta(minutes=1)), id="late")
+    sim.run(START + timedelta(seconds=1))
+    assert [(r.outcome.value, r.started) for r in sim.records()] == [("ok", START.timestamp())]
+
+
+def test_an_interval_anchored_in_the_past_is_a_fixed_rate_started_on_its_grid(
+    aps_on: type[FakeNow],
+) -> None:
+    anchor = datetime(2026, 1, 1, 0, 20, tzinfo=UTC)  # its grid passes 09:20, not 09:00
+    heard: list[tuple[str, str, float]] = []
+    scheduler = aps_scheduler(START, heard)
+    scheduler.add_job(noop, "interval", minutes=90, start_date=anchor, id="grid")
+    scheduler.run_until(START + timedelta(days=1))
+    sim = Simulation(start=START)
+    on_grid = (anchor.timestamp() - sim.now) % 5400  # as docs/MIGRATING.md computes it
+    sim.schedule("grid", FixedRate(5400, start_delay=on_grid), id="grid")
+    sim.run(START + timedelta(days=1))
+    theirs = [t for kind, _, t in heard if kind == "run"]
+    assert len(theirs) == 16 and theirs[0] == START.timestamp() + 1200
+    assert [r.due for r in sim.records()] == theirs
+
+
+def test_apschedulers_interval_jitter_drifts_and_jittered_keeps_the_grid(
+    aps_on: type[FakeNow], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # each APScheduler delay drawn at its largest, so the drift is exact: 30 s a run
+    monkeypatch.setattr(apscheduler.triggers.base.random, "uniform", lambda low, high: high)
+    heard: list[tuple[str, str, float]] = []
+    scheduler = aps_scheduler(START, heard)
+    scheduler.add_job(noop, "interval", minutes=5, jitter=30, id="jittered")
+    scheduler.run_until(START + timedelta(hours=1))
+    theirs = [t - START.timestamp() for kind, _, t in heard if kind == "run"]
+    assert theirs == [330.0 * n for n in range(1, 11)]  # the next fire counts from the delayed one
+    sim = Simulation(start=START)
+    sim.schedule("jittered", Jittered(FixedRate(300, start_delay=300), 30, seed=1), id="jittered")
+    sim.run(START + timedelta(hours=1))
+    ours = [r.started - START.timestamp() for r in sim.records()]
+    assert len(ours) == 11 and all(0 <= at - 300 * n < 30 for n, at in enumerate(ours, 1))
