@@ -256,8 +256,10 @@ def test_a_full_hand_off_queue_keeps_due_work_in_the_heap() -> None:
 
 
 # %% [markdown]
-# Run them. `run_tests` writes the source of each test under the same imports as this notebook into a temporary file, and calls
-# `pytest.main` on it.
+# Run them. `run_tests` writes the source of each test, under the same imports as this
+# notebook, into a temporary file and calls `pytest.main` on it. pytest prints a dot per
+# passing test, and for a failing one its name, the failed line and the values that made
+# it fail. The next cell lists each test with its outcome.
 
 
 # %%
@@ -272,18 +274,32 @@ from lldsched import (EventLog, FakeClock, OneTime, RetryPolicy, Scheduler, Syst
 """
 
 
-def run_tests(*functions) -> int:
-    """Run the test ``functions`` with pytest; return its exit code."""
+class Outcomes:
+    """A pytest plugin: each test's outcome ("passed" or "failed"), by the test's name."""
+
+    def __init__(self) -> None:
+        self.by_test: dict[str, str] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call" or report.failed:  # a failed set-up counts too
+            self.by_test[report.nodeid.split("::")[-1]] = report.outcome
+
+
+def run_tests(*functions) -> tuple[int, dict[str, str]]:
+    """Run the test ``functions`` with pytest; return its exit code and each outcome."""
+    outcomes = Outcomes()
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "test_scheduler_promises.py"
         path.write_text(HEADER + "\n\n".join(inspect.getsource(f) for f in functions))
-        # -p no:nbval: the plugin that runs these notebooks in CI is slow to load, and
-        # not needed to run plain tests.
-        options = ["-q", "-p", "no:cacheprovider", "-p", "no:nbval", "--no-header", "--durations=3"]
-        return pytest.main([str(path), *options, "--rootdir", directory])
+        # Plain, short output: no colour codes (a notebook shows them as noise), -qq
+        # leaves out the timing line. -p no:nbval: the plugin that runs these notebooks
+        # in CI is slow to load, and not needed to run plain tests.
+        options = ["-qq", "--color=no", "--no-header", "-p", "no:cacheprovider", "-p", "no:nbval"]
+        exit_code = pytest.main([str(path), *options, "--rootdir", directory], plugins=[outcomes])
+    return int(exit_code), outcomes.by_test
 
 
-exit_code = run_tests(
+exit_code, outcomes = run_tests(
     test_an_earlier_insertion_wakes_a_timer_parked_twelve_hours_out,
     test_fifty_tasks_due_at_one_instant_on_four_workers_each_run_exactly_once,
     test_a_failing_task_leaves_its_worker_alive,
@@ -292,7 +308,9 @@ exit_code = run_tests(
 )
 
 # %% tags=["nbval-check-output"]
-print("pytest exit code:", int(exit_code), "(0: every test passed)")
+for name, outcome in outcomes.items():
+    print(f"{outcome:6}  {name}")
+print("pytest exit code:", exit_code, "(0: every test passed)")
 
 # %% [markdown]
 # ## 4. Break it and watch
