@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,6 +15,8 @@ sys.path.insert(0, str(ROOT / "tools"))
 from build_notebooks import parse  # noqa: E402
 
 SOURCES = sorted((ROOT / "notebooks" / "src").glob("*.py"))
+MARKERS = ("NBVAL_", "fmt: skip", "fmt: off", "type: ignore", "noqa", "pragma: no cover")
+ANSI_ESCAPE = "\x1b["
 
 
 def test_every_source_has_a_notebook_and_every_notebook_a_source() -> None:
@@ -33,8 +36,28 @@ def test_the_notebook_matches_its_source_and_carries_outputs_without_widget_stat
     ]
     assert cells == parse(source.read_text()), "out of date: run `make notebooks`"
     assert "widgets" not in notebook["metadata"]
-    marker = "NBVAL_"  # nbval's markers live in cell tags, not in what a learner reads
-    assert not [text for _, text, _ in cells if marker in text]
+    # Tooling markers do not belong in what a learner reads (nbval's live in cell tags).
+    marked = [(marker, text) for _, text, _ in cells for marker in MARKERS if marker in text]
+    assert not marked, f"a tooling marker in a cell: {marked[0]}"
     code = [c for c in notebook["cells"] if c["cell_type"] == "code"]
     assert all(c["execution_count"] is not None for c in code), "not executed"
     assert any(c["outputs"] for c in code)
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: p.stem)
+def test_the_notebook_outputs_are_plain_text_without_errors(source: Path) -> None:
+    """What a learner reads after a clean run: no traceback, nothing on stderr, and no
+    terminal colour codes (a notebook shows them as noise: 08's pytest run printed them)."""
+    notebook = json.loads((ROOT / "notebooks" / f"{source.stem}.ipynb").read_text())
+    for cell in notebook["cells"]:
+        for output in cell.get("outputs", ()):
+            where = f"{cell['id']}: {json.dumps(output)[:300]}"
+            assert output["output_type"] != "error", f"an error in {where}"
+            assert output.get("name") != "stderr", f"stderr in {where}"
+            assert ANSI_ESCAPE not in _text_of(output), f"ANSI in {where}"
+
+
+def _text_of(output: dict[str, Any]) -> str:
+    """Every text an output holds: a stream's, an error's traceback, each data type's."""
+    texts = [output.get("text", ""), *output.get("traceback", ()), *output.get("data", {}).values()]
+    return "".join("".join(t) if isinstance(t, list) else str(t) for t in texts)

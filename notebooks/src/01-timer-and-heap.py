@@ -218,7 +218,9 @@ print(inspect.getsource(Scheduler._timer_loop))
 # which is how a twelve-hour delay is tested in milliseconds:
 
 # %%
+print("SystemClock.wait:")
 print(inspect.getsource(SystemClock.wait))
+print("FakeClock.wait:")
 print(inspect.getsource(FakeClock.wait))
 
 # %% [markdown]

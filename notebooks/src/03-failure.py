@@ -83,6 +83,19 @@ from lldsched import (
 
 START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
+# %% [markdown]
+# That many moves make a dense drawing, small on a laptop or a projector. The same
+# table, a line per status: where a task in it can go next, and on what.
+
+# %% tags=["nbval-check-output"]
+from lldsched import TaskStatus
+from lldsched.core.lifecycle import TRANSITIONS
+
+for status in [None, *TaskStatus]:
+    moves = [f"-> {t.target.name:<10} {t.trigger}" for t in TRANSITIONS if t.source is status]
+    if moves:
+        print(f"{'(new)' if status is None else status.name:>9} " + f"\n{'':9} ".join(moves))
+
 
 # %% [markdown]
 # ## 1. Retries with capped exponential backoff

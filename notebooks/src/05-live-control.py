@@ -112,7 +112,10 @@ def shut_down(_button: Button) -> None:
 
 
 said = Output()
-stop = Button(description="shut down the scheduler", button_style="warning")
+# width "auto": a button is 148 px wide by default, which cuts this label short.
+stop = Button(
+    description="shut down the scheduler", button_style="warning", layout={"width": "auto"}
+)
 stop.add_class("lldsched-shutdown")
 stop.on_click(shut_down)
 display(stop, said)

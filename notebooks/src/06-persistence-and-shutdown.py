@@ -100,7 +100,8 @@ print("\n".join(store.log))
 
 
 # %% tags=["nbval-check-output"]
-def busy_then_queue(drain: bool) -> list[str]:
+def busy_then_queue(drain: bool) -> dict[str, int]:
+    """How many times each task ran, after a shutdown with a run in flight and three due."""
     started, release = threading.Event(), threading.Event()
 
     def long_run() -> None:
@@ -119,11 +120,11 @@ def busy_then_queue(drain: bool) -> list[str]:
         scheduler.shutdown(drain=False, timeout=0.5)  # the three are dropped at once
         release.set()  # only now does the long run end,
         scheduler.shutdown(timeout=5)  # and a second call waits for it
-    return [f"{t.name}: {t.run_count} run" for t in [busy, *queued]]
+    return {t.name: t.run_count for t in [busy, *queued]}
 
 
-print("drain=True ", busy_then_queue(drain=True))
-print("drain=False", busy_then_queue(drain=False))
+print("runs after drain=True: ", busy_then_queue(drain=True))
+print("runs after drain=False:", busy_then_queue(drain=False))
 
 # %% [markdown]
 # (With `drain=False`, a task dropped before it ran stays `scheduled` with its due time: a

@@ -89,9 +89,10 @@ with Scheduler(workers=2, listeners=[log]) as scheduler:
     witness = scheduler.schedule("witness", lambda: None, FixedRate(0.05))
     scheduler.pause(paused.id)
     paused_at = time.time()  # a run in flight at the pause started before this
-    # The positive wait: three witness runs happen, and quickly.
+    # The positive wait: three witness runs happen, and quickly (None after 5 s: they
+    # did not; the line printed below says so, and the notebook goes on).
     target = witness.run_count + 3
-    assert log.wait_for(lambda e: witness.run_count >= target, timeout=5) is not None
+    witnessed = log.wait_for(lambda e: witness.run_count >= target, timeout=5)
 
     def ran_after_pause(event: TaskEvent) -> bool:
         return (
@@ -100,7 +101,7 @@ with Scheduler(workers=2, listeners=[log]) as scheduler:
 
     # The negative wait: meanwhile the paused task did not start, nor in 0.2 s more.
     late = log.wait_for(ran_after_pause, timeout=0.2)
-    print("paused task ran again:", late is not None, "| witness ran:", witness.run_count >= target)
+    print("paused task ran again:", late is not None, "| witness ran:", witnessed is not None)
 
 # %% [markdown]
 # ## 3. The tests, run by pytest
@@ -256,8 +257,10 @@ def test_a_full_hand_off_queue_keeps_due_work_in_the_heap() -> None:
 
 
 # %% [markdown]
-# Run them. `run_tests` writes the source of each test under the same imports as this notebook into a temporary file, and calls
-# `pytest.main` on it.
+# Run them. `run_tests` writes the source of each test, under the same imports as this
+# notebook, into a temporary file and calls `pytest.main` on it. pytest prints a dot per
+# passing test, and for a failing one its name, the failed line and the values that made
+# it fail. The next cell lists each test with its outcome.
 
 
 # %%
@@ -272,18 +275,34 @@ from lldsched import (EventLog, FakeClock, OneTime, RetryPolicy, Scheduler, Syst
 """
 
 
-def run_tests(*functions) -> int:
-    """Run the test ``functions`` with pytest; return its exit code."""
+class Outcomes:
+    """A pytest plugin: each test's outcome ("passed" or "failed"), by the test's name."""
+
+    def __init__(self) -> None:
+        self.by_test: dict[str, str] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call" or report.failed:  # a failed set-up counts too
+            self.by_test[report.nodeid.split("::")[-1]] = report.outcome
+
+
+def run_tests(*functions) -> tuple[int, dict[str, str]]:
+    """Run the test ``functions`` with pytest; return its exit code and each outcome."""
+    outcomes = Outcomes()
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "test_scheduler_promises.py"
         path.write_text(HEADER + "\n\n".join(inspect.getsource(f) for f in functions))
-        # -p no:nbval: the plugin that runs these notebooks in CI is slow to load, and
-        # not needed to run plain tests.
-        options = ["-q", "-p", "no:cacheprovider", "-p", "no:nbval", "--no-header", "--durations=3"]
-        return pytest.main([str(path), *options, "--rootdir", directory])
+        # Plain, short output: no colour codes (a notebook shows them as noise), -qq
+        # leaves out the timing line, a failure shows its failed line and values
+        # (--tb=short), and no summary repeats the outcomes listed below (-rN).
+        # -p no:nbval: the plugin that runs these notebooks in CI is slow to load.
+        options = ["-qq", "--color=no", "--no-header", "--tb=short", "-rN"]
+        options += ["-p", "no:cacheprovider", "-p", "no:nbval"]
+        exit_code = pytest.main([str(path), *options, "--rootdir", directory], plugins=[outcomes])
+    return int(exit_code), outcomes.by_test
 
 
-exit_code = run_tests(
+exit_code, outcomes = run_tests(
     test_an_earlier_insertion_wakes_a_timer_parked_twelve_hours_out,
     test_fifty_tasks_due_at_one_instant_on_four_workers_each_run_exactly_once,
     test_a_failing_task_leaves_its_worker_alive,
@@ -292,7 +311,9 @@ exit_code = run_tests(
 )
 
 # %% tags=["nbval-check-output"]
-print("pytest exit code:", int(exit_code), "(0: every test passed)")
+for name, outcome in outcomes.items():
+    print(f"{outcome:6}  {name}")
+print("pytest exit code:", exit_code, "(0: every test passed)")
 
 # %% [markdown]
 # ## 4. Break it and watch
@@ -301,8 +322,12 @@ print("pytest exit code:", int(exit_code), "(0: every test passed)")
 # imported here is the source in `lldsched/`. Open `lldsched/core/duequeue.py`, make
 # `TaskQueue.push` forget to notify the condition (replace `self._wake.notify_all()` with
 # `pass`: commenting the line out leaves its `if` with no body, a syntax error), save,
-# **restart the kernel** (an edit takes effect only in a fresh kernel), and run this
-# notebook again: the parked-timer test fails, and says why. Undo the edit afterwards.
+# **restart the kernel** (an edit takes effect only in a fresh kernel), and *Run All*
+# again. Section 2 prints `witness ran: False` (its runs are scheduled while the timer is
+# parked, and nothing wakes it). In section 3 the parked-timer test fails, and says why
+# ("the timer slept on"); three more fail with it, each after its 5 s bound, because every
+# task scheduled while the timer is parked needs that wake-up. Only the listener test
+# passes: its clock's `advance` wakes the timer itself. Undo the edit afterwards.
 # The repository's own suite (`make test`) holds these tests and more than 1,500 others.
 #
 # ## Check yourself

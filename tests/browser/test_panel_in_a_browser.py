@@ -1,7 +1,8 @@
 """The shipped 05-live-control in a real browser, after JupyterLab's Run All and in Voila:
 the panel is alive (no "model not found"), shows the scripted presses' results, names the
 zone of its next-run column, and pressing Pause pauses the heartbeat: its status turns
-paused and it stops running while `poll` keeps running."""
+paused and it stops running while `poll` keeps running.  The shut-down button shows its
+whole label."""
 
 from __future__ import annotations
 
@@ -64,3 +65,9 @@ def test_the_shipped_panel_is_live_after_run_all_and_pause_stops_the_heartbeat(
         assert shown_runs(page, HEARTBEAT) == paused_at
         expect(status).to_have_text("paused")
         screenshot(page, f"05-{server}-after-pause")
+        # The shut-down button at the end shows its whole label (a default-width button
+        # cut it to "shut down the sc..."): nothing of its text overflows.
+        stop = page.locator(".lldsched-shutdown")
+        stop.scroll_into_view_if_needed()
+        expect(stop).to_have_text("shut down the scheduler")
+        assert stop.evaluate("(button) => button.scrollWidth <= button.clientWidth")

@@ -2,7 +2,8 @@
 JupyterLab after Run All): its first view is the simulation's own time, `step` starts a
 run and says so, `+1 hour` moves the clock and the counts, pausing a task stops its runs,
 the chart is redrawn after every press, and the controls stay where they were.  The
-sliders above it show their chart and table, and a new choice redraws the table."""
+sliders above it show their chart and table, and a new choice redraws the table; the
+pool-size slider at the end, moved, redraws its table of lateness."""
 
 from __future__ import annotations
 
@@ -70,6 +71,16 @@ def test_the_shipped_player_steps_the_scenario_and_shows_what_changed(
         explore.locator("select").select_option("SKIP")
         expect(table).not_to_have_text(catch_up, timeout=30_000)
         screenshot(page, f"04-{server}-sliders")
+        # The pool-size slider at the end of 04: two steps right (keys move a slider's
+        # handle), a new table of lateness for the bigger pool.
+        pools = page.locator(".widget-interact").last
+        pools.scroll_into_view_if_needed()
+        lateness = pools.locator("table").text_content() or ""
+        pools.locator(".noUi-handle").focus()
+        page.keyboard.press("ArrowRight")
+        page.keyboard.press("ArrowRight")
+        expect(pools.locator(".widget-readout")).to_have_text("6")
+        expect(pools.locator("table")).not_to_have_text(lateness, timeout=30_000)
         expect(page.locator(".lldsched-player-chart")).to_be_visible()
         page.locator(".lldsched-player-chart").scroll_into_view_if_needed()
         screenshot(page, f"04-{server}-first-view")
