@@ -10,7 +10,7 @@ returned after the hang, not after its timeout (a save blocked 8 s made
 ``acquire(timeout=...)``, and a wait for something notified under the lock is a wait on
 a :class:`threading.Event` the notifier sets, with the lock taken back the same bounded
 way: each says False when the time ran out first, and the caller leaves what it could
-not do as it is (docs/DECISIONS.md, "A shutdown returns within its timeout").
+not do as it is (docs/DECISIONS.md, "A store that hangs").
 """
 
 from __future__ import annotations
