@@ -22,6 +22,7 @@ stopping the timer before the pool.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, NamedTuple
 
@@ -129,9 +130,15 @@ class ObservedPool(WorkerPool[Any, Any, Any]):
         super().__init__(workers, **options)
         self.closing = threading.Event()
 
-    def shutdown(self, drain: bool = True, timeout: float | None = None) -> list[Any]:
+    def shutdown(
+        self,
+        drain: bool = True,
+        timeout: float | None = None,
+        *,
+        on_drop: Callable[[list[Any]], None] | None = None,
+    ) -> list[Any]:
         self.closing.set()
-        return super().shutdown(drain=drain, timeout=timeout)
+        return super().shutdown(drain=drain, timeout=timeout, on_drop=on_drop)
 
 
 class ExecutorLikePool(ObservedPool):

@@ -10,7 +10,9 @@ thread that delivers events to listeners, around the core state machine.
 * :mod:`~lldsched.threaded.dispatcher`: listeners called off the hot path;
 * :mod:`~lldsched.threaded.coroutines`: the event loop that runs ``async def`` actions;
 * :mod:`~lldsched.threaded.processes`: the worker processes of ``isolation="process"``;
-* :mod:`~lldsched.threaded.shared`: the timer's side of a store several processes share.
+* :mod:`~lldsched.threaded.shared`: the timer's side of a store several processes share;
+* :mod:`~lldsched.threaded.deadline`: the scheduler's lock taken, and waited on, within
+  the time a ``shutdown(timeout=...)`` has left.
 """
 
 from lldsched.threaded.scheduler import Scheduler

@@ -54,7 +54,6 @@ import contextlib
 import inspect
 import logging
 import threading
-import time
 from asyncio import Task
 from collections.abc import Callable, Iterable
 from contextvars import Context
@@ -66,14 +65,16 @@ from lldsched.checks import whole
 from lldsched.core.results import must_await, result_text
 from lldsched.core.task import Entry, Run
 from lldsched.errors import error_text
+from lldsched.threaded.deadline import Deadline
 
 __all__ = ["CANCEL_GRACE", "CoroutineRunner", "Finish", "is_loop_action"]
 
 log = logging.getLogger("lldsched")
 
-Finish = Callable[[Run, float, float, "str | None", "str | None", bool], None]
+Finish = Callable[[Run, float, float, "str | None", "str | None", bool], bool]
 """``finish(run, started, finished, error, result, timed_out)``, called under the lock:
-records the run (the runner settles it, with ``settle``)."""
+records the run (the runner settles it, with ``settle``); True when it queued a line to
+log (a failure), which ``said`` logs once the lock is let go, before the settle."""
 
 CANCEL_GRACE = 1.0
 """Seconds shutdown gives cancelled coroutines to end, beyond its own timeout."""
@@ -132,6 +133,7 @@ class CoroutineRunner:
         begin: Callable[[Entry, int], Run | None],
         finish: Finish,
         settle: Callable[[int], None],
+        said: Callable[[], None],
         lane: int,
         now: Callable[[], float],
         limit: int = 1000,
@@ -147,12 +149,16 @@ class CoroutineRunner:
         # Settles ``n`` entries or awaitables handed over: recorded, a tombstone, or
         # never begun (shutdown).  Called once per batch, not per run.
         self._settle = settle
+        # Logs what the runs recorded under the lock queued to log (their failures),
+        # called once the lock is let go.
+        self._said = said
         self._now = now
         # Guarded by the scheduler's lock: the loop and its thread (created at the
         # first hand-over), what waits for a slot (loop tasks' entries and handed-off
         # flights, in arrival order), begun flights by task id, the active count and
-        # the flags.  _settled (on the same lock) is notified by the loop thread when
-        # the last flight is recorded; shutdown() is its only waiter.
+        # the flags.  _settled (an event; its own lock is taken inside this one) is set
+        # under the lock when the last flight is recorded; shutdown() is its only
+        # waiter, and takes the lock back within its time (lldsched.threaded.deadline).
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._waiting: collections.deque[Entry | _Flight] = collections.deque()
@@ -161,7 +167,7 @@ class CoroutineRunner:
         self._active = 0
         self._wakeup_sent = False
         self._closed = False
-        self._settled = threading.Condition(lock)
+        self._settled = threading.Event()
         # The loop thread's own: flights over and not yet recorded.
         self._done: list[_Flight] = []
         self._flush_sent = False
@@ -230,25 +236,31 @@ class CoroutineRunner:
         when the loop thread stopped.  Caller must not hold the lock.  Idempotent.
 
         A flight that did not end even then (it swallows its cancellation, or blocks
-        the loop) is recorded here, as cancelled: no run is left unrecorded.
+        the loop) is recorded here, as cancelled: no run is left unrecorded.  The lock
+        is taken within those times too (:class:`~lldsched.threaded.deadline.Deadline`):
+        if another thread holds it past them (a store call that hangs), what is left is
+        left as it is, and False returned.
         """
-        deadline = None if timeout is None else time.monotonic() + timeout
-
-        def remaining() -> float | None:
-            return None if deadline is None else max(0.0, deadline - time.monotonic())
-
-        with self._lock:
+        deadline = Deadline(timeout)
+        lock = self._lock
+        if not deadline.acquire(lock):
+            return False
+        held = True
+        try:
             self._closed = True
             loop, thread = self._loop, self._thread
             if loop is None or thread is None:
                 return True
-            if self._flights or self._waiting:
-                self._settled.wait_for(self._over_all, remaining())
+            held = self._wait_settled(deadline)
+            if not held:
+                return False
             self.drop_waiting()
             if self._flights:
                 for flight in list(self._flights.values()):
                     self._cancel_flight(flight, "shutdown")
-                self._settled.wait_for(self._over_all, CANCEL_GRACE)
+                held = self._wait_settled(Deadline(CANCEL_GRACE))
+                if not held:
+                    return False
             unrecorded = list(self._flights.values())
             for flight in unrecorded:  # still not over: record it now
                 flight.finished = self._now()
@@ -257,11 +269,25 @@ class CoroutineRunner:
                 self._settle(len(unrecorded))
                 self._notify_if_settled()
             self._waiting.clear()
+        finally:
+            if held:
+                lock.release()
+        self._said()  # the failures recorded here, logged without the lock
         if thread.is_alive():
             with contextlib.suppress(RuntimeError):  # closed meanwhile: the thread is ending
                 loop.call_soon_threadsafe(loop.stop)
             thread.join(CANCEL_GRACE)
         return not thread.is_alive()
+
+    def _wait_settled(self, deadline: Deadline) -> bool:
+        """Wait until no flight is in flight or waiting, or ``deadline`` passes (caller
+        holds the lock).  True when the caller holds the lock again; False when it ran
+        out before the lock could be taken back (the caller does not hold it)."""
+        while not self._over_all() and deadline.remaining() != 0.0:
+            self._settled.clear()
+            if not deadline.wait(self._settled, self._lock):
+                return False
+        return True
 
     def drop_waiting(self) -> None:
         """Forget the loop tasks' entries that wait for a slot: they were never begun,
@@ -274,7 +300,7 @@ class CoroutineRunner:
             )
             self._settle(len(unbegun))
             if self._over_all():
-                self._settled.notify_all()
+                self._settled.set()
 
     def _over_all(self) -> bool:
         return not self._flights and not self._waiting
@@ -399,23 +425,39 @@ class CoroutineRunner:
         done, self._done = self._done, []
         self._flush_sent = False
         flights = self._flights
-        with self._lock:
-            recorded = 0
+        lock = self._lock
+        lock.acquire()
+        try:
+            recorded = failed = 0
             for flight in done:
                 if id(flight.run) in flights:  # not recorded by shutdown
-                    self._record(flight)
+                    failed += self._record(flight)
                     recorded += 1
-            if recorded:
-                self._settle(recorded)
-                self._notify_if_settled()
+            if failed:  # their lines are logged without the lock, before the settle:
+                lock.release()  # wait_idle() returns with them written
+                try:
+                    self._said()
+                finally:
+                    lock.acquire()
+                    self._settle_batch(recorded)  # even if a logging handler raised
+            elif recorded:
+                self._settle_batch(recorded)
             if self._waiting and self._active < self.limit and not self._wakeup_sent:
                 self._wakeup_sent = True  # slots freed: start what waits
                 assert self._loop is not None
                 self._loop.call_soon(self._start_waiting)
+        finally:
+            lock.release()
 
-    def _record(self, flight: _Flight) -> None:
+    def _settle_batch(self, count: int) -> None:
+        """``count`` flights were recorded (caller holds the lock)."""
+        self._settle(count)
+        self._notify_if_settled()
+
+    def _record(self, flight: _Flight) -> bool:
         """Write the flight's record and free its slot (caller holds the lock, then
-        settles it and calls :meth:`_notify_if_settled`)."""
+        settles it and calls :meth:`_notify_if_settled`); True when a line waits to be
+        logged (``said``)."""
         if flight.reason is None:
             (error, result), timed_out = flight.outcome, False
         else:
@@ -425,14 +467,15 @@ class CoroutineRunner:
         if flight.active:
             self._active -= 1
         try:
-            self._finish(run, flight.started, flight.finished, error, result, timed_out)
+            return self._finish(run, flight.started, flight.finished, error, result, timed_out)
         except Exception:  # finish records user failures itself: this is our bug
             log.exception("could not settle the coroutine run %r", run)
+            return False
 
     def _notify_if_settled(self) -> None:
         """Wake shutdown() if nothing is in flight or waiting (caller holds the lock)."""
         if self._over_all():
-            self._settled.notify_all()
+            self._settled.set()
 
 
 def _cancelled_outcome(flight: _Flight) -> tuple[str | None, str | None, bool]:

@@ -14,6 +14,7 @@ that ``Scheduler``'s definitions match.  At run time it adds nothing.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import threading
 from collections.abc import Callable
@@ -30,7 +31,7 @@ from lldsched.threaded.pool import WorkerPool
 from lldsched.threaded.processes import ProcessPool
 from lldsched.threaded.shared import Coordinator
 
-__all__ = ["NEW", "RUNNING", "STOPPED", "Outcome", "SchedulerParts"]
+__all__ = ["NEW", "RUNNING", "STOPPED", "LogLine", "Outcome", "SchedulerParts"]
 
 NEW, RUNNING, STOPPED = "new", "running", "stopped"
 """The scheduler's states: built, between start() and shutdown(), shut down (final)."""
@@ -39,6 +40,9 @@ Outcome = tuple[float, float, "str | None", "str | None", object, bool]
 """What running an attempt produced: started, finished, error text, result text, an
 awaitable still to run (None for a run that is over), and whether the run was stopped
 at its timeout (a child process killed)."""
+
+LogLine = tuple[int, str, tuple[object, ...]]
+"""A line to log: its level, its message and the message's arguments."""
 
 
 class SchedulerParts:
@@ -70,7 +74,18 @@ class SchedulerParts:
     _deadline_sequence: itertools.count[int]
     _in_flight: int  # entries popped by the timer and not yet settled
     _draining: bool  # shutdown(drain=True) is handing out the last due entries
+    # Set by each settled run while _draining: the drain waits on it (its own lock is
+    # taken inside _lock).  A bool and an event, not an event or None: the hot path's
+    # test of _draining stays a test of False (None's truth is a call in 3.11).
+    _drain_settled: threading.Event
     _idle_waiters: int
+    # Failed attempts' log lines, appended under _lock in the order recorded and
+    # logged after it is let go (running._say_failures); a deque: the thread that
+    # logs pops without _lock.
+    _failures: collections.deque[LogLine]
+    # Taken (never inside _lock) by the one thread that logs _failures at a time, so
+    # that they are written in order; held while a logging handler runs.
+    _saying: threading.Lock
     _state: str  # NEW, RUNNING or STOPPED
     _timer: threading.Thread | None
 

@@ -13,7 +13,9 @@ acquisition per item.  Each item goes through three callbacks:
 * ``execute(job)`` *without* the lock: the user's code runs here;
 * ``complete(job, result)`` under the lock: the outcome is recorded.  What the
   user's code raised, ``SystemExit`` and ``KeyboardInterrupt`` included, is part of
-  the result (the scheduler records it as a failed run); the worker goes on.
+  the result (the scheduler records it as a failed run); the worker goes on.  It
+  may release the lock for a while and take it back before it returns (the
+  scheduler does, to log a failed run).
 
 Shutdown follows ``concurrent.futures.thread``: close, then put one sentinel per
 worker behind what is queued (``drain=True``) or instead of it (``drain=False``,
@@ -26,12 +28,12 @@ from __future__ import annotations
 import collections
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterable
 from typing import Generic, TypeVar
 
 from lldsched.checks import whole
 from lldsched.errors import SchedulerStateError
+from lldsched.threaded.deadline import Deadline
 
 __all__ = ["WorkerPool"]
 
@@ -113,28 +115,37 @@ class WorkerPool(Generic[T, J, R]):
         self._items.extend(items)
         self._not_empty.notify(len(self._items) - before)
 
-    def shutdown(self, drain: bool = True, timeout: float | None = None) -> list[T]:
+    def shutdown(
+        self,
+        drain: bool = True,
+        timeout: float | None = None,
+        *,
+        on_drop: Callable[[list[T]], None] | None = None,
+    ) -> list[T]:
         """Stop taking work, finish (``drain``) or drop what is queued, join the workers.
 
-        Returns the items dropped.  Idempotent.  With a ``timeout``, returns when it
-        runs out even if a worker is still busy with a long run.  Caller must not
-        hold the lock.
+        Returns the items dropped; ``on_drop`` is called with them (if any) under the
+        lock, in the acquisition that dropped them.  Idempotent.  With a ``timeout``,
+        returns when it runs out even if a worker is still busy with a long run, or
+        the lock is held by another thread all that time (then nothing is closed, or
+        dropped).  Caller must not hold the lock.
         """
         dropped: list[T] = []
-        with self._lock:
-            if not self._closed:
+        deadline = Deadline(timeout)
+        with deadline.holding(self._lock) as held:
+            if held and not self._closed:
                 self._closed = True
                 if not drain:
                     dropped = list(self._items)  # type: ignore[arg-type]
                     self._items.clear()
+                    if dropped and on_drop is not None:
+                        on_drop(dropped)
                 self._items.extend([_SENTINEL] * len(self._threads))
                 self._not_empty.notify_all()
-        deadline = None if timeout is None else time.monotonic() + timeout
         for thread in self._threads:
             if thread is threading.current_thread():
                 continue
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            thread.join(remaining)
+            thread.join(deadline.remaining())
         return dropped
 
     def is_worker(self, thread: threading.Thread) -> bool:

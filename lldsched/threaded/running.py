@@ -14,13 +14,17 @@ while its worker waits.  Every entry the timer popped is settled exactly once
 wait on.
 
 **What is logged** (the ``lldsched`` logger): each failed attempt, once, when it is
-recorded, by :func:`report_failure`: one line naming the task's id and name, the
-attempt, the error text and what follows (a retry, the slot given up, the dead
-letter).  No traceback: the record's error text is what the store, the listeners and
-the log all keep.  A successful run logs nothing.  An action that raises a
-``BaseException`` that is not an ``Exception`` (``SystemExit`` from ``sys.exit()``,
-a ``KeyboardInterrupt`` raised by hand) is a failed run like any other: the worker
-thread goes on, as the event loop does for a coroutine.
+recorded: one line naming the task's id and name, the attempt, the error text and
+what follows (a retry, the slot given up, the dead letter).  No traceback: the
+record's error text is what the store, the listeners and the log all keep.  A
+successful run logs nothing.  The line is made under the lock, when the core has
+decided what follows (:func:`failure_line`), queued, and written after the lock is
+released (:meth:`~RunExecution._say_failures`), in the order the failures were
+recorded: a slow logging handler holds the thread that logs, never the lock.
+
+An action that raises a ``BaseException`` that is not an ``Exception`` (``SystemExit``
+from ``sys.exit()``, a ``KeyboardInterrupt`` raised by hand) is a failed run like any
+other: the worker thread goes on, as the event loop does for a coroutine.
 """
 
 from __future__ import annotations
@@ -32,9 +36,9 @@ from lldsched.core.results import must_await, result_text
 from lldsched.core.task import Entry, Run
 from lldsched.errors import error_text
 from lldsched.model import ExecutionRecord, TaskStatus
-from lldsched.threaded.parts import Outcome, SchedulerParts
+from lldsched.threaded.parts import LogLine, Outcome, SchedulerParts
 
-__all__ = ["RunExecution", "report_failure"]
+__all__ = ["LogLine", "RunExecution", "failure_line"]
 
 log = logging.getLogger("lldsched")
 
@@ -99,9 +103,22 @@ class RunExecution(SchedulerParts):
         record = self._core.finish(run, started, finished, error, result, timed_out)
         if self._coordinator is not None:
             self._coordinator.done(run)
-        self._settle(1)
         if not record.ok:
-            report_failure(run, record)
+            self._log_then_settle(run, record)
+            return
+        self._settle(1)
+
+    def _log_then_settle(self, run: Run, record: ExecutionRecord) -> None:
+        """A worker's run failed: log its line with the lock let go (the pool allows it;
+        rare), then settle it, so that ``wait_idle()`` returns with the line written.
+        Settled even if a logging handler raises (the pool logs that)."""
+        self._failures.append(failure_line(run, record))
+        self._lock.release()
+        try:
+            self._say_failures()
+        finally:
+            self._lock.acquire()
+            self._settle(1)
 
     def _finish_coroutine(
         self,
@@ -111,26 +128,43 @@ class RunExecution(SchedulerParts):
         error: str | None,
         result: str | None,
         timed_out: bool,
-    ) -> None:
+    ) -> bool:
         """A coroutine run is over: record it (the loop thread calls this under the
-        lock, and settles its batch of runs after)."""
+        lock, and settles its batch of runs after).  True when it failed: its line is
+        queued, and the loop thread calls :meth:`_say_failures` once it let the lock go,
+        before it settles the batch."""
         record = self._core.finish(run, started, finished, error, result, timed_out)
         if self._coordinator is not None:
             self._coordinator.done(run)
-        if not record.ok:
-            report_failure(run, record)
+        if record.ok:
+            return False
+        self._failures.append(failure_line(run, record))
+        return True
 
     def _cancel_overlapped(self, run: Run) -> None:
         """Overlap.CANCEL_OTHER cancelled ``run`` (the core raised its flag, under the
         lock): a coroutine run is cancelled for real; a thread's run is cooperative."""
         self._coroutines.cancel_run(run, "overlap")
 
+    def _say_failures(self) -> None:
+        """Log the failed attempts queued under the lock, in the order they were
+        recorded (caller does *not* hold the scheduler's lock).  One thread logs at a
+        time, under ``_saying``: a failure queued while another thread logs is logged
+        after the ones before it, by that thread or by this one."""
+        failures = self._failures
+        if not failures:
+            return
+        with self._saying:
+            while failures:
+                level, message, args = failures.popleft()
+                log.log(level, message, *args)
+
     def _settle(self, count: int) -> None:
         """``count`` entries popped by the timer are done (run, or dropped)."""
         self._in_flight -= count
         self._notify_idle()
         if self._draining:
-            self._wake.notify_all()  # shutdown's drain waits for runs to settle
+            self._drain_settled.set()  # shutdown's drain waits for runs to settle
 
     def _notify_idle(self) -> None:
         """Wake wait_idle() / wait_drained() callers if nothing is in flight."""
@@ -138,9 +172,10 @@ class RunExecution(SchedulerParts):
             self._idle.notify_all()
 
 
-def report_failure(run: Run, record: ExecutionRecord) -> None:
-    """Log a failed attempt once, after the core decided what follows it (caller holds
-    the scheduler's lock; logging takes only the handlers' locks).
+def failure_line(run: Run, record: ExecutionRecord) -> LogLine:
+    """The log line of a failed attempt, made after the core decided what follows it
+    (caller holds the scheduler's lock: the task's status and next due instant are
+    read as that decision left them); logged once the lock is let go.
 
     WARNING when a retry follows; ERROR when the slot is given up or the task is
     dead-lettered; INFO for a run stopped on purpose (cancel, pause, shutdown, or a
@@ -151,8 +186,11 @@ def report_failure(run: Run, record: ExecutionRecord) -> None:
     error = record.error
     status = task.status
     if record.outcome == "cancelled" or (error or "").startswith("CancelledError"):
-        log.info("task %s %r attempt %d stopped: %s", task.id, task.name, record.attempt, error)
-        return
+        return (
+            logging.INFO,
+            "task %s %r attempt %d stopped: %s",
+            (task.id, task.name, record.attempt, error),
+        )
     if status is TaskStatus.RETRYING:
         level, then = logging.WARNING, f"retry due at {_instant(task.next_run_at)}"
     elif status is TaskStatus.FAILED:
@@ -161,15 +199,10 @@ def report_failure(run: Run, record: ExecutionRecord) -> None:
         level, then = logging.ERROR, f"slot given up, next due at {_instant(task.next_run_at)}"
     else:  # paused or cancelled meanwhile: nothing follows until a verb says so
         level, then = logging.WARNING, f"task {status.value}"
-    log.log(
+    return (
         level,
         "task %s %r attempt %d of %d failed: %s; %s",
-        task.id,
-        task.name,
-        record.attempt,
-        task.retry.max_attempts,
-        error,
-        then,
+        (task.id, task.name, record.attempt, task.retry.max_attempts, error, then),
     )
 
 

@@ -32,6 +32,7 @@ store (docs/CLUSTER.md) the store's rows are loaded as they are instead.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import random
 import threading
@@ -156,16 +157,18 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         # The scheduler's one lock.  It guards the core state machine (registry,
         # statuses, dead letter), the heap, the deadline heap, the pool's hand-off
         # queue, the coroutine runner's hand-over state, _loop_ids, _in_flight,
-        # _draining, _state and _idle_waiters.  Four conditions share it: _wake
-        # (the timer waits on it, and shutdown's drain; notified by a push that
-        # makes a new head, by a new earliest deadline, by a worker that
-        # half-emptied the hand-off queue, by a clock change, by shutdown, and
-        # while draining by every settled run), the pool's (workers wait for
-        # items), _idle (wait_idle() waits for the last run in flight to settle)
-        # and the runner's _settled (its shutdown waits for the last coroutine).
-        # Lock order: this lock, then the dispatcher's, the store's or the process
-        # pool's (kill() runs under it).  Never held while an action, a coroutine or
-        # a listener runs.
+        # _draining, _state and _idle_waiters.  Three conditions share it: _wake
+        # (the timer waits on it; notified by a push that makes a new head, by a
+        # new earliest deadline, by a worker that half-emptied the hand-off queue,
+        # by a clock change and by shutdown), the pool's (workers wait for items)
+        # and _idle (wait_idle() waits for the last run in flight to settle).
+        # Shutdown waits on events set under it instead (its drain's, set by every
+        # settled run; the runner's _settled, by its last coroutine), and takes it
+        # with a timeout: a store call that hangs under it cannot hold shutdown
+        # past its own (lldsched/threaded/deadline.py).  Lock order: this lock,
+        # then the dispatcher's, the store's, the process pool's (kill() runs
+        # under it) or an event's.  Never held while an action, a coroutine, a
+        # listener or the log line of a failed run runs.
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._queue = self.queue_type(self._wake)
@@ -205,7 +208,10 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         self._deadline_sequence = itertools.count()
         self._in_flight = 0  # entries popped by the timer and not yet settled by a worker
         self._draining = False  # shutdown(drain=True) is handing out the last due entries
+        self._drain_settled = threading.Event()  # set by each settled run while draining
         self._idle_waiters = 0
+        self._failures = collections.deque()  # failed runs' log lines, logged without _lock
+        self._saying = threading.Lock()  # the thread logging _failures (never inside _lock)
         self._state = NEW
         self._timer = None
         # The shared store's side, or None: claims, leases, the change feed (under _lock).
@@ -221,6 +227,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
             begin=self._begin,
             finish=self._finish_coroutine,
             settle=self._settle,
+            said=self._say_failures,
             lane=workers,  # a loop task's records: the lane one past the worker threads
             now=self._clock.now,
             limit=max_coroutines,

@@ -43,6 +43,7 @@ from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.errors import LeaseLost, StoreError
 from lldsched.model import TaskStatus
 from lldsched.persistence import Claim, CoordinatedStore
+from lldsched.threaded.deadline import Deadline
 
 __all__ = ["Coordinator", "leases_kept"]
 
@@ -303,11 +304,14 @@ def leases_kept(
     now: Callable[[], float],
     *,
     name: str = "lldsched-lease-keeper",
+    deadline: Deadline | None = None,
 ) -> Iterator[None]:
     """While the block runs (``shutdown()`` waiting for the runs in flight, its timer
     stopped), renew ``coordinator``'s leases every ``lease / 3`` seconds on a thread of
     its own, under ``lock`` (the scheduler's, as the timer renews); the thread ends with
-    the block (``name``: its name).  Nothing to do without a shared store."""
+    the block (``name``: its name), joined within ``deadline`` (a keeper still waiting
+    for a lock a store call holds renews nothing once it has it, and ends).  Nothing to
+    do without a shared store."""
     if coordinator is None:
         yield
         return
@@ -316,7 +320,8 @@ def leases_kept(
     def keep() -> None:
         while not done.wait(coordinator.store.lease / 3):
             with lock:
-                coordinator.renew_held(now())
+                if not done.is_set():
+                    coordinator.renew_held(now())
 
     keeper = threading.Thread(target=keep, name=name, daemon=True)
     keeper.start()
@@ -324,4 +329,4 @@ def leases_kept(
         yield
     finally:
         done.set()
-        keeper.join()
+        keeper.join(None if deadline is None else deadline.remaining())

@@ -15,11 +15,12 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable
 from datetime import timedelta
 
 from lldsched.checks import seconds
 from lldsched.core.names import RUNNABLE
+from lldsched.core.task import Entry
+from lldsched.threaded.deadline import Deadline
 from lldsched.threaded.parts import RUNNING, STOPPED, SchedulerParts
 from lldsched.threaded.shared import leases_kept
 
@@ -52,63 +53,116 @@ class Stopping(SchedulerParts):
         still inside a call counts); else False, and a warning on the ``lldsched``
         logger names the runs still going.  Calling it again waits again (up to its own
         ``timeout``) for a run still in flight.
+
+        It returns within ``timeout`` (plus :data:`~lldsched.threaded.deadline.LOCK_GRACE`
+        for a lock found held past it, and the second a coroutine cancelled at the
+        timeout is given) even when another thread holds the scheduler's lock for
+        longer, a store call that hangs (the core writes its store under the lock):
+        each step takes the lock within the time left (:mod:`lldsched.threaded.deadline`),
+        and one that cannot is left undone and said in the warning.  If even the first
+        cannot, nothing is stopped: the scheduler runs on, and a later ``shutdown()``
+        does it all.
         """
         if timeout is not None:
             timeout = seconds(timeout, name="shutdown() timeout", at_least=0)
-        deadline = None if timeout is None else time.monotonic() + timeout
-
-        def remaining() -> float | None:
-            return None if deadline is None else max(0.0, deadline - time.monotonic())
-
-        with self._lock:
-            already = self._state is STOPPED
-            started = self._state is RUNNING
-            self._state = STOPPED
-            self._wake.notify_all()
+        deadline = Deadline(timeout)
+        with deadline.holding(self._lock) as held:
+            if held:
+                already = self._state is STOPPED
+                started = self._state is RUNNING
+                self._state = STOPPED
+                self._wake.notify_all()
+        if not held:  # held past the whole timeout: nothing stopped, nothing changed
+            self._warn_not_stopped(timeout)
+            return False
         if already:  # a second call waits again for what the first left running
-            with self._leases_kept():
-                self._join(remaining)
+            with self._leases_kept(deadline):
+                self._join(deadline)
             return not self._threads_alive()
         instant = self._clock.now()
         if self._timer is not None and self._timer is not threading.current_thread():
-            self._timer.join(remaining())
+            self._timer.join(deadline.remaining())
         # The timer is stopped: the leases of the runs waited for are renewed meanwhile.
-        with self._leases_kept():
-            finished = drain and started and self._drain(instant, remaining)
+        with self._leases_kept(deadline):
+            finished = drain and started and self._drain(instant, deadline)
             if not finished:  # drop=False, or out of time: what waits for the loop is dropped
-                with self._lock:
-                    self._coroutines.drop_waiting()
+                with deadline.holding(self._lock) as held:
+                    if held:
+                        self._coroutines.drop_waiting()
                 self._processes.kill_all("the scheduler shut down without draining")
-            dropped = self._pool.shutdown(drain=finished, timeout=remaining())
-            if dropped:
-                with self._lock:
-                    self._settle(len(dropped))
+            # What the workers had not taken is dropped (no drain) and settled, in the
+            # acquisition that closes the pool.
+            self._pool.shutdown(
+                drain=finished, timeout=deadline.remaining(), on_drop=self._settle_dropped
+            )
             if self._coordinator is not None:
-                with self._lock:
-                    self._coordinator.release_pending()  # claims dropped unrun: free them now
-            self._processes.close(remaining())
-            self._coroutines.shutdown(remaining())
-        if self._coordinator is not None:
-            self._coordinator.flush()  # settles the store held back for a batch: written now
-        self._dispatcher.close(remaining())
-        if not self._threads_alive():
+                with deadline.holding(self._lock) as held:
+                    if held:
+                        self._coordinator.release_pending()  # claims dropped unrun: free them now
+            self._processes.close(deadline.remaining())
+            self._coroutines.shutdown(deadline.remaining())
+        flushing = self._flush_store(deadline)
+        self._dispatcher.close(deadline.remaining())
+        if not self._threads_alive() and not flushing:
             return True
         if not self._pool.is_worker(threading.current_thread()):  # else: its own run goes on
-            self._warn_still_running(timeout)
+            self._warn_still_running(timeout, deadline, flushing=flushing)
         return False
 
-    def _warn_still_running(self, timeout: float | None) -> None:
+    def _settle_dropped(self, dropped: list[Entry]) -> None:
+        """The pool dropped ``dropped`` unrun at shutdown (caller holds the lock)."""
+        self._settle(len(dropped))
+
+    def _flush_store(self, deadline: Deadline) -> bool:
+        """Have a shared store write the settles it holds back for a batch, on a thread
+        of its own joined within the time left (the store's lock is taken inside the
+        scheduler's: a store call that hangs holds both).  True if it is still going."""
+        coordinator = self._coordinator
+        if coordinator is None:
+            return False
+        flusher = threading.Thread(
+            target=coordinator.flush, name=f"{self._thread_prefix}flush", daemon=True
+        )
+        flusher.start()
+        flusher.join(deadline.remaining())
+        return flusher.is_alive()
+
+    def _warn_not_stopped(self, timeout: float | None) -> None:
+        """Say that ``shutdown(timeout=...)`` could not take the scheduler's lock at all."""
+        log.warning(
+            "shutdown(timeout=%s) returned without stopping the scheduler: its lock stayed "
+            "held for the whole timeout (by a store call that does not return, or by this "
+            "very thread if a signal handler called shutdown(): set an Event there and shut "
+            'down from the main thread, README "Running it in a service"); nothing was '
+            "changed, and shutdown() does it all when called again",
+            timeout,
+        )
+
+    def _warn_still_running(
+        self, timeout: float | None, deadline: Deadline, *, flushing: bool = False
+    ) -> None:
         """Say what outlived ``shutdown(timeout=...)``: the caller (a ``with`` block)
         often drops the False, and a run left going is not recorded, nor an event
         delivered, if the process ends first (a durable store runs such a run again at
-        the next start)."""
-        with self._lock:
-            going = [
-                f"{task.id} {task.name!r}" for task in self._core.tasks.values() if task.running
+        the next start).  The runs going are read under the lock, taken within what is
+        left of ``deadline``; a lock still held then is said instead."""
+        going: list[str] | None = None
+        with deadline.holding(self._lock) as held:
+            if held:
+                going = [
+                    f"{task.id} {task.name!r}" for task in self._core.tasks.values() if task.running
+                ]
+        if going is None:
+            left = [
+                "the scheduler's lock still held (a store call that does not return?): "
+                "what it could not do is left as it is"
             ]
-        left = [f"runs still going: {', '.join(going)}"] if going else []
+        else:
+            left = [f"runs still going: {', '.join(going)}"] if going else []
         if self._dispatcher.busy:
             left.append("listeners still receiving events")
+        if flushing:
+            left.append("the store still writing the settles held back for a batch")
         log.warning(
             "shutdown(timeout=%s) returned with %s; a thread cannot be stopped: each ends "
             "on its own, unless the process ends first",
@@ -116,50 +170,63 @@ class Stopping(SchedulerParts):
             " and ".join(left) or "a thread still stopping",
         )
 
-    def _drain(self, instant: float, remaining: Callable[[], float | None]) -> bool:
+    def _drain(self, instant: float, deadline: Deadline) -> bool:
         """Hand the workers every entry due at or before ``instant``, as room frees, and
         wait for the runs in flight (which may queue more such entries: a CATCH_UP
         slot).  False if the time ran out first.  The timer is stopped: this runs on
-        the thread that called shutdown()."""
-        queue, pool = self._queue, self._pool
+        the thread that called shutdown().  It waits on an event each settled run sets
+        (:meth:`_settle`), not on ``_wake``, so that a lock held past the deadline (a
+        store that hangs) cannot keep it waiting (:meth:`Deadline.wait`)."""
+        queue, pool, lock = self._queue, self._pool, self._lock
         own = 1 if pool.is_worker(threading.current_thread()) else 0  # shutdown() from a run
         shared = self._coordinator is not None  # other processes run what is due; heap: hints
-        with self._lock:
-            self._draining = True  # _settle wakes this loop
-            try:
-                while True:
-                    room = 0 if shared else pool.room
-                    batch = queue.pop_due(instant, room) if room else []
-                    if batch:
-                        self._in_flight += len(batch)
-                        self._hand_out(batch)
-                        continue
-                    due = None if shared else queue.next_due()
-                    if (due is None or due > instant) and self._in_flight <= own:
-                        return True
-                    wait = remaining()
-                    if wait == 0.0:
-                        return False
-                    self._wake.wait(wait)  # notified by room, a push, or a settled run
-            finally:
+        if not deadline.acquire(lock):
+            return False
+        settled = self._drain_settled  # _settle sets it while _draining
+        self._draining = True
+        held = True
+        try:
+            while True:
+                room = 0 if shared else pool.room
+                batch = queue.pop_due(instant, room) if room else []
+                if batch:
+                    self._in_flight += len(batch)
+                    self._hand_out(batch)
+                    continue
+                due = None if shared else queue.next_due()
+                if (due is None or due > instant) and self._in_flight <= own:
+                    return True
+                if deadline.remaining() == 0.0:
+                    return False
+                settled.clear()
+                held = deadline.wait(settled, lock)  # a settled run, or the deadline
+                if not held:
+                    return False  # _draining stays True: settles set an event nobody awaits
+        finally:
+            if held:
                 self._draining = False
+                lock.release()
 
-    def _join(self, remaining: Callable[[], float | None]) -> None:
+    def _join(self, deadline: Deadline) -> None:
         if self._timer is not None and self._timer is not threading.current_thread():
-            self._timer.join(remaining())
-        self._pool.shutdown(timeout=remaining())
-        self._processes.close(remaining())
-        self._coroutines.shutdown(remaining())
-        self._dispatcher.close(remaining())
+            self._timer.join(deadline.remaining())
+        self._pool.shutdown(timeout=deadline.remaining())
+        self._processes.close(deadline.remaining())
+        self._coroutines.shutdown(deadline.remaining())
+        self._dispatcher.close(deadline.remaining())
 
-    def _leases_kept(self) -> contextlib.AbstractContextManager[None]:
+    def _leases_kept(
+        self, deadline: Deadline | None = None
+    ) -> contextlib.AbstractContextManager[None]:
         """:func:`~lldsched.threaded.shared.leases_kept` on this scheduler's lock and
-        clock, its thread named as this scheduler's others are."""
+        clock, its thread named as this scheduler's others are, joined within
+        ``deadline`` (``None``: when it ends)."""
         return leases_kept(
             self._coordinator,
             self._lock,
             self._clock.now,
             name=f"{self._thread_prefix}lease-keeper",
+            deadline=deadline,
         )
 
     def _threads_alive(self) -> bool:

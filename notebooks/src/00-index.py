@@ -27,7 +27,7 @@
 #
 # | notebook | what it teaches | minutes | how |
 # | --- | --- | --- | --- |
-# | [01 · The timer and the heap](01-timer-and-heap.ipynb) | the heap entry and its sequence field; a twenty-line timer queue on a `Condition`, measured against a poll loop; the production loop; one lock, four Conditions | 25 | read and run |
+# | [01 · The timer and the heap](01-timer-and-heap.ipynb) | the heap entry and its sequence field; a twenty-line timer queue on a `Condition`, measured against a poll loop; the production loop; one lock, three Conditions | 25 | read and run |
 # | [02 · Schedules and cron](02-schedules-and-cron.ipynb) | one-off, fixed rate, fixed delay; cron with `explain()`; the DST days in two zones | 20 | read and run |
 # | [03 · Failure](03-failure.ipynb) | the task lifecycle; retries with backoff, dead letter and redrive, timeouts and the cooperative flag; a worker process killed at its timeout; dependencies | 30 | read and run |
 # | [04 · Simulation](04-simulation.ipynb) | a week replayed; the Gantt chart; SKIP against CATCH_UP; how many workers a workload needs | 20 | read and run, sliders |

@@ -9,7 +9,7 @@
 # - write a timer queue that waits on a `Condition` for exactly the delay until the head is
 #   due, and measure it against a poll loop;
 # - read the production timer loop and name each concern it adds to those twenty lines;
-# - say which lock guards what, and why one lock with four Conditions replaces two locks.
+# - say which lock guards what, and why one lock with three Conditions replaces two locks.
 #
 # **Minutes:** 25.
 #
@@ -226,14 +226,19 @@ print(inspect.getsource(FakeClock.wait))
 # %% [markdown]
 # ## 4. Which lock guards what
 #
-# The scheduler has **one lock** and **four Conditions** on it:
+# The scheduler has **one lock** and **three Conditions** on it:
 #
 # | Condition | who waits on it | who notifies it |
 # | --- | --- | --- |
 # | `_wake` | the timer | a push that makes a new head, a new earliest deadline, a worker that half-emptied the hand-off queue, a clock change, shutdown |
 # | the pool's `_not_empty` | the workers | the timer putting a batch, shutdown |
 # | `_idle` | `wait_idle()` / `wait_drained()` | the last run in flight settling, the timer |
-# | the coroutine runner's `_settled` | `shutdown()` | the event loop's thread recording the last coroutine run |
+#
+# `shutdown()` waits on `Event`s set under the lock instead (every settled run sets its
+# drain's; the event loop's thread sets the coroutine runner's `_settled` when it records
+# the last coroutine run), and takes the lock back with a timeout: a `Condition.wait`
+# takes its lock back for as long as another thread holds it, and a store write that
+# hangs under the lock would hold `shutdown(timeout=1)` for as long as it hangs.
 #
 # The lock guards all of the scheduler's state: the core state machine (registry,
 # statuses, dead letter), the heap, the deadline heap, the hand-off queue and the
@@ -344,7 +349,7 @@ stopped = demo.shutdown()
 #    first, and what goes wrong without it?
 # 2. The timer waits with a timeout of 12 h. Name every event that must wake it early in
 #    `lldsched`, and say which of them the twenty-line queue also has.
-# 3. Why does the scheduler use one lock with four Conditions instead of a registry lock
+# 3. Why does the scheduler use one lock with three Conditions instead of a registry lock
 #    and a queue lock taken in order?
 #
 # <details><summary>Answers</summary>

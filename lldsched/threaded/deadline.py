@@ -1,0 +1,76 @@
+"""Deadline: the time a bounded ``shutdown(timeout=...)`` has left, and the scheduler's
+lock taken, or waited on, within it.
+
+The core writes its store under the scheduler's lock, so a store whose ``save`` hangs
+holds that lock for as long as it hangs.  ``with lock:`` cannot give up, and neither
+can ``Condition.wait(timeout)``: its timeout bounds the wait for a notification, then it
+takes the lock back for as long as that takes.  A shutdown that waited that way
+returned after the hang, not after its timeout (a save blocked 8 s made
+``shutdown(timeout=1)`` return after 7.7 s).  Here the lock is taken with
+``acquire(timeout=...)``, and a wait for something notified under the lock is a wait on
+a :class:`threading.Event` the notifier sets, with the lock taken back the same bounded
+way: each says False when the time ran out first, and the caller leaves what it could
+not do as it is (docs/DECISIONS.md, "A store that hangs").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+
+__all__ = ["LOCK_GRACE", "Deadline"]
+
+LOCK_GRACE = 0.1
+"""Seconds a lock is waited for even once the deadline has passed, the first time: a
+thread that holds it for a moment (a worker settling a run) lets it go by then, even on
+a loaded machine, so a shutdown out of time still closes what it must.  After one
+acquisition found it held that long, the others of the same deadline only try."""
+
+
+class Deadline:
+    """An instant on the monotonic clock, ``timeout`` seconds from now (``None``: never)."""
+
+    __slots__ = ("_at", "_grace")
+
+    def __init__(self, timeout: float | None) -> None:
+        self._at = None if timeout is None else time.monotonic() + timeout
+        self._grace = LOCK_GRACE  # 0.0 once a lock was found held past the deadline
+
+    def remaining(self) -> float | None:
+        """Seconds left (0.0 once passed); ``None`` without a bound."""
+        at = self._at
+        return None if at is None else max(0.0, at - time.monotonic())
+
+    def acquire(self, lock: threading.Lock) -> bool:
+        """Take ``lock`` before the deadline, or within :data:`LOCK_GRACE` of it; False
+        if the time ran out first, and then the caller does not hold it."""
+        wait = self.remaining()
+        if wait is None:
+            return lock.acquire()
+        if lock.acquire(timeout=max(wait, self._grace)):
+            return True
+        self._grace = 0.0  # held past the deadline: the next acquisitions only try
+        return False
+
+    @contextlib.contextmanager
+    def holding(self, lock: threading.Lock) -> Iterator[bool]:
+        """``with deadline.holding(lock) as held:``: :meth:`acquire`, released at the end
+        of the block if it was taken (``held``)."""
+        held = self.acquire(lock)
+        try:
+            yield held
+        finally:
+            if held:
+                lock.release()
+
+    def wait(self, signal: threading.Event, lock: threading.Lock) -> bool:
+        """The caller holds ``lock`` and has cleared ``signal``, which a thread sets under
+        ``lock`` when what the caller waits for may have happened: release the lock, wait
+        for ``signal`` until the deadline, and take the lock back before it.  True when
+        the caller holds the lock again (re-test what it waits for); False when the time
+        ran out before the lock could be taken back, and the caller does not hold it."""
+        lock.release()
+        signal.wait(self.remaining())
+        return self.acquire(lock)

@@ -1,0 +1,255 @@
+"""A shutdown returns within its timeout even when a thread holds the scheduler's lock
+(a store whose save hangs: the core writes under the lock), and a failed run's log
+line is written without the lock (a slow logging handler holds no verb)."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from lldsched import FakeClock, OneTime, RetryPolicy, Scheduler, TaskEvent, TaskStatus
+from lldsched.model import ExecutionRecord
+from lldsched.persistence import TaskSnapshot
+from lldsched.stores.memory import InMemoryTaskStore
+from tests.conftest import T0
+
+HANG = 30.0  # how long a hung save waits at most: far beyond any bound asserted below
+BOUND = 4.0  # a shutdown(timeout=0.5 or 1.5) must return within this, well under HANG
+
+
+class HangingStore(InMemoryTaskStore):
+    """Saves a run's record only once ``release`` is set (``hanging``: one waits)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hanging = threading.Event()
+        self.release = threading.Event()
+
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        if record is not None:  # a run's outcome, written under the scheduler's lock
+            self.hanging.set()
+            self.release.wait(HANG)
+        super().save(snapshot, record)
+
+
+@pytest.fixture
+def store() -> Iterator[HangingStore]:
+    store = HangingStore()
+    yield store
+    store.release.set()  # never leave a worker hung behind a failed test
+
+
+def timed_shutdown(scheduler: Scheduler, timeout: float) -> tuple[bool, float]:
+    began = time.monotonic()
+    stopped = scheduler.shutdown(timeout=timeout)
+    return stopped, time.monotonic() - began
+
+
+def test_a_save_that_hangs_before_shutdown_does_not_hold_it_past_its_timeout(
+    store: HangingStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    scheduler = Scheduler(workers=1, clock=FakeClock(T0), store=store).start()
+    task = scheduler.schedule("hung", lambda: None, OneTime(delay=0))
+    assert store.hanging.wait(5)  # its worker holds the lock, inside save
+    with caplog.at_level(logging.WARNING, logger="lldsched"):
+        stopped, took = timed_shutdown(scheduler, timeout=0.5)
+    assert not stopped and took < BOUND
+    assert "returned without stopping the scheduler: its lock stayed held" in caplog.text
+    assert scheduler.running  # nothing was changed ...
+    store.release.set()
+    assert scheduler.shutdown(timeout=5)  # ... and a later shutdown() does it all
+    assert not scheduler.running
+    assert task.status is TaskStatus.SUCCEEDED
+    assert [record.outcome for record in store.records(task.id)] == ["ok"]
+
+
+def test_a_save_that_hangs_during_the_drain_does_not_hold_it_past_its_timeout(
+    store: HangingStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    gate = threading.Event()
+    entered = threading.Event()
+
+    def held() -> None:
+        entered.set()
+        gate.wait(HANG)
+
+    scheduler = Scheduler(workers=1, clock=FakeClock(T0), store=store).start()
+    task = scheduler.schedule("held", held, OneTime(delay=0))
+    assert entered.wait(5)
+    result: list[tuple[bool, float]] = []
+    # 1.5 s: the save must hang before the drain's time is up, a few steps below
+    closing = threading.Thread(target=lambda: result.append(timed_shutdown(scheduler, 1.5)))
+    with caplog.at_level(logging.WARNING, logger="lldsched"):
+        closing.start()
+        assert scheduler._timer is not None
+        scheduler._timer.join(5)
+        assert not scheduler._timer.is_alive()  # shutdown took the lock: it drains now
+        gate.set()  # the run ends, and its save hangs under the lock
+        assert store.hanging.wait(5)
+        closing.join(BOUND + 1)
+    assert not closing.is_alive()
+    [(stopped, took)] = result
+    assert not stopped and took < BOUND
+    assert "the scheduler's lock still held" in caplog.text
+    store.release.set()
+    assert scheduler.shutdown(timeout=5)  # what was left finishes
+    assert task.status is TaskStatus.SUCCEEDED
+
+
+def test_a_logging_handler_that_blocks_holds_no_verb_and_lines_keep_their_order() -> None:
+    entered, release = threading.Event(), threading.Event()
+    lines: list[str] = []
+
+    class Blocking(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "failed" in record.getMessage():
+                entered.set()
+                release.wait(HANG)  # a slow handler: a remote log service that hangs
+                lines.append(record.getMessage())
+
+    def fail() -> None:
+        raise ValueError("boom")
+
+    second_failed = threading.Event()
+
+    def listener(event: TaskEvent) -> None:  # on the listeners' thread, not the worker's
+        if event.name == "second" and event.status is TaskStatus.FAILED:
+            second_failed.set()
+
+    handler = Blocking()
+    logger = logging.getLogger("lldsched")
+    logger.addHandler(handler)
+    before = logger.level
+    logger.setLevel(logging.WARNING)
+    scheduler = Scheduler(workers=2, clock=FakeClock(T0), listeners=[listener]).start()
+    try:
+        once = RetryPolicy(max_attempts=1)
+        other = scheduler.schedule("other", lambda: None, OneTime(delay=60))
+        first = scheduler.schedule("first", fail, OneTime(delay=0), retry=once)
+        assert entered.wait(5)  # first's line is in the handler, which blocks
+        pausing = threading.Thread(target=scheduler.pause, args=(other.id,))
+        pausing.start()
+        pausing.join(5)
+        assert not pausing.is_alive() and other.status is TaskStatus.PAUSED
+        second = scheduler.schedule("second", fail, OneTime(delay=0), retry=once)
+        assert second_failed.wait(5)  # recorded while the first line is still being written
+        assert lines == []
+        release.set()
+        assert scheduler.wait_idle(timeout=5)
+        assert first.status is TaskStatus.FAILED
+    finally:
+        release.set()
+        scheduler.shutdown(timeout=5)
+        logger.removeHandler(handler)
+        logger.setLevel(before)
+    assert [line.split(" attempt ")[0] for line in lines] == [
+        f"task {first.id} 'first'",
+        f"task {second.id} 'second'",
+    ]
+    assert lines[0].endswith("failed: ValueError: boom; dead-lettered (redrive() runs it again)")
+
+
+def test_shutdown_from_a_signal_handler_inside_a_scheduler_call_returns_and_says_why(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The handler runs on the main thread while it holds the lock (here: inside the
+    store's save of a registration): it gets False after its timeout, not a hang."""
+    results: list[bool] = []
+
+    class SignallingStore(InMemoryTaskStore):
+        def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+            signal.raise_signal(signal.SIGUSR1)  # the handler runs before the next line
+            super().save(snapshot, record)
+
+    scheduler = Scheduler(workers=1, clock=FakeClock(T0), store=SignallingStore()).start()
+    previous = signal.signal(
+        signal.SIGUSR1, lambda number, frame: results.append(scheduler.shutdown(timeout=0.2))
+    )
+    try:
+        with caplog.at_level(logging.WARNING, logger="lldsched"):
+            scheduler.schedule("in the save", lambda: None, OneTime(delay=60))
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert results == [False]
+    assert "a signal handler called shutdown(): set an Event there" in caplog.text
+    assert scheduler.shutdown(timeout=5)
+
+
+def test_a_logging_handler_that_blocks_on_a_coroutines_failure_holds_no_verb() -> None:
+    entered, release = threading.Event(), threading.Event()
+
+    class Blocking(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "failed" in record.getMessage():
+                entered.set()
+                release.wait(HANG)
+
+    async def fail() -> None:
+        raise ValueError("boom")
+
+    handler = Blocking()
+    logger = logging.getLogger("lldsched")
+    logger.addHandler(handler)
+    before = logger.level
+    logger.setLevel(logging.WARNING)
+    scheduler = Scheduler(workers=1, clock=FakeClock(T0)).start()
+    try:
+        other = scheduler.schedule("other", lambda: None, OneTime(delay=60))
+        failing = scheduler.schedule(
+            "async", fail, OneTime(delay=0), retry=RetryPolicy(max_attempts=1)
+        )
+        assert entered.wait(5)  # the loop thread is in the handler
+        pausing = threading.Thread(target=scheduler.pause, args=(other.id,))
+        pausing.start()
+        pausing.join(5)
+        assert not pausing.is_alive() and other.status is TaskStatus.PAUSED
+        assert not scheduler.wait_idle(timeout=0.05)  # settled only once its line is written
+        release.set()
+        assert scheduler.wait_idle(timeout=5)
+        assert failing.status is TaskStatus.FAILED
+    finally:
+        release.set()
+        scheduler.shutdown(timeout=5)
+        logger.removeHandler(handler)
+        logger.setLevel(before)
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["thread", "coroutine"])
+def test_a_logging_handler_that_raises_still_lets_the_failed_run_settle(
+    asynchronous: bool,
+) -> None:
+    class Raising(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "attempt 1 of 1 failed" in record.getMessage():  # the failure's line only
+                raise RuntimeError("the handler broke")
+
+    def fail() -> None:
+        raise ValueError("boom")
+
+    async def fail_async() -> None:
+        raise ValueError("boom")
+
+    handler = Raising()
+    logger = logging.getLogger("lldsched")
+    logger.addHandler(handler)
+    before = logger.level
+    logger.setLevel(logging.WARNING)
+    scheduler = Scheduler(workers=1, clock=FakeClock(T0)).start()
+    try:
+        task = scheduler.schedule(
+            "fails",
+            fail_async if asynchronous else fail,
+            OneTime(delay=0),
+            retry=RetryPolicy(max_attempts=1),
+        )
+        assert scheduler.wait_idle(timeout=5)  # settled, or wait_idle would time out
+        assert task.status is TaskStatus.FAILED
+    finally:
+        scheduler.shutdown(timeout=5)
+        logger.removeHandler(handler)
+        logger.setLevel(before)
