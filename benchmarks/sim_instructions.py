@@ -2,6 +2,7 @@
 
     python benchmarks/sim_instructions.py            # both workloads, about two minutes
     python benchmarks/sim_instructions.py sim        # bench_sim's workload only
+    python benchmarks/sim_instructions.py sim100 simpy100  # bench_growth's k = 100 row
     python benchmarks/sim_instructions.py --one sim 2   # one measured process (what
                                                      # the driver runs under valgrind)
 
@@ -17,7 +18,10 @@ The garbage collector is off and ``PYTHONHASHSEED=0`` in both.
 * ``cron``: ``bench_sim.year_of_minutely_cron``'s task (one ``* * * * *`` cron, one
   worker, runs that take no time), for 5 and 15 days;
 * ``simpy``: ``bench_sim.run_simpy``, the same workload as ``sim`` on SimPy (the peer
-  the 3x goal is measured against), for 1 and 3 days; not run unless named.
+  the 3x goal is measured against), for 1 and 3 days; not run unless named;
+* ``sim100`` and ``simpy100``: ``bench_growth``'s simulation row at k = 100 (the ten
+  tasks ten times over, 40 workers: ``bench_growth.sim_workload`` and ``sim_workers``)
+  on each side, for 0.1 and 0.3 days; not run unless named.
 
 Only ``run_for`` is counted between the two stretches, plus a count of the runs
 made that reads the record log's ``misfire`` column with ``bytearray.count`` (a
@@ -36,7 +40,13 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SIZES = {"sim": (1.0, 3.0), "cron": (5.0, 15.0), "simpy": (1.0, 3.0)}
+SIZES = {
+    "sim": (1.0, 3.0),
+    "cron": (5.0, 15.0),
+    "simpy": (1.0, 3.0),
+    "sim100": (0.1, 0.3),
+    "simpy100": (0.1, 0.3),
+}
 DEFAULT = ("sim", "cron")
 
 
@@ -51,11 +61,16 @@ def measured(workload: str, days: float) -> int:
     from lldsched.sim import Simulation, fixed
 
     gc.disable()
-    if workload == "simpy":
-        return bench_sim.run_simpy(days=days)[0]
-    if workload == "sim":
-        sim = Simulation(workers=bench_sim.WORKERS, start=bench_sim.START)
-        for name, schedule, duration in bench_sim.WORKLOAD:
+    tasks, workers = bench_sim.WORKLOAD, bench_sim.WORKERS
+    if workload.endswith("100"):
+        import bench_growth
+
+        tasks, workers = bench_growth.sim_workload(100), bench_growth.sim_workers(100)
+    if workload.startswith("simpy"):
+        return bench_sim.run_simpy(workload=tasks, days=days, workers=workers)[0]
+    if workload in ("sim", "sim100"):
+        sim = Simulation(workers=workers, start=bench_sim.START)
+        for name, schedule, duration in tasks:
             sim.schedule(name, schedule, duration=fixed(duration))
     else:
         sim = Simulation(workers=1, start=bench_sim.START)
