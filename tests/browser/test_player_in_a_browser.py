@@ -79,9 +79,12 @@ def test_the_shipped_player_steps_the_scenario_and_shows_what_changed(
 
         drawn = chart(page)
         page.locator(".lldsched-player-step").click()
-        expect(page.locator(".lldsched-player-last-step")).to_have_text(
-            "last step: heartbeat started at 2026-01-05 00:00:00", timeout=30_000
-        )
+        try:  # it once stayed empty for 30 s (cause not found): the failure says what it saw
+            expect(page.locator(".lldsched-player-last-step")).to_have_text(
+                "last step: heartbeat started at 2026-01-05 00:00:00", timeout=30_000
+            )
+        except AssertionError as exc:
+            raise AssertionError(f"no step: {where_it_stands(page, log)}") from exc
         wait_for_a_new_chart(page, drawn)
         screenshot(page, f"04-{server}-after-step")
 
