@@ -168,6 +168,7 @@ class ControlPanel:
             layout=widgets.Layout(grid_template_columns=_GRID_COLUMNS, grid_gap="2px 10px"),
         )
         self.message = widgets.HTML()
+        self.message.add_class("lldsched-message")
         self.widget: ipywidgets.VBox = widgets.VBox([self._grid, self.message])
         self.refreshes = 0  # how many refreshes ran (bursts coalesce into one)
         self._closed = False
@@ -245,6 +246,12 @@ class ControlPanel:
             self._scheduled = False
         self.refresh(dirty)
 
+    def say(self, text: str) -> None:
+        """Show ``text`` under the table; a redrive's outcome no longer replaces it."""
+        with self._render:
+            self._watch = None
+            self.message.value = text
+
     def _follow_redrive(self, watch: RedriveWatch, task: ScheduledTask) -> None:
         """Say how the redriven task's re-run ended, once it has (under ``_render``)."""
         outcome = watch.outcome(task, when=self._when)
@@ -260,16 +267,15 @@ class ControlPanel:
         """A button's callback: act, say what the press did, redraw the row.  Never
         waits for a run: a redrive's outcome is said by a later refresh."""
         with self._render:
-            self._watch = None  # the message now speaks of this press
             try:
                 # The counts before the verb: the re-run may end before it returns.
                 before = RedriveWatch.of(self._source.task(task_id))
                 changed = getattr(self._source, verb)(task_id)
             except LldschedError as exc:
-                self.message.value = f"{verb} {task_id}: {exc}"
+                self.say(f"{verb} {task_id}: {exc}")
                 return
             task = self._source.task(task_id)
-            self.message.value = pressed(verb, task, changed=changed, when=self._when)
+            self.say(pressed(verb, task, changed=changed, when=self._when))
             if verb == "redrive" and changed:
                 self._watch = before
             self.refresh([task_id])
@@ -407,7 +413,7 @@ class SimulationPlayer:
                 when = when.replace(tzinfo=self._tz)
             self.run_until(when)
         except (ValueError, LldschedError) as exc:
-            self.table.message.value = f"run until {self.until.value!r}: {exc}"
+            self.table.say(f"run until {self.until.value!r}: {exc}")
 
     def _note(self, event: TaskEvent) -> None:
         if event.record is not None or event.status is not TaskStatus.RUNNING:
