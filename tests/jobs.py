@@ -48,3 +48,12 @@ def hang_first_time(marker: str) -> None:
         threading.Event().wait()
     with CALLS_LOCK:
         CALLS.append(("rerun", 0.0, 0))
+
+
+GATE = threading.Event()
+"""What :func:`gated` waits for; tests set it (and clear it again)."""
+
+
+def gated() -> None:
+    """Wait for :data:`GATE` (at most 30 s, so a failing test cannot hang a worker)."""
+    GATE.wait(30)

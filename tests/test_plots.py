@@ -23,8 +23,10 @@ import pandas as pd
 import pytest
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.cbook import STEP_LOOKUP_MAP
 from matplotlib.collections import LineCollection, PathCollection, PolyCollection, QuadMesh
 from matplotlib.figure import Figure
+from matplotlib.path import Path as MplPath
 from matplotlib.testing.compare import compare_images
 
 from lldsched import ExecutionRecord, OverrunPolicy, ValidationError
@@ -395,6 +397,25 @@ def test_lateness_distribution_is_a_cumulative_curve_per_task(ten: pd.DataFrame)
     assert [line.get_label() for line in curves] == ["backup", "report", "import", "heartbeat"]
     assert all(float(np.asarray(line.get_ydata())[-1]) == 1.0 for line in curves)
     assert ax.get_xlabel() == "lateness (min)" and ax.get_ylabel() == "fraction of runs started"
+
+
+def test_the_95_percent_label_touches_no_task_s_curve(ten: pd.DataFrame) -> None:
+    # Notebook 04's week: the label sat at the left edge, where the curves rise from 0
+    # (the nightly backup's line ran through it).
+    week = build_scenario(workers=4, seed=0)
+    week.run_for(7 * 86400)
+    for frame in (to_frame(week), ten):
+        figure = lateness_distribution(frame)
+        render(figure)
+        ax = figure.axes[0]
+        label = next(text for text in ax.texts if text.get_text() == "95 % of runs")
+        box = label.get_window_extent()
+        curves = [line for line in ax.get_lines() if line.get_label() in legend_texts(ax)]
+        assert curves
+        for line in curves:
+            steps = STEP_LOOKUP_MAP["steps-post"](line.get_xdata(), line.get_ydata())
+            drawn = ax.transData.transform_path(MplPath(np.column_stack(steps)))
+            assert not drawn.intersects_bbox(box, filled=False), line.get_label()
 
 
 def test_utilisation_plot_is_a_worker_by_interval_heat_map(ten: pd.DataFrame) -> None:

@@ -391,6 +391,54 @@ def test_wait_idle_on_a_shared_store_waits_for_a_due_task_no_claim_took_yet(
             assert task.status is TaskStatus.SUCCEEDED
 
 
+def test_wait_drained_on_a_shared_store_waits_for_a_due_task_no_claim_took_yet(
+    path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As wait_idle() above: the heap's hint is dropped once due, so before, wait_drained()
+    # saw an empty heap and returned True with the task still due in the store.
+    with SqliteTaskStore(path, shared=True, poll=0.05) as store:
+        claim = store.claim
+        claims_taken = [False]
+        monkeypatch.setattr(
+            store,
+            "claim",
+            lambda now, limit: claim(now=now, limit=limit) if claims_taken[0] else [],
+        )
+        with Scheduler(store=store) as scheduler:
+            task = scheduler.schedule("reminder", jobs.noop, OneTime(delay=0))
+            assert not scheduler.wait_drained(timeout=0.3)  # due, and not yet claimed
+            assert task.status is TaskStatus.SCHEDULED
+            claims_taken[0] = True
+            assert scheduler.wait_drained(timeout=30)
+            assert task.status is TaskStatus.SUCCEEDED
+
+
+def test_wait_drained_on_a_shared_store_waits_for_a_run_another_process_claimed(
+    path: str,
+) -> None:
+    # The other process's claim leaves the row due until it settles: work left here too.
+    jobs.GATE.clear()
+    with (
+        SqliteTaskStore(path, shared=True, poll=0.05) as here,
+        SqliteTaskStore(path, shared=True, poll=0.05) as there,
+        Scheduler(store=there) as other,
+    ):
+        task = other.schedule("slow", jobs.gated, OneTime(delay=0))
+        wait_until(lambda: task.running, timeout=10, what="the other process's run")
+        with Scheduler(store=here) as scheduler:
+            wait_until(
+                lambda: any(t.name == "slow" for t in scheduler.tasks()),
+                timeout=10,
+                what="the task in this process's registry",
+            )
+            try:
+                assert not scheduler.wait_drained(timeout=0.3)  # it runs over there
+            finally:
+                jobs.GATE.set()
+            assert scheduler.wait_drained(timeout=30)
+            assert scheduler.task(task.id).status is TaskStatus.SUCCEEDED
+
+
 def test_a_shared_store_keeps_no_finished_task_in_memory_only_in_its_file(path: str) -> None:
     with SqliteTaskStore(path, shared=True, poll=0.05) as store:
         scheduler = Scheduler(store=store, retain_finished=10)

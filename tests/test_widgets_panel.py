@@ -4,6 +4,7 @@ scheduler, bursts of events coalesce into one refresh, and a closed panel hears 
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable
 
 import pytest
@@ -90,7 +91,115 @@ def test_buttons_pause_resume_cancel_and_redrive_the_scheduler_and_the_rows_foll
     panel.button(tick.id, "cancel").click()
     assert tick.status is TaskStatus.CANCELLED and panel.row(tick.id)["status"] == "cancelled"
     assert panel.button(tick.id, "cancel").disabled
-    assert "cancel tick: done" in panel.message.value
+    assert panel.message.value == "cancel tick: cancelled; no further run"
+    panel.close()
+
+
+def test_redrive_says_queued_again_at_once_and_then_that_the_re_run_failed_again(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    # Before, the message was "redrive bad: done" whatever the re-run did.
+    gate = threading.Event()
+
+    def boom_when_let() -> None:
+        gate.wait(10)
+        boom()
+
+    scheduler = make_scheduler(clock=clock)
+    gate.set()
+    bad = scheduler.schedule("bad", boom_when_let, OneTime(delay=0), retry=RetryPolicy.never())
+    settle(scheduler)
+    gate.clear()
+    panel = ControlPanel(scheduler, loop=None)
+    try:
+        panel.button(bad.id, "redrive").click()  # returns while the re-run waits at the gate
+        assert panel.message.value == (
+            "redrive bad: queued again, due now; its outcome shows here when it ends"
+        )
+    finally:
+        gate.set()
+    settle(scheduler)
+    assert panel.message.value == (
+        "redrive bad: re-driven, and the re-run failed again (RuntimeError: disk is full); "
+        "back in the dead letter"
+    )
+    panel.close()
+
+
+def test_redrive_says_when_the_re_run_succeeded(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    calls = []
+
+    def fails_once() -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            boom()
+
+    scheduler = make_scheduler(clock=clock)
+    flaky = scheduler.schedule("flaky", fails_once, OneTime(delay=0), retry=RetryPolicy.never())
+    settle(scheduler)
+    panel = ControlPanel(scheduler, loop=None)
+    panel.button(flaky.id, "redrive").click()
+    settle(scheduler)
+    assert panel.message.value == "redrive flaky: re-driven, and the re-run succeeded"
+    assert flaky.status is TaskStatus.SUCCEEDED
+    panel.close()
+
+
+def test_redrive_follows_the_retries_of_the_re_run_to_its_end(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    scheduler = make_scheduler(clock=clock)
+    retry = RetryPolicy(max_attempts=2, initial_backoff=30)
+    bad = scheduler.schedule("bad", boom, OneTime(delay=0), retry=retry)
+    settle(scheduler)
+    clock.advance(30)
+    settle(scheduler)
+    assert bad.status is TaskStatus.FAILED
+    panel = ControlPanel(scheduler, loop=None)
+    panel.button(bad.id, "redrive").click()
+    settle(scheduler)
+    assert bad.status is TaskStatus.RETRYING
+    assert panel.message.value == (
+        "redrive bad: re-driven, the re-run failed (RuntimeError: disk is full); "
+        "retry due 2026-01-05 09:01:00"
+    )
+    clock.advance(30)
+    settle(scheduler)
+    assert panel.message.value.startswith("redrive bad: re-driven, and the re-run failed again")
+    panel.close()
+
+
+def test_a_later_press_replaces_the_redrive_s_message_and_its_outcome_is_not_said(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    scheduler = make_scheduler(clock=clock)
+    tick = scheduler.schedule("tick", lambda: None, FixedRate(60, start_delay=30))
+    bad = scheduler.schedule("bad", boom, OneTime(delay=0), retry=RetryPolicy.never())
+    settle(scheduler)
+    loop = QueuedLoop()
+    panel = ControlPanel(scheduler, loop=loop)
+    panel.button(bad.id, "redrive").click()
+    settle(scheduler)  # the re-run failed; the refresh waits for the kernel loop
+    panel.button(tick.id, "pause").click()
+    loop.run_pending()
+    assert panel.row(bad.id)["runs"] == "2"  # the refresh ran...
+    assert panel.message.value == "pause tick: paused; nothing runs until resume"  # ...silently
+    panel.close()
+
+
+def test_a_press_that_changes_nothing_says_the_status_that_made_it_a_no_op(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    scheduler = make_scheduler(clock=clock)
+    tick = scheduler.schedule("tick", lambda: None, FixedRate(60, start_delay=30))
+    panel = ControlPanel(scheduler, loop=None)
+    panel._press(tick.id, "resume")  # the button is disabled; a second click races it
+    assert panel.message.value == "resume tick: nothing to do, it is scheduled"
+    panel.button(tick.id, "pause").click()
+    panel.button(tick.id, "resume").click()
+    assert panel.message.value == "resume tick: resumed; next run 2026-01-05 09:00:30"
     panel.close()
 
 

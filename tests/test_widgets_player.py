@@ -129,3 +129,22 @@ def rendered_axes(player: SimulationPlayer) -> Axes:
     with patch.object(PlotFigure, "savefig", lambda self, *a, **k: figures.append(self)):
         player._draw()
     return figures[-1].axes[0]
+
+
+def test_a_redrive_says_at_a_later_step_how_the_re_run_ended() -> None:
+    sim, _, _ = scenario()
+    player = SimulationPlayer(sim, chart=False)
+    player.advance(120)  # "broken" failed at 00:01
+    broken = next(task.id for task in sim.tasks() if task.name == "broken")
+    player.table.button(broken, "redrive").click()
+    assert player.table.message.value.startswith("redrive broken: queued again, due now")
+    player.advance(60)
+    assert player.table.message.value.startswith(
+        "redrive broken: re-driven, and the re-run failed again ("
+    )
+    player.table.button(broken, "redrive").click()
+    player.until.value = "yesterday"
+    player.buttons["run"].click()  # a later message: the outcome no longer replaces it
+    player.advance(60)
+    assert player.table.message.value.startswith("run until 'yesterday'")
+    player.close()

@@ -256,6 +256,11 @@ class Stopping(SchedulerParts):
         """Wait until no work is left at all: nothing queued (retries included), nothing
         in flight, every event delivered.  False if ``timeout`` seconds pass first.
 
+        On a shared store the store is the queue: no work left means no task this
+        process knows of (its registry follows the store) is SCHEDULED or RETRYING with a
+        due time, however far out, including one another process has claimed and not
+        settled yet; and none of this process's runs in flight.
+
         With recurring tasks this only returns once they are cancelled or paused.
         """
         return self._wait(timeout, drained=True)
@@ -283,15 +288,25 @@ class Stopping(SchedulerParts):
             return False
         if self._state is not RUNNING:
             return True  # nothing will run without start() (or ever, after shutdown)
-        if drained:
-            return len(self._queue) == 0
+        shared = self._coordinator is not None  # the store is the queue, the heap holds hints
+        if drained:  # no work left: on a shared store, no registered task with a due time
+            return not self._due_in_registry(until=None) if shared else len(self._queue) == 0
         now = self._clock.now()
         due = self._queue.next_due()
         if due is not None and due <= now:
             return False
-        if self._coordinator is not None:  # the store is the queue, the heap holds hints:
-            return not any(  # a task due that no claim took yet (claims come in batches)
-                task.status in RUNNABLE and task.next_run_at is not None and task.next_run_at <= now
-                for task in self._core.tasks.values()
-            )
-        return True
+        # shared: a task due that no claim took yet (claims come in batches of the room free)
+        return not (shared and self._due_in_registry(until=now))
+
+    def _due_in_registry(self, *, until: float | None) -> bool:
+        """Shared mode: whether a runnable task of the registry is due at or before
+        ``until`` (``None``: due at all, however far out); a task another process has
+        claimed keeps its due time until that process settles it, so it counts too.
+        A scan of every task: for the waits of tests and demos only (caller holds the
+        lock)."""
+        return any(
+            task.status in RUNNABLE
+            and task.next_run_at is not None
+            and (until is None or task.next_run_at <= until)
+            for task in self._core.tasks.values()
+        )

@@ -18,7 +18,9 @@ loop:
   delivering thread;
 * :meth:`ControlPanel.close` removes the listener and closes the widgets.
 
-Buttons act through the scheduler's own verbs and refresh their row at once.
+Buttons act through the scheduler's own verbs and refresh their row at once; the
+message under the table says what the press did (:mod:`lldsched.views.presses`), and
+for a redrive, once the re-run ends, how it ended.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from lldsched.errors import LldschedError
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
 from lldsched.runtime import Runtime, Stepped
 from lldsched.views import missing_extra
+from lldsched.views.presses import RedriveWatch, pressed
 
 if TYPE_CHECKING:
     import ipywidgets
@@ -152,8 +155,9 @@ class ControlPanel:
         self._dirty: set[str] = set()
         self._scheduled = False
         # Serialises refreshes (the kernel loop, a click, or the event thread outside
-        # a kernel), so two never interleave their label updates.
+        # a kernel), so two never interleave their label updates; guards _watch too.
         self._render = threading.RLock()
+        self._watch: RedriveWatch | None = None  # the task the last press redrove
         self._rows: dict[str, _Row] = {}
         self._titles = {column: column for column in COLUMNS}
         self._titles["next run"] = f"next run ({self._tz.key})"
@@ -164,6 +168,7 @@ class ControlPanel:
             layout=widgets.Layout(grid_template_columns=_GRID_COLUMNS, grid_gap="2px 10px"),
         )
         self.message = widgets.HTML()
+        self.message.add_class("lldsched-message")
         self.widget: ipywidgets.VBox = widgets.VBox([self._grid, self.message])
         self.refreshes = 0  # how many refreshes ran (bursts coalesce into one)
         self._closed = False
@@ -215,6 +220,8 @@ class ControlPanel:
                 elif wanted is not None and task.id not in wanted:
                     continue
                 row.show(task, self._tz)
+                if self._watch is not None and task.id == self._watch.task_id:
+                    self._follow_redrive(self._watch, task)
             if added:
                 self._grid.children = [
                     *self._header,
@@ -239,15 +246,39 @@ class ControlPanel:
             self._scheduled = False
         self.refresh(dirty)
 
+    def say(self, text: str) -> None:
+        """Show ``text`` under the table; a redrive's outcome no longer replaces it."""
+        with self._render:
+            self._watch = None
+            self.message.value = text
+
+    def _follow_redrive(self, watch: RedriveWatch, task: ScheduledTask) -> None:
+        """Say how the redriven task's re-run ended, once it has (under ``_render``)."""
+        outcome = watch.outcome(task, when=self._when)
+        if outcome is not None:
+            self.message.value, watching = outcome
+            if not watching:
+                self._watch = None
+
+    def _when(self, timestamp: float | None) -> str:
+        return _when(timestamp, self._tz)
+
     def _press(self, task_id: str, verb: str) -> None:
-        try:
-            changed = getattr(self._source, verb)(task_id)
-        except LldschedError as exc:
-            self.message.value = f"{verb} {task_id}: {exc}"
-            return
-        task = self._source.task(task_id)
-        self.message.value = f"{verb} {task.name}: {'done' if changed else 'nothing to do'}"
-        self.refresh([task_id])
+        """A button's callback: act, say what the press did, redraw the row.  Never
+        waits for a run: a redrive's outcome is said by a later refresh."""
+        with self._render:
+            try:
+                # The counts before the verb: the re-run may end before it returns.
+                before = RedriveWatch.of(self._source.task(task_id))
+                changed = getattr(self._source, verb)(task_id)
+            except LldschedError as exc:
+                self.say(f"{verb} {task_id}: {exc}")
+                return
+            task = self._source.task(task_id)
+            self.say(pressed(verb, task, changed=changed, when=self._when))
+            if verb == "redrive" and changed:
+                self._watch = before
+            self.refresh([task_id])
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -382,7 +413,7 @@ class SimulationPlayer:
                 when = when.replace(tzinfo=self._tz)
             self.run_until(when)
         except (ValueError, LldschedError) as exc:
-            self.table.message.value = f"run until {self.until.value!r}: {exc}"
+            self.table.say(f"run until {self.until.value!r}: {exc}")
 
     def _note(self, event: TaskEvent) -> None:
         if event.record is not None or event.status is not TaskStatus.RUNNING:

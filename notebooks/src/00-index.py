@@ -23,7 +23,11 @@
 # **Start with 01 and go in order**: each notebook uses only what the ones before it
 # introduced. Preparing for an interview with little time? Read 07 first, then come back
 # to 01-03 for the parts you could not explain. Every notebook runs top to bottom with
-# *Run → Run All Cells*, in seconds; then read the prose, change a number and run again.
+# *Run → Run All Cells*; then read the prose, change a number and run again. Most take a
+# few seconds (04 and 10 up to about ten). **09, the design lab, takes half a minute or
+# more**: its experiments measure real time (a timer idling under each polling interval,
+# listener latency, shutdowns racing due work, a timing wheel against the heap), and a
+# measurement lasts as long as what it measures.
 #
 # | notebook | what it teaches | minutes | how |
 # | --- | --- | --- | --- |

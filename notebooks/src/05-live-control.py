@@ -59,7 +59,9 @@ panel
 # its count stops while `poll`'s keeps climbing. `resume` puts it back; a slot it slept
 # through runs at once. `cancel` stops every future run, for good. The dead-lettered
 # `cleanup` has a `redrive` button: it runs again, due now, with a fresh attempt counter
-# (and fails again here, because the disk is still full).
+# (and fails again here, because the disk is still full). The line under the table says
+# what each press did; a redrive only queues a run, so it says "queued again" at once, and
+# how the re-run ended once it has (the button never waits for the run).
 #
 # The same presses, from code (what each button calls), so this notebook also runs
 # unattended. The panel above stays live: press its buttons after these.
@@ -72,6 +74,7 @@ print(panel.row(heartbeat.id)["status"], "| scheduler says:", heartbeat.status.v
 panel.button(heartbeat.id, "resume").click()
 panel.button(digest.id, "cancel").click()
 panel.button(dead.id, "redrive").click()
+print(panel.message.value)
 target = heartbeat.run_count + 3
 
 
@@ -82,18 +85,19 @@ def settled(_event: object) -> bool:  # three more beats, and cleanup failed aga
 
 
 assert log.wait_for(settled, timeout=10)
-print(panel.message.value)
 
 # %% tags=["nbval-check-output"]
 print("status:", heartbeat.status.value, digest.status.value, dead.status.value)
 print("dead letter:", [scheduler.task(task_id).name for task_id in scheduler.dead_letter()])
 
 # %% [markdown]
-# What the panel shows right now, as text (rows update between cells, when the kernel's
-# event loop gets to run the refresh the events asked for):
+# What the panel shows right now, as text, and the line under it (rows and line update
+# between cells, when the kernel's event loop gets to run the refresh the events asked
+# for):
 
 # %%
 print(panel.to_text())
+print(panel.message.value)
 
 # %% [markdown]
 # ## When you are done

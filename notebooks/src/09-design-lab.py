@@ -27,6 +27,11 @@
 # it. Outputs on a fake clock or the simulation are the same on every run; timings vary
 # with the machine, so read them as ratios within one run. The same experiments run from
 # a shell: `python -m lldsched lab <decision>`.
+#
+# *Run All* takes half a minute or more, unlike the other notebooks' few seconds: the
+# real-time experiments last as long as what they measure. The timer section alone lets
+# four timers idle half a second each and times sixty short waits (about 7 s); listener
+# latency, the shutdown orders and the timing wheel take a few seconds more.
 
 # %%
 from IPython.display import display

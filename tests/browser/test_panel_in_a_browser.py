@@ -1,8 +1,8 @@
 """The shipped 05-live-control in a real browser, after JupyterLab's Run All and in Voila:
-the panel is alive (no "model not found"), shows the scripted presses' results, names the
-zone of its next-run column, and pressing Pause pauses the heartbeat: its status turns
-paused and it stops running while `poll` keeps running.  The shut-down button shows its
-whole label."""
+the panel is alive (no "model not found"), shows the scripted presses' results (and the
+redrive's outcome in the line under it), names the zone of its next-run column, and
+pressing Pause pauses the heartbeat: its status turns paused and it stops running while
+`poll` keeps running.  The shut-down button shows its whole label."""
 
 from __future__ import annotations
 
@@ -48,6 +48,12 @@ def test_the_shipped_panel_is_live_after_run_all_and_pause_stops_the_heartbeat(
         )
         expect(page.locator(f".lldsched-status.lldsched-{CLEANUP}")).to_have_text("failed")
         expect(page.locator(f".lldsched-redrive.lldsched-{CLEANUP}")).to_be_visible()
+        # The line under the table says how the redriven cleanup's re-run ended (it said
+        # "redrive cleanup: done" before, whatever the re-run did).
+        expect(page.locator(".lldsched-message")).to_have_text(
+            "redrive cleanup: re-driven, and the re-run failed again (OSError: disk is full); "
+            "back in the dead letter"
+        )
         expect(page.get_by_text("next run (UTC)", exact=True)).to_be_visible()
         expect(page.get_by_text("model not found")).to_have_count(0)
         # Events reach the page: the heartbeat's run count climbs after Run All.

@@ -1,0 +1,87 @@
+"""What a control panel says after a button press: what the verb did, in words.
+
+A press acts at once, but a redrive only queues a run: "done" read as "it worked"
+while the re-run could fail again.  So each verb says what it changed ("paused",
+"queued again, due now"), a press that changed nothing says the status that made it
+a no-op, and a redriven task is *watched*: when its re-run ends, the message says how
+(succeeded; failed again and back in the dead letter; failed and a retry is due).
+The watch reads the task as the panel's refresh sees it (no event is needed, so the
+simulation player, which refreshes once a step, gets the outcome too); the panel
+never blocks a button's callback waiting for the run.
+
+Only strings are made here: :class:`lldsched.views.widgets.ControlPanel` shows them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from lldsched.core.task import ScheduledTask
+from lldsched.model import TaskStatus
+
+__all__ = ["RedriveWatch", "pressed"]
+
+When = Callable[[float | None], str]
+"""Formats a timestamp in the panel's zone ("—" for None)."""
+
+
+def pressed(verb: str, task: ScheduledTask, *, changed: bool, when: When) -> str:
+    """The message after ``verb`` was pressed on ``task`` (read after the verb acted);
+    ``changed`` is what the verb returned."""
+    name = task.name
+    if not changed:
+        return f"{verb} {name}: nothing to do, it is {task.status.value}"
+    if verb == "pause":
+        after = "its run in flight finishes, " if task.running else ""
+        return f"pause {name}: paused; {after}nothing runs until resume"
+    if verb == "resume":
+        return f"resume {name}: resumed; next run {when(task.next_run_at)}"
+    if verb == "cancel":
+        after = "its run in flight finishes, " if task.running else ""
+        return f"cancel {name}: cancelled; {after}no further run"
+    if verb == "redrive":
+        return f"redrive {name}: queued again, due now; its outcome shows here when it ends"
+    return f"{verb} {name}: done"  # a verb this module has no words for yet
+
+
+@dataclass(frozen=True)
+class RedriveWatch:
+    """A redriven task, watched until its re-run ends: its counts at the press."""
+
+    task_id: str
+    runs: int
+    failures: int
+
+    @classmethod
+    def of(cls, task: ScheduledTask) -> RedriveWatch:
+        return cls(task.id, task.run_count, task.failure_count)
+
+    def outcome(self, task: ScheduledTask, *, when: When) -> tuple[str, bool] | None:
+        """``(message, still_watching)`` once the re-run has ended, ``None`` until then.
+
+        Still watching after a failed attempt with a retry due: the next attempt's
+        outcome is shown too."""
+        if task.running or task.run_count == self.runs:
+            return None  # not run yet, or running
+        name = task.name
+        successes = (task.run_count - task.failure_count) - (self.runs - self.failures)
+        if successes > 0:
+            return f"redrive {name}: re-driven, and the re-run succeeded", False
+        error = task.last_error or "no error text"
+        if task.status is TaskStatus.FAILED:
+            return (
+                f"redrive {name}: re-driven, and the re-run failed again ({error}); "
+                "back in the dead letter",
+                False,
+            )
+        if task.status is TaskStatus.RETRYING:
+            return (
+                f"redrive {name}: re-driven, the re-run failed ({error}); "
+                f"retry due {when(task.next_run_at)}",
+                True,
+            )
+        return (
+            f"redrive {name}: re-driven, the re-run failed ({error}); now {task.status.value}",
+            False,
+        )
