@@ -41,7 +41,7 @@ from lldsched.importpath import import_callable, import_path, json_arguments
 from lldsched.model import Priority
 from lldsched.persistence import Task
 from lldsched.policies import MisfirePolicy, Overlap, OverrunPolicy, RetryPolicy
-from lldsched.schedules.base import Schedule
+from lldsched.schedules.base import Schedule, has_schedule_methods
 from lldsched.schedules.cron import CronSchedule
 from lldsched.schedules.decorators import Jittered, Window
 from lldsched.schedules.simple import FixedDelay, OneTime
@@ -101,10 +101,10 @@ SIGNATURE_BY_CODE: dict[tuple[Any, bool], inspect.Signature | None] = {}
 def is_schedule(schedule: object) -> bool:
     """True when ``schedule`` has ``first_run`` and ``next_run``; remembers its type
     (not ``Jittered`` and ``Window``: :func:`schedule_of` reads the cron they wrap in the
-    default zone, so they never take the shortcut past it)."""
-    if callable(getattr(schedule, "first_run", None)) and callable(
-        getattr(schedule, "next_run", None)
-    ):
+    default zone, so they never take the shortcut past it).  The rule is
+    :func:`~lldsched.schedules.base.has_schedule_methods` (a class is not a schedule:
+    remembering ``type`` let every class after one pass unchecked)."""
+    if has_schedule_methods(schedule):
         kind = type(schedule)
         if kind is not Jittered and kind is not Window:
             SCHEDULE_TYPES.add(kind)
@@ -270,6 +270,7 @@ def validated(
         and not pass_context
         and isolation == "thread"
         and not depends_on
+        and depends_on is not None  # None is refused below, as with other options given
     ):
         if check_arguments and shape is not _BARE:
             check_call(name, cast(Callable[..., Any], action), DEFAULT_OPTIONS)
@@ -442,10 +443,12 @@ def check_graph(
                 stack.append((upstream, (*path, upstream)))
 
 
-def check_task_id(task_id: object) -> str:
-    """A caller-chosen task id: a non-empty string that is not all blanks."""
+def check_task_id(task_id: object, *, who: str | None = None) -> str:
+    """A caller-chosen task id: a non-empty string that is not all blanks (``who``: where
+    it came from, when not the caller's ``id=``)."""
     if not isinstance(task_id, str) or not task_id or task_id.isspace():
-        raise ValidationError(f"a task id must be a non-empty string, got {task_id!r}")
+        source = f" from {who}" if who else ""
+        raise ValidationError(f"a task id must be a non-empty string, got {task_id!r}{source}")
     return task_id
 
 
@@ -539,9 +542,18 @@ def registering(
     def decorate(action: F) -> F:
         if not callable(action):
             raise ValidationError(f"scheduled() decorates a callable, got {action!r}")
-        task_name = name if name is not None else getattr(action, "__name__", None)
-        if not isinstance(task_name, str):
-            raise ValidationError(f"{action!r} has no __name__ to register it under; pass name=")
+        # A bad name= is the registration's to refuse, quoting it (it was blamed on the
+        # function: "has no __name__"); only a missing __name__ is said here.
+        task_name: str
+        if name is not None:
+            task_name = name
+        else:
+            found = getattr(action, "__name__", None)
+            if not isinstance(found, str):
+                raise ValidationError(
+                    f"{action!r} has no __name__ to register it under; pass name="
+                )
+            task_name = found
         register(task_name, action)
         return action
 
