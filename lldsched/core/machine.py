@@ -280,9 +280,8 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         """
         if self._writes is not None:  # check_store, inlined: no call without a store
             self._writes.check_open("register", name)
-        if paused is not False and paused is not True:  # checks.flag, only when it fails
+        if paused is not False or replace_existing is not False:  # off the common path
             flag(paused, name=f"task {name!r}: paused")
-        if replace_existing is not False and replace_existing is not True:
             flag(replace_existing, name=f"task {name!r}: replace_existing")
         if isolation != "thread" or isinstance(action, str):
             action = isolated_action(name, action, isolation=isolation)
@@ -347,7 +346,7 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
             if self._restored_names:
                 self._registered_again(name, action)
             task_id = self._ids()
-            if type(task_id) is not str or not task_id:  # an injected ids= (check_task_id's rule)
+            if not self._default_ids:  # an injected ids= may make anything
                 check_task_id(task_id, who=f"the ids generator ({self._ids!r})")
             while self._chosen_ids and self._default_ids and task_id in self.tasks:
                 task_id = self._ids()  # a caller chose this one: the counter moves on
