@@ -82,7 +82,7 @@ from __future__ import annotations
 import logging
 import random
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from datetime import timedelta, tzinfo
 from typing import Any
 
@@ -114,6 +114,8 @@ from lldsched.core.overlapping import OverlappingRuns, buffered
 from lldsched.core.packedstats import Rows, pack_all, packed_history, run_stats_maker
 from lldsched.core.parts import DueQueue
 from lldsched.core.registration import (
+    Isolation,
+    TaskIds,
     check_graph,
     check_task_id,
     check_zone,
@@ -241,8 +243,8 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
-        isolation: str = "thread",
-        depends_on: Sequence[str] = (),
+        isolation: Isolation = "thread",
+        depends_on: TaskIds = (),
         overlap: Overlap | None = None,
         max_instances: int | None = None,
         paused: bool = False,

@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import enum
 import inspect
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta, tzinfo
 from types import BuiltinFunctionType
-from typing import Any, TypedDict, TypeVar, cast
+from typing import Any, TypedDict, TypeVar, cast, get_args
 
 from lldsched.checks import seconds, whole
-from lldsched.core.task import DEFAULT_OPTIONS, ScheduledTask, TaskOptions
+from lldsched.core.task import DEFAULT_OPTIONS, Isolation, ScheduledTask, TaskOptions
 from lldsched.errors import ScheduleError, ValidationError
 from lldsched.importpath import import_callable, import_path, json_arguments
 from lldsched.model import Priority
@@ -49,6 +49,8 @@ from lldsched.schedules.simple import FixedDelay, OneTime
 __all__ = [
     "ISOLATIONS",
     "UNCHANGED",
+    "Isolation",
+    "TaskIds",
     "Unchanged",
     "check_call",
     "check_graph",
@@ -68,8 +70,14 @@ __all__ = [
 
 DEFAULT_RETRY = RetryPolicy()
 
-ISOLATIONS = ("thread", "process")
-"""The values of a task's ``isolation`` option: where its action runs."""
+ISOLATIONS: tuple[Isolation, ...] = get_args(Isolation)
+"""The values of a task's ``isolation`` option, ``("thread", "process")``: where its action
+runs (the type :data:`~lldsched.core.task.Isolation` is the one list)."""
+
+TaskIds = list[str] | tuple[str, ...]
+"""What ``depends_on=`` takes: a list or tuple of task ids.  Not ``Sequence[str]``: a
+``str`` is one, and ``depends_on="upstream"`` (the usual slip) passed a type checker to
+be refused at registration."""
 
 
 class Unchanged(enum.Enum):
@@ -220,8 +228,8 @@ def validated(
     args: tuple[Any, ...] | list[Any],
     kwargs: Mapping[str, Any] | None,
     misfire: MisfirePolicy | None,
-    isolation: str = "thread",
-    depends_on: Iterable[str] = (),
+    isolation: Isolation = "thread",
+    depends_on: TaskIds = (),
     overlap: Overlap | None = None,
     max_instances: int | None = None,
     check_arguments: bool = True,
@@ -311,7 +319,7 @@ class StoredOptions(TypedDict):
     args: tuple[Any, ...]
     kwargs: Mapping[str, Any] | None
     misfire: MisfirePolicy | None
-    isolation: str
+    isolation: Isolation
     depends_on: tuple[str, ...]
     overlap: Overlap | None
     max_instances: int | None
@@ -329,7 +337,7 @@ def options_of(definition: Task) -> StoredOptions:
         args=definition.args,
         kwargs=definition.kwargs,
         misfire=definition.misfire,
-        isolation=definition.isolation,
+        isolation=cast(Isolation, definition.isolation),  # checked when it was registered
         depends_on=definition.depends_on,
         overlap=definition.overlap,
         max_instances=definition.max_instances,
@@ -587,7 +595,7 @@ def _options(
     kwargs: Mapping[str, Any] | None,
     misfire: MisfirePolicy | None,
     pass_context: bool,
-    isolation: str,
+    isolation: Isolation,
     depends_on: tuple[str, ...],
 ) -> TaskOptions:
     if retry is None:
@@ -616,7 +624,7 @@ def _options(
     return DEFAULT_OPTIONS if options == DEFAULT_OPTIONS else options  # equal values shared
 
 
-def check_isolation(name: str, isolation: object) -> str:
+def check_isolation(name: str, isolation: object) -> Isolation:
     """``isolation`` if it is one of :data:`ISOLATIONS`, else ValidationError naming it."""
     if isolation not in ISOLATIONS or not isinstance(isolation, str):
         raise ValidationError(

@@ -56,7 +56,7 @@ import itertools
 import math
 import random
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta, tzinfo
 from typing import Any, NamedTuple
 
@@ -67,7 +67,7 @@ from lldsched.core.ids import IdGenerator
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.recordlog import RecordLog
 from lldsched.core.recovery import recover
-from lldsched.core.registration import UNCHANGED, F, Unchanged, registering
+from lldsched.core.registration import UNCHANGED, F, Isolation, TaskIds, Unchanged, registering
 from lldsched.core.results import must_await, result_text
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
 from lldsched.core.task import Run, ScheduledTask
@@ -207,8 +207,8 @@ class Simulation:
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
-        isolation: str = "thread",
-        depends_on: Sequence[str] = (),
+        isolation: Isolation = "thread",
+        depends_on: TaskIds = (),
         overlap: Overlap | None = None,
         max_instances: int | None = None,
         paused: bool = False,
@@ -273,7 +273,7 @@ class Simulation:
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
-        depends_on: Sequence[str] = (),
+        depends_on: TaskIds = (),
         overlap: Overlap | None = None,
         max_instances: int | None = None,
         paused: bool = False,

@@ -36,7 +36,7 @@ import collections
 import itertools
 import random
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta, tzinfo
 from types import TracebackType
 from typing import Any
@@ -47,7 +47,7 @@ from lldsched.core.duequeue import TaskQueue
 from lldsched.core.ids import IdGenerator, sequential_ids
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.recovery import recover
-from lldsched.core.registration import F, not_callable, registering
+from lldsched.core.registration import F, Isolation, TaskIds, not_callable, registering
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import SchedulerStateError, ValidationError
@@ -320,8 +320,8 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
-        isolation: str = "thread",
-        depends_on: Sequence[str] = (),
+        isolation: Isolation = "thread",
+        depends_on: TaskIds = (),
         overlap: Overlap | None = None,
         max_instances: int | None = None,
         paused: bool = False,
@@ -423,7 +423,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
-        depends_on: Sequence[str] = (),
+        depends_on: TaskIds = (),
         overlap: Overlap | None = None,
         max_instances: int | None = None,
         paused: bool = False,
