@@ -23,6 +23,7 @@ import threading
 import time
 
 from lldsched import OneTime, Priority, RetryPolicy, Scheduler
+from lldsched.core.task import Isolation
 
 N_RUNS = 300
 N_KILLS = 15
@@ -35,7 +36,7 @@ GOALS: dict[str, tuple[str, float]] = {
 }
 
 
-def _per_run(isolation: str) -> float:
+def _per_run(isolation: Isolation) -> float:
     """Seconds per run of ``time.sleep(0)`` under ``isolation``, one worker, runs back to back."""
     scheduler = Scheduler(workers=1)
     action = "time:sleep" if isolation == "process" else time.sleep

@@ -13,7 +13,12 @@ one place:
 * a **whole count** (:func:`whole`, :func:`whole_or_none`) is an ``int``, never a
   ``bool``, within the given bounds;
 * a **fraction** (:func:`fraction`) is an ``int`` or ``float``, never a ``bool``,
-  in ``[0, 1]`` (NaN is not).
+  in ``[0, 1]`` (NaN is not);
+* a **flag** (:func:`flag`) is ``True`` or ``False``, nothing else (``1``, ``"yes"``
+  and ``None`` are mistakes, not truthy values).
+
+An ``int`` too large for a float (``10**400``) is not finite: every number of seconds
+becomes a float somewhere, and there it would raise ``OverflowError``.
 
 Each function returns the value as given (an ``int`` stays an ``int``, so
 a literal shared by many schedules costs no memory; a ``timedelta`` comes back as
@@ -42,7 +47,7 @@ from datetime import timedelta
 
 from lldsched.errors import ValidationError
 
-__all__ = ["fraction", "number", "seconds", "whole", "whole_or_none"]
+__all__ = ["flag", "fraction", "number", "seconds", "whole", "whole_or_none"]
 
 
 def _bound(at_least: float | None, above: float | None) -> str:
@@ -73,9 +78,12 @@ def seconds(
         if isinstance(value, timedelta):  # here, so a plain number pays nothing for it
             return _timedelta(value, name, at_least, above, error, unit, expected)
         raise error(f"{name} {expected or 'must be ' + kind}, got {value!r}")
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:  # an int past a float's range (10**400): no float holds it
+        finite = False
     if (
-        math.isnan(value)
-        or math.isinf(value)
+        not finite
         or (at_least is not None and value < at_least)
         or (above is not None and value <= above)
     ):
@@ -164,15 +172,33 @@ def whole_or_none(
     value: object,
     *,
     name: str,
-    at_least: int,
+    at_least: int | None = None,
+    at_most: int | None = None,
     error: type[Exception] = ValidationError,
 ) -> int | None:
-    """``None``, or ``value`` if it is an ``int`` (not a ``bool``) ``>= at_least``, else
-    ``error``: ``"history_limit must be an int >= 0 or None, got -1"``."""
+    """``None``, or ``value`` if it is an ``int`` (not a ``bool``) ``>= at_least`` and
+    ``<= at_most``, else ``error`` naming the bound it misses, as :func:`whole` does:
+    ``"history_limit must be an int >= 0 or None, got -1"``."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < at_least:
-        raise error(f"{name} must be an int {_bound(at_least, None)} or None, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int):
+        bounds = [bound for bound in (_bound(at_least, None), _at_most(at_most)) if bound]
+    elif at_least is not None and value < at_least:
+        bounds = [_bound(at_least, None)]
+    elif at_most is not None and value > at_most:
+        bounds = [_at_most(at_most)]
+    else:
+        return value
+    wanted = " and ".join(bounds)
+    raise error(f"{name} must be an int{' ' + wanted if wanted else ''} or None, got {value!r}")
+
+
+def flag(value: object, *, name: str, error: type[Exception] = ValidationError) -> bool:
+    """``value`` if it is ``True`` or ``False``, else ``error``: ``"paused must be True or
+    False, got 1"`` (a truthy ``1`` or ``"yes"`` is refused: it is a mistake more often
+    than a choice, and ``None`` would read as ``False``)."""
+    if value is not True and value is not False:
+        raise error(f"{name} must be True or False, got {value!r}")
     return value
 
 

@@ -23,7 +23,7 @@ from lldsched.checks import seconds
 from lldsched.errors import ValidationError
 from lldsched.model import ExecutionRecord, TaskEvent
 
-__all__ = ["EventLog", "Listener", "TaskListener", "as_callback", "notify"]
+__all__ = ["EventLog", "Listener", "TaskListener", "as_callback", "listener_list", "notify"]
 
 log = logging.getLogger("lldsched")
 
@@ -46,6 +46,20 @@ def as_callback(listener: Listener) -> Callable[[TaskEvent], None]:
             f"a listener needs an on_event(event) method or must be callable, got {listener!r}"
         )
     return callback
+
+
+def listener_list(listeners: object) -> list[Listener]:
+    """The ``listeners=`` a runtime is built with, as a list, each checked by
+    :func:`as_callback`: ValidationError naming the value when it is not a list (or other
+    iterable) of listeners; one listener given alone is told to go in a list."""
+    if isinstance(listeners, str | bytes) or not isinstance(listeners, Iterable):
+        one = callable(getattr(listeners, "on_event", listeners))
+        hint = " (one listener goes in a list: listeners=[it])" if one else ""
+        raise ValidationError(f"listeners must be a list of listeners, got {listeners!r}{hint}")
+    given = list(listeners)
+    for listener in given:
+        as_callback(listener)
+    return given
 
 
 def notify(
@@ -103,6 +117,8 @@ class EventLog:
         """The records of finished runs, in the order they finished (of ``name`` only, if
         given).  Slots a policy decided without a run (missed, coalesced, skipped: see
         :attr:`~lldsched.model.Outcome.ran`) are in :attr:`events`, not here."""
+        if name is not None and not isinstance(name, str):
+            raise ValidationError(f"runs() takes a task name (a str) or None, got {name!r}")
         with self._cond:
             return [
                 event.record
@@ -117,6 +133,10 @@ class EventLog:
     ) -> TaskEvent | None:
         """The first event satisfying ``predicate``, waiting up to ``timeout`` seconds (or a
         ``timedelta``) for it."""
+        if not callable(predicate):
+            raise ValidationError(
+                f"wait_for() takes a predicate, a function of a TaskEvent, got {predicate!r}"
+            )
         deadline = time.monotonic() + seconds(timeout, name="wait_for() timeout", at_least=0)
         checked = 0
         with self._cond:

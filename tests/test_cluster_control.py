@@ -25,6 +25,7 @@ from lldsched import (
     TaskSnapshot,
     TaskStatus,
 )
+from lldsched.core.task import Isolation
 from lldsched.errors import ValidationError
 from lldsched.persistence import CoordinatedStore
 from tests import cluster_jobs, jobs
@@ -290,7 +291,7 @@ def test_a_process_isolated_run_in_shared_mode_settles_with_its_token(pair: Pair
     ids=["coroutine", "isolated"],
 )
 def test_a_pause_in_the_other_scheduler_stops_a_run_this_one_cannot_let_finish(
-    sqlite_pair: Pair, tmp_path: Path, action: Callable[..., object] | str, isolation: str
+    sqlite_pair: Pair, tmp_path: Path, action: Callable[..., object] | str, isolation: Isolation
 ) -> None:
     """As pause() does locally: the running scheduler cancels its coroutine, or kills
     its child, when it learns of a pause made elsewhere."""

@@ -28,7 +28,9 @@ def build_parser() -> argparse.ArgumentParser:
         '"*/15 * * * * *", @daily',
     )
     cron.add_argument("--tz", default="UTC", help="IANA time zone (default: UTC)")
-    cron.add_argument("-n", type=int, default=5, help="how many fire times (default: 5)")
+    cron.add_argument(
+        "-n", type=int, default=5, help="how many fire times, 1 to 10,000 (default: 5)"
+    )
     cron.add_argument("--start", help="ISO date-time to list fires after (default: now)")
     cron.set_defaults(handler=_cron)
     from lldsched.cli.simulate import add_parser as add_simulate

@@ -23,7 +23,10 @@ from datetime import UTC, datetime
 from lldsched.errors import ScheduleError
 from lldsched.schedules.cron import CronSchedule
 
-__all__ = ["cron_report", "run_cron"]
+__all__ = ["MAX_FIRES", "cron_report", "run_cron"]
+
+MAX_FIRES = 10_000
+"""The most fire times ``-n`` lists (``-n 99999999999`` built a list for minutes)."""
 
 _FORMAT = "%a %Y-%m-%d %H:%M %Z"
 _FORMAT_SECONDS = "%a %Y-%m-%d %H:%M:%S %Z"
@@ -33,6 +36,8 @@ def cron_report(expr: str, *, tz: str = "UTC", n: int = 5, start: str | None = N
     """The lines ``run_cron`` prints; :class:`ScheduleError` for bad input."""
     if n < 1:
         raise ScheduleError(f"-n must be at least 1, got {n}")
+    if n > MAX_FIRES:  # the fires are listed before the first is printed
+        raise ScheduleError(f"-n must be at most {MAX_FIRES:,}, got {n:,}")
     schedule = CronSchedule(expr, tz=tz)
     zone = schedule.tzinfo
     if start is None:

@@ -81,11 +81,12 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable, Mapping, Sequence
+import sys
+from collections.abc import Callable, Mapping
 from datetime import timedelta, tzinfo
 from typing import Any
 
-from lldsched.checks import whole_or_none
+from lldsched.checks import flag, whole_or_none
 from lldsched.clock import Clock
 from lldsched.core.context import RunContext
 from lldsched.core.definition import DefinitionVerbs
@@ -113,6 +114,8 @@ from lldsched.core.overlapping import OverlappingRuns, buffered
 from lldsched.core.packedstats import Rows, pack_all, packed_history, run_stats_maker
 from lldsched.core.parts import DueQueue
 from lldsched.core.registration import (
+    Isolation,
+    TaskIds,
     check_graph,
     check_task_id,
     check_zone,
@@ -180,7 +183,8 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         on_cancel: Callable[[Run], None] | None = None,
         packed_history: bool = False,
     ) -> None:
-        whole_or_none(history_limit, name="history_limit", at_least=0)
+        # at_most: a deque's maxlen is a C ssize_t (10**400 raised OverflowError there)
+        whole_or_none(history_limit, name="history_limit", at_least=0, at_most=sys.maxsize)
         # Which finished tasks stay registered; None when every one does.
         self._retention = Retention(retain_finished, history_limit=history_limit)
         self._on_retire = on_retire
@@ -189,6 +193,10 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         self.tasks: dict[str, ScheduledTask] = {}
         self._queue = queue
         queue.attach(self.tasks)
+        if ids is not None and not callable(ids):
+            raise ValidationError(
+                f"ids must be a function that returns a fresh id at each call, got {ids!r}"
+            )
         self._ids = ids or sequential_ids()
         self._default_ids = ids is None  # restore() moves the default past restored ids
         self._chosen_ids = False  # a caller chose an id: the default generator skips taken ones
@@ -235,8 +243,8 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
-        isolation: str = "thread",
-        depends_on: Sequence[str] = (),
+        isolation: Isolation = "thread",
+        depends_on: TaskIds = (),
         overlap: Overlap | None = None,
         max_instances: int | None = None,
         paused: bool = False,
@@ -274,8 +282,9 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         """
         if self._writes is not None:  # check_store, inlined: no call without a store
             self._writes.check_open("register", name)
-        if paused is not False and paused is not True:
-            raise ValidationError(f"task {name!r}: paused must be True or False, got {paused!r}")
+        if paused is not False or replace_existing is not False:  # off the common path
+            flag(paused, name=f"task {name!r}: paused")
+            flag(replace_existing, name=f"task {name!r}: replace_existing")
         if isolation != "thread" or isinstance(action, str):
             action = isolated_action(name, action, isolation=isolation)
         schedule, priority, options = validated(
@@ -339,6 +348,8 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
             if self._restored_names:
                 self._registered_again(name, action)
             task_id = self._ids()
+            if not self._default_ids:  # an injected ids= may make anything
+                check_task_id(task_id, who=f"the ids generator ({self._ids!r})")
             while self._chosen_ids and self._default_ids and task_id in self.tasks:
                 task_id = self._ids()  # a caller chose this one: the counter moves on
         else:

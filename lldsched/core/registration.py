@@ -29,19 +29,19 @@ from __future__ import annotations
 
 import enum
 import inspect
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta, tzinfo
 from types import BuiltinFunctionType
-from typing import Any, TypedDict, TypeVar, cast
+from typing import Any, TypedDict, TypeVar, cast, get_args
 
 from lldsched.checks import seconds, whole
-from lldsched.core.task import DEFAULT_OPTIONS, ScheduledTask, TaskOptions
+from lldsched.core.task import DEFAULT_OPTIONS, Isolation, ScheduledTask, TaskOptions
 from lldsched.errors import ScheduleError, ValidationError
 from lldsched.importpath import import_callable, import_path, json_arguments
 from lldsched.model import Priority
 from lldsched.persistence import Task
 from lldsched.policies import MisfirePolicy, Overlap, OverrunPolicy, RetryPolicy
-from lldsched.schedules.base import Schedule
+from lldsched.schedules.base import Schedule, has_schedule_methods
 from lldsched.schedules.cron import CronSchedule
 from lldsched.schedules.decorators import Jittered, Window
 from lldsched.schedules.simple import FixedDelay, OneTime
@@ -49,6 +49,8 @@ from lldsched.schedules.simple import FixedDelay, OneTime
 __all__ = [
     "ISOLATIONS",
     "UNCHANGED",
+    "Isolation",
+    "TaskIds",
     "Unchanged",
     "check_call",
     "check_graph",
@@ -68,8 +70,14 @@ __all__ = [
 
 DEFAULT_RETRY = RetryPolicy()
 
-ISOLATIONS = ("thread", "process")
-"""The values of a task's ``isolation`` option: where its action runs."""
+ISOLATIONS: tuple[Isolation, ...] = get_args(Isolation)
+"""The values of a task's ``isolation`` option, ``("thread", "process")``: where its action
+runs (the type :data:`~lldsched.core.task.Isolation` is the one list)."""
+
+TaskIds = list[str] | tuple[str, ...]
+"""What ``depends_on=`` takes: a list or tuple of task ids.  Not ``Sequence[str]``: a
+``str`` is one, and ``depends_on="upstream"`` (the usual slip) passed a type checker to
+be refused at registration."""
 
 
 class Unchanged(enum.Enum):
@@ -101,10 +109,10 @@ SIGNATURE_BY_CODE: dict[tuple[Any, bool], inspect.Signature | None] = {}
 def is_schedule(schedule: object) -> bool:
     """True when ``schedule`` has ``first_run`` and ``next_run``; remembers its type
     (not ``Jittered`` and ``Window``: :func:`schedule_of` reads the cron they wrap in the
-    default zone, so they never take the shortcut past it)."""
-    if callable(getattr(schedule, "first_run", None)) and callable(
-        getattr(schedule, "next_run", None)
-    ):
+    default zone, so they never take the shortcut past it).  The rule is
+    :func:`~lldsched.schedules.base.has_schedule_methods` (a class is not a schedule:
+    remembering ``type`` let every class after one pass unchecked)."""
+    if has_schedule_methods(schedule):
         kind = type(schedule)
         if kind is not Jittered and kind is not Window:
             SCHEDULE_TYPES.add(kind)
@@ -220,8 +228,8 @@ def validated(
     args: tuple[Any, ...] | list[Any],
     kwargs: Mapping[str, Any] | None,
     misfire: MisfirePolicy | None,
-    isolation: str = "thread",
-    depends_on: Iterable[str] = (),
+    isolation: Isolation = "thread",
+    depends_on: TaskIds = (),
     overlap: Overlap | None = None,
     max_instances: int | None = None,
     check_arguments: bool = True,
@@ -270,6 +278,7 @@ def validated(
         and not pass_context
         and isolation == "thread"
         and not depends_on
+        and depends_on is not None  # None is refused below, as with other options given
     ):
         if check_arguments and shape is not _BARE:
             check_call(name, cast(Callable[..., Any], action), DEFAULT_OPTIONS)
@@ -310,7 +319,7 @@ class StoredOptions(TypedDict):
     args: tuple[Any, ...]
     kwargs: Mapping[str, Any] | None
     misfire: MisfirePolicy | None
-    isolation: str
+    isolation: Isolation
     depends_on: tuple[str, ...]
     overlap: Overlap | None
     max_instances: int | None
@@ -328,7 +337,7 @@ def options_of(definition: Task) -> StoredOptions:
         args=definition.args,
         kwargs=definition.kwargs,
         misfire=definition.misfire,
-        isolation=definition.isolation,
+        isolation=cast(Isolation, definition.isolation),  # checked when it was registered
         depends_on=definition.depends_on,
         overlap=definition.overlap,
         max_instances=definition.max_instances,
@@ -442,10 +451,12 @@ def check_graph(
                 stack.append((upstream, (*path, upstream)))
 
 
-def check_task_id(task_id: object) -> str:
-    """A caller-chosen task id: a non-empty string that is not all blanks."""
+def check_task_id(task_id: object, *, who: str | None = None) -> str:
+    """A caller-chosen task id: a non-empty string that is not all blanks (``who``: where
+    it came from, when not the caller's ``id=``)."""
     if not isinstance(task_id, str) or not task_id or task_id.isspace():
-        raise ValidationError(f"a task id must be a non-empty string, got {task_id!r}")
+        source = f" from {who}" if who else ""
+        raise ValidationError(f"a task id must be a non-empty string, got {task_id!r}{source}")
     return task_id
 
 
@@ -539,9 +550,18 @@ def registering(
     def decorate(action: F) -> F:
         if not callable(action):
             raise ValidationError(f"scheduled() decorates a callable, got {action!r}")
-        task_name = name if name is not None else getattr(action, "__name__", None)
-        if not isinstance(task_name, str):
-            raise ValidationError(f"{action!r} has no __name__ to register it under; pass name=")
+        # A bad name= is the registration's to refuse, quoting it (it was blamed on the
+        # function: "has no __name__"); only a missing __name__ is said here.
+        task_name: str
+        if name is not None:
+            task_name = name
+        else:
+            found = getattr(action, "__name__", None)
+            if not isinstance(found, str):
+                raise ValidationError(
+                    f"{action!r} has no __name__ to register it under; pass name="
+                )
+            task_name = found
         register(task_name, action)
         return action
 
@@ -575,7 +595,7 @@ def _options(
     kwargs: Mapping[str, Any] | None,
     misfire: MisfirePolicy | None,
     pass_context: bool,
-    isolation: str,
+    isolation: Isolation,
     depends_on: tuple[str, ...],
 ) -> TaskOptions:
     if retry is None:
@@ -604,7 +624,7 @@ def _options(
     return DEFAULT_OPTIONS if options == DEFAULT_OPTIONS else options  # equal values shared
 
 
-def check_isolation(name: str, isolation: object) -> str:
+def check_isolation(name: str, isolation: object) -> Isolation:
     """``isolation`` if it is one of :data:`ISOLATIONS`, else ValidationError naming it."""
     if isolation not in ISOLATIONS or not isinstance(isolation, str):
         raise ValidationError(

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from lldsched.core.context import RunContext
 from lldsched.core.names import SCHEDULED
@@ -52,6 +52,11 @@ live while the task registered under ``task_id`` has ``generation == sequence``
 (see :mod:`lldsched.core.duequeue`)."""
 
 
+Isolation = Literal["thread", "process"]
+"""Where a task's action runs (``registration.ISOLATIONS`` as a type): ``isolation="proc"``
+fails a type checker, not only the registration."""
+
+
 class TaskOptions(NamedTuple):
     """How a task runs and fails, beyond its schedule and priority."""
 
@@ -61,7 +66,7 @@ class TaskOptions(NamedTuple):
     kwargs: Mapping[str, Any] | None = None
     pass_context: bool = False  # the action declares a ``ctx`` parameter
     misfire: MisfirePolicy | None = None  # None: DEFAULT_MISFIRE
-    isolation: str = "thread"  # or "process": lldsched.threaded.processes runs it
+    isolation: Isolation = "thread"  # or "process": lldsched.threaded.processes runs it
     depends_on: tuple[str, ...] = ()  # upstream task ids (lldsched.core.dependencies)
     overlap: Overlap | None = None  # None: runs never overlap (lldsched.policies.Overlap)
     max_instances: int | None = None  # with Overlap.ALLOW only

@@ -34,6 +34,7 @@ from lldsched.model import ExecutionRecord
 __all__ = [
     "Schedule",
     "first_slot_after",
+    "has_schedule_methods",
     "measures_elapsed_time",
     "next_run_and_skipped",
     "slot_after",
@@ -53,6 +54,20 @@ class Schedule(Protocol):
     def next_run(self, record: ExecutionRecord, now: float) -> float | None:
         """The due instant after the successful run ``record``; ``None`` retires the task."""
         ...
+
+
+def has_schedule_methods(schedule: object) -> bool:
+    """True when ``schedule`` is an object with ``first_run`` and ``next_run`` to call:
+    what registration and the decorators (``Jittered``, ``Window``) take as a schedule.
+
+    A class is not one, though its methods are callable attributes: ``FixedRate`` given
+    for ``FixedRate(60)`` is refused here, naming it, instead of failing at
+    ``first_run`` with a bare ``TypeError``."""
+    return (
+        callable(getattr(schedule, "first_run", None))
+        and callable(getattr(schedule, "next_run", None))
+        and not isinstance(schedule, type)
+    )
 
 
 def slot_after(schedule: Schedule, slot: float) -> float | None:

@@ -47,7 +47,13 @@ from lldsched.checks import seconds, whole
 from lldsched.clock import to_timestamp
 from lldsched.errors import ScheduleError, ValidationError
 from lldsched.model import ExecutionRecord
-from lldsched.schedules.base import Schedule, first_slot_after, measures_elapsed_time, slot_after
+from lldsched.schedules.base import (
+    Schedule,
+    first_slot_after,
+    has_schedule_methods,
+    measures_elapsed_time,
+    slot_after,
+)
 from lldsched.schedules.simple import FrozenValue, instant_text
 
 __all__ = ["Jittered", "Window", "describe", "restore_runs"]
@@ -74,10 +80,7 @@ def describe(schedule: Schedule) -> str:
 
 
 def _inner(schedule: object, owner: str) -> Schedule:
-    if not (
-        callable(getattr(schedule, "first_run", None))
-        and callable(getattr(schedule, "next_run", None))
-    ):
+    if not has_schedule_methods(schedule):
         raise ScheduleError(
             f"{owner} wraps a schedule (an object with first_run() and next_run()), "
             f"got {schedule!r}"

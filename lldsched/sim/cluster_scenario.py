@@ -185,8 +185,7 @@ class ClusterScenario:
             raise ValidationError(
                 f"lease_clock must be 'node' or 'database', got {self.lease_clock!r}"
             )
-        if not isinstance(self.fencing, bool):
-            raise ValidationError(f"fencing must be True or False, got {self.fencing!r}")
+        checks.flag(self.fencing, name="fencing")
         object.__setattr__(self, "first", to_timestamp(self.start, name="start"))
         self._check_tasks()
         self._check_skews()

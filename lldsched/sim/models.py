@@ -229,14 +229,24 @@ def _takes_rng_and_attempt(model: M, what: str) -> M:
     cannot be read passes."""
     if isinstance(model, _MODELS):
         return model
-    try:
-        signature = inspect.signature(model)
-    except (TypeError, ValueError):
-        return model
-    try:
-        signature.bind(None, 1)
-    except TypeError as exc:
+    wrong = call_error(model, None, 1)
+    if wrong is not None:
         raise ValidationError(
-            f"{what} model {model!r} must take (rng, attempt), as each draw calls it: {exc}"
-        ) from None
+            f"{what} model {model!r} must take (rng, attempt), as each draw calls it: {wrong}"
+        )
     return model
+
+
+def call_error(function: Callable[..., object], *args: object) -> str | None:
+    """Why ``function(*args)`` cannot bind (``"missing a required argument: 'x'"``), or
+    None when it can or its signature cannot be read: the simulation's check of what
+    it will call later (a model's draw, an intervention), made when it is given."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return None
+    try:
+        signature.bind(*args)
+    except TypeError as exc:
+        return str(exc)
+    return None

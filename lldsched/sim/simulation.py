@@ -56,7 +56,7 @@ import itertools
 import math
 import random
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta, tzinfo
 from typing import Any, NamedTuple
 
@@ -67,12 +67,12 @@ from lldsched.core.ids import IdGenerator
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.recordlog import RecordLog
 from lldsched.core.recovery import recover
-from lldsched.core.registration import UNCHANGED, F, Unchanged, registering
+from lldsched.core.registration import UNCHANGED, F, Isolation, TaskIds, Unchanged, registering
 from lldsched.core.results import must_await, result_text
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
 from lldsched.core.task import Run, ScheduledTask
 from lldsched.errors import ValidationError, error_text
-from lldsched.listeners import Listener, as_callback, notify
+from lldsched.listeners import Listener, as_callback, listener_list, notify
 from lldsched.model import ExecutionRecord, Priority, TaskEvent
 from lldsched.persistence import TaskStore
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
@@ -82,6 +82,7 @@ from lldsched.sim.clock import VirtualClock
 from lldsched.sim.models import (
     DurationModel,
     FailureModel,
+    call_error,
     check_duration,
     check_failure,
     failure_of,
@@ -158,7 +159,9 @@ class Simulation:
         self.seed = seed
         self._clock = VirtualClock(to_timestamp(start, name="start"))
         self._queue = TaskQueue()
-        self._callbacks = [(listener, as_callback(listener)) for listener in listeners]
+        self._callbacks = [
+            (listener, as_callback(listener)) for listener in listener_list(listeners)
+        ]
         self._log = RecordLog()  # every record, as the core makes it, kept as columns
         self._core = SchedulerCore(
             clock=self._clock,
@@ -204,8 +207,8 @@ class Simulation:
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
-        isolation: str = "thread",
-        depends_on: Sequence[str] = (),
+        isolation: Isolation = "thread",
+        depends_on: TaskIds = (),
         overlap: Overlap | None = None,
         max_instances: int | None = None,
         paused: bool = False,
@@ -270,7 +273,7 @@ class Simulation:
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
-        depends_on: Sequence[str] = (),
+        depends_on: TaskIds = (),
         overlap: Overlap | None = None,
         max_instances: int | None = None,
         paused: bool = False,
@@ -434,6 +437,11 @@ class Simulation:
             )
         if not callable(fn):
             raise ValidationError(f"an intervention must be callable, got {fn!r}")
+        wrong = call_error(fn)
+        if wrong is not None:  # found now, not as a TypeError out of run() at its instant
+            raise ValidationError(
+                f"an intervention is called with no arguments, got {fn!r}: {wrong}"
+            )
         heapq.heappush(self._interventions, (instant, next(self._sequence), fn))
 
     def run(self, until: float | datetime) -> Simulation:

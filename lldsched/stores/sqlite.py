@@ -59,7 +59,7 @@ import threading
 from datetime import timedelta
 from types import TracebackType
 
-from lldsched.checks import seconds, whole_or_none
+from lldsched.checks import flag, seconds, whole_or_none
 from lldsched.errors import StoreClosedError, StoreError, ValidationError
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import Task, TaskSnapshot, finished
@@ -167,11 +167,12 @@ class SqliteTaskStore(CoordinatedMethods):
         lease: float | timedelta = 30.0,
         poll: float | timedelta = 1.0,
     ) -> None:
+        if not isinstance(path, str | os.PathLike):
+            raise ValidationError(f"path must be a file name (a str or a Path), got {path!r}")
         whole_or_none(retention, name="retention", at_least=1)
         if synchronous not in _SYNCHRONOUS:
             raise ValidationError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
-        if not isinstance(shared, bool):
-            raise ValidationError(f"shared must be True or False, got {shared!r}")
+        flag(shared, name="shared")
         timeout = float(seconds(timeout, name="timeout", at_least=0))
         lease = float(seconds(lease, name="lease", above=0))
         poll = float(seconds(poll, name="poll", above=0))

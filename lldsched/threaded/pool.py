@@ -35,13 +35,19 @@ from lldsched.checks import whole
 from lldsched.errors import SchedulerStateError
 from lldsched.threaded.deadline import Deadline
 
-__all__ = ["WorkerPool"]
+__all__ = ["MAX_WORKERS", "WorkerPool"]
 
 log = logging.getLogger("lldsched")
 T = TypeVar("T")  # an item queued by the producer
 J = TypeVar("J")  # a job prepared from it
 R = TypeVar("R")  # what executing the job returned
 _SENTINEL = object()
+
+MAX_WORKERS = 10_000
+"""The most worker threads a pool starts: each is an OS thread with its own stack, and
+Linux refuses new threads past a few tens of thousands (``workers=10**400`` was
+accepted, to fail in ``start()``).  A service that needs more concurrency than this
+runs coroutines (``max_coroutines``), not threads."""
 
 
 class WorkerPool(Generic[T, J, R]):
@@ -66,7 +72,7 @@ class WorkerPool(Generic[T, J, R]):
         on_room: Callable[[], None] | None = None,
         name: str = "lldsched-worker",
     ) -> None:
-        whole(workers, name="workers", at_least=1)
+        whole(workers, name="workers", at_least=1, at_most=MAX_WORKERS)
         capacity = 16 * workers if capacity is None else capacity
         whole(capacity, name="hand-off capacity", at_least=1)
         self.workers = workers

@@ -36,22 +36,22 @@ import collections
 import itertools
 import random
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta, tzinfo
 from types import TracebackType
 from typing import Any
 
-from lldsched.checks import seconds
+from lldsched.checks import seconds, whole_or_none
 from lldsched.clock import Clock, SystemClock
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.ids import IdGenerator, sequential_ids
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.recovery import recover
-from lldsched.core.registration import F, not_callable, registering
+from lldsched.core.registration import F, Isolation, TaskIds, not_callable, registering
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import SchedulerStateError, ValidationError
-from lldsched.listeners import Listener
+from lldsched.listeners import Listener, listener_list
 from lldsched.model import Priority
 from lldsched.persistence import CoordinatedStore, TaskStore
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
@@ -139,6 +139,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
             name = str(next(_built))
         elif not isinstance(name, str) or not name or not name.isprintable():
             raise ValidationError(f"name must be a non-empty printable str, got {name!r}")
+        whole_or_none(seed, name="seed")  # random.Random took any hashable: nan, "4", 2.5
         self.name = name
         """Names this scheduler's threads: ``lldsched-<name>-timer``, ... (see above)."""
         self._thread_prefix = f"lldsched-{name}-"  # the prefix of every thread's name
@@ -148,7 +149,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         self._dispatcher = self.dispatcher_type(
             listener_backlog, name=f"{self._thread_prefix}events"
         )
-        listeners = list(listeners)
+        listeners = listener_list(listeners)
         for listener in listeners:
             self._dispatcher.add(listener)
         if clock is not None and not isinstance(clock, Clock):
@@ -319,8 +320,8 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
-        isolation: str = "thread",
-        depends_on: Sequence[str] = (),
+        isolation: Isolation = "thread",
+        depends_on: TaskIds = (),
         overlap: Overlap | None = None,
         max_instances: int | None = None,
         paused: bool = False,
@@ -422,7 +423,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         misfire: MisfirePolicy | None = None,
-        depends_on: Sequence[str] = (),
+        depends_on: TaskIds = (),
         overlap: Overlap | None = None,
         max_instances: int | None = None,
         paused: bool = False,

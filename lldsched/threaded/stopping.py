@@ -17,7 +17,7 @@ import threading
 import time
 from datetime import timedelta
 
-from lldsched.checks import seconds
+from lldsched.checks import flag, seconds
 from lldsched.core.names import RUNNABLE
 from lldsched.core.task import Entry
 from lldsched.threaded.deadline import Deadline
@@ -63,6 +63,7 @@ class Stopping(SchedulerParts):
         cannot, nothing is stopped: the scheduler runs on, and a later ``shutdown()``
         does it all.
         """
+        flag(drain, name="shutdown() drain")
         if timeout is not None:
             timeout = seconds(timeout, name="shutdown() timeout", at_least=0)
         deadline = Deadline(timeout)

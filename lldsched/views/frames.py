@@ -65,7 +65,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, SupportsIndex
 
 from lldsched.views import missing_extra
 
@@ -190,6 +190,13 @@ def to_frame(source: object, *, priorities: Mapping[str, int] | None = None) -> 
     histories are read from their packed form (``packed_records()``), with a record
     object only for the few newest runs of each task, not yet packed.
     """
+    if priorities is not None and not (
+        isinstance(priorities, Mapping)
+        and all(isinstance(p, int) and not isinstance(p, bool) for p in priorities.values())
+    ):
+        raise ValidationError(
+            f"priorities must map task ids to Priority values (ints), got {priorities!r}"
+        )
     log = getattr(source, "record_log", None)
     packed = getattr(source, "packed_records", None)
     if isinstance(source, Reads) and callable(log):
@@ -425,8 +432,26 @@ _TIMES = frozenset(
 
 def ran(frame: pd.DataFrame) -> pd.DataFrame:
     """The rows of attempts that ran: without the slots a policy decided without a run
-    (missed, coalesced, skipped; :attr:`~lldsched.model.Outcome.ran` says which)."""
-    return frame[~frame["outcome"].isin(NOT_RUNS)]
+    (missed, coalesced, skipped; :attr:`~lldsched.model.Outcome.ran` says which).  The
+    plots and :func:`utilisation` start here, so its check of ``frame`` is theirs."""
+    return frame[~check_frame(frame)["outcome"].isin(NOT_RUNS)]
+
+
+def check_frame(frame: object, *, columns: Iterable[str] = ("outcome",)) -> pd.DataFrame:
+    """``frame`` if it is a ``DataFrame`` with ``columns``, else ValidationError naming
+    what it is: every view that takes a frame of runs (made by :func:`to_frame`) asks
+    here first, rather than failing on its first subscript or ``groupby``."""
+    if not isinstance(frame, pd.DataFrame):
+        raise ValidationError(
+            f"expected a DataFrame of runs, as to_frame(scheduler) makes, got {frame!r}"
+        )
+    missing = [column for column in columns if column not in frame.columns]
+    if missing:
+        raise ValidationError(
+            f"expected a DataFrame of runs, as to_frame(scheduler) makes: it has no "
+            f"{missing} column, got columns {list(frame.columns)}"
+        )
+    return frame
 
 
 def task_summary(
@@ -439,6 +464,7 @@ def task_summary(
     slots were all decided without a run).  ``schedules`` maps task id to schedule
     (see :func:`schedules_of`) for the overrun count; without it the count is 0.
     """
+    check_frame(frame, columns=("task_id", "outcome"))
     rows: list[TaskSummary] = []
     ids: list[str] = []
     for task_id, group in frame.groupby("task_id", sort=False, observed=True):
@@ -519,7 +545,7 @@ def utilisation(
     (UTC), one float column per worker, 0.0 (idle) to 1.0 (busy throughout).
     """
     frame = ran(frame)  # decided slots ran nowhere
-    columns = list(range(workers)) if isinstance(workers, int) else [int(w) for w in workers]
+    columns = _workers(workers)
     step = _step(freq)
     index_name = "interval"
     if frame.empty:
@@ -550,6 +576,21 @@ def utilisation(
     ).tz_localize("UTC")
     result = pd.DataFrame(grid.T / step, index=index, columns=sorted(columns))
     return result[columns]
+
+
+def _workers(workers: object) -> list[int]:
+    """``utilisation``'s ``workers``: a count (``0 .. workers-1``) or worker indexes
+    (numpy's integers too: ``operator.index``; a bool is neither)."""
+    try:
+        if isinstance(workers, Iterable) and not isinstance(workers, str | bytes):
+            indexes = list(workers)
+            if not any(isinstance(w, bool) for w in indexes):
+                return [operator.index(w) for w in indexes]
+        elif isinstance(workers, SupportsIndex) and not isinstance(workers, bool):
+            return list(range(operator.index(workers)))
+    except TypeError:
+        pass
+    raise ValidationError(f"workers must be a count or a list of worker indexes, got {workers!r}")
 
 
 def _step(freq: str) -> int:

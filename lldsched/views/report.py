@@ -10,6 +10,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
+from lldsched.errors import ValidationError
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.schedules.base import Schedule, slot_after
 
@@ -90,6 +91,8 @@ def nearest_rank(count: int, q: float) -> int:
 def percentile(values: Sequence[float], q: float) -> float | None:
     """The nearest-rank ``q``-th percentile (0 < q <= 100) of sorted ``values``; None if empty.
     The one percentile rule of the summaries."""
+    if isinstance(q, bool) or not isinstance(q, int | float) or not 0 < q <= 100:
+        raise ValidationError(f"percentile q must be a number in (0, 100], got {q!r}")
     if not values:
         return None
     return values[nearest_rank(len(values), q)]
@@ -154,8 +157,12 @@ def summarize(
     """Per-task summaries, in the order the tasks first appear in ``records`` (a task
     whose slots were all decided without a run too, with ``runs == 0``).
     ``schedules`` maps task ids to schedules, for counting overruns."""
+    if not isinstance(records, Iterable) or isinstance(records, str | bytes | Mapping):
+        raise ValidationError(f"summarize() takes ExecutionRecords, got {records!r}")
     grouped: dict[str, list[ExecutionRecord]] = {}
     for record in records:
+        if not isinstance(record, ExecutionRecord):
+            raise ValidationError(f"summarize() takes ExecutionRecords, got an item {record!r}")
         grouped.setdefault(record.task_id, []).append(record)
     rows = []
     for task_id, group in grouped.items():

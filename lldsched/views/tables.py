@@ -47,6 +47,8 @@ def readable(frame: pd.DataFrame, *, tz: str | tzinfo = "UTC") -> pd.DataFrame:
     """A copy of ``frame`` for display: timedelta columns as :func:`seconds_text`,
     aware datetime columns as ``Mon 09:00:12`` in zone ``tz``, text cut to
     :data:`TEXT_WIDTH` characters, missing values as an empty cell."""
+    if not isinstance(frame, pd.DataFrame):
+        raise ValidationError(f"readable() takes a DataFrame, got {frame!r}")
     zone = _zone(tz)
     shown = frame.copy()
     for column in shown.columns:

@@ -47,6 +47,7 @@ from datetime import UTC, datetime, tzinfo
 from functools import lru_cache
 from zoneinfo import ZoneInfo
 
+from lldsched import checks
 from lldsched.errors import ScheduleError
 from lldsched.model import ExecutionRecord
 from lldsched.schedules.base import slots_from
@@ -170,31 +171,44 @@ class CronSchedule:
 
     def next_after(self, timestamp: float) -> float | None:
         """The first fire strictly after ``timestamp``, or ``None`` if none within 100 years."""
-        low, high, base, offsets, resume = self._cursor
-        if low <= timestamp < high:
-            return base + offsets[bisect_right(offsets, timestamp - base)]
-        engine = self._engine
-        shared = engine.recent  # the block the latest search of this engine found
-        if shared[0] <= timestamp < shared[1]:
-            self._cursor = shared
-            base, offsets = shared[2], shared[3]
-            return base + offsets[bisect_right(offsets, timestamp - base)]
-        try:
+        try:  # free until it raises: the hot path pays nothing for the message below
+            low, high, base, offsets, resume = self._cursor
+            if low <= timestamp < high:
+                return base + offsets[bisect_right(offsets, timestamp - base)]
+            engine = self._engine
+            shared = engine.recent  # the block the latest search of this engine found
+            if shared[0] <= timestamp < shared[1]:
+                self._cursor = shared
+                base, offsets = shared[2], shared[3]
+                return base + offsets[bisect_right(offsets, timestamp - base)]
             fire, cursor = engine.next_fire(float(timestamp), resume if timestamp == high else None)
-        except ValueError as exc:
+        except (ValueError, OverflowError) as exc:  # NaN; an int no float holds
             raise ScheduleError(f"cron next_after({timestamp!r}): {exc}") from None
+        except TypeError:
+            if _is_number(timestamp):
+                raise
+            raise _not_seconds("next_after()", timestamp) from None
         self._cursor = engine.recent = cursor
         return fire
 
     def prev_before(self, timestamp: float) -> float | None:
         """The last fire strictly before ``timestamp``, or ``None`` if none within 100 years."""
+        if not _is_number(timestamp):
+            raise _not_seconds("prev_before()", timestamp)
         try:
             return self._engine.prev_fire(float(timestamp))
-        except ValueError as exc:
+        except (ValueError, OverflowError) as exc:  # NaN; an int no float holds
             raise ScheduleError(f"cron prev_before({timestamp!r}): {exc}") from None
 
     def fire_times(self, start: float, n: int) -> Iterator[float]:
-        """The next ``n`` fires strictly after ``start`` (fewer if the schedule ends)."""
+        """The next ``n`` fires strictly after ``start`` (fewer if the schedule ends).
+        ``start`` and ``n`` are checked at the call, not at the first fire drawn."""
+        if not _is_number(start):
+            raise _not_seconds("fire_times()", start)
+        checks.whole(n, name="fire_times() n", at_least=0, error=ScheduleError)
+        return self._fire_times(start, n)
+
+    def _fire_times(self, start: float, n: int) -> Iterator[float]:
         when = start
         for _ in range(n):
             fire = self.next_after(when)
@@ -216,13 +230,15 @@ class CronSchedule:
         ``start`` may be epoch seconds or a datetime; a naive datetime is read in the
         schedule's zone (its ``fold`` picks the pass of a repeated hour).
         """
+        checks.whole(n, name="preview() n", at_least=0, error=ScheduleError)
         if start is None:
             ts = time.time()
         elif isinstance(start, datetime):
             aware = start if start.tzinfo is not None else start.replace(tzinfo=self.tzinfo)
             ts = aware.timestamp()
         else:
-            ts = float(start)
+            kind = "epoch seconds, a datetime or None"
+            ts = float(checks.number(start, name="preview() start", kind=kind, error=ScheduleError))
         zone = self.tzinfo
         return [datetime.fromtimestamp(t, UTC).astimezone(zone) for t in self.fire_times(ts, n)]
 
@@ -231,3 +247,13 @@ class CronSchedule:
         from lldsched.schedules.cron.explain import explain
 
         return explain(self._engine.fields)
+
+
+def _is_number(value: object) -> bool:
+    """An instant in epoch seconds, as the queries take it: an int or a float, not a bool."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _not_seconds(query: str, value: object) -> ScheduleError:
+    hint = " (an instant: use .timestamp())" if isinstance(value, datetime) else ""
+    return ScheduleError(f"cron {query} takes epoch seconds (a float), got {value!r}{hint}")

@@ -1,0 +1,113 @@
+"""The user's side of the types: mypy --strict on code written against the public API.
+
+``tests/typed_user/readme_program.py`` is a program written from the README's tour
+(decorators, ``schedule()``, listeners, frames): it must pass, with every public return
+it reads of its real type (its ``assert_type`` lines fail on an ``Any``).  Each line of
+:data:`WRONG` is a mistake a type checker should catch before the registration refuses
+it: mypy must report an error on that line.  mypy runs as a user's project would run
+it (no config of ours, ``--strict``, the package's ``py.typed``), once for both files,
+in a cache of its own: about 10 s, most of it reading pandas' stubs.  A subprocess, not
+``mypy.api.run``: in-process, the interpreter then spent as long again freeing mypy's
+objects.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PROGRAM = ROOT / "tests" / "typed_user" / "readme_program.py"
+
+HEADER = """\
+from __future__ import annotations
+
+from datetime import timedelta
+
+from lldsched import (CronSchedule, EventLog, FixedRate, OneTime, RetryPolicy, Scheduler,
+                      Simulation)
+
+
+def backup() -> None: ...
+
+
+log = EventLog()
+scheduler = Scheduler()
+sim = Simulation()
+"""
+
+WRONG = [
+    'scheduler.schedule("a", backup, 60)',  # a number for a schedule
+    'scheduler.schedule("a", backup, FixedRate("60"))',
+    'scheduler.schedule("a", 5, FixedRate(60))',
+    'scheduler.schedule("a", backup, FixedRate(60), priority="HIGH")',
+    'scheduler.schedule("a", backup, FixedRate(60), depends_on="upstream")',  # a str, not ids
+    'scheduler.schedule("a", backup, FixedRate(60), isolation="proc")',
+    'scheduler.schedule("a", backup, FixedRate(60), overlap="allow")',
+    'scheduler.schedule("a", backup, FixedRate(60), retry=3)',
+    'scheduler.schedule("a", backup, FixedRate(60), timeout="5")',
+    'scheduler.schedule("a", backup, FixedRate(60), paused=None)',
+    "scheduler.scheduled(backup)",  # the bare decorator: a function for a schedule
+    "scheduler.scheduled(FixedRate(60))(5)",
+    "scheduler.cancel(5)",
+    'scheduler.modify("a", priority="LOW")',
+    'scheduler.reschedule("a", 60)',
+    "scheduler.shutdown(drain=None)",
+    "scheduler.wait_idle(timeout=None)",
+    "Scheduler(listeners=log)",  # one listener, not a list
+    'Scheduler(seed="4")',
+    "Scheduler(workers=2.5)",
+    'Scheduler(ids="task-")',
+    'sim.run_for("5")',
+    'sim.model("kept", duration=lambda rng: 1.0)',  # a model takes (rng, attempt)
+    'sim.schedule("a", FixedRate(60), fails="x")',
+    "sim.at(5, lambda x: None)",  # an intervention takes no argument
+    "OneTime(at=timedelta(seconds=5))",  # a timedelta is not an instant
+    'OneTime(delay="5")',
+    "RetryPolicy(max_attempts=2.5)",
+    "CronSchedule(5)",
+    'CronSchedule("* * * * *").preview(n="3")',
+    "log.wait_for(5)",
+]
+
+
+def test_correct_user_code_type_checks_and_every_mistake_is_caught(tmp_path: Path) -> None:
+    wrong = tmp_path / "wrong_usage.py"
+    first = HEADER.count("\n") + 1
+    wrong.write_text(HEADER + "\n".join(WRONG) + "\n")
+    checked = subprocess.run(
+        [
+            sys.executable, "-m", "mypy",
+            "--strict",
+            "--config-file", "",  # a user's project: none of ours
+            "--cache-dir", str(tmp_path / "cache"),
+            "--no-error-summary",
+            "--show-error-codes",
+            str(PROGRAM),
+            str(wrong),
+        ],
+        capture_output=True, text=True, check=False, timeout=300, cwd=ROOT,
+        env={**os.environ, "MYPYPATH": str(ROOT)},  # this tree's lldsched, as installed
+    )  # fmt: skip
+    assert checked.returncode in (0, 1) and not checked.stderr, checked.stderr
+    errors = [line for line in checked.stdout.splitlines() if ": error:" in line]
+    in_program = [line for line in errors if line.startswith(str(PROGRAM))]
+    assert not in_program, "\n".join(in_program)
+    flagged = {
+        int(match.group(1))
+        for line in errors
+        if (match := re.match(re.escape(str(wrong)) + r":(\d+):", line))
+    }
+    missed = [code for number, code in enumerate(WRONG, first) if number not in flagged]
+    assert not missed, f"mypy --strict accepts these mistakes: {missed}"
+
+
+def test_the_program_runs() -> None:
+    """The typed program is real code, not only annotations: it runs (a FakeClock, a
+    simulation; well under a second)."""
+    from tests.typed_user import readme_program
+
+    readme_program.main()
