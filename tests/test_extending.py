@@ -4,8 +4,10 @@ schedule, decorator and retry policy get from the scheduler and the durable stor
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,7 +28,7 @@ from lldsched import (
 from lldsched.model import Priority
 from lldsched.persistence import Task
 from lldsched.policies import RetryPolicy
-from lldsched.stores.codec import decode_task, encode_task
+from lldsched.stores.codec import decode_task, encode_task, register_schedule
 from tests import extensions, jobs
 from tests.conftest import T0
 from tests.runtimes import KINDS, Driven
@@ -142,3 +144,28 @@ def test_the_round_trip_check_leaves_the_built_in_schedules_alone() -> None:
     cron = CronSchedule("0 3 * * *", tz="Europe/Berlin")
     assert decode_task("t", encode_task(definition(schedule=cron))).schedule == cron
     assert datetime.fromtimestamp(T0, UTC).weekday() == 0  # the tests' T0 is a Monday
+
+
+def test_a_schedule_class_defined_again_is_registered_again_in_its_place() -> None:
+    def define() -> Any:
+        @dataclass(frozen=True)
+        class Again:  # the same module and qualified name each time: a cell run again
+            at: float
+
+            def first_run(self, now: float) -> float:
+                return self.at
+
+            def next_run(self, record: object, now: float) -> None:
+                return None
+
+        return Again
+
+    first, second = define(), define()
+    register_schedule("Again", first, lambda s: {"at": s.at}, lambda d: first(d["at"]))
+    register_schedule("Again", second, lambda s: {"at": s.at}, lambda d: second(d["at"]))
+    text = encode_task(definition(schedule=second(T0)))
+    assert decode_task("t", text).schedule == second(T0)
+    with pytest.raises(ValidationError, match=r"'Again2'.*clashes with 'Again'"):
+        register_schedule("Again2", second, lambda s: {}, lambda d: second(T0))
+    with pytest.raises(ValidationError, match=r"'Again'.*clashes"):
+        register_schedule("Again", extensions.Dates, lambda s: {}, lambda d: second(T0))

@@ -72,15 +72,27 @@ _SCHEDULES: dict[str, tuple[type, ToDict, FromDict]] = {}
 _CHECKED: set[type] = set()
 
 
+def _named(cls: type) -> tuple[str, str]:
+    return cls.__module__, cls.__qualname__
+
+
 def register_schedule(name: str, cls: type, to_dict: ToDict, from_dict: FromDict) -> None:
     """Make schedules of exactly ``cls`` storable under ``name``: ``to_dict(schedule)``
     gives its fields as a JSON-ready dict (without ``"type"``), ``from_dict(fields)``
     builds it again from what JSON gave back.  Call it where ``cls`` is defined, at
     import, so that any process that can import the class can open a store holding it.
-    Registering the same name and class again replaces the pair."""
-    for other, (other_cls, _, _) in _SCHEDULES.items():
-        if (other == name) != (other_cls is cls):
-            raise ValidationError(f"schedule {name!r} / {cls!r} clashes with {other!r}")
+    Registering the same name and class again replaces the pair, and so does a class
+    defined again under the same module and qualified name (a notebook cell run again,
+    a module reloaded); another class under a taken name, or one class under two
+    names, is a :class:`ValidationError`."""
+    for other, (other_cls, _, _) in list(_SCHEDULES.items()):
+        same = other_cls is cls or _named(other_cls) == _named(cls)
+        if (other == name) != same:
+            raise ValidationError(
+                f"schedule {name!r} / {cls!r} clashes with {other!r} / {other_cls!r}"
+            )
+        if same and other_cls is not cls:  # its earlier definition: no longer encodable
+            _CHECKED.discard(other_cls)
     _SCHEDULES[name] = (cls, to_dict, from_dict)
     if cls.__module__ != __name__:
         _CHECKED.add(cls)
