@@ -26,7 +26,7 @@ from lldsched import (
     Window,
 )
 from lldsched.model import Priority
-from lldsched.persistence import Task
+from lldsched.persistence import Task, TaskSnapshot
 from lldsched.policies import RetryPolicy
 from lldsched.stores.codec import decode_task, encode_task, register_schedule
 from tests import extensions, jobs
@@ -169,3 +169,24 @@ def test_a_schedule_class_defined_again_is_registered_again_in_its_place() -> No
         register_schedule("Again2", second, lambda s: {}, lambda d: second(T0))
     with pytest.raises(ValidationError, match=r"'Again'.*clashes"):
         register_schedule("Again", extensions.Dates, lambda s: {}, lambda d: second(T0))
+
+
+@pytest.mark.parametrize("inside", [False, True], ids=["window", "window-in-a-decorator"])
+def test_another_nodes_row_gives_a_window_its_count_also_inside_a_decorator(
+    postgres_dsn: str, inside: bool
+) -> None:
+    from lldsched.stores.postgres import PostgresTaskStore
+
+    window = Window(FixedRate(60), max_runs=5)
+    schedule = extensions.ExceptOn(window) if inside else window
+    task = definition(id="w", schedule=schedule)
+    with PostgresTaskStore(postgres_dsn) as writer, PostgresTaskStore(postgres_dsn) as reader:
+        writer.save(TaskSnapshot(task, TaskStatus.SCHEDULED, T0, 0, 1, 0, None))
+        reader.load_all()  # decodes the row once (its count: 1)
+        assert reader.changes() == []  # the first read of the feed gives nothing
+        writer.save(TaskSnapshot(task, TaskStatus.SCHEDULED, T0 + 60, 0, 3, 0, None))
+        (change,) = reader.changes()
+        assert change.snapshot is not None
+        read = change.snapshot.task.schedule
+        found = read.schedule if isinstance(read, extensions.ExceptOn) else read
+        assert isinstance(found, Window) and found.runs_counted("w") == 3
