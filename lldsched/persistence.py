@@ -121,8 +121,8 @@ class TaskStore(Protocol):
       call raise; one that raises later is logged and the registry stays
       authoritative (:mod:`lldsched.core.storewrites`);
     * a store with ``close()`` raises :class:`~lldsched.errors.StoreClosedError` from
-      every later call and says ``closed``: the verbs then refuse before changing
-      anything;
+      every later ``save``, ``delete`` and ``load_all``, and says ``closed``: the
+      verbs then refuse before changing anything;
     * a store that writes definitions out uses :mod:`lldsched.stores.codec` and passes
       ``decode_task(..., runs=run_count - failure_count)``, so a ``Window``'s
       ``max_runs`` holds across a restart.
