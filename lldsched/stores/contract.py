@@ -15,8 +15,8 @@ runtime's lock):
   the dead letter (the ``FAILED`` tasks) in the order they failed;
 * a durable store gives a ``Window`` its count of successful runs back (the codec's
   ``decode_task(..., runs=run_count - failure_count)``);
-* a store with ``close()`` refuses every later ``save`` with
-  :class:`~lldsched.errors.StoreClosedError` (the core says so once and its verbs
+* a store with ``close()`` refuses every later ``save``, ``delete`` and ``load_all``
+  with :class:`~lldsched.errors.StoreClosedError` (the core says so once and its verbs
   refuse before changing anything), and says ``closed``;
 * saves and reads from several threads at once lose nothing.
 
@@ -288,11 +288,19 @@ class TaskStoreContract:
         store.save(_snapshot(_definition("a")))
         close()
         assert getattr(store, "closed", True) is True, "a closed store says closed"
-        try:
-            store.save(_snapshot(_definition("b")))
-        except StoreClosedError:
-            return
-        raise AssertionError(f"{store!r} took a save after close() (StoreClosedError expected)")
+        calls: dict[str, Callable[[], object]] = {
+            "save": lambda: store.save(_snapshot(_definition("b"))),
+            "delete": lambda: store.delete("a"),
+            "load_all": store.load_all,
+        }
+        for name, call in calls.items():
+            try:
+                call()
+            except StoreClosedError:
+                continue
+            raise AssertionError(
+                f"{store!r} took a {name} after close() (StoreClosedError expected)"
+            )
 
     def test_saves_and_reads_from_several_threads_lose_nothing(self) -> None:
         store = self._open()
