@@ -99,10 +99,10 @@ SIGNATURE_BY_CODE: dict[tuple[Any, bool], inspect.Signature | None] = {}
 
 
 def is_schedule(schedule: object) -> bool:
-    """True when ``schedule`` has ``first_run`` and ``next_run``; remembers its type
-    (not a decorator, ``Jittered``, ``Window`` or one of one's own that keeps what it wraps
-    in ``.schedule``: :func:`schedule_of` reads the cron they wrap in the default zone, so
-    they never take the shortcut past it)."""
+    """True when ``schedule`` has ``first_run`` and ``next_run``; remembers its type,
+    unless it is a decorator's (``Jittered``, ``Window``, or one of one's own, which keeps
+    what it wraps in ``.schedule``): :func:`schedule_of` reads the cron a decorator wraps
+    in the default zone, so decorators never take the shortcut past it."""
     if callable(getattr(schedule, "first_run", None)) and callable(
         getattr(schedule, "next_run", None)
     ):
@@ -489,7 +489,7 @@ def _in_zone(schedule: Schedule, tz: str, *, task: str = "") -> Schedule:
     """``schedule`` with a ``CronSchedule`` that names no zone read in ``tz``, also inside
     ``Jittered`` and ``Window`` (rebuilt around it, with their own settings) and inside a
     decorator of one's own (a schedule that keeps what it wraps in ``.schedule``: rebuilt
-    by its ``with_schedule(inner)``, or refused with a ValidationError naming the way out
+    by its ``with_schedule(inner)``, or refused with a ScheduleError naming the ways out
     when it has none); the same object when nothing in it changes."""
     kind = type(schedule)
     if kind is CronSchedule:
