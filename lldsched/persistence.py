@@ -105,7 +105,28 @@ def finished(snapshot: TaskSnapshot) -> bool:
 
 @runtime_checkable
 class TaskStore(Protocol):
-    """Where task state is persisted."""
+    """Where task state is persisted.
+
+    What the runtimes rely on (``lldsched/stores/contract.py`` checks each on a store,
+    docs/EXTENDING.md shows one written from scratch):
+
+    * ``save`` is called at every transition by the thread that made it, under the
+      threaded runtime's lock: be quick, never call back into the scheduler, and be
+      safe to call from several threads (a reader's ``records()`` may run beside it);
+    * ``load_all`` gives each task's latest snapshot, in the order each was first
+      saved, with a definition equal to the one saved; it is read once, by the
+      runtime's constructor, and a :class:`~lldsched.errors.StoreError` from it fails
+      that constructor with nothing changed;
+    * a ``save`` that raises at a registration or a change of definition makes that
+      call raise; one that raises later is logged and the registry stays
+      authoritative (:mod:`lldsched.core.storewrites`);
+    * a store with ``close()`` raises :class:`~lldsched.errors.StoreClosedError` from
+      every later ``save``, ``delete`` and ``load_all``, and says ``closed``: the
+      verbs then refuse before changing anything;
+    * a store that writes definitions out uses :mod:`lldsched.stores.codec` and passes
+      ``decode_task(..., runs=run_count - failure_count)``, so a ``Window``'s
+      ``max_runs`` holds across a restart.
+    """
 
     def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
         """Persist the task's state now; ``record`` is the run this transition ends."""

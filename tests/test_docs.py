@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 import shlex
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -157,5 +159,11 @@ def python_blocks() -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize(("where", "block"), python_blocks(), ids=[w for w, _ in python_blocks()])
-def test_every_python_block_of_the_docs_runs(where: str, block: str) -> None:
-    exec(compile(block, where, "exec"), {"__name__": "docs"})
+def test_every_python_block_of_the_docs_runs(
+    where: str, block: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A module of its own, as a reader's script is: a dataclass defined in a block looks
+    # its module up in sys.modules.
+    module = types.ModuleType("docs")
+    monkeypatch.setitem(sys.modules, "docs", module)
+    exec(compile(block, where, "exec"), module.__dict__)

@@ -107,15 +107,15 @@ SIGNATURE_BY_CODE: dict[tuple[Any, bool], inspect.Signature | None] = {}
 
 
 def is_schedule(schedule: object) -> bool:
-    """True when ``schedule`` has ``first_run`` and ``next_run``; remembers its type
-    (not ``Jittered`` and ``Window``: :func:`schedule_of` reads the cron they wrap in the
-    default zone, so they never take the shortcut past it).  The rule is
-    :func:`~lldsched.schedules.base.has_schedule_methods` (a class is not a schedule:
-    remembering ``type`` let every class after one pass unchecked)."""
+    """True when ``schedule`` has ``first_run`` and ``next_run`` (the rule is
+    :func:`~lldsched.schedules.base.has_schedule_methods`: a class is not a schedule, and
+    remembering ``type`` let every class after one pass unchecked); remembers its type,
+    unless it is a decorator's (``Jittered``, ``Window``, or one of one's own, which keeps
+    what it wraps in ``.schedule``): :func:`schedule_of` reads the cron a decorator wraps
+    in the default zone, so decorators never take the shortcut past it."""
     if has_schedule_methods(schedule):
-        kind = type(schedule)
-        if kind is not Jittered and kind is not Window:
-            SCHEDULE_TYPES.add(kind)
+        if not hasattr(schedule, "schedule"):
+            SCHEDULE_TYPES.add(type(schedule))
         return True
     return False
 
@@ -491,30 +491,49 @@ def schedule_of(name: str, schedule: object, *, tz: str) -> Schedule:
         return _in_zone(cast(Schedule, schedule), tz)
     if not is_schedule(schedule):
         raise _not_a_schedule(name, schedule)
+    if hasattr(schedule, "schedule"):  # a decorator of one's own
+        return _in_zone(cast(Schedule, schedule), tz, task=name)
     return cast(Schedule, schedule)
 
 
-def _in_zone(schedule: Schedule, tz: str) -> Schedule:
+def _in_zone(schedule: Schedule, tz: str, *, task: str = "") -> Schedule:
     """``schedule`` with a ``CronSchedule`` that names no zone read in ``tz``, also inside
-    ``Jittered`` and ``Window`` (rebuilt around it, with their own settings); the same
-    object when nothing in it changes."""
+    ``Jittered`` and ``Window`` (rebuilt around it, with their own settings) and inside a
+    decorator of one's own (a schedule that keeps what it wraps in ``.schedule``: rebuilt
+    by its ``with_schedule(inner)``, or refused with a ScheduleError naming the ways out
+    when it has none); the same object when nothing in it changes."""
     kind = type(schedule)
     if kind is CronSchedule:
         assert isinstance(schedule, CronSchedule)
         return schedule if schedule.names_zone or schedule.tz == tz else schedule.in_zone(tz)
     if kind is Jittered:
         assert isinstance(schedule, Jittered)
-        inner = _in_zone(schedule.schedule, tz)
+        inner = _in_zone(schedule.schedule, tz, task=task)
         if inner is schedule.schedule:
             return schedule
         return Jittered(inner, schedule.max_delay, seed=schedule.seed)
     if kind is Window:
         assert isinstance(schedule, Window)
-        inner = _in_zone(schedule.schedule, tz)
+        inner = _in_zone(schedule.schedule, tz, task=task)
         if inner is schedule.schedule:
             return schedule
         return Window(inner, start=schedule.start, end=schedule.end, max_runs=schedule.max_runs)
-    return schedule
+    wrapped = getattr(schedule, "schedule", None)
+    if wrapped is None or not is_schedule(wrapped):
+        return schedule
+    inner = _in_zone(cast(Schedule, wrapped), tz, task=task)
+    if inner is wrapped:
+        return schedule
+    rebuild = getattr(schedule, "with_schedule", None)
+    if not callable(rebuild):
+        raise ScheduleError(
+            f"task {task!r}: {schedule!r} wraps a CronSchedule that names no zone, which "
+            f"the scheduler reads in its tz={tz!r}; give the decorator a "
+            "with_schedule(schedule) method that returns a copy wrapping the schedule it "
+            "is given, or name the zone: CronSchedule(..., tz=...)"
+        )
+    rebuilt: Schedule = rebuild(inner)
+    return rebuilt
 
 
 def _not_a_schedule(name: str, schedule: object) -> ValidationError:

@@ -333,11 +333,14 @@ class Window(FrozenValue):
 
 
 def restore_runs(schedule: Schedule, task_id: str, runs: int) -> None:
-    """Tell each :class:`Window` in ``schedule`` (through any decorators) that task
-    ``task_id`` has had ``runs`` successful runs: what a store rebuilding the task
-    from its counters calls, so ``max_runs`` holds across a restart."""
+    """Tell each :class:`Window` in ``schedule`` (through any decorators, one's own
+    included: a decorator keeps what it wraps in ``.schedule``) that task ``task_id``
+    has had ``runs`` successful runs: what a store rebuilding the task from its counters
+    calls, so ``max_runs`` holds across a restart."""
     found: object = schedule
-    while isinstance(found, Window | Jittered):
+    for _ in range(100):  # decorators nest a few deep; a cycle of them must not hang
         if isinstance(found, Window):
             found._restore(task_id, runs)
-        found = found.schedule
+        found = getattr(found, "schedule", None)
+        if found is None:
+            return

@@ -14,8 +14,13 @@ definition is plain JSON:
   ``to_dict`` / ``from_dict``: ``OneTime``, ``FixedDelay``, ``FixedRate``,
   ``CronSchedule`` and the decorators ``Jittered`` and ``Window`` (whose wrapped
   schedule nests, through :func:`encode_schedule` / :func:`decode_schedule`) are
-  registered; :func:`register_schedule` adds a type;
-* the retry and misfire policies as their fields;
+  registered; :func:`register_schedule` adds a type, whose ``from_dict`` of the JSON
+  ``to_dict`` gave must build a schedule equal to the one encoded (checked at every
+  encode of such a type: a tuple field that came back a list would make every restart
+  see a changed definition);
+* the retry and misfire policies as their fields; a subclass of ``RetryPolicy`` (a
+  backoff of one's own) adds its class as an import path (``"policy"``), checked at
+  registration to be rebuilt equal from those fields;
 * ``depends_on`` as a list of task ids (absent in documents written before it).
 * an overlap policy (only when the task has one) as ``"overlap"`` (its value) and
   ``"max_instances"``.
@@ -63,14 +68,34 @@ FromDict = Callable[[Mapping[str, Any]], Schedule]
 # type name -> (class, to_dict, from_dict).  Looked up by exact type: a subclass
 # may add state its base's to_dict would drop.
 _SCHEDULES: dict[str, tuple[type, ToDict, FromDict]] = {}
+# The types registered from outside this module: their round trip is checked at encode.
+_CHECKED: set[type] = set()
+
+
+def _named(cls: type) -> tuple[str, str]:
+    return cls.__module__, cls.__qualname__
 
 
 def register_schedule(name: str, cls: type, to_dict: ToDict, from_dict: FromDict) -> None:
-    """Make schedules of exactly ``cls`` storable under ``name``."""
-    for other, (other_cls, _, _) in _SCHEDULES.items():
-        if (other == name) != (other_cls is cls):
-            raise ValidationError(f"schedule {name!r} / {cls!r} clashes with {other!r}")
+    """Make schedules of exactly ``cls`` storable under ``name``: ``to_dict(schedule)``
+    gives its fields as a JSON-ready dict (without ``"type"``), ``from_dict(fields)``
+    builds it again from what JSON gave back.  Call it where ``cls`` is defined, at
+    import, so that any process that can import the class can open a store holding it.
+    Registering the same name and class again replaces the pair, and so does a class
+    defined again under the same module and qualified name (a notebook cell run again,
+    a module reloaded); another class under a taken name, or one class under two
+    names, is a :class:`ValidationError`."""
+    for other, (other_cls, _, _) in list(_SCHEDULES.items()):
+        same = other_cls is cls or _named(other_cls) == _named(cls)
+        if (other == name) != same:
+            raise ValidationError(
+                f"schedule {name!r} / {cls!r} clashes with {other!r} / {other_cls!r}"
+            )
+        if same and other_cls is not cls:  # its earlier definition: no longer encodable
+            _CHECKED.discard(other_cls)
     _SCHEDULES[name] = (cls, to_dict, from_dict)
+    if cls.__module__ != __name__:
+        _CHECKED.add(cls)
 
 
 register_schedule(
@@ -131,8 +156,31 @@ def encode_schedule(schedule: Schedule) -> dict[str, Any]:
             f"a durable store cannot keep a {type(schedule).__name__} ({schedule!r}); "
             "register it with lldsched.stores.codec.register_schedule"
         )
-    kind, (_, to_dict, _) = entry
-    return {"type": kind, **to_dict(schedule)}
+    kind, (cls, to_dict, from_dict) = entry
+    document = {"type": kind, **to_dict(schedule)}
+    if cls in _CHECKED:
+        _check_round_trip(schedule, document, from_dict)
+    return document
+
+
+def _check_round_trip(schedule: Schedule, document: dict[str, Any], from_dict: FromDict) -> None:
+    """``from_dict`` of ``document`` as JSON gives it back builds ``schedule`` again
+    (``==``); ValidationError naming both otherwise."""
+    fields = json.loads(json.dumps(document, allow_nan=False))
+    fields.pop("type")
+    try:
+        again = from_dict(fields)
+    except Exception as exc:
+        raise ValidationError(
+            f"a durable store cannot rebuild {schedule!r} from {fields!r}: "
+            f"its from_dict raised {exc!r}"
+        ) from None
+    if again != schedule:
+        raise ValidationError(
+            f"a durable store would give {schedule!r} back as {again!r} (from {fields!r}): "
+            "the from_dict registered with register_schedule must rebuild an equal "
+            "schedule from what JSON keeps (lists, not tuples)"
+        )
 
 
 def decode_schedule(document: Mapping[str, Any]) -> Schedule:
@@ -141,7 +189,12 @@ def decode_schedule(document: Mapping[str, Any]) -> Schedule:
     fields = dict(document)
     kind = fields.pop("type")
     if kind not in _SCHEDULES:
-        raise StoreError(f"unknown schedule type {kind!r} (known: {sorted(_SCHEDULES)})")
+        raise StoreError(
+            f"unknown schedule type {kind!r} (known: {sorted(_SCHEDULES)}); a schedule "
+            "class of one's own must be registered with "
+            "lldsched.stores.codec.register_schedule before the store is opened (import "
+            "the module that registers it first)"
+        )
     return _SCHEDULES[kind][2](fields)
 
 
@@ -181,20 +234,14 @@ def encode_task(task: Task) -> str:
     except ValidationError as exc:
         raise ValidationError(f"task {task.name!r}: {exc}") from None
     retry = task.retry
+    retry_document = _retry_document(task.name, retry)
     misfire = task.misfire
     document = {
         "name": task.name,
         "action": action,
         "schedule": schedule,
         "priority": int(task.priority),
-        "retry": {
-            "max_attempts": retry.max_attempts,
-            "initial_backoff": retry.initial_backoff,
-            "multiplier": retry.multiplier,
-            "max_backoff": retry.max_backoff,
-            "jitter": retry.jitter,
-            "fail_after_given_up": retry.fail_after_given_up,  # absent in older documents
-        },
+        "retry": retry_document,
         "timeout": task.timeout,
         "args": args,
         "kwargs": kwargs,
@@ -250,7 +297,7 @@ def decode_task(task_id: str, text: str, *, runs: int = 0) -> Task:
             action,
             schedule,
             Priority(document["priority"]),
-            RetryPolicy(**document["retry"]),
+            _retry_policy(document["retry"]),
             timeout,
             tuple(document["args"]),
             document["kwargs"],
@@ -264,6 +311,51 @@ def decode_task(task_id: str, text: str, *, runs: int = 0) -> Task:
         raise StoreError(f"task {task_id}: {exc}") from None
     except (LldschedError, ValueError, TypeError, KeyError) as exc:
         raise StoreError(f"task {task_id}: its stored definition is invalid: {exc!r}") from None
+
+
+def _retry_document(name: str, retry: RetryPolicy) -> dict[str, Any]:
+    """``retry`` as its fields; a subclass also as its class's import path (``"policy"``),
+    checked to be rebuilt equal from those fields (ValidationError otherwise)."""
+    fields: dict[str, Any] = {
+        "max_attempts": retry.max_attempts,
+        "initial_backoff": retry.initial_backoff,
+        "multiplier": retry.multiplier,
+        "max_backoff": retry.max_backoff,
+        "jitter": retry.jitter,
+        "fail_after_given_up": retry.fail_after_given_up,  # absent in older documents
+    }
+    kind = type(retry)
+    if kind is RetryPolicy:
+        return fields
+    try:
+        path = callable_path(kind)
+        again = kind(**fields)
+    except ValidationError as exc:
+        raise ValidationError(f"task {name!r}: its retry policy {retry!r}: {exc}") from None
+    except TypeError as exc:
+        raise ValidationError(
+            f"task {name!r}: a durable store rebuilds the retry policy {retry!r} as "
+            f"{kind.__name__}(**fields), which raised {exc!r}"
+        ) from None
+    if again != retry:
+        raise ValidationError(
+            f"task {name!r}: a durable store would give the retry policy {retry!r} back as "
+            f"{again!r}: a RetryPolicy subclass keeps no state beyond RetryPolicy's fields"
+        )
+    return {**fields, "policy": path}
+
+
+def _retry_policy(document: Mapping[str, Any]) -> RetryPolicy:
+    """The retry policy :func:`_retry_document` wrote (its class imported by path)."""
+    fields = dict(document)
+    path = fields.pop("policy", None)
+    if path is None:
+        return RetryPolicy(**fields)
+    kind = resolve_callable(path)
+    if not (isinstance(kind, type) and issubclass(kind, RetryPolicy)):
+        raise StoreError(f"retry policy {path!r} is {kind!r}, not a RetryPolicy subclass")
+    policy: RetryPolicy = kind(**fields)
+    return policy
 
 
 def _depends_on(ids: object) -> tuple[str, ...]:

@@ -1,11 +1,13 @@
 """InMemoryTaskStore: the TaskStore that keeps everything in dictionaries.
 
 Useful in tests (it holds the latest snapshot of every task and the records of
-every run) and as the reference for what a durable store must do.  Safe to share
-between threads.  It closes as the durable stores do (``close()``, or a ``with``
-block): every call after that raises :class:`~lldsched.errors.StoreClosedError`, so
-code written against it behaves the same on a durable store.  A scheduler built on a
-store that holds tasks restores them, so hand one store to one live scheduler at a time.
+every run) and as the reference for what a durable store must do (the rules, as
+checks: :mod:`lldsched.stores.contract`).  Safe to share between threads.  It
+closes as the durable stores do (``close()``, or a ``with`` block): every write and
+load after that raises :class:`~lldsched.errors.StoreClosedError`, so code written
+against it behaves the same on a durable store (what it holds stays readable).  A
+scheduler built on a store that holds tasks restores them, so hand one store to one
+live scheduler at a time.
 """
 
 from __future__ import annotations

@@ -63,7 +63,6 @@ from lldsched.persistence import (
     TaskSnapshot,
     finished,
 )
-from lldsched.schedules.decorators import Jittered, Window
 from lldsched.stores import forks
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.codec import decode_task, encode_task, load_each
@@ -644,15 +643,16 @@ class PostgresTaskStore:
     def _read_snapshot(self, row: Sequence[Any]) -> TaskSnapshot:
         """The snapshot of a row; its definition decoded only if its text is not the one
         decoded last time for the task (the feed gives every run settled elsewhere).  A
-        ``Window`` or ``Jittered`` schedule, whose state the row's counters restore, is
-        decoded every time."""
+        decorator (``Window``, ``Jittered``, one's own: a schedule that keeps one in
+        ``.schedule``), which may hold a ``Window`` whose state the row's counters
+        restore, is decoded every time."""
         task_id, definition = row[0], row[1]
         known = self._decoded.get(task_id)
         if known is not None and known[0] == definition:
             task = known[1]
         else:
             task = _decode(row)
-            if not isinstance(task.schedule, Window | Jittered):
+            if not hasattr(task.schedule, "schedule"):
                 self._decoded[task_id] = (definition, task)
         return _snapshot(row, task)
 

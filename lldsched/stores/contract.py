@@ -1,0 +1,331 @@
+"""The store contract: what every :class:`~lldsched.persistence.TaskStore` must do, as
+checks a store's author runs against their own store.
+
+The core writes every transition through ``save``; recovery reads ``load_all`` (and,
+from a :class:`~lldsched.persistence.HistoryStore`, ``records`` and ``dead_letter``).
+What a runtime relies on beyond the methods' signatures is checked here, on the store
+alone, with no scheduler (a store is a plain object the core calls, under its
+runtime's lock):
+
+* ``load_all`` gives the **latest** snapshot of each task, in the order each was
+  **first** saved, and a definition **equal** to the one saved (every schedule type,
+  each option): a durable store that loses a field changes a task at the next start;
+* ``delete`` forgets a task and its records; an unknown id is no error;
+* a history store keeps each task's records oldest first, every field of them, and
+  the dead letter (the ``FAILED`` tasks) in the order they failed;
+* a durable store gives a ``Window`` its count of successful runs back (the codec's
+  ``decode_task(..., runs=run_count - failure_count)``);
+* a store with ``close()`` refuses every later ``save``, ``delete`` and ``load_all``
+  with :class:`~lldsched.errors.StoreClosedError` (the core says so once and its verbs
+  refuse before changing anything), and says ``closed``;
+* saves and reads from several threads at once lose nothing.
+
+Use it from pytest (docs/EXTENDING.md): subclass :class:`TaskStoreContract` in a test
+module as ``class TestMyStore(TaskStoreContract)`` and define :meth:`open_store`
+(each call opens the store again on the same storage; a fresh storage per check, in
+:attr:`directory`); pytest runs each check as a test.  Without pytest,
+``TestMyStore.check_all()`` runs them all and raises one ``AssertionError`` naming
+every check that failed.  ``tests/test_store_contract.py`` runs it on the package's own
+stores.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar
+
+from lldsched.errors import StoreClosedError
+from lldsched.model import ExecutionRecord, Outcome, Priority, TaskStatus
+from lldsched.persistence import HistoryStore, Task, TaskSnapshot, TaskStore
+from lldsched.policies import Misfire, MisfirePolicy, Overlap, OverrunPolicy, RetryPolicy
+from lldsched.schedules.base import Schedule
+from lldsched.schedules.cron import CronSchedule
+from lldsched.schedules.decorators import Jittered, Window
+from lldsched.schedules.simple import FixedDelay, FixedRate, OneTime
+
+__all__ = ["TaskStoreContract"]
+
+T0 = 1_767_603_600.0  # Monday 2026-01-05 09:00 UTC
+
+
+def _definition(task_id: str, schedule: Schedule | None = None, **fields: Any) -> Task:
+    """A task whose action imports back (``json.dumps``), as a durable store needs."""
+    values: dict[str, Any] = {
+        "id": task_id,
+        "name": f"job {task_id}",
+        "action": json.dumps,
+        "schedule": FixedRate(60) if schedule is None else schedule,
+        "priority": Priority.NORMAL,
+        "retry": RetryPolicy(),
+        "timeout": None,
+    }
+    values.update(fields)
+    return Task(**values)
+
+
+def _snapshot(task: Task, status: TaskStatus = TaskStatus.SCHEDULED, **state: Any) -> TaskSnapshot:
+    values: dict[str, Any] = {
+        "next_run_at": T0 + 60,
+        "attempt": 0,
+        "run_count": 0,
+        "failure_count": 0,
+        "last_error": None,
+        "running": False,
+    }
+    values.update(state)
+    return TaskSnapshot(task=task, status=status, **values)
+
+
+def _record(task_id: str, n: int, **fields: Any) -> ExecutionRecord:
+    values: dict[str, Any] = {
+        "task_id": task_id,
+        "name": f"job {task_id}",
+        "attempt": 1,
+        "due": T0 + 60 * n,
+        "slot": T0 + 60 * n,
+        "worker": 0,
+        "started": T0 + 60 * n + 0.5,
+        "finished": T0 + 60 * n + 1.5,
+        "ok": True,
+    }
+    values.update(fields)
+    return ExecutionRecord(**values)
+
+
+class TaskStoreContract:
+    """The checks of the store contract (see the module docstring), as ``test_*``
+    methods.  Subclass it, define :meth:`open_store`, and set :attr:`durable` to False
+    for a store that keeps nothing past its object (then "opening it again" must give
+    the same object back)."""
+
+    durable: ClassVar[bool] = True
+    """True when a store opened again on the same storage finds what was saved."""
+
+    directory: Path
+    """A fresh directory for this check's storage, removed after it."""
+
+    def open_store(self) -> TaskStore:
+        """Open the store under test on this check's storage (in :attr:`directory`)."""
+        raise NotImplementedError("define open_store() in the subclass")
+
+    # -- the harness: fresh storage per check, stores closed after it ----------------------
+
+    def setup_method(self, method: object = None) -> None:
+        self.directory = Path(tempfile.mkdtemp(prefix="lldsched-contract-"))
+        self._opened: list[TaskStore] = []
+
+    def teardown_method(self, method: object = None) -> None:
+        for store in self._opened:
+            _close(store)
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def _open(self) -> TaskStore:
+        store = self.open_store()
+        self._opened.append(store)
+        return store
+
+    def _again(self, store: TaskStore) -> TaskStore:
+        """The store as the next start would find it: closed and opened again (durable),
+        or the same object."""
+        if not self.durable:
+            return store
+        _close(store)
+        return self._open()
+
+    @classmethod
+    def check_all(cls) -> int:
+        """Run every check on a fresh instance (without pytest); the number run.  One
+        ``AssertionError`` names every check that failed, with its message."""
+        failed: list[str] = []
+        names = sorted(name for name in dir(cls) if name.startswith("test_"))
+        for name in names:
+            contract = cls()
+            contract.setup_method()
+            try:
+                getattr(contract, name)()
+            except Exception as exc:
+                failed.append(f"{name}: {type(exc).__name__}: {exc}")
+            finally:
+                contract.teardown_method()
+        if failed:
+            raise AssertionError(
+                f"{cls.__name__}: {len(failed)} of {len(names)} store checks failed:\n  "
+                + "\n  ".join(failed)
+            )
+        return len(names)
+
+    # -- the checks --------------------------------------------------------------------------
+
+    def test_it_is_a_task_store(self) -> None:
+        store = self._open()
+        assert isinstance(store, TaskStore), f"{store!r} lacks save, delete or load_all"
+        assert store.load_all() == [], "a fresh store holds no task"
+
+    def test_load_all_gives_the_latest_snapshot_in_first_saved_order(self) -> None:
+        store = self._open()
+        first, second = _definition("a"), _definition("b")
+        store.save(_snapshot(first))
+        store.save(_snapshot(second))
+        store.save(_snapshot(first, TaskStatus.RUNNING, attempt=1, running=True))
+        store.save(_snapshot(first, next_run_at=T0 + 120, run_count=1), _record("a", 1))
+        loaded = self._again(store).load_all()
+        assert [s.task.id for s in loaded] == ["a", "b"], "ordered by first save"
+        assert loaded[0] == _snapshot(first, next_run_at=T0 + 120, run_count=1), loaded[0]
+
+    def test_every_schedule_and_option_comes_back_equal(self) -> None:
+        schedules: list[Schedule] = [
+            OneTime(T0 + 5),
+            OneTime(delay=5),
+            FixedDelay(30, start_delay=3),
+            FixedRate(60, OverrunPolicy.CATCH_UP, start_delay=1),
+            CronSchedule("*/15 9-17 * * 1-5", tz="Europe/Berlin"),
+            Jittered(CronSchedule("0 * * * *", tz="UTC"), 30, seed=7),
+            Window(FixedRate(60), start=T0, end=T0 + 3600, max_runs=5),
+        ]
+        options: dict[str, Any] = {
+            "priority": Priority.HIGH,
+            "retry": RetryPolicy(4, 2.0, 3.0, 90.0, 0.5, fail_after_given_up=2),
+            "timeout": 12.5,
+            "args": ("x", 1, [2.5, None], {"k": True}),
+            "kwargs": {"indent": 2},
+            "misfire": MisfirePolicy(Misfire.RUN_ALL, grace=5, max_catch_up=7),
+            "depends_on": ("t0",),
+        }
+        tasks = [_definition(f"t{n}", schedule) for n, schedule in enumerate(schedules)]
+        tasks.append(_definition("options", FixedRate(60), **options))
+        tasks.append(_definition("overlap", FixedRate(60), overlap=Overlap.ALLOW, max_instances=2))
+        store = self._open()
+        for task in tasks:
+            store.save(_snapshot(task))
+        loaded = {s.task.id: s.task for s in self._again(store).load_all()}
+        for task in tasks:
+            assert loaded.get(task.id) == task, f"saved {task!r}, loaded {loaded.get(task.id)!r}"
+
+    def test_every_state_field_comes_back(self) -> None:
+        store = self._open()
+        states = [
+            _snapshot(_definition("once", OneTime(T0)), TaskStatus.SUCCEEDED, next_run_at=None),
+            _snapshot(
+                _definition("retrying"),
+                TaskStatus.RETRYING,
+                attempt=2,
+                run_count=5,
+                failure_count=3,
+                last_error="RuntimeError: boom",
+            ),
+            _snapshot(_definition("running"), TaskStatus.PAUSED, attempt=1, running=True),
+        ]
+        for snapshot in states:
+            store.save(snapshot)
+        loaded = self._again(store).load_all()
+        assert loaded == states, f"saved {states!r}, loaded {loaded!r}"
+
+    def test_delete_forgets_a_task_and_its_records(self) -> None:
+        store = self._open()
+        gone, kept = _definition("gone"), _definition("kept")
+        store.save(_snapshot(gone), _record("gone", 1))
+        store.save(_snapshot(kept), _record("kept", 1))
+        store.delete("gone")
+        store.delete("never-saved")  # no error
+        store = self._again(store)
+        assert [s.task.id for s in store.load_all()] == ["kept"]
+        if isinstance(store, HistoryStore):
+            assert store.records("gone") == [], "delete forgets the records too"
+            assert [r.task_id for r in store.records()] == ["kept"]
+
+    def test_a_history_store_keeps_every_record_field_oldest_first(self) -> None:
+        store = self._open()
+        if not isinstance(store, HistoryStore):
+            return  # a plain TaskStore keeps no records: recovery starts histories empty
+        task = _definition("r")
+        records = [
+            _record("r", 1, result="'done'"),
+            _record("r", 2, ok=False, error="ValueError: bad", timed_out=True, attempt=2),
+            _record("r", 3, ok=False, misfire=Outcome.COALESCED, worker=-1, attempt=0),
+        ]
+        for record in records:
+            store.save(_snapshot(task), record)
+        store.save(_snapshot(_definition("other")), _record("other", 1))
+        store = self._again(store)
+        assert isinstance(store, HistoryStore)
+        assert store.records("r") == records, store.records("r")
+        assert store.records()[-1].task_id == "other", "every task's records, oldest first"
+
+    def test_a_history_store_keeps_the_dead_letter_in_the_order_tasks_failed(self) -> None:
+        store = self._open()
+        if not isinstance(store, HistoryStore):
+            return  # recovery rebuilds the dead letter from the FAILED snapshots' order
+        for task_id in ("b", "a", "c"):
+            store.save(_snapshot(_definition(task_id)))
+        for task_id in ("c", "a", "b"):
+            store.save(_snapshot(_definition(task_id), TaskStatus.FAILED, next_run_at=None))
+        store.save(_snapshot(_definition("a")))  # redriven: out of the dead letter
+        store = self._again(store)
+        assert isinstance(store, HistoryStore)
+        assert store.dead_letter() == ["c", "b"], store.dead_letter()
+
+    def test_a_durable_store_gives_a_window_its_count_back(self) -> None:
+        store = self._open()
+        window = Window(FixedRate(60), max_runs=5)
+        store.save(_snapshot(_definition("w", window), run_count=3, failure_count=1))
+        (loaded,) = self._again(store).load_all()
+        restored = loaded.task.schedule
+        assert isinstance(restored, Window)
+        assert restored.runs_counted("w") == (2 if self.durable else 0), (
+            "a durable store passes runs=run_count - failure_count to decode_task"
+        )
+
+    def test_a_closed_store_refuses_writes(self) -> None:
+        store = self._open()
+        close = getattr(store, "close", None)
+        if close is None:
+            return  # nothing to close: the scheduler never finds it closed
+        store.save(_snapshot(_definition("a")))
+        close()
+        assert getattr(store, "closed", True) is True, "a closed store says closed"
+        calls: dict[str, Callable[[], object]] = {
+            "save": lambda: store.save(_snapshot(_definition("b"))),
+            "delete": lambda: store.delete("a"),
+            "load_all": store.load_all,
+        }
+        for name, call in calls.items():
+            try:
+                call()
+            except StoreClosedError:
+                continue
+            raise AssertionError(
+                f"{store!r} took a {name} after close() (StoreClosedError expected)"
+            )
+
+    def test_saves_and_reads_from_several_threads_lose_nothing(self) -> None:
+        store = self._open()
+        errors: list[BaseException] = []
+
+        def writer(prefix: str) -> None:
+            try:
+                for n in range(25):
+                    task = _definition(f"{prefix}{n}")
+                    store.save(_snapshot(task), _record(task.id, n))
+                    store.load_all()
+            except BaseException as exc:  # reported below, by the test's thread
+                errors.append(exc)
+
+        threads = [threading.Thread(target=writer, args=(p,)) for p in "wxyz"]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert not errors, f"a thread failed: {errors[0]!r}"
+        assert not any(thread.is_alive() for thread in threads), "a writer hung"
+        assert len(self._again(store).load_all()) == 100
+
+
+def _close(store: object) -> None:
+    close: Callable[[], None] | None = getattr(store, "close", None)
+    if close is not None:
+        close()

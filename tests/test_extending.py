@@ -1,0 +1,192 @@
+"""Extending lldsched through its seams (docs/EXTENDING.md): what a contributor's own
+schedule, decorator and retry policy get from the scheduler and the durable stores."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lldsched import (
+    CronSchedule,
+    FakeClock,
+    FixedRate,
+    OneTime,
+    ScheduleError,
+    Scheduler,
+    Simulation,
+    SqliteTaskStore,
+    StoreError,
+    TaskStatus,
+    ValidationError,
+    Window,
+)
+from lldsched.model import Priority
+from lldsched.persistence import Task, TaskSnapshot
+from lldsched.policies import RetryPolicy
+from lldsched.stores.codec import decode_task, encode_task, register_schedule
+from tests import extensions, jobs
+from tests.conftest import T0
+from tests.runtimes import KINDS, Driven
+
+WEEKDAYS_AT_NINE = "0 9 * * 1-5"
+
+
+def definition(**fields: object) -> Task:
+    base: dict[str, object] = {
+        "id": "t",
+        "name": "t",
+        "action": jobs.noop,
+        "schedule": FixedRate(60),
+        "priority": Priority.NORMAL,
+        "retry": RetryPolicy(),
+        "timeout": None,
+    }
+    base.update(fields)
+    return Task(**base)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_decorator_of_ones_own_reads_the_cron_it_wraps_in_the_schedulers_zone(
+    kind: str,
+) -> None:
+    runtime = Driven(kind, tz="Europe/Berlin")  # T0 is Monday 09:00 UTC, 10:00 in Berlin
+    try:
+        plain = runtime.add("plain", CronSchedule(WEEKDAYS_AT_NINE))
+        wrapped = runtime.add("wrapped", extensions.ExceptOn(CronSchedule(WEEKDAYS_AT_NINE)))
+        assert isinstance(wrapped.schedule, extensions.ExceptOn)
+        inner = wrapped.schedule.schedule
+        assert isinstance(inner, CronSchedule) and inner.tz == "Europe/Berlin"  # was UTC
+        assert wrapped.next_run_at == plain.next_run_at == T0 + 23 * 3600  # Tue 08:00 UTC
+    finally:
+        runtime.close()
+
+
+def test_a_decorator_that_cannot_be_rebuilt_around_a_zoneless_cron_is_refused() -> None:
+    sim = Simulation(start=T0, tz="Europe/Berlin")
+    with pytest.raises(ScheduleError, match=r"'nine'.*tz='Europe/Berlin'.*with_schedule"):
+        sim.schedule("nine", extensions.Unzoned(CronSchedule(WEEKDAYS_AT_NINE)), duration=1)
+    assert sim.tasks() == []
+    zoned = extensions.Unzoned(CronSchedule(WEEKDAYS_AT_NINE, tz="UTC"))
+    assert sim.schedule("nine", zoned, duration=1).schedule is zoned  # a named zone: as is
+    utc = Simulation(start=T0)  # and in a UTC scheduler nothing needs rebuilding
+    assert utc.schedule("nine", extensions.Unzoned(CronSchedule(WEEKDAYS_AT_NINE))).id
+
+
+def test_a_window_inside_a_decorator_of_ones_own_keeps_its_count_across_a_restart(
+    tmp_path: Path,
+) -> None:
+    schedule = extensions.ExceptOn(Window(FixedRate(60), max_runs=3))
+    path = tmp_path / "tasks.db"
+    start = T0
+    with SqliteTaskStore(path) as store:
+        sim = Simulation(start=start, store=store)
+        sim.schedule("w", schedule, id="w", action=jobs.noop, duration=1)
+        sim.run_for(90)  # two runs: at 0 and 60
+        assert sim.task("w").run_count == 2
+    with SqliteTaskStore(path) as store:
+        sim = Simulation(start=start + 100, store=store)
+        sim.run_for(600)
+        task = sim.task("w")
+        assert (task.status, task.run_count) == (TaskStatus.SUCCEEDED, 3)  # not 2 + 3
+
+
+def test_a_registered_schedule_that_does_not_round_trip_is_refused_at_registration(
+    tmp_path: Path,
+) -> None:
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        scheduler = Scheduler(store=store, clock=FakeClock(T0))
+        with pytest.raises(ValidationError, match=r"back as Dates\(at=\[.*lists, not tuples"):
+            scheduler.schedule("d", jobs.noop, extensions.Dates((T0, T0 + 60)), id="d")
+        assert scheduler.tasks() == [] and store.load_all() == []
+
+
+def test_an_unknown_schedule_type_at_load_says_to_register_it() -> None:
+    text = encode_task(definition())
+    document = json.loads(text)
+    document["schedule"] = {"type": "Payday", "day": 25}
+    with pytest.raises(StoreError, match=r"'Payday'.*register_schedule before the store"):
+        decode_task("t", json.dumps(document))
+
+
+def test_a_retry_policy_subclass_comes_back_from_a_durable_store(tmp_path: Path) -> None:
+    policy = extensions.Fibonacci(max_attempts=5, initial_backoff=10)
+    back = decode_task("t", encode_task(definition(retry=policy))).retry
+    assert type(back) is extensions.Fibonacci and back == policy  # was a plain RetryPolicy
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path) as store:
+        Simulation(start=T0, store=store).schedule(
+            "f", OneTime(delay=0), id="f", action=extensions.fails, retry=policy, duration=1
+        )
+    with SqliteTaskStore(path) as store:
+        sim = Simulation(start=T0, store=store)
+        sim.run_for(600)
+        starts = [record.started - T0 for record in sim.records()]
+    assert starts == [
+        0,
+        10,
+        20,
+        40,
+        70,
+    ]  # backoffs 10, 10, 20, 30 (a restored task runs in no time)
+
+
+def test_a_retry_policy_subclass_with_state_of_its_own_is_refused_by_a_durable_store() -> None:
+    with pytest.raises(ValidationError, match=r"task 't'.*Remembers\(\*\*fields\)"):
+        encode_task(definition(retry=extensions.Remembers("mine", max_attempts=2)))
+
+
+def test_the_round_trip_check_leaves_the_built_in_schedules_alone() -> None:
+    cron = CronSchedule("0 3 * * *", tz="Europe/Berlin")
+    assert decode_task("t", encode_task(definition(schedule=cron))).schedule == cron
+    assert datetime.fromtimestamp(T0, UTC).weekday() == 0  # the tests' T0 is a Monday
+
+
+def test_a_schedule_class_defined_again_is_registered_again_in_its_place() -> None:
+    def define() -> Any:
+        @dataclass(frozen=True)
+        class Again:  # the same module and qualified name each time: a cell run again
+            at: float
+
+            def first_run(self, now: float) -> float:
+                return self.at
+
+            def next_run(self, record: object, now: float) -> None:
+                return None
+
+        return Again
+
+    first, second = define(), define()
+    register_schedule("Again", first, lambda s: {"at": s.at}, lambda d: first(d["at"]))
+    register_schedule("Again", second, lambda s: {"at": s.at}, lambda d: second(d["at"]))
+    text = encode_task(definition(schedule=second(T0)))
+    assert decode_task("t", text).schedule == second(T0)
+    with pytest.raises(ValidationError, match=r"'Again2'.*clashes with 'Again'"):
+        register_schedule("Again2", second, lambda s: {}, lambda d: second(T0))
+    with pytest.raises(ValidationError, match=r"'Again'.*clashes"):
+        register_schedule("Again", extensions.Dates, lambda s: {}, lambda d: second(T0))
+
+
+@pytest.mark.parametrize("inside", [False, True], ids=["window", "window-in-a-decorator"])
+def test_another_nodes_row_gives_a_window_its_count_also_inside_a_decorator(
+    postgres_dsn: str, inside: bool
+) -> None:
+    from lldsched.stores.postgres import PostgresTaskStore
+
+    window = Window(FixedRate(60), max_runs=5)
+    schedule = extensions.ExceptOn(window) if inside else window
+    task = definition(id="w", schedule=schedule)
+    with PostgresTaskStore(postgres_dsn) as writer, PostgresTaskStore(postgres_dsn) as reader:
+        writer.save(TaskSnapshot(task, TaskStatus.SCHEDULED, T0, 0, 1, 0, None))
+        reader.load_all()  # decodes the row once (its count: 1)
+        assert reader.changes() == []  # the first read of the feed gives nothing
+        writer.save(TaskSnapshot(task, TaskStatus.SCHEDULED, T0 + 60, 0, 3, 0, None))
+        (change,) = reader.changes()
+        assert change.snapshot is not None
+        read = change.snapshot.task.schedule
+        found = read.schedule if isinstance(read, extensions.ExceptOn) else read
+        assert isinstance(found, Window) and found.runs_counted("w") == 3
