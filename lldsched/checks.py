@@ -151,16 +151,7 @@ def whole(
     """``value`` if it is an ``int`` (not a ``bool``) ``>= at_least`` and ``<= at_most``,
     else ``error`` naming the bound it misses: ``"workers must be an int >= 1, got 0"``,
     ``"workers must be an int <= 100000, got 1000000000"``."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        bounds = [bound for bound in (_bound(at_least, None), _at_most(at_most)) if bound]
-    elif at_least is not None and value < at_least:
-        bounds = [_bound(at_least, None)]
-    elif at_most is not None and value > at_most:
-        bounds = [_at_most(at_most)]
-    else:
-        return value
-    wanted = " and ".join(bounds)
-    raise error(f"{name} must be an int{' ' + wanted if wanted else ''}, got {value!r}")
+    return _whole(value, name=name, at_least=at_least, at_most=at_most, error=error)
 
 
 def _at_most(at_most: int | None) -> str:
@@ -181,6 +172,22 @@ def whole_or_none(
     ``"history_limit must be an int >= 0 or None, got -1"``."""
     if value is None:
         return None
+    return _whole(
+        value, name=name, at_least=at_least, at_most=at_most, error=error, also=" or None"
+    )
+
+
+def _whole(
+    value: object,
+    *,
+    name: str,
+    at_least: int | None,
+    at_most: int | None,
+    error: type[Exception],
+    also: str = "",
+) -> int:
+    """The rule of :func:`whole` and :func:`whole_or_none` (``also``: what else the caller
+    takes, for the message)."""
     if isinstance(value, bool) or not isinstance(value, int):
         bounds = [bound for bound in (_bound(at_least, None), _at_most(at_most)) if bound]
     elif at_least is not None and value < at_least:
@@ -190,7 +197,7 @@ def whole_or_none(
     else:
         return value
     wanted = " and ".join(bounds)
-    raise error(f"{name} must be an int{' ' + wanted if wanted else ''} or None, got {value!r}")
+    raise error(f"{name} must be an int{' ' + wanted if wanted else ''}{also}, got {value!r}")
 
 
 def flag(value: object, *, name: str, error: type[Exception] = ValidationError) -> bool:
