@@ -368,11 +368,12 @@ def held_definitions(name: str) -> int:
     return sum(isinstance(thing, Task) and thing.name == name for thing in gc.get_objects())
 
 
-def test_wait_idle_on_a_shared_store_waits_for_a_due_task_no_claim_took_yet(
-    path: str, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("wait", ["wait_idle", "wait_drained"])
+def test_the_waits_on_a_shared_store_wait_for_a_due_task_no_claim_took_yet(
+    path: str, monkeypatch: pytest.MonkeyPatch, wait: str
 ) -> None:
     # The store is the queue: the heap holds hints, dropped once due (claims come in
-    # batches of the room free).  Before, wait_idle() saw an empty heap and returned
+    # batches of the room free).  Before, both waits saw an empty heap and returned
     # True between two batches while registered tasks were still due.
     with SqliteTaskStore(path, shared=True, poll=0.05) as store:
         claim = store.claim
@@ -384,32 +385,10 @@ def test_wait_idle_on_a_shared_store_waits_for_a_due_task_no_claim_took_yet(
         )
         with Scheduler(store=store) as scheduler:
             task = scheduler.schedule("reminder", jobs.noop, OneTime(delay=0))
-            assert not scheduler.wait_idle(timeout=0.3)  # due, and not yet claimed
+            assert not getattr(scheduler, wait)(timeout=0.3)  # due, and not yet claimed
             assert task.status is TaskStatus.SCHEDULED
             claims_taken[0] = True
-            assert scheduler.wait_idle(timeout=30)
-            assert task.status is TaskStatus.SUCCEEDED
-
-
-def test_wait_drained_on_a_shared_store_waits_for_a_due_task_no_claim_took_yet(
-    path: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # As wait_idle() above: the heap's hint is dropped once due, so before, wait_drained()
-    # saw an empty heap and returned True with the task still due in the store.
-    with SqliteTaskStore(path, shared=True, poll=0.05) as store:
-        claim = store.claim
-        claims_taken = [False]
-        monkeypatch.setattr(
-            store,
-            "claim",
-            lambda now, limit: claim(now=now, limit=limit) if claims_taken[0] else [],
-        )
-        with Scheduler(store=store) as scheduler:
-            task = scheduler.schedule("reminder", jobs.noop, OneTime(delay=0))
-            assert not scheduler.wait_drained(timeout=0.3)  # due, and not yet claimed
-            assert task.status is TaskStatus.SCHEDULED
-            claims_taken[0] = True
-            assert scheduler.wait_drained(timeout=30)
+            assert getattr(scheduler, wait)(timeout=30)
             assert task.status is TaskStatus.SUCCEEDED
 
 
