@@ -4,6 +4,7 @@ line is written without the lock (a slow logging handler holds no verb)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import threading
@@ -48,6 +49,20 @@ def timed_shutdown(scheduler: Scheduler, timeout: float) -> tuple[bool, float]:
     began = time.monotonic()
     stopped = scheduler.shutdown(timeout=timeout)
     return stopped, time.monotonic() - began
+
+
+@contextlib.contextmanager
+def lldsched_logs_to(handler: logging.Handler) -> Iterator[None]:
+    """``handler`` on the ``lldsched`` logger, WARNING and up, for the block."""
+    logger = logging.getLogger("lldsched")
+    before = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(before)
 
 
 def test_a_save_that_hangs_before_shutdown_does_not_hold_it_past_its_timeout(
@@ -121,32 +136,26 @@ def test_a_logging_handler_that_blocks_holds_no_verb_and_lines_keep_their_order(
         if event.name == "second" and event.status is TaskStatus.FAILED:
             second_failed.set()
 
-    handler = Blocking()
-    logger = logging.getLogger("lldsched")
-    logger.addHandler(handler)
-    before = logger.level
-    logger.setLevel(logging.WARNING)
-    scheduler = Scheduler(workers=2, clock=FakeClock(T0), listeners=[listener]).start()
-    try:
-        once = RetryPolicy(max_attempts=1)
-        other = scheduler.schedule("other", lambda: None, OneTime(delay=60))
-        first = scheduler.schedule("first", fail, OneTime(delay=0), retry=once)
-        assert entered.wait(5)  # first's line is in the handler, which blocks
-        pausing = threading.Thread(target=scheduler.pause, args=(other.id,))
-        pausing.start()
-        pausing.join(5)
-        assert not pausing.is_alive() and other.status is TaskStatus.PAUSED
-        second = scheduler.schedule("second", fail, OneTime(delay=0), retry=once)
-        assert second_failed.wait(5)  # recorded while the first line is still being written
-        assert lines == []
-        release.set()
-        assert scheduler.wait_idle(timeout=5)
-        assert first.status is TaskStatus.FAILED
-    finally:
-        release.set()
-        scheduler.shutdown(timeout=5)
-        logger.removeHandler(handler)
-        logger.setLevel(before)
+    with lldsched_logs_to(Blocking()):
+        scheduler = Scheduler(workers=2, clock=FakeClock(T0), listeners=[listener]).start()
+        try:
+            once = RetryPolicy(max_attempts=1)
+            other = scheduler.schedule("other", lambda: None, OneTime(delay=60))
+            first = scheduler.schedule("first", fail, OneTime(delay=0), retry=once)
+            assert entered.wait(5)  # first's line is in the handler, which blocks
+            pausing = threading.Thread(target=scheduler.pause, args=(other.id,))
+            pausing.start()
+            pausing.join(5)
+            assert not pausing.is_alive() and other.status is TaskStatus.PAUSED
+            second = scheduler.schedule("second", fail, OneTime(delay=0), retry=once)
+            assert second_failed.wait(5)  # recorded while the first line is still being written
+            assert lines == []
+            release.set()
+            assert scheduler.wait_idle(timeout=5)
+            assert first.status is TaskStatus.FAILED
+        finally:
+            release.set()
+            scheduler.shutdown(timeout=5)
     assert [line.split(" attempt ")[0] for line in lines] == [
         f"task {first.id} 'first'",
         f"task {second.id} 'second'",
@@ -192,31 +201,25 @@ def test_a_logging_handler_that_blocks_on_a_coroutines_failure_holds_no_verb() -
     async def fail() -> None:
         raise ValueError("boom")
 
-    handler = Blocking()
-    logger = logging.getLogger("lldsched")
-    logger.addHandler(handler)
-    before = logger.level
-    logger.setLevel(logging.WARNING)
-    scheduler = Scheduler(workers=1, clock=FakeClock(T0)).start()
-    try:
-        other = scheduler.schedule("other", lambda: None, OneTime(delay=60))
-        failing = scheduler.schedule(
-            "async", fail, OneTime(delay=0), retry=RetryPolicy(max_attempts=1)
-        )
-        assert entered.wait(5)  # the loop thread is in the handler
-        pausing = threading.Thread(target=scheduler.pause, args=(other.id,))
-        pausing.start()
-        pausing.join(5)
-        assert not pausing.is_alive() and other.status is TaskStatus.PAUSED
-        assert not scheduler.wait_idle(timeout=0.05)  # settled only once its line is written
-        release.set()
-        assert scheduler.wait_idle(timeout=5)
-        assert failing.status is TaskStatus.FAILED
-    finally:
-        release.set()
-        scheduler.shutdown(timeout=5)
-        logger.removeHandler(handler)
-        logger.setLevel(before)
+    with lldsched_logs_to(Blocking()):
+        scheduler = Scheduler(workers=1, clock=FakeClock(T0)).start()
+        try:
+            other = scheduler.schedule("other", lambda: None, OneTime(delay=60))
+            failing = scheduler.schedule(
+                "async", fail, OneTime(delay=0), retry=RetryPolicy(max_attempts=1)
+            )
+            assert entered.wait(5)  # the loop thread is in the handler
+            pausing = threading.Thread(target=scheduler.pause, args=(other.id,))
+            pausing.start()
+            pausing.join(5)
+            assert not pausing.is_alive() and other.status is TaskStatus.PAUSED
+            assert not scheduler.wait_idle(timeout=0.05)  # settled only once its line is written
+            release.set()
+            assert scheduler.wait_idle(timeout=5)
+            assert failing.status is TaskStatus.FAILED
+        finally:
+            release.set()
+            scheduler.shutdown(timeout=5)
 
 
 @pytest.mark.parametrize("asynchronous", [False, True], ids=["thread", "coroutine"])
@@ -234,22 +237,16 @@ def test_a_logging_handler_that_raises_still_lets_the_failed_run_settle(
     async def fail_async() -> None:
         raise ValueError("boom")
 
-    handler = Raising()
-    logger = logging.getLogger("lldsched")
-    logger.addHandler(handler)
-    before = logger.level
-    logger.setLevel(logging.WARNING)
-    scheduler = Scheduler(workers=1, clock=FakeClock(T0)).start()
-    try:
-        task = scheduler.schedule(
-            "fails",
-            fail_async if asynchronous else fail,
-            OneTime(delay=0),
-            retry=RetryPolicy(max_attempts=1),
-        )
-        assert scheduler.wait_idle(timeout=5)  # settled, or wait_idle would time out
-        assert task.status is TaskStatus.FAILED
-    finally:
-        scheduler.shutdown(timeout=5)
-        logger.removeHandler(handler)
-        logger.setLevel(before)
+    with lldsched_logs_to(Raising()):
+        scheduler = Scheduler(workers=1, clock=FakeClock(T0)).start()
+        try:
+            task = scheduler.schedule(
+                "fails",
+                fail_async if asynchronous else fail,
+                OneTime(delay=0),
+                retry=RetryPolicy(max_attempts=1),
+            )
+            assert scheduler.wait_idle(timeout=5)  # settled, or wait_idle would time out
+            assert task.status is TaskStatus.FAILED
+        finally:
+            scheduler.shutdown(timeout=5)
