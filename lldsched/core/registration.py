@@ -41,7 +41,7 @@ from lldsched.importpath import import_callable, import_path, json_arguments
 from lldsched.model import Priority
 from lldsched.persistence import Task
 from lldsched.policies import MisfirePolicy, Overlap, OverrunPolicy, RetryPolicy
-from lldsched.schedules.base import Schedule, has_schedule_methods
+from lldsched.schedules.base import Schedule, has_schedule_methods, wrapped_schedule
 from lldsched.schedules.cron import CronSchedule
 from lldsched.schedules.decorators import Jittered, Window
 from lldsched.schedules.simple import FixedDelay, OneTime
@@ -114,7 +114,7 @@ def is_schedule(schedule: object) -> bool:
     what it wraps in ``.schedule``): :func:`schedule_of` reads the cron a decorator wraps
     in the default zone, so decorators never take the shortcut past it."""
     if has_schedule_methods(schedule):
-        if not hasattr(schedule, "schedule"):
+        if wrapped_schedule(schedule) is None:
             SCHEDULE_TYPES.add(type(schedule))
         return True
     return False
@@ -367,9 +367,9 @@ def check_overlap(
         )
     if overlap is None:
         return
-    inner = schedule
-    while hasattr(inner, "schedule"):  # Jittered and Window: the schedule they wrap
-        inner = inner.schedule
+    inner: object = schedule
+    while (wrapped := wrapped_schedule(inner)) is not None:  # through the decorators
+        inner = wrapped
     if isinstance(inner, FixedDelay | OneTime):
         why = (
             "a fixed delay never overlaps"
@@ -491,7 +491,7 @@ def schedule_of(name: str, schedule: object, *, tz: str) -> Schedule:
         return _in_zone(cast(Schedule, schedule), tz)
     if not is_schedule(schedule):
         raise _not_a_schedule(name, schedule)
-    if hasattr(schedule, "schedule"):  # a decorator of one's own
+    if wrapped_schedule(schedule) is not None:  # a decorator of one's own
         return _in_zone(cast(Schedule, schedule), tz, task=name)
     return cast(Schedule, schedule)
 
@@ -518,10 +518,10 @@ def _in_zone(schedule: Schedule, tz: str, *, task: str = "") -> Schedule:
         if inner is schedule.schedule:
             return schedule
         return Window(inner, start=schedule.start, end=schedule.end, max_runs=schedule.max_runs)
-    wrapped = getattr(schedule, "schedule", None)
-    if wrapped is None or not is_schedule(wrapped):
+    wrapped = wrapped_schedule(schedule)
+    if wrapped is None:
         return schedule
-    inner = _in_zone(cast(Schedule, wrapped), tz, task=task)
+    inner = _in_zone(wrapped, tz, task=task)
     if inner is wrapped:
         return schedule
     rebuild = getattr(schedule, "with_schedule", None)

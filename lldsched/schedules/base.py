@@ -30,7 +30,7 @@ around another with ``with_schedule(inner)`` (docs/EXTENDING.md).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 from lldsched.model import ExecutionRecord
 
@@ -43,6 +43,7 @@ __all__ = [
     "slot_after",
     "slots_between",
     "slots_from",
+    "wrapped_schedule",
 ]
 
 
@@ -71,6 +72,16 @@ def has_schedule_methods(schedule: object) -> bool:
         and callable(getattr(schedule, "next_run", None))
         and not isinstance(schedule, type)
     )
+
+
+def wrapped_schedule(schedule: object) -> Schedule | None:
+    """The schedule a decorator wraps, or None for a schedule that wraps none: a
+    decorator (``Jittered``, ``Window``, one of one's own) is a schedule that keeps
+    another in ``.schedule``.  Registration (its time zone, the overlap check, the type
+    cache), the stores (a ``Window``'s count restored) and PostgreSQL's decode cache
+    all ask here."""
+    inner = getattr(schedule, "schedule", None)
+    return cast(Schedule, inner) if has_schedule_methods(inner) else None
 
 
 def slot_after(schedule: Schedule, slot: float) -> float | None:

@@ -53,6 +53,7 @@ from lldsched.schedules.base import (
     has_schedule_methods,
     measures_elapsed_time,
     slot_after,
+    wrapped_schedule,
 )
 from lldsched.schedules.simple import FrozenValue, instant_text
 
@@ -337,10 +338,10 @@ def restore_runs(schedule: Schedule, task_id: str, runs: int) -> None:
     included: a decorator keeps what it wraps in ``.schedule``) that task ``task_id``
     has had ``runs`` successful runs: what a store rebuilding the task from its counters
     calls, so ``max_runs`` holds across a restart."""
-    found: object = schedule
+    found: Schedule | None = schedule
     for _ in range(100):  # decorators nest a few deep; a cycle of them must not hang
         if isinstance(found, Window):
             found._restore(task_id, runs)
-        found = getattr(found, "schedule", None)
+        found = wrapped_schedule(found)
         if found is None:
             return

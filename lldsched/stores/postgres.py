@@ -63,6 +63,7 @@ from lldsched.persistence import (
     TaskSnapshot,
     finished,
 )
+from lldsched.schedules.base import wrapped_schedule
 from lldsched.stores import forks
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.codec import decode_task, encode_task, load_each
@@ -652,7 +653,7 @@ class PostgresTaskStore:
             task = known[1]
         else:
             task = _decode(row)
-            if not hasattr(task.schedule, "schedule"):
+            if wrapped_schedule(task.schedule) is None:
                 self._decoded[task_id] = (definition, task)
         return _snapshot(row, task)
 
