@@ -32,6 +32,7 @@ a listener would wait for itself.
 from __future__ import annotations
 
 import contextlib
+import time
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
 
@@ -142,11 +143,16 @@ class Stepper:
     def _run_until(self, target: float) -> float:
         clock = self._clock
         self._settle()
+        instant, since = clock.now(), time.monotonic()
         while True:
             due = self._next_due()
             if due is None or due > target:
                 break
             clock.set(max(due, clock.now()))
+            if clock.now() != instant:
+                instant, since = clock.now(), time.monotonic()
+            elif time.monotonic() - since > self._timeout:  # due at this instant for good:
+                raise self._not_settled()  # bounded, as every wait here
             self._settle()
         if target > clock.now():
             clock.set(target)

@@ -7,6 +7,7 @@ import math
 import threading
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -286,3 +287,19 @@ def test_a_scheduler_shut_down_behind_the_steppers_back_is_refused_too() -> None
         steps.advance(1)
     steps.close()  # nothing left to stop: no error
     assert "Stepper at 2026-01-05T09:00:00+00:00" in repr(steps)
+
+
+def test_a_task_that_stays_due_without_running_is_reported_after_the_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The scheduler never leaves a due entry unrun while idle; were it to (a runtime
+    bug), the stepper would set the clock to that instant for ever: it stops at its
+    timeout instead."""
+    scheduler = Scheduler(clock=FakeClock(T0))
+    with Stepper(scheduler, timeout=0.2) as steps:
+        steps.advance(30)
+        stale = SimpleNamespace(next_run_at=T0 + 30)  # what pending() would say, for ever
+        monkeypatch.setattr(scheduler, "pending", lambda: [stale])
+        with pytest.raises(SettleTimeoutError, match=r"did not settle within 0\.2 s at .*:30"):
+            steps.advance(60)
+        assert steps.now == T0 + 30
