@@ -16,6 +16,7 @@ __all__ = [
     "LldschedError",
     "ScheduleError",
     "SchedulerStateError",
+    "SettleTimeoutError",
     "StoreClosedError",
     "StoreError",
     "TaskNotFoundError",
@@ -51,6 +52,12 @@ class SchedulerStateError(LldschedError, RuntimeError):
     """The scheduler cannot do that now: it is shut down (or started twice), the task
     finished and will not run again (``reschedule``, ``modify``), or other tasks still
     depend on it (``remove``)."""
+
+
+class SettleTimeoutError(LldschedError, TimeoutError):
+    """The runs a test waited for did not finish within its bounded wait
+    (:class:`lldsched.testing.Stepper`): a job that blocks, or one that never lets the
+    scheduler be idle.  The message names the instant and the tasks still running."""
 
 
 class StoreError(LldschedError, RuntimeError):

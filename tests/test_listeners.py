@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from lldsched import EventLog, FakeClock, OneTime, Scheduler, TaskEvent, TaskStatus
+from lldsched import EventLog, FakeClock, FixedRate, OneTime, Scheduler, TaskEvent, TaskStatus
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.threaded.dispatcher import EventDispatcher
 from tests.conftest import SchedulerFactory, settle
@@ -163,3 +163,21 @@ def test_a_listener_that_raises_a_base_exception_is_logged_and_later_events_stil
     scheduler.schedule("second", lambda: None, OneTime(delay=0))
     settle(scheduler)
     assert [record.name for record in log.runs()] == ["first", "second"]  # after it, too
+
+
+def test_wait_idle_returns_once_the_run_a_listener_queued_has_finished_too() -> None:
+    """wait_idle's True holds when it is returned: a listener's run_now during the
+    delivery of the events is waited for too (lldsched.testing.Stepper builds on it)."""
+    clock = FakeClock(0)
+
+    def follow_up(event: TaskEvent) -> None:
+        if event.name == "first" and event.record is not None:
+            scheduler.run_now("second")
+
+    with Scheduler(clock=clock, listeners=[follow_up]) as scheduler:
+        hourly = FixedRate(3600, start_delay=3600)
+        second = scheduler.schedule("second", lambda: None, hourly, id="second")
+        for round_ in range(1, 21):  # a race, if there were one, shows within a few rounds
+            scheduler.schedule("first", lambda: None, OneTime(delay=0))
+            assert scheduler.wait_idle(timeout=5)
+            assert second.run_count == round_

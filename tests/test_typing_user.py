@@ -29,6 +29,7 @@ from datetime import timedelta
 
 from lldsched import (CronSchedule, EventLog, FixedRate, OneTime, RetryPolicy, Scheduler,
                       Simulation)
+from lldsched.testing import Stepper
 
 
 def backup() -> None: ...
@@ -37,6 +38,7 @@ def backup() -> None: ...
 log = EventLog()
 scheduler = Scheduler()
 sim = Simulation()
+steps = Stepper(scheduler)
 """
 
 WRONG = [
@@ -71,6 +73,11 @@ WRONG = [
     "CronSchedule(5)",
     'CronSchedule("* * * * *").preview(n="3")',
     "log.wait_for(5)",
+    "Stepper(sim)",  # the stepper steps a Scheduler; the simulation has run_for
+    'steps.advance("60")',
+    "steps.advance_to(timedelta(hours=1))",  # an instant, not a duration
+    "steps.records(5)",
+    'Stepper(scheduler, timeout="5")',
 ]
 
 

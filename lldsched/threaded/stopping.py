@@ -245,11 +245,15 @@ class Stopping(SchedulerParts):
     def wait_idle(self, timeout: float | timedelta = 5.0) -> bool:
         """Wait until nothing is due at the clock's now (on a shared store: no registered
         task due that no claim took yet), nothing is in flight, every run's
-        settle was written to a shared store, and every event so far was delivered.
+        settle was written to a shared store, and every event so far was delivered,
+        and it is still so once they were: what a listener's verb made due meanwhile
+        (``run_now``, ``resume``, a registration due at once) is waited for too.
         False if ``timeout`` seconds (or a ``timedelta``) pass first.
 
         Made for tests and demos on a :class:`~lldsched.clock.FakeClock`:
-        ``clock.advance(30); scheduler.wait_idle()``.
+        ``clock.advance(30); scheduler.wait_idle()`` (which runs what is due at the
+        new now, all at that instant; :class:`lldsched.testing.Stepper` visits each
+        due instant in turn).
         """
         return self._wait(timeout, drained=False)
 
@@ -267,22 +271,32 @@ class Stopping(SchedulerParts):
         return self._wait(timeout, drained=True)
 
     def _wait(self, timeout: float | timedelta, *, drained: bool) -> bool:
+        """Quiet, then every event delivered, then quiet still: a listener that called a
+        verb while its events were delivered (``run_now``, ``resume``, a registration
+        due at once) has made work due, and that work is waited for too, in the same
+        ``timeout``; so a True is true when it is returned (``lldsched.testing`` builds
+        on it)."""
         name = "wait_drained() timeout" if drained else "wait_idle() timeout"
         wait = seconds(timeout, name=name, at_least=0)
         deadline = time.monotonic() + wait
-        with self._lock:
-            self._idle_waiters += 1
-            try:
-                while not self._is_idle(drained):
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
-                        return False
-                    self._idle.wait(remaining)
-            finally:
-                self._idle_waiters -= 1
-        if self._coordinator is not None:
-            self._coordinator.flush()  # every run settled is written, not only decided
-        return self._dispatcher.flush(max(0.0, deadline - time.monotonic()))
+        while True:
+            with self._lock:
+                self._idle_waiters += 1
+                try:
+                    while not self._is_idle(drained):
+                        remaining = deadline - time.monotonic()
+                        if remaining <= 0:
+                            return False
+                        self._idle.wait(remaining)
+                finally:
+                    self._idle_waiters -= 1
+            if self._coordinator is not None:
+                self._coordinator.flush()  # every run settled is written, not only decided
+            if not self._dispatcher.flush(max(0.0, deadline - time.monotonic())):
+                return False
+            with self._lock:
+                if self._is_idle(drained):
+                    return True
 
     def _is_idle(self, drained: bool) -> bool:
         if self._in_flight:

@@ -39,6 +39,7 @@ from lldsched import (
     TaskStatus,
     Window,
 )
+from lldsched.testing import SettleTimeoutError, Stepper
 from lldsched.views.frames import task_summary, to_frame
 
 
@@ -126,9 +127,28 @@ def simulated() -> None:
     assert_type(FixedRate(60).explain(), str)
 
 
+def stepped() -> None:
+    """A user's test of their jobs (docs/TESTING.md): a scheduler on a fake clock, stepped."""
+    clock = FakeClock(datetime(2026, 3, 28, 11, tzinfo=UTC))
+    scheduler = Scheduler(clock=clock, tz="Europe/Berlin", history_limit=None)
+    scheduler.schedule("report", backup, "0 2 * * *", id="report")
+    with Stepper(scheduler, timeout=timedelta(seconds=5)) as steps:
+        assert_type(steps, Stepper)
+        assert_type(steps.scheduler, Scheduler)
+        assert_type(steps.clock, FakeClock)
+        assert_type(steps.now, float)
+        assert_type(steps.advance(timedelta(days=1)), float)
+        assert_type(steps.advance(60), float)
+        assert_type(steps.advance_to(datetime(2026, 3, 30, tzinfo=UTC)), float)
+        steps.settle()
+        assert_type(steps.records("report"), list[ExecutionRecord])
+    assert_type(SettleTimeoutError.__mro__, tuple[type, ...])  # exported, a class
+
+
 def main() -> None:
     threaded()
     simulated()
+    stepped()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,251 @@
+"""Testing your jobs: a real :class:`~lldsched.threaded.scheduler.Scheduler` stepped
+through time by a test, without sleeping.
+
+A service registers its jobs on a ``Scheduler``; its tests want to say "a day later
+the nightly report ran once, at 02:00 Berlin time" in milliseconds, on the scheduler
+and registration code the service ships.  :class:`Stepper` does that on the seams
+the scheduler already has:
+
+* the scheduler is built with ``clock=FakeClock(start)``: its timer waits on that
+  clock and wakes whenever the clock moves (:mod:`lldsched.clock`);
+* :meth:`Stepper.advance` visits every due instant up to the target in order: it
+  sets the clock to the earliest due time (``scheduler.pending()``), waits until the
+  runs due then have finished and their events were delivered
+  (``scheduler.wait_idle``), and goes on; a retry's backoff or a slot queued by a run
+  is visited in turn.  So each run starts at its own due instant, as in production,
+  and a retry is seen at finish + backoff;
+* every wait is bounded (``timeout``, 5 real seconds by default, for each instant):
+  a job that blocks fails the test with :class:`~lldsched.errors.SettleTimeoutError`
+  naming the tasks still running, instead of hanging it.
+
+Nothing here decides what runs: the scheduler's timer, workers and core do, as in
+production.  The stepper only moves the clock and waits.  On the manual clock a run
+takes no time (the clock stands still while actions run on the worker threads);
+durations, lateness under load and week-long horizons are the
+:class:`~lldsched.sim.simulation.Simulation`'s (docs/TESTING.md says when to use
+which).
+
+A stepper is driven from one thread, the test's: ``advance`` from inside an action or
+a listener would wait for itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from datetime import UTC, datetime, timedelta
+from types import TracebackType
+
+from lldsched import checks
+from lldsched.clock import FakeClock, to_timestamp
+from lldsched.errors import (
+    SchedulerStateError,
+    SettleTimeoutError,
+    TaskRetiredError,
+    ValidationError,
+)
+from lldsched.model import ExecutionRecord
+from lldsched.threaded.scheduler import Scheduler
+
+__all__ = ["SettleTimeoutError", "Stepper"]
+
+
+class Stepper:
+    """Steps ``scheduler`` (built with ``clock=FakeClock(...)``) through time.
+
+    The scheduler is started here if it was not yet; registering jobs before or after
+    is alike.  ``timeout`` (seconds or a ``timedelta``, > 0; default 5) bounds, in real
+    time, each wait for the runs due at one instant.  Use it as a context manager (the
+    scheduler is shut down at the end) or call :meth:`close`::
+
+        clock = FakeClock(datetime(2026, 3, 28, 12, tzinfo=UTC))
+        with Stepper(Scheduler(clock=clock, tz="Europe/Berlin")) as steps:
+            register_jobs(steps.scheduler)         # the service's own registration
+            steps.advance(timedelta(days=2))
+            assert [r.started for r in steps.records("nightly-report")] == [...]
+    """
+
+    def __init__(self, scheduler: Scheduler, *, timeout: float | timedelta = 5.0) -> None:
+        if not isinstance(scheduler, Scheduler):
+            raise ValidationError(f"Stepper steps a Scheduler, got {scheduler!r}")
+        clock = scheduler.clock
+        if not isinstance(clock, FakeClock):
+            raise ValidationError(
+                f"Stepper needs a Scheduler built with clock=FakeClock(...), got clock={clock!r}"
+            )
+        self._timeout = checks.seconds(timeout, name="Stepper timeout", above=0)
+        self._scheduler = scheduler
+        self._clock = clock
+        self._closed = False
+        if not scheduler.running:
+            try:
+                scheduler.start()
+            except SchedulerStateError as exc:  # shut down already: it cannot run again
+                raise SchedulerStateError(
+                    f"Stepper needs a scheduler that is not shut down, got {scheduler!r}"
+                ) from exc
+
+    # -- what it drives ------------------------------------------------------------------
+
+    @property
+    def scheduler(self) -> Scheduler:
+        """The scheduler being stepped: register jobs and call its verbs on it."""
+        return self._scheduler
+
+    @property
+    def clock(self) -> FakeClock:
+        """The scheduler's manual clock (move it with :meth:`advance`, which also waits)."""
+        return self._clock
+
+    @property
+    def now(self) -> float:
+        """The clock's instant, epoch seconds."""
+        return self._clock.now()
+
+    # -- moving time -----------------------------------------------------------------------
+
+    def advance(self, seconds: float | timedelta) -> float:
+        """Move time forward by ``seconds`` (>= 0, or a ``timedelta``), running each run
+        due by then at its own due instant, in order; return the new now once every one
+        has finished and its events were delivered.  ``advance(0)`` runs what is due now.
+
+        Raises :class:`~lldsched.errors.SettleTimeoutError` (naming the tasks still
+        running) when the runs due at one instant do not finish within ``timeout``.
+        """
+        step = checks.seconds(
+            seconds,
+            name="advance()",
+            at_least=0,
+            expected="takes finite seconds >= 0 (or a timedelta)",
+        )
+        self._check_open("advance")
+        return self._run_until(self._clock.now() + step)
+
+    def advance_to(self, when: float | datetime) -> float:
+        """:meth:`advance` up to the instant ``when`` (epoch seconds or an aware
+        datetime, not before now)."""
+        target = to_timestamp(when, name="advance_to() when")
+        self._check_open("advance_to")
+        now = self._clock.now()
+        if target < now:
+            raise ValidationError(
+                f"advance_to() cannot go back from {_instant(now)} to {_instant(target)}"
+            )
+        return self._run_until(target)
+
+    def settle(self) -> None:
+        """Wait, bounded, until the runs due now (after a ``run_now``, a ``resume``, a
+        task registered due at once) have finished and their events were delivered;
+        the clock does not move.  Raises as :meth:`advance` does."""
+        self._check_open("settle")
+        self._settle()
+
+    def _run_until(self, target: float) -> float:
+        clock = self._clock
+        self._settle()
+        instant, since = clock.now(), time.monotonic()
+        while True:
+            due = self._next_due()
+            if due is None or due > target:
+                break
+            clock.set(max(due, clock.now()))
+            if clock.now() != instant:
+                instant, since = clock.now(), time.monotonic()
+            elif time.monotonic() - since > self._timeout:  # due at this instant for good:
+                raise self._not_settled()  # bounded, as every wait here
+            self._settle()
+        if target > clock.now():
+            clock.set(target)
+            self._settle()
+        return clock.now()
+
+    def _next_due(self) -> float | None:
+        """The earliest due time of a task waiting in the heap (None: nothing waits)."""
+        for task in self._scheduler.pending():  # in the order they will run
+            if task.next_run_at is not None:
+                return task.next_run_at
+        return None
+
+    def _settle(self) -> None:
+        """Wait until nothing is due at now or in flight and every event is delivered
+        (what a listener made due meanwhile included: ``wait_idle``'s promise), within
+        ``timeout``."""
+        if not self._scheduler.wait_idle(timeout=self._timeout):
+            raise self._not_settled()
+        if not self._scheduler.running:  # shut down by an action or a listener: a
+            raise SchedulerStateError(  # stopped scheduler is always "idle"
+                f"the scheduler was shut down while the Stepper waited at "
+                f"{_instant(self._clock.now())}"
+            )
+
+    def _not_settled(self) -> SettleTimeoutError:
+        running = [
+            f"{task.id} {task.name!r} (attempt {task.runs[-1].attempt})"
+            for task in self._scheduler.tasks()
+            if task.runs
+        ]
+        what = (
+            f"still running: {', '.join(running)}"
+            if running
+            else "no run in flight: a listener still inside a call, or a task due again "
+            "at once after every run"
+        )
+        return SettleTimeoutError(
+            f"the scheduler did not settle within {self._timeout:g} s at "
+            f"{_instant(self._clock.now())}: {what}"
+        )
+
+    # -- reading -----------------------------------------------------------------------
+
+    def records(self, task_id: str) -> list[ExecutionRecord]:
+        """The records of one task, in the order its runs finished (slots decided
+        without a run included: skipped, missed, given up...), also once it retired.
+
+        Raises :class:`~lldsched.errors.TaskNotFoundError` for an id never registered."""
+        with contextlib.suppress(TaskRetiredError):  # retired: its records are still held
+            self._scheduler.task(task_id)
+        return [record for record in self._scheduler.records() if record.task_id == task_id]
+
+    # -- the end -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Shut the scheduler down (``drain=True``: what is due now runs), bounded by
+        ``timeout``; idempotent.  Raises :class:`~lldsched.errors.SettleTimeoutError`
+        when a run outlasts it."""
+        if self._closed:
+            return
+        self._closed = True
+        if not self._scheduler.shutdown(timeout=self._timeout):
+            raise SettleTimeoutError(
+                f"the scheduler did not shut down within {self._timeout:g} s: "
+                "a run or a listener is still going (see the lldsched log's warning)"
+            )
+
+    def __enter__(self) -> Stepper:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if exc is None:
+            self.close()
+            return
+        with contextlib.suppress(SettleTimeoutError):  # the test already failed: that
+            self.close()  # error is the one to see, not this one
+
+    def _check_open(self, verb: str) -> None:
+        if self._closed or not self._scheduler.running:
+            raise SchedulerStateError(
+                f"cannot {verb}(): the Stepper's scheduler is shut down ({self._scheduler!r})"
+            )
+
+    def __repr__(self) -> str:
+        return f"<Stepper at {_instant(self._clock.now())} of {self._scheduler!r}>"
+
+
+def _instant(when: float) -> str:
+    """An instant as a message writes it: ISO 8601 in UTC, and its epoch seconds."""
+    return f"{datetime.fromtimestamp(when, UTC).isoformat()} ({when!r})"
