@@ -64,7 +64,7 @@ from typing import Any
 from lldsched.checks import whole
 from lldsched.core.results import must_await, result_text
 from lldsched.core.task import Entry, Run
-from lldsched.errors import error_text
+from lldsched.errors import CANCELLED_INSIDE, error_text
 from lldsched.threaded.deadline import Deadline
 
 __all__ = ["CANCEL_GRACE", "CoroutineRunner", "Finish", "is_loop_action"]
@@ -175,6 +175,12 @@ class CoroutineRunner:
     @property
     def alive(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
+
+    def on_loop_thread(self) -> bool:
+        """True when the caller runs on this runner's loop thread (a coroutine run, or
+        something it called): a wait there for the loop's runs would wait for itself."""
+        thread = self._thread
+        return thread is not None and thread is threading.current_thread()
 
     # -- handing over (caller holds the lock) -------------------------------------------
 
@@ -382,15 +388,15 @@ class CoroutineRunner:
         (docs/DECISIONS.md)."""
         try:
             value = await flight.awaitable
-        except asyncio.CancelledError:  # the scheduler's (see _outcome), or its own
-            flight.outcome = ("CancelledError", None)
+        except asyncio.CancelledError:  # the scheduler's (_record reads its reason), or its own
+            flight.outcome = (CANCELLED_INSIDE, None)
         except BaseException as exc:  # user failures become data, KeyboardInterrupt too
             if isinstance(exc, GeneratorExit) and id(flight.run) not in self._flights:
                 # Closed by the collector after shutdown closed the loop with this run
                 # still pending (it swallowed its cancellation): shutdown recorded it,
                 # and the loop is gone: nothing to log, nowhere to report to.
                 return
-            flight.outcome = (error_text(exc), None)  # logged when recorded (report_failure)
+            flight.outcome = (_failure_text(exc, self._name), None)  # logged when recorded
         else:
             flight.outcome = _RETURNED_NONE if value is None else (None, result_text(value))
         self._over(flight)
@@ -487,6 +493,26 @@ def _cancelled_outcome(flight: _Flight) -> tuple[str | None, str | None, bool]:
         timeout = flight.run.task.timeout
         return f"TimeoutError: cancelled at its {timeout:g} s timeout", None, True
     return _REASONS.get(reason, reason), None, False
+
+
+_OTHER_LOOP = ("attached to a different loop", "bound to a different event loop")
+"""What asyncio says when a coroutine awaits a future, or uses a lock, event, queue or
+semaphore, that belongs to another event loop (3.11's texts)."""
+
+
+def _failure_text(exc: BaseException, thread: str) -> str:
+    """The error text of a coroutine run that raised ``exc``; when asyncio refused an
+    object of another event loop (the application's aiohttp session, lock or queue), the
+    text says where coroutine runs are and what to do: asyncio's own message names
+    neither."""
+    text = error_text(exc)
+    if isinstance(exc, RuntimeError) and any(said in text for said in _OTHER_LOOP):
+        text += (
+            f" (coroutine actions run on the scheduler's own event loop, thread {thread}, "
+            "not on the application's: run what needs the application's loop there with "
+            "asyncio.run_coroutine_threadsafe(coro, app_loop), docs/ASYNCIO.md)"
+        )
+    return text
 
 
 def _close(awaitable: object) -> None:

@@ -274,6 +274,20 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
     ) -> None:
         self.shutdown()
 
+    async def __aenter__(self) -> Scheduler:
+        """``async with Scheduler(...) as scheduler:`` starts it (start() does not block)."""
+        return self.start()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        """Leaving ``async with``: :meth:`aclose`, which waits for the shutdown without
+        blocking the event loop."""
+        await self.aclose()
+
     # -- properties ----------------------------------------------------------
 
     @property
