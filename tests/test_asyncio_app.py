@@ -227,3 +227,61 @@ def test_a_future_of_the_applications_loop_fails_with_where_the_run_is_and_what_
         "application's loop there with asyncio.run_coroutine_threadsafe(coro, app_loop), "
         "docs/ASYNCIO.md)"
     )
+
+
+def test_the_recipe_for_the_applications_loop_cancels_the_call_there_at_the_timeout() -> None:
+    async def main() -> tuple[list[tuple[bool, str | None]], bool]:
+        app_loop = asyncio.get_running_loop()
+        cancelled_there = asyncio.Event()
+
+        async def on_the_app_loop() -> None:
+            assert asyncio.get_running_loop() is app_loop
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                cancelled_there.set()
+                raise
+
+        async def job() -> None:
+            call = asyncio.run_coroutine_threadsafe(on_the_app_loop(), app_loop)
+            await asyncio.wrap_future(call)
+
+        async with Scheduler(name="app-loop") as scheduler:
+            task = scheduler.schedule(
+                "calls", job, OneTime(delay=0), timeout=0.05, retry=RetryPolicy(max_attempts=1)
+            )
+            await asyncio.wait_for(cancelled_there.wait(), 10)
+            assert await asyncio.to_thread(scheduler.wait_idle, 10)
+        return [(r.timed_out, r.error) for r in task.history], cancelled_there.is_set()
+
+    history, cancelled = asyncio.run(main())
+    assert cancelled and history == [(True, "TimeoutError: cancelled at its 0.05 s timeout")]
+
+
+def test_a_cancelled_aclose_leaves_the_loop_free_and_the_shutdown_goes_on() -> None:
+    started, released = threading.Event(), threading.Event()
+
+    def held() -> None:
+        started.set()
+        assert released.wait(10)
+
+    scheduler = Scheduler(workers=1, name="aclose-cancelled").start()
+    scheduler.schedule("held", held, OneTime(delay=0))
+
+    async def main() -> None:
+        assert await asyncio.to_thread(started.wait, 10)
+        closing = asyncio.create_task(scheduler.aclose(timeout=20))
+        await asyncio.sleep(0)
+        closing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await closing  # returns at once: the loop is not held for the shutdown
+
+    asyncio.run(main())
+    (stopper,) = [
+        t for t in threading.enumerate() if t.name == "lldsched-aclose-cancelled-shutdown"
+    ]
+    assert stopper.is_alive() and scheduler.task("task-1").history == ()  # the run still held
+    released.set()
+    stopper.join(20)
+    assert not stopper.is_alive() and not scheduler.running
+    assert [record.ok for record in scheduler.task("task-1").history] == [True]

@@ -141,8 +141,16 @@ class Stopping(SchedulerParts):
             with contextlib.suppress(RuntimeError):  # the caller's loop closed meanwhile
                 loop.call_soon_threadsafe(_resolve, done, outcome)
 
-        threading.Thread(target=stop, name=f"{self._thread_prefix}shutdown", daemon=True).start()
-        return await done
+        stopper = threading.Thread(target=stop, name=f"{self._thread_prefix}shutdown", daemon=True)
+        stopper.start()
+        try:
+            return await done
+        finally:
+            # Resolved: handing the outcome over was the thread's last step, so it is
+            # ending now, and no thread of the scheduler outlives the await.  (Cancelled:
+            # the shutdown goes on; the loop is not held for it.)
+            if done.done() and not done.cancelled():
+                stopper.join()
 
     def _refuse_on_loop(self, verb: str) -> None:
         """Raise if the caller is one of this scheduler's coroutine runs: a shutdown there
