@@ -14,6 +14,7 @@ import pytest
 
 from lldsched import (
     EventLog,
+    FixedRate,
     OneTime,
     RetryPolicy,
     Scheduler,
@@ -23,6 +24,7 @@ from lldsched import (
     TaskStatus,
     ValidationError,
 )
+from lldsched.core.context import RunContext
 from lldsched.errors import CANCELLED_INSIDE
 
 
@@ -285,3 +287,35 @@ def test_a_cancelled_aclose_leaves_the_loop_free_and_the_shutdown_goes_on() -> N
     stopper.join(20)
     assert not stopper.is_alive() and not scheduler.running
     assert [record.ok for record in scheduler.task("task-1").history] == [True]
+
+
+@pytest.mark.parametrize(
+    ("verb", "status"), [("pause", TaskStatus.PAUSED), ("cancel", TaskStatus.CANCELLED)]
+)
+def test_a_coroutine_that_stops_its_own_task_and_returns_is_recorded_as_it_ended(
+    verb: str, status: TaskStatus
+) -> None:
+    scheduler = Scheduler(name=f"stops-itself-{verb}").start()
+
+    async def last_run(ctx: RunContext) -> str:
+        getattr(scheduler, verb)(ctx.task_id)  # its cancellation comes after the return
+        return "work done"
+
+    async def then_awaits(ctx: RunContext) -> str:
+        getattr(scheduler, verb)(ctx.task_id)
+        await asyncio.sleep(3600)  # reached by the cancellation
+        return "not reached"
+
+    try:
+        done = scheduler.schedule("done", last_run, FixedRate(3600))
+        cut = scheduler.schedule("cut", then_awaits, FixedRate(3600))
+        assert scheduler.wait_idle(10)
+        assert [(r.ok, r.result) for r in done.history] == [(True, "'work done'")]
+        assert [r.error for r in cut.history] == [f"CancelledError: task {status.value}"]
+        assert done.status is status and cut.status is status
+        if verb == "pause":  # the finished slot is not run again; the cut one is retried
+            assert scheduler.resume(done.id) and scheduler.resume(cut.id)
+            assert done.next_run_at is not None and done.next_run_at > scheduler.now + 3000
+            assert cut.status is TaskStatus.RETRYING
+    finally:
+        assert scheduler.shutdown(timeout=10)

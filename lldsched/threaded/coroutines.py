@@ -26,7 +26,9 @@ pausing** a task cancels its running coroutine the same way; the attempt is
 recorded failed (``CancelledError: task cancelled`` / ``task paused``) and,
 like any failure, retried (after ``resume``) while attempts remain.  A run the
 scheduler cancelled ends as the cancellation says, even if the coroutine
-swallowed it.  A coroutine that *blocks* the loop (``time.sleep`` instead of
+swallowed it; one that returned or raised before the cancellation reached it (it
+paused or cancelled its own task, then returned) is recorded as it ended, as a thread
+run is.  A coroutine that *blocks* the loop (``time.sleep`` instead of
 ``asyncio.sleep``) blocks every coroutine run, and its timeout cannot fire until
 it yields (the record still says ``timed_out``, as on a thread).
 
@@ -107,8 +109,8 @@ class _Flight:
     """One coroutine run: begun, started on the loop, over, recorded."""
 
     __slots__ = (
-        "active", "awaitable", "finished", "future", "outcome", "reason", "run", "started",
-        "timer",
+        "active", "awaitable", "delivered", "finished", "future", "outcome", "reason", "run",
+        "started", "timer",
     )  # fmt: skip
 
     def __init__(self, run: Run, started: float, awaitable: Any) -> None:
@@ -119,6 +121,7 @@ class _Flight:
         self.future: asyncio.Future[None] | None = None  # its driver task, on the loop
         self.timer: asyncio.TimerHandle | None = None  # the timeout, on the loop thread
         self.reason: str | None = None  # why the scheduler cancelled it: timeout, paused...
+        self.delivered = False  # that cancellation reached its task before it was done
         self.finished = 0.0
         self.outcome: _Outcome = _UNFINISHED  # (error text, result text), set when over
 
@@ -402,8 +405,10 @@ class CoroutineRunner:
         self._over(flight)
 
     def _cancel(self, flight: _Flight) -> None:
-        """On the loop, after the flight's first step: cancel its task."""
+        """On the loop, after the flight's first step: cancel its task, unless it is done
+        already (it returned, or raised, before the cancellation reached it)."""
         if flight.future is not None and not flight.future.done():
+            flight.delivered = True
             flight.future.cancel()
 
     def _time_out(self, flight: _Flight) -> None:
@@ -464,7 +469,7 @@ class CoroutineRunner:
         """Write the flight's record and free its slot (caller holds the lock, then
         settles it and calls :meth:`_notify_if_settled`); True when a line waits to be
         logged (``said``)."""
-        if flight.reason is None:
+        if flight.reason is None or _ended_first(flight):
             (error, result), timed_out = flight.outcome, False
         else:
             error, result, timed_out = _cancelled_outcome(flight)
@@ -482,6 +487,16 @@ class CoroutineRunner:
         """Wake shutdown() if nothing is in flight or waiting (caller holds the lock)."""
         if self._over_all():
             self._settled.set()
+
+
+def _ended_first(flight: _Flight) -> bool:
+    """True when a flight the scheduler meant to cancel ended on its own first: it
+    returned or raised before the cancellation reached its task (a coroutine that paused
+    or cancelled its own task and returned without awaiting again, or a verb that
+    crossed its end).  It is recorded as it ended, as a thread run is: its result kept,
+    and a paused task not retried for work it finished."""
+    outcome = flight.outcome
+    return not flight.delivered and outcome is not _UNFINISHED and outcome[0] != CANCELLED_INSIDE
 
 
 def _cancelled_outcome(flight: _Flight) -> tuple[str | None, str | None, bool]:
