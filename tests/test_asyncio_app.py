@@ -111,8 +111,8 @@ def test_shutdown_from_one_of_its_own_coroutine_runs_is_refused_and_nothing_stop
         assert refused[1].startswith("aclose() was called from a coroutine run")
         assert "threading.Thread(target=scheduler.shutdown).start()" in refused[0]
         assert scheduler.running  # refused before anything changed
-        after = scheduler.schedule("after", stops_it, OneTime(delay=0), args=("none",))
-        assert scheduler.wait_idle(10) and after.status is TaskStatus.SUCCEEDED
+        after = scheduler.schedule("after", asyncio.sleep, OneTime(delay=0), args=(0, "ran"))
+        assert scheduler.wait_idle(10) and after.history[0].result == "'ran'"
     finally:
         assert scheduler.shutdown(timeout=10)
 
