@@ -109,8 +109,8 @@ class _Flight:
     """One coroutine run: begun, started on the loop, over, recorded."""
 
     __slots__ = (
-        "active", "awaitable", "delivered", "finished", "future", "outcome", "reason", "run",
-        "started", "timer",
+        "active", "awaitable", "finished", "future", "outcome", "reason", "run", "started",
+        "timer",
     )  # fmt: skip
 
     def __init__(self, run: Run, started: float, awaitable: Any) -> None:
@@ -118,10 +118,9 @@ class _Flight:
         self.started = started
         self.awaitable = awaitable  # None for a loop task until its action is called
         self.active = False  # holds one of the ``limit`` slots
-        self.future: asyncio.Future[None] | None = None  # its driver task, on the loop
+        self.future: Task[None] | None = None  # its driver task, on the loop
         self.timer: asyncio.TimerHandle | None = None  # the timeout, on the loop thread
         self.reason: str | None = None  # why the scheduler cancelled it: timeout, paused...
-        self.delivered = False  # that cancellation reached its task before it was done
         self.finished = 0.0
         self.outcome: _Outcome = _UNFINISHED  # (error text, result text), set when over
 
@@ -408,7 +407,6 @@ class CoroutineRunner:
         """On the loop, after the flight's first step: cancel its task, unless it is done
         already (it returned, or raised, before the cancellation reached it)."""
         if flight.future is not None and not flight.future.done():
-            flight.delivered = True
             flight.future.cancel()
 
     def _time_out(self, flight: _Flight) -> None:
@@ -496,7 +494,13 @@ def _ended_first(flight: _Flight) -> bool:
     crossed its end).  It is recorded as it ended, as a thread run is: its result kept,
     and a paused task not retried for work it finished."""
     outcome = flight.outcome
-    return not flight.delivered and outcome is not _UNFINISHED and outcome[0] != CANCELLED_INSIDE
+    if outcome is _UNFINISHED or outcome[0] == CANCELLED_INSIDE:
+        return False
+    # Task.cancel() on a task not yet done counts a request, and nothing but uncancel()
+    # takes it back (asyncio.timeout and TaskGroup do, for their own): none was counted,
+    # so none reached it.  Read here, on the cold path, not flagged on every run.
+    task = flight.future
+    return task is None or task.cancelling() == 0
 
 
 def _cancelled_outcome(flight: _Flight) -> tuple[str | None, str | None, bool]:
