@@ -70,9 +70,7 @@ class Stopping(SchedulerParts):
         raises :class:`~lldsched.errors.SchedulerStateError` before changing anything
         (it would wait for itself with its loop blocked); a thread run may call it.
         """
-        flag(drain, name="shutdown() drain")
-        if timeout is not None:
-            timeout = seconds(timeout, name="shutdown() timeout", at_least=0)
+        timeout = _checked(drain, timeout)
         self._refuse_on_loop("shutdown()")
         deadline = Deadline(timeout)
         with deadline.holding(self._lock) as held:
@@ -129,6 +127,7 @@ class Stopping(SchedulerParts):
         Raises :class:`~lldsched.errors.SchedulerStateError` from one of this
         scheduler's own coroutine runs, as :meth:`shutdown` does (docs/ASYNCIO.md).
         """
+        _checked(drain, timeout)  # a mistake raised here, before a thread is started
         self._refuse_on_loop("aclose()")
         loop = asyncio.get_running_loop()
         done: asyncio.Future[bool] = loop.create_future()
@@ -136,7 +135,7 @@ class Stopping(SchedulerParts):
         def stop() -> None:
             try:
                 outcome: bool | BaseException = self.shutdown(drain=drain, timeout=timeout)
-            except BaseException as exc:  # a bad argument: raised in the awaiting coroutine
+            except BaseException as exc:  # raised in the awaiting coroutine
                 outcome = exc
             with contextlib.suppress(RuntimeError):  # the caller's loop closed meanwhile
                 loop.call_soon_threadsafe(_resolve, done, outcome)
@@ -366,6 +365,14 @@ class Stopping(SchedulerParts):
             and (until is None or task.next_run_at <= until)
             for task in self._core.tasks.values()
         )
+
+
+def _checked(drain: object, timeout: float | timedelta | None) -> float | None:
+    """``shutdown()``'s (and ``aclose()``'s) arguments checked: the timeout in seconds."""
+    flag(drain, name="shutdown() drain")
+    if timeout is None:
+        return None
+    return seconds(timeout, name="shutdown() timeout", at_least=0)
 
 
 def _resolve(done: asyncio.Future[bool], outcome: bool | BaseException) -> None:
