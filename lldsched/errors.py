@@ -12,6 +12,7 @@ become data in an :class:`~lldsched.model.ExecutionRecord`.
 from __future__ import annotations
 
 __all__ = [
+    "CANCELLED_INSIDE",
     "LeaseLost",
     "LldschedError",
     "ScheduleError",
@@ -97,3 +98,14 @@ def error_text(exc: BaseException) -> str:
     """``"Type: message"``, the form records and events carry."""
     message = str(exc)
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+CANCELLED_INSIDE = "CancelledError: raised inside the run; the scheduler did not cancel it"
+"""The error text of a coroutine run that ended in a ``CancelledError`` no verb, timeout
+or shutdown asked for: it cancelled itself (``asyncio.current_task().cancel()``), or
+awaited a task or future that something else cancelled.  A failure like any other: it
+is retried, and logged as a failure (WARNING, ERROR at the dead letter), not as a run
+stopped on purpose.  The scheduler's own cancellations say why instead
+(``CancelledError: task cancelled``, ``task paused``, ``scheduler shut down``), and a
+timeout is a ``TimeoutError``.  Before, such a run was recorded ``CancelledError``
+alone and logged at INFO as "stopped", even when it sent its task to the dead letter."""

@@ -12,6 +12,7 @@ and lets a thread wait, with a bounded timeout, for one that matches.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import threading
 import time
@@ -39,11 +40,26 @@ Listener = TaskListener | Callable[[TaskEvent], None]
 
 
 def as_callback(listener: Listener) -> Callable[[TaskEvent], None]:
-    """The function to call for ``listener``: its ``on_event``, or itself."""
+    """The function to call for ``listener``: its ``on_event``, or itself.
+
+    An ``async def`` listener is refused (ValidationError naming it): listeners are
+    called, never awaited (on the threaded runtime's events thread, in the simulation's
+    loop), so its body would never run, and Python would only warn "coroutine ... was
+    never awaited" on that thread.  A plain function that hands the event to the
+    application's loop does what it meant (docs/ASYNCIO.md)."""
     callback = getattr(listener, "on_event", listener)
     if not callable(callback):
         raise ValidationError(
             f"a listener needs an on_event(event) method or must be callable, got {listener!r}"
+        )
+    if inspect.iscoroutinefunction(callback) or inspect.iscoroutinefunction(
+        type(callback).__call__  # an object whose __call__ is an async def
+    ):
+        raise ValidationError(
+            f"a listener is called, never awaited, so an async def one never runs, got "
+            f"{listener!r}: pass a plain function that hands the event to your event loop, "
+            "e.g. lambda event: loop.call_soon_threadsafe(queue.put_nowait, event) "
+            "(docs/ASYNCIO.md)"
         )
     return callback
 

@@ -18,6 +18,7 @@ task.  Nothing here sleeps; the whole file runs in about a second.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
 from collections.abc import Callable, Iterator
@@ -363,6 +364,10 @@ for value in (-1, NAN, HUGE, True, "5"):
                      value))  # fmt: skip
 for value in (None, 1, "yes"):
     THREADED.append((f"shutdown(drain={value!r})", lambda s, v=value: s.shutdown(drain=v), value))
+for value in (-1, NAN, "5"):
+    THREADED.append((f"aclose(timeout={value!r})",
+                     lambda s, v=value: asyncio.run(s.aclose(timeout=v)), value))  # fmt: skip
+THREADED.append(("aclose(drain=None)", lambda s: asyncio.run(s.aclose(drain=None)), None))  # type: ignore[arg-type]
 
 SIMULATED: list[tuple[str, Callable[[Simulation], object], object]] = []
 for value in (None, -1, NAN, INF, HUGE, True, "5", NAIVE, timedelta(seconds=5)):

@@ -19,7 +19,7 @@ import weakref
 from typing import Any
 
 from lldsched.core.results import result_text
-from lldsched.errors import error_text
+from lldsched.errors import CANCELLED_INSIDE, error_text
 
 __all__ = ["Awaited", "PrivateLoop"]
 
@@ -47,8 +47,8 @@ class PrivateLoop:
             if future is not None and future.cancelled():  # wait_for's, not its own
                 return f"TimeoutError: cancelled at its {timeout:g} s timeout", None, True
             return error_text(exc), None, False
-        except asyncio.CancelledError:
-            return "CancelledError", None, False
+        except asyncio.CancelledError:  # not wait_for's: the coroutine's own
+            return CANCELLED_INSIDE, None, False
         except Exception as exc:
             return error_text(exc), None, False
         return None, result_text(value), False

@@ -26,7 +26,9 @@ pausing** a task cancels its running coroutine the same way; the attempt is
 recorded failed (``CancelledError: task cancelled`` / ``task paused``) and,
 like any failure, retried (after ``resume``) while attempts remain.  A run the
 scheduler cancelled ends as the cancellation says, even if the coroutine
-swallowed it.  A coroutine that *blocks* the loop (``time.sleep`` instead of
+swallowed it; one that returned or raised before the cancellation reached it (it
+paused or cancelled its own task, then returned) is recorded as it ended, as a thread
+run is.  A coroutine that *blocks* the loop (``time.sleep`` instead of
 ``asyncio.sleep``) blocks every coroutine run, and its timeout cannot fire until
 it yields (the record still says ``timed_out``, as on a thread).
 
@@ -64,7 +66,7 @@ from typing import Any
 from lldsched.checks import whole
 from lldsched.core.results import must_await, result_text
 from lldsched.core.task import Entry, Run
-from lldsched.errors import error_text
+from lldsched.errors import CANCELLED_INSIDE, error_text
 from lldsched.threaded.deadline import Deadline
 
 __all__ = ["CANCEL_GRACE", "CoroutineRunner", "Finish", "is_loop_action"]
@@ -116,7 +118,7 @@ class _Flight:
         self.started = started
         self.awaitable = awaitable  # None for a loop task until its action is called
         self.active = False  # holds one of the ``limit`` slots
-        self.future: asyncio.Future[None] | None = None  # its driver task, on the loop
+        self.future: Task[None] | None = None  # its driver task, on the loop
         self.timer: asyncio.TimerHandle | None = None  # the timeout, on the loop thread
         self.reason: str | None = None  # why the scheduler cancelled it: timeout, paused...
         self.finished = 0.0
@@ -175,6 +177,12 @@ class CoroutineRunner:
     @property
     def alive(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
+
+    def on_loop_thread(self) -> bool:
+        """True when the caller runs on this runner's loop thread (a coroutine run, or
+        something it called): a wait there for the loop's runs would wait for itself."""
+        thread = self._thread
+        return thread is not None and thread is threading.current_thread()
 
     # -- handing over (caller holds the lock) -------------------------------------------
 
@@ -382,21 +390,22 @@ class CoroutineRunner:
         (docs/DECISIONS.md)."""
         try:
             value = await flight.awaitable
-        except asyncio.CancelledError:  # the scheduler's (see _outcome), or its own
-            flight.outcome = ("CancelledError", None)
+        except asyncio.CancelledError:  # the scheduler's (_record reads its reason), or its own
+            flight.outcome = (CANCELLED_INSIDE, None)
         except BaseException as exc:  # user failures become data, KeyboardInterrupt too
             if isinstance(exc, GeneratorExit) and id(flight.run) not in self._flights:
                 # Closed by the collector after shutdown closed the loop with this run
                 # still pending (it swallowed its cancellation): shutdown recorded it,
                 # and the loop is gone: nothing to log, nowhere to report to.
                 return
-            flight.outcome = (error_text(exc), None)  # logged when recorded (report_failure)
+            flight.outcome = (_failure_text(exc, self._name), None)  # logged when recorded
         else:
             flight.outcome = _RETURNED_NONE if value is None else (None, result_text(value))
         self._over(flight)
 
     def _cancel(self, flight: _Flight) -> None:
-        """On the loop, after the flight's first step: cancel its task."""
+        """On the loop, after the flight's first step: cancel its task, unless it is done
+        already (it returned, or raised, before the cancellation reached it)."""
         if flight.future is not None and not flight.future.done():
             flight.future.cancel()
 
@@ -458,7 +467,7 @@ class CoroutineRunner:
         """Write the flight's record and free its slot (caller holds the lock, then
         settles it and calls :meth:`_notify_if_settled`); True when a line waits to be
         logged (``said``)."""
-        if flight.reason is None:
+        if flight.reason is None or _ended_first(flight):
             (error, result), timed_out = flight.outcome, False
         else:
             error, result, timed_out = _cancelled_outcome(flight)
@@ -478,6 +487,22 @@ class CoroutineRunner:
             self._settled.set()
 
 
+def _ended_first(flight: _Flight) -> bool:
+    """True when a flight the scheduler meant to cancel ended on its own first: it
+    returned or raised before the cancellation reached its task (a coroutine that paused
+    or cancelled its own task and returned without awaiting again, or a verb that
+    crossed its end).  It is recorded as it ended, as a thread run is: its result kept,
+    and a paused task not retried for work it finished."""
+    outcome = flight.outcome
+    if outcome is _UNFINISHED or outcome[0] == CANCELLED_INSIDE:
+        return False
+    # Task.cancel() on a task not yet done counts a request, and nothing but uncancel()
+    # takes it back (asyncio.timeout and TaskGroup do, for their own): none was counted,
+    # so none reached it.  Read here, on the cold path, not flagged on every run.
+    task = flight.future
+    return task is None or task.cancelling() == 0
+
+
 def _cancelled_outcome(flight: _Flight) -> tuple[str | None, str | None, bool]:
     """(error text, result text, timed out) of a flight the scheduler cancelled, which
     ends as the cancellation says, whatever the coroutine did."""
@@ -487,6 +512,26 @@ def _cancelled_outcome(flight: _Flight) -> tuple[str | None, str | None, bool]:
         timeout = flight.run.task.timeout
         return f"TimeoutError: cancelled at its {timeout:g} s timeout", None, True
     return _REASONS.get(reason, reason), None, False
+
+
+_OTHER_LOOP = ("attached to a different loop", "bound to a different event loop")
+"""What asyncio says when a coroutine awaits a future, or uses a lock, event, queue or
+semaphore, that belongs to another event loop (3.11's texts)."""
+
+
+def _failure_text(exc: BaseException, thread: str) -> str:
+    """The error text of a coroutine run that raised ``exc``; when asyncio refused an
+    object of another event loop (the application's aiohttp session, lock or queue), the
+    text says where coroutine runs are and what to do: asyncio's own message names
+    neither."""
+    text = error_text(exc)
+    if isinstance(exc, RuntimeError) and any(said in text for said in _OTHER_LOOP):
+        text += (
+            f" (coroutine actions run on the scheduler's own event loop, thread {thread}, "
+            "not on the application's: run what needs the application's loop there with "
+            "asyncio.run_coroutine_threadsafe(coro, app_loop), docs/ASYNCIO.md)"
+        )
+    return text
 
 
 def _close(awaitable: object) -> None:

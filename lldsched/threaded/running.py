@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 
 from lldsched.core.results import must_await, result_text
 from lldsched.core.task import Entry, Run
-from lldsched.errors import error_text
+from lldsched.errors import CANCELLED_INSIDE, error_text
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.threaded.parts import LogLine, Outcome, SchedulerParts
 
@@ -185,7 +185,9 @@ def failure_line(run: Run, record: ExecutionRecord) -> LogLine:
     task = run.task
     error = record.error
     status = task.status
-    if record.outcome == "cancelled" or (error or "").startswith("CancelledError"):
+    if record.outcome == "cancelled" or (
+        error is not None and error.startswith("CancelledError") and error != CANCELLED_INSIDE
+    ):
         return (
             logging.INFO,
             "task %s %r attempt %d stopped: %s",

@@ -89,8 +89,9 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
     the next due instant), which is how it notices a wall-clock jump or a suspend;
     ``name`` tells this scheduler's threads from another's in a thread dump: they are
     named ``lldsched-<name>-timer``, ``-worker-0`` ... ``-worker-N``, ``-events``,
-    ``-loop`` and ``-lease-keeper`` (default: a number counting the schedulers built in
-    this process, ``"1"``, ``"2"``, ...; it is :attr:`name`).
+    ``-loop``, ``-lease-keeper`` and ``-shutdown`` (:meth:`aclose`'s; default: a number
+    counting the schedulers built in this process, ``"1"``, ``"2"``, ...; it is
+    :attr:`name`).
     ``max_coroutines`` bounds the coroutine runs in flight at once (see
     :mod:`lldsched.threaded.coroutines`); ``tz`` is the zone of cron schedules that
     name none (cron text included; default UTC); ``retain_finished`` says how long
@@ -273,6 +274,20 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         traceback: TracebackType | None,
     ) -> None:
         self.shutdown()
+
+    async def __aenter__(self) -> Scheduler:
+        """``async with Scheduler(...) as scheduler:`` starts it (start() does not block)."""
+        return self.start()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        """Leaving ``async with``: :meth:`aclose`, which waits for the shutdown without
+        blocking the event loop."""
+        await self.aclose()
 
     # -- properties ----------------------------------------------------------
 

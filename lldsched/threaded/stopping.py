@@ -11,6 +11,7 @@ renews them is stopped.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import threading
@@ -20,6 +21,7 @@ from datetime import timedelta
 from lldsched.checks import flag, seconds
 from lldsched.core.names import RUNNABLE
 from lldsched.core.task import Entry
+from lldsched.errors import SchedulerStateError
 from lldsched.threaded.deadline import Deadline
 from lldsched.threaded.parts import RUNNING, STOPPED, SchedulerParts
 from lldsched.threaded.shared import leases_kept
@@ -62,10 +64,14 @@ class Stopping(SchedulerParts):
         and one that cannot is left undone and said in the warning.  If even the first
         cannot, nothing is stopped: the scheduler runs on, and a later ``shutdown()``
         does it all.
+
+        From a coroutine, ``await scheduler.aclose()`` waits for the same shutdown without
+        blocking the event loop.  From one of this scheduler's own coroutine runs it
+        raises :class:`~lldsched.errors.SchedulerStateError` before changing anything
+        (it would wait for itself with its loop blocked); a thread run may call it.
         """
-        flag(drain, name="shutdown() drain")
-        if timeout is not None:
-            timeout = seconds(timeout, name="shutdown() timeout", at_least=0)
+        timeout = _checked(drain, timeout)
+        self._refuse_on_loop("shutdown()")
         deadline = Deadline(timeout)
         with deadline.holding(self._lock) as held:
             if held:
@@ -109,6 +115,54 @@ class Stopping(SchedulerParts):
         if not self._pool.is_worker(threading.current_thread()):  # else: its own run goes on
             self._warn_still_running(timeout, deadline, flushing=flushing)
         return False
+
+    async def aclose(self, drain: bool = True, timeout: float | timedelta | None = 5.0) -> bool:
+        """:meth:`shutdown` for a coroutine (a lifespan handler, a SIGTERM handler's task):
+        the same stop, drain and result, waited for on a thread of its own
+        (``lldsched-<name>-shutdown``) while the caller's event loop goes on serving.
+        ``async with Scheduler(...) as scheduler:`` calls it on leaving the block.
+
+        Not the loop's default executor: an application may have bounded or filled it.
+        If the awaiting coroutine is cancelled, the shutdown still goes on to its end.
+        Raises :class:`~lldsched.errors.SchedulerStateError` from one of this
+        scheduler's own coroutine runs, as :meth:`shutdown` does (docs/ASYNCIO.md).
+        """
+        _checked(drain, timeout)  # a mistake raised here, before a thread is started
+        self._refuse_on_loop("aclose()")
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[bool] = loop.create_future()
+
+        def stop() -> None:
+            try:
+                outcome: bool | BaseException = self.shutdown(drain=drain, timeout=timeout)
+            except BaseException as exc:  # raised in the awaiting coroutine
+                outcome = exc
+            with contextlib.suppress(RuntimeError):  # the caller's loop closed meanwhile
+                loop.call_soon_threadsafe(_resolve, done, outcome)
+
+        stopper = threading.Thread(target=stop, name=f"{self._thread_prefix}shutdown", daemon=True)
+        stopper.start()
+        try:
+            return await done
+        finally:
+            # Resolved: handing the outcome over was the thread's last step, so it is
+            # ending now, and no thread of the scheduler outlives the await.  (Cancelled:
+            # the shutdown goes on; the loop is not held for it.)
+            if done.done() and not done.cancelled():
+                stopper.join()
+
+    def _refuse_on_loop(self, verb: str) -> None:
+        """Raise if the caller is one of this scheduler's coroutine runs: a shutdown there
+        would wait, with the loop blocked, for the runs of that very loop (itself
+        included), and then for the loop thread to end, which is the caller's own."""
+        if self._coroutines.on_loop_thread():
+            raise SchedulerStateError(
+                f"{verb} was called from a coroutine run on this scheduler's own event loop "
+                f"(thread {threading.current_thread().name}): it would wait for that loop's "
+                "runs, itself included, with the loop blocked.  Start the shutdown on a "
+                "thread and return: threading.Thread(target=scheduler.shutdown).start() "
+                "(docs/ASYNCIO.md)"
+            )
 
     def _settle_dropped(self, dropped: list[Entry]) -> None:
         """The pool dropped ``dropped`` unrun at shutdown (caller holds the lock)."""
@@ -325,3 +379,22 @@ class Stopping(SchedulerParts):
             and (until is None or task.next_run_at <= until)
             for task in self._core.tasks.values()
         )
+
+
+def _checked(drain: object, timeout: float | timedelta | None) -> float | None:
+    """``shutdown()``'s (and ``aclose()``'s) arguments checked: the timeout in seconds."""
+    flag(drain, name="shutdown() drain")
+    if timeout is None:
+        return None
+    return seconds(timeout, name="shutdown() timeout", at_least=0)
+
+
+def _resolve(done: asyncio.Future[bool], outcome: bool | BaseException) -> None:
+    """On the awaiting loop: give :meth:`Stopping.aclose` what the shutdown returned or
+    raised (unless the awaiting coroutine was cancelled meanwhile)."""
+    if done.done():
+        return
+    if isinstance(outcome, BaseException):
+        done.set_exception(outcome)
+    else:
+        done.set_result(outcome)

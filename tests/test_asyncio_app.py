@@ -1,0 +1,321 @@
+"""A scheduler inside an asyncio application: started and shut down from coroutines without
+blocking the application's loop, refusals that say what to do (a shutdown from one of its
+own coroutine runs, an ``async def`` listener), and failures that say where a coroutine
+run is (a coroutine that cancels itself, an object of the application's loop)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import threading
+
+import pytest
+
+from lldsched import (
+    EventLog,
+    FixedRate,
+    OneTime,
+    RetryPolicy,
+    Scheduler,
+    SchedulerStateError,
+    Simulation,
+    TaskEvent,
+    TaskStatus,
+    ValidationError,
+)
+from lldsched.core.context import RunContext
+from lldsched.errors import CANCELLED_INSIDE
+
+
+def threads_of(scheduler: Scheduler) -> list[str]:
+    prefix = f"lldsched-{scheduler.name}-"
+    return [thread.name for thread in threading.enumerate() if thread.name.startswith(prefix)]
+
+
+def test_aclose_waits_for_the_shutdown_while_the_event_loop_goes_on_serving() -> None:
+    started, released = threading.Event(), threading.Event()
+
+    def held() -> str:
+        started.set()
+        assert released.wait(10), "the application's loop never released the run"
+        return "released"
+
+    async def main() -> tuple[bool, bool, Scheduler]:
+        scheduler = Scheduler(workers=1, name="aclose").start()
+        scheduler.schedule("held", held, OneTime(delay=0))
+        assert await asyncio.to_thread(started.wait, 10)
+        closing = asyncio.create_task(scheduler.aclose(timeout=20))
+        await asyncio.sleep(0)  # aclose() began: its shutdown waits for the held run
+        pending = not closing.done()
+        released.set()  # a coroutine the loop ran while the shutdown waited for the run
+        return pending, await closing, scheduler
+
+    pending, stopped, scheduler = asyncio.run(main())
+    assert pending and stopped is True
+    assert [record.result for record in scheduler.task("task-1").history] == ["'released'"]
+    assert threads_of(scheduler) == []
+
+
+def test_async_with_starts_the_scheduler_and_closes_it_leaving_no_thread() -> None:
+    async def double(n: int) -> int:
+        await asyncio.sleep(0)
+        return 2 * n
+
+    async def main() -> tuple[Scheduler, list[str]]:
+        async with Scheduler(name="async-with") as scheduler:
+            assert scheduler.running
+            task = scheduler.schedule("double", double, OneTime(delay=0), args=(21,))
+            assert await asyncio.to_thread(scheduler.wait_idle, 10)
+        return scheduler, [record.result or "" for record in task.history]
+
+    scheduler, results = asyncio.run(main())
+    assert results == ["42"]
+    assert not scheduler.running and threads_of(scheduler) == []
+
+
+def test_aclose_raises_what_shutdown_refuses_in_the_awaiting_coroutine() -> None:
+    async def main(scheduler: Scheduler) -> None:
+        with pytest.raises(ValidationError, match=r"shutdown\(\) timeout .*got -1"):
+            await scheduler.aclose(timeout=-1)
+        assert scheduler.running  # nothing was stopped
+        assert await scheduler.aclose() is True
+
+    scheduler = Scheduler(name="aclose-bad").start()
+    asyncio.run(main(scheduler))
+    assert not scheduler.running
+
+
+def test_shutdown_from_one_of_its_own_coroutine_runs_is_refused_and_nothing_stops() -> None:
+    refused: list[str] = []
+
+    async def stops_it(verb: str) -> None:
+        try:
+            if verb == "shutdown":
+                scheduler.shutdown()
+            else:
+                await scheduler.aclose()
+        except SchedulerStateError as exc:
+            refused.append(str(exc))
+
+    scheduler = Scheduler(name="refuses").start()
+    try:
+        for verb in ("shutdown", "aclose"):
+            scheduler.schedule(verb, stops_it, OneTime(delay=0), args=(verb,))
+        assert scheduler.wait_idle(10)
+        assert len(refused) == 2
+        assert refused[0].startswith(
+            "shutdown() was called from a coroutine run on this scheduler's own event loop "
+            "(thread lldsched-refuses-loop)"
+        )
+        assert refused[1].startswith("aclose() was called from a coroutine run")
+        assert "threading.Thread(target=scheduler.shutdown).start()" in refused[0]
+        assert scheduler.running  # refused before anything changed
+        after = scheduler.schedule("after", asyncio.sleep, OneTime(delay=0), args=(0, "ran"))
+        assert scheduler.wait_idle(10) and after.history[0].result == "'ran'"
+    finally:
+        assert scheduler.shutdown(timeout=10)
+
+
+def test_the_recipe_a_coroutine_run_that_starts_the_shutdown_on_a_thread_stops_it() -> None:
+    stoppers: list[threading.Thread] = []
+
+    async def last_job() -> str:
+        stopper = threading.Thread(target=scheduler.shutdown)
+        stoppers.append(stopper)
+        stopper.start()
+        return "stopping"
+
+    scheduler = Scheduler(name="recipe").start()
+    task = scheduler.schedule("last", last_job, OneTime(delay=0))
+    log = EventLog()
+    scheduler.add_listener(log)
+    assert log.wait_for(lambda event: event.task_id == task.id and event.record is not None, 10)
+    stoppers[0].join(10)
+    assert not stoppers[0].is_alive() and not scheduler.running
+    assert [record.result for record in task.history] == ["'stopping'"]  # waited for, not cut
+    assert threads_of(scheduler) == []
+
+
+async def listens(event: TaskEvent) -> None:
+    pass
+
+
+class AsyncListener:
+    async def on_event(self, event: TaskEvent) -> None:
+        pass
+
+
+class AsyncCallable:
+    async def __call__(self, event: TaskEvent) -> None:
+        pass
+
+
+@pytest.mark.parametrize("listener", [listens, AsyncListener(), AsyncCallable()])
+def test_an_async_listener_is_refused_naming_it_and_nothing_registered_is_lost(
+    listener: object,
+) -> None:
+    said = re.escape(repr(listener))
+    with pytest.raises(ValidationError, match=rf"never awaited.*got {said}.*call_soon_threadsafe"):
+        Scheduler(listeners=[listener])  # type: ignore[list-item]
+    with pytest.raises(ValidationError, match=rf"got {said}"):
+        Simulation(listeners=[listener])  # type: ignore[list-item]
+    log = EventLog()
+    scheduler = Scheduler(listeners=[log]).start()
+    try:
+        with pytest.raises(ValidationError, match=rf"got {said}"):
+            scheduler.add_listener(listener)  # type: ignore[arg-type]
+        task = scheduler.schedule("after", lambda: None, OneTime(delay=0))
+        assert scheduler.wait_idle(10)
+        assert log.wait_for(lambda event: event.task_id == task.id and event.record is not None)
+    finally:
+        assert scheduler.shutdown(timeout=10)
+
+
+async def cancels_itself() -> None:
+    task = asyncio.current_task()
+    assert task is not None
+    task.cancel()
+    await asyncio.sleep(3600)
+
+
+def test_a_coroutine_that_cancels_itself_failed_is_retried_and_logged_as_a_failure(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="lldsched")
+    retry = RetryPolicy(max_attempts=2, initial_backoff=0.01)
+    scheduler = Scheduler(name="self-cancel").start()
+    try:
+        task = scheduler.schedule("quits", cancels_itself, OneTime(delay=0), retry=retry)
+        assert scheduler.wait_drained(10)
+    finally:
+        assert scheduler.shutdown(timeout=10)
+    assert [record.error for record in task.history] == [CANCELLED_INSIDE, CANCELLED_INSIDE]
+    assert task.status is TaskStatus.FAILED
+    lines = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "lldsched"]
+    assert [level for level, _ in lines] == [logging.WARNING, logging.ERROR]
+    assert "dead-lettered" in lines[1][1] and CANCELLED_INSIDE in lines[1][1]
+
+
+def test_in_the_simulation_a_coroutine_that_cancels_itself_is_recorded_alike() -> None:
+    sim = Simulation()
+    sim.schedule(
+        "quits", OneTime(delay=0), action=cancels_itself, retry=RetryPolicy(max_attempts=1)
+    )
+    sim.run(60)
+    assert [record.error for record in sim.records()] == [CANCELLED_INSIDE]
+
+
+def test_a_future_of_the_applications_loop_fails_with_where_the_run_is_and_what_to_do() -> None:
+    async def main() -> list[str | None]:
+        app_future = asyncio.get_running_loop().create_future()
+
+        async def awaits_it() -> object:
+            return await app_future
+
+        async with Scheduler(name="other-loop") as scheduler:
+            task = scheduler.schedule(
+                "awaits", awaits_it, OneTime(delay=0), retry=RetryPolicy(max_attempts=1)
+            )
+            assert await asyncio.to_thread(scheduler.wait_idle, 10)
+        app_future.cancel()
+        return [record.error for record in task.history]
+
+    (error,) = asyncio.run(main())
+    assert error is not None and "attached to a different loop" in error  # asyncio's words
+    assert error.endswith(
+        " (coroutine actions run on the scheduler's own event loop, thread "
+        "lldsched-other-loop-loop, not on the application's: run what needs the "
+        "application's loop there with asyncio.run_coroutine_threadsafe(coro, app_loop), "
+        "docs/ASYNCIO.md)"
+    )
+
+
+def test_the_recipe_for_the_applications_loop_cancels_the_call_there_at_the_timeout() -> None:
+    async def main() -> tuple[list[tuple[bool, str | None]], bool]:
+        app_loop = asyncio.get_running_loop()
+        cancelled_there = asyncio.Event()
+
+        async def on_the_app_loop() -> None:
+            assert asyncio.get_running_loop() is app_loop
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                cancelled_there.set()
+                raise
+
+        async def job() -> None:
+            call = asyncio.run_coroutine_threadsafe(on_the_app_loop(), app_loop)
+            await asyncio.wrap_future(call)
+
+        async with Scheduler(name="app-loop") as scheduler:
+            task = scheduler.schedule(
+                "calls", job, OneTime(delay=0), timeout=0.05, retry=RetryPolicy(max_attempts=1)
+            )
+            await asyncio.wait_for(cancelled_there.wait(), 10)
+            assert await asyncio.to_thread(scheduler.wait_idle, 10)
+        return [(r.timed_out, r.error) for r in task.history], cancelled_there.is_set()
+
+    history, cancelled = asyncio.run(main())
+    assert cancelled and history == [(True, "TimeoutError: cancelled at its 0.05 s timeout")]
+
+
+def test_a_cancelled_aclose_leaves_the_loop_free_and_the_shutdown_goes_on() -> None:
+    started, released = threading.Event(), threading.Event()
+
+    def held() -> None:
+        started.set()
+        assert released.wait(10)
+
+    scheduler = Scheduler(workers=1, name="aclose-cancelled").start()
+    scheduler.schedule("held", held, OneTime(delay=0))
+
+    async def main() -> None:
+        assert await asyncio.to_thread(started.wait, 10)
+        closing = asyncio.create_task(scheduler.aclose(timeout=20))
+        await asyncio.sleep(0)
+        closing.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await closing  # returns at once: the loop is not held for the shutdown
+
+    asyncio.run(main())
+    (stopper,) = [
+        t for t in threading.enumerate() if t.name == "lldsched-aclose-cancelled-shutdown"
+    ]
+    assert stopper.is_alive() and scheduler.task("task-1").history == ()  # the run still held
+    released.set()
+    stopper.join(20)
+    assert not stopper.is_alive() and not scheduler.running
+    assert [record.ok for record in scheduler.task("task-1").history] == [True]
+
+
+@pytest.mark.parametrize(
+    ("verb", "status"), [("pause", TaskStatus.PAUSED), ("cancel", TaskStatus.CANCELLED)]
+)
+def test_a_coroutine_that_stops_its_own_task_and_returns_is_recorded_as_it_ended(
+    verb: str, status: TaskStatus
+) -> None:
+    scheduler = Scheduler(name=f"stops-itself-{verb}").start()
+
+    async def last_run(ctx: RunContext) -> str:
+        getattr(scheduler, verb)(ctx.task_id)  # its cancellation comes after the return
+        return "work done"
+
+    async def then_awaits(ctx: RunContext) -> str:
+        getattr(scheduler, verb)(ctx.task_id)
+        await asyncio.sleep(3600)  # reached by the cancellation
+        return "not reached"
+
+    try:
+        done = scheduler.schedule("done", last_run, FixedRate(3600))
+        cut = scheduler.schedule("cut", then_awaits, FixedRate(3600))
+        assert scheduler.wait_idle(10)
+        assert [(r.ok, r.result) for r in done.history] == [(True, "'work done'")]
+        assert [r.error for r in cut.history] == [f"CancelledError: task {status.value}"]
+        assert done.status is status and cut.status is status
+        if verb == "pause":  # the finished slot is not run again; the cut one is retried
+            assert scheduler.resume(done.id) and scheduler.resume(cut.id)
+            assert done.next_run_at is not None and done.next_run_at > scheduler.now + 3000
+            assert cut.status is TaskStatus.RETRYING
+    finally:
+        assert scheduler.shutdown(timeout=10)
