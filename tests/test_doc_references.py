@@ -13,7 +13,10 @@ names and commands it gives are not):
   argparse parser, or the modes of its ``SIZES``; nothing is run);
 * every relative link resolves, down to its ``#anchor``;
 * a section cited as ``docs/X.md, "Section"`` (here, or in the package's source) is a
-  heading or a bold bullet of that document.
+  heading or a bold bullet of that document, and a test cited as
+  ``tests/test_x.py::name`` (here, or in the package) is a function or class there;
+* each row of docs/CRON.md's table of rejected expressions raises the message it
+  shows (``(...)`` and a trailing ``...`` stand for the rest).
 
 And the package's docstrings: every Sphinx cross-reference (``:class:`...```,
 ``:func:`...```, ...) names something that exists.
@@ -300,6 +303,45 @@ def test_every_section_cited_by_name_is_there() -> None:
                 line = text[: text.find(f'"{section.split()[0]}')].count("\n") + 1
                 missing.append(f"{path.relative_to(ROOT)}:{line}: docs/{document}, {section!r}")
     assert not missing, stale(missing)
+
+
+def test_every_test_cited_by_name_is_there() -> None:
+    missing = []
+    for path in [*DOCUMENTS, *sorted(PACKAGE.rglob("*.py"))]:
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            for test, name in re.findall(r"(tests/[\w/]+\.py)::(\w+)", line):
+                source = (ROOT / test).read_text() if (ROOT / test).is_file() else ""
+                if not re.search(rf"^\s*(?:async def|def|class) {name}\b", source, flags=re.M):
+                    missing.append(f"{path.relative_to(ROOT)}:{number}: {test}::{name}")
+    assert not missing, stale(missing)
+
+
+# --- quoted messages -----------------------------------------------------------------
+
+
+def cron_rejections() -> list[tuple[str, str, str]]:
+    text = (ROOT / "docs" / "CRON.md").read_text()
+    return [
+        (f"docs/CRON.md:{text[: m.start()].count(chr(10)) + 1}", m.group(1), m.group(2))
+        for m in re.finditer(r"^\| `([^`]+)` \| `([^`]+)` \|$", text, flags=re.M)
+        if not m.group(1).startswith("tests/")
+    ]
+
+
+def test_cron_md_shows_its_table_of_rejected_expressions() -> None:
+    assert len(cron_rejections()) >= 10
+
+
+@pytest.mark.parametrize(("where", "expr", "shown"), cron_rejections())
+def test_each_rejected_expression_of_cron_md_raises_the_message_it_shows(
+    where: str, expr: str, shown: str
+) -> None:
+    from lldsched import CronSchedule, ScheduleError
+
+    with pytest.raises(ScheduleError) as raised:
+        CronSchedule(expr)
+    pattern = ".*".join(re.escape(part) for part in re.split(r"\(\.\.\.\)|\.\.\.$", shown))
+    assert re.fullmatch(pattern, str(raised.value)), f"{where}: {expr!r} raises {raised.value}"
 
 
 # --- cross-references in the package's docstrings ------------------------------------
