@@ -3,7 +3,7 @@
 README.md and docs/*.md (PERFORMANCE.md included: its measurements are dated, the
 names and commands it gives are not):
 
-* every repository path they mention (``lldsched/...``, ``tests/...``,
+* every repository path they mention (``lldsched/...``, ``tests/...``, ``.ci/...``,
   ``benchmarks/...``, ``docs/...``, ...) exists, a ``*`` in it matching something;
 * every dotted name ``lldsched.x.y`` imports, down to its last attribute;
 * every ``make X`` is a target of the Makefile;
@@ -70,7 +70,7 @@ def stale(found: list[str]) -> str:
 # --- paths and dotted names ----------------------------------------------------------
 
 PATH = re.compile(
-    r"(?<![\w./-])((?:lldsched|tests|benchmarks|tools|docs|notebooks|binder)/[\w./*-]*[\w*/])"
+    r"(?<![\w./-])((?:lldsched|tests|benchmarks|tools|docs|notebooks|binder|\.ci)/[\w./*-]*[\w*/])"
 )
 DOTTED = re.compile(r"(?<![\w./-])(lldsched(?:\.\w+)+)")
 
