@@ -5,7 +5,9 @@ names and commands it gives are not):
 
 * every repository path they mention (``lldsched/...``, ``tests/...``, ``.ci/...``,
   ``benchmarks/...``, ``docs/...``, ...) exists, a ``*`` in it matching something;
-* every dotted name ``lldsched.x.y`` imports, down to its last attribute;
+* every dotted name ``lldsched.x.y`` imports, down to its last attribute, and every
+  ``Class.attribute`` or ``module.name`` written in backticks (``SchedulerCore._after``,
+  ``registration.validated``, ``threaded/pool.MAX_WORKERS``) names one that exists;
 * every ``make X`` is a target of the Makefile;
 * every ``python -m lldsched ...`` command names a subcommand and options it has, and
   one in a shell block parses in full (with the CLI's own parser, nothing is run);
@@ -28,8 +30,10 @@ from __future__ import annotations
 import argparse
 import ast
 import builtins
+import functools
 import importlib
 import importlib.util
+import inspect
 import re
 import shlex
 import sys
@@ -109,6 +113,94 @@ def test_every_dotted_lldsched_name_the_documents_mention_imports() -> None:
         for name in DOTTED.findall(line)
         if not resolves(name)
     ]
+    assert not missing, stale(missing)
+
+
+def package_modules() -> dict[str, list[ModuleType]]:
+    """Every module of the package, by its last name and by its path in the package
+    (``sqlite``, ``stores/sqlite``)."""
+    found: dict[str, list[ModuleType]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        if parts[-1] == "__init__":
+            continue
+        module = importlib.import_module(".".join(parts))
+        for short in {parts[-1], "/".join(parts[1:]), "/".join(parts[-2:])}:
+            found.setdefault(short, []).append(module)
+    return found
+
+
+def package_classes(modules: dict[str, list[ModuleType]]) -> dict[str, list[type]]:
+    found: dict[str, list[type]] = {}
+    for module in {m for ms in modules.values() for m in ms}:
+        for name, value in vars(module).items():
+            if isinstance(value, type) and value.__module__ == module.__name__:
+                found.setdefault(name, []).append(value)
+    return found
+
+
+@functools.cache
+def source_of(cls: type) -> str:
+    try:
+        return inspect.getsource(cls)
+    except (OSError, TypeError):
+        return ""
+
+
+def members(cls: type) -> set[str]:
+    """What ``cls`` has (its members' too, for an Enum), and what a method of it, or of a
+    base, sets on ``self`` or its body declares."""
+    found = set(dir(cls))
+    for member in getattr(cls, "__members__", {}).values():
+        found.update(dir(member))
+    for base in cls.__mro__:
+        source = source_of(base)
+        found.update(re.findall(r"self\.(\w+)\s*[:=]", source))
+        found.update(re.findall(r"^\s+(\w+)\s*:", source, flags=re.M))
+    return found
+
+
+def defines(module: ModuleType, name: str) -> bool:
+    """``module`` has ``name`` of its own: a function or class it imported from another
+    module is not its (``stores/sqlite.finished`` is ``persistence``'s)."""
+    value = getattr(module, name, None)
+    if value is None:
+        return hasattr(module, name)
+    if inspect.isfunction(value) or inspect.isclass(value):
+        return value.__module__ == module.__name__
+    return True
+
+
+MEMBER = re.compile(r"(?<![\w./-])((?:[a-z_]+/)*[A-Za-z_]\w*)\.(\w+)\b")
+SUFFIXES = {"py", "pyi", "ipynb", "md", "json", "png", "toml", "cfg", "txt", "db", "lock", "sh"}
+
+
+def test_every_class_attribute_and_module_name_in_backticks_exists() -> None:
+    modules = package_modules()
+    classes = {
+        name: set().union(*(members(cls) for cls in found))
+        for name, found in package_classes(modules).items()
+    }
+    any_class = set().union(*classes.values())
+    missing = []
+    for where, line, fenced in lines():
+        if fenced:
+            continue  # code blocks run (tests/test_docs.py, tests/test_readme.py)
+        for span in re.findall(r"`([^`]+)`", line):
+            for owner, attribute in MEMBER.findall(span):
+                if attribute in SUFFIXES:
+                    continue  # a file name
+                if owner in classes:
+                    exists = attribute in classes[owner]
+                elif owner in modules:
+                    exists = any(defines(module, attribute) for module in modules[owner])
+                    # ``scheduler.pause``: a variable named like a module, whose class
+                    # has the attribute.
+                    exists |= "/" not in owner and owner.islower() and attribute in any_class
+                else:
+                    continue  # not the package's: ``asyncio.Task``, ``logging.handlers``
+                if not exists:
+                    missing.append(f"{where}: {owner}.{attribute}  | {line.strip()}")
     assert not missing, stale(missing)
 
 
