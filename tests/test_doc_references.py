@@ -91,17 +91,22 @@ def test_every_path_the_documents_mention_exists() -> None:
 
 
 def resolves(name: str) -> bool:
-    """``name`` (``lldsched.x.y``) is a module, or an attribute down from one."""
+    """``name`` (``lldsched.x.y``) is a module, or an attribute down from one; a
+    function or class named in a module (not a package, which re-exports) is defined
+    there, not imported from elsewhere."""
     parts = name.split(".")
     for cut in range(len(parts), 0, -1):
         try:
-            found: Any = importlib.import_module(".".join(parts[:cut]))
+            module: Any = importlib.import_module(".".join(parts[:cut]))
         except ImportError:
             continue
+        found = module
         for attribute in parts[cut:]:
             if not hasattr(found, attribute):
                 return False
             found = getattr(found, attribute)
+        if cut < len(parts) and not hasattr(module, "__path__") and parts[0] == "lldsched":
+            return defines(module, parts[cut])
         return True
     return False
 
