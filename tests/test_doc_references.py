@@ -4,7 +4,8 @@ README.md and docs/*.md (PERFORMANCE.md included: its measurements are dated, th
 names and commands it gives are not):
 
 * every repository path they mention (``lldsched/...``, ``tests/...``, ``.ci/...``,
-  ``benchmarks/...``, ``docs/...``, ...) exists, a ``*`` in it matching something;
+  ``benchmarks/...``, ``docs/...``, ...) exists, a ``*`` in it matching something,
+  and a file named alone in backticks (``machine.py``) is a file of the repository;
 * every dotted name ``lldsched.x.y`` imports, down to its last attribute, and every
   ``Class.attribute`` or ``module.name`` written in backticks (``SchedulerCore._after``,
   ``registration.validated``, ``threaded/pool.MAX_WORKERS``) names one that exists;
@@ -80,6 +81,13 @@ DOTTED = re.compile(r"(?<![\w./-])(lldsched(?:\.\w+)+)")
 
 
 def test_every_path_the_documents_mention_exists() -> None:
+    files = {
+        path.name
+        for top in ROOT.iterdir()
+        if top.is_dir() and not top.name.startswith(".")  # not .venv
+        for pattern in ("*.py", "*.ipynb")
+        for path in top.rglob(pattern)
+    }
     missing = []
     for where, line, _ in lines():
         for match in PATH.finditer(line):
@@ -87,6 +95,10 @@ def test_every_path_the_documents_mention_exists() -> None:
             exists = any(ROOT.glob(path)) if "*" in path else (ROOT / path).exists()
             if not exists:
                 missing.append(f"{where}: {path}  | {line.strip()}")
+        for span in re.findall(r"`([^`]+)`", line):  # a file named alone: `machine.py`
+            for name in re.findall(r"(?<![\w/.-])([\w-]+\.(?:py|ipynb))\b", span):
+                if name not in files:
+                    missing.append(f"{where}: {name}  | {line.strip()}")
     assert not missing, stale(missing)
 
 
