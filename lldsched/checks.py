@@ -1,7 +1,7 @@
-"""Value checks: what a number of seconds, a plain number, a whole count and a fraction must be.
+"""Value checks: what a number of seconds, a plain number, a count, a fraction and a flag must be.
 
-Every numeric argument the package accepts is checked here, so the rules live in
-one place:
+Every numeric argument and every flag the package accepts is checked here, so the rules
+live in one place:
 
 * a **number of seconds** (:func:`seconds`, every duration of the public API: periods,
   delays, timeouts, backoffs, grace, leases...) is an ``int`` or a ``float``, never a
@@ -28,7 +28,8 @@ names another, e.g. :class:`~lldsched.errors.ScheduleError` for schedules) with 
 message that names the argument and quotes the bad value: ``"<name> must be ...,
 got <value!r>"`` (a ``timedelta`` is quoted with its seconds: ``"got
 datetime.timedelta(days=-1, seconds=86340) (-60 seconds)"``).
-Bounds are keyword arguments: ``at_least`` (``>=``), ``above`` (``>``).
+Bounds are keyword arguments: ``at_least`` (``>=``), ``above`` (``>``), and for a count
+``at_most`` (``<=``).
 
 Keywords keep a call site's own wording where its tests pin it: ``kind`` names
 what a value that is not a number at all should have been (``"epoch seconds or an

@@ -258,6 +258,7 @@ def run_a_tie(scheduler_type: type[Scheduler] = Scheduler, *, tasks: int = 12) -
     clock = FakeClock(0)
     scheduler = scheduler_type(workers=1, clock=clock)
     order: list[str] = []
+    # Guards order: the tasks append to it from the worker thread, the caller reads it.
     lock = threading.Lock()
 
     def record(name: str) -> None:

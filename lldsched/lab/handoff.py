@@ -45,6 +45,7 @@ def run_a_burst(
     scheduler = Scheduler(workers=workers, clock=clock, handoff=handoff)
     gate = Gate()
     order: list[str] = []
+    # Guards order: the workers append to it as they run, the caller reads it at the end.
     lock = threading.Lock()
 
     def run(name: str) -> None:

@@ -295,7 +295,7 @@ class CoordinatedMethods:
     def _wrote(self, shared: SharedState, snapshot: TaskSnapshot, version: int) -> None:
         """This process wrote ``snapshot``'s row as ``version`` (under the lock): the feed
         is told (:meth:`SharedState.wrote`), and a finished task is forgotten by the
-        caches too, as in one process (:func:`~lldsched.stores.sqlite_rows.finished`):
+        caches too, as in one process (:func:`~lldsched.persistence.finished`):
         nothing runs it again, and a later save writes its definition in full.  Without
         it, the caches held every task ever saved (docs/DECISIONS.md)."""
         task_id = snapshot.task.id

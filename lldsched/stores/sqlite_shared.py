@@ -232,7 +232,7 @@ class SharedState:
         """This process wrote ``task_id``'s row as ``version`` (inside the transaction
         that bumped it, or right after it committed).  If no other change came between
         the cursor and it, the cursor moves past it: the feed has nothing to skip.  A
-        ``finished`` task (:func:`~lldsched.stores.sqlite_rows.finished`) whose version
+        ``finished`` task (:func:`~lldsched.persistence.finished`) whose version
         the cursor passed is forgotten; anything else is remembered in ``seen``."""
         if version == self.cursor + 1:  # the counter was at the cursor: nothing between
             self.cursor = version

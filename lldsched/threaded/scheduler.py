@@ -89,9 +89,9 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
     the next due instant), which is how it notices a wall-clock jump or a suspend;
     ``name`` tells this scheduler's threads from another's in a thread dump: they are
     named ``lldsched-<name>-timer``, ``-worker-0`` ... ``-worker-N``, ``-events``,
-    ``-loop``, ``-lease-keeper`` and ``-shutdown`` (:meth:`aclose`'s; default: a number
-    counting the schedulers built in this process, ``"1"``, ``"2"``, ...; it is
-    :attr:`name`).
+    ``-loop``, ``-lease-keeper``, ``-flush`` and ``-shutdown`` (:meth:`aclose`'s;
+    default: a number counting the schedulers built in this process, ``"1"``, ``"2"``,
+    ...; it is :attr:`name`).
     ``max_coroutines`` bounds the coroutine runs in flight at once (see
     :mod:`lldsched.threaded.coroutines`); ``tz`` is the zone of cron schedules that
     name none (cron text included; default UTC); ``retain_finished`` says how long

@@ -16,10 +16,10 @@ Every chart colours a task by its name (:func:`task_colours`), the same in every
   failed runs hatched, timed-out runs outlined, each run's due time marked with a
   tick and a line to its start, so lateness shows.  All bars are one
   ``PolyCollection`` and all due marks one ``LineCollection``: 100,000 runs draw
-  in a second or two.
-* :func:`overrun_comparison`: ``SKIP`` against ``CATCH_UP`` side by side for a
-  fixed-rate task whose runs outlast its period (from the two runs
-  :func:`lldsched.sim.overrun.simulate_overrun` makes).
+  and render in about half a second (``benchmarks/bench_views.py``).
+* :func:`overrun_comparison`: overrun and overlap policies side by side (``SKIP``
+  against ``CATCH_UP`` by default) for a fixed-rate task whose runs outlast its period
+  (from the runs :func:`lldsched.sim.overrun.simulate_overrun` makes, one per policy).
 * :func:`cluster_timeline` (a lane per node of a simulated cluster: runs, leases,
   pauses, crashes, duplicate and rejected writes) and :func:`fencing_comparison`
   (the counts of several cluster results side by side), from a
