@@ -113,6 +113,11 @@ class EventDispatcher:
             thread.join(timeout)
 
     @property
+    def thread(self) -> threading.Thread | None:
+        """The thread it runs on (None before it starts)."""
+        return self._thread
+
+    @property
     def busy(self) -> bool:
         """True while the delivery thread is inside a listener (one still busy after
         :meth:`close`'s timeout), unless that thread is the caller's own: a listener

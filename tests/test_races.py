@@ -1,0 +1,134 @@
+"""Races the concurrency torture test (tests/test_torture.py) found, each pinned by a
+focused test that failed before its fix."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from lldsched import (
+    FixedRate,
+    InMemoryTaskStore,
+    OneTime,
+    Scheduler,
+    TaskEvent,
+    TaskStatus,
+)
+
+WAIT = 10.0  # bound of every wait below: a failing test fails, it never hangs
+
+
+def until(condition: Callable[[], bool]) -> None:
+    """Poll ``condition`` (every millisecond) for at most WAIT seconds."""
+    deadline = time.monotonic() + WAIT
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.001)  # a polling interval of a bounded wait, not a fixed sleep
+
+
+def test_a_second_shutdown_waits_for_the_first_drain_instead_of_cutting_it_short() -> None:
+    # Before: the second call found the scheduler stopped and closed the worker pool
+    # while the first was still draining, so the drain could hand out nothing more:
+    # the first call burned its whole timeout (for ever with timeout=None) and the
+    # tasks due at shutdown were never run, though drain=True promises them.
+    gate, running = threading.Event(), threading.Event()
+    ran: list[int] = []
+    scheduler = Scheduler(workers=1, handoff=1).start()
+
+    def block() -> None:
+        running.set()
+        gate.wait(WAIT)
+
+    scheduler.schedule("block", block, OneTime(delay=0))
+    assert running.wait(WAIT)
+    for n in range(4):  # due now, behind the blocked run: the hand-off queue holds one
+        scheduler.schedule(f"t{n}", ran.append, OneTime(delay=0), args=(n,))
+    first: list[bool] = []
+    draining = threading.Thread(target=lambda: first.append(scheduler.shutdown(timeout=WAIT)))
+    draining.start()
+    until(lambda: not scheduler.running)  # the first call stopped it and is draining
+    assert scheduler.shutdown(timeout=0.2) is False  # waits for the first, then gives up
+    gate.set()
+    draining.join(WAIT)
+    assert first == [True]
+    assert sorted(ran) == [0, 1, 2, 3]
+    assert all(task.status is TaskStatus.SUCCEEDED for task in scheduler.tasks())
+    assert scheduler.shutdown(timeout=WAIT) is True  # and a third, later, has nothing to do
+
+
+def test_shutdown_from_an_action_while_another_shutdown_drains_returns_at_once() -> None:
+    # The first shutdown waits for this very run: a second call from it must not wait
+    # for the first (a deadlock until both timeouts) nor close the pool under its drain.
+    gate, running = threading.Event(), threading.Event()
+    answers: list[bool] = []
+    scheduler = Scheduler(workers=2, handoff=1).start()
+
+    def shut_down_too() -> None:
+        running.set()
+        gate.wait(WAIT)
+        answers.append(scheduler.shutdown(timeout=WAIT))
+
+    scheduler.schedule("inner", shut_down_too, OneTime(delay=0))
+    assert running.wait(WAIT)
+    first: list[bool] = []
+    outer = threading.Thread(target=lambda: first.append(scheduler.shutdown(timeout=WAIT)))
+    outer.start()
+    until(lambda: not scheduler.running)
+    gate.set()
+    outer.join(WAIT)
+    assert answers == [False]  # its own run was still going
+    assert first == [True]
+
+
+def test_a_task_removed_mid_run_stays_out_of_the_store() -> None:
+    # Before: the run's end wrote the removed task back into the store (CANCELLED, with
+    # its record): a ghost row that a restart restored.
+    store = InMemoryTaskStore()
+    events: list[TaskEvent] = []
+    gate, running = threading.Event(), threading.Event()
+
+    def block() -> None:
+        running.set()
+        gate.wait(WAIT)
+
+    with Scheduler(workers=1, store=store, listeners=[events.append]) as scheduler:
+        scheduler.schedule("block", block, FixedRate(60), id="x")
+        assert running.wait(WAIT)
+        scheduler.remove("x")
+        gate.set()
+        assert scheduler.wait_idle(WAIT)
+        assert store.get("x") is None and store.records("x") == []
+        assert [task.id for task in scheduler.tasks()] == []
+    last = events[-1]  # the listeners still hear the run's record
+    assert (last.task_id, last.previous, last.status) == (
+        "x",
+        TaskStatus.CANCELLED,
+        TaskStatus.CANCELLED,
+    )
+    assert last.record is not None and last.record.ok
+
+
+def test_a_removed_run_ending_leaves_the_task_registered_again_under_its_id_alone() -> None:
+    # Before: the old run's end overwrote the new task's row with the removed task's
+    # (CANCELLED), and its success released the new task's dependents.
+    store = InMemoryTaskStore()
+    gate, running = threading.Event(), threading.Event()
+
+    def block() -> None:
+        running.set()
+        gate.wait(WAIT)
+
+    with Scheduler(workers=2, store=store) as scheduler:
+        scheduler.schedule("old", block, FixedRate(60), id="x")
+        assert running.wait(WAIT)
+        scheduler.remove("x")
+        scheduler.schedule("new", print, FixedRate(3600), id="x", paused=True)
+        dependent = scheduler.schedule("after", print, OneTime(delay=0), depends_on=["x"])
+        gate.set()
+        assert scheduler.wait_idle(WAIT)
+        snapshot = store.get("x")
+        assert snapshot is not None
+        assert (snapshot.task.name, snapshot.status) == ("new", TaskStatus.PAUSED)
+        assert scheduler.task("x").status is TaskStatus.PAUSED
+        assert scheduler.task(dependent.id).status is TaskStatus.BLOCKED  # "new" never ran
