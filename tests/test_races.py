@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 
 from lldsched import (
+    FakeClock,
     FixedRate,
     InMemoryTaskStore,
     OneTime,
@@ -132,3 +133,26 @@ def test_a_removed_run_ending_leaves_the_task_registered_again_under_its_id_alon
         assert (snapshot.task.name, snapshot.status) == ("new", TaskStatus.PAUSED)
         assert scheduler.task("x").status is TaskStatus.PAUSED
         assert scheduler.task(dependent.id).status is TaskStatus.BLOCKED  # "new" never ran
+
+
+def test_a_dependent_stranded_twice_in_one_cascade_fails_once() -> None:
+    # B waits for U and for A, which waits for U.  Cancelling U fails A, whose own
+    # strand fails B; then U's list of stranded dependents, taken before, failed B a
+    # second time: two BLOCKED -> FAILED events, two wait records, a chain a listener
+    # could not follow.
+    clock = FakeClock(1_800_000_000.0)
+    events: list[TaskEvent] = []
+    with Scheduler(clock=clock, listeners=[events.append]) as scheduler:
+        upstream = scheduler.schedule("u", print, OneTime(delay=60))
+        a = scheduler.schedule("a", print, OneTime(delay=0), depends_on=[upstream.id])
+        b = scheduler.schedule("b", print, OneTime(delay=0), depends_on=[upstream.id, a.id])
+        assert scheduler.wait_idle(WAIT)
+        assert (a.status, b.status) == (TaskStatus.BLOCKED, TaskStatus.BLOCKED)
+        scheduler.cancel(upstream.id)
+        assert scheduler.wait_idle(WAIT)
+    assert [(e.previous, e.status) for e in events if e.task_id == b.id] == [
+        (None, TaskStatus.SCHEDULED),
+        (TaskStatus.SCHEDULED, TaskStatus.BLOCKED),
+        (TaskStatus.BLOCKED, TaskStatus.FAILED),
+    ]
+    assert len(b.history) == 1 and scheduler.dead_letter() == [a.id, b.id]
