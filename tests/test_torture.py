@@ -64,6 +64,7 @@ from lldsched import (
     OneTime,
     Priority,
     RetryPolicy,
+    RunContext,
     ScheduleError,
     Scheduler,
     SchedulerStateError,
@@ -564,6 +565,8 @@ def test_every_verb_from_many_threads_keeps_every_invariant(
         ("thread", False, 0.0, 12),
         ("thread", True, None, 13),
         ("listener", True, 0.05, 14),
+        ("listener", False, None, 16),
+        ("action", True, None, 17),
         ("action", False, 5.0, 15),
     ],
 )
@@ -589,6 +592,11 @@ def test_shutdown_racing_the_verbs_leaves_a_consistent_state(
         if next(heard) == shut_at:
             shut_down()
 
+    def stop_action(ctx: RunContext) -> None:
+        with jobs.CALLS_LOCK:  # a call like the others' (tests/torture_jobs.py)
+            jobs.CALLS.append((ctx.task_id, ctx.due, ctx.attempt, ctx.worker))
+        shut_down()
+
     if who == "listener":
         scheduler.add_listener(listener)
     threads = [
@@ -607,7 +615,7 @@ def test_shutdown_racing_the_verbs_leaves_a_consistent_state(
         stopper.start()
     elif who == "action":
         with contextlib.suppress(SchedulerStateError):
-            stop = scheduler.schedule("stop", shut_down, OneTime(delay=0), priority=Priority.HIGH)
+            stop = scheduler.schedule("stop", stop_action, OneTime(delay=0), priority=Priority.HIGH)
             with rig.seen.lock:
                 rig.seen.returned.add(stop.id)
     for thread in threads:
