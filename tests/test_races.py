@@ -156,3 +156,31 @@ def test_a_dependent_stranded_twice_in_one_cascade_fails_once() -> None:
         (TaskStatus.BLOCKED, TaskStatus.FAILED),
     ]
     assert len(b.history) == 1 and scheduler.dead_letter() == [a.id, b.id]
+
+
+def test_a_later_shutdown_delivers_the_events_of_a_run_that_outlived_the_first() -> None:
+    # Before: the first shutdown's timeout ran out with a run going and closed the
+    # listeners' thread; the run's end (RUNNING -> SUCCEEDED, with its record) was
+    # queued for a thread that had stopped, and a second shutdown(), which waited for
+    # that run and returned True, delivered nothing: an audit listener never heard it.
+    gate, running = threading.Event(), threading.Event()
+    heard: list[TaskEvent] = []
+
+    def block() -> None:
+        running.set()
+        gate.wait(WAIT)
+
+    scheduler = Scheduler(workers=1, listeners=[heard.append]).start()
+    scheduler.schedule("block", block, OneTime(delay=0))
+    assert running.wait(WAIT)
+    assert scheduler.shutdown(timeout=0.05) is False
+    gate.set()
+    assert scheduler.shutdown(timeout=WAIT) is True
+    assert [(event.previous, event.status) for event in heard] == [
+        (None, TaskStatus.SCHEDULED),
+        (TaskStatus.SCHEDULED, TaskStatus.RUNNING),
+        (TaskStatus.RUNNING, TaskStatus.SUCCEEDED),
+    ]
+    assert heard[-1].record is not None and heard[-1].record.ok
+    prefix = f"lldsched-{scheduler.name}-"  # the delivery thread started for it ended
+    assert not any(thread.name.startswith(prefix) for thread in threading.enumerate())
