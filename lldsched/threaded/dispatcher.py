@@ -39,8 +39,9 @@ class EventDispatcher:
         self.backlog = backlog
         self.dropped = 0
         self._name = name
-        # Guards _events, _listeners, _busy, _closed, _delivering and dropped.  _cond (on it) is
-        # notified when an event arrives, when the backlog empties and on close.
+        # Guards _events, _listeners, _busy, _closed, _delivering and dropped.  _cond
+        # (on it) is notified when an event arrives, when the backlog empties and on
+        # close.
         # Taken inside the scheduler's lock (publish), never the other way round;
         # never held while a listener runs.  publish() and the delivery loop take
         # the lock itself: a Condition's ``with`` is two Python calls per event (-5 %
