@@ -80,7 +80,7 @@ from lldsched.schedules.base import Schedule
 from tests import torture_jobs as jobs
 
 THREADS = 6
-OPS_PER_THREAD = 150
+OPS_PER_THREAD = 500
 CALLER_IDS = [f"job-{n}" for n in range(12)]  # ids callers choose, shared by every thread
 SOAK = float(os.environ.get("LLDSCHED_TORTURE_SOAK", "0") or 0)
 
