@@ -34,7 +34,7 @@ fixed sleep), :func:`check_quiet` holds these:
 ``shutdown(drain=..., timeout=...)`` racing the verbs is a test of its own, and so are
 the threads and file descriptors left after many start / shutdown cycles.
 
-The suite runs a few seeds, about 10 s in all.  ``LLDSCHED_TORTURE_SOAK=<seconds>``
+The suite runs a few seeds, about 5 s in all.  ``LLDSCHED_TORTURE_SOAK=<seconds>``
 runs :func:`test_soak` instead, seed after seed for that long (not part of CI).
 """
 
