@@ -582,6 +582,8 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
                 task.next_run_at = None
                 if outcome is FAILED:
                     self._dead[task.id] = None
+        elif self.tasks.get(task.id) is not task:  # removed mid-run: it is forgotten
+            return self._removed_run(task, record)
         if self._store is not None or self.emit is not None:
             self._changed(task, previous, record)
         if skipped and previous is not CANCELLED:  # cancelled: nothing was skipped, all stopped
@@ -601,6 +603,16 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
                 retention.finished(task.id, record.finished)
             if len(retention.held_since) > retention.retire_above:  # else none can retire
                 self._retire(record.finished)
+        return record
+
+    def _removed_run(self, task: ScheduledTask, record: ExecutionRecord) -> ExecutionRecord:
+        """The run of a task removed while it was in flight has ended: its record is
+        announced (a listener hears every run), and nothing else is touched: the store
+        forgot the task, and the id, its dependents' waits and its retention may belong
+        to a task registered since under the same id (docs/DECISIONS.md, "A task removed
+        mid-run")."""
+        if self.emit is not None:
+            self.emit(TaskEvent(task.id, task.name, CANCELLED, CANCELLED, self.clock.now(), record))
         return record
 
     def _after(

@@ -17,6 +17,7 @@ from lldsched.core.names import (
     ALLOW,
     BUFFER_ONE,
     CANCEL_OTHER,
+    CANCELLED,
     GIVEN_UP,
     MAX_SKIPPED,
     OVERLAP_CANCELLED,
@@ -166,6 +167,8 @@ class OverlappingRuns(CoreParts):
             record = record._replace(misfire=GIVEN_UP)
             stats.given_up += 1
         self._keep(task, record)
+        if task.status is CANCELLED and self.tasks.get(task.id) is not task:
+            return self._removed_run(task, record)  # removed mid-run: it is forgotten
         if self._store is not None or self.emit is not None:
             self._changed(task, task.status, record)
         return record

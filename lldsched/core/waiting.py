@@ -81,7 +81,8 @@ class DependencyWaits(CoreParts):
         """``upstream`` is FAILED or CANCELLED: fail the BLOCKED dependents waiting for it
         (and, through this same call, theirs)."""
         for dependent in self._dependencies().stranded(upstream.id):
-            self._fail_waiting(dependent, upstream, previous=BLOCKED)
+            if dependent.status is BLOCKED:  # else failed already, by an earlier one's strand
+                self._fail_waiting(dependent, upstream, previous=BLOCKED)
 
     def _fail_waiting(
         self, task: ScheduledTask, upstream: Upstream, *, previous: TaskStatus

@@ -175,6 +175,11 @@ class CoroutineRunner:
         self._flush_sent = False
 
     @property
+    def thread(self) -> threading.Thread | None:
+        """The thread it runs on (None before it starts)."""
+        return self._thread
+
+    @property
     def alive(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 

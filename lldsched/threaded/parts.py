@@ -87,6 +87,9 @@ class SchedulerParts:
     # that they are written in order; held while a logging handler runs.
     _saying: threading.Lock
     _state: str  # NEW, RUNNING or STOPPED
+    # Set when the first shutdown() returns: a second call made meanwhile waits for it
+    # (within its own timeout) before it joins, never closes what the first still uses.
+    _shut_down: threading.Event
     _timer: threading.Thread | None
 
     if TYPE_CHECKING:  # called across the modules; each is defined in one of them

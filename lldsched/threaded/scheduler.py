@@ -215,6 +215,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         self._failures = collections.deque()  # failed runs' log lines, logged without _lock
         self._saying = threading.Lock()  # the thread logging _failures (never inside _lock)
         self._state = NEW
+        self._shut_down = threading.Event()  # set when the first shutdown() returns
         self._timer = None
         # The shared store's side, or None: claims, leases, the change feed (under _lock).
         self._coordinator = None

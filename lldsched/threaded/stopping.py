@@ -54,7 +54,10 @@ class Stopping(SchedulerParts):
         ``timedelta``; ``None``: no bound; a listener
         still inside a call counts); else False, and a warning on the ``lldsched``
         logger names the runs still going.  Calling it again waits again (up to its own
-        ``timeout``) for a run still in flight.
+        ``timeout``) for a run still in flight.  A call made while another is still
+        shutting down waits for that one first (within its own ``timeout``), so it never
+        cuts the other's drain short; from an action, a listener or a coroutine (which
+        the other may be waiting for) it returns False at once instead.
 
         It returns within ``timeout`` (plus :data:`~lldsched.threaded.deadline.LOCK_GRACE`
         for a lock found held past it, and the second a coroutine cancelled at the
@@ -83,9 +86,24 @@ class Stopping(SchedulerParts):
             self._warn_not_stopped(timeout)
             return False
         if already:  # a second call waits again for what the first left running
+            if not self._shut_down.is_set():  # the first is still going: it goes first
+                if self._own_thread():  # which may be waiting for this very thread
+                    return False
+                self._shut_down.wait(deadline.remaining())
+                if not self._shut_down.is_set():
+                    return False
             with self._leases_kept(deadline):
                 self._join(deadline)
             return not self._threads_alive()
+        try:
+            return self._shutdown(drain=drain, timeout=timeout, deadline=deadline, started=started)
+        finally:
+            self._shut_down.set()
+
+    def _shutdown(
+        self, *, drain: bool, timeout: float | None, deadline: Deadline, started: bool
+    ) -> bool:
+        """The first shutdown() past taking the lock: stop, drain or drop, join."""
         instant = self._clock.now()
         if self._timer is not None and self._timer is not threading.current_thread():
             self._timer.join(deadline.remaining())
@@ -163,6 +181,16 @@ class Stopping(SchedulerParts):
                 "thread and return: threading.Thread(target=scheduler.shutdown).start() "
                 "(docs/ASYNCIO.md)"
             )
+
+    def _own_thread(self) -> bool:
+        """True on a thread of this scheduler's that a shutdown may wait for: a worker
+        (an action), the listeners' thread (a listener) or the event loop (a coroutine)."""
+        thread = threading.current_thread()
+        return (
+            self._pool.is_worker(thread)
+            or thread is self._dispatcher.thread
+            or thread is self._coroutines.thread
+        )
 
     def _settle_dropped(self, dropped: list[Entry]) -> None:
         """The pool dropped ``dropped`` unrun at shutdown (caller holds the lock)."""

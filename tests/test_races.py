@@ -1,0 +1,186 @@
+"""Races the concurrency torture test (tests/test_torture.py) found, each pinned by a
+focused test that failed before its fix."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from lldsched import (
+    FakeClock,
+    FixedRate,
+    InMemoryTaskStore,
+    OneTime,
+    Scheduler,
+    TaskEvent,
+    TaskStatus,
+)
+
+WAIT = 10.0  # bound of every wait below: a failing test fails, it never hangs
+
+
+def until(condition: Callable[[], bool]) -> None:
+    """Poll ``condition`` (every millisecond) for at most WAIT seconds."""
+    deadline = time.monotonic() + WAIT
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.001)  # a polling interval of a bounded wait, not a fixed sleep
+
+
+def test_a_second_shutdown_waits_for_the_first_drain_instead_of_cutting_it_short() -> None:
+    # Before: the second call found the scheduler stopped and closed the worker pool
+    # while the first was still draining, so the drain could hand out nothing more:
+    # the first call burned its whole timeout (for ever with timeout=None) and the
+    # tasks due at shutdown were never run, though drain=True promises them.
+    gate, running = threading.Event(), threading.Event()
+    ran: list[int] = []
+    scheduler = Scheduler(workers=1, handoff=1).start()
+
+    def block() -> None:
+        running.set()
+        gate.wait(WAIT)
+
+    scheduler.schedule("block", block, OneTime(delay=0))
+    assert running.wait(WAIT)
+    for n in range(4):  # due now, behind the blocked run: the hand-off queue holds one
+        scheduler.schedule(f"t{n}", ran.append, OneTime(delay=0), args=(n,))
+    first: list[bool] = []
+    draining = threading.Thread(target=lambda: first.append(scheduler.shutdown(timeout=WAIT)))
+    draining.start()
+    until(lambda: not scheduler.running)  # the first call stopped it and is draining
+    assert scheduler.shutdown(timeout=0.2) is False  # waits for the first, then gives up
+    gate.set()
+    draining.join(WAIT)
+    assert first == [True]
+    assert sorted(ran) == [0, 1, 2, 3]
+    assert all(task.status is TaskStatus.SUCCEEDED for task in scheduler.tasks())
+    assert scheduler.shutdown(timeout=WAIT) is True  # and a third, later, has nothing to do
+
+
+def test_shutdown_from_an_action_while_another_shutdown_drains_returns_at_once() -> None:
+    # The first shutdown waits for this very run: a second call from it must not wait
+    # for the first (a deadlock until both timeouts) nor close the pool under its drain.
+    gate, running = threading.Event(), threading.Event()
+    answers: list[bool] = []
+    scheduler = Scheduler(workers=2, handoff=1).start()
+
+    def shut_down_too() -> None:
+        running.set()
+        gate.wait(WAIT)
+        answers.append(scheduler.shutdown(timeout=WAIT))
+
+    scheduler.schedule("inner", shut_down_too, OneTime(delay=0))
+    assert running.wait(WAIT)
+    first: list[bool] = []
+    outer = threading.Thread(target=lambda: first.append(scheduler.shutdown(timeout=WAIT)))
+    outer.start()
+    until(lambda: not scheduler.running)
+    gate.set()
+    outer.join(WAIT)
+    assert answers == [False]  # its own run was still going
+    assert first == [True]
+
+
+def test_a_task_removed_mid_run_stays_out_of_the_store() -> None:
+    # Before: the run's end wrote the removed task back into the store (CANCELLED, with
+    # its record): a ghost row that a restart restored.
+    store = InMemoryTaskStore()
+    events: list[TaskEvent] = []
+    gate, running = threading.Event(), threading.Event()
+
+    def block() -> None:
+        running.set()
+        gate.wait(WAIT)
+
+    with Scheduler(workers=1, store=store, listeners=[events.append]) as scheduler:
+        scheduler.schedule("block", block, FixedRate(60), id="x")
+        assert running.wait(WAIT)
+        scheduler.remove("x")
+        gate.set()
+        assert scheduler.wait_idle(WAIT)
+        assert store.get("x") is None and store.records("x") == []
+        assert [task.id for task in scheduler.tasks()] == []
+    last = events[-1]  # the listeners still hear the run's record
+    assert (last.task_id, last.previous, last.status) == (
+        "x",
+        TaskStatus.CANCELLED,
+        TaskStatus.CANCELLED,
+    )
+    assert last.record is not None and last.record.ok
+
+
+def test_a_removed_run_ending_leaves_the_task_registered_again_under_its_id_alone() -> None:
+    # Before: the old run's end overwrote the new task's row with the removed task's
+    # (CANCELLED), and its success released the new task's dependents.
+    store = InMemoryTaskStore()
+    gate, running = threading.Event(), threading.Event()
+
+    def block() -> None:
+        running.set()
+        gate.wait(WAIT)
+
+    with Scheduler(workers=2, store=store) as scheduler:
+        scheduler.schedule("old", block, FixedRate(60), id="x")
+        assert running.wait(WAIT)
+        scheduler.remove("x")
+        scheduler.schedule("new", print, FixedRate(3600), id="x", paused=True)
+        dependent = scheduler.schedule("after", print, OneTime(delay=0), depends_on=["x"])
+        gate.set()
+        assert scheduler.wait_idle(WAIT)
+        snapshot = store.get("x")
+        assert snapshot is not None
+        assert (snapshot.task.name, snapshot.status) == ("new", TaskStatus.PAUSED)
+        assert scheduler.task("x").status is TaskStatus.PAUSED
+        assert scheduler.task(dependent.id).status is TaskStatus.BLOCKED  # "new" never ran
+
+
+def test_a_dependent_stranded_twice_in_one_cascade_fails_once() -> None:
+    # B waits for U and for A, which waits for U.  Cancelling U fails A, whose own
+    # strand fails B; then U's list of stranded dependents, taken before, failed B a
+    # second time: two BLOCKED -> FAILED events, two wait records, a chain a listener
+    # could not follow.
+    clock = FakeClock(1_800_000_000.0)
+    events: list[TaskEvent] = []
+    with Scheduler(clock=clock, listeners=[events.append]) as scheduler:
+        upstream = scheduler.schedule("u", print, OneTime(delay=60))
+        a = scheduler.schedule("a", print, OneTime(delay=0), depends_on=[upstream.id])
+        b = scheduler.schedule("b", print, OneTime(delay=0), depends_on=[upstream.id, a.id])
+        assert scheduler.wait_idle(WAIT)
+        assert (a.status, b.status) == (TaskStatus.BLOCKED, TaskStatus.BLOCKED)
+        scheduler.cancel(upstream.id)
+        assert scheduler.wait_idle(WAIT)
+    assert [(e.previous, e.status) for e in events if e.task_id == b.id] == [
+        (None, TaskStatus.SCHEDULED),
+        (TaskStatus.SCHEDULED, TaskStatus.BLOCKED),
+        (TaskStatus.BLOCKED, TaskStatus.FAILED),
+    ]
+    assert len(b.history) == 1 and scheduler.dead_letter() == [a.id, b.id]
+
+
+def test_a_later_shutdown_delivers_the_events_of_a_run_that_outlived_the_first() -> None:
+    # Before: the first shutdown's timeout ran out with a run going and closed the
+    # listeners' thread; the run's end (RUNNING -> SUCCEEDED, with its record) was
+    # queued for a thread that had stopped, and a second shutdown(), which waited for
+    # that run and returned True, delivered nothing: an audit listener never heard it.
+    gate, running = threading.Event(), threading.Event()
+    heard: list[TaskEvent] = []
+
+    def block() -> None:
+        running.set()
+        gate.wait(WAIT)
+
+    scheduler = Scheduler(workers=1, listeners=[heard.append]).start()
+    scheduler.schedule("block", block, OneTime(delay=0))
+    assert running.wait(WAIT)
+    assert scheduler.shutdown(timeout=0.05) is False
+    gate.set()
+    assert scheduler.shutdown(timeout=WAIT) is True
+    assert [(event.previous, event.status) for event in heard] == [
+        (None, TaskStatus.SCHEDULED),
+        (TaskStatus.SCHEDULED, TaskStatus.RUNNING),
+        (TaskStatus.RUNNING, TaskStatus.SUCCEEDED),
+    ]
+    assert heard[-1].record is not None and heard[-1].record.ok
+    prefix = f"lldsched-{scheduler.name}-"  # the delivery thread started for it ended
+    assert not any(thread.name.startswith(prefix) for thread in threading.enumerate())
