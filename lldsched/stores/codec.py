@@ -36,7 +36,8 @@ value that became invalid is an error, never a half-built task.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+import logging
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, TypeVar
 
 from lldsched.checks import seconds
@@ -58,9 +59,13 @@ __all__ = [
     "encode_schedule",
     "encode_task",
     "load_each",
+    "moved_paths",
     "register_schedule",
+    "renamed",
     "resolve_callable",
 ]
+
+log = logging.getLogger("lldsched")
 
 ToDict = Callable[[Any], dict[str, Any]]
 FromDict = Callable[[Mapping[str, Any]], Schedule]
@@ -147,6 +152,9 @@ register_schedule(
 )
 
 
+_BUILT_IN = frozenset(_SCHEDULES)  # the types above; any other is registered from outside
+
+
 def encode_schedule(schedule: Schedule) -> dict[str, Any]:
     """``schedule`` as a JSON-ready dict ``{"type": name, ...fields}``;
     :class:`ValidationError` for a type nobody registered."""
@@ -195,7 +203,19 @@ def decode_schedule(document: Mapping[str, Any]) -> Schedule:
             "lldsched.stores.codec.register_schedule before the store is opened (import "
             "the module that registers it first)"
         )
-    return _SCHEDULES[kind][2](fields)
+    _, to_dict, from_dict = _SCHEDULES[kind]
+    if kind in _BUILT_IN:
+        schedule = from_dict(fields)
+        _refuse_unknown(fields, to_dict(schedule), where=f"schedule {kind!r}")
+        return schedule
+    try:  # one's own class: its from_dict may predate (or postdate) the stored fields
+        return from_dict(fields)
+    except (LldschedError, ValueError, TypeError, KeyError) as exc:
+        raise StoreError(
+            f"schedule {kind!r} cannot be rebuilt from the stored fields {fields!r}: its "
+            f"from_dict (registered with register_schedule) raised {exc!r}; if the class "
+            "changed, make from_dict accept what the previous version stored"
+        ) from None
 
 
 # -- callables ---------------------------------------------------------------------------
@@ -213,6 +233,30 @@ def resolve_callable(path: str) -> Callable[..., Any]:
 
 
 # -- definitions -------------------------------------------------------------------------
+
+
+_DOCUMENT_FIELDS = frozenset(
+    ("name", "action", "schedule", "priority", "retry", "timeout", "args", "kwargs", "misfire",
+     "isolation", "depends_on", "overlap", "max_instances")
+)  # fmt: skip
+"""The keys of a definition :func:`encode_task` writes (the last four only when set)."""
+_MISFIRE_FIELDS = ("on_misfire", "grace", "max_catch_up")
+_RETRY_FIELDS = (
+    "max_attempts", "initial_backoff", "multiplier", "max_backoff", "jitter",
+    "fail_after_given_up",  # absent in older documents
+)  # fmt: skip
+
+
+def _refuse_unknown(fields: Mapping[str, Any], known: Collection[str], *, where: str) -> None:
+    """StoreError naming the keys of ``fields`` not in ``known``: a definition written by
+    a newer lldsched, whose meaning this one would silently drop."""
+    unknown = [key for key in fields if key not in known]
+    if unknown:
+        raise StoreError(
+            f"{where} has fields this lldsched does not know: {unknown} (written by a newer "
+            "lldsched?); it is refused rather than run without them: upgrade lldsched, or "
+            "register the task again with the version that wrote it, without them"
+        )
 
 
 def encode_task(task: Task) -> str:
@@ -252,7 +296,7 @@ def encode_task(task: Task) -> str:
             "grace": misfire.grace,
             "max_catch_up": misfire.max_catch_up,
         },
-    }
+    }  # every key written here and below is in _DOCUMENT_FIELDS (decode refuses others)
     if task.isolation != "thread":  # absent in older documents, and for thread tasks
         document["isolation"] = task.isolation
     if task.depends_on:  # absent in older documents, and for tasks without upstreams
@@ -269,9 +313,15 @@ def encode_task(task: Task) -> str:
 def decode_task(task_id: str, text: str, *, runs: int = 0) -> Task:
     """The :class:`Task` stored as ``text``; :class:`StoreError` naming what is wrong.
     ``runs``: the task's successful runs so far (a ``Window``'s ``max_runs`` counts
-    them)."""
+    them).  A field this version does not know (written by a newer lldsched) is
+    refused, never dropped: the task would run without it, and a later write would
+    erase it."""
     try:
         document = json.loads(text)
+        _refuse_unknown(document, _DOCUMENT_FIELDS, where="the definition")
+        if document["misfire"] is not None:
+            _refuse_unknown(document["misfire"], _MISFIRE_FIELDS, where="its misfire policy")
+        _refuse_unknown(document["retry"], (*_RETRY_FIELDS, "policy"), where="its retry policy")
         name = document["name"]
         path = document["action"]
         action = None if path is None else resolve_callable(path)
@@ -316,14 +366,7 @@ def decode_task(task_id: str, text: str, *, runs: int = 0) -> Task:
 def _retry_document(name: str, retry: RetryPolicy) -> dict[str, Any]:
     """``retry`` as its fields; a subclass also as its class's import path (``"policy"``),
     checked to be rebuilt equal from those fields (ValidationError otherwise)."""
-    fields: dict[str, Any] = {
-        "max_attempts": retry.max_attempts,
-        "initial_backoff": retry.initial_backoff,
-        "multiplier": retry.multiplier,
-        "max_backoff": retry.max_backoff,
-        "jitter": retry.jitter,
-        "fail_after_given_up": retry.fail_after_given_up,  # absent in older documents
-    }
+    fields: dict[str, Any] = {name: getattr(retry, name) for name in _RETRY_FIELDS}
     kind = type(retry)
     if kind is RetryPolicy:
         return fields
@@ -365,6 +408,63 @@ def _depends_on(ids: object) -> tuple[str, ...]:
     return tuple(ids)
 
 
+def moved_paths(task: Task, text: str) -> tuple[str, list[str]] | None:
+    """The definition to store instead of ``text`` (and the paths it changes, ``"old ->
+    new"``), when a path in ``text`` imported a callable that now lives under another
+    name: an alias kept after a rename or a move (``old_name = new_name``).  None when
+    ``text`` names every callable by its own path, or when the callable has no path of
+    its own to name (it is left as stored).
+
+    A store writes the new text when it loads the task, so the alias may go in the next
+    release; without it, registering the same function again changes nothing (the
+    definitions are equal) and the row would keep naming the alias for ever."""
+    named = [task.action, type(task.retry)]
+    if all(thing is None or thing is RetryPolicy or _stored_as(thing) in text for thing in named):
+        return None  # the common case: a substring test per callable, no parsing
+    try:
+        current = encode_task(task)
+    except ValidationError:  # no importable path of its own (a wrapper): leave it
+        return None
+    old, new = json.loads(text), json.loads(current)
+    moves = [
+        f"{before} -> {after}"
+        for before, after in (
+            (old["action"], new["action"]),
+            (old["retry"].get("policy"), new["retry"].get("policy")),
+        )
+        if before != after
+    ]
+    return (current, moves) if moves else None
+
+
+def renamed(
+    snapshots: Sequence[TaskSnapshot], texts: Sequence[str], *, store: str
+) -> list[tuple[str, str, str]]:
+    """The definitions a store rewrites after a load (``texts[i]`` is what it held for
+    ``snapshots[i]``): ``(new text, task id, old text)`` for each whose callable moved
+    (:func:`moved_paths`), each said once in an INFO line naming the task and both paths.
+    A store writes each only if its row still holds the old text."""
+    moved = []
+    for snapshot, text in zip(snapshots, texts, strict=True):
+        found = moved_paths(snapshot.task, text)
+        if found is not None:
+            current, moves = found
+            moved.append((current, snapshot.task.id, text))
+            log.info(
+                "task %s in %s named its callable by an alias: stored again as %s "
+                "(the old name can go in the next release)",
+                snapshot.task.id,
+                store,
+                ", ".join(moves),
+            )
+    return moved
+
+
+def _stored_as(thing: object) -> str:
+    """How :func:`encode_task` writes the path of ``thing`` (a JSON string)."""
+    return json.dumps(f"{getattr(thing, '__module__', '')}:{getattr(thing, '__qualname__', '')}")
+
+
 Row = TypeVar("Row")
 
 
@@ -387,7 +487,9 @@ def load_each(
     if problems:
         raise StoreError(
             f"cannot load {len(problems)} of the {len(rows)} tasks in {store}; "
-            "the store was left untouched. Fix the import path (or remove the task with "
-            f"{delete}) and open it again:\n  " + "\n  ".join(problems)
+            "the store was left untouched. Make what each line names import again (a "
+            "function, its module, a schedule class, a retry policy; an alias of a renamed "
+            f"one will do), or remove the task with {delete}, and open it again:\n  "
+            + "\n  ".join(problems)
         )
     return snapshots

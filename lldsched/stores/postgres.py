@@ -66,7 +66,7 @@ from lldsched.persistence import (
 from lldsched.schedules.base import wrapped_schedule
 from lldsched.stores import forks
 from lldsched.stores import postgres_sql as sql
-from lldsched.stores.codec import decode_task, encode_task, load_each
+from lldsched.stores.codec import decode_task, encode_task, load_each, renamed
 from lldsched.stores.postgres_batch import Pending, SettleQueue, settle_parameters
 from lldsched.stores.postgres_listen import Listener, connect, psycopg, redact
 from lldsched.stores.postgres_rows import record_row, state_row
@@ -85,6 +85,24 @@ def node_id() -> str:
 
 
 _FINISHED = frozenset(status.value for status in FINISHED_STATUSES)  # as rows store them
+
+
+def schema_refused(dsn: str, version: str | None) -> str:
+    """Why a store of schema ``version`` (``lldsched_meta``'s, None if it has none) is
+    refused, and what to do: an older lldsched meets a newer schema on a downgrade or
+    in a rolling upgrade, a newer one an older schema it has no migration for."""
+    understood = sql.SCHEMA_VERSION
+    number = int(version) if version is not None and version.isdigit() else None
+    if number is not None and number > understood:
+        advice = (
+            f"newer than this lldsched understands ({understood}): it was written by a "
+            "newer lldsched; upgrade lldsched to open it"
+        )
+    elif number is not None:
+        advice = f"older than this lldsched's ({understood}), and it has no migration for it"
+    else:
+        advice = f"not a version this lldsched knows (it understands {understood})"
+    return f"{dsn!r} has store schema version {version}, {advice}. It was left untouched"
 
 
 class PostgresTaskStore:
@@ -184,10 +202,7 @@ class PostgresTaskStore:
             ).fetchone()
             version = None if row is None else row[0]
             if version != str(sql.SCHEMA_VERSION):
-                raise StoreError(
-                    f"{self.dsn!r} has store schema version {version}, this lldsched "
-                    f"understands {sql.SCHEMA_VERSION}; it was left untouched"
-                )
+                raise StoreError(schema_refused(self.dsn, version))
 
     def _open(self) -> Connection:
         """The live connection, connecting again after an outage (caller holds the lock)."""
@@ -383,6 +398,16 @@ class PostgresTaskStore:
             store=repr(self.dsn),
             delete="PostgresTaskStore(dsn).delete(task_id)",
         )
+        moved = renamed(snapshots, [row[1] for row in rows], store=repr(self.dsn))
+        if moved:  # each row only if no node rewrote it since; the same callable: no feed
+            try:
+                with self._using() as connection, connection.transaction():
+                    connection.cursor().executemany(
+                        "UPDATE tasks SET definition = %s WHERE id = %s AND definition = %s",
+                        moved,
+                    )
+            except StoreError as exc:  # the rows keep the alias, which still imports
+                log.warning("cannot store the moved callables in %r: %s", self.dsn, exc)
         with self._lock:
             for snapshot, row in zip(snapshots, rows, strict=True):
                 self._defined[snapshot.task.id] = snapshot.task
