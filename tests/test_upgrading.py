@@ -378,3 +378,47 @@ def test_postgres_says_whether_a_schema_version_is_newer_or_older(
     assert f"has store schema version {stored}, " in str(refused.value)
     assert said in str(refused.value)
     assert "It was left untouched" in str(refused.value)
+
+
+# -- a rolling upgrade: another process's definition this one cannot load ----------------
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def two_stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[object, object]]:
+    """Two stores of one shared set of tasks, as two processes of a rolling upgrade hold."""
+    if request.param == "sqlite":
+        stores = [SqliteTaskStore(tmp_path / "tasks.db", shared=True) for _ in range(2)]
+    else:
+        open_store = request.getfixturevalue("open_store")
+        stores = [open_store(), open_store()]
+    yield stores[0], stores[1]
+    for store in stores:
+        store.close()
+
+
+def test_a_definition_newer_code_wrote_is_said_once_and_the_feed_goes_on(
+    two_stores: tuple[object, object],
+    deploy: Deploy,
+    make_scheduler: Callable[..., object],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from lldsched import Scheduler
+
+    old_store, new_store = two_stores
+    old = make_scheduler(start=False, store=old_store)
+    new = make_scheduler(start=False, store=new_store)
+    assert isinstance(old, Scheduler) and isinstance(new, Scheduler)
+    jobs = deploy(V3)  # only the new process has this module
+    new.schedule("report", jobs.daily_report, FixedRate(3600, start_delay=3600), id="report")
+    new.schedule("other", len, FixedRate(3600, start_delay=3600), args=["x"], id="other")
+    deploy("", load=False)  # ...the old one cannot import it
+    with caplog.at_level(logging.ERROR, logger="lldsched"):
+        changes = old_store.changes()  # type: ignore[attr-defined]
+        assert [change.task_id for change in changes] == ["other"]  # before (PostgreSQL): raised
+        new.pause("other")
+        new.pause("report")
+        changes = old_store.changes()  # type: ignore[attr-defined]
+        assert [change.task_id for change in changes] == ["other"]
+    (said,) = [m for m in caplog.messages if "redefined task report" in m]  # once per text
+    assert f"'{jobs.__name__}:daily_report'" in said
+    assert "it keeps the definition it has" in said

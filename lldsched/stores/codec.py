@@ -53,6 +53,7 @@ from lldsched.schedules.decorators import Jittered, Window, restore_runs
 from lldsched.schedules.simple import FixedDelay, FixedRate, OneTime
 
 __all__ = [
+    "Unreadable",
     "callable_path",
     "decode_schedule",
     "decode_task",
@@ -463,6 +464,38 @@ def renamed(
 def _stored_as(thing: object) -> str:
     """How :func:`encode_task` writes the path of ``thing`` (a JSON string)."""
     return json.dumps(f"{getattr(thing, '__module__', '')}:{getattr(thing, '__qualname__', '')}")
+
+
+class Unreadable:
+    """The definitions other processes wrote to a shared store that this one cannot load:
+    newer code in a rolling upgrade (an action this deploy does not have, a field this
+    lldsched does not know).  Each is said once, at ERROR, naming the task and why; the
+    feed leaves it out and goes on with the other changes, and this process keeps the
+    definition it has (the slots of the task it claims run with it) until it is upgraded.
+    Used by a store's ``changes()``, which its runtime calls under its own lock."""
+
+    def __init__(self, store: str) -> None:
+        self._store = store
+        self._said: dict[str, str] = {}  # task id -> the definition text said
+
+    def failed(self, task_id: str, text: str, error: StoreError) -> None:
+        """``text``, another process's definition of ``task_id``, raised ``error``."""
+        if self._said.get(task_id) == text:
+            return
+        self._said[task_id] = text
+        log.error(
+            "another process redefined task %s in %s, and this one cannot load it (%s); "
+            "it keeps the definition it has and runs the task's slots it claims with it "
+            "until it runs the code that wrote it",
+            task_id,
+            self._store,
+            error,
+        )
+
+    def read(self, task_id: str) -> None:
+        """``task_id``'s definition was loaded: said again if it fails again."""
+        if self._said:
+            self._said.pop(task_id, None)
 
 
 Row = TypeVar("Row")

@@ -66,7 +66,7 @@ from lldsched.persistence import (
 from lldsched.schedules.base import wrapped_schedule
 from lldsched.stores import forks
 from lldsched.stores import postgres_sql as sql
-from lldsched.stores.codec import decode_task, encode_task, load_each, renamed
+from lldsched.stores.codec import Unreadable, decode_task, encode_task, load_each, renamed
 from lldsched.stores.postgres_batch import Pending, SettleQueue, settle_parameters
 from lldsched.stores.postgres_listen import Listener, connect, psycopg, redact
 from lldsched.stores.postgres_rows import record_row, state_row
@@ -149,8 +149,8 @@ class PostgresTaskStore:
         # when the runtime calls (lock order: the scheduler's, then this one), and by the
         # settle writer thread; never held while calling anything outside this store
         # (wake included).  _muted and _listener are set only by the runtime, under its
-        # own lock; _decoded only by load_all() and changes(), which the runtime calls
-        # under its lock.
+        # own lock; _decoded and _unreadable only by load_all() and changes(), which the
+        # runtime calls under its lock.
         self._lock = threading.Lock()
         self._connection: Connection | None = connection
         self._closed = False
@@ -160,6 +160,9 @@ class PostgresTaskStore:
         self._seen: dict[str, int] = {}  # task id -> the version the feed last gave
         self._since: int = int(horizon)  # the feed's cursor (a transaction id)
         self._decoded: dict[str, tuple[str, Task]] = {}  # id -> a definition's text, decoded
+        self._unreadable = Unreadable(
+            repr(self.dsn)
+        )  # other nodes' definitions this one cannot load
         self._horizons = FeedHorizons()  # when to trim removals (lldsched.stores.removals)
         self._settles = SettleQueue(self.flush)  # runs' settles not written yet
         # The batches of settles that failed: an outage said once (core/storewrites.py).
@@ -650,7 +653,14 @@ class PostgresTaskStore:
                 passed.append(task_id)
             if self._seen.get(task_id, -1) >= version:
                 continue  # read before
-            snapshot = self._read_snapshot(columns) if kind == 1 else None
+            snapshot = None
+            if kind == 1:
+                try:
+                    snapshot = self._read_snapshot(columns)
+                except StoreError as exc:  # newer code's: said once, the others still read
+                    self._unreadable.failed(task_id, columns[1], exc)
+                    continue
+                self._unreadable.read(task_id)
             found.append((int(xid), Change(task_id, version, snapshot, bool(leased))))
         found.sort(key=lambda item: (item[0], item[1].version))
         with self._lock:

@@ -182,9 +182,10 @@ class CoordinatedMethods:
         for task_id, version, definition, status, *state, leased in rows:
             try:
                 snapshot = snapshot_of(task_id, definition, status, state)
-            except StoreError:
-                log.exception("a change to task %s from another process cannot be read", task_id)
+            except StoreError as exc:
+                shared.unreadable.failed(task_id, definition, exc)
                 continue
+            shared.unreadable.read(task_id)
             found.append(Change(task_id, version, snapshot, bool(leased)))
         with self._lock:  # a finished task is not cached: its row is written in full again
             for change in found:
