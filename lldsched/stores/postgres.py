@@ -390,7 +390,10 @@ class PostgresTaskStore:
 
     def load_all(self) -> list[TaskSnapshot]:
         """Every stored task, in the order first saved, its callable imported;
-        :class:`StoreError` naming every task that cannot be loaded."""
+        :class:`StoreError` naming every task that cannot be loaded (nothing written).
+        A definition naming its callable by an alias (a function renamed, its old name
+        kept) is then stored under the callable's own path
+        (:func:`~lldsched.stores.codec.renamed`)."""
         with self._using() as connection:
             rows = connection.execute(
                 f"SELECT {sql.SNAPSHOT_COLUMNS} FROM tasks t ORDER BY t.position"

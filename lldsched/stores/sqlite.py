@@ -429,6 +429,9 @@ class SqliteTaskStore(CoordinatedMethods):
 
         :class:`StoreError` naming every task that cannot be loaded (a callable that
         no longer imports, a definition that is no longer valid); nothing is written.
+        Once all loaded, a definition naming its callable by an alias (a function
+        renamed, its old name kept) is stored under the callable's own path
+        (:func:`~lldsched.stores.codec.renamed`).
         """
         with self._lock:
             rows = (
