@@ -154,6 +154,7 @@ register_schedule(
 
 
 _BUILT_IN = frozenset(_SCHEDULES)  # the types above; any other is registered from outside
+_BUILT_IN_KEYS: dict[str, frozenset[str]] = {}  # type name -> the fields its to_dict writes
 
 
 def encode_schedule(schedule: Schedule) -> dict[str, Any]:
@@ -207,7 +208,11 @@ def decode_schedule(document: Mapping[str, Any]) -> Schedule:
     _, to_dict, from_dict = _SCHEDULES[kind]
     if kind in _BUILT_IN:
         schedule = from_dict(fields)
-        _refuse_unknown(fields, to_dict(schedule), where=f"schedule {kind!r}")
+        known = _BUILT_IN_KEYS.get(kind)
+        if known is None:  # the keys its to_dict writes, whatever the instance: once a type
+            known = _BUILT_IN_KEYS[kind] = frozenset(to_dict(schedule))
+        if not fields.keys() <= known:
+            _refuse_unknown(fields, known, where=f"schedule {kind!r}")
         return schedule
     try:  # one's own class: its from_dict may predate (or postdate) the stored fields
         return from_dict(fields)
@@ -241,11 +246,12 @@ _DOCUMENT_FIELDS = frozenset(
      "isolation", "depends_on", "overlap", "max_instances")
 )  # fmt: skip
 """The keys of a definition :func:`encode_task` writes (the last four only when set)."""
-_MISFIRE_FIELDS = ("on_misfire", "grace", "max_catch_up")
+_MISFIRE_FIELDS = frozenset(("on_misfire", "grace", "max_catch_up"))
 _RETRY_FIELDS = (
     "max_attempts", "initial_backoff", "multiplier", "max_backoff", "jitter",
     "fail_after_given_up",  # absent in older documents
 )  # fmt: skip
+_RETRY_KEYS = frozenset((*_RETRY_FIELDS, "policy"))  # "policy": a subclass's import path
 
 
 def _refuse_unknown(fields: Mapping[str, Any], known: Collection[str], *, where: str) -> None:
@@ -319,16 +325,18 @@ def decode_task(task_id: str, text: str, *, runs: int = 0) -> Task:
     erase it."""
     try:
         document = json.loads(text)
-        _refuse_unknown(document, _DOCUMENT_FIELDS, where="the definition")
-        if document["misfire"] is not None:
-            _refuse_unknown(document["misfire"], _MISFIRE_FIELDS, where="its misfire policy")
-        _refuse_unknown(document["retry"], (*_RETRY_FIELDS, "policy"), where="its retry policy")
+        if not document.keys() <= _DOCUMENT_FIELDS:  # the check a load makes per task: a
+            _refuse_unknown(document, _DOCUMENT_FIELDS, where="the definition")  # set test
+        misfire_doc = document["misfire"]
+        if misfire_doc is not None and not misfire_doc.keys() <= _MISFIRE_FIELDS:
+            _refuse_unknown(misfire_doc, _MISFIRE_FIELDS, where="its misfire policy")
+        if not document["retry"].keys() <= _RETRY_KEYS:
+            _refuse_unknown(document["retry"], _RETRY_KEYS, where="its retry policy")
         name = document["name"]
         path = document["action"]
         action = None if path is None else resolve_callable(path)
         schedule = decode_schedule(document["schedule"])
         restore_runs(schedule, task_id, runs)
-        misfire_doc = document["misfire"]
         misfire = None
         if misfire_doc is not None:
             misfire = MisfirePolicy(
