@@ -131,6 +131,26 @@ def test_an_alias_kept_for_a_rename_has_the_stored_path_rewritten_so_it_can_go(
         assert start(store, jobs, "daily_report").task("report").run_count == 1
 
 
+def test_a_retry_policy_class_renamed_with_an_alias_is_stored_under_its_new_path(
+    deploy: Deploy,
+) -> None:
+    jobs = deploy(
+        "from lldsched import RetryPolicy\n\n"
+        "class Patient(RetryPolicy):\n    pass\n\n"
+        "Careful = Patient  # its old name, kept for one release\n"
+    )
+    task = Task("t", "t", len, FixedRate(60), Priority.NORMAL, jobs.Patient(max_attempts=5), None)
+    current = codec.encode_task(task)
+    stored = current.replace(f'"{jobs.__name__}:Patient"', f'"{jobs.__name__}:Careful"')
+    assert stored != current
+    restored = codec.decode_task("t", stored)
+    assert codec.moved_paths(restored, stored) == (
+        current,
+        [f"{jobs.__name__}:Careful -> {jobs.__name__}:Patient"],
+    )
+    assert codec.moved_paths(restored, current) is None  # its own path: nothing to write
+
+
 def test_a_function_renamed_without_an_alias_refuses_the_store_naming_task_and_path(
     tmp_path: Path, deploy: Deploy
 ) -> None:
