@@ -416,29 +416,44 @@ def two_stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple
         store.close()
 
 
-def test_a_definition_newer_code_wrote_is_said_once_and_the_feed_goes_on(
+def test_a_definition_newer_code_wrote_is_said_once_and_its_state_still_followed(
     two_stores: tuple[object, object],
     deploy: Deploy,
     make_scheduler: Callable[..., object],
     caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from lldsched import Scheduler
+    from lldsched import Scheduler, TaskStatus
 
     old_store, new_store = two_stores
+    jobs = deploy(V1)
+    later = FixedRate(3600, start_delay=3600)
     old = make_scheduler(start=False, store=old_store)
+    assert isinstance(old, Scheduler)
+    old.schedule("report", jobs.report, later, id="report")
+    old.schedule("other", len, later, args=["x"], id="other")
     new = make_scheduler(start=False, store=new_store)
-    assert isinstance(old, Scheduler) and isinstance(new, Scheduler)
-    jobs = deploy(V3)  # only the new process has this module
-    new.schedule("report", jobs.daily_report, FixedRate(3600, start_delay=3600), id="report")
-    new.schedule("other", len, FixedRate(3600, start_delay=3600), args=["x"], id="other")
-    deploy("", load=False)  # ...the old one cannot import it
+    assert isinstance(new, Scheduler)
+    newer = ModuleType(f"upgrade_newer_{next(_names)}")  # only the new release has it
+    exec("def daily_report():\n    return 'daily'\n", newer.__dict__)
+    monkeypatch.setitem(sys.modules, newer.__name__, newer)
+    new.schedule("report", newer.daily_report, later, id="report", replace_existing=True)
+    new.schedule("fresh", newer.daily_report, later, id="fresh")
+    new.pause("other")
+    monkeypatch.setitem(sys.modules, newer.__name__, None)  # ...the old one cannot import it
     with caplog.at_level(logging.ERROR, logger="lldsched"):
-        changes = old_store.changes()  # type: ignore[attr-defined]
-        assert [change.task_id for change in changes] == ["other"]  # before (PostgreSQL): raised
-        new.pause("other")
+        changes = old_store.changes()  # type: ignore[attr-defined]  # before, PostgreSQL: raised
+        assert [(c.task_id, c.snapshot.status) for c in changes] == [
+            ("report", TaskStatus.SCHEDULED),  # its state, with the definition the old one has
+            ("other", TaskStatus.PAUSED),  # the other changes still come
+        ]  # "fresh", which it never had, is left to the processes that can load it
+        assert changes[0].snapshot.task.action is jobs.report
         new.pause("report")
-        changes = old_store.changes()  # type: ignore[attr-defined]
-        assert [change.task_id for change in changes] == ["other"]
-    (said,) = [m for m in caplog.messages if "redefined task report" in m]  # once per text
-    assert f"'{jobs.__name__}:daily_report'" in said
-    assert "it keeps the definition it has" in said
+        (change,) = old_store.changes()  # type: ignore[attr-defined]
+        assert (change.task_id, change.snapshot.status) == ("report", TaskStatus.PAUSED)
+    said = [m for m in caplog.messages if "with a definition this one cannot load" in m]
+    assert len(said) == 2  # once per task and text: the pause wrote the same definition
+    assert said[0].startswith("another process wrote task report in ")
+    assert f"'{newer.__name__}:daily_report'" in said[0]
+    assert "it follows the task's state with the definition it has" in said[0]
+    assert "it leaves the task to the processes that can" in said[1]

@@ -477,28 +477,33 @@ def _stored_as(thing: object) -> str:
 class Unreadable:
     """The definitions other processes wrote to a shared store that this one cannot load:
     newer code in a rolling upgrade (an action this deploy does not have, a field this
-    lldsched does not know).  Each is said once, at ERROR, naming the task and why; the
-    feed leaves it out and goes on with the other changes, and this process keeps the
-    definition it has (the slots of the task it claims run with it) until it is upgraded.
-    Used by a store's ``changes()``, which its runtime calls under its own lock."""
+    lldsched does not know).  Each is said once, at ERROR, naming the task and why.  The
+    feed still gives the row's state (status, due instant, counters: a pause, a settle
+    made there) with the definition this process has, which it keeps, and runs the slots
+    of the task it claims with, until it is upgraded; a task it never had is left out
+    (the processes that can load it run it).  Used by a store's ``changes()``, which its
+    runtime calls under its own lock."""
 
     def __init__(self, store: str) -> None:
         self._store = store
         self._said: dict[str, str] = {}  # task id -> the definition text said
 
-    def failed(self, task_id: str, text: str, error: StoreError) -> None:
-        """``text``, another process's definition of ``task_id``, raised ``error``."""
-        if self._said.get(task_id) == text:
-            return
-        self._said[task_id] = text
-        log.error(
-            "another process redefined task %s in %s, and this one cannot load it (%s); "
-            "it keeps the definition it has and runs the task's slots it claims with it "
-            "until it runs the code that wrote it",
-            task_id,
-            self._store,
-            error,
-        )
+    def failed(self, task_id: str, text: str, error: StoreError, known: Task | None) -> None:
+        """``text``, another process's definition of ``task_id``, raised ``error``;
+        ``known`` is the definition this process has of it (None: it has none)."""
+        if self._said.get(task_id) != text:
+            self._said[task_id] = text
+            log.error(
+                "another process wrote task %s in %s with a definition this one cannot "
+                "load (%s); %s until it runs the code that wrote it",
+                task_id,
+                self._store,
+                error,
+                "it leaves the task to the processes that can"
+                if known is None
+                else "it follows the task's state with the definition it has, and runs "
+                "the task's slots it claims with it,",
+            )
 
     def read(self, task_id: str) -> None:
         """``task_id``'s definition was loaded: said again if it fails again."""

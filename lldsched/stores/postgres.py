@@ -660,10 +660,15 @@ class PostgresTaskStore:
             if kind == 1:
                 try:
                     snapshot = self._read_snapshot(columns)
-                except StoreError as exc:  # newer code's: said once, the others still read
-                    self._unreadable.failed(task_id, columns[1], exc)
-                    continue
-                self._unreadable.read(task_id)
+                except StoreError as exc:  # newer code's: its state, with the definition known
+                    with self._lock:
+                        known = self._defined.get(task_id)
+                    self._unreadable.failed(task_id, columns[1], exc, known)
+                    if known is None:
+                        continue
+                    snapshot = _snapshot(columns, known)
+                else:
+                    self._unreadable.read(task_id)
             found.append((int(xid), Change(task_id, version, snapshot, bool(leased))))
         found.sort(key=lambda item: (item[0], item[1].version))
         with self._lock:
