@@ -30,7 +30,12 @@ that rebuilds a task passes its counters to :func:`decode_task` (``runs=``), whi
 hands the count back to the window.
 
 Decoding builds every value through its validating constructor, so a stored
-value that became invalid is an error, never a half-built task.
+value that became invalid is an error, never a half-built task, and a key it does
+not know (a definition written by a newer lldsched) is refused, naming it, never
+dropped.  Upgrade day (docs/UPGRADING.md): a path that imported its callable under
+an alias (a function renamed, its old name kept) is stored again under the
+callable's own by a store's load (:func:`renamed`); a shared store's feed reads a
+definition this process cannot load with the one it has (:class:`Unreadable`).
 """
 
 from __future__ import annotations
