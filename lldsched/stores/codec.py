@@ -475,8 +475,9 @@ def renamed(
 
 
 def _stored_as(thing: object) -> str:
-    """How :func:`encode_task` writes the path of ``thing`` (a JSON string)."""
-    return json.dumps(f"{getattr(thing, '__module__', '')}:{getattr(thing, '__qualname__', '')}")
+    """How :func:`encode_task` writes the path of ``thing``, quoted (a path JSON would
+    escape, a non-ASCII name, is not found: the caller then parses and compares)."""
+    return f'"{getattr(thing, "__module__", "")}:{getattr(thing, "__qualname__", "")}"'
 
 
 class Unreadable:
