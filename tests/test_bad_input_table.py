@@ -562,7 +562,8 @@ def test_the_table_covers_every_public_control_verb_of_both_runtimes() -> None:
     covered = {label.split("(")[0] for label, _, _ in VERBS + THREADED + SIMULATED}
     covered |= {"scheduled", "@scheduled"}
     no_argument = {"dead_letter", "pending", "tasks", "records", "queue_stats", "start",
-                   "packed_records", "record_log", "step", "remove_listener"}  # fmt: skip
+                   "packed_records", "record_log", "step", "remove_listener",
+                   "orphans"}  # fmt: skip
     for kind in (Scheduler, Simulation):
         verbs = {
             name

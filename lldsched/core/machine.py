@@ -201,6 +201,7 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         self._default_ids = ids is None  # restore() moves the default past restored ids
         self._chosen_ids = False  # a caller chose an id: the default generator skips taken ones
         self._restored_names = {}  # restore(): a second registration of one is warned of
+        self._orphans = {}  # restore(): an ordered set, emptied as registrations name them
         if store is not None and not isinstance(store, TaskStore):
             raise ValidationError(
                 f"store must be a TaskStore (save, delete and load_all methods), got {store!r}"
@@ -310,6 +311,8 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         if upstreams:
             check_graph(name, task_id, upstreams, self.tasks)
         if task_id is not None:
+            if self._orphans:  # the code registers it again: no longer an orphan
+                self._orphans.pop(task_id, None)
             retired_as = self._retention.registered(task_id)  # a retired task of it is history
             if retired_as is not None and replace_existing:
                 return self._replace_retired(
@@ -459,6 +462,14 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
     def dead_letter(self) -> list[str]:
         """Ids of FAILED tasks, in the order they failed."""
         return list(self._dead)
+
+    def orphans(self) -> list[str]:
+        """Ids of the tasks the store restored that no registration has named since
+        (``add`` with their id), in the order restored: after a redeploy has registered
+        every job its code defines, the tasks that code no longer defines (and any
+        added at run time, which no start registers).  They run as stored until removed."""
+        tasks = self.tasks
+        return [task_id for task_id in self._orphans if task_id in tasks]
 
     # -- running -----------------------------------------------------------------------
 
@@ -770,6 +781,7 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         self._cancel(task)  # not cancel(): a task removed does not retire
         del self.tasks[task_id]
         self._dead.pop(task_id, None)
+        self._orphans.pop(task_id, None)
         self._retention.forget(task_id)
         if self._store is not None:
             try:

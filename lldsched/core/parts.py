@@ -65,6 +65,7 @@ class CoreParts:
     _retention: Retention
     _default_ids: bool
     _restored_names: dict[str, str]  # name -> id of a live task a store restored
+    _orphans: dict[str, None]  # ids a store restored that no registration named since
 
     if TYPE_CHECKING:
 

@@ -394,6 +394,11 @@ class Simulation:
         """Ids of FAILED tasks, oldest failure first."""
         return self._core.dead_letter()
 
+    def orphans(self) -> list[str]:
+        """Ids of the tasks the store restored that no ``schedule(..., id=...)`` has named
+        since this simulation was built, in the order restored (docs/UPGRADING.md)."""
+        return self._core.orphans()
+
     def pending(self) -> list[ScheduledTask]:
         """Tasks waiting in the heap, in the order they will start."""
         return self._queue.pending()

@@ -30,13 +30,19 @@ that rebuilds a task passes its counters to :func:`decode_task` (``runs=``), whi
 hands the count back to the window.
 
 Decoding builds every value through its validating constructor, so a stored
-value that became invalid is an error, never a half-built task.
+value that became invalid is an error, never a half-built task, and a key it does
+not know (a definition written by a newer lldsched) is refused, naming it, never
+dropped.  Upgrade day (docs/UPGRADING.md): a path that imported its callable under
+an alias (a function renamed, its old name kept) is stored again under the
+callable's own by a store's load (:func:`renamed`); a shared store's feed reads a
+definition this process cannot load with the one it has (:class:`Unreadable`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+import logging
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, TypeVar
 
 from lldsched.checks import seconds
@@ -52,15 +58,20 @@ from lldsched.schedules.decorators import Jittered, Window, restore_runs
 from lldsched.schedules.simple import FixedDelay, FixedRate, OneTime
 
 __all__ = [
+    "Unreadable",
     "callable_path",
     "decode_schedule",
     "decode_task",
     "encode_schedule",
     "encode_task",
     "load_each",
+    "moved_paths",
     "register_schedule",
+    "renamed",
     "resolve_callable",
 ]
+
+log = logging.getLogger("lldsched")
 
 ToDict = Callable[[Any], dict[str, Any]]
 FromDict = Callable[[Mapping[str, Any]], Schedule]
@@ -147,6 +158,10 @@ register_schedule(
 )
 
 
+_BUILT_IN = frozenset(_SCHEDULES)  # the types above; any other is registered from outside
+_BUILT_IN_KEYS: dict[str, frozenset[str]] = {}  # type name -> the fields its to_dict writes
+
+
 def encode_schedule(schedule: Schedule) -> dict[str, Any]:
     """``schedule`` as a JSON-ready dict ``{"type": name, ...fields}``;
     :class:`ValidationError` for a type nobody registered."""
@@ -195,7 +210,23 @@ def decode_schedule(document: Mapping[str, Any]) -> Schedule:
             "lldsched.stores.codec.register_schedule before the store is opened (import "
             "the module that registers it first)"
         )
-    return _SCHEDULES[kind][2](fields)
+    _, to_dict, from_dict = _SCHEDULES[kind]
+    if kind in _BUILT_IN:
+        schedule = from_dict(fields)
+        known = _BUILT_IN_KEYS.get(kind)
+        if known is None:  # the keys its to_dict writes, whatever the instance: once a type
+            known = _BUILT_IN_KEYS[kind] = frozenset(to_dict(schedule))
+        if not fields.keys() <= known:
+            _refuse_unknown(fields, known, where=f"schedule {kind!r}")
+        return schedule
+    try:  # one's own class: its from_dict may predate (or postdate) the stored fields
+        return from_dict(fields)
+    except (LldschedError, ValueError, TypeError, KeyError) as exc:
+        raise StoreError(
+            f"schedule {kind!r} cannot be rebuilt from the stored fields {fields!r}: its "
+            f"from_dict (registered with register_schedule) raised {exc!r}; if the class "
+            "changed, make from_dict accept what the previous version stored"
+        ) from None
 
 
 # -- callables ---------------------------------------------------------------------------
@@ -213,6 +244,31 @@ def resolve_callable(path: str) -> Callable[..., Any]:
 
 
 # -- definitions -------------------------------------------------------------------------
+
+
+_DOCUMENT_FIELDS = frozenset(
+    ("name", "action", "schedule", "priority", "retry", "timeout", "args", "kwargs", "misfire",
+     "isolation", "depends_on", "overlap", "max_instances")
+)  # fmt: skip
+"""The keys of a definition :func:`encode_task` writes (the last four only when set)."""
+_MISFIRE_FIELDS = frozenset(("on_misfire", "grace", "max_catch_up"))
+_RETRY_FIELDS = (
+    "max_attempts", "initial_backoff", "multiplier", "max_backoff", "jitter",
+    "fail_after_given_up",  # absent in older documents
+)  # fmt: skip
+_RETRY_KEYS = frozenset((*_RETRY_FIELDS, "policy"))  # "policy": a subclass's import path
+
+
+def _refuse_unknown(fields: Mapping[str, Any], known: Collection[str], *, where: str) -> None:
+    """StoreError naming the keys of ``fields`` not in ``known``: a definition written by
+    a newer lldsched, whose meaning this one would silently drop."""
+    unknown = [key for key in fields if key not in known]
+    if unknown:
+        raise StoreError(
+            f"{where} has fields this lldsched does not know: {unknown} (written by a newer "
+            "lldsched?); it is refused rather than run without them: upgrade lldsched, or "
+            "register the task again with the version that wrote it, without them"
+        )
 
 
 def encode_task(task: Task) -> str:
@@ -252,7 +308,7 @@ def encode_task(task: Task) -> str:
             "grace": misfire.grace,
             "max_catch_up": misfire.max_catch_up,
         },
-    }
+    }  # every key written here and below is in _DOCUMENT_FIELDS (decode refuses others)
     if task.isolation != "thread":  # absent in older documents, and for thread tasks
         document["isolation"] = task.isolation
     if task.depends_on:  # absent in older documents, and for tasks without upstreams
@@ -269,15 +325,23 @@ def encode_task(task: Task) -> str:
 def decode_task(task_id: str, text: str, *, runs: int = 0) -> Task:
     """The :class:`Task` stored as ``text``; :class:`StoreError` naming what is wrong.
     ``runs``: the task's successful runs so far (a ``Window``'s ``max_runs`` counts
-    them)."""
+    them).  A field this version does not know (written by a newer lldsched) is
+    refused, never dropped: the task would run without it, and a later write would
+    erase it."""
     try:
         document = json.loads(text)
+        if not document.keys() <= _DOCUMENT_FIELDS:  # the check a load makes per task: a
+            _refuse_unknown(document, _DOCUMENT_FIELDS, where="the definition")  # set test
+        misfire_doc = document["misfire"]
+        if misfire_doc is not None and not misfire_doc.keys() <= _MISFIRE_FIELDS:
+            _refuse_unknown(misfire_doc, _MISFIRE_FIELDS, where="its misfire policy")
+        if not document["retry"].keys() <= _RETRY_KEYS:
+            _refuse_unknown(document["retry"], _RETRY_KEYS, where="its retry policy")
         name = document["name"]
         path = document["action"]
         action = None if path is None else resolve_callable(path)
         schedule = decode_schedule(document["schedule"])
         restore_runs(schedule, task_id, runs)
-        misfire_doc = document["misfire"]
         misfire = None
         if misfire_doc is not None:
             misfire = MisfirePolicy(
@@ -316,14 +380,7 @@ def decode_task(task_id: str, text: str, *, runs: int = 0) -> Task:
 def _retry_document(name: str, retry: RetryPolicy) -> dict[str, Any]:
     """``retry`` as its fields; a subclass also as its class's import path (``"policy"``),
     checked to be rebuilt equal from those fields (ValidationError otherwise)."""
-    fields: dict[str, Any] = {
-        "max_attempts": retry.max_attempts,
-        "initial_backoff": retry.initial_backoff,
-        "multiplier": retry.multiplier,
-        "max_backoff": retry.max_backoff,
-        "jitter": retry.jitter,
-        "fail_after_given_up": retry.fail_after_given_up,  # absent in older documents
-    }
+    fields: dict[str, Any] = {name: getattr(retry, name) for name in _RETRY_FIELDS}
     kind = type(retry)
     if kind is RetryPolicy:
         return fields
@@ -365,6 +422,101 @@ def _depends_on(ids: object) -> tuple[str, ...]:
     return tuple(ids)
 
 
+def moved_paths(task: Task, text: str) -> tuple[str, list[str]] | None:
+    """The definition to store instead of ``text`` (and the paths it changes, ``"old ->
+    new"``), when a path in ``text`` imported a callable that now lives under another
+    name: an alias kept after a rename or a move (``old_name = new_name``).  None when
+    ``text`` names every callable by its own path, or when the callable has no path of
+    its own to name (it is left as stored).
+
+    A store writes the new text when it loads the task, so the alias may go in the next
+    release; without it, registering the same function again changes nothing (the
+    definitions are equal) and the row would keep naming the alias for ever."""
+    named = [task.action, type(task.retry)]
+    if all(thing is None or thing is RetryPolicy or _stored_as(thing) in text for thing in named):
+        return None  # the common case: a substring test per callable, no parsing
+    try:
+        current = encode_task(task)
+    except ValidationError:  # no importable path of its own (a wrapper): leave it
+        return None
+    old, new = json.loads(text), json.loads(current)
+    moves = [
+        f"{before} -> {after}"
+        for before, after in (
+            (old["action"], new["action"]),
+            (old["retry"].get("policy"), new["retry"].get("policy")),
+        )
+        if before != after
+    ]
+    return (current, moves) if moves else None
+
+
+def renamed(
+    snapshots: Sequence[TaskSnapshot], texts: Sequence[str], *, store: str
+) -> list[tuple[str, str, str]]:
+    """The definitions a store rewrites after a load (``texts[i]`` is what it held for
+    ``snapshots[i]``): ``(new text, task id, old text)`` for each whose callable moved
+    (:func:`moved_paths`), each said once in an INFO line naming the task and both paths.
+    A store writes each only if its row still holds the old text."""
+    moved = []
+    for snapshot, text in zip(snapshots, texts, strict=True):
+        found = moved_paths(snapshot.task, text)
+        if found is not None:
+            current, moves = found
+            moved.append((current, snapshot.task.id, text))
+            log.info(
+                "task %s in %s named its callable by an alias: stored again as %s "
+                "(the old name can go in the next release)",
+                snapshot.task.id,
+                store,
+                ", ".join(moves),
+            )
+    return moved
+
+
+def _stored_as(thing: object) -> str:
+    """How :func:`encode_task` writes the path of ``thing``, quoted (a path JSON would
+    escape, a non-ASCII name, is not found: the caller then parses and compares)."""
+    return f'"{getattr(thing, "__module__", "")}:{getattr(thing, "__qualname__", "")}"'
+
+
+class Unreadable:
+    """The definitions other processes wrote to a shared store that this one cannot load:
+    newer code in a rolling upgrade (an action this deploy does not have, a field this
+    lldsched does not know).  Each is said once, at ERROR, naming the task and why.  The
+    feed still gives the row's state (status, due instant, counters: a pause, a settle
+    made there) with the definition this process has, which it keeps, and runs the slots
+    of the task it claims with, until it is upgraded; a task it never had is left out
+    (the processes that can load it run it).  Used by a store's ``changes()``, which its
+    runtime calls under its own lock."""
+
+    def __init__(self, store: str) -> None:
+        self._store = store
+        self._said: dict[str, str] = {}  # task id -> the definition text said
+
+    def failed(self, task_id: str, text: str, error: StoreError, known: Task | None) -> None:
+        """``text``, another process's definition of ``task_id``, raised ``error``;
+        ``known`` is the definition this process has of it (None: it has none)."""
+        if self._said.get(task_id) != text:
+            self._said[task_id] = text
+            log.error(
+                "another process wrote task %s in %s with a definition this one cannot "
+                "load (%s); %s until it runs the code that wrote it",
+                task_id,
+                self._store,
+                error,
+                "it leaves the task to the processes that can"
+                if known is None
+                else "it follows the task's state with the definition it has, and runs "
+                "the task's slots it claims with it,",
+            )
+
+    def read(self, task_id: str) -> None:
+        """``task_id``'s definition was loaded: said again if it fails again."""
+        if self._said:
+            self._said.pop(task_id, None)
+
+
 Row = TypeVar("Row")
 
 
@@ -387,7 +539,9 @@ def load_each(
     if problems:
         raise StoreError(
             f"cannot load {len(problems)} of the {len(rows)} tasks in {store}; "
-            "the store was left untouched. Fix the import path (or remove the task with "
-            f"{delete}) and open it again:\n  " + "\n  ".join(problems)
+            "the store was left untouched. Make what each line names import again (a "
+            "function, its module, a schedule class, a retry policy; an alias of a renamed "
+            f"one will do), or remove the task with {delete}, and open it again:\n  "
+            + "\n  ".join(problems)
         )
     return snapshots

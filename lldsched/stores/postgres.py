@@ -66,7 +66,7 @@ from lldsched.persistence import (
 from lldsched.schedules.base import wrapped_schedule
 from lldsched.stores import forks
 from lldsched.stores import postgres_sql as sql
-from lldsched.stores.codec import decode_task, encode_task, load_each
+from lldsched.stores.codec import Unreadable, decode_task, encode_task, load_each, renamed
 from lldsched.stores.postgres_batch import Pending, SettleQueue, settle_parameters
 from lldsched.stores.postgres_listen import Listener, connect, psycopg, redact
 from lldsched.stores.postgres_rows import record_row, state_row
@@ -85,6 +85,24 @@ def node_id() -> str:
 
 
 _FINISHED = frozenset(status.value for status in FINISHED_STATUSES)  # as rows store them
+
+
+def schema_refused(dsn: str, version: str | None) -> str:
+    """Why a store of schema ``version`` (``lldsched_meta``'s, None if it has none) is
+    refused, and what to do: an older lldsched meets a newer schema on a downgrade or
+    in a rolling upgrade, a newer one an older schema it has no migration for."""
+    understood = sql.SCHEMA_VERSION
+    number = int(version) if version is not None and version.isdigit() else None
+    if number is not None and number > understood:
+        advice = (
+            f"newer than this lldsched understands ({understood}): it was written by a "
+            "newer lldsched; upgrade lldsched to open it"
+        )
+    elif number is not None:
+        advice = f"older than this lldsched's ({understood}), and it has no migration for it"
+    else:
+        advice = f"not a version this lldsched knows (it understands {understood})"
+    return f"{dsn!r} has store schema version {version}, {advice}. It was left untouched"
 
 
 class PostgresTaskStore:
@@ -131,8 +149,8 @@ class PostgresTaskStore:
         # when the runtime calls (lock order: the scheduler's, then this one), and by the
         # settle writer thread; never held while calling anything outside this store
         # (wake included).  _muted and _listener are set only by the runtime, under its
-        # own lock; _decoded only by load_all() and changes(), which the runtime calls
-        # under its lock.
+        # own lock; _decoded and _unreadable only by load_all() and changes(), which the
+        # runtime calls under its lock.
         self._lock = threading.Lock()
         self._connection: Connection | None = connection
         self._closed = False
@@ -142,6 +160,9 @@ class PostgresTaskStore:
         self._seen: dict[str, int] = {}  # task id -> the version the feed last gave
         self._since: int = int(horizon)  # the feed's cursor (a transaction id)
         self._decoded: dict[str, tuple[str, Task]] = {}  # id -> a definition's text, decoded
+        self._unreadable = Unreadable(
+            repr(self.dsn)
+        )  # other nodes' definitions this one cannot load
         self._horizons = FeedHorizons()  # when to trim removals (lldsched.stores.removals)
         self._settles = SettleQueue(self.flush)  # runs' settles not written yet
         # The batches of settles that failed: an outage said once (core/storewrites.py).
@@ -184,10 +205,7 @@ class PostgresTaskStore:
             ).fetchone()
             version = None if row is None else row[0]
             if version != str(sql.SCHEMA_VERSION):
-                raise StoreError(
-                    f"{self.dsn!r} has store schema version {version}, this lldsched "
-                    f"understands {sql.SCHEMA_VERSION}; it was left untouched"
-                )
+                raise StoreError(schema_refused(self.dsn, version))
 
     def _open(self) -> Connection:
         """The live connection, connecting again after an outage (caller holds the lock)."""
@@ -372,7 +390,10 @@ class PostgresTaskStore:
 
     def load_all(self) -> list[TaskSnapshot]:
         """Every stored task, in the order first saved, its callable imported;
-        :class:`StoreError` naming every task that cannot be loaded."""
+        :class:`StoreError` naming every task that cannot be loaded (nothing written).
+        A definition naming its callable by an alias (a function renamed, its old name
+        kept) is then stored under the callable's own path
+        (:func:`~lldsched.stores.codec.renamed`)."""
         with self._using() as connection:
             rows = connection.execute(
                 f"SELECT {sql.SNAPSHOT_COLUMNS} FROM tasks t ORDER BY t.position"
@@ -383,6 +404,16 @@ class PostgresTaskStore:
             store=repr(self.dsn),
             delete="PostgresTaskStore(dsn).delete(task_id)",
         )
+        moved = renamed(snapshots, [row[1] for row in rows], store=repr(self.dsn))
+        if moved:  # each row only if no node rewrote it since; the same callable: no feed
+            try:
+                with self._using() as connection, connection.transaction():
+                    connection.cursor().executemany(
+                        "UPDATE tasks SET definition = %s WHERE id = %s AND definition = %s",
+                        moved,
+                    )
+            except StoreError as exc:  # the rows keep the alias, which still imports
+                log.warning("cannot store the moved callables in %r: %s", self.dsn, exc)
         with self._lock:
             for snapshot, row in zip(snapshots, rows, strict=True):
                 self._defined[snapshot.task.id] = snapshot.task
@@ -625,7 +656,19 @@ class PostgresTaskStore:
                 passed.append(task_id)
             if self._seen.get(task_id, -1) >= version:
                 continue  # read before
-            snapshot = self._read_snapshot(columns) if kind == 1 else None
+            snapshot = None
+            if kind == 1:
+                try:
+                    snapshot = self._read_snapshot(columns)
+                except StoreError as exc:  # newer code's: its state, with the definition known
+                    with self._lock:
+                        known = self._defined.get(task_id)
+                    self._unreadable.failed(task_id, columns[1], exc, known)
+                    if known is None:
+                        continue
+                    snapshot = _snapshot(columns, known)
+                else:
+                    self._unreadable.read(task_id)
             found.append((int(xid), Change(task_id, version, snapshot, bool(leased))))
         found.sort(key=lambda item: (item[0], item[1].version))
         with self._lock:

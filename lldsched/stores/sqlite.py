@@ -16,7 +16,9 @@ corrupted one (``PRAGMA quick_check`` at open); nothing is written to a file
 that was refused.  A file of an older schema version is migrated at open, in one
 transaction (:data:`MIGRATIONS`; version 1 had no ``result`` column).  A
 definition whose callable no longer imports makes ``load_all`` raise, naming the
-task, again without touching the file.
+task, again without touching the file; one whose path imported it under an alias
+(a function renamed or moved, its old name kept) is rewritten to the function's own
+path once every task has loaded (:func:`~lldsched.stores.codec.renamed`).
 
 **Rows.**  ``tasks`` holds one row per task: the definition as JSON (see
 :mod:`lldsched.stores.codec`; no pickle) and its latest state.  ``records``
@@ -65,7 +67,7 @@ from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import Task, TaskSnapshot, finished
 from lldsched.stores import forks
 from lldsched.stores.claim import FileClaim
-from lldsched.stores.codec import encode_task, load_each
+from lldsched.stores.codec import encode_task, load_each, renamed
 from lldsched.stores.sqlite_coordinated import CoordinatedMethods
 from lldsched.stores.sqlite_rows import (
     COUNT_UNFINISHED,
@@ -427,6 +429,9 @@ class SqliteTaskStore(CoordinatedMethods):
 
         :class:`StoreError` naming every task that cannot be loaded (a callable that
         no longer imports, a definition that is no longer valid); nothing is written.
+        Once all loaded, a definition naming its callable by an alias (a function
+        renamed, its old name kept) is stored under the callable's own path
+        (:func:`~lldsched.stores.codec.renamed`).
         """
         with self._lock:
             rows = (
@@ -443,7 +448,17 @@ class SqliteTaskStore(CoordinatedMethods):
             store=repr(self.path),
             delete="SqliteTaskStore(path).delete(task_id)",
         )
+        moved = renamed(snapshots, [row[1] for row in rows], store=repr(self.path))
         with self._lock:
+            if moved:  # each row only if no one rewrote it since (a shared store's other writers)
+                try:
+                    with immediate(self._open()) as connection:
+                        connection.executemany(
+                            "UPDATE tasks SET definition = ?1 WHERE id = ?2 AND definition = ?3",
+                            moved,
+                        )
+                except sqlite3.Error as exc:  # the rows keep the alias, which still imports
+                    log.warning("cannot store the moved callables in %r: %s", self.path, exc)
             self._defined.update(
                 (snapshot.task.id, snapshot.task)
                 for snapshot in snapshots

@@ -182,9 +182,15 @@ class CoordinatedMethods:
         for task_id, version, definition, status, *state, leased in rows:
             try:
                 snapshot = snapshot_of(task_id, definition, status, state)
-            except StoreError:
-                log.exception("a change to task %s from another process cannot be read", task_id)
-                continue
+            except StoreError as exc:  # newer code's: its state, with the definition known
+                with self._lock:
+                    known = self._defined.get(task_id)
+                shared.unreadable.failed(task_id, definition, exc, known)
+                if known is None:
+                    continue
+                snapshot = snapshot_of(task_id, definition, status, state, task=known)
+            else:
+                shared.unreadable.read(task_id)
             found.append(Change(task_id, version, snapshot, bool(leased)))
         with self._lock:  # a finished task is not cached: its row is written in full again
             for change in found:

@@ -11,7 +11,7 @@ from typing import Any
 
 from lldsched.errors import StoreError
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
-from lldsched.persistence import FINISHED_STATUSES, TaskSnapshot
+from lldsched.persistence import FINISHED_STATUSES, Task, TaskSnapshot
 from lldsched.stores.codec import decode_task
 
 __all__ = [
@@ -73,16 +73,22 @@ def immediate(connection: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         raise
 
 
-def snapshot_of(task_id: str, definition: str, status: str, state: list[Any]) -> TaskSnapshot:
+def snapshot_of(
+    task_id: str, definition: str, status: str, state: list[Any], *, task: Task | None = None
+) -> TaskSnapshot:
+    """The snapshot a row describes; ``task``: the definition to give it instead of the
+    row's (one this process cannot load: :class:`~lldsched.stores.codec.Unreadable`)."""
     try:
         status_value = TaskStatus(status)
     except ValueError:
         raise StoreError(f"task {task_id}: unknown status {status!r}") from None
     next_run_at, attempt, run_count, failure_count, last_error, running = state
     successes = run_count - failure_count  # a Window's max_runs counts these
+    if task is None:
+        task = decode_task(task_id, definition, runs=successes)
     return TaskSnapshot(
-        decode_task(task_id, definition, runs=successes), status_value, next_run_at, attempt,
-        run_count, failure_count, last_error, bool(running),
+        task, status_value, next_run_at, attempt, run_count, failure_count, last_error,
+        bool(running),
     )  # fmt: skip
 
 

@@ -48,6 +48,7 @@ from typing import Any
 
 from lldsched.errors import StoreError
 from lldsched.persistence import Change, Claim, Lease
+from lldsched.stores.codec import Unreadable
 from lldsched.stores.removals import FeedHorizons
 from lldsched.stores.sqlite_rows import FINISHED, immediate
 
@@ -131,6 +132,7 @@ class SharedState:
         ).fetchone()
         self.cursor = int(cursor)  # the feed starts at open: load_all gives what was before
         self.horizons = FeedHorizons()  # the cursors read, for trimming `removed`
+        self.unreadable = Unreadable(repr(path))  # others' definitions this one cannot load
         self.data_version = _data_version(connection)
 
     # -- the file ----------------------------------------------------------------------

@@ -191,6 +191,14 @@ class ControlVerbs(SchedulerParts):
         with self._lock:
             return self._core.dead_letter()
 
+    def orphans(self) -> list[str]:
+        """Ids of the tasks the store restored that no ``schedule(..., id=...)`` has named
+        since this scheduler was built, in the order restored: once a service registered
+        its jobs, the ones its code no longer defines (docs/UPGRADING.md).  They still run
+        as stored: ``remove`` them, or register them again."""
+        with self._lock:
+            return self._core.orphans()
+
     def pending(self) -> list[ScheduledTask]:
         """Tasks waiting in the heap, in the order they will run."""
         with self._lock:

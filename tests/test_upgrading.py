@@ -1,0 +1,459 @@
+"""Upgrade day (docs/UPGRADING.md): a store written by the previous deploy opened by the
+new code, on real SQLite files and on the tests' PostgreSQL server.
+
+Each deploy's code is a module written to a directory on ``sys.path`` and imported
+afresh (bytecode off, so a rewrite in the same second is read again): a function
+renamed with an alias kept, then the alias gone; a custom schedule whose fields
+changed; a signature that changed; definitions written by a newer lldsched; tasks
+the new code no longer registers.
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import json
+import logging
+import sqlite3
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Protocol
+
+import pytest
+
+from lldsched import (
+    FixedRate,
+    OneTime,
+    Overlap,
+    Priority,
+    Simulation,
+    SqliteTaskStore,
+    StoreError,
+)
+from lldsched.persistence import Task
+from lldsched.policies import Misfire, MisfirePolicy, RetryPolicy
+from lldsched.stores import codec
+
+if TYPE_CHECKING:
+    from lldsched.stores.postgres import PostgresTaskStore
+
+_names = itertools.count()
+
+
+class Deploy(Protocol):
+    def __call__(self, source: str, *, load: bool = True) -> ModuleType: ...
+
+
+V1 = """
+def report(who="ops"):
+    return f"report for {who}"
+
+def cleanup():
+    return "clean"
+"""
+V2_ALIAS = """
+def daily_report(who="ops"):
+    return f"daily report for {who}"
+
+report = daily_report  # the old name, kept for one release
+
+def cleanup():
+    return "clean"
+"""
+V3 = """
+def daily_report(who="ops"):
+    return f"daily report for {who}"
+
+def cleanup():
+    return "clean"
+"""
+
+
+@pytest.fixture
+def deploy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Deploy]:
+    """``deploy(source)``: this deploy's jobs module (one name per test), imported afresh
+    (``load=False``: only written, for a module that raises when imported)."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    name = f"upgrade_jobs_{next(_names)}"
+
+    def install(source: str, *, load: bool = True) -> ModuleType:
+        (tmp_path / f"{name}.py").write_text(source)
+        sys.modules.pop(name, None)
+        importlib.invalidate_caches()
+        return importlib.import_module(name) if load else ModuleType(name)
+
+    yield install
+    sys.modules.pop(name, None)
+
+
+def definitions(path: Path) -> dict[str, str]:
+    with sqlite3.connect(path) as connection:
+        return dict(connection.execute("SELECT id, definition FROM tasks"))
+
+
+def start(store: object, jobs: ModuleType, action: str = "report") -> Simulation:
+    """A deploy's start: the store restored, its jobs registered by id."""
+    sim = Simulation(start=1_000.0, store=store)  # type: ignore[arg-type]
+    sim.schedule("report", FixedRate(3600), action=getattr(jobs, action), id="report",
+                 replace_existing=True)  # fmt: skip
+    return sim
+
+
+# -- a renamed function, an alias kept for one release -----------------------------------
+
+
+def test_an_alias_kept_for_a_rename_has_the_stored_path_rewritten_so_it_can_go(
+    tmp_path: Path, deploy: Deploy, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "tasks.db"
+    jobs = deploy(V1)
+    with SqliteTaskStore(path) as store:
+        start(store, jobs).run_for(1)
+    assert json.loads(definitions(path)["report"])["action"] == f"{jobs.__name__}:report"
+
+    jobs = deploy(V2_ALIAS)  # renamed; the alias imports the new function
+    with caplog.at_level(logging.INFO, logger="lldsched"), SqliteTaskStore(path) as store:
+        sim = start(store, jobs, "daily_report")
+        assert sim.task("report").run_count == 1  # history kept, same task
+        assert sim.orphans() == []
+    stored = json.loads(definitions(path)["report"])["action"]
+    assert stored == f"{jobs.__name__}:daily_report"  # before: still ...:report
+    assert any(
+        "task report in" in m and f"{jobs.__name__}:report -> {jobs.__name__}:daily_report" in m
+        for m in caplog.messages
+    )
+
+    jobs = deploy(V3)  # the alias gone in the next release: the store still opens
+    with SqliteTaskStore(path) as store:
+        assert start(store, jobs, "daily_report").task("report").run_count == 1
+
+
+def test_a_retry_policy_class_renamed_with_an_alias_is_stored_under_its_new_path(
+    deploy: Deploy,
+) -> None:
+    jobs = deploy(
+        "from lldsched import RetryPolicy\n\n"
+        "class Patient(RetryPolicy):\n    pass\n\n"
+        "Careful = Patient  # its old name, kept for one release\n"
+    )
+    task = Task("t", "t", len, FixedRate(60), Priority.NORMAL, jobs.Patient(max_attempts=5), None)
+    current = codec.encode_task(task)
+    stored = current.replace(f'"{jobs.__name__}:Patient"', f'"{jobs.__name__}:Careful"')
+    assert stored != current
+    restored = codec.decode_task("t", stored)
+    assert codec.moved_paths(restored, stored) == (
+        current,
+        [f"{jobs.__name__}:Careful -> {jobs.__name__}:Patient"],
+    )
+    assert codec.moved_paths(restored, current) is None  # its own path: nothing to write
+
+
+def test_a_function_renamed_without_an_alias_refuses_the_store_naming_task_and_path(
+    tmp_path: Path, deploy: Deploy
+) -> None:
+    path = tmp_path / "tasks.db"
+    jobs = deploy(V1)
+    with SqliteTaskStore(path) as store:
+        start(store, jobs).run_for(1)
+    before = definitions(path)
+    deploy(V3)
+    with SqliteTaskStore(path) as store, pytest.raises(StoreError) as refused:
+        store.load_all()
+    message = str(refused.value)
+    assert f"task report: '{jobs.__name__}:report'" in message
+    assert "an alias of a renamed one will do" in message
+    assert definitions(path) == before  # untouched
+
+
+def test_a_module_that_fails_to_import_at_restore_names_each_task_and_the_error(
+    tmp_path: Path, deploy: Deploy
+) -> None:
+    path = tmp_path / "tasks.db"
+    jobs = deploy(V1)
+    with SqliteTaskStore(path) as store:
+        start(store, jobs).run_for(1)
+    deploy('raise RuntimeError("DATABASE_URL is not set")\n', load=False)
+    with SqliteTaskStore(path) as store, pytest.raises(StoreError) as refused:
+        store.load_all()
+    assert f"cannot import module '{jobs.__name__}'" in str(refused.value)
+    assert "RuntimeError('DATABASE_URL is not set')" in str(refused.value)
+
+
+# -- a changed signature -----------------------------------------------------------------
+
+
+def test_a_restored_task_whose_arguments_no_longer_fit_is_warned_of_by_id(
+    tmp_path: Path, deploy: Deploy, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "tasks.db"
+    jobs = deploy(V1)
+    with SqliteTaskStore(path) as store:
+        start(store, jobs).run_for(1)
+    deploy("def report(who, when):\n    return who\n\ndef cleanup():\n    return 1\n")
+    with caplog.at_level(logging.WARNING, logger="lldsched"), SqliteTaskStore(path) as store:
+        Simulation(start=2_000.0, store=store)
+    (line,) = [m for m in caplog.messages if "cannot be called as stored" in m]
+    assert line.startswith("task report, restored from the store")
+    assert "missing a required argument: 'who'" in line
+    assert "id='report', replace_existing=True" in line
+
+
+# -- a custom schedule changed -----------------------------------------------------------
+
+EVERY = """
+from lldsched.stores.codec import register_schedule
+
+class Every:
+    def __init__(self, seconds{extra}):
+        self.seconds = seconds
+    def first_run(self, now):
+        return now
+    def next_run(self, record, now):
+        return record.slot + self.seconds
+    def __eq__(self, other):
+        return type(other) is Every and other.seconds == self.seconds
+
+def tick():
+    return 1
+
+register_schedule("Every{name}", Every, lambda s: {{"seconds": s.seconds{field}}},
+                  lambda d: Every(d["seconds"]{read}))
+"""
+
+
+def test_a_custom_schedule_whose_fields_changed_is_refused_naming_its_type_and_fields(
+    tmp_path: Path, deploy: Deploy
+) -> None:
+    path = tmp_path / "tasks.db"
+    kind = f"Every{next(_names)}"
+    jobs = deploy(EVERY.format(extra="", name=kind[5:], field="", read=""))
+    with SqliteTaskStore(path) as store:
+        sim = Simulation(start=0.0, store=store)
+        sim.schedule("tick", jobs.Every(60), action=jobs.tick, id="tick")
+    deploy(
+        EVERY.format(extra=", offset=0", name=kind[5:], field=', "offset": 0', read=', d["offset"]')
+    )
+    with SqliteTaskStore(path) as store, pytest.raises(StoreError) as refused:
+        store.load_all()
+    assert (
+        f"task tick: schedule {kind!r} cannot be rebuilt from the stored fields "
+        "{'seconds': 60}: its from_dict (registered with register_schedule) raised "
+        "KeyError('offset')"
+    ) in str(refused.value)
+
+
+# -- a definition written by a newer lldsched (a downgrade) ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("where", "edit"),
+    [
+        ("the definition", lambda d: d.update(deadline=30)),
+        ("its misfire policy", lambda d: d["misfire"].update(window=5)),
+        ("its retry policy", lambda d: d["retry"].update(cap=5)),
+        ("schedule 'FixedRate'", lambda d: d["schedule"].update(anchor=0)),
+    ],
+)
+def test_a_field_this_lldsched_does_not_know_is_refused_never_dropped(
+    tmp_path: Path, where: str, edit: Callable[[dict[str, object]], None]
+) -> None:
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path) as store:
+        Simulation(start=0.0, store=store).schedule(
+            "job", FixedRate(60), action=len, args=["x"], id="job",
+            misfire=MisfirePolicy(Misfire.SKIP),
+        )  # fmt: skip
+    document = json.loads(definitions(path)["job"])
+    edit(document)  # what a newer lldsched wrote
+    newer = json.dumps(document)
+    with sqlite3.connect(path) as connection:
+        connection.execute("UPDATE tasks SET definition = ?", (newer,))
+    with SqliteTaskStore(path) as store, pytest.raises(StoreError) as refused:
+        store.load_all()
+    assert f"task job: {where} has fields this lldsched does not know" in str(refused.value)
+    assert "upgrade lldsched" in str(refused.value)
+    assert definitions(path) == {"job": newer}
+
+
+def test_every_key_a_definition_is_written_with_is_one_decode_knows() -> None:
+    task = Task(
+        "t", "t", len, FixedRate(60), Priority.HIGH, RetryPolicy(max_attempts=2),
+        timeout=5.0, args=("x",), kwargs={"a": 1}, misfire=MisfirePolicy(Misfire.SKIP),
+        isolation="process", depends_on=("u",), overlap=Overlap.ALLOW, max_instances=2,
+    )  # fmt: skip
+    text = codec.encode_task(task)
+    assert set(json.loads(text)) == codec._DOCUMENT_FIELDS  # every optional key present
+    assert codec.decode_task("t", text) == task
+
+
+def test_a_schema_version_newer_than_this_lldsched_is_refused_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.db"
+    SqliteTaskStore(path).close()
+    with sqlite3.connect(path) as connection:
+        connection.execute("PRAGMA user_version = 99")
+    with pytest.raises(StoreError, match="schema version 99, newer than this lldsched"):
+        SqliteTaskStore(path)
+
+
+# -- orphans -----------------------------------------------------------------------------
+
+
+def test_tasks_the_new_code_no_longer_registers_are_listed_until_removed(
+    tmp_path: Path, deploy: Deploy
+) -> None:
+    path = tmp_path / "tasks.db"
+    jobs = deploy(V1)
+    with SqliteTaskStore(path) as store:
+        sim = start(store, jobs)
+        sim.schedule("cleanup", FixedRate(60), action=jobs.cleanup, id="cleanup")
+        sim.schedule("once", OneTime(delay=5), action=jobs.cleanup, id="once")
+        sim.run_for(10)
+    with SqliteTaskStore(path) as store:
+        sim = Simulation(start=2_000.0, store=store)
+        assert sim.orphans() == ["report", "cleanup", "once"]  # all restored, none named yet
+        sim.schedule("report", FixedRate(3600), action=jobs.report, id="report",
+                     replace_existing=True)  # fmt: skip
+        assert sim.orphans() == ["cleanup", "once"]  # still run as stored
+        assert sim.task("cleanup").status.value == "scheduled"
+        for task_id in sim.orphans():
+            sim.remove(task_id)
+        assert sim.orphans() == []
+    with SqliteTaskStore(path) as store:
+        assert [s.task.id for s in store.load_all()] == ["report"]
+
+
+def test_the_threaded_scheduler_lists_orphans_too(tmp_path: Path) -> None:
+    from lldsched import Scheduler
+
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path) as store, Scheduler(store=store) as scheduler:
+        scheduler.schedule("a", len, FixedRate(3600, start_delay=3600), args=["x"], id="a")
+        scheduler.schedule("b", len, FixedRate(3600, start_delay=3600), args=["x"], id="b")
+    with SqliteTaskStore(path) as store, Scheduler(store=store) as scheduler:
+        scheduler.schedule("b", len, FixedRate(3600, start_delay=3600), args=["x"], id="b",
+                           replace_existing=True)  # fmt: skip
+        assert scheduler.orphans() == ["a"]
+
+
+# -- PostgreSQL --------------------------------------------------------------------------
+
+
+def test_postgres_rewrites_an_aliased_path_at_load(
+    open_store: Callable[..., PostgresTaskStore], deploy: Deploy
+) -> None:
+    jobs = deploy(V1)
+    first = open_store()
+    start(first, jobs)
+    first.close()
+    jobs = deploy(V2_ALIAS)
+    second = open_store()
+    assert [s.task.action for s in second.load_all()] == [jobs.daily_report]
+    deploy(V3)  # the alias gone: a third store still loads the task
+    third = open_store()
+    assert [s.task.id for s in third.load_all()] == ["report"]
+
+
+def test_postgres_refuses_an_unknown_definition_field(
+    open_store: Callable[..., PostgresTaskStore], postgres_server: object, postgres_dsn: str
+) -> None:
+    import psycopg
+
+    store = open_store()
+    Simulation(start=0.0, store=store).schedule(
+        "job", FixedRate(60), action=len, args=["x"], id="job"
+    )
+    with psycopg.connect(postgres_dsn, autocommit=True) as connection:
+        connection.execute(
+            "UPDATE tasks SET definition = jsonb_set(definition::jsonb, '{deadline}', '30')::text"
+        )
+    with pytest.raises(StoreError, match="task job: the definition has fields this lldsched"):
+        open_store().load_all()
+
+
+@pytest.mark.parametrize(
+    ("stored", "said"),
+    [
+        ("2", "newer than this lldsched understands (1): it was written by a newer lldsched"),
+        ("0", "older than this lldsched's (1), and it has no migration for it"),
+        ("x", "not a version this lldsched knows"),
+    ],
+)
+def test_postgres_says_whether_a_schema_version_is_newer_or_older(
+    open_store: Callable[..., PostgresTaskStore], postgres_dsn: str, stored: str, said: str
+) -> None:
+    import psycopg
+
+    from lldsched.stores import postgres_sql
+
+    open_store().close()
+    with psycopg.connect(postgres_dsn, autocommit=True) as connection:
+        connection.execute("UPDATE lldsched_meta SET value = %s WHERE name = 'schema'", (stored,))
+    said = said.replace("(1)", f"({postgres_sql.SCHEMA_VERSION})")
+    said = said.replace("'s (1)", f"'s ({postgres_sql.SCHEMA_VERSION})")
+    with pytest.raises(StoreError) as refused:
+        open_store()
+    assert f"has store schema version {stored}, " in str(refused.value)
+    assert said in str(refused.value)
+    assert "It was left untouched" in str(refused.value)
+
+
+# -- a rolling upgrade: another process's definition this one cannot load ----------------
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def two_stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[object, object]]:
+    """Two stores of one shared set of tasks, as two processes of a rolling upgrade hold."""
+    if request.param == "sqlite":
+        stores = [SqliteTaskStore(tmp_path / "tasks.db", shared=True) for _ in range(2)]
+    else:
+        open_store = request.getfixturevalue("open_store")
+        stores = [open_store(), open_store()]
+    yield stores[0], stores[1]
+    for store in stores:
+        store.close()
+
+
+def test_a_definition_newer_code_wrote_is_said_once_and_its_state_still_followed(
+    two_stores: tuple[object, object],
+    deploy: Deploy,
+    make_scheduler: Callable[..., object],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from lldsched import Scheduler, TaskStatus
+
+    old_store, new_store = two_stores
+    jobs = deploy(V1)
+    later = FixedRate(3600, start_delay=3600)
+    old = make_scheduler(start=False, store=old_store)
+    assert isinstance(old, Scheduler)
+    old.schedule("report", jobs.report, later, id="report")
+    old.schedule("other", len, later, args=["x"], id="other")
+    new = make_scheduler(start=False, store=new_store)
+    assert isinstance(new, Scheduler)
+    newer = ModuleType(f"upgrade_newer_{next(_names)}")  # only the new release has it
+    exec("def daily_report():\n    return 'daily'\n", newer.__dict__)
+    monkeypatch.setitem(sys.modules, newer.__name__, newer)
+    new.schedule("report", newer.daily_report, later, id="report", replace_existing=True)
+    new.schedule("fresh", newer.daily_report, later, id="fresh")
+    new.pause("other")
+    monkeypatch.setitem(sys.modules, newer.__name__, None)  # ...the old one cannot import it
+    with caplog.at_level(logging.ERROR, logger="lldsched"):
+        changes = old_store.changes()  # type: ignore[attr-defined]  # before, PostgreSQL: raised
+        assert [(c.task_id, c.snapshot.status) for c in changes] == [
+            ("report", TaskStatus.SCHEDULED),  # its state, with the definition the old one has
+            ("other", TaskStatus.PAUSED),  # the other changes still come
+        ]  # "fresh", which it never had, is left to the processes that can load it
+        assert changes[0].snapshot.task.action is jobs.report
+        new.pause("report")
+        (change,) = old_store.changes()  # type: ignore[attr-defined]
+        assert (change.task_id, change.snapshot.status) == ("report", TaskStatus.PAUSED)
+    said = [m for m in caplog.messages if "with a definition this one cannot load" in m]
+    assert len(said) == 2  # once per task and text: the pause wrote the same definition
+    assert said[0].startswith("another process wrote task report in ")
+    assert f"'{newer.__name__}:daily_report'" in said[0]
+    assert "it follows the task's state with the definition it has" in said[0]
+    assert "it leaves the task to the processes that can" in said[1]
