@@ -62,7 +62,8 @@ runs and when, never its status: no edge above is theirs.
 
 ``SchedulerCore`` is one class written in several modules, each a mixin over
 :class:`~lldsched.core.parts.CoreParts` (which declares what they share): this one
-holds registration, running, control and the records; the definition verbs live in
+holds registration, running and the records; the status verbs (pause, resume,
+cancel, redrive, remove) live in :mod:`~lldsched.core.control`, the definition verbs in
 :mod:`~lldsched.core.definition`, overlapping runs in :mod:`~lldsched.core.overlapping`,
 blocked tasks in :mod:`~lldsched.core.waiting`, and restoring and following in
 :mod:`~lldsched.core.restoration`.
@@ -89,11 +90,11 @@ from typing import Any
 from lldsched.checks import flag, whole_or_none
 from lldsched.clock import Clock
 from lldsched.core.context import RunContext
+from lldsched.core.control import StatusVerbs
 from lldsched.core.definition import DefinitionVerbs
 from lldsched.core.dependencies import Dependencies
 from lldsched.core.ids import IdGenerator, sequential_ids
 from lldsched.core.names import (
-    BLOCKED,
     BUFFER_ONE,
     CANCELLED,
     COALESCED,
@@ -108,7 +109,6 @@ from lldsched.core.names import (
     SKIPPED,
     SUCCEEDED,
     Skipped,
-    runnable,
 )
 from lldsched.core.overlapping import OverlappingRuns, buffered
 from lldsched.core.packedstats import Rows, pack_all, packed_history, run_stats_maker
@@ -124,7 +124,7 @@ from lldsched.core.registration import (
 )
 from lldsched.core.restoration import Restoration
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished, Retention
-from lldsched.core.storewrites import StoreWrites, check_store, store_failed, store_written
+from lldsched.core.storewrites import StoreWrites, store_failed
 from lldsched.core.task import (
     DEFAULT_OPTIONS,
     Entry,
@@ -137,7 +137,6 @@ from lldsched.core.task import (
 from lldsched.core.waiting import DependencyWaits
 from lldsched.errors import (
     ScheduleError,
-    SchedulerStateError,
     ValidationError,
     error_text,
 )
@@ -151,7 +150,7 @@ from lldsched.model import (
 from lldsched.persistence import TaskSnapshot, TaskStore
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule, next_run_and_skipped
-from lldsched.schedules.catchup import CatchUp, unwrap
+from lldsched.schedules.catchup import CatchUp
 
 __all__ = ["MAX_SKIPPED", "DueQueue", "SchedulerCore"]
 
@@ -160,7 +159,7 @@ log = logging.getLogger("lldsched")
 _new_tuple = tuple.__new__  # a Run, record, snapshot or event positionally: see finish, _snapshot
 
 
-class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restoration):
+class SchedulerCore(StatusVerbs, DefinitionVerbs, OverlappingRuns, DependencyWaits, Restoration):
     """The registry and the transitions.  Not thread-safe: its runtime serialises calls.
 
     The definition verbs (``reschedule``, ``modify``, ``run_now`` and the replacing
@@ -652,121 +651,6 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         if task._options.retry.fails_after(stats.given_up):
             return FAILED, None, record, ()
         return SCHEDULED, due, record, skipped
-
-    # -- control -------------------------------------------------------------------------
-
-    def pause(self, task_id: str) -> bool:
-        """Hold a live task where it is; True if it was paused by this call."""
-        task = self.get(task_id)
-        check_store(self._writes, "pause", task_id)
-        previous = task.status
-        if previous in RUNNABLE or (previous is RUNNING and task._flight is not None):
-            self._queue.discard(task)  # an overlapping task's pending slot too
-        elif previous is not RUNNING and previous is not BLOCKED:
-            return False
-        task.status = PAUSED
-        waited = self._end_wait(task, None) if previous is BLOCKED else None
-        self._changed(task, previous, waited)
-        return True
-
-    def resume(self, task_id: str) -> bool:
-        """Return a PAUSED task to where it was; a slot it slept through runs at once."""
-        task = self.get(task_id)
-        check_store(self._writes, "resume", task_id)
-        if task.status is not PAUSED:
-            return False
-        if task._run is not None:  # paused and resumed while its run was still going
-            task.status = RUNNING
-            flight = task._flight
-            if flight is not None and flight.pending is not None:  # its pending slot again
-                self._enqueue(task, max(flight.pending, self.clock.now()))
-        else:
-            assert task.next_run_at is not None
-            due = max(task.next_run_at, self.clock.now())
-            task.status = runnable(task.attempt)  # where it was: a pending retry, or a slot
-            if task.status is SCHEDULED:
-                task._slot = due  # a fixed-rate grid re-anchors at the resumed run
-            self._enqueue(task, due)
-        self._changed(task, PAUSED)
-        return True
-
-    def cancel(self, task_id: str) -> bool:
-        """Stop every future run; a run in flight finishes (its flag is raised)."""
-        task = self.get(task_id)
-        check_store(self._writes, "cancel", task_id)
-        if not self._cancel(task):
-            return False
-        if task._run is None and self._retention.keep is not None:  # else when its run ends
-            now = self.clock.now()
-            self._retention.finished(task_id, now)
-            self._retire(now)
-        return True
-
-    def _cancel(self, task: ScheduledTask) -> bool:
-        previous = task.status
-        if previous.is_terminal:
-            return False
-        self._queue.discard(task)  # also an entry already popped for a worker
-        for run in task.runs:  # every run in flight (several under an overlap policy)
-            if run.context is not None:
-                run.context.cancel("cancelled")
-        task.status = CANCELLED
-        waited = self._end_wait(task, None) if previous is BLOCKED else None
-        task.next_run_at = None
-        self._changed(task, previous, waited)
-        if self._deps is not None:
-            self._strand(task)
-        return True
-
-    def redrive(self, task_id: str) -> bool:
-        """Put a FAILED (dead-lettered) task back, due now, with a fresh attempt counter;
-        a plan left in front of its schedule (a catch-up, a rescheduled first run) is
-        dropped: its own schedule follows the redriven run."""
-        task = self.get(task_id)
-        check_store(self._writes, "redrive", task_id)
-        if task.status is not FAILED:
-            return False
-        del self._dead[task_id]
-        now = self.clock.now()
-        task.status = SCHEDULED
-        task.schedule = unwrap(task.schedule)
-        task.attempt = 0
-        if task._stats is not None:
-            task._stats.given_up = 0  # a person looked: a fresh streak as well
-        task._slot = now
-        self._enqueue(task, now)
-        self._changed(task, FAILED)
-        return True
-
-    def remove(self, task_id: str) -> ScheduledTask:
-        """Cancel the task if it is live, then forget it here and in the store.
-
-        :class:`SchedulerStateError` naming them if other tasks depend on it: remove
-        those first (or register them again without it); nothing changes then."""
-        task = self.get(task_id)
-        check_store(self._writes, "remove", task_id)
-        if self._deps is not None:
-            dependents = self._deps.dependents(task_id)
-            if dependents:
-                names = ", ".join(f"{d.id} ({d.name!r})" for d in dependents)
-                verb = "depends" if len(dependents) == 1 else "depend"
-                raise SchedulerStateError(
-                    f"cannot remove {task_id!r} ({task.name!r}): {names} {verb} on it; "
-                    "remove them first, or register them again without it"
-                )
-            self._deps.unlink(task_id)
-        self._cancel(task)  # not cancel(): a task removed does not retire
-        del self.tasks[task_id]
-        self._dead.pop(task_id, None)
-        self._retention.forget(task_id)
-        if self._store is not None:
-            try:
-                self._store.delete(task_id)
-            except Exception as exc:  # the registry stays authoritative (core/storewrites.py)
-                store_failed(self._writes, exc, "delete", task_id)
-            else:
-                store_written(self._writes, "delete")
-        return task
 
     # -- records a policy decided without a run ------------------------------------------
 

@@ -2,6 +2,7 @@
 
 :class:`~lldsched.core.machine.SchedulerCore` is one class written in several
 modules: the lifecycle edges (:mod:`~lldsched.core.machine`) and, mixed into it, the
+status verbs (:mod:`~lldsched.core.control`), the
 definition verbs (:mod:`~lldsched.core.definition`), overlapping runs
 (:mod:`~lldsched.core.overlapping`), blocked tasks (:mod:`~lldsched.core.waiting`) and
 restoring (:mod:`~lldsched.core.restoration`).  :class:`CoreParts` is their common base:
@@ -115,3 +116,7 @@ class CoreParts:
         def _dependencies(self) -> Dependencies: ...
 
         def _relink(self, task: ScheduledTask, now: float) -> None: ...
+
+        def _end_wait(self, task: ScheduledTask, error: str | None) -> ExecutionRecord: ...
+
+        def _strand(self, upstream: ScheduledTask) -> None: ...
