@@ -62,7 +62,8 @@ runs and when, never its status: no edge above is theirs.
 
 ``SchedulerCore`` is one class written in several modules, each a mixin over
 :class:`~lldsched.core.parts.CoreParts` (which declares what they share): this one
-holds registration, running and the records; the status verbs (pause, resume,
+holds registration and running; the records of slots decided without a run are
+made in :mod:`~lldsched.core.decided`, the status verbs (pause, resume,
 cancel, redrive, remove) live in :mod:`~lldsched.core.control`, the definition verbs in
 :mod:`~lldsched.core.definition`, overlapping runs in :mod:`~lldsched.core.overlapping`,
 blocked tasks in :mod:`~lldsched.core.waiting`, and restoring and following in
@@ -91,6 +92,7 @@ from lldsched.checks import flag, whole_or_none
 from lldsched.clock import Clock
 from lldsched.core.context import RunContext
 from lldsched.core.control import StatusVerbs
+from lldsched.core.decided import DecidedRecords
 from lldsched.core.definition import DefinitionVerbs
 from lldsched.core.dependencies import Dependencies
 from lldsched.core.ids import IdGenerator, sequential_ids
@@ -106,7 +108,6 @@ from lldsched.core.names import (
     RUNNABLE,
     RUNNING,
     SCHEDULED,
-    SKIPPED,
     SUCCEEDED,
     Skipped,
 )
@@ -142,7 +143,6 @@ from lldsched.errors import (
 )
 from lldsched.model import (
     ExecutionRecord,
-    Outcome,
     Priority,
     TaskEvent,
     TaskStatus,
@@ -159,7 +159,9 @@ log = logging.getLogger("lldsched")
 _new_tuple = tuple.__new__  # a Run, record, snapshot or event positionally: see finish, _snapshot
 
 
-class SchedulerCore(StatusVerbs, DefinitionVerbs, OverlappingRuns, DependencyWaits, Restoration):
+class SchedulerCore(
+    StatusVerbs, DefinitionVerbs, OverlappingRuns, DependencyWaits, Restoration, DecidedRecords
+):
     """The registry and the transitions.  Not thread-safe: its runtime serialises calls.
 
     The definition verbs (``reschedule``, ``modify``, ``run_now`` and the replacing
@@ -651,78 +653,6 @@ class SchedulerCore(StatusVerbs, DefinitionVerbs, OverlappingRuns, DependencyWai
         if task._options.retry.fails_after(stats.given_up):
             return FAILED, None, record, ()
         return SCHEDULED, due, record, skipped
-
-    # -- records a policy decided without a run ------------------------------------------
-
-    def record_misfire(
-        self,
-        task: ScheduledTask,
-        slot: float,
-        outcome: Outcome,
-        error: str | None = None,
-        *,
-        token: int | None = None,
-    ) -> ExecutionRecord:
-        """Record that ``slot`` of ``task`` did not run on its own (``outcome`` is
-        :attr:`~Outcome.MISSED` or :attr:`~Outcome.COALESCED`): in its history, in
-        the store and to the listeners.  ``token``: the fencing token of the claim
-        that decided it (shared mode), which the record carries."""
-        return self._record_decided(task, slot, outcome, error, self.clock.now(), token=token)
-
-    def _record_skipped(
-        self,
-        task: ScheduledTask,
-        skipped: Skipped,
-        *,
-        until: float | None,
-        at: float,
-        token: int | None = None,
-        outcome: Outcome = SKIPPED,
-        note: str | None = None,
-    ) -> None:
-        """Record each slot in ``skipped`` as ``outcome`` (SKIPPED, or COALESCED by
-        BUFFER_ONE; ``note`` is their text), decided ``at`` (the run's finish); past
-        :data:`MAX_SKIPPED` slots, the last record stands for the rest, to ``until``.
-        ``token``: the run's fencing token, which fences these records as well."""
-        for slot in skipped[:MAX_SKIPPED]:
-            self._record_decided(task, slot, outcome, note, at, token=token)
-        if len(skipped) > MAX_SKIPPED:
-            rest = skipped[MAX_SKIPPED]
-            text = (
-                f"SkipCap: more than {MAX_SKIPPED} slots skipped; this record stands for "
-                f"the slots from {rest!r} to before {until!r}"
-            )
-            self._record_decided(task, rest, outcome, text, at, token=token)
-
-    def _record_decided(
-        self,
-        task: ScheduledTask,
-        slot: float,
-        outcome: Outcome,
-        error: str | None,
-        at: float,
-        *,
-        token: int | None = None,
-    ) -> ExecutionRecord:
-        """A record for ``slot`` of ``task``, which a policy decided at ``at`` without a
-        run: in its history, to ``on_record``, in the store and to the listeners."""
-        record = ExecutionRecord.of(
-            task_id=task.id,
-            name=task.name,
-            attempt=0,
-            due=slot,
-            slot=slot,
-            worker=-1,
-            started=at,
-            finished=at,
-            ok=False,
-            error=error,
-            misfire=outcome,
-            token=token,
-        )
-        self._keep(task, record)
-        self._changed(task, task.status, record)
-        return record
 
     # -- internals -------------------------------------------------------------------------
 
