@@ -61,13 +61,19 @@ The definition verbs (``add(..., replace_existing=True)``, :meth:`~SchedulerCore
 runs and when, never its status: no edge above is theirs.
 
 ``SchedulerCore`` is one class written in several modules, each a mixin over
-:class:`~lldsched.core.parts.CoreParts` (which declares what they share): this one
-holds registration and running; the records of slots decided without a run are
-made in :mod:`~lldsched.core.decided`, the status verbs (pause, resume,
-cancel, redrive, remove) live in :mod:`~lldsched.core.control`, the definition verbs in
-:mod:`~lldsched.core.definition`, overlapping runs in :mod:`~lldsched.core.overlapping`,
-blocked tasks in :mod:`~lldsched.core.waiting`, and restoring and following in
-:mod:`~lldsched.core.restoration`.
+:class:`~lldsched.core.parts.CoreParts` (which declares what they share).  This one
+holds its construction, registration and running (``begin``, ``finish`` and what a
+run leads to, ``_after``); the others are
+
+* :mod:`~lldsched.core.reads`: what the registry answers (a task by id, the dead
+  letter, the records kept);
+* :mod:`~lldsched.core.control`: the status verbs (pause, resume, cancel, redrive,
+  remove);
+* :mod:`~lldsched.core.definition`: the definition verbs;
+* :mod:`~lldsched.core.overlapping`: several runs of one task in flight;
+* :mod:`~lldsched.core.waiting`: blocked tasks;
+* :mod:`~lldsched.core.restoration`: restoring and following;
+* :mod:`~lldsched.core.decided`: the records of slots decided without a run.
 
 Slots a run skipped (a fixed rate's SKIP overrun policy, a cron fire that passed
 while the run overran) are recorded SKIPPED after the run's own record, as the
@@ -112,8 +118,9 @@ from lldsched.core.names import (
     Skipped,
 )
 from lldsched.core.overlapping import OverlappingRuns, buffered
-from lldsched.core.packedstats import Rows, pack_all, packed_history, run_stats_maker
+from lldsched.core.packedstats import run_stats_maker
 from lldsched.core.parts import DueQueue
+from lldsched.core.reads import RegistryReads
 from lldsched.core.registration import (
     Isolation,
     TaskIds,
@@ -160,7 +167,13 @@ _new_tuple = tuple.__new__  # a Run, record, snapshot or event positionally: see
 
 
 class SchedulerCore(
-    StatusVerbs, DefinitionVerbs, OverlappingRuns, DependencyWaits, Restoration, DecidedRecords
+    RegistryReads,
+    StatusVerbs,
+    DefinitionVerbs,
+    OverlappingRuns,
+    DependencyWaits,
+    Restoration,
+    DecidedRecords,
 ):
     """The registry and the transitions.  Not thread-safe: its runtime serialises calls.
 
@@ -417,49 +430,6 @@ class SchedulerCore(
             self._retention.finished(task_id, now)
             self._retire(now)
         return task
-
-    def get(self, task_id: str) -> ScheduledTask:
-        """The task registered under ``task_id``, or :class:`TaskNotFoundError`
-        (:class:`~lldsched.errors.TaskRetiredError` for a task that finished and
-        retired: see :mod:`lldsched.core.retention`)."""
-        try:
-            return self.tasks[task_id]
-        except (KeyError, TypeError):
-            raise self._retention.not_found(task_id) from None
-
-    @property
-    def retain_finished(self) -> RetainFinished:
-        """How long finished tasks stay registered (:mod:`lldsched.core.retention`)."""
-        return self._retention.keep
-
-    def retired_records(self) -> list[ExecutionRecord]:
-        """The records of retired tasks still held, in the order the tasks retired
-        (the most recent ones, as many as ``history_limit``)."""
-        return list(self._retention.log)
-
-    def packed_records(self) -> list[Rows]:
-        """Every task's ``history`` (in registration order), then :meth:`retired_records`,
-        as packed blocks (:mod:`lldsched.core.packedstats`): what a view reads without
-        a record object for the part already packed."""
-        rows = [
-            row
-            for task in self.tasks.values()
-            if task._stats is not None
-            for row in packed_history(task._stats)
-        ]
-        rows += (Rows(block, 0) for block in pack_all(list(self._retention.log)))
-        return rows
-
-    @property
-    def store_writes(self) -> StoreWrites | None:
-        """The calls the store failed, and whether it was found closed (the runtimes log
-        a shared store's failures through it: ``core/storewrites.py``); None without a
-        store."""
-        return self._writes
-
-    def dead_letter(self) -> list[str]:
-        """Ids of FAILED tasks, in the order they failed."""
-        return list(self._dead)
 
     # -- running -----------------------------------------------------------------------
 

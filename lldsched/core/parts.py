@@ -2,11 +2,11 @@
 
 :class:`~lldsched.core.machine.SchedulerCore` is one class written in several
 modules: the lifecycle edges (:mod:`~lldsched.core.machine`) and, mixed into it, the
-status verbs (:mod:`~lldsched.core.control`), the definition verbs
-(:mod:`~lldsched.core.definition`), overlapping runs (:mod:`~lldsched.core.overlapping`),
-blocked tasks (:mod:`~lldsched.core.waiting`), restoring
-(:mod:`~lldsched.core.restoration`) and the records of slots decided without a run
-(:mod:`~lldsched.core.decided`).  :class:`CoreParts` is their common base:
+reads (:mod:`~lldsched.core.reads`), the status verbs (:mod:`~lldsched.core.control`),
+the definition verbs (:mod:`~lldsched.core.definition`), overlapping runs
+(:mod:`~lldsched.core.overlapping`), blocked tasks (:mod:`~lldsched.core.waiting`),
+restoring (:mod:`~lldsched.core.restoration`) and the records of slots decided
+without a run (:mod:`~lldsched.core.decided`).  :class:`CoreParts` is their common base:
 it declares the registry, the seams a runtime gives (:class:`DueQueue`, clock, store,
 event hooks) and the helpers every part calls, so each module type-checks on its own
 and mypy checks that ``SchedulerCore``'s definitions match these declarations.  At
