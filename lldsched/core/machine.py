@@ -323,37 +323,18 @@ class SchedulerCore(
         upstreams = options.depends_on
         if upstreams:
             check_graph(name, task_id, upstreams, self.tasks)
-        if task_id is not None:
-            retired_as = self._retention.registered(task_id)  # a retired task of it is history
-            if retired_as is not None and replace_existing:
-                return self._replace_retired(
-                    task_id,
-                    retired_as,
-                    name=name,
-                    action=action,
-                    schedule=schedule,
-                    priority=priority,
-                    options=options,
-                )
-            existing = self.tasks.get(task_id)
-            if existing is not None:
-                if not replace_existing:
-                    raise ValidationError(
-                        f"task id {task_id!r} is already registered (task {existing.name!r}, "
-                        f"{existing.status.value}); pass replace_existing=True to update it"
-                    )
-                return self._replace(
-                    existing,
-                    name=name,
-                    action=action,
-                    schedule=schedule,
-                    priority=priority,
-                    options=options,
-                )
-        elif replace_existing:
-            raise ValidationError(
-                f"task {name!r}: replace_existing=True needs the id= of the task to replace"
+        if task_id is not None or replace_existing:  # off the common path
+            replaced = self._replaced(
+                task_id,
+                replace_existing=replace_existing,
+                name=name,
+                action=action,
+                schedule=schedule,
+                priority=priority,
+                options=options,
             )
+            if replaced is not None:
+                return replaced
         now = self.clock.now()
         first = schedule.first_run(now)
         if first is None:  # _first_run, inlined: one call fewer per registration
@@ -389,6 +370,54 @@ class SchedulerCore(
         if paused:
             self.pause(task_id)
         return task
+
+    def _replaced(
+        self,
+        task_id: str | None,
+        *,
+        replace_existing: bool,
+        name: str,
+        action: Callable[..., Any] | None,
+        schedule: Schedule,
+        priority: Priority,
+        options: TaskOptions,
+    ) -> ScheduledTask | None:
+        """A registration that names its id, or asks to replace: the task replaced (an
+        id registered, or retired, with ``replace_existing``), or None when ``task_id``
+        is free and a new task is registered under it.  An id registered without
+        ``replace_existing``, or ``replace_existing`` without an id, is a
+        :class:`ValidationError` naming it."""
+        if task_id is None:
+            raise ValidationError(
+                f"task {name!r}: replace_existing=True needs the id= of the task to replace"
+            )
+        retired_as = self._retention.registered(task_id)  # a retired task of it is history
+        if retired_as is not None and replace_existing:
+            return self._replace_retired(
+                task_id,
+                retired_as,
+                name=name,
+                action=action,
+                schedule=schedule,
+                priority=priority,
+                options=options,
+            )
+        existing = self.tasks.get(task_id)
+        if existing is None:
+            return None
+        if not replace_existing:
+            raise ValidationError(
+                f"task id {task_id!r} is already registered (task {existing.name!r}, "
+                f"{existing.status.value}); pass replace_existing=True to update it"
+            )
+        return self._replace(
+            existing,
+            name=name,
+            action=action,
+            schedule=schedule,
+            priority=priority,
+            options=options,
+        )
 
     def _replace_retired(
         self,
