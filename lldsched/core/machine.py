@@ -102,6 +102,7 @@ from lldsched.core.decided import DecidedRecords
 from lldsched.core.definition import DefinitionVerbs
 from lldsched.core.dependencies import Dependencies
 from lldsched.core.ids import IdGenerator, sequential_ids
+from lldsched.core.isolation import isolated_action
 from lldsched.core.names import (
     BUFFER_ONE,
     CANCELLED,
@@ -121,17 +122,10 @@ from lldsched.core.overlapping import OverlappingRuns, buffered
 from lldsched.core.packedstats import run_stats_maker
 from lldsched.core.parts import DueQueue
 from lldsched.core.reads import RegistryReads
-from lldsched.core.registration import (
-    Isolation,
-    TaskIds,
-    check_graph,
-    check_task_id,
-    check_zone,
-    isolated_action,
-    validated,
-)
+from lldsched.core.registration import Isolation, TaskIds, check_graph, check_task_id, validated
 from lldsched.core.restoration import Restoration
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished, Retention
+from lldsched.core.schedulearg import check_zone
 from lldsched.core.storewrites import StoreWrites, store_failed
 from lldsched.core.task import (
     DEFAULT_OPTIONS,
@@ -275,7 +269,7 @@ class SchedulerCore(
         pause again a task an operator resumed.
 
         ``check_arguments=False`` skips the check that ``action`` takes its arguments
-        (:func:`~lldsched.core.registration.check_call`): for a definition another
+        (:func:`~lldsched.core.calls.check_call`): for a definition another
         process registered (:mod:`lldsched.core.follow`), judged there already.
 
         ``depends_on`` names registered tasks whose successes each slot waits for
@@ -292,7 +286,7 @@ class SchedulerCore(
         :meth:`_replace`) and is returned, with its history.
 
         ``isolation="process"``: ``action`` is an import path, resolved here to the
-        function it names (:func:`~lldsched.core.registration.isolated_action`).
+        function it names (:func:`~lldsched.core.isolation.isolated_action`).
         """
         if self._writes is not None:  # check_store, inlined: no call without a store
             self._writes.check_open("register", name)
