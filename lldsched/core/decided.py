@@ -2,16 +2,16 @@
 
 :class:`DecidedRecords` is the part of :class:`~lldsched.core.machine.SchedulerCore`
 that makes the record of a slot that did not run on its own (recovery's MISSED and
-COALESCED, a run's SKIPPED slots, BUFFER_ONE's COALESCED ones) and sends it where
-every record goes: the task's history and ``on_record`` (``_keep``), the store and
-the listeners (``_changed``).  Every slot leaves a record; past
-:data:`~lldsched.core.names.MAX_SKIPPED` skipped slots, one record stands for the
-rest.  No thread, no lock: the runtime serialises calls.
+COALESCED, a run's SKIPPED slots, BUFFER_ONE's COALESCED ones: ``_skipped_by_run``)
+and sends it where every record goes: the task's history and ``on_record``
+(``_keep``), the store and the listeners (``_changed``).  Every slot leaves a
+record; past :data:`~lldsched.core.names.MAX_SKIPPED` skipped slots, one record
+stands for the rest.  No thread, no lock: the runtime serialises calls.
 """
 
 from __future__ import annotations
 
-from lldsched.core.names import MAX_SKIPPED, SKIPPED, Skipped
+from lldsched.core.names import BUFFER_ONE, COALESCED, MAX_SKIPPED, SKIPPED, Skipped
 from lldsched.core.parts import CoreParts
 from lldsched.core.task import ScheduledTask
 from lldsched.model import ExecutionRecord, Outcome
@@ -36,6 +36,25 @@ class DecidedRecords(CoreParts):
         the store and to the listeners.  ``token``: the fencing token of the claim
         that decided it (shared mode), which the record carries."""
         return self._record_decided(task, slot, outcome, error, self.clock.now(), token=token)
+
+    def _skipped_by_run(
+        self,
+        task: ScheduledTask,
+        skipped: Skipped,
+        *,
+        due: float | None,
+        at: float,
+        token: int | None,
+    ) -> None:
+        """The slots a run that finished ``at`` skipped, up to its task's next ``due``:
+        SKIPPED, or under ``Overlap.BUFFER_ONE`` COALESCED into the run due next."""
+        if task._options.overlap is BUFFER_ONE:  # folded into the run due next
+            note = f"Overlap.BUFFER_ONE: coalesced into one run for slot {due!r}"
+            self._record_skipped(
+                task, skipped, until=due, at=at, token=token, outcome=COALESCED, note=note
+            )
+        else:
+            self._record_skipped(task, skipped, until=due, at=at, token=token)
 
     def _record_skipped(
         self,

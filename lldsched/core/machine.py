@@ -106,7 +106,6 @@ from lldsched.core.isolation import isolated_action
 from lldsched.core.names import (
     BUFFER_ONE,
     CANCELLED,
-    COALESCED,
     FAILED,
     GIVEN_UP,
     MAX_SKIPPED,
@@ -579,14 +578,7 @@ class SchedulerCore(
         if self._store is not None or self.emit is not None:
             self._changed(task, previous, record)
         if skipped and previous is not CANCELLED:  # cancelled: nothing was skipped, all stopped
-            if task._options.overlap is BUFFER_ONE:  # folded into the run due next
-                note = f"Overlap.BUFFER_ONE: coalesced into one run for slot {due!r}"
-                self._record_skipped(
-                    task, skipped, until=due, at=finished, token=token,
-                    outcome=COALESCED, note=note,
-                )  # fmt: skip
-            else:
-                self._record_skipped(task, skipped, until=due, at=finished, token=token)
+            self._skipped_by_run(task, skipped, due=due, at=finished, token=token)
         if self._deps is not None:
             self._upstream_moved(task, record)
         retention = self._retention

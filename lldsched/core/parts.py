@@ -89,6 +89,16 @@ class CoreParts:
             self, task: ScheduledTask, record: ExecutionRecord, stats: RunStats
         ) -> tuple[TaskStatus, float | None, ExecutionRecord, Skipped]: ...
 
+        def _skipped_by_run(
+            self,
+            task: ScheduledTask,
+            skipped: Skipped,
+            *,
+            due: float | None,
+            at: float,
+            token: int | None,
+        ) -> None: ...
+
         def _record_skipped(
             self,
             task: ScheduledTask,
