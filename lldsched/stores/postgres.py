@@ -53,7 +53,7 @@ from typing import Any
 from lldsched.checks import seconds, whole_or_none
 from lldsched.core.storewrites import StoreWrites
 from lldsched.errors import LeaseLost, StoreClosedError, StoreError, ValidationError
-from lldsched.model import ExecutionRecord, Outcome, TaskStatus
+from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import (
     FINISHED_STATUSES,
     Change,
@@ -66,10 +66,16 @@ from lldsched.persistence import (
 from lldsched.schedules.base import wrapped_schedule
 from lldsched.stores import forks
 from lldsched.stores import postgres_sql as sql
-from lldsched.stores.codec import decode_task, encode_task, load_each
+from lldsched.stores.codec import encode_task, load_each
 from lldsched.stores.postgres_batch import Pending, SettleQueue, settle_parameters
 from lldsched.stores.postgres_listen import Listener, connect, psycopg, redact
-from lldsched.stores.postgres_rows import record_row, state_row
+from lldsched.stores.postgres_rows import (
+    definition_of,
+    record_of,
+    record_row,
+    snapshot_of,
+    state_row,
+)
 from lldsched.stores.removals import FeedHorizons
 
 __all__ = ["PostgresTaskStore"]
@@ -397,7 +403,7 @@ class PostgresTaskStore:
             row = connection.execute(
                 f"SELECT {sql.SNAPSHOT_COLUMNS} FROM tasks t WHERE t.id = %s", (task_id,)
             ).fetchone()
-        return None if row is None else _snapshot(row)
+        return None if row is None else snapshot_of(row)
 
     def records(self, task_id: str | None = None) -> list[ExecutionRecord]:
         """The records kept for ``task_id`` (every task's when None), oldest first; at most
@@ -419,7 +425,7 @@ class PostgresTaskStore:
                     "WHERE %(keep)s::bigint IS NULL OR r.n <= %(keep)s ORDER BY r.seq",
                     {"keep": keep},
                 ).fetchall()
-        return [_record(row) for row in rows]
+        return [record_of(row) for row in rows]
 
     def dead_letter(self) -> list[str]:
         """Ids of FAILED tasks, in the order they failed."""
@@ -652,10 +658,10 @@ class PostgresTaskStore:
         if known is not None and known[0] == definition:
             task = known[1]
         else:
-            task = _decode(row)
+            task = definition_of(row)
             if wrapped_schedule(task.schedule) is None:
                 self._decoded[task_id] = (definition, task)
-        return _snapshot(row, task)
+        return snapshot_of(row, task)
 
     def leases(self) -> list[Lease]:
         """Every lease row now, expired ones included, by token (for people and tests)."""
@@ -731,34 +737,3 @@ def _one(cursor: psycopg.Cursor[tuple[Any, ...]]) -> tuple[Any, ...]:
     if row is None:  # pragma: no cover - aggregate queries always return a row
         raise StoreError("the PostgreSQL store returned no row")
     return row
-
-
-def _snapshot(row: Sequence[Any], task: Task | None = None) -> TaskSnapshot:
-    """The snapshot a row of SNAPSHOT_COLUMNS describes (``task``: its definition, decoded)."""
-    task_id, _, status, next_run_at, attempt, run_count, failures, error, running = row[:9]
-    try:
-        status_value = TaskStatus(status)
-    except ValueError:
-        raise StoreError(f"task {task_id}: unknown status {status!r}") from None
-    if task is None:
-        task = _decode(row)
-    return TaskSnapshot(
-        task, status_value, next_run_at, attempt, run_count, failures, error, bool(running)
-    )
-
-
-def _decode(row: Sequence[Any]) -> Task:
-    """The definition of a row of SNAPSHOT_COLUMNS, decoded: a ``Window``'s ``max_runs``
-    counts its successful runs (run count minus failures)."""
-    return decode_task(row[0], row[1], runs=row[5] - row[6])
-
-
-def _record(row: Sequence[Any]) -> ExecutionRecord:
-    task_id, name, attempt, due, slot, worker, started, finished, ok, error, *rest = row
-    timed_out, misfire, result, token = rest
-    return ExecutionRecord.of(
-        task_id=task_id, name=name, attempt=attempt, due=due, slot=slot, worker=worker,
-        started=started, finished=finished, ok=bool(ok), error=error,
-        timed_out=bool(timed_out), misfire=None if misfire is None else Outcome(misfire),
-        result=result, token=token,
-    )  # fmt: skip
