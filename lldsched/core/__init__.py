@@ -5,8 +5,8 @@ time from an injected clock.  The threaded runtime (:mod:`lldsched.threaded`)
 holds its one lock around every call in here; the simulation (:mod:`lldsched.sim`)
 takes none.
 
-* :mod:`~lldsched.core.machine`: the registry and the transitions a run makes
-  (:class:`SchedulerCore`; registering, the reads, the status and definition verbs and
+* :mod:`~lldsched.core.machine`: the registry, registration and the transitions a run
+  makes (:class:`SchedulerCore`; the reads, the status and definition verbs and
   the rest are mixed into it from modules of their own);
 * :mod:`~lldsched.core.task`: a registered task and where it is (:class:`ScheduledTask`);
 * :mod:`~lldsched.core.lifecycle`: every allowed change of status, as data (``TRANSITIONS``);

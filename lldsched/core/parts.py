@@ -1,9 +1,10 @@
 """What the core state machine is made of, declared once for its modules.
 
 :class:`~lldsched.core.machine.SchedulerCore` is one class written in several
-modules: the lifecycle edges (:mod:`~lldsched.core.machine`) and, mixed into it, the
-reads (:mod:`~lldsched.core.reads`), the status verbs (:mod:`~lldsched.core.control`),
-the definition verbs (:mod:`~lldsched.core.definition`), overlapping runs
+modules: registration and the lifecycle edges a run takes
+(:mod:`~lldsched.core.machine`) and, mixed into it, the reads
+(:mod:`~lldsched.core.reads`), the status verbs (:mod:`~lldsched.core.control`), the
+definition verbs (:mod:`~lldsched.core.definition`), overlapping runs
 (:mod:`~lldsched.core.overlapping`), blocked tasks (:mod:`~lldsched.core.waiting`),
 restoring (:mod:`~lldsched.core.restoration`) and the records of slots decided
 without a run (:mod:`~lldsched.core.decided`).  :class:`CoreParts` is their common base:
