@@ -66,7 +66,7 @@ class Task(NamedTuple):
     args: tuple[Any, ...] = ()
     kwargs: Mapping[str, Any] | None = None
     misfire: MisfirePolicy | None = None  # None: the default policy
-    isolation: str = "thread"  # or "process" (lldsched.core.registration.ISOLATIONS)
+    isolation: str = "thread"  # or "process" (lldsched.core.isolation.ISOLATIONS)
     depends_on: tuple[str, ...] = ()  # upstream task ids (lldsched.core.dependencies)
     overlap: Overlap | None = None  # None: runs never overlap (the schedule's own rule)
     max_instances: int | None = None  # with Overlap.ALLOW only

@@ -315,7 +315,7 @@ def test_history_keeps_the_newest_runs_up_to_its_limit(clock: FakeClock, limit: 
 
 
 def test_an_action_gets_the_run_context_by_its_parameter_name_whatever_callable_it_is() -> None:
-    from lldsched.core.registration import wants_context
+    from lldsched.core.calls import wants_context
 
     def plain(ctx: object) -> None: ...
 
@@ -358,7 +358,7 @@ def test_a_decorated_action_gets_the_run_context_when_what_it_wraps_declares_ctx
 ) -> None:
     """The wrapper declares no ctx itself; it takes **kwargs and wraps one that does. Each
     wrapper of the shared code is asked about its own function."""
-    from lldsched.core.registration import wants_context
+    from lldsched.core.calls import wants_context
 
     assert wants_context(decorated_with_ctx) and not wants_context(decorated_without)
     assert wants_context(decorated_with_ctx)  # the cached answer for the code is not reused

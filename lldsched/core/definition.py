@@ -30,13 +30,8 @@ from lldsched.core.names import (
     SUCCEEDED,
 )
 from lldsched.core.parts import CoreParts
-from lldsched.core.registration import (
-    UNCHANGED,
-    Unchanged,
-    check_overlap,
-    schedule_of,
-    validated,
-)
+from lldsched.core.registration import UNCHANGED, Unchanged, check_overlap, validated
+from lldsched.core.schedulearg import schedule_of
 from lldsched.core.storewrites import check_store
 from lldsched.core.task import ScheduledTask, TaskOptions, fit_flight
 from lldsched.errors import ScheduleError, SchedulerStateError

@@ -61,11 +61,22 @@ The definition verbs (``add(..., replace_existing=True)``, :meth:`~SchedulerCore
 runs and when, never its status: no edge above is theirs.
 
 ``SchedulerCore`` is one class written in several modules, each a mixin over
-:class:`~lldsched.core.parts.CoreParts` (which declares what they share): this one
-holds registration, running, control and the records; the definition verbs live in
-:mod:`~lldsched.core.definition`, overlapping runs in :mod:`~lldsched.core.overlapping`,
-blocked tasks in :mod:`~lldsched.core.waiting`, and restoring and following in
-:mod:`~lldsched.core.restoration`.
+:class:`~lldsched.core.parts.CoreParts` (which declares what they share).  This one
+holds its construction, registration (``add``; kept here, on the registration hot
+path: in a mixin of its own a registration cost 1 % more instructions, 35,038 ->
+35,406 with ``benchmarks/threaded_instructions.py register``, two more misses of
+Python's type attribute cache and no other change) and running (``begin``,
+``finish`` and what a run leads to, ``_after``); the others are
+
+* :mod:`~lldsched.core.reads`: what the registry answers (a task by id, the dead
+  letter, the records kept);
+* :mod:`~lldsched.core.control`: the status verbs (pause, resume, cancel, redrive,
+  remove);
+* :mod:`~lldsched.core.definition`: the definition verbs;
+* :mod:`~lldsched.core.overlapping`: several runs of one task in flight;
+* :mod:`~lldsched.core.waiting`: blocked tasks;
+* :mod:`~lldsched.core.restoration`: restoring and following;
+* :mod:`~lldsched.core.decided`: the records of slots decided without a run.
 
 Slots a run skipped (a fixed rate's SKIP overrun policy, a cron fire that passed
 while the run overran) are recorded SKIPPED after the run's own record, as the
@@ -89,14 +100,15 @@ from typing import Any
 from lldsched.checks import flag, whole_or_none
 from lldsched.clock import Clock
 from lldsched.core.context import RunContext
+from lldsched.core.control import StatusVerbs
+from lldsched.core.decided import DecidedRecords
 from lldsched.core.definition import DefinitionVerbs
 from lldsched.core.dependencies import Dependencies
 from lldsched.core.ids import IdGenerator, sequential_ids
+from lldsched.core.isolation import isolated_action
 from lldsched.core.names import (
-    BLOCKED,
     BUFFER_ONE,
     CANCELLED,
-    COALESCED,
     FAILED,
     GIVEN_UP,
     MAX_SKIPPED,
@@ -105,26 +117,18 @@ from lldsched.core.names import (
     RUNNABLE,
     RUNNING,
     SCHEDULED,
-    SKIPPED,
     SUCCEEDED,
     Skipped,
-    runnable,
 )
 from lldsched.core.overlapping import OverlappingRuns, buffered
-from lldsched.core.packedstats import Rows, pack_all, packed_history, run_stats_maker
+from lldsched.core.packedstats import run_stats_maker
 from lldsched.core.parts import DueQueue
-from lldsched.core.registration import (
-    Isolation,
-    TaskIds,
-    check_graph,
-    check_task_id,
-    check_zone,
-    isolated_action,
-    validated,
-)
+from lldsched.core.reads import RegistryReads
+from lldsched.core.registration import Isolation, TaskIds, check_graph, check_task_id, validated
 from lldsched.core.restoration import Restoration
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished, Retention
-from lldsched.core.storewrites import StoreWrites, check_store, store_failed, store_written
+from lldsched.core.schedulearg import check_zone
+from lldsched.core.storewrites import StoreWrites, store_failed
 from lldsched.core.task import (
     DEFAULT_OPTIONS,
     Entry,
@@ -135,23 +139,12 @@ from lldsched.core.task import (
     fit_flight,
 )
 from lldsched.core.waiting import DependencyWaits
-from lldsched.errors import (
-    ScheduleError,
-    SchedulerStateError,
-    ValidationError,
-    error_text,
-)
-from lldsched.model import (
-    ExecutionRecord,
-    Outcome,
-    Priority,
-    TaskEvent,
-    TaskStatus,
-)
+from lldsched.errors import ScheduleError, ValidationError, error_text
+from lldsched.model import ExecutionRecord, Priority, TaskEvent, TaskStatus
 from lldsched.persistence import TaskSnapshot, TaskStore
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule, next_run_and_skipped
-from lldsched.schedules.catchup import CatchUp, unwrap
+from lldsched.schedules.catchup import CatchUp
 
 __all__ = ["MAX_SKIPPED", "DueQueue", "SchedulerCore"]
 
@@ -160,7 +153,15 @@ log = logging.getLogger("lldsched")
 _new_tuple = tuple.__new__  # a Run, record, snapshot or event positionally: see finish, _snapshot
 
 
-class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restoration):
+class SchedulerCore(
+    RegistryReads,
+    StatusVerbs,
+    DefinitionVerbs,
+    OverlappingRuns,
+    DependencyWaits,
+    Restoration,
+    DecidedRecords,
+):
     """The registry and the transitions.  Not thread-safe: its runtime serialises calls.
 
     The definition verbs (``reschedule``, ``modify``, ``run_now`` and the replacing
@@ -262,7 +263,7 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         pause again a task an operator resumed.
 
         ``check_arguments=False`` skips the check that ``action`` takes its arguments
-        (:func:`~lldsched.core.registration.check_call`): for a definition another
+        (:func:`~lldsched.core.calls.check_call`): for a definition another
         process registered (:mod:`lldsched.core.follow`), judged there already.
 
         ``depends_on`` names registered tasks whose successes each slot waits for
@@ -279,7 +280,7 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         :meth:`_replace`) and is returned, with its history.
 
         ``isolation="process"``: ``action`` is an import path, resolved here to the
-        function it names (:func:`~lldsched.core.registration.isolated_action`).
+        function it names (:func:`~lldsched.core.isolation.isolated_action`).
         """
         if self._writes is not None:  # check_store, inlined: no call without a store
             self._writes.check_open("register", name)
@@ -310,39 +311,18 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         upstreams = options.depends_on
         if upstreams:
             check_graph(name, task_id, upstreams, self.tasks)
-        if task_id is not None:
-            if self._orphans:  # the code registers it again: no longer an orphan
-                self._orphans.pop(task_id, None)
-            retired_as = self._retention.registered(task_id)  # a retired task of it is history
-            if retired_as is not None and replace_existing:
-                return self._replace_retired(
-                    task_id,
-                    retired_as,
-                    name=name,
-                    action=action,
-                    schedule=schedule,
-                    priority=priority,
-                    options=options,
-                )
-            existing = self.tasks.get(task_id)
-            if existing is not None:
-                if not replace_existing:
-                    raise ValidationError(
-                        f"task id {task_id!r} is already registered (task {existing.name!r}, "
-                        f"{existing.status.value}); pass replace_existing=True to update it"
-                    )
-                return self._replace(
-                    existing,
-                    name=name,
-                    action=action,
-                    schedule=schedule,
-                    priority=priority,
-                    options=options,
-                )
-        elif replace_existing:
-            raise ValidationError(
-                f"task {name!r}: replace_existing=True needs the id= of the task to replace"
+        if task_id is not None or replace_existing:  # off the common path
+            replaced = self._replaced(
+                task_id,
+                replace_existing=replace_existing,
+                name=name,
+                action=action,
+                schedule=schedule,
+                priority=priority,
+                options=options,
             )
+            if replaced is not None:
+                return replaced
         now = self.clock.now()
         first = schedule.first_run(now)
         if first is None:  # _first_run, inlined: one call fewer per registration
@@ -378,6 +358,56 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         if paused:
             self.pause(task_id)
         return task
+
+    def _replaced(
+        self,
+        task_id: str | None,
+        *,
+        replace_existing: bool,
+        name: str,
+        action: Callable[..., Any] | None,
+        schedule: Schedule,
+        priority: Priority,
+        options: TaskOptions,
+    ) -> ScheduledTask | None:
+        """A registration that names its id, or asks to replace: the task replaced (an
+        id registered, or retired, with ``replace_existing``), or None when ``task_id``
+        is free and a new task is registered under it.  An id registered without
+        ``replace_existing``, or ``replace_existing`` without an id, is a
+        :class:`ValidationError` naming it."""
+        if task_id is None:
+            raise ValidationError(
+                f"task {name!r}: replace_existing=True needs the id= of the task to replace"
+            )
+        if self._orphans:  # the code registers it again: no longer an orphan
+            self._orphans.pop(task_id, None)
+        retired_as = self._retention.registered(task_id)  # a retired task of it is history
+        if retired_as is not None and replace_existing:
+            return self._replace_retired(
+                task_id,
+                retired_as,
+                name=name,
+                action=action,
+                schedule=schedule,
+                priority=priority,
+                options=options,
+            )
+        existing = self.tasks.get(task_id)
+        if existing is None:
+            return None
+        if not replace_existing:
+            raise ValidationError(
+                f"task id {task_id!r} is already registered (task {existing.name!r}, "
+                f"{existing.status.value}); pass replace_existing=True to update it"
+            )
+        return self._replace(
+            existing,
+            name=name,
+            action=action,
+            schedule=schedule,
+            priority=priority,
+            options=options,
+        )
 
     def _replace_retired(
         self,
@@ -419,57 +449,6 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
             self._retention.finished(task_id, now)
             self._retire(now)
         return task
-
-    def get(self, task_id: str) -> ScheduledTask:
-        """The task registered under ``task_id``, or :class:`TaskNotFoundError`
-        (:class:`~lldsched.errors.TaskRetiredError` for a task that finished and
-        retired: see :mod:`lldsched.core.retention`)."""
-        try:
-            return self.tasks[task_id]
-        except (KeyError, TypeError):
-            raise self._retention.not_found(task_id) from None
-
-    @property
-    def retain_finished(self) -> RetainFinished:
-        """How long finished tasks stay registered (:mod:`lldsched.core.retention`)."""
-        return self._retention.keep
-
-    def retired_records(self) -> list[ExecutionRecord]:
-        """The records of retired tasks still held, in the order the tasks retired
-        (the most recent ones, as many as ``history_limit``)."""
-        return list(self._retention.log)
-
-    def packed_records(self) -> list[Rows]:
-        """Every task's ``history`` (in registration order), then :meth:`retired_records`,
-        as packed blocks (:mod:`lldsched.core.packedstats`): what a view reads without
-        a record object for the part already packed."""
-        rows = [
-            row
-            for task in self.tasks.values()
-            if task._stats is not None
-            for row in packed_history(task._stats)
-        ]
-        rows += (Rows(block, 0) for block in pack_all(list(self._retention.log)))
-        return rows
-
-    @property
-    def store_writes(self) -> StoreWrites | None:
-        """The calls the store failed, and whether it was found closed (the runtimes log
-        a shared store's failures through it: ``core/storewrites.py``); None without a
-        store."""
-        return self._writes
-
-    def dead_letter(self) -> list[str]:
-        """Ids of FAILED tasks, in the order they failed."""
-        return list(self._dead)
-
-    def orphans(self) -> list[str]:
-        """Ids of the tasks the store restored that no registration has named since
-        (``add`` with their id), in the order restored: after a redeploy has registered
-        every job its code defines, the tasks that code no longer defines (and any
-        added at run time, which no start registers).  They run as stored until removed."""
-        tasks = self.tasks
-        return [task_id for task_id in self._orphans if task_id in tasks]
 
     # -- running -----------------------------------------------------------------------
 
@@ -531,6 +510,10 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         A run is timed out when it took longer than its task's timeout, or when the
         runtime says so (``timed_out``: it cancelled a coroutine at its timeout).
         """
+        # Four steps, marked "-- ...": kept in one body, as the run path's speed trick
+        # (below) asks; the move-on step as a method of its own cost 1.3 % instructions
+        # a simulated run (43,368 -> 43,919, benchmarks/sim_instructions.py sim).
+        # -- the run's record
         task, attempt, was_due, slot, worker, _, token = run  # each field read once
         timeout = task._options.timeout
         timed_out = timed_out or (timeout is not None and finished - started > timeout)
@@ -551,6 +534,7 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
                 error is None, error, timed_out, None, result if error is None else None, token,
             ),
         )  # fmt: skip
+        # -- its counts, and what the run leads to
         flight = task._flight
         if flight is None:
             task._run = None
@@ -575,7 +559,7 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         stats.add(record)  # _keep(), inlined: one call fewer per run
         if self._on_record is not None:
             self._on_record(record)
-
+        # -- the task moves on: its status, slot and attempt, its entry or the dead letter
         previous = task.status
         if previous is RUNNING or (previous is PAUSED and due is None):
             task.status = outcome  # paused mid-run, a run that ends its task still ends it
@@ -595,17 +579,11 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
                     self._dead[task.id] = None
         elif self.tasks.get(task.id) is not task:  # removed mid-run: it is forgotten
             return self._removed_run(task, record)
+        # -- published (store and listeners), then what follows
         if self._store is not None or self.emit is not None:
             self._changed(task, previous, record)
         if skipped and previous is not CANCELLED:  # cancelled: nothing was skipped, all stopped
-            if task._options.overlap is BUFFER_ONE:  # folded into the run due next
-                note = f"Overlap.BUFFER_ONE: coalesced into one run for slot {due!r}"
-                self._record_skipped(
-                    task, skipped, until=due, at=finished, token=token,
-                    outcome=COALESCED, note=note,
-                )  # fmt: skip
-            else:
-                self._record_skipped(task, skipped, until=due, at=finished, token=token)
+            self._skipped_by_run(task, skipped, due=due, at=finished, token=token)
         if self._deps is not None:
             self._upstream_moved(task, record)
         retention = self._retention
@@ -675,194 +653,6 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         if task._options.retry.fails_after(stats.given_up):
             return FAILED, None, record, ()
         return SCHEDULED, due, record, skipped
-
-    # -- control -------------------------------------------------------------------------
-
-    def pause(self, task_id: str) -> bool:
-        """Hold a live task where it is; True if it was paused by this call."""
-        task = self.get(task_id)
-        check_store(self._writes, "pause", task_id)
-        previous = task.status
-        if previous in RUNNABLE or (previous is RUNNING and task._flight is not None):
-            self._queue.discard(task)  # an overlapping task's pending slot too
-        elif previous is not RUNNING and previous is not BLOCKED:
-            return False
-        task.status = PAUSED
-        waited = self._end_wait(task, None) if previous is BLOCKED else None
-        self._changed(task, previous, waited)
-        return True
-
-    def resume(self, task_id: str) -> bool:
-        """Return a PAUSED task to where it was; a slot it slept through runs at once."""
-        task = self.get(task_id)
-        check_store(self._writes, "resume", task_id)
-        if task.status is not PAUSED:
-            return False
-        if task._run is not None:  # paused and resumed while its run was still going
-            task.status = RUNNING
-            flight = task._flight
-            if flight is not None and flight.pending is not None:  # its pending slot again
-                self._enqueue(task, max(flight.pending, self.clock.now()))
-        else:
-            assert task.next_run_at is not None
-            due = max(task.next_run_at, self.clock.now())
-            task.status = runnable(task.attempt)  # where it was: a pending retry, or a slot
-            if task.status is SCHEDULED:
-                task._slot = due  # a fixed-rate grid re-anchors at the resumed run
-            self._enqueue(task, due)
-        self._changed(task, PAUSED)
-        return True
-
-    def cancel(self, task_id: str) -> bool:
-        """Stop every future run; a run in flight finishes (its flag is raised)."""
-        task = self.get(task_id)
-        check_store(self._writes, "cancel", task_id)
-        if not self._cancel(task):
-            return False
-        if task._run is None and self._retention.keep is not None:  # else when its run ends
-            now = self.clock.now()
-            self._retention.finished(task_id, now)
-            self._retire(now)
-        return True
-
-    def _cancel(self, task: ScheduledTask) -> bool:
-        previous = task.status
-        if previous.is_terminal:
-            return False
-        self._queue.discard(task)  # also an entry already popped for a worker
-        for run in task.runs:  # every run in flight (several under an overlap policy)
-            if run.context is not None:
-                run.context.cancel("cancelled")
-        task.status = CANCELLED
-        waited = self._end_wait(task, None) if previous is BLOCKED else None
-        task.next_run_at = None
-        self._changed(task, previous, waited)
-        if self._deps is not None:
-            self._strand(task)
-        return True
-
-    def redrive(self, task_id: str) -> bool:
-        """Put a FAILED (dead-lettered) task back, due now, with a fresh attempt counter;
-        a plan left in front of its schedule (a catch-up, a rescheduled first run) is
-        dropped: its own schedule follows the redriven run."""
-        task = self.get(task_id)
-        check_store(self._writes, "redrive", task_id)
-        if task.status is not FAILED:
-            return False
-        del self._dead[task_id]
-        now = self.clock.now()
-        task.status = SCHEDULED
-        task.schedule = unwrap(task.schedule)
-        task.attempt = 0
-        if task._stats is not None:
-            task._stats.given_up = 0  # a person looked: a fresh streak as well
-        task._slot = now
-        self._enqueue(task, now)
-        self._changed(task, FAILED)
-        return True
-
-    def remove(self, task_id: str) -> ScheduledTask:
-        """Cancel the task if it is live, then forget it here and in the store.
-
-        :class:`SchedulerStateError` naming them if other tasks depend on it: remove
-        those first (or register them again without it); nothing changes then."""
-        task = self.get(task_id)
-        check_store(self._writes, "remove", task_id)
-        if self._deps is not None:
-            dependents = self._deps.dependents(task_id)
-            if dependents:
-                names = ", ".join(f"{d.id} ({d.name!r})" for d in dependents)
-                verb = "depends" if len(dependents) == 1 else "depend"
-                raise SchedulerStateError(
-                    f"cannot remove {task_id!r} ({task.name!r}): {names} {verb} on it; "
-                    "remove them first, or register them again without it"
-                )
-            self._deps.unlink(task_id)
-        self._cancel(task)  # not cancel(): a task removed does not retire
-        del self.tasks[task_id]
-        self._dead.pop(task_id, None)
-        self._orphans.pop(task_id, None)
-        self._retention.forget(task_id)
-        if self._store is not None:
-            try:
-                self._store.delete(task_id)
-            except Exception as exc:  # the registry stays authoritative (core/storewrites.py)
-                store_failed(self._writes, exc, "delete", task_id)
-            else:
-                store_written(self._writes, "delete")
-        return task
-
-    # -- records a policy decided without a run ------------------------------------------
-
-    def record_misfire(
-        self,
-        task: ScheduledTask,
-        slot: float,
-        outcome: Outcome,
-        error: str | None = None,
-        *,
-        token: int | None = None,
-    ) -> ExecutionRecord:
-        """Record that ``slot`` of ``task`` did not run on its own (``outcome`` is
-        :attr:`~Outcome.MISSED` or :attr:`~Outcome.COALESCED`): in its history, in
-        the store and to the listeners.  ``token``: the fencing token of the claim
-        that decided it (shared mode), which the record carries."""
-        return self._record_decided(task, slot, outcome, error, self.clock.now(), token=token)
-
-    def _record_skipped(
-        self,
-        task: ScheduledTask,
-        skipped: Skipped,
-        *,
-        until: float | None,
-        at: float,
-        token: int | None = None,
-        outcome: Outcome = SKIPPED,
-        note: str | None = None,
-    ) -> None:
-        """Record each slot in ``skipped`` as ``outcome`` (SKIPPED, or COALESCED by
-        BUFFER_ONE; ``note`` is their text), decided ``at`` (the run's finish); past
-        :data:`MAX_SKIPPED` slots, the last record stands for the rest, to ``until``.
-        ``token``: the run's fencing token, which fences these records as well."""
-        for slot in skipped[:MAX_SKIPPED]:
-            self._record_decided(task, slot, outcome, note, at, token=token)
-        if len(skipped) > MAX_SKIPPED:
-            rest = skipped[MAX_SKIPPED]
-            text = (
-                f"SkipCap: more than {MAX_SKIPPED} slots skipped; this record stands for "
-                f"the slots from {rest!r} to before {until!r}"
-            )
-            self._record_decided(task, rest, outcome, text, at, token=token)
-
-    def _record_decided(
-        self,
-        task: ScheduledTask,
-        slot: float,
-        outcome: Outcome,
-        error: str | None,
-        at: float,
-        *,
-        token: int | None = None,
-    ) -> ExecutionRecord:
-        """A record for ``slot`` of ``task``, which a policy decided at ``at`` without a
-        run: in its history, to ``on_record``, in the store and to the listeners."""
-        record = ExecutionRecord.of(
-            task_id=task.id,
-            name=task.name,
-            attempt=0,
-            due=slot,
-            slot=slot,
-            worker=-1,
-            started=at,
-            finished=at,
-            ok=False,
-            error=error,
-            misfire=outcome,
-            token=token,
-        )
-        self._keep(task, record)
-        self._changed(task, task.status, record)
-        return record
 
     # -- internals -------------------------------------------------------------------------
 

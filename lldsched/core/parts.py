@@ -1,10 +1,13 @@
 """What the core state machine is made of, declared once for its modules.
 
 :class:`~lldsched.core.machine.SchedulerCore` is one class written in several
-modules: the lifecycle edges (:mod:`~lldsched.core.machine`) and, mixed into it, the
+modules: registration and the lifecycle edges a run takes
+(:mod:`~lldsched.core.machine`) and, mixed into it, the reads
+(:mod:`~lldsched.core.reads`), the status verbs (:mod:`~lldsched.core.control`), the
 definition verbs (:mod:`~lldsched.core.definition`), overlapping runs
-(:mod:`~lldsched.core.overlapping`), blocked tasks (:mod:`~lldsched.core.waiting`) and
-restoring (:mod:`~lldsched.core.restoration`).  :class:`CoreParts` is their common base:
+(:mod:`~lldsched.core.overlapping`), blocked tasks (:mod:`~lldsched.core.waiting`),
+restoring (:mod:`~lldsched.core.restoration`) and the records of slots decided
+without a run (:mod:`~lldsched.core.decided`).  :class:`CoreParts` is their common base:
 it declares the registry, the seams a runtime gives (:class:`DueQueue`, clock, store,
 event hooks) and the helpers every part calls, so each module type-checks on its own
 and mypy checks that ``SchedulerCore``'s definitions match these declarations.  At
@@ -88,6 +91,16 @@ class CoreParts:
             self, task: ScheduledTask, record: ExecutionRecord, stats: RunStats
         ) -> tuple[TaskStatus, float | None, ExecutionRecord, Skipped]: ...
 
+        def _skipped_by_run(
+            self,
+            task: ScheduledTask,
+            skipped: Skipped,
+            *,
+            due: float | None,
+            at: float,
+            token: int | None,
+        ) -> None: ...
+
         def _record_skipped(
             self,
             task: ScheduledTask,
@@ -118,3 +131,7 @@ class CoreParts:
         def _dependencies(self) -> Dependencies: ...
 
         def _relink(self, task: ScheduledTask, now: float) -> None: ...
+
+        def _end_wait(self, task: ScheduledTask, error: str | None) -> ExecutionRecord: ...
+
+        def _strand(self, upstream: ScheduledTask) -> None: ...

@@ -2,23 +2,12 @@
 
 Each check raises :class:`~lldsched.errors.ValidationError` with the bad value in
 its message, before anything is registered (:meth:`SchedulerCore.add
-<lldsched.core.machine.SchedulerCore.add>` calls them first).  Two checks run on every
-registration and are kept cheap by remembering what they learnt: which types
-are schedules, and whether a function's code declares ``ctx``.
-
-**What counts as a schedule** is decided here, once (:func:`schedule_of`): an
-object with ``first_run`` and ``next_run``, or the text of a cron expression,
-which becomes a :class:`~lldsched.schedules.cron.CronSchedule` in the
-scheduler's default zone.  A ``CronSchedule`` that names no zone is read in that
-default zone too.  :func:`registering` is the decorator form both runtimes offer.
-
-**Isolation** (:data:`ISOLATIONS`): ``"thread"`` (the default) calls the action on a
-worker thread; ``"process"`` runs it in a child process
-(:mod:`lldsched.threaded.processes`), so the action is given as an import path
-``"package.module:function"`` with arguments JSON keeps unchanged (the rule of
-:mod:`lldsched.importpath`, the one durable stores follow), and it takes no ``ctx``.
-:func:`isolated_action` turns the path into the function, checked here, at
-registration.
+<lldsched.core.machine.SchedulerCore.add>` calls them first).  :func:`validated` is
+the one entry: it asks :mod:`~lldsched.core.schedulearg` what the schedule is (cron
+text, the default zone), :mod:`~lldsched.core.calls` whether the action takes its
+arguments (and ``ctx``), and :mod:`~lldsched.core.isolation` what a process-isolated
+task must give; the options themselves are checked here.  :func:`registering` is
+the decorator form both runtimes offer.
 
 **Dependencies** (``depends_on=``) are checked here too, in two steps: the value
 (a list of task ids, in :func:`validated`) and the graph (:func:`check_graph`:
@@ -28,51 +17,37 @@ every id registered, no cycle), before anything is registered.
 from __future__ import annotations
 
 import enum
-import inspect
 from collections.abc import Callable, Mapping
-from datetime import timedelta, tzinfo
-from types import BuiltinFunctionType
-from typing import Any, TypedDict, TypeVar, cast, get_args
+from datetime import timedelta
+from typing import Any, TypedDict, TypeVar, cast
 
 from lldsched.checks import seconds, whole
+from lldsched.core.calls import BARE, CTX, call_shape, check_call, not_callable
+from lldsched.core.isolation import check_process_call
+from lldsched.core.schedulearg import SCHEDULE_TYPES, is_schedule, schedule_of
 from lldsched.core.task import DEFAULT_OPTIONS, Isolation, ScheduledTask, TaskOptions
-from lldsched.errors import ScheduleError, ValidationError
-from lldsched.importpath import import_callable, import_path, json_arguments
+from lldsched.errors import ValidationError
 from lldsched.model import Priority
 from lldsched.persistence import Task
 from lldsched.policies import MisfirePolicy, Overlap, OverrunPolicy, RetryPolicy
-from lldsched.schedules.base import Schedule, has_schedule_methods, wrapped_schedule
+from lldsched.schedules.base import Schedule, wrapped_schedule
 from lldsched.schedules.cron import CronSchedule
-from lldsched.schedules.decorators import Jittered, Window
 from lldsched.schedules.simple import FixedDelay, OneTime
 
 __all__ = [
-    "ISOLATIONS",
     "UNCHANGED",
     "Isolation",
     "TaskIds",
     "Unchanged",
-    "check_call",
     "check_graph",
-    "check_isolation",
     "check_overlap",
     "check_task_id",
-    "check_zone",
-    "is_schedule",
-    "isolated_action",
-    "not_callable",
     "options_of",
     "registering",
-    "schedule_of",
     "validated",
-    "wants_context",
 ]
 
 DEFAULT_RETRY = RetryPolicy()
-
-ISOLATIONS: tuple[Isolation, ...] = get_args(Isolation)
-"""The values of a task's ``isolation`` option, ``("thread", "process")``: where its action
-runs (the type :data:`~lldsched.core.task.Isolation` is the one list)."""
 
 TaskIds = list[str] | tuple[str, ...]
 """What ``depends_on=`` takes: a list or tuple of task ids.  Not ``Sequence[str]``: a
@@ -89,131 +64,6 @@ class Unchanged(enum.Enum):
 UNCHANGED = Unchanged.UNCHANGED
 """The default of ``modify()``'s options: leave this one as it is (``None`` is a value:
 no timeout, the default retry policy)."""
-
-# Caches, filled as registrations come (plain structures written under the
-# runtime's lock, or by the single-threaded simulation; a racing write stores the
-# same answer).
-SCHEDULE_TYPES: set[type] = set()  # types already seen to have first_run and next_run
-# What calling a function of this code needs (bounded below): _BARE (no parameter at
-# all: f() is the only call, nothing to check), _TAKES (parameters, no ctx), _CTX
-# (declares ctx), _ASK_WRAPPED (no ctx, takes **kwargs: ask what it wraps).
-CALL_BY_CODE: dict[Any, int] = {}
-_BARE, _TAKES, _CTX, _ASK_WRAPPED = 0, 1, 2, 3  # compared by identity (cheaper than ==)
-_CONTEXT_CACHE_LIMIT = 4096
-# (code object, bound method?) -> its signature, None when it has none (bounded as above).
-# Which parameters exist and which have defaults is the code's, not the function's: two
-# functions made by one ``def`` bind arguments alike.
-SIGNATURE_BY_CODE: dict[tuple[Any, bool], inspect.Signature | None] = {}
-
-
-def is_schedule(schedule: object) -> bool:
-    """True when ``schedule`` has ``first_run`` and ``next_run`` (the rule is
-    :func:`~lldsched.schedules.base.has_schedule_methods`: a class is not a schedule, and
-    remembering ``type`` let every class after one pass unchecked); remembers its type,
-    unless it is a decorator's (``Jittered``, ``Window``, or one of one's own, which keeps
-    what it wraps in ``.schedule``): :func:`schedule_of` reads the cron a decorator wraps
-    in the default zone, so decorators never take the shortcut past it."""
-    if has_schedule_methods(schedule):
-        if wrapped_schedule(schedule) is None:
-            SCHEDULE_TYPES.add(type(schedule))
-        return True
-    return False
-
-
-def wants_context(action: Callable[..., Any]) -> bool:
-    """True when ``action`` declares a parameter named ``ctx``, or is a wrapper that takes
-    ``**kwargs`` around one that does (``functools.wraps`` sets ``__wrapped__``): the
-    wrapper passes ``ctx=`` on."""
-    return _call_shape(action) is _CTX
-
-
-def _call_shape(action: Callable[..., Any]) -> int:
-    """What calling ``action`` needs: ``_BARE``, ``_TAKES`` or ``_CTX`` (see CALL_BY_CODE)."""
-    code = getattr(action, "__code__", None)  # a bound method passes its function's on
-    if code is not None:  # plain functions and methods: no inspect.signature on the hot path
-        known = CALL_BY_CODE.get(code)
-        if known is None:
-            names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
-            if "ctx" in names:
-                known = _CTX
-            elif code.co_flags & inspect.CO_VARKEYWORDS:
-                known = _ASK_WRAPPED
-            else:
-                known = _TAKES if names else _BARE
-            if len(CALL_BY_CODE) < _CONTEXT_CACHE_LIMIT:
-                CALL_BY_CODE[code] = known
-        if known is _ASK_WRAPPED:  # the code is shared by wrappers of different functions
-            wrapped = getattr(action, "__wrapped__", None)
-            return _CTX if wrapped is not None and wants_context(wrapped) else _TAKES
-        return known
-    if isinstance(action, BuiltinFunctionType):  # print, len: C functions take no ctx, and
-        return _TAKES  # inspect would parse their text signature at every registration (~100 µs)
-    try:
-        parameters = inspect.signature(action).parameters
-    except (TypeError, ValueError):  # callables without a signature
-        return _TAKES
-    return _CTX if "ctx" in parameters else _TAKES
-
-
-def check_call(name: str, action: Callable[..., Any], options: TaskOptions) -> None:
-    """``action`` can be called as each run calls it: ``action(*args, **kwargs)``, with
-    ``ctx=`` added when it declares ``ctx``.  ValidationError naming the arguments and
-    what is wrong (a required parameter missing, one too many, an unknown keyword, a
-    ``ctx`` in ``kwargs``), at registration rather than a ``TypeError`` in every attempt
-    until the dead letter.  A callable whose signature cannot be read passes; a wrapper
-    (``functools.wraps``) is judged by its own parameters, not the wrapped function's,
-    since a decorator may supply some of those.
-    """
-    args, kwargs, pass_context = options.args, options.kwargs, options.pass_context
-    code = getattr(action, "__code__", None)
-    if code is not None:
-        if not (args or kwargs or pass_context or code.co_argcount or code.co_kwonlyargcount):
-            return  # f() called as f(): nothing to bind
-        key = (code, inspect.ismethod(action))
-        if key in SIGNATURE_BY_CODE:
-            signature = SIGNATURE_BY_CODE[key]
-        else:
-            signature = _signature(action)
-            # A __signature__ belongs to one function, not to its code (a decorator's
-            # wrappers share one code object): such a function is read each time.
-            own = getattr(action, "__signature__", None) is not None
-            if not own and len(SIGNATURE_BY_CODE) < _CONTEXT_CACHE_LIMIT:
-                SIGNATURE_BY_CODE[key] = signature
-    else:  # builtins, partials, classes, callable objects
-        signature = _signature(action)
-    keywords = dict(kwargs or {})
-    if pass_context:
-        if "ctx" in keywords:
-            raise ValidationError(
-                f"task {name!r}: kwargs name 'ctx', which the scheduler passes to an action "
-                f"that declares it (a RunContext): got kwargs={kwargs!r}"
-            )
-        keywords["ctx"] = None
-    if signature is None:
-        return
-    try:
-        signature.bind(*args, **keywords)
-    except TypeError as exc:
-        given = f"args={tuple(args)!r}" + (f", kwargs={dict(kwargs)!r}" if kwargs else "")
-        bare = signature.replace(  # the parameters, without their annotations
-            parameters=[p.replace(annotation=p.empty) for p in signature.parameters.values()],
-            return_annotation=signature.empty,
-        )
-        raise ValidationError(
-            f"task {name!r}: action {_action_name(action)}{bare} cannot be called with "
-            f"{given}: {exc}"
-        ) from None
-
-
-def _signature(action: Callable[..., Any]) -> inspect.Signature | None:
-    try:
-        return inspect.signature(action, follow_wrapped=False)
-    except (TypeError, ValueError):  # callables without a signature
-        return None
-
-
-def _action_name(action: Callable[..., Any]) -> str:
-    return getattr(action, "__qualname__", None) or type(action).__qualname__
 
 
 def validated(
@@ -261,8 +111,8 @@ def validated(
         schedule = schedule_of(name, schedule, tz=tz)
     if type(priority) is not Priority:
         priority = _priority(name, priority)
-    shape = _BARE if action is None else _call_shape(action)
-    pass_context = shape is _CTX
+    shape = BARE if action is None else call_shape(action)
+    pass_context = shape is CTX
     # Nothing given, nothing to check: the common registration skips _options().
     # (Five checks folded into this one call, and this shortcut, are worth about a
     # fifth of a registration: benchmarks/bench_scale.py.)
@@ -280,7 +130,7 @@ def validated(
         and not depends_on
         and depends_on is not None  # None is refused below, as with other options given
     ):
-        if check_arguments and shape is not _BARE:
+        if check_arguments and shape is not BARE:
             check_call(name, cast(Callable[..., Any], action), DEFAULT_OPTIONS)
         return schedule, priority, DEFAULT_OPTIONS
     options = _options(
@@ -460,88 +310,6 @@ def check_task_id(task_id: object, *, who: str | None = None) -> str:
     return task_id
 
 
-def check_zone(tz: object) -> str:
-    """A scheduler's default zone for cron: an IANA name (or a ZoneInfo), as its key;
-    :class:`~lldsched.errors.ScheduleError` quoting it otherwise."""
-    if not isinstance(tz, str | tzinfo):
-        raise ScheduleError(f"tz={tz!r}: a zone is an IANA name such as 'Europe/Berlin'")
-    try:
-        return CronSchedule("* * * * *", tz=tz).tz
-    except ScheduleError as exc:
-        raise ScheduleError(f"tz={tz!r}: {exc}") from None
-
-
-def schedule_of(name: str, schedule: object, *, tz: str) -> Schedule:
-    """``schedule`` as a :class:`Schedule`: cron text becomes a ``CronSchedule`` read in
-    ``tz``, as does a ``CronSchedule`` that names no zone; any other object must have
-    ``first_run`` and ``next_run`` (ValidationError otherwise) and is returned as is."""
-    kind = type(schedule)
-    if kind in SCHEDULE_TYPES and kind is not CronSchedule:  # the common case, first
-        return cast(Schedule, schedule)
-    if isinstance(schedule, str):
-        try:
-            return CronSchedule(schedule, tz=tz)
-        except ScheduleError as exc:
-            raise ScheduleError(f"task {name!r}: {exc}") from None
-    if isinstance(schedule, CronSchedule) and kind is CronSchedule:
-        if schedule.names_zone or schedule.tz == tz:
-            return schedule
-        return schedule.in_zone(tz)
-    if kind is Jittered or kind is Window:
-        return _in_zone(cast(Schedule, schedule), tz)
-    if not is_schedule(schedule):
-        raise _not_a_schedule(name, schedule)
-    if wrapped_schedule(schedule) is not None:  # a decorator of one's own
-        return _in_zone(cast(Schedule, schedule), tz, task=name)
-    return cast(Schedule, schedule)
-
-
-def _in_zone(schedule: Schedule, tz: str, *, task: str = "") -> Schedule:
-    """``schedule`` with a ``CronSchedule`` that names no zone read in ``tz``, also inside
-    ``Jittered`` and ``Window`` (rebuilt around it, with their own settings) and inside a
-    decorator of one's own (a schedule that keeps what it wraps in ``.schedule``: rebuilt
-    by its ``with_schedule(inner)``, or refused with a ScheduleError naming the ways out
-    when it has none); the same object when nothing in it changes."""
-    kind = type(schedule)
-    if kind is CronSchedule:
-        assert isinstance(schedule, CronSchedule)
-        return schedule if schedule.names_zone or schedule.tz == tz else schedule.in_zone(tz)
-    if kind is Jittered:
-        assert isinstance(schedule, Jittered)
-        inner = _in_zone(schedule.schedule, tz, task=task)
-        if inner is schedule.schedule:
-            return schedule
-        return Jittered(inner, schedule.max_delay, seed=schedule.seed)
-    if kind is Window:
-        assert isinstance(schedule, Window)
-        inner = _in_zone(schedule.schedule, tz, task=task)
-        if inner is schedule.schedule:
-            return schedule
-        return Window(inner, start=schedule.start, end=schedule.end, max_runs=schedule.max_runs)
-    wrapped = wrapped_schedule(schedule)
-    if wrapped is None:
-        return schedule
-    inner = _in_zone(wrapped, tz, task=task)
-    if inner is wrapped:
-        return schedule
-    rebuild = getattr(schedule, "with_schedule", None)
-    if not callable(rebuild):
-        raise ScheduleError(
-            f"task {task!r}: {schedule!r} wraps a CronSchedule that names no zone, which "
-            f"the scheduler reads in its tz={tz!r}; give the decorator a "
-            "with_schedule(schedule) method that returns a copy wrapping the schedule it "
-            "is given, or name the zone: CronSchedule(..., tz=...)"
-        )
-    rebuilt: Schedule = rebuild(inner)
-    return rebuilt
-
-
-def _not_a_schedule(name: str, schedule: object) -> ValidationError:
-    return ValidationError(
-        f"task {name!r}: schedule must provide first_run() and next_run(), got {schedule!r}"
-    )
-
-
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -587,12 +355,6 @@ def registering(
     return decorate
 
 
-def not_callable(name: str, action: object) -> ValidationError:
-    """The error of an ``action`` that cannot be called (the threaded runtime raises it
-    for None too: it has nothing to run without one)."""
-    return ValidationError(f"task {name!r}: action must be callable, got {action!r}")
-
-
 def _priority(name: str, value: object) -> Priority:
     """``value`` as a :class:`Priority` (a member or its int), or ValidationError."""
     if isinstance(value, int) and not isinstance(value, bool):
@@ -636,81 +398,8 @@ def _options(
     if misfire is not None and not isinstance(misfire, MisfirePolicy):
         raise ValidationError(f"task {name!r}: misfire must be a MisfirePolicy, got {misfire!r}")
     if isolation != "thread":
-        _check_process_call(name, isolation, args=args, kwargs=kwargs, pass_context=pass_context)
+        check_process_call(name, isolation, args=args, kwargs=kwargs, pass_context=pass_context)
     options = TaskOptions(
         retry, timeout, tuple(args), kwargs or None, pass_context, misfire, isolation, depends_on
     )
     return DEFAULT_OPTIONS if options == DEFAULT_OPTIONS else options  # equal values shared
-
-
-def check_isolation(name: str, isolation: object) -> Isolation:
-    """``isolation`` if it is one of :data:`ISOLATIONS`, else ValidationError naming it."""
-    if isolation not in ISOLATIONS or not isinstance(isolation, str):
-        raise ValidationError(
-            f"task {name!r}: isolation must be one of {ISOLATIONS}, got {isolation!r}"
-        )
-    return isolation
-
-
-def isolated_action(name: str, action: object, *, isolation: object) -> Callable[..., Any] | None:
-    """The action a task with this ``isolation`` runs: ``action`` itself for a thread;
-    for a process, the function its import path names (imported here, checked to be
-    named back by the same path), or None (a simulated task needs no action).
-
-    ValidationError naming the bad value: an ``isolation`` that is not one of
-    :data:`ISOLATIONS`, or a process-isolated ``action`` that is a callable object
-    (it must be given by name: nothing is pickled), a path that does not import, or a
-    path into ``__main__`` (the child's ``__main__`` is its own, so the function could
-    never be found there).
-    """
-    if check_isolation(name, isolation) == "thread":
-        if isinstance(action, str):
-            raise ValidationError(
-                f"task {name!r}: action must be callable, got {action!r} (an import path "
-                "is the action of a task registered with isolation='process')"
-            )
-        return action  # type: ignore[return-value]  # validated() checks it is callable
-    if action is None:
-        return None
-    if not isinstance(action, str):
-        raise ValidationError(
-            f"task {name!r}: a process-isolated action is given by its import path "
-            f"'package.module:function', got {action!r}"
-        )
-    if action.partition(":")[0] == "__main__":
-        raise ValidationError(
-            f"task {name!r}: a process-isolated action cannot live in __main__, got "
-            f"{action!r}: the worker process runs its own __main__, where the function "
-            "does not exist; move it into a module and name it 'module:function'"
-        )
-    try:
-        function = import_callable(action)
-        import_path(function, who=f"task {name!r} (isolation='process')")
-    except ValidationError as exc:
-        raise ValidationError(f"task {name!r}: {exc}") from None
-    return function
-
-
-def _check_process_call(
-    name: str,
-    isolation: str,
-    *,
-    args: tuple[Any, ...] | list[Any],
-    kwargs: Mapping[str, Any] | None,
-    pass_context: bool,
-) -> None:
-    """A process-isolated call: arguments JSON keeps unchanged, and no ``ctx``."""
-    check_isolation(name, isolation)
-    if pass_context:
-        raise ValidationError(
-            f"task {name!r}: a process-isolated action cannot take ctx (a RunContext "
-            "stays in this process; the child is killed at the timeout instead)"
-        )
-    try:
-        json_arguments(args, kwargs)
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(
-            f"task {name!r}: a process-isolated task needs args and kwargs that JSON keeps "
-            f"unchanged (str, int, float, bool, None, lists, str-keyed dicts), got "
-            f"args={args!r}, kwargs={kwargs!r}: {exc}"
-        ) from None

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
+from lldsched.core.calls import check_call
 from lldsched.core.ids import sequential_ids
 from lldsched.core.names import (
     BLOCKED,
@@ -24,7 +25,7 @@ from lldsched.core.names import (
     SUCCEEDED,
 )
 from lldsched.core.parts import CoreParts
-from lldsched.core.registration import check_call, options_of, validated
+from lldsched.core.registration import options_of, validated
 from lldsched.core.storewrites import store_failed, store_written
 from lldsched.core.task import Restored, ScheduledTask, TaskOptions, fit_flight
 from lldsched.errors import ValidationError

@@ -53,7 +53,7 @@ live while the task registered under ``task_id`` has ``generation == sequence``
 
 
 Isolation = Literal["thread", "process"]
-"""Where a task's action runs (``registration.ISOLATIONS`` as a type): ``isolation="proc"``
+"""Where a task's action runs (``isolation.ISOLATIONS`` as a type): ``isolation="proc"``
 fails a type checker, not only the registration."""
 
 

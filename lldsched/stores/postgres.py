@@ -31,6 +31,11 @@ connects again.  Leases held meanwhile expire on the server's clock and are
 taken over (the runtime's renewal says which were lost); writes fenced by them
 are refused.
 
+**Where it is written.**  This module opens the store and holds the
+:class:`~lldsched.persistence.TaskStore` and history methods; the coordinated ones
+(claims, leases, settles, the feed) are
+:class:`~lldsched.stores.postgres_coordinated.PostgresCoordination`'s, mixed in.
+
 **Threads.**  One connection behind one lock, like the SQLite store: the
 scheduler already serialises its calls under its own lock (lock order: the
 scheduler's, then this store's).  The settle writer thread takes only this
@@ -45,46 +50,42 @@ import os
 import secrets
 import socket
 import threading
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Iterator
 from datetime import timedelta
 from types import TracebackType
 from typing import Any
 
 from lldsched.checks import seconds, whole_or_none
 from lldsched.core.storewrites import StoreWrites
-from lldsched.errors import LeaseLost, StoreClosedError, StoreError, ValidationError
-from lldsched.model import ExecutionRecord, Outcome, TaskStatus
+from lldsched.errors import StoreClosedError, StoreError, ValidationError
+from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import (
-    FINISHED_STATUSES,
-    Change,
-    Claim,
-    Lease,
     Task,
     TaskSnapshot,
     finished,
 )
-from lldsched.schedules.base import wrapped_schedule
 from lldsched.stores import forks
 from lldsched.stores import postgres_sql as sql
-from lldsched.stores.codec import Unreadable, decode_task, encode_task, load_each, renamed
-from lldsched.stores.postgres_batch import Pending, SettleQueue, settle_parameters
+from lldsched.stores.codec import Unreadable, encode_task, load_each, renamed
+from lldsched.stores.postgres_batch import SettleQueue
+from lldsched.stores.postgres_coordinated import Connection, PostgresCoordination
 from lldsched.stores.postgres_listen import Listener, connect, psycopg, redact
-from lldsched.stores.postgres_rows import record_row, state_row
+from lldsched.stores.postgres_rows import (
+    record_of,
+    record_row,
+    snapshot_of,
+    state_row,
+)
 from lldsched.stores.removals import FeedHorizons
 
 __all__ = ["PostgresTaskStore"]
 
 log = logging.getLogger("lldsched")
 
-Connection = psycopg.Connection[tuple[Any, ...]]
-
 
 def node_id() -> str:
     """A holder id for this process: ``"host:pid:random"``."""
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
-
-
-_FINISHED = frozenset(status.value for status in FINISHED_STATUSES)  # as rows store them
 
 
 def schema_refused(dsn: str, version: str | None) -> str:
@@ -105,7 +106,7 @@ def schema_refused(dsn: str, version: str | None) -> str:
     return f"{dsn!r} has store schema version {version}, {advice}. It was left untouched"
 
 
-class PostgresTaskStore:
+class PostgresTaskStore(PostgresCoordination):
     """A :class:`~lldsched.persistence.CoordinatedStore` in a PostgreSQL database.
 
     ``dsn`` is a libpq connection string or URI; the schema is created in it on first
@@ -428,7 +429,7 @@ class PostgresTaskStore:
             row = connection.execute(
                 f"SELECT {sql.SNAPSHOT_COLUMNS} FROM tasks t WHERE t.id = %s", (task_id,)
             ).fetchone()
-        return None if row is None else _snapshot(row)
+        return None if row is None else snapshot_of(row)
 
     def records(self, task_id: str | None = None) -> list[ExecutionRecord]:
         """The records kept for ``task_id`` (every task's when None), oldest first; at most
@@ -450,7 +451,7 @@ class PostgresTaskStore:
                     "WHERE %(keep)s::bigint IS NULL OR r.n <= %(keep)s ORDER BY r.seq",
                     {"keep": keep},
                 ).fetchall()
-        return [_record(row) for row in rows]
+        return [record_of(row) for row in rows]
 
     def dead_letter(self) -> list[str]:
         """Ids of FAILED tasks, in the order they failed."""
@@ -464,272 +465,6 @@ class PostgresTaskStore:
         with self._using() as connection:
             (count,) = _one(connection.execute("SELECT count(*) FROM tasks"))
         return int(count)
-
-    # -- the coordinated protocol (CoordinatedStore) -----------------------------------
-
-    def claim(self, *, now: float, limit: int) -> list[Claim]:
-        """Claim up to ``limit`` runs due at ``now`` (the scheduler's clock); each lease
-        lasts :attr:`lease` seconds on the database's clock.  One statement."""
-        if limit <= 0:
-            return []
-        with self._using() as connection:
-            rows = connection.execute(
-                sql.CLAIM, {"now": now, "limit": limit, "node": self.node, "lease": self.lease}
-            ).fetchall()
-            claims = [Claim(*row) for row in rows]
-            for claim in claims:
-                self._held[claim.task_id] = claim.token
-        return claims
-
-    def renew(self, *, tokens: Collection[int], now: float) -> set[int]:
-        """Extend this node's unexpired leases with ``tokens`` by :attr:`lease` seconds of
-        the database's clock (``now`` is not used: expiry is the server's); the tokens
-        still held."""
-        if not tokens:
-            return set()
-        with self._using() as connection:
-            rows = connection.execute(
-                sql.RENEW, {"tokens": list(tokens), "node": self.node, "lease": self.lease}
-            ).fetchall()
-            held = {token for (token,) in rows}
-            self._forget(set(tokens) - held)
-        return held
-
-    def release(self, *, task_id: str, token: int) -> None:
-        """Give back a claim that will not run here (a lease no longer held is ignored)."""
-        with self._using() as connection:
-            connection.execute(sql.RELEASE, {"task_id": task_id, "token": token})
-            if self._held.get(task_id) == token:
-                del self._held[task_id]
-
-    def settle(self, snapshot: TaskSnapshot, record: ExecutionRecord, *, token: int) -> None:
-        """Drop the lease with ``token``, write the task's state and ``record``, in one
-        statement, now (the settles queued before it first); :class:`LeaseLost`
-        (nothing written, counted in :attr:`rejected`) if the lease is no longer held.
-        If another node rewrote the row during the run, its write wins and the run adds
-        only its counts and its record."""
-        with self._using():
-            refused = self._settle_batch([Pending(token, snapshot, record)])
-        if refused:
-            raise LeaseLost(task_id=snapshot.task.id, token=token)
-
-    def misfired(
-        self,
-        snapshot: TaskSnapshot,
-        records: Sequence[ExecutionRecord],
-        *,
-        token: int,
-        release: bool,
-    ) -> None:
-        """Write what the claim with ``token`` decided for its late slots, in one
-        transaction (the settles queued before it first), only while that lease is held;
-        see :meth:`CoordinatedStore.misfired
-        <lldsched.persistence.CoordinatedStore.misfired>`.  :class:`LeaseLost` (nothing
-        written, counted in :attr:`rejected`) otherwise."""
-        task_id = snapshot.task.id
-        with self._using() as connection:
-            with connection.transaction():
-                # Lock order: the task's row, then its lease (as the claim and the settle).
-                lease = {"task_id": task_id, "token": token}
-                connection.execute(sql.LOCK_TASK, lease)
-                if release:
-                    held = connection.execute(sql.RELEASE, lease).rowcount == 1
-                else:
-                    moved = connection.execute(
-                        sql.MOVE_LEASE, {**lease, "slot": snapshot.next_run_at}
-                    )
-                    held = moved.rowcount == 1
-                if held:
-                    self._write(connection, snapshot)
-                    for record in records:
-                        self._append(connection, record)
-            if release or not held:
-                self._forget({token})
-            if not held:
-                self.rejected += 1
-                raise LeaseLost(task_id=task_id, token=token)
-
-    def flush(self) -> None:
-        """Write every settle queued now, in one statement (the writer thread does so as
-        soon as it can; the runtime calls this at shutdown and in ``wait_idle()``).  A
-        settle refused is logged and counted in :attr:`rejected`; a batch that cannot be
-        written is not tried again (its runs are run again once their leases expire), and
-        logged as the core logs a failing store, once an outage (``_write_settles``)."""
-        with self._lock:
-            if not self._closed:
-                self._write_settles()
-
-    def _write_settles(self) -> None:
-        """Write the queued settles (caller holds the lock).  A batch that fails is
-        logged by :class:`~lldsched.core.storewrites.StoreWrites`, the one rule of a
-        failing store: the first of an outage at error level with its traceback, each
-        later one at debug level, and one warning when a batch is written again,
-        counting the batches failed and the settles not stored."""
-        batch = self._settles.take()
-        if not batch:
-            return
-        try:
-            refused = self._settle_batch(batch)
-        except StoreError as exc:
-            self._batches.call_failed(
-                exc,
-                "settle batch",
-                f"write of {len(batch)} settles: their runs are taken over once their "
-                "leases expire",
-                writes=len(batch),
-            )
-            return
-        if self._batches.outage is not None:
-            self._batches.succeeded("settle batch")
-        for pending in batch:
-            if pending.token in refused:
-                log.warning("%s", LeaseLost(task_id=pending.snapshot.task.id, token=pending.token))
-
-    def _settle_batch(self, batch: list[Pending]) -> set[int]:
-        """Write ``batch`` in one statement (caller holds the lock); the tokens refused.
-        A batch whose session died (the server ended a stalled one, or restarted) was not
-        written: it is tried once more on a new connection, so that a lease taken over
-        meanwhile is told apart (refused) from an outage (StoreError)."""
-        parameters = settle_parameters(batch, node=self.node, defined=self._defined)
-        try:
-            try:
-                rows = self._open().execute(sql.SETTLE, parameters).fetchall()
-            except psycopg.Error:
-                connection = self._connection
-                if connection is not None and not connection.closed and not connection.broken:
-                    raise
-                rows = self._open().execute(sql.SETTLE, parameters).fetchall()
-        except psycopg.Error as exc:
-            self._settles.done((pending.token, False) for pending in batch)
-            raise StoreError(f"the PostgreSQL store {self.dsn!r} failed: {exc}") from None
-        except StoreError:  # no connection to be had (the server is away): not written
-            self._settles.done((pending.token, False) for pending in batch)
-            raise
-        by_token = {pending.token: pending for pending in batch}
-        refused: set[int] = set()
-        outcomes: list[tuple[int, bool]] = []
-        trims: list[str] = []  # the tasks whose records are due a trim
-        for token, written, own, _ in rows:
-            pending = by_token[token]
-            task = pending.snapshot.task
-            outcomes.append((token, bool(written)))
-            if not written:
-                refused.add(token)
-                continue
-            if own:
-                self._defined[task.id] = task
-            if self._added_records(task.id, len(pending.records)):
-                trims.append(task.id)
-            if own and finished(pending.snapshot):
-                self._forget_finished(task.id)
-        self.rejected += len(refused)
-        self._forget(set(by_token))
-        self._settles.done(outcomes)  # the batch was written, whatever the trims do
-        self._trim_after_batch(trims)
-        return refused
-
-    def _forget(self, tokens: Collection[int]) -> None:
-        for task_id, held in list(self._held.items()):
-            if held in tokens:
-                del self._held[task_id]
-
-    def changes(self) -> list[Change]:
-        """Rows (and removals) written by other nodes since the previous call, oldest
-        first, each at least once; one statement (one snapshot).
-
-        The horizon read (the oldest transaction then in flight) is this feed's cursor
-        for :mod:`lldsched.stores.removals`: every removal below it had committed by
-        then, and those below a horizon read ``REMOVALS_KEPT`` ago are deleted."""
-        with self._using() as connection:
-            rows = connection.execute(
-                sql.CHANGES, {"since": self._since, "node": self.node}
-            ).fetchall()
-            behind = self._horizons.read(int(rows[0][1]))
-            if behind is not None:
-                connection.execute(sql.TRIM_REMOVALS, {"below": behind})
-        since = int(rows[0][1])
-        found: list[tuple[int, Change]] = []
-        passed: list[str] = []  # finished rows no later read can give again: forgotten
-        for kind, xid, *columns, leased in rows[1:]:
-            task_id, version = columns[0], columns[-1]
-            if kind == 1 and columns[2] in _FINISHED and not columns[-2] and int(xid) < since:
-                passed.append(task_id)
-            if self._seen.get(task_id, -1) >= version:
-                continue  # read before
-            snapshot = None
-            if kind == 1:
-                try:
-                    snapshot = self._read_snapshot(columns)
-                except StoreError as exc:  # newer code's: its state, with the definition known
-                    with self._lock:
-                        known = self._defined.get(task_id)
-                    self._unreadable.failed(task_id, columns[1], exc, known)
-                    if known is None:
-                        continue
-                    snapshot = _snapshot(columns, known)
-                else:
-                    self._unreadable.read(task_id)
-            found.append((int(xid), Change(task_id, version, snapshot, bool(leased))))
-        found.sort(key=lambda item: (item[0], item[1].version))
-        with self._lock:
-            self._since = since
-            for _, change in found:
-                self._seen[change.task_id] = change.version
-                if change.snapshot is None or finished(change.snapshot):
-                    self._defined.pop(change.task_id, None)
-                    self._decoded.pop(change.task_id, None)
-                else:
-                    self._defined[change.task_id] = change.snapshot.task
-            for task_id in passed:  # below the horizon: the feed reads xid >= since only
-                self._seen.pop(task_id, None)
-        return [change for _, change in found]
-
-    def _read_snapshot(self, row: Sequence[Any]) -> TaskSnapshot:
-        """The snapshot of a row; its definition decoded only if its text is not the one
-        decoded last time for the task (the feed gives every run settled elsewhere).  A
-        decorator (``Window``, ``Jittered``, one's own: a schedule that keeps one in
-        ``.schedule``), which may hold a ``Window`` whose state the row's counters
-        restore, is decoded every time."""
-        task_id, definition = row[0], row[1]
-        known = self._decoded.get(task_id)
-        if known is not None and known[0] == definition:
-            task = known[1]
-        else:
-            task = _decode(row)
-            if wrapped_schedule(task.schedule) is None:
-                self._decoded[task_id] = (definition, task)
-        return _snapshot(row, task)
-
-    def leases(self) -> list[Lease]:
-        """Every lease row now, expired ones included, by token (for people and tests)."""
-        with self._using() as connection:
-            rows = connection.execute(
-                "SELECT task_id, slot, attempt, token, holder, expires_at FROM leases "
-                "ORDER BY token"
-            ).fetchall()
-        return [Lease(*row) for row in rows]
-
-    def changed(self) -> bool:
-        """Always True: the feed is one indexed query, and only writes that may matter now
-        are notified (PostgreSQL's NOTIFY serialises the commits that send it)."""
-        return True
-
-    def subscribe(self, wake: Callable[[], None]) -> None:
-        """LISTEN on a connection of its own and call ``wake()`` whenever another node
-        makes a task the earliest due (and after every reconnection)."""
-        if self._listener is not None:
-            self._listener.stop()
-        self._listener = Listener(self._dsn, channel=sql.CHANNEL, node=self.node, wake=wake)
-
-    @contextlib.contextmanager
-    def muted(self) -> Iterator[None]:
-        """Saves and deletes write nothing inside (the runtime is applying another
-        node's change, which the row already holds)."""
-        self._muted += 1
-        try:
-            yield
-        finally:
-            self._muted -= 1
 
     # -- lifetime ------------------------------------------------------------------------
 
@@ -774,34 +509,3 @@ def _one(cursor: psycopg.Cursor[tuple[Any, ...]]) -> tuple[Any, ...]:
     if row is None:  # pragma: no cover - aggregate queries always return a row
         raise StoreError("the PostgreSQL store returned no row")
     return row
-
-
-def _snapshot(row: Sequence[Any], task: Task | None = None) -> TaskSnapshot:
-    """The snapshot a row of SNAPSHOT_COLUMNS describes (``task``: its definition, decoded)."""
-    task_id, _, status, next_run_at, attempt, run_count, failures, error, running = row[:9]
-    try:
-        status_value = TaskStatus(status)
-    except ValueError:
-        raise StoreError(f"task {task_id}: unknown status {status!r}") from None
-    if task is None:
-        task = _decode(row)
-    return TaskSnapshot(
-        task, status_value, next_run_at, attempt, run_count, failures, error, bool(running)
-    )
-
-
-def _decode(row: Sequence[Any]) -> Task:
-    """The definition of a row of SNAPSHOT_COLUMNS, decoded: a ``Window``'s ``max_runs``
-    counts its successful runs (run count minus failures)."""
-    return decode_task(row[0], row[1], runs=row[5] - row[6])
-
-
-def _record(row: Sequence[Any]) -> ExecutionRecord:
-    task_id, name, attempt, due, slot, worker, started, finished, ok, error, *rest = row
-    timed_out, misfire, result, token = rest
-    return ExecutionRecord.of(
-        task_id=task_id, name=name, attempt=attempt, due=due, slot=slot, worker=worker,
-        started=started, finished=finished, ok=bool(ok), error=error,
-        timed_out=bool(timed_out), misfire=None if misfire is None else Outcome(misfire),
-        result=result, token=token,
-    )  # fmt: skip

@@ -1,15 +1,22 @@
-"""The rows a PostgreSQL store writes: a task's state columns and a record's columns, as
-parameters, shared by the single statements (:mod:`lldsched.stores.postgres`) and the
-batched settle (:mod:`lldsched.stores.postgres_batch`), which unnests them as arrays."""
+"""The rows a PostgreSQL store writes and reads back.
+
+Written: a task's state columns and a record's columns, as parameters, shared by the
+single statements (:mod:`lldsched.stores.postgres`) and the batched settle
+(:mod:`lldsched.stores.postgres_batch`), which unnests them as arrays.  Read: a
+snapshot, its definition and a record, from the columns the store's queries select
+(``SNAPSHOT_COLUMNS``, :mod:`lldsched.stores.postgres_sql`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from lldsched.model import ExecutionRecord
-from lldsched.persistence import TaskSnapshot
+from lldsched.errors import StoreError
+from lldsched.model import ExecutionRecord, Outcome, TaskStatus
+from lldsched.persistence import Task, TaskSnapshot
+from lldsched.stores.codec import decode_task
 
-__all__ = ["record_row", "state_row"]
+__all__ = ["definition_of", "record_of", "record_row", "snapshot_of", "state_row"]
 
 
 def state_row(snapshot: TaskSnapshot) -> dict[str, Any]:
@@ -33,3 +40,35 @@ def record_row(record: ExecutionRecord) -> dict[str, Any]:
     del row["name"]
     row["misfire"] = None if record.misfire is None else record.misfire.value
     return row
+
+
+def snapshot_of(row: Sequence[Any], task: Task | None = None) -> TaskSnapshot:
+    """The snapshot a row of SNAPSHOT_COLUMNS describes (``task``: its definition, decoded)."""
+    task_id, _, status, next_run_at, attempt, run_count, failures, error, running = row[:9]
+    try:
+        status_value = TaskStatus(status)
+    except ValueError:
+        raise StoreError(f"task {task_id}: unknown status {status!r}") from None
+    if task is None:
+        task = definition_of(row)
+    return TaskSnapshot(
+        task, status_value, next_run_at, attempt, run_count, failures, error, bool(running)
+    )
+
+
+def definition_of(row: Sequence[Any]) -> Task:
+    """The definition of a row of SNAPSHOT_COLUMNS, decoded: a ``Window``'s ``max_runs``
+    counts its successful runs (run count minus failures)."""
+    return decode_task(row[0], row[1], runs=row[5] - row[6])
+
+
+def record_of(row: Sequence[Any]) -> ExecutionRecord:
+    """The record a row of the records table describes."""
+    task_id, name, attempt, due, slot, worker, started, finished, ok, error, *rest = row
+    timed_out, misfire, result, token = rest
+    return ExecutionRecord.of(
+        task_id=task_id, name=name, attempt=attempt, due=due, slot=slot, worker=worker,
+        started=started, finished=finished, ok=bool(ok), error=error,
+        timed_out=bool(timed_out), misfire=None if misfire is None else Outcome(misfire),
+        result=result, token=token,
+    )  # fmt: skip

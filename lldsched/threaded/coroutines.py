@@ -336,30 +336,11 @@ class CoroutineRunner:
             loop.close()
 
     def _start_waiting(self) -> None:
-        """Begin and start what waits, as far as the free slots go."""
+        """Begin and start what waits, as far as the free slots go: the slots taken
+        under the lock (:meth:`_take_slots`), then each flight started without it."""
         loop = self._loop
         assert loop is not None
-        starting: list[_Flight] = []
-        with self._lock:
-            self._wakeup_sent = False
-            waiting, flights, begin, lane = self._waiting, self._flights, self._begin, self.lane
-            tombstones = 0
-            while waiting and self._active < self.limit:
-                item = waiting.popleft()
-                if isinstance(item, _Flight):
-                    flight = item
-                else:  # a loop task's entry: its attempt begins now
-                    run = begin(item, lane)
-                    if run is None:  # cancelled or paused while it waited for a slot
-                        tombstones += 1
-                        continue
-                    flight = flights[id(run)] = _Flight(run, 0.0, None)
-                flight.active = True
-                self._active += 1
-                starting.append(flight)
-            if tombstones:
-                self._settle(tombstones)
-                self._notify_if_settled()
+        starting = self._take_slots()
         drive, now = self._drive, self._now
         for flight in starting:
             if flight.awaitable is None:  # call the loop task's action: it makes the coroutine
@@ -387,6 +368,33 @@ class CoroutineRunner:
             timeout = flight.run.task.timeout
             if timeout is not None:
                 flight.timer = loop.call_later(timeout, self._time_out, flight)
+
+    def _take_slots(self) -> list[_Flight]:
+        """Under the lock: what waits, in order, as far as the free slots go, each now
+        active; a loop task's entry begins its attempt here (an entry cancelled or
+        paused while it waited is a tombstone, settled)."""
+        starting: list[_Flight] = []
+        with self._lock:
+            self._wakeup_sent = False
+            waiting, flights, begin, lane = self._waiting, self._flights, self._begin, self.lane
+            tombstones = 0
+            while waiting and self._active < self.limit:
+                item = waiting.popleft()
+                if isinstance(item, _Flight):
+                    flight = item
+                else:  # a loop task's entry: its attempt begins now
+                    run = begin(item, lane)
+                    if run is None:  # cancelled or paused while it waited for a slot
+                        tombstones += 1
+                        continue
+                    flight = flights[id(run)] = _Flight(run, 0.0, None)
+                flight.active = True
+                self._active += 1
+                starting.append(flight)
+            if tombstones:
+                self._settle(tombstones)
+                self._notify_if_settled()
+        return starting
 
     async def _drive(self, flight: _Flight) -> None:
         """Await the flight and keep what it produced.  One task per flight, and no

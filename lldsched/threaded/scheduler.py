@@ -43,11 +43,12 @@ from typing import Any
 
 from lldsched.checks import seconds, whole_or_none
 from lldsched.clock import Clock, SystemClock
+from lldsched.core.calls import not_callable
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.ids import IdGenerator, sequential_ids
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.recovery import recover
-from lldsched.core.registration import F, Isolation, TaskIds, not_callable, registering
+from lldsched.core.registration import F, Isolation, TaskIds, registering
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import SchedulerStateError, ValidationError

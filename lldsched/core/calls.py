@@ -1,0 +1,138 @@
+"""What calling an action needs, and the check that a registration's arguments fit it.
+
+Each run calls ``action(*args, **kwargs)``, with ``ctx=`` (a
+:class:`~lldsched.core.context.RunContext`) added when the action declares ``ctx``
+(:func:`wants_context`).  :func:`check_call` binds a registration's arguments to the
+action's signature at registration, so a call that cannot work is a
+:class:`~lldsched.errors.ValidationError` then, not a ``TypeError`` in every
+attempt.  Both run on every registration (:func:`~lldsched.core.registration.validated`
+calls them) and are kept cheap by remembering, per code object, what they learnt.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from types import BuiltinFunctionType
+from typing import Any
+
+from lldsched.core.task import TaskOptions
+from lldsched.errors import ValidationError
+
+__all__ = ["BARE", "CTX", "call_shape", "check_call", "not_callable", "wants_context"]
+
+# Caches, filled as registrations come (plain structures written under the
+# runtime's lock, or by the single-threaded simulation; a racing write stores the
+# same answer).
+# What calling a function of this code needs (bounded below): BARE (no parameter at
+# all: f() is the only call, nothing to check), TAKES (parameters, no ctx), CTX
+# (declares ctx), ASK_WRAPPED (no ctx, takes **kwargs: ask what it wraps).
+CALL_BY_CODE: dict[Any, int] = {}
+BARE, TAKES, CTX, ASK_WRAPPED = 0, 1, 2, 3  # compared by identity (cheaper than ==)
+_CONTEXT_CACHE_LIMIT = 4096
+# (code object, bound method?) -> its signature, None when it has none (bounded as above).
+# Which parameters exist and which have defaults is the code's, not the function's: two
+# functions made by one ``def`` bind arguments alike.
+SIGNATURE_BY_CODE: dict[tuple[Any, bool], inspect.Signature | None] = {}
+
+
+def wants_context(action: Callable[..., Any]) -> bool:
+    """True when ``action`` declares a parameter named ``ctx``, or is a wrapper that takes
+    ``**kwargs`` around one that does (``functools.wraps`` sets ``__wrapped__``): the
+    wrapper passes ``ctx=`` on."""
+    return call_shape(action) is CTX
+
+
+def call_shape(action: Callable[..., Any]) -> int:
+    """What calling ``action`` needs: ``BARE``, ``TAKES`` or ``CTX`` (see CALL_BY_CODE)."""
+    code = getattr(action, "__code__", None)  # a bound method passes its function's on
+    if code is not None:  # plain functions and methods: no inspect.signature on the hot path
+        known = CALL_BY_CODE.get(code)
+        if known is None:
+            names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+            if "ctx" in names:
+                known = CTX
+            elif code.co_flags & inspect.CO_VARKEYWORDS:
+                known = ASK_WRAPPED
+            else:
+                known = TAKES if names else BARE
+            if len(CALL_BY_CODE) < _CONTEXT_CACHE_LIMIT:
+                CALL_BY_CODE[code] = known
+        if known is ASK_WRAPPED:  # the code is shared by wrappers of different functions
+            wrapped = getattr(action, "__wrapped__", None)
+            return CTX if wrapped is not None and wants_context(wrapped) else TAKES
+        return known
+    if isinstance(action, BuiltinFunctionType):  # print, len: C functions take no ctx, and
+        return TAKES  # inspect would parse their text signature at every registration (~100 µs)
+    try:
+        parameters = inspect.signature(action).parameters
+    except (TypeError, ValueError):  # callables without a signature
+        return TAKES
+    return CTX if "ctx" in parameters else TAKES
+
+
+def check_call(name: str, action: Callable[..., Any], options: TaskOptions) -> None:
+    """``action`` can be called as each run calls it: ``action(*args, **kwargs)``, with
+    ``ctx=`` added when it declares ``ctx``.  ValidationError naming the arguments and
+    what is wrong (a required parameter missing, one too many, an unknown keyword, a
+    ``ctx`` in ``kwargs``), at registration rather than a ``TypeError`` in every attempt
+    until the dead letter.  A callable whose signature cannot be read passes; a wrapper
+    (``functools.wraps``) is judged by its own parameters, not the wrapped function's,
+    since a decorator may supply some of those.
+    """
+    args, kwargs, pass_context = options.args, options.kwargs, options.pass_context
+    code = getattr(action, "__code__", None)
+    if code is not None:
+        if not (args or kwargs or pass_context or code.co_argcount or code.co_kwonlyargcount):
+            return  # f() called as f(): nothing to bind
+        key = (code, inspect.ismethod(action))
+        if key in SIGNATURE_BY_CODE:
+            signature = SIGNATURE_BY_CODE[key]
+        else:
+            signature = _signature(action)
+            # A __signature__ belongs to one function, not to its code (a decorator's
+            # wrappers share one code object): such a function is read each time.
+            own = getattr(action, "__signature__", None) is not None
+            if not own and len(SIGNATURE_BY_CODE) < _CONTEXT_CACHE_LIMIT:
+                SIGNATURE_BY_CODE[key] = signature
+    else:  # builtins, partials, classes, callable objects
+        signature = _signature(action)
+    keywords = dict(kwargs or {})
+    if pass_context:
+        if "ctx" in keywords:
+            raise ValidationError(
+                f"task {name!r}: kwargs name 'ctx', which the scheduler passes to an action "
+                f"that declares it (a RunContext): got kwargs={kwargs!r}"
+            )
+        keywords["ctx"] = None
+    if signature is None:
+        return
+    try:
+        signature.bind(*args, **keywords)
+    except TypeError as exc:
+        given = f"args={tuple(args)!r}" + (f", kwargs={dict(kwargs)!r}" if kwargs else "")
+        bare = signature.replace(  # the parameters, without their annotations
+            parameters=[p.replace(annotation=p.empty) for p in signature.parameters.values()],
+            return_annotation=signature.empty,
+        )
+        raise ValidationError(
+            f"task {name!r}: action {_action_name(action)}{bare} cannot be called with "
+            f"{given}: {exc}"
+        ) from None
+
+
+def _signature(action: Callable[..., Any]) -> inspect.Signature | None:
+    try:
+        return inspect.signature(action, follow_wrapped=False)
+    except (TypeError, ValueError):  # callables without a signature
+        return None
+
+
+def _action_name(action: Callable[..., Any]) -> str:
+    return getattr(action, "__qualname__", None) or type(action).__qualname__
+
+
+def not_callable(name: str, action: object) -> ValidationError:
+    """The error of an ``action`` that cannot be called (the threaded runtime raises it
+    for None too: it has nothing to run without one)."""
+    return ValidationError(f"task {name!r}: action must be callable, got {action!r}")

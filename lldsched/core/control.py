@@ -1,0 +1,150 @@
+"""The status verbs: pause, resume, cancel, redrive and remove.
+
+:class:`StatusVerbs` is the part of :class:`~lldsched.core.machine.SchedulerCore`
+that moves a task between statuses at an operator's word (the edges
+``-> PAUSED``, ``PAUSED ->``, ``-> CANCELLED``, ``FAILED -> SCHEDULED``, and
+forgetting a task); what a *run* leads to is ``finish``'s, in
+:mod:`~lldsched.core.machine`, and what a task runs and when is
+:mod:`~lldsched.core.definition`'s.  Each verb refuses a closed store before it
+changes anything (:func:`~lldsched.core.storewrites.check_store`) and writes the
+transition through the store and to the listeners (``_changed``).  No thread, no
+lock: the runtime serialises calls.
+"""
+
+from __future__ import annotations
+
+from lldsched.core.names import (
+    BLOCKED,
+    CANCELLED,
+    FAILED,
+    PAUSED,
+    RUNNABLE,
+    RUNNING,
+    SCHEDULED,
+    runnable,
+)
+from lldsched.core.parts import CoreParts
+from lldsched.core.storewrites import check_store, store_failed, store_written
+from lldsched.core.task import ScheduledTask
+from lldsched.errors import SchedulerStateError
+from lldsched.schedules.catchup import unwrap
+
+__all__ = ["StatusVerbs"]
+
+
+class StatusVerbs(CoreParts):
+    """Pause, resume, cancel, redrive and remove: mixed into the core."""
+
+    def pause(self, task_id: str) -> bool:
+        """Hold a live task where it is; True if it was paused by this call."""
+        task = self.get(task_id)
+        check_store(self._writes, "pause", task_id)
+        previous = task.status
+        if previous in RUNNABLE or (previous is RUNNING and task._flight is not None):
+            self._queue.discard(task)  # an overlapping task's pending slot too
+        elif previous is not RUNNING and previous is not BLOCKED:
+            return False
+        task.status = PAUSED
+        waited = self._end_wait(task, None) if previous is BLOCKED else None
+        self._changed(task, previous, waited)
+        return True
+
+    def resume(self, task_id: str) -> bool:
+        """Return a PAUSED task to where it was; a slot it slept through runs at once."""
+        task = self.get(task_id)
+        check_store(self._writes, "resume", task_id)
+        if task.status is not PAUSED:
+            return False
+        if task._run is not None:  # paused and resumed while its run was still going
+            task.status = RUNNING
+            flight = task._flight
+            if flight is not None and flight.pending is not None:  # its pending slot again
+                self._enqueue(task, max(flight.pending, self.clock.now()))
+        else:
+            assert task.next_run_at is not None
+            due = max(task.next_run_at, self.clock.now())
+            task.status = runnable(task.attempt)  # where it was: a pending retry, or a slot
+            if task.status is SCHEDULED:
+                task._slot = due  # a fixed-rate grid re-anchors at the resumed run
+            self._enqueue(task, due)
+        self._changed(task, PAUSED)
+        return True
+
+    def cancel(self, task_id: str) -> bool:
+        """Stop every future run; a run in flight finishes (its flag is raised)."""
+        task = self.get(task_id)
+        check_store(self._writes, "cancel", task_id)
+        if not self._cancel(task):
+            return False
+        if task._run is None and self._retention.keep is not None:  # else when its run ends
+            now = self.clock.now()
+            self._retention.finished(task_id, now)
+            self._retire(now)
+        return True
+
+    def _cancel(self, task: ScheduledTask) -> bool:
+        previous = task.status
+        if previous.is_terminal:
+            return False
+        self._queue.discard(task)  # also an entry already popped for a worker
+        for run in task.runs:  # every run in flight (several under an overlap policy)
+            if run.context is not None:
+                run.context.cancel("cancelled")
+        task.status = CANCELLED
+        waited = self._end_wait(task, None) if previous is BLOCKED else None
+        task.next_run_at = None
+        self._changed(task, previous, waited)
+        if self._deps is not None:
+            self._strand(task)
+        return True
+
+    def redrive(self, task_id: str) -> bool:
+        """Put a FAILED (dead-lettered) task back, due now, with a fresh attempt counter;
+        a plan left in front of its schedule (a catch-up, a rescheduled first run) is
+        dropped: its own schedule follows the redriven run."""
+        task = self.get(task_id)
+        check_store(self._writes, "redrive", task_id)
+        if task.status is not FAILED:
+            return False
+        del self._dead[task_id]
+        now = self.clock.now()
+        task.status = SCHEDULED
+        task.schedule = unwrap(task.schedule)
+        task.attempt = 0
+        if task._stats is not None:
+            task._stats.given_up = 0  # a person looked: a fresh streak as well
+        task._slot = now
+        self._enqueue(task, now)
+        self._changed(task, FAILED)
+        return True
+
+    def remove(self, task_id: str) -> ScheduledTask:
+        """Cancel the task if it is live, then forget it here and in the store.
+
+        :class:`SchedulerStateError` naming them if other tasks depend on it: remove
+        those first (or register them again without it); nothing changes then."""
+        task = self.get(task_id)
+        check_store(self._writes, "remove", task_id)
+        if self._deps is not None:
+            dependents = self._deps.dependents(task_id)
+            if dependents:
+                names = ", ".join(f"{d.id} ({d.name!r})" for d in dependents)
+                verb = "depends" if len(dependents) == 1 else "depend"
+                raise SchedulerStateError(
+                    f"cannot remove {task_id!r} ({task.name!r}): {names} {verb} on it; "
+                    "remove them first, or register them again without it"
+                )
+            self._deps.unlink(task_id)
+        self._cancel(task)  # not cancel(): a task removed does not retire
+        del self.tasks[task_id]
+        self._dead.pop(task_id, None)
+        self._orphans.pop(task_id, None)
+        self._retention.forget(task_id)
+        if self._store is not None:
+            try:
+                self._store.delete(task_id)
+            except Exception as exc:  # the registry stays authoritative (core/storewrites.py)
+                store_failed(self._writes, exc, "delete", task_id)
+            else:
+                store_written(self._writes, "delete")
+        return task

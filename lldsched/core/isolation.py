@@ -1,0 +1,98 @@
+"""Where a task's action runs (``isolation=``), and what an isolated registration must give.
+
+:data:`ISOLATIONS`: ``"thread"`` (the default) calls the action on a worker thread;
+``"process"`` runs it in a child process (:mod:`lldsched.threaded.processes`), so
+the action is given as an import path ``"package.module:function"`` with arguments
+JSON keeps unchanged (the rule of :mod:`lldsched.importpath`, the one durable
+stores follow), and it takes no ``ctx``.  :func:`isolated_action` turns the path
+into the function, checked here, at registration; :func:`check_process_call`
+checks the arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, get_args
+
+from lldsched.core.task import Isolation
+from lldsched.errors import ValidationError
+from lldsched.importpath import import_callable, import_path, json_arguments
+
+__all__ = ["ISOLATIONS", "check_isolation", "check_process_call", "isolated_action"]
+
+ISOLATIONS: tuple[Isolation, ...] = get_args(Isolation)
+"""The values of a task's ``isolation`` option, ``("thread", "process")``: where its action
+runs (the type :data:`~lldsched.core.task.Isolation` is the one list)."""
+
+
+def check_isolation(name: str, isolation: object) -> Isolation:
+    """``isolation`` if it is one of :data:`ISOLATIONS`, else ValidationError naming it."""
+    if isolation not in ISOLATIONS or not isinstance(isolation, str):
+        raise ValidationError(
+            f"task {name!r}: isolation must be one of {ISOLATIONS}, got {isolation!r}"
+        )
+    return isolation
+
+
+def isolated_action(name: str, action: object, *, isolation: object) -> Callable[..., Any] | None:
+    """The action a task with this ``isolation`` runs: ``action`` itself for a thread;
+    for a process, the function its import path names (imported here, checked to be
+    named back by the same path), or None (a simulated task needs no action).
+
+    ValidationError naming the bad value: an ``isolation`` that is not one of
+    :data:`ISOLATIONS`, or a process-isolated ``action`` that is a callable object
+    (it must be given by name: nothing is pickled), a path that does not import, or a
+    path into ``__main__`` (the child's ``__main__`` is its own, so the function could
+    never be found there).
+    """
+    if check_isolation(name, isolation) == "thread":
+        if isinstance(action, str):
+            raise ValidationError(
+                f"task {name!r}: action must be callable, got {action!r} (an import path "
+                "is the action of a task registered with isolation='process')"
+            )
+        return action  # type: ignore[return-value]  # validated() checks it is callable
+    if action is None:
+        return None
+    if not isinstance(action, str):
+        raise ValidationError(
+            f"task {name!r}: a process-isolated action is given by its import path "
+            f"'package.module:function', got {action!r}"
+        )
+    if action.partition(":")[0] == "__main__":
+        raise ValidationError(
+            f"task {name!r}: a process-isolated action cannot live in __main__, got "
+            f"{action!r}: the worker process runs its own __main__, where the function "
+            "does not exist; move it into a module and name it 'module:function'"
+        )
+    try:
+        function = import_callable(action)
+        import_path(function, who=f"task {name!r} (isolation='process')")
+    except ValidationError as exc:
+        raise ValidationError(f"task {name!r}: {exc}") from None
+    return function
+
+
+def check_process_call(
+    name: str,
+    isolation: str,
+    *,
+    args: tuple[Any, ...] | list[Any],
+    kwargs: Mapping[str, Any] | None,
+    pass_context: bool,
+) -> None:
+    """A process-isolated call: arguments JSON keeps unchanged, and no ``ctx``."""
+    check_isolation(name, isolation)
+    if pass_context:
+        raise ValidationError(
+            f"task {name!r}: a process-isolated action cannot take ctx (a RunContext "
+            "stays in this process; the child is killed at the timeout instead)"
+        )
+    try:
+        json_arguments(args, kwargs)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(
+            f"task {name!r}: a process-isolated task needs args and kwargs that JSON keeps "
+            f"unchanged (str, int, float, bool, None, lists, str-keyed dicts), got "
+            f"args={args!r}, kwargs={kwargs!r}: {exc}"
+        ) from None

@@ -1,0 +1,75 @@
+"""What the core's registry answers: a task by id, the dead letter, the records kept.
+
+:class:`RegistryReads` is the part of :class:`~lldsched.core.machine.SchedulerCore`
+that the runtimes' reads go through: a task by id (or the error that says it is
+unknown, or retired: :mod:`lldsched.core.retention`), the dead-lettered ids, the
+records of retired tasks, every history as packed blocks
+(:mod:`lldsched.core.packedstats`) and the store's failed writes.  It changes
+nothing.  No thread, no lock: the runtime serialises calls.
+"""
+
+from __future__ import annotations
+
+from lldsched.core.packedstats import Rows, pack_all, packed_history
+from lldsched.core.parts import CoreParts
+from lldsched.core.retention import RetainFinished
+from lldsched.core.storewrites import StoreWrites
+from lldsched.core.task import ScheduledTask
+from lldsched.model import ExecutionRecord
+
+__all__ = ["RegistryReads"]
+
+
+class RegistryReads(CoreParts):
+    """Mixed into SchedulerCore (see the module docstring)."""
+
+    def get(self, task_id: str) -> ScheduledTask:
+        """The task registered under ``task_id``, or :class:`TaskNotFoundError`
+        (:class:`~lldsched.errors.TaskRetiredError` for a task that finished and
+        retired: see :mod:`lldsched.core.retention`)."""
+        try:
+            return self.tasks[task_id]
+        except (KeyError, TypeError):
+            raise self._retention.not_found(task_id) from None
+
+    @property
+    def retain_finished(self) -> RetainFinished:
+        """How long finished tasks stay registered (:mod:`lldsched.core.retention`)."""
+        return self._retention.keep
+
+    def retired_records(self) -> list[ExecutionRecord]:
+        """The records of retired tasks still held, in the order the tasks retired
+        (the most recent ones, as many as ``history_limit``)."""
+        return list(self._retention.log)
+
+    def packed_records(self) -> list[Rows]:
+        """Every task's ``history`` (in registration order), then :meth:`retired_records`,
+        as packed blocks (:mod:`lldsched.core.packedstats`): what a view reads without
+        a record object for the part already packed."""
+        rows = [
+            row
+            for task in self.tasks.values()
+            if task._stats is not None
+            for row in packed_history(task._stats)
+        ]
+        rows += (Rows(block, 0) for block in pack_all(list(self._retention.log)))
+        return rows
+
+    @property
+    def store_writes(self) -> StoreWrites | None:
+        """The calls the store failed, and whether it was found closed (the runtimes log
+        a shared store's failures through it: ``core/storewrites.py``); None without a
+        store."""
+        return self._writes
+
+    def dead_letter(self) -> list[str]:
+        """Ids of FAILED tasks, in the order they failed."""
+        return list(self._dead)
+
+    def orphans(self) -> list[str]:
+        """Ids of the tasks the store restored that no registration has named since
+        (``add`` with their id), in the order restored: after a redeploy has registered
+        every job its code defines, the tasks that code no longer defines (and any
+        added at run time, which no start registers).  They run as stored until removed."""
+        tasks = self.tasks
+        return [task_id for task_id in self._orphans if task_id in tasks]

@@ -1,0 +1,124 @@
+"""What counts as a schedule, and the scheduler's default zone read into one.
+
+Decided here, once (:func:`schedule_of`): an object with ``first_run`` and
+``next_run`` (never a class: :func:`~lldsched.schedules.base.has_schedule_methods`),
+or the text of a cron expression, which becomes a
+:class:`~lldsched.schedules.cron.CronSchedule` in the scheduler's default zone
+(:func:`check_zone`).  A ``CronSchedule`` that names no zone is read in that
+default zone too, also inside ``Jittered``, ``Window`` and a decorator of one's own
+(:func:`_in_zone`).  Asked on every registration, and kept cheap by remembering
+which types are schedules (:data:`SCHEDULE_TYPES`).
+"""
+
+from __future__ import annotations
+
+from datetime import tzinfo
+from typing import cast
+
+from lldsched.errors import ScheduleError, ValidationError
+from lldsched.schedules.base import Schedule, has_schedule_methods, wrapped_schedule
+from lldsched.schedules.cron import CronSchedule
+from lldsched.schedules.decorators import Jittered, Window
+
+__all__ = ["SCHEDULE_TYPES", "check_zone", "is_schedule", "schedule_of"]
+
+# Caches, filled as registrations come (plain structures written under the
+# runtime's lock, or by the single-threaded simulation; a racing write stores the
+# same answer).
+SCHEDULE_TYPES: set[type] = set()  # types already seen to have first_run and next_run
+
+
+def is_schedule(schedule: object) -> bool:
+    """True when ``schedule`` has ``first_run`` and ``next_run`` (the rule is
+    :func:`~lldsched.schedules.base.has_schedule_methods`: a class is not a schedule, and
+    remembering ``type`` let every class after one pass unchecked); remembers its type,
+    unless it is a decorator's (``Jittered``, ``Window``, or one of one's own, which keeps
+    what it wraps in ``.schedule``): :func:`schedule_of` reads the cron a decorator wraps
+    in the default zone, so decorators never take the shortcut past it."""
+    if has_schedule_methods(schedule):
+        if wrapped_schedule(schedule) is None:
+            SCHEDULE_TYPES.add(type(schedule))
+        return True
+    return False
+
+
+def check_zone(tz: object) -> str:
+    """A scheduler's default zone for cron: an IANA name (or a ZoneInfo), as its key;
+    :class:`~lldsched.errors.ScheduleError` quoting it otherwise."""
+    if not isinstance(tz, str | tzinfo):
+        raise ScheduleError(f"tz={tz!r}: a zone is an IANA name such as 'Europe/Berlin'")
+    try:
+        return CronSchedule("* * * * *", tz=tz).tz
+    except ScheduleError as exc:
+        raise ScheduleError(f"tz={tz!r}: {exc}") from None
+
+
+def schedule_of(name: str, schedule: object, *, tz: str) -> Schedule:
+    """``schedule`` as a :class:`Schedule`: cron text becomes a ``CronSchedule`` read in
+    ``tz``, as does a ``CronSchedule`` that names no zone; any other object must have
+    ``first_run`` and ``next_run`` (ValidationError otherwise) and is returned as is."""
+    kind = type(schedule)
+    if kind in SCHEDULE_TYPES and kind is not CronSchedule:  # the common case, first
+        return cast(Schedule, schedule)
+    if isinstance(schedule, str):
+        try:
+            return CronSchedule(schedule, tz=tz)
+        except ScheduleError as exc:
+            raise ScheduleError(f"task {name!r}: {exc}") from None
+    if isinstance(schedule, CronSchedule) and kind is CronSchedule:
+        if schedule.names_zone or schedule.tz == tz:
+            return schedule
+        return schedule.in_zone(tz)
+    if kind is Jittered or kind is Window:
+        return _in_zone(cast(Schedule, schedule), tz)
+    if not is_schedule(schedule):
+        raise _not_a_schedule(name, schedule)
+    if wrapped_schedule(schedule) is not None:  # a decorator of one's own
+        return _in_zone(cast(Schedule, schedule), tz, task=name)
+    return cast(Schedule, schedule)
+
+
+def _in_zone(schedule: Schedule, tz: str, *, task: str = "") -> Schedule:
+    """``schedule`` with a ``CronSchedule`` that names no zone read in ``tz``, also inside
+    ``Jittered`` and ``Window`` (rebuilt around it, with their own settings) and inside a
+    decorator of one's own (a schedule that keeps what it wraps in ``.schedule``: rebuilt
+    by its ``with_schedule(inner)``, or refused with a ScheduleError naming the ways out
+    when it has none); the same object when nothing in it changes."""
+    kind = type(schedule)
+    if kind is CronSchedule:
+        assert isinstance(schedule, CronSchedule)
+        return schedule if schedule.names_zone or schedule.tz == tz else schedule.in_zone(tz)
+    if kind is Jittered:
+        assert isinstance(schedule, Jittered)
+        inner = _in_zone(schedule.schedule, tz, task=task)
+        if inner is schedule.schedule:
+            return schedule
+        return Jittered(inner, schedule.max_delay, seed=schedule.seed)
+    if kind is Window:
+        assert isinstance(schedule, Window)
+        inner = _in_zone(schedule.schedule, tz, task=task)
+        if inner is schedule.schedule:
+            return schedule
+        return Window(inner, start=schedule.start, end=schedule.end, max_runs=schedule.max_runs)
+    wrapped = wrapped_schedule(schedule)
+    if wrapped is None:
+        return schedule
+    inner = _in_zone(wrapped, tz, task=task)
+    if inner is wrapped:
+        return schedule
+    rebuild = getattr(schedule, "with_schedule", None)
+    if not callable(rebuild):
+        raise ScheduleError(
+            f"task {task!r}: {schedule!r} wraps a CronSchedule that names no zone, which "
+            f"the scheduler reads in its tz={tz!r}; give the decorator a "
+            "with_schedule(schedule) method that returns a copy wrapping the schedule it "
+            "is given, or name the zone: CronSchedule(..., tz=...)"
+        )
+    rebuilt: Schedule = rebuild(inner)
+    return rebuilt
+
+
+def _not_a_schedule(name: str, schedule: object) -> ValidationError:
+    return ValidationError(
+        f"task {name!r}: schedule must provide first_run() and next_run(), got {schedule!r}"
+    )

@@ -1,0 +1,348 @@
+"""The shared side of :class:`~lldsched.stores.postgres.PostgresTaskStore`: its
+:class:`~lldsched.persistence.CoordinatedStore` methods (docs/CLUSTER.md).
+
+:class:`PostgresCoordination` is mixed into the store, as
+:class:`~lldsched.stores.sqlite_coordinated.CoordinatedMethods` is into the SQLite
+one: claims, renewal and release of leases, the fenced settle (queued and written
+in batches: :mod:`lldsched.stores.postgres_batch`), the misfires a claim decided,
+the change feed, the LISTEN subscription and muting.  Each statement runs under the
+store's one lock on its one connection (``_using``); the SQL is
+:mod:`lldsched.stores.postgres_sql`'s, the rows :mod:`lldsched.stores.postgres_rows`'.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Callable, Collection, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from lldsched.core.storewrites import StoreWrites
+from lldsched.errors import LeaseLost, StoreError
+from lldsched.model import ExecutionRecord
+from lldsched.persistence import (
+    FINISHED_STATUSES,
+    Change,
+    Claim,
+    Lease,
+    Task,
+    TaskSnapshot,
+    finished,
+)
+from lldsched.schedules.base import wrapped_schedule
+from lldsched.stores import postgres_sql as sql
+from lldsched.stores.codec import Unreadable
+from lldsched.stores.postgres_batch import Pending, SettleQueue, settle_parameters
+from lldsched.stores.postgres_listen import Listener, psycopg
+from lldsched.stores.postgres_rows import definition_of, snapshot_of
+from lldsched.stores.removals import FeedHorizons
+
+__all__ = ["Connection", "PostgresCoordination"]
+
+log = logging.getLogger("lldsched")
+
+Connection = psycopg.Connection[tuple[Any, ...]]
+
+_FINISHED = frozenset(status.value for status in FINISHED_STATUSES)  # as rows store them
+
+
+class PostgresCoordination:
+    """The CoordinatedStore methods of PostgresTaskStore: mixed into it."""
+
+    # What the store provides (lldsched.stores.postgres.PostgresTaskStore; its lock
+    # and what it guards are described there).
+    dsn: str
+    _dsn: str
+    lease: float
+    node: str
+    rejected: int
+    _lock: threading.Lock
+    _connection: Connection | None
+    _closed: bool
+    _defined: dict[str, Task]
+    _held: dict[str, int]
+    _seen: dict[str, int]
+    _since: int
+    _decoded: dict[str, tuple[str, Task]]
+    _unreadable: Unreadable
+    _horizons: FeedHorizons
+    _settles: SettleQueue
+    _batches: StoreWrites
+    _muted: int
+    _listener: Listener | None
+    if TYPE_CHECKING:
+
+        def _open(self) -> Connection: ...
+        def _using(self) -> contextlib.AbstractContextManager[Connection]: ...
+        def _write(
+            self, connection: Connection, snapshot: TaskSnapshot, *, unknown: str = ...
+        ) -> None: ...
+        def _append(self, connection: Connection, record: ExecutionRecord) -> None: ...
+        def _added_records(self, task_id: str, count: int) -> bool: ...
+        def _forget_finished(self, task_id: str) -> None: ...
+        def _trim_after_batch(self, task_ids: list[str]) -> None: ...
+
+    def claim(self, *, now: float, limit: int) -> list[Claim]:
+        """Claim up to ``limit`` runs due at ``now`` (the scheduler's clock); each lease
+        lasts :attr:`lease` seconds on the database's clock.  One statement."""
+        if limit <= 0:
+            return []
+        with self._using() as connection:
+            rows = connection.execute(
+                sql.CLAIM, {"now": now, "limit": limit, "node": self.node, "lease": self.lease}
+            ).fetchall()
+            claims = [Claim(*row) for row in rows]
+            for claim in claims:
+                self._held[claim.task_id] = claim.token
+        return claims
+
+    def renew(self, *, tokens: Collection[int], now: float) -> set[int]:
+        """Extend this node's unexpired leases with ``tokens`` by :attr:`lease` seconds of
+        the database's clock (``now`` is not used: expiry is the server's); the tokens
+        still held."""
+        if not tokens:
+            return set()
+        with self._using() as connection:
+            rows = connection.execute(
+                sql.RENEW, {"tokens": list(tokens), "node": self.node, "lease": self.lease}
+            ).fetchall()
+            held = {token for (token,) in rows}
+            self._forget(set(tokens) - held)
+        return held
+
+    def release(self, *, task_id: str, token: int) -> None:
+        """Give back a claim that will not run here (a lease no longer held is ignored)."""
+        with self._using() as connection:
+            connection.execute(sql.RELEASE, {"task_id": task_id, "token": token})
+            if self._held.get(task_id) == token:
+                del self._held[task_id]
+
+    def settle(self, snapshot: TaskSnapshot, record: ExecutionRecord, *, token: int) -> None:
+        """Drop the lease with ``token``, write the task's state and ``record``, in one
+        statement, now (the settles queued before it first); :class:`LeaseLost`
+        (nothing written, counted in :attr:`rejected`) if the lease is no longer held.
+        If another node rewrote the row during the run, its write wins and the run adds
+        only its counts and its record."""
+        with self._using():
+            refused = self._settle_batch([Pending(token, snapshot, record)])
+        if refused:
+            raise LeaseLost(task_id=snapshot.task.id, token=token)
+
+    def misfired(
+        self,
+        snapshot: TaskSnapshot,
+        records: Sequence[ExecutionRecord],
+        *,
+        token: int,
+        release: bool,
+    ) -> None:
+        """Write what the claim with ``token`` decided for its late slots, in one
+        transaction (the settles queued before it first), only while that lease is held;
+        see :meth:`CoordinatedStore.misfired
+        <lldsched.persistence.CoordinatedStore.misfired>`.  :class:`LeaseLost` (nothing
+        written, counted in :attr:`rejected`) otherwise."""
+        task_id = snapshot.task.id
+        with self._using() as connection:
+            with connection.transaction():
+                # Lock order: the task's row, then its lease (as the claim and the settle).
+                lease = {"task_id": task_id, "token": token}
+                connection.execute(sql.LOCK_TASK, lease)
+                if release:
+                    held = connection.execute(sql.RELEASE, lease).rowcount == 1
+                else:
+                    moved = connection.execute(
+                        sql.MOVE_LEASE, {**lease, "slot": snapshot.next_run_at}
+                    )
+                    held = moved.rowcount == 1
+                if held:
+                    self._write(connection, snapshot)
+                    for record in records:
+                        self._append(connection, record)
+            if release or not held:
+                self._forget({token})
+            if not held:
+                self.rejected += 1
+                raise LeaseLost(task_id=task_id, token=token)
+
+    def flush(self) -> None:
+        """Write every settle queued now, in one statement (the writer thread does so as
+        soon as it can; the runtime calls this at shutdown and in ``wait_idle()``).  A
+        settle refused is logged and counted in :attr:`rejected`; a batch that cannot be
+        written is not tried again (its runs are run again once their leases expire), and
+        logged as the core logs a failing store, once an outage (``_write_settles``)."""
+        with self._lock:
+            if not self._closed:
+                self._write_settles()
+
+    def _write_settles(self) -> None:
+        """Write the queued settles (caller holds the lock).  A batch that fails is
+        logged by :class:`~lldsched.core.storewrites.StoreWrites`, the one rule of a
+        failing store: the first of an outage at error level with its traceback, each
+        later one at debug level, and one warning when a batch is written again,
+        counting the batches failed and the settles not stored."""
+        batch = self._settles.take()
+        if not batch:
+            return
+        try:
+            refused = self._settle_batch(batch)
+        except StoreError as exc:
+            self._batches.call_failed(
+                exc,
+                "settle batch",
+                f"write of {len(batch)} settles: their runs are taken over once their "
+                "leases expire",
+                writes=len(batch),
+            )
+            return
+        if self._batches.outage is not None:
+            self._batches.succeeded("settle batch")
+        for pending in batch:
+            if pending.token in refused:
+                log.warning("%s", LeaseLost(task_id=pending.snapshot.task.id, token=pending.token))
+
+    def _settle_batch(self, batch: list[Pending]) -> set[int]:
+        """Write ``batch`` in one statement (caller holds the lock); the tokens refused.
+        A batch whose session died (the server ended a stalled one, or restarted) was not
+        written: it is tried once more on a new connection, so that a lease taken over
+        meanwhile is told apart (refused) from an outage (StoreError)."""
+        parameters = settle_parameters(batch, node=self.node, defined=self._defined)
+        try:
+            try:
+                rows = self._open().execute(sql.SETTLE, parameters).fetchall()
+            except psycopg.Error:
+                connection = self._connection
+                if connection is not None and not connection.closed and not connection.broken:
+                    raise
+                rows = self._open().execute(sql.SETTLE, parameters).fetchall()
+        except psycopg.Error as exc:
+            self._settles.done((pending.token, False) for pending in batch)
+            raise StoreError(f"the PostgreSQL store {self.dsn!r} failed: {exc}") from None
+        except StoreError:  # no connection to be had (the server is away): not written
+            self._settles.done((pending.token, False) for pending in batch)
+            raise
+        by_token = {pending.token: pending for pending in batch}
+        refused: set[int] = set()
+        outcomes: list[tuple[int, bool]] = []
+        trims: list[str] = []  # the tasks whose records are due a trim
+        for token, written, own, _ in rows:
+            pending = by_token[token]
+            task = pending.snapshot.task
+            outcomes.append((token, bool(written)))
+            if not written:
+                refused.add(token)
+                continue
+            if own:
+                self._defined[task.id] = task
+            if self._added_records(task.id, len(pending.records)):
+                trims.append(task.id)
+            if own and finished(pending.snapshot):
+                self._forget_finished(task.id)
+        self.rejected += len(refused)
+        self._forget(set(by_token))
+        self._settles.done(outcomes)  # the batch was written, whatever the trims do
+        self._trim_after_batch(trims)
+        return refused
+
+    def _forget(self, tokens: Collection[int]) -> None:
+        for task_id, held in list(self._held.items()):
+            if held in tokens:
+                del self._held[task_id]
+
+    def changes(self) -> list[Change]:
+        """Rows (and removals) written by other nodes since the previous call, oldest
+        first, each at least once; one statement (one snapshot).
+
+        The horizon read (the oldest transaction then in flight) is this feed's cursor
+        for :mod:`lldsched.stores.removals`: every removal below it had committed by
+        then, and those below a horizon read ``REMOVALS_KEPT`` ago are deleted."""
+        with self._using() as connection:
+            rows = connection.execute(
+                sql.CHANGES, {"since": self._since, "node": self.node}
+            ).fetchall()
+            behind = self._horizons.read(int(rows[0][1]))
+            if behind is not None:
+                connection.execute(sql.TRIM_REMOVALS, {"below": behind})
+        since = int(rows[0][1])
+        found: list[tuple[int, Change]] = []
+        passed: list[str] = []  # finished rows no later read can give again: forgotten
+        for kind, xid, *columns, leased in rows[1:]:
+            task_id, version = columns[0], columns[-1]
+            if kind == 1 and columns[2] in _FINISHED and not columns[-2] and int(xid) < since:
+                passed.append(task_id)
+            if self._seen.get(task_id, -1) >= version:
+                continue  # read before
+            snapshot = None
+            if kind == 1:
+                try:
+                    snapshot = self._read_snapshot(columns)
+                except StoreError as exc:  # newer code's: its state, with the definition known
+                    with self._lock:
+                        known = self._defined.get(task_id)
+                    self._unreadable.failed(task_id, columns[1], exc, known)
+                    if known is None:
+                        continue
+                    snapshot = snapshot_of(columns, known)
+                else:
+                    self._unreadable.read(task_id)
+            found.append((int(xid), Change(task_id, version, snapshot, bool(leased))))
+        found.sort(key=lambda item: (item[0], item[1].version))
+        with self._lock:
+            self._since = since
+            for _, change in found:
+                self._seen[change.task_id] = change.version
+                if change.snapshot is None or finished(change.snapshot):
+                    self._defined.pop(change.task_id, None)
+                    self._decoded.pop(change.task_id, None)
+                else:
+                    self._defined[change.task_id] = change.snapshot.task
+            for task_id in passed:  # below the horizon: the feed reads xid >= since only
+                self._seen.pop(task_id, None)
+        return [change for _, change in found]
+
+    def _read_snapshot(self, row: Sequence[Any]) -> TaskSnapshot:
+        """The snapshot of a row; its definition decoded only if its text is not the one
+        decoded last time for the task (the feed gives every run settled elsewhere).  A
+        decorator (``Window``, ``Jittered``, one's own: a schedule that keeps one in
+        ``.schedule``), which may hold a ``Window`` whose state the row's counters
+        restore, is decoded every time."""
+        task_id, definition = row[0], row[1]
+        known = self._decoded.get(task_id)
+        if known is not None and known[0] == definition:
+            task = known[1]
+        else:
+            task = definition_of(row)
+            if wrapped_schedule(task.schedule) is None:
+                self._decoded[task_id] = (definition, task)
+        return snapshot_of(row, task)
+
+    def leases(self) -> list[Lease]:
+        """Every lease row now, expired ones included, by token (for people and tests)."""
+        with self._using() as connection:
+            rows = connection.execute(
+                "SELECT task_id, slot, attempt, token, holder, expires_at FROM leases "
+                "ORDER BY token"
+            ).fetchall()
+        return [Lease(*row) for row in rows]
+
+    def changed(self) -> bool:
+        """Always True: the feed is one indexed query, and only writes that may matter now
+        are notified (PostgreSQL's NOTIFY serialises the commits that send it)."""
+        return True
+
+    def subscribe(self, wake: Callable[[], None]) -> None:
+        """LISTEN on a connection of its own and call ``wake()`` whenever another node
+        makes a task the earliest due (and after every reconnection)."""
+        if self._listener is not None:
+            self._listener.stop()
+        self._listener = Listener(self._dsn, channel=sql.CHANNEL, node=self.node, wake=wake)
+
+    @contextlib.contextmanager
+    def muted(self) -> Iterator[None]:
+        """Saves and deletes write nothing inside (the runtime is applying another
+        node's change, which the row already holds)."""
+        self._muted += 1
+        try:
+            yield
+        finally:
+            self._muted -= 1
