@@ -126,6 +126,38 @@ def test_a_pause_from_the_other_scheduler_during_a_run_leaves_the_task_at_its_ne
     assert stored.next_run_at == lease.slot + 3600
 
 
+def test_a_pause_and_a_resume_from_the_other_scheduler_during_a_run_add_no_run(
+    pair: Pair,
+) -> None:
+    """As in one process: a resume that comes while the run is still going returns the
+    task to that run, whose settle decides the next slot; the resume made where the run
+    is not adds no run at its own instant."""
+    first, second, reader, _ = pair
+    cluster_jobs.released.clear()
+    first.schedule("hourly", cluster_jobs.held_until_released, FixedRate(3600), id="hourly")
+    try:
+        cluster_jobs.seen.get(timeout=10)
+        (lease,) = reader.leases()
+        running, other = (first, second) if first.task("hourly").running else (second, first)
+        wait_until(lambda: "hourly" in {t.id for t in other.tasks()}, timeout=5,
+                   what="the other scheduler to follow")  # fmt: skip
+        assert other.pause("hourly")
+        assert other.resume("hourly")
+        wait_until(lambda: running.task("hourly").status is TaskStatus.RUNNING
+                   and reader.load_all()[0].status is not TaskStatus.PAUSED, timeout=5,
+                   what="the runner to follow the pause and the resume")  # fmt: skip
+    finally:
+        cluster_jobs.released.set()
+    cluster_jobs.seen.get(timeout=10)
+    wait_until(lambda: not reader.leases() and bool(reader.records("hourly")), timeout=10,
+               what="the run to settle")  # fmt: skip
+    (stored,) = reader.load_all()
+    assert (stored.status, stored.next_run_at) == (TaskStatus.SCHEDULED, lease.slot + 3600)
+    wait_until(lambda: all(s.task("hourly").next_run_at == lease.slot + 3600 for s in pair[:2]),
+               timeout=5, what="both schedulers to follow the settle")  # fmt: skip
+    assert [record.slot for record in reader.records("hourly")] == [lease.slot]
+
+
 def test_run_now_from_another_process_keeps_the_grid_whoever_runs_the_extra_run(
     store_spec: StoreSpec,
 ) -> None:

@@ -159,8 +159,10 @@ class PostgresTaskStore:
     # -- opening ---------------------------------------------------------------------
 
     def _install(self, connection: Connection) -> None:
-        """Create the schema in an empty database, accept ours, refuse anything else.
-        An advisory lock keeps two processes opening a new database from racing."""
+        """Create the schema in an empty database, accept ours, upgrade an older one in
+        place (:data:`~lldsched.stores.postgres_sql.UPGRADES`, in this one transaction:
+        whole or not at all), refuse anything else.  An advisory lock keeps two processes
+        opening a new or an older database from racing."""
         with connection.transaction():
             connection.execute("SELECT pg_advisory_xact_lock(7106659)")  # lldsched's key
             present = {
@@ -183,11 +185,28 @@ class PostgresTaskStore:
                 "SELECT value FROM lldsched_meta WHERE name = 'schema'"
             ).fetchone()
             version = None if row is None else row[0]
-            if version != str(sql.SCHEMA_VERSION):
+            if version is not None and version.isdigit() and int(version) in sql.UPGRADES:
+                self._upgrade(connection, int(version))
+            elif version != str(sql.SCHEMA_VERSION):
                 raise StoreError(
                     f"{self.dsn!r} has store schema version {version}, this lldsched "
                     f"understands {sql.SCHEMA_VERSION}; it was left untouched"
                 )
+
+    def _upgrade(self, connection: Connection, version: int) -> None:
+        """Bring a database of schema ``version`` to :data:`SCHEMA_VERSION
+        <lldsched.stores.postgres_sql.SCHEMA_VERSION>` (inside the caller's transaction)."""
+        try:
+            for step in range(version, sql.SCHEMA_VERSION):
+                connection.execute(sql.UPGRADES[step])
+        except psycopg.Error as exc:
+            raise StoreError(
+                f"{self.dsn!r} could not be upgraded from store schema version {version} to "
+                f"{sql.SCHEMA_VERSION}: {exc}; it was left as it was"
+            ) from None
+        log.info(
+            "upgraded %r from store schema version %d to %d", self.dsn, version, sql.SCHEMA_VERSION
+        )
 
     def _open(self) -> Connection:
         """The live connection, connecting again after an outage (caller holds the lock)."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 __all__ = ["SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 CHANNEL = "lldsched"  # LISTEN/NOTIFY channel (NOTIFY is per database)
 DB_NOW = "extract(epoch FROM clock_timestamp())::double precision"
 LIVE = "('scheduled', 'retrying')"  # the statuses a claim takes
@@ -46,6 +46,7 @@ CREATE TABLE tasks (
     failed_seq    bigint,                   -- dead-letter order; NULL unless failed
     version       bigint NOT NULL,          -- bumped by every write of the row
     writer        text NOT NULL,            -- the node that wrote it ('' : every node reads it)
+    resumed       boolean NOT NULL DEFAULT false,  -- the due instant is a resume's (_RESUMED)
     xid           xid8 NOT NULL DEFAULT pg_current_xact_id()  -- the change feed's cursor
 );
 CREATE INDEX tasks_due ON tasks (next_run_at, priority) WHERE status IN {LIVE};
@@ -89,12 +90,26 @@ CREATE SEQUENCE dead_letter_seq;
 INSERT INTO lldsched_meta VALUES ('schema', '{SCHEMA_VERSION}');
 """
 
+# In-place upgrades, keyed by the version they upgrade from: each brings a database of
+# that version to the next one, inside the opening transaction (whole or not at all).
+UPGRADES = {
+    1: "ALTER TABLE tasks ADD COLUMN resumed boolean NOT NULL DEFAULT false;"
+    " UPDATE lldsched_meta SET value = '2' WHERE name = 'schema';",
+}
+
 TABLES = ("lldsched_meta", "tasks", "removals", "records", "leases")
 
-_STATE = """status = %(status)s, next_run_at = %(next_run_at)s, attempt = %(attempt)s,
+# A write that resumes a paused task (or pauses a resumed one again) marks the row
+# ``resumed``: its due instant is then the resume's "now, a slot slept through", which a
+# run in flight elsewhere must overrule at its settle (see _WHEN).  Any other write
+# (a reschedule, a run_now, a settle) clears the mark.  Schema version 2.
+_RESUMED = f"""(tasks.status = 'paused' AND %(status)s IN {LIVE})
+    OR (%(status)s = 'paused' AND tasks.resumed)"""
+
+_STATE = f"""status = %(status)s, next_run_at = %(next_run_at)s, attempt = %(attempt)s,
     run_count = %(run_count)s, failure_count = %(failure_count)s, last_error = %(last_error)s,
     running = %(running)s, version = tasks.version + 1, writer = %(writer)s,
-    xid = pg_current_xact_id(),
+    xid = pg_current_xact_id(), resumed = {_RESUMED},
     failed_seq = CASE WHEN %(status)s = 'failed'
         THEN coalesce(tasks.failed_seq, nextval('dead_letter_seq')) END"""
 
@@ -233,9 +248,18 @@ TRIM_REMOVALS = "DELETE FROM removals WHERE xid < %(below)s::text::xid8"
 # exception is the row's *when*: a write that left it where the claim found it (the
 # lease's slot and attempt: a pause, a modify) did not decide the next slot, so the run's
 # settle does, as it does in one process; otherwise a pause made during the run kept the
-# slot that had just run, and a resume ran it again.
+# slot that had just run, and a resume ran it again.  Nor did a resume (the row is
+# ``resumed``): made where the run is not, it moved the due instant to now as for a slot
+# slept through, and one process returns a task resumed mid-run to its run instead, which
+# decides the next slot and the status (a run that ended the task ends it; a run that
+# followed the pause here but not yet the resume is a runnable task again, _RUNNABLE).
 _OWN = "(t.version = s.claimed OR t.writer = %(node)s)"
-_WHEN = f"({_OWN} OR (t.next_run_at = s.slot AND t.attempt = s.claimed_attempt))"
+_AS_RESUMED = f"(t.resumed AND t.status IN {LIVE})"
+_WHEN = f"({_OWN} OR {_AS_RESUMED} OR (t.next_run_at = s.slot AND t.attempt = s.claimed_attempt))"
+_RUNNABLE = "CASE WHEN s.attempt > 0 THEN 'retrying' ELSE 'scheduled' END"  # core/names.runnable
+_STATUS = f"""CASE WHEN {_OWN} THEN s.status
+            WHEN {_AS_RESUMED} AND s.status = 'paused' THEN {_RUNNABLE}
+            WHEN {_AS_RESUMED} THEN s.status ELSE t.status END"""
 
 # The fenced settles of a batch of runs, one statement (one round trip, one commit): each
 # run's lease is dropped, its task's row written and its records inserted only while the
@@ -262,12 +286,12 @@ dropped AS (
               l.attempt AS claimed_attempt),
 settled AS (
     UPDATE tasks t SET
-        status = CASE WHEN {_OWN} THEN s.status ELSE t.status END,
+        status = {_STATUS},
         next_run_at = CASE WHEN {_WHEN} THEN s.next_run_at ELSE t.next_run_at END,
         attempt = CASE WHEN {_WHEN} THEN s.attempt ELSE t.attempt END,
         run_count = s.run_count, failure_count = s.failure_count, last_error = s.last_error,
         running = CASE WHEN {_OWN} THEN s.running ELSE false END,
-        failed_seq = CASE WHEN NOT {_OWN} THEN t.failed_seq
+        failed_seq = CASE WHEN NOT ({_OWN} OR {_AS_RESUMED}) THEN t.failed_seq
             WHEN s.status = 'failed' THEN coalesce(t.failed_seq, nextval('dead_letter_seq'))
             END,
         name = CASE WHEN {_OWN} THEN coalesce(s.name, t.name) ELSE t.name END,
@@ -276,7 +300,7 @@ settled AS (
         priority = CASE WHEN {_OWN} THEN coalesce(s.priority, t.priority) ELSE t.priority END,
         version = t.version + 1,
         writer = CASE WHEN {_OWN} THEN %(node)s ELSE '' END,
-        xid = pg_current_xact_id()
+        xid = pg_current_xact_id(), resumed = false
       FROM (SELECT g.*, d.claimed, d.slot, d.claimed_attempt
               FROM dropped d JOIN given g ON g.token = d.token) s
      WHERE t.id = s.id
