@@ -55,7 +55,12 @@ from lldsched.schedules.cron.parse import CronFields, parse
 from lldsched.schedules.cron.search import HORIZON_DAYS, NO_CURSOR, CronEngine, Cursor
 from lldsched.schedules.cron.zone import local_days
 
-__all__ = ["HORIZON_DAYS", "CronSchedule"]
+__all__ = ["HORIZON_DAYS", "MAX_PREVIEW", "CronSchedule"]
+
+MAX_PREVIEW = 10_000
+"""The most fires :meth:`CronSchedule.preview` lists (it builds them all before it
+returns: a count of 10**9 would hang and fill memory); :meth:`CronSchedule.fire_times`,
+lazy, takes any count."""
 
 
 @lru_cache(maxsize=1024)
@@ -228,9 +233,11 @@ class CronSchedule:
         """The next ``n`` fires after ``start`` (default: now), as datetimes in the zone.
 
         ``start`` may be epoch seconds or a datetime; a naive datetime is read in the
-        schedule's zone (its ``fold`` picks the pass of a repeated hour).
+        schedule's zone (its ``fold`` picks the pass of a repeated hour).  At most
+        :data:`MAX_PREVIEW` fires: a larger ``n`` is a :class:`ScheduleError` naming it
+        (:meth:`fire_times` draws any number lazily).
         """
-        checks.whole(n, name="preview() n", at_least=0, error=ScheduleError)
+        checks.whole(n, name="preview() n", at_least=0, at_most=MAX_PREVIEW, error=ScheduleError)
         if start is None:
             ts = time.time()
         elif isinstance(start, datetime):
