@@ -241,6 +241,22 @@ def test_an_unreachable_server_and_a_malformed_dsn_are_store_errors_without_the_
 
 
 @pytest.mark.parametrize(
+    ("dsn", "shown"),
+    [
+        (5432, "got 5432"),
+        (None, "got None"),
+        (b"postgresql://me:s3cret-pw@h/db", "got bytes 'user=me password=*** dbname=db host=h'"),
+        ({"host": "h", "password": "s3cret-pw"}, "got {'host': 'h', 'password': '***'}"),
+    ],
+    ids=["int", "none", "bytes", "mapping"],
+)
+def test_a_dsn_of_the_wrong_type_is_named_with_any_password_hidden(dsn: object, shown: str) -> None:
+    with pytest.raises(StoreError, match="dsn must be a libpq connection string") as caught:
+        PostgresTaskStore(dsn)  # type: ignore[arg-type]
+    assert shown in str(caught.value) and "s3cret" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
     "dsn",
     ["postgresql://me:s3cret-pw@[::1/db", "postgresql://me:s3cret-pw%zz@h/db"],
     ids=["the-whole-uri", "the-password-token"],

@@ -45,7 +45,7 @@ import os
 import secrets
 import socket
 import threading
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from datetime import timedelta
 from types import TracebackType
 from typing import Any
@@ -87,6 +87,17 @@ def node_id() -> str:
 _FINISHED = frozenset(status.value for status in FINISHED_STATUSES)  # as rows store them
 
 
+def _shown(dsn: object) -> str:
+    """A dsn of the wrong type as an error names it: its repr, any password in it
+    replaced by ``***`` as in every message that names a dsn (a ``bytes`` dsn is read as
+    the text it holds, a mapping's ``password`` is hidden)."""
+    if isinstance(dsn, bytes | bytearray):
+        return f"{type(dsn).__name__} {redact(bytes(dsn).decode('utf-8', 'replace'))!r}"
+    if isinstance(dsn, Mapping) and "password" in dsn:
+        return repr({**dsn, "password": "***"})
+    return repr(dsn)
+
+
 class PostgresTaskStore:
     """A :class:`~lldsched.persistence.CoordinatedStore` in a PostgreSQL database.
 
@@ -112,7 +123,7 @@ class PostgresTaskStore:
         self.retention = whole_or_none(retention, name="retention", at_least=1)
         timeout = seconds(timeout, name="timeout", above=0)
         if not isinstance(dsn, str):
-            raise StoreError(f"dsn must be a libpq connection string, got {type(dsn).__name__}")
+            raise StoreError(f"dsn must be a libpq connection string (a str), got {_shown(dsn)}")
         self._dsn = dsn
         self.dsn = redact(dsn)  # what messages and repr show
         self._timeout = timeout
