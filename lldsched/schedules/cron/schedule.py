@@ -176,6 +176,8 @@ class CronSchedule:
 
     def next_after(self, timestamp: float) -> float | None:
         """The first fire strictly after ``timestamp``, or ``None`` if none within 100 years."""
+        if timestamp.__class__ is bool:  # an int to the comparisons below, not an instant
+            checks.instant(timestamp, name="cron next_after()", error=ScheduleError)
         try:  # free until it raises: the hot path pays nothing for the message below
             low, high, base, offsets, resume = self._cursor
             if low <= timestamp < high:
@@ -190,16 +192,14 @@ class CronSchedule:
         except (ValueError, OverflowError) as exc:  # NaN; an int no float holds
             raise ScheduleError(f"cron next_after({timestamp!r}): {exc}") from None
         except TypeError:
-            if _is_number(timestamp):
-                raise
-            raise _not_seconds("next_after()", timestamp) from None
+            checks.instant(timestamp, name="cron next_after()", error=ScheduleError)
+            raise  # a number, and still a TypeError: not the caller's mistake
         self._cursor = engine.recent = cursor
         return fire
 
     def prev_before(self, timestamp: float) -> float | None:
         """The last fire strictly before ``timestamp``, or ``None`` if none within 100 years."""
-        if not _is_number(timestamp):
-            raise _not_seconds("prev_before()", timestamp)
+        checks.instant(timestamp, name="cron prev_before()", error=ScheduleError)
         try:
             return self._engine.prev_fire(float(timestamp))
         except (ValueError, OverflowError) as exc:  # NaN; an int no float holds
@@ -208,8 +208,7 @@ class CronSchedule:
     def fire_times(self, start: float, n: int) -> Iterator[float]:
         """The next ``n`` fires strictly after ``start`` (fewer if the schedule ends).
         ``start`` and ``n`` are checked at the call, not at the first fire drawn."""
-        if not _is_number(start):
-            raise _not_seconds("fire_times()", start)
+        checks.instant(start, name="cron fire_times()", error=ScheduleError)
         checks.whole(n, name="fire_times() n", at_least=0, error=ScheduleError)
         return self._fire_times(start, n)
 
@@ -254,13 +253,3 @@ class CronSchedule:
         from lldsched.schedules.cron.explain import explain
 
         return explain(self._engine.fields)
-
-
-def _is_number(value: object) -> bool:
-    """An instant in epoch seconds, as the queries take it: an int or a float, not a bool."""
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _not_seconds(query: str, value: object) -> ScheduleError:
-    hint = " (an instant: use .timestamp())" if isinstance(value, datetime) else ""
-    return ScheduleError(f"cron {query} takes epoch seconds (a float), got {value!r}{hint}")
