@@ -192,6 +192,39 @@ def test_run_now_from_another_process_keeps_the_grid_whoever_runs_the_extra_run(
             store.close()
 
 
+def test_run_now_keeps_the_grid_when_a_process_started_after_it_runs_the_extra_run(
+    store_spec: StoreSpec,
+) -> None:
+    """The row carries the slot the run_now put off (``TaskSnapshot.waited``): a process
+    that never saw the task before the click learns it from the row, runs the extra run
+    and goes on to that slot, instead of counting the schedule on from the extra run."""
+    stores = [open_store(store_spec, lease=LEASE, poll=POLL) for _ in range(3)]
+    asker = Scheduler(workers=2, store=stores[0])  # never started: it claims nothing
+    reader = stores[2]
+    hourly = FixedRate(3600, start_delay=1800)
+    late: Scheduler | None = None
+    try:
+        asker.schedule("hourly", jobs.noop, hourly, id="hourly")
+        waited = asker.task("hourly").next_run_at
+        assert waited is not None and asker.run_now("hourly")
+        (stored,) = reader.load_all()
+        assert stored.waited == waited and stored.next_run_at is not None
+        assert stored.next_run_at < waited
+        late = Scheduler(workers=2, store=stores[1]).start()  # built after the run_now
+        wait_until(lambda: bool(reader.records("hourly")) and not reader.leases(), timeout=10,
+                   what="the late process to run the extra run")  # fmt: skip
+        (stored,) = reader.load_all()
+        assert (stored.next_run_at, stored.waited, stored.run_count) == (waited, None, 1)
+        assert late.task("hourly").next_run_at == waited
+        assert late.task("hourly").schedule == hourly  # its plan was used up
+    finally:
+        if late is not None:
+            late.shutdown()
+        asker.shutdown()
+        for store in stores:
+            store.close()
+
+
 def test_a_cancel_or_remove_in_one_scheduler_reaches_the_other(pair: Pair) -> None:
     first, second, _, _ = pair
     first.schedule("later", jobs.noop, OneTime(first.now + 3600), id="later")

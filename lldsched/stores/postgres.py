@@ -651,7 +651,7 @@ class PostgresTaskStore:
         passed: list[str] = []  # finished rows no later read can give again: forgotten
         for kind, xid, *columns, leased in rows[1:]:
             task_id, version = columns[0], columns[-1]
-            if kind == 1 and columns[2] in _FINISHED and not columns[-2] and int(xid) < since:
+            if kind == 1 and columns[2] in _FINISHED and not columns[8] and int(xid) < since:
                 passed.append(task_id)
             if self._seen.get(task_id, -1) >= version:
                 continue  # read before
@@ -765,7 +765,7 @@ def _one(cursor: psycopg.Cursor[tuple[Any, ...]]) -> tuple[Any, ...]:
 
 def _snapshot(row: Sequence[Any], task: Task | None = None) -> TaskSnapshot:
     """The snapshot a row of SNAPSHOT_COLUMNS describes (``task``: its definition, decoded)."""
-    task_id, _, status, next_run_at, attempt, run_count, failures, error, running = row[:9]
+    task_id, _, status, next_run_at, attempt, run_count, failures, error, running, waited = row[:10]
     try:
         status_value = TaskStatus(status)
     except ValueError:
@@ -773,8 +773,9 @@ def _snapshot(row: Sequence[Any], task: Task | None = None) -> TaskSnapshot:
     if task is None:
         task = _decode(row)
     return TaskSnapshot(
-        task, status_value, next_run_at, attempt, run_count, failures, error, bool(running)
-    )
+        task, status_value, next_run_at, attempt, run_count, failures, error, bool(running),
+        waited,
+    )  # fmt: skip
 
 
 def _decode(row: Sequence[Any]) -> Task:

@@ -23,6 +23,7 @@ def state_row(snapshot: TaskSnapshot) -> dict[str, Any]:
         "failure_count": snapshot.failure_count,
         "last_error": snapshot.last_error,
         "running": snapshot.running,
+        "waited": snapshot.waited,
     }
 
 

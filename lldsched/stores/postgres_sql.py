@@ -47,6 +47,7 @@ CREATE TABLE tasks (
     version       bigint NOT NULL,          -- bumped by every write of the row
     writer        text NOT NULL,            -- the node that wrote it ('' : every node reads it)
     resumed       boolean NOT NULL DEFAULT false,  -- the due instant is a resume's (_RESUMED)
+    waited        double precision,         -- the slot a run_now put off (TaskSnapshot.waited)
     xid           xid8 NOT NULL DEFAULT pg_current_xact_id()  -- the change feed's cursor
 );
 CREATE INDEX tasks_due ON tasks (next_run_at, priority) WHERE status IN {LIVE};
@@ -94,6 +95,7 @@ INSERT INTO lldsched_meta VALUES ('schema', '{SCHEMA_VERSION}');
 # that version to the next one, inside the opening transaction (whole or not at all).
 UPGRADES = {
     1: "ALTER TABLE tasks ADD COLUMN resumed boolean NOT NULL DEFAULT false;"
+    " ALTER TABLE tasks ADD COLUMN waited double precision;"
     " UPDATE lldsched_meta SET value = '2' WHERE name = 'schema';",
 }
 
@@ -108,7 +110,7 @@ _RESUMED = f"""(tasks.status = 'paused' AND %(status)s IN {LIVE})
 
 _STATE = f"""status = %(status)s, next_run_at = %(next_run_at)s, attempt = %(attempt)s,
     run_count = %(run_count)s, failure_count = %(failure_count)s, last_error = %(last_error)s,
-    running = %(running)s, version = tasks.version + 1, writer = %(writer)s,
+    running = %(running)s, waited = %(waited)s, version = tasks.version + 1, writer = %(writer)s,
     xid = pg_current_xact_id(), resumed = {_RESUMED},
     failed_seq = CASE WHEN %(status)s = 'failed'
         THEN coalesce(tasks.failed_seq, nextval('dead_letter_seq')) END"""
@@ -117,9 +119,9 @@ UPDATE = f"UPDATE tasks SET {_STATE} WHERE id = %(id)s RETURNING version"
 
 UPSERT = f"""
 INSERT INTO tasks (id, name, definition, priority, status, next_run_at, attempt, run_count,
-    failure_count, last_error, running, failed_seq, version, writer)
+    failure_count, last_error, running, waited, failed_seq, version, writer)
 VALUES (%(id)s, %(name)s, %(definition)s, %(priority)s, %(status)s, %(next_run_at)s,
-    %(attempt)s, %(run_count)s, %(failure_count)s, %(last_error)s, %(running)s,
+    %(attempt)s, %(run_count)s, %(failure_count)s, %(last_error)s, %(running)s, %(waited)s,
     CASE WHEN %(status)s = 'failed' THEN nextval('dead_letter_seq') END, 1, %(writer)s)
 ON CONFLICT (id) DO UPDATE SET name = excluded.name, definition = excluded.definition,
     priority = excluded.priority, {_STATE}
@@ -129,9 +131,9 @@ RETURNING version
 # A registration: refused (no row returned) when another node registered the id.
 INSERT_NEW = """
 INSERT INTO tasks (id, name, definition, priority, status, next_run_at, attempt, run_count,
-    failure_count, last_error, running, failed_seq, version, writer)
+    failure_count, last_error, running, waited, failed_seq, version, writer)
 VALUES (%(id)s, %(name)s, %(definition)s, %(priority)s, %(status)s, %(next_run_at)s,
-    %(attempt)s, %(run_count)s, %(failure_count)s, %(last_error)s, %(running)s,
+    %(attempt)s, %(run_count)s, %(failure_count)s, %(last_error)s, %(running)s, %(waited)s,
     CASE WHEN %(status)s = 'failed' THEN nextval('dead_letter_seq') END, 1, %(writer)s)
 ON CONFLICT (id) DO NOTHING
 RETURNING version
@@ -160,7 +162,7 @@ DELETE FROM records WHERE task_id = %(id)s AND seq <= (
 
 SNAPSHOT_COLUMNS = (
     "t.id, t.definition, t.status, t.next_run_at, t.attempt, t.run_count, t.failure_count, "
-    "t.last_error, t.running, t.version"
+    "t.last_error, t.running, t.waited, t.version"
 )
 
 RECORD_COLUMNS = (
@@ -224,14 +226,16 @@ CHANGES = f"""
 SELECT 0 AS kind, pg_snapshot_xmin(pg_current_snapshot())::text AS xid, NULL AS id,
        NULL AS definition, NULL AS status, NULL::double precision AS next_run_at,
        NULL::integer AS attempt, NULL::integer AS run_count, NULL::integer AS failure_count,
-       NULL AS last_error, NULL::boolean AS running, NULL::bigint AS version,
+       NULL AS last_error, NULL::boolean AS running, NULL::double precision AS waited,
+       NULL::bigint AS version,
        NULL::boolean AS leased
 UNION ALL
 SELECT 1, t.xid::text, {SNAPSHOT_COLUMNS}, EXISTS (SELECT 1 FROM leases l
        WHERE l.task_id = t.id AND l.holder <> %(node)s AND l.expires_at > {DB_NOW})
   FROM tasks t WHERE t.xid >= %(since)s::text::xid8 AND t.writer <> %(node)s
 UNION ALL
-SELECT 2, r.xid::text, r.task_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, r.version,
+SELECT 2, r.xid::text, r.task_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       r.version,
        NULL
   FROM removals r WHERE r.xid >= %(since)s::text::xid8 AND r.writer <> %(node)s
 ORDER BY kind
@@ -273,9 +277,9 @@ WITH given AS (
         %(next_run_at)s::double precision[], %(attempt)s::integer[],
         %(run_count)s::integer[], %(failure_count)s::integer[], %(last_error)s::text[],
         %(running)s::boolean[], %(name)s::text[], %(definition)s::text[],
-        %(priority)s::integer[])
+        %(priority)s::integer[], %(waited)s::double precision[])
       AS g(id, token, status, next_run_at, attempt, run_count, failure_count, last_error,
-           running, name, definition, priority)),
+           running, name, definition, priority, waited)),
 locked AS (
     SELECT t.id FROM tasks t WHERE t.id IN (SELECT id FROM given) ORDER BY t.id
        FOR UPDATE),
@@ -289,6 +293,7 @@ settled AS (
         status = {_STATUS},
         next_run_at = CASE WHEN {_WHEN} THEN s.next_run_at ELSE t.next_run_at END,
         attempt = CASE WHEN {_WHEN} THEN s.attempt ELSE t.attempt END,
+        waited = CASE WHEN {_WHEN} THEN s.waited ELSE t.waited END,
         run_count = s.run_count, failure_count = s.failure_count, last_error = s.last_error,
         running = CASE WHEN {_OWN} THEN s.running ELSE false END,
         failed_seq = CASE WHEN NOT ({_OWN} OR {_AS_RESUMED}) THEN t.failed_seq
