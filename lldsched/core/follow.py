@@ -117,7 +117,7 @@ def _register(core: SchedulerCore, snapshot: TaskSnapshot) -> ScheduledTask:
     if status in RUNNABLE and snapshot.next_run_at is not None:
         _adopt(core, task, snapshot, status, attempt)
     elif snapshot.waited is not None:  # a paused task's plan, for its resume
-        task.schedule = slot_first(task.schedule, snapshot.waited)
+        task._schedule = slot_first(task._schedule, snapshot.waited)
     return task
 
 
@@ -137,9 +137,9 @@ def _adopt(
     plan left in place would hand out its slot again at this process's next run.
     Without the row's plan, whoever ran the extra run counted the schedule on from it
     (an hourly task moved to the minute of the click)."""
-    task.schedule = unwrap(task.schedule)
+    task._schedule = unwrap(task._schedule)
     if snapshot.waited is not None:
-        task.schedule = slot_first(task.schedule, snapshot.waited)
+        task._schedule = slot_first(task._schedule, snapshot.waited)
     core.adopt(
         task,
         status=status,

@@ -628,7 +628,7 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
                     (),
                 )
             record = record._replace(misfire=GIVEN_UP)  # if the schedule has a next slot
-        schedule = task.schedule
+        schedule = task._schedule
         try:
             due, skipped = next_run_and_skipped(schedule, record, limit=MAX_SKIPPED)
         except Exception as exc:  # a broken schedule is the library user's bug: fail loudly
@@ -636,7 +636,7 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
             self._stats(task).last_error = f"ScheduleError: {error_text(exc)}"
             return FAILED, None, original, ()
         if type(schedule) is CatchUp and schedule.spent:  # the catch-up is over
-            task.schedule = schedule.inner
+            task._schedule = schedule.inner
         if skipped and task._options.overlap is BUFFER_ONE:
             # BUFFER_ONE: the slots that came due while it ran are one run, for the
             # latest of them, due at once; the earlier ones are coalesced into it.
@@ -729,7 +729,7 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
         del self._dead[task_id]
         now = self.clock.now()
         task.status = SCHEDULED
-        task.schedule = unwrap(task.schedule)
+        task._schedule = unwrap(task._schedule)
         task.attempt = 0
         if task._stats is not None:
             task._stats.given_up = 0  # a person looked: a fresh streak as well
@@ -894,7 +894,7 @@ class SchedulerCore(DefinitionVerbs, OverlappingRuns, DependencyWaits, Restorati
             run_count, failures, last_error = (
                 stats.run_count, stats.failure_count, stats.last_error
             )  # fmt: skip
-        schedule = task.schedule
+        schedule = task._schedule
         return _new_tuple(TaskSnapshot, (
             task.definition, task.status, task.next_run_at, task.attempt,
             run_count, failures, last_error, task._run is not None,

@@ -192,10 +192,10 @@ def decide_misfire(
     due = task.next_run_at
     if due is None:
         return None
-    first = following_slot(task.schedule, task.slot) if owed else due
+    first = following_slot(task._schedule, task.slot) if owed else due
     if first is None:  # the owed attempt was its schedule's last slot
         return None
-    decided = plan(task.schedule, first, now, task.misfire or DEFAULT_MISFIRE)
+    decided = plan(task._schedule, first, now, task.misfire or DEFAULT_MISFIRE)
     if not decided.misfired:
         return None
     return _apply(core, task, decided, due if owed else None, token=token)
@@ -215,7 +215,7 @@ def _apply(
         core.record_misfire(task, slot, outcome, error, token=token)
         for slot, outcome, error in decided.decisions
     ]
-    own = unwrap(task.schedule)  # a catch-up decided earlier is superseded
+    own = unwrap(task._schedule)  # a catch-up decided earlier is superseded
     queue = list(decided.runs)
     resume = decided.resume
     if owed is not None:
@@ -244,7 +244,7 @@ def _settle(core: SchedulerCore, task: ScheduledTask, owed: bool, now: float) ->
     if task.status not in _QUEUED or due is None:
         return
     if decide_misfire(core, task, now, owed=owed) is None:
-        core.replan(task, due=due, schedule=task.schedule)  # as stored: the schedule carries on
+        core.replan(task, due=due)  # as stored: the schedule carries on
 
 
 # -- reloading ---------------------------------------------------------------------------
@@ -325,7 +325,7 @@ def after_clock_jump(core: SchedulerCore, jump: float, now: float) -> None:
             if task.status is TaskStatus.SCHEDULED and due <= now:
                 decide_misfire(core, task, now)
             continue
-        schedule = task.schedule
+        schedule = task._schedule
         elapsed = measures_elapsed_time(unwrap(schedule))
         if elapsed or task.status is TaskStatus.RETRYING:
             core.replan(
