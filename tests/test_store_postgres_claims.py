@@ -200,6 +200,24 @@ def test_a_run_that_ends_its_task_ends_it_after_a_pause_and_a_resume_written_dur
     assert runner.dead_letter() == ["a"]
 
 
+@pytest.mark.parametrize("ended", [TaskStatus.SUCCEEDED, TaskStatus.FAILED])
+def test_a_run_that_ends_its_task_ends_it_though_a_pause_was_written_during_it(
+    open_store: Opener, ended: TaskStatus
+) -> None:
+    """As in one process and on SQLite: left paused, the row had no due instant, and a
+    resume had nothing to return the task to."""
+    runner, controller = open_store(), open_store()
+    runner.save(snapshot(task(id="a")))
+    (claim,) = runner.claim(now=T0, limit=1)
+    controller.load_all()
+    controller.save(snapshot(task(id="a"), TaskStatus.PAUSED))
+    last = snapshot(task(id="a"), ended)._replace(next_run_at=None, run_count=1)
+    runner.settle(last, record("a", 0)._replace(token=claim.token), token=claim.token)
+    stored = runner.get("a")
+    assert stored is not None and (stored.status, stored.next_run_at) == (ended, None)
+    assert runner.dead_letter() == (["a"] if ended is TaskStatus.FAILED else [])
+
+
 def test_a_reschedule_after_a_resume_during_a_run_keeps_its_due_instant(
     open_store: Opener,
 ) -> None:

@@ -261,7 +261,11 @@ _OWN = "(t.version = s.claimed OR t.writer = %(node)s)"
 _AS_RESUMED = f"(t.resumed AND t.status IN {LIVE})"
 _WHEN = f"({_OWN} OR {_AS_RESUMED} OR (t.next_run_at = s.slot AND t.attempt = s.claimed_attempt))"
 _RUNNABLE = "CASE WHEN s.attempt > 0 THEN 'retrying' ELSE 'scheduled' END"  # core/names.runnable
-_STATUS = f"""CASE WHEN {_OWN} THEN s.status
+# A run that ends its task (succeeded, or failed for good) ends it even when a pause was
+# written elsewhere during it, as in one process and on SQLite: left paused, the row had
+# no due instant, and a resume had nothing to return it to.  A cancel still wins.
+_ENDS = "(s.status IN ('succeeded', 'failed') AND t.status = 'paused')"
+_STATUS = f"""CASE WHEN {_OWN} OR {_ENDS} THEN s.status
             WHEN {_AS_RESUMED} AND s.status = 'paused' THEN {_RUNNABLE}
             WHEN {_AS_RESUMED} THEN s.status ELSE t.status END"""
 
@@ -296,7 +300,7 @@ settled AS (
         waited = CASE WHEN {_WHEN} THEN s.waited ELSE t.waited END,
         run_count = s.run_count, failure_count = s.failure_count, last_error = s.last_error,
         running = CASE WHEN {_OWN} THEN s.running ELSE false END,
-        failed_seq = CASE WHEN NOT ({_OWN} OR {_AS_RESUMED}) THEN t.failed_seq
+        failed_seq = CASE WHEN NOT ({_OWN} OR {_AS_RESUMED} OR {_ENDS}) THEN t.failed_seq
             WHEN s.status = 'failed' THEN coalesce(t.failed_seq, nextval('dead_letter_seq'))
             END,
         name = CASE WHEN {_OWN} THEN coalesce(s.name, t.name) ELSE t.name END,
