@@ -52,7 +52,7 @@ from lldsched.schedules.base import (
     measures_elapsed_time,
     slot_after,
 )
-from lldsched.schedules.catchup import SCHEDULE_DECIDES, CatchUp, Resume, unwrap
+from lldsched.schedules.catchup import SCHEDULE_DECIDES, CatchUp, Resume, slot_first, unwrap
 
 __all__ = [
     "COALESCED",
@@ -268,7 +268,9 @@ def recover(core: SchedulerCore, store: TaskStore) -> list[ScheduledTask]:
     restored = [_restored(snap, records.get(snap.task.id, ())) for snap in snapshots]
     tasks = core.restore((entry for entry, _ in restored), dead_letter)
     now = core.clock.now()
-    for task, (_, owed) in zip(tasks, restored, strict=True):
+    for task, snapshot, (_, owed) in zip(tasks, snapshots, restored, strict=True):
+        if snapshot.waited is not None:  # a run_now's slot (TaskSnapshot.waited): kept
+            task._schedule = slot_first(task._schedule, snapshot.waited)
         _settle(core, task, owed, now)
     log.info("restored %d tasks from %r", len(tasks), store)
     return tasks
