@@ -10,6 +10,9 @@ live in one place:
   given bounds;
 * a **plain number** (:func:`number`) is the same without the ``timedelta``: an
   instant in epoch seconds, a multiplier, a sigma are not durations;
+* an **instant** a schedule's query takes (:func:`instant`: ``first_run(now)``,
+  ``slot_after(slot)``, cron's ``next_after(t)``) is an ``int`` or a ``float``, never a
+  ``bool`` (``next_after(True)`` answered the first fire after 1970-01-01T00:00:01);
 * a **whole count** (:func:`whole`, :func:`whole_or_none`) is an ``int``, never a
   ``bool``, within the given bounds;
 * a **fraction** (:func:`fraction`) is an ``int`` or ``float``, never a ``bool``,
@@ -48,7 +51,7 @@ from datetime import timedelta
 
 from lldsched.errors import ValidationError
 
-__all__ = ["flag", "fraction", "number", "seconds", "whole", "whole_or_none"]
+__all__ = ["flag", "fraction", "instant", "number", "seconds", "whole", "whole_or_none"]
 
 
 def _bound(at_least: float | None, above: float | None) -> str:
@@ -222,3 +225,16 @@ def fraction(
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
         raise error(f"{name} {expected or 'must be a fraction in [0, 1]'}, got {value!r}")
     return value
+
+
+def instant(value: object, *, name: str, error: type[Exception] = ValidationError) -> float:
+    """``value`` if it is epoch seconds as a schedule's query takes them (an ``int`` or a
+    ``float``, not a ``bool``), else ``error``: ``"FixedRate.first_run() takes epoch
+    seconds (a float), got True"``.  Its finiteness is the query's to judge (cron's
+    searches refuse NaN).  Kept to two identity tests for a plain float or int: the
+    schedules' queries run once per run."""
+    kind = value.__class__
+    if kind is float or kind is int or (isinstance(value, int | float) and kind is not bool):
+        return value  # type: ignore[return-value]
+    hint = " (an instant: use .timestamp())" if hasattr(value, "timestamp") else ""
+    raise error(f"{name} takes epoch seconds (a float), got {value!r}{hint}")

@@ -77,6 +77,14 @@ class TaskSnapshot(NamedTuple):
 
     ``running`` is True while an attempt is in flight (also for a task paused
     mid-run): recovery runs that attempt again (at-least-once).
+
+    ``waited`` is the slot the task's own schedule waits for behind the run due at
+    ``next_run_at``, when that run is an extra one planned in front of it (a
+    ``run_now``, a misfire's catch-up); None when ``next_run_at`` is the schedule's
+    own.  A store several processes share keeps it, so that whichever process runs
+    the extra run goes on to that slot instead of counting the schedule on from the
+    extra run (a fixed-rate grid would move); the shared SQLite and the PostgreSQL
+    stores do.
     """
 
     task: Task
@@ -87,6 +95,7 @@ class TaskSnapshot(NamedTuple):
     failure_count: int
     last_error: str | None
     running: bool = False
+    waited: float | None = None
 
 
 FINISHED_STATUSES = (TaskStatus.SUCCEEDED, TaskStatus.CANCELLED)

@@ -150,8 +150,34 @@ for value in (None, 5, "", "* * *", "61 * * * *", "@reboot", b"* * * * *"):
 for value in (5, "", "Mars/Olympus", True):
     build(f"CronSchedule(tz={value!r})", lambda v=value: CronSchedule("* * * * *", tz=v), value)
 CRON = CronSchedule("0 3 * * *")
-for value in (None, "5", NAIVE, AWARE, timedelta(seconds=5)):  # True reads as 1 (hot path)
+for value in (None, "5", NAIVE, AWARE, timedelta(seconds=5), True, False):
     build(f"cron.next_after({value!r})", lambda v=value: CRON.next_after(v), value)
+    build(f"cron.first_run({value!r})", lambda v=value: CRON.first_run(v), value)
+# A schedule's other queries of an instant: a bool is not one (checks.instant).
+for label, query in (
+    ("FixedRate(60).first_run", FixedRate(60).first_run),
+    ("FixedDelay(60).first_run", FixedDelay(60).first_run),
+    ("OneTime(delay=5).first_run", OneTime(delay=5).first_run),
+    ("Jittered(FixedRate(60)).first_run", Jittered(FixedRate(60), 5, seed=1).first_run),
+    ("FixedRate(60).slot_after", FixedRate(60).slot_after),
+    ("FixedDelay(60).slot_after", FixedDelay(60).slot_after),
+    ("OneTime(delay=5).slot_after", OneTime(delay=5).slot_after),
+    ("Jittered(FixedRate(60)).slot_after", Jittered(FixedRate(60), 5, seed=1).slot_after),
+    ("cron.slot_after", CRON.slot_after),
+):
+    for value in (True, "5", None):
+        build(f"{label}({value!r})", lambda q=query, v=value: q(v), value)
+for label, two_instants in (
+    ("FixedRate(60).first_slot_after", FixedRate(60).first_slot_after),
+    ("FixedDelay(60).first_slot_after", FixedDelay(60).first_slot_after),
+    ("OneTime(delay=5).first_slot_after", OneTime(delay=5).first_slot_after),
+    (
+        "Jittered(FixedRate(60)).first_slot_after",
+        Jittered(FixedRate(60), 5, seed=1).first_slot_after,
+    ),
+):
+    build(f"{label}(True, 0)", lambda q=two_instants: q(True, 0), True)
+    build(f"{label}(0, True)", lambda q=two_instants: q(0, True), True)
 for value in (None, "5", NAIVE, AWARE, timedelta(seconds=5), True):
     build(f"cron.fire_times({value!r}, 2)", lambda v=value: CRON.fire_times(v, 2), value)
 for value in (None, "5", NAIVE, HUGE):
@@ -160,6 +186,7 @@ build("cron.next_after(10**400)", lambda: CRON.next_after(HUGE), HUGE)
 for value in (None, -1, 2.5, True, "5"):
     build(f"cron.preview({value!r})", lambda v=value: CRON.preview(v), value)
     build(f"cron.fire_times(0, {value!r})", lambda v=value: CRON.fire_times(0, v), value)
+build("cron.preview(10**9)", lambda: CRON.preview(10**9), 10**9)  # listed at once: it would hang
 for value in (NAN, INF, True, "5", timedelta(seconds=5)):
     build(f"cron.preview(start={value!r})", lambda v=value: CRON.preview(2, start=v), value)
 

@@ -126,6 +126,38 @@ def test_a_pause_from_the_other_scheduler_during_a_run_leaves_the_task_at_its_ne
     assert stored.next_run_at == lease.slot + 3600
 
 
+def test_a_pause_and_a_resume_from_the_other_scheduler_during_a_run_add_no_run(
+    pair: Pair,
+) -> None:
+    """As in one process: a resume that comes while the run is still going returns the
+    task to that run, whose settle decides the next slot; the resume made where the run
+    is not adds no run at its own instant."""
+    first, second, reader, _ = pair
+    cluster_jobs.released.clear()
+    first.schedule("hourly", cluster_jobs.held_until_released, FixedRate(3600), id="hourly")
+    try:
+        cluster_jobs.seen.get(timeout=10)
+        (lease,) = reader.leases()
+        running, other = (first, second) if first.task("hourly").running else (second, first)
+        wait_until(lambda: "hourly" in {t.id for t in other.tasks()}, timeout=5,
+                   what="the other scheduler to follow")  # fmt: skip
+        assert other.pause("hourly")
+        assert other.resume("hourly")
+        wait_until(lambda: running.task("hourly").status is TaskStatus.RUNNING
+                   and reader.load_all()[0].status is not TaskStatus.PAUSED, timeout=5,
+                   what="the runner to follow the pause and the resume")  # fmt: skip
+    finally:
+        cluster_jobs.released.set()
+    cluster_jobs.seen.get(timeout=10)
+    wait_until(lambda: not reader.leases() and bool(reader.records("hourly")), timeout=10,
+               what="the run to settle")  # fmt: skip
+    (stored,) = reader.load_all()
+    assert (stored.status, stored.next_run_at) == (TaskStatus.SCHEDULED, lease.slot + 3600)
+    wait_until(lambda: all(s.task("hourly").next_run_at == lease.slot + 3600 for s in pair[:2]),
+               timeout=5, what="both schedulers to follow the settle")  # fmt: skip
+    assert [record.slot for record in reader.records("hourly")] == [lease.slot]
+
+
 def test_run_now_from_another_process_keeps_the_grid_whoever_runs_the_extra_run(
     store_spec: StoreSpec,
 ) -> None:
@@ -155,6 +187,39 @@ def test_run_now_from_another_process_keeps_the_grid_whoever_runs_the_extra_run(
         assert asker.task("hourly").schedule == hourly  # its run_now plan is gone
     finally:
         runner.shutdown()
+        asker.shutdown()
+        for store in stores:
+            store.close()
+
+
+def test_run_now_keeps_the_grid_when_a_process_started_after_it_runs_the_extra_run(
+    store_spec: StoreSpec,
+) -> None:
+    """The row carries the slot the run_now put off (``TaskSnapshot.waited``): a process
+    that never saw the task before the click learns it from the row, runs the extra run
+    and goes on to that slot, instead of counting the schedule on from the extra run."""
+    stores = [open_store(store_spec, lease=LEASE, poll=POLL) for _ in range(3)]
+    asker = Scheduler(workers=2, store=stores[0])  # never started: it claims nothing
+    reader = stores[2]
+    hourly = FixedRate(3600, start_delay=1800)
+    late: Scheduler | None = None
+    try:
+        asker.schedule("hourly", jobs.noop, hourly, id="hourly")
+        waited = asker.task("hourly").next_run_at
+        assert waited is not None and asker.run_now("hourly")
+        (stored,) = reader.load_all()
+        assert stored.waited == waited and stored.next_run_at is not None
+        assert stored.next_run_at < waited
+        late = Scheduler(workers=2, store=stores[1]).start()  # built after the run_now
+        wait_until(lambda: bool(reader.records("hourly")) and not reader.leases(), timeout=10,
+                   what="the late process to run the extra run")  # fmt: skip
+        (stored,) = reader.load_all()
+        assert (stored.next_run_at, stored.waited, stored.run_count) == (waited, None, 1)
+        assert late.task("hourly").next_run_at == waited
+        assert late.task("hourly").schedule == hourly  # its plan was used up
+    finally:
+        if late is not None:
+            late.shutdown()
         asker.shutdown()
         for store in stores:
             store.close()

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from lldsched import CronSchedule, ExecutionRecord, ScheduleError
+from lldsched.schedules.cron.schedule import MAX_PREVIEW
 
 
 def ts(year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0) -> float:
@@ -369,3 +370,12 @@ def test_iteration_at_the_end_of_the_calendar_stops_quietly(expr: str, zone: str
     assert len(fires) < 20_000
     assert all(fire < ts(9999, 12, 30) for fire in fires)
     assert (fires != []) == (expr != "0 0 31 12 *")
+
+
+def test_preview_lists_at_most_max_preview_fires_and_fire_times_draws_any_number_lazily() -> None:
+    every_second = CronSchedule("* * * * * *")
+    assert len(every_second.preview(MAX_PREVIEW, 0.0)) == MAX_PREVIEW
+    with pytest.raises(ScheduleError, match=f"preview\\(\\) n must be an int <= {MAX_PREVIEW}"):
+        every_second.preview(MAX_PREVIEW + 1, 0.0)
+    fires = every_second.fire_times(0.0, 10**18)  # lazy: only what is drawn is computed
+    assert [next(fires) for _ in range(3)] == [1.0, 2.0, 3.0]

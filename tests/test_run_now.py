@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,12 +15,15 @@ from lldsched import (
     InMemoryTaskStore,
     OneTime,
     RetryPolicy,
+    Scheduler,
     SchedulerStateError,
     Simulation,
+    SqliteTaskStore,
     TaskNotFoundError,
     TaskStatus,
 )
 from lldsched.sim import fails_on, fixed
+from tests import jobs
 from tests.conftest import T0, SchedulerFactory, settle
 
 
@@ -156,3 +160,54 @@ def test_run_now_during_shutdown_is_refused(
         release.set()
         stopping.join(5)
     assert busy.status is TaskStatus.SUCCEEDED and later.status is TaskStatus.SCHEDULED
+
+
+@pytest.mark.parametrize("runtime", ["scheduler", "simulation"])
+def test_a_plan_in_front_of_the_schedule_is_never_what_a_user_reads_back(
+    make_scheduler: SchedulerFactory, runtime: str
+) -> None:
+    """task(), tasks(), the task's definition, the store's snapshots and the frames'
+    schedules all give the schedule the user registered, while a run_now's put-off slot
+    is planned in front of it (the snapshot's ``waited`` says that one)."""
+    from lldsched.views.frames import schedules_of
+
+    hourly = FixedRate(3600, start_delay=3600)
+    store = InMemoryTaskStore()
+    made: Any
+    if runtime == "scheduler":  # never started: the extra run stays due
+        made = make_scheduler(clock=FakeClock(T0), store=store, start=False)
+        task = made.schedule("hourly", jobs.noop, hourly, id="hourly")
+    else:
+        made = Simulation(store=store, start=T0)
+        task = made.schedule("hourly", hourly, duration=fixed(1), id="hourly")
+    assert made.run_now(task.id)
+    (stored,) = store.load_all()
+    assert (stored.waited, stored.next_run_at) == (T0 + 3600, T0)
+    for schedule in (
+        made.task(task.id).schedule, made.tasks()[0].schedule, stored.task.schedule,
+        schedules_of(made)[task.id], task.definition.schedule,
+    ):  # fmt: skip
+        assert type(schedule) is FixedRate and schedule == hourly
+
+
+def test_a_restart_between_a_run_now_and_its_run_keeps_the_grid(tmp_path: Path) -> None:
+    """The store keeps the slot the run_now put off (TaskSnapshot.waited): the restarted
+    scheduler runs the extra run, then that slot, as the first one would have."""
+    hourly = FixedRate(3600, start_delay=3600)
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        clock = FakeClock(T0)
+        first = Scheduler(clock=clock, store=store)  # never started
+        task = first.schedule("hourly", jobs.noop, hourly, id="hourly")
+        clock.advance(600)  # off the grid (T0 + 3600 k)
+        assert first.run_now(task.id)
+        assert first.shutdown()
+    clock = FakeClock(T0 + 610)  # within the misfire grace: the extra run is only late
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        again = Scheduler(clock=clock, store=store).start()
+        try:
+            settle(again)
+            restored = again.task("hourly")
+            assert [r.slot for r in restored.history] == [T0 + 600]
+            assert restored.next_run_at == T0 + 3600 and restored.schedule == hourly
+        finally:
+            assert again.shutdown()

@@ -4,19 +4,31 @@ line is written without the lock (a slow logging handler holds no verb)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import signal
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from lldsched import FakeClock, OneTime, RetryPolicy, Scheduler, TaskEvent, TaskStatus
+from lldsched import (
+    FakeClock,
+    OneTime,
+    RetryPolicy,
+    Scheduler,
+    SqliteTaskStore,
+    TaskEvent,
+    TaskStatus,
+)
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import TaskSnapshot
 from lldsched.stores.memory import InMemoryTaskStore
+from tests import cluster_jobs, jobs
+from tests.cluster import wait_until
 from tests.conftest import T0
 
 HANG = 30.0  # how long a hung save waits at most: far beyond any bound asserted below
@@ -250,3 +262,89 @@ def test_a_logging_handler_that_raises_still_lets_the_failed_run_settle(
             assert task.status is TaskStatus.FAILED
         finally:
             scheduler.shutdown(timeout=5)
+
+
+async def deaf(started: threading.Event) -> None:
+    """Swallows every cancellation: it ends only when its coroutine is closed."""
+    started.set()
+    while True:
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(3600)
+
+
+def test_a_coroutine_deaf_to_cancellation_gets_its_grace_within_the_timeout() -> None:
+    """CANCEL_GRACE is taken from the timeout (half of it, if less), not added to it: a
+    shutdown(timeout=0.2) took 1.2 s, waiting the whole timeout and then 1 s more."""
+    started = threading.Event()
+    scheduler = Scheduler(workers=1, clock=FakeClock(T0)).start()
+    task = scheduler.schedule(
+        "deaf", deaf, OneTime(delay=0), args=(started,), retry=RetryPolicy(max_attempts=1)
+    )
+    assert started.wait(5)
+    stopped, took = timed_shutdown(scheduler, timeout=0.2)
+    assert took < 1.0  # 0.2 s, and a LOCK_GRACE for the loop's stop
+    # The loop was told to stop: it ends, within LOCK_GRACE unless a pause longer than
+    # that (a full collection late in a suite takes ~0.15 s) came between; a second
+    # shutdown waits for what the first left stopping.
+    assert stopped or scheduler.shutdown(timeout=5)
+    assert [r.error for r in task.history] == ["CancelledError: scheduler shut down"]
+
+
+def test_a_save_that_hangs_recording_a_cancelled_coroutine_does_not_hold_shutdown(
+    store: HangingStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The runner records the coroutine it cancelled through the store, under the lock:
+    on a thread of its own (Deadline.run), so the hang holds that thread, not shutdown."""
+    started = threading.Event()
+    scheduler = Scheduler(workers=1, clock=FakeClock(T0), store=store).start()
+    task = scheduler.schedule(
+        "deaf", deaf, OneTime(delay=0), args=(started,), retry=RetryPolicy(max_attempts=1)
+    )
+    assert started.wait(5)
+    with caplog.at_level(logging.WARNING, logger="lldsched"):
+        stopped, took = timed_shutdown(scheduler, timeout=0.5)
+    assert store.hanging.is_set()  # the record's save hung ...
+    assert not stopped and took < BOUND  # ... and shutdown returned anyway, and said so
+    assert "the scheduler's lock still held" in caplog.text
+    store.release.set()
+    assert scheduler.shutdown(timeout=5)
+    assert [r.error for r in task.history] == ["CancelledError: scheduler shut down"]
+
+
+def test_a_release_that_hangs_at_shutdown_does_not_hold_it_past_its_timeout(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Shutdown without a drain gives back the claims it dropped unrun (a store call,
+    under the lock): a release that hangs held shutdown for as long as it hung."""
+    hanging, release = threading.Event(), threading.Event()
+
+    class HangingRelease(SqliteTaskStore):
+        def release(self, *, task_id: str, token: int) -> None:
+            hanging.set()
+            release.wait(HANG)
+            super().release(task_id=task_id, token=token)
+
+    store = HangingRelease(tmp_path / "tasks.db", shared=True, poll=0.05)
+    cluster_jobs.released.clear()
+    scheduler = Scheduler(workers=1, handoff=4, store=store).start()
+    try:
+        scheduler.schedule("held", cluster_jobs.held_until_released, OneTime(delay=0), id="held")
+        cluster_jobs.seen.get(timeout=5)  # the one worker is busy: the next claim waits
+        scheduler.schedule("queued", jobs.noop, OneTime(delay=0), id="queued")
+        wait_until(lambda: len(store.leases()) == 2, timeout=5,
+                   what="the queued task to be claimed")  # fmt: skip
+        with caplog.at_level(logging.WARNING, logger="lldsched"):
+            stopped, took = timed_shutdown_without_drain(scheduler, timeout=0.5)
+        assert hanging.is_set() and not stopped and took < BOUND
+    finally:
+        release.set()
+        cluster_jobs.released.set()
+        scheduler.shutdown(timeout=5)
+        store.close()
+    cluster_jobs.seen.get(timeout=5)  # the held run's end
+
+
+def timed_shutdown_without_drain(scheduler: Scheduler, timeout: float) -> tuple[bool, float]:
+    began = time.monotonic()
+    stopped = scheduler.shutdown(drain=False, timeout=timeout)
+    return stopped, time.monotonic() - began

@@ -180,6 +180,8 @@ def test_the_same_seed_gives_the_same_result_and_another_seed_another() -> None:
         ({"renewal": 0}, "renewal must be finite and > 0 seconds, got 0"),
         ({"horizon": 0.0}, "horizon must be finite and > 0 seconds, got 0.0"),
         ({"workers": 0}, "workers must be an int >= 1, got 0"),
+        ({"nodes": 10**9}, "nodes must be an int <= 1000, got 1000000000"),  # would hang
+        ({"workers": 10**9}, "workers must be an int <= 1000, got 1000000000"),
         ({"skews": (1.0,)}, "one offset per node (3), got (1.0,)"),
         ({"skews": (0.0, float("nan"), 0.0)}, "skew must be finite, got nan"),
         ({"pauses": (Pause(node=3, at=1.0, seconds=1.0),)}, "names node 3, but there are 3"),

@@ -33,6 +33,7 @@ from lldsched import (
 from lldsched.persistence import CoordinatedStore, HistoryStore
 from lldsched.stores.postgres import PostgresTaskStore
 from lldsched.stores.postgres_listen import redact, with_timeouts
+from lldsched.stores.postgres_sql import SCHEMA_VERSION
 from tests import jobs
 from tests.conftest import T0, SchedulerFactory, settle
 from tests.pg_server import PostgresServer
@@ -46,7 +47,9 @@ def test_a_new_database_gets_the_schema_and_the_store_follows_every_protocol(
         assert isinstance(store, HistoryStore) and isinstance(store, CoordinatedStore)
         assert len(store) == 0 and store.load_all() == [] and store.records() == []
     with psycopg.connect(postgres_dsn) as connection:
-        assert connection.execute("SELECT value FROM lldsched_meta").fetchone() == ("1",)
+        assert connection.execute("SELECT value FROM lldsched_meta").fetchone() == (
+            str(SCHEMA_VERSION),
+        )
 
 
 def test_every_schedule_and_option_round_trips_through_the_database(postgres_dsn: str) -> None:
@@ -189,6 +192,33 @@ def test_a_schema_from_the_future_is_refused(postgres_dsn: str) -> None:
         PostgresTaskStore(postgres_dsn)
 
 
+def test_a_schema_of_version_1_is_upgraded_in_place_keeping_its_tasks(postgres_dsn: str) -> None:
+    with PostgresTaskStore(postgres_dsn) as store:
+        store.save(snapshot(task(id="kept")))
+    with psycopg.connect(postgres_dsn) as connection:  # as version 1 left it
+        connection.execute("ALTER TABLE tasks DROP COLUMN resumed, DROP COLUMN waited")
+        connection.execute("UPDATE lldsched_meta SET value = '1'")
+    with PostgresTaskStore(postgres_dsn) as store:
+        assert [stored.task.id for stored in store.load_all()] == ["kept"]
+        store.save(snapshot(task(id="kept"), TaskStatus.PAUSED))  # writes the new column
+        stored = store.get("kept")
+        assert stored is not None and stored.status is TaskStatus.PAUSED
+    with psycopg.connect(postgres_dsn) as connection:
+        assert connection.execute("SELECT value FROM lldsched_meta").fetchall() == [
+            (str(SCHEMA_VERSION),)
+        ]
+
+
+def test_an_upgrade_that_fails_leaves_the_database_as_it_was(postgres_dsn: str) -> None:
+    PostgresTaskStore(postgres_dsn).close()
+    with psycopg.connect(postgres_dsn) as connection:  # version 1, but the column is there
+        connection.execute("UPDATE lldsched_meta SET value = '1'")
+    with pytest.raises(StoreError, match="resumed"):
+        PostgresTaskStore(postgres_dsn)
+    with psycopg.connect(postgres_dsn) as connection:
+        assert connection.execute("SELECT value FROM lldsched_meta").fetchall() == [("1",)]
+
+
 def test_a_refused_password_names_the_dsn_without_the_password(
     postgres_server: PostgresServer,
 ) -> None:
@@ -208,6 +238,22 @@ def test_an_unreachable_server_and_a_malformed_dsn_are_store_errors_without_the_
         PostgresTaskStore("host=nowhere password=s3cret-pw = oops")
     assert "s3cret-pw" not in str(caught.value)
     assert redact("postgresql://me:pw@h/db") == "user=me password=*** dbname=db host=h"
+
+
+@pytest.mark.parametrize(
+    ("dsn", "shown"),
+    [
+        (5432, "got 5432"),
+        (None, "got None"),
+        (b"postgresql://me:s3cret-pw@h/db", "got bytes 'user=me password=*** dbname=db host=h'"),
+        ({"host": "h", "password": "s3cret-pw"}, "got {'host': 'h', 'password': '***'}"),
+    ],
+    ids=["int", "none", "bytes", "mapping"],
+)
+def test_a_dsn_of_the_wrong_type_is_named_with_any_password_hidden(dsn: object, shown: str) -> None:
+    with pytest.raises(StoreError, match="dsn must be a libpq connection string") as caught:
+        PostgresTaskStore(dsn)  # type: ignore[arg-type]
+    assert shown in str(caught.value) and "s3cret" not in str(caught.value)
 
 
 @pytest.mark.parametrize(

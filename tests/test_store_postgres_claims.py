@@ -164,6 +164,76 @@ def test_a_pause_written_during_a_run_keeps_the_runs_next_slot_so_a_resume_runs_
     assert (stored.next_run_at, stored.attempt) == (T0 + 60, 0)
 
 
+def test_a_pause_and_a_resume_written_during_a_run_leave_the_next_slot_to_the_run(
+    open_store: Opener,
+) -> None:
+    """The resume, made where the run is not, moved the due instant to its now (a slot
+    slept through); as in one process the task returns to its run, whose settle decides
+    the next slot and the status (a paused one included: it had not seen the resume)."""
+    runner, controller = open_store(), open_store()
+    for task_id, settled_as in (("a", TaskStatus.SCHEDULED), ("b", TaskStatus.PAUSED)):
+        runner.save(snapshot(task(id=task_id)))
+        (claim,) = runner.claim(now=T0, limit=1)
+        controller.load_all()
+        controller.save(snapshot(task(id=task_id), TaskStatus.PAUSED))
+        controller.save(snapshot(task(id=task_id))._replace(next_run_at=T0 + 5))  # resume
+        finished = snapshot(task(id=task_id), settled_as)._replace(next_run_at=T0 + 60, run_count=1)
+        runner.settle(finished, record(task_id, 0)._replace(token=claim.token), token=claim.token)
+        stored = runner.get(task_id)
+        assert stored is not None and stored.run_count == 1
+        assert (stored.status, stored.next_run_at) == (TaskStatus.SCHEDULED, T0 + 60)
+
+
+def test_a_run_that_ends_its_task_ends_it_after_a_pause_and_a_resume_written_during_it(
+    open_store: Opener,
+) -> None:
+    runner, controller = open_store(), open_store()
+    runner.save(snapshot(task(id="a")))
+    (claim,) = runner.claim(now=T0, limit=1)
+    controller.load_all()
+    controller.save(snapshot(task(id="a"), TaskStatus.PAUSED))
+    controller.save(snapshot(task(id="a"))._replace(next_run_at=T0 + 5))
+    failed = snapshot(task(id="a"), TaskStatus.FAILED)._replace(next_run_at=None, run_count=1)
+    runner.settle(failed, record("a", 0)._replace(token=claim.token), token=claim.token)
+    stored = runner.get("a")
+    assert stored is not None and (stored.status, stored.next_run_at) == (TaskStatus.FAILED, None)
+    assert runner.dead_letter() == ["a"]
+
+
+@pytest.mark.parametrize("ended", [TaskStatus.SUCCEEDED, TaskStatus.FAILED])
+def test_a_run_that_ends_its_task_ends_it_though_a_pause_was_written_during_it(
+    open_store: Opener, ended: TaskStatus
+) -> None:
+    """As in one process and on SQLite: left paused, the row had no due instant, and a
+    resume had nothing to return the task to."""
+    runner, controller = open_store(), open_store()
+    runner.save(snapshot(task(id="a")))
+    (claim,) = runner.claim(now=T0, limit=1)
+    controller.load_all()
+    controller.save(snapshot(task(id="a"), TaskStatus.PAUSED))
+    last = snapshot(task(id="a"), ended)._replace(next_run_at=None, run_count=1)
+    runner.settle(last, record("a", 0)._replace(token=claim.token), token=claim.token)
+    stored = runner.get("a")
+    assert stored is not None and (stored.status, stored.next_run_at) == (ended, None)
+    assert runner.dead_letter() == (["a"] if ended is TaskStatus.FAILED else [])
+
+
+def test_a_reschedule_after_a_resume_during_a_run_keeps_its_due_instant(
+    open_store: Opener,
+) -> None:
+    runner, controller = open_store(), open_store()
+    runner.save(snapshot(task(id="a")))
+    (claim,) = runner.claim(now=T0, limit=1)
+    controller.load_all()
+    controller.save(snapshot(task(id="a"), TaskStatus.PAUSED))
+    controller.save(snapshot(task(id="a"))._replace(next_run_at=T0 + 5))  # resume
+    controller.save(snapshot(task(id="a"))._replace(next_run_at=T0 + 7))  # reschedule
+    finished = snapshot(task(id="a"))._replace(next_run_at=T0 + 60, run_count=1)
+    runner.settle(finished, record("a", 0)._replace(token=claim.token), token=claim.token)
+    stored = runner.get("a")
+    assert stored is not None and stored.next_run_at == T0 + 7
+
+
 def test_a_reschedule_written_during_a_run_keeps_its_own_due_instant(open_store: Opener) -> None:
     runner, controller = open_store(), open_store()
     runner.save(snapshot(task(id="a")))

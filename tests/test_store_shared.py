@@ -247,13 +247,16 @@ def test_muted_saves_write_nothing(pair: tuple[SqliteTaskStore, SqliteTaskStore]
 # -- the schema --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("version", [1, 2])
-def test_an_older_file_is_migrated_to_3_with_its_tasks_and_then_opens_shared(
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_an_older_file_is_migrated_with_its_tasks_and_then_opens_shared(
     path: str, version: int
 ) -> None:
     with SqliteTaskStore(path) as store:
         Scheduler(store=store).schedule("job", jobs.noop, OneTime(T0), id="job")
-    _downgrade_to_2(path)
+    if version == 3:
+        _downgrade_to_3(path)
+    else:
+        _downgrade_to_2(path)
     if version == 1:
         connection = sqlite3.connect(path, isolation_level=None)
         connection.executescript("ALTER TABLE records DROP COLUMN result; PRAGMA user_version = 1;")
@@ -266,8 +269,18 @@ def test_an_older_file_is_migrated_to_3_with_its_tasks_and_then_opens_shared(
     connection.close()
 
 
+def _downgrade_to_3(path: str) -> None:
+    """Make the file what lldsched wrote at schema version 3 (no run_now slot kept)."""
+    connection = sqlite3.connect(path, isolation_level=None)
+    connection.executescript(
+        "BEGIN; ALTER TABLE tasks DROP COLUMN waited; PRAGMA user_version = 3; COMMIT;"
+    )
+    connection.close()
+
+
 def _downgrade_to_2(path: str) -> None:
     """Make the file what lldsched wrote at schema version 2 (no leases, no versions)."""
+    _downgrade_to_3(path)
     connection = sqlite3.connect(path, isolation_level=None)
     connection.executescript(
         "BEGIN; DROP TABLE leases; DROP TABLE counters; DROP TABLE removed;"

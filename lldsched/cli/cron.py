@@ -22,10 +22,11 @@ from datetime import UTC, datetime
 
 from lldsched.errors import ScheduleError
 from lldsched.schedules.cron import CronSchedule
+from lldsched.schedules.cron.schedule import MAX_PREVIEW
 
 __all__ = ["MAX_FIRES", "cron_report", "run_cron"]
 
-MAX_FIRES = 10_000
+MAX_FIRES = MAX_PREVIEW  # what preview() lists at most
 """The most fire times ``-n`` lists (``-n 99999999999`` built a list for minutes)."""
 
 _FORMAT = "%a %Y-%m-%d %H:%M %Z"

@@ -109,7 +109,7 @@ class StatusVerbs(CoreParts):
         del self._dead[task_id]
         now = self.clock.now()
         task.status = SCHEDULED
-        task.schedule = unwrap(task.schedule)
+        task._schedule = unwrap(task._schedule)
         task.attempt = 0
         if task._stats is not None:
             task._stats.given_up = 0  # a person looked: a fresh streak as well

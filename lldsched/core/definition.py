@@ -102,7 +102,7 @@ class DefinitionVerbs(CoreParts):
         _, new_priority, options = validated(
             task.name,
             task.action,
-            task.schedule,
+            task._schedule,
             tz=self.tz,
             priority=task.priority if priority is UNCHANGED else priority,
             retry=old.retry if retry is UNCHANGED else retry,
@@ -148,7 +148,7 @@ class DefinitionVerbs(CoreParts):
         if previous not in RUNNABLE or due is None or due <= now:
             return False
         if previous is SCHEDULED:
-            task.schedule = slot_first(task.schedule, due)  # then the slot it waited for
+            task._schedule = slot_first(task._schedule, due)  # then the slot it waited for
             task._slot = now
         self._enqueue(task, now)
         self._changed(task, previous)
@@ -173,7 +173,7 @@ class DefinitionVerbs(CoreParts):
         :meth:`reschedule`.  An identical definition changes nothing at all.
         """
         saved = _Definition.of(task)
-        new_schedule = unwrap(task.schedule) != schedule
+        new_schedule = unwrap(task._schedule) != schedule
         if not new_schedule and saved[:4] == (name, action, priority, options):
             return task
         now = self.clock.now()
@@ -201,14 +201,14 @@ class DefinitionVerbs(CoreParts):
         if any, stays as it is)."""
         status = task.status
         if status in (SCHEDULED, PAUSED, BLOCKED) and task._run is None and not task.attempt:
-            task.schedule = schedule
+            task._schedule = schedule
             task.next_run_at = task._slot = first
             # resume() queues a paused one; a blocked one is queued when released
             return first if status is SCHEDULED else None
         if status in (RUNNING, RETRYING, PAUSED):  # owed work first, then a fresh start
-            task.schedule = CatchUp(schedule, [], FIRST_RUN)
+            task._schedule = CatchUp(schedule, [], FIRST_RUN)
         else:  # finished: nothing is queued (redrive starts a FAILED task again)
-            task.schedule = schedule
+            task._schedule = schedule
         return None
 
     def _requeue(self, task: ScheduledTask) -> None:
@@ -270,11 +270,11 @@ class _Definition(NamedTuple):
             task.action,
             task.priority,
             task._options,
-            task.schedule,
+            task._schedule,
             task.next_run_at,
             task._slot,
         )
 
     def restore(self, task: ScheduledTask) -> None:
         task.name, task.action, task.priority, task._options = self[:4]
-        task.schedule, task.next_run_at, task._slot = self[4:]
+        task._schedule, task.next_run_at, task._slot = self[4:]

@@ -63,10 +63,7 @@ def follow(core: SchedulerCore, change: Change) -> ScheduledTask | None:
         return task
     if task.status is TaskStatus.CANCELLED:
         return task  # cancelled is final here as everywhere (a row cannot revive it)
-    waited = None if redefined else _run_now_elsewhere(task, snapshot, status, attempt)
     _adopt(core, task, snapshot, status, attempt)
-    if waited is not None:  # as run_now() here: the slot it waited for runs next
-        task.schedule = slot_first(task.schedule, waited)
     return task
 
 
@@ -119,6 +116,8 @@ def _register(core: SchedulerCore, snapshot: TaskSnapshot) -> ScheduledTask:
     )
     if status in RUNNABLE and snapshot.next_run_at is not None:
         _adopt(core, task, snapshot, status, attempt)
+    elif snapshot.waited is not None:  # a paused task's plan, for its resume
+        task._schedule = slot_first(task._schedule, snapshot.waited)
     return task
 
 
@@ -130,11 +129,17 @@ def _adopt(
     attempt: int,
 ) -> None:
     """Take the row's state: ``status`` and ``attempt`` as :func:`_state` read them, the
-    due instant and the counters as the row has them.  A plan this process put in front
-    of the task's schedule (a run_now's slot, a misfire's catch-up) is dropped: the row,
-    written since by another process, already says what comes next, and a plan left in
-    place would hand out its slot again at this process's next run of the task."""
-    task.schedule = unwrap(task.schedule)
+    due instant and the counters as the row has them, and its plan: the slot the
+    schedule waits for behind an extra run (``snapshot.waited``: another process's
+    run_now, or a misfire's catch-up), handed out after the run due now as run_now()
+    here would.  A plan this process had put in front of the task's schedule is
+    dropped: the row, written since by another process, says what comes next, and a
+    plan left in place would hand out its slot again at this process's next run.
+    Without the row's plan, whoever ran the extra run counted the schedule on from it
+    (an hourly task moved to the minute of the click)."""
+    task._schedule = unwrap(task._schedule)
+    if snapshot.waited is not None:
+        task._schedule = slot_first(task._schedule, snapshot.waited)
     core.adopt(
         task,
         status=status,
@@ -144,33 +149,6 @@ def _adopt(
         failure_count=snapshot.failure_count,
         last_error=snapshot.last_error,
     )
-
-
-def _run_now_elsewhere(
-    task: ScheduledTask, snapshot: TaskSnapshot, status: TaskStatus, attempt: int
-) -> float | None:
-    """The slot ``task`` waited for, if the row is another process's ``run_now`` of it;
-    else None.  The store keeps no plan (only the task's own schedule), so the row says
-    only "due now": the same definition, state and counts as here, scheduled on a first
-    attempt, due earlier than the slot this process knows.  No other write looks like
-    that: a run settled elsewhere changes the counts, a misfire decision moves the due
-    instant later, a resume or a retry changes the status or the attempt.  Without it,
-    whoever ran the extra run counted the schedule on from it (an hourly task moved to
-    the minute of the click)."""
-    due, now_due = task.next_run_at, snapshot.next_run_at
-    if (
-        task.status is TaskStatus.SCHEDULED
-        and status is TaskStatus.SCHEDULED
-        and not attempt
-        and not task.attempt
-        and due is not None
-        and now_due is not None
-        and now_due < due
-        and snapshot.run_count == task.run_count
-        and snapshot.failure_count == task.failure_count
-    ):
-        return due
-    return None
 
 
 def _redefine(core: SchedulerCore, definition: Task) -> None:

@@ -629,7 +629,7 @@ class SchedulerCore(
                     (),
                 )
             record = record._replace(misfire=GIVEN_UP)  # if the schedule has a next slot
-        schedule = task.schedule
+        schedule = task._schedule
         try:
             due, skipped = next_run_and_skipped(schedule, record, limit=MAX_SKIPPED)
         except Exception as exc:  # a broken schedule is the library user's bug: fail loudly
@@ -637,7 +637,7 @@ class SchedulerCore(
             self._stats(task).last_error = f"ScheduleError: {error_text(exc)}"
             return FAILED, None, original, ()
         if type(schedule) is CatchUp and schedule.spent:  # the catch-up is over
-            task.schedule = schedule.inner
+            task._schedule = schedule.inner
         if skipped and task._options.overlap is BUFFER_ONE:
             # BUFFER_ONE: the slots that came due while it ran are one run, for the
             # latest of them, due at once; the earlier ones are coalesced into it.
@@ -699,7 +699,8 @@ class SchedulerCore(
         transitions a run: together -17 % instructions a dispatched one-off job with
         a store and a listener (112,000 -> 93,000; tuple.__new__ alone -6 %).
         TaskSnapshot's fields in order: task, status, next_run_at, attempt,
-        run_count, failure_count, last_error, running."""
+        run_count, failure_count, last_error, running, waited (a plan's next slot: one
+        identity test for a task without a plan)."""
         stats = task._stats
         if stats is None:  # no run finished yet
             run_count, failures, last_error = 0, 0, None
@@ -707,9 +708,11 @@ class SchedulerCore(
             run_count, failures, last_error = (
                 stats.run_count, stats.failure_count, stats.last_error
             )  # fmt: skip
+        schedule = task._schedule
         return _new_tuple(TaskSnapshot, (
             task.definition, task.status, task.next_run_at, task.attempt,
             run_count, failures, last_error, task._run is not None,
+            schedule.waited if schedule.__class__ is CatchUp else None,
         ))  # fmt: skip
 
     def _changed(

@@ -69,7 +69,7 @@ class OverlappingRuns(CoreParts):
         flight = task._flight
         if flight is None:
             flight = task._flight = Flight()
-        if run.attempt != 1 or type(task.schedule) is CatchUp:
+        if run.attempt != 1 or type(task._schedule) is CatchUp:
             flight.pending = None
         else:
             self._queue_following(task, flight, run.slot)
@@ -77,7 +77,7 @@ class OverlappingRuns(CoreParts):
     def _queue_following(self, task: ScheduledTask, flight: Flight, slot: float) -> None:
         """Queue the slot after ``slot`` as the task's pending slot (none: the schedule
         has ended, and the last run out finds that out)."""
-        schedule = task.schedule
+        schedule = task._schedule
         following = slot_after(schedule, slot)
         now = self.clock.now()
         skipped: Skipped = ()
@@ -186,7 +186,7 @@ class OverlappingRuns(CoreParts):
         if pending is not None and (record.ok or cancelled):
             return SCHEDULED, pending, record, ()
         if pending is not None:  # its retries (if any) first, then the pending slot
-            task.schedule = slot_first(task.schedule, pending)
+            task._schedule = slot_first(task._schedule, pending)
         task._slot = record.slot
         task.attempt = record.attempt
         if cancelled:  # no pending slot: what the schedule says after a run of this slot

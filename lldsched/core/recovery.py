@@ -52,7 +52,7 @@ from lldsched.schedules.base import (
     measures_elapsed_time,
     slot_after,
 )
-from lldsched.schedules.catchup import SCHEDULE_DECIDES, CatchUp, Resume, unwrap
+from lldsched.schedules.catchup import SCHEDULE_DECIDES, CatchUp, Resume, slot_first, unwrap
 
 __all__ = [
     "COALESCED",
@@ -192,10 +192,10 @@ def decide_misfire(
     due = task.next_run_at
     if due is None:
         return None
-    first = following_slot(task.schedule, task.slot) if owed else due
+    first = following_slot(task._schedule, task.slot) if owed else due
     if first is None:  # the owed attempt was its schedule's last slot
         return None
-    decided = plan(task.schedule, first, now, task.misfire or DEFAULT_MISFIRE)
+    decided = plan(task._schedule, first, now, task.misfire or DEFAULT_MISFIRE)
     if not decided.misfired:
         return None
     return _apply(core, task, decided, due if owed else None, token=token)
@@ -215,7 +215,7 @@ def _apply(
         core.record_misfire(task, slot, outcome, error, token=token)
         for slot, outcome, error in decided.decisions
     ]
-    own = unwrap(task.schedule)  # a catch-up decided earlier is superseded
+    own = unwrap(task._schedule)  # a catch-up decided earlier is superseded
     queue = list(decided.runs)
     resume = decided.resume
     if owed is not None:
@@ -244,7 +244,7 @@ def _settle(core: SchedulerCore, task: ScheduledTask, owed: bool, now: float) ->
     if task.status not in _QUEUED or due is None:
         return
     if decide_misfire(core, task, now, owed=owed) is None:
-        core.replan(task, due=due, schedule=task.schedule)  # as stored: the schedule carries on
+        core.replan(task, due=due)  # as stored: the schedule carries on
 
 
 # -- reloading ---------------------------------------------------------------------------
@@ -268,7 +268,9 @@ def recover(core: SchedulerCore, store: TaskStore) -> list[ScheduledTask]:
     restored = [_restored(snap, records.get(snap.task.id, ())) for snap in snapshots]
     tasks = core.restore((entry for entry, _ in restored), dead_letter)
     now = core.clock.now()
-    for task, (_, owed) in zip(tasks, restored, strict=True):
+    for task, snapshot, (_, owed) in zip(tasks, snapshots, restored, strict=True):
+        if snapshot.waited is not None:  # a run_now's slot (TaskSnapshot.waited): kept
+            task._schedule = slot_first(task._schedule, snapshot.waited)
         _settle(core, task, owed, now)
     log.info("restored %d tasks from %r", len(tasks), store)
     return tasks
@@ -325,7 +327,7 @@ def after_clock_jump(core: SchedulerCore, jump: float, now: float) -> None:
             if task.status is TaskStatus.SCHEDULED and due <= now:
                 decide_misfire(core, task, now)
             continue
-        schedule = task.schedule
+        schedule = task._schedule
         elapsed = measures_elapsed_time(unwrap(schedule))
         if elapsed or task.status is TaskStatus.RETRYING:
             core.replan(

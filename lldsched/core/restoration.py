@@ -117,13 +117,20 @@ class Restoration(CoreParts):
         )
 
     def replan(
-        self, task: ScheduledTask, *, due: float, schedule: Schedule, slot: float | None = None
+        self,
+        task: ScheduledTask,
+        *,
+        due: float,
+        schedule: Schedule | None = None,
+        slot: float | None = None,
     ) -> None:
         """Queue ``task`` (SCHEDULED or RETRYING) at ``due`` under ``schedule`` (its own,
-        or a catch-up plan in front of it), its pending attempts now belonging to
-        ``slot`` if given, and write it through the store.  A change that is no
-        transition (recovery, a clock jump): no event is published."""
-        task.schedule = schedule
+        or a catch-up plan in front of it; None: what it has, a plan included), its
+        pending attempts now belonging to ``slot`` if given, and write it through the
+        store.  A change that is no transition (recovery, a clock jump): no event is
+        published."""
+        if schedule is not None:
+            task._schedule = schedule
         if slot is not None:
             task._slot = slot
         self._enqueue(task, due)

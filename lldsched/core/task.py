@@ -31,6 +31,7 @@ from lldsched.model import ExecutionRecord, Priority, TaskStatus
 from lldsched.persistence import Task
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
+from lldsched.schedules.catchup import CatchUp
 
 __all__ = [
     "DEFAULT_OPTIONS",
@@ -154,6 +155,7 @@ class ScheduledTask:
         "_options",
         "_queued",
         "_run",
+        "_schedule",
         "_slot",
         "_stats",
         "action",
@@ -163,7 +165,6 @@ class ScheduledTask:
         "name",
         "next_run_at",
         "priority",
-        "schedule",
         "status",
     )
 
@@ -180,7 +181,10 @@ class ScheduledTask:
         self.id = task_id
         self.name = name
         self.action = action
-        self.schedule = schedule
+        # What the core asks for the next due instant: the task's own schedule, or a plan
+        # in front of it (schedules/catchup.CatchUp: a run_now's slot, a misfire's
+        # catch-up, a reschedule after owed work), which users never see (`schedule`).
+        self._schedule = schedule
         self.priority = priority
         self._options = options
         # names.SCHEDULED, not TaskStatus.SCHEDULED: on 3.11 an Enum class answers
@@ -198,6 +202,14 @@ class ScheduledTask:
         self._flight: Flight | None = None
 
     # -- the definition ------------------------------------------------------------
+
+    @property
+    def schedule(self) -> Schedule:
+        """The schedule the task was registered (or rescheduled) with, as given: never a
+        plan the core put in front of it for a few runs (a ``run_now``'s put-off slot, a
+        misfire's catch-up), which is the core's (its snapshot's ``waited``)."""
+        schedule = self._schedule
+        return schedule.inner if schedule.__class__ is CatchUp else schedule
 
     @property
     def retry(self) -> RetryPolicy:
@@ -244,8 +256,11 @@ class ScheduledTask:
     def definition(self) -> Task:
         """What runs and when, as an immutable value (what a store keeps)."""
         options = self._options
+        schedule = self._schedule
+        if schedule.__class__ is CatchUp:  # the plan is the core's: stores keep the schedule
+            schedule = schedule.inner
         return Task(
-            self.id, self.name, self.action, self.schedule, self.priority,
+            self.id, self.name, self.action, schedule, self.priority,
             options.retry, options.timeout, options.args, options.kwargs, options.misfire,
             options.isolation, options.depends_on, options.overlap, options.max_instances,
         )  # fmt: skip

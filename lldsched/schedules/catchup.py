@@ -88,6 +88,18 @@ class CatchUp:
             return self.inner.next_run(record, now)
         return then
 
+    @property
+    def waited(self) -> float | None:
+        """The slot this plan hands out next, if it is one (None: the plan ends the task,
+        or hands over to the schedule); what a store keeps of the plan
+        (:attr:`TaskSnapshot.waited <lldsched.persistence.TaskSnapshot.waited>`)."""
+        if self._slots:
+            return self._slots[0]
+        then = self._then
+        if then is None or isinstance(then, _Decides) or self.spent:
+            return None
+        return then
+
     def next_run_and_skipped(
         self, record: ExecutionRecord, *, limit: int
     ) -> tuple[float | None, tuple[()]]:

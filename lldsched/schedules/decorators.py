@@ -43,6 +43,7 @@ import threading
 from datetime import datetime, timedelta
 from functools import lru_cache
 
+from lldsched import checks
 from lldsched.checks import seconds, whole
 from lldsched.clock import to_timestamp
 from lldsched.errors import ScheduleError, ValidationError
@@ -185,11 +186,14 @@ class Jittered(FrozenValue):
 
     def slot_after(self, slot: float) -> float | None:
         """The wrapped schedule's slot after ``slot``'s undelayed slot, delayed."""
+        checks.instant(slot, name="Jittered.slot_after()", error=ScheduleError)
         following = slot_after(self.schedule, self.slot_of(slot))
         return None if following is None else self.delayed(following)
 
     def first_slot_after(self, slot: float, now: float) -> float | None:
         """The first delayed slot after ``now``."""
+        checks.instant(slot, name="Jittered.first_slot_after() slot", error=ScheduleError)
+        checks.instant(now, name="Jittered.first_slot_after() now", error=ScheduleError)
         # slot + delay(slot) increases with slot: the first delayed slot after now is
         # the delayed first slot after now's undelayed instant.
         following = first_slot_after(

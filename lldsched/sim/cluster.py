@@ -157,7 +157,7 @@ class _Cluster:
             every = FixedRate(task.every, on_overrun=OverrunPolicy.CATCH_UP)  # no slot skipped
             registered = core.add(task.name, None, every, task_id=task.name)
             row = self.table.rows[task.name]
-            core.replan(registered, due=row.due, schedule=registered.schedule, slot=row.slot)
+            core.replan(registered, due=row.due, slot=row.slot)
         self._arm(node)
         return node
 
@@ -225,7 +225,7 @@ class _Cluster:
         task = node.core.tasks[entry[3]]
         row = self.table.rows[task.id]
         if task.slot != row.slot:  # another node moved the task on: apply its row
-            node.core.replan(task, due=row.due, schedule=task.schedule, slot=row.slot)
+            node.core.replan(task, due=row.due, slot=row.slot)
             return
         if task.slot > self.horizon:  # past the horizon: nothing more to claim
             return
@@ -233,7 +233,7 @@ class _Cluster:
         held = self.table.holder_of(task.id, now=lease_now)
         if held is not None:  # look again when it expires (on this node's clock)
             expiry = held.expires_at + (local - lease_now)
-            node.core.replan(task, due=expiry, schedule=task.schedule)
+            node.core.replan(task, due=expiry)
             return
         lease, takeover = self.table.claim(
             task.id, slot=task.slot, holder=node.holder, now=lease_now, lease=self.scenario.lease

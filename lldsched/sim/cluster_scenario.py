@@ -22,7 +22,21 @@ from lldsched.clock import to_timestamp
 from lldsched.errors import ValidationError
 from lldsched.sim.models import DurationModel, check_duration
 
-__all__ = ["ClusterScenario", "ClusterTask", "Crash", "LeaseClock", "Pause"]
+__all__ = [
+    "MAX_NODES",
+    "MAX_NODE_WORKERS",
+    "ClusterScenario",
+    "ClusterTask",
+    "Crash",
+    "LeaseClock",
+    "Pause",
+]
+
+MAX_NODES = 1_000
+"""The most nodes a scenario simulates: each is built at once (its own core, queue and
+workers), so a count of 10**9 would hang and fill memory before the first event."""
+MAX_NODE_WORKERS = 1_000
+"""The most workers a node of a scenario has (each node lists its own)."""
 
 LeaseClock = Literal["node", "database"]
 """Whose clock writes and judges lease expiries: each node's own (``"node"``, as with
@@ -171,7 +185,7 @@ class ClusterScenario:
         self._check()
 
     def _check(self) -> None:
-        checks.whole(self.nodes, name="nodes", at_least=1)
+        checks.whole(self.nodes, name="nodes", at_least=1, at_most=MAX_NODES)
         _seconds(self, "lease", checks.seconds(self.lease, name="lease", above=0))
         _seconds(self, "renewal", checks.seconds(self.renewal, name="renewal", above=0))
         if self.renewal >= self.lease:
@@ -179,7 +193,7 @@ class ClusterScenario:
                 f"renewal must be shorter than the lease ({self.lease!r} s), got {self.renewal!r}"
             )
         _seconds(self, "horizon", checks.seconds(self.horizon, name="horizon", above=0))
-        checks.whole(self.workers, name="workers", at_least=1)
+        checks.whole(self.workers, name="workers", at_least=1, at_most=MAX_NODE_WORKERS)
         checks.whole(self.seed, name="seed")
         if self.lease_clock not in ("node", "database"):
             raise ValidationError(

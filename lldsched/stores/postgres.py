@@ -50,7 +50,7 @@ import os
 import secrets
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import timedelta
 from types import TracebackType
 from typing import Any
@@ -86,6 +86,17 @@ log = logging.getLogger("lldsched")
 def node_id() -> str:
     """A holder id for this process: ``"host:pid:random"``."""
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+
+
+def _shown(dsn: object) -> str:
+    """A dsn of the wrong type as an error names it: its repr, any password in it
+    replaced by ``***`` as in every message that names a dsn (a ``bytes`` dsn is read as
+    the text it holds, a mapping's ``password`` is hidden)."""
+    if isinstance(dsn, bytes | bytearray):
+        return f"{type(dsn).__name__} {redact(bytes(dsn).decode('utf-8', 'replace'))!r}"
+    if isinstance(dsn, Mapping) and "password" in dsn:
+        return repr({**dsn, "password": "***"})
+    return repr(dsn)
 
 
 def schema_refused(dsn: str, version: str | None) -> str:
@@ -131,7 +142,7 @@ class PostgresTaskStore(PostgresCoordination):
         self.retention = whole_or_none(retention, name="retention", at_least=1)
         timeout = seconds(timeout, name="timeout", above=0)
         if not isinstance(dsn, str):
-            raise StoreError(f"dsn must be a libpq connection string, got {type(dsn).__name__}")
+            raise StoreError(f"dsn must be a libpq connection string (a str), got {_shown(dsn)}")
         self._dsn = dsn
         self.dsn = redact(dsn)  # what messages and repr show
         self._timeout = timeout
@@ -181,8 +192,10 @@ class PostgresTaskStore(PostgresCoordination):
     # -- opening ---------------------------------------------------------------------
 
     def _install(self, connection: Connection) -> None:
-        """Create the schema in an empty database, accept ours, refuse anything else.
-        An advisory lock keeps two processes opening a new database from racing."""
+        """Create the schema in an empty database, accept ours, upgrade an older one in
+        place (:data:`~lldsched.stores.postgres_sql.UPGRADES`, in this one transaction:
+        whole or not at all), refuse anything else.  An advisory lock keeps two processes
+        opening a new or an older database from racing."""
         with connection.transaction():
             connection.execute("SELECT pg_advisory_xact_lock(7106659)")  # lldsched's key
             present = {
@@ -205,8 +218,25 @@ class PostgresTaskStore(PostgresCoordination):
                 "SELECT value FROM lldsched_meta WHERE name = 'schema'"
             ).fetchone()
             version = None if row is None else row[0]
-            if version != str(sql.SCHEMA_VERSION):
+            if version is not None and version.isdigit() and int(version) in sql.UPGRADES:
+                self._upgrade(connection, int(version))
+            elif version != str(sql.SCHEMA_VERSION):
                 raise StoreError(schema_refused(self.dsn, version))
+
+    def _upgrade(self, connection: Connection, version: int) -> None:
+        """Bring a database of schema ``version`` to :data:`SCHEMA_VERSION
+        <lldsched.stores.postgres_sql.SCHEMA_VERSION>` (inside the caller's transaction)."""
+        try:
+            for step in range(version, sql.SCHEMA_VERSION):
+                connection.execute(sql.UPGRADES[step])
+        except psycopg.Error as exc:
+            raise StoreError(
+                f"{self.dsn!r} could not be upgraded from store schema version {version} to "
+                f"{sql.SCHEMA_VERSION}: {exc}; it was left as it was"
+            ) from None
+        log.info(
+            "upgraded %r from store schema version %d to %d", self.dsn, version, sql.SCHEMA_VERSION
+        )
 
     def _open(self) -> Connection:
         """The live connection, connecting again after an outage (caller holds the lock)."""

@@ -160,7 +160,7 @@ def settle_parameters(
         name: []
         for name in (
             "id", "token", "status", "next_run_at", "attempt", "run_count", "failure_count",
-            "last_error", "running", "name", "definition", "priority",
+            "last_error", "running", "waited", "name", "definition", "priority",
             "r_task_id", "r_attempt", "r_due", "r_slot", "r_worker", "r_started",
             "r_finished", "r_ok", "r_error", "r_timed_out", "r_misfire", "r_result",
             "r_token",

@@ -268,7 +268,7 @@ class PostgresCoordination:
         passed: list[str] = []  # finished rows no later read can give again: forgotten
         for kind, xid, *columns, leased in rows[1:]:
             task_id, version = columns[0], columns[-1]
-            if kind == 1 and columns[2] in _FINISHED and not columns[-2] and int(xid) < since:
+            if kind == 1 and columns[2] in _FINISHED and not columns[8] and int(xid) < since:
                 passed.append(task_id)
             if self._seen.get(task_id, -1) >= version:
                 continue  # read before

@@ -30,6 +30,7 @@ def state_row(snapshot: TaskSnapshot) -> dict[str, Any]:
         "failure_count": snapshot.failure_count,
         "last_error": snapshot.last_error,
         "running": snapshot.running,
+        "waited": snapshot.waited,
     }
 
 
@@ -44,7 +45,7 @@ def record_row(record: ExecutionRecord) -> dict[str, Any]:
 
 def snapshot_of(row: Sequence[Any], task: Task | None = None) -> TaskSnapshot:
     """The snapshot a row of SNAPSHOT_COLUMNS describes (``task``: its definition, decoded)."""
-    task_id, _, status, next_run_at, attempt, run_count, failures, error, running = row[:9]
+    task_id, _, status, next_run_at, attempt, run_count, failures, error, running, waited = row[:10]
     try:
         status_value = TaskStatus(status)
     except ValueError:
@@ -52,8 +53,9 @@ def snapshot_of(row: Sequence[Any], task: Task | None = None) -> TaskSnapshot:
     if task is None:
         task = definition_of(row)
     return TaskSnapshot(
-        task, status_value, next_run_at, attempt, run_count, failures, error, bool(running)
-    )
+        task, status_value, next_run_at, attempt, run_count, failures, error, bool(running),
+        waited,
+    )  # fmt: skip
 
 
 def definition_of(row: Sequence[Any]) -> Task:

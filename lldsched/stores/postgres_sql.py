@@ -23,7 +23,7 @@ from __future__ import annotations
 
 __all__ = ["SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 CHANNEL = "lldsched"  # LISTEN/NOTIFY channel (NOTIFY is per database)
 DB_NOW = "extract(epoch FROM clock_timestamp())::double precision"
 LIVE = "('scheduled', 'retrying')"  # the statuses a claim takes
@@ -46,6 +46,8 @@ CREATE TABLE tasks (
     failed_seq    bigint,                   -- dead-letter order; NULL unless failed
     version       bigint NOT NULL,          -- bumped by every write of the row
     writer        text NOT NULL,            -- the node that wrote it ('' : every node reads it)
+    resumed       boolean NOT NULL DEFAULT false,  -- the due instant is a resume's (_RESUMED)
+    waited        double precision,         -- the slot a run_now put off (TaskSnapshot.waited)
     xid           xid8 NOT NULL DEFAULT pg_current_xact_id()  -- the change feed's cursor
 );
 CREATE INDEX tasks_due ON tasks (next_run_at, priority) WHERE status IN {LIVE};
@@ -89,12 +91,27 @@ CREATE SEQUENCE dead_letter_seq;
 INSERT INTO lldsched_meta VALUES ('schema', '{SCHEMA_VERSION}');
 """
 
+# In-place upgrades, keyed by the version they upgrade from: each brings a database of
+# that version to the next one, inside the opening transaction (whole or not at all).
+UPGRADES = {
+    1: "ALTER TABLE tasks ADD COLUMN resumed boolean NOT NULL DEFAULT false;"
+    " ALTER TABLE tasks ADD COLUMN waited double precision;"
+    " UPDATE lldsched_meta SET value = '2' WHERE name = 'schema';",
+}
+
 TABLES = ("lldsched_meta", "tasks", "removals", "records", "leases")
 
-_STATE = """status = %(status)s, next_run_at = %(next_run_at)s, attempt = %(attempt)s,
+# A write that resumes a paused task (or pauses a resumed one again) marks the row
+# ``resumed``: its due instant is then the resume's "now, a slot slept through", which a
+# run in flight elsewhere must overrule at its settle (see _WHEN).  Any other write
+# (a reschedule, a run_now, a settle) clears the mark.  Schema version 2.
+_RESUMED = f"""(tasks.status = 'paused' AND %(status)s IN {LIVE})
+    OR (%(status)s = 'paused' AND tasks.resumed)"""
+
+_STATE = f"""status = %(status)s, next_run_at = %(next_run_at)s, attempt = %(attempt)s,
     run_count = %(run_count)s, failure_count = %(failure_count)s, last_error = %(last_error)s,
-    running = %(running)s, version = tasks.version + 1, writer = %(writer)s,
-    xid = pg_current_xact_id(),
+    running = %(running)s, waited = %(waited)s, version = tasks.version + 1, writer = %(writer)s,
+    xid = pg_current_xact_id(), resumed = {_RESUMED},
     failed_seq = CASE WHEN %(status)s = 'failed'
         THEN coalesce(tasks.failed_seq, nextval('dead_letter_seq')) END"""
 
@@ -102,9 +119,9 @@ UPDATE = f"UPDATE tasks SET {_STATE} WHERE id = %(id)s RETURNING version"
 
 UPSERT = f"""
 INSERT INTO tasks (id, name, definition, priority, status, next_run_at, attempt, run_count,
-    failure_count, last_error, running, failed_seq, version, writer)
+    failure_count, last_error, running, waited, failed_seq, version, writer)
 VALUES (%(id)s, %(name)s, %(definition)s, %(priority)s, %(status)s, %(next_run_at)s,
-    %(attempt)s, %(run_count)s, %(failure_count)s, %(last_error)s, %(running)s,
+    %(attempt)s, %(run_count)s, %(failure_count)s, %(last_error)s, %(running)s, %(waited)s,
     CASE WHEN %(status)s = 'failed' THEN nextval('dead_letter_seq') END, 1, %(writer)s)
 ON CONFLICT (id) DO UPDATE SET name = excluded.name, definition = excluded.definition,
     priority = excluded.priority, {_STATE}
@@ -114,9 +131,9 @@ RETURNING version
 # A registration: refused (no row returned) when another node registered the id.
 INSERT_NEW = """
 INSERT INTO tasks (id, name, definition, priority, status, next_run_at, attempt, run_count,
-    failure_count, last_error, running, failed_seq, version, writer)
+    failure_count, last_error, running, waited, failed_seq, version, writer)
 VALUES (%(id)s, %(name)s, %(definition)s, %(priority)s, %(status)s, %(next_run_at)s,
-    %(attempt)s, %(run_count)s, %(failure_count)s, %(last_error)s, %(running)s,
+    %(attempt)s, %(run_count)s, %(failure_count)s, %(last_error)s, %(running)s, %(waited)s,
     CASE WHEN %(status)s = 'failed' THEN nextval('dead_letter_seq') END, 1, %(writer)s)
 ON CONFLICT (id) DO NOTHING
 RETURNING version
@@ -145,7 +162,7 @@ DELETE FROM records WHERE task_id = %(id)s AND seq <= (
 
 SNAPSHOT_COLUMNS = (
     "t.id, t.definition, t.status, t.next_run_at, t.attempt, t.run_count, t.failure_count, "
-    "t.last_error, t.running, t.version"
+    "t.last_error, t.running, t.waited, t.version"
 )
 
 RECORD_COLUMNS = (
@@ -209,14 +226,16 @@ CHANGES = f"""
 SELECT 0 AS kind, pg_snapshot_xmin(pg_current_snapshot())::text AS xid, NULL AS id,
        NULL AS definition, NULL AS status, NULL::double precision AS next_run_at,
        NULL::integer AS attempt, NULL::integer AS run_count, NULL::integer AS failure_count,
-       NULL AS last_error, NULL::boolean AS running, NULL::bigint AS version,
+       NULL AS last_error, NULL::boolean AS running, NULL::double precision AS waited,
+       NULL::bigint AS version,
        NULL::boolean AS leased
 UNION ALL
 SELECT 1, t.xid::text, {SNAPSHOT_COLUMNS}, EXISTS (SELECT 1 FROM leases l
        WHERE l.task_id = t.id AND l.holder <> %(node)s AND l.expires_at > {DB_NOW})
   FROM tasks t WHERE t.xid >= %(since)s::text::xid8 AND t.writer <> %(node)s
 UNION ALL
-SELECT 2, r.xid::text, r.task_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, r.version,
+SELECT 2, r.xid::text, r.task_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       r.version,
        NULL
   FROM removals r WHERE r.xid >= %(since)s::text::xid8 AND r.writer <> %(node)s
 ORDER BY kind
@@ -233,9 +252,22 @@ TRIM_REMOVALS = "DELETE FROM removals WHERE xid < %(below)s::text::xid8"
 # exception is the row's *when*: a write that left it where the claim found it (the
 # lease's slot and attempt: a pause, a modify) did not decide the next slot, so the run's
 # settle does, as it does in one process; otherwise a pause made during the run kept the
-# slot that had just run, and a resume ran it again.
+# slot that had just run, and a resume ran it again.  Nor did a resume (the row is
+# ``resumed``): made where the run is not, it moved the due instant to now as for a slot
+# slept through, and one process returns a task resumed mid-run to its run instead, which
+# decides the next slot and the status (a run that ended the task ends it; a run that
+# followed the pause here but not yet the resume is a runnable task again, _RUNNABLE).
 _OWN = "(t.version = s.claimed OR t.writer = %(node)s)"
-_WHEN = f"({_OWN} OR (t.next_run_at = s.slot AND t.attempt = s.claimed_attempt))"
+_AS_RESUMED = f"(t.resumed AND t.status IN {LIVE})"
+_WHEN = f"({_OWN} OR {_AS_RESUMED} OR (t.next_run_at = s.slot AND t.attempt = s.claimed_attempt))"
+_RUNNABLE = "CASE WHEN s.attempt > 0 THEN 'retrying' ELSE 'scheduled' END"  # core/names.runnable
+# A run that ends its task (succeeded, or failed for good) ends it even when a pause was
+# written elsewhere during it, as in one process and on SQLite: left paused, the row had
+# no due instant, and a resume had nothing to return it to.  A cancel still wins.
+_ENDS = "(s.status IN ('succeeded', 'failed') AND t.status = 'paused')"
+_STATUS = f"""CASE WHEN {_OWN} OR {_ENDS} THEN s.status
+            WHEN {_AS_RESUMED} AND s.status = 'paused' THEN {_RUNNABLE}
+            WHEN {_AS_RESUMED} THEN s.status ELSE t.status END"""
 
 # The fenced settles of a batch of runs, one statement (one round trip, one commit): each
 # run's lease is dropped, its task's row written and its records inserted only while the
@@ -249,9 +281,9 @@ WITH given AS (
         %(next_run_at)s::double precision[], %(attempt)s::integer[],
         %(run_count)s::integer[], %(failure_count)s::integer[], %(last_error)s::text[],
         %(running)s::boolean[], %(name)s::text[], %(definition)s::text[],
-        %(priority)s::integer[])
+        %(priority)s::integer[], %(waited)s::double precision[])
       AS g(id, token, status, next_run_at, attempt, run_count, failure_count, last_error,
-           running, name, definition, priority)),
+           running, name, definition, priority, waited)),
 locked AS (
     SELECT t.id FROM tasks t WHERE t.id IN (SELECT id FROM given) ORDER BY t.id
        FOR UPDATE),
@@ -262,12 +294,13 @@ dropped AS (
               l.attempt AS claimed_attempt),
 settled AS (
     UPDATE tasks t SET
-        status = CASE WHEN {_OWN} THEN s.status ELSE t.status END,
+        status = {_STATUS},
         next_run_at = CASE WHEN {_WHEN} THEN s.next_run_at ELSE t.next_run_at END,
         attempt = CASE WHEN {_WHEN} THEN s.attempt ELSE t.attempt END,
+        waited = CASE WHEN {_WHEN} THEN s.waited ELSE t.waited END,
         run_count = s.run_count, failure_count = s.failure_count, last_error = s.last_error,
         running = CASE WHEN {_OWN} THEN s.running ELSE false END,
-        failed_seq = CASE WHEN NOT {_OWN} THEN t.failed_seq
+        failed_seq = CASE WHEN NOT ({_OWN} OR {_AS_RESUMED} OR {_ENDS}) THEN t.failed_seq
             WHEN s.status = 'failed' THEN coalesce(t.failed_seq, nextval('dead_letter_seq'))
             END,
         name = CASE WHEN {_OWN} THEN coalesce(s.name, t.name) ELSE t.name END,
@@ -276,7 +309,7 @@ settled AS (
         priority = CASE WHEN {_OWN} THEN coalesce(s.priority, t.priority) ELSE t.priority END,
         version = t.version + 1,
         writer = CASE WHEN {_OWN} THEN %(node)s ELSE '' END,
-        xid = pg_current_xact_id()
+        xid = pg_current_xact_id(), resumed = false
       FROM (SELECT g.*, d.claimed, d.slot, d.claimed_attempt
               FROM dropped d JOIN given g ON g.token = d.token) s
      WHERE t.id = s.id

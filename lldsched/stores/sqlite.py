@@ -86,7 +86,7 @@ __all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION", "SqliteTaskStore"]
 
 log = logging.getLogger("lldsched")
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 APPLICATION_ID = 0x6C6C6473  # "llds"
 
 _SCHEMA = """
@@ -104,7 +104,8 @@ CREATE TABLE tasks (
     running       INTEGER NOT NULL,     -- an attempt was in flight
     failed_seq    INTEGER,              -- dead-letter order; NULL unless FAILED
     priority      INTEGER NOT NULL DEFAULT 1,  -- claim order in shared mode (HIGH = 0 first)
-    version       INTEGER NOT NULL DEFAULT 0   -- shared mode: the write that left the row so
+    version       INTEGER NOT NULL DEFAULT 0,  -- shared mode: the write that left the row so
+    waited        REAL                  -- the slot a run_now put off (TaskSnapshot.waited)
 );
 CREATE TABLE records (                -- clustered by task: one b-tree, no separate index
     task_id   TEXT NOT NULL,
@@ -134,6 +135,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "UPDATE tasks SET priority = coalesce(json_extract(definition, '$.priority'), 1)",
         *SHARED_SCHEMA.split(";"),
     ),
+    3: ("ALTER TABLE tasks ADD COLUMN waited REAL",),  # 3 -> 4: a run_now's slot kept
 }
 """The SQL statements that take a file from schema version ``n`` to ``n + 1``."""
 
@@ -355,7 +357,7 @@ class SqliteTaskStore(CoordinatedMethods):
             state = (
                 snapshot.status.value, snapshot.next_run_at, snapshot.attempt,
                 snapshot.run_count, snapshot.failure_count, snapshot.last_error,
-                snapshot.running, self._dead_seq, task_id,
+                snapshot.running, self._dead_seq, task_id, snapshot.waited,
             )  # fmt: skip
             statement = UPDATE if definition is None else UPSERT
             parameters = (
@@ -438,7 +440,7 @@ class SqliteTaskStore(CoordinatedMethods):
                 self._open()
                 .execute(
                     "SELECT id, definition, status, next_run_at, attempt, run_count, "
-                    "failure_count, last_error, running FROM tasks ORDER BY position"
+                    "failure_count, last_error, running, waited FROM tasks ORDER BY position"
                 )
                 .fetchall()
             )
@@ -475,7 +477,7 @@ class SqliteTaskStore(CoordinatedMethods):
                 self._open()
                 .execute(
                     "SELECT id, definition, status, next_run_at, attempt, run_count, "
-                    "failure_count, last_error, running FROM tasks WHERE id = ?",
+                    "failure_count, last_error, running, waited FROM tasks WHERE id = ?",
                     (task_id,),
                 )
                 .fetchone()

@@ -329,6 +329,7 @@ class CoordinatedMethods:
         state = (
             status, snapshot.next_run_at, snapshot.attempt, snapshot.run_count,
             snapshot.failure_count, snapshot.last_error, snapshot.running, dead_seq, task.id,
+            snapshot.waited,
         )  # fmt: skip
         if definition is None:
             connection.execute(UPDATE, state)

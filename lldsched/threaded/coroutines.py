@@ -32,8 +32,9 @@ run is.  A coroutine that *blocks* the loop (``time.sleep`` instead of
 ``asyncio.sleep``) blocks every coroutine run, and its timeout cannot fire until
 it yields (the record still says ``timed_out``, as on a thread).
 
-**Shutdown** waits for the coroutines in flight up to the shutdown's timeout,
-cancels those left and gives them :data:`CANCEL_GRACE` to end (recorded
+**Shutdown** waits for the coroutines in flight until :data:`CANCEL_GRACE` before the
+shutdown's timeout runs out (half the timeout, if that is less), cancels those left
+and gives them the rest of it to end (recorded
 ``CancelledError: scheduler shut down``; they go down the retry path, so a
 durable store keeps them due), drops the loop tasks that never began (they stay
 SCHEDULED), stops the loop and closes it.  A coroutine that swallows its
@@ -67,7 +68,7 @@ from lldsched.checks import whole
 from lldsched.core.results import must_await, result_text
 from lldsched.core.task import Entry, Run
 from lldsched.errors import CANCELLED_INSIDE, error_text
-from lldsched.threaded.deadline import Deadline
+from lldsched.threaded.deadline import LOCK_GRACE, Deadline
 
 __all__ = ["CANCEL_GRACE", "CoroutineRunner", "Finish", "is_loop_action"]
 
@@ -79,7 +80,8 @@ records the run (the runner settles it, with ``settle``); True when it queued a 
 log (a failure), which ``said`` logs once the lock is let go, before the settle."""
 
 CANCEL_GRACE = 1.0
-"""Seconds shutdown gives cancelled coroutines to end, beyond its own timeout."""
+"""Seconds shutdown gives cancelled coroutines to end, within its own timeout: they are
+cancelled that long before it runs out (half the timeout, if that is less)."""
 
 _Outcome = tuple["str | None", "str | None"]
 _UNFINISHED: _Outcome = ("CancelledError: scheduler shut down", None)
@@ -244,8 +246,10 @@ class CoroutineRunner:
     # -- shutdown --------------------------------------------------------------------
 
     def shutdown(self, timeout: float | None) -> bool:
-        """Wait up to ``timeout`` for the coroutines in flight, cancel those left (and
-        give them up to :data:`CANCEL_GRACE` to end), stop and close the loop.  True
+        """Wait for the coroutines in flight until :data:`CANCEL_GRACE` before ``timeout``
+        runs out (half of it, if that is less), cancel those left and give them the rest
+        to end, stop and close the loop: it returns within ``timeout`` (``None``: the
+        coroutines are waited for, and a cancelled one gets :data:`CANCEL_GRACE`).  True
         when the loop thread stopped.  Caller must not hold the lock.  Idempotent.
 
         A flight that did not end even then (it swallows its cancellation, or blocks
@@ -254,7 +258,9 @@ class CoroutineRunner:
         if another thread holds it past them (a store call that hangs), what is left is
         left as it is, and False returned.
         """
+        grace = CANCEL_GRACE if timeout is None else min(CANCEL_GRACE, timeout / 2)
         deadline = Deadline(timeout)
+        cancel_at = Deadline(None if timeout is None else timeout - grace)
         lock = self._lock
         if not deadline.acquire(lock):
             return False
@@ -264,14 +270,14 @@ class CoroutineRunner:
             loop, thread = self._loop, self._thread
             if loop is None or thread is None:
                 return True
-            held = self._wait_settled(deadline)
+            held = self._wait_settled(cancel_at)
             if not held:
                 return False
             self.drop_waiting()
             if self._flights:
                 for flight in list(self._flights.values()):
                     self._cancel_flight(flight, "shutdown")
-                held = self._wait_settled(Deadline(CANCEL_GRACE))
+                held = self._wait_settled(deadline if timeout is not None else Deadline(grace))
                 if not held:
                     return False
             unrecorded = list(self._flights.values())
@@ -289,7 +295,8 @@ class CoroutineRunner:
         if thread.is_alive():
             with contextlib.suppress(RuntimeError):  # closed meanwhile: the thread is ending
                 loop.call_soon_threadsafe(loop.stop)
-            thread.join(CANCEL_GRACE)
+            left = deadline.remaining()  # a loop not blocked stops in a moment: LOCK_GRACE
+            thread.join(grace if left is None else max(left, LOCK_GRACE))
         return not thread.is_alive()
 
     def _wait_settled(self, deadline: Deadline) -> bool:

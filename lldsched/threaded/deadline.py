@@ -11,6 +11,13 @@ returned after the hang, not after its timeout (a save blocked 8 s made
 a :class:`threading.Event` the notifier sets, with the lock taken back the same bounded
 way: each says False when the time ran out first, and the caller leaves what it could
 not do as it is (docs/DECISIONS.md, "A store that hangs").
+
+Taking the lock in time is not enough when the step itself calls the store under it
+(shutdown gives back the claims it dropped, records the coroutines it cancelled,
+writes the settles held back for a batch): a call that hangs there would hold the
+caller.  :meth:`Deadline.run` runs such a step on a thread of its own and waits for it
+until the deadline; a step still stuck then holds the lock until the store returns,
+and the steps after it find the lock held and are left undone, as above.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 __all__ = ["LOCK_GRACE", "Deadline"]
 
@@ -64,6 +71,21 @@ class Deadline:
         finally:
             if held:
                 lock.release()
+
+    def run(self, step: Callable[[], object], *, name: str) -> bool:
+        """Run ``step`` on a daemon thread called ``name`` and wait for it until the
+        deadline, or within :data:`LOCK_GRACE` of it as :meth:`acquire` waits for a lock
+        (a step bounded by the same time left ends a moment after it): True if it ended
+        by then, False if it is still going (a store call that hangs; it ends on its own,
+        whatever it was doing, once the store returns)."""
+        thread = threading.Thread(target=step, name=name, daemon=True)
+        thread.start()
+        wait = self.remaining()
+        thread.join(None if wait is None else wait + self._grace)
+        if thread.is_alive():
+            self._grace = 0.0  # out of time: the next steps only try
+            return False
+        return True
 
     def wait(self, signal: threading.Event, lock: threading.Lock) -> bool:
         """The caller holds ``lock`` and has cleared ``signal``, which a thread sets under

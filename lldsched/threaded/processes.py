@@ -57,6 +57,7 @@ from typing import Any, NamedTuple
 from lldsched.core.results import must_await, result_text
 from lldsched.errors import SchedulerStateError, error_text
 from lldsched.importpath import import_callable
+from lldsched.threaded.deadline import Deadline
 
 __all__ = ["ProcessOutcome", "ProcessPool"]
 
@@ -186,8 +187,10 @@ class ProcessPool:
 
     def close(self, timeout: float | None = None) -> None:
         """Take no more runs; end the idle children (their pipe closes, they exit) and
-        reap them, killing any still alive after ``timeout``.  A busy child is left to
-        its caller (kill it first with :meth:`kill_all`).  Idempotent."""
+        reap them, killing any still alive after ``timeout`` (one bound for them all, not
+        one each).  A busy child is left to its caller (kill it first with
+        :meth:`kill_all`).  Idempotent."""
+        deadline = Deadline(timeout)
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
@@ -195,7 +198,7 @@ class ProcessPool:
             child.connection.close()  # all at once: they exit in parallel
         for child in idle:
             with contextlib.suppress(subprocess.TimeoutExpired):  # _end kills it then
-                child.process.wait(timeout)
+                child.process.wait(deadline.remaining())
             self._end(child)
 
     @property

@@ -59,12 +59,17 @@ class Stopping(SchedulerParts):
         cuts the other's drain short; from an action, a listener or a coroutine (which
         the other may be waiting for) it returns False at once instead.
 
-        It returns within ``timeout`` (plus :data:`~lldsched.threaded.deadline.LOCK_GRACE`
-        for a lock found held past it, and the second a coroutine cancelled at the
-        timeout is given) even when another thread holds the scheduler's lock for
-        longer, a store call that hangs (the core writes its store under the lock):
-        each step takes the lock within the time left (:mod:`lldsched.threaded.deadline`),
-        and one that cannot is left undone and said in the warning.  If even the first
+        It returns within ``timeout`` (plus :data:`~lldsched.threaded.deadline.LOCK_GRACE`,
+        once, for a lock found held past it or a step ending at it) even when another
+        thread holds the scheduler's lock for longer, a store call that hangs (the core
+        writes its store under the lock): each step takes the lock within the time left
+        (:mod:`lldsched.threaded.deadline`), and one that cannot is left undone and said
+        in the warning; the steps that call the store under the lock themselves (giving
+        back the claims dropped, recording the coroutines cancelled, writing the settles
+        held back) run on a thread of their own, waited for within the time left.
+        Coroutines still running are cancelled ``CANCEL_GRACE`` (1 s) before the
+        timeout runs out (half the timeout, if less), so their cancellation is handled
+        within it.  If even the first
         cannot, nothing is stopped: the scheduler runs on, and a later ``shutdown()``
         does it all.
 
@@ -120,12 +125,17 @@ class Stopping(SchedulerParts):
             self._pool.shutdown(
                 drain=finished, timeout=deadline.remaining(), on_drop=self._settle_dropped
             )
-            if self._coordinator is not None:
-                with deadline.holding(self._lock) as held:
-                    if held:
-                        self._coordinator.release_pending()  # claims dropped unrun: free them now
+            coordinator = self._coordinator
+            if coordinator is not None:  # claims dropped unrun: free them now (a store call)
+
+                def release() -> None:
+                    with deadline.holding(self._lock) as held:
+                        if held:
+                            coordinator.release_pending()
+
+                deadline.run(release, name=f"{self._thread_prefix}release")
             self._processes.close(deadline.remaining())
-            self._coroutines.shutdown(deadline.remaining())
+            self._close_loop(deadline)
         flushing = self._flush_store(deadline)
         self._dispatcher.close(deadline.remaining())
         if not self._threads_alive() and not flushing:
@@ -203,12 +213,7 @@ class Stopping(SchedulerParts):
         coordinator = self._coordinator
         if coordinator is None:
             return False
-        flusher = threading.Thread(
-            target=coordinator.flush, name=f"{self._thread_prefix}flush", daemon=True
-        )
-        flusher.start()
-        flusher.join(deadline.remaining())
-        return flusher.is_alive()
+        return not deadline.run(coordinator.flush, name=f"{self._thread_prefix}flush")
 
     def _warn_not_stopped(self, timeout: float | None) -> None:
         """Say that ``shutdown(timeout=...)`` could not take the scheduler's lock at all."""
@@ -295,8 +300,16 @@ class Stopping(SchedulerParts):
             self._timer.join(deadline.remaining())
         self._pool.shutdown(timeout=deadline.remaining())
         self._processes.close(deadline.remaining())
-        self._coroutines.shutdown(deadline.remaining())
+        self._close_loop(deadline)
         self._dispatcher.close(deadline.remaining())
+
+    def _close_loop(self, deadline: Deadline) -> None:
+        """Shut the coroutine runner down within ``deadline``, on a thread of its own: it
+        records the coroutines it cancels, so it writes the store under the lock."""
+        remaining = deadline.remaining()
+        deadline.run(
+            lambda: self._coroutines.shutdown(remaining), name=f"{self._thread_prefix}loop-closer"
+        )
 
     def _leases_kept(
         self, deadline: Deadline | None = None

@@ -55,7 +55,12 @@ from lldsched.schedules.cron.parse import CronFields, parse
 from lldsched.schedules.cron.search import HORIZON_DAYS, NO_CURSOR, CronEngine, Cursor
 from lldsched.schedules.cron.zone import local_days
 
-__all__ = ["HORIZON_DAYS", "CronSchedule"]
+__all__ = ["HORIZON_DAYS", "MAX_PREVIEW", "CronSchedule"]
+
+MAX_PREVIEW = 10_000
+"""The most fires :meth:`CronSchedule.preview` lists (it builds them all before it
+returns: a count of 10**9 would hang and fill memory); :meth:`CronSchedule.fire_times`,
+lazy, takes any count."""
 
 
 @lru_cache(maxsize=1024)
@@ -171,6 +176,8 @@ class CronSchedule:
 
     def next_after(self, timestamp: float) -> float | None:
         """The first fire strictly after ``timestamp``, or ``None`` if none within 100 years."""
+        if timestamp.__class__ is bool:  # an int to the comparisons below, not an instant
+            checks.instant(timestamp, name="cron next_after()", error=ScheduleError)
         try:  # free until it raises: the hot path pays nothing for the message below
             low, high, base, offsets, resume = self._cursor
             if low <= timestamp < high:
@@ -185,16 +192,14 @@ class CronSchedule:
         except (ValueError, OverflowError) as exc:  # NaN; an int no float holds
             raise ScheduleError(f"cron next_after({timestamp!r}): {exc}") from None
         except TypeError:
-            if _is_number(timestamp):
-                raise
-            raise _not_seconds("next_after()", timestamp) from None
+            checks.instant(timestamp, name="cron next_after()", error=ScheduleError)
+            raise  # a number, and still a TypeError: not the caller's mistake
         self._cursor = engine.recent = cursor
         return fire
 
     def prev_before(self, timestamp: float) -> float | None:
         """The last fire strictly before ``timestamp``, or ``None`` if none within 100 years."""
-        if not _is_number(timestamp):
-            raise _not_seconds("prev_before()", timestamp)
+        checks.instant(timestamp, name="cron prev_before()", error=ScheduleError)
         try:
             return self._engine.prev_fire(float(timestamp))
         except (ValueError, OverflowError) as exc:  # NaN; an int no float holds
@@ -203,8 +208,7 @@ class CronSchedule:
     def fire_times(self, start: float, n: int) -> Iterator[float]:
         """The next ``n`` fires strictly after ``start`` (fewer if the schedule ends).
         ``start`` and ``n`` are checked at the call, not at the first fire drawn."""
-        if not _is_number(start):
-            raise _not_seconds("fire_times()", start)
+        checks.instant(start, name="cron fire_times()", error=ScheduleError)
         checks.whole(n, name="fire_times() n", at_least=0, error=ScheduleError)
         return self._fire_times(start, n)
 
@@ -228,9 +232,11 @@ class CronSchedule:
         """The next ``n`` fires after ``start`` (default: now), as datetimes in the zone.
 
         ``start`` may be epoch seconds or a datetime; a naive datetime is read in the
-        schedule's zone (its ``fold`` picks the pass of a repeated hour).
+        schedule's zone (its ``fold`` picks the pass of a repeated hour).  At most
+        :data:`MAX_PREVIEW` fires: a larger ``n`` is a :class:`ScheduleError` naming it
+        (:meth:`fire_times` draws any number lazily).
         """
-        checks.whole(n, name="preview() n", at_least=0, error=ScheduleError)
+        checks.whole(n, name="preview() n", at_least=0, at_most=MAX_PREVIEW, error=ScheduleError)
         if start is None:
             ts = time.time()
         elif isinstance(start, datetime):
@@ -247,13 +253,3 @@ class CronSchedule:
         from lldsched.schedules.cron.explain import explain
 
         return explain(self._engine.fields)
-
-
-def _is_number(value: object) -> bool:
-    """An instant in epoch seconds, as the queries take it: an int or a float, not a bool."""
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _not_seconds(query: str, value: object) -> ScheduleError:
-    hint = " (an instant: use .timestamp())" if isinstance(value, datetime) else ""
-    return ScheduleError(f"cron {query} takes epoch seconds (a float), got {value!r}{hint}")
