@@ -186,14 +186,14 @@ class Jittered(FrozenValue):
 
     def slot_after(self, slot: float) -> float | None:
         """The wrapped schedule's slot after ``slot``'s undelayed slot, delayed."""
-        checks.instant(slot, name="Jittered.slot_after()", error=ScheduleError)
+        checks.instant(slot, name="slot_after()", of=self, error=ScheduleError)
         following = slot_after(self.schedule, self.slot_of(slot))
         return None if following is None else self.delayed(following)
 
     def first_slot_after(self, slot: float, now: float) -> float | None:
         """The first delayed slot after ``now``."""
-        checks.instant(slot, name="Jittered.first_slot_after() slot", error=ScheduleError)
-        checks.instant(now, name="Jittered.first_slot_after() now", error=ScheduleError)
+        checks.instant(slot, name="first_slot_after() slot", of=self, error=ScheduleError)
+        checks.instant(now, name="first_slot_after() now", of=self, error=ScheduleError)
         # slot + delay(slot) increases with slot: the first delayed slot after now is
         # the delayed first slot after now's undelayed instant.
         following = first_slot_after(

@@ -68,7 +68,7 @@ class OneTime:
 
     def first_run(self, now: float) -> float:
         """``at`` (or ``now`` if it has passed), or ``now + delay``."""
-        checks.instant(now, name="OneTime.first_run()", error=ScheduleError)
+        checks.instant(now, name="first_run()", of=self, error=ScheduleError)
         if self.at is None:
             return now + (self.delay or 0.0)
         return max(self.at, now)
@@ -85,13 +85,13 @@ class OneTime:
 
     def slot_after(self, slot: float) -> None:
         """``None``: there is no second slot."""
-        checks.instant(slot, name="OneTime.slot_after()", error=ScheduleError)
+        checks.instant(slot, name="slot_after()", of=self, error=ScheduleError)
         return None  # one slot only
 
     def first_slot_after(self, slot: float, now: float) -> None:
         """``None``: there is no second slot."""
-        checks.instant(slot, name="OneTime.first_slot_after() slot", error=ScheduleError)
-        checks.instant(now, name="OneTime.first_slot_after() now", error=ScheduleError)
+        checks.instant(slot, name="first_slot_after() slot", of=self, error=ScheduleError)
+        checks.instant(now, name="first_slot_after() now", of=self, error=ScheduleError)
         return None
 
     @property
@@ -156,7 +156,7 @@ class _Interval(FrozenValue):
 
     def first_run(self, now: float) -> float:
         """``now + start_delay``: the first run counts from registration."""
-        checks.instant(now, name=f"{type(self).__name__}.first_run()", error=ScheduleError)
+        checks.instant(now, name="first_run()", of=self, error=ScheduleError)
         return now + self.start_delay
 
     def __reduce__(self) -> tuple[type, tuple[object, ...]]:
@@ -214,13 +214,13 @@ class FixedDelay(_Interval):
 
     def slot_after(self, slot: float) -> None:
         """``None``: the next run counts from a finish, which a missed run has not."""
-        checks.instant(slot, name="FixedDelay.slot_after()", error=ScheduleError)
+        checks.instant(slot, name="slot_after()", of=self, error=ScheduleError)
         return None  # the delay counts from a finish, and a missed run has none
 
     def first_slot_after(self, slot: float, now: float) -> float:
         """``now + delay``: after downtime, one delay from now."""
-        checks.instant(slot, name="FixedDelay.first_slot_after() slot", error=ScheduleError)
-        checks.instant(now, name="FixedDelay.first_slot_after() now", error=ScheduleError)
+        checks.instant(slot, name="first_slot_after() slot", of=self, error=ScheduleError)
+        checks.instant(now, name="first_slot_after() now", of=self, error=ScheduleError)
         return now + self.delay
 
     measures_elapsed_time = True
@@ -279,13 +279,13 @@ class FixedRate(_Interval):
 
     def slot_after(self, slot: float) -> float:
         """``slot + period``: the next slot of the grid."""
-        checks.instant(slot, name="FixedRate.slot_after()", error=ScheduleError)
+        checks.instant(slot, name="slot_after()", of=self, error=ScheduleError)
         return slot + self.period
 
     def first_slot_after(self, slot: float, now: float) -> float:
         """The first slot of ``slot``'s grid strictly after ``now``."""
-        checks.instant(slot, name="FixedRate.first_slot_after() slot", error=ScheduleError)
-        checks.instant(now, name="FixedRate.first_slot_after() now", error=ScheduleError)
+        checks.instant(slot, name="first_slot_after() slot", of=self, error=ScheduleError)
+        checks.instant(now, name="first_slot_after() now", of=self, error=ScheduleError)
         return slot + (math.floor((now - slot) / self.period) + 1) * self.period
 
     measures_elapsed_time = True
