@@ -190,12 +190,3 @@ def cluster() -> Iterator[Cluster]:
             with contextlib.suppress(ProcessLookupError):
                 child.signal(signal.SIGCONT)  # a stopped child gets its SIGKILL once resumed
             child.kill()
-
-
-def wait_until(condition: Callable[[], bool], *, timeout: float, what: str) -> None:
-    """Poll ``condition`` (every 20 ms) until it holds; AssertionError naming ``what``."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.02)  # a polling interval of a bounded wait, not a fixed sleep

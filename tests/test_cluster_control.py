@@ -29,7 +29,8 @@ from lldsched.core.task import Isolation
 from lldsched.errors import ValidationError
 from lldsched.persistence import CoordinatedStore
 from tests import cluster_jobs, jobs
-from tests.cluster import StoreSpec, open_store, wait_until
+from tests.cluster import StoreSpec, open_store
+from tests.waits import wait_until
 
 LEASE = 0.6
 POLL = 0.05

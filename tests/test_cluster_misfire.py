@@ -26,9 +26,10 @@ from lldsched.model import ExecutionRecord, Outcome
 from lldsched.persistence import CoordinatedStore
 from lldsched.policies import Misfire, MisfirePolicy
 from tests import cluster_jobs, jobs
-from tests.cluster import Cluster, StoreSpec, open_store, start_child, wait_until
+from tests.cluster import Cluster, StoreSpec, open_store, start_child
 from tests.conftest import T0
 from tests.test_recovery import HOUR, JumpingClock
+from tests.waits import wait_until
 
 PERIOD = 600.0
 LEASE = 1.0

@@ -15,9 +15,9 @@ import pytest
 from lldsched import OneTime, Scheduler
 from lldsched.stores.postgres import PostgresTaskStore
 from tests import cluster_jobs, jobs
-from tests.cluster import wait_until
 from tests.pg_server import PostgresServer
 from tests.tcp_proxy import TcpProxy
+from tests.waits import wait_until
 
 LEASE = 1.0
 

@@ -19,8 +19,8 @@ import pytest
 from lldsched import FixedRate, Scheduler
 from lldsched.stores.postgres import PostgresTaskStore
 from tests import jobs
-from tests.cluster import wait_until
 from tests.pg_server import PostgresServer
+from tests.waits import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -20,7 +20,8 @@ from pathlib import Path
 from lldsched import FixedRate, OneTime, Scheduler, TaskStatus
 from lldsched.persistence import CoordinatedStore
 from tests import cluster_jobs
-from tests.cluster import Child, Cluster, StoreSpec, open_store, start_child, wait_until
+from tests.cluster import Child, Cluster, StoreSpec, open_store, start_child
+from tests.waits import wait_until
 
 SLOTS = 1200
 SPAN = 3.0  # seconds over which the slots fall due

@@ -4,8 +4,6 @@ focused test that failed before its fix."""
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 
 from lldsched import (
     FakeClock,
@@ -16,16 +14,9 @@ from lldsched import (
     TaskEvent,
     TaskStatus,
 )
+from tests.waits import wait_until
 
 WAIT = 10.0  # bound of every wait below: a failing test fails, it never hangs
-
-
-def until(condition: Callable[[], bool]) -> None:
-    """Poll ``condition`` (every millisecond) for at most WAIT seconds."""
-    deadline = time.monotonic() + WAIT
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.001)  # a polling interval of a bounded wait, not a fixed sleep
 
 
 def test_a_second_shutdown_waits_for_the_first_drain_instead_of_cutting_it_short() -> None:
@@ -48,7 +39,12 @@ def test_a_second_shutdown_waits_for_the_first_drain_instead_of_cutting_it_short
     first: list[bool] = []
     draining = threading.Thread(target=lambda: first.append(scheduler.shutdown(timeout=WAIT)))
     draining.start()
-    until(lambda: not scheduler.running)  # the first call stopped it and is draining
+    wait_until(
+        lambda: not scheduler.running,
+        timeout=WAIT,
+        what="the first shutdown to stop it",
+        every=0.001,
+    )  # the first call stopped it and is draining
     assert scheduler.shutdown(timeout=0.2) is False  # waits for the first, then gives up
     gate.set()
     draining.join(WAIT)
@@ -75,7 +71,12 @@ def test_shutdown_from_an_action_while_another_shutdown_drains_returns_at_once()
     first: list[bool] = []
     outer = threading.Thread(target=lambda: first.append(scheduler.shutdown(timeout=WAIT)))
     outer.start()
-    until(lambda: not scheduler.running)
+    wait_until(
+        lambda: not scheduler.running,
+        timeout=WAIT,
+        what="the first shutdown to stop it",
+        every=0.001,
+    )
     gate.set()
     outer.join(WAIT)
     assert answers == [False]  # its own run was still going

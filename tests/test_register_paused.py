@@ -18,8 +18,8 @@ from lldsched import (
     ValidationError,
 )
 from tests import jobs
-from tests.cluster import wait_until
 from tests.conftest import T0, SchedulerFactory
+from tests.waits import wait_until
 
 
 def test_a_task_registered_paused_does_not_run_until_resumed(driven: Any) -> None:

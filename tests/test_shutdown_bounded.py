@@ -28,8 +28,8 @@ from lldsched.model import ExecutionRecord
 from lldsched.persistence import TaskSnapshot
 from lldsched.stores.memory import InMemoryTaskStore
 from tests import cluster_jobs, jobs
-from tests.cluster import wait_until
 from tests.conftest import T0
+from tests.waits import wait_until
 
 HANG = 30.0  # how long a hung save waits at most: far beyond any bound asserted below
 BOUND = 4.0  # a shutdown(timeout=0.5 or 1.5) must return within this, well under HANG

@@ -24,11 +24,11 @@ from lldsched.stores import postgres_sql as sql
 from lldsched.stores.postgres import PostgresTaskStore
 from lldsched.stores.postgres_batch import Pending, SettleQueue
 from tests import jobs
-from tests.cluster import wait_until
 from tests.conftest import T0
 from tests.pg_server import PostgresServer
 from tests.tcp_proxy import TcpProxy
 from tests.test_store_sqlite import record, snapshot, task
+from tests.waits import wait_until
 
 Opener = Callable[..., PostgresTaskStore]
 

@@ -18,9 +18,9 @@ from lldsched.errors import LeaseLost
 from lldsched.persistence import Claim
 from lldsched.stores import removals as removals_rule
 from lldsched.stores.postgres import PostgresTaskStore
-from tests.cluster import wait_until
 from tests.conftest import T0
 from tests.test_store_sqlite import record, snapshot, task
+from tests.waits import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 Opener = Callable[..., PostgresTaskStore]
@@ -346,7 +346,7 @@ import sys
 from lldsched.stores import removals as removals_rule
 from lldsched.stores.postgres import PostgresTaskStore
 from tests.test_store_sqlite import snapshot, task
-from tests.cluster import wait_until
+from tests.waits import wait_until
 from tests.conftest import T0
 with PostgresTaskStore(sys.argv[1]) as store:
     store.save(snapshot(task(id=sys.argv[2]))._replace(next_run_at=T0 + float(sys.argv[3])))

@@ -18,7 +18,7 @@ from lldsched.persistence import CoordinatedStore, Task, TaskSnapshot
 from lldsched.stores import removals as removals_rule
 from lldsched.stores.sqlite import SCHEMA_VERSION
 from tests import jobs
-from tests.cluster import wait_until
+from tests.waits import wait_until
 
 T0 = 1_800_000_000.0
 

@@ -79,6 +79,7 @@ from lldsched import (
 )
 from lldsched.schedules.base import Schedule
 from tests import torture_jobs as jobs
+from tests.waits import wait_until
 
 THREADS = 6
 OPS_PER_THREAD = 500
@@ -586,7 +587,12 @@ def test_shutdown_racing_the_verbs_leaves_a_consistent_state(
     ]
     for thread in threads:
         thread.start()
-    wait_until(lambda: len(rig.seen.returned) >= shut_at // 4)
+    wait_until(
+        lambda: len(rig.seen.returned) >= shut_at // 4,
+        timeout=30,
+        what=f"{shut_at // 4} runs returned",
+        every=0.001,
+    )
     stopper = threading.Thread(target=shut_down)
     if who == "thread":
         stopper.start()
@@ -635,14 +641,6 @@ def test_start_and_shutdown_cycles_leave_no_thread_and_no_file_descriptor(
     for n in range(1, 30):
         cycle(n)
     assert len(os.listdir("/proc/self/fd")) <= before
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 30.0) -> None:
-    """Poll ``condition`` (every millisecond) until it holds, at most ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.001)  # a polling interval of a bounded wait, not a fixed sleep
 
 
 if SOAK:  # defined only when asked for, so the suite has no skipped test standing in for it
