@@ -81,10 +81,10 @@ class TaskSnapshot(NamedTuple):
     ``waited`` is the slot the task's own schedule waits for behind the run due at
     ``next_run_at``, when that run is an extra one planned in front of it (a
     ``run_now``, a misfire's catch-up); None when ``next_run_at`` is the schedule's
-    own.  A store several processes share keeps it, so that whichever process runs
-    the extra run goes on to that slot instead of counting the schedule on from the
-    extra run (a fixed-rate grid would move); the shared SQLite and the PostgreSQL
-    stores do.
+    own.  Every durable store keeps it (``lldsched/stores/contract.py`` checks it):
+    recovery after a restart puts that slot first again, and so does whichever process
+    of a shared store runs the extra run, instead of counting the schedule on from the
+    extra run (a fixed-rate grid would move).
     """
 
     task: Task
@@ -123,9 +123,10 @@ class TaskStore(Protocol):
       threaded runtime's lock: be quick, never call back into the scheduler, and be
       safe to call from several threads (a reader's ``records()`` may run beside it);
     * ``load_all`` gives each task's latest snapshot, in the order each was first
-      saved, with a definition equal to the one saved; it is read once, by the
-      runtime's constructor, and a :class:`~lldsched.errors.StoreError` from it fails
-      that constructor with nothing changed;
+      saved, every field equal to the one saved (the definition's, every status, and
+      ``waited``, None included); it is read once, by the runtime's constructor, and a
+      :class:`~lldsched.errors.StoreError` from it fails that constructor with nothing
+      changed;
     * a ``save`` that raises at a registration or a change of definition makes that
       call raise; one that raises later is logged and the registry stays
       authoritative (:mod:`lldsched.core.storewrites`);

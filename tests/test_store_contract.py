@@ -3,14 +3,16 @@ what makes it worth running: a store that breaks a rule fails the check that nam
 
 from __future__ import annotations
 
-from typing import cast
+from typing import ClassVar, cast
 
 import pytest
 
-from lldsched import InMemoryTaskStore, SqliteTaskStore, TaskSnapshot
-from lldsched.model import ExecutionRecord
-from lldsched.persistence import TaskStore
+from lldsched import InMemoryTaskStore, RetryPolicy, SqliteTaskStore, TaskSnapshot
+from lldsched.model import ExecutionRecord, TaskStatus
+from lldsched.persistence import Task, TaskStore
 from lldsched.stores.contract import TaskStoreContract
+
+CHECKS = 12  # the contract's test_* methods
 
 
 class TestInMemoryTaskStore(TaskStoreContract):
@@ -58,6 +60,68 @@ class TakesWritesWhenClosed(InMemoryTaskStore):
         """Says closed, and goes on writing."""
 
 
+class LosesWaited(InMemoryTaskStore):
+    """Keeps no ``waited`` (a table without its column): a run_now's slot is lost."""
+
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        super().save(snapshot._replace(waited=None), record)
+
+
+class KeepsAnOldWaited(InMemoryTaskStore):
+    """Writes ``waited`` only when it is set (``coalesce(new, old)``): a spent plan's slot
+    comes back, and would run twice."""
+
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        before = self.get(snapshot.task.id)
+        if snapshot.waited is None and before is not None:
+            snapshot = snapshot._replace(waited=before.waited)
+        super().save(snapshot, record)
+
+
+class LosesIsolation(InMemoryTaskStore):
+    """Writes its own definition columns and has none for ``isolation``."""
+
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        task = snapshot.task._replace(isolation="thread")
+        super().save(snapshot._replace(task=task), record)
+
+
+class LosesTheRetryClass(InMemoryTaskStore):
+    """Keeps a retry policy's fields and not its class (a Fibonacci backoff comes back
+    exponential)."""
+
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        retry = snapshot.task.retry
+        plain = RetryPolicy(
+            retry.max_attempts,
+            retry.initial_backoff,
+            retry.multiplier,
+            retry.max_backoff,
+            retry.jitter,
+            retry.fail_after_given_up,
+        )
+        super().save(snapshot._replace(task=snapshot.task._replace(retry=plain)), record)
+
+
+class NeedsAnAction(InMemoryTaskStore):
+    """Writes the action's import path without asking whether there is one."""
+
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        action = snapshot.task.action
+        assert action is not None, f"task {snapshot.task.id!r} has no action to store"
+        super().save(snapshot, record)
+
+
+class KnowsNoBlocked(InMemoryTaskStore):
+    """Maps statuses through a table written before BLOCKED existed: it reads back
+    SCHEDULED."""
+
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        if snapshot.status is TaskStatus.BLOCKED:
+            snapshot = snapshot._replace(status=TaskStatus.SCHEDULED)
+        super().save(snapshot, record)
+
+
 class BrokenContract(TaskStoreContract):
     durable = False
     store_type: type[InMemoryTaskStore] = InMemoryTaskStore
@@ -69,7 +133,7 @@ class BrokenContract(TaskStoreContract):
 
 
 def test_check_all_passes_a_conforming_store_and_counts_its_checks() -> None:
-    assert TestInMemoryTaskStore.check_all() == 10
+    assert TestInMemoryTaskStore.check_all() == CHECKS
 
 
 @pytest.mark.parametrize(
@@ -95,6 +159,85 @@ def test_check_all_names_each_rule_a_store_breaks(
     with pytest.raises(AssertionError) as raised:
         contract.check_all()
     message = str(raised.value)
-    assert f"{len(failing)} of 10 store checks failed" in message
+    assert f"{len(failing)} of {CHECKS} store checks failed" in message
     for name in failing:
         assert f"{name}: AssertionError" in message
+
+
+@pytest.mark.parametrize(
+    ("store_type", "failing", "named"),
+    [
+        (
+            LosesWaited,
+            "test_waited_comes_back",
+            "task 'run_now': waited: saved 1767603720.25, loaded None",
+        ),
+        (
+            KeepsAnOldWaited,
+            "test_waited_comes_back",
+            "task 'spent': waited: saved None, loaded 1767603720.25",
+        ),
+        (
+            LosesIsolation,
+            "test_every_schedule_and_option_comes_back_equal",
+            "task 'isolation': task.isolation: saved 'process', loaded 'thread'",
+        ),
+        (
+            LosesTheRetryClass,
+            "test_every_schedule_and_option_comes_back_equal",
+            "task 'retry-subclass': task.retry: saved _OwnRetry(",
+        ),
+        (
+            NeedsAnAction,
+            "test_every_schedule_and_option_comes_back_equal",
+            "saving task 'action=None' raised AssertionError(\"task 'action=None' has no action",
+        ),
+        (
+            KnowsNoBlocked,
+            "test_every_status_comes_back",
+            "task 'blocked': status: saved TaskStatus.BLOCKED, loaded TaskStatus.SCHEDULED",
+        ),
+    ],
+)
+def test_check_all_names_the_field_a_store_loses(
+    store_type: type[InMemoryTaskStore], failing: str, named: str
+) -> None:
+    contract = cast(
+        type[BrokenContract], type("Broken", (BrokenContract,), {"store_type": store_type})
+    )
+    with pytest.raises(AssertionError) as raised:
+        contract.check_all()
+    lines = str(raised.value).splitlines()
+    assert lines[0] == f"Broken: 1 of {CHECKS} store checks failed:", lines
+    assert lines[1].startswith(f"  {failing}: AssertionError: "), lines
+    assert named in str(raised.value), lines
+
+
+class RecordsSaves(InMemoryTaskStore):
+    """Keeps every snapshot the contract saves, in a list its class holds."""
+
+    saved: ClassVar[list[TaskSnapshot]] = []
+
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        RecordsSaves.saved.append(snapshot)
+        super().save(snapshot, record)
+
+
+def test_the_contract_saves_two_values_of_every_field(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A field added to Task or TaskSnapshot is checked once a check saves it with a
+    value other than the one every other snapshot has (its default, mostly): this fails
+    until one does."""
+    monkeypatch.setattr(RecordsSaves, "saved", [])
+    contract = cast(
+        type[BrokenContract], type("Recorded", (BrokenContract,), {"store_type": RecordsSaves})
+    )
+    contract.check_all()
+    seen: dict[str, list[object]] = {}
+    for snapshot in RecordsSaves.saved:
+        for name in TaskSnapshot._fields[1:]:
+            seen.setdefault(name, []).append(getattr(snapshot, name))
+        for name in snapshot.task._fields:
+            seen.setdefault(f"task.{name}", []).append(getattr(snapshot.task, name))
+    one_value = [name for name, values in seen.items() if all(v == values[0] for v in values)]
+    assert len(seen) == len(TaskSnapshot._fields) - 1 + len(Task._fields), sorted(seen)
+    assert one_value == [], f"no check saves a second value of {one_value}"

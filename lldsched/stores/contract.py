@@ -9,7 +9,13 @@ runtime's lock):
 
 * ``load_all`` gives the **latest** snapshot of each task, in the order each was
   **first** saved, and a definition **equal** to the one saved (every schedule type,
-  each option): a durable store that loses a field changes a task at the next start;
+  each option: ``isolation``, no action, a ``RetryPolicy`` subclass included): a
+  durable store that loses a field changes a task at the next start;
+* every field of the state comes back, every ``TaskStatus`` among them, and
+  ``waited`` (the slot a ``run_now`` or a catch-up put off until after the extra run,
+  and None once that run is done): recovery and the other processes of a shared store
+  go on to that slot, so a store that drops it moves a fixed-rate grid at the next
+  start;
 * ``delete`` forgets a task and its records; an unknown id is no error;
 * a history store keeps each task's records oldest first, every field of them, and
   the dead letter (the ``FAILED`` tasks) in the order they failed;
@@ -26,7 +32,7 @@ module as ``class TestMyStore(TaskStoreContract)`` and define :meth:`open_store`
 :attr:`directory`); pytest runs each check as a test.  Without pytest,
 ``TestMyStore.check_all()`` runs them all and raises one ``AssertionError`` naming
 every check that failed.  ``tests/test_store_contract.py`` runs it on the package's own
-stores.
+stores.  A check that finds a field changed names it (``task.isolation``, ``waited``).
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ import json
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -51,6 +57,13 @@ from lldsched.schedules.simple import FixedDelay, FixedRate, OneTime
 __all__ = ["TaskStoreContract"]
 
 T0 = 1_767_603_600.0  # Monday 2026-01-05 09:00 UTC
+
+
+class _OwnRetry(RetryPolicy):
+    """A retry policy of one's own (docs/EXTENDING.md): a store keeps its class (the
+    codec's ``"policy"``), not only its fields."""
+
+    __slots__ = ()
 
 
 def _definition(task_id: str, schedule: Schedule | None = None, **fields: Any) -> Task:
@@ -79,6 +92,44 @@ def _snapshot(task: Task, status: TaskStatus = TaskStatus.SCHEDULED, **state: An
     }
     values.update(state)
     return TaskSnapshot(task=task, status=status, **values)
+
+
+def _changed_fields(saved: TaskSnapshot, loaded: TaskSnapshot) -> list[str]:
+    """Each field of ``saved`` that ``loaded`` does not give back equal, named
+    (``task.<field>`` for the definition's), with both values."""
+    pairs: list[tuple[str, tuple[Any, ...], tuple[Any, ...], str]] = [
+        (f"task.{name}", saved.task, loaded.task, name) for name in Task._fields
+    ]
+    pairs += [(name, saved, loaded, name) for name in TaskSnapshot._fields if name != "task"]
+    return [
+        f"{label}: saved {getattr(before, name)!r}, loaded {getattr(after, name)!r}"
+        for label, before, after, name in pairs
+        if getattr(before, name) != getattr(after, name)
+    ]
+
+
+def _assert_kept(saved: Sequence[TaskSnapshot], loaded: Sequence[TaskSnapshot]) -> None:
+    """Every snapshot of ``saved`` is in ``loaded`` (by task id), each field equal;
+    one AssertionError naming each task and field that is not."""
+    by_id = {snapshot.task.id: snapshot for snapshot in loaded}
+    problems = []
+    for snapshot in saved:
+        again = by_id.get(snapshot.task.id)
+        if again is None:
+            problems.append(f"task {snapshot.task.id!r} was saved and is not loaded back")
+        elif again != snapshot:
+            changed = "; ".join(_changed_fields(snapshot, again)) or "unequal"
+            problems.append(f"task {snapshot.task.id!r}: {changed}")
+    assert not problems, "\n".join(problems)
+
+
+def _save_each(store: TaskStore, snapshots: Sequence[TaskSnapshot]) -> None:
+    """Save each snapshot; a save that raises is an AssertionError naming its task."""
+    for snapshot in snapshots:
+        try:
+            store.save(snapshot)
+        except Exception as exc:
+            raise AssertionError(f"saving task {snapshot.task.id!r} raised {exc!r}") from exc
 
 
 def _record(task_id: str, n: int, **fields: Any) -> ExecutionRecord:
@@ -175,7 +226,7 @@ class TaskStoreContract:
         store.save(_snapshot(first, next_run_at=T0 + 120, run_count=1), _record("a", 1))
         loaded = self._again(store).load_all()
         assert [s.task.id for s in loaded] == ["a", "b"], "ordered by first save"
-        assert loaded[0] == _snapshot(first, next_run_at=T0 + 120, run_count=1), loaded[0]
+        _assert_kept([_snapshot(first, next_run_at=T0 + 120, run_count=1)], loaded[:1])
 
     def test_every_schedule_and_option_comes_back_equal(self) -> None:
         schedules: list[Schedule] = [
@@ -197,14 +248,17 @@ class TaskStoreContract:
             "depends_on": ("t0",),
         }
         tasks = [_definition(f"t{n}", schedule) for n, schedule in enumerate(schedules)]
-        tasks.append(_definition("options", FixedRate(60), **options))
-        tasks.append(_definition("overlap", FixedRate(60), overlap=Overlap.ALLOW, max_instances=2))
+        tasks += [
+            _definition("options", FixedRate(60), **options),
+            _definition("overlap", FixedRate(60), overlap=Overlap.ALLOW, max_instances=2),
+            _definition("isolation", FixedRate(60), isolation="process"),
+            _definition("action=None", FixedRate(60), action=None),  # a simulated task's
+            _definition("retry-subclass", FixedRate(60), retry=_OwnRetry(5, 2.0)),
+        ]
+        saved = [_snapshot(task) for task in tasks]
         store = self._open()
-        for task in tasks:
-            store.save(_snapshot(task))
-        loaded = {s.task.id: s.task for s in self._again(store).load_all()}
-        for task in tasks:
-            assert loaded.get(task.id) == task, f"saved {task!r}, loaded {loaded.get(task.id)!r}"
+        _save_each(store, saved)
+        _assert_kept(saved, self._again(store).load_all())
 
     def test_every_state_field_comes_back(self) -> None:
         store = self._open()
@@ -223,7 +277,53 @@ class TaskStoreContract:
         for snapshot in states:
             store.save(snapshot)
         loaded = self._again(store).load_all()
-        assert loaded == states, f"saved {states!r}, loaded {loaded!r}"
+        ids = [s.task.id for s in states]
+        got = [s.task.id for s in loaded]
+        assert got == ids, f"ordered by first save: saved {ids}, loaded {got}"
+        _assert_kept(states, loaded)
+
+    def test_every_status_comes_back(self) -> None:
+        store = self._open()
+        ended = (TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.CANCELLED)
+        states = [
+            _snapshot(
+                _definition(status.value),
+                status,
+                next_run_at=None if status in ended else T0 + 60,
+                running=status is TaskStatus.RUNNING,
+            )
+            for status in TaskStatus
+        ]
+        _save_each(store, states)
+        _assert_kept(states, self._again(store).load_all())
+
+    def test_waited_comes_back(self) -> None:
+        """``waited``: the slot an extra run (a ``run_now``, a catch-up) put off.
+        Recovery, and the other processes of a shared store, put it first again
+        (``slot_first``); a store that drops it makes the next start count the
+        schedule on from the extra run (a fixed-rate grid moves), and one that keeps
+        an old value after a save of None hands an old slot out again."""
+        store = self._open()
+        put_off = T0 + 120.25  # not a whole second: a store must keep it as it is
+        planned = [
+            _snapshot(_definition("run_now"), next_run_at=T0 + 5, waited=put_off),
+            _snapshot(_definition("paused"), TaskStatus.PAUSED, next_run_at=T0 + 5, waited=put_off),
+            _snapshot(_definition("none"), waited=None),
+        ]
+        _save_each(store, planned)
+        _save_each(store, [_snapshot(_definition("spent"), next_run_at=T0 + 5, waited=put_off)])
+        spent = _snapshot(_definition("spent"), next_run_at=put_off, run_count=1, waited=None)
+        _save_each(store, [spent])  # the extra run done: the schedule's own slot is next
+        loaded = self._again(store).load_all()
+        by_id = {snapshot.task.id: snapshot for snapshot in loaded}
+        for snapshot in [*planned, spent]:
+            again = by_id.get(snapshot.task.id)
+            kept = None if again is None else again.waited
+            assert kept == snapshot.waited, (
+                f"task {snapshot.task.id!r}: waited: saved {snapshot.waited!r}, loaded "
+                f"{kept!r} (the slot a run_now put off: recovery hands it out next)"
+            )
+        _assert_kept([*planned, spent], loaded)
 
     def test_delete_forgets_a_task_and_its_records(self) -> None:
         store = self._open()
