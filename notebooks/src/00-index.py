@@ -38,7 +38,7 @@
 # | [05 · Live control](05-live-control.ipynb) | a control panel over a running scheduler: pause and cancel by hand | 10 | **hands-on**: press the buttons |
 # | [06 · Persistence and shutdown](06-persistence-and-shutdown.ipynb) | the store seam, shutdown order, drain against drop, recovery | 15 | read and run |
 # | [07 · The interview, in 45 minutes](07-interview-walkthrough.ipynb) | the case at interview pace, with exercises checked by real tests | 45 (+15 homework) | **hands-on**: write code |
-# | [08 · Testing a scheduler](08-testing-a-scheduler.ipynb) | a fake clock as dependency injection, bounded waits, the tests that pin the hard promises, run with pytest | 20 | read and run, then break it |
+# | [08 · Testing a scheduler](08-testing-a-scheduler.ipynb) | a fake clock as dependency injection, bounded waits, the tests that pin the hard promises, run with pytest; your own jobs tested with the `Stepper` | 25 | read and run, then break it |
 # | [09 · The design lab](09-design-lab.ipynb) | eleven design decisions switched off one at a time: the consequence measured, and the test that catches it | 25 | read and run, with toggles |
 # | [10 · When one process is not enough](10-when-one-process-is-not-enough.ipynb) | N web workers, N runs; leases; the paused process that needs a fencing token; a simulated cluster, plotted; an idempotent sink; three real processes on one SQLite file | 25 | read and run |
 #

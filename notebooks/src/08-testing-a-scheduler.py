@@ -11,9 +11,11 @@
 # - write and run, with pytest, the tests that pin a scheduler's hard promises: an early
 #   insertion wakes the timer, fifty simultaneous tasks each run exactly once, a failure
 #   leaves its worker alive, a slow listener does not stall the timer, the hand-off queue
-#   is bounded.
+#   is bounded;
+# - test your own jobs, as your service registers them, with `lldsched.testing.Stepper`:
+#   a retry's backoff and the dead letter checked to the second, in milliseconds.
 #
-# **Minutes:** 20 (read and run; then break something in `lldsched` and watch a test fail).
+# **Minutes:** 25 (read and run; then break something in `lldsched` and watch a test fail).
 #
 # A scheduler is made of time and threads, the two things tests handle worst. Both are
 # tamed the same way: **make them parameters**. The scheduler never reads the time
@@ -26,6 +28,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -41,6 +44,7 @@ from lldsched import (
     TaskEvent,
     TaskStatus,
 )
+from lldsched.testing import Stepper
 
 # %% [markdown]
 # ## 1. The clock is a dependency: a twelve-hour delay tested in milliseconds
@@ -265,6 +269,7 @@ def test_a_full_hand_off_queue_keeps_due_work_in_the_heap() -> None:
 
 # %%
 import inspect
+import sys
 
 HEADER = """
 import threading
@@ -286,12 +291,13 @@ class Outcomes:
             self.by_test[report.nodeid.split("::")[-1]] = report.outcome
 
 
-def run_tests(*functions) -> tuple[int, dict[str, str]]:
-    """Run the test ``functions`` with pytest; return its exit code and each outcome."""
+def run_tests(*functions, header: str = HEADER) -> tuple[int, dict[str, str]]:
+    """Run the test ``functions`` (and the helpers among them) with pytest, under the
+    imports in ``header``; return pytest's exit code and each test's outcome."""
     outcomes = Outcomes()
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "test_scheduler_promises.py"
-        path.write_text(HEADER + "\n\n".join(inspect.getsource(f) for f in functions))
+        path.write_text(header + "\n\n".join(inspect.getsource(f) for f in functions))
         # Plain, short output: no colour codes (a notebook shows them as noise), -qq
         # leaves out the timing line, a failure shows its failed line and values
         # (--tb=short), and no summary repeats the outcomes listed below (-rN).
@@ -299,6 +305,9 @@ def run_tests(*functions) -> tuple[int, dict[str, str]]:
         options = ["-qq", "--color=no", "--no-header", "--tb=short", "-rN"]
         options += ["-p", "no:cacheprovider", "-p", "no:nbval"]
         exit_code = pytest.main([str(path), *options, "--rootdir", directory], plugins=[outcomes])
+        # pytest imported the file as a module of that name: forget it, so the next run
+        # (section 4's, or this cell run again) imports its own file, not this one.
+        sys.modules.pop(path.stem, None)
     return int(exit_code), outcomes.by_test
 
 
@@ -316,7 +325,123 @@ for name, outcome in outcomes.items():
 print("pytest exit code:", exit_code, "(0: every test passed)")
 
 # %% [markdown]
-# ## 4. Break it and watch
+# ## 4. Testing your own jobs: `lldsched.testing.Stepper`
+#
+# Sections 1 to 3 tested the scheduler. Your service tests something else: *its* jobs, as
+# its own code registers them. Here is a service's job and its registration: it syncs
+# orders every quarter of an hour, retries a failed sync twice (30 s, then 60 s later),
+# and a slot whose retries run out puts the task in the dead letter. In the test the
+# orders API is down.
+
+
+# %%
+def sync_orders() -> None:
+    """The service's job; here, the orders API is down."""
+    raise ConnectionError("orders API is down")
+
+
+def register_jobs(scheduler: Scheduler) -> None:
+    """The service's registration, as it ships."""
+    retry = RetryPolicy(max_attempts=3, initial_backoff=30, fail_after_given_up=1)
+    scheduler.schedule("sync", sync_orders, "*/15 * * * *", id="sync", retry=retry)
+
+
+def hhmmss(instant: float) -> str:
+    return f"{datetime.fromtimestamp(instant, UTC):%H:%M:%S}"
+
+
+# %% [markdown]
+# What a test wants to say: "from 12:00, the 12:15 sync fails, is retried at 12:15:30 and
+# at 12:16:30, and then the task is in the dead letter". `FakeClock.advance` alone cannot
+# say it: it leaps straight to the target, so the slot due on the way starts late, at
+# the end of the leap, and each retry it queues needs another advance and another wait.
+
+# %% tags=["nbval-check-output"]
+clock = FakeClock(datetime(2026, 3, 28, 12, tzinfo=UTC))
+with Scheduler(clock=clock, history_limit=None) as scheduler:
+    register_jobs(scheduler)
+    clock.advance(20 * 60)  # to 12:20, in one leap
+    assert scheduler.wait_idle(timeout=5)
+    for record in scheduler.records():
+        print(f"due {hhmmss(record.due)}, started {hhmmss(record.started)}: {record.outcome.value}")
+    retry = scheduler.task("sync").next_run_at
+    print(f"now {hhmmss(clock.now())}; the retry, due {hhmmss(retry)}, waits for another advance")
+
+# %% [markdown]
+# `Stepper` steps a real `Scheduler` on a `FakeClock` through **each due instant** in
+# order: `steps.advance(seconds)` sets the clock to the next due time, waits until the runs
+# due then have finished and your listeners have heard them, and goes on, so a retry is
+# visited at its failure plus its backoff, as in production. Every wait is bounded (5 real
+# seconds per instant by default): a job that blocks fails the test with a
+# `SettleTimeoutError` naming it, instead of hanging the suite. The stepper decides
+# nothing; the scheduler's timer, workers and retry rules do, as they will in production.
+# `history_limit=None` keeps every record (by default the latest 100 of each task).
+
+
+# %%
+def sync_attempts_from_noon(minutes: int) -> tuple[list[str], list[str]]:
+    """The sync's attempts over ``minutes`` from 12:00, and the dead letter then."""
+    clock = FakeClock(datetime(2026, 3, 28, 12, tzinfo=UTC))
+    scheduler = Scheduler(clock=clock, history_limit=None)
+    register_jobs(scheduler)
+    with Stepper(scheduler) as steps:  # starts the scheduler; shuts it down at the end
+        steps.advance(timedelta(minutes=minutes))
+        attempts = [
+            f"{hhmmss(record.started)} attempt {record.attempt}: {record.outcome.value}"
+            for record in steps.records("sync")
+        ]
+        return attempts, scheduler.dead_letter()
+
+
+def test_a_failing_sync_retries_with_backoff_then_lands_in_the_dead_letter() -> None:
+    attempts, dead_letter = sync_attempts_from_noon(20)
+    assert attempts == [
+        "12:15:00 attempt 1: failed",
+        "12:15:30 attempt 2: failed",  # 30 s of backoff
+        "12:16:30 attempt 3: given_up",  # 60 s more: the slot is given up
+    ]
+    assert dead_letter == ["sync"]  # fail_after_given_up=1: one given-up slot is enough
+
+
+# %% [markdown]
+# Deterministic and fast: the same twenty minutes stepped ten times give the same attempts
+# at the same seconds every time, in a few milliseconds each, and pytest runs the test as
+# it runs the others (with the helpers it calls, under their imports).
+
+# %% tags=["nbval-check-output"]
+began = time.perf_counter()
+runs = [sync_attempts_from_noon(20) for _ in range(10)]
+elapsed = time.perf_counter() - began
+attempts, dead_letter = runs[0]
+print(*attempts, sep="\n")
+print("dead letter:", dead_letter)
+print("the same in all ten runs:", all(run == runs[0] for run in runs))
+print("ten runs of twenty minutes took less than a second:", elapsed < 1)
+exit_code, outcomes = run_tests(
+    sync_orders,
+    register_jobs,
+    hhmmss,
+    sync_attempts_from_noon,
+    test_a_failing_sync_retries_with_backoff_then_lands_in_the_dead_letter,
+    header=HEADER + "from datetime import UTC, datetime, timedelta\n"
+    "from lldsched.testing import Stepper\n",
+)
+for name, outcome in outcomes.items():
+    print(f"{outcome:6}  {name}")
+print("pytest exit code:", exit_code)
+
+# %% [markdown]
+# **When the Simulation is the better tool.** On the manual clock a run takes no time:
+# the clock stands still while the action runs on its worker, so durations, overruns,
+# lateness under load and a timeout reached by the clock never happen. And every due
+# instant is a step: a day of a 15-minute job is 96 steps, a year of a one-second
+# heartbeat 31 million. For load, lateness, overruns and long horizons use the
+# `Simulation` (notebook 04): the same state machine on virtual time, durations from
+# models. The Stepper is for what your jobs and their registration promise; the
+# repository's docs/TESTING.md has more examples (a cron job across a DST night, pausing
+# for maintenance, a listener that pages, a job that hangs).
+#
+# ## 5. Break it and watch
 #
 # On Binder (and after `make install`), `lldsched` is installed *editable*: the package
 # imported here is the source in `lldsched/`. Open `lldsched/core/duequeue.py`, make
@@ -327,7 +452,8 @@ print("pytest exit code:", exit_code, "(0: every test passed)")
 # parked, and nothing wakes it). In section 3 the parked-timer test fails, and says why
 # ("the timer slept on"); three more fail with it, each after its 5 s bound, because every
 # task scheduled while the timer is parked needs that wake-up. Only the listener test
-# passes: its clock's `advance` wakes the timer itself. Undo the edit afterwards.
+# passes: its clock's `advance` wakes the timer itself; so does section 4's, for the
+# stepper moves the clock too. Undo the edit afterwards.
 # The repository's own suite (`make test`) holds these tests and more than 1,500 others.
 #
 # ## Check yourself
@@ -338,6 +464,8 @@ print("pytest exit code:", exit_code, "(0: every test passed)")
 #    waiting forever?
 # 3. Which line of the scheduler does the parked-timer test protect, and what would a
 #    scheduler that polls every second do to it?
+# 4. Why does the sync's test step with `Stepper.advance` rather than `FakeClock.advance`,
+#    and when do you test with the Simulation instead?
 #
 # <details><summary>Answers</summary>
 #
@@ -349,6 +477,10 @@ print("pytest exit code:", exit_code, "(0: every test passed)")
 #    second passes it too: its urgent task starts less than a second late, inside the
 #    test's bound. This test pins the wake-up; what catches a poll is a test of what the
 #    idle timer does (09, section 1: the deadline it parks with, and its wake-ups).
+# 4. `FakeClock.advance` leaps: the slot due on the way runs late, at the end, and
+#    its retries wait for another advance. `Stepper.advance` visits each due instant in
+#    order and waits, bounded, until its runs have finished. The Simulation, when runs
+#    must take time (durations, overruns, lateness) or the horizon is long.
 #
 # </details>
 #
