@@ -417,6 +417,8 @@ print(*attempts, sep="\n")
 print("dead letter:", dead_letter)
 print("the same in all ten runs:", all(run == runs[0] for run in runs))
 print("ten runs of twenty minutes took less than a second:", elapsed < 1)
+
+# %%
 exit_code, outcomes = run_tests(
     sync_orders,
     register_jobs,
@@ -426,9 +428,11 @@ exit_code, outcomes = run_tests(
     header=HEADER + "from datetime import UTC, datetime, timedelta\n"
     "from lldsched.testing import Stepper\n",
 )
+
+# %% tags=["nbval-check-output"]
 for name, outcome in outcomes.items():
     print(f"{outcome:6}  {name}")
-print("pytest exit code:", exit_code)
+print("pytest exit code:", exit_code, "(0: the test passed)")
 
 # %% [markdown]
 # **When the Simulation is the better tool.** On the manual clock a run takes no time:
