@@ -91,7 +91,11 @@ _REASONS = {
     "cancelled": "CancelledError: task cancelled",
     "paused": "CancelledError: task paused",
     "shutdown": "CancelledError: scheduler shut down",
+    # The core's record of such a run replaces it with its own, naming the slot
+    # (core/overlapping.py, the one rule); this is what the runner hands it.
+    "overlap": "CancelledError: cancelled by a newer run (Overlap.CANCEL_OTHER)",
 }
+"""The error text of a run the scheduler cancelled, by reason (not the timeout's)."""
 
 
 def is_loop_action(action: object) -> bool:
@@ -531,7 +535,7 @@ def _cancelled_outcome(flight: _Flight) -> tuple[str | None, str | None, bool]:
     if reason == "timeout":
         timeout = flight.run.task.timeout
         return f"TimeoutError: cancelled at its {timeout:g} s timeout", None, True
-    return _REASONS.get(reason, reason), None, False
+    return _REASONS.get(reason) or f"CancelledError: {reason}", None, False
 
 
 _OTHER_LOOP = ("attached to a different loop", "bound to a different event loop")
