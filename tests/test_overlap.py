@@ -309,6 +309,51 @@ def test_cancel_other_cancels_a_coroutine_run_for_real(
     settle(scheduler)
 
 
+@pytest.mark.parametrize("kind", ["thread", "coroutine"])
+def test_a_run_cancel_other_cut_says_why_as_any_cancellation_and_frames_count_it_cancelled(
+    make_scheduler: SchedulerFactory, clock: FakeClock, log: EventLog, kind: str
+) -> None:
+    pytest.importorskip("pandas")
+    from lldsched.views.frames import task_summary, to_frame
+
+    starts = _Starts()
+
+    def cooperative(ctx: RunContext) -> None:
+        starts.started()
+        ctx.wait(5)
+
+    async def slow() -> None:
+        starts.started()
+        await asyncio.sleep(60)  # only the cancellation ends it
+
+    action: Any = cooperative if kind == "thread" else slow
+    scheduler = make_scheduler(clock=clock, listeners=[log], workers=2)
+    scheduler.schedule("job", action, FixedRate(10), overlap=Overlap.CANCEL_OTHER)
+    assert starts.wait_start()
+    clock.advance(10)
+    cancelled = _decided(log, Outcome.CANCELLED)
+    assert cancelled is not None and cancelled.record is not None
+    assert cancelled.record.error == (
+        f"OverlapCancelled: Overlap.CANCEL_OTHER, slot {T0 + 10!r} came due while it ran"
+    )
+    assert starts.wait_start()
+    scheduler.cancel("task-1")
+    settle(scheduler)
+    records = log.runs("job")
+    assert [r.error for r in records] == [
+        cancelled.record.error,
+        "CancelledError: task cancelled" if kind == "coroutine" else None,
+    ]
+    frame = to_frame(records)
+    assert list(frame["outcome"]) == ["cancelled", "failed" if kind == "coroutine" else "ok"]
+    summary = task_summary(frame).iloc[0]
+    assert (summary["runs"], summary["cancelled"], summary["failed"]) == (
+        2,
+        1,
+        1 if kind == "coroutine" else 0,
+    )
+
+
 def test_buffer_one_on_threads_starts_one_run_for_the_latest_slot_when_the_run_ends(
     make_scheduler: SchedulerFactory, clock: FakeClock, log: EventLog
 ) -> None:

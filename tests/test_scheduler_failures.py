@@ -181,3 +181,57 @@ def test_a_store_that_raises_mid_run_is_logged_and_the_scheduler_carries_on(
     snapshot = store.get(task.id)
     assert snapshot is not None and snapshot.status is TaskStatus.SUCCEEDED
     assert f"failed (a save of {task.id})" in caplog.text
+
+
+class _InterruptingStore(InMemoryTaskStore):
+    """Raises ``error`` (a BaseException that is not an Exception) from ``save`` while
+    ``armed`` holds statuses, for a snapshot with one of them."""
+
+    def __init__(self, error: type[BaseException]) -> None:
+        super().__init__()
+        self.error = error
+        self.armed: set[TaskStatus] = set()
+
+    def save(self, snapshot, record=None):  # type: ignore[no-untyped-def]
+        if snapshot.status in self.armed:
+            raise self.error("raised inside save")
+        super().save(snapshot, record)
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt, SystemExit])
+def test_a_save_raising_a_base_exception_in_a_worker_leaves_the_worker_alive_and_the_run_settled(
+    make_scheduler: SchedulerFactory,
+    clock: FakeClock,
+    log: EventLog,
+    caplog: pytest.LogCaptureFixture,
+    error: type[BaseException],
+) -> None:
+    store = _InterruptingStore(error)
+    store.armed = {TaskStatus.RUNNING, TaskStatus.SUCCEEDED}  # the worker's saves
+    scheduler = make_scheduler(clock=clock, store=store, listeners=[log], workers=1)
+    with caplog.at_level(logging.ERROR, logger="lldsched"):
+        first = scheduler.schedule("first", lambda: "one", OneTime(delay=0))
+        settle(scheduler)  # hung until its timeout: the worker died with the run unsettled
+        second = scheduler.schedule("second", lambda: "two", OneTime(delay=0))
+        settle(scheduler)  # ran: the one worker is still there
+    assert first.status is TaskStatus.SUCCEEDED and second.status is TaskStatus.SUCCEEDED
+    assert [r.result for r in log.runs("first")] == ["'one'"]
+    assert [r.result for r in log.runs("second")] == ["'two'"]
+    assert f"failed (a save of {first.id})" in caplog.text and error.__name__ in caplog.text
+
+
+def test_a_save_raising_keyboard_interrupt_on_the_main_thread_reaches_the_caller_the_change_kept(
+    make_scheduler: SchedulerFactory, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = _InterruptingStore(KeyboardInterrupt)
+    scheduler = make_scheduler(clock=clock, store=store)
+    task = scheduler.schedule("later", lambda: None, OneTime(delay=60))
+    store.armed = {TaskStatus.PAUSED}
+    with caplog.at_level(logging.ERROR, logger="lldsched"), pytest.raises(KeyboardInterrupt):
+        scheduler.pause(task.id)
+    assert task.status is TaskStatus.PAUSED  # the registry holds the change
+    assert f"failed (a save of {task.id})" in caplog.text
+    store.armed = set()
+    scheduler.resume(task.id)  # the scheduler is usable after the interrupt
+    stored = store.get(task.id)
+    assert stored is not None and stored.status is TaskStatus.SCHEDULED

@@ -348,3 +348,94 @@ def timed_shutdown_without_drain(scheduler: Scheduler, timeout: float) -> tuple[
     began = time.monotonic()
     stopped = scheduler.shutdown(drain=False, timeout=timeout)
     return stopped, time.monotonic() - began
+
+
+async def awaits_a_thread(started: threading.Event, release: threading.Event) -> None:
+    """Awaits a blocking call on the loop's executor that ends once ``release`` is set."""
+    await asyncio.to_thread(_blocks_until, started, release)
+
+
+def _blocks_until(started: threading.Event, release: threading.Event) -> None:
+    started.set()
+    release.wait(HANG)
+
+
+def _to_thread_calls(scheduler: Scheduler) -> list[threading.Thread]:
+    prefix = f"lldsched-{scheduler.name}-loop-to-thread_"
+    return [t for t in threading.enumerate() if t.name.startswith(prefix)]
+
+
+def test_a_to_thread_call_still_running_at_shutdown_is_waited_for_within_its_timeout(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The cancelled coroutine was recorded, but the thread it awaited runs on: shutdown
+    waits for it until its timeout, then returns False and says so (it returned True,
+    the thread left running on a closed loop's executor)."""
+    started, release = threading.Event(), threading.Event()
+    scheduler = Scheduler(workers=1, clock=FakeClock(T0)).start()
+    task = scheduler.schedule(
+        "offload", awaits_a_thread, OneTime(delay=0), args=(started, release),
+        retry=RetryPolicy(max_attempts=1),
+    )  # fmt: skip
+    assert started.wait(5)
+    try:
+        with caplog.at_level(logging.WARNING, logger="lldsched"):
+            stopped, took = timed_shutdown(scheduler, timeout=0.5)
+        assert not stopped and took < BOUND
+        assert [t.is_alive() for t in _to_thread_calls(scheduler)] == [True]
+        assert "asyncio.to_thread calls of coroutine runs still going" in caplog.text
+        assert [r.error for r in task.history] == ["CancelledError: scheduler shut down"]
+    finally:
+        release.set()
+    assert scheduler.shutdown(timeout=5)  # a second shutdown waits for what is left
+    assert _to_thread_calls(scheduler) == []
+
+
+async def awaits_a_thread_that_checks(
+    started: threading.Event, release: threading.Event, returned: threading.Event, seen: list[bool]
+) -> None:
+    """As :func:`awaits_a_thread`; once released, the call waits (bounded) for
+    ``returned`` and notes in ``seen`` whether shutdown had returned by its end."""
+
+    def call() -> None:
+        _blocks_until(started, release)
+        returned.wait(0.5)  # set at once when shutdown returns without waiting for it
+        seen.append(returned.is_set())
+
+    await asyncio.to_thread(call)
+
+
+def test_a_to_thread_call_that_ends_within_the_timeout_is_waited_for() -> None:
+    """A call still running when its coroutine is cancelled, ending within the timeout,
+    is over before shutdown returns True: it never outlives the scheduler (the call
+    saw shutdown return while it still ran)."""
+    started, release, returned = threading.Event(), threading.Event(), threading.Event()
+    seen: list[bool] = []
+    scheduler = Scheduler(workers=1, clock=FakeClock(T0)).start()
+    task = scheduler.schedule(
+        "offload", awaits_a_thread_that_checks, OneTime(delay=0),
+        args=(started, release, returned, seen), retry=RetryPolicy(max_attempts=1),
+    )  # fmt: skip
+    assert started.wait(5)
+    scheduler.cancel(task.id)  # the coroutine ends; the thread it awaited runs on
+    wait_until(lambda: bool(task.history), timeout=5, what="the cancelled run's record")
+    loop_thread = next(
+        t for t in threading.enumerate() if t.name == f"lldsched-{scheduler.name}-loop"
+    )
+
+    # Released once the loop thread ended: past the loop's close, where a shutdown
+    # that did not wait for the call returned.
+    def release_once_the_loop_ended() -> None:
+        loop_thread.join(HANG)
+        release.set()
+
+    watcher = threading.Thread(target=release_once_the_loop_ended)
+    watcher.start()
+    try:
+        assert scheduler.shutdown(timeout=BOUND)
+        returned.set()
+        assert seen == [False]  # over before shutdown returned
+    finally:
+        release.set()
+        returned.set()
+        watcher.join(HANG)

@@ -143,7 +143,7 @@ class StatusVerbs(CoreParts):
         if self._store is not None:
             try:
                 self._store.delete(task_id)
-            except Exception as exc:  # the registry stays authoritative (core/storewrites.py)
+            except BaseException as exc:  # the registry stays authoritative (core/storewrites.py)
                 store_failed(self._writes, exc, "delete", task_id)
             else:
                 store_written(self._writes, "delete")

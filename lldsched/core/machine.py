@@ -722,7 +722,7 @@ class SchedulerCore(
         if self._store is not None:
             try:
                 self._store.save(self._snapshot(task), record)
-            except Exception as exc:  # the registry stays authoritative (core/storewrites.py)
+            except BaseException as exc:  # the registry stays authoritative (core/storewrites.py)
                 store_failed(self._writes, exc, "save", task.id)
             else:  # store_written, inlined: one attribute test a write while none failed
                 writes = self._writes

@@ -52,6 +52,7 @@ warning per transition is the flood this replaces).
 from __future__ import annotations
 
 import logging
+import threading
 
 from lldsched.errors import StoreClosedError
 from lldsched.persistence import TaskStore
@@ -89,7 +90,7 @@ class StoreWrites:
         self.missed = 0  # calls a closed store refused: writes, and a shared store's reads
         self.outage: Outage | None = None  # the store is failing: what, how often (None: not)
 
-    def failed(self, error: Exception, verb: str, task_id: str) -> None:
+    def failed(self, error: BaseException, verb: str, task_id: str) -> None:
         """A write of ``task_id`` (``verb``: ``"save"`` or ``"delete"``) raised ``error``
         after the change it describes was made: logged once an outage (called in an
         ``except`` block)."""
@@ -105,7 +106,7 @@ class StoreWrites:
         if not self.found_closed(error, doing):
             self._count(error, kind=kind, doing=doing, writes=writes)
 
-    def _count(self, error: Exception, *, kind: str, doing: str, writes: int) -> None:
+    def _count(self, error: BaseException, *, kind: str, doing: str, writes: int) -> None:
         outage = self.outage
         if outage is None:
             outage = self.outage = Outage(kind)
@@ -141,7 +142,7 @@ class StoreWrites:
             outage.writes,
         )
 
-    def found_closed(self, error: Exception, doing: str) -> bool:
+    def found_closed(self, error: BaseException, doing: str) -> bool:
         """True if ``error`` says the store is closed (then logged here: at error level
         the first time, naming the store and what to do, at debug level after); False
         for any other error, which the caller logs as it always did.  ``doing`` is
@@ -181,11 +182,23 @@ def check_store(writes: StoreWrites | None, verb: str, task_id: str) -> None:
         writes.check_open(verb, task_id)
 
 
-def store_failed(writes: StoreWrites | None, error: Exception, verb: str, task_id: str) -> None:
+def store_failed(writes: StoreWrites | None, error: BaseException, verb: str, task_id: str) -> None:
     """A core's write that failed after the change it describes was made: logged by
-    :meth:`StoreWrites.failed` (called in an ``except`` block, so with a store)."""
+    :meth:`StoreWrites.failed` (called in an ``except BaseException`` block, so with a
+    store).
+
+    A ``BaseException`` that is not an ``Exception`` (a ``KeyboardInterrupt`` or
+    ``SystemExit`` raised inside ``save`` or ``delete``) is a failed write like any
+    other, logged the same way; then, on the main thread only, it is raised again: the
+    user's Ctrl-C or exit reaches them (the registry holds the change already).  On any
+    other thread (a worker, the timer, the coroutine loop) it stops there: that thread
+    goes on and its run is settled, as an action's own ``KeyboardInterrupt`` is a
+    failed run (docs/DECISIONS.md, "A store's save that raises a BaseException").
+    """
     assert writes is not None  # a core makes one with its store
     writes.failed(error, verb, task_id)
+    if not isinstance(error, Exception) and threading.current_thread() is threading.main_thread():
+        raise error
 
 
 def store_written(writes: StoreWrites | None, verb: str) -> None:

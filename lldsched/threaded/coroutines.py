@@ -40,7 +40,13 @@ durable store keeps them due), drops the loop tasks that never began (they stay
 SCHEDULED), stops the loop and closes it.  A coroutine that swallows its
 cancellation and is still running then is recorded cancelled by shutdown and left
 behind on the closed loop (asyncio logs "Task was destroyed but it is pending!" when
-it is collected; its close is not reported as a second failure).
+it is collected; its close is not reported as a second failure).  Then shutdown waits, within
+the same timeout, for the ``asyncio.to_thread`` calls (``run_in_executor(None, ...)``)
+still running on the loop's default executor, which the runner owns (threads
+``lldsched-<name>-loop-to-thread_N``): a cancelled coroutine does not stop the thread
+it awaited, and nothing can.  Calls not started are dropped; one still running when
+the timeout runs out is left to end on its own (shutdown returns False, as for any
+thread it leaves running).  ``timeout=None`` waits for them, as ``asyncio.run`` does.
 
 **Threads and the lock.**  Everything here but the loop-only fields is guarded by
 the scheduler's one lock (passed in): the timer and the workers hand over under
@@ -59,6 +65,7 @@ import logging
 import threading
 from asyncio import Task
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from contextvars import Context
 from inspect import CO_COROUTINE
 from types import CodeType, CoroutineType
@@ -91,7 +98,11 @@ _REASONS = {
     "cancelled": "CancelledError: task cancelled",
     "paused": "CancelledError: task paused",
     "shutdown": "CancelledError: scheduler shut down",
+    # The core's record of such a run replaces it with its own, naming the slot
+    # (core/overlapping.py, the one rule); this is what the runner hands it.
+    "overlap": "CancelledError: cancelled by a newer run (Overlap.CANCEL_OTHER)",
 }
+"""The error text of a run the scheduler cancelled, by reason (not the timeout's)."""
 
 
 def is_loop_action(action: object) -> bool:
@@ -165,6 +176,11 @@ class CoroutineRunner:
         # waiter, and takes the lock back within its time (lldsched.threaded.deadline).
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        # The loop's default executor (asyncio.to_thread), made with the loop, and the
+        # thread shutdown() waits for its calls on (None until then; only shutdown(),
+        # one at a time, touches it).
+        self._executor: ThreadPoolExecutor | None = None
+        self._calls_joiner: threading.Thread | None = None
         self._waiting: collections.deque[Entry | _Flight] = collections.deque()
         # Begun flights by id(run): runs of one task may overlap (lldsched.policies.Overlap).
         self._flights: dict[int, _Flight] = {}
@@ -183,7 +199,15 @@ class CoroutineRunner:
 
     @property
     def alive(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        """True while the loop thread, or a call of the loop's executor, still runs."""
+        return (self._thread is not None and self._thread.is_alive()) or self.calls_running
+
+    @property
+    def calls_running(self) -> bool:
+        """True while shutdown() waits for an ``asyncio.to_thread`` call, or left one
+        running at its timeout (read without the lock: a thread's liveness)."""
+        joiner = self._calls_joiner
+        return joiner is not None and joiner.is_alive()
 
     def on_loop_thread(self) -> bool:
         """True when the caller runs on this runner's loop thread (a coroutine run, or
@@ -297,7 +321,26 @@ class CoroutineRunner:
                 loop.call_soon_threadsafe(loop.stop)
             left = deadline.remaining()  # a loop not blocked stops in a moment: LOCK_GRACE
             thread.join(grace if left is None else max(left, LOCK_GRACE))
-        return not thread.is_alive()
+        return self._join_calls(deadline) and not thread.is_alive()
+
+    def _join_calls(self, deadline: Deadline) -> bool:
+        """Wait until ``deadline`` (``None``: for as long as they run) for the calls
+        still running on the loop's executor, once their coroutines are over: True when
+        none is left.  The calls not started yet are dropped first.  Idempotent."""
+        executor = self._executor
+        if executor is None:
+            return True
+        if self._calls_joiner is None:
+            executor.shutdown(wait=False, cancel_futures=True)
+            joiner = threading.Thread(
+                target=executor.shutdown, name=f"{self._name}-executor-join", daemon=True
+            )
+            self._calls_joiner = joiner
+            joiner.start()
+        joiner = self._calls_joiner
+        left = deadline.remaining()
+        joiner.join(None if left is None else max(left, LOCK_GRACE))
+        return not joiner.is_alive()
 
     def _wait_settled(self, deadline: Deadline) -> bool:
         """Wait until no flight is in flight or waiting, or ``deadline`` passes (caller
@@ -329,6 +372,11 @@ class CoroutineRunner:
 
     def _start_loop(self) -> None:
         loop = asyncio.new_event_loop()
+        # Its own default executor, so that shutdown can wait for its calls within its
+        # timeout (3.11's loop.shutdown_default_executor() takes no timeout, and joins
+        # its thread unbounded even when cancelled) and name their threads.
+        self._executor = ThreadPoolExecutor(thread_name_prefix=f"{self._name}-to-thread")
+        loop.set_default_executor(self._executor)
         thread = threading.Thread(target=self._serve, args=(loop,), name=self._name)
         thread.daemon = True
         self._loop, self._thread = loop, thread
@@ -531,7 +579,7 @@ def _cancelled_outcome(flight: _Flight) -> tuple[str | None, str | None, bool]:
     if reason == "timeout":
         timeout = flight.run.task.timeout
         return f"TimeoutError: cancelled at its {timeout:g} s timeout", None, True
-    return _REASONS.get(reason, reason), None, False
+    return _REASONS.get(reason) or f"CancelledError: {reason}", None, False
 
 
 _OTHER_LOOP = ("attached to a different loop", "bound to a different event loop")

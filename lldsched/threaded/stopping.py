@@ -249,6 +249,8 @@ class Stopping(SchedulerParts):
             left = [f"runs still going: {', '.join(going)}"] if going else []
         if self._dispatcher.busy:
             left.append("listeners still receiving events")
+        if self._coroutines.calls_running:
+            left.append("asyncio.to_thread calls of coroutine runs still going")
         if flushing:
             left.append("the store still writing the settles held back for a batch")
         log.warning(
