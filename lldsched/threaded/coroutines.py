@@ -193,11 +193,6 @@ class CoroutineRunner:
         self._flush_sent = False
 
     @property
-    def thread(self) -> threading.Thread | None:
-        """The thread it runs on (None before it starts)."""
-        return self._thread
-
-    @property
     def alive(self) -> bool:
         """True while the loop thread, or a call of the loop's executor, still runs."""
         return (self._thread is not None and self._thread.is_alive()) or self.calls_running

@@ -199,7 +199,7 @@ class Stopping(SchedulerParts):
         return (
             self._pool.is_worker(thread)
             or thread is self._dispatcher.thread
-            or thread is self._coroutines.thread
+            or self._coroutines.on_loop_thread()
         )
 
     def _settle_dropped(self, dropped: list[Entry]) -> None:
