@@ -26,7 +26,8 @@ durations, lateness under load and week-long horizons are the
 which).
 
 A stepper is driven from one thread, the test's: ``advance`` from inside an action or
-a listener would wait for itself.
+a listener would wait for itself, so it raises
+:class:`~lldsched.errors.SchedulerStateError` there (``wait_idle``'s rule).
 """
 
 from __future__ import annotations

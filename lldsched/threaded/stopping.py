@@ -350,7 +350,9 @@ class Stopping(SchedulerParts):
         Made for tests and demos on a :class:`~lldsched.clock.FakeClock`:
         ``clock.advance(30); scheduler.wait_idle()`` (which runs what is due at the
         new now, all at that instant; :class:`lldsched.testing.Stepper` visits each
-        due instant in turn).
+        due instant in turn).  Called from one of the scheduler's own threads (an
+        action, a listener, a coroutine run) it raises
+        :class:`~lldsched.errors.SchedulerStateError`: it would wait for itself.
         """
         return self._wait(timeout, drained=False)
 
@@ -364,6 +366,7 @@ class Stopping(SchedulerParts):
         settled yet; and none of this process's runs in flight.
 
         With recurring tasks this only returns once they are cancelled or paused.
+        Raises from the scheduler's own threads, as :meth:`wait_idle` does.
         """
         return self._wait(timeout, drained=True)
 
@@ -373,8 +376,15 @@ class Stopping(SchedulerParts):
         due at once) has made work due, and that work is waited for too, in the same
         ``timeout``; so a True is true when it is returned (``lldsched.testing`` builds
         on it)."""
-        name = "wait_drained() timeout" if drained else "wait_idle() timeout"
-        wait = seconds(timeout, name=name, at_least=0)
+        verb = "wait_drained()" if drained else "wait_idle()"
+        wait = seconds(timeout, name=f"{verb} timeout", at_least=0)
+        if self._own_thread():  # its own run (or delivery) is never over while it waits
+            raise SchedulerStateError(
+                f"{verb} was called from one of this scheduler's own threads "
+                f"({threading.current_thread().name}: an action, a listener or a "
+                "coroutine run), so it would wait for itself until its timeout.  Call "
+                "it from the thread that drives the scheduler (a test, a demo, a script)"
+            )
         deadline = time.monotonic() + wait
         while True:
             with self._lock:

@@ -1,0 +1,108 @@
+"""``wait_idle()``, ``wait_drained()`` and the Stepper called from the scheduler's own
+threads: they raise at once instead of waiting, until their timeout, for a run or a
+delivery that is the caller itself."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from lldsched import (
+    FakeClock,
+    OneTime,
+    Scheduler,
+    SchedulerStateError,
+    TaskEvent,
+    TaskStatus,
+)
+from lldsched.testing import Stepper
+from tests.conftest import SchedulerFactory, settle
+
+WAITS: dict[str, Callable[[Scheduler], object]] = {
+    "wait_idle()": lambda scheduler: scheduler.wait_idle(timeout=30),
+    "wait_drained()": lambda scheduler: scheduler.wait_drained(timeout=30),
+}
+
+
+@pytest.mark.parametrize("verb", sorted(WAITS))
+def test_a_wait_for_quiet_from_an_action_raises_naming_the_thread(
+    make_scheduler: SchedulerFactory, clock: FakeClock, verb: str
+) -> None:
+    scheduler = make_scheduler(clock=clock)
+    raised: list[BaseException] = []
+
+    def waits() -> None:
+        try:
+            WAITS[verb](scheduler)
+        except SchedulerStateError as exc:
+            raised.append(exc)
+
+    task = scheduler.schedule("waits", waits, OneTime(delay=0))
+    settle(scheduler)  # it waited 30 s for itself before: this settle timed out at 5
+    (error,) = raised
+    assert str(error).startswith(f"{verb} was called from one of this scheduler's own threads")
+    assert "lldsched-" in str(error)  # the worker's name
+    assert task.history[0].ok  # the action went on and returned
+
+
+def test_a_wait_for_quiet_from_a_listener_raises_and_delivery_goes_on(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    scheduler = make_scheduler(clock=clock)
+    raised: list[BaseException] = []
+    heard: list[str] = []
+
+    def listener(event: TaskEvent) -> None:
+        heard.append(event.name)
+        if event.status is TaskStatus.SUCCEEDED:
+            try:
+                scheduler.wait_idle(timeout=30)
+            except SchedulerStateError as exc:
+                raised.append(exc)
+
+    scheduler.add_listener(listener)
+    scheduler.schedule("first", lambda: None, OneTime(delay=0))
+    settle(scheduler)
+    scheduler.schedule("second", lambda: None, OneTime(delay=0))
+    settle(scheduler)
+    assert len(raised) == 2 and "own threads" in str(raised[0])
+    assert heard == ["first", "first", "first", "second", "second", "second"]
+
+
+def test_a_wait_for_quiet_from_a_coroutine_run_raises(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    scheduler = make_scheduler(clock=clock)
+    raised: list[BaseException] = []
+
+    async def waits() -> None:
+        try:
+            scheduler.wait_idle(timeout=30)
+        except SchedulerStateError as exc:
+            raised.append(exc)
+
+    scheduler.schedule("waits", waits, OneTime(delay=0))
+    settle(scheduler)
+    (error,) = raised
+    assert str(error).startswith("wait_idle() was called from one of this scheduler's own")
+
+
+def test_a_stepper_advanced_from_an_action_raises_and_leaves_the_clock_where_it_was(
+    clock: FakeClock,
+) -> None:
+    raised: list[BaseException] = []
+    with Stepper(Scheduler(clock=clock)) as steps:
+        start = steps.now
+
+        def steps_itself() -> None:
+            try:
+                steps.advance(60)
+            except SchedulerStateError as exc:
+                raised.append(exc)
+
+        steps.scheduler.schedule("steps", steps_itself, OneTime(delay=0))
+        steps.settle()
+        assert steps.now == start  # the clock did not move
+    (error,) = raised
+    assert "wait_idle() was called from one of this scheduler's own threads" in str(error)
