@@ -40,8 +40,6 @@ from lldsched.views import VIEWS_EXTRA
 
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
-# In the tree, not in the sdist: the CI script and git's own file.
-NOT_IN_SDIST = {".ci/run", ".gitignore"}
 # Imported by a module of an extra and installed by one of that extra's requirements.
 PROVIDED_BY = {"IPython": "ipywidgets"}
 # Which extra brings what the modules of each folder import.
@@ -123,7 +121,7 @@ def test_the_sdist_holds_the_whole_tree(dist: Dist) -> None:
     tree = {
         path.relative_to(dist.tree).as_posix() for path in dist.tree.rglob("*") if path.is_file()
     }
-    missing = tree - NOT_IN_SDIST - in_sdist
+    missing = tree - in_sdist
     assert not missing, f"missing from the sdist: {sorted(missing)}"
     assert not [n for n in in_sdist if "__pycache__" in n or n.endswith(".pyc")]
 
