@@ -150,11 +150,14 @@ def test_the_installed_wheel_runs_without_the_source_tree(dist: Dist, tmp_path: 
         run = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
         assert run.returncode == 0, run.stderr
         assert run.stdout.count("\n") >= 5, run.stdout
-    usage = subprocess.run(
-        [sys.executable, str(script), "nonsense"], cwd=tmp_path, env=env,
-        capture_output=True, text=True,
-    )  # fmt: skip
-    assert usage.returncode == 2 and usage.stderr.startswith("usage: lldsched "), usage.stderr
+    # Each way in names itself in its usage line.
+    for command, name in (([str(script)], "lldsched"), (["-m", "lldsched"], "python -m lldsched")):
+        usage = subprocess.run(
+            [sys.executable, *command, "nonsense"], cwd=tmp_path, env=env,
+            capture_output=True, text=True,
+        )  # fmt: skip
+        assert usage.returncode == 2, usage.stderr
+        assert usage.stderr.startswith(f"usage: {name} [-h]"), usage.stderr
 
 
 def _requirement_name(requirement: str) -> str:
