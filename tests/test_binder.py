@@ -17,8 +17,8 @@ NOTEBOOK_CODE = [
 ]
 # the package, and modules beside the notebooks
 LOCAL = {"lldsched", "jobs", "cluster_node", "exercises"}
-# Installed with another requirement: IPython comes with jupyterlab's kernel, numpy with pandas.
-PROVIDED = {"IPython": "jupyterlab", "numpy": "pandas"}
+# Installed with another requirement: IPython comes with jupyterlab's kernel.
+PROVIDED = {"IPython": "jupyterlab"}
 # Drivers of optional stores that no notebook opens (Binder runs no database server):
 # the modules that import them say "install the extra" when they are missing.
 NOT_ON_BINDER = {"psycopg"}

@@ -117,5 +117,5 @@ def test_without_pandas_importing_the_cluster_views_names_the_extra(
 ) -> None:
     monkeypatch.setitem(sys.modules, "pandas", None)
     monkeypatch.delitem(sys.modules, "lldsched.views.cluster")
-    with pytest.raises(ImportError, match=r"pip install 'lldsched\[notebook\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'lldsched\[views\]'"):
         importlib.import_module("lldsched.views.cluster")

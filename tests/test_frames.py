@@ -296,7 +296,7 @@ def test_utilisation_rejects_unknown_workers_and_calendar_frequencies() -> None:
 def test_without_pandas_importing_frames_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pandas", None)
     monkeypatch.delitem(sys.modules, "lldsched.views.frames")
-    with pytest.raises(ImportError, match=r"pip install 'lldsched\[notebook\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'lldsched\[views\]'"):
         importlib.import_module("lldsched.views.frames")
 
 

@@ -175,5 +175,5 @@ def test_a_parameter_without_default_needs_a_control(displayed: list[object]) ->
 
 def test_without_ipywidgets_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "ipywidgets", None)
-    with pytest.raises(ImportError, match=r"lldsched\[notebook\]"):
+    with pytest.raises(ImportError, match=r"lldsched\[views\]"):
         interact_module.interact(pick, period=(1, 5))

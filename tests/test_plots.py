@@ -518,7 +518,7 @@ def test_without_matplotlib_importing_plots_names_the_extra(
         monkeypatch.delitem(sys.modules, name)
     for name in [m for m in sys.modules if m.startswith("lldsched.views.plots")]:
         monkeypatch.delitem(sys.modules, name)
-    with pytest.raises(ImportError, match=r"pip install 'lldsched\[notebook\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'lldsched\[views\]'"):
         importlib.import_module("lldsched.views.plots")
 
 

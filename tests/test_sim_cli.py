@@ -144,7 +144,7 @@ def test_simulate_without_matplotlib_says_which_extra_to_install(tmp_path: Path)
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path
     )
     assert result.returncode != 0
-    assert "--gantt: " in result.stderr and "pip install 'lldsched[notebook]'" in result.stderr
+    assert "--gantt: " in result.stderr and "pip install 'lldsched[views]'" in result.stderr
     assert not (tmp_path / "out.png").exists()
 
 

@@ -254,7 +254,7 @@ def test_without_ipywidgets_the_error_names_the_extra(monkeypatch: pytest.Monkey
     monkeypatch.setitem(sys.modules, "ipywidgets", None)
     from lldsched.views.widgets import require_ipywidgets
 
-    with pytest.raises(ImportError, match=r"pip install 'lldsched\[notebook\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'lldsched\[views\]'"):
         require_ipywidgets()
 
 

@@ -13,9 +13,10 @@ import sys
 from collections.abc import Sequence
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = "python -m lldsched") -> argparse.ArgumentParser:
+    """The parser; ``prog`` is how its usage lines name the command."""
     parser = argparse.ArgumentParser(
-        prog="python -m lldsched",
+        prog=prog,
         description="lldsched: an in-process task scheduler you can read, run and replay.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
@@ -56,8 +57,13 @@ def _cron(args: argparse.Namespace) -> int:
     return run_cron(args.expr, tz=args.tz, n=args.n, start=args.start)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def main(argv: Sequence[str] | None = None, *, prog: str = "lldsched") -> int:
+    """Run the command ``argv`` names (default: the process's arguments).
+
+    ``prog`` names the command in usage and error lines: ``lldsched``, the script
+    installed by pip, calls this as it is; ``python -m lldsched`` passes its own name.
+    """
+    args = build_parser(prog).parse_args(argv)
     try:
         status = int(args.handler(args))
         sys.stdout.flush()  # a pipe that closed early fails here, inside the try

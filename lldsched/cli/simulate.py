@@ -54,7 +54,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--gantt",
         metavar="PATH",
         help="also draw the runs as a Gantt chart, a lane per worker, to PATH (.png, .svg or "
-        ".pdf; needs pip install 'lldsched[notebook]')",
+        ".pdf; needs pip install 'lldsched[views]')",
     )
     parser.set_defaults(handler=main)
 

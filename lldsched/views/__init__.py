@@ -12,13 +12,14 @@ install.  Nothing here is imported by ``import lldsched``.
 
 from __future__ import annotations
 
-__all__ = ["NOTEBOOK_EXTRA", "missing_extra"]
+__all__ = ["VIEWS_EXTRA", "missing_extra"]
 
-NOTEBOOK_EXTRA = "pip install 'lldsched[notebook]'"
-"""What installs the views' third-party packages (pandas, numpy, matplotlib, ipywidgets)."""
+VIEWS_EXTRA = "pip install 'lldsched[views]'"
+"""What installs the views' third-party packages (pandas, numpy, matplotlib, ipywidgets):
+the ``views`` extra of pyproject.toml (``notebook`` includes it)."""
 
 
 def missing_extra(module: str, packages: str, exc: ImportError) -> ImportError:
     """The error a view raises when a package it needs is missing: the view, the
     packages, why the import failed, and the extra that installs them."""
-    return ImportError(f"{module} needs {packages} ({exc}); install the extra: {NOTEBOOK_EXTRA}")
+    return ImportError(f"{module} needs {packages} ({exc}); install the extra: {VIEWS_EXTRA}")

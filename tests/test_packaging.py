@@ -1,0 +1,225 @@
+"""What a user installs: the sdist and the wheel built from this tree, offline.
+
+The sdist and the wheel are built once for the module, the way ``python -m build``
+builds them (the sdist first, the wheel from the unpacked sdist), from a copy of the
+tree without what git ignores, with the build backend already installed
+(``--no-isolation``: ``build`` and ``setuptools`` are in the ``test`` extra). Then:
+
+* the wheel holds every file under ``lldsched/`` (each module, ``py.typed``, and a
+  data file put there must be listed in pyproject's package-data) and nothing else,
+  with the license, the version ``lldsched.__version__`` says and the ``lldsched``
+  script;
+* the sdist holds the whole tree (docs/DECISIONS.md, "Packaging");
+* the wheel, installed where the source tree is not, imports and runs its commands;
+* every extra an "install the extra" error or the docs name exists, and brings what
+  the modules of that extra import;
+* Binder installs exactly the dependencies and the ``views`` and ``notebook`` extras.
+"""
+
+from __future__ import annotations
+
+import ast
+import email
+import email.message
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tomllib
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import lldsched
+from lldsched.views import VIEWS_EXTRA
+
+ROOT = Path(__file__).resolve().parent.parent
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+# Imported by a module of an extra and installed by one of that extra's requirements.
+PROVIDED_BY = {"IPython": "ipywidgets"}
+# Which extra brings what the modules of each folder import.
+EXTRA_OF = {"lldsched/views": "views", "lldsched/stores": "postgres"}
+EXTRA_IN_TEXT = re.compile(r"lldsched\[([a-z0-9_-]+)\]")
+
+
+@dataclass(frozen=True)
+class Dist:
+    tree: Path  # the copy the sdist was built from
+    wheel_path: Path
+    wheel: zipfile.ZipFile
+    sdist: tarfile.TarFile
+    metadata: email.message.Message
+
+
+def _ignored_by_git() -> list[str]:
+    lines = (ROOT / ".gitignore").read_text().splitlines()
+    return [".git", *(line.strip().rstrip("/") for line in lines if line.strip())]
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dist]:
+    tree = tmp_path_factory.mktemp("tree") / "lldsched"
+    shutil.copytree(ROOT, tree, ignore=shutil.ignore_patterns(*_ignored_by_git()))
+    out = tmp_path_factory.mktemp("dist")
+    result = subprocess.run(
+        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(tree)],
+        capture_output=True,
+        text=True,
+    )
+    # Without build or setuptools >= 77 here: `make install` (pip install -e '.[test]').
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    (wheel_path,) = out.glob("lldsched-*.whl")
+    (sdist_path,) = out.glob("lldsched-*.tar.gz")
+    with zipfile.ZipFile(wheel_path) as wheel, tarfile.open(sdist_path) as sdist:
+        (metadata_name,) = [n for n in wheel.namelist() if n.endswith(".dist-info/METADATA")]
+        metadata = email.message_from_string(wheel.read(metadata_name).decode())
+        yield Dist(tree=tree, wheel_path=wheel_path, wheel=wheel, sdist=sdist, metadata=metadata)
+
+
+def _package_files(root: Path) -> set[str]:
+    """Every file of the package under ``root``, as the wheel names it."""
+    return {
+        path.relative_to(root).as_posix()
+        for path in (root / "lldsched").rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts
+    }
+
+
+def test_the_wheel_holds_every_file_of_the_package_and_nothing_else(dist: Dist) -> None:
+    in_wheel = {n for n in dist.wheel.namelist() if not n.split("/")[0].endswith(".dist-info")}
+    expected = _package_files(dist.tree)
+    assert {"lldsched/py.typed", "lldsched/schedules/cron/parse.py"} <= expected
+    assert in_wheel == expected, (
+        f"missing from the wheel: {sorted(expected - in_wheel)}; "
+        f"in the wheel only: {sorted(in_wheel - expected)}"
+    )
+
+
+def test_the_wheel_says_the_version_the_package_says_and_ships_the_license(dist: Dist) -> None:
+    assert dist.metadata["Version"] == lldsched.__version__
+    assert dist.metadata["License-Expression"] == "MIT"
+    names = dist.wheel.namelist()
+    (licence,) = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
+    assert dist.wheel.read(licence) == (ROOT / "LICENSE").read_bytes()
+    assert dist.metadata.get_payload() == (ROOT / "README.md").read_text()
+
+
+def test_the_wheel_declares_the_lldsched_script(dist: Dist) -> None:
+    (entry_points,) = [n for n in dist.wheel.namelist() if n.endswith("entry_points.txt")]
+    text = dist.wheel.read(entry_points).decode()
+    assert "[console_scripts]\nlldsched = lldsched.cli:main\n" in text
+
+
+def test_the_sdist_holds_the_whole_tree(dist: Dist) -> None:
+    top = f"lldsched-{lldsched.__version__}/"
+    in_sdist = {n.removeprefix(top) for n in dist.sdist.getnames()}
+    tree = {
+        path.relative_to(dist.tree).as_posix() for path in dist.tree.rglob("*") if path.is_file()
+    }
+    missing = tree - in_sdist
+    assert not missing, f"missing from the sdist: {sorted(missing)}"
+    assert not [n for n in in_sdist if "__pycache__" in n or n.endswith(".pyc")]
+
+
+def test_the_installed_wheel_runs_without_the_source_tree(dist: Dist, tmp_path: Path) -> None:
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps",
+         "--no-compile", "--target", str(target), str(dist.wheel_path)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    # The target comes first on the path, before this tree and any editable install;
+    # the working directory is elsewhere, so nothing is read relative to the tree.
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    code = "import lldsched, lldsched.cli.lab, lldsched.sim.scenario; print(lldsched.__file__)"
+    where = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env,
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert Path(where.stdout.strip()).is_relative_to(target)
+    script = target / "bin" / "lldsched"
+    for command in (
+        [sys.executable, "-m", "lldsched", "demo"],
+        [sys.executable, str(script), "cron", "0 3 * * 1-5", "--start", "2026-01-05T00:00"],
+    ):
+        run = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        assert run.stdout.count("\n") >= 5, run.stdout
+    # Each way in names itself in its usage line.
+    for command, name in (([str(script)], "lldsched"), (["-m", "lldsched"], "python -m lldsched")):
+        usage = subprocess.run(
+            [sys.executable, *command, "nonsense"], cwd=tmp_path, env=env,
+            capture_output=True, text=True,
+        )  # fmt: skip
+        assert usage.returncode == 2, usage.stderr
+        assert usage.stderr.startswith(f"usage: {name} [-h]"), usage.stderr
+
+
+def _requirement_name(requirement: str) -> str:
+    return re.split(r"[<>=!~\[ ;]", requirement.strip())[0].lower()
+
+
+def _third_party_imports(path: Path) -> set[str]:
+    """The top-level names of what the module at ``path`` imports from outside the
+    standard library and lldsched, at any depth (inside functions too)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names - set(sys.stdlib_module_names) - {"lldsched", "__future__"}
+
+
+def _extra_requirements(extra: str) -> set[str]:
+    """The distributions ``extra`` installs, through the extras it includes too."""
+    names: set[str] = set()
+    for requirement in PYPROJECT["project"]["optional-dependencies"][extra]:
+        included = re.fullmatch(r"lldsched\[([a-z0-9_-]+)\]", requirement)
+        names |= _extra_requirements(included[1]) if included else {_requirement_name(requirement)}
+    return names
+
+
+def test_every_extra_a_message_or_a_document_names_exists(dist: Dist) -> None:
+    declared = set(dist.metadata.get_all("Provides-Extra") or [])
+    assert {"views", "notebook", "postgres"} <= declared
+    texts = [*(ROOT / "lldsched").rglob("*.py"), ROOT / "README.md", *(ROOT / "docs").glob("*.md")]
+    named = {name for path in texts for name in EXTRA_IN_TEXT.findall(path.read_text())}
+    assert {"views", "postgres"} <= named  # the scan found them
+    assert named <= declared, f"named but not declared: {sorted(named - declared)}"
+    assert EXTRA_IN_TEXT.findall(VIEWS_EXTRA) == [EXTRA_OF["lldsched/views"]]
+
+
+@pytest.mark.parametrize("folder", sorted(EXTRA_OF))
+def test_each_extra_brings_what_its_modules_import(folder: str) -> None:
+    modules = (ROOT / folder).rglob("*.py")
+    imported = {PROVIDED_BY.get(n, n).lower() for p in modules for n in _third_party_imports(p)}
+    assert imported, f"{folder} imports no third-party package: the scan is broken"
+    missing = imported - _extra_requirements(EXTRA_OF[folder])
+    assert not missing, f"{folder} imports {sorted(missing)}, not in [{EXTRA_OF[folder]}]"
+
+
+def test_the_rest_of_the_package_imports_only_the_standard_library() -> None:
+    folders = [ROOT / folder for folder in EXTRA_OF]
+    outside = [
+        path
+        for path in (ROOT / "lldsched").rglob("*.py")
+        if not any(path.is_relative_to(folder) for folder in folders)
+    ]
+    assert len(outside) > 50  # the scan found them
+    offenders = {str(p.relative_to(ROOT)): _third_party_imports(p) for p in outside}
+    assert not {path: names for path, names in offenders.items() if names}
+
+
+def test_binder_installs_the_dependencies_and_the_notebook_extras() -> None:
+    lines = (ROOT / "binder" / "requirements.txt").read_text().splitlines()
+    binder = sorted(line.strip() for line in lines if line.strip() and not line.startswith("#"))
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    wanted = [*PYPROJECT["project"]["dependencies"], *extras["views"], *extras["notebook"]]
+    pyproject = sorted(r.split("#")[0].strip() for r in wanted if not r.startswith("lldsched["))
+    assert binder == pyproject
