@@ -1,0 +1,64 @@
+"""What a Windows user meets, emulated on Linux (CI runs no Windows): each test switches
+the one flag the code reads to know its platform, then checks the behaviour a Windows
+host would get.
+
+Process isolation is POSIX-only (lldsched/threaded/processes.py): it is refused at
+registration, naming the task and the reason, and a process-isolated task restored
+from a store written on a POSIX host fails each attempt with that reason, starting no
+child.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lldsched import OneTime, RetryPolicy, Scheduler, SqliteTaskStore, TaskStatus, ValidationError
+from lldsched.threaded import processes
+
+ONCE = RetryPolicy(max_attempts=1)
+
+
+@pytest.fixture
+def windows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process as processes.py sees it on Windows."""
+    monkeypatch.setattr(processes, "SUPPORTED", False)
+
+
+@pytest.mark.usefixtures("windows")
+def test_process_isolation_is_refused_at_registration_naming_the_task_and_why() -> None:
+    with Scheduler() as scheduler:
+        with pytest.raises(ValidationError) as caught:
+            scheduler.schedule(
+                "report", "tests.process_jobs:add", OneTime(delay=0), args=(1, 2),
+                isolation="process",
+            )  # fmt: skip
+        message = str(caught.value)
+        assert "task 'report'" in message and "needs a POSIX system" in message
+        assert "isolation='thread'" in message  # what to do instead
+        assert scheduler.tasks() == []  # nothing half-registered
+        thread = scheduler.schedule("fine", lambda: None, OneTime(delay=0))
+        assert thread.definition.isolation == "thread"  # threads are unaffected
+
+
+def test_a_restored_isolated_task_fails_its_attempts_saying_why_and_starts_no_child(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path) as store:  # written on a POSIX host
+        scheduler = Scheduler(store=store)
+        scheduler.schedule(
+            "add", "tests.process_jobs:add", OneTime(delay=0), args=(1, 2),
+            isolation="process", retry=ONCE, id="add",
+        )  # fmt: skip
+        assert scheduler.shutdown(drain=False)
+    monkeypatch.setattr(processes, "SUPPORTED", False)  # opened on Windows
+    with SqliteTaskStore(path) as store, Scheduler(store=store) as scheduler:
+        assert scheduler.wait_idle(timeout=10)
+        task = scheduler.task("add")
+        assert task.status is TaskStatus.FAILED
+        (record,) = task.history
+        assert record.error is not None and record.error.startswith("OSError: isolation='process'")
+        assert "needs a POSIX system" in record.error
+        assert scheduler._processes.alive == 0
