@@ -2,6 +2,7 @@
 the one flag the code reads to know its platform, then checks the behaviour a Windows
 host would get.
 
+The lab times its experiments with elapsed time there (lldsched/lab/_support.py).
 Process isolation is POSIX-only (lldsched/threaded/processes.py): it is refused at
 registration, naming the task and the reason, and a process-isolated task restored
 from a store written on a POSIX host fails each attempt with that reason, starting no
@@ -10,11 +11,14 @@ child.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
 from lldsched import OneTime, RetryPolicy, Scheduler, SqliteTaskStore, TaskStatus, ValidationError
+from lldsched.lab._support import cpu_clock
+from lldsched.lab.entries import measure_cancel_cost
 from lldsched.threaded import processes
 
 ONCE = RetryPolicy(max_attempts=1)
@@ -62,3 +66,12 @@ def test_a_restored_isolated_task_fails_its_attempts_saying_why_and_starts_no_ch
         assert record.error is not None and record.error.startswith("OSError: isolation='process'")
         assert "needs a POSIX system" in record.error
         assert scheduler._processes.alive == 0
+
+
+def test_the_labs_cpu_clock_is_elapsed_time_where_thread_time_is_coarse() -> None:
+    """Windows' thread_time ticks every 15.6 ms: microseconds of work would read 0 s and
+    notebook 09's cancel-cost ratio would divide by zero."""
+    assert cpu_clock("win32") is time.perf_counter
+    assert cpu_clock("linux") is time.thread_time
+    assert cpu_clock("darwin") is time.thread_time
+    assert measure_cancel_cost((1_000,), cancels=5)[0].ratio > 0  # this platform's clock
