@@ -36,6 +36,7 @@ from lldsched.core.task import ScheduledTask
 from lldsched.errors import LldschedError
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
 from lldsched.runtime import Runtime, Stepped
+from lldsched.schedules.cron.zone import zone_info
 from lldsched.views import missing_extra
 from lldsched.views.presses import RedriveWatch, pressed
 
@@ -148,7 +149,7 @@ class ControlPanel:
         widgets = require_ipywidgets()
         self._widgets = widgets
         self._source = source
-        self._tz = ZoneInfo(tz)
+        self._tz = zone_info(tz)
         self._loop: _Loop | None = _kernel_loop() if loop == "auto" else loop  # type: ignore[assignment]
         # Guards _dirty and _scheduled: written by the event thread, read by the refresh.
         self._lock = threading.Lock()
@@ -339,7 +340,7 @@ class SimulationPlayer:
     ) -> None:
         widgets = require_ipywidgets()
         self.sim = sim
-        self._tz = ZoneInfo(tz)
+        self._tz = zone_info(tz)
         self.window = window
         self._origin = float(sim.now)
         self.table = ControlPanel(sim, tz=tz, loop=None, live=False)
