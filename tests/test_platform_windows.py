@@ -2,7 +2,9 @@
 the one flag the code reads to know its platform, then checks the behaviour a Windows
 host would get.
 
-The lab times its experiments with elapsed time there (lldsched/lab/_support.py).
+Instants are shown through lldsched.clock.utc_datetime, which takes the ones before 1970
+that Windows' ``datetime.fromtimestamp`` refuses.  The lab times its experiments with
+elapsed time there (lldsched/lab/_support.py).
 Process isolation is POSIX-only (lldsched/threaded/processes.py): it is refused at
 registration, naming the task and the reason, and a process-isolated task restored
 from a store written on a POSIX host fails each attempt with that reason, starting no
@@ -12,16 +14,19 @@ child.
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from lldsched import OneTime, RetryPolicy, Scheduler, SqliteTaskStore, TaskStatus, ValidationError
+from lldsched.clock import utc_datetime
 from lldsched.lab._support import cpu_clock
 from lldsched.lab.entries import measure_cancel_cost
 from lldsched.threaded import processes
 
 ONCE = RetryPolicy(max_attempts=1)
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
@@ -75,3 +80,26 @@ def test_the_labs_cpu_clock_is_elapsed_time_where_thread_time_is_coarse() -> Non
     assert cpu_clock("linux") is time.thread_time
     assert cpu_clock("darwin") is time.thread_time
     assert measure_cancel_cost((1_000,), cancels=5)[0].ratio > 0  # this platform's clock
+
+
+@pytest.mark.parametrize(
+    "timestamp", [0.0, 1.5, -3600.0, -0.0000015, 1_796_200_000.123456, 40_000_000_000.0]
+)
+def test_utc_datetime_is_fromtimestamp_also_for_instants_windows_refuses(timestamp: float) -> None:
+    """Windows' C library refuses instants before 1970 (and after 3000); the arithmetic
+    gives the same microsecond everywhere."""
+    assert utc_datetime(timestamp) == datetime.fromtimestamp(timestamp, UTC)
+
+
+def test_no_instant_is_shown_through_fromtimestamp() -> None:
+    """Each place that prints an instant goes through utc_datetime: OneTime(at=-3600)'s
+    explain(), a Stepper's message, the log's retry instant, a cron preview, the panel's
+    times raised OSError on Windows for an instant before 1970."""
+    assert OneTime(at=-3600).explain() == "Once, at 1969-12-31 23:00 UTC"
+    offenders = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in sorted((ROOT / "lldsched").rglob("*.py"))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if ".fromtimestamp(" in line and not line.lstrip().startswith("#")
+    ]
+    assert offenders == ["lldsched/schedules/cron/zone.py:66"]  # guarded there: ts >= 0

@@ -32,6 +32,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from zoneinfo import ZoneInfo
 
+from lldsched.clock import utc_datetime
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import LldschedError
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
@@ -81,7 +82,7 @@ def _kernel_loop() -> _Loop | None:
 def _when(timestamp: float | None, tz: ZoneInfo) -> str:
     if timestamp is None:
         return "—"
-    return datetime.fromtimestamp(timestamp, tz).strftime("%Y-%m-%d %H:%M:%S")
+    return utc_datetime(timestamp).astimezone(tz).strftime("%Y-%m-%d %H:%M:%S")
 
 
 class _Row:
