@@ -14,13 +14,13 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Protocol, runtime_checkable
 
 from lldsched import checks
 from lldsched.errors import ValidationError
 
-__all__ = ["Clock", "FakeClock", "SystemClock", "to_timestamp"]
+__all__ = ["Clock", "FakeClock", "SystemClock", "to_timestamp", "utc_datetime"]
 
 
 def to_timestamp(value: float | int | datetime, *, name: str = "time") -> float:
@@ -32,6 +32,17 @@ def to_timestamp(value: float | int | datetime, *, name: str = "time") -> float:
             )
         return value.timestamp()
     return float(checks.number(value, name=name, kind="epoch seconds or an aware datetime"))
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def utc_datetime(timestamp: float) -> datetime:
+    """The aware UTC datetime of epoch seconds ``timestamp``, as
+    ``datetime.fromtimestamp`` gives it with ``UTC`` (the same microsecond: both round
+    half to even), except that it also takes an instant before 1970 or after 3000 on
+    Windows, whose C library refuses those (``OSError``)."""
+    return _EPOCH + timedelta(seconds=timestamp)
 
 
 @runtime_checkable

@@ -34,11 +34,11 @@ from __future__ import annotations
 
 import contextlib
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from types import TracebackType
 
 from lldsched import checks
-from lldsched.clock import FakeClock, to_timestamp
+from lldsched.clock import FakeClock, to_timestamp, utc_datetime
 from lldsched.errors import (
     SchedulerStateError,
     SettleTimeoutError,
@@ -249,4 +249,4 @@ class Stepper:
 
 def _instant(when: float) -> str:
     """An instant as a message writes it: ISO 8601 in UTC, and its epoch seconds."""
-    return f"{datetime.fromtimestamp(when, UTC).isoformat()} ({when!r})"
+    return f"{utc_datetime(when).isoformat()} ({when!r})"

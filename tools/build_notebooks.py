@@ -57,7 +57,7 @@ def parse(source: str) -> list[Cell]:
 
 def build(source_path: Path) -> Any:
     cells = []
-    for index, cell in enumerate(parse(source_path.read_text())):
+    for index, cell in enumerate(parse(source_path.read_text(encoding="utf-8"))):
         maker = (
             nbformat.v4.new_markdown_cell if cell.kind == "markdown" else nbformat.v4.new_code_cell
         )

@@ -12,7 +12,7 @@ import itertools
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
-from lldsched.clock import FakeClock
+from lldsched.clock import FakeClock, utc_datetime
 from lldsched.listeners import EventLog
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.policies import OverrunPolicy, RetryPolicy
@@ -25,7 +25,7 @@ START = datetime(2026, 11, 30, 9, 7, tzinfo=UTC)
 
 
 def _clock_time(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, UTC).strftime("%H:%M")
+    return utc_datetime(timestamp).strftime("%H:%M")
 
 
 def _noop() -> None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import heapq
 import random
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import NamedTuple, cast
@@ -28,7 +27,7 @@ from typing import NamedTuple, cast
 from lldsched.clock import FakeClock
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.task import Entry, ScheduledTask
-from lldsched.lab._support import no_collection
+from lldsched.lab._support import cpu_time, no_collection
 from lldsched.model import Priority
 from lldsched.schedules.simple import OneTime
 from lldsched.threaded.scheduler import Scheduler
@@ -138,7 +137,8 @@ def measure_cancel_cost(
     sizes: tuple[int, ...] = (1_000, 10_000, 100_000), *, cancels: int = 20
 ) -> list[CancelCost]:
     """CPU time of ``cancels`` cancellations in heaps of each size, tombstone against
-    removal (this thread's CPU time, so the ratio holds on a busy machine; garbage
+    removal (this thread's CPU time, so the ratio holds on a busy machine; elapsed time
+    on Windows, see :func:`~lldsched.lab._support.cpu_clock`; garbage
     collection off)."""
     results = []
     with no_collection():
@@ -149,10 +149,10 @@ def measure_cancel_cost(
             for queue_type in (TaskQueue, RemovingQueue):
                 queue, tasks = _filled(queue_type, dues)
                 victims = random.Random(size + 1).sample(tasks, cancels)
-                began = time.thread_time()  # this thread's CPU: other load is not counted
+                began = cpu_time()  # this thread's CPU (lab/_support.py)
                 for task in victims:
                     queue.discard(cast(ScheduledTask, task))
-                timings.append((time.thread_time() - began) * 1e6 / cancels)
+                timings.append((cpu_time() - began) * 1e6 / cancels)
             results.append(CancelCost(size, timings[0], timings[1]))
     return results
 

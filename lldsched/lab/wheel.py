@@ -20,13 +20,12 @@ from __future__ import annotations
 import collections
 import itertools
 import random
-import time
 from collections.abc import Mapping
 from typing import NamedTuple, cast
 
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.task import Entry, ScheduledTask
-from lldsched.lab._support import no_collection
+from lldsched.lab._support import cpu_time, no_collection
 from lldsched.lab.entries import _StandIn
 from lldsched.model import Priority
 
@@ -172,12 +171,12 @@ def _cost(
     queue: TaskQueue | TimingWheel, tasks: list[_StandIn], dues: list[float], horizon: float
 ) -> tuple[float, float]:
     queue.attach({task.id: cast(ScheduledTask, task) for task in tasks})
-    began = time.thread_time()  # this thread's CPU: other load on the machine is not counted
+    began = cpu_time()  # this thread's CPU (lab/_support.py)
     for task, due in zip(tasks, dues, strict=True):
         queue.push(cast(ScheduledTask, task), due)
-    pushed = time.thread_time()
+    pushed = cpu_time()
     popped = queue.pop_due(horizon, len(tasks))
-    done = time.thread_time()
+    done = cpu_time()
     assert len(popped) == len(tasks)
     per = 1e6 / len(tasks)
     return (pushed - began) * per, (done - pushed) * per

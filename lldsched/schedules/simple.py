@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from lldsched import checks
 from lldsched.checks import seconds
-from lldsched.clock import to_timestamp
+from lldsched.clock import to_timestamp, utc_datetime
 from lldsched.errors import ScheduleError, ValidationError
 from lldsched.model import ExecutionRecord
 from lldsched.policies import OverrunPolicy
@@ -35,7 +35,7 @@ __all__ = ["FixedDelay", "FixedRate", "FrozenValue", "OneTime", "instant_text"]
 def instant_text(timestamp: float) -> str:
     """An instant as ``explain()`` writes it: ``"2026-06-01 09:00 UTC"`` (seconds when
     they are not zero)."""
-    moment = datetime.fromtimestamp(timestamp, UTC)
+    moment = utc_datetime(timestamp)
     return moment.strftime("%Y-%m-%d %H:%M:%S UTC" if moment.second else "%Y-%m-%d %H:%M UTC")
 
 

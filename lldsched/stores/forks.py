@@ -1,4 +1,5 @@
-"""Forks: a store opened in one process is refused in a child forked from it.
+"""Forks: a store opened in one process is refused in a child forked from it, and
+refuses to be pickled for another process.
 
 A store object is one process's: its connection (SQLite's file locks are not
 inherited by a child, and a PostgreSQL socket carries one session), its node id,
@@ -12,6 +13,15 @@ store after the fork (docs/CLUSTER.md).
 
 Which process this is, is kept by :func:`os.register_at_fork` rather than asked of
 the kernel at every use: the check is one comparison.
+
+The ``spawn`` and ``forkserver`` start methods of :mod:`multiprocessing` (the
+default on macOS and Windows, and on Linux from Python 3.14) do not fork the
+parent: they pickle a ``Process``'s target and arguments and unpickle them in a
+fresh interpreter.  A store handed to such a child would arrive as a copy without
+its connection (or not at all: a lock cannot be pickled), so every store refuses to
+be pickled, with :func:`not_sent`'s :class:`~lldsched.errors.StoreError`, raised in
+the parent by ``Process.start()`` (``spawn`` and ``forkserver`` pickle there), before
+any child runs.  Open the store in the child, from its path or dsn.
 """
 
 from __future__ import annotations
@@ -20,7 +30,7 @@ import os
 
 from lldsched.errors import StoreError
 
-__all__ = ["current", "refuse"]
+__all__ = ["current", "not_sent", "refuse"]
 
 current = [os.getpid()]
 """This process's id, as a one-element list updated in every forked child."""
@@ -38,4 +48,16 @@ def refuse(store: str, opened_in: int) -> StoreError:
         "its leases and file claim) belongs to the process that opened it. Open the store "
         "in each process after the fork (gunicorn: in post_fork, not with --preload at "
         "import time)"
+    )
+
+
+def not_sent(store: str) -> StoreError:
+    """The error for pickling ``store`` (its name as messages show it), which is how
+    ``multiprocessing``'s spawn and forkserver start methods send it to a child."""
+    return StoreError(
+        f"the store {store} cannot be pickled to another process: a store (its connection, "
+        "its node id, its leases and file claim) belongs to the process that opened it. "
+        "multiprocessing's spawn and forkserver start methods (the default on macOS, Windows "
+        "and Python 3.14) pickle a Process's arguments; pass the store's path or dsn instead "
+        "and open the store in the child"
     )

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import threading
 from types import TracebackType
+from typing import NoReturn
 
 from lldsched.errors import StoreClosedError
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import TaskSnapshot
+from lldsched.stores import forks
 
 __all__ = ["InMemoryTaskStore"]
 
@@ -107,6 +109,9 @@ class InMemoryTaskStore:
         traceback: TracebackType | None,
     ) -> None:
         self.close()
+
+    def __reduce__(self) -> NoReturn:
+        raise forks.not_sent("InMemoryTaskStore")  # a pickled copy would not be this store
 
     def __repr__(self) -> str:
         state = ", closed" if self._closed else ""

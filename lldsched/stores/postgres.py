@@ -53,7 +53,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from datetime import timedelta
 from types import TracebackType
-from typing import Any
+from typing import Any, NoReturn
 
 from lldsched.checks import seconds, whole_or_none
 from lldsched.core.storewrites import StoreWrites
@@ -528,6 +528,9 @@ class PostgresTaskStore(PostgresCoordination):
         traceback: TracebackType | None,
     ) -> None:
         self.close()
+
+    def __reduce__(self) -> NoReturn:
+        raise forks.not_sent(repr(self.dsn))  # multiprocessing's spawn would send a copy
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"

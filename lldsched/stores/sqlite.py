@@ -60,6 +60,7 @@ import sqlite3
 import threading
 from datetime import timedelta
 from types import TracebackType
+from typing import NoReturn
 
 from lldsched.checks import flag, seconds, whole_or_none
 from lldsched.errors import StoreClosedError, StoreError, ValidationError
@@ -558,6 +559,9 @@ class SqliteTaskStore(CoordinatedMethods):
         traceback: TracebackType | None,
     ) -> None:
         self.close()
+
+    def __reduce__(self) -> NoReturn:
+        raise forks.not_sent(repr(self.path))  # multiprocessing's spawn would send a copy
 
     def __repr__(self) -> str:
         state = "closed" if self._connection is None else "open"

@@ -34,6 +34,15 @@ child) and unpickles its target; this child imports lldsched and the functions i
 is asked to call, nothing else.  A child whose parent dies reads end-of-file and
 exits once its current call returns.
 
+**POSIX only** (Linux, macOS; :data:`SUPPORTED`): the child inherits its two pipes
+with ``subprocess``'s ``pass_fds``, which Windows lacks (and
+:class:`multiprocessing.connection.Connection` reads a Windows pipe by handle, not
+by descriptor), and the kill is SIGKILL.  On Windows the threaded scheduler
+refuses ``isolation="process"`` at registration (:func:`check_supported`), and a
+process-isolated task restored from a store there fails each attempt with that
+reason instead of starting a child.  None of this uses :mod:`multiprocessing`'s
+start methods: ``spawn``, ``forkserver`` and ``fork`` change nothing here.
+
 The pool has no size of its own: the caller (the scheduler's worker thread) waits
 for its child, so there are never more busy children than worker threads, and the
 idle ones are the ones those threads left behind.
@@ -55,16 +64,35 @@ from multiprocessing.connection import Connection
 from typing import Any, NamedTuple
 
 from lldsched.core.results import must_await, result_text
-from lldsched.errors import SchedulerStateError, error_text
+from lldsched.errors import SchedulerStateError, ValidationError, error_text
 from lldsched.importpath import import_callable
 from lldsched.threaded.deadline import Deadline
 
-__all__ = ["ProcessOutcome", "ProcessPool"]
+__all__ = ["SUPPORTED", "ProcessOutcome", "ProcessPool", "check_supported"]
 
 log = logging.getLogger("lldsched")
 
 _REAP_TIMEOUT = 5.0  # seconds to wait for a killed child to be reaped (SIGKILL: at once)
 _EXIT_GRACE = 1.0  # seconds a child whose pipe closed gets to exit on its own
+
+
+SUPPORTED = os.name == "posix"
+"""Whether this platform runs process-isolated tasks (see the module docstring)."""
+
+_UNSUPPORTED = (
+    "isolation='process' needs a POSIX system (Linux, macOS): its worker process inherits "
+    "two pipe descriptors (subprocess's pass_fds) and is killed with SIGKILL, and neither "
+    f"exists on {sys.platform!r}"
+)
+
+
+def check_supported(name: str) -> None:
+    """ValidationError naming task ``name`` where :data:`SUPPORTED` is False."""
+    if not SUPPORTED:
+        raise ValidationError(
+            f"task {name!r}: {_UNSUPPORTED}; run it on a thread (isolation='thread', with a "
+            "ctx to stop at its timeout) or on a POSIX host"
+        )
 
 
 class ProcessOutcome(NamedTuple):
@@ -286,6 +314,8 @@ class ProcessPool:
 
     def _start(self) -> _Child:
         """A new child, booting in the background."""
+        if not SUPPORTED:  # a task restored from a store written on a POSIX host
+            raise OSError(_UNSUPPORTED)
         from_parent, to_child = os.pipe()  # (read, write); ours stay non-inheritable (PEP 446)
         from_child, to_parent = os.pipe()
         try:

@@ -30,8 +30,8 @@ other: the worker thread goes on, as the event loop does for a coroutine.
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
 
+from lldsched.clock import utc_datetime
 from lldsched.core.results import must_await, result_text
 from lldsched.core.task import Entry, Run
 from lldsched.errors import CANCELLED_INSIDE, error_text
@@ -213,6 +213,6 @@ def _instant(when: float | None) -> str:
     if when is None:
         return "never"
     try:
-        return datetime.fromtimestamp(when, UTC).isoformat(timespec="milliseconds")
+        return utc_datetime(when).isoformat(timespec="milliseconds")
     except (OverflowError, OSError, ValueError):  # a test clock far from the epoch's range
         return f"{when!r} s"

@@ -39,7 +39,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta, tzinfo
 from types import TracebackType
-from typing import Any
+from typing import Any, NoReturn
 
 from lldsched.checks import seconds, whole_or_none
 from lldsched.clock import Clock, SystemClock
@@ -62,7 +62,7 @@ from lldsched.threaded.coroutines import CoroutineRunner, is_loop_action
 from lldsched.threaded.dispatcher import EventDispatcher
 from lldsched.threaded.parts import NEW, RUNNING, STOPPED
 from lldsched.threaded.pool import WorkerPool
-from lldsched.threaded.processes import ProcessPool
+from lldsched.threaded.processes import ProcessPool, check_supported
 from lldsched.threaded.running import RunExecution
 from lldsched.threaded.shared import Coordinator
 from lldsched.threaded.stopping import Stopping
@@ -363,8 +363,8 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         :mod:`lldsched.threaded.processes`): ``action`` is then an import path,
         ``"package.module:function"``, with ``args`` and ``kwargs`` that JSON keeps
         unchanged, and the ``timeout`` is *enforced*: the child is killed at the
-        deadline, the run recorded timed out, and the worker freed at once.  Default
-        ``"thread"``.
+        deadline, the run recorded timed out, and the worker freed at once.  POSIX only
+        (Linux, macOS): refused on Windows with a ValidationError.  Default ``"thread"``.
 
         ``priority`` (:class:`~lldsched.model.Priority` or an int; default NORMAL)
         breaks ties between tasks due at the same instant: lower runs first.
@@ -390,6 +390,8 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         """
         if action is None:  # a simulated task may have none; a thread must run something
             raise not_callable(name, action)
+        if isolation == "process":
+            check_supported(name)  # Windows: refused here, not at every attempt
         on_loop = isolation == "thread" and is_loop_action(action)
         with self._lock:
             if self._state is STOPPED:
@@ -469,6 +471,18 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
             )
 
         return registering(schedule, name=name, register=register)
+
+    def __reduce__(self) -> NoReturn:
+        """Refused: multiprocessing's spawn and forkserver start methods (the default on
+        macOS, Windows and Python 3.14) pickle a Process's arguments, and a scheduler's
+        threads, lock and tasks cannot follow it into another interpreter."""
+        raise SchedulerStateError(
+            f"{self!r} cannot be pickled to another process: a scheduler (its threads, its "
+            "lock, its tasks) belongs to the process that made it. multiprocessing's spawn "
+            "and forkserver start methods (the default on macOS, Windows and Python 3.14) "
+            "pickle a Process's arguments; make the scheduler in the child (with a shared "
+            "store to share tasks: docs/CLUSTER.md)"
+        )
 
     def __repr__(self) -> str:
         return (

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from datetime import tzinfo
 from typing import Any
-from zoneinfo import ZoneInfo
 
+from lldsched.schedules.cron.zone import zone_info
 from lldsched.views import missing_extra
 
 try:
@@ -81,7 +81,4 @@ def _cut(value: Any) -> str:
 def _zone(tz: str | tzinfo) -> tzinfo:
     if isinstance(tz, tzinfo):
         return tz
-    try:
-        return ZoneInfo(tz)
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ValidationError(f"unknown time zone {tz!r}") from exc
+    return zone_info(tz)  # ScheduleError, a ValidationError, naming a bad one

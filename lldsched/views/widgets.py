@@ -32,10 +32,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from zoneinfo import ZoneInfo
 
+from lldsched.clock import utc_datetime
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import LldschedError
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
 from lldsched.runtime import Runtime, Stepped
+from lldsched.schedules.cron.zone import zone_info
 from lldsched.views import missing_extra
 from lldsched.views.presses import RedriveWatch, pressed
 
@@ -80,7 +82,7 @@ def _kernel_loop() -> _Loop | None:
 def _when(timestamp: float | None, tz: ZoneInfo) -> str:
     if timestamp is None:
         return "—"
-    return datetime.fromtimestamp(timestamp, tz).strftime("%Y-%m-%d %H:%M:%S")
+    return utc_datetime(timestamp).astimezone(tz).strftime("%Y-%m-%d %H:%M:%S")
 
 
 class _Row:
@@ -148,7 +150,7 @@ class ControlPanel:
         widgets = require_ipywidgets()
         self._widgets = widgets
         self._source = source
-        self._tz = ZoneInfo(tz)
+        self._tz = zone_info(tz)
         self._loop: _Loop | None = _kernel_loop() if loop == "auto" else loop  # type: ignore[assignment]
         # Guards _dirty and _scheduled: written by the event thread, read by the refresh.
         self._lock = threading.Lock()
@@ -339,7 +341,7 @@ class SimulationPlayer:
     ) -> None:
         widgets = require_ipywidgets()
         self.sim = sim
-        self._tz = ZoneInfo(tz)
+        self._tz = zone_info(tz)
         self.window = window
         self._origin = float(sim.now)
         self.table = ControlPanel(sim, tz=tz, loop=None, live=False)

@@ -48,6 +48,7 @@ from functools import lru_cache
 from zoneinfo import ZoneInfo
 
 from lldsched import checks
+from lldsched.clock import utc_datetime
 from lldsched.errors import ScheduleError
 from lldsched.model import ExecutionRecord
 from lldsched.schedules.base import slots_from
@@ -246,7 +247,7 @@ class CronSchedule:
             kind = "epoch seconds, a datetime or None"
             ts = float(checks.number(start, name="preview() start", kind=kind, error=ScheduleError))
         zone = self.tzinfo
-        return [datetime.fromtimestamp(t, UTC).astimezone(zone) for t in self.fire_times(ts, n)]
+        return [utc_datetime(t).astimezone(zone) for t in self.fire_times(ts, n)]
 
     def explain(self) -> str:
         """The expression in plain English, e.g. ``"At 03:00, Monday through Friday"``."""

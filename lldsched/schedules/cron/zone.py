@@ -27,7 +27,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from lldsched.errors import ScheduleError
 
-__all__ = ["EPOCH_ORDINAL", "LocalDay", "LocalDays", "local_days"]
+__all__ = ["EPOCH_ORDINAL", "LocalDay", "LocalDays", "local_days", "zone_info"]
 
 EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -128,6 +128,22 @@ def local_days(key: str) -> LocalDays:
     try:
         return LocalDays(key)
     except (ZoneInfoNotFoundError, ValueError, OSError) as exc:
-        raise ScheduleError(
-            f"unknown time zone {key!r}: use an IANA name such as 'Europe/Berlin'"
-        ) from exc
+        raise _unknown(key) from exc
+
+
+def zone_info(name: str) -> ZoneInfo:
+    """The zone the IANA ``name`` names; :class:`ScheduleError` (a ValidationError)
+    quoting it if there is none.
+
+    The one place a name becomes a zone for the views as for cron: ``ZoneInfo`` raises a
+    ``KeyError`` for an unknown name, a ``ValueError`` for a malformed one, a
+    ``TypeError`` for a non-string, and an ``OSError`` for a folder of the database
+    (``"Europe"``: ``IsADirectoryError`` on POSIX, ``PermissionError`` on Windows)."""
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, TypeError, OSError) as exc:
+        raise _unknown(name) from exc
+
+
+def _unknown(key: object) -> ScheduleError:
+    return ScheduleError(f"unknown time zone {key!r}: use an IANA name such as 'Europe/Berlin'")

@@ -13,8 +13,8 @@ import zlib
 from collections.abc import Iterable, Sequence
 from datetime import tzinfo
 from typing import Any, cast
-from zoneinfo import ZoneInfo
 
+from lldsched.schedules.cron.zone import zone_info
 from lldsched.views import missing_extra
 from lldsched.views.frames import ran  # raises, naming the extra, without pandas
 
@@ -105,10 +105,7 @@ def _root(ax: Axes) -> Figure:
 def _zone(tz: str | tzinfo) -> tzinfo:
     if isinstance(tz, tzinfo):
         return tz
-    try:
-        return ZoneInfo(tz)
-    except (ValueError, KeyError, TypeError) as exc:  # ZoneInfoNotFoundError is a KeyError
-        raise ValidationError(f"unknown time zone {tz!r}") from exc
+    return zone_info(tz)  # ScheduleError, a ValidationError, naming a bad one
 
 
 def _dates(column: pd.Series[Any]) -> Array:

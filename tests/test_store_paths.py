@@ -1,0 +1,74 @@
+"""SQLite store paths as users on macOS and Windows have them: spaces and non-ASCII
+letters (a user folder, ``~/Documents/Zürich 東京``), characters a URI would read as
+syntax (``#``, ``?``, ``%``), a ``pathlib.Path``, a relative path (and a working
+directory changed after the store opened).  Each opens, claims its file (a second
+opener is refused, naming the path), keeps its tasks across a reopen, and in shared
+mode shares it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from lldsched import OneTime, Scheduler, SqliteTaskStore, StoreError
+from tests import jobs
+
+NAMES = ["tâches #1?.db", "Zürich 東京/tasks 100%.db", "plain.db"]
+
+
+def _register(store: SqliteTaskStore) -> None:
+    scheduler = Scheduler(store=store)
+    scheduler.schedule("job", jobs.noop, OneTime(2_000_000_000.0), id="job")
+    scheduler.shutdown()
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("as_path", [True, False], ids=["Path", "str"])
+def test_a_store_at_an_awkward_path_claims_it_and_keeps_its_tasks(
+    tmp_path: Path, name: str, as_path: bool
+) -> None:
+    folder = tmp_path / "My Documents"
+    target = folder / name
+    target.parent.mkdir(parents=True)
+    path: str | Path = target if as_path else str(target)
+    with SqliteTaskStore(path) as store:
+        _register(store)
+        with pytest.raises(StoreError, match="already open in this process") as caught:
+            SqliteTaskStore(path)
+        assert repr(os.fspath(path)) in str(caught.value)
+    assert target.exists() and Path(f"{target}.lock").exists()  # no URI reading of the name
+    with SqliteTaskStore(path) as store:
+        assert [snapshot.task.id for snapshot in store.load_all()] == ["job"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_shared_stores_at_an_awkward_path_share_it(tmp_path: Path, name: str) -> None:
+    target = tmp_path / "My Documents" / name
+    target.parent.mkdir(parents=True)
+    with (
+        SqliteTaskStore(target, shared=True) as first,
+        SqliteTaskStore(target, shared=True) as second,
+    ):
+        _register(first)
+        assert [snapshot.task.id for snapshot in second.load_all()] == ["job"]
+        with pytest.raises(StoreError, match="already open by shared=True schedulers"):
+            SqliteTaskStore(target)
+
+
+def test_a_relative_path_is_the_same_file_after_the_working_directory_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "here").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    with SqliteTaskStore(Path("Zürich tasks.db")) as store:
+        monkeypatch.chdir(tmp_path / "elsewhere")
+        _register(store)  # written to the file it opened, not one in the new directory
+        with pytest.raises(StoreError, match="already open"):
+            SqliteTaskStore(tmp_path / "here" / "Zürich tasks.db")
+    assert not (tmp_path / "elsewhere" / "Zürich tasks.db").exists()
+    with SqliteTaskStore(tmp_path / "here" / "Zürich tasks.db") as store:
+        assert [snapshot.task.id for snapshot in store.load_all()] == ["job"]
