@@ -1,4 +1,4 @@
-"""TaskQueue: the timer's min-heap of due entries, with tombstones and a Condition.
+"""TaskQueue: both runtimes' due entries, a min-heap with tombstones (and the timer's lane).
 
 Entries are tuples ``(due, priority, sequence, task_id)``.  Order is due first,
 then priority (lower first), then ``sequence``, an ever-increasing counter, so

@@ -668,6 +668,7 @@ class SchedulerCore(
                 self._on_retire(task_id)
 
     def _enqueue(self, task: ScheduledTask, due: float) -> None:
+        """Make ``due`` the task's next run and queue it there."""
         task.next_run_at = due
         self._queue.push(task, due)
 

@@ -209,7 +209,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         self._deadlines = []
         self._armed = set()
         self._deadline_sequence = itertools.count()
-        self._in_flight = 0  # entries popped by the timer and not yet settled by a worker
+        self._in_flight = 0  # entries popped by the timer and not yet settled (_settle)
         self._draining = False  # shutdown(drain=True) is handing out the last due entries
         self._drain_settled = threading.Event()  # set by each settled run while draining
         self._idle_waiters = 0
