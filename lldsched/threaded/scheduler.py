@@ -241,13 +241,13 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
             with self._lock:
                 self._coordinator.load()
                 for task in self._core.tasks.values():
-                    if is_loop_action(task.action):
+                    if is_loop_action(task.action, task._options.isolation):
                         self._loop_ids.add(task.id)
         elif store is not None:
             with self._lock:
                 recover(self._core, store)  # may raise (a bad store): no thread started yet
                 for task in self._core.tasks.values():
-                    if is_loop_action(task.action):
+                    if is_loop_action(task.action, task._options.isolation):
                         self._loop_ids.add(task.id)
         if listeners:  # deliver from now on: registrations before start() are events too
             self._dispatcher.start()
@@ -390,7 +390,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         """
         if action is None:  # a simulated task may have none; a thread must run something
             raise not_callable(name, action)
-        on_loop = isolation == "thread" and is_loop_action(action)
+        on_loop = is_loop_action(action, isolation)
         with self._lock:
             if self._state is STOPPED:
                 raise SchedulerStateError(f"cannot schedule {name!r}: the scheduler is shut down")
