@@ -237,15 +237,12 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
             limit=max_coroutines,
             name=f"{self._thread_prefix}loop",
         )
-        if self._coordinator is not None:
+        if store is not None:
             with self._lock:
-                self._coordinator.load()
-                for task in self._core.tasks.values():
-                    if is_loop_action(task.action, task._options.isolation):
-                        self._loop_ids.add(task.id)
-        elif store is not None:
-            with self._lock:
-                recover(self._core, store)  # may raise (a bad store): no thread started yet
+                if self._coordinator is not None:
+                    self._coordinator.load()
+                else:
+                    recover(self._core, store)  # may raise (a bad store): no thread started yet
                 for task in self._core.tasks.values():
                     if is_loop_action(task.action, task._options.isolation):
                         self._loop_ids.add(task.id)
