@@ -58,5 +58,11 @@ async def later(n: int) -> int:
     return 2 * n
 
 
+async def pid_later() -> int:
+    """An async action's process id: the child's, where it is awaited."""
+    await asyncio.sleep(0)
+    return os.getpid()
+
+
 def with_context(ctx: RunContext) -> None:
     """Takes a RunContext, which cannot reach a child process: refused when isolated."""

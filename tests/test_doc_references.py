@@ -9,6 +9,8 @@ names and commands it gives are not):
 * every dotted name ``lldsched.x.y`` imports, down to its last attribute, and every
   ``Class.attribute`` or ``module.name`` written in backticks (``SchedulerCore._after``,
   ``registration.validated``, ``threaded/pool.MAX_WORKERS``) names one that exists;
+* every ``lldsched/x/y.py:Name.attribute`` in backticks (docs/ARCHITECTURE.md's walk
+  through one run) names what that file defines;
 * every ``make X`` is a target of the Makefile;
 * every ``python -m lldsched ...`` command names a subcommand and options it has, and
   one in a shell block parses in full (with the CLI's own parser, nothing is run);
@@ -217,6 +219,48 @@ def test_every_class_attribute_and_module_name_in_backticks_exists() -> None:
                     continue  # not the package's: ``asyncio.Task``, ``logging.handlers``
                 if not exists:
                     missing.append(f"{where}: {owner}.{attribute}  | {line.strip()}")
+    assert not missing, stale(missing)
+
+
+FILE_NAME = re.compile(r"(lldsched/[\w/]+)\.py:([A-Za-z_]\w*(?:\.\w+)*)")
+
+
+def file_names() -> list[tuple[str, str, str, str]]:
+    """Each ``lldsched/x/y.py:Name.attribute`` written in backticks (docs/ARCHITECTURE.md's
+    walk through one run): where, the line, the module and the dotted name."""
+    return [
+        (where, line.strip(), match.group(1).replace("/", "."), match.group(2))
+        for where, line, fenced in lines()
+        if not fenced
+        for span in re.findall(r"`([^`]+)`", line)
+        for match in [FILE_NAME.fullmatch(span)]
+        if match is not None
+    ]
+
+
+def test_the_documents_name_functions_by_their_file() -> None:
+    assert len(file_names()) >= 40
+
+
+def test_every_function_named_by_its_file_is_defined_in_that_file() -> None:
+    """``lldsched/core/machine.py:SchedulerCore.finish``: the module defines
+    ``SchedulerCore`` itself (not an import), which has ``finish`` (a method of a base
+    it mixes in counts: ``Scheduler.cancel`` is ``ControlVerbs``')."""
+    missing = []
+    for where, line, module_name, dotted in file_names():
+        module = importlib.import_module(module_name)
+        first, *rest = dotted.split(".")
+        found: Any = getattr(module, first, None)
+        exists = found is not None and defines(module, first)
+        for attribute in rest:
+            if not exists:
+                break
+            exists = hasattr(found, attribute) or (
+                isinstance(found, type) and attribute in members(found)
+            )
+            found = getattr(found, attribute, None)
+        if not exists:
+            missing.append(f"{where}: {module_name}:{dotted}  | {line}")
     assert not missing, stale(missing)
 
 

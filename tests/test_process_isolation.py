@@ -301,6 +301,28 @@ def test_a_durable_store_keeps_the_isolation_and_modify_does_not_drop_it(tmp_pat
         assert restored.action is process_jobs.add and restored.timeout == 5.0
 
 
+def test_an_async_isolated_task_restored_from_a_store_is_still_awaited_in_a_child(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path) as store:
+        scheduler = Scheduler(store=store)
+        task = scheduler.schedule(
+            "pid_later", f"{JOBS}:pid_later", OneTime(delay=0), isolation="process", retry=ONCE
+        )
+        scheduler.shutdown()  # never started: the run is still due at the restart
+    with SqliteTaskStore(path) as store:
+        restarted = Scheduler(store=store).start()
+        try:
+            restored = restarted.task(task.id)
+            assert wait_for(lambda: finished(restored)), f"{restored!r} did not finish"
+        finally:
+            assert restarted.shutdown(timeout=10.0)
+    (record,) = restored.history
+    assert record.ok and record.result is not None
+    assert record.result != str(os.getpid())  # not on this process's event loop
+
+
 # -- shutdown --------------------------------------------------------------------------------
 
 

@@ -83,6 +83,9 @@ class StatusVerbs(CoreParts):
         return True
 
     def _cancel(self, task: ScheduledTask) -> bool:
+        """What cancel and remove share: its entry dropped, its runs in flight flagged,
+        CANCELLED written and published, its BLOCKED dependents failed; False for a task
+        already SUCCEEDED, FAILED or CANCELLED."""
         previous = task.status
         if previous.is_terminal:
             return False

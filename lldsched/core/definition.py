@@ -191,7 +191,7 @@ class DefinitionVerbs(CoreParts):
             self._requeue(task)
         self._announce(task, now)
         if options.depends_on != saved.options.depends_on:
-            self._relink(task, now)  # other upstreams: wait for what they say
+            self._relink(task)  # other upstreams: wait for what they say
         return task
 
     @staticmethod

@@ -1,4 +1,4 @@
-"""TaskQueue: the timer's min-heap of due entries, with tombstones and a Condition.
+"""TaskQueue: both runtimes' due entries, a min-heap with tombstones (and the timer's lane).
 
 Entries are tuples ``(due, priority, sequence, task_id)``.  Order is due first,
 then priority (lower first), then ``sequence``, an ever-increasing counter, so
@@ -179,7 +179,9 @@ class TaskQueue:
                     self._restore_head()
             else:
                 break
-            task = tasks.get(entry[3])  # live(), inlined: this is the timer's hot loop
+            # live(), inlined: the timer's hot loop (as a call, +1.3 % instructions a
+            # dispatched job, 35,362 -> 35,825: benchmarks/threaded_instructions.py dispatch)
+            task = tasks.get(entry[3])
             if task is None or entry[2] != task.generation:
                 self._tombstones -= 1
                 continue
@@ -198,7 +200,9 @@ class TaskQueue:
         while heap or lane:
             in_lane = (not heap or lane[0] < heap[0]) if lane else False  # the smaller head
             entry = lane[0] if in_lane else heap[0]
-            task = self.tasks.get(entry[3])  # live(), inlined: the simulation's hot loop
+            # live(), inlined: the simulation's hot loop (as a call, +1.6 % instructions a
+            # simulated run, 43,573 -> 44,251: benchmarks/sim_instructions.py sim)
+            task = self.tasks.get(entry[3])
             if task is not None and task.generation == entry[2]:
                 return entry
             self._tombstones -= 1

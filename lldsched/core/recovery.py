@@ -235,7 +235,7 @@ def _apply(
     return records
 
 
-def _settle(core: SchedulerCore, task: ScheduledTask, owed: bool, now: float) -> None:
+def _queue_restored(core: SchedulerCore, task: ScheduledTask, owed: bool, now: float) -> None:
     """Queue a restored live task, deciding what its passed slots become."""
     due = task.next_run_at
     if task.status is TaskStatus.BLOCKED:  # waits off the heap; released if nothing is owed
@@ -271,7 +271,7 @@ def recover(core: SchedulerCore, store: TaskStore) -> list[ScheduledTask]:
     for task, snapshot, (_, owed) in zip(tasks, snapshots, restored, strict=True):
         if snapshot.waited is not None:  # a run_now's slot (TaskSnapshot.waited): kept
             task._schedule = slot_first(task._schedule, snapshot.waited)
-        _settle(core, task, owed, now)
+        _queue_restored(core, task, owed, now)
     log.info("restored %d tasks from %r", len(tasks), store)
     return tasks
 

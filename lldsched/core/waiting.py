@@ -123,7 +123,7 @@ class DependencyWaits(CoreParts):
         self._keep(task, record)
         return record
 
-    def _relink(self, task: ScheduledTask, now: float) -> None:
+    def _relink(self, task: ScheduledTask) -> None:
         """``task`` was given other upstreams: wait for what they say, as a new task
         would; a BLOCKED task that now waits for nothing is released."""
         deps = self._dependencies()

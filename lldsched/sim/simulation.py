@@ -634,6 +634,7 @@ class Simulation:
                 return
 
     def _emit(self, event: TaskEvent) -> None:
+        """The core's ``emit``: the listeners are called now, in virtual time."""
         notify(self._callbacks, event)
 
     def __repr__(self) -> str:

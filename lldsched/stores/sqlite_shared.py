@@ -47,7 +47,7 @@ from collections.abc import Collection
 from typing import Any
 
 from lldsched.errors import StoreError
-from lldsched.persistence import Change, Claim, Lease
+from lldsched.persistence import Claim, Lease
 from lldsched.stores.codec import Unreadable
 from lldsched.stores.removals import FeedHorizons
 from lldsched.stores.sqlite_rows import FINISHED, immediate
@@ -286,10 +286,6 @@ class SharedState:
             except sqlite3.OperationalError:
                 log.warning("could not trim the removals of %s; trying again later", self.node)
         return fresh, gone
-
-    @staticmethod
-    def change_of_removal(version: int, task_id: str) -> Change:
-        return Change(task_id, version, None)
 
 
 def _identity(path: str) -> tuple[int, int]:

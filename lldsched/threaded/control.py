@@ -145,7 +145,7 @@ class ControlVerbs(SchedulerParts):
         coroutine or isolated run of a task paused or cancelled elsewhere (as pause()
         and cancel() do)."""
         for task in tasks:
-            if is_loop_action(task.action):
+            if is_loop_action(task.action, task._options.isolation):
                 self._loop_ids.add(task.id)
             else:
                 self._loop_ids.discard(task.id)

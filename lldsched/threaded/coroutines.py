@@ -105,13 +105,18 @@ _REASONS = {
 """The error text of a run the scheduler cancelled, by reason (not the timeout's)."""
 
 
-def is_loop_action(action: object) -> bool:
-    """True for an ``async def`` function (or a partial of one): its runs go to the loop.
+def is_loop_action(action: object, isolation: str) -> bool:
+    """True for an ``async def`` function (or a partial of one) run on a thread: its runs
+    go to the loop.  The one statement of the rule: at registration, at restore and for a
+    task another process registered.  A process-isolated one is awaited in its child
+    (``isolation="process"``: :func:`lldsched.threaded.processes.serve`), so False.
 
     Asked at every registration, so a function's code flags are read first (tens of
     nanoseconds; ``inspect.iscoroutinefunction`` alone costs several times that, on
     a registration of about two microseconds).
     """
+    if isolation != "thread":
+        return False
     code: CodeType | None = getattr(action, "__code__", None)  # bound methods pass it on
     if code is not None:
         return code.co_flags & CO_COROUTINE != 0

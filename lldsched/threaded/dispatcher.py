@@ -139,6 +139,8 @@ class EventDispatcher:
         return self._busy and thread is not None and thread is not threading.current_thread()
 
     def _deliver(self) -> None:
+        """The delivery thread's loop: each event, in order, to every listener, with
+        the lock let go; return once closed and nothing is left."""
         cond = self._cond
         lock = self._lock
         events = self._events

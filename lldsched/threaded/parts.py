@@ -53,7 +53,7 @@ class SchedulerParts:
     which of its conditions, and the lock order)."""
 
     _lock: threading.Lock
-    _wake: threading.Condition  # the timer's (and the drain's) condition on _lock
+    _wake: threading.Condition  # the timer's condition on _lock (the drain's: _drain_settled)
     _idle: threading.Condition  # wait_idle()'s condition on _lock
     _clock: Clock
     _max_wait: float | None

@@ -164,6 +164,8 @@ class WorkerPool(Generic[T, J, R]):
         return sum(thread.is_alive() for thread in self._threads)
 
     def _work(self, index: int) -> None:
+        """Worker ``index``'s loop, holding the lock but around ``execute``: take an
+        item, prepare, execute and complete it; return at its sentinel."""
         lock = self._lock
         items = self._items
         not_empty = self._not_empty

@@ -47,6 +47,8 @@ class RunExecution(SchedulerParts):
     """Mixed into Scheduler: beginning, running and completing attempts."""
 
     def _prepare(self, entry: Entry, worker: int) -> Run | None:
+        """The pool's ``prepare``, under the lock: begin the attempt ``entry`` stands for
+        and arm its timeout; None for a tombstone, settled here."""
         run = self._begin(entry, worker)
         if run is None:  # a tombstone: cancelled or paused after the timer popped it
             self._settle(1)
@@ -59,6 +61,8 @@ class RunExecution(SchedulerParts):
         return run
 
     def _execute(self, run: Run) -> Outcome:
+        """The pool's ``execute``, without the lock: call the action (or have a child
+        process run it) and time it; an awaitable it returns is passed on, not awaited."""
         if run.task._options.isolation != "thread":
             return self._execute_in_process(run)
         now = self._clock.now
@@ -92,6 +96,8 @@ class RunExecution(SchedulerParts):
         return started, finished, error, result, None, timed_out
 
     def _complete(self, run: Run, outcome: Outcome) -> None:
+        """The pool's ``complete``, under the lock: record the outcome in the core (an
+        awaitable's once the event loop has run it), then settle the entry."""
         started, finished, error, result, awaitable, timed_out = outcome
         if run.context is not None:
             self._disarm_deadline(run.context)  # the run is over: its deadline is void

@@ -209,7 +209,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         self._deadlines = []
         self._armed = set()
         self._deadline_sequence = itertools.count()
-        self._in_flight = 0  # entries popped by the timer and not yet settled by a worker
+        self._in_flight = 0  # entries popped by the timer and not yet settled (_settle)
         self._draining = False  # shutdown(drain=True) is handing out the last due entries
         self._drain_settled = threading.Event()  # set by each settled run while draining
         self._idle_waiters = 0
@@ -237,17 +237,14 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
             limit=max_coroutines,
             name=f"{self._thread_prefix}loop",
         )
-        if self._coordinator is not None:
+        if store is not None:
             with self._lock:
-                self._coordinator.load()
+                if self._coordinator is not None:
+                    self._coordinator.load()
+                else:
+                    recover(self._core, store)  # may raise (a bad store): no thread started yet
                 for task in self._core.tasks.values():
-                    if is_loop_action(task.action):
-                        self._loop_ids.add(task.id)
-        elif store is not None:
-            with self._lock:
-                recover(self._core, store)  # may raise (a bad store): no thread started yet
-                for task in self._core.tasks.values():
-                    if is_loop_action(task.action):
+                    if is_loop_action(task.action, task._options.isolation):
                         self._loop_ids.add(task.id)
         if listeners:  # deliver from now on: registrations before start() are events too
             self._dispatcher.start()
@@ -392,7 +389,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
             raise not_callable(name, action)
         if isolation == "process":
             check_supported(name)  # Windows: refused here, not at every attempt
-        on_loop = isolation == "thread" and is_loop_action(action)
+        on_loop = is_loop_action(action, isolation)
         with self._lock:
             if self._state is STOPPED:
                 raise SchedulerStateError(f"cannot schedule {name!r}: the scheduler is shut down")

@@ -63,6 +63,7 @@ class TimerThread(SchedulerParts):
     """Mixed into Scheduler: the timer thread's loop and what it calls."""
 
     def _run_timer(self) -> None:
+        """The timer thread's target: :meth:`_timer_loop`, its death logged."""
         try:
             self._timer_loop()
         except BaseException:
@@ -70,6 +71,9 @@ class TimerThread(SchedulerParts):
             raise
 
     def _timer_loop(self) -> None:
+        """Until shutdown, under the lock but while it waits: notice a clock jump, flag
+        the runs whose timeout passed, hand out what is due (:meth:`_hand_out`), then
+        wait on ``_wake`` until the next due instant or deadline."""
         queue = self._queue
         cond = self._wake
         clock = self._clock
