@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
+import threading
 import time
 from pathlib import Path
 
@@ -60,3 +62,50 @@ async def later(n: int) -> int:
 
 def with_context(ctx: RunContext) -> None:
     """Takes a RunContext, which cannot reach a child process: refused when isolated."""
+
+
+class UnprintableError(Exception):
+    """An exception whose ``__str__`` raises (a library's bug, met at 3 a.m.)."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("__str__ broke")
+
+
+class LockedError(Exception):
+    """An exception that cannot be pickled (it holds a lock)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.lock = threading.Lock()
+
+
+def odd_failure(kind: str) -> None:
+    """Raise the odd exception named ``kind`` (tests/test_job_failures.py)."""
+    if kind == "unprintable":
+        raise UnprintableError
+    if kind == "huge":
+        raise ValueError("y" * 10_000_000)
+    if kind == "surrogate":
+        raise ValueError("bad \udcff byte and a \x00 NUL")
+    if kind == "unpicklable":
+        raise LockedError("holds a lock")
+    if kind == "group":
+        raise ExceptionGroup("two failed", [ValueError("a"), KeyError("b")])
+    if kind == "chained":
+        try:
+            {}["missing"]
+        except KeyError as exc:
+            raise RuntimeError("lookup failed") from exc
+    if kind == "exit":
+        sys.exit(3)
+    if kind == "interrupt":
+        raise KeyboardInterrupt
+    if kind == "generator-exit":
+        raise GeneratorExit
+    raise AssertionError(f"no such kind: {kind!r}")
+
+
+async def odd_failure_async(kind: str) -> None:
+    """:func:`odd_failure` from a coroutine, after it awaited once."""
+    await asyncio.sleep(0)
+    odd_failure(kind)
