@@ -10,16 +10,18 @@ or fail the store's write.
 
 from __future__ import annotations
 
+import gc
 import logging
 import pickle
 import sqlite3
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from lldsched import OneTime, RetryPolicy, TaskStatus
+from lldsched import FakeClock, OneTime, RetryPolicy, TaskStatus
 from lldsched.errors import ERROR_LIMIT, TRACEBACK_LIMIT, error_text, traceback_text
 from lldsched.persistence import TaskStore
 from lldsched.stores.sqlite import SqliteTaskStore
@@ -273,3 +275,32 @@ def test_a_worker_process_sends_its_traceback_for_the_line(
     assert line.exc_text is not None
     assert "in odd_failure" in line.exc_text and "direct cause" in line.exc_text
     assert line.exc_text.endswith("RuntimeError: lookup failed")
+
+
+class _Held:
+    """Something large a job holds in a local when it raises."""
+
+
+def test_a_failed_jobs_locals_are_not_held_once_its_run_is_settled(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    # The exception travels with the run to its log line, and its traceback holds the
+    # job's frames: once the run is settled nothing may keep them (a worker waiting for
+    # its next run held its last result).
+    held: list[weakref.ref[_Held]] = []
+
+    def job() -> None:
+        buffer = _Held()
+        held.append(weakref.ref(buffer))
+        raise ValueError("failed holding a buffer")
+
+    scheduler = make_scheduler(clock=clock, workers=1)
+    scheduler.schedule(
+        "job",
+        job,
+        OneTime(delay=0),
+        retry=RetryPolicy(max_attempts=2, initial_backoff=3600, max_backoff=3600),
+    )
+    settle(scheduler)  # attempt 1 failed; its retry is an hour away
+    gc.collect()
+    assert [ref() for ref in held] == [None]
