@@ -28,6 +28,7 @@ __all__ = [
     "TaskRetiredError",
     "ValidationError",
     "error_text",
+    "escaped",
     "traceback_text",
 ]
 
@@ -140,7 +141,7 @@ def error_text(exc: BaseException) -> str:
             text += f" ({word} ...)"
             break
         text += f" ({word} {_one(link, room)})"
-    return _escaped(text)
+    return escaped(text)
 
 
 TRACEBACK_LIMIT = 20_000
@@ -161,7 +162,7 @@ def traceback_text(exc: BaseException) -> str:
     length = len(text)
     if length > TRACEBACK_LIMIT:
         text = f"... ({length - TRACEBACK_LIMIT:,} characters cut)\n{text[-TRACEBACK_LIMIT:]}"
-    return _escaped(text)
+    return escaped(text)
 
 
 def _line(chunk: str) -> str:
@@ -200,10 +201,12 @@ def _cut(text: str, limit: int) -> str:
     return f"{text[:limit]}... ({length:,} characters, cut)"
 
 
-def _escaped(text: str) -> str:
+def escaped(text: str) -> str:
     """``text`` with each lone surrogate and NUL written as its escape (``\\udcff``,
-    ``\\x00``): the UTF-8 codec refuses a surrogate (SQLite's and PostgreSQL's drivers
-    raise ``UnicodeEncodeError``) and PostgreSQL's text refuses NUL."""
+    ``\\x00``): text every store can write.  The UTF-8 codec refuses a surrogate
+    (SQLite's and PostgreSQL's drivers raise ``UnicodeEncodeError``, and the record was
+    lost from the store) and PostgreSQL's text refuses NUL.  An error text and a result
+    text go through here."""
     if not text.isascii():
         text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     if "\x00" in text:

@@ -109,3 +109,25 @@ async def odd_failure_async(kind: str) -> None:
     """:func:`odd_failure` from a coroutine, after it awaited once."""
     await asyncio.sleep(0)
     odd_failure(kind)
+
+
+class _OddRepr:
+    """A value whose own ``repr`` holds a lone surrogate and a NUL."""
+
+    def __repr__(self) -> str:
+        return "<odd \udcff \x00>"
+
+
+def odd_result(kind: str) -> object:
+    """Return the odd value named ``kind`` (tests/test_job_failures.py)."""
+    return {
+        "lock": threading.Lock,
+        "huge": lambda: "z" * 10_000_000,
+        "odd-repr": _OddRepr,
+    }[kind]()
+
+
+async def odd_result_async(kind: str) -> object:
+    """:func:`odd_result` from a coroutine, after it awaited once."""
+    await asyncio.sleep(0)
+    return odd_result(kind)

@@ -304,3 +304,39 @@ def test_a_failed_jobs_locals_are_not_held_once_its_run_is_settled(
     settle(scheduler)  # attempt 1 failed; its retry is an hour away
     gc.collect()
     assert [ref() for ref in held] == [None]
+
+
+RESULTS = {
+    "lock": "<unlocked _thread.lock object at 0x...>",
+    "huge": "'" + "z" * 196 + "...",
+    "odd-repr": "<odd \\udcff \\x00>",
+}
+
+
+@pytest.mark.parametrize("where", ["thread", "coroutine", "process"])
+def test_each_odd_result_is_recorded_as_text_and_stored(
+    make_scheduler: SchedulerFactory, store: TaskStore, where: str
+) -> None:
+    scheduler = make_scheduler(workers=2, store=store)
+    action = {
+        "thread": process_jobs.odd_result,
+        "coroutine": process_jobs.odd_result_async,
+        "process": "tests.process_jobs:odd_result",
+    }[where]
+    tasks = {
+        kind: scheduler.schedule(
+            kind,
+            action,
+            OneTime(delay=0),
+            args=(kind,),
+            isolation="process" if where == "process" else "thread",
+        )
+        for kind in RESULTS
+    }
+    settle(scheduler)
+    for kind, task in tasks.items():
+        (record,) = task.history
+        assert record.ok and record.result is not None, kind
+        head, _, _ = RESULTS[kind].partition("0x...")
+        assert record.result.startswith(head) and len(record.result) <= 200, kind
+        assert store.records(task.id) == [record], kind  # the store's write did not fail
