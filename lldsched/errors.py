@@ -6,7 +6,11 @@ that fits (``ValueError``, ``LookupError``, ``RuntimeError``), so code that does
 not know this package still handles them sensibly.  Messages quote the bad value.
 
 Failures of *user* code (a task that raises) are never raised from here: they
-become data in an :class:`~lldsched.model.ExecutionRecord`.
+become data in an :class:`~lldsched.model.ExecutionRecord`, as the text
+:func:`error_text` writes (bounded, its cause named, text every store can write:
+:func:`escaped`), and the traceback :func:`traceback_text` writes for the log line
+that gives the slot up.  Neither ever raises, whatever the exception's ``__str__``
+does.
 """
 
 from __future__ import annotations
