@@ -11,6 +11,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from lldsched import RunContext
@@ -92,8 +93,9 @@ def odd_failure(kind: str) -> None:
     if kind == "group":
         raise ExceptionGroup("two failed", [ValueError("a"), KeyError("b")])
     if kind == "chained":
+        empty: dict[str, int] = {}
         try:
-            {}["missing"]
+            empty["missing"]
         except KeyError as exc:
             raise RuntimeError("lookup failed") from exc
     if kind == "exit":
@@ -120,11 +122,12 @@ class _OddRepr:
 
 def odd_result(kind: str) -> object:
     """Return the odd value named ``kind`` (tests/test_job_failures.py)."""
-    return {
+    makers: dict[str, Callable[[], object]] = {
         "lock": threading.Lock,
         "huge": lambda: "z" * 10_000_000,
         "odd-repr": _OddRepr,
-    }[kind]()
+    }
+    return makers[kind]()
 
 
 async def odd_result_async(kind: str) -> object:

@@ -23,7 +23,6 @@ import pytest
 
 from lldsched import FakeClock, OneTime, RetryPolicy, TaskStatus
 from lldsched.errors import ERROR_LIMIT, TRACEBACK_LIMIT, error_text, traceback_text
-from lldsched.persistence import TaskStore
 from lldsched.stores.sqlite import SqliteTaskStore
 from tests import process_jobs
 from tests.conftest import SchedulerFactory, settle
@@ -126,7 +125,7 @@ def test_the_traceback_text_keeps_every_frame_and_bounds_the_rest() -> None:
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TaskStore]:
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     """A durable store of each kind, closed after the test."""
     if request.param == "sqlite":
         opened: Any = SqliteTaskStore(tmp_path / "jobs.db")
@@ -140,14 +139,15 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TaskStore]
 
 @pytest.mark.parametrize("where", ["thread", "coroutine", "process"])
 def test_each_odd_exception_is_recorded_legibly_and_stored(
-    make_scheduler: SchedulerFactory, store: TaskStore, where: str
+    make_scheduler: SchedulerFactory, store: Any, where: str
 ) -> None:
     scheduler = make_scheduler(workers=2, store=store)
-    action = {
+    actions: dict[str, Callable[..., Any] | str] = {
         "thread": process_jobs.odd_failure,
         "coroutine": process_jobs.odd_failure_async,
         "process": "tests.process_jobs:odd_failure",
-    }[where]
+    }
+    action = actions[where]
     tasks = {
         kind: scheduler.schedule(
             kind,
@@ -315,14 +315,15 @@ RESULTS = {
 
 @pytest.mark.parametrize("where", ["thread", "coroutine", "process"])
 def test_each_odd_result_is_recorded_as_text_and_stored(
-    make_scheduler: SchedulerFactory, store: TaskStore, where: str
+    make_scheduler: SchedulerFactory, store: Any, where: str
 ) -> None:
     scheduler = make_scheduler(workers=2, store=store)
-    action = {
+    actions: dict[str, Callable[..., Any] | str] = {
         "thread": process_jobs.odd_result,
         "coroutine": process_jobs.odd_result_async,
         "process": "tests.process_jobs:odd_result",
-    }[where]
+    }
+    action = actions[where]
     tasks = {
         kind: scheduler.schedule(
             kind,

@@ -198,6 +198,6 @@ class WorkerPool(Generic[T, J, R]):
                     log.exception("worker %d: could not settle %r", index, job)
                 # Not held while this worker waits: a failed run's result holds its
                 # exception, whose traceback holds the job's locals (a frame, a buffer).
-                result = None
+                del result
         finally:
             lock.release()
