@@ -6,13 +6,21 @@ that fits (``ValueError``, ``LookupError``, ``RuntimeError``), so code that does
 not know this package still handles them sensibly.  Messages quote the bad value.
 
 Failures of *user* code (a task that raises) are never raised from here: they
-become data in an :class:`~lldsched.model.ExecutionRecord`.
+become data in an :class:`~lldsched.model.ExecutionRecord`, as the text
+:func:`error_text` writes (bounded, its cause named, text every store can write:
+:func:`escaped`), and the traceback :func:`traceback_text` writes for the log line
+that gives the slot up.  Neither ever raises, whatever the exception's ``__str__``
+does.
 """
 
 from __future__ import annotations
 
+import traceback
+
 __all__ = [
     "CANCELLED_INSIDE",
+    "ERROR_LIMIT",
+    "TRACEBACK_LIMIT",
     "LeaseLost",
     "LldschedError",
     "ScheduleError",
@@ -24,6 +32,8 @@ __all__ = [
     "TaskRetiredError",
     "ValidationError",
     "error_text",
+    "escaped",
+    "traceback_text",
 ]
 
 
@@ -94,10 +104,118 @@ class LeaseLost(StoreError):
         self.token = token
 
 
+ERROR_LIMIT = 2000
+"""The longest error text a record keeps, in characters: a longer one is cut, and says
+how long it was (an exception that carries a whole response body or a file)."""
+
+_CHAIN = 3  # the causes and contexts named after the exception itself, at most
+_MEMBERS = 5  # the sub-exceptions of an exception group named, at most
+
+
 def error_text(exc: BaseException) -> str:
-    """``"Type: message"``, the form records and events carry."""
-    message = str(exc)
-    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    """``"Type: message"``, the form records, events and the log carry; never raises.
+
+    What follows the message, when there is one: the exception's cause (``raise X
+    from Y``: ``" (caused by Y: ...)"``) or the exception it was raised while handling
+    (``" (while handling Y: ...)"``), up to three links; an exception group's
+    sub-exceptions (``" [ValueError: a; KeyError: 'b']"``, five at most).  A ``__str__``
+    that raises is named, not raised (the type stays the exception's own).  A message
+    is cut to what is left of :data:`ERROR_LIMIT` characters (saying how long it was),
+    and a character no store can encode (a lone surrogate, NUL) is written as its
+    escape: a record whose text a SQLite or PostgreSQL store cannot write was lost
+    from the store (docs/DECISIONS.md, "What a failed run leaves").
+    """
+    text = _one(exc, ERROR_LIMIT)
+    if isinstance(exc, BaseExceptionGroup):
+        text += _members(exc, ERROR_LIMIT - len(text))
+    seen = {id(exc)}
+    link: BaseException = exc
+    for _ in range(_CHAIN):
+        if link.__cause__ is not None:
+            link, word = link.__cause__, "caused by"
+        elif link.__context__ is not None and not link.__suppress_context__:
+            link, word = link.__context__, "while handling"
+        else:
+            break
+        if id(link) in seen:  # a cycle (an exception raised from itself, somewhere)
+            break
+        seen.add(id(link))
+        room = ERROR_LIMIT - len(text)
+        if room <= 0:
+            text += f" ({word} ...)"
+            break
+        text += f" ({word} {_one(link, room)})"
+    return escaped(text)
+
+
+TRACEBACK_LIMIT = 20_000
+"""The longest traceback text a worker process sends its parent, in characters: the
+end is kept (the innermost frames and the exception), the start cut."""
+
+
+def traceback_text(exc: BaseException) -> str:
+    """``exc``'s traceback as Python prints it (its causes and contexts first), each
+    frame and message cut to :data:`ERROR_LIMIT` characters and the whole to its last
+    :data:`TRACEBACK_LIMIT`, surrogates escaped; never raises.  What a failure's log
+    line carries, and what a worker process sends its parent about a run that raised
+    (``isolation="process"``: the exception itself stays in the child)."""
+    try:
+        text = "".join(_line(chunk) for chunk in traceback.format_exception(exc))
+    except BaseException:  # a traceback that cannot be formatted: said so
+        return f"(its traceback could not be formatted) {error_text(exc)}\n"
+    length = len(text)
+    if length > TRACEBACK_LIMIT:
+        text = f"... ({length - TRACEBACK_LIMIT:,} characters cut)\n{text[-TRACEBACK_LIMIT:]}"
+    return escaped(text)
+
+
+def _line(chunk: str) -> str:
+    """One chunk of a formatted traceback (a frame, a message), cut."""
+    if len(chunk) <= ERROR_LIMIT:
+        return chunk
+    return _cut(chunk, ERROR_LIMIT) + "\n"
+
+
+def _one(exc: BaseException, room: int) -> str:
+    """``"Type: message"`` of one exception, whatever its ``__str__`` does, the message
+    cut to ``room`` characters."""
+    name = type(exc).__name__
+    try:
+        message = str(exc)
+    except BaseException as broke:  # a user's __str__: whatever it raised is named
+        message = f"<its __str__ raised {type(broke).__name__}>"
+    message = _cut(message, max(room, 0))
+    return f"{name}: {message}" if message else name
+
+
+def _members(group: BaseExceptionGroup[BaseException], room: int) -> str:
+    """An exception group's sub-exceptions, named after its own message."""
+    members = group.exceptions
+    each = max(room, 0) // min(len(members), _MEMBERS)
+    named = "; ".join(_one(member, each) for member in members[:_MEMBERS])
+    more = len(members) - _MEMBERS
+    return f" [{named}; and {more} more]" if more > 0 else f" [{named}]"
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text``, or its first ``limit`` characters and how long it was."""
+    length = len(text)
+    if length <= limit:
+        return text
+    return f"{text[:limit]}... ({length:,} characters, cut)"
+
+
+def escaped(text: str) -> str:
+    """``text`` with each lone surrogate and NUL written as its escape (``\\udcff``,
+    ``\\x00``): text every store can write.  The UTF-8 codec refuses a surrogate
+    (SQLite's and PostgreSQL's drivers raise ``UnicodeEncodeError``, and the record was
+    lost from the store) and PostgreSQL's text refuses NUL.  An error text and a result
+    text go through here."""
+    if not text.isascii():
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    if "\x00" in text:
+        text = text.replace("\x00", "\\x00")
+    return text
 
 
 CANCELLED_INSIDE = "CancelledError: raised inside the run; the scheduler did not cancel it"

@@ -101,7 +101,9 @@ class ExecutionRecord(NamedTuple):
     ``due`` is the instant the attempt was due (a retry's due is its failed
     predecessor's finish plus backoff); ``slot`` is the schedule slot the attempt
     belongs to (equal to ``due`` for first attempts).  ``worker`` is the index of
-    the worker that ran it.  ``error`` is ``"Type: message"`` or ``None``.
+    the worker that ran it.  ``error`` is ``"Type: message"`` (its cause named, cut to
+    :data:`lldsched.errors.ERROR_LIMIT` characters: :func:`lldsched.errors.error_text`)
+    or ``None``; the traceback is on the run's log line, never in the record.
 
     ``misfire`` is the outcome a policy decided for the record, ``None`` for an
     ordinary run (the field is named after the first such policy; stores keep it

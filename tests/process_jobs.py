@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from lldsched import RunContext
@@ -66,3 +69,74 @@ async def pid_later() -> int:
 
 def with_context(ctx: RunContext) -> None:
     """Takes a RunContext, which cannot reach a child process: refused when isolated."""
+
+
+class UnprintableError(Exception):
+    """An exception whose ``__str__`` raises (a library's bug, met at 3 a.m.)."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("__str__ broke")
+
+
+class LockedError(Exception):
+    """An exception that cannot be pickled (it holds a lock)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.lock = threading.Lock()
+
+
+def odd_failure(kind: str) -> None:
+    """Raise the odd exception named ``kind`` (tests/test_job_failures.py)."""
+    if kind == "unprintable":
+        raise UnprintableError
+    if kind == "huge":
+        raise ValueError("y" * 10_000_000)
+    if kind == "surrogate":
+        raise ValueError("bad \udcff byte and a \x00 NUL")
+    if kind == "unpicklable":
+        raise LockedError("holds a lock")
+    if kind == "group":
+        raise ExceptionGroup("two failed", [ValueError("a"), KeyError("b")])
+    if kind == "chained":
+        empty: dict[str, int] = {}
+        try:
+            empty["missing"]
+        except KeyError as exc:
+            raise RuntimeError("lookup failed") from exc
+    if kind == "exit":
+        sys.exit(3)
+    if kind == "interrupt":
+        raise KeyboardInterrupt
+    if kind == "generator-exit":
+        raise GeneratorExit
+    raise AssertionError(f"no such kind: {kind!r}")
+
+
+async def odd_failure_async(kind: str) -> None:
+    """:func:`odd_failure` from a coroutine, after it awaited once."""
+    await asyncio.sleep(0)
+    odd_failure(kind)
+
+
+class _OddRepr:
+    """A value whose own ``repr`` holds a lone surrogate and a NUL."""
+
+    def __repr__(self) -> str:
+        return "<odd \udcff \x00>"
+
+
+def odd_result(kind: str) -> object:
+    """Return the odd value named ``kind`` (tests/test_job_failures.py)."""
+    makers: dict[str, Callable[[], object]] = {
+        "lock": threading.Lock,
+        "huge": lambda: "z" * 10_000_000,
+        "odd-repr": _OddRepr,
+    }
+    return makers[kind]()
+
+
+async def odd_result_async(kind: str) -> object:
+    """:func:`odd_result` from a coroutine, after it awaited once."""
+    await asyncio.sleep(0)
+    return odd_result(kind)

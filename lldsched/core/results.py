@@ -17,6 +17,8 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from lldsched.errors import escaped
+
 __all__ = ["RESULT_LIMIT", "must_await", "result_text"]
 
 RESULT_LIMIT = 200
@@ -27,7 +29,8 @@ and ends with ``"..."``)."""
 def result_text(value: object) -> str | None:
     """``repr(value)`` cut to :data:`RESULT_LIMIT` characters; None for None.
 
-    A ``repr`` that raises does not fail the run: the text says so instead.
+    A ``repr`` that raises does not fail the run: the text says so instead.  A lone
+    surrogate or NUL in it is written as its escape (:func:`lldsched.errors.escaped`).
     """
     if value is None:
         return None
@@ -43,7 +46,7 @@ def result_text(value: object) -> str | None:
         text = f"<{type(value).__qualname__} whose repr raised {type(exc).__name__}>"
     if len(text) > RESULT_LIMIT:
         text = text[: RESULT_LIMIT - 3] + "..."
-    return text
+    return escaped(text)  # a repr of one's own may hold a surrogate no store can write
 
 
 _OPENINGS: dict[type, str] = {list: "[", tuple: "(", set: "{", frozenset: "frozenset({", dict: "{"}

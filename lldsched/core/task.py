@@ -26,7 +26,6 @@ from typing import Any, Literal, NamedTuple
 
 from lldsched.core.context import RunContext
 from lldsched.core.names import SCHEDULED
-from lldsched.errors import error_text
 from lldsched.model import ExecutionRecord, Priority, TaskStatus
 from lldsched.persistence import Task
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
@@ -365,9 +364,10 @@ class Run(NamedTuple):
     context: RunContext | None
     token: int | None = None  # the fencing token of its claim in a shared store
 
-    def invoke(self) -> tuple[str | None, object]:
-        """Call the task's action: ``(None, what it returned)``, or ``(error text, None)``
-        when it raised.
+    def invoke(self) -> tuple[Exception | None, object]:
+        """Call the task's action: ``(None, what it returned)``, or ``(the exception,
+        None)`` when it raised (its record's text is :func:`~lldsched.errors.error_text`'s;
+        the exception itself, with its traceback, is what the runtime logs).
 
         What it returned may be awaitable (an ``async def`` action, or a function that
         returns a coroutine): the runtime must await it before anything is recorded
@@ -388,8 +388,8 @@ class Run(NamedTuple):
             else:
                 value = action(*options.args)
         except Exception as exc:
-            return error_text(exc), None
+            return exc, None
         return _RETURNED_NONE if value is None else (None, value)
 
 
-_RETURNED_NONE: tuple[str | None, object] = (None, None)  # the common outcome, built once
+_RETURNED_NONE: tuple[Exception | None, object] = (None, None)  # the common outcome, built once

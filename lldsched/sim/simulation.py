@@ -597,9 +597,9 @@ class Simulation:
             raise
         result, timed_out = None, False
         if task.action is not None:
-            raised, value = run.invoke()
-            if raised is not None:
-                error = raised
+            exception, value = run.invoke()
+            if exception is not None:
+                error = error_text(exception)
             elif value is not None and must_await(value):  # a coroutine: run it to completion
                 raised, result, timed_out = self._awaiting.run(value, task.timeout)
                 error = raised or error

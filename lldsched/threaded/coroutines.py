@@ -81,10 +81,14 @@ __all__ = ["CANCEL_GRACE", "CoroutineRunner", "Finish", "is_loop_action"]
 
 log = logging.getLogger("lldsched")
 
-Finish = Callable[[Run, float, float, "str | None", "str | None", bool], bool]
-"""``finish(run, started, finished, error, result, timed_out)``, called under the lock:
-records the run (the runner settles it, with ``settle``); True when it queued a line to
-log (a failure), which ``said`` logs once the lock is let go, before the settle."""
+Finish = Callable[
+    [Run, float, float, "str | None", "str | None", bool, "BaseException | None"], bool
+]
+"""``finish(run, started, finished, error, result, timed_out, raised)``, called under the
+lock: records the run (the runner settles it, with ``settle``); True when it queued a
+line to log (a failure), which ``said`` logs once the lock is let go, before the settle.
+``raised`` is the exception the coroutine (or the action that made it) raised, for the
+line's traceback."""
 
 CANCEL_GRACE = 1.0
 """Seconds shutdown gives cancelled coroutines to end, within its own timeout: they are
@@ -127,8 +131,8 @@ class _Flight:
     """One coroutine run: begun, started on the loop, over, recorded."""
 
     __slots__ = (
-        "active", "awaitable", "finished", "future", "outcome", "reason", "run", "started",
-        "timer",
+        "active", "awaitable", "finished", "future", "outcome", "raised", "reason", "run",
+        "started", "timer",
     )  # fmt: skip
 
     def __init__(self, run: Run, started: float, awaitable: Any) -> None:
@@ -141,6 +145,7 @@ class _Flight:
         self.reason: str | None = None  # why the scheduler cancelled it: timeout, paused...
         self.finished = 0.0
         self.outcome: _Outcome = _UNFINISHED  # (error text, result text), set when over
+        self.raised: BaseException | None = None  # what it raised, for its log line
 
 
 class CoroutineRunner:
@@ -400,14 +405,18 @@ class CoroutineRunner:
         for flight in starting:
             if flight.awaitable is None:  # call the loop task's action: it makes the coroutine
                 flight.started = now()
+                raised: BaseException | None
                 try:
-                    failure, value = flight.run.invoke()
+                    raised, value = flight.run.invoke()
                 except BaseException as exc:  # KeyboardInterrupt: recorded, the loop lives on
-                    failure, value = error_text(exc), None
-                if failure is not None or (
-                    type(value) is not CoroutineType and not must_await(value)
-                ):  # it raised, or returned a plain value after all
-                    flight.outcome = (failure, None if failure else result_text(value))
+                    raised, value = exc, None
+                if raised is not None:
+                    flight.outcome, flight.raised = (error_text(raised), None), raised
+                    self._over(flight)
+                    continue
+                if type(value) is not CoroutineType and not must_await(value):
+                    # it returned a plain value after all
+                    flight.outcome = (None, result_text(value))
                     self._over(flight)
                     continue
                 flight.awaitable = value
@@ -467,6 +476,7 @@ class CoroutineRunner:
                 # and the loop is gone: nothing to log, nowhere to report to.
                 return
             flight.outcome = (_failure_text(exc, self._name), None)  # logged when recorded
+            flight.raised = exc
         else:
             flight.outcome = _RETURNED_NONE if value is None else (None, result_text(value))
         self._over(flight)
@@ -544,7 +554,9 @@ class CoroutineRunner:
         if flight.active:
             self._active -= 1
         try:
-            return self._finish(run, flight.started, flight.finished, error, result, timed_out)
+            return self._finish(
+                run, flight.started, flight.finished, error, result, timed_out, flight.raised
+            )
         except Exception:  # finish records user failures itself: this is our bug
             log.exception("could not settle the coroutine run %r", run)
             return False

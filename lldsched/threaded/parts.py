@@ -31,18 +31,24 @@ from lldsched.threaded.pool import WorkerPool
 from lldsched.threaded.processes import ProcessPool
 from lldsched.threaded.shared import Coordinator
 
-__all__ = ["NEW", "RUNNING", "STOPPED", "LogLine", "Outcome", "SchedulerParts"]
+__all__ = ["NEW", "RUNNING", "STOPPED", "Explained", "LogLine", "Outcome", "SchedulerParts"]
 
 NEW, RUNNING, STOPPED = "new", "running", "stopped"
 """The scheduler's states: built, between start() and shutdown(), shut down (final)."""
 
-Outcome = tuple[float, float, "str | None", "str | None", object, bool]
+Outcome = tuple[float, float, "str | None", "str | None", object, bool, "Explained"]
 """What running an attempt produced: started, finished, error text, result text, an
-awaitable still to run (None for a run that is over), and whether the run was stopped
-at its timeout (a child process killed)."""
+awaitable still to run (None for a run that is over), whether the run was stopped
+at its timeout (a child process killed), and what explains a failure (below)."""
 
-LogLine = tuple[int, str, tuple[object, ...]]
-"""A line to log: its level, its message and the message's arguments."""
+Explained = BaseException | str | None
+"""What explains a failed run beyond its error text, for its log line: the exception
+an action raised on a thread or the event loop (with its traceback), or the traceback
+text a worker process sent; None when there is none (a success, a timeout, a kill)."""
+
+LogLine = tuple[int, str, tuple[object, ...], Explained]
+"""A line to log: its level, its message, the message's arguments, and what explains
+the failure, whose traceback it carries (None: a line alone)."""
 
 
 class SchedulerParts:

@@ -198,5 +198,8 @@ class WorkerPool(Generic[T, J, R]):
                     complete(job, result)
                 except Exception:  # complete() records user failures itself: this is our bug
                     log.exception("worker %d: could not settle %r", index, job)
+                # Not held while this worker waits: a failed run's result holds its
+                # exception, whose traceback holds the job's locals (a frame, a buffer).
+                del result
         finally:
             lock.release()

@@ -6,8 +6,12 @@ sent to a child process as JSON text: ``{"call": "package.module:function", "arg
 [...], "kwargs": {...}}``.  The child imports the function itself, calls it, and
 answers with JSON text too: ``{"started": true}`` when it takes the call, then
 ``{"result": text}`` (the return value as :func:`~lldsched.core.results.result_text`
-writes it) or ``{"error": text}`` (the exception as ``"Type: message"``).  Nothing
-is pickled: not the action, not an argument, not a result, not the child itself.
+writes it) or ``{"error": text, "traceback": text}`` (the exception as ``"Type:
+message"``, and as Python prints it: the parent logs it).  Nothing is pickled: not the
+action, not an argument, not a result, not the exception, not the child itself.  An
+action's ``SystemExit``, ``KeyboardInterrupt`` or ``GeneratorExit`` is a failed run,
+as on a thread: the child answers and takes the next call (it exited, or said it was
+killed by SIGINT, with no word of what the action raised).
 
 This module owns the children, that protocol, and the ways a run ends without an
 answer:
@@ -64,7 +68,7 @@ from multiprocessing.connection import Connection
 from typing import Any, NamedTuple
 
 from lldsched.core.results import must_await, result_text
-from lldsched.errors import SchedulerStateError, ValidationError, error_text
+from lldsched.errors import SchedulerStateError, ValidationError, error_text, traceback_text
 from lldsched.importpath import import_callable
 from lldsched.threaded.deadline import Deadline
 
@@ -96,13 +100,16 @@ def check_supported(name: str) -> None:
 
 
 class ProcessOutcome(NamedTuple):
-    """How an isolated run ended: instants on the caller's clock, and the error or result."""
+    """How an isolated run ended: instants on the caller's clock, and the error or result;
+    ``traceback`` is the child's text of the exception the action raised (None for a
+    success, a timeout, a crash or a kill)."""
 
     started: float
     finished: float
     error: str | None
     result: str | None
     timed_out: bool
+    traceback: str | None = None
 
 
 class _Child:
@@ -181,8 +188,14 @@ class ProcessPool:
         finished = self._now()
         if "error" in answer:
             error = str(answer["error"])
+            told = answer.get("traceback")
             return ProcessOutcome(
-                started=started, finished=finished, error=error, result=None, timed_out=False
+                started=started,
+                finished=finished,
+                error=error,
+                result=None,
+                timed_out=False,
+                traceback=None if told is None else str(told),
             )
         result = answer.get("result")
         return ProcessOutcome(
@@ -417,8 +430,8 @@ def serve(reading: int, writing: int) -> None:
             if must_await(value):
                 value = asyncio.run(_awaited(value))
             answer = {"result": result_text(value)}
-        except Exception as exc:
-            answer = {"error": error_text(exc)}
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt: a failed run, as on a thread
+            answer = {"error": error_text(exc), "traceback": traceback_text(exc)}
         connection.send_bytes(json.dumps(answer).encode())
 
 

@@ -15,9 +15,11 @@ wait on.
 
 **What is logged** (the ``lldsched`` logger): each failed attempt, once, when it is
 recorded: one line naming the task's id and name, the attempt, the error text and
-what follows (a retry, the slot given up, the dead letter).  No traceback: the
-record's error text is what the store, the listeners and the log all keep.  A
-successful run logs nothing.  The line is made under the lock, when the core has
+what follows (a retry, the slot given up, the dead letter).  The line that gives up
+(ERROR) carries the traceback of the exception (``exc_info``, or the text a worker
+process sent); a retry's WARNING carries none.  The record keeps the error text
+(:func:`~lldsched.errors.error_text`: bounded, its cause named), never the traceback.
+A successful run logs nothing.  The line is made under the lock, when the core has
 decided what follows (:func:`failure_line`), queued, and written after the lock is
 released (:meth:`~RunExecution._say_failures`), in the order the failures were
 recorded: a slow logging handler holds the thread that logs, never the lock.
@@ -34,9 +36,9 @@ import logging
 from lldsched.clock import utc_datetime
 from lldsched.core.results import must_await, result_text
 from lldsched.core.task import Entry, Run
-from lldsched.errors import CANCELLED_INSIDE, error_text
+from lldsched.errors import CANCELLED_INSIDE, error_text, traceback_text
 from lldsched.model import ExecutionRecord, TaskStatus
-from lldsched.threaded.parts import LogLine, Outcome, SchedulerParts
+from lldsched.threaded.parts import Explained, LogLine, Outcome, SchedulerParts
 
 __all__ = ["LogLine", "RunExecution", "failure_line"]
 
@@ -68,14 +70,16 @@ class RunExecution(SchedulerParts):
         now = self._clock.now
         started = now()
         try:
-            error, value = run.invoke()
+            raised, value = run.invoke()
         except BaseException as exc:  # SystemExit, KeyboardInterrupt: a failed run too
-            return started, now(), error_text(exc), None, None, False
+            return started, now(), error_text(exc), None, None, False, exc
         if value is None:  # the common case: no result text to build
-            return started, now(), error, None, None, False
+            if raised is None:
+                return started, now(), None, None, None, False, None
+            return started, now(), error_text(raised), None, None, False, raised
         if must_await(value):  # a coroutine: the event loop runs it, this worker moves on
-            return started, started, None, None, value, False
-        return started, now(), None, result_text(value), None, False
+            return started, started, None, None, value, False, None
+        return started, now(), None, result_text(value), None, False, None
 
     def _execute_in_process(self, run: Run) -> Outcome:
         """Run a process-isolated attempt: this worker waits for its child (killed at
@@ -91,14 +95,14 @@ class RunExecution(SchedulerParts):
             )
         except Exception as exc:  # shut down meanwhile (SchedulerStateError), or no process
             now = self._clock.now()
-            return now, now, error_text(exc), None, None, False
-        started, finished, error, result, timed_out = ended
-        return started, finished, error, result, None, timed_out
+            return now, now, error_text(exc), None, None, False, None
+        started, finished, error, result, timed_out, told = ended
+        return started, finished, error, result, None, timed_out, told
 
     def _complete(self, run: Run, outcome: Outcome) -> None:
         """The pool's ``complete``, under the lock: record the outcome in the core (an
         awaitable's once the event loop has run it), then settle the entry."""
-        started, finished, error, result, awaitable, timed_out = outcome
+        started, finished, error, result, awaitable, timed_out, explained = outcome
         if run.context is not None:
             self._disarm_deadline(run.context)  # the run is over: its deadline is void
         if awaitable is not None:
@@ -110,15 +114,15 @@ class RunExecution(SchedulerParts):
         if self._coordinator is not None:
             self._coordinator.done(run)
         if not record.ok:
-            self._log_then_settle(run, record)
+            self._log_then_settle(run, record, explained)
             return
         self._settle(1)
 
-    def _log_then_settle(self, run: Run, record: ExecutionRecord) -> None:
+    def _log_then_settle(self, run: Run, record: ExecutionRecord, explained: Explained) -> None:
         """A worker's run failed: log its line with the lock let go (the pool allows it;
         rare), then settle it, so that ``wait_idle()`` returns with the line written.
         Settled even if a logging handler raises (the pool logs that)."""
-        self._failures.append(failure_line(run, record))
+        self._failures.append(failure_line(run, record, explained))
         self._lock.release()
         try:
             self._say_failures()
@@ -134,17 +138,19 @@ class RunExecution(SchedulerParts):
         error: str | None,
         result: str | None,
         timed_out: bool,
+        raised: BaseException | None,
     ) -> bool:
         """A coroutine run is over: record it (the loop thread calls this under the
         lock, and settles its batch of runs after).  True when it failed: its line is
         queued, and the loop thread calls :meth:`_say_failures` once it let the lock go,
-        before it settles the batch."""
+        before it settles the batch.  ``raised`` is what the coroutine raised, if it
+        did."""
         record = self._core.finish(run, started, finished, error, result, timed_out)
         if self._coordinator is not None:
             self._coordinator.done(run)
         if record.ok:
             return False
-        self._failures.append(failure_line(run, record))
+        self._failures.append(failure_line(run, record, raised))
         return True
 
     def _cancel_overlapped(self, run: Run) -> None:
@@ -162,8 +168,11 @@ class RunExecution(SchedulerParts):
             return
         with self._saying:
             while failures:
-                level, message, args = failures.popleft()
-                log.log(level, message, *args)
+                level, message, args, why = failures.popleft()
+                if why is None:
+                    log.log(level, message, *args)
+                else:
+                    _say_explained(level, message, args, why)
 
     def _settle(self, count: int) -> None:
         """``count`` entries popped by the timer are done (run, or dropped)."""
@@ -178,7 +187,7 @@ class RunExecution(SchedulerParts):
             self._idle.notify_all()
 
 
-def failure_line(run: Run, record: ExecutionRecord) -> LogLine:
+def failure_line(run: Run, record: ExecutionRecord, explained: Explained = None) -> LogLine:
     """The log line of a failed attempt, made after the core decided what follows it
     (caller holds the scheduler's lock: the task's status and next due instant are
     read as that decision left them); logged once the lock is let go.
@@ -187,6 +196,12 @@ def failure_line(run: Run, record: ExecutionRecord) -> LogLine:
     dead-lettered; INFO for a run stopped on purpose (cancel, pause, shutdown, or a
     newer slot under ``Overlap.CANCEL_OTHER``): expected, and already said by the verb
     that stopped it.
+
+    An ERROR line carries the traceback of what ``explained`` the failure: the
+    exception as ``exc_info`` (a handler prints it, an error tracker's logging
+    integration captures it with its frames), or a worker process's traceback text
+    (:func:`_say_explained`).  A WARNING line for a retry carries none: a flaky job retried all
+    night would fill the log with stack frames, and its last attempt's ERROR has them.
     """
     task = run.task
     error = record.error
@@ -198,6 +213,7 @@ def failure_line(run: Run, record: ExecutionRecord) -> LogLine:
             logging.INFO,
             "task %s %r attempt %d stopped: %s",
             (task.id, task.name, record.attempt, error),
+            None,
         )
     if status is TaskStatus.RETRYING:
         level, then = logging.WARNING, f"retry due at {_instant(task.next_run_at)}"
@@ -211,7 +227,32 @@ def failure_line(run: Run, record: ExecutionRecord) -> LogLine:
         level,
         "task %s %r attempt %d of %d failed: %s; %s",
         (task.id, task.name, record.attempt, task.retry.max_attempts, error, then),
+        explained if level == logging.ERROR else None,
     )
+
+
+def _say_explained(level: int, message: str, args: tuple[object, ...], why: Explained) -> None:
+    """Log a failure line with its traceback (caller does *not* hold the scheduler's
+    lock: the traceback is formatted here, reading the source lines from disk).
+
+    The record's ``exc_text`` is set beforehand to :func:`~lldsched.errors.traceback_text`
+    (bounded, its start cut, surrogates escaped), which every ``logging.Formatter``
+    prints after the message instead of formatting ``exc_info`` itself: a 10 MB
+    message is not printed whole, and a strict UTF-8 file handler does not fail on a
+    lone surrogate.  ``exc_info`` stays the exception, for an error tracker's logging
+    integration (Sentry's reads it); a worker process's run has only the text.
+    """
+    if not log.isEnabledFor(level):
+        return
+    if isinstance(why, str):
+        exc_info, text = None, why
+    else:
+        assert why is not None  # (only a line with something to explain comes here)
+        exc_info, text = (type(why), why, why.__traceback__), traceback_text(why)
+    path, line, function, _ = log.findCaller()
+    record = log.makeRecord(log.name, level, path, line, message, args, exc_info, function)
+    record.exc_text = text.rstrip("\n")
+    log.handle(record)
 
 
 def _instant(when: float | None) -> str:
