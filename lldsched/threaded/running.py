@@ -100,6 +100,8 @@ class RunExecution(SchedulerParts):
                 return  # recorded by _finish_coroutine when it completes
             finished = self._clock.now()
             error = "SchedulerStateError: the scheduler shut down before the coroutine ran"
+        if self._monotonic is not None:  # a jump since the timer looked is handled first
+            self._look_at_clock(self._clock.now())
         record = self._core.finish(run, started, finished, error, result, timed_out)
         if self._coordinator is not None:
             self._coordinator.done(run)
@@ -133,6 +135,8 @@ class RunExecution(SchedulerParts):
         lock, and settles its batch of runs after).  True when it failed: its line is
         queued, and the loop thread calls :meth:`_say_failures` once it let the lock go,
         before it settles the batch."""
+        if self._monotonic is not None:  # a jump since the timer looked is handled first
+            self._look_at_clock(self._clock.now())
         record = self._core.finish(run, started, finished, error, result, timed_out)
         if self._coordinator is not None:
             self._coordinator.done(run)

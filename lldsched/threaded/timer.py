@@ -16,7 +16,9 @@ none), the timer compares the two each time it wakes; a gap of more than 1 s
 misfire policy applies as after downtime; backward, elapsed-time schedules move
 back with the clock.  A jump is noticed when the timer next wakes: when the head
 of the heap falls due by the monotonic clock, and at the latest ``max_wait``
-seconds (default 60) after it went to sleep.  That bound is what notices a
+seconds (default 60) after it went to sleep; and before a run is recorded (a
+run that ends after a jump computes its next due time from the moved clock, so
+the jump is handled first: ``_look_at_clock``).  That bound is what notices a
 suspend: ``Condition.wait`` counts monotonic time, which stops while the machine
 sleeps, so an unbounded wait for a task due in an hour would end an hour *after*
 resume.  One wake a minute costs nothing measurable (``benchmarks/bench_idle.py``);
@@ -77,26 +79,15 @@ class TimerThread(SchedulerParts):
         deadlines = self._deadlines
         armed = self._armed
         max_wait = self._max_wait
-        monotonic = getattr(clock, "monotonic", None)  # jump detection (none on a FakeClock)
+        watching = self._monotonic is not None  # jump detection (none on a FakeClock)
         coordinator = self._coordinator
         with cond:
-            last_wall, last_mono = clock.now(), monotonic() if monotonic is not None else 0.0
+            if watching:
+                self._seen = (clock.now(), self._monotonic())  # type: ignore[misc]
             while self._state is RUNNING:
                 now = clock.now()
-                if monotonic is not None:
-                    mono = monotonic()
-                    jump = (now - last_wall) - (mono - last_mono)
-                    if abs(jump) > JUMP_TOLERANCE + JUMP_DRIFT * (mono - last_mono):
-                        if coordinator is None:
-                            after_clock_jump(self._core, jump, now)
-                            done = "the due times re-evaluated"
-                        elif jump > 0:  # shared: whoever claims a jumped-over slot decides
-                            coordinator.clock_jumped(now)
-                            done = "the slots it passed are decided as they are claimed"
-                        else:
-                            done = "the shared rows keep their due times"
-                        log.warning("the wall clock jumped by %+.3f s: %s", jump, done)
-                    last_wall, last_mono = now, mono
+                if watching:
+                    self._look_at_clock(now)
                 while deadlines and deadlines[0][0] <= now:
                     context = heapq.heappop(deadlines)[2]
                     if context in armed:  # else its run ended before its deadline
@@ -126,6 +117,34 @@ class TimerThread(SchedulerParts):
                 if coordinator is not None:
                     wake = coordinator.wake(now, wake)  # renewal, and the poll bound
                 clock.wait(cond, wake)
+
+    def _look_at_clock(self, now: float) -> None:
+        """Compare the wall clock's move since the last look with the monotonic clock's,
+        and re-evaluate the due times if it jumped (caller holds the lock; the clock has
+        a ``monotonic()``).
+
+        The timer looks each time it wakes, and a worker (or the event loop) before it
+        records a run: a run that ends between a jump and the timer's next wake computes
+        its next due time from a clock already moved, so the jump must be handled
+        first, or a fixed delay's next run (a retry's backoff) would move back twice."""
+        monotonic = self._monotonic
+        assert monotonic is not None
+        mono = monotonic()
+        last_wall, last_mono = self._seen
+        self._seen = (now, mono)
+        jump = (now - last_wall) - (mono - last_mono)
+        if abs(jump) <= JUMP_TOLERANCE + JUMP_DRIFT * (mono - last_mono):
+            return
+        coordinator = self._coordinator
+        if coordinator is None:
+            after_clock_jump(self._core, jump, now)
+            done = "the due times re-evaluated"
+        elif jump > 0:  # shared: whoever claims a jumped-over slot decides
+            coordinator.clock_jumped(now)
+            done = "the slots it passed are decided as they are claimed"
+        else:
+            done = "the shared rows keep their due times"
+        log.warning("the wall clock jumped by %+.3f s: %s", jump, done)
 
     def _hand_out(self, batch: list[Entry]) -> None:
         """Give due entries to the workers, and loop tasks' entries to the event loop."""
