@@ -38,6 +38,7 @@ from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
 from lldsched.runtime import Runtime, Stepped
 from lldsched.views import missing_extra
 from lldsched.views.presses import RedriveWatch, pressed
+from lldsched.views.tables import UTC_NAMES
 
 if TYPE_CHECKING:
     import ipywidgets
@@ -78,9 +79,13 @@ def _kernel_loop() -> _Loop | None:
 
 
 def _when(timestamp: float | None, tz: ZoneInfo) -> str:
+    """An instant in ``tz``; in any zone but UTC with its abbreviation (``CEST``, ``CET``),
+    as :func:`~lldsched.views.tables.readable` writes it: the two 02:30 of a night the
+    clocks go back read apart."""
     if timestamp is None:
         return "—"
-    return datetime.fromtimestamp(timestamp, tz).strftime("%Y-%m-%d %H:%M:%S")
+    local = datetime.fromtimestamp(timestamp, tz)
+    return local.strftime("%Y-%m-%d %H:%M:%S" if tz.key in UTC_NAMES else "%Y-%m-%d %H:%M:%S %Z")
 
 
 class _Row:
