@@ -16,13 +16,14 @@ none), the timer compares the two each time it wakes; a gap of more than 1 s
 misfire policy applies as after downtime; backward, elapsed-time schedules move
 back with the clock.  A jump is noticed when the timer next wakes: when the head
 of the heap falls due by the monotonic clock, and at the latest ``max_wait``
-seconds (default 60) after it went to sleep; and before a run is recorded (a
-run that ends after a jump computes its next due time from the moved clock, so
-the jump is handled first: ``_look_at_clock``).  That bound is what notices a
+seconds (default 60) after it went to sleep.  That bound is what notices a
 suspend: ``Condition.wait`` counts monotonic time, which stops while the machine
 sleeps, so an unbounded wait for a task due in an hour would end an hour *after*
 resume.  One wake a minute costs nothing measurable (``benchmarks/bench_idle.py``);
-``max_wait=None`` waits exactly until the head is due.
+``max_wait=None`` waits exactly until the head is due.  A worker also looks before
+it records a run that finished earlier by the wall clock than the timer's last look:
+that run computes its next due time from the moved clock, so the jump is handled
+first (``_look_at_clock``).
 
 **A shared store** (``SqliteTaskStore(path, shared=True)``, docs/CLUSTER.md): the
 timer claims what runs from the store instead of popping the heap (the heap
@@ -79,14 +80,14 @@ class TimerThread(SchedulerParts):
         deadlines = self._deadlines
         armed = self._armed
         max_wait = self._max_wait
-        watching = self._monotonic is not None  # jump detection (none on a FakeClock)
+        monotonic = self._monotonic  # jump detection (none on a FakeClock)
         coordinator = self._coordinator
         with cond:
-            if watching:
-                self._seen = (clock.now(), self._monotonic())  # type: ignore[misc]
+            if monotonic is not None:
+                self._seen = (clock.now(), monotonic())
             while self._state is RUNNING:
                 now = clock.now()
-                if watching:
+                if monotonic is not None:
                     self._look_at_clock(now)
                 while deadlines and deadlines[0][0] <= now:
                     context = heapq.heappop(deadlines)[2]
@@ -124,17 +125,25 @@ class TimerThread(SchedulerParts):
         a ``monotonic()``).
 
         The timer looks each time it wakes, and a worker (or the event loop) before it
-        records a run: a run that ends between a jump and the timer's next wake computes
-        its next due time from a clock already moved, so the jump must be handled
-        first, or a fixed delay's next run (a retry's backoff) would move back twice."""
+        records a run that finished earlier by the wall clock than the timer's last look
+        (the clock went back since): such a run computes its next due time from a clock
+        already moved, so the jump must be handled first, or a fixed delay's next run (a
+        retry's backoff) would move back twice.  That test costs no clock reading; a
+        backward jump shorter than the time since the timer's last look (at most
+        ``max_wait``) passes it, and a delay ending meanwhile moves back by the jump
+        twice."""
         monotonic = self._monotonic
         assert monotonic is not None
         mono = monotonic()
         last_wall, last_mono = self._seen
         self._seen = (now, mono)
         jump = (now - last_wall) - (mono - last_mono)
-        if abs(jump) <= JUMP_TOLERANCE + JUMP_DRIFT * (mono - last_mono):
-            return
+        if abs(jump) > JUMP_TOLERANCE + JUMP_DRIFT * (mono - last_mono):
+            self._clock_jumped(jump, now)
+
+    def _clock_jumped(self, jump: float, now: float) -> None:
+        """The wall clock jumped by ``jump`` seconds: re-evaluate the due times (or tell
+        the shared store's coordinator), and say so once (caller holds the lock)."""
         coordinator = self._coordinator
         if coordinator is None:
             after_clock_jump(self._core, jump, now)
