@@ -24,13 +24,28 @@ __all__ = ["Clock", "FakeClock", "SystemClock", "to_timestamp", "utc_datetime"]
 
 
 def to_timestamp(value: float | int | datetime, *, name: str = "time") -> float:
-    """Epoch seconds from a number or an *aware* datetime (naive ones are ambiguous)."""
+    """Epoch seconds from a number or an *aware* datetime (naive ones are ambiguous).
+
+    A wall time its zone skips (02:30 in Berlin on the night the clocks go forward) is
+    refused too: Python would read it with the offset before the gap, an instant whose
+    wall time is another.  A repeated wall time (the night they go back) is the one
+    its ``fold`` says: 0 the first, 1 the second."""
     if isinstance(value, datetime):
         if value.tzinfo is None or value.utcoffset() is None:
             raise ValidationError(
                 f"{name} must be timezone-aware (e.g. tzinfo=timezone.utc), got {value!r}"
             )
-        return value.timestamp()
+        stamp = value.timestamp()
+        try:
+            wall = utc_datetime(stamp).astimezone(value.tzinfo).replace(tzinfo=None, fold=0)
+        except (OverflowError, OSError, ValueError):  # the float rounded past year 9999
+            wall = value.replace(tzinfo=None, fold=0)
+        if wall != value.replace(tzinfo=None, fold=0):
+            raise ValidationError(
+                f"{name} {value.replace(tzinfo=None, fold=0)} does not exist in "
+                f"{value.tzinfo} (its clocks skip it), got {value!r}"
+            )
+        return stamp
     return float(checks.number(value, name=name, kind="epoch seconds or an aware datetime"))
 
 

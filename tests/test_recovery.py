@@ -22,6 +22,7 @@ from lldsched import (
     MisfirePolicy,
     OneTime,
     RetryPolicy,
+    Schedule,
     ScheduledTask,
     Scheduler,
     Simulation,
@@ -286,10 +287,13 @@ class JumpingClock(FakeClock):
         self._mono += checks.seconds(seconds, name="advance()")
         return super().advance(seconds)
 
-    def jump(self, seconds: float) -> None:
+    def jump(self, seconds: float, *, wake: bool = True) -> None:
+        """Move the wall clock alone; ``wake=False``: as a real clock does, wake nobody
+        (the timer notices at its next wake-up)."""
         with self._lock:
             self._now += seconds
-        self._notify_all()
+        if wake:
+            self._notify_all()
 
     def wait(self, condition: threading.Condition, deadline: float | None) -> None:
         self.parked.set()
@@ -329,6 +333,80 @@ def test_a_backward_jump_moves_interval_slots_back_and_leaves_calendar_slots(
     assert rate.next_run_at == T0 - HOUR + 60  # still a minute away
     assert cron.next_run_at == T0 + 3 * HOUR and at.next_run_at == T0 + 600
     assert "the wall clock jumped by -3600.000 s: the due times re-evaluated" in caplog.messages
+
+
+def looked(clock: JumpingClock, scheduler: Scheduler) -> None:
+    """Wake the timer and wait until it parked again: it has looked at the clock since
+    the last run ended (and handed out what that made due)."""
+    clock.parked.clear()
+    clock.advance(0)
+    assert clock.parked.wait(5)
+    settle(scheduler)
+
+
+@pytest.mark.parametrize("timer_looks", ["while it runs", "after it ended"])
+@pytest.mark.parametrize(
+    ("schedule", "next_due"),
+    [(FixedRate(60), -HOUR + 60), (FixedDelay(600), -HOUR + 600)],
+    ids=["rate", "delay"],
+)
+def test_a_run_in_flight_when_the_clock_is_set_back_is_followed_one_period_later(
+    make_scheduler: SchedulerFactory, schedule: Schedule, next_due: float, timer_looks: str
+) -> None:
+    # The run starts at T0; the wall clock is set back an hour while it runs; it ends at
+    # once (T0 - 1 h by the wall).  Its next run is one period later by the wall clock:
+    # a fixed rate waited out the hour (its next slot counted from the slot the run
+    # served, which the jump left behind, sixty slots lost without a record), and a
+    # fixed delay ending before the timer looked moved back twice (a run at once).
+    clock = JumpingClock(T0)
+    started, release = threading.Event(), threading.Event()
+
+    def job() -> None:
+        started.set()
+        assert release.wait(5)
+
+    scheduler = make_scheduler(clock=clock)
+    task = scheduler.schedule("job", job, schedule)
+    assert started.wait(5)
+    clock.parked.clear()
+    if timer_looks == "while it runs":
+        clock.jump(-HOUR)
+        assert clock.parked.wait(5)  # the timer handled the jump, the run still going
+    else:
+        clock.jump(-HOUR, wake=False)  # the timer sleeps on: the worker sees it first
+    release.set()
+    settle(scheduler)
+    looked(clock, scheduler)
+    assert scheduler.task(task.id).next_run_at == T0 + next_due
+    (record,) = scheduler.task(task.id).history
+    assert (record.slot, record.started, record.finished) == (T0, T0, T0 - HOUR)
+
+
+def test_a_fixed_rate_run_in_flight_keeps_its_overrun_across_a_backward_jump(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    # The run outlasts three of its slots and the clock is set back an hour meanwhile:
+    # the slots it outlasted are read on the moved grid, skipped (recorded), and the
+    # next is the first slot of the moved grid not before the finish.
+    clock = JumpingClock(T0)
+    started, release = threading.Event(), threading.Event()
+
+    def job() -> None:
+        started.set()
+        assert release.wait(5)
+
+    scheduler = make_scheduler(clock=clock)
+    task = scheduler.schedule("job", job, FixedRate(60))
+    assert started.wait(5)
+    clock.jump(-HOUR, wake=False)
+    clock.advance(150)  # three slots (60, 120, 150 s later on the moved grid) go by...
+    release.set()  # ...while the run goes on
+    settle(scheduler)
+    looked(clock, scheduler)
+    assert [(r.outcome.value, r.slot - T0) for r in scheduler.task(task.id).history] == [
+        ("ok", 0.0), ("skipped", -HOUR + 60), ("skipped", -HOUR + 120),
+    ]  # fmt: skip
+    assert scheduler.task(task.id).next_run_at == T0 - HOUR + 180
 
 
 def test_a_fake_clock_moving_is_never_taken_for_a_jump(make_scheduler: SchedulerFactory) -> None:

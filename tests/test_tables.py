@@ -3,6 +3,8 @@ instants as weekday and clock in a zone, and long text cut, so it fits a noteboo
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from lldsched import ExecutionRecord, ValidationError
@@ -42,7 +44,7 @@ def test_a_readable_frame_has_no_days_notation_and_short_times() -> None:
 
 def test_times_are_shown_in_the_zone_asked_for_and_a_bad_zone_is_refused() -> None:
     shown = readable(to_frame(RUNS[:1]), tz="Europe/Berlin")
-    assert shown["due"].tolist() == ["Mon 10:01:00"]
+    assert shown["due"].tolist() == ["Mon 10:01:00 CET"]
     with pytest.raises(ValidationError, match="'Mars/Olympus'"):
         readable(to_frame(RUNS), tz="Mars/Olympus")
 
@@ -54,3 +56,23 @@ def test_a_summary_reads_in_minutes_and_an_empty_percentile_as_a_dash() -> None:
     missed = R("t4", "report", 1, T0, T0, -1, T0, T0, False, misfire=Outcome.MISSED)
     only_missed = task_summary(to_frame([missed]))  # no run: no lateness to measure
     assert readable(only_missed)["lateness_max"].tolist() == ["—"]
+
+
+@pytest.mark.parametrize(
+    ("tz", "times"),
+    [
+        ("Europe/Berlin", ["Sun 02:30:00 CEST", "Sun 02:30:00 CET"]),
+        ("UTC", ["Sun 00:30:00", "Sun 01:30:00"]),
+    ],
+)
+def test_the_two_half_past_two_of_a_night_the_clocks_go_back_read_apart(
+    tz: str, times: list[str]
+) -> None:
+    # 2026-10-25: Berlin's clocks go back from 03:00 CEST to 02:00 CET; a run at 00:30
+    # UTC and one at 01:30 UTC are both at 02:30 on the wall, an hour apart.
+    first = datetime(2026, 10, 25, 0, 30, tzinfo=UTC).timestamp()
+    runs = [
+        ExecutionRecord("t", "half-past", 1, at, at, 0, at, at + 1, True)
+        for at in (first, first + 3600)
+    ]
+    assert readable(to_frame(runs), tz=tz)["start"].tolist() == times

@@ -6,11 +6,13 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
 import pytest
 
 from lldsched import FakeClock, FixedRate, OneTime, RetryPolicy, TaskStatus
-from lldsched.views.widgets import COLUMNS, ControlPanel
+from lldsched.views.widgets import COLUMNS, ControlPanel, _when
 from tests.conftest import SchedulerFactory, settle
 
 
@@ -280,5 +282,15 @@ def test_the_next_run_column_names_its_zone_and_shows_times_in_it(
     panel = ControlPanel(scheduler, loop=None, tz="Europe/Berlin")
     headers = [child.value for child in panel._grid.children[: len(panel._header)]]
     assert "<b>next run (Europe/Berlin)</b>" in headers
-    assert panel.row(tick.id)["next run"] == "2026-01-05 10:00:30"  # 09:00:30 UTC
+    assert panel.row(tick.id)["next run"] == "2026-01-05 10:00:30 CET"  # 09:00:30 UTC
     assert panel.to_text().splitlines()[0].startswith("task  status     next run (Europe/Berlin)")
+
+
+def test_the_two_half_past_two_of_a_night_the_clocks_go_back_read_apart() -> None:
+    # 2026-10-25 in Berlin: 02:30 CEST (00:30 UTC), then 02:30 CET (01:30 UTC).
+    first = datetime(2026, 10, 25, 0, 30, tzinfo=UTC).timestamp()
+    berlin = ZoneInfo("Europe/Berlin")
+    assert [_when(at, berlin) for at in (first, first + 3600)] == [
+        "2026-10-25 02:30:00 CEST", "2026-10-25 02:30:00 CET",
+    ]  # fmt: skip
+    assert _when(first, ZoneInfo("UTC")) == "2026-10-25 00:30:00"

@@ -32,7 +32,10 @@ def build_parser(prog: str = "python -m lldsched") -> argparse.ArgumentParser:
     cron.add_argument(
         "-n", type=int, default=5, help="how many fire times, 1 to 10,000 (default: 5)"
     )
-    cron.add_argument("--start", help="ISO date-time to list fires after (default: now)")
+    cron.add_argument(
+        "--start",
+        help="ISO date-time to list fires after, read in --tz without an offset (default: now)",
+    )
     cron.set_defaults(handler=_cron)
     from lldsched.cli.simulate import add_parser as add_simulate
 

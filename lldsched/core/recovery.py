@@ -317,11 +317,22 @@ def after_clock_jump(core: SchedulerCore, jump: float, now: float) -> None:
     after downtime.  Backward (a clock set back): elapsed-time due instants move
     back with the clock (fixed rate, fixed delay, one-off by delay, and every
     retry's backoff), so "every 60 s" keeps meaning 60 s; calendar instants
-    (cron, one-off at a given time) stay where they are.
+    (cron, one-off at a given time) stay where they are.  A task whose run is in
+    flight keeps its due instants (its run's finish decides the next), but a fixed
+    rate's next slot is counted from the slot the run serves: that slot is read as
+    moved with the clock (:meth:`CatchUp.moving`).  A forward jump leaves a run in
+    flight alone: the slots it outlasted are its overrun's, skipped or caught up.
     """
     for task in list(core.tasks.values()):
         due = task.next_run_at
-        if task.status not in _QUEUED or due is None or task.running:
+        if task.running:
+            if jump < 0 and measures_elapsed_time(unwrap(task._schedule)):
+                # its next slot is counted from the slot it serves, which the clock left
+                # behind: the record is read with that slot moved (a fixed rate would
+                # otherwise wait out the jump, its slots lost without a record)
+                task._schedule = CatchUp.moving(task._schedule, jump)
+            continue
+        if task.status not in _QUEUED or due is None:
             continue
         if jump > 0:
             if task.status is TaskStatus.SCHEDULED and due <= now:

@@ -14,6 +14,11 @@ was waiting for in front of its schedule (:func:`slot_first`), so an extra run
 does not move the grid; ``reschedule`` of a task whose run or retry is still owed
 follows that work with the new schedule's first run (``then=FIRST_RUN``).
 
+When the wall clock is set back while a run of an elapsed-time schedule (a fixed
+rate) is in flight, the plan also carries the jump (``shift``): the record of that run
+is read with its slot moved with the clock, so the next slot is counted on the moved
+grid, not an hour late (:func:`lldsched.core.recovery.after_clock_jump`).
+
 A ``CatchUp`` belongs to one task (unlike the shareable schedules) and is never
 stored: stores keep ``inner``.
 """
@@ -22,10 +27,11 @@ from __future__ import annotations
 
 import enum
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Final, Literal
 
 from lldsched.model import ExecutionRecord
+from lldsched.schedules.base import next_run_and_skipped
 
 if TYPE_CHECKING:
     from lldsched.schedules.base import Schedule
@@ -62,20 +68,35 @@ Then = Resume | Literal[_Decides.FIRST_RUN]
 
 
 class CatchUp:
-    """``slots`` first, then ``then``; the task's own ``inner`` schedule afterwards."""
+    """``slots`` first, then ``then``; the task's own ``inner`` schedule afterwards.
 
-    __slots__ = ("_slots", "_then", "inner", "spent")
+    ``shift``: seconds the next record's slot is moved by before anything reads it
+    (once; the wall clock was set back while that run was in flight)."""
 
-    def __init__(self, inner: Schedule, slots: Iterable[float], then: Then) -> None:
+    __slots__ = ("_slots", "_then", "inner", "shift", "spent")
+
+    def __init__(
+        self, inner: Schedule, slots: Iterable[float], then: Then, *, shift: float = 0.0
+    ) -> None:
         self.inner = inner
         self._slots = deque(slots)
         self._then = then
+        self.shift = shift
         self.spent = False  # True once the slots and ``then`` were handed out
 
     def first_run(self, now: float) -> float | None:
         return self.inner.first_run(now)
 
+    def _moved(self, record: ExecutionRecord) -> ExecutionRecord:
+        """``record`` with its slot moved by ``shift``, which is then used up."""
+        shift = self.shift
+        if not shift:
+            return record
+        self.shift = 0.0
+        return record._replace(slot=record.slot + shift)
+
     def next_run(self, record: ExecutionRecord, now: float) -> float | None:
+        record = self._moved(record)
         if self._slots:
             return self._slots.popleft()
         if self.spent:  # handed out already: from now on the task's own schedule answers
@@ -102,9 +123,14 @@ class CatchUp:
 
     def next_run_and_skipped(
         self, record: ExecutionRecord, *, limit: int
-    ) -> tuple[float | None, tuple[()]]:
+    ) -> tuple[float | None, Sequence[float]]:
         """:meth:`next_run`; a plan's slots are decided, so a run skips none of them
-        (nor of the own schedule, on the run that spends the plan)."""
+        (nor of the own schedule, on the run that spends the plan).  A plan that only
+        moves a record (:meth:`moving`) lets the own schedule answer both, on the moved
+        record: a fixed rate's run that outlasted its period still skips slots."""
+        if self.shift and not self._slots and self._then is SCHEDULE_DECIDES:
+            self.spent = True
+            return next_run_and_skipped(self.inner, self._moved(record), limit=limit)
         return self.next_run(record, record.finished), ()
 
     def shifted(self, seconds: float) -> CatchUp:
@@ -112,6 +138,20 @@ class CatchUp:
         clock was set back)."""
         then = self._then + seconds if isinstance(self._then, float) else self._then
         return CatchUp(self.inner, [slot + seconds for slot in self._slots], then)
+
+    @classmethod
+    def moving(cls, schedule: Schedule, seconds: float) -> CatchUp:
+        """``schedule`` (a plan or not) for a task whose run is in flight while the
+        wall clock was set back by ``-seconds``: the plan's slots to come move, and so
+        does the slot of the in-flight run's record when the schedule reads it."""
+        if isinstance(schedule, CatchUp):
+            if schedule.spent:
+                plan = CatchUp(schedule.inner, [], SCHEDULE_DECIDES)
+            else:
+                plan = schedule.shifted(seconds)
+            plan.shift = schedule.shift + seconds
+            return plan
+        return cls(schedule, [], SCHEDULE_DECIDES, shift=seconds)
 
     def __repr__(self) -> str:
         then = (
@@ -121,7 +161,8 @@ class CatchUp:
             if self._then is FIRST_RUN
             else repr(self._then)
         )
-        return f"CatchUp({self.inner!r}, {len(self._slots)} slots left, then {then})"
+        moved = f", a record moved by {self.shift:+g} s" if self.shift else ""
+        return f"CatchUp({self.inner!r}, {len(self._slots)} slots left, then {then}{moved})"
 
 
 def slot_first(schedule: Schedule, slot: float) -> CatchUp:

@@ -42,7 +42,9 @@ def instant_text(timestamp: float) -> str:
 @dataclass(frozen=True, slots=True, init=False)
 class OneTime:
     """Run once: at ``at`` (epoch seconds or an aware datetime), or ``delay`` seconds (or
-    a ``timedelta``) after registration.  An ``at`` that has already passed runs at once."""
+    a ``timedelta``) after registration.  An ``at`` that has already passed runs at once.
+    A repeated local time is the one its ``fold`` names; one its zone skips (a
+    spring-forward gap) is refused (docs/DECISIONS.md, "Instants in")."""
 
     at: float | None
     delay: float | None

@@ -70,6 +70,10 @@ class SchedulerParts:
     _coroutines: CoroutineRunner
     _processes: ProcessPool
     _coordinator: Coordinator | None  # the shared store's side, or None
+    # The clock's monotonic(), None when it has none (a FakeClock): jump detection.
+    _monotonic: Callable[[], float] | None
+    # (wall, monotonic) at the last look for a wall-clock jump (timer._look_at_clock).
+    _seen: tuple[float, float]
     _thread_prefix: str  # "lldsched-<name>-": the start of every thread's name
     # Begins an attempt (None: a tombstone): the core's begin, or the coordinator's,
     # which begins with its claim's token.
@@ -105,6 +109,8 @@ class SchedulerParts:
         def _arm_deadline(self, deadline: float, context: RunContext) -> None: ...  # timer
 
         def _disarm_deadline(self, context: RunContext) -> None: ...  # timer
+
+        def _look_at_clock(self, now: float) -> None: ...  # timer
 
         def _settle(self, count: int) -> None: ...  # running
 

@@ -157,6 +157,8 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         if clock is not None and not isinstance(clock, Clock):
             raise ValidationError(f"clock must be a Clock (now and wait methods), got {clock!r}")
         self._clock = clock if clock is not None else SystemClock()
+        self._monotonic = getattr(self._clock, "monotonic", None)
+        self._seen = (0.0, 0.0)  # set when the timer starts
         # The scheduler's one lock.  It guards the core state machine (registry,
         # statuses, dead letter), the heap, the deadline heap, the pool's hand-off
         # queue, the coroutine runner's hand-over state, _loop_ids, _in_flight,

@@ -20,7 +20,10 @@ seconds (default 60) after it went to sleep.  That bound is what notices a
 suspend: ``Condition.wait`` counts monotonic time, which stops while the machine
 sleeps, so an unbounded wait for a task due in an hour would end an hour *after*
 resume.  One wake a minute costs nothing measurable (``benchmarks/bench_idle.py``);
-``max_wait=None`` waits exactly until the head is due.
+``max_wait=None`` waits exactly until the head is due.  A worker also looks before
+it records a run that finished earlier by the wall clock than the timer's last look:
+that run computes its next due time from the moved clock, so the jump is handled
+first (``_look_at_clock``).
 
 **A shared store** (``SqliteTaskStore(path, shared=True)``, docs/CLUSTER.md): the
 timer claims what runs from the store instead of popping the heap (the heap
@@ -81,26 +84,15 @@ class TimerThread(SchedulerParts):
         deadlines = self._deadlines
         armed = self._armed
         max_wait = self._max_wait
-        monotonic = getattr(clock, "monotonic", None)  # jump detection (none on a FakeClock)
+        monotonic = self._monotonic  # jump detection (none on a FakeClock)
         coordinator = self._coordinator
         with cond:
-            last_wall, last_mono = clock.now(), monotonic() if monotonic is not None else 0.0
+            if monotonic is not None:
+                self._seen = (clock.now(), monotonic())
             while self._state is RUNNING:
                 now = clock.now()
                 if monotonic is not None:
-                    mono = monotonic()
-                    jump = (now - last_wall) - (mono - last_mono)
-                    if abs(jump) > JUMP_TOLERANCE + JUMP_DRIFT * (mono - last_mono):
-                        if coordinator is None:
-                            after_clock_jump(self._core, jump, now)
-                            done = "the due times re-evaluated"
-                        elif jump > 0:  # shared: whoever claims a jumped-over slot decides
-                            coordinator.clock_jumped(now)
-                            done = "the slots it passed are decided as they are claimed"
-                        else:
-                            done = "the shared rows keep their due times"
-                        log.warning("the wall clock jumped by %+.3f s: %s", jump, done)
-                    last_wall, last_mono = now, mono
+                    self._look_at_clock(now)
                 while deadlines and deadlines[0][0] <= now:
                     context = heapq.heappop(deadlines)[2]
                     if context in armed:  # else its run ended before its deadline
@@ -130,6 +122,42 @@ class TimerThread(SchedulerParts):
                 if coordinator is not None:
                     wake = coordinator.wake(now, wake)  # renewal, and the poll bound
                 clock.wait(cond, wake)
+
+    def _look_at_clock(self, now: float) -> None:
+        """Compare the wall clock's move since the last look with the monotonic clock's,
+        and re-evaluate the due times if it jumped (caller holds the lock; the clock has
+        a ``monotonic()``).
+
+        The timer looks each time it wakes, and a worker (or the event loop) before it
+        records a run that finished earlier by the wall clock than the timer's last look
+        (the clock went back since): such a run computes its next due time from a clock
+        already moved, so the jump must be handled first, or a fixed delay's next run (a
+        retry's backoff) would move back twice.  That test costs no clock reading; a
+        backward jump shorter than the time since the timer's last look (at most
+        ``max_wait``) passes it, and a delay ending meanwhile moves back by the jump
+        twice."""
+        monotonic = self._monotonic
+        assert monotonic is not None
+        mono = monotonic()
+        last_wall, last_mono = self._seen
+        self._seen = (now, mono)
+        jump = (now - last_wall) - (mono - last_mono)
+        if abs(jump) > JUMP_TOLERANCE + JUMP_DRIFT * (mono - last_mono):
+            self._clock_jumped(jump, now)
+
+    def _clock_jumped(self, jump: float, now: float) -> None:
+        """The wall clock jumped by ``jump`` seconds: re-evaluate the due times (or tell
+        the shared store's coordinator), and say so once (caller holds the lock)."""
+        coordinator = self._coordinator
+        if coordinator is None:
+            after_clock_jump(self._core, jump, now)
+            done = "the due times re-evaluated"
+        elif jump > 0:  # shared: whoever claims a jumped-over slot decides
+            coordinator.clock_jumped(now)
+            done = "the slots it passed are decided as they are claimed"
+        else:
+            done = "the shared rows keep their due times"
+        log.warning("the wall clock jumped by %+.3f s: %s", jump, done)
 
     def _hand_out(self, batch: list[Entry]) -> None:
         """Give due entries to the workers, and loop tasks' entries to the event loop."""

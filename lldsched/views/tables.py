@@ -20,7 +20,10 @@ except ImportError as exc:  # pragma: no cover - exercised by a test that hides 
 
 from lldsched.errors import ValidationError
 
-__all__ = ["readable", "seconds_text"]
+__all__ = ["UTC_NAMES", "readable", "seconds_text"]
+
+UTC_NAMES = frozenset({"UTC", "Etc/UTC"})
+"""Zones whose instants :func:`readable` and the widgets write without an abbreviation."""
 
 TEXT_WIDTH = 28
 """Longer text cells (an error message) are cut to this many characters, with "…"."""
@@ -45,11 +48,14 @@ def seconds_text(seconds: float) -> str:
 
 def readable(frame: pd.DataFrame, *, tz: str | tzinfo = "UTC") -> pd.DataFrame:
     """A copy of ``frame`` for display: timedelta columns as :func:`seconds_text`,
-    aware datetime columns as ``Mon 09:00:12`` in zone ``tz``, text cut to
-    :data:`TEXT_WIDTH` characters, missing values as an empty cell."""
+    aware datetime columns as ``Mon 09:00:12`` in zone ``tz`` (in any zone but UTC
+    with its abbreviation, ``Sun 02:30:00 CEST``: the two 02:30 of a night the clocks
+    go back read apart), text cut to :data:`TEXT_WIDTH` characters, missing values as
+    an empty cell."""
     if not isinstance(frame, pd.DataFrame):
         raise ValidationError(f"readable() takes a DataFrame, got {frame!r}")
     zone = _zone(tz)
+    clock = "%a %H:%M:%S" if str(zone) in UTC_NAMES else "%a %H:%M:%S %Z"
     shown = frame.copy()
     for column in shown.columns:
         values = shown[column]
@@ -57,7 +63,7 @@ def readable(frame: pd.DataFrame, *, tz: str | tzinfo = "UTC") -> pd.DataFrame:
             shown[column] = [_duration(v) for v in values]
         elif isinstance(values.dtype, pd.DatetimeTZDtype):
             local = values.dt.tz_convert(zone)
-            shown[column] = local.dt.strftime("%a %H:%M:%S").fillna("")
+            shown[column] = local.dt.strftime(clock).fillna("")
         elif pd.api.types.is_string_dtype(values.dtype) and not isinstance(
             values.dtype, pd.CategoricalDtype
         ):

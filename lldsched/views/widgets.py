@@ -40,6 +40,7 @@ from lldsched.runtime import Runtime, Stepped
 from lldsched.schedules.cron.zone import zone_info
 from lldsched.views import missing_extra
 from lldsched.views.presses import RedriveWatch, pressed
+from lldsched.views.tables import UTC_NAMES
 
 if TYPE_CHECKING:
     import ipywidgets
@@ -80,9 +81,13 @@ def _kernel_loop() -> _Loop | None:
 
 
 def _when(timestamp: float | None, tz: ZoneInfo) -> str:
+    """An instant in ``tz``; in any zone but UTC with its abbreviation (``CEST``, ``CET``),
+    as :func:`~lldsched.views.tables.readable` writes it: the two 02:30 of a night the
+    clocks go back read apart."""
     if timestamp is None:
         return "—"
-    return utc_datetime(timestamp).astimezone(tz).strftime("%Y-%m-%d %H:%M:%S")
+    local = utc_datetime(timestamp).astimezone(tz)
+    return local.strftime("%Y-%m-%d %H:%M:%S" if tz.key in UTC_NAMES else "%Y-%m-%d %H:%M:%S %Z")
 
 
 class _Row:
