@@ -13,12 +13,13 @@ The workload, per simulated minute on a ``FakeClock`` stepped by
 :class:`~lldsched.testing.Stepper` (each run at its own due instant):
 
 * minutely ``FixedRate`` ticks (some flaky with a retry, some with a ``ctx`` and a
-  one-hour timeout), minutely ``FixedDelay`` polls, two minutely jobs that always
-  fail (every slot given up after its retries), hourly and nightly cron (Berlin);
+  one-hour timeout, some ``async def``), minutely ``FixedDelay`` polls, two minutely
+  jobs that always fail (every slot given up after its retries), hourly and nightly
+  cron (Berlin);
 * an hourly job that overruns its timeout (it moves the fake clock past it: timed
   out, retried, given up);
 * "send the reminder in 5 minutes": ``reminders`` one-off tasks registered each
-  minute, one in fifty failing for good (dead letter);
+  minute, one in fifty failing for good (dead letter), one in ten a coroutine;
 * the operator, each hour: pause one tick and resume the one paused before,
   reschedule an hourly job, modify a tick's retry, run a nightly job now; each day:
   remove a poll and register a new one, remove the dead-lettered reminders;
@@ -35,6 +36,7 @@ there.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import itertools
 import logging
@@ -114,6 +116,15 @@ def overrun(seconds: float) -> None:
 def send_reminder(user: int, fails: bool) -> None:
     if fails:
         raise ValueError(f"user {user} has no address")
+
+
+async def push_reminder(user: int) -> None:
+    """A reminder sent by a coroutine (on the scheduler's event loop)."""
+    await asyncio.sleep(0)
+
+
+async def async_tick() -> None:
+    await asyncio.sleep(0)
 
 
 # -- the workload -----------------------------------------------------------------------------
@@ -201,6 +212,8 @@ class Workload:
             self.ticks.append(f"tick-{i}")
         for i in range(self.n(20)):
             self._poll(i)
+        for i in range(self.n(5)):
+            s.schedule(f"async-{i}", async_tick, FixedRate(self.config.minute), id=f"async-{i}")
         for i in range(2):
             s.schedule(
                 f"broken-{i}",
@@ -237,13 +250,14 @@ class Workload:
         s = self.scheduler
         for _ in range(self.config.reminders):
             user = next(self.reminders)
-            s.schedule(
-                "reminder",
-                send_reminder,
-                OneTime(delay=5 * self.config.minute),
-                args=(user, user % 50 == 49),
-                retry=RetryPolicy(max_attempts=2),
-            )
+            in_five = OneTime(delay=5 * self.config.minute)
+            if user % 10 == 3:  # one in ten by a coroutine
+                s.schedule("push", push_reminder, in_five, args=(user,))
+            else:
+                s.schedule(
+                    "reminder", send_reminder, in_five, args=(user, user % 50 == 49),
+                    retry=RetryPolicy(max_attempts=2),
+                )  # fmt: skip
         minute_of_day = self.minute % 1440
         if self.minute % 60 == 30:
             self.hourly_chores()

@@ -39,7 +39,7 @@ FAST = SoakConfig(
     sample_every=1 / 16,
 )
 REMEMBERED = 100  # retired ids remembered (RETIRED_IDS_REMEMBERED, lowered)
-RECURRING = 22  # the fast workload's recurring tasks (scale 0.1)
+RECURRING = 23  # the fast workload's recurring tasks (scale 0.1)
 IN_FLIGHT = 6  # reminders registered and not yet due (5 minutes of one a minute, and one)
 DEAD_A_DAY = 1440 // 50 + 1  # reminders that fail for good in a day (removed at 04:00)
 TRACED_KIB = 200  # the memory a warm scheduler may gain in the last 4.5 hours traced
@@ -103,7 +103,9 @@ if SOAK_DAYS:  # defined only when asked for: no skipped test stands in for it
     @pytest.mark.timeout(int(SOAK_DAYS * 600) + 120)  # about 2 real minutes a day traced
     def test_soak_full() -> None:
         """The whole workload for LLDSCHED_SOAK simulated days: what is bounded holds."""
-        config = SoakConfig(days=SOAK_DAYS, purge_retired=True)
+        config = SoakConfig(
+            days=SOAK_DAYS, purge_retired=True, sample_every=min(1.0, SOAK_DAYS / 4)
+        )
         samples = run_soak(config, on_sample=print)
         retained = config.retain_finished + config.retain_finished // 100 + 1
         rememb = lldsched.core.retention.RETIRED_IDS_REMEMBERED
