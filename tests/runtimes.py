@@ -38,6 +38,7 @@ class Driven:
         store: TaskStore | None = None,
         tz: str = "UTC",
         retain_finished: Any = DEFAULT_RETAIN_FINISHED,
+        purge_retired: bool = False,
     ) -> None:
         self.kind = kind
         self.log = EventLog()
@@ -51,6 +52,7 @@ class Driven:
                 listeners=[self.log],
                 tz=tz,
                 retain_finished=retain_finished,
+                purge_retired=purge_retired,
             ).start()
         else:
             self.runtime = Simulation(
@@ -60,6 +62,7 @@ class Driven:
                 listeners=[self.log],
                 tz=tz,
                 retain_finished=retain_finished,
+                purge_retired=purge_retired,
             )
 
     def add(self, name: str, schedule: Any, **options: Any) -> ScheduledTask:

@@ -345,3 +345,80 @@ def test_a_count_retires_the_earliest_finished_first_across_many_batches() -> No
         assert retention.held() <= 101  # the count and a hundredth more
     expected = [f"t{i}" for i in range(5_000) if i % 7 != 2]
     assert retired == expected[: len(retired)] and len(retired) >= len(expected) - 102
+
+
+# -- purge_retired: the store forgets a retired task too ------------------------------------
+
+
+def test_purge_retired_deletes_a_retiring_task_from_the_store(
+    kind: str, opened: list[Driven]
+) -> None:
+    store = InMemoryTaskStore()
+    driven = driven_with(opened, kind, store=store, retain_finished=1, purge_retired=True)
+    ids = one_offs(driven, 3)
+    driven.run_until(T0 + 10)
+    assert held(driven) == ids[2:]
+    assert [snapshot.task.id for snapshot in store.load_all()] == ids[2:]
+    assert [r.task_id for r in store.records()] == ids[2:]  # the retired ones' records too
+    with pytest.raises(TaskRetiredError, match="purge_retired: not in the store"):
+        driven.runtime.task(ids[0])
+    assert [r.task_id for r in driven.runtime.records()] == ids  # what stays: the history
+
+
+def test_purge_retired_leaves_the_dead_letter_and_recurring_tasks_in_the_store(
+    kind: str, opened: list[Driven]
+) -> None:
+    store = InMemoryTaskStore()
+    driven = driven_with(opened, kind, store=store, retain_finished=0, purge_retired=True)
+    failed = add_broken(driven, "broken", OneTime(T0 + 1))
+    ticking = driven.add("tick", FixedRate(1)).id
+    one_offs(driven, 2)
+    driven.run_until(T0 + 10)
+    assert sorted(snapshot.task.id for snapshot in store.load_all()) == sorted([failed, ticking])
+    assert store.dead_letter() == [failed]
+
+
+def test_a_store_reopened_with_purge_retired_deletes_its_finished_tasks_past_the_retention(
+    kind: str,
+) -> None:
+    store = InMemoryTaskStore()
+    first = Driven(kind, store=store, retain_finished=None)
+    try:
+        ids = one_offs(first, 3)
+        first.run_until(T0 + 10)
+    finally:
+        first.close()
+    assert len(store) == 3  # without purge_retired the store keeps every task
+    reopened = Driven(kind, store=store, retain_finished=1, purge_retired=True)
+    try:
+        assert held(reopened) == ids[2:]
+        assert [snapshot.task.id for snapshot in store.load_all()] == ids[2:]
+    finally:
+        reopened.close()
+
+
+def test_a_purge_that_fails_is_logged_and_the_task_retires_all_the_same(
+    opened: list[Driven], caplog: pytest.LogCaptureFixture
+) -> None:
+    class NoDelete(InMemoryTaskStore):
+        def delete(self, task_id: str) -> None:
+            raise OSError(f"disk full deleting {task_id}")
+
+    store = NoDelete()
+    driven = driven_with(opened, "simulated", store=store, retain_finished=0, purge_retired=True)
+    (task_id,) = one_offs(driven, 1)
+    with caplog.at_level("ERROR", logger="lldsched"):
+        driven.run_until(T0 + 10)
+    assert held(driven) == [] and len(store) == 1
+    assert f"disk full deleting {task_id}" in caplog.text
+
+
+@pytest.mark.parametrize("bad", [1, "yes", None])
+@pytest.mark.parametrize("runtime", [Scheduler, Simulation])
+def test_a_purge_retired_that_is_not_a_bool_is_refused_naming_it(
+    bad: object, runtime: type[Any]
+) -> None:
+    with pytest.raises(ValidationError) as raised:
+        runtime(purge_retired=bad)
+    assert "purge_retired must be True or False" in str(raised.value)
+    assert repr(bad) in str(raised.value)

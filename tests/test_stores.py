@@ -1,8 +1,19 @@
-"""InMemoryTaskStore: latest snapshot per task, every record, delete, and the protocol."""
+"""InMemoryTaskStore: latest snapshot per task, every record (or a retention), delete, and
+the protocol."""
 
 from __future__ import annotations
 
-from lldsched import FakeClock, FixedRate, InMemoryTaskStore, OneTime, TaskStatus, TaskStore
+import pytest
+
+from lldsched import (
+    FakeClock,
+    FixedRate,
+    InMemoryTaskStore,
+    OneTime,
+    TaskStatus,
+    TaskStore,
+    ValidationError,
+)
 from tests.conftest import SchedulerFactory, settle
 
 
@@ -46,3 +57,27 @@ def test_without_a_store_nothing_is_written_anywhere(
     task = scheduler.schedule("x", lambda: None, OneTime(delay=0))
     settle(scheduler)
     assert task.status is TaskStatus.SUCCEEDED
+
+
+def test_a_retention_keeps_the_latest_records_of_each_task_as_sqlite_does(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    store = InMemoryTaskStore(retention=3)
+    scheduler = make_scheduler(clock=clock, store=store)
+    tick = scheduler.schedule("tick", lambda: None, FixedRate(10))
+    other = scheduler.schedule("other", lambda: None, FixedRate(10))
+    for _ in range(9):
+        settle(scheduler)
+        clock.advance(10)
+    settle(scheduler)
+    latest = [r.started for r in store.records(tick.id)]
+    assert latest == [clock.now() - 20, clock.now() - 10, clock.now()]  # of 10 runs
+    assert [r.task_id for r in store.records()] == [tick.id] * 3 + [other.id] * 3
+    assert max(len(kept) for kept in store._records.values()) <= 3 + 1  # trimmed a tenth late
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "10"])
+def test_a_bad_retention_is_refused_naming_it(bad: object) -> None:
+    with pytest.raises(ValidationError) as raised:
+        InMemoryTaskStore(retention=bad)  # type: ignore[arg-type]
+    assert "retention" in str(raised.value) and repr(bad) in str(raised.value)

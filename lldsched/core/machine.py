@@ -128,7 +128,7 @@ from lldsched.core.registration import Isolation, TaskIds, check_graph, check_ta
 from lldsched.core.restoration import Restoration
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished, Retention
 from lldsched.core.schedulearg import check_zone
-from lldsched.core.storewrites import StoreWrites, store_failed
+from lldsched.core.storewrites import StoreWrites, store_failed, store_written
 from lldsched.core.task import (
     DEFAULT_OPTIONS,
     Entry,
@@ -183,11 +183,14 @@ class SchedulerCore(
         on_retire: Callable[[str], None] | None = None,
         on_cancel: Callable[[Run], None] | None = None,
         packed_history: bool = False,
+        purge_retired: bool = False,
     ) -> None:
         # at_most: a deque's maxlen is a C ssize_t (10**400 raised OverflowError there)
         whole_or_none(history_limit, name="history_limit", at_least=0, at_most=sys.maxsize)
         # Which finished tasks stay registered; None when every one does.
-        self._retention = Retention(retain_finished, history_limit=history_limit)
+        self._retention = Retention(
+            retain_finished, history_limit=history_limit, purge=purge_retired
+        )
         self._on_retire = on_retire
         self.tz = check_zone(tz)  # the zone of cron schedules that name none
         self.clock = clock
@@ -665,6 +668,7 @@ class SchedulerCore(
     def _retire(self, now: float) -> None:
         """Take the finished tasks whose retention ran out at ``now`` off the registry."""
         retention = self._retention
+        store = self._store if retention.purge else None
         for task_id in retention.due(now):
             task = self.tasks.pop(task_id)
             retention.retired(task_id, task.status, task.history)
@@ -672,6 +676,13 @@ class SchedulerCore(
                 self._deps.retired(task)  # its dependents remember how it ended
             if self._on_retire is not None:
                 self._on_retire(task_id)
+            if store is not None:  # purge_retired: its row and records go too
+                try:
+                    store.delete(task_id)
+                except BaseException as exc:  # the registry stays authoritative
+                    store_failed(self._writes, exc, "delete", task_id)
+                else:
+                    store_written(self._writes, "delete")
 
     def _enqueue(self, task: ScheduledTask, due: float) -> None:
         """Make ``due`` the task's next run and queue it there."""

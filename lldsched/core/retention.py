@@ -32,6 +32,13 @@ tasks are remembered, so that ``task(id)`` and every control verb on one raise
 a :class:`~lldsched.errors.TaskNotFoundError` that names retirement as one reason.
 Registering a retired id again is a new task.
 
+``purge_retired=True`` (the same name on both runtimes) deletes a task from the store
+as it retires, as :meth:`remove` would: its row and its records.  The store then
+bounds what it keeps as the registry does, which a service that registers one-off
+tasks all day on a durable store needs (without it the file keeps every task it was
+ever given); what is left of a retired task is the listeners', and the retired
+tasks' shared history.
+
 The rule lives here; :class:`~lldsched.core.machine.SchedulerCore` tells this
 object when a task finishes and carries out the retirements it answers.
 """
@@ -43,7 +50,7 @@ from datetime import timedelta
 from itertools import islice
 from typing import TypeVar
 
-from lldsched.checks import seconds
+from lldsched.checks import flag, seconds
 from lldsched.errors import TaskNotFoundError, TaskRetiredError, ValidationError
 from lldsched.model import ExecutionRecord, TaskStatus
 
@@ -95,10 +102,16 @@ def check_retention(value: object) -> RetainFinished:
 class Retention:
     """The finished tasks still held, oldest finish first, and the memory of retired ones."""
 
-    __slots__ = ("_age", "_count", "_retired", "held_since", "keep", "log", "retire_above")
+    __slots__ = (
+        "_age", "_count", "_retired", "held_since", "keep", "log", "purge", "retire_above",
+    )  # fmt: skip
 
-    def __init__(self, keep: RetainFinished, *, history_limit: int | None) -> None:
+    def __init__(
+        self, keep: RetainFinished, *, history_limit: int | None, purge: bool = False
+    ) -> None:
         self.keep = check_retention(keep)
+        self.purge = flag(purge, name="purge_retired")
+        """A retiring task is deleted from the store too (its row and records)."""
         self._count = keep if isinstance(keep, int) else None
         self._age = (
             seconds(keep, name="retain_finished", at_least=0, expected=_EXPECTED)
@@ -177,7 +190,8 @@ class Retention:
         if status is not None:
             return TaskRetiredError(
                 f"task {task_id!r} finished ({status.value}) and was retired from the registry "
-                f"(retain_finished={self.keep!r}); its runs stay in records() and the store"
+                f"(retain_finished={self.keep!r}); its runs stay in records() "
+                + ("(purge_retired: not in the store)" if self.purge else "and the store")
             )
         if self._retired:
             return TaskNotFoundError(

@@ -138,6 +138,8 @@ class Simulation:
     registered, as on ``Scheduler``: a count of the most recent (default 10,000), a
     ``timedelta`` of simulated time after each finished, or ``None`` for ever (see
     :mod:`lldsched.core.retention`); :meth:`records` keeps every record regardless.
+    ``purge_retired=True`` deletes a task from the ``store`` as it retires, as on
+    ``Scheduler``.
     """
 
     def __init__(
@@ -152,6 +154,7 @@ class Simulation:
         history_limit: int | None = 100,
         tz: str | tzinfo = "UTC",
         retain_finished: RetainFinished = DEFAULT_RETAIN_FINISHED,
+        purge_retired: bool = False,
     ) -> None:
         checks.whole(workers, name="workers", at_least=1, at_most=MAX_WORKERS)
         checks.whole(seed, name="seed")
@@ -174,6 +177,7 @@ class Simulation:
             tz=tz,
             on_record=self._log.append,
             retain_finished=retain_finished,
+            purge_retired=purge_retired,
             on_retire=self._retired,
             on_cancel=self._cut,
         )

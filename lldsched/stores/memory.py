@@ -8,6 +8,11 @@ load after that raises :class:`~lldsched.errors.StoreClosedError`, so code writt
 against it behaves the same on a durable store (what it holds stays readable).  A
 scheduler built on a store that holds tasks restores them, so hand one store to one
 live scheduler at a time.
+
+It keeps every record by default; ``retention=n`` keeps the latest *n* of each task,
+as :class:`~lldsched.stores.sqlite.SqliteTaskStore`'s ``retention`` does (trimmed in
+batches of a tenth: a task holds up to 10 % more between trims, never returned), so
+a scheduler that runs for months on it holds a bounded store.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import threading
 from types import TracebackType
 from typing import NoReturn
 
+from lldsched.checks import whole_or_none
 from lldsched.errors import StoreClosedError
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import TaskSnapshot
@@ -25,9 +31,14 @@ __all__ = ["InMemoryTaskStore"]
 
 
 class InMemoryTaskStore:
-    """Latest snapshot per task id, plus every execution record, in memory."""
+    """Latest snapshot per task id, plus every execution record (or the latest
+    ``retention`` of each task), in memory."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, retention: int | None = None) -> None:
+        whole_or_none(retention, name="retention", at_least=1)
+        self.retention = retention
+        # Past this many records of a task, its oldest are trimmed to ``retention``.
+        self._trim_above = 0 if retention is None else retention + max(1, retention // 10)
         # Guards _snapshots, _records and _dead; held only for a dict or list operation.
         self._lock = threading.Lock()
         self._snapshots: dict[str, TaskSnapshot] = {}
@@ -41,7 +52,10 @@ class InMemoryTaskStore:
             self._open()
             self._snapshots[task_id] = snapshot
             if record is not None:
-                self._records.setdefault(record.task_id, []).append(record)
+                records = self._records.setdefault(record.task_id, [])
+                records.append(record)
+                if len(records) > self._trim_above and self.retention is not None:
+                    del records[: len(records) - self.retention]
             if snapshot.status is TaskStatus.FAILED:
                 self._dead.setdefault(task_id)
             elif self._dead:
@@ -70,11 +84,13 @@ class InMemoryTaskStore:
             return self._snapshots.get(task_id)
 
     def records(self, task_id: str | None = None) -> list[ExecutionRecord]:
-        """Every record of ``task_id`` (of every task when None), in the order saved."""
+        """Every record of ``task_id`` (of every task when None), in the order saved; at
+        most ``retention`` a task, the latest (as the SQLite store answers)."""
+        keep = 0 if self.retention is None else -self.retention  # [-n:], or [0:]: all
         with self._lock:
             if task_id is not None:
-                return list(self._records.get(task_id, ()))
-            return [record for records in self._records.values() for record in records]
+                return self._records.get(task_id, [])[keep:]
+            return [record for records in self._records.values() for record in records[keep:]]
 
     def __len__(self) -> int:
         with self._lock:

@@ -98,7 +98,10 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
     name none (cron text included; default UTC); ``retain_finished`` says how long
     finished (succeeded or cancelled) tasks stay registered: a count of the most
     recent (default 10,000), a ``timedelta`` after each finished, or ``None`` for
-    ever (see :mod:`lldsched.core.retention`).  A ``store`` that holds tasks (a reopened
+    ever (see :mod:`lldsched.core.retention`); ``purge_retired=True`` deletes a task
+    from the ``store`` as it retires (its row and records, as :meth:`remove` does: a
+    durable store then keeps no more finished tasks than the registry; default False,
+    the store keeps every task it was given).  A ``store`` that holds tasks (a reopened
     :class:`~lldsched.stores.sqlite.SqliteTaskStore`) has them restored here.
 
     **Collaborator seams.**  The heap, the pool and the event dispatcher are built
@@ -136,6 +139,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         tz: str | tzinfo = "UTC",
         retain_finished: RetainFinished = DEFAULT_RETAIN_FINISHED,
         name: str | None = None,
+        purge_retired: bool = False,
     ) -> None:
         if name is None:
             name = str(next(_built))
@@ -204,6 +208,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
             history_limit=history_limit,
             tz=tz,
             retain_finished=retain_finished,
+            purge_retired=purge_retired,
             on_retire=self._loop_ids.discard,
             on_cancel=self._cancel_overlapped,
             packed_history=True,  # its histories are what it keeps of its runs
