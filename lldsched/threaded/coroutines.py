@@ -187,10 +187,13 @@ class CoroutineRunner:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         # The loop's default executor (asyncio.to_thread), made with the loop, and the
-        # thread shutdown() waits for its calls on (None until then; only shutdown(),
-        # one at a time, touches it).
+        # thread shutdown() waits for its calls on (None until then).
         self._executor: ThreadPoolExecutor | None = None
         self._calls_joiner: threading.Thread | None = None
+        # Guards _calls_joiner's making: two shutdowns' loop closers may ask at once (a
+        # second shutdown() after the first's timeout), and the joiner is published only
+        # once it is started (joining a thread not started yet raises).
+        self._joining = threading.Lock()
         self._waiting: collections.deque[Entry | _Flight] = collections.deque()
         # Begun flights by id(run): runs of one task may overlap (lldsched.policies.Overlap).
         self._flights: dict[int, _Flight] = {}
@@ -335,14 +338,15 @@ class CoroutineRunner:
         executor = self._executor
         if executor is None:
             return True
-        if self._calls_joiner is None:
-            executor.shutdown(wait=False, cancel_futures=True)
-            joiner = threading.Thread(
-                target=executor.shutdown, name=f"{self._name}-executor-join", daemon=True
-            )
-            self._calls_joiner = joiner
-            joiner.start()
-        joiner = self._calls_joiner
+        with self._joining:
+            joiner = self._calls_joiner
+            if joiner is None:
+                executor.shutdown(wait=False, cancel_futures=True)
+                joiner = threading.Thread(
+                    target=executor.shutdown, name=f"{self._name}-executor-join", daemon=True
+                )
+                joiner.start()
+                self._calls_joiner = joiner
         left = deadline.remaining()
         joiner.join(None if left is None else max(left, LOCK_GRACE))
         return not joiner.is_alive()
