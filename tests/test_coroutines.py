@@ -234,10 +234,11 @@ def test_a_coroutine_deaf_to_cancellation_is_recorded_at_shutdown_and_closed_qui
     )
     assert started.wait(5)
     with caplog.at_level(logging.ERROR, logger="lldsched"):
-        # The run is cancelled at half the timeout and recorded; the rest is the loop's
-        # and the threads' time to end (0.1 s in all failed about 1 full run in 10 on
-        # a loaded host).
-        assert scheduler.shutdown(timeout=1.0) is True
+        # Cancelled at half the timeout, recorded at its end; the loop is then told to
+        # stop and given LOCK_GRACE (0.1 s), which a loaded host may not give it: a
+        # second shutdown waits for what the first left stopping (as in
+        # tests/test_shutdown_bounded.py; this failed about one loaded full run in ten).
+        assert scheduler.shutdown(timeout=0.1) or scheduler.shutdown(timeout=5)
         assert [r.error for r in task.history] == ["CancelledError: scheduler shut down"]
         gc.collect()  # the pending task and its coroutine go: GeneratorExit in the run
     assert [r.getMessage() for r in caplog.records if r.name == "lldsched"] == []
