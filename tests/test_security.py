@@ -12,7 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from lldsched import FixedRate, Priority, RetryPolicy, SqliteTaskStore, TaskSnapshot, TaskStatus
+from lldsched import (
+    FixedRate,
+    Priority,
+    RetryPolicy,
+    SqliteTaskStore,
+    StoreError,
+    TaskSnapshot,
+    TaskStatus,
+    ValidationError,
+)
+from lldsched.importpath import import_callable
 from lldsched.persistence import Task
 from tests import jobs
 from tests.conftest import T0
@@ -80,3 +90,35 @@ def task(**fields: object) -> Task:
     }
     values.update(fields)
     return Task(**values)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "tests.jobs:noop.__class__",  # would give the function type, callable
+        "tests.jobs:noop.__globals__.get",
+        "os:__builtins__",
+        "tests.jobs:",
+        "tests..jobs:noop",
+        "tests.jobs:noop ",
+        "tests jobs:noop",
+        ":noop",
+    ],
+)
+def test_an_import_path_beyond_the_documented_form_is_refused_naming_it(path: str) -> None:
+    with pytest.raises(ValidationError, match=r"import path|dunder") as caught:
+        import_callable(path)
+    assert repr(path) in str(caught.value)
+
+
+def test_a_store_row_whose_path_walks_into_a_dunder_is_refused_at_load(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path) as store:
+        store.save(TaskSnapshot(task(), TaskStatus.SCHEDULED, T0, 0, 0, 0, None))
+    with sqlite3.connect(path) as connection:  # someone with write access to the file
+        connection.execute(
+            "UPDATE tasks SET definition = replace(definition, ?, ?)",
+            ("tests.jobs:noop", "tests.jobs:noop.__class__"),
+        )
+    with SqliteTaskStore(path) as store, pytest.raises(StoreError, match="dunder"):
+        store.load_all()
