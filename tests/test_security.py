@@ -122,3 +122,16 @@ def test_a_store_row_whose_path_walks_into_a_dunder_is_refused_at_load(tmp_path:
         )
     with SqliteTaskStore(path) as store, pytest.raises(StoreError, match="dunder"):
         store.load_all()
+
+
+def test_a_lock_file_planted_as_a_symlink_is_refused_and_its_target_left_alone(
+    tmp_path: Path,
+) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    path = tmp_path / "tasks.db"
+    Path(f"{path}.lock").symlink_to(victim)  # by someone who can write the folder
+    with pytest.raises(StoreError, match="cannot open its lock file") as caught:
+        SqliteTaskStore(path)
+    assert f"{path}.lock" in str(caught.value)
+    assert victim.read_text() == "precious\n"
