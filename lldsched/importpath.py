@@ -16,6 +16,16 @@ here:
 Each function raises ``error`` (the caller's: :class:`~lldsched.errors.StoreError`
 when a store reads, :class:`~lldsched.errors.ValidationError` at registration) with
 the bad value in the message.  No pickle anywhere: only a module is imported.
+
+**Trust.**  Importing a path runs the module's top-level code, and calling what it
+names runs that: whoever can write a store's rows (or the text sent to a worker
+process) can run any importable callable with arguments of their choice
+(``"builtins:exec"`` included), so a store is as trusted as the code itself
+(docs/DECISIONS.md, "Security and trust").  What this module does refuse is anything
+beyond the documented form: the module and the qualified name must be dotted
+identifiers, and no part of the qualified name may be a dunder (``"m:f.__class__"``,
+``"m:C.__init__.__globals__"``): a path names a function or class, it does not walk
+through objects.
 """
 
 from __future__ import annotations
@@ -37,8 +47,13 @@ def import_callable(
     if not isinstance(path, str):
         raise error(f"{path!r} is not an import path of the form 'package.module:function'")
     module_name, colon, qualname = path.partition(":")
-    if not colon or not module_name or not qualname:
+    if not colon or not _dotted(module_name) or not _dotted(qualname):
         raise error(f"{path!r} is not an import path of the form 'package.module:function'")
+    if any(part.startswith("__") and part.endswith("__") for part in qualname.split(".")):
+        raise error(
+            f"{path!r} walks into a dunder attribute: an import path names a function "
+            "or class by its own qualified name"
+        )
     try:
         found: Any = importlib.import_module(module_name)
     except Exception as exc:  # ImportError, or whatever the module raised while importing
@@ -51,6 +66,11 @@ def import_callable(
     if not callable(found):
         raise error(f"{path!r} names {found!r}, which is not callable")
     return found  # type: ignore[no-any-return]
+
+
+def _dotted(name: str) -> bool:
+    """``name`` is identifiers joined by dots (``"a.b"``, never ``""``, ``"a..b"`` or ``"a b"``)."""
+    return all(part.isidentifier() for part in name.split("."))
 
 
 def import_path(

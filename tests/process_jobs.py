@@ -140,3 +140,12 @@ async def odd_result_async(kind: str) -> object:
     """:func:`odd_result` from a coroutine, after it awaited once."""
     await asyncio.sleep(0)
     return odd_result(kind)
+
+
+def write_on_pipe(length: int, body: str) -> str:
+    """Write one message framed as the pool's pipe frames it (a 4-byte length, then the
+    bytes) on the child's answering descriptor, as a hostile or careless action could:
+    ``length`` as the header says it, ``body`` as the bytes that follow."""
+    answering = int(sys.argv[3])  # the child's command line: -c, sys.path, reading, writing
+    os.write(answering, length.to_bytes(4, "big", signed=True) + body.encode())
+    return "wrote"

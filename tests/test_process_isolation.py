@@ -30,6 +30,7 @@ from lldsched import (
     TaskStatus,
     ValidationError,
 )
+from lldsched.threaded.processes import ProcessPool
 from tests import process_jobs
 from tests.conftest import SchedulerFactory
 
@@ -373,3 +374,30 @@ def test_a_drain_that_runs_out_of_time_kills_the_running_child(
     (record,) = task.history
     assert (record.error or "").startswith("CancelledError: the scheduler shut down")
     assert not alive(int(marker.read_text()))
+
+
+@pytest.mark.parametrize(
+    ("length", "body", "said"),
+    [
+        (9, "not json!", "which is not an answer"),
+        (3, "[1]", "which is not an answer"),
+        (2**30, "", "longer than 1048576 bytes"),  # a header that claims a gigabyte
+    ],
+)
+def test_a_child_that_writes_garbage_on_its_pipe_fails_its_run_is_killed_and_replaced(
+    length: int, body: str, said: str
+) -> None:
+    pool = ProcessPool(now=time.monotonic)
+    try:
+        outcome = pool.run("t", f"{JOBS}:write_on_pipe", (length, body), None, timeout=BOUND)
+        assert outcome.error is not None
+        assert outcome.error.startswith("ChildProcessError: the worker process ")
+        assert said in outcome.error and outcome.error.endswith("it was killed")
+        assert outcome.result is None and not outcome.timed_out
+        # the garbled child is gone; its replacement takes the next run
+        after = pool.run("t", f"{JOBS}:add", (1, 2), None, timeout=BOUND)
+        assert after.error is None and after.result is not None and "'sum': 3" in after.result
+    finally:
+        pool.kill_all("test over")
+        pool.close(timeout=BOUND)
+    assert pool.alive == 0

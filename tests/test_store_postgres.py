@@ -32,7 +32,7 @@ from lldsched import (
 )
 from lldsched.persistence import CoordinatedStore, HistoryStore
 from lldsched.stores.postgres import PostgresTaskStore
-from lldsched.stores.postgres_listen import redact, with_timeouts
+from lldsched.stores.postgres_listen import Listener, redact, with_timeouts
 from lldsched.stores.postgres_sql import SCHEMA_VERSION
 from tests import jobs
 from tests.conftest import T0, SchedulerFactory, settle
@@ -238,6 +238,29 @@ def test_an_unreachable_server_and_a_malformed_dsn_are_store_errors_without_the_
         PostgresTaskStore("host=nowhere password=s3cret-pw = oops")
     assert "s3cret-pw" not in str(caught.value)
     assert redact("postgresql://me:pw@h/db") == "user=me password=*** dbname=db host=h"
+
+
+def test_the_listener_logs_a_connection_failure_without_the_password(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    said = threading.Event()
+
+    class Said(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            said.set()
+
+    handler = Said(level=logging.WARNING)
+    logging.getLogger("lldsched").addHandler(handler)
+    caplog.set_level(logging.WARNING, logger="lldsched")
+    # libpq quotes the part of a dsn it cannot parse: here the password
+    listener = Listener("postgresql://me:s3cret pw@h/db", channel="c", node="n", wake=lambda: None)
+    try:
+        assert said.wait(20.0)
+    finally:
+        listener.stop()
+        logging.getLogger("lldsched").removeHandler(handler)
+    assert "lost its connection" in caplog.text and "unexpected spaces" in caplog.text
+    assert "s3cret" not in caplog.text
 
 
 @pytest.mark.parametrize(

@@ -294,3 +294,26 @@ def test_the_two_half_past_two_of_a_night_the_clocks_go_back_read_apart() -> Non
         "2026-10-25 02:30:00 CEST", "2026-10-25 02:30:00 CET",
     ]  # fmt: skip
     assert _when(first, ZoneInfo("UTC")) == "2026-10-25 00:30:00"
+
+
+def test_a_task_s_name_and_error_show_as_text_never_as_markup(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    # ipywidgets' HTML widget sets its value as markup: an error text quoting a web page
+    # ran its script in the notebook before.
+    def quoting() -> None:
+        raise RuntimeError("<img src=x onerror=alert(1)>")
+
+    scheduler = make_scheduler(clock=clock)
+    bad = scheduler.schedule("<b>bad</b>", quoting, OneTime(delay=0), retry=RetryPolicy.never())
+    settle(scheduler)
+    panel = ControlPanel(scheduler, loop=None)
+    panel.button(bad.id, "redrive").click()
+    settle(scheduler)
+    assert panel.message.value == (
+        "redrive &lt;b&gt;bad&lt;/b&gt;: re-driven, and the re-run failed again "
+        "(RuntimeError: &lt;img src=x onerror=alert(1)&gt;); back in the dead letter"
+    )
+    panel.say("run until '<script>'")
+    assert panel.message.value == "run until '&lt;script&gt;'"
+    panel.close()

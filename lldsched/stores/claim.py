@@ -13,7 +13,8 @@ killed with SIGKILL: no stale claim to clean up, no clock, no heartbeat.
 ``flock`` locks belong to an open file description, so two stores in one process
 exclude each other as two processes do.  The sidecar holds the holder's pid and
 host, only to name it in the refusal; it is never deleted (deleting a lock file
-while someone may hold it lets two holders in), and it is harmless to leave.
+while someone may hold it lets two holders in), and it is harmless to leave.  It is
+opened without following a symlink: a lock file that is one is refused, naming it.
 
 **Shared claims.**  A store opened with ``shared=True`` takes the same lock
 *shared* (``LOCK_SH``, :meth:`FileClaim.shared`): any number of shared stores hold
@@ -43,6 +44,9 @@ __all__ = ["FileClaim", "claim_path"]
 
 SUFFIX = ".lock"
 _WINDOWS_OFFSET = 1 << 20  # Windows locks a byte range: lock one past the text, not the text
+# A lock file that is a symlink is refused (ELOOP), not followed: planted in a directory
+# others can write, it would make the claim truncate the file it points to.
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # POSIX; Windows has no such flag
 
 
 def claim_path(store_path: str) -> str:
@@ -61,8 +65,9 @@ class FileClaim:
         self.store_path = store_path
         self.mode = mode
         self.path = claim_path(store_path)
-        try:
-            handle = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - held until release
+        try:  # never through a symlink: the note below truncates the file it opens
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | _NOFOLLOW, 0o666)
+            handle = os.fdopen(fd, "a+", encoding="utf-8")
         except OSError as exc:
             raise StoreError(
                 f"cannot claim the store {store_path!r}: cannot open its lock file "

@@ -69,7 +69,7 @@ from lldsched.stores import postgres_sql as sql
 from lldsched.stores.codec import Unreadable, encode_task, load_each, renamed
 from lldsched.stores.postgres_batch import SettleQueue
 from lldsched.stores.postgres_coordinated import Connection, PostgresCoordination
-from lldsched.stores.postgres_listen import Listener, connect, psycopg, redact
+from lldsched.stores.postgres_listen import Listener, connect, psycopg, redact, scrubbed
 from lldsched.stores.postgres_rows import (
     record_of,
     record_row,
@@ -232,7 +232,7 @@ class PostgresTaskStore(PostgresCoordination):
         except psycopg.Error as exc:
             raise StoreError(
                 f"{self.dsn!r} could not be upgraded from store schema version {version} to "
-                f"{sql.SCHEMA_VERSION}: {exc}; it was left as it was"
+                f"{sql.SCHEMA_VERSION}: {scrubbed(exc, self._dsn)}; it was left as it was"
             ) from None
         log.info(
             "upgraded %r from store schema version %d to %d", self.dsn, version, sql.SCHEMA_VERSION
@@ -264,7 +264,9 @@ class PostgresTaskStore(PostgresCoordination):
             )
         except psycopg.Error as exc:
             connection.close()
-            raise StoreError(f"the PostgreSQL store {self.dsn!r} failed: {exc}") from None
+            raise StoreError(
+                f"the PostgreSQL store {self.dsn!r} failed: {scrubbed(exc, self._dsn)}"
+            ) from None
         return connection
 
     @contextlib.contextmanager
@@ -279,7 +281,9 @@ class PostgresTaskStore(PostgresCoordination):
             try:
                 yield connection
             except psycopg.Error as exc:  # a lost server, a deadlock, a constraint
-                raise StoreError(f"the PostgreSQL store {self.dsn!r} failed: {exc}") from None
+                raise StoreError(
+                    f"the PostgreSQL store {self.dsn!r} failed: {scrubbed(exc, self._dsn)}"
+                ) from None
 
     # -- the TaskStore protocol --------------------------------------------------------
 

@@ -34,7 +34,7 @@ from lldsched.schedules.base import wrapped_schedule
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.codec import Unreadable
 from lldsched.stores.postgres_batch import Pending, SettleQueue, settle_parameters
-from lldsched.stores.postgres_listen import Listener, psycopg
+from lldsched.stores.postgres_listen import Listener, psycopg, scrubbed
 from lldsched.stores.postgres_rows import definition_of, snapshot_of
 from lldsched.stores.removals import FeedHorizons
 
@@ -217,7 +217,9 @@ class PostgresCoordination:
                 rows = self._open().execute(sql.SETTLE, parameters).fetchall()
         except psycopg.Error as exc:
             self._settles.done((pending.token, False) for pending in batch)
-            raise StoreError(f"the PostgreSQL store {self.dsn!r} failed: {exc}") from None
+            raise StoreError(
+                f"the PostgreSQL store {self.dsn!r} failed: {scrubbed(exc, self._dsn)}"
+            ) from None
         except StoreError:  # no connection to be had (the server is away): not written
             self._settles.done((pending.token, False) for pending in batch)
             raise

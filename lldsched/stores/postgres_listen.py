@@ -35,7 +35,7 @@ except ImportError as exc:  # pragma: no cover - exercised by a test that hides 
     ) from exc
 
 # psycopg is re-exported: the store imports it from here, after the check above.
-__all__ = ["Listener", "connect", "psycopg", "redact", "with_timeouts"]
+__all__ = ["Listener", "connect", "psycopg", "redact", "scrubbed", "with_timeouts"]
 
 log = logging.getLogger("lldsched")
 
@@ -65,13 +65,18 @@ def connect(dsn: str, *, timeout: float) -> psycopg.Connection[tuple[object, ...
     try:
         return psycopg.connect(with_timeouts(dsn, timeout=timeout), autocommit=True)
     except psycopg.Error as exc:
-        reason = str(exc).strip()
-        password = _password(dsn)
-        if password:
-            reason = reason.replace(password, "***")
         raise StoreError(
-            f"cannot connect to the PostgreSQL store {redact(dsn)!r}: {reason}"
+            f"cannot connect to the PostgreSQL store {redact(dsn)!r}: {scrubbed(exc, dsn)}"
         ) from None
+
+
+def scrubbed(exc: BaseException, dsn: str) -> str:
+    """``str(exc)`` with the password ``dsn`` carries replaced by ``***``: libpq quotes
+    the part of a dsn it cannot parse, which may be the password.  Every message and
+    log line that shows a psycopg error goes through here."""
+    reason = str(exc).strip()
+    password = _password(dsn)
+    return reason.replace(password, "***") if password else reason
 
 
 def with_timeouts(dsn: str, *, timeout: float) -> str:
@@ -147,11 +152,13 @@ class Listener:
                     log.warning(
                         "PostgreSQL listener lost its connection (%s); retrying every %g s, "
                         "quietly until it is back",
-                        exc,
+                        scrubbed(exc, self._dsn),
                         _RECONNECT,
                     )
                 else:
-                    log.debug("PostgreSQL listener still cannot connect (%s)", exc)
+                    log.debug(
+                        "PostgreSQL listener still cannot connect (%s)", scrubbed(exc, self._dsn)
+                    )
                 self._stopping.wait(_RECONNECT)
 
     def stop(self) -> None:

@@ -54,6 +54,7 @@ refuse each other (the sidecar lock is taken shared, see
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sqlite3
@@ -144,6 +145,17 @@ _SYNCHRONOUS = ("NORMAL", "FULL")
 _PRIVATE = ("", ":memory:")  # SQLite's private databases: nobody else can open them
 
 
+def _create_owner_only(path: str) -> None:
+    """Create ``path`` empty (SQLite reads that as a new database) with mode 0600, unless
+    it exists: a store holds its tasks' arguments and results in plain text, and SQLite
+    would create it as the umask says (0644 by default: readable by every user).  Its
+    ``-wal`` and ``-shm`` files take the database file's mode.  A file that exists keeps
+    its mode (an operator's ``chmod g+rw`` for a group of users stays).  Any other
+    failure is left to ``sqlite3.connect``, which names it."""
+    with contextlib.suppress(OSError):  # FileExistsError: as it is; others: connect says
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
 class SqliteTaskStore(CoordinatedMethods):
     """A durable :class:`~lldsched.persistence.TaskStore` in one SQLite file (WAL mode).
 
@@ -189,6 +201,8 @@ class SqliteTaskStore(CoordinatedMethods):
         self._opened_in = forks.current[0]  # the process this store belongs to (forks.py)
         self.retention = retention
         self._slack = 0 if retention is None else max(1, retention // 10)
+        if self.path not in _PRIVATE:
+            _create_owner_only(self.path)
         try:
             connection = sqlite3.connect(
                 self.path, timeout=timeout, isolation_level=None, check_same_thread=False

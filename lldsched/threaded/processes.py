@@ -38,6 +38,17 @@ child) and unpickles its target; this child imports lldsched and the functions i
 is asked to call, nothing else.  A child whose parent dies reads end-of-file and
 exits once its current call returns.
 
+**What a child gets, and what the parent believes.**  A child is started with an
+argument list, never a shell; it inherits the parent's environment (secrets in it
+included), working directory, user, stdout and stderr, and no descriptor but its two
+pipes (``close_fds``).  Its action is the task's own code and can do whatever the
+parent's user can: isolation bounds its time and its crashes, not its rights.  The
+parent reads only JSON objects from the pipe, each at most :data:`ANSWER_LIMIT`
+bytes: anything else (an action that wrote on the pipe) fails the run, naming what
+came, and the child is killed and replaced, never reused.  One limit stays: a child
+that writes the start of a message and then stops holds its caller's worker until
+it exits or is killed (a cancel, a shutdown), as ``recv_bytes`` reads a whole message.
+
 **POSIX only** (Linux, macOS; :data:`SUPPORTED`): the child inherits its two pipes
 with ``subprocess``'s ``pass_fds``, which Windows lacks (and
 :class:`multiprocessing.connection.Connection` reads a Windows pipe by handle, not
@@ -78,6 +89,10 @@ log = logging.getLogger("lldsched")
 
 _REAP_TIMEOUT = 5.0  # seconds to wait for a killed child to be reaped (SIGKILL: at once)
 _EXIT_GRACE = 1.0  # seconds a child whose pipe closed gets to exit on its own
+# The longest message a child may send, in bytes.  Its answers are bounded far below:
+# a result is 200 characters, an error 2,000, a traceback 20,000 (at most 12 bytes each
+# in JSON).  A longer one is not lldsched's answer: the child is killed, not believed.
+ANSWER_LIMIT = 1 << 20
 
 
 SUPPORTED = os.name == "posix"
@@ -179,6 +194,17 @@ class ProcessPool:
                     )
         except (EOFError, OSError):  # the child died (BrokenPipeError is an OSError)
             answer = None
+        except _Garbled as exc:  # something in the child wrote on its pipe: never reused
+            pid = child.process.pid
+            child.process.kill()
+            self._lose(child)
+            return ProcessOutcome(
+                started=started,
+                finished=self._now(),
+                error=f"ChildProcessError: the worker process {pid} {exc}; it was killed",
+                result=None,
+                timed_out=False,
+            )
         if answer is None:  # a crash, or a kill asked for
             error = self._lose(child)
             return ProcessOutcome(
@@ -363,12 +389,28 @@ class ProcessPool:
             child.process.wait(_REAP_TIMEOUT)
 
 
+class _Garbled(Exception):
+    """The child sent what no child of this module sends (its action wrote on the pipe)."""
+
+
 def _receive(connection: Connection, *, timeout: float | None) -> dict[str, Any] | None:
     """The child's next message, or None after ``timeout`` seconds (or at its death:
-    EOFError propagates)."""
+    EOFError propagates); :class:`_Garbled` for a message longer than
+    :data:`ANSWER_LIMIT` or one that is not a JSON object."""
     if timeout is not None and not connection.poll(timeout):
         return None
-    answer: dict[str, Any] = json.loads(connection.recv_bytes())
+    try:
+        data = connection.recv_bytes(ANSWER_LIMIT)
+    except OSError:
+        if connection.closed:  # multiprocessing closes it on a length above the limit
+            raise _Garbled(f"sent a message longer than {ANSWER_LIMIT} bytes") from None
+        raise
+    try:
+        answer = json.loads(data)
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        raise _Garbled(f"sent {data[:80]!r}, which is not an answer") from None
     return answer
 
 

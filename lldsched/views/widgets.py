@@ -26,6 +26,7 @@ for a redrive, once the re-run ends, how it ended.
 from __future__ import annotations
 
 import asyncio
+import html
 import threading
 from collections.abc import Callable, Iterable
 from datetime import datetime
@@ -78,6 +79,13 @@ def _kernel_loop() -> _Loop | None:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
+
+
+def _plain(text: str) -> str:
+    """``text`` as an HTML widget shows it verbatim: ipywidgets' ``HTML`` sets its value as
+    markup, and a task's name or error text (a failing job's message may quote a web
+    page, a store shared with others holds their names) must never become markup."""
+    return html.escape(text, quote=False)
 
 
 def _when(timestamp: float | None, tz: ZoneInfo) -> str:
@@ -169,7 +177,7 @@ class ControlPanel:
         self._titles = {column: column for column in COLUMNS}
         self._titles["next run"] = f"next run ({self._tz.key})"
         titles = {**self._titles, "controls": "controls"}
-        self._header = [widgets.HTML(f"<b>{titles[column]}</b>") for column in _SHOWN]
+        self._header = [widgets.HTML(f"<b>{_plain(titles[column])}</b>") for column in _SHOWN]
         self._grid = widgets.GridBox(
             self._header,
             layout=widgets.Layout(grid_template_columns=_GRID_COLUMNS, grid_gap="2px 10px"),
@@ -254,16 +262,18 @@ class ControlPanel:
         self.refresh(dirty)
 
     def say(self, text: str) -> None:
-        """Show ``text`` under the table; a redrive's outcome no longer replaces it."""
+        """Show ``text`` under the table, as text (never markup); a redrive's outcome no
+        longer replaces it."""
         with self._render:
             self._watch = None
-            self.message.value = text
+            self.message.value = _plain(text)
 
     def _follow_redrive(self, watch: RedriveWatch, task: ScheduledTask) -> None:
         """Say how the redriven task's re-run ended, once it has (under ``_render``)."""
         outcome = watch.outcome(task, when=self._when)
         if outcome is not None:
-            self.message.value, watching = outcome
+            said, watching = outcome
+            self.message.value = _plain(said)
             if not watching:
                 self._watch = None
 
@@ -396,7 +406,7 @@ class SimulationPlayer:
             else:
                 name = self.sim.task(done.task_id).name if done.task_id else ""
             what = {"start": "started", "finish": "finished"}.get(done.kind, done.kind)
-            self.last_step.value = f"last step: {name} {what} at {_when(done.at, self._tz)}"
+            self.last_step.value = _plain(f"last step: {name} {what} at {_when(done.at, self._tz)}")
         else:
             self.last_step.value = "nothing left to happen"
         self._refresh()
@@ -429,7 +439,9 @@ class SimulationPlayer:
             self._started[event.task_id] = event.at
 
     def _refresh(self) -> None:
-        self.clock.value = f"<b>simulated time</b> {_when(self.sim.now, self._tz)} {self._tz.key}"
+        self.clock.value = (
+            f"<b>simulated time</b> {_plain(f'{_when(self.sim.now, self._tz)} {self._tz.key}')}"
+        )
         self.table.refresh()
         if self.chart is not None:
             self.chart.value = self._draw()

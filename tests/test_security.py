@@ -1,0 +1,137 @@
+"""The trust model made true (docs/DECISIONS.md, "Security and trust"): what a store
+row can make a process import, hostile text in SQL, store files readable by their owner
+only, and passwords kept out of messages."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lldsched import (
+    FixedRate,
+    Priority,
+    RetryPolicy,
+    SqliteTaskStore,
+    StoreError,
+    TaskSnapshot,
+    TaskStatus,
+    ValidationError,
+)
+from lldsched.importpath import import_callable
+from lldsched.persistence import Task
+from tests import jobs
+from tests.conftest import T0
+
+HOSTILE = "x'); DROP TABLE tasks; --\"\\ \x01 lldsched"
+
+
+@pytest.fixture
+def umask_022() -> Iterator[None]:
+    """The usual umask, whatever the test runner's: files are created 0644 under it."""
+    before = os.umask(0o022)
+    try:
+        yield
+    finally:
+        os.umask(before)
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_a_new_sqlite_store_and_its_wal_files_are_readable_by_their_owner_only(
+    tmp_path: Path, umask_022: None
+) -> None:
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path, shared=True) as store:
+        store.save(TaskSnapshot(task(), TaskStatus.SCHEDULED, T0, 0, 0, 0, None))
+        wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
+        assert wal.exists() and shm.exists()
+        assert (mode(path), mode(wal), mode(shm)) == (0o600, 0o600, 0o600)
+
+
+def test_a_store_file_that_exists_keeps_the_mode_its_operator_gave_it(
+    tmp_path: Path, umask_022: None
+) -> None:
+    path = tmp_path / "tasks.db"
+    path.touch()
+    path.chmod(0o660)  # a group of users sharing one store
+    with SqliteTaskStore(path, shared=True) as store:
+        store.save(TaskSnapshot(task(), TaskStatus.SCHEDULED, T0, 0, 0, 0, None))
+    assert mode(path) == 0o660
+
+
+def test_hostile_text_in_ids_names_and_arguments_is_data_in_sqlite(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.db"
+    definition = task(id=HOSTILE, name=HOSTILE, args=(HOSTILE,), kwargs={HOSTILE: HOSTILE})
+    with SqliteTaskStore(path) as store:
+        store.save(TaskSnapshot(definition, TaskStatus.SCHEDULED, T0, 0, 0, 0, None))
+    with SqliteTaskStore(path) as store:
+        (loaded,) = store.load_all()
+    assert loaded.task == definition
+    tables = sqlite3.connect(path).execute("SELECT name FROM sqlite_master WHERE type='table'")
+    assert "tasks" in {name for (name,) in tables}
+
+
+def task(**fields: object) -> Task:
+    values: dict[str, object] = {
+        "id": "task-1",
+        "name": "t",
+        "action": jobs.noop,
+        "schedule": FixedRate(60),
+        "priority": Priority.NORMAL,
+        "retry": RetryPolicy(),
+        "timeout": None,
+    }
+    values.update(fields)
+    return Task(**values)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "tests.jobs:noop.__class__",  # would give the function type, callable
+        "tests.jobs:noop.__globals__.get",
+        "os:__builtins__",
+        "tests.jobs:",
+        "tests..jobs:noop",
+        "tests.jobs:noop ",
+        "tests jobs:noop",
+        ":noop",
+    ],
+)
+def test_an_import_path_beyond_the_documented_form_is_refused_naming_it(path: str) -> None:
+    with pytest.raises(ValidationError, match=r"import path|dunder") as caught:
+        import_callable(path)
+    assert repr(path) in str(caught.value)
+
+
+def test_a_store_row_whose_path_walks_into_a_dunder_is_refused_at_load(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path) as store:
+        store.save(TaskSnapshot(task(), TaskStatus.SCHEDULED, T0, 0, 0, 0, None))
+    with sqlite3.connect(path) as connection:  # someone with write access to the file
+        connection.execute(
+            "UPDATE tasks SET definition = replace(definition, ?, ?)",
+            ("tests.jobs:noop", "tests.jobs:noop.__class__"),
+        )
+    with SqliteTaskStore(path) as store, pytest.raises(StoreError, match="dunder"):
+        store.load_all()
+
+
+def test_a_lock_file_planted_as_a_symlink_is_refused_and_its_target_left_alone(
+    tmp_path: Path,
+) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    path = tmp_path / "tasks.db"
+    Path(f"{path}.lock").symlink_to(victim)  # by someone who can write the folder
+    with pytest.raises(StoreError, match="cannot open its lock file") as caught:
+        SqliteTaskStore(path)
+    assert f"{path}.lock" in str(caught.value)
+    assert victim.read_text() == "precious\n"
