@@ -202,7 +202,7 @@ print(inspect.getsource(Scheduler._timer_loop))
 # | in `_timer_loop` | the concern it answers |
 # | --- | --- |
 # | `while self._state is RUNNING` | **shutdown**: `shutdown()` sets the state and notifies `_wake`; the loop re-tests and ends |
-# | `monotonic`, `jump`, `after_clock_jump` | **wall-clock jumps**: due instants are wall-clock, the wait is monotonic; a gap over 1 s between the two is a jump (NTP, suspend), and the heap is re-evaluated |
+# | `monotonic`, `_look_at_clock` | **wall-clock jumps**: due instants are wall-clock, the wait is monotonic; a gap over 1 s between the two is a jump (NTP, suspend), and the heap is re-evaluated (`after_clock_jump`) |
 # | `deadlines`, `cancel("timeout")` | **timeouts**: a run with a budget has a deadline; when it passes, its cooperative flag goes up (the thread itself cannot be stopped) |
 # | `room = pool.room`, `pop_due(now, room)` | **backpressure**: take no more than the bounded hand-off queue can hold; when it is full, wait (`wake = None`) until a worker makes room and notifies |
 # | `continue` after a batch | **batches**: every due entry moves in one lock hold, then the loop re-tests |
