@@ -30,8 +30,8 @@ class LastLook:
     set back since that look; it is ``wall - JUMP_TOLERANCE``, kept ready so that the
     test a worker (or the event loop) makes of every run it records is one comparison
     (35,649 to 35,722 instructions a dispatched job over three runs, against 35,827
-    and 35,845 with the subtraction made there on a ``(wall, mono)`` tuple), and ``-inf`` until the first
-    look, and for good without a ``monotonic``."""
+    and 35,845 with the subtraction made there on a ``(wall, mono)`` tuple), and
+    ``-inf`` until the first look, and for good without a ``monotonic``."""
 
     __slots__ = ("mono", "monotonic", "set_back_before", "wall")
 
