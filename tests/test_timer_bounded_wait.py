@@ -3,12 +3,14 @@ within it, not when the head of the heap falls due by the monotonic clock."""
 
 from __future__ import annotations
 
+import math
 import threading
 import weakref
 
 import pytest
 
 from lldsched import EventLog, OneTime, Scheduler, ValidationError
+from lldsched.threaded.jumps import JUMP_TOLERANCE, LastLook
 from tests.conftest import T0, SchedulerFactory
 
 
@@ -107,3 +109,15 @@ def test_an_idle_timer_looks_at_the_clock_once_per_bounded_wait(
 def test_a_bad_max_wait_is_refused_with_its_value(bad: object) -> None:
     with pytest.raises(ValidationError, match=f"max_wait .*got {bad!r}"):
         Scheduler(max_wait=bad)  # type: ignore[arg-type]
+
+
+def test_the_last_look_takes_a_gap_past_the_tolerance_and_drift_for_a_jump() -> None:
+    look = LastLook(monotonic=None)
+    assert look.set_back_before == -math.inf  # no look yet: no run finished before it
+    look.took(T0, 100.0)
+    assert look.look(T0 + 60.5, 160.0) == 0.0  # half a second apart in a minute: no jump
+    # 1.5 s apart over 1000 s: within 1 s plus 0.1 % of the time waited (NTP slewing)
+    assert look.look(T0 + 1062.0, 1160.0) == 0.0
+    assert look.look(T0 + 1072.0 - 3600, 1170.0) == -3600.0  # set back an hour
+    assert look.set_back_before == T0 + 1072.0 - 3600 - JUMP_TOLERANCE
+    assert look.look(T0 + 1082.0 - 3600, 1180.0) == 0.0  # the next look compares anew

@@ -10,6 +10,14 @@ modules, as the core is: construction and registration
 base: it declares the collaborators, the state the one lock guards and the helpers
 more than one module calls, so each module type-checks on its own and mypy checks
 that ``Scheduler``'s definitions match.  At run time it adds nothing.
+
+**At most 29 instance attributes.**  CPython 3.11 keeps up to 29 of an instance's
+attributes inline; a 30th moves them all into a dict, and every ``self._x`` read on
+the dispatch path gets slower: two attributes more (28 to 30) cost about 650
+instructions a dispatched job, +1.8 % (``benchmarks/threaded_instructions.py
+dispatch``).  New state goes into an object it belongs with, as the look for a
+wall-clock jump keeps its readings in one :class:`~lldsched.threaded.jumps.LastLook`;
+``tests/test_scheduler_timer.py`` counts them.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from lldsched.core.machine import SchedulerCore
 from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.threaded.coroutines import CoroutineRunner
 from lldsched.threaded.dispatcher import EventDispatcher
+from lldsched.threaded.jumps import LastLook
 from lldsched.threaded.pool import WorkerPool
 from lldsched.threaded.processes import ProcessPool
 from lldsched.threaded.shared import Coordinator
@@ -70,10 +79,7 @@ class SchedulerParts:
     _coroutines: CoroutineRunner
     _processes: ProcessPool
     _coordinator: Coordinator | None  # the shared store's side, or None
-    # The clock's monotonic(), None when it has none (a FakeClock): jump detection.
-    _monotonic: Callable[[], float] | None
-    # (wall, monotonic) at the last look for a wall-clock jump (timer._look_at_clock).
-    _seen: tuple[float, float]
+    _last_look: LastLook  # for a wall-clock jump (timer._look_at_clock)
     _thread_prefix: str  # "lldsched-<name>-": the start of every thread's name
     # Begins an attempt (None: a tombstone): the core's begin, or the coordinator's,
     # which begins with its claim's token.

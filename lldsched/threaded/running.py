@@ -39,7 +39,6 @@ from lldsched.core.task import Entry, Run
 from lldsched.errors import CANCELLED_INSIDE, error_text, traceback_text
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.threaded.parts import Explained, LogLine, Outcome, SchedulerParts
-from lldsched.threaded.timer import JUMP_TOLERANCE
 
 __all__ = ["LogLine", "RunExecution", "failure_line"]
 
@@ -111,7 +110,7 @@ class RunExecution(SchedulerParts):
                 return  # recorded by _finish_coroutine when it completes
             finished = self._clock.now()
             error = "SchedulerStateError: the scheduler shut down before the coroutine ran"
-        if self._monotonic is not None and finished < self._seen[0] - JUMP_TOLERANCE:
+        if finished < self._last_look.set_back_before:
             # the wall clock went back since the timer looked: that jump is handled first
             self._look_at_clock(self._clock.now())
         record = self._core.finish(run, started, finished, error, result, timed_out)
@@ -149,7 +148,7 @@ class RunExecution(SchedulerParts):
         queued, and the loop thread calls :meth:`_say_failures` once it let the lock go,
         before it settles the batch.  ``raised`` is what the coroutine raised, if it
         did."""
-        if self._monotonic is not None and finished < self._seen[0] - JUMP_TOLERANCE:
+        if finished < self._last_look.set_back_before:
             # the wall clock went back since the timer looked: that jump is handled first
             self._look_at_clock(self._clock.now())
         record = self._core.finish(run, started, finished, error, result, timed_out)

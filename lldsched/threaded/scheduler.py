@@ -60,6 +60,7 @@ from lldsched.schedules.base import Schedule
 from lldsched.threaded.control import ControlVerbs
 from lldsched.threaded.coroutines import CoroutineRunner, is_loop_action
 from lldsched.threaded.dispatcher import EventDispatcher
+from lldsched.threaded.jumps import LastLook
 from lldsched.threaded.parts import NEW, RUNNING, STOPPED
 from lldsched.threaded.pool import WorkerPool
 from lldsched.threaded.processes import ProcessPool, check_supported
@@ -161,8 +162,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         if clock is not None and not isinstance(clock, Clock):
             raise ValidationError(f"clock must be a Clock (now and wait methods), got {clock!r}")
         self._clock = clock if clock is not None else SystemClock()
-        self._monotonic = getattr(self._clock, "monotonic", None)
-        self._seen = (0.0, 0.0)  # set when the timer starts
+        self._last_look = LastLook(getattr(self._clock, "monotonic", None))
         # The scheduler's one lock.  It guards the core state machine (registry,
         # statuses, dead letter), the heap, the deadline heap, the pool's hand-off
         # queue, the coroutine runner's hand-over state, _loop_ids, _in_flight,

@@ -11,7 +11,8 @@ runs whose timeout passed (the deadline heap, one more thing to wake for).
 waits on a monotonic timeout.  When the clock has a ``monotonic()`` (the
 :class:`~lldsched.clock.SystemClock` does; a ``FakeClock`` *is* time and has
 none), the timer compares the two each time it wakes; a gap of more than 1 s
-(plus 0.1% of the time waited, for NTP slewing) is a jump, and
+(plus 0.1% of the time waited, for NTP slewing) is a jump
+(:mod:`lldsched.threaded.jumps`), and
 :func:`lldsched.core.recovery.after_clock_jump` re-evaluates the heap: forward, the
 misfire policy applies as after downtime; backward, elapsed-time schedules move
 back with the clock.  A jump is noticed when the timer next wakes: when the head
@@ -23,7 +24,8 @@ resume.  One wake a minute costs nothing measurable (``benchmarks/bench_idle.py`
 ``max_wait=None`` waits exactly until the head is due.  A worker also looks before
 it records a run that finished earlier by the wall clock than the timer's last look:
 that run computes its next due time from the moved clock, so the jump is handled
-first (``_look_at_clock``).
+first (``_look_at_clock``).  That test is one comparison with a time kept ready in
+:class:`~lldsched.threaded.jumps.LastLook`, where the look's readings are.
 
 **A shared store** (``SqliteTaskStore(path, shared=True)``, docs/CLUSTER.md): the
 timer claims what runs from the store instead of popping the heap (the heap
@@ -46,14 +48,9 @@ from lldsched.core.recovery import after_clock_jump
 from lldsched.core.task import Entry
 from lldsched.threaded.parts import RUNNING, SchedulerParts
 
-__all__ = ["DEADLINE_SLACK", "JUMP_DRIFT", "JUMP_TOLERANCE", "MAX_WAIT", "TimerThread"]
+__all__ = ["DEADLINE_SLACK", "MAX_WAIT", "TimerThread"]
 
 log = logging.getLogger("lldsched")
-
-JUMP_TOLERANCE = 1.0
-"""Seconds of disagreement between wall and monotonic time taken for a clock jump,
-plus :data:`JUMP_DRIFT` of the time waited."""
-JUMP_DRIFT = 0.001
 
 DEADLINE_SLACK = 64
 """Void entries the deadline heap may hold beyond as many as it has armed ones."""
@@ -84,11 +81,12 @@ class TimerThread(SchedulerParts):
         deadlines = self._deadlines
         armed = self._armed
         max_wait = self._max_wait
-        monotonic = self._monotonic  # jump detection (none on a FakeClock)
+        last_look = self._last_look
+        monotonic = last_look.monotonic  # jump detection (none on a FakeClock)
         coordinator = self._coordinator
         with cond:
             if monotonic is not None:
-                self._seen = (clock.now(), monotonic())
+                last_look.took(clock.now(), monotonic())
             while self._state is RUNNING:
                 now = clock.now()
                 if monotonic is not None:
@@ -136,13 +134,11 @@ class TimerThread(SchedulerParts):
         backward jump shorter than the time since the timer's last look (at most
         ``max_wait``) passes it, and a delay ending meanwhile moves back by the jump
         twice."""
-        monotonic = self._monotonic
+        last_look = self._last_look
+        monotonic = last_look.monotonic
         assert monotonic is not None
-        mono = monotonic()
-        last_wall, last_mono = self._seen
-        self._seen = (now, mono)
-        jump = (now - last_wall) - (mono - last_mono)
-        if abs(jump) > JUMP_TOLERANCE + JUMP_DRIFT * (mono - last_mono):
+        jump = last_look.look(now, monotonic())
+        if jump:
             self._clock_jumped(jump, now)
 
     def _clock_jumped(self, jump: float, now: float) -> None:
