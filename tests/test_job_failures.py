@@ -15,13 +15,13 @@ import logging
 import pickle
 import sqlite3
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from lldsched import FakeClock, OneTime, RetryPolicy, TaskStatus
+from lldsched import FakeClock, OneTime, RetryPolicy, ScheduledTask, Scheduler, TaskStatus
 from lldsched.errors import ERROR_LIMIT, TRACEBACK_LIMIT, error_text, traceback_text
 from lldsched.stores.sqlite import SqliteTaskStore
 from tests import process_jobs
@@ -137,28 +137,36 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     opened.close()
 
 
+def _each_kind(
+    scheduler: Scheduler, job: str, where: str, kinds: Iterable[str], **options: Any
+) -> dict[str, ScheduledTask]:
+    """One task per kind, each running ``tests.process_jobs``' ``job`` (its ``_async``
+    twin for a coroutine) with the kind as its argument, on a thread, on the event loop
+    or in a worker process (``where``), due now."""
+    actions: dict[str, Callable[..., Any] | str] = {
+        "thread": getattr(process_jobs, job),
+        "coroutine": getattr(process_jobs, f"{job}_async"),
+        "process": f"tests.process_jobs:{job}",
+    }
+    return {
+        kind: scheduler.schedule(
+            kind,
+            actions[where],
+            OneTime(delay=0),
+            args=(kind,),
+            isolation="process" if where == "process" else "thread",
+            **options,
+        )
+        for kind in kinds
+    }
+
+
 @pytest.mark.parametrize("where", ["thread", "coroutine", "process"])
 def test_each_odd_exception_is_recorded_legibly_and_stored(
     make_scheduler: SchedulerFactory, store: Any, where: str
 ) -> None:
     scheduler = make_scheduler(workers=2, store=store)
-    actions: dict[str, Callable[..., Any] | str] = {
-        "thread": process_jobs.odd_failure,
-        "coroutine": process_jobs.odd_failure_async,
-        "process": "tests.process_jobs:odd_failure",
-    }
-    action = actions[where]
-    tasks = {
-        kind: scheduler.schedule(
-            kind,
-            action,
-            OneTime(delay=0),
-            args=(kind,),
-            retry=RetryPolicy.never(),
-            isolation="process" if where == "process" else "thread",
-        )
-        for kind in KINDS
-    }
+    tasks = _each_kind(scheduler, "odd_failure", where, KINDS, retry=RetryPolicy.never())
     settle(scheduler)  # an unprintable exception on the loop left its run in flight for ever
     for kind, task in tasks.items():
         (record,) = task.history
@@ -318,22 +326,7 @@ def test_each_odd_result_is_recorded_as_text_and_stored(
     make_scheduler: SchedulerFactory, store: Any, where: str
 ) -> None:
     scheduler = make_scheduler(workers=2, store=store)
-    actions: dict[str, Callable[..., Any] | str] = {
-        "thread": process_jobs.odd_result,
-        "coroutine": process_jobs.odd_result_async,
-        "process": "tests.process_jobs:odd_result",
-    }
-    action = actions[where]
-    tasks = {
-        kind: scheduler.schedule(
-            kind,
-            action,
-            OneTime(delay=0),
-            args=(kind,),
-            isolation="process" if where == "process" else "thread",
-        )
-        for kind in RESULTS
-    }
+    tasks = _each_kind(scheduler, "odd_result", where, RESULTS)
     settle(scheduler)
     for kind, task in tasks.items():
         (record,) = task.history

@@ -18,7 +18,6 @@ tree without what git ignores, with the build backend already installed
 
 from __future__ import annotations
 
-import ast
 import email
 import email.message
 import os
@@ -37,6 +36,7 @@ import pytest
 
 import lldsched
 from lldsched.views import VIEWS_EXTRA
+from tests.test_binder import imported
 
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -167,13 +167,7 @@ def _requirement_name(requirement: str) -> str:
 def _third_party_imports(path: Path) -> set[str]:
     """The top-level names of what the module at ``path`` imports from outside the
     standard library and lldsched, at any depth (inside functions too)."""
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module.split(".")[0])
-    return names - set(sys.stdlib_module_names) - {"lldsched", "__future__"}
+    return imported(path) - set(sys.stdlib_module_names) - {"lldsched", "__future__"}
 
 
 def _extra_requirements(extra: str) -> set[str]:
@@ -198,9 +192,9 @@ def test_every_extra_a_message_or_a_document_names_exists(dist: Dist) -> None:
 @pytest.mark.parametrize("folder", sorted(EXTRA_OF))
 def test_each_extra_brings_what_its_modules_import(folder: str) -> None:
     modules = (ROOT / folder).rglob("*.py")
-    imported = {PROVIDED_BY.get(n, n).lower() for p in modules for n in _third_party_imports(p)}
-    assert imported, f"{folder} imports no third-party package: the scan is broken"
-    missing = imported - _extra_requirements(EXTRA_OF[folder])
+    needed = {PROVIDED_BY.get(n, n).lower() for p in modules for n in _third_party_imports(p)}
+    assert needed, f"{folder} imports no third-party package: the scan is broken"
+    missing = needed - _extra_requirements(EXTRA_OF[folder])
     assert not missing, f"{folder} imports {sorted(missing)}, not in [{EXTRA_OF[folder]}]"
 
 
