@@ -7,7 +7,7 @@ forgetting a task); what a *run* leads to is ``finish``'s, in
 :mod:`~lldsched.core.machine`, and what a task runs and when is
 :mod:`~lldsched.core.definition`'s.  Each verb refuses a closed store before it
 changes anything (:func:`~lldsched.core.storewrites.check_store`) and writes the
-transition through the store and to the listeners (``_changed``).  No thread, no
+transition through the store and to the listeners (``_write_and_publish``).  No thread, no
 lock: the runtime serialises calls.
 """
 
@@ -46,7 +46,7 @@ class StatusVerbs(CoreParts):
             return False
         task.status = PAUSED
         waited = self._end_wait(task, None) if previous is BLOCKED else None
-        self._changed(task, previous, waited)
+        self._write_and_publish(task, previous, waited)
         return True
 
     def resume(self, task_id: str) -> bool:
@@ -67,7 +67,7 @@ class StatusVerbs(CoreParts):
             if task.status is SCHEDULED:
                 task._slot = due  # a fixed-rate grid re-anchors at the resumed run
             self._enqueue(task, due)
-        self._changed(task, PAUSED)
+        self._write_and_publish(task, PAUSED)
         return True
 
     def cancel(self, task_id: str) -> bool:
@@ -96,7 +96,7 @@ class StatusVerbs(CoreParts):
         task.status = CANCELLED
         waited = self._end_wait(task, None) if previous is BLOCKED else None
         task.next_run_at = None
-        self._changed(task, previous, waited)
+        self._write_and_publish(task, previous, waited)
         if self._deps is not None:
             self._strand(task)
         return True
@@ -118,7 +118,7 @@ class StatusVerbs(CoreParts):
             task._stats.given_up = 0  # a person looked: a fresh streak as well
         task._slot = now
         self._enqueue(task, now)
-        self._changed(task, FAILED)
+        self._write_and_publish(task, FAILED)
         return True
 
     def remove(self, task_id: str) -> ScheduledTask:

@@ -4,7 +4,7 @@
 that makes the record of a slot that did not run on its own (recovery's MISSED and
 COALESCED, a run's SKIPPED slots, BUFFER_ONE's COALESCED ones: ``_skipped_by_run``)
 and sends it where every record goes: the task's history and ``on_record``
-(``_keep``), the store and the listeners (``_changed``).  Every slot leaves a
+(``_keep``), the store and the listeners (``_write_and_publish``).  Every slot leaves a
 record; past :data:`~lldsched.core.names.MAX_SKIPPED` skipped slots, one record
 stands for the rest.  No thread, no lock: the runtime serialises calls.
 """
@@ -108,5 +108,5 @@ class DecidedRecords(CoreParts):
             token=token,
         )
         self._keep(task, record)
-        self._changed(task, task.status, record)
+        self._write_and_publish(task, task.status, record)
         return record

@@ -151,7 +151,7 @@ class DefinitionVerbs(CoreParts):
             task._schedule = slot_first(task._schedule, due)  # then the slot it waited for
             task._slot = now
         self._enqueue(task, now)
-        self._changed(task, previous)
+        self._write_and_publish(task, previous)
         return True
 
     def _replace(

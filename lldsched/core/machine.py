@@ -494,7 +494,7 @@ class SchedulerCore(
         if task._flight is not None:  # CANCEL_OTHER or ALLOW (a slot test: bench_sim)
             run = self._overlap(task, run)
         if self._store is not None or self.emit is not None:
-            self._changed(task, previous)
+            self._write_and_publish(task, previous)
         return run
 
     def finish(
@@ -590,7 +590,7 @@ class SchedulerCore(
             return self._removed_run(task, record)
         # -- published (store and listeners), then what follows
         if self._store is not None or self.emit is not None:
-            self._changed(task, previous, record)
+            self._write_and_publish(task, previous, record)
         if skipped and previous is not CANCELLED:  # cancelled: nothing was skipped, all stopped
             self._skipped_by_run(task, skipped, due=due, at=finished, token=token)
         if self._deps is not None:
@@ -712,7 +712,7 @@ class SchedulerCore(
         """The task's snapshot for the store.
 
         The store and listener share of the run path's speed trick (see finish): the
-        snapshot here and the event in :meth:`_changed` are built by tuple.__new__,
+        snapshot here and the event in :meth:`_write_and_publish` are built by tuple.__new__,
         and the run statistics are read once, not through three properties.  Two
         transitions a run: together -17 % instructions a dispatched one-off job with
         a store and a listener (112,000 -> 93,000; tuple.__new__ alone -6 %).
@@ -733,7 +733,7 @@ class SchedulerCore(
             schedule.waited if schedule.__class__ is CatchUp else None,
         ))  # fmt: skip
 
-    def _changed(
+    def _write_and_publish(
         self, task: ScheduledTask, previous: TaskStatus, record: ExecutionRecord | None = None
     ) -> None:
         """Write the transition through the store and publish it."""

@@ -136,7 +136,7 @@ class OverlappingRuns(CoreParts):
         task.attempt = 1
         self._queue_following_run(task, run)
         if self._store is not None or self.emit is not None:
-            self._changed(task, RUNNING)
+            self._write_and_publish(task, RUNNING)
         return run
 
     @staticmethod
@@ -170,7 +170,7 @@ class OverlappingRuns(CoreParts):
         if task.status is CANCELLED and self.tasks.get(task.id) is not task:
             return self._removed_run(task, record)  # removed mid-run: it is forgotten
         if self._store is not None or self.emit is not None:
-            self._changed(task, task.status, record)
+            self._write_and_publish(task, task.status, record)
         return record
 
     def _after_flight(

@@ -80,7 +80,7 @@ class CoreParts:
 
         def _keep(self, task: ScheduledTask, record: ExecutionRecord) -> None: ...
 
-        def _changed(
+        def _write_and_publish(
             self, task: ScheduledTask, previous: TaskStatus, record: ExecutionRecord | None = None
         ) -> None: ...
 

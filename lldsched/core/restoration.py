@@ -137,7 +137,7 @@ class Restoration(CoreParts):
         if self._store is not None:
             try:
                 self._store.save(self._snapshot(task))
-            except BaseException as exc:  # as in _changed: the registry stays authoritative
+            except BaseException as exc:  # as in _write_and_publish: the registry is the truth
                 store_failed(self._writes, exc, "save", task.id)
             else:
                 store_written(self._writes, "save")

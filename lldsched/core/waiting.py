@@ -55,7 +55,7 @@ class DependencyWaits(CoreParts):
         if dead is not None:
             self._fail_waiting(task, dead, previous=SCHEDULED)
         else:
-            self._changed(task, SCHEDULED)
+            self._write_and_publish(task, SCHEDULED)
         return True
 
     def _upstream_moved(self, task: ScheduledTask, record: ExecutionRecord) -> None:
@@ -75,7 +75,7 @@ class DependencyWaits(CoreParts):
         due = task.next_run_at
         task.status = SCHEDULED
         self._enqueue(task, now if due is None or due < now else due)
-        self._changed(task, BLOCKED, waited)
+        self._write_and_publish(task, BLOCKED, waited)
 
     def _strand(self, upstream: ScheduledTask) -> None:
         """``upstream`` is FAILED or CANCELLED: fail the BLOCKED dependents waiting for it
@@ -98,7 +98,7 @@ class DependencyWaits(CoreParts):
         task.status = FAILED
         task.next_run_at = None
         self._dead[task.id] = None
-        self._changed(task, previous, waited)
+        self._write_and_publish(task, previous, waited)
         self._strand(task)
 
     def _end_wait(self, task: ScheduledTask, error: str | None) -> ExecutionRecord:
