@@ -20,7 +20,7 @@ from typing import Protocol, runtime_checkable
 from lldsched import checks
 from lldsched.errors import ValidationError
 
-__all__ = ["Clock", "FakeClock", "SystemClock", "to_timestamp", "utc_datetime"]
+__all__ = ["UTC_NAMES", "Clock", "FakeClock", "SystemClock", "to_timestamp", "utc_datetime"]
 
 
 def to_timestamp(value: float | int | datetime, *, name: str = "time") -> float:
@@ -50,6 +50,10 @@ def to_timestamp(value: float | int | datetime, *, name: str = "time") -> float:
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+UTC_NAMES = frozenset({"UTC", "Etc/UTC"})
+"""The names of UTC, the default zone: text written in it names no zone (readable
+times, the widgets, a cron expression's explanation); in any other zone it does."""
 
 
 def utc_datetime(timestamp: float) -> datetime:

@@ -340,6 +340,19 @@ def test_explain_says_the_expression_in_plain_english(expr: str, sentence: str) 
     assert CronSchedule(expr).explain() == sentence
 
 
+@pytest.mark.parametrize(
+    ("tz", "said"),
+    [
+        ("UTC", "At 01:30"),  # the default zone is not named
+        ("Etc/UTC", "At 01:30"),
+        ("Europe/Berlin", "At 01:30 (Europe/Berlin)"),  # 01:30 there, not in UTC
+        ("Australia/Lord_Howe", "At 01:30 (Australia/Lord_Howe)"),
+    ],
+)
+def test_explain_names_the_zone_its_times_are_in_unless_it_is_utc(tz: str, said: str) -> None:
+    assert CronSchedule("30 1 * * *", tz=tz).explain() == said
+
+
 def test_preview_lists_the_next_fires_in_the_schedules_zone() -> None:
     schedule = CronSchedule("0 3 * * 1-5", tz="Europe/Berlin")
     preview = schedule.preview(3, ts(2026, 3, 27))

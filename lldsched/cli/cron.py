@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 
 from lldsched.errors import ScheduleError
 from lldsched.schedules.cron import CronSchedule
+from lldsched.schedules.cron.explain import explain
 from lldsched.schedules.cron.schedule import MAX_PREVIEW
 
 __all__ = ["MAX_FIRES", "cron_report", "run_cron"]
@@ -62,7 +63,7 @@ def cron_report(expr: str, *, tz: str = "UTC", n: int = 5, start: str | None = N
     width = max((len(f.strftime(local)) for f in fires), default=0)
     lines = [
         f"{expr}  ({schedule.tz})",
-        schedule.explain(),
+        explain(schedule.fields),  # the zone is on the line above
         f"next {n} fire times after {begin.strftime(after)}:",
     ]
     lines += [f"  {f.strftime(local):<{width}}  = {f.astimezone(UTC).strftime(utc)}" for f in fires]

@@ -18,12 +18,11 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised by a test that hides pandas
     raise missing_extra(__name__, "pandas", exc) from exc
 
+from lldsched.clock import UTC_NAMES
 from lldsched.errors import ValidationError
 
 __all__ = ["UTC_NAMES", "readable", "seconds_text"]
 
-UTC_NAMES = frozenset({"UTC", "Etc/UTC"})
-"""Zones whose instants :func:`readable` and the widgets write without an abbreviation."""
 
 TEXT_WIDTH = 28
 """Longer text cells (an error message) are cut to this many characters, with "…"."""

@@ -48,7 +48,7 @@ from functools import lru_cache
 from zoneinfo import ZoneInfo
 
 from lldsched import checks
-from lldsched.clock import utc_datetime
+from lldsched.clock import UTC_NAMES, utc_datetime
 from lldsched.errors import ScheduleError
 from lldsched.model import ExecutionRecord
 from lldsched.schedules.base import slots_from
@@ -250,7 +250,11 @@ class CronSchedule:
         return [utc_datetime(t).astimezone(zone) for t in self.fire_times(ts, n)]
 
     def explain(self) -> str:
-        """The expression in plain English, e.g. ``"At 03:00, Monday through Friday"``."""
+        """The expression in plain English, e.g. ``"At 03:00, Monday through Friday"``;
+        in a zone other than UTC the zone follows, as its times are that zone's:
+        ``"At 01:30 (Europe/Berlin)"``."""
         from lldsched.schedules.cron.explain import explain
 
-        return explain(self._engine.fields)
+        text = explain(self._engine.fields)
+        zone = str(self.tzinfo)
+        return text if zone in UTC_NAMES else f"{text} ({zone})"
