@@ -21,7 +21,7 @@ except ImportError as exc:  # pragma: no cover - exercised by a test that hides 
 from lldsched.clock import UTC_NAMES
 from lldsched.errors import ValidationError
 
-__all__ = ["UTC_NAMES", "readable", "seconds_text"]
+__all__ = ["readable", "seconds_text"]
 
 
 TEXT_WIDTH = 28

@@ -33,7 +33,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from zoneinfo import ZoneInfo
 
-from lldsched.clock import utc_datetime
+from lldsched.clock import UTC_NAMES, utc_datetime
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import LldschedError
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
@@ -41,7 +41,6 @@ from lldsched.runtime import Runtime, Stepped
 from lldsched.schedules.cron.zone import zone_info
 from lldsched.views import missing_extra
 from lldsched.views.presses import RedriveWatch, pressed
-from lldsched.views.tables import UTC_NAMES
 
 if TYPE_CHECKING:
     import ipywidgets
