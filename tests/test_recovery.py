@@ -344,6 +344,23 @@ def looked(clock: JumpingClock, scheduler: Scheduler) -> None:
     settle(scheduler)
 
 
+def _in_flight(
+    make_scheduler: SchedulerFactory, clock: JumpingClock, schedule: Schedule
+) -> tuple[Scheduler, ScheduledTask, threading.Event]:
+    """A scheduler on ``clock`` with one task on ``schedule`` whose first run has
+    started and goes on until the event returned is set."""
+    started, release = threading.Event(), threading.Event()
+
+    def job() -> None:
+        started.set()
+        assert release.wait(5)
+
+    scheduler = make_scheduler(clock=clock)
+    task = scheduler.schedule("job", job, schedule)
+    assert started.wait(5)
+    return scheduler, task, release
+
+
 @pytest.mark.parametrize("timer_looks", ["while it runs", "after it ended"])
 @pytest.mark.parametrize(
     ("schedule", "next_due"),
@@ -359,15 +376,7 @@ def test_a_run_in_flight_when_the_clock_is_set_back_is_followed_one_period_later
     # served, which the jump left behind, sixty slots lost without a record), and a
     # fixed delay ending before the timer looked moved back twice (a run at once).
     clock = JumpingClock(T0)
-    started, release = threading.Event(), threading.Event()
-
-    def job() -> None:
-        started.set()
-        assert release.wait(5)
-
-    scheduler = make_scheduler(clock=clock)
-    task = scheduler.schedule("job", job, schedule)
-    assert started.wait(5)
+    scheduler, task, release = _in_flight(make_scheduler, clock, schedule)
     clock.parked.clear()
     if timer_looks == "while it runs":
         clock.jump(-HOUR)
@@ -389,15 +398,7 @@ def test_a_fixed_rate_run_in_flight_keeps_its_overrun_across_a_backward_jump(
     # the slots it outlasted are read on the moved grid, skipped (recorded), and the
     # next is the first slot of the moved grid not before the finish.
     clock = JumpingClock(T0)
-    started, release = threading.Event(), threading.Event()
-
-    def job() -> None:
-        started.set()
-        assert release.wait(5)
-
-    scheduler = make_scheduler(clock=clock)
-    task = scheduler.schedule("job", job, FixedRate(60))
-    assert started.wait(5)
+    scheduler, task, release = _in_flight(make_scheduler, clock, FixedRate(60))
     clock.jump(-HOUR, wake=False)
     clock.advance(150)  # three slots (60, 120, 150 s later on the moved grid) go by...
     release.set()  # ...while the run goes on

@@ -262,7 +262,9 @@ def test_a_one_off_registered_by_id_at_every_start_runs_once_whatever_the_retent
     assert [r.outcome.value for r in store.records("migrate")] == ["ok"]
 
 
-def test_a_store_reopened_retires_its_finished_tasks_past_the_retention(kind: str) -> None:
+def _three_finished(kind: str) -> tuple[InMemoryTaskStore, list[str]]:
+    """A store left holding three finished one-off tasks by a runtime that kept them
+    all, and their ids."""
     store = InMemoryTaskStore()
     first = Driven(kind, store=store, retain_finished=None)
     try:
@@ -270,6 +272,11 @@ def test_a_store_reopened_retires_its_finished_tasks_past_the_retention(kind: st
         first.run_until(T0 + 10)
     finally:
         first.close()
+    return store, ids
+
+
+def test_a_store_reopened_retires_its_finished_tasks_past_the_retention(kind: str) -> None:
+    store, ids = _three_finished(kind)
     reopened = Driven(kind, store=store, retain_finished=1)
     try:
         assert held(reopened) == ids[2:]
@@ -381,13 +388,7 @@ def test_purge_retired_leaves_the_dead_letter_and_recurring_tasks_in_the_store(
 def test_a_store_reopened_with_purge_retired_deletes_its_finished_tasks_past_the_retention(
     kind: str,
 ) -> None:
-    store = InMemoryTaskStore()
-    first = Driven(kind, store=store, retain_finished=None)
-    try:
-        ids = one_offs(first, 3)
-        first.run_until(T0 + 10)
-    finally:
-        first.close()
+    store, ids = _three_finished(kind)
     assert len(store) == 3  # without purge_retired the store keeps every task
     reopened = Driven(kind, store=store, retain_finished=1, purge_retired=True)
     try:

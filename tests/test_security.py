@@ -13,19 +13,12 @@ from pathlib import Path
 import pytest
 
 from lldsched import (
-    FixedRate,
-    Priority,
-    RetryPolicy,
     SqliteTaskStore,
     StoreError,
-    TaskSnapshot,
-    TaskStatus,
     ValidationError,
 )
 from lldsched.importpath import import_callable
-from lldsched.persistence import Task
-from tests import jobs
-from tests.conftest import T0
+from tests.test_store_sqlite import snapshot, task
 
 HOSTILE = "x'); DROP TABLE tasks; --\"\\ \x01 lldsched"
 
@@ -49,7 +42,7 @@ def test_a_new_sqlite_store_and_its_wal_files_are_readable_by_their_owner_only(
 ) -> None:
     path = tmp_path / "tasks.db"
     with SqliteTaskStore(path, shared=True) as store:
-        store.save(TaskSnapshot(task(), TaskStatus.SCHEDULED, T0, 0, 0, 0, None))
+        store.save(snapshot(task()))
         wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
         assert wal.exists() and shm.exists()
         assert (mode(path), mode(wal), mode(shm)) == (0o600, 0o600, 0o600)
@@ -62,7 +55,7 @@ def test_a_store_file_that_exists_keeps_the_mode_its_operator_gave_it(
     path.touch()
     path.chmod(0o660)  # a group of users sharing one store
     with SqliteTaskStore(path, shared=True) as store:
-        store.save(TaskSnapshot(task(), TaskStatus.SCHEDULED, T0, 0, 0, 0, None))
+        store.save(snapshot(task()))
     assert mode(path) == 0o660
 
 
@@ -70,26 +63,12 @@ def test_hostile_text_in_ids_names_and_arguments_is_data_in_sqlite(tmp_path: Pat
     path = tmp_path / "tasks.db"
     definition = task(id=HOSTILE, name=HOSTILE, args=(HOSTILE,), kwargs={HOSTILE: HOSTILE})
     with SqliteTaskStore(path) as store:
-        store.save(TaskSnapshot(definition, TaskStatus.SCHEDULED, T0, 0, 0, 0, None))
+        store.save(snapshot(definition))
     with SqliteTaskStore(path) as store:
         (loaded,) = store.load_all()
     assert loaded.task == definition
     tables = sqlite3.connect(path).execute("SELECT name FROM sqlite_master WHERE type='table'")
     assert "tasks" in {name for (name,) in tables}
-
-
-def task(**fields: object) -> Task:
-    values: dict[str, object] = {
-        "id": "task-1",
-        "name": "t",
-        "action": jobs.noop,
-        "schedule": FixedRate(60),
-        "priority": Priority.NORMAL,
-        "retry": RetryPolicy(),
-        "timeout": None,
-    }
-    values.update(fields)
-    return Task(**values)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -114,7 +93,7 @@ def test_an_import_path_beyond_the_documented_form_is_refused_naming_it(path: st
 def test_a_store_row_whose_path_walks_into_a_dunder_is_refused_at_load(tmp_path: Path) -> None:
     path = tmp_path / "tasks.db"
     with SqliteTaskStore(path) as store:
-        store.save(TaskSnapshot(task(), TaskStatus.SCHEDULED, T0, 0, 0, 0, None))
+        store.save(snapshot(task()))
     with sqlite3.connect(path) as connection:  # someone with write access to the file
         connection.execute(
             "UPDATE tasks SET definition = replace(definition, ?, ?)",
