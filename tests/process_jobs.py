@@ -39,6 +39,16 @@ def sleep(seconds: float, marker: str | None = None) -> str:
     return "slept"
 
 
+def held(marker: str, release: str) -> str:
+    """Write our pid to ``marker``, then wait until the file ``release`` exists (at most
+    60 s, so a failing test cannot leave a child behind for long)."""
+    Path(marker).write_text(str(os.getpid()))
+    deadline = time.monotonic() + 60
+    while not Path(release).exists() and time.monotonic() < deadline:
+        time.sleep(0.01)  # the polling interval of a bounded wait, not a fixed sleep
+    return "released"
+
+
 def exit_with(code: int) -> None:
     """End the child at once with ``code``, as a crash would."""
     os._exit(code)
