@@ -7,6 +7,7 @@ learns what happened from the run's record, or from a file the action writes.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import sys
 import threading
@@ -47,6 +48,20 @@ def held(marker: str, release: str) -> str:
     while not Path(release).exists() and time.monotonic() < deadline:
         time.sleep(0.01)  # the polling interval of a bounded wait, not a fixed sleep
     return "released"
+
+
+def note_exit(marker: str) -> int:
+    """Have this worker process write ``exited`` to ``marker`` when it exits on its own
+    (``atexit``: not when it is killed); return its pid."""
+    atexit.register(Path(marker).write_text, "exited")
+    return os.getpid()
+
+
+def leave_a_thread() -> str:
+    """Start a thread that never ends and is no daemon: this worker process cannot exit
+    on its own any more (its interpreter waits for the thread)."""
+    threading.Thread(target=threading.Event().wait, name="left-behind").start()
+    return "left"
 
 
 def exit_with(code: int) -> None:

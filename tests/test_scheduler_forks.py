@@ -20,7 +20,7 @@ from lldsched.persistence import TaskSnapshot
 from tests import jobs
 from tests.conftest import SchedulerFactory
 from tests.forking import BOUND, in_child
-from tests.test_process_isolation import wait_for
+from tests.waits import wait_until
 
 VERBS: dict[str, Callable[[Scheduler], object]] = {
     "schedule": lambda s: s.schedule("mail", jobs.noop, OneTime(delay=0)),
@@ -119,7 +119,8 @@ def test_shutdown_in_a_forked_child_stops_nothing_of_the_parents(
         isolation="process",
         args=[str(marker), str(release)],
     )
-    assert wait_for(lambda: marker.exists() and marker.read_text() != "")
+    wait_until(lambda: marker.exists() and marker.read_text() != "", timeout=BOUND,
+               what="the worker process to take the run")  # fmt: skip
     # An atexit shutdown, or a with block left in a worker: nothing of its own to stop.
     assert in_child(lambda: scheduler.shutdown(drain=False, timeout=1)) == "True"
     release.touch()
@@ -160,3 +161,33 @@ def test_a_forked_childs_scheduler_is_refused_again_in_its_own_child(
 
     outcome = in_child(fork_again)
     assert f"was made in process {grandparent} and is used in process " in outcome
+
+
+def test_a_process_forked_after_a_worker_process_started_does_not_hold_it_open(
+    make_scheduler: SchedulerFactory, tmp_path: Path
+) -> None:
+    """A worker process exits when its pipe from the scheduler closes; a process forked
+    meanwhile (a gunicorn worker, a multiprocessing child) held a copy of that pipe, so
+    the worker process never saw it close: shutdown() waited out its timeout, and more,
+    then killed it."""
+    scheduler = make_scheduler(workers=1)
+    marker = tmp_path / "exited"
+    task = scheduler.schedule(
+        "pid", "tests.process_jobs:note_exit", OneTime(delay=0), isolation="process",
+        args=[str(marker)],
+    )  # fmt: skip
+    assert scheduler.wait_idle(timeout=BOUND) and task.history[0].ok  # it waits, idle
+    hold, release = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # a long-lived child that never touches the scheduler
+        os.close(release)
+        os.read(hold, 1)  # until the parent is done
+        os._exit(0)
+    os.close(hold)
+    try:
+        assert scheduler.shutdown(timeout=BOUND)
+    finally:
+        os.close(release)
+        os.waitpid(pid, 0)
+    # It exited on its own, at its pipe's end (killed, it writes nothing).
+    assert marker.read_text() == "exited"

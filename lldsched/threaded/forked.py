@@ -24,6 +24,13 @@ It stops nothing and returns True: the threads were the parent's, and so are the
 worker processes of ``isolation="process"`` (the child's copy of the pool lists them)
 and the store (refused in the child on its own: :mod:`lldsched.stores.forks`).
 
+The child's copies of the pipes to the worker processes of ``isolation="process"``
+are closed at the fork too (:meth:`ProcessPool.let_go_after_fork
+<lldsched.threaded.processes.ProcessPool.let_go_after_fork>`): a worker process exits
+when its pipe from the scheduler closes, and a copy held open by a child that lives
+on (every gunicorn worker) kept it from ever seeing that, so the parent's shutdown
+waited out its timeout and then killed it.
+
 A scheduler made in the child after the fork is the child's own, and unaffected.
 """
 
@@ -35,6 +42,7 @@ from typing import Any, NoReturn, Protocol
 
 from lldsched.errors import SchedulerStateError
 from lldsched.threaded.parts import FORKED
+from lldsched.threaded.processes import ProcessPool
 
 __all__ = ["Refusal", "note"]
 
@@ -45,6 +53,7 @@ class _Made(Protocol):
     name: str
     _state: str
     _lock: Any  # a threading.Lock; a Refusal in a forked child
+    _processes: ProcessPool
 
 
 _made: weakref.WeakSet[_Made] = weakref.WeakSet()
@@ -96,6 +105,7 @@ def _after_fork_in_child() -> None:
     for scheduler in list(_made):
         scheduler._lock = Refusal(scheduler.name, made_in)
         scheduler._state = FORKED
+        scheduler._processes.let_go_after_fork()
     _made.clear()  # refused already; a fork from this child keeps the refusal it copies
 
 

@@ -67,7 +67,6 @@ idle ones are the ones those threads left behind.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import os
@@ -265,9 +264,23 @@ class ProcessPool:
         for child in idle:
             child.connection.close()  # all at once: they exit in parallel
         for child in idle:
-            with contextlib.suppress(subprocess.TimeoutExpired):  # _end kills it then
+            try:
                 child.process.wait(deadline.remaining())
+            except subprocess.TimeoutExpired:  # out of time: killed now, not after _end's wait
+                child.process.kill()
             self._end(child)
+
+    def let_go_after_fork(self) -> None:
+        """In a child forked from this pool's process: close this copy's ends of the
+        children's pipes and take no run, without waiting for a child or killing one
+        (they are the parent's).  A copy held open kept a child from reading the end of
+        its pipe when the parent closed it: the parent's shutdown waited out its
+        timeout, then killed it.  Takes no lock: the forked child runs one thread, and
+        the lock may have been held at the fork (:mod:`lldsched.threaded.forked`)."""
+        self._closed = True
+        for child in (*self._idle, *self._busy):
+            child.connection.close()
+        self._idle, self._busy = [], []
 
     @property
     def pids(self) -> list[int]:
