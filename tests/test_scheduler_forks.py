@@ -125,7 +125,7 @@ def test_shutdown_in_a_forked_child_stops_nothing_of_the_parents(
     assert in_child(lambda: scheduler.shutdown(drain=False, timeout=1)) == "True"
     release.touch()
     assert scheduler.wait_idle(timeout=BOUND)
-    # The child's copy of the pool lists the parent's worker process: it lives on.
+    # The parent's worker process lives on: the child's shutdown did not touch it.
     (record,) = task.history
     assert (record.ok, record.result, record.error) == (True, "'released'", None)
 

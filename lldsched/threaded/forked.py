@@ -16,13 +16,14 @@ and its lock is replaced by a :class:`Refusal`, whose every acquisition raises
 :class:`~lldsched.errors.SchedulerStateError` naming the fork and what to do.  Every
 verb and read takes that lock first, so each refuses there, whatever state the
 lock was in, and a verb added later refuses too.  The work is done once per fork, by
-:func:`os.register_at_fork`: nothing is added to a verb, a registration or a run.
+:func:`os.register_at_fork`: nothing is added to a registration or a run, nor to
+a verb but ``shutdown()``'s one comparison (below).
 
 ``shutdown()`` in the child is the one verb that does not refuse: an ``atexit`` hook
 or a ``with`` block left in a worker calls it, and nothing of the child's is running.
 It stops nothing and returns True: the threads were the parent's, and so are the
-worker processes of ``isolation="process"`` (the child's copy of the pool lists them)
-and the store (refused in the child on its own: :mod:`lldsched.stores.forks`).
+worker processes of ``isolation="process"`` (not the child's to kill) and the store
+(refused in the child on its own: :mod:`lldsched.stores.forks`).
 
 The child's copies of the pipes to the worker processes of ``isolation="process"``
 are closed at the fork too (:meth:`ProcessPool.let_go_after_fork
