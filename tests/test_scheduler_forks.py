@@ -6,8 +6,11 @@ fork and what to do, and its ``shutdown()`` stops nothing of the parent's."""
 
 from __future__ import annotations
 
+import logging
 import os
+import sys
 import threading
+import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -191,3 +194,41 @@ def test_a_process_forked_after_a_worker_process_started_does_not_hold_it_open(
         os.waitpid(pid, 0)
     # It exited on its own, at its pipe's end (killed, it writes nothing).
     assert marker.read_text() == "exited"
+
+
+@pytest.mark.parametrize(
+    ("worker_id", "opt", "numproc", "warned"),
+    [  # what uWSGI 2.0.31 said at import time under each command line
+        (0, {"master": True, "processes": b"2"}, 2, True),  # loaded in the master, forked
+        (0, {"master": True, "processes": b"1"}, 1, True),  # one worker: forked all the same
+        (1, {"master": True, "processes": b"2", "lazy-apps": True}, 2, False),  # in each worker
+        (0, {"master": True, "processes": b"2", "py-call-osafterfork": True}, 2, False),
+        (0, {"processes": b"1"}, 1, False),  # one process and no master: no fork
+    ],
+)
+def test_under_uwsgi_a_scheduler_made_before_a_fork_without_fork_hooks_is_warned_of(
+    make_scheduler: SchedulerFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    worker_id: int,
+    opt: dict[str, object],
+    numproc: int,
+    warned: bool,
+) -> None:
+    """uWSGI forks its workers without running Python's fork hooks (unless
+    py-call-osafterfork is set): the refusal above never happens there, so the copy in a
+    worker would take work it never runs without a word.  Said once, where it is made."""
+    uwsgi = types.ModuleType("uwsgi")  # the module uWSGI's Python plugin provides
+    uwsgi.worker_id = lambda: worker_id  # type: ignore[attr-defined]
+    uwsgi.opt = opt  # type: ignore[attr-defined]
+    uwsgi.numproc = numproc  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "uwsgi", uwsgi)
+    with caplog.at_level(logging.WARNING, logger="lldsched"):
+        make_scheduler(start=False, name="uw")
+    said = [record.getMessage() for record in caplog.records]
+    if not warned:
+        assert said == []
+        return
+    (line,) = said
+    assert line.startswith("the scheduler 'uw' is made in uWSGI's master, before it forks")
+    assert "lazy-apps = true" in line and "py-call-osafterfork = true" in line

@@ -33,11 +33,23 @@ on (every gunicorn worker) kept it from ever seeing that, so the parent's shutdo
 waited out its timeout and then killed it.
 
 A scheduler made in the child after the fork is the child's own, and unaffected.
+
+**uWSGI runs no fork hook** unless told to (``py-call-osafterfork = true``): it forks
+its workers in C, and measured with uWSGI 2.0.31, a worker's copy still said
+``running`` and took work it never ran, the refusal never made.  The stores' refusal
+(:mod:`lldsched.stores.forks`) is just as blind there.  A per-verb check of the
+process id would see it, at a system call each verb and registration (0.7 µs
+measured in a sandbox: a fifth of a ``pause``).  Instead a scheduler made where uWSGI
+will fork it (its master, before the workers: ``uwsgi.worker_id()`` is 0, with a
+master or more than one process) without that option is warned of, once, as it is
+made (:func:`_warn_under_uwsgi`), naming the two settings that answer it.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import sys
 import weakref
 from typing import Any, NoReturn, Protocol
 
@@ -46,6 +58,8 @@ from lldsched.threaded.parts import FORKED
 from lldsched.threaded.processes import ProcessPool
 
 __all__ = ["Refusal", "note"]
+
+log = logging.getLogger("lldsched")
 
 
 class _Made(Protocol):
@@ -67,6 +81,29 @@ _pid = [os.getpid()]
 def note(scheduler: _Made) -> None:
     """Note ``scheduler``, just made in this process: a child forked from it refuses it."""
     _made.add(scheduler)
+    uwsgi = sys.modules.get("uwsgi")  # there under uWSGI only: its Python plugin's module
+    if uwsgi is not None:
+        _warn_under_uwsgi(scheduler.name, uwsgi)
+
+
+def _warn_under_uwsgi(name: str, uwsgi: Any) -> None:
+    """Warn if uWSGI will fork this process's workers from here without running the
+    fork hooks (see the module docstring)."""
+    try:
+        options, forks = uwsgi.opt, uwsgi.worker_id() == 0
+        forks = forks and bool(options.get("master") or uwsgi.numproc > 1)
+        hooked = bool(options.get("py-call-osafterfork"))
+    except (AttributeError, TypeError):  # a uWSGI that does not say: nothing to tell
+        return
+    if forks and not hooked:
+        log.warning(
+            "the scheduler %r is made in uWSGI's master, before it forks the workers, and "
+            "uWSGI runs no fork hook: in a worker its copy would take work that never runs, "
+            "without an error. Set lazy-apps = true (the application, and a scheduler, made "
+            "in each worker) or py-call-osafterfork = true (the copy then refuses every "
+            "verb); README, 'In a web application'",
+            name,
+        )
 
 
 class Refusal:
