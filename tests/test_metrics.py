@@ -317,10 +317,12 @@ def test_store_ok_is_false_once_a_write_found_the_store_closed(
 def test_a_lock_held_past_the_timeout_raises_a_timeout_naming_it(
     make_scheduler: SchedulerFactory,
 ) -> None:
+    clock = FakeClock(T0)
     store = _DownStore()
-    scheduler = make_scheduler(clock=FakeClock(T0), store=store)
-    scheduler.schedule("tick", noop, OneTime(delay=0))
-    store.gate = gate = threading.Event()  # the run's next write hangs, under the lock
+    scheduler = make_scheduler(clock=clock, store=store)
+    scheduler.schedule("tick", noop, OneTime(delay=60))
+    store.gate = gate = threading.Event()  # the run's first write hangs, under the lock
+    clock.advance(60)
     assert store.blocked.wait(5)
     with pytest.raises(SchedulerBusyError, match=r"metrics\(timeout=0\.05\)") as raised:
         scheduler.metrics(timeout=0.05)
