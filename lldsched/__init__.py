@@ -15,10 +15,12 @@ import logging
 
 from lldsched.clock import Clock, FakeClock, SystemClock
 from lldsched.core.context import RunContext
+from lldsched.core.metrics import Metrics
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import (
     LldschedError,
     ScheduleError,
+    SchedulerBusyError,
     SchedulerStateError,
     StoreClosedError,
     StoreError,
@@ -66,6 +68,7 @@ __all__ = [
     "InMemoryTaskStore",
     "Jittered",
     "LldschedError",
+    "Metrics",
     "Misfire",
     "MisfirePolicy",
     "OneTime",
@@ -79,6 +82,7 @@ __all__ = [
     "ScheduleError",
     "ScheduledTask",
     "Scheduler",
+    "SchedulerBusyError",
     "SchedulerStateError",
     "Simulation",
     "SqliteTaskStore",

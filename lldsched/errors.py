@@ -24,6 +24,7 @@ __all__ = [
     "LeaseLost",
     "LldschedError",
     "ScheduleError",
+    "SchedulerBusyError",
     "SchedulerStateError",
     "SettleTimeoutError",
     "StoreClosedError",
@@ -64,6 +65,13 @@ class SchedulerStateError(LldschedError, RuntimeError):
     copy in a child forked from the process that made it (:mod:`lldsched.threaded.forked`);
     the task finished and will not run again (``reschedule``, ``modify``), or other
     tasks still depend on it (``remove``)."""
+
+
+class SchedulerBusyError(LldschedError, TimeoutError):
+    """The scheduler's lock was not free within the time a read was given
+    (``metrics(timeout=...)``): another thread held it all that time, most likely a
+    store call that hangs under it, and nothing is dispatched meanwhile.  What a
+    liveness probe reports as a failure."""
 
 
 class SettleTimeoutError(LldschedError, TimeoutError):

@@ -10,8 +10,9 @@ takes a :class:`Runtime` and never imports either:
   ``reschedule`` and ``modify`` (a new *when*, new options; return the task);
 * :class:`Reads`: ``task``, ``tasks``, ``records`` (every record the runtime still
   holds, in the order the runs finished), ``dead_letter``, ``pending``,
-  ``queue_stats``, ``workers``, ``now`` (the runtime's instant, epoch seconds) and
-  ``tz`` (the zone of cron schedules that name none);
+  ``queue_stats``, ``metrics`` (one read of its health and load:
+  :class:`~lldsched.core.metrics.Metrics`), ``workers``, ``now`` (the runtime's
+  instant, epoch seconds) and ``tz`` (the zone of cron schedules that name none);
 * :class:`Observable`: ``add_listener`` and ``remove_listener``.
 
 Registration differs by design: ``Scheduler.schedule(name, action, schedule, ...)``
@@ -31,6 +32,7 @@ from datetime import datetime, timedelta
 from typing import Protocol, runtime_checkable
 
 from lldsched.core.duequeue import QueueStats
+from lldsched.core.metrics import Metrics
 from lldsched.core.registration import Unchanged
 from lldsched.core.task import ScheduledTask
 from lldsched.listeners import Listener
@@ -64,7 +66,8 @@ class Controls(Protocol):
 
 @runtime_checkable
 class Reads(Protocol):
-    """What a view reads: tasks, records, the dead letter, the queue, workers and time."""
+    """What a view reads: tasks, records, the dead letter, the queue, the metrics,
+    workers and time."""
 
     @property
     def workers(self) -> int: ...
@@ -78,6 +81,7 @@ class Reads(Protocol):
     def dead_letter(self) -> list[str]: ...
     def pending(self) -> list[ScheduledTask]: ...
     def queue_stats(self) -> QueueStats: ...
+    def metrics(self, timeout: float | timedelta | None = None) -> Metrics: ...
 
 
 @runtime_checkable

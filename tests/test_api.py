@@ -14,7 +14,8 @@ PUBLIC = [
     "ScheduleError", "ScheduledTask", "Scheduler", "SchedulerStateError", "Simulation",
     "SqliteTaskStore", "StoreError", "SystemClock", "Task", "TaskEvent", "TaskListener",
     "TaskNotFoundError", "TaskSnapshot", "TaskStatus", "TaskStore", "ValidationError",
-    "Jittered", "Window", "TaskRetiredError", "StoreClosedError",
+    "Jittered", "Window", "TaskRetiredError", "StoreClosedError", "Metrics",
+    "SchedulerBusyError",
 ]  # fmt: skip
 
 

@@ -379,6 +379,8 @@ for key, value in [("priority", None), ("priority", 9), ("priority", True), ("re
          lambda rt, k=key, v=value: rt.modify("kept", **{k: v}), value)  # fmt: skip
 for value in (None, 5, "x"):
     verb(f"add_listener({value!r})", lambda rt, v=value: rt.add_listener(v), value)
+for value in (-1, NAN, INF, HUGE, True, "5"):
+    verb(f"metrics(timeout={value!r})", lambda rt, v=value: rt.metrics(timeout=v), value)
 
 
 # Verbs of one runtime only.

@@ -13,8 +13,8 @@ from lldsched.sim import Simulation, fixed
 from tests.conftest import T0, SchedulerFactory, settle
 
 VERBS = ("pause", "resume", "cancel", "redrive", "run_now", "remove", "reschedule", "modify",
-         "task", "tasks", "records", "dead_letter", "pending", "queue_stats", "add_listener",
-         "remove_listener")  # fmt: skip
+         "task", "tasks", "records", "dead_letter", "pending", "queue_stats", "metrics",
+         "add_listener", "remove_listener")  # fmt: skip
 
 
 def test_both_runtimes_satisfy_the_protocols_statically_and_at_run_time() -> None:

@@ -129,6 +129,7 @@ from lldsched.core.restoration import Restoration
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished, Retention
 from lldsched.core.schedulearg import check_zone
 from lldsched.core.storewrites import StoreWrites, store_failed, store_written
+from lldsched.core.tally import Tally
 from lldsched.core.task import (
     DEFAULT_OPTIONS,
     Entry,
@@ -228,6 +229,7 @@ class SchedulerCore(
         # records of each history packed (lldsched.core.packedstats).
         self._new_stats = run_stats_maker(history_limit, packed=packed_history)
         self._dead: dict[str, None] = {}  # an ordered set of dead-lettered ids
+        self._tally = Tally()  # the records made, by outcome (what metrics() reports)
         # The dependency graph, made at the first task with depends_on: until then
         # begin() and finish() pay one attribute check for dependencies.
         self._deps: Dependencies | None = None
@@ -568,6 +570,10 @@ class SchedulerCore(
         stats.add(record)
         if self._on_record is not None:
             self._on_record(record)
+        if error is None:  # the tally's (core/tally.py): one increment a successful run
+            self._tally.ok += 1
+        else:
+            self._tally.add(record)
         # -- the task moves on: its status, slot and attempt, its entry or the dead letter
         previous = task.status
         if previous is RUNNING or (previous is PAUSED and due is None):
@@ -697,11 +703,13 @@ class SchedulerCore(
         return stats
 
     def _keep(self, task: ScheduledTask, record: ExecutionRecord) -> None:
-        """Where every record goes: into the task's history, and to ``on_record`` (the
-        simulation's log).  :meth:`finish` inlines it (the run path)."""
+        """Where every record goes: into the task's history, to ``on_record`` (the
+        simulation's log) and into the tally of outcomes.  :meth:`finish` inlines it
+        (the run path)."""
         self._stats(task).add(record)
         if self._on_record is not None:
             self._on_record(record)
+        self._tally.add(record)
 
     def snapshot(self, task: ScheduledTask) -> TaskSnapshot:
         """What a store is given for ``task`` as it is now."""

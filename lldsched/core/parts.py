@@ -24,6 +24,7 @@ from lldsched.core.dependencies import Dependencies
 from lldsched.core.names import SKIPPED, Skipped
 from lldsched.core.retention import Retention
 from lldsched.core.storewrites import StoreWrites
+from lldsched.core.tally import Tally
 from lldsched.core.task import Entry, Run, RunStats, ScheduledTask
 from lldsched.model import ExecutionRecord, Outcome, TaskEvent, TaskStatus
 from lldsched.persistence import TaskSnapshot, TaskStore
@@ -64,6 +65,7 @@ class CoreParts:
     _writes: StoreWrites | None  # the calls the store failed; None without a store
     _on_record: Callable[[ExecutionRecord], None] | None
     _dead: dict[str, None]  # an ordered set of dead-lettered ids
+    _tally: Tally  # the records made since the core was built, by outcome
     _deps: Dependencies | None
     _retention: Retention
     _default_ids: bool

@@ -4,8 +4,10 @@
 that the runtimes' reads go through: a task by id (or the error that says it is
 unknown, or retired: :mod:`lldsched.core.retention`), the dead-lettered ids, the
 records of retired tasks, every history as packed blocks
-(:mod:`lldsched.core.packedstats`) and the store's failed writes.  It changes
-nothing.  No thread, no lock: the runtime serialises calls.
+(:mod:`lldsched.core.packedstats`), the store's failed writes and what
+:mod:`lldsched.core.metrics` reads (the records counted by outcome, the dead
+letter's size, whether the store writes).  It changes nothing.  No thread, no lock:
+the runtime serialises calls.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from lldsched.core.parts import CoreParts
 from lldsched.core.retention import RetainFinished
 from lldsched.core.storewrites import StoreWrites
 from lldsched.core.task import ScheduledTask
-from lldsched.model import ExecutionRecord
+from lldsched.model import ExecutionRecord, Outcome
 
 __all__ = ["RegistryReads"]
 
@@ -65,6 +67,21 @@ class RegistryReads(CoreParts):
     def dead_letter(self) -> list[str]:
         """Ids of FAILED tasks, in the order they failed."""
         return list(self._dead)
+
+    def dead_letter_size(self) -> int:
+        """How many tasks are FAILED (:meth:`dead_letter`'s length, without the list)."""
+        return len(self._dead)
+
+    def outcomes(self) -> dict[Outcome, int]:
+        """The records made since this core was built, counted by outcome
+        (:mod:`lldsched.core.tally`)."""
+        return self._tally.counts()
+
+    @property
+    def store_ok(self) -> bool:
+        """False while the store fails or once it was found closed (True without one):
+        :attr:`StoreWrites.ok <lldsched.core.storewrites.StoreWrites.ok>`."""
+        return self._writes is None or self._writes.ok
 
     def orphans(self) -> list[str]:
         """Ids of the tasks the store restored that no registration has named since

@@ -90,6 +90,12 @@ class StoreWrites:
         self.missed = 0  # calls a closed store refused: writes, and a shared store's reads
         self.outage: Outage | None = None  # the store is failing: what, how often (None: not)
 
+    @property
+    def ok(self) -> bool:
+        """The store writes: no outage under way, and no call found it closed (what a
+        readiness check asks: ``metrics().store_ok``)."""
+        return self.outage is None and not self.closed
+
     def failed(self, error: BaseException, verb: str, task_id: str) -> None:
         """A write of ``task_id`` (``verb``: ``"save"`` or ``"delete"``) raised ``error``
         after the change it describes was made: logged once an outage (called in an

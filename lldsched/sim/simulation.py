@@ -65,6 +65,7 @@ from lldsched.clock import to_timestamp
 from lldsched.core.duequeue import QueueStats, TaskQueue
 from lldsched.core.ids import IdGenerator
 from lldsched.core.machine import SchedulerCore
+from lldsched.core.metrics import Metrics, take
 from lldsched.core.recordlog import RecordLog
 from lldsched.core.recovery import recover
 from lldsched.core.registration import UNCHANGED, F, Isolation, TaskIds, Unchanged, registering
@@ -410,6 +411,32 @@ class Simulation:
     def queue_stats(self) -> QueueStats:
         """How many entries the heap holds, and how many are tombstones."""
         return self._queue.stats()
+
+    def metrics(self, timeout: float | timedelta | None = None) -> Metrics:
+        """One read of the simulation's health and load at the simulated instant, the
+        same :class:`~lldsched.core.metrics.Metrics` as ``Scheduler.metrics()``: what a
+        dashboard would show at this point of the replay.  The simulation's clock is its
+        timer: ``state`` is ``"running"``, ``timer_alive`` True and ``timer_woke`` the
+        simulated instant; a due task waits in the heap for a free worker (``lag``), never
+        in a hand-off queue.  ``timeout`` is the threaded scheduler's wait for its lock,
+        checked and unused here (nothing else holds the simulation)."""
+        if timeout is not None:
+            checks.seconds(timeout, name="metrics() timeout", at_least=0)
+        now = self._clock.now()
+        return take(
+            self._core,
+            self._queue,
+            at=now,
+            state="running",
+            timer_alive=True,
+            timer_woke=now,
+            workers=self.workers,
+            busy=self.busy,
+            handoff=0,
+            coroutines=0,
+            handed_out_due=None,
+            dropped_events=0,
+        )
 
     def add_listener(self, listener: Listener) -> None:
         """Call ``listener`` on every future event, in virtual time, on the caller's thread."""

@@ -13,11 +13,13 @@ import operator
 from collections.abc import Callable
 from datetime import timedelta
 
+from lldsched.checks import seconds
 from lldsched.core.duequeue import QueueStats
+from lldsched.core.metrics import Metrics, take
 from lldsched.core.packedstats import Rows
 from lldsched.core.registration import UNCHANGED, Unchanged
 from lldsched.core.task import ScheduledTask
-from lldsched.errors import SchedulerStateError
+from lldsched.errors import SchedulerBusyError, SchedulerStateError
 from lldsched.listeners import Listener
 from lldsched.model import ExecutionRecord, Priority, TaskStatus
 from lldsched.policies import RetryPolicy
@@ -208,6 +210,46 @@ class ControlVerbs(SchedulerParts):
         """How many entries the heap holds, and how many are tombstones."""
         with self._lock:
             return self._queue.stats()
+
+    def metrics(self, timeout: float | timedelta | None = None) -> Metrics:
+        """One read of the scheduler's health and load, for a dashboard and a health check
+        (:class:`~lldsched.core.metrics.Metrics`: the timer's liveness, the pool's load,
+        the backlog and its lag, the dead letter, the records by outcome, the store).
+
+        Taken in one hold of the lock, so its fields agree; O(1) in the tasks and
+        records.  ``timeout`` bounds the wait for the lock (seconds or a ``timedelta``;
+        ``None``: as long as it takes): past it, :class:`~lldsched.errors.SchedulerBusyError`
+        (a ``TimeoutError``), which is what a liveness probe should report, since a
+        lock held that long (a store call that hangs) dispatches nothing."""
+        wait = -1.0 if timeout is None else seconds(timeout, name="metrics() timeout", at_least=0)
+        if not self._lock.acquire(timeout=wait):
+            raise SchedulerBusyError(
+                f"metrics(timeout={timeout!r}): the scheduler's lock was held by another "
+                "thread all that time (a store call that hangs under it?); nothing is "
+                "dispatched while it is"
+            )
+        try:
+            pool = self._pool
+            handoff = pool.waiting
+            coroutines = self._coroutines.in_hand
+            first = pool.first
+            timer = self._timer
+            return take(
+                self._core,
+                self._queue,
+                at=self._clock.now(),
+                state=self._state,
+                timer_alive=timer is not None and timer.is_alive(),
+                timer_woke=self._last_look.woke,
+                workers=pool.workers,
+                busy=self._in_flight - handoff - coroutines,
+                handoff=handoff,
+                coroutines=coroutines,
+                handed_out_due=None if first is None else first[0],
+                dropped_events=self._dispatcher.dropped,
+            )
+        finally:
+            self._lock.release()
 
     # -- listeners -----------------------------------------------------------
 

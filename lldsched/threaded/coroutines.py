@@ -198,6 +198,10 @@ class CoroutineRunner:
         # Begun flights by id(run): runs of one task may overlap (lldsched.policies.Overlap).
         self._flights: dict[int, _Flight] = {}
         self._active = 0
+        # Entries and awaitables handed over and not yet settled (waiting for a slot,
+        # running, or recorded and not yet settled): what Scheduler.metrics() reports
+        # as its coroutines, counted as _release() settles them.
+        self.in_hand = 0
         self._wakeup_sent = False
         self._closed = False
         self._settled = threading.Event()
@@ -230,7 +234,10 @@ class CoroutineRunner:
         if self._closed:
             self._settle(len(list(entries)))
             return
-        self._waiting.extend(entries)
+        waiting = self._waiting
+        before = len(waiting)
+        waiting.extend(entries)
+        self.in_hand += len(waiting) - before
         self._wake()
 
     def submit(self, run: Run, started: float, awaitable: Any) -> bool:
@@ -242,6 +249,7 @@ class CoroutineRunner:
         flight = _Flight(run, started, awaitable)
         self._flights[id(run)] = flight
         self._waiting.append(flight)
+        self.in_hand += 1
         self._wake()
         return True
 
@@ -317,7 +325,7 @@ class CoroutineRunner:
                 flight.finished = self._now()
                 self._record(flight)
             if unrecorded:
-                self._settle(len(unrecorded))
+                self._release(len(unrecorded))
                 self._notify_if_settled()
             self._waiting.clear()
         finally:
@@ -370,9 +378,15 @@ class CoroutineRunner:
             self._waiting = collections.deque(
                 item for item in self._waiting if isinstance(item, _Flight)
             )
-            self._settle(len(unbegun))
+            self._release(len(unbegun))
             if self._over_all():
                 self._settled.set()
+
+    def _release(self, count: int) -> None:
+        """``count`` entries or awaitables handed over are settled (caller holds the
+        lock): no longer :attr:`in_hand`."""
+        self.in_hand -= count
+        self._settle(count)
 
     def _over_all(self) -> bool:
         return not self._flights and not self._waiting
@@ -461,7 +475,7 @@ class CoroutineRunner:
                 self._active += 1
                 starting.append(flight)
             if tombstones:
-                self._settle(tombstones)
+                self._release(tombstones)
                 self._notify_if_settled()
         return starting
 
@@ -543,7 +557,7 @@ class CoroutineRunner:
 
     def _settle_batch(self, count: int) -> None:
         """``count`` flights were recorded (caller holds the lock)."""
-        self._settle(count)
+        self._release(count)
         self._notify_if_settled()
 
     def _record(self, flight: _Flight) -> bool:

@@ -5,7 +5,8 @@ compares the two clocks each time it wakes (:mod:`lldsched.threaded.timer` says
 when, and what a jump then does).  A gap of more than :data:`JUMP_TOLERANCE`
 (plus :data:`JUMP_DRIFT` of the time waited, for NTP slewing) is a jump.  The
 readings of the last look are kept in one :class:`LastLook`, which a worker (or the
-event loop) also reads before it records a run, under the scheduler's lock.
+event loop) also reads before it records a run, under the scheduler's lock; so is the
+instant the timer last woke, for ``Scheduler.metrics()``.
 """
 
 from __future__ import annotations
@@ -31,14 +32,20 @@ class LastLook:
     test a worker (or the event loop) makes of every run it records is one comparison
     (35,649 to 35,722 instructions a dispatched job over three runs, against 35,827
     and 35,845 with the subtraction made there on a ``(wall, mono)`` tuple), and
-    ``-inf`` until the first look, and for good without a ``monotonic``."""
+    ``-inf`` until the first look, and for good without a ``monotonic``.
 
-    __slots__ = ("mono", "monotonic", "set_back_before", "wall")
+    ``woke`` is the clock instant the timer last woke (``None`` before it first did),
+    which ``Scheduler.metrics()`` reports: set at every wake, whether the clock has a
+    ``monotonic()`` or not, and kept here, with the timer's other readings, because the
+    scheduler keeps no 30th attribute (``lldsched/threaded/parts.py``)."""
+
+    __slots__ = ("mono", "monotonic", "set_back_before", "wall", "woke")
 
     def __init__(self, monotonic: Callable[[], float] | None) -> None:
         self.monotonic = monotonic
         self.wall = self.set_back_before = -math.inf
         self.mono = 0.0
+        self.woke: float | None = None
 
     def took(self, wall: float, mono: float) -> None:
         """A look read ``wall`` and ``mono`` (the first, or one that compared)."""

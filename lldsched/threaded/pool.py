@@ -110,6 +110,23 @@ class WorkerPool(Generic[T, J, R]):
         """Items waiting for a worker.  Caller holds the lock."""
         return len(self._items)
 
+    @property
+    def waiting(self) -> int:
+        """Items waiting for a worker, the shutdown's sentinels not counted (they are
+        no work).  Caller holds the lock."""
+        items = self._items
+        if self._closed:
+            return sum(item is not _SENTINEL for item in items)
+        return len(items)
+
+    @property
+    def first(self) -> T | None:
+        """The item waiting longest for a worker, or None.  Caller holds the lock."""
+        items = self._items
+        if not items or items[0] is _SENTINEL:
+            return None
+        return items[0]  # type: ignore[return-value]
+
     def put(self, items: Iterable[T]) -> None:
         """Queue ``items`` (caller holds the lock and has checked :attr:`room`).
 

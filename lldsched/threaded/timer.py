@@ -89,6 +89,7 @@ class TimerThread(SchedulerParts):
                 last_look.took(clock.now(), monotonic())
             while self._state is RUNNING:
                 now = clock.now()
+                last_look.woke = now  # what metrics() reports as timer_woke
                 if monotonic is not None:
                     self._look_at_clock(now)
                 while deadlines and deadlines[0][0] <= now:

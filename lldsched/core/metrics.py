@@ -1,0 +1,133 @@
+"""Metrics: what a runtime says of itself to a dashboard and a health check, in one read.
+
+:class:`Metrics` is the snapshot both runtimes' ``metrics()`` return: the timer's
+liveness, the pool's load, the backlog and how late it is, the registry's size, the
+dead letter's, the records counted by outcome since the runtime was built
+(:mod:`lldsched.core.tally`) and whether the store is writing.  :func:`take` builds
+it from the core and the queue; the runtime gives what only it knows (its state, its
+threads, its hand-off queue).
+
+**What it promises** (docs/DECISIONS.md, "Metrics and health"): every field is read
+in one hold of the runtime's lock, so the fields agree with each other (``busy`` plus
+``handoff`` plus ``coroutines`` is the count of runs handed out and not yet settled,
+at one instant); taking it costs O(1) in the number of tasks and records (no list
+of tasks or records is built); and nothing is computed on the run path for it but
+the one increment a successful run makes in the :class:`~lldsched.core.tally.Tally`.
+Distributions (how long runs take, how late each started) are the records'
+(``record.duration``, ``record.lateness``): a listener observes them, at the cost of
+an event per transition; the snapshot does not keep them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import NamedTuple
+
+from lldsched.core.duequeue import TaskQueue
+from lldsched.core.reads import RegistryReads
+from lldsched.model import Outcome
+
+__all__ = ["Metrics", "take"]
+
+
+class Metrics(NamedTuple):
+    """One read of a runtime's health and load (see the module docstring).
+
+    * ``at``: the runtime's clock when it was taken (epoch seconds);
+    * ``state``: ``"new"`` (built, not started), ``"running"`` or ``"stopped"``;
+    * ``timer_alive``: the timer thread runs (False before ``start()``, after
+      ``shutdown()``, and if it died: then nothing is dispatched although ``state`` is
+      still ``"running"``, and the log said "the timer thread died");
+    * ``timer_woke``: the clock instant the timer last woke (it wakes when something
+      falls due, when a push makes a new head, and at least every ``max_wait``
+      seconds, 60 by default), ``None`` before it first did;
+    * ``workers``: the worker threads; ``busy``: how many are taken by a run (running
+      its action, waiting for its child process, or logging its failure);
+    * ``handoff``: due entries the timer handed out that no worker took yet (the
+      hand-off queue; above 0 for long, the pool is saturated);
+    * ``coroutines``: coroutine runs on the event loop, running or waiting for a slot
+      (``max_coroutines``);
+    * ``queued``: tasks waiting in the heap for their due instant (live entries);
+    * ``lag``: seconds the oldest due entry not yet taken by a worker is past its due
+      instant (the head of the heap, or of the hand-off queue): 0.0 when nothing due is
+      waiting; the "are jobs late now" gauge;
+    * ``tasks``: tasks registered (finished ones until they retire); ``dead_letter``:
+      FAILED tasks (:meth:`dead_letter`'s length);
+    * ``outcomes``: records made since the runtime was built, by
+      :class:`~lldsched.model.Outcome` (every outcome present, each only growing):
+      ``ok``, ``failed``, ``timed_out``, ``given_up`` and ``cancelled`` are runs,
+      ``missed``, ``coalesced``, ``skipped`` and ``blocked`` slots decided without one;
+    * ``dropped_events``: events the listeners' backlog dropped;
+    * ``store_ok``: False while the store fails (an outage, logged once at its start)
+      or after a write found it closed; True without a store.
+
+    In the :class:`~lldsched.sim.simulation.Simulation`, whose clock is its timer,
+    ``state`` is ``"running"``, ``timer_alive`` True, ``timer_woke`` the simulated
+    instant, and ``handoff``, ``coroutines`` and ``dropped_events`` are 0.
+    """
+
+    at: float
+    state: str
+    timer_alive: bool
+    timer_woke: float | None
+    workers: int
+    busy: int
+    handoff: int
+    coroutines: int
+    queued: int
+    lag: float
+    tasks: int
+    dead_letter: int
+    outcomes: Mapping[Outcome, int]
+    dropped_events: int
+    store_ok: bool
+
+    @property
+    def alive(self) -> bool:
+        """Running, with its timer thread alive: what a liveness probe asks."""
+        return self.state == "running" and self.timer_alive
+
+    @property
+    def runs(self) -> int:
+        """Runs recorded since the runtime was built (the outcomes that ran)."""
+        return sum(count for outcome, count in self.outcomes.items() if outcome.ran)
+
+
+def take(
+    core: RegistryReads,
+    queue: TaskQueue,
+    *,
+    at: float,
+    state: str,
+    timer_alive: bool,
+    timer_woke: float | None,
+    workers: int,
+    busy: int,
+    handoff: int,
+    coroutines: int,
+    handed_out_due: float | None,
+    dropped_events: int,
+) -> Metrics:
+    """The snapshot, from the core and the queue and what the runtime gives (caller
+    holds the runtime's lock, if it has one).  ``handed_out_due`` is the due instant of
+    the oldest entry handed out and not yet taken (None: none waits)."""
+    oldest = queue.next_due()  # the heap's live head
+    if handed_out_due is not None and (oldest is None or handed_out_due < oldest):
+        oldest = handed_out_due
+    return Metrics(
+        at=at,
+        state=state,
+        timer_alive=timer_alive,
+        timer_woke=timer_woke,
+        workers=workers,
+        busy=busy,
+        handoff=handoff,
+        coroutines=coroutines,
+        queued=len(queue),
+        lag=0.0 if oldest is None or oldest >= at else at - oldest,
+        tasks=len(core.tasks),
+        dead_letter=core.dead_letter_size(),
+        outcomes=core.outcomes(),
+        dropped_events=dropped_events,
+        store_ok=core.store_ok,
+    )

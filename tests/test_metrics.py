@@ -1,0 +1,405 @@
+"""metrics(): one read of a runtime's health and load (lldsched/core/metrics.py).
+
+Every field of :class:`~lldsched.core.metrics.Metrics` is pinned here on the runtime
+that fills it: the timer's liveness (and its death), the pool's load (busy, the
+hand-off queue, the coroutines), the backlog and its lag, the registry and the dead
+letter, the records counted by outcome (every outcome, equal to the records a
+simulation keeps, and still counting after a task retires or is removed), the
+listeners' drops and the store's health; and the error path of a lock held past the
+timeout (a bad timeout is a row of ``tests/test_bad_input_table.py``, on both runtimes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import Counter
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from lldsched import (
+    FakeClock,
+    FixedRate,
+    InMemoryTaskStore,
+    Metrics,
+    Misfire,
+    MisfirePolicy,
+    OneTime,
+    Outcome,
+    Overlap,
+    RetryPolicy,
+    SchedulerBusyError,
+    Simulation,
+    StoreError,
+    TaskEvent,
+)
+from lldsched.sim import fixed
+from tests.conftest import T0, SchedulerFactory, settle
+from tests.waits import wait_until
+
+ZERO = dict.fromkeys(Outcome, 0)
+
+
+def noop() -> None:
+    return None
+
+
+def fail() -> None:
+    raise RuntimeError("no")
+
+
+def _outcomes(**counts: int) -> dict[Outcome, int]:
+    """Every outcome, 0 but those given (by name)."""
+    return {**ZERO, **{Outcome(name): count for name, count in counts.items()}}
+
+
+# -- the threaded scheduler ------------------------------------------------------------
+
+
+def test_a_scheduler_not_started_has_no_timer_and_counts_nothing(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    scheduler = make_scheduler(start=False, workers=3, clock=FakeClock(T0))
+    metrics = scheduler.metrics()
+    assert isinstance(metrics, Metrics)
+    assert metrics == Metrics(
+        at=T0,
+        state="new",
+        timer_alive=False,
+        timer_woke=None,
+        workers=3,
+        busy=0,
+        handoff=0,
+        coroutines=0,
+        queued=0,
+        lag=0.0,
+        tasks=0,
+        dead_letter=0,
+        outcomes=ZERO,
+        dropped_events=0,
+        store_ok=True,
+    )
+    assert not metrics.alive and metrics.runs == 0
+    assert list(metrics.outcomes) == list(Outcome)  # every series, in the enum's order
+
+
+def test_a_started_scheduler_is_alive_and_says_when_its_timer_last_woke(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    clock = FakeClock(T0)
+    scheduler = make_scheduler(clock=clock)
+    wait_until(lambda: scheduler.metrics().timer_woke == T0, timeout=5, what="the first wake")
+    metrics = scheduler.metrics()
+    assert (metrics.state, metrics.timer_alive, metrics.alive) == ("running", True, True)
+    clock.advance(30)  # a clock moved by hand wakes the timer at once
+    scheduler.schedule("tick", noop, OneTime(delay=0))
+    settle(scheduler)
+    assert scheduler.metrics().timer_woke == T0 + 30
+
+
+def test_a_scheduler_shut_down_is_not_alive(make_scheduler: SchedulerFactory) -> None:
+    scheduler = make_scheduler(clock=FakeClock(T0))
+    assert scheduler.shutdown(timeout=5)
+    metrics = scheduler.metrics()
+    assert (metrics.state, metrics.timer_alive, metrics.alive) == ("stopped", False, False)
+
+
+class _BreakingClock(FakeClock):
+    """A fake clock whose wait raises once ``broken`` is set: the timer thread dies."""
+
+    def __init__(self, start: float) -> None:
+        super().__init__(start)
+        self.broken = False
+
+    def wait(self, condition: threading.Condition, deadline: float | None) -> None:
+        if self.broken:
+            raise RuntimeError("the clock broke")
+        super().wait(condition, deadline)
+
+
+# The timer re-raises what killed it (Python prints it, pytest warns of it): expected here.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_dead_timer_is_not_alive_although_the_scheduler_still_says_running(
+    make_scheduler: SchedulerFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = _BreakingClock(T0)
+    scheduler = make_scheduler(clock=clock)
+    wait_until(lambda: scheduler.metrics().timer_woke is not None, timeout=5, what="a wake")
+    clock.broken = True
+    scheduler.schedule("tick", noop, OneTime(delay=60))  # a new head wakes the timer
+    wait_until(lambda: not scheduler.metrics().timer_alive, timeout=5, what="the timer's death")
+    metrics = scheduler.metrics()
+    assert scheduler.running and metrics.state == "running"  # what a probe must not trust
+    assert not metrics.alive
+    assert "the timer thread died" in caplog.text
+
+
+def test_busy_handoff_queued_and_lag_add_up_to_the_runs_handed_out(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    clock = FakeClock(T0)
+    started, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        started.set()
+        assert release.wait(5)
+
+    scheduler = make_scheduler(clock=clock, workers=1, handoff=1)
+    scheduler.schedule("hold", hold, OneTime(delay=0))
+    assert started.wait(5)
+    scheduler.schedule("second", noop, OneTime(delay=0))  # to the hand-off queue
+    scheduler.schedule("third", noop, OneTime(delay=0))  # stays in the heap: no room
+    scheduler.schedule("later", noop, OneTime(delay=600))
+    wait_until(lambda: scheduler.metrics().handoff == 1, timeout=5, what="the hand-off")
+    clock.advance(45)  # both waiting entries are 45 s late now
+    metrics = scheduler.metrics()
+    assert (metrics.busy, metrics.handoff, metrics.coroutines) == (1, 1, 0)
+    assert (metrics.queued, metrics.lag, metrics.tasks) == (2, 45.0, 4)
+    release.set()
+    settle(scheduler)
+    metrics = scheduler.metrics()
+    assert (metrics.busy, metrics.handoff, metrics.queued, metrics.lag) == (0, 0, 1, 0.0)
+    assert metrics.outcomes == _outcomes(ok=3) and metrics.runs == 3
+
+
+def test_the_lag_is_the_oldest_due_entry_in_the_hand_off_queue_when_the_heap_is_empty(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    clock = FakeClock(T0)
+    started, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        started.set()
+        assert release.wait(5)
+
+    scheduler = make_scheduler(clock=clock, workers=1)
+    scheduler.schedule("hold", hold, OneTime(delay=0))
+    assert started.wait(5)
+    scheduler.schedule("waiting", noop, OneTime(delay=0))
+    wait_until(lambda: scheduler.metrics().handoff == 1, timeout=5, what="the hand-off")
+    clock.advance(7)
+    metrics = scheduler.metrics()
+    assert (metrics.queued, metrics.handoff, metrics.lag) == (0, 1, 7.0)
+    release.set()
+    settle(scheduler)
+
+
+def test_coroutine_runs_are_counted_apart_from_the_busy_workers(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    release = threading.Event()
+    started = threading.Event()
+
+    async def hold() -> None:
+        started.set()
+        await asyncio.get_running_loop().run_in_executor(None, release.wait, 5)
+
+    scheduler = make_scheduler(clock=FakeClock(T0), workers=2, max_coroutines=1)
+    scheduler.schedule("first", hold, OneTime(delay=0))
+    scheduler.schedule("second", hold, OneTime(delay=0))  # waits for the loop's one slot
+    assert started.wait(5)
+    wait_until(lambda: scheduler.metrics().coroutines == 2, timeout=5, what="both on the loop")
+    metrics = scheduler.metrics()
+    assert (metrics.busy, metrics.handoff, metrics.coroutines) == (0, 0, 2)
+    release.set()
+    settle(scheduler)
+    metrics = scheduler.metrics()
+    assert (metrics.busy, metrics.coroutines) == (0, 0)
+    assert metrics.outcomes == _outcomes(ok=2)
+
+
+def test_failures_the_dead_letter_and_given_up_slots_are_counted(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    clock = FakeClock(T0)
+    scheduler = make_scheduler(clock=clock)
+    once = RetryPolicy(max_attempts=1)
+    doomed = scheduler.schedule("doomed", fail, OneTime(delay=0), retry=once)
+    scheduler.schedule("flaky", fail, FixedRate(60), retry=RetryPolicy(max_attempts=2))
+    settle(scheduler)
+    clock.advance(1)  # the flaky slot's retry (1 s of backoff), which gives the slot up
+    settle(scheduler)
+    metrics = scheduler.metrics()
+    assert metrics.outcomes == _outcomes(failed=2, given_up=1)
+    assert (metrics.dead_letter, metrics.tasks) == (1, 2)
+    assert scheduler.redrive(doomed.id)
+    metrics = scheduler.metrics()
+    assert metrics.dead_letter == 0 and metrics.outcomes == _outcomes(failed=2, given_up=1)
+
+
+def test_the_counts_go_on_growing_when_tasks_retire_or_are_removed(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    scheduler = make_scheduler(clock=FakeClock(T0), retain_finished=1)
+    for _ in range(3):
+        scheduler.schedule("once", noop, OneTime(delay=0))
+    recurring = scheduler.schedule("tick", noop, FixedRate(60))
+    settle(scheduler)
+    assert scheduler.metrics().tasks == 2  # the recurring one and the last one-off
+    scheduler.remove(recurring.id)
+    metrics = scheduler.metrics()
+    assert metrics.tasks == 1 and metrics.outcomes == _outcomes(ok=4)
+    assert len(scheduler.records()) < 4  # what the histories still hold: not a counter
+
+
+def test_events_the_listeners_dropped_are_counted(make_scheduler: SchedulerFactory) -> None:
+    entered, release = threading.Event(), threading.Event()
+
+    def slow(event: TaskEvent) -> None:
+        entered.set()
+        assert release.wait(5)
+
+    scheduler = make_scheduler(clock=FakeClock(T0), listeners=[slow], listener_backlog=1)
+    scheduler.schedule("a", noop, OneTime(delay=600))
+    assert entered.wait(5)  # the listener holds the first event
+    for name in ("b", "c", "d"):
+        scheduler.schedule(name, noop, OneTime(delay=600))  # a backlog of one: two dropped
+    metrics = scheduler.metrics()
+    assert metrics.dropped_events == scheduler.dropped_events == 2
+    release.set()
+
+
+class _DownStore(InMemoryTaskStore):
+    """Writes raise while ``down`` (a server down); a write blocks while ``gate`` is
+    armed, and says so (a disk that hangs, under the scheduler's lock)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = False
+        self.gate: threading.Event | None = None
+        self.blocked = threading.Event()
+
+    def save(self, snapshot: Any, record: Any = None) -> None:
+        gate = self.gate
+        if gate is not None:
+            self.blocked.set()
+            assert gate.wait(5)
+        if self.down:
+            raise StoreError("connection refused: the server is down")
+        super().save(snapshot, record)
+
+
+def test_store_ok_is_false_while_the_store_fails_and_true_again_once_it_writes(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    clock = FakeClock(T0)
+    store = _DownStore()
+    scheduler = make_scheduler(clock=clock, store=store)
+    task = scheduler.schedule("tick", noop, FixedRate(60))
+    settle(scheduler)
+    assert scheduler.metrics().store_ok
+    store.down = True
+    clock.advance(60)
+    settle(scheduler)
+    metrics = scheduler.metrics()
+    assert not metrics.store_ok and metrics.outcomes == _outcomes(ok=2)  # kept in memory
+    store.down = False
+    assert scheduler.pause(task.id)  # a write that succeeds ends the outage
+    assert scheduler.metrics().store_ok
+
+
+def test_store_ok_is_false_once_a_write_found_the_store_closed(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    clock = FakeClock(T0)
+    store = InMemoryTaskStore()
+    scheduler = make_scheduler(clock=clock, store=store)
+    scheduler.schedule("tick", noop, FixedRate(60))
+    settle(scheduler)
+    store.close()
+    clock.advance(60)
+    settle(scheduler)
+    assert not scheduler.metrics().store_ok
+
+
+def test_a_lock_held_past_the_timeout_raises_a_timeout_naming_it(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    clock = FakeClock(T0)
+    store = _DownStore()
+    scheduler = make_scheduler(clock=clock, store=store)
+    scheduler.schedule("tick", noop, OneTime(delay=60))
+    store.gate = gate = threading.Event()  # the run's first write hangs, under the lock
+    clock.advance(60)
+    assert store.blocked.wait(5)
+    with pytest.raises(SchedulerBusyError, match=r"metrics\(timeout=0\.05\)") as raised:
+        scheduler.metrics(timeout=0.05)
+    assert isinstance(raised.value, TimeoutError)  # what a probe's except clause names
+    store.gate = None
+    gate.set()
+    settle(scheduler)
+    assert scheduler.metrics(timeout=timedelta(seconds=5)).outcomes == _outcomes(ok=1)
+
+
+# -- the simulation --------------------------------------------------------------------
+
+
+def _every_outcome() -> Simulation:
+    """A simulated half hour in which every outcome but ``missed`` is recorded."""
+    sim = Simulation(workers=8, start=T0)
+    sim.schedule("ok", FixedRate(60), duration=fixed(1))
+    sim.schedule("flaky", FixedRate(600), fails=1.0, retry=RetryPolicy(max_attempts=2))
+    sim.schedule(
+        "slow", OneTime(delay=0), duration=fixed(10), timeout=1, retry=RetryPolicy(max_attempts=1)
+    )
+    sim.schedule("overrun", FixedRate(10), duration=fixed(25))
+    sim.schedule("buffered", FixedRate(60), duration=fixed(150), overlap=Overlap.BUFFER_ONE)
+    sim.schedule("cut", FixedRate(60), duration=fixed(150), overlap=Overlap.CANCEL_OTHER)
+    upstream = sim.schedule("upstream", FixedRate(600), duration=fixed(30))
+    sim.schedule("downstream", FixedRate(600), duration=fixed(1), depends_on=[upstream.id])
+    return sim.run_for(1800)
+
+
+def test_the_simulation_counts_every_outcome_as_its_records_do() -> None:
+    sim = _every_outcome()
+    outcomes = sim.metrics().outcomes
+    assert {outcome for outcome, count in outcomes.items() if count} == set(Outcome) - {
+        Outcome.MISSED
+    }
+    assert Counter(outcomes) == Counter(record.outcome for record in sim.records())
+    assert sim.metrics().runs == sum(record.outcome.ran for record in sim.records())
+
+
+def test_the_simulation_reports_its_pool_its_backlog_and_its_dead_letter() -> None:
+    sim = Simulation(workers=1, start=T0)
+    sim.schedule("first", OneTime(delay=0), duration=fixed(30))
+    sim.schedule("second", OneTime(delay=0), duration=fixed(30))
+    sim.schedule("doomed", OneTime(delay=100), fails=1.0, retry=RetryPolicy(max_attempts=1))
+    sim.run_for(10)
+    metrics = sim.metrics()
+    assert metrics == Metrics(
+        at=T0 + 10,
+        state="running",
+        timer_alive=True,
+        timer_woke=T0 + 10,
+        workers=1,
+        busy=1,
+        handoff=0,
+        coroutines=0,
+        queued=2,  # second (due, waiting for the worker) and doomed
+        lag=10.0,
+        tasks=3,
+        dead_letter=0,
+        outcomes=ZERO,
+        dropped_events=0,
+        store_ok=True,
+    )
+    assert metrics.alive
+    sim.run_for(200)
+    metrics = sim.metrics()
+    assert (metrics.busy, metrics.queued, metrics.lag, metrics.dead_letter) == (0, 0, 0.0, 1)
+    assert metrics.outcomes == _outcomes(ok=2, failed=1)
+
+
+def test_records_a_store_restored_are_not_counted_and_misfires_decided_at_start_are() -> None:
+    store = InMemoryTaskStore()
+    first = Simulation(workers=1, start=T0, store=store)
+    first.schedule("tick", FixedRate(60), misfire=MisfirePolicy(Misfire.SKIP, grace=0))
+    first.run_for(120)
+    assert first.metrics().outcomes == _outcomes(ok=3)
+    restarted = Simulation(workers=1, start=T0 + 600, store=store)  # slots passed meanwhile
+    outcomes = restarted.metrics().outcomes
+    assert outcomes[Outcome.OK] == 0 and outcomes[Outcome.MISSED] > 0
+    assert Counter(outcomes) == Counter(record.outcome for record in restarted.records())
