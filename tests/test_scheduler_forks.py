@@ -34,6 +34,7 @@ VERBS: dict[str, Callable[[Scheduler], object]] = {
     "run_now": lambda s: s.run_now("beat"),
     "remove": lambda s: s.remove("beat"),
     "wait_idle": lambda s: s.wait_idle(timeout=1),
+    "metrics": lambda s: s.metrics(timeout=1),
     "add_listener": lambda s: s.add_listener(print),
     "start": lambda s: s.start(),
 }
