@@ -61,9 +61,10 @@ class TaskRetiredError(TaskNotFoundError):
 
 
 class SchedulerStateError(LldschedError, RuntimeError):
-    """The scheduler cannot do that now: it is shut down (or started twice), the task
-    finished and will not run again (``reschedule``, ``modify``), or other tasks still
-    depend on it (``remove``)."""
+    """The scheduler cannot do that now: it is shut down (or started twice), or is a
+    copy in a child forked from the process that made it (:mod:`lldsched.threaded.forked`);
+    the task finished and will not run again (``reschedule``, ``modify``), or other
+    tasks still depend on it (``remove``)."""
 
 
 class SchedulerBusyError(LldschedError, TimeoutError):

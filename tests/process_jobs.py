@@ -7,6 +7,7 @@ learns what happened from the run's record, or from a file the action writes.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import sys
 import threading
@@ -37,6 +38,30 @@ def sleep(seconds: float, marker: str | None = None) -> str:
         Path(marker).write_text(str(os.getpid()))
     time.sleep(seconds)
     return "slept"
+
+
+def held(marker: str, release: str) -> str:
+    """Write our pid to ``marker``, then wait until the file ``release`` exists (at most
+    60 s, so a failing test cannot leave a child behind for long)."""
+    Path(marker).write_text(str(os.getpid()))
+    deadline = time.monotonic() + 60
+    while not Path(release).exists() and time.monotonic() < deadline:
+        time.sleep(0.01)  # the polling interval of a bounded wait, not a fixed sleep
+    return "released"
+
+
+def note_exit(marker: str) -> int:
+    """Have this worker process write ``exited`` to ``marker`` when it exits on its own
+    (``atexit``: not when it is killed); return its pid."""
+    atexit.register(Path(marker).write_text, "exited")
+    return os.getpid()
+
+
+def leave_a_thread() -> str:
+    """Start a thread that never ends and is no daemon: this worker process cannot exit
+    on its own any more (its interpreter waits for the thread)."""
+    threading.Thread(target=threading.Event().wait, name="left-behind").start()
+    return "left"
 
 
 def exit_with(code: int) -> None:

@@ -307,11 +307,33 @@ print("leaving with a run in flight", flush=True)
 """
 
 
-def test_a_program_that_ends_without_shutdown_exits_with_its_run_cut_short() -> None:
+ENDS_IN_A_CALL_ON_THE_LOOPS_EXECUTOR = """
+import asyncio, threading
+from lldsched import OneTime, Scheduler
+started = threading.Event()
+def stuck():
+    started.set()
+    threading.Event().wait()  # never returns
+async def job():
+    await asyncio.to_thread(stuck)  # on the scheduler loop's default executor
+scheduler = Scheduler(workers=1).start()
+scheduler.schedule("stuck", job, OneTime(delay=0))
+assert started.wait(30)
+print("leaving with a run in flight", flush=True)
+"""
+
+
+@pytest.mark.parametrize(
+    "program",
+    [ENDS_WITHOUT_SHUTDOWN, ENDS_IN_A_CALL_ON_THE_LOOPS_EXECUTOR],
+    ids=["thread", "to_thread"],
+)
+def test_a_program_that_ends_without_shutdown_exits_with_its_run_cut_short(program: str) -> None:
     # The scheduler's threads are daemon threads (README, "Running it in a service"):
-    # the interpreter does not wait for a run that never returns.
+    # the interpreter does not wait for a run that never returns, nor for a coroutine
+    # run's asyncio.to_thread call (before: concurrent.futures joined it at exit, for ever).
     done = subprocess.run(
-        [sys.executable, "-c", ENDS_WITHOUT_SHUTDOWN],
+        [sys.executable, "-c", program],
         capture_output=True,
         text=True,
         timeout=60,
@@ -322,6 +344,41 @@ def test_a_program_that_ends_without_shutdown_exits_with_its_run_cut_short() -> 
         "leaving with a run in flight\n",
         "",
     )
+
+
+ENDS_WITH_AN_ISOLATED_RUN = """
+import sys, time
+from pathlib import Path
+from lldsched import OneTime, Scheduler
+marker, release = sys.argv[1:]
+scheduler = Scheduler(workers=1).start()
+scheduler.schedule("held", "tests.process_jobs:held", OneTime(delay=0), isolation="process",
+                   args=[marker, release])
+deadline = time.monotonic() + 30
+while not Path(marker).exists() or not Path(marker).read_text():
+    assert time.monotonic() < deadline
+    time.sleep(0.01)  # the polling interval of a bounded wait
+print("leaving with an isolated run in flight", flush=True)
+"""
+
+
+def test_a_worker_process_left_by_a_program_that_ended_finishes_its_call_quietly(
+    tmp_path: Path,
+) -> None:
+    marker, release = tmp_path / "pid", tmp_path / "release"
+    program = subprocess.Popen(
+        [sys.executable, "-c", ENDS_WITH_AN_ISOLATED_RUN, str(marker), str(release)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    assert program.wait(timeout=60) == 0  # the exit does not wait for the worker process
+    release.touch()  # its call returns now, with nobody left to answer
+    # The worker process shares the program's stderr: EOF there once it exited too.
+    out, err = program.communicate(timeout=60)
+    # Before: "BrokenPipeError: [Errno 32] Broken pipe", a traceback in the service's log.
+    assert (out, err) == ("leaving with an isolated run in flight\n", "")
 
 
 def _threads_of(scheduler: Scheduler) -> set[str]:

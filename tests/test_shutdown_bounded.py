@@ -439,3 +439,16 @@ def test_a_to_thread_call_that_ends_within_the_timeout_is_waited_for() -> None:
         release.set()
         returned.set()
         watcher.join(HANG)
+
+
+def test_a_worker_process_that_cannot_exit_does_not_hold_shutdown_past_its_timeout() -> None:
+    """An isolated action left a thread that is no daemon: its worker process, idle, does
+    not exit when its pipe closes.  shutdown() kills it when its timeout runs out (it
+    waited 5 s more first, then killed it)."""
+    scheduler = Scheduler(workers=1).start()
+    task = scheduler.schedule(
+        "leave", "tests.process_jobs:leave_a_thread", OneTime(delay=0), isolation="process"
+    )
+    assert scheduler.wait_idle(timeout=HANG) and task.history[0].result == "'left'"
+    stopped, took = timed_shutdown(scheduler, timeout=0.5)
+    assert stopped and took < BOUND  # the worker process killed, and reaped

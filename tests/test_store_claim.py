@@ -63,8 +63,10 @@ def test_a_store_held_by_a_live_scheduler_in_another_process_is_refused_naming_f
 ) -> None:
     path = tmp_path / "tasks.db"
     expected = re.escape(f"{str(path)!r} is already open by pid {holder.process.pid} on ")
-    with pytest.raises(StoreError, match=expected + r".*one scheduler per file"):
+    with pytest.raises(StoreError, match=expected + r".*one scheduler per file") as refused:
         Scheduler(store=SqliteTaskStore(path))
+    # The most common second process: a development server's reloader (flask --debug).
+    assert "a development server's reloader runs the application twice" in str(refused.value)
     with pytest.raises(StoreError, match=expected):
         SqliteTaskStore(path)
     assert holder.process.poll() is None  # the holder is unharmed

@@ -4,37 +4,18 @@ child would share its connection, its node id and, unshared, its claim on the fi
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 
 from lldsched import OneTime, Scheduler, SqliteTaskStore
 from lldsched.persistence import TaskStore
 from tests import jobs
 from tests.cluster import StoreSpec, open_store
-
-
-def _in_child(use: Callable[[], object]) -> str:
-    """Run ``use`` in a forked child; what it raised (type and message), or "ok"."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: report, and leave without running any cleanup
-        try:
-            use()
-            outcome = "ok"
-        except BaseException as exc:
-            outcome = f"{type(exc).__name__}: {exc}"
-        os.write(write, outcome.encode())
-        os._exit(0)
-    os.close(write)
-    with os.fdopen(read, "rb") as pipe:
-        outcome = pipe.read().decode()
-    os.waitpid(pid, 0)
-    return outcome
+from tests.forking import in_child
 
 
 def _refused_in_child_and_fine_here(store: TaskStore) -> None:
     Scheduler(store=store).schedule("job", jobs.noop, OneTime(2_000_000_000.0), id="job")
-    outcome = _in_child(lambda: Scheduler(store=store))
+    outcome = in_child(lambda: Scheduler(store=store))
     assert outcome.startswith("StoreError: the store ")
     assert f"was opened in process {os.getpid()}" in outcome
     assert "Open the store in each process after the fork" in outcome
@@ -53,14 +34,14 @@ def test_a_shared_store_opened_before_a_fork_is_refused_in_the_child(
     store = open_store(store_spec)
     try:
         _refused_in_child_and_fine_here(store)
-        assert _in_child(lambda: store.claim(now=0.0, limit=1)).startswith("StoreError")
+        assert in_child(lambda: store.claim(now=0.0, limit=1)).startswith("StoreError")
     finally:
         store.close()
 
 
 def test_a_private_in_memory_store_is_the_childs_own_copy() -> None:
     with SqliteTaskStore(":memory:") as store:
-        assert _in_child(store.load_all) == "ok"
+        assert in_child(store.load_all) == "[]"  # read, not refused
 
 
 def test_the_process_id_kept_for_the_check_is_the_childs_after_a_fork() -> None:
@@ -70,4 +51,4 @@ def test_the_process_id_kept_for_the_check_is_the_childs_after_a_fork() -> None:
         assert forks.current[0] == os.getpid(), forks.current
 
     same()
-    assert _in_child(same) == "ok"
+    assert in_child(same) == "None"

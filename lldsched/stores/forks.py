@@ -12,7 +12,10 @@ another process raises :class:`~lldsched.errors.StoreError` saying to open the
 store after the fork (docs/CLUSTER.md).
 
 Which process this is, is kept by :func:`os.register_at_fork` rather than asked of
-the kernel at every use: the check is one comparison.
+the kernel at every use: the check is one comparison.  A server that forks in C
+without running Python's fork hooks (uWSGI, unless ``py-call-osafterfork = true``)
+leaves it unchanged, so there the refusal does not fire; a scheduler made where
+uWSGI will fork it says so (:mod:`lldsched.threaded.forked`).
 
 The ``spawn`` and ``forkserver`` start methods of :mod:`multiprocessing` (the
 default on macOS and Windows, and on Linux from Python 3.14) do not fork the

@@ -65,7 +65,6 @@ import logging
 import threading
 from asyncio import Task
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from contextvars import Context
 from inspect import CO_COROUTINE
 from types import CodeType, CoroutineType
@@ -75,6 +74,7 @@ from lldsched.checks import whole
 from lldsched.core.results import must_await, result_text
 from lldsched.core.task import Entry, Run
 from lldsched.errors import CANCELLED_INSIDE, error_text
+from lldsched.threaded.calls import LoopCalls
 from lldsched.threaded.deadline import LOCK_GRACE, Deadline
 
 __all__ = ["CANCEL_GRACE", "CoroutineRunner", "Finish", "is_loop_action"]
@@ -188,7 +188,7 @@ class CoroutineRunner:
         self._thread: threading.Thread | None = None
         # The loop's default executor (asyncio.to_thread), made with the loop, and the
         # thread shutdown() waits for its calls on (None until then).
-        self._executor: ThreadPoolExecutor | None = None
+        self._executor: LoopCalls | None = None
         self._calls_joiner: threading.Thread | None = None
         # Guards _calls_joiner's making: two shutdowns' loop closers may ask at once (a
         # second shutdown() after the first's timeout), and the joiner is published only
@@ -398,7 +398,8 @@ class CoroutineRunner:
         # Its own default executor, so that shutdown can wait for its calls within its
         # timeout (3.11's loop.shutdown_default_executor() takes no timeout, and joins
         # its thread unbounded even when cancelled) and name their threads.
-        self._executor = ThreadPoolExecutor(thread_name_prefix=f"{self._name}-to-thread")
+        # Its threads are not joined at exit (lldsched/threaded/calls.py).
+        self._executor = LoopCalls(thread_name_prefix=f"{self._name}-to-thread")
         loop.set_default_executor(self._executor)
         thread = threading.Thread(target=self._serve, args=(loop,), name=self._name)
         thread.daemon = True

@@ -40,10 +40,21 @@ from lldsched.threaded.pool import WorkerPool
 from lldsched.threaded.processes import ProcessPool
 from lldsched.threaded.shared import Coordinator
 
-__all__ = ["NEW", "RUNNING", "STOPPED", "Explained", "LogLine", "Outcome", "SchedulerParts"]
+__all__ = [
+    "FORKED",
+    "NEW",
+    "RUNNING",
+    "STOPPED",
+    "Explained",
+    "LogLine",
+    "Outcome",
+    "SchedulerParts",
+]
 
-NEW, RUNNING, STOPPED = "new", "running", "stopped"
-"""The scheduler's states: built, between start() and shutdown(), shut down (final)."""
+NEW, RUNNING, STOPPED, FORKED = "new", "running", "stopped", "forked"
+"""The scheduler's states: built, between start() and shutdown(), shut down (final), and
+the copy in a child forked from the process that made it (final; set by
+:mod:`~lldsched.threaded.forked`, the only state not set under the lock)."""
 
 Outcome = tuple[float, float, "str | None", "str | None", object, bool, "Explained"]
 """What running an attempt produced: started, finished, error text, result text, an
@@ -102,7 +113,7 @@ class SchedulerParts:
     # Taken (never inside _lock) by the one thread that logs _failures at a time, so
     # that they are written in order; held while a logging handler runs.
     _saying: threading.Lock
-    _state: str  # NEW, RUNNING or STOPPED
+    _state: str  # NEW, RUNNING or STOPPED (FORKED: a forked child's copy, threaded/forked.py)
     # Set when the first shutdown() returns: a second call made meanwhile waits for it
     # (within its own timeout) before it joins, never closes what the first still uses.
     _shut_down: threading.Event

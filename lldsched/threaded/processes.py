@@ -35,8 +35,9 @@ descriptors and the parent's ``sys.path``.  Not ``multiprocessing.Process``: its
 ``spawn`` child imports the parent's main module again (a script without the
 ``if __name__ == "__main__"`` guard would start a second scheduler in every
 child) and unpickles its target; this child imports lldsched and the functions it
-is asked to call, nothing else.  A child whose parent dies reads end-of-file and
-exits once its current call returns.
+is asked to call, nothing else.  A child whose parent dies exits once its current
+call returns: its answer finds the pipe closed (dropped without a word: the child
+writes on the parent's stderr, a service's log) or it reads end-of-file.
 
 **What a child gets, and what the parent believes.**  A child is started with an
 argument list, never a shell; it inherits the parent's environment (secrets in it
@@ -66,7 +67,6 @@ idle ones are the ones those threads left behind.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import os
@@ -264,9 +264,23 @@ class ProcessPool:
         for child in idle:
             child.connection.close()  # all at once: they exit in parallel
         for child in idle:
-            with contextlib.suppress(subprocess.TimeoutExpired):  # _end kills it then
+            try:
                 child.process.wait(deadline.remaining())
+            except subprocess.TimeoutExpired:  # out of time: killed now, not after _end's wait
+                child.process.kill()
             self._end(child)
+
+    def let_go_after_fork(self) -> None:
+        """In a child forked from this pool's process: close this copy's ends of the
+        children's pipes and take no run, without waiting for a child or killing one
+        (they are the parent's).  A copy held open kept a child from reading the end of
+        its pipe when the parent closed it: the parent's shutdown waited out its
+        timeout, then killed it.  Takes no lock: the forked child runs one thread, and
+        the lock may have been held at the fork (:mod:`lldsched.threaded.forked`)."""
+        self._closed = True
+        for child in (*self._idle, *self._busy):
+            child.connection.close()
+        self._idle, self._busy = [], []
 
     @property
     def pids(self) -> list[int]:
@@ -458,14 +472,18 @@ class _Pipe(Connection):
 
 
 def serve(reading: int, writing: int) -> None:
-    """A child's loop: take a call, run it, answer; return when the parent's end closes."""
+    """A child's loop: take a call, run it, answer; return when the parent's end closes,
+    or is found closed by an answer (the parent exited during the call, without a
+    shutdown: the answer has nobody to go to, and its BrokenPipeError, printed on the
+    stderr the child shares with the parent, was a traceback in a service's log)."""
     connection = _Pipe(reading, writing)
     while True:
         try:
             request = json.loads(connection.recv_bytes())
         except EOFError:
             return
-        connection.send_bytes(b'{"started": true}')
+        if not _told(connection, b'{"started": true}'):
+            return
         try:
             function = import_callable(request["call"])
             value = function(*request["args"], **request["kwargs"])
@@ -474,7 +492,17 @@ def serve(reading: int, writing: int) -> None:
             answer = {"result": result_text(value)}
         except BaseException as exc:  # SystemExit, KeyboardInterrupt: a failed run, as on a thread
             answer = {"error": error_text(exc), "traceback": traceback_text(exc)}
-        connection.send_bytes(json.dumps(answer).encode())
+        if not _told(connection, json.dumps(answer).encode()):
+            return
+
+
+def _told(connection: Connection, message: bytes) -> bool:
+    """Send ``message`` to the parent; False if its end is closed (it exited)."""
+    try:
+        connection.send_bytes(message)
+    except BrokenPipeError:
+        return False
+    return True
 
 
 async def _awaited(value: Any) -> object:

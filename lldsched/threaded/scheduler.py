@@ -60,6 +60,7 @@ from lldsched.schedules.base import Schedule
 from lldsched.threaded.control import ControlVerbs
 from lldsched.threaded.coroutines import CoroutineRunner, is_loop_action
 from lldsched.threaded.dispatcher import EventDispatcher
+from lldsched.threaded.forked import note
 from lldsched.threaded.jumps import LastLook
 from lldsched.threaded.parts import NEW, RUNNING, STOPPED
 from lldsched.threaded.pool import WorkerPool
@@ -177,7 +178,9 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         # past its own (lldsched/threaded/deadline.py).  Lock order: this lock,
         # then the dispatcher's, the store's, the process pool's (kill() runs
         # under it) or an event's.  Never held while an action, a coroutine, a
-        # listener or the log line of a failed run runs.
+        # listener or the log line of a failed run runs.  In a child forked from this
+        # process it is replaced by a Refusal, which raises at every acquisition
+        # (lldsched/threaded/forked.py): the child has none of the threads.
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._queue = self.queue_type(self._wake)
@@ -255,6 +258,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
                         self._loop_ids.add(task.id)
         if listeners:  # deliver from now on: registrations before start() are events too
             self._dispatcher.start()
+        note(self)  # refused in a child forked from this process (threaded/forked.py)
 
     def start(self) -> Scheduler:
         """Start the timer, the workers and the event dispatcher; returns self."""

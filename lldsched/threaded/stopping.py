@@ -23,7 +23,7 @@ from lldsched.core.names import RUNNABLE
 from lldsched.core.task import Entry
 from lldsched.errors import SchedulerStateError
 from lldsched.threaded.deadline import Deadline
-from lldsched.threaded.parts import RUNNING, STOPPED, SchedulerParts
+from lldsched.threaded.parts import FORKED, RUNNING, STOPPED, SchedulerParts
 from lldsched.threaded.shared import leases_kept
 
 __all__ = ["Stopping"]
@@ -77,9 +77,15 @@ class Stopping(SchedulerParts):
         blocking the event loop.  From one of this scheduler's own coroutine runs it
         raises :class:`~lldsched.errors.SchedulerStateError` before changing anything
         (it would wait for itself with its loop blocked); a thread run may call it.
+
+        In a child forked from the process that made the scheduler it stops nothing and
+        returns True: the threads, the worker processes and the store are the parent's
+        (every other verb there raises; :mod:`lldsched.threaded.forked`).
         """
         timeout = _checked(drain, timeout)
         self._refuse_on_loop("shutdown()")
+        if self._state is FORKED:  # a forked child's copy: nothing here is its own to stop
+            return True
         deadline = Deadline(timeout)
         with deadline.holding(self._lock) as held:
             if held:

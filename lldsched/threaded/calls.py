@@ -1,0 +1,41 @@
+"""The scheduler's event loop's default executor: the threads of the ``asyncio.to_thread``
+calls of coroutine runs (``run_in_executor(None, ...)``), which an exit does not wait for.
+
+A program that ends without ``shutdown()`` does not wait for the scheduler: its threads
+are daemon threads, and a run in flight is cut short (README, "Running it in a
+service").  A coroutine run's ``asyncio.to_thread`` call was the exception: a
+:class:`~concurrent.futures.ThreadPoolExecutor` notes each of its threads for an exit
+hook of :mod:`concurrent.futures` (``threading._register_atexit``) that joins them,
+daemon or not, so such a program waited for the call to return, for ever if it never
+did (measured: an exit held 20 s by a call sleeping 20 s).
+
+:class:`LoopCalls` is that executor without the note: its threads are made on the
+loop's thread, a daemon thread, so they are daemon threads too, and nothing joins them
+at exit.  ``shutdown()`` still waits for them within its timeout
+(:mod:`lldsched.threaded.coroutines`); only an exit without one no longer does.  The
+loop refuses a default executor that is not a ``ThreadPoolExecutor``, hence a
+subclass; the note it drops is ``concurrent.futures.thread._threads_queues``, the same
+name in Python 3.11, 3.12 and 3.13 (checked; a test ends a program in such a call).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures.thread
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+__all__ = ["LoopCalls"]
+
+
+class LoopCalls(ThreadPoolExecutor):
+    """A thread pool whose threads an exit does not wait for (see the module docstring);
+    made, and given its calls, on the scheduler's event loop thread."""
+
+    def _adjust_thread_count(self) -> None:
+        """Start a thread if one is needed (the base class), then take every thread of
+        this pool out of the ones ``concurrent.futures`` joins at exit.  Called by
+        ``submit`` under ``concurrent.futures``' own lock, which guards that mapping."""
+        super()._adjust_thread_count()
+        joined_at_exit: Any = getattr(concurrent.futures.thread, "_threads_queues", {})
+        for thread in self._threads:
+            joined_at_exit.pop(thread, None)
