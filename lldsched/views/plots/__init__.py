@@ -33,7 +33,10 @@ Time axes show timezone-aware instants in the zone given as ``tz`` (default UTC)
 
 from lldsched.views.plots._base import (
     DETAIL_RUNS,
+    MAX_LANES,
     MAX_LEGEND_TASKS,
+    MIN_LANE_INCHES,
+    OTHER_TASKS,
     SHORT_RUN,
     PlotFigure,
     task_colours,
@@ -45,7 +48,10 @@ from lldsched.views.plots.timing import lateness_distribution, lateness_over_tim
 
 __all__ = [
     "DETAIL_RUNS",
+    "MAX_LANES",
     "MAX_LEGEND_TASKS",
+    "MIN_LANE_INCHES",
+    "OTHER_TASKS",
     "SHORT_RUN",
     "PlotFigure",
     "cluster_timeline",
