@@ -72,8 +72,9 @@ inch): less, and neighbouring labels overlap."""
 
 DETAIL_RUNS = 200
 """Up to this many runs every due time gets a tick; beyond it only late runs get their
-wait line (a tick per run would be a smear) and failed runs also get a stroke (hatching
-a bar narrower than a pixel shows nothing)."""
+wait line (a tick per run would be a smear) and a failed run is a stroke across the top
+third of its bar instead of hatched (hatching a bar narrower than a pixel shows
+nothing)."""
 
 SHORT_RUN = 1 / 300
 """Up to :data:`DETAIL_RUNS` runs, a run shorter than this fraction of the chart's time
