@@ -7,13 +7,14 @@ import sys
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
+from unittest.mock import patch
 from zoneinfo import ZoneInfo
 
 import pytest
 
 from lldsched import FakeClock, FixedRate, OneTime, RetryPolicy, TaskStatus, ValidationError
 from lldsched.sim import Simulation
-from lldsched.views.widgets import COLUMNS, MAX_ROWS, ControlPanel, _when
+from lldsched.views.widgets import COLUMNS, MAX_ROWS, ControlPanel, _Row, _when
 from tests.conftest import SchedulerFactory, settle
 
 
@@ -360,3 +361,22 @@ def test_a_panel_of_few_tasks_hides_the_box_and_max_rows_is_checked() -> None:
     for bad in (0, 2.5):
         with pytest.raises(ValidationError, match=f"max_rows must be an int >= 1, got {bad}"):
             ControlPanel(service(1), loop=None, max_rows=bad)  # type: ignore[arg-type]
+
+
+def test_a_row_the_find_box_hides_leaves_the_grid_before_its_widgets_close() -> None:
+    # Closed while still in the grid, a row's cells vanished from the browser at once,
+    # and the cells after them shifted into the wrong columns (seen in Voila).
+    panel = ControlPanel(service(300), loop=None)
+    closed_in_grid: list[bool] = []
+    close = _Row.close
+
+    def checked(row: _Row) -> None:
+        closed_in_grid.append(any(c in panel._grid.children for c in row.children))
+        close(row)
+
+    with patch.object(_Row, "close", checked):
+        panel.find.value = "audit-0"
+    # Of the first 50 rows, the 16 audits (audit-002 ... audit-047) stay; 34 go.
+    assert len(panel.rows) == 33 and len(closed_in_grid) == 34
+    assert not any(closed_in_grid)
+    panel.close()

@@ -259,10 +259,10 @@ class ControlPanel:
             tasks = self._shown(self._source.tasks())
             wanted = None if task_ids is None else set(task_ids)
             changed = [task.id for task in tasks] != list(self._rows)
+            gone: list[_Row] = []
             if changed:
                 rows = {task.id: self._rows.pop(task.id, None) for task in tasks}
-                for gone in self._rows.values():
-                    gone.close()
+                gone = list(self._rows.values())
                 self._rows = {
                     task_id: row if row is not None else _Row(self._widgets, self, task_id)
                     for task_id, row in rows.items()
@@ -278,6 +278,10 @@ class ControlPanel:
                     *self._header,
                     *(c for r in self._rows.values() for c in r.children),
                 ]
+            # Closed only once out of the grid: a browser drops a closed widget's view at
+            # once, and the grid's cells shifted into the wrong columns until it caught up.
+            for row in gone:
+                row.close()
 
     def _shown(self, tasks: list[ScheduledTask]) -> list[ScheduledTask]:
         """The tasks to show (see the class docstring), and the note that says so."""
