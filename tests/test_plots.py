@@ -696,3 +696,19 @@ def test_lateness_charts_of_many_tasks_name_the_latest_and_grey_the_rest() -> No
     greys = [line for line in curves.get_lines()
              if mpl.colors.to_rgba(line.get_color()) == OTHER_TASKS]  # fmt: skip
     assert len(greys) == 18 and all(line.get_zorder() < named[0].get_zorder() for line in greys)
+
+
+def test_a_heat_map_of_300_workers_keeps_every_row_and_labels_a_readable_few() -> None:
+    # 300 workers at 0.4 in a row made a figure 80 inches high.
+    records = [
+        R(f"t{w}", f"job {w}", 1, T0, T0, w, T0, T0 + 60.0 * (w % 60 + 1), True) for w in range(300)
+    ]
+    figure = utilisation_plot(to_frame(records), workers=300, freq="1h")
+    render(figure)
+    ax = figure.axes[0]
+    mesh = next(c for c in ax.collections if isinstance(c, QuadMesh))
+    assert np.asarray(mesh.get_array()).shape == (300, 1)  # every worker has its row
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels[:2] == ["worker 0", "worker 8"] and len(labels) == 38
+    assert overlapping(ax.get_yticklabels()) == []
+    assert figure.get_figheight() < 16

@@ -11,6 +11,7 @@ import pandas as pd
 from lldsched.views.frames import utilisation
 from lldsched.views.plots._base import (
     DETAIL_RUNS,
+    MAX_LANES,
     OTHER_TASKS,
     Axes,
     Figure,
@@ -118,10 +119,14 @@ def utilisation_plot(
     tz: str | tzinfo = "UTC",
 ) -> Figure:
     """Each worker's busy fraction per ``freq`` interval as a heat map (a lane per
-    worker), with a colour bar; the title gives the mean over all workers."""
+    worker), with a colour bar; the title gives the mean over all workers.  Past
+    :data:`MAX_LANES` workers every worker still has its row, but the figure is as
+    tall as for :data:`MAX_LANES` and only every k-th row is labelled (at most
+    :data:`MAX_LANES` labels, none overlapping)."""
     table = utilisation(frame, workers, freq)
-    figure, ax = _axes(ax, (11.0, 1.8 + _lanes_height(len(table.columns), each=0.4)))
     lanes = len(table.columns)
+    tall = _lanes_height(min(lanes, MAX_LANES), each=0.4)
+    figure, ax = _axes(ax, (11.0, 1.8 + tall))
     if len(table):
         step = (table.index[1] - table.index[0]) if len(table) > 1 else pd.Timedelta(freq)
         edges = table.index.append(pd.DatetimeIndex([table.index[-1] + step]))
@@ -134,7 +139,9 @@ def utilisation_plot(
     else:
         _empty(ax, "runs")
         title = f"Worker utilisation per {freq}"
-    ax.set_yticks(range(lanes), [f"worker {w}" for w in table.columns])
+    every = -(-lanes // MAX_LANES)  # a label every k rows: at most MAX_LANES labels
+    labelled = range(0, lanes, every)
+    ax.set_yticks(labelled, [f"worker {table.columns[i]}" for i in labelled])
     ax.set_ylim(max(lanes, 1) - 0.5, -0.5)
     ax.set_ylabel("worker")
     _time_axis(ax, tz)
