@@ -660,6 +660,9 @@ def test_on_axes_given_a_gantt_draws_only_the_lanes_that_fit_their_height() -> N
         ax.get_title(loc="right") == f"{lanes} busiest of 300 tasks drawn; {300 - lanes} left out"
     )
     assert overlapping(ax.get_yticklabels()) == []
+    everything = PlotFigure(figsize=(11.0, 4.2)).add_subplot()
+    gantt(service(), by="task", ax=everything, max_lanes=None)  # asked for: every lane
+    assert len(everything.get_yticklabels()) == 300
 
 
 def test_past_a_dozen_tasks_only_the_named_ones_keep_a_colour_and_theirs_differ() -> None:

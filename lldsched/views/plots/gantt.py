@@ -93,7 +93,7 @@ def gantt(
         checks.whole(max_lanes, name="max_lanes", at_least=1)
     waits = frame[frame["outcome"] == "blocked"]
     everything = ran(frame)  # a slot a misfire policy decided ran on no worker
-    fit = max_lanes if ax is None else _fitting(ax, max_lanes)
+    fit = max_lanes if ax is None or max_lanes is None else _fitting(ax, max_lanes)
     frame, note = _busiest_lanes(everything, by, fit)
     codes, labels, palette, named = _tasks(frame, _seconds(frame["duration"]))
     if by == "worker":
@@ -219,12 +219,11 @@ def _gantt_title(frame: pd.DataFrame, by: str) -> str:
     )
 
 
-def _fitting(ax: Axes, max_lanes: int | None) -> int:
+def _fitting(ax: Axes, max_lanes: int) -> int:
     """The lanes that fit the height of ``ax`` at :data:`MIN_LANE_INCHES` each (at
     least one), and at most ``max_lanes``."""
     inches = ax.get_position().height * _root(ax).get_figheight()
-    fit = max(int(inches / MIN_LANE_INCHES), 1)
-    return fit if max_lanes is None else min(fit, max_lanes)
+    return min(max(int(inches / MIN_LANE_INCHES), 1), max_lanes)
 
 
 def _busiest_lanes(frame: pd.DataFrame, by: str, max_lanes: int | None) -> tuple[pd.DataFrame, str]:
