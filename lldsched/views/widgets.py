@@ -5,7 +5,8 @@ player's chart, through :mod:`lldsched.views.plots` and :mod:`lldsched.views.fra
 
 :class:`ControlPanel` shows one row per task (name, status, next run, runs, ok,
 failed, last error) with pause, resume and cancel buttons, and redrive for a
-dead-lettered task.  It is updated by the scheduler's events, never by a polling
+dead-lettered task; past :data:`MAX_ROWS` tasks, the first registered, and a ``find``
+box for the others.  It is updated by the scheduler's events, never by a polling
 loop:
 
 * its listener runs on the scheduler's event-delivery thread and only notes which

@@ -23,6 +23,7 @@ try:
     from matplotlib import colormaps
     from matplotlib.axes import Axes
     from matplotlib.collections import LineCollection, PolyCollection
+    from matplotlib.colors import to_rgba
     from matplotlib.figure import Figure, SubFigure
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
@@ -88,7 +89,7 @@ _BAR_HEIGHT = 0.62
 _BOXES_A_PATH = 500
 _BAR_GAP = 1 - _BAR_HEIGHT
 _DUE_COLOUR = "0.15"
-_DUE_RGBA = (0.15, 0.15, 0.15, 1.0)
+_DUE_RGBA = to_rgba(_DUE_COLOUR)
 _TIMEOUT_COLOUR = "black"
 _HATCH = "////"
 
@@ -322,7 +323,7 @@ def _draw_runs(
             cast(Any, boxes), facecolors=colours, edgecolors="none", linewidths=0.0, zorder=2,
         )  # fmt: skip
     else:  # paths of _BOXES_A_PATH boxes of one colour: a Path object per run costs 10 us
-        palette, which = _palette(colours)
+        _, which = _palette(colours)
         closed = np.concatenate([boxes, boxes[:, :1]], axis=1)  # (runs, 5 vertices, xy)
         box_codes = np.array([Path.MOVETO, *[Path.LINETO] * 3, Path.CLOSEPOLY], dtype=np.uint8)
         order = np.argsort(which, kind="stable")
