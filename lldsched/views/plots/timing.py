@@ -69,7 +69,9 @@ def lateness_over_time(
 def lateness_distribution(frame: pd.DataFrame, ax: Axes | None = None) -> Figure:
     """Per task, the fraction of runs that started within a given lateness (an
     empirical CDF); the dotted line marks 95 %, so where a task's curve crosses it
-    is its 95th percentile.  Past :data:`MAX_LEGEND_TASKS` tasks, the legend names
+    is its 95th percentile.  A task whose runs all started on time is named "(never
+    late)" in the legend: its curve is a vertical line at 0, hidden under the others'
+    rise.  Past :data:`MAX_LEGEND_TASKS` tasks, the legend names
     those with the highest 95th percentile, in their colours, and the rest are thin
     grey curves underneath."""
     frame = ran(frame)
@@ -77,6 +79,13 @@ def lateness_distribution(frame: pd.DataFrame, ax: Axes | None = None) -> Figure
     lateness = _seconds(frame["lateness"])
     codes, labels, palette, named = _tasks(frame, lateness, how="p95")
     divisor, unit = _unit(float(lateness.max()) if len(frame) else 0.0)
+    # A task never late is a vertical line at 0, under every other task's rise: the
+    # legend says so, or its curve seems missing.
+    latest = pd.Series(lateness).groupby(codes).max().reindex(range(len(labels))).to_numpy()
+    labels = [
+        f"{label} (never late)" if float(latest[code]) <= 0 else label
+        for code, label in enumerate(labels)
+    ]
     shown = set(named)
     for code, label in enumerate(labels):  # a task not named: thin, grey, underneath
         values = np.sort(lateness[codes == code]) / divisor
