@@ -28,6 +28,7 @@ from matplotlib.collections import LineCollection, PathCollection, PolyCollectio
 from matplotlib.figure import Figure
 from matplotlib.path import Path as MplPath
 from matplotlib.testing.compare import compare_images
+from matplotlib.text import Text
 
 from lldsched import ExecutionRecord, OverrunPolicy, ValidationError
 from lldsched.sim.overrun import ALL_POLICIES, simulate_overrun
@@ -35,6 +36,7 @@ from lldsched.sim.scenario import build_scenario
 from lldsched.views.frames import ran, to_frame
 from lldsched.views.plots import (
     DETAIL_RUNS,
+    OTHER_TASKS,
     PlotFigure,
     gantt,
     lateness_distribution,
@@ -315,23 +317,66 @@ def many_runs(count: int, workers: int = 4, tasks: int = 12) -> pd.DataFrame:
     return to_frame(records)
 
 
+def segments(item: LineCollection) -> list[np.ndarray[Any, Any]]:
+    """The segments of a collection, one per path or joined in a path by NaN vertices
+    (past DETAIL_RUNS, a path per colour)."""
+    found = []
+    for path in item.get_paths():
+        vertices = np.asarray(path.vertices)
+        for part in np.split(vertices, np.flatnonzero(np.isnan(vertices[:, 0]))):
+            part = part[~np.isnan(part[:, 0])]
+            if len(part):
+                found.append(part)
+    return found
+
+
+def boxes(item: PolyCollection) -> int:
+    """The boxes a collection draws, one per path or many in a path."""
+    return sum(
+        int((np.asarray(path.codes) == MplPath.MOVETO).sum()) if path.codes is not None else 1
+        for path in item.get_paths()
+    )
+
+
 def test_a_hundred_thousand_runs_are_drawn_as_a_few_collections() -> None:
     frame = many_runs(100_000)
     figure = gantt(frame)
     ax = figure.axes[0]
-    assert len(collection(ax, "runs").get_paths()) == 100_000
-    assert len(ax.collections) <= 5  # bars, hatching, failure strokes, outlines, due marks
-    assert len(collection(ax, "failed").get_paths()) == int((frame["outcome"] == "failed").sum())
+    bars = collection(ax, "runs")
+    assert boxes(bars) == 100_000
+    assert len(bars.get_paths()) <= 100_000 / 400  # a path of many boxes, of one colour
+    assert len(ax.collections) <= 4  # bars, failure strokes, outlines, due marks
+    failed = int((frame["outcome"] == "failed").sum())
+    assert not [c for c in ax.collections if c.get_gid() == "failed"]  # no hatching
+    strokes = collection(ax, "failed_strokes")
+    assert len(segments(strokes)) == failed
+    assert len(strokes.get_paths()) == 1  # one colour: one path
     marks = collection(ax, "due")  # beyond DETAIL_RUNS: only the late runs' waits
-    assert len(marks.get_segments()) == int((frame["lateness"] > pd.Timedelta(0)).sum())
+    assert len(segments(marks)) == int((frame["lateness"] > pd.Timedelta(0)).sum())
+    assert len(marks.get_paths()) <= 12  # a path per task colour, not one per wait
     assert legend_texts(ax)[-3:] == ["failed", "timed out", "due, then the wait to start"]
     render(figure)  # and it renders
+
+
+def test_past_detail_a_failure_stroke_leaves_two_thirds_of_its_bar_uncovered() -> None:
+    # A week of a 300-task service: 9,000 failed runs drawn as full-height strokes
+    # turned the lanes black, whatever ran on them.
+    frame = ran(many_runs(DETAIL_RUNS + 1))
+    ax = gantt(frame).axes[0]
+    failed = frame[frame["outcome"] == "failed"]
+    strokes = segments(collection(ax, "failed_strokes"))
+    assert len(strokes) == len(failed) > 0
+    starts = (failed["start"].astype("int64") / 86400e6).to_numpy()
+    for stroke, start, lane in zip(strokes, starts, failed["worker"], strict=True):
+        assert stroke[:, 0] == pytest.approx([start, start])
+        top = lane - 0.62 / 2  # the bar's edge at the top of its lane (y grows down)
+        assert sorted(stroke[:, 1].tolist()) == pytest.approx([top, top + 0.62 / 3])
 
 
 def test_past_a_dozen_tasks_the_legend_sums_up_the_rest() -> None:
     ax = gantt(many_runs(DETAIL_RUNS + 1, tasks=15)).axes[0]
     texts = legend_texts(ax)
-    assert "+ 3 more tasks" in texts and "task 11" in texts and "task 12" not in texts
+    assert "+ 3 more tasks (grey)" in texts and "task 11" in texts and "task 12" not in texts
 
 
 def test_plots_never_touch_pyplot_or_the_global_backend(tmp_path: Path) -> None:
@@ -394,7 +439,9 @@ def test_lateness_over_time_plots_a_point_per_run_coloured_by_task(ten: pd.DataF
 def test_lateness_distribution_is_a_cumulative_curve_per_task(ten: pd.DataFrame) -> None:
     ax = lateness_distribution(ten).axes[0]
     curves = [line for line in ax.get_lines() if line.get_label() in legend_texts(ax)]
-    assert [line.get_label() for line in curves] == ["backup", "report", "import", "heartbeat"]
+    assert [line.get_label() for line in curves] == [
+        "backup", "report (never late)", "import", "heartbeat",
+    ]  # fmt: skip
     assert all(float(np.asarray(line.get_ydata())[-1]) == 1.0 for line in curves)
     assert ax.get_xlabel() == "lateness (min)" and ax.get_ylabel() == "fraction of runs started"
 
@@ -540,3 +587,143 @@ def test_overrun_comparison_draws_every_policy_it_is_given_one_panel_each() -> N
         overrun_comparison({"SKIP": runs[OverrunPolicy.SKIP]})  # type: ignore[dict-item]
     with pytest.raises(ValidationError, match="policies must be OverrunPolicy or Overlap"):
         simulate_overrun(policies=["SKIP"])  # type: ignore[list-item]
+
+
+# -- a service's 300 tasks -----------------------------------------------------------
+
+
+def service(tasks: int = 300, runs: int = 3) -> pd.DataFrame:
+    """``runs`` runs of each of ``tasks`` tasks on 24 workers; task ``k``'s runs last
+    ``k + 1`` seconds and start ``k`` seconds late, so the busiest and the latest are the
+    highest numbered; every tenth task's first run fails."""
+    records = [
+        R(f"t{k}", f"svc-{k:03d}", 1, T0 + 3600.0 * n, T0 + 3600.0 * n, (k + n) % 24,
+          T0 + 3600.0 * n + k, T0 + 3600.0 * n + 2 * k + 1, not (k % 10 == 0 and n == 0))
+        for n in range(runs) for k in range(tasks)
+    ]  # fmt: skip
+    return to_frame(records)
+
+
+def overlapping(texts: list[Any]) -> list[tuple[str, str]]:
+    """The pairs of rendered texts whose boxes overlap."""
+    boxes = [(text.get_text(), text.get_window_extent()) for text in texts if text.get_text()]
+    return [
+        (a, b)
+        for i, (a, box) in enumerate(boxes)
+        for b, other in boxes[i + 1 :]
+        if box.overlaps(other)
+    ]
+
+
+def test_a_gantt_of_300_tasks_draws_the_40_busiest_lanes_and_says_so() -> None:
+    frame = service()
+    figure = gantt(frame, by="task")
+    render(figure)
+    ax = figure.axes[0]
+    lanes = [t.get_text() for t in ax.get_yticklabels()]
+    assert lanes == [f"svc-{k:03d}" for k in range(260, 300)]  # the busiest, in their order
+    assert ax.get_title(loc="right") == "40 busiest of 300 tasks drawn; 260 left out"
+    assert ax.get_title(loc="left").startswith("900 runs on 300 tasks: ")  # all of them
+    assert boxes(collection(ax, "runs")) == 40 * 3
+    # The figure stays a screen or two high (0.45 in a lane would make 300 lanes 136 in),
+    # its lane labels and its two titles apart.
+    assert figure.get_figheight() < 16
+    assert overlapping(ax.get_yticklabels()) == []
+    titles = [ax.get_title(loc="left"), ax.get_title(loc="right")]
+    assert len(overlapping([t for t in ax.get_children() if isinstance(t, Text)
+                            and t.get_text() in titles])) == 0  # fmt: skip
+    assert overlapping(ax.get_xticklabels()) == []
+
+
+def test_max_lanes_none_draws_every_lane_and_a_bad_one_is_refused() -> None:
+    frame = service(tasks=50, runs=1)
+    figure = gantt(frame, by="task", max_lanes=None)
+    render(figure)
+    ax = figure.axes[0]
+    assert len(ax.get_yticklabels()) == 50 and ax.get_title(loc="right") == ""
+    assert overlapping(ax.get_yticklabels()) == []
+    worker_lanes = gantt(frame, max_lanes=5).axes[0]  # by worker: the five busiest
+    assert len(worker_lanes.get_yticklabels()) == 5
+    assert worker_lanes.get_title(loc="right") == "5 busiest of 24 workers drawn; 19 left out"
+    for bad in (0, 2.5, True):
+        with pytest.raises(ValidationError, match=f"max_lanes must be an int >= 1, got {bad}"):
+            gantt(frame, max_lanes=bad)  # type: ignore[arg-type]
+
+
+def test_on_axes_given_a_gantt_draws_only_the_lanes_that_fit_their_height() -> None:
+    # The simulation player's chart is 4.2 inches high: 300 lanes' labels were a smear.
+    figure = PlotFigure(figsize=(11.0, 4.2), layout="constrained")
+    ax = figure.add_subplot()
+    gantt(service(), by="task", ax=ax)
+    render(figure)
+    lanes = len(ax.get_yticklabels())
+    assert 5 <= lanes <= 4.2 / 0.2
+    assert (
+        ax.get_title(loc="right") == f"{lanes} busiest of 300 tasks drawn; {300 - lanes} left out"
+    )
+    assert overlapping(ax.get_yticklabels()) == []
+    everything = PlotFigure(figsize=(11.0, 4.2)).add_subplot()
+    gantt(service(), by="task", ax=everything, max_lanes=None)  # asked for: every lane
+    assert len(everything.get_yticklabels()) == 300
+
+
+def test_past_a_dozen_tasks_only_the_named_ones_keep_a_colour_and_theirs_differ() -> None:
+    frame = service(tasks=30, runs=10)  # 300 runs: past DETAIL_RUNS
+    ax = gantt(frame).axes[0]
+    texts = legend_texts(ax)
+    assert texts[:12] == [f"svc-{k:03d}" for k in range(29, 17, -1)]  # busiest first
+    assert texts[12] == "+ 18 more tasks (grey)"
+    legend = ax.get_legend()
+    assert legend is not None
+    faces = [tuple(patch.get_facecolor()) for patch in legend.get_patches()[:13]]
+    assert len(set(faces[:12])) == 12  # twelve colours, none repeated
+    grey = faces[12]
+    assert grey == pytest.approx(OTHER_TASKS) and grey not in faces[:12]
+    tab20_greys = [tuple(mpl.colormaps["tab20"](i)) for i in (14, 15)]
+    assert not set(faces[:12]) & set(tab20_greys)  # no named task passes for "the rest"
+    drawn = collection(ax, "runs").get_facecolors()
+    assert {tuple(c) for c in drawn} == set(faces)
+
+
+def test_lateness_charts_of_many_tasks_name_the_latest_and_grey_the_rest() -> None:
+    frame = service(tasks=30, runs=10)
+    over_time = lateness_over_time(frame).axes[0]
+    assert legend_texts(over_time)[:2] == ["svc-029", "svc-028"]
+    assert legend_texts(over_time)[-1] == "+ 18 more tasks (grey)"
+    (rest,) = [c for c in over_time.collections if c.get_gid() == "other_tasks"]
+    assert len(np.asarray(rest.get_offsets())) == 18 * 10
+    assert tuple(np.asarray(rest.get_facecolor())[0]) == pytest.approx(OTHER_TASKS)
+    curves = lateness_distribution(frame).axes[0]
+    named = [line for line in curves.get_lines() if line.get_label() in legend_texts(curves)]
+    assert sorted(str(line.get_label()) for line in named) == [
+        f"svc-{k:03d}" for k in range(18, 30)
+    ]
+    greys = [line for line in curves.get_lines()
+             if mpl.colors.to_rgba(line.get_color()) == OTHER_TASKS]  # fmt: skip
+    assert len(greys) == 18 and all(line.get_zorder() < named[0].get_zorder() for line in greys)
+
+
+def test_a_heat_map_of_300_workers_keeps_every_row_and_labels_a_readable_few() -> None:
+    # 300 workers at 0.4 in a row made a figure 80 inches high.
+    records = [
+        R(f"t{w}", f"job {w}", 1, T0, T0, w, T0, T0 + 60.0 * (w % 60 + 1), True) for w in range(300)
+    ]
+    figure = utilisation_plot(to_frame(records), workers=300, freq="1h")
+    render(figure)
+    ax = figure.axes[0]
+    mesh = next(c for c in ax.collections if isinstance(c, QuadMesh))
+    assert np.asarray(mesh.get_array()).shape == (300, 1)  # every worker has its row
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels[:2] == ["worker 0", "worker 8"] and len(labels) == 38
+    assert overlapping(ax.get_yticklabels()) == []
+    assert figure.get_figheight() < 16
+
+
+def test_a_task_never_late_is_named_so_in_the_lateness_distribution(ten: pd.DataFrame) -> None:
+    # Its curve is a vertical line at 0 under the others' rise: in a three-task hour,
+    # two of three curves seemed missing.
+    on_time = to_frame([*TEN_RUNS, R("t5", "cleanup", 1, T0, T0, 0, T0, T0 + 9, True)])
+    texts = legend_texts(lateness_distribution(on_time).axes[0])
+    assert texts == [
+        "backup", "report (never late)", "import", "heartbeat", "cleanup (never late)",
+    ]  # fmt: skip

@@ -7,12 +7,14 @@ import sys
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
+from unittest.mock import patch
 from zoneinfo import ZoneInfo
 
 import pytest
 
-from lldsched import FakeClock, FixedRate, OneTime, RetryPolicy, TaskStatus
-from lldsched.views.widgets import COLUMNS, ControlPanel, _when
+from lldsched import FakeClock, FixedRate, OneTime, RetryPolicy, TaskStatus, ValidationError
+from lldsched.sim import Simulation
+from lldsched.views.widgets import COLUMNS, MAX_ROWS, ControlPanel, _Row, _when
 from tests.conftest import SchedulerFactory, settle
 
 
@@ -316,4 +318,65 @@ def test_a_task_s_name_and_error_show_as_text_never_as_markup(
     )
     panel.say("run until '<script>'")
     assert panel.message.value == "run until '&lt;script&gt;'"
+    panel.close()
+
+
+def service(tasks: int) -> Simulation:
+    sim = Simulation(workers=4, start=datetime(2026, 1, 5, tzinfo=UTC))
+    for k in range(tasks):
+        sim.schedule(f"{('billing', 'search', 'audit')[k % 3]}-{k:03d}", FixedRate(60 + k))
+    return sim
+
+
+def test_a_panel_of_300_tasks_shows_50_rows_and_a_box_that_finds_the_others() -> None:
+    # 300 rows were 2,400 widgets: ten seconds before the panel showed, and a wall.
+    sim = service(300)
+    panel = ControlPanel(sim, loop=None)
+    ids = [task.id for task in sim.tasks()]
+    assert [row["task"] for row in panel.rows] == [task.name for task in sim.tasks()[:MAX_ROWS]]
+    assert len(panel._grid.children) == len(panel._header) * (MAX_ROWS + 1)
+    assert panel.find.layout.display != "none"
+    assert panel.note.value == (
+        "50 of 300 tasks shown (the first registered): type part of a name to find others"
+    )
+    with pytest.raises(ValidationError, match=f"'{ids[200]}' is not shown"):
+        panel.row(ids[200])
+    panel.find.value = "billing-2"  # 201, 204, ..., 297 and nothing else
+    shown = [row["task"] for row in panel.rows]
+    assert shown == [f"billing-{k:03d}" for k in range(201, 300, 3)]
+    assert panel.note.value == "33 of 300 tasks match 'billing-2'"
+    assert panel.row(ids[201])["task"] == "billing-201"
+    assert panel.to_text().splitlines()[-1] == "33 of 300 tasks match 'billing-2'"
+    panel.find.value = "no such task"
+    assert panel.rows == [] and panel.note.value == "0 of 300 tasks match 'no such task'"
+    panel.close()
+
+
+def test_a_panel_of_few_tasks_hides_the_box_and_max_rows_is_checked() -> None:
+    panel = ControlPanel(service(3), loop=None)
+    assert len(panel.rows) == 3 and panel.find.layout.display == "none"
+    assert panel.note.value == ""
+    everything = ControlPanel(service(60), loop=None, max_rows=None)
+    assert len(everything.rows) == 60 and everything.find.layout.display == "none"
+    for bad in (0, 2.5):
+        with pytest.raises(ValidationError, match=f"max_rows must be an int >= 1, got {bad}"):
+            ControlPanel(service(1), loop=None, max_rows=bad)  # type: ignore[arg-type]
+
+
+def test_a_row_the_find_box_hides_leaves_the_grid_before_its_widgets_close() -> None:
+    # Closed while still in the grid, a row's cells vanished from the browser at once,
+    # and the cells after them shifted into the wrong columns (seen in Voila).
+    panel = ControlPanel(service(300), loop=None)
+    closed_in_grid: list[bool] = []
+    close = _Row.close
+
+    def checked(row: _Row) -> None:
+        closed_in_grid.append(any(c in panel._grid.children for c in row.children))
+        close(row)
+
+    with patch.object(_Row, "close", checked):
+        panel.find.value = "audit-0"
+    # Of the first 50 rows, the 16 audits (audit-002 ... audit-047) stay; 34 go.
+    assert len(panel.rows) == 33 and len(closed_in_grid) == 34
+    assert not any(closed_in_grid)
     panel.close()

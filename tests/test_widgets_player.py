@@ -148,3 +148,31 @@ def test_a_redrive_says_at_a_later_step_how_the_re_run_ended() -> None:
     player.advance(60)
     assert player.table.message.value.startswith("run until 'yesterday'")
     player.close()
+
+
+def test_a_step_after_a_long_history_decodes_only_the_records_of_its_window() -> None:
+    # A week of a 300-task service is a million records: decoding every one to draw
+    # six hours made each press of "step" take seconds, longer each day.
+    sim, tick, _ = scenario()
+    sim.run_for(7 * 86400)
+    player = SimulationPlayer(sim, window=3600)
+    player.advance(3600)
+    low, _ = player.span()
+    log = sim.record_log()
+    window = [record for record in log if record.finished >= low]
+    decoded: list[int] = []
+    read = type(log).__getitem__
+
+    def counted(self: object, row: int) -> object:
+        decoded.append(row)
+        return read(log, row)
+
+    with (
+        patch.object(Simulation, "records", side_effect=AssertionError("every record")),
+        patch.object(type(log), "__getitem__", counted),
+    ):
+        ax = rendered_axes(player)
+    assert len(decoded) == len(window) < len(log) / 100
+    runs = [r for r in window if r.task_id == tick]
+    assert len(runs) == 6 and "tick" in [t.get_text() for t in ax.get_yticklabels()]
+    player.close()

@@ -87,7 +87,7 @@ from lldsched.views.report import (
     NOT_RUNS,
     TaskColumns,
     TaskSummary,
-    overran,
+    overran_slot,
     summary_of,
 )
 
@@ -511,23 +511,10 @@ def _overruns(rows: pd.DataFrame, schedule: Schedule | None) -> int:
     slot = first["slot"].to_numpy(dtype="M8[us]").astype(np.int64) * seconds
     start = first["start"].to_numpy(dtype="M8[us]").astype(np.int64) * seconds
     finish = first["finish"].to_numpy(dtype="M8[us]").astype(np.int64) * seconds
-    # overran() reads only the slot and the duration (never due: a dependent released
+    # The rule reads only the slot and the duration (never due: a dependent released
     # after a wait is due when released, and its slot's gap is from its slot).
     return sum(
-        overran(
-            schedule,
-            ExecutionRecord.of(
-                task_id="",
-                name="",
-                attempt=1,
-                due=t,
-                slot=t,
-                worker=0,
-                started=s,
-                finished=f,
-                ok=True,
-            ),
-        )
+        overran_slot(schedule, t, f - s)
         for t, s, f in zip(slot.tolist(), start.tolist(), finish.tolist(), strict=True)
     )
 

@@ -103,10 +103,16 @@ def overran(schedule: Schedule | None, record: ExecutionRecord) -> bool:
     after it (a rate's period, the gap to a cron's next fire, through any decorator).
     Time spent waiting for a worker is lateness, not overrun; a schedule that counts
     from the finish (a fixed delay: no slot after a slot) or is one-off never overruns."""
+    return overran_slot(schedule, record.slot, record.duration)
+
+
+def overran_slot(schedule: Schedule | None, slot: float, duration: float) -> bool:
+    """:func:`overran` of a run of ``slot`` that lasted ``duration`` seconds (the one
+    rule; a frame's columns are read without building a record a row)."""
     if schedule is None:
         return False
-    following = slot_after(schedule, record.slot)
-    return following is not None and record.duration > following - record.slot
+    following = slot_after(schedule, slot)
+    return following is not None and duration > following - slot
 
 
 def summary_of(name: str, columns: TaskColumns, *, overruns: int) -> TaskSummary:

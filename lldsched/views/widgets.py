@@ -5,7 +5,8 @@ player's chart, through :mod:`lldsched.views.plots` and :mod:`lldsched.views.fra
 
 :class:`ControlPanel` shows one row per task (name, status, next run, runs, ok,
 failed, last error) with pause, resume and cancel buttons, and redrive for a
-dead-lettered task.  It is updated by the scheduler's events, never by a polling
+dead-lettered task; past :data:`MAX_ROWS` tasks, the first registered, and a ``find``
+box for the others.  It is updated by the scheduler's events, never by a polling
 loop:
 
 * its listener runs on the scheduler's event-delivery thread and only notes which
@@ -33,9 +34,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from zoneinfo import ZoneInfo
 
+from lldsched import checks
 from lldsched.clock import UTC_NAMES, utc_datetime
 from lldsched.core.task import ScheduledTask
-from lldsched.errors import LldschedError
+from lldsched.errors import LldschedError, ValidationError
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
 from lldsched.runtime import Runtime, Stepped
 from lldsched.schedules.cron.zone import zone_info
@@ -45,7 +47,12 @@ from lldsched.views.presses import RedriveWatch, pressed
 if TYPE_CHECKING:
     import ipywidgets
 
-__all__ = ["COLUMNS", "ControlPanel", "SimulationPlayer", "require_ipywidgets"]
+__all__ = ["COLUMNS", "MAX_ROWS", "ControlPanel", "SimulationPlayer", "require_ipywidgets"]
+
+MAX_ROWS = 50
+"""Rows a :class:`ControlPanel` shows at most (its ``max_rows``): the first tasks
+registered, or those whose name holds the text typed in its ``find`` box.  A row is
+eight widgets: 300 rows took ten seconds to appear, as a wall no one reads."""
 
 COLUMNS = ("task", "status", "next run", "runs", "ok", "failed", "last error")
 _LIVE = frozenset(  # the statuses pause() accepts
@@ -120,6 +127,11 @@ class _Row:
     def children(self) -> list[Any]:
         return [self.controls if column == "controls" else self.cells[column] for column in _SHOWN]
 
+    def close(self) -> None:
+        """Close the row's widgets (a row no longer shown)."""
+        for widget in [*self.cells.values(), *self.buttons.values(), self.controls]:
+            widget.close()
+
     def show(self, task: ScheduledTask, tz: ZoneInfo) -> None:
         error = task.last_error or ""
         if len(error) > _ERROR_WIDTH:
@@ -149,6 +161,11 @@ class ControlPanel:
     ``loop`` overrides where refreshes run (tests pass a fake).  With ``live=False``
     the panel does not listen: its owner calls :meth:`refresh` (the simulation
     player does, once per step, instead of once per event of a simulated day).
+
+    At most ``max_rows`` rows are shown (default :data:`MAX_ROWS`; ``None``: a row
+    per task): the first tasks registered, and past that many a ``find`` box above
+    the table shows instead the tasks whose name holds what is typed in it (any
+    case), with a note saying how many of how many are shown.
     """
 
     def __init__(
@@ -158,7 +175,11 @@ class ControlPanel:
         tz: str = "UTC",
         loop: _Loop | str | None = "auto",
         live: bool = True,
+        max_rows: int | None = MAX_ROWS,
     ) -> None:
+        if max_rows is not None:
+            checks.whole(max_rows, name="max_rows", at_least=1)
+        self.max_rows = max_rows
         widgets = require_ipywidgets()
         self._widgets = widgets
         self._source = source
@@ -183,7 +204,16 @@ class ControlPanel:
         )
         self.message = widgets.HTML()
         self.message.add_class("lldsched-message")
-        self.widget: ipywidgets.VBox = widgets.VBox([self._grid, self.message])
+        self.find = widgets.Text(
+            placeholder="part of a task's name", description="find",
+            continuous_update=False, layout=widgets.Layout(display="none"),
+        )  # fmt: skip
+        self.find.add_class("lldsched-find")
+        self.find.observe(lambda _change: self.refresh(), names="value")
+        self.note = widgets.HTML()
+        self.note.add_class("lldsched-note")
+        finder = widgets.HBox([self.find, self.note])
+        self.widget: ipywidgets.VBox = widgets.VBox([finder, self._grid, self.message])
         self.refreshes = 0  # how many refreshes ran (bursts coalesce into one)
         self._closed = False
         self._live = live
@@ -205,6 +235,10 @@ class ControlPanel:
     def row(self, task_id: str) -> dict[str, str]:
         """The row shown for ``task_id``."""
         with self._render:
+            if task_id not in self._rows:
+                raise ValidationError(
+                    f"{task_id!r} is not shown: {self.note.value or 'no such task'}"
+                )
             return {column: label.value for column, label in self._rows[task_id].cells.items()}
 
     def button(self, task_id: str, verb: str) -> Any:
@@ -223,24 +257,55 @@ class ControlPanel:
             if self._closed:
                 return
             self.refreshes += 1
-            tasks = self._source.tasks()
+            tasks = self._shown(self._source.tasks())
             wanted = None if task_ids is None else set(task_ids)
-            added = False
+            changed = [task.id for task in tasks] != list(self._rows)
+            gone: list[_Row] = []
+            if changed:
+                rows = {task.id: self._rows.pop(task.id, None) for task in tasks}
+                gone = list(self._rows.values())
+                self._rows = {
+                    task_id: row if row is not None else _Row(self._widgets, self, task_id)
+                    for task_id, row in rows.items()
+                }
             for task in tasks:
-                row = self._rows.get(task.id)
-                if row is None:
-                    row = self._rows[task.id] = _Row(self._widgets, self, task.id)
-                    added = True
-                elif wanted is not None and task.id not in wanted:
+                if wanted is not None and task.id not in wanted and not changed:
                     continue
-                row.show(task, self._tz)
+                self._rows[task.id].show(task, self._tz)
                 if self._watch is not None and task.id == self._watch.task_id:
                     self._follow_redrive(self._watch, task)
-            if added:
+            if changed:
                 self._grid.children = [
                     *self._header,
                     *(c for r in self._rows.values() for c in r.children),
                 ]
+            # Closed only once out of the grid: a browser drops a closed widget's view at
+            # once, and the grid's cells shifted into the wrong columns until it caught up.
+            for row in gone:
+                row.close()
+
+    def _shown(self, tasks: list[ScheduledTask]) -> list[ScheduledTask]:
+        """The tasks to show (see the class docstring), and the note that says so."""
+        needle = self.find.value.strip()
+        if self.max_rows is None or (len(tasks) <= self.max_rows and not needle):
+            self.find.layout.display = "none"
+            self.note.value = ""
+            return tasks
+        self.find.layout.display = None
+        if not needle:
+            self.note.value = _plain(
+                f"{self.max_rows} of {len(tasks)} tasks shown (the first registered): "
+                "type part of a name to find others"
+            )
+            return tasks[: self.max_rows]
+        lowered = needle.lower()
+        found = [task for task in tasks if lowered in task.name.lower()]
+        if len(found) > self.max_rows:
+            said = f"{self.max_rows} of {len(found)} tasks matching {needle!r} shown"
+        else:
+            said = f"{len(found)} of {len(tasks)} tasks match {needle!r}"
+        self.note.value = _plain(said)
+        return found[: self.max_rows]
 
     def _on_event(self, event: TaskEvent) -> None:
         """The scheduler's listener: note the change, schedule one refresh per burst."""
@@ -312,10 +377,13 @@ class ControlPanel:
         """The table as fixed-width text (what a notebook shows where widgets cannot render)."""
         rows = [self._titles, *self.rows]
         widths = {column: max(len(row[column]) for row in rows) for column in COLUMNS}
-        return "\n".join(
+        lines = [
             "  ".join(row[column].ljust(widths[column]) for column in COLUMNS).rstrip()
             for row in rows
-        )
+        ]
+        if self.note.value:  # how many of how many tasks the table shows
+            lines.append(html.unescape(self.note.value))
+        return "\n".join(lines)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         bundle = self.widget._repr_mimebundle_(**kwargs)
@@ -473,7 +541,7 @@ class SimulationPlayer:
 
         low, high = self.span()
         order = {task.id: index for index, task in enumerate(self.sim.tasks())}
-        recent = [r for r in self.sim.records() if r.finished >= low]
+        recent = self._finished_since(low)
         recent = sorted([*recent, *self.in_flight()], key=lambda r: order.get(r.task_id, -1))
         figure = PlotFigure(figsize=(11.0, 4.2), layout="constrained")
         ax = figure.add_subplot()
@@ -487,6 +555,20 @@ class SimulationPlayer:
         figure.savefig(buffer, format="png", dpi=80)
         self.charts_drawn += 1
         return buffer.getvalue()
+
+    def _finished_since(self, low: float) -> list[ExecutionRecord]:
+        """The records that finished at ``low`` or later.  A runtime that keeps its
+        records as columns (``record_log()``, as a ``Simulation`` does) has only those
+        rows decoded: a week of 300 tasks is a million records, and decoding them all
+        for a six-hour chart took seconds a step."""
+        log = getattr(self.sim, "record_log", None)
+        if not callable(log):
+            return [r for r in self.sim.records() if r.finished >= low]
+        import numpy as np
+
+        records = log()
+        finished = np.frombuffer(records.columns().numbers["finished"], dtype=np.float64)
+        return [records[int(row)] for row in np.flatnonzero(finished >= low)]
 
     def close(self) -> None:
         if self.chart is not None:

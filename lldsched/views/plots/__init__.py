@@ -10,13 +10,16 @@ figures these functions make render themselves as PNG, with or without
 ``%matplotlib inline``), or save it with ``fig.savefig("out.png")`` (the format's
 own canvas is picked, Agg for PNG, without choosing a global backend).
 
-Every chart colours a task by its name (:func:`task_colours`), the same in every chart.
+Every chart colours a task by its name (:func:`task_colours`), the same in every chart;
+past :data:`MAX_LEGEND_TASKS` tasks, only the ones its legend names (those that weigh
+most in it), the rest in one grey, :data:`OTHER_TASKS`.
 
 * :func:`gantt`: a lane per worker (or per task), a bar per run coloured by task,
   failed runs hatched, timed-out runs outlined, each run's due time marked with a
   tick and a line to its start, so lateness shows.  All bars are one
   ``PolyCollection`` and all due marks one ``LineCollection``: 100,000 runs draw
-  and render in about half a second (``benchmarks/bench_views.py``).
+  and render in about half a second (``benchmarks/bench_views.py``).  At most
+  :data:`MAX_LANES` lanes, the busiest, with a note of how many were left out.
 * :func:`overrun_comparison`: overrun and overlap policies side by side (``SKIP``
   against ``CATCH_UP`` by default) for a fixed-rate task whose runs outlast its period
   (from the runs :func:`lldsched.sim.overrun.simulate_overrun` makes, one per policy).
@@ -33,7 +36,10 @@ Time axes show timezone-aware instants in the zone given as ``tz`` (default UTC)
 
 from lldsched.views.plots._base import (
     DETAIL_RUNS,
+    MAX_LANES,
     MAX_LEGEND_TASKS,
+    MIN_LANE_INCHES,
+    OTHER_TASKS,
     SHORT_RUN,
     PlotFigure,
     task_colours,
@@ -45,7 +51,10 @@ from lldsched.views.plots.timing import lateness_distribution, lateness_over_tim
 
 __all__ = [
     "DETAIL_RUNS",
+    "MAX_LANES",
     "MAX_LEGEND_TASKS",
+    "MIN_LANE_INCHES",
+    "OTHER_TASKS",
     "SHORT_RUN",
     "PlotFigure",
     "cluster_timeline",

@@ -12,20 +12,25 @@ import pandas as pd
 from matplotlib.collections import PolyCollection
 from matplotlib.lines import Line2D
 
+from lldsched import checks
 from lldsched.clock import to_timestamp
 from lldsched.errors import ValidationError
 from lldsched.views.plots._base import (
     _BAR_HEIGHT,
     DETAIL_RUNS,
+    MAX_LANES,
+    MIN_LANE_INCHES,
     Axes,
     Figure,
     _axes,
     _dates,
     _draw_runs,
     _empty,
+    _lanes_height,
     _legend,
     _mark_handles,
     _root,
+    _seconds,
     _set_xlim,
     _task_handles,
     _tasks,
@@ -46,6 +51,7 @@ def gantt(
     title: str | None = None,
     span: tuple[float | datetime, float | datetime] | None = None,
     depends_on: Mapping[str, Sequence[str]] | None = None,
+    max_lanes: int | None = MAX_LANES,
 ) -> Figure:
     """Worker occupancy: a lane per worker (``by="worker"``) or per task (``by="task"``),
     a bar per run from start to finish, one colour per task (with a legend), failed
@@ -71,12 +77,25 @@ def gantt(
     of each blocked slot (a record whose outcome is ``blocked``) is drawn on the
     task's lane as a hatched grey band, from when it was found blocked to when the
     wait ended.
+
+    Beyond :data:`MAX_LEGEND_TASKS` tasks the legend names the tasks with the most run
+    time, which keep their colours; every other task is grey.  ``max_lanes`` bounds
+    the lanes drawn (default :data:`MAX_LANES`; on an ``ax=`` given, also as many as
+    fit its height at :data:`MIN_LANE_INCHES` each; ``None``: every lane, however
+    tall the figure): past it the lanes with the most run time are drawn, in their
+    usual order, the title counts every run, and a note at the top right says how many
+    lanes were left out ("40 busiest of 300 tasks drawn").  Without ``ax`` the figure
+    is 0.45 inch a lane up to 16 lanes and 0.25 for each one more.
     """
     if by not in ("worker", "task"):
         raise ValidationError(f'by must be "worker" or "task", got {by!r}')
+    if max_lanes is not None:
+        checks.whole(max_lanes, name="max_lanes", at_least=1)
     waits = frame[frame["outcome"] == "blocked"]
-    frame = ran(frame)  # a slot a misfire policy decided ran on no worker
-    codes, labels, palette = _tasks(frame)
+    everything = ran(frame)  # a slot a misfire policy decided ran on no worker
+    fit = max_lanes if ax is None or max_lanes is None else _fitting(ax, max_lanes)
+    frame, note = _busiest_lanes(everything, by, fit)
+    codes, labels, palette, named = _tasks(frame, _seconds(frame["duration"]))
     if by == "worker":
         workers = sorted(frame["worker"].unique().tolist())
         lane = np.searchsorted(np.array(workers, dtype=np.int64), frame["worker"].to_numpy())
@@ -84,7 +103,9 @@ def gantt(
     else:
         lane, lane_labels = codes, labels
     lanes = len(lane_labels)
-    figure, ax = _axes(ax, (11.0, 1.6 + 0.45 * max(lanes, 2)))
+    figure, ax = _axes(ax, (11.0, 1.6 + _lanes_height(lanes)))
+    if note:
+        ax.set_title(note, loc="right", fontsize="small", color="0.35")
     detail = len(frame) <= DETAIL_RUNS
     shown = None if span is None else _span(span)
     if len(frame):
@@ -100,7 +121,7 @@ def gantt(
         _set_xlim(ax, low, high)
         if depends_on and detail and _draw_edges(ax, frame, lane.astype(float), depends_on):
             marks.append(_EDGE_HANDLE)
-        _legend(ax, [*_task_handles(labels, palette), *marks])
+        _legend(ax, [*_task_handles(labels, palette, named), *marks])
     else:
         _empty(ax, "runs")
     if shown is not None:
@@ -111,7 +132,8 @@ def gantt(
     ax.grid(axis="x", color="0.9", zorder=0)
     ax.set_axisbelow(True)
     _time_axis(ax, tz)
-    ax.set_title(title if title is not None else _gantt_title(frame, by, lanes), loc="left")
+    title = title if title is not None else _gantt_title(everything, by)
+    ax.set_title(title, loc="left")
     return figure
 
 
@@ -184,15 +206,41 @@ def _span(span: tuple[float | datetime, float | datetime]) -> tuple[float, float
     return low, high
 
 
-def _gantt_title(frame: pd.DataFrame, by: str, lanes: int) -> str:
+def _gantt_title(frame: pd.DataFrame, by: str) -> str:
+    """The runs of every lane, drawn or not, and how many failed or timed out."""
     ok, timed_out_runs = frame["ok"], frame["timed_out"]
     failed = int((~ok & ~timed_out_runs).sum())  # a run that gave its slot up failed too
     timed_out = int(timed_out_runs.sum())
     what = "worker" if by == "worker" else "task"
+    lanes = frame[what if by == "worker" else "task_id"].nunique()
     return (
         f"{_count(len(frame), 'run')} on {_count(lanes, what)}: "
         f"{failed:,} failed, {timed_out:,} timed out"
     )
+
+
+def _fitting(ax: Axes, max_lanes: int) -> int:
+    """The lanes that fit the height of ``ax`` at :data:`MIN_LANE_INCHES` each (at
+    least one), and at most ``max_lanes``."""
+    inches = ax.get_position().height * _root(ax).get_figheight()
+    return min(max(int(inches / MIN_LANE_INCHES), 1), max_lanes)
+
+
+def _busiest_lanes(frame: pd.DataFrame, by: str, max_lanes: int | None) -> tuple[pd.DataFrame, str]:
+    """The runs of the ``max_lanes`` lanes with the most run time (all of them if
+    there are no more), and the note that says how many lanes were left out ("" if
+    none were)."""
+    key = frame["worker"] if by == "worker" else frame["task_id"]
+    busy = pd.Series(_seconds(frame["duration"]), index=frame.index).groupby(
+        key.to_numpy(), sort=False
+    ).sum()  # fmt: skip
+    if max_lanes is None or len(busy) <= max_lanes:
+        return frame, ""
+    # A stable sort: of lanes equally busy, the first to appear stays.
+    kept = busy.index[np.argsort(-busy.to_numpy(), kind="stable")[:max_lanes]]
+    what = "workers" if by == "worker" else "tasks"
+    note = f"{max_lanes} busiest of {len(busy):,} {what} drawn; {len(busy) - max_lanes:,} left out"
+    return frame[key.isin(kept)], note
 
 
 def _count(n: int, noun: str) -> str:

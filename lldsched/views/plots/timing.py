@@ -11,12 +11,14 @@ import pandas as pd
 from lldsched.views.frames import utilisation
 from lldsched.views.plots._base import (
     DETAIL_RUNS,
-    MAX_LEGEND_TASKS,
+    MAX_LANES,
+    OTHER_TASKS,
     Axes,
     Figure,
     _axes,
     _dates,
     _empty,
+    _lanes_height,
     _legend,
     _seconds,
     _set_xlim,
@@ -33,21 +35,27 @@ __all__ = ["lateness_distribution", "lateness_over_time", "utilisation_plot"]
 def lateness_over_time(
     frame: pd.DataFrame, ax: Axes | None = None, tz: str | tzinfo = "UTC"
 ) -> Figure:
-    """Each run's lateness (start minus due) at its due time, one colour per task."""
+    """Each run's lateness (start minus due) at its due time, one colour per task.
+    Past :data:`MAX_LEGEND_TASKS` tasks, the legend names those with the worst
+    lateness, in their colours, and the rest are grey points underneath."""
     frame = ran(frame)
     figure, ax = _axes(ax, (11.0, 4.0))
-    codes, labels, palette = _tasks(frame)
     lateness = _seconds(frame["lateness"])
+    codes, labels, palette, named = _tasks(frame, lateness, how="max")
     divisor, unit = _unit(float(lateness.max()) if len(frame) else 0.0)
     if len(frame):
         due = _dates(frame["due"])
         size = 14 if len(frame) <= DETAIL_RUNS else 3
-        for code, label in enumerate(labels):
+        others = ~np.isin(codes, named)
+        if others.any():  # the tasks the legend does not name, in one grey, underneath
+            ax.scatter(due[others], lateness[others] / divisor, s=size, color=OTHER_TASKS,
+                       linewidths=0, gid="other_tasks")  # fmt: skip
+        for code in sorted(named):
             mine = codes == code
             ax.scatter(due[mine], lateness[mine] / divisor, s=size, color=palette[code],
-                       label=label if code < MAX_LEGEND_TASKS else "_", linewidths=0)  # fmt: skip
+                       label=labels[code], linewidths=0)  # fmt: skip
         _set_xlim(ax, float(due.min()), float(due.max()))
-        _legend(ax, _task_handles(labels, palette))
+        _legend(ax, _task_handles(labels, palette, named))
     else:
         _empty(ax, "runs")
     ax.set_ylabel(f"lateness ({unit})")
@@ -61,18 +69,31 @@ def lateness_over_time(
 def lateness_distribution(frame: pd.DataFrame, ax: Axes | None = None) -> Figure:
     """Per task, the fraction of runs that started within a given lateness (an
     empirical CDF); the dotted line marks 95 %, so where a task's curve crosses it
-    is its 95th percentile."""
+    is its 95th percentile.  A task whose runs all started on time is named "(never
+    late)" in the legend: its curve is a vertical line at 0, hidden under the others'
+    rise.  Past :data:`MAX_LEGEND_TASKS` tasks, the legend names
+    those with the highest 95th percentile, in their colours, and the rest are thin
+    grey curves underneath."""
     frame = ran(frame)
     figure, ax = _axes(ax, (8.0, 4.5))
-    codes, labels, palette = _tasks(frame)
     lateness = _seconds(frame["lateness"])
+    codes, labels, palette, named = _tasks(frame, lateness, how="p95")
     divisor, unit = _unit(float(lateness.max()) if len(frame) else 0.0)
-    for code, label in enumerate(labels):
+    # A task never late is a vertical line at 0, under every other task's rise: the
+    # legend says so, or its curve seems missing.
+    latest = pd.Series(lateness).groupby(codes).max().reindex(range(len(labels))).to_numpy()
+    labels = [
+        f"{label} (never late)" if float(latest[code]) <= 0 else label
+        for code, label in enumerate(labels)
+    ]
+    shown = set(named)
+    for code, label in enumerate(labels):  # a task not named: thin, grey, underneath
         values = np.sort(lateness[codes == code]) / divisor
         fraction = np.arange(1, len(values) + 1) / len(values)
+        mine = code in shown
         ax.step(np.concatenate(([0.0], values)), np.concatenate(([0.0], fraction)),
-                where="post", color=palette[code], linewidth=1.5,
-                label=label if code < MAX_LEGEND_TASKS else "_")  # fmt: skip
+                where="post", color=palette[code], linewidth=1.5 if mine else 0.8,
+                label=label if mine else "_", zorder=2 if mine else 1.5)  # fmt: skip
     if not len(frame):
         _empty(ax, "runs")
     ax.axhline(0.95, color="0.5", linestyle=":", linewidth=1)
@@ -94,7 +115,7 @@ def lateness_distribution(frame: pd.DataFrame, ax: Axes | None = None) -> Figure
     ax.grid(color="0.9")
     ax.set_axisbelow(True)
     if len(labels):
-        _legend(ax, _task_handles(labels, palette))
+        _legend(ax, _task_handles(labels, palette, named))
     ax.set_title("Lateness per task", loc="left")
     return figure
 
@@ -107,10 +128,14 @@ def utilisation_plot(
     tz: str | tzinfo = "UTC",
 ) -> Figure:
     """Each worker's busy fraction per ``freq`` interval as a heat map (a lane per
-    worker), with a colour bar; the title gives the mean over all workers."""
+    worker), with a colour bar; the title gives the mean over all workers.  Past
+    :data:`MAX_LANES` workers every worker still has its row, but the figure is as
+    tall as for :data:`MAX_LANES` and only every k-th row is labelled (at most
+    :data:`MAX_LANES` labels, none overlapping)."""
     table = utilisation(frame, workers, freq)
-    figure, ax = _axes(ax, (11.0, 1.8 + 0.4 * max(len(table.columns), 2)))
     lanes = len(table.columns)
+    tall = _lanes_height(min(lanes, MAX_LANES), each=0.4)
+    figure, ax = _axes(ax, (11.0, 1.8 + tall))
     if len(table):
         step = (table.index[1] - table.index[0]) if len(table) > 1 else pd.Timedelta(freq)
         edges = table.index.append(pd.DatetimeIndex([table.index[-1] + step]))
@@ -123,7 +148,9 @@ def utilisation_plot(
     else:
         _empty(ax, "runs")
         title = f"Worker utilisation per {freq}"
-    ax.set_yticks(range(lanes), [f"worker {w}" for w in table.columns])
+    every = -(-lanes // MAX_LANES)  # a label every k rows: at most MAX_LANES labels
+    labelled = range(0, lanes, every)
+    ax.set_yticks(labelled, [f"worker {table.columns[i]}" for i in labelled])
     ax.set_ylim(max(lanes, 1) - 0.5, -0.5)
     ax.set_ylabel("worker")
     _time_axis(ax, tz)
