@@ -4,11 +4,13 @@ rollover, gaps of decades, the 100-year horizon, previous fires, and the English
 from __future__ import annotations
 
 import itertools
-from datetime import UTC, datetime
+from collections.abc import Iterator
+from datetime import UTC, date, datetime
 
 import pytest
 
 from lldsched import CronSchedule, ExecutionRecord, ScheduleError
+from lldsched.clock import utc_datetime
 from lldsched.schedules.cron.schedule import MAX_PREVIEW
 
 
@@ -383,6 +385,40 @@ def test_iteration_at_the_end_of_the_calendar_stops_quietly(expr: str, zone: str
     assert len(fires) < 20_000
     assert all(fire < ts(9999, 12, 30) for fire in fires)
     assert (fires != []) == (expr != "0 0 31 12 *")
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Pacific/Kiritimati", "Etc/GMT+12"])
+@pytest.mark.parametrize("expr", ["0 0 * * *", "30 23 * * *", "*/30 * * * *"])
+def test_both_directions_see_the_same_fires_at_the_ends_of_the_calendar(
+    expr: str, zone: str
+) -> None:
+    # Fires are supported on local dates 0001-01-04 through 9999-12-29: next_after and
+    # prev_before must agree on them, whichever way they are reached and from a cold
+    # start (asked latest first, so no remembered block answers).
+    schedule = CronSchedule(expr, tz=zone)
+    last = list(schedule.iter_after(ts(9999, 12, 25)))
+    backwards = list(_prev_fires(schedule, float("inf"), until=ts(9999, 12, 25)))
+    assert backwards[::-1] == last
+    assert utc_datetime(last[-1]).astimezone(schedule.tzinfo).date() == date(9999, 12, 29)
+    for before, after in reversed(list(itertools.pairwise(last))):
+        assert CronSchedule(expr, tz=zone).next_after(before) == after
+        assert CronSchedule(expr, tz=zone).prev_before(after) == before
+
+    first = list(schedule.fire_times(float("-inf"), len(last)))
+    assert utc_datetime(first[0]).astimezone(schedule.tzinfo).date() == date(1, 1, 4)
+    assert list(_prev_fires(schedule, first[-1] + 1, until=float("-inf")))[::-1] == first
+    assert schedule.prev_before(first[0]) is None
+    for before, after in itertools.pairwise(first):
+        assert CronSchedule(expr, tz=zone).next_after(before) == after
+        assert CronSchedule(expr, tz=zone).next_after(before - 1) == before
+
+
+def _prev_fires(schedule: CronSchedule, start: float, *, until: float) -> Iterator[float]:
+    """prev_before, repeated from ``start`` while the fires are after ``until``."""
+    fire = schedule.prev_before(start)
+    while fire is not None and fire > until:
+        yield fire
+        fire = schedule.prev_before(fire)
 
 
 def test_preview_lists_at_most_max_preview_fires_and_fire_times_draws_any_number_lazily() -> None:
