@@ -336,6 +336,10 @@ def test_iteration_crosses_month_ends_and_weekends_like_single_queries() -> None
         ("0 */5 * * *", "Every 5th hour of the day"),
         ("15 */5 * * *", "Every 5th hour of the day at minute 15"),
         ("0 */6 * * *", "Every 6 hours"),
+        # 0 and 7 are both Sunday, and a value written twice is said once
+        ("0 0 * * 0,7", "At 00:00, on Sunday"),
+        ("0 0 * * sun,0,7,mon", "At 00:00, on Sunday and Monday"),
+        ("0 0 1 jan,1,mar *", "At 00:00, on day 1 of the month, in January and March"),
     ],
 )
 def test_explain_says_the_expression_in_plain_english(expr: str, sentence: str) -> None:

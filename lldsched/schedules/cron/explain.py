@@ -47,6 +47,8 @@ _NTH = ("", "first", "second", "third", "fourth", "fifth")
 
 
 def _join(words: Sequence[str]) -> str:
+    """``a, b and c``, each phrase once (``0,7`` is Sunday twice, said once)."""
+    words = list(dict.fromkeys(words))
     if len(words) <= 1:
         return "".join(words)
     return f"{', '.join(words[:-1])} and {words[-1]}"
