@@ -122,6 +122,15 @@ def test_a_full_range_in_one_day_field_still_ors_so_every_day_fires() -> None:
     assert days("0 0 1-31 * 1", ts(2026, 11, 30), 2) == ["Tue 2026-12-01", "Wed 2026-12-02"]
 
 
+def test_only_the_first_character_decides_so_a_star_later_in_a_list_still_ors() -> None:
+    # cronie sets its "star" flag from the field's first character: '1,*' is an OR
+    # whose day of month allows every day (croniter reads it as *, ANDed: Mondays only)
+    assert days("0 0 1,* * mon", ts(2026, 11, 30), 3) == [
+        "Tue 2026-12-01", "Wed 2026-12-02", "Thu 2026-12-03",
+    ]  # fmt: skip
+    assert days("0 0 * * mon,*", ts(2026, 11, 30), 2) == ["Tue 2026-12-01", "Wed 2026-12-02"]
+
+
 def test_the_month_is_always_anded() -> None:
     # the 1st or a Monday, but only in February
     assert days("0 0 1 2 1", ts(2026, 1, 1), 3) == [
@@ -177,6 +186,17 @@ def test_a_fifth_weekday_fires_only_in_months_that_have_one() -> None:
         "Mon 2026-06-29",
         "Mon 2026-08-31",
     ]
+
+
+def test_an_nth_weekday_ors_with_the_day_of_month_like_any_weekday() -> None:
+    # the 13th, and the second Friday (croniter keeps 5#2 in force on the day-of-month
+    # side too, so it fires on second Fridays only: not on Tue 13 January)
+    assert days("0 0 13 * 5#2", ts(2026, 1, 1), 4) == [
+        "Fri 2026-01-09", "Tue 2026-01-13", "Fri 2026-02-13", "Fri 2026-03-13",
+    ]  # fmt: skip
+    assert days("0 0 13 * 5L", ts(2026, 1, 1), 3) == [
+        "Tue 2026-01-13", "Fri 2026-01-30", "Fri 2026-02-13",
+    ]  # fmt: skip
 
 
 def test_l_ors_with_a_weekday_when_neither_field_starts_with_a_star() -> None:
