@@ -360,6 +360,12 @@ def test_iteration_crosses_month_ends_and_weekends_like_single_queries() -> None
         ("0 0 * * 0,7", "At 00:00, on Sunday"),
         ("0 0 * * sun,0,7,mon", "At 00:00, on Sunday and Monday"),
         ("0 0 1 jan,1,mar *", "At 00:00, on day 1 of the month, in January and March"),
+        # a step that reaches one value is that value: */31 fires on day 1 only
+        ("0 0 */31 * *", "At 00:00, on day 1 of the month"),
+        ("0 0 20-31/15 * *", "At 00:00, on day 20 of the month"),
+        ("0 22-23/5 * * *", "At 22:00"),
+        ("47-56/58 * * * *", "At minute 47 of every hour"),
+        ("5/60 * * * * *", "At second 5 of every minute"),
     ],
 )
 def test_explain_says_the_expression_in_plain_english(expr: str, sentence: str) -> None:
