@@ -214,6 +214,21 @@ def test_lord_howe_half_hour_overlap_repeats_quarter_hours_but_not_fixed_times()
     ]  # fmt: skip
 
 
+def test_lord_howe_change_days_keep_every_minute_away_from_the_change() -> None:
+    # only 02:00-02:29 is missing on 4 October, and 01:30-01:59 repeats on 5 April:
+    # every other hour keeps all its minutes (cronsim 2.8 answers 11:30 for the first
+    # and 03:32 for the third: it treats the half-hour change as a whole hour)
+    assert fires("* 11 * * *", LORD_HOWE, at(LORD_HOWE, 2026, 10, 4, 0, 25), 2) == [
+        "2026-10-04 11:00+11:00", "2026-10-04 11:01+11:00",
+    ]  # fmt: skip
+    assert fires("*/27 16 * * *", LORD_HOWE, at(LORD_HOWE, 2026, 4, 5, 3), 3) == [
+        "2026-04-05 16:00+10:30", "2026-04-05 16:27+10:30", "2026-04-05 16:54+10:30",
+    ]  # fmt: skip
+    assert fires("32 * * * *", LORD_HOWE, at(LORD_HOWE, 2026, 10, 4, 0), 3) == [
+        "2026-10-04 00:32+10:30", "2026-10-04 01:32+10:30", "2026-10-04 02:32+11:00",
+    ]  # fmt: skip
+
+
 # -- a whole skipped date: Pacific/Apia, 2011 ------------------------------------------
 # Samoa crossed the date line: Thu 29 December 2011 23:59:59 -10:00 was followed by
 # Sat 31 December 00:00 +14:00, so Friday 30 December has no wall time at all.
