@@ -214,6 +214,60 @@ def test_lord_howe_half_hour_overlap_repeats_quarter_hours_but_not_fixed_times()
     ]  # fmt: skip
 
 
+def test_lord_howe_change_days_keep_every_minute_away_from_the_change() -> None:
+    # only 02:00-02:29 is missing on 4 October, and 01:30-01:59 repeats on 5 April:
+    # every other hour keeps all its minutes (cronsim 2.8 answers 11:30 for the first
+    # and 03:32 for the third: it treats the half-hour change as a whole hour)
+    assert fires("* 11 * * *", LORD_HOWE, at(LORD_HOWE, 2026, 10, 4, 0, 25), 2) == [
+        "2026-10-04 11:00+11:00", "2026-10-04 11:01+11:00",
+    ]  # fmt: skip
+    assert fires("*/27 16 * * *", LORD_HOWE, at(LORD_HOWE, 2026, 4, 5, 3), 3) == [
+        "2026-04-05 16:00+10:30", "2026-04-05 16:27+10:30", "2026-04-05 16:54+10:30",
+    ]  # fmt: skip
+    assert fires("32 * * * *", LORD_HOWE, at(LORD_HOWE, 2026, 10, 4, 0), 3) == [
+        "2026-10-04 00:32+10:30", "2026-10-04 01:32+10:30", "2026-10-04 02:32+11:00",
+    ]  # fmt: skip
+
+
+# -- a whole skipped date: Pacific/Apia, 2011 ------------------------------------------
+# Samoa crossed the date line: Thu 29 December 2011 23:59:59 -10:00 was followed by
+# Sat 31 December 00:00 +14:00, so Friday 30 December has no wall time at all.
+
+APIA = "Pacific/Apia"
+
+
+def test_a_fixed_time_on_the_skipped_date_runs_once_when_the_clock_resumes() -> None:
+    # the gap rule, whatever the gap's length: the 30th's 02:30 runs at the first
+    # minute after the gap, and the 31st's own 02:30 still runs (cronsim agrees;
+    # cronie skips the 30th's run: see docs/CRON.md)
+    assert fires("30 2 * * *", APIA, at(APIA, 2011, 12, 29, 12), 3) == [
+        "2011-12-31 00:00+14:00", "2011-12-31 02:30+14:00", "2012-01-01 02:30+14:00",
+    ]  # fmt: skip
+    assert fires("0 0 * * *", APIA, at(APIA, 2011, 12, 29, 12), 2) == [
+        "2011-12-31 00:00+14:00", "2012-01-01 00:00+14:00",
+    ]  # fmt: skip
+
+
+def test_a_job_on_every_hour_does_not_fire_in_the_gap() -> None:
+    assert fires("0 * * * *", APIA, at(APIA, 2011, 12, 29, 22), 3) == [
+        "2011-12-29 23:00-10:00", "2011-12-31 00:00+14:00", "2011-12-31 01:00+14:00",
+    ]  # fmt: skip
+
+
+def test_a_fixed_time_on_the_skipped_weekday_runs_on_the_next_day_that_exists() -> None:
+    # Friday 30 December's 09:00 is in the gap, so the Friday job runs on Saturday at
+    # 00:00, as cronsim's does, and then on the next Friday
+    friday = CronSchedule("0 9 * * fri", tz=APIA)
+    assert fires("0 9 * * fri", APIA, at(APIA, 2011, 12, 29, 12), 2) == [
+        "2011-12-31 00:00+14:00", "2012-01-06 09:00+14:00",
+    ]  # fmt: skip
+    assert friday.prev_before(at(APIA, 2012, 1, 6)) == at(APIA, 2011, 12, 31)
+    # a job that is not wall-clock has no run to move: nothing between the 23rd and 6th
+    assert fires("*/30 9 * * fri", APIA, at(APIA, 2011, 12, 23, 12), 1) == [
+        "2012-01-06 09:00+14:00"
+    ]
+
+
 # -- against the minute-walking reference around every change --------------------------
 
 CHANGES = [

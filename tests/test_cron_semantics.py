@@ -4,11 +4,13 @@ rollover, gaps of decades, the 100-year horizon, previous fires, and the English
 from __future__ import annotations
 
 import itertools
-from datetime import UTC, datetime
+from collections.abc import Iterator
+from datetime import UTC, date, datetime
 
 import pytest
 
 from lldsched import CronSchedule, ExecutionRecord, ScheduleError
+from lldsched.clock import utc_datetime
 from lldsched.schedules.cron.schedule import MAX_PREVIEW
 
 
@@ -120,6 +122,15 @@ def test_a_full_range_in_one_day_field_still_ors_so_every_day_fires() -> None:
     assert days("0 0 1-31 * 1", ts(2026, 11, 30), 2) == ["Tue 2026-12-01", "Wed 2026-12-02"]
 
 
+def test_only_the_first_character_decides_so_a_star_later_in_a_list_still_ors() -> None:
+    # cronie sets its "star" flag from the field's first character: '1,*' is an OR
+    # whose day of month allows every day (croniter reads it as *, ANDed: Mondays only)
+    assert days("0 0 1,* * mon", ts(2026, 11, 30), 3) == [
+        "Tue 2026-12-01", "Wed 2026-12-02", "Thu 2026-12-03",
+    ]  # fmt: skip
+    assert days("0 0 * * mon,*", ts(2026, 11, 30), 2) == ["Tue 2026-12-01", "Wed 2026-12-02"]
+
+
 def test_the_month_is_always_anded() -> None:
     # the 1st or a Monday, but only in February
     assert days("0 0 1 2 1", ts(2026, 1, 1), 3) == [
@@ -175,6 +186,17 @@ def test_a_fifth_weekday_fires_only_in_months_that_have_one() -> None:
         "Mon 2026-06-29",
         "Mon 2026-08-31",
     ]
+
+
+def test_an_nth_weekday_ors_with_the_day_of_month_like_any_weekday() -> None:
+    # the 13th, and the second Friday (croniter keeps 5#2 in force on the day-of-month
+    # side too, so it fires on second Fridays only: not on Tue 13 January)
+    assert days("0 0 13 * 5#2", ts(2026, 1, 1), 4) == [
+        "Fri 2026-01-09", "Tue 2026-01-13", "Fri 2026-02-13", "Fri 2026-03-13",
+    ]  # fmt: skip
+    assert days("0 0 13 * 5L", ts(2026, 1, 1), 3) == [
+        "Tue 2026-01-13", "Fri 2026-01-30", "Fri 2026-02-13",
+    ]  # fmt: skip
 
 
 def test_l_ors_with_a_weekday_when_neither_field_starts_with_a_star() -> None:
@@ -334,6 +356,16 @@ def test_iteration_crosses_month_ends_and_weekends_like_single_queries() -> None
         ("0 */5 * * *", "Every 5th hour of the day"),
         ("15 */5 * * *", "Every 5th hour of the day at minute 15"),
         ("0 */6 * * *", "Every 6 hours"),
+        # 0 and 7 are both Sunday, and a value written twice is said once
+        ("0 0 * * 0,7", "At 00:00, on Sunday"),
+        ("0 0 * * sun,0,7,mon", "At 00:00, on Sunday and Monday"),
+        ("0 0 1 jan,1,mar *", "At 00:00, on day 1 of the month, in January and March"),
+        # a step that reaches one value is that value: */31 fires on day 1 only
+        ("0 0 */31 * *", "At 00:00, on day 1 of the month"),
+        ("0 0 20-31/15 * *", "At 00:00, on day 20 of the month"),
+        ("0 22-23/5 * * *", "At 22:00"),
+        ("47-56/58 * * * *", "At minute 47 of every hour"),
+        ("5/60 * * * * *", "At second 5 of every minute"),
     ],
 )
 def test_explain_says_the_expression_in_plain_english(expr: str, sentence: str) -> None:
@@ -383,6 +415,40 @@ def test_iteration_at_the_end_of_the_calendar_stops_quietly(expr: str, zone: str
     assert len(fires) < 20_000
     assert all(fire < ts(9999, 12, 30) for fire in fires)
     assert (fires != []) == (expr != "0 0 31 12 *")
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Pacific/Kiritimati", "Etc/GMT+12"])
+@pytest.mark.parametrize("expr", ["0 0 * * *", "30 23 * * *", "*/30 * * * *"])
+def test_both_directions_see_the_same_fires_at_the_ends_of_the_calendar(
+    expr: str, zone: str
+) -> None:
+    # Fires are supported on local dates 0001-01-04 through 9999-12-29: next_after and
+    # prev_before must agree on them, whichever way they are reached and from a cold
+    # start (asked latest first, so no remembered block answers).
+    schedule = CronSchedule(expr, tz=zone)
+    last = list(schedule.iter_after(ts(9999, 12, 25)))
+    backwards = list(_prev_fires(schedule, float("inf"), until=ts(9999, 12, 25)))
+    assert backwards[::-1] == last
+    assert utc_datetime(last[-1]).astimezone(schedule.tzinfo).date() == date(9999, 12, 29)
+    for before, after in reversed(list(itertools.pairwise(last))):
+        assert CronSchedule(expr, tz=zone).next_after(before) == after
+        assert CronSchedule(expr, tz=zone).prev_before(after) == before
+
+    first = list(schedule.fire_times(float("-inf"), len(last)))
+    assert utc_datetime(first[0]).astimezone(schedule.tzinfo).date() == date(1, 1, 4)
+    assert list(_prev_fires(schedule, first[-1] + 1, until=float("-inf")))[::-1] == first
+    assert schedule.prev_before(first[0]) is None
+    for before, after in itertools.pairwise(first):
+        assert CronSchedule(expr, tz=zone).next_after(before) == after
+        assert CronSchedule(expr, tz=zone).next_after(before - 1) == before
+
+
+def _prev_fires(schedule: CronSchedule, start: float, *, until: float) -> Iterator[float]:
+    """prev_before, repeated from ``start`` while the fires are after ``until``."""
+    fire = schedule.prev_before(start)
+    while fire is not None and fire > until:
+        yield fire
+        fire = schedule.prev_before(fire)
 
 
 def test_preview_lists_at_most_max_preview_fires_and_fire_times_draws_any_number_lazily() -> None:

@@ -47,6 +47,8 @@ _NTH = ("", "first", "second", "third", "fourth", "fifth")
 
 
 def _join(words: Sequence[str]) -> str:
+    """``a, b and c``, each phrase once (``0,7`` is Sunday twice, said once)."""
+    words = list(dict.fromkeys(words))
     if len(words) <= 1:
         return "".join(words)
     return f"{', '.join(words[:-1])} and {words[-1]}"
@@ -296,8 +298,21 @@ def _time_with_seconds(fields: CronFields) -> str:
     return f"{phrase}, {minute_text[0].lower()}{minute_text[1:]}"
 
 
+def _one_value_steps(terms: Sequence[Term]) -> tuple[Term, ...]:
+    """Each step that reaches a single value (``*/31`` in the day of month is day 1,
+    ``22-23/5`` is hour 22) as that value, so it is not said as a period."""
+    return tuple(
+        Term("value", t.start, t.start) if t.kind == "step" and _last_value(t) == t.start else t
+        for t in terms
+    )
+
+
 def explain(fields: CronFields) -> str:
     """The sentence for a parsed expression (see the module docstring)."""
+    fields = fields._replace(
+        terms=tuple(_one_value_steps(terms) for terms in fields.terms),
+        second_terms=_one_value_steps(fields.second_terms),
+    )
     minute, hour = fields.terms[0], fields.terms[1]
     time = _time_with_seconds(fields) if fields.has_seconds else _time(minute, hour)
     return ", ".join([time, *_days(fields)])

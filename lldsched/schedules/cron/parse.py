@@ -130,13 +130,16 @@ def _fail(index: int, problem: str, expr: str) -> ScheduleError:
     return ScheduleError(f"cron {FIELD_NAMES[index]} field: {problem} (expression {expr!r})")
 
 
-def _value(index: int, text: str, expr: str) -> int:
-    """A number or (month and day-of-week fields) a three-letter name, range-checked."""
+def _value(index: int, text: str, expr: str, *, item: str) -> int:
+    """A number or (month and day-of-week fields) a three-letter name, range-checked;
+    ``item`` is the list item it was read from, quoted when a value is missing."""
     if text and _DIGITS.issuperset(text):
         value = int(text)
         if not _LOW[index] <= value <= _HIGH[index]:
             raise _fail(index, f"{value} is out of range {_LOW[index]}-{_HIGH[index]}", expr)
         return value
+    if text == "?":  # before the month and day-of-week messages: Quartz writes ? there
+        raise _fail(index, "'?' is not a number (Quartz's 'no specific value': write *)", expr)
     upper = text.upper()
     if index == 3 and upper in _MONTH_NUMBERS:
         return _MONTH_NUMBERS[upper]
@@ -145,13 +148,11 @@ def _value(index: int, text: str, expr: str) -> int:
     if index == 4 and upper in _FULL_DAY_NAMES:
         raise _fail(index, f"{text!r}: use a three-letter day name (SUN-SAT) or 0-7", expr)
     if not text:
-        raise _fail(index, "a value is missing", expr)
+        raise _fail(index, f"a value is missing in {item!r}", expr)
     if index == 3:
         raise _fail(index, f"{text!r} is not a number 1-12 or a month name (JAN-DEC)", expr)
     if index == 4:
         raise _fail(index, f"{text!r} is not a number 0-7 or a day name (SUN-SAT)", expr)
-    if text == "?":
-        raise _fail(index, "'?' is not a number (Quartz's 'no specific value': write *)", expr)
     if index == 2 and upper.endswith("W"):
         raise _fail(
             index,
@@ -169,18 +170,20 @@ def _item(index: int, item: str, expr: str, values: set[int], specials: list[Ter
         term = Term("last" if upper == "L" else "lastweekday")
         specials.append(term)
         return term
+    if index == 2 and upper.partition("/")[0] in ("L", "LW"):
+        raise _fail(index, f"{item!r}: L and LW take no step", expr)
     if index == 4 and "L" in upper:
         number = upper[:-1]
         if not upper.endswith("L") or not number or not _DIGITS.issuperset(number):
             raise _fail(index, f"{item!r}: write nL for the last weekday n, e.g. 5L", expr)
-        term = Term("lastof", _value(index, number, expr) % 7)
+        term = Term("lastof", _value(index, number, expr, item=item) % 7)
         specials.append(term)
         return term
     if index == 4 and "#" in item:
         day_text, _, nth_text = item.partition("#")
         if not nth_text or not _DIGITS.issuperset(nth_text) or not 1 <= int(nth_text) <= 5:
             raise _fail(index, f"{item!r}: write d#n with n from 1 to 5, e.g. 5#3", expr)
-        term = Term("nth", _value(index, day_text, expr) % 7, 0, int(nth_text))
+        term = Term("nth", _value(index, day_text, expr, item=item) % 7, 0, int(nth_text))
         specials.append(term)
         return term
     base, slash, step_text = item.partition("/")
@@ -196,7 +199,7 @@ def _item(index: int, item: str, expr: str, values: set[int], specials: list[Ter
         kind = "step" if slash else "all"
     elif "-" in base:
         first, _, last = base.partition("-")
-        start, stop = _value(index, first, expr), _value(index, last, expr)
+        start, stop = _value(index, first, expr, item=item), _value(index, last, expr, item=item)
         if start > stop:
             hint = ""
             if index == 4 and stop == 0:  # "sat-sun", as APScheduler's day_of_week reads it
@@ -204,7 +207,7 @@ def _item(index: int, item: str, expr: str, values: set[int], specials: list[Ter
             raise _fail(index, f"reversed range {base!r}{hint}", expr)
         kind = "step" if slash else ("value" if start == stop else "range")
     else:
-        start = _value(index, base, expr)
+        start = _value(index, base, expr, item=item)
         stop = high if slash else start
         kind = "step" if slash else "value"
     values.update(range(start, stop + 1, step))
@@ -216,7 +219,7 @@ def _field(index: int, text: str, expr: str) -> tuple[tuple[int, ...], list[Term
     if text == "*":  # the common case, fast
         return _ALL[index], [], [Term("all", _LOW[index], _HIGH[index])]
     if text.isdigit() and text.isascii():
-        value = _value(index, text, expr)
+        value = _value(index, text, expr, item=text)
         return (value,), [], [Term("value", value, value)]
     values: set[int] = set()
     specials: list[Term] = []

@@ -35,8 +35,14 @@ from lldsched.schedules.cron.zone import EPOCH_ORDINAL, LocalDay, LocalDays
 __all__ = ["HORIZON_DAYS", "MAX_TS", "MIN_TS", "NO_CURSOR", "CronEngine", "Cursor"]
 
 HORIZON_DAYS = 36525  # 100 years: search this far before answering "never again"
-MIN_TS = float((FIRST_ORDINAL + 1 - EPOCH_ORDINAL) * 86400)  # 0001-01-04 UTC
-MAX_TS = float((LAST_ORDINAL - 1 - EPOCH_ORDINAL) * 86400)  # 9999-12-28 UTC
+# Fires exist on the local dates FIRST_DATE (0001-01-04) through LAST_ORDINAL
+# (9999-12-29), in both directions alike.  With UTC offsets under a day, every one of
+# them lies strictly between MIN_TS and MAX_TS, and every instant between those two
+# has a local date that datetime can hold: a query outside them is answered without
+# reading the zone.
+FIRST_DATE = FIRST_ORDINAL + 1
+MIN_TS = float((FIRST_ORDINAL - EPOCH_ORDINAL) * 86400)  # 0001-01-03 00:00 UTC
+MAX_TS = float((LAST_ORDINAL + 2 - EPOCH_ORDINAL) * 86400)  # 9999-12-31 00:00 UTC
 _SMALL_DAY = 96  # at most this many fires a day: one table for the whole day
 _SMALL_MONTH_DAY = 12  # at most this many: sequential iteration tabulates a month
 _FULL_DAY = 1440  # at most this many (a five-field maximum): iteration tabulates a day;
@@ -105,10 +111,11 @@ class CronEngine:
                 return None, NO_CURSOR
             if math.isnan(ts):
                 raise ValueError("the timestamp is NaN")
-            ts = MIN_TS
+            ts = MIN_TS  # before every fire, as ts was
         zone = self.zone
         if resume is None:
             ordinal = EPOCH_ORDINAL + int(ts // 86400) if zone.is_utc else zone.ordinal(ts)
+            ordinal = max(ordinal, FIRST_DATE)
         elif resume > LAST_ORDINAL:
             return None, NO_CURSOR
         else:
@@ -216,9 +223,11 @@ class CronEngine:
             raise ValueError("the timestamp is NaN")
         if ts <= MIN_TS:
             return None
-        ts = min(ts, MAX_TS)
-        ordinal = self.zone.ordinal(ts)
-        first = max(ordinal - HORIZON_DAYS, FIRST_ORDINAL)
+        if ts >= MAX_TS:
+            ts, ordinal = MAX_TS, LAST_ORDINAL  # after every fire, as ts was
+        else:
+            ordinal = min(self.zone.ordinal(ts), LAST_ORDINAL)
+        first = max(ordinal - HORIZON_DAYS, FIRST_DATE)
         rule = self.rule
         found = rule.prev_date(ordinal, first)
         while found is not None:
