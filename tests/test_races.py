@@ -1,8 +1,10 @@
-"""Races the concurrency torture test (tests/test_torture.py) found, each pinned by a
-focused test that failed before its fix."""
+"""Races the concurrency torture test (tests/test_torture.py) and the concurrency reviews
+found, each pinned by a focused test that forces its interleaving and failed before its
+fix."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 
 from lldsched import (
@@ -10,6 +12,7 @@ from lldsched import (
     FixedRate,
     InMemoryTaskStore,
     OneTime,
+    RetryPolicy,
     Scheduler,
     TaskEvent,
     TaskStatus,
@@ -185,3 +188,40 @@ def test_a_later_shutdown_delivers_the_events_of_a_run_that_outlived_the_first()
     assert heard[-1].record is not None and heard[-1].record.ok
     prefix = f"lldsched-{scheduler.name}-"  # the delivery thread started for it ended
     assert not any(thread.name.startswith(prefix) for thread in threading.enumerate())
+
+
+def test_a_coroutine_timed_out_after_modify_dropped_its_timeout_is_still_recorded() -> None:
+    # Before: the loop armed the coroutine's timer with the timeout it had at its start,
+    # and its record read the task's timeout again when the timer cancelled it; modify()
+    # had set it to None meanwhile, so the record's text raised (a None formatted with
+    # :g) and the run was never recorded: the task stayed RUNNING, wait_idle() never
+    # returned, and shutdown() cut it at its timeout.
+    clock = FakeClock(0.0)
+    scheduler = Scheduler(workers=1, clock=clock).start()
+    modified, stopped = threading.Event(), threading.Event()
+
+    async def hangs() -> None:
+        scheduler.modify("hangs", timeout=None)  # while this very run is in flight
+        modified.set()
+        try:
+            await asyncio.Event().wait()  # until its (old) timeout cancels it
+        finally:
+            stopped.set()
+
+    try:
+        task = scheduler.schedule(
+            "hangs",
+            hangs,
+            OneTime(delay=0),
+            id="hangs",
+            timeout=0.05,
+            retry=RetryPolicy(max_attempts=1),
+        )
+        assert modified.wait(WAIT) and stopped.wait(WAIT)
+        assert scheduler.wait_idle(timeout=WAIT), "the timed-out run was never recorded"
+        (record,) = task.history
+        assert record.timed_out
+        assert record.error == "TimeoutError: cancelled at its 0.05 s timeout"  # as armed
+        assert task.status is TaskStatus.FAILED and task.timeout is None
+    finally:
+        assert scheduler.shutdown(timeout=WAIT)

@@ -131,8 +131,8 @@ class _Flight:
     """One coroutine run: begun, started on the loop, over, recorded."""
 
     __slots__ = (
-        "active", "awaitable", "finished", "future", "outcome", "raised", "reason", "run",
-        "started", "timer",
+        "active", "awaitable", "budget", "finished", "future", "outcome", "raised", "reason",
+        "run", "started", "timer",
     )  # fmt: skip
 
     def __init__(self, run: Run, started: float, awaitable: Any) -> None:
@@ -142,6 +142,9 @@ class _Flight:
         self.active = False  # holds one of the ``limit`` slots
         self.future: Task[None] | None = None  # its driver task, on the loop
         self.timer: asyncio.TimerHandle | None = None  # the timeout, on the loop thread
+        # The timeout its timer was armed with: its record says it, whatever modify()
+        # made of the task's since (set on the loop thread, before the timer can fire).
+        self.budget = 0.0
         self.reason: str | None = None  # why the scheduler cancelled it: timeout, paused...
         self.finished = 0.0
         self.outcome: _Outcome = _UNFINISHED  # (error text, result text), set when over
@@ -435,6 +438,7 @@ class CoroutineRunner:
                 loop.call_soon(self._cancel, flight)
             timeout = flight.run.task.timeout
             if timeout is not None:
+                flight.budget = timeout
                 flight.timer = loop.call_later(timeout, self._time_out, flight)
 
     def _take_slots(self) -> list[_Flight]:
@@ -592,9 +596,8 @@ def _cancelled_outcome(flight: _Flight) -> tuple[str | None, str | None, bool]:
     ends as the cancellation says, whatever the coroutine did."""
     reason = flight.reason
     assert reason is not None  # cancelled by the scheduler
-    if reason == "timeout":
-        timeout = flight.run.task.timeout
-        return f"TimeoutError: cancelled at its {timeout:g} s timeout", None, True
+    if reason == "timeout":  # at the timeout its timer was armed with, not the task's now
+        return f"TimeoutError: cancelled at its {flight.budget:g} s timeout", None, True
     return _REASONS.get(reason) or f"CancelledError: {reason}", None, False
 
 
