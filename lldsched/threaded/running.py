@@ -89,9 +89,24 @@ class RunExecution(SchedulerParts):
         action = task.action
         assert action is not None  # registration resolved the import path
         path = f"{action.__module__}:{action.__qualname__}"  # checked at registration
+
+        def stopped() -> str | None:
+            """Why the task's runs were stopped since this one began (a cancel or pause
+            found no child of it to kill), read under the lock; None if they were not."""
+            with self._lock:
+                status = task.status
+                if status is TaskStatus.CANCELLED or status is TaskStatus.PAUSED:
+                    return f"task {status.value}"  # as _stop_running says it
+                return None
+
         try:
             ended = self._processes.run(
-                task.id, path, options.args, options.kwargs, timeout=options.timeout
+                task.id,
+                path,
+                options.args,
+                options.kwargs,
+                timeout=options.timeout,
+                stopped=stopped,
             )
         except Exception as exc:  # shut down meanwhile (SchedulerStateError), or no process
             now = self._clock.now()
