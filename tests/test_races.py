@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Coroutine
+from typing import Any
+
+import pytest
 
 from lldsched import (
     FakeClock,
@@ -223,5 +227,40 @@ def test_a_coroutine_timed_out_after_modify_dropped_its_timeout_is_still_recorde
         assert record.timed_out
         assert record.error == "TimeoutError: cancelled at its 0.05 s timeout"  # as armed
         assert task.status is TaskStatus.FAILED and task.timeout is None
+    finally:
+        assert scheduler.shutdown(timeout=WAIT)
+
+
+@pytest.mark.parametrize("verb", ["cancel", "pause"])
+def test_a_coroutine_a_thread_action_returned_after_a_cancel_or_pause_never_runs(
+    verb: str,
+) -> None:
+    # Before: cancel() and pause() cancel a task's coroutine runs, but the awaitable a
+    # plain function returns reaches the event loop only once the function returned on
+    # its worker; a verb between the run's begin and that hand-over found no coroutine
+    # to cancel, and the coroutine then ran to its end.
+    scheduler = Scheduler(workers=1, clock=FakeClock(0.0)).start()
+    began, go, body_ran = threading.Event(), threading.Event(), threading.Event()
+
+    async def body() -> None:
+        body_ran.set()
+        await asyncio.Event().wait()  # for ever, unless cancelled
+
+    def makes_a_coroutine() -> Coroutine[Any, Any, None]:
+        began.set()
+        assert go.wait(WAIT)  # the verb lands here, before the coroutine is handed over
+        return body()
+
+    try:
+        task = scheduler.schedule("maker", makes_a_coroutine, OneTime(delay=0))
+        assert began.wait(WAIT)
+        assert getattr(scheduler, verb)(task.id)
+        go.set()
+        assert scheduler.wait_idle(timeout=WAIT), "the coroutine ran on after the verb"
+        (record,) = task.history
+        past = "cancelled" if verb == "cancel" else "paused"
+        assert record.error == f"CancelledError: task {past}"
+        assert task.status is TaskStatus(past)
+        assert not body_ran.is_set()
     finally:
         assert scheduler.shutdown(timeout=WAIT)
