@@ -1,6 +1,8 @@
 """Races the concurrency torture test (tests/test_torture.py) and the concurrency reviews
 found, each pinned by a focused test that forces its interleaving and failed before its
-fix."""
+fix.  To look for more, run the threaded tests many times with ``--switch-interval=1e-6``
+(tests/conftest.py: threads switch between nearly every bytecode), one file or two at a
+time, with ``-x``."""
 
 from __future__ import annotations
 
