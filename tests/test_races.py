@@ -23,6 +23,7 @@ from lldsched import (
     TaskEvent,
     TaskStatus,
 )
+from lldsched.threaded.pool import WorkerPool
 from tests.waits import wait_until
 
 WAIT = 10.0  # bound of every wait below: a failing test fails, it never hangs
@@ -266,3 +267,35 @@ def test_a_coroutine_a_thread_action_returned_after_a_cancel_or_pause_never_runs
         assert not body_ran.is_set()
     finally:
         assert scheduler.shutdown(timeout=WAIT)
+
+
+def test_a_shutdown_while_start_is_starting_the_threads_leaves_none_behind() -> None:
+    # Before: start() marked the scheduler running under the lock, then started the
+    # workers, the events thread and the timer without it.  A shutdown() in between
+    # (a service's signal handler, a test's teardown on another thread) closed a pool
+    # that had no thread yet; start() then started worker threads that waited for ever
+    # on the closed pool, and no later shutdown() could end them.
+    starting, go = threading.Event(), threading.Event()
+
+    class HeldPool(WorkerPool[Any, Any, Any]):
+        def start(self) -> None:  # start() is here: marked running, no thread started
+            starting.set()
+            assert go.wait(WAIT)
+            super().start()
+
+    class HeldScheduler(Scheduler):
+        pool_type = HeldPool
+
+    scheduler = HeldScheduler(workers=2, clock=FakeClock(0.0), name="held-start")
+    starter = threading.Thread(target=scheduler.start)
+    starter.start()
+    try:
+        assert starting.wait(WAIT)
+        # start() holds the lock until its threads are started: this shutdown cannot
+        # take it within its timeout, and stops nothing (it said it changed nothing)
+        assert scheduler.shutdown(timeout=0.2) is False
+    finally:
+        go.set()
+        starter.join(WAIT)
+    assert scheduler.shutdown(timeout=WAIT) is True
+    assert not [t for t in threading.enumerate() if t.name.startswith("lldsched-held-start-")]
