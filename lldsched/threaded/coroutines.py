@@ -135,6 +135,12 @@ class _Flight:
         "run", "started", "timer",
     )  # fmt: skip
 
+    # The timeout its timer was armed with: its record says it, whatever modify() made
+    # of the task's since.  Set on the loop thread as the timer is armed, so set before
+    # the only reader (a flight cancelled for "timeout") can run; left unset otherwise,
+    # as an assignment in __init__ is a cost every coroutine run would pay.
+    budget: float
+
     def __init__(self, run: Run, started: float, awaitable: Any) -> None:
         self.run = run
         self.started = started
@@ -142,9 +148,6 @@ class _Flight:
         self.active = False  # holds one of the ``limit`` slots
         self.future: Task[None] | None = None  # its driver task, on the loop
         self.timer: asyncio.TimerHandle | None = None  # the timeout, on the loop thread
-        # The timeout its timer was armed with: its record says it, whatever modify()
-        # made of the task's since (set on the loop thread, before the timer can fire).
-        self.budget = 0.0
         self.reason: str | None = None  # why the scheduler cancelled it: timeout, paused...
         self.finished = 0.0
         self.outcome: _Outcome = _UNFINISHED  # (error text, result text), set when over
