@@ -268,6 +268,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
             if self._state is not NEW:
                 raise SchedulerStateError(f"start() on a scheduler that is already {self._state}")
             self._state = RUNNING
+            self._first_look()  # jumps are measured from now on (timer.py)
             self._pool.start()
             self._dispatcher.start()  # its lock after this one: the documented order
             self._timer = threading.Thread(
