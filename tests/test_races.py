@@ -23,6 +23,7 @@ from lldsched import (
     TaskEvent,
     TaskStatus,
 )
+from lldsched.threaded.dispatcher import EventDispatcher
 from lldsched.threaded.pool import WorkerPool
 from tests.waits import wait_until
 
@@ -299,3 +300,56 @@ def test_a_shutdown_while_start_is_starting_the_threads_leaves_none_behind() -> 
         starter.join(WAIT)
     assert scheduler.shutdown(timeout=WAIT) is True
     assert not [t for t in threading.enumerate() if t.name.startswith("lldsched-held-start-")]
+
+
+def test_wait_idle_is_not_true_while_an_event_of_a_run_is_still_being_delivered() -> None:
+    # Before: wait_idle() waited for quiet, then for every event to be delivered, then
+    # tested quiet once more, but not the delivery: a run a listener's verb made due in
+    # the last delivery could start and end between the two, and wait_idle() returned
+    # True with that run's event undelivered (a Stepper then settled while a listener
+    # still had a verb to call: test_testing's endless run_now, under
+    # --switch-interval=1e-6).
+    recorded_twice, release = threading.Event(), threading.Event()
+    runs = 0
+
+    class Dispatcher(EventDispatcher):
+        held = True  # the first flush only: then the run of the listener's verb ends
+
+        def publish(self, event: TaskEvent) -> None:
+            super().publish(event)
+            if event.record is not None and event.record.attempt and runs == 2:
+                recorded_twice.set()
+
+        def flush(self, timeout: float | None = None) -> bool:
+            delivered = super().flush(timeout)
+            if Dispatcher.held:
+                Dispatcher.held = False
+                assert recorded_twice.wait(WAIT)  # that run ended, its event published
+            return delivered
+
+    class HeldScheduler(Scheduler):
+        dispatcher_type = Dispatcher
+
+    def count() -> None:
+        nonlocal runs
+        runs += 1
+
+    def listener(event: TaskEvent) -> None:
+        if event.record is None:
+            return
+        if runs == 1:
+            scheduler.run_now("t")  # one more run, due at once
+        else:
+            assert release.wait(WAIT)  # the second run's event: still being delivered
+
+    scheduler = HeldScheduler(clock=FakeClock(0.0), listeners=[listener])
+    scheduler.schedule("t", count, FixedRate(3600), id="t")
+    scheduler.start()
+    try:
+        assert scheduler.wait_idle(timeout=0.5) is False  # a listener is still busy
+        release.set()
+        assert scheduler.wait_idle(timeout=WAIT)
+        assert runs == 2
+    finally:
+        release.set()
+        assert scheduler.shutdown(timeout=WAIT)
