@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,23 @@ if TYPE_CHECKING:
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC).timestamp()  # a Monday, 09:00 UTC
 
 SchedulerFactory = Callable[..., Scheduler]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--switch-interval",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="sys.setswitchinterval(SECONDS) for the run (1e-6 makes threads switch "
+        "between nearly every bytecode: races show; the run is slower). Off by default.",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    interval = config.getoption("--switch-interval")
+    if interval is not None:
+        sys.setswitchinterval(interval)
 
 
 @pytest.fixture

@@ -227,6 +227,43 @@ def test_pausing_a_running_isolated_task_kills_its_child_and_resume_retries_it(
     assert wait_for(lambda: finished(task, runs=2))
 
 
+@pytest.mark.parametrize(("verb", "status"), [("cancel", "cancelled"), ("pause", "paused")])
+def test_a_run_stopped_before_a_child_took_it_is_never_sent_to_one(
+    make_scheduler: SchedulerFactory,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    verb: str,
+    status: str,
+) -> None:
+    # Before: the worker begins the run under the lock, then takes a child without it (a
+    # first run starts one); a cancel or pause between the two found no child busy with
+    # the task to kill, so the run was sent afterwards and ran its whole hour.
+    scheduler = make_scheduler(workers=1)
+    taking, go = threading.Event(), threading.Event()
+    pool = scheduler._processes
+    take = pool._take
+
+    def held(task_id: str) -> Any:  # the worker, between beginning the run and its child
+        taking.set()
+        assert go.wait(BOUND)
+        return take(task_id)
+
+    monkeypatch.setattr(pool, "_take", held)
+    marker = tmp_path / "pid"
+    task = scheduler.schedule(
+        "sleeper", f"{JOBS}:sleep", OneTime(delay=0), isolation="process",
+        args=[3600, str(marker)],
+    )  # fmt: skip
+    assert taking.wait(BOUND)
+    assert getattr(scheduler, verb)(task.id)
+    go.set()
+    assert wait_for(lambda: finished(task))
+    (record,) = task.history
+    assert (record.error or "").startswith(f"CancelledError: task {status}"), record.error
+    assert task.status is TaskStatus(status)
+    assert not marker.exists()  # the action never started
+
+
 # -- bad input at registration ---------------------------------------------------------------
 
 

@@ -1,19 +1,30 @@
-"""Races the concurrency torture test (tests/test_torture.py) found, each pinned by a
-focused test that failed before its fix."""
+"""Races the concurrency torture test (tests/test_torture.py) and the concurrency reviews
+found, each pinned by a focused test that forces its interleaving and failed before its
+fix.  To look for more, run the threaded tests many times with ``--switch-interval=1e-6``
+(tests/conftest.py: threads switch between nearly every bytecode), one file or two at a
+time, with ``-x``."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
+from collections.abc import Coroutine
+from typing import Any
+
+import pytest
 
 from lldsched import (
     FakeClock,
     FixedRate,
     InMemoryTaskStore,
     OneTime,
+    RetryPolicy,
     Scheduler,
     TaskEvent,
     TaskStatus,
 )
+from lldsched.threaded.dispatcher import EventDispatcher
+from lldsched.threaded.pool import WorkerPool
 from tests.waits import wait_until
 
 WAIT = 10.0  # bound of every wait below: a failing test fails, it never hangs
@@ -185,3 +196,160 @@ def test_a_later_shutdown_delivers_the_events_of_a_run_that_outlived_the_first()
     assert heard[-1].record is not None and heard[-1].record.ok
     prefix = f"lldsched-{scheduler.name}-"  # the delivery thread started for it ended
     assert not any(thread.name.startswith(prefix) for thread in threading.enumerate())
+
+
+def test_a_coroutine_timed_out_after_modify_dropped_its_timeout_is_still_recorded() -> None:
+    # Before: the loop armed the coroutine's timer with the timeout it had at its start,
+    # and its record read the task's timeout again when the timer cancelled it; modify()
+    # had set it to None meanwhile, so the record's text raised (a None formatted with
+    # :g) and the run was never recorded: the task stayed RUNNING, wait_idle() never
+    # returned, and shutdown() cut it at its timeout.
+    clock = FakeClock(0.0)
+    scheduler = Scheduler(workers=1, clock=clock).start()
+    modified, stopped = threading.Event(), threading.Event()
+
+    async def hangs() -> None:
+        scheduler.modify("hangs", timeout=None)  # while this very run is in flight
+        modified.set()
+        try:
+            await asyncio.Event().wait()  # until its (old) timeout cancels it
+        finally:
+            stopped.set()
+
+    try:
+        task = scheduler.schedule(
+            "hangs",
+            hangs,
+            OneTime(delay=0),
+            id="hangs",
+            timeout=0.05,
+            retry=RetryPolicy(max_attempts=1),
+        )
+        assert modified.wait(WAIT) and stopped.wait(WAIT)
+        assert scheduler.wait_idle(timeout=WAIT), "the timed-out run was never recorded"
+        (record,) = task.history
+        assert record.timed_out
+        assert record.error == "TimeoutError: cancelled at its 0.05 s timeout"  # as armed
+        assert task.status is TaskStatus.FAILED and task.timeout is None
+    finally:
+        assert scheduler.shutdown(timeout=WAIT)
+
+
+@pytest.mark.parametrize("verb", ["cancel", "pause"])
+def test_a_coroutine_a_thread_action_returned_after_a_cancel_or_pause_never_runs(
+    verb: str,
+) -> None:
+    # Before: cancel() and pause() cancel a task's coroutine runs, but the awaitable a
+    # plain function returns reaches the event loop only once the function returned on
+    # its worker; a verb between the run's begin and that hand-over found no coroutine
+    # to cancel, and the coroutine then ran to its end.
+    scheduler = Scheduler(workers=1, clock=FakeClock(0.0)).start()
+    began, go, body_ran = threading.Event(), threading.Event(), threading.Event()
+
+    async def body() -> None:
+        body_ran.set()
+        await asyncio.Event().wait()  # for ever, unless cancelled
+
+    def makes_a_coroutine() -> Coroutine[Any, Any, None]:
+        began.set()
+        assert go.wait(WAIT)  # the verb lands here, before the coroutine is handed over
+        return body()
+
+    try:
+        task = scheduler.schedule("maker", makes_a_coroutine, OneTime(delay=0))
+        assert began.wait(WAIT)
+        assert getattr(scheduler, verb)(task.id)
+        go.set()
+        assert scheduler.wait_idle(timeout=WAIT), "the coroutine ran on after the verb"
+        (record,) = task.history
+        past = "cancelled" if verb == "cancel" else "paused"
+        assert record.error == f"CancelledError: task {past}"
+        assert task.status is TaskStatus(past)
+        assert not body_ran.is_set()
+    finally:
+        assert scheduler.shutdown(timeout=WAIT)
+
+
+def test_a_shutdown_while_start_is_starting_the_threads_leaves_none_behind() -> None:
+    # Before: start() marked the scheduler running under the lock, then started the
+    # workers, the events thread and the timer without it.  A shutdown() in between
+    # (a service's signal handler, a test's teardown on another thread) closed a pool
+    # that had no thread yet; start() then started worker threads that waited for ever
+    # on the closed pool, and no later shutdown() could end them.
+    starting, go = threading.Event(), threading.Event()
+
+    class HeldPool(WorkerPool[Any, Any, Any]):
+        def start(self) -> None:  # start() is here: marked running, no thread started
+            starting.set()
+            assert go.wait(WAIT)
+            super().start()
+
+    class HeldScheduler(Scheduler):
+        pool_type = HeldPool
+
+    scheduler = HeldScheduler(workers=2, clock=FakeClock(0.0), name="held-start")
+    starter = threading.Thread(target=scheduler.start)
+    starter.start()
+    try:
+        assert starting.wait(WAIT)
+        # start() holds the lock until its threads are started: this shutdown cannot
+        # take it within its timeout, and stops nothing (it said it changed nothing)
+        assert scheduler.shutdown(timeout=0.2) is False
+    finally:
+        go.set()
+        starter.join(WAIT)
+    assert scheduler.shutdown(timeout=WAIT) is True
+    assert not [t for t in threading.enumerate() if t.name.startswith("lldsched-held-start-")]
+
+
+def test_wait_idle_is_not_true_while_an_event_of_a_run_is_still_being_delivered() -> None:
+    # Before: wait_idle() waited for quiet, then for every event to be delivered, then
+    # tested quiet once more, but not the delivery: a run a listener's verb made due in
+    # the last delivery could start and end between the two, and wait_idle() returned
+    # True with that run's event undelivered (a Stepper then settled while a listener
+    # still had a verb to call: test_testing's endless run_now, under
+    # --switch-interval=1e-6).
+    recorded_twice, release = threading.Event(), threading.Event()
+    runs = 0
+
+    class Dispatcher(EventDispatcher):
+        held = True  # the first flush only: then the run of the listener's verb ends
+
+        def publish(self, event: TaskEvent) -> None:
+            super().publish(event)
+            if event.record is not None and event.record.attempt and runs == 2:
+                recorded_twice.set()
+
+        def flush(self, timeout: float | None = None) -> bool:
+            delivered = super().flush(timeout)
+            if Dispatcher.held:
+                Dispatcher.held = False
+                assert recorded_twice.wait(WAIT)  # that run ended, its event published
+            return delivered
+
+    class HeldScheduler(Scheduler):
+        dispatcher_type = Dispatcher
+
+    def count() -> None:
+        nonlocal runs
+        runs += 1
+
+    def listener(event: TaskEvent) -> None:
+        if event.record is None:
+            return
+        if runs == 1:
+            scheduler.run_now("t")  # one more run, due at once
+        else:
+            assert release.wait(WAIT)  # the second run's event: still being delivered
+
+    scheduler = HeldScheduler(clock=FakeClock(0.0), listeners=[listener])
+    scheduler.schedule("t", count, FixedRate(3600), id="t")
+    scheduler.start()
+    try:
+        assert scheduler.wait_idle(timeout=0.5) is False  # a listener is still busy
+        release.set()
+        assert scheduler.wait_idle(timeout=WAIT)
+        assert runs == 2
+    finally:
+        release.set()
+        assert scheduler.shutdown(timeout=WAIT)

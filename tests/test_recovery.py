@@ -317,6 +317,47 @@ def test_a_forward_jump_of_the_wall_clock_is_downtime_for_the_misfire_policy(
     assert {t.next_run_at for t in scheduler.tasks()} == {T0 + 4 * HOUR}
 
 
+class FirstLookHeld(JumpingClock):
+    """A JumpingClock whose first reading on the timer's thread waits for a ``jump``."""
+
+    def __init__(self, start: float) -> None:
+        super().__init__(start)
+        self.jumped = threading.Event()
+        self._held = False
+
+    def now(self) -> float:
+        if not self._held and threading.current_thread().name.endswith("-timer"):
+            self._held = True
+            assert self.jumped.wait(5)
+        return super().now()
+
+    def jump(self, seconds: float, *, wake: bool = True) -> None:
+        with self._lock:
+            self._now += seconds
+        self.jumped.set()  # before the wake-up: the timer may hold the lock meanwhile
+        if wake:
+            self._notify_all()
+
+
+def test_a_jump_right_after_start_is_a_jump_though_the_timer_had_not_looked_yet(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    # Before: the first reading the jumps are measured from was the timer thread's own,
+    # taken when it first got the lock; a jump before that (a loaded machine, a test
+    # that jumps right after start()) was its starting point, not a jump: the slots it
+    # passed ran late, one by one, and no misfire policy was applied (a flake of the
+    # test above under --switch-interval=1e-6).  The reading is start()'s now.
+    clock = FirstLookHeld(T0)
+    scheduler = make_scheduler(clock=clock, start=False)
+    scheduler.schedule("skip", jobs.note, FixedRate(HOUR, start_delay=HOUR), args=("skip",),
+                       misfire=SKIP)  # fmt: skip
+    scheduler.start()  # the timer's first reading waits for the jump
+    clock.jump(3.5 * HOUR)
+    settle(scheduler)
+    assert calls("skip") == []
+    assert outcomes(scheduler, "skip") == [("missed", 1.0), ("missed", 2.0), ("missed", 3.0)]
+
+
 def test_a_backward_jump_moves_interval_slots_back_and_leaves_calendar_slots(
     make_scheduler: SchedulerFactory, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -50,15 +50,32 @@ def test_shutdown_stops_the_timer_before_draining_the_pool(
 
 
 class ParkingFakeClock(FakeClock):
-    """A fake clock that tells the test each time the timer parks."""
+    """A fake clock that tells the test when the timer parks with nothing due at an instant.
+
+    Not each time it calls ``wait``: a timer woken by a registration calls it with the
+    deadline it took before the test's ``advance``, and returns at once; a test told
+    then would look before the timer handed out what the advance made due (a flake
+    under ``sys.setswitchinterval(1e-6)``)."""
 
     def __init__(self, start: float) -> None:
         super().__init__(start)
-        self.parked = threading.Event()
+        self._parked = threading.Condition()
+        self._parked_at: float | None = None  # the instant the timer last parked at
 
     def wait(self, condition: threading.Condition, deadline: float | None) -> None:
-        self.parked.set()
+        now = self.now()
+        if deadline is None or deadline > now:  # it parks: nothing due at ``now`` left
+            with self._parked:
+                self._parked_at = now
+                self._parked.notify_all()
         super().wait(condition, deadline)
+
+    def parked_at(self, instant: float, timeout: float) -> bool:
+        """Wait until the timer parked at ``instant`` or later; False after ``timeout``."""
+        with self._parked:
+            return self._parked.wait_for(
+                lambda: self._parked_at is not None and self._parked_at >= instant, timeout
+            )
 
 
 def test_drain_runs_what_is_queued_and_drop_does_not_but_in_flight_work_finishes(
@@ -72,9 +89,8 @@ def test_drain_runs_what_is_queued_and_drop_does_not_but_in_flight_work_finishes
         busy = scheduler.schedule("busy", action, OneTime(delay=0))  # type: ignore[arg-type]
         assert started.wait(5)
         queued = [scheduler.schedule(f"q{i}", lambda: None, OneTime(delay=1)) for i in range(3)]
-        parking.parked.clear()
-        parking.advance(1)
-        assert parking.parked.wait(5)  # the timer moved all three to the hand-off queue
+        # the timer moved all three to the hand-off queue, and parked
+        assert parking.parked_at(parking.advance(1), timeout=5)
         assert scheduler.pending() == []
         if drain:
             closing = threading.Thread(target=scheduler.shutdown, kwargs={"drain": True})

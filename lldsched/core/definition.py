@@ -92,8 +92,10 @@ class DefinitionVerbs(CoreParts):
         The new values govern everything decided after the call: a queued entry
         takes the new priority at once, the run in flight is judged at its finish
         against the new timeout and retry policy, a pending retry keeps its due
-        time.  (A cooperative timeout flag already armed for the run in flight keeps
-        its deadline.)  :class:`SchedulerStateError` for a SUCCEEDED or CANCELLED task.
+        time.  (A timeout already armed for the run in flight, a thread's cooperative
+        flag or a coroutine's cancellation, keeps its deadline; a coroutine cut there is
+        recorded with the timeout it was armed with.)  :class:`SchedulerStateError` for
+        a SUCCEEDED or CANCELLED task.
         """
         task = self.get(task_id)
         check_store(self._writes, "modify", task_id)

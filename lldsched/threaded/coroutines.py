@@ -131,9 +131,15 @@ class _Flight:
     """One coroutine run: begun, started on the loop, over, recorded."""
 
     __slots__ = (
-        "active", "awaitable", "finished", "future", "outcome", "raised", "reason", "run",
-        "started", "timer",
+        "active", "awaitable", "budget", "finished", "future", "outcome", "raised", "reason",
+        "run", "started", "timer",
     )  # fmt: skip
+
+    # The timeout its timer was armed with: its record says it, whatever modify() made
+    # of the task's since.  Set on the loop thread as the timer is armed, so set before
+    # the only reader (a flight cancelled for "timeout") can run; left unset otherwise,
+    # as an assignment in __init__ is a cost every coroutine run would pay.
+    budget: float
 
     def __init__(self, run: Run, started: float, awaitable: Any) -> None:
         self.run = run
@@ -450,6 +456,7 @@ class CoroutineRunner:
                 loop.call_soon(self._cancel, flight)
             timeout = flight.run.task.timeout
             if timeout is not None:
+                flight.budget = timeout
                 flight.timer = loop.call_later(timeout, self._time_out, flight)
 
     def _take_slots(self) -> list[_Flight]:
@@ -607,9 +614,8 @@ def _cancelled_outcome(flight: _Flight) -> tuple[str | None, str | None, bool]:
     ends as the cancellation says, whatever the coroutine did."""
     reason = flight.reason
     assert reason is not None  # cancelled by the scheduler
-    if reason == "timeout":
-        timeout = flight.run.task.timeout
-        return f"TimeoutError: cancelled at its {timeout:g} s timeout", None, True
+    if reason == "timeout":  # at the timeout its timer was armed with, not the task's now
+        return f"TimeoutError: cancelled at its {flight.budget:g} s timeout", None, True
     return _REASONS.get(reason) or f"CancelledError: {reason}", None, False
 
 

@@ -110,6 +110,13 @@ class EventDispatcher:
         with self._cond:
             return self._cond.wait_for(lambda: not self._events and not self._busy, timeout)
 
+    @property
+    def delivered(self) -> bool:
+        """True when every event published so far was delivered: none waits, and no
+        listener is inside a call (what :meth:`flush` waits for, read without waiting)."""
+        with self._lock:
+            return not self._events and not self._busy
+
     def close(self, timeout: float | None = None) -> None:
         """Deliver what is queued (up to ``timeout``), then stop the thread.
 

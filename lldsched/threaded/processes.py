@@ -25,6 +25,9 @@ answer:
   run whose error names the exit code or the signal;
 * **a kill asked for** (:meth:`ProcessPool.kill`: the task was cancelled or paused,
   or the scheduler shuts down without draining) is a failed run whose error says why.
+  One asked for after the run began and before a child was busy with it (the worker
+  takes one, or starts one, without the scheduler's lock) found no child to kill: the
+  caller's ``stopped`` says so once the child is held, and the run is never sent.
 
 A child that is lost is replaced at once (starting one takes a few milliseconds;
 the new interpreter boots in the background), so the caller's slot is free as soon
@@ -166,11 +169,27 @@ class ProcessPool:
         kwargs: Mapping[str, Any] | None,
         *,
         timeout: float | None,
+        stopped: Callable[[], str | None] | None = None,
     ) -> ProcessOutcome:
         """Run ``path(*args, **kwargs)`` in a child and wait for its end (or kill it
         ``timeout`` seconds after it started).  Raises :class:`SchedulerStateError`
-        once the pool is closed."""
+        once the pool is closed.
+
+        ``stopped`` is asked once a child is held for the run (called without this
+        pool's lock): the reason the run was stopped since its caller began it, or None.
+        A :meth:`kill` finds the child from then on; one that came before found none,
+        and ``stopped`` says it: the run is then not sent, and ends failed with that
+        reason."""
         child = self._take(task_id)
+        if stopped is not None:
+            reason = stopped()
+            if reason is not None:  # stopped before this child was busy with it
+                self._give_back(child)
+                now = self._now()
+                error = f"CancelledError: {reason} (before its worker process started it)"
+                return ProcessOutcome(
+                    started=now, finished=now, error=error, result=None, timed_out=False
+                )
         message = json.dumps({"call": path, "args": list(args), "kwargs": dict(kwargs or {})})
         connection = child.connection
         started = self._now()

@@ -34,13 +34,14 @@ from __future__ import annotations
 import logging
 
 from lldsched.clock import utc_datetime
+from lldsched.core.names import CANCELLED, PAUSED
 from lldsched.core.results import must_await, result_text
-from lldsched.core.task import Entry, Run
+from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.errors import CANCELLED_INSIDE, error_text, traceback_text
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.threaded.parts import Explained, LogLine, Outcome, SchedulerParts
 
-__all__ = ["LogLine", "RunExecution", "failure_line"]
+__all__ = ["LogLine", "RunExecution", "failure_line", "stopped_since_begun"]
 
 log = logging.getLogger("lldsched")
 
@@ -89,9 +90,22 @@ class RunExecution(SchedulerParts):
         action = task.action
         assert action is not None  # registration resolved the import path
         path = f"{action.__module__}:{action.__qualname__}"  # checked at registration
+
+        def stopped() -> str | None:
+            """Why the task's runs were stopped since this one began (a cancel or pause
+            found no child of it to kill), read under the lock; None if they were not."""
+            with self._lock:
+                why = stopped_since_begun(task)
+            return None if why is None else f"task {why}"  # as _stop_running says it
+
         try:
             ended = self._processes.run(
-                task.id, path, options.args, options.kwargs, timeout=options.timeout
+                task.id,
+                path,
+                options.args,
+                options.kwargs,
+                timeout=options.timeout,
+                stopped=stopped,
             )
         except Exception as exc:  # shut down meanwhile (SchedulerStateError), or no process
             now = self._clock.now()
@@ -107,6 +121,9 @@ class RunExecution(SchedulerParts):
             self._disarm_deadline(run.context)  # the run is over: its deadline is void
         if awaitable is not None:
             if self._coroutines.submit(run, started, awaitable):
+                why = stopped_since_begun(run.task)
+                if why is not None:  # a cancel or pause found no coroutine of it to cancel
+                    self._coroutines.cancel_run(run, why)
                 return  # recorded by _finish_coroutine when it completes
             finished = self._clock.now()
             error = "SchedulerStateError: the scheduler shut down before the coroutine ran"
@@ -191,6 +208,22 @@ class RunExecution(SchedulerParts):
         """Wake wait_idle() / wait_drained() callers if nothing is in flight."""
         if self._idle_waiters and self._in_flight == 0:
             self._idle.notify_all()
+
+
+def stopped_since_begun(task: ScheduledTask) -> str | None:
+    """``"cancelled"`` or ``"paused"`` when ``task``'s runs in flight were stopped since
+    they began, else None (caller holds the scheduler's lock).
+
+    A cancel or pause stops the runs the runtime can reach (:meth:`ControlVerbs._halt
+    <lldsched.threaded.control.ControlVerbs._halt>`: a coroutine on the loop, a child
+    process); a run on its way to one of them when the verb came (a worker's action
+    that returned an awaitable, an isolated run before its child held it) was not
+    there yet, and asks this once it is.  A task paused and resumed meanwhile runs on,
+    as if the pause had come before its run began."""
+    status = task.status
+    if status is CANCELLED or status is PAUSED:
+        return status.value
+    return None
 
 
 def failure_line(run: Run, record: ExecutionRecord, explained: Explained = None) -> LogLine:

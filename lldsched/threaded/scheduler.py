@@ -261,17 +261,24 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         note(self)  # refused in a child forked from this process (threaded/forked.py)
 
     def start(self) -> Scheduler:
-        """Start the timer, the workers and the event dispatcher; returns self."""
+        """Start the timer, the workers and the event dispatcher; returns self.
+
+        The threads are started under the lock that marks the scheduler running (each
+        waits for it before it does anything): a ``shutdown()`` from another thread
+        finds it either not started or started whole, never running without its
+        threads (which a pool closed before they started would have left waiting for
+        ever)."""
         with self._lock:
             if self._state is not NEW:
                 raise SchedulerStateError(f"start() on a scheduler that is already {self._state}")
             self._state = RUNNING
-        self._pool.start()
-        self._dispatcher.start()
-        self._timer = threading.Thread(
-            target=self._run_timer, name=f"{self._thread_prefix}timer", daemon=True
-        )
-        self._timer.start()
+            self._first_look()  # jumps are measured from now on (timer.py)
+            self._pool.start()
+            self._dispatcher.start()  # its lock after this one: the documented order
+            self._timer = threading.Thread(
+                target=self._run_timer, name=f"{self._thread_prefix}timer", daemon=True
+            )
+            self._timer.start()
         return self
 
     def __enter__(self) -> Scheduler:

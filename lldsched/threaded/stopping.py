@@ -381,7 +381,8 @@ class Stopping(SchedulerParts):
         verb while its events were delivered (``run_now``, ``resume``, a registration
         due at once) has made work due, and that work is waited for too, in the same
         ``timeout``; so a True is true when it is returned (``lldsched.testing`` builds
-        on it)."""
+        on it).  The last test includes the delivery: that work may have run and ended
+        between the delivery and it, and its events are then still on their way."""
         verb = "wait_drained()" if drained else "wait_idle()"
         wait = seconds(timeout, name=f"{verb} timeout", at_least=0)
         if self._own_thread():  # its own run (or delivery) is never over while it waits
@@ -407,8 +408,8 @@ class Stopping(SchedulerParts):
                 self._coordinator.flush()  # every run settled is written, not only decided
             if not self._dispatcher.flush(max(0.0, deadline - time.monotonic())):
                 return False
-            with self._lock:
-                if self._is_idle(drained):
+            with self._lock:  # a run may have begun and ended since: its event too
+                if self._is_idle(drained) and self._dispatcher.delivered:
                     return True
 
     def _is_idle(self, drained: bool) -> bool:

@@ -84,9 +84,7 @@ class TimerThread(SchedulerParts):
         last_look = self._last_look
         monotonic = last_look.monotonic  # jump detection (none on a FakeClock)
         coordinator = self._coordinator
-        with cond:
-            if monotonic is not None:
-                last_look.took(clock.now(), monotonic())
+        with cond:  # the first look was start()'s (_first_look)
             while self._state is RUNNING:
                 now = clock.now()
                 last_look.woke = now  # what metrics() reports as timer_woke
@@ -121,6 +119,14 @@ class TimerThread(SchedulerParts):
                 if coordinator is not None:
                     wake = coordinator.wake(now, wake)  # renewal, and the poll bound
                 clock.wait(cond, wake)
+
+    def _first_look(self) -> None:
+        """The reading the timer's looks for a jump start from, taken by ``start()``
+        under the lock (not by the timer thread when it first gets the lock: a jump
+        before that was its starting point, and went unnoticed)."""
+        last_look = self._last_look
+        if last_look.monotonic is not None:
+            last_look.took(self._clock.now(), last_look.monotonic())
 
     def _look_at_clock(self, now: float) -> None:
         """Compare the wall clock's move since the last look with the monotonic clock's,
