@@ -1,0 +1,279 @@
+"""Crash harness: a service on a SqliteTaskStore killed with SIGKILL between any two writes.
+
+The child (``tests/crash_child.py``) runs the jobs of ``tests/crash_jobs.py`` (one-offs
+that succeed, fail once, or fail for good into the dead letter; a fixed rate, a
+failing-then-retried fixed delay, a cron, a fixed rate that overruns its timeout) on a
+fake clock, and says each store write on its pipe; at write N it stops there and is
+killed.  This process then opens the same file, checks what the crash left, registers
+the jobs again as a service does, steps the clock to the same horizon and checks the
+guarantees README.md ("Durability") and docs/DECISIONS.md ("Persistence") give:
+
+* the file is whole (``integrity_check``) and not held by the dead process's claim;
+* no registered task is lost, none is duplicated;
+* nothing the store recorded as done runs again (a one-off recorded succeeded never
+  does); a run in flight at the kill runs again with the same attempt (at-least-once),
+  and it is the only thing that runs twice;
+* the records and counters end as a run without a crash leaves them: every slot
+  recorded once, the attempts and retries the same, the dead letter the same.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from lldsched import FakeClock, Scheduler, SqliteTaskStore, TaskStatus
+from lldsched.model import ExecutionRecord
+from lldsched.persistence import TaskSnapshot
+from lldsched.testing import Stepper
+from tests import crash_jobs
+from tests.conftest import T0
+from tests.processes import lines_of
+
+pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL (POSIX)")
+
+ROOT = Path(__file__).resolve().parent.parent
+NAMES = ("once", "once-flaky", "once-dead", "rate", "delay", "cron", "slow")
+ONE_OFFS = ("once", "once-flaky", "once-dead")
+UNTIL = T0 + crash_jobs.HORIZON
+
+RecordKey = tuple[str, float, int, str]  # task id, slot, attempt, outcome
+
+
+@dataclass
+class Killed:
+    """What a child said before it was killed at a write: the ids it registered and the
+    clock's time at that write."""
+
+    registered: list[str]
+    now: float
+
+
+@dataclass
+class State:
+    """What a store holds: its snapshots by id, its records, its dead letter."""
+
+    snapshots: dict[str, TaskSnapshot]
+    records: list[ExecutionRecord]
+    dead_letter: list[str]
+    ids: list[str]
+
+    @property
+    def keys(self) -> list[RecordKey]:
+        return [(r.task_id, r.slot, r.attempt, r.outcome.value) for r in self.records]
+
+
+def run_child(
+    path: Path, journal: Path, *, stop_at: int, start: float = T0, until: float = UNTIL
+) -> Killed | int:
+    """Run the child on ``path`` from ``start`` to ``until``; killed at write ``stop_at``
+    (then what it said), or run to the end (``stop_at=0``: then the writes it made)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "tests.crash_child", str(path), str(journal),
+               str(stop_at), repr(start), repr(until)]  # fmt: skip
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+    lines = lines_of(process)
+    registered: list[str] = []
+    try:
+        while True:
+            line = lines.get(timeout=30)  # a bounded wait for the child's word, not a sleep
+            word, *rest = line.split()
+            if word == "registered":
+                registered.extend(rest)
+            elif word == "done":
+                assert stop_at == 0, f"the child ran to the end without reaching write {stop_at}"
+                assert process.wait(30) == 0
+                return int(rest[0])
+            elif word == "wrote" and int(rest[0]) == stop_at:
+                return Killed(registered, float(rest[1]))
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGKILL)
+            process.wait(30)
+
+
+def read(path: Path) -> State:
+    """Open ``path`` as a scheduler's store would (its claim included) and read it all."""
+    with SqliteTaskStore(path) as store:  # refused if the file is held or corrupt
+        snapshots = store.load_all()
+        return State(
+            snapshots={s.task.id: s for s in snapshots},
+            records=store.records(),
+            dead_letter=store.dead_letter(),
+            ids=[s.task.id for s in snapshots],
+        )
+
+
+def integrity(path: Path) -> list[str]:
+    connection = sqlite3.connect(path)
+    try:
+        return [row[0] for row in connection.execute("PRAGMA integrity_check")]
+    finally:
+        connection.close()
+
+
+def restart(path: Path, journal: Path, *, at: float, until: float = UNTIL) -> None:
+    """What the service does at its next start: open the store, register its jobs again,
+    run to ``until``; the clock starts at ``at``."""
+    crash_jobs.JOURNAL[0] = str(journal)
+    clock = crash_jobs.CLOCK[0] = FakeClock(at)
+    store = SqliteTaskStore(path)
+    with store, Stepper(Scheduler(clock=clock, store=store, workers=2), timeout=20) as steps:
+        crash_jobs.register(steps.scheduler)
+        steps.advance_to(until)
+
+
+def journal_of(journal: Path) -> list[tuple[str, float, int, int]]:
+    """(task id, due, attempt, pid) of every run the journal saw, in order."""
+    if not journal.exists():
+        return []
+    runs = []
+    for line in journal.read_text(encoding="utf-8").splitlines():
+        task_id, due, attempt, pid = line.split()
+        runs.append((task_id, float(due), int(attempt), int(pid)))
+    return runs
+
+
+def ran(state: State, task_id: str) -> list[ExecutionRecord]:
+    return [r for r in state.records if r.task_id == task_id and r.outcome.ran]
+
+
+@pytest.fixture(scope="module")
+def baseline_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+    """The store a child leaves when nothing kills it, and the writes it made."""
+    directory = tmp_path_factory.mktemp("baseline")
+    writes = run_child(directory / "tasks.db", directory / "journal", stop_at=0)
+    assert isinstance(writes, int)
+    return directory / "tasks.db", writes
+
+
+@pytest.fixture(scope="module")
+def baseline(baseline_file: tuple[Path, int]) -> tuple[State, int]:
+    path, writes = baseline_file
+    return read(path), writes
+
+
+def test_the_baseline_meets_the_invariants_the_crashes_are_held_to(
+    baseline: tuple[State, int],
+) -> None:
+    state, writes = baseline
+    assert state.ids == list(NAMES)
+    check_consistent(state)
+    assert writes > 40  # enough moments to kill it at
+    assert state.snapshots["once"].status is TaskStatus.SUCCEEDED
+    assert state.snapshots["once-flaky"].status is TaskStatus.SUCCEEDED
+    assert [(r.attempt, r.ok) for r in ran(state, "once-flaky")] == [(1, False), (2, True)]
+    assert state.dead_letter == ["once-dead"]
+    assert {r.outcome.value for r in ran(state, "slow")} == {"given_up"}
+    assert all(r.timed_out for r in ran(state, "slow"))
+
+
+def check_consistent(state: State, where: str = "") -> None:
+    """What any store the scheduler wrote must say, crash or not."""
+    duplicated = [key for key, n in Counter(state.keys).items() if n > 1]
+    assert duplicated == [], f"{where}: records written twice: {duplicated}"
+    assert len(set(state.ids)) == len(state.ids)
+    for task_id, snapshot in state.snapshots.items():
+        runs = ran(state, task_id)
+        assert snapshot.run_count == len(runs), task_id
+        assert snapshot.failure_count == sum(not r.ok for r in runs), task_id
+    failed = [i for i in state.ids if state.snapshots[i].status is TaskStatus.FAILED]
+    assert sorted(state.dead_letter) == sorted(failed)
+    for task_id in state.dead_letter:  # dead after its last attempt, each attempt once
+        assert [(r.attempt, r.ok) for r in ran(state, task_id)] == [(1, False), (2, False)]
+    for task_id in ONE_OFFS:
+        if task_id in state.snapshots and state.snapshots[task_id].status is TaskStatus.SUCCEEDED:
+            assert [r.ok for r in ran(state, task_id)][-1:] == [True]
+
+
+def kill_points(writes: int) -> list[int]:
+    """The writes to kill at: every registration and recovery write, then every third."""
+    return sorted({*range(1, 10), *range(10, writes + 1, 3), writes})
+
+
+def test_killed_between_any_two_writes_a_restart_loses_nothing_and_repeats_only_the_run_in_flight(
+    tmp_path: Path, baseline: tuple[State, int]
+) -> None:
+    expected, writes = baseline
+    for stop_at in kill_points(writes):
+        directory = tmp_path / f"kill-{stop_at}"
+        directory.mkdir()
+        path, journal = directory / "tasks.db", directory / "journal"
+        killed = run_child(path, journal, stop_at=stop_at)
+        assert isinstance(killed, Killed)
+        where = f"killed at write {stop_at} of {writes} (clock at +{killed.now - T0:g} s)"
+
+        assert integrity(path) == ["ok"], where
+        before = read(path)  # opens: the dead process's claim is gone
+        assert set(killed.registered) <= set(before.ids) <= set(NAMES), where
+        check_consistent(before, where)
+        in_flight = {i: s.attempt for i, s in before.snapshots.items() if s.running}
+        child_runs = journal_of(journal)
+
+        restart(path, journal, at=killed.now)
+        after = read(path)
+        assert integrity(path) == ["ok"], where
+        assert after.ids == list(NAMES), where  # none lost, none added twice
+        check_consistent(after, where)
+        assert after.keys == expected.keys or sorted(after.keys) == sorted(expected.keys), where
+        assert after.dead_letter == expected.dead_letter, where
+        for task_id, final in after.snapshots.items():
+            reference = expected.snapshots[task_id]
+            assert (final.status, final.attempt, final.next_run_at) == (
+                reference.status, reference.attempt, reference.next_run_at,
+            ), f"{where}: {task_id}"  # fmt: skip
+
+        # What ran twice: only what was in flight at the kill (the same attempt again)
+        runs = journal_of(journal)
+        parent = [(t, due, a) for t, due, a, pid in runs if pid == os.getpid()]
+        twice = Counter(parent) & Counter((t, due, a) for t, due, a, _ in child_runs)
+        assert {(t, a) for t, _, a in twice} <= set(in_flight.items()), where
+        for task_id in ONE_OFFS:  # a one-off the store had as succeeded never runs again
+            snapshot = before.snapshots.get(task_id)
+            if snapshot is not None and snapshot.status is TaskStatus.SUCCEEDED:
+                assert task_id not in {t for t, _, _ in parent}, where
+        for task_id, attempt in in_flight.items():  # it runs again, as the same attempt
+            assert (task_id, attempt) in {(t, a) for t, _, a in parent}, f"{where}: {task_id}"
+
+
+DOWN = 20 * 60.0  # the service is down 20 minutes after the horizon
+BACK = UNTIL + DOWN
+
+
+def test_killed_while_it_settles_the_slots_a_downtime_missed_a_restart_records_each_once(
+    tmp_path: Path, baseline_file: tuple[Path, int]
+) -> None:
+    """The restart after a downtime writes the misfire decisions (RUN_ONCE's coalesced
+    slots, RUN_ALL's catch-up runs, SKIP's missed slots) before anything runs: killed
+    among those writes, the next start must not decide a slot twice."""
+    origin, _ = baseline_file
+    reference = tmp_path / "reference.db"
+    shutil.copy(origin, reference)
+    restart(reference, tmp_path / "journal", at=BACK, until=BACK + 300)
+    expected = read(reference)
+    check_consistent(expected)
+    decided = Counter(r.outcome.value for r in expected.records if not r.outcome.ran)
+    assert decided["coalesced"] > 10 and decided["missed"] > 10  # what a kill can cut into
+    for stop_at in range(1, 48, 2):
+        directory = tmp_path / f"kill-{stop_at}"
+        directory.mkdir()
+        path, journal = directory / "tasks.db", directory / "journal"
+        shutil.copy(origin, path)
+        killed = run_child(path, journal, stop_at=stop_at, start=BACK, until=BACK + 300)
+        assert isinstance(killed, Killed)
+        where = f"killed at write {stop_at} after the downtime (clock at +{killed.now - BACK:g} s)"
+        assert integrity(path) == ["ok"], where
+        check_consistent(read(path), where)
+        restart(path, journal, at=killed.now, until=BACK + 300)
+        after = read(path)
+        check_consistent(after, where)
+        assert sorted(after.keys) == sorted(expected.keys), where
