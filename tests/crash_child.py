@@ -20,8 +20,9 @@ def main(path: str, journal: str, stop_at: int, start: float, until: float) -> N
     crash_jobs.JOURNAL[0] = journal
     clock = crash_jobs.CLOCK[0] = FakeClock(start)
     store = crash_jobs.CountingStore(path, stop_at=stop_at)
-    with store, Stepper(Scheduler(clock=clock, store=store, workers=2), timeout=20) as steps:
-        crash_jobs.register(steps.scheduler, report=True)
+    scheduler = Scheduler(clock=clock, store=store, workers=2)
+    crash_jobs.register(scheduler, report=True)  # before it starts: the writes in one order
+    with store, Stepper(scheduler, timeout=20) as steps:
         steps.advance_to(until)
     print(f"done {store.writes}", flush=True)
 

@@ -20,12 +20,14 @@ guarantees README.md ("Durability") and docs/DECISIONS.md ("Persistence") give:
 from __future__ import annotations
 
 import os
+import queue
 import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
-from collections import Counter
+from collections import Counter, deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +48,7 @@ NAMES = ("once", "once-flaky", "once-dead", "rate", "delay", "cron", "slow")
 ONE_OFFS = ("once", "once-flaky", "once-dead")
 UNTIL = T0 + crash_jobs.HORIZON
 
+AHEAD = 3  # children started ahead of the one being checked
 RecordKey = tuple[str, float, int, str]  # task id, slot, attempt, outcome
 
 
@@ -72,33 +75,81 @@ class State:
         return [(r.task_id, r.slot, r.attempt, r.outcome.value) for r in self.records]
 
 
-def run_child(
+@dataclass
+class Child:
+    """A child started on ``path``, to be killed at write ``stop_at`` (0: never)."""
+
+    path: Path
+    journal: Path
+    stop_at: int
+    process: subprocess.Popen[str]
+    lines: queue.Queue[str]
+
+
+def start_child(
     path: Path, journal: Path, *, stop_at: int, start: float = T0, until: float = UNTIL
-) -> Killed | int:
-    """Run the child on ``path`` from ``start`` to ``until``; killed at write ``stop_at``
-    (then what it said), or run to the end (``stop_at=0``: then the writes it made)."""
+) -> Child:
+    """Start the child on ``path``, its clock going from ``start`` to ``until``."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", "tests.crash_child", str(path), str(journal),
                str(stop_at), repr(start), repr(until)]  # fmt: skip
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
-    lines = lines_of(process)
+    return Child(path, journal, stop_at, process, lines_of(process))
+
+
+def end_child(child: Child) -> Killed | int:
+    """Wait for ``child`` to reach its write and kill it there (then what it said), or to
+    run to the end (``stop_at=0``: then the writes it made)."""
     registered: list[str] = []
+    process = child.process
     try:
         while True:
-            line = lines.get(timeout=30)  # a bounded wait for the child's word, not a sleep
+            line = child.lines.get(timeout=60)  # a bounded wait for its word, not a sleep
             word, *rest = line.split()
             if word == "registered":
                 registered.extend(rest)
             elif word == "done":
-                assert stop_at == 0, f"the child ran to the end without reaching write {stop_at}"
+                assert child.stop_at == 0, f"it ended before its write {child.stop_at}"
                 assert process.wait(30) == 0
                 return int(rest[0])
-            elif word == "wrote" and int(rest[0]) == stop_at:
+            elif word == "wrote" and int(rest[0]) == child.stop_at:
                 return Killed(registered, float(rest[1]))
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGKILL)
             process.wait(30)
+
+
+def killed_at(
+    stops: list[int],
+    prepare: Callable[[int], tuple[Path, Path]],
+    *,
+    start: float = T0,
+    until: float = UNTIL,
+) -> Iterator[tuple[int, Path, Path, Killed]]:
+    """Each of ``stops`` in turn: a child on the files ``prepare(stop)`` gives, killed at
+    that write; the next children start while one is checked (a few at a time)."""
+    children: deque[Child] = deque()
+    waiting = iter(stops)
+    for stop in waiting:
+        children.append(start_child(*prepare(stop), stop_at=stop, start=start, until=until))
+        if len(children) == AHEAD:
+            break
+    while children:
+        child = children.popleft()
+        killed = end_child(child)
+        assert isinstance(killed, Killed)
+        for stop in waiting:  # one more in its place
+            children.append(start_child(*prepare(stop), stop_at=stop, start=start, until=until))
+            break
+        yield child.stop_at, child.path, child.journal, killed
+
+
+def run_child(path: Path, journal: Path) -> int:
+    """Run the child to the end; the writes it made."""
+    writes = end_child(start_child(path, journal, stop_at=0))
+    assert isinstance(writes, int)
+    return writes
 
 
 def read(path: Path) -> State:
@@ -127,8 +178,9 @@ def restart(path: Path, journal: Path, *, at: float, until: float = UNTIL) -> No
     crash_jobs.JOURNAL[0] = str(journal)
     clock = crash_jobs.CLOCK[0] = FakeClock(at)
     store = SqliteTaskStore(path)
-    with store, Stepper(Scheduler(clock=clock, store=store, workers=2), timeout=20) as steps:
-        crash_jobs.register(steps.scheduler)
+    scheduler = Scheduler(clock=clock, store=store, workers=2)
+    crash_jobs.register(scheduler)
+    with store, Stepper(scheduler, timeout=20) as steps:
         steps.advance_to(until)
 
 
@@ -151,8 +203,7 @@ def ran(state: State, task_id: str) -> list[ExecutionRecord]:
 def baseline_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
     """The store a child leaves when nothing kills it, and the writes it made."""
     directory = tmp_path_factory.mktemp("baseline")
-    writes = run_child(directory / "tasks.db", directory / "journal", stop_at=0)
-    assert isinstance(writes, int)
+    writes = run_child(directory / "tasks.db", directory / "journal")
     return directory / "tasks.db", writes
 
 
@@ -196,20 +247,37 @@ def check_consistent(state: State, where: str = "") -> None:
 
 
 def kill_points(writes: int) -> list[int]:
-    """The writes to kill at: every registration and recovery write, then every third."""
-    return sorted({*range(1, 10), *range(10, writes + 1, 3), writes})
+    """The writes to kill at: every other registration, then every fourth, and the last."""
+    return sorted({1, 3, 5, 7, *range(8, writes + 1, 4), writes})
+
+
+def fresh(directory: Path) -> Callable[[int], tuple[Path, Path]]:
+    """A new store and journal for the child killed at each write, in ``directory``."""
+
+    def prepare(stop: int) -> tuple[Path, Path]:
+        (directory / f"kill-{stop}").mkdir()
+        return directory / f"kill-{stop}" / "tasks.db", directory / f"kill-{stop}" / "journal"
+
+    return prepare
+
+
+def copied(origin: Path, directory: Path) -> Callable[[int], tuple[Path, Path]]:
+    """A copy of ``origin`` and a new journal for the child killed at each write."""
+    made = fresh(directory)
+
+    def prepare(stop: int) -> tuple[Path, Path]:
+        path, journal = made(stop)
+        shutil.copy(origin, path)
+        return path, journal
+
+    return prepare
 
 
 def test_killed_between_any_two_writes_a_restart_loses_nothing_and_repeats_only_the_run_in_flight(
     tmp_path: Path, baseline: tuple[State, int]
 ) -> None:
     expected, writes = baseline
-    for stop_at in kill_points(writes):
-        directory = tmp_path / f"kill-{stop_at}"
-        directory.mkdir()
-        path, journal = directory / "tasks.db", directory / "journal"
-        killed = run_child(path, journal, stop_at=stop_at)
-        assert isinstance(killed, Killed)
+    for stop_at, path, journal, killed in killed_at(kill_points(writes), fresh(tmp_path)):
         where = f"killed at write {stop_at} of {writes} (clock at +{killed.now - T0:g} s)"
 
         assert integrity(path) == ["ok"], where
@@ -263,13 +331,9 @@ def test_killed_while_it_settles_the_slots_a_downtime_missed_a_restart_records_e
     check_consistent(expected)
     decided = Counter(r.outcome.value for r in expected.records if not r.outcome.ran)
     assert decided["coalesced"] > 10 and decided["missed"] > 10  # what a kill can cut into
-    for stop_at in range(1, 48, 2):
-        directory = tmp_path / f"kill-{stop_at}"
-        directory.mkdir()
-        path, journal = directory / "tasks.db", directory / "journal"
-        shutil.copy(origin, path)
-        killed = run_child(path, journal, stop_at=stop_at, start=BACK, until=BACK + 300)
-        assert isinstance(killed, Killed)
+    stops = list(range(1, 44, 3))  # the decisions' writes, then the first runs'
+    prepare = copied(origin, tmp_path)
+    for stop_at, path, journal, killed in killed_at(stops, prepare, start=BACK, until=BACK + 300):
         where = f"killed at write {stop_at} after the downtime (clock at +{killed.now - BACK:g} s)"
         assert integrity(path) == ["ok"], where
         check_consistent(read(path), where)
