@@ -292,7 +292,7 @@ def test_killed_between_any_two_writes_a_restart_loses_nothing_and_repeats_only_
         assert integrity(path) == ["ok"], where
         assert after.ids == list(NAMES), where  # none lost, none added twice
         check_consistent(after, where)
-        assert after.keys == expected.keys or sorted(after.keys) == sorted(expected.keys), where
+        assert sorted(after.keys) == sorted(expected.keys), where  # every slot once, as ever
         assert after.dead_letter == expected.dead_letter, where
         for task_id, final in after.snapshots.items():
             reference = expected.snapshots[task_id]

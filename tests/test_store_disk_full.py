@@ -131,3 +131,21 @@ def test_whichever_write_finds_the_disk_full_the_file_ends_as_the_registry_says(
         assert on_file == registry, f"the write {n} of {writes} failed"
         if n == writes:  # every write of the scenario has failed once
             break
+
+
+def test_a_one_off_that_finished_and_retired_during_the_outage_is_stored_as_it_finished(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "tasks.db"
+    store = FullDisk(path, failing=range(3, 5))  # the one-off's begin and finish
+    scheduler = Scheduler(clock=FakeClock(T0), store=store, retain_finished=0)
+    scheduler.schedule("once", jobs.note, OneTime(delay=10), args=("once",), id="once")
+    scheduler.schedule("rate", jobs.note, FixedRate(60, start_delay=60), args=("rate",),
+                       id="rate")  # fmt: skip
+    with store, Stepper(scheduler, timeout=10) as steps:
+        steps.advance(10)
+        assert [t.id for t in scheduler.tasks()] == ["rate"]  # once retired at once
+        steps.advance(50)  # rate's run writes: the outage ends
+        stored = store.get("once")
+    assert stored is not None and stored.status is TaskStatus.SUCCEEDED
+    assert (stored.run_count, stored.running) == (1, False)

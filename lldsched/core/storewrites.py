@@ -37,13 +37,14 @@ its end.  So an outage is said once, here:
 * the first call that succeeds again, *of a kind that failed during the outage*
   (a ``save``, a ``claim``, a read of the change feed, ...: :meth:`StoreWrites.succeeded`),
   ends it with one warning-level line: the store recovered, how many calls failed in
-  between and how many task writes were not stored (those tasks' rows stay stale until
-  their next transition writes them).  A success of a kind that never failed ends
+  between and how many task writes were not stored (and that the rows they left stale
+  were written again, below).  A success of a kind that never failed ends
   nothing: a full disk still lets a shared store read its change feed, and a
   persistent failure of one kind must not be said again at every wake because
   another kind succeeds between two of its failures.
 
-When an outage ends, the rows it left stale are written again (:meth:`StoreWrites.succeeded`):
+Once a task write succeeds during an outage (the store takes writes again), the rows
+the outage left stale are written again (:meth:`StoreWrites.succeeded`, ``_rewrite``):
 each task whose save or delete failed during it, and that no later write of its own
 set right, is saved as the registry has it now (a task that retired meanwhile, as the
 last snapshot that failed; one removed, deleted).  Without that, a task that finished
