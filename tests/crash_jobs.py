@@ -101,7 +101,9 @@ def register(scheduler: Scheduler, *, report: bool = False) -> None:
 class CountingStore(SqliteTaskStore):
     """A :class:`SqliteTaskStore` that says each write it made on stdout (``wrote N NOW``)
     and, at write number ``stop_at``, blocks for good once it has said so: the harness
-    kills the process there, between two writes it knows."""
+    kills the process there, between two writes it knows.  A negative ``stop_at`` never
+    blocks: the harness kills the process wherever it is when the word reaches it (a
+    write or a run half done)."""
 
     def __init__(self, path: str, *, stop_at: int) -> None:
         super().__init__(path)

@@ -77,7 +77,8 @@ class State:
 
 @dataclass
 class Child:
-    """A child started on ``path``, to be killed at write ``stop_at`` (0: never)."""
+    """A child started on ``path``, to be killed at write ``stop_at`` (0: never; below 0:
+    as soon as it says write ``-stop_at``, wherever it is by then)."""
 
     path: Path
     journal: Path
@@ -112,7 +113,7 @@ def end_child(child: Child) -> Killed | int:
                 assert child.stop_at == 0, f"it ended before its write {child.stop_at}"
                 assert process.wait(30) == 0
                 return int(rest[0])
-            elif word == "wrote" and int(rest[0]) == child.stop_at:
+            elif word == "wrote" and int(rest[0]) == abs(child.stop_at):
                 return Killed(registered, float(rest[1]))
     finally:
         if process.poll() is None:
@@ -247,8 +248,11 @@ def check_consistent(state: State, where: str = "") -> None:
 
 
 def kill_points(writes: int) -> list[int]:
-    """The writes to kill at: every other registration, then every fourth, and the last."""
-    return sorted({1, 3, 5, 7, *range(8, writes + 1, 4), writes})
+    """The writes to kill at: every other registration, then every fourth, and the last;
+    from the eighth on, every other one on the fly (negative: the child does not wait
+    there, and is killed wherever the kill finds it)."""
+    later = range(8, writes + 1, 4)
+    return [1, 3, 5, 7, *(n if i % 2 else -n for i, n in enumerate(later)), writes]
 
 
 def fresh(directory: Path) -> Callable[[int], tuple[Path, Path]]:
@@ -278,7 +282,8 @@ def test_killed_between_any_two_writes_a_restart_loses_nothing_and_repeats_only_
 ) -> None:
     expected, writes = baseline
     for stop_at, path, journal, killed in killed_at(kill_points(writes), fresh(tmp_path)):
-        where = f"killed at write {stop_at} of {writes} (clock at +{killed.now - T0:g} s)"
+        when = "at" if stop_at > 0 else "on the fly after"
+        where = f"killed {when} write {abs(stop_at)} of {writes} (clock +{killed.now - T0:g} s)"
 
         assert integrity(path) == ["ok"], where
         before = read(path)  # opens: the dead process's claim is gone
