@@ -4,9 +4,11 @@ The child (``tests/crash_child.py``) runs the jobs of ``tests/crash_jobs.py`` (o
 that succeed, fail once, or fail for good into the dead letter; a fixed rate, a
 failing-then-retried fixed delay, a cron, a fixed rate that overruns its timeout) on a
 fake clock, and says each store write on its pipe; at write N it stops there and is
-killed.  This process then opens the same file, checks what the crash left, registers
-the jobs again as a service does, steps the clock to the same horizon and checks the
-guarantees README.md ("Durability") and docs/DECISIONS.md ("Persistence") give:
+killed (or, for every other N, it goes on and is killed wherever the kill finds it: in
+a write, in a run).  This process then opens the same file, checks what the crash
+left, registers the jobs again as a service does, steps the clock to the same horizon
+and checks the guarantees README.md ("Durability") and docs/DECISIONS.md
+("Persistence") give:
 
 * the file is whole (``integrity_check``) and not held by the dead process's claim;
 * no registered task is lost, none is duplicated;
@@ -15,6 +17,11 @@ guarantees README.md ("Durability") and docs/DECISIONS.md ("Persistence") give:
   and it is the only thing that runs twice;
 * the records and counters end as a run without a crash leaves them: every slot
   recorded once, the attempts and retries the same, the dead letter the same.
+
+A second child restarts a finished store after a downtime and is killed among the
+misfire decisions it writes: the next start decides no slot twice.  No run in the mix
+overruns into its next slot: the records of skipped slots are the one thing a kill can
+still lose (docs/DECISIONS.md, "What a kill can still lose").
 """
 
 from __future__ import annotations
@@ -54,8 +61,8 @@ RecordKey = tuple[str, float, int, str]  # task id, slot, attempt, outcome
 
 @dataclass
 class Killed:
-    """What a child said before it was killed at a write: the ids it registered and the
-    clock's time at that write."""
+    """What a child said before it was killed: the ids it registered and the clock's time
+    at the write it was killed at (or after)."""
 
     registered: list[str]
     now: float
