@@ -149,3 +149,21 @@ def test_a_one_off_that_finished_and_retired_during_the_outage_is_stored_as_it_f
         stored = store.get("once")
     assert stored is not None and stored.status is TaskStatus.SUCCEEDED
     assert (stored.run_count, stored.running) == (1, False)
+
+
+def test_a_registration_that_finds_the_disk_full_raises_and_registers_nothing(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "tasks.db"
+    store = FullDisk(path, failing={2})
+    scheduler = Scheduler(clock=FakeClock(T0), store=store)  # not started: no run writes
+    with store:
+        first = scheduler.schedule("rate", jobs.noop, FixedRate(60), id="rate")
+        with pytest.raises(sqlite3.OperationalError, match=FULL):
+            scheduler.schedule("once", jobs.noop, OneTime(delay=10), id="once")
+        assert [task.id for task in scheduler.tasks()] == [first.id]  # nothing else
+        again = scheduler.schedule("once", jobs.noop, OneTime(delay=10), id="once")
+        assert again.status is TaskStatus.SCHEDULED  # room again: it registers
+        assert scheduler.shutdown()
+    with SqliteTaskStore(path) as reopened:
+        assert [snapshot.task.id for snapshot in reopened.load_all()] == ["rate", "once"]
