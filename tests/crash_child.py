@@ -19,12 +19,15 @@ from tests import crash_jobs
 def main(path: str, journal: str, stop_at: int, start: float, until: float) -> None:
     crash_jobs.JOURNAL[0] = journal
     clock = crash_jobs.CLOCK[0] = FakeClock(start)
-    store = crash_jobs.CountingStore(path, stop_at=stop_at)
+    store = crash_jobs.open_counting(path, stop_at=stop_at)
     scheduler = Scheduler(clock=clock, store=store, workers=2)
     crash_jobs.register(scheduler, report=True)  # before it starts: the writes in one order
-    with store, Stepper(scheduler, timeout=20) as steps:
-        steps.advance_to(until)
-    print(f"done {store.writes}", flush=True)
+    try:
+        with Stepper(scheduler, timeout=20) as steps:
+            steps.advance_to(until)
+    finally:
+        store.close()
+    print(f"done {store.count[0]}", flush=True)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from typing import Any
+from typing import Any, Protocol
 
 from lldsched import (
     FakeClock,
@@ -27,7 +27,7 @@ from lldsched import (
     SqliteTaskStore,
 )
 from lldsched.model import ExecutionRecord
-from lldsched.persistence import TaskSnapshot
+from lldsched.persistence import TaskSnapshot, TaskStore
 
 JOURNAL: list[str] = [""]
 """The journal file's path (one element, set by the process that runs the jobs)."""
@@ -98,29 +98,49 @@ def register(scheduler: Scheduler, *, report: bool = False) -> None:
             sys.stdout.flush()
 
 
-class CountingStore(SqliteTaskStore):
-    """A :class:`SqliteTaskStore` that says each write it made on stdout (``wrote N NOW``)
-    and, at write number ``stop_at``, blocks for good once it has said so: the harness
+def said(count: list[int], stop_at: int) -> None:
+    """Say the write a store just made on stdout (``wrote N NOW``, N counted in
+    ``count``); at write number ``stop_at``, block for good once it is said: the harness
     kills the process there, between two writes it knows.  A negative ``stop_at`` never
     blocks: the harness kills the process wherever it is when the word reaches it (a
-    write or a run half done)."""
+    write or a run half done).  Called under the scheduler's lock: writes are serial."""
+    count[0] += 1
+    sys.stdout.write(f"wrote {count[0]} {CLOCK[0].now()!r}\n")
+    sys.stdout.flush()
+    if count[0] == stop_at:
+        threading.Event().wait()  # until SIGKILL
+
+
+class CountingStore(SqliteTaskStore):
+    """A :class:`SqliteTaskStore` that says each write it makes (:func:`said`)."""
 
     def __init__(self, path: str, *, stop_at: int) -> None:
         super().__init__(path)
         self.stop_at = stop_at
-        self.writes = 0
+        self.count = [0]
 
     def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
         super().save(snapshot, record)
-        self._said()
+        said(self.count, self.stop_at)
 
     def delete(self, task_id: str) -> None:
         super().delete(task_id)
-        self._said()
+        said(self.count, self.stop_at)
 
-    def _said(self) -> None:
-        self.writes += 1  # under the scheduler's lock: writes are serialised
-        sys.stdout.write(f"wrote {self.writes} {CLOCK[0].now()!r}\n")
-        sys.stdout.flush()
-        if self.writes == self.stop_at:
-            threading.Event().wait()  # until SIGKILL
+
+class Counting(TaskStore, Protocol):
+    """A store that says its writes: how many so far (``count[0]``), and ``close``."""
+
+    count: list[int]
+
+    def close(self) -> None: ...
+
+
+def open_counting(where: str, *, stop_at: int) -> Counting:
+    """The counting store on ``where``: a PostgreSQL dsn (``tests/crash_postgres.py``,
+    psycopg imported only then), or an SQLite file's path."""
+    if where.startswith("postgresql://"):
+        from tests.crash_postgres import CountingPostgresStore
+
+        return CountingPostgresStore(where, stop_at=stop_at)
+    return CountingStore(where, stop_at=stop_at)

@@ -34,19 +34,27 @@ import sqlite3
 import subprocess
 import sys
 from collections import Counter, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
+from contextlib import closing
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import TypeVar, cast
 
+import psycopg
 import pytest
 
 from lldsched import FakeClock, Scheduler, SqliteTaskStore, TaskStatus
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import TaskSnapshot
+from lldsched.stores.postgres import PostgresTaskStore
 from lldsched.testing import Stepper
 from tests import crash_jobs
 from tests.conftest import T0
+from tests.crash_postgres import LEASE
+from tests.pg_server import PostgresServer
 from tests.processes import lines_of
+from tests.waits import wait_until
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL (POSIX)")
 
@@ -56,6 +64,7 @@ ONE_OFFS = ("once", "once-flaky", "once-dead")
 UNTIL = T0 + crash_jobs.HORIZON
 
 AHEAD = 3  # children started ahead of the one being checked
+Where = TypeVar("Where", Path, str)  # an SQLite file, or a PostgreSQL dsn
 RecordKey = tuple[str, float, int, str]  # task id, slot, attempt, outcome
 
 
@@ -87,7 +96,7 @@ class Child:
     """A child started on ``path``, to be killed at write ``stop_at`` (0: never; below 0:
     as soon as it says write ``-stop_at``, wherever it is by then)."""
 
-    path: Path
+    path: Path | str
     journal: Path
     stop_at: int
     process: subprocess.Popen[str]
@@ -95,9 +104,10 @@ class Child:
 
 
 def start_child(
-    path: Path, journal: Path, *, stop_at: int, start: float = T0, until: float = UNTIL
+    path: Path | str, journal: Path, *, stop_at: int, start: float = T0, until: float = UNTIL
 ) -> Child:
-    """Start the child on ``path``, its clock going from ``start`` to ``until``."""
+    """Start the child on ``path`` (an SQLite file, or a PostgreSQL dsn), its clock going
+    from ``start`` to ``until``."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", "tests.crash_child", str(path), str(journal),
                str(stop_at), repr(start), repr(until)]  # fmt: skip
@@ -130,27 +140,36 @@ def end_child(child: Child) -> Killed | int:
 
 def killed_at(
     stops: list[int],
-    prepare: Callable[[int], tuple[Path, Path]],
+    prepare: Callable[[int], tuple[Where, Path]],
     *,
     start: float = T0,
     until: float = UNTIL,
-) -> Iterator[tuple[int, Path, Path, Killed]]:
+) -> Generator[tuple[int, Where, Path, Killed], None, None]:
     """Each of ``stops`` in turn: a child on the files ``prepare(stop)`` gives, killed at
     that write; the next children start while one is checked (a few at a time)."""
     children: deque[Child] = deque()
     waiting = iter(stops)
-    for stop in waiting:
-        children.append(start_child(*prepare(stop), stop_at=stop, start=start, until=until))
-        if len(children) == AHEAD:
-            break
-    while children:
-        child = children.popleft()
-        killed = end_child(child)
-        assert isinstance(killed, Killed)
-        for stop in waiting:  # one more in its place
+
+    def where_of(child: Child) -> Where:
+        return cast(Where, child.path)  # what prepare gave
+
+    try:
+        for stop in waiting:
             children.append(start_child(*prepare(stop), stop_at=stop, start=start, until=until))
-            break
-        yield child.stop_at, child.path, child.journal, killed
+            if len(children) == AHEAD:
+                break
+        while children:
+            child = children.popleft()
+            killed = end_child(child)
+            assert isinstance(killed, Killed)
+            for stop in waiting:  # one more in its place
+                children.append(start_child(*prepare(stop), stop_at=stop, start=start, until=until))
+                break
+            yield child.stop_at, where_of(child), child.journal, killed
+    finally:  # a check failed: the children started ahead die with it
+        for child in children:
+            child.process.kill()
+            child.process.wait(30)
 
 
 def run_child(path: Path, journal: Path) -> int:
@@ -160,9 +179,17 @@ def run_child(path: Path, journal: Path) -> int:
     return writes
 
 
-def read(path: Path) -> State:
-    """Open ``path`` as a scheduler's store would (its claim included) and read it all."""
-    with SqliteTaskStore(path) as store:  # refused if the file is held or corrupt
+def open_store(where: Path | str) -> SqliteTaskStore | PostgresTaskStore:
+    """The store at ``where`` as a scheduler opens it: an SQLite file (refused if it is
+    held or corrupt), or a PostgreSQL dsn (the harness's lease)."""
+    if isinstance(where, str):
+        return PostgresTaskStore(where, lease=LEASE, poll=0.05)
+    return SqliteTaskStore(where)
+
+
+def read(where: Path | str) -> State:
+    """Open ``where`` as a scheduler would (an SQLite file's claim included) and read it."""
+    with open_store(where) as store:
         snapshots = store.load_all()
         return State(
             snapshots={s.task.id: s for s in snapshots},
@@ -180,12 +207,12 @@ def integrity(path: Path) -> list[str]:
         connection.close()
 
 
-def restart(path: Path, journal: Path, *, at: float, until: float = UNTIL) -> None:
+def restart(where: Path | str, journal: Path, *, at: float, until: float = UNTIL) -> None:
     """What the service does at its next start: open the store, register its jobs again,
     run to ``until``; the clock starts at ``at``."""
     crash_jobs.JOURNAL[0] = str(journal)
     clock = crash_jobs.CLOCK[0] = FakeClock(at)
-    store = SqliteTaskStore(path)
+    store = open_store(where)
     scheduler = Scheduler(clock=clock, store=store, workers=2)
     crash_jobs.register(scheduler)
     with store, Stepper(scheduler, timeout=20) as steps:
@@ -288,41 +315,42 @@ def test_killed_between_any_two_writes_a_restart_loses_nothing_and_repeats_only_
     tmp_path: Path, baseline: tuple[State, int]
 ) -> None:
     expected, writes = baseline
-    for stop_at, path, journal, killed in killed_at(kill_points(writes), fresh(tmp_path)):
-        when = "at" if stop_at > 0 else "on the fly after"
-        where = f"killed {when} write {abs(stop_at)} of {writes} (clock +{killed.now - T0:g} s)"
+    with closing(killed_at(kill_points(writes), fresh(tmp_path))) as kills:
+        for stop_at, path, journal, killed in kills:
+            when = "at" if stop_at > 0 else "on the fly after"
+            where = f"killed {when} write {abs(stop_at)} of {writes} (clock +{killed.now - T0:g} s)"
 
-        assert integrity(path) == ["ok"], where
-        before = read(path)  # opens: the dead process's claim is gone
-        assert set(killed.registered) <= set(before.ids) <= set(NAMES), where
-        check_consistent(before, where)
-        in_flight = {i: s.attempt for i, s in before.snapshots.items() if s.running}
-        child_runs = journal_of(journal)
+            assert integrity(path) == ["ok"], where
+            before = read(path)  # opens: the dead process's claim is gone
+            assert set(killed.registered) <= set(before.ids) <= set(NAMES), where
+            check_consistent(before, where)
+            in_flight = {i: s.attempt for i, s in before.snapshots.items() if s.running}
+            child_runs = journal_of(journal)
 
-        restart(path, journal, at=killed.now)
-        after = read(path)
-        assert integrity(path) == ["ok"], where
-        assert after.ids == list(NAMES), where  # none lost, none added twice
-        check_consistent(after, where)
-        assert sorted(after.keys) == sorted(expected.keys), where  # every slot once, as ever
-        assert after.dead_letter == expected.dead_letter, where
-        for task_id, final in after.snapshots.items():
-            reference = expected.snapshots[task_id]
-            assert (final.status, final.attempt, final.next_run_at) == (
-                reference.status, reference.attempt, reference.next_run_at,
-            ), f"{where}: {task_id}"  # fmt: skip
+            restart(path, journal, at=killed.now)
+            after = read(path)
+            assert integrity(path) == ["ok"], where
+            assert after.ids == list(NAMES), where  # none lost, none added twice
+            check_consistent(after, where)
+            assert sorted(after.keys) == sorted(expected.keys), where  # every slot once, as ever
+            assert after.dead_letter == expected.dead_letter, where
+            for task_id, final in after.snapshots.items():
+                reference = expected.snapshots[task_id]
+                assert (final.status, final.attempt, final.next_run_at) == (
+                    reference.status, reference.attempt, reference.next_run_at,
+                ), f"{where}: {task_id}"  # fmt: skip
 
-        # What ran twice: only what was in flight at the kill (the same attempt again)
-        runs = journal_of(journal)
-        parent = [(t, due, a) for t, due, a, pid in runs if pid == os.getpid()]
-        twice = Counter(parent) & Counter((t, due, a) for t, due, a, _ in child_runs)
-        assert {(t, a) for t, _, a in twice} <= set(in_flight.items()), where
-        for task_id in ONE_OFFS:  # a one-off the store had as succeeded never runs again
-            snapshot = before.snapshots.get(task_id)
-            if snapshot is not None and snapshot.status is TaskStatus.SUCCEEDED:
-                assert task_id not in {t for t, _, _ in parent}, where
-        for task_id, attempt in in_flight.items():  # it runs again, as the same attempt
-            assert (task_id, attempt) in {(t, a) for t, _, a in parent}, f"{where}: {task_id}"
+            # What ran twice: only what was in flight at the kill (the same attempt again)
+            runs = journal_of(journal)
+            parent = [(t, due, a) for t, due, a, pid in runs if pid == os.getpid()]
+            twice = Counter(parent) & Counter((t, due, a) for t, due, a, _ in child_runs)
+            assert {(t, a) for t, _, a in twice} <= set(in_flight.items()), where
+            for task_id in ONE_OFFS:  # a one-off the store had as succeeded never runs again
+                snapshot = before.snapshots.get(task_id)
+                if snapshot is not None and snapshot.status is TaskStatus.SUCCEEDED:
+                    assert task_id not in {t for t, _, _ in parent}, where
+            for task_id, attempt in in_flight.items():  # it runs again, as the same attempt
+                assert (task_id, attempt) in {(t, a) for t, _, a in parent}, f"{where}: {task_id}"
 
 
 DOWN = 20 * 60.0  # the service is down 20 minutes after the horizon
@@ -345,11 +373,66 @@ def test_killed_while_it_settles_the_slots_a_downtime_missed_a_restart_records_e
     assert decided["coalesced"] > 10 and decided["missed"] > 10  # what a kill can cut into
     stops = list(range(1, 44, 3))  # the decisions' writes, then the first runs'
     prepare = copied(origin, tmp_path)
-    for stop_at, path, journal, killed in killed_at(stops, prepare, start=BACK, until=BACK + 300):
-        where = f"killed at write {stop_at} after the downtime (clock at +{killed.now - BACK:g} s)"
-        assert integrity(path) == ["ok"], where
-        check_consistent(read(path), where)
-        restart(path, journal, at=killed.now, until=BACK + 300)
-        after = read(path)
-        check_consistent(after, where)
-        assert sorted(after.keys) == sorted(expected.keys), where
+    with closing(killed_at(stops, prepare, start=BACK, until=BACK + 300)) as kills:
+        for stop_at, path, journal, killed in kills:
+            where = (
+                f"killed at write {stop_at} after the downtime (clock at +{killed.now - BACK:g} s)"
+            )
+            assert integrity(path) == ["ok"], where
+            check_consistent(read(path), where)
+            restart(path, journal, at=killed.now, until=BACK + 300)
+            after = read(path)
+            check_consistent(after, where)
+            assert sorted(after.keys) == sorted(expected.keys), where
+
+
+# -- PostgreSQL: the same service on a PostgresTaskStore ------------------------------------
+
+
+def leases_expired(dsn: str) -> bool:
+    """True once no lease in ``dsn``'s schema is live by the database's clock."""
+    with psycopg.connect(dsn) as connection:
+        row = connection.execute(
+            "SELECT count(*) FROM leases WHERE expires_at > extract(epoch FROM clock_timestamp())"
+        ).fetchone()
+    return row is not None and row[0] == 0
+
+
+def test_killed_on_postgresql_a_restart_takes_over_what_was_in_flight_and_repeats_nothing_else(
+    tmp_path: Path, postgres_server: PostgresServer, baseline: tuple[State, int]
+) -> None:
+    """A PostgreSQL store is always shared: a run in flight at the kill holds a lease
+    (the begin writes nothing) and a run's settle is committed by the store's writer
+    thread after ``save`` returned, so what runs again is every run whose lease the dead
+    process held; it is taken over once the lease expires (docs/CLUSTER.md)."""
+    expected, writes = baseline
+    stops = [3, 7, -12, 20, -28, 36, -44, writes]
+    dsns = {stop: postgres_server.create_schema() for stop in stops}
+
+    def prepare(stop: int) -> tuple[str, Path]:
+        return dsns[stop], tmp_path / f"journal-{stop}"
+
+    with closing(killed_at(stops, prepare)) as kills:
+        for stop_at, dsn, journal, killed in kills:
+            where = f"killed at write {stop_at} on PostgreSQL (clock +{killed.now - T0:g} s)"
+            with open_store(dsn) as store:
+                leased = {lease.task_id for lease in store.leases()}
+            wait_until(partial(leases_expired, dsn), timeout=10, what=f"the leases ({where})")
+            before = read(dsn)
+            assert set(killed.registered) <= set(before.ids) <= set(NAMES), where
+            child_runs = journal_of(journal)
+
+            restart(dsn, journal, at=killed.now)
+            after = read(dsn)
+            assert after.ids == list(NAMES), where
+            check_consistent(after, where)
+            assert sorted(after.keys) == sorted(expected.keys), where
+            assert after.dead_letter == expected.dead_letter, where
+            runs = journal_of(journal)
+            parent = [(t, due, a) for t, due, a, pid in runs if pid == os.getpid()]
+            twice = Counter(parent) & Counter((t, due, a) for t, due, a, _ in child_runs)
+            assert {t for t, _, _ in twice} <= leased, where
+            for task_id in ONE_OFFS:
+                snapshot = before.snapshots.get(task_id)
+                if snapshot is not None and snapshot.status is TaskStatus.SUCCEEDED:
+                    assert task_id not in {t for t, _, _ in parent}, where
