@@ -167,3 +167,39 @@ def test_a_registration_that_finds_the_disk_full_raises_and_registers_nothing(
         assert scheduler.shutdown()
     with SqliteTaskStore(path) as reopened:
         assert [snapshot.task.id for snapshot in reopened.load_all()] == ["rate", "once"]
+
+
+class Interrupted(FullDisk):
+    """A FullDisk whose writes numbered in ``interrupting`` raise ``KeyboardInterrupt``."""
+
+    def __init__(self, path: Path, *, failing: set[int], interrupting: set[int]) -> None:
+        super().__init__(path, failing=failing)
+        self.interrupting = interrupting
+
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        if self.writes + 1 in self.interrupting:
+            self.writes += 1
+            raise KeyboardInterrupt
+        super().save(snapshot, record)
+
+
+def test_a_stale_row_that_fails_again_keeps_the_outage_and_is_written_at_the_next_write(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Writes: 1, 2 the registrations; 3 once's begin; 4 its finish (the disk is full);
+    # 5 rate's begin succeeds, 6 the rewrite of once's row is interrupted (on a worker:
+    # logged, the worker goes on); 7 rate's finish succeeds, 8 the rewrite succeeds.
+    store = Interrupted(tmp_path / "tasks.db", failing={4}, interrupting={6})
+    scheduler = Scheduler(clock=FakeClock(T0), store=store)
+    scheduler.schedule("once", jobs.noop, OneTime(delay=10), id="once")
+    scheduler.schedule("rate", jobs.noop, FixedRate(60, start_delay=60), id="rate")
+    with caplog.at_level(logging.DEBUG, logger="lldsched"), store:
+        with Stepper(scheduler, timeout=10) as steps:
+            steps.advance(10)
+            steps.advance(50)
+            assert store.writes == 8 and scheduler.task("rate").run_count == 1
+            stored = store.get("once")
+        assert stored is not None and stored.status is TaskStatus.SUCCEEDED
+        (warning,) = [r for r in caplog.records if "recovered" in r.getMessage()]
+        assert "the 1 rows they left stale were written again" in warning.getMessage()
+        assert any("KeyboardInterrupt" in r.getMessage() for r in caplog.records)

@@ -52,7 +52,8 @@ during the outage (a one-off succeeded, a task dead-lettered) has no next transi
 to write it, and its row said ``scheduled`` for good: the next start ran it again
 (and a removed task came back).  The records those writes carried are not written
 again (one write per task, its state as it is now; the lost records are counted in
-the warning).  A shared store is left alone: there the row belongs to whoever holds
+the warning).  A stale row whose rewrite fails again keeps the outage going: the next
+task write that succeeds tries it again.  A shared store is left alone: there the row belongs to whoever holds
 its lease, and a run whose settle failed is taken over once its lease expires.
 
 Considered and rejected: a periodic summary while the outage lasts (it needs a clock
@@ -161,20 +162,21 @@ class StoreWrites:
         """A call of ``kind`` succeeded.  A task write (``task_id`` given): its row is no
         longer stale, and the store takes writes again, so the rows the outage left
         stale are written again (:meth:`_rewrite`).  If a call of ``kind`` (or of a kind
-        the rewrite wrote) failed meanwhile, the outage ends, said in one warning-level
-        line.  Callers test :attr:`outage` first (None: nothing to do, one attribute
-        test a write)."""
+        the rewrite wrote) failed meanwhile and no stale row is left, the outage ends,
+        said in one warning-level line.  Callers test :attr:`outage` first (None:
+        nothing to do, one attribute test a write)."""
         outage = self.outage
         if outage is None:
             return
         written = {kind}
         rewritten = 0
+        current = self.current
         if task_id is not None:
             outage.stale.pop(task_id, None)
-            if outage.stale and self.current is not None:
-                rewritten = self._rewrite(outage, self.current, written)
-        if outage.kinds.isdisjoint(written):
-            return
+            if outage.stale and current is not None:
+                rewritten = self._rewrite(outage, current, written)
+        if outage.kinds.isdisjoint(written) or (outage.stale and current is not None):
+            return  # not over while a stale row failed again: the next write tries it
         self.outage = None
         log.warning(
             "store %r recovered (a %s succeeded): %d calls failed during the outage, %d "
@@ -210,10 +212,12 @@ class StoreWrites:
                     store.delete(task_id)
                 else:
                     store.save(snapshot)
-            except Exception as exc:  # still failing: said as any failure in an outage
+            except BaseException as exc:  # still failing: said as any failure in an outage
                 if self.found_closed(exc, f"{verb} of {task_id}"):
                     return done
                 self._count(exc, kind=verb, doing=f"{verb} of {task_id}", writes=0)
+                if not isinstance(exc, Exception) and _on_main_thread():
+                    raise  # a Ctrl-C or an exit reaches the user, as in store_failed
             else:
                 del stale[task_id]
                 written.add(verb)
@@ -281,8 +285,14 @@ def store_failed(
     """
     assert writes is not None  # a core makes one with its store
     writes.failed(error, verb, task_id, snapshot)
-    if not isinstance(error, Exception) and threading.current_thread() is threading.main_thread():
+    if not isinstance(error, Exception) and _on_main_thread():
         raise error
+
+
+def _on_main_thread() -> bool:
+    """True on the main thread, where a ``BaseException`` a store raised (a Ctrl-C, an
+    exit) is raised again once logged; any other thread logs it and goes on."""
+    return threading.current_thread() is threading.main_thread()
 
 
 def store_written(writes: StoreWrites | None, verb: str, task_id: str) -> None:
