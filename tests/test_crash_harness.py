@@ -19,7 +19,9 @@ and checks the guarantees README.md ("Durability") and docs/DECISIONS.md
   recorded once, the attempts and retries the same, the dead letter the same.
 
 A second child restarts a finished store after a downtime and is killed among the
-misfire decisions it writes: the next start decides no slot twice.  No run in the mix
+misfire decisions it writes: the next start decides no slot twice.  A third runs the
+same service on PostgreSQL (always shared: what was in flight is what held a lease,
+taken over once the lease expires).  No run in the mix
 overruns into its next slot: the records of skipped slots are the one thing a kill can
 still lose (docs/DECISIONS.md, "What a kill can still lose").
 """
