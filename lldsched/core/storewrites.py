@@ -53,8 +53,9 @@ to write it, and its row said ``scheduled`` for good: the next start ran it agai
 (and a removed task came back).  The records those writes carried are not written
 again (one write per task, its state as it is now; the lost records are counted in
 the warning).  A stale row whose rewrite fails again keeps the outage going: the next
-task write that succeeds tries it again.  A shared store is left alone: there the row belongs to whoever holds
-its lease, and a run whose settle failed is taken over once its lease expires.
+task write that succeeds tries it again.  A shared store is left alone: there the row
+belongs to whoever holds its lease, and a run whose settle failed is taken over once
+its lease expires.
 
 Considered and rejected: a periodic summary while the outage lasts (it needs a clock
 and a timer in the core; the debug lines and the count at recovery say the same), and
