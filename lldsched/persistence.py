@@ -46,6 +46,7 @@ __all__ = [
     "TaskSnapshot",
     "TaskStore",
     "finished",
+    "is_shared",
 ]
 
 
@@ -110,6 +111,13 @@ def finished(snapshot: TaskSnapshot) -> bool:
     saved: about 430 bytes a task, 430 MB after a million one-off runs): SQLite, shared
     or not, and PostgreSQL (docs/DECISIONS.md)."""
     return snapshot.status in FINISHED_STATUSES and not snapshot.running
+
+
+def is_shared(store: object) -> bool:
+    """True for a store several schedulers share (``shared`` is True: a SQLite store
+    opened ``shared=True``, a PostgreSQL store), whose rows belong to whoever holds
+    their leases; then it must be a :class:`CoordinatedStore`."""
+    return getattr(store, "shared", False) is True
 
 
 @runtime_checkable

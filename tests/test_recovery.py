@@ -32,7 +32,7 @@ from lldsched import (
     TaskStatus,
     checks,
 )
-from lldsched.model import ExecutionRecord
+from lldsched.model import ExecutionRecord, Outcome
 from tests import jobs
 from tests.conftest import T0, SchedulerFactory, settle
 
@@ -185,6 +185,41 @@ def test_a_retry_in_flight_at_the_crash_keeps_its_attempt_count_and_slot() -> No
         settle(scheduler)
         assert [(due - T0, attempt) for _, due, attempt in jobs.CALLS] == [(2.0, 2)]
         assert restored.history[-1].slot == T0 and restored.next_run_at == T0 + HOUR
+    finally:
+        assert scheduler.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("schedule", "policy", "decided", "status"),
+    [
+        (FixedRate(HOUR, start_delay=HOUR), Misfire.RUN_ONCE,
+         [("coalesced", 1.0), ("coalesced", 2.0), ("ok", 3.0)], TaskStatus.SCHEDULED),
+        (FixedRate(HOUR, start_delay=HOUR), Misfire.SKIP,
+         [("missed", 1.0), ("missed", 2.0), ("missed", 3.0)], TaskStatus.SCHEDULED),
+        (OneTime(T0 + HOUR), Misfire.SKIP, [("missed", 1.0)], TaskStatus.CANCELLED),
+    ],
+)  # fmt: skip
+def test_a_restart_killed_among_its_misfire_decisions_decides_no_slot_twice(
+    schedule: Schedule, policy: Misfire, decided: list[tuple[str, float]], status: TaskStatus
+) -> None:
+    # Down from 09:00 to 12:30; the first restart wrote its decision for 10:00 (with the
+    # task as it was, due at 10:00) and was killed before its next write.
+    store = InMemoryTaskStore()
+    writer = Scheduler(clock=FakeClock(T0), store=store)
+    task = writer.schedule("hourly", jobs.note, schedule, args=("hourly",),
+                           misfire=MisfirePolicy(policy))  # fmt: skip
+    first = ExecutionRecord.of(
+        task_id=task.id, name="hourly", attempt=0, due=T0 + HOUR, slot=T0 + HOUR, worker=-1,
+        started=T0 + 3.5 * HOUR, finished=T0 + 3.5 * HOUR, ok=False,
+        misfire=Outcome(decided[0][0]),
+    )  # fmt: skip
+    store.save(TaskSnapshot(task.definition, TaskStatus.SCHEDULED, T0 + HOUR, 0, 0, 0, None), first)
+    scheduler = Scheduler(clock=FakeClock(T0 + 3.5 * HOUR), store=store).start()
+    try:
+        settle(scheduler)
+        assert outcomes(scheduler, "hourly") == decided  # the 10:00 decision once
+        assert [(r.outcome, (r.slot - T0) / HOUR) for r in store.records(task.id)] == decided
+        assert scheduler.task(task.id).status is status
     finally:
         assert scheduler.shutdown()
 

@@ -12,11 +12,22 @@ from pathlib import Path
 
 import pytest
 
-from lldsched import ExecutionRecord, OneTime, Scheduler, SqliteTaskStore, StoreError, TaskStatus
+from lldsched import (
+    ExecutionRecord,
+    FakeClock,
+    FixedRate,
+    OneTime,
+    RetryPolicy,
+    Scheduler,
+    SqliteTaskStore,
+    StoreError,
+    TaskStatus,
+)
 from lldsched.errors import LeaseLost, ValidationError
 from lldsched.persistence import CoordinatedStore, Task, TaskSnapshot
 from lldsched.stores import removals as removals_rule
 from lldsched.stores.sqlite import SCHEMA_VERSION
+from lldsched.testing import Stepper
 from tests import jobs
 from tests.waits import wait_until
 
@@ -499,3 +510,27 @@ def test_a_retired_task_registered_again_by_id_on_a_reopened_shared_store_is_rep
         stored = store.get("once")
         assert stored is not None and stored.status is TaskStatus.SUCCEEDED
         assert len(store.records("once")) == 1  # ran once, not again at the second start
+
+
+def test_a_retry_pending_when_a_process_opens_the_store_keeps_the_slot_it_retries(
+    path: str,
+) -> None:
+    # The first process ran the slot at +60 s of a fixed rate, which failed, and stopped
+    # with its retry due at +65 s; the next one runs the retry as that slot's, on its grid.
+    clock = FakeClock(T0)
+    with SqliteTaskStore(path, shared=True) as store:
+        first = Scheduler(clock=clock, store=store)
+        first.schedule("job", jobs.flaky, FixedRate(60, start_delay=60), args=(True,), id="job",
+                       retry=RetryPolicy(max_attempts=2, initial_backoff=5))  # fmt: skip
+        with Stepper(first) as steps:
+            steps.advance(60)
+        assert [(r.slot - T0, r.attempt, r.ok) for r in first.task("job").history] == [
+            (60.0, 1, False)
+        ]
+    with SqliteTaskStore(path, shared=True) as store:
+        second = Scheduler(clock=clock, store=store)
+        with Stepper(second) as steps:
+            steps.advance(5)
+        task = second.task("job")
+        assert [(r.slot - T0, r.attempt) for r in store.records("job")] == [(60.0, 1), (60.0, 2)]
+        assert task.next_run_at == T0 + 120  # the grid, not the retry's due plus a minute

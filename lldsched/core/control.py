@@ -149,5 +149,5 @@ class StatusVerbs(CoreParts):
             except BaseException as exc:  # the registry stays authoritative (core/storewrites.py)
                 store_failed(self._writes, exc, "delete", task_id)
             else:
-                store_written(self._writes, "delete")
+                store_written(self._writes, "delete", task_id)
         return task

@@ -21,7 +21,7 @@ verb applied here would write.  Everything goes through the core's verbs:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from lldsched.core.duequeue import queued_entry
 from lldsched.core.machine import SchedulerCore
@@ -35,10 +35,20 @@ from lldsched.schedules.catchup import slot_first, unwrap
 __all__ = ["claimed_entry", "follow", "load"]
 
 
-def load(core: SchedulerCore, snapshots: Iterable[TaskSnapshot]) -> None:
-    """Register every stored row as it is (a shared store's tasks at construction)."""
+def load(
+    core: SchedulerCore,
+    snapshots: Iterable[TaskSnapshot],
+    slot_of: Callable[[str], float | None],
+) -> None:
+    """Register every stored row as it is (a shared store's tasks at construction).
+
+    ``slot_of(task_id)``: the slot of the task's last run record (None: none), asked for
+    a row with attempts behind it.  The row keeps the retry's due instant, not the slot
+    its attempts belong to, and a retry read as a slot of its own moved a fixed rate's
+    grid by its backoff (the slot after 09:01 retried at 09:01:05 was 09:02:05).
+    """
     for snapshot in snapshots:
-        _register(core, snapshot)
+        _register(core, snapshot, slot_of)
 
 
 def follow(core: SchedulerCore, change: Change) -> ScheduledTask | None:
@@ -97,8 +107,17 @@ def _state(snapshot: TaskSnapshot) -> tuple[TaskStatus, int]:
     return snapshot.status, snapshot.attempt
 
 
-def _register(core: SchedulerCore, snapshot: TaskSnapshot) -> ScheduledTask:
+def _register(
+    core: SchedulerCore,
+    snapshot: TaskSnapshot,
+    slot_of: Callable[[str], float | None] | None = None,
+) -> ScheduledTask:
     status, attempt = _state(snapshot)
+    slot = snapshot.next_run_at or 0.0
+    if attempt and slot_of is not None:  # retrying: the attempts belong to the run's slot
+        ran = slot_of(snapshot.task.id)
+        if ran is not None:
+            slot = ran
     (task,) = core.restore(
         [
             Restored(
@@ -106,7 +125,7 @@ def _register(core: SchedulerCore, snapshot: TaskSnapshot) -> ScheduledTask:
                 status=status,
                 attempt=attempt,
                 next_run_at=snapshot.next_run_at,
-                slot=snapshot.next_run_at or 0.0,
+                slot=slot,
                 run_count=snapshot.run_count,
                 failure_count=snapshot.failure_count,
                 last_error=snapshot.last_error,

@@ -142,7 +142,7 @@ from lldsched.core.task import (
 from lldsched.core.waiting import DependencyWaits
 from lldsched.errors import ScheduleError, ValidationError, error_text
 from lldsched.model import ExecutionRecord, Priority, TaskEvent, TaskStatus
-from lldsched.persistence import TaskSnapshot, TaskStore
+from lldsched.persistence import TaskSnapshot, TaskStore, is_shared
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule, next_run_and_skipped
 from lldsched.schedules.catchup import CatchUp
@@ -216,7 +216,13 @@ class SchedulerCore(
         # Made only with one: a StoreWrites built for every core moved Python's type
         # attribute cache so that a registration without a store cost 1.3 % more
         # (34,259 -> 34,704 instructions, ``benchmarks/threaded_instructions.py register``).
-        self._writes = None if store is None else StoreWrites(store)
+        # A store not shared has the rows an outage left stale written again when it
+        # ends (core/storewrites.py), from the tasks as they are then.
+        self._writes = (
+            None
+            if store is None
+            else StoreWrites(store, current=None if is_shared(store) else self._current)
+        )
         # Where events go; a runtime sets it as listeners come and go (None: nobody
         # listens, and no event object is built).
         self.emit = emit
@@ -688,7 +694,7 @@ class SchedulerCore(
                 except BaseException as exc:  # the registry stays authoritative
                     store_failed(self._writes, exc, "delete", task_id)
                 else:
-                    store_written(self._writes, "delete")
+                    store_written(self._writes, "delete", task_id)
 
     def _enqueue(self, task: ScheduledTask, due: float) -> None:
         """Make ``due`` the task's next run and queue it there."""
@@ -714,6 +720,11 @@ class SchedulerCore(
     def snapshot(self, task: ScheduledTask) -> TaskSnapshot:
         """What a store is given for ``task`` as it is now."""
         return self._snapshot(task)
+
+    def _current(self, task_id: str) -> TaskSnapshot | None:
+        """The snapshot of task ``task_id`` as it is now; None if it is not registered."""
+        task = self.tasks.get(task_id)
+        return None if task is None else self._snapshot(task)
 
     @staticmethod
     def _snapshot(task: ScheduledTask) -> TaskSnapshot:
@@ -749,11 +760,11 @@ class SchedulerCore(
             try:
                 self._store.save(self._snapshot(task), record)
             except BaseException as exc:  # the registry stays authoritative (core/storewrites.py)
-                store_failed(self._writes, exc, "save", task.id)
+                store_failed(self._writes, exc, "save", task.id, self._snapshot(task))
             else:  # store_written, inlined: one attribute test a write while none failed
                 writes = self._writes
                 if writes is not None and writes.outage is not None:
-                    writes.succeeded("save")
+                    writes.succeeded("save", task.id)
         if self.emit is not None:
             self.emit(
                 _new_tuple(  # the speed trick (see _snapshot); fields task_id, name,

@@ -210,10 +210,21 @@ def _apply(
     token: int | None = None,
 ) -> list[ExecutionRecord]:
     """Record the decisions, then queue ``task`` as decided (after its ``owed`` attempt);
-    the records written."""
+    the records written.
+
+    A slot whose decision the task's history already holds is not recorded again: a
+    restart killed among its decisions (each its own write, the task's due instant
+    written after the last) left some of them in the store with the task still due
+    where it was, and the next restart decides the same slots again.
+    """
+    decisions = decided.decisions
+    if decisions:
+        done = {record.slot for record in task.history if not record.outcome.ran}
+        if done:
+            decisions = [decision for decision in decisions if decision[0] not in done]
     records = [
         core.record_misfire(task, slot, outcome, error, token=token)
-        for slot, outcome, error in decided.decisions
+        for slot, outcome, error in decisions
     ]
     own = unwrap(task._schedule)  # a catch-up decided earlier is superseded
     queue = list(decided.runs)

@@ -138,9 +138,9 @@ class Restoration(CoreParts):
             try:
                 self._store.save(self._snapshot(task))
             except BaseException as exc:  # as in _write_and_publish: the registry is the truth
-                store_failed(self._writes, exc, "save", task.id)
+                store_failed(self._writes, exc, "save", task.id, self._snapshot(task))
             else:
-                store_written(self._writes, "save")
+                store_written(self._writes, "save", task.id)
 
     def adopt(
         self,

@@ -37,11 +37,25 @@ its end.  So an outage is said once, here:
 * the first call that succeeds again, *of a kind that failed during the outage*
   (a ``save``, a ``claim``, a read of the change feed, ...: :meth:`StoreWrites.succeeded`),
   ends it with one warning-level line: the store recovered, how many calls failed in
-  between and how many task writes were not stored (those tasks' rows stay stale until
-  their next transition writes them).  A success of a kind that never failed ends
+  between and how many task writes were not stored (and that the rows they left stale
+  were written again, below).  A success of a kind that never failed ends
   nothing: a full disk still lets a shared store read its change feed, and a
   persistent failure of one kind must not be said again at every wake because
   another kind succeeds between two of its failures.
+
+Once a task write succeeds during an outage (the store takes writes again), the rows
+the outage left stale are written again (:meth:`StoreWrites.succeeded`, ``_rewrite``):
+each task whose save or delete failed during it, and that no later write of its own
+set right, is saved as the registry has it now (a task that retired meanwhile, as the
+last snapshot that failed; one removed, deleted).  Without that, a task that finished
+during the outage (a one-off succeeded, a task dead-lettered) has no next transition
+to write it, and its row said ``scheduled`` for good: the next start ran it again
+(and a removed task came back).  The records those writes carried are not written
+again (one write per task, its state as it is now; the lost records are counted in
+the warning).  A stale row whose rewrite fails again keeps the outage going: the next
+task write that succeeds tries it again.  A shared store is left alone: there the row
+belongs to whoever holds its lease, and a run whose settle failed is taken over once
+its lease expires.
 
 Considered and rejected: a periodic summary while the outage lasts (it needs a clock
 and a timer in the core; the debug lines and the count at recovery say the same), and
@@ -53,9 +67,10 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 from lldsched.errors import StoreClosedError
-from lldsched.persistence import TaskStore
+from lldsched.persistence import TaskSnapshot, TaskStore
 
 __all__ = ["ADVICE", "Outage", "StoreWrites", "check_store", "store_failed", "store_written"]
 
@@ -71,24 +86,35 @@ ADVICE = (
 class Outage:
     """A store failing since a call failed, until one of a kind that failed succeeds."""
 
-    __slots__ = ("calls", "kinds", "writes")
+    __slots__ = ("calls", "kinds", "stale", "writes")
 
     def __init__(self, kind: str) -> None:
         self.kinds = {kind}  # what failed: "save", "claim", "read of the change feed", ...
         self.calls = 0  # the calls that failed, the first included
         self.writes = 0  # of them, the task writes (save, delete) not stored
+        # id -> the snapshot whose save failed (None: a delete failed) of each task whose
+        # row is stale, until a write of its own succeeds: written again at the end
+        self.stale: dict[str, TaskSnapshot | None] = {}
 
 
 class StoreWrites:
     """The core's account of the calls its store failed (one per core with a store)."""
 
-    __slots__ = ("closed", "missed", "outage", "store")
+    __slots__ = ("closed", "current", "missed", "outage", "store")
 
-    def __init__(self, store: TaskStore) -> None:
+    def __init__(
+        self,
+        store: TaskStore,
+        *,
+        current: Callable[[str], TaskSnapshot | None] | None = None,
+    ) -> None:
         self.store = store
         self.closed = False  # a call found the store closed (said once, in the log)
         self.missed = 0  # calls a closed store refused: writes, and a shared store's reads
         self.outage: Outage | None = None  # the store is failing: what, how often (None: not)
+        # A registered task's snapshot as it is now (None: not registered): what the rows
+        # an outage left stale are written again from.  None: they are not (shared stores)
+        self.current = current
 
     @property
     def ok(self) -> bool:
@@ -96,12 +122,21 @@ class StoreWrites:
         readiness check asks: ``metrics().store_ok``)."""
         return self.outage is None and not self.closed
 
-    def failed(self, error: BaseException, verb: str, task_id: str) -> None:
-        """A write of ``task_id`` (``verb``: ``"save"`` or ``"delete"``) raised ``error``
-        after the change it describes was made: logged once an outage (called in an
-        ``except`` block)."""
+    def failed(
+        self,
+        error: BaseException,
+        verb: str,
+        task_id: str,
+        snapshot: TaskSnapshot | None = None,
+    ) -> None:
+        """A write of ``task_id`` (``verb``: ``"save"`` of ``snapshot``, or ``"delete"``)
+        raised ``error`` after the change it describes was made: logged once an outage
+        (called in an ``except`` block), and its row remembered as stale."""
         if not self.found_closed(error, f"{verb} of {task_id}"):
             self._count(error, kind=verb, doing=f"{verb} of {task_id}", writes=1)
+            outage = self.outage
+            assert outage is not None  # _count began one if none was going on
+            outage.stale[task_id] = snapshot if verb == "save" else None
 
     def call_failed(self, error: Exception, kind: str, doing: str, *, writes: int = 0) -> None:
         """A shared store's call of ``kind`` (``"claim"``, ``"renewal"``, ``"change
@@ -130,23 +165,71 @@ class StoreWrites:
         outage.calls += 1
         outage.writes += writes
 
-    def succeeded(self, kind: str) -> None:
-        """A call of ``kind`` succeeded: if the store was failing and a call of that kind
-        failed meanwhile, the outage ends, said in one warning-level line.  Callers test
-        :attr:`outage` first (None: nothing to do, one attribute test a write)."""
+    def succeeded(self, kind: str, task_id: str | None = None) -> None:
+        """A call of ``kind`` succeeded.  A task write (``task_id`` given): its row is no
+        longer stale, and the store takes writes again, so the rows the outage left
+        stale are written again (:meth:`_rewrite`).  If a call of ``kind`` (or of a kind
+        the rewrite wrote) failed meanwhile and no stale row is left, the outage ends,
+        said in one warning-level line.  Callers test :attr:`outage` first (None:
+        nothing to do, one attribute test a write)."""
         outage = self.outage
-        if outage is None or kind not in outage.kinds:
+        if outage is None:
             return
+        written = {kind}
+        rewritten = 0
+        current = self.current
+        if task_id is not None:
+            outage.stale.pop(task_id, None)
+            if outage.stale and current is not None:
+                rewritten = self._rewrite(outage, current, written)
+        if outage.kinds.isdisjoint(written) or (outage.stale and current is not None):
+            return  # not over while a stale row failed again: the next write tries it
         self.outage = None
         log.warning(
             "store %r recovered (a %s succeeded): %d calls failed during the outage, %d "
-            "task writes not stored (those tasks' rows are stale until their next "
-            "transition)",
+            "task writes not stored (%s)",
             self.store,
             kind,
             outage.calls,
             outage.writes,
+            f"the {rewritten} rows they left stale were written again; their records are lost"
+            if rewritten
+            else "those tasks' rows are stale until their next transition",
         )
+
+    def _rewrite(
+        self,
+        outage: Outage,
+        current: Callable[[str], TaskSnapshot | None],
+        written: set[str],
+    ) -> int:
+        """Write the rows ``outage`` left stale as the registry has them now: a task
+        registered, as it is; one that retired, as the snapshot that failed; one removed
+        (its delete failed), deleted.  Each written is stale no more and its kind is
+        added to ``written``; one that fails again stays stale, counted in the outage.
+        Returns how many were written."""
+        store = self.store
+        stale = outage.stale
+        done = 0
+        for task_id, failed in list(stale.items()):
+            snapshot = current(task_id) or failed
+            verb = "delete" if snapshot is None else "save"
+            try:
+                if snapshot is None:
+                    store.delete(task_id)
+                else:
+                    store.save(snapshot)
+            except BaseException as exc:  # still failing: said as any failure in an outage
+                if self.found_closed(exc, f"{verb} of {task_id}"):
+                    return done
+                self._count(exc, kind=verb, doing=f"{verb} of {task_id}", writes=0)
+                if not isinstance(exc, Exception) and _on_main_thread():
+                    raise  # a Ctrl-C or an exit reaches the user, as in store_failed
+            else:
+                del stale[task_id]
+                written.add(verb)
+                done += 1
+        return done
 
     def found_closed(self, error: BaseException, doing: str) -> bool:
         """True if ``error`` says the store is closed (then logged here: at error level
@@ -188,7 +271,13 @@ def check_store(writes: StoreWrites | None, verb: str, task_id: str) -> None:
         writes.check_open(verb, task_id)
 
 
-def store_failed(writes: StoreWrites | None, error: BaseException, verb: str, task_id: str) -> None:
+def store_failed(
+    writes: StoreWrites | None,
+    error: BaseException,
+    verb: str,
+    task_id: str,
+    snapshot: TaskSnapshot | None = None,
+) -> None:
     """A core's write that failed after the change it describes was made: logged by
     :meth:`StoreWrites.failed` (called in an ``except BaseException`` block, so with a
     store).
@@ -202,13 +291,20 @@ def store_failed(writes: StoreWrites | None, error: BaseException, verb: str, ta
     failed run (docs/DECISIONS.md, "A store's save that raises a BaseException").
     """
     assert writes is not None  # a core makes one with its store
-    writes.failed(error, verb, task_id)
-    if not isinstance(error, Exception) and threading.current_thread() is threading.main_thread():
+    writes.failed(error, verb, task_id, snapshot)
+    if not isinstance(error, Exception) and _on_main_thread():
         raise error
 
 
-def store_written(writes: StoreWrites | None, verb: str) -> None:
-    """A core's write (``verb``: ``"save"`` or ``"delete"``) succeeded: it ends an
-    outage in which one of its kind failed (:meth:`StoreWrites.succeeded`)."""
+def _on_main_thread() -> bool:
+    """True on the main thread, where a ``BaseException`` a store raised (a Ctrl-C, an
+    exit) is raised again once logged; any other thread logs it and goes on."""
+    return threading.current_thread() is threading.main_thread()
+
+
+def store_written(writes: StoreWrites | None, verb: str, task_id: str) -> None:
+    """A core's write of ``task_id`` (``verb``: ``"save"`` or ``"delete"``) succeeded: its
+    row is no longer stale, and it ends an outage in which one of its kind failed
+    (:meth:`StoreWrites.succeeded`)."""
     if writes is not None and writes.outage is not None:
-        writes.succeeded(verb)
+        writes.succeeded(verb, task_id)

@@ -54,7 +54,7 @@ from lldsched.core.task import ScheduledTask
 from lldsched.errors import SchedulerStateError, ValidationError
 from lldsched.listeners import Listener, listener_list
 from lldsched.model import Priority
-from lldsched.persistence import CoordinatedStore, TaskStore
+from lldsched.persistence import CoordinatedStore, TaskStore, is_shared
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.threaded.control import ControlVerbs
@@ -508,7 +508,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
 
 def _coordinated(store: TaskStore | None) -> CoordinatedStore | None:
     """``store`` if it coordinates several schedulers (opened shared), else None."""
-    if store is None or getattr(store, "shared", False) is not True:
+    if store is None or not is_shared(store):
         return None
     if not isinstance(store, CoordinatedStore):
         raise ValidationError(f"{store!r} says shared=True but lacks the CoordinatedStore methods")

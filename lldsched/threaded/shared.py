@@ -75,9 +75,17 @@ class Coordinator:
         store.subscribe(wake)
 
     def load(self) -> None:
-        """Register the store's rows as they are (instead of recovery)."""
+        """Register the store's rows as they are (instead of recovery); a retry's slot
+        is its task's last run's (:func:`~lldsched.core.follow.load`)."""
         with self.store.muted():
-            load(self._core, self.store.load_all())
+            load(self._core, self.store.load_all(), self._last_slot)
+
+    def _last_slot(self, task_id: str) -> float | None:
+        """The slot of ``task_id``'s last run record in the store (None: it has none)."""
+        for record in reversed(self.store.records(task_id)):
+            if record.outcome.ran:
+                return record.slot
+        return None
 
     # -- the timer ------------------------------------------------------------------------
 

@@ -1,0 +1,30 @@
+"""The crash harness's PostgreSQL store that says its writes (tests/test_crash_harness.py)."""
+
+from __future__ import annotations
+
+from lldsched.model import ExecutionRecord
+from lldsched.persistence import TaskSnapshot
+from lldsched.stores.postgres import PostgresTaskStore
+from tests.crash_jobs import said
+
+LEASE = 0.5
+"""A PostgreSQL store's lease in the harness (seconds of the database's clock): how long
+a killed process's runs wait before another takes them over."""
+
+
+class CountingPostgresStore(PostgresTaskStore):
+    """A :class:`PostgresTaskStore` that says each write it is given (:func:`said`; a
+    run's settle is queued for the store's writer thread, not yet committed)."""
+
+    def __init__(self, dsn: str, *, stop_at: int) -> None:
+        super().__init__(dsn, lease=LEASE, poll=0.05)
+        self.stop_at = stop_at
+        self.count = [0]
+
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        super().save(snapshot, record)
+        said(self.count, self.stop_at)
+
+    def delete(self, task_id: str) -> None:
+        super().delete(task_id)
+        said(self.count, self.stop_at)

@@ -1,0 +1,205 @@
+"""A disk that fills up under a SqliteTaskStore: what the scheduler does.
+
+SQLite says ``sqlite3.OperationalError: database or disk is full`` at the write that
+finds no room; an unprivileged test cannot mount a tiny file system, so
+:class:`FullDisk` raises it at the writes a test chooses.  What must hold (README.md,
+"Durability"; docs/DECISIONS.md, "A store that fails is said once an outage"): the
+timer and the workers go on, every run is recorded in memory, the user is told once
+(and once more when it ends), and once a write succeeds again the file says what the
+registry says, so that a restart on it neither runs again what finished during the
+outage nor brings back what was removed.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from lldsched import (
+    FakeClock,
+    FixedRate,
+    OneTime,
+    RetryPolicy,
+    ScheduledTask,
+    Scheduler,
+    SqliteTaskStore,
+)
+from lldsched.model import ExecutionRecord, TaskStatus
+from lldsched.persistence import TaskSnapshot
+from lldsched.testing import Stepper
+from tests import jobs
+from tests.conftest import T0
+
+FULL = "database or disk is full"
+
+
+class FullDisk(SqliteTaskStore):
+    """A SqliteTaskStore whose writes numbered in ``failing`` (1 for the first save or
+    delete) raise what SQLite raises on a full disk, writing nothing."""
+
+    def __init__(self, path: Path, *, failing: range | set[int]) -> None:
+        super().__init__(path)
+        self.failing = failing
+        self.writes = 0
+
+    def _room(self) -> None:
+        self.writes += 1
+        if self.writes in self.failing:
+            raise sqlite3.OperationalError(FULL)
+
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        self._room()
+        super().save(snapshot, record)
+
+    def delete(self, task_id: str) -> None:
+        self._room()
+        super().delete(task_id)
+
+
+def register(scheduler: Scheduler) -> None:
+    scheduler.schedule("once", jobs.note, OneTime(delay=10), args=("once",), id="once")
+    scheduler.schedule("dead", jobs.broken, OneTime(delay=20), id="dead",
+                       retry=RetryPolicy(max_attempts=2, initial_backoff=5))  # fmt: skip
+    scheduler.schedule("rate", jobs.note, FixedRate(60), args=("rate",), id="rate")
+    scheduler.schedule("gone", jobs.note, FixedRate(60, start_delay=15), args=("gone",),
+                       id="gone")  # fmt: skip
+
+
+def state(task: TaskSnapshot | ScheduledTask) -> tuple[object, ...]:
+    """What a task's row says of it (a stored snapshot, or a registered task)."""
+    return (task.status, task.next_run_at, task.attempt, task.run_count, task.failure_count)
+
+
+def test_a_disk_full_for_a_while_is_said_once_the_timer_goes_on_and_the_file_catches_up(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "tasks.db"
+    jobs.CALLS.clear()
+    store = FullDisk(path, failing=range(5, 15))  # from the first run's begin on
+    with caplog.at_level(logging.DEBUG, logger="lldsched"), store:
+        scheduler = Scheduler(clock=FakeClock(T0), store=store)
+        register(scheduler)  # before it starts: its four writes come first
+        with Stepper(scheduler, timeout=10) as steps:
+            steps.advance(40)  # once, dead (twice), gone, rate: their writes fail
+            scheduler.remove("gone")  # its delete fails too
+            assert store.writes >= 14
+            steps.advance(60)  # rate's run at 60 writes again
+            assert [label for label, _, _ in jobs.CALLS] == ["rate", "once", "gone", "rate"]
+            registry = {task.id: state(task) for task in scheduler.tasks()}
+        errors = [r for r in caplog.records if r.levelno == logging.ERROR and "store" in
+                  r.getMessage()]  # fmt: skip
+        assert len(errors) == 1 and FULL in str(errors[0].exc_info[1])  # type: ignore[index]
+        (warning,) = [r for r in caplog.records if "recovered" in r.getMessage()]
+        assert "10 calls failed" in warning.getMessage()
+        on_file = {snapshot.task.id: state(snapshot) for snapshot in store.load_all()}
+    assert on_file == registry  # the rows the outage left stale were written again
+    assert registry["once"][0] is TaskStatus.SUCCEEDED
+
+    jobs.CALLS.clear()  # the next start, later: nothing finished runs again
+    with SqliteTaskStore(path) as reopened:
+        scheduler = Scheduler(clock=FakeClock(T0 + 100), store=reopened)
+        assert {t.id for t in scheduler.tasks()} == {"once", "dead", "rate"}
+        assert scheduler.dead_letter() == ["dead"]
+        with Stepper(scheduler, timeout=10) as steps:
+            steps.advance(0)
+        assert jobs.CALLS == []
+
+
+def test_whichever_write_finds_the_disk_full_the_file_ends_as_the_registry_says(
+    tmp_path: Path,
+) -> None:
+    """One write fails, the Nth after the registrations, for each N: the next write that
+    succeeds ends the outage and sets the file right."""
+    n = 4  # the registrations' writes: one that fails raises to the caller (not here)
+    while True:
+        n += 1
+        path = tmp_path / f"full-at-{n}.db"
+        store = FullDisk(path, failing={n})
+        scheduler = Scheduler(clock=FakeClock(T0), store=store)
+        register(scheduler)  # before it starts: its four writes come first
+        with store, Stepper(scheduler, timeout=10) as steps:
+            steps.advance(40)
+            scheduler.remove("gone")
+            steps.advance(60)
+            writes = store.writes  # the writes of the scenario; the next run writes after
+            steps.advance(60)
+            registry = {task.id: state(task) for task in scheduler.tasks()}
+            on_file = {snapshot.task.id: state(snapshot) for snapshot in store.load_all()}
+        assert on_file == registry, f"the write {n} of {writes} failed"
+        if n == writes:  # every write of the scenario has failed once
+            break
+
+
+def test_a_one_off_that_finished_and_retired_during_the_outage_is_stored_as_it_finished(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "tasks.db"
+    store = FullDisk(path, failing=range(3, 5))  # the one-off's begin and finish
+    scheduler = Scheduler(clock=FakeClock(T0), store=store, retain_finished=0)
+    scheduler.schedule("once", jobs.note, OneTime(delay=10), args=("once",), id="once")
+    scheduler.schedule("rate", jobs.note, FixedRate(60, start_delay=60), args=("rate",),
+                       id="rate")  # fmt: skip
+    with store, Stepper(scheduler, timeout=10) as steps:
+        steps.advance(10)
+        assert [t.id for t in scheduler.tasks()] == ["rate"]  # once retired at once
+        steps.advance(50)  # rate's run writes: the outage ends
+        stored = store.get("once")
+    assert stored is not None and stored.status is TaskStatus.SUCCEEDED
+    assert (stored.run_count, stored.running) == (1, False)
+
+
+def test_a_registration_that_finds_the_disk_full_raises_and_registers_nothing(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "tasks.db"
+    store = FullDisk(path, failing={2})
+    scheduler = Scheduler(clock=FakeClock(T0), store=store)  # not started: no run writes
+    with store:
+        first = scheduler.schedule("rate", jobs.noop, FixedRate(60), id="rate")
+        with pytest.raises(sqlite3.OperationalError, match=FULL):
+            scheduler.schedule("once", jobs.noop, OneTime(delay=10), id="once")
+        assert [task.id for task in scheduler.tasks()] == [first.id]  # nothing else
+        again = scheduler.schedule("once", jobs.noop, OneTime(delay=10), id="once")
+        assert again.status is TaskStatus.SCHEDULED  # room again: it registers
+        assert scheduler.shutdown()
+    with SqliteTaskStore(path) as reopened:
+        assert [snapshot.task.id for snapshot in reopened.load_all()] == ["rate", "once"]
+
+
+class Interrupted(FullDisk):
+    """A FullDisk whose writes numbered in ``interrupting`` raise ``KeyboardInterrupt``."""
+
+    def __init__(self, path: Path, *, failing: set[int], interrupting: set[int]) -> None:
+        super().__init__(path, failing=failing)
+        self.interrupting = interrupting
+
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        if self.writes + 1 in self.interrupting:
+            self.writes += 1
+            raise KeyboardInterrupt
+        super().save(snapshot, record)
+
+
+def test_a_stale_row_that_fails_again_keeps_the_outage_and_is_written_at_the_next_write(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Writes: 1, 2 the registrations; 3 once's begin; 4 its finish (the disk is full);
+    # 5 rate's begin succeeds, 6 the rewrite of once's row is interrupted (on a worker:
+    # logged, the worker goes on); 7 rate's finish succeeds, 8 the rewrite succeeds.
+    store = Interrupted(tmp_path / "tasks.db", failing={4}, interrupting={6})
+    scheduler = Scheduler(clock=FakeClock(T0), store=store)
+    scheduler.schedule("once", jobs.noop, OneTime(delay=10), id="once")
+    scheduler.schedule("rate", jobs.noop, FixedRate(60, start_delay=60), id="rate")
+    with caplog.at_level(logging.DEBUG, logger="lldsched"), store:
+        with Stepper(scheduler, timeout=10) as steps:
+            steps.advance(10)
+            steps.advance(50)
+            assert store.writes == 8 and scheduler.task("rate").run_count == 1
+            stored = store.get("once")
+        assert stored is not None and stored.status is TaskStatus.SUCCEEDED
+        (warning,) = [r for r in caplog.records if "recovered" in r.getMessage()]
+        assert "the 1 rows they left stale were written again" in warning.getMessage()
+        assert any("KeyboardInterrupt" in r.getMessage() for r in caplog.records)
