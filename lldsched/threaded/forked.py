@@ -30,19 +30,24 @@ are closed at the fork too (:meth:`ProcessPool.let_go_after_fork
 <lldsched.threaded.processes.ProcessPool.let_go_after_fork>`): a worker process exits
 when its pipe from the scheduler closes, and a copy held open by a child that lives
 on (every gunicorn worker) kept it from ever seeing that, so the parent's shutdown
-waited out its timeout and then killed it.
+waited out its timeout and then killed it.  Its copy of each worker process's
+lifeline is closed there too: a worker process dies when its parent dies because the
+lifeline's writing end closes then, and a copy in a child that lives on kept it open,
+so the worker process outlived the parent it was to die with.
 
 A scheduler made in the child after the fork is the child's own, and unaffected.
 
 **uWSGI runs no fork hook** unless told to (``py-call-osafterfork = true``): it forks
 its workers in C, and measured with uWSGI 2.0.31, a worker's copy still said
 ``running`` and took work it never ran, the refusal never made.  The stores' refusal
-(:mod:`lldsched.stores.forks`) is just as blind there.  A per-verb check of the
-process id would see it, at a system call each verb and registration (0.7 µs
-measured in a sandbox: a fifth of a ``pause``).  Instead a scheduler made where uWSGI
-will fork it (its master, before the workers: ``uwsgi.worker_id()`` is 0, with a
-master or more than one process) without that option is warned of, once, as it is
-made (:func:`_warn_under_uwsgi`), naming the two settings that answer it.
+(:mod:`lldsched.stores.forks`) is just as blind there, and so is the closing of the
+pipes above: there a worker process outlives a killed master while a uWSGI worker
+lives.  A per-verb check of the process id would see it, at a system call each
+verb and registration (0.7 µs measured in a sandbox: a fifth of a ``pause``).
+Instead a scheduler made where uWSGI will fork it (its master, before the workers:
+``uwsgi.worker_id()`` is 0, with a master or more than one process) without that
+option is warned of, once, as it is made (:func:`_warn_under_uwsgi`), naming the two
+settings that answer it.
 """
 
 from __future__ import annotations

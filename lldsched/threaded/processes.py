@@ -33,18 +33,35 @@ A child that is lost is replaced at once (starting one takes a few milliseconds;
 the new interpreter boots in the background), so the caller's slot is free as soon
 as the kill is reaped.  Children are started lazily, at the first run that finds
 no idle one, as ``python -c`` subprocesses (fork and exec at once, as the ``spawn``
-start method does: never a bare fork of a threaded process) that inherit two pipe
-descriptors and the parent's ``sys.path``.  Not ``multiprocessing.Process``: its
-``spawn`` child imports the parent's main module again (a script without the
-``if __name__ == "__main__"`` guard would start a second scheduler in every
-child) and unpickles its target; this child imports lldsched and the functions it
-is asked to call, nothing else.  A child whose parent dies exits once its current
-call returns: its answer finds the pipe closed (dropped without a word: the child
-writes on the parent's stderr, a service's log) or it reads end-of-file.
+start method does: never a bare fork of a threaded process) that inherit three pipe
+descriptors (the calls', the answers' and the lifeline's) and the parent's
+``sys.path``.  Not ``multiprocessing.Process``: its ``spawn`` child imports the
+parent's main module again (a script without the ``if __name__ == "__main__"``
+guard would start a second scheduler in every child) and unpickles its target;
+this child imports lldsched and the functions it is asked to call, nothing else.
+
+**A child dies with its parent**, as a thread dies with its process.  When the
+parent dies without a shutdown (SIGKILL, the OOM killer, a crash, ``os._exit``), a
+child that lived on would finish its call with no timeout enforced (the parent
+enforced it) while a restarted scheduler on a durable store runs the same job again,
+and a call that hangs would never end.  So each child inherits the reading end of a
+*lifeline*, a pipe on which nothing is written, and a daemon thread in it
+(:func:`_watch`) reads it: at end-of-file it ends the child at once with
+``os._exit``, the call in progress killed where it stands (no ``finally``, no
+``atexit``, unflushed output lost, as at a SIGKILL).  The kernel closes the parent's
+writing end when the parent dies, however it dies; the parent closes it itself only
+after it reaped the child, so a normal shutdown is unchanged (an idle child exits at
+the end of its call pipe, a busy one is waited for or killed first).  A process
+forked from the parent closes its copy of that end
+(:meth:`ProcessPool.let_go_after_fork`), or a gunicorn worker forked from a
+preloaded app would keep every child alive.  Not Linux's
+``prctl(PR_SET_PDEATHSIG)``: it fires when the *thread* that started the child ends
+(a child is started by whichever worker thread needed one), it has no macOS
+equivalent, and a parent that dies before the child calls it is missed.
 
 **What a child gets, and what the parent believes.**  A child is started with an
 argument list, never a shell; it inherits the parent's environment (secrets in it
-included), working directory, user, stdout and stderr, and no descriptor but its two
+included), working directory, user, stdout and stderr, and no descriptor but its three
 pipes (``close_fds``).  Its action is the task's own code and can do whatever the
 parent's user can: isolation bounds its time and its crashes, not its rights.  The
 parent reads only JSON objects from the pipe, each at most :data:`ANSWER_LIMIT`
@@ -53,7 +70,7 @@ came, and the child is killed and replaced, never reused.  One limit stays: a ch
 that writes the start of a message and then stops holds its caller's worker until
 it exits or is killed (a cancel, a shutdown), as ``recv_bytes`` reads a whole message.
 
-**POSIX only** (Linux, macOS; :data:`SUPPORTED`): the child inherits its two pipes
+**POSIX only** (Linux, macOS; :data:`SUPPORTED`): the child inherits its pipes
 with ``subprocess``'s ``pass_fds``, which Windows lacks (and
 :class:`multiprocessing.connection.Connection` reads a Windows pipe by handle, not
 by descriptor), and the kill is SIGKILL.  On Windows the threaded scheduler
@@ -96,6 +113,7 @@ _EXIT_GRACE = 1.0  # seconds a child whose pipe closed gets to exit on its own
 # a result is 200 characters, an error 2,000, a traceback 20,000 (at most 12 bytes each
 # in JSON).  A longer one is not lldsched's answer: the child is killed, not believed.
 ANSWER_LIMIT = 1 << 20
+_ORPHANED = 70  # a child's exit code when its parent died (nobody but init reads it)
 
 
 SUPPORTED = os.name == "posix"
@@ -103,7 +121,7 @@ SUPPORTED = os.name == "posix"
 
 _UNSUPPORTED = (
     "isolation='process' needs a POSIX system (Linux, macOS): its worker process inherits "
-    "two pipe descriptors (subprocess's pass_fds) and is killed with SIGKILL, and neither "
+    "pipe descriptors (subprocess's pass_fds) and is killed with SIGKILL, and neither "
     f"exists on {sys.platform!r}"
 )
 
@@ -131,15 +149,25 @@ class ProcessOutcome(NamedTuple):
 
 
 class _Child:
-    """One worker process and the parent's end of its pipe."""
+    """One worker process, the parent's end of its pipe and of its lifeline."""
 
-    __slots__ = ("connection", "killed", "process", "task_id")
+    __slots__ = ("connection", "killed", "lifeline", "process", "task_id")
 
-    def __init__(self, process: subprocess.Popen[bytes], connection: Connection) -> None:
+    def __init__(
+        self, process: subprocess.Popen[bytes], connection: Connection, lifeline: int
+    ) -> None:
         self.process = process
         self.connection = connection
+        self.lifeline = lifeline  # the writing end of its lifeline; -1 once closed
         self.task_id: str | None = None  # the task whose run it is busy with
         self.killed: str | None = None  # why the pool killed it mid-run, if it did
+
+    def let_go(self) -> None:
+        """Close this process's end of the child's lifeline (see :func:`_watch`): once
+        the child is reaped, or in a forked copy of the parent.  Idempotent."""
+        lifeline, self.lifeline = self.lifeline, -1
+        if lifeline >= 0:
+            os.close(lifeline)
 
 
 class ProcessPool:
@@ -299,6 +327,7 @@ class ProcessPool:
         self._closed = True
         for child in (*self._idle, *self._busy):
             child.connection.close()
+            child.let_go()  # else the child outlived the parent while this copy lives
         self._idle, self._busy = [], []
 
     @property
@@ -359,6 +388,8 @@ class ProcessPool:
         except subprocess.TimeoutExpired:
             process.kill()  # SIGKILL: it would not exit
             process.wait(_REAP_TIMEOUT)
+        finally:
+            child.let_go()
         with self._lock:
             self._busy.remove(child)
             killed = child.killed
@@ -390,6 +421,7 @@ class ProcessPool:
             raise OSError(_UNSUPPORTED)
         from_parent, to_child = os.pipe()  # (read, write); ours stay non-inheritable (PEP 446)
         from_child, to_parent = os.pipe()
+        lifeline, holding = os.pipe()  # nothing is written on it: only its end is read
         try:
             process = subprocess.Popen(
                 [
@@ -399,17 +431,19 @@ class ProcessPool:
                     json.dumps(sys.path),
                     str(from_parent),
                     str(to_parent),
+                    str(lifeline),
                 ],
-                pass_fds=(from_parent, to_parent),
+                pass_fds=(from_parent, to_parent, lifeline),
                 stdin=subprocess.DEVNULL,
             )
         except BaseException:
-            for fd in (to_child, from_parent, from_child, to_parent):
+            for fd in (to_child, from_parent, from_child, to_parent, lifeline, holding):
                 os.close(fd)
             raise
         os.close(from_parent)  # the child holds these: its death reads as end-of-file here
         os.close(to_parent)
-        return _Child(process, _Pipe(from_child, to_child))
+        os.close(lifeline)
+        return _Child(process, _Pipe(from_child, to_child), holding)
 
     @staticmethod
     def _end(child: _Child) -> None:
@@ -420,6 +454,8 @@ class ProcessPool:
         except subprocess.TimeoutExpired:
             child.process.kill()
             child.process.wait(_REAP_TIMEOUT)
+        finally:
+            child.let_go()
 
 
 class _Garbled(Exception):
@@ -470,7 +506,8 @@ def _death(process: subprocess.Popen[bytes]) -> str:
 
 _BOOT = (
     "import sys, json; sys.path[:] = json.loads(sys.argv[1]); "
-    "from lldsched.threaded.processes import serve; serve(int(sys.argv[2]), int(sys.argv[3]))"
+    "from lldsched.threaded.processes import serve; "
+    "serve(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))"
 )
 """A child's whole command line program: the parent's import path, then :func:`serve`."""
 
@@ -490,11 +527,14 @@ class _Pipe(Connection):
         super().close()
 
 
-def serve(reading: int, writing: int) -> None:
+def serve(reading: int, writing: int, lifeline: int) -> None:
     """A child's loop: take a call, run it, answer; return when the parent's end closes,
-    or is found closed by an answer (the parent exited during the call, without a
-    shutdown: the answer has nobody to go to, and its BrokenPipeError, printed on the
-    stderr the child shares with the parent, was a traceback in a service's log)."""
+    or is found closed by an answer (the parent exited during a call, without a
+    shutdown, and the call returned before :func:`_watch` ended this process: the answer
+    has nobody to go to, and its BrokenPipeError, printed on the stderr the child shares
+    with the parent, was a traceback in a service's log)."""
+    os.set_inheritable(lifeline, False)  # the action's own children do not need it
+    threading.Thread(target=_watch, args=(lifeline,), name="lldsched-lifeline", daemon=True).start()
     connection = _Pipe(reading, writing)
     while True:
         try:
@@ -513,6 +553,16 @@ def serve(reading: int, writing: int) -> None:
             answer = {"error": error_text(exc), "traceback": traceback_text(exc)}
         if not _told(connection, json.dumps(answer).encode()):
             return
+
+
+def _watch(lifeline: int) -> None:
+    """End this child at once (``os._exit``) when its lifeline reads end-of-file: the
+    parent closes its end only after reaping this child, so end-of-file means the parent
+    died (SIGKILL, the OOM killer, a crash, an exit without shutdown) and its kernel
+    closed the end; a call in progress dies with it, as a thread's would."""
+    while os.read(lifeline, 64):  # nothing is ever written; only end-of-file returns
+        pass
+    os._exit(_ORPHANED)
 
 
 def _told(connection: Connection, message: bytes) -> bool:
