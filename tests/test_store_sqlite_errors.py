@@ -154,3 +154,20 @@ def test_a_shared_store_names_the_file_and_the_write_too(tmp_path: Path) -> None
         ):
             scheduler.schedule("tick", jobs.note, FixedRate(60), args=("tick",), id="tick")
         assert scheduler.tasks() == [] and store.get("tick") is None
+
+
+def test_an_open_that_meets_a_lock_is_a_store_error_and_leaves_the_file_free(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "tasks.db"
+    other = sqlite3.connect(path, isolation_level=None)  # another program, writing
+    try:
+        other.execute("BEGIN IMMEDIATE")  # the new file's creation cannot take its lock
+        with pytest.raises(StoreError, match="database is locked") as caught:
+            SqliteTaskStore(path, timeout=0)
+        assert str(caught.value).startswith(f"the SQLite store {str(path)!r} failed to open")
+        assert isinstance(caught.value.__cause__, sqlite3.OperationalError)
+    finally:
+        other.close()
+    with SqliteTaskStore(path) as store:  # the refused open kept no claim on it
+        assert len(store) == 0
