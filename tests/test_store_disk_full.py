@@ -26,6 +26,7 @@ from lldsched import (
     ScheduledTask,
     Scheduler,
     SqliteTaskStore,
+    StoreError,
 )
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import TaskSnapshot
@@ -38,24 +39,27 @@ FULL = "database or disk is full"
 
 class FullDisk(SqliteTaskStore):
     """A SqliteTaskStore whose writes numbered in ``failing`` (1 for the first save or
-    delete) raise what SQLite raises on a full disk, writing nothing."""
+    delete) meet what SQLite raises on a full disk, writing nothing: raised inside the
+    store's own error handling (``_using``), so the caller gets what a real full disk
+    gives it, a StoreError naming the file and the write, caused by SQLite's error."""
 
     def __init__(self, path: Path, *, failing: range | set[int]) -> None:
         super().__init__(path)
         self.failing = failing
         self.writes = 0
 
-    def _room(self) -> None:
+    def _room(self, doing: str, task_id: str) -> None:
         self.writes += 1
         if self.writes in self.failing:
-            raise sqlite3.OperationalError(FULL)
+            with self._using(doing, task_id):
+                raise sqlite3.OperationalError(FULL)
 
     def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
-        self._room()
+        self._room("save task", snapshot.task.id)
         super().save(snapshot, record)
 
     def delete(self, task_id: str) -> None:
-        self._room()
+        self._room("delete task", task_id)
         super().delete(task_id)
 
 
@@ -159,8 +163,9 @@ def test_a_registration_that_finds_the_disk_full_raises_and_registers_nothing(
     scheduler = Scheduler(clock=FakeClock(T0), store=store)  # not started: no run writes
     with store:
         first = scheduler.schedule("rate", jobs.noop, FixedRate(60), id="rate")
-        with pytest.raises(sqlite3.OperationalError, match=FULL):
+        with pytest.raises(StoreError, match=f"failed to save task 'once': .*{FULL}") as caught:
             scheduler.schedule("once", jobs.noop, OneTime(delay=10), id="once")
+        assert isinstance(caught.value.__cause__, sqlite3.OperationalError)
         assert [task.id for task in scheduler.tasks()] == [first.id]  # nothing else
         again = scheduler.schedule("once", jobs.noop, OneTime(delay=10), id="once")
         assert again.status is TaskStatus.SCHEDULED  # room again: it registers

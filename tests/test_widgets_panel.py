@@ -273,6 +273,7 @@ def test_where_widgets_cannot_render_the_panel_shows_its_table_as_text(
         "task  status     next run (UTC)       runs  ok  failed  last error",
         "tick  scheduled  2026-01-05 09:00:30  0     0   0",
     ]
+    assert str(panel) == text  # print(panel)
     panel.close()
 
 

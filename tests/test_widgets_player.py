@@ -176,3 +176,27 @@ def test_a_step_after_a_long_history_decodes_only_the_records_of_its_window() ->
     runs = [r for r in window if r.task_id == tick]
     assert len(runs) == 6 and "tick" in [t.get_text() for t in ax.get_yticklabels()]
     player.close()
+
+
+def test_where_widgets_cannot_render_the_player_shows_its_instant_step_and_table_as_text() -> None:
+    # It showed ipywidgets' dump, "VBox(children=(HTML(value='<b>simulated time</b> ...".
+    sim, _, _ = scenario()
+    player = SimulationPlayer(sim, chart=False)
+    player.step()  # tick starts at T0
+    player.step()  # and finishes 30 s later
+    text = player._repr_mimebundle_()["text/plain"]
+    assert text.splitlines() == [
+        "simulated time 2026-01-05 00:00:30 UTC",
+        "last step: tick finished at 2026-01-05 00:00:30",
+        *player.table.to_text().splitlines(),  # the panel's own text, as the panel shows it
+    ]
+    assert text.splitlines()[2:5] == [
+        "task    status     next run (UTC)       runs  ok  failed  last error",
+        "tick    scheduled  2026-01-05 00:10:00  1     1   0",
+        "report  scheduled  2026-01-05 01:00:00  0     0   0",
+    ]
+    assert str(player) == text  # print(player)
+    player.until.value = "<soon>"
+    player.buttons["run"].click()  # refused: the text says so, as text, not markup
+    assert player.to_text().splitlines()[-1].startswith("run until '<soon>': ")
+    player.close()

@@ -3,7 +3,9 @@
 
 :class:`CoordinatedMethods` is mixed into the store, as the core's definition
 verbs are into the core: claims, renewal, release, the fenced settle, the change
-feed and muting, each under the store's one lock, on its one connection.  The
+feed and muting, each under the store's one lock, on its one connection, taken
+through the store's ``_using`` (SQLite's errors become a StoreError naming the file
+and the call).  The
 statements and the per-process state are in :mod:`lldsched.stores.sqlite_shared`;
 the row statements both modes write with in :mod:`lldsched.stores.sqlite_rows`.
 Every method raises :class:`~lldsched.errors.StoreError` on a store opened
@@ -17,7 +19,7 @@ import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Collection, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
 from lldsched.errors import LeaseLost, StoreError, ValidationError
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
@@ -30,7 +32,6 @@ __all__ = ["CoordinatedMethods"]
 
 log = logging.getLogger("lldsched")
 
-_T = TypeVar("_T")
 _CONTROL = ("paused", "cancelled")  # statuses a control verb writes, which win over a settle
 
 
@@ -45,7 +46,9 @@ class CoordinatedMethods:
     _counts: dict[str, int]
     if TYPE_CHECKING:
 
-        def _open(self) -> sqlite3.Connection: ...
+        def _using(
+            self, doing: str, task_id: str | None = None
+        ) -> contextlib.AbstractContextManager[sqlite3.Connection]: ...
         def _append(
             self, connection: sqlite3.Connection, record: ExecutionRecord, *, seq: int
         ) -> int: ...
@@ -78,22 +81,20 @@ class CoordinatedMethods:
     def claim(self, *, now: float, limit: int) -> list[Claim]:
         """Claim up to ``limit`` due runs, each with a lease and a fresh fencing token;
         see :meth:`CoordinatedStore.claim <lldsched.persistence.CoordinatedStore.claim>`."""
-        with self._lock:
+        with self._using("claim runs") as connection:
             shared = self._coordinated()
             shared.check_file()  # a removed or replaced file: claim nothing (StoreError)
-            return self._write(shared.claim, self._open(), now=now, limit=limit)
+            return shared.claim(connection, now=now, limit=limit)
 
     def renew(self, *, tokens: Collection[int], now: float) -> set[int]:
         """Extend the leases this process holds with ``tokens``; the tokens still held."""
-        with self._lock:
-            shared = self._coordinated()
-            return self._write(shared.renew, self._open(), tokens=tokens, now=now)
+        with self._using("renew leases") as connection:
+            return self._coordinated().renew(connection, tokens=tokens, now=now)
 
     def release(self, *, task_id: str, token: int) -> None:
         """Give back a claim that will not run here (ignored if no longer held)."""
-        with self._lock:
-            shared = self._coordinated()
-            self._write(shared.release, self._open(), task_id=task_id, token=token)
+        with self._using("release the claim of task", task_id) as connection:
+            self._coordinated().release(connection, task_id=task_id, token=token)
 
     def settle(self, snapshot: TaskSnapshot, record: ExecutionRecord, *, token: int) -> None:
         """Write the run's record and the task's state after it, and drop the lease, only
@@ -101,9 +102,9 @@ class CoordinatedMethods:
         otherwise.  A pause or cancel another process wrote during the run wins over
         the run's status (the task stays paused or cancelled; the record is kept)."""
         task_id = snapshot.task.id
-        with self._lock:
+        with self._using("settle task", task_id) as connection:
             shared = self._coordinated()
-            with immediate(self._open()) as connection:
+            with immediate(connection):
                 if not shared.take_lease(connection, task_id=task_id, token=token):
                     shared.refetch.add(task_id)  # the new holder's state is the truth
                     raise LeaseLost(task_id=task_id, token=token)
@@ -143,30 +144,27 @@ class CoordinatedMethods:
         <lldsched.persistence.CoordinatedStore.misfired>`.  :class:`LeaseLost` (nothing
         written, counted in :attr:`rejected`) otherwise."""
         task_id = snapshot.task.id
-        with self._lock:
+        with self._using("write the late slots of task", task_id) as connection:
             shared = self._coordinated()
-            try:
-                with immediate(self._open()) as connection:
-                    if release:
-                        held = shared.take_lease(connection, task_id=task_id, token=token)
-                    else:
-                        held = (
-                            connection.execute(
-                                "UPDATE leases SET slot = ? WHERE task_id = ? AND token = ?",
-                                (snapshot.next_run_at, task_id, token),
-                            ).rowcount
-                            == 1
-                        )
-                    if not held:
-                        shared.rejected += 1
-                        shared.refetch.add(task_id)  # the new holder's state is the truth
-                        raise LeaseLost(task_id=task_id, token=token)
-                    version = self._write_state(connection, snapshot, status=snapshot.status.value)
-                    count = None
-                    for record in records:
-                        count = self._append(connection, record, seq=bump(connection, "record"))
-            except sqlite3.Error as exc:
-                raise StoreError(f"the shared store {self.path!r} failed: {exc}") from exc
+            with immediate(connection):
+                if release:
+                    held = shared.take_lease(connection, task_id=task_id, token=token)
+                else:
+                    held = (
+                        connection.execute(
+                            "UPDATE leases SET slot = ? WHERE task_id = ? AND token = ?",
+                            (snapshot.next_run_at, task_id, token),
+                        ).rowcount
+                        == 1
+                    )
+                if not held:
+                    shared.rejected += 1
+                    shared.refetch.add(task_id)  # the new holder's state is the truth
+                    raise LeaseLost(task_id=task_id, token=token)
+                version = self._write_state(connection, snapshot, status=snapshot.status.value)
+                count = None
+                for record in records:
+                    count = self._append(connection, record, seq=bump(connection, "record"))
             if count is not None:
                 self._counts[task_id] = count
             self._wrote(shared, snapshot, version)
@@ -175,9 +173,9 @@ class CoordinatedMethods:
         """Task rows other processes wrote since the last call, oldest first (see
         :meth:`CoordinatedStore.changes <lldsched.persistence.CoordinatedStore.changes>`).
         A row whose definition no longer imports here is logged and left out."""
-        with self._lock:
+        with self._using("read the change feed") as connection:
             shared = self._coordinated()
-            rows, removed = self._write(shared.changed_rows, self._open())
+            rows, removed = shared.changed_rows(connection)
         found: list[Change] = [Change(task_id, version, None) for version, task_id in removed]
         for task_id, version, definition, status, *state, leased in rows:
             try:
@@ -204,9 +202,8 @@ class CoordinatedMethods:
 
     def changed(self) -> bool:
         """True when another process committed since the last :meth:`changes` (one pragma)."""
-        with self._lock:
-            shared = self._coordinated()
-            return self._write(shared.changed, self._open())
+        with self._using("read the change feed") as connection:
+            return self._coordinated().changed(connection)
 
     def subscribe(self, wake: Callable[[], None]) -> None:
         """SQLite tells no other process of a commit: ``wake`` is never called, and the
@@ -232,9 +229,8 @@ class CoordinatedMethods:
 
     def leases(self) -> list[Lease]:
         """Every lease row, expired ones included, by token (for people and tests)."""
-        with self._lock:
-            shared = self._coordinated()
-            return self._write(shared.leases, self._open())
+        with self._using("read the leases") as connection:
+            return self._coordinated().leases(connection)
 
     def _coordinated(self) -> SharedState:
         if self._shared is None:
@@ -242,14 +238,6 @@ class CoordinatedMethods:
                 f"the store {self.path!r} was opened without shared=True: it coordinates nothing"
             )
         return self._shared
-
-    def _write(self, method: Callable[..., _T], connection: sqlite3.Connection, **kw: Any) -> _T:
-        """Run one of the shared state's statements, turning SQLite's errors (a busy file
-        past ``timeout``, a lost disk) into :class:`StoreError`."""
-        try:
-            return method(connection, **kw)
-        except sqlite3.Error as exc:
-            raise StoreError(f"the shared store {self.path!r} failed: {exc}") from exc
 
     def _save_shared(self, snapshot: TaskSnapshot, record: ExecutionRecord | None) -> None:
         """``save`` in shared mode: a run's record is a fenced settle; a RUNNING snapshot
@@ -271,13 +259,13 @@ class CoordinatedMethods:
             with self._lock:  # a slot the run skipped: written only after its settle was
                 if shared.settled.get(task_id) != record.token:
                     return
-        with self._lock:
+        with self._using("save task", task_id) as connection:
             if shared.muted:
                 return
             if snapshot.status is TaskStatus.RUNNING and task_id in shared.held:
                 return
             definition = None if self._defined.get(task_id) == task else encode_task(task)
-            with immediate(self._open()) as connection:
+            with immediate(connection):
                 if (
                     task_id not in self._defined
                     and not finished(snapshot)  # forgotten here (_wrote), not unknown

@@ -21,6 +21,7 @@ __all__ = [
     "RECORD_COLUMNS",
     "UPDATE",
     "UPSERT",
+    "failure",
     "immediate",
     "record_of",
     "rollback",
@@ -52,6 +53,15 @@ RECORD_COLUMNS = (
     "r.task_id, t.name, r.attempt, r.due, r.slot, r.worker, r.started, r.finished, r.ok, "
     "r.error, r.timed_out, r.misfire, r.result, r.token"
 )
+
+
+def failure(path: str, doing: str, error: sqlite3.Error) -> StoreError:
+    """The :class:`StoreError` an SQLite store raises (``from error``) when SQLite failed
+    ``doing`` (``"save task 'a'"``, ``"claim runs"``) on the file at ``path``: the file
+    and the operation named, then SQLite's own words (``database or disk is full``,
+    ``attempt to write a readonly database``, ``database is locked``)."""
+    kind = type(error).__name__
+    return StoreError(f"the SQLite store {path!r} failed to {doing}: {kind}: {error}")
 
 
 def rollback(connection: sqlite3.Connection) -> None:

@@ -22,6 +22,10 @@ loop:
 Buttons act through the scheduler's own verbs and refresh their row at once; the
 message under the table says what the press did (:mod:`lldsched.views.presses`), and
 for a redrive, once the re-run ends, how it ended.
+
+Where widgets cannot render (a plain terminal, ``print``, nbconvert to text), both read
+as text: :meth:`ControlPanel.to_text` (the table) and :meth:`SimulationPlayer.to_text`
+(the simulated instant, the last step, and the same table), their plain-text bundle.
 """
 
 from __future__ import annotations
@@ -92,6 +96,23 @@ def _plain(text: str) -> str:
     markup, and a task's name or error text (a failing job's message may quote a web
     page, a store shared with others holds their names) must never become markup."""
     return html.escape(text, quote=False)
+
+
+def _text(value: str) -> str:
+    """What an HTML widget made by :func:`_plain` shows, as text again (its value unescaped):
+    what the text fallbacks (:meth:`ControlPanel.to_text`, :meth:`SimulationPlayer.to_text`)
+    write of a note, a message or a step."""
+    return html.unescape(value)
+
+
+def _bundle(widget: Any, text: Callable[[], str], **kwargs: Any) -> Any:
+    """``widget``'s display bundle with ``text()`` as its plain text: what a renderer
+    without widgets shows (a plain terminal, nbconvert to text, a notebook saved
+    without widget state) instead of ipywidgets' ``VBox(children=...)`` dump."""
+    bundle = widget._repr_mimebundle_(**kwargs)
+    if isinstance(bundle, dict):
+        bundle["text/plain"] = text()
+    return bundle
 
 
 def _when(timestamp: float | None, tz: ZoneInfo) -> str:
@@ -382,14 +403,14 @@ class ControlPanel:
             for row in rows
         ]
         if self.note.value:  # how many of how many tasks the table shows
-            lines.append(html.unescape(self.note.value))
+            lines.append(_text(self.note.value))
         return "\n".join(lines)
 
+    def __str__(self) -> str:  # print(panel)
+        return self.to_text()
+
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        bundle = self.widget._repr_mimebundle_(**kwargs)
-        if isinstance(bundle, dict):  # a readable fallback for renderers without widgets
-            bundle["text/plain"] = self.to_text()
-        return bundle
+        return _bundle(self.widget, self.to_text, **kwargs)
 
 
 @runtime_checkable
@@ -505,10 +526,12 @@ class SimulationPlayer:
         elif event.previous is not TaskStatus.RUNNING:
             self._started[event.task_id] = event.at
 
+    def _now(self) -> str:
+        """The simulated instant, with its zone's name (what the clock line says)."""
+        return f"{_when(self.sim.now, self._tz)} {self._tz.key}"
+
     def _refresh(self) -> None:
-        self.clock.value = (
-            f"<b>simulated time</b> {_plain(f'{_when(self.sim.now, self._tz)} {self._tz.key}')}"
-        )
+        self.clock.value = f"<b>simulated time</b> {_plain(self._now())}"
         self.table.refresh()
         if self.chart is not None:
             self.chart.value = self._draw()
@@ -576,5 +599,21 @@ class SimulationPlayer:
         self.table.close()
         self.widget.close()
 
+    def to_text(self) -> str:
+        """The player as text (what a notebook shows where widgets cannot render): the
+        simulated instant, the last step, the task table as :meth:`ControlPanel.to_text`
+        writes it, and what the last press said (a ``run until`` refused).  The chart is
+        left out: ``player.sim.records()`` holds the runs it draws."""
+        lines = [f"simulated time {self._now()}"]
+        if self.last_step.value:
+            lines.append(_text(self.last_step.value))
+        lines.append(self.table.to_text())
+        if self.table.message.value:
+            lines.append(_text(self.table.message.value))
+        return "\n".join(lines)
+
+    def __str__(self) -> str:  # print(player)
+        return self.to_text()
+
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        return self.widget._repr_mimebundle_(**kwargs)
+        return _bundle(self.widget, self.to_text, **kwargs)

@@ -1,0 +1,173 @@
+"""SQLite's own errors reach the user as a StoreError naming the file and the operation.
+
+A registration on a full disk, a read-only database or a database locked by another
+connection used to raise SQLite's ``sqlite3.OperationalError``, which names neither
+the store's file nor what was being done, while the PostgreSQL store raises
+:class:`~lldsched.errors.StoreError`.  Now ``SqliteTaskStore._using`` is the one place
+that turns them into a StoreError chained from SQLite's (``__cause__`` kept), and the
+scheduler refuses the registration (nothing registered) or, for a write after the
+fact, says the outage once (``lldsched/core/storewrites.py``).
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lldsched import FakeClock, FixedRate, Scheduler, SqliteTaskStore, StoreError
+from lldsched.errors import StoreClosedError
+from lldsched.testing import Stepper
+from tests import jobs
+from tests.conftest import T0
+
+FULL = "database or disk is full"
+
+
+class FullAt:
+    """Stands for a store's connection: the writes numbered in ``failing`` (1 for the
+    first ``INSERT``, ``UPDATE`` or ``DELETE`` statement) raise what SQLite raises on a
+    full disk, inside the store (as a real full disk does); the rest go through."""
+
+    def __init__(self, connection: sqlite3.Connection, *, failing: set[int]) -> None:
+        self._connection = connection
+        self.failing = failing
+        self.writes = 0
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        if sql.lstrip().startswith(("INSERT", "UPDATE", "DELETE")):
+            self.writes += 1
+            if self.writes in self.failing:
+                raise sqlite3.OperationalError(FULL)
+        return self._connection.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._connection, name)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqliteTaskStore]:
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        yield store
+
+
+def fill_disk(store: SqliteTaskStore, *, failing: set[int]) -> FullAt:
+    full = FullAt(store._connection, failing=failing)  # type: ignore[arg-type]
+    store._connection = full  # type: ignore[assignment]
+    return full
+
+
+def test_a_registration_on_a_full_disk_is_refused_naming_the_file_and_registers_nothing(
+    store: SqliteTaskStore,
+) -> None:
+    scheduler = Scheduler(clock=FakeClock(T0), store=store)
+    fill_disk(store, failing={1})
+    with pytest.raises(StoreError) as caught:
+        scheduler.schedule("tick", jobs.note, FixedRate(60), args=("tick",), id="tick")
+    assert str(caught.value) == (
+        f"the SQLite store {store.path!r} failed to save task 'tick': OperationalError: {FULL}"
+    )
+    cause = caught.value.__cause__
+    assert isinstance(cause, sqlite3.OperationalError) and str(cause) == FULL
+    assert scheduler.tasks() == [] and store.get("tick") is None and len(store) == 0
+    # The disk has room again: the same registration goes through.
+    scheduler.schedule("tick", jobs.note, FixedRate(60), args=("tick",), id="tick")
+    assert [snapshot.task.id for snapshot in store.load_all()] == ["tick"]
+
+
+def test_a_read_only_database_refuses_a_registration_with_a_store_error(
+    store: SqliteTaskStore,
+) -> None:
+    """``PRAGMA query_only`` makes SQLite refuse writes as it does on a read-only file
+    (the tests run as root, whom a file mode does not stop)."""
+    scheduler = Scheduler(clock=FakeClock(T0), store=store)
+    assert store._connection is not None
+    store._connection.execute("PRAGMA query_only = ON")
+    with pytest.raises(StoreError, match="readonly database") as caught:
+        scheduler.schedule("tick", jobs.note, FixedRate(60), args=("tick",), id="tick")
+    assert store.path in str(caught.value) and "save task 'tick'" in str(caught.value)
+    assert isinstance(caught.value.__cause__, sqlite3.OperationalError)
+    assert scheduler.tasks() == []
+
+
+def test_a_database_locked_past_the_timeout_is_a_store_error(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path, timeout=0) as store:
+        scheduler = Scheduler(clock=FakeClock(T0), store=store)
+        scheduler.schedule("tick", jobs.note, FixedRate(60), args=("tick",), id="tick")
+        other = sqlite3.connect(path, isolation_level=None)  # another program holds the lock
+        try:
+            other.execute("BEGIN IMMEDIATE")
+            with pytest.raises(StoreError, match="database is locked") as caught:
+                store.delete("tick")
+            assert f"{store.path!r} failed to delete task 'tick'" in str(caught.value)
+        finally:
+            other.close()
+        assert [snapshot.task.id for snapshot in store.load_all()] == ["tick"]
+
+
+def test_a_failed_read_names_what_was_read(store: SqliteTaskStore) -> None:
+    assert store._connection is not None
+    store._connection.execute("DROP TABLE records")  # a file damaged under the store
+    with pytest.raises(StoreError, match="failed to read the records: OperationalError"):
+        store.records()
+
+
+def test_a_full_disk_after_the_fact_is_an_outage_said_once_and_not_a_closed_store(
+    store: SqliteTaskStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    jobs.CALLS.clear()
+    scheduler = Scheduler(clock=FakeClock(T0), store=store)
+    scheduler.schedule("tick", jobs.note, FixedRate(60, start_delay=60), args=("tick",),
+                       id="tick")  # fmt: skip
+    full = fill_disk(store, failing={2, 3})  # the first run's begin and finish
+    with (
+        caplog.at_level(logging.WARNING, logger="lldsched"),
+        Stepper(scheduler, timeout=10) as steps,
+    ):
+        steps.advance(60)
+        assert scheduler.metrics().store_ok is False  # an outage, not a closed store
+        steps.advance(60)  # the second run writes: the outage ends
+        assert scheduler.metrics().store_ok is True
+    assert full.writes >= 4 and len(jobs.CALLS) == 2
+    (error,) = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert error.exc_info is not None
+    raised = error.exc_info[1]
+    assert isinstance(raised, StoreError) and not isinstance(raised, StoreClosedError)
+    assert f"{store.path!r} failed to save task 'tick'" in str(raised)
+    assert isinstance(raised.__cause__, sqlite3.OperationalError)
+    assert [r for r in caplog.records if "recovered" in r.getMessage()] != []
+    stored = store.get("tick")
+    assert stored is not None and stored.run_count == 2
+
+
+def test_a_shared_store_names_the_file_and_the_write_too(tmp_path: Path) -> None:
+    with SqliteTaskStore(tmp_path / "shared.db", shared=True) as store:
+        scheduler = Scheduler(clock=FakeClock(T0), store=store)
+        fill_disk(store, failing={1})
+        with pytest.raises(
+            StoreError, match=f"failed to save task 'tick': OperationalError: {FULL}"
+        ):
+            scheduler.schedule("tick", jobs.note, FixedRate(60), args=("tick",), id="tick")
+        assert scheduler.tasks() == [] and store.get("tick") is None
+
+
+def test_an_open_that_meets_a_lock_is_a_store_error_and_leaves_the_file_free(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "tasks.db"
+    other = sqlite3.connect(path, isolation_level=None)  # another program, writing
+    try:
+        other.execute("BEGIN IMMEDIATE")  # the new file's creation cannot take its lock
+        with pytest.raises(StoreError, match="database is locked") as caught:
+            SqliteTaskStore(path, timeout=0)
+        assert str(caught.value).startswith(f"the SQLite store {str(path)!r} failed to open")
+        assert isinstance(caught.value.__cause__, sqlite3.OperationalError)
+    finally:
+        other.close()
+    with SqliteTaskStore(path) as store:  # the refused open kept no claim on it
+        assert len(store) == 0
