@@ -30,6 +30,7 @@ from lldsched import (
     Outcome,
     Overlap,
     RetryPolicy,
+    Scheduler,
     SchedulerBusyError,
     Simulation,
     StoreError,
@@ -136,19 +137,27 @@ def test_a_dead_timer_is_not_alive_although_the_scheduler_still_says_running(
     assert "the timer thread died" in caplog.text
 
 
-def test_busy_handoff_queued_and_lag_add_up_to_the_runs_handed_out(
-    make_scheduler: SchedulerFactory,
-) -> None:
-    clock = FakeClock(T0)
+def _one_worker_held(
+    make_scheduler: SchedulerFactory, clock: FakeClock, **options: Any
+) -> tuple[Scheduler, threading.Event]:
+    """A scheduler of one worker, held by a run until the event returned is set."""
     started, release = threading.Event(), threading.Event()
 
     def hold() -> None:
         started.set()
         assert release.wait(5)
 
-    scheduler = make_scheduler(clock=clock, workers=1, handoff=1)
+    scheduler = make_scheduler(clock=clock, workers=1, **options)
     scheduler.schedule("hold", hold, OneTime(delay=0))
     assert started.wait(5)
+    return scheduler, release
+
+
+def test_busy_handoff_queued_and_lag_add_up_to_the_runs_handed_out(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    clock = FakeClock(T0)
+    scheduler, release = _one_worker_held(make_scheduler, clock, handoff=1)
     scheduler.schedule("second", noop, OneTime(delay=0))  # to the hand-off queue
     scheduler.schedule("third", noop, OneTime(delay=0))  # stays in the heap: no room
     scheduler.schedule("later", noop, OneTime(delay=600))
@@ -168,15 +177,7 @@ def test_the_lag_is_the_oldest_due_entry_in_the_hand_off_queue_when_the_heap_is_
     make_scheduler: SchedulerFactory,
 ) -> None:
     clock = FakeClock(T0)
-    started, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        started.set()
-        assert release.wait(5)
-
-    scheduler = make_scheduler(clock=clock, workers=1)
-    scheduler.schedule("hold", hold, OneTime(delay=0))
-    assert started.wait(5)
+    scheduler, release = _one_worker_held(make_scheduler, clock)
     scheduler.schedule("waiting", noop, OneTime(delay=0))
     wait_until(lambda: scheduler.metrics().handoff == 1, timeout=5, what="the hand-off")
     clock.advance(7)
