@@ -77,6 +77,16 @@ def test_room_is_the_bound_of_the_hand_off_queue() -> None:
         assert pool.room == 1 and pool.queued == 2
 
 
+def test_room_is_zero_not_negative_past_the_capacity() -> None:
+    # The event loop passes on entries whose tasks a replace made thread tasks without
+    # asking for room (tests/test_replace_in_flight.py): the timer, which takes
+    # ``room`` entries off the heap when room is truthy, must read 0, never -1.
+    pool = make_pool([], capacity=2)
+    with pool._lock:
+        pool.put([1, 2, 3])
+        assert pool.room == 0 and pool.queued == 3
+
+
 @pytest.mark.parametrize(("workers", "capacity"), [(0, None), (2, 0), (True, None)])
 def test_bad_sizes_are_rejected(workers: int, capacity: int | None) -> None:
     with pytest.raises(ValidationError, match="got"):

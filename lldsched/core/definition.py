@@ -94,8 +94,11 @@ class DefinitionVerbs(CoreParts):
         against the new timeout and retry policy, a pending retry keeps its due
         time.  (A timeout already armed for the run in flight, a thread's cooperative
         flag or a coroutine's cancellation, keeps its deadline; a coroutine cut there is
-        recorded with the timeout it was armed with.)  :class:`SchedulerStateError` for
-        a SUCCEEDED or CANCELLED task.
+        recorded with the timeout it was armed with.  A run begun before the call is
+        armed, and its child process killed, with the timeout in force at its begin,
+        even if it is armed after the call: the run keeps the options it began with,
+        :class:`Run <lldsched.core.task.Run>`.)  :class:`SchedulerStateError` for a
+        SUCCEEDED or CANCELLED task.
         """
         task = self.get(task_id)
         check_store(self._writes, "modify", task_id)
@@ -172,7 +175,9 @@ class DefinitionVerbs(CoreParts):
         (SUCCEEDED, FAILED, CANCELLED) stays finished.  An equal schedule keeps the
         task's due time and any plan in front of it (a service that registers its
         jobs again at every start moves nothing); a different one is a
-        :meth:`reschedule`.  An identical definition changes nothing at all.
+        :meth:`reschedule`.  An identical definition changes nothing at all.  A run
+        in flight keeps the action and options it began with (:class:`Run
+        <lldsched.core.task.Run>`); the next attempt takes these.
         """
         saved = _Definition.of(task)
         new_schedule = unwrap(task._schedule) != schedule

@@ -132,7 +132,7 @@ class OverlappingRuns(CoreParts):
         context = None
         if options.pass_context or overlap is CANCEL_OTHER:
             context = RunContext(task.id, task.name, 1, due, worker, token)
-        run = task._run = Run(task, 1, due, slot, worker, context, token)
+        run = task._run = Run(task, 1, due, slot, worker, context, task.action, options, token)
         task.attempt = 1
         self._queue_following_run(task, run)
         if self._store is not None or self.emit is not None:

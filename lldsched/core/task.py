@@ -354,7 +354,12 @@ def fit_flight(task: ScheduledTask) -> None:
 
 
 class Run(NamedTuple):
-    """One attempt in flight: what the runtime needs to run it and report it."""
+    """One attempt in flight: what the runtime needs to run it and report it.
+
+    ``action`` and ``options`` are the task's as its attempt began (read under the
+    runtime's lock, with the run's context made from them): the run calls that action
+    with those arguments, where that definition runs, whatever a replace or a modify
+    made of the task since (docs/DECISIONS.md, "Changing a task")."""
 
     task: ScheduledTask
     attempt: int
@@ -362,10 +367,12 @@ class Run(NamedTuple):
     slot: float
     worker: int
     context: RunContext | None
+    action: Callable[..., Any] | None
+    options: TaskOptions
     token: int | None = None  # the fencing token of its claim in a shared store
 
     def invoke(self) -> tuple[Exception | None, object]:
-        """Call the task's action: ``(None, what it returned)``, or ``(the exception,
+        """Call the action the run began with: ``(None, what it returned)``, or ``(the exception,
         None)`` when it raised (its record's text is :func:`~lldsched.errors.error_text`'s;
         the exception itself, with its traceback, is what the runtime logs).
 
@@ -375,11 +382,10 @@ class Run(NamedTuple):
         other ``BaseException``s (KeyboardInterrupt, SystemExit) propagate, as they
         should.
         """
-        task = self.task
-        action = task.action
+        action = self.action
         if action is None:
             return _RETURNED_NONE
-        options = task._options
+        options = self.options
         try:
             if options.pass_context:  # (a CANCEL_OTHER run has a context for its flag only)
                 value = action(*options.args, ctx=self.context, **(options.kwargs or {}))

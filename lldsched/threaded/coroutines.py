@@ -17,7 +17,11 @@ its own: what one run sets, no other run sees.
 their own: at most ``limit`` run at once (``Scheduler(max_coroutines=...)``,
 default 1000).  The others wait here in the order they were handed over, and a
 loop task's attempt *begins* only when it gets a slot, so its lateness shows
-the wait, and cancel or pause while it waits simply drops it (a tombstone).
+the wait, and cancel or pause while it waits simply drops it (a tombstone).  An
+entry whose task was replaced meanwhile (``replace_existing=True``) by a plain
+function or a process-isolated one is not begun here: it goes to the workers, which
+begin it (and a worker hands the loop an entry whose task became a loop task), so a
+run begins where the definition it begins with runs.
 
 **Timeouts are enforced** here, unlike on threads: a coroutine still running at
 its task's timeout is cancelled (``Task.cancel``), recorded ``timed_out`` with a
@@ -64,7 +68,7 @@ import inspect
 import logging
 import threading
 from asyncio import Task
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from contextvars import Context
 from inspect import CO_COROUTINE
 from types import CodeType, CoroutineType
@@ -162,6 +166,8 @@ class CoroutineRunner:
         *,
         lock: threading.Lock,
         begin: Callable[[Entry, int], Run | None],
+        loop_ids: Container[str],
+        to_workers: Callable[[list[Entry]], None],
         finish: Finish,
         settle: Callable[[int], None],
         said: Callable[[], None],
@@ -175,6 +181,11 @@ class CoroutineRunner:
         self.limit = limit
         self._lock = lock
         self._begin = begin  # begins a loop task's entry (None: a tombstone)
+        # The ids of the loop tasks now (the scheduler's set, read under the lock), and
+        # where an entry goes whose task a replace made a thread or process task while
+        # it waited here: the workers, who begin it.
+        self._loop_ids = loop_ids
+        self._to_workers = to_workers
         self.lane = lane  # the worker number of a loop task's run: one past the threads
         self._finish = finish
         # Settles ``n`` entries or awaitables handed over: recorded, a tombstone, or
@@ -454,7 +465,7 @@ class CoroutineRunner:
             flight.future = Task(drive(flight), loop=loop, context=Context())
             if flight.reason is not None:  # cancelled while its task was being made
                 loop.call_soon(self._cancel, flight)
-            timeout = flight.run.task.timeout
+            timeout = flight.run.options.timeout  # as the run began (read without the lock)
             if timeout is not None:
                 flight.budget = timeout
                 flight.timer = loop.call_later(timeout, self._time_out, flight)
@@ -467,11 +478,16 @@ class CoroutineRunner:
         with self._lock:
             self._wakeup_sent = False
             waiting, flights, begin, lane = self._waiting, self._flights, self._begin, self.lane
+            loop_ids = self._loop_ids
             tombstones = 0
+            workers: list[Entry] = []
             while waiting and self._active < self.limit:
                 item = waiting.popleft()
                 if isinstance(item, _Flight):
                     flight = item
+                elif item[3] not in loop_ids:  # replaced while it waited: not a loop task now
+                    workers.append(item)
+                    continue
                 else:  # a loop task's entry: its attempt begins now
                     run = begin(item, lane)
                     if run is None:  # cancelled or paused while it waited for a slot
@@ -481,8 +497,12 @@ class CoroutineRunner:
                 flight.active = True
                 self._active += 1
                 starting.append(flight)
+            if workers:  # still in flight, no longer here: the workers settle them
+                self.in_hand -= len(workers)
+                self._to_workers(workers)
             if tombstones:
                 self._release(tombstones)
+            if tombstones or workers:
                 self._notify_if_settled()
         return starting
 

@@ -102,8 +102,12 @@ class WorkerPool(Generic[T, J, R]):
 
     @property
     def room(self) -> int:
-        """Free places in the hand-off queue (0 once shut down).  Caller holds the lock."""
-        return 0 if self._closed else self.capacity - len(self._items)
+        """Free places in the hand-off queue (0 once shut down, or when entries the
+        loop passed on filled it past its capacity).  Caller holds the lock."""
+        if self._closed:
+            return 0
+        room = self.capacity - len(self._items)
+        return room if room > 0 else 0
 
     @property
     def queued(self) -> int:
@@ -128,7 +132,9 @@ class WorkerPool(Generic[T, J, R]):
         return items[0]  # type: ignore[return-value]
 
     def put(self, items: Iterable[T]) -> None:
-        """Queue ``items`` (caller holds the lock and has checked :attr:`room`).
+        """Queue ``items`` (caller holds the lock and has checked :attr:`room`; entries
+        the event loop passes on, whose tasks a replace made thread tasks, may go past
+        the capacity by their few).
 
         Raises :class:`SchedulerStateError` once the pool is shut down.
         """

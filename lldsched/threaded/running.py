@@ -37,7 +37,7 @@ from lldsched.clock import utc_datetime
 from lldsched.core.names import CANCELLED, PAUSED
 from lldsched.core.results import must_await, result_text
 from lldsched.core.task import Entry, Run, ScheduledTask
-from lldsched.errors import CANCELLED_INSIDE, error_text, traceback_text
+from lldsched.errors import CANCELLED_INSIDE, SchedulerStateError, error_text, traceback_text
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.threaded.parts import Explained, LogLine, Outcome, SchedulerParts
 
@@ -51,14 +51,20 @@ class RunExecution(SchedulerParts):
 
     def _prepare(self, entry: Entry, worker: int) -> Run | None:
         """The pool's ``prepare``, under the lock: begin the attempt ``entry`` stands for
-        and arm its timeout; None for a tombstone, settled here."""
+        and arm its timeout; None for a tombstone, settled here, or for an entry whose
+        task a replace made a loop task (``async def``) since the timer handed it out:
+        handed to the loop, which begins it."""
+        loop_ids = self._loop_ids
+        if loop_ids and entry[3] in loop_ids:
+            self._coroutines.put((entry,))
+            return None
         run = self._begin(entry, worker)
         if run is None:  # a tombstone: cancelled or paused after the timer popped it
             self._settle(1)
             return None
         context = run.context
         if context is not None:
-            timeout = run.task.timeout
+            timeout = run.options.timeout
             if timeout is not None:
                 self._arm_deadline(self._clock.now() + timeout, context)
         return run
@@ -66,7 +72,7 @@ class RunExecution(SchedulerParts):
     def _execute(self, run: Run) -> Outcome:
         """The pool's ``execute``, without the lock: call the action (or have a child
         process run it) and time it; an awaitable it returns is passed on, not awaited."""
-        if run.task._options.isolation != "thread":
+        if run.options.isolation != "thread":  # the definition the run began with
             return self._execute_in_process(run)
         now = self._clock.now
         started = now()
@@ -86,8 +92,8 @@ class RunExecution(SchedulerParts):
         """Run a process-isolated attempt: this worker waits for its child (killed at
         the timeout: the worker is free as soon as the kill is reaped)."""
         task = run.task
-        options = task._options
-        action = task.action
+        options = run.options  # the definition the run began with, as invoke() calls
+        action = run.action
         assert action is not None  # registration resolved the import path
         path = f"{action.__module__}:{action.__qualname__}"  # checked at registration
 
@@ -112,6 +118,16 @@ class RunExecution(SchedulerParts):
             return now, now, error_text(exc), None, None, False, None
         started, finished, error, result, timed_out, told = ended
         return started, finished, error, result, None, timed_out, told
+
+    def _to_workers(self, entries: list[Entry]) -> None:
+        """Entries the loop was handed whose tasks a replace made thread or process tasks
+        while they waited there (caller holds the lock): the workers begin them.  Once
+        the pool is shut down they are settled unbegun, their tasks left due, as the
+        entries shutdown drops are."""
+        try:
+            self._pool.put(entries)
+        except SchedulerStateError:
+            self._settle(len(entries))
 
     def _complete(self, run: Run, outcome: Outcome) -> None:
         """The pool's ``complete``, under the lock: record the outcome in the core (an

@@ -239,6 +239,8 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         self._coroutines = CoroutineRunner(
             lock=self._lock,
             begin=self._begin,
+            loop_ids=self._loop_ids,
+            to_workers=self._to_workers,
             finish=self._finish_coroutine,
             settle=self._settle,
             said=self._say_failures,
@@ -395,7 +397,10 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         naming it, unless ``replace_existing=True``: the task keeps its id, history
         and status and takes this definition (an unchanged schedule keeps its due
         time), so a service that registers its jobs at every start on a durable
-        store gets the same tasks back, not copies.
+        store gets the same tasks back, not copies.  A run already begun keeps the
+        definition it began with (its action, arguments, ``ctx``, isolation and armed
+        timeout); the next attempt takes the new one, and begins where it runs (a
+        worker, a child process, the event loop) (docs/DECISIONS.md, "Changing a task").
 
         ``paused=True`` registers a new task paused (APScheduler's
         ``next_run_time=None``): nothing runs until :meth:`resume`, not even a first run
