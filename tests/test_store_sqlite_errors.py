@@ -171,3 +171,26 @@ def test_an_open_that_meets_a_lock_is_a_store_error_and_leaves_the_file_free(
         other.close()
     with SqliteTaskStore(path) as store:  # the refused open kept no claim on it
         assert len(store) == 0
+
+
+def test_a_store_file_locked_by_another_program_is_said_locked_not_unreadable(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path):
+        pass
+    other = sqlite3.connect(path, isolation_level=None)  # another program, holding it all
+    try:
+        other.execute("PRAGMA locking_mode = EXCLUSIVE")
+        other.execute("BEGIN EXCLUSIVE")
+        with pytest.raises(StoreError, match="database is locked") as caught:
+            SqliteTaskStore(path, timeout=0)
+        assert str(caught.value).startswith(
+            f"the SQLite store {str(path)!r} failed to read its header"
+        )
+        assert "not a readable" not in str(caught.value)
+        assert isinstance(caught.value.__cause__, sqlite3.OperationalError)
+    finally:
+        other.close()
+    with SqliteTaskStore(path) as store:  # the refused open kept no claim on it
+        assert len(store) == 0

@@ -322,6 +322,8 @@ class SqliteTaskStore(CoordinatedMethods):
                     "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
                 )
             ]
+        except sqlite3.OperationalError as exc:  # locked or busy: readable, but not now
+            raise failure(self.path, "read its header", exc) from exc
         except sqlite3.DatabaseError as exc:
             raise StoreError(
                 f"{self.path!r} is not a readable SQLite database ({exc}); it was left untouched"
