@@ -148,9 +148,8 @@ player
 # %% tags=["nbval-check-output"]
 demo = SimulationPlayer(build_scenario(workers=4, seed=0), chart=False)
 demo.step()
-print(demo.last_step.value)
 demo.advance(3600)
-print(demo.clock.value.replace("<b>", "").replace("</b>", ""))
+print(demo)  # the player as text: the simulated instant and the table
 demo.close()
 
 # %% [markdown]
