@@ -18,6 +18,7 @@ from lldsched import (
     FixedRate,
     InMemoryTaskStore,
     OneTime,
+    Overlap,
     RetryPolicy,
     Scheduler,
     TaskEvent,
@@ -352,4 +353,45 @@ def test_wait_idle_is_not_true_while_an_event_of_a_run_is_still_being_delivered(
         assert runs == 2
     finally:
         release.set()
+        assert scheduler.shutdown(timeout=WAIT)
+
+
+def test_a_coroutine_a_thread_action_returned_after_a_newer_run_cancelled_it_never_runs() -> None:
+    # Before: Overlap.CANCEL_OTHER cancels the older run's coroutine, but the awaitable a
+    # plain function returns reaches the event loop only once the function returned on
+    # its worker; a newer run that began in between found no coroutine to cancel, and
+    # the older one then ran to its end beside it.
+    clock = FakeClock(0.0)
+    scheduler = Scheduler(workers=2, clock=clock).start()
+    began, go, older_ran = threading.Event(), threading.Event(), threading.Event()
+    calls = iter(range(2))
+
+    async def older() -> None:
+        older_ran.set()
+        await asyncio.Event().wait()  # for ever, unless cancelled
+
+    async def newer() -> None:
+        pass
+
+    def makes_a_coroutine() -> Coroutine[Any, Any, None]:
+        if next(calls) == 1:
+            return newer()
+        began.set()
+        assert go.wait(WAIT)  # the newer run begins here, before the hand-over
+        return older()
+
+    try:
+        task = scheduler.schedule(
+            "maker", makes_a_coroutine, FixedRate(10), overlap=Overlap.CANCEL_OTHER
+        )
+        assert began.wait(WAIT)
+        clock.advance(10)  # the next slot: a newer run begins and cancels the older
+        wait_until(lambda: len(task.history) == 1, timeout=WAIT, what="the newer run")
+        go.set()
+        assert scheduler.wait_idle(timeout=WAIT), "the older coroutine ran on"
+        first, second = sorted(task.history, key=lambda record: record.slot)
+        assert first.error is not None and "CANCEL_OTHER" in first.error
+        assert second.ok
+        assert not older_ran.is_set()
+    finally:
         assert scheduler.shutdown(timeout=WAIT)

@@ -137,8 +137,8 @@ class RunExecution(SchedulerParts):
             self._disarm_deadline(run.context)  # the run is over: its deadline is void
         if awaitable is not None:
             if self._coroutines.submit(run, started, awaitable):
-                why = stopped_since_begun(run.task)
-                if why is not None:  # a cancel or pause found no coroutine of it to cancel
+                why = stopped_since_begun(run.task) or _overlapped(run)
+                if why is not None:  # the verb, or the newer run, found no coroutine to cancel
                     self._coroutines.cancel_run(run, why)
                 return  # recorded by _finish_coroutine when it completes
             finished = self._clock.now()
@@ -240,6 +240,15 @@ def stopped_since_begun(task: ScheduledTask) -> str | None:
     if status is CANCELLED or status is PAUSED:
         return status.value
     return None
+
+
+def _overlapped(run: Run) -> str | None:
+    """``"overlap"`` when a newer run of its task cancelled ``run`` (``Overlap.CANCEL_OTHER``
+    raised its flag: core/overlapping.py), else None.  Asked, as
+    :func:`stopped_since_begun` is, of an awaitable a worker's action returned: the
+    newer run found no coroutine of it on the loop to cancel."""
+    context = run.context
+    return "overlap" if context is not None and context.reason == "overlap" else None
 
 
 def failure_line(run: Run, record: ExecutionRecord, explained: Explained = None) -> LogLine:
