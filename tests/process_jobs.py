@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -174,3 +175,12 @@ def write_on_pipe(length: int, body: str) -> str:
     answering = int(sys.argv[3])  # the child's command line: -c, sys.path, reading, writing
     os.write(answering, length.to_bytes(4, "big", signed=True) + body.encode())
     return "wrote"
+
+
+def shell_out(marker: str, seconds: float) -> str:
+    """Start a command (``sleep 60``, as a job runs ``pg_dump``), write its pid to
+    ``marker``, then sleep ``seconds`` without waiting for it."""
+    command = subprocess.Popen(["sleep", "60"])
+    Path(marker).write_text(str(command.pid))
+    time.sleep(seconds)
+    return "done"

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from lldsched import OneTime, RetryPolicy
+from tests.conftest import SchedulerFactory
 from tests.waits import wait_until
 
 BOUND = 20.0  # seconds: the most any wait below may take (the job waits 60 s at most)
@@ -85,3 +87,20 @@ def test_a_worker_process_dies_when_its_schedulers_process_is_killed(
     wait_until(lambda: gone(worker), timeout=BOUND, what=f"worker process {worker} to exit")
     if linger:
         assert not gone(lingering)  # it was there all along, holding what it inherited
+
+
+def test_a_job_killed_at_its_timeout_takes_the_command_it_started_with_it(
+    make_scheduler: SchedulerFactory, tmp_path: Path
+) -> None:
+    """A job that shelled out and ran past its timeout: the worker process is killed,
+    and so is the command it started (its process group), not left running."""
+    scheduler = make_scheduler(workers=1)
+    marker = tmp_path / "command"
+    task = scheduler.schedule(
+        "shells-out", "tests.process_jobs:shell_out", OneTime(delay=0), isolation="process",
+        args=[str(marker), 3600], timeout=2.0, retry=RetryPolicy(max_attempts=1),
+    )  # fmt: skip
+    command = read_pid(marker)
+    wait_until(lambda: len(task.history) == 1, timeout=BOUND, what="the run's timeout")
+    assert task.history[0].timed_out
+    wait_until(lambda: gone(command), timeout=BOUND, what=f"the job's command {command}")

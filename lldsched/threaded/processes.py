@@ -19,8 +19,10 @@ answer:
 * **the timeout** is counted from the child's ``started`` (a fresh child's
   interpreter start is not the action's time).  At the deadline the child gets
   SIGKILL at once (no SIGTERM grace: a grace period is time the slot stays taken,
-  and a plain Python child dies on SIGTERM without running anything anyway); the
-  run is reported timed out, its error saying it was killed;
+  and a plain Python child dies on SIGTERM without running anything anyway), and so
+  does every process its job started that is still in its process group (each child
+  leads one: :func:`_kill`); the run is reported timed out, its error saying it was
+  killed;
 * **a crash** (the child exits, ``os._exit(3)``, or dies of a signal) is a failed
   run whose error names the exit code or the signal;
 * **a kill asked for** (:meth:`ProcessPool.kill`: the task was cancelled or paused,
@@ -87,6 +89,7 @@ idle ones are the ones those threads left behind.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -229,7 +232,7 @@ class ProcessPool:
                 answer = _receive(connection, timeout=timeout)
                 if answer is None and child.killed is None:  # the deadline passed
                     pid = child.process.pid
-                    child.process.kill()  # SIGKILL, at once
+                    _kill(child.process)  # SIGKILL, at once
                     self._lose(child)
                     return ProcessOutcome(
                         started=started,
@@ -243,7 +246,7 @@ class ProcessPool:
             answer = None
         except _Garbled as exc:  # something in the child wrote on its pipe: never reused
             pid = child.process.pid
-            child.process.kill()
+            _kill(child.process)
             self._lose(child)
             return ProcessOutcome(
                 started=started,
@@ -286,7 +289,7 @@ class ProcessPool:
             children = [child for child in self._busy if child.task_id == task_id]
             for child in children:
                 child.killed = reason
-                child.process.kill()
+                _kill(child.process)
         return bool(children)
 
     def kill_all(self, reason: str) -> int:
@@ -296,7 +299,7 @@ class ProcessPool:
             self._closed = True
             for child in self._busy:
                 child.killed = reason
-                child.process.kill()
+                _kill(child.process)
             return len(self._busy)
 
     def close(self, timeout: float | None = None) -> None:
@@ -314,7 +317,7 @@ class ProcessPool:
             try:
                 child.process.wait(deadline.remaining())
             except subprocess.TimeoutExpired:  # out of time: killed now, not after _end's wait
-                child.process.kill()
+                _kill(child.process)
             self._end(child)
 
     def let_go_after_fork(self) -> None:
@@ -386,7 +389,7 @@ class ProcessPool:
         try:  # a child that closed its pipe is exiting: wait for its own exit code
             process.wait(_EXIT_GRACE)
         except subprocess.TimeoutExpired:
-            process.kill()  # SIGKILL: it would not exit
+            _kill(process)  # SIGKILL: it would not exit
             process.wait(_REAP_TIMEOUT)
         finally:
             child.let_go()
@@ -435,6 +438,7 @@ class ProcessPool:
                 ],
                 pass_fds=(from_parent, to_parent, lifeline),
                 stdin=subprocess.DEVNULL,
+                start_new_session=True,  # a group of its own: _kill takes its job's processes
             )
         except BaseException:
             for fd in (to_child, from_parent, from_child, to_parent, lifeline, holding):
@@ -452,10 +456,22 @@ class ProcessPool:
         try:
             child.process.wait(_REAP_TIMEOUT)
         except subprocess.TimeoutExpired:
-            child.process.kill()
+            _kill(child.process)
             child.process.wait(_REAP_TIMEOUT)
         finally:
             child.let_go()
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL a child and every process its job started that is still in its process
+    group (each child leads a session of its own: ``start_new_session``), so a job that
+    shelled out (``subprocess.run(["pg_dump", ...])``) does not leave its command running
+    past the timeout, the cancel or the shutdown that killed it.  A process that left the
+    group (its own ``setsid``, a daemon) is not followed.  Nothing once the child was
+    reaped: its group's id is then no longer known to be its own."""
+    if process.returncode is None:
+        with contextlib.suppress(ProcessLookupError):  # the whole group is gone already
+            os.killpg(process.pid, signal.SIGKILL)
 
 
 class _Garbled(Exception):
@@ -562,7 +578,8 @@ def _watch(lifeline: int) -> None:
     closed the end; a call in progress dies with it, as a thread's would."""
     while os.read(lifeline, 64):  # nothing is ever written; only end-of-file returns
         pass
-    os._exit(_ORPHANED)
+    os.killpg(0, signal.SIGKILL)  # this child and what its job started (see _kill)
+    os._exit(_ORPHANED)  # not reached: SIGKILL ends this process too
 
 
 def _told(connection: Connection, message: bytes) -> bool:
