@@ -1,4 +1,5 @@
-"""A worker process of ``isolation="process"`` dies with its scheduler's process.
+"""Processes of ``isolation="process"`` do not outlive what owns them: a worker process
+its scheduler's process, a command a job started the job's kill.
 
 The scheduler's process is killed (SIGKILL, as the OOM killer does) while its worker
 process runs a job that waits; the worker process must not live on, finishing a call
