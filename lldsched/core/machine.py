@@ -760,10 +760,11 @@ class SchedulerCore(
     ) -> None:
         """Write the transition through the store and publish it."""
         if self._store is not None:
+            snapshot = self._snapshot(task)
             try:
-                self._store.save(self._snapshot(task), record)
+                self._store.save(snapshot, record)
             except BaseException as exc:  # the registry stays authoritative (core/storewrites.py)
-                store_failed(self._writes, exc, "save", task.id, self._snapshot(task))
+                store_failed(self._writes, exc, "save", task.id, snapshot)
             else:  # store_written, inlined: one attribute test a write while none failed
                 writes = self._writes
                 if writes is not None and writes.outage is not None:

@@ -135,10 +135,11 @@ class Restoration(CoreParts):
             task._slot = slot
         self._enqueue(task, due)
         if self._store is not None:
+            snapshot = self._snapshot(task)
             try:
-                self._store.save(self._snapshot(task))
+                self._store.save(snapshot)
             except BaseException as exc:  # as in _write_and_publish: the registry is the truth
-                store_failed(self._writes, exc, "save", task.id, self._snapshot(task))
+                store_failed(self._writes, exc, "save", task.id, snapshot)
             else:
                 store_written(self._writes, "save", task.id)
 
