@@ -177,6 +177,16 @@ def write_on_pipe(length: int, body: str) -> str:
     return "wrote"
 
 
+def write_half_then_sleep(seconds: float) -> str:
+    """Write the start of a framed message (a header promising 100 bytes, then 10 of
+    them) on the child's answering descriptor, then sleep ``seconds``: a child that stops
+    in the middle of its answer."""
+    answering = int(sys.argv[3])
+    os.write(answering, (100).to_bytes(4, "big", signed=True) + b"0123456789")
+    time.sleep(seconds)
+    return "slept"
+
+
 def shell_out(marker: str, seconds: float) -> str:
     """Start a command (``sleep 60``, as a job runs ``pg_dump``), write its pid to
     ``marker``, then sleep ``seconds`` without waiting for it."""

@@ -438,3 +438,30 @@ def test_a_child_that_writes_garbage_on_its_pipe_fails_its_run_is_killed_and_rep
         pool.kill_all("test over")
         pool.close(timeout=BOUND)
     assert pool.alive == 0
+
+
+def test_a_child_that_stops_in_the_middle_of_its_answer_is_killed_at_its_timeout() -> None:
+    """The timeout bounds the whole answer: a header and ten of its hundred bytes, then
+    silence, is timed out like silence (it used to hold the worker until the child
+    ended, as ``recv_bytes`` waited for the rest of the message)."""
+    pool = ProcessPool(now=time.monotonic)
+    outcomes: list[Any] = []
+    caller = threading.Thread(
+        target=lambda: outcomes.append(
+            pool.run("t", f"{JOBS}:write_half_then_sleep", (3600,), None, timeout=0.5)
+        )
+    )
+    try:
+        caller.start()
+        caller.join(BOUND)
+        assert not caller.is_alive(), "the run outlived its timeout"
+        (outcome,) = outcomes
+        assert outcome.timed_out
+        assert outcome.error.startswith("TimeoutError: killed (SIGKILL) at its 0.5 s budget")
+        after = pool.run("t", f"{JOBS}:add", (1, 2), None, timeout=BOUND)
+        assert after.error is None and after.result is not None and "'sum': 3" in after.result
+    finally:
+        pool.kill_all("test over")
+        caller.join(BOUND)
+        pool.close(timeout=BOUND)
+    assert pool.alive == 0

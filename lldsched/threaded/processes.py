@@ -68,9 +68,10 @@ pipes (``close_fds``).  Its action is the task's own code and can do whatever th
 parent's user can: isolation bounds its time and its crashes, not its rights.  The
 parent reads only JSON objects from the pipe, each at most :data:`ANSWER_LIMIT`
 bytes: anything else (an action that wrote on the pipe) fails the run, naming what
-came, and the child is killed and replaced, never reused.  One limit stays: a child
-that writes the start of a message and then stops holds its caller's worker until
-it exits or is killed (a cancel, a shutdown), as ``recv_bytes`` reads a whole message.
+came, and the child is killed and replaced, never reused.  The run's timeout bounds the
+whole answer, not its first byte: a child that writes the start of a message and then
+stops is killed at the deadline like one that wrote nothing (:func:`_receive` reads
+the frame itself; ``recv_bytes`` would wait for the rest of it for ever).
 
 **POSIX only** (Linux, macOS; :data:`SUPPORTED`): the child inherits its pipes
 with ``subprocess``'s ``pass_fds``, which Windows lacks (and
@@ -93,10 +94,13 @@ import contextlib
 import json
 import logging
 import os
+import select
 import signal
+import struct
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
 from multiprocessing.connection import Connection
 from typing import Any, NamedTuple
@@ -479,17 +483,21 @@ class _Garbled(Exception):
 
 
 def _receive(connection: Connection, *, timeout: float | None) -> dict[str, Any] | None:
-    """The child's next message, or None after ``timeout`` seconds (or at its death:
-    EOFError propagates); :class:`_Garbled` for a message longer than
-    :data:`ANSWER_LIMIT` or one that is not a JSON object."""
-    if timeout is not None and not connection.poll(timeout):
+    """The child's next message, or None once ``timeout`` seconds passed before the whole
+    of it came (EOFError at the child's death); :class:`_Garbled` for a message longer
+    than :data:`ANSWER_LIMIT` or one that is not a JSON object.  The frame is the one
+    :meth:`Connection.send_bytes` writes: a 4-byte signed big-endian length (-1 for one
+    above 2 GiB), then the bytes."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    header = _read(connection.fileno(), 4, deadline=deadline)
+    if header is None:
         return None
-    try:
-        data = connection.recv_bytes(ANSWER_LIMIT)
-    except OSError:
-        if connection.closed:  # multiprocessing closes it on a length above the limit
-            raise _Garbled(f"sent a message longer than {ANSWER_LIMIT} bytes") from None
-        raise
+    (size,) = struct.unpack("!i", header)
+    if not 0 <= size <= ANSWER_LIMIT:
+        raise _Garbled(f"sent a message longer than {ANSWER_LIMIT} bytes")
+    data = _read(connection.fileno(), size, deadline=deadline)
+    if data is None:
+        return None
     try:
         answer = json.loads(data)
     except ValueError:
@@ -497,6 +505,25 @@ def _receive(connection: Connection, *, timeout: float | None) -> dict[str, Any]
     if not isinstance(answer, dict):
         raise _Garbled(f"sent {data[:80]!r}, which is not an answer") from None
     return answer
+
+
+def _read(fd: int, size: int, *, deadline: float | None) -> bytes | None:
+    """Exactly ``size`` bytes from ``fd``, or None once the monotonic ``deadline`` passed
+    first (``None``: no bound); EOFError at end-of-file.  ``poll``, not ``select``: a
+    service may hold more than 1,024 descriptors."""
+    waiting = select.poll()
+    waiting.register(fd, select.POLLIN)
+    data = bytearray()
+    while len(data) < size:
+        if deadline is not None:
+            left = max(0.0, deadline - time.monotonic())
+            if not waiting.poll(left * 1000.0):
+                return None
+        chunk = os.read(fd, size - len(data))
+        if not chunk:
+            raise EOFError
+        data += chunk
+    return bytes(data)
 
 
 def _death(process: subprocess.Popen[bytes]) -> str:
