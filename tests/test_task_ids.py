@@ -51,11 +51,13 @@ def test_a_caller_chosen_id_is_the_task_id_and_default_ids_step_around_it(driven
 def test_registering_an_id_that_exists_raises_naming_it_and_keeps_the_first_task(
     driven: Any,
 ) -> None:
-    report = driven.add("report", FixedRate(3600), id="nightly-report")
+    # first due in an hour: the started threaded runtime leaves its due time alone
+    hourly = FixedRate(3600, start_delay=3600)
+    report = driven.add("report", hourly, id="nightly-report")
     with pytest.raises(ValidationError, match="'nightly-report' is already registered"):
         driven.add("other", FixedRate(60), id="nightly-report")
     assert driven.runtime.tasks() == [report] and report.name == "report"
-    assert report.schedule == FixedRate(3600) and report.next_run_at == T0
+    assert report.schedule == hourly and report.next_run_at == T0 + 3600
 
 
 @pytest.mark.parametrize("bad", ["", "   ", 17, b"report"])
