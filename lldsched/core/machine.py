@@ -141,6 +141,7 @@ from lldsched.core.task import (
 )
 from lldsched.core.waiting import DependencyWaits
 from lldsched.errors import ScheduleError, ValidationError, error_text
+from lldsched.logs import JOBS
 from lldsched.model import ExecutionRecord, Priority, TaskEvent, TaskStatus
 from lldsched.persistence import TaskSnapshot, TaskStore, is_shared
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
@@ -149,7 +150,7 @@ from lldsched.schedules.catchup import CatchUp
 
 __all__ = ["MAX_SKIPPED", "DueQueue", "SchedulerCore"]
 
-log = logging.getLogger("lldsched")
+log = logging.getLogger(JOBS)
 
 _new_tuple = tuple.__new__  # a Run, record, snapshot or event positionally: see finish, _snapshot
 

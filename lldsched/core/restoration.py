@@ -29,10 +29,11 @@ from lldsched.core.registration import options_of, validated
 from lldsched.core.storewrites import store_failed, store_written
 from lldsched.core.task import Restored, ScheduledTask, TaskOptions, fit_flight
 from lldsched.errors import ValidationError
+from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
 from lldsched.schedules.base import Schedule
 
-log = logging.getLogger("lldsched")
+log = logging.getLogger(STORE)
 
 __all__ = ["Restoration"]
 

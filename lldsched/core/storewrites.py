@@ -70,11 +70,12 @@ import threading
 from collections.abc import Callable
 
 from lldsched.errors import StoreClosedError
+from lldsched.logs import STORE
 from lldsched.persistence import TaskSnapshot, TaskStore
 
 __all__ = ["ADVICE", "Outage", "StoreWrites", "check_store", "store_failed", "store_written"]
 
-log = logging.getLogger("lldsched")
+log = logging.getLogger(STORE)
 
 ADVICE = (
     "shut the scheduler down before closing its store (put the scheduler's `with` "

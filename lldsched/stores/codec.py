@@ -48,6 +48,7 @@ from typing import Any, TypeVar
 from lldsched.checks import seconds
 from lldsched.errors import LldschedError, StoreError, ValidationError
 from lldsched.importpath import import_callable, import_path, json_arguments
+from lldsched.logs import STORE
 from lldsched.model import Priority
 from lldsched.persistence import Task, TaskSnapshot
 from lldsched.policies import Misfire, MisfirePolicy, Overlap, OverrunPolicy, RetryPolicy
@@ -71,7 +72,7 @@ __all__ = [
     "resolve_callable",
 ]
 
-log = logging.getLogger("lldsched")
+log = logging.getLogger(STORE)
 
 ToDict = Callable[[Any], dict[str, Any]]
 FromDict = Callable[[Mapping[str, Any]], Schedule]

@@ -104,11 +104,12 @@ from typing import Any, NamedTuple
 from lldsched.core.results import must_await, result_text
 from lldsched.errors import SchedulerStateError, ValidationError, error_text, traceback_text
 from lldsched.importpath import import_callable
+from lldsched.logs import WORKERS
 from lldsched.threaded.deadline import Deadline
 
 __all__ = ["SUPPORTED", "ProcessOutcome", "ProcessPool", "check_supported"]
 
-log = logging.getLogger("lldsched")
+log = logging.getLogger(WORKERS)
 
 _REAP_TIMEOUT = 5.0  # seconds to wait for a killed child to be reaped (SIGKILL: at once)
 _EXIT_GRACE = 1.0  # seconds a child whose pipe closed gets to exit on its own

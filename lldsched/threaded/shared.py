@@ -41,13 +41,14 @@ from lldsched.core.machine import SchedulerCore
 from lldsched.core.recovery import decide_misfire
 from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.errors import LeaseLost, StoreError
+from lldsched.logs import CLUSTER
 from lldsched.model import TaskStatus
 from lldsched.persistence import Claim, CoordinatedStore
 from lldsched.threaded.deadline import Deadline
 
 __all__ = ["Coordinator", "leases_kept"]
 
-log = logging.getLogger("lldsched")
+log = logging.getLogger(CLUSTER)
 
 
 class Coordinator:
