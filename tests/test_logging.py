@@ -9,6 +9,7 @@ import logging
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -16,6 +17,7 @@ from lldsched import FakeClock, FixedRate, OneTime, RetryPolicy, TaskEvent
 from lldsched.listeners import notify
 from lldsched.logs import JOBS, LISTENERS, LOGGERS, REPEAT_WINDOW, WORKERS, Repeats
 from lldsched.model import TaskStatus
+from lldsched.threaded.processes import ProcessPool
 from lldsched.threaded.running import FIELDS
 from tests.conftest import SchedulerFactory, settle
 
@@ -220,3 +222,24 @@ def test_a_line_about_a_run_never_shows_the_jobs_arguments(
     assert "login" in line.getMessage()
     for record in captured.records:
         assert "hunter2" not in record.getMessage()
+
+
+def test_a_system_refusing_worker_processes_is_said_in_full_once_a_window(
+    monkeypatch: pytest.MonkeyPatch, captured: Captured
+) -> None:
+    now = [0.0]
+    pool = ProcessPool(now=lambda: now[0], repeats=Repeats(clock=lambda: now[0]))
+
+    def refused() -> NoReturn:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(pool, "_start", refused)
+    for second in range(300):  # a worker process lost every second, none replaced
+        now[0] = float(second)
+        pool._replace()
+    errors = captured.named(WORKERS, logging.ERROR)
+    assert [r.__dict__["repeated"] for r in errors] == [0, 59, 59, 59, 59]
+    assert all(r.exc_info is not None for r in errors)
+    assert len(captured.named(WORKERS, logging.DEBUG)) == 295
+    assert errors[0].getMessage() == "could not start a worker process to replace a lost one"
+    assert errors[1].getMessage().endswith("(59 more times since its last line, at DEBUG)")

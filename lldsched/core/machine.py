@@ -658,7 +658,13 @@ class SchedulerCore(
         try:
             due, skipped = next_run_and_skipped(schedule, record, limit=MAX_SKIPPED)
         except Exception as exc:  # a broken schedule is the library user's bug: fail loudly
-            log.exception("task %s: %r.next_run raised", task.id, schedule)
+            log.exception(
+                "task %s %r: %r.next_run raised; the task fails",
+                task.id,
+                task.name,
+                schedule,
+                extra={"task_id": task.id, "task_name": task.name},
+            )
             self._stats(task).last_error = f"ScheduleError: {error_text(exc)}"
             return FAILED, None, original, ()
         if type(schedule) is CatchUp and schedule.spent:  # the catch-up is over

@@ -115,6 +115,7 @@ class Restoration(CoreParts):
             task_id,
             task.status.value,
             task_id,
+            extra={"task_id": task_id, "task_name": name},
         )
 
     def replan(
@@ -241,7 +242,7 @@ def _check_stored_call(
     except TypeError:  # an unhashable callable object: checked every time
         shape = None
     try:
-        check_call(name, action, options)
+        check_call(name, action, options, values=False)  # a log line: no argument's value
     except ValidationError as exc:
         log.warning(
             "task %s, restored from the store, cannot be called as stored: %s. Its runs "
@@ -250,6 +251,7 @@ def _check_stored_call(
             task_id,
             exc,
             task_id,
+            extra={"task_id": task_id, "task_name": name},
         )
     else:
         if shape is not None:

@@ -471,6 +471,7 @@ def renamed(
                 snapshot.task.id,
                 store,
                 ", ".join(moves),
+                extra={"task_id": snapshot.task.id},
             )
     return moved
 
@@ -510,6 +511,7 @@ class Unreadable:
                 if known is None
                 else "it follows the task's state with the definition it has, and runs "
                 "the task's slots it claims with it,",
+                extra={"task_id": task_id},
             )
 
     def read(self, task_id: str) -> None:
