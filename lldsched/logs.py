@@ -106,6 +106,13 @@ class Repeats:
         seen[0], seen[1] = now, 0
         return repeated
 
+    def expired(self, key: Hashable, now: float | None = None) -> bool:
+        """True if :meth:`admit` would write ``key``'s line in full now; counts nothing."""
+        if now is None:
+            now = self._clock()
+        seen = self._seen.get(key)
+        return seen is None or not 0 <= now - seen[0] < self.window
+
     def _forget(self, now: float) -> None:
         """Drop the keys whose window ended with nothing pending, or, if none did, all."""
         quiet = [

@@ -9,13 +9,13 @@ import logging
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pytest
 
-from lldsched import FakeClock, FixedRate, OneTime, RetryPolicy, TaskEvent
+from lldsched import FakeClock, FixedRate, InMemoryTaskStore, OneTime, RetryPolicy, TaskEvent
 from lldsched.listeners import notify
-from lldsched.logs import JOBS, LISTENERS, LOGGERS, REPEAT_WINDOW, WORKERS, Repeats
+from lldsched.logs import JOBS, LISTENERS, LOGGERS, REPEAT_WINDOW, STORE, WORKERS, Repeats
 from lldsched.model import TaskStatus
 from lldsched.threaded.processes import ProcessPool
 from lldsched.threaded.running import FIELDS
@@ -243,3 +243,66 @@ def test_a_system_refusing_worker_processes_is_said_in_full_once_a_window(
     assert len(captured.named(WORKERS, logging.DEBUG)) == 295
     assert errors[0].getMessage() == "could not start a worker process to replace a lost one"
     assert errors[1].getMessage().endswith("(59 more times since its last line, at DEBUG)")
+
+
+def test_an_hour_of_a_store_failing_every_run_is_one_outage_line_a_minute(
+    make_scheduler: SchedulerFactory, clock: FakeClock, captured: Captured
+) -> None:
+    class Flapping(InMemoryTaskStore):
+        """Every run's record fails to save; the begin's save succeeds: an outage
+        begins and ends every second (a disk full by moments)."""
+
+        def save(self, snapshot: Any, record: Any = None) -> None:
+            if record is not None:
+                raise OSError("disk full")
+            super().save(snapshot, record)
+
+    scheduler = make_scheduler(clock=clock, store=Flapping())
+    task = scheduler.schedule("tick", lambda: None, FixedRate(1))
+    settle(scheduler)
+    for _ in range(3600):
+        clock.advance(1)
+        settle(scheduler)
+    assert task.run_count == 3601
+    errors = captured.named(STORE, logging.ERROR)
+    assert len(errors) == 61 and all(r.exc_info is not None for r in errors)
+    assert [r.__dict__["repeated"] for r in errors] == [0] + [59] * 60
+    assert errors[1].getMessage().endswith("(59 more outages since its last line, at debug level)")
+    # each said outage's end but the last's (its run's record failed; the next begin
+    # would end it)
+    assert len(captured.named(STORE, logging.WARNING)) == 60
+    assert len(captured.named(STORE, logging.DEBUG)) == 2 * 3540  # the others' start, end
+
+
+def test_a_quiet_outage_that_lasts_is_said_once_its_window_is_over(
+    make_scheduler: SchedulerFactory, clock: FakeClock, captured: Captured
+) -> None:
+    class Failing(InMemoryTaskStore):
+        down = False
+
+        def save(self, snapshot: Any, record: Any = None) -> None:
+            if self.down or record is not None:
+                raise OSError("disk full")
+            super().save(snapshot, record)
+
+    store = Failing()
+    scheduler = make_scheduler(clock=clock, store=store)
+    scheduler.schedule("tick", lambda: None, FixedRate(1))
+    settle(scheduler)
+    for _ in range(5):  # flapping: outages 2 to 6 are quiet
+        clock.advance(1)
+        settle(scheduler)
+    store.down = True  # and now down for good
+    for _ in range(120):
+        clock.advance(1)
+        settle(scheduler)
+    errors = captured.named(STORE, logging.ERROR)
+    assert [r.getMessage().split(" (a ")[0] for r in errors] == [
+        f"store {store!r} failed",
+        f"store {store!r} still failing",
+    ]
+    assert errors[1].__dict__["repeated"] == 5
+    # the last line at WARNING or above says the store is failing, not that it recovered
+    assert captured.records[-1].levelno == logging.DEBUG
+    above = [r for r in captured.records if r.levelno >= logging.WARNING and r.name == STORE]
+    assert above[-1] is errors[1]

@@ -222,7 +222,9 @@ class SchedulerCore(
         self._writes = (
             None
             if store is None
-            else StoreWrites(store, current=None if is_shared(store) else self._current)
+            else StoreWrites(
+                store, current=None if is_shared(store) else self._current, now=clock.now
+            )
         )
         # Where events go; a runtime sets it as listeners come and go (None: nobody
         # listens, and no event object is built).
