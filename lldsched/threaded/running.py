@@ -290,7 +290,7 @@ def _overlapped(run: Run) -> str | None:
 
 
 def failure_line(
-    run: Run, record: ExecutionRecord, explained: Explained = None, *, scheduler: str = "?"
+    run: Run, record: ExecutionRecord, explained: Explained = None, *, scheduler: str
 ) -> LogLine:
     """The log line of a failed attempt, made after the core decided what follows it
     (caller holds the scheduler's lock: the task's status and next due instant are
