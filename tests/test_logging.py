@@ -306,3 +306,14 @@ def test_a_quiet_outage_that_lasts_is_said_once_its_window_is_over(
     assert captured.records[-1].levelno == logging.DEBUG
     above = [r for r in captured.records if r.levelno >= logging.WARNING and r.name == STORE]
     assert above[-1] is errors[1]
+
+
+def test_repeats_start_a_new_window_when_the_clock_goes_back_and_keep_their_keys_bounded() -> None:
+    repeats = Repeats(window=60)
+    assert repeats.admit("a", now=100.0) == 0
+    assert repeats.admit("a", now=130.0) is None  # a repeat, counted
+    assert not repeats.expired("a", now=130.0)
+    assert repeats.admit("a", now=50.0) == 1  # the clock went back: a new window, said
+    for n in range(5000):  # many tasks failing once each
+        repeats.admit(n, now=1000.0 + n)
+    assert len(repeats._seen) <= 4096
