@@ -114,15 +114,16 @@ def _say_failed(
     """Log that ``listener`` raised ``exc`` on ``event`` (in full, or as a repeat)."""
     previous = "new" if event.previous is None else event.previous.value
     fields: dict[str, object] = {
-        "listener": repr(listener),
+        "listener": _named(listener),
         "task_id": event.task_id,
         "task_name": event.name,
         "status": event.status.value,
         "error": error_text(exc),
         "repeated": 0,
     }
-    args: tuple[object, ...] = (listener, event.task_id, event.name, previous, event.status.value)
-    message = "listener %r raised on the event of task %s %r (%s -> %s); it stays registered"
+    named = fields["listener"]
+    args: tuple[object, ...] = (named, event.task_id, event.name, previous, event.status.value)
+    message = "listener %s raised on the event of task %s %r (%s -> %s); it stays registered"
     repeated = 0 if repeats is None else repeats.admit(id(listener))
     if repeated is None:  # said with its traceback less than a window ago
         log.debug(message + ": %s", *args, fields["error"], extra=fields)
@@ -132,6 +133,16 @@ def _say_failed(
         args = (*args, repeated)
     fields["repeated"] = repeated
     log.error(message, *args, exc_info=exc, extra=fields)
+
+
+def _named(listener: Listener) -> str:
+    """A listener's name, for its line and its field: its qualified name, or its
+    class's (not its ``repr``, which may raise, or name a memory address)."""
+    try:
+        name = getattr(listener, "__qualname__", None)
+        return name if isinstance(name, str) else type(listener).__qualname__
+    except Exception:
+        return type(listener).__qualname__
 
 
 class EventLog:

@@ -317,3 +317,23 @@ def test_repeats_start_a_new_window_when_the_clock_goes_back_and_keep_their_keys
     for n in range(5000):  # many tasks failing once each
         repeats.admit(n, now=1000.0 + n)
     assert len(repeats._seen) <= 4096
+
+
+def test_a_listener_whose_repr_raises_is_still_said_and_the_next_one_called(
+    captured: Captured,
+) -> None:
+    class Odd:
+        def __repr__(self) -> str:
+            raise RuntimeError("no repr")
+
+        def on_event(self, event: TaskEvent) -> None:
+            raise ConnectionError("down")
+
+    odd = Odd()
+    heard: list[TaskEvent] = []
+    event = TaskEvent("task-1", "poll", TaskStatus.SCHEDULED, TaskStatus.RUNNING, 0.0)
+    notify([(odd, odd.on_event), (heard.append, heard.append)], event, repeats=Repeats())
+    assert heard == [event]
+    (line,) = captured.named(LISTENERS, logging.ERROR)
+    assert line.__dict__["listener"].endswith(".Odd")
+    assert line.__dict__["error"] == "ConnectionError: down"
