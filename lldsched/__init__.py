@@ -51,10 +51,11 @@ from lldsched.sim import Simulation
 from lldsched.stores import InMemoryTaskStore, SqliteTaskStore, TaskStore
 from lldsched.threaded import Scheduler
 
-# The library's one logger, "lldsched", says nothing until the application configures
-# logging (the logging HOWTO's rule for libraries): a script or a notebook whose tasks
-# fail on purpose stays quiet, and a service that calls logging.basicConfig() or
-# dictConfig() hears every failed attempt (README, "Running it in a service").
+# The library's loggers (lldsched.jobs, lldsched.store, ...: lldsched/logs.py) are
+# children of "lldsched", which says nothing until the application configures logging
+# (the logging HOWTO's rule for libraries): a script or a notebook whose tasks fail on
+# purpose stays quiet, and a service that calls logging.basicConfig() or dictConfig()
+# hears every failed attempt (README, "Logging").
 logging.getLogger("lldsched").addHandler(logging.NullHandler())
 
 __all__ = [

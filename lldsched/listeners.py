@@ -21,12 +21,13 @@ from datetime import timedelta
 from typing import Protocol, runtime_checkable
 
 from lldsched.checks import seconds
-from lldsched.errors import ValidationError
+from lldsched.errors import ValidationError, error_text
+from lldsched.logs import LISTENERS, Repeats
 from lldsched.model import ExecutionRecord, TaskEvent
 
 __all__ = ["EventLog", "Listener", "TaskListener", "as_callback", "listener_list", "notify"]
 
-log = logging.getLogger("lldsched")
+log = logging.getLogger(LISTENERS)
 
 
 @runtime_checkable
@@ -83,6 +84,7 @@ def notify(
     event: TaskEvent,
     *,
     catch: type[BaseException] = Exception,
+    repeats: Repeats | None = None,
 ) -> None:
     """Call each listener's callback (:func:`as_callback`) with ``event``, in order.  One
     that raises is logged, naming it and the event, and stays registered; the others
@@ -92,12 +94,55 @@ def notify(
     on the caller's thread (the simulation: a Ctrl-C there must reach the caller);
     ``BaseException`` on a delivery thread of its own (the threaded runtime), where a
     listener's ``sys.exit()`` would otherwise end that thread silently, and every later
-    event with it."""
+    event with it.
+
+    ``repeats`` (the runtime's :class:`~lldsched.logs.Repeats`, keyed by listener) keeps
+    a listener that raises on every event from writing a traceback per event: its
+    first failure in each window is an ERROR with the traceback, the others DEBUG
+    lines without, counted on its next ERROR.  The line names the event's task and its
+    status change, not the event's ``repr`` (its record's result text)."""
     for listener, callback in listeners:
         try:
             callback(event)
-        except catch:
-            log.exception("listener %r raised on %r; it stays registered", listener, event)
+        except catch as exc:
+            _say_failed(listener, event, exc, repeats)
+
+
+def _say_failed(
+    listener: Listener, event: TaskEvent, exc: BaseException, repeats: Repeats | None
+) -> None:
+    """Log that ``listener`` raised ``exc`` on ``event`` (in full, or as a repeat)."""
+    previous = "new" if event.previous is None else event.previous.value
+    fields: dict[str, object] = {
+        "listener": _named(listener),
+        "task_id": event.task_id,
+        "task_name": event.name,
+        "status": event.status.value,
+        "error": error_text(exc),
+        "repeated": 0,
+    }
+    named = fields["listener"]
+    args: tuple[object, ...] = (named, event.task_id, event.name, previous, event.status.value)
+    message = "listener %s raised on the event of task %s %r (%s -> %s); it stays registered"
+    repeated = 0 if repeats is None else repeats.admit(id(listener))
+    if repeated is None:  # said with its traceback less than a window ago
+        log.debug(message + ": %s", *args, fields["error"], extra=fields)
+        return
+    if repeated:
+        message += " (%d more failures of it since its last line, at DEBUG)"
+        args = (*args, repeated)
+    fields["repeated"] = repeated
+    log.error(message, *args, exc_info=exc, extra=fields)
+
+
+def _named(listener: Listener) -> str:
+    """A listener's name, for its line and its field: its qualified name, or its
+    class's (not its ``repr``, which may raise, or name a memory address)."""
+    try:
+        name = getattr(listener, "__qualname__", None)
+        return name if isinstance(name, str) else type(listener).__qualname__
+    except Exception:
+        return type(listener).__qualname__
 
 
 class EventLog:

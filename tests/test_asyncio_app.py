@@ -192,7 +192,7 @@ def test_a_coroutine_that_cancels_itself_failed_is_retried_and_logged_as_a_failu
         assert scheduler.shutdown(timeout=10)
     assert [record.error for record in task.history] == [CANCELLED_INSIDE, CANCELLED_INSIDE]
     assert task.status is TaskStatus.FAILED
-    lines = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "lldsched"]
+    lines = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "lldsched.jobs"]
     assert [level for level, _ in lines] == [logging.WARNING, logging.ERROR]
     assert "dead-lettered" in lines[1][1] and CANCELLED_INSIDE in lines[1][1]
 

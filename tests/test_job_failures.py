@@ -216,7 +216,7 @@ def test_the_unpicklable_exception_is_the_childs_alone() -> None:
 
 
 def _lines(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
-    return [r for r in caplog.records if r.name == "lldsched" and "attempt" in r.getMessage()]
+    return [r for r in caplog.records if r.name == "lldsched.jobs" and "attempt" in r.getMessage()]
 
 
 @pytest.mark.parametrize("where", ["thread", "coroutine"])

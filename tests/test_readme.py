@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from lldsched.logs import LOGGERS
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 BLOCKS = [
@@ -56,6 +60,23 @@ def test_the_readme_has_its_blocks_and_shows_what_they_print() -> None:
     assert sum(len(shown_output(block)) for _, block in BLOCKS) >= 10
 
 
+@pytest.fixture
+def logging_restored() -> Iterator[None]:
+    """A block that configures logging (the "Logging" section's dictConfig) leaves
+    lldsched's loggers as it found them, for the tests that run after it."""
+    names = ["lldsched", *LOGGERS]
+    kept = [
+        (logger, logger.level, list(logger.handlers), logger.propagate, logger.disabled)
+        for logger in map(logging.getLogger, names)
+    ]
+    yield
+    for logger, level, handlers, propagate, disabled in kept:
+        logger.setLevel(level)
+        logger.handlers[:] = handlers
+        logger.propagate, logger.disabled = propagate, disabled
+
+
+@pytest.mark.usefixtures("logging_restored")
 @pytest.mark.parametrize(("line", "block"), BLOCKS, ids=[f"README.md:{n}" for n, _ in BLOCKS])
 def test_every_python_block_in_the_readme_runs_and_prints_what_it_shows(
     line: int, block: str

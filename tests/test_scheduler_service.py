@@ -117,7 +117,7 @@ def test_each_failed_attempt_is_logged_once_with_what_follows_and_a_success_is_n
         clock.advance(1)  # the backoff
         settle(scheduler)
     assert task.status is TaskStatus.FAILED
-    lines = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "lldsched"]
+    lines = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "lldsched.jobs"]
     retry_at = datetime.fromtimestamp(T0 + 1, UTC).isoformat(timespec="milliseconds")
     assert lines == [
         (
@@ -145,7 +145,7 @@ def test_a_recurring_task_that_gives_a_slot_up_says_when_it_runs_next(
         settle(scheduler)
     assert task.history[-1].outcome == "given_up"
     next_at = datetime.fromtimestamp(T0 + 3600, UTC).isoformat(timespec="milliseconds")
-    (line,) = [r for r in caplog.records if r.name == "lldsched"]
+    (line,) = [r for r in caplog.records if r.name == "lldsched.jobs"]
     assert line.levelno == logging.ERROR
     expected = f"RuntimeError: db down; slot given up, next due at {next_at}"
     assert line.getMessage().endswith(expected)
@@ -167,7 +167,7 @@ def test_a_run_stopped_on_purpose_is_logged_at_info_only(
         scheduler.cancel(task.id)
         settle(scheduler)
     assert task.history[-1].error == "CancelledError: task cancelled"
-    lines = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "lldsched"]
+    lines = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "lldsched.jobs"]
     assert lines == [
         (logging.INFO, f"task {task.id} 'waits' attempt 1 stopped: CancelledError: task cancelled")
     ]
@@ -190,7 +190,7 @@ def test_a_shutdown_that_runs_out_of_time_says_which_runs_are_still_going(
             assert scheduler.shutdown(timeout=0.05) is False
     finally:
         release.set()
-    (line,) = [r for r in caplog.records if r.name == "lldsched"]
+    (line,) = [r for r in caplog.records if r.name == "lldsched.scheduler"]
     assert "shutdown(timeout=0.05) returned with runs still going: nightly-report 'report'" in (
         line.getMessage()
     )
@@ -239,8 +239,8 @@ with Scheduler(workers=1) as scheduler:
         ("none", ""),  # a library prints nothing of its own accord
         (
             "configured",
-            "ERROR lldsched task task-1 'nightly' attempt 1 of 1 failed: RuntimeError: db down; "
-            "dead-lettered (redrive() runs it again)\n"
+            "ERROR lldsched.jobs task task-1 'nightly' attempt 1 of 1 failed: RuntimeError: "
+            "db down; dead-lettered (redrive() runs it again)\n"
             "Traceback (most recent call last):\n"
             "...\n"  # the scheduler's own frame, calling the action
             '  File "<string>", line 7, in broken\n'
@@ -285,7 +285,7 @@ def test_a_restored_task_registered_again_without_an_id_is_warned_of_once(
         restarted.scheduled(FixedRate(3600), name="noop")(jobs.noop)  # said once a name
         restarted.schedule("startup", jobs.noop, OneTime(delay=0))
     assert [task.name for task in restarted.tasks()].count("noop") == 3  # as ever: copies
-    (line,) = [r.getMessage() for r in caplog.records if r.name == "lldsched"]
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "lldsched.store"]
     assert line.startswith(
         "task 'noop' is registered again without id=, beside task-1 (scheduled), which the "
         "store restored: both run"

@@ -59,7 +59,7 @@ def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Calla
 
 
 def errors(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
-    return [r for r in caplog.records if r.name == "lldsched" and r.levelno >= logging.ERROR]
+    return [r for r in caplog.records if r.name == "lldsched.store" and r.levelno >= logging.ERROR]
 
 
 def test_a_closed_store_is_said_once_without_a_traceback_and_the_scheduler_goes_on(

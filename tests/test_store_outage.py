@@ -52,7 +52,7 @@ class FailingStore(InMemoryTaskStore):
 
 
 def logged(caplog: pytest.LogCaptureFixture, level: int) -> list[logging.LogRecord]:
-    return [r for r in caplog.records if r.name == "lldsched" and r.levelno == level]
+    return [r for r in caplog.records if r.name == "lldsched.store" and r.levelno == level]
 
 
 def test_an_outage_is_said_once_with_its_traceback_and_its_end_with_what_was_missed(

@@ -202,6 +202,24 @@ def test_a_restored_task_whose_arguments_no_longer_fit_is_warned_of_by_id(
     assert "id='report', replace_existing=True" in line
 
 
+def test_the_warning_of_arguments_that_no_longer_fit_never_shows_their_values(
+    tmp_path: Path, deploy: Deploy, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "tasks.db"
+    jobs = deploy("def report(who, api_key):\n    return who\n\ndef cleanup():\n    return 1\n")
+    with SqliteTaskStore(path) as store:
+        sim = Simulation(start=1_000.0, store=store)
+        sim.schedule("report", FixedRate(3600), action=jobs.report, id="report",
+                     args=("s3cr3t-token",), kwargs={"api_key": "k3y"})  # fmt: skip
+    deploy("def report():\n    return 1\n\ndef cleanup():\n    return 1\n")
+    with caplog.at_level(logging.WARNING, logger="lldsched"), SqliteTaskStore(path) as store:
+        Simulation(start=2_000.0, store=store)
+    (line,) = [r for r in caplog.records if "cannot be called as stored" in r.getMessage()]
+    assert (line.name, line.__dict__["task_id"]) == ("lldsched.store", "report")
+    assert "s3cr3t-token" not in line.getMessage() and "k3y" not in line.getMessage()
+    assert "1 positional argument and the keywords 'api_key'" in line.getMessage()
+
+
 # -- a custom schedule changed -----------------------------------------------------------
 
 EVERY = """

@@ -12,7 +12,7 @@ calls them) and are kept cheap by remembering, per code object, what they learnt
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import BuiltinFunctionType
 from typing import Any
 
@@ -71,7 +71,9 @@ def call_shape(action: Callable[..., Any]) -> int:
     return CTX if "ctx" in parameters else TAKES
 
 
-def check_call(name: str, action: Callable[..., Any], options: TaskOptions) -> None:
+def check_call(
+    name: str, action: Callable[..., Any], options: TaskOptions, *, values: bool = True
+) -> None:
     """``action`` can be called as each run calls it: ``action(*args, **kwargs)``, with
     ``ctx=`` added when it declares ``ctx``.  ValidationError naming the arguments and
     what is wrong (a required parameter missing, one too many, an unknown keyword, a
@@ -79,6 +81,10 @@ def check_call(name: str, action: Callable[..., Any], options: TaskOptions) -> N
     until the dead letter.  A callable whose signature cannot be read passes; a wrapper
     (``functools.wraps``) is judged by its own parameters, not the wrapped function's,
     since a decorator may supply some of those.
+
+    ``values=False`` names the arguments by count and keyword, never by value: for a
+    log line (a restored task's stored arguments may hold a token), where the
+    registering caller who gave them is not the reader.
     """
     args, kwargs, pass_context = options.args, options.kwargs, options.pass_context
     code = getattr(action, "__code__", None)
@@ -102,7 +108,8 @@ def check_call(name: str, action: Callable[..., Any], options: TaskOptions) -> N
         if "ctx" in keywords:
             raise ValidationError(
                 f"task {name!r}: kwargs name 'ctx', which the scheduler passes to an action "
-                f"that declares it (a RunContext): got kwargs={kwargs!r}"
+                "that declares it (a RunContext): got "
+                + (f"kwargs={kwargs!r}" if values else _shape((), kwargs))
             )
         keywords["ctx"] = None
     if signature is None:
@@ -110,7 +117,7 @@ def check_call(name: str, action: Callable[..., Any], options: TaskOptions) -> N
     try:
         signature.bind(*args, **keywords)
     except TypeError as exc:
-        given = f"args={tuple(args)!r}" + (f", kwargs={dict(kwargs)!r}" if kwargs else "")
+        given = _given(args, kwargs) if values else _shape(args, kwargs)
         bare = signature.replace(  # the parameters, without their annotations
             parameters=[p.replace(annotation=p.empty) for p in signature.parameters.values()],
             return_annotation=signature.empty,
@@ -119,6 +126,20 @@ def check_call(name: str, action: Callable[..., Any], options: TaskOptions) -> N
             f"task {name!r}: action {_action_name(action)}{bare} cannot be called with "
             f"{given}: {exc}"
         ) from None
+
+
+def _given(args: tuple[Any, ...], kwargs: Mapping[str, Any] | None) -> str:
+    """The arguments as a registration's error shows them (its caller gave them)."""
+    return f"args={tuple(args)!r}" + (f", kwargs={dict(kwargs)!r}" if kwargs else "")
+
+
+def _shape(args: tuple[Any, ...], kwargs: Mapping[str, Any] | None) -> str:
+    """The arguments by count and keyword, without a value (a log line's)."""
+    count = len(args)
+    said = f"{count} positional argument{'' if count == 1 else 's'}"
+    if kwargs:
+        said += " and the keywords " + ", ".join(repr(key) for key in kwargs)
+    return said
 
 
 def _signature(action: Callable[..., Any]) -> inspect.Signature | None:

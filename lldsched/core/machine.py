@@ -141,6 +141,7 @@ from lldsched.core.task import (
 )
 from lldsched.core.waiting import DependencyWaits
 from lldsched.errors import ScheduleError, ValidationError, error_text
+from lldsched.logs import JOBS
 from lldsched.model import ExecutionRecord, Priority, TaskEvent, TaskStatus
 from lldsched.persistence import TaskSnapshot, TaskStore, is_shared
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
@@ -149,7 +150,7 @@ from lldsched.schedules.catchup import CatchUp
 
 __all__ = ["MAX_SKIPPED", "DueQueue", "SchedulerCore"]
 
-log = logging.getLogger("lldsched")
+log = logging.getLogger(JOBS)
 
 _new_tuple = tuple.__new__  # a Run, record, snapshot or event positionally: see finish, _snapshot
 
@@ -221,7 +222,9 @@ class SchedulerCore(
         self._writes = (
             None
             if store is None
-            else StoreWrites(store, current=None if is_shared(store) else self._current)
+            else StoreWrites(
+                store, current=None if is_shared(store) else self._current, now=clock.now
+            )
         )
         # Where events go; a runtime sets it as listeners come and go (None: nobody
         # listens, and no event object is built).
@@ -657,7 +660,13 @@ class SchedulerCore(
         try:
             due, skipped = next_run_and_skipped(schedule, record, limit=MAX_SKIPPED)
         except Exception as exc:  # a broken schedule is the library user's bug: fail loudly
-            log.exception("task %s: %r.next_run raised", task.id, schedule)
+            log.exception(
+                "task %s %r: %r.next_run raised; the task fails",
+                task.id,
+                task.name,
+                schedule,
+                extra={"task_id": task.id, "task_name": task.name},
+            )
             self._stats(task).last_error = f"ScheduleError: {error_text(exc)}"
             return FAILED, None, original, ()
         if type(schedule) is CatchUp and schedule.spent:  # the catch-up is over

@@ -10,8 +10,6 @@ values in :mod:`lldsched.policies`; the rules, per policy, are in docs/DECISIONS
 
 from __future__ import annotations
 
-import logging
-
 from lldsched.core.context import RunContext
 from lldsched.core.names import (
     ALLOW,
@@ -31,8 +29,6 @@ from lldsched.core.task import Entry, Flight, Run, RunStats, ScheduledTask
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.schedules.base import Schedule, first_slot_after, slot_after, slots_between
 from lldsched.schedules.catchup import CatchUp, slot_first
-
-log = logging.getLogger("lldsched")
 
 __all__ = ["OverlappingRuns", "buffered"]
 

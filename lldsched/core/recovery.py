@@ -43,6 +43,7 @@ from typing import NamedTuple
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.names import COALESCED, runnable
 from lldsched.core.task import Restored, ScheduledTask
+from lldsched.logs import JOBS, STORE
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
 from lldsched.persistence import HistoryStore, TaskSnapshot, TaskStore
 from lldsched.policies import DEFAULT_MISFIRE, Misfire, MisfirePolicy
@@ -66,7 +67,8 @@ __all__ = [
     "recover",
 ]
 
-log = logging.getLogger("lldsched")
+log = logging.getLogger(JOBS)  # a schedule that raised
+restores = logging.getLogger(STORE)
 
 MAX_SLOTS = 1000
 """Passed slots of one task decided one by one; the rest are summed up in one record."""
@@ -283,7 +285,7 @@ def recover(core: SchedulerCore, store: TaskStore) -> list[ScheduledTask]:
         if snapshot.waited is not None:  # a run_now's slot (TaskSnapshot.waited): kept
             task._schedule = slot_first(task._schedule, snapshot.waited)
         _queue_restored(core, task, owed, now)
-    log.info("restored %d tasks from %r", len(tasks), store)
+    restores.info("restored %d tasks from %r", len(tasks), store)
     return tasks
 
 

@@ -29,10 +29,11 @@ from lldsched.core.registration import options_of, validated
 from lldsched.core.storewrites import store_failed, store_written
 from lldsched.core.task import Restored, ScheduledTask, TaskOptions, fit_flight
 from lldsched.errors import ValidationError
+from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
 from lldsched.schedules.base import Schedule
 
-log = logging.getLogger("lldsched")
+log = logging.getLogger(STORE)
 
 __all__ = ["Restoration"]
 
@@ -114,6 +115,7 @@ class Restoration(CoreParts):
             task_id,
             task.status.value,
             task_id,
+            extra={"task_id": task_id, "task_name": name},
         )
 
     def replan(
@@ -240,7 +242,7 @@ def _check_stored_call(
     except TypeError:  # an unhashable callable object: checked every time
         shape = None
     try:
-        check_call(name, action, options)
+        check_call(name, action, options, values=False)  # a log line: no argument's value
     except ValidationError as exc:
         log.warning(
             "task %s, restored from the store, cannot be called as stored: %s. Its runs "
@@ -249,6 +251,7 @@ def _check_stored_call(
             task_id,
             exc,
             task_id,
+            extra={"task_id": task_id, "task_name": name},
         )
     else:
         if shape is not None:

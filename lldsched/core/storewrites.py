@@ -57,6 +57,16 @@ task write that succeeds tries it again.  A shared store is left alone: there th
 belongs to whoever holds its lease, and a run whose settle failed is taken over once
 its lease expires.
 
+**A store that flaps** (every run's second write failing: a disk full by moments, a
+pool of connections one of which is broken) makes an outage and its end at every
+run: an ERROR and a WARNING a second for as long as it lasts.  So an outage that
+begins within :data:`~lldsched.logs.REPEAT_WINDOW` seconds of the last one said at
+ERROR (:class:`~lldsched.logs.Repeats`, on the core's clock) is *quiet*: its start and
+its end go to DEBUG.  A quiet outage that is still failing once the window has passed
+is said at ERROR then (``still failing``), with the outages said at DEBUG since, and
+its end at WARNING: the last line a service at WARNING sees always tells whether the
+store works.
+
 Considered and rejected: a periodic summary while the outage lasts (it needs a clock
 and a timer in the core; the debug lines and the count at recovery say the same), and
 a warning at every failure (the log line a service's alerting sees is the first; a
@@ -67,14 +77,16 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 from lldsched.errors import StoreClosedError
+from lldsched.logs import STORE, Repeats
 from lldsched.persistence import TaskSnapshot, TaskStore
 
 __all__ = ["ADVICE", "Outage", "StoreWrites", "check_store", "store_failed", "store_written"]
 
-log = logging.getLogger("lldsched")
+log = logging.getLogger(STORE)
 
 ADVICE = (
     "shut the scheduler down before closing its store (put the scheduler's `with` "
@@ -86,9 +98,10 @@ ADVICE = (
 class Outage:
     """A store failing since a call failed, until one of a kind that failed succeeds."""
 
-    __slots__ = ("calls", "kinds", "stale", "writes")
+    __slots__ = ("calls", "kinds", "quiet", "stale", "writes")
 
     def __init__(self, kind: str) -> None:
+        self.quiet = False  # begun within a window of the last outage said: at DEBUG
         self.kinds = {kind}  # what failed: "save", "claim", "read of the change feed", ...
         self.calls = 0  # the calls that failed, the first included
         self.writes = 0  # of them, the task writes (save, delete) not stored
@@ -100,15 +113,19 @@ class Outage:
 class StoreWrites:
     """The core's account of the calls its store failed (one per core with a store)."""
 
-    __slots__ = ("closed", "current", "missed", "outage", "store")
+    __slots__ = ("_repeats", "closed", "current", "missed", "outage", "store")
 
     def __init__(
         self,
         store: TaskStore,
         *,
         current: Callable[[str], TaskSnapshot | None] | None = None,
+        now: Callable[[], float] = time.monotonic,
     ) -> None:
         self.store = store
+        # When the last outage was said at ERROR: one beginning within a window of it is
+        # quiet (a store that flaps).  Guarded by whoever guards this StoreWrites.
+        self._repeats = Repeats(clock=now)
         self.closed = False  # a call found the store closed (said once, in the log)
         self.missed = 0  # calls a closed store refused: writes, and a shared store's reads
         self.outage: Outage | None = None  # the store is failing: what, how often (None: not)
@@ -151,17 +168,37 @@ class StoreWrites:
         outage = self.outage
         if outage is None:
             outage = self.outage = Outage(kind)
-            log.error(
-                "store %r failed (a %s): the scheduler goes on in memory and its registry "
-                "stays authoritative; later failures are logged at debug level until a "
-                "call succeeds again",
-                self.store,
-                doing,
-                exc_info=error,
-            )
+            repeated = self._repeats.admit("outage")
+            if repeated is None:  # a store that flaps: within a window of the last said
+                outage.quiet = True
+                log.debug(
+                    "store %r failed again (a %s), within a minute of its last outage said "
+                    "at error level: this one is said at debug level (%r)",
+                    self.store,
+                    doing,
+                    error,
+                )
+            else:
+                message = (
+                    "store %r failed (a %s): the scheduler goes on in memory and its "
+                    "registry stays authoritative; later failures are logged at debug level "
+                    "until a call succeeds again"
+                )
+                _say_outage(message, self.store, doing, error, repeated)
         else:
             outage.kinds.add(kind)
-            log.debug("store %r still failing: %s not done (%r)", self.store, doing, error)
+            repeated = None  # said at ERROR already, or quiet within its window
+            if outage.quiet and self._repeats.expired("outage"):
+                repeated = self._repeats.admit("outage")
+            if repeated is None:
+                log.debug("store %r still failing: %s not done (%r)", self.store, doing, error)
+            else:  # a quiet outage outlived its window: said now
+                outage.quiet = False
+                message = (
+                    "store %r still failing (a %s); later failures are logged at debug "
+                    "level until a call succeeds again"
+                )
+                _say_outage(message, self.store, doing, error, repeated)
         outage.calls += 1
         outage.writes += writes
 
@@ -185,7 +222,8 @@ class StoreWrites:
         if outage.kinds.isdisjoint(written) or (outage.stale and current is not None):
             return  # not over while a stale row failed again: the next write tries it
         self.outage = None
-        log.warning(
+        log.log(
+            logging.DEBUG if outage.quiet else logging.WARNING,
             "store %r recovered (a %s succeeded): %d calls failed during the outage, %d "
             "task writes not stored (%s)",
             self.store,
@@ -308,3 +346,15 @@ def store_written(writes: StoreWrites | None, verb: str, task_id: str) -> None:
     (:meth:`StoreWrites.succeeded`)."""
     if writes is not None and writes.outage is not None:
         writes.succeeded(verb, task_id)
+
+
+def _say_outage(
+    message: str, store: TaskStore, doing: str, error: BaseException, repeated: int
+) -> None:
+    """An outage said at ERROR with ``error``'s traceback, counting the outages said at
+    DEBUG since the last one said (``repeated``: a store that flaps)."""
+    args: tuple[object, ...] = (store, doing)
+    if repeated:
+        message += " (%d more outages since its last line, at debug level)"
+        args = (*args, repeated)
+    log.error(message, *args, exc_info=error, extra={"repeated": repeated})

@@ -371,6 +371,11 @@ class Run(NamedTuple):
     options: TaskOptions
     token: int | None = None  # the fencing token of its claim in a shared store
 
+    def __repr__(self) -> str:
+        """The task and the attempt, never the arguments (a password, a token): a run
+        is named in log lines and in the tracebacks of the scheduler's own errors."""
+        return f"<Run of {self.task!r} attempt={self.attempt} due={self.due!r}>"
+
     def invoke(self) -> tuple[Exception | None, object]:
         """Call the action the run began with: ``(None, what it returned)``, or ``(the exception,
         None)`` when it raised (its record's text is :func:`~lldsched.errors.error_text`'s;

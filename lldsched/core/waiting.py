@@ -10,8 +10,6 @@ no lock: the runtime serialises calls.
 
 from __future__ import annotations
 
-import logging
-
 from lldsched.core.dependencies import Dependencies, Upstream
 from lldsched.core.names import (
     BLOCKED,
@@ -22,8 +20,6 @@ from lldsched.core.names import (
 from lldsched.core.parts import CoreParts
 from lldsched.core.task import ScheduledTask
 from lldsched.model import ExecutionRecord, TaskStatus
-
-log = logging.getLogger("lldsched")
 
 __all__ = ["DependencyWaits"]
 

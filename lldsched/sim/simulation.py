@@ -74,6 +74,7 @@ from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
 from lldsched.core.task import Run, ScheduledTask
 from lldsched.errors import ValidationError, error_text
 from lldsched.listeners import Listener, as_callback, listener_list, notify
+from lldsched.logs import Repeats
 from lldsched.model import ExecutionRecord, Priority, TaskEvent
 from lldsched.persistence import TaskStore
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
@@ -167,6 +168,9 @@ class Simulation:
             (listener, as_callback(listener)) for listener in listener_list(listeners)
         ]
         self._log = RecordLog()  # every record, as the core makes it, kept as columns
+        # A listener raising on every event is said once a minute of real time, not
+        # once a simulated event (lldsched/logs.py).
+        self._repeats = Repeats()
         self._core = SchedulerCore(
             clock=self._clock,
             queue=self._queue,
@@ -666,7 +670,7 @@ class Simulation:
 
     def _emit(self, event: TaskEvent) -> None:
         """The core's ``emit``: the listeners are called now, in virtual time."""
-        notify(self._callbacks, event)
+        notify(self._callbacks, event, repeats=self._repeats)
 
     def __repr__(self) -> str:
         return (

@@ -48,6 +48,7 @@ from typing import Any, TypeVar
 from lldsched.checks import seconds
 from lldsched.errors import LldschedError, StoreError, ValidationError
 from lldsched.importpath import import_callable, import_path, json_arguments
+from lldsched.logs import STORE
 from lldsched.model import Priority
 from lldsched.persistence import Task, TaskSnapshot
 from lldsched.policies import Misfire, MisfirePolicy, Overlap, OverrunPolicy, RetryPolicy
@@ -71,7 +72,7 @@ __all__ = [
     "resolve_callable",
 ]
 
-log = logging.getLogger("lldsched")
+log = logging.getLogger(STORE)
 
 ToDict = Callable[[Any], dict[str, Any]]
 FromDict = Callable[[Mapping[str, Any]], Schedule]
@@ -470,6 +471,7 @@ def renamed(
                 snapshot.task.id,
                 store,
                 ", ".join(moves),
+                extra={"task_id": snapshot.task.id},
             )
     return moved
 
@@ -509,6 +511,7 @@ class Unreadable:
                 if known is None
                 else "it follows the task's state with the definition it has, and runs "
                 "the task's slots it claims with it,",
+                extra={"task_id": task_id},
             )
 
     def read(self, task_id: str) -> None:

@@ -58,6 +58,7 @@ from typing import Any, NoReturn
 from lldsched.checks import seconds, whole_or_none
 from lldsched.core.storewrites import StoreWrites
 from lldsched.errors import StoreClosedError, StoreError, ValidationError
+from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import (
     Task,
@@ -80,7 +81,7 @@ from lldsched.stores.removals import FeedHorizons
 
 __all__ = ["PostgresTaskStore"]
 
-log = logging.getLogger("lldsched")
+log = logging.getLogger(STORE)
 
 
 def node_id() -> str:

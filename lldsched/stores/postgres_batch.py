@@ -31,6 +31,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import Task, TaskSnapshot
 from lldsched.stores.codec import encode_task
@@ -38,7 +39,7 @@ from lldsched.stores.postgres_rows import record_row, state_row
 
 __all__ = ["Pending", "SettleQueue", "settle_parameters"]
 
-log = logging.getLogger("lldsched")
+log = logging.getLogger(STORE)
 
 MEMORY = 4096  # outcomes remembered, for the SKIPPED records that follow a settle
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from lldsched.core.storewrites import StoreWrites
 from lldsched.errors import LeaseLost, StoreError
+from lldsched.logs import CLUSTER
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import (
     FINISHED_STATUSES,
@@ -40,7 +41,7 @@ from lldsched.stores.removals import FeedHorizons
 
 __all__ = ["Connection", "PostgresCoordination"]
 
-log = logging.getLogger("lldsched")
+log = logging.getLogger(CLUSTER)
 
 Connection = psycopg.Connection[tuple[Any, ...]]
 

@@ -24,6 +24,7 @@ import threading
 from collections.abc import Callable
 
 from lldsched.errors import StoreError
+from lldsched.logs import STORE
 
 try:
     import psycopg
@@ -37,7 +38,7 @@ except ImportError as exc:  # pragma: no cover - exercised by a test that hides 
 # psycopg is re-exported: the store imports it from here, after the check above.
 __all__ = ["Listener", "connect", "psycopg", "redact", "scrubbed", "with_timeouts"]
 
-log = logging.getLogger("lldsched")
+log = logging.getLogger(STORE)
 
 _RECONNECT = 1.0  # seconds between attempts while the server is away
 _PASSWORD_IN_URI = re.compile(r"(://[^:/@]*:)([^@]*)@")

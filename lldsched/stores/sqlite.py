@@ -71,6 +71,7 @@ from typing import NoReturn
 
 from lldsched.checks import flag, seconds, whole_or_none
 from lldsched.errors import StoreClosedError, StoreError, ValidationError
+from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import Task, TaskSnapshot, finished
 from lldsched.stores import forks
@@ -93,7 +94,7 @@ from lldsched.stores.sqlite_shared import SHARED_SCHEMA, SharedState, bump
 
 __all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION", "SqliteTaskStore"]
 
-log = logging.getLogger("lldsched")
+log = logging.getLogger(STORE)
 
 SCHEMA_VERSION = 4
 APPLICATION_ID = 0x6C6C6473  # "llds"

@@ -22,6 +22,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from lldsched.errors import LeaseLost, StoreError, ValidationError
+from lldsched.logs import CLUSTER
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
 from lldsched.persistence import Change, Claim, Lease, Task, TaskSnapshot, finished
 from lldsched.stores.codec import encode_task
@@ -30,7 +31,7 @@ from lldsched.stores.sqlite_shared import SharedState, bump
 
 __all__ = ["CoordinatedMethods"]
 
-log = logging.getLogger("lldsched")
+log = logging.getLogger(CLUSTER)
 
 _CONTROL = ("paused", "cancelled")  # statuses a control verb writes, which win over a settle
 

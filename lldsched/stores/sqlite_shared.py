@@ -47,6 +47,7 @@ from collections.abc import Collection
 from typing import Any
 
 from lldsched.errors import StoreError
+from lldsched.logs import STORE
 from lldsched.persistence import Claim, Lease
 from lldsched.stores.codec import Unreadable
 from lldsched.stores.removals import FeedHorizons
@@ -54,7 +55,7 @@ from lldsched.stores.sqlite_rows import FINISHED, immediate
 
 __all__ = ["SharedState", "bump", "node_id"]
 
-log = logging.getLogger("lldsched")
+log = logging.getLogger(STORE)
 
 SHARED_SCHEMA = """
 CREATE TABLE leases (                    -- at most one per task: a task never overlaps itself

@@ -78,12 +78,13 @@ from lldsched.checks import whole
 from lldsched.core.results import must_await, result_text
 from lldsched.core.task import Entry, Run
 from lldsched.errors import CANCELLED_INSIDE, error_text
+from lldsched.logs import WORKERS
 from lldsched.threaded.calls import LoopCalls
 from lldsched.threaded.deadline import LOCK_GRACE, Deadline
 
 __all__ = ["CANCEL_GRACE", "CoroutineRunner", "Finish", "is_loop_action"]
 
-log = logging.getLogger("lldsched")
+log = logging.getLogger(WORKERS)
 
 Finish = Callable[
     [Run, float, float, "str | None", "str | None", bool, "BaseException | None"], bool

@@ -24,17 +24,26 @@ from collections.abc import Callable
 
 from lldsched.checks import whole
 from lldsched.listeners import Listener, as_callback, notify
+from lldsched.logs import LISTENERS, Repeats
 from lldsched.model import TaskEvent
 
 __all__ = ["EventDispatcher"]
 
-log = logging.getLogger("lldsched")
+log = logging.getLogger(LISTENERS)
 
 
 class EventDispatcher:
     """Delivers published events to listeners on its own daemon thread."""
 
-    def __init__(self, backlog: int = 10_000, name: str = "lldsched-events") -> None:
+    def __init__(
+        self,
+        backlog: int = 10_000,
+        name: str = "lldsched-events",
+        *,
+        repeats: Repeats | None = None,
+    ) -> None:
+        """``repeats``: what tells a listener's repeated failure (lldsched/logs.py; a
+        test's, on its own clock); a fresh :class:`~lldsched.logs.Repeats` by default."""
         whole(backlog, name="listener backlog", at_least=1)
         self.backlog = backlog
         self.dropped = 0
@@ -55,6 +64,9 @@ class EventDispatcher:
         self._delivering = False  # a delivery thread is in its loop (it clears this as it ends)
         self._overflowing = False
         self._thread: threading.Thread | None = None
+        # A listener raising on every event is said once a window (lldsched/logs.py);
+        # used by the delivery thread only (one runs at a time).
+        self._repeats = repeats if repeats is not None else Repeats()
 
     @property
     def listeners(self) -> list[Listener]:
@@ -165,4 +177,5 @@ class EventDispatcher:
                 event = events.popleft()
                 listeners = self._listeners
                 self._busy = True
-            notify(listeners, event, catch=BaseException)  # its sys.exit() too: see notify
+            # its sys.exit() too: see notify; repeats guarded by being this thread's only
+            notify(listeners, event, catch=BaseException, repeats=self._repeats)

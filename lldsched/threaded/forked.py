@@ -59,12 +59,13 @@ import weakref
 from typing import Any, NoReturn, Protocol
 
 from lldsched.errors import SchedulerStateError
+from lldsched.logs import SCHEDULER
 from lldsched.threaded.parts import FORKED
 from lldsched.threaded.processes import ProcessPool
 
 __all__ = ["Refusal", "note"]
 
-log = logging.getLogger("lldsched")
+log = logging.getLogger(SCHEDULER)
 
 
 class _Made(Protocol):

@@ -33,6 +33,7 @@ from lldsched.core.context import RunContext
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.task import Entry, Run, ScheduledTask
+from lldsched.logs import Repeats
 from lldsched.threaded.coroutines import CoroutineRunner
 from lldsched.threaded.dispatcher import EventDispatcher
 from lldsched.threaded.jumps import LastLook
@@ -66,9 +67,11 @@ Explained = BaseException | str | None
 an action raised on a thread or the event loop (with its traceback), or the traceback
 text a worker process sent; None when there is none (a success, a timeout, a kill)."""
 
-LogLine = tuple[int, str, tuple[object, ...], Explained]
-"""A line to log: its level, its message, the message's arguments, and what explains
-the failure, whose traceback it carries (None: a line alone)."""
+LogLine = tuple[int, str, tuple[object, ...], Explained, dict[str, object], float]
+"""A line to log: its level, its message, the message's arguments, what explains the
+failure, whose traceback it carries (None: a line alone), its structured fields (the
+log record's ``extra``: ``task_id``, ``outcome``, ...) and the instant it is about (the
+record's end, on the scheduler's clock: what repeats are counted by)."""
 
 
 class SchedulerParts:
@@ -78,6 +81,7 @@ class SchedulerParts:
     scheduler's one lock (its comment in ``Scheduler.__init__`` says who waits on
     which of its conditions, and the lock order)."""
 
+    name: str  # the scheduler's name (its threads', its log lines' ``scheduler``)
     _lock: threading.Lock
     _wake: threading.Condition  # the timer's condition on _lock (the drain's: _drain_settled)
     _idle: threading.Condition  # wait_idle()'s condition on _lock
@@ -110,9 +114,10 @@ class SchedulerParts:
     # logged after it is let go (running._say_failures); a deque: the thread that
     # logs pops without _lock.
     _failures: collections.deque[LogLine]
-    # Taken (never inside _lock) by the one thread that logs _failures at a time, so
-    # that they are written in order; held while a logging handler runs.
-    _saying: threading.Lock
+    # Which failed attempts' lines are repeats (lldsched/logs.py); its lock is taken
+    # (never inside _lock) by the one thread that logs _failures at a time, so that
+    # they are written in order; held while a logging handler runs.
+    _saying: Repeats
     _state: str  # NEW, RUNNING or STOPPED (FORKED: a forked child's copy, threaded/forked.py)
     # Set when the first shutdown() returns: a second call made meanwhile waits for it
     # (within its own timeout) before it joins, never closes what the first still uses.

@@ -33,11 +33,12 @@ from typing import Generic, TypeVar
 
 from lldsched.checks import whole
 from lldsched.errors import SchedulerStateError
+from lldsched.logs import WORKERS
 from lldsched.threaded.deadline import Deadline
 
 __all__ = ["MAX_WORKERS", "WorkerPool"]
 
-log = logging.getLogger("lldsched")
+log = logging.getLogger(WORKERS)
 T = TypeVar("T")  # an item queued by the producer
 J = TypeVar("J")  # a job prepared from it
 R = TypeVar("R")  # what executing the job returned

@@ -108,11 +108,12 @@ from typing import Any, NamedTuple
 from lldsched.core.results import must_await, result_text
 from lldsched.errors import SchedulerStateError, ValidationError, error_text, traceback_text
 from lldsched.importpath import import_callable
+from lldsched.logs import WORKERS, Repeats
 from lldsched.threaded.deadline import Deadline
 
 __all__ = ["SUPPORTED", "ProcessOutcome", "ProcessPool", "check_supported"]
 
-log = logging.getLogger("lldsched")
+log = logging.getLogger(WORKERS)
 
 _REAP_TIMEOUT = 5.0  # seconds to wait for a killed child to be reaped (SIGKILL: at once)
 _EXIT_GRACE = 1.0  # seconds a child whose pipe closed gets to exit on its own
@@ -183,8 +184,11 @@ class ProcessPool:
     ``now`` is the caller's clock (the instants of :class:`ProcessOutcome`).
     """
 
-    def __init__(self, *, now: Callable[[], float]) -> None:
+    def __init__(self, *, now: Callable[[], float], repeats: Repeats | None = None) -> None:
         self._now = now
+        # A system refusing processes for an hour is said once a window, not once a
+        # lost child (lldsched/logs.py; its own lock: several workers may replace).
+        self._repeats = repeats if repeats is not None else Repeats()
         # Guards _idle, _busy and _closed.  Taken by the worker threads to take and
         # give back a child, and by kill() and close(); never held while waiting for
         # a child's answer.  Lock order: the scheduler's lock, then this one (kill()
@@ -412,8 +416,18 @@ class ProcessPool:
         now, the next run that finds no idle child tries again."""
         try:
             replacement = self._start()
-        except OSError:
-            log.exception("could not start a worker process to replace a lost one")
+        except OSError as exc:
+            with self._repeats.lock:
+                repeated = self._repeats.admit("replace")
+            if repeated is None:  # said with its traceback less than a window ago
+                log.debug("still cannot start a worker process to replace a lost one: %s", exc)
+            else:
+                message = "could not start a worker process to replace a lost one"
+                args: tuple[int, ...] = ()
+                if repeated:
+                    message += " (%d more times since its last line, at DEBUG)"
+                    args = (repeated,)
+                log.error(message, *args, exc_info=exc, extra={"repeated": repeated})
             return
         with self._lock:
             closed = self._closed

@@ -13,9 +13,14 @@ while its worker waits.  Every entry the timer popped is settled exactly once
 (:meth:`~RunExecution._settle`): that count is what ``wait_idle()`` and the drain
 wait on.
 
-**What is logged** (the ``lldsched`` logger): each failed attempt, once, when it is
-recorded: one line naming the task's id and name, the attempt, the error text and
-what follows (a retry, the slot given up, the dead letter).  The line that gives up
+**What is logged** (the ``lldsched.jobs`` logger): each failed attempt, once, when it
+is recorded: one line naming the task's id and name, the attempt, the error text and
+what follows (a retry, the slot given up, the dead letter), with the same as
+structured fields (``extra``: :data:`FIELDS`).  A repeat of a task's line (same level,
+same exception type) within :data:`~lldsched.logs.REPEAT_WINDOW` seconds of its last
+full line goes to DEBUG, without traceback, and the next full line counts them
+(``repeated``): a task failing every second writes one line a minute, not 3,600 an
+hour.  The line that gives up
 (ERROR) carries the traceback of the exception (``exc_info``, or the text a worker
 process sent); a retry's WARNING carries none.  The record keeps the error text
 (:func:`~lldsched.errors.error_text`: bounded, its cause named), never the traceback.
@@ -38,12 +43,33 @@ from lldsched.core.names import CANCELLED, PAUSED
 from lldsched.core.results import must_await, result_text
 from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.errors import CANCELLED_INSIDE, SchedulerStateError, error_text, traceback_text
+from lldsched.logs import JOBS
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.threaded.parts import Explained, LogLine, Outcome, SchedulerParts
 
-__all__ = ["LogLine", "RunExecution", "failure_line", "stopped_since_begun"]
+__all__ = ["FIELDS", "LogLine", "RunExecution", "failure_line", "stopped_since_begun"]
 
-log = logging.getLogger("lldsched")
+log = logging.getLogger(JOBS)
+
+FIELDS = (
+    "scheduler",
+    "task_id",
+    "task_name",
+    "attempt",
+    "max_attempts",
+    "outcome",
+    "error",
+    "then",
+    "next_run_at",
+    "repeated",
+)
+"""The structured fields of a failed attempt's line (the log record's attributes, set
+through ``extra``): the scheduler's name, the task's id and name, the attempt and the
+retry policy's ``max_attempts``, the record's outcome (``failed``, ``timed_out``,
+``cancelled``) and error text, what follows (``then``: ``retry``, ``given_up``,
+``dead_letter``, ``stopped``, ``paused``, ``cancelled``), the task's next due instant
+(ISO 8601, UTC, or None) and the repeats of the line not written in full since its last
+(:class:`~lldsched.logs.Repeats`)."""
 
 
 class RunExecution(SchedulerParts):
@@ -158,7 +184,7 @@ class RunExecution(SchedulerParts):
         """A worker's run failed: log its line with the lock let go (the pool allows it;
         rare), then settle it, so that ``wait_idle()`` returns with the line written.
         Settled even if a logging handler raises (the pool logs that)."""
-        self._failures.append(failure_line(run, record, explained))
+        self._failures.append(failure_line(run, record, explained, scheduler=self.name))
         self._lock.release()
         try:
             self._say_failures()
@@ -189,7 +215,7 @@ class RunExecution(SchedulerParts):
             self._coordinator.done(run)
         if record.ok:
             return False
-        self._failures.append(failure_line(run, record, raised))
+        self._failures.append(failure_line(run, record, raised, scheduler=self.name))
         return True
 
     def _cancel_overlapped(self, run: Run) -> None:
@@ -200,18 +226,30 @@ class RunExecution(SchedulerParts):
     def _say_failures(self) -> None:
         """Log the failed attempts queued under the lock, in the order they were
         recorded (caller does *not* hold the scheduler's lock).  One thread logs at a
-        time, under ``_saying``: a failure queued while another thread logs is logged
-        after the ones before it, by that thread or by this one."""
+        time, under ``_saying``'s lock: a failure queued while another thread logs is
+        logged after the ones before it, by that thread or by this one.  A repeat (the
+        same task, level and exception type within the window) goes to DEBUG."""
         failures = self._failures
         if not failures:
             return
-        with self._saying:
+        repeats = self._saying
+        with repeats.lock:
             while failures:
-                level, message, args, why = failures.popleft()
+                level, message, args, why, fields, at = failures.popleft()
+                error = fields["error"]
+                kind = error.partition(":")[0] if isinstance(error, str) else None
+                repeated = repeats.admit((fields["task_id"], level, kind), at)
+                if repeated is None:  # said in full less than a window ago
+                    log.debug(message, *args, extra=fields)
+                    continue
+                fields["repeated"] = repeated
+                if repeated:
+                    message += " (%d more like this since its last line, at DEBUG)"
+                    args = (*args, repeated)
                 if why is None:
-                    log.log(level, message, *args)
+                    log.log(level, message, *args, extra=fields)
                 else:
-                    _say_explained(level, message, args, why)
+                    _say_explained(level, message, args, why, fields)
 
     def _settle(self, count: int) -> None:
         """``count`` entries popped by the timer are done (run, or dropped)."""
@@ -251,7 +289,9 @@ def _overlapped(run: Run) -> str | None:
     return "overlap" if context is not None and context.reason == "overlap" else None
 
 
-def failure_line(run: Run, record: ExecutionRecord, explained: Explained = None) -> LogLine:
+def failure_line(
+    run: Run, record: ExecutionRecord, explained: Explained = None, *, scheduler: str
+) -> LogLine:
     """The log line of a failed attempt, made after the core decided what follows it
     (caller holds the scheduler's lock: the task's status and next due instant are
     read as that decision left them); logged once the lock is let go.
@@ -270,6 +310,19 @@ def failure_line(run: Run, record: ExecutionRecord, explained: Explained = None)
     task = run.task
     error = record.error
     status = task.status
+    next_run_at = task.next_run_at
+    fields: dict[str, object] = {
+        "scheduler": scheduler,
+        "task_id": task.id,
+        "task_name": task.name,
+        "attempt": record.attempt,
+        "max_attempts": task.retry.max_attempts,
+        "outcome": record.outcome.value,
+        "error": error,
+        "then": "stopped",
+        "next_run_at": None if next_run_at is None else _instant(next_run_at),
+        "repeated": 0,
+    }
     if record.outcome == "cancelled" or (
         error is not None and error.startswith("CancelledError") and error != CANCELLED_INSIDE
     ):
@@ -278,24 +331,32 @@ def failure_line(run: Run, record: ExecutionRecord, explained: Explained = None)
             "task %s %r attempt %d stopped: %s",
             (task.id, task.name, record.attempt, error),
             None,
+            fields,
+            record.finished,
         )
     if status is TaskStatus.RETRYING:
-        level, then = logging.WARNING, f"retry due at {_instant(task.next_run_at)}"
+        level, then, said = logging.WARNING, "retry", f"retry due at {_instant(next_run_at)}"
     elif status is TaskStatus.FAILED:
-        level, then = logging.ERROR, "dead-lettered (redrive() runs it again)"
+        level, then, said = logging.ERROR, "dead_letter", "dead-lettered (redrive() runs it again)"
     elif record.outcome == "given_up":
-        level, then = logging.ERROR, f"slot given up, next due at {_instant(task.next_run_at)}"
+        level, then = logging.ERROR, "given_up"
+        said = f"slot given up, next due at {_instant(next_run_at)}"
     else:  # paused or cancelled meanwhile: nothing follows until a verb says so
-        level, then = logging.WARNING, f"task {status.value}"
+        level, then, said = logging.WARNING, status.value, f"task {status.value}"
+    fields["then"] = then
     return (
         level,
         "task %s %r attempt %d of %d failed: %s; %s",
-        (task.id, task.name, record.attempt, task.retry.max_attempts, error, then),
+        (task.id, task.name, record.attempt, task.retry.max_attempts, error, said),
         explained if level == logging.ERROR else None,
+        fields,
+        record.finished,
     )
 
 
-def _say_explained(level: int, message: str, args: tuple[object, ...], why: Explained) -> None:
+def _say_explained(
+    level: int, message: str, args: tuple[object, ...], why: Explained, fields: dict[str, object]
+) -> None:
     """Log a failure line with its traceback (caller does *not* hold the scheduler's
     lock: the traceback is formatted here, reading the source lines from disk).
 
@@ -314,7 +375,9 @@ def _say_explained(level: int, message: str, args: tuple[object, ...], why: Expl
         assert why is not None  # (only a line with something to explain comes here)
         exc_info, text = (type(why), why, why.__traceback__), traceback_text(why)
     path, line, function, _ = log.findCaller()
-    record = log.makeRecord(log.name, level, path, line, message, args, exc_info, function)
+    record = log.makeRecord(
+        log.name, level, path, line, message, args, exc_info, function, extra=fields
+    )
     record.exc_text = text.rstrip("\n")
     log.handle(record)
 

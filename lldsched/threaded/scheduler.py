@@ -53,6 +53,7 @@ from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import SchedulerStateError, ValidationError
 from lldsched.listeners import Listener, listener_list
+from lldsched.logs import Repeats
 from lldsched.model import Priority
 from lldsched.persistence import CoordinatedStore, TaskStore, is_shared
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
@@ -224,7 +225,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         self._drain_settled = threading.Event()  # set by each settled run while draining
         self._idle_waiters = 0
         self._failures = collections.deque()  # failed runs' log lines, logged without _lock
-        self._saying = threading.Lock()  # the thread logging _failures (never inside _lock)
+        self._saying = Repeats()  # its lock: the thread logging _failures (never inside _lock)
         self._state = NEW
         self._shut_down = threading.Event()  # set when the first shutdown() returns
         self._timer = None

@@ -41,13 +41,14 @@ from lldsched.core.machine import SchedulerCore
 from lldsched.core.recovery import decide_misfire
 from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.errors import LeaseLost, StoreError
+from lldsched.logs import CLUSTER
 from lldsched.model import TaskStatus
 from lldsched.persistence import Claim, CoordinatedStore
 from lldsched.threaded.deadline import Deadline
 
 __all__ = ["Coordinator", "leases_kept"]
 
-log = logging.getLogger("lldsched")
+log = logging.getLogger(CLUSTER)
 
 
 class Coordinator:
@@ -155,6 +156,7 @@ class Coordinator:
                     claim.slot,
                     claim.attempt + 1,  # the run's attempt, as its record will say
                     claim.token,
+                    extra={"task_id": claim.task_id, "attempt": claim.attempt + 1},
                 )
             entry = claimed_entry(self._core, claim)
             if entry is None and claim.task_id not in self._core.tasks:
@@ -253,7 +255,12 @@ class Coordinator:
             task_id, context = self._running.pop(token, ("", None))
             if context is not None:
                 context.lose_lease()
-            log.warning("lost the lease of task %s (token %d)", task_id or "?", token)
+            log.warning(
+                "lost the lease of task %s (token %d)",
+                task_id or "?",
+                token,
+                extra={"task_id": task_id or None},
+            )
         for task_id, claim in list(self._pending.items()):
             if claim.token not in kept:
                 del self._pending[task_id]
@@ -287,6 +294,7 @@ class Coordinator:
                 "lost the lease of task %s (token %d) while deciding its misfire",
                 claim.task_id,
                 claim.token,
+                extra={"task_id": claim.task_id},
             )
             return None
         except StoreError as exc:  # nothing written: the lease expires, someone decides again

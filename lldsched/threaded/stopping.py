@@ -22,13 +22,14 @@ from lldsched.checks import flag, seconds
 from lldsched.core.names import RUNNABLE
 from lldsched.core.task import Entry
 from lldsched.errors import SchedulerStateError
+from lldsched.logs import SCHEDULER
 from lldsched.threaded.deadline import Deadline
 from lldsched.threaded.parts import FORKED, RUNNING, STOPPED, SchedulerParts
 from lldsched.threaded.shared import leases_kept
 
 __all__ = ["Stopping"]
 
-log = logging.getLogger("lldsched")
+log = logging.getLogger(SCHEDULER)
 
 
 class Stopping(SchedulerParts):

@@ -46,11 +46,12 @@ import logging
 from lldsched.core.context import RunContext
 from lldsched.core.recovery import after_clock_jump
 from lldsched.core.task import Entry
+from lldsched.logs import TIMER
 from lldsched.threaded.parts import RUNNING, SchedulerParts
 
 __all__ = ["DEADLINE_SLACK", "MAX_WAIT", "TimerThread"]
 
-log = logging.getLogger("lldsched")
+log = logging.getLogger(TIMER)
 
 DEADLINE_SLACK = 64
 """Void entries the deadline heap may hold beyond as many as it has armed ones."""

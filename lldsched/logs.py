@@ -1,0 +1,124 @@
+"""The package's loggers, and the rule that keeps a line repeated for ever from flooding
+the log (:class:`Repeats`).
+
+**The loggers** are one per thing an operator tunes or routes on its own, all
+children of ``lldsched`` (which has the ``NullHandler``: ``lldsched/__init__.py``), so
+a configuration of ``lldsched`` still covers them all:
+
+- ``lldsched.jobs`` (:data:`JOBS`): a task's failed attempt (WARNING for a retry,
+  ERROR with the traceback when the slot is given up or the task dead-lettered, INFO
+  for a run stopped on purpose), a schedule that raised;
+- ``lldsched.store`` (:data:`STORE`): a store's outage (ERROR once, its recovery
+  WARNING), a store closed first, restores, migrations, definitions it cannot load;
+- ``lldsched.cluster`` (:data:`CLUSTER`): what several processes sharing a store say
+  (a lease taken over or lost, a change from another process that cannot be applied);
+- ``lldsched.listeners`` (:data:`LISTENERS`): a listener that raised, a listener
+  backlog that overflowed;
+- ``lldsched.timer`` (:data:`TIMER`): a wall-clock jump, the timer thread's death;
+- ``lldsched.workers`` (:data:`WORKERS`): the worker threads and processes (a run that
+  could not be started or settled, a worker process that could not be replaced);
+- ``lldsched.scheduler`` (:data:`SCHEDULER`): the scheduler's own life (a shutdown that
+  ran out of time, a scheduler made before a fork that runs no hook).
+
+Named by what they say, not by module (``__name__``): the module that says a store's
+outage is ``core/storewrites.py``, a job's failure ``threaded/running.py``, and a
+module moved in a release would break a user's configuration.
+
+**Repeats**: a line that can come once a second for hours (a task failing every run,
+a listener failing on every event) is written in full the first time in each
+:data:`REPEAT_WINDOW` seconds for its key; the repeats in between go to DEBUG (no
+traceback), and the next full line says how many there were (``repeated``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Hashable
+
+__all__ = [
+    "CLUSTER",
+    "JOBS",
+    "LISTENERS",
+    "LOGGERS",
+    "REPEAT_WINDOW",
+    "SCHEDULER",
+    "STORE",
+    "TIMER",
+    "WORKERS",
+    "Repeats",
+]
+
+JOBS = "lldsched.jobs"
+STORE = "lldsched.store"
+CLUSTER = "lldsched.cluster"
+LISTENERS = "lldsched.listeners"
+TIMER = "lldsched.timer"
+WORKERS = "lldsched.workers"
+SCHEDULER = "lldsched.scheduler"
+LOGGERS = (JOBS, STORE, CLUSTER, LISTENERS, TIMER, WORKERS, SCHEDULER)
+"""Every logger lldsched writes to (all under ``lldsched``)."""
+
+REPEAT_WINDOW = 60.0
+"""Seconds in which a key's line is written in full once; its repeats go to DEBUG."""
+
+_KEYS_KEPT = 4096  # keys remembered before the quiet ones are forgotten
+
+
+class Repeats:
+    """Which repeat of a line to write in full: the first for a key in each ``window``
+    seconds (read from ``clock``, unless :meth:`admit` is told the instant).
+
+    :meth:`admit` answers ``None`` for a repeat inside the window (the caller logs it at
+    DEBUG, or not at all), counted; otherwise the number of repeats not written in full
+    since the key's last full line (0 the first time), and a new window starts.  Keys
+    are forgotten once more than 4,096 are kept (those with no count pending first), so
+    a scheduler with many tasks failing once each keeps its memory bounded."""
+
+    __slots__ = ("_clock", "_seen", "lock", "window")
+
+    def __init__(
+        self, window: float = REPEAT_WINDOW, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.window = window
+        self._clock = clock
+        self._seen: dict[Hashable, list[float]] = {}  # key -> [window's start, repeats]
+        # Guards _seen for callers on several threads: the threaded scheduler's workers
+        # and event loop hold it while they write failed attempts' lines (so the lines
+        # also keep the order they were recorded in).  Repeats takes it nowhere itself.
+        self.lock = threading.Lock()
+
+    def admit(self, key: Hashable, now: float | None = None) -> int | None:
+        """None: a repeat of ``key`` inside its window (counted); else the repeats not
+        written since its last full line (caller guards it with :attr:`lock` if shared)."""
+        if now is None:
+            now = self._clock()
+        seen = self._seen.get(key)
+        if seen is not None and 0 <= now - seen[0] < self.window:
+            seen[1] += 1
+            return None
+        if seen is None:
+            if len(self._seen) >= _KEYS_KEPT:
+                self._forget(now)
+            self._seen[key] = [now, 0]
+            return 0
+        repeated = int(seen[1])
+        seen[0], seen[1] = now, 0
+        return repeated
+
+    def expired(self, key: Hashable, now: float | None = None) -> bool:
+        """True if :meth:`admit` would write ``key``'s line in full now; counts nothing."""
+        if now is None:
+            now = self._clock()
+        seen = self._seen.get(key)
+        return seen is None or not 0 <= now - seen[0] < self.window
+
+    def _forget(self, now: float) -> None:
+        """Drop the keys whose window ended with nothing pending, or, if none did, all."""
+        quiet = [
+            key
+            for key, (start, repeats) in self._seen.items()
+            if not repeats and now - start >= self.window
+        ]
+        for key in quiet or list(self._seen):
+            del self._seen[key]
