@@ -12,13 +12,16 @@ each with a timeout.
 
 from __future__ import annotations
 
+import errno
 import os
 import queue
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import urllib.error
 import urllib.request
@@ -29,6 +32,8 @@ from typing import IO
 import pytest
 
 from lldsched import Outcome, SqliteTaskStore, TaskStatus
+from tests.test_process_orphans import gone
+from tests.waits import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 BOUND = 30.0  # seconds: the most any wait below may take (Kubernetes' default grace)
@@ -52,9 +57,10 @@ class Service:
     """One run of the README's service, its notifications and its output."""
 
     def __init__(self, folder: Path, **env: str) -> None:
-        self.folder = folder
         self.notify_socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        address = env.pop("NOTIFY_SOCKET", str(folder / f"notify-{len(list(folder.iterdir()))}"))
+        # a socket's path has at most 107 bytes: a short folder, not pytest's tmp_path
+        self.socket_folder = tempfile.mkdtemp(prefix="lldsched-", dir="/tmp")
+        address = env.pop("NOTIFY_SOCKET", f"{self.socket_folder}/notify")
         self.notify_socket.bind("\0" + address[1:] if address.startswith("@") else address)
         self.notify_socket.settimeout(BOUND)
         script = folder / "service.py"
@@ -92,9 +98,13 @@ class Service:
             reader.start()
         self.port = 0
 
-    def notification(self) -> str:
-        """The next datagram the service sent to its NOTIFY_SOCKET."""
-        return self.notify_socket.recv(4096).decode()
+    def notification(self, *, pings: bool = False) -> str:
+        """The next datagram the service sent to its NOTIFY_SOCKET (past the watchdog's
+        pings, unless ``pings``: one is due every 10 s however slow the machine is)."""
+        while True:
+            message = self.notify_socket.recv(4096).decode()
+            if pings or message != "WATCHDOG=1":
+                return message
 
     def ready(self) -> None:
         message = self.notification()
@@ -128,12 +138,25 @@ class Service:
             self.process.kill()
             self.process.wait(timeout=BOUND)
         self.notify_socket.close()
+        shutil.rmtree(self.socket_folder)
 
 
 def release(folder: Path) -> None:
-    """Let the held run finish (opening the FIFO blocks until the job opens it)."""
-    with open(folder / "gate", "w", encoding="utf-8") as gate:
-        gate.write("released\n")
+    """Let the held run finish: write to the FIFO once the job has opened it (a job that
+    never does fails the test after ``BOUND``, where a blocking open would hang it)."""
+    opened: list[int] = []
+
+    def reader_there() -> bool:
+        try:
+            opened.append(os.open(folder / "gate", os.O_WRONLY | os.O_NONBLOCK))
+        except OSError as exc:  # ENXIO: nobody has it open for reading yet
+            if exc.errno != errno.ENXIO:
+                raise
+        return bool(opened)
+
+    wait_until(reader_there, timeout=BOUND, what="the job to open its gate")
+    os.write(opened[0], b"released\n")
+    os.close(opened[0])
 
 
 @pytest.fixture
@@ -185,11 +208,12 @@ def test_sigkill_after_the_grace_cuts_the_run_and_the_next_start_runs_it_again(
 ) -> None:
     first = start(folder, services)
     first.ready()
-    first.started()
+    worker = first.started()
     first.process.send_signal(signal.SIGTERM)
     assert first.notification() == "STOPPING=1"  # draining: the run is held
     first.process.kill()  # the grace ran out
     assert first.exit_code() == -signal.SIGKILL
+    wait_until(lambda: gone(worker), timeout=BOUND, what="its worker process to die with it")
     assert held_records(folder) == []  # a run cut short leaves no record
     second = start(folder, services)
     second.ready()
@@ -225,16 +249,14 @@ def test_the_watchdog_pings_an_abstract_notify_socket_and_the_heartbeat_moves(
         folder, services, NOTIFY_SOCKET=f"@lldsched-test-{os.getpid()}", WATCHDOG_USEC="50000"
     )
     service.ready()
+    assert service.notification(pings=True) == "WATCHDOG=1"
+    assert service.notification(pings=True) == "WATCHDOG=1"
     (folder / "alive").unlink()  # touched at start; the beat touches it again while alive
-    assert service.notification() == "WATCHDOG=1"
-    assert service.notification() == "WATCHDOG=1"
-    assert (folder / "alive").exists()
+    wait_until((folder / "alive").exists, timeout=BOUND, what="the heartbeat file")
     service.started()
     release(folder)
     service.process.send_signal(signal.SIGINT)  # Ctrl-C stops it the same way
-    while (message := service.notification()) == "WATCHDOG=1":
-        pass  # pings sent before the signal arrived
-    assert message == "STOPPING=1"
+    assert service.notification() == "STOPPING=1"
     assert service.exit_code() == 0, service.errors
 
 
