@@ -2,8 +2,8 @@
 orchestrator stops it: SIGTERM, then SIGKILL if the grace runs out.
 
 The block under "In a container or under systemd" is written to a file and started
-with ``python`` (no TTY: its output is a pipe), on an SQLite store in a temporary
-folder, with a fake ``NOTIFY_SOCKET`` this test binds and reads as systemd would.  Its
+with ``python`` as a slim image runs it (no TTY: its output is a pipe; ``LANG=C``,
+``TZ`` unset), on an SQLite store in a temporary folder, with a fake ``NOTIFY_SOCKET`` this test binds and reads as systemd would.  Its
 one job (``tests.container_jobs``) runs in a worker process and holds its run until
 the test writes to a FIFO, so a run is in flight for as long as the test needs.
 Every wait is on a datagram, a line of output, an HTTP answer or the process's exit,
@@ -36,6 +36,7 @@ from tests.test_process_orphans import gone
 from tests.waits import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
+_IMAGE_UNSETS = {"PYTHONUNBUFFERED", "TZ", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE"}
 BOUND = 30.0  # seconds: the most any wait below may take (Kubernetes' default grace)
 
 
@@ -72,7 +73,9 @@ class Service:
             stderr=subprocess.PIPE,
             encoding="utf-8",
             env={
-                **{k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"},
+                **{k: v for k, v in os.environ.items() if k not in _IMAGE_UNSETS},
+                "LANG": "C",  # a slim image's locale, TZ unset
+                "LC_ALL": "C",
                 "PYTHONPATH": str(ROOT),
                 "PYTHONUNBUFFERED": "1",
                 "APP_JOBS": "tests.container_jobs:register",
@@ -278,3 +281,5 @@ def test_a_sigterm_to_every_process_of_the_unit_kills_the_isolated_run(
         assert f"the worker process {worker} was killed by signal 15 (SIGTERM)" in str(record.error)
         task = store.get("held")
         assert task is not None and task.status is TaskStatus.RETRYING  # at the next start
+    # its log line, under LANG=C, names the task as it is
+    assert any("'Bericht für München' attempt 1 of 3 failed" in line for line in service.errors)
