@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from lldsched import OneTime, Scheduler
+from lldsched import OneTime, RetryPolicy, Scheduler
 
 
 def held() -> str:
@@ -28,4 +28,5 @@ def register(scheduler: Scheduler) -> None:
         id="held",
         replace_existing=True,
         isolation="process",
+        retry=RetryPolicy(initial_backoff=3600, max_backoff=3600),  # never during a test
     )

@@ -3,11 +3,12 @@ orchestrator stops it: SIGTERM, then SIGKILL if the grace runs out.
 
 The block under "In a container or under systemd" is written to a file and started
 with ``python`` as a slim image runs it (no TTY: its output is a pipe; ``LANG=C``,
-``TZ`` unset), on an SQLite store in a temporary folder, with a fake ``NOTIFY_SOCKET`` this test binds and reads as systemd would.  Its
-one job (``tests.container_jobs``) runs in a worker process and holds its run until
-the test writes to a FIFO, so a run is in flight for as long as the test needs.
-Every wait is on a datagram, a line of output, an HTTP answer or the process's exit,
-each with a timeout.
+``TZ`` unset), on an SQLite store in a temporary folder, with a fake
+``NOTIFY_SOCKET`` this test binds and reads as systemd would.  Its one job
+(``tests.container_jobs``) runs in a worker process and holds its run until the test
+writes to a FIFO, so a run is in flight for as long as the test needs.  Every wait is
+on a datagram, a line of output, an HTTP answer or the process's exit, each with a
+timeout.
 """
 
 from __future__ import annotations
@@ -105,7 +106,13 @@ class Service:
         """The next datagram the service sent to its NOTIFY_SOCKET (past the watchdog's
         pings, unless ``pings``: one is due every 10 s however slow the machine is)."""
         while True:
-            message = self.notify_socket.recv(4096).decode()
+            try:
+                message = self.notify_socket.recv(4096).decode()
+            except TimeoutError:
+                code = self.process.poll()
+                raise AssertionError(
+                    f"no notification in {BOUND} s (exit code {code}): {''.join(self.errors)}"
+                ) from None
             if pings or message != "WATCHDOG=1":
                 return message
 
