@@ -113,3 +113,44 @@ def test_a_name_that_is_no_zone_is_one_error_for_cron_and_views(name: str) -> No
 
     with pytest.raises(ValidationError, match="unknown time zone"):
         readable(pandas.DataFrame(), tz=name)
+
+
+_NO_DATABASE = r"""
+import sys
+from lldsched import CronSchedule, ScheduleError, Scheduler
+for build in (lambda: CronSchedule("0 3 * * *", tz="Europe/Berlin"),
+              lambda: Scheduler(tz="Europe/Berlin")):
+    try:
+        build()
+    except ScheduleError as exc:
+        print(exc)
+print(CronSchedule("0 3 * * *", tz="UTC").explain())  # UTC needs no database
+"""
+
+
+def test_a_python_with_no_zone_database_at_all_says_so_and_names_tzdata(tmp_path: Path) -> None:
+    """A slim image without /usr/share/zoneinfo, and lldsched installed without its
+    ``tzdata`` dependency (``pip install --no-deps``, a vendored copy): every named zone
+    is unknown there, and the error said "use an IANA name such as 'Europe/Berlin'" of
+    'Europe/Berlin'.  ``python -S`` leaves site-packages (and tzdata) off the path."""
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", _NO_DATABASE],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONTZPATH": str(tmp_path), "TZ": ""},
+        capture_output=True,
+        encoding="utf-8",
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 3 and lines[2] == "At 03:00", done.stdout
+    for line in lines[:2]:
+        assert "unknown time zone 'Europe/Berlin': this Python has no time zone database" in line
+        assert "pip install tzdata" in line and "apt-get install tzdata" in line
+        assert "such as 'Europe/Berlin'" not in line
+
+
+def test_an_unknown_name_where_the_database_is_there_keeps_its_message() -> None:
+    with pytest.raises(ScheduleError, match=r"'Europe/Berlim': use an IANA name such as"):
+        zone_info("Europe/Berlim")

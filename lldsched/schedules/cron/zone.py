@@ -23,7 +23,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from functools import lru_cache
 from typing import NamedTuple
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import TZPATH, ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from lldsched.errors import ScheduleError
 
@@ -146,4 +146,16 @@ def zone_info(name: str) -> ZoneInfo:
 
 
 def _unknown(key: object) -> ScheduleError:
+    """The error for a name that is no zone, or for any name where there is no database:
+    a slim container image has no ``/usr/share/zoneinfo``, and an install without the
+    ``tzdata`` dependency (``pip install --no-deps``, a vendored copy) then knows no zone
+    at all.  Looked up on this error path only (``available_timezones`` walks the
+    database)."""
+    if not available_timezones():
+        return ScheduleError(
+            f"unknown time zone {key!r}: this Python has no time zone database (no zone files "
+            f"in zoneinfo.TZPATH {list(TZPATH)}, and no tzdata package): install one, "
+            "pip install tzdata (a dependency of lldsched this install lacks) or the "
+            "system's (apt-get install tzdata, apk add tzdata)"
+        )
     return ScheduleError(f"unknown time zone {key!r}: use an IANA name such as 'Europe/Berlin'")
