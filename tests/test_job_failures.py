@@ -32,6 +32,8 @@ EXPECTED = {
     "unprintable": "UnprintableError: <its __str__ raised RuntimeError>",
     "surrogate": "ValueError: bad \\udcff byte and a \\x00 NUL",
     "unpicklable": "LockedError: holds a lock",
+    "str-interrupts": "InterruptingStrError: <its __str__ raised KeyboardInterrupt>",
+    "repr-exits": "ExitingReprError: <its __str__ raised SystemExit>",
     "group": "ExceptionGroup: two failed (2 sub-exceptions) [ValueError: a; KeyError: 'b']",
     "chained": "RuntimeError: lookup failed (caused by KeyError: 'missing')",
     "exit": "SystemExit: 3",
@@ -318,6 +320,7 @@ RESULTS = {
     "lock": "<unlocked _thread.lock object at 0x...>",
     "huge": "'" + "z" * 196 + "...",
     "odd-repr": "<odd \\udcff \\x00>",
+    "repr-interrupts": "<_InterruptingRepr whose repr raised KeyboardInterrupt>",
 }
 
 
