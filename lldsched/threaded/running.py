@@ -276,7 +276,7 @@ def failure_line(run: Run, record: ExecutionRecord, explained: Explained = None)
         return (
             logging.INFO,
             "task %s %r attempt %d stopped: %s",
-            (task.id, task.name, record.attempt, error),
+            (task.id, record.name, record.attempt, error),
             None,
         )
     if status is TaskStatus.RETRYING:
@@ -290,7 +290,7 @@ def failure_line(run: Run, record: ExecutionRecord, explained: Explained = None)
     return (
         level,
         "task %s %r attempt %d of %d failed: %s; %s",
-        (task.id, task.name, record.attempt, task.retry.max_attempts, error, then),
+        (task.id, record.name, record.attempt, task.retry.max_attempts, error, then),
         explained if level == logging.ERROR else None,
     )
 
