@@ -536,6 +536,8 @@ class SchedulerCore(
         # a simulated run (43,368 -> 43,919, benchmarks/sim_instructions.py sim).
         # -- the run's record
         task, attempt, was_due, slot, worker, _, _, _, name, token = run  # each read once
+        if finished < started:  # the wall clock was set back while it ran (docs/DECISIONS.md,
+            started = finished  # "A run in flight across a wall-clock jump"): duration 0
         timeout = task._options.timeout
         timed_out = timed_out or (timeout is not None and finished - started > timeout)
         if timed_out and error is None:

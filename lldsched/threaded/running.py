@@ -143,7 +143,8 @@ class RunExecution(SchedulerParts):
                 return  # recorded by _finish_coroutine when it completes
             finished = self._clock.now()
             error = "SchedulerStateError: the scheduler shut down before the coroutine ran"
-        if finished < self._last_look.set_back_before:
+        last_look = self._last_look  # LastLook.set_back_since, inlined (the run path)
+        if finished - last_look.reading() < last_look.set_back_below:
             # the wall clock went back since the timer looked: that jump is handled first
             self._look_at_clock(self._clock.now())
         record = self._core.finish(run, started, finished, error, result, timed_out)
@@ -181,7 +182,8 @@ class RunExecution(SchedulerParts):
         queued, and the loop thread calls :meth:`_say_failures` once it let the lock go,
         before it settles the batch.  ``raised`` is what the coroutine raised, if it
         did."""
-        if finished < self._last_look.set_back_before:
+        last_look = self._last_look  # LastLook.set_back_since, inlined (the run path)
+        if finished - last_look.reading() < last_look.set_back_below:
             # the wall clock went back since the timer looked: that jump is handled first
             self._look_at_clock(self._clock.now())
         record = self._core.finish(run, started, finished, error, result, timed_out)
