@@ -33,6 +33,7 @@ from lldsched.core.context import RunContext
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.task import Entry, Run, ScheduledTask
+from lldsched.model import ExecutionRecord
 from lldsched.threaded.coroutines import CoroutineRunner
 from lldsched.threaded.dispatcher import EventDispatcher
 from lldsched.threaded.jumps import LastLook
@@ -66,9 +67,10 @@ Explained = BaseException | str | None
 an action raised on a thread or the event loop (with its traceback), or the traceback
 text a worker process sent; None when there is none (a success, a timeout, a kill)."""
 
-LogLine = tuple[int, str, tuple[object, ...], Explained]
-"""A line to log: its level, its message, the message's arguments, and what explains
-the failure, whose traceback it carries (None: a line alone)."""
+LogLine = tuple[int, str, tuple[object, ...], Explained, ExecutionRecord]
+"""A line to log: its level, its message, the message's arguments, what explains the
+failure, whose traceback it carries (None: a line alone), and the attempt's record (the
+log record's ``run_record``: ``running.RUN_RECORD``)."""
 
 
 class SchedulerParts:

@@ -18,11 +18,13 @@ recorded: one line naming the task's id and name, the attempt, the error text an
 what follows (a retry, the slot given up, the dead letter).  The line that gives up
 (ERROR) carries the traceback of the exception (``exc_info``, or the text a worker
 process sent); a retry's WARNING carries none.  The record keeps the error text
-(:func:`~lldsched.errors.error_text`: bounded, its cause named), never the traceback.
-A successful run logs nothing.  The line is made under the lock, when the core has
-decided what follows (:func:`failure_line`), queued, and written after the lock is
-released (:meth:`~RunExecution._say_failures`), in the order the failures were
-recorded: a slow logging handler holds the thread that logs, never the lock.
+(:func:`~lldsched.errors.error_text`: bounded, its cause named), never the traceback;
+each line carries the attempt's record as the log record's :data:`RUN_RECORD`
+attribute, which a handler keys a traceback by.  A successful run logs nothing.  The
+line is made under the lock, when the core has decided what follows
+(:func:`failure_line`), queued, and written after the lock is released
+(:meth:`~RunExecution._say_failures`), in the order the failures were recorded: a slow
+logging handler holds the thread that logs, never the lock.
 
 An action that raises a ``BaseException`` that is not an ``Exception`` (``SystemExit``
 from ``sys.exit()``, a ``KeyboardInterrupt`` raised by hand) is a failed run like any
@@ -41,9 +43,15 @@ from lldsched.errors import CANCELLED_INSIDE, SchedulerStateError, error_text, t
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.threaded.parts import Explained, LogLine, Outcome, SchedulerParts
 
-__all__ = ["LogLine", "RunExecution", "failure_line", "stopped_since_begun"]
+__all__ = ["RUN_RECORD", "LogLine", "RunExecution", "failure_line", "stopped_since_begun"]
 
 log = logging.getLogger("lldsched")
+
+RUN_RECORD = "run_record"
+"""The attribute of a failed attempt's log record (``logging.LogRecord``) that holds the
+attempt's :class:`~lldsched.model.ExecutionRecord`, equal to the one in the task's
+history and the store: a logging handler keys the line's traceback (``exc_text``) by it
+(docs/EXTENDING.md, "A failed run's traceback, next to its record")."""
 
 
 class RunExecution(SchedulerParts):
@@ -209,11 +217,11 @@ class RunExecution(SchedulerParts):
             return
         with self._saying:
             while failures:
-                level, message, args, why = failures.popleft()
+                level, message, args, why, record = failures.popleft()
                 if why is None:
-                    log.log(level, message, *args)
+                    log.log(level, message, *args, extra={RUN_RECORD: record})
                 else:
-                    _say_explained(level, message, args, why)
+                    _say_explained(level, message, args, why, record)
 
     def _settle(self, count: int) -> None:
         """``count`` entries popped by the timer are done (run, or dropped)."""
@@ -280,6 +288,7 @@ def failure_line(run: Run, record: ExecutionRecord, explained: Explained = None)
             "task %s %r attempt %d stopped: %s",
             (task.id, record.name, record.attempt, error),
             None,
+            record,
         )
     if status is TaskStatus.RETRYING:
         level, then = logging.WARNING, f"retry due at {_instant(task.next_run_at)}"
@@ -294,10 +303,13 @@ def failure_line(run: Run, record: ExecutionRecord, explained: Explained = None)
         "task %s %r attempt %d of %d failed: %s; %s",
         (task.id, record.name, record.attempt, task.retry.max_attempts, error, then),
         explained if level == logging.ERROR else None,
+        record,
     )
 
 
-def _say_explained(level: int, message: str, args: tuple[object, ...], why: Explained) -> None:
+def _say_explained(
+    level: int, message: str, args: tuple[object, ...], why: Explained, run: ExecutionRecord
+) -> None:
     """Log a failure line with its traceback (caller does *not* hold the scheduler's
     lock: the traceback is formatted here, reading the source lines from disk).
 
@@ -316,7 +328,9 @@ def _say_explained(level: int, message: str, args: tuple[object, ...], why: Expl
         assert why is not None  # (only a line with something to explain comes here)
         exc_info, text = (type(why), why, why.__traceback__), traceback_text(why)
     path, line, function, _ = log.findCaller()
-    record = log.makeRecord(log.name, level, path, line, message, args, exc_info, function)
+    record = log.makeRecord(
+        log.name, level, path, line, message, args, exc_info, function, extra={RUN_RECORD: run}
+    )
     record.exc_text = text.rstrip("\n")
     log.handle(record)
 
