@@ -103,7 +103,8 @@ class ExecutionRecord(NamedTuple):
     belongs to (equal to ``due`` for first attempts).  ``worker`` is the index of
     the worker that ran it.  ``error`` is ``"Type: message"`` (its cause named, cut to
     :data:`lldsched.errors.ERROR_LIMIT` characters: :func:`lldsched.errors.error_text`)
-    or ``None``; the traceback is on the run's log line, never in the record.
+    or ``None``; the traceback is on the run's log line, never in the record (that line
+    carries this record as its ``run_record``: docs/EXTENDING.md keeps tracebacks by it).
 
     ``misfire`` is the outcome a policy decided for the record, ``None`` for an
     ordinary run (the field is named after the first such policy; stores keep it

@@ -104,6 +104,24 @@ class UnprintableError(Exception):
         raise RuntimeError("__str__ broke")
 
 
+class InterruptingStrError(Exception):
+    """An exception whose ``__str__`` raises ``KeyboardInterrupt`` (a ``BaseException``,
+    which an ``except Exception`` around it does not catch)."""
+
+    def __str__(self) -> str:
+        raise KeyboardInterrupt
+
+
+class ExitingReprError(Exception):
+    """An exception whose ``__repr__`` and ``__str__`` raise ``SystemExit``."""
+
+    def __repr__(self) -> str:
+        raise SystemExit(4)
+
+    def __str__(self) -> str:
+        raise SystemExit(5)
+
+
 class LockedError(Exception):
     """An exception that cannot be pickled (it holds a lock)."""
 
@@ -122,6 +140,10 @@ def odd_failure(kind: str) -> None:
         raise ValueError("bad \udcff byte and a \x00 NUL")
     if kind == "unpicklable":
         raise LockedError("holds a lock")
+    if kind == "str-interrupts":
+        raise InterruptingStrError
+    if kind == "repr-exits":
+        raise ExitingReprError
     if kind == "group":
         raise ExceptionGroup("two failed", [ValueError("a"), KeyError("b")])
     if kind == "chained":
@@ -145,6 +167,13 @@ async def odd_failure_async(kind: str) -> None:
     odd_failure(kind)
 
 
+class _InterruptingRepr:
+    """A value whose ``repr`` raises ``KeyboardInterrupt``."""
+
+    def __repr__(self) -> str:
+        raise KeyboardInterrupt
+
+
 class _OddRepr:
     """A value whose own ``repr`` holds a lone surrogate and a NUL."""
 
@@ -158,6 +187,7 @@ def odd_result(kind: str) -> object:
         "lock": threading.Lock,
         "huge": lambda: "z" * 10_000_000,
         "odd-repr": _OddRepr,
+        "repr-interrupts": _InterruptingRepr,
     }
     return makers[kind]()
 

@@ -399,3 +399,25 @@ def test_validated_is_the_one_gate_of_what_counts_as_a_schedule() -> None:
     assert check(every_minute) is every_minute
     with pytest.raises(ValidationError, match=r"schedule must provide first_run.*got 60"):
         check(60)
+
+
+@pytest.mark.parametrize("error", [None, "RuntimeError: boom"])
+def test_a_run_that_finished_before_it_started_is_recorded_with_no_duration(
+    clock: FakeClock, error: str | None
+) -> None:
+    # A runtime reads the wall clock at a run's start and finish; set back between the
+    # two (a run across a backward jump, on any runtime: thread, coroutine, process),
+    # the finish reads earlier.  Before, the record said so: a negative duration in
+    # history(), a store, a frame (and a bar drawn backwards in a Gantt chart).  The
+    # record starts at its finish; the finish stays what the clock said (a fixed delay
+    # counts from it), and the timeout is judged on the duration recorded.
+    h = Harness(clock)
+    task = h.core.add("tick", noop, FixedDelay(60), timeout=1.0)
+    run = h.begin()
+    started = clock.now()
+    record = h.core.finish(run, started, started - 3600.0, error)
+    assert (record.started, record.finished) == (started - 3600.0, started - 3600.0)
+    assert record.duration == 0.0 and not record.timed_out and record.error == error
+    assert task.history == (record,)
+    if error is None:
+        assert task.next_run_at == started - 3600.0 + 60

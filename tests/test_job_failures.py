@@ -32,6 +32,8 @@ EXPECTED = {
     "unprintable": "UnprintableError: <its __str__ raised RuntimeError>",
     "surrogate": "ValueError: bad \\udcff byte and a \\x00 NUL",
     "unpicklable": "LockedError: holds a lock",
+    "str-interrupts": "InterruptingStrError: <its __str__ raised KeyboardInterrupt>",
+    "repr-exits": "ExitingReprError: <its __str__ raised SystemExit>",
     "group": "ExceptionGroup: two failed (2 sub-exceptions) [ValueError: a; KeyError: 'b']",
     "chained": "RuntimeError: lookup failed (caused by KeyError: 'missing')",
     "exit": "SystemExit: 3",
@@ -285,6 +287,31 @@ def test_a_worker_process_sends_its_traceback_for_the_line(
     assert line.exc_text.endswith("RuntimeError: lookup failed")
 
 
+@pytest.mark.parametrize("where", ["thread", "coroutine", "process"])
+def test_each_failure_line_carries_its_attempts_record_for_a_handler(
+    make_scheduler: SchedulerFactory, caplog: pytest.LogCaptureFixture, where: str
+) -> None:
+    # The record keeps no traceback (docs/DECISIONS.md, "What a failed run leaves"); the
+    # documented way to keep one beside it is a logging handler keyed by the line's
+    # ``run_record`` (docs/EXTENDING.md): every failure line carries the record, equal to
+    # the history's, and the line that gives up its traceback.
+    scheduler = make_scheduler(workers=1)
+    with caplog.at_level(logging.INFO, logger="lldsched"):
+        (task,) = _each_kind(
+            scheduler,
+            "odd_failure",
+            where,
+            ["chained"],
+            retry=RetryPolicy(max_attempts=2, initial_backoff=0.01),
+        ).values()
+        assert scheduler.wait_drained(timeout=10)
+    retry, gave_up = _lines(caplog)
+    assert [retry.run_record, gave_up.run_record] == list(task.history)  # type: ignore[attr-defined]
+    assert not retry.exc_text and gave_up.exc_text is not None
+    assert "in odd_failure" in gave_up.exc_text
+    assert gave_up.exc_text.endswith("RuntimeError: lookup failed")
+
+
 class _Held:
     """Something large a job holds in a local when it raises."""
 
@@ -318,6 +345,7 @@ RESULTS = {
     "lock": "<unlocked _thread.lock object at 0x...>",
     "huge": "'" + "z" * 196 + "...",
     "odd-repr": "<odd \\udcff \\x00>",
+    "repr-interrupts": "<_InterruptingRepr whose repr raised KeyboardInterrupt>",
 }
 
 

@@ -3,6 +3,7 @@ passed while it was down, as each task's misfire policy says; both runtimes deci
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import shutil
 import threading
@@ -330,6 +331,13 @@ class JumpingClock(FakeClock):
         if wake:
             self._notify_all()
 
+    def elapse(self, seconds: float) -> None:
+        """Let ``seconds`` pass on both clocks without waking anybody, as real time
+        passes while the timer sleeps (its last look grows older)."""
+        with self._lock:
+            self._now += seconds
+            self._mono += seconds
+
     def wait(self, condition: threading.Condition, deadline: float | None) -> None:
         self.parked.set()
         super().wait(condition, deadline)
@@ -464,7 +472,47 @@ def test_a_run_in_flight_when_the_clock_is_set_back_is_followed_one_period_later
     looked(clock, scheduler)
     assert scheduler.task(task.id).next_run_at == T0 + next_due
     (record,) = scheduler.task(task.id).history
-    assert (record.slot, record.started, record.finished) == (T0, T0, T0 - HOUR)
+    # It read T0 at its start and T0 - 1 h at its finish: it is recorded as starting at
+    # its finish (duration 0), never as finishing before it started (a negative duration
+    # in a frame, a bar drawn backwards).
+    assert (record.slot, record.started, record.finished) == (T0, T0 - HOUR, T0 - HOUR)
+    assert record.duration == 0.0
+
+
+@pytest.mark.parametrize("where", ["thread", "coroutine"])
+def test_a_small_backward_jump_moves_a_fixed_delays_next_run_back_once(
+    make_scheduler: SchedulerFactory, where: str
+) -> None:
+    # The clock is set back 2 minutes, 5 minutes after the timer's last look, while the
+    # run goes on; the run ends then.  Its next run is 600 s after the finish it read.
+    # Before: the worker's test (its finish earlier than the last look's wall reading)
+    # did not see a jump shorter than the time since that look, the run counted its
+    # delay from the moved clock, and the timer then moved it back once more: 2 minutes
+    # early (a jump of up to max_wait, 60 s by default, and more under load).
+    clock = JumpingClock(T0)
+    started, release = threading.Event(), threading.Event()
+
+    def job() -> None:
+        started.set()
+        assert release.wait(5)
+
+    async def coroutine_job() -> None:
+        started.set()
+        while not release.is_set():  # the loop's thread: no blocking wait on it
+            await asyncio.sleep(0.001)
+
+    scheduler = make_scheduler(clock=clock)
+    action = job if where == "thread" else coroutine_job
+    task = scheduler.schedule("job", action, FixedDelay(600))
+    assert started.wait(5) and clock.parked.wait(5)  # the timer looked at T0 and parked
+    clock.elapse(300)
+    clock.jump(-120, wake=False)
+    release.set()
+    settle(scheduler)
+    looked(clock, scheduler)
+    (record,) = scheduler.task(task.id).history
+    assert record.finished == T0 + 180
+    assert scheduler.task(task.id).next_run_at == T0 + 180 + 600
 
 
 def test_a_fixed_rate_run_in_flight_keeps_its_overrun_across_a_backward_jump(

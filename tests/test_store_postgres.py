@@ -197,6 +197,7 @@ def test_a_schema_of_version_1_is_upgraded_in_place_keeping_its_tasks(postgres_d
         store.save(snapshot(task(id="kept")))
     with psycopg.connect(postgres_dsn) as connection:  # as version 1 left it
         connection.execute("ALTER TABLE tasks DROP COLUMN resumed, DROP COLUMN waited")
+        connection.execute("ALTER TABLE records DROP COLUMN name")
         connection.execute("UPDATE lldsched_meta SET value = '1'")
     with PostgresTaskStore(postgres_dsn) as store:
         assert [stored.task.id for stored in store.load_all()] == ["kept"]

@@ -258,13 +258,15 @@ def test_muted_saves_write_nothing(pair: tuple[SqliteTaskStore, SqliteTaskStore]
 # -- the schema --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("version", [1, 2, 3])
+@pytest.mark.parametrize("version", [1, 2, 3, 4])
 def test_an_older_file_is_migrated_with_its_tasks_and_then_opens_shared(
     path: str, version: int
 ) -> None:
     with SqliteTaskStore(path) as store:
         Scheduler(store=store).schedule("job", jobs.noop, OneTime(T0), id="job")
-    if version == 3:
+    if version == 4:
+        _downgrade_to_4(path)
+    elif version == 3:
         _downgrade_to_3(path)
     else:
         _downgrade_to_2(path)
@@ -280,8 +282,18 @@ def test_an_older_file_is_migrated_with_its_tasks_and_then_opens_shared(
     connection.close()
 
 
+def _downgrade_to_4(path: str) -> None:
+    """Make the file what lldsched wrote at schema version 4 (no name kept by a record)."""
+    connection = sqlite3.connect(path, isolation_level=None)
+    connection.executescript(
+        "BEGIN; ALTER TABLE records DROP COLUMN name; PRAGMA user_version = 4; COMMIT;"
+    )
+    connection.close()
+
+
 def _downgrade_to_3(path: str) -> None:
     """Make the file what lldsched wrote at schema version 3 (no run_now slot kept)."""
+    _downgrade_to_4(path)
     connection = sqlite3.connect(path, isolation_level=None)
     connection.executescript(
         "BEGIN; ALTER TABLE tasks DROP COLUMN waited; PRAGMA user_version = 3; COMMIT;"

@@ -113,11 +113,26 @@ def test_a_bad_max_wait_is_refused_with_its_value(bad: object) -> None:
 
 def test_the_last_look_takes_a_gap_past_the_tolerance_and_drift_for_a_jump() -> None:
     look = LastLook(monotonic=None)
-    assert look.set_back_before == -math.inf  # no look yet: no run finished before it
+    assert look.set_back_below == -math.inf  # no look yet: no run finished before it
     look.took(T0, 100.0)
     assert look.look(T0 + 60.5, 160.0) == 0.0  # half a second apart in a minute: no jump
     # 1.5 s apart over 1000 s: within 1 s plus 0.1 % of the time waited (NTP slewing)
     assert look.look(T0 + 1062.0, 1160.0) == 0.0
     assert look.look(T0 + 1072.0 - 3600, 1170.0) == -3600.0  # set back an hour
-    assert look.set_back_before == T0 + 1072.0 - 3600 - JUMP_TOLERANCE
+    assert look.set_back_below == T0 + 1072.0 - 3600 - 1170.0 - JUMP_TOLERANCE
     assert look.look(T0 + 1082.0 - 3600, 1180.0) == 0.0  # the next look compares anew
+
+
+def test_a_run_finished_after_a_set_back_of_any_size_is_told_from_one_before_it() -> None:
+    mono = [100.0]
+    look = LastLook(monotonic=lambda: mono[0])
+    assert not look.set_back_since(T0)  # no look yet
+    look.took(T0, 100.0)
+    mono[0] = 400.0  # 300 s since the look, by the monotonic clock
+    assert not look.set_back_since(T0 + 300.0)  # the clocks agree
+    assert not look.set_back_since(T0 + 299.5)  # within the tolerance
+    # Set back 2 minutes: a finish later than the look's wall reading, which the test
+    # of the finish alone (against the look's wall reading) let pass.
+    assert look.set_back_since(T0 + 180.0)
+    assert look.set_back_since(T0 - 3600.0)  # an hour, as ever
+    assert not LastLook(monotonic=None).set_back_since(-math.inf)  # a FakeClock: never

@@ -500,11 +500,15 @@ class SchedulerCore(
         if options.pass_context:
             context = RunContext(task.id, task.name, attempt, due, worker, token)
         # Positional (the run path's speed trick: see finish); Run's fields in order are
-        # task, attempt, due, slot, worker, context, action, options, token: the run
+        # task, attempt, due, slot, worker, context, action, options, name, token: the run
         # keeps the definition it began with (docs/DECISIONS.md, "Changing a task").
         run = task._run = _new_tuple(
-            Run, (task, attempt, due, task._slot, worker, context, task.action, options, token)
-        )
+            Run,
+            (
+                task, attempt, due, task._slot, worker, context, task.action, options,
+                task.name, token,
+            ),
+        )  # fmt: skip
         if task._flight is not None:  # CANCEL_OTHER or ALLOW (a slot test: bench_sim)
             run = self._overlap(task, run)
         if self._store is not None or self.emit is not None:
@@ -534,7 +538,9 @@ class SchedulerCore(
         # (below) asks; the move-on step as a method of its own cost 1.3 % instructions
         # a simulated run (43,368 -> 43,919, benchmarks/sim_instructions.py sim).
         # -- the run's record
-        task, attempt, was_due, slot, worker, _, _, _, token = run  # each field read once
+        task, attempt, was_due, slot, worker, _, _, _, name, token = run  # each read once
+        if finished < started:  # the wall clock was set back while it ran (docs/DECISIONS.md,
+            started = finished  # "A run in flight across a wall-clock jump"): duration 0
         timeout = task._options.timeout
         timed_out = timed_out or (timeout is not None and finished - started > timeout)
         if timed_out and error is None:
@@ -550,7 +556,7 @@ class SchedulerCore(
         record = _new_tuple(
             ExecutionRecord,
             (
-                task.id, task.name, attempt, was_due, slot, worker, started, finished,
+                task.id, name, attempt, was_due, slot, worker, started, finished,
                 error is None, error, timed_out, None, result if error is None else None, token,
             ),
         )  # fmt: skip

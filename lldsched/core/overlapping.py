@@ -56,7 +56,7 @@ class OverlappingRuns(CoreParts):
                 task._flight.pending = None  # nothing queued behind it: it drains
             return run
         if run.context is None and overlap is CANCEL_OTHER:
-            context = RunContext(task.id, task.name, run.attempt, run.due, run.worker, run.token)
+            context = RunContext(task.id, run.name, run.attempt, run.due, run.worker, run.token)
             run = task._run = run._replace(context=context)
         self._queue_following_run(task, run)
         return run
@@ -128,7 +128,9 @@ class OverlappingRuns(CoreParts):
         context = None
         if options.pass_context or overlap is CANCEL_OTHER:
             context = RunContext(task.id, task.name, 1, due, worker, token)
-        run = task._run = Run(task, 1, due, slot, worker, context, task.action, options, token)
+        run = task._run = Run(
+            task, 1, due, slot, worker, context, task.action, options, task.name, token
+        )
         task.attempt = 1
         self._queue_following_run(task, run)
         if self._store is not None or self.emit is not None:

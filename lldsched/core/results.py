@@ -29,7 +29,10 @@ and ends with ``"..."``)."""
 def result_text(value: object) -> str | None:
     """``repr(value)`` cut to :data:`RESULT_LIMIT` characters; None for None.
 
-    A ``repr`` that raises does not fail the run: the text says so instead.  A lone
+    A ``repr`` that raises does not fail the run: the text says so instead, whatever it
+    raised (a ``KeyboardInterrupt`` or ``SystemExit`` too: raised out of a worker's
+    completion it killed the worker thread, left a coroutine run in flight and failed a
+    process-isolated run that had succeeded).  A lone
     surrogate or NUL in it is written as its escape (:func:`lldsched.errors.escaped`).
     """
     if value is None:
@@ -42,7 +45,7 @@ def result_text(value: object) -> str | None:
                 text = repr(value)
         else:
             text = repr(value)
-    except Exception as exc:
+    except BaseException as exc:  # a user's __repr__: whatever it raised is named
         text = f"<{type(value).__qualname__} whose repr raised {type(exc).__name__}>"
     if len(text) > RESULT_LIMIT:
         text = text[: RESULT_LIMIT - 3] + "..."

@@ -359,7 +359,9 @@ class Run(NamedTuple):
     ``action`` and ``options`` are the task's as its attempt began (read under the
     runtime's lock, with the run's context made from them): the run calls that action
     with those arguments, where that definition runs, whatever a replace or a modify
-    made of the task since (docs/DECISIONS.md, "Changing a task")."""
+    made of the task since (docs/DECISIONS.md, "Changing a task").  ``name`` is the task's
+    name as its attempt began, which its record carries: a rename meanwhile (a replace
+    with another name) names the runs after it, never the run it found in flight."""
 
     task: ScheduledTask
     attempt: int
@@ -369,6 +371,7 @@ class Run(NamedTuple):
     context: RunContext | None
     action: Callable[..., Any] | None
     options: TaskOptions
+    name: str  # the task's name as the attempt began: its record's
     token: int | None = None  # the fencing token of its claim in a shared store
 
     def __repr__(self) -> str:

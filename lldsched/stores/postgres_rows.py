@@ -35,10 +35,9 @@ def state_row(snapshot: TaskSnapshot) -> dict[str, Any]:
 
 
 def record_row(record: ExecutionRecord) -> dict[str, Any]:
-    """A record's columns: its fields but the task's name (the task row has it), the
-    misfire outcome as its text."""
+    """A record's columns: its fields (the task's name as the run had it: a rename
+    leaves it), the misfire outcome as its text."""
     row = record._asdict()
-    del row["name"]
     row["misfire"] = None if record.misfire is None else record.misfire.value
     return row
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 __all__ = ["SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 CHANNEL = "lldsched"  # LISTEN/NOTIFY channel (NOTIFY is per database)
 DB_NOW = "extract(epoch FROM clock_timestamp())::double precision"
 LIVE = "('scheduled', 'retrying')"  # the statuses a claim takes
@@ -74,6 +74,7 @@ CREATE TABLE records (
     misfire   text,
     result    text,
     token     bigint,                       -- the claim's fencing token
+    name      text,                         -- the task's name at the run; NULL: before 3
     PRIMARY KEY (task_id, seq)
 );
 CREATE TABLE leases (                       -- at most one per task: a task never overlaps itself
@@ -97,6 +98,8 @@ UPGRADES = {
     1: "ALTER TABLE tasks ADD COLUMN resumed boolean NOT NULL DEFAULT false;"
     " ALTER TABLE tasks ADD COLUMN waited double precision;"
     " UPDATE lldsched_meta SET value = '2' WHERE name = 'schema';",
+    2: "ALTER TABLE records ADD COLUMN name text;"  # the name each run had
+    " UPDATE lldsched_meta SET value = '3' WHERE name = 'schema';",
 }
 
 TABLES = ("lldsched_meta", "tasks", "removals", "records", "leases")
@@ -150,9 +153,9 @@ SELECT pg_notify('{CHANNEL}', %(node)s)
 
 INSERT_RECORD = """
 INSERT INTO records (task_id, attempt, due, slot, worker, started, finished, ok, error,
-    timed_out, misfire, result, token)
+    timed_out, misfire, result, token, name)
 VALUES (%(task_id)s, %(attempt)s, %(due)s, %(slot)s, %(worker)s, %(started)s, %(finished)s,
-    %(ok)s, %(error)s, %(timed_out)s, %(misfire)s, %(result)s, %(token)s)
+    %(ok)s, %(error)s, %(timed_out)s, %(misfire)s, %(result)s, %(token)s, %(name)s)
 """
 
 TRIM_RECORDS = """
@@ -165,9 +168,9 @@ SNAPSHOT_COLUMNS = (
     "t.last_error, t.running, t.waited, t.version"
 )
 
-RECORD_COLUMNS = (
-    "r.task_id, t.name, r.attempt, r.due, r.slot, r.worker, r.started, r.finished, r.ok, "
-    "r.error, r.timed_out, r.misfire, r.result, r.token"
+RECORD_COLUMNS = (  # the name the run had; a record written before schema 3 has none kept
+    "r.task_id, coalesce(r.name, t.name), r.attempt, r.due, r.slot, r.worker, r.started, "
+    "r.finished, r.ok, r.error, r.timed_out, r.misfire, r.result, r.token"
 )
 
 # Lock order, everywhere: a task's row, then its lease (the claim below, the settle,
@@ -316,17 +319,17 @@ settled AS (
     RETURNING t.id, t.status, t.next_run_at, t.writer),
 recorded AS (
     INSERT INTO records (task_id, attempt, due, slot, worker, started, finished, ok, error,
-        timed_out, misfire, result, token)
+        timed_out, misfire, result, token, name)
     SELECT r.task_id, r.attempt, r.due, r.slot, r.worker, r.started, r.finished, r.ok,
-           r.error, r.timed_out, r.misfire, r.result, r.token
+           r.error, r.timed_out, r.misfire, r.result, r.token, r.name
       FROM unnest(%(r_task_id)s::text[], %(r_attempt)s::integer[],
            %(r_due)s::double precision[], %(r_slot)s::double precision[],
            %(r_worker)s::integer[], %(r_started)s::double precision[],
            %(r_finished)s::double precision[], %(r_ok)s::boolean[], %(r_error)s::text[],
            %(r_timed_out)s::boolean[], %(r_misfire)s::text[], %(r_result)s::text[],
-           %(r_token)s::bigint[]) WITH ORDINALITY
+           %(r_token)s::bigint[], %(r_name)s::text[]) WITH ORDINALITY
         AS r(task_id, attempt, due, slot, worker, started, finished, ok, error, timed_out,
-             misfire, result, token, n)
+             misfire, result, token, name, n)
      WHERE r.token IN (SELECT token FROM dropped)
      ORDER BY r.n),
 notified AS (

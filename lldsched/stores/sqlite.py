@@ -96,7 +96,7 @@ __all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION", "SqliteTaskStore"]
 
 log = logging.getLogger(STORE)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 APPLICATION_ID = 0x6C6C6473  # "llds"
 
 _SCHEMA = """
@@ -132,6 +132,7 @@ CREATE TABLE records (                -- clustered by task: one b-tree, no separ
     misfire   TEXT,
     result    TEXT,                     -- the action's return value as text (a bounded repr)
     token     INTEGER,                  -- the fencing token of the run's claim (shared mode)
+    name      TEXT,                     -- the task's name at the run; NULL: written before 5
     PRIMARY KEY (task_id, seq)
 ) WITHOUT ROWID;
 """
@@ -146,6 +147,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         *SHARED_SCHEMA.split(";"),
     ),
     3: ("ALTER TABLE tasks ADD COLUMN waited REAL",),  # 3 -> 4: a run_now's slot kept
+    4: ("ALTER TABLE records ADD COLUMN name TEXT",),  # 4 -> 5: the name each run had
 }
 """The SQL statements that take a file from schema version ``n`` to ``n + 1``."""
 
@@ -452,7 +454,7 @@ class SqliteTaskStore(CoordinatedMethods):
             (
                 task_id, seq, record.attempt, record.due, record.slot, record.worker,
                 record.started, record.finished, record.ok, record.error, record.timed_out,
-                record.misfire, record.result, record.token,
+                record.misfire, record.result, record.token, record.name,
             ),
         )  # fmt: skip
         count = self._counts.get(task_id, 0) + 1

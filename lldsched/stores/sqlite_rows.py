@@ -47,11 +47,11 @@ ON CONFLICT (id) DO UPDATE SET name = excluded.name, definition = excluded.defin
 """
 INSERT_RECORD = """
 INSERT INTO records (task_id, seq, attempt, due, slot, worker, started, finished, ok, error,
-    timed_out, misfire, result, token) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    timed_out, misfire, result, token, name) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
-RECORD_COLUMNS = (
-    "r.task_id, t.name, r.attempt, r.due, r.slot, r.worker, r.started, r.finished, r.ok, "
-    "r.error, r.timed_out, r.misfire, r.result, r.token"
+RECORD_COLUMNS = (  # the name the run had; a record written before schema 5 has none kept
+    "r.task_id, coalesce(r.name, t.name), r.attempt, r.due, r.slot, r.worker, r.started, "
+    "r.finished, r.ok, r.error, r.timed_out, r.misfire, r.result, r.token"
 )
 
 

@@ -26,31 +26,45 @@ class LastLook:
     """The last look for a wall-clock jump (guarded by the scheduler's lock).
 
     ``monotonic`` is the clock's (None on a clock with none, a ``FakeClock``: nothing
-    looks), ``wall`` and ``mono`` the readings of the last look.  A run that finished
-    earlier by the wall clock than ``set_back_before`` finished after the clock was
-    set back since that look; it is ``wall - JUMP_TOLERANCE``, kept ready so that the
-    test a worker (or the event loop) makes of every run it records is one comparison
-    (35,649 to 35,722 instructions a dispatched job over three runs, against 35,827
-    and 35,845 with the subtraction made there on a ``(wall, mono)`` tuple), and
-    ``-inf`` until the first look, and for good without a ``monotonic``.
+    looks), ``wall`` and ``mono`` the readings of the last look.  A worker (or the event
+    loop) tests every run it records against them (:meth:`set_back_since`): one reading
+    of ``monotonic`` and one comparison with ``set_back_below``, kept ready
+    (``wall - mono - JUMP_TOLERANCE``; ``-inf`` until the first look, and for good
+    without a ``monotonic``, whose ``reading`` is then ``+inf``).
 
     ``woke`` is the clock instant the timer last woke (``None`` before it first did),
     which ``Scheduler.metrics()`` reports: set at every wake, whether the clock has a
     ``monotonic()`` or not, and kept here, with the timer's other readings, because the
     scheduler keeps no 30th attribute (``lldsched/threaded/parts.py``)."""
 
-    __slots__ = ("mono", "monotonic", "set_back_before", "wall", "woke")
+    __slots__ = ("mono", "monotonic", "reading", "set_back_below", "wall", "woke")
 
     def __init__(self, monotonic: Callable[[], float] | None) -> None:
         self.monotonic = monotonic
-        self.wall = self.set_back_before = -math.inf
+        self.reading: Callable[[], float] = _never if monotonic is None else monotonic
+        self.wall = self.set_back_below = -math.inf
         self.mono = 0.0
         self.woke: float | None = None
 
     def took(self, wall: float, mono: float) -> None:
         """A look read ``wall`` and ``mono`` (the first, or one that compared)."""
         self.wall, self.mono = wall, mono
-        self.set_back_before = wall - JUMP_TOLERANCE
+        self.set_back_below = wall - mono - JUMP_TOLERANCE
+
+    def set_back_since(self, finished: float) -> bool:
+        """True when a run that read ``finished`` on the wall clock read it after the
+        clock was set back since this look (more than ``JUMP_TOLERANCE``), judged by a
+        ``monotonic`` reading now: the wall clock moved less than the monotonic clock
+        since the look.  The runtime inlines this test on its run path (a call costs
+        more than the test); this is its statement, and what the tests call.
+
+        A jump of any size is seen.  Before, the test was the finish alone against the
+        look's wall reading, and missed a jump shorter than the time since the look (up
+        to ``max_wait``): a fixed delay ending meanwhile counted from the moved clock
+        and was moved back once more by the timer's next look.  A reading taken a
+        while after the finish (a worker waiting for the lock) only errs towards a
+        look, which finds no jump."""
+        return finished - self.reading() < self.set_back_below
 
     def look(self, wall: float, mono: float) -> float:
         """Take a look that read ``wall`` and ``mono``: the seconds the wall clock
@@ -59,3 +73,9 @@ class LastLook:
         jump = (wall - self.wall) - waited
         self.took(wall, mono)
         return jump if abs(jump) > JUMP_TOLERANCE + JUMP_DRIFT * waited else 0.0
+
+
+def _never() -> float:
+    """The ``reading`` of a clock with no ``monotonic()``: no run is ever found to have
+    finished after a jump (such a clock *is* time, and never jumps)."""
+    return math.inf

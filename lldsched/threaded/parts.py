@@ -70,8 +70,9 @@ text a worker process sent; None when there is none (a success, a timeout, a kil
 LogLine = tuple[int, str, tuple[object, ...], Explained, dict[str, object], float]
 """A line to log: its level, its message, the message's arguments, what explains the
 failure, whose traceback it carries (None: a line alone), its structured fields (the
-log record's ``extra``: ``task_id``, ``outcome``, ...) and the instant it is about (the
-record's end, on the scheduler's clock: what repeats are counted by)."""
+log record's ``extra``: ``task_id``, ``outcome``, ..., and the attempt's record as
+``run_record``: ``running.RUN_RECORD``) and the instant it is about (the record's end,
+on the scheduler's clock: what repeats are counted by)."""
 
 
 class SchedulerParts:

@@ -23,11 +23,13 @@ full line goes to DEBUG, without traceback, and the next full line counts them
 hour.  The line that gives up
 (ERROR) carries the traceback of the exception (``exc_info``, or the text a worker
 process sent); a retry's WARNING carries none.  The record keeps the error text
-(:func:`~lldsched.errors.error_text`: bounded, its cause named), never the traceback.
-A successful run logs nothing.  The line is made under the lock, when the core has
-decided what follows (:func:`failure_line`), queued, and written after the lock is
-released (:meth:`~RunExecution._say_failures`), in the order the failures were
-recorded: a slow logging handler holds the thread that logs, never the lock.
+(:func:`~lldsched.errors.error_text`: bounded, its cause named), never the traceback;
+each line carries the attempt's record as the log record's :data:`RUN_RECORD`
+attribute, which a handler keys a traceback by.  A successful run logs nothing.  The
+line is made under the lock, when the core has decided what follows
+(:func:`failure_line`), queued, and written after the lock is released
+(:meth:`~RunExecution._say_failures`), in the order the failures were recorded: a slow
+logging handler holds the thread that logs, never the lock.
 
 An action that raises a ``BaseException`` that is not an ``Exception`` (``SystemExit``
 from ``sys.exit()``, a ``KeyboardInterrupt`` raised by hand) is a failed run like any
@@ -47,7 +49,14 @@ from lldsched.logs import JOBS
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.threaded.parts import Explained, LogLine, Outcome, SchedulerParts
 
-__all__ = ["FIELDS", "LogLine", "RunExecution", "failure_line", "stopped_since_begun"]
+__all__ = [
+    "FIELDS",
+    "RUN_RECORD",
+    "LogLine",
+    "RunExecution",
+    "failure_line",
+    "stopped_since_begun",
+]
 
 log = logging.getLogger(JOBS)
 
@@ -70,6 +79,13 @@ retry policy's ``max_attempts``, the record's outcome (``failed``, ``timed_out``
 ``dead_letter``, ``stopped``, ``paused``, ``cancelled``), the task's next due instant
 (ISO 8601, UTC, or None) and the repeats of the line not written in full since its last
 (:class:`~lldsched.logs.Repeats`)."""
+
+RUN_RECORD = "run_record"
+"""The attribute of a failed attempt's log record (``logging.LogRecord``), beside
+:data:`FIELDS`, that holds the attempt's :class:`~lldsched.model.ExecutionRecord`, equal
+to the one in the task's history and the store: a logging handler keys the line's
+traceback (``exc_text``) by it (docs/EXTENDING.md, "A failed run's traceback, next to
+its record")."""
 
 
 class RunExecution(SchedulerParts):
@@ -169,7 +185,8 @@ class RunExecution(SchedulerParts):
                 return  # recorded by _finish_coroutine when it completes
             finished = self._clock.now()
             error = "SchedulerStateError: the scheduler shut down before the coroutine ran"
-        if finished < self._last_look.set_back_before:
+        last_look = self._last_look  # LastLook.set_back_since, inlined (the run path)
+        if finished - last_look.reading() < last_look.set_back_below:
             # the wall clock went back since the timer looked: that jump is handled first
             self._look_at_clock(self._clock.now())
         record = self._core.finish(run, started, finished, error, result, timed_out)
@@ -207,7 +224,8 @@ class RunExecution(SchedulerParts):
         queued, and the loop thread calls :meth:`_say_failures` once it let the lock go,
         before it settles the batch.  ``raised`` is what the coroutine raised, if it
         did."""
-        if finished < self._last_look.set_back_before:
+        last_look = self._last_look  # LastLook.set_back_since, inlined (the run path)
+        if finished - last_look.reading() < last_look.set_back_below:
             # the wall clock went back since the timer looked: that jump is handled first
             self._look_at_clock(self._clock.now())
         record = self._core.finish(run, started, finished, error, result, timed_out)
@@ -314,7 +332,7 @@ def failure_line(
     fields: dict[str, object] = {
         "scheduler": scheduler,
         "task_id": task.id,
-        "task_name": task.name,
+        "task_name": record.name,
         "attempt": record.attempt,
         "max_attempts": task.retry.max_attempts,
         "outcome": record.outcome.value,
@@ -322,6 +340,7 @@ def failure_line(
         "then": "stopped",
         "next_run_at": None if next_run_at is None else _instant(next_run_at),
         "repeated": 0,
+        RUN_RECORD: record,
     }
     if record.outcome == "cancelled" or (
         error is not None and error.startswith("CancelledError") and error != CANCELLED_INSIDE
@@ -329,7 +348,7 @@ def failure_line(
         return (
             logging.INFO,
             "task %s %r attempt %d stopped: %s",
-            (task.id, task.name, record.attempt, error),
+            (task.id, record.name, record.attempt, error),
             None,
             fields,
             record.finished,
@@ -347,7 +366,7 @@ def failure_line(
     return (
         level,
         "task %s %r attempt %d of %d failed: %s; %s",
-        (task.id, task.name, record.attempt, task.retry.max_attempts, error, said),
+        (task.id, record.name, record.attempt, task.retry.max_attempts, error, said),
         explained if level == logging.ERROR else None,
         fields,
         record.finished,

@@ -22,10 +22,11 @@ suspend: ``Condition.wait`` counts monotonic time, which stops while the machine
 sleeps, so an unbounded wait for a task due in an hour would end an hour *after*
 resume.  One wake a minute costs nothing measurable (``benchmarks/bench_idle.py``);
 ``max_wait=None`` waits exactly until the head is due.  A worker also looks before
-it records a run that finished earlier by the wall clock than the timer's last look:
-that run computes its next due time from the moved clock, so the jump is handled
-first (``_look_at_clock``).  That test is one comparison with a time kept ready in
-:class:`~lldsched.threaded.jumps.LastLook`, where the look's readings are.
+it records a run that read its finish after the clock was set back since the timer's
+last look: that run computes its next due time from the moved clock, so the jump is
+handled first (``_look_at_clock``).  That test is one monotonic reading and one
+comparison with a number kept ready in :class:`~lldsched.threaded.jumps.LastLook`,
+where the look's readings are (``LastLook.set_back_since``).
 
 **A shared store** (``SqliteTaskStore(path, shared=True)``, docs/CLUSTER.md): the
 timer claims what runs from the store instead of popping the heap (the heap
@@ -135,13 +136,11 @@ class TimerThread(SchedulerParts):
         a ``monotonic()``).
 
         The timer looks each time it wakes, and a worker (or the event loop) before it
-        records a run that finished earlier by the wall clock than the timer's last look
-        (the clock went back since): such a run computes its next due time from a clock
-        already moved, so the jump must be handled first, or a fixed delay's next run (a
-        retry's backoff) would move back twice.  That test costs no clock reading; a
-        backward jump shorter than the time since the timer's last look (at most
-        ``max_wait``) passes it, and a delay ending meanwhile moves back by the jump
-        twice."""
+        records a run that read its finish after the clock went back since the timer's
+        last look (:meth:`LastLook.set_back_since
+        <lldsched.threaded.jumps.LastLook.set_back_since>`): such a run computes its
+        next due time from a clock already moved, so the jump must be handled first, or
+        a fixed delay's next run (a retry's backoff) would move back twice."""
         last_look = self._last_look
         monotonic = last_look.monotonic
         assert monotonic is not None
