@@ -47,7 +47,7 @@ from lldsched import OneTime, Scheduler
 
 N_TASKS = 20_000
 WORKERS = 4
-ROUNDS = 7
+ROUNDS = 6
 WARMUP_TASKS = 2_000
 TIMEOUT = 120.0
 
