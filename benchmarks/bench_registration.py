@@ -30,7 +30,7 @@ from lldsched.schedules.base import Schedule
 N_TASKS = 100_000
 QUICK_TASKS = 10_000
 WARMUP_TASKS = 10_000
-ROUNDS = 5
+ROUNDS = 3
 EXPRESSIONS = ("*/5 * * * *", "0 3 * * 1-5")
 
 GOALS: dict[str, tuple[str, float]] = {
