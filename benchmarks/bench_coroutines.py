@@ -21,7 +21,10 @@ sides detect completion the same way: the coroutine bumps a shared
   A scheduler that gives every coroutine run a real task (so ``asyncio.timeout``,
   ``TaskGroup`` and ``current_task()`` work inside it) cannot beat this line.
 
-Round-robin, median of :data:`RUNS` runs after one discarded warm-up round.
+The three run in :data:`ROUNDS` interleaved rounds after a warm-up round
+(``paired_trials``: the order reversed every other round, the garbage collected
+before each run); each ratio is taken round by round and reported as the median of
+the rounds with their spread.
 """
 
 from __future__ import annotations
@@ -37,11 +40,14 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+from host_load import Watch
+from paired_trials import Lap, Spread, Stopwatch, interleaved, lap_ratios, ratios
+
 from lldsched import OneTime, Scheduler
 
 N_TASKS = 20_000
 WORKERS = 4
-RUNS = 5
+ROUNDS = 6
 WARMUP_TASKS = 2_000
 TIMEOUT = 120.0
 
@@ -72,8 +78,9 @@ def _coroutine_of(done: _Done) -> Callable[[], Any]:
     return no_op
 
 
-def run_lldsched(n: int) -> tuple[float, float]:
-    """Seconds from start() to the n-th coroutine, and to wait_idle()."""
+def run_lldsched(n: int) -> tuple[Lap, float]:
+    """From start() to the n-th coroutine (wall and CPU seconds), and wall seconds to
+    wait_idle()."""
     done = _Done(n)
     action = _coroutine_of(done)
     scheduler = Scheduler(workers=WORKERS)
@@ -82,21 +89,21 @@ def run_lldsched(n: int) -> tuple[float, float]:
         scheduler.schedule("noop", action, OneTime(at=at))
     gc.collect()
     try:
-        t0 = time.perf_counter()
+        watch = Stopwatch()
         scheduler.start()
         if not done.event.wait(TIMEOUT):
             raise RuntimeError(f"lldsched ran fewer than {n} coroutines in {TIMEOUT} s")
-        t1 = time.perf_counter()
+        first = watch.lap()
         if not scheduler.wait_idle(TIMEOUT):
             raise RuntimeError("lldsched did not settle")
-        t2 = time.perf_counter()
+        settled = watch.lap().wall
     finally:
         scheduler.shutdown(timeout=TIMEOUT)
-    return t1 - t0, t2 - t0
+    return first, settled
 
 
-def run_apscheduler(n: int) -> float:
-    """Seconds from resume() (after a paused start) to the n-th coroutine."""
+def run_apscheduler(n: int) -> Lap:
+    """Wall and CPU seconds from resume() (after a paused start) to the n-th coroutine."""
     from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
     done = _Done(n)
@@ -117,11 +124,11 @@ def run_apscheduler(n: int) -> float:
 
         try:
             on_loop(lambda: scheduler.start(paused=True))  # moves the jobs into the job store
-            t0 = time.perf_counter()
+            watch = Stopwatch()
             loop.call_soon_threadsafe(scheduler.resume)
             if not done.event.wait(TIMEOUT):
                 raise RuntimeError(f"APScheduler ran fewer than {n} coroutines in {TIMEOUT} s")
-            return time.perf_counter() - t0
+            return watch.lap()
         finally:
             on_loop(lambda: scheduler.shutdown(wait=False))
 
@@ -144,8 +151,9 @@ def _loop_thread(name: str) -> Iterator[asyncio.AbstractEventLoop]:
         loop.close()
 
 
-def run_bare_loop(n: int) -> float:
-    """Seconds for a bare event loop to run ``n`` coroutines, one ``Task`` each (the floor)."""
+def run_bare_loop(n: int) -> Lap:
+    """Wall and CPU seconds for a bare event loop to run ``n`` coroutines, one ``Task``
+    each (the floor)."""
     done = _Done(n)
     action = _coroutine_of(done)
     with _loop_thread("bare-loop") as loop:
@@ -155,47 +163,59 @@ def run_bare_loop(n: int) -> float:
                 asyncio.Task(action(), loop=loop)
 
         gc.collect()
-        t0 = time.perf_counter()
+        watch = Stopwatch()
         loop.call_soon_threadsafe(start_all)
         if not done.event.wait(TIMEOUT):
             raise RuntimeError(f"the bare loop ran fewer than {n} coroutines in {TIMEOUT} s")
-        return time.perf_counter() - t0
+        return watch.lap()
 
 
 def main() -> dict[str, float]:
-    ours: list[float] = []
-    ours_idle: list[float] = []
-    theirs: list[float] = []
-    floor: list[float] = []
-    rounds: list[tuple[int, bool]] = [(WARMUP_TASKS, False)] + [(N_TASKS, True)] * RUNS
-    for n, keep in rounds:
-        first, settled = run_lldsched(n)
-        aps = run_apscheduler(n)
-        bare = run_bare_loop(n)
-        if keep:
-            ours.append(first)
-            ours_idle.append(settled)
-            theirs.append(aps)
-            floor.append(bare)
+    with Watch() as watch:
+        samples = interleaved(
+            {
+                "lldsched": lambda: run_lldsched(N_TASKS),
+                "aps": lambda: run_apscheduler(N_TASKS),
+                "bare": lambda: run_bare_loop(N_TASKS),
+            },
+            rounds=ROUNDS,
+            warmup={
+                "lldsched": lambda: run_lldsched(WARMUP_TASKS),
+                "aps": lambda: run_apscheduler(WARMUP_TASKS),
+                "bare": lambda: run_bare_loop(WARMUP_TASKS),
+            },
+        )
+    lldsched: list[tuple[Lap, float]] = samples["lldsched"]
+    our_laps = [first for first, _ in lldsched]
+    their_laps: list[Lap] = samples["aps"]
+    floor_laps: list[Lap] = samples["bare"]
+    ours = [lap.wall for lap in our_laps]
+    ours_idle = [settled for _, settled in lldsched]
+    theirs = [lap.wall for lap in their_laps]
+    floor = [lap.wall for lap in floor_laps]
+    # A ratio of rates is the other side's seconds over this side's, round by round.
+    versus, versus_cpu = lap_ratios(their_laps, our_laps)
+    floor_versus = Spread.of(ratios(theirs, floor))
+    of_floor = Spread.of(ratios(floor, ours))
 
-    def rate(samples: list[float]) -> float:
-        return N_TASKS / statistics.median(samples)
+    def rate(seconds: list[float]) -> float:
+        return N_TASKS / statistics.median(seconds)
 
-    def spread(samples: list[float]) -> str:
-        rates = sorted(N_TASKS / x / 1000 for x in samples)
+    def spread(seconds: list[float]) -> str:
+        rates = sorted(N_TASKS / x / 1000 for x in seconds)
         return f"{rates[0]:.0f}..{rates[-1]:.0f}k"
 
     results = {
         "coroutines lldsched (jobs/s)": rate(ours),
         "coroutines APS AsyncIO (jobs/s)": rate(theirs),
-        "coroutines / APS AsyncIO (x)": rate(ours) / rate(theirs),
+        **Spread.both("coroutines / APS AsyncIO (x)", versus, versus_cpu),
         "coroutines bare asyncio loop (jobs/s)": rate(floor),
-        "bare asyncio loop / APS AsyncIO (x)": rate(floor) / rate(theirs),
-        "coroutines lldsched / bare asyncio loop (x)": rate(ours) / rate(floor),
+        "bare asyncio loop / APS AsyncIO (x)": floor_versus.median,
+        "coroutines lldsched / bare asyncio loop (x)": of_floor.median,
     }
     print(
-        f"coroutines: {N_TASKS:,} no-op async def tasks due at once, "
-        f"{WORKERS} workers, median of {RUNS}"
+        f"coroutines: {N_TASKS:,} no-op async def tasks due at once, {WORKERS} workers, "
+        f"{ROUNDS} interleaved rounds after a warm-up (median rate, lowest..highest)"
     )
     rows = [
         ("lldsched default", ours, "from start() to the last coroutine"),
@@ -203,13 +223,17 @@ def main() -> dict[str, float]:
         ("APScheduler 3 AsyncIO", theirs, "from resume(): equal work (headline)"),
         ("bare asyncio loop", floor, "one Task per coroutine, no scheduler (floor)"),
     ]
-    for label, samples, note in rows:
-        print(f"  {label:<26} {rate(samples):>10,.0f} jobs/s  ({spread(samples)})  {note}")
-    print(f"  lldsched / APS AsyncIO   {results['coroutines / APS AsyncIO (x)']:5.1f}x")
+    for label, seconds, note in rows:
+        print(f"  {label:<26} {rate(seconds):>10,.0f} jobs/s  ({spread(seconds)})  {note}")
+    print("  per-round ratios, median (lowest..highest, middle half):")
+    print(f"    lldsched / APS AsyncIO   {versus.text()}")
+    print(f"    ... in CPU time          {versus_cpu.text()}")
     print(
-        f"  bare loop / APS AsyncIO  {results['bare asyncio loop / APS AsyncIO (x)']:5.1f}x"
+        f"    bare loop / APS AsyncIO  {floor_versus.text()}"
         "   (the most a scheduler that gives each run a Task can reach)"
     )
+    print(f"    lldsched / bare loop     {of_floor.text()}")
+    print(f"  {watch.summary()}")
     return results
 
 

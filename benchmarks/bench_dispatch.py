@@ -6,19 +6,21 @@ then the time is taken until the 20,000th action has run.  Both sides detect
 completion the same way: the action bumps a shared ``itertools.count`` (atomic
 under the GIL) and the last one sets a ``threading.Event``.
 
-Configurations, run round-robin so machine noise spreads evenly, median of
-:data:`RUNS` runs after one discarded warm-up round:
+Configurations, run in :data:`ROUNDS` interleaved rounds after a warm-up round
+(``paired_trials``: the order reversed every other round, the garbage collected
+before each run); each ratio is taken round by round and reported as the median of
+the rounds with their spread:
 
 * lldsched, default config (no store, no listener), timed from ``start()``;
 * lldsched with ``store=InMemoryTaskStore()`` and one no-op listener (backlog sized
   so no event is dropped), timed from ``start()``;
 * APScheduler ``BackgroundScheduler`` with ``ThreadPoolExecutor(4)`` and
-  ``misfire_grace_time=None``, timed two ways.  APScheduler defers the job-store
-  insertion of jobs added before ``start()`` to ``start()`` itself, work lldsched
-  already did in ``schedule()``.  The headline ratios therefore use the *equal
-  work* variant (``start(paused=True)`` untimed, then timed from ``resume()``);
-  the variant timed from ``start()``, which charges APScheduler that insertion,
-  is reported beside it.
+  ``misfire_grace_time=None``.  APScheduler defers the job-store insertion of jobs
+  added before ``start()`` to ``start()`` itself, work lldsched already did in
+  ``schedule()``.  One run is timed in two phases: ``start(paused=True)`` (the
+  insertion) and ``resume()`` to the last action.  The headline ratios use the
+  second alone (*equal work*); the sum, what a run timed from ``start()``
+  measures, which charges APScheduler that insertion, is reported beside it.
 """
 
 from __future__ import annotations
@@ -29,13 +31,16 @@ import statistics
 import threading
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
+
+from host_load import Watch
+from paired_trials import Lap, Spread, Stopwatch, interleaved, lap_ratios, ratios
 
 from lldsched import InMemoryTaskStore, OneTime, Scheduler, TaskEvent
 
 N_TASKS = 20_000
 WORKERS = 4
-RUNS = 5
+ROUNDS = 7
 WARMUP_TASKS = 2_000
 TIMEOUT = 120.0
 
@@ -62,8 +67,9 @@ def _no_op_listener(event: TaskEvent) -> None:
     pass
 
 
-def run_lldsched(n: int, *, with_store: bool) -> tuple[float, float, int]:
-    """Seconds from start() to the n-th action, to wait_idle(), and events dropped."""
+def run_lldsched(n: int, *, with_store: bool) -> tuple[Lap, float, int]:
+    """From start() to the n-th action (wall and CPU seconds), wall seconds to
+    wait_idle(), and events dropped."""
     done = _Done(n)
     if with_store:
         scheduler = Scheduler(
@@ -79,21 +85,34 @@ def run_lldsched(n: int, *, with_store: bool) -> tuple[float, float, int]:
         scheduler.schedule("noop", done, OneTime(at=at))
     gc.collect()
     try:
-        t0 = time.perf_counter()
+        watch = Stopwatch()
         scheduler.start()
         if not done.event.wait(TIMEOUT):
             raise RuntimeError(f"lldsched ran fewer than {n} tasks in {TIMEOUT} s")
-        t1 = time.perf_counter()
+        first = watch.lap()
         if not scheduler.wait_idle(TIMEOUT):
             raise RuntimeError("lldsched did not settle")
-        t2 = time.perf_counter()
+        settled = watch.lap().wall
     finally:
         scheduler.shutdown(timeout=TIMEOUT)
-    return t1 - t0, t2 - t0, scheduler.dropped_events
+    return first, settled, scheduler.dropped_events
 
 
-def run_apscheduler(n: int, *, from_resume: bool) -> float:
-    """Seconds to the n-th action: from resume() after a paused start, or from start()."""
+class ApsTimes(NamedTuple):
+    """Wall seconds APScheduler spent in ``start(paused=True)`` (moving the pending jobs
+    into its job store), and wall and CPU seconds from ``resume()`` to the n-th action."""
+
+    start: float
+    run: Lap
+
+
+def run_apscheduler(n: int) -> ApsTimes:
+    """Times one APScheduler run in its two phases (see :class:`ApsTimes`).
+
+    ``start(paused=True)`` followed by ``resume()`` is ``start()`` cut in two: the
+    insertion lldsched did in ``schedule()``, then the run.  The headline times only
+    the run (equal work); the sum is what a run timed from ``start()`` measures.
+    """
     from apscheduler.executors.pool import ThreadPoolExecutor
     from apscheduler.schedulers.background import BackgroundScheduler
 
@@ -108,77 +127,89 @@ def run_apscheduler(n: int, *, from_resume: bool) -> float:
         scheduler.add_job(done, "date", run_date=at)
     gc.collect()
     try:
-        if from_resume:
-            scheduler.start(paused=True)  # moves the pending jobs into the job store
-            t0 = time.perf_counter()
-            scheduler.resume()
-        else:
-            t0 = time.perf_counter()
-            scheduler.start()
+        t0 = time.perf_counter()
+        scheduler.start(paused=True)  # moves the pending jobs into the job store
+        started = time.perf_counter() - t0
+        watch = Stopwatch()
+        scheduler.resume()
         if not done.event.wait(TIMEOUT):
             raise RuntimeError(f"APScheduler ran fewer than {n} jobs in {TIMEOUT} s")
-        elapsed = time.perf_counter() - t0
+        run = watch.lap()
     finally:
         scheduler.shutdown(wait=True)
-    return elapsed
+    return ApsTimes(start=started, run=run)
 
 
 def main() -> dict[str, float]:
-    default: list[float] = []
-    default_idle: list[float] = []
-    store: list[float] = []
-    store_idle: list[float] = []
-    aps_resume: list[float] = []
-    aps_start: list[float] = []
-    dropped = 0
-    rounds: list[tuple[int, bool]] = [(WARMUP_TASKS, False)] + [(N_TASKS, True)] * RUNS
-    for n, keep in rounds:
-        first, settled, _ = run_lldsched(n, with_store=False)
-        s_first, s_settled, s_dropped = run_lldsched(n, with_store=True)
-        r = run_apscheduler(n, from_resume=True)
-        s = run_apscheduler(n, from_resume=False)
-        if keep:
-            default.append(first)
-            default_idle.append(settled)
-            store.append(s_first)
-            store_idle.append(s_settled)
-            aps_resume.append(r)
-            aps_start.append(s)
-            dropped += s_dropped
+    with Watch() as watch:
+        samples = interleaved(
+            {
+                "default": lambda: run_lldsched(N_TASKS, with_store=False),
+                "store": lambda: run_lldsched(N_TASKS, with_store=True),
+                "aps": lambda: run_apscheduler(N_TASKS),
+            },
+            rounds=ROUNDS,
+            warmup={
+                "default": lambda: run_lldsched(WARMUP_TASKS, with_store=False),
+                "store": lambda: run_lldsched(WARMUP_TASKS, with_store=True),
+                "aps": lambda: run_apscheduler(WARMUP_TASKS),
+            },
+        )
+    ours: list[tuple[Lap, float, int]] = samples["default"]
+    with_store: list[tuple[Lap, float, int]] = samples["store"]
+    aps: list[ApsTimes] = samples["aps"]
+    default = [first.wall for first, _, _ in ours]
+    default_idle = [settled for _, settled, _ in ours]
+    store = [first.wall for first, _, _ in with_store]
+    store_idle = [settled for _, settled, _ in with_store]
+    dropped = sum(d for _, _, d in with_store)
+    aps_run = [t.run.wall for t in aps]
+    aps_start = [t.start + t.run.wall for t in aps]
+    # A ratio of rates is the peer's seconds over ours, round by round.
+    versus, versus_cpu = lap_ratios([t.run for t in aps], [first for first, _, _ in ours])
+    store_versus, store_cpu = lap_ratios(
+        [t.run for t in aps], [first for first, _, _ in with_store]
+    )
+    versus_start = Spread.of(ratios(aps_start, default))
 
-    def rate(samples: list[float]) -> float:
-        return N_TASKS / statistics.median(samples)
+    def rate(seconds: list[float]) -> float:
+        return N_TASKS / statistics.median(seconds)
 
-    def spread(samples: list[float]) -> str:
-        rates = sorted(N_TASKS / x / 1000 for x in samples)
+    def spread(seconds: list[float]) -> str:
+        rates = sorted(N_TASKS / x / 1000 for x in seconds)
         return f"{rates[0]:.0f}..{rates[-1]:.0f}k"
 
     results = {
         "dispatch default (jobs/s)": rate(default),
         "dispatch store+listener (jobs/s)": rate(store),
-        "dispatch APScheduler (jobs/s)": rate(aps_resume),
-        "dispatch default / APS (x)": rate(default) / rate(aps_resume),
-        "dispatch store+listener / APS (x)": rate(store) / rate(aps_resume),
+        "dispatch APScheduler (jobs/s)": rate(aps_run),
+        **Spread.both("dispatch default / APS (x)", versus, versus_cpu),
+        **Spread.both("dispatch store+listener / APS (x)", store_versus, store_cpu),
         "dispatch APScheduler from start() (jobs/s)": rate(aps_start),
-        "dispatch default / APS from start() (x)": rate(default) / rate(aps_start),
+        "dispatch default / APS from start() (x)": versus_start.median,
     }
     rows: list[tuple[str, list[float], str]] = [
         ("lldsched default", default, "from start() to the last action"),
         ("  ... until wait_idle()", default_idle, "records and state settled"),
         ("lldsched store+listener", store, "from start() to the last action"),
         ("  ... until wait_idle()", store_idle, "every event delivered too"),
-        ("APScheduler 3", aps_resume, "from resume(): equal work (headline)"),
-        ("APScheduler 3", aps_start, "from start(): + job-store insertion"),
+        ("APScheduler 3", aps_run, "from resume(): equal work (headline)"),
+        ("APScheduler 3", aps_start, "start(paused=True) + resume(): + job-store insertion"),
     ]
-    print(f"dispatch: {N_TASKS:,} no-op tasks due at once, {WORKERS} workers, median of {RUNS}")
-    for label, samples, note in rows:
-        print(f"  {label:<26} {rate(samples):>10,.0f} jobs/s  ({spread(samples)})  {note}")
-    print(f"  events dropped by the listener backlog: {dropped}")
     print(
-        f"  default / APS          {results['dispatch default / APS (x)']:5.1f}x   "
-        f"(from start(): {results['dispatch default / APS from start() (x)']:.1f}x)"
+        f"dispatch: {N_TASKS:,} no-op tasks due at once, {WORKERS} workers, "
+        f"{ROUNDS} interleaved rounds after a warm-up (median rate, lowest..highest)"
     )
-    print(f"  store+listener / APS   {results['dispatch store+listener / APS (x)']:5.1f}x")
+    for label, seconds, note in rows:
+        print(f"  {label:<26} {rate(seconds):>10,.0f} jobs/s  ({spread(seconds)})  {note}")
+    print(f"  events dropped by the listener backlog: {dropped}")
+    print("  per-round ratios, median (lowest..highest, middle half):")
+    print(f"    default / APS               {versus.text()}")
+    print(f"    ... in CPU time             {versus_cpu.text()}")
+    print(f"    store+listener / APS        {store_versus.text()}")
+    print(f"    ... in CPU time             {store_cpu.text()}")
+    print(f"    default / APS from start()  {versus_start.text()}")
+    print(f"  {watch.summary()}")
     return results
 
 

@@ -412,17 +412,14 @@ def sim_versus_simpy(k: int, *, days: float) -> tuple[float, float]:
 
     workload = sim_workload(k)
     workers = sim_workers(k)
-    timer = time.thread_time
     # The earlier rows leave schedulers of up to a million tasks behind as garbage; a
     # collection of it inside a timed run is charged to that run.  Both sides start
     # from a collected heap.
     gc.collect()
-    runs, ours = bench_sim.run_lldsched(workload=workload, days=days, workers=workers, timer=timer)
+    ours = bench_sim.run_lldsched(workload=workload, days=days, workers=workers)
     gc.collect()
-    simpy_runs, theirs = bench_sim.run_simpy(
-        workload=workload, days=days, workers=workers, timer=timer
-    )
-    return runs / ours, simpy_runs / theirs
+    theirs = bench_sim.run_simpy(workload=workload, days=days, workers=workers)
+    return ours.runs / ours.cpu, theirs.runs / theirs.cpu
 
 
 class RecordBytes(NamedTuple):
@@ -669,7 +666,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         ratios.append(Ratio("dispatch", n, ours.wall, pool.wall, "µs/job", pool_name))
         ratios.append(Ratio("dispatch, CPU", n, ours.cpu, pool.cpu, "µs/job", pool_name))
         if n in APS_SIZES and (not quick or n <= 10_000):
-            aps = bench_dispatch.run_apscheduler(n, from_resume=True) / n * 1e6
+            aps = bench_dispatch.run_apscheduler(n).run.wall / n * 1e6
             line += f"   APScheduler 3 {aps:6.2f}"
             ratios.append(Ratio("dispatch", n, ours.wall, aps, "µs/job", "APScheduler 3"))
             results[f"dispatch at {_size(n)} vs APScheduler (x)"] = aps / ours.wall

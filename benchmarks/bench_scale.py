@@ -15,8 +15,11 @@ the first run, push on the heap, register).  The headline ratio uses this
 
 Figures:
 
-* time per task: median of :data:`RUNS` timed loops (tracemalloc off), run
-  round-robin after a first, separate pass that measures RSS;
+* time per task: :data:`ROUNDS` interleaved rounds of timed loops (tracemalloc off;
+  ``paired_trials``: the order reversed every other round, the garbage collected
+  before each loop, each loop on a fresh scheduler closed after it), after a first,
+  untimed pass that measures RSS and serves as the warm-up; the ratios are taken
+  round by round and reported as the median with its spread;
 * bytes per task, tracemalloc: the traced-memory delta over the loop, everything
   kept alive (lldsched at 100,000 tasks; APScheduler at :data:`N_TRACED_APS`,
   because tracing its allocations is slow);
@@ -38,14 +41,17 @@ from __future__ import annotations
 
 import collections
 import enum
+import functools
 import gc
 import os
 import statistics
 import sys
-import time
 import tracemalloc
 from collections.abc import Callable
 from typing import Any
+
+from host_load import Watch
+from paired_trials import Lap, Spread, Stopwatch, interleaved, lap_ratios
 
 from lldsched import FakeClock, FixedRate, Scheduler
 
@@ -54,7 +60,7 @@ N_TRACED_APS = 20_000
 HISTORY_TASKS = 200
 HISTORY_RUNS = 50
 DEFAULT_HISTORY_LIMIT = 100
-RUNS = 3
+ROUNDS = 3
 BYTES_GOAL = 400.0
 
 GOALS: dict[str, tuple[str, float]] = {
@@ -79,12 +85,12 @@ def _rss() -> int:
     return pages * os.sysconf("SC_PAGE_SIZE")
 
 
-def _lldsched(n: int) -> tuple[float, Any]:
+def _lldsched(n: int) -> tuple[Lap, Any]:
     scheduler = Scheduler(workers=4)
-    t0 = time.perf_counter()
+    watch = Stopwatch()
     for _ in range(n):
         scheduler.schedule("tick", f, FixedRate(60))
-    return time.perf_counter() - t0, scheduler
+    return watch.lap(), scheduler
 
 
 def _aps_new() -> Any:
@@ -93,14 +99,14 @@ def _aps_new() -> Any:
     return BackgroundScheduler(timezone="UTC")
 
 
-def _aps(n: int, *, started: bool) -> tuple[float, Any]:
+def _aps(n: int, *, started: bool) -> tuple[Lap, Any]:
     scheduler = _aps_new()
     if started:
         scheduler.start(paused=True)
-    t0 = time.perf_counter()
+    watch = Stopwatch()
     for _ in range(n):
         scheduler.add_job(f, "interval", seconds=60)
-    return time.perf_counter() - t0, scheduler
+    return watch.lap(), scheduler
 
 
 def _close(scheduler: Any) -> None:
@@ -110,7 +116,7 @@ def _close(scheduler: Any) -> None:
         scheduler.shutdown(wait=False)
 
 
-Variant = Callable[[int], tuple[float, Any]]
+Variant = Callable[[int], tuple[Lap, Any]]
 VARIANTS: dict[str, Variant] = {
     "lldsched": _lldsched,
     "APS started (paused)": lambda n: _aps(n, started=True),
@@ -132,11 +138,11 @@ def _gc_off_time(n: int) -> float:
     gc.collect()
     gc.disable()
     try:
-        elapsed, scheduler = _lldsched(n)
+        lap, scheduler = _lldsched(n)
     finally:
         gc.enable()
     scheduler.shutdown()
-    return elapsed
+    return lap.wall
 
 
 def _history_bytes_per_record() -> float:
@@ -227,29 +233,36 @@ def _breakdown(scheduler: Scheduler) -> list[tuple[str, float]]:
     return parts
 
 
+def _timed(variant: Variant) -> Lap:
+    """Wall and CPU seconds one registration loop of ``N_TASKS`` took; the scheduler is
+    closed after."""
+    lap, scheduler = variant(N_TASKS)
+    _close(scheduler)
+    return lap
+
+
 def main() -> dict[str, float]:
-    # Pass 1, fresh process: RSS deltas, every scheduler kept alive until all are measured.
+    # Pass 1, fresh process: RSS deltas, every scheduler kept alive until all are
+    # measured.  Not timed (a variant run later shares the memory with those kept alive,
+    # and its collections walk them); it is the warm-up of pass 2.
     kept: list[Any] = []
     rss: dict[str, float] = {}
-    times: dict[str, list[float]] = {name: [] for name in VARIANTS}
     for name, variant in VARIANTS.items():
         gc.collect()
         before = _rss()
-        elapsed, scheduler = variant(N_TASKS)
+        _, scheduler = variant(N_TASKS)
         rss[name] = (_rss() - before) / N_TASKS
-        times[name].append(elapsed)
         kept.append(scheduler)
     for scheduler in kept:
         _close(scheduler)
     kept.clear()
-    # Pass 2: more timed loops, round-robin.
-    for _ in range(RUNS - 1):
-        for name, variant in VARIANTS.items():
-            gc.collect()
-            elapsed, scheduler = variant(N_TASKS)
-            times[name].append(elapsed)
-            _close(scheduler)
-            del scheduler
+    # Pass 2: the timed loops, in interleaved rounds, each in fresh memory.
+    with Watch() as watch:
+        times: dict[str, list[Lap]] = interleaved(
+            {name: functools.partial(_timed, variant) for name, variant in VARIANTS.items()},
+            rounds=ROUNDS,
+            warmup={},
+        )
     gc_off = _gc_off_time(N_TASKS) / N_TASKS * 1e6
     history = _history_bytes_per_record()
     # Pass 3: tracemalloc.
@@ -259,26 +272,35 @@ def main() -> dict[str, float]:
         n = N_TASKS if name == "lldsched" else N_TRACED_APS
         traced[name], traced_schedulers[name] = _traced_bytes(variant, n)
 
-    us = {name: statistics.median(samples) / N_TASKS * 1e6 for name, samples in times.items()}
+    us = {
+        name: statistics.median(lap.wall for lap in laps) / N_TASKS * 1e6
+        for name, laps in times.items()
+    }
+    # A ratio of rates is the peer's seconds over ours, round by round.
+    versus, versus_cpu = lap_ratios(times["APS started (paused)"], times["lldsched"])
+    versus_not_started, _ = lap_ratios(times["APS not started"], times["lldsched"])
     results = {
         "scale lldsched (us/task)": us["lldsched"],
         "scale APS started (us/task)": us["APS started (paused)"],
         "scale APS not started (us/task)": us["APS not started"],
-        "scale rate vs APS (x)": us["APS started (paused)"] / us["lldsched"],
-        "scale rate vs APS not started (x)": us["APS not started"] / us["lldsched"],
+        **Spread.both("scale rate vs APS (x)", versus, versus_cpu),
+        "scale rate vs APS not started (x)": versus_not_started.median,
         "scale bytes/task (tracemalloc)": traced["lldsched"],
         "scale bytes/task (RSS)": rss["lldsched"],
         "scale lldsched, GC disabled (us/task)": gc_off,
         "scale history bytes/record": history,
     }
-    print(f"scale: register {N_TASKS:,} FixedRate(60) tasks, nothing runs, median of {RUNS}")
+    print(
+        f"scale: register {N_TASKS:,} FixedRate(60) tasks, nothing runs, median of "
+        f"{ROUNDS} interleaved rounds"
+    )
     print(f"  {'':<22} {'us/task':>8} {'bytes (tracemalloc)':>20} {'bytes (RSS)':>12}")
     for name in VARIANTS:
         print(f"  {name:<22} {us[name]:8.2f} {traced[name]:20.0f} {rss[name]:12.0f}")
-    print(
-        f"  rate vs APS started: {results['scale rate vs APS (x)']:.1f}x   "
-        f"vs APS not started: {results['scale rate vs APS not started (x)']:.1f}x"
-    )
+    print("  per-round ratios, median (lowest..highest, middle half):")
+    print(f"    rate vs APS started      {versus.text()}")
+    print(f"    ... in CPU time          {versus_cpu.text()}")
+    print(f"    rate vs APS not started  {versus_not_started.text()}")
     print(f"  lldsched with the cyclic GC disabled: {gc_off:.2f} us/task")
     if traced["lldsched"] > BYTES_GOAL:
         parts = _breakdown(traced_schedulers["lldsched"])
@@ -294,6 +316,7 @@ def main() -> dict[str, float]:
     )
     for scheduler in traced_schedulers.values():
         _close(scheduler)
+    print(f"  {watch.summary()} (during the timed rounds)")
     return results
 
 

@@ -10,16 +10,20 @@ The convention a benchmark module follows (``bench_<topic>.py`` in this folder):
   are shown for information;
 * importing the module does nothing; ``python benchmarks/bench_<topic>.py`` runs it;
 * optionally ``main(argv)`` takes a list of arguments: with ``--quick`` it runs its
-  smaller everyday size set (``bench_growth`` stops at 1e5 tasks, for one).
+  smaller everyday size set (``bench_growth`` stops at 1e5 tasks, for one);
+* a figure measured in interleaved rounds (``paired_trials.py``) comes with its
+  lowest and highest round under the same label plus ``paired_trials.LOW`` and
+  ``HIGH``: the table shows them in the figure's row, ``median (lowest..highest)``,
+  and a goal's verdict, judged on the median, says whether every round agreed
+  (``PASS (every round)``, ``FAIL (no round)``) or not (``... (within noise: ...)``).
 
 Each module runs in a fresh interpreter (this script, re-invoked with ``--one``),
 so one benchmark's memory, threads and GC state never leak into the next, and a
 crash in one does not stop the others.  Its block streams to the terminal as it
-runs, followed by how much CPU *other* processes used meanwhile (from
-``/proc/stat``): on a 2-core machine a test run in another terminal is enough to
-skew latency and throughput figures, and this says so.  The kernel's own threads
-are shown apart and not counted as other processes: most of their time is I/O
-the benchmark itself caused (the store benchmark's SQLite writes).
+runs, followed by how much CPU *other* processes used meanwhile
+(``host_load.Watch``): on a 2-core machine a test run in another terminal is
+enough to skew latency and throughput figures, and this says so.  The load
+average is printed at the start and at the end.
 
 Usage: ``python benchmarks/run_all.py [NAME ...] [--quick] [--strict] [--markdown]``
 
@@ -39,7 +43,6 @@ import math
 import operator
 import os
 import platform
-import resource
 import subprocess
 import sys
 import tempfile
@@ -47,6 +50,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
+
+from host_load import Watch, children_seconds, load_text
+from paired_trials import HIGH, LOW
 
 HERE = Path(__file__).resolve().parent
 PER_BENCHMARK_TIMEOUT = 600.0
@@ -114,50 +120,6 @@ def _flatten(
         dropped.append(prefix)
 
 
-def _busy_seconds() -> float | None:
-    """CPU seconds every process on the machine has used since boot (Linux), or None."""
-    try:
-        with open("/proc/stat") as fh:
-            fields = [int(x) for x in fh.readline().split()[1:]]
-    except (OSError, ValueError):
-        return None
-    user, nice, system, _idle, _iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
-
-
-_PF_KTHREAD = 0x00200000  # the kernel-thread bit of a /proc/<pid>/stat flags field
-
-
-def _kernel_thread_seconds() -> float:
-    """CPU seconds the kernel's own threads have used (Linux; 0.0 where /proc is missing).
-
-    Kernel threads do work on behalf of whoever asked: the block-I/O workers, for
-    one, flush the SQLite files the store benchmark writes.  They live as long as
-    the machine, so a difference of two readings is what they did in between.
-    """
-    total = 0
-    try:
-        pids = [entry for entry in os.listdir("/proc") if entry.isdigit()]
-    except OSError:
-        return 0.0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as fh:
-                fields = fh.read().rpartition(")")[2].split()
-        except OSError:  # it exited meanwhile
-            continue
-        # After the command: state, ppid, ... flags is the 9th field of the line
-        # (index 6 here), utime and stime the 14th and 15th (indexes 11 and 12).
-        if int(fields[6]) & _PF_KTHREAD:
-            total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
-
-
-def _children_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def machine() -> str:
     model = platform.processor() or "unknown CPU"
     try:
@@ -167,10 +129,9 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
     return (
         f"{os.cpu_count()} cores, {model}, Python {platform.python_version()} "
-        f"({platform.system()} {platform.release()}), load average {load}"
+        f"({platform.system()} {platform.release()}), load average {load_text()}"
     )
 
 
@@ -186,23 +147,44 @@ def fmt(value: float) -> str:
 
 
 def rows_for(name: str, payload: dict[str, Any]) -> list[Row]:
+    """One row per headline.  A headline measured in rounds (``paired_trials``) comes with
+    its lowest and highest round under the same label plus ``LOW`` / ``HIGH``: those are
+    shown in its row, ``median (lowest..highest)``, not as rows of their own."""
     results: dict[str, float] = payload["results"]
     goals: dict[str, list[Any]] = payload["goals"]
     rows = []
     for headline, value in results.items():
+        if (
+            headline.endswith((LOW, HIGH))
+            and headline.removesuffix(LOW).removesuffix(HIGH) in results
+        ):
+            continue
+        low, high = results.get(headline + LOW), results.get(headline + HIGH)
+        measured = (
+            fmt(value) if low is None or high is None else f"{fmt(value)} ({fmt(low)}..{fmt(high)})"
+        )
         goal = goals.get(headline)
         if goal is None:
-            rows.append(Row(name, headline, "", fmt(value), ""))
+            rows.append(Row(name, headline, "", measured, ""))
             continue
         op, target = str(goal[0]), float(goal[1])
-        passed = _OPS[op](value, target)
-        rows.append(
-            Row(name, headline, f"{op} {target:g}", fmt(value), "PASS" if passed else "FAIL")
-        )
+        verdict = "PASS" if _OPS[op](value, target) else "FAIL"
+        if low is not None and high is not None:
+            verdict += _noise(_OPS[op](low, target), _OPS[op](high, target))
+        rows.append(Row(name, headline, f"{op} {target:g}", measured, verdict))
     for headline, goal in goals.items():
         if headline not in results:
             rows.append(Row(name, headline, f"{goal[0]} {goal[1]:g}", "missing", "FAIL"))
     return rows
+
+
+def _noise(low_meets: bool, high_meets: bool) -> str:
+    """The qualifier of a verdict judged on a median: met in every round, in none, or in some."""
+    if low_meets and high_meets:
+        return " (every round)"
+    if not low_meets and not high_meets:
+        return " (no round)"
+    return " (within noise: some rounds each way)"
 
 
 def table(rows: list[Row]) -> str:
@@ -261,37 +243,27 @@ def main(argv: list[str] | None = None) -> int:
         for path in paths:
             name = path.stem.removeprefix("bench_")
             out = Path(tmp) / f"{path.stem}.json"
-            t0 = time.perf_counter()
-            busy0, ours0, kernel0 = _busy_seconds(), _children_seconds(), _kernel_thread_seconds()
-            try:
-                proc = subprocess.run(
-                    [
-                        sys.executable,
-                        str(Path(__file__).resolve()),
-                        "--one",
-                        str(path),
-                        str(out),
-                        *(["--quick"] if args.quick else []),
-                    ],
-                    timeout=PER_BENCHMARK_TIMEOUT,
-                    check=False,
-                )
-                ok = proc.returncode == 0 and out.exists()
-                why = f"exit status {proc.returncode}"
-            except subprocess.TimeoutExpired:
-                ok, why = False, f"timed out after {PER_BENCHMARK_TIMEOUT:g} s"
-            wall = time.perf_counter() - t0
-            busy1, ours1, kernel1 = _busy_seconds(), _children_seconds(), _kernel_thread_seconds()
-            note = ""
-            if busy0 is not None and busy1 is not None and wall > 0:
-                kernel = (kernel1 - kernel0) / wall
-                foreign = max(0.0, (busy1 - busy0) - (ours1 - ours0) - (kernel1 - kernel0)) / wall
-                note = f", other processes used {foreign:.0%} of a core"
-                if kernel >= 0.02:
-                    note += f" (kernel threads {kernel:.0%}: I/O and housekeeping, not counted)"
-                if foreign > 0.10:
-                    note += ": NOT A QUIET MACHINE, figures may be skewed"
-            print(f"  [{path.name}: {wall:.1f} s{note}]\n", flush=True)
+            with Watch(own=children_seconds) as watch:
+                try:
+                    proc = subprocess.run(
+                        [
+                            sys.executable,
+                            str(Path(__file__).resolve()),
+                            "--one",
+                            str(path),
+                            str(out),
+                            *(["--quick"] if args.quick else []),
+                        ],
+                        timeout=PER_BENCHMARK_TIMEOUT,
+                        check=False,
+                    )
+                    ok = proc.returncode == 0 and out.exists()
+                    why = f"exit status {proc.returncode}"
+                except subprocess.TimeoutExpired:
+                    ok, why = False, f"timed out after {PER_BENCHMARK_TIMEOUT:g} s"
+            print(
+                f"  [{path.name}: {watch.wall:.1f} s, {watch.usage()}{watch.warning}]\n", flush=True
+            )
             if ok:
                 payload = json.loads(out.read_text())
                 rows += rows_for(name, payload)
@@ -299,14 +271,17 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 crashed = True
                 rows.append(Row(name, "(benchmark crashed)", "", why, "ERROR"))
-    print(f"summary ({time.perf_counter() - started:.0f} s in all)")
+    print(
+        f"summary ({time.perf_counter() - started:.0f} s in all; "
+        f"load average at the end {load_text()})"
+    )
     print(table(rows))
     for note in notes:
         print(f"note: {note}")
     if args.markdown:
         print()
         print(markdown(rows))
-    missed = any(r.verdict == "FAIL" for r in rows)
+    missed = any(r.verdict.startswith("FAIL") for r in rows)
     return 1 if crashed or (args.strict and missed) else 0
 
 

@@ -57,7 +57,6 @@ def measured(workload: str, days: float) -> int:
     sys.path.insert(0, str(HERE))
     import bench_sim
 
-    from lldsched.core.recordlog import MISFIRES
     from lldsched.sim import Simulation, fixed
 
     gc.disable()
@@ -67,7 +66,7 @@ def measured(workload: str, days: float) -> int:
 
         tasks, workers = bench_growth.sim_workload(100), bench_growth.sim_workers(100)
     if workload.startswith("simpy"):
-        return bench_sim.run_simpy(workload=tasks, days=days, workers=workers)[0]
+        return bench_sim.run_simpy(workload=tasks, days=days, workers=workers).runs
     if workload in ("sim", "sim100"):
         sim = Simulation(workers=workers, start=bench_sim.START)
         for name, schedule, duration in tasks:
@@ -76,10 +75,7 @@ def measured(workload: str, days: float) -> int:
         sim = Simulation(workers=1, start=bench_sim.START)
         sim.schedule("minutely", bench_sim.MINUTELY)
     sim.run_for(days * 86400)
-    misfires = sim.record_log().columns().numbers["misfire"]
-    assert isinstance(misfires, bytearray)
-    ran = [index for index, outcome in enumerate(MISFIRES) if outcome is None or outcome.ran]
-    return sum(misfires.count(index) for index in ran)
+    return bench_sim.runs_of(sim)
 
 
 def count(workload: str, days: float, *, script: str = __file__) -> tuple[int, int]:
