@@ -149,6 +149,9 @@ class PostgresTaskStore(PostgresCoordination):
         self._opened_in = forks.current[0]  # the process this store belongs to (forks.py)
         self.node = node_id()
         self.rejected = 0
+        # The schema the store's tables are in: the first of the dsn's search_path, found
+        # by the first connection; every session then searches it alone (sql.SESSION).
+        self._schema: str | None = None
         connection = self._connect()
         try:
             self._install(connection)
@@ -197,12 +200,12 @@ class PostgresTaskStore(PostgresCoordination):
         whole or not at all), refuse anything else.  An advisory lock keeps two processes
         opening a new or an older database from racing."""
         with connection.transaction():
-            connection.execute("SELECT pg_advisory_xact_lock(7106659)")  # lldsched's key
+            connection.execute("SELECT pg_catalog.pg_advisory_xact_lock(7106659)")  # lldsched's key
             present = {
                 name
                 for (name,) in connection.execute(
-                    "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
-                    "AND tablename = ANY(%s)",
+                    "SELECT tablename FROM pg_catalog.pg_tables "
+                    "WHERE schemaname = pg_catalog.current_schema() AND tablename = ANY(%s)",
                     (list(sql.TABLES),),
                 )
             }
@@ -258,10 +261,11 @@ class PostgresTaskStore(PostgresCoordination):
         would otherwise keep its rows locked, and no one could take its runs over."""
         connection = connect(self._dsn, timeout=self._timeout)
         try:
-            connection.execute(
-                "SELECT set_config('idle_in_transaction_session_timeout', %s, false)",
-                (str(max(1, round(self.lease * 1000))),),
-            )
+            if self._schema is None:  # the first connection: the store's schema is found
+                (self._schema,) = _one(connection.execute("SELECT pg_catalog.current_schema()"))
+            connection.execute(sql.SESSION, {
+                "idle": str(max(1, round(self.lease * 1000))), "schema": self._schema or "",
+            })  # fmt: skip
         except psycopg.Error as exc:
             connection.close()
             raise StoreError(
@@ -480,7 +484,8 @@ class PostgresTaskStore(PostgresCoordination):
             else:
                 rows = connection.execute(
                     f"SELECT {sql.RECORD_COLUMNS} FROM ("
-                    "  SELECT *, row_number() OVER (PARTITION BY task_id ORDER BY seq DESC) AS n"
+                    "  SELECT *, pg_catalog.row_number() OVER "
+                    "    (PARTITION BY task_id ORDER BY seq DESC) AS n"
                     "  FROM records) r JOIN tasks t ON t.id = r.task_id "
                     "WHERE %(keep)s::bigint IS NULL OR r.n <= %(keep)s ORDER BY r.seq",
                     {"keep": keep},
@@ -497,7 +502,7 @@ class PostgresTaskStore(PostgresCoordination):
 
     def __len__(self) -> int:
         with self._using() as connection:
-            (count,) = _one(connection.execute("SELECT count(*) FROM tasks"))
+            (count,) = _one(connection.execute("SELECT pg_catalog.count(*) FROM tasks"))
         return int(count)
 
     # -- lifetime ------------------------------------------------------------------------
