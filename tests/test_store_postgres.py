@@ -471,7 +471,7 @@ def test_functions_shadowed_in_the_search_path_are_never_called(
     ``pg_catalog``'s functions by their qualified names, and its sessions search the
     store's schema alone (``pg_catalog`` implicitly first)."""
     own = postgres_server.create_schema()
-    schema = conninfo.conninfo_to_dict(own)["options"].split("=")[1]
+    schema = str(conninfo.conninfo_to_dict(own)["options"]).split("=")[1]
     postgres_server.sql(f"CREATE SCHEMA {schema}_shadow")
     for signature in BEFORE_CATALOG:
         shadow(postgres_server, f"{schema}_shadow", signature)

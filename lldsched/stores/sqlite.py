@@ -37,7 +37,8 @@ outside the scheduler (a reader thread calling ``records()``, the simulation).
 the one place SQLite's own errors (a full disk, a read-only file, a database locked
 past ``timeout``) become a :class:`~lldsched.errors.StoreError` naming the file and
 the call, raised from SQLite's (docs/DECISIONS.md, "A store's errors are StoreErrors,
-whichever the store").
+whichever the store").  A file deleted or replaced under the open store is one too,
+naming the path (:mod:`lldsched.stores.sqlite_file`, checked at most once a second).
 
 **One store per file.**  An open store claims its file (an OS lock on the sidecar
 ``<file>.lock``, see :mod:`lldsched.stores.claim`) until :meth:`close`: a second
@@ -77,6 +78,7 @@ from lldsched.stores import forks
 from lldsched.stores.claim import FileClaim
 from lldsched.stores.codec import encode_task, load_each, renamed
 from lldsched.stores.sqlite_coordinated import CoordinatedMethods
+from lldsched.stores.sqlite_file import FileWatch
 from lldsched.stores.sqlite_rows import (
     COUNT_UNFINISHED,
     INSERT_RECORD,
@@ -255,6 +257,9 @@ class SqliteTaskStore(CoordinatedMethods):
             )
         except sqlite3.Error as exc:
             raise failure(self.path, "open the file", exc) from exc
+        # Whether the path still names the file opened (sqlite_file.py); None: a private
+        # database, which has no path.
+        self._watch = None if self.path in _PRIVATE else FileWatch(self.path)
         claim: FileClaim | None = None
         try:
             version = self._check(connection)  # a refused file is refused before it is claimed
@@ -602,6 +607,9 @@ class SqliteTaskStore(CoordinatedMethods):
             raise forks.refuse(repr(self.path), self._opened_in)  # a forked child's copy
         if self._connection is None:
             raise StoreClosedError(f"the store {self.path!r} is closed")
+        watch = self._watch
+        if watch is not None and watch.due():  # deleted or replaced under it: StoreError
+            watch.check()
         return self._connection
 
     @property
