@@ -101,7 +101,7 @@ def test_between_two_checks_a_write_does_not_look(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The path is looked at once every ``CHECK_EVERY`` seconds, not at every write (a
-    ``stat`` is a sixth of a write): within that bound a write goes to the old file."""
+    ``stat`` is a twentieth of a write): within that bound a write goes to the old file."""
     monkeypatch.setattr(sqlite_file, "CHECK_EVERY", 3600.0)
     with SqliteTaskStore(tmp_path / "tasks.db") as store:
         os.unlink(store.path)
