@@ -8,8 +8,9 @@ compares the path's device and inode with the ones the store opened and raises a
 :class:`~lldsched.errors.StoreError` naming the path when they differ, which the
 scheduler treats as any failed write (a registration refused; later, an outage said
 once, its registry authoritative).  A ``stat`` costs about a twentieth of a write
-(5 against 114 microseconds, measured on a loaded host), so a store checks at most once every :data:`CHECK_EVERY` seconds
-(``time.monotonic``): the writes of that last second are the most a deletion loses.
+(5 against 114 microseconds, measured on a loaded host), so a store checks at most
+once every :data:`CHECK_EVERY` seconds (``time.monotonic``): the writes of that last
+second are the most a deletion loses.
 A path that names the file again (moved away and back) is written again.
 
 What the check cannot undo: the old file's ``-wal`` is still at the path, and the next
