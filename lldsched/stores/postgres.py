@@ -50,7 +50,7 @@ import os
 import secrets
 import socket
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import timedelta
 from types import TracebackType
 from typing import Any, NoReturn
@@ -304,18 +304,7 @@ class PostgresTaskStore(PostgresCoordination):
             return
         token = None if record is None else record.token
         if token is not None and record is not None:
-            if self._closed:
-                raise StoreClosedError(f"the store {self.dsn!r} is closed")
-            if self._settles.add(snapshot, record, token=token):
-                return
-            # A record after its run's settle was taken (a SKIPPED slot): once we hold
-            # the connection, that settle's outcome is known; it decides this one.
-            with self._using() as connection:
-                if not self._settles.outcome(token):
-                    return  # refused (or failed): what follows it is dropped too
-                with connection.transaction():  # its settle proved the row exists
-                    self._write(connection, snapshot, unknown=sql.UPSERT)
-                    self._append(connection, record)
+            self._fenced(snapshot, (record,), token=token)
             return
         if snapshot.status is TaskStatus.RUNNING and snapshot.task.id in self._held:
             return  # the lease says so
@@ -323,6 +312,40 @@ class PostgresTaskStore(PostgresCoordination):
             self._write(connection, snapshot)
             if record is not None:
                 self._append(connection, record)
+
+    def save_all(self, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord]) -> None:
+        """Write the task's state and every one of ``records`` (a run's, then the slots it
+        skipped), all or none (:func:`~lldsched.persistence.save_all`): a run's settle
+        is queued with all of them, written in one statement."""
+        if self._muted:
+            return
+        token = records[0].token
+        if token is not None:
+            self._fenced(snapshot, records, token=token)
+            return
+        with self._using() as connection, connection.transaction():
+            self._write(connection, snapshot)
+            for record in records:
+                self._append(connection, record)
+
+    def _fenced(
+        self, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord], *, token: int
+    ) -> None:
+        """Records carrying the fencing token ``token``: a run's settle, queued with them,
+        or records added to the settle queued under it."""
+        if self._closed:
+            raise StoreClosedError(f"the store {self.dsn!r} is closed")
+        if self._settles.add(snapshot, records, token=token):
+            return
+        # Records after their run's settle was taken (SKIPPED slots): once we hold the
+        # connection, that settle's outcome is known; it decides these.
+        with self._using() as connection:
+            if not self._settles.outcome(token):
+                return  # refused (or failed): what follows it is dropped too
+            with connection.transaction():  # its settle proved the row exists
+                self._write(connection, snapshot, unknown=sql.UPSERT)
+                for record in records:
+                    self._append(connection, record)
 
     def _write(
         self, connection: Connection, snapshot: TaskSnapshot, *, unknown: str = sql.INSERT_NEW
