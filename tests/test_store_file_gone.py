@@ -110,3 +110,13 @@ def test_between_two_checks_a_write_does_not_look(
         monkeypatch.setattr("lldsched.stores.sqlite_file.time", later)
         with pytest.raises(StoreError, match="was deleted"):
             store.save(snapshot(task(id="b")))
+
+
+def test_a_shared_store_keeps_its_own_rule_refusing_claims(tmp_path: Path) -> None:
+    """A shared store checks the same identity at every claim (and refuses to claim:
+    test_store_shared), not at every write: the others may still settle on the path."""
+    with SqliteTaskStore(tmp_path / "shared.db", shared=True) as store:
+        os.unlink(store.path)
+        store.save(snapshot(task(id="a")))  # a control verb's row: written, not refused
+        with pytest.raises(StoreError, match="was removed or replaced since this process"):
+            store.claim(now=T0, limit=1)

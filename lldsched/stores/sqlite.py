@@ -37,8 +37,9 @@ outside the scheduler (a reader thread calling ``records()``, the simulation).
 the one place SQLite's own errors (a full disk, a read-only file, a database locked
 past ``timeout``) become a :class:`~lldsched.errors.StoreError` naming the file and
 the call, raised from SQLite's (docs/DECISIONS.md, "A store's errors are StoreErrors,
-whichever the store").  A file deleted or replaced under the open store is one too,
-naming the path (:mod:`lldsched.stores.sqlite_file`, checked at most once a second).
+whichever the store").  A file deleted or replaced under the open (unshared) store is
+one too, naming the path (:mod:`lldsched.stores.sqlite_file`, checked at most once a
+second).
 
 **One store per file.**  An open store claims its file (an OS lock on the sidecar
 ``<file>.lock``, see :mod:`lldsched.stores.claim`) until :meth:`close`: a second
@@ -259,8 +260,8 @@ class SqliteTaskStore(CoordinatedMethods):
         except sqlite3.Error as exc:
             raise failure(self.path, "open the file", exc) from exc
         # Whether the path still names the file opened (sqlite_file.py); None: a private
-        # database, which has no path.
-        self._watch = None if self.path in _PRIVATE else FileWatch(self.path)
+        # database, which has no path, or a shared store, which checks at every claim.
+        self._watch = None if shared or self.path in _PRIVATE else FileWatch(self.path)
         claim: FileClaim | None = None
         try:
             version = self._check(connection)  # a refused file is refused before it is claimed

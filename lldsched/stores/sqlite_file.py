@@ -1,4 +1,4 @@
-"""FileWatch: whether an SQLite store's path still names the file it opened.
+"""FileWatch: whether an unshared SQLite store's path still names the file it opened.
 
 SQLite writes to the file it opened, not to its path: a file deleted under an open
 store (a cleanup job, an operator's ``rm``) or replaced (a restore copied over it, a
@@ -11,7 +11,9 @@ once, its registry authoritative).  A ``stat`` costs about a twentieth of a writ
 (5 against 114 microseconds, measured on a loaded host), so a store checks at most
 once every :data:`CHECK_EVERY` seconds (``time.monotonic``): the writes of that last
 second are the most a deletion loses.
-A path that names the file again (moved away and back) is written again.
+A path that names the file again (moved away and back) is written again.  A shared
+store checks the same :func:`identity` at every claim instead, and refuses to claim
+(:meth:`~lldsched.stores.sqlite_shared.SharedState.check_file`).
 
 What the check cannot undo: the old file's ``-wal`` is still at the path, and the next
 connection that opens the path reads its frames over the new file (a restore copied
@@ -26,7 +28,7 @@ import time
 
 from lldsched.errors import StoreError
 
-__all__ = ["CHECK_EVERY", "FileWatch"]
+__all__ = ["CHECK_EVERY", "FileWatch", "identity"]
 
 CHECK_EVERY = 1.0
 """Seconds between two checks of a store's path (monotonic time)."""
@@ -69,10 +71,17 @@ class FileWatch:
         )
 
 
+def identity(path: str) -> tuple[int, int]:
+    """The (device, inode) of the file at ``path`` (an ``OSError`` if there is none): what
+    says a path still names the file a store opened, here and in shared mode
+    (:meth:`~lldsched.stores.sqlite_shared.SharedState.check_file`)."""
+    found = os.stat(path)
+    return found.st_dev, found.st_ino
+
+
 def _identity(path: str) -> tuple[int, int] | None:
-    """(device, inode) of the file at ``path``; None if there is none."""
+    """:func:`identity`, or None when no file is there (its folder gone too)."""
     try:
-        stat = os.stat(path)
-    except (FileNotFoundError, NotADirectoryError):  # no file there (its folder gone too)
+        return identity(path)
+    except (FileNotFoundError, NotADirectoryError):
         return None
-    return stat.st_dev, stat.st_ino
