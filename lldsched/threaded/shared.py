@@ -222,10 +222,10 @@ class Coordinator:
         try:
             self.store.flush()
         except StoreError as exc:
-            with lock:
+            with lock:  # the scheduler's: guards the core's StoreWrites (its outage)
                 self._failed(exc, "flush", "flush of the settles held back for a batch")
         else:
-            with lock:
+            with lock:  # likewise
                 self._succeeded("flush")
 
     def renew_held(self, now: float) -> None:
