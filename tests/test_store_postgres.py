@@ -498,3 +498,11 @@ def test_functions_shadowed_in_the_search_path_are_never_called(
         other.save(snapshot(task(id="elsewhere")))  # a change, notified
         assert [c.task_id for c in store.changes()] == ["elsewhere"]
         assert scheduler.shutdown(timeout=5)
+
+
+def test_a_search_path_naming_no_schema_that_exists_is_said_at_open(
+    postgres_server: PostgresServer,
+) -> None:
+    dsn = postgres_server.create_schema().replace("search_path%3D", "search_path%3Dnowhere_")
+    with pytest.raises(StoreError, match="no schema has been selected to create in"):
+        PostgresTaskStore(dsn)

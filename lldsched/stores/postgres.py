@@ -156,6 +156,11 @@ class PostgresTaskStore(PostgresCoordination):
         try:
             self._install(connection)
             (horizon,) = _one(connection.execute(sql.HORIZON))
+        except psycopg.Error as exc:  # no schema to create in, no right to: a StoreError
+            connection.close()
+            raise StoreError(
+                f"the PostgreSQL store {self.dsn!r} could not be opened: {scrubbed(exc, self._dsn)}"
+            ) from None
         except BaseException:
             connection.close()
             raise
