@@ -47,6 +47,7 @@ __all__ = [
     "TaskStore",
     "finished",
     "is_shared",
+    "save_all",
 ]
 
 
@@ -157,6 +158,27 @@ class TaskStore(Protocol):
     def load_all(self) -> list[TaskSnapshot]:
         """The latest snapshot of every stored task, in the order they were first saved."""
         ...
+
+
+def save_all(store: TaskStore, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord]) -> None:
+    """Persist ``snapshot`` with each of ``records``, in order: a run's record and the
+    records of the slots its finish decided without a run (SKIPPED, or COALESCED under
+    ``Overlap.BUFFER_ONE``), which the core writes together.
+
+    A store with a ``save_all(snapshot, records)`` method of its own writes them all or
+    none (SQLite and PostgreSQL: one transaction), so a process killed among them loses
+    none of the slots' records alone: those slots are past the task's next due instant,
+    and nothing would decide them again.  Any other store (the in-memory one, a store of
+    one's own: docs/EXTENDING.md) gets the default, one ``save(snapshot, record)`` a
+    record, which a kill between two may cut short.  Not in :class:`TaskStore` itself:
+    a store written before it still is one.  Called only when a finish decided such
+    slots: a run that skips nothing is one ``save``, as before."""
+    write = getattr(store, "save_all", None)
+    if write is not None:
+        write(snapshot, records)
+        return
+    for record in records:
+        store.save(snapshot, record)
 
 
 @runtime_checkable

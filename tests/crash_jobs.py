@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from lldsched import (
@@ -71,6 +72,13 @@ def overrun(ctx: RunContext) -> None:
     ctx.wait(20)
 
 
+def overrun_two_slots(ctx: RunContext) -> None:
+    """Moves the clock past the next two slots of its one-minute rate (130 s): the run
+    that finishes skips them (two SKIPPED records after its own)."""
+    _journal(ctx)
+    CLOCK[0].advance(130)
+
+
 TIMEOUT = 5.0
 HORIZON = 330.0
 """How long after the start the harness runs (fake seconds)."""
@@ -98,6 +106,24 @@ def register(scheduler: Scheduler, *, report: bool = False) -> None:
             sys.stdout.flush()
 
 
+SKIPPING_HORIZON = 200.0
+"""How long after the start the harness runs the skipping service (fake seconds): one
+run, at +60 s, which finishes at +190 s past the slots at +120 s and +180 s."""
+
+
+def register_skipping(scheduler: Scheduler, *, report: bool = False) -> None:
+    """The skipping service: one fixed-rate task whose run overruns two slots."""
+    scheduler.schedule("skipper", overrun_two_slots, FixedRate(60, start_delay=60),
+                       id="skipper", replace_existing=True)  # fmt: skip
+    if report:
+        sys.stdout.write("registered skipper\n")
+        sys.stdout.flush()
+
+
+SERVICES = {"register": register, "register_skipping": register_skipping}
+"""The services a child runs, by the name the harness passes."""
+
+
 def said(count: list[int], stop_at: int) -> None:
     """Say the write a store just made on stdout (``wrote N NOW``, N counted in
     ``count``); at write number ``stop_at``, block for good once it is said: the harness
@@ -121,6 +147,10 @@ class CountingStore(SqliteTaskStore):
 
     def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
         super().save(snapshot, record)
+        said(self.count, self.stop_at)
+
+    def save_all(self, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord]) -> None:
+        super().save_all(snapshot, records)  # one write: a run's record and its skipped slots'
         said(self.count, self.stop_at)
 
     def delete(self, task_id: str) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import TaskSnapshot
 from lldsched.stores.postgres import PostgresTaskStore
@@ -23,6 +25,10 @@ class CountingPostgresStore(PostgresTaskStore):
 
     def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
         super().save(snapshot, record)
+        said(self.count, self.stop_at)
+
+    def save_all(self, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord]) -> None:
+        super().save_all(snapshot, records)  # one write: a run's record and its skipped slots'
         said(self.count, self.stop_at)
 
     def delete(self, task_id: str) -> None:

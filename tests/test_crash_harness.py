@@ -21,9 +21,11 @@ and checks the guarantees README.md ("Durability") and docs/DECISIONS.md
 A second child restarts a finished store after a downtime and is killed among the
 misfire decisions it writes: the next start decides no slot twice.  A third runs the
 same service on PostgreSQL (always shared: what was in flight is what held a lease,
-taken over once the lease expires).  No run in the mix
-overruns into its next slot: the records of skipped slots are the one thing a kill can
-still lose (docs/DECISIONS.md, "What a kill can still lose").
+taken over once the lease expires).  No run in that mix overruns into its next slot; a
+fourth child runs a service whose one run overruns two slots and is killed at each of
+its writes: the run's record and the records of the slots it skipped are one write
+(``save_all``), so a kill keeps all of them or none (docs/DECISIONS.md, "A run's
+record and the records of the slots it skipped are one write").
 """
 
 from __future__ import annotations
@@ -106,13 +108,19 @@ class Child:
 
 
 def start_child(
-    path: Path | str, journal: Path, *, stop_at: int, start: float = T0, until: float = UNTIL
+    path: Path | str,
+    journal: Path,
+    *,
+    stop_at: int,
+    start: float = T0,
+    until: float = UNTIL,
+    service: str = "register",
 ) -> Child:
     """Start the child on ``path`` (an SQLite file, or a PostgreSQL dsn), its clock going
-    from ``start`` to ``until``."""
+    from ``start`` to ``until``, running ``service`` (a name in crash_jobs.SERVICES)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", "tests.crash_child", str(path), str(journal),
-               str(stop_at), repr(start), repr(until)]  # fmt: skip
+               str(stop_at), repr(start), repr(until), service]  # fmt: skip
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
     return Child(path, journal, stop_at, process, lines_of(process))
 
@@ -146,6 +154,7 @@ def killed_at(
     *,
     start: float = T0,
     until: float = UNTIL,
+    service: str = "register",
 ) -> Generator[tuple[int, Where, Path, Killed], None, None]:
     """Each of ``stops`` in turn: a child on the files ``prepare(stop)`` gives, killed at
     that write; the next children start while one is checked (a few at a time)."""
@@ -155,9 +164,12 @@ def killed_at(
     def where_of(child: Child) -> Where:
         return cast(Where, child.path)  # what prepare gave
 
+    def started(stop: int) -> Child:
+        return start_child(*prepare(stop), stop_at=stop, start=start, until=until, service=service)
+
     try:
         for stop in waiting:
-            children.append(start_child(*prepare(stop), stop_at=stop, start=start, until=until))
+            children.append(started(stop))
             if len(children) == AHEAD:
                 break
         while children:
@@ -165,7 +177,7 @@ def killed_at(
             killed = end_child(child)
             assert isinstance(killed, Killed)
             for stop in waiting:  # one more in its place
-                children.append(start_child(*prepare(stop), stop_at=stop, start=start, until=until))
+                children.append(started(stop))
                 break
             yield child.stop_at, where_of(child), child.journal, killed
     finally:  # a check failed: the children started ahead die with it
@@ -174,9 +186,9 @@ def killed_at(
             child.process.wait(30)
 
 
-def run_child(path: Path, journal: Path) -> int:
+def run_child(path: Path, journal: Path, *, until: float = UNTIL, service: str = "register") -> int:
     """Run the child to the end; the writes it made."""
-    writes = end_child(start_child(path, journal, stop_at=0))
+    writes = end_child(start_child(path, journal, stop_at=0, until=until, service=service))
     assert isinstance(writes, int)
     return writes
 
@@ -209,14 +221,17 @@ def integrity(path: Path) -> list[str]:
         connection.close()
 
 
-def restart(where: Path | str, journal: Path, *, at: float, until: float = UNTIL) -> None:
-    """What the service does at its next start: open the store, register its jobs again,
-    run to ``until``; the clock starts at ``at``."""
+def restart(
+    where: Path | str, journal: Path, *, at: float, until: float = UNTIL, service: str = "register"
+) -> None:
+    """What the service does at its next start: open the store, register its jobs again
+    (``service``'s, a name in crash_jobs.SERVICES), run to ``until``; the clock starts at
+    ``at``."""
     crash_jobs.JOURNAL[0] = str(journal)
     clock = crash_jobs.CLOCK[0] = FakeClock(at)
     store = open_store(where)
     scheduler = Scheduler(clock=clock, store=store, workers=2)
-    crash_jobs.register(scheduler)
+    crash_jobs.SERVICES[service](scheduler)
     with store, Stepper(scheduler, timeout=20) as steps:
         steps.advance_to(until)
 
@@ -438,3 +453,60 @@ def test_killed_on_postgresql_a_restart_takes_over_what_was_in_flight_and_repeat
                 snapshot = before.snapshots.get(task_id)
                 if snapshot is not None and snapshot.status is TaskStatus.SUCCEEDED:
                     assert task_id not in {t for t, _, _ in parent}, where
+
+
+# -- a run that skips slots: its record and theirs, one write ------------------------------
+
+SKIPPING_UNTIL = T0 + crash_jobs.SKIPPING_HORIZON
+
+
+def test_killed_after_a_run_that_skipped_slots_a_restart_on_sqlite_has_their_records(
+    tmp_path: Path,
+) -> None:
+    """The run at +60 s finishes at +190 s, past its slots at +120 s and +180 s: its record
+    and their SKIPPED records are written together.  Killed at any of the child's writes
+    (the one that carries them included), the restart has every slot's record once; each
+    record was written in a write of its own before, and a kill right after the run's
+    left the two slots without one, for good (the task is due past them)."""
+    (tmp_path / "kills").mkdir()
+    kill_skipping(tmp_path / "reference.db", tmp_path, fresh(tmp_path / "kills"))
+
+
+def test_killed_after_a_run_that_skipped_slots_a_restart_on_postgresql_has_their_records(
+    tmp_path: Path, postgres_server: PostgresServer
+) -> None:
+    """The same on PostgreSQL: the run's settle and the skipped slots' records are one
+    queued settle, one statement (``postgres_batch.py``)."""
+
+    def prepare(stop: int) -> tuple[str, Path]:
+        return postgres_server.create_schema(), tmp_path / f"journal-{stop}"
+
+    kill_skipping(postgres_server.create_schema(), tmp_path, prepare)
+
+
+def kill_skipping(
+    reference: Where, tmp_path: Path, prepare: Callable[[int], tuple[Where, Path]]
+) -> None:
+    """Run the skipping service to its end on ``reference``, then kill a child at each of
+    its writes on the stores ``prepare`` gives, restart it and compare the records."""
+    shared = isinstance(reference, str)  # PostgreSQL: a dead child's leases expire first
+    writes = end_child(
+        start_child(reference, tmp_path / "reference-journal", stop_at=0, until=SKIPPING_UNTIL,
+                    service="register_skipping")
+    )  # fmt: skip
+    assert isinstance(writes, int)
+    expected = read(reference)
+    assert [(r.slot - T0, r.outcome.value) for r in expected.records] == [
+        (60, "ok"), (120, "skipped"), (180, "skipped"),
+    ]  # fmt: skip
+    stops = list(range(1, writes + 1))
+    service = "register_skipping"
+    with closing(killed_at(stops, prepare, until=SKIPPING_UNTIL, service=service)) as kills:
+        for stop_at, where, journal, killed in kills:
+            said = f"killed at write {stop_at} of {writes} on {where}"
+            if shared:
+                wait_until(partial(leases_expired, str(where)), timeout=10, what=said)
+            restart(where, journal, at=killed.now, until=SKIPPING_UNTIL, service=service)
+            after = read(where)
+            check_consistent(after, said)
+            assert sorted(after.keys) == sorted(expected.keys), said

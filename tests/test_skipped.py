@@ -4,6 +4,8 @@ recorded ``skipped`` like misfire decisions: views keep them as rows, never as r
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from lldsched import (
     CronSchedule,
     EventLog,
@@ -17,6 +19,8 @@ from lldsched import (
     TaskStatus,
 )
 from lldsched.core.machine import MAX_SKIPPED
+from lldsched.model import ExecutionRecord
+from lldsched.persistence import TaskSnapshot
 from lldsched.views.frames import ran, task_summary, to_frame, utilisation
 from lldsched.views.report import summarize
 from tests.conftest import SchedulerFactory, settle
@@ -133,6 +137,41 @@ def test_listeners_hear_each_skipped_slot_after_the_run_and_the_store_keeps_them
     assert [r.outcome for r in store.records(task.id)] == [
         Outcome.OK, Outcome.SKIPPED, Outcome.SKIPPED,
     ]  # fmt: skip
+
+
+class BatchingStore(InMemoryTaskStore):
+    """Says each call: a ``save`` (with or without a record) or a ``save_all``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[str, list[Outcome]]] = []
+
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        super().save(snapshot, record)
+        self.calls.append(("save", [] if record is None else [record.outcome]))
+
+    def save_all(self, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord]) -> None:
+        for record in records:
+            super().save(snapshot, record)
+        self.calls.append(("save_all", [r.outcome for r in records]))
+
+
+def test_a_run_and_the_slots_it_skipped_reach_the_store_in_one_call(clock: FakeClock) -> None:
+    """A kill between two writes must not keep the run's record without its skipped
+    slots' (tests/test_crash_harness.py): the core hands them over together, and a run
+    that skipped nothing is the one ``save`` it always was."""
+    store = BatchingStore()
+    h = Harness(clock, store=store)
+    h.core.add("report", noop, FixedRate(60))
+    h.step(duration=150)  # skips two slots
+    h.step(duration=1)  # skips none
+    assert store.calls == [
+        ("save", []),  # the registration
+        ("save", []),  # the first run begins
+        ("save_all", [Outcome.OK, Outcome.SKIPPED, Outcome.SKIPPED]),
+        ("save", []),  # the second begins
+        ("save", [Outcome.OK]),
+    ]
 
 
 def test_on_record_is_given_every_record_in_the_order_made(clock: FakeClock) -> None:

@@ -3,6 +3,7 @@ what makes it worth running: a store that breaks a rule fails the check that nam
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar, cast
 
 import pytest
@@ -12,7 +13,7 @@ from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import Task, TaskStore
 from lldsched.stores.contract import TaskStoreContract
 
-CHECKS = 12  # the contract's test_* methods
+CHECKS = 13  # the contract's test_* methods
 
 
 class TestInMemoryTaskStore(TaskStoreContract):
@@ -53,6 +54,13 @@ class LosesOrder(InMemoryTaskStore):
 
     def records(self, task_id: str | None = None) -> list[ExecutionRecord]:
         return super().records(task_id)[::-1]
+
+
+class KeepsOnlyTheRun(InMemoryTaskStore):
+    """Has a ``save_all`` of its own that writes the run's record and drops the rest."""
+
+    def save_all(self, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord]) -> None:
+        self.save(snapshot, records[0])
 
 
 class TakesWritesWhenClosed(InMemoryTaskStore):
@@ -143,11 +151,13 @@ def test_check_all_passes_a_conforming_store_and_counts_its_checks() -> None:
             LosesOrder,
             [
                 "test_a_history_store_keeps_every_record_field_oldest_first",
+                "test_a_run_and_the_slots_it_skipped_are_kept_in_order",
                 "test_every_state_field_comes_back",
                 "test_load_all_gives_the_latest_snapshot_in_first_saved_order",
             ],
         ),
         (TakesWritesWhenClosed, ["test_a_closed_store_refuses_writes"]),
+        (KeepsOnlyTheRun, ["test_a_run_and_the_slots_it_skipped_are_kept_in_order"]),
     ],
 )
 def test_check_all_names_each_rule_a_store_breaks(

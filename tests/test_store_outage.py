@@ -233,3 +233,62 @@ def test_a_shared_store_locked_is_said_once_not_at_every_wake(
     assert error.exc_info is not None and "failed (a claim)" in error.getMessage()
     (recovered,) = watch.at(logging.WARNING)
     assert "recovered (a claim succeeded)" in recovered.getMessage()
+
+
+class FlushFailing(SqliteTaskStore):
+    """A shared SQLite store whose batch of held-back settles fails to write while
+    ``down`` is set (a PostgreSQL store's writer losing its server looks the same)."""
+
+    down = True
+
+    def flush(self) -> None:
+        if self.down:
+            raise StoreError("connection refused: the server is down")
+
+
+class LockSeen(logging.Handler):
+    """Notes, at each ``lldsched`` line, whether ``watched`` was held when it was said
+    (not ``self.lock``: that is the handler's own, held while it emits)."""
+
+    def __init__(self, watched: Any) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.watched = watched
+        self.seen: list[tuple[str, bool]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.seen.append((record.getMessage(), self.watched.locked()))
+
+
+def test_the_outage_a_failed_flush_counts_is_counted_under_the_schedulers_lock(
+    tmp_path: Path,
+) -> None:
+    """``wait_idle`` flushes a shared store's held-back settles without the scheduler's
+    lock (the store's own is enough for the write), but the outage it counts is the
+    core's, which the timer and the workers count into under that lock: counted without
+    it, a claim failing beside it could begin a second outage (two "failed" lines), be
+    counted into one the flush's success just ended (lost from the recovery's count), or
+    lose an increment.  The scheduler is not started, so nothing else holds its lock:
+    the lock seen held at each line is the flush's own."""
+    store = FlushFailing(tmp_path / "tasks.db", shared=True)
+    scheduler = Scheduler(store=store)
+    name = repr(store)  # as it is said while open
+    logger = logging.getLogger("lldsched")
+    seen, level = LockSeen(scheduler._lock), logger.level
+    logger.addHandler(seen)
+    logger.setLevel(logging.DEBUG)
+    try:
+        with store:
+            assert scheduler.wait_idle(timeout=5)  # the flush fails: the outage begins
+            assert scheduler.wait_idle(timeout=5)  # fails again: counted in it
+            store.down = False
+            assert scheduler.wait_idle(timeout=5)  # succeeds: the outage ends
+            scheduler.shutdown()
+    finally:
+        logger.removeHandler(seen)
+        logger.setLevel(level)
+    said = [(text.split(":")[0], held) for text, held in seen.seen if "store" in text]
+    assert said == [
+        (f"store {name} failed (a flush of the settles held back for a batch)", True),
+        (f"store {name} still failing", True),
+        (f"store {name} recovered (a flush succeeded)", True),
+    ]

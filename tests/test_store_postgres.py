@@ -432,3 +432,78 @@ def test_a_listener_whose_server_is_away_says_it_once_and_when_it_listens_again(
     (back,) = [r for r in lines if "listens again, after" in r.getMessage()]
     failed = count(logging.DEBUG, "still cannot") + 1
     assert back.getMessage() == f"PostgreSQL listener listens again, after {failed} failed attempts"
+
+
+# Functions of the store's SQL, each shadowed by one that raises naming itself.  In a
+# schema put before pg_catalog in the path, an exact match wins; in the store's own
+# schema (a user's ``public.now()``), pg_catalog (implicitly first) keeps the exact
+# matches, but a better match wins: ``nextval(text)`` over ``nextval(regclass)`` for a
+# quoted name, ``pg_advisory_xact_lock(integer)`` over ``(bigint)`` for a small key,
+# ``unnest(text[])`` over ``unnest(anyarray)`` (a settle's arrays).
+BEFORE_CATALOG = (
+    "clock_timestamp()", "pg_current_xact_id()", "pg_current_snapshot()",
+    "pg_snapshot_xmin(pg_snapshot)", "pg_notify(text, text)", "current_schema()",
+    "set_config(text, text, boolean)", "pg_advisory_xact_lock(bigint)", "nextval(regclass)",
+)  # fmt: skip
+IN_OWN_SCHEMA = ("nextval(text)", "pg_advisory_xact_lock(integer)", "unnest(text[])")
+
+
+def shadow(server: PostgresServer, schema: str, signature: str) -> None:
+    """Create ``schema.signature``: a function that raises naming itself, whatever its
+    declared return type (it never returns)."""
+    name = signature.split("(")[0]
+    returns = {
+        "clock_timestamp": "timestamptz", "pg_current_xact_id": "xid8",
+        "pg_current_snapshot": "pg_snapshot", "pg_snapshot_xmin": "xid8",
+        "pg_notify": "void", "current_schema": "name", "set_config": "text",
+        "pg_advisory_xact_lock": "void", "nextval": "bigint", "unnest": "SETOF text",
+    }[name]  # fmt: skip
+    server.sql(
+        f"CREATE FUNCTION {schema}.{signature} RETURNS {returns} LANGUAGE plpgsql AS "
+        f"$$ BEGIN RAISE EXCEPTION 'shadowed {schema}.{name} ran'; END $$"
+    )
+
+
+def test_functions_shadowed_in_the_search_path_are_never_called(
+    postgres_server: PostgresServer, make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    """A ``search_path`` that names a schema before ``pg_catalog``, or functions a user
+    created in the store's own schema, cannot change what the store runs: it calls
+    ``pg_catalog``'s functions by their qualified names, and its sessions search the
+    store's schema alone (``pg_catalog`` implicitly first)."""
+    own = postgres_server.create_schema()
+    schema = str(conninfo.conninfo_to_dict(own)["options"]).split("=")[1]
+    postgres_server.sql(f"CREATE SCHEMA {schema}_shadow")
+    for signature in BEFORE_CATALOG:
+        shadow(postgres_server, f"{schema}_shadow", signature)
+    for signature in IN_OWN_SCHEMA:
+        shadow(postgres_server, schema, signature)
+    dsn = own.replace(
+        f"search_path%3D{schema}", f"search_path%3D{schema},{schema}_shadow,pg_catalog"
+    )
+    with psycopg.connect(dsn) as connection, pytest.raises(psycopg.Error, match="shadowed"):
+        connection.execute("SELECT clock_timestamp()")  # the path does shadow it
+    with PostgresTaskStore(dsn) as store, PostgresTaskStore(dsn) as other:
+        scheduler = make_scheduler(clock=clock, store=store)
+        tick = scheduler.schedule("tick", jobs.noop, FixedRate(10))  # claims, settles
+        doomed = scheduler.schedule(
+            "doomed", jobs.broken, OneTime(delay=0), retry=RetryPolicy(max_attempts=1)
+        )
+        settle(scheduler)
+        clock.advance(10)
+        settle(scheduler)
+        store.flush()
+        assert store.rejected == 0 and scheduler.metrics().store_ok
+        assert [r.slot for r in store.records(tick.id)] == [T0, T0 + 10]
+        assert store.dead_letter() == [doomed.id]  # its sequence
+        other.save(snapshot(task(id="elsewhere")))  # a change, notified
+        assert [c.task_id for c in store.changes()] == ["elsewhere"]
+        assert scheduler.shutdown(timeout=5)
+
+
+def test_a_search_path_naming_no_schema_that_exists_is_said_at_open(
+    postgres_server: PostgresServer,
+) -> None:
+    dsn = postgres_server.create_schema().replace("search_path%3D", "search_path%3Dnowhere_")
+    with pytest.raises(StoreError, match="no schema has been selected to create in"):
+        PostgresTaskStore(dsn)

@@ -24,6 +24,7 @@ from lldsched import (
     TaskStatus,
 )
 from lldsched.errors import LeaseLost, ValidationError
+from lldsched.model import Outcome
 from lldsched.persistence import CoordinatedStore, Task, TaskSnapshot
 from lldsched.stores import removals as removals_rule
 from lldsched.stores.sqlite import SCHEMA_VERSION
@@ -546,3 +547,30 @@ def test_a_retry_pending_when_a_process_opens_the_store_keeps_the_slot_it_retrie
         task = second.task("job")
         assert [(r.slot - T0, r.attempt) for r in store.records("job")] == [(60.0, 1), (60.0, 2)]
         assert task.next_run_at == T0 + 120  # the grid, not the retry's due plus a minute
+
+
+def skip(run: ExecutionRecord, slot: float) -> ExecutionRecord:
+    """The record of ``slot``, which ``run`` skipped (its token with it)."""
+    return run._replace(attempt=0, due=slot, slot=slot, worker=-1, ok=False,
+                        misfire=Outcome.SKIPPED)  # fmt: skip
+
+
+def test_a_run_and_the_slots_it_skipped_are_one_fenced_settle(
+    pair: tuple[SqliteTaskStore, SqliteTaskStore],
+) -> None:
+    """``save_all`` of a run's record and its SKIPPED slots (all carrying its token) is
+    its settle: written in its one transaction while its lease is held, and none of
+    them once the lease was taken over."""
+    first, second = pair
+    (claim,) = first.claim(now=T0, limit=1)
+    done, record = _finished(first, "job-0", claim.token)
+    skipped = [skip(record, slot) for slot in (T0 + 60, T0 + 120)]
+    first.save_all(done, [record, *skipped])
+    assert second.records("job-0") == [record, *skipped]
+    assert first.leases() == []  # settled: its lease dropped
+    (lost,) = first.claim(now=T0 + 1, limit=1)  # job-1, whose lease is then taken over
+    (taken,) = second.claim(now=lost.expires_at, limit=1)
+    done, record = _finished(first, "job-1", lost.token)
+    first.save_all(done, [record, *(r._replace(task_id="job-1") for r in skipped)])
+    assert first.rejected == 1 and second.records("job-1") == []
+    assert [lease.token for lease in second.leases()] == [taken.token]

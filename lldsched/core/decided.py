@@ -4,8 +4,9 @@
 that makes the record of a slot that did not run on its own (recovery's MISSED and
 COALESCED, a run's SKIPPED slots, BUFFER_ONE's COALESCED ones: ``_skipped_by_run``)
 and sends it where every record goes: the task's history and ``on_record``
-(``_keep``), the store and the listeners (``_write_and_publish``).  Every slot leaves a
-record; past :data:`~lldsched.core.names.MAX_SKIPPED` skipped slots, one record
+(``_keep``), the store and the listeners (``_write_and_publish``; a run's record and
+the slots it skipped in one store write, ``_write_all_and_publish``).  Every slot leaves
+a record; past :data:`~lldsched.core.names.MAX_SKIPPED` skipped slots, one record
 stands for the rest.  No thread, no lock: the runtime serialises calls.
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 from lldsched.core.names import BUFFER_ONE, COALESCED, MAX_SKIPPED, SKIPPED, Skipped
 from lldsched.core.parts import CoreParts
 from lldsched.core.task import ScheduledTask
-from lldsched.model import ExecutionRecord, Outcome
+from lldsched.model import ExecutionRecord, Outcome, TaskStatus
 
 __all__ = ["DecidedRecords"]
 
@@ -40,21 +41,27 @@ class DecidedRecords(CoreParts):
     def _skipped_by_run(
         self,
         task: ScheduledTask,
+        record: ExecutionRecord,
         skipped: Skipped,
         *,
+        previous: TaskStatus,
         due: float | None,
         at: float,
         token: int | None,
     ) -> None:
-        """The slots a run that finished ``at`` skipped, up to its task's next ``due``:
-        SKIPPED, or under ``Overlap.BUFFER_ONE`` COALESCED into the run due next."""
+        """The run's ``record`` (its task moved on from ``previous``) and the slots it
+        skipped, up to its task's next ``due`` (it finished ``at``): SKIPPED, or under
+        ``Overlap.BUFFER_ONE`` COALESCED into the run due next.  One store write for all
+        of them (:func:`~lldsched.persistence.save_all`): killed between the run's and
+        theirs, those slots lost their records for good."""
         if task._options.overlap is BUFFER_ONE:  # folded into the run due next
             note = f"Overlap.BUFFER_ONE: coalesced into one run for slot {due!r}"
-            self._record_skipped(
+            decided = self._skip_records(
                 task, skipped, until=due, at=at, token=token, outcome=COALESCED, note=note
             )
         else:
-            self._record_skipped(task, skipped, until=due, at=at, token=token)
+            decided = self._skip_records(task, skipped, until=due, at=at, token=token)
+        self._write_all_and_publish(task, previous, [record, *decided])
 
     def _record_skipped(
         self,
@@ -63,23 +70,42 @@ class DecidedRecords(CoreParts):
         *,
         until: float | None,
         at: float,
-        token: int | None = None,
+    ) -> None:
+        """Record each slot in ``skipped`` as SKIPPED, decided ``at`` without a run (a run
+        that started late is not sent after the slots it is late for), in one store
+        write; past :data:`MAX_SKIPPED` slots, the last record stands for the rest, to
+        ``until``."""
+        records = self._skip_records(task, skipped, until=until, at=at, token=None)
+        self._write_all_and_publish(task, task.status, records)
+
+    def _skip_records(
+        self,
+        task: ScheduledTask,
+        skipped: Skipped,
+        *,
+        until: float | None,
+        at: float,
+        token: int | None,
         outcome: Outcome = SKIPPED,
         note: str | None = None,
-    ) -> None:
-        """Record each slot in ``skipped`` as ``outcome`` (SKIPPED, or COALESCED by
-        BUFFER_ONE; ``note`` is their text), decided ``at`` (the run's finish); past
-        :data:`MAX_SKIPPED` slots, the last record stands for the rest, to ``until``.
-        ``token``: the run's fencing token, which fences these records as well."""
-        for slot in skipped[:MAX_SKIPPED]:
-            self._record_decided(task, slot, outcome, note, at, token=token)
+    ) -> list[ExecutionRecord]:
+        """A record for each slot in ``skipped`` as ``outcome`` (SKIPPED, or COALESCED by
+        BUFFER_ONE; ``note`` is their text), decided ``at``, each kept in the task's
+        history (the caller writes and publishes them); past :data:`MAX_SKIPPED` slots,
+        the last record stands for the rest, to ``until``.  ``token``: the run's fencing
+        token, which fences these records as well."""
+        records = [
+            self._decided(task, slot, outcome, note, at, token=token)
+            for slot in skipped[:MAX_SKIPPED]
+        ]
         if len(skipped) > MAX_SKIPPED:
             rest = skipped[MAX_SKIPPED]
             text = (
                 f"SkipCap: more than {MAX_SKIPPED} slots skipped; this record stands for "
                 f"the slots from {rest!r} to before {until!r}"
             )
-            self._record_decided(task, rest, outcome, text, at, token=token)
+            records.append(self._decided(task, rest, outcome, text, at, token=token))
+        return records
 
     def _record_decided(
         self,
@@ -93,6 +119,22 @@ class DecidedRecords(CoreParts):
     ) -> ExecutionRecord:
         """A record for ``slot`` of ``task``, which a policy decided at ``at`` without a
         run: in its history, to ``on_record``, in the store and to the listeners."""
+        record = self._decided(task, slot, outcome, error, at, token=token)
+        self._write_and_publish(task, task.status, record)
+        return record
+
+    def _decided(
+        self,
+        task: ScheduledTask,
+        slot: float,
+        outcome: Outcome,
+        error: str | None,
+        at: float,
+        *,
+        token: int | None,
+    ) -> ExecutionRecord:
+        """The record of ``slot``, decided at ``at`` without a run, kept in the task's
+        history and given to ``on_record`` (not yet written nor published)."""
         record = ExecutionRecord.of(
             task_id=task.id,
             name=task.name,
@@ -108,5 +150,4 @@ class DecidedRecords(CoreParts):
             token=token,
         )
         self._keep(task, record)
-        self._write_and_publish(task, task.status, record)
         return record

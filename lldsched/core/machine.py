@@ -143,7 +143,7 @@ from lldsched.core.waiting import DependencyWaits
 from lldsched.errors import ScheduleError, ValidationError, error_text
 from lldsched.logs import JOBS
 from lldsched.model import ExecutionRecord, Priority, TaskEvent, TaskStatus
-from lldsched.persistence import TaskSnapshot, TaskStore, is_shared
+from lldsched.persistence import TaskSnapshot, TaskStore, is_shared, save_all
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule, next_run_and_skipped
 from lldsched.schedules.catchup import CatchUp
@@ -612,11 +612,15 @@ class SchedulerCore(
                     self._dead[task.id] = None
         elif self.tasks.get(task.id) is not task:  # removed mid-run: it is forgotten
             return self._removed_run(task, record)
-        # -- published (store and listeners), then what follows
-        if self._store is not None or self.emit is not None:
-            self._write_and_publish(task, previous, record)
+        # -- published (store and listeners), then what follows.  A run that skipped
+        # slots is written with their records, in one store write (decided.py); one that
+        # skipped none makes the same one test as before it was.
         if skipped and previous is not CANCELLED:  # cancelled: nothing was skipped, all stopped
-            self._skipped_by_run(task, skipped, due=due, at=finished, token=token)
+            self._skipped_by_run(
+                task, record, skipped, previous=previous, due=due, at=finished, token=token
+            )
+        elif self._store is not None or self.emit is not None:
+            self._write_and_publish(task, previous, record)
         if self._deps is not None:
             self._upstream_moved(task, record)
         retention = self._retention
@@ -769,6 +773,26 @@ class SchedulerCore(
             run_count, failures, last_error, task._run is not None,
             schedule.waited if schedule.__class__ is CatchUp else None,
         ))  # fmt: skip
+
+    def _write_all_and_publish(
+        self, task: ScheduledTask, previous: TaskStatus, records: list[ExecutionRecord]
+    ) -> None:
+        """Write the transition with every one of ``records`` in one store write (all or
+        none where the store can: :func:`~lldsched.persistence.save_all`), then publish
+        one event a record, the first from ``previous``."""
+        if self._store is not None:
+            snapshot = self._snapshot(task)
+            try:
+                save_all(self._store, snapshot, records)
+            except BaseException as exc:  # the registry stays authoritative (core/storewrites.py)
+                store_failed(self._writes, exc, "save", task.id, snapshot)
+            else:
+                store_written(self._writes, "save", task.id)
+        if self.emit is not None:
+            now = self.clock.now()
+            for record in records:
+                self.emit(TaskEvent(task.id, task.name, previous, task.status, now, record))
+                previous = task.status
 
     def _write_and_publish(
         self, task: ScheduledTask, previous: TaskStatus, record: ExecutionRecord | None = None

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from lldsched.clock import Clock
 from lldsched.core.dependencies import Dependencies
-from lldsched.core.names import SKIPPED, Skipped
+from lldsched.core.names import Skipped
 from lldsched.core.retention import Retention
 from lldsched.core.storewrites import StoreWrites
 from lldsched.core.tally import Tally
@@ -93,11 +93,17 @@ class CoreParts:
             self, task: ScheduledTask, record: ExecutionRecord, stats: RunStats
         ) -> tuple[TaskStatus, float | None, ExecutionRecord, Skipped]: ...
 
+        def _write_all_and_publish(
+            self, task: ScheduledTask, previous: TaskStatus, records: list[ExecutionRecord]
+        ) -> None: ...
+
         def _skipped_by_run(
             self,
             task: ScheduledTask,
+            record: ExecutionRecord,
             skipped: Skipped,
             *,
+            previous: TaskStatus,
             due: float | None,
             at: float,
             token: int | None,
@@ -110,9 +116,6 @@ class CoreParts:
             *,
             until: float | None,
             at: float,
-            token: int | None = None,
-            outcome: Outcome = SKIPPED,
-            note: str | None = None,
         ) -> None: ...
 
         def _record_decided(

@@ -17,6 +17,9 @@ runtime's lock):
   go on to that slot, so a store that drops it moves a fixed-rate grid at the next
   start;
 * ``delete`` forgets a task and its records; an unknown id is no error;
+* a run's record and those of the slots it skipped, handed over together
+  (:func:`~lldsched.persistence.save_all`: the store's ``save_all`` when it has one),
+  are kept in order with the snapshot;
 * a history store keeps each task's records oldest first, every field of them, and
   the dead letter (the ``FAILED`` tasks) in the order they failed;
 * a durable store gives a ``Window`` its count of successful runs back (the codec's
@@ -47,7 +50,7 @@ from typing import Any, ClassVar
 
 from lldsched.errors import StoreClosedError
 from lldsched.model import ExecutionRecord, Outcome, Priority, TaskStatus
-from lldsched.persistence import HistoryStore, Task, TaskSnapshot, TaskStore
+from lldsched.persistence import HistoryStore, Task, TaskSnapshot, TaskStore, save_all
 from lldsched.policies import Misfire, MisfirePolicy, Overlap, OverrunPolicy, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.schedules.cron import CronSchedule
@@ -355,6 +358,24 @@ class TaskStoreContract:
         assert isinstance(store, HistoryStore)
         assert store.records("r") == records, store.records("r")
         assert store.records()[-1].task_id == "other", "every task's records, oldest first"
+
+    def test_a_run_and_the_slots_it_skipped_are_kept_in_order(self) -> None:
+        """What the core hands a run that overran its next slots (``persistence.save_all``:
+        the store's own ``save_all`` if it has one, one ``save`` a record otherwise)."""
+        store = self._open()
+        task = _definition("s")
+        records = [
+            _record("s", 1, finished=T0 + 200),
+            *(
+                _record("s", n, ok=False, misfire=Outcome.SKIPPED, worker=-1, attempt=0)
+                for n in (2, 3)
+            ),
+        ]
+        save_all(store, _snapshot(task, next_run_at=T0 + 240, run_count=1), records)
+        store = self._again(store)
+        _assert_kept([_snapshot(task, next_run_at=T0 + 240, run_count=1)], store.load_all())
+        if isinstance(store, HistoryStore):
+            assert store.records("s") == records, store.records("s")
 
     def test_a_history_store_keeps_the_dead_letter_in_the_order_tasks_failed(self) -> None:
         store = self._open()

@@ -50,7 +50,7 @@ import os
 import secrets
 import socket
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import timedelta
 from types import TracebackType
 from typing import Any, NoReturn
@@ -150,10 +150,18 @@ class PostgresTaskStore(PostgresCoordination):
         self._opened_in = forks.current[0]  # the process this store belongs to (forks.py)
         self.node = node_id()
         self.rejected = 0
+        # The schema the store's tables are in: the first of the dsn's search_path, found
+        # by the first connection; every session then searches it alone (sql.SESSION).
+        self._schema: str | None = None
         connection = self._connect()
         try:
             self._install(connection)
             (horizon,) = _one(connection.execute(sql.HORIZON))
+        except psycopg.Error as exc:  # no schema to create in, no right to: a StoreError
+            connection.close()
+            raise StoreError(
+                f"the PostgreSQL store {self.dsn!r} could not be opened: {scrubbed(exc, self._dsn)}"
+            ) from None
         except BaseException:
             connection.close()
             raise
@@ -198,12 +206,12 @@ class PostgresTaskStore(PostgresCoordination):
         whole or not at all), refuse anything else.  An advisory lock keeps two processes
         opening a new or an older database from racing."""
         with connection.transaction():
-            connection.execute("SELECT pg_advisory_xact_lock(7106659)")  # lldsched's key
+            connection.execute("SELECT pg_catalog.pg_advisory_xact_lock(7106659)")  # lldsched's key
             present = {
                 name
                 for (name,) in connection.execute(
-                    "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
-                    "AND tablename = ANY(%s)",
+                    "SELECT tablename FROM pg_catalog.pg_tables "
+                    "WHERE schemaname = pg_catalog.current_schema() AND tablename = ANY(%s)",
                     (list(sql.TABLES),),
                 )
             }
@@ -259,10 +267,11 @@ class PostgresTaskStore(PostgresCoordination):
         would otherwise keep its rows locked, and no one could take its runs over."""
         connection = connect(self._dsn, timeout=self._timeout)
         try:
-            connection.execute(
-                "SELECT set_config('idle_in_transaction_session_timeout', %s, false)",
-                (str(max(1, round(self.lease * 1000))),),
-            )
+            if self._schema is None:  # the first connection: the store's schema is found
+                (self._schema,) = _one(connection.execute("SELECT pg_catalog.current_schema()"))
+            connection.execute(sql.SESSION, {
+                "idle": str(max(1, round(self.lease * 1000))), "schema": self._schema or "",
+            })  # fmt: skip
         except psycopg.Error as exc:
             connection.close()
             raise StoreError(
@@ -301,18 +310,7 @@ class PostgresTaskStore(PostgresCoordination):
             return
         token = None if record is None else record.token
         if token is not None and record is not None:
-            if self._closed:
-                raise StoreClosedError(f"the store {self.dsn!r} is closed")
-            if self._settles.add(snapshot, record, token=token):
-                return
-            # A record after its run's settle was taken (a SKIPPED slot): once we hold
-            # the connection, that settle's outcome is known; it decides this one.
-            with self._using() as connection:
-                if not self._settles.outcome(token):
-                    return  # refused (or failed): what follows it is dropped too
-                with connection.transaction():  # its settle proved the row exists
-                    self._write(connection, snapshot, unknown=sql.UPSERT)
-                    self._append(connection, record)
+            self._fenced(snapshot, (record,), token=token)
             return
         if snapshot.status is TaskStatus.RUNNING and snapshot.task.id in self._held:
             return  # the lease says so
@@ -320,6 +318,40 @@ class PostgresTaskStore(PostgresCoordination):
             self._write(connection, snapshot)
             if record is not None:
                 self._append(connection, record)
+
+    def save_all(self, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord]) -> None:
+        """Write the task's state and every one of ``records`` (a run's, then the slots it
+        skipped), all or none (:func:`~lldsched.persistence.save_all`): a run's settle
+        is queued with all of them, written in one statement."""
+        if self._muted:
+            return
+        token = records[0].token
+        if token is not None:
+            self._fenced(snapshot, records, token=token)
+            return
+        with self._using() as connection, connection.transaction():
+            self._write(connection, snapshot)
+            for record in records:
+                self._append(connection, record)
+
+    def _fenced(
+        self, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord], *, token: int
+    ) -> None:
+        """Records carrying the fencing token ``token``: a run's settle, queued with them,
+        or records added to the settle queued under it."""
+        if self._closed:
+            raise StoreClosedError(f"the store {self.dsn!r} is closed")
+        if self._settles.add(snapshot, records, token=token):
+            return
+        # Records after their run's settle was taken (SKIPPED slots): once we hold the
+        # connection, that settle's outcome is known; it decides these.
+        with self._using() as connection:
+            if not self._settles.outcome(token):
+                return  # refused (or failed): what follows it is dropped too
+            with connection.transaction():  # its settle proved the row exists
+                self._write(connection, snapshot, unknown=sql.UPSERT)
+                for record in records:
+                    self._append(connection, record)
 
     def _write(
         self, connection: Connection, snapshot: TaskSnapshot, *, unknown: str = sql.INSERT_NEW
@@ -481,7 +513,8 @@ class PostgresTaskStore(PostgresCoordination):
             else:
                 rows = connection.execute(
                     f"SELECT {sql.RECORD_COLUMNS} FROM ("
-                    "  SELECT *, row_number() OVER (PARTITION BY task_id ORDER BY seq DESC) AS n"
+                    "  SELECT *, pg_catalog.row_number() OVER "
+                    "    (PARTITION BY task_id ORDER BY seq DESC) AS n"
                     "  FROM records) r JOIN tasks t ON t.id = r.task_id "
                     "WHERE %(keep)s::bigint IS NULL OR r.n <= %(keep)s ORDER BY r.seq",
                     {"keep": keep},
@@ -498,7 +531,7 @@ class PostgresTaskStore(PostgresCoordination):
 
     def __len__(self) -> int:
         with self._using() as connection:
-            (count,) = _one(connection.execute("SELECT count(*) FROM tasks"))
+            (count,) = _one(connection.execute("SELECT pg_catalog.count(*) FROM tasks"))
         return int(count)
 
     # -- lifetime ------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from lldsched.logs import STORE
@@ -50,10 +50,12 @@ class Pending:
 
     __slots__ = ("records", "snapshot", "token")
 
-    def __init__(self, token: int, snapshot: TaskSnapshot, record: ExecutionRecord) -> None:
+    def __init__(
+        self, token: int, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord]
+    ) -> None:
         self.token = token
         self.snapshot = snapshot
-        self.records = [record]
+        self.records = list(records)
 
 
 class SettleQueue:
@@ -78,21 +80,25 @@ class SettleQueue:
         self._stopping = False
         self._thread: threading.Thread | None = None
 
-    def add(self, snapshot: TaskSnapshot, record: ExecutionRecord, *, token: int) -> bool:
-        """Queue the settle of the run with ``token``, or add ``record`` to the one queued
-        under it.  False when that token's settle was taken already (being written, or
-        done): the caller then acts on its :meth:`outcome`; False too once stopped."""
+    def add(
+        self, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord], *, token: int
+    ) -> bool:
+        """Queue the settle of the run with ``token`` (``records``: the run's, then those
+        of the slots it skipped, all in the one batch that writes it), or add ``records``
+        to the one queued under it.  False when that token's settle was taken already
+        (being written, or done): the caller then acts on its :meth:`outcome`; False too
+        once stopped."""
         with self._ready:
             if self._stopping:
                 return False
             pending = self._pending.get(token)
             if pending is not None:
                 pending.snapshot = snapshot
-                pending.records.append(record)
+                pending.records.extend(records)
                 return True
             if token in self._flying or token in self._outcomes:
                 return False
-            self._pending[token] = Pending(token, snapshot, record)
+            self._pending[token] = Pending(token, snapshot, records)
             if self._thread is None and self._writer:
                 self._thread = threading.Thread(
                     target=self._run, name="lldsched-pg-settle", daemon=True

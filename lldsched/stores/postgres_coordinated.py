@@ -126,7 +126,7 @@ class PostgresCoordination:
         If another node rewrote the row during the run, its write wins and the run adds
         only its counts and its record."""
         with self._using():
-            refused = self._settle_batch([Pending(token, snapshot, record)])
+            refused = self._settle_batch([Pending(token, snapshot, (record,))])
         if refused:
             raise LeaseLost(task_id=snapshot.task.id, token=token)
 

@@ -25,8 +25,20 @@ __all__ = ["SCHEMA_VERSION"]
 
 SCHEMA_VERSION = 3
 CHANNEL = "lldsched"  # LISTEN/NOTIFY channel (NOTIFY is per database)
-DB_NOW = "extract(epoch FROM clock_timestamp())::double precision"
+DB_NOW = "extract(epoch FROM pg_catalog.clock_timestamp())::double precision"
 LIVE = "('scheduled', 'retrying')"  # the statuses a claim takes
+
+# Every session of the store: its idle-in-transaction bound, and a search_path of the
+# store's schema alone (left as it is if the dsn's path names no schema that exists:
+# the CREATE then says so).  pg_catalog stays implicitly first, and no other schema of the
+# dsn's path, one put before pg_catalog included, is searched for the operators and types
+# the statements name (docs/DECISIONS.md, "The PostgreSQL store's search_path").
+SESSION = """
+SELECT pg_catalog.set_config('idle_in_transaction_session_timeout', %(idle)s, false),
+       pg_catalog.set_config('search_path', CASE WHEN %(schema)s::text = ''
+           THEN pg_catalog.current_setting('search_path')
+           ELSE pg_catalog.quote_ident(%(schema)s::text) END, false)
+"""
 
 SCHEMA = f"""
 CREATE TABLE lldsched_meta (name text PRIMARY KEY, value text NOT NULL);
@@ -48,7 +60,7 @@ CREATE TABLE tasks (
     writer        text NOT NULL,            -- the node that wrote it ('' : every node reads it)
     resumed       boolean NOT NULL DEFAULT false,  -- the due instant is a resume's (_RESUMED)
     waited        double precision,         -- the slot a run_now put off (TaskSnapshot.waited)
-    xid           xid8 NOT NULL DEFAULT pg_current_xact_id()  -- the change feed's cursor
+    xid           xid8 NOT NULL DEFAULT pg_catalog.pg_current_xact_id()  -- the feed's cursor
 );
 CREATE INDEX tasks_due ON tasks (next_run_at, priority) WHERE status IN {LIVE};
 CREATE INDEX tasks_xid ON tasks (xid);
@@ -56,7 +68,7 @@ CREATE TABLE removals (                     -- tasks removed, for the other node
     task_id text NOT NULL,
     version bigint NOT NULL,
     writer  text NOT NULL,
-    xid     xid8 NOT NULL DEFAULT pg_current_xact_id()
+    xid     xid8 NOT NULL DEFAULT pg_catalog.pg_current_xact_id()
 );
 CREATE INDEX removals_xid ON removals (xid);
 CREATE TABLE records (
@@ -114,9 +126,9 @@ _RESUMED = f"""(tasks.status = 'paused' AND %(status)s IN {LIVE})
 _STATE = f"""status = %(status)s, next_run_at = %(next_run_at)s, attempt = %(attempt)s,
     run_count = %(run_count)s, failure_count = %(failure_count)s, last_error = %(last_error)s,
     running = %(running)s, waited = %(waited)s, version = tasks.version + 1, writer = %(writer)s,
-    xid = pg_current_xact_id(), resumed = {_RESUMED},
+    xid = pg_catalog.pg_current_xact_id(), resumed = {_RESUMED},
     failed_seq = CASE WHEN %(status)s = 'failed'
-        THEN coalesce(tasks.failed_seq, nextval('dead_letter_seq')) END"""
+        THEN coalesce(tasks.failed_seq, pg_catalog.nextval('dead_letter_seq')) END"""
 
 UPDATE = f"UPDATE tasks SET {_STATE} WHERE id = %(id)s RETURNING version"
 
@@ -125,7 +137,7 @@ INSERT INTO tasks (id, name, definition, priority, status, next_run_at, attempt,
     failure_count, last_error, running, waited, failed_seq, version, writer)
 VALUES (%(id)s, %(name)s, %(definition)s, %(priority)s, %(status)s, %(next_run_at)s,
     %(attempt)s, %(run_count)s, %(failure_count)s, %(last_error)s, %(running)s, %(waited)s,
-    CASE WHEN %(status)s = 'failed' THEN nextval('dead_letter_seq') END, 1, %(writer)s)
+    CASE WHEN %(status)s = 'failed' THEN pg_catalog.nextval('dead_letter_seq') END, 1, %(writer)s)
 ON CONFLICT (id) DO UPDATE SET name = excluded.name, definition = excluded.definition,
     priority = excluded.priority, {_STATE}
 RETURNING version
@@ -137,17 +149,17 @@ INSERT INTO tasks (id, name, definition, priority, status, next_run_at, attempt,
     failure_count, last_error, running, waited, failed_seq, version, writer)
 VALUES (%(id)s, %(name)s, %(definition)s, %(priority)s, %(status)s, %(next_run_at)s,
     %(attempt)s, %(run_count)s, %(failure_count)s, %(last_error)s, %(running)s, %(waited)s,
-    CASE WHEN %(status)s = 'failed' THEN nextval('dead_letter_seq') END, 1, %(writer)s)
+    CASE WHEN %(status)s = 'failed' THEN pg_catalog.nextval('dead_letter_seq') END, 1, %(writer)s)
 ON CONFLICT (id) DO NOTHING
 RETURNING version
 """
 
 # A write that makes its task the earliest due of all wakes every node's timer.
 NOTIFY_IF_EARLIEST = f"""
-SELECT pg_notify('{CHANNEL}', %(node)s)
+SELECT pg_catalog.pg_notify('{CHANNEL}', %(node)s)
  WHERE %(status)s IN {LIVE} AND %(next_run_at)s::double precision IS NOT NULL
    AND %(next_run_at)s::double precision < coalesce(
-       (SELECT min(next_run_at) FROM tasks WHERE status IN {LIVE} AND id <> %(id)s),
+       (SELECT pg_catalog.min(next_run_at) FROM tasks WHERE status IN {LIVE} AND id <> %(id)s),
        'Infinity')
 """
 
@@ -192,7 +204,7 @@ WITH due AS (
      FOR UPDATE OF t SKIP LOCKED),
 claimed AS (
     INSERT INTO leases (task_id, slot, attempt, token, holder, expires_at, version)
-    SELECT id, next_run_at, attempt, nextval('fencing_token'), %(node)s,
+    SELECT id, next_run_at, attempt, pg_catalog.nextval('fencing_token'), %(node)s,
            {DB_NOW} + %(lease)s, version FROM due
     ON CONFLICT (task_id) DO UPDATE SET slot = excluded.slot, attempt = excluded.attempt,
         token = excluded.token, holder = excluded.holder, expires_at = excluded.expires_at,
@@ -220,14 +232,15 @@ MOVE_LEASE = """
 UPDATE leases SET slot = %(slot)s WHERE task_id = %(task_id)s AND token = %(token)s
 """  # a misfire's catch-up run keeps the claim: its lease names the new slot
 
-HORIZON = "SELECT pg_snapshot_xmin(pg_current_snapshot())"  # the feed's first cursor
+# The feed's first cursor.
+HORIZON = "SELECT pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())"
 
 # The change feed, one statement: its horizon (the snapshot's xmin, the next cursor) and
 # the rows and removals written by other nodes since the cursor, all in the statement's
 # one snapshot (pg_current_snapshot() is the active one).  The first row is the horizon.
 CHANGES = f"""
-SELECT 0 AS kind, pg_snapshot_xmin(pg_current_snapshot())::text AS xid, NULL AS id,
-       NULL AS definition, NULL AS status, NULL::double precision AS next_run_at,
+SELECT 0 AS kind, pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())::text AS xid,
+       NULL AS id, NULL AS definition, NULL AS status, NULL::double precision AS next_run_at,
        NULL::integer AS attempt, NULL::integer AS run_count, NULL::integer AS failure_count,
        NULL AS last_error, NULL::boolean AS running, NULL::double precision AS waited,
        NULL::bigint AS version,
@@ -277,7 +290,9 @@ _STATUS = f"""CASE WHEN {_OWN} OR {_ENDS} THEN s.status
 # lease with its token is held; the answer names every token and whether it was written.
 # Lock order as in the claim: the tasks' rows first (in id order, so two batches never
 # wait for each other in a cycle), then their leases.  A write that makes a task the
-# earliest due of all notifies, as a single write does.
+# earliest due of all notifies, as a single write does.  Its two unnest calls stay
+# unqualified: PostgreSQL expands a multi-argument unnest in FROM into pg_catalog's own,
+# and a qualified one would be a call of a function that does not exist.
 SETTLE = f"""
 WITH given AS (
     SELECT * FROM unnest(%(id)s::text[], %(token)s::bigint[], %(status)s::text[],
@@ -304,7 +319,8 @@ settled AS (
         run_count = s.run_count, failure_count = s.failure_count, last_error = s.last_error,
         running = CASE WHEN {_OWN} THEN s.running ELSE false END,
         failed_seq = CASE WHEN NOT ({_OWN} OR {_AS_RESUMED} OR {_ENDS}) THEN t.failed_seq
-            WHEN s.status = 'failed' THEN coalesce(t.failed_seq, nextval('dead_letter_seq'))
+            WHEN s.status = 'failed'
+                THEN coalesce(t.failed_seq, pg_catalog.nextval('dead_letter_seq'))
             END,
         name = CASE WHEN {_OWN} THEN coalesce(s.name, t.name) ELSE t.name END,
         definition = CASE WHEN {_OWN} THEN coalesce(s.definition, t.definition)
@@ -312,7 +328,7 @@ settled AS (
         priority = CASE WHEN {_OWN} THEN coalesce(s.priority, t.priority) ELSE t.priority END,
         version = t.version + 1,
         writer = CASE WHEN {_OWN} THEN %(node)s ELSE '' END,
-        xid = pg_current_xact_id(), resumed = false
+        xid = pg_catalog.pg_current_xact_id(), resumed = false
       FROM (SELECT g.*, d.claimed, d.slot, d.claimed_attempt
               FROM dropped d JOIN given g ON g.token = d.token) s
      WHERE t.id = s.id
@@ -333,12 +349,12 @@ recorded AS (
      WHERE r.token IN (SELECT token FROM dropped)
      ORDER BY r.n),
 notified AS (
-    SELECT pg_notify('{CHANNEL}', %(node)s) FROM (
-        SELECT min(next_run_at) AS soonest FROM settled WHERE status IN {LIVE}) m
-     WHERE m.soonest < coalesce((SELECT min(next_run_at) FROM tasks
+    SELECT pg_catalog.pg_notify('{CHANNEL}', %(node)s) FROM (
+        SELECT pg_catalog.min(next_run_at) AS soonest FROM settled WHERE status IN {LIVE}) m
+     WHERE m.soonest < coalesce((SELECT pg_catalog.min(next_run_at) FROM tasks
                                   WHERE status IN {LIVE} AND id <> ALL(%(id)s::text[])),
                                 'Infinity'))
 SELECT g.token, d.token IS NOT NULL AS written, s.writer = %(node)s AS own,
-       (SELECT count(*) FROM notified) AS notified
+       (SELECT pg_catalog.count(*) FROM notified) AS notified
   FROM given g LEFT JOIN dropped d ON d.token = g.token LEFT JOIN settled s ON s.id = d.task_id
 """

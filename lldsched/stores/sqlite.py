@@ -37,7 +37,9 @@ outside the scheduler (a reader thread calling ``records()``, the simulation).
 the one place SQLite's own errors (a full disk, a read-only file, a database locked
 past ``timeout``) become a :class:`~lldsched.errors.StoreError` naming the file and
 the call, raised from SQLite's (docs/DECISIONS.md, "A store's errors are StoreErrors,
-whichever the store").
+whichever the store").  A file deleted or replaced under the open (unshared) store is
+one too, naming the path (:mod:`lldsched.stores.sqlite_file`, checked at most once a
+second).
 
 **One store per file.**  An open store claims its file (an OS lock on the sidecar
 ``<file>.lock``, see :mod:`lldsched.stores.claim`) until :meth:`close`: a second
@@ -65,6 +67,7 @@ import logging
 import os
 import sqlite3
 import threading
+from collections.abc import Sequence
 from datetime import timedelta
 from types import TracebackType
 from typing import NoReturn
@@ -78,6 +81,7 @@ from lldsched.stores import forks
 from lldsched.stores.claim import FileClaim
 from lldsched.stores.codec import encode_task, load_each, renamed
 from lldsched.stores.sqlite_coordinated import CoordinatedMethods
+from lldsched.stores.sqlite_file import FileWatch
 from lldsched.stores.sqlite_rows import (
     COUNT_UNFINISHED,
     INSERT_RECORD,
@@ -258,6 +262,9 @@ class SqliteTaskStore(CoordinatedMethods):
             )
         except sqlite3.Error as exc:
             raise failure(self.path, "open the file", exc) from exc
+        # Whether the path still names the file opened (sqlite_file.py); None: a private
+        # database, which has no path, or a shared store, which checks at every claim.
+        self._watch = None if shared or self.path in _PRIVATE else FileWatch(self.path)
         claim: FileClaim | None = None
         try:
             version = self._check(connection)  # a refused file is refused before it is claimed
@@ -419,17 +426,7 @@ class SqliteTaskStore(CoordinatedMethods):
             self._save_shared(snapshot, record)
             return
         with self._using("save task", task_id) as connection:
-            definition = None if self._defined.get(task_id) == task else encode_task(task)
-            self._dead_seq += snapshot.status is TaskStatus.FAILED
-            state = (
-                snapshot.status.value, snapshot.next_run_at, snapshot.attempt,
-                snapshot.run_count, snapshot.failure_count, snapshot.last_error,
-                snapshot.running, self._dead_seq, task_id, snapshot.waited,
-            )  # fmt: skip
-            statement = UPDATE if definition is None else UPSERT
-            parameters = (
-                state if definition is None else (*state, task.name, definition, task.priority)
-            )
+            statement, parameters = self._row(snapshot)
             if record is None:  # one statement: a transaction of its own
                 connection.execute(statement, parameters)
             else:
@@ -438,11 +435,50 @@ class SqliteTaskStore(CoordinatedMethods):
                     self._seq += 1
                     count = self._append(connection, record, seq=self._seq)
                 self._counts[task_id] = count
-            if finished(snapshot):  # nothing runs it again: keep nothing of it in memory
-                self._defined.pop(task_id, None)
-                self._counts.pop(task_id, None)
-            else:
-                self._defined[task_id] = task
+            self._saved(snapshot)
+
+    def save_all(self, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord]) -> None:
+        """Write the task's state and every one of ``records`` (a run's, then the slots
+        it skipped) in one transaction: all or none (:func:`~lldsched.persistence.
+        save_all`).  In shared mode a run's settle carries them, fenced by its token."""
+        if self._shared is not None:
+            self._save_all_shared(snapshot, records)
+            return
+        with self._using("save task", snapshot.task.id) as connection:
+            statement, parameters = self._row(snapshot)
+            with immediate(connection):
+                connection.execute(statement, parameters)
+                for record in records:
+                    self._seq += 1
+                    count = self._append(connection, record, seq=self._seq)
+                    self._counts[record.task_id] = count
+            self._saved(snapshot)
+
+    def _row(self, snapshot: TaskSnapshot) -> tuple[str, tuple[object, ...]]:
+        """The statement that writes ``snapshot``'s row, and its parameters: its state,
+        and its definition too the first time and whenever it changed (caller holds the
+        lock; the dead letter's sequence moves on for a FAILED one)."""
+        task = snapshot.task
+        definition = None if self._defined.get(task.id) == task else encode_task(task)
+        self._dead_seq += snapshot.status is TaskStatus.FAILED
+        state = (
+            snapshot.status.value, snapshot.next_run_at, snapshot.attempt,
+            snapshot.run_count, snapshot.failure_count, snapshot.last_error,
+            snapshot.running, self._dead_seq, task.id, snapshot.waited,
+        )  # fmt: skip
+        if definition is None:
+            return UPDATE, state
+        return UPSERT, (*state, task.name, definition, task.priority)
+
+    def _saved(self, snapshot: TaskSnapshot) -> None:
+        """``snapshot`` was written (caller holds the lock): a finished task is forgotten
+        (nothing runs it again: keep nothing of it in memory), any other remembered."""
+        task = snapshot.task
+        if finished(snapshot):
+            self._defined.pop(task.id, None)
+            self._counts.pop(task.id, None)
+        else:
+            self._defined[task.id] = task
 
     def _append(self, connection: sqlite3.Connection, record: ExecutionRecord, *, seq: int) -> int:
         """Insert ``record`` as number ``seq``, trimming its task's oldest records past the
@@ -605,6 +641,9 @@ class SqliteTaskStore(CoordinatedMethods):
             raise forks.refuse(repr(self.path), self._opened_in)  # a forked child's copy
         if self._connection is None:
             raise StoreClosedError(f"the store {self.path!r} is closed")
+        watch = self._watch
+        if watch is not None and watch.due():  # deleted or replaced under it: StoreError
+            watch.check()
         return self._connection
 
     @property

@@ -102,6 +102,13 @@ class CoordinatedMethods:
         while the lease with ``token`` is held; :class:`LeaseLost` (nothing written)
         otherwise.  A pause or cancel another process wrote during the run wins over
         the run's status (the task stays paused or cancelled; the record is kept)."""
+        self._settle(snapshot, (record,), token=token)
+
+    def _settle(
+        self, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord], *, token: int
+    ) -> None:
+        """:meth:`settle` with every one of ``records`` (the run's, then the slots it
+        skipped) in its one transaction."""
         task_id = snapshot.task.id
         with self._using("settle task", task_id) as connection:
             shared = self._coordinated()
@@ -124,8 +131,9 @@ class CoordinatedMethods:
                     if status == "cancelled":
                         snapshot = snapshot._replace(next_run_at=None)
                 version = self._write_state(connection, snapshot, status=status)
-                count = self._append(connection, record, seq=bump(connection, "record"))
-            self._counts[task_id] = count
+                for record in records:
+                    count = self._append(connection, record, seq=bump(connection, "record"))
+                    self._counts[task_id] = count
             shared.settled[task_id] = token
             if overridden:
                 shared.refetch.add(task_id)  # this process must follow the row, not its own
@@ -250,12 +258,7 @@ class CoordinatedMethods:
         assert shared is not None
         if record is not None and record.token is not None:
             if record.misfire is None or record.misfire is Outcome.GIVEN_UP:
-                try:
-                    self.settle(snapshot, record, token=record.token)
-                except LeaseLost as exc:
-                    with self._lock:
-                        shared.rejected += 1
-                    log.warning("%s; the record of attempt %d was dropped", exc, record.attempt)
+                self._settle_fenced(snapshot, (record,), token=record.token)
                 return
             with self._lock:  # a slot the run skipped: written only after its settle was
                 if shared.settled.get(task_id) != record.token:
@@ -286,6 +289,31 @@ class CoordinatedMethods:
                     self._counts[task_id] = count
             self._defined[task_id] = task
             self._wrote(shared, snapshot, version)
+
+    def _save_all_shared(self, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord]) -> None:
+        """``save_all`` in shared mode: a run's record with the records of the slots it
+        skipped is one settle, one transaction, fenced by the run's token; anything
+        else is saved a record at a time."""
+        first = records[0]
+        if first.token is not None and (first.misfire is None or first.misfire is Outcome.GIVEN_UP):
+            self._settle_fenced(snapshot, records, token=first.token)
+            return
+        for record in records:
+            self._save_shared(snapshot, record)
+
+    def _settle_fenced(
+        self, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord], *, token: int
+    ) -> None:
+        """Settle the run whose record is ``records[0]``; a lease lost meanwhile is
+        counted in ``rejected`` and logged (the core treats a failed save as logged)."""
+        try:
+            self._settle(snapshot, records, token=token)
+        except LeaseLost as exc:
+            shared = self._shared
+            assert shared is not None
+            with self._lock:
+                shared.rejected += 1
+            log.warning("%s; the record of attempt %d was dropped", exc, records[0].attempt)
 
     def _wrote(self, shared: SharedState, snapshot: TaskSnapshot, version: int) -> None:
         """This process wrote ``snapshot``'s row as ``version`` (under the lock): the feed

@@ -51,6 +51,7 @@ from lldsched.logs import STORE
 from lldsched.persistence import Claim, Lease
 from lldsched.stores.codec import Unreadable
 from lldsched.stores.removals import FeedHorizons
+from lldsched.stores.sqlite_file import identity
 from lldsched.stores.sqlite_rows import FINISHED, immediate
 
 __all__ = ["SharedState", "bump", "node_id"]
@@ -118,7 +119,7 @@ class SharedState:
     ) -> None:
         self.node = node_id()
         self.path = path
-        self.file = _identity(path)  # (device, inode) of the file opened; see check_file
+        self.file = identity(path)  # (device, inode) of the file opened; see check_file
         self.lease = lease
         self.poll = poll
         self.rejected = 0  # settles refused: the lease was lost
@@ -144,7 +145,7 @@ class SharedState:
         started from now on, coordinate through what the path names, and this store's
         claims would run every slot a second time.  One ``stat``."""
         try:
-            now = _identity(self.path)
+            now = identity(self.path)
         except OSError as exc:
             now, reason = None, f"it is gone ({exc.strerror})"
         else:
@@ -287,12 +288,6 @@ class SharedState:
             except sqlite3.OperationalError:
                 log.warning("could not trim the removals of %s; trying again later", self.node)
         return fresh, gone
-
-
-def _identity(path: str) -> tuple[int, int]:
-    """The (device, inode) of the file at ``path`` (OSError if there is none)."""
-    found = os.stat(path)
-    return found.st_dev, found.st_ino
 
 
 def _data_version(connection: sqlite3.Connection) -> int:

@@ -4,7 +4,8 @@ Owns what one process knows of the claims it holds: the claims handed to the
 workers and not yet begun, the leases of the runs in flight (token -> context),
 and when to renew them.  Every method runs under the scheduler's one lock (the
 Coordinator has no lock of its own; lock order: the scheduler's, then the
-store's), on the timer thread or on a worker.
+store's), on the timer thread or on a worker; :meth:`flush` alone is called
+without it, and takes it for its bookkeeping.
 
 What the timer does with it, at every wake:
 
@@ -209,16 +210,25 @@ class Coordinator:
             if not self._running and not self._pending:
                 self._renew_at = None
 
-    def flush(self) -> None:
-        """Have the store write the settles it holds back for a batch (without the
-        scheduler's lock: the store's own is enough); a failure is logged, and those runs
-        are taken over when their leases expire."""
+    def flush(self, *, lock: contextlib.AbstractContextManager[object]) -> None:
+        """Have the store write the settles it holds back for a batch; a failure is
+        logged, and those runs are taken over when their leases expire.
+
+        The one method called without the scheduler's lock: the write needs only the
+        store's own, and may wait on a server.  ``lock`` is the scheduler's, taken for
+        the outage bookkeeping after it: the core's :class:`~lldsched.core.storewrites.
+        StoreWrites` is counted into by the timer and the workers under that lock, and
+        counted into beside them a claim failing at the same time could begin a second
+        outage (said twice), or be counted into one this flush's success had just ended
+        (missing from the recovery's count)."""
         try:
             self.store.flush()
         except StoreError as exc:
-            self._failed(exc, "flush", "flush of the settles held back for a batch")
+            with lock:  # the scheduler's: guards the core's StoreWrites (its outage)
+                self._failed(exc, "flush", "flush of the settles held back for a batch")
         else:
-            self._succeeded("flush")
+            with lock:  # likewise
+                self._succeeded("flush")
 
     def renew_held(self, now: float) -> None:
         """Renew every lease held now, due or not (the timer is stopped: see

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import threading
 import time
@@ -220,7 +221,8 @@ class Stopping(SchedulerParts):
         coordinator = self._coordinator
         if coordinator is None:
             return False
-        return not deadline.run(coordinator.flush, name=f"{self._thread_prefix}flush")
+        flush = functools.partial(coordinator.flush, lock=self._lock)  # its bookkeeping's
+        return not deadline.run(flush, name=f"{self._thread_prefix}flush")
 
     def _warn_not_stopped(self, timeout: float | None) -> None:
         """Say that ``shutdown(timeout=...)`` could not take the scheduler's lock at all."""
@@ -406,7 +408,7 @@ class Stopping(SchedulerParts):
                 finally:
                     self._idle_waiters -= 1
             if self._coordinator is not None:
-                self._coordinator.flush()  # every run settled is written, not only decided
+                self._coordinator.flush(lock=self._lock)  # every settle written, not only decided
             if not self._dispatcher.flush(max(0.0, deadline - time.monotonic())):
                 return False
             with self._lock:  # a run may have begun and ended since: its event too

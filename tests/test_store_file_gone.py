@@ -1,0 +1,122 @@
+"""An SQLite store whose file is deleted or replaced under it says so (a StoreError).
+
+SQLite keeps writing to the file it opened: deleted (a cleanup job, an operator's
+``rm``) or replaced (a restore copied over it, a deploy that recreated the folder), the
+path no longer names it, every write "succeeds" into a file nobody can open again, and
+all of it is gone at the next start.  The store compares the path's device and inode
+with the file's it opened (``lldsched/stores/sqlite_file.py``), at most once every
+``CHECK_EVERY`` seconds (0 here: at every call), and raises a StoreError naming the
+path: a registration is refused, a write after the fact is the outage said once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from lldsched import FakeClock, FixedRate, Scheduler, SqliteTaskStore, StoreError
+from lldsched.stores import sqlite_file
+from lldsched.testing import Stepper
+from tests import jobs
+from tests.conftest import T0
+from tests.test_store_sqlite import snapshot, task
+
+
+@pytest.fixture(autouse=True)
+def every_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Check at every call: the default bound (a second) is wall-clock time."""
+    monkeypatch.setattr(sqlite_file, "CHECK_EVERY", 0.0)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqliteTaskStore]:
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        yield store
+
+
+def test_a_deleted_file_refuses_the_next_write_naming_the_path_and_registers_nothing(
+    store: SqliteTaskStore,
+) -> None:
+    scheduler = Scheduler(clock=FakeClock(T0), store=store)
+    scheduler.schedule("kept", jobs.noop, FixedRate(60), id="kept")
+    os.unlink(store.path)
+    with pytest.raises(StoreError) as raised:
+        scheduler.schedule("lost", jobs.noop, FixedRate(60), id="lost")
+    assert f"{store.path!r} was deleted" in str(raised.value)
+    assert "the writes since went to a file no one can open again" in str(raised.value)
+    assert [t.id for t in scheduler.tasks()] == ["kept"]  # nothing registered, nothing lost
+    with pytest.raises(StoreError, match="was deleted"):
+        store.delete("kept")  # every write, not only a save
+
+
+def test_a_replaced_file_is_an_outage_said_once_while_the_scheduler_runs_on(
+    store: SqliteTaskStore, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    jobs.CALLS.clear()
+    scheduler = Scheduler(clock=FakeClock(T0), store=store)
+    scheduler.schedule("tick", jobs.note, FixedRate(60, start_delay=60), args=("tick",),
+                       id="tick")  # fmt: skip
+    with SqliteTaskStore(tmp_path / "restored.db") as restored:
+        restored.save(snapshot(task(id="from-the-backup")))
+    shutil.move(tmp_path / "restored.db", store.path)  # a restore copied over it
+    with (
+        caplog.at_level(logging.WARNING, logger="lldsched"),
+        Stepper(scheduler, timeout=10) as steps,
+    ):
+        steps.advance(60)
+        steps.advance(60)
+        assert scheduler.metrics().store_ok is False
+    assert len(jobs.CALLS) == 2  # the registry stays authoritative
+    (error,) = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert error.exc_info is not None and isinstance(error.exc_info[1], StoreError)
+    assert f"{store.path!r} was replaced" in str(error.exc_info[1])
+    assert "recovered" not in caplog.text
+
+
+def test_a_file_moved_away_and_back_is_written_again(
+    store: SqliteTaskStore, tmp_path: Path
+) -> None:
+    store.save(snapshot(task(id="a")))
+    os.rename(store.path, tmp_path / "aside.db")
+    with pytest.raises(StoreError, match="was deleted"):
+        store.save(snapshot(task(id="b")))
+    os.rename(tmp_path / "aside.db", store.path)  # the same file, back where it was
+    store.save(snapshot(task(id="b")))
+    assert [s.task.id for s in store.load_all()] == ["a", "b"]
+
+
+def test_a_private_database_has_no_path_to_check() -> None:
+    with SqliteTaskStore(":memory:") as store:
+        store.save(snapshot(task(id="a")))
+        assert [s.task.id for s in store.load_all()] == ["a"]
+
+
+def test_between_two_checks_a_write_does_not_look(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The path is looked at once every ``CHECK_EVERY`` seconds, not at every write (a
+    ``stat`` is a twentieth of a write): within that bound a write goes to the old file."""
+    monkeypatch.setattr(sqlite_file, "CHECK_EVERY", 3600.0)
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        os.unlink(store.path)
+        store.save(snapshot(task(id="a")))  # not seen yet: written to the deleted file
+        later = SimpleNamespace(monotonic=lambda: float("inf"))  # the bound has passed
+        monkeypatch.setattr("lldsched.stores.sqlite_file.time", later)
+        with pytest.raises(StoreError, match="was deleted"):
+            store.save(snapshot(task(id="b")))
+
+
+def test_a_shared_store_keeps_its_own_rule_refusing_claims(tmp_path: Path) -> None:
+    """A shared store checks the same identity at every claim (and refuses to claim:
+    test_store_shared), not at every write: the others may still settle on the path."""
+    with SqliteTaskStore(tmp_path / "shared.db", shared=True) as store:
+        os.unlink(store.path)
+        store.save(snapshot(task(id="a")))  # a control verb's row: written, not refused
+        with pytest.raises(StoreError, match="was removed or replaced since this process"):
+            store.claim(now=T0, limit=1)
