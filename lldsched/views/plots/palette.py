@@ -1,0 +1,104 @@
+"""The colours and cues that carry meaning in the plots (outcomes, states, compared
+series), chosen so a reader with a colour-vision deficiency, or a greyscale print,
+still tells them apart.
+
+One rule, held here and asserted by ``tests/test_accessibility.py``: two things a
+chart tells apart by colour alone differ by at least :data:`MIN_DISTANCE` (CIELAB
+ΔE) as seen with normal vision and as simulated for protanopia, deuteranopia and
+tritanopia (Machado, Oliveira and Fernandes, 2009, full severity), and by at least
+:data:`MIN_LIGHTNESS` (CIELAB L*) in greyscale; where they do not, a hatch or a
+marker tells them apart as well.  The colours are the Okabe-Ito palette's, made for
+colour-blind readers.
+
+A task's colour is another rule (:func:`~lldsched.views.plots.task_colours`): it names
+a task, always with a legend or a lane label beside it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "ACCENT",
+    "LEASE",
+    "LINES",
+    "MIN_DISTANCE",
+    "MIN_LIGHTNESS",
+    "SERIES",
+    "STATES",
+    "STATE_ALPHA",
+    "WRITES",
+    "Cue",
+]
+
+MIN_DISTANCE = 15.0
+"""Least CIELAB ΔE (1976) between two colours that alone tell two things apart, in
+every simulated vision (about six times a just-noticeable difference)."""
+
+MIN_LIGHTNESS = 15.0
+"""Least difference of CIELAB L* between two colours that alone tell two things apart
+in a greyscale print."""
+
+_BLUE, _ORANGE, _GREEN, _PURPLE, _SKY = "#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9"
+_VERMILLION = "#D55E00"
+
+
+@dataclass(frozen=True)
+class Cue:
+    """How a chart shows one kind of thing: a fill colour, and the hatch and marker
+    (matplotlib's names; empty for none) that say it without colour."""
+
+    colour: str
+    hatch: str = ""
+    marker: str = ""
+
+
+ACCENT = _VERMILLION
+"""The one colour that draws the eye to a mark already told by its shape (the crosses of
+dropped slots, the player's dashed "now" line): apart from black, the greys and every
+task colour's lightness in any vision."""
+
+WRITES = {
+    "landed": Cue(_BLUE),
+    "duplicate": Cue(_VERMILLION, hatch="xx", marker="*"),
+    "rejected": Cue("#FFFFFF", marker="X"),
+    "lost": Cue("#DDDDDD", hatch="////"),
+}
+"""A cluster run's bar by what became of its write (:func:`cluster_timeline`)."""
+
+LEASE = Cue(_GREEN)
+"""A cluster run's lease: a thin bar under its run's bar (told by its shape, and apart
+from every :data:`WRITES` colour in any vision)."""
+
+STATES = {
+    "pause": Cue(_ORANGE),
+    "down": Cue("#555555", hatch=".."),
+}
+"""A cluster node's paused and down spans, which shade its whole lane (drawn at
+:data:`STATE_ALPHA`)."""
+
+STATE_ALPHA = 0.45
+
+SERIES = (
+    Cue(_BLUE),
+    Cue(_ORANGE, hatch="//"),
+    Cue(_GREEN, hatch=".."),
+    Cue(_PURPLE, hatch="xx"),
+    Cue(_SKY, hatch="\\\\"),
+)
+"""Compared series in order (the bars of :func:`fencing_comparison`): colours apart in
+every vision, and each a hatch of its own for a greyscale print, where the first two
+are also apart in lightness."""
+
+LINES = (("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"), ((0, (5, 1, 1, 1)), "v"))
+"""Compared lines in order, each a line style and a marker of its own beside its
+:data:`SERIES` colour: a greyscale print, or a reader who confuses the colours, still
+tells the lines apart and matches them to the key."""
+
+
+def series(index: int) -> dict[str, Any]:
+    """The keyword arguments of ``Axes.plot`` that draw the ``index``-th compared line
+    (colour, line style, marker), repeating past the last."""
+    linestyle, marker = LINES[index % len(LINES)]
+    return {"color": SERIES[index % len(SERIES)].colour, "linestyle": linestyle, "marker": marker}
