@@ -59,6 +59,8 @@ from lldsched.views.plots.palette import (
     STATES,
     WRITES,
     Cue,
+    contrast,
+    text_on,
 )
 from tests.test_cluster_views import FENCED, UNFENCED
 from tests.test_plots import TEN_RUNS
@@ -310,6 +312,43 @@ def test_a_duplicate_writes_bar_is_hatched_in_the_palettes_colour() -> None:
     landed = UNFENCED.landed()
     twice = [r for r in UNFENCED.runs if r.write == "landed" and landed[(r.task_id, r.slot)] > 1]
     assert len(bars) == len(twice) > 0
+
+
+def test_a_bar_on_a_lane_per_worker_says_its_task_in_readable_text() -> None:
+    ax = gantt(_ten()).axes[0]
+    names = [text for text in ax.texts if text.get_gid() == "bar_names"]
+    # The wide bars (backup twice, import, report twice); not the 5 s heartbeats.
+    assert sorted(text.get_text() for text in names) == [
+        "backup", "backup", "import", "report", "report",
+    ]  # fmt: skip
+    for text in names:
+        box = text.get_bbox_patch()
+        assert box is not None
+        assert contrast(text.get_color(), box.get_facecolor()) >= 4.5, text.get_text()
+    assert not [t for t in gantt(_ten(), by="task").axes[0].texts if t.get_gid() == "bar_names"]
+
+
+def test_the_tasks_of_a_lateness_chart_differ_in_shape_not_only_in_colour() -> None:
+    points = lateness_over_time(_ten()).axes[0]
+    shapes = {
+        c.get_label(): np.asarray(c.get_paths()[0].vertices).tobytes()
+        for c in points.collections
+        if c.get_label() in {"backup", "report", "import", "heartbeat"}
+    }
+    assert len(set(shapes.values())) == 4
+    handles = points.get_legend().legend_handles  # type: ignore[union-attr]
+    assert len({handle.get_marker() for handle in handles}) == 4  # type: ignore[union-attr]
+    curves = lateness_distribution(_ten()).axes[0]
+    styles = {str(line.get_label()): line.get_linestyle() for line in curves.get_lines()}
+    named = {label: style for label, style in styles.items() if not label.startswith("_")}
+    assert len(named) == 4 and len(set(named.values())) == 4
+
+
+def test_text_on_any_task_colour_passes_wcag_for_small_text() -> None:
+    cmap = mpl.colormaps["tab20"]
+    for fill in [cmap(i) for i in range(20)]:
+        assert contrast(text_on(fill), fill) >= 4.5, fill
+    assert contrast("black", "white") == pytest.approx(21.0)
 
 
 # -- widgets ---------------------------------------------------------------------------

@@ -201,7 +201,7 @@ def test_mark_wait_labels_a_runs_wait_on_its_lane(ten: pd.DataFrame) -> None:
     figure = gantt(ten)
     late = ten.iloc[int(ten["lateness"].to_numpy().argmax())]  # import: due +60 s, starts +300 s
     assert mark_wait(figure, late) is figure
-    (note,) = figure.axes[0].texts
+    (note,) = [text for text in figure.axes[0].texts if text.get_gid() != "bar_names"]
     assert note.get_text() == "import waited 4 min"
     elsewhere = late.copy()
     elsewhere["worker"] = 7

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from lldsched.errors import ValidationError
+from lldsched.views.plots.palette import TASK_LINES, TASK_MARKERS
 
 __all__ = [
     "DETAIL_RUNS",
@@ -316,15 +317,35 @@ def _colours(names: Iterable[str], *, taken: set[int]) -> dict[str, Colour]:
     return colours
 
 
-def _task_handles(labels: Sequence[str], colours: Array, named: Sequence[int]) -> list[Any]:
-    """A legend entry per named task and, for the rest, one "+ n more tasks (grey)"."""
-    handles: list[Any] = [Patch(facecolor=colours[i], label=labels[i]) for i in named]
+def _task_handles(
+    labels: Sequence[str], colours: Array, named: Sequence[int], *, drawn: str = "bar"
+) -> list[Any]:
+    """A legend entry per named task and, for the rest, one "+ n more tasks (grey)".
+    ``drawn``: how the chart draws a task, ``"bar"`` (a patch of its colour),
+    ``"point"`` or ``"line"`` (its colour and its :func:`task_mark`)."""
+    rank = {code: n for n, code in enumerate(sorted(named))}  # as task_mark counts
+    handles: list[Any] = [
+        Patch(facecolor=colours[i], label=labels[i])
+        if drawn == "bar"
+        else Line2D([], [], color=colours[i], label=labels[i], **task_mark(rank[i], drawn=drawn))
+        for i in named
+    ]
     if len(labels) > len(named):
         more = len(labels) - len(named)
         handles.append(
             Patch(facecolor=OTHER_TASKS, edgecolor="none", label=f"+ {more:,} more tasks (grey)")
         )
     return handles
+
+
+def task_mark(rank: int, *, drawn: str) -> dict[str, Any]:
+    """The marker (``drawn="point"``) or line style (``"line"``) of the ``rank``-th task
+    a chart names, in the order of :func:`_tasks`' codes: with its colour, a second cue
+    for a reader who confuses two task colours (``tab20``'s are not all apart in every
+    colour vision), and what tells them apart in print."""
+    if drawn == "point":
+        return {"marker": TASK_MARKERS[rank % len(TASK_MARKERS)], "linestyle": "none"}
+    return {"linestyle": TASK_LINES[rank % len(TASK_LINES)]}
 
 
 def _lanes_height(lanes: int, *, each: float = 0.45) -> float:

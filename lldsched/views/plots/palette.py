@@ -11,7 +11,9 @@ marker tells them apart as well.  The colours are the Okabe-Ito palette's, made 
 colour-blind readers.
 
 A task's colour is another rule (:func:`~lldsched.views.plots.task_colours`): it names
-a task, always with a legend or a lane label beside it.
+a task, always with a legend, a lane label or the name written on its bar beside it.
+Text written on a fill is black or white, whichever contrasts more (:func:`text_on`:
+at least 4.8 to 1 on every ``tab20`` colour, past WCAG's 4.5 for small text).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ __all__ = [
     "SERIES",
     "STATES",
     "STATE_ALPHA",
+    "TASK_LINES",
+    "TASK_MARKERS",
     "WRITES",
     "Cue",
 ]
@@ -102,3 +106,30 @@ def series(index: int) -> dict[str, Any]:
     (colour, line style, marker), repeating past the last."""
     linestyle, marker = LINES[index % len(LINES)]
     return {"color": SERIES[index % len(SERIES)].colour, "linestyle": linestyle, "marker": marker}
+
+
+TASK_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "p", "h", "*")
+"""The markers of the tasks a point chart names (as many as it names at most)."""
+
+TASK_LINES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)))
+"""The line styles of the tasks a line chart names, in turn."""
+
+
+def _luminance(colour: Any) -> float:
+    """WCAG 2's relative luminance of a matplotlib colour."""
+    from matplotlib.colors import to_rgb
+
+    channels = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in to_rgb(colour)]
+    return 0.2126 * channels[0] + 0.7152 * channels[1] + 0.0722 * channels[2]
+
+
+def contrast(one: Any, other: Any) -> float:
+    """WCAG 2's contrast ratio of two colours, 1 to 21 (4.5 is its floor for small text)."""
+    light, dark = sorted((_luminance(one), _luminance(other)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
+def text_on(fill: Any) -> str:
+    """Black or white, whichever contrasts more with ``fill``: the colour of text
+    written on a bar."""
+    return "black" if contrast("black", fill) >= contrast("white", fill) else "white"
