@@ -189,7 +189,8 @@ def fencing_comparison(
     ax.locator_params(axis="y", integer=True)  # counts: no 2.5 tick
     top = float(counts[shown].to_numpy().max())
     ax.set_ylim(0, max(1.0, top) * 1.18)
-    ax.set_title(f"{int(counts['slots'].iloc[0])} slots due", fontsize=10)
+    compared = " against ".join(str(label) for label in counts.index)
+    ax.set_title(f"{compared}: {int(counts['slots'].iloc[0])} slots due", fontsize=10)
     ax.legend(frameon=False)
     ax.grid(axis="y", alpha=0.3)
     return figure
