@@ -172,6 +172,7 @@ def test_the_accent_stands_apart_from_black_and_the_greys_in_any_vision() -> Non
     for grey in ("black", "0.15", "0.5", "0.75", "white"):
         assert too_close(ACCENT, grey) in ([], ["greyscale"]), grey
     assert too_close(ACCENT, "black") == []
+    assert contrast(ACCENT, "white") < 4.5  # hence never the colour of text
 
 
 # -- a task's colour -------------------------------------------------------------------
@@ -299,6 +300,21 @@ def test_no_text_in_a_chart_is_smaller_than_seven_points(name: str) -> None:
     }
     small = {text: size for text, size in sizes.items() if size < 7}
     assert small == {}
+
+
+@pytest.mark.parametrize("name", sorted(FIGURES))
+def test_every_text_in_a_chart_contrasts_with_what_it_is_written_on(name: str) -> None:
+    figure = FIGURES[name]()
+    figure.draw_without_rendering()
+    faint = []
+    for text in figure.findobj(mpl.text.Text):
+        if not (text.get_text().strip() and text.get_visible()):
+            continue
+        box = text.get_bbox_patch()
+        ground = box.get_facecolor() if box is not None else "white"
+        if contrast(text.get_color(), ground) < 4.5:
+            faint.append(text.get_text())
+    assert faint == []
 
 
 def test_a_duplicate_writes_bar_is_hatched_in_the_palettes_colour() -> None:

@@ -592,7 +592,7 @@ class SimulationPlayer:
         )
         now = float(self.sim.now) / 86400.0  # a matplotlib date: days since 1970
         ax.axvline(now, color=ACCENT, linestyle="--", linewidth=1, gid="now")
-        ax.text(now, 0.99, " now", color=ACCENT, va="top", transform=ax.get_xaxis_transform())
+        ax.text(now, 0.99, " now", color="black", va="top", transform=ax.get_xaxis_transform())
         buffer = io.BytesIO()
         figure.savefig(buffer, format="png", dpi=80)
         self.charts_drawn += 1

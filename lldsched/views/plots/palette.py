@@ -34,6 +34,9 @@ __all__ = [
     "TASK_MARKERS",
     "WRITES",
     "Cue",
+    "contrast",
+    "series",
+    "text_on",
 ]
 
 MIN_DISTANCE = 15.0
@@ -60,8 +63,8 @@ class Cue:
 
 ACCENT = _VERMILLION
 """The one colour that draws the eye to a mark already told by its shape (the crosses of
-dropped slots, the player's dashed "now" line): apart from black, the greys and every
-task colour's lightness in any vision."""
+dropped slots, the player's dashed "now" line): apart from black and the greys in any
+vision.  Not for text: on white it is 3.9 to 1, under WCAG's 4.5."""
 
 WRITES = {
     "landed": Cue(_BLUE),
