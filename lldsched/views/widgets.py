@@ -137,6 +137,9 @@ class _Row:
         }
         for verb, button in self.buttons.items():
             button.on_click(lambda _button, verb=verb: panel._press(task_id, verb))
+        # A button says its verb; its tooltip (the button's title, which a screen reader
+        # reads with it) names the task too: a column of "pause" buttons says which.
+        self.named = False
         self.controls = widgets.HBox(list(self.buttons.values()))
         # Stable CSS classes: "lldsched-<column>" and "lldsched-<verb>", plus the task's
         # id on every cell, for styling and for browser tests.
@@ -163,6 +166,10 @@ class _Row:
         )  # fmt: skip
         for label, value in zip(self.cells.values(), values, strict=True):
             label.value = value
+        if not self.named:  # a row's task keeps its name: said once
+            self.named = True
+            for verb, button in self.buttons.items():
+                button.tooltip = f"{verb} {task.name}"
         self.cells["last error"].tooltip = task.last_error or None
         status = task.status
         self.buttons["pause"].disabled = status not in _LIVE
@@ -227,6 +234,7 @@ class ControlPanel:
         self.message.add_class("lldsched-message")
         self.find = widgets.Text(
             placeholder="part of a task's name", description="find",
+            tooltip="show the tasks whose name holds this text (Enter applies it)",
             continuous_update=False, layout=widgets.Layout(display="none"),
         )  # fmt: skip
         self.find.add_class("lldsched-find")
@@ -450,18 +458,26 @@ class SimulationPlayer:
         self.table = ControlPanel(sim, tz=tz, loop=None, live=False)
         self.clock = widgets.HTML()
         buttons = {
-            "step": lambda: self.step(),
-            "+1 hour": lambda: self.advance(3600),
-            "+1 day": lambda: self.advance(86400),
+            "step": (lambda: self.step(), "process the next simulated event"),
+            "+1 hour": (lambda: self.advance(3600), "run one simulated hour"),
+            "+1 day": (lambda: self.advance(86400), "run one simulated day"),
         }
         self.buttons = {}
-        for label, action in buttons.items():
-            button = widgets.Button(description=label, layout=widgets.Layout(width="auto"))
+        for label, (action, tooltip) in buttons.items():
+            button = widgets.Button(
+                description=label, tooltip=tooltip, layout=widgets.Layout(width="auto")
+            )
             button.on_click(lambda _button, action=action: action())
             button.add_class(f"lldsched-player-{label.replace(' ', '').replace('+', 'plus')}")
             self.buttons[label] = button
-        self.until = widgets.Text(placeholder="2026-01-05 18:00", description="run until")
-        self.buttons["run"] = widgets.Button(description="run", layout=widgets.Layout(width="auto"))
+        self.until = widgets.Text(
+            placeholder="2026-01-05 18:00", description="run until",
+            tooltip=f"an instant (YYYY-MM-DD HH:MM, in {self._tz.key}); then press run",
+        )  # fmt: skip
+        self.buttons["run"] = widgets.Button(
+            description="run", tooltip="run until the instant typed in 'run until'",
+            layout=widgets.Layout(width="auto"),
+        )  # fmt: skip
         self.buttons["run"].on_click(lambda _button: self._run_until_text())
         self.buttons["run"].add_class("lldsched-player-run")
         self.clock.add_class("lldsched-player-clock")
@@ -534,7 +550,7 @@ class SimulationPlayer:
         self.clock.value = f"<b>simulated time</b> {_plain(self._now())}"
         self.table.refresh()
         if self.chart is not None:
-            self.chart.value = self._draw()
+            self.chart.value, self.chart.tooltip = self._draw()
 
     def span(self) -> tuple[float, float]:
         """The chart's time span, epoch seconds: ``window`` seconds from the player's first
@@ -556,11 +572,14 @@ class SimulationPlayer:
             )  # fmt: skip
         return flying
 
-    def _draw(self) -> bytes:
+    def _draw(self) -> tuple[bytes, str]:
+        """The chart as PNG, and in words (the image's tooltip: its title, which a
+        screen reader reads as the picture's name)."""
         import io
 
         from lldsched.views.frames import to_frame
         from lldsched.views.plots import PlotFigure, gantt
+        from lldsched.views.plots.palette import ACCENT
 
         low, high = self.span()
         order = {task.id: index for index, task in enumerate(self.sim.tasks())}
@@ -572,12 +591,12 @@ class SimulationPlayer:
             to_frame(recent), by="task", ax=ax, tz=self._tz.key, span=(low - self.window / 50, high)
         )
         now = float(self.sim.now) / 86400.0  # a matplotlib date: days since 1970
-        ax.axvline(now, color="tab:red", linestyle="--", linewidth=1, gid="now")
-        ax.text(now, 0.99, " now", color="tab:red", va="top", transform=ax.get_xaxis_transform())
+        ax.axvline(now, color=ACCENT, linestyle="--", linewidth=1, gid="now")
+        ax.text(now, 0.99, " now", color="black", va="top", transform=ax.get_xaxis_transform())
         buffer = io.BytesIO()
         figure.savefig(buffer, format="png", dpi=80)
         self.charts_drawn += 1
-        return buffer.getvalue()
+        return buffer.getvalue(), figure.description
 
     def _finished_since(self, low: float) -> list[ExecutionRecord]:
         """The records that finished at ``low`` or later.  A runtime that keeps its

@@ -44,7 +44,7 @@
 #
 # About four hours in all. Two notebooks ask for your hands: in **05** you press the
 # panel's buttons (it stays live after *Run All*); in **07** you write code, and **its
-# checks fail until you do**: a red check there is the exercise waiting, not a bug.
+# checks fail until you do**: a failed check (✗) there is the exercise waiting, not a bug.
 # Each notebook opens with its objectives and ends with three or four *Check yourself*
 # questions, answers folded underneath.
 #

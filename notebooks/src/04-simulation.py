@@ -156,7 +156,7 @@ demo.close()
 # ## 4. SKIP against CATCH_UP
 #
 # A fixed-rate task every 60 s whose runs take 150 s, on one worker of its own. `SKIP`
-# drops the slots a run overran (the red crosses) and resumes on the grid: fewer runs, and
+# drops the slots a run overran (the crosses above the runs) and resumes on the grid: fewer runs, and
 # **the lateness it causes itself** stays under a period. `CATCH_UP` runs every missed
 # slot: the backlog, and the lateness, grow by 90 s with every run.
 #

@@ -10,9 +10,10 @@ figures these functions make render themselves as PNG, with or without
 ``%matplotlib inline``), or save it with ``fig.savefig("out.png")`` (the format's
 own canvas is picked, Agg for PNG, without choosing a global backend).
 
-Every chart colours a task by its name (:func:`task_colours`), the same in every chart;
-past :data:`MAX_LEGEND_TASKS` tasks, only the ones its legend names (those that weigh
-most in it), the rest in one grey, :data:`OTHER_TASKS`.
+Every chart colours a task by its name (:func:`task_colours`), the same in every chart
+(two tasks of one chart never in one hue, up to ten); past :data:`MAX_LEGEND_TASKS`
+tasks, only the ones its legend names (those that weigh most in it), the rest in one
+grey, :data:`OTHER_TASKS`.
 
 * :func:`gantt`: a lane per worker (or per task), a bar per run coloured by task,
   failed runs hatched, timed-out runs outlined, each run's due time marked with a
@@ -32,6 +33,11 @@ most in it), the rest in one grey, :data:`OTHER_TASKS`.
   :func:`utilisation_plot` (busy fraction per worker per interval).
 
 Time axes show timezone-aware instants in the zone given as ``tz`` (default UTC).
+
+Every chart has a title and labelled axes, and says in words what it shows
+(:func:`describe`: a figure's text form in a notebook, for a screen reader); the
+colours that carry an outcome or a state are told apart in any colour vision and in
+greyscale, or by a hatch or a marker too (:mod:`lldsched.views.plots.palette`).
 """
 
 from lldsched.views.plots._base import (
@@ -42,6 +48,7 @@ from lldsched.views.plots._base import (
     OTHER_TASKS,
     SHORT_RUN,
     PlotFigure,
+    describe,
     task_colours,
 )
 from lldsched.views.plots.cluster import cluster_timeline, fencing_comparison
@@ -58,6 +65,7 @@ __all__ = [
     "SHORT_RUN",
     "PlotFigure",
     "cluster_timeline",
+    "describe",
     "fencing_comparison",
     "gantt",
     "lateness_distribution",

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from lldsched.errors import ValidationError
+from lldsched.views.plots.palette import TASK_LINES, TASK_MARKERS
 
 __all__ = [
     "DETAIL_RUNS",
@@ -48,6 +49,7 @@ __all__ = [
     "Line2D",
     "Patch",
     "PlotFigure",
+    "describe",
     "ran",
     "task_colours",
 ]
@@ -104,13 +106,67 @@ class PlotFigure(Figure):
     """A :class:`~matplotlib.figure.Figure` that renders itself as PNG in a notebook.
 
     Without pyplot no inline backend is registered for plain figures, so a figure
-    left as a cell's value would show as text; this one draws itself instead.
+    left as a cell's value would show as text; this one draws itself instead.  Its
+    text form (a notebook's ``text/plain`` beside the picture, what a screen reader or
+    a text export reads) is :attr:`description`, which the PNG carries too (its
+    ``Description`` field).
     """
+
+    @property
+    def description(self) -> str:
+        """The figure in words: see :func:`describe`."""
+        return describe(self)
 
     def _repr_png_(self) -> bytes:
         buffer = io.BytesIO()
-        self.savefig(buffer, format="png")
+        self.savefig(buffer, format="png", metadata={"Description": self.description})
         return buffer.getvalue()
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(self.description)
+
+
+def describe(figure: Figure) -> str:
+    """A figure in words, for a reader who cannot see it: its title, then each panel's
+    title, what its axes measure and the entries of its key, one line a panel::
+
+        Chart: Lateness per task
+        x axis: lateness (s); y axis: fraction of runs started; key: backup, report
+
+    Only what the figure already writes is read (titles, axis labels, legends, a colour
+    bar's label), so a chart says in words what it says in text, never more."""
+    lines = []
+    suptitle = figure.get_suptitle()
+    panels = [ax for ax in figure.get_axes() if not hasattr(ax, "_colorbar")]
+    scales = [ax for ax in figure.get_axes() if hasattr(ax, "_colorbar")]
+    if suptitle:
+        lines.append(f"Chart: {_flat(suptitle)}")
+    for ax in panels:
+        titles = [ax.get_title(loc=loc) for loc in ("left", "center", "right")]
+        said = "; ".join(_flat(title) for title in titles if title)
+        parts = []
+        if ax.axison:
+            parts += [f"x axis: {_flat(ax.get_xlabel())}" if ax.get_xlabel() else "",
+                      f"y axis: {_flat(ax.get_ylabel())}" if ax.get_ylabel() else ""]  # fmt: skip
+        legend = ax.get_legend()
+        if legend is not None:
+            keys = [_flat(text.get_text()) for text in legend.get_texts()]
+            parts.append("key: " + ", ".join(keys))
+        parts = [part for part in parts if part]
+        if said:
+            lines.append(f"{'Panel' if suptitle else 'Chart'}: {said}")
+        if parts:
+            lines.append("; ".join(parts))
+    for ax in scales:
+        label = ax.get_ylabel() or ax.get_xlabel()
+        if label:
+            lines.append(f"colour scale: {_flat(label)}")
+    return "\n".join(lines)
+
+
+def _flat(text: str) -> str:
+    """A title or label on one line (a chart breaks long ones)."""
+    return " ".join(text.split())
 
 
 def _axes(ax: Axes | None, size: tuple[float, float]) -> tuple[Figure, Axes]:
@@ -209,20 +265,24 @@ _SALT = "187249:"
 
 
 def task_colours(names: Iterable[str]) -> dict[str, Colour]:
-    """One colour per task name, the same in every chart: a name's colour is a slot of
-    matplotlib's ``tab20`` picked by a CRC-32 of the (salted) name, so it does not depend on
-    which other tasks a chart shows or in which order they ran.  Two names of one
-    chart that hash to the same slot are told apart: in sorted order, the later takes
-    the next free slot (beyond 20 names, colours repeat).  Stability comes first: two
-    names may land on the dark and the light shade of one hue (the built-in scenario's
-    ten do not).  A chart of more than :data:`MAX_LEGEND_TASKS` tasks colours only the
-    ones it names, told apart among themselves, and never in ``tab20``'s greys, which
-    would pass for :data:`OTHER_TASKS`."""
+    """One colour per task name: a slot of matplotlib's ``tab20`` picked by a CRC-32 of
+    the (salted) name, so it does not depend on the order tasks ran in, nor, but for
+    a clash of hues, on which other tasks a chart shows.  Two names of one
+    chart that hash to the same hue (``tab20`` has a dark and a light shade of ten hues,
+    which a reader, colour-blind or not, tells apart poorly) are told apart: the first
+    in sorted order keeps its slot and the later takes the next slot of a hue no name
+    took, while there is one (up to ten names, every name has a hue of its own), and
+    past that the next free slot (beyond 20 names, colours repeat).  A name keeps its
+    own colour in every chart where no name sorted before it hashes to its hue.  A
+    chart of more than :data:`MAX_LEGEND_TASKS` tasks colours only the ones it names,
+    told apart among themselves, and never in ``tab20``'s greys, which would pass for
+    :data:`OTHER_TASKS`."""
     return _colours(names, taken=set())
 
 
 # The places in _SLOTS of tab20's two greys.
 _GREYS = {_SLOTS.index(14), _SLOTS.index(15)}
+_HUES = 10  # a place in _SLOTS is a hue's dark shade, or (plus ten) its light one
 
 
 def _colours(names: Iterable[str], *, taken: set[int]) -> dict[str, Colour]:
@@ -230,26 +290,62 @@ def _colours(names: Iterable[str], *, taken: set[int]) -> dict[str, Colour]:
     cmap = colormaps["tab20"]
     size = len(_SLOTS)
     taken = set(taken)
+    hues = {slot % _HUES for slot in taken}  # a hue whose shades are taken, or grey
+    wanted = {name: zlib.crc32(f"{_SALT}{name}".encode()) % size for name in sorted(set(names))}
+    slots: dict[str, int] = {}
+    # First every name whose hue no name before it took keeps its own slot; then the
+    # others, in order, probe from theirs: one clash moves one name, never a cascade.
+    for name, slot in wanted.items():
+        if slot % _HUES not in hues:
+            slots[name] = slot
+            taken.add(slot)
+            hues.add(slot % _HUES)
+    for name, slot in wanted.items():
+        if name in slots:
+            continue
+        probes = [(slot + probe) % size for probe in range(size)]
+        slots[name] = next(
+            (s for s in probes if s % _HUES not in hues),  # a hue of its own
+            next((s for s in probes if s not in taken), slot),  # past ten, a free shade
+        )
+        taken.add(slots[name])
+        hues.add(slots[name] % _HUES)
     colours: dict[str, Colour] = {}
-    for name in sorted(set(names)):
-        wanted = zlib.crc32(f"{_SALT}{name}".encode()) % size
-        probes = [(wanted + probe) % size for probe in range(size)]
-        slot = next((s for s in probes if s not in taken), wanted)
-        taken.add(slot)
-        red, green, blue, alpha = cmap(_SLOTS[slot])
+    for name in wanted:
+        red, green, blue, alpha = cmap(_SLOTS[slots[name]])
         colours[name] = (float(red), float(green), float(blue), float(alpha))
     return colours
 
 
-def _task_handles(labels: Sequence[str], colours: Array, named: Sequence[int]) -> list[Any]:
-    """A legend entry per named task and, for the rest, one "+ n more tasks (grey)"."""
-    handles: list[Any] = [Patch(facecolor=colours[i], label=labels[i]) for i in named]
+def _task_handles(
+    labels: Sequence[str], colours: Array, named: Sequence[int], *, drawn: str = "bar"
+) -> list[Any]:
+    """A legend entry per named task and, for the rest, one "+ n more tasks (grey)".
+    ``drawn``: how the chart draws a task, ``"bar"`` (a patch of its colour),
+    ``"point"`` or ``"line"`` (its colour and its :func:`task_mark`)."""
+    rank = {code: n for n, code in enumerate(sorted(named))}  # as task_mark counts
+    handles: list[Any] = [
+        Patch(facecolor=colours[i], label=labels[i])
+        if drawn == "bar"
+        else Line2D([], [], color=colours[i], label=labels[i], **task_mark(rank[i], drawn=drawn))
+        for i in named
+    ]
     if len(labels) > len(named):
         more = len(labels) - len(named)
         handles.append(
             Patch(facecolor=OTHER_TASKS, edgecolor="none", label=f"+ {more:,} more tasks (grey)")
         )
     return handles
+
+
+def task_mark(rank: int, *, drawn: str) -> dict[str, Any]:
+    """The marker (``drawn="point"``) or line style (``"line"``) of the ``rank``-th task
+    a chart names, in the order of :func:`_tasks`' codes: with its colour, a second cue
+    for a reader who confuses two task colours (``tab20``'s are not all apart in every
+    colour vision), and what tells them apart in print."""
+    if drawn == "point":
+        return {"marker": TASK_MARKERS[rank % len(TASK_MARKERS)], "linestyle": "none"}
+    return {"linestyle": TASK_LINES[rank % len(TASK_LINES)]}
 
 
 def _lanes_height(lanes: int, *, each: float = 0.45) -> float:

@@ -3,7 +3,7 @@
 * :func:`cluster_timeline`: a lane per node; each run a bar from its claim to its
   write, above a thin bar for its lease (claim to settle, or to the expiry its
   node failed to renew), labelled with its slot and token; pauses shaded, outages
-  dark; duplicate writes marked with a red star, rejected writes with a cross (a
+  dark; duplicate writes hatched and marked with a star, rejected writes with a cross (a
   mark that would cover the one before it on its lane is drawn under the bar),
   runs lost to a crash hatched.
 * :func:`fencing_comparison`: the counts of several results (with and without
@@ -23,14 +23,11 @@ import numpy as np
 from lldsched.cluster import ClusterResult, ClusterRun
 from lldsched.views.cluster import cluster_counts, label_of
 from lldsched.views.plots._base import Axes, Figure, Line2D, Patch, _axes, _legend
+from lldsched.views.plots.palette import LEASE, SERIES, STATE_ALPHA, STATES, WRITES, Cue
 
 __all__ = ["cluster_timeline", "fencing_comparison"]
 
-_LANDED, _REJECTED, _LOST = "#4C72B0", "white", "#E3E3E3"
-_DUPLICATE = "#C44E52"
-_LEASE = "#55A868"
-_PAUSE, _DOWN = "#F2C57C", "#8E9AAF"
-_WRITE_COLOURS = {"landed": _LANDED, "rejected": _REJECTED, "none": _LOST}
+_WRITES = {"landed": WRITES["landed"], "rejected": WRITES["rejected"], "none": WRITES["lost"]}
 _LABELLED_RUNS = 40  # up to this many runs, each bar says its slot and token
 
 
@@ -41,10 +38,11 @@ def cluster_timeline(result: ClusterResult, *, ax: Axes | None = None) -> Figure
     origin = result.start
     for span in result.spans:
         lane = lanes[span.node]
-        colour = _PAUSE if span.kind == "pause" else _DOWN
+        state = STATES["pause" if span.kind == "pause" else "down"]
         ax.broken_barh(
             [(span.start - origin, span.end - span.start)], (lane - 0.45, 0.9),
-            facecolors=colour, alpha=0.55, zorder=0,
+            facecolors=state.colour, hatch=state.hatch or None, edgecolors="none",
+            alpha=STATE_ALPHA, zorder=0,
         )  # fmt: skip
     ends = [
         run.finished if run.finished is not None else _crash(result, run) for run in result.runs
@@ -58,14 +56,14 @@ def cluster_timeline(result: ClusterResult, *, ax: Axes | None = None) -> Figure
         claimed, finished = run.claimed - origin, finish - origin
         ax.broken_barh(
             [(claimed, run.lease_until - run.claimed)], (lane + 0.24, 0.1),
-            facecolors=_LEASE, zorder=1,
+            facecolors=LEASE.colour, zorder=1,
         )  # fmt: skip
         duplicate = run.write == "landed" and landed[(run.task_id, run.slot)] > 1
-        colour = _DUPLICATE if duplicate else _WRITE_COLOURS[run.write]
+        cue = WRITES["duplicate"] if duplicate else _WRITES[run.write]
         ax.broken_barh(
             [(claimed, max(finished - claimed, end / 400))], (lane - 0.3, 0.5),
-            facecolors=colour, edgecolors="black", linewidth=0.4,
-            hatch="////" if run.write == "none" else None, zorder=2,
+            facecolors=cue.colour, edgecolors="black", linewidth=0.4, hatch=cue.hatch or None,
+            zorder=2,
         )  # fmt: skip
         if duplicate or run.write == "rejected":
             marks.append((lane, finished, "duplicate" if duplicate else "rejected"))
@@ -79,6 +77,7 @@ def cluster_timeline(result: ClusterResult, *, ax: Axes | None = None) -> Figure
     ax.set_xlim(0, end * 1.02)
     _draw_marks(ax, marks, span=end * 1.02)
     ax.set_xlabel("seconds after the start")
+    ax.set_ylabel("node")
     summary = result.summary()
     ax.set_title(
         f"{label_of(result)}, lease {result.lease:g} s renewed every {result.renewal:g} s: "
@@ -117,11 +116,12 @@ def _draw_marks(ax: Axes, marks: list[tuple[int, float, str]], *, span: float) -
         previous[lane] = (x, offset)
         y = lane - 0.05 + offset
         if kind == "duplicate":
-            ax.plot(x, y, marker="*", color=_DUPLICATE, markersize=size, markeredgecolor="black",
-                    markeredgewidth=0.9, zorder=4, gid="duplicate_writes")  # fmt: skip
+            ax.plot(x, y, marker=WRITES["duplicate"].marker, color=WRITES["duplicate"].colour,
+                    markersize=size, markeredgecolor="black", markeredgewidth=0.9, zorder=4,
+                    gid="duplicate_writes")  # fmt: skip
         else:
-            ax.plot(x, y, marker="X", color="black", markersize=size, zorder=4,
-                    gid="rejected_writes")  # fmt: skip
+            ax.plot(x, y, marker=WRITES["rejected"].marker, color="black", markersize=size,
+                    zorder=4, gid="rejected_writes")  # fmt: skip
 
 
 def _crash(result: ClusterResult, run: ClusterRun) -> float:
@@ -140,19 +140,26 @@ def _handles(result: ClusterResult, *, labelled: bool) -> list[Any]:
     writes = {run.write for run in result.runs}
     kinds = {span.kind for span in result.spans}
     shown = [
-        (True, Patch(facecolor=_LANDED, edgecolor="black", label="run, write landed")),
-        (result.duplicates > 0, Patch(facecolor=_DUPLICATE, edgecolor="black",
-                                      label="write landed twice (duplicate)")),
-        ("rejected" in writes, Patch(facecolor=_REJECTED, edgecolor="black",
-                                     label="write rejected (stale token)")),
-        ("none" in writes, Patch(facecolor=_LOST, edgecolor="black", hatch="////",
-                                 label="run lost in a crash")),
-        (True, Patch(facecolor=_LEASE, label="lease held")),
-        ("pause" in kinds, Patch(facecolor=_PAUSE, alpha=0.55, label="paused (stop the world)")),
-        ("down" in kinds, Patch(facecolor=_DOWN, alpha=0.55, label="down (crashed)")),
+        (True, _patch(WRITES["landed"], label="run, write landed")),
+        (result.duplicates > 0, _patch(WRITES["duplicate"],
+                                       label="write landed twice (duplicate, ★)")),
+        ("rejected" in writes, _patch(WRITES["rejected"],
+                                      label="write rejected (stale token, ✖)")),
+        ("none" in writes, _patch(WRITES["lost"], label="run lost in a crash")),
+        (True, Patch(facecolor=LEASE.colour, label="lease held (thin bar)")),
+        ("pause" in kinds, _patch(STATES["pause"], alpha=STATE_ALPHA,
+                                  label="paused (stop the world)")),
+        ("down" in kinds, _patch(STATES["down"], alpha=STATE_ALPHA, label="down (crashed)")),
         (labelled, Line2D([], [], linestyle="", label="label: slot·#token")),
     ]  # fmt: skip
     return [handle for wanted, handle in shown if wanted]
+
+
+def _patch(cue: Cue, *, label: str, alpha: float | None = None) -> Patch:
+    """A legend entry drawn as ``cue`` is on the chart (its colour and hatch)."""
+    return Patch(
+        facecolor=cue.colour, edgecolor="black", hatch=cue.hatch or None, alpha=alpha, label=label
+    )
 
 
 def fencing_comparison(
@@ -168,20 +175,22 @@ def fencing_comparison(
     figure, ax = _axes(ax, (8.0, 3.4))
     width = 0.8 / len(counts)
     positions = np.arange(len(shown))
-    colours = ["#C44E52", "#4C72B0", "#55A868", "#8172B2", "#CCB974"]
     for index, (label, row) in enumerate(counts.iterrows()):
         values = [int(row[column]) for column in shown]
         bars = ax.bar(
             positions + (index - (len(counts) - 1) / 2) * width, values, width * 0.92,
-            label=str(label), color=colours[index % len(colours)],
+            label=str(label), color=SERIES[index % len(SERIES)].colour,
+            hatch=SERIES[index % len(SERIES)].hatch or None, edgecolor="black", linewidth=0.5,
         )  # fmt: skip
         ax.bar_label(bars, fontsize=9, padding=2)
     ax.set_xticks(positions, titles)
+    ax.set_xlabel("what was counted")
     ax.set_ylabel("count")
     ax.locator_params(axis="y", integer=True)  # counts: no 2.5 tick
     top = float(counts[shown].to_numpy().max())
     ax.set_ylim(0, max(1.0, top) * 1.18)
-    ax.set_title(f"{int(counts['slots'].iloc[0])} slots due", fontsize=10)
+    compared = " against ".join(str(label) for label in counts.index)
+    ax.set_title(f"{compared}: {int(counts['slots'].iloc[0])} slots due", fontsize=10)
     ax.legend(frameon=False)
     ax.grid(axis="y", alpha=0.3)
     return figure

@@ -37,6 +37,7 @@ from lldsched.views.plots._base import (
     _time_axis,
     ran,
 )
+from lldsched.views.plots.palette import text_on
 from lldsched.views.tables import seconds_text
 
 __all__ = ["gantt", "mark_wait"]
@@ -119,6 +120,8 @@ def gantt(
             low = min(low, earliest)
             marks.append(_WAIT_HANDLE)
         _set_xlim(ax, low, high)
+        if by == "worker" and detail:  # a lane per worker: the bar says its task too
+            _name_bars(ax, frame, lane.astype(float), palette[codes], shown or (low, high))
         if depends_on and detail and _draw_edges(ax, frame, lane.astype(float), depends_on):
             marks.append(_EDGE_HANDLE)
         _legend(ax, [*_task_handles(labels, palette, named), *marks])
@@ -135,6 +138,38 @@ def gantt(
     title = title if title is not None else _gantt_title(everything, by)
     ax.set_title(title, loc="left")
     return figure
+
+
+_NAME_POINTS = 7.0
+"""The size of a task's name written on its bar (a lane per worker)."""
+
+
+def _name_bars(
+    ax: Axes,
+    frame: pd.DataFrame,
+    lane: np.ndarray[Any, Any],
+    colours: np.ndarray[Any, Any],
+    span: tuple[float, float],
+) -> None:
+    """Write each run's task name on its bar where the bar is wide enough to hold it, in
+    black or white, whichever reads better on the bar (:func:`text_on`): on a lane per
+    worker the bar's colour was all that said which task ran, and ``tab20``'s colours
+    are not told apart by every reader."""
+    start, finish = _dates(frame["start"]), _dates(frame["finish"])
+    width = ax.get_position().width * _root(ax).get_figwidth() * 72  # points, roughly
+    per_point = (span[1] - span[0]) / max(width, 1.0)
+    names = frame["name"].astype(str).to_numpy()
+    for i in range(len(frame)):
+        room = (min(finish[i], span[1]) - max(start[i], span[0])) / per_point
+        if room < len(names[i]) * _NAME_POINTS * 0.62 + 4:  # DejaVu Sans: ~0.6 em a letter
+            continue
+        ax.text(
+            (max(start[i], span[0]) + min(finish[i], span[1])) / 2, lane[i], names[i],
+            ha="center", va="center", fontsize=_NAME_POINTS, color=text_on(colours[i]),
+            clip_on=True, zorder=4, gid="bar_names",
+            # on the bar's own colour: a failed run's hatching stops short of the name
+            bbox={"boxstyle": "square,pad=0.15", "facecolor": colours[i], "edgecolor": "none"},
+        )  # fmt: skip
 
 
 _EDGE_COLOUR = "0.25"

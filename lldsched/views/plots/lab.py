@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from matplotlib.ticker import LogFormatter
 
 from lldsched.views.plots._base import Figure, PlotFigure
+from lldsched.views.plots.palette import series
 
 __all__ = ["cancel_cost", "listener_latency", "overrun_pileup", "polling_tradeoff", "wheel_costs"]
 
@@ -26,6 +27,11 @@ class _PlainLog(LogFormatter):
 
     def __call__(self, x: float, pos: int | None = None) -> str:
         return f"{x:g}" if super().__call__(x, pos) else ""
+
+
+_SPARSE = (0.0, 0.08)
+"""Where a step curve of many runs is marked: about a dozen marks along its length
+(its line style tells it too), not one a run."""
 
 
 def _figure(width: float = 6.4, height: float = 3.6, *, columns: int = 1) -> PlotFigure:
@@ -60,8 +66,8 @@ def cancel_cost(
     """Microseconds per cancel against heap size, both ways (log-log)."""
     figure = _figure()
     (ax,) = figure.axes
-    ax.plot(sizes, remove_us, "o-", label="list.remove + heapify: O(n)")
-    ax.plot(sizes, tombstone_us, "s-", label="tombstone: O(1)")
+    ax.plot(sizes, remove_us, label="list.remove + heapify: O(n)", **series(0))
+    ax.plot(sizes, tombstone_us, label="tombstone: O(1)", **series(1))
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("entries in the heap")
@@ -79,13 +85,15 @@ def overrun_pileup(
     from the start of the day; drawn in hours."""
     figure = _figure(9.6, 3.6, columns=2)
     job_ax, beat_ax = figure.axes
-    for strategy, (job, heartbeat) in days.items():
+    for index, (strategy, (job, heartbeat)) in enumerate(days.items()):
         for ax, runs in ((job_ax, job), (beat_ax, heartbeat)):
             ax.plot(
                 [start / 3600 for start, _ in runs],
                 [late / 3600 for _, late in runs],
                 label=strategy,
                 drawstyle="steps-post",
+                markevery=_SPARSE,
+                **series(index),
             )
     job_ax.set_title("the job (every 60 s, runs 150 s)")
     beat_ax.set_title("the heartbeat beside it (every 10 s)")
@@ -104,8 +112,8 @@ def listener_latency(
     """Median lateness of a burst of runs against the listener's delay per event."""
     figure = _figure()
     (ax,) = figure.axes
-    ax.plot(delays_ms, under_lock_ms, "o-", label="listener called under the lock")
-    ax.plot(delays_ms, off_lock_ms, "s-", label="listener on the dispatcher's thread")
+    ax.plot(delays_ms, under_lock_ms, label="listener called under the lock", **series(0))
+    ax.plot(delays_ms, off_lock_ms, label="listener on the dispatcher's thread", **series(1))
     ax.set_xlabel("the listener's delay per event (ms)")
     ax.set_ylabel("median run starts late by (ms)")
     ax.set_title("Dispatch latency against listener delay (20 runs due together)")
@@ -124,8 +132,8 @@ def wheel_costs(
     figure = _figure(9.6, 3.6, columns=2)
     insert_ax, pop_ax = figure.axes
     for ax, costs, what in ((insert_ax, insert, "insert"), (pop_ax, pop, "pop every timer")):
-        for name, values in costs.items():
-            ax.plot(sizes, values, "o-", label=name)
+        for index, (name, values) in enumerate(costs.items()):
+            ax.plot(sizes, values, label=name, **series(index))
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(_PlainLog())

@@ -31,6 +31,7 @@ from lldsched.views.plots._base import (
     _unit,
     task_colours,
 )
+from lldsched.views.plots.palette import ACCENT
 
 __all__ = ["overrun_comparison"]
 
@@ -180,7 +181,7 @@ def _rows_alike(figure: Figure, panels: Sequence[Axes], rows: Sequence[int]) -> 
         ax.set_anchor("N")
 
 
-_SKIPPED_COLOUR = "tab:red"
+_SKIPPED_COLOUR = ACCENT
 _TOP = -1.1
 """The top of each panel's y range: a strip above the first row (centred on 0) for
 the crosses of dropped slots."""

@@ -27,6 +27,7 @@ from lldsched.views.plots._base import (
     _time_axis,
     _unit,
     ran,
+    task_mark,
 )
 
 __all__ = ["lateness_distribution", "lateness_over_time", "utilisation_plot"]
@@ -45,17 +46,18 @@ def lateness_over_time(
     divisor, unit = _unit(float(lateness.max()) if len(frame) else 0.0)
     if len(frame):
         due = _dates(frame["due"])
-        size = 14 if len(frame) <= DETAIL_RUNS else 3
+        size = 28 if len(frame) <= DETAIL_RUNS else 3  # a marker whose shape shows
         others = ~np.isin(codes, named)
         if others.any():  # the tasks the legend does not name, in one grey, underneath
             ax.scatter(due[others], lateness[others] / divisor, s=size, color=OTHER_TASKS,
                        linewidths=0, gid="other_tasks")  # fmt: skip
-        for code in sorted(named):
+        for rank, code in enumerate(sorted(named)):
             mine = codes == code
             ax.scatter(due[mine], lateness[mine] / divisor, s=size, color=palette[code],
-                       label=labels[code], linewidths=0)  # fmt: skip
+                       label=labels[code], linewidths=0,
+                       marker=task_mark(rank, drawn="point")["marker"])  # fmt: skip
         _set_xlim(ax, float(due.min()), float(due.max()))
-        _legend(ax, _task_handles(labels, palette, named))
+        _legend(ax, _task_handles(labels, palette, named, drawn="point"))
     else:
         _empty(ax, "runs")
     ax.set_ylabel(f"lateness ({unit})")
@@ -86,14 +88,16 @@ def lateness_distribution(frame: pd.DataFrame, ax: Axes | None = None) -> Figure
         f"{label} (never late)" if float(latest[code]) <= 0 else label
         for code, label in enumerate(labels)
     ]
-    shown = set(named)
+    rank = {code: n for n, code in enumerate(sorted(named))}
     for code, label in enumerate(labels):  # a task not named: thin, grey, underneath
         values = np.sort(lateness[codes == code]) / divisor
         fraction = np.arange(1, len(values) + 1) / len(values)
-        mine = code in shown
+        mine = code in rank
+        style = task_mark(rank[code], drawn="line") if mine else {}
         ax.step(np.concatenate(([0.0], values)), np.concatenate(([0.0], fraction)),
                 where="post", color=palette[code], linewidth=1.5 if mine else 0.8,
-                label=label if mine else "_", zorder=2 if mine else 1.5)  # fmt: skip
+                label=label if mine else "_", zorder=2 if mine else 1.5,
+                **style)  # fmt: skip
     if not len(frame):
         _empty(ax, "runs")
     ax.axhline(0.95, color="0.5", linestyle=":", linewidth=1)
@@ -115,7 +119,7 @@ def lateness_distribution(frame: pd.DataFrame, ax: Axes | None = None) -> Figure
     ax.grid(color="0.9")
     ax.set_axisbelow(True)
     if len(labels):
-        _legend(ax, _task_handles(labels, palette, named))
+        _legend(ax, _task_handles(labels, palette, named, drawn="line"))
     ax.set_title("Lateness per task", loc="left")
     return figure
 
