@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -25,6 +26,7 @@ from lldsched import (
     ValidationError,
     Window,
 )
+from lldsched.schedules.base import Schedule
 from lldsched.sim.scenario import build_scenario
 from lldsched.views.frames import (
     COLUMNS,
@@ -36,8 +38,16 @@ from lldsched.views.frames import (
     to_frame,
     utilisation,
 )
-from lldsched.views.report import format_summary, summarize
+from lldsched.views.report import (
+    TaskColumns,
+    TaskSummary,
+    format_summary,
+    overran_slot,
+    summarize,
+    summary_of,
+)
 from tests.conftest import T0, SchedulerFactory, settle
+from tests.test_tables import edge_records
 
 R = ExecutionRecord
 
@@ -354,3 +364,82 @@ def test_a_simulation_frame_read_from_its_columns_equals_the_frame_of_its_record
     assert set(from_columns["outcome"]) >= {"ok", "failed", "timed_out", "skipped"}
     assert from_columns["result"].notna().any() and from_columns["error"].notna().any()
     pd.testing.assert_frame_equal(from_columns, from_records)
+
+
+# -- task_summary pinned against its first, group-by-group form ------------------------------
+
+
+def summary_group_by_group(
+    frame: pd.DataFrame, schedules: dict[str, Schedule] | None = None
+) -> pd.DataFrame:
+    """``task_summary`` as it was written first (a pandas ``groupby``, the one rule
+    ``summary_of`` fed a group at a time): the oracle that pins the one-pass form."""
+
+    def seconds(column: pd.Series[Any]) -> list[float]:
+        values: list[float] = (column.to_numpy(dtype="m8[us]").astype(np.int64) * 1e-6).tolist()
+        return values
+
+    def overruns(rows: pd.DataFrame, schedule: Schedule | None) -> int:
+        if schedule is None:
+            return 0
+        first = ran(rows)
+        first = first[first["attempt"] == 1]
+        slot, start, finish = (
+            (first[c].to_numpy(dtype="M8[us]").astype(np.int64) * 1e-6).tolist()
+            for c in ("slot", "start", "finish")
+        )
+        return sum(
+            overran_slot(schedule, t, f - s) for t, s, f in zip(slot, start, finish, strict=True)
+        )
+
+    rows, ids = [], []
+    for task_id, group in frame.groupby("task_id", sort=False, observed=True):
+        columns = TaskColumns(
+            outcome=group["outcome"].astype(str).tolist(),
+            ok=group["ok"].tolist(),
+            timed_out=group["timed_out"].tolist(),
+            attempt=group["attempt"].tolist(),
+            lateness=seconds(group["lateness"]),
+            duration=seconds(group["duration"]),
+        )
+        count = overruns(group, (schedules or {}).get(str(task_id)))
+        ids.append(str(task_id))
+        rows.append(summary_of(str(group["name"].iloc[0]), columns, overruns=count))
+    data: dict[str, Any] = {"name": pd.array([row.name for row in rows], dtype=pd.StringDtype())}
+    for field in TaskSummary._fields[1:]:
+        values = [getattr(row, field) for row in rows]
+        if field.startswith(("lateness", "duration", "blocked_")):
+            data[field] = np.array(
+                [np.timedelta64("NaT", "us") if v is None else round(v * 1e6) for v in values],
+                dtype="m8[us]",
+            )
+        else:
+            data[field] = np.array(values, dtype="int64")
+    index = pd.Index(ids, dtype=pd.StringDtype(), name="task_id")
+    return pd.DataFrame(data, index=index, columns=list(TaskSummary._fields))
+
+
+def pinned_summary_source() -> tuple[pd.DataFrame, dict[str, Schedule]]:
+    """The scenario's two days, a simulation with cancelled runs, a dependent's blocked
+    waits, failures and skipped slots, and records at the edges (tasks with only decided
+    slots, a NaN finish, negative lateness, instants before 1970)."""
+    scenario = build_scenario(workers=3, seed=2)
+    scenario.run_for(2 * 86400)
+    sim = Simulation(workers=2, start=T0, seed=5)
+    sim.schedule("cut", FixedRate(60), duration=150.0, overlap=Overlap.CANCEL_OTHER, id="cut")
+    extract = sim.schedule("extract", CronSchedule("*/10 * * * *"), duration=200.0, id="ex")
+    sim.schedule("load", CronSchedule("*/10 * * * *"), duration=500.0, depends_on=[extract.id])
+    sim.schedule("flaky", FixedRate(90), duration=5.0, fails=0.5, retry=RetryPolicy(max_attempts=2))
+    sim.run_for(6 * 3600)
+    frames = [to_frame(scenario), to_frame(sim), to_frame(edge_records())]
+    assert set(frames[1]["outcome"]) >= {"cancelled", "blocked", "failed", "ok"}
+    return pd.concat(frames, ignore_index=True), {**schedules_of(scenario), **schedules_of(sim)}
+
+
+def test_task_summary_equals_its_group_by_group_form_with_and_without_schedules() -> None:
+    frame, schedules = pinned_summary_source()
+    for rows in (frame, frame.iloc[:1], frame.iloc[:0], frame.iloc[::-1]):
+        for given in (schedules, None, {}):
+            pd.testing.assert_frame_equal(
+                task_summary(rows, given), summary_group_by_group(rows, given)
+            )
