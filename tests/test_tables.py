@@ -164,3 +164,31 @@ def test_readable_shows_frames_of_other_units_and_object_text_by_the_same_rules(
     )
     for tz in ("UTC", "America/New_York"):
         pd.testing.assert_frame_equal(readable(frame, tz=tz), cell_by_cell(frame, tz))
+
+
+class Renamed(tzinfo):
+    """UTC+2 all along, whose abbreviation changes from OLD to NEW at ``RENAMED``, in the
+    middle of a minute (as zones' abbreviations have changed with their offset kept)."""
+
+    def utcoffset(self, dt: datetime | None) -> timedelta:
+        return timedelta(hours=2)
+
+    def dst(self, dt: datetime | None) -> timedelta:
+        return timedelta(0)
+
+    def tzname(self, dt: datetime | None) -> str:
+        wall = dt.replace(tzinfo=None) if dt is not None else datetime.max
+        return "OLD" if wall < datetime(2026, 1, 5, 11, 0, 30) else "NEW"
+
+
+def test_an_abbreviation_that_changes_inside_a_minute_is_read_instant_by_instant() -> None:
+    runs = [
+        R("t", "renamed", 1, T0 + at, T0 + at, 0, T0 + at, T0 + at + 1, True)
+        for at in (0, 10, 29.5, 30, 50, 60)  # T0 is 09:00 UTC: 11:00 on this zone's wall
+    ]
+    shown = readable(to_frame(runs), tz=Renamed())
+    assert shown["start"].tolist() == [
+        "Mon 11:00:00 OLD", "Mon 11:00:10 OLD", "Mon 11:00:29 OLD",
+        "Mon 11:00:30 NEW", "Mon 11:00:50 NEW", "Mon 11:01:00 NEW",
+    ]  # fmt: skip
+    assert shown.equals(cell_by_cell(to_frame(runs), Renamed()))
