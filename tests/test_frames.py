@@ -43,6 +43,7 @@ from lldsched.views.report import (
     TaskSummary,
     format_summary,
     overran_slot,
+    percentile,
     summarize,
     summary_of,
 )
@@ -443,3 +444,71 @@ def test_task_summary_equals_its_group_by_group_form_with_and_without_schedules(
             pd.testing.assert_frame_equal(
                 task_summary(rows, given), summary_group_by_group(rows, given)
             )
+
+
+def summary_of_by_passes(name: str, columns: TaskColumns, *, overruns: int) -> TaskSummary:
+    """``summary_of`` as it was written first, a pass over the rows per figure: the oracle
+    that pins its one-pass form."""
+    not_runs = [o.value for o in Outcome if not o.ran]
+    misfires = (Outcome.MISSED.value, Outcome.COALESCED.value)
+    ran = [i for i, outcome in enumerate(columns.outcome) if outcome not in not_runs]
+    ok = [columns.ok[i] for i in ran]
+    timed_out = [columns.timed_out[i] for i in ran]
+    cancelled = [columns.outcome[i] == Outcome.CANCELLED for i in ran]
+    lateness = sorted(columns.lateness[i] for i in ran)
+    duration = sorted(columns.duration[i] for i in ran)
+    outcomes = columns.outcome
+    return TaskSummary(
+        name=name,
+        runs=len(ran),
+        ok=sum(ok),
+        failed=sum(
+            not (good or late or cut)
+            for good, late, cut in zip(ok, timed_out, cancelled, strict=True)
+        ),
+        timed_out=sum(late and not cut for late, cut in zip(timed_out, cancelled, strict=True)),
+        cancelled=sum(cancelled),
+        retries=sum(columns.attempt[i] > 1 for i in ran),
+        overruns=overruns,
+        missed=sum(outcome in misfires for outcome in outcomes),
+        given_up=sum(outcome == Outcome.GIVEN_UP for outcome in outcomes),
+        skipped=sum(outcome == Outcome.SKIPPED for outcome in outcomes),
+        lateness_p50=percentile(lateness, 50),
+        lateness_p95=percentile(lateness, 95),
+        lateness_max=lateness[-1] if lateness else None,
+        duration_p50=percentile(duration, 50),
+        duration_p95=percentile(duration, 95),
+        duration_max=duration[-1] if duration else None,
+        blocked=sum(outcome == Outcome.BLOCKED for outcome in outcomes),
+        blocked_time=sum(
+            columns.duration[i] for i, outcome in enumerate(outcomes) if outcome == Outcome.BLOCKED
+        ),
+    )
+
+
+def test_summary_of_equals_its_pass_per_figure_form() -> None:
+    frame, _ = pinned_summary_source()
+    cases = [TaskColumns([], [], [], [], [], [])]
+    for _, group in frame.groupby("task_id", sort=False, observed=True):
+        seconds = [
+            (group[c].to_numpy(dtype="m8[us]").astype(np.int64) * 1e-6).tolist()
+            for c in ("lateness", "duration")
+        ]
+        cases.append(
+            TaskColumns(
+                group["outcome"].astype(str).tolist(), group["ok"].tolist(),
+                group["timed_out"].tolist(), group["attempt"].tolist(), *seconds,
+            )
+        )  # fmt: skip
+    nan = float("nan")
+    cases.append(  # NaN times (sorted as they come), and every outcome once
+        TaskColumns(
+            [o.value for o in Outcome], [o is Outcome.OK for o in Outcome],
+            [o is Outcome.TIMED_OUT for o in Outcome], [1, 2, 3, 1, 0, 0, 0, 1, 2],
+            [nan, 1.0, 0.5, nan, 2.0, 3.0, 4.0, 0.25, nan], [5.0, nan, 1.0, 2.0, 0, 0, 0, 7.5, 3.0],
+        )
+    )  # fmt: skip
+    for columns in cases:
+        mine = summary_of("t", columns, overruns=3)
+        theirs = summary_of_by_passes("t", columns, overruns=3)
+        assert repr(mine) == repr(theirs)  # repr: NaN equals NaN, and ints stay ints
