@@ -42,6 +42,7 @@ from lldsched.views.report import (
     TaskColumns,
     TaskSummary,
     format_summary,
+    overran,
     overran_slot,
     percentile,
     summarize,
@@ -421,6 +422,14 @@ def summary_group_by_group(
 
 
 def pinned_summary_source() -> tuple[pd.DataFrame, dict[str, Schedule]]:
+    """The frame of :func:`pinned_summary_records`, and their schedules."""
+    records, schedules = pinned_summary_records()
+    frames = [to_frame(part) for part in records]
+    assert set(frames[1]["outcome"]) >= {"cancelled", "blocked", "failed", "ok"}
+    return pd.concat(frames, ignore_index=True), schedules
+
+
+def pinned_summary_records() -> tuple[list[list[ExecutionRecord]], dict[str, Schedule]]:
     """The scenario's two days, a simulation with cancelled runs, a dependent's blocked
     waits, failures and skipped slots, and records at the edges (tasks with only decided
     slots, a NaN finish, negative lateness, instants before 1970)."""
@@ -432,9 +441,8 @@ def pinned_summary_source() -> tuple[pd.DataFrame, dict[str, Schedule]]:
     sim.schedule("load", CronSchedule("*/10 * * * *"), duration=500.0, depends_on=[extract.id])
     sim.schedule("flaky", FixedRate(90), duration=5.0, fails=0.5, retry=RetryPolicy(max_attempts=2))
     sim.run_for(6 * 3600)
-    frames = [to_frame(scenario), to_frame(sim), to_frame(edge_records())]
-    assert set(frames[1]["outcome"]) >= {"cancelled", "blocked", "failed", "ok"}
-    return pd.concat(frames, ignore_index=True), {**schedules_of(scenario), **schedules_of(sim)}
+    records = [scenario.records(), sim.records(), edge_records()]
+    return records, {**schedules_of(scenario), **schedules_of(sim)}
 
 
 def test_task_summary_equals_its_group_by_group_form_with_and_without_schedules() -> None:
@@ -512,3 +520,37 @@ def test_summary_of_equals_its_pass_per_figure_form() -> None:
         mine = summary_of("t", columns, overruns=3)
         theirs = summary_of_by_passes("t", columns, overruns=3)
         assert repr(mine) == repr(theirs)  # repr: NaN equals NaN, and ints stay ints
+
+
+def summarize_record_by_record(
+    records: list[ExecutionRecord], schedules: dict[str, Schedule] | None = None
+) -> list[TaskSummary]:
+    """``summarize`` as it was written first (each record's outcome asked twice, the
+    overrun rule asked of every first attempt): the oracle that pins its form."""
+    grouped: dict[str, list[ExecutionRecord]] = {}
+    for record in records:
+        grouped.setdefault(record.task_id, []).append(record)
+    rows = []
+    for task_id, group in grouped.items():
+        schedule = (schedules or {}).get(task_id)
+        columns = TaskColumns(
+            outcome=[r.outcome.value for r in group],
+            ok=[r.ok for r in group],
+            timed_out=[r.timed_out for r in group],
+            attempt=[r.attempt for r in group],
+            lateness=[r.lateness for r in group],
+            duration=[r.duration for r in group],
+        )
+        overruns = sum(overran(schedule, r) for r in group if r.attempt == 1 and r.outcome.ran)
+        rows.append(summary_of(group[0].name, columns, overruns=overruns))
+    return rows
+
+
+def test_summarize_equals_its_record_by_record_form() -> None:
+    parts, schedules = pinned_summary_records()
+    records = [record for part in parts for record in part]
+    for given in (schedules, None):
+        for some in (records, records[:1], [], records[::-1]):
+            mine, theirs = summarize(some, given), summarize_record_by_record(some, given)
+            assert repr(mine) == repr(theirs)  # repr: NaN equals NaN, and ints stay ints
+            assert format_summary(mine) == format_summary(theirs)

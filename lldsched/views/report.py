@@ -190,15 +190,26 @@ def summarize(
     rows = []
     for task_id, group in grouped.items():
         schedule = (schedules or {}).get(task_id)
+        # Each record's outcome and duration (its own rules, properties) asked once, and
+        # the overruns counted from them only for a task with a schedule (asking twice,
+        # and for every task, was 40 % of a million records' summary).
+        outcomes = [r.outcome for r in group]  # Outcome is a StrEnum: each is its string
+        duration = [r.duration for r in group]
         columns = TaskColumns(
-            outcome=[r.outcome.value for r in group],
+            outcome=outcomes,
             ok=[r.ok for r in group],
             timed_out=[r.timed_out for r in group],
             attempt=[r.attempt for r in group],
             lateness=[r.lateness for r in group],
-            duration=[r.duration for r in group],
+            duration=duration,
         )
-        overruns = sum(overran(schedule, r) for r in group if r.attempt == 1 and r.outcome.ran)
+        overruns = 0
+        if schedule is not None:
+            overruns = sum(
+                overran_slot(schedule, r.slot, length)  # overran(schedule, r)
+                for r, outcome, length in zip(group, outcomes, duration, strict=True)
+                if r.attempt == 1 and outcome.ran
+            )
         rows.append(summary_of(group[0].name, columns, overruns=overruns))
     return rows
 
