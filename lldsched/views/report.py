@@ -139,12 +139,9 @@ def summary_of(name: str, columns: TaskColumns, *, overruns: int) -> TaskSummary
         timed_out += count if late and not cut else 0
         cancelled += count if cut else 0
         retries += count if attempt > 1 else 0
-    if runs == len(columns.outcome):
-        lateness, duration = sorted(columns.lateness), sorted(columns.duration)
-    else:
-        ran = [outcome not in NOT_RUNS for outcome in columns.outcome]
-        lateness = sorted(compress(columns.lateness, ran))
-        duration = sorted(compress(columns.duration, ran))
+    ran = [outcome not in NOT_RUNS for outcome in columns.outcome]
+    lateness = sorted(compress(columns.lateness, ran))
+    duration = sorted(compress(columns.duration, ran))
     blocked = outcomes[Outcome.BLOCKED]
     waits = (outcome == Outcome.BLOCKED for outcome in columns.outcome)
     return TaskSummary(
