@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -25,6 +26,7 @@ from lldsched import (
     ValidationError,
     Window,
 )
+from lldsched.schedules.base import Schedule
 from lldsched.sim.scenario import build_scenario
 from lldsched.views.frames import (
     COLUMNS,
@@ -36,8 +38,18 @@ from lldsched.views.frames import (
     to_frame,
     utilisation,
 )
-from lldsched.views.report import format_summary, summarize
+from lldsched.views.report import (
+    TaskColumns,
+    TaskSummary,
+    format_summary,
+    overran,
+    overran_slot,
+    percentile,
+    summarize,
+    summary_of,
+)
 from tests.conftest import T0, SchedulerFactory, settle
+from tests.test_tables import edge_records
 
 R = ExecutionRecord
 
@@ -354,3 +366,191 @@ def test_a_simulation_frame_read_from_its_columns_equals_the_frame_of_its_record
     assert set(from_columns["outcome"]) >= {"ok", "failed", "timed_out", "skipped"}
     assert from_columns["result"].notna().any() and from_columns["error"].notna().any()
     pd.testing.assert_frame_equal(from_columns, from_records)
+
+
+# -- task_summary pinned against its first, group-by-group form ------------------------------
+
+
+def summary_group_by_group(
+    frame: pd.DataFrame, schedules: dict[str, Schedule] | None = None
+) -> pd.DataFrame:
+    """``task_summary`` as it was written first (a pandas ``groupby``, the one rule
+    ``summary_of`` fed a group at a time): the oracle that pins the one-pass form."""
+
+    def seconds(column: pd.Series[Any]) -> list[float]:
+        values: list[float] = (column.to_numpy(dtype="m8[us]").astype(np.int64) * 1e-6).tolist()
+        return values
+
+    def overruns(rows: pd.DataFrame, schedule: Schedule | None) -> int:
+        if schedule is None:
+            return 0
+        first = ran(rows)
+        first = first[first["attempt"] == 1]
+        slot, start, finish = (
+            (first[c].to_numpy(dtype="M8[us]").astype(np.int64) * 1e-6).tolist()
+            for c in ("slot", "start", "finish")
+        )
+        return sum(
+            overran_slot(schedule, t, f - s) for t, s, f in zip(slot, start, finish, strict=True)
+        )
+
+    rows, ids = [], []
+    for task_id, group in frame.groupby("task_id", sort=False, observed=True):
+        columns = TaskColumns(
+            outcome=group["outcome"].astype(str).tolist(),
+            ok=group["ok"].tolist(),
+            timed_out=group["timed_out"].tolist(),
+            attempt=group["attempt"].tolist(),
+            lateness=seconds(group["lateness"]),
+            duration=seconds(group["duration"]),
+        )
+        count = overruns(group, (schedules or {}).get(str(task_id)))
+        ids.append(str(task_id))
+        rows.append(summary_of(str(group["name"].iloc[0]), columns, overruns=count))
+    data: dict[str, Any] = {"name": pd.array([row.name for row in rows], dtype=pd.StringDtype())}
+    for field in TaskSummary._fields[1:]:
+        values = [getattr(row, field) for row in rows]
+        if field.startswith(("lateness", "duration", "blocked_")):
+            data[field] = np.array(
+                [np.timedelta64("NaT", "us") if v is None else round(v * 1e6) for v in values],
+                dtype="m8[us]",
+            )
+        else:
+            data[field] = np.array(values, dtype="int64")
+    index = pd.Index(ids, dtype=pd.StringDtype(), name="task_id")
+    return pd.DataFrame(data, index=index, columns=list(TaskSummary._fields))
+
+
+def pinned_summary_source() -> tuple[pd.DataFrame, dict[str, Schedule]]:
+    """The frame of :func:`pinned_summary_records`, and their schedules."""
+    records, schedules = pinned_summary_records()
+    frames = [to_frame(part) for part in records]
+    assert set(frames[1]["outcome"]) >= {"cancelled", "blocked", "failed", "ok"}
+    return pd.concat(frames, ignore_index=True), schedules
+
+
+def pinned_summary_records() -> tuple[list[list[ExecutionRecord]], dict[str, Schedule]]:
+    """The scenario's two days, a simulation with cancelled runs, a dependent's blocked
+    waits, failures and skipped slots, and records at the edges (tasks with only decided
+    slots, a NaN finish, negative lateness, instants before 1970)."""
+    scenario = build_scenario(workers=3, seed=2)
+    scenario.run_for(2 * 86400)
+    sim = Simulation(workers=2, start=T0, seed=5)
+    sim.schedule("cut", FixedRate(60), duration=150.0, overlap=Overlap.CANCEL_OTHER, id="cut")
+    extract = sim.schedule("extract", CronSchedule("*/10 * * * *"), duration=200.0, id="ex")
+    sim.schedule("load", CronSchedule("*/10 * * * *"), duration=500.0, depends_on=[extract.id])
+    sim.schedule("flaky", FixedRate(90), duration=5.0, fails=0.5, retry=RetryPolicy(max_attempts=2))
+    sim.run_for(6 * 3600)
+    records = [scenario.records(), sim.records(), edge_records()]
+    return records, {**schedules_of(scenario), **schedules_of(sim)}
+
+
+def test_task_summary_equals_its_group_by_group_form_with_and_without_schedules() -> None:
+    frame, schedules = pinned_summary_source()
+    for rows in (frame, frame.iloc[:1], frame.iloc[:0], frame.iloc[::-1]):
+        for given in (schedules, None, {}):
+            pd.testing.assert_frame_equal(
+                task_summary(rows, given), summary_group_by_group(rows, given)
+            )
+
+
+def summary_of_by_passes(name: str, columns: TaskColumns, *, overruns: int) -> TaskSummary:
+    """``summary_of`` as it was written first, a pass over the rows per figure: the oracle
+    that pins its one-pass form."""
+    not_runs = [o.value for o in Outcome if not o.ran]
+    misfires = (Outcome.MISSED.value, Outcome.COALESCED.value)
+    ran = [i for i, outcome in enumerate(columns.outcome) if outcome not in not_runs]
+    ok = [columns.ok[i] for i in ran]
+    timed_out = [columns.timed_out[i] for i in ran]
+    cancelled = [columns.outcome[i] == Outcome.CANCELLED for i in ran]
+    lateness = sorted(columns.lateness[i] for i in ran)
+    duration = sorted(columns.duration[i] for i in ran)
+    outcomes = columns.outcome
+    return TaskSummary(
+        name=name,
+        runs=len(ran),
+        ok=sum(ok),
+        failed=sum(
+            not (good or late or cut)
+            for good, late, cut in zip(ok, timed_out, cancelled, strict=True)
+        ),
+        timed_out=sum(late and not cut for late, cut in zip(timed_out, cancelled, strict=True)),
+        cancelled=sum(cancelled),
+        retries=sum(columns.attempt[i] > 1 for i in ran),
+        overruns=overruns,
+        missed=sum(outcome in misfires for outcome in outcomes),
+        given_up=sum(outcome == Outcome.GIVEN_UP for outcome in outcomes),
+        skipped=sum(outcome == Outcome.SKIPPED for outcome in outcomes),
+        lateness_p50=percentile(lateness, 50),
+        lateness_p95=percentile(lateness, 95),
+        lateness_max=lateness[-1] if lateness else None,
+        duration_p50=percentile(duration, 50),
+        duration_p95=percentile(duration, 95),
+        duration_max=duration[-1] if duration else None,
+        blocked=sum(outcome == Outcome.BLOCKED for outcome in outcomes),
+        blocked_time=sum(
+            columns.duration[i] for i, outcome in enumerate(outcomes) if outcome == Outcome.BLOCKED
+        ),
+    )
+
+
+def test_summary_of_equals_its_pass_per_figure_form() -> None:
+    frame, _ = pinned_summary_source()
+    cases = [TaskColumns([], [], [], [], [], [])]
+    for _, group in frame.groupby("task_id", sort=False, observed=True):
+        seconds = [
+            (group[c].to_numpy(dtype="m8[us]").astype(np.int64) * 1e-6).tolist()
+            for c in ("lateness", "duration")
+        ]
+        cases.append(
+            TaskColumns(
+                group["outcome"].astype(str).tolist(), group["ok"].tolist(),
+                group["timed_out"].tolist(), group["attempt"].tolist(), *seconds,
+            )
+        )  # fmt: skip
+    nan = float("nan")
+    cases.append(  # NaN times (sorted as they come), and every outcome once
+        TaskColumns(
+            [o.value for o in Outcome], [o is Outcome.OK for o in Outcome],
+            [o is Outcome.TIMED_OUT for o in Outcome], [1, 2, 3, 1, 0, 0, 0, 1, 2],
+            [nan, 1.0, 0.5, nan, 2.0, 3.0, 4.0, 0.25, nan], [5.0, nan, 1.0, 2.0, 0, 0, 0, 7.5, 3.0],
+        )
+    )  # fmt: skip
+    for columns in cases:
+        mine = summary_of("t", columns, overruns=3)
+        theirs = summary_of_by_passes("t", columns, overruns=3)
+        assert repr(mine) == repr(theirs)  # repr: NaN equals NaN, and ints stay ints
+
+
+def summarize_record_by_record(
+    records: list[ExecutionRecord], schedules: dict[str, Schedule] | None = None
+) -> list[TaskSummary]:
+    """``summarize`` as it was written first (each record's outcome asked twice, the
+    overrun rule asked of every first attempt): the oracle that pins its form."""
+    grouped: dict[str, list[ExecutionRecord]] = {}
+    for record in records:
+        grouped.setdefault(record.task_id, []).append(record)
+    rows = []
+    for task_id, group in grouped.items():
+        schedule = (schedules or {}).get(task_id)
+        columns = TaskColumns(
+            outcome=[r.outcome.value for r in group],
+            ok=[r.ok for r in group],
+            timed_out=[r.timed_out for r in group],
+            attempt=[r.attempt for r in group],
+            lateness=[r.lateness for r in group],
+            duration=[r.duration for r in group],
+        )
+        overruns = sum(overran(schedule, r) for r in group if r.attempt == 1 and r.outcome.ran)
+        rows.append(summary_of(group[0].name, columns, overruns=overruns))
+    return rows
+
+
+def test_summarize_equals_its_record_by_record_form() -> None:
+    parts, schedules = pinned_summary_records()
+    records = [record for part in parts for record in part]
+    for given in (schedules, None):
+        for some in (records, records[:1], [], records[::-1]):
+            mine, theirs = summarize(some, given), summarize_record_by_record(some, given)
+            assert repr(mine) == repr(theirs)  # repr: NaN equals NaN, and ints stay ints
+            assert format_summary(mine) == format_summary(theirs)

@@ -46,7 +46,7 @@ from lldsched.views.plots import (
     task_colours,
     utilisation_plot,
 )
-from lldsched.views.plots._base import _SLOTS
+from lldsched.views.plots._base import _SLOTS, _seconds, _unit
 from tests.conftest import T0
 
 BASELINE = Path(__file__).resolve().parent / "baseline"
@@ -730,3 +730,31 @@ def test_a_task_never_late_is_named_so_in_the_lateness_distribution(ten: pd.Data
     assert texts == [
         "backup", "report (never late)", "import", "heartbeat", "cleanup (never late)",
     ]  # fmt: skip
+
+
+def test_each_lateness_curve_is_its_task_s_sorted_lateness() -> None:
+    """Pins the curves' points, task by task, against a mask per task (the former way of
+    picking a task's runs, one pass over every run a task)."""
+    week = build_scenario(workers=4, seed=0)
+    week.run_for(2 * 86400)
+    for frame in (to_frame(week), service(), service().iloc[::-1]):
+        runs = ran(frame)
+        lateness = _seconds(runs["lateness"])
+        divisor, _ = _unit(float(lateness.max()))
+        tasks = runs["task_id"].to_numpy()
+        expected = []
+        for task in pd.unique(tasks):
+            values = np.sort(lateness[tasks == task]) / divisor
+            fraction = np.arange(1, len(values) + 1) / len(values)
+            expected.append(
+                (tuple(np.concatenate(([0.0], values))), tuple(np.concatenate(([0.0], fraction))))
+            )
+        ax = lateness_distribution(frame).axes[0]
+        drawn = [
+            (
+                tuple(np.asarray(line.get_xdata(), dtype=float)),
+                tuple(np.asarray(line.get_ydata(), dtype=float)),
+            )
+            for line in ax.get_lines()[: len(expected)]
+        ]
+        assert sorted(drawn) == sorted(expected)

@@ -7,7 +7,9 @@ prints, and what a script without the notebook extra can use.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import compress
 from typing import NamedTuple
 
 from lldsched.errors import ValidationError
@@ -118,38 +120,50 @@ def overran_slot(schedule: Schedule | None, slot: float, duration: float) -> boo
 def summary_of(name: str, columns: TaskColumns, *, overruns: int) -> TaskSummary:
     """The one per-task summary rule (see :class:`TaskSummary`), over one task's
     records; ``overruns`` is counted by the caller with :func:`overran`."""
-    ran = [i for i, outcome in enumerate(columns.outcome) if outcome not in NOT_RUNS]
-    ok = [columns.ok[i] for i in ran]
-    timed_out = [columns.timed_out[i] for i in ran]
-    cancelled = [columns.outcome[i] == Outcome.CANCELLED for i in ran]
-    lateness = sorted(columns.lateness[i] for i in ran)
-    duration = sorted(columns.duration[i] for i in ran)
-    outcomes = columns.outcome
+    # One pass counts each (outcome, ok, timed_out, attempt) present, and the figures
+    # are read from those few combinations (a pass over the rows per figure took 0.9 s
+    # of a million rows' 1.5 s in task_summary).
+    combinations = Counter(
+        zip(columns.outcome, columns.ok, columns.timed_out, columns.attempt, strict=True)
+    )
+    outcomes: Counter[str] = Counter()
+    runs = ok = failed = timed_out = cancelled = retries = 0
+    for (outcome, good, late, attempt), count in combinations.items():
+        outcomes[outcome] += count
+        if outcome in NOT_RUNS:
+            continue
+        cut = outcome == Outcome.CANCELLED  # a cancelled run is neither failed nor timed out
+        runs += count
+        ok += count if good else 0
+        failed += 0 if good or late or cut else count
+        timed_out += count if late and not cut else 0
+        cancelled += count if cut else 0
+        retries += count if attempt > 1 else 0
+    ran = [outcome not in NOT_RUNS for outcome in columns.outcome]
+    lateness = sorted(compress(columns.lateness, ran))
+    duration = sorted(compress(columns.duration, ran))
+    blocked = outcomes[Outcome.BLOCKED]
+    waits = (outcome == Outcome.BLOCKED for outcome in columns.outcome)
     return TaskSummary(
         name=name,
-        runs=len(ran),
-        ok=sum(ok),
-        failed=sum(
-            not (good or late or cut)
-            for good, late, cut in zip(ok, timed_out, cancelled, strict=True)
-        ),
-        timed_out=sum(late and not cut for late, cut in zip(timed_out, cancelled, strict=True)),
-        cancelled=sum(cancelled),
-        retries=sum(columns.attempt[i] > 1 for i in ran),
+        runs=runs,
+        ok=ok,
+        failed=failed,
+        timed_out=timed_out,
+        cancelled=cancelled,
+        retries=retries,
         overruns=overruns,
-        missed=sum(outcome in MISFIRES for outcome in outcomes),
-        given_up=sum(outcome == Outcome.GIVEN_UP for outcome in outcomes),
-        skipped=sum(outcome == Outcome.SKIPPED for outcome in outcomes),
+        missed=sum(outcomes[misfire] for misfire in MISFIRES),
+        given_up=outcomes[Outcome.GIVEN_UP],
+        skipped=outcomes[Outcome.SKIPPED],
         lateness_p50=percentile(lateness, 50),
         lateness_p95=percentile(lateness, 95),
         lateness_max=lateness[-1] if lateness else None,
         duration_p50=percentile(duration, 50),
         duration_p95=percentile(duration, 95),
         duration_max=duration[-1] if duration else None,
-        blocked=sum(outcome == Outcome.BLOCKED for outcome in outcomes),
-        blocked_time=sum(
-            columns.duration[i] for i, outcome in enumerate(outcomes) if outcome == Outcome.BLOCKED
-        ),
+        blocked=blocked,
+        blocked_time=sum(compress(columns.duration, waits)) if blocked else 0,
     )
 
 
@@ -173,15 +187,26 @@ def summarize(
     rows = []
     for task_id, group in grouped.items():
         schedule = (schedules or {}).get(task_id)
+        # Each record's outcome and duration (its own rules, properties) asked once, and
+        # the overruns counted from them only for a task with a schedule (asking twice,
+        # and for every task, was 40 % of a million records' summary).
+        outcomes = [r.outcome for r in group]  # Outcome is a StrEnum: each is its string
+        duration = [r.duration for r in group]
         columns = TaskColumns(
-            outcome=[r.outcome.value for r in group],
+            outcome=outcomes,
             ok=[r.ok for r in group],
             timed_out=[r.timed_out for r in group],
             attempt=[r.attempt for r in group],
             lateness=[r.lateness for r in group],
-            duration=[r.duration for r in group],
+            duration=duration,
         )
-        overruns = sum(overran(schedule, r) for r in group if r.attempt == 1 and r.outcome.ran)
+        overruns = 0
+        if schedule is not None:
+            overruns = sum(
+                overran_slot(schedule, r.slot, length)  # overran(schedule, r)
+                for r, outcome, length in zip(group, outcomes, duration, strict=True)
+                if r.attempt == 1 and outcome.ran
+            )
         rows.append(summary_of(group[0].name, columns, overruns=overruns))
     return rows
 
