@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import math
 import sys
 from datetime import UTC, datetime
 from typing import Any
@@ -378,7 +379,7 @@ def summary_group_by_group(
     ``summary_of`` fed a group at a time): the oracle that pins the one-pass form."""
 
     def seconds(column: pd.Series[Any]) -> list[float]:
-        values: list[float] = (column.to_numpy(dtype="m8[us]").astype(np.int64) * 1e-6).tolist()
+        values: list[float] = (column.to_numpy(dtype="m8[us]") / np.timedelta64(1, "s")).tolist()
         return values
 
     def overruns(rows: pd.DataFrame, schedule: Schedule | None) -> int:
@@ -463,8 +464,8 @@ def summary_of_by_passes(name: str, columns: TaskColumns, *, overruns: int) -> T
     ok = [columns.ok[i] for i in ran]
     timed_out = [columns.timed_out[i] for i in ran]
     cancelled = [columns.outcome[i] == Outcome.CANCELLED for i in ran]
-    lateness = sorted(columns.lateness[i] for i in ran)
-    duration = sorted(columns.duration[i] for i in ran)
+    lateness = sorted(columns.lateness[i] for i in ran if not math.isnan(columns.lateness[i]))
+    duration = sorted(columns.duration[i] for i in ran if not math.isnan(columns.duration[i]))
     outcomes = columns.outcome
     return TaskSummary(
         name=name,
@@ -499,7 +500,7 @@ def test_summary_of_equals_its_pass_per_figure_form() -> None:
     cases = [TaskColumns([], [], [], [], [], [])]
     for _, group in frame.groupby("task_id", sort=False, observed=True):
         seconds = [
-            (group[c].to_numpy(dtype="m8[us]").astype(np.int64) * 1e-6).tolist()
+            (group[c].to_numpy(dtype="m8[us]") / np.timedelta64(1, "s")).tolist()
             for c in ("lateness", "duration")
         ]
         cases.append(
@@ -554,3 +555,24 @@ def test_summarize_equals_its_record_by_record_form() -> None:
             mine, theirs = summarize(some, given), summarize_record_by_record(some, given)
             assert repr(mine) == repr(theirs)  # repr: NaN equals NaN, and ints stay ints
             assert format_summary(mine) == format_summary(theirs)
+
+
+def test_a_time_not_known_is_nat_in_the_frame_and_left_out_of_the_summary() -> None:
+    """A record whose finish is NaN (not known) has NaT for its finish and its duration,
+    on every platform (the cast of a NaN to an integer is undefined), and the summary's
+    percentiles and maximum leave it out (it used to wrap into a duration of 292,000
+    years, or count as -9.2e12 seconds)."""
+    records = [
+        R("t", "t", 1, T0, T0, 0, T0, T0 + 2, True),
+        R("t", "t", 1, T0 + 10, T0 + 10, 0, T0 + 10, float("nan"), False, "RuntimeError: lost"),
+    ]
+    frame = to_frame(records)
+    assert frame["finish"].isna().tolist() == [False, True]
+    assert frame["duration"].isna().tolist() == [False, True]
+    assert frame["lateness"].tolist() == [pd.Timedelta(0), pd.Timedelta(0)]
+    summary = task_summary(frame)
+    assert summary.loc["t", "runs"] == 2 and summary.loc["t", "failed"] == 1
+    assert summary.loc["t", "duration_max"] == pd.Timedelta(seconds=2)
+    assert summary.loc["t", "duration_p95"] == pd.Timedelta(seconds=2)
+    (line,) = summarize(records)
+    assert line.duration_max == 2.0

@@ -223,8 +223,8 @@ def to_frame(source: object, *, priorities: Mapping[str, int] | None = None) -> 
         "slot": _utc(slot),
         "start": _utc(start),
         "finish": _utc(finish),
-        "duration": (finish - start).view("m8[us]"),
-        "lateness": (start - due).view("m8[us]"),
+        "duration": finish.view("m8[us]") - start.view("m8[us]"),  # NaT stays NaT
+        "lateness": start.view("m8[us]") - due.view("m8[us]"),
         "ok": columns["ok"],
         "error": columns["error"],
         "result": columns["result"],
@@ -378,8 +378,15 @@ def _outcomes_of(ok: Any, timed_out: Any, misfire: Any) -> Any:
 _TIMES_OF_RECORD = ("due", "slot", "started", "finished")
 
 
+_NAT_INTEGER = float(np.iinfo(np.int64).min)  # NaT as an integer: -2**63, exact in a float
+
+
 def _microseconds(seconds: np.ndarray[Any, Any]) -> np.ndarray[Any, np.dtype[np.int64]]:
-    return np.rint(seconds * 1e6).astype(np.int64)
+    """Seconds as whole microseconds, a NaN (an instant not known) as NaT's integer: said
+    outright, as the cast of a NaN is undefined (-2**63 on x86, 0 on ARM) and warns."""
+    microseconds = np.rint(seconds * 1e6)
+    microseconds[np.isnan(microseconds)] = _NAT_INTEGER
+    return microseconds.astype(np.int64)
 
 
 def _outcome_of(combination: int) -> Outcome:
@@ -509,8 +516,8 @@ _NAT = np.timedelta64("NaT", "us")
 
 
 def _seconds(column: pd.Series[Any]) -> list[float]:
-    """A ``timedelta64[us]`` column as float seconds."""
-    seconds: list[float] = (column.to_numpy(dtype="m8[us]").astype(np.int64) * 1e-6).tolist()
+    """A ``timedelta64[us]`` column as float seconds (NaN for NaT)."""
+    seconds: list[float] = (column.to_numpy(dtype="m8[us]") / np.timedelta64(1, "s")).tolist()
     return seconds
 
 

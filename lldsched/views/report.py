@@ -140,8 +140,8 @@ def summary_of(name: str, columns: TaskColumns, *, overruns: int) -> TaskSummary
         cancelled += count if cut else 0
         retries += count if attempt > 1 else 0
     ran = [outcome not in NOT_RUNS for outcome in columns.outcome]
-    lateness = sorted(compress(columns.lateness, ran))
-    duration = sorted(compress(columns.duration, ran))
+    lateness = _known_sorted(compress(columns.lateness, ran))
+    duration = _known_sorted(compress(columns.duration, ran))
     blocked = outcomes[Outcome.BLOCKED]
     waits = (outcome == Outcome.BLOCKED for outcome in columns.outcome)
     return TaskSummary(
@@ -165,6 +165,12 @@ def summary_of(name: str, columns: TaskColumns, *, overruns: int) -> TaskSummary
         blocked=blocked,
         blocked_time=sum(compress(columns.duration, waits)) if blocked else 0,
     )
+
+
+def _known_sorted(seconds: Iterable[float]) -> list[float]:
+    """``seconds`` sorted, without the NaNs (a time not known: the percentiles and the
+    maximum leave it out, as pandas' do; sorted with them, the order is undefined)."""
+    return sorted(value for value in seconds if not math.isnan(value))
 
 
 NOT_RUNS = tuple(outcome.value for outcome in Outcome if not outcome.ran)  # Outcome.ran decides
