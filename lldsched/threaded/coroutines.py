@@ -61,25 +61,28 @@ on the loop thread without it.
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import contextlib
 import inspect
 import logging
 import threading
-from asyncio import Task
 from collections.abc import Callable, Container, Iterable
 from contextvars import Context
 from inspect import CO_COROUTINE
 from types import CodeType, CoroutineType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lldsched.checks import whole
 from lldsched.core.results import must_await, result_text
 from lldsched.core.task import Entry, Run
 from lldsched.errors import CANCELLED_INSIDE, error_text
-from lldsched.threaded.calls import LoopCalls
 from lldsched.threaded.deadline import LOCK_GRACE, Deadline
+
+if TYPE_CHECKING:  # imported at the first coroutine run: see CoroutineRunner._start_loop
+    import asyncio
+    from asyncio import Task
+
+    from lldsched.threaded.calls import LoopCalls
 
 __all__ = ["CANCEL_GRACE", "CoroutineRunner", "Finish", "is_loop_action"]
 
@@ -411,6 +414,15 @@ class CoroutineRunner:
     # -- the loop thread ---------------------------------------------------------------
 
     def _start_loop(self) -> None:
+        # asyncio (and concurrent.futures, which it and LoopCalls import) is imported
+        # here, at the first coroutine run, not with lldsched: it was 170 M of the 404 M
+        # instructions `import lldsched` cost, and a scheduler of thread tasks, the
+        # simulation and the CLI never need it (docs/PERFORMANCE.md, "Start-up";
+        # tests/test_startup.py).  The loop thread's other uses of it come after this.
+        import asyncio
+
+        from lldsched.threaded.calls import LoopCalls
+
         loop = asyncio.new_event_loop()
         # Its own default executor, so that shutdown can wait for its calls within its
         # timeout (3.11's loop.shutdown_default_executor() takes no timeout, and joins
@@ -424,6 +436,8 @@ class CoroutineRunner:
         thread.start()
 
     def _serve(self, loop: asyncio.AbstractEventLoop) -> None:
+        import asyncio  # imported by _start_loop, which started this thread
+
         asyncio.set_event_loop(loop)
         try:
             loop.run_forever()  # until shutdown() stops it
@@ -434,10 +448,12 @@ class CoroutineRunner:
     def _start_waiting(self) -> None:
         """Begin and start what waits, as far as the free slots go: the slots taken
         under the lock (:meth:`_take_slots`), then each flight started without it."""
+        import asyncio  # imported by _start_loop, which started the loop calling this
+
         loop = self._loop
         assert loop is not None
         starting = self._take_slots()
-        drive, now = self._drive, self._now
+        drive, now, Task = self._drive, self._now, asyncio.Task
         for flight in starting:
             if flight.awaitable is None:  # call the loop task's action: it makes the coroutine
                 flight.started = now()
@@ -513,9 +529,13 @@ class CoroutineRunner:
         (docs/DECISIONS.md)."""
         try:
             value = await flight.awaitable
-        except asyncio.CancelledError:  # the scheduler's (_record reads its reason), or its own
-            flight.outcome = (CANCELLED_INSIDE, None)
         except BaseException as exc:  # user failures become data, KeyboardInterrupt too
+            import asyncio  # imported by _start_loop (a look-up, on this path only)
+
+            if isinstance(exc, asyncio.CancelledError):  # the scheduler's (_record reads
+                flight.outcome = (CANCELLED_INSIDE, None)  # its reason), or its own
+                self._over(flight)
+                return
             if isinstance(exc, GeneratorExit) and id(flight.run) not in self._flights:
                 # Closed by the collector after shutdown closed the loop with this run
                 # still pending (it swallowed its cancellation): shutdown recorded it,
