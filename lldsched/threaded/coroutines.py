@@ -205,6 +205,9 @@ class CoroutineRunner:
         # under the lock when the last flight is recorded; shutdown() is its only
         # waiter, and takes the lock back within its time (lldsched.threaded.deadline).
         self._loop: asyncio.AbstractEventLoop | None = None
+        # asyncio's Task, kept by _start_loop (which imports asyncio) with the loop, for
+        # the loop thread's _start_waiting: no import statement on a run's path.
+        self._task_class: type[Task[None]] | None = None
         self._thread: threading.Thread | None = None
         # The loop's default executor (asyncio.to_thread), made with the loop, and the
         # thread shutdown() waits for its calls on (None until then).
@@ -432,7 +435,7 @@ class CoroutineRunner:
         loop.set_default_executor(self._executor)
         thread = threading.Thread(target=self._serve, args=(loop,), name=self._name)
         thread.daemon = True
-        self._loop, self._thread = loop, thread
+        self._loop, self._thread, self._task_class = loop, thread, asyncio.Task
         thread.start()
 
     def _serve(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -448,12 +451,10 @@ class CoroutineRunner:
     def _start_waiting(self) -> None:
         """Begin and start what waits, as far as the free slots go: the slots taken
         under the lock (:meth:`_take_slots`), then each flight started without it."""
-        import asyncio  # imported by _start_loop, which started the loop calling this
-
-        loop = self._loop
-        assert loop is not None
+        loop, task_class = self._loop, self._task_class
+        assert loop is not None and task_class is not None
         starting = self._take_slots()
-        drive, now, Task = self._drive, self._now, asyncio.Task
+        drive, now = self._drive, self._now
         for flight in starting:
             if flight.awaitable is None:  # call the loop task's action: it makes the coroutine
                 flight.started = now()
@@ -478,7 +479,7 @@ class CoroutineRunner:
                 continue
             # A context of its own, empty: this batch may run in a finished run's context
             # (its _flush scheduled this start), which a task would otherwise copy.
-            flight.future = Task(drive(flight), loop=loop, context=Context())
+            flight.future = task_class(drive(flight), loop=loop, context=Context())
             if flight.reason is not None:  # cancelled while its task was being made
                 loop.call_soon(self._cancel, flight)
             timeout = flight.run.options.timeout  # as the run began (read without the lock)
