@@ -418,10 +418,11 @@ class CoroutineRunner:
 
     def _start_loop(self) -> None:
         # asyncio (and concurrent.futures, which it and LoopCalls import) is imported
-        # here, at the first coroutine run, not with lldsched: it was 170 M of the 404 M
-        # instructions `import lldsched` cost, and a scheduler of thread tasks, the
-        # simulation and the CLI never need it (docs/PERFORMANCE.md, "Start-up";
-        # tests/test_startup.py).  The loop thread's other uses of it come after this.
+        # here, at the first coroutine run, not with lldsched: its share was 61 M of the
+        # 404 M instructions `import lldsched` cost over a bare interpreter, and a
+        # scheduler of thread tasks, the simulation and the CLI never need it
+        # (docs/PERFORMANCE.md, "Start-up"; tests/test_startup.py).  The loop thread's
+        # other uses of it come after this.
         import asyncio
 
         from lldsched.threaded.calls import LoopCalls

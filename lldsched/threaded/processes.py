@@ -562,7 +562,7 @@ def serve(reading: int, writing: int, lifeline: int) -> None:
             function = import_callable(request["call"])
             value = function(*request["args"], **request["kwargs"])
             if must_await(value):
-                import asyncio  # in the child, for this call only (see the module's start)
+                import asyncio  # not with lldsched (docs/PERFORMANCE.md, "Start-up")
 
                 value = asyncio.run(_awaited(value))
             answer = {"result": result_text(value)}
