@@ -86,12 +86,16 @@ def on_threads(specs: list[Spec], horizon: float) -> list[Outcome]:
 def threaded_records(specs: list[Spec], horizon: float) -> list[ExecutionRecord]:
     clock = FakeClock(T0)
     log = EventLog()
-    with Scheduler(workers=1, clock=clock, listeners=[log]) as scheduler:
-        for spec in specs:
-            scheduler.schedule(
-                spec.name, action_for(spec, clock.advance), spec.schedule, retry=spec.retry,
-                id=spec.name, **spec.options,
-            )  # fmt: skip
+    scheduler = Scheduler(workers=1, clock=clock, listeners=[log])
+    # Every task registered before the start, at T0, as in the simulation: registered
+    # on a started scheduler, a later one raced the first run, whose action advances the
+    # clock ("once", OneTime(delay=200), was due at 210 when "rate" ran first).
+    for spec in specs:
+        scheduler.schedule(
+            spec.name, action_for(spec, clock.advance), spec.schedule, retry=spec.retry,
+            id=spec.name, **spec.options,
+        )  # fmt: skip
+    with scheduler:  # starts it
         assert scheduler.wait_idle(10)
         while clock.now() < T0 + horizon:  # step the clock from one due instant to the next
             upcoming = [t.next_run_at for t in scheduler.pending() if t.next_run_at is not None]

@@ -14,12 +14,14 @@ timeout (see :meth:`lldsched.sim.simulation.Simulation.schedule`).
 
 from __future__ import annotations
 
-import asyncio
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lldsched.core.results import result_text
 from lldsched.errors import CANCELLED_INSIDE, error_text
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["Awaited", "PrivateLoop"]
 
@@ -35,6 +37,10 @@ class PrivateLoop:
 
     def run(self, awaitable: Any, timeout: float | None) -> Awaited:
         """Run ``awaitable`` to completion (cancelled after ``timeout`` wall seconds)."""
+        # Imported at the first coroutine a simulation awaits, not with lldsched.sim (as
+        # the threaded runtime's CoroutineRunner._start_loop does: docs/PERFORMANCE.md).
+        import asyncio
+
         loop = self._loop
         if loop is None:
             loop = self._loop = asyncio.new_event_loop()

@@ -61,26 +61,29 @@ on the loop thread without it.
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import contextlib
 import inspect
 import logging
 import threading
-from asyncio import Task
 from collections.abc import Callable, Container, Iterable
 from contextvars import Context
 from inspect import CO_COROUTINE
 from types import CodeType, CoroutineType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lldsched.checks import whole
 from lldsched.core.results import must_await, result_text
 from lldsched.core.task import Entry, Run
 from lldsched.errors import CANCELLED_INSIDE, error_text
 from lldsched.logs import WORKERS
-from lldsched.threaded.calls import LoopCalls
 from lldsched.threaded.deadline import LOCK_GRACE, Deadline
+
+if TYPE_CHECKING:  # imported at the first coroutine run: see CoroutineRunner._start_loop
+    import asyncio
+    from asyncio import Task
+
+    from lldsched.threaded.calls import LoopCalls
 
 __all__ = ["CANCEL_GRACE", "CoroutineRunner", "Finish", "is_loop_action"]
 
@@ -203,6 +206,9 @@ class CoroutineRunner:
         # under the lock when the last flight is recorded; shutdown() is its only
         # waiter, and takes the lock back within its time (lldsched.threaded.deadline).
         self._loop: asyncio.AbstractEventLoop | None = None
+        # asyncio's Task, kept by _start_loop (which imports asyncio) with the loop, for
+        # the loop thread's _start_waiting: no import statement on a run's path.
+        self._task_class: type[Task[None]] | None = None
         self._thread: threading.Thread | None = None
         # The loop's default executor (asyncio.to_thread), made with the loop, and the
         # thread shutdown() waits for its calls on (None until then).
@@ -412,6 +418,16 @@ class CoroutineRunner:
     # -- the loop thread ---------------------------------------------------------------
 
     def _start_loop(self) -> None:
+        # asyncio (and concurrent.futures, which it and LoopCalls import) is imported
+        # here, at the first coroutine run, not with lldsched: its share was 61 M of the
+        # 404 M instructions `import lldsched` cost over a bare interpreter, and a
+        # scheduler of thread tasks, the simulation and the CLI never need it
+        # (docs/PERFORMANCE.md, "Start-up"; tests/test_startup.py).  The loop thread's
+        # other uses of it come after this.
+        import asyncio
+
+        from lldsched.threaded.calls import LoopCalls
+
         loop = asyncio.new_event_loop()
         # Its own default executor, so that shutdown can wait for its calls within its
         # timeout (3.11's loop.shutdown_default_executor() takes no timeout, and joins
@@ -421,10 +437,12 @@ class CoroutineRunner:
         loop.set_default_executor(self._executor)
         thread = threading.Thread(target=self._serve, args=(loop,), name=self._name)
         thread.daemon = True
-        self._loop, self._thread = loop, thread
+        self._loop, self._thread, self._task_class = loop, thread, asyncio.Task
         thread.start()
 
     def _serve(self, loop: asyncio.AbstractEventLoop) -> None:
+        import asyncio  # imported by _start_loop, which started this thread
+
         asyncio.set_event_loop(loop)
         try:
             loop.run_forever()  # until shutdown() stops it
@@ -435,8 +453,8 @@ class CoroutineRunner:
     def _start_waiting(self) -> None:
         """Begin and start what waits, as far as the free slots go: the slots taken
         under the lock (:meth:`_take_slots`), then each flight started without it."""
-        loop = self._loop
-        assert loop is not None
+        loop, task_class = self._loop, self._task_class
+        assert loop is not None and task_class is not None
         starting = self._take_slots()
         drive, now = self._drive, self._now
         for flight in starting:
@@ -463,7 +481,7 @@ class CoroutineRunner:
                 continue
             # A context of its own, empty: this batch may run in a finished run's context
             # (its _flush scheduled this start), which a task would otherwise copy.
-            flight.future = Task(drive(flight), loop=loop, context=Context())
+            flight.future = task_class(drive(flight), loop=loop, context=Context())
             if flight.reason is not None:  # cancelled while its task was being made
                 loop.call_soon(self._cancel, flight)
             timeout = flight.run.options.timeout  # as the run began (read without the lock)
@@ -514,9 +532,13 @@ class CoroutineRunner:
         (docs/DECISIONS.md)."""
         try:
             value = await flight.awaitable
-        except asyncio.CancelledError:  # the scheduler's (_record reads its reason), or its own
-            flight.outcome = (CANCELLED_INSIDE, None)
         except BaseException as exc:  # user failures become data, KeyboardInterrupt too
+            import asyncio  # imported by _start_loop (a look-up, on this path only)
+
+            if isinstance(exc, asyncio.CancelledError):  # the scheduler's (_record reads
+                flight.outcome = (CANCELLED_INSIDE, None)  # its reason), or its own
+                self._over(flight)
+                return
             if isinstance(exc, GeneratorExit) and id(flight.run) not in self._flights:
                 # Closed by the collector after shutdown closed the loop with this run
                 # still pending (it swallowed its cancellation): shutdown recorded it,

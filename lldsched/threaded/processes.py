@@ -89,7 +89,6 @@ idle ones are the ones those threads left behind.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
@@ -604,6 +603,8 @@ def serve(reading: int, writing: int, lifeline: int) -> None:
             function = import_callable(request["call"])
             value = function(*request["args"], **request["kwargs"])
             if must_await(value):
+                import asyncio  # not with lldsched (docs/PERFORMANCE.md, "Start-up")
+
                 value = asyncio.run(_awaited(value))
             answer = {"result": result_text(value)}
         except BaseException as exc:  # SystemExit, KeyboardInterrupt: a failed run, as on a thread

@@ -11,13 +11,13 @@ renews them is stopped.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import logging
 import threading
 import time
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from lldsched.checks import flag, seconds
 from lldsched.core.names import RUNNABLE
@@ -27,6 +27,9 @@ from lldsched.logs import SCHEDULER
 from lldsched.threaded.deadline import Deadline
 from lldsched.threaded.parts import FORKED, RUNNING, STOPPED, SchedulerParts
 from lldsched.threaded.shared import leases_kept
+
+if TYPE_CHECKING:  # imported by aclose(), whose caller's loop has imported it already
+    import asyncio
 
 __all__ = ["Stopping"]
 
@@ -165,6 +168,8 @@ class Stopping(SchedulerParts):
         """
         _checked(drain, timeout)  # a mistake raised here, before a thread is started
         self._refuse_on_loop("aclose()")
+        import asyncio  # not with lldsched (docs/PERFORMANCE.md, "Start-up")
+
         loop = asyncio.get_running_loop()
         done: asyncio.Future[bool] = loop.create_future()
 

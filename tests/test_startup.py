@@ -1,0 +1,119 @@
+"""What ``import lldsched`` leaves unimported until a path needs it (docs/PERFORMANCE.md,
+"Start-up"): each check runs in a fresh interpreter, as a CLI call, a serverless cold
+start or a test suite's subprocess does, and reads ``sys.modules`` there."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _loaded(code: str) -> set[str]:
+    """The top-level modules loaded after ``code`` ran in a fresh interpreter."""
+    script = textwrap.dedent(code) + "\nprint(' '.join(sorted(sys.modules)))\n"
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys\n" + script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return set(done.stdout.split())
+
+
+THREAD_TASK = """
+import threading
+import lldsched
+
+ran = threading.Event()
+scheduler = lldsched.Scheduler(workers=2)
+scheduler.schedule("tick", ran.set, lldsched.OneTime(delay=0))
+scheduler.start()
+assert ran.wait(60), "the thread task did not run"
+assert scheduler.wait_idle(60)
+assert scheduler.shutdown(timeout=60)
+"""
+
+
+def test_a_scheduler_of_thread_tasks_never_imports_asyncio() -> None:
+    loaded = _loaded(THREAD_TASK)
+    assert "lldsched" in loaded
+    assert "asyncio" not in loaded
+    assert "concurrent.futures" not in loaded
+
+
+def test_a_coroutine_task_imports_asyncio_and_runs() -> None:
+    loaded = _loaded(
+        """
+        import lldsched
+
+        async def job() -> int:
+            return 42
+
+        assert "asyncio" not in sys.modules  # registered below without it
+        scheduler = lldsched.Scheduler(workers=1)
+        scheduler.schedule("job", job, lldsched.OneTime(delay=0))
+        assert "asyncio" not in sys.modules
+        scheduler.start()
+        assert scheduler.wait_idle(60)
+        records = scheduler.records()
+        assert scheduler.shutdown(timeout=60)
+        assert [(r.ok, r.result) for r in records] == [(True, "42")], records
+        """
+    )
+    assert "asyncio" in loaded
+
+
+def test_a_plain_function_returning_a_coroutine_is_awaited_without_asyncio_imported_first() -> None:
+    _loaded(
+        """
+        import lldsched
+
+        async def inner() -> str:
+            return "awaited"
+
+        def job():  # not async def: detected by what it returns
+            return inner()
+
+        scheduler = lldsched.Scheduler(workers=1)
+        scheduler.schedule("job", job, lldsched.OneTime(delay=0))
+        assert "asyncio" not in sys.modules
+        scheduler.start()
+        assert scheduler.wait_idle(60)
+        records = scheduler.records()
+        assert scheduler.shutdown(timeout=60)
+        assert [(r.ok, r.result) for r in records] == [(True, "'awaited'")]
+        """
+    )
+
+
+def test_a_simulation_without_coroutines_never_imports_asyncio() -> None:
+    loaded = _loaded(
+        """
+        from lldsched.sim import Simulation, fixed
+        from lldsched import FixedRate
+
+        sim = Simulation(workers=1)
+        sim.schedule("tick", FixedRate(60), duration=fixed(1))
+        sim.run_for(600)
+        assert len(sim.records()) == 10
+        """
+    )
+    assert "asyncio" not in loaded
+
+
+def test_the_cron_command_never_imports_asyncio() -> None:
+    loaded = _loaded(
+        """
+        from lldsched.cli import main
+
+        assert main(["cron", "0 3 * * 1-5", "-n", "2", "--start", "2026-03-27"]) == 0
+        """
+    )
+    assert "asyncio" not in loaded
