@@ -515,6 +515,75 @@ def test_a_small_backward_jump_moves_a_fixed_delays_next_run_back_once(
     assert scheduler.task(task.id).next_run_at == T0 + 180 + 600
 
 
+class FinishHeld(JumpingClock):
+    """A JumpingClock on which the run's finish, read on ``runner`` once ``armed``, is
+    followed, before the runner can record it, by a backward jump of ``jump`` seconds
+    and the timer's look at it (the instants between a worker's finish and its taking
+    the scheduler's lock)."""
+
+    def __init__(self, start: float, jump: float) -> None:
+        super().__init__(start)
+        self.set_back = jump
+        self.runner: threading.Thread | None = None
+        self.armed = threading.Event()
+        self.held = threading.Event()
+
+    def now(self) -> float:
+        value = super().now()
+        if self.armed.is_set() and self.runner is threading.current_thread():
+            self.armed.clear()
+            self.jump(self.set_back, wake=False)
+            self.parked.clear()
+            self._notify_all()  # the timer looks, sees the jump, the run not recorded yet
+            assert self.parked.wait(5)
+            self.held.set()
+        return value
+
+
+@pytest.mark.parametrize("where", ["thread", "coroutine"])
+@pytest.mark.parametrize(
+    ("schedule", "next_due"),
+    [(FixedDelay(600), 30 - 600 + 600), (FixedRate(60), -600 + 60)],
+    ids=["delay", "rate"],
+)
+def test_a_finish_read_before_a_jump_the_timer_saw_before_it_was_recorded_is_moved_once(
+    make_scheduler: SchedulerFactory, schedule: Schedule, next_due: float, where: str
+) -> None:
+    # The run reads its finish at T0 + 30 s; the clock is set back 10 minutes and the
+    # timer looks (the run in flight for the core) before the worker records the run.
+    # Before: the finish was read on the clock from before the jump, the look had
+    # moved nothing of a task in flight (a fixed rate's slot only), so a fixed delay
+    # counted from the old clock (10 minutes late) and a fixed rate's finish, ten
+    # minutes past its moved slots, skipped ten of them and waited out the jump.  Now
+    # the finish is read as the moved clock reads it, as a finish read after the jump.
+    clock = FinishHeld(T0, jump=-600)
+    started, release = threading.Event(), threading.Event()
+
+    def job() -> None:
+        clock.runner = threading.current_thread()
+        started.set()
+        assert release.wait(5)
+
+    async def coroutine_job() -> None:
+        clock.runner = threading.current_thread()
+        started.set()
+        while not release.is_set():  # the loop's thread: no blocking wait on it
+            await asyncio.sleep(0.001)
+
+    scheduler = make_scheduler(clock=clock)
+    task = scheduler.schedule("job", job if where == "thread" else coroutine_job, schedule)
+    assert started.wait(5) and clock.parked.wait(5)  # the timer looked at T0 and parked
+    clock.elapse(30)
+    clock.armed.set()
+    release.set()
+    settle(scheduler)
+    assert clock.held.is_set()
+    looked(clock, scheduler)
+    (record,) = scheduler.task(task.id).history  # no slot skipped
+    assert (record.slot, record.started, record.finished) == (T0, T0 - 570, T0 - 570)
+    assert scheduler.task(task.id).next_run_at == T0 + next_due
+
+
 def test_a_fixed_rate_run_in_flight_keeps_its_overrun_across_a_backward_jump(
     make_scheduler: SchedulerFactory,
 ) -> None:

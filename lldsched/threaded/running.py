@@ -185,10 +185,10 @@ class RunExecution(SchedulerParts):
                 return  # recorded by _finish_coroutine when it completes
             finished = self._clock.now()
             error = "SchedulerStateError: the scheduler shut down before the coroutine ran"
-        last_look = self._last_look  # LastLook.set_back_since, inlined (the run path)
-        if finished - last_look.reading() < last_look.set_back_below:
-            # the wall clock went back since the timer looked: that jump is handled first
-            self._look_at_clock(self._clock.now())
+        last_look = self._last_look  # LastLook.set_back_since and read_before_set_back,
+        lag = finished - last_look.reading()  # inlined (the run path)
+        if lag < last_look.set_back_below or lag > last_look.ahead_above:
+            finished = self._jumped_since(finished, lag)
         record = self._core.finish(run, started, finished, error, result, timed_out)
         if self._coordinator is not None:
             self._coordinator.done(run)
@@ -196,6 +196,21 @@ class RunExecution(SchedulerParts):
             self._log_then_settle(run, record, explained)
             return
         self._settle(1)
+
+    def _jumped_since(self, finished: float, lag: float) -> float:
+        """The finish to record for a run that read ``finished`` ``lag`` seconds (less a
+        monotonic reading) off the clock's relation at the timer's last look (caller
+        holds the lock; rare): a jump no look saw yet is handled first (a finish read
+        after a backward one would otherwise count from the moved clock, and be moved
+        back once more by the next look); a finish still read ahead of the clock after
+        that was read before a backward jump a look saw while the run was in flight,
+        and is moved by it, so nothing counts from the clock before the jump (a fixed
+        delay would run late by it, a fixed rate skip the slots it moved back)."""
+        last_look = self._last_look
+        self._look_at_clock(self._clock.now())
+        if lag > last_look.ahead_above:
+            return finished + last_look.set_back_by
+        return finished
 
     def _log_then_settle(self, run: Run, record: ExecutionRecord, explained: Explained) -> None:
         """A worker's run failed: log its line with the lock let go (the pool allows it;
@@ -224,10 +239,10 @@ class RunExecution(SchedulerParts):
         queued, and the loop thread calls :meth:`_say_failures` once it let the lock go,
         before it settles the batch.  ``raised`` is what the coroutine raised, if it
         did."""
-        last_look = self._last_look  # LastLook.set_back_since, inlined (the run path)
-        if finished - last_look.reading() < last_look.set_back_below:
-            # the wall clock went back since the timer looked: that jump is handled first
-            self._look_at_clock(self._clock.now())
+        last_look = self._last_look  # LastLook.set_back_since and read_before_set_back,
+        lag = finished - last_look.reading()  # inlined (the run path)
+        if lag < last_look.set_back_below or lag > last_look.ahead_above:
+            finished = self._jumped_since(finished, lag)
         record = self._core.finish(run, started, finished, error, result, timed_out)
         if self._coordinator is not None:
             self._coordinator.done(run)

@@ -1,9 +1,10 @@
 """The SimulationPlayer of the shipped 04-simulation in a real browser (Voila, and
 JupyterLab after Run All): its first view is the simulation's own time, `step` starts a
 run and says so, `+1 hour` moves the clock and the counts, pausing a task stops its runs,
-Enter in `run until` runs there, the chart is redrawn after every press, and the controls stay where they were.  The
-sliders above it show their chart and table, and a new choice redraws the table; the
-pool-size slider at the end, moved, redraws its table of lateness."""
+Enter in `run until` runs there, the chart is redrawn after every press, and the
+controls stay where they were.  The sliders above it show their chart and table, and a
+new choice redraws the table; the pool-size slider at the end, moved, redraws its table
+of lateness."""
 
 from __future__ import annotations
 
