@@ -242,3 +242,17 @@ def test_the_run_until_box_says_how_to_run_where_the_page_shows_it() -> None:
     assert "Enter" in player.until.placeholder
     assert "Enter" in player.until.tooltip and "Europe/Berlin" in player.until.tooltip
     player.close()
+
+
+def test_the_charts_words_reach_the_page_without_breaking_its_view() -> None:
+    # ipywidgets 8.1's DOMWidgetView.updateTooltip reads the model's description's
+    # length; an Image has no description, so a tooltip on it threw in the page ("Click
+    # to show javascript error" where the chart was, in JupyterLab and Voila alike).
+    # Its synced state carries an empty description: the view sets the words as the
+    # image's title, which a screen reader reads as its name.
+    player = SimulationPlayer(scenario()[0])
+    assert player.chart is not None
+    state = player.chart.get_state()
+    assert state["tooltip"].startswith("Chart: ")
+    assert state.get("description") == ""
+    player.close()

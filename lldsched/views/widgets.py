@@ -494,6 +494,13 @@ class SimulationPlayer:
         self.chart = widgets.Image(format="png") if chart else None
         if self.chart is not None:
             self.chart.add_class("lldsched-player-chart")
+            # Its tooltip (the chart in words) becomes the image's title, which a screen
+            # reader reads as its name; ipywidgets 8.1's view reads the model's
+            # description first, which an Image has not: without one synced, the view
+            # threw and the page showed "Click to show javascript error" instead.
+            import traitlets  # ipywidgets' own dependency, as lazily as it is
+
+            self.chart.add_traits(description=traitlets.Unicode("").tag(sync=True))
         # Runs in flight: task id -> when it started (written by _note on the thread that
         # steps the simulation, the only thread that touches the player).
         self._started: dict[str, float] = {}
