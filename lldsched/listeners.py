@@ -22,7 +22,7 @@ from typing import Protocol, runtime_checkable
 
 from lldsched.checks import seconds
 from lldsched.errors import ValidationError, error_text
-from lldsched.logs import LISTENERS, Repeats
+from lldsched.logs import LISTENERS, Repeats, say_with_traceback
 from lldsched.model import ExecutionRecord, TaskEvent
 
 __all__ = ["EventLog", "Listener", "TaskListener", "as_callback", "listener_list", "notify"]
@@ -99,7 +99,8 @@ def notify(
     ``repeats`` (the runtime's :class:`~lldsched.logs.Repeats`, keyed by listener) keeps
     a listener that raises on every event from writing a traceback per event: its
     first failure in each window is an ERROR with the traceback, the others DEBUG
-    lines without, counted on its next ERROR.  The line names the event's task and its
+    lines without, counted on its next ERROR.  Its traceback is bounded as a job's is
+    (:func:`~lldsched.logs.say_with_traceback`).  The line names the event's task and its
     status change, not the event's ``repr`` (its record's result text)."""
     for listener, callback in listeners:
         try:
@@ -132,7 +133,7 @@ def _say_failed(
         message += " (%d more failures of it since its last line, at DEBUG)"
         args = (*args, repeated)
     fields["repeated"] = repeated
-    log.error(message, *args, exc_info=exc, extra=fields)
+    say_with_traceback(log, logging.ERROR, message, args, exc, fields)
 
 
 def _named(listener: Listener) -> str:

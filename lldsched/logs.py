@@ -28,13 +28,23 @@ module moved in a release would break a user's configuration.
 a listener failing on every event) is written in full the first time in each
 :data:`REPEAT_WINDOW` seconds for its key; the repeats in between go to DEBUG (no
 traceback), and the next full line says how many there were (``repeated``).
+
+**Tracebacks** (:func:`say_with_traceback`): every line lldsched writes with a
+traceback (a job given up, a listener that raised, a store's outage, a worker process
+that could not be started) prints it bounded by one rule,
+:func:`~lldsched.errors.traceback_text`: each frame and message cut, the whole to its
+last 20,000 characters; the exception itself stays on the record (``exc_info``) for an
+error tracker.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
+
+from lldsched.errors import traceback_text
 
 __all__ = [
     "CLUSTER",
@@ -47,6 +57,7 @@ __all__ = [
     "TIMER",
     "WORKERS",
     "Repeats",
+    "say_with_traceback",
 ]
 
 JOBS = "lldsched.jobs"
@@ -122,3 +133,36 @@ class Repeats:
         ]
         for key in quiet or list(self._seen):
             del self._seen[key]
+
+
+def say_with_traceback(
+    logger: logging.Logger,
+    level: int,
+    message: str,
+    args: tuple[object, ...],
+    why: BaseException | str,
+    fields: Mapping[str, object] | None = None,
+) -> None:
+    """Log ``message % args`` at ``level`` with the traceback of ``why``: an exception, or
+    the traceback text a worker process sent (caller holds no lock of the scheduler's:
+    formatting a traceback reads its source lines from disk).
+
+    The record's ``exc_text`` is set beforehand to :func:`~lldsched.errors.traceback_text`
+    (bounded, its start cut, surrogates escaped), which every ``logging.Formatter``
+    prints after the message instead of formatting ``exc_info`` itself: a 10 MB
+    message, or a chain of a thousand exceptions, is not printed whole, and a strict
+    UTF-8 file handler does not fail on a lone surrogate.  ``exc_info`` stays the
+    exception, for an error tracker's logging integration (Sentry's reads it); a
+    worker process's run has only the text.  The line names its caller's place."""
+    if not logger.isEnabledFor(level):
+        return
+    if isinstance(why, str):
+        exc_info, text = None, why
+    else:
+        exc_info, text = (type(why), why, why.__traceback__), traceback_text(why)
+    path, line, function, _ = logger.findCaller(stacklevel=2)
+    record = logger.makeRecord(
+        logger.name, level, path, line, message, args, exc_info, function, extra=fields
+    )
+    record.exc_text = text.rstrip("\n")
+    logger.handle(record)

@@ -337,3 +337,39 @@ def test_a_listener_whose_repr_raises_is_still_said_and_the_next_one_called(
     (line,) = captured.named(LISTENERS, logging.ERROR)
     assert line.__dict__["listener"].endswith(".Odd")
     assert line.__dict__["error"] == "ConnectionError: down"
+
+
+def _huge(event: TaskEvent) -> NoReturn:
+    raise ValueError("y" * 10_000_000)
+
+
+def _chained(event: TaskEvent) -> NoReturn:
+    # a deep recursion Python prints collapsed; a chain of 2,000 links it prints whole
+    error: BaseException = ValueError("root")
+    for n in range(2000):
+        try:
+            raise error
+        except BaseException as exc:
+            error = RuntimeError(f"link {n}")
+            error.__context__ = exc
+    raise error
+
+
+@pytest.mark.parametrize("raising", [_huge, _chained], ids=["10MB-message", "2000-link-chain"])
+def test_a_listener_traceback_is_bounded_as_a_jobs_is_on_both_runtimes(
+    driven: Any, captured: Captured, raising: Any
+) -> None:
+    from lldsched.errors import ERROR_LIMIT, TRACEBACK_LIMIT
+
+    driven.runtime.add_listener(raising)
+    driven.add("poll", OneTime(delay=0))
+    driven.run_until(driven.now + 1)
+    driven.settle()  # every event delivered, too
+    errors = captured.named(LISTENERS, logging.ERROR)
+    assert errors, "the listener's failure was not said"
+    line = errors[0]
+    assert line.exc_info is not None  # the exception stays for an error tracker
+    printed = logging.Formatter().format(line)  # what any handler writes
+    assert len(printed) < TRACEBACK_LIMIT + 3 * ERROR_LIMIT + 1000
+    assert "characters cut" in printed or "characters, cut" in printed
+    assert f"in {raising.__name__}" in printed  # its innermost frame is kept

@@ -34,6 +34,7 @@ from lldsched import (
     checks,
 )
 from lldsched.model import ExecutionRecord, Outcome
+from lldsched.threaded.jumps import LastLook
 from tests import jobs
 from tests.conftest import T0, SchedulerFactory, settle
 
@@ -515,6 +516,81 @@ def test_a_small_backward_jump_moves_a_fixed_delays_next_run_back_once(
     assert scheduler.task(task.id).next_run_at == T0 + 180 + 600
 
 
+class FinishHeld(JumpingClock):
+    """A JumpingClock on which the run's finish, read on ``runner`` once ``armed``, is
+    followed, before the runner can record it, by a backward jump of ``jump`` seconds
+    and the timer's look at it (the instants between a worker's finish and its taking
+    the scheduler's lock)."""
+
+    def __init__(self, start: float, jump: float) -> None:
+        super().__init__(start)
+        self.set_back = jump
+        self.runner: threading.Thread | None = None
+        self.armed = threading.Event()
+        self.held = threading.Event()
+
+    def now(self) -> float:
+        value = super().now()
+        if self.armed.is_set() and self.runner is threading.current_thread():
+            self.armed.clear()
+            if self.set_back:
+                self.jump(self.set_back, wake=False)
+            self.parked.clear()
+            self._notify_all()  # the timer looks, sees the jump, the run not recorded yet
+            assert self.parked.wait(5)
+            self.held.set()
+        return value
+
+
+@pytest.mark.parametrize("jumped", ["after its finish", "before its finish"])
+@pytest.mark.parametrize("where", ["thread", "coroutine"])
+@pytest.mark.parametrize(
+    ("schedule", "next_due"),
+    [(FixedDelay(600), 30 - 600 + 600), (FixedRate(60), -600 + 60)],
+    ids=["delay", "rate"],
+)
+def test_a_finish_read_before_a_jump_the_timer_saw_before_it_was_recorded_is_moved_once(
+    make_scheduler: SchedulerFactory, schedule: Schedule, next_due: float, where: str, jumped: str
+) -> None:
+    # The run reads its finish at T0 + 30 s; the clock is set back 10 minutes and the
+    # timer looks (the run in flight for the core) before the worker records the run.
+    # Before: the finish was read on the clock from before the jump, the look had
+    # moved nothing of a task in flight (a fixed rate's slot only), so a fixed delay
+    # counted from the old clock (10 minutes late) and a fixed rate's finish, ten
+    # minutes past its moved slots, skipped ten of them and waited out the jump.  Now
+    # the finish is read as the moved clock reads it, as a finish read after the jump.
+    # A finish read after the jump, the timer looking before it is recorded, moves once
+    # too (the look leaves a task in flight where it is; docs/DECISIONS.md said twice).
+    clock = FinishHeld(T0, jump=-600 if jumped == "after its finish" else 0.0)
+    started, release = threading.Event(), threading.Event()
+
+    def job() -> None:
+        clock.runner = threading.current_thread()
+        started.set()
+        assert release.wait(5)
+
+    async def coroutine_job() -> None:
+        clock.runner = threading.current_thread()
+        started.set()
+        while not release.is_set():  # the loop's thread: no blocking wait on it
+            await asyncio.sleep(0.001)
+
+    scheduler = make_scheduler(clock=clock)
+    task = scheduler.schedule("job", job if where == "thread" else coroutine_job, schedule)
+    assert started.wait(5) and clock.parked.wait(5)  # the timer looked at T0 and parked
+    clock.elapse(30)
+    if jumped == "before its finish":
+        clock.jump(-600, wake=False)
+    clock.armed.set()
+    release.set()
+    settle(scheduler)
+    assert clock.held.is_set()
+    looked(clock, scheduler)
+    (record,) = scheduler.task(task.id).history  # no slot skipped
+    assert (record.slot, record.started, record.finished) == (T0, T0 - 570, T0 - 570)
+    assert scheduler.task(task.id).next_run_at == T0 + next_due
+
+
 def test_a_fixed_rate_run_in_flight_keeps_its_overrun_across_a_backward_jump(
     make_scheduler: SchedulerFactory,
 ) -> None:
@@ -556,3 +632,17 @@ def test_a_simulation_restores_a_store_and_models_its_restored_tasks() -> None:
     assert (run.slot, run.duration) == (T0 + HOUR, 120.0)
     with pytest.raises(TaskNotFoundError):
         sim.model("task-99", duration=1.0)
+
+
+def test_last_look_tells_a_finish_read_before_a_backward_jump_it_saw() -> None:
+    mono = [0.0]
+    look = LastLook(lambda: mono[0])
+    assert not look.read_before_set_back(T0 + 1e9)  # no look yet: nothing is ahead
+    look.took(T0, 0.0)
+    mono[0] = 30.0
+    finished = T0 + 30  # read before the jump
+    assert look.look(T0 + 30 - 600, 30.0) == -600 and look.set_back_by == -600
+    assert look.read_before_set_back(finished) and not look.set_back_since(finished)
+    assert not look.read_before_set_back(T0 + 30 - 600)  # read after it: as the clock reads
+    assert look.look(T0 + 40 - 600, 40.0) == 0.0 and look.set_back_by == -600  # kept
+    assert not LastLook(None).read_before_set_back(T0)  # a clock with no monotonic()

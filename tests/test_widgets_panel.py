@@ -353,6 +353,26 @@ def test_a_panel_of_300_tasks_shows_50_rows_and_a_box_that_finds_the_others() ->
     panel.close()
 
 
+def test_the_find_box_applies_its_text_on_enter_and_says_so_where_the_page_shows_it() -> None:
+    panel = ControlPanel(service(300), loop=None)
+    # Enter (or leaving the box) sends the value once, not a refresh per keystroke.
+    assert panel.find.continuous_update is False
+    refreshes = panel.refreshes
+    panel.find.set_state({"value": "audit-29"})  # the comm update Enter sends
+    assert [row["task"] for row in panel.rows] == [
+        "audit-290",
+        "audit-293",
+        "audit-296",
+        "audit-299",
+    ]
+    assert panel.refreshes == refreshes + 1
+    # ipywidgets 8.1 renders a Text's tooltip nowhere once it has a description
+    # (jupyter-widgets/ipywidgets#3964): the hint is in its placeholder, which it shows.
+    assert panel.find.description == "find"
+    assert "Enter" in panel.find.placeholder
+    panel.close()
+
+
 def test_a_panel_of_few_tasks_hides_the_box_and_max_rows_is_checked() -> None:
     panel = ControlPanel(service(3), loop=None)
     assert len(panel.rows) == 3 and panel.find.layout.display == "none"

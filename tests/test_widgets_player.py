@@ -4,6 +4,7 @@ task table and the Gantt chart follow every step; its buttons act at the simulat
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 from unittest.mock import patch
 
 from matplotlib.axes import Axes
@@ -199,4 +200,59 @@ def test_where_widgets_cannot_render_the_player_shows_its_instant_step_and_table
     player.until.value = "<soon>"
     player.buttons["run"].click()  # refused: the text says so, as text, not markup
     assert player.to_text().splitlines()[-1].startswith("run until '<soon>': ")
+    player.close()
+
+
+def _typed(box: Any, text: str) -> None:
+    """What the page sends when the user commits ``text`` in ``box``: with
+    ``continuous_update=False`` a Text's view sends its value once, on Enter (or on
+    leaving the box); each keystroke otherwise.  A comm ``update`` message is
+    ``set_state``."""
+    if box.continuous_update:
+        for end in range(1, len(text) + 1):
+            box.set_state({"value": text[:end]})
+    else:
+        box.set_state({"value": text})
+
+
+def test_enter_in_the_run_until_box_runs_until_its_instant() -> None:
+    sim, tick, _ = scenario()
+    player = SimulationPlayer(sim, chart=False)
+    # Before: Enter did nothing; the user had to reach the run button.
+    _typed(player.until, "2026-01-05 01:00")
+    assert sim.now == T0 + 3600, "Enter did not run"
+    assert player.table.message.value == ""  # no "before now" from a partly typed instant
+    assert player.table.row(tick)["runs"] == "6"
+    player.buttons["run"].click()  # the button still runs it: already there, nothing to do
+    assert sim.now == T0 + 3600 and player.table.message.value == ""
+    _typed(player.until, "soon")
+    assert player.table.message.value.startswith("run until 'soon': ")
+    assert sim.now == T0 + 3600
+    player.table.say("")
+    _typed(player.until, "")  # emptied: nothing to run to, nothing said
+    assert player.table.message.value == "" and sim.now == T0 + 3600
+    player.close()
+
+
+def test_the_run_until_box_says_how_to_run_where_the_page_shows_it() -> None:
+    # ipywidgets 8.1 renders a Text's tooltip nowhere once it has a description
+    # (jupyter-widgets/ipywidgets#3964): its placeholder is what the page shows.
+    player = SimulationPlayer(scenario()[0], chart=False, tz="Europe/Berlin")
+    assert player.until.description == "run until"
+    assert "Enter" in player.until.placeholder
+    assert "Enter" in player.until.tooltip and "Europe/Berlin" in player.until.tooltip
+    player.close()
+
+
+def test_the_charts_words_reach_the_page_without_breaking_its_view() -> None:
+    # ipywidgets 8.1's DOMWidgetView.updateTooltip reads the model's description's
+    # length; an Image has no description, so a tooltip on it threw in the page ("Click
+    # to show javascript error" where the chart was, in JupyterLab and Voila alike).
+    # Its synced state carries an empty description: the view sets the words as the
+    # image's title, which a screen reader reads as its name.
+    player = SimulationPlayer(scenario()[0])
+    assert player.chart is not None
+    state = player.chart.get_state()
+    assert state["tooltip"].startswith("Chart: ")
+    assert state.get("description") == ""
     player.close()

@@ -81,7 +81,7 @@ import time
 from collections.abc import Callable
 
 from lldsched.errors import StoreClosedError
-from lldsched.logs import STORE, Repeats
+from lldsched.logs import STORE, Repeats, say_with_traceback
 from lldsched.persistence import TaskSnapshot, TaskStore
 
 __all__ = ["ADVICE", "Outage", "StoreWrites", "check_store", "store_failed", "store_written"]
@@ -357,4 +357,4 @@ def _say_outage(
     if repeated:
         message += " (%d more outages since its last line, at debug level)"
         args = (*args, repeated)
-    log.error(message, *args, exc_info=error, extra={"repeated": repeated})
+    say_with_traceback(log, logging.ERROR, message, args, error, {"repeated": repeated})

@@ -32,24 +32,44 @@ class LastLook:
     (``wall - mono - JUMP_TOLERANCE``; ``-inf`` until the first look, and for good
     without a ``monotonic``, whose ``reading`` is then ``+inf``).
 
+    The same lag (the finish less that reading) above ``ahead_above`` (``wall - mono +
+    JUMP_TOLERANCE``; ``+inf`` until the first look) is a finish read *ahead* of the
+    clock now (:meth:`read_before_set_back`): read before a backward jump that a look
+    saw while the run was in flight (between the finish and its taking the lock), or
+    after a forward jump no look saw yet.  ``set_back_by`` is the last backward jump a
+    look saw (0.0 before any), what such a finish is moved by.
+
     ``woke`` is the clock instant the timer last woke (``None`` before it first did),
     which ``Scheduler.metrics()`` reports: set at every wake, whether the clock has a
     ``monotonic()`` or not, and kept here, with the timer's other readings, because the
     scheduler keeps no 30th attribute (``lldsched/threaded/parts.py``)."""
 
-    __slots__ = ("mono", "monotonic", "reading", "set_back_below", "wall", "woke")
+    __slots__ = (
+        "ahead_above",
+        "mono",
+        "monotonic",
+        "reading",
+        "set_back_below",
+        "set_back_by",
+        "wall",
+        "woke",
+    )
 
     def __init__(self, monotonic: Callable[[], float] | None) -> None:
         self.monotonic = monotonic
         self.reading: Callable[[], float] = _never if monotonic is None else monotonic
         self.wall = self.set_back_below = -math.inf
+        self.ahead_above = math.inf
+        self.set_back_by = 0.0
         self.mono = 0.0
         self.woke: float | None = None
 
     def took(self, wall: float, mono: float) -> None:
         """A look read ``wall`` and ``mono`` (the first, or one that compared)."""
         self.wall, self.mono = wall, mono
-        self.set_back_below = wall - mono - JUMP_TOLERANCE
+        offset = wall - mono
+        self.set_back_below = offset - JUMP_TOLERANCE
+        self.ahead_above = offset + JUMP_TOLERANCE
 
     def set_back_since(self, finished: float) -> bool:
         """True when a run that read ``finished`` on the wall clock read it after the
@@ -66,13 +86,30 @@ class LastLook:
         look, which finds no jump."""
         return finished - self.reading() < self.set_back_below
 
+    def read_before_set_back(self, finished: float) -> bool:
+        """True when a run that read ``finished`` on the wall clock read it ahead of the
+        clock now (more than ``JUMP_TOLERANCE``), judged by a ``monotonic`` reading now;
+        the runtime inlines it beside :meth:`set_back_since` (the same reading, one more
+        comparison).  After a look for a forward jump no look saw yet (which moves
+        ``ahead_above`` up), still true only for a finish read before a backward jump
+        that a look saw while the run was in flight: the runtime moves that finish by
+        ``set_back_by``, so it reads as the moved clock does, as a finish read after the
+        jump would.  A reading taken a while after the finish (a worker waiting for
+        the lock longer than the jump, less ``JUMP_TOLERANCE``) errs towards a finish
+        left as it read (docs/DECISIONS.md)."""
+        return finished - self.reading() > self.ahead_above
+
     def look(self, wall: float, mono: float) -> float:
         """Take a look that read ``wall`` and ``mono``: the seconds the wall clock
         jumped by since the last look, or 0.0 when the two clocks agree."""
         waited = mono - self.mono
         jump = (wall - self.wall) - waited
         self.took(wall, mono)
-        return jump if abs(jump) > JUMP_TOLERANCE + JUMP_DRIFT * waited else 0.0
+        if abs(jump) <= JUMP_TOLERANCE + JUMP_DRIFT * waited:
+            return 0.0
+        if jump < 0:
+            self.set_back_by = jump
+        return jump
 
 
 def _never() -> float:

@@ -107,7 +107,7 @@ from typing import Any, NamedTuple
 from lldsched.core.results import must_await, result_text
 from lldsched.errors import SchedulerStateError, ValidationError, error_text, traceback_text
 from lldsched.importpath import import_callable
-from lldsched.logs import WORKERS, Repeats
+from lldsched.logs import WORKERS, Repeats, say_with_traceback
 from lldsched.threaded.deadline import Deadline
 
 __all__ = ["SUPPORTED", "ProcessOutcome", "ProcessPool", "check_supported"]
@@ -426,7 +426,7 @@ class ProcessPool:
                 if repeated:
                     message += " (%d more times since its last line, at DEBUG)"
                     args = (repeated,)
-                log.error(message, *args, exc_info=exc, extra={"repeated": repeated})
+                say_with_traceback(log, logging.ERROR, message, args, exc, {"repeated": repeated})
             return
         with self._lock:
             closed = self._closed

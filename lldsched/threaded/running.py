@@ -44,8 +44,8 @@ from lldsched.clock import utc_datetime
 from lldsched.core.names import CANCELLED, PAUSED
 from lldsched.core.results import must_await, result_text
 from lldsched.core.task import Entry, Run, ScheduledTask
-from lldsched.errors import CANCELLED_INSIDE, SchedulerStateError, error_text, traceback_text
-from lldsched.logs import JOBS
+from lldsched.errors import CANCELLED_INSIDE, SchedulerStateError, error_text
+from lldsched.logs import JOBS, say_with_traceback
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.threaded.parts import Explained, LogLine, Outcome, SchedulerParts
 
@@ -185,10 +185,10 @@ class RunExecution(SchedulerParts):
                 return  # recorded by _finish_coroutine when it completes
             finished = self._clock.now()
             error = "SchedulerStateError: the scheduler shut down before the coroutine ran"
-        last_look = self._last_look  # LastLook.set_back_since, inlined (the run path)
-        if finished - last_look.reading() < last_look.set_back_below:
-            # the wall clock went back since the timer looked: that jump is handled first
-            self._look_at_clock(self._clock.now())
+        last_look = self._last_look  # LastLook.set_back_since and read_before_set_back,
+        lag = finished - last_look.reading()  # inlined (the run path)
+        if lag < last_look.set_back_below or lag > last_look.ahead_above:
+            finished = self._jumped_since(finished, lag)
         record = self._core.finish(run, started, finished, error, result, timed_out)
         if self._coordinator is not None:
             self._coordinator.done(run)
@@ -196,6 +196,21 @@ class RunExecution(SchedulerParts):
             self._log_then_settle(run, record, explained)
             return
         self._settle(1)
+
+    def _jumped_since(self, finished: float, lag: float) -> float:
+        """The finish to record for a run that read ``finished`` ``lag`` seconds (less a
+        monotonic reading) off the clock's relation at the timer's last look (caller
+        holds the lock; rare): a jump no look saw yet is handled first (a finish read
+        after a backward one would otherwise count from the moved clock, and be moved
+        back once more by the next look); a finish still read ahead of the clock after
+        that was read before a backward jump a look saw while the run was in flight,
+        and is moved by it, so nothing counts from the clock before the jump (a fixed
+        delay would run late by it, a fixed rate skip the slots it moved back)."""
+        last_look = self._last_look
+        self._look_at_clock(self._clock.now())
+        if lag > last_look.ahead_above:
+            return finished + last_look.set_back_by
+        return finished
 
     def _log_then_settle(self, run: Run, record: ExecutionRecord, explained: Explained) -> None:
         """A worker's run failed: log its line with the lock let go (the pool allows it;
@@ -224,10 +239,10 @@ class RunExecution(SchedulerParts):
         queued, and the loop thread calls :meth:`_say_failures` once it let the lock go,
         before it settles the batch.  ``raised`` is what the coroutine raised, if it
         did."""
-        last_look = self._last_look  # LastLook.set_back_since, inlined (the run path)
-        if finished - last_look.reading() < last_look.set_back_below:
-            # the wall clock went back since the timer looked: that jump is handled first
-            self._look_at_clock(self._clock.now())
+        last_look = self._last_look  # LastLook.set_back_since and read_before_set_back,
+        lag = finished - last_look.reading()  # inlined (the run path)
+        if lag < last_look.set_back_below or lag > last_look.ahead_above:
+            finished = self._jumped_since(finished, lag)
         record = self._core.finish(run, started, finished, error, result, timed_out)
         if self._coordinator is not None:
             self._coordinator.done(run)
@@ -267,7 +282,7 @@ class RunExecution(SchedulerParts):
                 if why is None:
                     log.log(level, message, *args, extra=fields)
                 else:
-                    _say_explained(level, message, args, why, fields)
+                    say_with_traceback(log, level, message, args, why, fields)
 
     def _settle(self, count: int) -> None:
         """``count`` entries popped by the timer are done (run, or dropped)."""
@@ -322,8 +337,9 @@ def failure_line(
     An ERROR line carries the traceback of what ``explained`` the failure: the
     exception as ``exc_info`` (a handler prints it, an error tracker's logging
     integration captures it with its frames), or a worker process's traceback text
-    (:func:`_say_explained`).  A WARNING line for a retry carries none: a flaky job retried all
-    night would fill the log with stack frames, and its last attempt's ERROR has them.
+    (:func:`~lldsched.logs.say_with_traceback`: bounded).  A WARNING line for a retry
+    carries none: a flaky job retried all night would fill the log with stack frames,
+    and its last attempt's ERROR has them.
     """
     task = run.task
     error = record.error
@@ -371,34 +387,6 @@ def failure_line(
         fields,
         record.finished,
     )
-
-
-def _say_explained(
-    level: int, message: str, args: tuple[object, ...], why: Explained, fields: dict[str, object]
-) -> None:
-    """Log a failure line with its traceback (caller does *not* hold the scheduler's
-    lock: the traceback is formatted here, reading the source lines from disk).
-
-    The record's ``exc_text`` is set beforehand to :func:`~lldsched.errors.traceback_text`
-    (bounded, its start cut, surrogates escaped), which every ``logging.Formatter``
-    prints after the message instead of formatting ``exc_info`` itself: a 10 MB
-    message is not printed whole, and a strict UTF-8 file handler does not fail on a
-    lone surrogate.  ``exc_info`` stays the exception, for an error tracker's logging
-    integration (Sentry's reads it); a worker process's run has only the text.
-    """
-    if not log.isEnabledFor(level):
-        return
-    if isinstance(why, str):
-        exc_info, text = None, why
-    else:
-        assert why is not None  # (only a line with something to explain comes here)
-        exc_info, text = (type(why), why, why.__traceback__), traceback_text(why)
-    path, line, function, _ = log.findCaller()
-    record = log.makeRecord(
-        log.name, level, path, line, message, args, exc_info, function, extra=fields
-    )
-    record.exc_text = text.rstrip("\n")
-    log.handle(record)
 
 
 def _instant(when: float | None) -> str:

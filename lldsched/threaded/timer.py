@@ -24,9 +24,11 @@ resume.  One wake a minute costs nothing measurable (``benchmarks/bench_idle.py`
 ``max_wait=None`` waits exactly until the head is due.  A worker also looks before
 it records a run that read its finish after the clock was set back since the timer's
 last look: that run computes its next due time from the moved clock, so the jump is
-handled first (``_look_at_clock``).  That test is one monotonic reading and one
-comparison with a number kept ready in :class:`~lldsched.threaded.jumps.LastLook`,
-where the look's readings are (``LastLook.set_back_since``).
+handled first (``_look_at_clock``); a finish read before a backward jump that a
+look saw before the run was recorded is moved by it.  Those tests are one monotonic
+reading and two comparisons with numbers kept ready in
+:class:`~lldsched.threaded.jumps.LastLook`, where the look's readings are
+(``LastLook.set_back_since``, ``LastLook.read_before_set_back``).
 
 **A shared store** (``SqliteTaskStore(path, shared=True)``, docs/CLUSTER.md): the
 timer claims what runs from the store instead of popping the heap (the heap

@@ -232,8 +232,11 @@ class ControlPanel:
         )
         self.message = widgets.HTML()
         self.message.add_class("lldsched-message")
+        # Its value comes on Enter (or on leaving the box), not per keystroke.  The hint
+        # is in the placeholder: ipywidgets 8.1 renders a Text's tooltip nowhere once it
+        # has a description (jupyter-widgets/ipywidgets#3964; docs/DECISIONS.md).
         self.find = widgets.Text(
-            placeholder="part of a task's name", description="find",
+            placeholder="part of a name, then Enter", description="find",
             tooltip="show the tasks whose name holds this text (Enter applies it)",
             continuous_update=False, layout=widgets.Layout(display="none"),
         )  # fmt: skip
@@ -470,10 +473,15 @@ class SimulationPlayer:
             button.on_click(lambda _button, action=action: action())
             button.add_class(f"lldsched-player-{label.replace(' ', '').replace('+', 'plus')}")
             self.buttons[label] = button
+        # Enter runs (ipywidgets 8's way: the value comes once, on Enter or on leaving
+        # the box, and is observed; on_submit is deprecated); the hint is in the
+        # placeholder, which the page shows (the tooltip it does not: see self.find).
         self.until = widgets.Text(
-            placeholder="2026-01-05 18:00", description="run until",
-            tooltip=f"an instant (YYYY-MM-DD HH:MM, in {self._tz.key}); then press run",
+            placeholder="2026-01-05 18:00, Enter", description="run until",
+            tooltip=f"an instant (YYYY-MM-DD HH:MM, in {self._tz.key}); Enter runs until it",
+            continuous_update=False,
         )  # fmt: skip
+        self.until.observe(self._until_typed, names="value")
         self.buttons["run"] = widgets.Button(
             description="run", tooltip="run until the instant typed in 'run until'",
             layout=widgets.Layout(width="auto"),
@@ -486,6 +494,13 @@ class SimulationPlayer:
         self.chart = widgets.Image(format="png") if chart else None
         if self.chart is not None:
             self.chart.add_class("lldsched-player-chart")
+            # Its tooltip (the chart in words) becomes the image's title, which a screen
+            # reader reads as its name; ipywidgets 8.1's view reads the model's
+            # description first, which an Image has not: without one synced, the view
+            # threw and the page showed "Click to show javascript error" instead.
+            import traitlets  # ipywidgets' own dependency, as lazily as it is
+
+            self.chart.add_traits(description=traitlets.Unicode("").tag(sync=True))
         # Runs in flight: task id -> when it started (written by _note on the thread that
         # steps the simulation, the only thread that touches the player).
         self._started: dict[str, float] = {}
@@ -526,6 +541,12 @@ class SimulationPlayer:
         self.sim.run(when)
         self.last_step.value = ""
         self._refresh()
+
+    def _until_typed(self, change: dict[str, Any]) -> None:
+        """The box's text was committed (Enter, or leaving it): run until it, unless it
+        was emptied (nothing to run to, nothing to complain about)."""
+        if str(change["new"]).strip():
+            self._run_until_text()
 
     def _run_until_text(self) -> None:
         try:

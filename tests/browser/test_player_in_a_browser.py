@@ -1,9 +1,10 @@
 """The SimulationPlayer of the shipped 04-simulation in a real browser (Voila, and
 JupyterLab after Run All): its first view is the simulation's own time, `step` starts a
 run and says so, `+1 hour` moves the clock and the counts, pausing a task stops its runs,
-the chart is redrawn after every press, and the controls stay where they were.  The
-sliders above it show their chart and table, and a new choice redraws the table; the
-pool-size slider at the end, moved, redraws its table of lateness."""
+Enter in `run until` runs there, the chart is redrawn after every press, and the
+controls stay where they were.  The sliders above it show their chart and table, and a
+new choice redraws the table; the pool-size slider at the end, moved, redraws its table
+of lateness."""
 
 from __future__ import annotations
 
@@ -108,6 +109,14 @@ def test_the_shipped_player_steps_the_scenario_and_shows_what_changed(
         assert int(compaction_runs) <= after <= int(compaction_runs) + 1
         assert left_edge(page, pause) == controls_at
         screenshot(page, f"04-{server}-paused-compaction")
+        # Enter in the "run until" box runs (it did nothing: the run button had to be
+        # reached); the box is found by its label, as a screen reader names it.
+        until = page.get_by_label("run until", exact=True)
+        drawn = chart(page)
+        until.fill("2026-01-05 03:00")
+        until.press("Enter")
+        expect(clock).to_have_text("simulated time 2026-01-05 03:00:00 UTC", timeout=30_000)
+        wait_for_a_new_chart(page, drawn)
         # The pool-size slider at the end of 04: two steps right (keys move a slider's
         # handle), a new table of lateness for the bigger pool.  Checked last: once,
         # moved before the player's checks, the step that followed showed nothing.
