@@ -82,3 +82,114 @@ def test_simulation_remove_forgets_the_task_and_its_run_in_flight_is_recorded() 
         sim.remove("nope")
     sim.run_for(200)
     assert [(r.name, r.finished - T0) for r in sim.records()] == [("long", 30.0), ("kept", 101.0)]
+
+
+# What one runtime has and the other has not, each for a reason (docs/DECISIONS.md, "One
+# surface, two runtimes"). A verb added to one runtime fails the test below until it is
+# added to the other (and to lldsched.runtime) or named here with its reason.
+ONLY_SCHEDULER = {
+    "start", "shutdown", "aclose", "wait_idle", "wait_drained", "running",  # real threads
+    "clock", "dropped_events", "name",  # wall time; a listener thread; a process's label
+    "packed_records", "dispatcher_type", "pool_type", "queue_type",  # its parts, for tests
+}  # fmt: skip
+ONLY_SIMULATION = {"step", "run", "run_for", "at", "busy", "model", "record_log", "seed"}
+REGISTRATION = {"schedule", "scheduled"}  # the same options; the action differs by design
+
+
+def public(runtime: object) -> set[str]:
+    return {name for name in dir(runtime) if not name.startswith("_")}
+
+
+def protocol_members(protocol: type) -> set[str]:
+    return {name for name in dir(protocol) if not name.startswith("_")}
+
+
+def test_what_both_runtimes_share_is_the_protocol_and_the_rest_is_named() -> None:
+    threaded, simulation = Scheduler(workers=2), Simulation(workers=2)
+    try:
+        ours, theirs = public(threaded), public(simulation)
+    finally:
+        assert threaded.shutdown()
+    assert ours - theirs == ONLY_SCHEDULER
+    assert theirs - ours == ONLY_SIMULATION
+    assert (ours & theirs) - REGISTRATION == protocol_members(Runtime)
+    assert protocol_members(Stepped) - protocol_members(Runtime) < ONLY_SIMULATION
+
+
+def signature_of(runtime: type, name: str) -> inspect.Signature:
+    member = inspect.getattr_static(runtime, name)
+    if isinstance(member, property):
+        assert member.fget is not None
+        return inspect.signature(member.fget)
+    return inspect.signature(getattr(runtime, name))
+
+
+def test_every_shared_verb_has_one_signature_names_defaults_and_types() -> None:
+    """Not only the parameter names: kinds, defaults, annotations and the return type."""
+    for name in sorted(protocol_members(Runtime) - {"workers"}):
+        assert signature_of(Scheduler, name) == signature_of(Simulation, name), name
+    # Simulation.workers is the int it was given, Scheduler's a read-only property
+    assert signature_of(Scheduler, "workers").return_annotation == "int"
+
+
+def test_the_registration_options_are_the_same_parameters_in_both_runtimes() -> None:
+    """Each keyword option both registrations take has one default and one type; what
+    only one takes is the documented difference."""
+    differences: dict[str, tuple[set[str], set[str]]] = {
+        "schedule": (set(), {"action", "duration", "fails"}),
+        "scheduled": (set(), {"duration", "fails"}),
+    }
+    for verb in differences:
+        ours = inspect.signature(getattr(Scheduler, verb)).parameters
+        theirs = inspect.signature(getattr(Simulation, verb)).parameters
+        keywords = {n for n, p in ours.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
+        their_keywords = {n for n, p in theirs.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
+        assert (keywords - their_keywords, their_keywords - keywords) == differences[verb]
+        for option in keywords & their_keywords:
+            assert ours[option] == theirs[option], (verb, option)
+        assert inspect.signature(getattr(Scheduler, verb)).return_annotation == (
+            inspect.signature(getattr(Simulation, verb)).return_annotation
+        )
+
+
+def test_the_constructors_take_workers_by_position_and_the_rest_by_keyword() -> None:
+    """``Simulation(4, 100, 7)`` read as start and seed, and the two runtimes put
+    ``store`` at different positions: every option is keyword-only, and the options both
+    take share their default and type (but ``seed``: None draws one on a Scheduler, a
+    simulation's default 0 makes two runs alike)."""
+    ours = inspect.signature(Scheduler).parameters
+    theirs = inspect.signature(Simulation).parameters
+    for parameters in (ours, theirs):
+        positional = [n for n, p in parameters.items() if p.kind is not p.KEYWORD_ONLY]
+        assert positional == ["workers"]
+    shared = (set(ours) & set(theirs)) - {"seed"}
+    assert shared == {"workers", "store", "listeners", "ids", "history_limit", "tz",
+                      "retain_finished", "purge_retired"}  # fmt: skip
+    for name in shared:
+        assert ours[name] == theirs[name], name
+
+
+def test_options_passed_by_position_still_work_with_a_deprecation_warning() -> None:
+    clock = FakeClock(T0)
+    with pytest.warns(DeprecationWarning, match=r"Scheduler: passing clock by position.*clock="):
+        threaded = Scheduler(2, clock)  # type: ignore[call-arg]
+    assert threaded.clock is clock and threaded.workers == 2
+    assert threaded.shutdown()
+    with pytest.warns(DeprecationWarning, match=r"passing start, seed by position") as caught:
+        simulation = Simulation(3, T0, 7)  # type: ignore[call-arg]
+    assert caught[0].filename == __file__  # it points at the caller's line
+    assert (simulation.workers, simulation.now, simulation.seed) == (3, T0, 7)
+
+
+def test_an_option_given_by_position_and_by_keyword_is_refused() -> None:
+    with pytest.raises(TypeError, match="multiple values for argument 'start'"):
+        Simulation(2, T0, start=T0)  # type: ignore[misc]
+    with pytest.raises(TypeError, match=r"at most 6 positional arguments \(7 given\)"):
+        Simulation(2, T0, 1, None, (), 9)  # type: ignore[call-arg, arg-type]
+
+
+def test_orphans_and_retain_finished_are_read_through_the_protocol() -> None:
+    def read(runtime: Reads) -> tuple[list[str], object]:
+        return runtime.orphans(), runtime.retain_finished
+
+    assert read(Simulation(retain_finished=None)) == ([], None)

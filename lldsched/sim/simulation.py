@@ -72,6 +72,7 @@ from lldsched.core.registration import UNCHANGED, F, Isolation, TaskIds, Unchang
 from lldsched.core.results import must_await, result_text
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
 from lldsched.core.task import Run, ScheduledTask
+from lldsched.deprecated import keyword_only_now
 from lldsched.errors import ValidationError, error_text
 from lldsched.listeners import Listener, as_callback, listener_list, notify
 from lldsched.logs import Repeats
@@ -144,14 +145,15 @@ class Simulation:
     ``Scheduler``.
     """
 
+    @keyword_only_now(kept=1, moved=("start", "seed", "store", "listeners"))
     def __init__(
         self,
         workers: int = 4,
+        *,
         start: float | datetime = 0.0,
         seed: int = 0,
         store: TaskStore | None = None,
         listeners: Iterable[Listener] = (),
-        *,
         ids: IdGenerator | None = None,
         history_limit: int | None = 100,
         tz: str | tzinfo = "UTC",

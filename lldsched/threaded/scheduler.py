@@ -51,6 +51,7 @@ from lldsched.core.recovery import recover
 from lldsched.core.registration import F, Isolation, TaskIds, registering
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
 from lldsched.core.task import ScheduledTask
+from lldsched.deprecated import keyword_only_now
 from lldsched.errors import SchedulerStateError, ValidationError
 from lldsched.listeners import Listener, listener_list
 from lldsched.logs import Repeats
@@ -125,13 +126,14 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
 
     # -- construction and start ----------------------------------------------
 
+    @keyword_only_now(kept=1, moved=("clock", "store", "listeners"))
     def __init__(
         self,
         workers: int = 4,
+        *,
         clock: Clock | None = None,
         store: TaskStore | None = None,
         listeners: Iterable[Listener] = (),
-        *,
         ids: IdGenerator | None = None,
         handoff: int | None = None,
         history_limit: int | None = 100,
