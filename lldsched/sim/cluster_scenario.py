@@ -19,6 +19,7 @@ from typing import Literal
 
 from lldsched import checks
 from lldsched.clock import to_timestamp
+from lldsched.deprecated import keyword_only_now
 from lldsched.errors import ValidationError
 from lldsched.sim.models import DurationModel, check_duration
 
@@ -161,9 +162,15 @@ class ClusterScenario:
     first: float = field(init=False, default=0.0)
     """``start`` as epoch seconds (derived)."""
 
+    @keyword_only_now(
+        kept=1,
+        moved=("tasks", "lease", "renewal", "horizon", "start", "skews", "pauses", "crashes",
+               "fencing", "lease_clock", "workers", "seed"),
+    )  # fmt: skip
     def __init__(
         self,
         nodes: int = 3,
+        *,
         tasks: tuple[ClusterTask, ...] = (ClusterTask("report", every=60.0, duration=5.0),),
         lease: float | timedelta = 30.0,
         renewal: float | timedelta = 10.0,
