@@ -4,10 +4,20 @@ and meaning."""
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 
 import pytest
 
-from lldsched import FakeClock, FixedRate, OneTime, Scheduler, TaskNotFoundError, TaskStatus
+from lldsched import (
+    FakeClock,
+    FixedRate,
+    OneTime,
+    Scheduler,
+    SchedulerStateError,
+    TaskNotFoundError,
+    TaskStatus,
+    ValidationError,
+)
 from lldsched.runtime import Controls, Observable, Reads, Runtime, Stepped
 from lldsched.sim import Simulation, fixed
 from tests.conftest import T0, SchedulerFactory, settle
@@ -193,3 +203,78 @@ def test_orphans_and_retain_finished_are_read_through_the_protocol() -> None:
         return runtime.orphans(), runtime.retain_finished
 
     assert read(Simulation(retain_finished=None)) == ([], None)
+
+
+def raised(call: Callable[[], object]) -> type[BaseException]:
+    try:
+        call()
+    except Exception as error:
+        return type(error)
+    raise AssertionError("nothing raised")
+
+
+Case = tuple[str, Callable[[], object], type[Exception]]
+
+
+def check_documented(runtime: Scheduler | Simulation, cases: list[Case]) -> None:
+    for verb, call, error in cases:
+        assert issubclass(raised(call), error), (verb, error)
+        documented = inspect.getdoc(getattr(type(runtime), verb)) or ""
+        assert error.__name__ in documented, f"{type(runtime).__name__}.{verb}: {error.__name__}"
+        if error is TaskNotFoundError:
+            assert "TaskRetiredError" in documented, verb
+
+
+def by_id(runtime: object, verb: str, task_id: str) -> Callable[[], object]:
+    return lambda: getattr(runtime, verb)(task_id)
+
+
+@pytest.mark.parametrize("kind", ["scheduler", "simulation"])
+def test_each_verb_raises_what_its_docstring_names(kind: str) -> None:
+    """``help(runtime.verb)`` tells which errors a call can meet, and it meets those."""
+    runtime: Scheduler | Simulation
+    if kind == "scheduler":
+        runtime = Scheduler(clock=FakeClock(T0))
+        up = runtime.schedule("up", lambda: None, FixedRate(60))
+        runtime.schedule("down", lambda: None, FixedRate(60), depends_on=[up.id])
+        done = runtime.schedule("done", lambda: None, FixedRate(60))
+    else:
+        runtime = Simulation(start=T0)
+        up = runtime.schedule("up", FixedRate(60))
+        runtime.schedule("down", FixedRate(60), depends_on=[up.id])
+        done = runtime.schedule("done", FixedRate(60))
+    runtime.cancel(done.id)  # finished: not rescheduled or modified
+    cases: list[Case] = [
+        (verb, by_id(runtime, verb, "nope"), TaskNotFoundError)
+        for verb in ("pause", "cancel", "resume", "redrive", "run_now", "remove", "task")
+    ]
+    cases += [
+        ("reschedule", lambda: runtime.reschedule("nope", FixedRate(60)), TaskNotFoundError),
+        ("reschedule", lambda: runtime.reschedule(up.id, 60), ValidationError),  # type: ignore[arg-type]
+        ("reschedule", lambda: runtime.reschedule(done.id, FixedRate(5)), SchedulerStateError),
+        ("modify", lambda: runtime.modify("nope", priority=2), TaskNotFoundError),
+        ("modify", lambda: runtime.modify(up.id, priority="LOW"), ValidationError),  # type: ignore[arg-type]
+        ("modify", lambda: runtime.modify(done.id, timeout=5), SchedulerStateError),
+        ("remove", lambda: runtime.remove(up.id), SchedulerStateError),  # "down" depends on it
+    ]  # fmt: skip
+    if isinstance(runtime, Simulation):
+        sim = runtime
+        cases += [
+            ("model", lambda: sim.model("nope"), TaskNotFoundError),
+            ("model", lambda: sim.model(up.id, fails="x"), ValidationError),  # type: ignore[arg-type]
+            ("schedule", lambda: sim.schedule("x", FixedRate(-1)), ValidationError),
+            ("schedule", lambda: sim.schedule("x", FixedRate(60), id=up.id), ValidationError),
+        ]  # fmt: skip
+    check_documented(runtime, cases)
+    if isinstance(runtime, Scheduler):
+        assert runtime.shutdown()
+        stopped: list[Case] = [
+            (verb, by_id(runtime, verb, up.id), SchedulerStateError)
+            for verb in ("resume", "redrive", "run_now")
+        ]
+        threaded = runtime
+        stopped += [
+            ("reschedule", lambda: threaded.reschedule(up.id, "* * * * *"), SchedulerStateError),
+            ("schedule", lambda: threaded.schedule("x", print, "* * * * *"), SchedulerStateError),
+        ]
+        check_documented(runtime, stopped)

@@ -410,6 +410,12 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         due at once, since registration and pause happen under one hold of the lock.  A
         task that existed keeps its status (see
         :meth:`SchedulerCore.add <lldsched.core.machine.SchedulerCore.add>`).
+
+        Raises :class:`~lldsched.errors.ValidationError` (a
+        :class:`~lldsched.errors.ScheduleError` for a bad schedule) naming the bad value;
+        :class:`~lldsched.errors.SchedulerStateError` once shutdown has begun;
+        :class:`~lldsched.errors.StoreError` when the store refuses the write.  Nothing
+        registered changes then.
         """
         if action is None:  # a simulated task may have none; a thread must run something
             raise not_callable(name, action)
@@ -472,7 +478,8 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
     ) -> Callable[[F], F]:
         """The decorator form of :meth:`schedule`: ``@scheduler.scheduled(FixedRate(60))``
         registers the function under its ``__name__`` (or ``name``) and leaves it as it
-        was.  (Not ``task``: :meth:`task` looks a task up by id.)"""
+        was.  (Not ``task``: :meth:`task` looks a task up by id.)  Raises what
+        :meth:`schedule` raises, when it decorates."""
 
         def register(task_name: str, action: Callable[..., Any]) -> None:
             self.schedule(
