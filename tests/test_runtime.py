@@ -136,10 +136,24 @@ def signature_of(runtime: type, name: str) -> inspect.Signature:
 
 def test_every_shared_verb_has_one_signature_names_defaults_and_types() -> None:
     """Not only the parameter names: kinds, defaults, annotations and the return type."""
-    for name in sorted(protocol_members(Runtime) - {"workers"}):
+    for name in sorted(protocol_members(Runtime)):
         assert signature_of(Scheduler, name) == signature_of(Simulation, name), name
-    # Simulation.workers is the int it was given, Scheduler's a read-only property
-    assert signature_of(Scheduler, "workers").return_annotation == "int"
+        for runtime in (Scheduler, Simulation):
+            assert inspect.getdoc(getattr(runtime, name)), (runtime, name)
+
+
+def test_what_is_fixed_at_construction_is_read_only_on_both_runtimes() -> None:
+    """``sim.workers = 8`` was taken, and then ``busy`` and the metrics counted eight
+    workers that the pool of four never had."""
+    threaded, simulation = Scheduler(workers=2), Simulation(workers=4)
+    try:
+        for runtime in (threaded, simulation):
+            for name in ("workers", "now", "tz", "retain_finished"):
+                with pytest.raises(AttributeError):
+                    setattr(runtime, name, 8)
+        assert simulation.workers == 4 and simulation.metrics().workers == 4
+    finally:
+        assert threaded.shutdown()
 
 
 def test_the_registration_options_are_the_same_parameters_in_both_runtimes() -> None:

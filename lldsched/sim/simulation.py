@@ -162,7 +162,7 @@ class Simulation:
     ) -> None:
         checks.whole(workers, name="workers", at_least=1, at_most=MAX_WORKERS)
         checks.whole(seed, name="seed")
-        self.workers = workers
+        self._workers = workers  # read through the property: the pool is built once
         self.seed = seed
         self._clock = VirtualClock(to_timestamp(start, name="start"))
         self._queue = TaskQueue()
@@ -514,6 +514,11 @@ class Simulation:
     def now(self) -> float:
         """The simulated instant, in seconds since the epoch."""
         return self._clock.now()
+
+    @property
+    def workers(self) -> int:
+        """How many virtual workers run at once (fixed at construction)."""
+        return self._workers
 
     @property
     def busy(self) -> int:

@@ -320,10 +320,12 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
 
     @property
     def clock(self) -> Clock:
+        """The clock it was given (``SystemClock()`` by default)."""
         return self._clock
 
     @property
     def workers(self) -> int:
+        """How many worker threads run actions at once (fixed at construction)."""
         return self._pool.workers
 
     @property
