@@ -11,7 +11,7 @@ and a discrete-event :class:`Simulation` that replays days of schedules in
 seconds through the same state machine.  See ``README.md``.
 """
 
-import logging
+import logging as _logging
 
 from lldsched.clock import Clock, FakeClock, SystemClock
 from lldsched.core.context import RunContext
@@ -56,7 +56,7 @@ from lldsched.threaded import Scheduler
 # (the logging HOWTO's rule for libraries): a script or a notebook whose tasks fail on
 # purpose stays quiet, and a service that calls logging.basicConfig() or dictConfig()
 # hears every failed attempt (README, "Logging").
-logging.getLogger("lldsched").addHandler(logging.NullHandler())
+_logging.getLogger("lldsched").addHandler(_logging.NullHandler())
 
 __all__ = [
     "Clock",

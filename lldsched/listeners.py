@@ -161,6 +161,10 @@ class EventLog:
         self._cond = threading.Condition(threading.RLock())
         self._events: list[TaskEvent] = []
 
+    def __repr__(self) -> str:
+        with self._cond:
+            return f"<EventLog {len(self._events)} events>"
+
     def on_event(self, event: TaskEvent) -> None:
         """Keep ``event`` and wake every ``wait_for`` caller (the listener protocol)."""
         with self._cond:

@@ -72,6 +72,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from lldsched.checks import fraction, number, seconds, whole, whole_or_none
+from lldsched.deprecated import keyword_only_now
 from lldsched.errors import ValidationError
 
 __all__ = [
@@ -105,9 +106,14 @@ class RetryPolicy:
     jitter: float = 0.0
     fail_after_given_up: int | None = None
 
+    @keyword_only_now(
+        kept=1,
+        moved=("initial_backoff", "multiplier", "max_backoff", "jitter", "fail_after_given_up"),
+    )
     def __init__(
         self,
         max_attempts: int = 3,
+        *,
         initial_backoff: float | timedelta = 1.0,
         multiplier: float = 2.0,
         max_backoff: float | timedelta = 60.0,
@@ -191,9 +197,11 @@ class MisfirePolicy:
     grace: float = 60.0
     max_catch_up: int = 100
 
+    @keyword_only_now(kept=1, moved=("grace", "max_catch_up"))
     def __init__(
         self,
         on_misfire: Misfire = Misfire.RUN_ONCE,
+        *,
         grace: float | timedelta = 60.0,
         max_catch_up: int = 100,
     ) -> None:

@@ -3,8 +3,9 @@
 # mypy: disable-error-code="misc"
 """Bad input, as a user who makes mistakes gives it, across the public API (a table).
 
-The house rule: a wrong type or a wrong value is a clear exception of a documented
-kind (the package's own errors, or ``TypeError``/``ValueError``), its message quotes
+The house rule: a wrong type or a wrong value is a clear exception of the package's
+own (a ``LldschedError``: ``except LldschedError`` catches every mistake below; a
+``ValidationError`` is also a ``ValueError``), its message quotes
 the bad value (``repr``, or the words given in the row), and nothing registered is
 lost or changed: each verb row compares a snapshot of every task (status, due time,
 definition, counters, the dead letter, the heap) before and after.
@@ -81,9 +82,9 @@ def ids(rows: list[tuple[str, Any, object]]) -> list[str]:
 
 
 def check_error(error: BaseException, bad: object) -> None:
-    """A documented kind of error, whose message quotes ``bad``."""
-    assert isinstance(error, LldschedError) or type(error) in (TypeError, ValueError), (
-        f"{type(error).__name__} is not a documented error: {error}"
+    """One of the package's errors, whose message quotes ``bad``."""
+    assert isinstance(error, LldschedError), (
+        f"{type(error).__name__} is not an LldschedError: {error}"
     )
     wanted = bad.words if isinstance(bad, Named) else repr(bad)
     assert wanted in str(error), f"{str(error)!r} does not quote {wanted!r}"

@@ -72,7 +72,7 @@ def test_definitions_statuses_history_and_dead_letter_come_back(
         scheduler.schedule("tick", jobs.note, FixedRate(60), args=("tick",), misfire=SKIP)
         scheduler.schedule("cron", jobs.noop, CronSchedule("*/5 * * * *"))
         dead = scheduler.schedule("dead", jobs.broken, OneTime(delay=0), retry=never)
-        slow_retry = RetryPolicy(3, 600, max_backoff=600)
+        slow_retry = RetryPolicy(3, initial_backoff=600, max_backoff=600)
         scheduler.schedule("retrying", jobs.broken, FixedDelay(30), retry=slow_retry)
         stop = RetryPolicy(max_attempts=1, fail_after_given_up=1)  # recurring: no second slot
         dead_too = scheduler.schedule(

@@ -186,7 +186,10 @@ def test_the_same_seed_gives_the_same_result_and_another_seed_another() -> None:
         ({"skews": (0.0, float("nan"), 0.0)}, "skew must be finite, got nan"),
         ({"pauses": (Pause(node=3, at=1.0, seconds=1.0),)}, "names node 3, but there are 3"),
         ({"crashes": (Crash(node=5, at=1.0),)}, "names node 5"),
-        ({"tasks": ()}, "tasks must be a non-empty tuple of ClusterTask, got ()"),
+        ({"tasks": ()}, "tasks must be a non-empty list or tuple of ClusterTask, got ()"),
+        ({"tasks": "report"}, "tasks must be a non-empty list or tuple of ClusterTask, got 'r"),
+        ({"pauses": iter(())}, "pauses must be a list or tuple, got <tuple_iterator"),
+        ({"skews": {0.0: 1}}, "skews must be empty or one offset per node (3), got {0.0: 1}"),
         ({"lease_clock": "wall"}, "lease_clock must be 'node' or 'database', got 'wall'"),
         ({"fencing": "yes"}, "fencing must be True or False, got 'yes'"),
     ],
@@ -228,3 +231,19 @@ def test_a_duration_model_that_draws_a_negative_number_names_the_task() -> None:
 def test_simulate_cluster_takes_only_a_scenario() -> None:
     with pytest.raises(ValidationError, match="takes a ClusterScenario, got 3"):
         simulate_cluster(3)  # type: ignore[arg-type]
+
+
+def test_lists_are_kept_as_tuples_and_the_scenario_stays_a_hashable_value() -> None:
+    """A user's list (a comprehension of tasks, a list of faults) is taken as its tuple:
+    the frozen scenario equals the one built from tuples and hashes like it."""
+    tasks = [ClusterTask(f"job-{n}", every=60.0) for n in range(2)]
+    pauses = [Pause(node=0, at=61.0, seconds=5.0)]
+    crashes = [Crash(node=1, at=30.0)]
+    listed = ClusterScenario(2, tasks=tasks, skews=[0.0, 1.0], pauses=pauses, crashes=crashes)
+    tupled = ClusterScenario(
+        2, tasks=tuple(tasks), skews=(0.0, 1.0), pauses=tuple(pauses), crashes=tuple(crashes)
+    )
+    assert listed == tupled and hash(listed) == hash(tupled)
+    assert isinstance(listed.tasks, tuple) and isinstance(listed.pauses, tuple)
+    tasks.append(ClusterTask("late", every=60.0))  # the caller's list is not the field
+    assert len(listed.tasks) == 2

@@ -102,11 +102,11 @@ class LosesTheRetryClass(InMemoryTaskStore):
         retry = snapshot.task.retry
         plain = RetryPolicy(
             retry.max_attempts,
-            retry.initial_backoff,
-            retry.multiplier,
-            retry.max_backoff,
-            retry.jitter,
-            retry.fail_after_given_up,
+            initial_backoff=retry.initial_backoff,
+            multiplier=retry.multiplier,
+            max_backoff=retry.max_backoff,
+            jitter=retry.jitter,
+            fail_after_given_up=retry.fail_after_given_up,
         )
         super().save(snapshot._replace(task=snapshot.task._replace(retry=plain)), record)
 

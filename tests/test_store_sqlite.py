@@ -102,7 +102,9 @@ def test_every_schedule_and_option_round_trips_through_the_file(tmp_path: Path) 
             id="f",
             action=jobs.note,
             priority=Priority.HIGH,
-            retry=RetryPolicy(5, 0.5, 3.0, 10.0, 0.25),
+            retry=RetryPolicy(
+                5, initial_backoff=0.5, multiplier=3.0, max_backoff=10.0, jitter=0.25
+            ),
             timeout=2.0,
             args=("label",),
             kwargs={"nested": {"list": [1, 2.5, None, True]}},

@@ -27,8 +27,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from lldsched import (CronSchedule, EventLog, FixedRate, OneTime, RetryPolicy, Scheduler,
-                      Simulation)
+from lldsched import (CronSchedule, EventLog, FixedRate, Misfire, MisfirePolicy, OneTime,
+                      RetryPolicy, Scheduler, Simulation)
+from lldsched.sim import ClusterScenario
 from lldsched.testing import Stepper
 
 
@@ -58,6 +59,12 @@ WRONG = [
     'scheduler.modify("a", priority="LOW")',
     'scheduler.reschedule("a", 60)',
     "scheduler.shutdown(drain=None)",
+    "scheduler.shutdown(False)",  # deprecated: a flag by position
+    "Scheduler(2, None)",  # deprecated: every option but workers is keyword-only
+    "Simulation(4, 100.0, 7)",  # deprecated: start and seed by position
+    "RetryPolicy(3, 1.0, 2.0)",  # deprecated: numbers by position
+    "MisfirePolicy(Misfire.SKIP, 60)",  # deprecated: grace by position
+    "ClusterScenario(3, ())",  # deprecated: tasks by position
     "scheduler.wait_idle(timeout=None)",
     "Scheduler(listeners=log)",  # one listener, not a list
     'Scheduler(seed="4")',

@@ -13,12 +13,14 @@ rest of the package.  Every value is checked at construction: a bad one raises
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal
 
 from lldsched import checks
 from lldsched.clock import to_timestamp
+from lldsched.deprecated import keyword_only_now
 from lldsched.errors import ValidationError
 from lldsched.sim.models import DurationModel, check_duration
 
@@ -49,6 +51,12 @@ def _seconds(value: object, name: str, checked: object) -> None:
     ``timedelta`` given for one becomes its seconds (the fields are typed as the seconds
     they hold), so every reader sees a number."""
     object.__setattr__(value, name, checked)
+
+
+def _kept(given: object) -> object:
+    """A list or tuple given for a sequence field, as the tuple the frozen value keeps
+    (anything else as given, for ``_check`` to refuse)."""
+    return tuple(given) if isinstance(given, list | tuple) else given
 
 
 def _set(value: object, **fields: object) -> None:
@@ -161,26 +169,33 @@ class ClusterScenario:
     first: float = field(init=False, default=0.0)
     """``start`` as epoch seconds (derived)."""
 
+    @keyword_only_now(
+        kept=1,
+        moved=("tasks", "lease", "renewal", "horizon", "start", "skews", "pauses", "crashes",
+               "fencing", "lease_clock", "workers", "seed"),
+    )  # fmt: skip
     def __init__(
         self,
         nodes: int = 3,
-        tasks: tuple[ClusterTask, ...] = (ClusterTask("report", every=60.0, duration=5.0),),
+        *,
+        tasks: Sequence[ClusterTask] = (ClusterTask("report", every=60.0, duration=5.0),),
         lease: float | timedelta = 30.0,
         renewal: float | timedelta = 10.0,
         horizon: float | timedelta = 600.0,
         start: float | datetime = 0.0,
-        skews: tuple[float | timedelta, ...] = (),
-        pauses: tuple[Pause, ...] = (),
-        crashes: tuple[Crash, ...] = (),
+        skews: Sequence[float | timedelta] = (),
+        pauses: Sequence[Pause] = (),
+        crashes: Sequence[Crash] = (),
         fencing: bool = True,
         lease_clock: LeaseClock = "node",
         workers: int = 2,
         seed: int = 0,
     ) -> None:
         _set(
-            self, nodes=nodes, tasks=tasks, lease=lease, renewal=renewal, horizon=horizon,
-            start=start, skews=skews, pauses=pauses, crashes=crashes, fencing=fencing,
-            lease_clock=lease_clock, workers=workers, seed=seed,
+            self, nodes=nodes, tasks=_kept(tasks), lease=lease, renewal=renewal,
+            horizon=horizon, start=start, skews=_kept(skews), pauses=_kept(pauses),
+            crashes=_kept(crashes), fencing=fencing, lease_clock=lease_clock,
+            workers=workers, seed=seed,
         )  # fmt: skip
         self._check()
 
@@ -203,6 +218,11 @@ class ClusterScenario:
         object.__setattr__(self, "first", to_timestamp(self.start, name="start"))
         self._check_tasks()
         self._check_skews()
+        for name in ("pauses", "crashes"):
+            if not isinstance(getattr(self, name), tuple):
+                raise ValidationError(
+                    f"{name} must be a list or tuple, got {getattr(self, name)!r}"
+                )
         for fault in (*self.pauses, *self.crashes):
             if not isinstance(fault, Pause | Crash):
                 raise ValidationError(f"a fault must be a Pause or a Crash, got {fault!r}")
@@ -215,7 +235,7 @@ class ClusterScenario:
     def _check_tasks(self) -> None:
         if not isinstance(self.tasks, tuple) or not self.tasks:
             raise ValidationError(
-                f"tasks must be a non-empty tuple of ClusterTask, got {self.tasks!r}"
+                f"tasks must be a non-empty list or tuple of ClusterTask, got {self.tasks!r}"
             )
         names = [task.name for task in self.tasks if isinstance(task, ClusterTask)]
         if len(names) != len(self.tasks):
@@ -226,7 +246,7 @@ class ClusterScenario:
     def _check_skews(self) -> None:
         if not isinstance(self.skews, tuple) or len(self.skews) not in (0, self.nodes):
             raise ValidationError(
-                f"skews must be () or one offset per node ({self.nodes}), got {self.skews!r}"
+                f"skews must be empty or one offset per node ({self.nodes}), got {self.skews!r}"
             )
         skews = tuple(checks.seconds(skew, name="skew") for skew in self.skews)
         _seconds(self, "skews", skews)

@@ -72,6 +72,7 @@ from lldsched.core.registration import UNCHANGED, F, Isolation, TaskIds, Unchang
 from lldsched.core.results import must_await, result_text
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
 from lldsched.core.task import Run, ScheduledTask
+from lldsched.deprecated import keyword_only_now
 from lldsched.errors import ValidationError, error_text
 from lldsched.listeners import Listener, as_callback, listener_list, notify
 from lldsched.logs import Repeats
@@ -144,14 +145,15 @@ class Simulation:
     ``Scheduler``.
     """
 
+    @keyword_only_now(kept=1, moved=("start", "seed", "store", "listeners"))
     def __init__(
         self,
         workers: int = 4,
+        *,
         start: float | datetime = 0.0,
         seed: int = 0,
         store: TaskStore | None = None,
         listeners: Iterable[Listener] = (),
-        *,
         ids: IdGenerator | None = None,
         history_limit: int | None = 100,
         tz: str | tzinfo = "UTC",
@@ -160,7 +162,7 @@ class Simulation:
     ) -> None:
         checks.whole(workers, name="workers", at_least=1, at_most=MAX_WORKERS)
         checks.whole(seed, name="seed")
-        self.workers = workers
+        self._workers = workers  # read through the property: the pool is built once
         self.seed = seed
         self._clock = VirtualClock(to_timestamp(start, name="start"))
         self._queue = TaskQueue()
@@ -243,6 +245,10 @@ class Simulation:
         simulated instant like any other (its duration is the model's, its timeout
         judged against it; a simulated child is never started or killed), and an
         ``action`` given runs in this process.
+
+        Raises :class:`~lldsched.errors.ValidationError` (a
+        :class:`~lldsched.errors.ScheduleError` for a bad schedule) naming the bad value, or
+        an id that exists without ``replace_existing``; nothing registered changes.
         """
         duration = check_duration(duration)
         fails = check_failure(fails)
@@ -289,7 +295,8 @@ class Simulation:
     ) -> Callable[[F], F]:
         """The decorator form of :meth:`schedule`: ``@sim.scheduled(FixedRate(60))``
         registers the function as the task's action, under its ``__name__`` (or
-        ``name``), and leaves it as it was."""
+        ``name``), and leaves it as it was.  Raises what :meth:`schedule` raises, when it
+        decorates."""
 
         def register(task_name: str, action: Callable[..., Any]) -> None:
             self.schedule(
@@ -325,7 +332,12 @@ class Simulation:
         has none: its runs take no time and never fail until this is called).  The
         task's generator starts again from its seed: given before the first run,
         ``uniform(120, 1200)`` in place of ``uniform(60, 600)`` makes the
-        task's n-th attempt exactly twice as long, so a what-if compares like with like."""
+        task's n-th attempt exactly twice as long, so a what-if compares like with like.
+
+        Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
+        (:class:`~lldsched.errors.TaskRetiredError` for one retired);
+        :class:`~lldsched.errors.ValidationError` for a bad model.
+        """
         self._core.get(task_id)
         self._set_models(task_id, check_duration(duration), check_failure(fails))
 
@@ -336,31 +348,60 @@ class Simulation:
 
     def cancel(self, task_id: str) -> bool:
         """Stop all future runs of the task; True if it was live.  A run in flight
-        finishes (its record is kept)."""
+        finishes (its record is kept).
+
+        Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
+        (:class:`~lldsched.errors.TaskRetiredError` for one retired).
+        """
         return self._core.cancel(task_id)
 
     def pause(self, task_id: str) -> bool:
-        """Hold the task; True if it was live.  A run in flight finishes; nothing follows."""
+        """Hold the task; True if it was live.  A run in flight finishes; nothing follows.
+
+        Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
+        (:class:`~lldsched.errors.TaskRetiredError` for one retired).
+        """
         return self._core.pause(task_id)
 
     def resume(self, task_id: str) -> bool:
-        """Return a paused task to its queue; a slot it slept through runs at once."""
+        """Return a paused task to its queue; a slot it slept through runs at once.
+
+        Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
+        (:class:`~lldsched.errors.TaskRetiredError` for one retired).
+        """
         return self._core.resume(task_id)
 
     def redrive(self, task_id: str) -> bool:
-        """Put a dead-lettered (FAILED) task back, due now, with a fresh attempt counter."""
+        """Put a dead-lettered (FAILED) task back, due now, with a fresh attempt counter.
+
+        Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
+        (:class:`~lldsched.errors.TaskRetiredError` for one retired).
+        """
         return self._core.redrive(task_id)
 
     def remove(self, task_id: str) -> ScheduledTask:
         """Cancel the task if live, and forget it (here, with its models, and in the
-        store).  A run in flight finishes and is recorded."""
+        store).  A run in flight finishes and is recorded.
+
+        Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
+        (:class:`~lldsched.errors.TaskRetiredError` for one retired);
+        :class:`~lldsched.errors.SchedulerStateError` naming them while other tasks depend
+        on it (nothing changes).
+        """
         task = self._core.remove(task_id)
         self._models.pop(task_id, None)
         return task
 
     def reschedule(self, task_id: str, schedule: Schedule | str) -> ScheduledTask:
         """Give the task a new *when* at the simulated instant: same id, history kept;
-        see :meth:`SchedulerCore.reschedule <lldsched.core.machine.SchedulerCore.reschedule>`."""
+        see :meth:`SchedulerCore.reschedule <lldsched.core.machine.SchedulerCore.reschedule>`.
+
+        Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
+        (:class:`~lldsched.errors.TaskRetiredError` for one retired);
+        :class:`~lldsched.errors.ValidationError` for a bad schedule;
+        :class:`~lldsched.errors.SchedulerStateError` for a finished (succeeded or
+        cancelled) task.
+        """
         return self._core.reschedule(task_id, schedule)
 
     def modify(
@@ -372,12 +413,23 @@ class Simulation:
         timeout: float | timedelta | Unchanged | None = UNCHANGED,
     ) -> ScheduledTask:
         """Change the task's priority, retry policy or timeout (what is not given stays);
-        see :meth:`SchedulerCore.modify <lldsched.core.machine.SchedulerCore.modify>`."""
+        see :meth:`SchedulerCore.modify <lldsched.core.machine.SchedulerCore.modify>`.
+
+        Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
+        (:class:`~lldsched.errors.TaskRetiredError` for one retired);
+        :class:`~lldsched.errors.ValidationError` for a bad value;
+        :class:`~lldsched.errors.SchedulerStateError` for a finished (succeeded or
+        cancelled) task.
+        """
         return self._core.modify(task_id, priority=priority, retry=retry, timeout=timeout)
 
     def run_now(self, task_id: str) -> bool:
         """Run the task once more at the simulated instant, without moving its schedule;
-        see :meth:`SchedulerCore.run_now <lldsched.core.machine.SchedulerCore.run_now>`."""
+        see :meth:`SchedulerCore.run_now <lldsched.core.machine.SchedulerCore.run_now>`.
+
+        Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
+        (:class:`~lldsched.errors.TaskRetiredError` for one retired).
+        """
         return self._core.run_now(task_id)
 
     @property
@@ -462,6 +514,11 @@ class Simulation:
     def now(self) -> float:
         """The simulated instant, in seconds since the epoch."""
         return self._clock.now()
+
+    @property
+    def workers(self) -> int:
+        """How many virtual workers run at once (fixed at construction)."""
+        return self._workers
 
     @property
     def busy(self) -> int:

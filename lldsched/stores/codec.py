@@ -347,8 +347,8 @@ def decode_task(task_id: str, text: str, *, runs: int = 0) -> Task:
         if misfire_doc is not None:
             misfire = MisfirePolicy(
                 Misfire(misfire_doc["on_misfire"]),
-                misfire_doc["grace"],
-                misfire_doc["max_catch_up"],
+                grace=misfire_doc["grace"],
+                max_catch_up=misfire_doc["max_catch_up"],
             )
         overlap = document.get("overlap")  # absent: no policy (and in older documents)
         timeout = document["timeout"]

@@ -243,7 +243,14 @@ class TaskStoreContract:
         ]
         options: dict[str, Any] = {
             "priority": Priority.HIGH,
-            "retry": RetryPolicy(4, 2.0, 3.0, 90.0, 0.5, fail_after_given_up=2),
+            "retry": RetryPolicy(
+                4,
+                initial_backoff=2.0,
+                multiplier=3.0,
+                max_backoff=90.0,
+                jitter=0.5,
+                fail_after_given_up=2,
+            ),
             "timeout": 12.5,
             "args": ("x", 1, [2.5, None], {"k": True}),
             "kwargs": {"indent": 2},
@@ -256,7 +263,7 @@ class TaskStoreContract:
             _definition("overlap", FixedRate(60), overlap=Overlap.ALLOW, max_instances=2),
             _definition("isolation", FixedRate(60), isolation="process"),
             _definition("action=None", FixedRate(60), action=None),  # a simulated task's
-            _definition("retry-subclass", FixedRate(60), retry=_OwnRetry(5, 2.0)),
+            _definition("retry-subclass", FixedRate(60), retry=_OwnRetry(5, initial_backoff=2.0)),
         ]
         saved = [_snapshot(task) for task in tasks]
         store = self._open()

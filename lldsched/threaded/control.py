@@ -43,7 +43,12 @@ class ControlVerbs(SchedulerParts):
         first; see :meth:`SchedulerCore.reschedule
         <lldsched.core.machine.SchedulerCore.reschedule>`.  Raises
         :class:`~lldsched.errors.SchedulerStateError` for a finished (succeeded or
-        cancelled) task, and after shutdown."""
+        cancelled) task, and after shutdown.
+
+        Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
+        (:class:`~lldsched.errors.TaskRetiredError` for one retired);
+        :class:`~lldsched.errors.ValidationError` for a bad schedule.
+        """
         with self._lock:
             self._follow_others()  # shared: act on the row as it is now
             self._check_open("reschedule", task_id)
@@ -58,7 +63,14 @@ class ControlVerbs(SchedulerParts):
         timeout: float | timedelta | Unchanged | None = UNCHANGED,
     ) -> ScheduledTask:
         """Change the task's priority, retry policy or timeout (what is not given stays);
-        see :meth:`SchedulerCore.modify <lldsched.core.machine.SchedulerCore.modify>`."""
+        see :meth:`SchedulerCore.modify <lldsched.core.machine.SchedulerCore.modify>`.
+
+        Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
+        (:class:`~lldsched.errors.TaskRetiredError` for one retired);
+        :class:`~lldsched.errors.ValidationError` for a bad value;
+        :class:`~lldsched.errors.SchedulerStateError` for a finished (succeeded or
+        cancelled) task.
+        """
         with self._lock:
             self._follow_others()  # shared: act on the row as it is now
             return self._core.modify(task_id, priority=priority, retry=retry, timeout=timeout)
@@ -68,7 +80,11 @@ class ControlVerbs(SchedulerParts):
         was queued (or a pending retry brought forward).  False if it is due at once
         anyway, running, paused or finished; see :meth:`SchedulerCore.run_now
         <lldsched.core.machine.SchedulerCore.run_now>`.  Raises
-        :class:`~lldsched.errors.SchedulerStateError` once shutdown has begun."""
+        :class:`~lldsched.errors.SchedulerStateError` once shutdown has begun.
+
+        Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
+        (:class:`~lldsched.errors.TaskRetiredError` for one retired).
+        """
         with self._lock:
             self._follow_others()  # shared: act on the row as it is now
             self._check_open("run_now", task_id)
@@ -79,7 +95,11 @@ class ControlVerbs(SchedulerParts):
         thread finishes (its record is kept) and its context's flag is raised: the
         thread rule is cooperative.  A running *coroutine* is cancelled, and a running
         *process-isolated* run killed; either attempt is recorded failed
-        (``CancelledError: task cancelled``)."""
+        (``CancelledError: task cancelled``).
+
+        Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
+        (:class:`~lldsched.errors.TaskRetiredError` for one retired).
+        """
         return self._halt(task_id, self._core.cancel, "cancelled")
 
     def pause(self, task_id: str) -> bool:
@@ -87,7 +107,11 @@ class ControlVerbs(SchedulerParts):
         nothing follows.  A running *coroutine* is cancelled, and a running
         *process-isolated* run killed: its attempt is recorded failed
         (``CancelledError: task paused``) and, like any failure, retried after
-        ``resume()`` while attempts remain."""
+        ``resume()`` while attempts remain.
+
+        Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
+        (:class:`~lldsched.errors.TaskRetiredError` for one retired).
+        """
         return self._halt(task_id, self._core.pause, "paused")
 
     def _halt(self, task_id: str, verb: Callable[[str], bool], why: str) -> bool:
@@ -103,21 +127,37 @@ class ControlVerbs(SchedulerParts):
             return changed
 
     def resume(self, task_id: str) -> bool:
-        """Return a paused task to its queue; a slot it slept through runs at once."""
+        """Return a paused task to its queue; a slot it slept through runs at once.
+
+        Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
+        (:class:`~lldsched.errors.TaskRetiredError` for one retired);
+        :class:`~lldsched.errors.SchedulerStateError` after shutdown.
+        """
         with self._lock:
             self._follow_others()  # shared: act on the row as it is now
             self._check_open("resume", task_id)
             return self._core.resume(task_id)
 
     def redrive(self, task_id: str) -> bool:
-        """Put a dead-lettered (FAILED) task back, due now, with a fresh attempt counter."""
+        """Put a dead-lettered (FAILED) task back, due now, with a fresh attempt counter.
+
+        Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
+        (:class:`~lldsched.errors.TaskRetiredError` for one retired);
+        :class:`~lldsched.errors.SchedulerStateError` after shutdown.
+        """
         with self._lock:
             self._follow_others()  # shared: act on the row as it is now
             self._check_open("redrive", task_id)
             return self._core.redrive(task_id)
 
     def remove(self, task_id: str) -> ScheduledTask:
-        """Cancel the task if live, and forget it (here and in the store)."""
+        """Cancel the task if live, and forget it (here and in the store).
+
+        Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
+        (:class:`~lldsched.errors.TaskRetiredError` for one retired);
+        :class:`~lldsched.errors.SchedulerStateError` naming them while other tasks depend
+        on it (nothing changes).
+        """
         with self._lock:
             self._follow_others()  # shared: act on the row as it is now
             task = self._core.remove(task_id)

@@ -51,6 +51,7 @@ from lldsched.core.recovery import recover
 from lldsched.core.registration import F, Isolation, TaskIds, registering
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
 from lldsched.core.task import ScheduledTask
+from lldsched.deprecated import keyword_only_now
 from lldsched.errors import SchedulerStateError, ValidationError
 from lldsched.listeners import Listener, listener_list
 from lldsched.logs import Repeats
@@ -125,13 +126,14 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
 
     # -- construction and start ----------------------------------------------
 
+    @keyword_only_now(kept=1, moved=("clock", "store", "listeners"))
     def __init__(
         self,
         workers: int = 4,
+        *,
         clock: Clock | None = None,
         store: TaskStore | None = None,
         listeners: Iterable[Listener] = (),
-        *,
         ids: IdGenerator | None = None,
         handoff: int | None = None,
         history_limit: int | None = 100,
@@ -318,10 +320,12 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
 
     @property
     def clock(self) -> Clock:
+        """The clock it was given (``SystemClock()`` by default)."""
         return self._clock
 
     @property
     def workers(self) -> int:
+        """How many worker threads run actions at once (fixed at construction)."""
         return self._pool.workers
 
     @property
@@ -408,6 +412,12 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         due at once, since registration and pause happen under one hold of the lock.  A
         task that existed keeps its status (see
         :meth:`SchedulerCore.add <lldsched.core.machine.SchedulerCore.add>`).
+
+        Raises :class:`~lldsched.errors.ValidationError` (a
+        :class:`~lldsched.errors.ScheduleError` for a bad schedule) naming the bad value;
+        :class:`~lldsched.errors.SchedulerStateError` once shutdown has begun;
+        :class:`~lldsched.errors.StoreError` when the store refuses the write.  Nothing
+        registered changes then.
         """
         if action is None:  # a simulated task may have none; a thread must run something
             raise not_callable(name, action)
@@ -470,7 +480,8 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
     ) -> Callable[[F], F]:
         """The decorator form of :meth:`schedule`: ``@scheduler.scheduled(FixedRate(60))``
         registers the function under its ``__name__`` (or ``name``) and leaves it as it
-        was.  (Not ``task``: :meth:`task` looks a task up by id.)"""
+        was.  (Not ``task``: :meth:`task` looks a task up by id.)  Raises what
+        :meth:`schedule` raises, when it decorates."""
 
         def register(task_name: str, action: Callable[..., Any]) -> None:
             self.schedule(

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from lldsched.checks import flag, seconds
 from lldsched.core.names import RUNNABLE
 from lldsched.core.task import Entry
+from lldsched.deprecated import keyword_only_now
 from lldsched.errors import SchedulerStateError
 from lldsched.logs import SCHEDULER
 from lldsched.threaded.deadline import Deadline
@@ -39,7 +40,8 @@ log = logging.getLogger(SCHEDULER)
 class Stopping(SchedulerParts):
     """Mixed into Scheduler: shutdown, the drain, and the idle waits."""
 
-    def shutdown(self, drain: bool = True, timeout: float | timedelta | None = 5.0) -> bool:
+    @keyword_only_now(kept=0, moved=("drain", "timeout"))
+    def shutdown(self, *, drain: bool = True, timeout: float | timedelta | None = 5.0) -> bool:
         """Stop timing, then drain (or with ``drain=False`` drop) the work that is due;
         runs in flight always finish.  Idempotent and final.
 
@@ -155,7 +157,8 @@ class Stopping(SchedulerParts):
             self._warn_still_running(timeout, deadline, flushing=flushing)
         return False
 
-    async def aclose(self, drain: bool = True, timeout: float | timedelta | None = 5.0) -> bool:
+    @keyword_only_now(kept=0, moved=("drain", "timeout"))
+    async def aclose(self, *, drain: bool = True, timeout: float | timedelta | None = 5.0) -> bool:
         """:meth:`shutdown` for a coroutine (a lifespan handler, a SIGTERM handler's task):
         the same stop, drain and result, waited for on a thread of its own
         (``lldsched-<name>-shutdown``) while the caller's event loop goes on serving.

@@ -25,6 +25,8 @@ from lldsched import (
     FixedRate,
     InMemoryTaskStore,
     Jittered,
+    LldschedError,
+    Metrics,
     OneTime,
     Overlap,
     OverrunPolicy,
@@ -39,6 +41,7 @@ from lldsched import (
     TaskStatus,
     Window,
 )
+from lldsched.runtime import Runtime
 from lldsched.testing import SettleTimeoutError, Stepper
 from lldsched.views.frames import task_summary, to_frame
 
@@ -145,10 +148,34 @@ def stepped() -> None:
     assert_type(SettleTimeoutError.__mro__, tuple[type, ...])  # exported, a class
 
 
+def overview(runtime: Runtime) -> list[str]:
+    """A view of one's own, written once for both runtimes (lldsched.runtime)."""
+    assert_type(runtime.orphans(), list[str])
+    assert_type(runtime.retain_finished, int | timedelta | None)
+    assert_type(runtime.metrics(timeout=1), Metrics)
+    assert_type(runtime.now, float)
+    assert_type(runtime.workers, int)
+    try:
+        runtime.pause("no-such-task")
+    except LldschedError as error:  # every mistake lldsched refuses
+        assert_type(error, LldschedError)
+    return [f"{task.name}: {task.status.value}" for task in runtime.tasks()]
+
+
+def both() -> None:
+    sim = Simulation(workers=2, seed=7)
+    sim.schedule("tick", FixedRate(60))
+    with Scheduler(workers=2, clock=FakeClock(0)) as scheduler:
+        scheduler.schedule("tick", backup, FixedRate(60), paused=True)
+        assert overview(scheduler) == ["tick: paused"]
+    assert overview(sim.run_for(1)) == ["tick: scheduled"]
+
+
 def main() -> None:
     threaded()
     simulated()
     stepped()
+    both()
 
 
 if __name__ == "__main__":
