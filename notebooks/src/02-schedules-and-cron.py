@@ -90,11 +90,10 @@ print("FixedDelay(60)         ", timeline(FixedDelay(60), 20))
 
 # %% tags=["nbval-check-output"]
 clock = FakeClock(START)
-with Scheduler(workers=1, clock=clock) as scheduler:
-    scheduler.schedule(
-        "backup", lambda: clock.advance(30), OneTime(delay=0), priority=Priority.HIGH
-    )
-    report = scheduler.schedule("report", lambda: clock.advance(5), FixedRate(60))
+scheduler = Scheduler(workers=1, clock=clock)
+scheduler.schedule("backup", lambda: clock.advance(30), OneTime(delay=0), priority=Priority.HIGH)
+report = scheduler.schedule("report", lambda: clock.advance(5), FixedRate(60))
+with scheduler:  # started with both registered, so both are due at t+0
     scheduler.wait_idle()
 (first,) = report.history
 assert report.next_run_at is not None
