@@ -23,6 +23,11 @@ What the timer does with it, at every wake:
   bound on how late a lease that expired elsewhere, or another process's change,
   is noticed.  A store that can notify (PostgreSQL) wakes the timer sooner.
 
+How long a renewal vouches for the leases is :mod:`lldsched.threaded.leasewatch`'s
+rule; its :class:`~lldsched.threaded.leasewatch.LeaseWatch` raises the runs' flags once
+none does, on a thread of its own (the timer may be held in a store call by the outage).
+A claim handed out but not begun by then is not begun.
+
 Once ``shutdown()`` has stopped the timer, the runs it waits for still hold leases:
 :func:`leases_kept` renews them on a thread of its own until they are done, so no
 other process takes over a run that is finishing here (docs/CLUSTER.md).
@@ -70,6 +75,7 @@ class Coordinator:
         self._pending: dict[str, Claim] = {}  # task id -> claim handed out, not yet begun
         self._running: dict[int, tuple[str, RunContext | None]] = {}  # token -> its run
         self._every = renewal_every(store.lease)
+        self._trusted = trusted_for(store.lease)  # how long a renewal vouches for the leases
         self._renew_at: float | None = None  # None: no lease held, nothing to renew
         self._renewed = 0.0  # when the last renewal that succeeded began (the clock's time)
         # Raises the runs' flags once the leases are no longer trusted, whatever the timer
@@ -201,7 +207,7 @@ class Coordinator:
         claim = self._pending.pop(entry[3], None)
         if claim is None:  # its lease was lost before a worker took it: not ours to run
             return None
-        if self._core.clock.now() - self._renewed >= trusted_for(self.store.lease):
+        if self._core.clock.now() - self._renewed >= self._trusted:
             return None  # no renewal vouches for its lease any more: not ours to begin
         run = self._core.begin(entry, worker, token=claim.token)
         if run is None:
@@ -264,7 +270,7 @@ class Coordinator:
             kept = self.store.renew(tokens=tokens, now=now)
         except StoreError as exc:
             self._failed(exc, "renewal", "renewal of the leases held")
-            if self._core.clock.now() - self._renewed < trusted_for(self.store.lease):
+            if self._core.clock.now() - self._renewed < self._trusted:
                 return
             kept = set()  # no renewal vouches for them any more: count them lost
         else:
