@@ -11,6 +11,7 @@ import json
 import os
 import queue
 import threading
+import time
 from typing import IO
 
 from lldsched.core.context import RunContext
@@ -69,6 +70,9 @@ async def until_cancelled() -> None:
 
 gate = threading.Event()
 """Set by a test to let the held run of :func:`held_past_its_lease` finish."""
+moments: queue.Queue[tuple[str, int | None, float]] = queue.Queue()
+"""When :func:`held_past_its_lease` saw what it tells :data:`seen`: ``("started", token,
+instant)`` or ``("flag", token, instant)``, instants of ``time.monotonic()``."""
 _held: set[str] = set()  # task ids whose first run here was held (under _lock)
 
 
@@ -77,6 +81,7 @@ def held_past_its_lease(ctx: RunContext) -> None:
     20 s) until its flag goes up, tell :data:`seen` why, then wait (up to 20 s) for
     :data:`gate`: a run that outlives its lease and ends later.  Any later run of the
     task here just tells :data:`seen` it started and ends."""
+    moments.put(("started", ctx.fencing_token, time.monotonic()))
     seen.put((ctx.task_id, ctx.fencing_token, False, None))  # started
     with _lock:
         first = ctx.task_id not in _held
@@ -84,6 +89,7 @@ def held_past_its_lease(ctx: RunContext) -> None:
     if not first:
         return
     ctx.wait(20)
+    moments.put(("flag", ctx.fencing_token, time.monotonic()))
     seen.put((ctx.task_id, ctx.fencing_token, ctx.lease_lost, ctx.reason))
     gate.wait(20)
 

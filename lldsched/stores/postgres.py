@@ -70,7 +70,15 @@ from lldsched.stores import postgres_sql as sql
 from lldsched.stores.codec import Unreadable, encode_task, load_each, renamed
 from lldsched.stores.postgres_batch import SettleQueue
 from lldsched.stores.postgres_coordinated import Connection, PostgresCoordination
-from lldsched.stores.postgres_listen import Listener, connect, psycopg, redact, scrubbed
+from lldsched.stores.postgres_deadline import Deadline
+from lldsched.stores.postgres_listen import (
+    Listener,
+    connect,
+    psycopg,
+    redact,
+    scrubbed,
+    session_bounds,
+)
 from lldsched.stores.postgres_rows import (
     record_of,
     record_row,
@@ -125,8 +133,9 @@ class PostgresTaskStore(PostgresCoordination):
     use (an empty database, or one that holds this schema).  ``lease``: seconds a
     claim lasts unless renewed; ``poll``: the longest the runtime waits before it
     claims and reads changes again.  ``retention`` bounds the records kept per task;
-    ``timeout`` is the connection timeout.  Errors name the dsn with its password
-    replaced by ``***``.  Use it as a context manager, or call :meth:`close`.
+    ``timeout`` bounds each call to the server: connecting, and every round trip,
+    whatever the network does (docs/CLUSTER.md, "Network partitions").  Errors name the
+    dsn with its password replaced by ``***``.  Use it as a context manager, or call :meth:`close`.
     """
 
     def __init__(
@@ -153,18 +162,24 @@ class PostgresTaskStore(PostgresCoordination):
         # The schema the store's tables are in: the first of the dsn's search_path, found
         # by the first connection; every session then searches it alone (sql.SESSION).
         self._schema: str | None = None
+        # Ends a call the network left unanswered for `timeout` (postgres_deadline.py).
+        self._deadline = Deadline(timeout)
         connection = self._connect()
         try:
-            self._install(connection)
+            self._install(connection)  # unbounded: a migration, or waiting for another's
+            self._deadline.watch(connection.fileno())
             (horizon,) = _one(connection.execute(sql.HORIZON))
         except psycopg.Error as exc:  # no schema to create in, no right to: a StoreError
             connection.close()
             raise StoreError(
-                f"the PostgreSQL store {self.dsn!r} could not be opened: {scrubbed(exc, self._dsn)}"
+                f"the PostgreSQL store {self.dsn!r} could not be opened: "
+                f"{self._deadline.reason(scrubbed(exc, self._dsn))}"
             ) from None
         except BaseException:
             connection.close()
             raise
+        finally:
+            self._deadline.disarm()
         # Guards the connection (one statement or transaction at a time), the caches
         # from _defined to _since, `rejected` and _batches.  Taken inside the scheduler's lock
         # when the runtime calls (lock order: the scheduler's, then this one), and by the
@@ -206,6 +221,8 @@ class PostgresTaskStore(PostgresCoordination):
         whole or not at all), refuse anything else.  An advisory lock keeps two processes
         opening a new or an older database from racing."""
         with connection.transaction():
+            # A migration may take longer than a statement is let to (sql.SESSION).
+            connection.execute("SET LOCAL statement_timeout = 0")
             connection.execute("SELECT pg_catalog.pg_advisory_xact_lock(7106659)")  # lldsched's key
             present = {
                 name
@@ -259,6 +276,7 @@ class PostgresTaskStore(PostgresCoordination):
                 connection.close()
             self._connection = None
             connection = self._connection = self._connect()
+        self._deadline.watch(connection.fileno())  # disarmed when the lock is let go
         return connection
 
     def _connect(self) -> Connection:
@@ -270,12 +288,14 @@ class PostgresTaskStore(PostgresCoordination):
             if self._schema is None:  # the first connection: the store's schema is found
                 (self._schema,) = _one(connection.execute("SELECT pg_catalog.current_schema()"))
             connection.execute(sql.SESSION, {
-                "idle": str(max(1, round(self.lease * 1000))), "schema": self._schema or "",
+                **session_bounds(lease=self.lease, timeout=self._timeout),
+                "schema": self._schema or "",
             })  # fmt: skip
         except psycopg.Error as exc:
             connection.close()
             raise StoreError(
-                f"the PostgreSQL store {self.dsn!r} failed: {scrubbed(exc, self._dsn)}"
+                f"the PostgreSQL store {self.dsn!r} failed: "
+                f"{self._deadline.reason(scrubbed(exc, self._dsn))}"
             ) from None
         return connection
 
@@ -285,15 +305,18 @@ class PostgresTaskStore(PostgresCoordination):
         (this store's writes reach the database in the order they were made); a lost
         server becomes a StoreError."""
         with self._lock:
-            if self._settles.waiting:
-                self._write_settles()
-            connection = self._open()
             try:
+                if self._settles.waiting:
+                    self._write_settles()
+                connection = self._open()
                 yield connection
             except psycopg.Error as exc:  # a lost server, a deadlock, a constraint
                 raise StoreError(
-                    f"the PostgreSQL store {self.dsn!r} failed: {scrubbed(exc, self._dsn)}"
+                    f"the PostgreSQL store {self.dsn!r} failed: "
+                    f"{self._deadline.reason(scrubbed(exc, self._dsn))}"
                 ) from None
+            finally:
+                self._deadline.disarm()
 
     # -- the TaskStore protocol --------------------------------------------------------
 
@@ -545,6 +568,7 @@ class PostgresTaskStore(PostgresCoordination):
             self._listener = None
         self.flush()  # nothing settled stays queued
         self._settles.stop()
+        self._deadline.stop()
         with self._lock:
             self._closed = True
             if self._connection is not None:

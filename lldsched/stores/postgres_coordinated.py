@@ -35,6 +35,7 @@ from lldsched.schedules.base import wrapped_schedule
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.codec import Unreadable
 from lldsched.stores.postgres_batch import Pending, SettleQueue, settle_parameters
+from lldsched.stores.postgres_deadline import Deadline
 from lldsched.stores.postgres_listen import Listener, psycopg, scrubbed
 from lldsched.stores.postgres_rows import definition_of, snapshot_of
 from lldsched.stores.removals import FeedHorizons
@@ -60,6 +61,8 @@ class PostgresCoordination:
     rejected: int
     _lock: threading.Lock
     _connection: Connection | None
+    _deadline: Deadline
+    _timeout: float
     _closed: bool
     _defined: dict[str, Task]
     _held: dict[str, int]
@@ -173,8 +176,11 @@ class PostgresCoordination:
         written is not tried again (its runs are run again once their leases expire), and
         logged as the core logs a failing store, once an outage (``_write_settles``)."""
         with self._lock:
-            if not self._closed:
-                self._write_settles()
+            try:
+                if not self._closed:
+                    self._write_settles()
+            finally:
+                self._deadline.disarm()
 
     def _write_settles(self) -> None:
         """Write the queued settles (caller holds the lock).  A batch that fails is
@@ -219,7 +225,8 @@ class PostgresCoordination:
         except psycopg.Error as exc:
             self._settles.done((pending.token, False) for pending in batch)
             raise StoreError(
-                f"the PostgreSQL store {self.dsn!r} failed: {scrubbed(exc, self._dsn)}"
+                f"the PostgreSQL store {self.dsn!r} failed: "
+                f"{self._deadline.reason(scrubbed(exc, self._dsn))}"
             ) from None
         except StoreError:  # no connection to be had (the server is away): not written
             self._settles.done((pending.token, False) for pending in batch)
@@ -338,7 +345,9 @@ class PostgresCoordination:
         makes a task the earliest due (and after every reconnection)."""
         if self._listener is not None:
             self._listener.stop()
-        self._listener = Listener(self._dsn, channel=sql.CHANNEL, node=self.node, wake=wake)
+        self._listener = Listener(
+            self._dsn, channel=sql.CHANNEL, node=self.node, wake=wake, timeout=self._timeout
+        )
 
     @contextlib.contextmanager
     def muted(self) -> Iterator[None]:

@@ -21,10 +21,12 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import time
 from collections.abc import Callable
 
 from lldsched.errors import StoreError
 from lldsched.logs import STORE
+from lldsched.stores.postgres_deadline import Deadline
 
 try:
     import psycopg
@@ -36,7 +38,15 @@ except ImportError as exc:  # pragma: no cover - exercised by a test that hides 
     ) from exc
 
 # psycopg is re-exported: the store imports it from here, after the check above.
-__all__ = ["Listener", "connect", "psycopg", "redact", "scrubbed", "with_timeouts"]
+__all__ = [
+    "Listener",
+    "connect",
+    "psycopg",
+    "redact",
+    "scrubbed",
+    "session_bounds",
+    "with_timeouts",
+]
 
 log = logging.getLogger(STORE)
 
@@ -85,14 +95,20 @@ def with_timeouts(dsn: str, *, timeout: float) -> str:
     unless the dsn sets them itself: ``connect_timeout``, TCP keepalives, and
     ``tcp_user_timeout`` (sent data unacknowledged that long fails the connection).
     Without them a statement sent into a cut network waits for the kernel's TCP
-    retransmission limit (about 15 minutes), holding the scheduler's lock."""
+    retransmission limit (about 15 minutes), holding the scheduler's lock.
+
+    The network bounds of the store's connections, all of them here (docs/CLUSTER.md,
+    "Network partitions"); the others are the session's (:func:`session_bounds`) and
+    the client's own deadline on each call
+    (:class:`~lldsched.stores.postgres_deadline.Deadline`, the one a network that
+    acknowledges and answers nothing cannot escape)."""
     try:
         given = conninfo.conninfo_to_dict(dsn)
     except psycopg.Error:
         return dsn  # psycopg.connect reports it
     seconds = max(1, round(timeout))
     defaults = {
-        "connect_timeout": seconds,
+        "connect_timeout": seconds,  # psycopg counts at least 2 s
         "keepalives": 1,
         "keepalives_idle": seconds,
         "keepalives_interval": max(1, seconds // 3),
@@ -101,6 +117,20 @@ def with_timeouts(dsn: str, *, timeout: float) -> str:
     }
     extra = {name: value for name, value in defaults.items() if name not in given}
     return conninfo.make_conninfo(dsn, **extra)
+
+
+def session_bounds(*, lease: float, timeout: float) -> dict[str, str]:
+    """The server's bounds on each session of the store, in milliseconds (``SESSION`` in
+    :mod:`~lldsched.stores.postgres_sql` sets them): a session idle inside a transaction
+    for a whole ``lease`` is ended (a stalled or cut process would otherwise keep its
+    rows locked, and no one could take its runs over), and a statement running longer
+    than ``timeout`` is cancelled (the client gave up on it then: see
+    :class:`~lldsched.stores.postgres_deadline.Deadline`; without it a statement waiting
+    for a lock would go on holding its own after its client left)."""
+    return {
+        "idle": str(max(1, round(lease * 1000))),
+        "statement": str(max(1, round(timeout * 1000))),
+    }
 
 
 def _password(dsn: str) -> str | None:
@@ -118,13 +148,30 @@ def _password(dsn: str) -> str | None:
 
 class Listener:
     """A daemon thread that LISTENs on ``channel`` and calls ``wake()`` when another
-    node notifies (any payload but ``node``).  :meth:`stop` ends it."""
+    node notifies (any payload but ``node``).  :meth:`stop` ends it.
 
-    def __init__(self, dsn: str, *, channel: str, node: str, wake: Callable[[], None]) -> None:
+    A connection that only listens sends nothing, so a network that swallows what it
+    is sent (see :mod:`~lldsched.stores.postgres_deadline`) would leave it listening
+    to silence for good: every ``timeout`` seconds it asks the server for an empty
+    answer, bounded by ``timeout`` too, so such a network is noticed within
+    ``2 * timeout`` and the listener reconnects (the runtime polls meanwhile)."""
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        channel: str,
+        node: str,
+        wake: Callable[[], None],
+        timeout: float = 10.0,
+    ) -> None:
         self._dsn = dsn
         self._channel = channel
         self._node = node
         self._wake = wake
+        self._timeout = timeout
+        # Ends a ping (or the LISTEN) the network leaves unanswered for `timeout`.
+        self._deadline = Deadline(timeout, name="lldsched-pg-listen-deadline")
         self._stopping = threading.Event()  # set once by stop(); the thread polls it
         self._thread = threading.Thread(target=self._loop, name="lldsched-pg-listen", daemon=True)
         self._thread.start()
@@ -133,9 +180,9 @@ class Listener:
         failed = 0  # attempts failed since the connection was lost (0: listening, or new)
         while not self._stopping.is_set():
             try:
-                dsn = with_timeouts(self._dsn, timeout=5)
+                dsn = with_timeouts(self._dsn, timeout=self._timeout)
                 with psycopg.connect(dsn, autocommit=True) as connection:
-                    connection.execute(f"LISTEN {self._channel}")
+                    self._bounded(connection, f"LISTEN {self._channel}")
                     if failed:
                         log.warning(
                             "PostgreSQL listener listens again, after %d failed attempts",
@@ -143,10 +190,7 @@ class Listener:
                         )
                         failed = 0
                     self._wake()  # what was sent while we were not listening is lost
-                    while not self._stopping.is_set():
-                        for notice in connection.notifies(timeout=0.2):
-                            if notice.payload != self._node:
-                                self._wake()
+                    self._listen(connection)
             except psycopg.Error as exc:
                 failed += 1
                 if failed == 1:
@@ -161,6 +205,27 @@ class Listener:
                         "PostgreSQL listener still cannot connect (%s)", scrubbed(exc, self._dsn)
                     )
                 self._stopping.wait(_RECONNECT)
+        self._deadline.stop()
+
+    def _listen(self, connection: psycopg.Connection[tuple[object, ...]]) -> None:
+        """Wake for each notification from another node until stopped; ping every
+        ``timeout`` (a psycopg error when the connection is lost or silent)."""
+        ping = time.monotonic() + self._timeout
+        while not self._stopping.is_set():
+            for notice in connection.notifies(timeout=0.2):
+                if notice.payload != self._node:
+                    self._wake()
+            if time.monotonic() >= ping:
+                self._bounded(connection, "SELECT 1")
+                ping = time.monotonic() + self._timeout
+
+    def _bounded(self, connection: psycopg.Connection[tuple[object, ...]], statement: str) -> None:
+        """Run ``statement`` within the deadline."""
+        self._deadline.watch(connection.fileno())
+        try:
+            connection.execute(statement)
+        finally:
+            self._deadline.disarm()
 
     def stop(self) -> None:
         """End the thread (it notices within 0.2 s) and wait for it."""

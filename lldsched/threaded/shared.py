@@ -23,6 +23,11 @@ What the timer does with it, at every wake:
   bound on how late a lease that expired elsewhere, or another process's change,
   is noticed.  A store that can notify (PostgreSQL) wakes the timer sooner.
 
+How long a renewal vouches for the leases is :mod:`lldsched.threaded.leasewatch`'s
+rule; its :class:`~lldsched.threaded.leasewatch.LeaseWatch` raises the runs' flags once
+none does, on a thread of its own (the timer may be held in a store call by the outage).
+A claim handed out but not begun by then is not begun.
+
 Once ``shutdown()`` has stopped the timer, the runs it waits for still hold leases:
 :func:`leases_kept` renews them on a thread of its own until they are done, so no
 other process takes over a run that is finishing here (docs/CLUSTER.md).
@@ -46,6 +51,7 @@ from lldsched.logs import CLUSTER
 from lldsched.model import TaskStatus
 from lldsched.persistence import Claim, CoordinatedStore
 from lldsched.threaded.deadline import Deadline
+from lldsched.threaded.leasewatch import LeaseWatch, renewal_every, trusted_for
 
 __all__ = ["Coordinator", "leases_kept"]
 
@@ -68,9 +74,13 @@ class Coordinator:
         self._drop_due = drop_due  # pops the heap's due entries (hints) at an instant
         self._pending: dict[str, Claim] = {}  # task id -> claim handed out, not yet begun
         self._running: dict[int, tuple[str, RunContext | None]] = {}  # token -> its run
-        self._every = store.lease / 3
+        self._every = renewal_every(store.lease)
+        self._trusted = trusted_for(store.lease)  # how long a renewal vouches for the leases
         self._renew_at: float | None = None  # None: no lease held, nothing to renew
-        self._renewed = 0.0  # when the last renewal succeeded (the clock's time)
+        self._renewed = 0.0  # when the last renewal that succeeded began (the clock's time)
+        # Raises the runs' flags once the leases are no longer trusted, whatever the timer
+        # is doing (held up in a store call by the outage itself): leasewatch.py.
+        self._watch = LeaseWatch(core.clock, lease=store.lease, name="lldsched-lease-watch")
         # Slots due before this instant passed while this process was not there (not
         # built yet, or a forward wall-clock jump): a claim of one is a misfire candidate.
         self._since = core.clock.now()
@@ -175,6 +185,7 @@ class Coordinator:
         if entries and self._renew_at is None:
             self._renew_at = now + self._every
             self._renewed = now
+            self._watch.renewed(now)
         return entries
 
     def clock_jumped(self, now: float) -> None:
@@ -196,17 +207,22 @@ class Coordinator:
         claim = self._pending.pop(entry[3], None)
         if claim is None:  # its lease was lost before a worker took it: not ours to run
             return None
+        if self._core.clock.now() - self._renewed >= self._trusted:
+            return None  # no renewal vouches for its lease any more: not ours to begin
         run = self._core.begin(entry, worker, token=claim.token)
         if run is None:
             self._release(claim.task_id, claim.token)
         else:
             self._running[claim.token] = (claim.task_id, run.context)
+            if run.context is not None:
+                self._watch.add(claim.token, run.context)
         return run
 
     def done(self, run: Run) -> None:
         """The run is settled (its store write was fenced by its token): forget its lease."""
         if run.token is not None:
             self._running.pop(run.token, None)
+            self._watch.discard(run.token)
             if not self._running and not self._pending:
                 self._renew_at = None
 
@@ -254,14 +270,15 @@ class Coordinator:
             kept = self.store.renew(tokens=tokens, now=now)
         except StoreError as exc:
             self._failed(exc, "renewal", "renewal of the leases held")
-            if now - self._renewed >= self.store.lease:  # it cannot know: count them lost
-                kept = set()
-            else:
+            if self._core.clock.now() - self._renewed < self._trusted:
                 return
+            kept = set()  # no renewal vouches for them any more: count them lost
         else:
             self._succeeded("renewal")
-        self._renewed = now
+            self._renewed = now
+            self._watch.renewed(now)
         for token in tokens - kept:
+            self._watch.discard(token)
             task_id, context = self._running.pop(token, ("", None))
             if context is not None:
                 context.lose_lease()
@@ -274,6 +291,8 @@ class Coordinator:
         for task_id, claim in list(self._pending.items()):
             if claim.token not in kept:
                 del self._pending[task_id]
+        if not self._running and not self._pending:
+            self._renew_at = None  # nothing held: the next claim starts the count again
 
     def _misfire(self, claim: Claim, entry: Entry, now: float) -> Entry | None:
         """The claimed slot, due before this process was there to claim it, meets its
@@ -344,7 +363,7 @@ def leases_kept(
     done = threading.Event()  # set when the block ends: the keeper stops
 
     def keep() -> None:
-        while not done.wait(coordinator.store.lease / 3):
+        while not done.wait(renewal_every(coordinator.store.lease)):
             with lock:
                 if not done.is_set():
                     coordinator.renew_held(now())

@@ -1,0 +1,105 @@
+"""The client's own deadline on a PostgreSQL round trip: the one bound a silent network
+cannot escape.
+
+A statement sent into a network that accepts bytes and answers nothing (a load
+balancer or proxy that lost its server, a stateful firewall that forgot the
+connection) waits for an answer forever: the client's data is acknowledged by the
+middlebox, so ``tcp_user_timeout`` never fires, and so are its keepalive probes.
+``statement_timeout`` is the server's, which never sees the statement.  psycopg 3
+has no client-side bound on a statement, and its cancel goes out over the same
+network (a new connection to the same address), so it would hang too.
+
+:class:`Deadline` is that bound: a daemon thread that, when a call armed on a
+connection outlives its deadline, shuts the connection's socket down.  The call
+blocked in psycopg's wait wakes at once and fails as a lost connection
+(``psycopg.OperationalError``); the store reconnects at its next call.  Arming and
+disarming cost a lock and two assignments; the thread sleeps until the earliest
+deadline armed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import threading
+import time
+
+__all__ = ["Deadline"]
+
+
+class Deadline:
+    """Bounds each call, from :meth:`watch` to :meth:`disarm`, to ``seconds``: past it the
+    socket it watches is shut down (the call fails as a lost connection, and
+    :meth:`reason` says why).  ``expired`` counts the calls it ended."""
+
+    def __init__(self, seconds: float, *, name: str = "lldsched-pg-deadline") -> None:
+        self.seconds = seconds
+        self.expired = 0
+        self.ended = False  # the call armed last was ended by the deadline
+        # Guards _armed, _stopped and expired: calls arm and disarm, the thread reads and ends.
+        self._condition = threading.Condition()
+        self._armed: tuple[float, int] | None = None  # (monotonic deadline, socket fd)
+        self._stopped = False
+        self._name = name
+        self._thread: threading.Thread | None = None
+
+    def watch(self, fileno: int) -> None:
+        """A call starts (or goes on, on a new connection) on the socket ``fileno``: it
+        has ``seconds`` from now, until :meth:`disarm`."""
+        with self._condition:
+            self._armed = (time.monotonic() + self.seconds, fileno)
+            self.ended = False
+            if self._thread is None and not self._stopped:
+                self._thread = threading.Thread(target=self._watch, name=self._name, daemon=True)
+                self._thread.start()
+            else:
+                self._condition.notify()
+
+    def disarm(self) -> None:
+        """The call is over (answered or failed): nothing to end."""
+        with self._condition:
+            self._armed = None
+
+    def reason(self, error: str) -> str:
+        """Why the call armed last failed: ``error`` (psycopg's words), or, if the
+        deadline ended it, that no answer came in time (psycopg would say the server
+        closed the connection, which it did not)."""
+        if self.ended:
+            return (
+                f"no answer within {self.seconds:g} s (the network or the server is silent); "
+                "the connection was closed"
+            )
+        return error
+
+    def stop(self) -> None:
+        """End the thread (it is a daemon: nothing waits for it)."""
+        with self._condition:
+            self._stopped = True
+            self._condition.notify()
+
+    def _watch(self) -> None:
+        with self._condition:
+            while not self._stopped:
+                armed = self._armed
+                if armed is None:
+                    self._condition.wait()
+                    continue
+                left = armed[0] - time.monotonic()
+                if left > 0:
+                    self._condition.wait(left)
+                    continue
+                self._armed = None  # ended once
+                self.expired += 1
+                self.ended = True
+                _shut_down(armed[1])
+
+
+def _shut_down(fileno: int) -> None:
+    """Shut the socket ``fileno`` down both ways (through a duplicate of it: the
+    connection still owns and closes the original), waking whoever waits on it."""
+    with contextlib.suppress(OSError):
+        duplicate = socket.socket(fileno=os.dup(fileno))
+        with contextlib.suppress(OSError):
+            duplicate.shutdown(socket.SHUT_RDWR)
+        duplicate.close()

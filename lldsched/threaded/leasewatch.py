@@ -1,0 +1,102 @@
+"""LeaseWatch: the deadline by which a process on a shared store stops trusting its leases.
+
+The one rule of how long a lease is trusted lives here (:func:`renewal_every`,
+:func:`trusted_for`): leases are renewed every ``lease / 3``, and a renewal that
+succeeded vouches for ``lease - lease / 6`` from when it *began* (the server's
+expiry is at least ``lease`` after that instant, and a takeover at least that
+late).  Past that without another renewal succeeding, the process counts its leases
+lost: each run in flight has its flag raised (``ctx.lease_lost``), at least
+``lease / 6`` before another process can take it over.
+
+Why a thread of its own: the timer renews, and the timer can be held up by the very
+outage that stops the renewals (a store call waiting for a silent network, bounded
+by the store's ``timeout``, and the calls around it).  The watch waits on the
+scheduler's clock (a fake clock drives it in tests) for the deadline alone; it
+starts with the first run it watches and ends when none is left.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from lldsched.clock import Clock
+from lldsched.core.context import RunContext
+from lldsched.logs import CLUSTER
+
+__all__ = ["LeaseWatch", "renewal_every", "trusted_for"]
+
+log = logging.getLogger(CLUSTER)
+
+
+def renewal_every(lease: float) -> float:
+    """Seconds between renewals of the leases a process holds."""
+    return lease / 3
+
+
+def trusted_for(lease: float) -> float:
+    """Seconds a renewal (or the claim) vouches for the leases, from when it began."""
+    return lease - renewal_every(lease) / 2
+
+
+class LeaseWatch:
+    """Raises the flags of the runs it watches once :func:`trusted_for` passed since the
+    last renewal that succeeded began (:meth:`renewed`), unless another did since."""
+
+    def __init__(self, clock: Clock, *, lease: float, name: str) -> None:
+        self._clock = clock
+        self._trusted = trusted_for(lease)
+        self._name = name
+        # Guards _runs, _until and _thread: the runtime adds, drops and renews under the
+        # scheduler's lock, the watch thread reads them and raises flags; never held
+        # while calling a store or a logging handler.
+        self._condition = threading.Condition()
+        self._runs: dict[int, RunContext] = {}  # token -> the context of its run
+        self._until: float | None = None  # when the leases stop being trusted
+        self._thread: threading.Thread | None = None
+
+    def renewed(self, began: float) -> None:
+        """A renewal (or claim) that began at ``began`` (the clock's time) succeeded."""
+        until = began + self._trusted
+        with self._condition:
+            if self._until is None or until > self._until:
+                self._until = until
+                self._condition.notify()
+
+    def add(self, token: int, context: RunContext) -> None:
+        """Watch the run holding ``token``."""
+        with self._condition:
+            self._runs[token] = context
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._watch, name=self._name, daemon=True)
+                self._thread.start()
+
+    def discard(self, token: int) -> None:
+        """The run holding ``token`` is over (or its lease was found lost): not watched."""
+        with self._condition:
+            self._runs.pop(token, None)
+            if not self._runs:
+                self._condition.notify()  # the thread ends
+
+    def _watch(self) -> None:
+        lost: list[tuple[int, RunContext]] = []
+        with self._condition:
+            while self._runs:
+                until = self._until
+                if until is None or self._clock.now() < until:
+                    self._clock.wait(self._condition, until)
+                    continue
+                lost = list(self._runs.items())
+                self._runs.clear()
+                self._until = None
+            self._thread = None
+        for _, context in lost:
+            context.lose_lease()
+        if lost:
+            log.warning(
+                "no renewal of the leases succeeded for %g s: %d runs in flight counted their "
+                "leases lost (flag raised; tokens %s) before another process can take them over",
+                self._trusted,
+                len(lost),
+                ", ".join(str(token) for token, _ in lost),
+            )

@@ -1,0 +1,269 @@
+"""Network partitions between one scheduler and its PostgreSQL server, made by a TCP
+proxy the test drives (``tests/tcp_proxy.py``): a black hole (bytes accepted, nothing
+forwarded, nothing reset), connections reset, 200 ms of latency, and the heal.
+
+What an operator of three processes on one database is promised (docs/CLUSTER.md,
+"Network partitions"): a call into a black hole fails within the store's ``timeout``;
+a black-holed holder raises its runs' flags before another process can take them over,
+and its late settle is refused once the network is back; a node whose connections are
+reset says so once, and loses and duplicates nothing once healed; 200 ms per round trip
+keeps every lease; the LISTEN connection notices a black hole and listens again after
+the heal.  Every wait is bounded; leases are short.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from typing import TypeVar
+
+import pytest
+
+from lldsched import OneTime, Scheduler
+from lldsched.errors import StoreError
+from lldsched.stores.postgres import PostgresTaskStore
+from lldsched.threaded.leasewatch import trusted_for
+from tests import cluster_jobs, jobs
+from tests.pg_server import PostgresServer
+from tests.tcp_proxy import TcpProxy
+from tests.waits import wait_until
+
+Seen = TypeVar("Seen")
+
+
+@pytest.fixture
+def proxy(postgres_server: PostgresServer) -> Iterator[TcpProxy]:
+    with TcpProxy("127.0.0.1", postgres_server.port) as proxy:
+        yield proxy
+
+
+@pytest.fixture
+def via_proxy(postgres_server: PostgresServer, postgres_dsn: str, proxy: TcpProxy) -> str:
+    """The test's dsn, through the proxy."""
+    return proxy.dsn(postgres_dsn, port=postgres_server.port)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_jobs() -> Iterator[None]:
+    for channel in (cluster_jobs.seen, cluster_jobs.moments):
+        while not channel.empty():
+            channel.get_nowait()
+    cluster_jobs.gate.clear()
+    yield
+    cluster_jobs.gate.set()  # never leave a worker waiting
+
+
+def _next(channel: queue.Queue[Seen], what: str) -> Seen:
+    try:
+        return channel.get(timeout=20)
+    except queue.Empty:
+        raise AssertionError(f"no {what} within 20 s") from None
+
+
+def test_a_call_into_a_black_hole_fails_within_the_stores_timeout(
+    via_proxy: str, proxy: TcpProxy
+) -> None:
+    """The middlebox acknowledges every byte, so keepalives and tcp_user_timeout see a
+    healthy connection: only the client's own deadline ends the call (it hung for good)."""
+    store = PostgresTaskStore(via_proxy, timeout=1)
+    try:
+        proxy.black_hole()
+        failed: list[BaseException] = []
+
+        def call() -> None:
+            try:
+                store.get("anything")
+            except StoreError as exc:
+                failed.append(exc)
+
+        caller = threading.Thread(target=call, daemon=True)
+        caller.start()
+        caller.join(timeout=10)
+        assert not caller.is_alive(), "a call into a black hole still waits after 10 s"
+        (error,) = failed
+        assert "no answer within 1 s" in str(error)
+        proxy.heal()
+        assert store.get("anything") is None  # a new connection: it works again
+    finally:
+        proxy.heal()
+        store.close()
+
+
+def test_a_black_holed_holder_raises_its_flag_before_its_run_is_taken_over_its_late_settle_refused(
+    via_proxy: str,
+    postgres_dsn: str,
+    proxy: TcpProxy,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    lease = 3.0
+    caplog.set_level(logging.CRITICAL, logger="lldsched")  # the outage logs its failures
+    cut_store = PostgresTaskStore(via_proxy, lease=lease, poll=0.1, timeout=1)
+    other_store = PostgresTaskStore(postgres_dsn, lease=lease, poll=0.1)
+    reader = PostgresTaskStore(postgres_dsn)
+    cut = Scheduler(store=cut_store, workers=2)
+    other = Scheduler(store=other_store, workers=2)
+    try:
+        cut.schedule("held", cluster_jobs.held_past_its_lease, OneTime(delay=0), id="bh-held")
+        cut.start()
+        started, first, _ = _next(cluster_jobs.moments, "run started")
+        assert started == "started" and isinstance(first, int)
+
+        proxy.black_hole()  # mid-run: nothing it sends is answered, nothing is reset
+        holed = time.monotonic()
+        other.start()
+        events: dict[tuple[str, int | None], float] = {}
+        for _ in range(2):  # in either order
+            kind, token, instant = _next(cluster_jobs.moments, "the flag and the takeover")
+            events[(kind, token)] = instant
+        flagged = events.get(("flag", first))
+        taken = [instant for (kind, token), instant in events.items() if kind == "started"]
+        assert flagged is not None and len(taken) == 1, events
+        # The cut node stops trusting its lease before the server can expire it...
+        assert flagged < taken[0]
+        assert flagged - holed < trusted_for(lease) + 1.0  # noticed in bounded time
+        # ...which is when the other process takes the run over.
+        assert lease - 1.0 < taken[0] - holed < lease + 3.0
+        (_, _, lost, reason), (_, second, _, _) = sorted(
+            [_next(cluster_jobs.seen, "run report") for _ in range(3)][1:],
+            key=lambda seen: (seen[2] is False, seen[1] or 0),
+        )
+        assert (lost, reason) == (True, "lease")
+        assert isinstance(second, int) and second > first
+
+        proxy.heal()
+        cluster_jobs.gate.set()  # the cut run ends now that the network is back
+        wait_until(lambda: cut_store.rejected == 1, timeout=15, what="the late settle refused")
+        assert [r.token for r in reader.records("bh-held")] == [second]  # the stale one lost
+    finally:
+        cluster_jobs.gate.set()
+        proxy.heal()
+        cut.shutdown(timeout=10)
+        other.shutdown(timeout=10)
+        for store in (cut_store, other_store, reader):
+            store.close()
+
+
+def test_a_node_whose_connections_are_reset_says_so_once_and_runs_every_slot_once_when_healed(
+    via_proxy: str,
+    postgres_dsn: str,
+    proxy: TcpProxy,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="lldsched")
+    store = PostgresTaskStore(via_proxy, lease=2.0, poll=0.1, timeout=1)
+    reader = PostgresTaskStore(postgres_dsn)
+    scheduler = Scheduler(store=store, workers=2)
+    ids = [f"reset-{n}" for n in range(12)]
+    try:
+        scheduler.start()
+        for task_id in ids[:4]:
+            scheduler.schedule(task_id, jobs.note, OneTime(delay=0), args=(task_id,), id=task_id)
+        wait_until(
+            lambda: all(reader.records(task_id) for task_id in ids[:4]),
+            timeout=15,
+            what="the runs before the outage",
+        )
+        proxy.reset()
+        registrar = Scheduler(store=reader)  # not started: it registers, as another node
+        for n, task_id in enumerate(ids[4:]):
+            registrar.schedule(
+                task_id, jobs.note, OneTime(delay=0.1 * n), args=(task_id,), id=task_id
+            )
+        before = proxy.accepted
+        wait_until(
+            lambda: proxy.accepted >= before + 5, timeout=15, what="five reconnections refused"
+        )
+        proxy.heal()
+        wait_until(
+            lambda: all(reader.records(task_id) for task_id in ids),
+            timeout=15,
+            what="every slot run after the heal",
+        )
+        assert scheduler.wait_idle(timeout=10)
+        records = [record for task_id in ids for record in reader.records(task_id)]
+        assert len(records) == len(ids) and all(record.ok for record in records)  # once each
+        tokens = [record.token for record in records]
+        assert len(set(tokens)) == len(tokens)
+        registrar.shutdown()
+    finally:
+        proxy.heal()
+        scheduler.shutdown(timeout=10)
+        store.close()
+        reader.close()
+    said = [(r.levelno, r.getMessage()) for r in caplog.records if r.levelno >= logging.WARNING]
+    failing = [text for level, text in said if level >= logging.ERROR and "failed" in text]
+    back = [text for _, text in said if "recovered" in text or "again" in text]
+    assert len(failing) == 1, said  # the outage said once, at its start...
+    assert len(back) >= 1, said  # ...and its end; every failure between at debug level
+
+
+def test_200_ms_per_round_trip_keeps_every_lease(
+    via_proxy: str, postgres_dsn: str, proxy: TcpProxy
+) -> None:
+    lease = 2.0
+    slow_store = PostgresTaskStore(via_proxy, lease=lease, poll=0.2, timeout=2)
+    other_store = PostgresTaskStore(postgres_dsn, lease=lease, poll=0.1)
+    reader = PostgresTaskStore(postgres_dsn)
+    slow = Scheduler(store=slow_store, workers=1)
+    other = Scheduler(store=other_store, workers=1)
+    try:
+        proxy.delay(0.2)
+        slow.schedule("slow", cluster_jobs.held_until_released, OneTime(delay=0), id="lat-held")
+        slow.start()
+        other.start()
+        _, first, _, _ = _next(cluster_jobs.seen, "the run started")
+        # Over three leases, through 200 ms round trips: renewed each time, never taken over.
+        expiries: set[float] = set()
+
+        def renewed_for_three_leases() -> bool:
+            expiries.update(lease.expires_at for lease in reader.leases() if lease.token == first)
+            return len(expiries) >= 2 and max(expiries) - min(expiries) >= 3 * lease
+
+        wait_until(renewed_for_three_leases, timeout=15, what="three leases of renewals")
+        assert all(lease.token == first for lease in reader.leases())  # nobody else claimed it
+        assert cluster_jobs.seen.empty(), "the run was flagged or taken over"
+        cluster_jobs.released.set()
+        assert _next(cluster_jobs.seen, "the run's end") == ("lat-held", first, False, None)
+        wait_until(lambda: len(reader.records("lat-held")) == 1, timeout=15, what="its settle")
+        assert [r.token for r in reader.records("lat-held")] == [first]
+        assert slow_store.rejected == 0
+    finally:
+        cluster_jobs.released.set()
+        proxy.heal()
+        slow.shutdown(timeout=10)
+        other.shutdown(timeout=10)
+        for store in (slow_store, other_store, reader):
+            store.close()
+        cluster_jobs.released.clear()
+
+
+def test_the_listener_notices_a_black_hole_and_listens_again_after_the_heal(
+    via_proxy: str, proxy: TcpProxy, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="lldsched")
+    woken = threading.Event()
+    store = PostgresTaskStore(via_proxy, timeout=1)
+    try:
+        store.subscribe(woken.set)
+        assert woken.wait(10)  # listening (it wakes once when it starts)
+        woken.clear()
+        proxy.black_hole()
+        wait_until(
+            lambda: any("listener lost its connection" in r.getMessage() for r in caplog.records),
+            timeout=10,
+            what="the listener to notice the black hole",
+        )
+        assert not woken.is_set()
+        proxy.heal()
+        wait_until(
+            lambda: any("listens again" in r.getMessage() for r in caplog.records),
+            timeout=10,
+            what="the listener to listen again",
+        )
+        assert woken.wait(5)  # and it woke the timer: what was sent meanwhile is lost
+    finally:
+        proxy.heal()
+        store.close()

@@ -1,0 +1,60 @@
+"""LeaseWatch (lldsched/threaded/leasewatch.py), on a fake clock: a run's flag goes up once
+``trusted_for(lease)`` passed since the last renewal that succeeded began, not before; a
+renewal pushes that instant on; a run no longer watched is left alone.  The timing over a
+real network is tests/test_cluster_partition.py's."""
+
+from __future__ import annotations
+
+import threading
+
+from lldsched import FakeClock
+from lldsched.core.context import RunContext
+from lldsched.threaded.leasewatch import LeaseWatch, renewal_every, trusted_for
+from tests.waits import wait_until
+
+LEASE = 30.0
+
+
+def context(token: int) -> RunContext:
+    return RunContext(f"task-{token}", "task", 1, 0.0, 0, fencing_token=token)
+
+
+def watch_thread_ended() -> bool:
+    return not any(thread.name == "test-lease-watch" for thread in threading.enumerate())
+
+
+def test_the_rule_is_a_renewal_every_third_trusted_for_five_sixths() -> None:
+    assert renewal_every(LEASE) == 10.0
+    assert trusted_for(LEASE) == 25.0  # lease / 6 before the server can expire it
+
+
+def test_flags_go_up_once_no_renewal_vouches_for_the_leases_and_not_before() -> None:
+    clock = FakeClock(1000.0)
+    watch = LeaseWatch(clock, lease=LEASE, name="test-lease-watch")
+    held, done = context(1), context(2)
+    watch.renewed(1000.0)
+    watch.add(1, held)
+    watch.add(2, done)
+    watch.discard(2)  # settled: not watched
+    clock.advance(20.0)
+    watch.renewed(1020.0)  # trusted until 1045 now
+    clock.advance(24.0)  # 1044: within
+    clock.advance(0.5)
+    assert not held.cancelled and not held.lease_lost
+    clock.advance(0.5)  # 1045: no renewal since 1020
+    wait_until(lambda: held.lease_lost, timeout=5, what="the flag of the run whose lease lapsed")
+    assert held.reason == "lease"
+    assert not done.cancelled
+    wait_until(watch_thread_ended, timeout=5, what="the watch to end with nothing to watch")
+
+
+def test_a_run_discarded_before_the_deadline_is_not_flagged() -> None:
+    clock = FakeClock(0.0)
+    watch = LeaseWatch(clock, lease=LEASE, name="test-lease-watch")
+    run = context(7)
+    watch.renewed(0.0)
+    watch.add(7, run)
+    watch.discard(7)
+    wait_until(watch_thread_ended, timeout=5, what="the watch to end with nothing to watch")
+    clock.advance(100.0)
+    assert not run.cancelled
