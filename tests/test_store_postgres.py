@@ -498,9 +498,9 @@ def test_functions_shadowed_in_the_search_path_are_never_called(
         assert store.rejected == 0 and scheduler.metrics().store_ok
         assert [r.slot for r in store.records(tick.id)] == [T0, T0 + 10]
         assert store.dead_letter() == [doomed.id]  # its sequence
+        assert scheduler.shutdown(timeout=5)  # its timer reads the change feed no more
         other.save(snapshot(task(id="elsewhere")))  # a change, notified
         assert [c.task_id for c in store.changes()] == ["elsewhere"]
-        assert scheduler.shutdown(timeout=5)
 
 
 def test_a_search_path_naming_no_schema_that_exists_is_said_at_open(
