@@ -10,23 +10,40 @@ lost: each run in flight has its flag raised (``ctx.lease_lost``), at least
 
 Why a thread of its own: the timer renews, and the timer can be held up by the very
 outage that stops the renewals (a store call waiting for a silent network, bounded
-by the store's ``timeout``, and the calls around it).  The watch waits on the
-scheduler's clock (a fake clock drives it in tests) for the deadline alone; it
-starts with the first run it watches and ends when none is left.
+by the store's ``timeout``, and the calls around it).  The watch waits on
+:data:`MONOTONIC` (the runtime's; a fake clock drives it in its unit tests), never the
+scheduler's clock: the store's expiry counts real time on its server, and a fake or
+jumping clock that moved an hour let no lease expire.  It starts with the first run it
+watches and ends when none is left.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 
 from lldsched.clock import Clock
 from lldsched.core.context import RunContext
 from lldsched.logs import CLUSTER
 
-__all__ = ["LeaseWatch", "renewal_every", "trusted_for"]
+__all__ = ["MONOTONIC", "LeaseWatch", "renewal_every", "trusted_for"]
 
 log = logging.getLogger(CLUSTER)
+
+
+class _Monotonic:
+    """``time.monotonic`` as a :class:`~lldsched.clock.Clock`: real seconds no one sets."""
+
+    __slots__ = ()
+    now = staticmethod(time.monotonic)
+
+    def wait(self, condition: threading.Condition, deadline: float | None) -> None:
+        condition.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+
+
+MONOTONIC: Clock = _Monotonic()
+"""The clock leases are trusted by (see the module docstring)."""
 
 
 def renewal_every(lease: float) -> float:
@@ -56,7 +73,7 @@ class LeaseWatch:
         self._thread: threading.Thread | None = None
 
     def renewed(self, began: float) -> None:
-        """A renewal (or claim) that began at ``began`` (the clock's time) succeeded."""
+        """A renewal (or claim) that began at ``began`` (a reading of this watch's clock) succeeded."""
         until = began + self._trusted
         with self._condition:
             if self._until is None or until > self._until:

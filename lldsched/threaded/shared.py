@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 from lldsched.core.context import RunContext
@@ -51,7 +52,7 @@ from lldsched.logs import CLUSTER
 from lldsched.model import TaskStatus
 from lldsched.persistence import Claim, CoordinatedStore
 from lldsched.threaded.deadline import Deadline
-from lldsched.threaded.leasewatch import LeaseWatch, renewal_every, trusted_for
+from lldsched.threaded.leasewatch import MONOTONIC, LeaseWatch, renewal_every, trusted_for
 
 __all__ = ["Coordinator", "leases_kept"]
 
@@ -77,10 +78,13 @@ class Coordinator:
         self._every = renewal_every(store.lease)
         self._trusted = trusted_for(store.lease)  # how long a renewal vouches for the leases
         self._renew_at: float | None = None  # None: no lease held, nothing to renew
-        self._renewed = 0.0  # when the last renewal that succeeded began (the clock's time)
+        # When the last renewal that succeeded began, on time.monotonic: the store's expiry
+        # counts real time (its server's clock), never the scheduler's injected clock (a
+        # fake clock advanced an hour in one step has not let any lease expire).
+        self._renewed = 0.0
         # Raises the runs' flags once the leases are no longer trusted, whatever the timer
         # is doing (held up in a store call by the outage itself): leasewatch.py.
-        self._watch = LeaseWatch(core.clock, lease=store.lease, name="lldsched-lease-watch")
+        self._watch = LeaseWatch(MONOTONIC, lease=store.lease, name="lldsched-lease-watch")
         # Slots due before this instant passed while this process was not there (not
         # built yet, or a forward wall-clock jump): a claim of one is a misfire candidate.
         self._since = core.clock.now()
@@ -150,6 +154,7 @@ class Coordinator:
     def claim(self, now: float, room: int) -> list[Entry]:
         """Claim up to ``room`` due runs; their entries, ready for the workers."""
         self._drop_due(now)
+        began = time.monotonic()  # the store's expiry counts real time, whatever the clock
         try:
             claims = self.store.claim(now=now, limit=room)
         except StoreError as exc:  # tried again at the next wake
@@ -184,8 +189,8 @@ class Coordinator:
             entries.append(entry)
         if entries and self._renew_at is None:
             self._renew_at = now + self._every
-            self._renewed = now
-            self._watch.renewed(now)
+            self._renewed = began
+            self._watch.renewed(began)
         return entries
 
     def clock_jumped(self, now: float) -> None:
@@ -207,7 +212,7 @@ class Coordinator:
         claim = self._pending.pop(entry[3], None)
         if claim is None:  # its lease was lost before a worker took it: not ours to run
             return None
-        if self._core.clock.now() - self._renewed >= self._trusted:
+        if time.monotonic() - self._renewed >= self._trusted:
             return None  # no renewal vouches for its lease any more: not ours to begin
         run = self._core.begin(entry, worker, token=claim.token)
         if run is None:
@@ -266,17 +271,18 @@ class Coordinator:
         self._renew_at = now + self._every if tokens else None
         if not tokens:
             return
+        began = time.monotonic()
         try:
             kept = self.store.renew(tokens=tokens, now=now)
         except StoreError as exc:
             self._failed(exc, "renewal", "renewal of the leases held")
-            if self._core.clock.now() - self._renewed < self._trusted:
+            if time.monotonic() - self._renewed < self._trusted:
                 return
             kept = set()  # no renewal vouches for them any more: count them lost
         else:
             self._succeeded("renewal")
-            self._renewed = now
-            self._watch.renewed(now)
+            self._renewed = began
+            self._watch.renewed(began)
         for token in tokens - kept:
             self._watch.discard(token)
             task_id, context = self._running.pop(token, ("", None))
