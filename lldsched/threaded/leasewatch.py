@@ -73,7 +73,7 @@ class LeaseWatch:
         self._thread: threading.Thread | None = None
 
     def renewed(self, began: float) -> None:
-        """A renewal (or claim) that began at ``began`` (a reading of this watch's clock) succeeded."""
+        """A renewal (or claim) that began at ``began`` (this watch's clock) succeeded."""
         until = began + self._trusted
         with self._condition:
             if self._until is None or until > self._until:
