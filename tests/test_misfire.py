@@ -124,3 +124,14 @@ def test_a_bad_misfire_policy_is_rejected_with_the_value_in_the_message(
 def test_the_default_policy_runs_once_with_a_minute_of_grace() -> None:
     policy = MisfirePolicy()
     assert (policy.on_misfire, policy.grace, policy.max_catch_up) == (Misfire.RUN_ONCE, 60.0, 100)
+
+
+def test_the_lowest_values_are_accepted_and_mean_what_they_say() -> None:
+    # grace=0: a slot due exactly now is on time, one a second late has misfired.
+    no_grace = MisfirePolicy(Misfire.SKIP, grace=0)
+    assert not plan(FixedRate(HOUR), TEN, TEN, no_grace).misfired
+    assert plan(FixedRate(HOUR), TEN, TEN + 1, no_grace).misfired
+    # max_catch_up=1: RUN_ALL runs only the newest passed slot, the older ones are missed.
+    decided = plan(FixedRate(HOUR), TEN, BACK, MisfirePolicy(Misfire.RUN_ALL, max_catch_up=1))
+    assert decided.runs == [NOON]
+    assert decided.decisions == [(TEN, MISSED, None), (ELEVEN, MISSED, None)]

@@ -556,3 +556,42 @@ def test_a_simulation_restores_a_store_and_models_its_restored_tasks() -> None:
     assert (run.slot, run.duration) == (T0 + HOUR, 120.0)
     with pytest.raises(TaskNotFoundError):
         sim.model("task-99", duration=1.0)
+
+
+def test_a_restored_task_with_runs_behind_it_runs_its_next_slot_once() -> None:
+    # Ran at 09:00 and stopped; back at 10:00, the 10:00 slot is its own (not the old
+    # run's 09:00 again): it runs once, recorded for 10:00, and 11:00 is next.
+    store = InMemoryTaskStore()
+    writer = Scheduler(clock=FakeClock(T0), store=store)
+    task = writer.schedule("job", jobs.note, FixedRate(HOUR), args=("job",))
+    ran = ExecutionRecord(task.id, "job", 1, T0, T0, 0, T0, T0 + 1, True)
+    store.save(TaskSnapshot(task.definition, TaskStatus.SCHEDULED, T0 + HOUR, 0, 1, 0, None), ran)
+    scheduler = Scheduler(clock=FakeClock(T0 + HOUR), store=store).start()
+    try:
+        settle(scheduler)
+        assert calls("job") == [1.0]
+        assert outcomes(scheduler, "job") == [("ok", 0.0), ("ok", 1.0)]
+        assert scheduler.task(task.id).next_run_at == T0 + 2 * HOUR
+    finally:
+        assert scheduler.shutdown()
+
+
+def test_a_restored_retry_belongs_to_the_slot_that_failed_not_to_an_older_run() -> None:
+    # 08:00 ran fine, 09:00 failed and its retry is due at 09:00:02 when the process stops.
+    store = InMemoryTaskStore()
+    writer = Scheduler(clock=FakeClock(T0), store=store)
+    task = writer.schedule("job", jobs.note, FixedRate(HOUR), args=("job",))
+    earlier = T0 - HOUR
+    ran = ExecutionRecord(task.id, "job", 1, earlier, earlier, 0, earlier, earlier + 1, True)
+    failed = ExecutionRecord(task.id, "job", 1, T0, T0, 0, T0, T0 + 1, False, "RuntimeError")
+    store.save(TaskSnapshot(task.definition, TaskStatus.SCHEDULED, T0, 0, 1, 0, None), ran)
+    store.save(TaskSnapshot(task.definition, TaskStatus.RETRYING, T0 + 2, 1, 2, 1, "x"), failed)
+    scheduler = Scheduler(clock=FakeClock(T0 + 30), store=store).start()
+    try:
+        settle(scheduler)
+        assert [(due - T0, attempt) for _, due, attempt in jobs.CALLS] == [(2.0, 2)]
+        # The retry's record is 09:00's, and no slot is recorded twice or skipped.
+        assert outcomes(scheduler, "job") == [("ok", -1.0), ("failed", 0.0), ("ok", 0.0)]
+        assert scheduler.task(task.id).next_run_at == T0 + HOUR
+    finally:
+        assert scheduler.shutdown()
