@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from lldsched import CronSchedule, FixedDelay, FixedRate, Misfire, MisfirePolicy, OneTime
@@ -135,3 +137,32 @@ def test_the_lowest_values_are_accepted_and_mean_what_they_say() -> None:
     decided = plan(FixedRate(HOUR), TEN, BACK, MisfirePolicy(Misfire.RUN_ALL, max_catch_up=1))
     assert decided.runs == [NOON]
     assert decided.decisions == [(TEN, MISSED, None), (ELEVEN, MISSED, None)]
+
+
+class _Broken:
+    """A user's schedule with a bug: its next_run raises."""
+
+    def first_run(self, now: float) -> float:
+        return now
+
+    def next_run(self, record: object, now: float) -> float:
+        raise RuntimeError("a bug in the schedule")
+
+    def __repr__(self) -> str:
+        return "_Broken()"
+
+
+def test_a_schedule_that_raises_while_its_missed_slots_are_listed_ends_there_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Its one passed slot is decided, it has nothing to resume at, and each failure is
+    # logged with the schedule named (recovery never raises for a user's schedule).
+    with caplog.at_level(logging.ERROR, logger="lldsched"):
+        decided = plan(_Broken(), TEN, BACK, MisfirePolicy(Misfire.SKIP))
+    assert decided.runs == [] and decided.decisions == [(TEN, MISSED, None)]
+    assert decided.resume is None and decided.misfired
+    assert caplog.messages == [
+        "_Broken().next_run raised while listing missed slots",
+        "_Broken().next_run raised while skipping missed slots",
+    ]
+    assert all(r.exc_info is not None for r in caplog.records)  # the traceback is kept

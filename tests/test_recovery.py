@@ -169,6 +169,23 @@ def test_a_run_in_flight_at_the_crash_runs_again_with_the_same_attempt(tmp_path:
         assert scheduler.shutdown()
 
 
+def test_an_attempt_owed_from_before_runs_before_the_slots_run_all_catches_up() -> None:
+    # In flight at 09:00 when the process died, back at 11:30: the 09:00 attempt runs
+    # again first, then RUN_ALL's 10:00 and 11:00, oldest first; 12:00 is next.
+    store = InMemoryTaskStore()
+    writer = Scheduler(clock=FakeClock(T0), store=store)
+    task = writer.schedule("job", jobs.note, FixedRate(HOUR), args=("job",), misfire=RUN_ALL)
+    store.save(TaskSnapshot(task.definition, TaskStatus.RUNNING, T0, 1, 0, 0, None, True))
+    scheduler = Scheduler(clock=FakeClock(T0 + 2.5 * HOUR), store=store).start()
+    try:
+        settle(scheduler)
+        assert calls("job") == [0.0, 1.0, 2.0]
+        assert [slot for _, slot in outcomes(scheduler, "job")] == [0.0, 1.0, 2.0]
+        assert scheduler.task(task.id).next_run_at == T0 + 3 * HOUR
+    finally:
+        assert scheduler.shutdown()
+
+
 def test_a_retry_in_flight_at_the_crash_keeps_its_attempt_count_and_slot() -> None:
     store = InMemoryTaskStore()
     writer = Scheduler(clock=FakeClock(T0), store=store)
@@ -417,6 +434,26 @@ def test_a_backward_jump_moves_interval_slots_back_and_leaves_calendar_slots(
     assert rate.next_run_at == T0 - HOUR + 60  # still a minute away
     assert cron.next_run_at == T0 + 3 * HOUR and at.next_run_at == T0 + 600
     assert "the wall clock jumped by -3600.000 s: the due times re-evaluated" in caplog.messages
+
+
+def test_a_fixed_rate_set_back_runs_on_its_moved_grid(make_scheduler: SchedulerFactory) -> None:
+    # The clock is set back an hour a minute before a fixed rate's slot: the slot moves
+    # back with it and runs a minute later, recorded for its moved slot, and the next
+    # follows one period after (not an hour and more later).
+    clock = JumpingClock(T0)
+    scheduler = make_scheduler(clock=clock)
+    rate = scheduler.schedule("rate", jobs.noop, FixedRate(60, start_delay=60))
+    assert clock.parked.wait(5)
+    clock.parked.clear()
+    clock.jump(-HOUR)
+    assert clock.parked.wait(5)  # the timer handled the jump
+    clock.parked.clear()
+    clock.advance(60)
+    assert clock.parked.wait(5)  # and handed out the slot now due
+    settle(scheduler)
+    (record,) = scheduler.task(rate.id).history
+    assert (record.slot, record.started) == (T0 - HOUR + 60, T0 - HOUR + 60)
+    assert scheduler.task(rate.id).next_run_at == T0 - HOUR + 120
 
 
 def looked(clock: JumpingClock, scheduler: Scheduler) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pytest
@@ -177,12 +178,13 @@ def test_a_bad_instant_given_to_a_schedule_is_refused_with_the_value(
 ) -> None:
     # A datetime where epoch seconds belong: the error names the query, the value, the fix.
     moment = datetime.fromtimestamp(T, UTC)
-    for query, call in (
+    calls: list[tuple[str, Callable[[], object]]] = [
         ("first_run", lambda: schedule.first_run(moment)),  # type: ignore[arg-type]
         ("slot_after", lambda: schedule.slot_after(moment)),  # type: ignore[arg-type]
         ("first_slot_after", lambda: schedule.first_slot_after(moment, T)),  # type: ignore[arg-type]
         ("first_slot_after", lambda: schedule.first_slot_after(T, moment)),  # type: ignore[arg-type]
-    ):
+    ]
+    for query, call in calls:
         with pytest.raises(ScheduleError, match=f"{query}.*got datetime.*use .timestamp"):
             call()
 
@@ -195,9 +197,10 @@ def test_the_slot_rules_recovery_and_skipping_use() -> None:
     assert rate.slot_after(T) == T + 60
     assert rate.first_slot_after(T, T + 150) == T + 180
     assert rate.first_slot_after(T, T + 120) == T + 180  # strictly after now
-    assert delay.slot_after(T) is None and delay.first_slot_after(T, T + 500) == T + 510
-    assert OneTime(delay=5).slot_after(T) is None
-    assert OneTime(delay=5).first_slot_after(T, T + 500) is None
+    assert delay.slot_after(T) is None  # type: ignore[func-returns-value]
+    assert delay.first_slot_after(T, T + 500) == T + 510
+    assert OneTime(delay=5).slot_after(T) is None  # type: ignore[func-returns-value]
+    assert OneTime(delay=5).first_slot_after(T, T + 500) is None  # type: ignore[func-returns-value]
 
 
 def test_next_run_and_skipped_names_the_slots_an_overrun_passed_over() -> None:

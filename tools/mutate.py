@@ -71,20 +71,21 @@ def _skipped(tree: ast.Module) -> set[int]:
 def _changes(node: ast.AST) -> Iterator[tuple[str, ast.AST]]:
     """Every mutated copy of ``node`` alone, with a description."""
     if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in FLIPS:
-        new = copy.copy(node)
-        new.ops = [FLIPS[type(node.ops[0])]()]
-        yield f"{type(node.ops[0]).__name__} -> {type(new.ops[0]).__name__}", new
+        compare = copy.copy(node)
+        compare.ops = [FLIPS[type(node.ops[0])]()]
+        yield f"{type(node.ops[0]).__name__} -> {type(compare.ops[0]).__name__}", compare
     elif isinstance(node, (ast.BinOp, ast.AugAssign, ast.BoolOp)) and type(node.op) in FLIPS:
-        new = copy.copy(node)
-        new.op = FLIPS[type(node.op)]()
-        yield f"{type(node.op).__name__} -> {type(new.op).__name__}", new
+        operation = copy.copy(node)
+        operation.op = FLIPS[type(node.op)]()
+        yield f"{type(node.op).__name__} -> {type(operation.op).__name__}", operation
     elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
         yield "drop not", node.operand
-    elif isinstance(node, ast.Constant) and type(node.value) is bool:
+    elif isinstance(node, ast.Constant) and isinstance(node.value, bool):
         yield f"{node.value} -> {not node.value}", ast.Constant(value=not node.value)
-    elif isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        yield f"{node.value} -> {node.value + 1}", ast.Constant(value=node.value + 1)
-        yield f"{node.value} -> {node.value - 1}", ast.Constant(value=node.value - 1)
+    elif isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+        number = node.value
+        yield f"{number} -> {number + 1}", ast.Constant(value=number + 1)
+        yield f"{number} -> {number - 1}", ast.Constant(value=number - 1)
     returns_none = isinstance(node, ast.Return) and (
         node.value is None or (isinstance(node.value, ast.Constant) and node.value.value is None)
     )
