@@ -632,3 +632,13 @@ def test_a_restored_retry_belongs_to_the_slot_that_failed_not_to_an_older_run() 
         assert scheduler.task(task.id).next_run_at == T0 + HOUR
     finally:
         assert scheduler.shutdown()
+
+
+def test_a_task_that_never_ran_is_stored_and_restored_with_no_runs_and_no_failures() -> None:
+    store = InMemoryTaskStore()
+    writer = Scheduler(clock=FakeClock(T0), store=store)
+    task = writer.schedule("later", jobs.noop, FixedRate(HOUR, start_delay=HOUR))
+    (snapshot,) = store.load_all()
+    assert (snapshot.run_count, snapshot.failure_count, snapshot.last_error) == (0, 0, None)
+    restored = Scheduler(clock=FakeClock(T0), store=store).task(task.id)
+    assert (restored.run_count, restored.failure_count, restored.last_error) == (0, 0, None)
