@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from lldsched import CronSchedule, FixedDelay, FixedRate, Misfire, MisfirePolicy, OneTime
@@ -124,3 +126,43 @@ def test_a_bad_misfire_policy_is_rejected_with_the_value_in_the_message(
 def test_the_default_policy_runs_once_with_a_minute_of_grace() -> None:
     policy = MisfirePolicy()
     assert (policy.on_misfire, policy.grace, policy.max_catch_up) == (Misfire.RUN_ONCE, 60.0, 100)
+
+
+def test_the_lowest_values_are_accepted_and_mean_what_they_say() -> None:
+    # grace=0: a slot due exactly now is on time, one a second late has misfired.
+    no_grace = MisfirePolicy(Misfire.SKIP, grace=0)
+    assert not plan(FixedRate(HOUR), TEN, TEN, no_grace).misfired
+    assert plan(FixedRate(HOUR), TEN, TEN + 1, no_grace).misfired
+    # max_catch_up=1: RUN_ALL runs only the newest passed slot, the older ones are missed.
+    decided = plan(FixedRate(HOUR), TEN, BACK, MisfirePolicy(Misfire.RUN_ALL, max_catch_up=1))
+    assert decided.runs == [NOON]
+    assert decided.decisions == [(TEN, MISSED, None), (ELEVEN, MISSED, None)]
+
+
+class _Broken:
+    """A user's schedule with a bug: its next_run raises."""
+
+    def first_run(self, now: float) -> float:
+        return now
+
+    def next_run(self, record: object, now: float) -> float:
+        raise RuntimeError("a bug in the schedule")
+
+    def __repr__(self) -> str:
+        return "_Broken()"
+
+
+def test_a_schedule_that_raises_while_its_missed_slots_are_listed_ends_there_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Its one passed slot is decided, it has nothing to resume at, and each failure is
+    # logged with the schedule named (recovery never raises for a user's schedule).
+    with caplog.at_level(logging.ERROR, logger="lldsched"):
+        decided = plan(_Broken(), TEN, BACK, MisfirePolicy(Misfire.SKIP))
+    assert decided.runs == [] and decided.decisions == [(TEN, MISSED, None)]
+    assert decided.resume is None and decided.misfired
+    assert caplog.messages == [
+        "_Broken().next_run raised while listing missed slots",
+        "_Broken().next_run raised while skipping missed slots",
+    ]
+    assert all(r.exc_info is not None for r in caplog.records)  # the traceback is kept

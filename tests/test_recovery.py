@@ -170,6 +170,23 @@ def test_a_run_in_flight_at_the_crash_runs_again_with_the_same_attempt(tmp_path:
         assert scheduler.shutdown()
 
 
+def test_an_attempt_owed_from_before_runs_before_the_slots_run_all_catches_up() -> None:
+    # In flight at 09:00 when the process died, back at 11:30: the 09:00 attempt runs
+    # again first, then RUN_ALL's 10:00 and 11:00, oldest first; 12:00 is next.
+    store = InMemoryTaskStore()
+    writer = Scheduler(clock=FakeClock(T0), store=store)
+    task = writer.schedule("job", jobs.note, FixedRate(HOUR), args=("job",), misfire=RUN_ALL)
+    store.save(TaskSnapshot(task.definition, TaskStatus.RUNNING, T0, 1, 0, 0, None, True))
+    scheduler = Scheduler(clock=FakeClock(T0 + 2.5 * HOUR), store=store).start()
+    try:
+        settle(scheduler)
+        assert calls("job") == [0.0, 1.0, 2.0]
+        assert [slot for _, slot in outcomes(scheduler, "job")] == [0.0, 1.0, 2.0]
+        assert scheduler.task(task.id).next_run_at == T0 + 3 * HOUR
+    finally:
+        assert scheduler.shutdown()
+
+
 def test_a_retry_in_flight_at_the_crash_keeps_its_attempt_count_and_slot() -> None:
     store = InMemoryTaskStore()
     writer = Scheduler(clock=FakeClock(T0), store=store)
@@ -420,6 +437,26 @@ def test_a_backward_jump_moves_interval_slots_back_and_leaves_calendar_slots(
     assert "the wall clock jumped by -3600.000 s: the due times re-evaluated" in caplog.messages
 
 
+def test_a_fixed_rate_set_back_runs_on_its_moved_grid(make_scheduler: SchedulerFactory) -> None:
+    # The clock is set back an hour a minute before a fixed rate's slot: the slot moves
+    # back with it and runs a minute later, recorded for its moved slot, and the next
+    # follows one period after (not an hour and more later).
+    clock = JumpingClock(T0)
+    scheduler = make_scheduler(clock=clock)
+    rate = scheduler.schedule("rate", jobs.noop, FixedRate(60, start_delay=60))
+    assert clock.parked.wait(5)
+    clock.parked.clear()
+    clock.jump(-HOUR)
+    assert clock.parked.wait(5)  # the timer handled the jump
+    clock.parked.clear()
+    clock.advance(60)
+    assert clock.parked.wait(5)  # and handed out the slot now due
+    settle(scheduler)
+    (record,) = scheduler.task(rate.id).history
+    assert (record.slot, record.started) == (T0 - HOUR + 60, T0 - HOUR + 60)
+    assert scheduler.task(rate.id).next_run_at == T0 - HOUR + 120
+
+
 def looked(clock: JumpingClock, scheduler: Scheduler) -> None:
     """Wake the timer and wait until it parked again: it has looked at the clock since
     the last run ended (and handed out what that made due)."""
@@ -646,3 +683,52 @@ def test_last_look_tells_a_finish_read_before_a_backward_jump_it_saw() -> None:
     assert not look.read_before_set_back(T0 + 30 - 600)  # read after it: as the clock reads
     assert look.look(T0 + 40 - 600, 40.0) == 0.0 and look.set_back_by == -600  # kept
     assert not LastLook(None).read_before_set_back(T0)  # a clock with no monotonic()
+
+
+def test_a_restored_task_with_runs_behind_it_runs_its_next_slot_once() -> None:
+    # Ran at 09:00 and stopped; back at 10:00, the 10:00 slot is its own (not the old
+    # run's 09:00 again): it runs once, recorded for 10:00, and 11:00 is next.
+    store = InMemoryTaskStore()
+    writer = Scheduler(clock=FakeClock(T0), store=store)
+    task = writer.schedule("job", jobs.note, FixedRate(HOUR), args=("job",))
+    ran = ExecutionRecord(task.id, "job", 1, T0, T0, 0, T0, T0 + 1, True)
+    store.save(TaskSnapshot(task.definition, TaskStatus.SCHEDULED, T0 + HOUR, 0, 1, 0, None), ran)
+    scheduler = Scheduler(clock=FakeClock(T0 + HOUR), store=store).start()
+    try:
+        settle(scheduler)
+        assert calls("job") == [1.0]
+        assert outcomes(scheduler, "job") == [("ok", 0.0), ("ok", 1.0)]
+        assert scheduler.task(task.id).next_run_at == T0 + 2 * HOUR
+    finally:
+        assert scheduler.shutdown()
+
+
+def test_a_restored_retry_belongs_to_the_slot_that_failed_not_to_an_older_run() -> None:
+    # 08:00 ran fine, 09:00 failed and its retry is due at 09:00:02 when the process stops.
+    store = InMemoryTaskStore()
+    writer = Scheduler(clock=FakeClock(T0), store=store)
+    task = writer.schedule("job", jobs.note, FixedRate(HOUR), args=("job",))
+    earlier = T0 - HOUR
+    ran = ExecutionRecord(task.id, "job", 1, earlier, earlier, 0, earlier, earlier + 1, True)
+    failed = ExecutionRecord(task.id, "job", 1, T0, T0, 0, T0, T0 + 1, False, "RuntimeError")
+    store.save(TaskSnapshot(task.definition, TaskStatus.SCHEDULED, T0, 0, 1, 0, None), ran)
+    store.save(TaskSnapshot(task.definition, TaskStatus.RETRYING, T0 + 2, 1, 2, 1, "x"), failed)
+    scheduler = Scheduler(clock=FakeClock(T0 + 30), store=store).start()
+    try:
+        settle(scheduler)
+        assert [(due - T0, attempt) for _, due, attempt in jobs.CALLS] == [(2.0, 2)]
+        # The retry's record is 09:00's, and no slot is recorded twice or skipped.
+        assert outcomes(scheduler, "job") == [("ok", -1.0), ("failed", 0.0), ("ok", 0.0)]
+        assert scheduler.task(task.id).next_run_at == T0 + HOUR
+    finally:
+        assert scheduler.shutdown()
+
+
+def test_a_task_that_never_ran_is_stored_and_restored_with_no_runs_and_no_failures() -> None:
+    store = InMemoryTaskStore()
+    writer = Scheduler(clock=FakeClock(T0), store=store)
+    task = writer.schedule("later", jobs.noop, FixedRate(HOUR, start_delay=HOUR))
+    (snapshot,) = store.load_all()
+    assert (snapshot.run_count, snapshot.failure_count, snapshot.last_error) == (0, 0, None)
+    restored = Scheduler(clock=FakeClock(T0), store=store).task(task.id)
+    assert (restored.run_count, restored.failure_count, restored.last_error) == (0, 0, None)

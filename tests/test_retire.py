@@ -425,3 +425,14 @@ def test_a_purge_retired_that_is_not_a_bool_is_refused_naming_it(
         runtime(purge_retired=bad)
     assert "purge_retired must be True or False" in str(raised.value)
     assert repr(bad) in str(raised.value)
+
+
+def test_a_retired_task_leaves_nothing_of_it_in_the_simulation() -> None:
+    # The core tells the runtime a task retired: a long simulation of one-offs holds
+    # neither the tasks nor their duration and failure models once they retire.
+    sim = Simulation(retain_finished=0, start=T0)
+    for n in range(3):
+        sim.schedule(f"once-{n}", OneTime(T0 + 1 + n), duration=0.5)
+    assert len(sim._models) == 3
+    sim.run_for(10)
+    assert sim.tasks() == [] and sim._models == {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
@@ -46,3 +47,23 @@ def test_jitter_draws_within_the_fraction_below_the_capped_backoff() -> None:
 def test_bad_policies_are_rejected_with_the_value(kwargs: dict[str, float], message: str) -> None:
     with pytest.raises(ValidationError, match=message):
         RetryPolicy(**kwargs)  # type: ignore[arg-type]
+
+
+def test_the_lowest_values_are_accepted_and_mean_what_they_say() -> None:
+    # Zero backoff retries at once; a multiplier of 1 keeps the backoff constant.
+    at_once = RetryPolicy(initial_backoff=0, max_backoff=0)
+    assert [at_once.backoff(n) for n in (1, 2, 5)] == [0, 0, 0]
+    constant = RetryPolicy(initial_backoff=5, multiplier=1, max_backoff=60)
+    assert [constant.backoff(n) for n in (1, 2, 5)] == [5, 5, 5]
+    single = RetryPolicy(max_attempts=1, fail_after_given_up=1)
+    assert not single.allows_retry(1) and single.fails_after(1)
+
+
+def test_a_policy_is_an_immutable_value_shared_safely_between_tasks() -> None:
+    # Set once, validated: an attribute set later would bypass validation and change
+    # every task holding the policy.  Equal policies are one key.
+    policy = RetryPolicy(max_attempts=5)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        policy.max_attempts = 0  # type: ignore[misc]
+    assert policy.max_attempts == 5
+    assert {policy: "a"}[RetryPolicy(max_attempts=5)] == "a"

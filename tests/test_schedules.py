@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pytest
@@ -15,6 +16,7 @@ from lldsched import (
     ScheduleError,
     ValidationError,
 )
+from lldsched.schedules.base import measures_elapsed_time
 
 T = 1_000_000.0
 
@@ -155,3 +157,67 @@ def test_explain_says_each_interval_schedule_in_words() -> None:
     assert OneTime(datetime(2026, 6, 1, 9, 0, 30, tzinfo=UTC)).explain() == (
         "Once, at 2026-06-01 09:00:30 UTC"
     )
+
+
+def test_one_time_is_an_immutable_value_too() -> None:
+    once = OneTime(T + 5)
+    assert once == OneTime(T + 5) and {once: "x"}[OneTime(T + 5)] == "x"
+    with pytest.raises(AttributeError):
+        once.at = T  # type: ignore[misc]
+    assert once.first_run(T) == T + 5
+
+
+def test_one_time_with_no_delay_runs_at_once_and_any_delay_from_zero_up_is_accepted() -> None:
+    assert OneTime(delay=0).first_run(T) == T
+    assert OneTime(delay=0.5).first_run(T) == T + 0.5
+
+
+@pytest.mark.parametrize("schedule", [OneTime(delay=5), FixedDelay(10), FixedRate(60)], ids=repr)
+def test_a_bad_instant_given_to_a_schedule_is_refused_with_the_value(
+    schedule: OneTime | FixedDelay | FixedRate,
+) -> None:
+    # A datetime where epoch seconds belong: the error names the query, the value, the fix.
+    moment = datetime.fromtimestamp(T, UTC)
+    calls: list[tuple[str, Callable[[], object]]] = [
+        ("first_run", lambda: schedule.first_run(moment)),  # type: ignore[arg-type]
+        ("slot_after", lambda: schedule.slot_after(moment)),  # type: ignore[arg-type]
+        ("first_slot_after", lambda: schedule.first_slot_after(moment, T)),  # type: ignore[arg-type]
+        ("first_slot_after", lambda: schedule.first_slot_after(T, moment)),  # type: ignore[arg-type]
+    ]
+    for query, call in calls:
+        with pytest.raises(ScheduleError, match=f"{query}.*got datetime.*use .timestamp"):
+            call()
+
+
+def test_the_slot_rules_recovery_and_skipping_use() -> None:
+    # slot_after: the next slot of the grid, had the run taken no time (None: a delay
+    # counts from a finish, a one-off has no second slot).  first_slot_after: the first
+    # slot strictly after now, after downtime.
+    rate, delay = FixedRate(60), FixedDelay(10)
+    assert rate.slot_after(T) == T + 60
+    assert rate.first_slot_after(T, T + 150) == T + 180
+    assert rate.first_slot_after(T, T + 120) == T + 180  # strictly after now
+    assert delay.slot_after(T) is None  # type: ignore[func-returns-value]
+    assert delay.first_slot_after(T, T + 500) == T + 510
+    assert OneTime(delay=5).slot_after(T) is None  # type: ignore[func-returns-value]
+    assert OneTime(delay=5).first_slot_after(T, T + 500) is None  # type: ignore[func-returns-value]
+
+
+def test_next_run_and_skipped_names_the_slots_an_overrun_passed_over() -> None:
+    overrun = record(T, T, T + 150)
+    assert FixedRate(60).next_run_and_skipped(overrun, limit=10) == (T + 180, [T + 60, T + 120])
+    assert FixedRate(60, OverrunPolicy.CATCH_UP).next_run_and_skipped(overrun, limit=10) == (
+        T + 60,
+        (),
+    )
+    assert FixedRate(60).next_run_and_skipped(record(T, T, T + 5), limit=10) == (T + 60, ())
+    assert FixedDelay(10).next_run_and_skipped(record(T, T, T + 7), limit=10) == (T + 17, ())
+    assert OneTime(T).next_run_and_skipped(record(T, T, T + 7), limit=10) == (None, ())
+
+
+def test_which_schedules_measure_elapsed_time() -> None:
+    # A backward wall-clock jump moves the due instant of these (a delay is elapsed
+    # time), never of a calendar instant (OneTime(at=...)); lldsched.core.recovery.
+    assert measures_elapsed_time(FixedRate(60)) and measures_elapsed_time(FixedDelay(10))
+    assert measures_elapsed_time(OneTime(delay=5))
+    assert not measures_elapsed_time(OneTime(T))
