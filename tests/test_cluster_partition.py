@@ -212,12 +212,15 @@ def test_200_ms_per_round_trip_keeps_every_lease(
     reader = PostgresTaskStore(postgres_dsn)
     slow = Scheduler(store=slow_store, workers=1)
     other = Scheduler(store=other_store, workers=1)
+    while not cluster_jobs.seen.empty():  # what runs of earlier tests told, unread
+        cluster_jobs.seen.get_nowait()
     try:
         proxy.delay(0.2)
         slow.schedule("slow", cluster_jobs.held_until_released, OneTime(delay=0), id="lat-held")
         slow.start()
         other.start()
-        _, first, _, _ = _next(cluster_jobs.seen, "the run started")
+        started, first, _, _ = _next(cluster_jobs.seen, "the run started")
+        assert started == "lat-held", f"a run of another test's task told first: {started!r}"
         # Over three leases, through 200 ms round trips: renewed each time, never taken over.
         expiries: set[float] = set()
 
