@@ -203,9 +203,8 @@ def test_a_node_whose_connections_are_reset_says_so_once_and_runs_every_slot_onc
 def test_200_ms_per_round_trip_keeps_every_lease(
     via_proxy: str, postgres_dsn: str, proxy: TcpProxy
 ) -> None:
-    # 4 s leases: with 2 s ones, on a machine busy with the whole suite, renewals through
-    # 200 ms round trips did not hold the lease for three leases (docs/CLUSTER.md,
-    # "Latency"); timeout below lease / 3, as it advises: a failed renewal is retried.
+    # A lease many round trips long, and a timeout below lease / 3, as docs/CLUSTER.md
+    # ("Latency") advises: a failed renewal is retried while the lease holds.
     lease = 4.0
     slow_store = PostgresTaskStore(via_proxy, lease=lease, poll=0.2, timeout=1.2)
     other_store = PostgresTaskStore(postgres_dsn, lease=lease, poll=0.1)
