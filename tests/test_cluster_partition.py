@@ -51,9 +51,13 @@ def _fresh_jobs() -> Iterator[None]:
     for channel in (cluster_jobs.seen, cluster_jobs.moments):
         while not channel.empty():
             channel.get_nowait()
+    # Both events are module-wide: test_cluster_control leaves ``released`` set, and a set
+    # event lets a held run end at once (this test file's runs would hold no lease).
     cluster_jobs.gate.clear()
+    cluster_jobs.released.clear()
     yield
     cluster_jobs.gate.set()  # never leave a worker waiting
+    cluster_jobs.released.set()
 
 
 def _next(channel: queue.Queue[Seen], what: str) -> Seen:
@@ -211,8 +215,6 @@ def test_200_ms_per_round_trip_keeps_every_lease(
     reader = PostgresTaskStore(postgres_dsn)
     slow = Scheduler(store=slow_store, workers=1)
     other = Scheduler(store=other_store, workers=1)
-    while not cluster_jobs.seen.empty():  # what runs of earlier tests told, unread
-        cluster_jobs.seen.get_nowait()
     try:
         proxy.delay(0.2)
         slow.schedule("slow", cluster_jobs.held_until_released, OneTime(delay=0), id="lat-held")
@@ -224,11 +226,11 @@ def test_200_ms_per_round_trip_keeps_every_lease(
         expiries: set[float] = set()
 
         def renewed_for_three_leases() -> bool:
-            expiries.update(lease.expires_at for lease in reader.leases() if lease.token == first)
+            expiries.update(held.expires_at for held in reader.leases() if held.token == first)
             return len(expiries) >= 2 and max(expiries) - min(expiries) >= 3 * lease
 
         wait_until(renewed_for_three_leases, timeout=30, what="three leases of renewals")
-        assert all(lease.token == first for lease in reader.leases())  # nobody else claimed it
+        assert all(held.token == first for held in reader.leases())  # nobody else claimed it
         assert cluster_jobs.seen.empty(), "the run was flagged or taken over"
         cluster_jobs.released.set()
         assert _next(cluster_jobs.seen, "the run's end") == ("lat-held", first, False, None)
@@ -242,7 +244,6 @@ def test_200_ms_per_round_trip_keeps_every_lease(
         other.shutdown(timeout=10)
         for store in (slow_store, other_store, reader):
             store.close()
-        cluster_jobs.released.clear()
 
 
 def test_the_listener_notices_a_black_hole_and_listens_again_after_the_heal(
