@@ -117,6 +117,31 @@ def test_the_arrows_of_the_diagram_are_the_imports_between_its_boxes() -> None:
     assert drawn_not_made == [], "arrows that no module makes"
 
 
+# --- contents lists --------------------------------------------------------------------
+
+
+def sections_and_contents(path: Path) -> tuple[list[str], list[str]]:
+    """A document's ``##`` and ``###`` headings outside code blocks, and the names its
+    "Contents:" list links to, in order."""
+    text = path.read_text(encoding="utf-8")
+    outside = re.sub(r"```.*?```", "", text, flags=re.DOTALL)
+    headings = re.findall(r"^###? (.*?)\s*$", outside, flags=re.M)
+    listed = text.split("Contents:\n", 1)[1].split("\n\n#", 1)[0] if "Contents:\n" in text else ""
+    return headings, re.findall(r"^\s*- \[(.*?)\]\(#", listed, flags=re.M)
+
+
+@pytest.mark.parametrize("path", sorted(DOCS.glob("*.md")), ids=lambda path: path.name)
+def test_a_contents_list_names_every_section_in_order(path: Path) -> None:
+    headings, listed = sections_and_contents(path)
+    assert listed in ([], headings), f"{path.name}: its Contents list is not its sections"
+
+
+def test_the_guides_have_a_contents_list() -> None:
+    for path in GUIDES:
+        headings, listed = sections_and_contents(path)
+        assert listed == headings != [], path.name
+
+
 # --- transcripts ---------------------------------------------------------------------
 
 
