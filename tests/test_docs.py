@@ -146,7 +146,7 @@ def test_the_guides_have_a_contents_list() -> None:
 
 
 def test_the_readmes_demo_transcript_is_what_the_demo_prints() -> None:
-    readme = (ROOT / "README.md").read_text()
+    readme = README.read_text()
     after = readme.split("`make demo` prints", 1)[1]
     (transcript,) = re.findall(r"```\n(.*?)```", after, flags=re.DOTALL)[:1]
     assert transcript == DEMO_OUTPUT
