@@ -55,7 +55,7 @@ from lldsched.threaded import Scheduler
 # children of "lldsched", which says nothing until the application configures logging
 # (the logging HOWTO's rule for libraries): a script or a notebook whose tasks fail on
 # purpose stays quiet, and a service that calls logging.basicConfig() or dictConfig()
-# hears every failed attempt (README, "Logging").
+# hears every failed attempt (docs/OPERATIONS.md, "Logging").
 _logging.getLogger("lldsched").addHandler(_logging.NullHandler())
 
 __all__ = [

@@ -1,8 +1,8 @@
-"""The jobs the README's container service registers in ``tests/test_container.py``.
+"""The jobs the container service of docs/OPERATIONS.md registers in ``tests/test_container.py``.
 
 ``APP_JOBS=tests.container_jobs:register`` names :func:`register`.  Its one job, run
 in a worker process (``isolation="process"``), prints that it started (no flush: the
-service runs with ``PYTHONUNBUFFERED=1``, as the README says a container should) and
+service runs with ``PYTHONUNBUFFERED=1``, as docs/OPERATIONS.md says a container should) and
 then waits until the test writes a line to the FIFO named by ``GATE``: the test holds
 a run in flight for as long as it needs, without a sleep on either side.
 """

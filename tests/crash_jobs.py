@@ -86,7 +86,7 @@ HORIZON = 330.0
 
 def register(scheduler: Scheduler, *, report: bool = False) -> None:
     """The service's registrations, by id with ``replace_existing=True`` as at every start
-    (README, "Durability"); ``report``: say each id on stdout once registered."""
+    (docs/GUIDE.md, "Durability"); ``report``: say each id on stdout once registered."""
     quick = RetryPolicy(max_attempts=2, initial_backoff=5)
     tasks: list[tuple[str, Any, Any, dict[str, Any]]] = [
         ("once", work, OneTime(delay=30), {}),

@@ -1,5 +1,5 @@
-"""The README's container and systemd service, run as a process and stopped as an
-orchestrator stops it: SIGTERM, then SIGKILL if the grace runs out.
+"""The container and systemd service of docs/OPERATIONS.md, run as a process and stopped
+as an orchestrator stops it: SIGTERM, then SIGKILL if the grace runs out.
 
 The block under "In a container or under systemd" is written to a file and started
 with ``python`` as a slim image runs it (no TTY: its output is a pipe; ``LANG=C``,
@@ -42,11 +42,12 @@ BOUND = 30.0  # seconds: the most any wait below may take (Kubernetes' default g
 
 
 def service_block() -> str:
-    """The README's service: the first Python block of its container section."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## In a container or under systemd\n", 1)[1]
+    """The documented service: the first Python block of the container section of
+    docs/OPERATIONS.md."""
+    operations = (ROOT / "docs" / "OPERATIONS.md").read_text(encoding="utf-8")
+    section = operations.split("## In a container or under systemd\n", 1)[1]
     found = re.search(r"```python\n(.*?)```", section, flags=re.DOTALL)
-    assert found is not None, "the README's container section lost its service"
+    assert found is not None, "the container section of docs/OPERATIONS.md lost its service"
     return found.group(1)
 
 
@@ -56,7 +57,7 @@ def _read(stream: IO[str], put: Callable[[str], object]) -> None:
 
 
 class Service:
-    """One run of the README's service, its notifications and its output."""
+    """One run of the documented service, its notifications and its output."""
 
     def __init__(self, folder: Path, **env: str) -> None:
         self.notify_socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -273,7 +274,7 @@ def test_the_watchdog_pings_an_abstract_notify_socket_and_the_heartbeat_moves(
 def test_a_sigterm_to_every_process_of_the_unit_kills_the_isolated_run(
     folder: Path, services: list[Service]
 ) -> None:
-    """What systemd's default KillMode=control-group does, and why the README's unit
+    """What systemd's default KillMode=control-group does, and why the documented unit
     says KillMode=mixed: the worker process gets the SIGTERM too and dies mid-run."""
     service = start(folder, services)
     service.ready()

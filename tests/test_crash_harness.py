@@ -7,7 +7,7 @@ fake clock, and says each store write on its pipe; at write N it stops there and
 killed (or, for every other N, it goes on and is killed wherever the kill finds it: in
 a write, in a run).  This process then opens the same file, checks what the crash
 left, registers the jobs again as a service does, steps the clock to the same horizon
-and checks the guarantees README.md ("Durability") and docs/DECISIONS.md
+and checks the guarantees docs/GUIDE.md ("Durability") and docs/DECISIONS.md
 ("Persistence") give:
 
 * the file is whole (``integrity_check``) and not held by the dead process's claim;

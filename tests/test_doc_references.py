@@ -17,9 +17,11 @@ names and commands it gives are not):
 * every ``benchmarks/X.py ARGS`` command gives arguments the script takes (its
   argparse parser, or the modes of its ``SIZES``; nothing is run);
 * every relative link resolves, down to its ``#anchor``;
-* a section cited as ``docs/X.md, "Section"`` or ``[X.md](X.md), "Section"`` (here,
-  or in the package's source) is a heading or a bold bullet of that document, and a
-  test cited as ``tests/test_x.py::name`` is a function or class of that file;
+* a section cited as ``docs/X.md, "Section"``, ``[X.md](X.md), "Section"`` or
+  ``README, "Section"`` (in double or single quotes; here, in the package's source, the
+  tests, the tools or the notebooks' sources) is a heading or a bold bullet of that
+  document, and a test cited as ``tests/test_x.py::name`` is a function or class of
+  that file;
 * each row of docs/CRON.md's table of rejected expressions raises the message it
   shows (``(...)`` and a trailing ``...`` stand for the rest).
 
@@ -208,7 +210,7 @@ def test_every_class_attribute_and_module_name_in_backticks_exists() -> None:
     missing = []
     for where, line, fenced in lines():
         if fenced:
-            continue  # code blocks run (tests/test_docs.py, tests/test_readme.py)
+            continue  # code blocks run (tests/test_docs.py)
         for span in re.findall(r"`([^`]+)`", line):
             for owner, attribute in MEMBER.findall(span):
                 if attribute in SUFFIXES:
@@ -438,33 +440,68 @@ def test_every_relative_link_resolves() -> None:
     assert not broken, stale(broken)
 
 
-CITED = re.compile(r"\b([A-Z]+\.md)(?:\)?,)? \"([^\"]+)\"")
+# ``docs/X.md, "Section"``, ``[X.md](X.md), "Section"``, ``X.md ("Section")``, and the
+# README's ``README, "Section"``, ``README "Section"``, ``README.md ("Section")``; the
+# section in double quotes, or in single quotes (a message inside a double-quoted string).
+CITED = re.compile(
+    r"\b(README(?:\.md)?|[A-Z]+\.md)(?:\)?, | \(| )(?:\"([^\"]{1,120})\"|'([^']{1,120})')"
+)
+# Where citations are written: the documents, the package (messages, docstrings,
+# comments), the tests (this one's examples aside), the tools and the notebooks' sources.
+CITING = [
+    *DOCUMENTS,
+    *(
+        path
+        for top in ("lldsched", "tests", "tools", "benchmarks")
+        for path in sorted((ROOT / top).rglob("*.py"))
+        if path != Path(__file__).resolve()
+    ),
+    *sorted((ROOT / "notebooks" / "src").glob("*.py")),
+]
 
 
 def sections(path: Path) -> set[str]:
-    """The headings and the bold bullet heads of a document."""
+    """The headings, the bold bullet heads and the bold heads of paragraphs of a
+    document."""
     text = path.read_text()
     return {
         *re.findall(r"^#+ (.*?)\s*$", text, flags=re.M),
-        *re.findall(r"^\s*[-*] \*\*(.*?)\*\*", text, flags=re.M),
+        *re.findall(r"^\s*(?:[-*] )?\*\*(.*?)\*\*", text, flags=re.M),
     }
 
 
-def test_every_section_cited_by_name_is_there() -> None:
-    sources = [*DOCUMENTS, *sorted(PACKAGE.rglob("*.py"))]
+def uncited(text: str) -> list[tuple[str, str]]:
+    """The (document, section) pairs ``text`` cites that are no heading or bold bullet of
+    that document. A citation may break across a docstring's or a comment's lines."""
+    joined = re.sub(r"\s*\n\s*(?:#\s*)?", " ", text)
     missing = []
-    for path in sources:
+    for name, double, single in CITED.findall(joined):
+        section = double or single
+        document = ROOT / "README.md" if name.startswith("README") else ROOT / "docs" / name
+        if not document.is_file():
+            continue  # a file name in a docstring's example (``X.md, "Section"``)
+        if not any(head.startswith(section) for head in sections(document)):
+            missing.append((str(document.relative_to(ROOT)), section))
+    return missing
+
+
+def test_every_section_cited_by_name_is_there() -> None:
+    missing = []
+    for path in CITING:
         text = path.read_text()
-        # A citation may break across a docstring's or a comment's lines.
-        joined = re.sub(r"\s*\n\s*(?:#\s*)?", " ", text)
-        for document, section in CITED.findall(joined):
-            if not (ROOT / "docs" / document).is_file():
-                continue  # a file name in a docstring's example (``X.md, "Section"``)
-            heads = sections(ROOT / "docs" / document)
-            if not any(head.startswith(section) for head in heads):
-                line = text[: text.find(f'"{section.split()[0]}')].count("\n") + 1
-                missing.append(f"{path.relative_to(ROOT)}:{line}: docs/{document}, {section!r}")
+        for document, section in uncited(text):
+            line = text[: text.find(section.split()[0])].count("\n") + 1
+            missing.append(f"{path.relative_to(ROOT)}:{line}: {document}, {section!r}")
     assert not missing, stale(missing)
+
+
+def test_a_section_cited_that_is_not_there_is_caught() -> None:
+    assert uncited('(README, "Nowhere to be found")') == [("README.md", "Nowhere to be found")]
+    assert uncited("docs/OPERATIONS.md, 'Nowhere to be found'") == [
+        ("docs/OPERATIONS.md", "Nowhere to be found")
+    ]
+    assert uncited('README.md ("Nowhere to be\nfound")') == [("README.md", "Nowhere to be found")]
+    assert uncited('docs/GUIDE.md, "Durability"; [CRON.md](CRON.md), "Time zones"') == []
 
 
 def test_every_test_cited_by_name_is_there() -> None:

@@ -4,25 +4,34 @@
 * the README's ``make demo`` transcript is what the demo prints (``tests/test_demo.py``
   runs the demo against the same text);
 * the command transcripts of docs/CRON.md are what ``python -m lldsched cron`` prints;
-* every Python block of docs/*.md runs, unless the line above it says
-  ``<!-- not run: ... -->`` (a deployment example that needs a server or an app).
+* every Python block of README.md and docs/*.md runs, unless the line above it says
+  ``<!-- not run: ... -->`` (a deployment example that needs a server or an app), and
+  prints what it shows: the ``# ...`` lines right under a line calling ``print(``
+  (under a loop's body, the lines it prints in turn), in the order shown, ``...`` in
+  such a line standing for any text (a pid, a path).
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
 import re
 import shlex
 import sys
 import types
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from lldsched.logs import LOGGERS
 from tests.test_demo import EXPECTED as DEMO_OUTPUT
 from tests.test_layering import MODULES
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
+README = ROOT / "README.md"
 PACKAGE = ROOT / "lldsched"
 
 
@@ -108,11 +117,36 @@ def test_the_arrows_of_the_diagram_are_the_imports_between_its_boxes() -> None:
     assert drawn_not_made == [], "arrows that no module makes"
 
 
+# --- contents lists --------------------------------------------------------------------
+
+
+def sections_and_contents(path: Path) -> tuple[list[str], list[str]]:
+    """A document's ``##`` and ``###`` headings outside code blocks, and the names its
+    "Contents:" list links to, in order."""
+    text = path.read_text(encoding="utf-8")
+    outside = re.sub(r"```.*?```", "", text, flags=re.DOTALL)
+    headings = re.findall(r"^###? (.*?)\s*$", outside, flags=re.M)
+    listed = text.split("Contents:\n", 1)[1].split("\n\n#", 1)[0] if "Contents:\n" in text else ""
+    return headings, re.findall(r"^\s*- \[(.*?)\]\(#", listed, flags=re.M)
+
+
+@pytest.mark.parametrize("path", sorted(DOCS.glob("*.md")), ids=lambda path: path.name)
+def test_a_contents_list_names_every_section_in_order(path: Path) -> None:
+    headings, listed = sections_and_contents(path)
+    assert listed in ([], headings), f"{path.name}: its Contents list is not its sections"
+
+
+def test_the_guides_have_a_contents_list() -> None:
+    for path in GUIDES:
+        headings, listed = sections_and_contents(path)
+        assert listed == headings != [], path.name
+
+
 # --- transcripts ---------------------------------------------------------------------
 
 
 def test_the_readmes_demo_transcript_is_what_the_demo_prints() -> None:
-    readme = (ROOT / "README.md").read_text()
+    readme = README.read_text()
     after = readme.split("`make demo` prints", 1)[1]
     (transcript,) = re.findall(r"```\n(.*?)```", after, flags=re.DOTALL)[:1]
     assert transcript == DEMO_OUTPUT
@@ -141,29 +175,121 @@ def test_cron_md_shows_its_command_transcripts() -> None:
     assert len(cron_transcripts()) == 2
 
 
-# --- Python blocks of docs/ ----------------------------------------------------------
+# --- Python blocks of the README and docs/ -------------------------------------------
+
+DOCUMENTS = [README, *sorted(DOCS.glob("*.md"))]
+# The guides the README's depth moved to: with the README, they hold the blocks that
+# show what they print (the API tour, the service recipes, the simulation).
+GUIDES = [DOCS / name for name in ("GUIDE.md", "OPERATIONS.md", "SIMULATION.md")]
 
 
-def python_blocks() -> list[tuple[str, str]]:
-    blocks = []
-    for path in sorted(DOCS.glob("*.md")):
-        text = path.read_text()
+def python_blocks(path: Path) -> list[tuple[int, str]]:
+    """The Python blocks of a document that run: the line each begins on, and its text."""
+    text = path.read_text(encoding="utf-8")
+    return [
+        (text[: match.start(2)].count("\n") + 1, match.group(2))
         for match in re.finditer(
             r"(?:^([^\n]*)\n)?```python\n(.*?)```", text, flags=re.MULTILINE | re.DOTALL
-        ):
-            if match.group(1) and match.group(1).startswith("<!-- not run"):
-                continue
-            line = text[: match.start(2)].count("\n")
-            blocks.append((f"{path.name}:{line}", match.group(2)))
-    return blocks
+        )
+        if not (match.group(1) or "").startswith("<!-- not run")
+    ]
 
 
-@pytest.mark.parametrize(("where", "block"), python_blocks(), ids=[w for w, _ in python_blocks()])
-def test_every_python_block_of_the_docs_runs(
-    where: str, block: str, monkeypatch: pytest.MonkeyPatch
+BLOCKS = [(path, line, block) for path in DOCUMENTS for line, block in python_blocks(path)]
+
+
+def shown_output(block: str) -> list[str]:
+    """The ``# ...`` lines that follow a line calling ``print(``, in order."""
+    shown: list[str] = []
+    after_print = False
+    for line in block.splitlines():
+        if after_print and line.startswith("# "):
+            shown.append(line[2:])
+            continue
+        after_print = "print(" in line
+    return shown
+
+
+def matches(pattern: str, line: str) -> bool:
+    parts = [re.escape(part) for part in pattern.split("...")]
+    return re.fullmatch(".*".join(parts), line) is not None
+
+
+def unprinted(shown: list[str], printed: list[str]) -> list[str]:
+    """The shown lines not printed in the order shown (empty when all were)."""
+    missing: list[str] = []
+    at = 0
+    for line in shown:
+        found = next((n for n in range(at, len(printed)) if matches(line, printed[n])), None)
+        if found is None:
+            missing.append(line)
+        else:
+            at = found + 1
+    return missing
+
+
+def test_the_readme_and_its_guides_have_their_blocks_and_show_what_they_print() -> None:
+    for path in [README, *GUIDES]:
+        blocks = [block for _, block in python_blocks(path)]
+        assert len(blocks) >= 2, f"{path.name} lost its examples"
+        assert sum(len(shown_output(block)) for block in blocks) >= 1, path.name
+    # The README held 23 blocks showing 28 printed lines before its depth moved out.
+    moved = [block for path in [README, *GUIDES] for _, block in python_blocks(path)]
+    assert len(moved) >= 23, "the README and its guides lost the API tour"
+    assert sum(len(shown_output(block)) for block in moved) >= 28
+
+
+@pytest.fixture
+def logging_restored() -> Iterator[None]:
+    """A block that configures logging (the "Logging" section's dictConfig) leaves
+    lldsched's loggers as it found them, for the tests that run after it."""
+    names = ["lldsched", *LOGGERS]
+    kept = [
+        (logger, logger.level, list(logger.handlers), logger.propagate, logger.disabled)
+        for logger in map(logging.getLogger, names)
+    ]
+    yield
+    for logger, level, handlers, propagate, disabled in kept:
+        logger.setLevel(level)
+        logger.handlers[:] = handlers
+        logger.propagate, logger.disabled = propagate, disabled
+
+
+@pytest.mark.usefixtures("logging_restored")
+@pytest.mark.parametrize(
+    ("path", "line", "block"),
+    BLOCKS,
+    ids=[f"{path.name}:{line}" for path, line, _ in BLOCKS],
+)
+def test_every_python_block_of_the_documents_runs_and_prints_what_it_shows(
+    path: Path, line: int, block: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A module of its own, as a reader's script is: a dataclass defined in a block looks
     # its module up in sys.modules.
     module = types.ModuleType("docs")
     monkeypatch.setitem(sys.modules, "docs", module)
-    exec(compile(block, where, "exec"), module.__dict__)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile("\n" * (line - 1) + block, str(path), "exec"), module.__dict__)
+    assert unprinted(shown_output(block), out.getvalue().splitlines()) == []
+
+
+def test_a_shown_line_that_is_not_printed_is_caught() -> None:
+    shown = ["blocked 0.0 1200.0 -> 1200.0", "TimeoutError: killed at ... budget"]
+    assert (
+        unprinted(shown, ["blocked 0.0 1200.0 -> 1200.0", "TimeoutError: killed at 1 s budget"])
+        == []
+    )
+    assert unprinted(
+        shown, ["blocked 0.0 1200.0 -> 1300.0", "TimeoutError: killed at 1 s budget"]
+    ) == [shown[0]]
+    assert unprinted(shown, list(reversed(shown))) != []  # order counts
+
+
+def test_a_block_marked_not_run_is_left_out(tmp_path: Path) -> None:
+    document = tmp_path / "X.md"
+    document.write_text(
+        "<!-- not run: needs a server -->\n```python\nraise SystemExit\n```\n\n"
+        "Text.\n```python\nprint(1)\n```\n"
+    )
+    assert python_blocks(document) == [(8, "print(1)\n")]

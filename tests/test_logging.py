@@ -1,7 +1,7 @@
 """What lldsched logs, as a service wiring it into its own logging sees it: which
 logger says what (one per component, all under ``lldsched``), the structured fields of
 a failed attempt's line, a line repeated for ever said once a window, and no job
-argument in any line (docs/DECISIONS.md, "Logging"; README, "Logging")."""
+argument in any line (docs/DECISIONS.md, "Logging"; docs/OPERATIONS.md, "Logging")."""
 
 from __future__ import annotations
 
@@ -58,8 +58,8 @@ def test_every_logger_is_a_named_child_of_lldsched_which_keeps_its_null_handler(
     assert len(set(LOGGERS)) == len(LOGGERS)
     parent = logging.getLogger("lldsched")
     assert any(isinstance(h, logging.NullHandler) for h in parent.handlers)
-    # Every module names its logger from lldsched/logs.py: no line goes to a name a
-    # user could not find in the README's list (nor to the bare parent).
+    # Every module names its logger from lldsched/logs.py: no line goes to a name a user
+    # could not find in the list of docs/OPERATIONS.md, "Logging" (nor to the bare parent).
     called = re.compile(r"logging\.getLogger\(([^)]*)\)")
     for path in sorted((ROOT / "lldsched").rglob("*.py")):
         for argument in called.findall(path.read_text()):

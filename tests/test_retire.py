@@ -249,9 +249,9 @@ def test_a_retired_id_replaced_stays_finished_as_a_held_one_does(
 def test_a_one_off_registered_by_id_at_every_start_runs_once_whatever_the_retention(
     kind: str,
 ) -> None:
-    """The README's service start (id= and replace_existing=True on a durable store): a
-    restored finished task retires at once past the retention, and registering it again
-    must not run it again."""
+    """The service start of docs/GUIDE.md, "Durability" (id= and replace_existing=True on
+    a durable store): a restored finished task retires at once past the retention, and
+    registering it again must not run it again."""
     store = InMemoryTaskStore()
     for start in range(3):
         driven = Driven(kind, store=store, retain_finished=0)

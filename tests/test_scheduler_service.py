@@ -329,7 +329,7 @@ print("leaving with a run in flight", flush=True)
     ids=["thread", "to_thread"],
 )
 def test_a_program_that_ends_without_shutdown_exits_with_its_run_cut_short(program: str) -> None:
-    # The scheduler's threads are daemon threads (README, "Running it in a service"):
+    # The scheduler's threads are daemon threads (docs/OPERATIONS.md, "Running it in a service"):
     # the interpreter does not wait for a run that never returns, nor for a coroutine
     # run's asyncio.to_thread call (before: concurrent.futures joined it at exit, for ever).
     done = subprocess.run(

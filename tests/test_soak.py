@@ -87,7 +87,7 @@ def test_twelve_hours_of_the_workload_stay_within_every_bound(store: str) -> Non
 
 
 def test_without_purge_retired_the_store_keeps_every_one_off_task(few_retired_ids: None) -> None:
-    """The documented contract (README, "Running it in a service"): the store keeps
+    """The documented contract (docs/OPERATIONS.md, "Running it in a service"): the store keeps
     every task it was given unless ``purge_retired=True``."""
     config = SoakConfig(**{**asdict(FAST), "days": 0.25, "purge_retired": False, "trace": False})
     first, *_, last = run_soak(config)

@@ -1,14 +1,14 @@
 """The user's side of the types: mypy --strict on code written against the public API.
 
-``tests/typed_user/readme_program.py`` is a program written from the README's tour
-(decorators, ``schedule()``, listeners, frames): it must pass, with every public return
-it reads of its real type (its ``assert_type`` lines fail on an ``Any``).  Each line of
-:data:`WRONG` is a mistake a type checker should catch before the registration refuses
-it: mypy must report an error on that line.  mypy runs as a user's project would run
-it (no config of ours, ``--strict``, the package's ``py.typed``), once for both files,
-in a cache of its own: about 10 s, most of it reading pandas' stubs.  A subprocess, not
-``mypy.api.run``: in-process, the interpreter then spent as long again freeing mypy's
-objects.
+``tests/typed_user/readme_program.py`` is a program written from the user guide's tour
+(docs/GUIDE.md; decorators, ``schedule()``, listeners, frames): it must pass, with every
+public return it reads of its real type (its ``assert_type`` lines fail on an ``Any``).
+Each line of :data:`WRONG` is a mistake a type checker should catch before the
+registration refuses it: mypy must report an error on that line.  mypy runs as a
+user's project would run it (no config of ours, ``--strict``, the package's
+``py.typed``), once for both files, in a cache of its own: about 10 s, most of it
+reading pandas' stubs.  A subprocess, not ``mypy.api.run``: in-process, the interpreter
+then spent as long again freeing mypy's objects.
 """
 
 from __future__ import annotations

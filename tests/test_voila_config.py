@@ -1,4 +1,4 @@
-"""notebooks/voila.json applies when Voila is started from notebooks/ (as the README says,
+"""notebooks/voila.json applies when Voila is started from notebooks/ (as docs/SIMULATION.md says,
 and as tests/browser/servers.py starts it): its executor waits 30 s for a cell's output
 after the cell's reply, not nbclient's 4 s, past which the rest of that output is dropped."""
 

@@ -1,4 +1,5 @@
-"""Regenerate the README's images: ``.venv/bin/python docs/img/make_images.py``.
+"""Regenerate the images of docs/SIMULATION.md and the README:
+``.venv/bin/python docs/img/make_images.py``.
 
 * ``gantt.png``: the first two hours of the ``simulate`` command's scenario (seed 0,
   four workers), by worker.

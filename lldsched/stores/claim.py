@@ -88,7 +88,8 @@ class FileClaim:
                 "Close that store (or stop its process) first, or open every store on the "
                 "file with shared=True (leases: docs/CLUSTER.md); two unshared schedulers on "
                 "one file would run every task twice (a development server's reloader runs the "
-                "application twice, in two processes: README, 'In a web application')"
+                "application twice, in two processes: "
+                "docs/OPERATIONS.md, 'In a web application')"
             )
         # The note a refused opener reads (_holder): who holds the file.
         me = _this_process()

@@ -2,8 +2,8 @@
 calls of coroutine runs (``run_in_executor(None, ...)``), which an exit does not wait for.
 
 A program that ends without ``shutdown()`` does not wait for the scheduler: its threads
-are daemon threads, and a run in flight is cut short (README, "Running it in a
-service").  A coroutine run's ``asyncio.to_thread`` call was the exception: a
+are daemon threads, and a run in flight is cut short (docs/OPERATIONS.md, "Running it
+in a service").  A coroutine run's ``asyncio.to_thread`` call was the exception: a
 :class:`~concurrent.futures.ThreadPoolExecutor` notes each of its threads for an exit
 hook of :mod:`concurrent.futures` (``threading._register_atexit``) that joins them,
 daemon or not, so such a program waited for the call to return, for ever if it never

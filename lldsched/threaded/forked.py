@@ -107,7 +107,7 @@ def _warn_under_uwsgi(name: str, uwsgi: Any) -> None:
             "uWSGI runs no fork hook: in a worker its copy would take work that never runs, "
             "without an error. Set lazy-apps = true (the application, and a scheduler, made "
             "in each worker) or py-call-osafterfork = true (the copy then refuses every "
-            "verb); README, 'In a web application'",
+            "verb); docs/OPERATIONS.md, 'In a web application'",
             name,
         )
 

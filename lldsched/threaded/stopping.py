@@ -238,8 +238,8 @@ class Stopping(SchedulerParts):
             "shutdown(timeout=%s) returned without stopping the scheduler: its lock stayed "
             "held for the whole timeout (by a store call that does not return, or by this "
             "very thread if a signal handler called shutdown(): set an Event there and shut "
-            'down from the main thread, README "Running it in a service"); nothing was '
-            "changed, and shutdown() does it all when called again",
+            'down from the main thread, docs/OPERATIONS.md, "Running it in a service"); '
+            "nothing was changed, and shutdown() does it all when called again",
             timeout,
         )
 

@@ -1,4 +1,4 @@
-"""A user's program written from the README's tour, checked with ``mypy --strict``.
+"""A program written from the user guide's tour (docs/GUIDE.md), checked with ``mypy --strict``.
 
 ``tests/test_typing_user.py`` runs mypy on it as a user's project would (the package's
 ``py.typed``, no config of ours): correct code must pass, and every public return it
