@@ -208,7 +208,9 @@ def test_an_action_without_an_import_path_is_rejected_at_schedule_time(
 
 
 @pytest.mark.parametrize(
-    "args", [(object(),), ((1, 2),), ({1: "int key"},), (float("nan"),)], ids=repr
+    "args",
+    [(object(),), ((1, 2),), ({1: "int key"},), (float("nan"),)],
+    ids=["object", "tuple", "int-key", "nan"],  # stable across processes (pytest-xdist)
 )
 def test_arguments_that_json_would_change_are_rejected(args: tuple[object, ...]) -> None:
     with pytest.raises(ValidationError, match="JSON keeps unchanged"):
