@@ -223,7 +223,11 @@ class SqliteTaskStore(CoordinatedMethods):
     process) or ``"FULL"`` (also a power loss, slower); ``timeout`` is how long a
     write waits for a lock held by another connection (seconds, default 5).
     Use it as a context manager, or call :meth:`close`: the file stays claimed
-    until then, and a second store on it raises :class:`StoreError`.
+    until then, and a second store on it raises :class:`StoreError`.  A path that
+    cannot be opened raises a :class:`StoreError` naming it and what is wrong with it
+    (a folder that does not exist, a file where a folder should be, a folder at the
+    path, a folder that cannot be written), not SQLite's bare "unable to open database
+    file"; the folder is never created for you.
 
     ``shared=True`` lets several schedulers (processes of one host) share the file
     as a :class:`~lldsched.persistence.CoordinatedStore`: ``lease`` is how long a
