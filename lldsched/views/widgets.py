@@ -68,11 +68,14 @@ _ERROR_WIDTH = 60
 # under it (a click, or Enter): ipywidgets 8.1 renders a Label's tooltip nowhere
 # (jupyter-widgets/ipywidgets#3703), where the whole text used to be.  Its HTML view sets
 # the value as the content's markup as it is; the styles keep the summary on its one
-# line, cut to the column, and wrap the whole text within the column once opened.
+# line, cut to the column, and wrap the whole text within the column once opened (the
+# details asks for no width of its own, "width: 0", and takes the cell's, "min-width:
+# 100%": else its one-line summary widened the cell's content past the column).
 _ERROR_DISCLOSURE = (
-    '<details><summary style="cursor: pointer; overflow: hidden; text-overflow: ellipsis; '
-    'white-space: nowrap">{cut}</summary><div style="line-height: 1.4; white-space: '
-    'pre-wrap; overflow-wrap: anywhere; padding-bottom: 4px">{whole}</div></details>'
+    '<details style="width: 0; min-width: 100%"><summary style="cursor: pointer; '
+    'overflow: hidden; text-overflow: ellipsis; white-space: nowrap">{cut}</summary>'
+    '<div style="line-height: 1.4; white-space: pre-wrap; overflow-wrap: anywhere; '
+    'padding-bottom: 4px">{whole}</div></details>'
 )
 # On screen the controls come right after the task's name, so they stay in view in a
 # narrow cell and never move when a value changes; the cells whose text changes have
