@@ -2,11 +2,12 @@
 
 One rule for every parameter that became keyword-only: a call that still passes it by
 position is accepted, the value goes to the parameter that position used to fill, and
-a ``DeprecationWarning`` names the parameters to write by keyword (docs/UPGRADING.md,
-"Deprecated call forms").  The wrapped function keeps its new signature for
-``inspect``, ``help`` and type checkers, so a strict user's mypy flags the old form
-before it stops working; a coroutine function stays one (its warning is raised when
-it is first awaited, so it names the line that awaits it).  Standard library only.
+a ``DeprecationWarning`` names the parameters to write by keyword and the release that
+refuses the old form, :data:`REMOVED_IN` (docs/UPGRADING.md, "Deprecated call forms").
+The wrapped function keeps its new signature for ``inspect``, ``help`` and type
+checkers, so a strict user's mypy flags the old form before it stops working; a
+coroutine function stays one (its warning is raised when it is first awaited, so it
+names the line that awaits it).  Standard library only.
 """
 
 from __future__ import annotations
@@ -17,7 +18,13 @@ import warnings
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar, cast
 
-__all__ = ["keyword_only_now"]
+__all__ = ["REMOVED_IN", "keyword_only_now"]
+
+REMOVED_IN = "0.2.0"
+"""The release from which the positional forms wrapped here raise ``TypeError``: the next
+minor release after 0.1, the one that deprecated them (before 1.0 a minor release may
+break; a form deprecated in 0.1.x keeps working for all of 0.1.x).  A form deprecated
+later gets its own decorator argument when that day comes."""
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -49,8 +56,9 @@ def keyword_only_now(
             kind = type(args[0]).__name__  # what the caller called: its class, a subclass
             called = kind if function.__name__ == "__init__" else f"{kind}.{function.__name__}"
             warnings.warn(
-                f"{called}: passing {', '.join(names)} by position is deprecated "
-                f"(docs/UPGRADING.md); write {', '.join(f'{name}=...' for name in names)}",
+                f"{called}: passing {', '.join(names)} by position is deprecated and "
+                f"refused from lldsched {REMOVED_IN} on (docs/UPGRADING.md); write "
+                f"{', '.join(f'{name}=...' for name in names)}",
                 DeprecationWarning,
                 stacklevel=3,
             )

@@ -81,9 +81,9 @@ class Stepper:
         if not scheduler.running:
             try:
                 scheduler.start()
-            except SchedulerStateError as exc:  # shut down already: it cannot run again
+            except SchedulerStateError as exc:  # shut down already, or its timer died
                 raise SchedulerStateError(
-                    f"Stepper needs a scheduler that is not shut down, got {scheduler!r}"
+                    f"Stepper needs a scheduler that can run, got {scheduler!r}: {exc}"
                 ) from exc
 
     # -- what it drives ------------------------------------------------------------------
@@ -240,7 +240,8 @@ class Stepper:
     def _check_open(self, verb: str) -> None:
         if self._closed or not self._scheduler.running:
             raise SchedulerStateError(
-                f"cannot {verb}(): the Stepper's scheduler is shut down ({self._scheduler!r})"
+                f"cannot {verb}(): the Stepper's scheduler is not running ({self._scheduler!r}: "
+                "shut down, or its timer thread died)"
             )
 
     def __repr__(self) -> str:

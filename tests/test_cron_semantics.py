@@ -458,3 +458,34 @@ def test_preview_lists_at_most_max_preview_fires_and_fire_times_draws_any_number
         every_second.preview(MAX_PREVIEW + 1, 0.0)
     fires = every_second.fire_times(0.0, 10**18)  # lazy: only what is drawn is computed
     assert [next(fires) for _ in range(3)] == [1.0, 2.0, 3.0]
+
+
+@pytest.mark.parametrize("zone", ["Pacific/Kiritimati", "Asia/Tokyo"])
+def test_an_instant_past_the_last_fire_whose_local_date_is_past_9999_is_no_error(
+    zone: str,
+) -> None:
+    # From 9999-12-31 00:00 UTC on, east of UTC the local date is 10000-01-01, which
+    # datetime cannot hold: such an instant is past every fire, and is answered so
+    # without reading the zone (it raised "date value out of range" had the bound moved).
+    schedule = CronSchedule("0 0 * * *", tz=zone)
+    for at in (ts(9999, 12, 31), ts(9999, 12, 31, 12)):
+        assert schedule.next_after(at) is None
+        last = schedule.prev_before(at)
+        assert last is not None
+        assert utc_datetime(last).astimezone(schedule.tzinfo).date() == date(9999, 12, 29)
+
+
+@pytest.mark.parametrize(
+    ("expr", "at", "first"),
+    [
+        ("5-59 * * * *", ts(2026, 3, 10, 8, 59, 30), ts(2026, 3, 10, 9, 5)),  # past :59
+        ("5-59 9-17 * * *", ts(2026, 3, 10, 3), ts(2026, 3, 10, 9, 5)),  # before 09:00
+        ("30 * 9-10 * * *", ts(2026, 3, 10, 9, 59, 31), ts(2026, 3, 10, 10, 0, 30)),
+    ],
+)
+def test_a_busy_expression_asked_between_its_hours_starts_the_next_at_its_first_minute(
+    expr: str, at: float, first: float
+) -> None:
+    # Too many fires a day for a day table: one query searches hour by hour, and the
+    # next hour's first fire is its first minute (and second), not the hour itself.
+    assert CronSchedule(expr).next_after(at) == first

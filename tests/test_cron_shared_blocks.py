@@ -77,3 +77,44 @@ def test_schedules_of_one_text_asking_in_any_order_agree_with_a_cold_engine(
         assert answer == cold.next_fire(at, None)[0], (expr, zone, at)
         last[which] = answer
         latest = answer if answer is not None else latest
+
+
+# -- how much searching a walk through the fires costs (the blocks a search returns) --------
+
+D = datetime(2026, 3, 10, tzinfo=UTC).timestamp()  # a Tuesday
+
+
+def _walk(expr: str, start: float, until: float) -> tuple[int, int, int]:
+    """Walk a fresh schedule's fires from ``start`` through ``until`` as the scheduler
+    does (each next_after from the last fire): the fires, the engine's searches and the
+    local days they looked at."""
+    schedule = CronSchedule(expr)
+    with (
+        mock.patch.object(
+            CronEngine, "next_fire", autospec=True, side_effect=CronEngine.next_fire
+        ) as searches,
+        mock.patch.object(
+            CronEngine, "_first_fire_on", autospec=True, side_effect=CronEngine._first_fire_on
+        ) as days,
+    ):
+        fires, at = 0, schedule.next_after(start)
+        while at is not None and at <= until:
+            fires, at = fires + 1, schedule.next_after(at)
+    return fires, searches.call_count, days.call_count
+
+
+def test_a_walk_through_a_busy_day_searches_once_a_day_not_once_an_hour() -> None:
+    # 288 fires a day (no day table for a single query): the walk, past its first hour,
+    # tabulates whole days (the full-day table, built once and kept).
+    fires, searches, days = _walk("*/5 * * * *", D, D + 3 * 86400)
+    assert fires == 3 * 288  # the fire at D + 3 days ends the walk
+    assert (searches, days) == (5, 5)  # hour 0, the rest of day 0, days 1, 2 and 3
+
+
+def test_a_walk_through_a_six_field_hour_block_resumes_at_the_next_day() -> None:
+    # 3,600 fires a day, in two hours: blocks of an hour.  Asked just past 09:59:58, the
+    # search returns hour 10 with the day to resume at (the next one): the walk through
+    # hour 10 and on to the next 09:00:00 is one more search, looking at one day.
+    fires, searches, days = _walk("*/2 * 9-10 * * *", D + 9 * 3600 + 3599, D + 86400 + 9 * 3600)
+    assert fires == 1800 + 1
+    assert (searches, days) == (2, 2)

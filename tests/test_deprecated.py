@@ -10,8 +10,9 @@ import warnings
 
 import pytest
 
+import lldsched
 from lldsched import FakeClock, Misfire, MisfirePolicy, OneTime, RetryPolicy, Scheduler
-from lldsched.deprecated import keyword_only_now
+from lldsched.deprecated import REMOVED_IN, keyword_only_now
 from lldsched.sim import ClusterScenario, ClusterTask
 
 
@@ -79,3 +80,24 @@ def test_the_wrapped_signature_is_the_new_one() -> None:
     assert str(inspect.signature(f)) == shown
     with pytest.warns(DeprecationWarning, match=r"NoneType.f: passing b by position"):
         assert f(None, 1, 2) == (1, 2, 0)  # type: ignore[call-arg]
+
+
+def test_the_warning_names_the_release_that_refuses_the_old_form() -> None:
+    with pytest.warns(DeprecationWarning) as w:
+        RetryPolicy(5, 0.5)  # type: ignore[call-arg]
+    assert str(w[0].message) == (
+        "RetryPolicy: passing initial_backoff by position is deprecated and refused from "
+        f"lldsched {REMOVED_IN} on (docs/UPGRADING.md); write initial_backoff=..."
+    )
+    assert REMOVED_IN == "0.2.0"  # what docs/UPGRADING.md promises (tests/test_docs.py runs it)
+
+
+def test_the_old_forms_are_gone_by_the_release_that_refuses_them() -> None:
+    # When the version reaches REMOVED_IN, remove keyword_only_now's uses (and this test).
+    def release(text: str) -> tuple[int, ...]:
+        return tuple(int(part) for part in text.split(".")[:3])
+
+    assert release(lldsched.__version__) < release(REMOVED_IN), (
+        f"lldsched {lldsched.__version__} still accepts the positional forms it promised "
+        f"to refuse from {REMOVED_IN} on"
+    )

@@ -32,6 +32,7 @@ from lldsched import (
     RetryPolicy,
     Scheduler,
     SchedulerBusyError,
+    SchedulerStateError,
     Simulation,
     StoreError,
     TaskEvent,
@@ -122,19 +123,60 @@ class _BreakingClock(FakeClock):
 
 # The timer re-raises what killed it (Python prints it, pytest warns of it): expected here.
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
-def test_a_dead_timer_is_not_alive_although_the_scheduler_still_says_running(
+def test_a_dead_timer_leaves_a_scheduler_that_says_it_is_dead(
     make_scheduler: SchedulerFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     clock = _BreakingClock(T0)
     scheduler = make_scheduler(clock=clock)
     wait_until(lambda: scheduler.metrics().timer_woke is not None, timeout=5, what="a wake")
     clock.broken = True
-    scheduler.schedule("tick", noop, OneTime(delay=60))  # a new head wakes the timer
+    task = scheduler.schedule("tick", noop, OneTime(delay=60))  # a new head wakes the timer
     wait_until(lambda: not scheduler.metrics().timer_alive, timeout=5, what="the timer's death")
     metrics = scheduler.metrics()
-    assert scheduler.running and metrics.state == "running"  # what a probe must not trust
-    assert not metrics.alive
+    assert (scheduler.running, metrics.state, metrics.alive) == (False, "dead", False)
     assert "the timer thread died" in caplog.text
+    assert "dead" in repr(scheduler)
+    # The verbs that need the timer say why they cannot work, at once (not after a timeout).
+    with pytest.raises(SchedulerStateError, match="timer thread died"):
+        scheduler.wait_idle(timeout=60)
+    with pytest.raises(SchedulerStateError, match="timer thread died"):
+        scheduler.wait_drained(timeout=60)
+    with pytest.raises(SchedulerStateError, match=f"run_now {task.id!r}.*timer thread died"):
+        scheduler.run_now(task.id)
+    with pytest.raises(SchedulerStateError, match=r"start\(\).*timer thread died"):
+        scheduler.start()
+    # Bookkeeping still works (a durable store keeps it for the next process), and the
+    # shutdown stops the rest (the fixture asserts it returns True).
+    assert scheduler.pause(task.id)
+    assert scheduler.shutdown(timeout=5)
+    assert (scheduler.running, scheduler.metrics().state) == (False, "stopped")
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_wait_idle_under_way_when_the_timer_dies_raises_at_once(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    clock = _BreakingClock(T0)
+    scheduler = make_scheduler(clock=clock)
+    wait_until(lambda: scheduler.metrics().timer_woke is not None, timeout=5, what="a wake")
+    scheduler.schedule("later", noop, OneTime(delay=60))  # not drained for 60 s
+    raised: list[BaseException] = []
+
+    def wait() -> None:
+        try:
+            scheduler.wait_drained(timeout=60)
+        except BaseException as exc:
+            raised.append(exc)
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    wait_until(lambda: scheduler._idle_waiters == 1, timeout=5, what="the waiter to wait")
+    clock.broken = True
+    scheduler.schedule("sooner", noop, OneTime(delay=30))  # a new head: the timer wakes, dies
+    waiter.join(10)
+    assert not waiter.is_alive(), "wait_drained() waited on after the timer died"
+    assert len(raised) == 1 and isinstance(raised[0], SchedulerStateError), raised
+    assert "timer thread died" in str(raised[0])
 
 
 def _one_worker_held(

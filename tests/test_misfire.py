@@ -9,7 +9,8 @@ import pytest
 from lldsched import CronSchedule, FixedDelay, FixedRate, Misfire, MisfirePolicy, OneTime
 from lldsched.core.recovery import COALESCED, MAX_SLOTS, MISSED, first_after, passed_slots, plan
 from lldsched.errors import ValidationError
-from lldsched.schedules.catchup import SCHEDULE_DECIDES
+from lldsched.model import ExecutionRecord
+from lldsched.schedules.catchup import SCHEDULE_DECIDES, CatchUp
 from tests.conftest import T0
 
 HOUR = 3600.0
@@ -166,3 +167,46 @@ def test_a_schedule_that_raises_while_its_missed_slots_are_listed_ends_there_log
         "_Broken().next_run raised while skipping missed slots",
     ]
     assert all(r.exc_info is not None for r in caplog.records)  # the traceback is kept
+
+
+@pytest.mark.parametrize(
+    ("every", "back"),
+    [(HOUR, BACK), (1.0, TEN + 5000.5)],  # three slots; more than MAX_SLOTS (first_after)
+    ids=["listed", "past-the-cap"],
+)
+def test_a_plan_in_front_of_the_schedule_is_neither_read_nor_used_up_by_the_decision(
+    every: float, back: float
+) -> None:
+    # A forward jump while a task waits under a plan (run_now's slot put first, a
+    # catch-up's slots): its passed slots are its own schedule's, as after a restart
+    # (where no plan is stored), and the plan is left as it was (the decision replaces
+    # it; a jump within grace keeps it, and then it must still hand out its slots).
+    own = FixedRate(every, start_delay=every)
+    fronted = CatchUp(own, [TEN + every / 4], TEN + every / 2)  # slots off the grid
+    policy = MisfirePolicy(Misfire.RUN_ONCE)
+    assert plan(fronted, TEN, back, policy) == plan(own, TEN, back, policy)
+    assert (fronted.waited, fronted.spent) == (TEN + every / 4, False)
+    assert plan(own, TEN, back, policy).misfired
+
+
+def test_a_schedule_that_answers_the_same_slot_again_ends_the_listing_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class _Stuck:
+        """A user's schedule with a bug: its next slot is the slot it was given."""
+
+        def first_run(self, now: float) -> float:
+            return now
+
+        def next_run(self, record: ExecutionRecord, now: float) -> float:
+            return record.slot
+
+        def __repr__(self) -> str:
+            return "_Stuck()"
+
+    with caplog.at_level(logging.ERROR, logger="lldsched"):
+        slots, following = passed_slots(_Stuck(), TEN, BACK)
+    assert (slots, following) == ([TEN], None)  # listed once, not MAX_SLOTS times
+    assert caplog.messages == [
+        f"_Stuck().next_run went from {TEN!r} back to {TEN!r}; no more slots"
+    ]

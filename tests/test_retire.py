@@ -16,7 +16,9 @@ from lldsched import (
     OneTime,
     RetryPolicy,
     Scheduler,
+    SchedulerStateError,
     Simulation,
+    StoreError,
     TaskNotFoundError,
     TaskRetiredError,
     TaskStatus,
@@ -244,6 +246,59 @@ def test_a_retired_id_replaced_stays_finished_as_a_held_one_does(
     assert snapshot.task.schedule == OneTime(T0 + 20)  # the new definition is written
     with pytest.raises(TaskRetiredError, match="'migrate' finished \\(succeeded\\)"):
         driven.runtime.task("migrate")  # and it retired again
+
+
+def test_a_retired_dependent_replaced_is_linked_to_its_upstream_again(
+    kind: str, opened: list[Driven]
+) -> None:
+    """replace_existing=True on a retired task that names an upstream: held again, it is
+    that upstream's dependent again, which therefore cannot be removed under it (as
+    under a dependent that never retired)."""
+    driven = driven_with(opened, kind, retain_finished=1)
+    driven.add("load", FixedRate(60), id="load")
+    driven.add("report", OneTime(T0 + 1), id="report", depends_on=["load"])
+    driven.add("other", OneTime(T0 + 2), id="other")
+    driven.run_until(T0 + 10)
+    assert held(driven) == ["load", "other"]  # report finished first, and retired
+    again = driven.add(
+        "report", OneTime(T0 + 20), id="report", depends_on=["load"], replace_existing=True
+    )
+    assert again.status is TaskStatus.SUCCEEDED and again.depends_on == ("load",)
+    assert held(driven) == ["load", "report"]  # the newest finished now: other retired
+    told = [(e.previous, e.status, e.record) for e in driven.events if e.task_id == "report"]
+    assert told[-1] == (TaskStatus.SUCCEEDED, TaskStatus.SUCCEEDED, None)  # replaced: said
+    with pytest.raises(SchedulerStateError, match=r"'load'.*report \('report'\) depends on it"):
+        driven.runtime.remove("load")
+    assert held(driven) == ["load", "report"]  # nothing changed
+
+
+class _SavesFail(InMemoryTaskStore):
+    """An in-memory store whose saves raise while ``down`` is set."""
+
+    down = False
+
+    def save(self, snapshot: Any, record: Any = None) -> None:
+        if self.down:
+            raise StoreError("connection refused: the server is down")
+        super().save(snapshot, record)
+
+
+def test_a_retired_id_whose_replacement_the_store_refuses_is_still_retired(
+    kind: str, opened: list[Driven]
+) -> None:
+    store = _SavesFail()
+    driven = driven_with(opened, kind, store=store, retain_finished=0)
+    driven.add("migrate", OneTime(T0 + 1), id="migrate")
+    driven.run_until(T0 + 10)
+    store.down = True
+    with pytest.raises(StoreError, match="server is down"):
+        driven.add("migrate", OneTime(T0 + 20), id="migrate", replace_existing=True)
+    assert held(driven) == []
+    with pytest.raises(TaskRetiredError, match="'migrate' finished \\(succeeded\\)"):
+        driven.runtime.task("migrate")  # not "unknown": registering it again still replaces
+    store.down = False
+    again = driven.add("migrate", OneTime(T0 + 20), id="migrate", replace_existing=True)
+    assert again.status is TaskStatus.SUCCEEDED
 
 
 def test_a_one_off_registered_by_id_at_every_start_runs_once_whatever_the_retention(

@@ -12,6 +12,7 @@ fact, says the outage once (``lldsched/core/storewrites.py``).
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ import pytest
 
 from lldsched import FakeClock, FixedRate, Scheduler, SqliteTaskStore, StoreError
 from lldsched.errors import StoreClosedError
+from lldsched.stores import sqlite_file
 from lldsched.testing import Stepper
 from tests import jobs
 from tests.conftest import T0
@@ -194,3 +196,48 @@ def test_a_store_file_locked_by_another_program_is_said_locked_not_unreadable(
         other.close()
     with SqliteTaskStore(path) as store:  # the refused open kept no claim on it
         assert len(store) == 0
+
+
+# -- a path that cannot be opened: the path and the likely cause, not SQLite's bare words --
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["own", "shared"])
+def test_a_store_in_a_folder_that_does_not_exist_says_which_folder(
+    tmp_path: Path, shared: bool
+) -> None:
+    path = tmp_path / "not-made" / "deeper" / "tasks.db"
+    with pytest.raises(StoreError) as raised:
+        SqliteTaskStore(path, shared=shared)
+    message = str(raised.value)
+    assert repr(str(path)) in message
+    assert f"the folder {str(tmp_path / 'not-made')!r} does not exist" in message
+    assert isinstance(raised.value.__cause__, sqlite3.OperationalError)  # SQLite's kept
+    assert not (tmp_path / "not-made").exists()  # nothing made on the way
+
+
+def test_a_store_whose_folder_is_a_file_says_which_file(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("not a folder")
+    path = tmp_path / "notes.txt" / "tasks.db"
+    with pytest.raises(StoreError) as raised:
+        SqliteTaskStore(path)
+    message = str(raised.value)
+    assert repr(str(path)) in message
+    assert f"{str(tmp_path / 'notes.txt')!r} is a file, not a folder" in message
+    assert (tmp_path / "notes.txt").read_text() == "not a folder"  # left as it was
+
+
+def test_a_store_whose_path_is_a_folder_says_so(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="is a folder, not a database file"):
+        SqliteTaskStore(tmp_path)
+
+
+def test_a_folder_this_process_may_not_write_is_named_with_its_permissions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As root every folder is writable: the permission check is stood in for (the
+    # rest of the open is real, and fails as it does in a folder without write access).
+    monkeypatch.setattr(os, "access", lambda path, mode, **_: os.fspath(path) != str(tmp_path))
+    path = tmp_path / "tasks.db"
+    assert sqlite_file.unopenable(str(path)) == (
+        f"this process may not create files in the folder {str(tmp_path)!r} (its permissions)"
+    )

@@ -272,10 +272,13 @@ def test_after_close_every_step_is_refused_naming_the_verb_and_close_is_idempote
         ("settle", steps.settle),
     ]
     for verb, call in calls:
-        with pytest.raises(SchedulerStateError, match=rf"cannot {verb}\(\): .* is shut down"):
+        with pytest.raises(
+            SchedulerStateError,
+            match=rf"cannot {verb}\(\): .* not running \(<Scheduler \S+ stopped",
+        ):
             call()
     assert steps.now == T0
-    with pytest.raises(SchedulerStateError, match="not shut down, got <Scheduler"):
+    with pytest.raises(SchedulerStateError, match=r"can run, got <Scheduler .*already stopped"):
         Stepper(scheduler)
 
 
@@ -287,6 +290,34 @@ def test_a_scheduler_shut_down_behind_the_steppers_back_is_refused_too() -> None
         steps.advance(1)
     steps.close()  # nothing left to stop: no error
     assert "Stepper at 2026-01-05T09:00:00+00:00" in repr(steps)
+
+
+class _BreaksOnWait(FakeClock):
+    """A fake clock whose waits raise once ``broken`` is set: the timer thread dies."""
+
+    broken = False
+
+    def wait(self, condition: threading.Condition, deadline: float | None) -> None:
+        if self.broken:
+            raise RuntimeError("the clock broke")
+        super().wait(condition, deadline)
+
+
+# The timer re-raises what killed it (Python prints it, pytest warns of it): expected here.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_scheduler_whose_timer_died_is_refused_saying_so() -> None:
+    clock = _BreaksOnWait(T0)
+    scheduler = Scheduler(clock=clock)
+    steps = Stepper(scheduler)
+    clock.broken = True
+    try:
+        scheduler.schedule("tick", lambda: None, OneTime(delay=60))  # wakes the timer: it dies
+        with pytest.raises(SchedulerStateError, match="timer thread died"):
+            steps.advance(60)  # at once, not after the Stepper's timeout
+        with pytest.raises(SchedulerStateError, match=r"can run, got <Scheduler .* dead"):
+            Stepper(scheduler)
+    finally:
+        assert scheduler.shutdown(timeout=5)
 
 
 def test_a_task_that_stays_due_without_running_is_reported_after_the_timeout(

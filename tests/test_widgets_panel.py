@@ -3,6 +3,7 @@ scheduler, bursts of events coalesce into one refresh, and a closed panel hears 
 
 from __future__ import annotations
 
+import html
 import sys
 import threading
 from collections.abc import Callable
@@ -400,4 +401,34 @@ def test_a_row_the_find_box_hides_leaves_the_grid_before_its_widgets_close() -> 
     # Of the first 50 rows, the 16 audits (audit-002 ... audit-047) stay; 34 go.
     assert len(panel.rows) == 33 and len(closed_in_grid) == 34
     assert not any(closed_in_grid)
+    panel.close()
+
+
+def test_a_long_last_error_is_cut_on_its_row_with_the_whole_text_a_click_away(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    # ipywidgets 8.1 renders a Label's (or an HTML's) tooltip nowhere
+    # (jupyter-widgets/ipywidgets#3703): the whole text used to be there only, unseen.
+    whole = "OSError: disk is full: 0 bytes left on /srv/exports for <daily-summary>.csv"
+
+    def full() -> None:
+        raise OSError(whole.removeprefix("OSError: "))
+
+    scheduler = make_scheduler(clock=clock)
+    bad = scheduler.schedule("bad", full, OneTime(delay=0), retry=RetryPolicy.never())
+    short = scheduler.schedule("short", boom, OneTime(delay=0), retry=RetryPolicy.never())
+    settle(scheduler)
+    panel = ControlPanel(scheduler, loop=None)
+    cut = whole[:59] + "…"
+    assert panel.row(bad.id)["last error"] == cut  # the table as text: the cut line
+    cell = panel._rows[bad.id].cells["last error"].value
+    # A native disclosure (a <details>: Enter or a click opens it; a screen reader says
+    # "collapsed"): the cut line as its summary, the whole text inside; escaped, as
+    # every text the panel shows (an error may quote markup).
+    assert cell.startswith("<details") and cell.endswith("</details>")
+    summary, inside = cell.split("</summary>")
+    assert summary.endswith(">" + html.escape(cut, quote=False))
+    assert html.escape(whole, quote=False) in inside and "<daily" not in cell
+    assert panel._rows[short.id].cells["last error"].value == "RuntimeError: disk is full"
+    assert panel.row(short.id)["last error"] == "RuntimeError: disk is full"
     panel.close()

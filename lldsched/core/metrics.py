@@ -34,10 +34,11 @@ class Metrics(NamedTuple):
     """One read of a runtime's health and load (see the module docstring).
 
     * ``at``: the runtime's clock when it was taken (epoch seconds);
-    * ``state``: ``"new"`` (built, not started), ``"running"`` or ``"stopped"``;
+    * ``state``: ``"new"`` (built, not started), ``"running"``, ``"dead"`` (started,
+      but its timer thread died: nothing is dispatched any more, the log said "the
+      timer thread died", and the scheduler's ``running`` is False) or ``"stopped"``;
     * ``timer_alive``: the timer thread runs (False before ``start()``, after
-      ``shutdown()``, and if it died: then nothing is dispatched although ``state`` is
-      still ``"running"``, and the log said "the timer thread died");
+      ``shutdown()``, and once it died);
     * ``timer_woke``: the clock instant the timer last woke (it wakes when something
       falls due, when a push makes a new head, and at least every ``max_wait``
       seconds, 60 by default), ``None`` before it first did;
@@ -84,7 +85,8 @@ class Metrics(NamedTuple):
 
     @property
     def alive(self) -> bool:
-        """Running, with its timer thread alive: what a liveness probe asks."""
+        """Running, with its timer thread alive: what a liveness probe asks (what the
+        scheduler's ``running`` says as well)."""
         return self.state == "running" and self.timer_alive
 
     @property

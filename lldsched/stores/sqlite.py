@@ -81,7 +81,7 @@ from lldsched.stores import forks
 from lldsched.stores.claim import FileClaim
 from lldsched.stores.codec import encode_task, load_each, renamed
 from lldsched.stores.sqlite_coordinated import CoordinatedMethods
-from lldsched.stores.sqlite_file import FileWatch
+from lldsched.stores.sqlite_file import FileWatch, unopenable
 from lldsched.stores.sqlite_rows import (
     COUNT_UNFINISHED,
     INSERT_RECORD,
@@ -170,6 +170,12 @@ def _create_owner_only(path: str) -> None:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
+def _unopenable(path: str) -> str | None:
+    """What is wrong with a store's path that SQLite could not open (None for a private
+    database, which has no path)."""
+    return None if path in _PRIVATE else unopenable(path)
+
+
 class _Using:
     """A store's connection under its lock for one operation, and the one place SQLite's
     own errors (a full disk, a read-only file, a database locked past ``timeout``, a
@@ -217,7 +223,11 @@ class SqliteTaskStore(CoordinatedMethods):
     process) or ``"FULL"`` (also a power loss, slower); ``timeout`` is how long a
     write waits for a lock held by another connection (seconds, default 5).
     Use it as a context manager, or call :meth:`close`: the file stays claimed
-    until then, and a second store on it raises :class:`StoreError`.
+    until then, and a second store on it raises :class:`StoreError`.  A path that
+    cannot be opened raises a :class:`StoreError` naming it and what is wrong with it
+    (a folder that does not exist, a file where a folder should be, a folder at the
+    path, a folder that cannot be written), not SQLite's bare "unable to open database
+    file"; the folder is never created for you.
 
     ``shared=True`` lets several schedulers (processes of one host) share the file
     as a :class:`~lldsched.persistence.CoordinatedStore`: ``lease`` is how long a
@@ -261,7 +271,7 @@ class SqliteTaskStore(CoordinatedMethods):
                 self.path, timeout=timeout, isolation_level=None, check_same_thread=False
             )
         except sqlite3.Error as exc:
-            raise failure(self.path, "open the file", exc) from exc
+            raise failure(self.path, "open the file", exc, because=_unopenable(self.path)) from exc
         # Whether the path still names the file opened (sqlite_file.py); None: a private
         # database, which has no path, or a shared store, which checks at every claim.
         self._watch = None if shared or self.path in _PRIVATE else FileWatch(self.path)
@@ -295,7 +305,9 @@ class SqliteTaskStore(CoordinatedMethods):
             if claim is not None:
                 claim.release()
             if isinstance(exc, sqlite3.Error):  # a read-only file, a full disk, a lock
-                raise failure(self.path, "open the file", exc) from exc
+                raise failure(
+                    self.path, "open the file", exc, because=_unopenable(self.path)
+                ) from exc
             raise
         self._claim = claim  # None for a private in-memory database
         # Guards the connection (one statement or transaction at a time) and the

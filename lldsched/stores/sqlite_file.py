@@ -1,4 +1,12 @@
-"""FileWatch: whether an unshared SQLite store's path still names the file it opened.
+"""A SQLite store's path: why it cannot be opened, and whether it still names the file.
+
+:func:`unopenable` is read when SQLite could not open a store's path, which it says
+only as "unable to open database file": it names what is wrong with the path (a
+folder missing on the way, a file where a folder should be, a folder at the path, a
+folder that cannot be written), for the :class:`~lldsched.errors.StoreError` the store
+raises.  It looks at the path only then: an open that works costs nothing more.
+
+FileWatch: whether an unshared SQLite store's path still names the file it opened.
 
 SQLite writes to the file it opened, not to its path: a file deleted under an open
 store (a cleanup job, an operator's ``rm``) or replaced (a restore copied over it, a
@@ -28,7 +36,7 @@ import time
 
 from lldsched.errors import StoreError
 
-__all__ = ["CHECK_EVERY", "FileWatch", "identity"]
+__all__ = ["CHECK_EVERY", "FileWatch", "identity", "unopenable"]
 
 CHECK_EVERY = 1.0
 """Seconds between two checks of a store's path (monotonic time)."""
@@ -85,3 +93,35 @@ def _identity(path: str) -> tuple[int, int] | None:
         return identity(path)
     except (FileNotFoundError, NotADirectoryError):
         return None
+
+
+def unopenable(path: str) -> str | None:
+    """What keeps a file at ``path`` from being opened or created, said for a person
+    (``None``: nothing this can see; the cause is SQLite's words alone).
+
+    The first folder on the way that does not exist, or that is a file; the path itself
+    a folder; its folder on a read-only file system, or not writable by this process
+    (which a new store must create its file in, and SQLite its ``-wal`` beside it)."""
+    full = os.path.abspath(path)
+    if os.path.isdir(full):
+        return f"{full!r} is a folder, not a database file: name a file in it"
+    folder = os.path.dirname(full)
+    ancestors = [folder]
+    while os.path.dirname(ancestors[-1]) != ancestors[-1]:
+        ancestors.append(os.path.dirname(ancestors[-1]))
+    for ancestor in reversed(ancestors):  # from the root down: the first one wrong
+        if not os.path.exists(ancestor):
+            return f"the folder {ancestor!r} does not exist: create it first"
+        if not os.path.isdir(ancestor):
+            return f"{ancestor!r} is a file, not a folder"
+    try:
+        read_only = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):  # statvfs: POSIX only
+        read_only = False
+    if read_only:
+        return f"the folder {folder!r} is on a read-only file system"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"this process may not create files in the folder {folder!r} (its permissions)"
+    if os.path.exists(full) and not os.access(full, os.R_OK):
+        return f"this process may not read {full!r} (its permissions)"
+    return None

@@ -55,13 +55,18 @@ RECORD_COLUMNS = (  # the name the run had; a record written before schema 5 has
 )
 
 
-def failure(path: str, doing: str, error: sqlite3.Error) -> StoreError:
+def failure(
+    path: str, doing: str, error: sqlite3.Error, *, because: str | None = None
+) -> StoreError:
     """The :class:`StoreError` an SQLite store raises (``from error``) when SQLite failed
     ``doing`` (``"save task 'a'"``, ``"claim runs"``) on the file at ``path``: the file
-    and the operation named, then SQLite's own words (``database or disk is full``,
-    ``attempt to write a readonly database``, ``database is locked``)."""
+    and the operation named, what ``because`` says of it if given (the likely cause,
+    :func:`~lldsched.stores.sqlite_file.unopenable`), then SQLite's own words
+    (``database or disk is full``, ``attempt to write a readonly database``,
+    ``database is locked``, ``unable to open database file``)."""
     kind = type(error).__name__
-    return StoreError(f"the SQLite store {path!r} failed to {doing}: {kind}: {error}")
+    why = "" if because is None else f" ({because})"
+    return StoreError(f"the SQLite store {path!r} failed to {doing}{why}: {kind}: {error}")
 
 
 def rollback(connection: sqlite3.Connection) -> None:

@@ -80,7 +80,8 @@ class ControlVerbs(SchedulerParts):
         was queued (or a pending retry brought forward).  False if it is due at once
         anyway, running, paused or finished; see :meth:`SchedulerCore.run_now
         <lldsched.core.machine.SchedulerCore.run_now>`.  Raises
-        :class:`~lldsched.errors.SchedulerStateError` once shutdown has begun.
+        :class:`~lldsched.errors.SchedulerStateError` once shutdown has begun, and if
+        the timer thread died (:attr:`running`).
 
         Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
         (:class:`~lldsched.errors.TaskRetiredError` for one retired).
@@ -88,6 +89,7 @@ class ControlVerbs(SchedulerParts):
         with self._lock:
             self._follow_others()  # shared: act on the row as it is now
             self._check_open("run_now", task_id)
+            self._refuse_if_dead(f"run_now {task_id!r}")
             return self._core.run_now(task_id)
 
     def cancel(self, task_id: str) -> bool:

@@ -42,6 +42,7 @@ from lldsched.threaded.processes import ProcessPool
 from lldsched.threaded.shared import Coordinator
 
 __all__ = [
+    "DEAD",
     "FORKED",
     "NEW",
     "RUNNING",
@@ -52,10 +53,12 @@ __all__ = [
     "SchedulerParts",
 ]
 
-NEW, RUNNING, STOPPED, FORKED = "new", "running", "stopped", "forked"
-"""The scheduler's states: built, between start() and shutdown(), shut down (final), and
-the copy in a child forked from the process that made it (final; set by
-:mod:`~lldsched.threaded.forked`, the only state not set under the lock)."""
+NEW, RUNNING, DEAD, STOPPED, FORKED = "new", "running", "dead", "stopped", "forked"
+"""The scheduler's states: built, between start() and shutdown(), started but its timer
+thread died (set by that thread as it dies: nothing is dispatched any more, and only
+shutdown() leaves it), shut down (final), and the copy in a child forked from the process
+that made it (final; set by :mod:`~lldsched.threaded.forked`, the only state not set
+under the lock)."""
 
 Outcome = tuple[float, float, "str | None", "str | None", object, bool, "Explained"]
 """What running an attempt produced: started, finished, error text, result text, an
@@ -119,7 +122,7 @@ class SchedulerParts:
     # (never inside _lock) by the one thread that logs _failures at a time, so that
     # they are written in order; held while a logging handler runs.
     _saying: Repeats
-    _state: str  # NEW, RUNNING or STOPPED (FORKED: a forked child's copy, threaded/forked.py)
+    _state: str  # NEW, RUNNING, DEAD or STOPPED (FORKED: a forked child's copy, threaded/forked.py)
     # Set when the first shutdown() returns: a second call made meanwhile waits for it
     # (within its own timeout) before it joins, never closes what the first still uses.
     _shut_down: threading.Event
@@ -134,6 +137,8 @@ class SchedulerParts:
         def _disarm_deadline(self, context: RunContext) -> None: ...  # timer
 
         def _look_at_clock(self, now: float) -> None: ...  # timer
+
+        def _refuse_if_dead(self, verb: str) -> None: ...  # timer
 
         def _settle(self, count: int) -> None: ...  # running
 

@@ -274,6 +274,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
         threads (which a pool closed before they started would have left waiting for
         ever)."""
         with self._lock:
+            self._refuse_if_dead("start()")
             if self._state is not NEW:
                 raise SchedulerStateError(f"start() on a scheduler that is already {self._state}")
             self._state = RUNNING
@@ -315,7 +316,15 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
 
     @property
     def running(self) -> bool:
-        """True between start() and shutdown()."""
+        """True between start() and shutdown() while the timer thread lives.
+
+        False again if the timer thread died (a clock or a shared store's claim raising
+        in it, logged as "the timer thread died"): nothing is dispatched any more,
+        ``metrics().state`` is ``"dead"``, and the verbs that need the timer
+        (``wait_idle``, ``wait_drained``, ``run_now``, ``start``) raise
+        :class:`~lldsched.errors.SchedulerStateError` saying so; the others keep the
+        books (a durable store keeps them for the next process), and ``shutdown()``
+        stops the rest."""
         return self._state is RUNNING
 
     @property

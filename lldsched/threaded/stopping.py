@@ -26,7 +26,7 @@ from lldsched.deprecated import keyword_only_now
 from lldsched.errors import SchedulerStateError
 from lldsched.logs import SCHEDULER
 from lldsched.threaded.deadline import Deadline
-from lldsched.threaded.parts import FORKED, RUNNING, STOPPED, SchedulerParts
+from lldsched.threaded.parts import DEAD, FORKED, RUNNING, STOPPED, SchedulerParts
 from lldsched.threaded.shared import leases_kept
 
 if TYPE_CHECKING:  # imported by aclose(), whose caller's loop has imported it already
@@ -97,7 +97,7 @@ class Stopping(SchedulerParts):
         with deadline.holding(self._lock) as held:
             if held:
                 already = self._state is STOPPED
-                started = self._state is RUNNING
+                started = self._state is RUNNING or self._state is DEAD
                 self._state = STOPPED
                 self._wake.notify_all()
         if not held:  # held past the whole timeout: nothing stopped, nothing changed
@@ -369,7 +369,9 @@ class Stopping(SchedulerParts):
         new now, all at that instant; :class:`lldsched.testing.Stepper` visits each
         due instant in turn).  Called from one of the scheduler's own threads (an
         action, a listener, a coroutine run) it raises
-        :class:`~lldsched.errors.SchedulerStateError`: it would wait for itself.
+        :class:`~lldsched.errors.SchedulerStateError`: it would wait for itself; so it
+        does if the timer thread died (:attr:`running` is False), at once or as it dies:
+        nothing due would ever run.
         """
         return self._wait(timeout, drained=False)
 
@@ -383,7 +385,8 @@ class Stopping(SchedulerParts):
         settled yet; and none of this process's runs in flight.
 
         With recurring tasks this only returns once they are cancelled or paused.
-        Raises from the scheduler's own threads, as :meth:`wait_idle` does.
+        Raises from the scheduler's own threads and once the timer thread died, as
+        :meth:`wait_idle` does.
         """
         return self._wait(timeout, drained=True)
 
@@ -408,11 +411,13 @@ class Stopping(SchedulerParts):
             with self._lock:
                 self._idle_waiters += 1
                 try:
+                    self._refuse_if_dead(verb)  # before and after each wait
                     while not self._is_idle(drained):
                         remaining = deadline - time.monotonic()
                         if remaining <= 0:
                             return False
                         self._idle.wait(remaining)
+                        self._refuse_if_dead(verb)
                 finally:
                     self._idle_waiters -= 1
             if self._coordinator is not None:
@@ -426,7 +431,8 @@ class Stopping(SchedulerParts):
     def _is_idle(self, drained: bool) -> bool:
         if self._in_flight:
             return False
-        if self._state is not RUNNING:
+        state = self._state
+        if state is not RUNNING and state is not DEAD:
             return True  # nothing will run without start() (or ever, after shutdown)
         shared = self._coordinator is not None  # the store is the queue, the heap holds hints
         if drained:  # no work left: on a shared store, no registered task with a due time

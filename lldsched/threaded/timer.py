@@ -49,8 +49,9 @@ import logging
 from lldsched.core.context import RunContext
 from lldsched.core.recovery import after_clock_jump
 from lldsched.core.task import Entry
+from lldsched.errors import SchedulerStateError
 from lldsched.logs import TIMER
-from lldsched.threaded.parts import RUNNING, SchedulerParts
+from lldsched.threaded.parts import DEAD, RUNNING, SchedulerParts
 
 __all__ = ["DEADLINE_SLACK", "MAX_WAIT", "TimerThread"]
 
@@ -67,12 +68,27 @@ class TimerThread(SchedulerParts):
     """Mixed into Scheduler: the timer thread's loop and what it calls."""
 
     def _run_timer(self) -> None:
-        """The timer thread's target: :meth:`_timer_loop`, its death logged."""
+        """The timer thread's target: :meth:`_timer_loop`, its death logged and the
+        scheduler marked ``"dead"`` (``running`` False; see :meth:`_refuse_if_dead`)."""
         try:
             self._timer_loop()
         except BaseException:
+            with self._lock:
+                if self._state is RUNNING:  # else a shutdown() began: it stays STOPPED
+                    self._state = DEAD
+                self._idle.notify_all()  # a wait_idle() under way raises now, not at its timeout
             log.exception("the timer thread died; no further task will be dispatched")
             raise
+
+    def _refuse_if_dead(self, verb: str) -> None:
+        """Raise for ``verb``, which needs the timer, if the timer thread died (caller
+        holds the lock): it would wait, or promise a run, for ever."""
+        if self._state is DEAD:
+            raise SchedulerStateError(
+                f"cannot {verb}: the scheduler's timer thread died (its traceback is in the "
+                "log, 'the timer thread died'), so nothing is dispatched any more; "
+                "shutdown() it and build a new Scheduler (a durable store keeps its tasks)"
+            )
 
     def _timer_loop(self) -> None:
         """Until shutdown, under the lock but while it waits: notice a clock jump, flag

@@ -4,9 +4,10 @@ ipywidgets is imported only here (and matplotlib and pandas only for the
 player's chart, through :mod:`lldsched.views.plots` and :mod:`lldsched.views.frames`).
 
 :class:`ControlPanel` shows one row per task (name, status, next run, runs, ok,
-failed, last error) with pause, resume and cancel buttons, and redrive for a
-dead-lettered task; past :data:`MAX_ROWS` tasks, the first registered, and a ``find``
-box for the others.  It is updated by the scheduler's events, never by a polling
+failed, last error: cut to a line, the whole text opened under it by a click) with
+pause, resume and cancel buttons, and redrive for a dead-lettered task; past
+:data:`MAX_ROWS` tasks, the first registered, and a ``find`` box for the others.  It is
+updated by the scheduler's events, never by a polling
 loop:
 
 * its listener runs on the scheduler's event-delivery thread and only notes which
@@ -63,9 +64,22 @@ _LIVE = frozenset(  # the statuses pause() accepts
     {TaskStatus.SCHEDULED, TaskStatus.RETRYING, TaskStatus.RUNNING, TaskStatus.BLOCKED}
 )
 _ERROR_WIDTH = 60
+# The last error cut to _ERROR_WIDTH is a <details>' summary, and the whole text opens
+# under it (a click, or Enter): ipywidgets 8.1 renders a Label's tooltip nowhere
+# (jupyter-widgets/ipywidgets#3703), where the whole text used to be.  Its HTML view sets
+# the value as the content's markup as it is; the styles keep the summary on its one
+# line, cut to the column, and wrap the whole text within the column once opened (the
+# details asks for no width of its own, "width: 0", and takes the cell's, "min-width:
+# 100%": else its one-line summary widened the cell's content past the column).
+_ERROR_DISCLOSURE = (
+    '<details style="width: 0; min-width: 100%"><summary style="cursor: pointer; '
+    'overflow: hidden; text-overflow: ellipsis; white-space: nowrap">{cut}</summary>'
+    '<div style="line-height: 1.4; white-space: pre-wrap; overflow-wrap: anywhere; '
+    'padding-bottom: 4px">{whole}</div></details>'
+)
 # On screen the controls come right after the task's name, so they stay in view in a
 # narrow cell and never move when a value changes; the cells whose text changes have
-# fixed widths, and the last error (cut, full text in its tooltip) comes last.
+# fixed widths, and the last error (cut, the whole text a click away) comes last.
 _SHOWN = ("task", "controls", "status", "next run", "runs", "ok", "failed", "last error")
 _GRID_COLUMNS = "max-content max-content 5.5em 11em 3.5em 3.5em 3.5em minmax(8em, 20em)"
 
@@ -130,7 +144,11 @@ class _Row:
 
     def __init__(self, widgets: Any, panel: ControlPanel, task_id: str) -> None:
         self.task_id = task_id
-        self.cells = {column: widgets.Label() for column in COLUMNS}
+        self.cells = {
+            column: widgets.HTML() if column == "last error" else widgets.Label()
+            for column in COLUMNS
+        }
+        self.shown = dict.fromkeys(COLUMNS, "")  # the row as text (the last error cut)
         self.buttons = {
             verb: widgets.Button(description=verb, layout=widgets.Layout(width="auto"))
             for verb in ("pause", "resume", "cancel", "redrive")
@@ -157,20 +175,24 @@ class _Row:
             widget.close()
 
     def show(self, task: ScheduledTask, tz: ZoneInfo) -> None:
-        error = task.last_error or ""
-        if len(error) > _ERROR_WIDTH:
-            error = error[: _ERROR_WIDTH - 1] + "…"
+        whole = task.last_error or ""
+        error = whole if len(whole) <= _ERROR_WIDTH else whole[: _ERROR_WIDTH - 1] + "…"
         values = (
             task.name, task.status.value, _when(task.next_run_at, tz), str(task.run_count),
             str(task.run_count - task.failure_count), str(task.failure_count), error,
         )  # fmt: skip
-        for label, value in zip(self.cells.values(), values, strict=True):
-            label.value = value
+        for (column, cell), value in zip(self.cells.items(), values, strict=True):
+            self.shown[column] = value
+            if column != "last error":  # (a value set again unchanged sends nothing)
+                cell.value = value
+            elif error is whole:
+                cell.value = _plain(whole)
+            else:
+                cell.value = _ERROR_DISCLOSURE.format(cut=_plain(error), whole=_plain(whole))
         if not self.named:  # a row's task keeps its name: said once
             self.named = True
             for verb, button in self.buttons.items():
                 button.tooltip = f"{verb} {task.name}"
-        self.cells["last error"].tooltip = task.last_error or None
         status = task.status
         self.buttons["pause"].disabled = status not in _LIVE
         self.buttons["resume"].disabled = status is not TaskStatus.PAUSED
@@ -259,10 +281,7 @@ class ControlPanel:
     def rows(self) -> list[dict[str, str]]:
         """The table as shown: one dict per task, keyed by :data:`COLUMNS`."""
         with self._render:
-            return [
-                {column: label.value for column, label in row.cells.items()}
-                for row in self._rows.values()
-            ]
+            return [dict(row.shown) for row in self._rows.values()]
 
     def row(self, task_id: str) -> dict[str, str]:
         """The row shown for ``task_id``."""
@@ -271,7 +290,7 @@ class ControlPanel:
                 raise ValidationError(
                     f"{task_id!r} is not shown: {self.note.value or 'no such task'}"
                 )
-            return {column: label.value for column, label in self._rows[task_id].cells.items()}
+            return dict(self._rows[task_id].shown)
 
     def button(self, task_id: str, verb: str) -> Any:
         """The ``verb`` button ("pause", "resume", "cancel", "redrive") of a task's row."""

@@ -32,7 +32,7 @@ beats = itertools.count(1)
 
 
 def cleanup() -> None:
-    raise OSError("disk is full")
+    raise OSError("disk is full: 0 bytes left on /srv/exports for daily-summary.csv")
 
 
 log = EventLog()  # a second listener, so the notebook can wait for runs without sleeping
@@ -47,7 +47,8 @@ assert scheduler.wait_idle()
 # The panel. `heartbeat` and `poll` run twice a second: their `runs` columns climb while
 # the scheduler's worker threads run them. `digest` is hourly, its first run half an hour
 # out (the `next run` column says in which zone). `cleanup` failed at once and sits in the
-# dead letter, with its error.
+# dead letter, with its error: cut to one line, and the whole text opens under it when you
+# click the line (or press Enter on it).
 
 # %%
 panel = ControlPanel(scheduler)

@@ -15,6 +15,7 @@ from tests.browser.servers import SERVER_NAMES, browser_page, screenshot, served
 
 # The tasks of 05, in the order it registers them.
 HEARTBEAT, POLL, DIGEST, CLEANUP = "task-1", "task-2", "task-3", "task-4"
+CLEANUP_ERROR = "OSError: disk is full: 0 bytes left on /srv/exports for daily-summary.csv"
 
 
 def shown_runs(page: Any, task_id: str) -> int:
@@ -51,9 +52,28 @@ def test_the_shipped_panel_is_live_after_run_all_and_pause_stops_the_heartbeat(
         # The line under the table says how the redriven cleanup's re-run ended (it said
         # "redrive cleanup: done" before, whatever the re-run did).
         expect(page.locator(".lldsched-message")).to_have_text(
-            "redrive cleanup: re-driven, and the re-run failed again (OSError: disk is full); "
+            f"redrive cleanup: re-driven, and the re-run failed again ({CLEANUP_ERROR}); "
             "back in the dead letter"
         )
+        # The cleanup's last error is text a reader sees on its row: one line, cut (the
+        # whole text was only a Label's tooltip, which ipywidgets 8.1 renders nowhere),
+        # and the whole text opens under it on a click.
+        error = page.locator(f".lldsched-last-error.lldsched-{CLEANUP}")
+        summary = error.locator("summary")
+        expect(summary).to_be_visible()
+        expect(summary).to_have_text(CLEANUP_ERROR[:59] + "…")
+        whole = error.get_by_text(CLEANUP_ERROR, exact=True)
+        expect(whole).to_be_hidden()
+        summary.click()
+        expect(whole).to_be_visible()
+        # Both stay within the column (13 px type: 20em is 260 px); the one-line summary
+        # widened the cell's content past it, and a narrow page scrolled sideways.
+        cell, line, text = error.bounding_box(), summary.bounding_box(), whole.bounding_box()
+        assert cell is not None and line is not None and text is not None
+        assert cell["width"] <= 260, cell
+        assert line["x"] + line["width"] <= cell["x"] + cell["width"] + 0.5, (line, cell)
+        assert text["x"] + text["width"] <= cell["x"] + cell["width"] + 0.5, (text, cell)
+        screenshot(page, f"05-{server}-last-error-opened")
         expect(page.get_by_text("next run (UTC)", exact=True)).to_be_visible()
         expect(page.get_by_text("model not found")).to_have_count(0)
         # Events reach the page: the heartbeat's run count climbs after Run All.
