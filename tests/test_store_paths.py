@@ -8,7 +8,10 @@ mode shares it.
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -72,3 +75,37 @@ def test_a_relative_path_is_the_same_file_after_the_working_directory_changes(
     assert not (tmp_path / "elsewhere" / "Zürich tasks.db").exists()
     with SqliteTaskStore(tmp_path / "here" / "Zürich tasks.db") as store:
         assert [snapshot.task.id for snapshot in store.load_all()] == ["job"]
+
+
+_ASCII_LOCALE = """
+import json, sys
+from lldsched import SqliteTaskStore, ValidationError
+
+assert sys.getfilesystemencoding() == "ascii", sys.getfilesystemencoding()
+try:
+    SqliteTaskStore(json.loads(sys.argv[1]))  # the str a program has (argv: surrogates)
+except ValidationError as exc:
+    print(json.dumps(str(exc)))
+"""
+
+
+def test_a_path_the_locales_file_system_encoding_cannot_encode_is_refused_naming_it(
+    tmp_path: Path,
+) -> None:
+    # A service under the C locale with UTF-8 mode off (LC_ALL=C, PYTHONUTF8=0: a
+    # minimal container or a cron job's environment) encodes file names in ASCII: a
+    # bare UnicodeEncodeError that named no file came out of the open before.
+    path = str(tmp_path / "Zürich tasks.db")
+    root = Path(__file__).resolve().parent.parent
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(root)}
+    child = subprocess.run(
+        [sys.executable, "-X", "dev", "-W", "error", "-c", _ASCII_LOCALE, json.dumps(path)],
+        env={**env, "LC_ALL": "C", "PYTHONUTF8": "0"}, capture_output=True, text=True,
+        encoding="utf-8", errors="backslashreplace", timeout=60, check=False,
+    )  # fmt: skip
+    assert child.returncode == 0, child.stderr
+    said = json.loads(child.stdout or "null")
+    assert said is not None, "opened"
+    assert repr(path) in said  # the path, as the user wrote it
+    assert "file system encoding 'ascii'" in said and "PYTHONUTF8=1" in said
+    assert not os.listdir(tmp_path)  # nothing created
