@@ -446,6 +446,7 @@ class ProcessPool:
             process = subprocess.Popen(
                 [
                     sys.executable,
+                    *_interpreter_flags(),
                     "-c",
                     _BOOT,
                     json.dumps(sys.path),
@@ -555,6 +556,21 @@ def _death(process: subprocess.Popen[bytes]) -> str:
         f"ChildProcessError: the worker process {process.pid} exited with code {code} "
         "during the run"
     )
+
+
+def _interpreter_flags() -> list[str]:
+    """The parent's own interpreter options, for a child's command line: ``-W`` options,
+    ``-X dev`` and the other ``-X`` options, ``-O``, ``-I``/``-E``/``-s``/``-P``, as
+    :mod:`multiprocessing`'s ``spawn`` passes them.  Without them a job run under
+    ``python -X dev -W error::DeprecationWarning`` failed on a deprecated call on a
+    thread and passed unseen in a worker process (and asserts ran there under ``-O``).
+    The list comes from :mod:`subprocess` (``_args_from_interpreter_flags``, what
+    ``spawn`` and the test suite of CPython call, 3.3 to 3.14); a Python without it
+    starts children with no options, as before."""
+    options: Callable[[], list[str]] | None = getattr(
+        subprocess, "_args_from_interpreter_flags", None
+    )
+    return [] if options is None else options()
 
 
 # -- the child's side ------------------------------------------------------------------------
