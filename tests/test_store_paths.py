@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -109,3 +110,52 @@ def test_a_path_the_locales_file_system_encoding_cannot_encode_is_refused_naming
     assert repr(path) in said  # the path, as the user wrote it
     assert "file system encoding 'ascii'" in said and "PYTHONUTF8=1" in said
     assert not os.listdir(tmp_path)  # nothing created
+
+
+_READ_ONLY = """
+import json, os
+from lldsched import Scheduler, SqliteTaskStore, StoreError
+
+assert not os.access(".", os.W_OK)
+scheduler = Scheduler().start()  # the in-memory default writes nothing
+said = [scheduler.shutdown(timeout=5)]
+for path in ("tasks.db", "missing/tasks.db"):
+    try:
+        SqliteTaskStore(path)
+    except StoreError as exc:
+        said.append(str(exc))
+print(json.dumps(said))
+"""
+
+
+def test_a_store_in_a_read_only_working_directory_says_which_folder_and_why(
+    tmp_path: Path,
+) -> None:
+    # A container with a read-only root file system and a relative STORE path: SQLite
+    # says "unable to open database file", which named neither the folder nor why.
+    folder = tmp_path / "read only"
+    folder.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    python = [sys.executable, "-X", "dev", "-W", "error", "-c", _READ_ONLY]
+    if os.geteuid() == 0:  # root writes through permission bits: a read-only bind mount
+        quoted = shlex.quote(str(folder))
+        mount = f"mount --bind {quoted} {quoted} && mount -o remount,bind,ro {quoted}"
+        # cd again: a working directory taken before the mount is the folder under it
+        shell = f'{mount} && cd {quoted} && exec "$@"'
+        command = ["unshare", "--mount", "sh", "-c", shell, "sh", *python]
+    else:
+        folder.chmod(0o555)
+        command = python
+    try:
+        child = subprocess.run(
+            command, cwd=folder, env=env, capture_output=True, text=True, timeout=60, check=False
+        )
+    finally:
+        folder.chmod(0o755)
+    assert child.returncode == 0, child.stderr
+    stopped, read_only, missing = json.loads(child.stdout)
+    assert stopped is True
+    assert read_only.startswith("the SQLite store 'tasks.db' failed to open the file")
+    assert f"the folder {str(folder)!r} is read-only here" in read_only
+    assert f"the folder {str(folder / 'missing')!r} does not exist" in missing
+    assert not os.listdir(folder)

@@ -90,6 +90,7 @@ from lldsched.stores.sqlite_rows import (
     UPDATE,
     UPSERT,
     failure,
+    folder_state,
     immediate,
 )
 from lldsched.stores.sqlite_rows import record_of as _record
@@ -281,7 +282,8 @@ class SqliteTaskStore(CoordinatedMethods):
                 self.path, timeout=timeout, isolation_level=None, check_same_thread=False
             )
         except sqlite3.Error as exc:
-            raise failure(self.path, "open the file", exc) from exc
+            why = "" if self.path in _PRIVATE else folder_state(self.path)
+            raise failure(self.path, "open the file", exc, why=why) from exc
         # Whether the path still names the file opened (sqlite_file.py); None: a private
         # database, which has no path, or a shared store, which checks at every claim.
         self._watch = None if shared or self.path in _PRIVATE else FileWatch(self.path)
@@ -315,7 +317,8 @@ class SqliteTaskStore(CoordinatedMethods):
             if claim is not None:
                 claim.release()
             if isinstance(exc, sqlite3.Error):  # a read-only file, a full disk, a lock
-                raise failure(self.path, "open the file", exc) from exc
+                why = "" if self.path in _PRIVATE else folder_state(self.path)
+                raise failure(self.path, "open the file", exc, why=why) from exc
             raise
         self._claim = claim  # None for a private in-memory database
         # Guards the connection (one statement or transaction at a time) and the

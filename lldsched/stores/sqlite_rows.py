@@ -1,9 +1,12 @@
 """The rows of an SQLite store: the statements that write a task's row and a record, and
 the conversions from rows back to values, shared by its unshared and shared modes
-(:mod:`lldsched.stores.sqlite`, :mod:`lldsched.stores.sqlite_coordinated`)."""
+(:mod:`lldsched.stores.sqlite`, :mod:`lldsched.stores.sqlite_coordinated`), and the
+:class:`~lldsched.errors.StoreError` an SQLite error becomes (:func:`failure`, with
+what the folder says when the file cannot be opened: :func:`folder_state`)."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -55,13 +58,31 @@ RECORD_COLUMNS = (  # the name the run had; a record written before schema 5 has
 )
 
 
-def failure(path: str, doing: str, error: sqlite3.Error) -> StoreError:
+def failure(path: str, doing: str, error: sqlite3.Error, *, why: str = "") -> StoreError:
     """The :class:`StoreError` an SQLite store raises (``from error``) when SQLite failed
     ``doing`` (``"save task 'a'"``, ``"claim runs"``) on the file at ``path``: the file
     and the operation named, then SQLite's own words (``database or disk is full``,
-    ``attempt to write a readonly database``, ``database is locked``)."""
+    ``attempt to write a readonly database``, ``database is locked``), then ``why``
+    when the caller knows more (:func:`folder_state`)."""
     kind = type(error).__name__
-    return StoreError(f"the SQLite store {path!r} failed to {doing}: {kind}: {error}")
+    said = f"the SQLite store {path!r} failed to {doing}: {kind}: {error}"
+    return StoreError(f"{said} ({why})" if why else said)
+
+
+def folder_state(path: str) -> str:
+    """Why SQLite may not open ``path``, from its folder (absolute: a relative path is
+    read in the working directory), or ``""``: SQLite says only ``unable to open
+    database file`` for a folder that is missing or read-only (a container's read-only
+    root file system and a relative path).  Asked on the error path only."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        return f"the folder {folder!r} does not exist"
+    if not os.access(folder, os.W_OK):
+        return (
+            f"the folder {folder!r} is read-only here: a store creates its file, and its "
+            "-wal and -shm files, in it"
+        )
+    return ""
 
 
 def rollback(connection: sqlite3.Connection) -> None:
