@@ -514,3 +514,40 @@ def test_a_worker_process_runs_under_the_parents_warning_options_dev_mode_and_op
     result = said["interpreter_flags process"][0]
     assert "'dev': True" in result and "'optimize': 1" in result
     assert "'error::DeprecationWarning', 'error::ResourceWarning'" in result
+
+
+_EMBEDDED = """
+import json, multiprocessing, sys
+real, sys.executable = sys.executable, ""  # an embedded interpreter's (before any import)
+from lldsched import OneTime, RetryPolicy, Scheduler
+
+scheduler = Scheduler().start()
+said = []
+for executable in ("", real):
+    if executable:
+        multiprocessing.set_executable(executable)  # multiprocessing's own knob, as spawn
+    task = scheduler.schedule(f"with {executable!r}", "tests.process_jobs:pid",
+                              OneTime(delay=0), isolation="process",
+                              retry=RetryPolicy(max_attempts=1))
+    if not scheduler.wait_idle(timeout=20):
+        raise SystemExit("not idle")
+    (record,) = scheduler.task(task.id).history
+    said.append([record.ok, record.error])
+scheduler.shutdown(timeout=10)
+print(json.dumps(said))
+"""
+
+
+def test_a_worker_process_runs_the_python_multiprocessing_is_told_and_names_a_missing_one() -> None:
+    # An embedded interpreter (a Windows service, uWSGI) has no usable sys.executable:
+    # the run failed with "PermissionError: [Errno 13] Permission denied: ''".
+    child = subprocess.run(
+        [sys.executable, "-c", _EMBEDDED], cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+        timeout=60, check=False,
+    )  # fmt: skip
+    assert child.returncode == 0, child.stderr
+    (refused_ok, refused), (ran_ok, ran_error) = json.loads(child.stdout)
+    assert not refused_ok and "no Python executable to start" in refused
+    assert "multiprocessing.set_executable" in refused
+    assert ran_ok and ran_error is None

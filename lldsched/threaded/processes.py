@@ -439,13 +439,14 @@ class ProcessPool:
         """A new child, booting in the background."""
         if not SUPPORTED:  # a task restored from a store written on a POSIX host
             raise OSError(_UNSUPPORTED)
+        executable = _executable()
         from_parent, to_child = os.pipe()  # (read, write); ours stay non-inheritable (PEP 446)
         from_child, to_parent = os.pipe()
         lifeline, holding = os.pipe()  # nothing is written on it: only its end is read
         try:
             process = subprocess.Popen(
                 [
-                    sys.executable,
+                    executable,
                     *_interpreter_flags(),
                     "-c",
                     _BOOT,
@@ -556,6 +557,24 @@ def _death(process: subprocess.Popen[bytes]) -> str:
         f"ChildProcessError: the worker process {process.pid} exited with code {code} "
         "during the run"
     )
+
+
+def _executable() -> str:
+    """The Python a child runs: the one :mod:`multiprocessing` starts
+    (``multiprocessing.set_executable``, ``sys.executable`` unless told), so one knob
+    serves both; an embedded interpreter (a Windows service, uWSGI) may have none, and
+    the run's error says so instead of ``PermissionError: [Errno 13] Permission denied:
+    ''``."""
+    from multiprocessing import spawn  # its module holds the setting; imported once
+
+    executable = spawn.get_executable()
+    if not executable:
+        raise OSError(
+            "no Python executable to start a worker process with (sys.executable is "
+            f"{sys.executable!r}: an embedded interpreter?); name one with "
+            "multiprocessing.set_executable(path), or run the task on a thread"
+        )
+    return os.fsdecode(executable)
 
 
 def _interpreter_flags() -> list[str]:
