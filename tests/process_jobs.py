@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -79,6 +80,17 @@ def die_of_signal(number: int) -> None:
 def pid() -> int:
     """The child's process id."""
     return os.getpid()
+
+
+def deprecated_call() -> str:
+    """Warn as a deprecated call does: under ``-W error::DeprecationWarning`` this raises."""
+    warnings.warn("old_api() is deprecated", DeprecationWarning, stacklevel=1)
+    return "warned"
+
+
+def interpreter_flags() -> dict[str, object]:
+    """What this interpreter was started with: dev mode, -O, the -W options."""
+    return {"dev": sys.flags.dev_mode, "optimize": sys.flags.optimize, "W": sys.warnoptions}
 
 
 async def later(n: int) -> int:

@@ -14,8 +14,9 @@ def lines_of(process: subprocess.Popen[str]) -> queue.Queue[str]:
     stdout = process.stdout
 
     def read() -> None:
-        for line in stdout:
-            lines.put(line.strip())
+        with stdout:  # closed at its end: unclosed, it is a ResourceWarning under -X dev
+            for line in stdout:
+                lines.put(line.strip())
 
     threading.Thread(target=read, daemon=True).start()
     return lines

@@ -52,8 +52,9 @@ def service_block() -> str:
 
 
 def _read(stream: IO[str], put: Callable[[str], object]) -> None:
-    for line in stream:
-        put(line)
+    with stream:  # closed at its end: unclosed, it is a ResourceWarning under -X dev
+        for line in stream:
+            put(line)
 
 
 class Service:

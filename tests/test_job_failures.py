@@ -16,6 +16,7 @@ import pickle
 import sqlite3
 import weakref
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -204,8 +205,8 @@ def test_a_worker_process_lives_on_after_a_job_that_exits(make_scheduler: Schedu
 
 def test_a_store_keeps_a_surrogate_it_is_given_verbatim_nowhere_else() -> None:
     # Why the text escapes surrogates: the drivers refuse them (SQLite's here).
-    with pytest.raises(UnicodeEncodeError):
-        sqlite3.connect(":memory:").execute("select ?", ("\udcff",))
+    with closing(sqlite3.connect(":memory:")) as connection, pytest.raises(UnicodeEncodeError):
+        connection.execute("select ?", ("\udcff",))  # closed: Python 3.13 warns otherwise
 
 
 def test_the_unpicklable_exception_is_the_childs_alone() -> None:

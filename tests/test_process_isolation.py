@@ -8,8 +8,11 @@ Children start in a few hundred milliseconds, so the tests that can share a sche
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -35,6 +38,7 @@ from tests import process_jobs
 from tests.conftest import SchedulerFactory
 
 JOBS = "tests.process_jobs"
+ROOT = Path(__file__).resolve().parent.parent
 ONCE = RetryPolicy(max_attempts=1)
 BOUND = 20.0  # seconds: the most any wait below may take (the children sleep 3600 s)
 
@@ -465,3 +469,85 @@ def test_a_child_that_stops_in_the_middle_of_its_answer_is_killed_at_its_timeout
         caller.join(BOUND)
         pool.close(timeout=BOUND)
     assert pool.alive == 0
+
+
+# -- the interpreter's flags -----------------------------------------------------------------
+
+_UNDER_FLAGS = """
+import json
+from lldsched import OneTime, RetryPolicy, Scheduler
+from tests import process_jobs
+
+scheduler = Scheduler(workers=2).start()
+tasks = [
+    scheduler.schedule(
+        f"{name} {isolation}",
+        getattr(process_jobs, name) if isolation == "thread" else f"tests.process_jobs:{name}",
+        OneTime(delay=0), isolation=isolation, retry=RetryPolicy(max_attempts=1),
+    )
+    for name in ("deprecated_call", "interpreter_flags") for isolation in ("thread", "process")
+]
+if not scheduler.wait_idle(timeout=20):  # not assert: the child runs under -O
+    raise SystemExit("not idle")
+runs = {task.name: scheduler.task(task.id).history for task in tasks}
+print(json.dumps({name: [runs[name][0].result, runs[name][0].error] for name in runs}))
+if not scheduler.shutdown(timeout=10):
+    raise SystemExit("not stopped")
+"""
+
+
+def test_a_worker_process_runs_under_the_parents_warning_options_dev_mode_and_optimize() -> None:
+    # `python -X dev -W error::DeprecationWarning app.py`: a strict user's jobs fail on a
+    # deprecated call. On a thread they did; in a worker process, started without the
+    # parent's flags, the same call passed unseen (multiprocessing's spawn passes them).
+    flags = ["-X", "dev", "-O", "-W", "error::DeprecationWarning", "-W", "error::ResourceWarning"]
+    child = subprocess.run(
+        [sys.executable, *flags, "-c", _UNDER_FLAGS],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
+        text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert child.returncode == 0, child.stderr
+    said = json.loads(child.stdout)
+    failed = [None, "DeprecationWarning: old_api() is deprecated"]
+    assert said["deprecated_call thread"] == said["deprecated_call process"] == failed
+    assert said["interpreter_flags thread"] == said["interpreter_flags process"]
+    result = said["interpreter_flags process"][0]
+    assert "'dev': True" in result and "'optimize': 1" in result
+    assert "'error::DeprecationWarning', 'error::ResourceWarning'" in result
+
+
+_EMBEDDED = """
+import json, multiprocessing, sys
+real, sys.executable = sys.executable, ""  # an embedded interpreter's (before any import)
+from lldsched import OneTime, RetryPolicy, Scheduler
+
+scheduler = Scheduler().start()
+said = []
+for executable in ("", real):
+    if executable:
+        multiprocessing.set_executable(executable)  # multiprocessing's own knob, as spawn
+    task = scheduler.schedule(f"with {executable!r}", "tests.process_jobs:pid",
+                              OneTime(delay=0), isolation="process",
+                              retry=RetryPolicy(max_attempts=1))
+    if not scheduler.wait_idle(timeout=20):
+        raise SystemExit("not idle")
+    (record,) = scheduler.task(task.id).history
+    said.append([record.ok, record.error])
+scheduler.shutdown(timeout=10)
+print(json.dumps(said))
+"""
+
+
+def test_a_worker_process_runs_the_python_multiprocessing_is_told_and_names_a_missing_one() -> None:
+    # An embedded interpreter (a Windows service, uWSGI) has no usable sys.executable:
+    # the run failed with "PermissionError: [Errno 13] Permission denied: ''".
+    child = subprocess.run(
+        [sys.executable, "-c", _EMBEDDED], cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+        timeout=60, check=False,
+    )  # fmt: skip
+    assert child.returncode == 0, child.stderr
+    (refused_ok, refused), (ran_ok, ran_error) = json.loads(child.stdout)
+    assert not refused_ok and "no Python executable to start" in refused
+    assert "multiprocessing.set_executable" in refused
+    assert ran_ok and ran_error is None

@@ -8,7 +8,11 @@ mode shares it.
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -72,3 +76,89 @@ def test_a_relative_path_is_the_same_file_after_the_working_directory_changes(
     assert not (tmp_path / "elsewhere" / "Zürich tasks.db").exists()
     with SqliteTaskStore(tmp_path / "here" / "Zürich tasks.db") as store:
         assert [snapshot.task.id for snapshot in store.load_all()] == ["job"]
+
+
+_ASCII_LOCALE = """
+import json, sys
+from lldsched import SqliteTaskStore, ValidationError
+
+assert sys.getfilesystemencoding() == "ascii", sys.getfilesystemencoding()
+try:
+    SqliteTaskStore(json.loads(sys.argv[1]))  # the str a program has (argv: surrogates)
+except ValidationError as exc:
+    print(json.dumps(str(exc)))
+"""
+
+
+def test_a_path_the_locales_file_system_encoding_cannot_encode_is_refused_naming_it(
+    tmp_path: Path,
+) -> None:
+    # A service under the C locale with UTF-8 mode off (LC_ALL=C, PYTHONUTF8=0: a
+    # minimal container or a cron job's environment) encodes file names in ASCII: a
+    # bare UnicodeEncodeError that named no file came out of the open before.
+    path = str(tmp_path / "Zürich tasks.db")
+    root = Path(__file__).resolve().parent.parent
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(root)}
+    child = subprocess.run(
+        [sys.executable, "-X", "dev", "-W", "error", "-c", _ASCII_LOCALE, json.dumps(path)],
+        env={**env, "LC_ALL": "C", "PYTHONUTF8": "0"}, capture_output=True, text=True,
+        encoding="utf-8", errors="backslashreplace", timeout=60, check=False,
+    )  # fmt: skip
+    assert child.returncode == 0, child.stderr
+    said = json.loads(child.stdout or "null")
+    assert said is not None, "opened"
+    assert repr(path) in said  # the path, as the user wrote it
+    assert "file system encoding 'ascii'" in said and "PYTHONUTF8=1" in said
+    assert not os.listdir(tmp_path)  # nothing created
+
+
+_READ_ONLY = """
+import json, os
+from lldsched import Scheduler, SqliteTaskStore, StoreError
+
+assert not os.access(".", os.W_OK)
+scheduler = Scheduler().start()  # the in-memory default writes nothing
+said = [scheduler.shutdown(timeout=5)]
+for path in ("tasks.db", "missing/tasks.db"):
+    try:
+        SqliteTaskStore(path)
+    except StoreError as exc:
+        said.append(str(exc))
+print(json.dumps(said))
+"""
+
+
+def test_a_store_in_a_read_only_working_directory_says_which_folder_and_why(
+    tmp_path: Path,
+) -> None:
+    # A container with a read-only root file system and a relative STORE path: SQLite
+    # says "unable to open database file", which named neither the folder nor why.
+    folder = tmp_path / "read only"
+    folder.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    python = [sys.executable, "-X", "dev", "-W", "error", "-c", _READ_ONLY]
+    if os.geteuid() == 0:  # root writes through permission bits: a read-only bind mount
+        quoted = shlex.quote(str(folder))
+        mount = f"mount --bind {quoted} {quoted} && mount -o remount,bind,ro {quoted}"
+        # cd again: a working directory taken before the mount is the folder under it
+        shell = f'{mount} && cd {quoted} && exec "$@"'
+        command = ["unshare", "--mount", "sh", "-c", shell, "sh", *python]
+    else:
+        folder.chmod(0o555)
+        command = python
+    try:
+        child = subprocess.run(
+            command, cwd=folder, env=env, capture_output=True, text=True, timeout=60, check=False
+        )
+    finally:
+        folder.chmod(0o755)
+    assert child.returncode == 0, child.stderr
+    stopped, read_only, missing = json.loads(child.stdout)
+    assert stopped is True
+    assert read_only.startswith("the SQLite store 'tasks.db' failed to open the file")
+    if os.geteuid() == 0:
+        assert f"the folder {str(folder)!r} is on a read-only file system" in read_only
+    else:
+        assert f"may not create files in the folder {str(folder)!r}" in read_only
+    assert f"the folder {str(folder / 'missing')!r} does not exist" in missing
+    assert not os.listdir(folder)

@@ -66,6 +66,7 @@ import contextlib
 import logging
 import os
 import sqlite3
+import sys
 import threading
 from collections.abc import Sequence
 from datetime import timedelta
@@ -176,6 +177,24 @@ def _unopenable(path: str) -> str | None:
     return None if path in _PRIVATE else unopenable(path)
 
 
+def _check_encodable(path: str) -> None:
+    """Refuse, naming it, a path the file system encoding cannot encode: under the C
+    locale with UTF-8 mode off (``LC_ALL=C PYTHONUTF8=0``: a minimal container, a cron
+    job's environment) it is ASCII, and a non-ASCII path raised a bare
+    ``UnicodeEncodeError`` that named no file.  A ``ValidationError`` is a ``ValueError``,
+    as that error was.  A name read from the file system (surrogates) encodes back."""
+    encoding = sys.getfilesystemencoding()
+    try:
+        os.fsencode(path)
+    except UnicodeEncodeError as exc:
+        raise ValidationError(
+            f"the SQLite store path {path!r} cannot be a file name here: the file system "
+            f"encoding {encoding!r} (from the locale) cannot encode {path[exc.start : exc.end]!r}; "
+            "run Python in UTF-8 mode (PYTHONUTF8=1 or -X utf8), under a UTF-8 locale, "
+            "or give an ASCII path"
+        ) from exc
+
+
 class _Using:
     """A store's connection under its lock for one operation, and the one place SQLite's
     own errors (a full disk, a read-only file, a database locked past ``timeout``, a
@@ -261,6 +280,7 @@ class SqliteTaskStore(CoordinatedMethods):
                 f"shared=True needs a file other processes can open, got {os.fspath(path)!r}"
             )
         self.path = os.fspath(path)
+        _check_encodable(self.path)
         self._opened_in = forks.current[0]  # the process this store belongs to (forks.py)
         self.retention = retention
         self._slack = 0 if retention is None else max(1, retention // 10)

@@ -1,6 +1,7 @@
 """The rows of an SQLite store: the statements that write a task's row and a record, and
 the conversions from rows back to values, shared by its unshared and shared modes
-(:mod:`lldsched.stores.sqlite`, :mod:`lldsched.stores.sqlite_coordinated`)."""
+(:mod:`lldsched.stores.sqlite`, :mod:`lldsched.stores.sqlite_coordinated`), and the
+:class:`~lldsched.errors.StoreError` an SQLite error becomes (:func:`failure`)."""
 
 from __future__ import annotations
 

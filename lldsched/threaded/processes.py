@@ -439,13 +439,15 @@ class ProcessPool:
         """A new child, booting in the background."""
         if not SUPPORTED:  # a task restored from a store written on a POSIX host
             raise OSError(_UNSUPPORTED)
+        executable = _executable()
         from_parent, to_child = os.pipe()  # (read, write); ours stay non-inheritable (PEP 446)
         from_child, to_parent = os.pipe()
         lifeline, holding = os.pipe()  # nothing is written on it: only its end is read
         try:
             process = subprocess.Popen(
                 [
-                    sys.executable,
+                    executable,
+                    *_interpreter_flags(),
                     "-c",
                     _BOOT,
                     json.dumps(sys.path),
@@ -555,6 +557,39 @@ def _death(process: subprocess.Popen[bytes]) -> str:
         f"ChildProcessError: the worker process {process.pid} exited with code {code} "
         "during the run"
     )
+
+
+def _executable() -> str:
+    """The Python a child runs: the one :mod:`multiprocessing` starts
+    (``multiprocessing.set_executable``, ``sys.executable`` unless told), so one knob
+    serves both; an embedded interpreter (a Windows service, uWSGI) may have none, and
+    the run's error says so instead of ``PermissionError: [Errno 13] Permission denied:
+    ''``."""
+    from multiprocessing import spawn  # its module holds the setting; imported once
+
+    executable = spawn.get_executable()
+    if not executable:
+        raise OSError(
+            "no Python executable to start a worker process with (sys.executable is "
+            f"{sys.executable!r}: an embedded interpreter?); name one with "
+            "multiprocessing.set_executable(path), or run the task on a thread"
+        )
+    return os.fsdecode(executable)
+
+
+def _interpreter_flags() -> list[str]:
+    """The parent's own interpreter options, for a child's command line: ``-W`` options,
+    ``-X dev`` and the other ``-X`` options, ``-O``, ``-I``/``-E``/``-s``/``-P``, as
+    :mod:`multiprocessing`'s ``spawn`` passes them.  Without them a job run under
+    ``python -X dev -W error::DeprecationWarning`` failed on a deprecated call on a
+    thread and passed unseen in a worker process (and asserts ran there under ``-O``).
+    The list comes from :mod:`subprocess` (``_args_from_interpreter_flags``, what
+    ``spawn`` and the test suite of CPython call, 3.3 to 3.14); a Python without it
+    starts children with no options, as before."""
+    options: Callable[[], list[str]] | None = getattr(
+        subprocess, "_args_from_interpreter_flags", None
+    )
+    return [] if options is None else options()
 
 
 # -- the child's side ------------------------------------------------------------------------
