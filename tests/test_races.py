@@ -7,13 +7,15 @@ time, with ``-x``."""
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from typing import Any
 
 import pytest
 
 from lldsched import (
+    ExecutionRecord,
     FakeClock,
     FixedRate,
     InMemoryTaskStore,
@@ -24,6 +26,8 @@ from lldsched import (
     TaskEvent,
     TaskStatus,
 )
+from lldsched.core import packedstats
+from lldsched.core.packedstats import BATCH, PackedRunStats
 from lldsched.threaded.dispatcher import EventDispatcher
 from lldsched.threaded.pool import WorkerPool
 from tests.waits import wait_until
@@ -395,3 +399,70 @@ def test_a_coroutine_a_thread_action_returned_after_a_newer_run_cancelled_it_nev
         assert not older_ran.is_set()
     finally:
         assert scheduler.shutdown(timeout=WAIT)
+
+
+def test_a_history_read_while_its_task_records_runs_is_one_the_task_had() -> None:
+    # Before: ``task.history`` (read by any thread, without the lock: core/task.py says
+    # so) unpacked the packed blocks while iterating the deque that holds them; a run
+    # recorded on a worker meanwhile packed a batch into that deque, and the read raised
+    # ``RuntimeError: deque mutated during iteration`` (a dashboard thread reading a
+    # recurring task's history on a store-less scheduler met it about once in 5 ms
+    # under --switch-interval=1e-6).  Here the core's adds happen inside the read, at
+    # its first unpack, as the worker's would.
+    stats = PackedRunStats(None)
+    added = [_record(n) for n in range(BATCH + 4)]
+    for record in added:
+        stats.add(record)
+    later = [_record(n) for n in range(len(added), len(added) + BATCH)]
+    real_unpack = packedstats.unpack
+    adds = iter([later])
+
+    def unpack_while_the_core_adds(block: packedstats.Block) -> Iterator[ExecutionRecord]:
+        for record in next(adds, []):  # the first unpack only
+            stats.add(record)  # a whole batch: a block packed, the tail cleared
+        return real_unpack(block)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(packedstats, "unpack", unpack_while_the_core_adds)
+        history = stats.records()
+    assert history in (tuple(added), tuple(added + later))
+
+
+def test_a_history_read_from_another_thread_never_raises_nor_goes_back() -> None:
+    # The same race through a running scheduler: a reader thread reads a fast recurring
+    # task's history while workers record its runs; each read must be a prefix of the
+    # final history (history_limit=None: nothing falls off), in order, without an error.
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch between nearly every bytecode
+    scheduler = Scheduler(workers=2, history_limit=None).start()
+    reads: list[tuple[ExecutionRecord, ...]] = []
+    errors: list[BaseException] = []
+    try:
+        task = scheduler.schedule("tick", _none, FixedRate(0.0002))
+        for _ in range(20_000):
+            try:
+                reads.append(task.history)
+            except Exception as exc:  # what the test reports
+                errors.append(exc)
+            if len(reads) > 200 and len(reads[-1]) >= 4 * BATCH * 8:
+                break
+        scheduler.cancel(task.id)
+        assert scheduler.wait_idle(timeout=WAIT)
+    finally:
+        sys.setswitchinterval(switch)
+        assert scheduler.shutdown(timeout=WAIT)
+    assert errors == []
+    final = task.history
+    for read in reads:
+        assert read == final[: len(read)]
+
+
+def _none() -> None:
+    return None
+
+
+def _record(index: int) -> ExecutionRecord:
+    return ExecutionRecord.of(
+        task_id="t", name="t", attempt=1, due=float(index), slot=float(index), worker=0,
+        started=index + 0.25, finished=index + 0.5, ok=True,
+    )  # fmt: skip
