@@ -466,3 +466,50 @@ def _record(index: int) -> ExecutionRecord:
         task_id="t", name="t", attempt=1, due=float(index), slot=float(index), worker=0,
         started=index + 0.25, finished=index + 0.5, ok=True,
     )  # fmt: skip
+
+
+@pytest.mark.parametrize("verb", ["cancel", "pause"])
+def test_a_coroutine_cancelled_between_its_start_and_its_first_step_never_runs(verb: str) -> None:
+    # Before: the loop made the coroutine's asyncio task (its first step queued on the
+    # loop) and a cancel or pause that came before that step found the task made, so it
+    # queued the cancellation behind the step: the body ran after cancel() returned True
+    # (all of it, for a coroutine that does not await: recorded ok, its task CANCELLED).
+    # A loop busy with other coroutines' steps widens that window.  Found by
+    # tests/test_concurrent_verbs.py.  Here the loop is held just after the task is made.
+    made, verb_returned = threading.Event(), threading.Event()
+    ran: list[str] = []
+
+    async def job() -> str:
+        ran.append("body")
+        return "done"
+
+    async def warm_up() -> None:
+        pass
+
+    scheduler = Scheduler(workers=1, clock=FakeClock(0.0)).start()
+    try:
+        scheduler.schedule("warm-up", warm_up, OneTime(delay=0))  # starts the loop
+        assert scheduler.wait_idle(timeout=WAIT)
+        runner = scheduler._coroutines
+        task_class = runner._task_class
+        assert task_class is not None
+
+        class HeldTask(task_class):  # type: ignore[misc,valid-type]
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                super().__init__(*args, **kwargs)  # its first step is queued now
+                made.set()
+                assert verb_returned.wait(WAIT)  # the loop is held until the verb returned
+
+        runner._task_class = HeldTask
+        task = scheduler.schedule("job", job, OneTime(delay=0))
+        assert made.wait(WAIT)
+        assert getattr(scheduler, verb)(task.id) is True
+        verb_returned.set()
+        assert scheduler.wait_idle(timeout=WAIT)
+        assert ran == []  # the body never started
+        (record,) = task.history
+        said = {"cancel": "cancelled", "pause": "paused"}[verb]
+        assert record.error == f"CancelledError: task {said}"
+    finally:
+        verb_returned.set()
+        assert scheduler.shutdown(timeout=WAIT)
