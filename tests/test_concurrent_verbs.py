@@ -8,10 +8,12 @@ caller threads apply seeded random verbs (``schedule`` with caller ids and
 ``replace_existing``, ``reschedule``, ``modify``, ``pause``, ``resume``, ``cancel``,
 ``remove``, ``run_now``, ``redrive``, and the reads ``task().history``, ``tasks()``,
 ``records()``, ``metrics()``) to a shared set of tasks (fixed rate, fixed delay, one-off,
-cron, ``depends_on``; thread actions that succeed, fail, fail once, or block on a gate;
-coroutine actions, one that outlives its enforced timeout), with a memory store and
-with a SQLite store, while the scheduler runs them on the system clock.  Then it is shut
-down while work is still due and running (``drain=True`` and ``drain=False``), and:
+cron, ``depends_on``; thread actions that succeed, fail, fail once, block on a gate, or
+pause or cancel their own task; coroutine actions, one that outlives its enforced
+timeout), with a memory store and with a SQLite store, while the scheduler runs them on
+the system clock; a listener calls verbs too, from the listeners' thread, and the
+scheduler is started once the callers are going.  Then it is shut down while work is
+still due and running (``drain=True`` and ``drain=False``), and:
 
 * **no run begins after ``pause()`` or ``cancel()`` returned True** for its task, unless
   a verb that may start it again (``resume``, ``redrive``, or a ``remove`` and a new
@@ -24,10 +26,12 @@ down while work is still due and running (``drain=True`` and ``drain=False``), a
   before the cancel: ``ctx.cancelled``), and **no coroutine body starts after
   ``cancel()`` or ``pause()`` returned** (a coroutine not started yet is dropped or
   cancelled before its first step);
-* **nothing runs after ``shutdown()`` returned True**;
+* **nothing runs after ``shutdown()`` returned True**, and ``drain=True`` left nothing
+  that was due when it was called;
 * every call of an action has exactly one record, every record one call; the listener
   hears each task's transitions once and in order (a chain from its registration to
-  its status), every record once;
+  its status), every record once; each task's counters (runs, failures, the attempt it
+  waits with) agree with its history;
 * ``metrics()`` read from the caller threads agrees with itself (``busy`` within the
   pool, counts never negative, the outcome counts never going down), and after the
   shutdown its outcome counts are exactly the records the listener heard, its dead
@@ -150,10 +154,13 @@ async def stamped_drive(runner: CoroutineRunner, flight: Any) -> None:
 
 def act(mode: str, ctx: RunContext) -> str:
     """A thread action: ``ok``, ``fail`` (every attempt), ``flaky`` (its first attempt),
-    ``block`` (until the gate opens, or its flag is raised; bounded)."""
+    ``block`` (until the gate opens, or its flag is raised; bounded), ``pause`` and
+    ``cancel`` (its own task, from the worker: "done for now")."""
     _note(ctx, coroutine=False)
     if mode == "fail" or (mode == "flaky" and ctx.attempt == 1):
         raise RuntimeError(f"{mode} fails")
+    if mode in ("pause", "cancel"):
+        apply(mode, ctx.task_id)
     if mode == "block":
         deadline = time.monotonic() + WAIT
         while not GATE.wait(0.01) and not ctx.cancelled and time.monotonic() < deadline:
@@ -162,14 +169,56 @@ def act(mode: str, ctx: RunContext) -> str:
 
 
 async def act_async(mode: str, ctx: RunContext) -> str:
-    """A coroutine action: ``ok``, ``fail``, ``flaky``, or ``hang`` (awaits for ever: its
-    timeout, always set, cancels it)."""
+    """A coroutine action: ``ok``, ``fail``, ``flaky``, ``hang`` (awaits for ever: its
+    timeout, always set, cancels it), ``pause`` and ``cancel`` (its own task)."""
     _note(ctx, coroutine=True)
     if mode == "fail" or (mode == "flaky" and ctx.attempt == 1):
         raise RuntimeError(f"{mode} fails")
+    if mode in ("pause", "cancel"):  # and returns before any await: recorded as it ended
+        apply(mode, ctx.task_id)
     if mode == "hang":
         await asyncio.Event().wait()
     return mode
+
+
+SEEN: list[Seen] = []
+"""The round's :class:`Seen` (one at a time), where the verbs the actions and the
+listener call are noted too."""
+
+
+def apply(verb: str, task_id: str) -> object:
+    """Call ``verb`` on the round's scheduler from an action or a listener, noted as the
+    callers' verbs are; what it returned (None if it raised an expected error)."""
+    seen = SEEN[-1]
+    called = next(STAMP)
+    try:
+        result: object = getattr(seen.scheduler, verb)(task_id)
+    except EXPECTED:
+        result = None
+    except Exception as exc:  # what the test reports
+        seen.problems.append(f"{verb}({task_id!r}) from {threading.current_thread().name}: {exc!r}")
+        result = None
+    seen.verbs.append(Verb(verb, task_id, called, next(STAMP), result))
+    return result
+
+
+class Meddler:
+    """A listener that now and then calls a verb on the task an event is about, from the
+    listeners' thread (seeded)."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+
+    def __call__(self, event: TaskEvent) -> None:
+        roll = self.rng.random()
+        if roll < 0.02:
+            apply("pause", event.task_id)
+        elif roll < 0.04:
+            apply("resume", event.task_id)
+        elif roll < 0.05:
+            apply("run_now", event.task_id)
+        elif roll < 0.06 and event.status is TaskStatus.FAILED:
+            apply("redrive", event.task_id)
 
 
 # -- a store that stamps its writes -------------------------------------------------------
@@ -235,6 +284,8 @@ class Verb:
 class Seen:
     """What the threads did and saw (lists appended by one thread each, or atomically)."""
 
+    scheduler: Any = None  # the round's (set once it is made)
+    going: threading.Event = field(default_factory=threading.Event)  # the verbs are going
     verbs: list[Verb] = field(default_factory=list)
     registered: set[str] = field(default_factory=set)
     problems: list[str] = field(default_factory=list)  # broken promises seen on the way
@@ -272,6 +323,8 @@ def caller(scheduler: Scheduler, seen: Seen, seed: int, *, ops: int) -> None:
         # (the verbs alone outrun the runs), within the bound
         if done >= ops and (len(CALLS) >= MIN_CALLS or time.monotonic() > deadline):
             break
+        if done == 30:
+            seen.going.set()  # storm() starts the scheduler: the verbs race start() too
         known = sorted(seen.registered)
         target = rng.choice(known) if known and rng.random() < 0.95 else "nope"
         verb = rng.choices(VERBS, weights=WEIGHTS)[0]
@@ -337,9 +390,9 @@ def register(
     schedule, recurs = random_schedule(rng)
     coroutine = rng.random() < 0.3
     if coroutine:
-        mode = rng.choice(["ok", "ok", "fail", "flaky", "hang"])
+        mode = rng.choice(["ok", "ok", "fail", "flaky", "hang", "pause", "cancel"])
     else:
-        mode = rng.choice(["ok", "ok", "ok", "fail", "flaky", "block"])
+        mode = rng.choice(["ok", "ok", "ok", "fail", "flaky", "block", "pause", "cancel"])
     caller_id = rng.choice(CALLER_IDS) if rng.random() < 0.5 else None
     upstreams = rng.sample(known, k=1) if known and recurs and rng.random() < 0.15 else []
     task = scheduler.schedule(
@@ -396,8 +449,9 @@ class Rig:
 
 @contextlib.contextmanager
 def rig(store: str, tmp_path: Path, seed: int) -> Iterator[Rig]:
-    """A started scheduler on a stamped store with a listener, every escaped exception
-    and every WARNING (but the jobs' own lines) noted; shut down and closed after."""
+    """A scheduler (storm() starts it) on a stamped store with listeners, every escaped
+    exception and every WARNING (but the jobs' own lines) noted; shut down and closed
+    after."""
     CALLS.clear()
     DRIVEN.clear()
     GATE.clear()
@@ -417,7 +471,7 @@ def rig(store: str, tmp_path: Path, seed: int) -> Iterator[Rig]:
     scheduler = Scheduler(
         workers=WORKERS,
         store=durable,
-        listeners=[seen.events.append],
+        listeners=[seen.events.append, Meddler(seed)],
         history_limit=None,
         retain_finished=None,  # a retired id is a new task again: keep the ids' story whole
         seed=seed,
@@ -425,8 +479,9 @@ def rig(store: str, tmp_path: Path, seed: int) -> Iterator[Rig]:
         listener_backlog=1_000_000,
         name=f"verbs-{seed}",
     )
+    seen.scheduler = scheduler
+    SEEN.append(seen)
     try:
-        scheduler.start()
         yield Rig(scheduler, durable, seen, path, escaped)
     finally:
         GATE.set()
@@ -437,6 +492,7 @@ def rig(store: str, tmp_path: Path, seed: int) -> Iterator[Rig]:
         threading.excepthook, sys.unraisablehook = hooks
         patch.undo()
         DRIVEN.clear()
+        SEEN.clear()
 
 
 class _Noted(logging.Handler):
@@ -452,7 +508,8 @@ class _Noted(logging.Handler):
 
 
 def storm(r: Rig, seed: int, *, ops: int) -> None:
-    """The caller threads, each joined within the bound."""
+    """The caller threads, each joined within the bound; the scheduler started once they
+    are going."""
     threads = [
         threading.Thread(
             target=caller, args=(r.scheduler, r.seen, seed * 10 + n), kwargs={"ops": ops}
@@ -461,6 +518,8 @@ def storm(r: Rig, seed: int, *, ops: int) -> None:
     ]
     for thread in threads:
         thread.start()
+    assert r.seen.going.wait(WAIT), "no caller made 30 verbs"
+    r.scheduler.start()  # with the verbs going: tasks registered, paused, ... before it
     for thread in threads:
         thread.join(WAIT)
         assert not thread.is_alive(), f"{thread.name} is stuck: a deadlock?"
@@ -471,6 +530,7 @@ def shut_down(r: Rig, *, drain: bool) -> int:
     still due and running (the gate opened first: a blocked run ends); the stamp when
     it returned True."""
     GATE.set()
+    before = r.scheduler.now  # the drain runs every slot due by its call, a little later
     answers: list[bool] = []
     stopper = threading.Thread(
         target=lambda: answers.append(r.scheduler.shutdown(drain=drain, timeout=WAIT))
@@ -479,7 +539,17 @@ def shut_down(r: Rig, *, drain: bool) -> int:
     stopper.join(WAIT + 10)
     assert not stopper.is_alive(), "shutdown() is stuck: a deadlock?"
     assert answers == [True], "shutdown() ran out of time"
-    return next(STAMP)
+    returned = next(STAMP)
+    if drain:  # README: drain=True runs what was due when shutdown() was called
+        left = [
+            task
+            for task in r.scheduler.tasks()
+            if task.status in (TaskStatus.SCHEDULED, TaskStatus.RETRYING)
+            and task.next_run_at is not None
+            and task.next_run_at <= before
+        ]
+        assert left == [], left[:5]
+    return returned
 
 
 # -- the checks -----------------------------------------------------------------------------
@@ -586,6 +656,8 @@ def check_after_shutdown(r: Rig, stopped: int) -> None:
     dead = scheduler.dead_letter()
     assert m.dead_letter == len(dead) and m.tasks == len(tasks), m
     assert set(dead) == {task_id for task_id, t in tasks.items() if t.status is TaskStatus.FAILED}
+    for task in tasks.values():
+        check_counts(task)
     check_store(r.store, tasks, dead)
     if r.path is not None:
         r.store.close()
@@ -598,6 +670,18 @@ def check_after_shutdown(r: Rig, stopped: int) -> None:
         scheduler.schedule("late", act, OneTime(delay=0), args=("ok",))
     assert r.seen.problems == [], r.seen.problems[:10]
     assert r.escaped == [], r.escaped[:10]
+
+
+def check_counts(task: Any) -> None:
+    """A task's counters agree with its history (every record kept: ``history_limit=None``):
+    its runs and failures, and the attempt a pending retry or a slot waits with."""
+    ran = [record for record in task.history if record.outcome.ran]
+    assert task.run_count == len(ran), task
+    assert task.failure_count == sum(not record.ok for record in ran), task
+    if task.status is TaskStatus.SCHEDULED:
+        assert task.attempt == 0, task
+    if task.status is TaskStatus.RETRYING:  # the attempt its last run made, which failed
+        assert ran and not ran[-1].ok and ran[-1].attempt == task.attempt, (task, ran[-1:])
 
 
 def check_store(store: Any, tasks: dict[str, Any], dead: list[str]) -> None:
