@@ -98,6 +98,7 @@ MIN_CALLS = 400  # calls of the actions a round waits for, at most WAIT / 3 seco
 CALLER_IDS = [f"job-{n}" for n in range(10)]  # ids the threads share
 WAIT = 30.0  # the bound of every wait: a failing test fails, it never hangs
 WORKERS = 3
+MAX_COROUTINES = 4  # few: coroutine runs wait for a slot too
 
 # What a verb may rightly raise when another thread got there first (an id removed,
 # a finished task, an upstream removed or a cycle, an id taken, a dependent left).
@@ -475,7 +476,7 @@ def rig(store: str, tmp_path: Path, seed: int) -> Iterator[Rig]:
         history_limit=None,
         retain_finished=None,  # a retired id is a new task again: keep the ids' story whole
         seed=seed,
-        max_coroutines=4,
+        max_coroutines=MAX_COROUTINES,
         listener_backlog=1_000_000,
         name=f"verbs-{seed}",
     )
@@ -755,14 +756,20 @@ def main() -> None:
     if options.switch_interval is not None:
         sys.setswitchinterval(options.switch_interval)
     deadline = time.monotonic() + options.seconds
+    global WORKERS, MAX_COROUTINES
     for seed in itertools.count(100):
         if time.monotonic() > deadline:
             break
+        WORKERS, MAX_COROUTINES = 1 + seed % 4, 1 + seed % 7  # sizes the suite does not try
         store = ("memory", "sqlite")[seed % 2]
         drain = seed % 4 < 2
         with tempfile.TemporaryDirectory() as folder:
             one_round(store, drain, seed, Path(folder), ops=OPS * 2)
-        print(f"seed {seed} ({store}, drain={drain}): ok", flush=True)
+        print(
+            f"seed {seed} ({store}, drain={drain}, workers={WORKERS}, "
+            f"max_coroutines={MAX_COROUTINES}): ok",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":  # the actions by their module's import path, not __main__'s
