@@ -110,6 +110,9 @@ store's writes take theirs under the scheduler's lock."""
 
 GATE = threading.Event()
 """What a ``"block"`` thread action waits for (bounded); a verb opens it now and then."""
+STOPPING = threading.Event()
+"""Set as the round's shutdown begins: a ``"block"`` action waits no more, and the
+callers stop once they made their verbs."""
 
 
 # -- the actions: module level, so that SQLite keeps them by import path ------------------
@@ -132,11 +135,18 @@ CALLS: list[Call] = []  # list.append is atomic: every worker and the loop appen
 DRIVEN: dict[RunContext, int] = {}  # a coroutine run's driver's stamp, by its context
 
 
+HALF = threading.Event()
+"""Set once the actions were called MIN_CALLS // 2 times: a shutdown during the storm
+comes then."""
+
+
 def _note(ctx: RunContext, *, coroutine: bool) -> None:
     driven = DRIVEN.pop(ctx, -1) if coroutine else None
     CALLS.append(
         Call(next(STAMP), ctx.task_id, ctx.due, ctx.attempt, ctx.worker, ctx.cancelled, driven)
     )
+    if len(CALLS) >= MIN_CALLS // 2:
+        HALF.set()
 
 
 _drive = CoroutineRunner._drive
@@ -164,8 +174,9 @@ def act(mode: str, ctx: RunContext) -> str:
         apply(mode, ctx.task_id)
     if mode == "block":
         deadline = time.monotonic() + WAIT
-        while not GATE.wait(0.01) and not ctx.cancelled and time.monotonic() < deadline:
-            pass
+        while not (GATE.wait(0.01) or STOPPING.is_set() or ctx.cancelled):
+            if time.monotonic() > deadline:
+                break
     return mode
 
 
@@ -322,7 +333,8 @@ def caller(scheduler: Scheduler, seen: Seen, seed: int, *, ops: int) -> None:
     for done in itertools.count():
         # at least ``ops`` verbs, then on until the actions were called MIN_CALLS times
         # (the verbs alone outrun the runs), within the bound
-        if done >= ops and (len(CALLS) >= MIN_CALLS or time.monotonic() > deadline):
+        enough = len(CALLS) >= MIN_CALLS or STOPPING.is_set()
+        if done >= ops and (enough or time.monotonic() > deadline):
             break
         if done == 30:
             seen.going.set()  # storm() starts the scheduler: the verbs race start() too
@@ -456,6 +468,8 @@ def rig(store: str, tmp_path: Path, seed: int) -> Iterator[Rig]:
     CALLS.clear()
     DRIVEN.clear()
     GATE.clear()
+    HALF.clear()
+    STOPPING.clear()
     path = tmp_path / f"verbs-{seed}.db" if store == "sqlite" else None
     durable = StampedSqlite(path) if path is not None else StampedMemory()
     seen = Seen()
@@ -508,9 +522,12 @@ class _Noted(logging.Handler):
             self.noted.append(f"{record.name}: {record.getMessage()}")
 
 
-def storm(r: Rig, seed: int, *, ops: int) -> None:
+def storm(r: Rig, seed: int, *, ops: int, drain: bool, during: bool) -> int:
     """The caller threads, each joined within the bound; the scheduler started once they
-    are going."""
+    are going, and shut down (:func:`shut_down`) once they are done, or ``during`` the
+    storm, half-way through its calls (then once more after it, which delivers the events
+    of the verbs allowed after a shutdown: pause, cancel, modify, remove).  The stamp
+    when the first ``shutdown()`` returned."""
     threads = [
         threading.Thread(
             target=caller, args=(r.scheduler, r.seen, seed * 10 + n), kwargs={"ops": ops}
@@ -521,16 +538,23 @@ def storm(r: Rig, seed: int, *, ops: int) -> None:
         thread.start()
     assert r.seen.going.wait(WAIT), "no caller made 30 verbs"
     r.scheduler.start()  # with the verbs going: tasks registered, paused, ... before it
+    if during:
+        assert HALF.wait(WAIT), f"the actions were called {len(CALLS)} times"
+        stopped = shut_down(r, drain=drain)
     for thread in threads:
         thread.join(WAIT)
         assert not thread.is_alive(), f"{thread.name} is stuck: a deadlock?"
+    if during:
+        assert r.scheduler.shutdown(timeout=WAIT)
+        return stopped
+    return shut_down(r, drain=drain)
 
 
 def shut_down(r: Rig, *, drain: bool) -> int:
     """``shutdown(drain=...)`` on a thread of its own, joined within the bound, with work
     still due and running (the gate opened first: a blocked run ends); the stamp when
     it returned True."""
-    GATE.set()
+    STOPPING.set()  # (a caller's "gate" verb closes GATE again)
     before = r.scheduler.now  # the drain runs every slot due by its call, a little later
     answers: list[bool] = []
     stopper = threading.Thread(
@@ -720,29 +744,32 @@ def check_histories_read_on_the_way(r: Rig) -> None:
 # -- the tests --------------------------------------------------------------------------------
 
 CASES = [
-    pytest.param("memory", True, 1, id="memory-drain"),
-    pytest.param("memory", False, 2, id="memory-no-drain"),
-    pytest.param("sqlite", True, 3, id="sqlite-drain"),
-    pytest.param("sqlite", False, 4, id="sqlite-no-drain"),
+    pytest.param("memory", True, False, 1, id="memory-drain"),
+    pytest.param("memory", False, False, 2, id="memory-no-drain"),
+    pytest.param("sqlite", True, False, 3, id="sqlite-drain"),
+    pytest.param("sqlite", False, False, 4, id="sqlite-no-drain"),
+    pytest.param("memory", True, True, 5, id="memory-drain-during-the-verbs"),
+    pytest.param("sqlite", False, True, 6, id="sqlite-no-drain-during-the-verbs"),
 ]
 
 
-def one_round(store: str, drain: bool, seed: int, tmp_path: Path, *, ops: int = OPS) -> None:
+def one_round(
+    store: str, drain: bool, seed: int, tmp_path: Path, *, during: bool = False, ops: int = OPS
+) -> None:
     with rig(store, tmp_path, seed) as r:
-        storm(r, seed, ops=ops)
-        assert len(CALLS) >= MIN_CALLS, f"the actions were called {len(CALLS)} times"
+        stopped = storm(r, seed, ops=ops, drain=drain, during=during)
+        assert len(CALLS) >= MIN_CALLS // 2, f"the actions were called {len(CALLS)} times"
         check_histories_read_on_the_way(r)
         assert len(r.seen.registered) > 20  # the threads did register a lot
-        stopped = shut_down(r, drain=drain)
         check_halts(r)
         check_after_shutdown(r, stopped)
 
 
-@pytest.mark.parametrize(("store", "drain", "seed"), CASES)
+@pytest.mark.parametrize(("store", "drain", "during", "seed"), CASES)
 def test_what_each_verb_promises_holds_from_when_it_returned(
-    store: str, drain: bool, seed: int, tmp_path: Path
+    store: str, drain: bool, during: bool, seed: int, tmp_path: Path
 ) -> None:
-    one_round(store, drain, seed, tmp_path)
+    one_round(store, drain, seed, tmp_path, during=during)
 
 
 def main() -> None:
@@ -762,11 +789,11 @@ def main() -> None:
             break
         WORKERS, MAX_COROUTINES = 1 + seed % 4, 1 + seed % 7  # sizes the suite does not try
         store = ("memory", "sqlite")[seed % 2]
-        drain = seed % 4 < 2
+        drain, during = seed % 4 < 2, seed % 3 == 0
         with tempfile.TemporaryDirectory() as folder:
-            one_round(store, drain, seed, Path(folder), ops=OPS * 2)
+            one_round(store, drain, seed, Path(folder), during=during, ops=OPS * 2)
         print(
-            f"seed {seed} ({store}, drain={drain}, workers={WORKERS}, "
+            f"seed {seed} ({store}, drain={drain}, during={during}, workers={WORKERS}, "
             f"max_coroutines={MAX_COROUTINES}): ok",
             flush=True,
         )
