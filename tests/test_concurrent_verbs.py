@@ -62,7 +62,7 @@ import sys
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -163,10 +163,13 @@ async def stamped_drive(runner: CoroutineRunner, flight: Any) -> None:
     await _drive(runner, flight)
 
 
-def act(mode: str, ctx: RunContext) -> str:
+def act(mode: str, ctx: RunContext) -> str | Coroutine[Any, Any, str]:
     """A thread action: ``ok``, ``fail`` (every attempt), ``flaky`` (its first attempt),
     ``block`` (until the gate opens, or its flag is raised; bounded), ``pause`` and
-    ``cancel`` (its own task, from the worker: "done for now")."""
+    ``cancel`` (its own task, from the worker: "done for now"); ``coro-<mode>`` returns
+    the coroutine of :func:`act_async` (the worker hands it to the loop)."""
+    if mode.startswith("coro-"):
+        return act_async(mode.removeprefix("coro-"), ctx)  # its body notes the call
     _note(ctx, coroutine=False)
     if mode == "fail" or (mode == "flaky" and ctx.attempt == 1):
         raise RuntimeError(f"{mode} fails")
@@ -405,7 +408,9 @@ def register(
     if coroutine:
         mode = rng.choice(["ok", "ok", "fail", "flaky", "hang", "pause", "cancel"])
     else:
-        mode = rng.choice(["ok", "ok", "ok", "fail", "flaky", "block", "pause", "cancel"])
+        mode = rng.choice(
+            ["ok", "ok", "ok", "fail", "flaky", "block", "pause", "cancel", "coro-ok", "coro-fail"]
+        )
     caller_id = rng.choice(CALLER_IDS) if rng.random() < 0.5 else None
     upstreams = rng.sample(known, k=1) if known and recurs and rng.random() < 0.15 else []
     task = scheduler.schedule(
@@ -595,7 +600,10 @@ def check_halts(r: Rig) -> None:
         """Whether a verb that may start ``halt``'s task again took hold after ``halt``
         began and before ``at`` (it overlapped the halt or came after it)."""
         return any(
-            other.name in revive[halt.name] and other.returned > halt.called and other.called < at
+            other.name in revive[halt.name]
+            and other.result  # it took: True, or the id removed
+            and other.returned > halt.called
+            and other.called < at
             for other in by_id[halt.task_id]
         )
 
