@@ -9,11 +9,13 @@ caller threads apply seeded random verbs (``schedule`` with caller ids and
 ``remove``, ``run_now``, ``redrive``, and the reads ``task().history``, ``tasks()``,
 ``records()``, ``metrics()``) to a shared set of tasks (fixed rate, fixed delay, one-off,
 cron, ``depends_on``; thread actions that succeed, fail, fail once, block on a gate, or
-pause or cancel their own task; coroutine actions, one that outlives its enforced
-timeout), with a memory store and with a SQLite store, while the scheduler runs them on
-the system clock; a listener calls verbs too, from the listeners' thread, and the
-scheduler is started once the callers are going.  Then it is shut down while work is
-still due and running (``drain=True`` and ``drain=False``), and:
+pause or cancel their own task, or return a coroutine the worker hands to the loop;
+coroutine actions, one that outlives its enforced timeout), with a memory store and
+with a SQLite store, while the scheduler runs them on the system clock; a listener
+calls verbs too, from the listeners' thread, and the scheduler is started once the
+callers are going.  It is shut down while work is still
+due and running (``drain=True`` and ``drain=False``): after the callers' verbs, or
+half-way through them (the verbs go on against it).  Then:
 
 * **no run begins after ``pause()`` or ``cancel()`` returned True** for its task, unless
   a verb that may start it again (``resume``, ``redrive``, or a ``remove`` and a new
@@ -23,9 +25,10 @@ still due and running (``drain=True`` and ``drain=False``), and:
   the scheduler's lock, so its writes and the verbs' returns are totally ordered by one
   counter (:data:`STAMP`);
 * **a thread run called after ``cancel()`` returned has its flag raised** (it began
-  before the cancel: ``ctx.cancelled``), and **no coroutine body starts after
-  ``cancel()`` or ``pause()`` returned** (a coroutine not started yet is dropped or
-  cancelled before its first step);
+  before the cancel: ``ctx.cancelled``), and **no coroutine begins after ``cancel()``
+  or ``pause()`` returned**: a body that ran although the loop's driver reached it only
+  after the verb returned (the driver's first step is stamped, :func:`stamped_drive`)
+  is a broken promise;
 * **nothing runs after ``shutdown()`` returned True**, and ``drain=True`` left nothing
   that was due when it was called;
 * every call of an action has exactly one record, every record one call; the listener
@@ -36,8 +39,8 @@ still due and running (``drain=True`` and ``drain=False``), and:
   pool, counts never negative, the outcome counts never going down), and after the
   shutdown its outcome counts are exactly the records the listener heard, its dead
   letter the scheduler's;
-* a history read from a caller thread while its task runs is one the task had
-  (ordered, its own records, a prefix of the final one: ``history_limit=None``);
+* a history read from a caller thread while its task runs never raises, is in order
+  and holds the task's own records;
 * after the shutdown the store holds what the scheduler holds (each task's status, due
   instant, attempt, counts, last error, not running, its records), and so does the
   SQLite file opened again by a new store;
