@@ -79,6 +79,7 @@ from lldsched import (
     FixedRate,
     InMemoryTaskStore,
     OneTime,
+    Overlap,
     Priority,
     RetryPolicy,
     RunContext,
@@ -416,6 +417,8 @@ def register(
         )
     caller_id = rng.choice(CALLER_IDS) if rng.random() < 0.5 else None
     upstreams = rng.sample(known, k=1) if known and recurs and rng.random() < 0.15 else []
+    on_a_grid = recurs and not isinstance(schedule, FixedDelay)
+    overlap = rng.choice(list(Overlap)) if on_a_grid and rng.random() < 0.3 else None
     task = scheduler.schedule(
         f"{'async-' if coroutine else ''}{mode}",
         act_async if coroutine else act,
@@ -428,6 +431,8 @@ def register(
         args=(mode,),
         depends_on=upstreams,
         paused=rng.random() < 0.05,
+        overlap=overlap,
+        max_instances=2 if overlap is Overlap.ALLOW else None,
     )
     return task.id
 
@@ -646,7 +651,8 @@ def check_records(r: Rig, tasks: dict[str, Any]) -> list[ExecutionRecord]:
     assert twice == [], twice[:5]
     # A coroutine stopped by a cancel, a pause or the shutdown before it began has a
     # record and no call.
-    unrun = ("SchedulerStateError", "CancelledError")
+    # So may one a newer run cut under Overlap.CANCEL_OTHER (its record says so).
+    unrun = ("SchedulerStateError", "CancelledError", "OverlapCancelled")
     ran = Counter(_key(x) for x in heard if x.outcome.ran and not (x.error or "").startswith(unrun))
     stopped = Counter(_key(x) for x in heard if x.outcome.ran and (x.error or "").startswith(unrun))
     calls = Counter(_key(call) for call in CALLS)
