@@ -8,8 +8,9 @@ caller threads apply seeded random verbs (``schedule`` with caller ids and
 ``replace_existing``, ``reschedule``, ``modify``, ``pause``, ``resume``, ``cancel``,
 ``remove``, ``run_now``, ``redrive``, and the reads ``task().history``, ``tasks()``,
 ``records()``, ``metrics()``) to a shared set of tasks (fixed rate, fixed delay, one-off,
-cron, ``depends_on``; thread actions that succeed, fail, fail once, block on a gate, or
-pause or cancel their own task, or return a coroutine the worker hands to the loop;
+cron, ``depends_on``, overlap policies; thread actions that succeed, fail, fail once,
+block on a gate, pause or cancel their own task, or return a coroutine the worker hands
+to the loop;
 coroutine actions, one that outlives its enforced timeout), with a memory store and
 with a SQLite store, while the scheduler runs them on the system clock; a listener
 calls verbs too, from the listeners' thread, and the scheduler is started once the
@@ -23,7 +24,8 @@ half-way through them (the verbs go on against it).  Then:
   once": a run in flight finishes, nothing is scheduled after it).  A run's begin is
   seen as the store write that makes the task ``running``: the store is called under
   the scheduler's lock, so its writes and the verbs' returns are totally ordered by one
-  counter (:data:`STAMP`);
+  counter (:data:`STAMP`).  (A run an overlap policy begins beside another is not seen
+  so: the task is running already; the flag rule below still holds for it.);
 * **a thread run called after ``cancel()`` returned has its flag raised** (it began
   before the cancel: ``ctx.cancelled``), and **no coroutine begins after ``cancel()``
   or ``pause()`` returned**: a body that ran although the loop's driver reached it only
