@@ -42,7 +42,8 @@ half-way through them (the verbs go on against it).  Then:
   shutdown its outcome counts are exactly the records the listener heard, its dead
   letter the scheduler's;
 * a history read from a caller thread while its task runs never raises, is in order
-  and holds the task's own records;
+  and holds the task's own records; a reader thread reads a fast recurring task's
+  history all along, each read the one before it and more;
 * after the shutdown the store holds what the scheduler holds (each task's status, due
   instant, attempt, counts, last error, not running, its records), and so does the
   SQLite file opened again by a new store;
@@ -51,8 +52,10 @@ half-way through them (the verbs go on against it).  Then:
 * every wait is bounded: a thread or a ``shutdown()`` that does not come back fails the
   test instead of hanging it.
 
-About a second a case.  A longer run of the same checks is ``python -m
-tests.test_concurrent_verbs --seconds 600`` (seed after seed; not part of the suite).
+Threads switch every 10 µs during a round (:data:`SWITCH`; Python's default is 5 ms),
+so that they switch inside the verbs and the reads.  About a second a case.  A longer
+run of the same checks is ``python -m tests.test_concurrent_verbs --seconds 600`` (seed
+after seed; not part of the suite).
 """
 
 from __future__ import annotations
@@ -105,6 +108,7 @@ CALLER_IDS = [f"job-{n}" for n in range(10)]  # ids the threads share
 WAIT = 30.0  # the bound of every wait: a failing test fails, it never hangs
 WORKERS = 3
 MAX_COROUTINES = 4  # few: coroutine runs wait for a slot too
+SWITCH = 1e-5  # seconds between thread switches during a round (Python's default: 5e-3)
 
 # What a verb may rightly raise when another thread got there first (an id removed,
 # a finished task, an upstream removed or a cycle, an id taken, a dependent left).
@@ -242,6 +246,33 @@ class Meddler:
             apply("redrive", event.task_id)
 
 
+BEAT = "beat"
+"""The id of a fast recurring task no caller touches, whose history a reader thread
+reads all along (:func:`read_beats`)."""
+
+
+def beat_action() -> None:
+    """The beat's action: nothing (its runs fill its history fast)."""
+
+
+def read_beats(beat: Any, seen: Seen) -> None:
+    """Read the beat's history until the callers are done: each read is the one before
+    it and more (``history_limit=None``: nothing falls off), in order, never an error."""
+    before: tuple[ExecutionRecord, ...] = ()
+    reads = 0
+    while not seen.callers_done.is_set() or reads < 10:
+        reads += 1
+        try:
+            history = beat.history
+        except Exception as exc:  # what the test reports
+            seen.problems.append(f"the beat's history raised {exc!r}")
+            return
+        if history[: len(before)] != before:
+            seen.problems.append(f"the beat's history lost or moved records: {len(before)} ->")
+            return
+        before = history
+
+
 # -- a store that stamps its writes -------------------------------------------------------
 
 
@@ -307,6 +338,7 @@ class Seen:
 
     scheduler: Any = None  # the round's (set once it is made)
     going: threading.Event = field(default_factory=threading.Event)  # the verbs are going
+    callers_done: threading.Event = field(default_factory=threading.Event)
     verbs: list[Verb] = field(default_factory=list)
     registered: set[str] = field(default_factory=set)
     overlapping: set[str] = field(default_factory=set)  # ids ever given an overlap policy
@@ -504,6 +536,8 @@ def rig(store: str, tmp_path: Path, seed: int) -> Iterator[Rig]:
     handler = _Noted(escaped)
     loggers = [logging.getLogger("lldsched"), logging.getLogger("asyncio")]
     hooks = threading.excepthook, sys.unraisablehook
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(min(switch, SWITCH))  # threads switch inside the verbs and reads
     patch = pytest.MonkeyPatch()
     patch.setattr(CoroutineRunner, "_drive", stamped_drive)
     threading.excepthook = lambda args: escaped.append(f"{args.thread}: {args.exc_value!r}")
@@ -532,6 +566,7 @@ def rig(store: str, tmp_path: Path, seed: int) -> Iterator[Rig]:
         for logger in loggers:
             logger.removeHandler(handler)
         threading.excepthook, sys.unraisablehook = hooks
+        sys.setswitchinterval(switch)
         patch.undo()
         DRIVEN.clear()
         SEEN.clear()
@@ -561,7 +596,9 @@ def storm(r: Rig, seed: int, *, ops: int, drain: bool, during: bool) -> int:
         )
         for n in range(THREADS)
     ]
-    for thread in threads:
+    beat = r.scheduler.schedule("beat", beat_action, FixedRate(0.002), id=BEAT)
+    reader = threading.Thread(target=read_beats, args=(beat, r.seen), name="beat-reader")
+    for thread in [*threads, reader]:
         thread.start()
     assert r.seen.going.wait(WAIT), "no caller made 30 verbs"
     r.scheduler.start()  # with the verbs going: tasks registered, paused, ... before it
@@ -571,6 +608,9 @@ def storm(r: Rig, seed: int, *, ops: int, drain: bool, during: bool) -> int:
     for thread in threads:
         thread.join(WAIT)
         assert not thread.is_alive(), f"{thread.name} is stuck: a deadlock?"
+    r.seen.callers_done.set()
+    reader.join(WAIT)
+    assert not reader.is_alive(), "the history reader is stuck"
     if during:
         assert r.scheduler.shutdown(timeout=WAIT)
         return stopped
@@ -669,6 +709,7 @@ def check_records(r: Rig, tasks: dict[str, Any]) -> list[ExecutionRecord]:
     unrun = ("SchedulerStateError", "CancelledError", "OverlapCancelled")
     ran = Counter(_key(x) for x in heard if x.outcome.ran and not (x.error or "").startswith(unrun))
     stopped = Counter(_key(x) for x in heard if x.outcome.ran and (x.error or "").startswith(unrun))
+    ran = Counter({key: n for key, n in ran.items() if key[0] != BEAT})  # it notes no call
     calls = Counter(_key(call) for call in CALLS)
     assert ran <= calls, ran - calls  # a record for a run that never was
     assert calls - ran <= stopped, calls - ran - stopped  # a call without its record
@@ -702,7 +743,7 @@ def check_after_shutdown(r: Rig, stopped: int) -> None:
     assert late == [], late[:5]
     tasks = {task.id: task for task in scheduler.tasks()}
     assert all(not task.running for task in tasks.values()), "a run in flight after shutdown"
-    assert set(tasks) <= r.seen.registered
+    assert set(tasks) <= r.seen.registered | {BEAT}
     heard = check_records(r, tasks)
     assert scheduler.dropped_events == 0
     m = scheduler.metrics(timeout=WAIT)
