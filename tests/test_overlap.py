@@ -4,6 +4,7 @@ max_instances, decided by the core for both runtimes; their bad input; their rec
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 from typing import Any
 
@@ -18,6 +19,7 @@ from lldsched import (
     OneTime,
     Overlap,
     OverrunPolicy,
+    Priority,
     Simulation,
     TaskStatus,
     ValidationError,
@@ -398,3 +400,30 @@ def test_a_dependent_task_refuses_a_policy_that_starts_runs_beside_a_running_one
         "load", FixedRate(60), duration=1, depends_on=[upstream.id], overlap=Overlap.BUFFER_ONE
     )
     assert buffered.status is TaskStatus.SCHEDULED
+
+
+@pytest.mark.parametrize("overlap", [Overlap.ALLOW, Overlap.CANCEL_OTHER])
+def test_a_late_run_is_heard_beginning_before_the_slots_it_skipped(overlap: Overlap) -> None:
+    # Before: a run of an overlapping task that began late (it waited for a worker)
+    # recorded the slots it was late for as it queued its next slot, inside begin(), and
+    # those SKIPPED records were announced, as RUNNING -> RUNNING, before the run's own
+    # SCHEDULED -> RUNNING: a listener that follows a task's status heard it leave a
+    # status it never heard it enter (found by tests/test_concurrent_verbs.py).  Every
+    # event now starts from the status the one before it left.
+    log = EventLog()
+    sim = Simulation(workers=1, start=T0, listeners=[log])
+    sim.schedule("hog", OneTime(delay=0), duration=35, priority=Priority.HIGH)
+    limit = 2 if overlap is Overlap.ALLOW else None
+    late = sim.schedule("late", FixedRate(10), duration=1, overlap=overlap, max_instances=limit)
+    sim.run_for(50)
+    chain = [event for event in log.events if event.task_id == late.id]
+    assert [(e.previous, e.status) for e in chain[:2]] == [
+        (None, TaskStatus.SCHEDULED),
+        (TaskStatus.SCHEDULED, TaskStatus.RUNNING),  # the late run begins
+    ]
+    for before, after in itertools.pairwise(chain):
+        assert after.previous is before.status, (before, after)
+    skipped = [
+        e.record.slot - T0 for e in chain if e.record and e.record.outcome is Outcome.SKIPPED
+    ]
+    assert skipped[:3] == [10, 20, 30]  # recorded all the same, after the begin

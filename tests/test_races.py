@@ -7,13 +7,15 @@ time, with ``-x``."""
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from typing import Any
 
 import pytest
 
 from lldsched import (
+    ExecutionRecord,
     FakeClock,
     FixedRate,
     InMemoryTaskStore,
@@ -24,6 +26,8 @@ from lldsched import (
     TaskEvent,
     TaskStatus,
 )
+from lldsched.core import packedstats
+from lldsched.core.packedstats import BATCH, PackedRunStats
 from lldsched.threaded.dispatcher import EventDispatcher
 from lldsched.threaded.pool import WorkerPool
 from tests.waits import wait_until
@@ -394,4 +398,118 @@ def test_a_coroutine_a_thread_action_returned_after_a_newer_run_cancelled_it_nev
         assert second.ok
         assert not older_ran.is_set()
     finally:
+        assert scheduler.shutdown(timeout=WAIT)
+
+
+def test_a_history_read_while_its_task_records_runs_is_one_the_task_had() -> None:
+    # Before: ``task.history`` (read by any thread, without the lock: core/task.py says
+    # so) unpacked the packed blocks while iterating the deque that holds them; a run
+    # recorded on a worker meanwhile packed a batch into that deque, and the read raised
+    # ``RuntimeError: deque mutated during iteration`` (a dashboard thread reading a
+    # recurring task's history on a store-less scheduler met it about once in 5 ms
+    # under --switch-interval=1e-6).  Here the core's adds happen inside the read, at
+    # its first unpack, as the worker's would.
+    stats = PackedRunStats(None)
+    added = [_record(n) for n in range(BATCH + 4)]
+    for record in added:
+        stats.add(record)
+    later = [_record(n) for n in range(len(added), len(added) + BATCH)]
+    real_unpack = packedstats.unpack
+    adds = iter([later])
+
+    def unpack_while_the_core_adds(block: packedstats.Block) -> Iterator[ExecutionRecord]:
+        for record in next(adds, []):  # the first unpack only
+            stats.add(record)  # a whole batch: a block packed, the tail cleared
+        return real_unpack(block)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(packedstats, "unpack", unpack_while_the_core_adds)
+        history = stats.records()
+    assert history in (tuple(added), tuple(added + later))
+
+
+def test_a_history_read_from_another_thread_never_raises_nor_goes_back() -> None:
+    # The same race through a running scheduler: a reader thread reads a fast recurring
+    # task's history while workers record its runs; each read must be a prefix of the
+    # final history (history_limit=None: nothing falls off), in order, without an error.
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch between nearly every bytecode
+    scheduler = Scheduler(workers=2, history_limit=None).start()
+    reads: list[tuple[ExecutionRecord, ...]] = []
+    errors: list[BaseException] = []
+    try:
+        task = scheduler.schedule("tick", _none, FixedRate(0.0002))
+        for _ in range(20_000):
+            try:
+                reads.append(task.history)
+            except Exception as exc:  # what the test reports
+                errors.append(exc)
+            if len(reads) > 200 and len(reads[-1]) >= 4 * BATCH * 8:
+                break
+        scheduler.cancel(task.id)
+        assert scheduler.wait_idle(timeout=WAIT)
+    finally:
+        sys.setswitchinterval(switch)
+        assert scheduler.shutdown(timeout=WAIT)
+    assert errors == []
+    final = task.history
+    for read in reads:
+        assert read == final[: len(read)]
+
+
+def _none() -> None:
+    return None
+
+
+def _record(index: int) -> ExecutionRecord:
+    return ExecutionRecord.of(
+        task_id="t", name="t", attempt=1, due=float(index), slot=float(index), worker=0,
+        started=index + 0.25, finished=index + 0.5, ok=True,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("verb", ["cancel", "pause"])
+def test_a_coroutine_cancelled_between_its_start_and_its_first_step_never_runs(verb: str) -> None:
+    # Before: the loop made the coroutine's asyncio task (its first step queued on the
+    # loop) and a cancel or pause that came before that step found the task made, so it
+    # queued the cancellation behind the step: the body ran after cancel() returned True
+    # (all of it, for a coroutine that does not await: recorded ok, its task CANCELLED).
+    # A loop busy with other coroutines' steps widens that window.  Found by
+    # tests/test_concurrent_verbs.py.  Here the loop is held just after the task is made.
+    made, verb_returned = threading.Event(), threading.Event()
+    ran: list[str] = []
+
+    async def job() -> str:
+        ran.append("body")
+        return "done"
+
+    async def warm_up() -> None:
+        pass
+
+    scheduler = Scheduler(workers=1, clock=FakeClock(0.0)).start()
+    try:
+        scheduler.schedule("warm-up", warm_up, OneTime(delay=0))  # starts the loop
+        assert scheduler.wait_idle(timeout=WAIT)
+        runner = scheduler._coroutines
+        task_class = runner._task_class
+        assert task_class is not None
+
+        class HeldTask(task_class):  # type: ignore[misc,valid-type]
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                super().__init__(*args, **kwargs)  # its first step is queued now
+                made.set()
+                assert verb_returned.wait(WAIT)  # the loop is held until the verb returned
+
+        runner._task_class = HeldTask
+        task = scheduler.schedule("job", job, OneTime(delay=0))
+        assert made.wait(WAIT)
+        assert getattr(scheduler, verb)(task.id) is True
+        verb_returned.set()
+        assert scheduler.wait_idle(timeout=WAIT)
+        assert ran == []  # the body never started
+        (record,) = task.history
+        said = {"cancel": "cancelled", "pause": "paused"}[verb]
+        assert record.error == f"CancelledError: task {said}"
+    finally:
+        verb_returned.set()
         assert scheduler.shutdown(timeout=WAIT)

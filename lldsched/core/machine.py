@@ -510,7 +510,11 @@ class SchedulerCore(
             ),
         )  # fmt: skip
         if task._flight is not None:  # CANCEL_OTHER or ALLOW (a slot test: bench_sim)
-            run = self._overlap(task, run)
+            run, late = self._overlap(task, run)
+            if self._store is not None or self.emit is not None:
+                self._write_and_publish(task, previous)
+            self._record_late(task, late)  # what it skipped, heard after it began
+            return run
         if self._store is not None or self.emit is not None:
             self._write_and_publish(task, previous)
         return run

@@ -30,7 +30,11 @@ from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.schedules.base import Schedule, first_slot_after, slot_after, slots_between
 from lldsched.schedules.catchup import CatchUp, slot_first
 
-__all__ = ["OverlappingRuns", "buffered"]
+__all__ = ["Late", "OverlappingRuns", "buffered"]
+
+Late = tuple[Skipped, float, float]
+"""The slots a run that began late skipped, the pending slot after them and the instant
+it began: what :meth:`OverlappingRuns._record_late` records once the begin is announced."""
 
 
 class OverlappingRuns(CoreParts):
@@ -44,35 +48,41 @@ class OverlappingRuns(CoreParts):
     # the policy.  A run that finishes while others are in flight only leaves its
     # record (_record_alongside); the last run out moves the task on (_after_flight):
     # to the pending slot, or down the retry and given-up rules of _after.
+    #
+    # A run that began late is past slots it will not be sent after: they are recorded
+    # SKIPPED (_record_late) once the run's begin is written and announced, so that a
+    # listener hears the task enter RUNNING before it hears what that run skipped.
 
-    def _overlap(self, task: ScheduledTask, run: Run) -> Run:
+    def _overlap(self, task: ScheduledTask, run: Run) -> tuple[Run, Late | None]:
         """``run`` of a task with an overlap policy began: give a CANCEL_OTHER run a
         context (its cancel flag) and, for CANCEL_OTHER and ALLOW, queue the task's
         next slot behind it (a fresh slot's run only: a retry, or a plan in front of
-        the schedule, runs alone as before).  Returns the run as it begins."""
+        the schedule, runs alone as before).  Returns the run as it begins, and the
+        slots it is late for, which the caller records after its begin
+        (:meth:`_record_late`)."""
         overlap = task._options.overlap
         if overlap is None or overlap is BUFFER_ONE:  # replaced by a definition without one
             if task._flight is not None:
                 task._flight.pending = None  # nothing queued behind it: it drains
-            return run
+            return run, None
         if run.context is None and overlap is CANCEL_OTHER:
             context = RunContext(task.id, run.name, run.attempt, run.due, run.worker, run.token)
             run = task._run = run._replace(context=context)
-        self._queue_following_run(task, run)
-        return run
+        return run, self._queue_following_run(task, run)
 
-    def _queue_following_run(self, task: ScheduledTask, run: Run) -> None:
+    def _queue_following_run(self, task: ScheduledTask, run: Run) -> Late | None:
         flight = task._flight
         if flight is None:
             flight = task._flight = Flight()
         if run.attempt != 1 or type(task._schedule) is CatchUp:
             flight.pending = None
-        else:
-            self._queue_following(task, flight, run.slot)
+            return None
+        return self._queue_following(task, flight, run.slot)
 
-    def _queue_following(self, task: ScheduledTask, flight: Flight, slot: float) -> None:
+    def _queue_following(self, task: ScheduledTask, flight: Flight, slot: float) -> Late | None:
         """Queue the slot after ``slot`` as the task's pending slot (none: the schedule
-        has ended, and the last run out finds that out)."""
+        has ended, and the last run out finds that out); the slots passed since, which
+        the caller records (:meth:`_record_late`) once what it does is announced."""
         schedule = task._schedule
         following = slot_after(schedule, slot)
         now = self.clock.now()
@@ -85,11 +95,17 @@ class OverlappingRuns(CoreParts):
                 skipped = slots_between(schedule, slot, following, limit=MAX_SKIPPED)
         flight.pending = following
         if following is None:
-            return
+            return None
         task._slot = following  # the slot the queued entry belongs to, with no attempt yet
         task.attempt = 0
         self._enqueue(task, following)
-        if skipped:
+        return (skipped, following, now) if skipped else None
+
+    def _record_late(self, task: ScheduledTask, late: Late | None) -> None:
+        """Record as SKIPPED the slots a run that began late will not be sent after
+        (``late``, from :meth:`_queue_following`), up to the pending slot."""
+        if late is not None:
+            skipped, following, now = late
             self._record_skipped(task, skipped, until=following, at=now)
 
     def _alongside(
@@ -111,7 +127,7 @@ class OverlappingRuns(CoreParts):
             runs = f"{running} run" if running == 1 else f"{running} runs"
             note = f"Overlap.ALLOW: {runs} in flight (max_instances={options.max_instances})"
             self._record_decided(task, slot, SKIPPED, note, now)
-            self._queue_following(task, flight, slot)
+            self._record_late(task, self._queue_following(task, flight, slot))
             return None
         if overlap is CANCEL_OTHER:
             why = f"OverlapCancelled: Overlap.CANCEL_OTHER, slot {slot!r} came due while it ran"
@@ -132,9 +148,10 @@ class OverlappingRuns(CoreParts):
             task, 1, due, slot, worker, context, task.action, options, task.name, token
         )
         task.attempt = 1
-        self._queue_following_run(task, run)
+        late = self._queue_following_run(task, run)
         if self._store is not None or self.emit is not None:
             self._write_and_publish(task, RUNNING)
+        self._record_late(task, late)
         return run
 
     @staticmethod

@@ -31,8 +31,12 @@ task, and it would pay the same +9 % a simulated run (docs/DECISIONS.md).
 values equal to the ones added, oldest first, at most ``history_limit`` of them
 (built on demand: about 2 µs a record); :func:`packed_history` hands the packed
 form to a view (:func:`lldsched.views.frames.to_frame` of a scheduler reads it
-with numpy, without a record object for the packed part).  Standard library only;
-not thread-safe (the core mutates it under its runtime's lock).
+with numpy, without a record object for the packed part).  Standard library only.
+The core mutates it under its runtime's lock; :meth:`PackedRunStats.records` (what
+``task.history`` answers any thread, without that lock) reads a history the task had
+at one instant: the blocks and the tail are each copied in one C call, and a batch
+packed between the two copies (``_packing``, moved before and after each pack) makes
+the read take them again.  What it costs the run path: two increments a batch.
 """
 
 from __future__ import annotations
@@ -158,8 +162,11 @@ class PackedRunStats(RunStats):
     # _blocks is set with the tail, at the second record (never, for a one-off task):
     # the packed blocks, oldest first, enough of them for the whole limit whatever
     # the tail holds; the oldest falls off as a new one is packed.
-    __slots__ = ("_blocks",)
+    # _packing counts the halves of the packs made: odd while a batch moves from the
+    # tail into a block, so that a read without the lock can tell a torn copy.
+    __slots__ = ("_blocks", "_packing")
     _blocks: deque[Block]
+    _packing: int
 
     def add(self, record: ExecutionRecord) -> None:
         """Keep ``record`` as the newest of the history; a full batch is packed."""
@@ -167,22 +174,36 @@ class PackedRunStats(RunStats):
         if recent is not None:
             recent.append(record)
             if len(recent) == BATCH:
+                self._packing += 1  # odd: a read that overlaps the next two lines retries
                 self._blocks.append(pack(recent))
                 recent.clear()
+                self._packing += 1
         elif self._first is None:
             self._first = record
         else:  # the second record: the tail (no bound of its own, it is packed at BATCH)
-            self._recent = deque((self._first, record))
-            self._first = None
+            # The blocks and the count first: a read that finds the tail finds them too.
             limit = self._limit
             self._blocks = deque(maxlen=None if limit is None else math.ceil(limit / BATCH))
+            self._packing = 0
+            self._recent = deque((self._first, record))
+            self._first = None
 
     def records(self) -> tuple[ExecutionRecord, ...]:
-        """The history, oldest first (the newest ``history_limit`` records)."""
-        if self._recent is None:
-            return (self._first,) if self._first is not None else ()
-        older = chain.from_iterable(map(unpack, self._blocks))
-        history = (*older, *self._recent)
+        """The history, oldest first (the newest ``history_limit`` records): one the task
+        had at one instant, also when read by a thread that does not hold the runtime's
+        lock while the core adds records (see the module docstring)."""
+        first = self._first  # before the tail: the second add sets the tail, then clears this
+        recent = self._recent
+        if recent is None:
+            return (first,) if first is not None else ()
+        while True:
+            packing = self._packing
+            blocks = tuple(self._blocks)  # one C call each: no add runs inside either
+            tail = tuple(recent)
+            if packing == self._packing and not packing & 1:  # no pack began or was under way
+                break
+        older = chain.from_iterable(map(unpack, blocks))
+        history = (*older, *tail)
         limit = self._limit
         return history if limit is None else history[-limit:] if limit else ()
 

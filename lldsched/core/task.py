@@ -131,10 +131,15 @@ class RunStats:
             self._first = None
 
     def records(self) -> tuple[ExecutionRecord, ...]:
-        """The history, oldest first."""
-        if self._recent is not None:
-            return tuple(self._recent)
-        return (self._first,) if self._first is not None else ()
+        """The history, oldest first: one it had at one instant, also when read by a
+        thread that does not hold the runtime's lock while the core adds a record (the
+        second add sets ``_recent`` before it clears ``_first``, so the first record is
+        read before the tail is looked for; a deque is copied in one C call)."""
+        first = self._first
+        recent = self._recent
+        if recent is not None:
+            return tuple(recent)
+        return (first,) if first is not None else ()
 
 
 class ScheduledTask:

@@ -529,7 +529,16 @@ class CoroutineRunner:
         """Await the flight and keep what it produced.  One task per flight, and no
         done-callback, which would cost the loop one more handle per run: on the loop
         alone, 20,000 no-op coroutines ran at 40-50k against 31k a second with one
-        (docs/DECISIONS.md)."""
+        (docs/DECISIONS.md).
+
+        A flight cancelled or paused after its task was made but before this first step
+        (the verb found the task made, and queued its cancellation behind the step) is
+        not started here either, as :meth:`_start_waiting` starts none cancelled before:
+        the body of a coroutine never begins after the verb that stopped it returned."""
+        if flight.reason is not None:  # cancelled before its body began: never begun
+            _close(flight.awaitable)
+            self._over(flight)
+            return
         try:
             value = await flight.awaitable
         except BaseException as exc:  # user failures become data, KeyboardInterrupt too
