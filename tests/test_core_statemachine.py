@@ -171,27 +171,43 @@ class Spec:
         return float(min(r.max_backoff, r.initial_backoff * r.multiplier ** (attempt - 1)))
 
 
+# The strategies specs() draws from, built once: a strategy built afresh on every draw has
+# its properties (emptiness, recursion) worked out again each time, which cost more than
+# the stateful run's own checks.
+KINDS = st.sampled_from(["once", "rate", "delay"])
+PERIODS = {kind: st.integers(1 if kind == "rate" else 0, 5) for kind in ("once", "rate", "delay")}
+BACKOFFS = st.integers(0, 3)
+ATTEMPTS = st.integers(1, 3)
+MULTIPLIERS = st.sampled_from([1, 2, 3])
+BACKOFF_CAP_ABOVE_INITIAL = st.integers(0, 4)
+FAIL_AFTER_GIVEN_UP = st.none() | st.integers(1, 2)
+START_DELAYS = st.integers(0, 3)
+OVERRUNS = st.sampled_from(list(OverrunPolicy))
+TIMEOUTS = st.none() | st.integers(1, 3)
+PRIORITIES = st.sampled_from(list(Priority))
+
+
 @st.composite
 def specs(draw: st.DrawFn) -> Spec:
-    kind = draw(st.sampled_from(["once", "rate", "delay"]))
-    period = draw(st.integers(1 if kind == "rate" else 0, 5))
-    initial = draw(st.integers(0, 3))
+    kind = draw(KINDS)
+    period = draw(PERIODS[kind])
+    initial = draw(BACKOFFS)
     retry = RetryPolicy(
-        max_attempts=draw(st.integers(1, 3)),
+        max_attempts=draw(ATTEMPTS),
         initial_backoff=initial,
-        multiplier=draw(st.sampled_from([1, 2, 3])),
-        max_backoff=initial + draw(st.integers(0, 4)),
+        multiplier=draw(MULTIPLIERS),
+        max_backoff=initial + draw(BACKOFF_CAP_ABOVE_INITIAL),
         jitter=0.0,
-        fail_after_given_up=draw(st.none() | st.integers(1, 2)),
+        fail_after_given_up=draw(FAIL_AFTER_GIVEN_UP),
     )
     return Spec(
         kind=kind,
         period=period,
-        start_delay=draw(st.integers(0, 3)),
-        overrun=draw(st.sampled_from(list(OverrunPolicy))),
+        start_delay=draw(START_DELAYS),
+        overrun=draw(OVERRUNS),
         retry=retry,
-        timeout=draw(st.none() | st.integers(1, 3)),
-        priority=draw(st.sampled_from(list(Priority))),
+        timeout=draw(TIMEOUTS),
+        priority=draw(PRIORITIES),
     )
 
 
