@@ -158,6 +158,13 @@ def start_child(
     spec: StoreSpec, log: Path, *, workers: int = 4, lease: float = 1.0, poll: float = 0.1
 ) -> Child:
     """A child scheduler on ``spec``, started; returns once it said ``ready``."""
+    child = _spawn(spec, log, workers=workers, lease=lease, poll=poll)
+    child.node = child.expect("ready", timeout=60)
+    return child
+
+
+def _spawn(spec: StoreSpec, log: Path, *, workers: int, lease: float, poll: float) -> Child:
+    """A child scheduler on ``spec``, its process started (not yet ``ready``)."""
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     env = {**os.environ, "PYTHONPATH": path, "LLDSCHED_CLUSTER_LOG": str(log)}
     command = [sys.executable, "-m", "tests.cluster_child", spec.to_json(),
@@ -165,9 +172,7 @@ def start_child(
     process = subprocess.Popen(
         command, cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
-    child = Child(process, log, lines_of(process))
-    child.node = child.expect("ready", timeout=60)
-    return child
+    return Child(process, log, lines_of(process))
 
 
 @dataclass
@@ -178,6 +183,21 @@ class Cluster:
 
     def all_runs(self) -> list[dict[str, Any]]:
         return [run for child in self.children for run in child.runs()]
+
+    def start(
+        self, spec: StoreSpec, logs: list[Path], *, lease: float = 1.0, poll: float = 0.1
+    ) -> list[Child]:
+        """One child scheduler on ``spec`` per log, all started at once (each process's
+        start-up, mostly imports, overlaps the others'); returns once every one said
+        ``ready``, as :func:`start_child` does for one.  Each is in :attr:`children` from
+        its spawn, so a child that never gets ready is killed with the rest."""
+        started = []
+        for log in logs:
+            started.append(_spawn(spec, log, workers=4, lease=lease, poll=poll))
+            self.children.append(started[-1])
+        for child in started:
+            child.node = child.expect("ready", timeout=60)
+        return started
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ from lldsched.model import ExecutionRecord, Outcome
 from lldsched.persistence import CoordinatedStore
 from lldsched.policies import Misfire, MisfirePolicy
 from tests import cluster_jobs, jobs
-from tests.cluster import Cluster, StoreSpec, open_store, start_child
+from tests.cluster import Cluster, StoreSpec, open_store
 from tests.conftest import T0
 from tests.test_recovery import HOUR, JumpingClock
 from tests.waits import wait_until
@@ -64,11 +64,8 @@ def _decisions(store: CoordinatedStore) -> list[ExecutionRecord]:
 def test_slots_missed_while_every_process_was_down_are_decided_once_across_processes(
     store_spec: StoreSpec, cluster: Cluster, tmp_path: Path, policy: Misfire
 ) -> None:
-    children = [
-        start_child(store_spec, tmp_path / f"runs-{n}.jsonl", lease=LEASE, poll=POLL)
-        for n in range(CHILDREN)
-    ]
-    cluster.children.extend(children)
+    logs = [tmp_path / f"runs-{n}.jsonl" for n in range(CHILDREN)]
+    children = cluster.start(store_spec, logs, lease=LEASE, poll=POLL)
     store = open_store(store_spec, lease=LEASE, poll=POLL)
     try:
         passed = _register(store, policy)  # every child is polling: they race for it
@@ -235,11 +232,8 @@ def test_a_run_in_flight_when_every_process_stopped_runs_again_before_the_policy
         passed = _register(store, policy)
         (crashed,) = store.claim(now=time.time(), limit=1)  # a run that never settles
         assert crashed.slot == passed[0]
-        children = [
-            start_child(store_spec, tmp_path / f"runs-{n}.jsonl", lease=LEASE, poll=POLL)
-            for n in range(2)
-        ]
-        cluster.children.extend(children)
+        logs = [tmp_path / f"runs-{n}.jsonl" for n in range(2)]
+        children = cluster.start(store_spec, logs, lease=LEASE, poll=POLL)
         expected_runs = [passed[0]] + ([passed[-1]] if policy is Misfire.RUN_ONCE else [])
         following = passed[-1] + PERIOD
 

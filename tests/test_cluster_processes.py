@@ -68,11 +68,8 @@ def test_a_thousand_slots_over_three_processes_one_killed_one_stalled_run_once_e
     seed = random.randrange(1 << 30)
     rng = random.Random(seed)
     context = f"(seed {seed})"
-    children = [
-        start_child(store_spec, tmp_path / f"runs-{n}.jsonl", lease=LEASE, poll=POLL)
-        for n in range(3)
-    ]
-    cluster.children.extend(children)
+    logs = [tmp_path / f"runs-{n}.jsonl" for n in range(3)]
+    children = cluster.start(store_spec, logs, lease=LEASE, poll=POLL)
     killed, stalled, steady = children
 
     store = open_store(store_spec, lease=LEASE, poll=POLL)
