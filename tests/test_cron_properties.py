@@ -24,12 +24,18 @@ START = st.floats(
 )
 
 
+# Strategies that do not depend on a drawn value are built once, not on every draw: a
+# strategy built afresh has its properties (emptiness, recursion) worked out again each time.
+ITEM_KINDS = st.sampled_from(["value", "range", "step", "from", "special"])
+LAST_DAYS = st.sampled_from(["L", "LW"])
+
+
 @st.composite
 def items(draw: st.DrawFn, index: int) -> str:
     low, high = LOW[index], HIGH[index]
-    kind = draw(st.sampled_from(["value", "range", "step", "from", "special"]))
+    kind = draw(ITEM_KINDS)
     if kind == "special" and index == 2:
-        return draw(st.sampled_from(["L", "LW"]))
+        return draw(LAST_DAYS)
     if kind == "special" and index == 4:
         weekday = draw(st.integers(0, 7))
         return draw(st.sampled_from([f"{weekday}L", f"{weekday}#{draw(st.integers(1, 5))}"]))
@@ -48,6 +54,9 @@ def items(draw: st.DrawFn, index: int) -> str:
     return str(value)
 
 
+FIELDS = [st.lists(items(index), min_size=1, max_size=3) for index in range(5)]  # by field
+
+
 @st.composite
 def expressions(draw: st.DrawFn) -> str:
     fields = []
@@ -55,7 +64,7 @@ def expressions(draw: st.DrawFn) -> str:
         if draw(st.booleans()):
             fields.append("*")
         else:
-            fields.append(",".join(draw(st.lists(items(index), min_size=1, max_size=3))))
+            fields.append(",".join(draw(FIELDS[index])))
     expr = " ".join(fields)
     try:
         CronSchedule(expr)  # the grammar, and some date must match the day fields
@@ -173,10 +182,7 @@ def test_each_fire_in_a_zone_reads_as_a_matching_wall_time_for_an_ordinary_job()
 @st.composite
 def grammatical(draw: st.DrawFn) -> str:
     """Expressions the grammar accepts, the never-firing ones included."""
-    fields = [
-        "*" if draw(st.booleans()) else ",".join(draw(st.lists(items(i), min_size=1, max_size=3)))
-        for i in range(5)
-    ]
+    fields = ["*" if draw(st.booleans()) else ",".join(draw(FIELDS[i])) for i in range(5)]
     expr = " ".join(fields)
     try:
         parse(expr)
