@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import threading
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
 import pytest
@@ -513,3 +513,67 @@ def test_a_coroutine_cancelled_between_its_start_and_its_first_step_never_runs(v
     finally:
         verb_returned.set()
         assert scheduler.shutdown(timeout=WAIT)
+
+
+class _HeldTimerClock(FakeClock):
+    """A FakeClock whose timer does not look while ``held``: what the timer would do at
+    a new instant waits until ``let_go()``, so a test can change things first."""
+
+    def __init__(self) -> None:
+        super().__init__(0.0)
+        self.held = False
+        self.parked = threading.Event()  # the timer is held
+
+    def wait(self, condition: threading.Condition, deadline: float | None) -> None:
+        if not self.held:
+            super().wait(condition, deadline)
+        while self.held:  # read under `condition`: the scheduler's lock
+            self.parked.set()
+            super().wait(condition, None)
+
+    def hold(self) -> None:
+        """Return once the timer is parked: it reads the time no more until let_go()."""
+        self.held = True
+        self._notify_all()
+        assert self.parked.wait(WAIT)
+
+    def let_go(self) -> None:
+        self.held = False
+        self._notify_all()
+
+
+def _reschedule_later(scheduler: Scheduler, task_id: str) -> None:
+    scheduler.reschedule(task_id, OneTime(at=100))
+
+
+def _replace_later(scheduler: Scheduler, task_id: str) -> None:
+    scheduler.schedule("due", _none, OneTime(at=100), id=task_id, replace_existing=True)
+
+
+@pytest.mark.parametrize(
+    "verb", [_reschedule_later, _replace_later], ids=["reschedule", "replace_existing"]
+)
+def test_a_wait_idle_returns_when_a_verb_moves_the_only_due_task_later(
+    verb: Callable[[Scheduler, str], None],
+) -> None:
+    # Before: reschedule() and schedule(..., replace_existing=True) woke no wait_idle()
+    # caller, so one waiting for the only due task, now moved to later, woke only at the
+    # timer's next look (here held back: for ever, until its timeout).
+    clock = _HeldTimerClock()
+    scheduler = Scheduler(clock=clock).start()
+    try:
+        task = scheduler.schedule("due", _none, OneTime(at=10))
+        clock.hold()
+        clock.advance(10)  # due now, and the timer does not look
+        answers: list[bool] = []
+        waiter = threading.Thread(target=lambda: answers.append(scheduler.wait_idle(WAIT)))
+        waiter.start()
+        wait_until(lambda: scheduler._idle_waiters == 1, timeout=WAIT, what="the waiter")
+        verb(scheduler, task.id)
+        waiter.join(WAIT)
+        assert answers == [True]
+        assert clock.held  # the waiter was woken by the verb, not by the timer
+        assert task.next_run_at == 100 and not task.history  # it never ran
+    finally:
+        clock.let_go()
+        scheduler.shutdown(timeout=WAIT)
