@@ -7,9 +7,11 @@ time, with ``-x``."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import sys
 import threading
 from collections.abc import Callable, Coroutine, Iterator
+from types import FrameType
 from typing import Any
 
 import pytest
@@ -21,12 +23,14 @@ from lldsched import (
     InMemoryTaskStore,
     OneTime,
     Overlap,
+    Priority,
     RetryPolicy,
     Scheduler,
     TaskEvent,
     TaskStatus,
 )
 from lldsched.core import packedstats
+from lldsched.core.definition import DefinitionVerbs
 from lldsched.core.packedstats import BATCH, PackedRunStats
 from lldsched.threaded.dispatcher import EventDispatcher
 from lldsched.threaded.pool import WorkerPool
@@ -577,3 +581,84 @@ def test_a_wait_idle_returns_when_a_verb_moves_the_only_due_task_later(
     finally:
         clock.let_go()
         scheduler.shutdown(timeout=WAIT)
+
+
+def _first(n: int) -> None:
+    pass
+
+
+def _second(n: int) -> None:
+    pass
+
+
+def _definitions() -> tuple[dict[str, Any], dict[str, Any]]:
+    """Two registrations of one id that differ in every part of a definition."""
+    return (
+        {"name": "first", "action": _first, "schedule": OneTime(at=100), "args": (1,)},
+        {
+            "name": "second",
+            "action": _second,
+            "schedule": OneTime(at=200),
+            "args": (2,),
+            "priority": Priority.HIGH,
+            "timeout": 5.0,
+            "retry": RetryPolicy(max_attempts=3),
+        },
+    )
+
+
+def _line_of(function: Callable[..., Any], text: str) -> int:
+    """The number of the line of ``function``'s source that holds ``text``."""
+    lines, start = inspect.getsourcelines(function)
+    (offset,) = [n for n, line in enumerate(lines) if text in line]
+    return start + offset
+
+
+def test_a_definition_read_during_a_replace_is_the_old_one_or_the_new_one_never_a_mix() -> None:
+    # Before: `definition` read the task's fields one by one without the lock, so a
+    # read while `schedule(..., replace_existing=True)` assigned them gave the new name
+    # beside the old action, priority and options.  The replace is held (a trace on its
+    # thread) right after it assigned the name, and the definition read there.
+    old, new = _definitions()
+    scheduler = Scheduler(clock=FakeClock())  # not started: nothing runs
+    task = scheduler.schedule(id="job", **old)
+    before = task.definition
+    midway, go_on = threading.Event(), threading.Event()
+    code = DefinitionVerbs._replace.__code__
+    line = _line_of(DefinitionVerbs._replace, "task.action = action")
+
+    def held(frame: FrameType, event: str, arg: object) -> Any:
+        if event == "line" and frame.f_lineno == line:
+            midway.set()
+            assert go_on.wait(WAIT)
+        return held
+
+    def tracer(frame: FrameType, event: str, arg: object) -> Any:
+        return held if frame.f_code is code else None
+
+    def replace() -> None:
+        sys.settrace(tracer)
+        try:
+            scheduler.schedule(id="job", replace_existing=True, **new)
+        finally:
+            sys.settrace(None)
+
+    writer = threading.Thread(target=replace)
+    writer.start()
+    try:
+        assert midway.wait(WAIT)
+        assert task.name == "second"  # the replace is under way: the name is new
+        assert task.definition == before  # the read: the old definition, whole
+    finally:
+        go_on.set()
+        writer.join(WAIT)
+    after = task.definition
+    assert (after.name, after.action, after.priority, after.args, after.timeout) == (
+        "second",
+        _second,
+        Priority.HIGH,
+        (2,),
+        5.0,
+    )
+    assert after.retry == RetryPolicy(max_attempts=3) and after.schedule == OneTime(at=200)
+    scheduler.shutdown(timeout=WAIT)
