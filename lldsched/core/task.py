@@ -379,14 +379,14 @@ class ScheduledTask:
 class Flight:
     """The overlapping runs of one task (``Overlap.CANCEL_OTHER`` or ``ALLOW``): the
     runs in flight besides the newest (:attr:`ScheduledTask._run`), oldest first,
-    those of them ``CANCEL_OTHER`` cancelled, with why, and the slot queued behind
+    those of them ``CANCEL_OTHER`` cancelled, with the slot that did, and the slot queued behind
     them."""
 
     __slots__ = ("cancelled", "others", "pending")
 
     def __init__(self) -> None:
         self.others: list[Run] = []
-        self.cancelled: dict[int, str] = {}  # id(run) -> why; the run is in flight
+        self.cancelled: dict[int, float] = {}  # id(run) -> the slot that cut it; in flight
         self.pending: float | None = None  # the next slot, queued while runs are in flight
 
     @property
