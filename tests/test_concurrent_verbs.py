@@ -20,7 +20,7 @@ half-way through them (the verbs go on against it).  Then:
 
 * **no run begins after ``pause()`` or ``cancel()`` returned True** for its task, unless
   a verb that may start it again (``resume``, ``redrive``, or a ``remove`` and a new
-  registration under the id) overlapped or followed (README, "Pause and cancel act at
+  registration under the id) overlapped or followed (docs/GUIDE.md, "Pause and cancel act at
   once": a run in flight finishes, nothing is scheduled after it).  A run's begin is
   seen as the store write that makes the task ``running``: the store is called under
   the scheduler's lock, so its writes and the verbs' returns are totally ordered by one
