@@ -20,6 +20,7 @@ import traceback
 __all__ = [
     "CANCELLED_INSIDE",
     "ERROR_LIMIT",
+    "NEVER_STARTED_OVERLAP",
     "TRACEBACK_LIMIT",
     "LeaseLost",
     "LldschedError",
@@ -236,3 +237,12 @@ stopped on purpose.  The scheduler's own cancellations say why instead
 (``CancelledError: task cancelled``, ``task paused``, ``scheduler shut down``), and a
 timeout is a ``TimeoutError``.  Before, such a run was recorded ``CancelledError``
 alone and logged at INFO as "stopped", even when it sent its task to the dead letter."""
+
+
+NEVER_STARTED_OVERLAP = (
+    "CancelledError: cancelled by a newer run before it started (Overlap.CANCEL_OTHER)"
+)
+"""The error text the threaded runtime hands for a coroutine run ``Overlap.CANCEL_OTHER``
+cut before its body began (waiting for the event loop, or between its task's making and
+its first step): the core's record of it then says the slot came due *before it
+started*, not *while it ran* (:mod:`lldsched.core.overlapping`)."""

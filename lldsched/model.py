@@ -130,7 +130,8 @@ class ExecutionRecord(NamedTuple):
       were given up); ``error`` and ``timed_out`` say how the attempt failed;
     * :attr:`Outcome.CANCELLED` marks a *run* that ``Overlap.CANCEL_OTHER``
       cancelled because a newer slot came due while it ran: ``error`` says so
-      (``"OverlapCancelled: ..."``); it is never retried.
+      (``"OverlapCancelled: ... came due while it ran"``, or ``... came due before it
+      started`` for a coroutine cut before its body began); it is never retried.
 
     :attr:`Outcome.ran` tells the two kinds apart.
 

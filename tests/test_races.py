@@ -7,9 +7,11 @@ time, with ``-x``."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import sys
 import threading
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
+from types import FrameType
 from typing import Any
 
 import pytest
@@ -21,12 +23,14 @@ from lldsched import (
     InMemoryTaskStore,
     OneTime,
     Overlap,
+    Priority,
     RetryPolicy,
     Scheduler,
     TaskEvent,
     TaskStatus,
 )
 from lldsched.core import packedstats
+from lldsched.core.definition import DefinitionVerbs
 from lldsched.core.packedstats import BATCH, PackedRunStats
 from lldsched.threaded.dispatcher import EventDispatcher
 from lldsched.threaded.pool import WorkerPool
@@ -394,7 +398,10 @@ def test_a_coroutine_a_thread_action_returned_after_a_newer_run_cancelled_it_nev
         go.set()
         assert scheduler.wait_idle(timeout=WAIT), "the older coroutine ran on"
         first, second = sorted(task.history, key=lambda record: record.slot)
-        assert first.error is not None and "CANCEL_OTHER" in first.error
+        # and its record says it never started (before: "... came due while it ran")
+        assert first.error == (
+            "OverlapCancelled: Overlap.CANCEL_OTHER, slot 10.0 came due before it started"
+        )
         assert second.ok
         assert not older_ran.is_set()
     finally:
@@ -513,3 +520,148 @@ def test_a_coroutine_cancelled_between_its_start_and_its_first_step_never_runs(v
     finally:
         verb_returned.set()
         assert scheduler.shutdown(timeout=WAIT)
+
+
+class _HeldTimerClock(FakeClock):
+    """A FakeClock whose timer does not look while ``held``: what the timer would do at
+    a new instant waits until ``let_go()``, so a test can change things first."""
+
+    def __init__(self) -> None:
+        super().__init__(0.0)
+        self.held = False
+        self.parked = threading.Event()  # the timer is held
+
+    def wait(self, condition: threading.Condition, deadline: float | None) -> None:
+        if not self.held:
+            super().wait(condition, deadline)
+        while self.held:  # read under `condition`: the scheduler's lock
+            self.parked.set()
+            super().wait(condition, None)
+
+    def hold(self) -> None:
+        """Return once the timer is parked: it reads the time no more until let_go()."""
+        self.held = True
+        self._notify_all()
+        assert self.parked.wait(WAIT)
+
+    def let_go(self) -> None:
+        self.held = False
+        self._notify_all()
+
+
+def _reschedule_later(scheduler: Scheduler, task_id: str) -> None:
+    scheduler.reschedule(task_id, OneTime(at=100))
+
+
+def _replace_later(scheduler: Scheduler, task_id: str) -> None:
+    scheduler.schedule("due", _none, OneTime(at=100), id=task_id, replace_existing=True)
+
+
+@pytest.mark.parametrize(
+    "verb", [_reschedule_later, _replace_later], ids=["reschedule", "replace_existing"]
+)
+def test_a_wait_idle_returns_when_a_verb_moves_the_only_due_task_later(
+    verb: Callable[[Scheduler, str], None],
+) -> None:
+    # Before: reschedule() and schedule(..., replace_existing=True) woke no wait_idle()
+    # caller, so one waiting for the only due task, now moved to later, woke only at the
+    # timer's next look (here held back: for ever, until its timeout).
+    clock = _HeldTimerClock()
+    scheduler = Scheduler(clock=clock).start()
+    try:
+        task = scheduler.schedule("due", _none, OneTime(at=10))
+        clock.hold()
+        clock.advance(10)  # due now, and the timer does not look
+        answers: list[bool] = []
+        waiter = threading.Thread(target=lambda: answers.append(scheduler.wait_idle(WAIT)))
+        waiter.start()
+        wait_until(lambda: scheduler._idle_waiters == 1, timeout=WAIT, what="the waiter")
+        verb(scheduler, task.id)
+        waiter.join(WAIT)
+        assert answers == [True]
+        assert clock.held  # the waiter was woken by the verb, not by the timer
+        assert task.next_run_at == 100 and not task.history  # it never ran
+    finally:
+        clock.let_go()
+        scheduler.shutdown(timeout=WAIT)
+
+
+def _first(n: int) -> None:
+    pass
+
+
+def _second(n: int) -> None:
+    pass
+
+
+def _definitions() -> tuple[dict[str, Any], dict[str, Any]]:
+    """Two registrations of one id that differ in every part of a definition."""
+    return (
+        {"name": "first", "action": _first, "schedule": OneTime(at=100), "args": (1,)},
+        {
+            "name": "second",
+            "action": _second,
+            "schedule": OneTime(at=200),
+            "args": (2,),
+            "priority": Priority.HIGH,
+            "timeout": 5.0,
+            "retry": RetryPolicy(max_attempts=3),
+        },
+    )
+
+
+def _line_of(function: Callable[..., Any], text: str) -> int:
+    """The number of the line of ``function``'s source that holds ``text``."""
+    lines, start = inspect.getsourcelines(function)
+    (offset,) = [n for n, line in enumerate(lines) if text in line]
+    return start + offset
+
+
+def test_a_definition_read_during_a_replace_is_the_old_one_or_the_new_one_never_a_mix() -> None:
+    # Before: `definition` read the task's fields one by one without the lock, so a
+    # read while `schedule(..., replace_existing=True)` assigned them gave the new name
+    # beside the old action, priority and options.  The replace is held (a trace on its
+    # thread) right after it assigned the name, and the definition read there.
+    old, new = _definitions()
+    scheduler = Scheduler(clock=FakeClock())  # not started: nothing runs
+    task = scheduler.schedule(id="job", **old)
+    before = task.definition
+    midway, go_on = threading.Event(), threading.Event()
+    code = DefinitionVerbs._replace.__code__
+    line = _line_of(DefinitionVerbs._replace, "task.action = action")
+
+    def held(frame: FrameType, event: str, arg: object) -> Any:
+        if event == "line" and frame.f_lineno == line:
+            midway.set()
+            assert go_on.wait(WAIT)
+        return held
+
+    def tracer(frame: FrameType, event: str, arg: object) -> Any:
+        return held if frame.f_code is code else None
+
+    def replace() -> None:
+        sys.settrace(tracer)
+        try:
+            scheduler.schedule(id="job", replace_existing=True, **new)
+        finally:
+            sys.settrace(None)
+
+    writer = threading.Thread(target=replace)
+    writer.start()
+    try:
+        assert midway.wait(WAIT)
+        assert task.name == "second"  # the replace is under way: the name is new
+        assert task.definition == before  # the read: the old definition, whole
+    finally:
+        go_on.set()
+        writer.join(WAIT)
+    after = task.definition
+    assert (after.name, after.action, after.priority, after.args, after.timeout) == (
+        "second",
+        _second,
+        Priority.HIGH,
+        (2,),
+        5.0,
+    )
+    assert after.retry == RetryPolicy(max_attempts=3) and after.schedule == OneTime(at=200)
+    scheduler.shutdown(timeout=WAIT)

@@ -125,8 +125,9 @@ class DefinitionVerbs(CoreParts):
             return task  # nothing to change: nothing written, nothing announced
         now = self.clock.now()
         saved = _Definition.of(task)
-        task.priority = new_priority
-        task._options = options
+        with task.redefining():
+            task.priority = new_priority
+            task._options = options
         self._commit(task, saved)
         if task._queued and new_priority is not saved.priority:
             self._requeue(task)
@@ -185,12 +186,13 @@ class DefinitionVerbs(CoreParts):
             return task
         now = self.clock.now()
         first = _first_run(name, schedule, now) if new_schedule else None
-        task.name = name
-        task.action = action
-        task.priority = priority
-        task._options = options
-        fit_flight(task)
-        due = None if first is None else self._start_afresh(task, schedule, first)
+        with task.redefining():
+            task.name = name
+            task.action = action
+            task.priority = priority
+            task._options = options
+            fit_flight(task)
+            due = None if first is None else self._start_afresh(task, schedule, first)
         self._commit(task, saved)
         if due is not None:
             self._enqueue(task, due)
@@ -283,5 +285,6 @@ class _Definition(NamedTuple):
         )
 
     def restore(self, task: ScheduledTask) -> None:
-        task.name, task.action, task.priority, task._options = self[:4]
-        task._schedule, task.next_run_at, task._slot = self[4:]
+        with task.redefining():
+            task.name, task.action, task.priority, task._options = self[:4]
+            task._schedule, task.next_run_at, task._slot = self[4:]

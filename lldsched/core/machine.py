@@ -773,7 +773,7 @@ class SchedulerCore(
             )  # fmt: skip
         schedule = task._schedule
         return _new_tuple(TaskSnapshot, (
-            task.definition, task.status, task.next_run_at, task.attempt,
+            task._defined(), task.status, task.next_run_at, task.attempt,
             run_count, failures, last_error, task._run is not None,
             schedule.waited if schedule.__class__ is CatchUp else None,
         ))  # fmt: skip

@@ -26,6 +26,7 @@ from lldsched.core.names import (
 )
 from lldsched.core.parts import CoreParts
 from lldsched.core.task import Entry, Flight, Run, RunStats, ScheduledTask
+from lldsched.errors import NEVER_STARTED_OVERLAP
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.schedules.base import Schedule, first_slot_after, slot_after, slots_between
 from lldsched.schedules.catchup import CatchUp, slot_first
@@ -130,11 +131,10 @@ class OverlappingRuns(CoreParts):
             self._record_late(task, self._queue_following(task, flight, slot))
             return None
         if overlap is CANCEL_OTHER:
-            why = f"OverlapCancelled: Overlap.CANCEL_OTHER, slot {slot!r} came due while it ran"
             assert task._run is not None
             for other in (*flight.others, task._run):
                 if id(other) not in flight.cancelled:
-                    flight.cancelled[id(other)] = why
+                    flight.cancelled[id(other)] = slot
                     if other.context is not None:
                         other.context.cancel("overlap")
                     if self.on_cancel is not None:
@@ -167,9 +167,12 @@ class OverlappingRuns(CoreParts):
                 if other is run:
                     del others[index]
                     break
-        why = flight.cancelled.pop(id(run), None)
-        if why is None:
+        slot = flight.cancelled.pop(id(run), None)
+        if slot is None:
             return record
+        # A coroutine cut before its body began: the runtime says so (errors.py)
+        when = "before it started" if record.error == NEVER_STARTED_OVERLAP else "while it ran"
+        why = f"OverlapCancelled: Overlap.CANCEL_OTHER, slot {slot!r} came due {when}"
         return record._replace(ok=False, error=why, result=None, misfire=OVERLAP_CANCELLED)
 
     def _record_alongside(

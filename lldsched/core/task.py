@@ -15,13 +15,17 @@ a run context, and :class:`RunStats` is created at the first run.
 Only the core state machine (:class:`~lldsched.core.machine.SchedulerCore`)
 mutates a ``ScheduledTask``, under its runtime's lock; any thread may read it.
 Each attribute read is atomic and ``history`` returns a copy, but two reads are
-not a consistent pair: ask ``Scheduler.task(id)`` again for a fresh look.
+not a consistent pair: ask ``Scheduler.task(id)`` again for a fresh look.  One
+read of ``definition`` is consistent without the lock: a change of several of its
+parts (a replace, a ``modify``) is made inside :meth:`ScheduledTask.redefining`,
+and a read while it is under way gets the definition the task had before it.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, Literal, NamedTuple
 
 from lldsched.core.context import RunContext
@@ -142,6 +146,16 @@ class RunStats:
         return (first,) if first is not None else ()
 
 
+class _Edit:
+    """A change of a task's definition (:meth:`ScheduledTask.redefining`): ``before``,
+    the definition it started from, while it is under way; ``None`` once it ended."""
+
+    __slots__ = ("before",)
+
+    def __init__(self, before: Task) -> None:
+        self.before: Task | None = before
+
+
 class ScheduledTask:
     """One task and where it is in its lifecycle (see :class:`TaskStatus`).
 
@@ -155,6 +169,7 @@ class ScheduledTask:
     """
 
     __slots__ = (
+        "_edit",
         "_flight",
         "_options",
         "_queued",
@@ -256,9 +271,39 @@ class ScheduledTask:
         """How many runs may overlap under ``Overlap.ALLOW`` (None for other policies)."""
         return self._options.max_instances
 
+    # The last change of several parts of the definition (redefining): unset until the
+    # first, so a registration pays nothing for it.
+    _edit: _Edit
+
     @property
     def definition(self) -> Task:
-        """What runs and when, as an immutable value (what a store keeps)."""
+        """What runs and when, as an immutable value (what a store keeps): the one the
+        task has, or, read while a change of it is under way, the one it had before;
+        never parts of both, also when read without the runtime's lock."""
+        while True:
+            edit: _Edit | None = getattr(self, "_edit", None)
+            if edit is not None:
+                before = edit.before
+                if before is not None:  # a change under way: the definition it started from
+                    return before
+            definition = self._defined()
+            if getattr(self, "_edit", None) is edit:  # no change began since: one whole
+                return definition
+
+    @contextmanager
+    def redefining(self) -> Iterator[None]:
+        """The core changes several parts of the definition in this block (under the
+        runtime's lock, which keeps two from overlapping): until it ends,
+        :attr:`definition` reads the definition the task had when it began."""
+        edit = self._edit = _Edit(self._defined())
+        try:
+            yield
+        finally:
+            edit.before = None
+
+    def _defined(self) -> Task:
+        """The definition from the parts as they are now: the core's read, under the
+        runtime's lock (a store's snapshot, on the per-run path: nothing checked)."""
         options = self._options
         schedule = self._schedule
         if schedule.__class__ is CatchUp:  # the plan is the core's: stores keep the schedule
@@ -334,14 +379,14 @@ class ScheduledTask:
 class Flight:
     """The overlapping runs of one task (``Overlap.CANCEL_OTHER`` or ``ALLOW``): the
     runs in flight besides the newest (:attr:`ScheduledTask._run`), oldest first,
-    those of them ``CANCEL_OTHER`` cancelled, with why, and the slot queued behind
+    those of them ``CANCEL_OTHER`` cancelled, with the slot that did, and the slot queued behind
     them."""
 
     __slots__ = ("cancelled", "others", "pending")
 
     def __init__(self) -> None:
         self.others: list[Run] = []
-        self.cancelled: dict[int, str] = {}  # id(run) -> why; the run is in flight
+        self.cancelled: dict[int, float] = {}  # id(run) -> the slot that cut it; in flight
         self.pending: float | None = None  # the next slot, queued while runs are in flight
 
     @property

@@ -52,7 +52,9 @@ class ControlVerbs(SchedulerParts):
         with self._lock:
             self._follow_others()  # shared: act on the row as it is now
             self._check_open("reschedule", task_id)
-            return self._core.reschedule(task_id, schedule)
+            task = self._core.reschedule(task_id, schedule)
+            self._notify_idle()  # the task it moved may have been all that was due
+            return task
 
     def modify(
         self,

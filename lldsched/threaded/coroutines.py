@@ -75,7 +75,7 @@ from typing import TYPE_CHECKING, Any
 from lldsched.checks import whole
 from lldsched.core.results import must_await, result_text
 from lldsched.core.task import Entry, Run
-from lldsched.errors import CANCELLED_INSIDE, error_text
+from lldsched.errors import CANCELLED_INSIDE, NEVER_STARTED_OVERLAP, error_text
 from lldsched.logs import WORKERS
 from lldsched.threaded.deadline import LOCK_GRACE, Deadline
 
@@ -105,6 +105,7 @@ cancelled that long before it runs out (half the timeout, if that is less)."""
 _Outcome = tuple["str | None", "str | None"]
 _UNFINISHED: _Outcome = ("CancelledError: scheduler shut down", None)
 _RETURNED_NONE: _Outcome = (None, None)
+_NEVER_BEGUN: _Outcome = ("CancelledError: never started", None)  # reason says which
 
 _REASONS = {
     "cancelled": "CancelledError: task cancelled",
@@ -477,6 +478,7 @@ class CoroutineRunner:
                 flight.awaitable = value
             if flight.reason is not None:  # cancelled or paused before it started
                 _close(flight.awaitable)
+                flight.outcome = _NEVER_BEGUN
                 self._over(flight)
                 continue
             # A context of its own, empty: this batch may run in a finished run's context
@@ -537,6 +539,7 @@ class CoroutineRunner:
         the body of a coroutine never begins after the verb that stopped it returned."""
         if flight.reason is not None:  # cancelled before its body began: never begun
             _close(flight.awaitable)
+            flight.outcome = _NEVER_BEGUN
             self._over(flight)
             return
         try:
@@ -652,7 +655,7 @@ def _ended_first(flight: _Flight) -> bool:
     crossed its end).  It is recorded as it ended, as a thread run is: its result kept,
     and a paused task not retried for work it finished."""
     outcome = flight.outcome
-    if outcome is _UNFINISHED or outcome[0] == CANCELLED_INSIDE:
+    if outcome is _UNFINISHED or outcome is _NEVER_BEGUN or outcome[0] == CANCELLED_INSIDE:
         return False
     # Task.cancel() on a task not yet done counts a request, and nothing but uncancel()
     # takes it back (asyncio.timeout and TaskGroup do, for their own): none was counted,
@@ -668,6 +671,8 @@ def _cancelled_outcome(flight: _Flight) -> tuple[str | None, str | None, bool]:
     assert reason is not None  # cancelled by the scheduler
     if reason == "timeout":  # at the timeout its timer was armed with, not the task's now
         return f"TimeoutError: cancelled at its {flight.budget:g} s timeout", None, True
+    if reason == "overlap" and flight.outcome is _NEVER_BEGUN:  # the core words its record
+        return NEVER_STARTED_OVERLAP, None, False
     return _REASONS.get(reason) or f"CancelledError: {reason}", None, False
 
 

@@ -292,7 +292,13 @@ class RunExecution(SchedulerParts):
             self._drain_settled.set()  # shutdown's drain waits for runs to settle
 
     def _notify_idle(self) -> None:
-        """Wake wait_idle() / wait_drained() callers if nothing is in flight."""
+        """Wake wait_idle() / wait_drained() callers if nothing is in flight.
+
+        Called wherever their answer can turn true: a run settled, a task cancelled,
+        paused or removed, and a task's due time moved (``reschedule``, ``schedule(...,
+        replace_existing=True)``: what was due may be due no more).  The other verbs
+        (``modify``, ``run_now``, ``resume``, ``redrive``) only ever add work, so they
+        leave a waiter waiting; the timer also wakes one when only tombstones were due."""
         if self._idle_waiters and self._in_flight == 0:
             self._idle.notify_all()
 

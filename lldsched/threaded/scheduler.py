@@ -467,6 +467,8 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
                 self._loop_ids.add(task.id)
             elif self._loop_ids:
                 self._loop_ids.discard(task.id)  # an id handed out again
+            if replace_existing:  # a new schedule may have moved all that was due
+                self._notify_idle()
             return task
 
     def scheduled(

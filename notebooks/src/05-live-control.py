@@ -62,7 +62,9 @@ panel
 # `cleanup` has a `redrive` button: it runs again, due now, with a fresh attempt counter
 # (and fails again here, because the disk is still full). The line under the table says
 # what each press did; a redrive only queues a run, so it says "queued again" at once, and
-# how the re-run ended once it has (the button never waits for the run).
+# how the re-run ended once it has (the button never waits for the run). The cell below
+# waits for that end before it prints the line: read at once, it would say either, as
+# the re-run happened to be quick or not.
 #
 # The same presses, from code (what each button calls), so this notebook also runs
 # unattended. The panel above stays live: press its buttons after these.
@@ -71,11 +73,10 @@ panel
 panel.button(heartbeat.id, "pause").click()
 print(panel.row(heartbeat.id)["status"], "| scheduler says:", heartbeat.status.value)
 
-# %%
+# %% tags=["nbval-check-output"]
 panel.button(heartbeat.id, "resume").click()
 panel.button(digest.id, "cancel").click()
 panel.button(dead.id, "redrive").click()
-print(panel.message.value)
 target = heartbeat.run_count + 3
 
 
@@ -86,6 +87,8 @@ def settled(_event: object) -> bool:  # three more beats, and cleanup failed aga
 
 
 assert log.wait_for(settled, timeout=10)
+panel.refresh([dead.id])  # what the panel's next refresh does: it reads how the re-run ended
+print(panel.message.value)
 
 # %% tags=["nbval-check-output"]
 print("status:", heartbeat.status.value, digest.status.value, dead.status.value)
