@@ -19,6 +19,8 @@ from lldsched import (
     FixedRate,
     Jittered,
     OneTime,
+    Outcome,
+    RetryPolicy,
     Schedule,
     ScheduleError,
     Scheduler,
@@ -412,3 +414,16 @@ def test_bad_arguments_are_refused_at_construction_naming_the_value(
         kind(*args, **kwargs)
     assert message in str(caught.value)
     assert isinstance(caught.value, ValidationError)
+
+
+def test_a_slot_given_up_is_not_counted_as_a_run() -> None:
+    # Every attempt fails and none is retried: each slot is given up and the task goes
+    # on to its next slot; not one of them is a successful run, so the window never
+    # retires it (it retired after two given-up slots, FAILED, into the dead letter).
+    window = Window(FixedRate(60), max_runs=2)
+    sim = Simulation(workers=1, start=T0)
+    task = sim.schedule("down", window, duration=1, fails=1.0, retry=RetryPolicy(max_attempts=1))
+    sim.run_for(630)  # between runs: slots 0 to 600 s given up, the next due at 660 s
+    outcomes = [r.outcome for r in sim.records()]
+    assert outcomes == [Outcome.GIVEN_UP] * 11
+    assert task.status is TaskStatus.SCHEDULED and window.runs_counted(task.id) == 0

@@ -29,10 +29,11 @@ uniformly drawn delay; between knots the delay is a blend of two draws.
 **Window** lets the wrapped schedule run only between ``start`` and ``end``
 (inclusive) and at most ``max_runs`` times: a task registered before ``start``
 behaves as if registered just before it; a slot after ``end`` retires the task
-(SUCCEEDED), and so does its ``max_runs``-th successful run.  A schedule sees only
-the record of the run that just ended, so the window counts successful runs per
-task id; a durable store that rebuilds a task hands the count back
-(:func:`restore_runs`, from the task's stored counters), so it survives a restart.
+(SUCCEEDED), and so does its ``max_runs``-th successful run (a slot given up, its
+attempts spent, is not one).  A schedule sees only the record of the run that just
+ended, so the window counts successful runs per task id; a durable store that
+rebuilds a task hands the count back (:func:`restore_runs`, from the task's stored
+counters), so it survives a restart.
 """
 
 from __future__ import annotations
@@ -274,7 +275,9 @@ class Window(FrozenValue):
         return self._within(None if first is None else max(first, start))
 
     def next_run(self, record: ExecutionRecord, now: float) -> float | None:
-        if self.max_runs is not None:
+        # A slot given up (its attempts ran out, the task goes on) is asked here too: only
+        # a successful run counts, as the stores' restored count (runs minus failures).
+        if self.max_runs is not None and record.ok:
             runs: dict[str, int] = self._runs
             with self._lock:
                 done = runs.get(record.task_id, 0) + 1
