@@ -120,7 +120,7 @@ class RecordLog:
         time, a column at a time (:meth:`_settle`): the work per record then runs in
         C loops.  Decomposed one by one in Python here, a record cost 10,000
         machine instructions, a sixth of a simulated run (callgrind,
-        ``benchmarks/bench_sim.py``'s workload; docs/PERFORMANCE.md)."""
+        ``benchmarks/bench_sim.py``'s workload; docs/PERFORMANCE.md, "Records")."""
         pending = self._pending
         pending.append(record)
         if len(pending) >= BATCH:

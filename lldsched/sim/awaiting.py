@@ -38,7 +38,7 @@ class PrivateLoop:
     def run(self, awaitable: Any, timeout: float | None) -> Awaited:
         """Run ``awaitable`` to completion (cancelled after ``timeout`` wall seconds)."""
         # Imported at the first coroutine a simulation awaits, not with lldsched.sim (as
-        # the threaded runtime's CoroutineRunner._start_loop does: docs/PERFORMANCE.md).
+        # the threaded runtime's CoroutineRunner._start_loop does: docs/PERFORMANCE.md, "Start-up").
         import asyncio
 
         loop = self._loop
