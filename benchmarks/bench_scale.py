@@ -43,6 +43,7 @@ import collections
 import enum
 import functools
 import gc
+import itertools
 import os
 import statistics
 import sys
@@ -203,8 +204,12 @@ def _reachable(roots: list[tuple[str, object]]) -> dict[int, tuple[str, object]]
 
 
 def _roots(scheduler: Scheduler, task: Any) -> list[tuple[str, object]]:
-    """The task and its heap entry (which names it by id): they are its own."""
-    entries = [entry for entry in scheduler._queue._heap if entry[3] == task.id]
+    """The task and its queue entry (which names it by id): they are its own.  The
+    entry is in the heap, the old heap a compaction is sweeping, or the lane of entries
+    due when pushed (``core/duequeue.py``)."""
+    queue = scheduler._queue
+    held = itertools.chain(queue._heap, queue._old, queue._lane)
+    entries = [entry for entry in held if entry[3] == task.id]
     return [("task", task)] + [(f"entry{i or ''}", entry) for i, entry in enumerate(entries)]
 
 
@@ -227,8 +232,9 @@ def _breakdown(scheduler: Scheduler) -> list[tuple[str, float]]:
             parts.append((f"{path}: {type(obj).__name__}", float(sys.getsizeof(obj))))
     for _, root in roots:
         for ref in gc.get_referrers(root):
-            if ref is not tasks and isinstance(ref, dict | list) and len(ref) >= len(tasks):
-                kind = "dict" if isinstance(ref, dict) else "list"
+            big = isinstance(ref, dict | list | collections.deque) and len(ref) >= len(tasks)
+            if ref is not tasks and big:
+                kind = type(ref).__name__
                 parts.append((f"slot in a {len(ref):,}-item {kind}", sys.getsizeof(ref) / len(ref)))
     return parts
 

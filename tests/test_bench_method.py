@@ -8,6 +8,7 @@ times anything.
 
 from __future__ import annotations
 
+import ast
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -121,3 +122,17 @@ def test_the_cpu_time_twin_of_a_label_keeps_its_unit(
     paired_trials, _ = modules
     assert paired_trials.in_cpu_time("sim vs SimPy (x)") == "sim vs SimPy in CPU time (x)"
     assert paired_trials.in_cpu_time("rounds") == "rounds in CPU time"
+
+
+@pytest.mark.parametrize("path", sorted(BENCHMARKS.glob("bench_*.py")), ids=lambda p: p.stem)
+def test_every_benchmark_module_has_the_main_run_all_calls(path: Path) -> None:
+    """``run_all.py`` runs every ``bench_*.py`` through ``main() -> dict[str, float]``: a
+    module without it crashed ``make bench`` (``bench_store_memory`` did), and one that
+    returned nested figures had them flattened into labels without units (``bench_cron``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    mains = [
+        node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "main"
+    ]
+    assert mains, f"{path.name} has no top-level main()"
+    assert mains[0].returns is not None
+    assert ast.unparse(mains[0].returns) == "dict[str, float]", path.name
