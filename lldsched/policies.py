@@ -52,7 +52,8 @@ task's skipped fires): its runs never overlap.  With ``overlap=``:
   soon as the run finishes; the earlier ones are recorded ``coalesced``.
 * ``CANCEL_OTHER``: the slot starts a new run at once and raises the running run's
   cancel flag (:class:`~lldsched.core.context.RunContext`; a coroutine run is
-  cancelled for real).  The cancelled run's record says ``cancelled`` and why.
+  cancelled for real, a process-isolated run's worker process killed).  The
+  cancelled run's record says ``cancelled`` and why.
 * ``ALLOW`` with ``max_instances=N``: up to ``N`` runs of the task at once; a slot
   due while ``N`` run is recorded ``skipped``, its record naming the limit.
 

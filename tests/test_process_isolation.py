@@ -22,8 +22,10 @@ from typing import Any
 import pytest
 
 from lldsched import (
+    FakeClock,
     FixedRate,
     OneTime,
+    Overlap,
     Priority,
     RetryPolicy,
     ScheduledTask,
@@ -207,6 +209,35 @@ def test_cancelling_a_running_isolated_task_kills_its_child(
     assert record.error is not None and record.error.startswith("CancelledError: task cancelled")
     assert task.status is TaskStatus.CANCELLED
     assert wait_for(lambda: not alive(int(marker.read_text())))
+
+
+def test_a_run_cancel_other_cancels_has_its_child_killed(
+    make_scheduler: SchedulerFactory, tmp_path: Path
+) -> None:
+    # Overlap.CANCEL_OTHER cancels the run in flight when the next slot comes due; a
+    # child can be killed, as cancel() kills it, so it is: it ran on to its end (an
+    # hour here), holding a worker, its record already saying it was cancelled.
+    clock = FakeClock(0)
+    scheduler = make_scheduler(workers=2, clock=clock)
+    first, second = tmp_path / "first", tmp_path / "second"
+    task = scheduler.schedule(
+        "sleeper", f"{JOBS}:sleep", FixedRate(60), isolation="process",
+        args=[3600, str(first)], overlap=Overlap.CANCEL_OTHER, retry=ONCE,
+    )  # fmt: skip
+    assert wait_for(lambda: first.exists() and first.read_text() != "")
+    old = int(first.read_text())
+    scheduler.schedule(  # the same task; its next run writes its pid elsewhere
+        "sleeper", f"{JOBS}:sleep", FixedRate(60), isolation="process", id=task.id,
+        args=[3600, str(second)], overlap=Overlap.CANCEL_OTHER, retry=ONCE,
+        replace_existing=True,
+    )  # fmt: skip
+    clock.set(60)
+    assert wait_for(lambda: second.exists() and second.read_text() != "")
+    assert wait_for(lambda: not alive(old)), "the cancelled run's child still runs"
+    assert wait_for(lambda: len(task.history) >= 1)
+    assert (task.history[0].error or "").startswith("OverlapCancelled: Overlap.CANCEL_OTHER")
+    scheduler.cancel(task.id)
+    assert wait_for(lambda: finished(task, runs=2))
 
 
 def test_pausing_a_running_isolated_task_kills_its_child_and_resume_retries_it(

@@ -253,8 +253,11 @@ class RunExecution(SchedulerParts):
 
     def _cancel_overlapped(self, run: Run) -> None:
         """Overlap.CANCEL_OTHER cancelled ``run`` (the core raised its flag, under the
-        lock): a coroutine run is cancelled for real; a thread's run is cooperative."""
+        lock): a coroutine run is cancelled and a process-isolated one's child killed,
+        as cancel() does (the newer run has no child yet: it takes one after its begin,
+        outside the lock); a thread's run is cooperative."""
         self._coroutines.cancel_run(run, "overlap")
+        self._processes.kill(run.task.id, "overlap")
 
     def _say_failures(self) -> None:
         """Log the failed attempts queued under the lock, in the order they were
