@@ -91,6 +91,40 @@ class NotifiesOne(TaskQueue):
                 self._cond.notify()
 
 
+class NotifiesOnlyWhenDue(TaskQueue):
+    """Notifies only for an entry due already: a new head due in a moment wakes nobody."""
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            sequence = next(self._sequence)
+            self._live[task] = sequence
+            heapq.heappush(self._heap, (due, sequence, task))
+            if due <= self._clock():
+                self._cond.notify_all()
+
+
+class WaitsForTheOldHead(TaskQueue):
+    """``wait_for`` with a timeout computed once, from the head it saw first: a notify
+    re-tests the predicate, but the wait goes on toward the old head."""
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while True:
+                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                delay = self._heap[0][0] - self._clock()
+                if delay > 0:
+                    self._cond.wait_for(lambda: self._heap[0][0] <= self._clock(), delay)
+                due, sequence, task = self._heap[0]
+                if due <= self._clock() and self._live.get(task) == sequence:
+                    heapq.heappop(self._heap)
+                    del self._live[task]
+                    return task
+
+
 class CancelForgets(TaskQueue):
     """Cancel that leaves no tombstone: the entry runs anyway."""
 
@@ -228,6 +262,10 @@ TIMER_MISTAKES = [
     (SleepsUnderTheLock, "both of two waiters", "holds the lock while it waits"),
     (PushWithoutNotify, "parked 12 h", "must notify the condition"),
     (NotifiesOne, "both of two waiters", "use notify_all()"),
+    (NotifiesOnlyWhenDue, "due in 0.2 s", "due yet or not"),
+    (NotifiesOnlyWhenDue, "both of two waiters", "due yet or not"),
+    (WaitsForTheOldHead, "due in 0.2 s", "compute it again from the head after every wake-up"),
+    (WaitsForTheOldHead, "both of two waiters", "compute it again from the head"),
     (CancelForgets, "cancelled entry never runs", "still ran"),
     (CancelledForever, "cancelled entry never runs", "pushed again, never came back"),
     (TiesByName, "then arrival", "a tie must keep arrival order"),

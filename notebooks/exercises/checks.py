@@ -303,6 +303,12 @@ def _expect(consumers: Consumers, task: str, due: float, clock: ExerciseClock, w
         raise AssertionError(f"{task!r} returned {due - at:.2f} s before it was due")
 
 
+_STALE_TIMEOUT = (
+    "the waiter woke and went back to the timeout it computed from the old head: "
+    "compute it again from the head after every wake-up (a wait_for(predicate, timeout) "
+    "keeps the timeout it was given)"
+)
+
 HEAP_SIZE = 1_000  # tasks the cost check pushes and pops
 # Orderings of due times allowed per task pushed and popped.  A heap makes about
 # 2 * log2(1000) = 20 per pop and 2 per push (the reference: 21 in all); a sort, a
@@ -477,6 +483,33 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         finally:
             _release(rig, consumers)
 
+    def push_re_arms_a_waiting_timer() -> None:
+        rig = _rig(make_queue)
+        rig.queue.push("nightly", rig.clock.peek() + TWELVE_HOURS)
+        consumers = Consumers(rig.queue, rig.clock)
+        park(rig)
+        due = rig.clock.peek() + 0.2
+        before = rig.cond.notifies + rig.cond.notify_alls
+        try:
+            bounded(lambda: rig.queue.push("soon", due), "push('soon')")
+            notified = rig.cond.notifies + rig.cond.notify_alls > before
+            _expect(
+                consumers,
+                "soon",
+                due,
+                rig.clock,
+                "a timer waiting toward 'nightly', 12 h off, slept through a new head due in "
+                "0.2 s; "
+                + (
+                    _STALE_TIMEOUT
+                    if notified
+                    else "your push did not notify: it must notify whenever its entry "
+                    "becomes the head, due yet or not"
+                ),
+            )
+        finally:
+            _release(rig, consumers)
+
     def two_waiters_both_re_arm() -> None:
         rig = _rig(make_queue)
         rig.queue.push("nightly", rig.clock.peek() + TWELVE_HOURS)
@@ -488,18 +521,23 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             bounded(lambda: rig.queue.push("first", due), "push('first')")
             # same instant, later arrival: not a new head
             bounded(lambda: rig.queue.push("second", due), "push('second')")
+            # what the two pushes did (the release below pushes and notifies too)
+            notifies, notify_alls = rig.cond.notifies, rig.cond.notify_alls
             for _ in range(2):
                 item = consumers.next(due + LATE - rig.clock.peek())
                 if item is not None:
                     got.append(item[0])
         finally:
             _release(rig, consumers)
-        if rig.cond.notifies:
+        if notifies:
             hint = "notify() wakes one, use notify_all() (your push called notify())"
-        elif not rig.cond.notify_alls:
-            hint = "your push never notified the condition"
+        elif not notify_alls:
+            hint = (
+                "your push did not notify for a new head due in 0.1 s: it must notify "
+                "whenever its entry becomes the head, due yet or not"
+            )
         else:
-            hint = "use notify_all() when the new entry is the head"
+            hint = f"your push called notify_all(), so {_STALE_TIMEOUT}"
         assert sorted(map(str, got)) == ["first", "second"], (
             f"two consumers were parked toward the 12 h head and only {got} came back: "
             f"a new head must wake every waiter, since each computed its timeout from the "
@@ -601,6 +639,10 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         ("no sleep or poll loop while nothing is due", no_poll_loop),
         ("re-tests in a while after a spurious wake-up", re_tests_after_a_wake_up),
         ("a push due now wakes a timer parked 12 h", push_wakes_a_parked_timer),
+        (
+            "a push due in 0.2 s re-arms a timer waiting on a later head",
+            push_re_arms_a_waiting_timer,
+        ),
         ("a new head wakes both of two waiters (notify_all)", two_waiters_both_re_arm),
         ("a cancelled entry never runs; pushed again, it does", cancelled_entry_never_runs),
         ("pushing a queued task again replaces its entry", re_push_replaces_the_entry),
