@@ -491,6 +491,21 @@ def power_overflows(
     return finished + min(cap, initial * multiplier ** (attempt - 1))
 
 
+def stops_growing_at_the_default_cap(
+    attempt: int,
+    finished: float,
+    max_attempts: int = 3,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> float | None:
+    """The exponent bounded by a fixed number, "since 2 ** 6 = 64 is past the 60 s cap":
+    no overflow, and right for the defaults, but a longer cap is never reached."""
+    if attempt >= max_attempts:
+        return None
+    return finished + min(cap, initial * multiplier ** min(attempt - 1, 6))
+
+
 def the_wait_only(
     attempt: int,
     finished: float,
@@ -525,6 +540,7 @@ RETRY_MISTAKES = [
     (first_retry_doubled, "the first retry waits initial", "initial * multiplier ** (n - 1)"),
     (uncapped_wait, "the wait is capped", "the wait is capped at 60 s"),
     (power_overflows, "no overflow", "stop growing the wait once it reaches the cap"),
+    (stops_growing_at_the_default_cap, "grows until the cap", "stopped growing below the cap"),
     (the_wait_only, "counted from the finish", "return the instant, finished + wait"),
     (linear_backoff, "the wait doubles", "by a factor (exponential backoff), not by a step"),
 ]
