@@ -631,6 +631,17 @@ def test_a_parser_that_accepts_plus_five_fails() -> None:
     assert "'+5' in 0-59 should raise ValueError" in failure(results, "rejects what cron rejects")
 
 
+def test_a_parser_that_reads_a_range_by_its_first_two_numbers_fails() -> None:
+    def first_two_numbers(text: str, low: int, high: int) -> set[int]:
+        """Splits a range on every dash and keeps the first two parts: "1-5-7" is 1-5."""
+        return parse_field(
+            ",".join("-".join(item.split("-")[:2]) for item in text.split(",")), low, high
+        )
+
+    results = run_checks(parse_field_checks(first_two_numbers))
+    assert "'1-5-7' in 0-59 should raise ValueError" in failure(results, "rejects what cron")
+
+
 def test_a_parser_that_rejects_a_field_cron_accepts_is_shown_the_field() -> None:
     def refuses_lists(text: str, low: int, high: int) -> set[int]:
         if "," in text:
