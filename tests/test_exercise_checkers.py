@@ -44,6 +44,27 @@ class PollsWithShortWaits(TaskQueue):
             return heapq.heappop(self._heap)[2]
 
 
+class PollsEverySecond(TaskQueue):
+    """Waits until the head is due, but at most a second at a time, "to be safe": a poll
+    all the same, 43,200 wake-ups before a task due in 12 h."""
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while True:
+                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                due, _, task = self._heap[0]
+                delay = due - self._clock()
+                if delay <= 0:
+                    heapq.heappop(self._heap)
+                    del self._live[task]
+                    return task
+                self._cond.wait(min(delay, 1.0))  # the mistake under test
+
+
 class ChecksOnceWithIf(TaskQueue):
     """``if`` where ``while`` is needed: any wake-up is taken as "the head is due"."""
 
@@ -257,6 +278,7 @@ def timer_results(answer: type[TaskQueue]) -> list[Result]:
 TIMER_MISTAKES = [
     (PollsWithSleep, "no sleep or poll loop", "sleep or poll loop"),
     (PollsWithShortWaits, "no sleep or poll loop", "sleep or poll loop"),
+    (PollsEverySecond, "no sleep or poll loop", "wakes 43,200 times"),
     (ChecksOnceWithIf, "spurious wake-up", "`while` is needed"),
     (SleepsUnderTheLock, "parked 12 h", "holds the lock while it waits"),
     (SleepsUnderTheLock, "both of two waiters", "holds the lock while it waits"),

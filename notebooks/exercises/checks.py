@@ -12,13 +12,13 @@ message that names the mistake) and against the reference answers (all pass).
 ``threading.Condition``.  The checker drives it with real threads and a clock it
 controls (:class:`ExerciseClock`: its own epoch, and a count of every read), and
 watches the queue's Condition (:class:`WatchedCondition` counts waits and
-notifies, and lets the checker wake the waiters when nobody asked: a spurious
-wake-up).  Every wait in here is bounded; a consumer that never returns is left
-parked on a daemon thread after the check pushes it something to take, and a push
-or cancel the checker makes while a consumer may hold the lock runs on a daemon
-thread too, bounded by :data:`HELD` (a ``pop_due`` that sleeps holding the lock is
-told so instead of hanging the notebook).  The
-whole check takes about a second for a correct answer, and a few seconds for any.
+notifies, keeps each wait's timeout, and lets the checker wake the waiters when
+nobody asked: a spurious wake-up).  Every wait in here is bounded; a consumer that
+never returns is left parked on a daemon thread after the check pushes it something
+to take, and a push or cancel the checker makes while a consumer may hold the lock
+runs on a daemon thread too, bounded by :data:`HELD` (a ``pop_due`` that sleeps
+holding the lock is told so instead of hanging the notebook).  The whole check
+takes under two seconds for a correct answer, and a few seconds for any.
 """
 
 from __future__ import annotations
@@ -85,6 +85,9 @@ def print_results(results: list[Result]) -> None:
 # -- the clock and the condition the checker watches -----------------------------------------
 
 TWELVE_HOURS = 12 * 3600.0
+POLL_FLOOR = 60.0
+"""The shortest wait that is not a poll while the head is 12 h off (lldsched's own timer
+wakes at least every ``max_wait``, 60 s, to notice a wall-clock jump: no shorter)."""
 LATE = 0.5  # seconds after its due instant by which a task must be returned (room for load)
 HELD = 1.0  # seconds a push, a cancel or the checker may wait for the queue's lock
 HOLDS_THE_LOCK = (
@@ -134,7 +137,8 @@ class ExerciseClock:
 
 
 class WatchedCondition:
-    """A stand-in for the queue's Condition that counts its waits and notifies.
+    """A stand-in for the queue's Condition that counts its waits and notifies, and keeps
+    the timeout of each wait.
 
     ``waiting`` is how many threads are inside ``wait`` right now; ``inner`` is the
     real Condition, for the checker's own spurious wake-ups.
@@ -146,6 +150,7 @@ class WatchedCondition:
         self.notifies = 0
         self.notify_alls = 0
         self.waiting = 0
+        self.timeouts: list[float | None] = []  # of every wait, in order
         self.changed = threading.Condition()  # notified when ``waiting`` grows
 
     def __enter__(self) -> bool:
@@ -167,6 +172,7 @@ class WatchedCondition:
 
     def wait(self, timeout: float | None = None) -> bool:
         self.waits += 1
+        self.timeouts.append(timeout)
         with self.changed:
             self.waiting += 1
             self.changed.notify_all()
@@ -426,6 +432,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         early = consumers.next(0.3)  # a bounded wait: nothing is due for twelve hours
         reads, waits = rig.clock.reads - reads, rig.cond.waits - waits
         cpu = time.process_time() - cpu
+        timeouts = list(rig.cond.timeouts)
         _release(rig, consumers)
         assert early is None, f"returned {early[0]!r} twelve hours early"
         assert reads <= 1 and waits <= 1, (
@@ -434,6 +441,12 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             "whole delay until the head is due"
         )
         assert cpu < 0.15, f"a busy loop: {cpu:.2f} s of CPU in 0.3 s with nothing due"
+        short = min((t for t in timeouts if t is not None), default=POLL_FLOOR)
+        assert short >= POLL_FLOOR, (
+            f"a poll loop: with nothing due for 12 h, pop_due waited {short:g} s at a time, "
+            f"so it wakes {TWELVE_HOURS / max(short, 1e-3):,.0f} times before the head is due; "
+            "wait once, with timeout = due - now (a push that makes a new head wakes it)"
+        )
 
     def re_tests_after_a_wake_up() -> None:
         parked = _rig(make_queue)
