@@ -45,12 +45,12 @@
 # | one process or a cluster? | one scheduler per process; several share a job set through the store with leases and fencing tokens (38-45) |
 # | fixed rate from the start or the finish? | rate keeps a **grid of slots**, anchored on the slot each run served (its start, when it starts on time); delay counts from the finish |
 # | a run longer than its period? | an explicit policy, SKIP or CATCH_UP, never a silent pile-up (CATCH_UP only for an occasional overrun: a job that always overruns falls further behind every run, 09 measures it) |
-# | can a running task be stopped? | no: Python cannot preempt a thread; cancel stops future runs, real cancellation is cooperative |
+# | can a running task be stopped? | not a thread: Python cannot preempt one, so cancel and timeout raise a cooperative flag; a run that must be stoppable runs in a child process, killed at its timeout (`isolation="process"`), or as a coroutine, cancelled at its next `await` |
 # | seconds, time zones? | five cron fields to the minute; zones are the hard extension |
 # | is a retry a new run? | the same task, attempt n + 1, due at finish + backoff; at most `max_attempts` in all, then the dead letter (one-off) or the next slot (recurring) |
 # | how many tasks, how precise? | thousands to a few hundred thousand, to the second: one heap in memory, O(log n) a push or pop |
 # | what must survive a restart? | definitions, statuses and next-run times, in a store; a run cut by a crash runs again (at-least-once) |
-# | what does the timer do while waiting? | blocks on a Condition for exactly the remaining delay |
+# | what does the timer do while waiting? | blocks on a Condition for exactly the remaining delay (lldsched: at most `max_wait`, 60 s, to notice a wall-clock jump, 38-45) |
 
 # %% [markdown]
 # ## 5-10 · Entities
@@ -373,7 +373,11 @@ check_retry_at(retry_at)
 #   generation; the timer drops stale entries, and a worker checks the generation again
 #   before it starts (an entry can die after the timer popped it).
 # * **A running thread cannot be stopped**: cancel stops future runs at once and raises the
-#   run's cooperative flag; the run finishes and its record is kept.
+#   run's cooperative flag; the run finishes and its record is kept. A timeout is the
+#   same: the run is recorded `timed_out`, but an action that ignores its flag keeps its
+#   worker, and enough of them starve the pool. Say the cure: a child process, killed at
+#   the timeout (`isolation="process"`; its price: the action named by import path, JSON
+#   arguments, and a few hundred microseconds a run).
 # * **Shutdown order**: stop the timer first (nothing new is submitted), then drain the
 #   pool (or drop what is queued), then join. Stopping the pool first would have the timer
 #   submit into a closed pool: work lost, or a timer thread that dies (lldsched's pool also
@@ -419,9 +423,12 @@ except RuntimeError as error:
 #         self.minutes, self.hours, self.days, self.months, self.weekdays = parse(expr)
 #     def first_run(self, now):
 #         return self.next_after(now)
-#     def next_run(self, record, now):
-#         return self.next_after(record.finished)   # fires missed by an overrun are skipped
+#     def next_run(self, record, now):         # fires missed by an overrun are skipped;
+#         return self.next_after(max(record.finished, record.slot))  # never the same fire twice
 # ```
+#
+# The `max`: if the finish reads earlier than the slot the run served (a wall clock set
+# back while it ran), the first fire after the finish is that same slot again.
 #
 # lldsched's own, in plain English:
 
