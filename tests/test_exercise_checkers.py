@@ -65,6 +65,25 @@ class PollsEverySecond(TaskQueue):
                 self._cond.wait(min(delay, 1.0))  # the mistake under test
 
 
+class SleepsUntilTheHeadIsDue(TaskQueue):
+    """``time.sleep(due - now)`` outside the lock: no poll, but nothing can wake it."""
+
+    def pop_due(self) -> str:
+        while True:
+            with self._cond:
+                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                    heapq.heappop(self._heap)
+                delay = 0.05  # nothing queued: look again soon
+                if self._heap:
+                    due, _, task = self._heap[0]
+                    delay = due - self._clock()
+                    if delay <= 0:
+                        heapq.heappop(self._heap)
+                        del self._live[task]
+                        return task
+            time.sleep(delay)  # the mistake under test: a push cannot cut it short
+
+
 class ChecksOnceWithIf(TaskQueue):
     """``if`` where ``while`` is needed: any wake-up is taken as "the head is due"."""
 
@@ -283,6 +302,8 @@ TIMER_MISTAKES = [
     (SleepsUnderTheLock, "parked 12 h", "holds the lock while it waits"),
     (SleepsUnderTheLock, "both of two waiters", "holds the lock while it waits"),
     (PushWithoutNotify, "parked 12 h", "must notify the condition"),
+    (SleepsUntilTheHeadIsDue, "parked 12 h", "never waited on the queue's condition"),
+    (SleepsUntilTheHeadIsDue, "cancelled entry never runs", "never waited on the queue's"),
     (NotifiesOne, "both of two waiters", "use notify_all()"),
     (NotifiesOnlyWhenDue, "due in 0.2 s", "due yet or not"),
     (NotifiesOnlyWhenDue, "both of two waiters", "due yet or not"),

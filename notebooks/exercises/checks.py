@@ -309,6 +309,11 @@ def _expect(consumers: Consumers, task: str, due: float, clock: ExerciseClock, w
         raise AssertionError(f"{task!r} returned {due - at:.2f} s before it was due")
 
 
+NEVER_WAITS = (
+    "pop_due never waited on the queue's condition: a time.sleep cannot be woken by a "
+    "push, and a wait on anything else (an Event of its own) is not the exercise's and "
+    "cannot be watched here; wait on the condition, with timeout = due - now"
+)
 _STALE_TIMEOUT = (
     "the waiter woke and went back to the timeout it computed from the old head: "
     "compute it again from the head after every wake-up (a wait_for(predicate, timeout) "
@@ -369,9 +374,21 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
     """The checks of the timer exercise, against ``make_queue(clock)`` (the class)."""
     patience = [1.0]  # seconds to wait for consumers to park; cut once they never do
 
-    def park(rig: Rig, count: int = 1) -> None:
-        if not rig.cond.parked(count, patience[0]):
-            patience[0] = 0.1  # a queue that never waits on its Condition: do not wait again
+    def park(rig: Rig, consumers: Consumers, count: int = 1) -> None:
+        """Wait (bounded) until ``count`` consumers wait on the queue's Condition.  When
+        none ever did and all are still inside pop_due, say so: what the check would
+        report next (a push slept through, a task run late) would blame the wrong line."""
+        if rig.cond.parked(count, patience[0]):
+            return
+        patience[0] = 0.1  # a queue that never waits on its Condition: do not wait again
+        if rig.cond.waits or not all(thread.is_alive() for thread in consumers.threads):
+            return  # it waits, or a consumer returned or raised: the check tells which
+        if not rig.cond.inner.acquire(timeout=HELD):
+            raise AssertionError(
+                f"the checker could not take the lock in {HELD:g} s: {HOLDS_THE_LOCK}"
+            )
+        rig.cond.inner.release()
+        raise AssertionError(NEVER_WAITS)
 
     def due_now_in_order() -> None:
         rig = _rig(make_queue)
@@ -454,9 +471,9 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         empty = _rig(make_queue)
         on_parked = Consumers(parked.queue, parked.clock)
         on_empty = Consumers(empty.queue, empty.clock)
-        park(parked)
-        park(empty)
         try:
+            park(parked, on_parked)
+            park(empty, on_empty)
             for _ in range(2):
                 parked.cond.spurious_wake_up()
                 empty.cond.spurious_wake_up()
@@ -481,9 +498,9 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         rig = _rig(make_queue)
         rig.queue.push("nightly", rig.clock.peek() + TWELVE_HOURS)
         consumers = Consumers(rig.queue, rig.clock)
-        park(rig)
-        due = rig.clock.peek()
         try:
+            park(rig, consumers)
+            due = rig.clock.peek()
             bounded(lambda: rig.queue.push("urgent", due), "push('urgent')")
             _expect(
                 consumers,
@@ -500,10 +517,10 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         rig = _rig(make_queue)
         rig.queue.push("nightly", rig.clock.peek() + TWELVE_HOURS)
         consumers = Consumers(rig.queue, rig.clock)
-        park(rig)
-        due = rig.clock.peek() + 0.2
-        before = rig.cond.notifies + rig.cond.notify_alls
         try:
+            park(rig, consumers)
+            due = rig.clock.peek() + 0.2
+            before = rig.cond.notifies + rig.cond.notify_alls
             bounded(lambda: rig.queue.push("soon", due), "push('soon')")
             notified = rig.cond.notifies + rig.cond.notify_alls > before
             _expect(
@@ -527,10 +544,10 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         rig = _rig(make_queue)
         rig.queue.push("nightly", rig.clock.peek() + TWELVE_HOURS)
         consumers = Consumers(rig.queue, rig.clock, count=2)
-        park(rig, 2)
-        due = rig.clock.peek() + 0.1
         got: list[object] = []
         try:
+            park(rig, consumers, 2)
+            due = rig.clock.peek() + 0.1
             bounded(lambda: rig.queue.push("first", due), "push('first')")
             # same instant, later arrival: not a new head
             bounded(lambda: rig.queue.push("second", due), "push('second')")
@@ -563,8 +580,8 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         rig.queue.push("doomed", start + 0.1)
         rig.queue.push("kept", start + 0.15)
         consumers = Consumers(rig.queue, rig.clock, takes=2)
-        park(rig)
         try:
+            park(rig, consumers)
             # the consumer is parked on it: a tombstone now
             bounded(lambda: rig.queue.cancel("doomed"), "cancel('doomed')")
             first = consumers.next(start + 0.15 + LATE - rig.clock.peek())
