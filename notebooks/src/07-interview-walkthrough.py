@@ -58,9 +58,10 @@
 # (37 MB in all; `docs/PERFORMANCE.md`). The history is not: a kept run record is about
 # 184 bytes, so 100 records a task is 1 to 2 GB; bound it (`history_limit`) and let the
 # store keep the rest. The limits are the actions and the store: every transition is a
-# write (SQLite took about 37,000 status writes a second in the same benchmark), and by
-# Little's law the pool needs `runs a second * seconds a run` workers, 1,700 for
-# one-second actions (or coroutine runs, which hold no thread while they wait).
+# write (lldsched's SQLite store took about 37,000 status writes a second in its own
+# benchmark, on the same page), and by Little's law the pool needs
+# `runs a second * seconds a run` workers, 1,700 for one-second actions (or coroutine
+# runs, which hold no thread while they wait).
 
 # %% [markdown]
 # ## 5-10 · Entities
