@@ -172,6 +172,15 @@ class CancelForgets(TaskQueue):
         return None
 
 
+class CancelAssumesQueued(TaskQueue):
+    """``del self._live[task]``: a cancel that races with the run that took the task (or
+    comes twice) raises KeyError."""
+
+    def cancel(self, task: str) -> None:
+        with self._cond:
+            del self._live[task]
+
+
 class CancelledForever(TaskQueue):
     """Tombstones as a set of names, never cleared: a task pushed again stays dead."""
 
@@ -311,6 +320,7 @@ TIMER_MISTAKES = [
     (WaitsForTheOldHead, "both of two waiters", "compute it again from the head"),
     (CancelForgets, "cancelled entry never runs", "still ran"),
     (CancelledForever, "cancelled entry never runs", "pushed again, never came back"),
+    (CancelAssumesQueued, "not queued", "raised KeyError"),
     (TiesByName, "then arrival", "a tie must keep arrival order"),
     (RePushKeepsBoth, "replaces its entry", "came out twice"),
     (ReturnsTheEntry, "then arrival", "not its heap entry"),

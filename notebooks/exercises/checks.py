@@ -603,6 +603,37 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         finally:
             _release(rig, consumers)
 
+    def cancel_of_a_task_not_queued() -> None:
+        rig = _rig(make_queue)
+        rig.queue.push("once", rig.clock.peek() - 1)
+        consumers = Consumers(rig.queue, rig.clock, takes=2)
+        try:
+            got = consumers.next(LATE)
+            assert got is not None and got[0] == "once", f"expected 'once' at once, got {got}"
+            # taken already, then again, then a task never pushed
+            for task in ("once", "once", "never-pushed"):
+                try:
+                    bounded(partial(rig.queue.cancel, task), f"cancel({task!r})")
+                except AssertionError:
+                    raise
+                except Exception as error:
+                    raise AssertionError(
+                        f"cancel({task!r}) of a task not queued raised "
+                        f"{type(error).__name__}: {error}; a cancel can race with the run "
+                        "that just took the task, or come twice: then it does nothing"
+                    ) from None
+            again = rig.clock.peek()
+            bounded(partial(rig.queue.push, "once", again), "push('once')")
+            _expect(
+                consumers,
+                "once",
+                again,
+                rig.clock,
+                "pushed again after a cancel that found it already taken",
+            )
+        finally:
+            _release(rig, consumers)
+
     def re_push_replaces_the_entry() -> None:
         rig = _rig(make_queue)
         start = rig.clock.peek()
@@ -675,6 +706,10 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         ),
         ("a new head wakes both of two waiters (notify_all)", two_waiters_both_re_arm),
         ("a cancelled entry never runs; pushed again, it does", cancelled_entry_never_runs),
+        (
+            "cancelling a task not queued (taken, twice, unknown) does nothing",
+            cancel_of_a_task_not_queued,
+        ),
         ("pushing a queued task again replaces its entry", re_push_replaces_the_entry),
         ("push and pop cost O(log n): a heap, not a sort or a scan", logarithmic_push_and_pop),
     ]

@@ -224,27 +224,29 @@ print([heapq.heappop(heap)[3] for _ in range(len(heap))])
 #
 # - `push(task, due)` queues a task name at `due` (seconds on `self._clock()`); pushing a
 #   task that is already queued replaces its entry;
-# - `cancel(task)` leaves a tombstone: the entry stays in the heap and never comes out;
+# - `cancel(task)` leaves a tombstone: the entry stays in the heap and never comes out
+#   (a task that is not queued, taken already or cancelled twice, is left alone);
 # - `pop_due()` blocks until the head is due, then removes and returns it.
 #
 # The constructor is written for you: take the time only from `self._clock()`. The check
-# runs your class on real threads for under two seconds, with a clock it controls,
-# and names each mistake it finds: ties that lose their arrival order (no sequence
-# field), a sleep or poll loop (a wait capped at a second "to be safe" is one too), `if`
-# where `while` is needed (it wakes your waiter when nothing changed), a push that does
-# not notify (a waiter parked twelve hours must wake for a task due now, or due in a
+# runs your class on real threads for under two seconds, with a clock it controls, and
+# names each mistake it finds: ties that lose their arrival order (no sequence field), a
+# sleep or poll loop (a wait capped at a second "to be safe" is one too), `if` where
+# `while` is needed (it wakes your waiter when nothing changed), a push that does not
+# notify (a waiter parked twelve hours must wake for a task due now, or due in a
 # moment), a waiter that goes back to the timeout it computed from the old head,
-# `notify()` where two waiters need `notify_all()`, a cancelled
-# entry that still comes out, a task pushed twice that comes out twice, and a sort or a
-# scan where the heap belongs (it counts how often your queue compares due times).
+# `notify()` where two waiters need `notify_all()`, a cancelled entry that still comes
+# out, a cancel that raises for a task a worker already took, a task pushed twice that
+# comes out twice, and a sort or a scan where the heap belongs (it counts how often your
+# queue compares due times).
 #
 # *Where lldsched differs:* its entries also carry the priority, `(due, priority,
 # sequence, task_id)`; the sequence doubles as the task's generation; the timer waits
 # through `clock.wait(condition, deadline)` so that a fake clock can drive it (notebook
 # 01); and one lock carries three Conditions (timer, workers, idle waiters), while
-# shutdown waits on events set under it and takes it back with a timeout. Its heap has a single waiter, the timer thread, so there
-# `notify_all()` is insurance; the exercise lets several threads call `pop_due`, and
-# then it is required.
+# shutdown waits on events set under it and takes it back with a timeout. Its heap has a
+# single waiter, the timer thread, so there `notify_all()` is insurance; the exercise
+# lets several threads call `pop_due`, and then it is required.
 #
 # *If asked about the locks:* one lock guards the heap, the task registry and the
 # hand-off queue together, so "pop the head, mark it RUNNING, hand it to a worker" is one
