@@ -225,6 +225,34 @@ class RePushKeepsBoth(CancelledForever):
             super().push(task, due)
 
 
+class LiveByDueTime(TaskQueue):
+    """Remembers the due time of each task's live entry instead of a sequence: a task
+    pushed twice for the same instant has two entries that both look live."""
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            sequence = next(self._sequence)
+            self._live[task] = due  # type: ignore[assignment]
+            entry = (due, sequence, task)
+            heapq.heappush(self._heap, entry)
+            if self._heap[0] is entry:
+                self._cond.notify_all()
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while True:
+                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][0]:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                due, _, task = self._heap[0]
+                if due <= self._clock():
+                    heapq.heappop(self._heap)
+                    return task
+                self._cond.wait(due - self._clock())
+
+
 class ReturnsTheEntry(TaskQueue):
     """pop_due hands back the heap entry instead of the task."""
 
@@ -323,6 +351,7 @@ TIMER_MISTAKES = [
     (CancelAssumesQueued, "not queued", "raised KeyError"),
     (TiesByName, "then arrival", "a tie must keep arrival order"),
     (RePushKeepsBoth, "replaces its entry", "came out twice"),
+    (LiveByDueTime, "replaces its entry", "came out twice"),
     (ReturnsTheEntry, "then arrival", "not its heap entry"),
     (SortsOnEveryPush, "O(log n)", "keep a heap"),
     (ScansForTheHead, "O(log n)", "keep a heap"),

@@ -640,7 +640,8 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         rig.queue.push("report", start + 0.1)
         rig.queue.push("report", start + 0.25)  # rescheduled: its entry at +0.1 s is dead
         rig.queue.push("digest", start + 0.3)
-        consumers = Consumers(rig.queue, rig.clock, takes=2)
+        rig.queue.push("digest", start + 0.3)  # again, for the same instant
+        consumers = Consumers(rig.queue, rig.clock, takes=3)
         got: list[tuple[object, float]] = []
         try:
             for _ in range(2):
@@ -648,6 +649,9 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
                 if item is None:
                     break
                 got.append(item)
+            extra = consumers.next(0.1)  # nothing is left to come out
+            if extra is not None:
+                got.append(extra)
         finally:
             _release(rig, consumers)
         names = [name for name, _ in got]
@@ -656,9 +660,14 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             "pushing a queued task replaces its entry, so the older entry is a tombstone "
             "(remember the sequence of each task's live entry)"
         )
+        assert names.count("digest") < 2, (
+            "'digest', pushed twice for the same instant (+0.3 s), came out twice: the "
+            "older entry must die even when the due times are equal (remember the "
+            "sequence of each task's live entry, not its due time)"
+        )
         assert names == ["report", "digest"], (
-            f"pushed 'report' at +0.1 s, again at +0.25 s, and 'digest' at +0.3 s; expected "
-            f"report, digest, got {names}"
+            f"pushed 'report' at +0.1 s, again at +0.25 s, and 'digest' twice at +0.3 s; "
+            f"expected report, digest, got {names}"
         )
         late = got[0][1] - start
         assert late >= 0.25, (
