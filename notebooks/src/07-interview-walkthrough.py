@@ -393,7 +393,8 @@ check_next_slot(next_slot)
 # `finished`, the instant the next attempt is due, or `None` when none is left.
 # `max_attempts` counts every attempt, the first included; the wait after attempt n is
 # `initial * multiplier ** (n - 1)`, at most `cap`. The check compares it with lldsched's
-# `RetryPolicy`, the last attempt and an attempt far past the cap included.
+# `RetryPolicy`, the last attempt, a wait still growing at attempt 12 under a long cap,
+# and an attempt far past the cap included.
 
 
 # %%
