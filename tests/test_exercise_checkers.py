@@ -44,6 +44,46 @@ class PollsWithShortWaits(TaskQueue):
             return heapq.heappop(self._heap)[2]
 
 
+class PollsEverySecond(TaskQueue):
+    """Waits until the head is due, but at most a second at a time, "to be safe": a poll
+    all the same, 43,200 wake-ups before a task due in 12 h."""
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while True:
+                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                due, _, task = self._heap[0]
+                delay = due - self._clock()
+                if delay <= 0:
+                    heapq.heappop(self._heap)
+                    del self._live[task]
+                    return task
+                self._cond.wait(min(delay, 1.0))  # the mistake under test
+
+
+class SleepsUntilTheHeadIsDue(TaskQueue):
+    """``time.sleep(due - now)`` outside the lock: no poll, but nothing can wake it."""
+
+    def pop_due(self) -> str:
+        while True:
+            with self._cond:
+                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                    heapq.heappop(self._heap)
+                delay = 0.05  # nothing queued: look again soon
+                if self._heap:
+                    due, _, task = self._heap[0]
+                    delay = due - self._clock()
+                    if delay <= 0:
+                        heapq.heappop(self._heap)
+                        del self._live[task]
+                        return task
+            time.sleep(delay)  # the mistake under test: a push cannot cut it short
+
+
 class ChecksOnceWithIf(TaskQueue):
     """``if`` where ``while`` is needed: any wake-up is taken as "the head is due"."""
 
@@ -91,11 +131,54 @@ class NotifiesOne(TaskQueue):
                 self._cond.notify()
 
 
+class NotifiesOnlyWhenDue(TaskQueue):
+    """Notifies only for an entry due already: a new head due in a moment wakes nobody."""
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            sequence = next(self._sequence)
+            self._live[task] = sequence
+            heapq.heappush(self._heap, (due, sequence, task))
+            if due <= self._clock():
+                self._cond.notify_all()
+
+
+class WaitsForTheOldHead(TaskQueue):
+    """``wait_for`` with a timeout computed once, from the head it saw first: a notify
+    re-tests the predicate, but the wait goes on toward the old head."""
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while True:
+                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                delay = self._heap[0][0] - self._clock()
+                if delay > 0:
+                    self._cond.wait_for(lambda: self._heap[0][0] <= self._clock(), delay)
+                due, sequence, task = self._heap[0]
+                if due <= self._clock() and self._live.get(task) == sequence:
+                    heapq.heappop(self._heap)
+                    del self._live[task]
+                    return task
+
+
 class CancelForgets(TaskQueue):
     """Cancel that leaves no tombstone: the entry runs anyway."""
 
     def cancel(self, task: str) -> None:
         return None
+
+
+class CancelAssumesQueued(TaskQueue):
+    """``del self._live[task]``: a cancel that races with the run that took the task (or
+    comes twice) raises KeyError."""
+
+    def cancel(self, task: str) -> None:
+        with self._cond:
+            del self._live[task]
 
 
 class CancelledForever(TaskQueue):
@@ -140,6 +223,34 @@ class RePushKeepsBoth(CancelledForever):
         with self._cond:
             self.cancelled.discard(task)
             super().push(task, due)
+
+
+class LiveByDueTime(TaskQueue):
+    """Remembers the due time of each task's live entry instead of a sequence: a task
+    pushed twice for the same instant has two entries that both look live."""
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            sequence = next(self._sequence)
+            self._live[task] = due  # type: ignore[assignment]
+            entry = (due, sequence, task)
+            heapq.heappush(self._heap, entry)
+            if self._heap[0] is entry:
+                self._cond.notify_all()
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while True:
+                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][0]:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                due, _, task = self._heap[0]
+                if due <= self._clock():
+                    heapq.heappop(self._heap)
+                    return task
+                self._cond.wait(due - self._clock())
 
 
 class ReturnsTheEntry(TaskQueue):
@@ -223,15 +334,24 @@ def timer_results(answer: type[TaskQueue]) -> list[Result]:
 TIMER_MISTAKES = [
     (PollsWithSleep, "no sleep or poll loop", "sleep or poll loop"),
     (PollsWithShortWaits, "no sleep or poll loop", "sleep or poll loop"),
+    (PollsEverySecond, "no sleep or poll loop", "wakes 43,200 times"),
     (ChecksOnceWithIf, "spurious wake-up", "`while` is needed"),
     (SleepsUnderTheLock, "parked 12 h", "holds the lock while it waits"),
     (SleepsUnderTheLock, "both of two waiters", "holds the lock while it waits"),
     (PushWithoutNotify, "parked 12 h", "must notify the condition"),
+    (SleepsUntilTheHeadIsDue, "parked 12 h", "never waited on the queue's condition"),
+    (SleepsUntilTheHeadIsDue, "cancelled entry never runs", "never waited on the queue's"),
     (NotifiesOne, "both of two waiters", "use notify_all()"),
+    (NotifiesOnlyWhenDue, "due in 0.2 s", "due yet or not"),
+    (NotifiesOnlyWhenDue, "both of two waiters", "due yet or not"),
+    (WaitsForTheOldHead, "due in 0.2 s", "compute it again from the head after every wake-up"),
+    (WaitsForTheOldHead, "both of two waiters", "compute it again from the head"),
     (CancelForgets, "cancelled entry never runs", "still ran"),
     (CancelledForever, "cancelled entry never runs", "pushed again, never came back"),
+    (CancelAssumesQueued, "not queued", "raised KeyError"),
     (TiesByName, "then arrival", "a tie must keep arrival order"),
     (RePushKeepsBoth, "replaces its entry", "came out twice"),
+    (LiveByDueTime, "replaces its entry", "came out twice"),
     (ReturnsTheEntry, "then arrival", "not its heap entry"),
     (SortsOnEveryPush, "O(log n)", "keep a heap"),
     (ScansForTheHead, "O(log n)", "keep a heap"),
@@ -453,6 +573,21 @@ def power_overflows(
     return finished + min(cap, initial * multiplier ** (attempt - 1))
 
 
+def stops_growing_at_the_default_cap(
+    attempt: int,
+    finished: float,
+    max_attempts: int = 3,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> float | None:
+    """The exponent bounded by a fixed number, "since 2 ** 6 = 64 is past the 60 s cap":
+    no overflow, and right for the defaults, but a longer cap is never reached."""
+    if attempt >= max_attempts:
+        return None
+    return finished + min(cap, initial * multiplier ** min(attempt - 1, 6))
+
+
 def the_wait_only(
     attempt: int,
     finished: float,
@@ -487,6 +622,7 @@ RETRY_MISTAKES = [
     (first_retry_doubled, "the first retry waits initial", "initial * multiplier ** (n - 1)"),
     (uncapped_wait, "the wait is capped", "the wait is capped at 60 s"),
     (power_overflows, "no overflow", "stop growing the wait once it reaches the cap"),
+    (stops_growing_at_the_default_cap, "grows until the cap", "stopped growing below the cap"),
     (the_wait_only, "counted from the finish", "return the instant, finished + wait"),
     (linear_backoff, "the wait doubles", "by a factor (exponential backoff), not by a step"),
 ]
@@ -575,6 +711,17 @@ def test_a_parser_that_never_bounds_checks_range_ends_fails() -> None:
 def test_a_parser_that_accepts_plus_five_fails() -> None:
     results = run_checks(parse_field_checks(accepts_a_plus_sign))
     assert "'+5' in 0-59 should raise ValueError" in failure(results, "rejects what cron rejects")
+
+
+def test_a_parser_that_reads_a_range_by_its_first_two_numbers_fails() -> None:
+    def first_two_numbers(text: str, low: int, high: int) -> set[int]:
+        """Splits a range on every dash and keeps the first two parts: "1-5-7" is 1-5."""
+        return parse_field(
+            ",".join("-".join(item.split("-")[:2]) for item in text.split(",")), low, high
+        )
+
+    results = run_checks(parse_field_checks(first_two_numbers))
+    assert "'1-5-7' in 0-59 should raise ValueError" in failure(results, "rejects what cron")
 
 
 def test_a_parser_that_rejects_a_field_cron_accepts_is_shown_the_field() -> None:

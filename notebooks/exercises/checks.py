@@ -12,13 +12,13 @@ message that names the mistake) and against the reference answers (all pass).
 ``threading.Condition``.  The checker drives it with real threads and a clock it
 controls (:class:`ExerciseClock`: its own epoch, and a count of every read), and
 watches the queue's Condition (:class:`WatchedCondition` counts waits and
-notifies, and lets the checker wake the waiters when nobody asked: a spurious
-wake-up).  Every wait in here is bounded; a consumer that never returns is left
-parked on a daemon thread after the check pushes it something to take, and a push
-or cancel the checker makes while a consumer may hold the lock runs on a daemon
-thread too, bounded by :data:`HELD` (a ``pop_due`` that sleeps holding the lock is
-told so instead of hanging the notebook).  The
-whole check takes about a second for a correct answer, and a few seconds for any.
+notifies, keeps each wait's timeout, and lets the checker wake the waiters when
+nobody asked: a spurious wake-up).  Every wait in here is bounded; a consumer that
+never returns is left parked on a daemon thread after the check pushes it something
+to take, and a push or cancel the checker makes while a consumer may hold the lock
+runs on a daemon thread too, bounded by :data:`HELD` (a ``pop_due`` that sleeps
+holding the lock is told so instead of hanging the notebook).  The whole check
+takes under two seconds for a correct answer, and a few seconds for any.
 """
 
 from __future__ import annotations
@@ -85,6 +85,9 @@ def print_results(results: list[Result]) -> None:
 # -- the clock and the condition the checker watches -----------------------------------------
 
 TWELVE_HOURS = 12 * 3600.0
+POLL_FLOOR = 60.0
+"""The shortest wait that is not a poll while the head is 12 h off (lldsched's own timer
+wakes at least every ``max_wait``, 60 s, to notice a wall-clock jump: no shorter)."""
 LATE = 0.5  # seconds after its due instant by which a task must be returned (room for load)
 HELD = 1.0  # seconds a push, a cancel or the checker may wait for the queue's lock
 HOLDS_THE_LOCK = (
@@ -134,7 +137,8 @@ class ExerciseClock:
 
 
 class WatchedCondition:
-    """A stand-in for the queue's Condition that counts its waits and notifies.
+    """A stand-in for the queue's Condition that counts its waits and notifies, and keeps
+    the timeout of each wait.
 
     ``waiting`` is how many threads are inside ``wait`` right now; ``inner`` is the
     real Condition, for the checker's own spurious wake-ups.
@@ -146,6 +150,7 @@ class WatchedCondition:
         self.notifies = 0
         self.notify_alls = 0
         self.waiting = 0
+        self.timeouts: list[float | None] = []  # of every wait, in order
         self.changed = threading.Condition()  # notified when ``waiting`` grows
 
     def __enter__(self) -> bool:
@@ -167,6 +172,7 @@ class WatchedCondition:
 
     def wait(self, timeout: float | None = None) -> bool:
         self.waits += 1
+        self.timeouts.append(timeout)
         with self.changed:
             self.waiting += 1
             self.changed.notify_all()
@@ -303,6 +309,17 @@ def _expect(consumers: Consumers, task: str, due: float, clock: ExerciseClock, w
         raise AssertionError(f"{task!r} returned {due - at:.2f} s before it was due")
 
 
+NEVER_WAITS = (
+    "pop_due never waited on the queue's condition: a time.sleep cannot be woken by a "
+    "push, and a wait on anything else (an Event of its own) is not the exercise's and "
+    "cannot be watched here; wait on the condition, with timeout = due - now"
+)
+_STALE_TIMEOUT = (
+    "the waiter woke and went back to the timeout it computed from the old head: "
+    "compute it again from the head after every wake-up (a wait_for(predicate, timeout) "
+    "keeps the timeout it was given)"
+)
+
 HEAP_SIZE = 1_000  # tasks the cost check pushes and pops
 # Orderings of due times allowed per task pushed and popped.  A heap makes about
 # 2 * log2(1000) = 20 per pop and 2 per push (the reference: 21 in all); a sort, a
@@ -357,9 +374,21 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
     """The checks of the timer exercise, against ``make_queue(clock)`` (the class)."""
     patience = [1.0]  # seconds to wait for consumers to park; cut once they never do
 
-    def park(rig: Rig, count: int = 1) -> None:
-        if not rig.cond.parked(count, patience[0]):
-            patience[0] = 0.1  # a queue that never waits on its Condition: do not wait again
+    def park(rig: Rig, consumers: Consumers, count: int = 1) -> None:
+        """Wait (bounded) until ``count`` consumers wait on the queue's Condition.  When
+        none ever did and all are still inside pop_due, say so: what the check would
+        report next (a push slept through, a task run late) would blame the wrong line."""
+        if rig.cond.parked(count, patience[0]):
+            return
+        patience[0] = 0.1  # a queue that never waits on its Condition: do not wait again
+        if rig.cond.waits or not all(thread.is_alive() for thread in consumers.threads):
+            return  # it waits, or a consumer returned or raised: the check tells which
+        if not rig.cond.inner.acquire(timeout=HELD):
+            raise AssertionError(
+                f"the checker could not take the lock in {HELD:g} s: {HOLDS_THE_LOCK}"
+            )
+        rig.cond.inner.release()
+        raise AssertionError(NEVER_WAITS)
 
     def due_now_in_order() -> None:
         rig = _rig(make_queue)
@@ -420,6 +449,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         early = consumers.next(0.3)  # a bounded wait: nothing is due for twelve hours
         reads, waits = rig.clock.reads - reads, rig.cond.waits - waits
         cpu = time.process_time() - cpu
+        timeouts = list(rig.cond.timeouts)
         _release(rig, consumers)
         assert early is None, f"returned {early[0]!r} twelve hours early"
         assert reads <= 1 and waits <= 1, (
@@ -428,6 +458,12 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             "whole delay until the head is due"
         )
         assert cpu < 0.15, f"a busy loop: {cpu:.2f} s of CPU in 0.3 s with nothing due"
+        short = min((t for t in timeouts if t is not None), default=POLL_FLOOR)
+        assert short >= POLL_FLOOR, (
+            f"a poll loop: with nothing due for 12 h, pop_due waited {short:g} s at a time, "
+            f"so it wakes {TWELVE_HOURS / max(short, 1e-3):,.0f} times before the head is due; "
+            "wait once, with timeout = due - now (a push that makes a new head wakes it)"
+        )
 
     def re_tests_after_a_wake_up() -> None:
         parked = _rig(make_queue)
@@ -435,9 +471,9 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         empty = _rig(make_queue)
         on_parked = Consumers(parked.queue, parked.clock)
         on_empty = Consumers(empty.queue, empty.clock)
-        park(parked)
-        park(empty)
         try:
+            park(parked, on_parked)
+            park(empty, on_empty)
             for _ in range(2):
                 parked.cond.spurious_wake_up()
                 empty.cond.spurious_wake_up()
@@ -462,9 +498,9 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         rig = _rig(make_queue)
         rig.queue.push("nightly", rig.clock.peek() + TWELVE_HOURS)
         consumers = Consumers(rig.queue, rig.clock)
-        park(rig)
-        due = rig.clock.peek()
         try:
+            park(rig, consumers)
+            due = rig.clock.peek()
             bounded(lambda: rig.queue.push("urgent", due), "push('urgent')")
             _expect(
                 consumers,
@@ -477,29 +513,61 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         finally:
             _release(rig, consumers)
 
+    def push_re_arms_a_waiting_timer() -> None:
+        rig = _rig(make_queue)
+        rig.queue.push("nightly", rig.clock.peek() + TWELVE_HOURS)
+        consumers = Consumers(rig.queue, rig.clock)
+        try:
+            park(rig, consumers)
+            due = rig.clock.peek() + 0.2
+            before = rig.cond.notifies + rig.cond.notify_alls
+            bounded(lambda: rig.queue.push("soon", due), "push('soon')")
+            notified = rig.cond.notifies + rig.cond.notify_alls > before
+            _expect(
+                consumers,
+                "soon",
+                due,
+                rig.clock,
+                "a timer waiting toward 'nightly', 12 h off, slept through a new head due in "
+                "0.2 s; "
+                + (
+                    _STALE_TIMEOUT
+                    if notified
+                    else "your push did not notify: it must notify whenever its entry "
+                    "becomes the head, due yet or not"
+                ),
+            )
+        finally:
+            _release(rig, consumers)
+
     def two_waiters_both_re_arm() -> None:
         rig = _rig(make_queue)
         rig.queue.push("nightly", rig.clock.peek() + TWELVE_HOURS)
         consumers = Consumers(rig.queue, rig.clock, count=2)
-        park(rig, 2)
-        due = rig.clock.peek() + 0.1
         got: list[object] = []
         try:
+            park(rig, consumers, 2)
+            due = rig.clock.peek() + 0.1
             bounded(lambda: rig.queue.push("first", due), "push('first')")
             # same instant, later arrival: not a new head
             bounded(lambda: rig.queue.push("second", due), "push('second')")
+            # what the two pushes did (the release below pushes and notifies too)
+            notifies, notify_alls = rig.cond.notifies, rig.cond.notify_alls
             for _ in range(2):
                 item = consumers.next(due + LATE - rig.clock.peek())
                 if item is not None:
                     got.append(item[0])
         finally:
             _release(rig, consumers)
-        if rig.cond.notifies:
+        if notifies:
             hint = "notify() wakes one, use notify_all() (your push called notify())"
-        elif not rig.cond.notify_alls:
-            hint = "your push never notified the condition"
+        elif not notify_alls:
+            hint = (
+                "your push did not notify for a new head due in 0.1 s: it must notify "
+                "whenever its entry becomes the head, due yet or not"
+            )
         else:
-            hint = "use notify_all() when the new entry is the head"
+            hint = f"your push called notify_all(), so {_STALE_TIMEOUT}"
         assert sorted(map(str, got)) == ["first", "second"], (
             f"two consumers were parked toward the 12 h head and only {got} came back: "
             f"a new head must wake every waiter, since each computed its timeout from the "
@@ -512,8 +580,8 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         rig.queue.push("doomed", start + 0.1)
         rig.queue.push("kept", start + 0.15)
         consumers = Consumers(rig.queue, rig.clock, takes=2)
-        park(rig)
         try:
+            park(rig, consumers)
             # the consumer is parked on it: a tombstone now
             bounded(lambda: rig.queue.cancel("doomed"), "cancel('doomed')")
             first = consumers.next(start + 0.15 + LATE - rig.clock.peek())
@@ -535,13 +603,45 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         finally:
             _release(rig, consumers)
 
+    def cancel_of_a_task_not_queued() -> None:
+        rig = _rig(make_queue)
+        rig.queue.push("once", rig.clock.peek() - 1)
+        consumers = Consumers(rig.queue, rig.clock, takes=2)
+        try:
+            got = consumers.next(LATE)
+            assert got is not None and got[0] == "once", f"expected 'once' at once, got {got}"
+            # taken already, then again, then a task never pushed
+            for task in ("once", "once", "never-pushed"):
+                try:
+                    bounded(partial(rig.queue.cancel, task), f"cancel({task!r})")
+                except AssertionError:
+                    raise
+                except Exception as error:
+                    raise AssertionError(
+                        f"cancel({task!r}) of a task not queued raised "
+                        f"{type(error).__name__}: {error}; a cancel can race with the run "
+                        "that just took the task, or come twice: then it does nothing"
+                    ) from None
+            again = rig.clock.peek()
+            bounded(partial(rig.queue.push, "once", again), "push('once')")
+            _expect(
+                consumers,
+                "once",
+                again,
+                rig.clock,
+                "pushed again after a cancel that found it already taken",
+            )
+        finally:
+            _release(rig, consumers)
+
     def re_push_replaces_the_entry() -> None:
         rig = _rig(make_queue)
         start = rig.clock.peek()
         rig.queue.push("report", start + 0.1)
         rig.queue.push("report", start + 0.25)  # rescheduled: its entry at +0.1 s is dead
         rig.queue.push("digest", start + 0.3)
-        consumers = Consumers(rig.queue, rig.clock, takes=2)
+        rig.queue.push("digest", start + 0.3)  # again, for the same instant
+        consumers = Consumers(rig.queue, rig.clock, takes=3)
         got: list[tuple[object, float]] = []
         try:
             for _ in range(2):
@@ -549,6 +649,9 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
                 if item is None:
                     break
                 got.append(item)
+            extra = consumers.next(0.1)  # nothing is left to come out
+            if extra is not None:
+                got.append(extra)
         finally:
             _release(rig, consumers)
         names = [name for name, _ in got]
@@ -557,9 +660,14 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             "pushing a queued task replaces its entry, so the older entry is a tombstone "
             "(remember the sequence of each task's live entry)"
         )
+        assert names.count("digest") < 2, (
+            "'digest', pushed twice for the same instant (+0.3 s), came out twice: the "
+            "older entry must die even when the due times are equal (remember the "
+            "sequence of each task's live entry, not its due time)"
+        )
         assert names == ["report", "digest"], (
-            f"pushed 'report' at +0.1 s, again at +0.25 s, and 'digest' at +0.3 s; expected "
-            f"report, digest, got {names}"
+            f"pushed 'report' at +0.1 s, again at +0.25 s, and 'digest' twice at +0.3 s; "
+            f"expected report, digest, got {names}"
         )
         late = got[0][1] - start
         assert late >= 0.25, (
@@ -601,8 +709,16 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         ("no sleep or poll loop while nothing is due", no_poll_loop),
         ("re-tests in a while after a spurious wake-up", re_tests_after_a_wake_up),
         ("a push due now wakes a timer parked 12 h", push_wakes_a_parked_timer),
+        (
+            "a push due in 0.2 s re-arms a timer waiting on a later head",
+            push_re_arms_a_waiting_timer,
+        ),
         ("a new head wakes both of two waiters (notify_all)", two_waiters_both_re_arm),
         ("a cancelled entry never runs; pushed again, it does", cancelled_entry_never_runs),
+        (
+            "cancelling a task not queued (taken, twice, unknown) does nothing",
+            cancel_of_a_task_not_queued,
+        ),
         ("pushing a queued task again replaces its entry", re_push_replaces_the_entry),
         ("push and pop cost O(log n): a heap, not a sort or a scan", logarithmic_push_and_pop),
     ]

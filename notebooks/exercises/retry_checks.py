@@ -75,6 +75,12 @@ def _mistake(
         )
     if abs(got - (finished + min(cap, initial * attempt))) < 1e-9 and multiplier != 1:
         return ": the wait grows by a factor (exponential backoff), not by a step"
+    if finished < got < expected and wait < cap:
+        return (
+            f": the wait stopped growing below the cap; it grows with every attempt until "
+            f"it reaches cap={cap:g} s, whatever the attempt (stop at the cap, not at a "
+            "fixed exponent)"
+        )
     return ""
 
 
@@ -127,7 +133,7 @@ def retry_at_checks(retry_at: RetryAt) -> list[Check]:
     def random_cases() -> None:
         rng = random.Random(5)
         for _ in range(300):
-            max_attempts = rng.randint(1, 12)
+            max_attempts = rng.randint(1, 20)  # past 2 ** 11 s: a long cap is reached late
             attempt = rng.randint(1, max_attempts)
             initial = rng.choice([0.0, 0.5, 1.0, 5.0])
             _verdict(
@@ -146,6 +152,10 @@ def retry_at_checks(retry_at: RetryAt) -> list[Check]:
         ("attempt 3 of max_attempts=3 is the last -> None", named(3, 3)),
         ("max_attempts=1 never retries -> None", named(1, 1)),
         ("the wait is capped: attempt 10 of 20 waits 60 s, not 512", named(10, 20)),
+        (
+            "the wait grows until the cap: attempt 12 of 20, cap 3600 s, waits 2048 s",
+            named(12, 20, cap=3600.0),
+        ),
         ("attempt 5,000 of 1,000,000 waits the cap, no overflow", named(5_000, 1_000_000)),
         ("agrees with RetryPolicy on 300 random cases", random_cases),
     ]

@@ -187,8 +187,8 @@ def parse_field_checks(parse_field: Callable[[str, int, int], set[int]]) -> list
         ("month fields start at 1: */2 -> 1, 3, 5, ...", cases(["*/2", "*/5", "1-12/4"], 1, 12)),
         ("range ends are bounds-checked: 50-70, 0-99/50", cases(["50-70", "0-99/50", "60"], 0, 59)),
         (
-            "rejects what cron rejects: +5, 5-1, */0, 1,,2",
-            cases(["+5", "5-1", "*/0", "1,,2", "", "a", "-1", "1-", "*/"], 0, 59),
+            "rejects what cron rejects: +5, 5-1, 1-5-7, */0, 1,,2",
+            cases(["+5", "5-1", "1-5-7", "*/0", "1,,2", "", "a", "-1", "1-", "*/"], 0, 59),
         ),
         ("agrees with lldsched on 300 random fields, edges included", random_fields),
     ]

@@ -45,12 +45,23 @@
 # | one process or a cluster? | one scheduler per process; several share a job set through the store with leases and fencing tokens (38-45) |
 # | fixed rate from the start or the finish? | rate keeps a **grid of slots**, anchored on the slot each run served (its start, when it starts on time); delay counts from the finish |
 # | a run longer than its period? | an explicit policy, SKIP or CATCH_UP, never a silent pile-up (CATCH_UP only for an occasional overrun: a job that always overruns falls further behind every run, 09 measures it) |
-# | can a running task be stopped? | no: Python cannot preempt a thread; cancel stops future runs, real cancellation is cooperative |
+# | can a running task be stopped? | not a thread: Python cannot preempt one, so cancel and timeout raise a cooperative flag; a run that must be stoppable runs in a child process, killed at its timeout (`isolation="process"`), or as a coroutine, cancelled at its next `await` |
 # | seconds, time zones? | five cron fields to the minute; zones are the hard extension |
 # | is a retry a new run? | the same task, attempt n + 1, due at finish + backoff; at most `max_attempts` in all, then the dead letter (one-off) or the next slot (recurring) |
 # | how many tasks, how precise? | thousands to a few hundred thousand, to the second: one heap in memory, O(log n) a push or pop |
 # | what must survive a restart? | definitions, statuses and next-run times, in a store; a run cut by a crash runs again (at-least-once) |
-# | what does the timer do while waiting? | blocks on a Condition for exactly the remaining delay |
+# | what does the timer do while waiting? | blocks on a Condition for exactly the remaining delay (lldsched: at most `max_wait`, 60 s, to notice a wall-clock jump, 38-45) |
+#
+# **Back of the envelope**, out loud, for 100,000 tasks each due every minute: about
+# 1,700 runs a second. The heap is cheap: 17 levels deep, so a push or pop is a few
+# dozen comparisons at most, and a registered task owns about 370 bytes in lldsched
+# (37 MB in all; `docs/PERFORMANCE.md`). The history is not: a kept run record is about
+# 184 bytes, so 100 records a task is 1 to 2 GB; bound it (`history_limit`) and let the
+# store keep the rest. The limits are the actions and the store: every transition is a
+# write (lldsched's SQLite store took about 37,000 status writes a second in its own
+# benchmark, on the same page), and by Little's law the pool needs
+# `runs a second * seconds a run` workers, 1,700 for one-second actions (or coroutine
+# runs, which hold no thread while they wait).
 
 # %% [markdown]
 # ## 5-10 · Entities
@@ -172,6 +183,23 @@ print(RetryPolicy())
 # remembers the sequence of its one live entry, and an entry whose sequence is no longer
 # its task's is a **tombstone**, dropped when it reaches the top (notebook 01 shows it on
 # the real queue).
+#
+# *"Why a heap?"* Name the three candidates and what each costs (n timers queued):
+#
+# | structure | push | take the head | cancel | order within an instant |
+# | --- | --- | --- | --- | --- |
+# | binary heap (`heapq`) | O(log n) | O(log n), plus a pop per tombstone | O(1) by tombstone | yes |
+# | sorted set (balanced tree, skip list) | O(log n) | O(log n) | O(log n), removed for real | yes |
+# | hierarchical timing wheel | O(1) | O(1) a timer, plus every tick walked | O(1) | no: a bucket is a list |
+#
+# The timer only ever needs the minimum, and the heap is in the standard library, in C,
+# as a flat list: that wins in one process. The sorted set earns its extra memory when
+# you must also list "the next ten due" in order, or remove without tombstones; Redis's
+# sorted set (score = due instant) is the usual *shared* version, and lldsched's shared
+# stores keep the same order as an index on `next_run_at` (`docs/CLUSTER.md`). The wheel
+# is in 38-45. lldsched's heap bounds its tombstones (it compacts, a slice at a time,
+# once they pass 40 % of the live entries) and lets an entry already due skip the heap
+# for a FIFO lane, O(1) (`lldsched/core/duequeue.py`).
 
 # %% tags=["nbval-check-output"]
 import heapq
@@ -196,25 +224,29 @@ print([heapq.heappop(heap)[3] for _ in range(len(heap))])
 #
 # - `push(task, due)` queues a task name at `due` (seconds on `self._clock()`); pushing a
 #   task that is already queued replaces its entry;
-# - `cancel(task)` leaves a tombstone: the entry stays in the heap and never comes out;
+# - `cancel(task)` leaves a tombstone: the entry stays in the heap and never comes out
+#   (a task that is not queued, taken already or cancelled twice, is left alone);
 # - `pop_due()` blocks until the head is due, then removes and returns it.
 #
 # The constructor is written for you: take the time only from `self._clock()`. The check
-# runs your class on real threads for about a second, with a clock it controls,
-# and names each mistake it finds: ties that lose their arrival order (no sequence
-# field), a sleep or poll loop, `if` where `while` is needed (it wakes your waiter when
-# nothing changed), a push that does not notify (a waiter parked twelve hours must wake
-# for a task due now), `notify()` where two waiters need `notify_all()`, a cancelled
-# entry that still comes out, a task pushed twice that comes out twice, and a sort or a
-# scan where the heap belongs (it counts how often your queue compares due times).
+# runs your class on real threads for under two seconds, with a clock it controls, and
+# names each mistake it finds: ties that lose their arrival order (no sequence field), a
+# sleep or poll loop (a wait capped at a second "to be safe" is one too), `if` where
+# `while` is needed (it wakes your waiter when nothing changed), a push that does not
+# notify (a waiter parked twelve hours must wake for a task due now, or due in a
+# moment), a waiter that goes back to the timeout it computed from the old head,
+# `notify()` where two waiters need `notify_all()`, a cancelled entry that still comes
+# out, a cancel that raises for a task a worker already took, a task pushed twice that
+# comes out twice, and a sort or a scan where the heap belongs (it counts how often your
+# queue compares due times).
 #
 # *Where lldsched differs:* its entries also carry the priority, `(due, priority,
 # sequence, task_id)`; the sequence doubles as the task's generation; the timer waits
 # through `clock.wait(condition, deadline)` so that a fake clock can drive it (notebook
 # 01); and one lock carries three Conditions (timer, workers, idle waiters), while
-# shutdown waits on events set under it and takes it back with a timeout. Its heap has a single waiter, the timer thread, so there
-# `notify_all()` is insurance; the exercise lets several threads call `pop_due`, and
-# then it is required.
+# shutdown waits on events set under it and takes it back with a timeout. Its heap has a
+# single waiter, the timer thread, so there `notify_all()` is insurance; the exercise
+# lets several threads call `pop_due`, and then it is required.
 #
 # *If asked about the locks:* one lock guards the heap, the task registry and the
 # hand-off queue together, so "pop the head, mark it RUNNING, hand it to a worker" is one
@@ -223,6 +255,16 @@ print([heapq.heappop(heap)[3] for _ in range(len(heap))])
 # that lock keep the waiters apart (a new head wakes the timer, not the workers).
 # Actions and listeners run outside it, so it is held for microseconds and one lock does
 # not limit throughput (notebook 01, section 4).
+#
+# *If asked what backpressure means here:* when every worker is busy and the hand-off
+# queue is full, the timer stops taking due entries; they stay in the heap, in order
+# (a HIGH-priority task that falls due meanwhile still goes first) and run late; a
+# worker that has half emptied the queue wakes the timer again. Nothing is dropped and
+# `schedule()` never blocks. The other choices are to block the
+# producer (here the timer: then it cannot notice anything else) or to shed load (drop,
+# or skip the slot: a policy per task, as in 24-34). Lateness is the signal:
+# `scheduler.metrics()` reports `lag` (how late the oldest waiting due entry is) and
+# `handoff` (entries handed out that no worker took yet).
 
 # %%
 import itertools
@@ -335,9 +377,14 @@ check_next_slot(next_slot)
 # factor (1 s, 2 s, 4 s...) so a struggling dependency gets room, **capped** so the wait
 # never grows past a minute or so. The attempts are **capped** too: after the last one a
 # one-off task is FAILED and lands in the **dead letter** (a list an operator can read
-# and redrive), and a recurring task gives that slot up and goes on to its next one.
+# and redrive: `scheduler.dead_letter()`, `scheduler.redrive(task_id)`), and a recurring
+# task gives that slot up and goes on to its next one (or, with
+# `RetryPolicy(fail_after_given_up=n)`, fails after n slots given up in a row).
 # **Jitter** (a random fraction off each wait) keeps a thousand tasks that failed
-# together from retrying together. And only what may succeed next time is worth
+# together from retrying together: `RetryPolicy(jitter=0.5)` draws each wait from
+# `[b / 2, b]`, never longer than the capped wait `b`. Its cousin for schedules,
+# `Jittered(schedule, max_delay)`, starts fifty hourly tasks spread over a few minutes
+# instead of all at :00. And only what may succeed next time is worth
 # retrying: a timeout or a refused connection, not a `TypeError` (lldsched retries every
 # failure alike; a filter by error type is a one-line extension to offer).
 #
@@ -346,7 +393,8 @@ check_next_slot(next_slot)
 # `finished`, the instant the next attempt is due, or `None` when none is left.
 # `max_attempts` counts every attempt, the first included; the wait after attempt n is
 # `initial * multiplier ** (n - 1)`, at most `cap`. The check compares it with lldsched's
-# `RetryPolicy`, the last attempt and an attempt far past the cap included.
+# `RetryPolicy`, the last attempt, a wait still growing at attempt 12 under a long cap,
+# and an attempt far past the cap included.
 
 
 # %%
@@ -373,7 +421,11 @@ check_retry_at(retry_at)
 #   generation; the timer drops stale entries, and a worker checks the generation again
 #   before it starts (an entry can die after the timer popped it).
 # * **A running thread cannot be stopped**: cancel stops future runs at once and raises the
-#   run's cooperative flag; the run finishes and its record is kept.
+#   run's cooperative flag; the run finishes and its record is kept. A timeout is the
+#   same: the run is recorded `timed_out`, but an action that ignores its flag keeps its
+#   worker, and enough of them starve the pool. Say the cure: a child process, killed at
+#   the timeout (`isolation="process"`; its price: the action named by import path, JSON
+#   arguments, and a few hundred microseconds a run).
 # * **Shutdown order**: stop the timer first (nothing new is submitted), then drain the
 #   pool (or drop what is queued), then join. Stopping the pool first would have the timer
 #   submit into a closed pool: work lost, or a timer thread that dies (lldsched's pool also
@@ -419,9 +471,12 @@ except RuntimeError as error:
 #         self.minutes, self.hours, self.days, self.months, self.weekdays = parse(expr)
 #     def first_run(self, now):
 #         return self.next_after(now)
-#     def next_run(self, record, now):
-#         return self.next_after(record.finished)   # fires missed by an overrun are skipped
+#     def next_run(self, record, now):         # fires missed by an overrun are skipped;
+#         return self.next_after(max(record.finished, record.slot))  # never the same fire twice
 # ```
+#
+# The `max`: if the finish reads earlier than the slot the run served (a wall clock set
+# back while it ran), the first fire after the finish is that same slot again.
 #
 # lldsched's own, in plain English:
 
@@ -436,15 +491,42 @@ for expr in ["*/15 * * * *", "0 9-17/2 * * mon-fri", "30 2 * * *"]:
 #
 # * **Task dependencies**: a BLOCKED status until upstream runs succeed; the queue does not
 #   change, a readiness check does.
-# * **Misfires after downtime**: per task, a grace time and RUN_ONCE, RUN_ALL or SKIP.
+# * **Misfires after downtime**: per task, a grace time and RUN_ONCE, RUN_ALL or SKIP
+#   (`MisfirePolicy`): a slot at most `grace` late (60 s by default) just runs, late;
+#   beyond it, RUN_ONCE (the default) runs once for the latest passed slot, RUN_ALL runs
+#   each (at most `max_catch_up`, 100), SKIP none. Every passed slot gets a record
+#   (`missed`, `coalesced`): nothing is dropped in silence. RUN_ALL after a long outage
+#   is the thundering herd; RUN_ONCE is the safe default.
 # * **Recovery from the store**: rebuild the heap from stored next-run times; a run in
-#   flight at a crash runs again (at-least-once), so tasks should be idempotent.
+#   flight at a crash runs again (at-least-once), so tasks should be idempotent
+#   (`lldsched/core/recovery.py`).
+# * **At-most-once** is the other promise, and a choice to state: write "slot taken"
+#   durably *before* the action and never run it again after a crash. A crash then
+#   loses the run instead of repeating it: right for a side effect worse repeated than
+#   missed (a payment someone reconciles by hand). lldsched promises at-least-once.
 # * **Exactly-once?** Not as execution: the crash can fall after the action's side effect
 #   and before its record is written, and no scheduler can tell the two apart. Offer
 #   at-least-once runs and an **idempotency key** (the task id and its slot) that the
 #   action's sink deduplicates on: exactly-once *effect*.
-# * **Cron time zones**: a 02:30 job does not exist one night a year and happens twice on
-#   another (notebook 02).
+# * **Clock jumps**: due instants are wall-clock instants, but `Condition.wait` counts
+#   monotonic time, which also stops while the machine sleeps. So lldsched's timer wakes
+#   at least every `max_wait` (60 s) and compares the two clocks; a gap over a second is a
+#   jump. Forward, the slots jumped over meet the misfire policy, as after downtime;
+#   backward, elapsed-time due instants (fixed rate, fixed delay, a retry's backoff) move
+#   back with the clock, so "every 60 s" stays 60 s, while calendar instants (cron) stay
+#   put, so a cron job does not fire twice (`lldsched/threaded/timer.py`,
+#   `lldsched/core/recovery.py`).
+# * **Cron time zones**: keep UTC instants and read the zone only to find the next fire.
+#   A 02:30 job does not exist one night a year and happens twice on another. lldsched
+#   takes Debian cron's rule: a wall-clock job (`30 2 * * *`) runs once, at the first
+#   minute after the spring-forward gap, and once, at the first pass, in the fall-back
+#   overlap; a job that steps (`*/20 * * * *`, `0 * * * *`) follows real instants,
+#   nothing in the gap and both passes of the overlap (notebook 02, `docs/CRON.md`).
+# * **Observability**: one snapshot, `scheduler.metrics()`: `lag` (how late the oldest
+#   waiting due entry is: the number to alert on), `handoff` (saturation), `queued`,
+#   `busy`, `dead_letter`, counts by outcome, `store_ok`, and `timer_alive`: a dead
+#   timer thread is the silent failure, nothing runs and nothing raises. Per run, each
+#   record's `lateness` and `duration`, through a listener (`docs/OPERATIONS.md`).
 # * **A hierarchical timing wheel** (Varghese and Lauck, 1987): O(1) insertion and
 #   cancel, but time walks tick by tick and a bucket keeps no order (no priority within a
 #   tick). Right for a network stack with a million connection timeouts, most cancelled;
@@ -463,6 +545,33 @@ for expr in ["*/15 * * * *", "0 9-17/2 * * mon-fri", "30 2 * * *"]:
 # token per task and refuses older ones). A side effect that cannot be fenced, an e-mail
 # sent, needs the idempotency key instead. Idempotent tasks make the retry after a crash
 # harmless. That is where the distributed-scheduler interview begins (notebook 10).
+#
+# Two questions follow at once:
+#
+# * **A leader, or none?** lldsched has none: every process claims due rows itself, in
+#   one transaction (`FOR UPDATE SKIP LOCKED` in PostgreSQL, `BEGIN IMMEDIATE`, the
+#   write lock, on a shared SQLite file), so there is no election and no failover gap
+#   beyond one lease; the price is a claim query per wake on every node. A leader (the
+#   holder of a lease on one "leader" row decides what is due and hands it out) decides
+#   in one place, but its own lease needs fencing just the same, and it is a bottleneck
+#   and a hand-off channel to build.
+# * **Whose clock?** A lease's expiry is an instant: compare it on one clock, the
+#   database's (`PostgresTaskStore`) or the one host's (a shared SQLite file), and skew
+#   no longer decides who owns what; it only moves when a node thinks a slot is due
+#   (early or late, never twice). With every node's own clock, skew must stay below the
+#   margin `lease - renewal` (notebook 10, section 5; `docs/CLUSTER.md`).
+#
+# **Failure modes**, one line each, and what answers them:
+#
+# | failure | what happens | the answer |
+# | --- | --- | --- |
+# | the process dies mid-run | the run's record was never written | at restart it runs again: at-least-once, idempotent actions |
+# | an action hangs | it holds its worker; enough of them starve the pool | a timeout; a child process, killed (`isolation="process"`) |
+# | a task always fails | without caps, a retry storm for ever | capped attempts and backoff; the dead letter; `fail_after_given_up` |
+# | more due than the pool runs | due entries wait in the heap | the bounded hand-off; `lag` grows and alerts |
+# | the store fails | transitions are not written | lldsched runs on from memory, logs once, `store_ok` is False; the stale rows are written again when it is back (the records between are lost) |
+# | the timer thread dies | nothing runs, nothing raises | `metrics().state` is `"dead"`: a health check reads it |
+# | a process stalls past its lease | another takes its runs; its late write arrives | fencing tokens, refused by the store and the sink |
 #
 # ## Homework (optional, 15 minutes): a cron field parser
 #
@@ -520,6 +629,8 @@ check_parse_field(parse_field)
 #    class. Answer in two sentences.
 # 4. *"Can your scheduler guarantee each report is sent exactly once?"* What do you
 #    promise instead, and what must the report's action do?
+# 5. A laptop running a task every minute sleeps for two hours. What does the timer,
+#    parked on `Condition.wait`, see when the lid opens, and what runs?
 #
 # <details><summary>Answers</summary>
 #
@@ -537,6 +648,13 @@ check_parse_field(parse_field)
 #    looks, at restart, like a run that never finished, so it runs again. Promise
 #    at-least-once, and have the action deduplicate on an idempotency key (the task id
 #    and slot; with several processes, the fencing token too): exactly-once *effect*.
+# 5. `Condition.wait` counts monotonic time, which stopped during the sleep, so the wait
+#    (under a minute here; `max_wait`, 60 s, bounds any wait, a task due in an hour's
+#    included) ends within a minute of waking. The timer then compares the clocks, finds
+#    wall time two hours ahead of monotonic time, and takes it for a forward jump: the
+#    120 passed slots meet the misfire policy. Under the default (RUN_ONCE, 60 s of
+#    grace) one run goes at once, for the latest passed slot, the others are recorded
+#    `coalesced`, and the grid carries on.
 #
 # </details>
 #
