@@ -99,7 +99,7 @@ def is_loop_action(action: object, isolation: str) -> bool:
     """True for an ``async def`` function (or a partial of one) run on a thread: its runs
     go to the loop.  The one statement of the rule: at registration, at restore and for a
     task another process registered.  A process-isolated one is awaited in its child
-    (``isolation="process"``: :func:`lldsched.threaded.processes.serve`), so False.
+    (``isolation="process"``: :func:`lldsched.threaded.processchild.serve`), so False.
 
     Asked at every registration, so a function's code flags are read first (tens of
     nanoseconds; ``inspect.iscoroutinefunction`` alone costs several times that, on
