@@ -28,7 +28,8 @@ from lldsched.core.packedstats import (
     unpack,
 )
 from lldsched.core.task import RunStats
-from lldsched.views.frames import _from_packed, _from_records, to_frame
+from lldsched.views import columns
+from lldsched.views.frames import to_frame
 from tests.harness import Harness
 from tests.test_recordlog import records
 
@@ -190,8 +191,8 @@ def test_packed_rows_give_the_frame_of_their_records_sorted_by_finish(
     if rows:
         rows[0] = Rows(rows[0].block, min(skip, rows[0].block.size))  # older than the history
     kept = added[rows[0].start :] if rows else []
-    expected = _from_records(sorted(kept, key=lambda record: record.finished))
-    got = _from_packed(rows)
+    expected = columns.from_records(sorted(kept, key=lambda record: record.finished))
+    got = columns.from_packed(rows)
     assert list(got) == list(expected)
     for column in ("task_id", "name", "error", "result"):
         assert list(got[column]) == list(expected[column]), column

@@ -15,7 +15,9 @@ import pytest
 
 from lldsched import FakeClock, FixedRate, OneTime, RetryPolicy, TaskStatus, ValidationError
 from lldsched.sim import Simulation
-from lldsched.views.widgets import COLUMNS, MAX_ROWS, ControlPanel, _Row, _when
+from lldsched.views.panel import _Row
+from lldsched.views.widgetkit import when as _when
+from lldsched.views.widgets import COLUMNS, MAX_ROWS, ControlPanel
 from tests.conftest import SchedulerFactory, settle
 
 

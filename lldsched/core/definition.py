@@ -3,7 +3,10 @@
 :class:`DefinitionVerbs` is the part of :class:`~lldsched.core.machine.SchedulerCore`
 that carries out ``add(..., replace_existing=True)``, :meth:`~DefinitionVerbs.reschedule`,
 :meth:`~DefinitionVerbs.modify` and :meth:`~DefinitionVerbs.run_now` (the rules are in
-docs/DECISIONS.md, "Changing a task").  It is a mixin so the core's lifecycle edges
+docs/DECISIONS.md, "Changing a task"), and decides what a registration that names
+its id registers (:meth:`~DefinitionVerbs._replaced`: a new task under a free id, a
+registered task replaced, or a retired one, :meth:`~DefinitionVerbs._replace_retired`).
+It is a mixin so the core's lifecycle edges
 (machine.py) and its definition changes (here) read as two modules of one state
 machine: the registry, the queue and the store are the core's, reached through
 the few members declared below.  Like the rest of the core it never sleeps and
@@ -33,9 +36,9 @@ from lldsched.core.parts import CoreParts
 from lldsched.core.registration import UNCHANGED, Unchanged, check_overlap, validated
 from lldsched.core.schedulearg import schedule_of
 from lldsched.core.storewrites import check_store
-from lldsched.core.task import ScheduledTask, TaskOptions, fit_flight
-from lldsched.errors import ScheduleError, SchedulerStateError
-from lldsched.model import Priority, TaskEvent
+from lldsched.core.task import DEFAULT_OPTIONS, ScheduledTask, TaskOptions, fit_flight
+from lldsched.errors import ScheduleError, SchedulerStateError, ValidationError
+from lldsched.model import Priority, TaskEvent, TaskStatus
 from lldsched.policies import RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.schedules.catchup import FIRST_RUN, CatchUp, slot_first, unwrap
@@ -159,6 +162,97 @@ class DefinitionVerbs(CoreParts):
         self._enqueue(task, now)
         self._write_and_publish(task, previous)
         return True
+
+    def _replaced(
+        self,
+        task_id: str | None,
+        *,
+        replace_existing: bool,
+        name: str,
+        action: Callable[..., Any] | None,
+        schedule: Schedule,
+        priority: Priority,
+        options: TaskOptions,
+    ) -> ScheduledTask | None:
+        """A registration that names its id, or asks to replace: the task replaced (an
+        id registered, or retired, with ``replace_existing``), or None when ``task_id``
+        is free and a new task is registered under it.  An id registered without
+        ``replace_existing``, or ``replace_existing`` without an id, is a
+        :class:`ValidationError` naming it."""
+        if task_id is None:
+            raise ValidationError(
+                f"task {name!r}: replace_existing=True needs the id= of the task to replace"
+            )
+        if self._orphans:  # the code registers it again: no longer an orphan
+            self._orphans.pop(task_id, None)
+        retired_as = self._retention.registered(task_id)  # a retired task of it is history
+        if retired_as is not None and replace_existing:
+            return self._replace_retired(
+                task_id,
+                retired_as,
+                name=name,
+                action=action,
+                schedule=schedule,
+                priority=priority,
+                options=options,
+            )
+        existing = self.tasks.get(task_id)
+        if existing is None:
+            return None
+        if not replace_existing:
+            raise ValidationError(
+                f"task id {task_id!r} is already registered (task {existing.name!r}, "
+                f"{existing.status.value}); pass replace_existing=True to update it"
+            )
+        return self._replace(
+            existing,
+            name=name,
+            action=action,
+            schedule=schedule,
+            priority=priority,
+            options=options,
+        )
+
+    def _replace_retired(
+        self,
+        task_id: str,
+        status: TaskStatus,
+        *,
+        name: str,
+        action: Callable[..., Any] | None,
+        schedule: Schedule,
+        priority: Priority,
+        options: TaskOptions,
+    ) -> ScheduledTask:
+        """``replace_existing`` registration of an id that finished and retired: what
+        replacing it would have done had it stayed registered.  The task takes the new
+        definition and keeps its finished ``status`` (nothing runs), is written through
+        the store, announced as an event whose ``previous`` equals its status, and
+        retires again under the retention.  So a service that registers a one-off job by
+        id at every start runs it once, whether the finished task was still held or not
+        (docs/DECISIONS.md, "Finished tasks retire")."""
+        now = self.clock.now()
+        self._chosen_ids = True
+        task = ScheduledTask(task_id, name, action, schedule, priority, options, None)
+        task.status = status
+        if options is not DEFAULT_OPTIONS and options.overlap is not None:
+            fit_flight(task)
+        self.tasks[task_id] = task
+        if self._store is not None:
+            try:
+                self._store.save(self._snapshot(task))
+            except BaseException:
+                del self.tasks[task_id]  # a failed save registers nothing
+                self._retention.retired(task_id, status, ())  # and it is still retired
+                raise
+        if options.depends_on:
+            self._dependencies().link(task)
+        if self.emit is not None:
+            self.emit(TaskEvent(task_id, name, status, status, now))
+        if self._retention.keep is not None:
+            self._retention.finished(task_id, now)
+            self._retire(now)
+        return task
 
     def _replace(
         self,

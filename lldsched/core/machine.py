@@ -72,11 +72,13 @@ Python's type attribute cache and no other change) and running (``begin``,
   letter, the records kept);
 * :mod:`~lldsched.core.control`: the status verbs (pause, resume, cancel, redrive,
   remove);
-* :mod:`~lldsched.core.definition`: the definition verbs;
+* :mod:`~lldsched.core.definition`: the definition verbs, and a registration that
+  names an id (``_replaced``: a free id, a task replaced, held or retired);
 * :mod:`~lldsched.core.overlapping`: several runs of one task in flight;
 * :mod:`~lldsched.core.waiting`: blocked tasks;
 * :mod:`~lldsched.core.restoration`: restoring and following;
-* :mod:`~lldsched.core.decided`: the records of slots decided without a run.
+* :mod:`~lldsched.core.decided`: the records of slots decided without a run;
+* :mod:`~lldsched.core.publishing`: a transition's snapshot, store write and event.
 
 Slots a run skipped (a fixed rate's SKIP overrun policy, a cron fire that passed
 while the run overran) are recorded SKIPPED after the run's own record, as the
@@ -123,6 +125,7 @@ from lldsched.core.names import (
 from lldsched.core.overlapping import OverlappingRuns, buffered
 from lldsched.core.packedstats import run_stats_maker
 from lldsched.core.parts import DueQueue
+from lldsched.core.publishing import Publishing
 from lldsched.core.reads import RegistryReads
 from lldsched.core.registration import Isolation, TaskIds, check_graph, check_task_id, validated
 from lldsched.core.restoration import Restoration
@@ -136,14 +139,13 @@ from lldsched.core.task import (
     Run,
     RunStats,
     ScheduledTask,
-    TaskOptions,
     fit_flight,
 )
 from lldsched.core.waiting import DependencyWaits
 from lldsched.errors import ScheduleError, ValidationError, error_text
 from lldsched.logs import JOBS
 from lldsched.model import ExecutionRecord, Priority, TaskEvent, TaskStatus
-from lldsched.persistence import TaskSnapshot, TaskStore, is_shared, save_all
+from lldsched.persistence import TaskStore, is_shared
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule, next_run_and_skipped
 from lldsched.schedules.catchup import CatchUp
@@ -152,7 +154,7 @@ __all__ = ["MAX_SKIPPED", "DueQueue", "SchedulerCore"]
 
 log = logging.getLogger(JOBS)
 
-_new_tuple = tuple.__new__  # a Run, record, snapshot or event positionally: see finish, _snapshot
+_new_tuple = tuple.__new__  # a Run or record positionally: see finish
 
 
 class SchedulerCore(
@@ -163,6 +165,7 @@ class SchedulerCore(
     DependencyWaits,
     Restoration,
     DecidedRecords,
+    Publishing,
 ):
     """The registry and the transitions.  Not thread-safe: its runtime serialises calls.
 
@@ -374,97 +377,6 @@ class SchedulerCore(
             self.emit(TaskEvent(task_id, name, None, SCHEDULED, now))
         if paused:
             self.pause(task_id)
-        return task
-
-    def _replaced(
-        self,
-        task_id: str | None,
-        *,
-        replace_existing: bool,
-        name: str,
-        action: Callable[..., Any] | None,
-        schedule: Schedule,
-        priority: Priority,
-        options: TaskOptions,
-    ) -> ScheduledTask | None:
-        """A registration that names its id, or asks to replace: the task replaced (an
-        id registered, or retired, with ``replace_existing``), or None when ``task_id``
-        is free and a new task is registered under it.  An id registered without
-        ``replace_existing``, or ``replace_existing`` without an id, is a
-        :class:`ValidationError` naming it."""
-        if task_id is None:
-            raise ValidationError(
-                f"task {name!r}: replace_existing=True needs the id= of the task to replace"
-            )
-        if self._orphans:  # the code registers it again: no longer an orphan
-            self._orphans.pop(task_id, None)
-        retired_as = self._retention.registered(task_id)  # a retired task of it is history
-        if retired_as is not None and replace_existing:
-            return self._replace_retired(
-                task_id,
-                retired_as,
-                name=name,
-                action=action,
-                schedule=schedule,
-                priority=priority,
-                options=options,
-            )
-        existing = self.tasks.get(task_id)
-        if existing is None:
-            return None
-        if not replace_existing:
-            raise ValidationError(
-                f"task id {task_id!r} is already registered (task {existing.name!r}, "
-                f"{existing.status.value}); pass replace_existing=True to update it"
-            )
-        return self._replace(
-            existing,
-            name=name,
-            action=action,
-            schedule=schedule,
-            priority=priority,
-            options=options,
-        )
-
-    def _replace_retired(
-        self,
-        task_id: str,
-        status: TaskStatus,
-        *,
-        name: str,
-        action: Callable[..., Any] | None,
-        schedule: Schedule,
-        priority: Priority,
-        options: TaskOptions,
-    ) -> ScheduledTask:
-        """``replace_existing`` registration of an id that finished and retired: what
-        replacing it would have done had it stayed registered.  The task takes the new
-        definition and keeps its finished ``status`` (nothing runs), is written through
-        the store, announced as an event whose ``previous`` equals its status, and
-        retires again under the retention.  So a service that registers a one-off job by
-        id at every start runs it once, whether the finished task was still held or not
-        (docs/DECISIONS.md, "Finished tasks retire")."""
-        now = self.clock.now()
-        self._chosen_ids = True
-        task = ScheduledTask(task_id, name, action, schedule, priority, options, None)
-        task.status = status
-        if options is not DEFAULT_OPTIONS and options.overlap is not None:
-            fit_flight(task)
-        self.tasks[task_id] = task
-        if self._store is not None:
-            try:
-                self._store.save(self._snapshot(task))
-            except BaseException:
-                del self.tasks[task_id]  # a failed save registers nothing
-                self._retention.retired(task_id, status, ())  # and it is still retired
-                raise
-        if options.depends_on:
-            self._dependencies().link(task)
-        if self.emit is not None:
-            self.emit(TaskEvent(task_id, name, status, status, now))
-        if self._retention.keep is not None:
-            self._retention.finished(task_id, now)
-            self._retire(now)
         return task
 
     # -- running -----------------------------------------------------------------------
@@ -742,80 +654,3 @@ class SchedulerCore(
         if self._on_record is not None:
             self._on_record(record)
         self._tally.add(record)
-
-    def snapshot(self, task: ScheduledTask) -> TaskSnapshot:
-        """What a store is given for ``task`` as it is now."""
-        return self._snapshot(task)
-
-    def _current(self, task_id: str) -> TaskSnapshot | None:
-        """The snapshot of task ``task_id`` as it is now; None if it is not registered."""
-        task = self.tasks.get(task_id)
-        return None if task is None else self._snapshot(task)
-
-    @staticmethod
-    def _snapshot(task: ScheduledTask) -> TaskSnapshot:
-        """The task's snapshot for the store.
-
-        The store and listener share of the run path's speed trick (see finish): the
-        snapshot here and the event in :meth:`_write_and_publish` are built by tuple.__new__,
-        and the run statistics are read once, not through three properties.  Two
-        transitions a run: together -17 % instructions a dispatched one-off job with
-        a store and a listener (112,000 -> 93,000; tuple.__new__ alone -6 %).
-        TaskSnapshot's fields in order: task, status, next_run_at, attempt,
-        run_count, failure_count, last_error, running, waited (a plan's next slot: one
-        identity test for a task without a plan)."""
-        stats = task._stats
-        if stats is None:  # no run finished yet
-            run_count, failures, last_error = 0, 0, None
-        else:
-            run_count, failures, last_error = (
-                stats.run_count, stats.failure_count, stats.last_error
-            )  # fmt: skip
-        schedule = task._schedule
-        return _new_tuple(TaskSnapshot, (
-            task._defined(), task.status, task.next_run_at, task.attempt,
-            run_count, failures, last_error, task._run is not None,
-            schedule.waited if schedule.__class__ is CatchUp else None,
-        ))  # fmt: skip
-
-    def _write_all_and_publish(
-        self, task: ScheduledTask, previous: TaskStatus, records: list[ExecutionRecord]
-    ) -> None:
-        """Write the transition with every one of ``records`` in one store write (all or
-        none where the store can: :func:`~lldsched.persistence.save_all`), then publish
-        one event a record, the first from ``previous``."""
-        if self._store is not None:
-            snapshot = self._snapshot(task)
-            try:
-                save_all(self._store, snapshot, records)
-            except BaseException as exc:  # the registry stays authoritative (core/storewrites.py)
-                store_failed(self._writes, exc, "save", task.id, snapshot)
-            else:
-                store_written(self._writes, "save", task.id)
-        if self.emit is not None:
-            now = self.clock.now()
-            for record in records:
-                self.emit(TaskEvent(task.id, task.name, previous, task.status, now, record))
-                previous = task.status
-
-    def _write_and_publish(
-        self, task: ScheduledTask, previous: TaskStatus, record: ExecutionRecord | None = None
-    ) -> None:
-        """Write the transition through the store and publish it."""
-        if self._store is not None:
-            snapshot = self._snapshot(task)
-            try:
-                self._store.save(snapshot, record)
-            except BaseException as exc:  # the registry stays authoritative (core/storewrites.py)
-                store_failed(self._writes, exc, "save", task.id, snapshot)
-            else:  # store_written, inlined: one attribute test a write while none failed
-                writes = self._writes
-                if writes is not None and writes.outage is not None:
-                    writes.succeeded("save", task.id)
-        if self.emit is not None:
-            self.emit(
-                _new_tuple(  # the speed trick (see _snapshot); fields task_id, name,
-                    TaskEvent,  # previous, status, at, record
-                    (task.id, task.name, previous, task.status, self.clock.now(), record),
-                )
-            )

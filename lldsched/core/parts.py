@@ -6,8 +6,9 @@ modules: registration and the lifecycle edges a run takes
 (:mod:`~lldsched.core.reads`), the status verbs (:mod:`~lldsched.core.control`), the
 definition verbs (:mod:`~lldsched.core.definition`), overlapping runs
 (:mod:`~lldsched.core.overlapping`), blocked tasks (:mod:`~lldsched.core.waiting`),
-restoring (:mod:`~lldsched.core.restoration`) and the records of slots decided
-without a run (:mod:`~lldsched.core.decided`).  :class:`CoreParts` is their common base:
+restoring (:mod:`~lldsched.core.restoration`), the records of slots decided
+without a run (:mod:`~lldsched.core.decided`) and a transition's store write and
+event (:mod:`~lldsched.core.publishing`).  :class:`CoreParts` is their common base:
 it declares the registry, the seams a runtime gives (:class:`DueQueue`, clock, store,
 event hooks) and the helpers every part calls, so each module type-checks on its own
 and mypy checks that ``SchedulerCore``'s definitions match these declarations.  At
@@ -69,6 +70,7 @@ class CoreParts:
     _deps: Dependencies | None
     _retention: Retention
     _default_ids: bool
+    _chosen_ids: bool  # a caller chose an id: the default generator skips taken ones
     _restored_names: dict[str, str]  # name -> id of a live task a store restored
     _orphans: dict[str, None]  # ids a store restored that no registration named since
 

@@ -37,6 +37,10 @@ The helpers below build the common distributions with readable reprs (their
 parameters are plain numbers of seconds: a distribution's, not a duration's), so a
 scenario prints the way it was written: ``uniform(30, 300)``,
 ``lognormal(median=240, sigma=0.5)``.
+
+A simulation keeps each task's pair of models with the task's generator in a
+:class:`TaskModels` (:data:`NO_RNG`, one generator shared, for the tasks whose
+models never draw).
 """
 
 from __future__ import annotations
@@ -53,8 +57,10 @@ from lldsched.checks import fraction, number, seconds, whole
 from lldsched.errors import ValidationError, error_text
 
 __all__ = [
+    "NO_RNG",
     "DurationModel",
     "FailureModel",
+    "TaskModels",
     "exponential",
     "fails_on",
     "failure_of",
@@ -250,3 +256,17 @@ def call_error(function: Callable[..., object], *args: object) -> str | None:
     except TypeError as exc:
         return str(exc)
     return None
+
+
+NO_RNG = random.Random(0)  # shared by tasks whose models never draw
+
+
+class TaskModels:
+    """A task's duration and failure models, and its own random generator."""
+
+    __slots__ = ("duration", "fails", "rng")
+
+    def __init__(self, duration: DurationModel, fails: FailureModel, rng: random.Random) -> None:
+        self.duration = duration
+        self.fails = fails
+        self.rng = rng

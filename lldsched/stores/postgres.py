@@ -34,7 +34,9 @@ are refused.
 **Where it is written.**  This module opens the store and holds the
 :class:`~lldsched.persistence.TaskStore` and history methods; the coordinated ones
 (claims, leases, settles, the feed) are
-:class:`~lldsched.stores.postgres_coordinated.PostgresCoordination`'s, mixed in.
+:class:`~lldsched.stores.postgres_coordinated.PostgresCoordination`'s, mixed in, and
+installing the schema at open is
+:class:`~lldsched.stores.postgres_schema.SchemaInstall`'s.
 
 **Threads.**  One connection behind one lock, like the SQLite store: the
 scheduler already serialises its calls under its own lock (lock order: the
@@ -85,6 +87,7 @@ from lldsched.stores.postgres_rows import (
     snapshot_of,
     state_row,
 )
+from lldsched.stores.postgres_schema import SchemaInstall
 from lldsched.stores.removals import FeedHorizons
 
 __all__ = ["PostgresTaskStore"]
@@ -108,25 +111,7 @@ def _shown(dsn: object) -> str:
     return repr(dsn)
 
 
-def schema_refused(dsn: str, version: str | None) -> str:
-    """Why a store of schema ``version`` (``lldsched_meta``'s, None if it has none) is
-    refused, and what to do: an older lldsched meets a newer schema on a downgrade or
-    in a rolling upgrade, a newer one an older schema it has no migration for."""
-    understood = sql.SCHEMA_VERSION
-    number = int(version) if version is not None and version.isdigit() else None
-    if number is not None and number > understood:
-        advice = (
-            f"newer than this lldsched understands ({understood}): it was written by a "
-            "newer lldsched; upgrade lldsched to open it"
-        )
-    elif number is not None:
-        advice = f"older than this lldsched's ({understood}), and it has no migration for it"
-    else:
-        advice = f"not a version this lldsched knows (it understands {understood})"
-    return f"{dsn!r} has store schema version {version}, {advice}. It was left untouched"
-
-
-class PostgresTaskStore(PostgresCoordination):
+class PostgresTaskStore(PostgresCoordination, SchemaInstall):
     """A :class:`~lldsched.persistence.CoordinatedStore` in a PostgreSQL database.
 
     ``dsn`` is a libpq connection string or URI; the schema is created in it on first
@@ -214,55 +199,6 @@ class PostgresTaskStore(PostgresCoordination):
         return True
 
     # -- opening ---------------------------------------------------------------------
-
-    def _install(self, connection: Connection) -> None:
-        """Create the schema in an empty database, accept ours, upgrade an older one in
-        place (:data:`~lldsched.stores.postgres_sql.UPGRADES`, in this one transaction:
-        whole or not at all), refuse anything else.  An advisory lock keeps two processes
-        opening a new or an older database from racing."""
-        with connection.transaction():
-            # A migration may take longer than a statement is let to (sql.SESSION).
-            connection.execute("SET LOCAL statement_timeout = 0")
-            connection.execute("SELECT pg_catalog.pg_advisory_xact_lock(7106659)")  # lldsched's key
-            present = {
-                name
-                for (name,) in connection.execute(
-                    "SELECT tablename FROM pg_catalog.pg_tables "
-                    "WHERE schemaname = pg_catalog.current_schema() AND tablename = ANY(%s)",
-                    (list(sql.TABLES),),
-                )
-            }
-            if not present:
-                connection.execute(sql.SCHEMA)
-                return
-            if "lldsched_meta" not in present:
-                raise StoreError(
-                    f"{self.dsn!r} holds tables named like lldsched's ({sorted(present)}) "
-                    "but is not an lldsched store; it was left untouched"
-                )
-            row = connection.execute(
-                "SELECT value FROM lldsched_meta WHERE name = 'schema'"
-            ).fetchone()
-            version = None if row is None else row[0]
-            if version is not None and version.isdigit() and int(version) in sql.UPGRADES:
-                self._upgrade(connection, int(version))
-            elif version != str(sql.SCHEMA_VERSION):
-                raise StoreError(schema_refused(self.dsn, version))
-
-    def _upgrade(self, connection: Connection, version: int) -> None:
-        """Bring a database of schema ``version`` to :data:`SCHEMA_VERSION
-        <lldsched.stores.postgres_sql.SCHEMA_VERSION>` (inside the caller's transaction)."""
-        try:
-            for step in range(version, sql.SCHEMA_VERSION):
-                connection.execute(sql.UPGRADES[step])
-        except psycopg.Error as exc:
-            raise StoreError(
-                f"{self.dsn!r} could not be upgraded from store schema version {version} to "
-                f"{sql.SCHEMA_VERSION}: {scrubbed(exc, self._dsn)}; it was left as it was"
-            ) from None
-        log.info(
-            "upgraded %r from store schema version %d to %d", self.dsn, version, sql.SCHEMA_VERSION
-        )
 
     def _open(self) -> Connection:
         """The live connection, connecting again after an outage (caller holds the lock)."""

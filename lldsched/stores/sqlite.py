@@ -14,7 +14,8 @@ schema is versioned with ``PRAGMA user_version`` and the file marked with
 lldsched store, is refused with a :class:`~lldsched.errors.StoreError`, as is a
 corrupted one (``PRAGMA quick_check`` at open); nothing is written to a file
 that was refused.  A file of an older schema version is migrated at open, in one
-transaction (:data:`MIGRATIONS`; version 1 had no ``result`` column).  A
+transaction (:data:`~lldsched.stores.sqlite_schema.MIGRATIONS`; version 1 had no
+``result`` column; the format is :mod:`lldsched.stores.sqlite_schema`'s).  A
 definition whose callable no longer imports makes ``load_all`` raise, naming the
 task, again without touching the file; one whose path imported it under an alias
 (a function renamed or moved, its old name kept) is rewritten to the function's own
@@ -62,11 +63,9 @@ refuse each other (the sidecar lock is taken shared, see
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import sqlite3
-import sys
 import threading
 from collections.abc import Sequence
 from datetime import timedelta
@@ -74,7 +73,7 @@ from types import TracebackType
 from typing import NoReturn
 
 from lldsched.checks import flag, seconds, whole_or_none
-from lldsched.errors import StoreClosedError, StoreError, ValidationError
+from lldsched.errors import StoreClosedError, ValidationError
 from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import Task, TaskSnapshot, finished
@@ -82,7 +81,13 @@ from lldsched.stores import forks
 from lldsched.stores.claim import FileClaim
 from lldsched.stores.codec import encode_task, load_each, renamed
 from lldsched.stores.sqlite_coordinated import CoordinatedMethods
-from lldsched.stores.sqlite_file import FileWatch, unopenable
+from lldsched.stores.sqlite_file import (
+    PRIVATE,
+    FileWatch,
+    check_encodable,
+    create_owner_only,
+    unopenable,
+)
 from lldsched.stores.sqlite_rows import (
     COUNT_UNFINISHED,
     INSERT_RECORD,
@@ -93,106 +98,21 @@ from lldsched.stores.sqlite_rows import (
     immediate,
 )
 from lldsched.stores.sqlite_rows import record_of as _record
-from lldsched.stores.sqlite_rows import rollback as _rollback
 from lldsched.stores.sqlite_rows import snapshot_of as _snapshot
-from lldsched.stores.sqlite_shared import SHARED_SCHEMA, SharedState, bump
+from lldsched.stores.sqlite_schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION, FileFormat
+from lldsched.stores.sqlite_shared import SharedState, bump
 
 __all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION", "SqliteTaskStore"]
 
 log = logging.getLogger(STORE)
 
-SCHEMA_VERSION = 5
-APPLICATION_ID = 0x6C6C6473  # "llds"
-
-_SCHEMA = """
-CREATE TABLE tasks (
-    position      INTEGER PRIMARY KEY,  -- the order tasks were first saved in
-    id            TEXT NOT NULL UNIQUE,
-    name          TEXT NOT NULL,
-    definition    TEXT NOT NULL,        -- JSON, see lldsched.stores.codec
-    status        TEXT NOT NULL,
-    next_run_at   REAL,
-    attempt       INTEGER NOT NULL,
-    run_count     INTEGER NOT NULL,
-    failure_count INTEGER NOT NULL,
-    last_error    TEXT,
-    running       INTEGER NOT NULL,     -- an attempt was in flight
-    failed_seq    INTEGER,              -- dead-letter order; NULL unless FAILED
-    priority      INTEGER NOT NULL DEFAULT 1,  -- claim order in shared mode (HIGH = 0 first)
-    version       INTEGER NOT NULL DEFAULT 0,  -- shared mode: the write that left the row so
-    waited        REAL                  -- the slot a run_now put off (TaskSnapshot.waited)
-);
-CREATE TABLE records (                -- clustered by task: one b-tree, no separate index
-    task_id   TEXT NOT NULL,
-    seq       INTEGER NOT NULL,         -- the order records were saved in, across tasks
-    attempt   INTEGER NOT NULL,
-    due       REAL NOT NULL,
-    slot      REAL NOT NULL,
-    worker    INTEGER NOT NULL,
-    started   REAL NOT NULL,
-    finished  REAL NOT NULL,
-    ok        INTEGER NOT NULL,
-    error     TEXT,
-    timed_out INTEGER NOT NULL,
-    misfire   TEXT,
-    result    TEXT,                     -- the action's return value as text (a bounded repr)
-    token     INTEGER,                  -- the fencing token of the run's claim (shared mode)
-    name      TEXT,                     -- the task's name at the run; NULL: written before 5
-    PRIMARY KEY (task_id, seq)
-) WITHOUT ROWID;
-"""
-
-MIGRATIONS: dict[int, tuple[str, ...]] = {
-    1: ("ALTER TABLE records ADD COLUMN result TEXT",),  # 1 -> 2: records keep results
-    2: (  # 2 -> 3: leases, fencing tokens and versions for shared mode (docs/CLUSTER.md)
-        "ALTER TABLE tasks ADD COLUMN priority INTEGER NOT NULL DEFAULT 1",
-        "ALTER TABLE tasks ADD COLUMN version INTEGER NOT NULL DEFAULT 0",
-        "ALTER TABLE records ADD COLUMN token INTEGER",
-        "UPDATE tasks SET priority = coalesce(json_extract(definition, '$.priority'), 1)",
-        *SHARED_SCHEMA.split(";"),
-    ),
-    3: ("ALTER TABLE tasks ADD COLUMN waited REAL",),  # 3 -> 4: a run_now's slot kept
-    4: ("ALTER TABLE records ADD COLUMN name TEXT",),  # 4 -> 5: the name each run had
-}
-"""The SQL statements that take a file from schema version ``n`` to ``n + 1``."""
-
 _SYNCHRONOUS = ("NORMAL", "FULL")
-_PRIVATE = ("", ":memory:")  # SQLite's private databases: nobody else can open them
-
-
-def _create_owner_only(path: str) -> None:
-    """Create ``path`` empty (SQLite reads that as a new database) with mode 0600, unless
-    it exists: a store holds its tasks' arguments and results in plain text, and SQLite
-    would create it as the umask says (0644 by default: readable by every user).  Its
-    ``-wal`` and ``-shm`` files take the database file's mode.  A file that exists keeps
-    its mode (an operator's ``chmod g+rw`` for a group of users stays).  Any other
-    failure is left to ``sqlite3.connect``, which names it."""
-    with contextlib.suppress(OSError):  # FileExistsError: as it is; others: connect says
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
 def _unopenable(path: str) -> str | None:
     """What is wrong with a store's path that SQLite could not open (None for a private
     database, which has no path)."""
-    return None if path in _PRIVATE else unopenable(path)
-
-
-def _check_encodable(path: str) -> None:
-    """Refuse, naming it, a path the file system encoding cannot encode: under the C
-    locale with UTF-8 mode off (``LC_ALL=C PYTHONUTF8=0``: a minimal container, a cron
-    job's environment) it is ASCII, and a non-ASCII path raised a bare
-    ``UnicodeEncodeError`` that named no file.  A ``ValidationError`` is a ``ValueError``,
-    as that error was.  A name read from the file system (surrogates) encodes back."""
-    encoding = sys.getfilesystemencoding()
-    try:
-        os.fsencode(path)
-    except UnicodeEncodeError as exc:
-        raise ValidationError(
-            f"the SQLite store path {path!r} cannot be a file name here: the file system "
-            f"encoding {encoding!r} (from the locale) cannot encode {path[exc.start : exc.end]!r}; "
-            "run Python in UTF-8 mode (PYTHONUTF8=1 or -X utf8), under a UTF-8 locale, "
-            "or give an ASCII path"
-        ) from exc
+    return None if path in PRIVATE else unopenable(path)
 
 
 class _Using:
@@ -234,7 +154,7 @@ class _Using:
             raise failure(self.store.path, doing, error) from error
 
 
-class SqliteTaskStore(CoordinatedMethods):
+class SqliteTaskStore(CoordinatedMethods, FileFormat):
     """A durable :class:`~lldsched.persistence.TaskStore` in one SQLite file (WAL mode).
 
     ``retention`` bounds the records kept per task (default 1,000; ``None``: keep
@@ -275,17 +195,17 @@ class SqliteTaskStore(CoordinatedMethods):
         timeout = float(seconds(timeout, name="timeout", at_least=0))
         lease = float(seconds(lease, name="lease", above=0))
         poll = float(seconds(poll, name="poll", above=0))
-        if shared and os.fspath(path) in _PRIVATE:
+        if shared and os.fspath(path) in PRIVATE:
             raise ValidationError(
                 f"shared=True needs a file other processes can open, got {os.fspath(path)!r}"
             )
         self.path = os.fspath(path)
-        _check_encodable(self.path)
+        check_encodable(self.path)
         self._opened_in = forks.current[0]  # the process this store belongs to (forks.py)
         self.retention = retention
         self._slack = 0 if retention is None else max(1, retention // 10)
-        if self.path not in _PRIVATE:
-            _create_owner_only(self.path)
+        if self.path not in PRIVATE:
+            create_owner_only(self.path)
         try:
             connection = sqlite3.connect(
                 self.path, timeout=timeout, isolation_level=None, check_same_thread=False
@@ -294,13 +214,13 @@ class SqliteTaskStore(CoordinatedMethods):
             raise failure(self.path, "open the file", exc, because=_unopenable(self.path)) from exc
         # Whether the path still names the file opened (sqlite_file.py); None: a private
         # database, which has no path, or a shared store, which checks at every claim.
-        self._watch = None if shared or self.path in _PRIVATE else FileWatch(self.path)
+        self._watch = None if shared or self.path in PRIVATE else FileWatch(self.path)
         claim: FileClaim | None = None
         try:
             version = self._check(connection)  # a refused file is refused before it is claimed
             if shared:
                 claim = FileClaim.shared(self.path)
-            elif self.path not in _PRIVATE:
+            elif self.path not in PRIVATE:
                 claim = FileClaim(self.path)
                 if version is None:  # another store may have created it meanwhile
                     version = self._check(connection)
@@ -346,104 +266,6 @@ class SqliteTaskStore(CoordinatedMethods):
         self._counts: dict[str, int] = counts  # records kept per unfinished task
         self._dead_seq: int = dead_seq
         self._seq: int = last_seq  # of the last record saved
-
-    # -- opening ---------------------------------------------------------------------
-
-    def _check(self, connection: sqlite3.Connection) -> int | None:
-        """Refuse a file that is not a readable lldsched store; its schema version, or
-        None for a new (empty) file.
-
-        Only reads: nothing is written to a file that is refused.
-        """
-        try:
-            (application_id,) = connection.execute("PRAGMA application_id").fetchone()
-            (version,) = connection.execute("PRAGMA user_version").fetchone()
-            tables = [
-                name
-                for (name,) in connection.execute(
-                    "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
-                )
-            ]
-        except sqlite3.OperationalError as exc:  # locked or busy: readable, but not now
-            raise failure(self.path, "read its header", exc) from exc
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(
-                f"{self.path!r} is not a readable SQLite database ({exc}); it was left untouched"
-            ) from None
-        if application_id == 0 and version == 0 and not tables:
-            return None
-        if application_id != APPLICATION_ID:
-            raise StoreError(
-                f"{self.path!r} is an SQLite database but not an lldsched store "
-                f"(application_id {application_id:#x}, tables {tables}); it was left untouched"
-            )
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"{self.path!r} has store schema version {version}, newer than this lldsched "
-                f"understands ({SCHEMA_VERSION}): upgrade lldsched to open it. "
-                "The file was left untouched"
-            )
-        if version != SCHEMA_VERSION and not all(
-            step in MIGRATIONS for step in range(version, SCHEMA_VERSION)
-        ):
-            raise StoreError(
-                f"{self.path!r} has unknown store schema version {version} "
-                f"(expected {SCHEMA_VERSION}); it was left untouched"
-            )
-        try:
-            problems = [row[0] for row in connection.execute("PRAGMA quick_check")]
-        except sqlite3.DatabaseError as exc:
-            problems = [str(exc)]
-        if problems != ["ok"]:
-            raise StoreError(
-                f"{self.path!r} is corrupted (quick_check: {'; '.join(problems[:3])}); "
-                "it was left untouched: restore it from a backup or move it aside"
-            )
-        return int(version)
-
-    def _migrate(self, connection: sqlite3.Connection, version: int) -> None:
-        """Bring a file of an older schema ``version`` to :data:`SCHEMA_VERSION`, whole or
-        not at all."""
-        try:
-            with immediate(connection):
-                # Read again under the write lock: another opener may have migrated it.
-                (version,) = connection.execute("PRAGMA user_version").fetchone()
-                for step in range(version, SCHEMA_VERSION):
-                    for statement in MIGRATIONS[step]:
-                        connection.execute(statement)
-                connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        except sqlite3.Error as exc:
-            raise StoreError(
-                f"cannot migrate {self.path!r} from store schema version {version} to "
-                f"{SCHEMA_VERSION}: {exc}; it was left as it was"
-            ) from None
-        log.info(
-            "migrated %r from store schema version %d to %d", self.path, version, SCHEMA_VERSION
-        )
-
-    def _create(self, connection: sqlite3.Connection, synchronous: str) -> bool:
-        """Create the store in the new, empty file; False if another opener (shared
-        stores open together) created it while this one waited for the write lock:
-        nothing of this attempt is written, and the caller opens the file as it is."""
-        (mode,) = connection.execute("PRAGMA journal_mode = WAL").fetchone()
-        if mode != "wal":
-            log.warning("SQLite could not use WAL mode here (got %r); writes will be slower", mode)
-        connection.execute(f"PRAGMA synchronous = {synchronous}")
-        try:  # one transaction: a store is created whole or not at all
-            connection.executescript(
-                f"BEGIN IMMEDIATE; {_SCHEMA}; {SHARED_SCHEMA}; "
-                f"PRAGMA application_id = {APPLICATION_ID}; "
-                f"PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
-            )
-        except sqlite3.OperationalError:
-            _rollback(connection)
-            if self._check(connection) is None:  # still empty: a real failure
-                raise
-            return False  # its first CREATE met the other opener's tables
-        except BaseException:
-            _rollback(connection)
-            raise
-        return True
 
     # -- the TaskStore protocol --------------------------------------------------------
 
@@ -669,7 +491,7 @@ class SqliteTaskStore(CoordinatedMethods):
         return _Using(self, doing, task_id)
 
     def _open(self) -> sqlite3.Connection:
-        if self._opened_in != forks.current[0] and self.path not in _PRIVATE:
+        if self._opened_in != forks.current[0] and self.path not in PRIVATE:
             raise forks.refuse(repr(self.path), self._opened_in)  # a forked child's copy
         if self._connection is None:
             raise StoreClosedError(f"the store {self.path!r} is closed")

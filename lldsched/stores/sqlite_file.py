@@ -1,4 +1,9 @@
-"""A SQLite store's path: why it cannot be opened, and whether it still names the file.
+"""A SQLite store's path: how it is opened, why it cannot be, whether it still names the file.
+
+:data:`PRIVATE` names SQLite's private databases (no path: nobody else can open
+them); :func:`check_encodable` refuses, naming it, a path the file system encoding
+cannot encode; :func:`create_owner_only` creates a new store's file readable by its
+owner only.
 
 :func:`unopenable` is read when SQLite could not open a store's path, which it says
 only as "unable to open database file": it names what is wrong with the path (a
@@ -31,12 +36,24 @@ store's file with the store closed, or move its ``-wal`` and ``-shm`` aside with
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import time
 
-from lldsched.errors import StoreError
+from lldsched.errors import StoreError, ValidationError
 
-__all__ = ["CHECK_EVERY", "FileWatch", "identity", "unopenable"]
+__all__ = [
+    "CHECK_EVERY",
+    "PRIVATE",
+    "FileWatch",
+    "check_encodable",
+    "create_owner_only",
+    "identity",
+    "unopenable",
+]
+
+PRIVATE = ("", ":memory:")  # SQLite's private databases: nobody else can open them
 
 CHECK_EVERY = 1.0
 """Seconds between two checks of a store's path (monotonic time)."""
@@ -125,3 +142,32 @@ def unopenable(path: str) -> str | None:
     if os.path.exists(full) and not os.access(full, os.R_OK):
         return f"this process may not read {full!r} (its permissions)"
     return None
+
+
+def create_owner_only(path: str) -> None:
+    """Create ``path`` empty (SQLite reads that as a new database) with mode 0600, unless
+    it exists: a store holds its tasks' arguments and results in plain text, and SQLite
+    would create it as the umask says (0644 by default: readable by every user).  Its
+    ``-wal`` and ``-shm`` files take the database file's mode.  A file that exists keeps
+    its mode (an operator's ``chmod g+rw`` for a group of users stays).  Any other
+    failure is left to ``sqlite3.connect``, which names it."""
+    with contextlib.suppress(OSError):  # FileExistsError: as it is; others: connect says
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
+def check_encodable(path: str) -> None:
+    """Refuse, naming it, a path the file system encoding cannot encode: under the C
+    locale with UTF-8 mode off (``LC_ALL=C PYTHONUTF8=0``: a minimal container, a cron
+    job's environment) it is ASCII, and a non-ASCII path raised a bare
+    ``UnicodeEncodeError`` that named no file.  A ``ValidationError`` is a ``ValueError``,
+    as that error was.  A name read from the file system (surrogates) encodes back."""
+    encoding = sys.getfilesystemencoding()
+    try:
+        os.fsencode(path)
+    except UnicodeEncodeError as exc:
+        raise ValidationError(
+            f"the SQLite store path {path!r} cannot be a file name here: the file system "
+            f"encoding {encoding!r} (from the locale) cannot encode {path[exc.start : exc.end]!r}; "
+            "run Python in UTF-8 mode (PYTHONUTF8=1 or -X utf8), under a UTF-8 locale, "
+            "or give an ASCII path"
+        ) from exc

@@ -36,21 +36,9 @@ run is.  A coroutine that *blocks* the loop (``time.sleep`` instead of
 ``asyncio.sleep``) blocks every coroutine run, and its timeout cannot fire until
 it yields (the record still says ``timed_out``, as on a thread).
 
-**Shutdown** waits for the coroutines in flight until :data:`CANCEL_GRACE` before the
-shutdown's timeout runs out (half the timeout, if that is less), cancels those left
-and gives them the rest of it to end (recorded
-``CancelledError: scheduler shut down``; they go down the retry path, so a
-durable store keeps them due), drops the loop tasks that never began (they stay
-SCHEDULED), stops the loop and closes it.  A coroutine that swallows its
-cancellation and is still running then is recorded cancelled by shutdown and left
-behind on the closed loop (asyncio logs "Task was destroyed but it is pending!" when
-it is collected; its close is not reported as a second failure).  Then shutdown waits, within
-the same timeout, for the ``asyncio.to_thread`` calls (``run_in_executor(None, ...)``)
-still running on the loop's default executor, which the runner owns (threads
-``lldsched-<name>-loop-to-thread_N``): a cancelled coroutine does not stop the thread
-it awaited, and nothing can.  Calls not started are dropped; one still running when
-the timeout runs out is left to end on its own (shutdown returns False, as for any
-thread it leaves running).  ``timeout=None`` waits for them, as ``asyncio.run`` does.
+**Shutdown** (waiting for the runs in flight, cancelling those left, the loop's
+``asyncio.to_thread`` calls) is :class:`~lldsched.threaded.loopshutdown.LoopShutdown`'s,
+mixed into the runner.
 
 **Threads and the lock.**  Everything here but the loop-only fields is guarded by
 the scheduler's one lock (passed in): the timer and the workers hand over under
@@ -62,7 +50,6 @@ on the loop thread without it.
 from __future__ import annotations
 
 import collections
-import contextlib
 import inspect
 import logging
 import threading
@@ -75,9 +62,18 @@ from typing import TYPE_CHECKING, Any
 from lldsched.checks import whole
 from lldsched.core.results import must_await, result_text
 from lldsched.core.task import Entry, Run
-from lldsched.errors import CANCELLED_INSIDE, NEVER_STARTED_OVERLAP, error_text
+from lldsched.errors import CANCELLED_INSIDE, error_text
 from lldsched.logs import WORKERS
-from lldsched.threaded.deadline import LOCK_GRACE, Deadline
+from lldsched.threaded.flights import (
+    NEVER_BEGUN,
+    RETURNED_NONE,
+    Flight,
+    cancelled_outcome,
+    close_unrun,
+    ended_first,
+    failure_text,
+)
+from lldsched.threaded.loopshutdown import CANCEL_GRACE, LoopShutdown
 
 if TYPE_CHECKING:  # imported at the first coroutine run: see CoroutineRunner._start_loop
     import asyncio
@@ -98,31 +94,12 @@ line to log (a failure), which ``said`` logs once the lock is let go, before the
 ``raised`` is the exception the coroutine (or the action that made it) raised, for the
 line's traceback."""
 
-CANCEL_GRACE = 1.0
-"""Seconds shutdown gives cancelled coroutines to end, within its own timeout: they are
-cancelled that long before it runs out (half the timeout, if that is less)."""
-
-_Outcome = tuple["str | None", "str | None"]
-_UNFINISHED: _Outcome = ("CancelledError: scheduler shut down", None)
-_RETURNED_NONE: _Outcome = (None, None)
-_NEVER_BEGUN: _Outcome = ("CancelledError: never started", None)  # reason says which
-
-_REASONS = {
-    "cancelled": "CancelledError: task cancelled",
-    "paused": "CancelledError: task paused",
-    "shutdown": "CancelledError: scheduler shut down",
-    # The core's record of such a run replaces it with its own, naming the slot
-    # (core/overlapping.py, the one rule); this is what the runner hands it.
-    "overlap": "CancelledError: cancelled by a newer run (Overlap.CANCEL_OTHER)",
-}
-"""The error text of a run the scheduler cancelled, by reason (not the timeout's)."""
-
 
 def is_loop_action(action: object, isolation: str) -> bool:
     """True for an ``async def`` function (or a partial of one) run on a thread: its runs
     go to the loop.  The one statement of the rule: at registration, at restore and for a
     task another process registered.  A process-isolated one is awaited in its child
-    (``isolation="process"``: :func:`lldsched.threaded.processes.serve`), so False.
+    (``isolation="process"``: :func:`lldsched.threaded.processchild.serve`), so False.
 
     Asked at every registration, so a function's code flags are read first (tens of
     nanoseconds; ``inspect.iscoroutinefunction`` alone costs several times that, on
@@ -136,34 +113,7 @@ def is_loop_action(action: object, isolation: str) -> bool:
     return inspect.iscoroutinefunction(action)
 
 
-class _Flight:
-    """One coroutine run: begun, started on the loop, over, recorded."""
-
-    __slots__ = (
-        "active", "awaitable", "budget", "finished", "future", "outcome", "raised", "reason",
-        "run", "started", "timer",
-    )  # fmt: skip
-
-    # The timeout its timer was armed with: its record says it, whatever modify() made
-    # of the task's since.  Set on the loop thread as the timer is armed, so set before
-    # the only reader (a flight cancelled for "timeout") can run; left unset otherwise,
-    # as an assignment in __init__ is a cost every coroutine run would pay.
-    budget: float
-
-    def __init__(self, run: Run, started: float, awaitable: Any) -> None:
-        self.run = run
-        self.started = started
-        self.awaitable = awaitable  # None for a loop task until its action is called
-        self.active = False  # holds one of the ``limit`` slots
-        self.future: Task[None] | None = None  # its driver task, on the loop
-        self.timer: asyncio.TimerHandle | None = None  # the timeout, on the loop thread
-        self.reason: str | None = None  # why the scheduler cancelled it: timeout, paused...
-        self.finished = 0.0
-        self.outcome: _Outcome = _UNFINISHED  # (error text, result text), set when over
-        self.raised: BaseException | None = None  # what it raised, for its log line
-
-
-class CoroutineRunner:
+class CoroutineRunner(LoopShutdown):
     """An event loop on its own thread that runs coroutine actions to completion."""
 
     def __init__(
@@ -219,9 +169,9 @@ class CoroutineRunner:
         # second shutdown() after the first's timeout), and the joiner is published only
         # once it is started (joining a thread not started yet raises).
         self._joining = threading.Lock()
-        self._waiting: collections.deque[Entry | _Flight] = collections.deque()
+        self._waiting: collections.deque[Entry | Flight] = collections.deque()
         # Begun flights by id(run): runs of one task may overlap (lldsched.policies.Overlap).
-        self._flights: dict[int, _Flight] = {}
+        self._flights: dict[int, Flight] = {}
         self._active = 0
         # Entries and awaitables handed over and not yet settled (waiting for a slot,
         # running, or recorded and not yet settled): what Scheduler.metrics() reports
@@ -231,7 +181,7 @@ class CoroutineRunner:
         self._closed = False
         self._settled = threading.Event()
         # The loop thread's own: flights over and not yet recorded.
-        self._done: list[_Flight] = []
+        self._done: list[Flight] = []
         self._flush_sent = False
 
     @property
@@ -269,9 +219,9 @@ class CoroutineRunner:
         """An awaitable a worker's action returned: run it, then record it.  False
         (and the awaitable closed) once the runner is closed."""
         if self._closed:
-            _close(awaitable)
+            close_unrun(awaitable)
             return False
-        flight = _Flight(run, started, awaitable)
+        flight = Flight(run, started, awaitable)
         self._flights[id(run)] = flight
         self._waiting.append(flight)
         self.in_hand += 1
@@ -289,7 +239,7 @@ class CoroutineRunner:
         if flight is not None and flight.run is run:
             self._cancel_flight(flight, reason)
 
-    def _cancel_flight(self, flight: _Flight, reason: str) -> None:
+    def _cancel_flight(self, flight: Flight, reason: str) -> None:
         if flight.reason is not None:
             return
         flight.reason = reason
@@ -307,105 +257,6 @@ class CoroutineRunner:
             self._wakeup_sent = True
             assert self._loop is not None
             self._loop.call_soon_threadsafe(self._start_waiting)
-
-    # -- shutdown --------------------------------------------------------------------
-
-    def shutdown(self, timeout: float | None) -> bool:
-        """Wait for the coroutines in flight until :data:`CANCEL_GRACE` before ``timeout``
-        runs out (half of it, if that is less), cancel those left and give them the rest
-        to end, stop and close the loop: it returns within ``timeout`` (``None``: the
-        coroutines are waited for, and a cancelled one gets :data:`CANCEL_GRACE`).  True
-        when the loop thread stopped.  Caller must not hold the lock.  Idempotent.
-
-        A flight that did not end even then (it swallows its cancellation, or blocks
-        the loop) is recorded here, as cancelled: no run is left unrecorded.  The lock
-        is taken within those times too (:class:`~lldsched.threaded.deadline.Deadline`):
-        if another thread holds it past them (a store call that hangs), what is left is
-        left as it is, and False returned.
-        """
-        grace = CANCEL_GRACE if timeout is None else min(CANCEL_GRACE, timeout / 2)
-        deadline = Deadline(timeout)
-        cancel_at = Deadline(None if timeout is None else timeout - grace)
-        lock = self._lock
-        if not deadline.acquire(lock):
-            return False
-        held = True
-        try:
-            self._closed = True
-            loop, thread = self._loop, self._thread
-            if loop is None or thread is None:
-                return True
-            held = self._wait_settled(cancel_at)
-            if not held:
-                return False
-            self.drop_waiting()
-            if self._flights:
-                for flight in list(self._flights.values()):
-                    self._cancel_flight(flight, "shutdown")
-                held = self._wait_settled(deadline if timeout is not None else Deadline(grace))
-                if not held:
-                    return False
-            unrecorded = list(self._flights.values())
-            for flight in unrecorded:  # still not over: record it now
-                flight.finished = self._now()
-                self._record(flight)
-            if unrecorded:
-                self._release(len(unrecorded))
-                self._notify_if_settled()
-            self._waiting.clear()
-        finally:
-            if held:
-                lock.release()
-        self._said()  # the failures recorded here, logged without the lock
-        if thread.is_alive():
-            with contextlib.suppress(RuntimeError):  # closed meanwhile: the thread is ending
-                loop.call_soon_threadsafe(loop.stop)
-            left = deadline.remaining()  # a loop not blocked stops in a moment: LOCK_GRACE
-            thread.join(grace if left is None else max(left, LOCK_GRACE))
-        return self._join_calls(deadline) and not thread.is_alive()
-
-    def _join_calls(self, deadline: Deadline) -> bool:
-        """Wait until ``deadline`` (``None``: for as long as they run) for the calls
-        still running on the loop's executor, once their coroutines are over: True when
-        none is left.  The calls not started yet are dropped first.  Idempotent."""
-        executor = self._executor
-        if executor is None:
-            return True
-        with self._joining:
-            joiner = self._calls_joiner
-            if joiner is None:
-                executor.shutdown(wait=False, cancel_futures=True)
-                joiner = threading.Thread(
-                    target=executor.shutdown, name=f"{self._name}-executor-join", daemon=True
-                )
-                joiner.start()
-                self._calls_joiner = joiner
-        left = deadline.remaining()
-        joiner.join(None if left is None else max(left, LOCK_GRACE))
-        return not joiner.is_alive()
-
-    def _wait_settled(self, deadline: Deadline) -> bool:
-        """Wait until no flight is in flight or waiting, or ``deadline`` passes (caller
-        holds the lock).  True when the caller holds the lock again; False when it ran
-        out before the lock could be taken back (the caller does not hold it)."""
-        while not self._over_all() and deadline.remaining() != 0.0:
-            self._settled.clear()
-            if not deadline.wait(self._settled, self._lock):
-                return False
-        return True
-
-    def drop_waiting(self) -> None:
-        """Forget the loop tasks' entries that wait for a slot: they were never begun,
-        so their tasks stay SCHEDULED with their due times (caller holds the lock;
-        shutdown without a drain)."""
-        unbegun = [item for item in self._waiting if not isinstance(item, _Flight)]
-        if unbegun:
-            self._waiting = collections.deque(
-                item for item in self._waiting if isinstance(item, _Flight)
-            )
-            self._release(len(unbegun))
-            if self._over_all():
-                self._settled.set()
 
     def _release(self, count: int) -> None:
         """``count`` entries or awaitables handed over are settled (caller holds the
@@ -477,8 +328,8 @@ class CoroutineRunner:
                     continue
                 flight.awaitable = value
             if flight.reason is not None:  # cancelled or paused before it started
-                _close(flight.awaitable)
-                flight.outcome = _NEVER_BEGUN
+                close_unrun(flight.awaitable)
+                flight.outcome = NEVER_BEGUN
                 self._over(flight)
                 continue
             # A context of its own, empty: this batch may run in a finished run's context
@@ -491,11 +342,11 @@ class CoroutineRunner:
                 flight.budget = timeout
                 flight.timer = loop.call_later(timeout, self._time_out, flight)
 
-    def _take_slots(self) -> list[_Flight]:
+    def _take_slots(self) -> list[Flight]:
         """Under the lock: what waits, in order, as far as the free slots go, each now
         active; a loop task's entry begins its attempt here (an entry cancelled or
         paused while it waited is a tombstone, settled)."""
-        starting: list[_Flight] = []
+        starting: list[Flight] = []
         with self._lock:
             self._wakeup_sent = False
             waiting, flights, begin, lane = self._waiting, self._flights, self._begin, self.lane
@@ -504,7 +355,7 @@ class CoroutineRunner:
             workers: list[Entry] = []
             while waiting and self._active < self.limit:
                 item = waiting.popleft()
-                if isinstance(item, _Flight):
+                if isinstance(item, Flight):
                     flight = item
                 elif item[3] not in loop_ids:  # replaced while it waited: not a loop task now
                     workers.append(item)
@@ -514,7 +365,7 @@ class CoroutineRunner:
                     if run is None:  # cancelled or paused while it waited for a slot
                         tombstones += 1
                         continue
-                    flight = flights[id(run)] = _Flight(run, 0.0, None)
+                    flight = flights[id(run)] = Flight(run, 0.0, None)
                 flight.active = True
                 self._active += 1
                 starting.append(flight)
@@ -527,7 +378,7 @@ class CoroutineRunner:
                 self._notify_if_settled()
         return starting
 
-    async def _drive(self, flight: _Flight) -> None:
+    async def _drive(self, flight: Flight) -> None:
         """Await the flight and keep what it produced.  One task per flight, and no
         done-callback, which would cost the loop one more handle per run: on the loop
         alone, 20,000 no-op coroutines ran at 40-50k against 31k a second with one
@@ -538,8 +389,8 @@ class CoroutineRunner:
         not started here either, as :meth:`_start_waiting` starts none cancelled before:
         the body of a coroutine never begins after the verb that stopped it returned."""
         if flight.reason is not None:  # cancelled before its body began: never begun
-            _close(flight.awaitable)
-            flight.outcome = _NEVER_BEGUN
+            close_unrun(flight.awaitable)
+            flight.outcome = NEVER_BEGUN
             self._over(flight)
             return
         try:
@@ -556,19 +407,19 @@ class CoroutineRunner:
                 # still pending (it swallowed its cancellation): shutdown recorded it,
                 # and the loop is gone: nothing to log, nowhere to report to.
                 return
-            flight.outcome = (_failure_text(exc, self._name), None)  # logged when recorded
+            flight.outcome = (failure_text(exc, self._name), None)  # logged when recorded
             flight.raised = exc
         else:
-            flight.outcome = _RETURNED_NONE if value is None else (None, result_text(value))
+            flight.outcome = RETURNED_NONE if value is None else (None, result_text(value))
         self._over(flight)
 
-    def _cancel(self, flight: _Flight) -> None:
+    def _cancel(self, flight: Flight) -> None:
         """On the loop, after the flight's first step: cancel its task, unless it is done
         already (it returned, or raised, before the cancellation reached it)."""
         if flight.future is not None and not flight.future.done():
             flight.future.cancel()
 
-    def _time_out(self, flight: _Flight) -> None:
+    def _time_out(self, flight: Flight) -> None:
         with self._lock:
             if flight.reason is not None:
                 return
@@ -578,7 +429,7 @@ class CoroutineRunner:
             context.cancel("timeout")
         self._cancel(flight)
 
-    def _over(self, flight: _Flight) -> None:
+    def _over(self, flight: Flight) -> None:
         """A flight is over: record it with the next batch."""
         flight.finished = self._now()
         if flight.timer is not None:
@@ -622,14 +473,14 @@ class CoroutineRunner:
         self._release(count)
         self._notify_if_settled()
 
-    def _record(self, flight: _Flight) -> bool:
+    def _record(self, flight: Flight) -> bool:
         """Write the flight's record and free its slot (caller holds the lock, then
         settles it and calls :meth:`_notify_if_settled`); True when a line waits to be
         logged (``said``)."""
-        if flight.reason is None or _ended_first(flight):
+        if flight.reason is None or ended_first(flight):
             (error, result), timed_out = flight.outcome, False
         else:
-            error, result, timed_out = _cancelled_outcome(flight)
+            error, result, timed_out = cancelled_outcome(flight)
         run = flight.run
         del self._flights[id(run)]
         if flight.active:
@@ -646,57 +497,3 @@ class CoroutineRunner:
         """Wake shutdown() if nothing is in flight or waiting (caller holds the lock)."""
         if self._over_all():
             self._settled.set()
-
-
-def _ended_first(flight: _Flight) -> bool:
-    """True when a flight the scheduler meant to cancel ended on its own first: it
-    returned or raised before the cancellation reached its task (a coroutine that paused
-    or cancelled its own task and returned without awaiting again, or a verb that
-    crossed its end).  It is recorded as it ended, as a thread run is: its result kept,
-    and a paused task not retried for work it finished."""
-    outcome = flight.outcome
-    if outcome is _UNFINISHED or outcome is _NEVER_BEGUN or outcome[0] == CANCELLED_INSIDE:
-        return False
-    # Task.cancel() on a task not yet done counts a request, and nothing but uncancel()
-    # takes it back (asyncio.timeout and TaskGroup do, for their own): none was counted,
-    # so none reached it.  Read here, on the cold path, not flagged on every run.
-    task = flight.future
-    return task is None or task.cancelling() == 0
-
-
-def _cancelled_outcome(flight: _Flight) -> tuple[str | None, str | None, bool]:
-    """(error text, result text, timed out) of a flight the scheduler cancelled, which
-    ends as the cancellation says, whatever the coroutine did."""
-    reason = flight.reason
-    assert reason is not None  # cancelled by the scheduler
-    if reason == "timeout":  # at the timeout its timer was armed with, not the task's now
-        return f"TimeoutError: cancelled at its {flight.budget:g} s timeout", None, True
-    if reason == "overlap" and flight.outcome is _NEVER_BEGUN:  # the core words its record
-        return NEVER_STARTED_OVERLAP, None, False
-    return _REASONS.get(reason) or f"CancelledError: {reason}", None, False
-
-
-_OTHER_LOOP = ("attached to a different loop", "bound to a different event loop")
-"""What asyncio says when a coroutine awaits a future, or uses a lock, event, queue or
-semaphore, that belongs to another event loop (3.11's texts)."""
-
-
-def _failure_text(exc: BaseException, thread: str) -> str:
-    """The error text of a coroutine run that raised ``exc``; when asyncio refused an
-    object of another event loop (the application's aiohttp session, lock or queue), the
-    text says where coroutine runs are and what to do: asyncio's own message names
-    neither."""
-    text = error_text(exc)
-    if isinstance(exc, RuntimeError) and any(said in text for said in _OTHER_LOOP):
-        text += (
-            f" (coroutine actions run on the scheduler's own event loop, thread {thread}, "
-            "not on the application's: run what needs the application's loop there with "
-            "asyncio.run_coroutine_threadsafe(coro, app_loop), docs/ASYNCIO.md)"
-        )
-    return text
-
-
-def _close(awaitable: object) -> None:
-    """Close a coroutine that will never run (no "never awaited" warning)."""
-    if inspect.iscoroutine(awaitable):
-        awaitable.close()

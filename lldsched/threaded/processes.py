@@ -42,36 +42,37 @@ parent's main module again (a script without the ``if __name__ == "__main__"``
 guard would start a second scheduler in every child) and unpickles its target;
 this child imports lldsched and the functions it is asked to call, nothing else.
 
-**A child dies with its parent**, as a thread dies with its process.  When the
-parent dies without a shutdown (SIGKILL, the OOM killer, a crash, ``os._exit``), a
-child that lived on would finish its call with no timeout enforced (the parent
-enforced it) while a restarted scheduler on a durable store runs the same job again,
-and a call that hangs would never end.  So each child inherits the reading end of a
-*lifeline*, a pipe on which nothing is written, and a daemon thread in it
-(:func:`_watch`) reads it: at end-of-file it ends the child at once with
-``os._exit``, the call in progress killed where it stands (no ``finally``, no
-``atexit``, unflushed output lost, as at a SIGKILL).  The kernel closes the parent's
-writing end when the parent dies, however it dies; the parent closes it itself only
-after it reaped the child, so a normal shutdown is unchanged (an idle child exits at
-the end of its call pipe, a busy one is waited for or killed first).  A process
+**A child dies with its parent**, as a thread dies with its process.  When the parent
+dies without a shutdown (SIGKILL, the OOM killer, a crash, ``os._exit``), a child that
+lived on would finish its call with no timeout enforced (the parent enforced it) while a
+restarted scheduler on a durable store runs the same job again, and a call that hangs
+would never end.  So each child inherits the reading end of a *lifeline*, a pipe on
+which nothing is written, and a daemon thread in it
+(:func:`~lldsched.threaded.processchild._watch`) reads it: at end-of-file it ends the
+child at once with ``os._exit``, the call in progress killed where it stands (no
+``finally``, no ``atexit``, unflushed output lost, as at a SIGKILL).  The kernel closes
+the parent's writing end when the parent dies, however it dies; the parent closes it
+itself only after it reaped the child, so a normal shutdown is unchanged (an idle child
+exits at the end of its call pipe, a busy one is waited for or killed first).  A process
 forked from the parent closes its copy of that end
-(:meth:`ProcessPool.let_go_after_fork`), or a gunicorn worker forked from a
-preloaded app would keep every child alive.  Not Linux's
-``prctl(PR_SET_PDEATHSIG)``: it fires when the *thread* that started the child ends
-(a child is started by whichever worker thread needed one), it has no macOS
-equivalent, and a parent that dies before the child calls it is missed.
+(:meth:`ProcessPool.let_go_after_fork`), or a gunicorn worker forked from a preloaded
+app would keep every child alive.  Not Linux's ``prctl(PR_SET_PDEATHSIG)``: it fires
+when the *thread* that started the child ends (a child is started by whichever worker
+thread needed one), it has no macOS equivalent, and a parent that dies before the child
+calls it is missed.
 
 **What a child gets, and what the parent believes.**  A child is started with an
 argument list, never a shell; it inherits the parent's environment (secrets in it
 included), working directory, user, stdout and stderr, and no descriptor but its three
 pipes (``close_fds``).  Its action is the task's own code and can do whatever the
 parent's user can: isolation bounds its time and its crashes, not its rights.  The
-parent reads only JSON objects from the pipe, each at most :data:`ANSWER_LIMIT`
-bytes: anything else (an action that wrote on the pipe) fails the run, naming what
-came, and the child is killed and replaced, never reused.  The run's timeout bounds the
-whole answer, not its first byte: a child that writes the start of a message and then
-stops is killed at the deadline like one that wrote nothing (:func:`_receive` reads
-the frame itself; ``recv_bytes`` would wait for the rest of it for ever).
+parent reads only JSON objects from the pipe, each at most
+:data:`~lldsched.threaded.processwire.ANSWER_LIMIT` bytes: anything else (an action that
+wrote on the pipe) fails the run, naming what came, and the child is killed and
+replaced, never reused.  The run's timeout bounds the whole answer, not its first byte:
+a child that writes the start of a message and then stops is killed at the deadline like
+one that wrote nothing (:func:`~lldsched.threaded.processwire.receive` reads the frame
+itself; ``recv_bytes`` would wait for the rest of it for ever).
 
 **POSIX only** (Linux, macOS; :data:`SUPPORTED`): the child inherits its pipes
 with ``subprocess``'s ``pass_fds``, which Windows lacks (and
@@ -93,34 +94,26 @@ import contextlib
 import json
 import logging
 import os
-import select
 import signal
-import struct
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Mapping
 from multiprocessing.connection import Connection
 from typing import Any, NamedTuple
 
-from lldsched.core.results import must_await, result_text
-from lldsched.errors import SchedulerStateError, ValidationError, error_text, traceback_text
-from lldsched.importpath import import_callable
+from lldsched.errors import SchedulerStateError, ValidationError
 from lldsched.logs import WORKERS, Repeats, say_with_traceback
 from lldsched.threaded.deadline import Deadline
+from lldsched.threaded.processchild import serve
+from lldsched.threaded.processwire import Garbled, Pipe, receive
 
-__all__ = ["SUPPORTED", "ProcessOutcome", "ProcessPool", "check_supported"]
+__all__ = ["SUPPORTED", "ProcessOutcome", "ProcessPool", "check_supported", "serve"]
 
 log = logging.getLogger(WORKERS)
 
 _REAP_TIMEOUT = 5.0  # seconds to wait for a killed child to be reaped (SIGKILL: at once)
 _EXIT_GRACE = 1.0  # seconds a child whose pipe closed gets to exit on its own
-# The longest message a child may send, in bytes.  Its answers are bounded far below:
-# a result is 200 characters, an error 2,000, a traceback 20,000 (at most 12 bytes each
-# in JSON).  A longer one is not lldsched's answer: the child is killed, not believed.
-ANSWER_LIMIT = 1 << 20
-_ORPHANED = 70  # a child's exit code when its parent died (nobody but init reads it)
 
 
 SUPPORTED = os.name == "posix"
@@ -170,8 +163,9 @@ class _Child:
         self.killed: str | None = None  # why the pool killed it mid-run, if it did
 
     def let_go(self) -> None:
-        """Close this process's end of the child's lifeline (see :func:`_watch`): once
-        the child is reaped, or in a forked copy of the parent.  Idempotent."""
+        """Close this process's end of the child's lifeline (see
+        :func:`~lldsched.threaded.processchild._watch`): once the child is reaped, or in
+        a forked copy of the parent.  Idempotent."""
         lifeline, self.lifeline = self.lifeline, -1
         if lifeline >= 0:
             os.close(lifeline)
@@ -233,10 +227,10 @@ class ProcessPool:
         started = self._now()
         try:
             connection.send_bytes(message.encode())
-            answer = _receive(connection, timeout=None)  # {"started": true}, or an answer
+            answer = receive(connection, timeout=None)  # {"started": true}, or an answer
             if answer is not None and "started" in answer:
                 started = self._now()
-                answer = _receive(connection, timeout=timeout)
+                answer = receive(connection, timeout=timeout)
                 if answer is None and child.killed is None:  # the deadline passed
                     pid = child.process.pid
                     _kill(child.process)  # SIGKILL, at once
@@ -251,7 +245,7 @@ class ProcessPool:
                     )
         except (EOFError, OSError):  # the child died (BrokenPipeError is an OSError)
             answer = None
-        except _Garbled as exc:  # something in the child wrote on its pipe: never reused
+        except Garbled as exc:  # something in the child wrote on its pipe: never reused
             pid = child.process.pid
             _kill(child.process)
             self._lose(child)
@@ -466,7 +460,7 @@ class ProcessPool:
         os.close(from_parent)  # the child holds these: its death reads as end-of-file here
         os.close(to_parent)
         os.close(lifeline)
-        return _Child(process, _Pipe(from_child, to_child), holding)
+        return _Child(process, Pipe(from_child, to_child), holding)
 
     @staticmethod
     def _end(child: _Child) -> None:
@@ -491,54 +485,6 @@ def _kill(process: subprocess.Popen[bytes]) -> None:
     if process.returncode is None:
         with contextlib.suppress(ProcessLookupError):  # the whole group is gone already
             os.killpg(process.pid, signal.SIGKILL)
-
-
-class _Garbled(Exception):
-    """The child sent what no child of this module sends (its action wrote on the pipe)."""
-
-
-def _receive(connection: Connection, *, timeout: float | None) -> dict[str, Any] | None:
-    """The child's next message, or None once ``timeout`` seconds passed before the whole
-    of it came (EOFError at the child's death); :class:`_Garbled` for a message longer
-    than :data:`ANSWER_LIMIT` or one that is not a JSON object.  The frame is the one
-    :meth:`Connection.send_bytes` writes: a 4-byte signed big-endian length (-1 for one
-    above 2 GiB), then the bytes."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    header = _read(connection.fileno(), 4, deadline=deadline)
-    if header is None:
-        return None
-    (size,) = struct.unpack("!i", header)
-    if not 0 <= size <= ANSWER_LIMIT:
-        raise _Garbled(f"sent a message longer than {ANSWER_LIMIT} bytes")
-    data = _read(connection.fileno(), size, deadline=deadline)
-    if data is None:
-        return None
-    try:
-        answer = json.loads(data)
-    except ValueError:
-        answer = None
-    if not isinstance(answer, dict):
-        raise _Garbled(f"sent {data[:80]!r}, which is not an answer") from None
-    return answer
-
-
-def _read(fd: int, size: int, *, deadline: float | None) -> bytes | None:
-    """Exactly ``size`` bytes from ``fd``, or None once the monotonic ``deadline`` passed
-    first (``None``: no bound); EOFError at end-of-file.  ``poll``, not ``select``: a
-    service may hold more than 1,024 descriptors."""
-    waiting = select.poll()
-    waiting.register(fd, select.POLLIN)
-    data = bytearray()
-    while len(data) < size:
-        if deadline is not None:
-            left = max(0.0, deadline - time.monotonic())
-            if not waiting.poll(left * 1000.0):
-                return None
-        chunk = os.read(fd, size - len(data))
-        if not chunk:
-            raise EOFError
-        data += chunk
-    return bytes(data)
 
 
 def _death(process: subprocess.Popen[bytes]) -> str:
@@ -592,7 +538,7 @@ def _interpreter_flags() -> list[str]:
     return [] if options is None else options()
 
 
-# -- the child's side ------------------------------------------------------------------------
+# -- the child's command line (its side: lldsched/threaded/processchild.py) -------------------
 
 
 _BOOT = (
@@ -601,72 +547,3 @@ _BOOT = (
     "serve(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))"
 )
 """A child's whole command line program: the parent's import path, then :func:`serve`."""
-
-
-class _Pipe(Connection):
-    """One reading and one writing descriptor as a single :class:`Connection`."""
-
-    def __init__(self, reading: int, writing: int) -> None:
-        super().__init__(reading, readable=True, writable=False)
-        self._writer = Connection(writing, readable=False, writable=True)
-
-    def send_bytes(self, buf: Any, offset: int = 0, size: int | None = None) -> None:
-        self._writer.send_bytes(buf, offset, size)
-
-    def close(self) -> None:
-        self._writer.close()
-        super().close()
-
-
-def serve(reading: int, writing: int, lifeline: int) -> None:
-    """A child's loop: take a call, run it, answer; return when the parent's end closes,
-    or is found closed by an answer (the parent exited during a call, without a
-    shutdown, and the call returned before :func:`_watch` ended this process: the answer
-    has nobody to go to, and its BrokenPipeError, printed on the stderr the child shares
-    with the parent, was a traceback in a service's log)."""
-    os.set_inheritable(lifeline, False)  # the action's own children do not need it
-    threading.Thread(target=_watch, args=(lifeline,), name="lldsched-lifeline", daemon=True).start()
-    connection = _Pipe(reading, writing)
-    while True:
-        try:
-            request = json.loads(connection.recv_bytes())
-        except EOFError:
-            return
-        if not _told(connection, b'{"started": true}'):
-            return
-        try:
-            function = import_callable(request["call"])
-            value = function(*request["args"], **request["kwargs"])
-            if must_await(value):
-                import asyncio  # not with lldsched (docs/PERFORMANCE.md, "Start-up")
-
-                value = asyncio.run(_awaited(value))
-            answer = {"result": result_text(value)}
-        except BaseException as exc:  # SystemExit, KeyboardInterrupt: a failed run, as on a thread
-            answer = {"error": error_text(exc), "traceback": traceback_text(exc)}
-        if not _told(connection, json.dumps(answer).encode()):
-            return
-
-
-def _watch(lifeline: int) -> None:
-    """End this child at once (``os._exit``) when its lifeline reads end-of-file: the
-    parent closes its end only after reaping this child, so end-of-file means the parent
-    died (SIGKILL, the OOM killer, a crash, an exit without shutdown) and its kernel
-    closed the end; a call in progress dies with it, as a thread's would."""
-    while os.read(lifeline, 64):  # nothing is ever written; only end-of-file returns
-        pass
-    os.killpg(0, signal.SIGKILL)  # this child and what its job started (see _kill)
-    os._exit(_ORPHANED)  # not reached: SIGKILL ends this process too
-
-
-def _told(connection: Connection, message: bytes) -> bool:
-    """Send ``message`` to the parent; False if its end is closed (it exited)."""
-    try:
-        connection.send_bytes(message)
-    except BrokenPipeError:
-        return False
-    return True
-
-
-async def _awaited(value: Any) -> object:
-    return await value

@@ -28,7 +28,7 @@ fails the cell (and the notebook's test); an exception from a later change is sh
 the box as a traceback, as ``interact`` shows it.
 
 ipywidgets is imported on first use, through
-:func:`lldsched.views.widgets.require_ipywidgets` (its error names the extra to install).
+:func:`lldsched.views.widgetkit.require_ipywidgets` (its error names the extra to install).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from lldsched.errors import ValidationError
-from lldsched.views.widgets import require_ipywidgets
+from lldsched.views.widgetkit import require_ipywidgets
 
 if TYPE_CHECKING:
     import ipywidgets

@@ -9,7 +9,7 @@ The watch reads the task as the panel's refresh sees it (no event is needed, so 
 simulation player, which refreshes once a step, gets the outcome too); the panel
 never blocks a button's callback waiting for the run.
 
-Only strings are made here: :class:`lldsched.views.widgets.ControlPanel` shows them.
+Only strings are made here: :class:`lldsched.views.panel.ControlPanel` shows them.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ __all__ = [
 
 class TaskSummary(NamedTuple):
     """One task's records, counted and measured (the fields are
-    :func:`lldsched.views.frames.task_summary`'s columns, in order).
+    :func:`lldsched.views.summaries.task_summary`'s columns, in order).
 
     Counts: ``runs == ok + failed + timed_out + cancelled`` (how each run ended, so a
     run that gave its slot up counts as failed or timed out, and a run

@@ -1,0 +1,371 @@
+"""What a user calls on a simulation: registering, the control verbs and the reads.
+
+:class:`SimulationVerbs` is the part of :class:`~lldsched.sim.simulation.Simulation`
+that carries out the verbs of :class:`lldsched.runtime.Runtime` at the simulated
+instant: registering a task with its duration and failure models (``schedule``,
+the ``scheduled`` decorator, ``model``), the control verbs (cancel, pause, resume,
+redrive, remove, reschedule, modify, run now), the reads (a task, the dead letter,
+the heap, ``metrics()``) and the listeners.  Each is a call into the core state
+machine, plus what the simulation keeps per task (its models).  A mixin, so the
+verbs (here) and virtual time with its event loop
+(:mod:`~lldsched.sim.simulation`) read as two modules of one class; single-threaded,
+no lock.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from lldsched import checks
+from lldsched.core.duequeue import QueueStats, TaskQueue
+from lldsched.core.machine import SchedulerCore
+from lldsched.core.metrics import Metrics, take
+from lldsched.core.registration import UNCHANGED, F, Isolation, TaskIds, Unchanged, registering
+from lldsched.core.retention import RetainFinished
+from lldsched.core.task import ScheduledTask
+from lldsched.listeners import Listener, as_callback
+from lldsched.model import Priority, TaskEvent
+from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
+from lldsched.schedules.base import Schedule
+from lldsched.sim.clock import VirtualClock
+from lldsched.sim.models import (
+    NO_RNG,
+    DurationModel,
+    FailureModel,
+    TaskModels,
+    check_duration,
+    check_failure,
+)
+
+__all__ = ["SimulationVerbs"]
+
+
+class SimulationVerbs:
+    """Registration, control and reads: mixed into the simulation."""
+
+    # The simulation's members these use (Simulation.__init__ sets them).
+    seed: int
+    _clock: VirtualClock
+    _queue: TaskQueue
+    _core: SchedulerCore
+    _models: dict[str, TaskModels]
+    _callbacks: list[tuple[Listener, Callable[[TaskEvent], None]]]
+
+    if TYPE_CHECKING:
+
+        @property
+        def workers(self) -> int: ...
+
+        @property
+        def busy(self) -> int: ...
+
+        def _emit(self, event: TaskEvent) -> None: ...
+
+    def schedule(
+        self,
+        name: str,
+        schedule: Schedule | str,
+        *,
+        duration: DurationModel | timedelta = 0.0,
+        fails: FailureModel = 0.0,
+        action: Callable[..., Any] | str | None = None,
+        id: str | None = None,
+        replace_existing: bool = False,
+        priority: Priority | int = Priority.NORMAL,
+        retry: RetryPolicy | None = None,
+        timeout: float | timedelta | None = None,
+        args: tuple[Any, ...] | list[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        misfire: MisfirePolicy | None = None,
+        isolation: Isolation = "thread",
+        depends_on: TaskIds = (),
+        overlap: Overlap | None = None,
+        max_instances: int | None = None,
+        paused: bool = False,
+    ) -> ScheduledTask:
+        """Register a simulated task.  ``duration`` and ``fails`` are models (see
+        :mod:`lldsched.sim.models`); a real ``action`` also runs, for its side effects
+        (its wall time does not count, and if it raises, the run fails with that error).
+
+        ``schedule`` may be cron text (read in the simulation's ``tz``); ``id`` and
+        ``replace_existing`` work as in ``Scheduler.schedule`` (a replaced task also
+        takes these models), and so do the options of how it runs: ``priority``,
+        ``retry`` (default ``RetryPolicy()``), ``timeout`` (judged against the drawn
+        duration), ``args`` and ``kwargs`` (for ``action``), ``misfire`` (slots that
+        passed before a restored store's task was recovered), ``depends_on`` (ids of
+        upstream tasks each slot waits for, BLOCKED), ``overlap`` with
+        ``max_instances`` (a slot that comes due while a run is in flight; see
+        :class:`~lldsched.policies.Overlap`), and ``paused`` (a new task registered
+        paused).
+
+        ``isolation`` takes the values, and follows the rules, it has in
+        ``Scheduler.schedule``: with ``"process"``, an ``action`` is an import path
+        with JSON arguments, checked at registration.  Here the task runs at its
+        simulated instant like any other (its duration is the model's, its timeout
+        judged against it; a simulated child is never started or killed), and an
+        ``action`` given runs in this process.
+
+        Raises :class:`~lldsched.errors.ValidationError` (a
+        :class:`~lldsched.errors.ScheduleError` for a bad schedule) naming the bad value, or
+        an id that exists without ``replace_existing``; nothing registered changes.
+        """
+        duration = check_duration(duration)
+        fails = check_failure(fails)
+        task = self._core.add(
+            name,
+            action,
+            schedule,
+            task_id=id,
+            replace_existing=replace_existing,
+            priority=priority,
+            retry=retry,
+            timeout=timeout,
+            args=args,
+            kwargs=kwargs,
+            misfire=misfire,
+            isolation=isolation,
+            depends_on=depends_on,
+            overlap=overlap,
+            max_instances=max_instances,
+            paused=paused,
+        )
+        self._set_models(task.id, duration, fails)
+        return task
+
+    def scheduled(
+        self,
+        schedule: Schedule | str,
+        *,
+        duration: DurationModel | timedelta = 0.0,
+        fails: FailureModel = 0.0,
+        name: str | None = None,
+        id: str | None = None,
+        replace_existing: bool = False,
+        priority: Priority | int = Priority.NORMAL,
+        retry: RetryPolicy | None = None,
+        timeout: float | timedelta | None = None,
+        args: tuple[Any, ...] | list[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        misfire: MisfirePolicy | None = None,
+        depends_on: TaskIds = (),
+        overlap: Overlap | None = None,
+        max_instances: int | None = None,
+        paused: bool = False,
+    ) -> Callable[[F], F]:
+        """The decorator form of :meth:`schedule`: ``@sim.scheduled(FixedRate(60))``
+        registers the function as the task's action, under its ``__name__`` (or
+        ``name``), and leaves it as it was.  Raises what :meth:`schedule` raises, when it
+        decorates."""
+
+        def register(task_name: str, action: Callable[..., Any]) -> None:
+            self.schedule(
+                task_name,
+                schedule,
+                duration=duration,
+                fails=fails,
+                action=action,
+                id=id,
+                replace_existing=replace_existing,
+                priority=priority,
+                retry=retry,
+                timeout=timeout,
+                args=args,
+                kwargs=kwargs,
+                misfire=misfire,
+                depends_on=depends_on,
+                overlap=overlap,
+                max_instances=max_instances,
+                paused=paused,
+            )
+
+        return registering(schedule, name=name, register=register)
+
+    def model(
+        self,
+        task_id: str,
+        *,
+        duration: DurationModel | timedelta = 0.0,
+        fails: FailureModel = 0.0,
+    ) -> None:
+        """Give a task new duration and failure models (a task restored from a store
+        has none: its runs take no time and never fail until this is called).  The
+        task's generator starts again from its seed: given before the first run,
+        ``uniform(120, 1200)`` in place of ``uniform(60, 600)`` makes the
+        task's n-th attempt exactly twice as long, so a what-if compares like with like.
+
+        Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
+        (:class:`~lldsched.errors.TaskRetiredError` for one retired);
+        :class:`~lldsched.errors.ValidationError` for a bad model.
+        """
+        self._core.get(task_id)
+        self._set_models(task_id, check_duration(duration), check_failure(fails))
+
+    def _set_models(self, task_id: str, duration: DurationModel, fails: FailureModel) -> None:
+        needs_rng = callable(duration) or callable(fails) or fails
+        rng = random.Random(f"{self.seed}:{task_id}") if needs_rng else NO_RNG
+        self._models[task_id] = TaskModels(duration, fails, rng)
+
+    def cancel(self, task_id: str) -> bool:
+        """Stop all future runs of the task; True if it was live.  A run in flight
+        finishes (its record is kept).
+
+        Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
+        (:class:`~lldsched.errors.TaskRetiredError` for one retired).
+        """
+        return self._core.cancel(task_id)
+
+    def pause(self, task_id: str) -> bool:
+        """Hold the task; True if it was live.  A run in flight finishes; nothing follows.
+
+        Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
+        (:class:`~lldsched.errors.TaskRetiredError` for one retired).
+        """
+        return self._core.pause(task_id)
+
+    def resume(self, task_id: str) -> bool:
+        """Return a paused task to its queue; a slot it slept through runs at once.
+
+        Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
+        (:class:`~lldsched.errors.TaskRetiredError` for one retired).
+        """
+        return self._core.resume(task_id)
+
+    def redrive(self, task_id: str) -> bool:
+        """Put a dead-lettered (FAILED) task back, due now, with a fresh attempt counter.
+
+        Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
+        (:class:`~lldsched.errors.TaskRetiredError` for one retired).
+        """
+        return self._core.redrive(task_id)
+
+    def remove(self, task_id: str) -> ScheduledTask:
+        """Cancel the task if live, and forget it (here, with its models, and in the
+        store).  A run in flight finishes and is recorded.
+
+        Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
+        (:class:`~lldsched.errors.TaskRetiredError` for one retired);
+        :class:`~lldsched.errors.SchedulerStateError` naming them while other tasks depend
+        on it (nothing changes).
+        """
+        task = self._core.remove(task_id)
+        self._models.pop(task_id, None)
+        return task
+
+    def reschedule(self, task_id: str, schedule: Schedule | str) -> ScheduledTask:
+        """Give the task a new *when* at the simulated instant: same id, history kept;
+        see :meth:`SchedulerCore.reschedule <lldsched.core.machine.SchedulerCore.reschedule>`.
+
+        Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
+        (:class:`~lldsched.errors.TaskRetiredError` for one retired);
+        :class:`~lldsched.errors.ValidationError` for a bad schedule;
+        :class:`~lldsched.errors.SchedulerStateError` for a finished (succeeded or
+        cancelled) task.
+        """
+        return self._core.reschedule(task_id, schedule)
+
+    def modify(
+        self,
+        task_id: str,
+        *,
+        priority: Priority | int | Unchanged = UNCHANGED,
+        retry: RetryPolicy | Unchanged | None = UNCHANGED,
+        timeout: float | timedelta | Unchanged | None = UNCHANGED,
+    ) -> ScheduledTask:
+        """Change the task's priority, retry policy or timeout (what is not given stays);
+        see :meth:`SchedulerCore.modify <lldsched.core.machine.SchedulerCore.modify>`.
+
+        Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
+        (:class:`~lldsched.errors.TaskRetiredError` for one retired);
+        :class:`~lldsched.errors.ValidationError` for a bad value;
+        :class:`~lldsched.errors.SchedulerStateError` for a finished (succeeded or
+        cancelled) task.
+        """
+        return self._core.modify(task_id, priority=priority, retry=retry, timeout=timeout)
+
+    def run_now(self, task_id: str) -> bool:
+        """Run the task once more at the simulated instant, without moving its schedule;
+        see :meth:`SchedulerCore.run_now <lldsched.core.machine.SchedulerCore.run_now>`.
+
+        Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
+        (:class:`~lldsched.errors.TaskRetiredError` for one retired).
+        """
+        return self._core.run_now(task_id)
+
+    @property
+    def tz(self) -> str:
+        """The zone of cron schedules that name none (an IANA key)."""
+        return self._core.tz
+
+    @property
+    def retain_finished(self) -> RetainFinished:
+        """How long finished tasks stay registered (:mod:`lldsched.core.retention`)."""
+        return self._core.retain_finished
+
+    def task(self, task_id: str) -> ScheduledTask:
+        """The task with this id, or :class:`~lldsched.errors.TaskNotFoundError`
+        (:class:`~lldsched.errors.TaskRetiredError` if it finished and retired)."""
+        return self._core.get(task_id)
+
+    def tasks(self) -> list[ScheduledTask]:
+        """Every registered task, in registration order (retired tasks are not)."""
+        return list(self._core.tasks.values())
+
+    def dead_letter(self) -> list[str]:
+        """Ids of FAILED tasks, oldest failure first."""
+        return self._core.dead_letter()
+
+    def orphans(self) -> list[str]:
+        """Ids of the tasks the store restored that no ``schedule(..., id=...)`` has named
+        since this simulation was built, in the order restored (docs/UPGRADING.md)."""
+        return self._core.orphans()
+
+    def pending(self) -> list[ScheduledTask]:
+        """Tasks waiting in the heap, in the order they will start."""
+        return self._queue.pending()
+
+    def queue_stats(self) -> QueueStats:
+        """How many entries the heap holds, and how many are tombstones."""
+        return self._queue.stats()
+
+    def metrics(self, timeout: float | timedelta | None = None) -> Metrics:
+        """One read of the simulation's health and load at the simulated instant, the
+        same :class:`~lldsched.core.metrics.Metrics` as ``Scheduler.metrics()``: what a
+        dashboard would show at this point of the replay.  The simulation's clock is its
+        timer: ``state`` is ``"running"``, ``timer_alive`` True and ``timer_woke`` the
+        simulated instant; a due task waits in the heap for a free worker (``lag``), never
+        in a hand-off queue.  ``timeout`` is the threaded scheduler's wait for its lock,
+        checked and unused here (nothing else holds the simulation)."""
+        if timeout is not None:
+            checks.seconds(timeout, name="metrics() timeout", at_least=0)
+        now = self._clock.now()
+        return take(
+            self._core,
+            self._queue,
+            at=now,
+            state="running",
+            timer_alive=True,
+            timer_woke=now,
+            workers=self.workers,
+            busy=self.busy,
+            handoff=0,
+            coroutines=0,
+            handed_out_due=None,
+            dropped_events=0,
+        )
+
+    def add_listener(self, listener: Listener) -> None:
+        """Call ``listener`` on every future event, in virtual time, on the caller's thread."""
+        self._callbacks.append((listener, as_callback(listener)))
+        self._core.emit = self._emit
+
+    def remove_listener(self, listener: Listener) -> bool:
+        """Stop calling ``listener``; True if it was registered."""
+        kept = [pair for pair in self._callbacks if pair[0] is not listener]
+        found = len(kept) != len(self._callbacks)
+        self._callbacks = kept
+        if not kept:
+            self._core.emit = None
+        return found

@@ -1,0 +1,100 @@
+"""The PostgreSQL store's schema in a database: created, accepted, upgraded or refused.
+
+:class:`SchemaInstall` is the part of :class:`~lldsched.stores.postgres.PostgresTaskStore`
+that, at open, creates the schema (:data:`~lldsched.stores.postgres_sql.SCHEMA`) in an
+empty database, accepts one of this version (``lldsched_meta``'s ``schema`` row),
+upgrades an older one in place, in one transaction
+(:data:`~lldsched.stores.postgres_sql.UPGRADES`), and refuses anything else, saying why
+and what to do (:func:`schema_refused`).  An advisory lock keeps two processes opening
+a new or an older database from racing; the store's own lock is not taken (the
+connection is not shared yet).  The SQL is :mod:`lldsched.stores.postgres_sql`'s.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from lldsched.errors import StoreError
+from lldsched.logs import STORE
+from lldsched.stores import postgres_sql as sql
+from lldsched.stores.postgres_coordinated import Connection
+from lldsched.stores.postgres_listen import psycopg, scrubbed
+
+__all__ = ["SchemaInstall", "schema_refused"]
+
+log = logging.getLogger(STORE)
+
+
+def schema_refused(dsn: str, version: str | None) -> str:
+    """Why a store of schema ``version`` (``lldsched_meta``'s, None if it has none) is
+    refused, and what to do: an older lldsched meets a newer schema on a downgrade or
+    in a rolling upgrade, a newer one an older schema it has no migration for."""
+    understood = sql.SCHEMA_VERSION
+    number = int(version) if version is not None and version.isdigit() else None
+    if number is not None and number > understood:
+        advice = (
+            f"newer than this lldsched understands ({understood}): it was written by a "
+            "newer lldsched; upgrade lldsched to open it"
+        )
+    elif number is not None:
+        advice = f"older than this lldsched's ({understood}), and it has no migration for it"
+    else:
+        advice = f"not a version this lldsched knows (it understands {understood})"
+    return f"{dsn!r} has store schema version {version}, {advice}. It was left untouched"
+
+
+class SchemaInstall:
+    """Installing the schema at open: mixed into the PostgreSQL store."""
+
+    # The store's members these use (PostgresTaskStore.__init__ sets them).
+    dsn: str  # the dsn as messages show it (its password redacted)
+    _dsn: str
+
+    def _install(self, connection: Connection) -> None:
+        """Create the schema in an empty database, accept ours, upgrade an older one in
+        place (:data:`~lldsched.stores.postgres_sql.UPGRADES`, in this one transaction:
+        whole or not at all), refuse anything else.  An advisory lock keeps two processes
+        opening a new or an older database from racing."""
+        with connection.transaction():
+            # A migration may take longer than a statement is let to (sql.SESSION).
+            connection.execute("SET LOCAL statement_timeout = 0")
+            connection.execute("SELECT pg_catalog.pg_advisory_xact_lock(7106659)")  # lldsched's key
+            present = {
+                name
+                for (name,) in connection.execute(
+                    "SELECT tablename FROM pg_catalog.pg_tables "
+                    "WHERE schemaname = pg_catalog.current_schema() AND tablename = ANY(%s)",
+                    (list(sql.TABLES),),
+                )
+            }
+            if not present:
+                connection.execute(sql.SCHEMA)
+                return
+            if "lldsched_meta" not in present:
+                raise StoreError(
+                    f"{self.dsn!r} holds tables named like lldsched's ({sorted(present)}) "
+                    "but is not an lldsched store; it was left untouched"
+                )
+            row = connection.execute(
+                "SELECT value FROM lldsched_meta WHERE name = 'schema'"
+            ).fetchone()
+            version = None if row is None else row[0]
+            if version is not None and version.isdigit() and int(version) in sql.UPGRADES:
+                self._upgrade(connection, int(version))
+            elif version != str(sql.SCHEMA_VERSION):
+                raise StoreError(schema_refused(self.dsn, version))
+
+    def _upgrade(self, connection: Connection, version: int) -> None:
+        """Bring a database of schema ``version`` to :data:`SCHEMA_VERSION
+        <lldsched.stores.postgres_sql.SCHEMA_VERSION>` (inside the caller's transaction)."""
+        try:
+            for step in range(version, sql.SCHEMA_VERSION):
+                connection.execute(sql.UPGRADES[step])
+        except psycopg.Error as exc:
+            raise StoreError(
+                f"{self.dsn!r} could not be upgraded from store schema version {version} to "
+                f"{sql.SCHEMA_VERSION}: {scrubbed(exc, self._dsn)}; it was left as it was"
+            ) from None
+        log.info(
+            "upgraded %r from store schema version %d to %d", self.dsn, version, sql.SCHEMA_VERSION
+        )

@@ -1,0 +1,183 @@
+"""The SQLite store's file format: its schema, its version, and opening a file by it.
+
+:class:`~lldsched.stores.sqlite.SqliteTaskStore` keeps its tasks in one file whose
+schema is versioned with ``PRAGMA user_version`` (:data:`SCHEMA_VERSION`) and marked
+with ``PRAGMA application_id`` (:data:`APPLICATION_ID`).  This module owns that
+format: the tables (the shared mode's are :data:`~lldsched.stores.sqlite_shared.SHARED_SCHEMA`),
+the steps from each older version (:data:`MIGRATIONS`), and, mixed into the store as
+:class:`FileFormat`, what opening a file does by it: refuse one that is not a readable
+lldsched store (a newer version, another application's, a corrupted one: nothing is
+written to it), create a new one whole, or migrate an older one in one transaction.
+It takes no lock: the store opens its file before anyone else can reach it.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+
+from lldsched.errors import StoreError
+from lldsched.logs import STORE
+from lldsched.stores.sqlite_rows import failure, immediate, rollback
+from lldsched.stores.sqlite_shared import SHARED_SCHEMA
+
+__all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION", "FileFormat"]
+
+log = logging.getLogger(STORE)
+
+SCHEMA_VERSION = 5
+APPLICATION_ID = 0x6C6C6473  # "llds"
+
+_SCHEMA = """
+CREATE TABLE tasks (
+    position      INTEGER PRIMARY KEY,  -- the order tasks were first saved in
+    id            TEXT NOT NULL UNIQUE,
+    name          TEXT NOT NULL,
+    definition    TEXT NOT NULL,        -- JSON, see lldsched.stores.codec
+    status        TEXT NOT NULL,
+    next_run_at   REAL,
+    attempt       INTEGER NOT NULL,
+    run_count     INTEGER NOT NULL,
+    failure_count INTEGER NOT NULL,
+    last_error    TEXT,
+    running       INTEGER NOT NULL,     -- an attempt was in flight
+    failed_seq    INTEGER,              -- dead-letter order; NULL unless FAILED
+    priority      INTEGER NOT NULL DEFAULT 1,  -- claim order in shared mode (HIGH = 0 first)
+    version       INTEGER NOT NULL DEFAULT 0,  -- shared mode: the write that left the row so
+    waited        REAL                  -- the slot a run_now put off (TaskSnapshot.waited)
+);
+CREATE TABLE records (                -- clustered by task: one b-tree, no separate index
+    task_id   TEXT NOT NULL,
+    seq       INTEGER NOT NULL,         -- the order records were saved in, across tasks
+    attempt   INTEGER NOT NULL,
+    due       REAL NOT NULL,
+    slot      REAL NOT NULL,
+    worker    INTEGER NOT NULL,
+    started   REAL NOT NULL,
+    finished  REAL NOT NULL,
+    ok        INTEGER NOT NULL,
+    error     TEXT,
+    timed_out INTEGER NOT NULL,
+    misfire   TEXT,
+    result    TEXT,                     -- the action's return value as text (a bounded repr)
+    token     INTEGER,                  -- the fencing token of the run's claim (shared mode)
+    name      TEXT,                     -- the task's name at the run; NULL: written before 5
+    PRIMARY KEY (task_id, seq)
+) WITHOUT ROWID;
+"""
+
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: ("ALTER TABLE records ADD COLUMN result TEXT",),  # 1 -> 2: records keep results
+    2: (  # 2 -> 3: leases, fencing tokens and versions for shared mode (docs/CLUSTER.md)
+        "ALTER TABLE tasks ADD COLUMN priority INTEGER NOT NULL DEFAULT 1",
+        "ALTER TABLE tasks ADD COLUMN version INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE records ADD COLUMN token INTEGER",
+        "UPDATE tasks SET priority = coalesce(json_extract(definition, '$.priority'), 1)",
+        *SHARED_SCHEMA.split(";"),
+    ),
+    3: ("ALTER TABLE tasks ADD COLUMN waited REAL",),  # 3 -> 4: a run_now's slot kept
+    4: ("ALTER TABLE records ADD COLUMN name TEXT",),  # 4 -> 5: the name each run had
+}
+"""The SQL statements that take a file from schema version ``n`` to ``n + 1``."""
+
+
+class FileFormat:
+    """Checking, creating and migrating the store's file: mixed into the SQLite store."""
+
+    path: str  # the store's (SqliteTaskStore.__init__ sets it)
+
+    def _check(self, connection: sqlite3.Connection) -> int | None:
+        """Refuse a file that is not a readable lldsched store; its schema version, or
+        None for a new (empty) file.
+
+        Only reads: nothing is written to a file that is refused.
+        """
+        try:
+            (application_id,) = connection.execute("PRAGMA application_id").fetchone()
+            (version,) = connection.execute("PRAGMA user_version").fetchone()
+            tables = [
+                name
+                for (name,) in connection.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+                )
+            ]
+        except sqlite3.OperationalError as exc:  # locked or busy: readable, but not now
+            raise failure(self.path, "read its header", exc) from exc
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(
+                f"{self.path!r} is not a readable SQLite database ({exc}); it was left untouched"
+            ) from None
+        if application_id == 0 and version == 0 and not tables:
+            return None
+        if application_id != APPLICATION_ID:
+            raise StoreError(
+                f"{self.path!r} is an SQLite database but not an lldsched store "
+                f"(application_id {application_id:#x}, tables {tables}); it was left untouched"
+            )
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path!r} has store schema version {version}, newer than this lldsched "
+                f"understands ({SCHEMA_VERSION}): upgrade lldsched to open it. "
+                "The file was left untouched"
+            )
+        if version != SCHEMA_VERSION and not all(
+            step in MIGRATIONS for step in range(version, SCHEMA_VERSION)
+        ):
+            raise StoreError(
+                f"{self.path!r} has unknown store schema version {version} "
+                f"(expected {SCHEMA_VERSION}); it was left untouched"
+            )
+        try:
+            problems = [row[0] for row in connection.execute("PRAGMA quick_check")]
+        except sqlite3.DatabaseError as exc:
+            problems = [str(exc)]
+        if problems != ["ok"]:
+            raise StoreError(
+                f"{self.path!r} is corrupted (quick_check: {'; '.join(problems[:3])}); "
+                "it was left untouched: restore it from a backup or move it aside"
+            )
+        return int(version)
+
+    def _migrate(self, connection: sqlite3.Connection, version: int) -> None:
+        """Bring a file of an older schema ``version`` to :data:`SCHEMA_VERSION`, whole or
+        not at all."""
+        try:
+            with immediate(connection):
+                # Read again under the write lock: another opener may have migrated it.
+                (version,) = connection.execute("PRAGMA user_version").fetchone()
+                for step in range(version, SCHEMA_VERSION):
+                    for statement in MIGRATIONS[step]:
+                        connection.execute(statement)
+                connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        except sqlite3.Error as exc:
+            raise StoreError(
+                f"cannot migrate {self.path!r} from store schema version {version} to "
+                f"{SCHEMA_VERSION}: {exc}; it was left as it was"
+            ) from None
+        log.info(
+            "migrated %r from store schema version %d to %d", self.path, version, SCHEMA_VERSION
+        )
+
+    def _create(self, connection: sqlite3.Connection, synchronous: str) -> bool:
+        """Create the store in the new, empty file; False if another opener (shared
+        stores open together) created it while this one waited for the write lock:
+        nothing of this attempt is written, and the caller opens the file as it is."""
+        (mode,) = connection.execute("PRAGMA journal_mode = WAL").fetchone()
+        if mode != "wal":
+            log.warning("SQLite could not use WAL mode here (got %r); writes will be slower", mode)
+        connection.execute(f"PRAGMA synchronous = {synchronous}")
+        try:  # one transaction: a store is created whole or not at all
+            connection.executescript(
+                f"BEGIN IMMEDIATE; {_SCHEMA}; {SHARED_SCHEMA}; "
+                f"PRAGMA application_id = {APPLICATION_ID}; "
+                f"PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+            )
+        except sqlite3.OperationalError:
+            rollback(connection)
+            if self._check(connection) is None:  # still empty: a real failure
+                raise
+            return False  # its first CREATE met the other opener's tables
+        except BaseException:
+            rollback(connection)
+            raise
+        return True

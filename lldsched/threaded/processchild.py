@@ -1,0 +1,85 @@
+"""A worker process's side: the loop that takes a call, runs it and answers.
+
+A child of :class:`~lldsched.threaded.processes.ProcessPool` runs :func:`serve`
+(the pool's boot line imports it through :mod:`lldsched.threaded.processes`, whose
+name a process listing shows): it reads a call (``{"call": "package.module:function",
+"args": [...], "kwargs": {...}}``), says ``{"started": true}``, imports and calls the
+function (awaiting what must be awaited) and answers ``{"result": text}`` or
+``{"error": text, "traceback": text}``, until the parent's end of its pipe closes.
+It also owns the child's *lifeline* (:func:`_watch`): a daemon thread that ends the
+child at once when its parent died.  A child runs one call at a time, on its main
+thread: nothing here is shared between threads but the lifeline's descriptor, which
+only the watcher reads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+from multiprocessing.connection import Connection
+from typing import Any
+
+from lldsched.core.results import must_await, result_text
+from lldsched.errors import error_text, traceback_text
+from lldsched.importpath import import_callable
+from lldsched.threaded.processwire import Pipe
+
+__all__ = ["serve"]
+
+_ORPHANED = 70  # a child's exit code when its parent died (nobody but init reads it)
+
+
+def serve(reading: int, writing: int, lifeline: int) -> None:
+    """A child's loop: take a call, run it, answer; return when the parent's end closes,
+    or is found closed by an answer (the parent exited during a call, without a
+    shutdown, and the call returned before :func:`_watch` ended this process: the answer
+    has nobody to go to, and its BrokenPipeError, printed on the stderr the child shares
+    with the parent, was a traceback in a service's log)."""
+    os.set_inheritable(lifeline, False)  # the action's own children do not need it
+    threading.Thread(target=_watch, args=(lifeline,), name="lldsched-lifeline", daemon=True).start()
+    connection = Pipe(reading, writing)
+    while True:
+        try:
+            request = json.loads(connection.recv_bytes())
+        except EOFError:
+            return
+        if not _told(connection, b'{"started": true}'):
+            return
+        try:
+            function = import_callable(request["call"])
+            value = function(*request["args"], **request["kwargs"])
+            if must_await(value):
+                import asyncio  # not with lldsched (docs/PERFORMANCE.md, "Start-up")
+
+                value = asyncio.run(_awaited(value))
+            answer = {"result": result_text(value)}
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt: a failed run, as on a thread
+            answer = {"error": error_text(exc), "traceback": traceback_text(exc)}
+        if not _told(connection, json.dumps(answer).encode()):
+            return
+
+
+def _watch(lifeline: int) -> None:
+    """End this child at once (``os._exit``) when its lifeline reads end-of-file: the
+    parent closes its end only after reaping this child, so end-of-file means the parent
+    died (SIGKILL, the OOM killer, a crash, an exit without shutdown) and its kernel
+    closed the end; a call in progress dies with it, as a thread's would."""
+    while os.read(lifeline, 64):  # nothing is ever written; only end-of-file returns
+        pass
+    os.killpg(0, signal.SIGKILL)  # this child and what its job started (see processes._kill)
+    os._exit(_ORPHANED)  # not reached: SIGKILL ends this process too
+
+
+def _told(connection: Connection, message: bytes) -> bool:
+    """Send ``message`` to the parent; False if its end is closed (it exited)."""
+    try:
+        connection.send_bytes(message)
+    except BrokenPipeError:
+        return False
+    return True
+
+
+async def _awaited(value: Any) -> object:
+    return await value

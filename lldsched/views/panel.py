@@ -1,0 +1,392 @@
+"""ControlPanel: live control of a running scheduler, one row per task.
+
+:class:`ControlPanel` shows one row per task (name, status, next run, runs, ok,
+failed, last error: cut to a line, the whole text opened under it by a click) with
+pause, resume and cancel buttons, and redrive for a dead-lettered task; past
+:data:`MAX_ROWS` tasks, the first registered, and a ``find`` box for the others.  It is
+updated by the scheduler's events, never by a polling
+loop:
+
+* its listener runs on the scheduler's event-delivery thread and only notes which
+  tasks changed; the first event of a burst schedules one refresh, the rest of
+  the burst joins it (coalescing);
+* the refresh runs on the notebook kernel's event loop (``call_soon_threadsafe``),
+  so widget state is only ever touched on the kernel's own thread: ipykernel 7
+  does not reliably carry widget updates sent from other threads.  Outside a
+  kernel (a script, a test) there is no loop and the refresh runs on the
+  delivering thread;
+* :meth:`ControlPanel.close` removes the listener and closes the widgets.
+
+Buttons act through the scheduler's own verbs and refresh their row at once; the
+message under the table says what the press did (:mod:`lldsched.views.presses`), and
+for a redrive, once the re-run ends, how it ended.  Where widgets cannot render, it
+reads as text: :meth:`ControlPanel.to_text` (the table), its plain-text bundle.
+ipywidgets is imported only when a panel is made (:mod:`lldsched.views.widgetkit`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Protocol
+from zoneinfo import ZoneInfo
+
+from lldsched import checks
+from lldsched.core.task import ScheduledTask
+from lldsched.errors import LldschedError, ValidationError
+from lldsched.model import TaskEvent, TaskStatus
+from lldsched.runtime import Runtime
+from lldsched.schedules.cron.zone import zone_info
+from lldsched.views.presses import RedriveWatch, pressed
+from lldsched.views.widgetkit import bundle, plain, require_ipywidgets, text_of, when
+
+if TYPE_CHECKING:
+    import ipywidgets
+
+__all__ = ["COLUMNS", "MAX_ROWS", "ControlPanel"]
+
+MAX_ROWS = 50
+"""Rows a :class:`ControlPanel` shows at most (its ``max_rows``): the first tasks
+registered, or those whose name holds the text typed in its ``find`` box.  A row is
+eight widgets: 300 rows took ten seconds to appear, as a wall no one reads."""
+
+COLUMNS = ("task", "status", "next run", "runs", "ok", "failed", "last error")
+_LIVE = frozenset(  # the statuses pause() accepts
+    {TaskStatus.SCHEDULED, TaskStatus.RETRYING, TaskStatus.RUNNING, TaskStatus.BLOCKED}
+)
+_ERROR_WIDTH = 60
+# The last error cut to _ERROR_WIDTH is a <details>' summary, and the whole text opens
+# under it (a click, or Enter): ipywidgets 8.1 renders a Label's tooltip nowhere
+# (jupyter-widgets/ipywidgets#3703), where the whole text used to be.  Its HTML view sets
+# the value as the content's markup as it is; the styles keep the summary on its one
+# line, cut to the column, and wrap the whole text within the column once opened (the
+# details asks for no width of its own, "width: 0", and takes the cell's, "min-width:
+# 100%": else its one-line summary widened the cell's content past the column).
+_ERROR_DISCLOSURE = (
+    '<details style="width: 0; min-width: 100%"><summary style="cursor: pointer; '
+    'overflow: hidden; text-overflow: ellipsis; white-space: nowrap">{cut}</summary>'
+    '<div style="line-height: 1.4; white-space: pre-wrap; overflow-wrap: anywhere; '
+    'padding-bottom: 4px">{whole}</div></details>'
+)
+# On screen the controls come right after the task's name, so they stay in view in a
+# narrow cell and never move when a value changes; the cells whose text changes have
+# fixed widths, and the last error (cut, the whole text a click away) comes last.
+_SHOWN = ("task", "controls", "status", "next run", "runs", "ok", "failed", "last error")
+_GRID_COLUMNS = "max-content max-content 5.5em 11em 3.5em 3.5em 3.5em minmax(8em, 20em)"
+
+
+class _Loop(Protocol):
+    def call_soon_threadsafe(self, callback: Callable[[], object]) -> object: ...
+
+
+def _kernel_loop() -> _Loop | None:
+    """The event loop running on this thread (a notebook kernel's), if any."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+class _Row:
+    """The widgets of one task's row."""
+
+    def __init__(self, widgets: Any, panel: ControlPanel, task_id: str) -> None:
+        self.task_id = task_id
+        self.cells = {
+            column: widgets.HTML() if column == "last error" else widgets.Label()
+            for column in COLUMNS
+        }
+        self.shown = dict.fromkeys(COLUMNS, "")  # the row as text (the last error cut)
+        self.buttons = {
+            verb: widgets.Button(description=verb, layout=widgets.Layout(width="auto"))
+            for verb in ("pause", "resume", "cancel", "redrive")
+        }
+        for verb, button in self.buttons.items():
+            button.on_click(lambda _button, verb=verb: panel._press(task_id, verb))
+        # A button says its verb; its tooltip (the button's title, which a screen reader
+        # reads with it) names the task too: a column of "pause" buttons says which.
+        self.named = False
+        self.controls = widgets.HBox(list(self.buttons.values()))
+        # Stable CSS classes: "lldsched-<column>" and "lldsched-<verb>", plus the task's
+        # id on every cell, for styling and for browser tests.
+        for name, widget in [*self.cells.items(), *self.buttons.items()]:
+            widget.add_class(f"lldsched-{name.replace(' ', '-')}")
+            widget.add_class(f"lldsched-{task_id}")
+
+    @property
+    def children(self) -> list[Any]:
+        return [self.controls if column == "controls" else self.cells[column] for column in _SHOWN]
+
+    def close(self) -> None:
+        """Close the row's widgets (a row no longer shown)."""
+        for widget in [*self.cells.values(), *self.buttons.values(), self.controls]:
+            widget.close()
+
+    def show(self, task: ScheduledTask, tz: ZoneInfo) -> None:
+        whole = task.last_error or ""
+        error = whole if len(whole) <= _ERROR_WIDTH else whole[: _ERROR_WIDTH - 1] + "…"
+        values = (
+            task.name, task.status.value, when(task.next_run_at, tz), str(task.run_count),
+            str(task.run_count - task.failure_count), str(task.failure_count), error,
+        )  # fmt: skip
+        for (column, cell), value in zip(self.cells.items(), values, strict=True):
+            self.shown[column] = value
+            if column != "last error":  # (a value set again unchanged sends nothing)
+                cell.value = value
+            elif error is whole:
+                cell.value = plain(whole)
+            else:
+                cell.value = _ERROR_DISCLOSURE.format(cut=plain(error), whole=plain(whole))
+        if not self.named:  # a row's task keeps its name: said once
+            self.named = True
+            for verb, button in self.buttons.items():
+                button.tooltip = f"{verb} {task.name}"
+        status = task.status
+        self.buttons["pause"].disabled = status not in _LIVE
+        self.buttons["resume"].disabled = status is not TaskStatus.PAUSED
+        self.buttons["cancel"].disabled = status.is_terminal
+        # Hidden, not removed: the button keeps its room, so the controls never shift.
+        self.buttons["redrive"].layout.visibility = (
+            "visible" if status is TaskStatus.FAILED else "hidden"
+        )
+
+
+class ControlPanel:
+    """A live table of ``source``'s tasks with per-task controls (see the module docstring).
+
+    ``source`` is a :class:`~lldsched.runtime.Runtime`: a ``Scheduler`` or a
+    ``Simulation``.  Display it as the last expression of a cell, or ``panel.widget``.
+    ``loop`` overrides where refreshes run (tests pass a fake).  With ``live=False``
+    the panel does not listen: its owner calls :meth:`refresh` (the simulation
+    player does, once per step, instead of once per event of a simulated day).
+
+    At most ``max_rows`` rows are shown (default :data:`MAX_ROWS`; ``None``: a row
+    per task): the first tasks registered, and past that many a ``find`` box above
+    the table shows instead the tasks whose name holds what is typed in it (any
+    case), with a note saying how many of how many are shown.
+    """
+
+    def __init__(
+        self,
+        source: Runtime,
+        *,
+        tz: str = "UTC",
+        loop: _Loop | str | None = "auto",
+        live: bool = True,
+        max_rows: int | None = MAX_ROWS,
+    ) -> None:
+        if max_rows is not None:
+            checks.whole(max_rows, name="max_rows", at_least=1)
+        self.max_rows = max_rows
+        widgets = require_ipywidgets()
+        self._widgets = widgets
+        self._source = source
+        self._tz = zone_info(tz)
+        self._loop: _Loop | None = _kernel_loop() if loop == "auto" else loop  # type: ignore[assignment]
+        # Guards _dirty and _scheduled: written by the event thread, read by the refresh.
+        self._lock = threading.Lock()
+        self._dirty: set[str] = set()
+        self._scheduled = False
+        # Serialises refreshes (the kernel loop, a click, or the event thread outside
+        # a kernel), so two never interleave their label updates; guards _watch too.
+        self._render = threading.RLock()
+        self._watch: RedriveWatch | None = None  # the task the last press redrove
+        self._rows: dict[str, _Row] = {}
+        self._titles = {column: column for column in COLUMNS}
+        self._titles["next run"] = f"next run ({self._tz.key})"
+        titles = {**self._titles, "controls": "controls"}
+        self._header = [widgets.HTML(f"<b>{plain(titles[column])}</b>") for column in _SHOWN]
+        self._grid = widgets.GridBox(
+            self._header,
+            layout=widgets.Layout(grid_template_columns=_GRID_COLUMNS, grid_gap="2px 10px"),
+        )
+        self.message = widgets.HTML()
+        self.message.add_class("lldsched-message")
+        # Its value comes on Enter (or on leaving the box), not per keystroke.  The hint
+        # is in the placeholder: ipywidgets 8.1 renders a Text's tooltip nowhere once it
+        # has a description (jupyter-widgets/ipywidgets#3964; docs/DECISIONS.md).
+        self.find = widgets.Text(
+            placeholder="part of a name, then Enter", description="find",
+            tooltip="show the tasks whose name holds this text (Enter applies it)",
+            continuous_update=False, layout=widgets.Layout(display="none"),
+        )  # fmt: skip
+        self.find.add_class("lldsched-find")
+        self.find.observe(lambda _change: self.refresh(), names="value")
+        self.note = widgets.HTML()
+        self.note.add_class("lldsched-note")
+        finder = widgets.HBox([self.find, self.note])
+        self.widget: ipywidgets.VBox = widgets.VBox([finder, self._grid, self.message])
+        self.refreshes = 0  # how many refreshes ran (bursts coalesce into one)
+        self._closed = False
+        self._live = live
+        self.refresh()
+        if live:
+            source.add_listener(self._on_event)
+
+    # -- what tests and notebooks read --------------------------------------------------
+
+    @property
+    def rows(self) -> list[dict[str, str]]:
+        """The table as shown: one dict per task, keyed by :data:`COLUMNS`."""
+        with self._render:
+            return [dict(row.shown) for row in self._rows.values()]
+
+    def row(self, task_id: str) -> dict[str, str]:
+        """The row shown for ``task_id``."""
+        with self._render:
+            if task_id not in self._rows:
+                raise ValidationError(
+                    f"{task_id!r} is not shown: {self.note.value or 'no such task'}"
+                )
+            return dict(self._rows[task_id].shown)
+
+    def button(self, task_id: str, verb: str) -> Any:
+        """The ``verb`` button ("pause", "resume", "cancel", "redrive") of a task's row."""
+        return self._rows[task_id].buttons[verb]
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # -- updating ------------------------------------------------------------------------
+
+    def refresh(self, task_ids: Iterable[str] | None = None) -> None:
+        """Redraw the rows of ``task_ids`` (all rows when None), adding rows for new tasks."""
+        with self._render:
+            if self._closed:
+                return
+            self.refreshes += 1
+            tasks = self._shown(self._source.tasks())
+            wanted = None if task_ids is None else set(task_ids)
+            changed = [task.id for task in tasks] != list(self._rows)
+            gone: list[_Row] = []
+            if changed:
+                rows = {task.id: self._rows.pop(task.id, None) for task in tasks}
+                gone = list(self._rows.values())
+                self._rows = {
+                    task_id: row if row is not None else _Row(self._widgets, self, task_id)
+                    for task_id, row in rows.items()
+                }
+            for task in tasks:
+                if wanted is not None and task.id not in wanted and not changed:
+                    continue
+                self._rows[task.id].show(task, self._tz)
+                if self._watch is not None and task.id == self._watch.task_id:
+                    self._follow_redrive(self._watch, task)
+            if changed:
+                self._grid.children = [
+                    *self._header,
+                    *(c for r in self._rows.values() for c in r.children),
+                ]
+            # Closed only once out of the grid: a browser drops a closed widget's view at
+            # once, and the grid's cells shifted into the wrong columns until it caught up.
+            for row in gone:
+                row.close()
+
+    def _shown(self, tasks: list[ScheduledTask]) -> list[ScheduledTask]:
+        """The tasks to show (see the class docstring), and the note that says so."""
+        needle = self.find.value.strip()
+        if self.max_rows is None or (len(tasks) <= self.max_rows and not needle):
+            self.find.layout.display = "none"
+            self.note.value = ""
+            return tasks
+        self.find.layout.display = None
+        if not needle:
+            self.note.value = plain(
+                f"{self.max_rows} of {len(tasks)} tasks shown (the first registered): "
+                "type part of a name to find others"
+            )
+            return tasks[: self.max_rows]
+        lowered = needle.lower()
+        found = [task for task in tasks if lowered in task.name.lower()]
+        if len(found) > self.max_rows:
+            said = f"{self.max_rows} of {len(found)} tasks matching {needle!r} shown"
+        else:
+            said = f"{len(found)} of {len(tasks)} tasks match {needle!r}"
+        self.note.value = plain(said)
+        return found[: self.max_rows]
+
+    def _on_event(self, event: TaskEvent) -> None:
+        """The scheduler's listener: note the change, schedule one refresh per burst."""
+        with self._lock:
+            self._dirty.add(event.task_id)
+            if self._scheduled:
+                return
+            self._scheduled = True
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._flush)
+        else:
+            self._flush()
+
+    def _flush(self) -> None:
+        with self._lock:
+            dirty, self._dirty = self._dirty, set()
+            self._scheduled = False
+        self.refresh(dirty)
+
+    def say(self, text: str) -> None:
+        """Show ``text`` under the table, as text (never markup); a redrive's outcome no
+        longer replaces it."""
+        with self._render:
+            self._watch = None
+            self.message.value = plain(text)
+
+    def _follow_redrive(self, watch: RedriveWatch, task: ScheduledTask) -> None:
+        """Say how the redriven task's re-run ended, once it has (under ``_render``)."""
+        outcome = watch.outcome(task, when=self._when)
+        if outcome is not None:
+            said, watching = outcome
+            self.message.value = plain(said)
+            if not watching:
+                self._watch = None
+
+    def _when(self, timestamp: float | None) -> str:
+        return when(timestamp, self._tz)
+
+    def _press(self, task_id: str, verb: str) -> None:
+        """A button's callback: act, say what the press did, redraw the row.  Never
+        waits for a run: a redrive's outcome is said by a later refresh."""
+        with self._render:
+            try:
+                # The counts before the verb: the re-run may end before it returns.
+                before = RedriveWatch.of(self._source.task(task_id))
+                changed = getattr(self._source, verb)(task_id)
+            except LldschedError as exc:
+                self.say(f"{verb} {task_id}: {exc}")
+                return
+            task = self._source.task(task_id)
+            self.say(pressed(verb, task, changed=changed, when=self._when))
+            if verb == "redrive" and changed:
+                self._watch = before
+            self.refresh([task_id])
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop listening and close the widgets (idempotent)."""
+        with self._render:
+            if self._closed:
+                return
+            self._closed = True
+        if self._live:
+            self._source.remove_listener(self._on_event)
+        self.widget.close()
+
+    def to_text(self) -> str:
+        """The table as fixed-width text (what a notebook shows where widgets cannot render)."""
+        rows = [self._titles, *self.rows]
+        widths = {column: max(len(row[column]) for row in rows) for column in COLUMNS}
+        lines = [
+            "  ".join(row[column].ljust(widths[column]) for column in COLUMNS).rstrip()
+            for row in rows
+        ]
+        if self.note.value:  # how many of how many tasks the table shows
+            lines.append(text_of(self.note.value))
+        return "\n".join(lines)
+
+    def __str__(self) -> str:  # print(panel)
+        return self.to_text()
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        return bundle(self.widget, self.to_text, **kwargs)

@@ -1,0 +1,260 @@
+"""SimulationPlayer: a simulation stepped by hand, with its task table and a chart.
+
+:class:`SimulationPlayer` steps a :class:`~lldsched.runtime.Stepped` runtime (a
+simulation) one event, an hour, a day, or until an instant, and shows the simulated
+instant, the last step, the task table (a :class:`~lldsched.views.panel.ControlPanel`
+whose verbs act at the simulated instant) and a Gantt chart redrawn after each step
+(matplotlib and pandas imported for it only, through :mod:`lldsched.views.plots` and
+:mod:`lldsched.views.frames`).  Where widgets cannot render it reads as text
+(:meth:`SimulationPlayer.to_text`: the instant, the last step, the same table).  The
+thread that steps the simulation is the only one that touches it: no lock.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+from lldsched.errors import LldschedError
+from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
+from lldsched.runtime import Stepped
+from lldsched.schedules.cron.zone import zone_info
+from lldsched.views.panel import ControlPanel
+from lldsched.views.widgetkit import bundle, plain, require_ipywidgets, text_of, when
+
+__all__ = ["SimulationPlayer"]
+
+
+@runtime_checkable
+class _StepDone(Protocol):
+    """What a simulation's ``step()`` reports (``lldsched.sim.SimStep`` has these; the
+    views read them through this protocol, importing no runtime)."""
+
+    at: float
+    kind: str
+    task_id: str | None
+    record: ExecutionRecord | None
+
+
+class SimulationPlayer:
+    """Step a simulation (a :class:`~lldsched.runtime.Stepped` runtime) by hand: one
+    event, an hour, a day, or until an instant; see the simulated time, the task table
+    (pause, resume and cancel act at the current simulated instant) and a Gantt chart
+    (a lane per task) redrawn after every step.  ``chart=False`` leaves the chart out
+    (no matplotlib or pandas needed).
+
+    The chart always shows the simulation's own time: at first the ``window`` seconds
+    from the instant the player was made, later the ``window`` seconds up to now,
+    with a line at the current instant.  A run in flight is drawn up to that line, so
+    a step that starts a run shows it at once.  To know when each run in flight
+    started, the player listens to the simulation (a note per start and finish; the
+    table is still refreshed once per step, not per event).
+    """
+
+    def __init__(
+        self, sim: Stepped, *, tz: str = "UTC", chart: bool = True, window: float = 6 * 3600
+    ) -> None:
+        widgets = require_ipywidgets()
+        self.sim = sim
+        self._tz = zone_info(tz)
+        self.window = window
+        self._origin = float(sim.now)
+        self.table = ControlPanel(sim, tz=tz, loop=None, live=False)
+        self.clock = widgets.HTML()
+        buttons = {
+            "step": (lambda: self.step(), "process the next simulated event"),
+            "+1 hour": (lambda: self.advance(3600), "run one simulated hour"),
+            "+1 day": (lambda: self.advance(86400), "run one simulated day"),
+        }
+        self.buttons = {}
+        for label, (action, tooltip) in buttons.items():
+            button = widgets.Button(
+                description=label, tooltip=tooltip, layout=widgets.Layout(width="auto")
+            )
+            button.on_click(lambda _button, action=action: action())
+            button.add_class(f"lldsched-player-{label.replace(' ', '').replace('+', 'plus')}")
+            self.buttons[label] = button
+        # Enter runs (ipywidgets 8's way: the value comes once, on Enter or on leaving
+        # the box, and is observed; on_submit is deprecated); the hint is in the
+        # placeholder, which the page shows (the tooltip it does not: see self.find).
+        self.until = widgets.Text(
+            placeholder="2026-01-05 18:00, Enter", description="run until",
+            tooltip=f"an instant (YYYY-MM-DD HH:MM, in {self._tz.key}); Enter runs until it",
+            continuous_update=False,
+        )  # fmt: skip
+        self.until.observe(self._until_typed, names="value")
+        self.buttons["run"] = widgets.Button(
+            description="run", tooltip="run until the instant typed in 'run until'",
+            layout=widgets.Layout(width="auto"),
+        )  # fmt: skip
+        self.buttons["run"].on_click(lambda _button: self._run_until_text())
+        self.buttons["run"].add_class("lldsched-player-run")
+        self.clock.add_class("lldsched-player-clock")
+        self.last_step = widgets.HTML()
+        self.last_step.add_class("lldsched-player-last-step")
+        self.chart = widgets.Image(format="png") if chart else None
+        if self.chart is not None:
+            self.chart.add_class("lldsched-player-chart")
+            # Its tooltip (the chart in words) becomes the image's title, which a screen
+            # reader reads as its name; ipywidgets 8.1's view reads the model's
+            # description first, which an Image has not: without one synced, the view
+            # threw and the page showed "Click to show javascript error" instead.
+            import traitlets  # ipywidgets' own dependency, as lazily as it is
+
+            self.chart.add_traits(description=traitlets.Unicode("").tag(sync=True))
+        # Runs in flight: task id -> when it started (written by _note on the thread that
+        # steps the simulation, the only thread that touches the player).
+        self._started: dict[str, float] = {}
+        self._listener = self._note  # one bound method: removal finds it by identity
+        if self.chart is not None:
+            sim.add_listener(self._listener)
+        controls = widgets.HBox([*(self.buttons[k] for k in ("step", "+1 hour", "+1 day")),
+                                 self.until, self.buttons["run"]])  # fmt: skip
+        parts = [self.clock, controls, self.last_step, self.table.widget]
+        if self.chart is not None:
+            parts.append(self.chart)
+        self.widget = widgets.VBox(parts)
+        self.charts_drawn = 0
+        self._refresh()
+
+    def step(self) -> None:
+        """Process the next event, and say what it was."""
+        done = self.sim.step()
+        if isinstance(done, _StepDone):
+            if done.record is not None:  # its task may have finished and retired
+                name = done.record.name
+            else:
+                name = self.sim.task(done.task_id).name if done.task_id else ""
+            what = {"start": "started", "finish": "finished"}.get(done.kind, done.kind)
+            self.last_step.value = plain(f"last step: {name} {what} at {when(done.at, self._tz)}")
+        else:
+            self.last_step.value = "nothing left to happen"
+        self._refresh()
+
+    def advance(self, seconds: float) -> None:
+        """Run ``seconds`` of simulated time."""
+        self.sim.run_for(seconds)
+        self.last_step.value = ""
+        self._refresh()
+
+    def run_until(self, when: datetime | float) -> None:
+        """Run until ``when`` (an aware datetime, or epoch seconds)."""
+        self.sim.run(when)
+        self.last_step.value = ""
+        self._refresh()
+
+    def _until_typed(self, change: dict[str, Any]) -> None:
+        """The box's text was committed (Enter, or leaving it): run until it, unless it
+        was emptied (nothing to run to, nothing to complain about)."""
+        if str(change["new"]).strip():
+            self._run_until_text()
+
+    def _run_until_text(self) -> None:
+        try:
+            when = datetime.fromisoformat(self.until.value.strip())
+            if when.tzinfo is None:
+                when = when.replace(tzinfo=self._tz)
+            self.run_until(when)
+        except (ValueError, LldschedError) as exc:
+            self.table.say(f"run until {self.until.value!r}: {exc}")
+
+    def _note(self, event: TaskEvent) -> None:
+        if event.record is not None or event.status is not TaskStatus.RUNNING:
+            self._started.pop(event.task_id, None)
+        elif event.previous is not TaskStatus.RUNNING:
+            self._started[event.task_id] = event.at
+
+    def _now(self) -> str:
+        """The simulated instant, with its zone's name (what the clock line says)."""
+        return f"{when(self.sim.now, self._tz)} {self._tz.key}"
+
+    def _refresh(self) -> None:
+        self.clock.value = f"<b>simulated time</b> {plain(self._now())}"
+        self.table.refresh()
+        if self.chart is not None:
+            self.chart.value, self.chart.tooltip = self._draw()
+
+    def span(self) -> tuple[float, float]:
+        """The chart's time span, epoch seconds: ``window`` seconds from the player's first
+        instant, or up to now once now is past that."""
+        end = max(self._origin + self.window, float(self.sim.now))
+        return end - self.window, end
+
+    def in_flight(self) -> list[ExecutionRecord]:
+        """The runs in flight now, as records that end now (what the chart draws)."""
+        now = float(self.sim.now)
+        flying = []
+        for task_id, started in self._started.items():
+            task = self.sim.task(task_id)
+            flying.append(
+                ExecutionRecord(
+                    task_id=task_id, name=task.name, attempt=max(task.attempt, 1), due=started,
+                    slot=started, worker=0, started=started, finished=now, ok=True,
+                )
+            )  # fmt: skip
+        return flying
+
+    def _draw(self) -> tuple[bytes, str]:
+        """The chart as PNG, and in words (the image's tooltip: its title, which a
+        screen reader reads as the picture's name)."""
+        import io
+
+        from lldsched.views.frames import to_frame
+        from lldsched.views.plots import PlotFigure, gantt
+        from lldsched.views.plots.palette import ACCENT
+
+        low, high = self.span()
+        order = {task.id: index for index, task in enumerate(self.sim.tasks())}
+        recent = self._finished_since(low)
+        recent = sorted([*recent, *self.in_flight()], key=lambda r: order.get(r.task_id, -1))
+        figure = PlotFigure(figsize=(11.0, 4.2), layout="constrained")
+        ax = figure.add_subplot()
+        gantt(
+            to_frame(recent), by="task", ax=ax, tz=self._tz.key, span=(low - self.window / 50, high)
+        )
+        now = float(self.sim.now) / 86400.0  # a matplotlib date: days since 1970
+        ax.axvline(now, color=ACCENT, linestyle="--", linewidth=1, gid="now")
+        ax.text(now, 0.99, " now", color="black", va="top", transform=ax.get_xaxis_transform())
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png", dpi=80)
+        self.charts_drawn += 1
+        return buffer.getvalue(), figure.description
+
+    def _finished_since(self, low: float) -> list[ExecutionRecord]:
+        """The records that finished at ``low`` or later.  A runtime that keeps its
+        records as columns (``record_log()``, as a ``Simulation`` does) has only those
+        rows decoded: a week of 300 tasks is a million records, and decoding them all
+        for a six-hour chart took seconds a step."""
+        log = getattr(self.sim, "record_log", None)
+        if not callable(log):
+            return [r for r in self.sim.records() if r.finished >= low]
+        import numpy as np
+
+        records = log()
+        finished = np.frombuffer(records.columns().numbers["finished"], dtype=np.float64)
+        return [records[int(row)] for row in np.flatnonzero(finished >= low)]
+
+    def close(self) -> None:
+        if self.chart is not None:
+            self.sim.remove_listener(self._listener)
+        self.table.close()
+        self.widget.close()
+
+    def to_text(self) -> str:
+        """The player as text (what a notebook shows where widgets cannot render): the
+        simulated instant, the last step, the task table as :meth:`ControlPanel.to_text`
+        writes it, and what the last press said (a ``run until`` refused).  The chart is
+        left out: ``player.sim.records()`` holds the runs it draws."""
+        lines = [f"simulated time {self._now()}"]
+        if self.last_step.value:
+            lines.append(text_of(self.last_step.value))
+        lines.append(self.table.to_text())
+        if self.table.message.value:
+            lines.append(text_of(self.table.message.value))
+        return "\n".join(lines)
+
+    def __str__(self) -> str:  # print(player)
+        return self.to_text()
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        return bundle(self.widget, self.to_text, **kwargs)

@@ -1,0 +1,230 @@
+"""Summaries of a frame of runs: per task, per worker over time.
+
+:func:`task_summary` is one row per task of a frame :func:`~lldsched.views.frames.to_frame`
+made (runs, outcomes, retries, given-up and skipped slots, lateness and duration
+percentiles, overruns, blocked waits; :data:`SUMMARY_COLUMNS`), by the rule the command
+line's text summary follows too (:func:`lldsched.views.report.summary_of`);
+:func:`utilisation` is the busy fraction of each worker per interval.  :func:`ran`
+keeps the rows that are runs (not slots decided without one), and :func:`check_frame`
+refuses, naming it, what is not a frame of runs: every view that takes one asks it.
+No state, no lock.
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+from collections.abc import Iterable, Mapping
+from typing import Any, SupportsIndex
+
+from lldsched.views import missing_extra
+
+try:
+    import numpy as np
+    import pandas as pd
+except ImportError as exc:  # pragma: no cover - exercised by a test that hides pandas
+    raise missing_extra(__name__, "pandas and numpy", exc) from exc
+
+from lldsched.errors import ValidationError
+from lldsched.schedules.base import Schedule
+from lldsched.views.columns import DTYPES
+from lldsched.views.report import NOT_RUNS, TaskColumns, TaskSummary, overran_slot, summary_of
+
+__all__ = ["SUMMARY_COLUMNS", "check_frame", "ran", "task_summary", "utilisation"]
+
+SUMMARY_COLUMNS = TaskSummary._fields
+"""The columns of :func:`task_summary`: :class:`~lldsched.views.report.TaskSummary`'s fields."""
+_TIMES = frozenset(
+    field for field in SUMMARY_COLUMNS if field.startswith(("lateness", "duration", "blocked_"))
+)
+
+
+def ran(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of attempts that ran: without the slots a policy decided without a run
+    (missed, coalesced, skipped; :attr:`~lldsched.model.Outcome.ran` says which).  The
+    plots and :func:`utilisation` start here, so its check of ``frame`` is theirs."""
+    return frame[~check_frame(frame)["outcome"].isin(NOT_RUNS)]
+
+
+def check_frame(frame: object, *, columns: Iterable[str] = ("outcome",)) -> pd.DataFrame:
+    """``frame`` if it is a ``DataFrame`` with ``columns``, else ValidationError naming
+    what it is: every view that takes a frame of runs (made by :func:`to_frame`) asks
+    here first, rather than failing on its first subscript or ``groupby``."""
+    if not isinstance(frame, pd.DataFrame):
+        raise ValidationError(
+            f"expected a DataFrame of runs, as to_frame(scheduler) makes, got {frame!r}"
+        )
+    missing = [column for column in columns if column not in frame.columns]
+    if missing:
+        raise ValidationError(
+            f"expected a DataFrame of runs, as to_frame(scheduler) makes: it has no "
+            f"{missing} column, got columns {list(frame.columns)}"
+        )
+    return frame
+
+
+def task_summary(
+    frame: pd.DataFrame, schedules: Mapping[str, Schedule] | None = None
+) -> pd.DataFrame:
+    """One row per task id, in the order the tasks first appear in ``frame``: the
+    command line's summary (:func:`lldsched.views.report.summary_of`, the one rule;
+    its :class:`~lldsched.views.report.TaskSummary` documents the columns), as typed
+    columns: counts ``int64``, times ``timedelta64[us]`` (``NaT`` for a task whose
+    slots were all decided without a run).  ``schedules`` maps task id to schedule
+    (see :func:`schedules_of`) for the overrun count; without it the count is 0.
+    """
+    check_frame(frame, columns=("task_id", "outcome"))
+    # The rows grouped by task in one stable sort, each column read out once as a list:
+    # a task's rows are then one slice of each (a groupby's pandas calls a task, 720
+    # tasks at a million rows, took seconds).
+    codes, task_ids = pd.factorize(frame["task_id"])  # in order of appearance; <NA> is -1
+    order = np.argsort(codes, kind="stable")
+    order = order[codes[order] >= 0]  # a row without a task id is no task's (as in groupby)
+    bounds = np.searchsorted(codes[order], np.arange(len(task_ids) + 1)).tolist()
+    rows_of = frame.take(order)
+    outcome = rows_of["outcome"].astype(str).tolist()
+    ok, timed_out = rows_of["ok"].tolist(), rows_of["timed_out"].tolist()
+    attempt = rows_of["attempt"].tolist()
+    lateness, duration = _seconds(rows_of["lateness"]), _seconds(rows_of["duration"])
+    names = rows_of["name"].take(bounds[:-1]).tolist()
+    overruns = _overruns(rows_of, codes[order], len(task_ids), task_ids, schedules or {})
+    rows: list[TaskSummary] = []
+    for task, (low, high) in enumerate(itertools.pairwise(bounds)):
+        columns = TaskColumns(
+            outcome=outcome[low:high],
+            ok=ok[low:high],
+            timed_out=timed_out[low:high],
+            attempt=attempt[low:high],
+            lateness=lateness[low:high],
+            duration=duration[low:high],
+        )
+        rows.append(summary_of(str(names[task]), columns, overruns=overruns[task]))
+    ids = [str(task_id) for task_id in task_ids]
+    data: dict[str, Any] = {"name": pd.array([row.name for row in rows], dtype=pd.StringDtype())}
+    for field in SUMMARY_COLUMNS[1:]:
+        values = [getattr(row, field) for row in rows]
+        if field in _TIMES:
+            data[field] = np.array(
+                [_NAT if v is None else round(v * 1e6) for v in values], dtype="m8[us]"
+            )
+        else:
+            data[field] = np.array(values, dtype="int64")
+    index = pd.Index(ids, dtype=pd.StringDtype(), name="task_id")
+    return pd.DataFrame(data, index=index, columns=list(SUMMARY_COLUMNS))
+
+
+_NAT = np.timedelta64("NaT", "us")
+
+
+def _seconds(column: pd.Series[Any]) -> list[float]:
+    """A ``timedelta64[us]`` column as float seconds (NaN for NaT)."""
+    seconds: list[float] = (column.to_numpy(dtype="m8[us]") / np.timedelta64(1, "s")).tolist()
+    return seconds
+
+
+def _overruns(
+    rows: pd.DataFrame,
+    codes: np.ndarray[Any, Any],
+    tasks: int,
+    task_ids: Any,
+    schedules: Mapping[str, Schedule],
+) -> list[int]:
+    """For each task, its first attempts among ``rows`` (grouped by task: ``codes``,
+    ascending) that overran its schedule (:func:`~lldsched.views.report.overran`); 0
+    for a task without a schedule."""
+    counts = [0] * tasks
+    wanted = [str(task_id) in schedules for task_id in task_ids]
+    if not any(wanted):
+        return counts
+    first = ~rows["outcome"].isin(NOT_RUNS).to_numpy() & (rows["attempt"] == 1).to_numpy()
+    first &= np.array(wanted, dtype=bool)[codes]
+    seconds = 1e-6
+    slot, start, finish = (
+        rows[column].to_numpy(dtype="M8[us]")[first].astype(np.int64) * seconds
+        for column in ("slot", "start", "finish")
+    )
+    bounds = np.searchsorted(codes[first], np.arange(tasks + 1)).tolist()
+    slots, durations = slot.tolist(), (finish - start).tolist()
+    for index, (low, high) in enumerate(itertools.pairwise(bounds)):
+        if low < high:
+            schedule = schedules[str(task_ids[index])]
+            # The rule reads only the slot and the duration (never due: a dependent
+            # released after a wait is due when released, and its slot's gap is from its slot).
+            counts[index] = sum(
+                overran_slot(schedule, t, d)
+                for t, d in zip(slots[low:high], durations[low:high], strict=True)
+            )
+    return counts
+
+
+def utilisation(
+    frame: pd.DataFrame, workers: int | Iterable[int], freq: str = "1h"
+) -> pd.DataFrame:
+    """The fraction of each interval that each worker spent running something.
+
+    ``workers`` is a count (workers ``0 .. workers-1``) or the worker indexes to
+    report; ``freq`` a fixed length (``"15min"``, ``"1h"``, ``"1D"``).  Intervals
+    are aligned on multiples of ``freq`` since the epoch (``"1h"``: whole UTC
+    hours) and cover every run; a run that crosses a boundary counts in each
+    interval for the part it spent there.  Returns a frame indexed by interval start
+    (UTC), one float column per worker, 0.0 (idle) to 1.0 (busy throughout).
+    """
+    frame = ran(frame)  # decided slots ran nowhere
+    columns = _workers(workers)
+    step = _step(freq)
+    index_name = "interval"
+    if frame.empty:
+        empty = pd.DatetimeIndex([], dtype=DTYPES["start"], name=index_name)
+        return pd.DataFrame({w: pd.Series([], dtype=float) for w in columns}, index=empty)
+    unknown = sorted(set(frame["worker"].unique().tolist()).difference(columns))
+    if unknown:
+        raise ValidationError(f"runs on workers {unknown} are not among workers={workers!r}")
+    start = frame["start"].to_numpy(dtype="M8[us]").astype(np.int64)
+    finish = frame["finish"].to_numpy(dtype="M8[us]").astype(np.int64)
+    lane = np.searchsorted(np.array(sorted(columns)), frame["worker"].to_numpy())
+    origin = start.min() // step * step
+    first_bin = (start - origin) // step
+    last_bin = np.maximum(first_bin, (finish - origin - 1) // step)  # the bin holding finish
+    bins = int(last_bin.max()) + 1
+    # Split each run into one piece per interval it touches.
+    pieces = (last_bin - first_bin + 1).astype(np.int64)
+    run = np.repeat(np.arange(len(start)), pieces)
+    offset = np.arange(len(run)) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+    bin_index = first_bin[run] + offset
+    bin_start = origin + bin_index * step
+    busy = np.minimum(finish[run], bin_start + step) - np.maximum(start[run], bin_start)
+    grid = np.bincount(
+        lane[run] * bins + bin_index, weights=busy.astype(float), minlength=len(columns) * bins
+    ).reshape(len(columns), bins)
+    index = pd.DatetimeIndex(
+        (origin + np.arange(bins) * step).view("M8[us]"), name=index_name
+    ).tz_localize("UTC")
+    result = pd.DataFrame(grid.T / step, index=index, columns=sorted(columns))
+    return result[columns]
+
+
+def _workers(workers: object) -> list[int]:
+    """``utilisation``'s ``workers``: a count (``0 .. workers-1``) or worker indexes
+    (numpy's integers too: ``operator.index``; a bool is neither)."""
+    try:
+        if isinstance(workers, Iterable) and not isinstance(workers, str | bytes):
+            indexes = list(workers)
+            if not any(isinstance(w, bool) for w in indexes):
+                return [operator.index(w) for w in indexes]
+        elif isinstance(workers, SupportsIndex) and not isinstance(workers, bool):
+            return list(range(operator.index(workers)))
+    except TypeError:
+        pass
+    raise ValidationError(f"workers must be a count or a list of worker indexes, got {workers!r}")
+
+
+def _step(freq: str) -> int:
+    """``freq`` as a whole number of microseconds (> 0)."""
+    try:
+        length = pd.Timedelta(freq)
+    except (ValueError, TypeError) as exc:
+        raise ValidationError(f"freq must be a fixed length such as '1h', got {freq!r}") from exc
+    step = int(length / pd.Timedelta(1, "us"))
+    if step <= 0:
+        raise ValidationError(f"freq must be positive, got {freq!r}")
+    return step
