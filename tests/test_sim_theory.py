@@ -35,7 +35,7 @@ import math
 import re
 import statistics
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pandas as pd
@@ -50,6 +50,8 @@ from lldsched import (
     OneTime,
     Overlap,
     OverrunPolicy,
+    Priority,
+    TaskRetiredError,
     ValidationError,
 )
 from lldsched.sim import Simulation, exponential, fixed, poisson_arrivals
@@ -68,11 +70,11 @@ def agree_with_the_records(sim: Simulation) -> None:
     raw records say: the same counts, and the largest lateness and duration."""
     records = sim.records()
     from_frame = task_summary(to_frame(sim), schedules_of(sim))
-    from_records = {row.name: row for row in summarize(records, schedules_of(sim))}
-    for task_id, row in from_frame.iterrows():
+    plain_rows = summarize(records, schedules_of(sim))  # both in order of first appearance
+    assert [row.name for row in plain_rows] == from_frame["name"].tolist()
+    for (task_id, row), plain in zip(from_frame.iterrows(), plain_rows, strict=True):
         own = [r for r in records if r.task_id == task_id]
         ran = [r for r in own if r.outcome.ran]
-        plain = from_records[str(row["name"])]
         assert row["runs"] == plain.runs == len(ran)
         assert row["ok"] == plain.ok == sum(r.ok for r in ran)
         assert row["skipped"] == plain.skipped == sum(r.outcome == "skipped" for r in own)
@@ -420,3 +422,42 @@ def test_poisson_arrivals_refuses_bad_arguments_when_called_naming_the_value(
     arguments.setdefault("start", T)
     with pytest.raises(ValidationError, match=re.escape(message)):
         poisson_arrivals(**arguments)  # raises here, not at the first instant read
+
+
+# -- a task retired from the registry keeps its figures --------------------------------
+
+
+def test_a_retired_task_keeps_its_overruns_and_priority_in_the_report() -> None:
+    """The simulation keeps every record, also of tasks retired from its registry
+    (``retain_finished``): the report must still count a retired task's overruns (its
+    schedule) and show its priority, as it did before it retired.  A HIGH compaction
+    every 60 s whose runs take 90 s, cancelled at 400 s and retired an hour later, while
+    a heartbeat keeps the simulation going; and 30 one-off tasks, LOW and NORMAL, all
+    retired at once."""
+    sim = Simulation(workers=2, start=T, retain_finished=timedelta(hours=1))
+    sim.schedule("compaction", FixedRate(60), duration=fixed(90), id="compaction",
+                 priority=Priority.HIGH)  # fmt: skip
+    sim.schedule("beat", FixedRate(30), duration=fixed(1), id="beat")
+    for n in range(30):
+        priority = Priority.LOW if n % 2 else Priority.NORMAL
+        sim.schedule("job", OneTime(at=T + 500 + n), duration=fixed(2), id=f"job-{n}",
+                     priority=priority)  # fmt: skip
+    sim.schedule("slow", FixedRate(100), duration=fixed(150), id="slow", priority=Priority.LOW)
+    sim.at(T + 400, lambda: sim.cancel("compaction"))
+    sim.at(T + 500, lambda: sim.remove("slow"))  # removed, not retired: the same holds
+    sim.run(T + 3 * 3600)
+    with pytest.raises(TaskRetiredError):
+        sim.task("compaction")
+    runs = [r for r in runs_of(sim) if r.task_id == "compaction"]
+    assert [r.duration for r in runs] == [90] * 4  # each longer than the 60 s period
+    agree_with_the_records(sim)
+    summary = task_summary(to_frame(sim), schedules_of(sim))
+    assert summary.loc["compaction", "overruns"] == 4
+    assert (summary.loc["slow", "overruns"], summary.loc["slow", "runs"]) == (3, 3)
+    frame = to_frame(sim)
+    priorities = frame.groupby("task_id")["priority"].first()
+    assert priorities["compaction"] == Priority.HIGH
+    assert priorities["beat"] == Priority.NORMAL
+    assert priorities["slow"] == Priority.LOW
+    assert [priorities[f"job-{n}"] for n in range(4)] == [1, 2, 1, 2]  # NORMAL, LOW, ...
+    assert not frame["priority"].isna().any()

@@ -80,6 +80,7 @@ from lldsched.model import ExecutionRecord, Priority, TaskEvent
 from lldsched.persistence import TaskStore
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
+from lldsched.schedules.simple import OneTime
 from lldsched.sim.awaiting import PrivateLoop
 from lldsched.sim.clock import VirtualClock
 from lldsched.sim.models import (
@@ -189,6 +190,11 @@ class Simulation:
             on_cancel=self._cut,
         )
         self._models: dict[str, _Models] = {}
+        # What the views read of a task that left the registry (retired or removed) while
+        # its records stay in records(): its priority, when not NORMAL, and its schedule,
+        # when it has slots (the overrun count's): a NORMAL one-off task costs nothing.
+        self._gone_priorities: dict[str, int] = {}
+        self._gone_schedules: dict[str, Schedule] = {}
         self._free = list(range(workers))  # a heap: the lowest free worker starts next
         # (finished, sequence, worker, run, started, error, result, timed_out) in flight
         self._finishes: list[tuple[float, int, int, Run, float, str | None, str | None, bool]] = []
@@ -390,6 +396,7 @@ class Simulation:
         """
         task = self._core.remove(task_id)
         self._models.pop(task_id, None)
+        self._remember(task)
         return task
 
     def reschedule(self, task_id: str, schedule: Schedule | str) -> ScheduledTask:
@@ -454,6 +461,22 @@ class Simulation:
     def dead_letter(self) -> list[str]:
         """Ids of FAILED tasks, oldest failure first."""
         return self._core.dead_letter()
+
+    def schedules(self) -> dict[str, Schedule]:
+        """Task id to schedule of every task that has records: the registered ones, and
+        those retired (``retain_finished``) or removed, whose records :meth:`records`
+        keeps (a one-off task's only while registered: it never overruns).  What
+        :func:`lldsched.views.frames.schedules_of` gives ``task_summary`` to count overruns."""
+        return {**self._gone_schedules, **{t.id: t.schedule for t in self._core.tasks.values()}}
+
+    def priorities(self) -> dict[str, int]:
+        """Task id to :class:`~lldsched.model.Priority` value of every task that has
+        records, retired and removed ones included (each as it was when it left): the
+        priority column of :func:`lldsched.views.frames.to_frame`."""
+        known = dict.fromkeys(self._log.columns().key_ids, int(Priority.NORMAL))
+        known.update(self._gone_priorities)
+        known.update((t.id, int(t.priority)) for t in self._core.tasks.values())
+        return known
 
     def orphans(self) -> list[str]:
         """Ids of the tasks the store restored that no ``schedule(..., id=...)`` has named
@@ -712,8 +735,17 @@ class Simulation:
         return None
 
     def _retired(self, task_id: str) -> None:
-        """The core retired ``task_id``: its models go with it."""
+        """The core retires ``task_id``: its models go with it, what the views read stays."""
         self._models.pop(task_id, None)
+        self._remember(self._core.tasks[task_id])
+
+    def _remember(self, task: ScheduledTask) -> None:
+        """Keep what :meth:`priorities` and :meth:`schedules` say of ``task``, which leaves
+        the registry while its records stay."""
+        if task.priority != Priority.NORMAL:
+            self._gone_priorities[task.id] = int(task.priority)
+        if type(task.schedule) is not OneTime:  # a one-off task never overruns
+            self._gone_schedules[task.id] = task.schedule
 
     def _cut(self, run: Run) -> None:
         """Overlap.CANCEL_OTHER cancelled ``run``: it ends now, as a run that checks its
