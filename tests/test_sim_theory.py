@@ -26,6 +26,11 @@ Every figure is read as a user reads it: from ``sim.records()``, from the frame
   empty, the time-average number of tasks waiting (read from the simulation's state
   at every event: arrived, minus started) equals the arrival rate times the mean wait
   (read from the records' lateness), to rounding.
+* **Priority** breaks ties only: random arrivals of two priorities wait alike.
+* **Tasks that left the registry** (retired, removed) keep their figures: the report
+  counts their overruns and shows their priority.
+* **The arrival model** itself: reproducible, as dense as its rate, bad arguments
+  refused when it is called.
 """
 
 from __future__ import annotations
