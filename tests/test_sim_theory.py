@@ -491,3 +491,19 @@ def test_a_retired_task_keeps_its_overruns_and_priority_in_the_report() -> None:
     assert priorities["slow"] == Priority.LOW
     assert [priorities[f"job-{n}"] for n in range(4)] == [1, 2, 1, 2]  # NORMAL, LOW, ...
     assert not frame["priority"].isna().any()
+
+
+def test_an_id_used_again_after_its_task_left_reports_the_later_tasks_priority() -> None:
+    """A HIGH task removed, its id registered again as a NORMAL one-off task that then
+    retires: the id's rows say NORMAL, the priority it had when it last left."""
+    sim = Simulation(workers=1, start=T, retain_finished=0)
+    sim.schedule("a", FixedRate(60), duration=fixed(1), id="a", priority=Priority.HIGH)
+    sim.run(T + 10)
+    sim.remove("a")
+    sim.schedule("a", OneTime(delay=5), duration=fixed(1), id="a")
+    sim.schedule("beat", FixedRate(30), duration=fixed(1), id="beat")
+    sim.run(T + 100)
+    with pytest.raises(TaskRetiredError):
+        sim.task("a")
+    assert sim.priorities()["a"] == Priority.NORMAL
+    assert "a" not in sim.schedules()  # a one-off task: never an overrun to count

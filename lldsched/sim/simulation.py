@@ -744,8 +744,12 @@ class Simulation:
         the registry while its records stay."""
         if task.priority != Priority.NORMAL:
             self._gone_priorities[task.id] = int(task.priority)
+        else:  # an id used again: not what an earlier task of that id left
+            self._gone_priorities.pop(task.id, None)
         if type(task.schedule) is not OneTime:  # a one-off task never overruns
             self._gone_schedules[task.id] = task.schedule
+        else:
+            self._gone_schedules.pop(task.id, None)
 
     def _cut(self, run: Run) -> None:
         """Overlap.CANCEL_OTHER cancelled ``run``: it ends now, as a run that checks its
