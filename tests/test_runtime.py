@@ -102,7 +102,10 @@ ONLY_SCHEDULER = {
     "clock", "dropped_events", "name",  # wall time; a listener thread; a process's label
     "packed_records", "dispatcher_type", "pool_type", "queue_type",  # its parts, for tests
 }  # fmt: skip
-ONLY_SIMULATION = {"step", "run", "run_for", "at", "busy", "model", "record_log", "seed"}
+ONLY_SIMULATION = {
+    "step", "run", "run_for", "at", "busy", "model", "record_log", "seed",
+    "schedules", "priorities",  # of tasks gone from its registry too: it keeps their records
+}  # fmt: skip
 REGISTRATION = {"schedule", "scheduled"}  # the same options; the action differs by design
 
 

@@ -10,9 +10,17 @@ in heap order (see lldsched/sim/simulation.py, "The hand-off queue is not modell
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import functools
+import math
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from operator import itemgetter
 from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
 
 from lldsched import (
     CronSchedule,
@@ -33,6 +41,7 @@ from lldsched.sim import Simulation
 from tests.conftest import T0
 
 Outcome = tuple[str, float, int, str]
+BERLIN = "Europe/Berlin"
 
 
 RETRY = RetryPolicy(max_attempts=3, initial_backoff=5, multiplier=2)
@@ -80,30 +89,68 @@ def action_for(spec: Spec, advance: Callable[[float], object] | None) -> Callabl
 
 
 def on_threads(specs: list[Spec], horizon: float) -> list[Outcome]:
-    return [(r.name, r.due - T0, r.attempt, r.outcome) for r in threaded_records(specs, horizon)]
+    records = threaded_records(specs, horizon)[:-1]  # without the dead letter
+    return [(r.name, r.due - T0, r.attempt, r.outcome) for r in records]
 
 
-def threaded_records(specs: list[Spec], horizon: float) -> list[ExecutionRecord]:
-    clock = FakeClock(T0)
+Intervention = tuple[float, Callable[[Any], object]]
+"""An instant (seconds after the start) and a call of a verb on the runtime (a
+``Scheduler`` or a ``Simulation``), made at that instant on both."""
+
+
+def threaded_records(
+    specs: list[Spec],
+    horizon: float,
+    *,
+    start: float = T0,
+    seed: int | None = None,
+    tz: str = "UTC",
+    interventions: Sequence[Intervention] = (),
+) -> list[ExecutionRecord]:
+    clock = FakeClock(start)
     log = EventLog()
-    scheduler = Scheduler(workers=1, clock=clock, listeners=[log])
-    # Every task registered before the start, at T0, as in the simulation: registered
-    # on a started scheduler, a later one raced the first run, whose action advances the
-    # clock ("once", OneTime(delay=200), was due at 210 when "rate" ran first).
+    scheduler = Scheduler(workers=1, clock=clock, listeners=[log], seed=seed, tz=tz)
+    waiting = deque(sorted(((start + at, act) for at, act in interventions), key=itemgetter(0)))
+
+    def advance(seconds: float) -> None:
+        """An action's duration: the interventions due before its end are made on the way,
+        at their instants, while it runs (as the simulation makes them mid-run)."""
+        end = clock.now() + seconds
+        while waiting and waiting[0][0] < end:
+            at, act = waiting.popleft()
+            clock.set(max(at, clock.now()))
+            act(scheduler)
+        clock.set(end)
+
+    # Every task registered before the start, at the start, as in the simulation:
+    # registered on a started scheduler, a later one raced the first run, whose action
+    # advances the clock ("once", OneTime(delay=200), was due at 210 when "rate" ran first).
     for spec in specs:
         scheduler.schedule(
-            spec.name, action_for(spec, clock.advance), spec.schedule, retry=spec.retry,
+            spec.name, action_for(spec, advance), spec.schedule, retry=spec.retry,
             id=spec.name, **spec.options,
         )  # fmt: skip
     with scheduler:  # starts it
         assert scheduler.wait_idle(10)
-        while clock.now() < T0 + horizon:  # step the clock from one due instant to the next
+        while True:  # step the clock from one due instant (or intervention) to the next
             upcoming = [t.next_run_at for t in scheduler.pending() if t.next_run_at is not None]
-            if not upcoming or min(upcoming) > T0 + horizon:
+            following = min(upcoming, default=math.inf)
+            if waiting and waiting[0][0] <= min(following, start + horizon):
+                at, act = waiting.popleft()  # before what is due at its instant, as there
+                clock.set(max(at, clock.now()))
+                act(scheduler)
+            elif following > start + horizon:
                 break
-            clock.set(max(min(upcoming), clock.now()))
+            else:
+                clock.set(max(following, clock.now()))
             assert scheduler.wait_idle(10)
-    return [e.record for e in log.events if e.record is not None]  # runs and skipped slots
+        dead = scheduler.dead_letter()
+    return [e.record for e in log.events if e.record is not None] + [dead_letter(dead)]
+
+
+def dead_letter(ids: list[str]) -> ExecutionRecord:
+    """The dead letter at the end, as a last pseudo-record, so it is compared too."""
+    return ExecutionRecord("", f"dead letter: {ids}", 0, 0.0, 0.0, -1, 0.0, 0.0, False)
 
 
 def durations_of(spec: Spec) -> Callable[[object, int], float]:
@@ -119,22 +166,31 @@ def durations_of(spec: Spec) -> Callable[[object, int], float]:
 
 
 def on_simulation(specs: list[Spec], horizon: float, with_durations: bool) -> list[Outcome]:
-    records = simulated_records(specs, horizon, with_durations)
+    records = simulated_records(specs, horizon, with_durations)[:-1]
     return [(r.name, r.due - T0, r.attempt, r.outcome) for r in records]
 
 
 def simulated_records(
-    specs: list[Spec], horizon: float, with_durations: bool
+    specs: list[Spec],
+    horizon: float,
+    with_durations: bool,
+    *,
+    start: float = T0,
+    seed: int = 0,
+    tz: str = "UTC",
+    interventions: Sequence[Intervention] = (),
 ) -> list[ExecutionRecord]:
-    sim = Simulation(workers=1, start=T0)
+    sim = Simulation(workers=1, start=start, seed=seed, tz=tz)
     for spec in specs:
         sim.schedule(
             spec.name, spec.schedule, retry=spec.retry,
             duration=durations_of(spec) if with_durations else 0.0,
             action=action_for(spec, None), id=spec.name, **spec.options,
         )  # fmt: skip
-    sim.run(T0 + horizon)
-    return sim.records()
+    for at, act in interventions:
+        sim.at(start + at, functools.partial(act, sim))
+    sim.run(start + horizon)
+    return [*sim.records(), dead_letter(sim.dead_letter())]
 
 
 def test_zero_durations_on_one_worker_give_the_same_runs_on_both_runtimes() -> None:
@@ -198,3 +254,148 @@ def test_dependencies_timeouts_priorities_and_buffer_one_give_the_same_runs_on_b
     assert {("down", "blocked"), ("slow", "timed_out"), ("buffered", "coalesced")} <= outcomes
     assert len(threaded) > 50
     assert threaded == simulated
+
+
+Timed = tuple[str, float, int, str, float, float]
+
+
+def timed_records(records: list[ExecutionRecord], start: float) -> list[Timed]:
+    """Each record's task, due, attempt, outcome, start and finish (from ``start``), in
+    the order made: which run came first is compared, and when each began."""
+    return [
+        (r.name, r.due - start, r.attempt, r.outcome, r.started - start, r.finished - start)
+        for r in records
+    ]
+
+
+def test_retries_with_capped_jittered_backoff_give_up_and_dead_letter_alike_on_both_runtimes() -> (
+    None
+):
+    """Backoffs growing by 3 and capped at 20 s, jittered from one seed, a slot given up
+    after its attempts, a task FAILED into the dead letter after two given-up slots, and
+    a one-off task that succeeds on its third attempt: same retries at the same instants."""
+    jittery = RetryPolicy(max_attempts=3, initial_backoff=8, multiplier=3, max_backoff=20,
+                          jitter=0.5)  # fmt: skip
+    doomed = RetryPolicy(max_attempts=2, initial_backoff=4, fail_after_given_up=2)
+    specs = [
+        Spec("jittery", FixedRate(100, start_delay=1), (2,) * 8, frozenset({0, 1, 2, 3}), jittery),
+        Spec("doomed", FixedRate(60, start_delay=45), (1,) * 8, frozenset(range(8)), doomed),
+        Spec("once", OneTime(delay=30), (3, 3, 3), frozenset({0, 1}),
+             RetryPolicy(max_attempts=3, initial_backoff=2, multiplier=5)),
+    ]  # fmt: skip
+    threaded = timed_records(threaded_records(specs, horizon=400, seed=7), T0)
+    simulated = timed_records(simulated_records(specs, 400, True, seed=7), T0)
+    jittered = [(due, attempt) for name, due, attempt, *_ in threaded if name == "jittery"]
+    assert [attempt for _, attempt in jittered] == [1, 2, 3, 1, 2, 1, 1]
+    first_wait = jittered[1][0] - 3  # the first run finished at 3: 8 s, jittered by half
+    assert 4 < first_wait < 8  # drawn, not a bound
+    second_wait = jittered[2][0] - (jittered[1][0] + 2)  # 24 s capped at 20, jittered
+    assert 10 < second_wait < 20
+    outcomes = {(name, outcome) for name, _, _, outcome, _, _ in threaded}
+    assert {("jittery", "given_up"), ("doomed", "given_up"), ("once", "ok")} <= outcomes
+    assert threaded[-1][0] == "dead letter: ['doomed']"  # FAILED after two slots given up
+    assert threaded == simulated
+
+
+@pytest.mark.parametrize(
+    "night",
+    [
+        datetime(2026, 3, 28, 12, tzinfo=UTC),  # Berlin springs forward: 02:00 CET -> 03:00 CEST
+        datetime(2026, 10, 24, 12, tzinfo=UTC),  # and falls back: 03:00 CEST -> 02:00 CET
+    ],
+)
+def test_cron_across_a_dst_change_gives_the_same_runs_on_both_runtimes(night: datetime) -> None:
+    """Wall-clock jobs (02:30, 03:00) and stepping jobs (hourly, every 20 min from 01:00 to
+    03:59) in Berlin through a night its clocks change, four due together at times, on one
+    worker: the same fires, in the same order, at the same instants (docs/CRON.md, "Time
+    zones and DST", says which; two are checked here)."""
+    start = night.timestamp()
+    runs = (20,) * 200
+    specs = [
+        Spec("nightly", CronSchedule("30 2 * * *"), runs),
+        Spec("three", CronSchedule("0 3 * * *"), runs),
+        Spec("hourly", CronSchedule("0 * * * *"), runs),
+        Spec("twenty", CronSchedule("*/20 1-3 * * *"), runs, options={"priority": Priority.HIGH}),
+    ]
+    horizon = 36 * 3600 - 600  # no run in flight at the end: a threaded one would finish
+    threaded = timed_records(threaded_records(specs, horizon, start=start, tz=BERLIN), start)
+    simulated = timed_records(
+        simulated_records(specs, horizon, True, start=start, tz=BERLIN), start
+    )
+    assert threaded == simulated
+
+    def local(name: str) -> list[str]:
+        return [
+            datetime.fromtimestamp(start + due, ZoneInfo(BERLIN)).strftime("%d %H:%M %Z")
+            for task, due, *_ in threaded
+            if task == name
+        ]
+
+    if night.month == 3:
+        assert [t for t in local("nightly") if t < "30"] == ["29 03:00 CEST"]  # 02:30 is not
+        assert len([t for t in local("hourly") if t.startswith("29")]) == 23
+    else:
+        assert [t for t in local("nightly") if t < "26"] == ["25 02:30 CEST"]  # the first one
+        assert len([t for t in local("hourly") if t.startswith("25")]) == 25
+        assert local("twenty").count("25 02:00 CET") == 1
+        assert local("twenty").count("25 02:00 CEST") == 1
+
+
+def test_priorities_on_a_saturated_worker_and_a_pause_and_resume_mid_run_alike_on_both() -> None:
+    """One worker, busy from 10 to 110: a LOW, a NORMAL and a HIGH one-off task and a HIGH
+    heartbeat fall due at 50 and start at 110 by priority (HIGH first, the heartbeat
+    registered before the HIGH one-off, then NORMAL, then LOW, whatever order they were
+    registered in); a task is paused at 215, mid-run (its run finishes and nothing
+    follows), and resumed at 515, when the slot it slept through runs at once, its grid
+    re-anchored there (docs/DECISIONS.md, "Resume re-anchors a fixed-rate grid")."""
+    specs = [
+        Spec("long", FixedRate(400, start_delay=10), (100, 100)),
+        Spec("beat", FixedRate(30, start_delay=50), (1,) * 40, options={"priority": Priority.HIGH}),
+        Spec("low", OneTime(delay=50), (5,), options={"priority": Priority.LOW}),
+        Spec("normal", OneTime(delay=50), (5,)),
+        Spec("high", OneTime(delay=50), (5,), options={"priority": Priority.HIGH}),
+        Spec("paused", FixedRate(120, start_delay=200), (40,) * 10),
+    ]
+    interventions = [
+        (215.0, lambda runtime: runtime.pause("paused")),
+        (515.0, lambda runtime: runtime.resume("paused")),
+    ]
+    threaded = timed_records(threaded_records(specs, 700, interventions=interventions), T0)
+    simulated = timed_records(simulated_records(specs, 700, True, interventions=interventions), T0)
+    assert threaded == simulated
+    ran = [
+        (name, due, started) for name, due, _, outcome, started, _ in threaded if outcome == "ok"
+    ]
+    assert [name for name, _, started in ran if 110 <= started < 130] == [
+        "beat", "high", "normal", "low"
+    ]  # fmt: skip
+    paused = [(due, started) for name, due, started in ran if name == "paused"]
+    assert paused == [(200, 201), (515, 515), (635, 635)]  # 320 and 440 slept through
+
+
+def test_overlap_policies_on_a_saturated_worker_give_the_same_runs_on_both_runtimes() -> None:
+    """CANCEL_OTHER and ALLOW on one worker: a slot due while the worker is taken waits for
+    it, nothing is cancelled, and the run that starts late records the slots it is late
+    for skipped instead of chasing them (docs/DECISIONS.md, "CANCEL_OTHER and ALLOW queue
+    the next slot as a run begins"): alike on both, at the same instants."""
+    specs = [
+        Spec("cancel", FixedRate(60, start_delay=5), (130,) * 20,
+             options={"overlap": Overlap.CANCEL_OTHER}),
+        Spec("allow", FixedRate(50, start_delay=7), (70,) * 20,
+             options={"overlap": Overlap.ALLOW, "max_instances": 2}),
+    ]  # fmt: skip
+    horizon = 600
+
+    def made_by_the_horizon(records: list[ExecutionRecord]) -> list[Timed]:
+        """On threads a run's action moves the clock past the horizon, and the records
+        it leads to follow; the simulation stops there."""
+        return [r for r in timed_records(records, T0) if r[5] <= horizon]
+
+    threaded = made_by_the_horizon(threaded_records(specs, horizon))
+    simulated = made_by_the_horizon(simulated_records(specs, horizon, True))
+    assert threaded == simulated
+    cancel = [(due, outcome, started) for name, due, _, outcome, started, _ in threaded
+              if name == "cancel"]  # fmt: skip
+    assert cancel[:4] == [(5, "ok", 5), (125, "skipped", 205), (185, "skipped", 205),
+                          (65, "ok", 205)]  # fmt: skip
+    assert "cancelled" not in {outcome for *_, outcome, _, _ in threaded}

@@ -21,7 +21,8 @@ What a runtime gives it:
   keeps its list of records with it;
 * a retention for finished tasks (``retain_finished``, :mod:`lldsched.core.retention`)
   and optionally an ``on_retire`` callable, given the id of each task that retires
-  from the registry, so the runtime drops what it keeps per task;
+  from the registry (just before it goes, so it can still be read), so the runtime
+  drops what it keeps per task;
 * ``packed_history``: each task's history keeps its older records packed
   (:mod:`lldsched.core.packedstats`; the threaded scheduler's, whose histories
   are all it keeps of its runs when it has no store).
@@ -620,12 +621,12 @@ class SchedulerCore(
         retention = self._retention
         store = self._store if retention.purge else None
         for task_id in retention.due(now):
+            if self._on_retire is not None:  # first: the runtime may read what it keeps
+                self._on_retire(task_id)
             task = self.tasks.pop(task_id)
             retention.retired(task_id, task.status, task.history)
             if self._deps is not None:
                 self._deps.retired(task)  # its dependents remember how it ended
-            if self._on_retire is not None:
-                self._on_retire(task_id)
             if store is not None:  # purge_retired: its row and records go too
                 try:
                     store.delete(task_id)

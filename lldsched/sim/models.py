@@ -1,4 +1,4 @@
-"""Duration and failure models for simulated tasks.
+"""Duration, failure and arrival models for simulated tasks.
 
 Each attempt of a task (a slot's first run, and each retry) asks its models when
 it starts: first its duration, then whether it fails (a constant asks nothing of
@@ -33,6 +33,18 @@ Write your own as a function or a callable object::
     def slower_retries(rng: random.Random, attempt: int) -> float:
         return rng.uniform(60, 600) * (2 if attempt > 1 else 1)
 
+An *arrival model* says when one-off work arrives: :func:`poisson_arrivals` gives
+the instants of a Poisson process (independent exponential gaps), the open arrivals
+of queueing theory.  Register a one-off task at each, and a pool of ``c`` workers
+with ``exponential`` durations is an M/M/c queue (``fixed``: M/D/c)::
+
+    for instant in poisson_arrivals(rate=0.15, start=sim.now, seed=1, until=sim.now + 86400):
+        sim.schedule("request", OneTime(at=instant), duration=exponential(mean=10))
+
+A recurring schedule cannot stand in for it: a task has one slot at a time, so a
+slot due while every worker is busy holds back the next arrival instead of queueing
+behind it.
+
 The helpers below build the common distributions with readable reprs (their
 parameters are plain numbers of seconds: a distribution's, not a duration's), so a
 scenario prints the way it was written: ``uniform(30, 300)``,
@@ -48,12 +60,13 @@ from __future__ import annotations
 import inspect
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TypeVar
 
 from lldsched.checks import fraction, number, seconds, whole
+from lldsched.clock import to_timestamp
 from lldsched.errors import ValidationError, error_text
 
 __all__ = [
@@ -66,6 +79,7 @@ __all__ = [
     "failure_of",
     "fixed",
     "lognormal",
+    "poisson_arrivals",
     "simulated_failure",
     "uniform",
 ]
@@ -175,6 +189,51 @@ class fails_on:
 
     def __repr__(self) -> str:
         return f"fails_on({', '.join(map(str, sorted(self.attempts)))})"
+
+
+def poisson_arrivals(
+    rate: float,
+    *,
+    start: float | datetime,
+    seed: int = 0,
+    count: int | None = None,
+    until: float | datetime | None = None,
+) -> Iterator[float]:
+    """The instants (epoch seconds, ascending, each after ``start``) of a Poisson process
+    of ``rate`` arrivals a second: gaps drawn independently from an exponential of mean
+    ``1 / rate`` (``random.expovariate(rate)``) by a ``random.Random(seed)`` of its own,
+    so the same arguments give the same instants whatever else draws.  Exactly one of
+    ``count`` (how many) or ``until`` (none after it) says where it ends.  Lazy: a
+    year of arrivals is read one at a time.
+
+    Raises :class:`~lldsched.errors.ValidationError` naming the bad value, when called
+    (not at the first instant read)."""
+    number(rate, name="poisson_arrivals rate", above=0)
+    begin = to_timestamp(start, name="poisson_arrivals start")
+    whole(seed, name="poisson_arrivals seed")
+    if (count is None) == (until is None):
+        raise ValidationError(
+            f"poisson_arrivals needs exactly one of count= or until=, got count={count!r}, "
+            f"until={until!r}"
+        )
+    if count is not None:
+        whole(count, name="poisson_arrivals count", at_least=0)
+    end = math.inf if until is None else to_timestamp(until, name="poisson_arrivals until")
+    if end < begin:
+        raise ValidationError(f"poisson_arrivals until={until!r} is before start={start!r}")
+    return _arrivals(rate, begin, end, count, random.Random(seed))
+
+
+def _arrivals(
+    rate: float, instant: float, end: float, count: int | None, rng: random.Random
+) -> Iterator[float]:
+    made = 0
+    while count is None or made < count:
+        instant += rng.expovariate(rate)
+        if instant > end:
+            return
+        made += 1
+        yield instant
 
 
 def simulated_failure(attempt: int) -> str:

@@ -80,6 +80,7 @@ from lldsched.listeners import Listener, as_callback, listener_list, notify
 from lldsched.logs import Repeats
 from lldsched.model import ExecutionRecord, TaskEvent
 from lldsched.persistence import TaskStore
+from lldsched.schedules.base import Schedule
 from lldsched.sim.awaiting import PrivateLoop
 from lldsched.sim.clock import VirtualClock
 from lldsched.sim.models import (
@@ -177,6 +178,11 @@ class Simulation(SimulationVerbs):
             on_cancel=self._cut,
         )
         self._models: dict[str, TaskModels] = {}
+        # What the views read of a task that left the registry (retired or removed) while
+        # its records stay in records(): its priority, when not NORMAL, and its schedule,
+        # when it has slots (the overrun count's): a NORMAL one-off task costs nothing.
+        self._gone_priorities: dict[str, int] = {}
+        self._gone_schedules: dict[str, Schedule] = {}
         self._free = list(range(workers))  # a heap: the lowest free worker starts next
         # (finished, sequence, worker, run, started, error, result, timed_out) in flight
         self._finishes: list[tuple[float, int, int, Run, float, str | None, str | None, bool]] = []
@@ -392,8 +398,9 @@ class Simulation(SimulationVerbs):
         return None
 
     def _retired(self, task_id: str) -> None:
-        """The core retired ``task_id``: its models go with it."""
+        """The core retires ``task_id``: its models go with it, what the views read stays."""
         self._models.pop(task_id, None)
+        self._remember(self._core.tasks[task_id])
 
     def _cut(self, run: Run) -> None:
         """Overlap.CANCEL_OTHER cancelled ``run``: it ends now, as a run that checks its
