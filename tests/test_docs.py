@@ -137,7 +137,7 @@ def test_a_contents_list_names_every_section_in_order(path: Path) -> None:
 
 
 def test_the_guides_have_a_contents_list() -> None:
-    for path in GUIDES:
+    for path in [*GUIDES, *SPECIALISED]:
         headings, listed = sections_and_contents(path)
         assert listed == headings != [], path.name
 
@@ -181,6 +181,11 @@ DOCUMENTS = [README, *sorted(DOCS.glob("*.md"))]
 # The guides the README's depth moved to: with the README, they hold the blocks that
 # show what they print (the API tour, the service recipes, the simulation).
 GUIDES = [DOCS / name for name in ("GUIDE.md", "OPERATIONS.md", "SIMULATION.md")]
+# The guides for one subject each, read by whoever meets it: each lists its sections too.
+SPECIALISED = [
+    DOCS / f"{name}.md"
+    for name in ("ASYNCIO", "CLUSTER", "CRON", "EXTENDING", "MIGRATING", "TESTING", "UPGRADING")
+]
 
 
 def python_blocks(path: Path) -> list[tuple[int, str]]:
