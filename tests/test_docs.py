@@ -4,6 +4,8 @@
 * the README's ``make demo`` transcript is what the demo prints (``tests/test_demo.py``
   runs the demo against the same text);
 * the command transcripts of docs/CRON.md are what ``python -m lldsched cron`` prints;
+* the ``gunicorn.conf.py`` hooks of docs/CLUSTER.md, called as gunicorn calls them in
+  forked workers, run its task once on the shared store;
 * every Python block of README.md and docs/*.md runs, unless the line above it says
   ``<!-- not run: ... -->`` (a deployment example that needs a server or an app), and
   prints what it shows: the ``# ...`` lines right under a line calling ``print(``
@@ -22,10 +24,14 @@ import sys
 import types
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from lldsched import FixedRate, Scheduler, SqliteTaskStore
 from lldsched.logs import LOGGERS
+from tests import jobs
+from tests.forking import in_child
 from tests.test_demo import EXPECTED as DEMO_OUTPUT
 from tests.test_layering import MODULES
 
@@ -173,6 +179,52 @@ def test_the_cron_commands_of_cron_md_print_what_it_shows(
 
 def test_cron_md_shows_its_command_transcripts() -> None:
     assert len(cron_transcripts()) == 2
+
+
+# --- the gunicorn recipe of CLUSTER.md ---------------------------------------------------
+
+
+def gunicorn_conf() -> str:
+    """CLUSTER.md's ``gunicorn.conf.py`` block."""
+    text = (DOCS / "CLUSTER.md").read_text()
+    blocks: list[str] = re.findall(
+        r"```python\n(# gunicorn\.conf\.py\n.*?)```", text, flags=re.DOTALL
+    )
+    (block,) = blocks
+    return block
+
+
+def test_the_gunicorn_recipe_of_cluster_md_runs_a_task_once_over_its_forked_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its block defines hooks that the block's own run never calls: here gunicorn's part
+    is played, each worker a forked child calling post_fork, then worker_exit."""
+    path = tmp_path / "tasks.db"
+    block = gunicorn_conf()
+    assert '"/var/lib/app/tasks.db"' in block
+    conf: dict[str, Any] = {}
+    exec(
+        compile(block.replace("/var/lib/app/tasks.db", str(path)), "gunicorn.conf.py", "exec"), conf
+    )
+
+    def register(scheduler: Scheduler) -> None:  # the app's jobs: one report, every worker
+        scheduler.schedule("report", jobs.noop, FixedRate(3600), id="report", replace_existing=True)
+
+    monkeypatch.setitem(
+        sys.modules, "app", types.SimpleNamespace(jobs=types.SimpleNamespace(register=register))
+    )
+
+    def worker() -> bool:
+        hooks = types.SimpleNamespace()
+        conf["post_fork"](None, hooks)  # gunicorn's server and worker objects
+        idle: bool = hooks.scheduler.wait_idle(timeout=5)
+        conf["worker_exit"](None, hooks)
+        return idle and not hooks.scheduler.running
+
+    assert [in_child(worker) for _ in range(3)] == ["True"] * 3
+    with SqliteTaskStore(path, shared=True) as store:
+        assert [snapshot.task.id for snapshot in store.load_all()] == ["report"]
+        assert [record.ok for record in store.records()] == [True]  # three workers, one run
 
 
 # --- Python blocks of the README and docs/ -------------------------------------------
