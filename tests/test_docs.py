@@ -5,7 +5,9 @@
   runs the demo against the same text);
 * the command transcripts of docs/CRON.md are what ``python -m lldsched cron`` prints;
 * the ``gunicorn.conf.py`` hooks of docs/CLUSTER.md, called as gunicorn calls them in
-  forked workers, run its task once on the shared store;
+  forked workers, run its task once on the shared store; its two deployment examples
+  that the block runner leaves out run too (on a temporary file, on the tests'
+  PostgreSQL server);
 * every Python block of README.md and docs/*.md runs, unless the line above it says
   ``<!-- not run: ... -->`` (a deployment example that needs a server or an app), and
   prints what it shows: the ``# ...`` lines right under a line calling ``print(``
@@ -225,6 +227,59 @@ def test_the_gunicorn_recipe_of_cluster_md_runs_a_task_once_over_its_forked_work
     with SqliteTaskStore(path, shared=True) as store:
         assert [snapshot.task.id for snapshot in store.load_all()] == ["report"]
         assert [record.ok for record in store.records()] == [True]  # three workers, one run
+
+
+# --- the deployment examples of CLUSTER.md that the block runner leaves out -------------
+
+
+def not_run_block(path: Path, because: str) -> str:
+    """The Python block of ``path`` under ``<!-- not run: <because>... -->``."""
+    text = path.read_text()
+    blocks: list[str] = re.findall(
+        rf"<!-- not run: {re.escape(because)}[^\n]*\n```python\n(.*?)```", text, flags=re.DOTALL
+    )
+    (block,) = blocks
+    return block
+
+
+def test_cluster_mds_first_example_makes_one_task_of_every_workers_registration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run as two workers would (two stores on the file, here in one process), with the
+    app's job a function of the tests: the defaults its comment names, one task."""
+    block = not_run_block(DOCS / "CLUSTER.md", "a deployment example")
+    assert '"/var/lib/app/tasks.db"' in block
+    block = block.replace("/var/lib/app/tasks.db", str(tmp_path / "tasks.db"))
+    app = types.SimpleNamespace(jobs=types.SimpleNamespace(report=jobs.noop))
+    workers = []
+    for _ in range(2):
+        namespace: dict[str, Any] = {"app": app}
+        exec(compile(block, "CLUSTER.md", "exec"), namespace)
+        workers.append(namespace)
+    try:
+        for worker in workers:
+            assert (worker["store"].lease, worker["store"].poll) == (30.0, 1.0)
+            assert [task.id for task in worker["scheduler"].tasks()] == ["report"]
+    finally:
+        for worker in workers:
+            worker["scheduler"].shutdown()
+            worker["store"].close()
+
+
+def test_cluster_mds_postgres_example_runs_on_a_real_server(postgres_dsn: str) -> None:
+    block = not_run_block(DOCS / "CLUSTER.md", "it needs a PostgreSQL server")
+    assert '"postgresql://app:secret@db.internal/app"' in block
+    namespace: dict[str, Any] = {}
+    block = block.replace("postgresql://app:secret@db.internal/app", postgres_dsn)
+    exec(compile(block, "CLUSTER.md", "exec"), namespace)
+    scheduler, store = namespace["scheduler"], namespace["store"]
+    try:
+        assert (store.lease, store.poll) == (30.0, 1.0) and scheduler.running
+        task = scheduler.schedule("report", jobs.noop, FixedRate(3600), id="report")
+        assert scheduler.wait_idle(timeout=10) and task.run_count == 1
+    finally:
+        scheduler.shutdown()
+        store.close()
 
 
 # --- Python blocks of the README and docs/ -------------------------------------------
