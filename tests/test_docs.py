@@ -4,6 +4,10 @@
 * the README's ``make demo`` transcript is what the demo prints (``tests/test_demo.py``
   runs the demo against the same text);
 * the command transcripts of docs/CRON.md are what ``python -m lldsched cron`` prints;
+* the ``gunicorn.conf.py`` hooks of docs/CLUSTER.md, called as gunicorn calls them in
+  forked workers, run its task once on the shared store; its two deployment examples
+  that the block runner leaves out run too (on a temporary file, on the tests'
+  PostgreSQL server);
 * every Python block of README.md and docs/*.md runs, unless the line above it says
   ``<!-- not run: ... -->`` (a deployment example that needs a server or an app), and
   prints what it shows: the ``# ...`` lines right under a line calling ``print(``
@@ -22,10 +26,14 @@ import sys
 import types
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from lldsched import FixedRate, Scheduler, SqliteTaskStore
 from lldsched.logs import LOGGERS
+from tests import jobs
+from tests.forking import in_child
 from tests.test_demo import EXPECTED as DEMO_OUTPUT
 from tests.test_layering import MODULES
 
@@ -137,7 +145,7 @@ def test_a_contents_list_names_every_section_in_order(path: Path) -> None:
 
 
 def test_the_guides_have_a_contents_list() -> None:
-    for path in GUIDES:
+    for path in [*GUIDES, *SPECIALISED]:
         headings, listed = sections_and_contents(path)
         assert listed == headings != [], path.name
 
@@ -175,12 +183,116 @@ def test_cron_md_shows_its_command_transcripts() -> None:
     assert len(cron_transcripts()) == 2
 
 
+# --- the gunicorn recipe of CLUSTER.md ---------------------------------------------------
+
+
+def gunicorn_conf() -> str:
+    """CLUSTER.md's ``gunicorn.conf.py`` block."""
+    text = (DOCS / "CLUSTER.md").read_text()
+    blocks: list[str] = re.findall(
+        r"```python\n(# gunicorn\.conf\.py\n.*?)```", text, flags=re.DOTALL
+    )
+    (block,) = blocks
+    return block
+
+
+def test_the_gunicorn_recipe_of_cluster_md_runs_a_task_once_over_its_forked_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its block defines hooks that the block's own run never calls: here gunicorn's part
+    is played, each worker a forked child calling post_fork, then worker_exit."""
+    path = tmp_path / "tasks.db"
+    block = gunicorn_conf()
+    assert '"/var/lib/app/tasks.db"' in block
+    conf: dict[str, Any] = {}
+    exec(
+        compile(block.replace("/var/lib/app/tasks.db", str(path)), "gunicorn.conf.py", "exec"), conf
+    )
+
+    def register(scheduler: Scheduler) -> None:  # the app's jobs: one report, every worker
+        scheduler.schedule("report", jobs.noop, FixedRate(3600), id="report", replace_existing=True)
+
+    monkeypatch.setitem(
+        sys.modules, "app", types.SimpleNamespace(jobs=types.SimpleNamespace(register=register))
+    )
+
+    def worker() -> bool:
+        hooks = types.SimpleNamespace()
+        conf["post_fork"](None, hooks)  # gunicorn's server and worker objects
+        idle: bool = hooks.scheduler.wait_idle(timeout=5)
+        conf["worker_exit"](None, hooks)
+        return idle and not hooks.scheduler.running
+
+    assert [in_child(worker) for _ in range(3)] == ["True"] * 3
+    with SqliteTaskStore(path, shared=True) as store:
+        assert [snapshot.task.id for snapshot in store.load_all()] == ["report"]
+        assert [record.ok for record in store.records()] == [True]  # three workers, one run
+
+
+# --- the deployment examples of CLUSTER.md that the block runner leaves out -------------
+
+
+def not_run_block(path: Path, because: str) -> str:
+    """The Python block of ``path`` under ``<!-- not run: <because>... -->``."""
+    text = path.read_text()
+    blocks: list[str] = re.findall(
+        rf"<!-- not run: {re.escape(because)}[^\n]*\n```python\n(.*?)```", text, flags=re.DOTALL
+    )
+    (block,) = blocks
+    return block
+
+
+def test_cluster_mds_first_example_makes_one_task_of_every_workers_registration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run as two workers would (two stores on the file, here in one process), with the
+    app's job a function of the tests: the defaults its comment names, one task."""
+    block = not_run_block(DOCS / "CLUSTER.md", "a deployment example")
+    assert '"/var/lib/app/tasks.db"' in block
+    block = block.replace("/var/lib/app/tasks.db", str(tmp_path / "tasks.db"))
+    app = types.SimpleNamespace(jobs=types.SimpleNamespace(report=jobs.noop))
+    workers = []
+    for _ in range(2):
+        namespace: dict[str, Any] = {"app": app}
+        exec(compile(block, "CLUSTER.md", "exec"), namespace)
+        workers.append(namespace)
+    try:
+        for worker in workers:
+            assert (worker["store"].lease, worker["store"].poll) == (30.0, 1.0)
+            assert [task.id for task in worker["scheduler"].tasks()] == ["report"]
+    finally:
+        for worker in workers:
+            worker["scheduler"].shutdown()
+            worker["store"].close()
+
+
+def test_cluster_mds_postgres_example_runs_on_a_real_server(postgres_dsn: str) -> None:
+    block = not_run_block(DOCS / "CLUSTER.md", "it needs a PostgreSQL server")
+    assert '"postgresql://app:secret@db.internal/app"' in block
+    namespace: dict[str, Any] = {}
+    block = block.replace("postgresql://app:secret@db.internal/app", postgres_dsn)
+    exec(compile(block, "CLUSTER.md", "exec"), namespace)
+    scheduler, store = namespace["scheduler"], namespace["store"]
+    try:
+        assert (store.lease, store.poll) == (30.0, 1.0) and scheduler.running
+        task = scheduler.schedule("report", jobs.noop, FixedRate(3600), id="report")
+        assert scheduler.wait_idle(timeout=10) and task.run_count == 1
+    finally:
+        scheduler.shutdown()
+        store.close()
+
+
 # --- Python blocks of the README and docs/ -------------------------------------------
 
 DOCUMENTS = [README, *sorted(DOCS.glob("*.md"))]
 # The guides the README's depth moved to: with the README, they hold the blocks that
 # show what they print (the API tour, the service recipes, the simulation).
 GUIDES = [DOCS / name for name in ("GUIDE.md", "OPERATIONS.md", "SIMULATION.md")]
+# The guides for one subject each, read by whoever meets it: each lists its sections too.
+SPECIALISED = [
+    DOCS / f"{name}.md"
+    for name in ("ASYNCIO", "CLUSTER", "CRON", "EXTENDING", "MIGRATING", "TESTING", "UPGRADING")
+]
 
 
 def python_blocks(path: Path) -> list[tuple[int, str]]:
