@@ -18,7 +18,12 @@ live in one place:
 * a **fraction** (:func:`fraction`) is an ``int`` or ``float``, never a ``bool``,
   in ``[0, 1]`` (NaN is not);
 * a **flag** (:func:`flag`) is ``True`` or ``False``, nothing else (``1``, ``"yes"``
-  and ``None`` are mistakes, not truthy values).
+  and ``None`` are mistakes, not truthy values);
+* a **wait** (:func:`wait_seconds`: the timeout of a call that blocks its caller, such as
+  ``shutdown()``, ``metrics()``, ``wait_idle()``, ``EventLog.wait_for()``) is a number of
+  seconds, and one longer than a thread can wait (``threading.TIMEOUT_MAX``, some 292
+  years) waits that long: ``timeout=1e10`` means "as long as it takes" and is not a
+  mistake, but the lock and condition waits raise ``OverflowError`` past it.
 
 An ``int`` too large for a float (``10**400``) is not finite: every number of seconds
 becomes a float somewhere, and there it would raise ``OverflowError``.
@@ -48,10 +53,20 @@ from __future__ import annotations
 
 import math
 from datetime import timedelta
+from threading import TIMEOUT_MAX
 
 from lldsched.errors import ValidationError
 
-__all__ = ["flag", "fraction", "instant", "number", "seconds", "whole", "whole_or_none"]
+__all__ = [
+    "flag",
+    "fraction",
+    "instant",
+    "number",
+    "seconds",
+    "wait_seconds",
+    "whole",
+    "whole_or_none",
+]
 
 
 def _bound(at_least: float | None, above: float | None) -> str:
@@ -93,6 +108,22 @@ def seconds(
     ):
         raise error(f"{name} {_expected(at_least, above, unit, expected)}, got {value!r}")
     return value
+
+
+def wait_seconds(
+    value: object,
+    *,
+    name: str,
+    at_least: float | None = 0,
+    above: float | None = None,
+    error: type[Exception] = ValidationError,
+) -> float:
+    """:func:`seconds` for a call that blocks its caller: checked the same way (``>= 0``
+    unless ``at_least`` says otherwise), then capped at ``threading.TIMEOUT_MAX``, the
+    longest a lock or a condition can wait (``metrics(timeout=1e10)`` raised
+    ``OverflowError`` from ``Lock.acquire``)."""
+    checked = seconds(value, name=name, at_least=at_least, above=above, error=error)
+    return TIMEOUT_MAX if checked > TIMEOUT_MAX else checked
 
 
 def _timedelta(

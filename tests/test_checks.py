@@ -8,7 +8,9 @@ from datetime import timedelta
 
 import pytest
 
-from lldsched.checks import fraction, number, seconds, whole, whole_or_none
+from threading import TIMEOUT_MAX
+
+from lldsched.checks import fraction, number, seconds, wait_seconds, whole, whole_or_none
 from lldsched.errors import ScheduleError, ValidationError
 
 NOT_NUMBERS = [True, False, "60", None, [60], 1j]
@@ -207,3 +209,16 @@ def test_whole_names_the_bound_a_value_misses(value: object, message: str) -> No
         whole(value, name="workers", at_least=1, at_most=10)
     assert str(caught.value) == message
     assert whole(10, name="workers", at_least=1, at_most=10) == 10
+
+
+def test_a_wait_longer_than_a_thread_can_wait_waits_as_long_as_it_can() -> None:
+    """``metrics(timeout=1e10)`` raised ``OverflowError`` from ``Lock.acquire``: a wait
+    past ``threading.TIMEOUT_MAX`` is "as long as it takes", capped, not refused."""
+    assert wait_seconds(1e10, name="t") == TIMEOUT_MAX
+    assert wait_seconds(timedelta(days=365 * 1000), name="t") == TIMEOUT_MAX
+    assert wait_seconds(5, name="t") == 5
+    with pytest.raises(ValidationError, match="t must be finite and >= 0 seconds, got -1"):
+        wait_seconds(-1, name="t")
+    with pytest.raises(ValidationError, match="got inf"):
+        wait_seconds(math.inf, name="t")
+    assert wait_seconds(-1, name="t", at_least=None) == -1
