@@ -119,11 +119,19 @@ for value in (None, -1, NAN, INF, HUGE, True, "60", timedelta(seconds=-5)):
     build(f"Jittered(max_delay={value!r})",
           lambda v=value: Jittered(FixedRate(60), v, seed=1), value)  # fmt: skip
     build(f"FakeClock().advance({value!r})", lambda v=value: FakeClock().advance(v), value)
-for value in (NAN, INF, HUGE, True, "2026-01-05", NAIVE, timedelta(seconds=5)):
+# An instant a datetime cannot show (past year 9999, before year 1) is refused: a task due
+# then could not be explained or listed (OneTime(at=1e300).explain() raised OverflowError).
+PAST_9999 = (1e300, -1e300, 253402300800.0, datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC))
+for value in (NAN, INF, HUGE, True, "2026-01-05", NAIVE, timedelta(seconds=5), *PAST_9999):
     build(f"OneTime(at={value!r})", lambda v=value: OneTime(at=v), value)
     build(f"Window(start={value!r})", lambda v=value: Window(FixedRate(60), start=v), value)
     build(f"FakeClock({value!r})", lambda v=value: FakeClock(v), value)
     build(f"Simulation(start={value!r})", lambda v=value: Simulation(start=v), value)
+for value in PAST_9999:
+    build(f"Window(end={value!r})", lambda v=value: Window(FixedRate(60), end=v), value)
+    build(f"FakeClock().set({value!r})", lambda v=value: FakeClock().set(v), value)
+build("FakeClock(T0).advance(1e300)", lambda: FakeClock(T0).advance(1e300), 1e300)
+build("FakeClock(T0).set(-(2**53) - 1)", lambda: FakeClock(T0).set(-(2**53) - 1), -(2**53) - 1)
 build("Window() with no bound", lambda: Window(FixedRate(60)), Named("needs at least one of"))
 for value in (0, -1, 2.5, True, "3"):
     build(f"RetryPolicy(max_attempts={value!r})",
@@ -405,6 +413,11 @@ for value in (None, -1, NAN, INF, HUGE, True, "5", NAIVE, timedelta(seconds=5)):
     SIMULATED.append((f"at({value!r}, fn)", lambda s, v=value: s.at(v, noop), value))
 for value in (None, -1, NAN, INF, HUGE, True, "5", NAIVE):
     SIMULATED.append((f"run_for({value!r})", lambda s, v=value: s.run_for(v), value))
+# An instant in the past is quoted as given, not as its epoch seconds.
+YEAR_1 = datetime(1, 1, 1, tzinfo=UTC)
+SIMULATED.append(("run(year 1)", lambda s: s.run(YEAR_1), YEAR_1))
+SIMULATED.append(("at(year 1, fn)", lambda s: s.at(YEAR_1, noop), YEAR_1))
+SIMULATED.append(("run_for(past year 9999)", lambda s: s.run_for(2.6e11), 2.6e11))
 for value in (None, 5, one_argument):
     SIMULATED.append((f"at(..., fn={value!r})", lambda s, v=value: s.at(T0 + 60, v), value))
 for key, value in [("duration", -1), ("duration", NAN), ("duration", HUGE), ("duration", "5"),
