@@ -26,7 +26,12 @@ live in one place:
   mistake, but the lock and condition waits raise ``OverflowError`` past it.
 
 An ``int`` too large for a float (``10**400``) is not finite: every number of seconds
-becomes a float somewhere, and there it would raise ``OverflowError``.
+becomes a float somewhere, and there it would raise ``OverflowError``.  Nor is a
+number past :data:`LONGEST` either way (315,537,897,600: the seconds from year 1 to
+year 9999, the span of a ``datetime``), though a float holds it: no instant a
+``datetime`` shows is that far from another, so such a period, delay or duration only
+makes a task due past year 9999 (or, past ``1e308``, at ``inf``) that nothing can show
+or reach, and ``FixedRate(1e300)`` was taken as readily as ``FixedRate(60)``.
 
 Each function returns the value as given (an ``int`` stays an ``int``, so
 a literal shared by many schedules costs no memory; a ``timedelta`` comes back as
@@ -58,6 +63,7 @@ from threading import TIMEOUT_MAX
 from lldsched.errors import ValidationError
 
 __all__ = [
+    "LONGEST",
     "flag",
     "fraction",
     "instant",
@@ -67,6 +73,11 @@ __all__ = [
     "whole",
     "whole_or_none",
 ]
+
+
+LONGEST = 315537897600.0
+"""The largest number of seconds (or plain number) the checks take, either way: from
+0001-01-01 to 10000-01-01 UTC, the span of a ``datetime`` (see the module docstring)."""
 
 
 def _bound(at_least: float | None, above: float | None) -> str:
@@ -97,16 +108,15 @@ def seconds(
         if isinstance(value, timedelta):  # here, so a plain number pays nothing for it
             return _timedelta(value, name, at_least, above, error, unit, expected)
         raise error(f"{name} {expected or 'must be ' + kind}, got {value!r}")
-    try:
-        finite = math.isfinite(value)
-    except OverflowError:  # an int past a float's range (10**400): no float holds it
-        finite = False
+    # One chained comparison says finite and within LONGEST: NaN compares False, and an
+    # int compares exactly with a float, so 10**400 raises no OverflowError here.
     if (
-        not finite
+        not -LONGEST <= value <= LONGEST
         or (at_least is not None and value < at_least)
         or (above is not None and value <= above)
     ):
-        raise error(f"{name} {_expected(at_least, above, unit, expected)}, got {value!r}")
+        words = _expected(at_least, above, unit, expected, value=value)
+        raise error(f"{name} {words}, got {value!r}")
     return value
 
 
@@ -138,17 +148,31 @@ def _timedelta(
     """:func:`seconds` of a ``timedelta``: always finite, so only the bounds can refuse
     it; the message quotes it with its seconds (a negative one's repr reads badly)."""
     total = value.total_seconds()
-    if (at_least is not None and total < at_least) or (above is not None and total <= above):
-        words = _expected(at_least, above, unit, expected)
+    if (
+        not -LONGEST <= total <= LONGEST
+        or (at_least is not None and total < at_least)
+        or (above is not None and total <= above)
+    ):
+        words = _expected(at_least, above, unit, expected, value=total)
         raise error(f"{name} {words}, got {value!r} ({total:g} seconds)")
     return total
 
 
-def _expected(at_least: float | None, above: float | None, unit: str, expected: str | None) -> str:
-    """The words after the name when a number is refused: the site's own, or ``"must be
-    finite and > 0 seconds"``."""
+def _expected(
+    at_least: float | None,
+    above: float | None,
+    unit: str,
+    expected: str | None,
+    *,
+    value: float,
+) -> str:
+    """The words after the name when ``value`` is refused: the site's own, ``"must be
+    finite and > 0 seconds"``, or for a finite number past :data:`LONGEST` the limit."""
     if expected is not None:
         return expected
+    if value == value and abs(value) != math.inf and abs(value) > LONGEST:
+        size = f"{LONGEST:.0f} {unit}" if unit else f"{LONGEST:.0f}"
+        return f"must be within ±{size} (the span of a datetime, year 1 to 9999)"
     bound = _bound(at_least, above)
     if not bound:
         return "must be finite"

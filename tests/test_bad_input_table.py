@@ -119,6 +119,14 @@ for value in (None, -1, NAN, INF, HUGE, True, "60", timedelta(seconds=-5)):
     build(f"Jittered(max_delay={value!r})",
           lambda v=value: Jittered(FixedRate(60), v, seed=1), value)  # fmt: skip
     build(f"FakeClock().advance({value!r})", lambda v=value: FakeClock().advance(v), value)
+# A number of seconds past the span of a datetime (checks.LONGEST): FixedRate(1.7e308) made
+# its task due at inf after one run, and a duration of 1e300 a record no frame could hold.
+for value in (1e300, -1e300, 3.2e11, timedelta.max):
+    build(f"FixedRate({value!r})", lambda v=value: FixedRate(v), value)
+    build(f"OneTime(delay={value!r})", lambda v=value: OneTime(delay=v), value)
+    build(f"RetryPolicy(max_backoff={value!r})",
+          lambda v=value: RetryPolicy(max_backoff=v), value)  # fmt: skip
+build("RetryPolicy(multiplier=1e300)", lambda: RetryPolicy(multiplier=1e300), 1e300)
 # An instant a datetime cannot show (past year 9999, before year 1) is refused: a task due
 # then could not be explained or listed (OneTime(at=1e300).explain() raised OverflowError).
 PAST_9999 = (1e300, -1e300, 253402300800.0, datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC))
@@ -421,6 +429,7 @@ SIMULATED.append(("run_for(past year 9999)", lambda s: s.run_for(2.6e11), 2.6e11
 for value in (None, 5, one_argument):
     SIMULATED.append((f"at(..., fn={value!r})", lambda s, v=value: s.at(T0 + 60, v), value))
 for key, value in [("duration", -1), ("duration", NAN), ("duration", HUGE), ("duration", "5"),
+                   ("duration", 1e300),
                    ("duration", None), ("duration", True), ("fails", 2), ("fails", -0.1),
                    ("fails", True), ("fails", None), ("fails", "x"), ("fails", NAN)]:  # fmt: skip
     SIMULATED.append((f"schedule({key}={value!r})",

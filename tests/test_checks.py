@@ -10,7 +10,15 @@ import pytest
 
 from threading import TIMEOUT_MAX
 
-from lldsched.checks import fraction, number, seconds, wait_seconds, whole, whole_or_none
+from lldsched.checks import (
+    LONGEST,
+    fraction,
+    number,
+    seconds,
+    wait_seconds,
+    whole,
+    whole_or_none,
+)
 from lldsched.errors import ScheduleError, ValidationError
 
 NOT_NUMBERS = [True, False, "60", None, [60], 1j]
@@ -222,3 +230,14 @@ def test_a_wait_longer_than_a_thread_can_wait_waits_as_long_as_it_can() -> None:
     with pytest.raises(ValidationError, match="got inf"):
         wait_seconds(math.inf, name="t")
     assert wait_seconds(-1, name="t", at_least=None) == -1
+
+
+@pytest.mark.parametrize("value", [1e300, -1e300, LONGEST * 1.0001, timedelta.max, 10**400])
+def test_a_number_past_the_span_of_a_datetime_is_refused_saying_so(value: object) -> None:
+    """``FixedRate(1.7e308)`` was accepted, and its task was due at ``inf`` after a run."""
+    with pytest.raises(ValidationError) as caught:
+        seconds(value, name="period", above=0)
+    assert "must be within ±315537897600 seconds (the span of a datetime" in str(caught.value)
+    assert repr(value) in str(caught.value)
+    assert seconds(LONGEST, name="period", above=0) == LONGEST
+    assert seconds(-LONGEST, name="when") == -LONGEST
