@@ -8,6 +8,11 @@ live in one place:
   ``bool`` (``True == 1``, but it is a mistake), or a :class:`datetime.timedelta`
   (read as its ``total_seconds()``); finite (not NaN, not infinite) and within the
   given bounds;
+* a **step** (:func:`step`: a fixed rate's period, a jitter's ``max_delay``) is a number of
+  seconds ``> 0`` and at least :data:`FINEST`, a microsecond: a shorter one is lost when
+  added to an instant (at 2026 a float's epoch seconds step by 0.24 µs), so
+  ``FixedRate(1e-9)`` ran its first slot forever at one instant, and ``Jittered(...,
+  max_delay=1e-300)`` divided a slot by it into ``inf`` (``OverflowError``);
 * a **plain number** (:func:`number`) is the same without the ``timedelta``: an
   instant in epoch seconds, a multiplier, a sigma are not durations;
 * an **instant** a schedule's query takes (:func:`instant`: ``first_run(now)``,
@@ -63,12 +68,14 @@ from threading import TIMEOUT_MAX
 from lldsched.errors import ValidationError
 
 __all__ = [
+    "FINEST",
     "LONGEST",
     "flag",
     "fraction",
     "instant",
     "number",
     "seconds",
+    "step",
     "wait_seconds",
     "whole",
     "whole_or_none",
@@ -118,6 +125,24 @@ def seconds(
         words = _expected(at_least, above, unit, expected, value=value)
         raise error(f"{name} {words}, got {value!r}")
     return value
+
+
+FINEST = 1e-6
+"""The shortest step the checks take (:func:`step`): a microsecond, the resolution of a
+``timedelta`` and of a frame's times."""
+
+
+def step(value: object, *, name: str, error: type[Exception] = ValidationError) -> float:
+    """:func:`seconds` ``> 0``, and then at least :data:`FINEST`: ``"FixedRate period
+    must be at least 1e-06 seconds (a microsecond: a shorter step is lost in an
+    instant's float), got 1e-09"``."""
+    checked = seconds(value, name=name, above=0, error=error)
+    if checked < FINEST:
+        raise error(
+            f"{name} must be at least {FINEST:g} seconds (a microsecond: a shorter step is "
+            f"lost in an instant's float), got {value!r}"
+        )
+    return checked
 
 
 def wait_seconds(

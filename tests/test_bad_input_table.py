@@ -126,6 +126,12 @@ for value in (1e300, -1e300, 3.2e11, timedelta.max):
     build(f"OneTime(delay={value!r})", lambda v=value: OneTime(delay=v), value)
     build(f"RetryPolicy(max_backoff={value!r})",
           lambda v=value: RetryPolicy(max_backoff=v), value)  # fmt: skip
+# A step below a microsecond (checks.FINEST) is lost in an instant's float: FixedRate(1e-9)
+# ran one slot forever at one instant; Jittered(max_delay=1e-300) raised OverflowError.
+for value in (1e-9, 5e-324, 9.99e-7):
+    build(f"FixedRate({value!r})", lambda v=value: FixedRate(v), value)
+    build(f"Jittered(max_delay={value!r})",
+          lambda v=value: Jittered(FixedRate(60), v, seed=1), value)  # fmt: skip
 build("RetryPolicy(multiplier=1e300)", lambda: RetryPolicy(multiplier=1e300), 1e300)
 # An instant a datetime cannot show (past year 9999, before year 1) is refused: a task due
 # then could not be explained or listed (OneTime(at=1e300).explain() raised OverflowError).
