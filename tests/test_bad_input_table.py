@@ -256,7 +256,7 @@ for value in (-2, 2.5, True, "1h", timedelta(seconds=-1), NAN):
           lambda v=value: Simulation(retain_finished=v), value)  # fmt: skip
 
 
-for value in (5, None, b"x.db", 2.5):
+for value in (5, None, b"x.db", 2.5, "tasks\x00.db"):
     build(f"SqliteTaskStore({value!r})", lambda v=value: SqliteTaskStore(v), value)
 for key, value in [("retention", 0), ("retention", True), ("retention", "10"),
                    ("synchronous", "FAST"), ("timeout", -1), ("timeout", HUGE),
