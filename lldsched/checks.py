@@ -17,7 +17,8 @@ live in one place:
   instant in epoch seconds, a multiplier, a sigma are not durations;
 * an **instant** a schedule's query takes (:func:`instant`: ``first_run(now)``,
   ``slot_after(slot)``, cron's ``next_after(t)``) is an ``int`` or a ``float``, never a
-  ``bool`` (``next_after(True)`` answered the first fire after 1970-01-01T00:00:01);
+  ``bool`` (``next_after(True)`` answered the first fire after 1970-01-01T00:00:01),
+  within ±:data:`FARTHEST` (so not NaN, not infinite);
 * a **whole count** (:func:`whole`, :func:`whole_or_none`) is an ``int``, never a
   ``bool``, within the given bounds;
 * a **fraction** (:func:`fraction`) is an ``int`` or ``float``, never a ``bool``,
@@ -68,6 +69,7 @@ from threading import TIMEOUT_MAX
 from lldsched.errors import ValidationError
 
 __all__ = [
+    "FARTHEST",
     "FINEST",
     "LONGEST",
     "flag",
@@ -307,20 +309,38 @@ def fraction(
     return value
 
 
+FARTHEST = 1e15
+"""The farthest instant (epoch seconds, either way) a schedule's query takes: some 31
+million years from 1970, far past any a runtime computes (a datetime's range, plus the
+longest period and the longest jitter), and near enough that a slot divided by the finest
+step (:data:`FINEST`) stays a float.  ``FixedRate(60).first_slot_after(0, nan)`` raised
+``ValueError`` from ``math.floor`` and ``first_run(10**400)`` ``OverflowError``."""
+
+
 def instant(
-    value: object, *, name: str, of: object = None, error: type[Exception] = ValidationError
+    value: object,
+    *,
+    name: str,
+    of: object = None,
+    error: type[Exception] = ValidationError,
+    within: float | None = FARTHEST,
 ) -> float:
     """``value`` if it is epoch seconds as a schedule's query takes them (an ``int`` or a
-    ``float``, not a ``bool``), else ``error``: ``"FixedRate.first_run() takes epoch
-    seconds (a float), got True"``.  ``of``: the schedule whose query ``name`` is, its
-    class named in the message (``name="first_run()", of=self``).  Its finiteness is the
-    query's to judge (cron's searches refuse NaN).  Kept to two identity tests for a
-    plain float or int, and the message built only for a bad value: the schedules'
-    queries run once per run and once per registration (a name built at every call cost
-    a registration 1.8 %: 36,611 -> 35,950 instructions)."""
+    ``float``, not a ``bool``, within ±:data:`FARTHEST`: NaN and ``inf`` are not), else
+    ``error``: ``"FixedRate.first_run() takes epoch seconds (a float), got True"``.
+    ``of``: the schedule whose query ``name`` is, its class named in the message
+    (``name="first_run()", of=self``).  ``within=None`` takes any number: cron's
+    searches answer ``None`` for ``±inf`` and refuse NaN in their own words.  Kept to two
+    identity tests and one chained comparison for a plain float or int, and the message
+    built only for a bad value: the schedules' queries run once per run and once per
+    registration (a name built at every call cost a registration 1.8 %: 36,611 -> 35,950
+    instructions)."""
     kind = value.__class__
     if kind is float or kind is int or (isinstance(value, int | float) and kind is not bool):
-        return value  # type: ignore[return-value]
+        if within is None or -within <= value <= within:  # type: ignore[operator]
+            return value  # type: ignore[return-value]
+        query = name if of is None else f"{type(of).__name__}.{name}"
+        raise error(f"{query} takes finite epoch seconds within ±{within:g}, got {value!r}")
     query = name if of is None else f"{type(of).__name__}.{name}"
     hint = " (an instant: use .timestamp())" if hasattr(value, "timestamp") else ""
     raise error(f"{query} takes epoch seconds (a float), got {value!r}{hint}")

@@ -188,7 +188,7 @@ for label, query in (
     ("Jittered(FixedRate(60)).slot_after", Jittered(FixedRate(60), 5, seed=1).slot_after),
     ("cron.slot_after", CRON.slot_after),
 ):
-    for value in (True, "5", None):
+    for value in (True, "5", None, NAN, HUGE):  # NaN: a ValueError from math.floor
         build(f"{label}({value!r})", lambda q=query, v=value: q(v), value)
 for label, two_instants in (
     ("FixedRate(60).first_slot_after", FixedRate(60).first_slot_after),
@@ -201,6 +201,8 @@ for label, two_instants in (
 ):
     build(f"{label}(True, 0)", lambda q=two_instants: q(True, 0), True)
     build(f"{label}(0, True)", lambda q=two_instants: q(0, True), True)
+    build(f"{label}(0, nan)", lambda q=two_instants: q(0, NAN), NAN)
+    build(f"{label}(0, inf)", lambda q=two_instants: q(0, INF), INF)
 for value in (None, "5", NAIVE, AWARE, timedelta(seconds=5), True):
     build(f"cron.fire_times({value!r}, 2)", lambda v=value: CRON.fire_times(v, 2), value)
 for value in (None, "5", NAIVE, HUGE):
