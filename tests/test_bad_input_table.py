@@ -25,6 +25,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -173,7 +174,8 @@ for value in (None, 5, "", "* * *", "61 * * * *", "@reboot", b"* * * * *"):
 for value in (5, "", "Mars/Olympus", True):
     build(f"CronSchedule(tz={value!r})", lambda v=value: CronSchedule("* * * * *", tz=v), value)
 CRON = CronSchedule("0 3 * * *")
-for value in (None, "5", NAIVE, AWARE, timedelta(seconds=5), True, False):
+# Decimal("Infinity") compared with a float raised decimal.InvalidOperation from the search.
+for value in (None, "5", NAIVE, AWARE, timedelta(seconds=5), True, False, Decimal("Infinity")):
     build(f"cron.next_after({value!r})", lambda v=value: CRON.next_after(v), value)
     build(f"cron.first_run({value!r})", lambda v=value: CRON.first_run(v), value)
 # A schedule's other queries of an instant: a bool is not one (checks.instant).
@@ -187,6 +189,7 @@ for label, query in (
     ("OneTime(delay=5).slot_after", OneTime(delay=5).slot_after),
     ("Jittered(FixedRate(60)).slot_after", Jittered(FixedRate(60), 5, seed=1).slot_after),
     ("cron.slot_after", CRON.slot_after),
+    ("Window(FixedRate(60), start=0).first_run", Window(FixedRate(60), start=0).first_run),
 ):
     for value in (True, "5", None, NAN, HUGE):  # NaN: a ValueError from math.floor
         build(f"{label}({value!r})", lambda q=query, v=value: q(v), value)

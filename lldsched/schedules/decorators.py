@@ -268,6 +268,7 @@ class Window(FrozenValue):
     # -- the Schedule protocol --------------------------------------------------------------
 
     def first_run(self, now: float) -> float | None:
+        checks.instant(now, name="first_run()", of=self, error=ScheduleError)
         start = self.start
         if start is None or now >= start:
             return self._within(self.schedule.first_run(now))

@@ -190,7 +190,9 @@ class CronSchedule:
                 base, offsets = shared[2], shared[3]
                 return base + offsets[bisect_right(offsets, timestamp - base)]
             fire, cursor = engine.next_fire(float(timestamp), resume if timestamp == high else None)
-        except (ValueError, OverflowError) as exc:  # NaN; an int no float holds
+        except (ValueError, ArithmeticError) as exc:  # NaN; an int no float holds
+            # Decimal("Infinity") compared with a float raises decimal.InvalidOperation
+            checks.instant(timestamp, name="cron next_after()", error=ScheduleError, within=None)
             raise ScheduleError(f"cron next_after({timestamp!r}): {exc}") from None
         except TypeError:
             checks.instant(timestamp, name="cron next_after()", error=ScheduleError, within=None)
