@@ -5,10 +5,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from datetime import timedelta
+from threading import TIMEOUT_MAX
 
 import pytest
-
-from threading import TIMEOUT_MAX
 
 from lldsched.checks import (
     LONGEST,

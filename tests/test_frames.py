@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import re
 import sys
 from datetime import UTC, datetime
 from typing import Any
@@ -302,6 +303,9 @@ def test_utilisation_rejects_unknown_workers_and_calendar_frequencies() -> None:
         utilisation(frame, workers=[0])
     with pytest.raises(ValidationError, match="'1M'"):
         utilisation(frame, workers=2, freq="1M")
+    for freq in (None, "nat"):  # NaT: int(NaN) raised a bare ValueError
+        with pytest.raises(ValidationError, match=f"got {freq!r}"):
+            utilisation(frame, workers=2, freq=freq)  # type: ignore[arg-type]
     empty = utilisation(to_frame([]), workers=2)
     assert empty.empty and empty.columns.tolist() == [0, 1]
 
@@ -576,3 +580,15 @@ def test_a_time_not_known_is_nat_in_the_frame_and_left_out_of_the_summary() -> N
     assert summary.loc["t", "duration_p95"] == pd.Timedelta(seconds=2)
     (line,) = summarize(records)
     assert line.duration_max == 2.0
+
+
+@pytest.mark.parametrize("schedules", [True, 5, ["task-1"], "task-1"])
+def test_task_summary_and_summarize_refuse_schedules_that_are_no_mapping(
+    schedules: Any,
+) -> None:
+    """``task_summary(frame, True)`` raised a bare ``TypeError``, ``summarize(records,
+    True)`` an ``AttributeError``: ``schedules`` is a mapping of task ids, or None."""
+    for call in (lambda: task_summary(to_frame(RECORDS), schedules),
+                 lambda: summarize(RECORDS, schedules)):  # fmt: skip
+        with pytest.raises(ValidationError, match=f"got {re.escape(repr(schedules))}"):
+            call()

@@ -89,6 +89,7 @@ from lldsched.views.report import (
     TaskColumns,
     TaskSummary,
     overran_slot,
+    schedules_by_id,
     summary_of,
 )
 
@@ -473,6 +474,7 @@ def task_summary(
     (see :func:`schedules_of`) for the overrun count; without it the count is 0.
     """
     check_frame(frame, columns=("task_id", "outcome"))
+    by_id = schedules_by_id(schedules)
     # The rows grouped by task in one stable sort, each column read out once as a list:
     # a task's rows are then one slice of each (a groupby's pandas calls a task, 720
     # tasks at a million rows, took seconds).
@@ -486,7 +488,7 @@ def task_summary(
     attempt = rows_of["attempt"].tolist()
     lateness, duration = _seconds(rows_of["lateness"]), _seconds(rows_of["duration"])
     names = rows_of["name"].take(bounds[:-1]).tolist()
-    overruns = _overruns(rows_of, codes[order], len(task_ids), task_ids, schedules or {})
+    overruns = _overruns(rows_of, codes[order], len(task_ids), task_ids, by_id)
     rows: list[TaskSummary] = []
     for task, (low, high) in enumerate(itertools.pairwise(bounds)):
         columns = TaskColumns(
@@ -623,6 +625,8 @@ def _step(freq: str) -> int:
         length = pd.Timedelta(freq)
     except (ValueError, TypeError) as exc:
         raise ValidationError(f"freq must be a fixed length such as '1h', got {freq!r}") from exc
+    if pd.isna(length):  # None, "nat": int(NaN) raised a bare ValueError below
+        raise ValidationError(f"freq must be a fixed length such as '1h', got {freq!r}")
     step = int(length / pd.Timedelta(1, "us"))
     if step <= 0:
         raise ValidationError(f"freq must be positive, got {freq!r}")

@@ -25,6 +25,7 @@ __all__ = [
     "nearest_rank",
     "overran",
     "percentile",
+    "schedules_by_id",
     "summarize",
     "summary_of",
 ]
@@ -177,6 +178,20 @@ NOT_RUNS = tuple(outcome.value for outcome in Outcome if not outcome.ran)  # Out
 MISFIRES = (Outcome.MISSED.value, Outcome.COALESCED.value)  # slots a misfire policy decided
 
 
+def schedules_by_id(schedules: object) -> Mapping[str, Schedule]:
+    """The ``schedules`` a summary takes (task id to schedule, for the overrun count;
+    ``None``: none) as a mapping, else :class:`~lldsched.errors.ValidationError`:
+    ``summarize(records, True)`` raised ``AttributeError`` (``'bool' object has no
+    attribute 'get'``) and ``task_summary(frame, True)`` a bare ``TypeError``."""
+    if schedules is None:
+        return {}
+    if not isinstance(schedules, Mapping):
+        raise ValidationError(
+            f"schedules must map task ids to schedules (a dict, or None), got {schedules!r}"
+        )
+    return schedules
+
+
 def summarize(
     records: Iterable[ExecutionRecord], schedules: Mapping[str, Schedule] | None = None
 ) -> list[TaskSummary]:
@@ -185,6 +200,7 @@ def summarize(
     ``schedules`` maps task ids to schedules, for counting overruns."""
     if not isinstance(records, Iterable) or isinstance(records, str | bytes | Mapping):
         raise ValidationError(f"summarize() takes ExecutionRecords, got {records!r}")
+    by_id = schedules_by_id(schedules)
     grouped: dict[str, list[ExecutionRecord]] = {}
     for record in records:
         if not isinstance(record, ExecutionRecord):
@@ -192,7 +208,7 @@ def summarize(
         grouped.setdefault(record.task_id, []).append(record)
     rows = []
     for task_id, group in grouped.items():
-        schedule = (schedules or {}).get(task_id)
+        schedule = by_id.get(task_id)
         # Each record's outcome and duration (its own rules, properties) asked once, and
         # the overruns counted from them only for a task with a schedule (asking twice,
         # and for every task, was 40 % of a million records' summary).
