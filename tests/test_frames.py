@@ -303,6 +303,8 @@ def test_utilisation_rejects_unknown_workers_and_calendar_frequencies() -> None:
         utilisation(frame, workers=[0])
     with pytest.raises(ValidationError, match="'1M'"):
         utilisation(frame, workers=2, freq="1M")
+    with pytest.raises(ValidationError, match=f"got {10**30}"):  # was OverflowError
+        utilisation(frame, workers=10**30)
     for freq in (None, "nat"):  # NaT: int(NaN) raised a bare ValueError
         with pytest.raises(ValidationError, match=f"got {freq!r}"):
             utilisation(frame, workers=2, freq=freq)  # type: ignore[arg-type]

@@ -614,7 +614,7 @@ def _workers(workers: object) -> list[int]:
                 return [operator.index(w) for w in indexes]
         elif isinstance(workers, SupportsIndex) and not isinstance(workers, bool):
             return list(range(operator.index(workers)))
-    except TypeError:
+    except (TypeError, OverflowError):  # 10**30 workers: range's length is no C ssize_t
         pass
     raise ValidationError(f"workers must be a count or a list of worker indexes, got {workers!r}")
 
