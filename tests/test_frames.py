@@ -30,9 +30,11 @@ from lldsched import (
 )
 from lldsched.schedules.base import Schedule
 from lldsched.sim.scenario import build_scenario
+from lldsched.sim.simulation import MAX_WORKERS
 from lldsched.views.frames import (
     COLUMNS,
     DTYPES,
+    MOST_WORKERS,
     OUTCOMES,
     ran,
     schedules_of,
@@ -303,8 +305,13 @@ def test_utilisation_rejects_unknown_workers_and_calendar_frequencies() -> None:
         utilisation(frame, workers=[0])
     with pytest.raises(ValidationError, match="'1M'"):
         utilisation(frame, workers=2, freq="1M")
-    with pytest.raises(ValidationError, match=f"got {10**30}"):  # was OverflowError
-        utilisation(frame, workers=10**30)
+    # A count is a column each: 10**9 built a billion lanes, 10**30 raised OverflowError.
+    for count in (MOST_WORKERS + 1, 10**9, 10**30):
+        with pytest.raises(ValidationError, match=f"at most 100,000 .* got {count}$"):
+            utilisation(frame, workers=count)
+    assert MOST_WORKERS == MAX_WORKERS  # the simulation's, which a view may not import
+    with pytest.raises(ValidationError, match=r"freq='1us' cuts these runs into more than"):
+        utilisation(frame, workers=2, freq="1us")  # hundreds of millions: gigabytes
     for freq in (None, "nat"):  # NaT: int(NaN) raised a bare ValueError
         with pytest.raises(ValidationError, match=f"got {freq!r}"):
             utilisation(frame, workers=2, freq=freq)  # type: ignore[arg-type]

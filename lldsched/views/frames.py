@@ -589,6 +589,11 @@ def utilisation(
     bins = int(last_bin.max()) + 1
     # Split each run into one piece per interval it touches.
     pieces = (last_bin - first_bin + 1).astype(np.int64)
+    if bins > MOST_INTERVALS or int(pieces.sum()) > MOST_INTERVALS:
+        raise ValidationError(
+            f"freq={freq!r} cuts these runs into more than {MOST_INTERVALS:,} intervals "
+            f"({bins:,}); give a longer freq"
+        )
     run = np.repeat(np.arange(len(start)), pieces)
     offset = np.arange(len(run)) - np.repeat(np.cumsum(pieces) - pieces, pieces)
     bin_index = first_bin[run] + offset
@@ -604,17 +609,37 @@ def utilisation(
     return result[columns]
 
 
+MOST_INTERVALS = 10_000_000
+"""The most intervals :func:`utilisation` cuts runs into (a run crossing several counts
+in each): ``freq="1us"`` over ten minutes of runs asked for 600 million, and the arrays
+took gigabytes and a minute before a frame; a year of minutes is 525,600."""
+
+MOST_WORKERS = 100_000
+"""The largest count of workers :func:`utilisation` takes: as many as a simulation may
+have (``lldsched.sim.simulation.MAX_WORKERS``, which a view may not import;
+``tests/test_frames.py`` keeps the two equal).  A count is a column each: ``workers=10**9``
+built a list of a billion lanes (gigabytes, a minute of the machine) before a frame of
+them, and ``10**30`` raised ``OverflowError``."""
+
+
 def _workers(workers: object) -> list[int]:
-    """``utilisation``'s ``workers``: a count (``0 .. workers-1``) or worker indexes
-    (numpy's integers too: ``operator.index``; a bool is neither)."""
+    """``utilisation``'s ``workers``: a count (``0 .. workers-1``, at most
+    :data:`MOST_WORKERS`) or worker indexes (numpy's integers too: ``operator.index``; a
+    bool is neither)."""
     try:
         if isinstance(workers, Iterable) and not isinstance(workers, str | bytes):
             indexes = list(workers)
             if not any(isinstance(w, bool) for w in indexes):
                 return [operator.index(w) for w in indexes]
         elif isinstance(workers, SupportsIndex) and not isinstance(workers, bool):
-            return list(range(operator.index(workers)))
-    except (TypeError, OverflowError):  # 10**30 workers: range's length is no C ssize_t
+            count = operator.index(workers)
+            if count <= MOST_WORKERS:
+                return list(range(count))
+            raise ValidationError(
+                f"workers must be a count of at most {MOST_WORKERS:,} (as many as a simulation "
+                f"has) or a list of worker indexes, got {workers!r}"
+            )
+    except TypeError:
         pass
     raise ValidationError(f"workers must be a count or a list of worker indexes, got {workers!r}")
 
