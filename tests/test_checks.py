@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from datetime import timedelta
+from decimal import Decimal
+from fractions import Fraction
 from threading import TIMEOUT_MAX
 
 import pytest
@@ -240,3 +243,14 @@ def test_a_number_past_the_span_of_a_datetime_is_refused_saying_so(value: object
     assert repr(value) in str(caught.value)
     assert seconds(LONGEST, name="period", above=0) == LONGEST
     assert seconds(-LONGEST, name="when") == -LONGEST
+
+
+def test_a_number_is_an_int_or_a_float_numpy_float64_included() -> None:
+    """docs/GUIDE.md's rule: numpy's ``float64`` is a ``float`` (a subclass) and is taken
+    as it is; a ``Decimal``, a ``Fraction``, numpy's ``int64`` and ``float32`` are not
+    ``int`` or ``float`` and are refused, quoting them (convert with ``float()``)."""
+    np = pytest.importorskip("numpy")
+    assert seconds(np.float64(5.0), name="period", above=0) == 5.0
+    for value in (Decimal("5"), Fraction(5, 1), np.int64(5), np.float32(5.0)):
+        with pytest.raises(ValidationError, match=re.escape(f"got {value!r}")):
+            seconds(value, name="period", above=0)
