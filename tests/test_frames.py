@@ -601,3 +601,15 @@ def test_task_summary_and_summarize_refuse_schedules_that_are_no_mapping(
                  lambda: summarize(RECORDS, schedules)):  # fmt: skip
         with pytest.raises(ValidationError, match=f"got {re.escape(repr(schedules))}"):
             call()
+
+
+@pytest.mark.parametrize("source", [5, "records", b"x", bytearray(b"x"), {"task-1": 1}])
+def test_to_frame_and_summarize_refuse_what_is_no_runtime_store_or_records(
+    source: Any,
+) -> None:
+    """Text, bytes and mappings are iterables but not records (``report.records_iterable``,
+    the one rule): ``to_frame(bytearray(b"x"))`` iterated its ints and said "got 120"."""
+    with pytest.raises(ValidationError, match=f"got {re.escape(repr(source))}$"):
+        to_frame(source)
+    with pytest.raises(ValidationError, match=f"got {re.escape(repr(source))}$"):
+        summarize(source)

@@ -89,6 +89,7 @@ from lldsched.views.report import (
     TaskColumns,
     TaskSummary,
     overran_slot,
+    records_iterable,
     schedules_by_id,
     summary_of,
 )
@@ -156,7 +157,7 @@ def records_of(source: object) -> tuple[list[ExecutionRecord], dict[str, int]]:
         store: Any = source
         priorities = {snap.task.id: int(snap.task.priority) for snap in store.load_all()}
         return list(store.records()), priorities
-    if isinstance(source, str | bytes) or not isinstance(source, Iterable):
+    if not records_iterable(source):
         raise ValidationError(
             "to_frame() takes a runtime (Scheduler, Simulation), a store with records() and "
             f"load_all(), or an iterable of ExecutionRecord; got {source!r}"

@@ -10,7 +10,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import compress
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypeGuard
 
 from lldsched.errors import ValidationError
 from lldsched.model import ExecutionRecord, Outcome
@@ -25,6 +25,7 @@ __all__ = [
     "nearest_rank",
     "overran",
     "percentile",
+    "records_iterable",
     "schedules_by_id",
     "summarize",
     "summary_of",
@@ -178,6 +179,16 @@ NOT_RUNS = tuple(outcome.value for outcome in Outcome if not outcome.ran)  # Out
 MISFIRES = (Outcome.MISSED.value, Outcome.COALESCED.value)  # slots a misfire policy decided
 
 
+def records_iterable(records: object) -> TypeGuard[Iterable[Any]]:
+    """True when ``records`` may be iterated as records (:func:`summarize`,
+    ``frames.to_frame``): an iterable, but not text, bytes or a mapping (a
+    ``bytearray`` iterated as its ints, and ``to_frame(bytearray(b"x"))`` said "got
+    120")."""
+    return isinstance(records, Iterable) and not isinstance(
+        records, str | bytes | bytearray | Mapping
+    )
+
+
 def schedules_by_id(schedules: object) -> Mapping[str, Schedule]:
     """The ``schedules`` a summary takes (task id to schedule, for the overrun count;
     ``None``: none) as a mapping, else :class:`~lldsched.errors.ValidationError`:
@@ -198,7 +209,7 @@ def summarize(
     """Per-task summaries, in the order the tasks first appear in ``records`` (a task
     whose slots were all decided without a run too, with ``runs == 0``).
     ``schedules`` maps task ids to schedules, for counting overruns."""
-    if not isinstance(records, Iterable) or isinstance(records, str | bytes | Mapping):
+    if not records_iterable(records):
         raise ValidationError(f"summarize() takes ExecutionRecords, got {records!r}")
     by_id = schedules_by_id(schedules)
     grouped: dict[str, list[ExecutionRecord]] = {}
