@@ -28,12 +28,14 @@ on a ``FakeClock``) which runs the accepted schedules for a few steps.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import string
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -262,7 +264,7 @@ CONSTRUCTORS: dict[str, Callable[[object], object]] = {
     "CronSchedule(tz)": lambda v: CronSchedule("0 3 * * *", tz=v),
     "Window(start)": lambda v: Window(FixedRate(60), start=v, max_runs=10),
     "Window(end)": lambda v: Window(FixedRate(60), end=v, max_runs=10),
-    "Window(max_runs)": lambda v: Window(FixedRate(60), max_runs=v),
+    "Window(max_runs)": lambda v: Window(FixedRate(60), end=T0 + 86400, max_runs=v),
     "Window(schedule)": lambda v: Window(v, max_runs=1),
     "Jittered(max_delay)": lambda v: Jittered(FixedRate(60), v, seed=1),
     "Jittered(seed)": lambda v: Jittered(FixedRate(60), 5, seed=v),
@@ -297,11 +299,20 @@ CONSTRUCTORS: dict[str, Callable[[object], object]] = {
 }
 
 
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where a store a drawn path names is made (``SqliteTaskStore(" ")`` is a file)."""
+    return tmp_path_factory.mktemp("stores")
+
+
 @pytest.mark.parametrize("label", sorted(CONSTRUCTORS))
 @FUZZ
 @given(value=anything)
-def test_a_constructor_refuses_a_hostile_value_quoting_it(label: str, value: object) -> None:
-    assert_refused_or_fine(None, lambda: CONSTRUCTORS[label](value), value)
+def test_a_constructor_refuses_a_hostile_value_quoting_it(
+    scratch: Path, label: str, value: object
+) -> None:
+    with contextlib.chdir(scratch):
+        assert_refused_or_fine(None, lambda: CONSTRUCTORS[label](value), value)
 
 
 SCHEDULER_SETTINGS = (
