@@ -164,8 +164,9 @@ def quoted(message: str, bad: object) -> bool:
     if isinstance(bad, timedelta):  # quoted with its seconds (checks._timedelta)
         seconds = bad.total_seconds()
         return f"{seconds:g}" in message or repr(seconds) in message
-    if isinstance(bad, list):  # args=[...] is quoted as the tuple it is called with
-        return repr(tuple(bad)) in message
+    if isinstance(bad, list):  # args=[...] is quoted as the tuple it is called with,
+        # a list of records or ids by the item that is wrong
+        return repr(tuple(bad)) in message or any(repr(item) in message for item in bad)
     return False
 
 
