@@ -8,20 +8,36 @@ live in one place:
   ``bool`` (``True == 1``, but it is a mistake), or a :class:`datetime.timedelta`
   (read as its ``total_seconds()``); finite (not NaN, not infinite) and within the
   given bounds;
+* a **step** (:func:`step`: a fixed rate's period, a jitter's ``max_delay``) is a number of
+  seconds ``> 0`` and at least :data:`FINEST`, a microsecond: a shorter one is lost when
+  added to an instant (at 2026 a float's epoch seconds step by 0.24 µs), so
+  ``FixedRate(1e-9)`` ran its first slot forever at one instant, and ``Jittered(...,
+  max_delay=1e-300)`` divided a slot by it into ``inf`` (``OverflowError``);
 * a **plain number** (:func:`number`) is the same without the ``timedelta``: an
   instant in epoch seconds, a multiplier, a sigma are not durations;
 * an **instant** a schedule's query takes (:func:`instant`: ``first_run(now)``,
   ``slot_after(slot)``, cron's ``next_after(t)``) is an ``int`` or a ``float``, never a
-  ``bool`` (``next_after(True)`` answered the first fire after 1970-01-01T00:00:01);
+  ``bool`` (``next_after(True)`` answered the first fire after 1970-01-01T00:00:01),
+  within ±:data:`FARTHEST` (so not NaN, not infinite);
 * a **whole count** (:func:`whole`, :func:`whole_or_none`) is an ``int``, never a
   ``bool``, within the given bounds;
 * a **fraction** (:func:`fraction`) is an ``int`` or ``float``, never a ``bool``,
   in ``[0, 1]`` (NaN is not);
 * a **flag** (:func:`flag`) is ``True`` or ``False``, nothing else (``1``, ``"yes"``
-  and ``None`` are mistakes, not truthy values).
+  and ``None`` are mistakes, not truthy values);
+* a **wait** (:func:`wait_seconds`: the timeout of a call that blocks its caller, such as
+  ``shutdown()``, ``metrics()``, ``wait_idle()``, ``EventLog.wait_for()``) is a number of
+  seconds, and one longer than a thread can wait (``threading.TIMEOUT_MAX``, some 292
+  years) waits that long: ``timeout=1e10`` means "as long as it takes" and is not a
+  mistake, but the lock and condition waits raise ``OverflowError`` past it.
 
 An ``int`` too large for a float (``10**400``) is not finite: every number of seconds
-becomes a float somewhere, and there it would raise ``OverflowError``.
+becomes a float somewhere, and there it would raise ``OverflowError``.  Nor is a
+number past :data:`LONGEST` either way (315,537,897,600: the seconds from year 1 to
+year 9999, the span of a ``datetime``), though a float holds it: no instant a
+``datetime`` shows is that far from another, so such a period, delay or duration only
+makes a task due past year 9999 (or, past ``1e308``, at ``inf``) that nothing can show
+or reach, and ``FixedRate(1e300)`` was taken as readily as ``FixedRate(60)``.
 
 Each function returns the value as given (an ``int`` stays an ``int``, so
 a literal shared by many schedules costs no memory; a ``timedelta`` comes back as
@@ -48,10 +64,29 @@ from __future__ import annotations
 
 import math
 from datetime import timedelta
+from threading import TIMEOUT_MAX
 
 from lldsched.errors import ValidationError
 
-__all__ = ["flag", "fraction", "instant", "number", "seconds", "whole", "whole_or_none"]
+__all__ = [
+    "FARTHEST",
+    "FINEST",
+    "LONGEST",
+    "flag",
+    "fraction",
+    "instant",
+    "number",
+    "seconds",
+    "step",
+    "wait_seconds",
+    "whole",
+    "whole_or_none",
+]
+
+
+LONGEST = 315537897600.0
+"""The largest number of seconds (or plain number) the checks take, either way: from
+0001-01-01 to 10000-01-01 UTC, the span of a ``datetime`` (see the module docstring)."""
 
 
 def _bound(at_least: float | None, above: float | None) -> str:
@@ -82,17 +117,50 @@ def seconds(
         if isinstance(value, timedelta):  # here, so a plain number pays nothing for it
             return _timedelta(value, name, at_least, above, error, unit, expected)
         raise error(f"{name} {expected or 'must be ' + kind}, got {value!r}")
-    try:
-        finite = math.isfinite(value)
-    except OverflowError:  # an int past a float's range (10**400): no float holds it
-        finite = False
+    # One chained comparison says finite and within LONGEST: NaN compares False, and an
+    # int compares exactly with a float, so 10**400 raises no OverflowError here.
     if (
-        not finite
+        not -LONGEST <= value <= LONGEST
         or (at_least is not None and value < at_least)
         or (above is not None and value <= above)
     ):
-        raise error(f"{name} {_expected(at_least, above, unit, expected)}, got {value!r}")
+        words = _expected(at_least, above, unit, expected, value=value)
+        raise error(f"{name} {words}, got {value!r}")
     return value
+
+
+FINEST = 1e-6
+"""The shortest step the checks take (:func:`step`): a microsecond, the resolution of a
+``timedelta`` and of a frame's times."""
+
+
+def step(value: object, *, name: str, error: type[Exception] = ValidationError) -> float:
+    """:func:`seconds` ``> 0``, and then at least :data:`FINEST`: ``"FixedRate period
+    must be at least 1e-06 seconds (a microsecond: a shorter step is lost in an
+    instant's float), got 1e-09"``."""
+    checked = seconds(value, name=name, above=0, error=error)
+    if checked < FINEST:
+        raise error(
+            f"{name} must be at least {FINEST:g} seconds (a microsecond: a shorter step is "
+            f"lost in an instant's float), got {value!r}"
+        )
+    return checked
+
+
+def wait_seconds(
+    value: object,
+    *,
+    name: str,
+    at_least: float | None = 0,
+    above: float | None = None,
+    error: type[Exception] = ValidationError,
+) -> float:
+    """:func:`seconds` for a call that blocks its caller: checked the same way (``>= 0``
+    unless ``at_least`` says otherwise), then capped at ``threading.TIMEOUT_MAX``, the
+    longest a lock or a condition can wait (``metrics(timeout=1e10)`` raised
+    ``OverflowError`` from ``Lock.acquire``)."""
+    checked = seconds(value, name=name, at_least=at_least, above=above, error=error)
+    return TIMEOUT_MAX if checked > TIMEOUT_MAX else checked
 
 
 def _timedelta(
@@ -107,17 +175,31 @@ def _timedelta(
     """:func:`seconds` of a ``timedelta``: always finite, so only the bounds can refuse
     it; the message quotes it with its seconds (a negative one's repr reads badly)."""
     total = value.total_seconds()
-    if (at_least is not None and total < at_least) or (above is not None and total <= above):
-        words = _expected(at_least, above, unit, expected)
+    if (
+        not -LONGEST <= total <= LONGEST
+        or (at_least is not None and total < at_least)
+        or (above is not None and total <= above)
+    ):
+        words = _expected(at_least, above, unit, expected, value=total)
         raise error(f"{name} {words}, got {value!r} ({total:g} seconds)")
     return total
 
 
-def _expected(at_least: float | None, above: float | None, unit: str, expected: str | None) -> str:
-    """The words after the name when a number is refused: the site's own, or ``"must be
-    finite and > 0 seconds"``."""
+def _expected(
+    at_least: float | None,
+    above: float | None,
+    unit: str,
+    expected: str | None,
+    *,
+    value: float,
+) -> str:
+    """The words after the name when ``value`` is refused: the site's own, ``"must be
+    finite and > 0 seconds"``, or for a finite number past :data:`LONGEST` the limit."""
     if expected is not None:
         return expected
+    if value == value and abs(value) != math.inf and abs(value) > LONGEST:
+        size = f"{LONGEST:.0f} {unit}" if unit else f"{LONGEST:.0f}"
+        return f"must be within ±{size} (the span of a datetime, year 1 to 9999)"
     bound = _bound(at_least, above)
     if not bound:
         return "must be finite"
@@ -227,20 +309,38 @@ def fraction(
     return value
 
 
+FARTHEST = 1e15
+"""The farthest instant (epoch seconds, either way) a schedule's query takes: some 31
+million years from 1970, far past any a runtime computes (a datetime's range, plus the
+longest period and the longest jitter), and near enough that a slot divided by the finest
+step (:data:`FINEST`) stays a float.  ``FixedRate(60).first_slot_after(0, nan)`` raised
+``ValueError`` from ``math.floor`` and ``first_run(10**400)`` ``OverflowError``."""
+
+
 def instant(
-    value: object, *, name: str, of: object = None, error: type[Exception] = ValidationError
+    value: object,
+    *,
+    name: str,
+    of: object = None,
+    error: type[Exception] = ValidationError,
+    within: float | None = FARTHEST,
 ) -> float:
     """``value`` if it is epoch seconds as a schedule's query takes them (an ``int`` or a
-    ``float``, not a ``bool``), else ``error``: ``"FixedRate.first_run() takes epoch
-    seconds (a float), got True"``.  ``of``: the schedule whose query ``name`` is, its
-    class named in the message (``name="first_run()", of=self``).  Its finiteness is the
-    query's to judge (cron's searches refuse NaN).  Kept to two identity tests for a
-    plain float or int, and the message built only for a bad value: the schedules'
-    queries run once per run and once per registration (a name built at every call cost
-    a registration 1.8 %: 36,611 -> 35,950 instructions)."""
+    ``float``, not a ``bool``, within ±:data:`FARTHEST`: NaN and ``inf`` are not), else
+    ``error``: ``"FixedRate.first_run() takes epoch seconds (a float), got True"``.
+    ``of``: the schedule whose query ``name`` is, its class named in the message
+    (``name="first_run()", of=self``).  ``within=None`` takes any number: cron's
+    searches answer ``None`` for ``±inf`` and refuse NaN in their own words.  Kept to two
+    identity tests and one chained comparison for a plain float or int, and the message
+    built only for a bad value: the schedules' queries run once per run and once per
+    registration (a name built at every call cost a registration 1.8 %: 36,611 -> 35,950
+    instructions)."""
     kind = value.__class__
     if kind is float or kind is int or (isinstance(value, int | float) and kind is not bool):
-        return value  # type: ignore[return-value]
+        if within is None or -within <= value <= within:  # type: ignore[operator]
+            return value  # type: ignore[return-value]
+        query = name if of is None else f"{type(of).__name__}.{name}"
+        raise error(f"{query} takes finite epoch seconds within ±{within:g}, got {value!r}")
     query = name if of is None else f"{type(of).__name__}.{name}"
     hint = " (an instant: use .timestamp())" if hasattr(value, "timestamp") else ""
     raise error(f"{query} takes epoch seconds (a float), got {value!r}{hint}")

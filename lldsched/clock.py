@@ -20,7 +20,17 @@ from typing import Protocol, runtime_checkable
 from lldsched import checks
 from lldsched.errors import ValidationError
 
-__all__ = ["UTC_NAMES", "Clock", "FakeClock", "SystemClock", "to_timestamp", "utc_datetime"]
+__all__ = [
+    "EARLIEST",
+    "LATEST",
+    "UTC_NAMES",
+    "Clock",
+    "FakeClock",
+    "SystemClock",
+    "to_timestamp",
+    "utc_datetime",
+    "within_datetimes",
+]
 
 
 def to_timestamp(value: float | int | datetime, *, name: str = "time") -> float:
@@ -29,7 +39,12 @@ def to_timestamp(value: float | int | datetime, *, name: str = "time") -> float:
     A wall time its zone skips (02:30 in Berlin on the night the clocks go forward) is
     refused too: Python would read it with the offset before the gap, an instant whose
     wall time is another.  A repeated wall time (the night they go back) is the one
-    its ``fold`` says: 0 the first, 1 the second."""
+    its ``fold`` says: 0 the first, 1 the second.
+
+    An instant is one a ``datetime`` can show (:data:`EARLIEST` to :data:`LATEST`: year 1
+    to year 9999, UTC): a task due at ``1e300`` could not be explained, listed or drawn
+    (``OneTime(at=1e300).explain()`` raised ``OverflowError``).  The last microsecond of
+    year 9999 is refused too: its float rounds to the first instant of year 10000."""
     if isinstance(value, datetime):
         if value.tzinfo is None or value.utcoffset() is None:
             raise ValidationError(
@@ -45,8 +60,35 @@ def to_timestamp(value: float | int | datetime, *, name: str = "time") -> float:
                 f"{name} {value.replace(tzinfo=None, fold=0)} does not exist in "
                 f"{value.tzinfo} (its clocks skip it), got {value!r}"
             )
+        return within_datetimes(stamp, name=name, given=value)
+    stamp = float(checks.number(value, name=name, kind="epoch seconds or an aware datetime"))
+    return within_datetimes(stamp, name=name, given=value)
+
+
+EARLIEST = -62135596800.0
+"""0001-01-01T00:00:00 UTC in epoch seconds: the first instant a ``datetime`` shows."""
+
+LATEST = 253402300800.0
+"""10000-01-01T00:00:00 UTC in epoch seconds: the first instant past a ``datetime``'s
+range (every instant is before it)."""
+
+
+def within_datetimes(
+    stamp: float,
+    *,
+    name: str,
+    given: object,
+    words: str = "must be an instant from year 1 to year 9999",
+) -> float:
+    """``stamp`` if a ``datetime`` can show it (``EARLIEST <= stamp < LATEST``), else
+    :class:`~lldsched.errors.ValidationError` quoting ``given``, the value the caller
+    was passed (``words``: what the message says of it)."""
+    if EARLIEST <= stamp < LATEST:
         return stamp
-    return float(checks.number(value, name=name, kind="epoch seconds or an aware datetime"))
+    raise ValidationError(
+        f"{name} {words} (epoch seconds >= {EARLIEST:.0f} and < {LATEST:.0f}: the range "
+        f"of a datetime), got {given!r}"
+    )
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -137,8 +179,13 @@ class FakeClock:
         returns now."""
         step = checks.seconds(seconds, name="advance()", at_least=0, expected="takes seconds >= 0")
         with self._lock:
-            self._now += float(step)
-            now = self._now
+            now = within_datetimes(
+                self._now + float(step),
+                name="advance()",
+                given=seconds,
+                words="would move the clock past year 9999",
+            )
+            self._now = now
         self._notify_all()
         return now
 
@@ -147,7 +194,7 @@ class FakeClock:
         target = to_timestamp(when, name="when")
         with self._lock:
             if target < self._now:
-                raise ValidationError(f"FakeClock cannot go back from {self._now!r} to {target!r}")
+                raise ValidationError(f"FakeClock cannot go back from {self._now!r} to {when!r}")
             self._now = target
         self._notify_all()
         return target

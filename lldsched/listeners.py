@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from datetime import timedelta
 from typing import Protocol, runtime_checkable
 
-from lldsched.checks import seconds
+from lldsched.checks import wait_seconds
 from lldsched.errors import ValidationError, error_text
 from lldsched.logs import LISTENERS, Repeats, say_with_traceback
 from lldsched.model import ExecutionRecord, TaskEvent
@@ -203,7 +203,7 @@ class EventLog:
             raise ValidationError(
                 f"wait_for() takes a predicate, a function of a TaskEvent, got {predicate!r}"
             )
-        deadline = time.monotonic() + seconds(timeout, name="wait_for() timeout", at_least=0)
+        deadline = time.monotonic() + wait_seconds(timeout, name="wait_for() timeout")
         checked = 0
         with self._cond:
             while True:

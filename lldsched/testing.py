@@ -74,7 +74,7 @@ class Stepper:
             raise ValidationError(
                 f"Stepper needs a Scheduler built with clock=FakeClock(...), got clock={clock!r}"
             )
-        self._timeout = checks.seconds(timeout, name="Stepper timeout", above=0)
+        self._timeout = checks.wait_seconds(timeout, name="Stepper timeout", above=0)
         self._scheduler = scheduler
         self._clock = clock
         self._closed = False

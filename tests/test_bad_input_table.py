@@ -25,6 +25,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -119,11 +120,33 @@ for value in (None, -1, NAN, INF, HUGE, True, "60", timedelta(seconds=-5)):
     build(f"Jittered(max_delay={value!r})",
           lambda v=value: Jittered(FixedRate(60), v, seed=1), value)  # fmt: skip
     build(f"FakeClock().advance({value!r})", lambda v=value: FakeClock().advance(v), value)
-for value in (NAN, INF, HUGE, True, "2026-01-05", NAIVE, timedelta(seconds=5)):
+# A number of seconds past the span of a datetime (checks.LONGEST): FixedRate(1.7e308) made
+# its task due at inf after one run, and a duration of 1e300 a record no frame could hold.
+for value in (1e300, -1e300, 3.2e11, timedelta.max):
+    build(f"FixedRate({value!r})", lambda v=value: FixedRate(v), value)
+    build(f"OneTime(delay={value!r})", lambda v=value: OneTime(delay=v), value)
+    build(f"RetryPolicy(max_backoff={value!r})",
+          lambda v=value: RetryPolicy(max_backoff=v), value)  # fmt: skip
+# A step below a microsecond (checks.FINEST) is lost in an instant's float: FixedRate(1e-9)
+# ran one slot forever at one instant; Jittered(max_delay=1e-300) raised OverflowError.
+for value in (1e-9, 5e-324, 9.99e-7):
+    build(f"FixedRate({value!r})", lambda v=value: FixedRate(v), value)
+    build(f"Jittered(max_delay={value!r})",
+          lambda v=value: Jittered(FixedRate(60), v, seed=1), value)  # fmt: skip
+build("RetryPolicy(multiplier=1e300)", lambda: RetryPolicy(multiplier=1e300), 1e300)
+# An instant a datetime cannot show (past year 9999, before year 1) is refused: a task due
+# then could not be explained or listed (OneTime(at=1e300).explain() raised OverflowError).
+PAST_9999 = (1e300, -1e300, 253402300800.0, datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC))
+for value in (NAN, INF, HUGE, True, "2026-01-05", NAIVE, timedelta(seconds=5), *PAST_9999):
     build(f"OneTime(at={value!r})", lambda v=value: OneTime(at=v), value)
     build(f"Window(start={value!r})", lambda v=value: Window(FixedRate(60), start=v), value)
     build(f"FakeClock({value!r})", lambda v=value: FakeClock(v), value)
     build(f"Simulation(start={value!r})", lambda v=value: Simulation(start=v), value)
+for value in PAST_9999:
+    build(f"Window(end={value!r})", lambda v=value: Window(FixedRate(60), end=v), value)
+    build(f"FakeClock().set({value!r})", lambda v=value: FakeClock().set(v), value)
+build("FakeClock(T0).advance(1e300)", lambda: FakeClock(T0).advance(1e300), 1e300)
+build("FakeClock(T0).set(-(2**53) - 1)", lambda: FakeClock(T0).set(-(2**53) - 1), -(2**53) - 1)
 build("Window() with no bound", lambda: Window(FixedRate(60)), Named("needs at least one of"))
 for value in (0, -1, 2.5, True, "3"):
     build(f"RetryPolicy(max_attempts={value!r})",
@@ -151,7 +174,8 @@ for value in (None, 5, "", "* * *", "61 * * * *", "@reboot", b"* * * * *"):
 for value in (5, "", "Mars/Olympus", True):
     build(f"CronSchedule(tz={value!r})", lambda v=value: CronSchedule("* * * * *", tz=v), value)
 CRON = CronSchedule("0 3 * * *")
-for value in (None, "5", NAIVE, AWARE, timedelta(seconds=5), True, False):
+# Decimal("Infinity") compared with a float raised decimal.InvalidOperation from the search.
+for value in (None, "5", NAIVE, AWARE, timedelta(seconds=5), True, False, Decimal("Infinity")):
     build(f"cron.next_after({value!r})", lambda v=value: CRON.next_after(v), value)
     build(f"cron.first_run({value!r})", lambda v=value: CRON.first_run(v), value)
 # A schedule's other queries of an instant: a bool is not one (checks.instant).
@@ -165,8 +189,9 @@ for label, query in (
     ("OneTime(delay=5).slot_after", OneTime(delay=5).slot_after),
     ("Jittered(FixedRate(60)).slot_after", Jittered(FixedRate(60), 5, seed=1).slot_after),
     ("cron.slot_after", CRON.slot_after),
+    ("Window(FixedRate(60), start=0).first_run", Window(FixedRate(60), start=0).first_run),
 ):
-    for value in (True, "5", None):
+    for value in (True, "5", None, NAN, HUGE):  # NaN: a ValueError from math.floor
         build(f"{label}({value!r})", lambda q=query, v=value: q(v), value)
 for label, two_instants in (
     ("FixedRate(60).first_slot_after", FixedRate(60).first_slot_after),
@@ -179,6 +204,8 @@ for label, two_instants in (
 ):
     build(f"{label}(True, 0)", lambda q=two_instants: q(True, 0), True)
     build(f"{label}(0, True)", lambda q=two_instants: q(0, True), True)
+    build(f"{label}(0, nan)", lambda q=two_instants: q(0, NAN), NAN)
+    build(f"{label}(0, inf)", lambda q=two_instants: q(0, INF), INF)
 for value in (None, "5", NAIVE, AWARE, timedelta(seconds=5), True):
     build(f"cron.fire_times({value!r}, 2)", lambda v=value: CRON.fire_times(v, 2), value)
 for value in (None, "5", NAIVE, HUGE):
@@ -234,7 +261,7 @@ for value in (-2, 2.5, True, "1h", timedelta(seconds=-1), NAN):
           lambda v=value: Simulation(retain_finished=v), value)  # fmt: skip
 
 
-for value in (5, None, b"x.db", 2.5):
+for value in (5, None, b"x.db", 2.5, "tasks\x00.db"):
     build(f"SqliteTaskStore({value!r})", lambda v=value: SqliteTaskStore(v), value)
 for key, value in [("retention", 0), ("retention", True), ("retention", "10"),
                    ("synchronous", "FAST"), ("timeout", -1), ("timeout", HUGE),
@@ -405,9 +432,15 @@ for value in (None, -1, NAN, INF, HUGE, True, "5", NAIVE, timedelta(seconds=5)):
     SIMULATED.append((f"at({value!r}, fn)", lambda s, v=value: s.at(v, noop), value))
 for value in (None, -1, NAN, INF, HUGE, True, "5", NAIVE):
     SIMULATED.append((f"run_for({value!r})", lambda s, v=value: s.run_for(v), value))
+# An instant in the past is quoted as given, not as its epoch seconds.
+YEAR_1 = datetime(1, 1, 1, tzinfo=UTC)
+SIMULATED.append(("run(year 1)", lambda s: s.run(YEAR_1), YEAR_1))
+SIMULATED.append(("at(year 1, fn)", lambda s: s.at(YEAR_1, noop), YEAR_1))
+SIMULATED.append(("run_for(past year 9999)", lambda s: s.run_for(2.6e11), 2.6e11))
 for value in (None, 5, one_argument):
     SIMULATED.append((f"at(..., fn={value!r})", lambda s, v=value: s.at(T0 + 60, v), value))
 for key, value in [("duration", -1), ("duration", NAN), ("duration", HUGE), ("duration", "5"),
+                   ("duration", 1e300),
                    ("duration", None), ("duration", True), ("fails", 2), ("fails", -0.1),
                    ("fails", True), ("fails", None), ("fails", "x"), ("fails", NAN)]:  # fmt: skip
     SIMULATED.append((f"schedule({key}={value!r})",
@@ -593,7 +626,7 @@ def test_the_table_covers_every_public_control_verb_of_both_runtimes() -> None:
     covered |= {"scheduled", "@scheduled"}
     no_argument = {"dead_letter", "pending", "tasks", "records", "queue_stats", "start",
                    "packed_records", "record_log", "step", "remove_listener",
-                   "orphans"}  # fmt: skip
+                   "orphans", "schedules", "priorities"}  # fmt: skip
     for kind in (Scheduler, Simulation):
         verbs = {
             name

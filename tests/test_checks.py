@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from datetime import timedelta
+from decimal import Decimal
+from fractions import Fraction
+from threading import TIMEOUT_MAX
 
 import pytest
 
-from lldsched.checks import fraction, number, seconds, whole, whole_or_none
+from lldsched.checks import (
+    LONGEST,
+    fraction,
+    number,
+    seconds,
+    wait_seconds,
+    whole,
+    whole_or_none,
+)
 from lldsched.errors import ScheduleError, ValidationError
 
 NOT_NUMBERS = [True, False, "60", None, [60], 1j]
@@ -207,3 +219,38 @@ def test_whole_names_the_bound_a_value_misses(value: object, message: str) -> No
         whole(value, name="workers", at_least=1, at_most=10)
     assert str(caught.value) == message
     assert whole(10, name="workers", at_least=1, at_most=10) == 10
+
+
+def test_a_wait_longer_than_a_thread_can_wait_waits_as_long_as_it_can() -> None:
+    """``metrics(timeout=1e10)`` raised ``OverflowError`` from ``Lock.acquire``: a wait
+    past ``threading.TIMEOUT_MAX`` is "as long as it takes", capped, not refused."""
+    assert wait_seconds(1e10, name="t") == TIMEOUT_MAX
+    assert wait_seconds(timedelta(days=365 * 1000), name="t") == TIMEOUT_MAX
+    assert wait_seconds(5, name="t") == 5
+    with pytest.raises(ValidationError, match="t must be finite and >= 0 seconds, got -1"):
+        wait_seconds(-1, name="t")
+    with pytest.raises(ValidationError, match="got inf"):
+        wait_seconds(math.inf, name="t")
+    assert wait_seconds(-1, name="t", at_least=None) == -1
+
+
+@pytest.mark.parametrize("value", [1e300, -1e300, LONGEST * 1.0001, timedelta.max, 10**400])
+def test_a_number_past_the_span_of_a_datetime_is_refused_saying_so(value: object) -> None:
+    """``FixedRate(1.7e308)`` was accepted, and its task was due at ``inf`` after a run."""
+    with pytest.raises(ValidationError) as caught:
+        seconds(value, name="period", above=0)
+    assert "must be within ±315537897600 seconds (the span of a datetime" in str(caught.value)
+    assert repr(value) in str(caught.value)
+    assert seconds(LONGEST, name="period", above=0) == LONGEST
+    assert seconds(-LONGEST, name="when") == -LONGEST
+
+
+def test_a_number_is_an_int_or_a_float_numpy_float64_included() -> None:
+    """docs/GUIDE.md's rule: numpy's ``float64`` is a ``float`` (a subclass) and is taken
+    as it is; a ``Decimal``, a ``Fraction``, numpy's ``int64`` and ``float32`` are not
+    ``int`` or ``float`` and are refused, quoting them (convert with ``float()``)."""
+    np = pytest.importorskip("numpy")
+    assert seconds(np.float64(5.0), name="period", above=0) == 5.0
+    for value in (Decimal("5"), Fraction(5, 1), np.int64(5), np.float32(5.0)):
+        with pytest.raises(ValidationError, match=re.escape(f"got {value!r}")):
+            seconds(value, name="period", above=0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import re
 import sys
 from datetime import UTC, datetime
 from typing import Any
@@ -29,9 +30,11 @@ from lldsched import (
 )
 from lldsched.schedules.base import Schedule
 from lldsched.sim.scenario import build_scenario
+from lldsched.sim.simulation import MAX_WORKERS
 from lldsched.views.frames import (
     COLUMNS,
     DTYPES,
+    MOST_WORKERS,
     OUTCOMES,
     ran,
     schedules_of,
@@ -302,6 +305,16 @@ def test_utilisation_rejects_unknown_workers_and_calendar_frequencies() -> None:
         utilisation(frame, workers=[0])
     with pytest.raises(ValidationError, match="'1M'"):
         utilisation(frame, workers=2, freq="1M")
+    # A count is a column each: 10**9 built a billion lanes, 10**30 raised OverflowError.
+    for count in (MOST_WORKERS + 1, 10**9, 10**30):
+        with pytest.raises(ValidationError, match=f"at most 100,000 .* got {count}$"):
+            utilisation(frame, workers=count)
+    assert MOST_WORKERS == MAX_WORKERS  # the simulation's, which a view may not import
+    with pytest.raises(ValidationError, match=r"freq='1us' cuts these runs into more than"):
+        utilisation(frame, workers=2, freq="1us")  # hundreds of millions: gigabytes
+    for freq in (None, "nat"):  # NaT: int(NaN) raised a bare ValueError
+        with pytest.raises(ValidationError, match=f"got {freq!r}"):
+            utilisation(frame, workers=2, freq=freq)  # type: ignore[arg-type]
     empty = utilisation(to_frame([]), workers=2)
     assert empty.empty and empty.columns.tolist() == [0, 1]
 
@@ -576,3 +589,27 @@ def test_a_time_not_known_is_nat_in_the_frame_and_left_out_of_the_summary() -> N
     assert summary.loc["t", "duration_p95"] == pd.Timedelta(seconds=2)
     (line,) = summarize(records)
     assert line.duration_max == 2.0
+
+
+@pytest.mark.parametrize("schedules", [True, 5, ["task-1"], "task-1"])
+def test_task_summary_and_summarize_refuse_schedules_that_are_no_mapping(
+    schedules: Any,
+) -> None:
+    """``task_summary(frame, True)`` raised a bare ``TypeError``, ``summarize(records,
+    True)`` an ``AttributeError``: ``schedules`` is a mapping of task ids, or None."""
+    for call in (lambda: task_summary(to_frame(RECORDS), schedules),
+                 lambda: summarize(RECORDS, schedules)):  # fmt: skip
+        with pytest.raises(ValidationError, match=f"got {re.escape(repr(schedules))}"):
+            call()
+
+
+@pytest.mark.parametrize("source", [5, "records", b"x", bytearray(b"x"), {"task-1": 1}])
+def test_to_frame_and_summarize_refuse_what_is_no_runtime_store_or_records(
+    source: Any,
+) -> None:
+    """Text, bytes and mappings are iterables but not records (``report.records_iterable``,
+    the one rule): ``to_frame(bytearray(b"x"))`` iterated its ints and said "got 120"."""
+    with pytest.raises(ValidationError, match=f"got {re.escape(repr(source))}$"):
+        to_frame(source)
+    with pytest.raises(ValidationError, match=f"got {re.escape(repr(source))}$"):
+        summarize(source)

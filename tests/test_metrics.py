@@ -446,3 +446,13 @@ def test_records_a_store_restored_are_not_counted_and_misfires_decided_at_start_
     outcomes = restarted.metrics().outcomes
     assert outcomes[Outcome.OK] == 0 and outcomes[Outcome.MISSED] > 0
     assert Counter(outcomes) == Counter(record.outcome for record in restarted.records())
+
+
+def test_a_metrics_timeout_longer_than_a_thread_can_wait_is_as_long_as_it_takes(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    """``metrics(timeout=1e10)`` raised ``OverflowError`` ("timestamp out of range for
+    platform time_t") from the lock's acquire; so did ``shutdown(timeout=1e10)``."""
+    scheduler = make_scheduler(clock=FakeClock(T0))
+    assert scheduler.metrics(timeout=1e10).state == "running"
+    assert scheduler.shutdown(timeout=1e10)

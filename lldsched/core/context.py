@@ -25,7 +25,7 @@ from __future__ import annotations
 import threading
 from datetime import timedelta
 
-from lldsched.checks import seconds
+from lldsched.checks import wait_seconds
 
 __all__ = ["RunContext"]
 
@@ -106,7 +106,7 @@ class RunContext:
         """
         if timeout is None:
             return self._flag.wait()
-        return self._flag.wait(seconds(timeout, name="wait() timeout"))
+        return self._flag.wait(wait_seconds(timeout, name="wait() timeout", at_least=None))
 
     def cancel(self, reason: str) -> None:
         """Raise the flag (the runtimes call this; the first reason is kept)."""

@@ -45,7 +45,7 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 
 from lldsched import checks
-from lldsched.checks import seconds, whole
+from lldsched.checks import whole
 from lldsched.clock import to_timestamp
 from lldsched.errors import ScheduleError, ValidationError
 from lldsched.model import ExecutionRecord
@@ -114,7 +114,7 @@ class Jittered(FrozenValue):
 
     def __init__(self, schedule: Schedule, max_delay: float | timedelta, *, seed: int) -> None:
         inner = _inner(schedule, "Jittered")
-        delay = seconds(max_delay, name="Jittered max_delay", above=0, error=ScheduleError)
+        delay = checks.step(max_delay, name="Jittered max_delay", error=ScheduleError)
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise ScheduleError(f"Jittered seed must be an int, got {seed!r}")
         object.__setattr__(self, "schedule", inner)
@@ -268,6 +268,7 @@ class Window(FrozenValue):
     # -- the Schedule protocol --------------------------------------------------------------
 
     def first_run(self, now: float) -> float | None:
+        checks.instant(now, name="first_run()", of=self, error=ScheduleError)
         start = self.start
         if start is None or now >= start:
             return self._within(self.schedule.first_run(now))

@@ -272,7 +272,7 @@ class FixedRate(_Interval):
             )
         self = object.__new__(cls)
         object.__setattr__(
-            self, "period", seconds(period, name="FixedRate period", above=0, error=ScheduleError)
+            self, "period", checks.step(period, name="FixedRate period", error=ScheduleError)
         )
         object.__setattr__(self, "on_overrun", on_overrun)
         self._set_start_delay(start_delay, of="FixedRate")

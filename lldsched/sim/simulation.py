@@ -65,7 +65,7 @@ from datetime import datetime, timedelta, tzinfo
 from typing import Any, NamedTuple
 
 from lldsched import checks
-from lldsched.clock import to_timestamp
+from lldsched.clock import to_timestamp, within_datetimes
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.ids import IdGenerator
 from lldsched.core.machine import SchedulerCore
@@ -216,7 +216,7 @@ class Simulation(SimulationVerbs):
         instant = to_timestamp(when, name="intervention time")
         if instant < self.now:
             raise ValidationError(
-                f"intervention at {instant!r} is in the past (the simulation is at {self.now!r})"
+                f"intervention at {when!r} is in the past (the simulation is at {self.now!r})"
             )
         if not callable(fn):
             raise ValidationError(f"an intervention must be callable, got {fn!r}")
@@ -231,7 +231,7 @@ class Simulation(SimulationVerbs):
         """Process every event due at or before ``until``, then stand at ``until``."""
         end = to_timestamp(until, name="until")
         if end < self.now:
-            raise ValidationError(f"until={end!r} is before now ({self.now!r})")
+            raise ValidationError(f"until={until!r} is before now ({self.now!r})")
         self._advance(end, events=-1)
         self._clock.advance_to(end)
         return self
@@ -239,7 +239,10 @@ class Simulation(SimulationVerbs):
     def run_for(self, duration: float | timedelta) -> Simulation:
         """Run for ``duration`` seconds (or a timedelta) of simulated time."""
         span = checks.seconds(duration, name="run_for()", at_least=0, expected="takes seconds >= 0")
-        return self.run(self.now + span)
+        words = "would run past year 9999"
+        return self.run(
+            within_datetimes(self.now + span, name="run_for()", given=duration, words=words)
+        )
 
     def step(self) -> SimStep | None:
         """Process the next event, whenever it is; None when nothing is left to happen."""

@@ -160,7 +160,13 @@ def check_encodable(path: str) -> None:
     locale with UTF-8 mode off (``LC_ALL=C PYTHONUTF8=0``: a minimal container, a cron
     job's environment) it is ASCII, and a non-ASCII path raised a bare
     ``UnicodeEncodeError`` that named no file.  A ``ValidationError`` is a ``ValueError``,
-    as that error was.  A name read from the file system (surrogates) encodes back."""
+    as that error was.  A name read from the file system (surrogates) encodes back.
+    Nor can a path hold a NUL (``"\\x00"``), which no file name does: ``open`` raised a
+    bare ``ValueError("embedded null byte")``, quoting nothing."""
+    if "\x00" in path:
+        raise ValidationError(
+            f"the SQLite store path {path!r} cannot be a file name: it holds a NUL"
+        )
     encoding = sys.getfilesystemencoding()
     try:
         os.fsencode(path)

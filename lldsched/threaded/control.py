@@ -13,7 +13,7 @@ import operator
 from collections.abc import Callable
 from datetime import timedelta
 
-from lldsched.checks import seconds
+from lldsched.checks import wait_seconds
 from lldsched.core.duequeue import QueueStats
 from lldsched.core.metrics import Metrics, take
 from lldsched.core.packedstats import Rows
@@ -265,7 +265,7 @@ class ControlVerbs(SchedulerParts):
         ``None``: as long as it takes): past it, :class:`~lldsched.errors.SchedulerBusyError`
         (a ``TimeoutError``), which is what a liveness probe should report, since a
         lock held that long (a store call that hangs) dispatches nothing."""
-        wait = -1.0 if timeout is None else seconds(timeout, name="metrics() timeout", at_least=0)
+        wait = -1.0 if timeout is None else wait_seconds(timeout, name="metrics() timeout")
         if not self._lock.acquire(timeout=wait):
             raise SchedulerBusyError(
                 f"metrics(timeout={timeout!r}): the scheduler's lock was held by another "

@@ -19,7 +19,7 @@ import time
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from lldsched.checks import flag, seconds
+from lldsched.checks import flag, wait_seconds
 from lldsched.core.names import RUNNABLE
 from lldsched.core.task import Entry
 from lldsched.deprecated import keyword_only_now
@@ -398,7 +398,7 @@ class Stopping(SchedulerParts):
         on it).  The last test includes the delivery: that work may have run and ended
         between the delivery and it, and its events are then still on their way."""
         verb = "wait_drained()" if drained else "wait_idle()"
-        wait = seconds(timeout, name=f"{verb} timeout", at_least=0)
+        wait = wait_seconds(timeout, name=f"{verb} timeout")
         if self._own_thread():  # its own run (or delivery) is never over while it waits
             raise SchedulerStateError(
                 f"{verb} was called from one of this scheduler's own threads "
@@ -463,7 +463,7 @@ def _checked(drain: object, timeout: float | timedelta | None) -> float | None:
     flag(drain, name="shutdown() drain")
     if timeout is None:
         return None
-    return seconds(timeout, name="shutdown() timeout", at_least=0)
+    return wait_seconds(timeout, name="shutdown() timeout")
 
 
 def _resolve(done: asyncio.Future[bool], outcome: bool | BaseException) -> None:

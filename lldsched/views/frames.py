@@ -65,7 +65,7 @@ pandas and numpy are imported here, in :mod:`lldsched.views.tables` and in
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from lldsched.views import missing_extra
@@ -89,13 +89,23 @@ from lldsched.views.columns import (
     priority_column,
     utc_column,
 )
-from lldsched.views.report import MISFIRES
-from lldsched.views.summaries import SUMMARY_COLUMNS, check_frame, ran, task_summary, utilisation
+from lldsched.views.report import MISFIRES, records_iterable
+from lldsched.views.summaries import (
+    MOST_INTERVALS,
+    MOST_WORKERS,
+    SUMMARY_COLUMNS,
+    check_frame,
+    ran,
+    task_summary,
+    utilisation,
+)
 
 __all__ = [
     "COLUMNS",
     "DTYPES",
     "MISFIRES",
+    "MOST_INTERVALS",
+    "MOST_WORKERS",
     "OUTCOMES",
     "SUMMARY_COLUMNS",
     "check_frame",
@@ -125,7 +135,7 @@ def records_of(source: object) -> tuple[list[ExecutionRecord], dict[str, int]]:
         store: Any = source
         priorities = {snap.task.id: int(snap.task.priority) for snap in store.load_all()}
         return list(store.records()), priorities
-    if isinstance(source, str | bytes) or not isinstance(source, Iterable):
+    if not records_iterable(source):
         raise ValidationError(
             "to_frame() takes a runtime (Scheduler, Simulation), a store with records() and "
             f"load_all(), or an iterable of ExecutionRecord; got {source!r}"

@@ -10,7 +10,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import compress
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypeGuard
 
 from lldsched.errors import ValidationError
 from lldsched.model import ExecutionRecord, Outcome
@@ -25,6 +25,8 @@ __all__ = [
     "nearest_rank",
     "overran",
     "percentile",
+    "records_iterable",
+    "schedules_by_id",
     "summarize",
     "summary_of",
 ]
@@ -177,14 +179,39 @@ NOT_RUNS = tuple(outcome.value for outcome in Outcome if not outcome.ran)  # Out
 MISFIRES = (Outcome.MISSED.value, Outcome.COALESCED.value)  # slots a misfire policy decided
 
 
+def records_iterable(records: object) -> TypeGuard[Iterable[Any]]:
+    """True when ``records`` may be iterated as records (:func:`summarize`,
+    ``frames.to_frame``): an iterable, but not text, bytes or a mapping (a
+    ``bytearray`` iterated as its ints, and ``to_frame(bytearray(b"x"))`` said "got
+    120")."""
+    return isinstance(records, Iterable) and not isinstance(
+        records, str | bytes | bytearray | Mapping
+    )
+
+
+def schedules_by_id(schedules: object) -> Mapping[str, Schedule]:
+    """The ``schedules`` a summary takes (task id to schedule, for the overrun count;
+    ``None``: none) as a mapping, else :class:`~lldsched.errors.ValidationError`:
+    ``summarize(records, True)`` raised ``AttributeError`` (``'bool' object has no
+    attribute 'get'``) and ``task_summary(frame, True)`` a bare ``TypeError``."""
+    if schedules is None:
+        return {}
+    if not isinstance(schedules, Mapping):
+        raise ValidationError(
+            f"schedules must map task ids to schedules (a dict, or None), got {schedules!r}"
+        )
+    return schedules
+
+
 def summarize(
     records: Iterable[ExecutionRecord], schedules: Mapping[str, Schedule] | None = None
 ) -> list[TaskSummary]:
     """Per-task summaries, in the order the tasks first appear in ``records`` (a task
     whose slots were all decided without a run too, with ``runs == 0``).
     ``schedules`` maps task ids to schedules, for counting overruns."""
-    if not isinstance(records, Iterable) or isinstance(records, str | bytes | Mapping):
+    if not records_iterable(records):
         raise ValidationError(f"summarize() takes ExecutionRecords, got {records!r}")
+    by_id = schedules_by_id(schedules)
     grouped: dict[str, list[ExecutionRecord]] = {}
     for record in records:
         if not isinstance(record, ExecutionRecord):
@@ -192,7 +219,7 @@ def summarize(
         grouped.setdefault(record.task_id, []).append(record)
     rows = []
     for task_id, group in grouped.items():
-        schedule = (schedules or {}).get(task_id)
+        schedule = by_id.get(task_id)
         # Each record's outcome and duration (its own rules, properties) asked once, and
         # the overruns counted from them only for a task with a schedule (asking twice,
         # and for every task, was 40 % of a million records' summary).

@@ -28,9 +28,24 @@ except ImportError as exc:  # pragma: no cover - exercised by a test that hides 
 from lldsched.errors import ValidationError
 from lldsched.schedules.base import Schedule
 from lldsched.views.columns import DTYPES
-from lldsched.views.report import NOT_RUNS, TaskColumns, TaskSummary, overran_slot, summary_of
+from lldsched.views.report import (
+    NOT_RUNS,
+    TaskColumns,
+    TaskSummary,
+    overran_slot,
+    schedules_by_id,
+    summary_of,
+)
 
-__all__ = ["SUMMARY_COLUMNS", "check_frame", "ran", "task_summary", "utilisation"]
+__all__ = [
+    "MOST_INTERVALS",
+    "MOST_WORKERS",
+    "SUMMARY_COLUMNS",
+    "check_frame",
+    "ran",
+    "task_summary",
+    "utilisation",
+]
 
 SUMMARY_COLUMNS = TaskSummary._fields
 """The columns of :func:`task_summary`: :class:`~lldsched.views.report.TaskSummary`'s fields."""
@@ -74,6 +89,7 @@ def task_summary(
     (see :func:`schedules_of`) for the overrun count; without it the count is 0.
     """
     check_frame(frame, columns=("task_id", "outcome"))
+    by_id = schedules_by_id(schedules)
     # The rows grouped by task in one stable sort, each column read out once as a list:
     # a task's rows are then one slice of each (a groupby's pandas calls a task, 720
     # tasks at a million rows, took seconds).
@@ -87,7 +103,7 @@ def task_summary(
     attempt = rows_of["attempt"].tolist()
     lateness, duration = _seconds(rows_of["lateness"]), _seconds(rows_of["duration"])
     names = rows_of["name"].take(bounds[:-1]).tolist()
-    overruns = _overruns(rows_of, codes[order], len(task_ids), task_ids, schedules or {})
+    overruns = _overruns(rows_of, codes[order], len(task_ids), task_ids, by_id)
     rows: list[TaskSummary] = []
     for task, (low, high) in enumerate(itertools.pairwise(bounds)):
         columns = TaskColumns(
@@ -188,6 +204,11 @@ def utilisation(
     bins = int(last_bin.max()) + 1
     # Split each run into one piece per interval it touches.
     pieces = (last_bin - first_bin + 1).astype(np.int64)
+    if bins > MOST_INTERVALS or int(pieces.sum()) > MOST_INTERVALS:
+        raise ValidationError(
+            f"freq={freq!r} cuts these runs into more than {MOST_INTERVALS:,} intervals "
+            f"({bins:,}); give a longer freq"
+        )
     run = np.repeat(np.arange(len(start)), pieces)
     offset = np.arange(len(run)) - np.repeat(np.cumsum(pieces) - pieces, pieces)
     bin_index = first_bin[run] + offset
@@ -203,16 +224,36 @@ def utilisation(
     return result[columns]
 
 
+MOST_INTERVALS = 10_000_000
+"""The most intervals :func:`utilisation` cuts runs into (a run crossing several counts
+in each): ``freq="1us"`` over ten minutes of runs asked for 600 million, and the arrays
+took gigabytes and a minute before a frame; a year of minutes is 525,600."""
+
+MOST_WORKERS = 100_000
+"""The largest count of workers :func:`utilisation` takes: as many as a simulation may
+have (``lldsched.sim.simulation.MAX_WORKERS``, which a view may not import;
+``tests/test_frames.py`` keeps the two equal).  A count is a column each: ``workers=10**9``
+built a list of a billion lanes (gigabytes, a minute of the machine) before a frame of
+them, and ``10**30`` raised ``OverflowError``."""
+
+
 def _workers(workers: object) -> list[int]:
-    """``utilisation``'s ``workers``: a count (``0 .. workers-1``) or worker indexes
-    (numpy's integers too: ``operator.index``; a bool is neither)."""
+    """``utilisation``'s ``workers``: a count (``0 .. workers-1``, at most
+    :data:`MOST_WORKERS`) or worker indexes (numpy's integers too: ``operator.index``; a
+    bool is neither)."""
     try:
         if isinstance(workers, Iterable) and not isinstance(workers, str | bytes):
             indexes = list(workers)
             if not any(isinstance(w, bool) for w in indexes):
                 return [operator.index(w) for w in indexes]
         elif isinstance(workers, SupportsIndex) and not isinstance(workers, bool):
-            return list(range(operator.index(workers)))
+            count = operator.index(workers)
+            if count <= MOST_WORKERS:
+                return list(range(count))
+            raise ValidationError(
+                f"workers must be a count of at most {MOST_WORKERS:,} (as many as a simulation "
+                f"has) or a list of worker indexes, got {workers!r}"
+            )
     except TypeError:
         pass
     raise ValidationError(f"workers must be a count or a list of worker indexes, got {workers!r}")
@@ -224,6 +265,8 @@ def _step(freq: str) -> int:
         length = pd.Timedelta(freq)
     except (ValueError, TypeError) as exc:
         raise ValidationError(f"freq must be a fixed length such as '1h', got {freq!r}") from exc
+    if pd.isna(length):  # None, "nat": int(NaN) raised a bare ValueError below
+        raise ValidationError(f"freq must be a fixed length such as '1h', got {freq!r}")
     step = int(length / pd.Timedelta(1, "us"))
     if step <= 0:
         raise ValidationError(f"freq must be positive, got {freq!r}")

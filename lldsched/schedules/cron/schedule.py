@@ -178,7 +178,7 @@ class CronSchedule:
     def next_after(self, timestamp: float) -> float | None:
         """The first fire strictly after ``timestamp``, or ``None`` if none within 100 years."""
         if timestamp.__class__ is bool:  # an int to the comparisons below, not an instant
-            checks.instant(timestamp, name="cron next_after()", error=ScheduleError)
+            checks.instant(timestamp, name="cron next_after()", error=ScheduleError, within=None)
         try:  # free until it raises: the hot path pays nothing for the message below
             low, high, base, offsets, resume = self._cursor
             if low <= timestamp < high:
@@ -190,17 +190,19 @@ class CronSchedule:
                 base, offsets = shared[2], shared[3]
                 return base + offsets[bisect_right(offsets, timestamp - base)]
             fire, cursor = engine.next_fire(float(timestamp), resume if timestamp == high else None)
-        except (ValueError, OverflowError) as exc:  # NaN; an int no float holds
+        except (ValueError, ArithmeticError) as exc:  # NaN; an int no float holds
+            # Decimal("Infinity") compared with a float raises decimal.InvalidOperation
+            checks.instant(timestamp, name="cron next_after()", error=ScheduleError, within=None)
             raise ScheduleError(f"cron next_after({timestamp!r}): {exc}") from None
         except TypeError:
-            checks.instant(timestamp, name="cron next_after()", error=ScheduleError)
+            checks.instant(timestamp, name="cron next_after()", error=ScheduleError, within=None)
             raise  # a number, and still a TypeError: not the caller's mistake
         self._cursor = engine.recent = cursor
         return fire
 
     def prev_before(self, timestamp: float) -> float | None:
         """The last fire strictly before ``timestamp``, or ``None`` if none within 100 years."""
-        checks.instant(timestamp, name="cron prev_before()", error=ScheduleError)
+        checks.instant(timestamp, name="cron prev_before()", error=ScheduleError, within=None)
         try:
             return self._engine.prev_fire(float(timestamp))
         except (ValueError, OverflowError) as exc:  # NaN; an int no float holds
@@ -209,7 +211,7 @@ class CronSchedule:
     def fire_times(self, start: float, n: int) -> Iterator[float]:
         """The next ``n`` fires strictly after ``start`` (fewer if the schedule ends).
         ``start`` and ``n`` are checked at the call, not at the first fire drawn."""
-        checks.instant(start, name="cron fire_times()", error=ScheduleError)
+        checks.instant(start, name="cron fire_times()", error=ScheduleError, within=None)
         checks.whole(n, name="fire_times() n", at_least=0, error=ScheduleError)
         return self._fire_times(start, n)
 
