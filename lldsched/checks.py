@@ -8,11 +8,13 @@ live in one place:
   ``bool`` (``True == 1``, but it is a mistake), or a :class:`datetime.timedelta`
   (read as its ``total_seconds()``); finite (not NaN, not infinite) and within the
   given bounds;
-* a **step** (:func:`step`: a fixed rate's period, a jitter's ``max_delay``) is a number of
-  seconds ``> 0`` and at least :data:`FINEST`, a microsecond: a shorter one is lost when
-  added to an instant (at 2026 a float's epoch seconds step by 0.24 µs), so
-  ``FixedRate(1e-9)`` ran its first slot forever at one instant, and ``Jittered(...,
-  max_delay=1e-300)`` divided a slot by it into ``inf`` (``OverflowError``);
+* a **step** (:func:`step`: a fixed rate's period, a fixed delay's delay, a jitter's
+  ``max_delay``) is a number of seconds ``> 0`` and at least :data:`FINEST`, a
+  microsecond: a shorter one is lost when added to an instant (at 2026 a float's epoch
+  seconds step by 0.24 µs), so ``FixedRate(1e-9)`` ran its first slot forever at one
+  instant, ``FixedDelay(0)`` ran for ever at the instant its zero-length runs finished
+  on a clock that stands still, and ``Jittered(..., max_delay=1e-300)`` divided a slot
+  by it into ``inf`` (``OverflowError``);
 * a **plain number** (:func:`number`) is the same without the ``timedelta``: an
   instant in epoch seconds, a multiplier, a sigma are not durations;
 * an **instant** a schedule's query takes (:func:`instant`: ``first_run(now)``,

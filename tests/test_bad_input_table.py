@@ -108,8 +108,8 @@ def build(label: str, call: Build, bad: object) -> None:
 
 for value in (None, -1, 0, NAN, INF, HUGE, True, "60", timedelta(seconds=-5)):
     build(f"FixedRate({value!r})", lambda v=value: FixedRate(v), value)
-for value in (None, -1, NAN, INF, HUGE, True, "60", timedelta(seconds=-5)):  # 0 is a delay
     build(f"FixedDelay({value!r})", lambda v=value: FixedDelay(v), value)
+for value in (None, -1, NAN, INF, HUGE, True, "60", timedelta(seconds=-5)):  # 0 is a backoff
     build(f"RetryPolicy(initial_backoff={value!r})",
           lambda v=value: RetryPolicy(initial_backoff=v), value)  # fmt: skip
 for value in (None, -1, NAN, INF, HUGE, True, "60", timedelta(seconds=-5)):
@@ -128,9 +128,11 @@ for value in (1e300, -1e300, 3.2e11, timedelta.max):
     build(f"RetryPolicy(max_backoff={value!r})",
           lambda v=value: RetryPolicy(max_backoff=v), value)  # fmt: skip
 # A step below a microsecond (checks.FINEST) is lost in an instant's float: FixedRate(1e-9)
-# ran one slot forever at one instant; Jittered(max_delay=1e-300) raised OverflowError.
+# ran one slot forever at one instant, and so did FixedDelay(0) on a clock that stands
+# still; Jittered(max_delay=1e-300) raised OverflowError.
 for value in (1e-9, 5e-324, 9.99e-7):
     build(f"FixedRate({value!r})", lambda v=value: FixedRate(v), value)
+    build(f"FixedDelay({value!r})", lambda v=value: FixedDelay(v), value)
     build(f"Jittered(max_delay={value!r})",
           lambda v=value: Jittered(FixedRate(60), v, seed=1), value)  # fmt: skip
 build("RetryPolicy(multiplier=1e300)", lambda: RetryPolicy(multiplier=1e300), 1e300)

@@ -175,7 +175,7 @@ class Spec:
 # its properties (emptiness, recursion) worked out again each time, which cost more than
 # the stateful run's own checks.
 KINDS = st.sampled_from(["once", "rate", "delay"])
-PERIODS = {kind: st.integers(1 if kind == "rate" else 0, 5) for kind in ("once", "rate", "delay")}
+PERIODS = {kind: st.integers(0 if kind == "once" else 1, 5) for kind in ("once", "rate", "delay")}
 BACKOFFS = st.integers(0, 3)
 ATTEMPTS = st.integers(1, 3)
 MULTIPLIERS = st.sampled_from([1, 2, 3])

@@ -100,7 +100,7 @@ def test_a_retry_backoff_from_timedeltas_is_the_backoff_from_seconds() -> None:
         (lambda: FixedRate(60, start_delay=NEGATIVE), ScheduleError,
          f"FixedRate start_delay must be finite and >= 0 seconds, got {SHOWN}"),
         (lambda: FixedDelay(NEGATIVE), ScheduleError,
-         f"FixedDelay delay must be finite and >= 0 seconds, got {SHOWN}"),
+         f"FixedDelay delay must be finite and > 0 seconds, got {SHOWN}"),
         (lambda: OneTime(delay=NEGATIVE), ScheduleError,
          f"OneTime delay must be finite and >= 0 seconds, got {SHOWN}"),
         (lambda: Jittered(FixedRate(60), timedelta(0), seed=1), ScheduleError,

@@ -530,10 +530,10 @@ STEPS = 30
 @given(value=st.one_of(durations, instants))
 def test_an_accepted_schedule_runs_a_few_steps_on_both_runtimes(value: object) -> None:
     """What registration accepted, the runtimes can run: a few simulation steps, and a
-    stepped threaded scheduler's runs due now, end in a readable state.  A delay that
-    does not move time on a frozen clock (``FixedDelay(0)``) is left out of the stepped
-    scheduler: due again at once after every run, it is the Stepper's own error
-    (``SettleTimeoutError``), and a drain at shutdown reruns it until its timeout."""
+    stepped threaded scheduler's runs due now, end in a readable state.  Every accepted
+    schedule moves time on a frozen clock: ``FixedDelay(0)``, due again at once after
+    every run, was the Stepper's own error (``SettleTimeoutError``) and a drain at
+    shutdown reran it until its timeout; a delay is now at least a microsecond."""
     for make in schedules_from(value)[1:]:
         try:
             schedule = make()
@@ -543,13 +543,11 @@ def test_an_accepted_schedule_runs_a_few_steps_on_both_runtimes(value: object) -
         assert_refused_or_fine(
             simulation, lambda r=simulation, s=schedule: register(r, "job", s), schedule
         )
-        for _ in range(STEPS):  # a bounded number of steps: FixedDelay(0) never ends
+        for _ in range(STEPS):  # a bounded number of steps: a recurring task never ends
             if simulation.step() is None:
                 break
         for task in simulation.tasks():
             readable(task)
-        if isinstance(schedule, FixedDelay) and T0 + schedule.delay == T0:
-            continue
         with Stepper(Scheduler(clock=FakeClock(T0)), timeout=2) as stepper:
             scheduler = stepper.scheduler
             assert_refused_or_fine(

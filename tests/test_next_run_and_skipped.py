@@ -24,6 +24,7 @@ from lldsched import (
     Schedule,
     Window,
 )
+from lldsched.checks import FINEST
 from lldsched.model import ExecutionRecord
 from lldsched.schedules.base import next_run_and_skipped, slots_between
 from lldsched.schedules.catchup import FIRST_RUN, SCHEDULE_DECIDES, CatchUp, Then
@@ -86,7 +87,7 @@ def interval_recipes(draw: st.DrawFn) -> Recipe:
         period, policy = draw(periods), draw(policies)
         return lambda: FixedRate(period, policy)
     if kind == "delay":
-        delay = draw(st.floats(min_value=0, max_value=100_000))
+        delay = draw(st.floats(min_value=FINEST, max_value=100_000))
         return lambda: FixedDelay(delay)
     if kind == "once-at":
         at = draw(st.floats(min_value=START - 1e6, max_value=START + 1e6))

@@ -299,6 +299,58 @@ def test_a_run_stopped_before_a_child_took_it_is_never_sent_to_one(
     assert not marker.exists()  # the action never started
 
 
+def test_a_run_cancel_other_cancels_before_a_child_took_it_is_never_sent_to_one(
+    make_scheduler: SchedulerFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: a newer run that Overlap.CANCEL_OTHER began between the older run's begin
+    # and its child being held raised the older run's flag and found no child to kill;
+    # the worker then asked only whether the task was cancelled or paused, so the older
+    # run was sent after all and ran its whole hour beside the newer one, holding a
+    # worker and a child, its record already saying the newer run cancelled it.
+    clock = FakeClock(0)
+    scheduler = make_scheduler(workers=2, clock=clock)
+    taking, go, newer = threading.Event(), threading.Event(), threading.Event()
+    pool = scheduler._processes
+    take = pool._take
+    takes: list[str] = []
+
+    def held(task_id: str) -> Any:  # the older run's worker, between its begin and child
+        takes.append(task_id)
+        if len(takes) == 1:
+            taking.set()
+            assert go.wait(BOUND)
+        else:
+            newer.set()  # the newer run began: it raised the older one's flag
+        return take(task_id)
+
+    monkeypatch.setattr(pool, "_take", held)
+    first, second = tmp_path / "first", tmp_path / "second"
+    options: dict[str, Any] = {
+        "isolation": "process", "overlap": Overlap.CANCEL_OTHER, "retry": ONCE,
+    }  # fmt: skip
+    task = scheduler.schedule(
+        "sleeper", f"{JOBS}:sleep", FixedRate(60), args=[3600, str(first)], **options
+    )
+    assert taking.wait(BOUND)
+    scheduler.schedule(  # the same task; its next run writes its pid elsewhere
+        "sleeper", f"{JOBS}:sleep", FixedRate(60), args=[3600, str(second)], id=task.id,
+        replace_existing=True, **options,
+    )  # fmt: skip
+    clock.set(60)
+    assert newer.wait(BOUND)
+    go.set()
+    assert wait_for(lambda: len(task.history) >= 1), "the older run was sent: it runs on"
+    (record,) = task.history
+    assert record.outcome.value == "cancelled" and record.slot == 0
+    assert record.error == (
+        "OverlapCancelled: Overlap.CANCEL_OTHER, slot 60.0 came due before it started"
+    )
+    assert wait_for(lambda: second.exists() and second.read_text() != "")
+    assert not first.exists()  # the older action never started
+    scheduler.cancel(task.id)
+    assert wait_for(lambda: finished(task, runs=2))
+
+
 # -- bad input at registration ---------------------------------------------------------------
 
 

@@ -74,7 +74,7 @@ def test_fixed_rate_catch_up_returns_each_missed_slot_in_turn() -> None:
         (lambda: FixedRate("60"), "got '60'"),  # type: ignore[arg-type]
         (lambda: FixedRate(60, on_overrun="skip"), "got 'skip'"),  # type: ignore[arg-type]
         (lambda: FixedRate(60, start_delay=-1), "start_delay must be finite and >= 0"),
-        (lambda: FixedDelay(-1), "FixedDelay delay must be finite and >= 0 seconds, got -1"),
+        (lambda: FixedDelay(-1), "FixedDelay delay must be finite and > 0 seconds, got -1"),
         (lambda: OneTime(), "exactly one of at= or delay="),
         (lambda: OneTime(T, delay=1), "exactly one of at= or delay="),
         (lambda: OneTime(delay=-3), "got -3"),

@@ -182,7 +182,14 @@ def _keep(cls: type[_Interval], key: tuple[object, ...], value: _Interval) -> No
 
 class FixedDelay(_Interval):
     """Run every ``delay`` seconds (or a ``timedelta``) measured from the previous run's
-    *finish*: runs never overlap, however long they take."""
+    *finish*: runs never overlap, however long they take.
+
+    The delay is a step (:func:`~lldsched.checks.step`): at least a microsecond, as a
+    fixed rate's period is.  ``FixedDelay(0)`` made its task due again at the instant
+    its run finished, so on a clock that stands still (a ``FakeClock``, a simulation's
+    zero-length runs) it ran for ever at one instant; ``FixedDelay(1e-6)`` runs back to
+    back on a real clock, as 0 did (docs/DECISIONS.md, "A fixed delay is at least a
+    microsecond")."""
 
     __slots__ = ("delay", "start_delay")
     _fields = ("delay", "start_delay")
@@ -198,7 +205,7 @@ class FixedDelay(_Interval):
             return found  # type: ignore[return-value]
         self = object.__new__(cls)
         object.__setattr__(
-            self, "delay", seconds(delay, name="FixedDelay delay", at_least=0, error=ScheduleError)
+            self, "delay", checks.step(delay, name="FixedDelay delay", error=ScheduleError)
         )
         self._set_start_delay(start_delay, of="FixedDelay")
         _keep(cls, key, self)

@@ -45,7 +45,7 @@ import logging
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, TypeVar
 
-from lldsched.checks import seconds
+from lldsched.checks import FINEST, seconds
 from lldsched.errors import LldschedError, StoreError, ValidationError
 from lldsched.importpath import import_callable, import_path, json_arguments
 from lldsched.logs import STORE
@@ -110,6 +110,25 @@ def register_schedule(name: str, cls: type, to_dict: ToDict, from_dict: FromDict
         _CHECKED.add(cls)
 
 
+def _stored_fixed_delay(fields: Mapping[str, Any]) -> FixedDelay:
+    """A ``FixedDelay`` as a store kept it.  One an earlier release stored with a delay
+    under a microsecond (``FixedDelay(0)``: back to back), which a ``FixedDelay`` now
+    refuses (:func:`~lldsched.checks.step`), is read as ``FixedDelay(FINEST)``, the same
+    on a real clock, with a WARNING: refused, it would have made the whole store fail to
+    open.  The code's own registration then names the delay it means."""
+    delay = fields["delay"]
+    if type(delay) in (int, float) and 0 <= delay < FINEST:
+        log.warning(
+            "a stored FixedDelay(%r) is read as FixedDelay(%g): a fixed delay is at least "
+            "a microsecond (one under it ran for ever at one instant on a clock that "
+            "stands still); register the task again with the delay you mean",
+            delay,
+            FINEST,
+        )
+        delay = FINEST
+    return FixedDelay(delay, fields["start_delay"])
+
+
 register_schedule(
     "OneTime",
     OneTime,
@@ -120,7 +139,7 @@ register_schedule(
     "FixedDelay",
     FixedDelay,
     lambda s: {"delay": s.delay, "start_delay": s.start_delay},
-    lambda d: FixedDelay(d["delay"], d["start_delay"]),
+    _stored_fixed_delay,
 )
 register_schedule(
     "FixedRate",

@@ -108,12 +108,15 @@ from lldsched.threaded.deadline import Deadline
 from lldsched.threaded.processchild import serve
 from lldsched.threaded.processwire import Garbled, Pipe, receive
 
-__all__ = ["SUPPORTED", "ProcessOutcome", "ProcessPool", "check_supported", "serve"]
+__all__ = ["NOT_SENT", "SUPPORTED", "ProcessOutcome", "ProcessPool", "check_supported", "serve"]
 
 log = logging.getLogger(WORKERS)
 
 _REAP_TIMEOUT = 5.0  # seconds to wait for a killed child to be reaped (SIGKILL: at once)
 _EXIT_GRACE = 1.0  # seconds a child whose pipe closed gets to exit on its own
+
+NOT_SENT = "(before its worker process started it)"
+"""What the error of a run stopped before a child held it ends with (never sent)."""
 
 
 SUPPORTED = os.name == "posix"
@@ -208,17 +211,17 @@ class ProcessPool:
         once the pool is closed.
 
         ``stopped`` is asked once a child is held for the run (called without this
-        pool's lock): the reason the run was stopped since its caller began it, or None.
-        A :meth:`kill` finds the child from then on; one that came before found none,
-        and ``stopped`` says it: the run is then not sent, and ends failed with that
-        reason."""
+        pool's lock): the error of the run if it was stopped since its caller began it
+        (``"CancelledError: task cancelled "`` and :data:`NOT_SENT`), or None.  A
+        :meth:`kill` finds the child from then on; one that came before found none, and
+        ``stopped`` says it: the run is then not sent, and ends failed with that
+        error."""
         child = self._take(task_id)
         if stopped is not None:
-            reason = stopped()
-            if reason is not None:  # stopped before this child was busy with it
+            error = stopped()
+            if error is not None:  # stopped before this child was busy with it
                 self._give_back(child)
                 now = self._now()
-                error = f"CancelledError: {reason} (before its worker process started it)"
                 return ProcessOutcome(
                     started=now, finished=now, error=error, result=None, timed_out=False
                 )

@@ -44,10 +44,16 @@ from lldsched.clock import utc_datetime
 from lldsched.core.names import CANCELLED, PAUSED
 from lldsched.core.results import must_await, result_text
 from lldsched.core.task import Entry, Run, ScheduledTask
-from lldsched.errors import CANCELLED_INSIDE, SchedulerStateError, error_text
+from lldsched.errors import (
+    CANCELLED_INSIDE,
+    NEVER_STARTED_OVERLAP,
+    SchedulerStateError,
+    error_text,
+)
 from lldsched.logs import JOBS, say_with_traceback
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.threaded.parts import Explained, LogLine, Outcome, SchedulerParts
+from lldsched.threaded.processes import NOT_SENT
 
 __all__ = [
     "FIELDS",
@@ -140,11 +146,14 @@ class RunExecution(SchedulerParts):
         path = f"{action.__module__}:{action.__qualname__}"  # checked at registration
 
         def stopped() -> str | None:
-            """Why the task's runs were stopped since this one began (a cancel or pause
-            found no child of it to kill), read under the lock; None if they were not."""
+            """The error of this run if it was stopped since it began, read under the
+            lock: a cancel or a pause, or a newer run ``Overlap.CANCEL_OTHER`` began (each
+            found no child of it to kill); None if it was not, and it is sent."""
             with self._lock:
                 why = stopped_since_begun(task)
-            return None if why is None else f"task {why}"  # as _stop_running says it
+                if why is None:  # a newer run's flag: the core words "before it started"
+                    return NEVER_STARTED_OVERLAP if _overlapped(run) is not None else None
+            return f"CancelledError: task {why} {NOT_SENT}"  # as _stop_running says it
 
         try:
             ended = self._processes.run(
@@ -255,7 +264,9 @@ class RunExecution(SchedulerParts):
         """Overlap.CANCEL_OTHER cancelled ``run`` (the core raised its flag, under the
         lock): a coroutine run is cancelled and a process-isolated one's child killed,
         as cancel() does (the newer run has no child yet: it takes one after its begin,
-        outside the lock); a thread's run is cooperative."""
+        outside the lock); a thread's run is cooperative.  An older run whose worker
+        holds no child yet is found by no kill: its worker reads the flag once it holds
+        one, and never sends it (``stopped`` in :meth:`_execute_in_process`)."""
         self._coroutines.cancel_run(run, "overlap")
         self._processes.kill(run.task.id, "overlap")
 
