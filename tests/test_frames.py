@@ -227,6 +227,15 @@ def test_a_scheduler_keeps_the_priorities_of_the_retired_tasks_its_records_still
     assert held == ["hot-7", "hot-8", "hot-9"]
     assert scheduler.priorities() == dict.fromkeys(held, int(Priority.HIGH))
     assert to_frame(scheduler)["priority"].tolist() == [Priority.HIGH] * 3
+    # Tasks that retire with no record add none to that history: they must not push
+    # out the priorities of the tasks whose records it still holds.
+    for n in range(5):
+        task = scheduler.schedule(f"never-{n}", lambda: None, OneTime(delay=60),
+                                  priority=Priority.LOW)  # fmt: skip
+        assert scheduler.cancel(task.id)  # finished before it ran: it retires
+    settle(scheduler)
+    assert [record.task_id for record in scheduler.records()] == held
+    assert to_frame(scheduler)["priority"].tolist() == [Priority.HIGH] * 3
 
 
 def test_a_scheduler_gives_its_tasks_histories_in_the_order_they_finished(

@@ -19,11 +19,11 @@ is a dispatched job's); the simulation of every task it removes.
 
 Bounded as the records it serves are: with ``bound`` *n* (the threaded scheduler's
 ``history_limit``, the reach of the retired tasks' history) it keeps the *n* tasks
-that left last (the records of at most *n* tasks are in that history, and they are of
-the tasks that retired last); ``None`` (the simulation, whose log keeps every record)
-keeps every one.  The oldest are forgotten in batches, as retention does
-(:data:`~lldsched.core.retention.RETIRE_BATCH`).  No thread, no lock: its runtime
-serialises calls.
+that left last with a record (the records of at most *n* tasks are in that history,
+and they are of the tasks with records that retired last); ``None`` (the
+simulation, whose log keeps every record) keeps every one.  The oldest are forgotten
+in batches, as retention does (:data:`~lldsched.core.retention.RETIRE_BATCH`).  No
+thread, no lock: its runtime serialises calls.
 """
 
 from __future__ import annotations
@@ -59,7 +59,11 @@ class Departed:
     def left(self, task: ScheduledTask) -> None:
         """``task`` leaves the registry while its records stay: keep its priority unless
         NORMAL, its schedule unless one-off; and an entry an earlier task of its id left
-        goes (what the id's records say is what its last task was)."""
+        goes (what the id's records say is what its last task was).  Bounded, a task
+        that made no record is passed over: it adds none to the history the bound
+        serves, and an entry of its would push out one whose records are there."""
+        if self.bound is not None and task._stats is None:
+            return
         priorities, schedules = self.priorities, self.schedules
         if task.priority != _NORMAL:
             priorities.pop(task.id, None)  # to the end: the newest departure
