@@ -53,6 +53,7 @@ from lldsched.views.report import (
     summary_of,
 )
 from tests.conftest import T0, SchedulerFactory, settle
+from tests.runtimes import KINDS, Driven
 from tests.test_tables import edge_records
 
 R = ExecutionRecord
@@ -155,6 +156,86 @@ def test_a_store_gives_its_records_and_the_priorities_of_its_snapshots() -> None
     frame = to_frame(store)
     assert len(frame) == len(store.records()) == 3
     assert frame["priority"].tolist() == [Priority.LOW] * 3
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_retired_task_keeps_its_priority_and_overruns_in_the_report(kind: str) -> None:
+    """Both runtimes keep the records of tasks that retired (``retain_finished=0``: as
+    each finishes); the report must still show their priority and count a retired
+    recurring task's overruns.  On a ``Scheduler`` the retired rows read ``<NA>`` and 0
+    overruns: it kept neither the priority nor the schedule (only the simulation did)."""
+    driven = Driven(kind, retain_finished=0)
+    try:
+        runtime, clock = driven.runtime, driven.clock
+        driven.add("hot", OneTime(T0 + 1), priority=Priority.HIGH, id="hot")
+        driven.add("cold", OneTime(T0 + 2), priority=Priority.LOW, id="cold")
+        driven.add("plain", OneTime(T0 + 3), id="plain")
+        if isinstance(runtime, Simulation):
+            runtime.schedule("slow", FixedRate(10), duration=15.0, id="slow",
+                             priority=Priority.HIGH)  # fmt: skip
+        else:  # each run takes 15 s of its clock: longer than the 10 s period
+            runtime.schedule("slow", lambda: clock.advance(15), FixedRate(10), id="slow",
+                             priority=Priority.HIGH)  # fmt: skip
+        run_for(driven, 60)
+        runtime.cancel("slow")
+        run_for(driven, 30)  # its run in flight ends: it retires
+        assert runtime.tasks() == []
+        frame = to_frame(runtime)
+        priorities = frame.groupby("task_id")["priority"].unique()
+        assert {task: list(values) for task, values in priorities.items()} == {
+            "hot": [Priority.HIGH], "cold": [Priority.LOW], "plain": [Priority.NORMAL],
+            "slow": [Priority.HIGH],
+        }  # fmt: skip
+        summary = task_summary(frame, schedules_of(runtime))
+        runs = [r for r in runtime.records() if r.task_id == "slow" and r.attempt == 1]
+        assert len(runs) >= 2 and all(r.duration == 15 for r in runs)  # the 10 s period: overran
+        assert summary.loc["slow", "runs"] == len(runs)
+        assert summary.loc["slow", "overruns"] == len(runs)
+        assert set(runtime.schedules()) == {"slow"}  # one-off tasks never overrun
+    finally:
+        driven.close()
+
+
+def run_for(driven: Driven, seconds: float) -> None:
+    """Move ``driven`` on by ``seconds``: a scheduler five seconds at a time, settled after
+    each (its runs move its clock on too)."""
+    runtime = driven.runtime
+    if isinstance(runtime, Simulation):
+        runtime.run_for(seconds)
+        return
+    end = driven.clock.now() + seconds
+    while driven.clock.now() < end:
+        driven.clock.advance(5)
+        driven.settle()
+
+
+def test_a_scheduler_keeps_the_priorities_of_the_retired_tasks_its_records_still_name(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    """The retired tasks' shared history holds the last ``history_limit`` records: what
+    the scheduler keeps of their priorities is bounded the same way (a service retiring
+    HIGH one-off tasks all day must not grow), and covers every task that history names."""
+    scheduler = make_scheduler(clock=clock, retain_finished=0, history_limit=3)
+    for n in range(10):
+        scheduler.schedule(f"hot-{n}", lambda: None, OneTime(delay=n), id=f"hot-{n}",
+                           priority=Priority.HIGH)  # fmt: skip
+    for _ in range(10):
+        settle(scheduler)
+        clock.advance(1)
+    settle(scheduler)
+    held = [record.task_id for record in scheduler.records()]
+    assert held == ["hot-7", "hot-8", "hot-9"]
+    assert scheduler.priorities() == dict.fromkeys(held, int(Priority.HIGH))
+    assert to_frame(scheduler)["priority"].tolist() == [Priority.HIGH] * 3
+    # Tasks that retire with no record add none to that history: they must not push
+    # out the priorities of the tasks whose records it still holds.
+    for n in range(5):
+        task = scheduler.schedule(f"never-{n}", lambda: None, OneTime(delay=60),
+                                  priority=Priority.LOW)  # fmt: skip
+        assert scheduler.cancel(task.id)  # finished before it ran: it retires
+    settle(scheduler)
+    assert [record.task_id for record in scheduler.records()] == held
+    assert to_frame(scheduler)["priority"].tolist() == [Priority.HIGH] * 3
 
 
 def test_a_scheduler_gives_its_tasks_histories_in_the_order_they_finished(

@@ -121,8 +121,6 @@ class _BreakingClock(FakeClock):
         super().wait(condition, deadline)
 
 
-# The timer re-raises what killed it (Python prints it, pytest warns of it): expected here.
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_a_dead_timer_leaves_a_scheduler_that_says_it_is_dead(
     make_scheduler: SchedulerFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -152,7 +150,28 @@ def test_a_dead_timer_leaves_a_scheduler_that_says_it_is_dead(
     assert (scheduler.running, scheduler.metrics().state) == (False, "stopped")
 
 
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_dead_timer_s_traceback_is_said_once_in_the_log_not_again_by_python(
+    make_scheduler: SchedulerFactory,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The timer logs its death with the traceback; it re-raised as well, so Python's
+    ``threading.excepthook`` printed the same traceback a second time ("Exception in
+    thread lldsched-1-timer"), outside the logging a service configured."""
+    escaped: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: escaped.append(args.exc_value))
+    clock = _BreakingClock(T0)
+    scheduler = make_scheduler(clock=clock)
+    wait_until(lambda: scheduler.metrics().timer_woke is not None, timeout=5, what="a wake")
+    clock.broken = True
+    scheduler.schedule("tick", noop, OneTime(delay=60))  # a new head wakes the timer
+    wait_until(lambda: not scheduler.metrics().timer_alive, timeout=5, what="the timer's death")
+    deaths = [r for r in caplog.records if "the timer thread died" in r.getMessage()]
+    assert len(deaths) == 1 and deaths[0].exc_info is not None
+    assert repr(deaths[0].exc_info[1]) == "RuntimeError('the clock broke')"
+    assert escaped == []
+
+
 def test_a_wait_idle_under_way_when_the_timer_dies_raises_at_once(
     make_scheduler: SchedulerFactory,
 ) -> None:

@@ -104,7 +104,6 @@ ONLY_SCHEDULER = {
 }  # fmt: skip
 ONLY_SIMULATION = {
     "step", "run", "run_for", "at", "busy", "model", "record_log", "seed",
-    "schedules", "priorities",  # of tasks gone from its registry too: it keeps their records
 }  # fmt: skip
 REGISTRATION = {"schedule", "scheduled"}  # the same options; the action differs by design
 

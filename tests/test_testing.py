@@ -303,8 +303,6 @@ class _BreaksOnWait(FakeClock):
         super().wait(condition, deadline)
 
 
-# The timer re-raises what killed it (Python prints it, pytest warns of it): expected here.
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_a_scheduler_whose_timer_died_is_refused_saying_so() -> None:
     clock = _BreaksOnWait(T0)
     scheduler = Scheduler(clock=clock)

@@ -20,6 +20,8 @@ from lldsched.views.widgetkit import when as _when
 from lldsched.views.widgets import COLUMNS, MAX_ROWS, ControlPanel
 from tests.conftest import SchedulerFactory, settle
 
+LAST_INSTANT = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
+
 
 class QueuedLoop:
     """Stands in for the kernel's event loop: callbacks wait until the test runs them."""
@@ -300,6 +302,25 @@ def test_the_two_half_past_two_of_a_night_the_clocks_go_back_read_apart() -> Non
         "2026-10-25 02:30:00 CEST", "2026-10-25 02:30:00 CET",
     ]  # fmt: skip
     assert _when(first, ZoneInfo("UTC")) == "2026-10-25 00:30:00"
+
+
+def test_a_task_due_after_year_9999_shows_so_instead_of_breaking_the_table() -> None:
+    """A fixed rate at the end of year 9999 comes due past it, where no ``datetime``
+    goes: the panel raised ``OverflowError`` building its row (and so did every redraw)."""
+    sim = Simulation(workers=1, start=datetime(9999, 12, 31, 22, tzinfo=UTC))
+    task = sim.schedule("tick", FixedRate(7200), duration=1.0)
+    sim.run_for(3600)
+    assert task.next_run_at is not None and task.next_run_at > LAST_INSTANT
+    for tz, shown in (("UTC", "after 9999"), ("Asia/Tokyo", "after 9999")):
+        panel = ControlPanel(sim, loop=None, tz=tz)
+        assert panel.row(task.id)["next run"] == shown
+        assert shown in panel.to_text()
+        panel.close()
+    # An instant of 9999 that a zone east of UTC writes in year 10000 reads so too.
+    assert _when(LAST_INSTANT, ZoneInfo("Asia/Tokyo")) == "after 9999"
+    assert _when(LAST_INSTANT, ZoneInfo("UTC")) == "9999-12-31 23:59:59"
+    first = datetime(1, 1, 1, tzinfo=UTC).timestamp()
+    assert _when(first - 1, ZoneInfo("UTC")) == "before 0001"  # the other end alike
 
 
 def test_a_task_s_name_and_error_show_as_text_never_as_markup(

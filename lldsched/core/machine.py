@@ -22,7 +22,9 @@ What a runtime gives it:
 * a retention for finished tasks (``retain_finished``, :mod:`lldsched.core.retention`)
   and optionally an ``on_retire`` callable, given the id of each task that retires
   from the registry (just before it goes, so it can still be read), so the runtime
-  drops what it keeps per task;
+  drops what it keeps per task; what the views read of a task that retires (its
+  priority, its schedule) is kept in ``departed`` (:mod:`lldsched.core.departed`,
+  bounded by ``history_limit`` unless the runtime gives one of its own);
 * ``packed_history``: each task's history keeps its older records packed
   (:mod:`lldsched.core.packedstats`; the threaded scheduler's, whose histories
   are all it keeps of its runs when it has no store).
@@ -106,6 +108,7 @@ from lldsched.core.context import RunContext
 from lldsched.core.control import StatusVerbs
 from lldsched.core.decided import DecidedRecords
 from lldsched.core.definition import DefinitionVerbs
+from lldsched.core.departed import Departed
 from lldsched.core.dependencies import Dependencies
 from lldsched.core.ids import IdGenerator, sequential_ids
 from lldsched.core.isolation import isolated_action
@@ -150,11 +153,13 @@ from lldsched.persistence import TaskStore, is_shared
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule, next_run_and_skipped
 from lldsched.schedules.catchup import CatchUp
+from lldsched.schedules.simple import OneTime
 
 __all__ = ["MAX_SKIPPED", "DueQueue", "SchedulerCore"]
 
 log = logging.getLogger(JOBS)
 
+_NORMAL = Priority.NORMAL
 _new_tuple = tuple.__new__  # a Run or record positionally: see finish
 
 
@@ -190,6 +195,7 @@ class SchedulerCore(
         on_cancel: Callable[[Run], None] | None = None,
         packed_history: bool = False,
         purge_retired: bool = False,
+        departed: Departed | None = None,
     ) -> None:
         # at_most: a deque's maxlen is a C ssize_t (10**400 raised OverflowError there)
         whole_or_none(history_limit, name="history_limit", at_least=0, at_most=sys.maxsize)
@@ -198,6 +204,9 @@ class SchedulerCore(
             retain_finished, history_limit=history_limit, purge=purge_retired
         )
         self._on_retire = on_retire
+        # What the views read of the tasks that retire (core/departed.py): by default
+        # of as many as the retired tasks' history reaches (history_limit records).
+        self.departed = departed if departed is not None else Departed(bound=history_limit)
         self.tz = check_zone(tz)  # the zone of cron schedules that name none
         self.clock = clock
         self.tasks: dict[str, ScheduledTask] = {}
@@ -619,12 +628,24 @@ class SchedulerCore(
     def _retire(self, now: float) -> None:
         """Take the finished tasks whose retention ran out at ``now`` off the registry."""
         retention = self._retention
+        departed = self.departed
         store = self._store if retention.purge else None
         for task_id in retention.due(now):
             if self._on_retire is not None:  # first: the runtime may read what it keeps
                 self._on_retire(task_id)
             task = self.tasks.pop(task_id)
             retention.retired(task_id, task.status, task.history)
+            # What the views read of it (core/departed.py): a NORMAL one-off task leaves
+            # nothing, so it skips the call unless an entry an earlier task of its id
+            # left may have to go (a retirement of such a task: +430 instructions a
+            # dispatched job with the call, benchmarks/threaded_instructions.py dispatch).
+            if (
+                task.priority is not _NORMAL
+                or task._schedule.__class__ is not OneTime
+                or departed.priorities
+                or departed.schedules
+            ):
+                departed.left(task)
             if self._deps is not None:
                 self._deps.retired(task)  # its dependents remember how it ended
             if store is not None:  # purge_retired: its row and records go too

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
 from lldsched.clock import Clock
+from lldsched.core.departed import Departed
 from lldsched.core.dependencies import Dependencies
 from lldsched.core.names import Skipped
 from lldsched.core.retention import Retention
@@ -69,6 +70,7 @@ class CoreParts:
     _tally: Tally  # the records made since the core was built, by outcome
     _deps: Dependencies | None
     _retention: Retention
+    departed: Departed  # what the views read of the tasks that left the registry
     _default_ids: bool
     _chosen_ids: bool  # a caller chose an id: the default generator skips taken ones
     _restored_names: dict[str, str]  # name -> id of a live task a store restored

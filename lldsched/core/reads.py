@@ -3,7 +3,8 @@
 :class:`RegistryReads` is the part of :class:`~lldsched.core.machine.SchedulerCore`
 that the runtimes' reads go through: a task by id (or the error that says it is
 unknown, or retired: :mod:`lldsched.core.retention`), the dead-lettered ids, the
-records of retired tasks, every history as packed blocks
+records of retired tasks and their priorities and schedules
+(:mod:`lldsched.core.departed`), every history as packed blocks
 (:mod:`lldsched.core.packedstats`), the store's failed writes and what
 :mod:`lldsched.core.metrics` reads (the records counted by outcome, the dead
 letter's size, whether the store writes).  It changes nothing.  No thread, no lock:
@@ -18,6 +19,7 @@ from lldsched.core.retention import RetainFinished
 from lldsched.core.storewrites import StoreWrites
 from lldsched.core.task import ScheduledTask
 from lldsched.model import ExecutionRecord, Outcome
+from lldsched.schedules.base import Schedule
 
 __all__ = ["RegistryReads"]
 
@@ -43,6 +45,20 @@ class RegistryReads(CoreParts):
         """The records of retired tasks still held, in the order the tasks retired
         (the most recent ones, as many as ``history_limit``)."""
         return list(self._retention.log)
+
+    def priorities(self) -> dict[str, int]:
+        """Task id to :class:`~lldsched.model.Priority` value of every task that has
+        records here: the registered ones, and the retired ones whose records
+        :meth:`retired_records` holds (NORMAL unless :mod:`~lldsched.core.departed`
+        kept another)."""
+        return self.departed.priorities_of(
+            self.tasks.values(), (record.task_id for record in self._retention.log)
+        )
+
+    def schedules(self) -> dict[str, Schedule]:
+        """Task id to schedule of the registered tasks, and of the retired ones that had
+        slots (:mod:`~lldsched.core.departed`): what the overrun count reads."""
+        return self.departed.schedules_of(self.tasks.values())
 
     def packed_records(self) -> list[Rows]:
         """Every task's ``history`` (in registration order), then :meth:`retired_records`,

@@ -60,6 +60,7 @@ __all__ = [
     "RetainFinished",
     "Retention",
     "check_retention",
+    "oldest",
 ]
 
 RetainFinished = int | timedelta | None
@@ -124,7 +125,7 @@ class Retention:
         # The ids of the finished tasks held, in the order they finished, to the
         # instant each finished (insertion order is the retirement order).  Public for
         # one reader: the core skips its retirement pass while it holds no more than
-        # retire_above.  A count takes its oldest off a batch at a time (_oldest), so a
+        # retire_above.  A count takes its oldest off a batch at a time (oldest()), so a
         # plain dict serves; an age takes them one at a time, at every finish, and
         # taking the oldest of a dict whose front was deleted scans the deleted slots
         # (a stream of one-off runs spent 4x its time there): an ordered dict.  A plain
@@ -162,7 +163,7 @@ class Retention:
         if count is not None:
             if len(held) <= self.retire_above:
                 return _NONE
-            return _oldest(held, len(held) - count)
+            return oldest(held, len(held) - count)
         if self._age is None or not held:  # None: every task stays
             return _NONE
         assert isinstance(held, OrderedDict)  # an age's (see __init__)
@@ -180,7 +181,7 @@ class Retention:
         retired[task_id] = status
         remembered = RETIRED_IDS_REMEMBERED  # read here: a test lowers it
         if len(retired) > remembered + remembered // RETIRE_BATCH:
-            _oldest(retired, len(retired) - remembered)
+            oldest(retired, len(retired) - remembered)
         if history and self.log.maxlen != 0:
             self.log.extend(history)
 
@@ -205,13 +206,13 @@ class Retention:
         return len(self.held_since)
 
 
-def _oldest(ids: dict[str, V], n: int) -> list[str]:
+def oldest(ids: dict[str, V], n: int) -> list[str]:
     """Take the ``n`` oldest keys off ``ids`` (insertion order) and return them.
 
     One pass from the front of a plain dict, which also walks the slots of keys
     deleted since the dict last resized: a batch pays that walk once, where taking
     the oldest one at a time would pay it per key."""
-    oldest = list(islice(ids, n))
-    for key in oldest:
+    taken = list(islice(ids, n))
+    for key in taken:
         del ids[key]
-    return oldest
+    return taken

@@ -66,6 +66,7 @@ from typing import Any, NamedTuple
 
 from lldsched import checks
 from lldsched.clock import to_timestamp, within_datetimes
+from lldsched.core.departed import Departed
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.ids import IdGenerator
 from lldsched.core.machine import SchedulerCore
@@ -80,7 +81,6 @@ from lldsched.listeners import Listener, as_callback, listener_list, notify
 from lldsched.logs import Repeats
 from lldsched.model import ExecutionRecord, TaskEvent
 from lldsched.persistence import TaskStore
-from lldsched.schedules.base import Schedule
 from lldsched.sim.awaiting import PrivateLoop
 from lldsched.sim.clock import VirtualClock
 from lldsched.sim.models import (
@@ -176,13 +176,11 @@ class Simulation(SimulationVerbs):
             purge_retired=purge_retired,
             on_retire=self._retired,
             on_cancel=self._cut,
+            # records() keeps every record, of tasks retired or removed too: so does what
+            # the views read of them (their priority and schedule), for every such task.
+            departed=Departed(bound=None),
         )
         self._models: dict[str, TaskModels] = {}
-        # What the views read of a task that left the registry (retired or removed) while
-        # its records stay in records(): its priority, when not NORMAL, and its schedule,
-        # when it has slots (the overrun count's): a NORMAL one-off task costs nothing.
-        self._gone_priorities: dict[str, int] = {}
-        self._gone_schedules: dict[str, Schedule] = {}
         self._free = list(range(workers))  # a heap: the lowest free worker starts next
         # (finished, sequence, worker, run, started, error, result, timed_out) in flight
         self._finishes: list[tuple[float, int, int, Run, float, str | None, str | None, bool]] = []
@@ -401,9 +399,9 @@ class Simulation(SimulationVerbs):
         return None
 
     def _retired(self, task_id: str) -> None:
-        """The core retires ``task_id``: its models go with it, what the views read stays."""
+        """The core retires ``task_id``: its models go with it (what the views read of it
+        stays, in the core's ``departed``)."""
         self._models.pop(task_id, None)
-        self._remember(self._core.tasks[task_id])
 
     def _cut(self, run: Run) -> None:
         """Overlap.CANCEL_OTHER cancelled ``run``: it ends now, as a run that checks its

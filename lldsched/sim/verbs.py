@@ -31,7 +31,6 @@ from lldsched.listeners import Listener, as_callback
 from lldsched.model import Priority, TaskEvent
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
-from lldsched.schedules.simple import OneTime
 from lldsched.sim.clock import VirtualClock
 from lldsched.sim.models import (
     NO_RNG,
@@ -54,8 +53,6 @@ class SimulationVerbs:
     _queue: TaskQueue
     _core: SchedulerCore
     _models: dict[str, TaskModels]
-    _gone_priorities: dict[str, int]
-    _gone_schedules: dict[str, Schedule]
     _log: RecordLog
     _callbacks: list[tuple[Listener, Callable[[TaskEvent], None]]]
 
@@ -257,7 +254,7 @@ class SimulationVerbs:
         """
         task = self._core.remove(task_id)
         self._models.pop(task_id, None)
-        self._remember(task)
+        self._core.departed.left(task)  # its records stay in records(): what they read too
         return task
 
     def reschedule(self, task_id: str, schedule: Schedule | str) -> ScheduledTask:
@@ -326,30 +323,19 @@ class SimulationVerbs:
     def schedules(self) -> dict[str, Schedule]:
         """Task id to schedule of every task that has records: the registered ones, and
         those retired (``retain_finished``) or removed, whose records :meth:`records`
-        keeps (a one-off task's only while registered: it never overruns).  What
-        :func:`lldsched.views.frames.schedules_of` gives ``task_summary`` to count overruns."""
-        return {**self._gone_schedules, **{t.id: t.schedule for t in self._core.tasks.values()}}
+        keeps (a one-off task's only while registered: it never overruns;
+        :mod:`lldsched.core.departed`).  What :func:`lldsched.views.frames.schedules_of`
+        gives ``task_summary`` to count overruns."""
+        return self._core.departed.schedules_of(self._core.tasks.values())
 
     def priorities(self) -> dict[str, int]:
         """Task id to :class:`~lldsched.model.Priority` value of every task that has
-        records, retired and removed ones included (each as it was when it left): the
-        priority column of :func:`lldsched.views.frames.to_frame`."""
-        known = dict.fromkeys(self._log.columns().key_ids, int(Priority.NORMAL))
-        known.update(self._gone_priorities)
-        known.update((t.id, int(t.priority)) for t in self._core.tasks.values())
-        return known
-
-    def _remember(self, task: ScheduledTask) -> None:
-        """Keep what :meth:`priorities` and :meth:`schedules` say of ``task``, which leaves
-        the registry while its records stay."""
-        if task.priority != Priority.NORMAL:
-            self._gone_priorities[task.id] = int(task.priority)
-        else:  # an id used again: not what an earlier task of that id left
-            self._gone_priorities.pop(task.id, None)
-        if type(task.schedule) is not OneTime:  # a one-off task never overruns
-            self._gone_schedules[task.id] = task.schedule
-        else:
-            self._gone_schedules.pop(task.id, None)
+        records, retired and removed ones included (each as it was when it left,
+        :mod:`lldsched.core.departed`): the priority column of
+        :func:`lldsched.views.frames.to_frame`."""
+        return self._core.departed.priorities_of(
+            self._core.tasks.values(), self._log.columns().key_ids
+        )
 
     def orphans(self) -> list[str]:
         """Ids of the tasks the store restored that no ``schedule(..., id=...)`` has named

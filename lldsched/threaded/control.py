@@ -225,6 +225,22 @@ class ControlVerbs(SchedulerParts):
         merged.sort(key=_finished)
         return merged
 
+    def schedules(self) -> dict[str, Schedule]:
+        """Task id to schedule of every task that has records here: the registered ones,
+        and those retired whose records :meth:`records` still holds (a one-off task's
+        only while registered: it never overruns; :mod:`lldsched.core.departed`).  What
+        :func:`lldsched.views.frames.schedules_of` gives ``task_summary`` to count
+        overruns."""
+        with self._lock:
+            return self._core.schedules()
+
+    def priorities(self) -> dict[str, int]:
+        """Task id to :class:`~lldsched.model.Priority` value of every task that has
+        records here, retired ones included (each as it was when it retired): the
+        priority column of :func:`lldsched.views.frames.to_frame`."""
+        with self._lock:
+            return self._core.priorities()
+
     def packed_records(self) -> list[Rows]:
         """What :meth:`records` holds, packed (:mod:`lldsched.core.packedstats`) and not
         yet in finish order (``records()`` is these records sorted by ``finished``, ties

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from lldsched.checks import flag, wait_seconds
 from lldsched.core.names import RUNNABLE
-from lldsched.core.task import Entry
+from lldsched.core.task import Entry, ScheduledTask
 from lldsched.deprecated import keyword_only_now
 from lldsched.errors import SchedulerStateError
 from lldsched.logs import SCHEDULER
@@ -43,7 +43,7 @@ class Stopping(SchedulerParts):
     @keyword_only_now(kept=0, moved=("drain", "timeout"))
     def shutdown(self, *, drain: bool = True, timeout: float | timedelta | None = 5.0) -> bool:
         """Stop timing, then drain (or with ``drain=False`` drop) the work that is due;
-        runs in flight always finish.  Idempotent and final.
+        a thread's run in flight always finishes.  Idempotent and final.
 
         ``drain=True`` runs every run due at or before the instant of this call, in
         heap order (due, priority, arrival), the ones already handed to the workers
@@ -60,8 +60,10 @@ class Stopping(SchedulerParts):
         Returns True when every thread stopped within ``timeout`` seconds (or a
         ``timedelta``; ``None``: no bound; a listener
         still inside a call counts); else False, and a warning on the ``lldsched``
-        logger names the runs still going.  Calling it again waits again (up to its own
-        ``timeout``) for a run still in flight.  A call made while another is still
+        logger names the runs still going and counts the runs due by this call that
+        were not started (a drain out of time, or ``drain=False``), which stay as said
+        above.  Calling it again waits again (up to its own ``timeout``) for a run
+        still in flight.  A call made while another is still
         shutting down waits for that one first (within its own ``timeout``), so it never
         cuts the other's drain short; from an action, a listener or a coroutine (which
         the other may be waiting for) it returns False at once instead.
@@ -154,7 +156,9 @@ class Stopping(SchedulerParts):
         if not self._threads_alive() and not flushing:
             return True
         if not self._pool.is_worker(threading.current_thread()):  # else: its own run goes on
-            self._warn_still_running(timeout, deadline, flushing=flushing)
+            self._warn_still_running(
+                timeout, deadline, flushing=flushing, due_by=None if finished else instant
+            )
         return False
 
     @keyword_only_now(kept=0, moved=("drain", "timeout"))
@@ -244,19 +248,28 @@ class Stopping(SchedulerParts):
         )
 
     def _warn_still_running(
-        self, timeout: float | None, deadline: Deadline, *, flushing: bool = False
+        self,
+        timeout: float | None,
+        deadline: Deadline,
+        *,
+        flushing: bool = False,
+        due_by: float | None = None,
     ) -> None:
         """Say what outlived ``shutdown(timeout=...)``: the caller (a ``with`` block)
         often drops the False, and a run left going is not recorded, nor an event
         delivered, if the process ends first (a durable store runs such a run again at
-        the next start).  The runs going are read under the lock, taken within what is
-        left of ``deadline``; a lock still held then is said instead."""
+        the next start).  With ``due_by`` (the shutdown's instant, when no drain ran
+        to its end) it also says how many runs due by then did not start, and what
+        ``shutdown()``'s docstring says of them.  The runs are read under the lock, taken
+        within what is left of ``deadline``; a lock still held then is said instead."""
         going: list[str] | None = None
+        unstarted = 0
         with deadline.holding(self._lock) as held:
             if held:
-                going = [
-                    f"{task.id} {task.name!r}" for task in self._core.tasks.values() if task.running
-                ]
+                tasks = self._core.tasks.values()
+                going = [f"{task.id} {task.name!r}" for task in tasks if task.running]
+                if due_by is not None:
+                    unstarted = sum(1 for t in tasks if not t.running and _due(t, due_by))
         if going is None:
             left = [
                 "the scheduler's lock still held (a store call that does not return?): "
@@ -264,6 +277,11 @@ class Stopping(SchedulerParts):
             ]
         else:
             left = [f"runs still going: {', '.join(going)}"] if going else []
+            if unstarted:
+                left.append(
+                    f"{unstarted} runs due by the shutdown not started (they stay SCHEDULED "
+                    "or RETRYING with their due time, for a durable store to recover)"
+                )
         if self._dispatcher.busy:
             left.append("listeners still receiving events")
         if self._coroutines.calls_running:
@@ -450,12 +468,14 @@ class Stopping(SchedulerParts):
         claimed keeps its due time until that process settles it, so it counts too.
         A scan of every task: for the waits of tests and demos only (caller holds the
         lock)."""
-        return any(
-            task.status in RUNNABLE
-            and task.next_run_at is not None
-            and (until is None or task.next_run_at <= until)
-            for task in self._core.tasks.values()
-        )
+        return any(_due(task, until) for task in self._core.tasks.values())
+
+
+def _due(task: ScheduledTask, until: float | None) -> bool:
+    """``task`` is runnable (SCHEDULED or RETRYING) and due at or before ``until``
+    (``None``: due at all, however far out)."""
+    due = task.next_run_at
+    return task.status in RUNNABLE and due is not None and (until is None or due <= until)
 
 
 def _checked(drain: object, timeout: float | timedelta | None) -> float | None:

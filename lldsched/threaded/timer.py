@@ -69,7 +69,11 @@ class TimerThread(SchedulerParts):
 
     def _run_timer(self) -> None:
         """The timer thread's target: :meth:`_timer_loop`, its death logged and the
-        scheduler marked ``"dead"`` (``running`` False; see :meth:`_refuse_if_dead`)."""
+        scheduler marked ``"dead"`` (``running`` False; see :meth:`_refuse_if_dead`).
+
+        What killed it is logged once, with its traceback, and not raised again: the
+        thread ends either way, and a re-raise only had ``threading.excepthook`` print
+        the same traceback a second time, to stderr, past the logging a service set up."""
         try:
             self._timer_loop()
         except BaseException:
@@ -78,7 +82,6 @@ class TimerThread(SchedulerParts):
                     self._state = DEAD
                 self._idle.notify_all()  # a wait_idle() under way raises now, not at its timeout
             log.exception("the timer thread died; no further task will be dispatched")
-            raise
 
     def _refuse_if_dead(self, verb: str) -> None:
         """Raise for ``verb``, which needs the timer, if the timer thread died (caller

@@ -130,7 +130,7 @@ def records_of(source: object) -> tuple[list[ExecutionRecord], dict[str, int]]:
     as records as they are, with no priorities.
     """
     if isinstance(source, Reads):
-        return source.records(), _priorities_of(source)
+        return source.records(), source.priorities()
     if callable(getattr(source, "records", None)) and callable(getattr(source, "load_all", None)):
         store: Any = source
         priorities = {snap.task.id: int(snap.task.priority) for snap in store.load_all()}
@@ -148,24 +148,10 @@ def records_of(source: object) -> tuple[list[ExecutionRecord], dict[str, int]]:
 
 
 def schedules_of(source: Reads) -> dict[str, Schedule]:
-    """Task id to schedule, for :func:`task_summary`'s overrun count: of the registered
-    tasks, and of a runtime that keeps the records of tasks gone from its registry and
-    says their schedules (a ``Simulation``'s ``schedules()``), of those too."""
-    kept = getattr(source, "schedules", None)
-    if callable(kept):
-        schedules: dict[str, Schedule] = kept()
-        return schedules
-    return {task.id: task.schedule for task in source.tasks()}
-
-
-def _priorities_of(source: Reads) -> dict[str, int]:
-    """Task id to priority: of the registered tasks, or all a runtime says it knows
-    (a ``Simulation``'s ``priorities()``, retired tasks included)."""
-    kept = getattr(source, "priorities", None)
-    if callable(kept):
-        priorities: dict[str, int] = kept()
-        return priorities
-    return {task.id: int(task.priority) for task in source.tasks()}
+    """Task id to schedule, for :func:`task_summary`'s overrun count: the runtime's
+    ``schedules()``, of the registered tasks and of those gone from its registry whose
+    records it keeps (:mod:`lldsched.core.departed`)."""
+    return source.schedules()
 
 
 def dependencies_of(source: Reads) -> dict[str, tuple[str, ...]]:
@@ -197,10 +183,10 @@ def to_frame(source: object, *, priorities: Mapping[str, int] | None = None) -> 
     log = getattr(source, "record_log", None)
     packed = getattr(source, "packed_records", None)
     if isinstance(source, Reads) and callable(log):
-        known = _priorities_of(source)
+        known = source.priorities()
         columns = from_log(log().columns())
     elif isinstance(source, Reads) and callable(packed):
-        known = _priorities_of(source)
+        known = source.priorities()
         columns = from_packed(packed())
     else:
         records, known = records_of(source)

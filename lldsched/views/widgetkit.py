@@ -60,8 +60,12 @@ def bundle(widget: Any, text: Callable[[], str], **kwargs: Any) -> Any:
 def when(timestamp: float | None, tz: ZoneInfo) -> str:
     """An instant in ``tz``; in any zone but UTC with its abbreviation (``CEST``, ``CET``),
     as :func:`~lldsched.views.tables.readable` writes it: the two 02:30 of a night the
-    clocks go back read apart."""
+    clocks go back read apart.  An instant a ``datetime`` cannot hold in ``tz`` (a
+    fixed rate's next slot past the end of year 9999) reads ``after 9999``."""
     if timestamp is None:
         return "—"
-    local = utc_datetime(timestamp).astimezone(tz)
+    try:
+        local = utc_datetime(timestamp).astimezone(tz)
+    except OverflowError:  # past a datetime's span: a rate's next slot at the end of 9999
+        return "after 9999" if timestamp > 0 else "before 0001"
     return local.strftime("%Y-%m-%d %H:%M:%S" if tz.key in UTC_NAMES else "%Y-%m-%d %H:%M:%S %Z")
