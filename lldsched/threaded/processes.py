@@ -29,7 +29,9 @@ answer:
   or the scheduler shuts down without draining) is a failed run whose error says why.
   One asked for after the run began and before a child was busy with it (the worker
   takes one, or starts one, without the scheduler's lock) found no child to kill: the
-  caller's ``stopped`` says so once the child is held, and the run is never sent.
+  caller's ``stopped`` says so once the child is held, and the run is never sent (a
+  shutdown's finds the pool closed instead, and the run ends the same way: failed, its
+  error ``CancelledError: <reason> (before its worker process started it)``).
 
 A child that is lost is replaced at once (starting one takes a few milliseconds;
 the new interpreter boots in the background), so the caller's slot is free as soon
@@ -182,7 +184,7 @@ class ProcessPool:
         # A system refusing processes for an hour is said once a window, not once a
         # lost child (lldsched/logs.py; its own lock: several workers may replace).
         self._repeats = repeats if repeats is not None else Repeats()
-        # Guards _idle, _busy and _closed.  Taken by the worker threads to take and
+        # Guards _idle, _busy, _closed and _dropped.  Taken by the worker threads to take and
         # give back a child, and by kill() and close(); never held while waiting for
         # a child's answer.  Lock order: the scheduler's lock, then this one (kill()
         # is called under the scheduler's lock); never the other way round.
@@ -190,6 +192,7 @@ class ProcessPool:
         self._idle: list[_Child] = []
         self._busy: list[_Child] = []
         self._closed = False
+        self._dropped: str | None = None  # kill_all's reason: a run it finds unstarted ends so
 
     # -- running -----------------------------------------------------------------------
 
@@ -211,17 +214,21 @@ class ProcessPool:
         pool's lock): the reason the run was stopped since its caller began it, or None.
         A :meth:`kill` finds the child from then on; one that came before found none,
         and ``stopped`` says it: the run is then not sent, and ends failed with that
-        reason."""
-        child = self._take(task_id)
+        reason.  So does a run that finds the pool closed by :meth:`kill_all` (a shutdown
+        without drain came between its begin and its child)."""
+        try:
+            child = self._take(task_id)
+        except SchedulerStateError:
+            with self._lock:
+                dropped = self._dropped
+            if dropped is None:  # closed by close(): nothing dropped it
+                raise
+            return self._unstarted(dropped)
         if stopped is not None:
             reason = stopped()
             if reason is not None:  # stopped before this child was busy with it
                 self._give_back(child)
-                now = self._now()
-                error = f"CancelledError: {reason} (before its worker process started it)"
-                return ProcessOutcome(
-                    started=now, finished=now, error=error, result=None, timed_out=False
-                )
+                return self._unstarted(reason)
         message = json.dumps({"call": path, "args": list(args), "kwargs": dict(kwargs or {})})
         connection = child.connection
         started = self._now()
@@ -283,6 +290,12 @@ class ProcessPool:
             timed_out=False,
         )
 
+    def _unstarted(self, reason: str) -> ProcessOutcome:
+        """The outcome of a run stopped for ``reason`` before a child started it."""
+        now = self._now()
+        error = f"CancelledError: {reason} (before its worker process started it)"
+        return ProcessOutcome(started=now, finished=now, error=error, result=None, timed_out=False)
+
     def kill(self, task_id: str, reason: str) -> bool:
         """Kill the child running ``task_id``'s run, if any; its run ends failed, its
         error saying ``reason`` (``"task cancelled"``).  True if one was killed."""
@@ -298,6 +311,7 @@ class ProcessPool:
         of time); how many were killed.  Nothing lost is replaced after this."""
         with self._lock:
             self._closed = True
+            self._dropped = reason
             for child in self._busy:
                 child.killed = reason
                 _kill(child.process)
