@@ -103,7 +103,7 @@ print("\n".join(store.log))
 # (`isolation="process"`, notebook 03) is killed by `drain=False` at once, and by a drain
 # once the shutdown's `timeout` runs out; its attempt is recorded failed (`CancelledError:
 # the scheduler shut down without draining`). A coroutine run (`async def`) still going
-# when the shutdown's `timeout` runs out is cancelled.
+# a second before the shutdown's `timeout` runs out is cancelled.
 
 
 # %% tags=["nbval-check-output"]
