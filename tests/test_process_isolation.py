@@ -30,6 +30,7 @@ from lldsched import (
     RetryPolicy,
     ScheduledTask,
     Scheduler,
+    SchedulerStateError,
     Simulation,
     SqliteTaskStore,
     TaskStatus,
@@ -482,6 +483,31 @@ def test_shutdown_without_drain_kills_the_running_child_and_leaves_none_alive(
     assert (record.error or "").startswith("CancelledError: the scheduler shut down")
     assert not alive(int(marker.read_text()))
     assert set(serving_children()) <= others
+
+
+def test_a_run_that_finds_the_pool_dropped_by_shutdown_ends_cancelled_unstarted() -> None:
+    """A worker that began a process run just as shutdown(drain=False) closed the pool
+    (before it held a child) records what a killed run records, not the pool's state:
+    it used to end failed 'SchedulerStateError: the process pool is closed and takes no
+    run' (seen from notebook 06: shutdown right after such a task started)."""
+    pool = ProcessPool(now=time.monotonic)
+    pool.kill_all("the scheduler shut down without draining")
+    outcome = pool.run("t", f"{JOBS}:add", (1, 2), None, timeout=BOUND)
+    assert outcome.error == (
+        "CancelledError: the scheduler shut down without draining "
+        "(before its worker process started it)"
+    )
+    assert outcome.result is None and not outcome.timed_out
+    assert outcome.started == outcome.finished
+    assert pool.alive == 0  # no child was started for it
+    pool.close(timeout=BOUND)
+
+
+def test_a_run_on_a_pool_closed_by_a_drain_still_raises() -> None:
+    pool = ProcessPool(now=time.monotonic)
+    pool.close(timeout=BOUND)
+    with pytest.raises(SchedulerStateError, match="the process pool is closed"):
+        pool.run("t", f"{JOBS}:add", (1, 2), None, timeout=BOUND)
 
 
 def test_a_drain_that_runs_out_of_time_kills_the_running_child(

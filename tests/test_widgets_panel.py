@@ -3,6 +3,7 @@ scheduler, bursts of events coalesce into one refresh, and a closed panel hears 
 
 from __future__ import annotations
 
+import asyncio
 import html
 import sys
 import threading
@@ -13,7 +14,16 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from lldsched import FakeClock, FixedRate, OneTime, RetryPolicy, TaskStatus, ValidationError
+from lldsched import (
+    EventLog,
+    FakeClock,
+    FixedRate,
+    OneTime,
+    RetryPolicy,
+    TaskEvent,
+    TaskStatus,
+    ValidationError,
+)
 from lldsched.sim import Simulation
 from lldsched.views.panel import _Row
 from lldsched.views.widgetkit import when as _when
@@ -177,6 +187,66 @@ def test_redrive_follows_the_retries_of_the_re_run_to_its_end(
     clock.advance(30)
     settle(scheduler)
     assert panel.message.value.startswith("redrive bad: re-driven, and the re-run failed again")
+    panel.close()
+
+
+def test_pause_and_cancel_say_what_becomes_of_the_run_in_flight(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    # Before, every press on a running task said "its run in flight finishes", though the
+    # threaded scheduler kills a process-isolated run and cancels a coroutine run.
+    gate = threading.Event()
+    log = EventLog()
+
+    def on_a_thread() -> None:
+        gate.wait(10)
+
+    async def on_the_loop() -> None:
+        await asyncio.sleep(30)
+
+    scheduler = make_scheduler(listeners=[log])
+    retry = RetryPolicy.never()
+    thread = scheduler.schedule("thread", on_a_thread, OneTime(delay=0), retry=retry)
+    loop = scheduler.schedule("loop", on_the_loop, OneTime(delay=0), retry=retry)
+    child = scheduler.schedule(
+        "child", "time:sleep", OneTime(delay=0), args=[30], isolation="process", retry=retry
+    )
+    running = {thread.id, loop.id, child.id}
+
+    def all_running(_event: TaskEvent) -> bool:
+        return all(scheduler.task(task_id).running for task_id in running)
+
+    assert log.wait_for(all_running, timeout=5)
+    panel = ControlPanel(scheduler, loop=None)
+    panel.button(thread.id, "pause").click()
+    assert panel.message.value == (
+        "pause thread: paused; its run in flight finishes, nothing runs until resume"
+    )
+    panel.button(loop.id, "pause").click()
+    assert panel.message.value == (
+        "pause loop: paused; its run in flight is cancelled, nothing runs until resume"
+    )
+    panel.button(child.id, "cancel").click()
+    assert (
+        panel.message.value
+        == "cancel child: cancelled; its run in flight is killed, no further run"
+    )
+    gate.set()
+    settle(scheduler)
+    assert child.history[-1].error is not None and "task cancelled" in child.history[-1].error
+    panel.close()
+
+
+def test_a_simulated_run_in_flight_finishes_whatever_its_isolation() -> None:
+    sim = Simulation(workers=1, start=datetime(2026, 1, 5, 9, tzinfo=UTC))
+    child = sim.schedule("child", OneTime(delay=0), duration=60, isolation="process")
+    sim.step()  # the run starts
+    assert child.running
+    panel = ControlPanel(sim, loop=None)
+    panel.button(child.id, "pause").click()
+    assert panel.message.value == (
+        "pause child: paused; its run in flight finishes, nothing runs until resume"
+    )
     panel.close()
 
 

@@ -6,19 +6,29 @@ the action is given as an import path ``"package.module:function"`` with argumen
 JSON keeps unchanged (the rule of :mod:`lldsched.importpath`, the one durable
 stores follow), and it takes no ``ctx``.  :func:`isolated_action` turns the path
 into the function, checked here, at registration; :func:`check_process_call`
-checks the arguments.
+checks the arguments.  :func:`is_loop_action` says which thread tasks are coroutines,
+whose runs the threaded scheduler's event loop awaits.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
+from inspect import CO_COROUTINE
+from types import CodeType
 from typing import Any, get_args
 
 from lldsched.core.task import Isolation
 from lldsched.errors import ValidationError
 from lldsched.importpath import import_callable, import_path, json_arguments
 
-__all__ = ["ISOLATIONS", "check_isolation", "check_process_call", "isolated_action"]
+__all__ = [
+    "ISOLATIONS",
+    "check_isolation",
+    "check_process_call",
+    "is_loop_action",
+    "isolated_action",
+]
 
 ISOLATIONS: tuple[Isolation, ...] = get_args(Isolation)
 """The values of a task's ``isolation`` option, ``("thread", "process")``: where its action
@@ -32,6 +42,24 @@ def check_isolation(name: str, isolation: object) -> Isolation:
             f"task {name!r}: isolation must be one of {ISOLATIONS}, got {isolation!r}"
         )
     return isolation
+
+
+def is_loop_action(action: object, isolation: str) -> bool:
+    """True for an ``async def`` function (or a partial of one) run on a thread: its runs
+    go to the loop.  The one statement of the rule: at registration, at restore and for a
+    task another process registered.  A process-isolated one is awaited in its child
+    (``isolation="process"``: :func:`lldsched.threaded.processchild.serve`), so False.
+
+    Asked at every registration, so a function's code flags are read first (tens of
+    nanoseconds; ``inspect.iscoroutinefunction`` alone costs several times that, on
+    a registration of about two microseconds).
+    """
+    if isolation != "thread":
+        return False
+    code: CodeType | None = getattr(action, "__code__", None)  # bound methods pass it on
+    if code is not None:
+        return code.co_flags & CO_COROUTINE != 0
+    return inspect.iscoroutinefunction(action)
 
 
 def isolated_action(name: str, action: object, *, isolation: object) -> Callable[..., Any] | None:

@@ -15,6 +15,7 @@ from datetime import timedelta
 
 from lldsched.checks import wait_seconds
 from lldsched.core.duequeue import QueueStats
+from lldsched.core.isolation import is_loop_action
 from lldsched.core.metrics import Metrics, take
 from lldsched.core.packedstats import Rows
 from lldsched.core.registration import UNCHANGED, Unchanged
@@ -24,7 +25,6 @@ from lldsched.listeners import Listener
 from lldsched.model import ExecutionRecord, Priority, TaskStatus
 from lldsched.policies import RetryPolicy
 from lldsched.schedules.base import Schedule
-from lldsched.threaded.coroutines import is_loop_action
 from lldsched.threaded.parts import STOPPED, SchedulerParts
 
 __all__ = ["ControlVerbs"]

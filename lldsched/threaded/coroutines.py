@@ -50,13 +50,11 @@ on the loop thread without it.
 from __future__ import annotations
 
 import collections
-import inspect
 import logging
 import threading
 from collections.abc import Callable, Container, Iterable
 from contextvars import Context
-from inspect import CO_COROUTINE
-from types import CodeType, CoroutineType
+from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
 from lldsched.checks import whole
@@ -81,7 +79,7 @@ if TYPE_CHECKING:  # imported at the first coroutine run: see CoroutineRunner._s
 
     from lldsched.threaded.calls import LoopCalls
 
-__all__ = ["CANCEL_GRACE", "CoroutineRunner", "Finish", "is_loop_action"]
+__all__ = ["CANCEL_GRACE", "CoroutineRunner", "Finish"]
 
 log = logging.getLogger(WORKERS)
 
@@ -93,24 +91,6 @@ lock: records the run (the runner settles it, with ``settle``); True when it que
 line to log (a failure), which ``said`` logs once the lock is let go, before the settle.
 ``raised`` is the exception the coroutine (or the action that made it) raised, for the
 line's traceback."""
-
-
-def is_loop_action(action: object, isolation: str) -> bool:
-    """True for an ``async def`` function (or a partial of one) run on a thread: its runs
-    go to the loop.  The one statement of the rule: at registration, at restore and for a
-    task another process registered.  A process-isolated one is awaited in its child
-    (``isolation="process"``: :func:`lldsched.threaded.processchild.serve`), so False.
-
-    Asked at every registration, so a function's code flags are read first (tens of
-    nanoseconds; ``inspect.iscoroutinefunction`` alone costs several times that, on
-    a registration of about two microseconds).
-    """
-    if isolation != "thread":
-        return False
-    code: CodeType | None = getattr(action, "__code__", None)  # bound methods pass it on
-    if code is not None:
-        return code.co_flags & CO_COROUTINE != 0
-    return inspect.iscoroutinefunction(action)
 
 
 class CoroutineRunner(LoopShutdown):

@@ -29,7 +29,9 @@ answer:
   or the scheduler shuts down without draining) is a failed run whose error says why.
   One asked for after the run began and before a child was busy with it (the worker
   takes one, or starts one, without the scheduler's lock) found no child to kill: the
-  caller's ``stopped`` says so once the child is held, and the run is never sent.
+  caller's ``stopped`` says so once the child is held, and the run is never sent (a
+  shutdown's finds the pool closed instead, and the run ends the same way: failed, its
+  error ``CancelledError: <reason> (before its worker process started it)``).
 
 A child that is lost is replaced at once (starting one takes a few milliseconds;
 the new interpreter boots in the background), so the caller's slot is free as soon
@@ -185,7 +187,7 @@ class ProcessPool:
         # A system refusing processes for an hour is said once a window, not once a
         # lost child (lldsched/logs.py; its own lock: several workers may replace).
         self._repeats = repeats if repeats is not None else Repeats()
-        # Guards _idle, _busy and _closed.  Taken by the worker threads to take and
+        # Guards _idle, _busy, _closed and _dropped.  Taken by the worker threads to take and
         # give back a child, and by kill() and close(); never held while waiting for
         # a child's answer.  Lock order: the scheduler's lock, then this one (kill()
         # is called under the scheduler's lock); never the other way round.
@@ -193,6 +195,7 @@ class ProcessPool:
         self._idle: list[_Child] = []
         self._busy: list[_Child] = []
         self._closed = False
+        self._dropped: str | None = None  # kill_all's reason: a run it finds unstarted ends so
 
     # -- running -----------------------------------------------------------------------
 
@@ -215,16 +218,21 @@ class ProcessPool:
         (``"CancelledError: task cancelled "`` and :data:`NOT_SENT`), or None.  A
         :meth:`kill` finds the child from then on; one that came before found none, and
         ``stopped`` says it: the run is then not sent, and ends failed with that
-        error."""
-        child = self._take(task_id)
+        error.  So does a run that finds the pool closed by :meth:`kill_all` (a shutdown
+        without drain came between its begin and its child)."""
+        try:
+            child = self._take(task_id)
+        except SchedulerStateError:
+            with self._lock:
+                dropped = self._dropped
+            if dropped is None:  # closed by close(): nothing dropped it
+                raise
+            return self._unstarted(f"CancelledError: {dropped} {NOT_SENT}")
         if stopped is not None:
             error = stopped()
             if error is not None:  # stopped before this child was busy with it
                 self._give_back(child)
-                now = self._now()
-                return ProcessOutcome(
-                    started=now, finished=now, error=error, result=None, timed_out=False
-                )
+                return self._unstarted(error)
         message = json.dumps({"call": path, "args": list(args), "kwargs": dict(kwargs or {})})
         connection = child.connection
         started = self._now()
@@ -286,6 +294,11 @@ class ProcessPool:
             timed_out=False,
         )
 
+    def _unstarted(self, error: str) -> ProcessOutcome:
+        """The outcome of a run stopped before a child started it, failed with ``error``."""
+        now = self._now()
+        return ProcessOutcome(started=now, finished=now, error=error, result=None, timed_out=False)
+
     def kill(self, task_id: str, reason: str) -> bool:
         """Kill the child running ``task_id``'s run, if any; its run ends failed, its
         error saying ``reason`` (``"task cancelled"``).  True if one was killed."""
@@ -301,6 +314,7 @@ class ProcessPool:
         of time); how many were killed.  Nothing lost is replaced after this."""
         with self._lock:
             self._closed = True
+            self._dropped = reason
             for child in self._busy:
                 child.killed = reason
                 _kill(child.process)

@@ -46,6 +46,7 @@ from lldsched.clock import Clock, SystemClock
 from lldsched.core.calls import not_callable
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.ids import IdGenerator, sequential_ids
+from lldsched.core.isolation import is_loop_action
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.recovery import recover
 from lldsched.core.registration import F, Isolation, TaskIds, registering
@@ -60,7 +61,7 @@ from lldsched.persistence import CoordinatedStore, TaskStore, is_shared
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.threaded.control import ControlVerbs
-from lldsched.threaded.coroutines import CoroutineRunner, is_loop_action
+from lldsched.threaded.coroutines import CoroutineRunner
 from lldsched.threaded.dispatcher import EventDispatcher
 from lldsched.threaded.forked import note
 from lldsched.threaded.jumps import LastLook

@@ -38,7 +38,7 @@ from lldsched.errors import LldschedError, ValidationError
 from lldsched.model import TaskEvent, TaskStatus
 from lldsched.runtime import Runtime
 from lldsched.schedules.cron.zone import zone_info
-from lldsched.views.presses import RedriveWatch, pressed
+from lldsched.views.presses import RedriveWatch, fate_in_flight, pressed
 from lldsched.views.widgetkit import bundle, plain, require_ipywidgets, text_of, when
 
 if TYPE_CHECKING:
@@ -349,14 +349,17 @@ class ControlPanel:
         waits for a run: a redrive's outcome is said by a later refresh."""
         with self._render:
             try:
-                # The counts before the verb: the re-run may end before it returns.
-                before = RedriveWatch.of(self._source.task(task_id))
+                # The counts before the verb: the re-run may end before it returns; and
+                # the run in flight at the press, which a pause or cancel may end at once.
+                task = self._source.task(task_id)
+                before = RedriveWatch.of(task)
+                in_flight = fate_in_flight(self._source, task) if task.running else None
                 changed = getattr(self._source, verb)(task_id)
             except LldschedError as exc:
                 self.say(f"{verb} {task_id}: {exc}")
                 return
             task = self._source.task(task_id)
-            self.say(pressed(verb, task, changed=changed, when=self._when))
+            self.say(pressed(verb, task, changed=changed, when=self._when, in_flight=in_flight))
             if verb == "redrive" and changed:
                 self._watch = before
             self.refresh([task_id])

@@ -7,7 +7,10 @@ a no-op, and a redriven task is *watched*: when its re-run ends, the message say
 (succeeded; failed again and back in the dead letter; failed and a retry is due).
 The watch reads the task as the panel's refresh sees it (no event is needed, so the
 simulation player, which refreshes once a step, gets the outcome too); the panel
-never blocks a button's callback waiting for the run.
+never blocks a button's callback waiting for the run.  A pause or a cancel of a task
+with a run in flight says what becomes of that run (:func:`fate_in_flight`): on a
+thread it finishes, but the threaded scheduler kills a process-isolated run and
+cancels a coroutine run.
 
 Only strings are made here: :class:`lldsched.views.panel.ControlPanel` shows them.
 """
@@ -17,28 +20,47 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from lldsched.core.isolation import is_loop_action
 from lldsched.core.task import ScheduledTask
 from lldsched.model import TaskStatus
+from lldsched.runtime import Runtime, Stepped
 
-__all__ = ["RedriveWatch", "pressed"]
+__all__ = ["RedriveWatch", "fate_in_flight", "pressed"]
 
 When = Callable[[float | None], str]
 """Formats a timestamp in the panel's zone ("—" for None)."""
 
 
-def pressed(verb: str, task: ScheduledTask, *, changed: bool, when: When) -> str:
+def fate_in_flight(runtime: Runtime, task: ScheduledTask) -> str:
+    """What a pause or a cancel does to ``task``'s run in flight on ``runtime``: the
+    threaded scheduler kills a process-isolated run and cancels a coroutine run
+    (``lldsched/threaded/control.py``, ``_stop_running``); a run on a thread, and every
+    simulated run (a simulated child is never killed), finishes."""
+    if isinstance(runtime, Stepped):
+        return "finishes"
+    definition = task.definition
+    if definition.isolation == "process":
+        return "is killed"
+    if is_loop_action(definition.action, definition.isolation):
+        return "is cancelled"
+    return "finishes"
+
+
+def pressed(
+    verb: str, task: ScheduledTask, *, changed: bool, when: When, in_flight: str | None = None
+) -> str:
     """The message after ``verb`` was pressed on ``task`` (read after the verb acted);
-    ``changed`` is what the verb returned."""
+    ``changed`` is what the verb returned, ``in_flight`` what became of the run the task
+    had in flight at the press (:func:`fate_in_flight`), None if it had none."""
     name = task.name
     if not changed:
         return f"{verb} {name}: nothing to do, it is {task.status.value}"
+    after = f"its run in flight {in_flight}, " if in_flight else ""
     if verb == "pause":
-        after = "its run in flight finishes, " if task.running else ""
         return f"pause {name}: paused; {after}nothing runs until resume"
     if verb == "resume":
         return f"resume {name}: resumed; next run {when(task.next_run_at)}"
     if verb == "cancel":
-        after = "its run in flight finishes, " if task.running else ""
         return f"cancel {name}: cancelled; {after}no further run"
     if verb == "redrive":
         return f"redrive {name}: queued again, due now; its outcome shows here when it ends"

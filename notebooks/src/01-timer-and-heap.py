@@ -5,7 +5,7 @@
 #
 # **Objectives**
 #
-# - say why the heap entry is `(due, priority, sequence, task)`, and what the sequence is for;
+# - say why the heap entry is `(due, priority, sequence, task_id)`, and what the sequence is for;
 # - write a timer queue that waits on a `Condition` for exactly the delay until the head is
 #   due, and measure it against a poll loop;
 # - read the production timer loop and name each concern it adds to those twenty lines;

@@ -359,10 +359,12 @@ print(broken.task("report").last_error)
 # * It **cannot** preempt a thread: `time.sleep`, a socket read without a timeout, a long
 #   C call all run to their end. The scheduler records the overrun; the worker stays busy.
 # * It **can** stop code that cooperates: check `ctx.cancelled`, or wait with `ctx.wait()`.
-# * `cancel` stops future runs at once and raises the running run's flag; the run in flight
-#   finishes and its record is kept.
+# * `cancel` stops future runs at once and raises the running run's flag; a run in flight
+#   on a thread finishes and its record is kept.
 # * For work that must be killable, register it with `isolation="process"`: a process can
-#   be stopped from outside, a thread cannot.
+#   be stopped from outside, a thread cannot. Its run is killed at its timeout, by `cancel`
+#   and `pause`, by a slot that `Overlap.CANCEL_OTHER` starts over it, and by a shutdown
+#   that does not drain it.
 #
 # ## Check yourself
 #

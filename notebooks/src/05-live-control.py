@@ -141,7 +141,8 @@ display(stop, said)
 #
 # 1. It finishes (Python cannot stop a thread) and is recorded in the history; nothing is
 #    scheduled after it, so the heartbeat runs next when you press `resume`, at once if
-#    it slept through a slot.
+#    it slept through a slot. (A run in a worker process, `isolation="process"` in
+#    notebook 03, would be killed instead, and a coroutine run cancelled.)
 # 2. It notes which tasks changed and asks the kernel's event loop to refresh
 #    (`call_soon_threadsafe`); the refresh runs on the kernel's thread, because ipykernel
 #    does not reliably send widget updates made from other threads.

@@ -15,8 +15,9 @@
 #
 # 1. **Where does the state live?** Behind a `TaskStore`: every status change is written
 #    through it, with the run's record.
-# 2. **How does it stop?** Timer first, then the pool: drain what is queued, or drop it;
-#    a run in flight always finishes.
+# 2. **How does it stop?** Timer first, then the pool: drain what is queued, or drop it.
+#    A run in flight on a worker thread always finishes (Python cannot stop a thread); a
+#    run in a worker process (`isolation="process"`) is killed when it is not drained.
 # 3. **What happens after a crash or a night of downtime?** A scheduler opened on a
 #    durable store gets its tasks back, runs again what was in flight (at-least-once), and
 #    applies each task's misfire policy to the slots it slept through.
@@ -96,7 +97,13 @@ print("\n".join(store.log))
 # One worker is busy with a long run; three more tasks are due and wait for it.
 # `shutdown(drain=True)` stops the timer, then runs every run due at the instant of the
 # call (the three, in heap order), and joins. `drain=False` runs none of them. Either way
-# the run in flight finishes: Python cannot stop it.
+# the run in flight finishes: it runs on a worker thread, and Python cannot stop a thread.
+#
+# Two kinds of run can be stopped, and are. A run in a worker process
+# (`isolation="process"`, notebook 03) is killed by `drain=False` at once, and by a drain
+# once the shutdown's `timeout` runs out; its attempt is recorded failed (`CancelledError:
+# the scheduler shut down without draining`). A coroutine run (`async def`) still going
+# a second before the shutdown's `timeout` runs out is cancelled.
 
 
 # %% tags=["nbval-check-output"]

@@ -54,12 +54,13 @@
 #
 # **Back of the envelope**, out loud, for 100,000 tasks each due every minute: about
 # 1,700 runs a second. The heap is cheap: 17 levels deep, so a push or pop is a few
-# dozen comparisons at most, and a registered task owns about 370 bytes in lldsched
-# (37 MB in all; `docs/PERFORMANCE.md`). The history is not: a kept run record is about
-# 184 bytes, so 100 records a task is 1 to 2 GB; bound it (`history_limit`) and let the
-# store keep the rest. The limits are the actions and the store: every transition is a
-# write (lldsched's SQLite store took about 37,000 status writes a second in its own
-# benchmark, on the same page), and by Little's law the pool needs
+# dozen comparisons at most, and a registered task owns about 390 bytes in lldsched
+# (39 MB in all; `docs/PERFORMANCE.md`). The history is not: a kept run record is about
+# 105 bytes (older ones packed; about 180 on a scheduler with a store), so 100 records a
+# task is 1 to 2 GB; bound it (`history_limit`) and let the store keep the rest. The
+# limits are the actions and the store: every transition is a write (lldsched's SQLite
+# store took 20,000 to 40,000 status writes a second in its own benchmark, on the same
+# page, as the disk allowed), and by Little's law the pool needs
 # `runs a second * seconds a run` workers, 1,700 for one-second actions (or coroutine
 # runs, which hold no thread while they wait).
 

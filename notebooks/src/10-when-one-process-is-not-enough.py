@@ -29,6 +29,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from dataclasses import replace
@@ -40,6 +41,7 @@ from lldsched import (
     FakeClock,
     FixedRate,
     OneTime,
+    RunContext,
     Scheduler,
     SqliteTaskStore,
     StoreError,
@@ -233,15 +235,18 @@ print(cluster_counts(busy).to_string())
 #
 # ## 5. Clock skew and the lease margin
 #
-# A lease's expiry is an instant, so whose clock says when it is? With SQLite every
-# process passes its own time (here, each node's own clock). A node whose clock runs
+# A lease's expiry is an instant, so whose clock says when it is? Here each node compares
+# expiries on its own clock, as every process on a shared SQLite file compares them on
+# the time its scheduler's clock gives (on one host that is one clock, unless schedulers
+# are given clocks that disagree). A node whose clock runs
 # ahead sees other nodes' leases expire early. A lease is never older than one renewal
 # interval, so clocks may differ by up to the **margin**, `lease - renewal`, without a
 # live lease looking expired. Beyond it, a node steals leases that are still held.
 #
-# PostgreSQL has a clock of its own: the claim can use the database's time for every
-# lease (`lease_clock="database"`), and skew stops mattering for leases. It still moves
-# when each node thinks a slot is due: a skewed node claims early or late, never twice.
+# PostgreSQL has a clock of its own: `PostgresTaskStore` compares every lease's expiry
+# on the database's clock (the simulation plays it with `lease_clock="database"`), and
+# skew stops mattering for leases. It still moves when each node thinks a slot is due: a
+# skewed node claims early or late, never twice.
 
 # %% tags=["nbval-check-output"]
 skewed = ClusterScenario(
@@ -283,7 +288,9 @@ print(with_fencing.summary())
 # a table two tasks write to would refuse the slower task's rightful write the moment
 # the other task's newer token landed. Writes are an upsert keyed by task and slot, so a
 # second write for a slot replaces the first instead of adding to it. Here is such a
-# table, on SQLite, in twenty lines.
+# table, on SQLite, in thirty lines. Actions write to it from the scheduler's worker
+# threads, not from the thread that made it, and `sqlite3` binds a connection to the
+# thread that opened it unless told not to: hence `check_same_thread=False`, and a lock.
 
 
 # %%
@@ -292,7 +299,8 @@ class FencedReports:
     seen for its task is refused."""
 
     def __init__(self) -> None:
-        self.db = sqlite3.connect(":memory:", isolation_level=None)
+        self.db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        self.lock = threading.Lock()  # guards self.db: one transaction at a time
         self.db.execute("CREATE TABLE fence (task TEXT PRIMARY KEY, token INTEGER NOT NULL)")
         self.db.execute(
             "CREATE TABLE reports (task TEXT, slot REAL, body TEXT, token INTEGER,"
@@ -300,7 +308,7 @@ class FencedReports:
         )
 
     def write(self, task: str, slot: float, body: str, token: int) -> bool:
-        with self.db:  # one transaction: the check and the write cannot be split
+        with self.lock, self.db:  # one transaction: the check and the write cannot be split
             self.db.execute("BEGIN IMMEDIATE")
             row = self.db.execute("SELECT token FROM fence WHERE task = ?", (task,)).fetchone()
             if row is not None and token < row[0]:
@@ -313,7 +321,8 @@ class FencedReports:
 
     def rows(self) -> list[tuple[str, float, str, int]]:
         query = "SELECT task, slot, body, token FROM reports ORDER BY task, slot"
-        return self.db.execute(query).fetchall()
+        with self.lock:
+            return self.db.execute(query).fetchall()
 
 
 # %% tags=["nbval-check-output"]
@@ -338,6 +347,35 @@ sink = FencedReports()
 print("node-0, token 1 (before the takeover's):", sink.write("report", 60, "by node-0", token=1))
 print("node-1, token 2:", sink.write("report", 60, "by node-1", token=2))
 print(*sink.rows(), sep="\n")
+
+# %% [markdown]
+# Now from a real run: an action on a scheduler over a shared store (section 7 runs three
+# processes on one) writes its report under its claim's token, from a worker thread.
+# The same slot written again with an older token is refused.
+
+# %% tags=["nbval-check-output"]
+sink = FencedReports()
+
+
+def write_report(ctx: RunContext) -> str:
+    """The action: its report, under its claim's token (a first attempt's due is its slot)."""
+    written = sink.write(ctx.task_id, ctx.due, "by a worker thread", token=ctx.fencing_token)
+    return "written" if written else "superseded"
+
+
+folder = tempfile.TemporaryDirectory()
+with (
+    SqliteTaskStore(Path(folder.name) / "tasks.db", shared=True) as shared,
+    Scheduler(store=shared) as scheduler,
+):
+    daily = scheduler.schedule("report", write_report, OneTime(delay=0), id="report")
+    scheduler.wait_idle()
+folder.cleanup()
+(record,) = daily.history
+print(f"the run: {record.outcome}, token {record.token}, result {record.result}")
+stale = sink.write("report", record.slot, "stale", token=record.token - 1)
+print("the same slot, an older token:", stale)
+print("the sink:", [(task, body, token) for task, _, body, token in sink.rows()])
 
 # %% [markdown]
 # ## 7. The same claims, for real: three processes on one SQLite file
