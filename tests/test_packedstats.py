@@ -169,11 +169,12 @@ def test_a_schedulers_frame_read_from_its_packed_histories_equals_the_frame_of_i
                 scheduler.cancel(ended.id)  # it retires (retain_finished=0) with its history
             clock.advance(10.0)
             assert scheduler.wait_idle(10.0)
-    priorities = {task.id: task.priority for task in scheduler.tasks()}
     from_blocks = to_frame(scheduler)
-    from_records = to_frame(scheduler.records(), priorities=priorities)
+    from_records = to_frame(scheduler.records(), priorities=scheduler.priorities())
     assert len(from_blocks) == 3 * 40 and from_blocks["error"].notna().any()  # 2 tasks, retired
     assert from_blocks["result"].notna().any() and (from_blocks["task_id"] == ended.id).any()
+    # a retired task's rows keep its priority (core/departed.py), not <NA>
+    assert set(from_blocks[from_blocks["task_id"] == ended.id]["priority"]) == {Priority.NORMAL}
     pd.testing.assert_frame_equal(from_blocks, from_records)
 
 
