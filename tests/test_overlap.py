@@ -16,6 +16,7 @@ from lldsched import (
     FakeClock,
     FixedDelay,
     FixedRate,
+    InMemoryTaskStore,
     OneTime,
     Overlap,
     OverrunPolicy,
@@ -28,6 +29,7 @@ from lldsched.core.context import RunContext
 from lldsched.model import ExecutionRecord, Outcome, TaskEvent
 from lldsched.schedules.decorators import Jittered
 from tests.conftest import T0, SchedulerFactory, settle
+from tests.harness import Harness
 
 # -- the simulation ----------------------------------------------------------------------
 
@@ -287,6 +289,38 @@ def test_cancel_other_runs_an_action_that_takes_no_context(
     )
     settle(scheduler)
     assert calls == [1] and log.runs("plain")[0].ok
+
+
+def test_cancel_other_gives_every_run_a_cancel_flag_and_allow_gives_none_unasked() -> None:
+    """CANCEL_OTHER cancels through the run's flag, so each of its runs has one (an action
+    that takes no ``ctx`` too); ALLOW cancels nothing, and a run of it has a context only
+    when its action asks for one."""
+    cancelling = Harness(FakeClock(T0))
+    cancelling.core.add("plain", _noop, FixedRate(60), overlap=Overlap.CANCEL_OTHER)
+    first = cancelling.begin()
+    assert first.context is not None and not first.context.cancelled
+    second = cancelling.begin()  # the slot at T0 + 60, while the first still runs
+    assert first.context.cancelled and first.context.reason == "overlap"
+    assert second.context is not None and not second.context.cancelled
+    allowing = Harness(FakeClock(T0))
+    allowing.core.add("plain", _noop, FixedRate(60), overlap=Overlap.ALLOW, max_instances=2)
+    assert [allowing.begin().context, allowing.begin().context] == [None, None]
+
+
+def test_a_run_beside_others_leaves_the_slot_queued_behind_it_with_no_attempt_yet() -> None:
+    """The stored row of a task whose runs overlap is its queued slot's: no attempt
+    behind it (a crash then restores a fresh slot, not a retry)."""
+    store = InMemoryTaskStore()
+    h = Harness(FakeClock(T0), store=store)
+    task = h.core.add("twice", _noop, FixedRate(60), overlap=Overlap.ALLOW, max_instances=2)
+    for run in (h.begin(), h.begin()):  # the slot at T0, then T0 + 60 beside it
+        assert run.attempt == 1
+        (row,) = store.load_all()
+        assert (row.status, row.attempt, task.attempt) == (TaskStatus.RUNNING, 0, 0)
+
+
+def _noop() -> None:
+    return None
 
 
 def test_cancel_other_cancels_a_coroutine_run_for_real(
