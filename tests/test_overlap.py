@@ -319,6 +319,18 @@ def test_a_run_beside_others_leaves_the_slot_queued_behind_it_with_no_attempt_ye
         assert (row.status, row.attempt, task.attempt) == (TaskStatus.RUNNING, 0, 0)
 
 
+def test_the_runs_of_a_task_cancelled_beside_each_other_are_each_written() -> None:
+    store = InMemoryTaskStore()
+    h = Harness(FakeClock(T0), store=store)
+    task = h.core.add("twice", _noop, FixedRate(60), overlap=Overlap.ALLOW, max_instances=2)
+    first, second = h.begin(), h.begin()
+    assert h.core.cancel(task.id)
+    for run in (first, second):  # the first ends while the second still runs
+        h.core.finish(run, run.due, T0 + 70, None)
+    assert [r.slot for r in store.records(task.id)] == [T0, T0 + 60]
+    assert task.status is TaskStatus.CANCELLED
+
+
 def _noop() -> None:
     return None
 
