@@ -27,7 +27,7 @@ from lldsched import (
 )
 from lldsched.core.context import RunContext
 from lldsched.model import ExecutionRecord, Outcome, TaskEvent
-from lldsched.schedules.decorators import Jittered
+from lldsched.schedules.decorators import Jittered, Window
 from tests.conftest import T0, SchedulerFactory, settle
 from tests.harness import Harness
 
@@ -329,6 +329,18 @@ def test_the_runs_of_a_task_cancelled_beside_each_other_are_each_written() -> No
         h.core.finish(run, run.due, T0 + 70, None)
     assert [r.slot for r in store.records(task.id)] == [T0, T0 + 60]
     assert task.status is TaskStatus.CANCELLED
+
+
+def test_an_overlapping_task_whose_window_closes_runs_its_last_slot_and_succeeds() -> None:
+    h = Harness(FakeClock(T0))
+    schedule = Window(FixedRate(60), end=T0 + 60)  # two slots: T0 and T0 + 60
+    task = h.core.add("closing", _noop, schedule, overlap=Overlap.ALLOW, max_instances=2)
+    first, last = h.begin(), h.begin()  # the last slot begins beside the first: none after
+    assert (first.slot, last.slot) == (T0, T0 + 60) and h.queue.entries() == []
+    assert task.attempt == 1  # the last slot's first attempt, as any run's (no slot behind)
+    for run in (first, last):
+        h.core.finish(run, run.due, T0 + 90, None)
+    assert task.status is TaskStatus.SUCCEEDED
 
 
 def _noop() -> None:
