@@ -164,12 +164,14 @@ class RetryPolicy:
         With jitter, ``rng`` draws the spread (the core passes its seeded generator,
         so simulations stay reproducible).
         """
-        # Compute in log space first so a large attempt never overflows a float.
         exponent = attempt - 1
-        if self.multiplier > 1.0 and exponent * math.log(self.multiplier) > 700:
-            base = self.max_backoff
-        else:
-            base = min(self.max_backoff, self.initial_backoff * self.multiplier**exponent)
+        initial, cap = self.initial_backoff, self.max_backoff
+        growth = exponent * math.log(self.multiplier)  # multiplier**exponent, as its log
+        if growth <= 700 or not initial:  # no overflow (e**709 is the float's end); 0 stays 0
+            base = min(cap, initial * self.multiplier**exponent) if initial else 0.0
+        else:  # in log space: a large attempt never overflows, a tiny initial still grows
+            grown = math.log(initial) + growth
+            base = cap if grown >= math.log(cap) else math.exp(grown)
         if self.jitter:
             spread = (rng or random).random() * self.jitter
             return base * (1.0 - spread)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
 from threading import TIMEOUT_MAX
@@ -13,10 +13,14 @@ from threading import TIMEOUT_MAX
 import pytest
 
 from lldsched.checks import (
+    FARTHEST,
     LONGEST,
+    flag,
     fraction,
+    instant,
     number,
     seconds,
+    step,
     wait_seconds,
     whole,
     whole_or_none,
@@ -254,3 +258,46 @@ def test_a_number_is_an_int_or_a_float_numpy_float64_included() -> None:
     for value in (Decimal("5"), Fraction(5, 1), np.int64(5), np.float32(5.0)):
         with pytest.raises(ValidationError, match=re.escape(f"got {value!r}")):
             seconds(value, name="period", above=0)
+
+
+def test_step_takes_a_microsecond_and_refuses_anything_shorter_quoting_it() -> None:
+    assert step(1e-6, name="period") == 1e-6
+    assert step(timedelta(microseconds=1), name="period") == 1e-6
+    with pytest.raises(ScheduleError, match=r"period must be at least 1e-06 seconds .*got 9e-07"):
+        step(9e-7, name="period", error=ScheduleError)
+    with pytest.raises(ValidationError, match=r"period must be finite and > 0 seconds, got 0"):
+        step(0, name="period")
+
+
+def test_flag_takes_true_and_false_only_naming_what_else_it_got() -> None:
+    assert flag(True, name="paused") is True and flag(False, name="paused") is False
+    for value in (1, 0, "yes", None):
+        with pytest.raises(ValidationError, match=f"paused must be True or False, got {value!r}"):
+            flag(value, name="paused")
+    with pytest.raises(ScheduleError, match="got 1"):
+        flag(1, name="paused", error=ScheduleError)
+
+
+class _Query:
+    """A stand-in schedule: ``of=`` names its class in the message."""
+
+
+def test_instant_takes_epoch_seconds_within_the_farthest_either_way() -> None:
+    for value in (0, 1.5, -FARTHEST, FARTHEST):
+        assert instant(value, name="first_run()") == value
+    for value in (FARTHEST * 2, -FARTHEST * 2, math.nan, math.inf):
+        with pytest.raises(ValidationError, match=r"first_run\(\) takes finite epoch seconds"):
+            instant(value, name="first_run()")
+    assert instant(math.inf, name="next_fire()", within=None) == math.inf
+
+
+def test_instant_names_the_schedules_query_and_hints_at_a_datetimes_timestamp() -> None:
+    with pytest.raises(
+        ScheduleError, match=r"^_Query.first_run\(\) takes epoch seconds \(a float\), got True$"
+    ):
+        instant(True, name="first_run()", of=_Query(), error=ScheduleError)
+    moment = datetime(2026, 1, 1, tzinfo=UTC)
+    with pytest.raises(
+        ValidationError, match=r"got datetime.* \(an instant: use .timestamp\(\)\)$"
+    ):
+        instant(moment, name="at")

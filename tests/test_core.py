@@ -12,6 +12,7 @@ from lldsched import (
     FixedDelay,
     FixedRate,
     OneTime,
+    Overlap,
     RetryPolicy,
     Simulation,
     TaskNotFoundError,
@@ -257,6 +258,51 @@ def test_every_transition_is_published_as_an_event_with_the_record_on_finish(
         (TaskStatus.RUNNING, TaskStatus.SUCCEEDED),
     ]
     assert h.events[-1].record == record and h.events[0].task_id == task.id
+
+
+def test_a_run_of_an_overlapping_task_is_published_without_a_store(clock: FakeClock) -> None:
+    h = Harness(clock)  # listeners, no store: the begin of an ALLOW run is heard all the same
+    h.core.add("twice", noop, FixedRate(60), overlap=Overlap.ALLOW, max_instances=2)
+    h.begin()
+    assert [(e.previous, e.status) for e in h.events] == [
+        (None, TaskStatus.SCHEDULED),
+        (TaskStatus.SCHEDULED, TaskStatus.RUNNING),
+    ]
+
+
+def test_a_run_of_an_overlapping_task_is_written_without_listeners(clock: FakeClock) -> None:
+    store = RecordingStore()
+    h = Harness(clock, store=store, emit=None)  # a store, nobody listening
+    task = h.core.add("twice", noop, FixedRate(60), overlap=Overlap.ALLOW, max_instances=2)
+    h.begin()
+    assert store.saved == [(task.id, "scheduled"), (task.id, "running")]
+
+
+def test_a_schedule_whose_next_run_raises_fails_its_task_saying_why(clock: FakeClock) -> None:
+    class Broken:
+        def first_run(self, now: float) -> float:
+            return now
+
+        def next_run(self, record: object, now: float) -> float | None:
+            raise RuntimeError("no next slot today")
+
+    h = Harness(clock)
+    task = h.core.add("broken", noop, Broken())
+    record = h.step()
+    assert record is not None and record.ok  # the run itself went well
+    assert task.status is TaskStatus.FAILED and h.core.dead_letter() == [task.id]
+    assert task.last_error == "ScheduleError: RuntimeError: no next slot today"
+
+
+def test_a_task_registered_paused_is_paused_and_does_not_run_when_due(clock: FakeClock) -> None:
+    h = Harness(clock)
+    task = h.core.add("held", noop, FixedRate(60), paused=True)
+    assert task.status is TaskStatus.PAUSED
+    assert h.step() is None  # its slot was queued, then tombstoned by the pause
+    assert [(e.previous, e.status) for e in h.events][-1] == (
+        TaskStatus.SCHEDULED,
+        TaskStatus.PAUSED,
+    )
 
 
 def test_history_is_bounded_by_the_history_limit(clock: FakeClock) -> None:

@@ -4,6 +4,8 @@ and notebook 03 draws the table."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from lldsched import FakeClock, FixedRate, OneTime, RetryPolicy, TaskStatus
@@ -171,3 +173,16 @@ def test_notebook_03_draws_the_table_as_it_is_now() -> None:
         "notebook 03's state diagram differs from lldsched.core.lifecycle.TRANSITIONS: "
         "paste `python -m lldsched.core.lifecycle` into its Markdown cell"
     )
+
+
+def test_python_m_lifecycle_prints_the_diagram_and_importing_it_prints_nothing() -> None:
+    """The notebook's cell is pasted from ``python -m lldsched.core.lifecycle``."""
+
+    def output(*arguments: str) -> str:
+        done = subprocess.run(
+            [sys.executable, *arguments], cwd=ROOT, capture_output=True, text=True, check=True
+        )
+        return done.stdout
+
+    assert output("-m", "lldsched.core.lifecycle") == mermaid_state_diagram() + "\n"
+    assert output("-c", "import lldsched.core.lifecycle") == ""

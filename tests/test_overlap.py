@@ -16,6 +16,7 @@ from lldsched import (
     FakeClock,
     FixedDelay,
     FixedRate,
+    InMemoryTaskStore,
     OneTime,
     Overlap,
     OverrunPolicy,
@@ -26,8 +27,9 @@ from lldsched import (
 )
 from lldsched.core.context import RunContext
 from lldsched.model import ExecutionRecord, Outcome, TaskEvent
-from lldsched.schedules.decorators import Jittered
+from lldsched.schedules.decorators import Jittered, Window
 from tests.conftest import T0, SchedulerFactory, settle
+from tests.harness import Harness
 
 # -- the simulation ----------------------------------------------------------------------
 
@@ -287,6 +289,62 @@ def test_cancel_other_runs_an_action_that_takes_no_context(
     )
     settle(scheduler)
     assert calls == [1] and log.runs("plain")[0].ok
+
+
+def test_cancel_other_gives_every_run_a_cancel_flag_and_allow_gives_none_unasked() -> None:
+    """CANCEL_OTHER cancels through the run's flag, so each of its runs has one (an action
+    that takes no ``ctx`` too); ALLOW cancels nothing, and a run of it has a context only
+    when its action asks for one."""
+    cancelling = Harness(FakeClock(T0))
+    cancelling.core.add("plain", _noop, FixedRate(60), overlap=Overlap.CANCEL_OTHER)
+    first = cancelling.begin()
+    assert first.context is not None and not first.context.cancelled
+    second = cancelling.begin()  # the slot at T0 + 60, while the first still runs
+    assert first.context.cancelled and first.context.reason == "overlap"
+    assert second.context is not None and not second.context.cancelled
+    allowing = Harness(FakeClock(T0))
+    allowing.core.add("plain", _noop, FixedRate(60), overlap=Overlap.ALLOW, max_instances=2)
+    assert [allowing.begin().context, allowing.begin().context] == [None, None]
+
+
+def test_a_run_beside_others_leaves_the_slot_queued_behind_it_with_no_attempt_yet() -> None:
+    """The stored row of a task whose runs overlap is its queued slot's: no attempt
+    behind it (a crash then restores a fresh slot, not a retry)."""
+    store = InMemoryTaskStore()
+    h = Harness(FakeClock(T0), store=store)
+    task = h.core.add("twice", _noop, FixedRate(60), overlap=Overlap.ALLOW, max_instances=2)
+    for run in (h.begin(), h.begin()):  # the slot at T0, then T0 + 60 beside it
+        assert run.attempt == 1
+        (row,) = store.load_all()
+        assert (row.status, row.attempt, task.attempt) == (TaskStatus.RUNNING, 0, 0)
+
+
+def test_the_runs_of_a_task_cancelled_beside_each_other_are_each_written() -> None:
+    store = InMemoryTaskStore()
+    h = Harness(FakeClock(T0), store=store)
+    task = h.core.add("twice", _noop, FixedRate(60), overlap=Overlap.ALLOW, max_instances=2)
+    first, second = h.begin(), h.begin()
+    assert h.core.cancel(task.id)
+    for run in (first, second):  # the first ends while the second still runs
+        h.core.finish(run, run.due, T0 + 70, None)
+    assert [r.slot for r in store.records(task.id)] == [T0, T0 + 60]
+    assert task.status is TaskStatus.CANCELLED
+
+
+def test_an_overlapping_task_whose_window_closes_runs_its_last_slot_and_succeeds() -> None:
+    h = Harness(FakeClock(T0))
+    schedule = Window(FixedRate(60), end=T0 + 60)  # two slots: T0 and T0 + 60
+    task = h.core.add("closing", _noop, schedule, overlap=Overlap.ALLOW, max_instances=2)
+    first, last = h.begin(), h.begin()  # the last slot begins beside the first: none after
+    assert (first.slot, last.slot) == (T0, T0 + 60) and h.queue.entries() == []
+    assert task.attempt == 1  # the last slot's first attempt, as any run's (no slot behind)
+    for run in (first, last):
+        h.core.finish(run, run.due, T0 + 90, None)
+    assert task.status is TaskStatus.SUCCEEDED
+
+
+def _noop() -> None:
+    return None
 
 
 def test_cancel_other_cancels_a_coroutine_run_for_real(

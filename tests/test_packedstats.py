@@ -24,6 +24,7 @@ from lldsched.core.packedstats import (
     Rows,
     pack,
     pack_all,
+    packed_history,
     run_stats_maker,
     unpack,
 )
@@ -93,6 +94,27 @@ def test_the_blocks_end_with_the_held_records() -> None:
     assert sum(block.size for block in blocks[:-1]) == BATCH * (len(blocks) - 1)
     everything = [record for block in blocks for record in unpack(block)]
     assert everything[-stats.held() :] == added[-40:]
+
+
+def test_the_blocks_of_no_record_or_one_hold_nothing_or_it() -> None:
+    stats = PackedRunStats(40)  # a one-off task's history: one record, never a tail
+    assert stats.blocks() == [] and stats.held() == 0 and packed_history(stats) == []
+    stats.add(_record(0))
+    (block,) = stats.blocks()
+    assert list(unpack(block)) == [_record(0)] and stats.held() == 1
+    assert packed_history(stats) == [Rows(block, 0)]
+
+
+@pytest.mark.parametrize("count", [55, 56, 57, 70])
+def test_the_packed_history_gives_only_blocks_with_records_in_the_history(count: int) -> None:
+    stats = PackedRunStats(40)  # at 56, the oldest block kept is wholly older than the history
+    added = [_record(i) for i in range(count)]
+    for record in added:
+        stats.add(record)
+    rows = packed_history(stats)
+    assert all(row.start < row.block.size for row in rows)
+    kept = [record for row in rows for record in list(unpack(row.block))[row.start :]]
+    assert kept == added[-40:]
 
 
 def test_only_a_limit_that_leaves_records_to_pack_makes_packed_stats() -> None:

@@ -172,6 +172,18 @@ def test_an_age_keeps_a_finished_task_that_long_after_it_finished(
     assert held(driven) == [late, last]
 
 
+def test_an_age_retires_the_only_finished_task_at_a_later_run_of_another(
+    kind: str, opened: list[Driven]
+) -> None:
+    driven = driven_with(opened, kind, retain_finished=timedelta(minutes=1))
+    (once,) = one_offs(driven, 1)  # finishes at T0 + 1, the only finished task held
+    tick = driven.add("tick", FixedRate(45)).id  # runs at T0, T0 + 45, T0 + 90, ...
+    driven.run_until(T0 + 45)  # 44 s after it finished: held
+    assert held(driven) == [once, tick]
+    driven.run_until(T0 + 90)  # a run finishes 89 s after it did: it retires
+    assert held(driven) == [tick]
+
+
 # -- what stays -----------------------------------------------------------------------------
 
 

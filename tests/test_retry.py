@@ -16,6 +16,18 @@ def test_default_backoff_is_one_two_four_seconds_capped_at_sixty() -> None:
     assert policy.backoff(10_000) == 60  # no overflow for absurd attempt numbers
 
 
+def test_a_backoff_far_along_the_curve_is_the_curve_until_it_meets_the_cap() -> None:
+    # Zero seconds stay zero however many attempts: a policy that retries at once
+    # does so at its 2,000th attempt too (it waited max_backoff from the 1,012th on).
+    at_once = RetryPolicy(max_attempts=5_000, initial_backoff=0, max_backoff=60)
+    assert [at_once.backoff(n) for n in (1, 1_011, 1_012, 2_000, 10_000)] == [0, 0, 0, 0, 0]
+    # A tiny first wait grown past e**700 may still be under the cap: 1e-305 * 2**1015 s.
+    tiny = RetryPolicy(initial_backoff=1e-305, max_backoff=60)
+    assert tiny.backoff(1_016) == pytest.approx(3.511119404)
+    assert tiny.backoff(1_017) == pytest.approx(7.022238808)
+    assert tiny.backoff(1_025) == 60 and tiny.backoff(10**9) == 60
+
+
 def test_max_attempts_counts_the_first_attempt() -> None:
     policy = RetryPolicy(max_attempts=3)
     assert [policy.allows_retry(n) for n in (1, 2, 3)] == [True, True, False]

@@ -6,7 +6,7 @@ import gc
 import threading
 
 from lldsched import OneTime, Priority
-from lldsched.core.duequeue import TaskQueue
+from lldsched.core.duequeue import TaskQueue, queued_entry
 from lldsched.core.task import ScheduledTask
 
 Registry = dict[str, ScheduledTask]
@@ -149,3 +149,12 @@ def test_a_push_that_becomes_the_head_wakes_the_timer_and_no_other_push_does() -
     queue.push(make_task(tasks, "later"), 9.0)
     queue.push(make_task(tasks, "sooner"), 1.0)
     assert notified == ["head", "head"]
+
+
+def test_queued_entry_is_the_live_entry_push_made() -> None:
+    """A shared store's claim hands a queued task's run to a worker by this entry."""
+    queue, tasks = make_queue()
+    task = make_task(tasks, "claimed", Priority.HIGH)
+    queue.push(task, 12.5)
+    entry = queued_entry(task, 12.5)
+    assert queue.entries() == [entry] and queue.live(entry) is task

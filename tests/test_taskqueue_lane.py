@@ -94,7 +94,9 @@ def test_a_lane_entry_wakes_the_timer_only_when_it_becomes_the_head() -> None:
     notified: list[str] = []
     wake.notify_all = lambda: notified.append("head")  # type: ignore[method-assign]
     queue.push(make_task(tasks, "parked"), 3600.0)  # the heap's head: the timer is told
+    assert notified == ["head"]
     queue.push(make_task(tasks, "due"), 10.0)  # the lane's first, before the heap: told
+    assert notified == ["head", "head"]
     queue.push(make_task(tasks, "behind"), 10.0)  # behind "due": nothing changes
     assert notified == ["head", "head"]
 

@@ -17,8 +17,8 @@ tests, or a change that does not change behaviour (an equivalent mutant).
         --also tests/test_misfire.py
 
 Docstrings, ``__all__``, ``if TYPE_CHECKING:`` blocks and ``raise`` statements are left alone. The
-repository is only read; the copy lives in a temporary folder. Exit status 0 whatever
-the score: the survivors are for a person to judge.
+repository is only read; the copy (the checkout without its hidden folders) lives in
+a temporary folder. Exit status 0 whatever the score: the survivors are for a person to judge.
 """
 
 from __future__ import annotations
@@ -164,9 +164,15 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="mutate-") as folder:
         copy_root = Path(folder)
         ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-        for part in ("lldsched", "tests"):
-            shutil.copytree(ROOT / part, copy_root / part, ignore=ignore)
-        shutil.copy(ROOT / "pyproject.toml", copy_root / "pyproject.toml")
+        # The whole checkout but its hidden folders (.git, .venv, caches): tests read
+        # docs/, notebooks/src/, README.md and benchmarks/ as well as the package.
+        for part in ROOT.iterdir():
+            if part.is_dir() and part.name.startswith("."):
+                continue
+            if part.is_dir():
+                shutil.copytree(part, copy_root / part.name, ignore=ignore, symlinks=True)
+            else:
+                shutil.copy(part, copy_root / part.name)
         target = copy_root / args.module
         if run_tests(copy_root, args.tests, args.timeout) != "survived":
             print("the tests fail on the unmutated code: nothing to measure", file=sys.stderr)
