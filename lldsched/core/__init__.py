@@ -5,9 +5,9 @@ time from an injected clock.  The threaded runtime (:mod:`lldsched.threaded`)
 holds its one lock around every call in here; the simulation (:mod:`lldsched.sim`)
 takes none.
 
-* :mod:`~lldsched.core.machine`: the registry, registration and the transitions a run
-  makes (:class:`SchedulerCore`; the reads, the status and definition verbs and
-  the rest are mixed into it from modules of their own);
+* :mod:`~lldsched.core.machine`: the registry and registration (:class:`SchedulerCore`;
+  the transitions a run makes, the reads, the status and definition verbs and the
+  rest are mixed into it from modules of their own: :mod:`~lldsched.core.runs`, ...);
 * :mod:`~lldsched.core.task`: a registered task and where it is (:class:`ScheduledTask`);
 * :mod:`~lldsched.core.lifecycle`: every allowed change of status, as data (``TRANSITIONS``);
 * :mod:`~lldsched.core.registration`: the checks on what a registration passes;

@@ -7,7 +7,7 @@ docs/DECISIONS.md, "Changing a task"), and decides what a registration that name
 its id registers (:meth:`~DefinitionVerbs._replaced`: a new task under a free id, a
 registered task replaced, or a retired one, :meth:`~DefinitionVerbs._replace_retired`).
 It is a mixin so the core's lifecycle edges
-(machine.py) and its definition changes (here) read as two modules of one state
+(machine.py, runs.py) and its definition changes (here) read as two modules of one state
 machine: the registry, the queue and the store are the core's, reached through
 the few members declared below.  Like the rest of the core it never sleeps and
 never locks: the runtime serialises calls.

@@ -2,8 +2,8 @@
 
 A task registered with ``depends_on=[ids]`` is a *dependent*; the tasks it names
 are its *upstreams*.  The rule, stated once (the core carries it out in
-:meth:`SchedulerCore.begin <lldsched.core.machine.SchedulerCore.begin>` and
-:meth:`~lldsched.core.machine.SchedulerCore.finish`):
+:meth:`SchedulerCore.begin <lldsched.core.runs.RunTransitions.begin>` and
+:meth:`~lldsched.core.runs.RunTransitions.finish`):
 
 * **A slot of a dependent runs when each upstream has succeeded since the
   dependent's previous slot started** (for its first slot: has ever succeeded,

@@ -1,8 +1,8 @@
 """What the core state machine is made of, declared once for its modules.
 
 :class:`~lldsched.core.machine.SchedulerCore` is one class written in several
-modules: registration and the lifecycle edges a run takes
-(:mod:`~lldsched.core.machine`) and, mixed into it, the reads
+modules: construction and registration (:mod:`~lldsched.core.machine`) and, mixed
+into it, the lifecycle edges a run takes (:mod:`~lldsched.core.runs`), the reads
 (:mod:`~lldsched.core.reads`), the status verbs (:mod:`~lldsched.core.control`), the
 definition verbs (:mod:`~lldsched.core.definition`), overlapping runs
 (:mod:`~lldsched.core.overlapping`), blocked tasks (:mod:`~lldsched.core.waiting`),
@@ -18,6 +18,7 @@ run time it adds nothing.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from random import Random
 from typing import TYPE_CHECKING, Protocol
 
 from lldsched.clock import Clock
@@ -27,7 +28,7 @@ from lldsched.core.names import Skipped
 from lldsched.core.retention import Retention
 from lldsched.core.storewrites import StoreWrites
 from lldsched.core.tally import Tally
-from lldsched.core.task import Entry, Run, RunStats, ScheduledTask
+from lldsched.core.task import Entry, Flight, Run, RunStats, ScheduledTask
 from lldsched.model import ExecutionRecord, Outcome, TaskEvent, TaskStatus
 from lldsched.persistence import TaskSnapshot, TaskStore
 
@@ -70,6 +71,8 @@ class CoreParts:
     _tally: Tally  # the records made since the core was built, by outcome
     _deps: Dependencies | None
     _retention: Retention
+    _rng: Random  # retry jitter
+    _new_stats: Callable[[], RunStats]  # a task's RunStats, made at its first run
     departed: Departed  # what the views read of the tasks that left the registry
     _default_ids: bool
     _chosen_ids: bool  # a caller chose an id: the default generator skips taken ones
@@ -138,6 +141,33 @@ class CoreParts:
         def _removed_run(self, task: ScheduledTask, record: ExecutionRecord) -> ExecutionRecord: ...
 
         def _dependencies(self) -> Dependencies: ...
+
+        def _held(self, task: ScheduledTask) -> bool: ...
+
+        def _upstream_moved(self, task: ScheduledTask, record: ExecutionRecord) -> None: ...
+
+        def _overlap(
+            self, task: ScheduledTask, run: Run
+        ) -> tuple[Run, tuple[Skipped, float, float] | None]: ...
+
+        def _record_late(
+            self, task: ScheduledTask, late: tuple[Skipped, float, float] | None
+        ) -> None: ...
+
+        def _alongside(
+            self, task: ScheduledTask, entry: Entry, worker: int, *, token: int | None
+        ) -> Run | None: ...
+
+        @staticmethod
+        def _leave(flight: Flight, run: Run, record: ExecutionRecord) -> ExecutionRecord: ...
+
+        def _record_alongside(
+            self, task: ScheduledTask, record: ExecutionRecord, stats: RunStats
+        ) -> ExecutionRecord: ...
+
+        def _after_flight(
+            self, task: ScheduledTask, flight: Flight, record: ExecutionRecord, stats: RunStats
+        ) -> tuple[TaskStatus, float | None, ExecutionRecord, Skipped]: ...
 
         def _relink(self, task: ScheduledTask) -> None: ...
 

@@ -10,8 +10,8 @@ fails after the fact leaves the registry authoritative
 skip it, and no snapshot and no event object is built.
 
 :meth:`~Publishing._write_and_publish` is on the run path
-(:meth:`~lldsched.core.machine.SchedulerCore.begin` and
-:meth:`~lldsched.core.machine.SchedulerCore.finish` call it; a run that skipped slots
+(:meth:`~lldsched.core.runs.RunTransitions.begin` and
+:meth:`~lldsched.core.runs.RunTransitions.finish` call it; a run that skipped slots
 takes :meth:`~Publishing._write_all_and_publish` instead): the snapshot and the event
 are built positionally, the run path's speed trick (see ``finish``).
 """

@@ -7,7 +7,7 @@ What :meth:`Scheduler.metrics() <lldsched.threaded.scheduler.Scheduler.metrics>`
 redriven).  Records a store restored were made by an earlier process: not counted.
 
 The cost is on the run path, so it is kept to one attribute increment a successful
-run: :meth:`SchedulerCore.finish <lldsched.core.machine.SchedulerCore.finish>` adds
+run: :meth:`SchedulerCore.finish <lldsched.core.runs.RunTransitions.finish>` adds
 1 to :attr:`Tally.ok` inline, and every other record (a failed run, a slot decided
 without a run, a run beside others of its task) goes through :meth:`Tally.add` on
 paths that already build a record of their own or log a line.  No thread, no lock:

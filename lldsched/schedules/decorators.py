@@ -6,7 +6,7 @@ included) and is a schedule itself, so they compose:
 ``Window(Jittered(CronSchedule("0 * * * *"), 300, seed=7), max_runs=24)``.  Both
 are validated at construction (a :class:`~lldsched.errors.ScheduleError` quoting
 the bad value), compare by value, are stored by a durable store as JSON
-(:mod:`lldsched.stores.codec`), answer what recovery asks of a schedule by
+(:mod:`lldsched.stores.schedulecodec`), answer what recovery asks of a schedule by
 delegating to the schedule they wrap, and describe themselves with ``explain()``.
 
 **Jittered** delays each slot of the wrapped schedule by up to ``max_delay``

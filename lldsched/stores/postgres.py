@@ -32,9 +32,10 @@ taken over (the runtime's renewal says which were lost); writes fenced by them
 are refused.
 
 **Where it is written.**  This module opens the store and holds the
-:class:`~lldsched.persistence.TaskStore` and history methods; the coordinated ones
-(claims, leases, settles, the feed) are
-:class:`~lldsched.stores.postgres_coordinated.PostgresCoordination`'s, mixed in, and
+:class:`~lldsched.persistence.TaskStore` writes; what it reads back (``load_all`` and
+the history reads) is :class:`~lldsched.stores.postgres_reads.PostgresReads`', the
+coordinated methods (claims, leases, settles, the feed) are
+:class:`~lldsched.stores.postgres_coordinated.PostgresCoordination`'s, both mixed in, and
 installing the schema at open is
 :class:`~lldsched.stores.postgres_schema.SchemaInstall`'s.
 
@@ -55,7 +56,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import timedelta
 from types import TracebackType
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from lldsched.checks import seconds, whole_or_none
 from lldsched.core.storewrites import StoreWrites
@@ -69,7 +70,7 @@ from lldsched.persistence import (
 )
 from lldsched.stores import forks
 from lldsched.stores import postgres_sql as sql
-from lldsched.stores.codec import Unreadable, encode_task, load_each, renamed
+from lldsched.stores.codec import Unreadable, encode_task
 from lldsched.stores.postgres_batch import SettleQueue
 from lldsched.stores.postgres_coordinated import Connection, PostgresCoordination
 from lldsched.stores.postgres_deadline import Deadline
@@ -81,10 +82,9 @@ from lldsched.stores.postgres_listen import (
     scrubbed,
     session_bounds,
 )
+from lldsched.stores.postgres_reads import PostgresReads, one_row
 from lldsched.stores.postgres_rows import (
-    record_of,
     record_row,
-    snapshot_of,
     state_row,
 )
 from lldsched.stores.postgres_schema import SchemaInstall
@@ -111,7 +111,7 @@ def _shown(dsn: object) -> str:
     return repr(dsn)
 
 
-class PostgresTaskStore(PostgresCoordination, SchemaInstall):
+class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
     """A :class:`~lldsched.persistence.CoordinatedStore` in a PostgreSQL database.
 
     ``dsn`` is a libpq connection string or URI; the schema is created in it on first
@@ -153,7 +153,7 @@ class PostgresTaskStore(PostgresCoordination, SchemaInstall):
         try:
             self._install(connection)  # unbounded: a migration, or waiting for another's
             self._deadline.watch(connection.fileno())
-            (horizon,) = _one(connection.execute(sql.HORIZON))
+            (horizon,) = one_row(connection.execute(sql.HORIZON))
         except psycopg.Error as exc:  # no schema to create in, no right to: a StoreError
             connection.close()
             raise StoreError(
@@ -222,7 +222,7 @@ class PostgresTaskStore(PostgresCoordination, SchemaInstall):
         connection = connect(self._dsn, timeout=self._timeout)
         try:
             if self._schema is None:  # the first connection: the store's schema is found
-                (self._schema,) = _one(connection.execute("SELECT pg_catalog.current_schema()"))
+                (self._schema,) = one_row(connection.execute("SELECT pg_catalog.current_schema()"))
             connection.execute(sql.SESSION, {
                 **session_bounds(lease=self.lease, timeout=self._timeout),
                 "schema": self._schema or "",
@@ -415,84 +415,6 @@ class PostgresTaskStore(PostgresCoordination, SchemaInstall):
             self._added.pop(task_id, None)
             self._decoded.pop(task_id, None)
 
-    def load_all(self) -> list[TaskSnapshot]:
-        """Every stored task, in the order first saved, its callable imported;
-        :class:`StoreError` naming every task that cannot be loaded (nothing written).
-        A definition naming its callable by an alias (a function renamed, its old name
-        kept) is then stored under the callable's own path
-        (:func:`~lldsched.stores.codec.renamed`)."""
-        with self._using() as connection:
-            rows = connection.execute(
-                f"SELECT {sql.SNAPSHOT_COLUMNS} FROM tasks t ORDER BY t.position"
-            ).fetchall()
-        snapshots = load_each(
-            rows,
-            self._read_snapshot,
-            store=repr(self.dsn),
-            delete="PostgresTaskStore(dsn).delete(task_id)",
-        )
-        moved = renamed(snapshots, [row[1] for row in rows], store=repr(self.dsn))
-        if moved:  # each row only if no node rewrote it since; the same callable: no feed
-            try:
-                with self._using() as connection, connection.transaction():
-                    connection.cursor().executemany(
-                        "UPDATE tasks SET definition = %s WHERE id = %s AND definition = %s",
-                        moved,
-                    )
-            except StoreError as exc:  # the rows keep the alias, which still imports
-                log.warning("cannot store the moved callables in %r: %s", self.dsn, exc)
-        with self._lock:
-            for snapshot, row in zip(snapshots, rows, strict=True):
-                self._defined[snapshot.task.id] = snapshot.task
-                self._seen[snapshot.task.id] = row[-1]
-        return snapshots
-
-    # -- what recovery and people read back (HistoryStore) -------------------------------
-
-    def get(self, task_id: str) -> TaskSnapshot | None:
-        """The latest snapshot of ``task_id``, or None."""
-        with self._using() as connection:
-            row = connection.execute(
-                f"SELECT {sql.SNAPSHOT_COLUMNS} FROM tasks t WHERE t.id = %s", (task_id,)
-            ).fetchone()
-        return None if row is None else snapshot_of(row)
-
-    def records(self, task_id: str | None = None) -> list[ExecutionRecord]:
-        """The records kept for ``task_id`` (every task's when None), oldest first; at most
-        ``retention`` per task."""
-        keep = self.retention
-        with self._using() as connection:
-            if task_id is not None:
-                rows = connection.execute(
-                    f"SELECT {sql.RECORD_COLUMNS} FROM records r JOIN tasks t ON t.id = r.task_id"
-                    " WHERE r.task_id = %s ORDER BY r.seq DESC LIMIT %s",
-                    (task_id, keep),
-                ).fetchall()
-                rows.reverse()
-            else:
-                rows = connection.execute(
-                    f"SELECT {sql.RECORD_COLUMNS} FROM ("
-                    "  SELECT *, pg_catalog.row_number() OVER "
-                    "    (PARTITION BY task_id ORDER BY seq DESC) AS n"
-                    "  FROM records) r JOIN tasks t ON t.id = r.task_id "
-                    "WHERE %(keep)s::bigint IS NULL OR r.n <= %(keep)s ORDER BY r.seq",
-                    {"keep": keep},
-                ).fetchall()
-        return [record_of(row) for row in rows]
-
-    def dead_letter(self) -> list[str]:
-        """Ids of FAILED tasks, in the order they failed."""
-        with self._using() as connection:
-            rows = connection.execute(
-                "SELECT id FROM tasks WHERE status = 'failed' ORDER BY failed_seq, position"
-            ).fetchall()
-        return [task_id for (task_id,) in rows]
-
-    def __len__(self) -> int:
-        with self._using() as connection:
-            (count,) = _one(connection.execute("SELECT pg_catalog.count(*) FROM tasks"))
-        return int(count)
-
     # -- lifetime ------------------------------------------------------------------------
 
     def close(self) -> None:
@@ -533,10 +455,3 @@ class PostgresTaskStore(PostgresCoordination, SchemaInstall):
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
         return f"PostgresTaskStore({self.dsn!r}, {state})"
-
-
-def _one(cursor: psycopg.Cursor[tuple[Any, ...]]) -> tuple[Any, ...]:
-    row = cursor.fetchone()
-    if row is None:  # pragma: no cover - aggregate queries always return a row
-        raise StoreError("the PostgreSQL store returned no row")
-    return row

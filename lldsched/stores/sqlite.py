@@ -59,6 +59,10 @@ any of them reach the others through a change feed.  The methods are in
 :mod:`lldsched.stores.sqlite_rows`.  Shared and unshared openers of one file
 refuse each other (the sidecar lock is taken shared, see
 :mod:`lldsched.stores.claim`).
+
+What the store reads back (``load_all`` and the history reads) is
+:mod:`lldsched.stores.sqlite_reads`' (mixed in, in both modes); this module opens the
+file and holds the writes.
 """
 
 from __future__ import annotations
@@ -79,7 +83,7 @@ from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import Task, TaskSnapshot, finished
 from lldsched.stores import forks
 from lldsched.stores.claim import FileClaim
-from lldsched.stores.codec import encode_task, load_each, renamed
+from lldsched.stores.codec import encode_task
 from lldsched.stores.sqlite_coordinated import CoordinatedMethods
 from lldsched.stores.sqlite_file import (
     PRIVATE,
@@ -88,17 +92,15 @@ from lldsched.stores.sqlite_file import (
     create_owner_only,
     unopenable,
 )
+from lldsched.stores.sqlite_reads import SqliteReads
 from lldsched.stores.sqlite_rows import (
     COUNT_UNFINISHED,
     INSERT_RECORD,
-    RECORD_COLUMNS,
     UPDATE,
     UPSERT,
     failure,
     immediate,
 )
-from lldsched.stores.sqlite_rows import record_of as _record
-from lldsched.stores.sqlite_rows import snapshot_of as _snapshot
 from lldsched.stores.sqlite_schema import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION, FileFormat
 from lldsched.stores.sqlite_shared import SharedState, bump
 
@@ -154,7 +156,7 @@ class _Using:
             raise failure(self.store.path, doing, error) from error
 
 
-class SqliteTaskStore(CoordinatedMethods, FileFormat):
+class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
     """A durable :class:`~lldsched.persistence.TaskStore` in one SQLite file (WAL mode).
 
     ``retention`` bounds the records kept per task (default 1,000; ``None``: keep
@@ -381,94 +383,6 @@ class SqliteTaskStore(CoordinatedMethods, FileFormat):
                     shared.held.pop(task_id, None)
             self._defined.pop(task_id, None)
             self._counts.pop(task_id, None)
-
-    def load_all(self) -> list[TaskSnapshot]:
-        """Every stored task, in the order first saved, its callable imported.
-
-        :class:`StoreError` naming every task that cannot be loaded (a callable that
-        no longer imports, a definition that is no longer valid); nothing is written.
-        Once all loaded, a definition naming its callable by an alias (a function
-        renamed, its old name kept) is stored under the callable's own path
-        (:func:`~lldsched.stores.codec.renamed`).
-        """
-        with self._using("read the tasks") as connection:
-            rows = connection.execute(
-                "SELECT id, definition, status, next_run_at, attempt, run_count, "
-                "failure_count, last_error, running, waited FROM tasks ORDER BY position"
-            ).fetchall()
-        snapshots = load_each(
-            rows,
-            lambda row: _snapshot(row[0], row[1], row[2], list(row[3:])),  # id, definition, status
-            store=repr(self.path),
-            delete="SqliteTaskStore(path).delete(task_id)",
-        )
-        moved = renamed(snapshots, [row[1] for row in rows], store=repr(self.path))
-        with self._lock:
-            if moved:  # each row only if no one rewrote it since (a shared store's other writers)
-                try:
-                    with immediate(self._open()) as connection:
-                        connection.executemany(
-                            "UPDATE tasks SET definition = ?1 WHERE id = ?2 AND definition = ?3",
-                            moved,
-                        )
-                except sqlite3.Error as exc:  # the rows keep the alias, which still imports
-                    log.warning("cannot store the moved callables in %r: %s", self.path, exc)
-            self._defined.update(
-                (snapshot.task.id, snapshot.task)
-                for snapshot in snapshots
-                if not finished(snapshot)
-            )
-        return snapshots
-
-    # -- what recovery and people read back (HistoryStore) -------------------------------
-
-    def get(self, task_id: str) -> TaskSnapshot | None:
-        """The latest snapshot of ``task_id``, or None."""
-        with self._using("read task", task_id) as connection:
-            row = connection.execute(
-                "SELECT id, definition, status, next_run_at, attempt, run_count, "
-                "failure_count, last_error, running, waited FROM tasks WHERE id = ?",
-                (task_id,),
-            ).fetchone()
-        if row is None:
-            return None
-        _, definition, status, *state = row
-        return _snapshot(task_id, definition, status, state)
-
-    def records(self, task_id: str | None = None) -> list[ExecutionRecord]:
-        """The records kept for ``task_id`` (every task's when None), oldest first;
-        at most ``retention`` per task."""
-        keep = -1 if self.retention is None else self.retention  # LIMIT -1: no limit
-        with self._using("read the records") as connection:
-            if task_id is not None:
-                rows = connection.execute(
-                    f"SELECT {RECORD_COLUMNS} FROM records r JOIN tasks t ON t.id = r.task_id "
-                    "WHERE r.task_id = ? ORDER BY r.seq DESC LIMIT ?",
-                    (task_id, keep),
-                ).fetchall()
-                rows.reverse()
-            else:
-                rows = connection.execute(
-                    f"SELECT {RECORD_COLUMNS} FROM ("
-                    "  SELECT *, row_number() OVER (PARTITION BY task_id ORDER BY seq DESC) AS n"
-                    "  FROM records) r JOIN tasks t ON t.id = r.task_id "
-                    "WHERE ? < 0 OR r.n <= ? ORDER BY r.seq",
-                    (keep, keep),
-                ).fetchall()
-        return [_record(row) for row in rows]
-
-    def dead_letter(self) -> list[str]:
-        """Ids of FAILED tasks, in the order they failed."""
-        with self._using("read the dead letter") as connection:
-            rows = connection.execute(
-                "SELECT id FROM tasks WHERE status = 'failed' ORDER BY failed_seq, position"
-            )
-            return [task_id for (task_id,) in rows]
-
-    def __len__(self) -> int:
-        with self._using("count the tasks") as connection:
-            (count,) = connection.execute("SELECT count(*) FROM tasks").fetchone()
-            return int(count)
 
     # -- lifetime ------------------------------------------------------------------------
 

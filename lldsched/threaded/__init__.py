@@ -3,13 +3,15 @@ thread that delivers events to listeners, around the core state machine.
 
 * :mod:`~lldsched.threaded.scheduler`: :class:`Scheduler`, built of the modules below
   (:mod:`~lldsched.threaded.parts` declares what they share) around the one lock:
+  :mod:`~lldsched.threaded.registering` (registration),
   :mod:`~lldsched.threaded.timer` (the timer thread), :mod:`~lldsched.threaded.running`
   (a run, from hand-off to record), :mod:`~lldsched.threaded.control` (the verbs and
   reads), :mod:`~lldsched.threaded.stopping` (shutdown and the idle waits);
 * :mod:`~lldsched.threaded.pool`: the worker threads behind a bounded hand-off queue;
 * :mod:`~lldsched.threaded.dispatcher`: listeners called off the hot path;
 * :mod:`~lldsched.threaded.coroutines`: the event loop that runs ``async def`` actions;
-* :mod:`~lldsched.threaded.processes`: the worker processes of ``isolation="process"``;
+* :mod:`~lldsched.threaded.processes`: the worker processes of ``isolation="process"``
+  (:mod:`~lldsched.threaded.processlife`: one child's life, from the parent's side);
 * :mod:`~lldsched.threaded.shared`: the timer's side of a store several processes share;
 * :mod:`~lldsched.threaded.deadline`: the scheduler's lock taken, and waited on, within
   the time a ``shutdown(timeout=...)`` has left.

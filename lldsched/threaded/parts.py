@@ -1,8 +1,8 @@
 """What the threaded scheduler is made of, declared once for its modules.
 
 :class:`~lldsched.threaded.scheduler.Scheduler` is one class written in several
-modules, as the core is: construction and registration
-(:mod:`~lldsched.threaded.scheduler`) and, mixed into it, the timer thread
+modules, as the core is: construction (:mod:`~lldsched.threaded.scheduler`) and,
+mixed into it, registration (:mod:`~lldsched.threaded.registering`), the timer thread
 (:mod:`~lldsched.threaded.timer`), the runs its workers and its event loop carry out
 (:mod:`~lldsched.threaded.running`), the control verbs and reads
 (:mod:`~lldsched.threaded.control`) and shutdown with the idle waits
@@ -145,3 +145,5 @@ class SchedulerParts:
         def _notify_idle(self) -> None: ...  # running
 
         def _followed(self, tasks: list[ScheduledTask]) -> None: ...  # control
+
+        def _follow_others(self) -> None: ...  # control

@@ -68,7 +68,7 @@ def _watch(lifeline: int) -> None:
     closed the end; a call in progress dies with it, as a thread's would."""
     while os.read(lifeline, 64):  # nothing is ever written; only end-of-file returns
         pass
-    os.killpg(0, signal.SIGKILL)  # this child and what its job started (see processes._kill)
+    os.killpg(0, signal.SIGKILL)  # this child and what its job started (see processlife.kill_group)
     os._exit(_ORPHANED)  # not reached: SIGKILL ends this process too
 
 

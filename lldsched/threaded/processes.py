@@ -21,8 +21,8 @@ answer:
   SIGKILL at once (no SIGTERM grace: a grace period is time the slot stays taken,
   and a plain Python child dies on SIGTERM without running anything anyway), and so
   does every process its job started that is still in its process group (each child
-  leads one: :func:`_kill`); the run is reported timed out, its error saying it was
-  killed;
+  leads one: :func:`~lldsched.threaded.processlife.kill_group`); the run is reported
+  timed out, its error saying it was killed;
 * **a crash** (the child exits, ``os._exit(3)``, or dies of a signal) is a failed
   run whose error names the exit code or the signal;
 * **a kill asked for** (:meth:`ProcessPool.kill`: the task was cancelled or paused,
@@ -44,24 +44,9 @@ parent's main module again (a script without the ``if __name__ == "__main__"``
 guard would start a second scheduler in every child) and unpickles its target;
 this child imports lldsched and the functions it is asked to call, nothing else.
 
-**A child dies with its parent**, as a thread dies with its process.  When the parent
-dies without a shutdown (SIGKILL, the OOM killer, a crash, ``os._exit``), a child that
-lived on would finish its call with no timeout enforced (the parent enforced it) while a
-restarted scheduler on a durable store runs the same job again, and a call that hangs
-would never end.  So each child inherits the reading end of a *lifeline*, a pipe on
-which nothing is written, and a daemon thread in it
-(:func:`~lldsched.threaded.processchild._watch`) reads it: at end-of-file it ends the
-child at once with ``os._exit``, the call in progress killed where it stands (no
-``finally``, no ``atexit``, unflushed output lost, as at a SIGKILL).  The kernel closes
-the parent's writing end when the parent dies, however it dies; the parent closes it
-itself only after it reaped the child, so a normal shutdown is unchanged (an idle child
-exits at the end of its call pipe, a busy one is waited for or killed first).  A process
-forked from the parent closes its copy of that end
-(:meth:`ProcessPool.let_go_after_fork`), or a gunicorn worker forked from a preloaded
-app would keep every child alive.  Not Linux's ``prctl(PR_SET_PDEATHSIG)``: it fires
-when the *thread* that started the child ends (a child is started by whichever worker
-thread needed one), it has no macOS equivalent, and a parent that dies before the child
-calls it is missed.
+**A child dies with its parent**, as a thread dies with its process: each holds the
+reading end of a *lifeline* pipe whose end-of-file ends it (the whole rule is
+in :mod:`lldsched.threaded.processlife`, which starts, kills and reaps a child).
 
 **What a child gets, and what the parent believes.**  A child is started with an
 argument list, never a shell; it inherits the parent's environment (secrets in it
@@ -92,29 +77,33 @@ idle ones are the ones those threads left behind.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
-import signal
 import subprocess
 import sys
 import threading
 from collections.abc import Callable, Mapping
-from multiprocessing.connection import Connection
 from typing import Any, NamedTuple
 
 from lldsched.errors import SchedulerStateError, ValidationError
 from lldsched.logs import WORKERS, Repeats, say_with_traceback
 from lldsched.threaded.deadline import Deadline
 from lldsched.threaded.processchild import serve
-from lldsched.threaded.processwire import Garbled, Pipe, receive
+from lldsched.threaded.processlife import (
+    REAP_TIMEOUT,
+    Child,
+    death,
+    end_child,
+    kill_group,
+    start_child,
+)
+from lldsched.threaded.processwire import Garbled, receive
 
 __all__ = ["NOT_SENT", "SUPPORTED", "ProcessOutcome", "ProcessPool", "check_supported", "serve"]
 
 log = logging.getLogger(WORKERS)
 
-_REAP_TIMEOUT = 5.0  # seconds to wait for a killed child to be reaped (SIGKILL: at once)
 _EXIT_GRACE = 1.0  # seconds a child whose pipe closed gets to exit on its own
 
 NOT_SENT = "(before its worker process started it)"
@@ -153,29 +142,6 @@ class ProcessOutcome(NamedTuple):
     traceback: str | None = None
 
 
-class _Child:
-    """One worker process, the parent's end of its pipe and of its lifeline."""
-
-    __slots__ = ("connection", "killed", "lifeline", "process", "task_id")
-
-    def __init__(
-        self, process: subprocess.Popen[bytes], connection: Connection, lifeline: int
-    ) -> None:
-        self.process = process
-        self.connection = connection
-        self.lifeline = lifeline  # the writing end of its lifeline; -1 once closed
-        self.task_id: str | None = None  # the task whose run it is busy with
-        self.killed: str | None = None  # why the pool killed it mid-run, if it did
-
-    def let_go(self) -> None:
-        """Close this process's end of the child's lifeline (see
-        :func:`~lldsched.threaded.processchild._watch`): once the child is reaped, or in
-        a forked copy of the parent.  Idempotent."""
-        lifeline, self.lifeline = self.lifeline, -1
-        if lifeline >= 0:
-            os.close(lifeline)
-
-
 class ProcessPool:
     """Child processes that run one call at a time each; see the module docstring.
 
@@ -192,8 +158,8 @@ class ProcessPool:
         # a child's answer.  Lock order: the scheduler's lock, then this one (kill()
         # is called under the scheduler's lock); never the other way round.
         self._lock = threading.Lock()
-        self._idle: list[_Child] = []
-        self._busy: list[_Child] = []
+        self._idle: list[Child] = []
+        self._busy: list[Child] = []
         self._closed = False
         self._dropped: str | None = None  # kill_all's reason: a run it finds unstarted ends so
 
@@ -244,7 +210,7 @@ class ProcessPool:
                 answer = receive(connection, timeout=timeout)
                 if answer is None and child.killed is None:  # the deadline passed
                     pid = child.process.pid
-                    _kill(child.process)  # SIGKILL, at once
+                    kill_group(child.process)  # SIGKILL, at once
                     self._lose(child)
                     return ProcessOutcome(
                         started=started,
@@ -258,7 +224,7 @@ class ProcessPool:
             answer = None
         except Garbled as exc:  # something in the child wrote on its pipe: never reused
             pid = child.process.pid
-            _kill(child.process)
+            kill_group(child.process)
             self._lose(child)
             return ProcessOutcome(
                 started=started,
@@ -306,7 +272,7 @@ class ProcessPool:
             children = [child for child in self._busy if child.task_id == task_id]
             for child in children:
                 child.killed = reason
-                _kill(child.process)
+                kill_group(child.process)
         return bool(children)
 
     def kill_all(self, reason: str) -> int:
@@ -317,7 +283,7 @@ class ProcessPool:
             self._dropped = reason
             for child in self._busy:
                 child.killed = reason
-                _kill(child.process)
+                kill_group(child.process)
             return len(self._busy)
 
     def close(self, timeout: float | None = None) -> None:
@@ -335,8 +301,8 @@ class ProcessPool:
             try:
                 child.process.wait(deadline.remaining())
             except subprocess.TimeoutExpired:  # out of time: killed now, not after _end's wait
-                _kill(child.process)
-            self._end(child)
+                kill_group(child.process)
+            end_child(child)
 
     def let_go_after_fork(self) -> None:
         """In a child forked from this pool's process: close this copy's ends of the
@@ -365,7 +331,7 @@ class ProcessPool:
 
     # -- the children --------------------------------------------------------------------
 
-    def _take(self, task_id: str) -> _Child:
+    def _take(self, task_id: str) -> Child:
         with self._lock:
             if self._closed:
                 raise SchedulerStateError("the process pool is closed and takes no run")
@@ -378,16 +344,16 @@ class ProcessPool:
             if not self._closed:
                 self._hold(child, task_id)
                 return child
-        self._end(child)
+        end_child(child)
         raise SchedulerStateError("the process pool is closed and takes no run")
 
-    def _hold(self, child: _Child, task_id: str) -> None:
+    def _hold(self, child: Child, task_id: str) -> None:
         """``child`` is busy with a run of ``task_id`` (caller holds the lock)."""
         child.task_id = task_id
         child.killed = None
         self._busy.append(child)
 
-    def _give_back(self, child: _Child) -> None:
+    def _give_back(self, child: Child) -> None:
         """``child`` answered: idle again, unless it was killed after it answered (a
         cancel that came a moment late) or the pool closed meanwhile."""
         with self._lock:
@@ -398,7 +364,7 @@ class ProcessPool:
                 return
         self._lose(child)
 
-    def _lose(self, child: _Child) -> str:
+    def _lose(self, child: Child) -> str:
         """End ``child`` (its pipe closed, killed if it will not exit), reap it and start
         its replacement (the pool open); the error text of the run it was running, had
         it not timed out."""
@@ -407,8 +373,8 @@ class ProcessPool:
         try:  # a child that closed its pipe is exiting: wait for its own exit code
             process.wait(_EXIT_GRACE)
         except subprocess.TimeoutExpired:
-            _kill(process)  # SIGKILL: it would not exit
-            process.wait(_REAP_TIMEOUT)
+            kill_group(process)  # SIGKILL: it would not exit
+            process.wait(REAP_TIMEOUT)
         finally:
             child.let_go()
         with self._lock:
@@ -419,7 +385,7 @@ class ProcessPool:
             self._replace()
         if killed is not None:
             return f"CancelledError: {killed} (its worker process {process.pid} was killed)"
-        return _death(process)
+        return death(process)
 
     def _replace(self) -> None:
         """Start a child to stand in for a lost one; if the system refuses a process
@@ -444,123 +410,10 @@ class ProcessPool:
             if not closed:
                 self._idle.append(replacement)
         if closed:
-            self._end(replacement)
+            end_child(replacement)
 
-    def _start(self) -> _Child:
+    def _start(self) -> Child:
         """A new child, booting in the background."""
         if not SUPPORTED:  # a task restored from a store written on a POSIX host
             raise OSError(_UNSUPPORTED)
-        executable = _executable()
-        from_parent, to_child = os.pipe()  # (read, write); ours stay non-inheritable (PEP 446)
-        from_child, to_parent = os.pipe()
-        lifeline, holding = os.pipe()  # nothing is written on it: only its end is read
-        try:
-            process = subprocess.Popen(
-                [
-                    executable,
-                    *_interpreter_flags(),
-                    "-c",
-                    _BOOT,
-                    json.dumps(sys.path),
-                    str(from_parent),
-                    str(to_parent),
-                    str(lifeline),
-                ],
-                pass_fds=(from_parent, to_parent, lifeline),
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,  # a group of its own: _kill takes its job's processes
-            )
-        except BaseException:
-            for fd in (to_child, from_parent, from_child, to_parent, lifeline, holding):
-                os.close(fd)
-            raise
-        os.close(from_parent)  # the child holds these: its death reads as end-of-file here
-        os.close(to_parent)
-        os.close(lifeline)
-        return _Child(process, Pipe(from_child, to_child), holding)
-
-    @staticmethod
-    def _end(child: _Child) -> None:
-        """Close an idle child's pipe (it reads end-of-file and exits) and reap it."""
-        child.connection.close()
-        try:
-            child.process.wait(_REAP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            _kill(child.process)
-            child.process.wait(_REAP_TIMEOUT)
-        finally:
-            child.let_go()
-
-
-def _kill(process: subprocess.Popen[bytes]) -> None:
-    """SIGKILL a child and every process its job started that is still in its process
-    group (each child leads a session of its own: ``start_new_session``), so a job that
-    shelled out (``subprocess.run(["pg_dump", ...])``) does not leave its command running
-    past the timeout, the cancel or the shutdown that killed it.  A process that left the
-    group (its own ``setsid``, a daemon) is not followed.  Nothing once the child was
-    reaped: its group's id is then no longer known to be its own."""
-    if process.returncode is None:
-        with contextlib.suppress(ProcessLookupError):  # the whole group is gone already
-            os.killpg(process.pid, signal.SIGKILL)
-
-
-def _death(process: subprocess.Popen[bytes]) -> str:
-    """The error text of a run whose child died on its own."""
-    code = process.returncode
-    if code is not None and code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = "an unknown signal"
-        return (
-            f"ChildProcessError: the worker process {process.pid} was killed by signal "
-            f"{-code} ({name}) during the run"
-        )
-    return (
-        f"ChildProcessError: the worker process {process.pid} exited with code {code} "
-        "during the run"
-    )
-
-
-def _executable() -> str:
-    """The Python a child runs: the one :mod:`multiprocessing` starts
-    (``multiprocessing.set_executable``, ``sys.executable`` unless told), so one knob
-    serves both; an embedded interpreter (a Windows service, uWSGI) may have none, and
-    the run's error says so instead of ``PermissionError: [Errno 13] Permission denied:
-    ''``."""
-    from multiprocessing import spawn  # its module holds the setting; imported once
-
-    executable = spawn.get_executable()
-    if not executable:
-        raise OSError(
-            "no Python executable to start a worker process with (sys.executable is "
-            f"{sys.executable!r}: an embedded interpreter?); name one with "
-            "multiprocessing.set_executable(path), or run the task on a thread"
-        )
-    return os.fsdecode(executable)
-
-
-def _interpreter_flags() -> list[str]:
-    """The parent's own interpreter options, for a child's command line: ``-W`` options,
-    ``-X dev`` and the other ``-X`` options, ``-O``, ``-I``/``-E``/``-s``/``-P``, as
-    :mod:`multiprocessing`'s ``spawn`` passes them.  Without them a job run under
-    ``python -X dev -W error::DeprecationWarning`` failed on a deprecated call on a
-    thread and passed unseen in a worker process (and asserts ran there under ``-O``).
-    The list comes from :mod:`subprocess` (``_args_from_interpreter_flags``, what
-    ``spawn`` and the test suite of CPython call, 3.3 to 3.14); a Python without it
-    starts children with no options, as before."""
-    options: Callable[[], list[str]] | None = getattr(
-        subprocess, "_args_from_interpreter_flags", None
-    )
-    return [] if options is None else options()
-
-
-# -- the child's command line (its side: lldsched/threaded/processchild.py) -------------------
-
-
-_BOOT = (
-    "import sys, json; sys.path[:] = json.loads(sys.argv[1]); "
-    "from lldsched.threaded.processes import serve; "
-    "serve(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))"
-)
-"""A child's whole command line program: the parent's import path, then :func:`serve`."""
+        return start_child()

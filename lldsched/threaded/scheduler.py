@@ -19,9 +19,10 @@ Several kinds of thread share one lock:
   count against the ``workers`` like any run, and a child is killed at its timeout.
 
 The class is written in modules (:mod:`~lldsched.threaded.parts` declares what they
-share): this one builds the scheduler and registers tasks; the timer, the runs, the
-control verbs (:mod:`~lldsched.threaded.control`) and shutdown
-(:mod:`~lldsched.threaded.stopping`) are mixed in.
+share): this one builds and starts the scheduler; registration
+(:mod:`~lldsched.threaded.registering`), the timer, the runs, the control verbs
+(:mod:`~lldsched.threaded.control`) and shutdown (:mod:`~lldsched.threaded.stopping`)
+are mixed in.
 
 **Recovery.**  A scheduler built on a store that already holds tasks restores
 them in its constructor (:func:`lldsched.core.recovery.recover`): they are visible
@@ -36,38 +37,33 @@ import collections
 import itertools
 import random
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable
 from datetime import timedelta, tzinfo
 from types import TracebackType
 from typing import Any, NoReturn
 
 from lldsched.checks import seconds, whole_or_none
 from lldsched.clock import Clock, SystemClock
-from lldsched.core.calls import not_callable
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.ids import IdGenerator, sequential_ids
 from lldsched.core.isolation import is_loop_action
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.recovery import recover
-from lldsched.core.registration import F, Isolation, TaskIds, registering
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
-from lldsched.core.task import ScheduledTask
 from lldsched.deprecated import keyword_only_now
 from lldsched.errors import SchedulerStateError, ValidationError
 from lldsched.listeners import Listener, listener_list
 from lldsched.logs import Repeats
-from lldsched.model import Priority
 from lldsched.persistence import CoordinatedStore, TaskStore, is_shared
-from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
-from lldsched.schedules.base import Schedule
 from lldsched.threaded.control import ControlVerbs
 from lldsched.threaded.coroutines import CoroutineRunner
 from lldsched.threaded.dispatcher import EventDispatcher
 from lldsched.threaded.forked import note
 from lldsched.threaded.jumps import LastLook
-from lldsched.threaded.parts import NEW, RUNNING, STOPPED
+from lldsched.threaded.parts import NEW, RUNNING
 from lldsched.threaded.pool import WorkerPool
-from lldsched.threaded.processes import ProcessPool, check_supported
+from lldsched.threaded.processes import ProcessPool
+from lldsched.threaded.registering import Registering
 from lldsched.threaded.running import RunExecution
 from lldsched.threaded.shared import Coordinator
 from lldsched.threaded.stopping import Stopping
@@ -80,7 +76,7 @@ __all__ = ["Scheduler"]
 _built = itertools.count(1)
 
 
-class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
+class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
     """An in-process task scheduler: a heap-and-Condition timer and a bounded worker pool.
 
     ``workers`` is the number of worker threads (default 4).  ``clock``, ``store``,
@@ -352,169 +348,6 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping):
     def retain_finished(self) -> RetainFinished:
         """How long finished tasks stay registered (:mod:`lldsched.core.retention`)."""
         return self._core.retain_finished
-
-    # -- registration --------------------------------------------------------
-
-    def schedule(
-        self,
-        name: str,
-        action: Callable[..., Any] | str,
-        schedule: Schedule | str,
-        *,
-        id: str | None = None,
-        replace_existing: bool = False,
-        priority: Priority | int = Priority.NORMAL,
-        retry: RetryPolicy | None = None,
-        timeout: float | timedelta | None = None,
-        args: tuple[Any, ...] | list[Any] = (),
-        kwargs: Mapping[str, Any] | None = None,
-        misfire: MisfirePolicy | None = None,
-        isolation: Isolation = "thread",
-        depends_on: TaskIds = (),
-        overlap: Overlap | None = None,
-        max_instances: int | None = None,
-        paused: bool = False,
-    ) -> ScheduledTask:
-        """Register ``action`` to run on ``schedule``; returns its live :class:`ScheduledTask`.
-
-        ``schedule`` is a :class:`~lldsched.schedules.base.Schedule` or the text of a
-        cron expression (``"0 3 * * 1-5"``, read in the scheduler's ``tz``).
-        ``action(*args, **kwargs)`` is called on a worker; if it declares a parameter
-        named ``ctx`` it also gets a :class:`~lldsched.core.context.RunContext`.  An
-        ``async def`` action (or one that returns an awaitable) is awaited on the
-        scheduler's event loop, and its record written when it completes.  ``retry``
-        defaults to ``RetryPolicy()`` (3 attempts).  ``timeout`` is detected, not
-        enforced, on a thread (see :mod:`lldsched.core.context`); a coroutine is
-        cancelled at its timeout.  ``misfire`` says what happens to slots
-        that pass while the scheduler is down (default ``MisfirePolicy()``: run once,
-        60 s of grace; see :mod:`lldsched.policies`).  Every argument is validated
-        here, including that ``action`` accepts ``args`` and ``kwargs``; with a durable
-        store that includes the action's import path and JSON arguments.
-
-        ``isolation="process"`` runs each attempt in a worker process (see
-        :mod:`lldsched.threaded.processes`): ``action`` is then an import path,
-        ``"package.module:function"``, with ``args`` and ``kwargs`` that JSON keeps
-        unchanged, and the ``timeout`` is *enforced*: the child is killed at the
-        deadline, the run recorded timed out, and the worker freed at once.  POSIX only
-        (Linux, macOS): refused on Windows with a ValidationError.  Default ``"thread"``.
-
-        ``priority`` (:class:`~lldsched.model.Priority` or an int; default NORMAL)
-        breaks ties between tasks due at the same instant: lower runs first.
-        ``depends_on`` lists ids of registered upstream tasks: each slot waits, BLOCKED,
-        until every one has succeeded since the task's previous slot started (see
-        :mod:`lldsched.core.dependencies`).  ``overlap`` (an
-        :class:`~lldsched.policies.Overlap`, with ``max_instances`` for
-        ``Overlap.ALLOW``) says what a slot that comes due while a run is in flight
-        does; by default runs never overlap.
-
-        ``id`` is a caller-chosen task id (default ``task-1``, ``task-2``, ...).
-        Registering an id that exists raises :class:`~lldsched.errors.ValidationError`
-        naming it, unless ``replace_existing=True``: the task keeps its id, history
-        and status and takes this definition (an unchanged schedule keeps its due
-        time), so a service that registers its jobs at every start on a durable
-        store gets the same tasks back, not copies.  A run already begun keeps the
-        definition it began with (its action, arguments, ``ctx``, isolation and armed
-        timeout); the next attempt takes the new one, and begins where it runs (a
-        worker, a child process, the event loop) (docs/DECISIONS.md, "Changing a task").
-
-        ``paused=True`` registers a new task paused (APScheduler's
-        ``next_run_time=None``): nothing runs until :meth:`resume`, not even a first run
-        due at once, since registration and pause happen under one hold of the lock.  A
-        task that existed keeps its status (see
-        :meth:`SchedulerCore.add <lldsched.core.machine.SchedulerCore.add>`).
-
-        Raises :class:`~lldsched.errors.ValidationError` (a
-        :class:`~lldsched.errors.ScheduleError` for a bad schedule) naming the bad value;
-        :class:`~lldsched.errors.SchedulerStateError` once shutdown has begun;
-        :class:`~lldsched.errors.StoreError` when the store refuses the write.  Nothing
-        registered changes then.
-        """
-        if action is None:  # a simulated task may have none; a thread must run something
-            raise not_callable(name, action)
-        if isolation == "process":
-            check_supported(name)  # Windows: refused here, not at every attempt
-        on_loop = is_loop_action(action, isolation)
-        with self._lock:
-            if self._state is STOPPED:
-                raise SchedulerStateError(f"cannot schedule {name!r}: the scheduler is shut down")
-            self._follow_others()  # shared: replace what another process registered
-            for retry_once in (True, False):
-                try:
-                    task = self._core.add(
-                        name,
-                        action,
-                        schedule,
-                        task_id=id,
-                        replace_existing=replace_existing,
-                        priority=priority,
-                        retry=retry,
-                        timeout=timeout,
-                        args=args,
-                        kwargs=kwargs,
-                        misfire=misfire,
-                        isolation=isolation,
-                        depends_on=depends_on,
-                        overlap=overlap,
-                        max_instances=max_instances,
-                        paused=paused,
-                    )
-                    break
-                except ValidationError:  # shared: the id was registered elsewhere a moment ago?
-                    shared = self._coordinator is not None and replace_existing
-                    if not (retry_once and shared and id not in self._core.tasks):
-                        raise
-                    self._follow_others()
-            if on_loop:
-                self._loop_ids.add(task.id)
-            elif self._loop_ids:
-                self._loop_ids.discard(task.id)  # an id handed out again
-            if replace_existing:  # a new schedule may have moved all that was due
-                self._notify_idle()
-            return task
-
-    def scheduled(
-        self,
-        schedule: Schedule | str,
-        *,
-        name: str | None = None,
-        id: str | None = None,
-        replace_existing: bool = False,
-        priority: Priority | int = Priority.NORMAL,
-        retry: RetryPolicy | None = None,
-        timeout: float | timedelta | None = None,
-        args: tuple[Any, ...] | list[Any] = (),
-        kwargs: Mapping[str, Any] | None = None,
-        misfire: MisfirePolicy | None = None,
-        depends_on: TaskIds = (),
-        overlap: Overlap | None = None,
-        max_instances: int | None = None,
-        paused: bool = False,
-    ) -> Callable[[F], F]:
-        """The decorator form of :meth:`schedule`: ``@scheduler.scheduled(FixedRate(60))``
-        registers the function under its ``__name__`` (or ``name``) and leaves it as it
-        was.  (Not ``task``: :meth:`task` looks a task up by id.)  Raises what
-        :meth:`schedule` raises, when it decorates."""
-
-        def register(task_name: str, action: Callable[..., Any]) -> None:
-            self.schedule(
-                task_name,
-                action,
-                schedule,
-                id=id,
-                replace_existing=replace_existing,
-                priority=priority,
-                retry=retry,
-                timeout=timeout,
-                args=args,
-                kwargs=kwargs,
-                misfire=misfire,
-                depends_on=depends_on,
-                overlap=overlap,
-                max_instances=max_instances,
-                paused=paused,
-            )
-
-        return registering(schedule, name=name, register=register)
 
     def __reduce__(self) -> NoReturn:
         """Refused: multiprocessing's spawn and forkserver start methods (the default on

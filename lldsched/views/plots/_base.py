@@ -1,8 +1,10 @@
 """What every plot shares: the figure class, axes and time helpers, task colours and
-legends, and the bars of runs (used by the Gantt chart and the overrun comparison).
+legends (the bars of runs the Gantt chart and the overrun comparison draw are
+:mod:`lldsched.views.plots.runbars`').
 
-matplotlib is imported here and nowhere else in the package (with pandas and numpy
-through :mod:`lldsched.views.frames`); without it, importing :mod:`lldsched.views.plots`
+matplotlib is imported here first (:mod:`lldsched.views.plots` imports this module
+before the plots, which import what they draw with; pandas and numpy come through
+:mod:`lldsched.views.frames`); without it, importing :mod:`lldsched.views.plots`
 names the extra to install.
 """
 
@@ -12,7 +14,7 @@ import io
 import zlib
 from collections.abc import Iterable, Sequence
 from datetime import tzinfo
-from typing import Any, cast
+from typing import Any
 
 from lldsched.schedules.cron.zone import zone_info
 from lldsched.views import missing_extra
@@ -22,12 +24,9 @@ try:
     import matplotlib.dates as _mdates
     from matplotlib import colormaps
     from matplotlib.axes import Axes
-    from matplotlib.collections import LineCollection, PolyCollection
-    from matplotlib.colors import to_rgba
     from matplotlib.figure import Figure, SubFigure
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
-    from matplotlib.path import Path
 except ImportError as exc:  # exercised by a test that hides matplotlib
     raise missing_extra("lldsched.views.plots", "matplotlib", exc) from exc
 
@@ -84,16 +83,6 @@ SHORT_RUN = 1 / 300
 span (about three pixels at the default size) is also drawn as a diamond at its start,
 so a one-second run in an hour-long chart is not a hairline nobody sees."""
 
-_BAR_HEIGHT = 0.62
-# Past DETAIL_RUNS, bars are drawn as paths of this many boxes each (of one colour):
-# 470,000 runs build in 0.2 s and render in 0.8, against 4 s and 3 s for a path a run
-# or 3 s to render one path a colour (Agg sorts a path's cells as one).
-_BOXES_A_PATH = 500
-_BAR_GAP = 1 - _BAR_HEIGHT
-_DUE_COLOUR = "0.15"
-_DUE_RGBA = to_rgba(_DUE_COLOUR)
-_TIMEOUT_COLOUR = "black"
-_HATCH = "////"
 
 Array = Any  # numpy arrays, loosely typed at this module's boundary
 mdates: Any = _mdates  # its date helpers carry no annotations
@@ -356,177 +345,11 @@ def _lanes_height(lanes: int, *, each: float = 0.45) -> float:
     return each * min(lanes, 16) + 0.25 * max(lanes - 16, 0)
 
 
-def _mark_handles(frame: pd.DataFrame, detail: bool = True, *, short: bool = False) -> list[Any]:
-    handles: list[Any] = []
-    failed, timed_out = _failures(frame)
-    if failed.any():
-        handles.append(
-            Patch(facecolor="white", edgecolor=_DUE_COLOUR, hatch=_HATCH, label="failed")
-            if detail
-            else Line2D([], [], color=_DUE_COLOUR, marker="|", markersize=9, linestyle="none",
-                        label="failed")
-        )  # fmt: skip
-    if timed_out.any():
-        handles.append(
-            Patch(facecolor="white", edgecolor=_TIMEOUT_COLOUR, linewidth=2.0, label="timed out")
-        )
-    handles.append(
-        Line2D([], [], color=_DUE_COLOUR, marker="|", markersize=7, linewidth=1.5,
-               label="due, then the wait to start")
-    )  # fmt: skip
-    if short:
-        handles.append(
-            Line2D([], [], color="white", marker="D", markersize=5, markeredgecolor=_DUE_COLOUR,
-                   markeredgewidth=0.5, linestyle="none", label="a run too short for a bar")
-        )  # fmt: skip
-    return handles
-
-
-def _failures(frame: pd.DataFrame) -> tuple[Array, Array]:
-    """Which runs failed (raised) and which timed out, from the ``ok`` and ``timed_out``
-    columns: a run that gave its slot up (outcome ``given_up``) is marked as either."""
-    ok, timed_out = frame["ok"].to_numpy(dtype=bool), frame["timed_out"].to_numpy(dtype=bool)
-    return ~ok & ~timed_out, timed_out
-
-
 def _legend(ax: Axes, handles: list[Any]) -> None:
     ax.legend(
         handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
         fontsize="small", frameon=False,
     )  # fmt: skip
-
-
-def _draw_runs(
-    ax: Axes,
-    frame: pd.DataFrame,
-    lane: Array,
-    colours: Array,
-    *,
-    detail: bool,
-    span: tuple[float, float] | None = None,
-) -> tuple[float, float]:
-    """Bars, failure hatching, timeout outlines and due marks for the rows of ``frame``
-    on lanes ``lane`` (y positions); returns the x range they cover."""
-    start, finish, due = _dates(frame["start"]), _dates(frame["finish"]), _dates(frame["due"])
-    low, high = lane - _BAR_HEIGHT / 2, lane + _BAR_HEIGHT / 2
-    boxes = np.stack(
-        [np.column_stack(corner) for corner in
-         ((start, low), (start, high), (finish, high), (finish, low))],
-        axis=1,
-    )  # fmt: skip  # (runs, 4 corners, xy)
-    if detail:
-        bars = PolyCollection(
-            cast(Any, boxes), facecolors=colours, edgecolors="none", linewidths=0.0, zorder=2,
-        )  # fmt: skip
-    else:  # paths of _BOXES_A_PATH boxes of one colour: a Path object per run costs 10 us
-        _, which = _palette(colours)
-        closed = np.concatenate([boxes, boxes[:, :1]], axis=1)  # (runs, 5 vertices, xy)
-        box_codes = np.array([Path.MOVETO, *[Path.LINETO] * 3, Path.CLOSEPOLY], dtype=np.uint8)
-        order = np.argsort(which, kind="stable")
-        cuts = np.flatnonzero(np.diff(which[order])) + 1
-        parts = [  # each colour's runs, in chunks
-            part[i : i + _BOXES_A_PATH]
-            for part in np.split(order, cuts)
-            for i in range(0, len(part), _BOXES_A_PATH)
-        ]
-        bars = PolyCollection(
-            [], facecolors=colours[[part[0] for part in parts]], edgecolors="none",
-            linewidths=0.0, zorder=2,
-        )  # fmt: skip
-        bars.set_verts_and_codes(
-            [closed[part].reshape(-1, 2) for part in parts],
-            cast(Any, [np.tile(box_codes, len(part)) for part in parts]),
-        )
-    # Unsnapped, a run narrower than a pixel still shades it in proportion to its
-    # length, so at 100,000 runs a lane's colour density is its occupancy.
-    bars.set_snap(False)
-    bars.set_gid("runs")
-    ax.add_collection(bars, autolim=False)
-    failed, timed_out = _failures(frame)
-    if failed.any() and detail:
-        hatched = PolyCollection(
-            cast(Any, boxes[failed]), facecolors="none", edgecolors=_DUE_COLOUR, linewidths=0.0,
-            hatch=_HATCH, zorder=3,
-        )  # fmt: skip
-        hatched.set_gid("failed")
-        ax.add_collection(hatched, autolim=False)
-    elif failed.any():
-        # Hatching a bar narrower than a pixel shows nothing (and Agg hatches each bar
-        # on its own: 9,000 failed runs took ten seconds to render).  A stroke at the
-        # start of each failed run instead, across the top third of its bar only, so
-        # that at thousands of failures the bars' colours still show under them.
-        top = low + _BAR_HEIGHT / 3
-        stroked = _joined(
-            [np.column_stack((start[failed], low[failed])),
-             np.column_stack((start[failed], top[failed]))],
-            np.zeros(int(failed.sum()), dtype=np.int64), np.array([_DUE_RGBA]),
-            linewidths=0.8, zorder=3,
-        )  # fmt: skip
-        stroked.set_gid("failed_strokes")
-        ax.add_collection(stroked, autolim=False)
-    if timed_out.any():
-        outlined = PolyCollection(
-            cast(Any, boxes[timed_out]), facecolors="none", edgecolors=_TIMEOUT_COLOUR,
-            linewidths=2.0, zorder=4,
-        )  # fmt: skip
-        outlined.set_gid("timed_out")
-        ax.add_collection(outlined, autolim=False)
-    # A run waiting for its start is not on the worker yet, so its wait is drawn just
-    # under its lane's bars, in the task's colour: a tick at the due time and a line
-    # to the start.  Nothing is drawn over another run's bar.
-    below = high + _BAR_GAP / 3  # inside the gap between lanes
-    late = start > due
-    if detail:
-        waits = np.stack([np.column_stack((due, below)), np.column_stack((start, below))], axis=1)
-        tick = np.column_stack((due, high)), np.column_stack((due, high + _BAR_GAP * 0.45))
-        marks = LineCollection(
-            cast(Any, np.concatenate([waits[late], np.stack(tick, axis=1)])),
-            colors=np.concatenate([colours[late], colours]), linewidths=1.2, zorder=5,
-        )  # fmt: skip
-    else:  # the late runs' waits only, one path per colour: see _joined
-        palette, which = _palette(colours[late])
-        marks = _joined(
-            [np.column_stack((due[late], below[late])),
-             np.column_stack((start[late], below[late]))],
-            which, palette, linewidths=0.6, zorder=5,
-        )  # fmt: skip
-    marks.set_gid("due")
-    ax.add_collection(marks, autolim=False)
-    low, high = float(min(due.min(), start.min())), float(finish.max())
-    if detail:  # a run too short to see as a bar gets a marker at its start
-        shown = span if span is not None else (low, high)
-        short = (finish - start) < (shown[1] - shown[0]) * SHORT_RUN
-        if short.any():
-            ax.scatter(
-                start[short], lane[short], marker="D", s=22, c=colours[short],
-                edgecolors=_DUE_COLOUR, linewidths=0.5, zorder=6, gid="short_runs",
-            )  # fmt: skip
-    return low, high
-
-
-def _palette(colours: Array) -> tuple[Array, Array]:
-    """The distinct rows of ``colours`` (RGBA), and each row's index among them."""
-    key = np.round(colours * 255).astype(np.int64) @ np.array([1 << 24, 1 << 16, 1 << 8, 1])
-    which, _ = pd.factorize(key)
-    first = np.unique(which, return_index=True)[1]  # each colour's first row
-    return colours[first], which
-
-
-def _joined(
-    ends: Sequence[Array], group: Array, colours: Array, *, linewidths: float, zorder: int
-) -> LineCollection:
-    """Segments from ``ends[0][i]`` to ``ends[1][i]``, one path per colour (segment ``i``
-    in ``colours[group[i]]``), the segments of a path parted by a NaN vertex.  A
-    collection of one path per segment costs a ``Path`` object each: 470,000 waits took
-    eight seconds to build; joined, a tenth of a second."""
-    paths = []
-    for index in range(len(colours)):
-        mine = group == index
-        gap = np.full((int(mine.sum()), 2), np.nan)
-        paths.append(np.stack([ends[0][mine], ends[1][mine], gap], axis=1).reshape(-1, 2))
-    return LineCollection(
-        cast(Any, paths), colors=cast(Any, colours), linewidths=linewidths, zorder=zorder
-    )
 
 
 def _set_xlim(ax: Axes, low: float, high: float) -> None:

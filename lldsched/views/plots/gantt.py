@@ -16,7 +16,6 @@ from lldsched import checks
 from lldsched.clock import to_timestamp
 from lldsched.errors import ValidationError
 from lldsched.views.plots._base import (
-    _BAR_HEIGHT,
     DETAIL_RUNS,
     MAX_LANES,
     MIN_LANE_INCHES,
@@ -24,11 +23,9 @@ from lldsched.views.plots._base import (
     Figure,
     _axes,
     _dates,
-    _draw_runs,
     _empty,
     _lanes_height,
     _legend,
-    _mark_handles,
     _root,
     _seconds,
     _set_xlim,
@@ -38,6 +35,7 @@ from lldsched.views.plots._base import (
     ran,
 )
 from lldsched.views.plots.palette import text_on
+from lldsched.views.plots.runbars import _BAR_HEIGHT, _draw_runs, _mark_handles
 from lldsched.views.tables import seconds_text
 
 __all__ = ["gantt", "mark_wait"]

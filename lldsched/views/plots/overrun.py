@@ -21,10 +21,8 @@ from lldsched.views.plots._base import (
     Patch,
     PlotFigure,
     _dates,
-    _draw_runs,
     _empty,
     _legend,
-    _mark_handles,
     _root,
     _set_xlim,
     _time_axis,
@@ -32,6 +30,7 @@ from lldsched.views.plots._base import (
     task_colours,
 )
 from lldsched.views.plots.palette import ACCENT
+from lldsched.views.plots.runbars import _draw_runs, _mark_handles
 
 __all__ = ["overrun_comparison"]
 

@@ -1,0 +1,288 @@
+"""A run's transitions: the edges a run takes, from its due entry to what it leads to.
+
+:class:`RunTransitions` is the part of :class:`~lldsched.core.machine.SchedulerCore`
+that a runtime calls for every run: :meth:`~RunTransitions.begin` starts the attempt
+a due entry stands for (or answers None for a tombstone, or a dependent held back),
+:meth:`~RunTransitions.finish` records the attempt and moves its task on, and
+:meth:`~RunTransitions._after` is the one home of what a finished run leads to
+(reschedule, retry, give the slot up, succeed or fail; the lifecycle is in
+:mod:`lldsched.core.machine`'s docstring and :mod:`lldsched.core.lifecycle`).  A run
+of a task removed while it was in flight ends in :meth:`~RunTransitions._removed_run`.
+
+This is the run path: :meth:`~RunTransitions.begin` and
+:meth:`~RunTransitions.finish` build the ``Run`` and the record positionally and
+inline the small helpers, the run path's speed trick (see ``finish``).  Several runs
+of one task in flight are :mod:`lldsched.core.overlapping`'s, a dependent held back
+:mod:`lldsched.core.waiting`'s, the slots a run skipped :mod:`lldsched.core.decided`'s,
+the store write and the event :mod:`lldsched.core.publishing`'s.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from lldsched.core.context import RunContext
+from lldsched.core.names import (
+    BUFFER_ONE,
+    CANCELLED,
+    FAILED,
+    GIVEN_UP,
+    MAX_SKIPPED,
+    PAUSED,
+    RETRYING,
+    RUNNABLE,
+    RUNNING,
+    SCHEDULED,
+    SUCCEEDED,
+    Skipped,
+)
+from lldsched.core.overlapping import buffered
+from lldsched.core.parts import CoreParts
+from lldsched.core.task import Entry, Run, RunStats, ScheduledTask
+from lldsched.errors import error_text
+from lldsched.logs import JOBS
+from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
+from lldsched.schedules.base import next_run_and_skipped
+from lldsched.schedules.catchup import CatchUp
+
+__all__ = ["RunTransitions"]
+
+log = logging.getLogger(JOBS)
+
+_new_tuple = tuple.__new__  # a Run or record positionally: see finish
+
+
+class RunTransitions(CoreParts):
+    """The edges a run takes (begin, finish, what it leads to): mixed into the core."""
+
+    def begin(self, entry: Entry, worker: int, *, token: int | None = None) -> Run | None:
+        """Start the attempt ``entry`` stands for, or return None for a tombstone.
+
+        ``token`` is the fencing token of the claim a shared store gave the run
+        (docs/CLUSTER.md): its context and its record carry it."""
+        task = self._queue.live(entry)
+        if task is None:
+            return None
+        previous = task.status
+        if previous not in RUNNABLE:
+            # A live entry of a running task: a slot its overlap policy queued (_overlap).
+            if previous is RUNNING:
+                return self._alongside(task, entry, worker, token=token)
+            return None
+        # The readiness check before dispatch: a dependent whose upstreams have not all
+        # succeeded since its previous slot is held back (BLOCKED, or FAILED).
+        if (
+            self._deps is not None
+            and previous is SCHEDULED
+            and task._options.depends_on
+            and self._held(task)
+        ):
+            return None
+        task.status = RUNNING
+        attempt = task.attempt = task.attempt + 1
+        due = entry[0]
+        options = task._options
+        context = None
+        if options.pass_context:
+            context = RunContext(task.id, task.name, attempt, due, worker, token)
+        # Positional (the run path's speed trick: see finish); Run's fields in order are
+        # task, attempt, due, slot, worker, context, action, options, name, token: the run
+        # keeps the definition it began with (docs/DECISIONS.md, "Changing a task").
+        run = task._run = _new_tuple(
+            Run,
+            (
+                task, attempt, due, task._slot, worker, context, task.action, options,
+                task.name, token,
+            ),
+        )  # fmt: skip
+        if task._flight is not None:  # CANCEL_OTHER or ALLOW (a slot test: bench_sim)
+            run, late = self._overlap(task, run)
+            if self._store is not None or self.emit is not None:
+                self._write_and_publish(task, previous)
+            self._record_late(task, late)  # what it skipped, heard after it began
+            return run
+        if self._store is not None or self.emit is not None:
+            self._write_and_publish(task, previous)
+        return run
+
+    def finish(
+        self,
+        run: Run,
+        started: float,
+        finished: float,
+        error: str | None,
+        result: str | None = None,
+        timed_out: bool = False,
+    ) -> ExecutionRecord:
+        """Record the attempt and move its task on: reschedule, retry, give the slot up,
+        succeed or fail; then record the slots the run skipped.  Returns the run's record.
+
+        ``result`` is the action's return value as text (:mod:`lldsched.core.results`),
+        given by name or, by the two hot callers (the simulation's event loop, a
+        worker's completion: a call with keywords is not specialised by CPython 3.11),
+        in its place.
+        A run is timed out when it took longer than its task's timeout, or when the
+        runtime says so (``timed_out``: it cancelled a coroutine at its timeout).
+        """
+        # Four steps, marked "-- ...": kept in one body, as the run path's speed trick
+        # (below) asks; the move-on step as a method of its own cost 1.3 % instructions
+        # a simulated run (43,368 -> 43,919, benchmarks/sim_instructions.py sim).
+        # -- the run's record
+        task, attempt, was_due, slot, worker, _, _, _, name, token = run  # each read once
+        if finished < started:  # the wall clock was set back while it ran (docs/DECISIONS.md,
+            started = finished  # "A run in flight across a wall-clock jump"): duration 0
+        timeout = task._options.timeout
+        timed_out = timed_out or (timeout is not None and finished - started > timeout)
+        if timed_out and error is None:
+            error = f"TimeoutError: ran {finished - started:.6g} s, over its {timeout:g} s budget"
+        # The run path's speed trick, one group (each part alone buys under 10 %): the
+        # record here and the Run in begin() are built positionally by tuple.__new__ (a
+        # NamedTuple's own __new__ is a Python function, and keywords cost a dict), and
+        # _stats() and _enqueue() are inlined below.  Together -12.2 % instructions a
+        # simulated run (48,410 -> 42,497, benchmarks/sim_instructions.py on bench_sim's
+        # workload; -14.9 % on the year of cron).  ExecutionRecord's fields in order:
+        # task_id, name, attempt, due, slot, worker, started, finished, ok, error,
+        # timed_out, misfire, result, token.
+        record = _new_tuple(
+            ExecutionRecord,
+            (
+                task.id, name, attempt, was_due, slot, worker, started, finished,
+                error is None, error, timed_out, None, result if error is None else None, token,
+            ),
+        )  # fmt: skip
+        # -- its counts, and what the run leads to
+        flight = task._flight
+        if flight is None:
+            task._run = None
+        else:  # runs may overlap: this one leaves the flight, cancelled or not
+            record = self._leave(flight, run, record)
+            error = record.error
+        stats = task._stats
+        if stats is None:  # _stats(), inlined (the run path's speed trick, above)
+            stats = task._stats = self._new_stats()
+        stats.run_count += 1
+        if error is not None:
+            stats.failure_count += 1
+            stats.last_error = error
+        elif stats.given_up:
+            stats.given_up = 0  # a successful run ends a streak of given-up slots
+        if flight is None:
+            outcome, due, record, skipped = self._after(task, record, stats)
+        elif task._run is not None:  # other runs of the task are still in flight
+            return self._record_alongside(task, record, stats)
+        else:
+            outcome, due, record, skipped = self._after_flight(task, flight, record, stats)
+        # _keep(), inlined: as a call, +2.5 % instructions a dispatched job (35,362 ->
+        # 36,257, threaded_instructions.py dispatch) and +2.2 % a simulated run (43,573
+        # -> 44,529, sim_instructions.py sim)
+        stats.add(record)
+        if self._on_record is not None:
+            self._on_record(record)
+        if error is None:  # the tally's (core/tally.py): one increment a successful run
+            self._tally.ok += 1
+        else:
+            self._tally.add(record)
+        # -- the task moves on: its status, slot and attempt, its entry or the dead letter
+        previous = task.status
+        if previous is RUNNING or (previous is PAUSED and due is None):
+            task.status = outcome  # paused mid-run, a run that ends its task still ends it
+        if previous is not CANCELLED:  # cancelled mid-run: the record is kept, nothing follows
+            if outcome is SCHEDULED:  # a new slot, with a fresh attempt counter
+                assert due is not None
+                task._slot = due
+                task.attempt = 0
+            if task.status is PAUSED:  # paused mid-run: resume() queues it at ``due``
+                task.next_run_at = due
+            elif due is not None:
+                task.next_run_at = due  # _enqueue(), inlined (the run path's speed trick)
+                self._queue.push(task, due)
+            else:
+                task.next_run_at = None
+                if outcome is FAILED:
+                    self._dead[task.id] = None
+        elif self.tasks.get(task.id) is not task:  # removed mid-run: it is forgotten
+            return self._removed_run(task, record)
+        # -- published (store and listeners), then what follows.  A run that skipped
+        # slots is written with their records, in one store write (decided.py); one that
+        # skipped none makes the same one test as before it was.
+        if skipped and previous is not CANCELLED:  # cancelled: nothing was skipped, all stopped
+            self._skipped_by_run(
+                task, record, skipped, previous=previous, due=due, at=finished, token=token
+            )
+        elif self._store is not None or self.emit is not None:
+            self._write_and_publish(task, previous, record)
+        if self._deps is not None:
+            self._upstream_moved(task, record)
+        retention = self._retention
+        if retention.keep is not None:
+            if task.status is SUCCEEDED or task.status is CANCELLED:
+                retention.finished(task.id, record.finished)
+            if len(retention.held_since) > retention.retire_above:  # else none can retire
+                self._retire(record.finished)
+        return record
+
+    def _removed_run(self, task: ScheduledTask, record: ExecutionRecord) -> ExecutionRecord:
+        """The run of a task removed while it was in flight has ended: its record is
+        announced (a listener hears every run), and nothing else is touched: the store
+        forgot the task, and the id, its dependents' waits and its retention may belong
+        to a task registered since under the same id (docs/DECISIONS.md, "A task removed
+        mid-run")."""
+        if self.emit is not None:
+            self.emit(TaskEvent(task.id, task.name, CANCELLED, CANCELLED, self.clock.now(), record))
+        return record
+
+    def _after(
+        self, task: ScheduledTask, record: ExecutionRecord, stats: RunStats
+    ) -> tuple[TaskStatus, float | None, ExecutionRecord, Skipped]:
+        """What a finished run leads to, whatever the task's status is now: the status
+        it takes (SCHEDULED, RETRYING, SUCCEEDED or FAILED), when it is due next, the
+        run's record (marked GIVEN_UP when the run gives its slot up) and the slots it
+        skipped (recorded SKIPPED after it).
+
+        The one home of the rule for a slot whose attempts ran out: a task whose
+        schedule has a next slot gives this one up and goes on to the slot the
+        schedule answers, as after a success (FAILED only after
+        ``retry.fail_after_given_up`` slots in a row); a one-off task is FAILED.
+        """
+        original = record  # as the run left it
+        ok = record.ok  # a NamedTuple field: read once (each read is a generic lookup on 3.11)
+        if not ok:
+            retry = task._options.retry
+            if retry.allows_retry(record.attempt):
+                return (
+                    RETRYING,
+                    record.finished + retry.backoff(record.attempt, self._rng),
+                    record,
+                    (),
+                )
+            record = record._replace(misfire=GIVEN_UP)  # if the schedule has a next slot
+        schedule = task._schedule
+        try:
+            due, skipped = next_run_and_skipped(schedule, record, limit=MAX_SKIPPED)
+        except Exception as exc:  # a broken schedule is the library user's bug: fail loudly
+            log.exception(
+                "task %s %r: %r.next_run raised; the task fails",
+                task.id,
+                task.name,
+                schedule,
+                extra={"task_id": task.id, "task_name": task.name},
+            )
+            self._stats(task).last_error = f"ScheduleError: {error_text(exc)}"
+            return FAILED, None, original, ()
+        if type(schedule) is CatchUp and schedule.spent:  # the catch-up is over
+            task._schedule = schedule.inner
+        if skipped and task._options.overlap is BUFFER_ONE:
+            # BUFFER_ONE: the slots that came due while it ran are one run, for the
+            # latest of them, due at once; the earlier ones are coalesced into it.
+            assert due is not None
+            due, skipped = buffered(schedule, skipped, before=due)
+        if ok:
+            if due is None:
+                return SUCCEEDED, None, record, ()
+            return SCHEDULED, due, record, skipped
+        if due is None:  # no next slot (a one-off task): the dead letter, as ever
+            return FAILED, None, original, ()
+        stats.given_up += 1
+        if task._options.retry.fails_after(stats.given_up):
+            return FAILED, None, record, ()
+        return SCHEDULED, due, record, skipped

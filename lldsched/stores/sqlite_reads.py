@@ -1,0 +1,136 @@
+"""What a :class:`~lldsched.stores.sqlite.SqliteTaskStore` reads back: the tasks a
+scheduler restores at start (:meth:`SqliteReads.load_all`) and what recovery and
+people read (the :class:`~lldsched.persistence.HistoryStore` reads: a task's latest
+snapshot, its records, the dead letter, the count of tasks).
+
+:class:`SqliteReads` is mixed into the store, as
+:class:`~lldsched.stores.sqlite_coordinated.CoordinatedMethods` is; the store's module
+opens the file and holds its writes.  ``load_all`` reads every row before it raises
+(:func:`~lldsched.stores.codec.load_each`: one :class:`~lldsched.errors.StoreError`
+naming each task that cannot be loaded, nothing written), then stores again under
+the callable's own path a definition that named it by an alias
+(:func:`~lldsched.stores.codec.renamed`).  Each read goes through the store's
+``_using``, where SQLite's own errors become a ``StoreError``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sqlite3
+import threading
+from typing import TYPE_CHECKING
+
+from lldsched.logs import STORE
+from lldsched.model import ExecutionRecord
+from lldsched.persistence import Task, TaskSnapshot, finished
+from lldsched.stores.codec import load_each, renamed
+from lldsched.stores.sqlite_rows import RECORD_COLUMNS, immediate
+from lldsched.stores.sqlite_rows import record_of as _record
+from lldsched.stores.sqlite_rows import snapshot_of as _snapshot
+
+__all__ = ["SqliteReads"]
+
+log = logging.getLogger(STORE)
+
+
+class SqliteReads:
+    """The store's reads (restore, history): mixed into the store."""
+
+    # What the store provides (lldsched.stores.sqlite.SqliteTaskStore).
+    path: str
+    retention: int | None
+    _lock: threading.Lock
+    _defined: dict[str, Task]
+    if TYPE_CHECKING:
+
+        def _using(
+            self, doing: str, task_id: str | None = None
+        ) -> contextlib.AbstractContextManager[sqlite3.Connection]: ...
+        def _open(self) -> sqlite3.Connection: ...
+
+    def load_all(self) -> list[TaskSnapshot]:
+        """Every stored task, in the order first saved, its callable imported.
+
+        :class:`StoreError` naming every task that cannot be loaded (a callable that
+        no longer imports, a definition that is no longer valid); nothing is written.
+        Once all loaded, a definition naming its callable by an alias (a function
+        renamed, its old name kept) is stored under the callable's own path
+        (:func:`~lldsched.stores.codec.renamed`).
+        """
+        with self._using("read the tasks") as connection:
+            rows = connection.execute(
+                "SELECT id, definition, status, next_run_at, attempt, run_count, "
+                "failure_count, last_error, running, waited FROM tasks ORDER BY position"
+            ).fetchall()
+        snapshots = load_each(
+            rows,
+            lambda row: _snapshot(row[0], row[1], row[2], list(row[3:])),  # id, definition, status
+            store=repr(self.path),
+            delete="SqliteTaskStore(path).delete(task_id)",
+        )
+        moved = renamed(snapshots, [row[1] for row in rows], store=repr(self.path))
+        with self._lock:
+            if moved:  # each row only if no one rewrote it since (a shared store's other writers)
+                try:
+                    with immediate(self._open()) as connection:
+                        connection.executemany(
+                            "UPDATE tasks SET definition = ?1 WHERE id = ?2 AND definition = ?3",
+                            moved,
+                        )
+                except sqlite3.Error as exc:  # the rows keep the alias, which still imports
+                    log.warning("cannot store the moved callables in %r: %s", self.path, exc)
+            self._defined.update(
+                (snapshot.task.id, snapshot.task)
+                for snapshot in snapshots
+                if not finished(snapshot)
+            )
+        return snapshots
+
+    def get(self, task_id: str) -> TaskSnapshot | None:
+        """The latest snapshot of ``task_id``, or None."""
+        with self._using("read task", task_id) as connection:
+            row = connection.execute(
+                "SELECT id, definition, status, next_run_at, attempt, run_count, "
+                "failure_count, last_error, running, waited FROM tasks WHERE id = ?",
+                (task_id,),
+            ).fetchone()
+        if row is None:
+            return None
+        _, definition, status, *state = row
+        return _snapshot(task_id, definition, status, state)
+
+    def records(self, task_id: str | None = None) -> list[ExecutionRecord]:
+        """The records kept for ``task_id`` (every task's when None), oldest first;
+        at most ``retention`` per task."""
+        keep = -1 if self.retention is None else self.retention  # LIMIT -1: no limit
+        with self._using("read the records") as connection:
+            if task_id is not None:
+                rows = connection.execute(
+                    f"SELECT {RECORD_COLUMNS} FROM records r JOIN tasks t ON t.id = r.task_id "
+                    "WHERE r.task_id = ? ORDER BY r.seq DESC LIMIT ?",
+                    (task_id, keep),
+                ).fetchall()
+                rows.reverse()
+            else:
+                rows = connection.execute(
+                    f"SELECT {RECORD_COLUMNS} FROM ("
+                    "  SELECT *, row_number() OVER (PARTITION BY task_id ORDER BY seq DESC) AS n"
+                    "  FROM records) r JOIN tasks t ON t.id = r.task_id "
+                    "WHERE ? < 0 OR r.n <= ? ORDER BY r.seq",
+                    (keep, keep),
+                ).fetchall()
+        return [_record(row) for row in rows]
+
+    def dead_letter(self) -> list[str]:
+        """Ids of FAILED tasks, in the order they failed."""
+        with self._using("read the dead letter") as connection:
+            rows = connection.execute(
+                "SELECT id FROM tasks WHERE status = 'failed' ORDER BY failed_seq, position"
+            )
+            return [task_id for (task_id,) in rows]
+
+    def __len__(self) -> int:
+        with self._using("count the tasks") as connection:
+            (count,) = connection.execute("SELECT count(*) FROM tasks").fetchone()
+            return int(count)
