@@ -532,9 +532,7 @@ def test_an_overlapping_task_that_fails_into_the_dead_letter_leaves_no_slot_queu
     assert [(r.slot - T0, r.outcome.value) for r in sim.records()] == [(0, "given_up")]
 
 
-def test_an_overlapping_task_replaced_mid_run_by_one_without_overlap_runs_its_queued_slot_after() -> (
-    None
-):
+def test_an_overlapping_task_replaced_mid_run_without_overlap_runs_its_queued_slot_after() -> None:
     # The run in flight keeps its flight; the slot it queued behind it (T0 + 60) runs
     # once the run ends, late, not beside it; then the schedule's own rule: the slots a
     # run outlasts are skipped.

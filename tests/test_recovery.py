@@ -22,6 +22,7 @@ from lldsched import (
     Misfire,
     MisfirePolicy,
     OneTime,
+    Overlap,
     RetryPolicy,
     Schedule,
     ScheduledTask,
@@ -645,6 +646,43 @@ def test_a_fixed_rate_run_in_flight_keeps_its_overrun_across_a_backward_jump(
         ("ok", 0.0), ("skipped", -HOUR + 60), ("skipped", -HOUR + 120),
     ]  # fmt: skip
     assert scheduler.task(task.id).next_run_at == T0 - HOUR + 180
+
+
+@pytest.mark.parametrize("overlap", [Overlap.ALLOW, Overlap.CANCEL_OTHER])
+def test_an_overlapping_fixed_rate_set_back_while_its_run_goes_on_queues_its_slot_on_the_moved_grid(
+    make_scheduler: SchedulerFactory, overlap: Overlap
+) -> None:
+    # The run of the slot at T0 queues the next slot (T0 + 60 s) as it begins; the wall
+    # clock is set back an hour while it runs.  That queued slot moves back with the
+    # clock, as the next slot of a task without an overlap policy does: one period
+    # after the slot the run serves on the moved grid.  Before: it stayed at T0 + 60 s,
+    # and the task waited out the hour, sixty slots lost without a record.
+    clock = JumpingClock(T0)
+    started, release = threading.Event(), threading.Event()
+
+    def job() -> None:
+        started.set()
+        assert release.wait(5)
+
+    scheduler = make_scheduler(clock=clock, workers=2)
+    limit = 2 if overlap is Overlap.ALLOW else None
+    task = scheduler.schedule("job", job, FixedRate(60), overlap=overlap, max_instances=limit)
+    assert started.wait(5)
+    clock.parked.clear()
+    clock.jump(-HOUR)
+    assert clock.parked.wait(5)  # the timer handled the jump, the run still going
+    release.set()
+    settle(scheduler)
+    looked(clock, scheduler)
+    assert scheduler.task(task.id).next_run_at == T0 - HOUR + 60
+    clock.advance(60)
+    settle(scheduler)
+    looked(clock, scheduler)
+    history = scheduler.task(task.id).history
+    assert [(r.outcome.value, r.slot - T0) for r in history] == [
+        ("ok", 0.0), ("ok", -HOUR + 60),
+    ]  # fmt: skip
+    assert scheduler.task(task.id).next_run_at == T0 - HOUR + 120
 
 
 def test_a_fake_clock_moving_is_never_taken_for_a_jump(make_scheduler: SchedulerFactory) -> None:
