@@ -34,10 +34,12 @@ from lldsched import (
     TaskStatus,
     checks,
 )
+from lldsched.core.recovery import after_clock_jump
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.threaded.jumps import LastLook
 from tests import jobs
 from tests.conftest import T0, SchedulerFactory, settle
+from tests.harness import Harness
 
 HOUR = 3600.0
 SKIP = MisfirePolicy(Misfire.SKIP)
@@ -770,3 +772,34 @@ def test_a_task_that_never_ran_is_stored_and_restored_with_no_runs_and_no_failur
     assert (snapshot.run_count, snapshot.failure_count, snapshot.last_error) == (0, 0, None)
     restored = Scheduler(clock=FakeClock(T0), store=store).task(task.id)
     assert (restored.run_count, restored.failure_count, restored.last_error) == (0, 0, None)
+
+
+def test_a_forward_jump_leaves_a_fixed_rate_run_in_flight_on_its_grid() -> None:
+    # The wall clock jumps ahead 3630 s (not a whole number of periods) while the run of
+    # the slot at T0 goes on: the slots it outlasted are its overrun's, skipped on the
+    # task's own grid, and its next slot is on that grid, not moved by the jump.
+    clock = JumpingClock(T0)
+    h = Harness(clock)
+    task = h.core.add("rate", jobs.noop, FixedRate(60))
+    run = h.begin()
+    clock.jump(3630)
+    after_clock_jump(h.core, 3630, clock.now())
+    h.core.finish(run, T0, clock.now(), None)
+    assert task.next_run_at == T0 + 3660
+    skipped = [r.slot - T0 for r in task.history if r.outcome is Outcome.SKIPPED]
+    assert skipped[:2] == [60, 120]
+
+
+def test_an_overlapping_task_paused_mid_run_and_set_back_resumes_at_its_moved_slot() -> None:
+    clock = JumpingClock(T0)
+    h = Harness(clock)
+    task = h.core.add("rate", jobs.noop, FixedRate(60), overlap=Overlap.ALLOW, max_instances=2)
+    run = h.begin()  # the slot at T0, T0 + 60 queued behind it
+    assert h.core.pause(task.id) is True
+    clock.jump(-HOUR)
+    after_clock_jump(h.core, -HOUR, clock.now())
+    assert task.status is TaskStatus.PAUSED and task.next_run_at == T0 - HOUR + 60
+    assert h.core.resume(task.id) is True
+    assert task.next_run_at == T0 - HOUR + 60
+    h.core.finish(run, T0 - HOUR, clock.now(), None)
+    assert task.next_run_at == T0 - HOUR + 60
