@@ -803,3 +803,17 @@ def test_an_overlapping_task_paused_mid_run_and_set_back_resumes_at_its_moved_sl
     assert task.next_run_at == T0 - HOUR + 60
     h.core.finish(run, T0 - HOUR, clock.now(), None)
     assert task.next_run_at == T0 - HOUR + 60
+
+
+def test_a_restore_at_the_instant_of_a_slot_runs_that_slot_and_coalesces_those_before() -> None:
+    # The default misfire policy runs the latest slot that passed: a slot due at the
+    # very instant of the restore is one of them, and the latest.
+    store = InMemoryTaskStore()
+    Simulation(start=T0, store=store).schedule("job", FixedRate(HOUR, start_delay=HOUR))
+    sim = Simulation(start=T0 + 3 * HOUR, store=store)
+    sim.run(T0 + 3 * HOUR)
+    assert [(r.slot - T0, r.started - T0, r.outcome.value) for r in sim.records()] == [
+        (HOUR, 3 * HOUR, "coalesced"), (2 * HOUR, 3 * HOUR, "coalesced"),
+        (3 * HOUR, 3 * HOUR, "ok"),
+    ]  # fmt: skip
+    assert sim.tasks()[0].next_run_at == T0 + 4 * HOUR
