@@ -817,3 +817,25 @@ def test_a_restore_at_the_instant_of_a_slot_runs_that_slot_and_coalesces_those_b
         (3 * HOUR, 3 * HOUR, "ok"),
     ]  # fmt: skip
     assert sim.tasks()[0].next_run_at == T0 + 4 * HOUR
+
+
+def test_a_restored_task_has_its_stored_history_back() -> None:
+    store = InMemoryTaskStore()
+    first = Simulation(start=T0, store=store)
+    task = first.schedule("job", FixedRate(60), duration=1)
+    first.run(T0 + 150)
+    ran = task.history
+    assert len(ran) == 3
+    restored = Simulation(start=T0 + 150, store=store).task(task.id)
+    assert restored.history == ran
+
+
+def test_a_restored_dead_letter_keeps_its_order_of_failure_not_of_registration() -> None:
+    store = InMemoryTaskStore()
+    first = Simulation(start=T0, store=store)
+    once = RetryPolicy(max_attempts=1)
+    late = first.schedule("late", OneTime(delay=20), fails=1.0, retry=once)
+    early = first.schedule("early", OneTime(delay=10), fails=1.0, retry=once)
+    first.run(T0 + 30)
+    assert first.dead_letter() == [early.id, late.id]
+    assert Simulation(start=T0 + 30, store=store).dead_letter() == [early.id, late.id]
