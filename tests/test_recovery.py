@@ -839,3 +839,45 @@ def test_a_restored_dead_letter_keeps_its_order_of_failure_not_of_registration()
     first.run(T0 + 30)
     assert first.dead_letter() == [early.id, late.id]
     assert Simulation(start=T0 + 30, store=store).dead_letter() == [early.id, late.id]
+
+
+def test_the_one_run_a_restore_decides_records_the_slots_it_outlasts_skipped() -> None:
+    # RUN_ONCE after downtime: one run, for the latest slot that passed; it runs 150 s,
+    # and the slots it outlasts are skipped with a record, as after any overrun.
+    store = InMemoryTaskStore()
+    Simulation(start=T0, store=store).schedule("job", FixedRate(60, start_delay=60))
+    sim = Simulation(start=T0 + 200, store=store)
+    (task,) = sim.tasks()
+    sim.model(task.id, duration=150.0)
+    sim.run(T0 + 400)
+    assert [(r.slot - T0, r.started - T0, r.outcome.value) for r in sim.records()] == [
+        (60, 200, "coalesced"), (120, 200, "coalesced"), (180, 200, "ok"),
+        (240, 350, "skipped"), (300, 350, "skipped"),
+    ]  # fmt: skip
+    assert task.next_run_at == T0 + 360
+
+
+def test_a_retry_of_a_cron_task_moves_back_with_the_clock() -> None:
+    # A retry's backoff is elapsed time, whatever the schedule: set back with the clock,
+    # while the cron slots themselves stay where they are.
+    clock = JumpingClock(T0)
+    h = Harness(clock)
+    task = h.core.add("cron", jobs.noop, CronSchedule("0 * * * *"),
+                      retry=RetryPolicy(max_attempts=3, initial_backoff=30))  # fmt: skip
+    failed = h.step(duration=5, error="ValueError: boom")
+    assert failed is not None and task.status is TaskStatus.RETRYING
+    due = task.next_run_at
+    assert due == failed.finished + 30
+    clock.jump(-HOUR)
+    after_clock_jump(h.core, -HOUR, clock.now())
+    assert task.next_run_at == due - HOUR
+
+
+def test_a_paused_task_stays_paused_and_unqueued_when_the_clock_is_set_back() -> None:
+    clock = JumpingClock(T0)
+    h = Harness(clock)
+    task = h.core.add("rate", jobs.noop, FixedRate(60, start_delay=60))
+    assert h.core.pause(task.id) is True
+    clock.jump(-HOUR)
+    after_clock_jump(h.core, -HOUR, clock.now())
+    assert task.status is TaskStatus.PAUSED and h.queue.pending() == []
