@@ -147,3 +147,20 @@ def test_modify_still_works_after_shutdown_for_the_store_to_keep() -> None:
     scheduler.shutdown()
     scheduler.modify(task.id, priority=Priority.LOW)
     assert task.priority is Priority.LOW and task.status is TaskStatus.SCHEDULED
+
+
+def test_modify_returns_the_task_also_when_nothing_changes() -> None:
+    sim = Simulation(start=T0)
+    task = sim.schedule("report", FixedRate(60), timeout=5)
+    assert sim.modify(task.id, timeout=5) is task
+    assert sim.modify(task.id, timeout=6) is task
+
+
+def test_modifying_a_paused_task_queues_nothing_and_it_stays_paused() -> None:
+    sim = Simulation(start=T0)
+    task = sim.schedule("report", FixedRate(60, start_delay=60))
+    assert sim.pause(task.id) is True
+    sim.modify(task.id, priority=Priority.HIGH, timeout=5)
+    assert sim.pending() == []
+    sim.run(T0 + 300)
+    assert task.status is TaskStatus.PAUSED and sim.records() == []

@@ -21,6 +21,7 @@ from lldsched import (
     Overlap,
     OverrunPolicy,
     Priority,
+    RetryPolicy,
     Simulation,
     TaskStatus,
     ValidationError,
@@ -485,3 +486,67 @@ def test_a_late_run_is_heard_beginning_before_the_slots_it_skipped(overlap: Over
         e.record.slot - T0 for e in chain if e.record and e.record.outcome is Outcome.SKIPPED
     ]
     assert skipped[:3] == [10, 20, 30]  # recorded all the same, after the begin
+
+
+def test_an_extra_run_of_an_overlapping_task_runs_alone_and_the_slot_it_waited_for_follows_it() -> (
+    None
+):
+    # run_now puts a plan (CatchUp) in front of the schedule: a run of it queues nothing
+    # behind it, so the slot the task waited for runs after it, late, never beside it.
+    durations = iter([5.0, 100.0])  # the slot at T0, then the extra run, long
+    sim = Simulation(workers=2, start=T0)
+    task = sim.schedule(
+        "allow",
+        FixedRate(60),
+        duration=lambda rng, attempt: next(durations, 5.0),
+        overlap=Overlap.ALLOW,
+        max_instances=2,
+    )
+    sim.run(T0 + 10)
+    assert sim.run_now(task.id) is True
+    sim.run(T0 + 150)
+    assert [(r.slot - T0, r.started - T0, r.outcome.value) for r in sim.records()][:3] == [
+        (0, 0, "ok"),
+        (10, 10, "ok"),  # the extra run, until T0 + 110
+        (60, 110, "ok"),  # the slot it waited for: after it, late, not beside it
+    ]
+
+
+def test_an_overlapping_task_that_fails_into_the_dead_letter_leaves_no_slot_queued() -> None:
+    # The slot queued behind the run (T0 + 60) goes with the task: a FAILED task waits
+    # for no slot, and pending() does not list it.
+    sim = Simulation(workers=2, start=T0)
+    task = sim.schedule(
+        "doomed",
+        FixedRate(60),
+        duration=10,
+        fails=1.0,
+        retry=RetryPolicy(max_attempts=1, fail_after_given_up=1),
+        overlap=Overlap.ALLOW,
+        max_instances=2,
+    )
+    sim.run(T0 + 30)
+    assert task.status is TaskStatus.FAILED and sim.dead_letter() == [task.id]
+    assert sim.pending() == [] and task.next_run_at is None
+    sim.run(T0 + 300)
+    assert [(r.slot - T0, r.outcome.value) for r in sim.records()] == [(0, "given_up")]
+
+
+def test_an_overlapping_task_replaced_mid_run_without_overlap_runs_its_queued_slot_after() -> None:
+    # The run in flight keeps its flight; the slot it queued behind it (T0 + 60) runs
+    # once the run ends, late, not beside it; then the schedule's own rule: the slots a
+    # run outlasts are skipped.
+    sim = Simulation(workers=2, start=T0)
+    sim.schedule("long", FixedRate(60), duration=100, id="long", overlap=Overlap.ALLOW,
+                 max_instances=2)  # fmt: skip
+    sim.run(T0 + 30)
+    task = sim.schedule("long", FixedRate(60), duration=100, id="long", replace_existing=True)
+    assert task.overlap is None
+    sim.run(T0 + 250)
+    assert [(r.slot - T0, r.started - T0, r.outcome.value) for r in sim.records()] == [
+        (0, 0, "ok"),
+        (60, 100, "ok"),  # the queued slot: after the run, late
+        (120, 200, "skipped"),
+        (180, 200, "skipped"),
+    ]
+    assert task.status is TaskStatus.RUNNING and len(task.runs) == 1  # the slot at 240, alone

@@ -3,6 +3,10 @@ order, within its limit; the threaded scheduler keeps its histories that way."""
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -222,3 +226,30 @@ def test_packed_rows_give_the_frame_of_their_records_sorted_by_finish(
     for column in ("attempt", "worker", "due", "started", "finished", "ok", "timed_out"):
         assert np.array_equal(got[column], expected[column]), column
     assert list(got["outcome"]) == list(expected["outcome"])
+
+
+class _PacksWhileCopied(deque):  # type: ignore[type-arg]
+    """The blocks of a PackedRunStats that, the first time they are copied, let ``add``
+    pack a batch right after the copy and before the tail is copied: the interleaving
+    a reader without the runtime's lock can meet, forced."""
+
+    def __init__(self, blocks: deque[Any], add: Callable[[], None]) -> None:
+        super().__init__(blocks, maxlen=blocks.maxlen)
+        self._add: Callable[[], None] | None = add
+
+    def __iter__(self) -> Iterator[Any]:
+        copied = list(super().__iter__())
+        add, self._add = self._add, None
+        if add is not None:
+            add()  # completes the batch: it is packed into a block, the tail emptied
+        return iter(copied)
+
+
+def test_a_history_read_while_a_batch_is_packed_is_the_one_before_or_after_the_add() -> None:
+    stats = PackedRunStats(None)
+    added = [_record(i) for i in range(2 * BATCH)]
+    for record in added[:-1]:  # one block, and a tail a record short of a batch
+        stats.add(record)
+    stats._blocks = _PacksWhileCopied(stats._blocks, lambda: stats.add(added[-1]))
+    assert stats.records() in (tuple(added[:-1]), tuple(added))  # never without the tail
+    assert stats.records() == tuple(added)

@@ -22,6 +22,7 @@ from lldsched import (
     Misfire,
     MisfirePolicy,
     OneTime,
+    Overlap,
     RetryPolicy,
     Schedule,
     ScheduledTask,
@@ -33,10 +34,12 @@ from lldsched import (
     TaskStatus,
     checks,
 )
+from lldsched.core.recovery import after_clock_jump
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.threaded.jumps import LastLook
 from tests import jobs
 from tests.conftest import T0, SchedulerFactory, settle
+from tests.harness import Harness
 
 HOUR = 3600.0
 SKIP = MisfirePolicy(Misfire.SKIP)
@@ -647,6 +650,43 @@ def test_a_fixed_rate_run_in_flight_keeps_its_overrun_across_a_backward_jump(
     assert scheduler.task(task.id).next_run_at == T0 - HOUR + 180
 
 
+@pytest.mark.parametrize("overlap", [Overlap.ALLOW, Overlap.CANCEL_OTHER])
+def test_an_overlapping_fixed_rate_set_back_while_its_run_goes_on_queues_its_slot_on_the_moved_grid(
+    make_scheduler: SchedulerFactory, overlap: Overlap
+) -> None:
+    # The run of the slot at T0 queues the next slot (T0 + 60 s) as it begins; the wall
+    # clock is set back an hour while it runs.  That queued slot moves back with the
+    # clock, as the next slot of a task without an overlap policy does: one period
+    # after the slot the run serves on the moved grid.  Before: it stayed at T0 + 60 s,
+    # and the task waited out the hour, sixty slots lost without a record.
+    clock = JumpingClock(T0)
+    started, release = threading.Event(), threading.Event()
+
+    def job() -> None:
+        started.set()
+        assert release.wait(5)
+
+    scheduler = make_scheduler(clock=clock, workers=2)
+    limit = 2 if overlap is Overlap.ALLOW else None
+    task = scheduler.schedule("job", job, FixedRate(60), overlap=overlap, max_instances=limit)
+    assert started.wait(5)
+    clock.parked.clear()
+    clock.jump(-HOUR)
+    assert clock.parked.wait(5)  # the timer handled the jump, the run still going
+    release.set()
+    settle(scheduler)
+    looked(clock, scheduler)
+    assert scheduler.task(task.id).next_run_at == T0 - HOUR + 60
+    clock.advance(60)
+    settle(scheduler)
+    looked(clock, scheduler)
+    history = scheduler.task(task.id).history
+    assert [(r.outcome.value, r.slot - T0) for r in history] == [
+        ("ok", 0.0), ("ok", -HOUR + 60),
+    ]  # fmt: skip
+    assert scheduler.task(task.id).next_run_at == T0 - HOUR + 120
+
+
 def test_a_fake_clock_moving_is_never_taken_for_a_jump(make_scheduler: SchedulerFactory) -> None:
     clock = FakeClock(T0)
     scheduler = make_scheduler(clock=clock)
@@ -732,3 +772,112 @@ def test_a_task_that_never_ran_is_stored_and_restored_with_no_runs_and_no_failur
     assert (snapshot.run_count, snapshot.failure_count, snapshot.last_error) == (0, 0, None)
     restored = Scheduler(clock=FakeClock(T0), store=store).task(task.id)
     assert (restored.run_count, restored.failure_count, restored.last_error) == (0, 0, None)
+
+
+def test_a_forward_jump_leaves_a_fixed_rate_run_in_flight_on_its_grid() -> None:
+    # The wall clock jumps ahead 3630 s (not a whole number of periods) while the run of
+    # the slot at T0 goes on: the slots it outlasted are its overrun's, skipped on the
+    # task's own grid, and its next slot is on that grid, not moved by the jump.
+    clock = JumpingClock(T0)
+    h = Harness(clock)
+    task = h.core.add("rate", jobs.noop, FixedRate(60))
+    run = h.begin()
+    clock.jump(3630)
+    after_clock_jump(h.core, 3630, clock.now())
+    h.core.finish(run, T0, clock.now(), None)
+    assert task.next_run_at == T0 + 3660
+    skipped = [r.slot - T0 for r in task.history if r.outcome is Outcome.SKIPPED]
+    assert skipped[:2] == [60, 120]
+
+
+def test_an_overlapping_task_paused_mid_run_and_set_back_resumes_at_its_moved_slot() -> None:
+    clock = JumpingClock(T0)
+    h = Harness(clock)
+    task = h.core.add("rate", jobs.noop, FixedRate(60), overlap=Overlap.ALLOW, max_instances=2)
+    run = h.begin()  # the slot at T0, T0 + 60 queued behind it
+    assert h.core.pause(task.id) is True
+    clock.jump(-HOUR)
+    after_clock_jump(h.core, -HOUR, clock.now())
+    assert task.status is TaskStatus.PAUSED and task.next_run_at == T0 - HOUR + 60
+    assert h.core.resume(task.id) is True
+    assert task.next_run_at == T0 - HOUR + 60
+    h.core.finish(run, T0 - HOUR, clock.now(), None)
+    assert task.next_run_at == T0 - HOUR + 60
+
+
+def test_a_restore_at_the_instant_of_a_slot_runs_that_slot_and_coalesces_those_before() -> None:
+    # The default misfire policy runs the latest slot that passed: a slot due at the
+    # very instant of the restore is one of them, and the latest.
+    store = InMemoryTaskStore()
+    Simulation(start=T0, store=store).schedule("job", FixedRate(HOUR, start_delay=HOUR))
+    sim = Simulation(start=T0 + 3 * HOUR, store=store)
+    sim.run(T0 + 3 * HOUR)
+    assert [(r.slot - T0, r.started - T0, r.outcome.value) for r in sim.records()] == [
+        (HOUR, 3 * HOUR, "coalesced"), (2 * HOUR, 3 * HOUR, "coalesced"),
+        (3 * HOUR, 3 * HOUR, "ok"),
+    ]  # fmt: skip
+    assert sim.tasks()[0].next_run_at == T0 + 4 * HOUR
+
+
+def test_a_restored_task_has_its_stored_history_back() -> None:
+    store = InMemoryTaskStore()
+    first = Simulation(start=T0, store=store)
+    task = first.schedule("job", FixedRate(60), duration=1)
+    first.run(T0 + 150)
+    ran = task.history
+    assert len(ran) == 3
+    restored = Simulation(start=T0 + 150, store=store).task(task.id)
+    assert restored.history == ran
+
+
+def test_a_restored_dead_letter_keeps_its_order_of_failure_not_of_registration() -> None:
+    store = InMemoryTaskStore()
+    first = Simulation(start=T0, store=store)
+    once = RetryPolicy(max_attempts=1)
+    late = first.schedule("late", OneTime(delay=20), fails=1.0, retry=once)
+    early = first.schedule("early", OneTime(delay=10), fails=1.0, retry=once)
+    first.run(T0 + 30)
+    assert first.dead_letter() == [early.id, late.id]
+    assert Simulation(start=T0 + 30, store=store).dead_letter() == [early.id, late.id]
+
+
+def test_the_one_run_a_restore_decides_records_the_slots_it_outlasts_skipped() -> None:
+    # RUN_ONCE after downtime: one run, for the latest slot that passed; it runs 150 s,
+    # and the slots it outlasts are skipped with a record, as after any overrun.
+    store = InMemoryTaskStore()
+    Simulation(start=T0, store=store).schedule("job", FixedRate(60, start_delay=60))
+    sim = Simulation(start=T0 + 200, store=store)
+    (task,) = sim.tasks()
+    sim.model(task.id, duration=150.0)
+    sim.run(T0 + 400)
+    assert [(r.slot - T0, r.started - T0, r.outcome.value) for r in sim.records()] == [
+        (60, 200, "coalesced"), (120, 200, "coalesced"), (180, 200, "ok"),
+        (240, 350, "skipped"), (300, 350, "skipped"),
+    ]  # fmt: skip
+    assert task.next_run_at == T0 + 360
+
+
+def test_a_retry_of_a_cron_task_moves_back_with_the_clock() -> None:
+    # A retry's backoff is elapsed time, whatever the schedule: set back with the clock,
+    # while the cron slots themselves stay where they are.
+    clock = JumpingClock(T0)
+    h = Harness(clock)
+    task = h.core.add("cron", jobs.noop, CronSchedule("0 * * * *"),
+                      retry=RetryPolicy(max_attempts=3, initial_backoff=30))  # fmt: skip
+    failed = h.step(duration=5, error="ValueError: boom")
+    assert failed is not None and task.status is TaskStatus.RETRYING
+    due = task.next_run_at
+    assert due == failed.finished + 30
+    clock.jump(-HOUR)
+    after_clock_jump(h.core, -HOUR, clock.now())
+    assert task.next_run_at == due - HOUR
+
+
+def test_a_paused_task_stays_paused_and_unqueued_when_the_clock_is_set_back() -> None:
+    clock = JumpingClock(T0)
+    h = Harness(clock)
+    task = h.core.add("rate", jobs.noop, FixedRate(60, start_delay=60))
+    assert h.core.pause(task.id) is True
+    clock.jump(-HOUR)
+    after_clock_jump(h.core, -HOUR, clock.now())
+    assert task.status is TaskStatus.PAUSED and h.queue.pending() == []

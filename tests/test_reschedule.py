@@ -17,6 +17,7 @@ from lldsched import (
     FixedRate,
     InMemoryTaskStore,
     OneTime,
+    Overlap,
     RetryPolicy,
     ScheduleError,
     SchedulerStateError,
@@ -165,6 +166,32 @@ def test_reschedule_supersedes_an_extra_run_not_yet_started() -> None:
     sim.reschedule(task.id, FixedRate(600, start_delay=600))
     sim.run(T0 + 800)
     assert [r.started - T0 for r in task.history] == [0, 700]
+
+
+@pytest.mark.parametrize("overlap", [Overlap.ALLOW, Overlap.CANCEL_OTHER])
+@pytest.mark.parametrize("paused", [False, True], ids=["running", "paused mid-run"])
+def test_reschedule_supersedes_the_slot_an_overlapping_task_queued_behind_its_run(
+    overlap: Overlap, paused: bool
+) -> None:
+    # The run of the slot at T0 queues the old schedule's next slot (T0 + 60 s) as it
+    # begins.  A reschedule at T0 + 30 s drops that slot as it drops any plan in front of
+    # the old schedule: the run in flight finishes (T0 + 100 s), and the new schedule's
+    # first run counts from that finish.  Before: the old slot still ran, beside the
+    # run (or at the resume), and the new schedule waited for it to end.
+    sim = Simulation(workers=2, start=T0)
+    limit = 2 if overlap is Overlap.ALLOW else None
+    task = sim.schedule("long", FixedRate(60), duration=fixed(100), overlap=overlap,
+                        max_instances=limit)  # fmt: skip
+    sim.run(T0 + 30)
+    if paused:
+        assert sim.pause(task.id) is True
+    sim.reschedule(task.id, FixedRate(1000))
+    if paused:
+        assert sim.resume(task.id) is True
+    sim.run(T0 + 1500)
+    assert [(r.slot - T0, r.started - T0) for r in task.history] == [
+        (0, 0), (100, 100), (1100, 1100),
+    ]  # fmt: skip
 
 
 def test_the_new_schedule_is_written_through_the_store() -> None:

@@ -297,3 +297,31 @@ def test_a_restart_that_registers_again_without_replace_existing_raises_and_lose
         assert [task.id for task in scheduler.tasks()] == ["nightly-report", "heartbeat"]
         scheduler.shutdown()
         assert len(store) == 2
+
+
+def test_replacing_with_a_new_priority_reorders_the_queued_entry_at_once() -> None:
+    sim = Simulation(workers=1, start=T0)
+    sim.schedule("blocker", OneTime(delay=0), duration=fixed(100))
+    sim.schedule("low", OneTime(delay=10), duration=fixed(5), id="low", priority=Priority.LOW)
+    sim.schedule("normal", OneTime(delay=10), duration=fixed(5))
+
+    def raise_it() -> None:
+        sim.schedule("low", OneTime(delay=10), duration=fixed(5), id="low",
+                     replace_existing=True, priority=Priority.HIGH)  # fmt: skip
+
+    sim.at(T0 + 50, raise_it)
+    sim.run(T0 + 200)
+    assert [(r.name, r.started - T0) for r in sim.records()] == [
+        ("blocker", 0), ("low", 100), ("normal", 105),
+    ]  # fmt: skip
+
+
+def test_replacing_a_paused_task_with_a_new_priority_queues_nothing_and_it_stays_paused() -> None:
+    sim = Simulation(start=T0)
+    task = sim.schedule("report", FixedRate(60, start_delay=60), id="report")
+    assert sim.pause(task.id) is True
+    sim.schedule("report", FixedRate(60, start_delay=60), id="report", replace_existing=True,
+                 priority=Priority.HIGH)  # fmt: skip
+    assert task.priority is Priority.HIGH and sim.pending() == []
+    sim.run(T0 + 300)
+    assert task.status is TaskStatus.PAUSED and sim.records() == []

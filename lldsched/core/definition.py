@@ -297,11 +297,11 @@ class DefinitionVerbs(CoreParts):
             self._relink(task)  # other upstreams: wait for what they say
         return task
 
-    @staticmethod
-    def _start_afresh(task: ScheduledTask, schedule: Schedule, first: float) -> float | None:
+    def _start_afresh(self, task: ScheduledTask, schedule: Schedule, first: float) -> float | None:
         """Put ``schedule`` in place as if the task were registered now (its first run
         then is ``first``); returns the instant to queue it at (None: its queue entry,
-        if any, stays as it is)."""
+        if any, stays as it is).  The slot an overlapping task queued behind its runs
+        in flight is the old schedule's: it is dropped, as a plan in front is."""
         status = task.status
         if status in (SCHEDULED, PAUSED, BLOCKED) and task._run is None and not task.attempt:
             task._schedule = schedule
@@ -310,6 +310,10 @@ class DefinitionVerbs(CoreParts):
             return first if status is SCHEDULED else None
         if status in (RUNNING, RETRYING, PAUSED):  # owed work first, then a fresh start
             task._schedule = CatchUp(schedule, [], FIRST_RUN)
+            flight = task._flight
+            if flight is not None and flight.pending is not None:
+                flight.pending = None  # the last run out finds no slot behind it
+                self._queue.discard(task)  # its entry (a task paused mid-run has none)
         else:  # finished: nothing is queued (redrive starts a FAILED task again)
             task._schedule = schedule
         return None

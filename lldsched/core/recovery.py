@@ -340,10 +340,7 @@ def after_clock_jump(core: SchedulerCore, jump: float, now: float) -> None:
         due = task.next_run_at
         if task.running:
             if jump < 0 and measures_elapsed_time(unwrap(task._schedule)):
-                # its next slot is counted from the slot it serves, which the clock left
-                # behind: the record is read with that slot moved (a fixed rate would
-                # otherwise wait out the jump, its slots lost without a record)
-                task._schedule = CatchUp.moving(task._schedule, jump)
+                _move_in_flight(core, task, jump)
             continue
         if task.status not in _QUEUED or due is None:
             continue
@@ -362,3 +359,22 @@ def after_clock_jump(core: SchedulerCore, jump: float, now: float) -> None:
                 else schedule,
                 slot=task.slot + jump if elapsed else None,
             )
+
+
+def _move_in_flight(core: SchedulerCore, task: ScheduledTask, jump: float) -> None:
+    """The wall clock was set back by ``-jump`` while a run of ``task`` (an elapsed-time
+    schedule) is in flight.  Its next slot is counted from the slot it serves, which the
+    clock left behind: the record is read with that slot moved (a fixed rate would
+    otherwise wait out the jump, its slots lost without a record).  An overlapping task
+    counted its next slot already (its flight's pending slot, queued as the run began):
+    that slot moves with the clock instead, and the record is read as it is."""
+    flight = task._flight
+    if flight is None or flight.pending is None:
+        task._schedule = CatchUp.moving(task._schedule, jump)
+        return
+    pending = flight.pending = flight.pending + jump
+    task._slot = pending  # the slot the queued entry belongs to (_queue_following)
+    if task.status is TaskStatus.RUNNING:
+        core.replan(task, due=pending)
+    elif task.status is TaskStatus.PAUSED:  # resume() queues the pending slot
+        task.next_run_at = pending

@@ -90,13 +90,18 @@ def check_retention(value: object) -> RetainFinished:
     """``value`` if it is a retention, else a :class:`ValidationError` quoting it.  An age
     is checked by the rule of every duration (:func:`lldsched.checks.seconds`); a plain
     number is a count here, never seconds."""
+    return _checked(value)[0]
+
+
+def _checked(value: object) -> tuple[RetainFinished, float | None]:
+    """:func:`check_retention`'s one home: ``value`` checked, and an age's seconds (None
+    for a count or None), so that the age is checked and converted once."""
     if value is None:
-        return None
+        return None, None
     if isinstance(value, timedelta):
-        seconds(value, name="retain_finished", at_least=0, expected=_EXPECTED)
-        return value
+        return value, seconds(value, name="retain_finished", at_least=0, expected=_EXPECTED)
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
+        return value, None
     raise ValidationError(f"retain_finished {_EXPECTED}, got {value!r}")
 
 
@@ -110,15 +115,10 @@ class Retention:
     def __init__(
         self, keep: RetainFinished, *, history_limit: int | None, purge: bool = False
     ) -> None:
-        self.keep = check_retention(keep)
+        self.keep, self._age = _checked(keep)
         self.purge = flag(purge, name="purge_retired")
         """A retiring task is deleted from the store too (its row and records)."""
         self._count = keep if isinstance(keep, int) else None
-        self._age = (
-            seconds(keep, name="retain_finished", at_least=0, expected=_EXPECTED)
-            if isinstance(keep, timedelta)
-            else None
-        )
         # More held than this, and a retirement pass is due (the core reads it after
         # each finish): a count's batch bound, or 0 for an age (any task held may be due).
         self.retire_above = 0 if self._count is None else self._count + self._count // RETIRE_BATCH
