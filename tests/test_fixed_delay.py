@@ -139,5 +139,5 @@ def test_a_stored_negative_delay_is_refused_not_read_as_the_shortest_one() -> No
     from lldsched.stores.codec import decode_schedule
 
     stored = {"type": "FixedDelay", "delay": -0.5, "start_delay": 0}
-    with pytest.raises(ScheduleError, match="-0.5"):
+    with pytest.raises(ScheduleError, match=r"-0\.5"):
         decode_schedule(stored)
