@@ -73,6 +73,22 @@ def _dates(fields: Mapping[str, Any]) -> Dates:
 register_schedule("Dates", Dates, lambda s: {"at": s.at}, _dates)
 
 
+@dataclass(frozen=True)
+class Every:
+    """A run every ``period`` seconds, its period kept as it was given (a NaN too)."""
+
+    period: float
+
+    def first_run(self, now: float) -> float | None:
+        return now + self.period
+
+    def next_run(self, record: ExecutionRecord, now: float) -> float | None:
+        return record.slot + self.period
+
+
+register_schedule("Every", Every, lambda s: {"period": s.period}, lambda d: Every(d["period"]))
+
+
 class Fibonacci(RetryPolicy):
     """Backoffs 1, 1, 2, 3, 5, ... times ``initial_backoff``, capped at ``max_backoff``."""
 

@@ -16,13 +16,19 @@ def test_fake_clock_starts_where_told_and_moves_only_forward() -> None:
     clock = FakeClock(datetime(2026, 1, 1, tzinfo=UTC))
     start = clock.now()
     assert clock.advance(90) == start + 90 and clock.now() == start + 90
-    assert clock.set(start + 100) == start + 100
+    assert clock.advance(0) == start + 90 and clock.advance(0.5) == start + 90.5
+    assert clock.set(start + 100) == start + 100 and clock.now() == start + 100
     with pytest.raises(ValidationError, match="cannot go back"):
         clock.set(start)
     with pytest.raises(ValidationError, match="got -1"):
         clock.advance(-1)
     with pytest.raises(ValidationError, match="got inf"):
         clock.advance(float("inf"))
+
+
+def test_a_fake_clock_starts_at_the_epoch_unless_told() -> None:
+    assert FakeClock().now() == 0.0
+    assert repr(FakeClock()) == "FakeClock(now=0.0)"
 
 
 def test_fake_clock_wakes_a_thread_waiting_on_it() -> None:
@@ -54,12 +60,69 @@ def test_fake_clock_wait_returns_at_once_when_the_deadline_has_passed() -> None:
         clock.wait(condition, 50)  # would block forever if it waited
 
 
+def test_fake_clock_wait_returns_at_once_at_its_deadline() -> None:
+    clock = FakeClock(100)
+    condition = threading.Condition()
+    returned = threading.Event()
+
+    def timer() -> None:
+        with condition:
+            clock.wait(condition, 100)  # nothing moves the clock: it must not block
+        returned.set()
+
+    threading.Thread(target=timer, daemon=True).start()
+    assert returned.wait(5)
+
+
+@pytest.mark.parametrize("move", ["advance", "set"])
+def test_fake_clock_without_a_deadline_waits_until_the_time_moves(move: str) -> None:
+    clock = FakeClock(100)
+    condition = threading.Condition()
+    parked, returned = threading.Event(), threading.Event()
+
+    def timer() -> None:
+        with condition:
+            parked.set()
+            clock.wait(condition, None)
+            returned.set()
+
+    threading.Thread(target=timer, daemon=True).start()
+    assert parked.wait(5)
+    with condition:  # taken once the timer waits (it is among the clock's waiters then)
+        assert not returned.is_set()  # parked, not back at once
+    if move == "advance":
+        clock.advance(1)
+    else:
+        clock.set(101)
+    assert returned.wait(5)
+
+
 def test_system_clock_waits_at_most_until_the_deadline() -> None:
     clock = SystemClock()
     condition = threading.Condition()
     with condition:
         clock.wait(condition, clock.now() + 0.01)
     assert abs(clock.now() - datetime.now(UTC).timestamp()) < 1
+    assert repr(clock) == "SystemClock()"
+
+
+def test_system_clock_without_a_deadline_waits_until_notified() -> None:
+    clock = SystemClock()
+    condition = threading.Condition()
+    waiting, returned = threading.Event(), threading.Event()
+
+    def timer() -> None:
+        with condition:
+            waiting.set()  # the condition is held until wait() releases it
+            clock.wait(condition, None)
+            returned.set()
+
+    threading.Thread(target=timer, daemon=True).start()
+    assert waiting.wait(5)
+    with condition:  # taken once the timer waits
+        assert not returned.is_set()  # parked, not back at once
+        condition.notify_all()
+    assert returned.wait(5)
 
 
 class HourAhead(SystemClock):
@@ -91,6 +154,20 @@ def test_timestamps_come_from_numbers_or_aware_datetimes_only() -> None:
         to_timestamp(datetime(2026, 1, 1))
     with pytest.raises(ValidationError, match="got 'soon'"):
         to_timestamp("soon")  # type: ignore[arg-type]
+
+
+def test_timestamps_are_instants_a_datetime_can_show() -> None:
+    first = datetime(1, 1, 1, tzinfo=UTC)  # 0001-01-01 00:00 UTC
+    assert to_timestamp(first) == to_timestamp(-62135596800.0) == -62135596800.0
+    last = 253402300799.0  # 9999-12-31 23:59:59 UTC
+    assert to_timestamp(datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)) == last
+    for outside in (-62135596801.0, 253402300800.0):
+        with pytest.raises(ValidationError, match=f"year 1 to year 9999 .*got {outside!r}"):
+            to_timestamp(outside)
+    # its last microsecond: the float rounds to the first instant of year 10000
+    very_last = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+    with pytest.raises(ValidationError, match="year 1 to year 9999"):
+        to_timestamp(very_last)
 
 
 def test_ids_count_up_and_never_repeat_across_threads() -> None:

@@ -176,6 +176,20 @@ def test_a_day_that_only_some_chosen_months_have_is_accepted() -> None:
     assert parse("0 0 30 2 mon").days == (30,)  # OR: Mondays in February still fire
 
 
+MONTH_LENGTHS = {1: 31, 2: 29, 3: 31, 4: 30, 5: 31, 6: 30, 7: 31, 8: 31, 9: 30, 10: 31, 11: 30,
+                 12: 31}  # fmt: skip
+
+
+@pytest.mark.parametrize(("month", "length"), MONTH_LENGTHS.items())
+def test_a_month_alone_accepts_its_last_day_and_refuses_the_day_after(
+    month: int, length: int
+) -> None:
+    assert parse(f"0 0 {length} {month} *").days == (length,)
+    if length < 31:
+        with pytest.raises(ScheduleError, match=f"never occurs in .* \\(at most {length} days\\)"):
+            parse(f"0 0 {length + 1} {month} *")
+
+
 # -- rejected forms -------------------------------------------------------------
 
 
@@ -261,6 +275,14 @@ def test_malformed_expressions_are_rejected_at_construction_naming_field_and_tex
 def test_every_rejection_message_quotes_the_whole_expression(expr: str, _message: str) -> None:
     with pytest.raises(ScheduleError, match=re.escape(repr(expr))):
         CronSchedule(expr)
+
+
+def test_the_nearest_weekday_hint_is_given_only_for_a_day_of_month_ending_in_w() -> None:
+    for expr in ("5W * * * *", "* * mon * *", "* 3W * * *"):
+        with pytest.raises(ScheduleError) as caught:
+            parse(expr)
+        assert "is not a number (expression" in str(caught.value)
+        assert "nearest weekday" not in str(caught.value)
 
 
 def test_a_schedule_error_is_a_validation_error_and_a_value_error() -> None:

@@ -347,6 +347,10 @@ def test_iteration_crosses_month_ends_and_weekends_like_single_queries() -> None
         ("5/15 * * * *", "Every 15 minutes from minute 5 through 50"),
         ("0 0 * * */2", "At 00:00, on Sunday, Tuesday, Thursday and Saturday"),
         ("0 0 1-7 * 1", "At 00:00, on days 1 through 7 of the month or on Monday"),
+        # a range among other days is said by its ends, Sunday as 0 or 7 alike
+        ("0 0 * * 1,5-7", "At 00:00, on Monday and Friday through Sunday"),
+        ("0 0 * * 0,3-6", "At 00:00, on Sunday and Wednesday through Saturday"),
+        ("0 0 * * 1,6-7", "At 00:00, on Monday and Saturday through Sunday"),
         ("*/5 * L * *", "Every 5 minutes, on the last day of the month"),
         # a step that does not divide the hour (or the day) is not a period: */7 fires at
         # :56 and again at :00, four minutes later

@@ -491,6 +491,7 @@ def test_the_control_panel_shows_a_blocked_task_and_can_pause_it() -> None:
 
 def test_the_codec_keeps_depends_on_and_rejects_a_stored_value_that_is_not_a_list() -> None:
     import json
+    import re
 
     from lldsched.errors import StoreError
     from lldsched.stores.codec import decode_task, encode_task
@@ -506,6 +507,10 @@ def test_the_codec_keeps_depends_on_and_rejects_a_stored_value_that_is_not_a_lis
     document["depends_on"] = "extract"
     with pytest.raises(StoreError, match=r"task load: .*depends_on must be a list"):
         decode_task("load", json.dumps(document))
+    for ids in (["extract", ""], ["extract", 1]):  # each id a non-empty string
+        document["depends_on"] = ids
+        with pytest.raises(StoreError, match=re.escape(f"a list of task ids, got {ids!r}")):
+            decode_task("load", json.dumps(document))
 
 
 @pytest.mark.parametrize("kind", KINDS)

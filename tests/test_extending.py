@@ -105,6 +105,26 @@ def test_a_registered_schedule_that_does_not_round_trip_is_refused_at_registrati
         assert scheduler.tasks() == [] and store.load_all() == []
 
 
+@pytest.mark.parametrize("period", [float("nan"), float("inf")])
+def test_a_registered_schedule_json_cannot_hold_is_refused_naming_the_task_and_value(
+    tmp_path: Path, period: float
+) -> None:
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        scheduler = Scheduler(store=store, clock=FakeClock(T0))
+        scheduler.schedule("kept", jobs.noop, extensions.Every(60.0), id="kept")
+        with pytest.raises(ValidationError, match=rf"task 'odd': .*Every\(period={period!r}\)"):
+            scheduler.schedule("odd", jobs.noop, extensions.Every(period), id="odd")
+        assert [t.id for t in scheduler.tasks()] == ["kept"]
+        assert [s.task.id for s in store.load_all()] == ["kept"]
+
+
+def test_a_stored_retry_policy_class_that_is_not_a_retry_policy_is_refused() -> None:
+    document = json.loads(encode_task(definition(retry=extensions.Fibonacci(max_attempts=5))))
+    document["retry"]["policy"] = "builtins:dict"  # a class that takes the fields, too
+    with pytest.raises(StoreError, match=r"'builtins:dict' is <class 'dict'>, not a RetryPolicy"):
+        decode_task("t", json.dumps(document))
+
+
 def test_an_unknown_schedule_type_at_load_says_to_register_it() -> None:
     text = encode_task(definition())
     document = json.loads(text)

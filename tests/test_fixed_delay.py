@@ -133,3 +133,11 @@ def test_a_store_written_with_no_delay_opens_with_the_shortest_one(
         simulation.run_for(5e-6)  # it moves on, one run an instant
         assert len(simulation.records()) == len(instants(T0, T0 + 5e-6, FINEST))
     assert "a stored FixedDelay(0) is read as FixedDelay(1e-06)" in caplog.text
+
+
+def test_a_stored_negative_delay_is_refused_not_read_as_the_shortest_one() -> None:
+    from lldsched.stores.codec import decode_schedule
+
+    stored = {"type": "FixedDelay", "delay": -0.5, "start_delay": 0}
+    with pytest.raises(ScheduleError, match=r"-0\.5"):
+        decode_schedule(stored)

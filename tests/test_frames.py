@@ -31,6 +31,7 @@ from lldsched import (
 from lldsched.schedules.base import Schedule
 from lldsched.sim.scenario import build_scenario
 from lldsched.sim.simulation import MAX_WORKERS
+from lldsched.views import summaries
 from lldsched.views.frames import (
     COLUMNS,
     DTYPES,
@@ -378,6 +379,34 @@ def test_utilisation_aligns_intervals_on_the_clock_and_covers_long_runs() -> Non
     table = utilisation(to_frame(records), workers=[0], freq="15min")
     assert table.index[0] == at(0)
     assert table[0].tolist() == pytest.approx([1 / 3, 1.0, 1.0, 2 / 3])
+
+
+def test_utilisation_ends_with_the_interval_a_run_finishes_in() -> None:
+    hour = 3600
+    records = [R("a", "a", 1, T0, T0, 0, T0, T0 + hour, True)]  # 09:00-10:00: one hour
+    table = utilisation(to_frame(records), workers=1, freq="1h")
+    assert table.index.tolist() == [at(0)]  # not an idle 10:00 after it
+    assert table[0].tolist() == [1.0]
+
+
+def test_utilisation_takes_as_many_intervals_as_its_limit_and_no_more(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(summaries, "MOST_INTERVALS", 10)
+    ten = [R("a", "a", 1, T0, T0, 0, T0, T0 + 10, True)]  # ten 1 s intervals
+    assert len(utilisation(to_frame(ten), workers=1, freq="1s")) == 10
+    eleven = [R("a", "a", 1, T0, T0, 0, T0, T0 + 11, True)]
+    apart = [R("a", "a", 1, T0, T0, 0, T0, T0 + 1, True),  # two runs, two pieces,
+             R("b", "b", 1, T0, T0, 0, T0 + 10, T0 + 11, True)]  # eleven intervals  # fmt: skip
+    for records in (eleven, apart):
+        with pytest.raises(ValidationError, match=r"more than 10 intervals \(11\)"):
+            utilisation(to_frame(records), workers=1, freq="1s")
+
+
+def test_utilisation_refuses_an_interval_of_no_length() -> None:
+    for freq in ("0s", "-1h"):
+        with pytest.raises(ValidationError, match=f"freq must be positive, got {freq!r}"):
+            utilisation(to_frame(RECORDS), workers=2, freq=freq)
 
 
 def test_utilisation_rejects_unknown_workers_and_calendar_frequencies() -> None:

@@ -203,6 +203,13 @@ def test_a_cron_fire_exactly_at_start_runs() -> None:
     assert Window(CronSchedule("0 * * * *"), start=T0 + 1).first_run(T0) == T0 + HOUR
 
 
+def test_a_window_registered_at_its_start_first_runs_as_its_schedule_would() -> None:
+    hourly = CronSchedule("0 * * * *")  # T0 is 09:00: a fire at the start, not after now
+    assert hourly.first_run(T0) == T0 + HOUR
+    assert Window(hourly, start=T0).first_run(T0) == T0 + HOUR
+    assert Window(hourly, start=T0 - HOUR).first_run(T0) == T0 + HOUR
+
+
 def test_nothing_runs_after_end_and_the_task_then_succeeds() -> None:
     window = Window(FixedRate(60), end=T0 + 180)
     sim = Simulation(workers=1, start=T0)

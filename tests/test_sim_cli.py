@@ -112,12 +112,38 @@ def test_summaries_count_outcomes_retries_and_overruns_by_hand() -> None:
     assert "a" in format_summary([row]).splitlines()[1]
 
 
+def test_only_a_first_attempt_counts_as_an_overrun() -> None:
+    runs = [
+        record("a", 0, 0, 10, ok=False),
+        record("a", 0, 20, 100, attempt=2),  # a retry of 80 s on a 60 s period
+    ]
+    (row,) = summarize(runs, {"a": FixedRate(60)})
+    assert (row.runs, row.retries, row.overruns) == (2, 1, 0)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [(0, "0s"), (1, "1.0s"), (9.5, "9.5s"), (10, "10s"), (59, "59s"), (60, "1.0m"),
+     (3599, "60.0m"), (3600, "1.0h")],
+)  # fmt: skip
+def test_the_table_shows_a_time_in_seconds_minutes_or_hours(seconds: float, shown: str) -> None:
+    (row,) = summarize([record("a", 0, 0, seconds)])
+    assert format_summary([row]).splitlines()[1].split()[-1] == shown  # the longest run
+
+
 @pytest.mark.parametrize(("q", "expected"), [(50, 2.0), (95, 4.0), (100, 4.0), (1, 1.0)])
 def test_percentiles_use_the_nearest_rank(q: float, expected: float) -> None:
     assert percentile([1.0, 2.0, 3.0, 4.0], q) == expected
     assert (
         percentile([], q) is None
     )  # no value: no percentile (it was 0.0, a time that never happened)
+
+
+@pytest.mark.parametrize(("q", "expected"), [(50, 100.0), (95, 190.0), (99, 198.0), (100, 200.0)])
+def test_a_percentile_of_many_values_is_the_value_at_q_percent_of_the_count(
+    q: float, expected: float
+) -> None:
+    assert percentile([float(v) for v in range(1, 201)], q) == expected  # ranks 1 to 200
 
 
 def test_waiting_for_a_worker_is_lateness_not_an_overrun() -> None:

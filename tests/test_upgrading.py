@@ -476,3 +476,17 @@ def test_a_definition_newer_code_wrote_is_said_once_and_its_state_still_followed
     assert f"'{newer.__name__}:daily_report'" in said[0]
     assert "it follows the task's state with the definition it has" in said[0]
     assert "it leaves the task to the processes that can" in said[1]
+
+
+def test_a_definition_that_loaded_in_between_is_said_again_when_it_fails_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    unreadable = codec.Unreadable("tasks.db")
+    error = StoreError("task report: cannot import 'newer:daily_report'")
+    with caplog.at_level(logging.ERROR, logger="lldsched"):
+        unreadable.failed("report", "v2", error, None)
+        unreadable.failed("report", "v2", error, None)  # the same text: said once
+        unreadable.read("report")  # it loaded (a deploy rolled back, say)
+        unreadable.failed("report", "v2", error, None)  # ...and fails again: said again
+    said = [m for m in caplog.messages if "with a definition this one cannot load" in m]
+    assert len(said) == 2

@@ -155,7 +155,7 @@ def encode_task(task: Task) -> str:
         document["max_instances"] = task.max_instances
     try:
         return json.dumps(document, allow_nan=False, separators=(",", ":"))
-    except ValueError as exc:  # a NaN or infinity in a schedule registered by the user
+    except ValueError as exc:  # a NaN or infinity: a guard, every value was checked before
         raise ValidationError(f"task {task.name!r}: cannot be stored as JSON: {exc}") from None
 
 

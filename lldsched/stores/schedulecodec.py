@@ -172,8 +172,14 @@ def encode_schedule(schedule: Schedule) -> dict[str, Any]:
 
 def _check_round_trip(schedule: Schedule, document: dict[str, Any], from_dict: FromDict) -> None:
     """``from_dict`` of ``document`` as JSON gives it back builds ``schedule`` again
-    (``==``); ValidationError naming both otherwise."""
-    fields = json.loads(json.dumps(document, allow_nan=False))
+    (``==``); ValidationError naming both otherwise, or naming ``schedule`` when JSON
+    cannot hold ``document`` (a NaN or an infinity in it)."""
+    try:
+        fields = json.loads(json.dumps(document, allow_nan=False))
+    except ValueError as exc:  # a NaN or an infinity: JSON has neither
+        raise ValidationError(
+            f"a durable store cannot keep {schedule!r} as JSON ({document!r}): {exc}"
+        ) from None
     fields.pop("type")
     try:
         again = from_dict(fields)
