@@ -881,3 +881,42 @@ def test_a_paused_task_stays_paused_and_unqueued_when_the_clock_is_set_back() ->
     clock.jump(-HOUR)
     after_clock_jump(h.core, -HOUR, clock.now())
     assert task.status is TaskStatus.PAUSED and h.queue.pending() == []
+
+
+def test_a_paused_task_set_back_resumes_at_its_moved_due_instant_not_an_hour_later() -> None:
+    # A fixed rate paused a minute before its slot, the clock set back an hour: its due
+    # instant moves back with the clock, as a queued one's does, so resume() queues it a
+    # minute on; before, it kept T0 + 60 and the resumed task waited out the hour.  A
+    # cron task's instant is calendar time: it stays.  A paused retry's backoff moves.
+    clock = JumpingClock(T0)
+    h = Harness(clock)
+    rate = h.core.add("rate", jobs.noop, FixedRate(60, start_delay=60))
+    cron = h.core.add("cron", jobs.noop, CronSchedule("0 * * * *"))
+    cron_due = cron.next_run_at
+    for task in (rate, cron):
+        assert h.core.pause(task.id) is True
+    clock.jump(-HOUR)
+    after_clock_jump(h.core, -HOUR, clock.now())
+    assert (rate.status, rate.next_run_at) == (TaskStatus.PAUSED, T0 - HOUR + 60)
+    assert (cron.status, cron.next_run_at) == (TaskStatus.PAUSED, cron_due)
+    assert h.queue.pending() == []
+    assert h.core.resume(rate.id) is True
+    assert rate.next_run_at == T0 - HOUR + 60
+    assert [task.id for task in h.queue.pending()] == [rate.id]
+
+
+def test_a_paused_retry_set_back_keeps_its_backoff_from_the_moved_clock() -> None:
+    clock = JumpingClock(T0)
+    h = Harness(clock)
+    task = h.core.add("cron", jobs.noop, CronSchedule("0 * * * *"),
+                      retry=RetryPolicy(max_attempts=3, initial_backoff=30))  # fmt: skip
+    failed = h.step(duration=5, error="ValueError: boom")
+    assert failed is not None and task.status is TaskStatus.RETRYING
+    due = task.next_run_at
+    assert due is not None
+    assert h.core.pause(task.id) is True
+    clock.jump(-HOUR)
+    after_clock_jump(h.core, -HOUR, clock.now())
+    assert (task.status, task.next_run_at) == (TaskStatus.PAUSED, due - HOUR)
+    assert h.core.resume(task.id) is True
+    assert (task.status, task.next_run_at) == (TaskStatus.RETRYING, due - HOUR)

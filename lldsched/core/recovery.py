@@ -334,7 +334,10 @@ def after_clock_jump(core: SchedulerCore, jump: float, now: float) -> None:
     flight keeps its due instants (its run's finish decides the next), but a fixed
     rate's next slot is counted from the slot the run serves: that slot is read as
     moved with the clock (:meth:`CatchUp.moving`).  A forward jump leaves a run in
-    flight alone: the slots it outlasted are its overrun's, skipped or caught up.
+    flight alone: the slots it outlasted are its overrun's, skipped or caught up.  A
+    PAUSED task's due instant (the one ``resume()`` queues it at) moves back as a queued
+    one would, so resuming does not wait out the jump; forward, ``resume()`` already
+    runs a slot it slept through at once.
     """
     for task in list(core.tasks.values()):
         due = task.next_run_at
@@ -342,7 +345,8 @@ def after_clock_jump(core: SchedulerCore, jump: float, now: float) -> None:
             if jump < 0 and measures_elapsed_time(unwrap(task._schedule)):
                 _move_in_flight(core, task, jump)
             continue
-        if task.status not in _QUEUED or due is None:
+        paused = task.status is TaskStatus.PAUSED
+        if due is None or not (task.status in _QUEUED or paused):
             continue
         if jump > 0:
             if task.status is TaskStatus.SCHEDULED and due <= now:
@@ -350,7 +354,7 @@ def after_clock_jump(core: SchedulerCore, jump: float, now: float) -> None:
             continue
         schedule = task._schedule
         elapsed = measures_elapsed_time(unwrap(schedule))
-        if elapsed or task.status is TaskStatus.RETRYING:
+        if elapsed or runnable(task.attempt) is TaskStatus.RETRYING:
             core.replan(
                 task,
                 due=due + jump,

@@ -129,13 +129,17 @@ class Restoration(CoreParts):
         """Queue ``task`` (SCHEDULED or RETRYING) at ``due`` under ``schedule`` (its own,
         or a catch-up plan in front of it; None: what it has, a plan included), its
         pending attempts now belonging to ``slot`` if given, and write it through the
-        store.  A change that is no transition (recovery, a clock jump): no event is
-        published."""
+        store; a PAUSED task is not queued, ``due`` becomes the instant ``resume()``
+        queues it at.  A change that is no transition (recovery, a clock jump): no
+        event is published."""
         if schedule is not None:
             task._schedule = schedule
         if slot is not None:
             task._slot = slot
-        self._enqueue(task, due)
+        if task.status is TaskStatus.PAUSED:
+            task.next_run_at = due
+        else:
+            self._enqueue(task, due)
         if self._store is not None:
             snapshot = self._snapshot(task)
             try:
