@@ -174,7 +174,10 @@ class Stepper:
         if not self._scheduler.wait_idle(timeout=self._timeout):
             raise self._not_settled()
         if not self._scheduler.running:  # shut down by an action or a listener: a
-            raise SchedulerStateError(  # stopped scheduler is always "idle"
+            # stopped scheduler is always "idle"; a timer that died after the wait
+            # found it idle is said as wait_idle says it (it raises for a dead one)
+            self._scheduler.wait_idle(timeout=0)
+            raise SchedulerStateError(
                 f"the scheduler was shut down while the Stepper waited at "
                 f"{_instant(self._clock.now())}"
             )
