@@ -22,7 +22,7 @@ the core asks for the next due instant and the slots the run skipped together
 alone, so a new schedule is one class with two methods; a schedule that knows
 better (a fixed rate answers in O(1), a fixed delay has no slots of its own, a
 cron schedule finds both answers in one pass) defines a method of the same name.
-A durable store keeps it once :func:`lldsched.stores.schedulecodec.register_schedule` names
+A durable store keeps it once :func:`lldsched.stores.codec.register_schedule` names
 it; a decorator of one's own keeps what it wraps in ``.schedule`` and rebuilds itself
 around another with ``with_schedule(inner)`` (docs/EXTENDING.md).
 """
