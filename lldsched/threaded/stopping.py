@@ -55,7 +55,9 @@ class Stopping(SchedulerParts):
         :mod:`lldsched.threaded.coroutines`).  Worker processes (``isolation="process"``)
         are closed: a drain waits for their runs like any other; without a drain, or
         once ``timeout`` runs out, a run still in its child is killed and recorded
-        failed (``CancelledError: the scheduler shut down without draining``).
+        failed (``CancelledError: the scheduler shut down without draining``).  One a
+        worker had begun but no child had taken yet is not started: its task stays due
+        with its attempt unspent, as a run not begun does.
 
         Returns True when every thread stopped within ``timeout`` seconds (or a
         ``timedelta``; ``None``: no bound; a listener
