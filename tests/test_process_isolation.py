@@ -484,6 +484,51 @@ def test_shutdown_without_drain_kills_the_running_child_and_leaves_none_alive(
     assert set(serving_children()) <= others
 
 
+def test_a_run_shutdown_stopped_before_a_child_took_it_is_still_due_in_a_durable_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run put back is written: a restart finds the task due at its slot, with no
+    record and no attempt spent, and runs it (before: FAILED and dead-lettered)."""
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path) as store:
+        scheduler = Scheduler(workers=1, store=store)
+        taking, go = threading.Event(), threading.Event()
+        pool = scheduler._processes
+        take = pool._take
+
+        def held(task_id: str) -> Any:  # between beginning the run and its child
+            taking.set()
+            assert go.wait(BOUND)
+            return take(task_id)
+
+        monkeypatch.setattr(pool, "_take", held)
+        scheduler.start()
+        task = scheduler.schedule(
+            "once", f"{JOBS}:add", OneTime(delay=0), isolation="process", args=[1, 2],
+            retry=RetryPolicy.never(),
+        )  # fmt: skip
+        due = task.next_run_at
+        assert taking.wait(BOUND)
+        stopper = threading.Thread(target=scheduler.shutdown, kwargs={"drain": False})
+        stopper.start()
+        assert wait_for(lambda: pool._closed)
+        go.set()
+        stopper.join(BOUND)
+        assert not stopper.is_alive()
+    with SqliteTaskStore(path) as store:
+        restarted = Scheduler(store=store)
+        restored = restarted.task(task.id)
+        assert (restored.status, restored.attempt, restored.history) == (
+            TaskStatus.SCHEDULED, 0, ()
+        )  # fmt: skip
+        assert restored.next_run_at == due and restarted.dead_letter() == []
+        restarted.start()
+        assert wait_for(lambda: finished(restored))
+        (record,) = restored.history
+        assert record.ok and record.attempt == 1
+        assert restarted.shutdown(timeout=BOUND)
+
+
 @pytest.mark.parametrize("closing", ["kill_all", "close"])
 def test_a_run_that_finds_the_pool_closed_by_shutdown_is_not_started(closing: str) -> None:
     """A worker that began a process run just as a shutdown closed the pool (before it
