@@ -187,13 +187,25 @@ def members(cls: type) -> set[str]:
 
 def defines(module: ModuleType, name: str) -> bool:
     """``module`` has ``name`` of its own: a function or class it imported from another
-    module is not its (``stores/sqlite.finished`` is ``persistence``'s)."""
+    module is not its (``stores/sqlite.finished`` is ``persistence``'s), unless it
+    re-exports it in its ``__all__``: then it is the path users import, and the one the
+    documents show (``lldsched.stores.codec.register_schedule``, defined in
+    ``schedulecodec``)."""
     value = getattr(module, name, None)
     if value is None:
         return hasattr(module, name)
     if inspect.isfunction(value) or inspect.isclass(value):
-        return value.__module__ == module.__name__
+        return value.__module__ == module.__name__ or name in getattr(module, "__all__", ())
     return True
+
+
+def test_a_name_a_module_re_exports_is_its_own_and_one_it_only_imports_is_not() -> None:
+    from lldsched.stores import codec, sqlite
+
+    assert resolves("lldsched.stores.codec.register_schedule")  # in codec's __all__
+    assert defines(codec, "register_schedule")
+    assert "finished" not in sqlite.__all__ and not defines(sqlite, "finished")
+    assert not resolves("lldsched.stores.sqlite.finished")
 
 
 MEMBER = re.compile(r"(?<![\w./-])((?:[a-z_]+/)*[A-Za-z_]\w*)\.(\w+)\b")

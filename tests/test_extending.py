@@ -210,3 +210,62 @@ def test_another_nodes_row_gives_a_window_its_count_also_inside_a_decorator(
         read = change.snapshot.task.schedule
         found = read.schedule if isinstance(read, extensions.ExceptOn) else read
         assert isinstance(found, Window) and found.runs_counted("w") == 3
+
+
+# --- a schedule of one's own that answers the run's finish ------------------------------
+
+
+@dataclass(frozen=True)
+class BackToBack:
+    """Again as soon as it finishes, written as a user might: the finish itself.  On a
+    real clock a run takes time, so each answer is after the slot; where runs take no
+    time (a FakeClock, the simulation) it is the slot again."""
+
+    def first_run(self, now: float) -> float:
+        return now
+
+    def next_run(self, record: Any, now: float) -> float:
+        return float(record.finished)
+
+
+def stalled(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "not after the slot" in r.getMessage()]
+
+
+def test_a_schedule_answering_its_runs_finish_moves_a_stepped_scheduler_on_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Before: due again at T0 after every run, for ever; advance(0) raised
+    # SettleTimeoutError after its timeout.
+    from lldsched.checks import FINEST
+    from lldsched.testing import Stepper
+
+    with Stepper(Scheduler(clock=FakeClock(T0)), timeout=5) as steps:
+        task = steps.scheduler.schedule("poll", jobs.noop, BackToBack(), id="poll")
+        steps.advance(0)
+        assert [record.started for record in task.history] == [T0]
+        assert task.next_run_at == T0 + FINEST
+        steps.advance(FINEST)
+        assert len(task.history) == 2
+    (said,) = stalled(caplog)  # once, not once a run
+    assert said.startswith("task poll 'poll': BackToBack().next_run answered ")
+    assert "docs/EXTENDING.md" in said
+
+
+def test_a_schedule_answering_its_runs_finish_moves_a_simulation_on() -> None:
+    # Before: the simulation stayed at T0, one run after another.
+    simulation = Simulation(start=T0)
+    simulation.schedule("poll", BackToBack())
+    for _ in range(10):
+        simulation.step()
+    started = [record.started for record in simulation.records()]
+    assert len(started) >= 3 and started == sorted(set(started)), started
+
+
+def test_a_draining_shutdown_ends_a_schedule_answering_its_runs_finish() -> None:
+    # Before: the drain reran it until its timeout, and shutdown() returned False.
+    scheduler = Scheduler(clock=FakeClock(T0))
+    scheduler.start()
+    task = scheduler.schedule("poll", jobs.noop, BackToBack())
+    assert scheduler.shutdown(drain=True, timeout=5.0) is True
+    assert [record.started for record in task.history] == [T0]

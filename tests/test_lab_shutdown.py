@@ -3,6 +3,11 @@ asleep; stopping the pool before the timer loses work (lldsched.lab.shutdown).""
 
 from __future__ import annotations
 
+import threading
+
+import pytest
+
+from lldsched.lab._support import captured_log
 from lldsched.lab.shutdown import (
     CountingPool,
     ExecutorPoolFirstScheduler,
@@ -40,3 +45,34 @@ def test_stopping_the_timer_first_keeps_the_work_that_falls_due_with_either_pool
 def test_the_real_pool_refuses_work_once_shut_down_so_pool_first_loses_nothing_there() -> None:
     outcome = run_shutdown_while_work_falls_due(PoolFirstScheduler, burst=10)
     assert (outcome.lost, outcome.timer_died) == (0, False)
+
+
+def test_the_pool_first_timers_death_is_logged_and_reaches_no_excepthook(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The dying timer is logged once and raises nothing further (threaded/timer.py), so
+    the lab has no thread death of its own to silence."""
+    escaped: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: escaped.append(args.exc_value))
+    outcome = run_shutdown_while_work_falls_due(ExecutorPoolFirstScheduler, burst=10)
+    assert outcome.timer_died
+    assert escaped == []
+
+
+def test_captured_log_leaves_a_threads_death_to_threading_excepthook(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An exception that escapes a thread during an experiment is a bug of the lab, not
+    noise by design: capturing the log does not hide it."""
+    escaped: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: escaped.append(args.exc_value))
+
+    def die() -> None:
+        raise RuntimeError("unexpected")
+
+    with captured_log() as records:
+        thread = threading.Thread(target=die)
+        thread.start()
+        thread.join(5.0)
+    assert [str(exc) for exc in escaped] == ["unexpected"]
+    assert records == []

@@ -30,7 +30,6 @@ from lldsched import (
     RetryPolicy,
     ScheduledTask,
     Scheduler,
-    SchedulerStateError,
     Simulation,
     SqliteTaskStore,
     TaskStatus,
@@ -485,29 +484,109 @@ def test_shutdown_without_drain_kills_the_running_child_and_leaves_none_alive(
     assert set(serving_children()) <= others
 
 
-def test_a_run_that_finds_the_pool_dropped_by_shutdown_ends_cancelled_unstarted() -> None:
-    """A worker that began a process run just as shutdown(drain=False) closed the pool
-    (before it held a child) records what a killed run records, not the pool's state:
-    it used to end failed 'SchedulerStateError: the process pool is closed and takes no
-    run' (seen from notebook 06: shutdown right after such a task started)."""
+def test_a_run_shutdown_stopped_before_a_child_took_it_is_still_due_in_a_durable_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run put back is written: a restart finds the task due at its slot, with no
+    record and no attempt spent, and runs it (before: FAILED and dead-lettered)."""
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path) as store:
+        scheduler = Scheduler(workers=1, store=store)
+        taking, go = threading.Event(), threading.Event()
+        pool = scheduler._processes
+        take = pool._take
+
+        def held(task_id: str) -> Any:  # between beginning the run and its child
+            taking.set()
+            assert go.wait(BOUND)
+            return take(task_id)
+
+        monkeypatch.setattr(pool, "_take", held)
+        scheduler.start()
+        task = scheduler.schedule(
+            "once", f"{JOBS}:add", OneTime(delay=0), isolation="process", args=[1, 2],
+            retry=RetryPolicy.never(),
+        )  # fmt: skip
+        due = task.next_run_at
+        assert taking.wait(BOUND)
+        stopper = threading.Thread(target=scheduler.shutdown, kwargs={"drain": False})
+        stopper.start()
+        assert wait_for(lambda: pool._closed)
+        go.set()
+        stopper.join(BOUND)
+        assert not stopper.is_alive()
+    with SqliteTaskStore(path) as store:
+        restarted = Scheduler(store=store)
+        restored = restarted.task(task.id)
+        assert (restored.status, restored.attempt, restored.history) == (
+            TaskStatus.SCHEDULED, 0, ()
+        )  # fmt: skip
+        assert restored.next_run_at == due and restarted.dead_letter() == []
+        restarted.start()
+        assert wait_for(lambda: finished(restored))
+        (record,) = restored.history
+        assert record.ok and record.attempt == 1
+        assert restarted.shutdown(timeout=BOUND)
+
+
+@pytest.mark.parametrize("closing", ["kill_all", "close"])
+def test_a_run_that_finds_the_pool_closed_by_shutdown_is_not_started(closing: str) -> None:
+    """A worker that began a process run just as a shutdown closed the pool (before it
+    held a child) is told the run never started (None), and no child is started for it:
+    the scheduler puts the run back as unbegun.  It used to end failed, 'CancelledError:
+    the scheduler shut down without draining (before its worker process started it)'
+    after kill_all, and raise SchedulerStateError after close()."""
     pool = ProcessPool(now=time.monotonic)
-    pool.kill_all("the scheduler shut down without draining")
-    outcome = pool.run("t", f"{JOBS}:add", (1, 2), None, timeout=BOUND)
-    assert outcome.error == (
-        "CancelledError: the scheduler shut down without draining "
-        "(before its worker process started it)"
-    )
-    assert outcome.result is None and not outcome.timed_out
-    assert outcome.started == outcome.finished
+    if closing == "kill_all":
+        pool.kill_all("the scheduler shut down without draining")
+    else:
+        pool.close(timeout=BOUND)
+    assert pool.run("t", f"{JOBS}:add", (1, 2), None, timeout=BOUND) is None
     assert pool.alive == 0  # no child was started for it
     pool.close(timeout=BOUND)
 
 
-def test_a_run_on_a_pool_closed_by_a_drain_still_raises() -> None:
-    pool = ProcessPool(now=time.monotonic)
-    pool.close(timeout=BOUND)
-    with pytest.raises(SchedulerStateError, match="the process pool is closed"):
-        pool.run("t", f"{JOBS}:add", (1, 2), None, timeout=BOUND)
+def test_a_run_shutdown_stopped_before_a_child_took_it_stays_due_as_a_threads_run_does(
+    make_scheduler: SchedulerFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: the run was recorded failed ("CancelledError: the scheduler shut down
+    # without draining (before its worker process started it)"), its attempt spent, and
+    # a one-off with RetryPolicy.never() went to the dead letter without having run.
+    scheduler = make_scheduler(workers=1)
+    taking, go = threading.Event(), threading.Event()
+    pool = scheduler._processes
+    take = pool._take
+
+    def held(task_id: str) -> Any:  # the worker, between beginning the run and its child
+        taking.set()
+        assert go.wait(BOUND)
+        return take(task_id)
+
+    monkeypatch.setattr(pool, "_take", held)
+    marker = tmp_path / "pid"
+    isolated = scheduler.schedule(
+        "isolated", f"{JOBS}:sleep", OneTime(delay=0), isolation="process",
+        args=[3600, str(marker)], retry=RetryPolicy.never(),
+    )  # fmt: skip
+    due = isolated.next_run_at
+    assert taking.wait(BOUND)  # begun, no child yet; the one worker is held
+    threaded = scheduler.schedule(  # due too, never taken by the held worker
+        "threaded", process_jobs.add, OneTime(delay=0), args=[1, 2], retry=RetryPolicy.never()
+    )
+    returned: list[bool] = []
+    stopper = threading.Thread(
+        target=lambda: returned.append(scheduler.shutdown(drain=False, timeout=BOUND))
+    )
+    stopper.start()
+    assert wait_for(lambda: pool._closed)  # shutdown closed the pool: no child now
+    go.set()
+    stopper.join(BOUND)
+    assert returned == [True]
+    for task in (isolated, threaded):
+        assert (task.status, task.attempt, task.history) == (TaskStatus.SCHEDULED, 0, ())
+    assert isolated.next_run_at == due
+    assert scheduler.dead_letter() == []
+    assert not marker.exists()  # the action never started
 
 
 def test_a_drain_that_runs_out_of_time_kills_the_running_child(
@@ -519,10 +598,12 @@ def test_a_drain_that_runs_out_of_time_kills_the_running_child(
         "long", f"{JOBS}:sleep", OneTime(delay=0), isolation="process", args=[3600, str(marker)]
     )
     assert wait_for(lambda: marker.exists() and marker.read_text() != "")
-    scheduler.shutdown(drain=True, timeout=0.5)  # False, or True if the kill was quick
-    assert scheduler.shutdown(timeout=BOUND)  # a second call waits for the killed run
+    # Before: the child was killed as the timeout ran out and shutdown() returned False
+    # before its run was recorded (the record landed after, or at a second call).
+    assert scheduler.shutdown(drain=True, timeout=2.0)
     (record,) = task.history
     assert (record.error or "").startswith("CancelledError: the scheduler shut down")
+    assert task.status is TaskStatus.RETRYING  # down the retry path: a store keeps it due
     assert not alive(int(marker.read_text()))
 
 
@@ -540,12 +621,13 @@ def test_a_child_that_writes_garbage_on_its_pipe_fails_its_run_is_killed_and_rep
     pool = ProcessPool(now=time.monotonic)
     try:
         outcome = pool.run("t", f"{JOBS}:write_on_pipe", (length, body), None, timeout=BOUND)
-        assert outcome.error is not None
+        assert outcome is not None and outcome.error is not None
         assert outcome.error.startswith("ChildProcessError: the worker process ")
         assert said in outcome.error and outcome.error.endswith("it was killed")
         assert outcome.result is None and not outcome.timed_out
         # the garbled child is gone; its replacement takes the next run
         after = pool.run("t", f"{JOBS}:add", (1, 2), None, timeout=BOUND)
+        assert after is not None
         assert after.error is None and after.result is not None and "'sum': 3" in after.result
     finally:
         pool.kill_all("test over")
@@ -572,6 +654,7 @@ def test_a_child_that_stops_in_the_middle_of_its_answer_is_killed_at_its_timeout
         assert outcome.timed_out
         assert outcome.error.startswith("TimeoutError: killed (SIGKILL) at its 0.5 s budget")
         after = pool.run("t", f"{JOBS}:add", (1, 2), None, timeout=BOUND)
+        assert after is not None
         assert after.error is None and after.result is not None and "'sum': 3" in after.result
     finally:
         pool.kill_all("test over")

@@ -34,7 +34,9 @@ SUCCEEDED and CANCELLED end a task; FAILED ends it until ``redrive``.  Two edges
 cross a restart rather than happen in a running process (``restart``): a task
 stored RUNNING at a crash is restored SCHEDULED (or RETRYING, when it had
 attempts behind it) and its attempt runs again (at-least-once,
-:mod:`lldsched.core.recovery`).
+:mod:`lldsched.core.recovery`).  The same two edges take back a run a shutdown stopped
+before it started (a process-isolated run no worker process took:
+:meth:`~lldsched.core.runs.RunTransitions.unstarted`), its attempt unspent.
 
 The verbs that change a task's definition (``schedule(..., replace_existing=True)``,
 ``reschedule``, ``modify``, ``run_now``) change no status, so they are no edge here:

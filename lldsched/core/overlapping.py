@@ -69,16 +69,22 @@ class OverlappingRuns(CoreParts):
         if run.context is None and overlap is CANCEL_OTHER:
             context = RunContext(task.id, run.name, run.attempt, run.due, run.worker, run.token)
             run = task._run = run._replace(context=context)
-        return run, self._queue_following_run(task, run)
+        return run, self._queue_behind(task, run.attempt, run.slot)
 
-    def _queue_following_run(self, task: ScheduledTask, run: Run) -> Late | None:
+    def _queue_behind(self, task: ScheduledTask, attempt: int, slot: float) -> Late | None:
+        """The one rule of what an overlapping task queues behind the ``attempt`` of
+        ``slot`` as it begins (or, at ``max_instances``, is skipped): the following slot
+        only for a fresh slot's first attempt under the task's own schedule; a retry, or
+        a plan in front of the schedule (:class:`CatchUp`), runs alone, and the last
+        run out decides what follows.  The slots passed since, as
+        :meth:`_queue_following` says."""
         flight = task._flight
         if flight is None:
             flight = task._flight = Flight()
-        if run.attempt != 1 or type(task._schedule) is CatchUp:
+        if attempt != 1 or type(task._schedule) is CatchUp:
             flight.pending = None
             return None
-        return self._queue_following(task, flight, run.slot)
+        return self._queue_following(task, flight, slot)
 
     def _queue_following(self, task: ScheduledTask, flight: Flight, slot: float) -> Late | None:
         """Queue the slot after ``slot`` as the task's pending slot (none: the schedule
@@ -128,7 +134,7 @@ class OverlappingRuns(CoreParts):
             runs = f"{running} run" if running == 1 else f"{running} runs"
             note = f"Overlap.ALLOW: {runs} in flight (max_instances={options.max_instances})"
             self._record_decided(task, slot, SKIPPED, note, now)
-            self._record_late(task, self._queue_following(task, flight, slot))
+            self._record_late(task, self._queue_behind(task, 1, slot))  # as a run would
             return None
         if overlap is CANCEL_OTHER:
             assert task._run is not None
@@ -148,7 +154,7 @@ class OverlappingRuns(CoreParts):
             task, 1, due, slot, worker, context, task.action, options, task.name, token
         )
         task.attempt = 1
-        late = self._queue_following_run(task, run)
+        late = self._queue_behind(task, 1, slot)
         if self._store is not None or self.emit is not None:
             self._write_and_publish(task, RUNNING)
         self._record_late(task, late)

@@ -35,6 +35,7 @@ from lldsched.core.names import (
     SCHEDULED,
     SUCCEEDED,
     Skipped,
+    runnable,
 )
 from lldsched.core.overlapping import buffered
 from lldsched.core.parts import CoreParts
@@ -220,6 +221,37 @@ class RunTransitions(CoreParts):
             if len(retention.held_since) > retention.retire_above:  # else none can retire
                 self._retire(record.finished)
         return record
+
+    def unstarted(self, run: Run) -> bool:
+        """The runtime began ``run`` and then could not start it because the scheduler
+        shut down (a process-isolated run whose worker process never took it): its task
+        waits for that attempt again, as a restart puts a run with no record back
+        (SCHEDULED, or RETRYING with its earlier attempts behind it), due when it was due,
+        the attempt unspent and nothing recorded.  So a run shutdown stopped before it
+        started ends as one shutdown dropped before it began (docs/DECISIONS.md, "A run
+        shutdown stopped before it started").  Written through the store and announced
+        (RUNNING -> SCHEDULED), not queued: the scheduler is stopping.
+
+        False, changing nothing, where a verb settled the task since the run began
+        (cancelled, paused, removed), where runs of the task overlap, or where a shared
+        store's claim holds the run (its lease brings the slot back to another process):
+        the caller records the run as it ended."""
+        task = run.task
+        if (
+            task._run is not run
+            or task.status is not RUNNING
+            or task._flight is not None
+            or run.token is not None
+            or self.tasks.get(task.id) is not task
+        ):
+            return False
+        task._run = None
+        attempt = task.attempt = run.attempt - 1
+        task.status = runnable(attempt)
+        task.next_run_at = run.due
+        if self._store is not None or self.emit is not None:
+            self._write_and_publish(task, RUNNING)
+        return True
 
     def _removed_run(self, task: ScheduledTask, record: ExecutionRecord) -> ExecutionRecord:
         """The run of a task removed while it was in flight has ended: its record is

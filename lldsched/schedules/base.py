@@ -22,16 +22,19 @@ the core asks for the next due instant and the slots the run skipped together
 alone, so a new schedule is one class with two methods; a schedule that knows
 better (a fixed rate answers in O(1), a fixed delay has no slots of its own, a
 cron schedule finds both answers in one pass) defines a method of the same name.
-A durable store keeps it once :func:`lldsched.stores.schedulecodec.register_schedule` names
+A durable store keeps it once :func:`lldsched.stores.codec.register_schedule` names
 it; a decorator of one's own keeps what it wraps in ``.schedule`` and rebuilds itself
 around another with ``with_schedule(inner)`` (docs/EXTENDING.md).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Protocol, cast, runtime_checkable
 
+from lldsched.checks import FINEST
+from lldsched.logs import JOBS, Repeats
 from lldsched.model import ExecutionRecord
 
 __all__ = [
@@ -157,7 +160,51 @@ def next_run_and_skipped(
         answer: tuple[float | None, Sequence[float]] = own(record, limit=limit)
         return answer
     due = schedule.next_run(record, record.finished)
-    return due, (() if due is None else slots_between(schedule, record.slot, due, limit=limit))
+    if due is None:
+        return None, ()
+    if due <= record.slot and due <= record.finished:  # rare: see stepped_past
+        return stepped_past(schedule, record, due), ()  # no slot of its own was passed
+    return due, slots_between(schedule, record.slot, due, limit=limit)
+
+
+_log = logging.getLogger(JOBS)
+_STALLED = Repeats()  # the line below, once a window per task (its own lock: two schedulers)
+
+
+def stepped_past(schedule: Schedule, record: ExecutionRecord, due: float) -> float:
+    """The due instant for a schedule whose ``next_run`` answered ``due``, not after the
+    slot its run served nor after that run's finish: a microsecond after the later of
+    the two (:data:`~lldsched.checks.FINEST`, a fixed delay's shortest step), said at
+    WARNING once a window per task.
+
+    The answer a schedule of one's own gives when it means "again as soon as it
+    finishes" and answers the finish itself: where runs take no time (a ``FakeClock``,
+    the simulation, a coarse clock) that is the slot it just served, and the task ran
+    for ever at one instant.  Stepped past, it moves such a clock on one microsecond a
+    run, as ``FixedDelay(1e-6)`` does (docs/DECISIONS.md, "A schedule of one's own that
+    answers its run's slot").  Asked only where a schedule has no
+    ``next_run_and_skipped`` of its own: the built-in ones always answer after the
+    slot."""
+    later = max(record.slot, record.finished) + FINEST
+    with _STALLED.lock:
+        repeated = _STALLED.admit(record.task_id)
+    if repeated is not None:
+        _log.warning(
+            "task %s %r: %r.next_run answered %r, not after the slot %r its run served (nor "
+            "its finish %r); due %r instead, a microsecond later. A schedule must answer an "
+            'instant after the run\'s slot (docs/EXTENDING.md, "A schedule of your own"): '
+            "for 'again as soon as it finishes' use FixedDelay(1e-6)%s",
+            record.task_id,
+            record.name,
+            schedule,
+            due,
+            record.slot,
+            record.finished,
+            later,
+            f" ({repeated} more times since its last line)" if repeated else "",
+            extra={"task_id": record.task_id, "task_name": record.name},
+        )
+    return later
 
 
 def measures_elapsed_time(schedule: Schedule) -> bool:

@@ -45,6 +45,13 @@ class Deadline:
         self._at = None if timeout is None else time.monotonic() + timeout
         self._grace = LOCK_GRACE  # 0.0 once a lock was found held past the deadline
 
+    def before(self, seconds: float) -> Deadline:
+        """A deadline ``seconds`` earlier than this one (never, for one that is never)."""
+        earlier = Deadline(None)
+        if self._at is not None:
+            earlier._at = self._at - seconds
+        return earlier
+
     def remaining(self) -> float | None:
         """Seconds left (0.0 once passed); ``None`` without a bound."""
         at = self._at
@@ -87,12 +94,15 @@ class Deadline:
             return False
         return True
 
-    def wait(self, signal: threading.Event, lock: threading.Lock) -> bool:
+    def wait(
+        self, signal: threading.Event, lock: threading.Lock, *, until: Deadline | None = None
+    ) -> bool:
         """The caller holds ``lock`` and has cleared ``signal``, which a thread sets under
         ``lock`` when what the caller waits for may have happened: release the lock, wait
-        for ``signal`` until the deadline, and take the lock back before it.  True when
+        for ``signal`` until the deadline (or the earlier ``until``, when the caller has
+        something to do then), and take the lock back before this deadline.  True when
         the caller holds the lock again (re-test what it waits for); False when the time
         ran out before the lock could be taken back, and the caller does not hold it."""
         lock.release()
-        signal.wait(self.remaining())
+        signal.wait((self if until is None else until).remaining())
         return self.acquire(lock)

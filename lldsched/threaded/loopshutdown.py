@@ -42,11 +42,20 @@ if TYPE_CHECKING:
 
     from lldsched.threaded.calls import LoopCalls
 
-__all__ = ["CANCEL_GRACE", "LoopShutdown"]
+__all__ = ["CANCEL_GRACE", "LoopShutdown", "grace_for"]
 
 CANCEL_GRACE = 1.0
 """Seconds shutdown gives cancelled coroutines to end, within its own timeout: they are
-cancelled that long before it runs out (half the timeout, if that is less)."""
+cancelled that long before it runs out (half the timeout, if that is less).  Killed
+process-isolated runs get the same (:func:`grace_for`)."""
+
+
+def grace_for(timeout: float | None) -> float:
+    """How long before a shutdown's ``timeout`` runs out what it stops is stopped, so
+    that its end is recorded within it: :data:`CANCEL_GRACE`, or half the timeout if
+    that is less.  A coroutine is cancelled then, a process-isolated run killed
+    (:meth:`Stopping._drain <lldsched.threaded.stopping.Stopping._drain>`)."""
+    return CANCEL_GRACE if timeout is None else min(CANCEL_GRACE, timeout / 2)
 
 
 class LoopShutdown:
@@ -92,7 +101,7 @@ class LoopShutdown:
         if another thread holds it past them (a store call that hangs), what is left is
         left as it is, and False returned.
         """
-        grace = CANCEL_GRACE if timeout is None else min(CANCEL_GRACE, timeout / 2)
+        grace = grace_for(timeout)
         deadline = Deadline(timeout)
         cancel_at = Deadline(None if timeout is None else timeout - grace)
         lock = self._lock

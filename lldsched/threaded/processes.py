@@ -29,9 +29,10 @@ answer:
   or the scheduler shuts down without draining) is a failed run whose error says why.
   One asked for after the run began and before a child was busy with it (the worker
   takes one, or starts one, without the scheduler's lock) found no child to kill: the
-  caller's ``stopped`` says so once the child is held, and the run is never sent (a
-  shutdown's finds the pool closed instead, and the run ends the same way: failed, its
-  error ``CancelledError: <reason> (before its worker process started it)``).
+  caller's ``stopped`` says so once the child is held, and the run is never sent (its
+  error ``CancelledError: task cancelled (before its worker process started it)``).
+  A shutdown's finds the pool closed instead: :meth:`ProcessPool.run` answers None,
+  the run never started, and the caller puts it back as unbegun (its attempt unspent).
 
 A child that is lost is replaced at once (starting one takes a few milliseconds;
 the new interpreter boots in the background), so the caller's slot is free as soon
@@ -153,7 +154,7 @@ class ProcessPool:
         # A system refusing processes for an hour is said once a window, not once a
         # lost child (lldsched/logs.py; its own lock: several workers may replace).
         self._repeats = repeats if repeats is not None else Repeats()
-        # Guards _idle, _busy, _closed and _dropped.  Taken by the worker threads to take and
+        # Guards _idle, _busy and _closed.  Taken by the worker threads to take and
         # give back a child, and by kill() and close(); never held while waiting for
         # a child's answer.  Lock order: the scheduler's lock, then this one (kill()
         # is called under the scheduler's lock); never the other way round.
@@ -161,7 +162,6 @@ class ProcessPool:
         self._idle: list[Child] = []
         self._busy: list[Child] = []
         self._closed = False
-        self._dropped: str | None = None  # kill_all's reason: a run it finds unstarted ends so
 
     # -- running -----------------------------------------------------------------------
 
@@ -174,26 +174,22 @@ class ProcessPool:
         *,
         timeout: float | None,
         stopped: Callable[[], str | None] | None = None,
-    ) -> ProcessOutcome:
+    ) -> ProcessOutcome | None:
         """Run ``path(*args, **kwargs)`` in a child and wait for its end (or kill it
-        ``timeout`` seconds after it started).  Raises :class:`SchedulerStateError`
-        once the pool is closed.
+        ``timeout`` seconds after it started).  None when the pool was closed (a
+        shutdown: :meth:`kill_all` or :meth:`close`) before a child took the run: it
+        never started, and nothing was sent.
 
         ``stopped`` is asked once a child is held for the run (called without this
         pool's lock): the error of the run if it was stopped since its caller began it
         (``"CancelledError: task cancelled "`` and :data:`NOT_SENT`), or None.  A
         :meth:`kill` finds the child from then on; one that came before found none, and
         ``stopped`` says it: the run is then not sent, and ends failed with that
-        error.  So does a run that finds the pool closed by :meth:`kill_all` (a shutdown
-        without drain came between its begin and its child)."""
+        error."""
         try:
             child = self._take(task_id)
-        except SchedulerStateError:
-            with self._lock:
-                dropped = self._dropped
-            if dropped is None:  # closed by close(): nothing dropped it
-                raise
-            return self._unstarted(f"CancelledError: {dropped} {NOT_SENT}")
+        except SchedulerStateError:  # closed: a shutdown came between its begin and a child
+            return None
         if stopped is not None:
             error = stopped()
             if error is not None:  # stopped before this child was busy with it
@@ -280,7 +276,6 @@ class ProcessPool:
         of time); how many were killed.  Nothing lost is replaced after this."""
         with self._lock:
             self._closed = True
-            self._dropped = reason
             for child in self._busy:
                 child.killed = reason
                 kill_group(child.process)

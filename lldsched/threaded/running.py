@@ -66,6 +66,13 @@ __all__ = [
 
 log = logging.getLogger(JOBS)
 
+UNSTARTED = object()
+"""An outcome's awaitable for a process-isolated run a shutdown stopped before a child
+took it (:meth:`~lldsched.threaded.processes.ProcessPool.run` answered None): it is put
+back as unbegun (:meth:`SchedulerCore.unstarted
+<lldsched.core.runs.RunTransitions.unstarted>`), not recorded.  In the awaitable's place
+so that the run path tests nothing more: a thread run's outcome has None there."""
+
 FIELDS = (
     "scheduler",
     "task_id",
@@ -164,9 +171,13 @@ class RunExecution(SchedulerParts):
                 timeout=options.timeout,
                 stopped=stopped,
             )
-        except Exception as exc:  # shut down meanwhile (SchedulerStateError), or no process
+        except Exception as exc:  # no process (the system refused one, or not POSIX)
             now = self._clock.now()
             return now, now, error_text(exc), None, None, False, None
+        if ended is None:  # a shutdown closed the pool before a child took it: never sent
+            now = self._clock.now()
+            unsent = f"CancelledError: the scheduler shut down {NOT_SENT}"  # if not put back
+            return now, now, unsent, None, UNSTARTED, False, None
         started, finished, error, result, timed_out, told = ended
         return started, finished, error, result, None, timed_out, told
 
@@ -187,13 +198,19 @@ class RunExecution(SchedulerParts):
         if run.context is not None:
             self._disarm_deadline(run.context)  # the run is over: its deadline is void
         if awaitable is not None:
-            if self._coroutines.submit(run, started, awaitable):
+            if awaitable is UNSTARTED:  # (rare) shutdown stopped it before a child took it
+                if self._core.unstarted(run):  # its task waits for it, as if never begun
+                    self._settle(1)
+                    return
+                # a verb settled its task meanwhile: recorded failed, as it ended
+            elif self._coroutines.submit(run, started, awaitable):
                 why = stopped_since_begun(run.task) or _overlapped(run)
                 if why is not None:  # the verb, or the newer run, found no coroutine to cancel
                     self._coroutines.cancel_run(run, why)
                 return  # recorded by _finish_coroutine when it completes
-            finished = self._clock.now()
-            error = "SchedulerStateError: the scheduler shut down before the coroutine ran"
+            else:
+                finished = self._clock.now()
+                error = "SchedulerStateError: the scheduler shut down before the coroutine ran"
         last_look = self._last_look  # LastLook.set_back_since and read_before_set_back,
         lag = finished - last_look.reading()  # inlined (the run path)
         if lag < last_look.set_back_below or lag > last_look.ahead_above:

@@ -26,6 +26,7 @@ from lldsched.deprecated import keyword_only_now
 from lldsched.errors import SchedulerStateError
 from lldsched.logs import SCHEDULER
 from lldsched.threaded.deadline import Deadline
+from lldsched.threaded.loopshutdown import grace_for
 from lldsched.threaded.parts import DEAD, FORKED, RUNNING, STOPPED, SchedulerParts
 from lldsched.threaded.shared import leases_kept
 
@@ -35,6 +36,10 @@ if TYPE_CHECKING:  # imported by aclose(), whose caller's loop has imported it a
 __all__ = ["Stopping"]
 
 log = logging.getLogger(SCHEDULER)
+
+KILLED = "the scheduler shut down without draining"
+"""Why a shutdown killed a process-isolated run (its record's ``CancelledError: ...``):
+``drain=False``, or a drain out of time."""
 
 
 class Stopping(SchedulerParts):
@@ -53,9 +58,12 @@ class Stopping(SchedulerParts):
         SCHEDULED (or RETRYING) with its due time, for a durable store to recover.
         Coroutines still running when ``timeout`` runs out are cancelled (see
         :mod:`lldsched.threaded.coroutines`).  Worker processes (``isolation="process"``)
-        are closed: a drain waits for their runs like any other; without a drain, or
-        once ``timeout`` runs out, a run still in its child is killed and recorded
-        failed (``CancelledError: the scheduler shut down without draining``).
+        are closed: a drain waits for their runs like any other; without a drain at once,
+        or ``CANCEL_GRACE`` (1 s; half the timeout, if less) before ``timeout`` runs out,
+        a run still in its child is killed and recorded failed (``CancelledError: the
+        scheduler shut down without draining``) before this returns.  One a worker had
+        begun but no child had taken yet is not started: its task stays due with its
+        attempt unspent, as a run not begun does.
 
         Returns True when every thread stopped within ``timeout`` seconds (or a
         ``timedelta``; ``None``: no bound; a listener
@@ -129,12 +137,13 @@ class Stopping(SchedulerParts):
             self._timer.join(deadline.remaining())
         # The timer is stopped: the leases of the runs waited for are renewed meanwhile.
         with self._leases_kept(deadline):
-            finished = drain and started and self._drain(instant, deadline)
+            kill_at = deadline.before(grace_for(timeout))  # process runs killed then
+            finished = drain and started and self._drain(instant, deadline, kill_at)
             if not finished:  # drop=False, or out of time: what waits for the loop is dropped
                 with deadline.holding(self._lock) as held:
                     if held:
                         self._coroutines.drop_waiting()
-                self._processes.kill_all("the scheduler shut down without draining")
+                self._processes.kill_all(KILLED)
             # What the workers had not taken is dropped (no drain) and settled, in the
             # acquisition that closes the pool.
             self._pool.shutdown(
@@ -295,13 +304,20 @@ class Stopping(SchedulerParts):
             " and ".join(left) or "a thread still stopping",
         )
 
-    def _drain(self, instant: float, deadline: Deadline) -> bool:
+    def _drain(self, instant: float, deadline: Deadline, kill_at: Deadline) -> bool:
         """Hand the workers every entry due at or before ``instant``, as room frees, and
         wait for the runs in flight (which may queue more such entries: a CATCH_UP
         slot).  False if the time ran out first.  The timer is stopped: this runs on
         the thread that called shutdown().  It waits on an event each settled run sets
         (:meth:`_settle`), not on ``_wake``, so that a lock held past the deadline (a
-        store that hangs) cannot keep it waiting (:meth:`Deadline.wait`)."""
+        store that hangs) cannot keep it waiting (:meth:`Deadline.wait`).
+
+        At ``kill_at`` (:func:`~lldsched.threaded.loopshutdown.grace_for` before the
+        deadline) the process-isolated runs still in their children are killed, so that
+        their failure is recorded before shutdown() returns, and the worker processes
+        take no more runs: one handed out after it is never started, and its task stays
+        due (:meth:`SchedulerCore.unstarted <lldsched.core.runs.RunTransitions.unstarted>`).
+        Thread runs are handed out until the deadline."""
         queue, pool, lock = self._queue, self._pool, self._lock
         own = 1 if pool.is_worker(threading.current_thread()) else 0  # shutdown() from a run
         shared = self._coordinator is not None  # other processes run what is due; heap: hints
@@ -310,6 +326,7 @@ class Stopping(SchedulerParts):
         settled = self._drain_settled  # _settle sets it while _draining
         self._draining = True
         held = True
+        killing: Deadline | None = kill_at  # None once the process runs were killed
         try:
             while True:
                 room = 0 if shared else pool.room
@@ -323,8 +340,12 @@ class Stopping(SchedulerParts):
                     return True
                 if deadline.remaining() == 0.0:
                     return False
+                if killing is not None and killing.remaining() == 0.0:
+                    killing = None
+                    self._processes.kill_all(KILLED)  # their records come before the deadline
                 settled.clear()
-                held = deadline.wait(settled, lock)  # a settled run, or the deadline
+                # a settled run, the instant to kill, or the deadline
+                held = deadline.wait(settled, lock, until=killing)
                 if not held:
                     return False  # _draining stays True: settles set an event nobody awaits
         finally:

@@ -21,7 +21,8 @@ __all__ = ["check_next_slot", "check_parse_field", "next_slot_checks", "parse_fi
 
 CONVENTION = (
     "lldsched's convention: a slot that falls exactly at the finish has not been missed "
-    "(it is next, due at once); the seed's next_run skips it (`<=` where lldsched has `<`)"
+    "(it is next, due at once); stepping past it with `while next <= finished`, as the "
+    "first version of this design did, skips it (`<=` where lldsched has `<`)"
 )
 
 

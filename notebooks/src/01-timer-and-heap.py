@@ -245,12 +245,13 @@ print(inspect.getsource(FakeClock.wait))
 # counters. It is **never held while an action or a listener runs**. Lock order: this
 # lock, then the event dispatcher's or the store's.
 #
-# **Why not two locks, as the seed has** (one for the task registry, one for the queue,
-# always taken in that order)? Nearly every operation needs both: `cancel` changes a
-# status *and* tombstones an entry, a finished run records an outcome *and* pushes the
-# next slot, the timer pops an entry *and* marks its task. Two locks taken together buy
+# **Why not two locks, as the first version of this design had** (one for the task
+# registry, one for the queue, always taken in that order)? Nearly every operation
+# needs both: `cancel` changes a status *and* tombstones an entry, a finished run
+# records an outcome *and* pushes the next slot, the timer pops an entry *and* marks its
+# task. Two locks taken together buy
 # no concurrency, only an ordering rule that one careless call can break (deadlock). And
-# user code, the only slow part, runs outside any lock. What the seed's second lock was
+# user code, the only slow part, runs outside any lock. What that second lock was
 # for, *separate waiters*, is what a Condition is: several Conditions share one lock, and
 # each wakes only its own kind of waiter (a new head does not wake the workers).
 #

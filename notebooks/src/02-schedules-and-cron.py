@@ -143,8 +143,9 @@ for policy in (OverrunPolicy.SKIP, OverrunPolicy.CATCH_UP):
 # SKIP moves to the first slot **not before** the finish, so a slot that falls exactly at
 # the finish has not been missed: it is next, due at once. A report that always takes
 # exactly 60 s runs back to back on every slot; at 60.5 s it overruns the next slot and
-# SKIP runs every other one. (The seed design's `next_run` steps past a slot at the
-# finish, `while next <= finished`; lldsched does not.)
+# SKIP runs every other one. (The first version of this design stepped past a slot at
+# the finish, `while next <= finished`, so there a 60 s report ran every other slot;
+# lldsched does not.)
 
 # %% tags=["nbval-check-output"]
 for seconds in (60.0, 60.5):

@@ -101,9 +101,9 @@ print("\n".join(store.log))
 #
 # Two kinds of run can be stopped, and are. A run in a worker process
 # (`isolation="process"`, notebook 03) is killed by `drain=False` at once, and by a drain
-# once the shutdown's `timeout` runs out; its attempt is recorded failed (`CancelledError:
-# the scheduler shut down without draining`). A coroutine run (`async def`) still going
-# a second before the shutdown's `timeout` runs out is cancelled.
+# a second before the shutdown's `timeout` runs out; its attempt is recorded failed
+# (`CancelledError: the scheduler shut down without draining`) before `shutdown()`
+# returns. A coroutine run (`async def`) still going then is cancelled.
 
 
 # %% tags=["nbval-check-output"]

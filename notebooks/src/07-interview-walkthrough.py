@@ -353,10 +353,11 @@ print("start + 60 starts:", [int(t) for t in from_start], "<- drifts 30 s a run"
 # `"catch_up"` returns the missed slot, due at once. Write `next_slot(slot, period,
 # finished, policy)`; the check compares it with `FixedRate.next_run`, boundaries included.
 #
-# *The convention, where it differs from the seed's:* a slot that falls exactly at the
-# finish has **not** been missed: `next_slot(0, 60, 60, "skip")` is 60, due at once, and
-# `next_slot(0, 60, 120, "skip")` is 120. The seed's `next_run` steps past it
-# (`while next <= finished`), so it answers 120 and 180.
+# *The convention, at the boundary:* a slot that falls exactly at the finish has **not**
+# been missed: `next_slot(0, 60, 60, "skip")` is 60, due at once, and
+# `next_slot(0, 60, 120, "skip")` is 120. The first version of this design stepped past
+# it (`while next <= finished`), so it answered 120 and 180: a run that takes exactly its
+# period ran every other slot.
 
 
 # %%
@@ -640,7 +641,8 @@ check_parse_field(parse_field)
 #    And each waiter re-tests in a `while`, since it may wake for nothing.
 # 2. At 60, due at once: fixed rate anchors on the slot the run served (0), not on its
 #    start (30 s, which would give 90), and a slot that falls exactly at the finish has
-#    not been missed (the seed's `<=` would give 120).
+#    not been missed (stepping past it with `next <= finished`, as the first version of
+#    this design did, would give 120).
 # 3. A singleton needs a reset back door for tests and hides the clock it should be
 #    given, so one scheduler is built and passed around. Eight statuses with guarded
 #    transitions are an enum and one table; a class per status would spread one rule
