@@ -9,6 +9,12 @@ records and runs nothing; RUN_ONCE writes one set of ``coalesced`` records and r
 latest slot once; RUN_ALL runs each passed slot once.  Every decision record carries the
 fencing token of the one claim that decided it, and the row waits for the first slot after
 now.
+
+The children hold their claims for ``CHILD_LEASE``, long enough that none can expire
+within a test: a child descheduled for longer than its lease (a loaded machine) has
+its run taken over and run again, as the shared mode promises (at-least-once,
+docs/CLUSTER.md), and these tests count each slot's runs and the settles refused.
+``LEASE`` is the short one of the claims a test lets expire.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from tests.waits import wait_until
 
 PERIOD = 600.0
 LEASE = 1.0
+CHILD_LEASE = 30.0  # as long as the tests' waits: no child's claim expires in a test
 POLL = 0.1
 CHILDREN = 3
 
@@ -65,7 +72,7 @@ def test_slots_missed_while_every_process_was_down_are_decided_once_across_proce
     store_spec: StoreSpec, cluster: Cluster, tmp_path: Path, policy: Misfire
 ) -> None:
     logs = [tmp_path / f"runs-{n}.jsonl" for n in range(CHILDREN)]
-    children = cluster.start(store_spec, logs, lease=LEASE, poll=POLL)
+    children = cluster.start(store_spec, logs, lease=CHILD_LEASE, poll=POLL)
     store = open_store(store_spec, lease=LEASE, poll=POLL)
     try:
         passed = _register(store, policy)  # every child is polling: they race for it
@@ -233,7 +240,7 @@ def test_a_run_in_flight_when_every_process_stopped_runs_again_before_the_policy
         (crashed,) = store.claim(now=time.time(), limit=1)  # a run that never settles
         assert crashed.slot == passed[0]
         logs = [tmp_path / f"runs-{n}.jsonl" for n in range(2)]
-        children = cluster.start(store_spec, logs, lease=LEASE, poll=POLL)
+        children = cluster.start(store_spec, logs, lease=CHILD_LEASE, poll=POLL)
         expected_runs = [passed[0]] + ([passed[-1]] if policy is Misfire.RUN_ONCE else [])
         following = passed[-1] + PERIOD
 

@@ -226,7 +226,7 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
                 claim = FileClaim(self.path)
                 if version is None:  # another store may have created it meanwhile
                     version = self._check(connection)
-            if version is None and not self._create(connection, synchronous):
+            if version is None and not self._create(connection, synchronous, timeout):
                 version = self._check(connection)  # another opener created it first: as it is
             if version is not None:
                 connection.execute(f"PRAGMA synchronous = {synchronous}")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import time
 
 from lldsched.errors import StoreError
 from lldsched.logs import STORE
@@ -93,14 +94,21 @@ class FileFormat:
         Only reads: nothing is written to a file that is refused.
         """
         try:
-            (application_id,) = connection.execute("PRAGMA application_id").fetchone()
-            (version,) = connection.execute("PRAGMA user_version").fetchone()
-            tables = [
-                name
-                for (name,) in connection.execute(
-                    "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
-                )
-            ]
+            # One read transaction for the three reads: another opener creating the file
+            # meanwhile is seen before or after, never half way (read one at a time, its
+            # application id was 0 and its tables there: "not an lldsched store").
+            connection.execute("BEGIN")
+            try:
+                (application_id,) = connection.execute("PRAGMA application_id").fetchone()
+                (version,) = connection.execute("PRAGMA user_version").fetchone()
+                tables = [
+                    name
+                    for (name,) in connection.execute(
+                        "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+                    )
+                ]
+            finally:
+                rollback(connection)  # it only read
         except sqlite3.OperationalError as exc:  # locked or busy: readable, but not now
             raise failure(self.path, "read its header", exc) from exc
         except sqlite3.DatabaseError as exc:
@@ -158,11 +166,12 @@ class FileFormat:
             "migrated %r from store schema version %d to %d", self.path, version, SCHEMA_VERSION
         )
 
-    def _create(self, connection: sqlite3.Connection, synchronous: str) -> bool:
+    def _create(self, connection: sqlite3.Connection, synchronous: str, timeout: float) -> bool:
         """Create the store in the new, empty file; False if another opener (shared
         stores open together) created it while this one waited for the write lock:
-        nothing of this attempt is written, and the caller opens the file as it is."""
-        (mode,) = connection.execute("PRAGMA journal_mode = WAL").fetchone()
+        nothing of this attempt is written, and the caller opens the file as it is.
+        ``timeout``: how long to wait for the others' locks (the store's)."""
+        mode = _wal(connection, timeout)
         if mode != "wal":
             log.warning("SQLite could not use WAL mode here (got %r); writes will be slower", mode)
         connection.execute(f"PRAGMA synchronous = {synchronous}")
@@ -181,3 +190,23 @@ class FileFormat:
             rollback(connection)
             raise
         return True
+
+
+def _wal(connection: sqlite3.Connection, timeout: float) -> str:
+    """Switch a new file to WAL mode; the journal mode it is in after.
+
+    Openers switching one new file together (shared stores started at once) each read
+    it, then want it alone: SQLite sees they would wait for each other for ever and
+    answers all but one "database is locked" at once, without its busy timeout.  The
+    one refused tries again, holding nothing now: it waits for the other's switch as
+    for any lock, and finds the file in WAL mode.  Each refusal let another opener
+    switch it, so this ends; past ``timeout`` the refusal is the error."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            (mode,) = connection.execute("PRAGMA journal_mode = WAL").fetchone()
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
+                raise
+            continue
+        return str(mode)
