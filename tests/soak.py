@@ -70,6 +70,7 @@ from lldsched.clock import Clock, SystemClock
 from lldsched.core import calls
 from lldsched.core.schedulearg import SCHEDULE_TYPES
 from lldsched.persistence import TaskStore
+from lldsched.schedules import simple
 from lldsched.schedules.cron import schedule as cron_schedule
 from lldsched.schedules.cron import zone as cron_zone
 from lldsched.testing import Stepper
@@ -334,7 +335,7 @@ def _fds() -> int:
 
 
 def _caches() -> int:
-    interval_caches = sum(len(kind._shared) for kind in (FixedRate, FixedDelay))
+    interval_caches = len(simple._SHARED)
     lru = sum(
         getattr(function, "cache_info", lambda: None)().currsize  # type: ignore[union-attr]
         for module in (cron_schedule, cron_zone)

@@ -143,6 +143,26 @@ def test_equal_interval_schedules_are_one_shared_immutable_object() -> None:
         FixedRate([60])  # type: ignore[arg-type]  # unhashable: validated, not cached
 
 
+def test_a_subclass_of_an_interval_schedule_is_never_handed_out_for_the_plain_one() -> None:
+    # Equal values are shared per class: a subclass's FixedRate(60) is not a FixedRate(60)
+    # (FrozenValue.__eq__ compares types), so neither may come back for the other.
+    class Every(FixedRate):
+        __slots__ = ()
+
+        def explain(self) -> str:
+            return "my own words"
+
+    class After(FixedDelay):
+        __slots__ = ()
+
+    own, plain = Every(61), FixedRate(61)
+    assert (type(own), type(plain)) == (Every, FixedRate)
+    assert plain.explain() == "Every 61 s" and own.explain() == "my own words"
+    assert type(FixedRate(62)) is FixedRate and type(Every(62)) is Every
+    assert (type(After(7)), type(FixedDelay(7))) == (After, FixedDelay)
+    assert Every(61) is own and FixedRate(61) is plain  # each still shared
+
+
 def test_explain_says_each_interval_schedule_in_words() -> None:
     assert FixedRate(60).explain() == "Every 60 s"
     assert FixedRate(0.5, OverrunPolicy.CATCH_UP, 10).explain() == (

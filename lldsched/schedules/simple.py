@@ -143,11 +143,11 @@ class _Interval(FrozenValue):
     Schedules are immutable, so equal ones can be one object, the way small ints
     are: 100,000 tasks on ``FixedRate(60)`` hold one schedule, and building it
     again costs a dict lookup (the scale benchmark measures both).  At most
-    :data:`SHARED_LIMIT` values are kept; past that, new values are simply built.
+    :data:`SHARED_LIMIT` values are kept (:data:`_SHARED`); past that, new values are
+    simply built.
     """
 
     __slots__ = ()
-    _shared: dict[tuple[object, ...], _Interval]
     start_delay: float
 
     def _set_start_delay(self, start_delay: float | timedelta, *, of: str) -> None:
@@ -167,17 +167,23 @@ class _Interval(FrozenValue):
 
 SHARED_LIMIT = 4096
 
+_SHARED: dict[tuple[object, ...], _Interval] = {}
+"""The shared values, under their class and their arguments with the arguments' types.
+The class is part of the key: a subclass's ``Every(60)`` is not a ``FixedRate(60)``
+(:meth:`FrozenValue.__eq__` compares types), and one came back for the other when
+each class looked its values up in a class attribute the subclass inherited."""
 
-def _shared(cls: type[_Interval], key: tuple[object, ...]) -> _Interval | None:
+
+def _shared(key: tuple[object, ...]) -> _Interval | None:
     try:
-        return cls._shared.get(key)
+        return _SHARED.get(key)
     except TypeError:  # an unhashable argument: let validation name it
         return None
 
 
-def _keep(cls: type[_Interval], key: tuple[object, ...], value: _Interval) -> None:
-    if len(cls._shared) < SHARED_LIMIT:
-        cls._shared[key] = value
+def _keep(key: tuple[object, ...], value: _Interval) -> None:
+    if len(_SHARED) < SHARED_LIMIT:
+        _SHARED[key] = value
 
 
 class FixedDelay(_Interval):
@@ -193,14 +199,13 @@ class FixedDelay(_Interval):
 
     __slots__ = ("delay", "start_delay")
     _fields = ("delay", "start_delay")
-    _shared: dict[tuple[object, ...], _Interval] = {}  # noqa: RUF012 - a cache, not a field
     delay: float
     start_delay: float
 
     def __new__(cls, delay: float | timedelta, start_delay: float | timedelta = 0.0) -> FixedDelay:
         # Types are part of the key: True == 1, but FixedDelay(True) is an error.
-        key = (type(delay), delay, type(start_delay), start_delay)
-        found = _shared(cls, key)
+        key = (cls, type(delay), delay, type(start_delay), start_delay)
+        found = _shared(key)
         if found is not None:
             return found  # type: ignore[return-value]
         self = object.__new__(cls)
@@ -208,7 +213,7 @@ class FixedDelay(_Interval):
             self, "delay", checks.step(delay, name="FixedDelay delay", error=ScheduleError)
         )
         self._set_start_delay(start_delay, of="FixedDelay")
-        _keep(cls, key, self)
+        _keep(key, self)
         return self
 
     def next_run(self, record: ExecutionRecord, now: float) -> float:
@@ -252,7 +257,6 @@ class FixedRate(_Interval):
 
     __slots__ = ("on_overrun", "period", "start_delay")
     _fields = ("period", "on_overrun", "start_delay")
-    _shared: dict[tuple[object, ...], _Interval] = {}  # noqa: RUF012 - a cache, not a field
     period: float
     on_overrun: OverrunPolicy
     start_delay: float
@@ -265,9 +269,9 @@ class FixedRate(_Interval):
     ) -> FixedRate:
         # Types are part of the key: True == 1, but FixedRate(True) is an error, and
         # FixedRate(60) must not come back as a FixedRate(60.0) built earlier.
-        key = (type(period), period, on_overrun, type(start_delay), start_delay)
+        key = (cls, type(period), period, on_overrun, type(start_delay), start_delay)
         try:  # _shared(), inlined: one FixedRate per registration is the common case
-            found = cls._shared.get(key)
+            found = _SHARED.get(key)
         except TypeError:  # an unhashable argument: let validation name it
             found = None
         if found is not None:
@@ -283,7 +287,7 @@ class FixedRate(_Interval):
         )
         object.__setattr__(self, "on_overrun", on_overrun)
         self._set_start_delay(start_delay, of="FixedRate")
-        _keep(cls, key, self)
+        _keep(key, self)
         return self
 
     def slot_after(self, slot: float) -> float:
