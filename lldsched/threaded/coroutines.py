@@ -242,7 +242,7 @@ class CoroutineRunner(LoopShutdown):
             context.cancel(reason)
         if flight.future is not None and self._loop is not None:
             self._loop.call_soon_threadsafe(self._cancel, flight)
-        # not started yet: _start_waiting sees the reason and never starts it
+        # no task yet: the first step of the task _start_waiting makes sees the reason
 
     def _wake(self) -> None:
         if self._loop is None:
@@ -321,16 +321,11 @@ class CoroutineRunner(LoopShutdown):
                     self._over(flight)
                     continue
                 flight.awaitable = value
-            if flight.reason is not None:  # cancelled or paused before it started
-                close_unrun(flight.awaitable)
-                flight.outcome = NEVER_BEGUN
-                self._over(flight)
-                continue
             # A context of its own, empty: this batch may run in a finished run's context
-            # (its _flush scheduled this start), which a task would otherwise copy.
+            # (its _flush scheduled this start), which a task would otherwise copy.  One
+            # cancelled or paused before it starts is never begun: _drive's first step
+            # says so (the verb that came before the task was made queued no cancel).
             flight.future = task_class(drive(flight), loop=loop, context=Context())
-            if flight.reason is not None:  # cancelled while its task was being made
-                loop.call_soon(self._cancel, flight)
             timeout = flight.run.options.timeout  # as the run began (read without the lock)
             if timeout is not None:
                 flight.budget = timeout
@@ -382,10 +377,10 @@ class CoroutineRunner(LoopShutdown):
         alone, 20,000 no-op coroutines ran at 40-50k against 31k a second with one
         (docs/DECISIONS.md).
 
-        A flight cancelled or paused after its task was made but before this first step
-        (the verb found the task made, and queued its cancellation behind the step) is
-        not started here either, as :meth:`_start_waiting` starts none cancelled before:
-        the body of a coroutine never begins after the verb that stopped it returned."""
+        The one home of the rule that the body of a coroutine never begins after the
+        verb that stopped it returned: a flight cancelled or paused before this first
+        step (before :meth:`_start_waiting` made its task, or after: the verb then
+        queued its cancellation behind this step) is closed here, never begun."""
         if flight.reason is not None:  # cancelled before its body began: never begun
             close_unrun(flight.awaitable)
             flight.outcome = NEVER_BEGUN
