@@ -342,7 +342,8 @@ class CoroutineRunner(LoopShutdown):
             loop_ids = self._loop_ids
             tombstones = 0
             workers: list[Entry] = []
-            while waiting and self._active < self.limit and len(starting) < START_BATCH:
+            room = min(self.limit - self._active, START_BATCH)
+            while waiting and len(starting) < room:
                 item = waiting.popleft()
                 if isinstance(item, Flight):
                     flight = item
@@ -356,8 +357,8 @@ class CoroutineRunner(LoopShutdown):
                         continue
                     flight = flights[id(run)] = Flight(run, 0.0, None)
                 flight.active = True
-                self._active += 1
                 starting.append(flight)
+            self._active += len(starting)
             if workers:  # still in flight, no longer here: the workers settle them
                 self.in_hand -= len(workers)
                 self._to_workers(workers)
