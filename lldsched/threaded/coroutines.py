@@ -94,7 +94,7 @@ task, its step's handle and context); begun 1,000 at a time (``max_coroutines``'
 default), runs that end at once filled the young generation about 11 times a go and
 pushed the runs in flight on to full collections of the whole heap.  In goes of 32, what
 one go allocates is freed before the next fills the generation: 20,000 no-op coroutines
-due at once cost 75,740 -> 66,950 instructions a run (-11.6 %; 128 a go: 73,337;
+due at once cost 75,831 -> 66,963 instructions a run (-11.7 %; 128 a go: 73,337;
 16: 67,480), ``benchmarks/threaded_instructions.py coroutines``."""
 
 Finish = Callable[
