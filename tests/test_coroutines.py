@@ -25,6 +25,7 @@ from lldsched import (
     TaskStatus,
     ValidationError,
 )
+from lldsched.threaded.coroutines import START_BATCH
 from tests.conftest import SchedulerFactory, settle
 
 
@@ -170,6 +171,28 @@ def test_coroutine_runs_do_not_hold_a_worker_while_they_await(
     tasks = [scheduler.schedule(f"m{n}", meet, OneTime(delay=0), args=(n,)) for n in range(50)]
     settle(scheduler)
     assert all(t.history[0].ok for t in tasks)  # fifty in flight at once on one worker
+
+
+def test_runs_due_at_once_beyond_one_start_batch_are_all_in_flight_together(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    """The loop starts what waits START_BATCH at a time; the next go follows the first
+    one's steps, not its records: runs that all wait for each other still meet."""
+    n = 2 * START_BATCH + 1
+    arrived: list[int] = []
+    everyone = asyncio.Event()  # created outside the loop: bound to it at first use
+
+    async def meet(k: int) -> None:
+        arrived.append(k)
+        if len(arrived) == n:
+            everyone.set()
+        await asyncio.wait_for(everyone.wait(), 5)
+
+    scheduler = make_scheduler(clock=clock)
+    tasks = [scheduler.schedule(f"m{k}", meet, OneTime(delay=0), args=(k,)) for k in range(n)]
+    settle(scheduler)
+    assert all(t.history[0].ok for t in tasks)
+    assert sorted(arrived) == list(range(n))
 
 
 def test_max_coroutines_bounds_the_coroutine_runs_in_flight(

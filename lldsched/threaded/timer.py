@@ -190,9 +190,9 @@ class TimerThread(SchedulerParts):
             to_loop = [entry for entry in batch if entry[3] in loop_ids]
             if to_loop:
                 self._coroutines.put(to_loop)
-                batch = [entry for entry in batch if entry[3] not in loop_ids]
-                if not batch:
+                if len(to_loop) == len(batch):  # all of them: none for the workers
                     return
+                batch = [entry for entry in batch if entry[3] not in loop_ids]
         self._pool.put(batch)
 
     def _arm_deadline(self, deadline: float, context: RunContext) -> None:
