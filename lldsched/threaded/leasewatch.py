@@ -7,9 +7,9 @@ expiry is at least ``lease`` after that instant, and a takeover at least that
 late).  It began at the reading of this clock taken before the scheduler's clock was
 read for the ``now`` it passed (:meth:`Coordinator.looked
 <lldsched.threaded.shared.Coordinator.looked>`): a shared SQLite store counts the
-expiry from that ``now``, not from the statement.  Past that without another renewal succeeding, the process counts its leases
-lost: each run in flight has its flag raised (``ctx.lease_lost``), at least
-``lease / 6`` before another process can take it over.
+expiry from that ``now``, not from the statement.  Past that without another renewal
+succeeding, the process counts its leases lost: each run in flight has its flag raised
+(``ctx.lease_lost``), at least ``lease / 6`` before another process can take it over.
 
 Why a thread of its own: the timer renews, and the timer can be held up by the very
 outage that stops the renewals (a store call waiting for a silent network, bounded
