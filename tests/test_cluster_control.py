@@ -3,6 +3,13 @@ slot runs once, and a run whose lease is taken over learns it and its write is r
 
 Each scheduler has its own store connection, as two processes do (the multi-process
 test, ``test_cluster_processes.py``, runs the same claims in real processes).
+
+The schedulers hold their claims for ``PAIR_LEASE``, long enough that none expires
+within a test: a process stalled past its lease (a loaded machine descheduling it, or
+its timer starved of the lock) has its run's flag raised and the run taken over by the
+other scheduler, as the shared mode promises (at-least-once, docs/CLUSTER.md), and these
+tests assert each run's flag stayed down and each slot ran once.  ``LEASE`` is the short
+one of the claims a test lets expire, or outlives by renewing them.
 """
 
 from __future__ import annotations
@@ -32,7 +39,8 @@ from tests import cluster_jobs, jobs
 from tests.cluster import StoreSpec, open_store
 from tests.waits import wait_until
 
-LEASE = 0.6
+LEASE = 0.6  # renewed every 0.2 s: the claims a test lets expire or outlives
+PAIR_LEASE = 30.0  # as long as the tests' waits: no claim of the pair expires in a test
 POLL = 0.05
 
 Pair = tuple[Scheduler, Scheduler, CoordinatedStore, CoordinatedStore]
@@ -52,14 +60,30 @@ def _pair(stores: list[CoordinatedStore]) -> Iterator[Pair]:
 def pair(store_spec: StoreSpec) -> Iterator[Pair]:
     """Two started schedulers on one shared store (once per engine), a third store to
     read it with, and the first scheduler's store."""
+    yield from _pair([open_store(store_spec, lease=PAIR_LEASE, poll=POLL) for _ in range(3)])
+
+
+@pytest.fixture
+def short_pair(store_spec: StoreSpec) -> Iterator[Pair]:
+    """The pair, holding its claims for ``LEASE`` only."""
     yield from _pair([open_store(store_spec, lease=LEASE, poll=POLL) for _ in range(3)])
+
+
+def _sqlite_pair(path: Path, lease: float) -> Iterator[Pair]:
+    yield from _pair([SqliteTaskStore(path, shared=True, lease=lease, poll=POLL) for _ in range(3)])
 
 
 @pytest.fixture
 def sqlite_pair(tmp_path: Path) -> Iterator[Pair]:
-    """The pair on a shared SQLite file, whose lease expiry is the claimer's ``now``."""
-    path = tmp_path / "tasks.db"
-    yield from _pair([SqliteTaskStore(path, shared=True, lease=LEASE, poll=POLL) for _ in range(3)])
+    """The pair on a shared SQLite file."""
+    yield from _sqlite_pair(tmp_path / "tasks.db", PAIR_LEASE)
+
+
+@pytest.fixture
+def short_sqlite_pair(tmp_path: Path) -> Iterator[Pair]:
+    """The pair on a shared SQLite file, whose lease expiry is the claimer's ``now``,
+    holding its claims for ``LEASE`` only."""
+    yield from _sqlite_pair(tmp_path / "tasks.db", LEASE)
 
 
 def _status(scheduler: Scheduler, task_id: str, status: TaskStatus) -> Callable[[], bool]:
@@ -166,7 +190,7 @@ def test_run_now_from_another_process_keeps_the_grid_whoever_runs_the_extra_run(
     extra run learns from the row that the slot it knew still comes next, and the
     process that asked drops its plan once the row says so (a plan left in place would
     hand out that slot again at its next run of the task)."""
-    stores = [open_store(store_spec, lease=LEASE, poll=POLL) for _ in range(3)]
+    stores = [open_store(store_spec, lease=PAIR_LEASE, poll=POLL) for _ in range(3)]
     runner = Scheduler(workers=2, store=stores[0]).start()
     asker = Scheduler(workers=2, store=stores[1])  # not started: it cannot claim the run
     reader = stores[2]
@@ -199,7 +223,7 @@ def test_run_now_keeps_the_grid_when_a_process_started_after_it_runs_the_extra_r
     """The row carries the slot the run_now put off (``TaskSnapshot.waited``): a process
     that never saw the task before the click learns it from the row, runs the extra run
     and goes on to that slot, instead of counting the schedule on from the extra run."""
-    stores = [open_store(store_spec, lease=LEASE, poll=POLL) for _ in range(3)]
+    stores = [open_store(store_spec, lease=PAIR_LEASE, poll=POLL) for _ in range(3)]
     asker = Scheduler(workers=2, store=stores[0])  # never started: it claims nothing
     reader = stores[2]
     hourly = FixedRate(3600, start_delay=1800)
@@ -300,12 +324,13 @@ def test_default_ids_of_two_schedulers_never_collide(pair: Pair) -> None:
 
 
 def test_a_run_whose_lease_is_taken_over_is_told_and_its_write_refused(
-    sqlite_pair: Pair,
+    short_sqlite_pair: Pair,
 ) -> None:
     # SQLite only: it expires the lease by claiming with a later `now`; PostgreSQL
     # measures expiry on the server's clock (tests/test_store_postgres_claims.py takes a
-    # lease over there, and the multi-process test stalls a holder past its lease).
-    first, second, reader, store = sqlite_pair
+    # lease over there, and the multi-process test stalls a holder past its lease). The
+    # short lease: the holder learns of the takeover at its next renewal, lease / 3 on.
+    first, second, reader, store = short_sqlite_pair
     second.shutdown()  # one scheduler runs; the test takes its lease over by hand
     first.schedule("hold", cluster_jobs.until_flag, OneTime(first.now), id="hold")
     task_id, token, _, _ = cluster_jobs.seen.get(timeout=10)
@@ -396,11 +421,12 @@ def test_a_scheduler_built_on_a_shared_store_has_the_stored_tasks_before_it_star
 
 @pytest.mark.parametrize("drain", [True, False], ids=["drain", "no-drain"])
 def test_a_scheduler_shutting_down_keeps_the_leases_of_its_runs_in_flight(
-    pair: Pair, drain: bool
+    short_pair: Pair, drain: bool
 ) -> None:
     """shutdown() waits for the runs in flight with its timer stopped: their leases are
-    still renewed meanwhile, so no other process takes over a run that is finishing."""
-    first, second, reader, _ = pair
+    still renewed meanwhile, so no other process takes over a run that is finishing (the
+    short lease: the run outlives the expiry its claim had)."""
+    first, second, reader, _ = short_pair
     cluster_jobs.released.clear()
     first.schedule("long", cluster_jobs.held_until_released, OneTime(first.now), id="long")
     task_id, token, _, _ = cluster_jobs.seen.get(timeout=10)

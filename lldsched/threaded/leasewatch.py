@@ -2,11 +2,14 @@
 
 The one rule of how long a lease is trusted lives here (:func:`renewal_every`,
 :func:`trusted_for`): leases are renewed every ``lease / 3``, and a renewal that
-succeeded vouches for ``lease - lease / 6`` from when it *began* (the server's
+succeeded vouches for ``lease - lease / 6`` from when it *began* (the store's
 expiry is at least ``lease`` after that instant, and a takeover at least that
-late).  Past that without another renewal succeeding, the process counts its leases
-lost: each run in flight has its flag raised (``ctx.lease_lost``), at least
-``lease / 6`` before another process can take it over.
+late).  It began at the reading of this clock taken before the scheduler's clock was
+read for the ``now`` it passed (:meth:`Coordinator.looked
+<lldsched.threaded.shared.Coordinator.looked>`): a shared SQLite store counts the
+expiry from that ``now``, not from the statement.  Past that without another renewal
+succeeding, the process counts its leases lost: each run in flight has its flag raised
+(``ctx.lease_lost``), at least ``lease / 6`` before another process can take it over.
 
 Why a thread of its own: the timer renews, and the timer can be held up by the very
 outage that stops the renewals (a store call waiting for a silent network, bounded
@@ -73,7 +76,8 @@ class LeaseWatch:
         self._thread: threading.Thread | None = None
 
     def renewed(self, began: float) -> None:
-        """A renewal (or claim) that began at ``began`` (this watch's clock) succeeded."""
+        """A renewal (or claim) that began at ``began`` (this watch's clock, read before
+        the ``now`` its expiry counts from) succeeded."""
         until = began + self._trusted
         with self._condition:
             if self._until is None or until > self._until:

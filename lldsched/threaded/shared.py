@@ -38,7 +38,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterator
 
 from lldsched.core.context import RunContext
@@ -78,13 +77,15 @@ class Coordinator:
         self._every = renewal_every(store.lease)
         self._trusted = trusted_for(store.lease)  # how long a renewal vouches for the leases
         self._renew_at: float | None = None  # None: no lease held, nothing to renew
-        # When the last renewal that succeeded began, on time.monotonic: the store's expiry
-        # counts real time (its server's clock), never the scheduler's injected clock (a
-        # fake clock advanced an hour in one step has not let any lease expire).
+        # The clock leases are trusted by, time.monotonic: the store's expiry counts real
+        # time (its server's clock), never the scheduler's injected clock (a fake clock
+        # advanced an hour in one step has not let any lease expire).
+        self._trust = MONOTONIC
+        # When the last renewal that succeeded began (see looked()), on that clock.
         self._renewed = 0.0
         # Raises the runs' flags once the leases are no longer trusted, whatever the timer
         # is doing (held up in a store call by the outage itself): leasewatch.py.
-        self._watch = LeaseWatch(MONOTONIC, lease=store.lease, name="lldsched-lease-watch")
+        self._watch = LeaseWatch(self._trust, lease=store.lease, name="lldsched-lease-watch")
         # Slots due before this instant passed while this process was not there (not
         # built yet, or a forward wall-clock jump): a claim of one is a misfire candidate.
         self._since = core.clock.now()
@@ -105,11 +106,29 @@ class Coordinator:
 
     # -- the timer ------------------------------------------------------------------------
 
-    def tick(self, now: float) -> list[ScheduledTask]:
-        """Renew leases if due; apply other processes' changes if any.  Returns the tasks
-        a change touched (the runtime updates what it keeps per task)."""
+    def looked(self) -> float:
+        """A reading of the clock leases are trusted by, taken *before* the scheduler's
+        clock is read for the ``now`` that :meth:`tick`, :meth:`claim` and
+        :meth:`renew_held` are then given with it (as ``looked``).
+
+        The rule: a claim's or a renewal's trust counts from no later than the instant its
+        store's expiry counts from.  A shared SQLite store computes the expiry as ``now +
+        lease``, from that clock reading, however long the calls before the statement
+        took (a renewal waiting for the write lock, the change feed, the process
+        descheduled); PostgreSQL computes it on the server, during the statement, later
+        still.  A reading taken just before the statement, as it was, let a timer whose
+        renewal and feed took more than ``lease / 6`` before its claim trust that claim
+        (begin its run, keep its flag down) after the store let another process take it
+        over.  One reading per wake, on ``time.monotonic``: no correction between the
+        store's clock and this one, so a scheduler's fake clock changes nothing."""
+        return self._trust.now()
+
+    def tick(self, now: float, looked: float) -> list[ScheduledTask]:
+        """Renew leases if due; apply other processes' changes if any (``looked``: see
+        :meth:`looked`).  Returns the tasks a change touched (the runtime updates what it
+        keeps per task)."""
         if self._renew_at is not None and now >= self._renew_at:
-            self._renew(now)
+            self._renew(now, looked)
         return self.sync()
 
     def _failed(self, error: Exception, kind: str, doing: str | None = None) -> None:
@@ -151,10 +170,10 @@ class Coordinator:
                     touched.append(task)
         return touched
 
-    def claim(self, now: float, room: int) -> list[Entry]:
-        """Claim up to ``room`` due runs; their entries, ready for the workers."""
+    def claim(self, now: float, room: int, looked: float) -> list[Entry]:
+        """Claim up to ``room`` due runs; their entries, ready for the workers (``looked``:
+        the reading taken before ``now``, which their trust counts from: :meth:`looked`)."""
         self._drop_due(now)
-        began = time.monotonic()  # the store's expiry counts real time, whatever the clock
         try:
             claims = self.store.claim(now=now, limit=room)
         except StoreError as exc:  # tried again at the next wake
@@ -189,8 +208,8 @@ class Coordinator:
             entries.append(entry)
         if entries and self._renew_at is None:
             self._renew_at = now + self._every
-            self._renewed = began
-            self._watch.renewed(began)
+            self._renewed = looked
+            self._watch.renewed(looked)
         return entries
 
     def clock_jumped(self, now: float) -> None:
@@ -212,7 +231,7 @@ class Coordinator:
         claim = self._pending.pop(entry[3], None)
         if claim is None:  # its lease was lost before a worker took it: not ours to run
             return None
-        if time.monotonic() - self._renewed >= self._trusted:
+        if self._trust.now() - self._renewed >= self._trusted:
             return None  # no renewal vouches for its lease any more: not ours to begin
         run = self._core.begin(entry, worker, token=claim.token)
         if run is None:
@@ -251,11 +270,12 @@ class Coordinator:
             with lock:  # likewise
                 self._succeeded("flush")
 
-    def renew_held(self, now: float) -> None:
+    def renew_held(self, now: float, looked: float) -> None:
         """Renew every lease held now, due or not (the timer is stopped: see
-        :func:`leases_kept`); a lease found lost raises its run's flag."""
+        :func:`leases_kept`; ``looked``: :meth:`looked`); a lease found lost raises its
+        run's flag."""
         if self._running or self._pending:
-            self._renew(now)
+            self._renew(now, looked)
 
     def release_pending(self) -> None:
         """Give back the claims handed out and never begun (dropped at shutdown), so the
@@ -266,23 +286,22 @@ class Coordinator:
 
     # -- internals -------------------------------------------------------------------------
 
-    def _renew(self, now: float) -> None:
+    def _renew(self, now: float, looked: float) -> None:
         tokens = {claim.token for claim in self._pending.values()} | set(self._running)
         self._renew_at = now + self._every if tokens else None
         if not tokens:
             return
-        began = time.monotonic()
         try:
             kept = self.store.renew(tokens=tokens, now=now)
         except StoreError as exc:
             self._failed(exc, "renewal", "renewal of the leases held")
-            if time.monotonic() - self._renewed < self._trusted:
+            if self._trust.now() - self._renewed < self._trusted:
                 return
             kept = set()  # no renewal vouches for them any more: count them lost
         else:
             self._succeeded("renewal")
-            self._renewed = began
-            self._watch.renewed(began)
+            self._renewed = looked
+            self._watch.renewed(looked)
         for token in tokens - kept:
             self._watch.discard(token)
             task_id, context = self._running.pop(token, ("", None))
@@ -372,7 +391,8 @@ def leases_kept(
         while not done.wait(renewal_every(coordinator.store.lease)):
             with lock:
                 if not done.is_set():
-                    coordinator.renew_held(now())
+                    looked = coordinator.looked()  # first: what the renewal's trust counts from
+                    coordinator.renew_held(now(), looked)
 
     keeper = threading.Thread(target=keep, name=name, daemon=True)
     keeper.start()

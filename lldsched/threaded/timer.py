@@ -108,7 +108,10 @@ class TimerThread(SchedulerParts):
         monotonic = last_look.monotonic  # jump detection (none on a FakeClock)
         coordinator = self._coordinator
         with cond:  # the first look was start()'s (_first_look)
+            looked = 0.0  # the lease trust clock's reading before `now` (shared stores only)
             while self._state is RUNNING:
+                if coordinator is not None:
+                    looked = coordinator.looked()  # first: Coordinator.looked says why
                 now = clock.now()
                 last_look.woke = now  # what metrics() reports as timer_woke
                 if monotonic is not None:
@@ -119,13 +122,13 @@ class TimerThread(SchedulerParts):
                         armed.discard(context)
                         context.cancel("timeout")
                 if coordinator is not None:
-                    self._followed(coordinator.tick(now))
+                    self._followed(coordinator.tick(now, looked))
                 room = pool.room
                 if room:
                     if coordinator is None:
                         batch = queue.pop_due(now, room)
                     else:
-                        batch = coordinator.claim(now, room)
+                        batch = coordinator.claim(now, room, looked)
                     if batch:
                         self._in_flight += len(batch)
                         self._hand_out(batch)
