@@ -9,16 +9,23 @@ from typing import Any
 import pytest
 
 from lldsched import (
+    ExecutionRecord,
     FakeClock,
     FixedRate,
     OneTime,
     Scheduler,
     SqliteTaskStore,
+    StoreError,
+    TaskSnapshot,
     TaskStatus,
     ValidationError,
 )
+from lldsched.persistence import Claim
+from lldsched.stores.memory import InMemoryTaskStore
 from tests import jobs
+from tests.cluster import StoreSpec, open_store
 from tests.conftest import T0, SchedulerFactory
+from tests.runtimes import KINDS, Driven
 from tests.waits import wait_until
 
 
@@ -46,6 +53,53 @@ def test_an_existing_task_keeps_its_status_whatever_paused_says(driven: Any) -> 
     driven.runtime.pause("report")
     driven.add("report", FixedRate(60), id="report", replace_existing=True)  # paused=False
     assert task.status is TaskStatus.PAUSED
+
+
+class WritesKept(InMemoryTaskStore):
+    """An in-memory store that keeps the status of every write, and refuses them all
+    while ``down`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written: list[tuple[str, TaskStatus]] = []
+        self.down = False
+
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        if self.down:
+            raise StoreError("connection refused: the server is down")
+        self.written.append((snapshot.task.id, snapshot.status))
+        super().save(snapshot, record)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_store_is_written_once_and_paused_in_both_runtimes(kind: str) -> None:
+    store = WritesKept()
+    driven = Driven(kind, store=store)
+    try:
+        task = driven.add("report", FixedRate(60), id="report", paused=True)
+        assert store.written == [("report", TaskStatus.PAUSED)]
+        assert task.status is TaskStatus.PAUSED
+        assert driven.runtime.pending() == []  # nothing queued for it
+        driven.runtime.resume("report")
+        assert store.written[-1] == ("report", TaskStatus.SCHEDULED)
+    finally:
+        driven.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_paused_registration_the_store_refuses_registers_nothing(kind: str) -> None:
+    store = WritesKept()
+    driven = Driven(kind, store=store)
+    try:
+        store.down = True
+        with pytest.raises(StoreError, match="the server is down"):
+            driven.add("report", FixedRate(60), id="report", paused=True)
+        assert driven.runtime.tasks() == [] and driven.events == []
+        store.down = False
+        task = driven.add("report", FixedRate(60), id="report", paused=True)  # the id is free
+        assert task.status is TaskStatus.PAUSED
+    finally:
+        driven.close()
 
 
 def test_paused_that_is_not_a_bool_is_refused_naming_it_and_registers_nothing(
@@ -111,6 +165,41 @@ def test_on_a_shared_store_the_other_process_finds_it_paused_and_runs_nothing(
         second.resume("beat")
         # The run lands in either process: the store is where both write it.
         wait_until(lambda: bool(stores[0].records("beat")), timeout=10, what="a run of beat")
+    finally:
+        for scheduler in (first, second):
+            scheduler.shutdown()
+        for store in stores:
+            store.close()
+
+
+def test_another_process_following_the_store_mid_registration_finds_it_paused(
+    store_spec: StoreSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The interleaving forced: right after the registering process's first write of the
+    # task, another process claims what is due and registers the same job
+    # (replace_existing, as at its start), before the registering call returns.
+    clock = FakeClock(T0)
+    stores = [open_store(store_spec, lease=30.0, poll=30.0) for _ in range(2)]
+    # Never started: nothing but the test's calls moves either of them.
+    first, second = (Scheduler(workers=1, clock=clock, store=store) for store in stores)
+    seen: list[tuple[list[Claim], TaskStatus]] = []
+    save = stores[0].save
+
+    def save_then_look(snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        save(snapshot, record)
+        if not seen:
+            claims = stores[1].claim(now=T0 + 3600, limit=16)  # FixedRate(60): due at T0
+            again = second.schedule(
+                "beat", jobs.noop, FixedRate(60), id="beat", replace_existing=True
+            )
+            seen.append((claims, again.status))
+
+    monkeypatch.setattr(stores[0], "save", save_then_look)
+    try:
+        task = first.schedule("beat", jobs.noop, FixedRate(60), id="beat", paused=True)
+        assert seen == [([], TaskStatus.PAUSED)]  # nothing claimed, and paused there too
+        assert task.status is TaskStatus.PAUSED
+        assert stores[1].claim(now=T0 + 3600, limit=16) == []
     finally:
         for scheduler in (first, second):
             scheduler.shutdown()

@@ -27,6 +27,7 @@ from lldsched.core.parts import CoreParts
 from lldsched.core.storewrites import check_store, store_failed, store_written
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import SchedulerStateError
+from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.schedules.catchup import unwrap
 
 __all__ = ["StatusVerbs"]
@@ -39,15 +40,26 @@ class StatusVerbs(CoreParts):
         """Hold a live task where it is; True if it was paused by this call."""
         task = self.get(task_id)
         check_store(self._writes, "pause", task_id)
+        held = self._hold(task)
+        if held is None:
+            return False
+        previous, waited = held
+        self._write_and_publish(task, previous, waited)
+        return True
+
+    def _hold(self, task: ScheduledTask) -> tuple[TaskStatus, ExecutionRecord | None] | None:
+        """The pause rule, short of its write: ``task`` PAUSED, its entry dropped, a
+        dependency wait ended.  Returns the status it had and the record of the wait it
+        ended (None: it waited for nothing), or None if it cannot be paused (finished,
+        or paused already).  :meth:`pause` writes and publishes it;
+        ``add(..., paused=True)`` holds a new task with it before its first write."""
         previous = task.status
         if previous in RUNNABLE or (previous is RUNNING and task._flight is not None):
             self._queue.discard(task)  # an overlapping task's pending slot too
         elif previous is not RUNNING and previous is not BLOCKED:
-            return False
+            return None
         task.status = PAUSED
-        waited = self._end_wait(task, None) if previous is BLOCKED else None
-        self._write_and_publish(task, previous, waited)
-        return True
+        return previous, (self._end_wait(task, None) if previous is BLOCKED else None)
 
     def resume(self, task_id: str) -> bool:
         """Return a PAUSED task to where it was; a slot it slept through runs at once."""

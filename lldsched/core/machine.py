@@ -261,12 +261,14 @@ class SchedulerCore(
         """Validate (:mod:`~lldsched.core.registration`), register and queue a task;
         nothing is registered if anything is wrong.
 
-        ``paused=True`` pauses a task this call creates before it returns (registered,
-        then paused, as two events and two store writes, under the runtime's one lock
-        hold: no run starts in between), APScheduler's ``next_run_time=None``.  A task
-        that existed (``replace_existing``) keeps its status, paused or not, as a
-        replacement always does: registering the same jobs at every start must not
-        pause again a task an operator resumed.
+        ``paused=True`` pauses a task this call creates before anything sees it
+        (:meth:`_add_paused`), APScheduler's ``next_run_time=None``: it is never
+        queued, and its one store write says PAUSED, so no other process on a shared
+        store can read it SCHEDULED, claim it or register it again as SCHEDULED in
+        between; listeners hear its registration, then its pause.  A task that existed
+        (``replace_existing``) keeps its status, paused or not, as a replacement always
+        does: registering the same jobs at every start must not pause again a task an
+        operator resumed.
 
         ``check_arguments=False`` skips the check that ``action`` takes its arguments
         (:func:`~lldsched.core.calls.check_call`): for a definition another
@@ -353,7 +355,9 @@ class SchedulerCore(
             fit_flight(task)
         if self.tasks.setdefault(task_id, task) is not task:  # one lookup in a big dict
             raise ValidationError(f"id generator returned {task_id!r}, which is already registered")
-        if self._store is not None:
+        if paused:  # off the common path (the one test of paused it had before, moved)
+            return self._add_paused(task, now=now)
+        if self._store is not None:  # _first_write, inlined (the registration hot path)
             try:  # written through before it is queued or published
                 self._store.save(self._snapshot(task))
             except BaseException:
@@ -364,9 +368,35 @@ class SchedulerCore(
         self._queue.push(task, first)  # next_run_at is first already
         if self.emit is not None:
             self.emit(TaskEvent(task_id, name, None, SCHEDULED, now))
-        if paused:
-            self.pause(task_id)
         return task
+
+    def _add_paused(self, task: ScheduledTask, *, now: float) -> ScheduledTask:
+        """The end of :meth:`add` for a new ``task`` registered paused: held by the pause
+        rule (:meth:`~lldsched.core.control.StatusVerbs._hold`) before its first write,
+        so the store never holds it SCHEDULED (on a shared store another process
+        following it between a SCHEDULED write and a PAUSED one claimed and ran it);
+        never queued.  One store write, two events: its registration, then its pause."""
+        held = self._hold(task)
+        assert held is not None  # a new task is SCHEDULED, and waits for nothing yet
+        previous, _ = held
+        self._first_write(task)
+        if task.depends_on:
+            self._dependencies().link(task)
+        if self.emit is not None:
+            self.emit(TaskEvent(task.id, task.name, None, previous, now))
+            self.emit(TaskEvent(task.id, task.name, previous, task.status, now))
+        return task
+
+    def _first_write(self, task: ScheduledTask) -> None:
+        """Write a task being registered through the store, before it is queued or
+        published: a failed save registers nothing (it leaves the registry, and the
+        error is raised)."""
+        if self._store is not None:
+            try:
+                self._store.save(self._snapshot(task))
+            except BaseException:
+                del self.tasks[task.id]
+                raise
 
     # -- internals -------------------------------------------------------------------------
 

@@ -98,7 +98,8 @@ class Registering(SchedulerParts):
 
         ``paused=True`` registers a new task paused (APScheduler's
         ``next_run_time=None``): nothing runs until :meth:`resume`, not even a first run
-        due at once, since registration and pause happen under one hold of the lock.  A
+        due at once, here or in another process on a shared store, since the task is
+        held before it is queued or written (the store never has it SCHEDULED).  A
         task that existed keeps its status (see
         :meth:`SchedulerCore.add <lldsched.core.machine.SchedulerCore.add>`).
 
