@@ -357,12 +357,8 @@ class SchedulerCore(
             raise ValidationError(f"id generator returned {task_id!r}, which is already registered")
         if paused:  # off the common path (the one test of paused it had before, moved)
             return self._add_paused(task, now=now)
-        if self._store is not None:  # _first_write, inlined (the registration hot path)
-            try:  # written through before it is queued or published
-                self._store.save(self._snapshot(task))
-            except BaseException:
-                del self.tasks[task_id]  # a failed save registers nothing
-                raise
+        if self._store is not None:  # tested here: no call without a store
+            self._first_write(task, store=self._store)
         if upstreams:
             self._dependencies().link(task)
         self._queue.push(task, first)  # next_run_at is first already
@@ -379,7 +375,8 @@ class SchedulerCore(
         held = self._hold(task)
         assert held is not None  # a new task is SCHEDULED, and waits for nothing yet
         previous, _ = held
-        self._first_write(task)
+        if self._store is not None:
+            self._first_write(task, store=self._store)
         if task.depends_on:
             self._dependencies().link(task)
         if self.emit is not None:
@@ -387,16 +384,15 @@ class SchedulerCore(
             self.emit(TaskEvent(task.id, task.name, previous, task.status, now))
         return task
 
-    def _first_write(self, task: ScheduledTask) -> None:
-        """Write a task being registered through the store, before it is queued or
-        published: a failed save registers nothing (it leaves the registry, and the
-        error is raised)."""
-        if self._store is not None:
-            try:
-                self._store.save(self._snapshot(task))
-            except BaseException:
-                del self.tasks[task.id]
-                raise
+    def _first_write(self, task: ScheduledTask, *, store: TaskStore) -> None:
+        """Write a task being registered through ``store``, before it is queued or
+        published: a failed save registers nothing (it leaves the registry, and the error
+        is raised).  The one home of that rule for both ends of :meth:`add`."""
+        try:
+            store.save(self._snapshot(task))
+        except BaseException:
+            del self.tasks[task.id]
+            raise
 
     # -- internals -------------------------------------------------------------------------
 
