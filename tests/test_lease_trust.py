@@ -8,6 +8,11 @@ feed was slow (here: held by the test for more than ``lease / 6``) keep its run'
 down past the store's expiry, while another process could take the run over.  Both
 clocks are fakes: the scheduler's (the store's expiry) and the one leases are trusted by
 (``time.monotonic`` in production), moved by the test.
+
+Also here: a step of the scheduler's wall clock (``JumpingClock``), forward with the
+renewals failing (the flag goes up ``lease / 6`` before the expiry by the moved clock)
+and back (renewed at once, no flag), and a claim the worker refuses for want of trust
+(released, and claimed again before its expiry).
 """
 
 from __future__ import annotations
