@@ -8,26 +8,35 @@ feed was slow (here: held by the test for more than ``lease / 6``) keep its run'
 down past the store's expiry, while another process could take the run over.  Both
 clocks are fakes: the scheduler's (the store's expiry) and the one leases are trusted by
 (``time.monotonic`` in production), moved by the test.
+
+Also here: a step of the scheduler's wall clock (``JumpingClock``), forward with the
+renewals failing (the flag goes up ``lease / 6`` before the expiry by the moved clock)
+and back (renewed at once, no flag), and a claim the worker refuses for want of trust
+(released, and claimed again before its expiry).
 """
 
 from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 import pytest
 
 from lldsched import FakeClock, OneTime, Scheduler, SqliteTaskStore
+from lldsched.core.context import RunContext
+from lldsched.errors import StoreError
 from lldsched.threaded import shared
 from lldsched.threaded.leasewatch import renewal_every, trusted_for
 from tests import cluster_jobs
+from tests.test_recovery import HOUR, JumpingClock
 from tests.waits import wait_until
 
 LEASE = 30.0
 START = 1000.0
 FEED_TOOK = renewal_every(LEASE) / 2 + 1.0  # more than lease / 6 between reading and claim
+JUMP = 20.0  # a forward step of the wall clock: more than lease / 6, less than the trust
 
 
 class HeldFeed(SqliteTaskStore):
@@ -56,6 +65,13 @@ def trust(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     clock = FakeClock(START)
     monkeypatch.setattr(shared, "MONOTONIC", clock)
     return clock
+
+
+@pytest.fixture(autouse=True)
+def seen_afresh() -> None:
+    """cluster_jobs.seen emptied of what an earlier test's runs told it."""
+    while not cluster_jobs.seen.empty():
+        cluster_jobs.seen.get_nowait()
 
 
 @pytest.fixture
@@ -109,4 +125,155 @@ def test_a_claim_is_trusted_from_the_reading_its_expiry_counts_from_not_after_th
             assert other.records(task_id) == []
         finally:
             cluster_jobs.gate.set()
+            scheduler.shutdown()
+
+
+# -- a forward (or backward) step of the wall clock -------------------------------------
+
+
+class Unrenewable(SqliteTaskStore):
+    """A shared store whose renewals fail while ``down`` is set (the file busy, a disk
+    gone): the claims it made stand in the file until their expiry."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, shared=True, lease=LEASE)
+        self.down = threading.Event()
+
+    def renew(self, *, tokens: Collection[int], now: float) -> set[int]:
+        if self.down.is_set():
+            raise StoreError("renewal refused by the test")
+        return super().renew(tokens=tokens, now=now)
+
+
+def test_a_forward_jump_of_the_wall_clock_shortens_the_trust_by_the_jump(
+    tmp_path: Path, trust: FakeClock, gate: None
+) -> None:
+    """SQLite's expiry is a wall-clock instant: a step of the host's clock forward by
+    ``JUMP`` brings it ``JUMP`` closer in real time, for every process on the host, while
+    the holder's trust counts ``time.monotonic``.  The renewals failing, the flag must go
+    up ``lease / 6`` before the store's expiry by the moved clock: ``JUMP`` sooner."""
+    path = tmp_path / "tasks.db"
+    wall = JumpingClock(START)  # the scheduler's, with a monotonic side: a jump is seen
+    task_id = "held-across-a-jump"
+    store = Unrenewable(path)
+    with store, SqliteTaskStore(path, shared=True, lease=LEASE) as other:
+        scheduler = Scheduler(workers=1, store=store, clock=wall)
+        scheduler.schedule(task_id, cluster_jobs.held_past_its_lease, OneTime(START), id=task_id)
+        scheduler.start()
+        try:
+            _, token, _, _ = cluster_jobs.seen.get(timeout=10)  # the run started
+            (lease,) = other.leases()
+            assert (lease.token, lease.expires_at) == (token, START + LEASE)
+            store.down.set()  # no renewal succeeds from now on
+            wall.parked.clear()
+            wall.jump(JUMP)  # the store's expiry is LEASE - JUMP away now, real time
+            assert wall.parked.wait(10), "the timer never looked at the clock after the jump"
+            trust.set(START + trusted_for(LEASE) - JUMP)  # lease / 6 before that expiry
+            try:
+                seen = cluster_jobs.seen.get(timeout=10)
+            except queue.Empty:
+                pytest.fail(
+                    f"no flag {renewal_every(LEASE) / 2} s before the store's expiry: the "
+                    f"trust was not shortened by the wall clock's jump of {JUMP} s"
+                )
+            assert seen == (task_id, token, True, "lease")
+
+            # At the expiry by the moved clock another process takes the run over; the late
+            # settle of the flagged run is refused.
+            (takeover,) = other.claim(now=lease.expires_at, limit=1)
+            assert (takeover.task_id, takeover.taken_over) == (task_id, True)
+            cluster_jobs.gate.set()
+            wait_until(lambda: store.rejected == 1, timeout=10, what="the late settle refused")
+        finally:
+            cluster_jobs.gate.set()
+            scheduler.shutdown()
+
+
+def test_a_backward_jump_of_the_wall_clock_renews_the_leases_at_once(
+    tmp_path: Path, trust: FakeClock
+) -> None:
+    """The renewal is due on the scheduler's clock (the one SQLite's expiry is on): set
+    back an hour, it waited an hour while the trust (monotonic) ran out after
+    ``trusted_for(lease)``, and every run in flight had its flag raised on a lease no one
+    could take.  A jump either way renews at once, from the moved clock."""
+    path = tmp_path / "tasks.db"
+    wall = JumpingClock(START + HOUR)
+    task_id = "held-across-a-jump-back"
+    cluster_jobs.released.clear()
+    with (
+        SqliteTaskStore(path, shared=True, lease=LEASE) as store,
+        SqliteTaskStore(path, shared=True, lease=LEASE) as other,
+    ):
+        scheduler = Scheduler(workers=1, store=store, clock=wall)
+        scheduler.schedule(
+            task_id, cluster_jobs.held_until_released, OneTime(START + HOUR), id=task_id
+        )
+        scheduler.start()
+        try:
+            _, token, _, _ = cluster_jobs.seen.get(timeout=10)  # the run started
+            assert other.leases()[0].expires_at == START + HOUR + LEASE
+            trust.set(START + renewal_every(LEASE) * 2)  # the wall clock stood: no renewal
+            wall.parked.clear()
+            wall.jump(-HOUR)
+            assert wall.parked.wait(10), "the timer never looked at the clock after the jump"
+            assert other.leases()[0].expires_at == START + LEASE  # renewed from the moved clock
+            trust.set(START + trusted_for(LEASE))  # the renewal at the jump vouches on
+            cluster_jobs.released.set()
+            assert cluster_jobs.seen.get(timeout=10) == (task_id, token, False, None)  # no flag
+        finally:
+            cluster_jobs.released.set()
+            scheduler.shutdown()
+
+
+# -- a claim not begun ------------------------------------------------------------------
+
+began: queue.Queue[tuple[str, int | None]] = queue.Queue()
+"""What :func:`note_token` saw: (task id, token), one per run."""
+
+
+def note_token(ctx: RunContext) -> None:
+    began.put((ctx.task_id, ctx.fencing_token))
+
+
+def test_a_claim_not_begun_for_want_of_trust_is_handed_back_at_once(
+    tmp_path: Path, trust: FakeClock
+) -> None:
+    """A claim waits in the hand-off queue behind a run that outlives the trust; the worker
+    then refuses to begin it.  It is released at once, not left to block its task until
+    its lease expires (the scheduler's clock never reaches that expiry here)."""
+    path = tmp_path / "tasks.db"
+    wall = FakeClock(START)
+    cluster_jobs.released.clear()
+    with (
+        SqliteTaskStore(path, shared=True, lease=LEASE) as store,
+        SqliteTaskStore(path, shared=True, lease=LEASE) as other,
+    ):
+        scheduler = Scheduler(workers=1, store=store, clock=wall)
+        scheduler.schedule("busy", cluster_jobs.held_until_released, OneTime(START), id="busy")
+        scheduler.schedule("queued", note_token, OneTime(START + 1), id="queued")
+        try:
+            scheduler.start()
+            assert cluster_jobs.seen.get(timeout=10)[0] == "busy"  # the one worker is held
+            wall.set(START + 1)  # "queued" claimed, waiting for the worker
+            wait_until(
+                lambda: "queued" in {lease.task_id for lease in other.leases()},
+                timeout=10,
+                what="the claim of 'queued'",
+            )
+            (first,) = [lease.token for lease in other.leases() if lease.task_id == "queued"]
+            trust.set(START + trusted_for(LEASE))  # no renewal (the wall stands): trust out
+            cluster_jobs.released.set()  # the worker is free: it does not begin "queued"
+            assert cluster_jobs.seen.get(timeout=10)[0] == "busy"  # it ended
+            wait_until(
+                lambda: "queued" not in {lease.task_id for lease in other.leases()},
+                timeout=10,
+                what="the claim of 'queued', not begun, released before its expiry "
+                f"{START + 1 + LEASE}",
+            )
+            wall.advance(1.0)  # the timer's next wake (every `poll` on a real clock)
+            task_id, token = began.get(timeout=10)  # claimed again here, and begun
+            assert task_id == "queued"
+            assert token is not None and token > first  # claimed again, after the release
+        finally:
+            cluster_jobs.released.set()
             scheduler.shutdown()

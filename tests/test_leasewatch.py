@@ -58,3 +58,17 @@ def test_a_run_discarded_before_the_deadline_is_not_flagged() -> None:
     wait_until(watch_thread_ended, timeout=5, what="the watch to end with nothing to watch")
     clock.advance(100.0)
     assert not run.cancelled
+
+
+def test_a_cut_brings_the_flags_forward_by_its_seconds() -> None:
+    clock = FakeClock(1000.0)
+    watch = LeaseWatch(clock, lease=LEASE, name="test-lease-watch")
+    cut = context(1)
+    watch.renewed(1000.0)  # trusted until 1025
+    watch.add(1, cut)
+    watch.cut(20.0)  # a forward step of the wall clock: until 1005
+    clock.advance(4.5)
+    assert not cut.lease_lost
+    clock.advance(0.5)  # 1005
+    wait_until(lambda: cut.lease_lost, timeout=5, what="the flag 20 s sooner")
+    wait_until(watch_thread_ended, timeout=5, what="the watch to end with nothing to watch")

@@ -10,6 +10,8 @@ read for the ``now`` it passed (:meth:`Coordinator.looked
 expiry from that ``now``, not from the statement.  Past that without another renewal
 succeeding, the process counts its leases lost: each run in flight has its flag raised
 (``ctx.lease_lost``), at least ``lease / 6`` before another process can take it over.
+A forward step of the wall clock, which a shared SQLite store's expiries are instants
+of, brings them closer by the step: the trust is cut by as much (:meth:`LeaseWatch.cut`).
 
 Why a thread of its own: the timer renews, and the timer can be held up by the very
 outage that stops the renewals (a store call waiting for a silent network, bounded
@@ -82,6 +84,15 @@ class LeaseWatch:
         with self._condition:
             if self._until is None or until > self._until:
                 self._until = until
+                self._condition.notify()
+
+    def cut(self, seconds: float) -> None:
+        """The store's expiries came ``seconds`` closer than the renewals said (a forward
+        step of the wall clock a shared SQLite store counts them on): trusted that much
+        less."""
+        with self._condition:
+            if self._until is not None:
+                self._until -= seconds
                 self._condition.notify()
 
     def add(self, token: int, context: RunContext) -> None:

@@ -26,7 +26,9 @@ What the timer does with it, at every wake:
 How long a renewal vouches for the leases is :mod:`lldsched.threaded.leasewatch`'s
 rule; its :class:`~lldsched.threaded.leasewatch.LeaseWatch` raises the runs' flags once
 none does, on a thread of its own (the timer may be held in a store call by the outage).
-A claim handed out but not begun by then is not begun.
+A claim handed out but not begun by then is not begun, and is released at once.  A
+wall-clock jump the timer sees renews the leases at that wake; forward, it first cuts
+their trust by the jump (:meth:`Coordinator.clock_jumped`).
 
 Once ``shutdown()`` has stopped the timer, the runs it waits for still hold leases:
 :func:`leases_kept` renews them on a thread of its own until they are done, so no
@@ -129,7 +131,7 @@ class Coordinator:
         keeps per task)."""
         if self._renew_at is not None and now >= self._renew_at:
             self._renew(now, looked)
-        return self.sync()
+        return self.sync(now)
 
     def _failed(self, error: Exception, kind: str, doing: str | None = None) -> None:
         """A call of ``kind`` failed (``doing``: what, if more than its kind): logged by
@@ -145,15 +147,16 @@ class Coordinator:
         if writes is not None and writes.outage is not None:
             writes.succeeded(kind)
 
-    def sync(self) -> list[ScheduledTask]:
+    def sync(self, now: float) -> list[ScheduledTask]:
         """Apply what other processes wrote since the last call (one cheap check when
-        nothing changed); the tasks touched."""
+        nothing changed); the tasks touched.  ``now``: the scheduler's clock, the claims'
+        (a shared SQLite store judges the feed's leases live by it)."""
         store = self.store
         try:
             if not store.changed():
                 self._succeeded("read of the change feed")
                 return []
-            changes = store.changes()
+            changes = store.changes(now=now)
         except StoreError as exc:  # tried again at the next wake
             self._failed(exc, "read of the change feed")
             return []
@@ -195,7 +198,7 @@ class Coordinator:
                 )
             entry = claimed_entry(self._core, claim)
             if entry is None and claim.task_id not in self._core.tasks:
-                self.sync()  # registered elsewhere after the last sync
+                self.sync(now)  # registered elsewhere after the last sync
                 entry = claimed_entry(self._core, claim)
             if entry is None:  # paused or cancelled here meanwhile: give it back
                 self._release(claim.task_id, claim.token)
@@ -212,10 +215,27 @@ class Coordinator:
             self._watch.renewed(looked)
         return entries
 
-    def clock_jumped(self, now: float) -> None:
-        """The wall clock jumped forward to ``now``: the slots it jumped over passed while
-        this process was not there, as during downtime (their claims meet the policy)."""
-        self._since = max(self._since, now)
+    def clock_jumped(self, jump: float, now: float) -> None:
+        """The wall clock jumped by ``jump`` seconds, to ``now`` (the timer saw it at this
+        wake, before :meth:`tick`).
+
+        The leases are renewed at this wake, either way: the renewal is due on this clock,
+        the one a shared SQLite store's expiries are on, so set back it would wait for the
+        jump while the trust (``time.monotonic``) ran out and raised every run's flag on
+        leases no one could take.  Forward, the store's expiries came ``jump`` seconds
+        closer in real time, for every process of the host, while their holder's trust
+        did not: it is cut by ``jump`` first (so a renewal that then fails leaves the runs
+        flagged ``lease / 6`` before the store's expiry as it is now, or at once), and the
+        slots the jump passed were passed while this process was not there, as during
+        downtime (their claims meet the policy).  On PostgreSQL (expiry on the server's
+        clock) the cut errs early at worst: with a client's clock stepped alone, flags go
+        up on leases still good only if the renewal at this wake fails."""
+        if self._renew_at is not None:
+            self._renew_at = now
+        if jump > 0:
+            self._since = max(self._since, now)
+            self._renewed -= jump
+            self._watch.cut(jump)
 
     def wake(self, now: float, wake: float | None) -> float:
         """The instant to wake by: ``wake``, the renewal, and at most ``poll`` from now."""
@@ -231,11 +251,13 @@ class Coordinator:
         claim = self._pending.pop(entry[3], None)
         if claim is None:  # its lease was lost before a worker took it: not ours to run
             return None
-        if self._trust.now() - self._renewed >= self._trusted:
-            return None  # no renewal vouches for its lease any more: not ours to begin
-        run = self._core.begin(entry, worker, token=claim.token)
-        if run is None:
+        if self._trust.now() - self._renewed < self._trusted:
+            run = self._core.begin(entry, worker, token=claim.token)
+        else:  # no renewal vouches for its lease any more: not ours to begin
+            run = None
+        if run is None:  # handed back now, not left to block its task until it expires
             self._release(claim.task_id, claim.token)
+            self._held_none()
         else:
             self._running[claim.token] = (claim.task_id, run.context)
             if run.context is not None:
@@ -247,8 +269,14 @@ class Coordinator:
         if run.token is not None:
             self._running.pop(run.token, None)
             self._watch.discard(run.token)
-            if not self._running and not self._pending:
+            if not self._running and not self._pending:  # _held_none, inline: the run path
                 self._renew_at = None
+
+    def _held_none(self) -> None:
+        """Nothing held any more: no renewal due, and the next claim starts the trust's
+        count again (from its own reading).  :meth:`done` inlines it."""
+        if not self._running and not self._pending:
+            self._renew_at = None
 
     def flush(self, *, lock: contextlib.AbstractContextManager[object]) -> None:
         """Have the store write the settles it holds back for a batch; a failure is
@@ -316,8 +344,7 @@ class Coordinator:
         for task_id, claim in list(self._pending.items()):
             if claim.token not in kept:
                 del self._pending[task_id]
-        if not self._running and not self._pending:
-            self._renew_at = None  # nothing held: the next claim starts the count again
+        self._held_none()
 
     def _misfire(self, claim: Claim, entry: Entry, now: float) -> Entry | None:
         """The claimed slot, due before this process was there to claim it, meets its

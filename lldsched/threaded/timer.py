@@ -34,11 +34,12 @@ reading and two comparisons with numbers kept ready in
 timer claims what runs from the store instead of popping the heap (the heap
 stays, as the hint of when to wake), renews its leases as one more deadline,
 and applies other processes' changes at every wake, at least every ``poll``
-seconds (:class:`~lldsched.threaded.shared.Coordinator`).  A forward jump there
-re-evaluates nothing at once: it marks the slots jumped over as passed while this
-process was not there, and whichever process claims one applies the misfire policy
+seconds (:class:`~lldsched.threaded.shared.Coordinator`).  A jump there renews the
+leases held at once, and re-evaluates no due instant: forward, it cuts the leases'
+trust by the jump and marks the slots jumped over as passed while this process was
+not there, and whichever process claims one applies the misfire policy
 (:meth:`Coordinator.clock_jumped <lldsched.threaded.shared.Coordinator.clock_jumped>`);
-a backward jump is only logged (the rows keep their due instants).
+backward, the rows keep their due instants.
 """
 
 from __future__ import annotations
@@ -179,11 +180,12 @@ class TimerThread(SchedulerParts):
         if coordinator is None:
             after_clock_jump(self._core, jump, now)
             done = "the due times re-evaluated"
-        elif jump > 0:  # shared: whoever claims a jumped-over slot decides
-            coordinator.clock_jumped(now)
-            done = "the slots it passed are decided as they are claimed"
-        else:
-            done = "the shared rows keep their due times"
+        else:  # shared: leases renewed now; whoever claims a jumped-over slot decides
+            coordinator.clock_jumped(jump, now)
+            if jump > 0:
+                done = "the slots it passed are decided as they are claimed"
+            else:
+                done = "the shared rows keep their due times"
         log.warning("the wall clock jumped by %+.3f s: %s", jump, done)
 
     def _hand_out(self, batch: list[Entry]) -> None:
