@@ -359,14 +359,11 @@ class CoordinatedStore(HistoryStore, Protocol):
         cannot be written."""
         ...
 
-    def changes(self, *, now: float | None = None) -> list[Change]:
+    def changes(self) -> list[Change]:
         """Every task row written by *another* process (or by a settle of this one that
         a concurrent control verb overrode) since the previous call, oldest first;
         each change at least once.  The first call returns nothing: the rows as they
-        were at open are what :meth:`load_all` gave.  ``now`` is the instant a lease is
-        judged live at (:attr:`Change.leased`) on a store whose expiries are the
-        claimers' instants, as :meth:`claim`'s (None: the host's clock, ``time.time()``);
-        a store that keeps expiry on its own clock ignores it."""
+        were at open are what :meth:`load_all` gave."""
         ...
 
     def changed(self) -> bool:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import sqlite3
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -214,30 +213,6 @@ def test_the_feed_shows_the_other_stores_writes_and_removals_not_its_own(
     assert changes[0].snapshot is not None and changes[0].snapshot.status is TaskStatus.PAUSED
     assert first.changes() == []  # its own writes
     assert not second.changed()
-
-
-def test_the_feed_judges_another_process_s_lease_on_the_claims_clock(
-    pair: tuple[SqliteTaskStore, SqliteTaskStore],
-) -> None:
-    """``Change.leased`` compares the lease's expiry with the ``now`` the feed is given, the
-    scheduler's clock that the claim's expiry counts from, not the host's ``time.time()``:
-    a claim at ``T0`` (a fake clock's instant, ahead of the host's) is live until its own
-    expiry, and expired from it on, though the host's clock has not reached it."""
-    first, second = pair
-    assert second.changes() == []
-    (claim,) = first.claim(now=T0, limit=1)
-    assert claim.expires_at == T0 + 10 > time.time()
-    snapshot = first.get(claim.task_id)
-    assert snapshot is not None
-    first.save(snapshot._replace(status=TaskStatus.PAUSED))  # a write while the run is out
-    (change,) = second.changes(now=T0 + 5)
-    assert (change.task_id, change.leased) == (claim.task_id, True)
-    first.save(snapshot)
-    (change,) = second.changes(now=T0 + 10)
-    assert (change.task_id, change.leased) == (claim.task_id, False)  # expired at T0 + 10
-    first.save(snapshot._replace(status=TaskStatus.PAUSED))
-    (change,) = second.changes()  # no clock given: the host's, before the expiry
-    assert change.leased
 
 
 def test_removals_are_trimmed_once_behind_a_cursor_read_long_enough_ago(

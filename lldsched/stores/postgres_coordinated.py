@@ -259,10 +259,9 @@ class PostgresCoordination:
             if held in tokens:
                 del self._held[task_id]
 
-    def changes(self, *, now: float | None = None) -> list[Change]:
+    def changes(self) -> list[Change]:
         """Rows (and removals) written by other nodes since the previous call, oldest
-        first, each at least once; one statement (one snapshot).  A lease is judged live
-        on the database's clock, the one its expiry is on (``now`` is not used).
+        first, each at least once; one statement (one snapshot).
 
         The horizon read (the oldest transaction then in flight) is this feed's cursor
         for :mod:`lldsched.stores.removals`: every removal below it had committed by

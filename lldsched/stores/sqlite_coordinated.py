@@ -18,7 +18,6 @@ import contextlib
 import logging
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -179,14 +178,13 @@ class CoordinatedMethods:
                 self._counts[task_id] = count
             self._wrote(shared, snapshot, version)
 
-    def changes(self, *, now: float | None = None) -> list[Change]:
+    def changes(self) -> list[Change]:
         """Task rows other processes wrote since the last call, oldest first (see
-        :meth:`CoordinatedStore.changes <lldsched.persistence.CoordinatedStore.changes>`;
-        ``now``: the claims' clock, which the leases' expiry is on, ``time.time()`` if
-        None).  A row whose definition no longer imports here is logged and left out."""
+        :meth:`CoordinatedStore.changes <lldsched.persistence.CoordinatedStore.changes>`).
+        A row whose definition no longer imports here is logged and left out."""
         with self._using("read the change feed") as connection:
             shared = self._coordinated()
-            rows, removed = shared.changed_rows(connection, now=time.time() if now is None else now)
+            rows, removed = shared.changed_rows(connection)
         found: list[Change] = [Change(task_id, version, None) for version, task_id in removed]
         for task_id, version, definition, status, *state, leased in rows:
             try:

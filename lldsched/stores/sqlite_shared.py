@@ -42,6 +42,7 @@ import os
 import secrets
 import socket
 import sqlite3
+import time
 from collections.abc import Collection
 from typing import Any
 
@@ -250,15 +251,11 @@ class SharedState:
         owed to the feed)."""
         return bool(self.refetch) or _data_version(connection) != self.data_version
 
-    def changed_rows(
-        self, connection: sqlite3.Connection, *, now: float
-    ) -> tuple[list[Any], list[Any]]:
+    def changed_rows(self, connection: sqlite3.Connection) -> tuple[list[Any], list[Any]]:
         """The raw rows of the feed since the cursor, and the removals; moves the cursor
-        and the versions seen.  A row's last column says whether another node holds a
-        lease on it that expires after ``now``: the clock its claims and renewals were
-        given, which the expiries are instants of.  Decoding is the caller's (outside
-        the lock)."""
+        and the versions seen.  Decoding is the caller's (outside the lock)."""
         self.data_version = _data_version(connection)
+        now = time.time()  # the host's clock: every process on one SQLite file shares it
         rows = connection.execute(_CHANGED_ROWS, (self.cursor, self.node, now)).fetchall()
         removed = connection.execute(
             "SELECT version, task_id FROM removed WHERE version > ? ORDER BY version",

@@ -184,7 +184,7 @@ class ControlVerbs(SchedulerParts):
         """Shared mode: apply what other processes wrote before a verb changes a task, so
         the row this process writes starts from the latest one (under the lock)."""
         if self._coordinator is not None:
-            self._followed(self._coordinator.sync(self._clock.now()))
+            self._followed(self._coordinator.sync())
 
     def _followed(self, tasks: list[ScheduledTask]) -> None:
         """Tasks another process changed: keep the loop-task ids, and stop the running

@@ -131,7 +131,7 @@ class Coordinator:
         keeps per task)."""
         if self._renew_at is not None and now >= self._renew_at:
             self._renew(now, looked)
-        return self.sync(now)
+        return self.sync()
 
     def _failed(self, error: Exception, kind: str, doing: str | None = None) -> None:
         """A call of ``kind`` failed (``doing``: what, if more than its kind): logged by
@@ -147,16 +147,15 @@ class Coordinator:
         if writes is not None and writes.outage is not None:
             writes.succeeded(kind)
 
-    def sync(self, now: float) -> list[ScheduledTask]:
+    def sync(self) -> list[ScheduledTask]:
         """Apply what other processes wrote since the last call (one cheap check when
-        nothing changed); the tasks touched.  ``now``: the scheduler's clock, the claims'
-        (a shared SQLite store judges the feed's leases live by it)."""
+        nothing changed); the tasks touched."""
         store = self.store
         try:
             if not store.changed():
                 self._succeeded("read of the change feed")
                 return []
-            changes = store.changes(now=now)
+            changes = store.changes()
         except StoreError as exc:  # tried again at the next wake
             self._failed(exc, "read of the change feed")
             return []
@@ -198,7 +197,7 @@ class Coordinator:
                 )
             entry = claimed_entry(self._core, claim)
             if entry is None and claim.task_id not in self._core.tasks:
-                self.sync(now)  # registered elsewhere after the last sync
+                self.sync()  # registered elsewhere after the last sync
                 entry = claimed_entry(self._core, claim)
             if entry is None:  # paused or cancelled here meanwhile: give it back
                 self._release(claim.task_id, claim.token)
