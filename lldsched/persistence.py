@@ -223,7 +223,9 @@ class Change(NamedTuple):
     ``snapshot`` is the row as it is now, or ``None`` when the task was removed.
     ``leased`` is True while another process holds a lease on it (its run is in
     flight there): the row's status then says what follows that run, not that
-    the task is free.  ``version`` only ever grows for one task.
+    the task is free; judged on the host's clock (docs/DECISIONS.md, "The change
+    feed's lease flag stays judged on the host's clock").  ``version`` only
+    ever grows for one task.
     """
 
     task_id: str
