@@ -47,6 +47,14 @@ def test_the_default_zone_is_utc_and_a_start_with_an_offset_is_respected(
     ]
 
 
+def test_one_fire_is_said_in_the_singular() -> None:
+    lines = cron_report("@daily", n=1, start="2026-03-27T10:00")
+    assert lines[2:] == [
+        "next fire time after 2026-03-27 10:00 UTC:",
+        "  Sat 2026-03-28 00:00 UTC  = 2026-03-28 00:00 UTC",
+    ]
+
+
 def test_without_a_start_the_fires_follow_now(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "* * * * *")
     assert code == 0

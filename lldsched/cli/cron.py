@@ -64,7 +64,7 @@ def cron_report(expr: str, *, tz: str = "UTC", n: int = 5, start: str | None = N
     lines = [
         f"{expr}  ({schedule.tz})",
         explain(schedule.fields),  # the zone is on the line above
-        f"next {n} fire times after {begin.strftime(after)}:",
+        f"next {'fire time' if n == 1 else f'{n} fire times'} after {begin.strftime(after)}:",
     ]
     lines += [f"  {f.strftime(local):<{width}}  = {f.astimezone(UTC).strftime(utc)}" for f in fires]
     if len(fires) < n:
