@@ -85,13 +85,13 @@ def command_lines() -> Iterator[tuple[str, str, bool]]:
     with ``\\`` joined to the next), the notebooks' markdown (the ``# `` comment lines
     of ``notebooks/src/*.py``) and the usage lines of the benchmarks' and tools' module
     docstrings (commands to copy, as a shell block's are)."""
-    pending = ""
+    pending, first = "", ""
     for where, line, fenced in lines():
         if fenced and line.rstrip().endswith("\\"):
-            pending += line.rstrip()[:-1] + " "
+            pending, first = pending + line.rstrip()[:-1] + " ", first or where
             continue
-        yield where, pending + line, fenced
-        pending = ""
+        yield first or where, pending + line, fenced
+        pending, first = "", ""
     for path in sorted((ROOT / "notebooks" / "src").glob("*.py")):
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if line.startswith("# "):
