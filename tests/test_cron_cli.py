@@ -47,6 +47,25 @@ def test_the_default_zone_is_utc_and_a_start_with_an_offset_is_respected(
     ]
 
 
+def test_one_fire_is_said_in_the_singular() -> None:
+    lines = cron_report("@daily", n=1, start="2026-03-27T10:00")
+    assert lines[2:] == [
+        "next fire time after 2026-03-27 10:00 UTC:",
+        "  Sat 2026-03-28 00:00 UTC  = 2026-03-28 00:00 UTC",
+    ]
+
+
+def test_a_start_in_a_spring_forward_gap_is_shown_as_the_instant_it_is_read_as() -> None:
+    """02:30 on 29 March does not exist in Berlin; read with fold=0 (CRON.md), it is
+    01:30 UTC, 03:30 CEST: the header says that, and the 03:00 fire before it is not
+    listed."""
+    lines = cron_report("0 3 * * *", tz="Europe/Berlin", n=1, start="2026-03-29T02:30")
+    assert lines[2:] == [
+        "next fire time after 2026-03-29 03:30 CEST:",
+        "  Mon 2026-03-30 03:00 CEST  = 2026-03-30 01:00 UTC",
+    ]
+
+
 def test_without_a_start_the_fires_follow_now(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "* * * * *")
     assert code == 0

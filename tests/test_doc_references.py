@@ -11,11 +11,22 @@ names and commands it gives are not):
   ``registration.validated``, ``threaded/pool.MAX_WORKERS``) names one that exists;
 * every ``lldsched/x/y.py:Name.attribute`` in backticks (docs/ARCHITECTURE.md's walk
   through one run) names what that file defines;
-* every ``make X`` is a target of the Makefile;
-* every ``python -m lldsched ...`` command names a subcommand and options it has, and
-  one in a shell block parses in full (with the CLI's own parser, nothing is run);
-* every ``benchmarks/X.py ARGS`` command gives arguments the script takes (its
-  argparse parser, or the modes of its ``SIZES``; nothing is run);
+* the commands they give, and those of the notebooks' markdown (``notebooks/src``) and
+  of the benchmarks' and tools' usage docstrings:
+
+  * every ``make X [VAR=...]`` is a target of the Makefile, and VAR one of its variables;
+  * every ``python -m lldsched ...`` (or ``lldsched cron ...``, the installed script)
+    names a subcommand and options it has; one given in full (in a shell block, or in
+    prose unless it is a mention such as ``lab <decision>`` or ``cron -n``) parses with
+    the CLI's own parser, and a ``cron`` one runs, a ``simulate`` one passes the checks
+    made before simulating (nothing is simulated);
+  * every ``benchmarks/X.py ARGS`` or ``tools/X.py ARGS`` command (``X.py ARGS`` when
+    one of the two folders has it) gives arguments the script takes (its argparse
+    parser, the modes of its ``SIZES``, or the flags its source tests; nothing is run)
+    and files that exist;
+  * every ``python -m tests.X`` or ``python -m pytest`` command gives options the
+    module spells, or that pytest and tests/conftest.py define;
+  * every ``LLDSCHED_*`` variable named is read by the package, tests or benchmarks;
 * every relative link resolves, down to its ``#anchor``;
 * a section cited as ``docs/X.md, "Section"``, ``[X.md](X.md), "Section"`` or
   ``README, "Section"`` (in double or single quotes; here, in the package's source, the
@@ -34,10 +45,12 @@ from __future__ import annotations
 import argparse
 import ast
 import builtins
+import contextlib
 import functools
 import importlib
 import importlib.util
 import inspect
+import io
 import re
 import shlex
 import sys
@@ -65,6 +78,32 @@ def lines() -> Iterator[tuple[str, str, bool]]:
                 fenced = not fenced
                 continue
             yield f"{path.relative_to(ROOT)}:{number}", line, fenced
+
+
+def command_lines() -> Iterator[tuple[str, str, bool]]:
+    """Where commands are given: the lines of the documents (a shell line continued
+    with ``\\`` joined to the next), the notebooks' markdown (the ``# `` comment lines
+    of ``notebooks/src/*.py``) and the usage lines of the benchmarks' and tools' module
+    docstrings (commands to copy, as a shell block's are)."""
+    pending, first = "", ""
+    for where, line, fenced in lines():
+        if fenced and line.rstrip().endswith("\\"):
+            pending, first = pending + line.rstrip()[:-1] + " ", first or where
+            continue
+        yield first or where, pending + line, fenced
+        pending, first = "", ""
+    for path in sorted((ROOT / "notebooks" / "src").glob("*.py")):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if line.startswith("# "):
+                yield f"{path.relative_to(ROOT)}:{number}", line[2:], False
+    for path in [
+        *sorted((ROOT / "benchmarks").glob("*.py")),
+        *sorted((ROOT / "tools").glob("*.py")),
+    ]:
+        docstring = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+        for line in docstring.splitlines():
+            if re.match(r"\s+python3? ", line):
+                yield f"{path.relative_to(ROOT)} (docstring)", line.strip(), True
 
 
 def commands_of(line: str, fenced: bool) -> list[str]:
@@ -286,20 +325,31 @@ def test_every_function_named_by_its_file_is_defined_in_that_file() -> None:
 # --- make targets --------------------------------------------------------------------
 
 
+MAKE = re.compile(r"^make ([\w-]+)((?: +\w+=\S*)*)")
+
+
 def test_every_make_target_the_documents_mention_is_in_the_makefile() -> None:
-    targets = set(re.findall(r"^([\w-]+):", (ROOT / "Makefile").read_text(), flags=re.M))
-    missing = [
-        f"{where}: make {target}  | {line.strip()}"
-        for where, line, fenced in lines()
-        for target in re.findall(r"`make ([\w-]+)" if not fenced else r"^make ([\w-]+)", line)
-        if target not in targets
-    ]
+    """And each variable a ``make`` command sets (``make test PYTEST_WORKERS=0``) is one
+    the Makefile has."""
+    text = (ROOT / "Makefile").read_text()
+    targets = set(re.findall(r"^([\w-]+):", text, flags=re.M))
+    variables = set(re.findall(r"^(\w+)\s*[?:]?=", text, flags=re.M))
+    missing = []
+    for where, line, fenced in command_lines():
+        for match in (m for span in commands_of(line, fenced) for m in MAKE.finditer(span)):
+            target, settings = match.group(1), re.findall(r"(\w+)=", match.group(2))
+            unknown = [target] if target not in targets else []
+            unknown += [name for name in settings if name not in variables]
+            if unknown:
+                missing.append(f"{where}: make {unknown}  | {line.strip()}")
     assert not missing, stale(missing)
 
 
 # --- the command line ----------------------------------------------------------------
 
-CLI = re.compile(r"python -m lldsched ([^`#\n]*)")
+# ``python -m lldsched ARGS``, or the installed script: a span or shell line that starts
+# ``lldsched demo`` (``cron``, ...).
+CLI = re.compile(r"(?:python -m lldsched|^lldsched(?= +(?:demo|cron|simulate|lab)\b)) ([^`#\n]*)")
 
 
 def subcommands() -> dict[str, argparse.ArgumentParser]:
@@ -315,114 +365,276 @@ def options_of(parser: argparse.ArgumentParser) -> set[str]:
 
 def cli_commands() -> list[tuple[str, str, list[str], bool]]:
     found = []
-    for where, line, fenced in lines():
+    for where, line, fenced in command_lines():
         for match in (m for span in commands_of(line, fenced) for m in CLI.finditer(span)):
             found.append((where, line.strip(), shlex.split(match.group(1)), fenced))
     return found
 
 
-def test_the_documents_give_commands_of_the_command_line() -> None:
-    assert sum(fenced for *_, fenced in cli_commands()) >= 4
-
-
-def test_every_command_line_command_the_documents_give_parses() -> None:
+def parse_error(words: list[str]) -> str | None:
+    """What the CLI's parser says against ``words`` (None: they parse)."""
     from lldsched.cli import build_parser
 
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            build_parser().parse_args(words)
+    except SystemExit as exit:
+        return None if exit.code == 0 else err.getvalue().strip().splitlines()[-1]
+    return None
+
+
+def is_mention(words: list[str]) -> bool:
+    """A command named in prose rather than given to run: alternatives (``demo / cron``),
+    a placeholder (``lab <decision>``), a command without its arguments (``cron``) or an
+    option without its value (``cron -n``). Its names are checked, not its parse."""
+    if "/" in words or any(re.search(r"[<\[]", word) for word in words):
+        return True
+    return parse_error(words) is not None and (len(words) == 1 or words[-1].startswith("-"))
+
+
+def will_not_run(words: list[str]) -> str | None:
+    """Why a command given in full would fail: it does not parse, a ``cron`` one fails
+    when run (it prints in milliseconds), a ``simulate`` one is refused by the checks it
+    makes before simulating (:func:`lldsched.cli.simulate.refusal`; nothing simulated)."""
+    from lldsched.cli import build_parser, main
+    from lldsched.cli.simulate import refusal
+
+    if (error := parse_error(words)) is not None:
+        return error
+    if words[0] == "cron":
+        err = io.StringIO()
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            status = main(words)
+        return None if status == 0 else f"exit status {status}: {err.getvalue().strip()}"
+    if words[0] == "simulate":
+        return refusal(build_parser().parse_args(words))
+    return None
+
+
+def test_the_documents_give_commands_of_the_command_line() -> None:
+    assert sum(fenced for *_, fenced in cli_commands()) >= 4
+    given = {words[0] for _, _, words, _ in cli_commands() if not is_mention(words)}
+    assert given == set(subcommands()), "a command no document gives in full"
+
+
+def command_line_problems(words: list[str], fenced: bool) -> str | None:
     commands = subcommands()
-    wrong = []
-    for where, line, words, fenced in cli_commands():
-        if not words or words[0] not in commands:
-            wrong.append(f"{where}: no such command {words[:1]}  | {line}")
-            continue
-        unknown = [
-            w
-            for w in words
-            if w.startswith("-") and w.split("=")[0] not in options_of(commands[words[0]])
-        ]
-        if unknown:
-            wrong.append(f"{where}: {words[0]} has no option {unknown}  | {line}")
-        elif fenced:  # a command to copy: it must parse in full
-            try:
-                build_parser().parse_args(words)
-            except SystemExit:
-                wrong.append(f"{where}: does not parse  | {line}")
+    if not words or words[0] not in commands:
+        return f"no such command {words[:1]}"
+    unknown = [
+        w
+        for w in words
+        if w.startswith("-") and w.split("=")[0] not in options_of(commands[words[0]])
+    ]
+    if unknown:
+        return f"{words[0]} has no option {unknown}"
+    if fenced or not is_mention(words):  # a command to copy: it runs as given
+        return will_not_run(words)
+    return None
+
+
+def test_every_command_line_command_the_documents_give_runs() -> None:
+    wrong = [
+        f"{where}: {problem}  | {line}"
+        for where, line, words, fenced in cli_commands()
+        if (problem := command_line_problems(words, fenced)) is not None
+    ]
     assert not wrong, stale(wrong)
 
 
-# --- benchmark commands --------------------------------------------------------------
+@pytest.mark.parametrize(
+    "command",
+    [
+        'cron "0 3 * * *" --zone Europe/Berlin',  # the option is --tz
+        "simulate --day 3",
+        "simulate --days 400",  # parses, refused before simulating
+        "cron '0 3 * *'",  # four fields: parses, fails when run
+        "cron '0 3 * * *' --tz Mars/Olympus",
+        "lab pushes",
+        "replay",
+    ],
+)
+def test_a_command_line_command_that_would_fail_is_caught(command: str) -> None:
+    for line, fenced in [
+        (f"python -m lldsched {command}", True),
+        (f"`python -m lldsched {command}`", False),
+    ]:
+        (span,) = commands_of(line, fenced)
+        (match,) = CLI.finditer(span)
+        assert command_line_problems(shlex.split(match.group(1)), fenced) is not None
 
-BENCH = re.compile(r"(?<![\w/])benchmarks/(\w+)\.py((?:[ ]+[\w.-]+)*)")
+
+def test_the_installed_script_is_read_as_the_command_line() -> None:
+    found = [m.group(1) for m in CLI.finditer("lldsched cron '0 3 * * 1-5'")]
+    assert found == ["cron '0 3 * * 1-5'"]
+    assert list(CLI.finditer("the lldsched scheduler")) == []
+
+
+def test_a_mention_is_held_to_its_names_only() -> None:
+    for mention in ["lab <decision>", "cron -n", "cron", "demo / cron / simulate / lab"]:
+        assert command_line_problems(shlex.split(mention), fenced=False) is None
+    assert command_line_problems(["cron", "--zone"], fenced=False) is not None
+
+
+# --- script commands: benchmarks/, tools/, python -m tests.X, python -m pytest ----------
+
+# ``benchmarks/X.py ARGS`` or ``tools/X.py ARGS``; a bare ``X.py ARGS`` is one of
+# theirs when one of the two folders has it (``startup.py --no-callgrind``).
+SCRIPT = re.compile(r"(?<![\w/.-])(?:(benchmarks|tools)/)?(\w+)\.py((?:[ ]+[\w./,=-]+)*)")
 
 
 class Parsed(Exception):
     """Raised by ``parse_args`` in place of running the script that called it."""
 
 
-def script(name: str) -> ModuleType:
-    path = ROOT / "benchmarks" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"bench_doc_{name}", path)
+def script(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"doc_script_{path.stem}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.path.insert(0, str(path.parent))
+    sys.modules[spec.name] = module  # a dataclass of the script looks its module up
     try:
         spec.loader.exec_module(module)
     finally:
         sys.path.remove(str(path.parent))
+        del sys.modules[spec.name]
     return module
 
 
-def bench_commands() -> list[tuple[str, str, str, list[str]]]:
+def script_commands() -> list[tuple[str, str, Path, list[str]]]:
+    """Each script command with arguments: where, its line, the script, the arguments."""
     found = []
-    for where, line, fenced in lines():
-        for match in (m for span in commands_of(line, fenced) for m in BENCH.finditer(span)):
-            words = match.group(2).split()
-            if words:
-                found.append((where, line.strip(), match.group(1), words))
+    for where, line, fenced in command_lines():
+        for match in (m for span in commands_of(line, fenced) for m in SCRIPT.finditer(span)):
+            folder, name, words = match.group(1), match.group(2), match.group(3).split()
+            folders = [folder] if folder else ["benchmarks", "tools"]
+            paths = [
+                ROOT / f / f"{name}.py" for f in folders if (ROOT / f / f"{name}.py").is_file()
+            ]
+            if words and paths:  # a missing one: test_every_path_the_documents_mention_exists
+                found.append((where, line.strip(), paths[0], words))
     return found
 
 
-def test_the_documents_give_benchmark_commands_with_arguments() -> None:
-    assert len(bench_commands()) >= 10
+def test_the_documents_give_script_commands_with_arguments() -> None:
+    scripts = {path.relative_to(ROOT).as_posix() for _, _, path, _ in script_commands()}
+    assert len(script_commands()) >= 20
+    assert {"benchmarks/run_all.py", "benchmarks/startup.py", "tools/mutate.py"} <= scripts
 
 
-def test_every_benchmark_command_the_documents_give_takes_its_arguments(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def script_refuses(module: ModuleType, path: Path, words: list[str]) -> list[str]:
+    """The arguments of ``words`` that the script ``path`` does not take (its
+    ``parse_args`` patched to raise :class:`Parsed`)."""
+    source = path.read_text()
+    sizes = getattr(module, "SIZES", None)
+    if isinstance(sizes, dict):  # the instruction counters: modes by name, and --one
+        return [w for w in words if w not in sizes and not w.isdigit() and f'"{w}"' not in source]
+    if "argparse" in vars(module):
+        try:
+            module.main(words)
+        except Parsed:
+            return []
+        except SystemExit:
+            return words
+        except TypeError:  # a main() that takes no argv
+            return [*words, "(its main() takes no arguments)"]
+        return ["(it ran without parsing)"]
+    # a script that reads sys.argv itself: the flags its source tests
+    return [w for w in words if not w.isdigit() and f'"{w}"' not in source]
+
+
+@pytest.fixture
+def parse_only(monkeypatch: pytest.MonkeyPatch) -> None:
     real = argparse.ArgumentParser.parse_args
 
     def parse_only(self: argparse.ArgumentParser, args: Any = None, namespace: Any = None) -> Any:
         raise Parsed(real(self, args, namespace))
 
     monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parse_only)
-    modules: dict[str, ModuleType] = {}
+
+
+@pytest.mark.usefixtures("parse_only")
+def test_every_script_command_the_documents_give_takes_its_arguments() -> None:
+    modules: dict[Path, ModuleType] = {}
     wrong = []
-    for where, line, name, words in bench_commands():
-        if not (ROOT / "benchmarks" / f"{name}.py").is_file():
-            continue  # test_every_path_the_documents_mention_exists says so
-        module = modules.get(name) or modules.setdefault(name, script(name))
-        sizes = getattr(module, "SIZES", None)
-        if isinstance(sizes, dict):  # the instruction counters: modes by name
-            bad = [w for w in words if w not in sizes]
-        elif "argparse" in vars(module):
-            try:
-                module.main(words)
-                bad = ["(it ran without parsing)"]
-            except Parsed:
-                bad = []
-            except SystemExit:
-                bad = words
-            except TypeError:  # a main() that takes no argv
-                bad = [*words, "(its main() takes no arguments)"]
-        else:  # a script that reads sys.argv itself: the flags its source tests
-            source = (ROOT / "benchmarks" / f"{name}.py").read_text()
-            bad = [w for w in words if not w.isdigit() and f'"{w}"' not in source]
+    for where, line, path, words in script_commands():
+        module = modules.get(path) or modules.setdefault(path, script(path))
+        bad = script_refuses(module, path, words)
+        bad += [w for w in words if w.endswith(".py") and not (ROOT / w).is_file()]
         if bad:
-            wrong.append(f"{where}: benchmarks/{name}.py does not take {bad}  | {line}")
-        if name == "run_all":  # each name selects a benchmark
+            wrong.append(f"{where}: {path.relative_to(ROOT)} does not take {bad}  | {line}")
+        if path.name == "run_all.py":  # each name selects a benchmark
             empty = [w for w in words if not w.startswith("-") and not module.discover([w])]
             if empty:
                 wrong.append(f"{where}: run_all.py: no benchmark named {empty}  | {line}")
     assert not wrong, stale(wrong)
+
+
+@pytest.mark.usefixtures("parse_only")
+def test_a_script_option_that_is_not_there_is_caught() -> None:
+    for name in ("benchmarks/run_all.py", "tools/mutate.py", "benchmarks/startup.py"):
+        path = ROOT / name
+        assert script_refuses(script(path), path, ["--fast"]) != [], name
+    path = ROOT / "benchmarks" / "sim_instructions.py"
+    assert script_refuses(script(path), path, ["sim", "sim1000"]) == ["sim1000"]
+
+
+# ``python -m tests.X ARGS`` (a soak run outside the suite) or ``python -m pytest ARGS``.
+TEST_RUN = re.compile(r"python -m (tests\.\w+|pytest)((?:[ ]+[\w./,=-]+)*)")
+
+
+def test_every_test_run_the_documents_give_has_its_options(pytestconfig: pytest.Config) -> None:
+    """A ``tests.X`` module's options are strings its source spells; pytest's, options
+    pytest or tests/conftest.py define; the test files named exist."""
+    wrong, seen = [], 0
+    for where, line, fenced in command_lines():
+        for match in (m for span in commands_of(line, fenced) for m in TEST_RUN.finditer(span)):
+            seen += 1
+            target, words = match.group(1), match.group(2).split()
+            options = [w.split("=")[0] for w in words if w.startswith("--")]
+            if target == "pytest":
+                bad = [o for o in options if not has_option(pytestconfig, o)]
+            else:
+                path = ROOT / (target.replace(".", "/") + ".py")
+                source = path.read_text() if path.is_file() else ""
+                bad = [target] if not source else [o for o in options if f'"{o}"' not in source]
+            bad += [w for w in words if w.endswith(".py") and not (ROOT / w).is_file()]
+            if bad:
+                wrong.append(f"{where}: {target} does not take {bad}  | {line.strip()}")
+    assert seen >= 4 and not wrong, stale(wrong)
+
+
+def has_option(config: pytest.Config, option: str) -> bool:
+    try:
+        config.getoption(option)
+    except ValueError:
+        return False
+    return True
+
+
+def test_a_pytest_option_that_is_not_there_is_caught(pytestconfig: pytest.Config) -> None:
+    assert has_option(pytestconfig, "--switch-interval") and has_option(pytestconfig, "--maxfail")
+    assert not has_option(pytestconfig, "--switch-intervals")
+
+
+# --- environment variables -------------------------------------------------------------
+
+
+def test_every_lldsched_environment_variable_the_documents_name_is_read() -> None:
+    named = {
+        (where, name)
+        for where, line, _ in command_lines()
+        for name in re.findall(r"\bLLDSCHED_[A-Z_]+\b", line)
+    }
+    sources = "".join(
+        path.read_text(encoding="utf-8")
+        for folder in ("lldsched", "tests", "benchmarks", "tools")
+        for path in (ROOT / folder).rglob("*.py")
+        if path.resolve() != Path(__file__).resolve()
+    )
+    unread = sorted(f"{where}: {name}" for where, name in named if f'"{name}"' not in sources)
+    assert named and not unread, stale(unread)
 
 
 # --- links and cited sections --------------------------------------------------------

@@ -52,7 +52,9 @@ def cron_report(expr: str, *, tz: str = "UTC", n: int = 5, start: str | None = N
                 f"--start {start!r} is not an ISO date-time such as 2026-03-27T09:00"
             ) from None
         aware = parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=zone)
-        begin = aware.astimezone(zone)
+        # Through UTC: astimezone to the zone it already has would keep a wall time in a
+        # spring-forward gap (02:30 CET, which never happens) instead of the instant.
+        begin = aware.astimezone(UTC).astimezone(zone)
     fires = schedule.preview(n, begin)
     seconds = schedule.fields.has_seconds
     local, utc, after = (
@@ -64,7 +66,7 @@ def cron_report(expr: str, *, tz: str = "UTC", n: int = 5, start: str | None = N
     lines = [
         f"{expr}  ({schedule.tz})",
         explain(schedule.fields),  # the zone is on the line above
-        f"next {n} fire times after {begin.strftime(after)}:",
+        f"next {'fire time' if n == 1 else f'{n} fire times'} after {begin.strftime(after)}:",
     ]
     lines += [f"  {f.strftime(local):<{width}}  = {f.astimezone(UTC).strftime(utc)}" for f in fires]
     if len(fires) < n:

@@ -1,13 +1,13 @@
 """``python -m lldsched simulate``: replay the built-in scenario and print a summary.
 
 With ``--gantt out.png`` it also draws worker occupancy (:func:`lldsched.views.plots.gantt`);
-that needs the notebook extra, imported only then.
+that needs the views extra (``pip install 'lldsched[views]'``), imported only then.
 
 Bad arguments (``--days`` not a finite number above 0 and at most :data:`MAX_DAYS`,
-``--workers`` below 1, a
-``--gantt`` path whose format is not PNG, SVG or PDF or whose folder does not exist,
-the notebook extra missing for ``--gantt``) are refused before anything is simulated:
-``error: ...`` on stderr and exit status 2, as ``python -m lldsched cron`` does.
+``--workers`` below 1 or above :data:`MAX_WORKERS`, a ``--gantt`` path whose format is
+not PNG, SVG or PDF or whose folder does not exist, the views extra missing for
+``--gantt``) are refused before anything is simulated: ``error: ...`` on stderr and
+exit status 2, as ``python -m lldsched cron`` does.
 """
 
 from __future__ import annotations
