@@ -43,6 +43,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 ROOT = Path(__file__).resolve().parent.parent
 FLIPS: dict[type, type] = {
@@ -134,23 +135,36 @@ def _replace(tree: ast.AST, *, old: ast.AST, new: ast.AST) -> None:
                 return
 
 
-def run_tests(copy_root: Path, tests: list[str], timeout: float) -> str:
-    """'killed', 'survived' or 'timeout' for the copy as it is now."""
+def run_tests(
+    copy_root: Path,
+    tests: list[str],
+    timeout: float,
+    *,
+    output: int | IO[bytes] = subprocess.DEVNULL,
+) -> str:
+    """'killed', 'survived' or 'timeout' for the copy as it is now; pytest writes to
+    ``output`` (nowhere by default)."""
     command = [sys.executable, "-m", "pytest", *tests, "-x", "-q", "-p", "no:cacheprovider",
                "-p", "no:nbval", "-o", "addopts=", "-o", f"timeout={timeout}"]  # fmt: skip
     env = dict(os.environ, PYTHONPATH=str(copy_root), PYTHONDONTWRITEBYTECODE="1")
-    status = run_to_end(command, cwd=copy_root, env=env, timeout=timeout)
+    status = run_to_end(command, cwd=copy_root, env=env, timeout=timeout, output=output)
     if status is None:
         return "timeout"  # counted as killed: the tests noticed (they hung)
     return "survived" if status == 0 else "killed"
 
 
-def run_to_end(command: list[str], *, cwd: Path, env: dict[str, str], timeout: float) -> int | None:
+def run_to_end(
+    command: list[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    timeout: float,
+    output: int | IO[bytes] = subprocess.DEVNULL,
+) -> int | None:
     """``command``'s exit status; None if it outlasted ``timeout`` seconds, and then it
     is stopped, and every process it started with it (a session of its own)."""
-    quiet = subprocess.DEVNULL
     with subprocess.Popen(
-        command, cwd=cwd, env=env, stdout=quiet, stderr=quiet, start_new_session=True
+        command, cwd=cwd, env=env, stdout=output, stderr=output, start_new_session=True
     ) as process:
         try:
             return process.wait(timeout=timeout)
@@ -166,11 +180,17 @@ def budget(unmutated_seconds: float) -> float:
 
 
 def timed_budget(copy_root: Path, tests: list[str]) -> float | None:
-    """The budget for ``tests`` on the copy as it is (unmutated); None if they fail."""
-    started = time.monotonic()
-    if run_tests(copy_root, tests, UNMUTATED_TIMEOUT) != "survived":
-        return None
-    return budget(time.monotonic() - started)
+    """The budget for ``tests`` on the copy as it is (unmutated); None if they fail,
+    and then the end of what pytest said is printed."""
+    with tempfile.TemporaryFile() as output:
+        started = time.monotonic()
+        verdict = run_tests(copy_root, tests, UNMUTATED_TIMEOUT, output=output)
+        if verdict == "survived":
+            return budget(time.monotonic() - started)
+        output.seek(0)
+        said = output.read().decode(errors="replace").splitlines()[-30:]
+    print(f"unmutated, {' '.join(tests)}: {verdict}", *said, sep="\n", file=sys.stderr)
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
