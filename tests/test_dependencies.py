@@ -271,6 +271,18 @@ def test_an_upstream_with_dependents_cannot_be_removed(driven: Driven) -> None:
     assert driven.runtime.tasks() == []
 
 
+def test_a_dependent_removed_and_registered_again_without_upstreams_frees_its_old_one(
+    driven: Driven,
+) -> None:
+    # The new "load" names no upstream: "extract" has no dependent left to refuse for.
+    driven.add("extract", OneTime(delay=HOUR), id="extract")
+    driven.add("load", OneTime(delay=0), id="load", depends_on=["extract"])
+    driven.runtime.remove("load")
+    driven.add("load", OneTime(delay=0), id="load")
+    driven.runtime.remove("extract")
+    assert [task.id for task in driven.runtime.tasks()] == ["load"]
+
+
 # -- control verbs on a blocked task -------------------------------------------------------
 
 

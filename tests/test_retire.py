@@ -184,6 +184,21 @@ def test_an_age_retires_the_only_finished_task_at_a_later_run_of_another(
     assert held(driven) == [tick]
 
 
+def test_a_finished_task_removed_while_held_is_not_retired_again(
+    kind: str, opened: list[Driven]
+) -> None:
+    # Removed within its retention, it is no longer held: the retirement a later finish
+    # makes due passes over it (before it would look for a task no longer registered).
+    driven = driven_with(opened, kind, retain_finished=timedelta(minutes=1))
+    (once,) = one_offs(driven, 1)  # finishes at T0 + 1
+    tick = driven.add("tick", FixedRate(45)).id
+    driven.run_until(T0 + 45)
+    driven.runtime.remove(once)
+    driven.run_until(T0 + 90)  # a run finishes 89 s after it did
+    assert held(driven) == [tick]
+    assert driven.runtime.task(tick).run_count == 3
+
+
 # -- what stays -----------------------------------------------------------------------------
 
 
