@@ -283,6 +283,28 @@ def test_a_dependent_removed_and_registered_again_without_upstreams_frees_its_ol
     assert [task.id for task in driven.runtime.tasks()] == ["load"]
 
 
+def test_a_blocked_dependent_registered_again_with_another_upstream_waits_for_that_one(
+    driven: Driven,
+) -> None:
+    # "load" is BLOCKED on "extract" from T0 + 60 s, then registered again naming
+    # "other" instead: extract's success at 1 h no longer releases it, other's at 2 h
+    # does, and its one wait is recorded from when it blocked; "extract" has no
+    # dependent left.
+    driven.add("extract", OneTime(delay=HOUR), id="extract")
+    driven.add("other", OneTime(delay=2 * HOUR), id="other")
+    driven.add("load", OneTime(T0 + 60), id="load", depends_on=["extract"])
+    driven.run_until(T0 + 120)
+    load = driven.add("load", OneTime(T0 + 60), id="load", depends_on=["other"],
+                      replace_existing=True)  # fmt: skip
+    driven.run_until(T0 + 1.5 * HOUR)
+    assert load.status is BLOCKED
+    driven.run_until(T0 + 3 * HOUR)
+    assert [(r.outcome.value, r.started - T0, r.finished - T0) for r in load.history] == [
+        ("blocked", 60, 2 * HOUR), ("ok", 2 * HOUR, 2 * HOUR),
+    ]  # fmt: skip
+    driven.runtime.remove("extract")
+
+
 # -- control verbs on a blocked task -------------------------------------------------------
 
 
