@@ -215,6 +215,10 @@ def test_a_failed_upstream_fails_its_blocked_dependent_naming_it(driven: Driven)
     )
     assert load.last_error == wait.error
     assert runs(driven, load) == []
+    assert (wait.ok, wait.started, wait.finished) == (False, T0, T0 + 600)
+    assert load.next_run_at is None and report.next_run_at is None  # nothing will run
+    failed = [(e.task_id, e.previous) for e in driven.events if e.status is FAILED]
+    assert failed == [(extract.id, TaskStatus.RUNNING), (load.id, BLOCKED), (report.id, BLOCKED)]
 
 
 def test_a_cancelled_upstream_fails_its_dependents_now_and_at_their_next_slot(
