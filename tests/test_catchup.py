@@ -31,3 +31,15 @@ def test_slot_first_puts_a_slot_in_front_of_a_schedule_or_of_a_plan() -> None:
     spent = CatchUp(own, [], 500.0)
     spent.next_run(ran(0, 1), 1)
     assert slot_first(spent, 900).next_run(ran(0, 1), 1) == 900
+
+
+def test_a_plan_reads_as_what_it_hands_out() -> None:
+    # What a log line names when the schedule behind a plan raises (core/runs.py).
+    own = FixedRate(60)
+    assert repr(CatchUp(own, [60.0, 120.0], SCHEDULE_DECIDES, shift=-3600)) == (
+        "CatchUp(FixedRate(60), 2 slots left, then its schedule, a record moved by -3600 s)"
+    )
+    assert repr(CatchUp(own, [], FIRST_RUN)) == (
+        "CatchUp(FixedRate(60), 0 slots left, then its first run)"
+    )
+    assert repr(CatchUp(own, [], 500.0)) == "CatchUp(FixedRate(60), 0 slots left, then 500.0)"

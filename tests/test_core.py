@@ -11,6 +11,8 @@ from lldsched import (
     FakeClock,
     FixedDelay,
     FixedRate,
+    Misfire,
+    MisfirePolicy,
     OneTime,
     Overlap,
     RetryPolicy,
@@ -18,7 +20,10 @@ from lldsched import (
     TaskNotFoundError,
     TaskStatus,
 )
+from lldsched.core.recovery import after_clock_jump
 from tests.harness import Harness, RecordingStore
+
+RUN_ALL = MisfirePolicy(Misfire.RUN_ALL)
 
 
 def noop() -> None:
@@ -99,6 +104,29 @@ def test_redrive_puts_a_dead_task_back_due_now_with_a_fresh_attempt_counter(
     record = h.step()
     assert record is not None and record.attempt == 1 and task.status is TaskStatus.SUCCEEDED
     assert h.core.redrive(task.id) is False  # only FAILED tasks can be redriven
+
+
+def test_a_redriven_task_leaves_the_catch_up_it_died_in_and_counts_on_from_its_redriven_run(
+    clock: FakeClock,
+) -> None:
+    # RUN_ALL owes the slots 60, 120 and 180 s after the first; the catch-up of the first
+    # fails for good and the task is dead-lettered.  Redriven 100 s later, it runs at
+    # once for that instant, and its grid goes on from there: the catch-up's old slots
+    # do not come back.
+    h = Harness(clock)
+    start = clock.now()
+    retry = RetryPolicy(max_attempts=1, fail_after_given_up=1)
+    task = h.core.add("sync", noop, FixedRate(60), retry=retry, misfire=RUN_ALL)
+    h.step()
+    clock.advance(210)
+    after_clock_jump(h.core, 210, clock.now())
+    h.step(error="OSError: down")  # the catch-up of the slot 60 s after the first
+    assert task.status is TaskStatus.FAILED
+    clock.advance(100)
+    assert h.core.redrive(task.id) is True
+    redriven = h.step()
+    assert redriven is not None and redriven.slot == start + 310
+    assert task.next_run_at == start + 370
 
 
 def test_a_run_over_its_timeout_is_recorded_timed_out_and_retried(clock: FakeClock) -> None:

@@ -215,6 +215,10 @@ def test_a_failed_upstream_fails_its_blocked_dependent_naming_it(driven: Driven)
     )
     assert load.last_error == wait.error
     assert runs(driven, load) == []
+    assert (wait.ok, wait.started, wait.finished) == (False, T0, T0 + 600)
+    assert load.next_run_at is None and report.next_run_at is None  # nothing will run
+    failed = [(e.task_id, e.previous) for e in driven.events if e.status is FAILED]
+    assert failed == [(extract.id, TaskStatus.RUNNING), (load.id, BLOCKED), (report.id, BLOCKED)]
 
 
 def test_a_cancelled_upstream_fails_its_dependents_now_and_at_their_next_slot(
@@ -269,6 +273,40 @@ def test_an_upstream_with_dependents_cannot_be_removed(driven: Driven) -> None:
     driven.runtime.remove("load")
     driven.runtime.remove("extract")
     assert driven.runtime.tasks() == []
+
+
+def test_a_dependent_removed_and_registered_again_without_upstreams_frees_its_old_one(
+    driven: Driven,
+) -> None:
+    # The new "load" names no upstream: "extract" has no dependent left to refuse for.
+    driven.add("extract", OneTime(delay=HOUR), id="extract")
+    driven.add("load", OneTime(delay=0), id="load", depends_on=["extract"])
+    driven.runtime.remove("load")
+    driven.add("load", OneTime(delay=0), id="load")
+    driven.runtime.remove("extract")
+    assert [task.id for task in driven.runtime.tasks()] == ["load"]
+
+
+def test_a_blocked_dependent_registered_again_with_another_upstream_waits_for_that_one(
+    driven: Driven,
+) -> None:
+    # "load" is BLOCKED on "extract" from T0 + 60 s, then registered again naming
+    # "other" instead: extract's success at 1 h no longer releases it, other's at 2 h
+    # does, and its one wait is recorded from when it blocked; "extract" has no
+    # dependent left.
+    driven.add("extract", OneTime(delay=HOUR), id="extract")
+    driven.add("other", OneTime(delay=2 * HOUR), id="other")
+    driven.add("load", OneTime(T0 + 60), id="load", depends_on=["extract"])
+    driven.run_until(T0 + 120)
+    load = driven.add("load", OneTime(T0 + 60), id="load", depends_on=["other"],
+                      replace_existing=True)  # fmt: skip
+    driven.run_until(T0 + 1.5 * HOUR)
+    assert load.status is BLOCKED
+    driven.run_until(T0 + 3 * HOUR)
+    assert [(r.outcome.value, r.started - T0, r.finished - T0) for r in load.history] == [
+        ("blocked", 60, 2 * HOUR), ("ok", 2 * HOUR, 2 * HOUR),
+    ]  # fmt: skip
+    driven.runtime.remove("extract")
 
 
 # -- control verbs on a blocked task -------------------------------------------------------

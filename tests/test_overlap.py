@@ -141,6 +141,18 @@ def test_pause_holds_the_pending_slot_and_resume_brings_it_back() -> None:
     assert len(task.runs) == 2
 
 
+def test_an_overlapping_task_paused_or_cancelled_is_not_paused_again() -> None:
+    sim = Simulation(workers=3, start=T0)
+    task = sim.schedule("long", FixedRate(60), duration=150, overlap=Overlap.ALLOW, max_instances=3)
+    sim.run(T0 + 30)
+    assert sim.pause(task.id) is True
+    assert sim.pause(task.id) is False  # paused already: nothing changes
+    assert sim.cancel(task.id) is True
+    assert sim.pause(task.id) is False and task.status is TaskStatus.CANCELLED
+    sim.run(T0 + 600)
+    assert task.status is TaskStatus.CANCELLED and [r.slot - T0 for r in sim.records()] == [0]
+
+
 def test_cancel_raises_the_flag_of_every_run_in_flight_and_nothing_follows() -> None:
     sim = Simulation(workers=3, start=T0)
     task = sim.schedule("long", FixedRate(60), duration=150, overlap=Overlap.ALLOW, max_instances=3)

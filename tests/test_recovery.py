@@ -920,3 +920,93 @@ def test_a_paused_retry_set_back_keeps_its_backoff_from_the_moved_clock() -> Non
     assert (task.status, task.next_run_at) == (TaskStatus.PAUSED, due - HOUR)
     assert h.core.resume(task.id) is True
     assert (task.status, task.next_run_at) == (TaskStatus.RETRYING, due - HOUR)
+
+
+def test_a_run_now_set_back_before_it_ran_is_followed_by_its_waited_slot_moved_too() -> None:
+    # run_now at T0 + 20 s queues an extra run; the slot the task waited for (T0 + 60 s)
+    # runs after it.  The clock is set back an hour before the extra run: both move back
+    # with it, so the waited slot still comes 40 s after the extra run, not an hour late.
+    clock = JumpingClock(T0)
+    h = Harness(clock)
+    task = h.core.add("rate", jobs.noop, FixedRate(60))
+    h.step()  # the slot at T0
+    clock.advance(20)
+    assert h.core.run_now(task.id) is True
+    clock.jump(-HOUR)
+    after_clock_jump(h.core, -HOUR, clock.now())
+    assert task.next_run_at == T0 + 20 - HOUR
+    h.step()  # the extra run
+    assert task.next_run_at == T0 + 60 - HOUR
+    h.step()  # the slot it waited for, then the grid goes on
+    assert [r.slot - T0 for r in task.history] == [0, 20 - HOUR, 60 - HOUR]
+    assert task.next_run_at == T0 + 120 - HOUR
+
+
+@pytest.mark.parametrize("set_back_during", ["the first", "the last"])
+def test_a_catch_up_set_back_mid_run_goes_on_and_hands_over_on_the_moved_grid(
+    set_back_during: str,
+) -> None:
+    # A fixed rate slept through its slots at T0 + 60 s and + 120 s (a forward jump);
+    # RUN_ALL catches them up.  The clock is set back an hour while a catch-up run goes
+    # on: the catch-up slot still to come moves back with the clock, and after the last
+    # the grid goes on one period later, nothing skipped (the record of the run in
+    # flight is read as moved, once).
+    clock = JumpingClock(T0)
+    h = Harness(clock)
+    task = h.core.add("rate", jobs.noop, FixedRate(60), misfire=RUN_ALL)
+    h.step()  # the slot at T0
+    clock.jump(150)
+    after_clock_jump(h.core, 150, clock.now())
+    if set_back_during == "the last":
+        h.step()  # the catch-up of T0 + 60 s
+    run = h.begin()
+    clock.jump(-HOUR)
+    after_clock_jump(h.core, -HOUR, clock.now())
+    h.core.finish(run, clock.now(), clock.now(), None)
+    if set_back_during == "the first":
+        assert task.next_run_at == T0 + 120 - HOUR  # the second catch-up slot, moved
+        h.step()
+    moved = -HOUR if set_back_during == "the first" else 0
+    assert [(r.outcome.value, r.slot - T0) for r in task.history] == [
+        ("ok", 0), ("ok", 60), ("ok", 120 + moved),
+    ]  # fmt: skip
+    assert task.next_run_at == T0 + 180 - HOUR
+
+
+def test_the_run_after_one_set_back_in_flight_still_skips_the_slots_it_outlasts() -> None:
+    # The clock is set back an hour while the run of T0 goes on; the next run (one
+    # period later on the moved grid) outlasts two slots: they are recorded skipped, as
+    # any fixed rate's run that outlasts its period skips them.
+    clock = JumpingClock(T0)
+    h = Harness(clock)
+    task = h.core.add("rate", jobs.noop, FixedRate(60))
+    run = h.begin()
+    clock.jump(-HOUR)
+    after_clock_jump(h.core, -HOUR, clock.now())
+    h.core.finish(run, clock.now(), clock.now(), None)
+    assert task.next_run_at == T0 + 60 - HOUR
+    h.step(duration=150)
+    assert [(r.outcome.value, r.slot - T0) for r in task.history] == [
+        ("ok", 0), ("ok", 60 - HOUR), ("skipped", 120 - HOUR), ("skipped", 180 - HOUR),
+    ]  # fmt: skip
+    assert task.next_run_at == T0 + 240 - HOUR
+
+
+def test_a_catch_up_stores_the_slot_it_hands_out_next_behind_the_run_due() -> None:
+    # RUN_ALL owes the slots at T0 + 60, 120 and 180 s.  Due at each, the store keeps the
+    # slot that comes next (TaskSnapshot.waited: what a restart, or another process
+    # sharing the store, goes on to), until the last hands the task back to its grid.
+    clock = FakeClock(T0)
+    store = InMemoryTaskStore()
+    h = Harness(clock, store=store)
+    h.core.add("rate", jobs.noop, FixedRate(60), misfire=RUN_ALL)
+    h.step()  # the slot at T0
+    clock.advance(210)
+    after_clock_jump(h.core, 210, clock.now())
+    stored: list[tuple[float | None, float | None]] = []
+    for _ in range(3):
+        (snapshot,) = store.load_all()
+        due, waited = snapshot.next_run_at, snapshot.waited
+        stored.append((due and due - T0, waited and waited - T0))
+        h.step()
+    assert stored == [(60, 120), (120, 180), (180, None)]

@@ -11,9 +11,11 @@ import pytest
 
 import lldsched.core.retention
 from lldsched import (
+    FakeClock,
     FixedRate,
     InMemoryTaskStore,
     OneTime,
+    Priority,
     RetryPolicy,
     Scheduler,
     SchedulerStateError,
@@ -24,6 +26,7 @@ from lldsched import (
     TaskStatus,
     ValidationError,
 )
+from lldsched.testing import Stepper
 from tests import jobs
 from tests.conftest import T0
 from tests.runtimes import KINDS, Driven
@@ -184,6 +187,21 @@ def test_an_age_retires_the_only_finished_task_at_a_later_run_of_another(
     assert held(driven) == [tick]
 
 
+def test_a_finished_task_removed_while_held_is_not_retired_again(
+    kind: str, opened: list[Driven]
+) -> None:
+    # Removed within its retention, it is no longer held: the retirement a later finish
+    # makes due passes over it (before it would look for a task no longer registered).
+    driven = driven_with(opened, kind, retain_finished=timedelta(minutes=1))
+    (once,) = one_offs(driven, 1)  # finishes at T0 + 1
+    tick = driven.add("tick", FixedRate(45)).id
+    driven.run_until(T0 + 45)
+    driven.runtime.remove(once)
+    driven.run_until(T0 + 90)  # a run finishes 89 s after it did
+    assert held(driven) == [tick]
+    assert driven.runtime.task(tick).run_count == 3
+
+
 # -- what stays -----------------------------------------------------------------------------
 
 
@@ -195,6 +213,40 @@ def test_the_records_of_retired_tasks_stay_in_records(kind: str, opened: list[Dr
     assert [(r.task_id, r.due, r.ok) for r in records] == [
         (task_id, T0 + 1 + n, True) for n, task_id in enumerate(ids)
     ]
+
+
+def test_a_scheduler_keeps_the_priority_and_schedule_of_the_tasks_its_history_reaches() -> None:
+    # history_limit=2: the retired tasks' shared history holds the last two records, of
+    # "x" (registered again after it retired) and "b"; the report reads their priority
+    # and schedule as each was when it last retired, and nothing of "a".
+    scheduler = Scheduler(clock=FakeClock(T0), history_limit=2, retain_finished=0)
+    with Stepper(scheduler) as steps:
+        for task_id, priority, period in [
+            ("x", Priority.HIGH, 60), ("a", Priority.HIGH, 60),
+            ("x", Priority.LOW, 120), ("b", Priority.HIGH, 60),
+        ]:  # fmt: skip
+            scheduler.schedule(task_id, jobs.noop, FixedRate(period), id=task_id,
+                               priority=priority)  # fmt: skip
+            steps.settle()  # its first run, due now
+            scheduler.cancel(task_id)  # it retires
+        assert [r.task_id for r in scheduler.records()] == ["x", "b"]
+        assert scheduler.priorities() == {"x": Priority.LOW, "b": Priority.HIGH}
+        assert scheduler.schedules() == {"x": FixedRate(120), "b": FixedRate(60)}
+
+
+def test_what_the_report_reads_of_retired_tasks_is_forgotten_a_hundredth_at_a_time() -> None:
+    # history_limit=200: the priorities of the last 200 tasks that retired are kept, and
+    # up to 2 more (a hundredth) before the oldest are forgotten, in one batch.
+    scheduler = Scheduler(clock=FakeClock(T0), history_limit=200, retain_finished=0)
+    with Stepper(scheduler) as steps:
+        for count, kept_then in [(202, 202), (1, 200)]:
+            for _ in range(count):
+                scheduler.schedule("hot", jobs.noop, OneTime(delay=0), priority=Priority.HIGH)
+            steps.settle()
+            assert scheduler.tasks() == []
+            kept = scheduler.priorities()
+            assert set(kept.values()) == {Priority.HIGH}
+            assert len(kept) == kept_then
 
 
 def test_the_store_keeps_a_retired_tasks_records_and_final_state(

@@ -144,6 +144,28 @@ def test_only_a_success_of_a_kind_that_failed_ends_an_outage(
     )
 
 
+def test_a_failed_delete_is_an_outage_the_next_delete_that_succeeds_ends(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Two finished tasks removed: the first delete fails (its row stays), the second
+    # succeeds and ends the outage; the first row is deleted again then.
+    store = FailingStore()
+    scheduler = Scheduler(clock=clock, store=store)
+    for task_id in ("first", "second"):
+        scheduler.schedule(task_id, noop, FixedRate(60), id=task_id)
+        scheduler.cancel(task_id)
+    with caplog.at_level(logging.WARNING, logger="lldsched"):
+        store.down = True
+        scheduler.remove("first")
+        assert not scheduler.metrics().store_ok and store.get("first") is not None
+        store.down = False
+        scheduler.remove("second")
+        assert scheduler.metrics().store_ok
+    assert store.load_all() == []
+    (recovered,) = logged(caplog, logging.WARNING)
+    assert "recovered (a delete succeeded)" in recovered.getMessage()
+
+
 class Watch(logging.Handler):
     """The ``lldsched`` records as they are emitted, for a test to wait on (no sleep)."""
 

@@ -6,9 +6,15 @@ flipped (``<`` and ``<=``, ``>`` and ``>=``, ``==`` and ``!=``, ``is`` and ``is 
 dropped, an integer constant moved by one, ``True`` and ``False`` swapped, a statement
 dropped (replaced by ``pass``), a returned value replaced by ``None``. The mutant is
 written into a throw-away copy of the repository and the given test files run there with
-``pytest -x -q`` under a timeout; a mutant they pass meets the ``--also`` files too, a
-wider net. A mutant the tests pass is a *survivor*: a gap in the
-tests, or a change that does not change behaviour (an equivalent mutant).
+``pytest -x -q``; a mutant they pass meets the ``--also`` files too, a wider net. A
+mutant the tests pass is a *survivor*: a gap in the tests, or a change that does not
+change behaviour (an equivalent mutant).
+
+A mutant whose tests outlast its budget is stopped (pytest and every process it
+started) and counted killed, as ``timeout``: the tests noticed, they hung (a loop that no
+longer ends, a wait that is never woken). The budget is ``FACTOR`` times the unmutated
+run's time, at least ``FLOOR`` seconds (``--timeout`` sets it); the unmutated run is
+timed once at the start, and the ``--also`` files with it if given.
 
     python tools/mutate.py lldsched/policies.py tests/test_retry.py tests/test_given_up.py
     python tools/mutate.py lldsched/core/machine.py tests/test_core.py --sample 60 --seed 1
@@ -29,6 +35,7 @@ import copy
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -36,6 +43,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 ROOT = Path(__file__).resolve().parent.parent
 FLIPS: dict[type, type] = {
@@ -45,6 +53,9 @@ FLIPS: dict[type, type] = {
     ast.And: ast.Or, ast.Or: ast.And,
 }  # fmt: skip
 DROPPABLE = (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return)
+FACTOR = 5.0  # a mutant's budget: this many times the unmutated run's time...
+FLOOR = 10.0  # ...and at least this many seconds (a loaded machine is slower at times)
+UNMUTATED_TIMEOUT = 600.0  # seconds the unmutated run may take
 
 
 @dataclass(frozen=True)
@@ -124,17 +135,62 @@ def _replace(tree: ast.AST, *, old: ast.AST, new: ast.AST) -> None:
                 return
 
 
-def run_tests(copy_root: Path, tests: list[str], timeout: float) -> str:
-    """'killed', 'survived' or 'timeout' for the copy as it is now."""
+def run_tests(
+    copy_root: Path,
+    tests: list[str],
+    timeout: float,
+    *,
+    output: int | IO[bytes] = subprocess.DEVNULL,
+) -> str:
+    """'killed', 'survived' or 'timeout' for the copy as it is now; pytest writes to
+    ``output`` (nowhere by default)."""
     command = [sys.executable, "-m", "pytest", *tests, "-x", "-q", "-p", "no:cacheprovider",
                "-p", "no:nbval", "-o", "addopts=", "-o", f"timeout={timeout}"]  # fmt: skip
     env = dict(os.environ, PYTHONPATH=str(copy_root), PYTHONDONTWRITEBYTECODE="1")
-    try:
-        done = subprocess.run(command, cwd=copy_root, env=env, capture_output=True,
-                              timeout=timeout)  # fmt: skip
-    except subprocess.TimeoutExpired:
+    status = run_to_end(command, cwd=copy_root, env=env, timeout=timeout, output=output)
+    if status is None:
         return "timeout"  # counted as killed: the tests noticed (they hung)
-    return "survived" if done.returncode == 0 else "killed"
+    return "survived" if status == 0 else "killed"
+
+
+def run_to_end(
+    command: list[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    timeout: float,
+    output: int | IO[bytes] = subprocess.DEVNULL,
+) -> int | None:
+    """``command``'s exit status; None if it outlasted ``timeout`` seconds, and then it
+    is stopped, and every process it started with it (a session of its own)."""
+    with subprocess.Popen(
+        command, cwd=cwd, env=env, stdout=output, stderr=output, start_new_session=True
+    ) as process:
+        try:
+            return process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            return None
+
+
+def budget(unmutated_seconds: float) -> float:
+    """Seconds a mutant's tests may take, from the unmutated run's time."""
+    return max(FLOOR, FACTOR * unmutated_seconds)
+
+
+def timed_budget(copy_root: Path, tests: list[str]) -> float | None:
+    """The budget for ``tests`` on the copy as it is (unmutated); None if they fail,
+    and then the end of what pytest said is printed."""
+    with tempfile.TemporaryFile() as output:
+        started = time.monotonic()
+        verdict = run_tests(copy_root, tests, UNMUTATED_TIMEOUT, output=output)
+        if verdict == "survived":
+            return budget(time.monotonic() - started)
+        output.seek(0)
+        said = output.read().decode(errors="replace").splitlines()[-30:]
+    print(f"unmutated, {' '.join(tests)}: {verdict}", *said, sep="\n", file=sys.stderr)
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -144,7 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", type=int, default=0, help="run N mutants at random")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--lines", default="", help="only mutants on lines FIRST-LAST")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per mutant")
+    parser.add_argument(
+        "--timeout", type=float, default=0.0, help="seconds per mutant (default: timed)"
+    )
     parser.add_argument("--only", default="", help="only the mutants numbered N,M,... (#N)")
     parser.add_argument(
         "--also", action="append", default=[], help="a test file a survivor meets too"
@@ -174,17 +232,25 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 shutil.copy(part, copy_root / part.name)
         target = copy_root / args.module
-        if run_tests(copy_root, args.tests, args.timeout) != "survived":
+        tests, wider = args.tests, args.tests + args.also
+        limit = timed_budget(copy_root, tests)
+        wider_limit = timed_budget(copy_root, wider) if args.also else limit
+        if limit is None or wider_limit is None:
             print("the tests fail on the unmutated code: nothing to measure", file=sys.stderr)
             return 2
-        killed = 0
+        if args.timeout:
+            limit = wider_limit = args.timeout
+        wider_note = f", {wider_limit:.0f} s with --also" if args.also else ""
+        print(f"a mutant's tests may take {limit:.0f} s{wider_note}", flush=True)
+        killed = timeouts = 0
         for number, (mutant, text) in enumerate(todo, start=1):
             target.write_text(text, encoding="utf-8")
             started = time.monotonic()
-            verdict = run_tests(copy_root, args.tests, args.timeout)
+            verdict = run_tests(copy_root, tests, limit)
             if verdict == "survived" and args.also:  # a wider net, for the survivors only
-                verdict = run_tests(copy_root, args.tests + args.also, args.timeout)
+                verdict = run_tests(copy_root, wider, wider_limit)
             killed += verdict != "survived"
+            timeouts += verdict == "timeout"
             seconds = time.monotonic() - started
             print(f"[{number}/{len(todo)}] #{mutant.index} {args.module}:{mutant.line} "
                   f"{mutant.what}: "
@@ -192,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         target.write_text(source, encoding="utf-8")
     total = len(todo)
     score = 100.0 * killed / total if total else 100.0
-    print(f"{args.module}: {killed}/{total} killed ({score:.0f} %)")
+    print(f"{args.module}: {killed}/{total} killed ({score:.0f} %), {timeouts} by timeout")
     return 0
 
 
