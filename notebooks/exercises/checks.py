@@ -23,6 +23,7 @@ takes under two seconds for a correct answer, and a few seconds for any.
 
 from __future__ import annotations
 
+import ctypes
 import queue
 import threading
 import time
@@ -32,9 +33,11 @@ from types import TracebackType
 from typing import Any, NamedTuple
 
 __all__ = [
+    "ANSWER_LIMIT",
     "ExerciseClock",
     "Result",
     "WatchedCondition",
+    "call_answer",
     "check_task_queue",
     "check_wakes_for_a_push",
     "print_results",
@@ -53,13 +56,22 @@ class Result(NamedTuple):
     message: str = ""
 
 
-def run_checks(checks: list[Check]) -> list[Result]:
+def run_checks(checks: list[Check], limit: float | None = None) -> list[Result]:
     """Run each check; an ``AssertionError`` is a failure with its message, any other
-    exception is the answer's own error, reported as such."""
+    exception is the answer's own error, reported as such.
+
+    With a ``limit``, each check runs on a daemon thread and gets ``limit`` seconds: one
+    still running then (the answer loops for ever) is a failure naming the call it was in
+    (see :func:`call_answer`), and is stopped if it runs Python code.  The timer checks
+    bound every wait of their own and run without one.
+    """
     results = []
     for description, check in checks:
         try:
-            check()
+            if limit is None:
+                check()
+            else:
+                _within(check, limit)
         except AssertionError as failure:
             results.append(Result(description, False, str(failure)))
         except Exception as error:  # the learner's code raised: report it, carry on
@@ -67,6 +79,68 @@ def run_checks(checks: list[Check]) -> list[Result]:
         else:
             results.append(Result(description, True))
     return results
+
+
+ANSWER_LIMIT = 5.0
+"""Seconds each check of a pure function (next_slot, retry_at, parse_field) may take: a
+right answer takes milliseconds for all its cases, on a slow Binder too."""
+
+
+class _Stopped(Exception):
+    """Raised inside a check's thread that outran its limit, to end its loop."""
+
+
+_CALLING = [""]  # the call to the answer a check is in, for a check that never returns
+
+
+def call_answer(
+    call: str, answer: Callable[..., Any], *args: Any, passes: tuple[type[Exception], ...] = ()
+) -> Any:
+    """``answer(*args)``, where ``call`` (how it reads: ``next_slot(0, 60, 5, 'skip')``)
+    names it in the failure when it raises (any exception but those in ``passes``) or never
+    returns."""
+    _CALLING[0] = call
+    try:
+        return answer(*args)
+    except passes:
+        raise
+    except Exception as error:  # the learner's code raised: name the input
+        raise AssertionError(f"{call} raised {type(error).__name__}: {error}") from None
+    finally:
+        _CALLING[0] = ""
+
+
+def _within(check: Callable[[], None], limit: float) -> None:
+    """Run ``check`` on a daemon thread for at most ``limit`` seconds; re-raise what it
+    raised, or fail naming the call it is stuck in."""
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            check()
+        except _Stopped:
+            pass
+        except BaseException as error:  # re-raised below, on the caller's thread
+            raised.append(error)
+
+    _CALLING[0] = ""
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(limit)
+    if thread.is_alive():
+        stuck = _CALLING[0]
+        if thread.ident is not None:  # stop a Python loop (a blocking call ends it later)
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                ctypes.c_ulong(thread.ident), ctypes.py_object(_Stopped)
+            )
+        where = f"{stuck} " if stuck else ""
+        raise AssertionError(
+            f"{where}did not return within {limit:g} s: a loop that never ends (a `while` "
+            "whose condition never changes, a step that does not move) or a wait with no "
+            "timeout"
+        )
+    if raised:
+        raise raised[0]
 
 
 def print_results(results: list[Result]) -> None:
