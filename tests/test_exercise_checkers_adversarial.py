@@ -5,6 +5,8 @@ raises, loops for ever or returns the wrong type is reported within a bounded ti
 
 from __future__ import annotations
 
+import bisect
+import heapq
 import math
 import sys
 import threading
@@ -15,10 +17,10 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
-from exercises.checks import ANSWER_LIMIT, Result, run_checks
+from exercises.checks import ANSWER_LIMIT, Result, run_checks, timer_checks
 from exercises.retry_checks import retry_at_checks
 from exercises.schedule_checks import next_slot_checks, parse_field_checks
-from exercises.solutions import next_slot, parse_field
+from exercises.solutions import TaskQueue, next_slot, parse_field
 
 SHORT = 0.5  # the limit a test gives a check that must hit it
 
@@ -319,3 +321,141 @@ def test_a_skip_that_rounds_up_a_run_of_no_time_to_its_own_slot_fails() -> None:
 
     message = failure(run_checks(next_slot_checks(ceiling_always)), "500 runs")
     assert "expected" in message and "got" in message
+
+
+# -- the timer queue ----------------------------------------------------------------------------
+
+
+class PushThatWaits(TaskQueue):
+    """A push that waits on the condition (for "room", say): it never returns."""
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            self._cond.wait()
+
+
+class ReadsTheWallClock(TaskQueue):
+    """Right, but for ``time.time()`` where ``self._clock()`` belongs."""
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while True:
+                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                due, _, task = self._heap[0]
+                delay = due - time.time()  # the mistake under test
+                if delay <= 0:
+                    heapq.heappop(self._heap)
+                    del self._live[task]
+                    return task
+                self._cond.wait(delay)
+
+
+class ReadsMonotonic(TaskQueue):
+    """``time.monotonic()``, the constructor's default, read directly: the checker's clock
+    is not it."""
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while True:
+                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                due, _, task = self._heap[0]
+                delay = due - time.monotonic()  # the mistake under test
+                if delay <= 0:
+                    heapq.heappop(self._heap)
+                    del self._live[task]
+                    return task
+                self._cond.wait(min(delay, 3600.0))
+
+
+@pytest.mark.parametrize("answer", [ReadsTheWallClock, ReadsMonotonic])
+def test_a_queue_that_reads_another_clock_is_told_so(answer: type[TaskQueue]) -> None:
+    message = failure(run_checks(timer_checks(answer)), "the clock it was given")
+    assert message.startswith("pop_due never called self._clock()")
+    assert "time.time(), time.monotonic()" in message
+
+
+def test_a_push_that_never_returns_fails_every_check_without_hanging() -> None:
+    results = run_checks(timer_checks(PushThatWaits))
+    assert all(not r.passed and "push waits or loops" in r.message for r in results)
+    assert "did not return within 0.1 s" in results[-1].message  # cut after the first
+
+
+class SortedListWithBisect:
+    """Another shape: a sorted list kept with bisect.insort, its own sequence counter, a
+    push that always notifies, and no type hints inside."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._entries: list[tuple[float, int, str]] = []
+        self._count = 0
+        self._live: dict[str, int] = {}
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            self._count += 1
+            self._live[task] = self._count
+            bisect.insort(self._entries, (due, self._count, task))
+            self._cond.notify_all()
+
+    def cancel(self, task: str) -> None:
+        with self._cond:
+            self._live.pop(task, None)
+
+    def _drop_dead(self) -> None:
+        while self._entries and self._live.get(self._entries[0][2]) != self._entries[0][1]:
+            self._entries.pop(0)
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while True:
+                self._drop_dead()
+                if not self._entries:
+                    self._cond.wait()
+                    continue
+                due, _, task = self._entries[0]
+                delay = due - self._clock()
+                if delay <= 0:
+                    self._entries.pop(0)
+                    del self._live[task]
+                    return task
+                self._cond.wait(delay)
+
+
+class WithSlots:
+    """The same, its attributes in ``__slots__`` (no ``__dict__`` to find the Condition in)."""
+
+    __slots__ = ("_clock", "_cond", "_count", "_entries", "_live")
+    __init__ = SortedListWithBisect.__init__
+    push = SortedListWithBisect.push
+    cancel = SortedListWithBisect.cancel
+    _drop_dead = SortedListWithBisect._drop_dead
+    pop_due = SortedListWithBisect.pop_due
+
+
+class ConditionOnTheClass(SortedListWithBisect):
+    """The Condition a class attribute, shared by every queue: crude, and still right."""
+
+    _cond = threading.Condition()
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(clock)
+        del self._cond  # the class's, from here on
+
+
+@pytest.mark.parametrize("answer", [SortedListWithBisect, ConditionOnTheClass])
+def test_the_timer_checker_passes_right_queues_of_other_shapes(answer: type) -> None:
+    assert refused(run_checks(timer_checks(answer))) == []
+
+
+def test_the_timer_checker_finds_the_condition_of_a_queue_with_slots() -> None:
+    assert not hasattr(WithSlots(), "__dict__")
+    assert refused(run_checks(timer_checks(WithSlots))) == []

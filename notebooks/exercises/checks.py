@@ -17,13 +17,17 @@ nobody asked: a spurious wake-up).  Every wait in here is bounded; a consumer th
 never returns is left parked on a daemon thread after the check pushes it something
 to take, and a push or cancel the checker makes while a consumer may hold the lock
 runs on a daemon thread too, bounded by :data:`HELD` (a ``pop_due`` that sleeps
-holding the lock is told so instead of hanging the notebook).  The whole check
+holding the lock is told so instead of hanging the notebook), and so do the pushes that
+fill a queue before its consumers start (a push that waits is told so).  The checks of
+the pure functions (``next_slot``, ``retry_at``, ``parse_field``) run each on a daemon
+thread for :data:`ANSWER_LIMIT` seconds (see :func:`run_checks`).  The whole check
 takes under two seconds for a correct answer, and a few seconds for any.
 """
 
 from __future__ import annotations
 
 import ctypes
+import math
 import queue
 import threading
 import time
@@ -171,10 +175,12 @@ HOLDS_THE_LOCK = (
 )
 
 
-def bounded(call: Callable[[], object], what: str) -> None:
-    """Run ``call`` (a push or a cancel the checker makes while a consumer may hold the
-    queue's lock) and let it take at most :data:`HELD` seconds; it runs on a daemon thread,
-    left behind if it never returns."""
+def bounded(
+    call: Callable[[], object], what: str, why: str = HOLDS_THE_LOCK, limit: float = HELD
+) -> None:
+    """Run ``call`` (a push or a cancel the checker makes, while a consumer may hold the
+    queue's lock) and let it take at most ``limit`` seconds; it runs on a daemon thread,
+    left behind if it never returns, and ``why`` says what that most likely means."""
     raised: list[BaseException] = []
 
     def run() -> None:
@@ -185,9 +191,9 @@ def bounded(call: Callable[[], object], what: str) -> None:
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
-    thread.join(HELD)
+    thread.join(limit)
     if thread.is_alive():
-        raise AssertionError(f"{what} did not return within {HELD:g} s: {HOLDS_THE_LOCK}")
+        raise AssertionError(f"{what} did not return within {limit:g} s: {why}")
     if raised:
         raise raised[0]
 
@@ -343,10 +349,25 @@ class Rig(NamedTuple):
     cond: WatchedCondition
 
 
+def _attributes(target: object) -> dict[str, object]:
+    """The queue's attributes: its ``__dict__``, its ``__slots__``, then its class's (a
+    Condition kept on the class is one too)."""
+    found = dict(getattr(target, "__dict__", {}))
+    for klass in type(target).__mro__:
+        slots = klass.__dict__.get("__slots__", ())
+        for name in [slots] if isinstance(slots, str) else slots:
+            if name not in found and hasattr(target, name):
+                found[name] = getattr(target, name)
+    for klass in type(target).__mro__:
+        for name, value in vars(klass).items():
+            found.setdefault(name, value)
+    return found
+
+
 def _rig(make_queue: Callable[[Any], Any]) -> Rig:
     clock = ExerciseClock()
     target = make_queue(clock)
-    for name, value in list(vars(target).items()):
+    for name, value in _attributes(target).items():
         if isinstance(value, threading.Condition):
             watched = WatchedCondition(value)
             setattr(target, name, watched)
@@ -369,6 +390,23 @@ def _release(rig: Rig, consumers: Consumers) -> None:
         return
     for thread in consumers.threads:
         thread.join(0.1)
+
+
+PUSH_STUCK = (
+    "no consumer was running, so nobody else held the lock: push waits or loops (it "
+    "only adds an entry, and notifies when the entry is the new head)"
+)
+
+
+def _fill(rig: Rig, entries: list[tuple[str, float]], limit: float = HELD) -> None:
+    """Push ``entries`` (task, due) before any consumer runs, within ``limit`` seconds."""
+
+    def push_all() -> None:
+        for task, due in entries:
+            rig.queue.push(task, due)
+
+    what = f"push({entries[0][0]!r}, ...)" if len(entries) == 1 else f"{len(entries)} pushes"
+    bounded(push_all, what, PUSH_STUCK, limit)
 
 
 def _expect(consumers: Consumers, task: str, due: float, clock: ExerciseClock, why: str) -> None:
@@ -400,6 +438,7 @@ HEAP_SIZE = 1_000  # tasks the cost check pushes and pops
 # heapify or a scan per operation, about HEAP_SIZE / 2 = 500.  A sorted list kept with
 # bisect.insort passes: its O(n) is a memmove, which no comparison count sees.
 COMPARISONS_PER_ENTRY = 60
+FILL_LIMIT = 20.0  # seconds the HEAP_SIZE pushes may take (the reference: milliseconds)
 
 
 class ComparisonCounter:
@@ -447,6 +486,14 @@ class CountedDue(float):
 def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
     """The checks of the timer exercise, against ``make_queue(clock)`` (the class)."""
     patience = [1.0]  # seconds to wait for consumers to park; cut once they never do
+    push_patience = [math.inf]  # cut to 0.1 s once a push never returned
+
+    def fill(rig: Rig, entries: list[tuple[str, float]], limit: float = HELD) -> None:
+        try:
+            _fill(rig, entries, min(limit, push_patience[0]))
+        except AssertionError:
+            push_patience[0] = 0.1
+            raise
 
     def park(rig: Rig, consumers: Consumers, count: int = 1) -> None:
         """Wait (bounded) until ``count`` consumers wait on the queue's Condition.  When
@@ -464,13 +511,32 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         rig.cond.inner.release()
         raise AssertionError(NEVER_WAITS)
 
+    def reads_the_clock_given() -> None:
+        rig = _rig(make_queue)
+        fill(rig, [("due", rig.clock.peek() - 1)])
+        reads = rig.clock.reads  # a push may read it too: count pop_due's reads only
+        consumers = Consumers(rig.queue, rig.clock)
+        try:
+            got = consumers.next(LATE)
+            reads = rig.clock.reads - reads
+        finally:
+            _release(rig, consumers)
+        came = "came out" if got is not None else f"did not come out within {LATE} s"
+        assert reads, (
+            f"pop_due never called self._clock(): a task due 1 s ago by that clock {came}, "
+            "so it read the time elsewhere (time.time(), time.monotonic()); take the time "
+            "only from the clock you were given, or the scheduler cannot be tested with a "
+            "fake one (the checks below fail from this too)"
+        )
+        assert got is not None, f"'due', due 1 s ago, {came}"
+        assert got[0] == "due", f"expected 'due', got {got[0]!r}"
+
     def due_now_in_order() -> None:
         rig = _rig(make_queue)
         now = rig.clock.peek()
         # 'cleanup' arrives before 'alert', due at the same instant: arrival order is not
         # the names' order, so a heap that compares names on a tie shows.
-        for task, due in [("report", now - 1), ("cleanup", now - 2), ("alert", now - 2)]:
-            rig.queue.push(task, due)
+        fill(rig, [("report", now - 1), ("cleanup", now - 2), ("alert", now - 2)])
         consumers = Consumers(rig.queue, rig.clock, takes=3)
         got = []
         try:
@@ -499,7 +565,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
     def waits_exactly_the_delay() -> None:
         rig = _rig(make_queue)
         due = rig.clock.peek() + 0.2
-        rig.queue.push("soon", due)
+        fill(rig, [("soon", due)])
         consumers = Consumers(rig.queue, rig.clock)
         try:
             _expect(
@@ -515,7 +581,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
 
     def no_poll_loop() -> None:
         rig = _rig(make_queue)
-        rig.queue.push("nightly", rig.clock.peek() + TWELVE_HOURS)
+        fill(rig, [("nightly", rig.clock.peek() + TWELVE_HOURS)])
         consumers = Consumers(rig.queue, rig.clock)
         if not rig.cond.parked(1, timeout=0.3):
             patience[0] = 0.1
@@ -541,7 +607,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
 
     def re_tests_after_a_wake_up() -> None:
         parked = _rig(make_queue)
-        parked.queue.push("nightly", parked.clock.peek() + TWELVE_HOURS)
+        fill(parked, [("nightly", parked.clock.peek() + TWELVE_HOURS)])
         empty = _rig(make_queue)
         on_parked = Consumers(parked.queue, parked.clock)
         on_empty = Consumers(empty.queue, empty.clock)
@@ -570,7 +636,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
 
     def push_wakes_a_parked_timer() -> None:
         rig = _rig(make_queue)
-        rig.queue.push("nightly", rig.clock.peek() + TWELVE_HOURS)
+        fill(rig, [("nightly", rig.clock.peek() + TWELVE_HOURS)])
         consumers = Consumers(rig.queue, rig.clock)
         try:
             park(rig, consumers)
@@ -589,7 +655,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
 
     def push_re_arms_a_waiting_timer() -> None:
         rig = _rig(make_queue)
-        rig.queue.push("nightly", rig.clock.peek() + TWELVE_HOURS)
+        fill(rig, [("nightly", rig.clock.peek() + TWELVE_HOURS)])
         consumers = Consumers(rig.queue, rig.clock)
         try:
             park(rig, consumers)
@@ -616,7 +682,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
 
     def two_waiters_both_re_arm() -> None:
         rig = _rig(make_queue)
-        rig.queue.push("nightly", rig.clock.peek() + TWELVE_HOURS)
+        fill(rig, [("nightly", rig.clock.peek() + TWELVE_HOURS)])
         consumers = Consumers(rig.queue, rig.clock, count=2)
         got: list[object] = []
         try:
@@ -651,8 +717,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
     def cancelled_entry_never_runs() -> None:
         rig = _rig(make_queue)
         start = rig.clock.peek()
-        rig.queue.push("doomed", start + 0.1)
-        rig.queue.push("kept", start + 0.15)
+        fill(rig, [("doomed", start + 0.1), ("kept", start + 0.15)])
         consumers = Consumers(rig.queue, rig.clock, takes=2)
         try:
             park(rig, consumers)
@@ -679,7 +744,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
 
     def cancel_of_a_task_not_queued() -> None:
         rig = _rig(make_queue)
-        rig.queue.push("once", rig.clock.peek() - 1)
+        fill(rig, [("once", rig.clock.peek() - 1)])
         consumers = Consumers(rig.queue, rig.clock, takes=2)
         try:
             got = consumers.next(LATE)
@@ -711,10 +776,16 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
     def re_push_replaces_the_entry() -> None:
         rig = _rig(make_queue)
         start = rig.clock.peek()
-        rig.queue.push("report", start + 0.1)
-        rig.queue.push("report", start + 0.25)  # rescheduled: its entry at +0.1 s is dead
-        rig.queue.push("digest", start + 0.3)
-        rig.queue.push("digest", start + 0.3)  # again, for the same instant
+        # 'report' rescheduled: its entry at +0.1 s is dead; 'digest' again, same instant
+        fill(
+            rig,
+            [
+                ("report", start + 0.1),
+                ("report", start + 0.25),
+                ("digest", start + 0.3),
+                ("digest", start + 0.3),
+            ],
+        )
         consumers = Consumers(rig.queue, rig.clock, takes=3)
         got: list[tuple[object, float]] = []
         try:
@@ -755,8 +826,9 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         now = rig.clock.peek()
         # Distinct due instants, all passed, in a shuffled order: every pop returns at once.
         dues = [now - 1 - (n * 7919 % HEAP_SIZE) / HEAP_SIZE for n in range(HEAP_SIZE)]
-        for n, due in enumerate(dues):
-            rig.queue.push(f"job-{n}", CountedDue(due, counter))
+        # a sort on every push takes seconds here: let it, so the count can name it
+        entries = [(f"job-{n}", CountedDue(due, counter)) for n, due in enumerate(dues)]
+        fill(rig, entries, limit=FILL_LIMIT)
         pushed = counter.count
         consumers = Consumers(rig.queue, rig.clock, takes=HEAP_SIZE)
         got = 0
@@ -778,6 +850,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         )
 
     return [
+        ("takes the time from the clock it was given", reads_the_clock_given),
         ("returns what is due at once, due first, then arrival", due_now_in_order),
         ("waits exactly the delay until the head is due", waits_exactly_the_delay),
         ("no sleep or poll loop while nothing is due", no_poll_loop),
