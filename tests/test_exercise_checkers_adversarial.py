@@ -459,3 +459,39 @@ def test_the_timer_checker_passes_right_queues_of_other_shapes(answer: type) -> 
 def test_the_timer_checker_finds_the_condition_of_a_queue_with_slots() -> None:
     assert not hasattr(WithSlots(), "__dict__")
     assert refused(run_checks(timer_checks(WithSlots))) == []
+
+
+class PopsOutsideTheLock(TaskQueue):
+    """Tests the head under the lock, and pops it after letting the lock go: two consumers
+    woken together both take the same head (the barrier holds the window open)."""
+
+    window = threading.Barrier(2)
+
+    def pop_due(self) -> str:
+        while True:
+            with self._cond:
+                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                due, _, task = self._heap[0]
+                delay = due - self._clock()
+                if delay > 0:
+                    self._cond.wait(delay)
+                    continue
+            # the mistake under test: the lock is let go between the test and the pop
+            try:
+                self.window.wait(timeout=0.5)
+            except threading.BrokenBarrierError:  # one consumer alone: ready for the next pair
+                self.window.reset()
+            with self._cond:
+                heapq.heappop(self._heap)
+                self._live.pop(task, None)
+            return task
+
+
+def test_two_consumers_given_the_same_head_are_told_to_test_and_pop_under_one_lock() -> None:
+    message = failure(run_checks(timer_checks(PopsOutsideTheLock)), "both of two waiters")
+    assert "'first' came out twice" in message
+    assert "test the head and pop it in one `with self._cond`" in message

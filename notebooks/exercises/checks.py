@@ -708,6 +708,12 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             )
         else:
             hint = f"your push called notify_all(), so {_STALE_TIMEOUT}"
+        twice = sorted({name for name in map(str, got) if got.count(name) > 1})
+        assert not twice, (
+            f"two consumers woke for 'first' and 'second' and got {got}: {twice[0]!r} came "
+            "out twice; test the head and pop it in one `with self._cond` (a consumer "
+            "that lets the lock go in between lets the other take the same head)"
+        )
         assert sorted(map(str, got)) == ["first", "second"], (
             f"two consumers were parked toward the 12 h head and only {got} came back: "
             f"a new head must wake every waiter, since each computed its timeout from the "
