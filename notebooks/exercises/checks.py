@@ -17,12 +17,17 @@ nobody asked: a spurious wake-up).  Every wait in here is bounded; a consumer th
 never returns is left parked on a daemon thread after the check pushes it something
 to take, and a push or cancel the checker makes while a consumer may hold the lock
 runs on a daemon thread too, bounded by :data:`HELD` (a ``pop_due`` that sleeps
-holding the lock is told so instead of hanging the notebook).  The whole check
+holding the lock is told so instead of hanging the notebook), and so do the pushes that
+fill a queue before its consumers start (a push that waits is told so).  The checks of
+the pure functions (``next_slot``, ``retry_at``, ``parse_field``) run each on a daemon
+thread for :data:`ANSWER_LIMIT` seconds (see :func:`run_checks`).  The whole check
 takes under two seconds for a correct answer, and a few seconds for any.
 """
 
 from __future__ import annotations
 
+import ctypes
+import math
 import queue
 import threading
 import time
@@ -32,9 +37,11 @@ from types import TracebackType
 from typing import Any, NamedTuple
 
 __all__ = [
+    "ANSWER_LIMIT",
     "ExerciseClock",
     "Result",
     "WatchedCondition",
+    "call_answer",
     "check_task_queue",
     "check_wakes_for_a_push",
     "print_results",
@@ -53,13 +60,22 @@ class Result(NamedTuple):
     message: str = ""
 
 
-def run_checks(checks: list[Check]) -> list[Result]:
+def run_checks(checks: list[Check], limit: float | None = None) -> list[Result]:
     """Run each check; an ``AssertionError`` is a failure with its message, any other
-    exception is the answer's own error, reported as such."""
+    exception is the answer's own error, reported as such.
+
+    With a ``limit``, each check runs on a daemon thread and gets ``limit`` seconds: one
+    still running then (the answer loops for ever) is a failure naming the call it was in
+    (see :func:`call_answer`), and is stopped if it runs Python code.  The timer checks
+    bound every wait of their own and run without one.
+    """
     results = []
     for description, check in checks:
         try:
-            check()
+            if limit is None:
+                check()
+            else:
+                _within(check, limit)
         except AssertionError as failure:
             results.append(Result(description, False, str(failure)))
         except Exception as error:  # the learner's code raised: report it, carry on
@@ -67,6 +83,68 @@ def run_checks(checks: list[Check]) -> list[Result]:
         else:
             results.append(Result(description, True))
     return results
+
+
+ANSWER_LIMIT = 5.0
+"""Seconds each check of a pure function (next_slot, retry_at, parse_field) may take: a
+right answer takes milliseconds for all its cases, on a slow Binder too."""
+
+
+class _Stopped(Exception):
+    """Raised inside a check's thread that outran its limit, to end its loop."""
+
+
+_CALLING = [""]  # the call to the answer a check is in, for a check that never returns
+
+
+def call_answer(
+    call: str, answer: Callable[..., Any], *args: Any, passes: tuple[type[Exception], ...] = ()
+) -> Any:
+    """``answer(*args)``, where ``call`` (how it reads: ``next_slot(0, 60, 5, 'skip')``)
+    names it in the failure when it raises (any exception but those in ``passes``) or never
+    returns."""
+    _CALLING[0] = call
+    try:
+        return answer(*args)
+    except passes:
+        raise
+    except Exception as error:  # the learner's code raised: name the input
+        raise AssertionError(f"{call} raised {type(error).__name__}: {error}") from None
+    finally:
+        _CALLING[0] = ""
+
+
+def _within(check: Callable[[], None], limit: float) -> None:
+    """Run ``check`` on a daemon thread for at most ``limit`` seconds; re-raise what it
+    raised, or fail naming the call it is stuck in."""
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            check()
+        except _Stopped:
+            pass
+        except BaseException as error:  # re-raised below, on the caller's thread
+            raised.append(error)
+
+    _CALLING[0] = ""
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(limit)
+    if thread.is_alive():
+        stuck = _CALLING[0]
+        if thread.ident is not None:  # stop a Python loop (a blocking call ends it later)
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                ctypes.c_ulong(thread.ident), ctypes.py_object(_Stopped)
+            )
+        where = f"{stuck} " if stuck else ""
+        raise AssertionError(
+            f"{where}did not return within {limit:g} s: a loop that never ends (a `while` "
+            "whose condition never changes, a step that does not move) or a wait with no "
+            "timeout"
+        )
+    if raised:
+        raise raised[0]
 
 
 def print_results(results: list[Result]) -> None:
@@ -97,10 +175,12 @@ HOLDS_THE_LOCK = (
 )
 
 
-def bounded(call: Callable[[], object], what: str) -> None:
-    """Run ``call`` (a push or a cancel the checker makes while a consumer may hold the
-    queue's lock) and let it take at most :data:`HELD` seconds; it runs on a daemon thread,
-    left behind if it never returns."""
+def bounded(
+    call: Callable[[], object], what: str, why: str = HOLDS_THE_LOCK, limit: float = HELD
+) -> None:
+    """Run ``call`` (a push or a cancel the checker makes, while a consumer may hold the
+    queue's lock) and let it take at most ``limit`` seconds; it runs on a daemon thread,
+    left behind if it never returns, and ``why`` says what that most likely means."""
     raised: list[BaseException] = []
 
     def run() -> None:
@@ -111,9 +191,9 @@ def bounded(call: Callable[[], object], what: str) -> None:
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
-    thread.join(HELD)
+    thread.join(limit)
     if thread.is_alive():
-        raise AssertionError(f"{what} did not return within {HELD:g} s: {HOLDS_THE_LOCK}")
+        raise AssertionError(f"{what} did not return within {limit:g} s: {why}")
     if raised:
         raise raised[0]
 
@@ -269,10 +349,25 @@ class Rig(NamedTuple):
     cond: WatchedCondition
 
 
+def _attributes(target: object) -> dict[str, object]:
+    """The queue's attributes: its ``__dict__``, its ``__slots__``, then its class's (a
+    Condition kept on the class is one too)."""
+    found = dict(getattr(target, "__dict__", {}))
+    for klass in type(target).__mro__:
+        slots = klass.__dict__.get("__slots__", ())
+        for name in [slots] if isinstance(slots, str) else slots:
+            if name not in found and hasattr(target, name):
+                found[name] = getattr(target, name)
+    for klass in type(target).__mro__:
+        for name, value in vars(klass).items():
+            found.setdefault(name, value)
+    return found
+
+
 def _rig(make_queue: Callable[[Any], Any]) -> Rig:
     clock = ExerciseClock()
     target = make_queue(clock)
-    for name, value in list(vars(target).items()):
+    for name, value in _attributes(target).items():
         if isinstance(value, threading.Condition):
             watched = WatchedCondition(value)
             setattr(target, name, watched)
@@ -295,6 +390,23 @@ def _release(rig: Rig, consumers: Consumers) -> None:
         return
     for thread in consumers.threads:
         thread.join(0.1)
+
+
+PUSH_STUCK = (
+    "no consumer was running, so nobody else held the lock: push waits or loops (it "
+    "only adds an entry, and notifies when the entry is the new head)"
+)
+
+
+def _fill(rig: Rig, entries: list[tuple[str, float]], limit: float = HELD) -> None:
+    """Push ``entries`` (task, due) before any consumer runs, within ``limit`` seconds."""
+
+    def push_all() -> None:
+        for task, due in entries:
+            rig.queue.push(task, due)
+
+    what = f"push({entries[0][0]!r}, ...)" if len(entries) == 1 else f"{len(entries)} pushes"
+    bounded(push_all, what, PUSH_STUCK, limit)
 
 
 def _expect(consumers: Consumers, task: str, due: float, clock: ExerciseClock, why: str) -> None:
@@ -326,6 +438,7 @@ HEAP_SIZE = 1_000  # tasks the cost check pushes and pops
 # heapify or a scan per operation, about HEAP_SIZE / 2 = 500.  A sorted list kept with
 # bisect.insort passes: its O(n) is a memmove, which no comparison count sees.
 COMPARISONS_PER_ENTRY = 60
+FILL_LIMIT = 20.0  # seconds the HEAP_SIZE pushes may take (the reference: milliseconds)
 
 
 class ComparisonCounter:
@@ -373,6 +486,14 @@ class CountedDue(float):
 def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
     """The checks of the timer exercise, against ``make_queue(clock)`` (the class)."""
     patience = [1.0]  # seconds to wait for consumers to park; cut once they never do
+    push_patience = [math.inf]  # cut to 0.1 s once a push never returned
+
+    def fill(rig: Rig, entries: list[tuple[str, float]], limit: float = HELD) -> None:
+        try:
+            _fill(rig, entries, min(limit, push_patience[0]))
+        except AssertionError:
+            push_patience[0] = 0.1
+            raise
 
     def park(rig: Rig, consumers: Consumers, count: int = 1) -> None:
         """Wait (bounded) until ``count`` consumers wait on the queue's Condition.  When
@@ -390,13 +511,32 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         rig.cond.inner.release()
         raise AssertionError(NEVER_WAITS)
 
+    def reads_the_clock_given() -> None:
+        rig = _rig(make_queue)
+        fill(rig, [("due", rig.clock.peek() - 1)])
+        reads = rig.clock.reads  # a push may read it too: count pop_due's reads only
+        consumers = Consumers(rig.queue, rig.clock)
+        try:
+            got = consumers.next(LATE)
+            reads = rig.clock.reads - reads
+        finally:
+            _release(rig, consumers)
+        came = "came out" if got is not None else f"did not come out within {LATE} s"
+        assert reads, (
+            f"pop_due never called self._clock(): a task due 1 s ago by that clock {came}, "
+            "so it read the time elsewhere (time.time(), time.monotonic()); take the time "
+            "only from the clock you were given, or the scheduler cannot be tested with a "
+            "fake one (the checks below fail from this too)"
+        )
+        assert got is not None, f"'due', due 1 s ago, {came}"
+        assert got[0] == "due", f"expected 'due', got {got[0]!r}"
+
     def due_now_in_order() -> None:
         rig = _rig(make_queue)
         now = rig.clock.peek()
         # 'cleanup' arrives before 'alert', due at the same instant: arrival order is not
         # the names' order, so a heap that compares names on a tie shows.
-        for task, due in [("report", now - 1), ("cleanup", now - 2), ("alert", now - 2)]:
-            rig.queue.push(task, due)
+        fill(rig, [("report", now - 1), ("cleanup", now - 2), ("alert", now - 2)])
         consumers = Consumers(rig.queue, rig.clock, takes=3)
         got = []
         try:
@@ -425,7 +565,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
     def waits_exactly_the_delay() -> None:
         rig = _rig(make_queue)
         due = rig.clock.peek() + 0.2
-        rig.queue.push("soon", due)
+        fill(rig, [("soon", due)])
         consumers = Consumers(rig.queue, rig.clock)
         try:
             _expect(
@@ -441,7 +581,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
 
     def no_poll_loop() -> None:
         rig = _rig(make_queue)
-        rig.queue.push("nightly", rig.clock.peek() + TWELVE_HOURS)
+        fill(rig, [("nightly", rig.clock.peek() + TWELVE_HOURS)])
         consumers = Consumers(rig.queue, rig.clock)
         if not rig.cond.parked(1, timeout=0.3):
             patience[0] = 0.1
@@ -467,7 +607,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
 
     def re_tests_after_a_wake_up() -> None:
         parked = _rig(make_queue)
-        parked.queue.push("nightly", parked.clock.peek() + TWELVE_HOURS)
+        fill(parked, [("nightly", parked.clock.peek() + TWELVE_HOURS)])
         empty = _rig(make_queue)
         on_parked = Consumers(parked.queue, parked.clock)
         on_empty = Consumers(empty.queue, empty.clock)
@@ -496,7 +636,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
 
     def push_wakes_a_parked_timer() -> None:
         rig = _rig(make_queue)
-        rig.queue.push("nightly", rig.clock.peek() + TWELVE_HOURS)
+        fill(rig, [("nightly", rig.clock.peek() + TWELVE_HOURS)])
         consumers = Consumers(rig.queue, rig.clock)
         try:
             park(rig, consumers)
@@ -515,7 +655,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
 
     def push_re_arms_a_waiting_timer() -> None:
         rig = _rig(make_queue)
-        rig.queue.push("nightly", rig.clock.peek() + TWELVE_HOURS)
+        fill(rig, [("nightly", rig.clock.peek() + TWELVE_HOURS)])
         consumers = Consumers(rig.queue, rig.clock)
         try:
             park(rig, consumers)
@@ -542,7 +682,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
 
     def two_waiters_both_re_arm() -> None:
         rig = _rig(make_queue)
-        rig.queue.push("nightly", rig.clock.peek() + TWELVE_HOURS)
+        fill(rig, [("nightly", rig.clock.peek() + TWELVE_HOURS)])
         consumers = Consumers(rig.queue, rig.clock, count=2)
         got: list[object] = []
         try:
@@ -568,6 +708,12 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             )
         else:
             hint = f"your push called notify_all(), so {_STALE_TIMEOUT}"
+        twice = sorted({name for name in map(str, got) if got.count(name) > 1})
+        assert not twice, (
+            f"two consumers woke for 'first' and 'second' and got {got}: {twice[0]!r} came "
+            "out twice; test the head and pop it in one `with self._cond` (a consumer "
+            "that lets the lock go in between lets the other take the same head)"
+        )
         assert sorted(map(str, got)) == ["first", "second"], (
             f"two consumers were parked toward the 12 h head and only {got} came back: "
             f"a new head must wake every waiter, since each computed its timeout from the "
@@ -577,8 +723,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
     def cancelled_entry_never_runs() -> None:
         rig = _rig(make_queue)
         start = rig.clock.peek()
-        rig.queue.push("doomed", start + 0.1)
-        rig.queue.push("kept", start + 0.15)
+        fill(rig, [("doomed", start + 0.1), ("kept", start + 0.15)])
         consumers = Consumers(rig.queue, rig.clock, takes=2)
         try:
             park(rig, consumers)
@@ -605,7 +750,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
 
     def cancel_of_a_task_not_queued() -> None:
         rig = _rig(make_queue)
-        rig.queue.push("once", rig.clock.peek() - 1)
+        fill(rig, [("once", rig.clock.peek() - 1)])
         consumers = Consumers(rig.queue, rig.clock, takes=2)
         try:
             got = consumers.next(LATE)
@@ -637,10 +782,16 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
     def re_push_replaces_the_entry() -> None:
         rig = _rig(make_queue)
         start = rig.clock.peek()
-        rig.queue.push("report", start + 0.1)
-        rig.queue.push("report", start + 0.25)  # rescheduled: its entry at +0.1 s is dead
-        rig.queue.push("digest", start + 0.3)
-        rig.queue.push("digest", start + 0.3)  # again, for the same instant
+        # 'report' rescheduled: its entry at +0.1 s is dead; 'digest' again, same instant
+        fill(
+            rig,
+            [
+                ("report", start + 0.1),
+                ("report", start + 0.25),
+                ("digest", start + 0.3),
+                ("digest", start + 0.3),
+            ],
+        )
         consumers = Consumers(rig.queue, rig.clock, takes=3)
         got: list[tuple[object, float]] = []
         try:
@@ -681,8 +832,9 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         now = rig.clock.peek()
         # Distinct due instants, all passed, in a shuffled order: every pop returns at once.
         dues = [now - 1 - (n * 7919 % HEAP_SIZE) / HEAP_SIZE for n in range(HEAP_SIZE)]
-        for n, due in enumerate(dues):
-            rig.queue.push(f"job-{n}", CountedDue(due, counter))
+        # a sort on every push takes seconds here: let it, so the count can name it
+        entries = [(f"job-{n}", CountedDue(due, counter)) for n, due in enumerate(dues)]
+        fill(rig, entries, limit=FILL_LIMIT)
         pushed = counter.count
         consumers = Consumers(rig.queue, rig.clock, takes=HEAP_SIZE)
         got = 0
@@ -704,6 +856,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         )
 
     return [
+        ("takes the time from the clock it was given", reads_the_clock_given),
         ("returns what is due at once, due first, then arrival", due_now_in_order),
         ("waits exactly the delay until the head is due", waits_exactly_the_delay),
         ("no sleep or poll loop while nothing is due", no_poll_loop),

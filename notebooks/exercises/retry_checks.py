@@ -10,10 +10,12 @@ multiplier overflows a float.
 
 from __future__ import annotations
 
+import math
 import random
+import time
 from collections.abc import Callable
 
-from exercises.checks import Check, print_results, run_checks
+from exercises.checks import ANSWER_LIMIT, Check, call_answer, print_results, run_checks
 from lldsched import RetryPolicy
 
 __all__ = ["check_retry_at", "reference_retry_at", "retry_at_checks"]
@@ -63,16 +65,22 @@ def _mistake(
             "more may run; max_attempts counts every attempt, the first included"
         )
     wait = expected - finished
+    if abs(got - finished - wait) >= 1 and abs(got - (time.time() + wait)) < 60:
+        return (
+            ": counted from the time now (time.time()); the wait counts from `finished`, "
+            "the instant the attempt failed"
+        )
     if abs(got - wait) < 1e-9 and finished:
         return ": that is the wait; return the instant, finished + wait"
-    uncapped = initial * multiplier ** min(attempt - 1, 1000)
-    if uncapped > cap and got - finished > cap:
+    if _grown(initial, multiplier, attempt - 1) > cap and got - finished > cap:
         return f": the wait is capped at {cap:g} s (min(cap, ...))"
-    if abs(got - (finished + min(cap, initial * multiplier**attempt))) < 1e-9:
-        return (
-            ": the first retry waits initial; the wait after attempt n is "
-            "initial * multiplier ** (n - 1)"
-        )
+    if multiplier != 1 and initial:
+        for exponent, which in [(attempt, "high"), (attempt - 2, "low")]:
+            if abs(got - (finished + min(cap, _grown(initial, multiplier, exponent)))) < 1e-9:
+                return (
+                    f": the exponent is one too {which}; the first retry waits initial, and "
+                    "the wait after attempt n is initial * multiplier ** (n - 1)"
+                )
     if abs(got - (finished + min(cap, initial * attempt))) < 1e-9 and multiplier != 1:
         return ": the wait grows by a factor (exponential backoff), not by a step"
     if finished < got < expected and wait < cap:
@@ -82,6 +90,14 @@ def _mistake(
             "fixed exponent)"
         )
     return ""
+
+
+def _grown(initial: float, multiplier: float, exponent: int) -> float:
+    """``initial * multiplier ** exponent``, infinite where a float overflows."""
+    try:
+        return initial * multiplier**exponent
+    except OverflowError:
+        return math.inf
 
 
 def _verdict(
@@ -97,7 +113,17 @@ def _verdict(
     policy = f"{max_attempts}, {initial:g}, {multiplier:g}, {cap:g}"
     call = f"retry_at({attempt}, {finished:g}, {policy})"
     try:
-        got = retry_at(attempt, finished, max_attempts, initial, multiplier, cap)
+        got = call_answer(
+            call,
+            retry_at,
+            attempt,
+            finished,
+            max_attempts,
+            initial,
+            multiplier,
+            cap,
+            passes=(OverflowError,),
+        )
     except OverflowError as error:
         raise AssertionError(
             f"{call} raised OverflowError ({error}): {multiplier:g} ** {attempt - 1} does not "
@@ -163,4 +189,4 @@ def retry_at_checks(retry_at: RetryAt) -> list[Check]:
 
 def check_retry_at(retry_at: RetryAt) -> None:
     """Run the retry-rule checks against your ``retry_at``."""
-    print_results(run_checks(retry_at_checks(retry_at)))
+    print_results(run_checks(retry_at_checks(retry_at), limit=ANSWER_LIMIT))

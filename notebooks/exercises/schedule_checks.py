@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from exercises.checks import Check, print_results, run_checks
+from exercises.checks import ANSWER_LIMIT, Check, call_answer, print_results, run_checks
 from lldsched import ExecutionRecord, FixedRate, OverrunPolicy, ScheduleError
 from lldsched.schedules.cron.parse import parse
 
@@ -51,8 +51,8 @@ def _verdict(
     policy: str,
 ) -> None:
     expected = reference_next_slot(slot, period, finished, policy)
-    got = next_slot(slot, period, finished, policy)
     call = f"next_slot({slot:g}, {period:g}, {finished:g}, {policy!r})"
+    got = call_answer(call, next_slot, slot, period, finished, policy)
     if isinstance(got, bool) or not isinstance(got, int | float):
         raise AssertionError(f"{call} returned {got!r}: return the next due instant, a number")
     if abs(got - expected) < 1e-9:
@@ -113,7 +113,7 @@ def next_slot_checks(next_slot: Callable[[float, float, float, str], float]) -> 
 
 def check_next_slot(next_slot: Callable[[float, float, float, str], float]) -> None:
     """Run the overrun-rule checks against your ``next_slot``."""
-    print_results(run_checks(next_slot_checks(next_slot)))
+    print_results(run_checks(next_slot_checks(next_slot), limit=ANSWER_LIMIT))
 
 
 # -- a cron field ----------------------------------------------------------------------------
@@ -137,21 +137,35 @@ def _compare(
 ) -> None:
     expected = reference_field(text, low, high)
     where = f"{text!r} in {low}-{high}"
-    if expected is None:
-        try:
-            got = parse_field(text, low, high)
-        except ValueError:
-            return
-        raise AssertionError(
-            f"{where} should raise ValueError (cron rejects it), got {sorted(got)}"
-        )
+    call = f"parse_field({text!r}, {low}, {high})"
     try:
-        got = set(parse_field(text, low, high))
+        got = _values(call, call_answer(call, parse_field, text, low, high, passes=(ValueError,)))
     except ValueError as error:
+        if expected is None:
+            return
         raise AssertionError(
             f"{where} raised ValueError ({error}), but cron accepts it: {sorted(expected)}"
         ) from None
+    if expected is None:
+        raise AssertionError(
+            f"{where} should raise ValueError (cron rejects it), got {sorted(got)}"
+        )
     assert got == expected, f"{where}: expected {sorted(expected)}, got {sorted(got)}"
+
+
+def _values(call: str, got: object) -> set[int]:
+    """What ``parse_field`` returned, as a set of ints; anything else fails, shown."""
+    try:
+        values = set(got)  # type: ignore[call-overload]
+    except TypeError:
+        raise AssertionError(
+            f"{call} returned {got!r}: return the set of values the field allows"
+        ) from None
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        raise AssertionError(
+            f"{call} returned {sorted(values, key=repr)!r}: the values are ints (int(part))"
+        )
+    return values
 
 
 def _random_field(rng: random.Random, low: int, high: int) -> str:
@@ -197,4 +211,4 @@ def parse_field_checks(parse_field: Callable[[str, int, int], set[int]]) -> list
 
 def check_parse_field(parse_field: Callable[[str, int, int], set[int]]) -> None:
     """Run the cron-field checks against your ``parse_field``."""
-    print_results(run_checks(parse_field_checks(parse_field)))
+    print_results(run_checks(parse_field_checks(parse_field), limit=ANSWER_LIMIT))

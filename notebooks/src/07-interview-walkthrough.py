@@ -231,7 +231,8 @@ print([heapq.heappop(heap)[3] for _ in range(len(heap))])
 #
 # The constructor is written for you: take the time only from `self._clock()`. The check
 # runs your class on real threads for under two seconds, with a clock it controls, and
-# names each mistake it finds: ties that lose their arrival order (no sequence field), a
+# names each mistake it finds: the time read from `time.time()` or `time.monotonic()`
+# instead of `self._clock()`, ties that lose their arrival order (no sequence field), a
 # sleep or poll loop (a wait capped at a second "to be safe" is one too), `if` where
 # `while` is needed (it wakes your waiter when nothing changed), a push that does not
 # notify (a waiter parked twelve hours must wake for a task due now, or due in a
@@ -396,7 +397,8 @@ check_next_slot(next_slot)
 # `max_attempts` counts every attempt, the first included; the wait after attempt n is
 # `initial * multiplier ** (n - 1)`, at most `cap`. The check compares it with lldsched's
 # `RetryPolicy`, the last attempt, a wait still growing at attempt 12 under a long cap,
-# and an attempt far past the cap included.
+# and an attempt far past the cap included. Each check of these three exercises gets a
+# few seconds: an answer that loops for ever is stopped and shown the call it was in.
 
 
 # %%

@@ -1,0 +1,497 @@
+"""The exercise checkers of notebook 07 under a learner's stress: wrong answers that
+learners write fail with a message naming the input, the expected and the got (never a
+traceback of the checker's own), right answers of other shapes pass, and an answer that
+raises, loops for ever or returns the wrong type is reported within a bounded time."""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import math
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
+from exercises.checks import ANSWER_LIMIT, Result, run_checks, timer_checks
+from exercises.retry_checks import retry_at_checks
+from exercises.schedule_checks import next_slot_checks, parse_field_checks
+from exercises.solutions import TaskQueue, next_slot, parse_field
+
+SHORT = 0.5  # the limit a test gives a check that must hit it
+
+
+def failure(results: list[Result], check: str) -> str:
+    """The message of the check whose description contains ``check``; it must have failed."""
+    (result,) = [r for r in results if check in r.description]
+    assert not result.passed, f"{check!r} passed a wrong answer"
+    return result.message
+
+
+def refused(results: list[Result]) -> list[Result]:
+    return [r for r in results if not r.passed]
+
+
+# -- an answer that never returns ---------------------------------------------------------------
+
+
+def test_a_next_slot_that_loops_for_ever_is_reported_with_its_input_and_stopped() -> None:
+    stopped = threading.Event()
+
+    def forgets_the_step(slot: float, period: float, finished: float, policy: str) -> float:
+        following = slot + period
+        try:
+            while policy == "skip" and following < finished:
+                following + period  # the mistake under test: `+` where `+=` belongs
+            return following
+        finally:
+            stopped.set()
+
+    results = run_checks(next_slot_checks(forgets_the_step), limit=SHORT)
+    message = failure(results, "skip after a 150 s run")
+    assert message.startswith(f"next_slot(0, 60, 150, 'skip') did not return within {SHORT:g} s")
+    assert "a loop that never ends" in message
+    assert stopped.wait(timeout=5), "the looping answer was left running on its thread"
+    assert results[0].passed, "a short run never enters the loop"
+
+
+def test_a_retry_loop_that_never_reaches_the_cap_is_reported_with_its_input() -> None:
+    def grows_until_the_cap(
+        attempt: int,
+        finished: float,
+        max_attempts: int = 3,
+        initial: float = 1.0,
+        multiplier: float = 2.0,
+        cap: float = 60.0,
+    ) -> float | None:
+        """Counts the steps to the cap first, to never overflow: right for every multiplier
+        above 1 and every initial above 0, and a loop for ever on multiplier 1 or initial 0,
+        which the random cases hold."""
+        if attempt >= max_attempts:
+            return None
+        steps, wait = 0, initial
+        while wait < cap:  # the mistake under test: with no growth, the cap is never reached
+            wait *= multiplier
+            steps += 1
+        return finished + min(cap, initial * multiplier ** min(attempt - 1, steps))
+
+    results = run_checks(retry_at_checks(grows_until_the_cap), limit=SHORT)
+    assert [r.description for r in refused(results)] == [
+        "agrees with RetryPolicy on 300 random cases"
+    ]
+    message = results[-1].message
+    assert message.startswith("retry_at(") and f"did not return within {SHORT:g} s" in message
+
+
+def test_a_parse_field_that_loops_for_ever_is_reported_with_its_input() -> None:
+    def steps_by_zero(text: str, low: int, high: int) -> set[int]:
+        step = text.partition("/")[2]
+        if step == "0":
+            value = low
+            while value <= high:  # the mistake under test: a step of 0 never moves
+                value += 0
+        return parse_field(text, low, high)
+
+    message = failure(
+        run_checks(parse_field_checks(steps_by_zero), limit=SHORT), "rejects what cron"
+    )
+    assert message.startswith(f"parse_field('*/0', 0, 59) did not return within {SHORT:g} s")
+
+
+def test_the_notebook_limit_passes_every_reference_answer() -> None:
+    from exercises.solutions import retry_at
+
+    for checks in (
+        next_slot_checks(next_slot),
+        retry_at_checks(retry_at),
+        parse_field_checks(parse_field),
+    ):
+        assert refused(run_checks(checks, limit=ANSWER_LIMIT)) == []
+
+
+# -- an answer that raises, or returns the wrong type -------------------------------------------
+
+
+def test_an_exception_from_next_slot_names_the_call() -> None:
+    def divides_by_the_overrun(slot: float, period: float, finished: float, policy: str) -> float:
+        return slot + period * math.ceil(1 / (finished - slot - period) + 1)
+
+    message = failure(run_checks(next_slot_checks(divides_by_the_overrun)), "exactly on the next")
+    assert message == "next_slot(0, 60, 60, 'skip') raised ZeroDivisionError: division by zero"
+
+
+def test_an_exception_from_retry_at_names_the_call() -> None:
+    def closed_form_with_a_log(
+        attempt: int,
+        finished: float,
+        max_attempts: int = 3,
+        initial: float = 1.0,
+        multiplier: float = 2.0,
+        cap: float = 60.0,
+    ) -> float | None:
+        """Caps the exponent with a log: right, until the multiplier is 1 (log base 1)."""
+        if attempt >= max_attempts:
+            return None
+        steps = math.ceil(math.log(cap / initial, multiplier)) + 1
+        return finished + min(cap, initial * multiplier ** min(attempt - 1, steps))
+
+    message = failure(run_checks(retry_at_checks(closed_form_with_a_log)), "300 random")
+    assert message.startswith("retry_at(")
+    assert "raised ZeroDivisionError" in message or "raised ValueError" in message
+
+
+def test_a_parse_field_that_raises_something_else_than_value_error_names_the_field() -> None:
+    def raises_key_error(text: str, low: int, high: int) -> set[int]:
+        try:
+            return parse_field(text, low, high)
+        except ValueError:
+            raise KeyError(text) from None
+
+    message = failure(run_checks(parse_field_checks(raises_key_error)), "range ends")
+    assert message == "parse_field('50-70', 0, 59) raised KeyError: '50-70'"
+
+
+@pytest.mark.parametrize(
+    ("answer", "told"),
+    [
+        (lambda text, low, high: None, "parse_field('*', 0, 59) returned None: return the set"),
+        (
+            lambda text, low, high: {str(v) for v in parse_field(text, low, high)},
+            "the values are ints",
+        ),
+    ],
+    ids=["none", "strings"],
+)
+def test_a_parse_field_of_the_wrong_type_is_told_what_to_return(
+    answer: Callable[[str, int, int], set[int]], told: str
+) -> None:
+    message = failure(run_checks(parse_field_checks(answer)), "minute fields")
+    assert told in message
+    assert "NoneType" not in message
+
+
+def test_a_parse_field_that_returns_a_list_or_a_range_passes() -> None:
+    def as_a_sorted_list(text: str, low: int, high: int) -> list[int]:
+        return sorted(parse_field(text, low, high))
+
+    assert refused(run_checks(parse_field_checks(as_a_sorted_list))) == []  # type: ignore[arg-type]
+
+
+# -- the retry rule: wrong answers learners write -----------------------------------------------
+
+
+def exponent_one_too_low(
+    attempt: int,
+    finished: float,
+    max_attempts: int = 3,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> float | None:
+    if attempt >= max_attempts:
+        return None
+    return finished + min(cap, initial * multiplier ** min(attempt - 2, 100))
+
+
+def counted_from_now(
+    attempt: int,
+    finished: float,
+    max_attempts: int = 3,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> float | None:
+    if attempt >= max_attempts:
+        return None
+    return time.time() + min(cap, initial * multiplier ** min(attempt - 1, 100))
+
+
+def cap_before_growth(
+    attempt: int,
+    finished: float,
+    max_attempts: int = 3,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> float | None:
+    """min(cap, initial), then grown: the cap bounds the start, not the wait."""
+    if attempt >= max_attempts:
+        return None
+    return finished + min(cap, initial) * multiplier ** min(attempt - 1, 100)
+
+
+def just_under_the_cap_at_attempt_5000(
+    attempt: int,
+    finished: float,
+    max_attempts: int = 3,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> float | None:
+    """Wrong by a second on a late attempt: the checker's own hints must not overflow."""
+    if attempt >= max_attempts:
+        return None
+    if attempt > 100:
+        return finished + cap - 1
+    return finished + min(cap, initial * multiplier ** (attempt - 1))
+
+
+@pytest.mark.parametrize(
+    ("answer", "check", "told"),
+    [
+        (exponent_one_too_low, "the first retry waits initial", "the exponent is one too low"),
+        (exponent_one_too_low, "grows until the cap", "the exponent is one too low"),
+        (counted_from_now, "counted from the finish", "counted from the time now"),
+        (cap_before_growth, "the wait is capped", "the wait is capped at 60 s"),
+        (
+            just_under_the_cap_at_attempt_5000,
+            "no overflow",
+            "retry_at(5000, 100, 1000000, 1, 2, 60): expected 160, got 159",
+        ),
+    ],
+    ids=lambda value: getattr(value, "__name__", None),
+)
+def test_each_retry_mistake_is_named(
+    answer: Callable[..., float | None], check: str, told: str
+) -> None:
+    message = failure(run_checks(retry_at_checks(answer)), check)
+    assert told in message
+    assert "raised" not in message
+
+
+def test_a_retry_answer_with_the_exponent_too_low_is_not_told_it_stopped_at_the_cap() -> None:
+    message = failure(run_checks(retry_at_checks(exponent_one_too_low)), "grows until the cap")
+    assert "stopped growing below the cap" not in message
+
+
+# -- the overrun rule: right answers of other shapes --------------------------------------------
+
+
+def by_a_loop(slot: float, period: float, finished: float, policy: str) -> float:
+    following = slot + period
+    while policy == "skip" and following < finished:
+        following += period
+    return following
+
+
+def by_floor_division(slot, period, finished, policy):  # type: ignore[no-untyped-def]
+    """No type hints, and -(-a // b) for the ceiling."""
+    if policy == "catch_up":
+        return slot + period
+    return slot + max(1, -(-(finished - slot) // period)) * period
+
+
+def by_max_of_two(slot: float, period: float, finished: float, policy: str) -> float:
+    following = slot + period
+    if policy == "skip":
+        return max(following, slot + math.ceil((finished - slot) / period) * period)
+    return following
+
+
+@pytest.mark.parametrize("answer", [by_a_loop, by_floor_division, by_max_of_two])
+def test_the_overrun_checker_passes_right_answers_of_other_shapes(
+    answer: Callable[[float, float, float, str], float],
+) -> None:
+    assert refused(run_checks(next_slot_checks(answer), limit=ANSWER_LIMIT)) == []
+
+
+def test_an_overrun_answer_that_answers_only_the_notebooks_examples_fails() -> None:
+    def the_examples(slot: float, period: float, finished: float, policy: str) -> float:
+        known: dict[tuple[float, float, str], float] = {(0, 5, "skip"): 60}
+        known |= {(0, 150, "skip"): 180, (0, 150, "catch_up"): 60}
+        known |= {(0, 60, "skip"): 60, (0, 120, "skip"): 120}
+        return known.get((slot, finished, policy), slot + period)
+
+    results = run_checks(next_slot_checks(the_examples))
+    assert [r.description for r in refused(results)] == [
+        "agrees with FixedRate.next_run on 500 runs, boundaries included"
+    ]
+    assert "expected" in results[-1].message and "got" in results[-1].message
+
+
+def test_a_skip_that_rounds_up_a_run_of_no_time_to_its_own_slot_fails() -> None:
+    def ceiling_always(slot: float, period: float, finished: float, policy: str) -> float:
+        if policy == "catch_up":
+            return slot + period
+        return slot + math.ceil((finished - slot) / period) * period  # 0 for a run of no time
+
+    message = failure(run_checks(next_slot_checks(ceiling_always)), "500 runs")
+    assert "expected" in message and "got" in message
+
+
+# -- the timer queue ----------------------------------------------------------------------------
+
+
+class PushThatWaits(TaskQueue):
+    """A push that waits on the condition (for "room", say): it never returns."""
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            self._cond.wait()
+
+
+class ReadsTheWallClock(TaskQueue):
+    """Right, but for ``time.time()`` where ``self._clock()`` belongs."""
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while True:
+                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                due, _, task = self._heap[0]
+                delay = due - time.time()  # the mistake under test
+                if delay <= 0:
+                    heapq.heappop(self._heap)
+                    del self._live[task]
+                    return task
+                self._cond.wait(delay)
+
+
+class ReadsMonotonic(TaskQueue):
+    """``time.monotonic()``, the constructor's default, read directly: the checker's clock
+    is not it."""
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while True:
+                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                due, _, task = self._heap[0]
+                delay = due - time.monotonic()  # the mistake under test
+                if delay <= 0:
+                    heapq.heappop(self._heap)
+                    del self._live[task]
+                    return task
+                self._cond.wait(min(delay, 3600.0))
+
+
+@pytest.mark.parametrize("answer", [ReadsTheWallClock, ReadsMonotonic])
+def test_a_queue_that_reads_another_clock_is_told_so(answer: type[TaskQueue]) -> None:
+    message = failure(run_checks(timer_checks(answer)), "the clock it was given")
+    assert message.startswith("pop_due never called self._clock()")
+    assert "time.time(), time.monotonic()" in message
+
+
+def test_a_push_that_never_returns_fails_every_check_without_hanging() -> None:
+    results = run_checks(timer_checks(PushThatWaits))
+    assert all(not r.passed and "push waits or loops" in r.message for r in results)
+    assert "did not return within 0.1 s" in results[-1].message  # cut after the first
+
+
+class SortedListWithBisect:
+    """Another shape: a sorted list kept with bisect.insort, its own sequence counter, a
+    push that always notifies, and no type hints inside."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._entries: list[tuple[float, int, str]] = []
+        self._count = 0
+        self._live: dict[str, int] = {}
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            self._count += 1
+            self._live[task] = self._count
+            bisect.insort(self._entries, (due, self._count, task))
+            self._cond.notify_all()
+
+    def cancel(self, task: str) -> None:
+        with self._cond:
+            self._live.pop(task, None)
+
+    def _drop_dead(self) -> None:
+        while self._entries and self._live.get(self._entries[0][2]) != self._entries[0][1]:
+            self._entries.pop(0)
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while True:
+                self._drop_dead()
+                if not self._entries:
+                    self._cond.wait()
+                    continue
+                due, _, task = self._entries[0]
+                delay = due - self._clock()
+                if delay <= 0:
+                    self._entries.pop(0)
+                    del self._live[task]
+                    return task
+                self._cond.wait(delay)
+
+
+class WithSlots:
+    """The same, its attributes in ``__slots__`` (no ``__dict__`` to find the Condition in)."""
+
+    __slots__ = ("_clock", "_cond", "_count", "_entries", "_live")
+    __init__ = SortedListWithBisect.__init__
+    push = SortedListWithBisect.push
+    cancel = SortedListWithBisect.cancel
+    _drop_dead = SortedListWithBisect._drop_dead
+    pop_due = SortedListWithBisect.pop_due
+
+
+class ConditionOnTheClass(SortedListWithBisect):
+    """The Condition a class attribute, shared by every queue: crude, and still right."""
+
+    _cond = threading.Condition()
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(clock)
+        del self._cond  # the class's, from here on
+
+
+@pytest.mark.parametrize("answer", [SortedListWithBisect, ConditionOnTheClass])
+def test_the_timer_checker_passes_right_queues_of_other_shapes(answer: type) -> None:
+    assert refused(run_checks(timer_checks(answer))) == []
+
+
+def test_the_timer_checker_finds_the_condition_of_a_queue_with_slots() -> None:
+    assert not hasattr(WithSlots(), "__dict__")
+    assert refused(run_checks(timer_checks(WithSlots))) == []
+
+
+class PopsOutsideTheLock(TaskQueue):
+    """Tests the head under the lock, and pops it after letting the lock go: two consumers
+    woken together both take the same head (the barrier holds the window open)."""
+
+    window = threading.Barrier(2)
+
+    def pop_due(self) -> str:
+        while True:
+            with self._cond:
+                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                due, _, task = self._heap[0]
+                delay = due - self._clock()
+                if delay > 0:
+                    self._cond.wait(delay)
+                    continue
+            # the mistake under test: the lock is let go between the test and the pop
+            try:
+                self.window.wait(timeout=0.5)
+            except threading.BrokenBarrierError:  # one consumer alone: ready for the next pair
+                self.window.reset()
+            with self._cond:
+                heapq.heappop(self._heap)
+                self._live.pop(task, None)
+            return task
+
+
+def test_two_consumers_given_the_same_head_are_told_to_test_and_pop_under_one_lock() -> None:
+    message = failure(run_checks(timer_checks(PopsOutsideTheLock)), "both of two waiters")
+    assert "'first' came out twice" in message
+    assert "test the head and pop it in one `with self._cond`" in message
