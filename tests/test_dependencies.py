@@ -469,6 +469,36 @@ def test_a_dependent_stored_blocked_on_an_upstream_stored_dead_fails_at_the_rest
         assert stored.status is FAILED
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_upstream_purged_as_it_retired_still_counts_as_succeeded_after_a_restart(
+    kind: str, tmp_path: Path
+) -> None:
+    # "Initialise once, then sync every minute" with purge_retired=True: init retires at
+    # once and its row is deleted.  After a restart sync named an id the store no longer
+    # held: it ran one slot and then stayed BLOCKED for good.
+    path = tmp_path / "tasks.db"
+    options: dict[str, Any] = {"purge_retired": True, "retain_finished": 0}
+    with SqliteTaskStore(path) as store:
+        first = Driven(kind, store=store, **options)
+        first.add("init", OneTime(delay=0), id="init")
+        first.add("sync", FixedRate(60, start_delay=30), id="sync", depends_on=["init"])
+        first.run_until(T0 + 300)
+        first.close()
+        assert [snap.task.id for snap in store.load_all()] == ["sync"]
+    with SqliteTaskStore(path) as store:
+        second = Driven(kind, store=store, **options)
+        try:
+            second.clock.set(T0 + 300)
+            second.run_until(T0 + 600)
+            sync = second.runtime.task("sync")
+            assert sync.status is SCHEDULED and waits(sync) == []
+            assert [r.slot - T0 for r in runs(second, sync) if r.started >= T0 + 300] == [
+                330.0, 390.0, 450.0, 510.0, 570.0,
+            ]  # fmt: skip
+        finally:
+            second.close()
+
+
 def test_a_restored_dependent_waits_for_a_success_newer_than_its_last_run() -> None:
     store = InMemoryTaskStore()
     sim = Simulation(workers=1, start=T0, store=store)
