@@ -19,6 +19,7 @@ from lldsched import (
     Scheduler,
     SchedulerStateError,
     Simulation,
+    TaskSnapshot,
     TaskStatus,
     ValidationError,
 )
@@ -420,6 +421,82 @@ def test_depends_on_and_the_blocked_state_survive_a_store(
         second.close()
         if store_kind == "sqlite":
             store.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("upstream", ["failed", "cancelled"])
+def test_a_dependent_stored_blocked_on_an_upstream_stored_dead_fails_at_the_restart(
+    kind: str, upstream: str, tmp_path: Path
+) -> None:
+    # A crash between the upstream's write (FAILED or CANCELLED) and its dependent's
+    # (FAILED by its strand) leaves the dependent stored BLOCKED: recovery fails it at
+    # once, as the strand would have, instead of leaving it waiting for good.
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path) as store:
+        first = Driven(kind, store=store)
+        extract = first.add("extract", OneTime(delay=600), id="extract")
+        first.add("load", FixedRate(HOUR), id="load", depends_on=["extract"])
+        first.run_until(T0 + 60)
+        assert first.runtime.task("load").status is BLOCKED
+        first.close()
+        status = TaskStatus.CANCELLED if upstream == "cancelled" else FAILED
+        record = ExecutionRecord(
+            "extract", "extract", 1, T0 + 600, T0 + 600, 0, T0 + 600, T0 + 601, False, "boom"
+        )
+        store.save(  # the upstream's write, the dependent's never made
+            TaskSnapshot(extract.definition, status, None, 1, 1, 1, "boom"),
+            None if upstream == "cancelled" else record,
+        )
+    with SqliteTaskStore(path) as store:
+        second = Driven(kind, store=store)
+        try:
+            load = second.runtime.task("load")
+            assert load.status is FAILED
+            assert second.runtime.dead_letter() == (
+                ["extract", "load"] if status is FAILED else ["load"]
+            )
+            (wait,) = waits(load)
+            assert wait.error is not None and wait.error.startswith(
+                f"UpstreamFailed: upstream extract ('extract') is {status.value}"
+            )
+            assert load.next_run_at is None
+            second.run_until(T0 + 2 * HOUR)
+            assert runs(second, load) == []
+        finally:
+            second.close()
+    with SqliteTaskStore(path) as store:  # and the store says so, for the next restart
+        (stored,) = [snap for snap in store.load_all() if snap.task.id == "load"]
+        assert stored.status is FAILED
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_upstream_purged_as_it_retired_still_counts_as_succeeded_after_a_restart(
+    kind: str, tmp_path: Path
+) -> None:
+    # "Initialise once, then sync every minute" with purge_retired=True: init retires at
+    # once and its row is deleted.  After a restart sync named an id the store no longer
+    # held: it ran one slot and then stayed BLOCKED for good.
+    path = tmp_path / "tasks.db"
+    options: dict[str, Any] = {"purge_retired": True, "retain_finished": 0}
+    with SqliteTaskStore(path) as store:
+        first = Driven(kind, store=store, **options)
+        first.add("init", OneTime(delay=0), id="init")
+        first.add("sync", FixedRate(60, start_delay=30), id="sync", depends_on=["init"])
+        first.run_until(T0 + 300)
+        first.close()
+        assert [snap.task.id for snap in store.load_all()] == ["sync"]
+    with SqliteTaskStore(path) as store:
+        second = Driven(kind, store=store, **options)
+        try:
+            second.clock.set(T0 + 300)
+            second.run_until(T0 + 600)
+            sync = second.runtime.task("sync")
+            assert sync.status is SCHEDULED and waits(sync) == []
+            assert [r.slot - T0 for r in runs(second, sync) if r.started >= T0 + 300] == [
+                330.0, 390.0, 450.0, 510.0, 570.0,
+            ]  # fmt: skip
+        finally:
+            second.close()
 
 
 def test_a_restored_dependent_waits_for_a_success_newer_than_its_last_run() -> None:

@@ -1010,3 +1010,40 @@ def test_a_catch_up_stores_the_slot_it_hands_out_next_behind_the_run_due() -> No
         stored.append((due and due - T0, waited and waited - T0))
         h.step()
     assert stored == [(60, 120), (120, 180), (180, None)]
+
+
+@pytest.mark.parametrize("restart", [False, True])
+def test_a_task_paused_mid_catch_up_runs_every_slot_of_its_plan_restarted_or_not(
+    tmp_path: Path, restart: bool
+) -> None:
+    # First due 01:00, down until 06:30: RUN_ALL catches up 01:00 to 06:00, a minute a
+    # run.  Paused while 02:00 runs, its plan holds 03:00 to 06:00; the store keeps only
+    # 03:00 and the slot behind it (04:00).  Restarted or not, resume runs the paused slot
+    # at once, then 04:00, 05:00 and 06:00; 07:00 is next.
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path) as store:
+        task = Simulation(start=T0, store=store).schedule(
+            "job", FixedRate(HOUR, start_delay=HOUR), misfire=RUN_ALL
+        )
+    store = SqliteTaskStore(path)
+    try:
+        sim = Simulation(start=T0 + 6.5 * HOUR, store=store)
+        sim.model(task.id, duration=60.0)
+        sim.run(T0 + 6.5 * HOUR + 90)  # 01:00 ran, 02:00 runs
+        assert sim.pause(task.id)
+        sim.run(T0 + 6.5 * HOUR + 200)
+        if restart:
+            store.close()
+            store = SqliteTaskStore(path)
+            sim = Simulation(start=T0 + 6.5 * HOUR + 200, store=store)
+            sim.model(task.id, duration=60.0)
+            assert sim.task(task.id).status is TaskStatus.PAUSED
+            assert sim.task(task.id).next_run_at == T0 + 3 * HOUR
+        assert sim.resume(task.id)
+        sim.run(T0 + 7.5 * HOUR)
+        ran = [(r.slot - T0) / HOUR for r in store.records(task.id) if r.outcome.ran]
+        resumed = 6.5 + 200 / HOUR  # resume re-anchors: the paused slot runs at once
+        assert ran == [1.0, 2.0, resumed, 4.0, 5.0, 6.0, 7.0]
+        assert not [r for r in store.records(task.id) if not r.outcome.ran]
+    finally:
+        store.close()

@@ -30,6 +30,8 @@ are its *upstreams*.  The rule, stated once (the core carries it out in
 * An upstream that **retires** (a finished task leaving the registry, see
   :mod:`lldsched.core.retention`) counts as it ended, SUCCEEDED or CANCELLED, for
   as long as tasks still name it; a new task cannot name it (it is not registered).
+  After a restart, an upstream a restored dependent names that the store no longer
+  holds (``purge_retired`` deleted its row) counts as a retired success.
 
 This module keeps the bookkeeping (the graph and the waiting sets); it changes
 no status.  Standard library only, like the rest of the core.  The threaded
@@ -82,7 +84,10 @@ class Dependencies:
             self.waiting[task.id] = self._waiting_after_restart(task, history)
         else:
             self.waiting[task.id] = {
-                upstream for upstream in task.depends_on if not _has_succeeded(self._get(upstream))
+                upstream
+                for upstream in task.depends_on
+                if self._retired.get(upstream) is not SUCCEEDED
+                and not _has_succeeded(self._get(upstream))
             }
 
     def unlink(self, task_id: str) -> None:
@@ -102,6 +107,13 @@ class Dependencies:
             self._retired[task.id] = task.status
         else:
             self._dependents.pop(task.id, None)
+
+    def purged(self, task_id: str) -> None:
+        """A restored dependent names ``task_id``, which its store no longer holds: a row
+        ``purge_retired`` deleted as the task retired (``remove`` refuses an upstream
+        still named).  It counts as a retired success, as it did in the process that
+        retired it; one that retired CANCELLED had failed its dependents already."""
+        self._retired[task_id] = SUCCEEDED
 
     def dependents(self, task_id: str) -> list[ScheduledTask]:
         """The registered tasks that depend on ``task_id``, in registration order."""

@@ -22,7 +22,9 @@ decisions are records whose outcome says ``missed`` or ``coalesced``, and the
 task is queued where the policy says.  An attempt owed from before the
 downtime (a retry, or the in-flight attempt) runs first; the policy decides the
 slots after it.  Paused tasks are left alone: ``resume`` already runs a slot
-that was slept through.  A BLOCKED task stays off the heap, waiting for what its
+that was slept through; but a ``RUN_ALL`` task paused during its catch-up gets the
+slots of its plan back (the store kept only the next two), decided again from the
+one its plan waited for.  A BLOCKED task stays off the heap, waiting for what its
 records say it still waits for (:mod:`lldsched.core.dependencies`), and is released
 at once if that is nothing.
 
@@ -260,6 +262,21 @@ def _queue_restored(core: SchedulerCore, task: ScheduledTask, owed: bool, now: f
         core.replan(task, due=due)  # as stored: the schedule carries on
 
 
+def _replan_paused_catch_up(
+    core: SchedulerCore, task: ScheduledTask, waited: float, now: float
+) -> None:
+    """A PAUSED ``RUN_ALL`` task whose catch-up plan was cut short by the restart: the
+    store kept only the slot its plan ``waited`` for behind its due instant, so the slots
+    after that one are decided again, from ``waited`` up to ``now``, as for a task not
+    paused (``decide_misfire``); it stays paused, due where it was, with that plan behind."""
+    policy = task.misfire or DEFAULT_MISFIRE
+    if policy.on_misfire is not Misfire.RUN_ALL or task.next_run_at is None:
+        return  # any other policy's plan holds no slot after ``waited``: nothing was lost
+    decided = plan(unwrap(task._schedule), waited, now, policy)
+    if decided.misfired:
+        _apply(core, task, decided, task.next_run_at)
+
+
 # -- reloading ---------------------------------------------------------------------------
 
 
@@ -284,6 +301,8 @@ def recover(core: SchedulerCore, store: TaskStore) -> list[ScheduledTask]:
     for task, snapshot, (_, owed) in zip(tasks, snapshots, restored, strict=True):
         if snapshot.waited is not None:  # a run_now's slot (TaskSnapshot.waited): kept
             task._schedule = slot_first(task._schedule, snapshot.waited)
+            if task.status is TaskStatus.PAUSED:
+                _replan_paused_catch_up(core, task, snapshot.waited, now)
         _queue_restored(core, task, owed, now)
     restores.info("restored %d tasks from %r", len(tasks), store)
     return tasks

@@ -67,6 +67,10 @@ class Restoration(CoreParts):
             deps = self._dependencies()
             now = self.clock.now()
             for task in linked:
+                for upstream in task.depends_on:
+                    if upstream not in self.tasks:
+                        deps.purged(upstream)
+            for task in linked:
                 deps.link(task, task.history)
                 if task.status is BLOCKED:
                     deps.blocked_at[task.id] = now  # the wait is counted from the restart
