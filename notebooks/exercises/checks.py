@@ -31,7 +31,7 @@ import math
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from types import TracebackType
 from typing import Any, NamedTuple
@@ -398,7 +398,7 @@ PUSH_STUCK = (
 )
 
 
-def _fill(rig: Rig, entries: list[tuple[str, float]], limit: float = HELD) -> None:
+def _fill(rig: Rig, entries: Sequence[tuple[str, float]], limit: float = HELD) -> None:
     """Push ``entries`` (task, due) before any consumer runs, within ``limit`` seconds."""
 
     def push_all() -> None:
@@ -488,7 +488,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
     patience = [1.0]  # seconds to wait for consumers to park; cut once they never do
     push_patience = [math.inf]  # cut to 0.1 s once a push never returned
 
-    def fill(rig: Rig, entries: list[tuple[str, float]], limit: float = HELD) -> None:
+    def fill(rig: Rig, entries: Sequence[tuple[str, float]], limit: float = HELD) -> None:
         try:
             _fill(rig, entries, min(limit, push_patience[0]))
         except AssertionError:

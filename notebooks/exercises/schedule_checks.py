@@ -9,7 +9,7 @@ on a slot of the grid, and values one below and one above a field's range.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from exercises.checks import ANSWER_LIMIT, Check, call_answer, print_results, run_checks
 from lldsched import ExecutionRecord, FixedRate, OverrunPolicy, ScheduleError
@@ -156,7 +156,9 @@ def _compare(
 def _values(call: str, got: object) -> set[int]:
     """What ``parse_field`` returned, as a set of ints; anything else fails, shown."""
     try:
-        values = set(got)  # type: ignore[call-overload]
+        if not isinstance(got, Iterable):
+            raise TypeError(got)
+        values = set(got)  # unhashable items raise TypeError too
     except TypeError:
         raise AssertionError(
             f"{call} returned {got!r}: return the set of values the field allows"
