@@ -49,11 +49,29 @@ KERNEL_READY = """() => {
 
 RUN_ALL = """() => {
     window.lldschedRanAll = null;
-    window.jupyterapp.commands.execute("notebook:run-all-cells").then(
-        (ran) => { window.lldschedRanAll = String(ran); },
-        (error) => { window.lldschedRanAll = "failed: " + error; });
+    window.lldschedCleared = false;
+    const commands = window.jupyterapp.commands;
+    commands.execute("notebook:clear-all-cell-outputs")
+        .then(() => {
+            window.lldschedCleared = true;
+            return commands.execute("notebook:run-all-cells");
+        })
+        .then(
+            (ran) => { window.lldschedRanAll = String(ran); },
+            (error) => { window.lldschedRanAll = "failed: " + error; });
 }"""
-RAN_ALL = "() => window.lldschedRanAll !== null"
+RAN_ALL = """() => {
+    if (window.lldschedRanAll !== null) {
+        return true;
+    }
+    const panel = window.jupyterapp.shell.currentWidget;
+    const kernel = panel && panel.sessionContext.session && panel.sessionContext.session.kernel;
+    if (!window.lldschedCleared || !kernel || kernel.status !== "idle") {
+        return false;
+    }
+    const code = panel.content.widgets.filter((cell) => cell.model.type === "code");
+    return code.length > 0 && code.every((cell) => cell.model.executionCount !== null);
+}"""
 PENDING = """() => {
     const panel = window.jupyterapp.shell.currentWidget;
     const kernel = panel && panel.sessionContext.session && panel.sessionContext.session.kernel;
@@ -73,7 +91,12 @@ def run_all_in_lab(page: Any, log: list[str]) -> None:
 
     The run is waited for with a bound: once in about a dozen runs (2026-12-01) the
     command's promise never settled and the test hung until pytest's timeout, with
-    nothing to say why; now the failure says where the kernel and the cells stood."""
+    nothing to say why; now the failure says where the kernel and the cells stood.
+    It then failed once (2026-12-03) with the kernel idle and no cell pending: the
+    cells had run and only the promise was missing.  So the outputs (and execution
+    counts, which the shipped notebook carries) are cleared first, and the run is
+    over when the promise settles or, without it, when the clearing is done, the
+    kernel is idle and every code cell has a count again."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     page.wait_for_function(KERNEL_READY, timeout=60_000)
