@@ -480,7 +480,9 @@ def test_an_upstream_purged_as_it_retired_still_counts_as_succeeded_after_a_rest
     options: dict[str, Any] = {"purge_retired": True, "retain_finished": 0}
     with SqliteTaskStore(path) as store:
         first = Driven(kind, store=store, **options)
-        first.add("init", OneTime(delay=0), id="init")
+        # init is due after sync is registered: a running scheduler would run (and
+        # retire) an init due at once before sync could name it
+        first.add("init", OneTime(delay=10), id="init")
         first.add("sync", FixedRate(60, start_delay=30), id="sync", depends_on=["init"])
         first.run_until(T0 + 300)
         first.close()
