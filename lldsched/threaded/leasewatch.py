@@ -95,6 +95,12 @@ class LeaseWatch:
                 self._until -= seconds
                 self._condition.notify()
 
+    def trusted(self) -> bool:
+        """Whether a renewal still vouches for the leases now (:meth:`renewed`, less any
+        :meth:`cut`): False before the first, and once the flags were raised."""
+        with self._condition:
+            return self._until is not None and self._clock.now() < self._until
+
     def add(self, token: int, context: RunContext) -> None:
         """Watch the run holding ``token``."""
         with self._condition:

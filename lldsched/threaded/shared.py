@@ -53,7 +53,7 @@ from lldsched.logs import CLUSTER
 from lldsched.model import TaskStatus
 from lldsched.persistence import Claim, CoordinatedStore
 from lldsched.threaded.deadline import Deadline
-from lldsched.threaded.leasewatch import MONOTONIC, LeaseWatch, renewal_every, trusted_for
+from lldsched.threaded.leasewatch import MONOTONIC, LeaseWatch, renewal_every
 
 __all__ = ["Coordinator", "leases_kept"]
 
@@ -77,16 +77,14 @@ class Coordinator:
         self._pending: dict[str, Claim] = {}  # task id -> claim handed out, not yet begun
         self._running: dict[int, tuple[str, RunContext | None]] = {}  # token -> its run
         self._every = renewal_every(store.lease)
-        self._trusted = trusted_for(store.lease)  # how long a renewal vouches for the leases
         self._renew_at: float | None = None  # None: no lease held, nothing to renew
         # The clock leases are trusted by, time.monotonic: the store's expiry counts real
         # time (its server's clock), never the scheduler's injected clock (a fake clock
         # advanced an hour in one step has not let any lease expire).
         self._trust = MONOTONIC
-        # When the last renewal that succeeded began (see looked()), on that clock.
-        self._renewed = 0.0
-        # Raises the runs' flags once the leases are no longer trusted, whatever the timer
-        # is doing (held up in a store call by the outage itself): leasewatch.py.
+        # Keeps how long the leases are trusted (from when the last renewal that succeeded
+        # began: see looked()), and raises the runs' flags once they are not, whatever the
+        # timer is doing (held up in a store call by the outage itself): leasewatch.py.
         self._watch = LeaseWatch(self._trust, lease=store.lease, name="lldsched-lease-watch")
         # Slots due before this instant passed while this process was not there (not
         # built yet, or a forward wall-clock jump): a claim of one is a misfire candidate.
@@ -210,7 +208,6 @@ class Coordinator:
             entries.append(entry)
         if entries and self._renew_at is None:
             self._renew_at = now + self._every
-            self._renewed = looked
             self._watch.renewed(looked)
         return entries
 
@@ -233,7 +230,6 @@ class Coordinator:
             self._renew_at = now
         if jump > 0:
             self._since = max(self._since, now)
-            self._renewed -= jump
             self._watch.cut(jump)
 
     def wake(self, now: float, wake: float | None) -> float:
@@ -250,10 +246,8 @@ class Coordinator:
         claim = self._pending.pop(entry[3], None)
         if claim is None:  # its lease was lost before a worker took it: not ours to run
             return None
-        if self._trust.now() - self._renewed < self._trusted:
-            run = self._core.begin(entry, worker, token=claim.token)
-        else:  # no renewal vouches for its lease any more: not ours to begin
-            run = None
+        trusted = self._watch.trusted()  # else no renewal vouches for its lease: not ours
+        run = self._core.begin(entry, worker, token=claim.token) if trusted else None
         if run is None:  # handed back now, not left to block its task until it expires
             self._release(claim.task_id, claim.token)
             self._held_none()
@@ -268,12 +262,11 @@ class Coordinator:
         if run.token is not None:
             self._running.pop(run.token, None)
             self._watch.discard(run.token)
-            if not self._running and not self._pending:  # _held_none, inline: the run path
-                self._renew_at = None
+            self._held_none()
 
     def _held_none(self) -> None:
         """Nothing held any more: no renewal due, and the next claim starts the trust's
-        count again (from its own reading).  :meth:`done` inlines it."""
+        count again (from its own reading)."""
         if not self._running and not self._pending:
             self._renew_at = None
 
@@ -322,12 +315,11 @@ class Coordinator:
             kept = self.store.renew(tokens=tokens, now=now)
         except StoreError as exc:
             self._failed(exc, "renewal", "renewal of the leases held")
-            if self._trust.now() - self._renewed < self._trusted:
+            if self._watch.trusted():
                 return
             kept = set()  # no renewal vouches for them any more: count them lost
         else:
             self._succeeded("renewal")
-            self._renewed = looked
             self._watch.renewed(looked)
         for token in tokens - kept:
             self._watch.discard(token)
