@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from lldsched import (
     Scheduler,
     SchedulerStateError,
     Simulation,
+    SqliteTaskStore,
     StoreError,
     TaskNotFoundError,
     TaskRetiredError,
@@ -363,6 +365,37 @@ def test_a_retired_id_whose_replacement_the_store_refuses_is_still_retired(
     store.down = False
     again = driven.add("migrate", OneTime(T0 + 20), id="migrate", replace_existing=True)
     assert again.status is TaskStatus.SUCCEEDED
+
+
+def test_a_retired_id_replaced_with_an_action_the_store_cannot_keep_is_refused_naming_it(
+    kind: str, tmp_path: Path
+) -> None:
+    """The failed-save rule of a registration (SchedulerCore._first_write) for a retired
+    id replaced: the store's error names the value it could not keep, nothing is
+    written or announced, and the id is still retired (registering it again replaces)."""
+    store = SqliteTaskStore(tmp_path / "tasks.db")
+    driven = Driven(kind, store=store, retain_finished=0)
+    try:
+        driven.add("migrate", OneTime(T0 + 1), id="migrate")
+        driven.run_until(T0 + 10)
+        told = len(driven.events)
+        runtime = driven.runtime
+        options: dict[str, Any] = {"id": "migrate", "replace_existing": True}
+        with pytest.raises(ValidationError, match=r"<lambda>.* has none"):
+            if isinstance(runtime, Scheduler):
+                runtime.schedule("migrate", lambda: None, OneTime(T0 + 20), **options)
+            else:
+                runtime.schedule("migrate", OneTime(T0 + 20), action=lambda: None, **options)
+        assert held(driven) == [] and len(driven.events) == told
+        snapshot = store.get("migrate")
+        assert snapshot is not None and snapshot.task.schedule == OneTime(T0 + 1)  # as it was
+        with pytest.raises(TaskRetiredError, match="'migrate' finished \\(succeeded\\)"):
+            runtime.task("migrate")
+        again = driven.add("migrate", OneTime(T0 + 20), id="migrate", replace_existing=True)
+        assert again.status is TaskStatus.SUCCEEDED
+    finally:
+        driven.close()
+        store.close()
 
 
 def test_a_one_off_registered_by_id_at_every_start_runs_once_whatever_the_retention(
