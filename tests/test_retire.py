@@ -398,6 +398,34 @@ def test_a_retired_id_replaced_with_an_action_the_store_cannot_keep_is_refused_n
         store.close()
 
 
+@pytest.mark.parametrize("retain", [None, 0], ids=["held", "retired"])
+def test_a_finished_id_replaced_with_paused_keeps_its_finished_status_held_or_retired(
+    kind: str, opened: list[Driven], retain: int | None
+) -> None:
+    """paused=True pauses a task the call creates; a finished task replaced, held or
+    retired, keeps the status it finished with, as any replacement keeps its status.
+    PAUSED would make resume() run the one-off job again, what replacing a retired id
+    by its old status is there to prevent (docs/DECISIONS.md, "Finished tasks retire")."""
+    store = InMemoryTaskStore()
+    driven = driven_with(opened, kind, store=store, retain_finished=retain)
+    driven.add("migrate", OneTime(T0 + 1), id="migrate")
+    driven.run_until(T0 + 10)
+    assert held(driven) == ([] if retain == 0 else ["migrate"])
+    again = driven.add(
+        "migrate", OneTime(T0 + 20), id="migrate", replace_existing=True, paused=True
+    )
+    assert (again.status, again.next_run_at, again.schedule) == (
+        TaskStatus.SUCCEEDED, None, OneTime(T0 + 20)
+    )  # fmt: skip
+    told = [(e.previous, e.status) for e in driven.events if e.task_id == "migrate"]
+    assert told[-1] == (TaskStatus.SUCCEEDED, TaskStatus.SUCCEEDED)
+    snapshot = store.get("migrate")
+    assert snapshot is not None and snapshot.status is TaskStatus.SUCCEEDED
+    assert snapshot.task.schedule == OneTime(T0 + 20)
+    driven.run_until(T0 + 30)
+    assert [r.outcome.value for r in store.records("migrate")] == ["ok"]  # one run, not two
+
+
 def test_a_one_off_registered_by_id_at_every_start_runs_once_whatever_the_retention(
     kind: str,
 ) -> None:

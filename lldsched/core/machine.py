@@ -266,9 +266,10 @@ class SchedulerCore(
         queued, and its one store write says PAUSED, so no other process on a shared
         store can read it SCHEDULED, claim it or register it again as SCHEDULED in
         between; listeners hear its registration, then its pause.  A task that existed
-        (``replace_existing``) keeps its status, paused or not, as a replacement always
-        does: registering the same jobs at every start must not pause again a task an
-        operator resumed.
+        (``replace_existing``; a finished one held or retired too) keeps its status,
+        paused or not, as a replacement always does: registering the same jobs at every
+        start must not pause again a task an operator resumed, nor make a finished
+        one-off PAUSED, which ``resume`` would run again.
 
         ``check_arguments=False`` skips the check that ``action`` takes its arguments
         (:func:`~lldsched.core.calls.check_call`): for a definition another
