@@ -32,6 +32,7 @@ from lldsched import (
     TaskNotFoundError,
     TaskSnapshot,
     TaskStatus,
+    Window,
     checks,
 )
 from lldsched.core.recovery import after_clock_jump
@@ -687,6 +688,55 @@ def test_an_overlapping_fixed_rate_set_back_while_its_run_goes_on_queues_its_slo
     assert scheduler.task(task.id).next_run_at == T0 - HOUR + 120
 
 
+@pytest.mark.parametrize("overlap", [Overlap.ALLOW, Overlap.CANCEL_OTHER])
+@pytest.mark.parametrize(
+    ("misfire", "decided"),
+    [
+        (None, [("coalesced", 1.0), ("coalesced", 2.0), ("ok", 3.0)]),
+        (SKIP, [("missed", 1.0), ("missed", 2.0), ("missed", 3.0)]),
+    ],
+    ids=["run-once", "skip"],
+)
+def test_a_forward_jump_meets_the_misfire_policy_of_a_slot_queued_behind_a_run_in_flight(
+    make_scheduler: SchedulerFactory,
+    overlap: Overlap,
+    misfire: MisfirePolicy | None,
+    decided: list[tuple[str, float]],
+) -> None:
+    # The run of the slot at T0 queues the next slot (T0 + 1 h) as it begins; the wall
+    # clock jumps 3.5 h ahead while it runs.  That queued slot and the two after it
+    # passed while nobody ran them: the task's misfire policy decides them, as for a
+    # task with no run in flight.  Before: the queued slot ran 2.5 h late beside the
+    # run, and the two after it were recorded skipped whatever the policy said.
+    clock = JumpingClock(T0)
+    started, release, later = threading.Event(), threading.Event(), threading.Event()
+
+    def job() -> None:
+        if started.is_set():  # a run after T0's: it ends at once
+            later.set()
+            return
+        started.set()
+        assert release.wait(5)
+
+    scheduler = make_scheduler(clock=clock, workers=2)
+    limit = 2 if overlap is Overlap.ALLOW else None
+    task = scheduler.schedule(
+        "job", job, FixedRate(HOUR), overlap=overlap, max_instances=limit, misfire=misfire
+    )
+    assert started.wait(5) and clock.parked.wait(5)  # the timer parked, T0 + 1 h queued
+    clock.parked.clear()
+    clock.jump(3.5 * HOUR)
+    assert clock.parked.wait(5)  # the timer handled the jump, the run still going
+    if misfire is None:
+        assert later.wait(5)  # the slot it runs began beside the run of T0
+    release.set()
+    settle(scheduler)
+    looked(clock, scheduler)
+    ran = "cancelled" if overlap is Overlap.CANCEL_OTHER and misfire is None else "ok"
+    assert sorted(outcomes(scheduler, "job"), key=lambda o: o[1]) == [(ran, 0.0), *decided]
+    assert scheduler.task(task.id).next_run_at == T0 + 4 * HOUR
+
+
 def test_a_fake_clock_moving_is_never_taken_for_a_jump(make_scheduler: SchedulerFactory) -> None:
     clock = FakeClock(T0)
     scheduler = make_scheduler(clock=clock)
@@ -788,6 +838,52 @@ def test_a_forward_jump_leaves_a_fixed_rate_run_in_flight_on_its_grid() -> None:
     assert task.next_run_at == T0 + 3660
     skipped = [r.slot - T0 for r in task.history if r.outcome is Outcome.SKIPPED]
     assert skipped[:2] == [60, 120]
+
+
+def test_a_forward_jump_catches_up_every_slot_queued_behind_a_run_in_flight_under_run_all() -> None:
+    # RUN_ALL behind a run in flight: the slot queued behind it runs first, beside it, and
+    # the plan's later slots after the last run out, as a plan in front of the schedule
+    # does (overlapping.py); none is recorded skipped.
+    clock = JumpingClock(T0)
+    h = Harness(clock)
+    task = h.core.add("rate", jobs.noop, FixedRate(HOUR), overlap=Overlap.ALLOW,
+                      max_instances=2, misfire=RUN_ALL)  # fmt: skip
+    run = h.begin()  # the slot at T0, T0 + 1 h queued behind it
+    clock.jump(3.5 * HOUR)
+    after_clock_jump(h.core, 3.5 * HOUR, clock.now())
+    beside = h.begin()  # the slot at T0 + 1 h, beside the run of T0
+    h.core.finish(beside, clock.now(), clock.now(), None)
+    h.core.finish(run, T0, clock.now(), None)
+    for _ in range(2):
+        h.step()
+    assert [(r.outcome.value, (r.slot - T0) / HOUR) for r in task.history] == [
+        ("ok", 1.0), ("ok", 0.0), ("ok", 2.0), ("ok", 3.0),
+    ]  # fmt: skip
+    assert task.next_run_at == T0 + 4 * HOUR
+
+
+@pytest.mark.parametrize("overlap", [Overlap.ALLOW, Overlap.CANCEL_OTHER])
+def test_a_forward_jump_past_the_end_of_a_schedule_leaves_the_run_in_flight_to_end_it(
+    overlap: Overlap,
+) -> None:
+    # SKIP, the window closing before the clock lands: every slot behind the run is
+    # missed and none is left.  The run in flight goes on (it is not cancelled, as a
+    # task with nothing in flight is) and its end ends the task.
+    clock = JumpingClock(T0)
+    h = Harness(clock)
+    limit = 2 if overlap is Overlap.ALLOW else None
+    task = h.core.add("rate", jobs.noop, Window(FixedRate(HOUR), end=T0 + 3 * HOUR),
+                      overlap=overlap, max_instances=limit, misfire=SKIP)  # fmt: skip
+    run = h.begin()  # the slot at T0, T0 + 1 h queued behind it
+    clock.jump(3.5 * HOUR)
+    after_clock_jump(h.core, 3.5 * HOUR, clock.now())
+    assert task.status is TaskStatus.RUNNING and h.queue.pending() == []
+    assert run.context is None or not run.context.cancelled
+    h.core.finish(run, T0, clock.now(), None)
+    assert task.status is TaskStatus.SUCCEEDED
+    assert [(r.outcome.value, (r.slot - T0) / HOUR) for r in task.history] == [
+        ("missed", 1.0), ("missed", 2.0), ("missed", 3.0), ("ok", 0.0),
+    ]  # fmt: skip
 
 
 def test_an_overlapping_task_paused_mid_run_and_set_back_resumes_at_its_moved_slot() -> None:

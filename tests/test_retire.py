@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from lldsched import (
     Scheduler,
     SchedulerStateError,
     Simulation,
+    SqliteTaskStore,
     StoreError,
     TaskNotFoundError,
     TaskRetiredError,
@@ -363,6 +365,65 @@ def test_a_retired_id_whose_replacement_the_store_refuses_is_still_retired(
     store.down = False
     again = driven.add("migrate", OneTime(T0 + 20), id="migrate", replace_existing=True)
     assert again.status is TaskStatus.SUCCEEDED
+
+
+def test_a_retired_id_replaced_with_an_action_the_store_cannot_keep_is_refused_naming_it(
+    kind: str, tmp_path: Path
+) -> None:
+    """The failed-save rule of a registration (SchedulerCore._first_write) for a retired
+    id replaced: the store's error names the value it could not keep, nothing is
+    written or announced, and the id is still retired (registering it again replaces)."""
+    store = SqliteTaskStore(tmp_path / "tasks.db")
+    driven = Driven(kind, store=store, retain_finished=0)
+    try:
+        driven.add("migrate", OneTime(T0 + 1), id="migrate")
+        driven.run_until(T0 + 10)
+        told = len(driven.events)
+        runtime = driven.runtime
+        options: dict[str, Any] = {"id": "migrate", "replace_existing": True}
+        with pytest.raises(ValidationError, match=r"<lambda>.* has none"):
+            if isinstance(runtime, Scheduler):
+                runtime.schedule("migrate", lambda: None, OneTime(T0 + 20), **options)
+            else:
+                runtime.schedule("migrate", OneTime(T0 + 20), action=lambda: None, **options)
+        assert held(driven) == [] and len(driven.events) == told
+        snapshot = store.get("migrate")
+        assert snapshot is not None and snapshot.task.schedule == OneTime(T0 + 1)  # as it was
+        with pytest.raises(TaskRetiredError, match="'migrate' finished \\(succeeded\\)"):
+            runtime.task("migrate")
+        again = driven.add("migrate", OneTime(T0 + 20), id="migrate", replace_existing=True)
+        assert again.status is TaskStatus.SUCCEEDED
+    finally:
+        driven.close()
+        store.close()
+
+
+@pytest.mark.parametrize("retain", [None, 0], ids=["held", "retired"])
+def test_a_finished_id_replaced_with_paused_keeps_its_finished_status_held_or_retired(
+    kind: str, opened: list[Driven], retain: int | None
+) -> None:
+    """paused=True pauses a task the call creates; a finished task replaced, held or
+    retired, keeps the status it finished with, as any replacement keeps its status.
+    PAUSED would make resume() run the one-off job again, what replacing a retired id
+    by its old status is there to prevent (docs/DECISIONS.md, "Finished tasks retire")."""
+    store = InMemoryTaskStore()
+    driven = driven_with(opened, kind, store=store, retain_finished=retain)
+    driven.add("migrate", OneTime(T0 + 1), id="migrate")
+    driven.run_until(T0 + 10)
+    assert held(driven) == ([] if retain == 0 else ["migrate"])
+    again = driven.add(
+        "migrate", OneTime(T0 + 20), id="migrate", replace_existing=True, paused=True
+    )
+    assert (again.status, again.next_run_at, again.schedule) == (
+        TaskStatus.SUCCEEDED, None, OneTime(T0 + 20)
+    )  # fmt: skip
+    told = [(e.previous, e.status) for e in driven.events if e.task_id == "migrate"]
+    assert told[-1] == (TaskStatus.SUCCEEDED, TaskStatus.SUCCEEDED)
+    snapshot = store.get("migrate")
+    assert snapshot is not None and snapshot.status is TaskStatus.SUCCEEDED
+    assert snapshot.task.schedule == OneTime(T0 + 20)
+    driven.run_until(T0 + 30)
+    assert [r.outcome.value for r in store.records("migrate")] == ["ok"]  # one run, not two
 
 
 def test_a_one_off_registered_by_id_at_every_start_runs_once_whatever_the_retention(

@@ -238,13 +238,8 @@ class DefinitionVerbs(CoreParts):
         if options is not DEFAULT_OPTIONS and options.overlap is not None:
             fit_flight(task)
         self.tasks[task_id] = task
-        if self._store is not None:
-            try:
-                self._store.save(self._snapshot(task))
-            except BaseException:
-                del self.tasks[task_id]  # a failed save registers nothing
-                self._retention.retired(task_id, status, ())  # and it is still retired
-                raise
+        if self._store is not None:  # a failed save registers nothing: still retired
+            self._first_write(task, store=self._store, retired_as=status)
         if options.depends_on:
             self._dependencies().link(task)
         if self.emit is not None:

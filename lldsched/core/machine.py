@@ -130,7 +130,7 @@ from lldsched.core.tally import Tally
 from lldsched.core.task import DEFAULT_OPTIONS, Run, RunStats, ScheduledTask, fit_flight
 from lldsched.core.waiting import DependencyWaits
 from lldsched.errors import ScheduleError, ValidationError
-from lldsched.model import ExecutionRecord, Priority, TaskEvent
+from lldsched.model import ExecutionRecord, Priority, TaskEvent, TaskStatus
 from lldsched.persistence import TaskStore, is_shared
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
@@ -266,9 +266,10 @@ class SchedulerCore(
         queued, and its one store write says PAUSED, so no other process on a shared
         store can read it SCHEDULED, claim it or register it again as SCHEDULED in
         between; listeners hear its registration, then its pause.  A task that existed
-        (``replace_existing``) keeps its status, paused or not, as a replacement always
-        does: registering the same jobs at every start must not pause again a task an
-        operator resumed.
+        (``replace_existing``; a finished one held or retired too) keeps its status,
+        paused or not, as a replacement always does: registering the same jobs at every
+        start must not pause again a task an operator resumed, nor make a finished
+        one-off PAUSED, which ``resume`` would run again.
 
         ``check_arguments=False`` skips the check that ``action`` takes its arguments
         (:func:`~lldsched.core.calls.check_call`): for a definition another
@@ -384,14 +385,22 @@ class SchedulerCore(
             self.emit(TaskEvent(task.id, task.name, previous, task.status, now))
         return task
 
-    def _first_write(self, task: ScheduledTask, *, store: TaskStore) -> None:
+    def _first_write(
+        self, task: ScheduledTask, *, store: TaskStore, retired_as: TaskStatus | None = None
+    ) -> None:
         """Write a task being registered through ``store``, before it is queued or
-        published: a failed save registers nothing (it leaves the registry, and the error
-        is raised).  The one home of that rule for both ends of :meth:`add`."""
+        published: a failed save registers nothing (it leaves the registry, and the error,
+        the store's, naming what it could not keep, is raised).  ``retired_as``: the task
+        replaces one that retired with that status
+        (:meth:`~lldsched.core.definition.DefinitionVerbs._replace_retired`), which a
+        failed save leaves retired.  The one home of that rule for both ends of
+        :meth:`add` and for a retired task replaced."""
         try:
             store.save(self._snapshot(task))
         except BaseException:
             del self.tasks[task.id]
+            if retired_as is not None:  # and it is still retired (TaskRetiredError)
+                self._retention.retired(task.id, retired_as, ())
             raise
 
     # -- internals -------------------------------------------------------------------------

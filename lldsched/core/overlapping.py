@@ -115,6 +115,17 @@ class OverlappingRuns(CoreParts):
             skipped, following, now = late
             self._record_skipped(task, skipped, until=following, at=now)
 
+    def drop_pending(self, task: ScheduledTask) -> None:
+        """Nothing stays queued behind ``task``'s runs in flight: a forward clock jump's
+        misfire decision skipped every slot its schedule had left (``Misfire.SKIP``,
+        :func:`lldsched.core.recovery.decide_misfire`).  The runs go on, and the last
+        one out finds the schedule ended, as when :meth:`_queue_following` finds no slot
+        (:meth:`_after_flight`)."""
+        flight = task._flight
+        if flight is not None:
+            flight.pending = None
+        self._queue.discard(task)
+
     def _alongside(
         self, task: ScheduledTask, entry: Entry, worker: int, *, token: int | None
     ) -> Run | None:

@@ -237,7 +237,10 @@ def _apply(
         queue.insert(0, owed)
     elif not queue:
         if resume is None or resume is SCHEDULE_DECIDES:  # every slot skipped, none left
-            core.cancel(task.id)
+            if task.running:  # skipped behind runs in flight: they go on, the last ends it
+                core.drop_pending(task)
+            else:
+                core.cancel(task.id)
             return records
         queue, resume = [resume], SCHEDULE_DECIDES
     plan_ahead = len(queue) > 1 or resume is not SCHEDULE_DECIDES
@@ -353,7 +356,9 @@ def after_clock_jump(core: SchedulerCore, jump: float, now: float) -> None:
     flight keeps its due instants (its run's finish decides the next), but a fixed
     rate's next slot is counted from the slot the run serves: that slot is read as
     moved with the clock (:meth:`CatchUp.moving`).  A forward jump leaves a run in
-    flight alone: the slots it outlasted are its overrun's, skipped or caught up.  A
+    flight alone: the slots it outlasted are its overrun's, skipped or caught up; but the
+    slot an overlapping task (``Overlap.ALLOW``, ``CANCEL_OTHER``) queued behind its run
+    is queued like any other, and meets the misfire policy with the slots after it.  A
     PAUSED task's due instant (the one ``resume()`` queues it at) moves back as a queued
     one would, so resuming does not wait out the jump; forward, ``resume()`` already
     runs a slot it slept through at once.
@@ -363,6 +368,8 @@ def after_clock_jump(core: SchedulerCore, jump: float, now: float) -> None:
         if task.running:
             if jump < 0 and measures_elapsed_time(unwrap(task._schedule)):
                 _move_in_flight(core, task, jump)
+            elif jump > 0 and due is not None and due <= now and _queued_behind(task):
+                decide_misfire(core, task, now)  # a slot queued like any other's
             continue
         paused = task.status is TaskStatus.PAUSED
         if due is None or not (task.status in _QUEUED or paused):
@@ -382,6 +389,14 @@ def after_clock_jump(core: SchedulerCore, jump: float, now: float) -> None:
                 else schedule,
                 slot=task.slot + jump if elapsed else None,
             )
+
+
+def _queued_behind(task: ScheduledTask) -> bool:
+    """True when ``task`` (RUNNING, with ``Overlap.ALLOW`` or ``CANCEL_OTHER``) has its
+    next slot queued behind its runs in flight (its flight's pending slot, which
+    :meth:`~lldsched.core.overlapping.OverlappingRuns._queue_following` queued)."""
+    flight = task._flight
+    return task.status is TaskStatus.RUNNING and flight is not None and flight.pending is not None
 
 
 def _move_in_flight(core: SchedulerCore, task: ScheduledTask, jump: float) -> None:

@@ -135,11 +135,16 @@ class Restoration(CoreParts):
         pending attempts now belonging to ``slot`` if given, and write it through the
         store; a PAUSED task is not queued, ``due`` becomes the instant ``resume()``
         queues it at.  A change that is no transition (recovery, a clock jump): no
-        event is published."""
+        event is published.  A RUNNING task with a slot queued behind its runs in
+        flight (``Overlap.ALLOW``, ``CANCEL_OTHER``: its flight's pending slot) has that
+        slot moved to ``due``; its runs go on."""
         if schedule is not None:
             task._schedule = schedule
         if slot is not None:
             task._slot = slot
+        flight = task._flight
+        if flight is not None and flight.pending is not None:  # the slot queued behind runs
+            flight.pending = due
         if task.status is TaskStatus.PAUSED:
             task.next_run_at = due
         else:
