@@ -14,8 +14,8 @@ are registered at once, 8 in all.  The control verbs mostly pick a task they act
 (so pause/resume/redrive sequences are frequent), sometimes any id ever registered,
 now and then an unknown one.
 
-The model, written here from the lifecycle of DESIGN section 1 and the code as it
-is, keeps per task its status, attempt counter, next due instant, schedule slot,
+The model, written here from the lifecycle (docs/ARCHITECTURE.md, "The lifecycle")
+and the code as it is, keeps per task its status, attempt counter, next due instant, schedule slot,
 whether it is queued (and in which order the queue hands tasks out: due, then
 priority, then push order), whether a run is in flight, run / failure counts and
 last error; and, globally, the dead letter in order and the clock.  After every
