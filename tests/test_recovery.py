@@ -1086,6 +1086,43 @@ def test_a_task_paused_before_a_capped_run_once_catch_up_resumes_at_its_slot_aft
         store.close()
 
 
+@pytest.mark.parametrize("restart", [False, True])
+def test_a_task_paused_mid_capped_run_all_catch_up_runs_its_plan_restarted_or_not(
+    tmp_path: Path, restart: bool
+) -> None:
+    # Minutely from 09:01, down until the next day 09:00:30: more than 1,000 slots passed.
+    # RUN_ALL lists 1,000 of them and runs the last 100 it listed (the 901st to the
+    # 1,000th); one record stands for the slots beyond, and the task resumes at 09:01.
+    # Paused while the 901st runs, restarted or not, resume runs the paused slot (the
+    # 902nd) at once, then the 903rd to the 1,000th, then 09:01 (late: the catch-up
+    # outlasted it).
+    path = tmp_path / "tasks.db"
+    back = T0 + 86400 + 30
+    with SqliteTaskStore(path) as store:
+        task = Simulation(start=T0, store=store).schedule(
+            "job", FixedRate(60, start_delay=60), misfire=RUN_ALL
+        )
+    store = SqliteTaskStore(path)
+    try:
+        sim = Simulation(start=back, store=store)
+        sim.model(task.id, duration=1.0)
+        sim.run(back + 0.5)  # the 901st runs
+        assert sim.pause(task.id)
+        sim.run(back + 10)
+        if restart:
+            store.close()
+            store = SqliteTaskStore(path)
+            sim = Simulation(start=back + 10, store=store)
+            sim.model(task.id, duration=1.0)
+            assert sim.task(task.id).status is TaskStatus.PAUSED
+        assert sim.resume(task.id)
+        sim.run(back + 140)
+        ran = [(r.slot - T0) / 60 for r in store.records(task.id) if r.outcome.ran]
+        assert ran == [*range(901, 1001), 1441]
+    finally:
+        store.close()
+
+
 def test_a_catch_up_slot_resumed_keeps_its_slot_and_the_grid_after_the_plan(
     tmp_path: Path,
 ) -> None:

@@ -24,7 +24,8 @@ downtime (a retry, or the in-flight attempt) runs first; the policy decides the
 slots after it.  Paused tasks are left alone: ``resume`` already runs a slot
 that was slept through; but a ``RUN_ALL`` task paused during its catch-up gets the
 slots of its plan back (the store kept only the next two), decided again from the
-one its plan waited for.  A BLOCKED task stays off the heap, waiting for what its
+one its plan waited for (a plan cut at :data:`MAX_SLOTS` is put back as it was: the
+record standing for the slots beyond the cap says where it ended).  A BLOCKED task stays off the heap, waiting for what its
 records say it still waits for (:mod:`lldsched.core.dependencies`), and is released
 at once if that is nothing.
 
@@ -163,9 +164,12 @@ def first_after(schedule: Schedule, slot: float, now: float) -> float | None:
         return None
 
 
+_CAPPED = "MisfireCap:"  # how the error text of a record standing for the rest begins
+
+
 def _tail_text(following: float, now: float) -> str:
     return (
-        f"MisfireCap: more than {MAX_SLOTS} slots passed; this record stands for the "
+        f"{_CAPPED} more than {MAX_SLOTS} slots passed; this record stands for the "
         f"slots from {following!r} to {now!r}"
     )
 
@@ -299,11 +303,32 @@ def stored_plan(
         return []
     if owed is None:
         return []
-    decided = plan(unwrap(task._schedule), waited, now, policy)
-    if not decided.misfired:
-        return []
+    own = unwrap(task._schedule)
+    cut = _cut(task.history, waited)
+    if cut is None:
+        decided = plan(own, waited, now, policy)
+        if not decided.misfired:
+            return []
+    else:  # the plan, cut at MAX_SLOTS, ended before the record standing for the rest
+        slots, _ = passed_slots(own, waited, cut.slot)
+        runs = [slot for slot in slots if slot < cut.slot]
+        decided = Plan(runs, [], first_after(own, cut.slot, cut.finished), True)
     _queue(core, task, decided, owed)
     return decided.decisions
+
+
+def _cut(history: Sequence[ExecutionRecord], waited: float) -> ExecutionRecord | None:
+    """The record that stands for the slots beyond :data:`MAX_SLOTS` of a catch-up whose
+    plan waited for ``waited`` (the first slot after it decided without a run), if the
+    history holds one: the plan's slots end before it, and the task resumes at the
+    first slot after the instant it was decided (``finished``).  Decided again from
+    ``waited`` up to now instead, those slots were counted once more: a ``RUN_ALL``
+    plan's own later slots were recorded missed, and slots the record stood for ran."""
+    for record in history:
+        error = record.error
+        if record.slot > waited and error is not None and error.startswith(_CAPPED):
+            return record
+    return None
 
 
 # -- reloading ---------------------------------------------------------------------------
