@@ -25,9 +25,9 @@ slots after it.  Paused tasks are left alone: ``resume`` already runs a slot
 that was slept through; but a ``RUN_ALL`` task paused during its catch-up gets the
 slots of its plan back (the store kept only the next two), decided again from the
 one its plan waited for (a plan cut at :data:`MAX_SLOTS` is put back as it was: the
-record standing for the slots beyond the cap says where it ended).  A BLOCKED task stays off the heap, waiting for what its
-records say it still waits for (:mod:`lldsched.core.dependencies`), and is released
-at once if that is nothing.
+record standing for the slots beyond the cap says where it ended).  A BLOCKED task
+stays off the heap, waiting for what its records say it still waits for
+(:mod:`lldsched.core.dependencies`), and is released at once if that is nothing.
 
 **Enumeration is capped.**  At most :data:`MAX_SLOTS` passed slots of one task
 are decided one by one.  Beyond that, one more record (outcome as the policy
@@ -293,7 +293,8 @@ def stored_plan(
     ``RUN_ALL`` task, the rest of its catch-up: the row kept only ``waited`` behind its due
     instant, so the slots after that one are decided again, from ``waited`` up to ``now``,
     as for a task not paused (:func:`decide_misfire`); it stays paused, due where it was,
-    with that plan behind.  Any other policy's plan holds no slot after ``waited``: nothing
+    with that plan behind.  A plan cut at :data:`MAX_SLOTS` is put back as it was
+    (:func:`_cut`).  Any other policy's plan holds no slot after ``waited``: nothing
     was lost.  Returns the decisions that plan took (slots beyond ``max_catch_up``), for
     the caller to record or not: ``task`` is only replanned here."""
     task._schedule = slot_first(task._schedule, waited)
