@@ -50,7 +50,7 @@ Rules the model encodes (besides the plain transitions):
   the task (SUCCEEDED or FAILED) still ends it while paused;
 * resume of a task paused mid-run (run still going) makes it RUNNING again; else
   due = max(previous due, now), RETRYING if attempt > 0 else SCHEDULED (the slot
-  re-anchored at the due);
+  re-anchored at the due, unless a plan's run is due: run_now's extra run keeps its slot);
 * cancel from any non-terminal status (next due cleared); redrive FAILED ->
   SCHEDULED due now, attempt 0, slot now, out of the dead letter (a slot run_now
   set aside is dropped); remove cancels a live task, unregisters it and drops it
@@ -512,8 +512,8 @@ class CoreMachine(RuleBasedStateMachine):
             assert m.due is not None
             due = max(m.due, self.now)
             m.status = RETRYING if m.attempt else SCHEDULED
-            if m.status is SCHEDULED:
-                m.slot = due
+            if m.status is SCHEDULED and m.aside is None and not m.fresh:
+                m.slot = due  # a plan's run (run_now's extra run) keeps its slot
             self.push(m, due)
         self.expect_events([(task_id, PAUSED, m.status)])
 

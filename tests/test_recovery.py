@@ -1115,7 +1115,7 @@ def test_a_task_paused_mid_catch_up_runs_every_slot_of_its_plan_restarted_or_not
     # First due 01:00, down until 06:30: RUN_ALL catches up 01:00 to 06:00, a minute a
     # run.  Paused while 02:00 runs, its plan holds 03:00 to 06:00; the store keeps only
     # 03:00 and the slot behind it (04:00).  Restarted or not, resume runs the paused slot
-    # at once, then 04:00, 05:00 and 06:00; 07:00 is next.
+    # (03:00) at once, then 04:00, 05:00 and 06:00; 07:00 is next.
     path = tmp_path / "tasks.db"
     with SqliteTaskStore(path) as store:
         task = Simulation(start=T0, store=store).schedule(
@@ -1138,8 +1138,111 @@ def test_a_task_paused_mid_catch_up_runs_every_slot_of_its_plan_restarted_or_not
         assert sim.resume(task.id)
         sim.run(T0 + 7.5 * HOUR)
         ran = [(r.slot - T0) / HOUR for r in store.records(task.id) if r.outcome.ran]
-        resumed = 6.5 + 200 / HOUR  # resume re-anchors: the paused slot runs at once
-        assert ran == [1.0, 2.0, resumed, 4.0, 5.0, 6.0, 7.0]
+        assert ran == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]  # the paused slot keeps its slot
         assert not [r for r in store.records(task.id) if not r.outcome.ran]
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("restart", [False, True])
+def test_a_task_paused_before_a_capped_run_once_catch_up_resumes_at_its_slot_after_the_downtime(
+    tmp_path: Path, restart: bool
+) -> None:
+    # Minutely from 09:01, down until the next day 09:00:30: more than 1,000 slots passed.
+    # RUN_ONCE runs the last slot it listed (the 1,000th, 01:40), one record stands for
+    # the slots beyond, and the task resumes at 09:01 (the first slot after the downtime).
+    # Paused before the catch-up runs, restarted or not, resume runs the catch-up at
+    # once and then 09:01, not the minute after the 1,000th slot.
+    path = tmp_path / "tasks.db"
+    back = T0 + 86400 + 30
+    with SqliteTaskStore(path) as store:
+        task = Simulation(start=T0, store=store).schedule(
+            "job", FixedRate(60, start_delay=60), misfire=MisfirePolicy(Misfire.RUN_ONCE)
+        )
+    store = SqliteTaskStore(path)
+    try:
+        sim = Simulation(start=back, store=store)
+        assert sim.pause(task.id)
+        assert sim.task(task.id).next_run_at == T0 + 60 * 1000
+        sim.run(back + 10)
+        if restart:
+            store.close()
+            store = SqliteTaskStore(path)
+            sim = Simulation(start=back + 10, store=store)
+            assert sim.task(task.id).status is TaskStatus.PAUSED
+        assert sim.resume(task.id)
+        sim.run(back + 60)
+        ran = [r.slot - T0 for r in store.records(task.id) if r.outcome.ran]
+        assert ran == [60 * 1000, 86400 + 60]  # the catch-up (its own slot), then 09:01
+        decided = [r for r in store.records(task.id) if not r.outcome.ran]
+        assert {r.outcome for r in decided} == {Outcome.COALESCED}
+        assert decided[-1].slot == T0 + 60 * 1001  # it stands for the slots beyond the cap
+        assert decided[-1].error is not None and "more than 1000 slots" in decided[-1].error
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("restart", [False, True])
+def test_a_task_paused_mid_capped_run_all_catch_up_runs_its_plan_restarted_or_not(
+    tmp_path: Path, restart: bool
+) -> None:
+    # Minutely from 09:01, down until the next day 09:00:30: more than 1,000 slots passed.
+    # RUN_ALL lists 1,000 of them and runs the last 100 it listed (the 901st to the
+    # 1,000th); one record stands for the slots beyond, and the task resumes at 09:01.
+    # Paused while the 901st runs, restarted or not, resume runs the paused slot (the
+    # 902nd) at once, then the 903rd to the 1,000th, then 09:01 (late: the catch-up
+    # outlasted it).
+    path = tmp_path / "tasks.db"
+    back = T0 + 86400 + 30
+    with SqliteTaskStore(path) as store:
+        task = Simulation(start=T0, store=store).schedule(
+            "job", FixedRate(60, start_delay=60), misfire=RUN_ALL
+        )
+    store = SqliteTaskStore(path)
+    try:
+        sim = Simulation(start=back, store=store)
+        sim.model(task.id, duration=1.0)
+        sim.run(back + 0.5)  # the 901st runs
+        assert sim.pause(task.id)
+        sim.run(back + 10)
+        if restart:
+            store.close()
+            store = SqliteTaskStore(path)
+            sim = Simulation(start=back + 10, store=store)
+            sim.model(task.id, duration=1.0)
+            assert sim.task(task.id).status is TaskStatus.PAUSED
+        assert sim.resume(task.id)
+        sim.run(back + 140)
+        ran = [(r.slot - T0) / 60 for r in store.records(task.id) if r.outcome.ran]
+        assert ran == [*range(901, 1001), 1441]
+    finally:
+        store.close()
+
+
+def test_a_catch_up_slot_resumed_keeps_its_slot_and_the_grid_after_the_plan(
+    tmp_path: Path,
+) -> None:
+    # First due 01:00, down until 06:30: RUN_ALL catches up 01:00 to 06:00, a minute a
+    # run.  Paused while 05:00 runs, the plan's last slot (06:00) waits for the resume at
+    # 06:50.  Its record says slot 06:00 (the slot it serves, as its plan's other runs
+    # do), due 06:50 (when the resume made it due: lateness is dispatch latency, and a
+    # pause is none); the grid goes on at 07:00, not an hour after the resume.
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        task = Simulation(start=T0, store=store).schedule(
+            "job", FixedRate(HOUR, start_delay=HOUR), misfire=RUN_ALL
+        )
+    store = SqliteTaskStore(tmp_path / "tasks.db")
+    sim = Simulation(start=T0 + 6.5 * HOUR, store=store)
+    sim.model(task.id, duration=60.0)
+    sim.run(T0 + 6.5 * HOUR + 270)  # 01:00 to 04:00 ran, 05:00 runs
+    assert sim.pause(task.id)
+    resumed = T0 + 6.5 * HOUR + 20 * 60
+    sim.run(resumed)
+    assert sim.task(task.id).next_run_at == T0 + 6 * HOUR
+    assert sim.resume(task.id)
+    sim.run(T0 + 7.5 * HOUR)
+    records = [r for r in sim.task(task.id).history if r.outcome.ran]
+    assert [(r.slot - T0) / HOUR for r in records] == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+    (paused,) = [r for r in records if r.slot == T0 + 6 * HOUR]
+    assert (paused.due, paused.started) == (resumed, resumed)
+    store.close()

@@ -28,7 +28,7 @@ from lldsched.core.storewrites import check_store, store_failed, store_written
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import SchedulerStateError
 from lldsched.model import ExecutionRecord, TaskStatus
-from lldsched.schedules.catchup import unwrap
+from lldsched.schedules.catchup import planned, unwrap
 
 __all__ = ["StatusVerbs"]
 
@@ -76,8 +76,10 @@ class StatusVerbs(CoreParts):
             assert task.next_run_at is not None
             due = max(task.next_run_at, self.clock.now())
             task.status = runnable(task.attempt)  # where it was: a pending retry, or a slot
-            if task.status is SCHEDULED:
+            if task.status is SCHEDULED and not planned(task._schedule):
                 task._slot = due  # a fixed-rate grid re-anchors at the resumed run
+            # A plan's run (a catch-up slot, an extra run) keeps its slot: it was decided,
+            # and the plan's other slots, and the grid after them, do not move.
             self._enqueue(task, due)
         self._write_and_publish(task, PAUSED)
         return True

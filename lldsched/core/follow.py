@@ -26,11 +26,12 @@ from collections.abc import Callable, Iterable
 from lldsched.core.duequeue import queued_entry
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.names import RUNNABLE, runnable
+from lldsched.core.recovery import stored_plan
 from lldsched.core.registration import options_of
 from lldsched.core.task import Entry, Restored, ScheduledTask
 from lldsched.model import TaskStatus
 from lldsched.persistence import Change, Claim, Task, TaskSnapshot
-from lldsched.schedules.catchup import slot_first, unwrap
+from lldsched.schedules.catchup import unwrap
 
 __all__ = ["claimed_entry", "follow", "load"]
 
@@ -136,7 +137,7 @@ def _register(
     if status in RUNNABLE and snapshot.next_run_at is not None:
         _adopt(core, task, snapshot, status, attempt)
     elif snapshot.waited is not None:  # a paused task's plan, for its resume
-        task._schedule = slot_first(task._schedule, snapshot.waited)
+        _plan(core, task, snapshot.waited)
     return task
 
 
@@ -157,8 +158,6 @@ def _adopt(
     Without the row's plan, whoever ran the extra run counted the schedule on from it
     (an hourly task moved to the minute of the click)."""
     task._schedule = unwrap(task._schedule)
-    if snapshot.waited is not None:
-        task._schedule = slot_first(task._schedule, snapshot.waited)
     core.adopt(
         task,
         status=status,
@@ -168,6 +167,17 @@ def _adopt(
         failure_count=snapshot.failure_count,
         last_error=snapshot.last_error,
     )
+    if snapshot.waited is not None:
+        _plan(core, task, snapshot.waited)
+
+
+def _plan(core: SchedulerCore, task: ScheduledTask, waited: float) -> None:
+    """The plan the row stands for, put back as a restart puts it back
+    (:func:`~lldsched.core.recovery.stored_plan`: a task paused during its ``RUN_ALL``
+    catch-up gets the slots after ``waited`` back).  The decisions that plan would take
+    (slots beyond ``max_catch_up`` that passed while it was paused) are not recorded
+    here: a follower writes nothing; its runs are the plan's latest slots."""
+    stored_plan(core, task, waited, core.clock.now())
 
 
 def _redefine(core: SchedulerCore, definition: Task) -> None:

@@ -22,7 +22,8 @@ are short, to label a diagram; what they mean:
 * ``mid-run``: the run in flight finishes and its record is kept (cancel raises
   its cooperative flag); a run in flight at pause that ends the task still reaches
   SUCCEEDED or FAILED; ``resume() mid-run`` returns a task whose run is still going;
-* ``resume()`` runs a slept-through slot at once and re-anchors a fixed-rate grid;
+* ``resume()`` runs a slept-through slot at once and re-anchors a fixed-rate grid
+  (a run a plan decided, a catch-up slot or an extra run, keeps its slot);
   a paused retry resumes as RETRYING with its attempt counter;
 * ``redrive()`` puts a FAILED task back, due now, with a fresh attempt counter;
 * ``upstreams not met``: a task with ``depends_on`` whose slot fell due before each

@@ -24,9 +24,10 @@ downtime (a retry, or the in-flight attempt) runs first; the policy decides the
 slots after it.  Paused tasks are left alone: ``resume`` already runs a slot
 that was slept through; but a ``RUN_ALL`` task paused during its catch-up gets the
 slots of its plan back (the store kept only the next two), decided again from the
-one its plan waited for.  A BLOCKED task stays off the heap, waiting for what its
-records say it still waits for (:mod:`lldsched.core.dependencies`), and is released
-at once if that is nothing.
+one its plan waited for (a plan cut at :data:`MAX_SLOTS` is put back as it was: the
+record standing for the slots beyond the cap says where it ended).  A BLOCKED task
+stays off the heap, waiting for what its records say it still waits for
+(:mod:`lldsched.core.dependencies`), and is released at once if that is nothing.
 
 **Enumeration is capped.**  At most :data:`MAX_SLOTS` passed slots of one task
 are decided one by one.  Beyond that, one more record (outcome as the policy
@@ -67,6 +68,7 @@ __all__ = [
     "passed_slots",
     "plan",
     "recover",
+    "stored_plan",
 ]
 
 log = logging.getLogger(JOBS)  # a schedule that raised
@@ -162,9 +164,12 @@ def first_after(schedule: Schedule, slot: float, now: float) -> float | None:
         return None
 
 
+_CAPPED = "MisfireCap:"  # how the error text of a record standing for the rest begins
+
+
 def _tail_text(following: float, now: float) -> str:
     return (
-        f"MisfireCap: more than {MAX_SLOTS} slots passed; this record stands for the "
+        f"{_CAPPED} more than {MAX_SLOTS} slots passed; this record stands for the "
         f"slots from {following!r} to {now!r}"
     )
 
@@ -221,15 +226,32 @@ def _apply(
     written after the last) left some of them in the store with the task still due
     where it was, and the next restart decides the same slots again.
     """
-    decisions = decided.decisions
+    records = _record(core, task, decided.decisions, token=token)
+    _queue(core, task, decided, owed)
+    return records
+
+
+def _record(
+    core: SchedulerCore,
+    task: ScheduledTask,
+    decisions: Sequence[tuple[float, Outcome, str | None]],
+    *,
+    token: int | None = None,
+) -> list[ExecutionRecord]:
+    """Record ``decisions`` of ``task`` but those its history holds (see :func:`_apply`)."""
     if decisions:
         done = {record.slot for record in task.history if not record.outcome.ran}
         if done:
             decisions = [decision for decision in decisions if decision[0] not in done]
-    records = [
+    return [
         core.record_misfire(task, slot, outcome, error, token=token)
         for slot, outcome, error in decisions
     ]
+
+
+def _queue(core: SchedulerCore, task: ScheduledTask, decided: Plan, owed: float | None) -> None:
+    """Queue ``task`` as ``decided`` says, after its ``owed`` attempt (cancelled if
+    nothing is left to run)."""
     own = unwrap(task._schedule)  # a catch-up decided earlier is superseded
     queue = list(decided.runs)
     resume = decided.resume
@@ -241,7 +263,7 @@ def _apply(
                 core.drop_pending(task)
             else:
                 core.cancel(task.id)
-            return records
+            return
         queue, resume = [resume], SCHEDULE_DECIDES
     plan_ahead = len(queue) > 1 or resume is not SCHEDULE_DECIDES
     core.replan(
@@ -250,7 +272,6 @@ def _apply(
         schedule=CatchUp(own, queue[1:], resume) if plan_ahead else own,
         slot=None if owed is not None else queue[0],
     )
-    return records
 
 
 def _queue_restored(core: SchedulerCore, task: ScheduledTask, owed: bool, now: float) -> None:
@@ -265,19 +286,53 @@ def _queue_restored(core: SchedulerCore, task: ScheduledTask, owed: bool, now: f
         core.replan(task, due=due)  # as stored: the schedule carries on
 
 
-def _replan_paused_catch_up(
+def stored_plan(
     core: SchedulerCore, task: ScheduledTask, waited: float, now: float
-) -> None:
-    """A PAUSED ``RUN_ALL`` task whose catch-up plan was cut short by the restart: the
-    store kept only the slot its plan ``waited`` for behind its due instant, so the slots
-    after that one are decided again, from ``waited`` up to ``now``, as for a task not
-    paused (``decide_misfire``); it stays paused, due where it was, with that plan behind."""
+) -> list[tuple[float, Outcome, str | None]]:
+    """Put back the plan a stored row stands for (the one rule for a restart,
+    :func:`recover`, and for a process following a shared store, :mod:`~lldsched.core.follow`):
+    the slot the plan ``waited`` for (:attr:`TaskSnapshot.waited
+    <lldsched.persistence.TaskSnapshot.waited>`) after the run due, and, for a PAUSED
+    ``RUN_ALL`` task, the rest of its catch-up: the row kept only ``waited`` behind its due
+    instant, so the slots after that one are decided again, from ``waited`` up to ``now``,
+    as for a task not paused (:func:`decide_misfire`); it stays paused, due where it was,
+    with that plan behind.  A plan cut at :data:`MAX_SLOTS` is put back as it was
+    (:func:`_cut`).  Any other policy's plan holds no slot after ``waited``: nothing
+    was lost.  Returns the decisions that plan took (slots beyond ``max_catch_up``), for
+    the caller to record or not: ``task`` is only replanned here."""
+    task._schedule = slot_first(task._schedule, waited)
     policy = task.misfire or DEFAULT_MISFIRE
-    if policy.on_misfire is not Misfire.RUN_ALL or task.next_run_at is None:
-        return  # any other policy's plan holds no slot after ``waited``: nothing was lost
-    decided = plan(unwrap(task._schedule), waited, now, policy)
-    if decided.misfired:
-        _apply(core, task, decided, task.next_run_at)
+    owed = task.next_run_at
+    if task.status is not TaskStatus.PAUSED or policy.on_misfire is not Misfire.RUN_ALL:
+        return []
+    if owed is None:
+        return []
+    own = unwrap(task._schedule)
+    cut = _cut(task.history, waited)
+    if cut is None:
+        decided = plan(own, waited, now, policy)
+        if not decided.misfired:
+            return []
+    else:  # the plan, cut at MAX_SLOTS, ended before the record standing for the rest
+        slots, _ = passed_slots(own, waited, cut.slot)
+        runs = [slot for slot in slots if slot < cut.slot]
+        decided = Plan(runs, [], first_after(own, cut.slot, cut.finished), True)
+    _queue(core, task, decided, owed)
+    return decided.decisions
+
+
+def _cut(history: Sequence[ExecutionRecord], waited: float) -> ExecutionRecord | None:
+    """The record that stands for the slots beyond :data:`MAX_SLOTS` of a catch-up whose
+    plan waited for ``waited`` (the first slot after it decided without a run), if the
+    history holds one: the plan's slots end before it, and the task resumes at the
+    first slot after the instant it was decided (``finished``).  Decided again from
+    ``waited`` up to now instead, those slots were counted once more: a ``RUN_ALL``
+    plan's own later slots were recorded missed, and slots the record stood for ran."""
+    for record in history:
+        error = record.error
+        if record.slot > waited and error is not None and error.startswith(_CAPPED):
+            return record
+    return None
 
 
 # -- reloading ---------------------------------------------------------------------------
@@ -302,10 +357,8 @@ def recover(core: SchedulerCore, store: TaskStore) -> list[ScheduledTask]:
     tasks = core.restore((entry for entry, _ in restored), dead_letter)
     now = core.clock.now()
     for task, snapshot, (_, owed) in zip(tasks, snapshots, restored, strict=True):
-        if snapshot.waited is not None:  # a run_now's slot (TaskSnapshot.waited): kept
-            task._schedule = slot_first(task._schedule, snapshot.waited)
-            if task.status is TaskStatus.PAUSED:
-                _replan_paused_catch_up(core, task, snapshot.waited, now)
+        if snapshot.waited is not None:  # the slot a plan waited for: the plan put back
+            _record(core, task, stored_plan(core, task, snapshot.waited, now))
         _queue_restored(core, task, owed, now)
     restores.info("restored %d tasks from %r", len(tasks), store)
     return tasks

@@ -183,6 +183,8 @@ class Restoration(CoreParts):
                 task._slot = next_run_at  # a fresh slot; a retry keeps the slot it had
             self._enqueue(task, next_run_at)
         else:
+            if status is TaskStatus.PAUSED and next_run_at is not None and not attempt:
+                task._slot = next_run_at  # the slot a plan's resumed run keeps
             task.next_run_at = next_run_at
         if run_count or failure_count or task._stats is not None:
             stats = self._stats(task)

@@ -42,6 +42,7 @@ __all__ = [
     "CatchUp",
     "Resume",
     "Then",
+    "planned",
     "slot_first",
     "unwrap",
 ]
@@ -173,6 +174,13 @@ def slot_first(schedule: Schedule, slot: float) -> CatchUp:
             return CatchUp(schedule.inner, [], slot)
         return CatchUp(schedule.inner, [slot, *schedule._slots], schedule._then)
     return CatchUp(schedule, [], slot)
+
+
+def planned(schedule: Schedule) -> bool:
+    """True when ``schedule`` is a plan not used up: the run due is one the plan decided
+    (a catch-up slot, an extra run), with its own slot, not one the task's own schedule
+    counted (``resume`` re-anchors a fixed-rate grid only at the latter)."""
+    return isinstance(schedule, CatchUp) and not schedule.spent
 
 
 def unwrap(schedule: Schedule) -> Schedule:

@@ -1,0 +1,102 @@
+"""A catch-up plan in shared mode: a process that follows a task paused during its
+``RUN_ALL`` catch-up, and resumes it, runs every slot of the plan, as the process that
+decided it would (and as a restart in one process does: ``tests/test_recovery.py``).
+
+Two schedulers on one shared SQLite file and one fake clock with a wall side
+(:class:`~tests.test_recovery.JumpingClock`): the first decides the catch-up after a
+forward jump and is paused during its first run; the second, built before the jump (it
+was there: the slots are not misfires to it), follows the row and resumes the task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lldsched import FixedRate, Scheduler, SqliteTaskStore, TaskStatus
+from lldsched.policies import Misfire, MisfirePolicy
+from tests import cluster_jobs
+from tests.conftest import T0
+from tests.test_recovery import HOUR, JumpingClock
+from tests.waits import wait_until
+
+LEASE = 30.0  # as long as the waits: no claim expires in a test
+POLL = 0.05
+PAUSED = TaskStatus.PAUSED
+
+
+@pytest.fixture
+def stores(tmp_path: Path) -> Iterator[list[SqliteTaskStore]]:
+    """Three connections to one shared file: the deciding process's, the follower's,
+    and one to read it with."""
+    opened = [
+        SqliteTaskStore(tmp_path / "tasks.db", shared=True, lease=LEASE, poll=POLL)
+        for _ in range(3)
+    ]
+    yield opened
+    for store in opened:
+        store.close()
+
+
+@pytest.mark.parametrize("registered", [False, True], ids=["learns-it", "follows-it"])
+def test_a_process_following_a_task_paused_mid_catch_up_runs_every_slot_of_its_plan(
+    stores: list[SqliteTaskStore], registered: bool
+) -> None:
+    # Hourly from 10:00; the wall clock jumps from 09:00 to 13:30: RUN_ALL catches up
+    # 10:00 to 13:00.  Paused while 10:00 runs, the row keeps 11:00 (due) and 12:00 (the
+    # slot behind it).  The follower, resuming, runs 11:00, 12:00 and 13:00, and waits
+    # for 14:00 (``registered``: it had the task before the pause, and adopts the paused
+    # row; else it learns the task from the paused row).
+    clock = JumpingClock(T0)
+    decider_store, follower_store, reader = stores
+    name = "hourly"
+    follower = None if registered else Scheduler(workers=2, store=follower_store, clock=clock)
+    decider = Scheduler(workers=2, store=decider_store, clock=clock).start()
+    cluster_jobs.released.clear()
+    _forget_what_runs_told()
+    try:
+        decider.schedule(
+            name, cluster_jobs.held_until_released, FixedRate(HOUR, start_delay=HOUR),
+            id=name, misfire=MisfirePolicy(Misfire.RUN_ALL),
+        )  # fmt: skip
+        if follower is None:  # not started: it claims nothing, and follows on start()
+            follower = Scheduler(workers=2, store=follower_store, clock=clock)
+        assert clock.parked.wait(5)
+        clock.jump(4.5 * HOUR)
+        try:
+            cluster_jobs.seen.get(timeout=10)  # 10:00 runs, the catch-up decided
+            assert decider.pause(name)
+        finally:
+            cluster_jobs.released.set()
+        wait_until(lambda: bool(reader.records(name)) and not reader.leases(), timeout=10,
+                   what="the paused run to settle")  # fmt: skip
+        (row,) = reader.load_all()
+        assert row.status is TaskStatus.PAUSED
+        assert (row.next_run_at, row.waited) == (T0 + 2 * HOUR, T0 + 3 * HOUR)
+        decider.shutdown()
+        follower.start()  # a process built before the jump: it was there for the slots
+        wait_until(lambda: [(t.id, t.status) for t in follower.tasks()] == [(name, PAUSED)],
+                   timeout=5,
+                   what="the follower to follow the pause")  # fmt: skip
+        assert follower.resume(name)
+        wait_until(lambda: reader.load_all()[0].next_run_at == T0 + 5 * HOUR
+                   and not reader.leases(), timeout=10,
+                   what="the plan to be run and the task to wait for 14:00")  # fmt: skip
+        records = reader.records(name)
+        ran = [(record.slot - T0) / HOUR for record in records if record.ok]
+        assert ran == [1.0, 2.0, 3.0, 4.0], records  # the paused slot keeps its slot
+        assert [record for record in records if not record.outcome.ran] == []
+    finally:
+        cluster_jobs.released.set()
+        decider.shutdown()
+        if follower is not None:
+            follower.shutdown()
+        _forget_what_runs_told()  # the next test reads its own runs' first
+
+
+def _forget_what_runs_told() -> None:
+    """Empty :data:`cluster_jobs.seen` (every run of ``held_until_released`` adds two)."""
+    while not cluster_jobs.seen.empty():
+        cluster_jobs.seen.get_nowait()
