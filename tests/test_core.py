@@ -404,6 +404,43 @@ def test_an_action_gets_the_run_context_by_its_parameter_name_whatever_callable_
     assert not wants_context(functools.partial(print, "x"))
 
 
+def test_a_function_redefined_under_its_name_is_judged_by_its_new_parameters() -> None:
+    """A notebook's cell run again with other parameters: the old function and its code
+    are freed (the caches keep no code object alive), and the new code object, which may
+    take the freed one's id, never finds its answers."""
+    import weakref
+
+    from lldsched import ValidationError
+    from lldsched.core import calls
+    from lldsched.core.calls import BARE, CTX, TAKES, call_shape, check_call
+    from lldsched.core.task import TaskOptions
+
+    def room_taken() -> list[int]:
+        return [len(calls.CALL_BY_CODE), len(calls.SIGNATURE_BY_CODE), len(calls._WATCHED)]
+
+    before = room_taken()
+    cell: dict[str, Any] = {}  # the notebook's namespace
+    versions = [  # source, its shape, arguments that fit, arguments that do not
+        ("def job():\n    pass\n", BARE, (), (1,)),
+        ("def job(ctx):\n    pass\n", CTX, (), (1,)),
+        ("def job(a, b):\n    pass\n", TAKES, (1, 2), (1,)),
+        ("def job(a):\n    pass\n", TAKES, (1,), (1, 2)),
+    ]
+    for _ in range(25):  # ids are reused: a freed code object's memory is taken again
+        for source, shape, fits, misfits in versions:
+            exec(source, cell)  # the cell, run again
+            job = cell["job"]
+            assert call_shape(job) is shape, source
+            check_call("job", job, TaskOptions(args=fits, pass_context=shape is CTX))
+            with pytest.raises(ValidationError, match=r"action job\(.*\) cannot be called"):
+                check_call("job", job, TaskOptions(args=misfits, pass_context=shape is CTX))
+            code = weakref.ref(job.__code__)
+            del job, cell["job"]
+            assert code() is None, source  # freed: the caches did not keep it
+    # ...and gave its room back (a cache full of freed code would stop caching)
+    assert all(now <= then for now, then in zip(room_taken(), before, strict=True))
+
+
 def passes_everything_on(function: Any) -> Any:
     """A decorator as most are written: ``functools.wraps`` and ``*args, **kwargs``."""
 

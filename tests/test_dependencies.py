@@ -354,12 +354,42 @@ def test_a_rescheduled_blocked_task_stays_blocked_and_runs_at_its_new_time(
 
 
 def test_dropping_the_dependencies_of_a_blocked_task_releases_it(driven: Driven) -> None:
+    # Its one wait is recorded from when it blocked, and "extract", named by nobody
+    # now, can be removed.
     driven.add("extract", OneTime(delay=600), id="extract")
     load = driven.add("load", OneTime(delay=0), id="load", depends_on=["extract"])
     driven.run_until(T0 + 60)
     driven.add("load", OneTime(delay=0), id="load", replace_existing=True)
     driven.run_until(T0 + 120)
     assert [run.started for run in runs(driven, load)] == [T0 + 60]
+    assert [(w.started, w.finished) for w in waits(load)] == [(T0, T0 + 60)]
+    driven.runtime.remove("extract")
+    assert [task.id for task in driven.runtime.tasks()] == ["load"]
+
+
+def test_a_slot_found_blocked_late_keeps_its_due_in_the_wait_record() -> None:
+    # The timer first looks at 09:01:30 (the clock jumped there) for a slot due at
+    # 09:01:00: the wait is recorded from 09:01:30, for the slot due at 09:01:00.
+    clock = FakeClock(T0)
+    scheduler = Scheduler(workers=1, clock=clock).start()
+    try:
+        scheduler.schedule("extract", jobs.noop, OneTime(T0 + HOUR), id="extract")
+        load = scheduler.schedule(
+            "load", jobs.noop, OneTime(T0 + 60), id="load", depends_on=["extract"]
+        )
+        clock.set(T0 + 90)
+        assert scheduler.wait_idle(timeout=5.0)
+        assert load.status is BLOCKED
+        clock.set(T0 + HOUR)
+        assert scheduler.wait_idle(timeout=5.0)
+        clock.set(T0 + HOUR + 1)  # the released slot, queued at T0 + HOUR, has run
+        assert scheduler.wait_idle(timeout=5.0)
+        assert [(w.due, w.slot, w.started, w.finished) for w in waits(load)] == [
+            (T0 + 60, T0 + 60, T0 + 90, T0 + HOUR)
+        ]
+        assert load.status is TaskStatus.SUCCEEDED
+    finally:
+        assert scheduler.shutdown(timeout=5.0)
 
 
 # -- events --------------------------------------------------------------------------------

@@ -252,6 +252,36 @@ def test_a_schedule_answering_its_runs_finish_moves_a_stepped_scheduler_on_with_
     assert "docs/EXTENDING.md" in said
 
 
+def test_two_schedulers_each_warn_of_their_own_task_of_the_same_id(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Before: the limit was the process's, per task id: the second scheduler's "poll"
+    # (and the simulation's) fell in the first one's window and said nothing (a test
+    # silenced a notebook).
+    from lldsched.checks import FINEST
+    from lldsched.testing import Stepper
+
+    with (
+        Stepper(Scheduler(clock=FakeClock(T0)), timeout=5) as first,
+        Stepper(Scheduler(clock=FakeClock(T0)), timeout=5) as second,
+    ):
+        tasks = [
+            steps.scheduler.schedule("poll", jobs.noop, BackToBack(), id="poll")
+            for steps in (first, second)
+        ]
+        for step in (0.0, FINEST, FINEST):  # three runs each, in turn
+            first.advance(step)
+            second.advance(step)
+        assert [len(task.history) for task in tasks] == [3, 3]
+    simulation = Simulation(start=T0)
+    simulation.schedule("poll", BackToBack(), id="poll")
+    simulation.run_for(3 * FINEST)
+    assert len(simulation.records()) > 1
+    said = stalled(caplog)  # once per runtime: not once a run, nor once in all
+    assert len(said) == 3, said
+    assert all(line.startswith("task poll 'poll': BackToBack().next_run") for line in said)
+
+
 def test_a_schedule_answering_its_runs_finish_moves_a_simulation_on() -> None:
     # Before: the simulation stayed at T0, one run after another.
     simulation = Simulation(start=T0)

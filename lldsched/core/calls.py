@@ -7,33 +7,65 @@ action's signature at registration, so a call that cannot work is a
 :class:`~lldsched.errors.ValidationError` then, not a ``TypeError`` in every
 attempt.  Both run on every registration (:func:`~lldsched.core.registration.validated`
 calls them) and are kept cheap by remembering, per code object, what they learnt.
+
+The caches find a code object by its identity (``id(code)``), never by its hash:
+hashing a code object reads all of its bytecode, constants and names, so a function
+of 3,000 lines (160 KB of bytecode) cost tens of µs a registration, against 0.1 µs
+for a short one, and its signature check twice that again.  An
+entry holds its code object only weakly, and goes when it is freed (:func:`_remember`),
+so the memory of a function redefined (a notebook's cell run again) is given back, and
+an id that a later code object takes after it never finds the freed one's answer.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
-from types import BuiltinFunctionType
-from typing import Any
+import weakref
+from collections.abc import Callable, Hashable, Mapping
+from types import BuiltinFunctionType, CodeType
+from typing import Any, TypeVar
 
 from lldsched.core.task import TaskOptions
 from lldsched.errors import ValidationError
 
 __all__ = ["BARE", "CTX", "call_shape", "check_call", "not_callable", "wants_context"]
 
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
 # Caches, filled as registrations come (plain structures written under the
 # runtime's lock, or by the single-threaded simulation; a racing write stores the
-# same answer).
-# What calling a function of this code needs (bounded below): BARE (no parameter at
-# all: f() is the only call, nothing to check), TAKES (parameters, no ctx), CTX
-# (declares ctx), ASK_WRAPPED (no ctx, takes **kwargs: ask what it wraps).
-CALL_BY_CODE: dict[Any, int] = {}
+# same answer; an entry leaves when its code object is freed, on whichever thread).
+# id(code) -> what calling a function of this code needs (bounded below): BARE (no
+# parameter at all: f() is the only call, nothing to check), TAKES (parameters, no
+# ctx), CTX (declares ctx), ASK_WRAPPED (no ctx, takes **kwargs: ask what it wraps).
+CALL_BY_CODE: dict[int, int] = {}
 BARE, TAKES, CTX, ASK_WRAPPED = 0, 1, 2, 3  # compared by identity (cheaper than ==)
 _CONTEXT_CACHE_LIMIT = 4096
-# (code object, bound method?) -> its signature, None when it has none (bounded as above).
+# (id(code), bound method?) -> its signature, None when it has none (bounded as above).
 # Which parameters exist and which have defaults is the code's, not the function's: two
 # functions made by one ``def`` bind arguments alike.
-SIGNATURE_BY_CODE: dict[tuple[Any, bool], inspect.Signature | None] = {}
+SIGNATURE_BY_CODE: dict[tuple[int, bool], inspect.Signature | None] = {}
+_UNREAD = inspect.Signature()  # SIGNATURE_BY_CODE's answer for a code not read yet
+# (id(cache), key) -> the weak reference to the code object of the cache's entry at key,
+# whose callback drops the entry and this (see _remember).
+_WATCHED: dict[tuple[int, Hashable], weakref.ref[CodeType]] = {}
+
+
+def _remember(cache: dict[K, V], key: K, code: CodeType, answer: V) -> None:
+    """Keep ``answer`` for ``code`` under ``key`` (made of ``id(code)``) while the cache
+    has room, until ``code`` is freed: its weak reference's callback runs before the
+    memory, and so the id, can be taken by another object."""
+    if len(cache) >= _CONTEXT_CACHE_LIMIT:
+        return
+    watched, watching = (id(cache), key), _WATCHED  # held here: a module torn down at exit
+
+    def forget(_: weakref.ref[CodeType]) -> None:
+        cache.pop(key, None)
+        watching.pop(watched, None)
+
+    watching[watched] = weakref.ref(code, forget)
+    cache[key] = answer
 
 
 def wants_context(action: Callable[..., Any]) -> bool:
@@ -47,7 +79,7 @@ def call_shape(action: Callable[..., Any]) -> int:
     """What calling ``action`` needs: ``BARE``, ``TAKES`` or ``CTX`` (see CALL_BY_CODE)."""
     code = getattr(action, "__code__", None)  # a bound method passes its function's on
     if code is not None:  # plain functions and methods: no inspect.signature on the hot path
-        known = CALL_BY_CODE.get(code)
+        known = CALL_BY_CODE.get(id(code))  # by identity: see the module docstring
         if known is None:
             names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
             if "ctx" in names:
@@ -56,8 +88,7 @@ def call_shape(action: Callable[..., Any]) -> int:
                 known = ASK_WRAPPED
             else:
                 known = TAKES if names else BARE
-            if len(CALL_BY_CODE) < _CONTEXT_CACHE_LIMIT:
-                CALL_BY_CODE[code] = known
+            _remember(CALL_BY_CODE, id(code), code, known)
         if known is ASK_WRAPPED:  # the code is shared by wrappers of different functions
             wrapped = getattr(action, "__wrapped__", None)
             return CTX if wrapped is not None and wants_context(wrapped) else TAKES
@@ -91,16 +122,14 @@ def check_call(
     if code is not None:
         if not (args or kwargs or pass_context or code.co_argcount or code.co_kwonlyargcount):
             return  # f() called as f(): nothing to bind
-        key = (code, inspect.ismethod(action))
-        if key in SIGNATURE_BY_CODE:
-            signature = SIGNATURE_BY_CODE[key]
-        else:
+        key = (id(code), inspect.ismethod(action))  # by identity: see the module docstring
+        signature = SIGNATURE_BY_CODE.get(key, _UNREAD)
+        if signature is _UNREAD:
             signature = _signature(action)
             # A __signature__ belongs to one function, not to its code (a decorator's
             # wrappers share one code object): such a function is read each time.
-            own = getattr(action, "__signature__", None) is not None
-            if not own and len(SIGNATURE_BY_CODE) < _CONTEXT_CACHE_LIMIT:
-                SIGNATURE_BY_CODE[key] = signature
+            if getattr(action, "__signature__", None) is None:
+                _remember(SIGNATURE_BY_CODE, key, code, signature)
     else:  # builtins, partials, classes, callable objects
         signature = _signature(action)
     keywords = dict(kwargs or {})

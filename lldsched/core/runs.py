@@ -41,9 +41,9 @@ from lldsched.core.overlapping import buffered
 from lldsched.core.parts import CoreParts
 from lldsched.core.task import Entry, Run, RunStats, ScheduledTask
 from lldsched.errors import error_text
-from lldsched.logs import JOBS
+from lldsched.logs import JOBS, Repeats
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
-from lldsched.schedules.base import next_run_and_skipped
+from lldsched.schedules.base import SteppedPast, next_run_and_skipped, say_stepped_past
 from lldsched.schedules.catchup import CatchUp
 
 __all__ = ["RunTransitions"]
@@ -55,6 +55,11 @@ _new_tuple = tuple.__new__  # a Run or record positionally: see finish
 
 class RunTransitions(CoreParts):
     """The edges a run takes (begin, finish, what it leads to): mixed into the core."""
+
+    # The WARNING of a schedule stepped past its answer, once a window per task of this
+    # core (schedules/base.py, SteppedPast); made at the first.  No lock of its own:
+    # the runtime serialises the core's calls.
+    _stalled: Repeats | None = None
 
     def begin(self, entry: Entry, worker: int, *, token: int | None = None) -> Run | None:
         """Start the attempt ``entry`` stands for, or return None for a tombstone.
@@ -291,6 +296,11 @@ class RunTransitions(CoreParts):
         schedule = task._schedule
         try:
             due, skipped = next_run_and_skipped(schedule, record, limit=MAX_SKIPPED)
+        except SteppedPast as stepped:  # rare: a schedule of one's own answered its slot
+            due, skipped = stepped.due, ()
+            if self._stalled is None:  # made at the first: most cores never need it
+                self._stalled = Repeats()
+            say_stepped_past(stepped, self._stalled)
         except Exception as exc:  # a broken schedule is the library user's bug: fail loudly
             log.exception(
                 "task %s %r: %r.next_run raised; the task fails",

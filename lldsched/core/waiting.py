@@ -123,13 +123,13 @@ class DependencyWaits(CoreParts):
         """``task`` was given other upstreams: wait for what they say, as a new task
         would; a BLOCKED task that now waits for nothing is released."""
         deps = self._dependencies()
+        blocked_since = deps.blocked_at.get(task.id)  # both calls below forget it
         if task.depends_on:
-            blocked_since = deps.blocked_at.get(task.id)
             deps.link(task)
-            if blocked_since is not None:
-                deps.blocked_at[task.id] = blocked_since
         else:
             deps.unlink(task.id)
+        if blocked_since is not None:  # the wait goes on, or ends now: from when it began
+            deps.blocked_at[task.id] = blocked_since
         if task.status is BLOCKED:
             self.release_if_ready(task)
 

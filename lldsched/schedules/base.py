@@ -39,10 +39,12 @@ from lldsched.model import ExecutionRecord
 
 __all__ = [
     "Schedule",
+    "SteppedPast",
     "first_slot_after",
     "has_schedule_methods",
     "measures_elapsed_time",
     "next_run_and_skipped",
+    "say_stepped_past",
     "slot_after",
     "slots_between",
     "slots_from",
@@ -154,6 +156,10 @@ def next_run_and_skipped(
     one pass, and a plan (:class:`~lldsched.schedules.catchup.CatchUp`) says its
     slots skip nothing.  It must give what the two questions give
     (``tests/test_next_run_and_skipped.py`` checks every schedule class).
+
+    Raises :class:`SteppedPast` for a schedule that answered an instant not after its
+    run's slot nor after its finish (:func:`stepped_past`): its ``due`` is the answer
+    to use, and the caller says so (:func:`say_stepped_past`).
     """
     own = getattr(schedule, "next_run_and_skipped", None)
     if own is not None:
@@ -163,19 +169,17 @@ def next_run_and_skipped(
     if due is None:
         return None, ()
     if due <= record.slot and due <= record.finished:  # rare: see stepped_past
-        return stepped_past(schedule, record, due), ()  # no slot of its own was passed
+        raise SteppedPast(schedule, record, due)  # no slot of its own was passed
     return due, slots_between(schedule, record.slot, due, limit=limit)
 
 
 _log = logging.getLogger(JOBS)
-_STALLED = Repeats()  # the line below, once a window per task (its own lock: two schedulers)
 
 
-def stepped_past(schedule: Schedule, record: ExecutionRecord, due: float) -> float:
-    """The due instant for a schedule whose ``next_run`` answered ``due``, not after the
-    slot its run served nor after that run's finish: a microsecond after the later of
-    the two (:data:`~lldsched.checks.FINEST`, a fixed delay's shortest step), said at
-    WARNING once a window per task.
+def stepped_past(record: ExecutionRecord) -> float:
+    """The due instant for a schedule whose ``next_run`` answered an instant not after
+    the slot its run served nor after that run's finish: a microsecond after the later
+    of the two (:data:`~lldsched.checks.FINEST`, a fixed delay's shortest step).
 
     The answer a schedule of one's own gives when it means "again as soon as it
     finishes" and answers the finish itself: where runs take no time (a ``FakeClock``,
@@ -185,26 +189,51 @@ def stepped_past(schedule: Schedule, record: ExecutionRecord, due: float) -> flo
     answers its run's slot").  Asked only where a schedule has no
     ``next_run_and_skipped`` of its own: the built-in ones always answer after the
     slot."""
-    later = max(record.slot, record.finished) + FINEST
-    with _STALLED.lock:
-        repeated = _STALLED.admit(record.task_id)
-    if repeated is not None:
-        _log.warning(
-            "task %s %r: %r.next_run answered %r, not after the slot %r its run served (nor "
-            "its finish %r); due %r instead, a microsecond later. A schedule must answer an "
-            'instant after the run\'s slot (docs/EXTENDING.md, "A schedule of your own"): '
-            "for 'again as soon as it finishes' use FixedDelay(1e-6)%s",
-            record.task_id,
-            record.name,
-            schedule,
-            due,
-            record.slot,
-            record.finished,
-            later,
-            f" ({repeated} more times since its last line)" if repeated else "",
-            extra={"task_id": record.task_id, "task_name": record.name},
-        )
-    return later
+    return max(record.slot, record.finished) + FINEST
+
+
+class SteppedPast(Exception):
+    """:func:`next_run_and_skipped`'s answer for a schedule that answered ``answered``,
+    not after its run's slot nor after its finish: due at ``due``
+    (:func:`stepped_past`) instead, with no slot skipped.
+
+    Raised rather than returned so that the caller, the core, says so with a rate
+    limit of its own (:func:`say_stepped_past`): a limit kept here, per task id, was
+    shared by every scheduler and simulation in the process, and one's line silenced
+    another's for a task of the same id.  A raise costs the run path nothing until it
+    happens (Python 3.11's exceptions are free until raised); a limit handed down to
+    here would be one more argument a run."""
+
+    def __init__(self, schedule: Schedule, record: ExecutionRecord, answered: float) -> None:
+        super().__init__(schedule, record, answered)
+        self.schedule = schedule
+        self.record = record
+        self.answered = answered
+        self.due = stepped_past(record)
+
+
+def say_stepped_past(stepped: SteppedPast, said: Repeats) -> None:
+    """Say at WARNING that ``stepped``'s schedule was stepped past its answer, once a
+    window per task id in ``said`` (a runtime's own; the caller guards it)."""
+    record = stepped.record
+    repeated = said.admit(record.task_id)
+    if repeated is None:
+        return
+    _log.warning(
+        "task %s %r: %r.next_run answered %r, not after the slot %r its run served (nor "
+        "its finish %r); due %r instead, a microsecond later. A schedule must answer an "
+        'instant after the run\'s slot (docs/EXTENDING.md, "A schedule of your own"): '
+        "for 'again as soon as it finishes' use FixedDelay(1e-6)%s",
+        record.task_id,
+        record.name,
+        stepped.schedule,
+        stepped.answered,
+        record.slot,
+        record.finished,
+        stepped.due,
+        f" ({repeated} more times since its last line)" if repeated else "",
+        extra={"task_id": record.task_id, "task_name": record.name},
+    )
 
 
 def measures_elapsed_time(schedule: Schedule) -> bool:
