@@ -554,3 +554,20 @@ def test_a_rename_to_a_name_postgresql_cannot_keep_is_refused_and_the_task_keeps
         assert [(s.task.name, s.task.schedule) for s in store.load_all()] == [
             ("kept", FixedRate(60))
         ]
+
+
+def test_a_read_only_database_is_refused_at_open_naming_it(postgres_dsn: str) -> None:
+    """A dsn naming a standby (or a session that is read-only by default) opened a store
+    that held its tasks: a service restarted on it registered them again unchanged (no
+    write), logged one claim failure and then ran nothing, its later failures at debug
+    level."""
+    with PostgresTaskStore(postgres_dsn) as store:
+        store.save(snapshot(task(id="kept")))
+    read_only = postgres_dsn.replace(
+        "?options=", "?options=-cdefault_transaction_read_only%3Don%20"
+    )
+    with pytest.raises(StoreError, match=r"is read-only .*a standby.*left untouched") as refused:
+        PostgresTaskStore(read_only)
+    assert redact(read_only) in str(refused.value)
+    with PostgresTaskStore(postgres_dsn) as store:  # left as it was
+        assert [s.task.id for s in store.load_all()] == ["kept"]

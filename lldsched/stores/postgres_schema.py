@@ -5,9 +5,10 @@ that, at open, creates the schema (:data:`~lldsched.stores.postgres_sql.SCHEMA`)
 empty database, accepts one of this version (``lldsched_meta``'s ``schema`` row),
 upgrades an older one in place, in one transaction
 (:data:`~lldsched.stores.postgres_sql.UPGRADES`), and refuses anything else, saying why
-and what to do (:func:`schema_refused`).  An advisory lock keeps two processes opening
-a new or an older database from racing; the store's own lock is not taken (the
-connection is not shared yet).  The SQL is :mod:`lldsched.stores.postgres_sql`'s.
+and what to do (:func:`schema_refused`), a read-only database (a standby) included.  An
+advisory lock keeps two processes opening a new or an older database from racing; the
+store's own lock is not taken (the connection is not shared yet).  The SQL is
+:mod:`lldsched.stores.postgres_sql`'s.
 """
 
 from __future__ import annotations
@@ -59,6 +60,15 @@ class SchemaInstall:
             # A migration may take longer than a statement is let to (sql.SESSION).
             connection.execute("SET LOCAL statement_timeout = 0")
             connection.execute("SELECT pg_catalog.pg_advisory_xact_lock(7106659)")  # lldsched's key
+            (read_only,) = connection.execute(
+                "SELECT pg_catalog.current_setting('transaction_read_only')"
+            ).fetchone() or ("off",)
+            if read_only == "on":  # a standby, or default_transaction_read_only
+                raise StoreError(
+                    f"{self.dsn!r} is read-only (a standby, or default_transaction_read_only "
+                    "is on), and a store writes at every registration, claim and settle: "
+                    "give the primary's dsn. It was left untouched"
+                )
             present = {
                 name
                 for (name,) in connection.execute(
