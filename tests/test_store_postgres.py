@@ -506,9 +506,15 @@ def test_functions_shadowed_in_the_search_path_are_never_called(
 def test_a_search_path_naming_no_schema_that_exists_is_said_at_open(
     postgres_server: PostgresServer,
 ) -> None:
+    """PostgreSQL's own words ("no schema has been selected to create in") named neither
+    the schema the dsn asks for nor what to do: the docs' own dsn for a schema of the
+    store's own (``?options=-csearch_path%3Dlldsched``) meets it until that schema is
+    created."""
     dsn = postgres_server.create_schema().replace("search_path%3D", "search_path%3Dnowhere_")
-    with pytest.raises(StoreError, match="no schema has been selected to create in"):
+    with pytest.raises(StoreError, match="no schema has been selected to create in") as refused:
         PostgresTaskStore(dsn)
+    message = str(refused.value)
+    assert "search_path 'nowhere_test_" in message and "(CREATE SCHEMA nowhere_test_" in message
 
 
 @pytest.mark.parametrize(

@@ -44,6 +44,23 @@ def schema_refused(dsn: str, version: str | None) -> str:
     return f"{dsn!r} has store schema version {version}, {advice}. It was left untouched"
 
 
+def _no_schema(dsn: str, path: str) -> str:
+    """Why a store whose ``search_path`` (``path``) names no schema that exists cannot be
+    created, and what to do (PostgreSQL's own words, which name neither, kept)."""
+    first = path.split(",")[0].strip()
+    if first in ("", '""'):
+        advice = "its search_path is empty: name a schema in it (options=-csearch_path=NAME)"
+    else:
+        advice = (
+            f"its search_path {path!r} names no schema that exists: create the first "
+            f"(CREATE SCHEMA {first}), or name one that exists"
+        )
+    return (
+        f"{dsn!r} could not be opened: no schema has been selected to create in: {advice}; "
+        "nothing was written"
+    )
+
+
 class SchemaInstall:
     """Installing the schema at open: mixed into the PostgreSQL store."""
 
@@ -78,6 +95,11 @@ class SchemaInstall:
                 )
             }
             if not present:
+                (schema, path) = connection.execute(
+                    "SELECT pg_catalog.current_schema(), pg_catalog.current_setting('search_path')"
+                ).fetchone() or (None, "")
+                if schema is None:  # no schema of the path exists: the CREATE would fail
+                    raise StoreError(_no_schema(self.dsn, path))
                 connection.execute(sql.SCHEMA)
                 return
             if "lldsched_meta" not in present:
