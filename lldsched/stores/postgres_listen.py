@@ -25,8 +25,8 @@ from collections.abc import Callable
 
 from lldsched.errors import StoreError
 from lldsched.logs import STORE
+from lldsched.redaction import PASSWORD_IN_URI, PASSWORD_KEY, hide_passwords
 from lldsched.stores.postgres_deadline import Deadline
-from lldsched.stores.redaction import PASSWORD_IN_URI, PASSWORD_KEY, hide_passwords
 
 try:
     import psycopg

@@ -50,7 +50,7 @@ import time
 from urllib.parse import unquote, urlsplit
 
 from lldsched.errors import StoreError, ValidationError
-from lldsched.stores.redaction import hide_passwords
+from lldsched.redaction import hide_passwords
 
 __all__ = [
     "CHECK_EVERY",

@@ -1,10 +1,11 @@
-"""Passwords out of what a message shows: the one rule, for any store's messages.
+"""Passwords out of what a message shows: the one rule, for every message of the package.
 
 :func:`hide_passwords` replaces the password of a URI's user part
 (``scheme://user:secret@host``) and of a ``password=`` key (a libpq key/value dsn, a
 URI's query) with ``***``, by pattern, in any text: what the PostgreSQL store shows
-of a dsn libpq cannot parse (:func:`~lldsched.stores.postgres_listen.redact`), and a
-URL given to the SQLite store as a path (:mod:`~lldsched.stores.sqlite_file`).  The
+of a dsn libpq cannot parse (:func:`~lldsched.stores.postgres_listen.redact`), a
+URL given to the SQLite store as a path (:mod:`~lldsched.stores.sqlite_file`), and a
+dsn or path given to a runtime as its ``store`` (:mod:`~lldsched.core.machine`).  The
 patterns are exported for the PostgreSQL store, which finds the password itself to
 scrub it from libpq's own words.
 """
