@@ -14,7 +14,8 @@ scheduler built on a store that a running scheduler holds is refused as well
 (:func:`check`), since its verbs would write behind the running one's back.  A
 scheduler built and never started holds nothing: it restored the store, and may read
 it.  Both refusals are a :class:`~lldsched.errors.StoreError` naming the store and
-the scheduler that holds it, raised before anything is changed.
+the scheduler that holds it, raised before anything is changed.  A forked child holds
+nothing (its copies of the parent's schedulers run nothing there).
 
 Nothing here is on the run path: one dictionary look-up at construction, at
 ``start()`` and at ``shutdown()``.
@@ -22,6 +23,7 @@ Nothing here is on the run path: one dictionary look-up at construction, at
 
 from __future__ import annotations
 
+import os
 import threading
 
 from lldsched.errors import StoreError
@@ -32,6 +34,20 @@ __all__ = ["check", "let_go", "take"]
 # object meanwhile) and the scheduler that holds it (anything with a ``name``).
 _held: dict[int, tuple[object, object]] = {}
 _lock = threading.Lock()  # guards _held (schedulers start and stop on any thread)
+
+
+def _forget_after_fork() -> None:
+    """In a forked child nothing is held: the parent's schedulers are not running there
+    (:mod:`lldsched.threaded.forked`), and a store it inherited refuses on its own
+    (:mod:`lldsched.stores.forks`), saying to open one after the fork.  The lock is new
+    too: a thread of the parent may have held it at the fork."""
+    global _lock
+    _lock = threading.Lock()
+    _held.clear()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX; Windows has no fork
+    os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 def _refusal(store: object, holder: object) -> StoreError:
