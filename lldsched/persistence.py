@@ -31,8 +31,10 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
+from lldsched.errors import ValidationError
 from lldsched.model import ExecutionRecord, Priority, TaskStatus
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
+from lldsched.redaction import hide_passwords
 from lldsched.schedules.base import Schedule
 
 __all__ = [
@@ -47,6 +49,7 @@ __all__ = [
     "TaskStore",
     "finished",
     "is_shared",
+    "not_a_store",
     "save_all",
 ]
 
@@ -119,6 +122,24 @@ def is_shared(store: object) -> bool:
     opened ``shared=True``, a PostgreSQL store), whose rows belong to whoever holds
     their leases; then it must be a :class:`CoordinatedStore`."""
     return getattr(store, "shared", False) is True
+
+
+def not_a_store(given: object) -> ValidationError:
+    """The error for ``given`` where a runtime takes a :class:`TaskStore`.  A path or a
+    dsn (``store=os.environ["DATABASE_URL"]``) is told which store opens it, and shown
+    with any password in it hidden: the error was quoted whole into the traceback a
+    service logs as it fails to start."""
+    if isinstance(given, str | bytes) or hasattr(given, "__fspath__"):
+        text = given.decode("utf-8", "replace") if isinstance(given, bytes) else str(given)
+        return ValidationError(
+            f"store must be a TaskStore (save, delete and load_all methods), got "
+            f"{hide_passwords(text)!r}: open the store it names and pass that, "
+            "SqliteTaskStore(path) for a file, "
+            "lldsched.stores.postgres.PostgresTaskStore(dsn) for a PostgreSQL dsn"
+        )
+    return ValidationError(
+        f"store must be a TaskStore (save, delete and load_all methods), got {given!r}"
+    )
 
 
 @runtime_checkable

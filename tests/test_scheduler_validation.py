@@ -232,3 +232,27 @@ def test_a_definition_another_process_registered_is_followed_without_judging_its
     assert follow(core, Change("job", 2, snapshot)) is task
     assert task.schedule == FixedRate(120) and task.args == ()
     assert scheduler.shutdown()
+
+
+@pytest.mark.parametrize("runtime", ["Scheduler", "Simulation"])
+@pytest.mark.parametrize(
+    ("given", "shown", "advice"),
+    [
+        ("postgresql://app:s3cret@db/app", "'postgresql://app:***@db/app'", "PostgresTaskStore"),
+        ("host=db password=s3cret dbname=app", "'host=db password=*** dbname=app'", "dsn"),
+        ("/var/lib/app/tasks.db", "'/var/lib/app/tasks.db'", "SqliteTaskStore(path)"),
+    ],
+)
+def test_a_store_given_as_its_path_or_dsn_says_what_to_open_and_hides_the_password(
+    runtime: str, given: str, shown: str, advice: str
+) -> None:
+    """``Scheduler(store=os.environ["DATABASE_URL"])``: the refusal quoted the dsn whole,
+    its password with it, into the traceback a service logs at start."""
+    import lldsched
+
+    with pytest.raises(ValidationError) as refused:
+        getattr(lldsched, runtime)(store=given)
+    message = str(refused.value)
+    assert "s3cret" not in message
+    assert f"store must be a TaskStore (save, delete and load_all methods), got {shown}" in message
+    assert advice in message

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from lldsched import Scheduler, SqliteTaskStore, StoreError
+from lldsched import FixedRate, Scheduler, SqliteTaskStore, StoreError
 from lldsched.stores.claim import claim_path
+from tests import jobs
 from tests.processes import lines_of
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -132,3 +133,45 @@ def test_an_unwritable_lock_file_is_a_store_error_naming_it(tmp_path: Path) -> N
     Path(claim_path(str(path))).mkdir()  # a directory where the lock file should be
     with pytest.raises(StoreError, match=r"cannot claim the store .*its lock file"):
         SqliteTaskStore(path)
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["unshared", "shared"])
+def test_a_second_scheduler_on_a_store_a_running_scheduler_uses_is_refused_naming_both(
+    tmp_path: Path, shared: bool
+) -> None:
+    """The file's claim refuses a second store, not a second scheduler on the same store
+    object: two running schedulers on one unshared store each ran every task (every slot
+    twice), and on a shared one the second never heard of the first's registrations (a
+    store object is one node: the feed leaves its own writes out)."""
+    with SqliteTaskStore(tmp_path / "tasks.db", shared=shared) as store:
+        first = Scheduler(store=store, name="first").start()
+        try:
+            task = first.schedule("hourly", jobs.noop, FixedRate(3600), id="hourly")
+            with pytest.raises(StoreError, match=r"already serves the running scheduler 'first'"):
+                Scheduler(store=store, name="second")
+            assert [t.id for t in first.tasks()] == ["hourly"]  # nothing of first's lost
+            assert first.task("hourly") is task and first.running
+        finally:
+            assert first.shutdown()
+        after = Scheduler(store=store, name="after").start()  # shutdown() let the store go
+        assert [t.id for t in after.tasks()] == ["hourly"]
+        assert after.shutdown()
+
+
+def test_of_two_schedulers_built_on_one_store_only_the_first_started_may_run(
+    tmp_path: Path,
+) -> None:
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        first = Scheduler(store=store, name="first")
+        first.schedule("hourly", jobs.noop, FixedRate(3600), id="hourly")
+        second = Scheduler(store=store, name="second")  # built, not running: reads only
+        assert [t.id for t in second.tasks()] == ["hourly"]
+        second.start()
+        try:
+            message = f"the store {store!r} already serves the running scheduler 'second'"
+            with pytest.raises(StoreError, match=re.escape(message)):
+                first.start()
+            assert not first.running
+        finally:
+            assert second.shutdown()
+        assert first.shutdown()

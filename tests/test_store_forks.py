@@ -52,3 +52,19 @@ def test_the_process_id_kept_for_the_check_is_the_childs_after_a_fork() -> None:
 
     same()
     assert in_child(same) == "None"
+
+
+def test_a_store_a_running_scheduler_held_at_the_fork_is_refused_for_the_fork_alone(
+    tmp_path: Path,
+) -> None:
+    """In the child the parent's scheduler runs nothing, so its hold on the store is not
+    inherited (lldsched/threaded/storeuse.py): the refusal is the fork's, which says what
+    to do, not one naming a scheduler that is not running there."""
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        running = Scheduler(store=store, name="parent").start()
+        try:
+            outcome = in_child(lambda: Scheduler(store=store))
+        finally:
+            assert running.shutdown()
+    assert outcome.startswith("StoreError: the store "), outcome
+    assert "Open the store in each process after the fork" in outcome

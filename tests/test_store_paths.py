@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from lldsched import OneTime, Scheduler, SqliteTaskStore, StoreError
+from lldsched import OneTime, Scheduler, SqliteTaskStore, StoreError, ValidationError
 from tests import jobs
 
 NAMES = ["tâches #1?.db", "Zürich 東京/tasks 100%.db", "plain.db"]
@@ -162,3 +163,45 @@ def test_a_store_in_a_read_only_working_directory_says_which_folder_and_why(
         assert f"may not create files in the folder {str(folder)!r}" in read_only
     assert f"the folder {str(folder / 'missing')!r} does not exist" in missing
     assert not os.listdir(folder)
+
+
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [
+        ("sqlite:///jobs.db", "pass the file's path: 'jobs.db'"),  # SQLAlchemy's, relative
+        ("sqlite:////var/lib/app/jobs.db", "pass the file's path: '/var/lib/app/jobs.db'"),
+        ("file:jobs.db?mode=rwc", "pass the file's path: 'jobs.db'"),  # SQLite's own URI
+        ("file:///srv/jobs%20old.db", "pass the file's path: '/srv/jobs old.db'"),
+        ("postgresql://app:s3cret@db.internal/app", "PostgresTaskStore(dsn)"),
+        ("postgresql+psycopg://app:s3cret@db/app", "PostgresTaskStore(dsn)"),
+        ("redis://:s3cret@cache:6379/0", "'./redis://:***@cache:6379/0'"),
+    ],
+)
+def test_a_url_given_for_a_path_is_refused_naming_it_without_its_password(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: str, says: str
+) -> None:
+    """A URL where a file name goes (SQLAlchemy's ``sqlite:///jobs.sqlite`` from an
+    APScheduler configuration, a PostgreSQL dsn in the wrong store) was opened as a
+    relative path: ``sqlite:jobs.db`` made a file of that name, ``sqlite:///jobs.db`` was
+    refused for a missing folder ``'sqlite:'`` ("create it first"), and the message
+    showed a dsn's password."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValidationError) as refused:
+        SqliteTaskStore(given)
+    message = str(refused.value)
+    assert "is a URL" in message and says in message
+    assert "s3cret" not in message
+    assert not any(tmp_path.iterdir())  # no file, no folder, no lock file made
+
+
+def test_a_file_whose_name_reads_as_a_url_opens_when_named_from_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValidationError, match=re.escape("'./backup:2026.db'")):
+        SqliteTaskStore("backup:2026.db")
+    with SqliteTaskStore("./backup:2026.db") as store:  # the way the refusal names
+        _register(store)
+    assert (tmp_path / "backup:2026.db").exists()
+    with SqliteTaskStore(tmp_path / "backup:2026.db") as store:  # a Path is never a URL
+        assert [snapshot.task.id for snapshot in store.load_all()] == ["job"]

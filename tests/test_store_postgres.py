@@ -506,6 +506,74 @@ def test_functions_shadowed_in_the_search_path_are_never_called(
 def test_a_search_path_naming_no_schema_that_exists_is_said_at_open(
     postgres_server: PostgresServer,
 ) -> None:
+    """PostgreSQL's own words ("no schema has been selected to create in") named neither
+    the schema the dsn asks for nor what to do: the docs' own dsn for a schema of the
+    store's own (``?options=-csearch_path%3Dlldsched``) meets it until that schema is
+    created."""
     dsn = postgres_server.create_schema().replace("search_path%3D", "search_path%3Dnowhere_")
-    with pytest.raises(StoreError, match="no schema has been selected to create in"):
+    with pytest.raises(StoreError, match="no schema has been selected to create in") as refused:
         PostgresTaskStore(dsn)
+    message = str(refused.value)
+    assert "search_path 'nowhere_test_" in message and "(CREATE SCHEMA nowhere_test_" in message
+
+
+@pytest.mark.parametrize(
+    ("task_id", "name", "says"),
+    [
+        ("report\x00eu", "report", r"task id 'report\\x00eu' holds a NUL"),
+        ("report", "report\x00eu", r"task name 'report\\x00eu' holds a NUL"),
+        (
+            "r" + "é" * 1500,
+            "report",
+            r"task id 'réé[^']*'\.\.\. \(3001 bytes in UTF-8\) is longer than the 2000",
+        ),
+    ],
+    ids=["nul-id", "nul-name", "long-id"],
+)
+def test_an_id_or_name_postgresql_cannot_keep_is_refused_naming_it_and_nothing_is_lost(
+    make_scheduler: SchedulerFactory, clock: FakeClock, postgres_dsn: str, task_id: str,
+    name: str, says: str,
+) -> None:  # fmt: skip
+    """PostgreSQL text holds no NUL, and a task's id is an index key (at most 2,704
+    bytes a key): both were a StoreError quoting psycopg ("PostgreSQL text fields cannot
+    contain NUL (0x00) bytes", "index row requires 10016 bytes") that named neither the
+    task nor the value."""
+    with PostgresTaskStore(postgres_dsn) as store:
+        scheduler = make_scheduler(clock=clock, store=store)
+        scheduler.schedule("kept", jobs.noop, FixedRate(60), id="kept")
+        with pytest.raises(ValidationError, match=says):
+            scheduler.schedule(name, jobs.noop, FixedRate(60), id=task_id)
+        assert [t.id for t in scheduler.tasks()] == ["kept"]
+        assert [s.task.id for s in store.load_all()] == ["kept"]
+
+
+def test_a_rename_to_a_name_postgresql_cannot_keep_is_refused_and_the_task_keeps_its_own(
+    make_scheduler: SchedulerFactory, clock: FakeClock, postgres_dsn: str
+) -> None:
+    with PostgresTaskStore(postgres_dsn) as store:
+        scheduler = make_scheduler(clock=clock, store=store)
+        kept = scheduler.schedule("kept", jobs.noop, FixedRate(60), id="kept")
+        with pytest.raises(ValidationError, match=r"task name 'kept\\x00' holds a NUL"):
+            scheduler.schedule("kept\x00", jobs.noop, FixedRate(30), id="kept",
+                               replace_existing=True)  # fmt: skip
+        assert kept.name == "kept" and kept.schedule == FixedRate(60)
+        assert [(s.task.name, s.task.schedule) for s in store.load_all()] == [
+            ("kept", FixedRate(60))
+        ]
+
+
+def test_a_read_only_database_is_refused_at_open_naming_it(postgres_dsn: str) -> None:
+    """A dsn naming a standby (or a session that is read-only by default) opened a store
+    that held its tasks: a service restarted on it registered them again unchanged (no
+    write), logged one claim failure and then ran nothing, its later failures at debug
+    level."""
+    with PostgresTaskStore(postgres_dsn) as store:
+        store.save(snapshot(task(id="kept")))
+    read_only = postgres_dsn.replace(
+        "?options=", "?options=-cdefault_transaction_read_only%3Don%20"
+    )
+    with pytest.raises(StoreError, match=r"is read-only .*a standby.*left untouched") as refused:
+        PostgresTaskStore(read_only)
+    assert redact(read_only) in str(refused.value)
+    with PostgresTaskStore(postgres_dsn) as store:  # left as it was
+        assert [s.task.id for s in store.load_all()] == ["kept"]

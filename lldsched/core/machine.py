@@ -131,7 +131,7 @@ from lldsched.core.task import DEFAULT_OPTIONS, Run, RunStats, ScheduledTask, fi
 from lldsched.core.waiting import DependencyWaits
 from lldsched.errors import ScheduleError, ValidationError
 from lldsched.model import ExecutionRecord, Priority, TaskEvent, TaskStatus
-from lldsched.persistence import TaskStore, is_shared
+from lldsched.persistence import TaskStore, is_shared, not_a_store
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.schedules.simple import OneTime
@@ -201,9 +201,7 @@ class SchedulerCore(
         self._restored_names = {}  # restore(): a second registration of one is warned of
         self._orphans = {}  # restore(): an ordered set, emptied as registrations name them
         if store is not None and not isinstance(store, TaskStore):
-            raise ValidationError(
-                f"store must be a TaskStore (save, delete and load_all methods), got {store!r}"
-            )
+            raise not_a_store(store)
         self._store = store
         # The calls the store failed, and a store closed early; None without a store.
         # Made only with one: a StoreWrites built for every core moved Python's type

@@ -84,6 +84,7 @@ from lldsched.stores.postgres_listen import (
 )
 from lldsched.stores.postgres_reads import PostgresReads, one_row
 from lldsched.stores.postgres_rows import (
+    check_keepable,
     record_row,
     state_row,
 )
@@ -331,6 +332,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         if known == task:
             connection.execute(sql.UPDATE, state)
         else:
+            check_keepable(task)
             row = {
                 **state,
                 "name": task.name,

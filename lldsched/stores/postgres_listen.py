@@ -19,13 +19,13 @@ it listens again, counting the attempts that failed.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable
 
 from lldsched.errors import StoreError
 from lldsched.logs import STORE
+from lldsched.redaction import PASSWORD_IN_URI, PASSWORD_KEY, hide_passwords
 from lldsched.stores.postgres_deadline import Deadline
 
 try:
@@ -51,8 +51,6 @@ __all__ = [
 log = logging.getLogger(STORE)
 
 _RECONNECT = 1.0  # seconds between attempts while the server is away
-_PASSWORD_IN_URI = re.compile(r"(://[^:/@]*:)([^@]*)@")
-_PASSWORD_KEY = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
 
 
 def redact(dsn: str) -> str:
@@ -64,7 +62,7 @@ def redact(dsn: str) -> str:
     try:
         parts = conninfo.conninfo_to_dict(dsn)
     except psycopg.Error:
-        return _PASSWORD_KEY.sub(r"\1***", _PASSWORD_IN_URI.sub(r"\1***@", dsn))
+        return hide_passwords(dsn)
     if "password" in parts:
         parts["password"] = "***"
     return conninfo.make_conninfo("", **parts)
@@ -140,7 +138,7 @@ def _password(dsn: str) -> str | None:
     try:
         value = conninfo.conninfo_to_dict(dsn).get("password")
     except psycopg.Error:
-        found = _PASSWORD_IN_URI.search(dsn) or _PASSWORD_KEY.search(dsn)
+        found = PASSWORD_IN_URI.search(dsn) or PASSWORD_KEY.search(dsn)
         text = found.group(2).strip("'") if found else ""
         return text or None
     return None if value is None else str(value)

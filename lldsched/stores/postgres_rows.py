@@ -4,19 +4,56 @@ Written: a task's state columns and a record's columns, as parameters, shared by
 single statements (:mod:`lldsched.stores.postgres`) and the batched settle
 (:mod:`lldsched.stores.postgres_batch`), which unnests them as arrays.  Read: a
 snapshot, its definition and a record, from the columns the store's queries select
-(``SNAPSHOT_COLUMNS``, :mod:`lldsched.stores.postgres_sql`)."""
+(``SNAPSHOT_COLUMNS``, :mod:`lldsched.stores.postgres_sql`).
+
+Refused before a definition is written (:func:`check_keepable`): an id or a name
+PostgreSQL cannot keep, a ``ValidationError`` naming it, where psycopg's words
+named neither the task nor the value."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from lldsched.errors import StoreError
+from lldsched.errors import StoreError, ValidationError
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
 from lldsched.persistence import Task, TaskSnapshot
 from lldsched.stores.codec import decode_task
 
-__all__ = ["definition_of", "record_of", "record_row", "snapshot_of", "state_row"]
+__all__ = [
+    "MAX_ID_BYTES",
+    "check_keepable",
+    "definition_of",
+    "record_of",
+    "record_row",
+    "snapshot_of",
+    "state_row",
+]
+
+MAX_ID_BYTES = 2000
+"""The longest task id the store keeps, in bytes of UTF-8: an id is an index key (the
+tasks', the leases', the records'), and PostgreSQL refuses a key over 2,704 bytes after
+compression, so what passed depended on how well an id compressed."""
+
+
+def check_keepable(task: Task) -> None:
+    """Refuse a task whose id or name PostgreSQL cannot keep: text with a NUL (``text``
+    holds none; the other strings a task carries are JSON, which escapes it), an id over
+    :data:`MAX_ID_BYTES`.  Asked when a definition is written (a registration, a
+    replacement), the one time the id and name reach the database new."""
+    for field, value in (("id", task.id), ("name", task.name)):
+        if "\x00" in value:
+            raise ValidationError(
+                f"task {field} {value!r} holds a NUL (\\x00), which PostgreSQL text cannot "
+                "keep; nothing was written"
+            )
+    size = len(task.id.encode("utf-8", "surrogatepass"))
+    if size > MAX_ID_BYTES:
+        raise ValidationError(
+            f"task id {task.id[:40]!r}... ({size} bytes in UTF-8) is longer than the "
+            f"{MAX_ID_BYTES} bytes a PostgreSQL store keeps as an index key; nothing was "
+            "written"
+        )
 
 
 def state_row(snapshot: TaskSnapshot) -> dict[str, Any]:

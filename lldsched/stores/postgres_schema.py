@@ -5,9 +5,10 @@ that, at open, creates the schema (:data:`~lldsched.stores.postgres_sql.SCHEMA`)
 empty database, accepts one of this version (``lldsched_meta``'s ``schema`` row),
 upgrades an older one in place, in one transaction
 (:data:`~lldsched.stores.postgres_sql.UPGRADES`), and refuses anything else, saying why
-and what to do (:func:`schema_refused`).  An advisory lock keeps two processes opening
-a new or an older database from racing; the store's own lock is not taken (the
-connection is not shared yet).  The SQL is :mod:`lldsched.stores.postgres_sql`'s.
+and what to do (:func:`schema_refused`), a read-only database (a standby) included.  An
+advisory lock keeps two processes opening a new or an older database from racing; the
+store's own lock is not taken (the connection is not shared yet).  The SQL is
+:mod:`lldsched.stores.postgres_sql`'s.
 """
 
 from __future__ import annotations
@@ -43,6 +44,23 @@ def schema_refused(dsn: str, version: str | None) -> str:
     return f"{dsn!r} has store schema version {version}, {advice}. It was left untouched"
 
 
+def _no_schema(dsn: str, path: str) -> str:
+    """Why a store whose ``search_path`` (``path``) names no schema that exists cannot be
+    created, and what to do (PostgreSQL's own words, which name neither, kept)."""
+    first = path.split(",")[0].strip()
+    if first in ("", '""'):
+        advice = "its search_path is empty: name a schema in it (options=-csearch_path=NAME)"
+    else:
+        advice = (
+            f"its search_path {path!r} names no schema that exists: create the first "
+            f"(CREATE SCHEMA {first}), or name one that exists"
+        )
+    return (
+        f"{dsn!r} could not be opened: no schema has been selected to create in: {advice}; "
+        "nothing was written"
+    )
+
+
 class SchemaInstall:
     """Installing the schema at open: mixed into the PostgreSQL store."""
 
@@ -59,6 +77,15 @@ class SchemaInstall:
             # A migration may take longer than a statement is let to (sql.SESSION).
             connection.execute("SET LOCAL statement_timeout = 0")
             connection.execute("SELECT pg_catalog.pg_advisory_xact_lock(7106659)")  # lldsched's key
+            (read_only,) = connection.execute(
+                "SELECT pg_catalog.current_setting('transaction_read_only')"
+            ).fetchone() or ("off",)
+            if read_only == "on":  # a standby, or default_transaction_read_only
+                raise StoreError(
+                    f"{self.dsn!r} is read-only (a standby, or default_transaction_read_only "
+                    "is on), and a store writes at every registration, claim and settle: "
+                    "give the primary's dsn. It was left untouched"
+                )
             present = {
                 name
                 for (name,) in connection.execute(
@@ -68,6 +95,11 @@ class SchemaInstall:
                 )
             }
             if not present:
+                (schema, path) = connection.execute(
+                    "SELECT pg_catalog.current_schema(), pg_catalog.current_setting('search_path')"
+                ).fetchone() or (None, "")
+                if schema is None:  # no schema of the path exists: the CREATE would fail
+                    raise StoreError(_no_schema(self.dsn, path))
                 connection.execute(sql.SCHEMA)
                 return
             if "lldsched_meta" not in present:

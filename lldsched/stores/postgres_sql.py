@@ -29,11 +29,12 @@ DB_NOW = "extract(epoch FROM pg_catalog.clock_timestamp())::double precision"
 LIVE = "('scheduled', 'retrying')"  # the statuses a claim takes
 
 # Every session of the store: its idle-in-transaction and statement bounds
-# (postgres_listen.session_bounds), and a search_path of the
-# store's schema alone (left as it is if the dsn's path names no schema that exists:
-# the CREATE then says so).  pg_catalog stays implicitly first, and no other schema of the
-# dsn's path, one put before pg_catalog included, is searched for the operators and types
-# the statements name (docs/DECISIONS.md, "The PostgreSQL store's search_path").
+# (postgres_listen.session_bounds), and a search_path of the store's schema alone (left as
+# it is if the dsn's path names no schema that exists: the install then refuses the store,
+# saying so, postgres_schema._no_schema).  pg_catalog stays implicitly first, and no other
+# schema of the dsn's path, one put before pg_catalog included, is searched for the
+# operators and types the statements name (docs/DECISIONS.md, "The PostgreSQL store's
+# search_path").
 SESSION = """
 SELECT pg_catalog.set_config('idle_in_transaction_session_timeout', %(idle)s, false),
        pg_catalog.set_config('statement_timeout', %(statement)s, false),

@@ -90,6 +90,7 @@ from lldsched.stores.sqlite_file import (
     FileWatch,
     check_encodable,
     create_owner_only,
+    refuse_url,
     unopenable,
 )
 from lldsched.stores.sqlite_reads import SqliteReads
@@ -190,6 +191,8 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
     ) -> None:
         if not isinstance(path, str | os.PathLike):
             raise ValidationError(f"path must be a file name (a str or a Path), got {path!r}")
+        if isinstance(path, str):  # a Path is a file's, never a URL
+            refuse_url(path)
         whole_or_none(retention, name="retention", at_least=1)
         if synchronous not in _SYNCHRONOUS:
             raise ValidationError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")

@@ -5,6 +5,12 @@ them); :func:`check_encodable` refuses, naming it, a path the file system encodi
 cannot encode; :func:`create_owner_only` creates a new store's file readable by its
 owner only.
 
+:func:`refuse_url` refuses a URL given where a file name goes (SQLAlchemy's
+``sqlite:///jobs.sqlite`` from an APScheduler configuration, a PostgreSQL dsn): SQLite
+read it as a relative path, so ``sqlite:jobs.db`` made a file of that name and
+``sqlite:///jobs.db`` asked for a folder ``sqlite:`` to be created, the dsn's password
+shown.
+
 :func:`unopenable` is read when SQLite could not open a store's path, which it says
 only as "unable to open database file": it names what is wrong with the path (a
 folder missing on the way, a file where a folder should be, a folder at the path, a
@@ -38,10 +44,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 import time
+from urllib.parse import unquote, urlsplit
 
 from lldsched.errors import StoreError, ValidationError
+from lldsched.redaction import hide_passwords
 
 __all__ = [
     "CHECK_EVERY",
@@ -50,6 +59,7 @@ __all__ = [
     "check_encodable",
     "create_owner_only",
     "identity",
+    "refuse_url",
     "unopenable",
 ]
 
@@ -153,6 +163,41 @@ def create_owner_only(path: str) -> None:
     failure is left to ``sqlite3.connect``, which names it."""
     with contextlib.suppress(OSError):  # FileExistsError: as it is; others: connect says
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")  # two letters at least: not C:\\
+_FILE_URLS = ("sqlite", "file")  # SQLAlchemy's sqlite:///..., SQLite's own file: URIs
+
+
+def refuse_url(path: str) -> None:
+    """Refuse, naming it (its password hidden), a ``str`` path that begins with a URL's
+    scheme (``sqlite:``, ``file:``, ``postgresql://``, ...), saying what to pass instead:
+    the file's own path for a ``sqlite:`` or ``file:`` URL (SQLAlchemy's
+    ``sqlite:///jobs.db`` is ``jobs.db``, ``sqlite:////srv/jobs.db`` is ``/srv/jobs.db``),
+    :class:`~lldsched.stores.postgres.PostgresTaskStore` for a PostgreSQL dsn.  A file
+    whose name does begin so is opened as ``./name`` (a ``pathlib.Path`` is never read
+    as a URL: the caller checks a ``str`` only).  A drive letter (``C:``) is no scheme."""
+    found = _SCHEME.match(path)
+    if found is None:
+        return
+    scheme = found.group(1).lower()
+    kind = scheme.split("+")[0]  # sqlite+pysqlite: SQLAlchemy names the driver so
+    shown = hide_passwords(path)
+    if kind in _FILE_URLS:
+        file = unquote(urlsplit(path).path)
+        if kind == "sqlite" and file.startswith("/"):  # sqlite:///a.db is a.db, relative
+            file = file[1:]
+        advice = f"pass the file's path: {file!r}" if file else "pass the file's path"
+    elif kind in ("postgresql", "postgres"):
+        advice = (
+            "a PostgreSQL database is opened by lldsched.stores.postgres.PostgresTaskStore(dsn)"
+        )
+    else:
+        advice = f"pass a file's path (a file of that very name is {'./' + shown!r})"
+    raise ValidationError(
+        f"the SQLite store path {shown!r} is a URL ({scheme}:), and an SQLite store opens a "
+        f"file by its path: {advice}"
+    )
 
 
 def check_encodable(path: str) -> None:

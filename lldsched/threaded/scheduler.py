@@ -55,6 +55,7 @@ from lldsched.errors import SchedulerStateError, ValidationError
 from lldsched.listeners import Listener, listener_list
 from lldsched.logs import Repeats
 from lldsched.persistence import CoordinatedStore, TaskStore, is_shared
+from lldsched.threaded import storeuse
 from lldsched.threaded.control import ControlVerbs
 from lldsched.threaded.coroutines import CoroutineRunner
 from lldsched.threaded.dispatcher import EventDispatcher
@@ -197,6 +198,8 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
         )
         self._idle = threading.Condition(self._lock)
         self._loop_ids: set[str] = set()  # tasks whose action is an async def: the loop runs them
+        if store is not None:  # a store a running scheduler holds: refused, nothing built
+            storeuse.check(store, self)
         shared = _coordinated(store)
         if shared is not None and ids is None:  # default ids unique across processes
             ids = sequential_ids(prefix=f"task-{shared.node.rsplit(':', 1)[-1]}-")
@@ -274,6 +277,9 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
             self._refuse_if_dead("start()")
             if self._state is not NEW:
                 raise SchedulerStateError(f"start() on a scheduler that is already {self._state}")
+            writes = self._core.store_writes
+            if writes is not None:  # one running scheduler per store object (storeuse.py)
+                storeuse.take(writes.store, self)
             self._state = RUNNING
             self._first_look()  # jumps are measured from now on (timer.py)
             self._pool.start()

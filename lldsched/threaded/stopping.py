@@ -25,6 +25,7 @@ from lldsched.core.task import Entry, ScheduledTask
 from lldsched.deprecated import keyword_only_now
 from lldsched.errors import SchedulerStateError
 from lldsched.logs import SCHEDULER
+from lldsched.threaded import storeuse
 from lldsched.threaded.deadline import Deadline
 from lldsched.threaded.loopshutdown import grace_for
 from lldsched.threaded.parts import DEAD, FORKED, RUNNING, STOPPED, SchedulerParts
@@ -126,6 +127,9 @@ class Stopping(SchedulerParts):
         try:
             return self._shutdown(drain=drain, timeout=timeout, deadline=deadline, started=started)
         finally:
+            writes = self._core.store_writes
+            if writes is not None:  # another scheduler may run on the store now (storeuse.py)
+                storeuse.let_go(writes.store, self)
             self._shut_down.set()
 
     def _shutdown(

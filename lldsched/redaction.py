@@ -1,0 +1,28 @@
+"""Passwords out of what a message shows: the one rule, for every message of the package.
+
+:func:`hide_passwords` replaces the password of a URI's user part
+(``scheme://user:secret@host``) and of a ``password=`` key (a libpq key/value dsn, a
+URI's query) with ``***``, by pattern, in any text: what the PostgreSQL store shows
+of a dsn libpq cannot parse (:func:`~lldsched.stores.postgres_listen.redact`), a
+URL given to the SQLite store as a path (:mod:`~lldsched.stores.sqlite_file`), and a
+dsn or path given to a runtime as its ``store`` (:mod:`~lldsched.core.machine`).  The
+patterns are exported for the PostgreSQL store, which finds the password itself to
+scrub it from libpq's own words.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["PASSWORD_IN_URI", "PASSWORD_KEY", "hide_passwords"]
+
+PASSWORD_IN_URI = re.compile(r"(://[^:/@]*:)([^@]*)@")
+"""A URI's password: group 1 is what comes before it, group 2 the password."""
+
+PASSWORD_KEY = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
+"""A ``password=`` key's value (quoted or not): group 1 the key, group 2 the value."""
+
+
+def hide_passwords(text: str) -> str:
+    """``text`` with every password the patterns find replaced by ``***``."""
+    return PASSWORD_KEY.sub(r"\1***", PASSWORD_IN_URI.sub(r"\1***@", text))

@@ -1,0 +1,85 @@
+"""One running scheduler per store object: taken at ``start()``, let go by ``shutdown()``.
+
+A store object is one writer.  An unshared SQLite store's claim on its file
+(:mod:`lldsched.stores.claim`) refuses a second *store* on the file, in this process
+or another, but it cannot see a second *scheduler* given the same store object: two
+running on one unshared store each restored every task and ran it, every slot twice.
+A shared store object is one node (its node id, its leases, the versions its change
+feed has read, whose own writes the feed leaves out): a second scheduler on it never
+heard of the first one's registrations, pauses or removals.
+
+So a scheduler takes its store as it starts (:func:`take`) and lets it go when its
+first ``shutdown()`` ends (:func:`let_go`), whatever that shutdown left running; a
+scheduler built on a store that a running scheduler holds is refused as well
+(:func:`check`), since its verbs would write behind the running one's back.  A
+scheduler built and never started holds nothing: it restored the store, and may read
+it.  Both refusals are a :class:`~lldsched.errors.StoreError` naming the store and
+the scheduler that holds it, raised before anything is changed.  A forked child holds
+nothing (its copies of the parent's schedulers run nothing there).
+
+Nothing here is on the run path: one dictionary look-up at construction, at
+``start()`` and at ``shutdown()``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from lldsched.errors import StoreError
+
+__all__ = ["check", "let_go", "take"]
+
+# The stores held, by id(): the store (kept alive while held, so its id names no other
+# object meanwhile) and the scheduler that holds it (anything with a ``name``).
+_held: dict[int, tuple[object, object]] = {}
+_lock = threading.Lock()  # guards _held (schedulers start and stop on any thread)
+
+
+def _forget_after_fork() -> None:
+    """In a forked child nothing is held: the parent's schedulers are not running there
+    (:mod:`lldsched.threaded.forked`), and a store it inherited refuses on its own
+    (:mod:`lldsched.stores.forks`), saying to open one after the fork.  The lock is new
+    too: a thread of the parent may have held it at the fork."""
+    global _lock
+    _lock = threading.Lock()
+    _held.clear()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX; Windows has no fork
+    os.register_at_fork(after_in_child=_forget_after_fork)
+
+
+def _refusal(store: object, holder: object) -> StoreError:
+    name = getattr(holder, "name", holder)
+    return StoreError(
+        f"the store {store!r} already serves the running scheduler {name!r}: a store "
+        "object takes one running scheduler at a time (two on one store each ran every "
+        "task). Shut that scheduler down first; for several schedulers on one set of "
+        "tasks, give each a store of its own, opened shared (docs/CLUSTER.md)"
+    )
+
+
+def check(store: object, scheduler: object) -> None:
+    """Raise if a running scheduler other than ``scheduler`` holds ``store``."""
+    with _lock:
+        found = _held.get(id(store))
+    if found is not None and found[1] is not scheduler:
+        raise _refusal(store, found[1])
+
+
+def take(store: object, scheduler: object) -> None:
+    """``scheduler`` holds ``store`` from now on; raise if another one holds it."""
+    with _lock:
+        found = _held.get(id(store))
+        if found is not None and found[1] is not scheduler:
+            raise _refusal(store, found[1])
+        _held[id(store)] = (store, scheduler)
+
+
+def let_go(store: object, scheduler: object) -> None:
+    """``scheduler`` no longer holds ``store`` (nothing if it did not)."""
+    with _lock:
+        found = _held.get(id(store))
+        if found is not None and found[1] is scheduler:
+            del _held[id(store)]
