@@ -9,7 +9,9 @@ read for the ``now`` it passed (:meth:`Coordinator.looked
 <lldsched.threaded.shared.Coordinator.looked>`): a shared SQLite store counts the
 expiry from that ``now``, not from the statement.  Past that without another renewal
 succeeding, the process counts its leases lost: each run in flight has its flag raised
-(``ctx.lease_lost``), at least ``lease / 6`` before another process can take it over.
+(``ctx.lease_lost``), at least ``lease / 6`` before another process can take it over,
+and it neither begins nor claims a run (:meth:`LeaseWatch.trusted`) until a renewal
+succeeds or it holds no lease any more.
 A forward step of the wall clock, which a shared SQLite store's expiries are instants
 of, brings them closer by the step: the trust is cut by as much (:meth:`LeaseWatch.cut`).
 
