@@ -11,12 +11,14 @@ clocks are fakes: the scheduler's (the store's expiry) and the one leases are tr
 
 Also here: a step of the scheduler's wall clock (``JumpingClock``), forward with the
 renewals failing (the flag goes up ``lease / 6`` before the expiry by the moved clock)
-and back (renewed at once, no flag), and a claim the worker refuses for want of trust
-(released, and claimed again before its expiry).
+and back (renewed at once, no flag), a claim the worker refuses for want of trust
+(released, and claimed again before its expiry), and a process holding leases it does not
+trust (no claim until a renewal succeeds, or fails and counts them lost).
 """
 
 from __future__ import annotations
 
+import functools
 import queue
 import threading
 from collections.abc import Collection, Iterator
@@ -27,6 +29,7 @@ import pytest
 from lldsched import FakeClock, OneTime, Scheduler, SqliteTaskStore
 from lldsched.core.context import RunContext
 from lldsched.errors import StoreError
+from lldsched.persistence import Claim
 from lldsched.threaded import shared
 from lldsched.threaded.leasewatch import renewal_every, trusted_for
 from tests import cluster_jobs
@@ -274,6 +277,100 @@ def test_a_claim_not_begun_for_want_of_trust_is_handed_back_at_once(
             task_id, token = began.get(timeout=10)  # claimed again here, and begun
             assert task_id == "queued"
             assert token is not None and token > first  # claimed again, after the release
+        finally:
+            cluster_jobs.released.set()
+            scheduler.shutdown()
+
+
+# -- leases held and not trusted: no claims ---------------------------------------------
+
+
+class Flaky(Unrenewable):
+    """An :class:`Unrenewable` store whose claims still succeed, and which tells the test
+    what the scheduler asked of it: ``looks`` counts the timer's looks at the change feed
+    (one at every wake, before that wake's claim), ``claimed`` and ``released`` the task
+    ids claimed and given back."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self._test = threading.current_thread()  # its own calls are not counted
+        self.looks = 0
+        self.claimed: list[str] = []
+        self.released: list[str] = []
+
+    def changed(self) -> bool:
+        if threading.current_thread() is not self._test:
+            self.looks += 1
+        return super().changed()
+
+    def claim(self, *, now: float, limit: int) -> list[Claim]:
+        claims = super().claim(now=now, limit=limit)
+        self.claimed.extend(claim.task_id for claim in claims)
+        return claims
+
+    def release(self, *, task_id: str, token: int) -> None:
+        self.released.append(task_id)
+        super().release(task_id=task_id, token=token)
+
+
+def woken(wall: FakeClock, store: Flaky, *, times: int) -> None:
+    """Move the scheduler's clock a second at a time (the store's ``poll``: one wake of
+    the timer each), ``times`` times, and return once the timer's wake after the last
+    looked at the feed: every claim those wakes made is made."""
+    for _ in range(times + 1):
+        woke = functools.partial(looked_past, store, store.looks)  # read before the move
+        wall.advance(1.0)
+        wait_until(woke, timeout=10, what="the timer's next wake")
+
+
+def looked_past(store: Flaky, looks: int) -> bool:
+    """Whether the timer looked at ``store``'s change feed more than ``looks`` times."""
+    return store.looks > looks
+
+
+HELD_BACK = "claiming nothing"
+
+
+@pytest.mark.parametrize("renewal", ["succeeds", "fails"])
+def test_a_process_that_does_not_trust_the_leases_it_holds_claims_nothing(
+    tmp_path: Path, trust: FakeClock, caplog: pytest.LogCaptureFixture, renewal: str
+) -> None:
+    """Renewals failing, claims succeeding: once the trust in the leases held ran out, a
+    claim was still made at every wake, refused by the worker for want of trust and
+    released (two writes a wake, the task kept from the other processes meanwhile).
+    Now nothing is claimed until a renewal succeeds (it vouches again) or, failing, counts
+    the leases held lost (nothing held: a claim starts its own trust), and the log says so
+    once."""
+    path = tmp_path / "tasks.db"
+    wall = FakeClock(START)
+    cluster_jobs.released.clear()
+    caplog.set_level("INFO", logger="lldsched")
+    store = Flaky(path)
+    with store:
+        scheduler = Scheduler(workers=2, store=store, clock=wall)
+        scheduler.schedule("busy", cluster_jobs.held_until_released, OneTime(START), id="busy")
+        scheduler.schedule("queued", note_token, OneTime(START + 1), id="queued")
+        try:
+            scheduler.start()
+            assert cluster_jobs.seen.get(timeout=10)[0] == "busy"  # held, whatever its flag
+            store.down.set()  # no renewal succeeds from now on
+            trust.set(START + trusted_for(LEASE))  # the trust in busy's lease ran out
+            woken(wall, store, times=3)  # "queued" due, the renewal (START + 10) not yet
+            assert store.claimed == ["busy"], "claimed with the leases held not trusted"
+            assert store.released == []
+            held_back = [r for r in caplog.records if HELD_BACK in r.getMessage()]
+            assert len(held_back) == 1, [r.getMessage() for r in held_back]
+            assert began.empty()
+
+            if renewal == "succeeds":
+                store.down.clear()
+            wall.set(START + renewal_every(LEASE))  # the renewal's wake, then the claim's
+            task_id, token = began.get(timeout=10)
+            assert task_id == "queued" and token is not None
+            assert store.claimed == ["busy", "queued"]
+            lost = renewal == "fails"  # else the renewal vouched for busy's lease again
+            said = [r.getMessage() for r in caplog.records]
+            assert any("lost the lease of task busy" in line for line in said) is lost
         finally:
             cluster_jobs.released.set()
             scheduler.shutdown()

@@ -72,3 +72,27 @@ def test_a_cut_brings_the_flags_forward_by_its_seconds() -> None:
     clock.advance(0.5)  # 1005
     wait_until(lambda: cut.lease_lost, timeout=5, what="the flag 20 s sooner")
     wait_until(watch_thread_ended, timeout=5, what="the watch to end with nothing to watch")
+
+
+def test_trusted_with_none_held_and_not_once_the_trust_ran_out_until_renewed() -> None:
+    """What :meth:`LeaseWatch.trusted` answers the coordinator before a claim and a
+    begin: with no lease held, yes (a claim vouches for itself); with leases held, only
+    while a renewal vouches for them, the flags raised or not."""
+    clock = FakeClock(1000.0)
+    watch = LeaseWatch(clock, lease=LEASE, name="test-lease-watch")
+    assert watch.trusted()  # nothing held
+    watch.renewed(1000.0)  # a claim: trusted until 1025
+    run = context(1)
+    watch.add(1, run)
+    clock.advance(24.0)
+    assert watch.trusted()
+    clock.advance(1.0)
+    wait_until(lambda: run.lease_lost, timeout=5, what="the flag of the run whose lease lapsed")
+    wait_until(watch_thread_ended, timeout=5, what="the watch to end with nothing to watch")
+    assert not watch.trusted()  # still held by the coordinator: no claim, no begin
+    watch.renewed(1026.0)  # a renewal succeeded
+    assert watch.trusted()
+    clock.advance(26.0)  # 1051: ran out again
+    assert not watch.trusted()
+    watch.held_none()  # counted lost, or settled: nothing held
+    assert watch.trusted()

@@ -9,7 +9,9 @@ read for the ``now`` it passed (:meth:`Coordinator.looked
 <lldsched.threaded.shared.Coordinator.looked>`): a shared SQLite store counts the
 expiry from that ``now``, not from the statement.  Past that without another renewal
 succeeding, the process counts its leases lost: each run in flight has its flag raised
-(``ctx.lease_lost``), at least ``lease / 6`` before another process can take it over.
+(``ctx.lease_lost``), at least ``lease / 6`` before another process can take it over,
+and it neither begins nor claims a run (:meth:`LeaseWatch.trusted`) until a renewal
+succeeds or it holds no lease any more.
 A forward step of the wall clock, which a shared SQLite store's expiries are instants
 of, brings them closer by the step: the trust is cut by as much (:meth:`LeaseWatch.cut`).
 
@@ -74,7 +76,7 @@ class LeaseWatch:
         # while calling a store or a logging handler.
         self._condition = threading.Condition()
         self._runs: dict[int, RunContext] = {}  # token -> the context of its run
-        self._until: float | None = None  # when the leases stop being trusted
+        self._until: float | None = None  # when the leases stop being trusted; None: none held
         self._thread: threading.Thread | None = None
 
     def renewed(self, began: float) -> None:
@@ -95,11 +97,24 @@ class LeaseWatch:
                 self._until -= seconds
                 self._condition.notify()
 
-    def trusted(self) -> bool:
-        """Whether a renewal still vouches for the leases now (:meth:`renewed`, less any
-        :meth:`cut`): False before the first, and once the flags were raised."""
+    def held_none(self) -> None:
+        """The process holds no lease any more: nothing to trust or distrust until a claim
+        starts the count again (:meth:`renewed`, from its own reading)."""
         with self._condition:
-            return self._until is not None and self._clock.now() < self._until
+            self._until = None
+
+    def trusted(self) -> bool:
+        """Whether the process may act on leases now: claim, or begin a run it claimed.
+
+        True while a renewal (or the claim) still vouches for the leases held
+        (:meth:`renewed`, less any :meth:`cut`), and while none is held (:meth:`held_none`;
+        a claim vouches for its own).  False once that ran out, until a renewal succeeds
+        or the leases are all counted lost: a process that cannot vouch for the leases it
+        holds neither begins a run on one nor claims more (each claim would be refused at
+        its begin and given back, a store write or two at every wake, and the task kept
+        from the other processes in between)."""
+        with self._condition:
+            return self._until is None or self._clock.now() < self._until
 
     def add(self, token: int, context: RunContext) -> None:
         """Watch the run holding ``token``."""
@@ -125,8 +140,7 @@ class LeaseWatch:
                     self._clock.wait(self._condition, until)
                     continue
                 lost = list(self._runs.items())
-                self._runs.clear()
-                self._until = None
+                self._runs.clear()  # _until stays, passed: not trusted until a renewal
             self._thread = None
         for _, context in lost:
             context.lose_lease()

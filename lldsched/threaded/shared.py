@@ -26,7 +26,9 @@ What the timer does with it, at every wake:
 How long a renewal vouches for the leases is :mod:`lldsched.threaded.leasewatch`'s
 rule; its :class:`~lldsched.threaded.leasewatch.LeaseWatch` raises the runs' flags once
 none does, on a thread of its own (the timer may be held in a store call by the outage).
-A claim handed out but not begun by then is not begun, and is released at once.  A
+A claim handed out but not begun by then is not begun, and is released at once; and
+while it lasts (until a renewal succeeds, or the leases are counted lost) nothing is
+claimed (:meth:`LeaseWatch.trusted <lldsched.threaded.leasewatch.LeaseWatch.trusted>`).  A
 wall-clock jump the timer sees renews the leases at that wake; forward, it first cuts
 their trust by the jump (:meth:`Coordinator.clock_jumped`).
 
@@ -53,7 +55,7 @@ from lldsched.logs import CLUSTER
 from lldsched.model import TaskStatus
 from lldsched.persistence import Claim, CoordinatedStore
 from lldsched.threaded.deadline import Deadline
-from lldsched.threaded.leasewatch import MONOTONIC, LeaseWatch, renewal_every
+from lldsched.threaded.leasewatch import MONOTONIC, LeaseWatch, renewal_every, trusted_for
 
 __all__ = ["Coordinator", "leases_kept"]
 
@@ -86,6 +88,7 @@ class Coordinator:
         # began: see looked()), and raises the runs' flags once they are not, whatever the
         # timer is doing (held up in a store call by the outage itself): leasewatch.py.
         self._watch = LeaseWatch(self._trust, lease=store.lease, name="lldsched-lease-watch")
+        self._held_back = False  # claims held back for want of trust (said once a lapse)
         # Slots due before this instant passed while this process was not there (not
         # built yet, or a forward wall-clock jump): a claim of one is a misfire candidate.
         self._since = core.clock.now()
@@ -172,8 +175,20 @@ class Coordinator:
 
     def claim(self, now: float, room: int, looked: float) -> list[Entry]:
         """Claim up to ``room`` due runs; their entries, ready for the workers (``looked``:
-        the reading taken before ``now``, which their trust counts from: :meth:`looked`)."""
+        the reading taken before ``now``, which their trust counts from: :meth:`looked`).
+        None while leases are held that no renewal vouches for (their flags are up): a
+        claim would only be refused at its begin and given back."""
         self._drop_due(now)
+        if not self._watch.trusted():  # leases held that no renewal vouches for any more
+            if not self._held_back:
+                self._held_back = True
+                log.warning(
+                    "no renewal of the leases held here succeeded for %g s: claiming nothing "
+                    "until one does, or until they are counted lost",
+                    trusted_for(self.store.lease),
+                )
+            return []
+        self._held_back = False
         try:
             claims = self.store.claim(now=now, limit=room)
         except StoreError as exc:  # tried again at the next wake
@@ -269,6 +284,7 @@ class Coordinator:
         count again (from its own reading)."""
         if not self._running and not self._pending:
             self._renew_at = None
+            self._watch.held_none()
 
     def flush(self, *, lock: contextlib.AbstractContextManager[object]) -> None:
         """Have the store write the settles it holds back for a batch; a failure is
@@ -308,9 +324,10 @@ class Coordinator:
 
     def _renew(self, now: float, looked: float) -> None:
         tokens = {claim.token for claim in self._pending.values()} | set(self._running)
-        self._renew_at = now + self._every if tokens else None
         if not tokens:
+            self._held_none()
             return
+        self._renew_at = now + self._every
         try:
             kept = self.store.renew(tokens=tokens, now=now)
         except StoreError as exc:
