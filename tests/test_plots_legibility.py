@@ -17,6 +17,7 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import PathCollection
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.text import Text
 
 from lldsched import ExecutionRecord
@@ -25,6 +26,7 @@ from lldsched.sim.scenario import build_scenario
 from lldsched.views.frames import to_frame
 from lldsched.views.plots import (
     DETAIL_RUNS,
+    OTHER_TASKS,
     PlotFigure,
     gantt,
     lateness_distribution,
@@ -252,3 +254,42 @@ def test_the_now_label_stays_inside_the_chart_at_either_edge() -> None:
         (label,) = [t for t in ax.texts if t.get_text().strip() == "now"]
         box, frame_box = label.get_window_extent(renderer), ax.get_window_extent(renderer)
         assert frame_box.x0 <= box.x0 and box.x1 <= frame_box.x1, now
+
+
+# -- legends say what is drawn -------------------------------------------------------------
+
+
+def test_the_rest_of_the_tasks_are_keyed_as_they_are_drawn() -> None:
+    # "+ 18 more tasks (grey)" was a grey square beside grey dots and grey lines.
+    frame = to_frame([
+        R(f"t{k}", f"svc-{k:02d}", 1, T0 + 60 * n, T0 + 60 * n, 0, T0 + 60 * n + k,
+          T0 + 60 * n + k + 1, True)
+        for n in range(3) for k in range(30)
+    ])  # fmt: skip
+    for figure, drawn in ((lateness_over_time(frame), "point"),
+                          (lateness_distribution(frame), "line")):  # fmt: skip
+        legend = figure.axes[0].get_legend()
+        assert legend is not None
+        (rest,) = [h for h, t in zip(legend.legend_handles, legend.get_texts(), strict=True)
+                   if t.get_text().startswith("+ 18 more")]  # fmt: skip
+        assert isinstance(rest, Line2D)
+        assert rest.get_color() == pytest.approx(OTHER_TASKS)
+        if drawn == "point":
+            assert rest.get_marker() not in ("", "None", None) and rest.get_linestyle() == "None"
+        else:
+            assert rest.get_marker() in ("", "None", None) and rest.get_linestyle() == "-"
+
+
+def test_a_cluster_of_no_runs_says_so_and_keys_nothing_it_did_not_draw() -> None:
+    from lldsched.sim import ClusterScenario, ClusterTask, simulate_cluster
+    from lldsched.views.plots import cluster_timeline
+
+    quiet = simulate_cluster(
+        ClusterScenario(nodes=2, tasks=(ClusterTask("report", every=60.0, duration=5.0),),
+                        horizon=30.0)
+    )  # fmt: skip
+    assert not quiet.runs
+    figure = cluster_timeline(quiet)
+    assert "no runs" in all_text(figure)
+    legend = figure.axes[0].get_legend()
+    assert legend is None or not [t.get_text() for t in legend.get_texts()]

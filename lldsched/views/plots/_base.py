@@ -359,10 +359,14 @@ def _task_handles(
         for i in named
     ]
     if len(labels) > len(named):
-        more = len(labels) - len(named)
+        label = f"+ {len(labels) - len(named):,} more tasks (grey)"
+        # Keyed as they are drawn: grey bars, grey dots, thin grey lines.
         handles.append(
-            Patch(facecolor=OTHER_TASKS, edgecolor="none", label=f"+ {more:,} more tasks (grey)")
-        )
+            Patch(facecolor=OTHER_TASKS, edgecolor="none", label=label) if drawn == "bar"
+            else Line2D([], [], color=OTHER_TASKS, marker="o", markersize=4, linestyle="none",
+                        label=label) if drawn == "point"
+            else Line2D([], [], color=OTHER_TASKS, linewidth=0.8, label=label)
+        )  # fmt: skip
     return handles
 
 
