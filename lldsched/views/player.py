@@ -201,7 +201,6 @@ class SimulationPlayer:
 
         from lldsched.views.frames import to_frame
         from lldsched.views.plots import PlotFigure, gantt
-        from lldsched.views.plots.palette import ACCENT
 
         low, high = self.span()
         order = {task.id: index for index, task in enumerate(self.sim.tasks())}
@@ -212,9 +211,7 @@ class SimulationPlayer:
         gantt(
             to_frame(recent), by="task", ax=ax, tz=self._tz.key, span=(low - self.window / 50, high)
         )
-        now = float(self.sim.now) / 86400.0  # a matplotlib date: days since 1970
-        ax.axvline(now, color=ACCENT, linestyle="--", linewidth=1, gid="now")
-        ax.text(now, 0.99, " now", color="black", va="top", transform=ax.get_xaxis_transform())
+        mark_now(ax, float(self.sim.now))
         buffer = io.BytesIO()
         figure.savefig(buffer, format="png", dpi=80)
         self.charts_drawn += 1
@@ -258,3 +255,20 @@ class SimulationPlayer:
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         return bundle(self.widget, self.to_text, **kwargs)
+
+
+def mark_now(ax: Any, now: float) -> None:
+    """The player's dashed line at ``now`` (epoch seconds) on its chart, labelled "now"
+    on the side of the line with room: to its right in the left half of the chart, to
+    its left in the right half (once the window scrolls, now is the right edge, and a
+    label past it was cut off under the legend)."""
+    from lldsched.views.plots.palette import ACCENT
+
+    at = now / 86400.0  # a matplotlib date: days since 1970
+    ax.axvline(at, color=ACCENT, linestyle="--", linewidth=1, gid="now")
+    low, high = ax.get_xlim()
+    left = at > (low + high) / 2
+    ax.text(
+        at, 0.99, "now " if left else " now", color="black", va="top",
+        ha="right" if left else "left", transform=ax.get_xaxis_transform(),
+    )  # fmt: skip

@@ -276,7 +276,7 @@ lateness_distribution(frame)
 # How to read it: a curve is an empirical cumulative distribution (ECDF); at a lateness
 # *x* on the horizontal axis, its height is the fraction of that task's runs that started
 # at most *x* late. A curve that jumps to 1 at zero is a task that never waits; where a
-# curve crosses the dotted line at 0.95 is that task's 95th percentile.
+# curve crosses the black dashed line at 0.95 is that task's 95th percentile.
 #
 # ## Check yourself
 #

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import zlib
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import tzinfo
 from typing import Any
@@ -27,6 +28,7 @@ try:
     from matplotlib.figure import Figure, SubFigure
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
+    from matplotlib.ticker import NullLocator
 except ImportError as exc:  # exercised by a test that hides matplotlib
     raise missing_extra("lldsched.views.plots", "matplotlib", exc) from exc
 
@@ -186,12 +188,25 @@ def _dates(column: pd.Series[Any]) -> Array:
     return mdates.date2num(naive.to_numpy(dtype="M8[us]"))
 
 
-def _time_axis(ax: Axes, tz: str | tzinfo, *, max_ticks: int | None = None) -> None:
-    """Dates in ``tz`` on the x axis; ``max_ticks`` bounds the labels (a narrow panel)."""
+def _time_axis(
+    ax: Axes, tz: str | tzinfo, *, max_ticks: int | None = None, blank: bool = False
+) -> None:
+    """Dates in ``tz`` on the x axis; ``max_ticks`` bounds the labels (a narrow panel).
+    ``blank``: no tick at all (a chart of no runs, whose axis would otherwise read
+    1970-01-01, the epoch matplotlib's dates start from)."""
     zone = _zone(tz)
     locator = mdates.AutoDateLocator(tz=zone, maxticks=max_ticks)
-    ax.xaxis.set_major_locator(locator)
-    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator, tz=zone))
+    ax.xaxis.set_major_locator(NullLocator() if blank else locator)
+    # Ticks seconds apart read as times ("09:00:30"), not as seconds alone ("30", the
+    # concise default, a number a reader takes for anything but a time of day); ticks
+    # days apart as days ("Mon 05", not "05", which reads as an hour as well).  The
+    # zero formats (a day's first tick "Jan-06") are matplotlib's, given again: with
+    # formats alone, they are derived from them, and midnight read "06".
+    formats = ["%Y", "%b", "%a %d", "%H:%M", "%H:%M", "%H:%M:%S"]
+    zero_formats = ["", "%Y", "%b", "%b-%d", "%H:%M", "%H:%M"]
+    ax.xaxis.set_major_formatter(
+        mdates.ConciseDateFormatter(locator, tz=zone, formats=formats, zero_formats=zero_formats)
+    )
     ax.set_xlabel(f"time ({zone})")
 
 
@@ -222,10 +237,10 @@ def _tasks(
     names = dict(zip(first["task_id"].tolist(), first["name"].tolist(), strict=True))
     plain = [str(names[task_id]) for task_id in ids]
     repeated = {label for label in plain if plain.count(label) > 1}
-    labels = [
+    labels = _shortened([
         f"{label} ({task_id})" if label in repeated else label
         for label, task_id in zip(plain, ids, strict=True)
-    ]
+    ])  # fmt: skip
     if len(labels) <= MAX_LEGEND_TASKS:
         colours = task_colours(plain)
         palette = np.array([colours[name] for name in plain]).reshape(-1, 4)
@@ -241,6 +256,30 @@ def _tasks(
     for code in named:
         palette[code] = colours[plain[code]]
     return codes, labels, palette, named
+
+
+LABEL_LETTERS = 32
+"""The longest task name a lane label or a legend writes in full; a longer one keeps its
+head and its tail (where names of a family differ: ``report-...-region-4``) around an
+ellipsis.  Two names of 62 letters as lane labels and legend entries left the plot of an
+eleven-inch figure two inches wide, its time labels printed over one another."""
+
+
+def task_label(name: str) -> str:
+    """``name`` as a chart writes it: whole up to :data:`LABEL_LETTERS`, else its head,
+    "…" and its tail (:func:`mark_wait` finds a lane by it)."""
+    if len(name) <= LABEL_LETTERS:
+        return name
+    tail = (LABEL_LETTERS - 1) // 2
+    return f"{name[: LABEL_LETTERS - 1 - tail]}…{name[-tail:]}"
+
+
+def _shortened(labels: Sequence[str]) -> list[str]:
+    """Each label as :func:`task_label` writes it, but for labels that would come out
+    alike (names that differ only in the middle): those stay whole."""
+    short = [task_label(label) for label in labels]
+    taken = Counter(short)
+    return [s if taken[s] == 1 else whole for s, whole in zip(short, labels, strict=True)]
 
 
 Colour = tuple[float, float, float, float]
@@ -320,10 +359,14 @@ def _task_handles(
         for i in named
     ]
     if len(labels) > len(named):
-        more = len(labels) - len(named)
+        label = f"+ {len(labels) - len(named):,} more tasks (grey)"
+        # Keyed as they are drawn: grey bars, grey dots, thin grey lines.
         handles.append(
-            Patch(facecolor=OTHER_TASKS, edgecolor="none", label=f"+ {more:,} more tasks (grey)")
-        )
+            Patch(facecolor=OTHER_TASKS, edgecolor="none", label=label) if drawn == "bar"
+            else Line2D([], [], color=OTHER_TASKS, marker="o", markersize=4, linestyle="none",
+                        label=label) if drawn == "point"
+            else Line2D([], [], color=OTHER_TASKS, linewidth=0.8, label=label)
+        )  # fmt: skip
     return handles
 
 
@@ -353,7 +396,13 @@ def _legend(ax: Axes, handles: list[Any]) -> None:
 
 
 def _set_xlim(ax: Axes, low: float, high: float) -> None:
-    span = high - low or 1 / 1440  # a minute, for a single instant
+    """The x range ``low`` to ``high`` (date numbers) and a margin; a single instant gets
+    the minute around it (a margin of 1 % of nothing made ticks of tenths of a second,
+    read "59.4, 59.6, 00:00")."""
+    if high == low:
+        ax.set_xlim(low - 30 / 86400, high + 30 / 86400)
+        return
+    span = high - low
     ax.set_xlim(low - span * 0.01, high + span * 0.01)
 
 

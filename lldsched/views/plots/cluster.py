@@ -5,7 +5,8 @@
   node failed to renew), labelled with its slot and token; pauses shaded, outages
   dark; duplicate writes hatched and marked with a star, rejected writes with a cross (a
   mark that would cover the one before it on its lane is drawn under the bar),
-  runs lost to a crash hatched.
+  runs lost to a crash hatched; its legend keys only what was drawn (a result of no
+  runs says "no runs").
 * :func:`fencing_comparison`: the counts of several results (with and without
   fencing, say) as grouped bars: slots run more than once, takeovers, rejected
   writes, duplicates and lost slots.
@@ -22,7 +23,7 @@ import numpy as np
 
 from lldsched.cluster import ClusterResult, ClusterRun
 from lldsched.views.cluster import cluster_counts, label_of
-from lldsched.views.plots._base import Axes, Figure, Line2D, Patch, _axes, _legend
+from lldsched.views.plots._base import Axes, Figure, Line2D, Patch, _axes, _empty, _legend
 from lldsched.views.plots.palette import LEASE, SERIES, STATE_ALPHA, STATES, WRITES, Cue
 
 __all__ = ["cluster_timeline", "fencing_comparison"]
@@ -86,7 +87,11 @@ def cluster_timeline(result: ClusterResult, *, ax: Axes | None = None) -> Figure
         fontsize=10,
     )
     ax.grid(axis="x", alpha=0.3)
-    _legend(ax, _handles(result, labelled=labelled))
+    if not result.runs:
+        _empty(ax, "runs")
+    handles = _handles(result, labelled=labelled)
+    if handles:
+        _legend(ax, handles)
     return figure
 
 
@@ -139,18 +144,19 @@ def _handles(result: ClusterResult, *, labelled: bool) -> list[Any]:
     """Legend entries for what the chart shows (a kind that never happened is left out)."""
     writes = {run.write for run in result.runs}
     kinds = {span.kind for span in result.spans}
+    ran = bool(result.runs)  # with no run, no bar, lease or label to key
     shown = [
-        (True, _patch(WRITES["landed"], label="run, write landed")),
+        (ran, _patch(WRITES["landed"], label="run, write landed")),
         (result.duplicates > 0, _patch(WRITES["duplicate"],
                                        label="write landed twice (duplicate, ★)")),
         ("rejected" in writes, _patch(WRITES["rejected"],
                                       label="write rejected (stale token, ✖)")),
         ("none" in writes, _patch(WRITES["lost"], label="run lost in a crash")),
-        (True, Patch(facecolor=LEASE.colour, label="lease held (thin bar)")),
+        (ran, Patch(facecolor=LEASE.colour, label="lease held (thin bar)")),
         ("pause" in kinds, _patch(STATES["pause"], alpha=STATE_ALPHA,
                                   label="paused (stop the world)")),
         ("down" in kinds, _patch(STATES["down"], alpha=STATE_ALPHA, label="down (crashed)")),
-        (labelled, Line2D([], [], linestyle="", label="label: slot·#token")),
+        (ran and labelled, Line2D([], [], linestyle="", label="label: slot·#token")),
     ]  # fmt: skip
     return [handle for wanted, handle in shown if wanted]
 

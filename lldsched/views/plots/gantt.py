@@ -33,6 +33,7 @@ from lldsched.views.plots._base import (
     _tasks,
     _time_axis,
     ran,
+    task_label,
 )
 from lldsched.views.plots.palette import text_on
 from lldsched.views.plots.runbars import _BAR_HEIGHT, _draw_runs, _mark_handles
@@ -119,7 +120,7 @@ def gantt(
             marks.append(_WAIT_HANDLE)
         _set_xlim(ax, low, high)
         if by == "worker" and detail:  # a lane per worker: the bar says its task too
-            _name_bars(ax, frame, lane.astype(float), palette[codes], shown or (low, high))
+            _name_bars(ax, frame, lane.astype(float), palette[codes], shown or ax.get_xlim())
         if depends_on and detail and _draw_edges(ax, frame, lane.astype(float), depends_on):
             marks.append(_EDGE_HANDLE)
         _legend(ax, [*_task_handles(labels, palette, named), *marks])
@@ -132,7 +133,7 @@ def gantt(
     ax.set_ylabel("worker" if by == "worker" else "task")
     ax.grid(axis="x", color="0.9", zorder=0)
     ax.set_axisbelow(True)
-    _time_axis(ax, tz)
+    _time_axis(ax, tz, blank=not len(frame) and shown is None)
     title = title if title is not None else _gantt_title(everything, by)
     ax.set_title(title, loc="left")
     return figure
@@ -287,11 +288,18 @@ def mark_wait(
     due time to its start, labelled "waited 5 min 51 s" (or ``text``).  ``run`` is a
     row of the frame the chart was drawn from; ``by`` is the chart's ``by``."""
     ax = chart if isinstance(chart, Axes) else chart.axes[0]
-    lane_label = f"worker {run['worker']}" if by == "worker" else str(run["name"])
     labels = [label.get_text() for label in ax.get_yticklabels()]
-    if lane_label not in labels:
-        raise ValidationError(f"the chart has no lane {lane_label!r}; its lanes are {labels}")
-    lane = labels.index(lane_label)
+    name = str(run["name"])
+    # A task's lane is labelled as _tasks labels it: its name (shortened if long, whole
+    # if shortening would make it another's), or, for a name two tasks share, with its id.
+    lane_labels = (
+        [f"worker {run['worker']}"] if by == "worker"
+        else [task_label(f"{name} ({run['task_id']})"), task_label(name), name]
+    )  # fmt: skip
+    found = [label for label in lane_labels if label in labels]
+    if not found:
+        raise ValidationError(f"the chart has no lane {lane_labels[-1]!r}; its lanes are {labels}")
+    lane = labels.index(found[0])
     due, start = (to_timestamp(run[key].to_pydatetime()) / 86400.0 for key in ("due", "start"))
     waited = seconds_text((run["start"] - run["due"]).total_seconds())
     label = text if text is not None else f"{run['name']} waited {waited}"

@@ -3,6 +3,7 @@ the period, one panel per policy."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import tzinfo
 from typing import Any
@@ -15,6 +16,7 @@ from lldsched.model import ExecutionRecord, Outcome
 from lldsched.policies import Overlap, OverrunPolicy
 from lldsched.views.frames import ran, to_frame
 from lldsched.views.plots._base import (
+    MIN_LANE_INCHES,
     Axes,
     Figure,
     Line2D,
@@ -54,7 +56,9 @@ def overrun_comparison(
     Each panel has only its own policy's rows (policies run different numbers of
     runs: a shared axis left empty rows under the shorter ones).  On the figure
     drawn here, a row is as tall in every panel: a panel with fewer runs is shorter,
-    at the top of its place; on ``axes`` given, each fills its axes."""
+    at the top of its place; on ``axes`` given, each fills its axes.  Rows too short for
+    a label each (under :data:`~lldsched.views.plots.MIN_LANE_INCHES`: an hour of a
+    60 s task) are labelled every second, third... row, from the first."""
     recorded = {
         policy: frame if isinstance(frame, pd.DataFrame) else to_frame(frame)
         for policy, frame in runs.items()
@@ -120,7 +124,13 @@ def overrun_comparison(
         else:
             _empty(ax, "runs")
             ax.set_title(policy.name, loc="left")
-        ax.set_yticks(range(rows[policy]), [str(n) for n in range(1, rows[policy] + 1)])
+        row_inches = (  # the height of a row: as laid out here, or of the axes given
+            run if axes is None
+            else ax.get_position().height * figure.get_figheight() / (rows[policy] - 0.5 - _TOP)
+        )  # fmt: skip
+        nth = max(1, math.ceil(MIN_LANE_INCHES / row_inches))  # labels apart
+        labelled = range(0, rows[policy], nth)
+        ax.set_yticks(list(labelled), [str(n + 1) for n in labelled])
         ax.set_ylim(rows[policy] - 0.5, _TOP)
         ax.set_ylabel("run")
         _time_axis(ax, tz, max_ticks=6)  # panels are narrow: ticks a minute apart overlap

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from datetime import tzinfo
 
@@ -29,6 +30,7 @@ from lldsched.views.plots._base import (
     ran,
     task_mark,
 )
+from lldsched.views.tables import seconds_text
 
 __all__ = ["lateness_distribution", "lateness_over_time", "utilisation_plot"]
 
@@ -46,11 +48,11 @@ def lateness_over_time(
     divisor, unit = _unit(float(lateness.max()) if len(frame) else 0.0)
     if len(frame):
         due = _dates(frame["due"])
-        size = 28 if len(frame) <= DETAIL_RUNS else 3  # a marker whose shape shows
+        size = _mark_size(len(frame))
         others = ~np.isin(codes, named)
         if others.any():  # the tasks the legend does not name, in one grey, underneath
-            ax.scatter(due[others], lateness[others] / divisor, s=size, color=OTHER_TASKS,
-                       linewidths=0, gid="other_tasks")  # fmt: skip
+            ax.scatter(due[others], lateness[others] / divisor, s=min(size, _GREY_MARK),
+                       color=OTHER_TASKS, linewidths=0, gid="other_tasks")  # fmt: skip
         for rank, code in enumerate(sorted(named)):
             mine = codes == code
             ax.scatter(due[mine], lateness[mine] / divisor, s=size, color=palette[code],
@@ -58,36 +60,71 @@ def lateness_over_time(
                        marker=task_mark(rank, drawn="point")["marker"])  # fmt: skip
         _set_xlim(ax, float(due.min()), float(due.max()))
         _legend(ax, _task_handles(labels, palette, named, drawn="point"))
+        # Lateness measured from zero: one run 30 s late had an axis from 28.5 to 31.5,
+        # and runs all on time one from -0.05 to 0.05.
+        top = float(lateness.max()) / divisor
+        top = top if top > 0 else 1.0
+        ax.set_ylim(min(float(lateness.min()) / divisor, 0.0) - 0.04 * top, top * 1.06)
     else:
         _empty(ax, "runs")
     ax.set_ylabel(f"lateness ({unit})")
     ax.grid(color="0.9")
     ax.set_axisbelow(True)
-    _time_axis(ax, tz)
+    _time_axis(ax, tz, blank=not len(frame))
     ax.set_title("Lateness over time: how long each run waited past its due time", loc="left")
     return figure
 
 
+_SHAPE_MARK = 14.0
+"""The least area (square points) of a named task's marker past :data:`DETAIL_RUNS` runs:
+about five pixels across, where a circle, a square and a triangle still differ (at 3, a
+week's runs were dots, and the legend's shapes were nowhere on the chart)."""
+_GREY_MARK = 6.0
+"""The largest marker of the tasks a legend does not name: they are the background."""
+
+
+_P95_DASHES = (0, (8, 4))
+"""The dash pattern of the 95 % line: longer than any of
+:data:`~lldsched.views.plots.palette.TASK_LINES`."""
+
+
+def _mark_size(runs: int) -> float:
+    """A marker's area for a chart of ``runs`` points: 28 up to :data:`DETAIL_RUNS`,
+    shrinking as the points crowd, never under :data:`_SHAPE_MARK`."""
+    crowded: float = 28.0 * min(1.0, math.sqrt(DETAIL_RUNS / max(runs, 1)))
+    return max(_SHAPE_MARK, crowded)
+
+
+_HIDDEN = 0.01
+"""The part of the lateness axis within which a task's whole curve hides under the others'
+rise at 0 (about five pixels at the default size)."""
+
+
 def lateness_distribution(frame: pd.DataFrame, ax: Axes | None = None) -> Figure:
     """Per task, the fraction of runs that started within a given lateness (an
-    empirical CDF); the dotted line marks 95 %, so where a task's curve crosses it
+    empirical CDF); the black dashed line marks 95 %, so where a task's curve crosses it
     is its 95th percentile.  A task whose runs all started on time is named "(never
     late)" in the legend: its curve is a vertical line at 0, hidden under the others'
-    rise.  Past :data:`MAX_LEGEND_TASKS` tasks, the legend names
-    those with the highest 95th percentile, in their colours, and the rest are thin
-    grey curves underneath."""
+    rise; one whose runs were all within 1 % of the largest lateness is named "(all
+    within 1 s)", its worst, for the same reason.  Past :data:`MAX_LEGEND_TASKS`
+    tasks, the legend names those with the highest 95th percentile, in their colours,
+    and the rest are thin grey curves underneath."""
     frame = ran(frame)
     figure, ax = _axes(ax, (8.0, 4.5))
     lateness = _seconds(frame["lateness"])
     codes, labels, palette, named = _tasks(frame, lateness, how="p95")
     divisor, unit = _unit(float(lateness.max()) if len(frame) else 0.0)
-    # A task never late is a vertical line at 0, under every other task's rise: the
-    # legend says so, or its curve seems missing.
+    # A task never late is a vertical line at 0, under every other task's rise, and so
+    # is one whose worst lateness is within _HIDDEN of the axis (a day's report-latam,
+    # 1 s in 10 min): the legend says so, or its curve seems missing.
     latest = pd.Series(lateness).groupby(codes).max().reindex(range(len(labels))).to_numpy()
+    hidden = _HIDDEN * (float(lateness.max()) if len(frame) else 0.0)
     labels = [
-        f"{label} (never late)" if float(latest[code]) <= 0 else label
+        f"{label} (never late)" if float(latest[code]) <= 0
+        else f"{label} (all within {seconds_text(float(latest[code]))})"
+        if float(latest[code]) <= hidden else label
         for code, label in enumerate(labels)
-    ]
+    ]  # fmt: skip
     rank = {code: n for n, code in enumerate(sorted(named))}
     # Each task's runs are a slice of one sort by task (a mask per task read every run
     # once a task: 720 tasks of a million runs, built in 0.59 s of CPU, now 0.32 s).
@@ -105,7 +142,9 @@ def lateness_distribution(frame: pd.DataFrame, ax: Axes | None = None) -> Figure
                 **style)  # fmt: skip
     if not len(frame):
         _empty(ax, "runs")
-    ax.axhline(0.95, color="0.5", linestyle=":", linewidth=1)
+    # Black and long-dashed: unlike every task's curve (tab20 has a grey, and a task's
+    # line may be dotted: report-india's was this line's twin).
+    ax.axhline(0.95, color="black", linestyle=_P95_DASHES, linewidth=0.8, gid="p95")
     # The label sits at the line's right end, past the largest lateness, where no curve
     # is drawn: anywhere inside the data a curve can cross it (every task's on-time runs
     # rise from 0 at the left edge; the latest task's last run rises at the largest
@@ -162,6 +201,6 @@ def utilisation_plot(
     ax.set_yticks(labelled, [f"worker {table.columns[i]}" for i in labelled])
     ax.set_ylim(max(lanes, 1) - 0.5, -0.5)
     ax.set_ylabel("worker")
-    _time_axis(ax, tz)
+    _time_axis(ax, tz, blank=not len(table))
     ax.set_title(title, loc="left")
     return figure

@@ -1,0 +1,309 @@
+"""What a reader sees on the rendered charts: no text over text, ticks that read as
+times, marks as big as their legend says, reference lines unlike any task's curve.
+
+Each test renders a chart on the Agg canvas with data that once drew it badly (a
+week's ten tasks, one run, no runs, names of sixty letters, an hour of a fixed-rate
+task) and measures the drawn boxes, as a reader on a laptop would look at them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import PathCollection
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.text import Text
+
+from lldsched import ExecutionRecord
+from lldsched.sim.overrun import simulate_overrun
+from lldsched.sim.scenario import build_scenario
+from lldsched.views.frames import to_frame
+from lldsched.views.plots import (
+    DETAIL_RUNS,
+    OTHER_TASKS,
+    PlotFigure,
+    gantt,
+    lateness_distribution,
+    lateness_over_time,
+    mark_wait,
+    overrun_comparison,
+    utilisation_plot,
+)
+from lldsched.views.plots.palette import MIN_DISTANCE
+from tests.conftest import T0
+from tests.test_accessibility import distance
+
+R = ExecutionRecord
+
+
+def render(figure: Figure) -> Any:
+    canvas: Any = FigureCanvasAgg(figure)
+    canvas.draw()
+    return canvas.get_renderer()
+
+
+def overlapping(texts: list[Any]) -> list[tuple[str, str]]:
+    """The pairs of drawn texts whose boxes overlap."""
+    boxes = [(t.get_text(), t.get_window_extent()) for t in texts if t.get_text()]
+    return [
+        (a, b)
+        for i, (a, box) in enumerate(boxes)
+        for b, other in boxes[i + 1 :]
+        if box.overlaps(other)
+    ]
+
+
+def all_text(figure: Figure) -> list[str]:
+    """Every text the rendered figure shows, tick labels and offsets included."""
+    return [t.get_text() for t in figure.findobj(Text) if t.get_visible() and t.get_text()]
+
+
+@pytest.fixture(scope="module")
+def day() -> pd.DataFrame:
+    sim = build_scenario(workers=4, seed=0)
+    sim.run_for(86400)
+    return to_frame(sim)
+
+
+# -- the 95 % line of the lateness distribution ------------------------------------------
+
+
+def test_the_95_percent_line_looks_like_no_task_s_curve(day: pd.DataFrame) -> None:
+    # A day of the built-in scenario: report-india's curve (tab20's grey, dotted, as
+    # its rank's line style) was drawn like the 95 % line (grey, dotted), which the
+    # notebook tells the reader to find "where a curve crosses the dotted line".
+    ax = lateness_distribution(day).axes[0]
+    (reference,) = [line for line in ax.get_lines() if line.get_gid() == "p95"]
+    curves = [line for line in ax.get_lines() if line.get_gid() != "p95"]
+    assert len(curves) == 10
+    for curve in curves:
+        assert distance(reference.get_color(), curve.get_color(), "normal") >= MIN_DISTANCE, (
+            curve.get_label()
+        )
+
+
+# -- marks of the lateness over time -------------------------------------------------------
+
+
+def test_past_detail_the_named_tasks_marks_are_big_enough_to_show_their_shape(
+    day: pd.DataFrame,
+) -> None:
+    # 1,789 runs were drawn as dots of 3 square points: the legend's circles, squares
+    # and triangles were nowhere on the chart, and the named tasks hid in the greys.
+    assert len(day) > DETAIL_RUNS
+    ax = lateness_over_time(day).axes[0]
+    marks = [c for c in ax.collections if isinstance(c, PathCollection)]
+    named = [c for c in marks if not str(c.get_label()).startswith("_")]
+    assert len(named) == 10
+    for task in named:
+        assert float(np.min(task.get_sizes())) >= 12.0, task.get_label()  # ~5 px across
+
+
+# -- one instant, no runs ----------------------------------------------------------------
+
+
+_TIME = re.compile(r"^(\d\d:\d\d(:\d\d)?|\w{3}[- ]\d\d|\d{4}-\w{3}(-\d\d)?( \d\d:\d\d)?)$")
+"""A tick label or an offset that reads as a time or a date: "09:00", "09:00:30",
+"Jan-06", "Mon 05", "2026-Jan-05", "2026-Jan"."""
+
+
+@pytest.mark.filterwarnings("error")  # a zero-length span once divided by zero
+def test_one_run_gets_a_minute_of_time_axis_in_times_and_lateness_from_zero() -> None:
+    # One run: the axis spanned 1.2 s and its ticks read "59.4, 59.6, 00:00, 00.2".
+    one = to_frame([R("t1", "backup", 1, T0, T0, 0, T0 + 30, T0 + 330, True)])
+    for figure in (lateness_over_time(one), gantt(to_frame([
+        R("t1", "tick", 1, T0, T0, 0, T0, T0, True)
+    ]))):  # fmt: skip
+        render(figure)
+        ax = figure.axes[0]
+        low, high = ax.get_xlim()
+        assert (high - low) * 86400 >= 60
+        labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+        assert labels and all(_TIME.match(label) for label in labels), labels
+    ax = lateness_over_time(one).axes[0]
+    low, high = ax.get_ylim()
+    assert low <= 0 < 30 < high  # the lateness of 30 s measured from zero, not 28.5
+    on_time = to_frame([R("t1", "tick", 1, T0 + 60 * i, T0 + 60 * i, 0, T0 + 60 * i,
+                          T0 + 60 * i + 1, True) for i in range(5)])  # fmt: skip
+    low, high = lateness_over_time(on_time).axes[0].get_ylim()
+    assert -0.1 * high < low <= 0 < high  # no lateness: no axis of negative lateness
+
+
+@pytest.mark.parametrize("seconds", [40, 3600, 86400, 7 * 86400])
+def test_every_time_axis_reads_as_times_of_day_or_dates(seconds: int) -> None:
+    # Ticks seconds apart read "30", "40" (seconds alone), ticks days apart "06", "07"
+    # (days alone); and formats given without their zero formats turned a day's first
+    # tick from "Jan-06" into "06".
+    frame = to_frame([
+        R("t1", "sync", 1, T0 + at, T0 + at, 0, T0 + at, T0 + at + 1, True)
+        for at in np.linspace(0, seconds, 7).tolist()
+    ])  # fmt: skip
+    for figure in (gantt(frame), lateness_over_time(frame)):
+        render(figure)
+        labels = [t.get_text() for t in figure.axes[0].get_xticklabels() if t.get_text()]
+        assert len(labels) >= 3 and all(_TIME.match(label) for label in labels), labels
+
+
+@pytest.mark.parametrize("plot", ["gantt", "lateness_over_time", "utilisation_plot"])
+def test_a_chart_of_no_runs_shows_no_instant_of_1970(plot: str) -> None:
+    empty = to_frame([R("t1", "backup", 1, T0, T0, 0, T0, T0 + 5, True)]).iloc[:0]
+    figures = {
+        "gantt": lambda: gantt(empty),
+        "lateness_over_time": lambda: lateness_over_time(empty),
+        "utilisation_plot": lambda: utilisation_plot(empty, workers=2),
+    }
+    figure = figures[plot]()
+    render(figure)
+    texts = all_text(figure)
+    assert "no runs" in texts
+    assert not [text for text in texts if "1970" in text or "Jan-01" in text], texts
+
+
+# -- long task names ---------------------------------------------------------------------
+
+LONG = "nightly-reconciliation-of-the-accounts-payable-ledger-region-"
+
+
+def long_names(tasks: int = 6) -> pd.DataFrame:
+    return to_frame([
+        R(f"t{i}", f"{LONG}{i}", 1, T0 + 600 * i, T0 + 600 * i, i % 2, T0 + 600 * i + 30 * i,
+          T0 + 600 * i + 30 * i + 400, True)
+        for i in range(tasks)
+    ])  # fmt: skip
+
+
+@pytest.mark.parametrize("by", ["task", "worker"])
+def test_long_task_names_leave_the_chart_its_width_and_its_ticks_apart(by: str) -> None:
+    # Names of 62 letters, as lane labels and in the legend, left the plot two inches
+    # of an eleven-inch figure, its time labels printed over one another.
+    figure = gantt(long_names(), by=by)
+    render(figure)
+    ax = figure.axes[0]
+    assert ax.get_position().width > 0.5
+    assert overlapping(ax.get_xticklabels()) == []
+    assert overlapping(ax.get_yticklabels()) == []
+    legend = ax.get_legend()
+    assert legend is not None
+    names = [t.get_text() for t in legend.get_texts()][:6]
+    assert len(set(names)) == 6 and all(name.endswith(f"region-{i}") for i, name in
+                                        enumerate(names))  # fmt: skip
+    assert all(len(name) <= 32 and "…" in name for name in names)
+
+
+def test_a_shortened_lane_still_takes_its_wait_mark() -> None:
+    frame = long_names()
+    chart = gantt(frame, by="task")
+    mark_wait(chart, frame.iloc[3], by="task")  # found its lane by the name it was given
+    assert any("waited 1 min 30 s" in t for t in all_text(chart))
+
+
+def test_names_alike_but_in_the_middle_are_not_shortened_into_one() -> None:
+    names = [f"{LONG[:30]}{middle}{LONG[30:]}0" for middle in ("north", "south")]
+    frame = to_frame([
+        R(f"t{i}", name, 1, T0, T0, i, T0, T0 + 60, True) for i, name in enumerate(names)
+    ])  # fmt: skip
+    labels = [t.get_text() for t in gantt(frame, by="task").axes[0].get_yticklabels()]
+    assert len(set(labels)) == 2
+
+
+def test_the_lateness_charts_shorten_long_names_too() -> None:
+    for figure in (lateness_over_time(long_names()), lateness_distribution(long_names())):
+        render(figure)
+        ax = figure.axes[0]
+        assert ax.get_position().width > 0.5
+        assert overlapping(ax.get_xticklabels()) == []
+
+
+# -- the overrun comparison --------------------------------------------------------------
+
+
+def test_an_hour_of_overrun_rows_labels_only_the_rows_there_is_room_for() -> None:
+    # An hour of a 60 s task that runs 150 s: 24 rows in 2.6 inches, labels of 10
+    # points on rows of 8, printed over one another.
+    figure = overrun_comparison(simulate_overrun(period=60, duration=150, horizon=3600))
+    render(figure)
+    for ax in figure.axes:
+        if not ax.axison:
+            continue
+        labels = [t for t in ax.get_yticklabels() if t.get_text()]
+        assert labels and labels[0].get_text() == "1"
+        assert overlapping(labels) == [], ax.get_title(loc="left")
+
+
+# -- the simulation player's "now" ----------------------------------------------------------
+
+
+def test_the_now_label_stays_inside_the_chart_at_either_edge() -> None:
+    # Once the window scrolls, now is its right edge: " now" was written past it, over
+    # the legend, and cut off.
+    from lldsched.views.player import mark_now
+
+    frame = to_frame([R("t1", "backup", 1, T0, T0, 0, T0, T0 + 600, True)])
+    for now in (T0, T0 + 3600):
+        figure = PlotFigure(figsize=(11.0, 4.2), layout="constrained")
+        ax = figure.add_subplot()
+        gantt(frame, by="task", ax=ax, span=(T0 - 60, T0 + 3600))
+        mark_now(ax, now)
+        renderer = render(figure)
+        (label,) = [t for t in ax.texts if t.get_text().strip() == "now"]
+        box, frame_box = label.get_window_extent(renderer), ax.get_window_extent(renderer)
+        assert frame_box.x0 <= box.x0 and box.x1 <= frame_box.x1, now
+
+
+# -- legends say what is drawn -------------------------------------------------------------
+
+
+def test_the_rest_of_the_tasks_are_keyed_as_they_are_drawn() -> None:
+    # "+ 18 more tasks (grey)" was a grey square beside grey dots and grey lines.
+    frame = to_frame([
+        R(f"t{k}", f"svc-{k:02d}", 1, T0 + 60 * n, T0 + 60 * n, 0, T0 + 60 * n + k,
+          T0 + 60 * n + k + 1, True)
+        for n in range(3) for k in range(30)
+    ])  # fmt: skip
+    for figure, drawn in ((lateness_over_time(frame), "point"),
+                          (lateness_distribution(frame), "line")):  # fmt: skip
+        legend = figure.axes[0].get_legend()
+        assert legend is not None
+        (rest,) = [h for h, t in zip(legend.legend_handles, legend.get_texts(), strict=True)
+                   if t.get_text().startswith("+ 18 more")]  # fmt: skip
+        assert isinstance(rest, Line2D)
+        assert rest.get_color() == pytest.approx(OTHER_TASKS)
+        if drawn == "point":
+            assert rest.get_marker() not in ("", "None", None) and rest.get_linestyle() == "None"
+        else:
+            assert rest.get_marker() in ("", "None", None) and rest.get_linestyle() == "-"
+
+
+def test_a_cluster_of_no_runs_says_so_and_keys_nothing_it_did_not_draw() -> None:
+    from lldsched.sim import ClusterScenario, ClusterTask, simulate_cluster
+    from lldsched.views.plots import cluster_timeline
+
+    quiet = simulate_cluster(
+        ClusterScenario(nodes=2, tasks=(ClusterTask("report", every=60.0, duration=5.0),),
+                        horizon=30.0)
+    )  # fmt: skip
+    assert not quiet.runs
+    figure = cluster_timeline(quiet)
+    assert "no runs" in all_text(figure)
+    legend = figure.axes[0].get_legend()
+    assert legend is None or not [t.get_text() for t in legend.get_texts()]
+
+
+def test_a_task_whose_curve_hides_in_the_rise_at_zero_says_how_late_it_ever_was(
+    day: pd.DataFrame,
+) -> None:
+    # A day of the built-in scenario: report-latam's runs were at most 1 s late, a
+    # curve within a pixel of the axis, under every task's rise at 0: it seemed missing.
+    ax = lateness_distribution(day).axes[0]
+    legend = ax.get_legend()
+    assert legend is not None
+    texts = [t.get_text() for t in legend.get_texts()]
+    assert "report-latam (all within 1 s)" in texts
+    assert "nightly-backup (never late)" in texts
+    assert "report-india" in texts  # 7 min 52 s late at worst: a curve that shows
