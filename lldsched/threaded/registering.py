@@ -118,31 +118,44 @@ class Registering(SchedulerParts):
             if self._state is STOPPED:
                 raise SchedulerStateError(f"cannot schedule {name!r}: the scheduler is shut down")
             self._follow_others()  # shared: replace what another process registered
+
+            def add() -> ScheduledTask:
+                return self._core.add(
+                    name,
+                    action,
+                    schedule,
+                    task_id=id,
+                    replace_existing=replace_existing,
+                    priority=priority,
+                    retry=retry,
+                    timeout=timeout,
+                    args=args,
+                    kwargs=kwargs,
+                    misfire=misfire,
+                    isolation=isolation,
+                    depends_on=depends_on,
+                    overlap=overlap,
+                    max_instances=max_instances,
+                    paused=paused,
+                )
+
             for retry_once in (True, False):
                 try:
-                    task = self._core.add(
-                        name,
-                        action,
-                        schedule,
-                        task_id=id,
-                        replace_existing=replace_existing,
-                        priority=priority,
-                        retry=retry,
-                        timeout=timeout,
-                        args=args,
-                        kwargs=kwargs,
-                        misfire=misfire,
-                        isolation=isolation,
-                        depends_on=depends_on,
-                        overlap=overlap,
-                        max_instances=max_instances,
-                        paused=paused,
-                    )
+                    task = add()
                     break
                 except ValidationError:  # shared: the id was registered elsewhere a moment ago?
-                    shared = self._coordinator is not None and replace_existing
-                    if not (retry_once and shared and id not in self._core.tasks):
+                    coordinator = self._coordinator
+                    if not (
+                        retry_once
+                        and coordinator is not None
+                        and replace_existing
+                        and id not in self._core.tasks
+                    ):
                         raise
+                    taken = coordinator.take_over(id, add)  # one this process cannot load?
+                    if taken is not None:
+                        task = taken
+                        break
                     self._follow_others()
             if on_loop:
                 self._loop_ids.add(task.id)

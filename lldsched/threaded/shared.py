@@ -53,7 +53,7 @@ from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.errors import LeaseLost, StoreError
 from lldsched.logs import CLUSTER
 from lldsched.model import TaskStatus
-from lldsched.persistence import Claim, CoordinatedStore
+from lldsched.persistence import Change, Claim, CoordinatedStore
 from lldsched.threaded.deadline import Deadline
 from lldsched.threaded.leasewatch import MONOTONIC, LeaseWatch, renewal_every, trusted_for
 
@@ -96,9 +96,39 @@ class Coordinator:
 
     def load(self) -> None:
         """Register the store's rows as they are (instead of recovery); a retry's slot
-        is its task's last run's (:func:`~lldsched.core.follow.load`)."""
+        is its task's last run's (:func:`~lldsched.core.follow.load`).  A row this
+        process cannot load (another release's, in a rolling deploy) is left out, said
+        once, for the processes that can (``leave_out``; docs/CLUSTER.md, "Rolling
+        deploys"): refusing the store would stop an older process from starting at all."""
         with self.store.muted():
-            load(self._core, self.store.load_all(), self._last_slot)
+            load(self._core, self.store.load_all(leave_out=True), self._last_slot)
+
+    def take_over(
+        self, task_id: str | None, add: Callable[[], ScheduledTask]
+    ) -> ScheduledTask | None:
+        """A registration with ``replace_existing=True`` of ``task_id``, which the store
+        refused as another process's: when it is a task this process left out (it cannot
+        load the stored definition: another release's, in a rolling deploy), ``add()``
+        registers it here, the row takes its definition and keeps its state and history
+        (:meth:`CoordinatedStore.take_over <lldsched.persistence.CoordinatedStore.take_over>`),
+        and the task takes the row's state, as any replacement keeps it.  None otherwise
+        (nothing registered)."""
+        store = self.store
+        if task_id is None or task_id not in store.unloaded():
+            return None
+        core = self._core
+        with store.muted():
+            task = add()
+            try:
+                snapshot = store.take_over(task.definition)
+            except BaseException:
+                core.remove(task.id)  # nothing registered changes
+                raise
+            if snapshot is None:  # gone meanwhile: registered as any new id, by the caller
+                core.remove(task.id)
+                return None
+            follow(core, Change(task.id, 0, snapshot))
+        return task
 
     def _last_slot(self, task_id: str) -> float | None:
         """The slot of ``task_id``'s last run record in the store (None: it has none)."""
