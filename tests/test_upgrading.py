@@ -546,3 +546,36 @@ def test_a_process_that_cannot_load_a_task_another_wrote_starts_and_leaves_it_al
     (change,) = [c for c in new_store.changes() if c.task_id == "report"]  # type: ignore[attr-defined]
     assert change.snapshot.task.action is jobs.report  # the others follow it
     assert change.snapshot.status is TaskStatus.PAUSED
+
+
+def test_a_process_never_claims_a_task_it_left_out_so_its_own_tasks_still_run(
+    two_stores: tuple[object, object],
+    deploy: Deploy,
+    make_scheduler: Callable[..., object],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before, the claim handed this process the due slots of a task it cannot load,
+    which it gave back: with as many of those due as it had room for, the process ran
+    none of its own, and the task waited for a wake at which this one did not claim."""
+    import time
+
+    from lldsched import Scheduler
+
+    old_store, new_store = two_stores
+    jobs = deploy(V1)
+    new = make_scheduler(start=False, store=new_store)
+    assert isinstance(new, Scheduler)
+    newer = ModuleType(f"upgrade_newer_{next(_names)}")  # only the new release has it
+    exec("def daily_report():\n    return 'daily'\n", newer.__dict__)
+    monkeypatch.setitem(sys.modules, newer.__name__, newer)
+    new.schedule("report", newer.daily_report, FixedRate(3600), id="report")  # due first
+    new.schedule("cleanup", jobs.cleanup, FixedRate(3600, start_delay=0.001), id="cleanup")
+    monkeypatch.setitem(sys.modules, newer.__name__, None)  # ...the old one cannot import it
+    make_scheduler(start=False, store=old_store)  # not started: the test claims by hand
+    assert old_store.unloaded() == ["report"]  # type: ignore[attr-defined]
+    later = time.time() + 60
+    claims = old_store.claim(now=later, limit=1)  # type: ignore[attr-defined]
+    assert [claim.task_id for claim in claims] == ["cleanup"]  # before: ["report"]
+    assert old_store.claim(now=later, limit=5) == []  # type: ignore[attr-defined]
+    claims = new_store.claim(now=later, limit=5)  # type: ignore[attr-defined]
+    assert [claim.task_id for claim in claims] == ["report"]  # for the ones that can

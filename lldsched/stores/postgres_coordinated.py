@@ -88,13 +88,17 @@ class PostgresCoordination:
         def _trim_after_batch(self, task_ids: list[str]) -> None: ...
 
     def claim(self, *, now: float, limit: int) -> list[Claim]:
-        """Claim up to ``limit`` runs due at ``now`` (the scheduler's clock); each lease
-        lasts :attr:`lease` seconds on the database's clock.  One statement."""
+        """Claim up to ``limit`` runs due at ``now`` (the scheduler's clock), none of a task
+        this node left out (it cannot load it: :meth:`unloaded`); each lease lasts
+        :attr:`lease` seconds on the database's clock.  One statement."""
         if limit <= 0:
             return []
+        left = self._unreadable.left_out()  # never claimed here: this node cannot run them
+        parameters = {"now": now, "limit": limit, "node": self.node, "lease": self.lease}
         with self._using() as connection:
             rows = connection.execute(
-                sql.CLAIM, {"now": now, "limit": limit, "node": self.node, "lease": self.lease}
+                sql.CLAIM_LEAVING if left else sql.CLAIM,
+                {**parameters, "left": left} if left else parameters,
             ).fetchall()
             claims = [Claim(*row) for row in rows]
             for claim in claims:
