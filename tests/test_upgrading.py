@@ -539,6 +539,11 @@ def test_a_process_that_cannot_load_a_task_another_wrote_starts_and_leaves_it_al
 
     # A rollback: the old release registers its own definition with replace_existing.
     monkeypatch.setitem(sys.modules, newer.__name__, None)
+    with pytest.raises(ValidationError, match="<lambda>"):  # bad input: nothing taken over
+        old.schedule("report", lambda: 1, later, id="report", replace_existing=True)
+    with pytest.raises(TaskNotFoundError):
+        old.task("report")
+    assert old_store.unloaded() == ["report"]  # type: ignore[attr-defined]
     task = old.schedule("report", jobs.report, later, id="report", replace_existing=True)
     assert task.action is jobs.report
     assert task.status is TaskStatus.PAUSED  # the row's state kept, as any replacement

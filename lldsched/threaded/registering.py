@@ -14,6 +14,7 @@ the registration hot path (``benchmarks/threaded_instructions.py register``).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from datetime import timedelta
 from typing import Any
 
@@ -27,6 +28,8 @@ from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.threaded.parts import STOPPED, SchedulerParts
 from lldsched.threaded.processes import check_supported
+
+_NOT_TAKING: AbstractContextManager[object] = nullcontext()  # the usual registration
 
 __all__ = ["Registering"]
 
@@ -118,30 +121,30 @@ class Registering(SchedulerParts):
             if self._state is STOPPED:
                 raise SchedulerStateError(f"cannot schedule {name!r}: the scheduler is shut down")
             self._follow_others()  # shared: replace what another process registered
-
-            def add() -> ScheduledTask:
-                return self._core.add(
-                    name,
-                    action,
-                    schedule,
-                    task_id=id,
-                    replace_existing=replace_existing,
-                    priority=priority,
-                    retry=retry,
-                    timeout=timeout,
-                    args=args,
-                    kwargs=kwargs,
-                    misfire=misfire,
-                    isolation=isolation,
-                    depends_on=depends_on,
-                    overlap=overlap,
-                    max_instances=max_instances,
-                    paused=paused,
-                )
-
+            taking: AbstractContextManager[object] = _NOT_TAKING  # shared: a task left out here
             for retry_once in (True, False):
                 try:
-                    task = add()
+                    with taking:  # muted while taking over: the store's take_over writes it
+                        task = self._core.add(
+                            name,
+                            action,
+                            schedule,
+                            task_id=id,
+                            replace_existing=replace_existing,
+                            priority=priority,
+                            retry=retry,
+                            timeout=timeout,
+                            args=args,
+                            kwargs=kwargs,
+                            misfire=misfire,
+                            isolation=isolation,
+                            depends_on=depends_on,
+                            overlap=overlap,
+                            max_instances=max_instances,
+                            paused=paused,
+                        )
+                        if taking is not _NOT_TAKING and self._coordinator is not None:
+                            self._coordinator.took_over(task)
                     break
                 except ValidationError:  # shared: the id was registered elsewhere a moment ago?
                     coordinator = self._coordinator
@@ -152,11 +155,10 @@ class Registering(SchedulerParts):
                         and id not in self._core.tasks
                     ):
                         raise
-                    taken = coordinator.take_over(id, add)  # one this process cannot load?
-                    if taken is not None:
-                        task = taken
-                        break
-                    self._follow_others()
+                    if coordinator.left_out(id):  # one this process cannot load: take it over
+                        taking = coordinator.store.muted()
+                    else:
+                        self._follow_others()
             if on_loop:
                 self._loop_ids.add(task.id)
             elif self._loop_ids:

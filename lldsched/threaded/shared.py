@@ -50,7 +50,7 @@ from lldsched.core.follow import claimed_entry, follow, load
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.recovery import decide_misfire
 from lldsched.core.task import Entry, Run, ScheduledTask
-from lldsched.errors import LeaseLost, StoreError
+from lldsched.errors import LeaseLost, StoreError, ValidationError
 from lldsched.logs import CLUSTER
 from lldsched.model import TaskStatus
 from lldsched.persistence import Change, Claim, CoordinatedStore
@@ -103,32 +103,33 @@ class Coordinator:
         with self.store.muted():
             load(self._core, self.store.load_all(leave_out=True), self._last_slot)
 
-    def take_over(
-        self, task_id: str | None, add: Callable[[], ScheduledTask]
-    ) -> ScheduledTask | None:
-        """A registration with ``replace_existing=True`` of ``task_id``, which the store
-        refused as another process's: when it is a task this process left out (it cannot
-        load the stored definition: another release's, in a rolling deploy), ``add()``
-        registers it here, the row takes its definition and keeps its state and history
-        (:meth:`CoordinatedStore.take_over <lldsched.persistence.CoordinatedStore.take_over>`),
-        and the task takes the row's state, as any replacement keeps it.  None otherwise
-        (nothing registered)."""
-        store = self.store
-        if task_id is None or task_id not in store.unloaded():
-            return None
+    def left_out(self, task_id: str | None) -> bool:
+        """True if ``task_id`` is a task of the store this process left out: it cannot
+        load the stored definition (another release's, in a rolling deploy)."""
+        return task_id is not None and task_id in self.store.unloaded()
+
+    def took_over(self, task: ScheduledTask) -> None:
+        """``task`` was just registered here, with the store muted, by a registration with
+        ``replace_existing=True`` of a task this process left out (:meth:`left_out`): its
+        row takes the new definition and keeps its state and history
+        (:meth:`CoordinatedStore.take_over
+        <lldsched.persistence.CoordinatedStore.take_over>`), and the task takes the row's
+        state, as any replacement keeps it.  Called with the store still muted.  If that
+        fails, the task is removed here again (nothing registered changes) and the error
+        raised: a :class:`~lldsched.errors.ValidationError` when the row was removed
+        meanwhile."""
         core = self._core
-        with store.muted():
-            task = add()
-            try:
-                snapshot = store.take_over(task.definition)
-            except BaseException:
-                core.remove(task.id)  # nothing registered changes
-                raise
-            if snapshot is None:  # gone meanwhile: registered as any new id, by the caller
-                core.remove(task.id)
-                return None
+        try:
+            snapshot = self.store.take_over(task.definition)
+            if snapshot is None:
+                raise ValidationError(
+                    f"task id {task.id!r} was removed from the store by another process "
+                    "while this one took it over; register it again"
+                )
             follow(core, Change(task.id, 0, snapshot))
-        return task
+        except BaseException:
+            core.remove(task.id)
+            raise
 
     def _last_slot(self, task_id: str) -> float | None:
         """The slot of ``task_id``'s last run record in the store (None: it has none)."""
