@@ -389,6 +389,28 @@ class CoordinatedStore(HistoryStore, Protocol):
         were at open are what :meth:`load_all` gave."""
         ...
 
+    def load_all(self, *, leave_out: bool = False) -> list[TaskSnapshot]:
+        """As :meth:`TaskStore.load_all`; with ``leave_out`` (the shared runtime's start),
+        a task whose definition this process cannot load is left out and said once
+        instead of refused (:meth:`unloaded`), for the processes that can load it."""
+        ...
+
+    def unloaded(self) -> list[str]:
+        """The ids of the stored tasks this process left out, sorted: rows whose
+        definition it cannot load (another release's action, in a rolling deploy), at
+        :meth:`load_all` with ``leave_out`` or in :meth:`changes`, each said once at
+        WARNING.  The processes that can load them run them; this one neither deletes
+        nor rewrites them."""
+        ...
+
+    def take_over(self, definition: Task) -> TaskSnapshot | None:
+        """A registration with ``replace_existing=True``, here, of a task this process
+        left out (:meth:`unloaded`): the row takes ``definition`` (its version moves on, so
+        the others follow it) and keeps its state and history, as any replacement does;
+        returns the row's snapshot with ``definition``.  None, nothing written, when the
+        task is not one left out here or its row is gone."""
+        ...
+
     def changed(self) -> bool:
         """True when another process may have written since the last :meth:`changes`
         (cheap: a store without such a signal answers True)."""

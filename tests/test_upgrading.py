@@ -460,7 +460,7 @@ def test_a_definition_newer_code_wrote_is_said_once_and_its_state_still_followed
     new.schedule("fresh", newer.daily_report, later, id="fresh")
     new.pause("other")
     monkeypatch.setitem(sys.modules, newer.__name__, None)  # ...the old one cannot import it
-    with caplog.at_level(logging.ERROR, logger="lldsched"):
+    with caplog.at_level(logging.WARNING, logger="lldsched"):
         changes = old_store.changes()  # type: ignore[attr-defined]  # before, PostgreSQL: raised
         assert [(c.task_id, c.snapshot.status) for c in changes] == [
             ("report", TaskStatus.SCHEDULED),  # its state, with the definition the old one has
@@ -483,10 +483,104 @@ def test_a_definition_that_loaded_in_between_is_said_again_when_it_fails_again(
 ) -> None:
     unreadable = codec.Unreadable("tasks.db")
     error = StoreError("task report: cannot import 'newer:daily_report'")
-    with caplog.at_level(logging.ERROR, logger="lldsched"):
+    with caplog.at_level(logging.WARNING, logger="lldsched"):
         unreadable.failed("report", "v2", error, None)
         unreadable.failed("report", "v2", error, None)  # the same text: said once
         unreadable.read("report")  # it loaded (a deploy rolled back, say)
         unreadable.failed("report", "v2", error, None)  # ...and fails again: said again
     said = [m for m in caplog.messages if "with a definition this one cannot load" in m]
     assert len(said) == 2
+
+
+def test_a_process_that_cannot_load_a_task_another_wrote_starts_and_leaves_it_alone(
+    two_stores: tuple[object, object],
+    deploy: Deploy,
+    make_scheduler: Callable[..., object],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A rolled-back (older) process starts on a store the newer release wrote: before,
+    the task it cannot load made it refuse the whole store, and the advice offered,
+    ``delete(task_id)``, removed a task the newer processes run."""
+    from lldsched import Scheduler, TaskNotFoundError, TaskStatus, ValidationError
+
+    old_store, new_store = two_stores
+    jobs = deploy(V1)
+    later = FixedRate(3600, start_delay=3600)
+    new = make_scheduler(start=False, store=new_store)
+    assert isinstance(new, Scheduler)
+    newer = ModuleType(f"upgrade_newer_{next(_names)}")  # only the new release has it
+    exec("def daily_report():\n    return 'daily'\n", newer.__dict__)
+    monkeypatch.setitem(sys.modules, newer.__name__, newer)
+    new.schedule("report", newer.daily_report, later, id="report")
+    new.schedule("cleanup", jobs.cleanup, later, id="cleanup")
+    new.pause("report")
+    row_before = new_store.get("report")  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, newer.__name__, None)  # ...the old one cannot import it
+    with caplog.at_level(logging.WARNING, logger="lldsched"):
+        old = make_scheduler(start=False, store=old_store)  # before: StoreError
+        assert isinstance(old, Scheduler)
+        assert [task.id for task in old.tasks()] == ["cleanup"]  # the task it can load
+        with pytest.raises(TaskNotFoundError):
+            old.task("report")  # left to the processes that can load it
+        assert old_store.unloaded() == ["report"]  # type: ignore[attr-defined]
+        new.resume("report")
+        new.pause("report")
+        old.pause("cleanup")  # a verb: the feed read, the same text not said again
+        with pytest.raises(ValidationError, match="already registered by another scheduler"):
+            old.schedule("report", jobs.report, later, id="report")  # no replace: refused
+    said = [r for r in caplog.records if "with a definition this one cannot load" in r.getMessage()]
+    assert [r.levelno for r in said] == [logging.WARNING]  # once per task per process
+    assert "it leaves the task to the processes that can" in said[0].getMessage()
+    monkeypatch.setitem(sys.modules, newer.__name__, newer)
+    row = new_store.get("report")  # type: ignore[attr-defined]
+    assert row.task == row_before.task  # neither deleted nor rewritten by the old one
+    assert row.status is TaskStatus.PAUSED
+
+    # A rollback: the old release registers its own definition with replace_existing.
+    monkeypatch.setitem(sys.modules, newer.__name__, None)
+    with pytest.raises(ValidationError, match="<lambda>"):  # bad input: nothing taken over
+        old.schedule("report", lambda: 1, later, id="report", replace_existing=True)
+    with pytest.raises(TaskNotFoundError):
+        old.task("report")
+    assert old_store.unloaded() == ["report"]  # type: ignore[attr-defined]
+    task = old.schedule("report", jobs.report, later, id="report", replace_existing=True)
+    assert task.action is jobs.report
+    assert task.status is TaskStatus.PAUSED  # the row's state kept, as any replacement
+    assert old_store.unloaded() == []  # type: ignore[attr-defined]
+    (change,) = [c for c in new_store.changes() if c.task_id == "report"]  # type: ignore[attr-defined]
+    assert change.snapshot.task.action is jobs.report  # the others follow it
+    assert change.snapshot.status is TaskStatus.PAUSED
+
+
+def test_a_process_never_claims_a_task_it_left_out_so_its_own_tasks_still_run(
+    two_stores: tuple[object, object],
+    deploy: Deploy,
+    make_scheduler: Callable[..., object],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before, the claim handed this process the due slots of a task it cannot load,
+    which it gave back: with as many of those due as it had room for, the process ran
+    none of its own, and the task waited for a wake at which this one did not claim."""
+    import time
+
+    from lldsched import Scheduler
+
+    old_store, new_store = two_stores
+    jobs = deploy(V1)
+    new = make_scheduler(start=False, store=new_store)
+    assert isinstance(new, Scheduler)
+    newer = ModuleType(f"upgrade_newer_{next(_names)}")  # only the new release has it
+    exec("def daily_report():\n    return 'daily'\n", newer.__dict__)
+    monkeypatch.setitem(sys.modules, newer.__name__, newer)
+    new.schedule("report", newer.daily_report, FixedRate(3600), id="report")  # due first
+    new.schedule("cleanup", jobs.cleanup, FixedRate(3600, start_delay=0.001), id="cleanup")
+    monkeypatch.setitem(sys.modules, newer.__name__, None)  # ...the old one cannot import it
+    make_scheduler(start=False, store=old_store)  # not started: the test claims by hand
+    assert old_store.unloaded() == ["report"]  # type: ignore[attr-defined]
+    later = time.time() + 60
+    claims = old_store.claim(now=later, limit=1)  # type: ignore[attr-defined]
+    assert [claim.task_id for claim in claims] == ["cleanup"]  # before: ["report"]
+    assert old_store.claim(now=later, limit=5) == []  # type: ignore[attr-defined]
+    claims = new_store.claim(now=later, limit=5)  # type: ignore[attr-defined]
+    assert [claim.task_id for claim in claims] == ["report"]  # for the ones that can

@@ -321,23 +321,30 @@ def _stored_as(thing: object) -> str:
 class Unreadable:
     """The definitions other processes wrote to a shared store that this one cannot load:
     newer code in a rolling upgrade (an action this deploy does not have, a field this
-    lldsched does not know).  Each is said once, at ERROR, naming the task and why.  The
-    feed still gives the row's state (status, due instant, counters: a pause, a settle
-    made there) with the definition this process has, which it keeps, and runs the slots
-    of the task it claims with, until it is upgraded; a task it never had is left out
-    (the processes that can load it run it).  Used by a store's ``changes()``, which its
-    runtime calls under its own lock."""
+    lldsched does not know).  Each is said once, at WARNING (expected during a rollout),
+    naming the task and why.  The feed still gives the row's state (status, due instant,
+    counters: a pause, a settle made there) with the definition this process has, which
+    it keeps, and runs the slots of the task it claims with, until it is upgraded; a task
+    it never had (at start, :func:`load_each`, or since) is left out, listed by
+    :meth:`left_out` (the processes that can load it run it; this one never deletes or
+    rewrites it unless its own code registers the id with ``replace_existing=True``).
+    Used by a store's ``load_all()`` and ``changes()``, which its runtime calls under its
+    own lock."""
 
     def __init__(self, store: str) -> None:
         self._store = store
         self._said: dict[str, str] = {}  # task id -> the definition text said
+        self._left: dict[str, str] = {}  # task id -> the text of a row left out here
 
     def failed(self, task_id: str, text: str, error: StoreError, known: Task | None) -> None:
         """``text``, another process's definition of ``task_id``, raised ``error``;
-        ``known`` is the definition this process has of it (None: it has none)."""
+        ``known`` is the definition this process has of it (None: it has none, and the
+        task is left out)."""
+        if known is None:
+            self._left[task_id] = text
         if self._said.get(task_id) != text:
             self._said[task_id] = text
-            log.error(
+            log.warning(
                 "another process wrote task %s in %s with a definition this one cannot "
                 "load (%s); %s until it runs the code that wrote it",
                 task_id,
@@ -351,30 +358,59 @@ class Unreadable:
             )
 
     def read(self, task_id: str) -> None:
-        """``task_id``'s definition was loaded: said again if it fails again."""
+        """``task_id``'s definition was loaded (or its row removed): said again if it
+        fails again."""
         if self._said:
             self._said.pop(task_id, None)
+            self._left.pop(task_id, None)
+
+    def left_out(self) -> list[str]:
+        """The ids of the tasks left out here (rows this process cannot load), sorted
+        (from any thread: the copy is one step under the GIL)."""
+        return sorted(self._left.copy())
+
+    def text(self, task_id: str) -> str | None:
+        """The definition text of ``task_id``'s row left out here (None: not left out)."""
+        return self._left.get(task_id)
 
 
-Row = TypeVar("Row")
+Row = TypeVar("Row", bound=Sequence[Any])
 
 
 def load_each(
-    rows: Sequence[Row], read: Callable[[Row], TaskSnapshot], *, store: str, delete: str
-) -> list[TaskSnapshot]:
-    """What a durable store's ``load_all`` does with its rows: each read by ``read``, in
-    order.  A row that cannot be (``read`` raises :class:`StoreError`: a callable that no
-    longer imports, a definition that is no longer valid) stops nothing: the others are
-    still read, then one :class:`StoreError` names every one, and nothing is written.
-    ``store`` names the store (its path or DSN), ``delete`` the call that removes a task
-    from it, the way out the message offers."""
+    rows: Sequence[Row],
+    read: Callable[[Row], TaskSnapshot],
+    *,
+    store: str,
+    delete: str,
+    unreadable: Unreadable | None = None,
+) -> tuple[list[TaskSnapshot], list[Row]]:
+    """What a durable store's ``load_all`` does with its rows (each ``(id, definition
+    text, ...)``): each read by ``read``, in order; the snapshots, and the rows they
+    were read from.  A row that cannot be (``read`` raises :class:`StoreError`: a
+    callable that no longer imports, a definition that is no longer valid) stops
+    nothing: the others are still read, then
+
+    * on a store no other process uses (``unreadable`` None), one :class:`StoreError`
+      names every one, and nothing is written: nobody else would run the task, so the
+      process does not start without it.  ``store`` names the store (its path or DSN),
+      ``delete`` the call that removes a task from it, the way out the message offers;
+    * on a shared store (``unreadable``: the store's :class:`Unreadable`), each is left
+      out and said once: another process (a newer release, in a rolling deploy) may
+      load and run it, and deleting it would remove a task those run."""
     snapshots: list[TaskSnapshot] = []
+    kept: list[Row] = []
     problems: list[str] = []
     for row in rows:
         try:
             snapshots.append(read(row))
         except StoreError as exc:
-            problems.append(str(exc))
+            if unreadable is not None:
+                unreadable.failed(row[0], row[1], exc, None)  # id, definition text
+            else:
+                problems.append(str(exc))
+        else:
+            kept.append(row)
     if problems:
         raise StoreError(
             f"cannot load {len(problems)} of the {len(rows)} tasks in {store}; "
@@ -383,4 +419,4 @@ def load_each(
             f"one will do), or remove the task with {delete}, and open it again:\n  "
             + "\n  ".join(problems)
         )
-    return snapshots
+    return snapshots, kept

@@ -33,7 +33,7 @@ from lldsched.persistence import (
 )
 from lldsched.schedules.base import wrapped_schedule
 from lldsched.stores import postgres_sql as sql
-from lldsched.stores.codec import Unreadable
+from lldsched.stores.codec import Unreadable, encode_task
 from lldsched.stores.postgres_batch import Pending, SettleQueue, settle_parameters
 from lldsched.stores.postgres_deadline import Deadline
 from lldsched.stores.postgres_listen import Listener, psycopg, scrubbed
@@ -88,13 +88,17 @@ class PostgresCoordination:
         def _trim_after_batch(self, task_ids: list[str]) -> None: ...
 
     def claim(self, *, now: float, limit: int) -> list[Claim]:
-        """Claim up to ``limit`` runs due at ``now`` (the scheduler's clock); each lease
-        lasts :attr:`lease` seconds on the database's clock.  One statement."""
+        """Claim up to ``limit`` runs due at ``now`` (the scheduler's clock), none of a task
+        this node left out (it cannot load it: :meth:`unloaded`); each lease lasts
+        :attr:`lease` seconds on the database's clock.  One statement."""
         if limit <= 0:
             return []
+        left = self._unreadable.left_out()  # never claimed here: this node cannot run them
+        parameters = {"now": now, "limit": limit, "node": self.node, "lease": self.lease}
         with self._using() as connection:
             rows = connection.execute(
-                sql.CLAIM, {"now": now, "limit": limit, "node": self.node, "lease": self.lease}
+                sql.CLAIM_LEAVING if left else sql.CLAIM,
+                {**parameters, "left": left} if left else parameters,
             ).fetchall()
             claims = [Claim(*row) for row in rows]
             for claim in claims:
@@ -295,6 +299,8 @@ class PostgresCoordination:
                     snapshot = snapshot_of(columns, known)
                 else:
                     self._unreadable.read(task_id)
+            else:
+                self._unreadable.read(task_id)  # removed: a row left out here is gone
             found.append((int(xid), Change(task_id, version, snapshot, bool(leased))))
         found.sort(key=lambda item: (item[0], item[1].version))
         with self._lock:
@@ -309,6 +315,43 @@ class PostgresCoordination:
             for task_id in passed:  # below the horizon: the feed reads xid >= since only
                 self._seen.pop(task_id, None)
         return [change for _, change in found]
+
+    def unloaded(self) -> list[str]:
+        """The ids of the tasks in the database this node left out, sorted: rows whose
+        definition it cannot load (another release's, in a rolling deploy), each said
+        once at WARNING (:class:`~lldsched.stores.codec.Unreadable`).  The nodes that can
+        load them run them; this one neither deletes nor rewrites them."""
+        return self._unreadable.left_out()
+
+    def take_over(self, definition: Task) -> TaskSnapshot | None:
+        """A registration here, with ``replace_existing=True``, of a task this node left
+        out (:meth:`unloaded`): the row takes ``definition`` and keeps its state and
+        history, as any replacement does; the row's snapshot with it.  None when the task
+        is not one left out here (or its row is gone): nothing written.  See
+        :meth:`CoordinatedStore.take_over <lldsched.persistence.CoordinatedStore.take_over>`."""
+        task_id = definition.id
+        if self._unreadable.text(task_id) is None:
+            return None
+        text = encode_task(definition)
+        with self._using() as connection, connection.transaction():
+            row = connection.execute(
+                "UPDATE tasks t SET name = %(name)s, definition = %(definition)s, "
+                "priority = %(priority)s, version = t.version + 1, writer = %(writer)s, "
+                "xid = pg_catalog.pg_current_xact_id() "
+                f"WHERE t.id = %(id)s RETURNING {sql.SNAPSHOT_COLUMNS}",
+                {
+                    "id": task_id,
+                    "name": definition.name,
+                    "definition": text,
+                    "priority": int(definition.priority),
+                    "writer": self.node,
+                },
+            ).fetchone()
+            if row is not None:
+                self._defined[task_id] = definition
+                self._seen[task_id] = row[-1]
+        self._unreadable.read(task_id)
+        return None if row is None else snapshot_of(row, definition)
 
     def _read_snapshot(self, row: Sequence[Any]) -> TaskSnapshot:
         """The snapshot of a row; its definition decoded only if its text is not the one

@@ -7,7 +7,8 @@ snapshot, its records, the dead letter, the count of tasks).
 :class:`~lldsched.stores.postgres_coordinated.PostgresCoordination` is; the store's
 module opens it and holds its writes.  ``load_all`` reads every row before it raises
 (:func:`~lldsched.stores.codec.load_each`: one :class:`~lldsched.errors.StoreError`
-naming each task that cannot be loaded, nothing written), then stores again under
+naming each task that cannot be loaded, nothing written; a scheduler's start asks for
+such a task to be left out instead, to the nodes that can load it), then stores again under
 the callable's own path a definition that named it by an alias
 (:func:`~lldsched.stores.codec.renamed`).
 """
@@ -25,7 +26,7 @@ from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import Task, TaskSnapshot
 from lldsched.stores import postgres_sql as sql
-from lldsched.stores.codec import load_each, renamed
+from lldsched.stores.codec import Unreadable, load_each, renamed
 from lldsched.stores.postgres_listen import psycopg
 from lldsched.stores.postgres_rows import record_of, snapshot_of
 
@@ -45,14 +46,19 @@ class PostgresReads:
     _lock: threading.Lock
     _defined: dict[str, Task]
     _seen: dict[str, int]
+    _unreadable: Unreadable
     if TYPE_CHECKING:
 
         def _using(self) -> contextlib.AbstractContextManager[Connection]: ...
         def _read_snapshot(self, row: Sequence[Any]) -> TaskSnapshot: ...
 
-    def load_all(self) -> list[TaskSnapshot]:
+    def load_all(self, *, leave_out: bool = False) -> list[TaskSnapshot]:
         """Every stored task, in the order first saved, its callable imported;
         :class:`StoreError` naming every task that cannot be loaded (nothing written).
+        With ``leave_out`` (a threaded scheduler's start) such a task (another release's
+        action, in a rolling deploy) is left out instead, said once and listed by
+        :meth:`unloaded`, for the nodes that can load it (docs/CLUSTER.md, "Rolling
+        deploys").
         A definition naming its callable by an alias (a function renamed, its old name
         kept) is then stored under the callable's own path
         (:func:`~lldsched.stores.codec.renamed`)."""
@@ -60,13 +66,14 @@ class PostgresReads:
             rows = connection.execute(
                 f"SELECT {sql.SNAPSHOT_COLUMNS} FROM tasks t ORDER BY t.position"
             ).fetchall()
-        snapshots = load_each(
+        snapshots, kept = load_each(
             rows,
             self._read_snapshot,
             store=repr(self.dsn),
             delete="PostgresTaskStore(dsn).delete(task_id)",
+            unreadable=self._unreadable if leave_out else None,
         )
-        moved = renamed(snapshots, [row[1] for row in rows], store=repr(self.dsn))
+        moved = renamed(snapshots, [row[1] for row in kept], store=repr(self.dsn))
         if moved:  # each row only if no node rewrote it since; the same callable: no feed
             try:
                 with self._using() as connection, connection.transaction():
@@ -77,7 +84,7 @@ class PostgresReads:
             except StoreError as exc:  # the rows keep the alias, which still imports
                 log.warning("cannot store the moved callables in %r: %s", self.dsn, exc)
         with self._lock:
-            for snapshot, row in zip(snapshots, rows, strict=True):
+            for snapshot, row in zip(snapshots, kept, strict=True):
                 self._defined[snapshot.task.id] = snapshot.task
                 self._seen[snapshot.task.id] = row[-1]
         return snapshots

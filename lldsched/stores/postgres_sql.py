@@ -219,6 +219,11 @@ SELECT c.task_id, c.slot, c.attempt, c.token, c.expires_at, c.version, d.taken_o
  ORDER BY c.slot, d.priority
 """
 
+# The same, passing the tasks this node left out (it cannot run them: codec.Unreadable).
+# Used only while there are any, so the usual claim's statement stays as it was.
+_DUE_ORDER = "     ORDER BY t.next_run_at"
+CLAIM_LEAVING = CLAIM.replace(_DUE_ORDER, f"       AND t.id <> ALL(%(left)s)\n{_DUE_ORDER}", 1)
+
 # Renewal extends every lease this node still holds, expired or not: an expired lease
 # that nobody took over is still the holder's (no newer token exists, nothing ran twice),
 # as on SQLite.  A claim that locked the row first replaced the token: not renewed.  A

@@ -186,6 +186,8 @@ class CoordinatedMethods:
             shared = self._coordinated()
             rows, removed = shared.changed_rows(connection)
         found: list[Change] = [Change(task_id, version, None) for version, task_id in removed]
+        for _, task_id in removed:
+            shared.unreadable.read(task_id)  # a row left out here is gone
         for task_id, version, definition, status, *state, leased in rows:
             try:
                 snapshot = snapshot_of(task_id, definition, status, state)
@@ -208,6 +210,47 @@ class CoordinatedMethods:
                     self._defined[change.task_id] = change.snapshot.task
         found.sort(key=_version)
         return found
+
+    def unloaded(self) -> list[str]:
+        """The ids of the tasks in the store this process left out, sorted: rows whose
+        definition it cannot load (another release's, in a rolling deploy), each said
+        once at WARNING (:class:`~lldsched.stores.codec.Unreadable`).  The processes that
+        can load them run them; this one neither deletes nor rewrites them."""
+        with self._lock:
+            return self._coordinated().unreadable.left_out()
+
+    def take_over(self, definition: Task) -> TaskSnapshot | None:
+        """A registration here, with ``replace_existing=True``, of a task this process
+        left out (:meth:`unloaded`): the row takes ``definition`` and keeps its state and
+        history, as any replacement does; the row's snapshot with it.  None when the task
+        is not one left out here (or its row is gone): nothing written.  See
+        :meth:`CoordinatedStore.take_over <lldsched.persistence.CoordinatedStore.take_over>`."""
+        task_id = definition.id
+        with self._using("replace task", task_id) as connection:
+            shared = self._coordinated()
+            if shared.unreadable.text(task_id) is None:
+                return None
+            with immediate(connection):
+                row = connection.execute(
+                    "SELECT id, definition, status, next_run_at, attempt, run_count, "
+                    "failure_count, last_error, running, waited FROM tasks WHERE id = ?",
+                    (task_id,),
+                ).fetchone()
+                if row is None:
+                    shared.unreadable.read(task_id)
+                    return None
+                version = bump(connection, "change")
+                connection.execute(
+                    "UPDATE tasks SET name = ?, definition = ?, priority = ?, version = ? "
+                    "WHERE id = ?",
+                    (definition.name, encode_task(definition), definition.priority, version,
+                     task_id),
+                )  # fmt: skip
+            snapshot = snapshot_of(row[0], row[1], row[2], list(row[3:]), task=definition)
+            shared.unreadable.read(task_id)
+            self._defined[task_id] = definition
+            self._wrote(shared, snapshot, version)
+        return snapshot
 
     def changed(self) -> bool:
         """True when another process committed since the last :meth:`changes` (one pragma)."""

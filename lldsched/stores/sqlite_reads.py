@@ -7,8 +7,9 @@ snapshot, its records, the dead letter, the count of tasks).
 :class:`~lldsched.stores.sqlite_coordinated.CoordinatedMethods` is; the store's module
 opens the file and holds its writes.  ``load_all`` reads every row before it raises
 (:func:`~lldsched.stores.codec.load_each`: one :class:`~lldsched.errors.StoreError`
-naming each task that cannot be loaded, nothing written), then stores again under
-the callable's own path a definition that named it by an alias
+naming each task that cannot be loaded, nothing written; a shared store's scheduler
+asks for such a task to be left out instead, to the processes that can load it), then
+stores again under the callable's own path a definition that named it by an alias
 (:func:`~lldsched.stores.codec.renamed`).  Each read goes through the store's
 ``_using``, where SQLite's own errors become a ``StoreError``.
 """
@@ -29,6 +30,9 @@ from lldsched.stores.sqlite_rows import RECORD_COLUMNS, immediate
 from lldsched.stores.sqlite_rows import record_of as _record
 from lldsched.stores.sqlite_rows import snapshot_of as _snapshot
 
+if TYPE_CHECKING:
+    from lldsched.stores.sqlite_shared import SharedState
+
 __all__ = ["SqliteReads"]
 
 log = logging.getLogger(STORE)
@@ -44,16 +48,21 @@ class SqliteReads:
     _defined: dict[str, Task]
     if TYPE_CHECKING:
 
+        def _coordinated(self) -> SharedState: ...
+
         def _using(
             self, doing: str, task_id: str | None = None
         ) -> contextlib.AbstractContextManager[sqlite3.Connection]: ...
         def _open(self) -> sqlite3.Connection: ...
 
-    def load_all(self) -> list[TaskSnapshot]:
+    def load_all(self, *, leave_out: bool = False) -> list[TaskSnapshot]:
         """Every stored task, in the order first saved, its callable imported.
 
         :class:`StoreError` naming every task that cannot be loaded (a callable that
         no longer imports, a definition that is no longer valid); nothing is written.
+        With ``leave_out`` (a shared store, at its scheduler's start) such a task is left
+        out instead, said once and listed by :meth:`unloaded`, for the processes that
+        can load it (docs/CLUSTER.md, "Rolling deploys").
         Once all loaded, a definition naming its callable by an alias (a function
         renamed, its old name kept) is stored under the callable's own path
         (:func:`~lldsched.stores.codec.renamed`).
@@ -63,13 +72,15 @@ class SqliteReads:
                 "SELECT id, definition, status, next_run_at, attempt, run_count, "
                 "failure_count, last_error, running, waited FROM tasks ORDER BY position"
             ).fetchall()
-        snapshots = load_each(
+        unreadable = self._coordinated().unreadable if leave_out else None
+        snapshots, kept = load_each(
             rows,
             lambda row: _snapshot(row[0], row[1], row[2], list(row[3:])),  # id, definition, status
             store=repr(self.path),
             delete="SqliteTaskStore(path).delete(task_id)",
+            unreadable=unreadable,
         )
-        moved = renamed(snapshots, [row[1] for row in rows], store=repr(self.path))
+        moved = renamed(snapshots, [row[1] for row in kept], store=repr(self.path))
         with self._lock:
             if moved:  # each row only if no one rewrote it since (a shared store's other writers)
                 try:

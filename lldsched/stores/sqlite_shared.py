@@ -37,6 +37,7 @@ transaction, so writers in all processes are serialised by SQLite's write lock
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import secrets
@@ -83,6 +84,12 @@ SELECT t.id, t.next_run_at, t.attempt, t.version,
    AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id AND l.expires_at > ?1)
  ORDER BY t.next_run_at, t.priority LIMIT ?2
 """
+# The same, passing the tasks this process left out (ids as a JSON array, ?3): it cannot
+# run them (codec.Unreadable).  Used only while there are any, so the usual claim's
+# statement stays as it was.
+_CLAIMABLE_LEAVING = _CLAIMABLE.replace(
+    " ORDER BY", "   AND t.id NOT IN (SELECT value FROM json_each(?3))\n ORDER BY"
+)
 _TAKE = """
 INSERT INTO leases (task_id, slot, attempt, token, holder, expires_at) VALUES (?, ?, ?, ?, ?, ?)
 ON CONFLICT (task_id) DO UPDATE SET slot = excluded.slot, attempt = excluded.attempt,
@@ -161,14 +168,18 @@ class SharedState:
     # -- claims ------------------------------------------------------------------------
 
     def claim(self, connection: sqlite3.Connection, *, now: float, limit: int) -> list[Claim]:
-        """Claim up to ``limit`` due rows (see CoordinatedStore.claim); the caller holds the
-        store's lock and no transaction is open."""
+        """Claim up to ``limit`` due rows (see CoordinatedStore.claim), none of a task this
+        process left out (it cannot load it: :class:`~lldsched.stores.codec.Unreadable`);
+        the caller holds the store's lock and no transaction is open."""
         if limit <= 0:
             return []
-        if not connection.execute(_CLAIMABLE, (now, 1)).fetchone():
+        left = self.unreadable.left_out()  # never claimed here: this process cannot run them
+        statement = _CLAIMABLE_LEAVING if left else _CLAIMABLE
+        passed = (json.dumps(left),) if left else ()
+        if not connection.execute(statement, (now, 1, *passed)).fetchone():
             return []  # nothing due: no write transaction at all (the idle path)
         with immediate(connection):
-            rows = connection.execute(_CLAIMABLE, (now, limit)).fetchall()
+            rows = connection.execute(statement, (now, limit, *passed)).fetchall()
             claims: list[Claim] = []
             if rows:
                 last = bump(connection, "token", len(rows))

@@ -50,10 +50,10 @@ from lldsched.core.follow import claimed_entry, follow, load
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.recovery import decide_misfire
 from lldsched.core.task import Entry, Run, ScheduledTask
-from lldsched.errors import LeaseLost, StoreError
+from lldsched.errors import LeaseLost, StoreError, ValidationError
 from lldsched.logs import CLUSTER
 from lldsched.model import TaskStatus
-from lldsched.persistence import Claim, CoordinatedStore
+from lldsched.persistence import Change, Claim, CoordinatedStore
 from lldsched.threaded.deadline import Deadline
 from lldsched.threaded.leasewatch import MONOTONIC, LeaseWatch, renewal_every, trusted_for
 
@@ -96,9 +96,40 @@ class Coordinator:
 
     def load(self) -> None:
         """Register the store's rows as they are (instead of recovery); a retry's slot
-        is its task's last run's (:func:`~lldsched.core.follow.load`)."""
+        is its task's last run's (:func:`~lldsched.core.follow.load`).  A row this
+        process cannot load (another release's, in a rolling deploy) is left out, said
+        once, for the processes that can (``leave_out``; docs/CLUSTER.md, "Rolling
+        deploys"): refusing the store would stop an older process from starting at all."""
         with self.store.muted():
-            load(self._core, self.store.load_all(), self._last_slot)
+            load(self._core, self.store.load_all(leave_out=True), self._last_slot)
+
+    def left_out(self, task_id: str | None) -> bool:
+        """True if ``task_id`` is a task of the store this process left out: it cannot
+        load the stored definition (another release's, in a rolling deploy)."""
+        return task_id is not None and task_id in self.store.unloaded()
+
+    def took_over(self, task: ScheduledTask) -> None:
+        """``task`` was just registered here, with the store muted, by a registration with
+        ``replace_existing=True`` of a task this process left out (:meth:`left_out`): its
+        row takes the new definition and keeps its state and history
+        (:meth:`CoordinatedStore.take_over
+        <lldsched.persistence.CoordinatedStore.take_over>`), and the task takes the row's
+        state, as any replacement keeps it.  Called with the store still muted.  If that
+        fails, the task is removed here again (nothing registered changes) and the error
+        raised: a :class:`~lldsched.errors.ValidationError` when the row was removed
+        meanwhile."""
+        core = self._core
+        try:
+            snapshot = self.store.take_over(task.definition)
+            if snapshot is None:
+                raise ValidationError(
+                    f"task id {task.id!r} was removed from the store by another process "
+                    "while this one took it over; register it again"
+                )
+            follow(core, Change(task.id, 0, snapshot))
+        except BaseException:
+            core.remove(task.id)
+            raise
 
     def _last_slot(self, task_id: str) -> float | None:
         """The slot of ``task_id``'s last run record in the store (None: it has none)."""
