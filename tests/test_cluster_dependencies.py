@@ -7,13 +7,14 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
-from lldsched import FixedRate, Scheduler, TaskStatus
+from lldsched import FixedRate, RetryPolicy, Scheduler, SqliteTaskStore, TaskStatus
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.persistence import CoordinatedStore
-from tests import jobs
+from tests import cluster_jobs, jobs
 from tests.cluster import StoreSpec, open_store
 from tests.waits import wait_until
 
@@ -21,6 +22,7 @@ LEASE = 30.0  # no claim expires within a test
 POLL = 0.05
 HOUR = 3600.0
 BLOCKED = TaskStatus.BLOCKED
+GIVE_UP_AT_ONCE = RetryPolicy(max_attempts=1, fail_after_given_up=1)  # FAILED at a failure
 
 Pair = tuple[Scheduler, Scheduler, CoordinatedStore]
 
@@ -36,10 +38,12 @@ def pair(store_spec: StoreSpec) -> Iterator[Pair]:
         store.close()
 
 
-def _register(scheduler: Scheduler, *, every: float = 0.1) -> None:
+def _register(
+    scheduler: Scheduler, *, every: float = 0.1, extract: Callable[[], None] = jobs.noop
+) -> None:
     """What every process does at its start: the upstream, then its dependent."""
-    scheduler.schedule("extract", jobs.noop, FixedRate(HOUR, start_delay=HOUR), id="extract",
-                       replace_existing=True)  # fmt: skip
+    scheduler.schedule("extract", extract, FixedRate(HOUR, start_delay=HOUR), id="extract",
+                       retry=GIVE_UP_AT_ONCE, replace_existing=True)  # fmt: skip
     scheduler.schedule("load", jobs.noop, FixedRate(every), id="load", depends_on=["extract"],
                        replace_existing=True)  # fmt: skip
 
@@ -177,3 +181,72 @@ def test_each_upstream_success_releases_the_dependent_once_whichever_process_ran
     assert len(waits) == 4
     for before, after in itertools.pairwise(waits):
         assert before.finished <= after.started < after.finished
+
+
+def _both_see(pair: Pair, task_id: str, status: TaskStatus) -> Callable[[], bool]:
+    first, second, _ = pair
+    return lambda: all(s.task(task_id).status is status for s in (first, second))
+
+
+@pytest.mark.parametrize("end", ["fails", "cancelled"])
+def test_an_upstream_dead_in_one_process_fails_the_dependent_once(pair: Pair, end: str) -> None:
+    """As in one process: a dependent waiting for an upstream that failed for good or was
+    cancelled is FAILED, in the dead letter, naming it; one wait record, whichever
+    process ended it."""
+    first, second, reader = pair
+    _register(first, extract=jobs.broken)
+    _register(second, extract=jobs.broken)
+    wait_until(_both_see(pair, "load", BLOCKED), timeout=10, what="load blocked in both")
+    if end == "fails":
+        second.run_now("extract")
+    else:
+        second.cancel("extract")
+    wait_until(_both_see(pair, "load", TaskStatus.FAILED), timeout=10, what="load failed")
+    assert _row(reader, "load") is TaskStatus.FAILED
+    (wait,) = _records(reader, "load", Outcome.BLOCKED)
+    assert wait.error is not None and "UpstreamFailed: upstream extract" in wait.error
+    assert "load" in reader.dead_letter()
+
+
+@pytest.mark.parametrize("ends", ["ok", "failed"])
+def test_an_upstream_run_that_ended_a_wait_its_process_had_not_seen_yet_ends_it_there(
+    tmp_path: Path, ends: str
+) -> None:
+    """B finds load BLOCKED while A's run of extract is going; A finishes before it has
+    read that row (its store is polled hourly: nothing wakes it). A's run decided the
+    wait: a success releases load, a failure for good fails it (UpstreamFailed), in A
+    when the row reaches it, once; B, which ran neither, leaves it alone."""
+    path = tmp_path / "tasks.db"
+    stores = [SqliteTaskStore(path, shared=True, lease=LEASE, poll=HOUR) for _ in range(3)]
+    a, b = (Scheduler(workers=2, store=store).start() for store in stores[:2])
+    cluster_jobs.released.clear()
+    extract = cluster_jobs.held_until_released if ends == "ok" else cluster_jobs.held_then_broken
+    try:
+        for scheduler in (a, b):
+            scheduler.schedule("extract", extract, FixedRate(HOUR, start_delay=HOUR),
+                               id="extract", retry=GIVE_UP_AT_ONCE,
+                               replace_existing=True)  # fmt: skip
+            scheduler.schedule("load", jobs.noop, FixedRate(HOUR, start_delay=HOUR), id="load",
+                               depends_on=["extract"], replace_existing=True)  # fmt: skip
+        a.run_now("extract")
+        assert cluster_jobs.seen.get(timeout=10)[0] == "extract"
+        b.run_now("load")
+        wait_until(lambda: _row(stores[2], "load") is BLOCKED, timeout=10, what="B blocks load")
+        assert a.task("load").status is TaskStatus.SCHEDULED  # A has not read it
+        cluster_jobs.released.set()
+        cluster_jobs.seen.get(timeout=10)
+        if ends == "ok":
+            wait_until(_ran(stores[2], "load", 1), timeout=10, what="load released and run")
+        else:
+            wait_until(lambda: _row(stores[2], "load") is TaskStatus.FAILED, timeout=10,
+                       what="load failed")  # fmt: skip
+        threading.Event().wait(0.3)  # a short bounded wait to prove a negative: nothing more
+        assert _ok(stores[2], "load") == (1 if ends == "ok" else 0)
+        (wait,) = _records(stores[2], "load", Outcome.BLOCKED)
+        assert (wait.error is None) is (ends == "ok")
+    finally:
+        cluster_jobs.released.set()
+        a.shutdown()
+        b.shutdown()
+        for store in stores:
+            store.close()

@@ -40,7 +40,8 @@ are its *upstreams*.  The rule, stated once (the core carries it out in
   after a restart, with this process's own successes added (their records may not be
   written yet).  The wait ends in one process: the one that ran the success that
   completed it (:meth:`completed_here`), at that run's end, or, if it had not seen the
-  dependent BLOCKED then, when it does.
+  dependent BLOCKED then, when it does; likewise a dead upstream fails its dependents
+  in the one process that left it dead (:meth:`dead_here`).
 
 This module keeps the bookkeeping (the graph and the waiting sets); it changes
 no status.  Standard library only, like the rest of the core.  The threaded
@@ -80,6 +81,7 @@ class Dependencies:
         # latest successes each upstream had in this process (shared only).
         self._records = records
         self._here: dict[str, deque[float]] = {}
+        self._died_here: set[str] = set()  # upstreams this process found dead (shared)
         self._dependents: dict[str, dict[str, None]] = {}  # upstream -> dependents, in order
         self.waiting: dict[str, set[str]] = {}
         self.blocked_at: dict[str, float] = {}
@@ -204,6 +206,22 @@ class Dependencies:
     def succeeded_here(self, upstream: str, finished: float) -> None:
         """Shared: ``upstream`` succeeded in this process, its run ending at ``finished``."""
         self._here.setdefault(upstream, deque(maxlen=_KEPT_HERE)).append(finished)
+
+    def died_here(self, upstream: str) -> None:
+        """Shared: this process ran the failure that left ``upstream`` FAILED, or
+        cancelled it: it fails the dependents waiting for it, even those it sees BLOCKED
+        only later."""
+        self._died_here.add(upstream)
+
+    def revived(self, upstream: str) -> None:
+        """``upstream`` is not dead any more (redriven, here or elsewhere)."""
+        self._died_here.discard(upstream)
+
+    def dead_here(self, task: ScheduledTask) -> Upstream | None:
+        """Shared: :meth:`dead`, for a dead upstream this process left dead; None
+        otherwise (whoever did fails ``task``)."""
+        found = self.dead(task)
+        return found if found is not None and found.id in self._died_here else None
 
     def recount(self, task: ScheduledTask) -> float | None:
         """Shared: what ``task`` waits for, counted again from the store's records and this

@@ -104,7 +104,10 @@ class DependencyWaits(CoreParts):
     def _strand(self, upstream: ScheduledTask) -> None:
         """``upstream`` is FAILED or CANCELLED: fail the BLOCKED dependents waiting for it
         (and, through this same call, theirs)."""
-        for dependent in self._dependencies().stranded(upstream.id):
+        deps = self._dependencies()
+        if deps.shared:
+            deps.died_here(upstream.id)
+        for dependent in deps.stranded(upstream.id):
             if dependent.status is BLOCKED:  # else failed already, by an earlier one's strand
                 self._fail_waiting(dependent, upstream, previous=BLOCKED)
 
@@ -182,11 +185,16 @@ class DependencyWaits(CoreParts):
 
     def adopted_wait(self, task: ScheduledTask, previous: TaskStatus | None) -> None:
         """``task`` took a row another process wrote (``previous``: its status here
-        before; None: just registered).  A BLOCKED row starts this process's record of
+        before; None: just registered).  An upstream not dead in it is not dead because
+        of this process any more.  A BLOCKED row starts this process's record of
         the wait at the blocked slot's due instant (no later than now), unless it goes on
         with a wait already counted here; any other row ends what this process knew of
         a wait (another process ended it, and recorded it)."""
         deps = self._dependencies()
+        if task.status is not FAILED and task.status is not TaskStatus.CANCELLED:
+            deps.revived(task.id)
+        if not task.depends_on:
+            return
         if task.status is not BLOCKED:
             deps.blocked_at.pop(task.id, None)
             return
@@ -198,13 +206,21 @@ class DependencyWaits(CoreParts):
             deps.blocked_at[task.id] = began
 
     def wait_followed(self, task: ScheduledTask) -> bool:
-        """A BLOCKED row another process wrote, taken here: released here (and written)
-        if the success that completed its wait ran here, after this process had last
-        seen the task (the one process to end that wait; see
+        """A BLOCKED row another process wrote, taken here: its wait ends here (written
+        from here) if this process ran what decided it after it had last seen the task:
+        the success that completed it (released), or the end of an upstream it waits for
+        (FAILED); the one process to end that wait (see
         :meth:`Dependencies.completed_here
-        <lldsched.core.dependencies.Dependencies.completed_here>`).  True if released."""
+        <lldsched.core.dependencies.Dependencies.completed_here>`).  True if it ended."""
         deps = self._dependencies()
-        if task.status is not BLOCKED or not deps.shared or not deps.completed_here(task):
+        if task.status is not BLOCKED or not deps.shared:
             return False
-        self._release(task)
+        deps.recount(task)
+        dead = deps.dead_here(task)
+        if dead is not None:
+            self._fail_waiting(task, dead, previous=BLOCKED)
+        elif deps.completed_here(task):
+            self._release(task)
+        else:
+            return False
         return True
