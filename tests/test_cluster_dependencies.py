@@ -15,7 +15,7 @@ from lldsched import FixedRate, RetryPolicy, Scheduler, SqliteTaskStore, TaskSta
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.persistence import CoordinatedStore
 from tests import cluster_jobs, jobs
-from tests.cluster import StoreSpec, open_store
+from tests.cluster import Cluster, StoreSpec, open_store
 from tests.waits import wait_until
 
 LEASE = 30.0  # no claim expires within a test
@@ -250,3 +250,45 @@ def test_an_upstream_run_that_ended_a_wait_its_process_had_not_seen_yet_ends_it_
         b.shutdown()
         for store in stores:
             store.close()
+
+
+def _run_now(spec: StoreSpec, task_id: str) -> None:
+    """``run_now(task_id)`` from a scheduler that reads the rows as they are now (one that
+    is never started does not follow the others' changes)."""
+    store = open_store(spec)
+    try:
+        assert Scheduler(store=store).run_now(task_id)
+    finally:
+        store.close()
+
+
+def test_in_real_processes_each_success_runs_the_dependent_once_across_a_restart(
+    store_spec: StoreSpec, cluster: Cluster, tmp_path: Path
+) -> None:
+    """Three child schedulers; the parent registers extract and load (as each process
+    would at its start) and asks for extract's runs. One run of load per success, one
+    wait record per run; a child killed while load is BLOCKED and another started in its
+    place change nothing."""
+    logs = [tmp_path / f"runs-{n}.jsonl" for n in range(4)]
+    children = cluster.start(store_spec, logs[:3], lease=1.0, poll=0.1)
+    store = open_store(store_spec, lease=1.0, poll=0.1)
+    seeder = Scheduler(store=store)  # never started: it registers, the children run
+    try:
+        seeder.schedule("extract", cluster_jobs.claimed_run, FixedRate(HOUR, start_delay=HOUR),
+                        id="extract")  # fmt: skip
+        seeder.schedule("load", cluster_jobs.claimed_run, FixedRate(0.1), id="load",
+                        depends_on=["extract"])  # fmt: skip
+        wait_until(lambda: _row(store, "load") is BLOCKED, timeout=20, what="load blocked")
+        for n in range(1, 7):
+            if n == 4:
+                children[0].kill()
+                children.append(cluster.start(store_spec, logs[3:], lease=1.0, poll=0.1)[0])
+            _run_now(store_spec, "extract")
+            wait_until(_ran(store, "extract", n), timeout=20, what=f"extract ran {n}")
+            wait_until(_ran(store, "load", n, then=BLOCKED), timeout=20,
+                       what=f"load ran {n} and waits again")  # fmt: skip
+        threading.Event().wait(0.5)  # a short bounded wait to prove a negative: no extra run
+        assert _ok(store, "load") == 6
+        assert len(_records(store, "load", Outcome.BLOCKED)) == 6
+    finally:
+        store.close()
