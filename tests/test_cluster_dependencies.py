@@ -11,7 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from lldsched import FixedRate, RetryPolicy, Scheduler, SqliteTaskStore, TaskStatus
+from lldsched import (
+    FixedRate,
+    RetryPolicy,
+    Scheduler,
+    SchedulerStateError,
+    SqliteTaskStore,
+    TaskStatus,
+)
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.persistence import CoordinatedStore
 from tests import cluster_jobs, jobs
@@ -292,3 +299,19 @@ def test_in_real_processes_each_success_runs_the_dependent_once_across_a_restart
         assert len(_records(store, "load", Outcome.BLOCKED)) == 6
     finally:
         store.close()
+
+
+def test_an_upstream_cannot_be_removed_from_another_process_while_the_dependent_is_blocked(
+    pair: Pair,
+) -> None:
+    """Every process has the dependent (the rows are one registry): a removal of the
+    upstream is refused in either, naming the dependent, and nothing is lost."""
+    first, second, reader = pair
+    _register(first)
+    wait_until(lambda: any(t.id == "load" and t.status is BLOCKED for t in second.tasks()),
+               timeout=10, what="B has load, BLOCKED")  # fmt: skip
+    with pytest.raises(SchedulerStateError, match=r"load"):
+        second.remove("extract")
+    assert {s.task.id for s in reader.load_all()} == {"extract", "load"}
+    first.run_now("extract")
+    wait_until(_ran(reader, "load", 1), timeout=10, what="load released and run")
