@@ -215,12 +215,10 @@ class DependencyWaits(CoreParts):
         deps = self._dependencies()
         if task.status is not BLOCKED or not deps.shared:
             return False
-        deps.recount(task)
-        dead = deps.dead_here(task)
-        if dead is not None:
-            self._fail_waiting(task, dead, previous=BLOCKED)
-        elif deps.completed_here(task):
+        if deps.completed_here(task):  # (it counts again: dead_here reads that count)
             self._release(task)
+        elif (dead := deps.dead_here(task)) is not None:
+            self._fail_waiting(task, dead, previous=BLOCKED)
         else:
             return False
         return True
