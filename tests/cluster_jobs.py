@@ -104,3 +104,9 @@ def held_until_released(ctx: RunContext) -> None:
     seen.put((ctx.task_id, ctx.fencing_token, False, None))  # started
     released.wait(20)
     seen.put((ctx.task_id, ctx.fencing_token, ctx.lease_lost, ctx.reason))
+
+
+def held_then_broken(ctx: RunContext) -> None:
+    """:func:`held_until_released`, then raise: a run that fails once it is let go."""
+    held_until_released(ctx)
+    raise RuntimeError("broken once released")

@@ -132,6 +132,8 @@ class StatusVerbs(CoreParts):
             task._stats.given_up = 0  # a person looked: a fresh streak as well
         task._slot = now
         self._enqueue(task, now)
+        if self._deps is not None:
+            self._deps.revived(task_id)  # its next death fails dependents anew
         self._write_and_publish(task, FAILED)
         return True
 

@@ -33,6 +33,16 @@ are its *upstreams*.  The rule, stated once (the core carries it out in
   After a restart, an upstream a restored dependent names that the store no longer
   holds (``purge_retired`` deleted its row) counts as a retired success.
 
+* **On a shared store** (several processes, docs/CLUSTER.md) the waiting sets of one
+  process do not see the runs of the others, and the change feed keeps only each
+  row's latest state, not the order of events.  So there the sets are counted again
+  from the store's records whenever one decides something (:meth:`recount`): the rule
+  after a restart, with this process's own successes added (their records may not be
+  written yet).  The wait ends in one process: the one that ran the success that
+  completed it (:meth:`completed_here`), at that run's end, or, if it had not seen the
+  dependent BLOCKED then, when it does; likewise a dead upstream fails its dependents
+  in the one process that left it dead (:meth:`dead_here`).
+
 This module keeps the bookkeeping (the graph and the waiting sets); it changes
 no status.  Standard library only, like the rest of the core.  The threaded
 runtime's lock covers it as it covers the core.
@@ -40,7 +50,8 @@ runtime's lock covers it as it covers the core.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from lldsched.core.names import SUCCEEDED
@@ -50,6 +61,10 @@ from lldsched.model import ExecutionRecord, TaskStatus
 __all__ = ["Dependencies", "RetiredUpstream", "Upstream"]
 
 _DEAD = (TaskStatus.FAILED, TaskStatus.CANCELLED)
+_KEPT_HERE = 64  # an upstream's latest successes run here, kept for completed_here
+
+Records = Callable[[str], Sequence[ExecutionRecord]]
+"""A task id -> that task's records in a shared store, oldest first."""
 
 
 class Dependencies:
@@ -60,8 +75,13 @@ class Dependencies:
     BLOCKED (while it is).
     """
 
-    def __init__(self, tasks: Mapping[str, ScheduledTask]) -> None:
+    def __init__(self, tasks: Mapping[str, ScheduledTask], records: Records | None = None) -> None:
         self._tasks = tasks
+        # A shared store's records (None: not shared), and the finish times of the
+        # latest successes each upstream had in this process (shared only).
+        self._records = records
+        self._here: dict[str, deque[float]] = {}
+        self._died_here: set[str] = set()  # upstreams this process found dead (shared)
         self._dependents: dict[str, dict[str, None]] = {}  # upstream -> dependents, in order
         self.waiting: dict[str, set[str]] = {}
         self.blocked_at: dict[str, float] = {}
@@ -73,7 +93,7 @@ class Dependencies:
 
         ``history`` is the task's own records, for a task restored from a store:
         what it waits for is worked out from the records, as far back as the store
-        keeps them (:meth:`_waiting_after_restart`).  Otherwise it waits for the
+        keeps them (:meth:`_waiting_from`).  Otherwise it waits for the
         upstreams that never succeeded.
         """
         self.unlink(task.id)
@@ -81,7 +101,7 @@ class Dependencies:
             self._dependents.setdefault(upstream, {})[task.id] = None
         history = tuple(history)
         if history:
-            self.waiting[task.id] = self._waiting_after_restart(task, history)
+            self.waiting[task.id] = self._waiting_from(task, history, self._history)
         else:
             self.waiting[task.id] = {
                 upstream
@@ -174,29 +194,104 @@ class Dependencies:
         found = self._tasks.get(task_id)
         return found.status if found is not None else self._retired.get(task_id)
 
-    def _waiting_after_restart(
-        self, task: ScheduledTask, history: tuple[ExecutionRecord, ...]
-    ) -> set[str]:
-        """What a restored dependent waits for, from the records a store kept.
+    def _history(self, task_id: str) -> Sequence[ExecutionRecord]:
+        found = self._get(task_id)
+        return () if found is None else found.history
 
-        The in-memory sets follow the order in which the core saw events; after a
-        restart the order is read from the records' times instead: an upstream
-        counts when one of its successful runs finished strictly after the
-        dependent's latest slot started (its latest first attempt), or, if the
-        dependent never ran, when it ever succeeded.
+    @property
+    def shared(self) -> bool:
+        """True on a shared store: :meth:`recount` decides, not the in-memory sets."""
+        return self._records is not None
+
+    def succeeded_here(self, upstream: str, finished: float) -> None:
+        """Shared: ``upstream`` succeeded in this process, its run ending at ``finished``."""
+        self._here.setdefault(upstream, deque(maxlen=_KEPT_HERE)).append(finished)
+
+    def died_here(self, upstream: str) -> None:
+        """Shared: this process ran the failure that left ``upstream`` FAILED, or
+        cancelled it: it fails the dependents waiting for it, even those it sees BLOCKED
+        only later."""
+        self._died_here.add(upstream)
+
+    def revived(self, upstream: str) -> None:
+        """``upstream`` is not dead any more (redriven, here or elsewhere)."""
+        self._died_here.discard(upstream)
+
+    def dead_here(self, task: ScheduledTask) -> Upstream | None:
+        """Shared: :meth:`dead`, for a dead upstream this process left dead; None
+        otherwise (whoever did fails ``task``)."""
+        found = self.dead(task)
+        return found if found is not None and found.id in self._died_here else None
+
+    def recount(self, task: ScheduledTask) -> float | None:
+        """Shared: what ``task`` waits for, counted again from the store's records and this
+        process's own successes (:meth:`_waiting_from`'s rule).  Returns the finish of the
+        success that completed its wait (None: it still waits, or an upstream satisfies
+        it for good)."""
+        assert self._records is not None
+        records = self._records
+        here = self._here
+
+        def successes(upstream: str) -> list[float]:
+            found = [r.finished for r in records(upstream) if r.ok]
+            return found + list(here.get(upstream, ()))
+
+        ended: list[float] = []
+        self.waiting[task.id] = self._waiting_from(task, records(task.id), None, successes, ended)
+        return max(ended) if ended and not self.waiting[task.id] else None
+
+    def completed_here(self, task: ScheduledTask) -> bool:
+        """Shared: ``task`` waits for nothing (:meth:`recount`) and the success that
+        completed its wait ran in this process: here is where the wait ends."""
+        ended = self.recount(task)
+        if ended is None:
+            return False
+        return any(ended in self._here.get(upstream, ()) for upstream in task.depends_on)
+
+    def _waiting_from(
+        self,
+        task: ScheduledTask,
+        history: Sequence[ExecutionRecord],
+        upstream_history: Records | None,
+        successes: Callable[[str], list[float]] | None = None,
+        ended: list[float] | None = None,
+    ) -> set[str]:
+        """What a dependent waits for, from records (after a restart; on a shared store).
+
+        The in-memory sets follow the order in which the core saw events; records
+        give the order by their times instead: an upstream counts when one of its
+        successful runs finished strictly after the dependent's latest slot started
+        (its latest first attempt), or, if the dependent never ran, when it ever
+        succeeded.  ``successes(upstream)``: the finish times of its successes (else
+        read from ``upstream_history``); ``ended`` is given, per upstream that counts,
+        the first success that counts.
         """
         starts = [r.started for r in history if r.outcome.ran and r.attempt == 1]
         since = starts[-1] if starts else None
         waiting = set()
         for upstream in task.depends_on:
             found = self._get(upstream)
-            if found is None or found.status is SUCCEEDED:
+            if found is None or (found.status is SUCCEEDED and ended is None):
                 continue
-            if since is None:
+            if successes is not None:
+                times = successes(upstream)
+            else:
+                assert upstream_history is not None
+                times = [r.finished for r in upstream_history(upstream) if r.ok]
+            if since is None and successes is None:
                 if not _has_succeeded(found):
                     waiting.add(upstream)
-            elif not any(r.ok and r.finished > since for r in found.history):
-                waiting.add(upstream)
+                continue
+            counted = [t for t in times if since is None or t > since]
+            if found.status is SUCCEEDED:  # for good; its success may end a wait still
+                if counted and ended is not None:
+                    ended.append(min(counted))
+                continue
+            if not counted:
+                if since is not None or not _has_succeeded(found):  # (records trimmed)
+                    waiting.add(upstream)
+            elif ended is not None:
+                ended.append(min(counted))
         return waiting
 
 

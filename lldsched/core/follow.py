@@ -136,6 +136,8 @@ def _register(
     )
     if status in RUNNABLE and snapshot.next_run_at is not None:
         _adopt(core, task, snapshot, status, attempt)
+    elif status is TaskStatus.BLOCKED:  # its wait began at its slot, in whichever process
+        core.adopted_wait(task, previous=None)
     elif snapshot.waited is not None:  # a paused task's plan, for its resume
         _plan(core, task, snapshot.waited)
     return task

@@ -195,6 +195,8 @@ class Restoration(CoreParts):
             self._dead[task.id] = None
         else:
             self._dead.pop(task.id, None)
+        if self._deps is not None:
+            self.adopted_wait(task, previous)  # when its wait began, as far as known here
         if status is not previous and self.emit is not None:
             self.emit(TaskEvent(task.id, task.name, previous, status, self.clock.now()))
 

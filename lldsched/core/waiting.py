@@ -6,9 +6,18 @@ The rule (which successes satisfy which slot, what a dead upstream does) is
 :meth:`~DependencyWaits._held` before a slot runs, ``finish`` tells it an upstream
 moved, and a released task is queued at that instant (nothing polls).  No thread,
 no lock: the runtime serialises calls.
+
+On a shared store (docs/CLUSTER.md, "Dependencies") the checks count from the store's
+records (:meth:`Dependencies.recount <lldsched.core.dependencies.Dependencies.recount>`),
+a wait ends only in the process that ran the success completing it, and a BLOCKED row
+another process wrote starts this process's record of the wait at its slot's due
+instant (:meth:`DependencyWaits.adopted_wait`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import cast
 
 from lldsched.core.dependencies import Dependencies, Upstream
 from lldsched.core.names import (
@@ -19,7 +28,9 @@ from lldsched.core.names import (
 )
 from lldsched.core.parts import CoreParts
 from lldsched.core.task import ScheduledTask
+from lldsched.errors import StoreError
 from lldsched.model import ExecutionRecord, TaskStatus
+from lldsched.persistence import HistoryStore, is_shared
 
 __all__ = ["DependencyWaits"]
 
@@ -32,14 +43,26 @@ class DependencyWaits(CoreParts):
     def _dependencies(self) -> Dependencies:
         """The dependency graph, made at the first task that has upstreams."""
         if self._deps is None:
-            self._deps = Dependencies(self.tasks)
+            shared = self._store is not None and is_shared(self._store)
+            self._deps = Dependencies(self.tasks, self._records if shared else None)
         return self._deps
+
+    def _records(self, task_id: str) -> Sequence[ExecutionRecord]:
+        """A shared store's records of ``task_id`` (none while it cannot be read: its
+        outage is said by the calls that write)."""
+        store = cast(HistoryStore, self._store)  # a shared store is a CoordinatedStore
+        try:
+            return store.records(task_id)
+        except StoreError:
+            return ()
 
     def _held(self, task: ScheduledTask) -> bool:
         """The readiness check of a SCHEDULED dependent whose entry is due: True when it
         must not start (it is BLOCKED now, or FAILED because an upstream it waits for
         is dead); False when its slot starts, and its next slot waits afresh."""
         deps = self._dependencies()
+        if deps.shared:
+            deps.recount(task)
         if not deps.unmet(task):
             deps.started(task)
             return False
@@ -58,7 +81,12 @@ class DependencyWaits(CoreParts):
         """``task`` finished a run: a success releases the dependents that waited only for
         it; if it is FAILED now, the dependents waiting for it fail."""
         deps = self._dependencies()
-        if record.ok:
+        if record.ok and deps.shared:
+            deps.succeeded_here(task.id, record.finished)
+            for dependent in deps.dependents(task.id):
+                if dependent.status is BLOCKED and deps.completed_here(dependent):
+                    self._release(dependent)
+        elif record.ok:
             for dependent in deps.succeeded(task.id):
                 self._release(dependent)
         if task.status is FAILED:
@@ -76,7 +104,10 @@ class DependencyWaits(CoreParts):
     def _strand(self, upstream: ScheduledTask) -> None:
         """``upstream`` is FAILED or CANCELLED: fail the BLOCKED dependents waiting for it
         (and, through this same call, theirs)."""
-        for dependent in self._dependencies().stranded(upstream.id):
+        deps = self._dependencies()
+        if deps.shared:
+            deps.died_here(upstream.id)
+        for dependent in deps.stranded(upstream.id):
             if dependent.status is BLOCKED:  # else failed already, by an earlier one's strand
                 self._fail_waiting(dependent, upstream, previous=BLOCKED)
 
@@ -146,6 +177,48 @@ class DependencyWaits(CoreParts):
             self._fail_waiting(task, dead, previous=BLOCKED)
         elif not deps.unmet(task):
             self._release(task)
+        else:
+            return False
+        return True
+
+    # -- a shared store: rows other processes wrote ------------------------------------
+
+    def adopted_wait(self, task: ScheduledTask, previous: TaskStatus | None) -> None:
+        """``task`` took a row another process wrote (``previous``: its status here
+        before; None: just registered).  An upstream not dead in it is not dead because
+        of this process any more.  A BLOCKED row starts this process's record of
+        the wait at the blocked slot's due instant (no later than now), unless it goes on
+        with a wait already counted here; any other row ends what this process knew of
+        a wait (another process ended it, and recorded it)."""
+        deps = self._dependencies()
+        if task.status is not FAILED and task.status is not TaskStatus.CANCELLED:
+            deps.revived(task.id)
+        if not task.depends_on:
+            return
+        if task.status is not BLOCKED:
+            deps.blocked_at.pop(task.id, None)
+            return
+        now = self.clock.now()
+        due = task.next_run_at
+        began = now if due is None else min(due, now)
+        known = deps.blocked_at.get(task.id)
+        if previous is not BLOCKED or known is None or known < began:
+            deps.blocked_at[task.id] = began
+
+    def wait_followed(self, task: ScheduledTask) -> bool:
+        """A BLOCKED row another process wrote, taken here: its wait ends here (written
+        from here) if this process ran what decided it after it had last seen the task:
+        the success that completed it (released), or the end of an upstream it waits for
+        (FAILED); the one process to end that wait (see
+        :meth:`Dependencies.completed_here
+        <lldsched.core.dependencies.Dependencies.completed_here>`).  True if it ended."""
+        deps = self._dependencies()
+        if task.status is not BLOCKED or not deps.shared:
+            return False
+        if deps.completed_here(task):  # (it counts again: dead_here reads that count)
+            self._release(task)
+        elif (dead := deps.dead_here(task)) is not None:
+            self._fail_waiting(task, dead, previous=BLOCKED)
         else:
             return False
         return True

@@ -202,6 +202,9 @@ class Coordinator:
                     continue
                 if task is not None:
                     touched.append(task)
+        for task in touched:  # unmuted: a wait that ends here is written from here
+            if task.status is TaskStatus.BLOCKED:
+                self._core.wait_followed(task)
         return touched
 
     def claim(self, now: float, room: int, looked: float) -> list[Entry]:

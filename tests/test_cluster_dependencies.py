@@ -1,0 +1,317 @@
+"""Dependencies (depends_on) across schedulers on one shared store: each process
+registers the upstream and its dependent at start; a downstream is released once per
+upstream success, whichever process ran it (docs/CLUSTER.md, "Dependencies")."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from lldsched import (
+    FixedRate,
+    RetryPolicy,
+    Scheduler,
+    SchedulerStateError,
+    SqliteTaskStore,
+    TaskStatus,
+)
+from lldsched.model import ExecutionRecord, Outcome
+from lldsched.persistence import CoordinatedStore
+from tests import cluster_jobs, jobs
+from tests.cluster import Cluster, StoreSpec, open_store
+from tests.waits import wait_until
+
+LEASE = 30.0  # no claim expires within a test
+POLL = 0.05
+HOUR = 3600.0
+BLOCKED = TaskStatus.BLOCKED
+GIVE_UP_AT_ONCE = RetryPolicy(max_attempts=1, fail_after_given_up=1)  # FAILED at a failure
+
+Pair = tuple[Scheduler, Scheduler, CoordinatedStore]
+
+
+@pytest.fixture
+def pair(store_spec: StoreSpec) -> Iterator[Pair]:
+    stores = [open_store(store_spec, lease=LEASE, poll=POLL) for _ in range(3)]
+    first, second = (Scheduler(workers=2, store=store).start() for store in stores[:2])
+    yield first, second, stores[2]
+    first.shutdown()
+    second.shutdown()
+    for store in stores:
+        store.close()
+
+
+def _register(
+    scheduler: Scheduler, *, every: float = 0.1, extract: Callable[[], None] = jobs.noop
+) -> None:
+    """What every process does at its start: the upstream, then its dependent."""
+    scheduler.schedule("extract", extract, FixedRate(HOUR, start_delay=HOUR), id="extract",
+                       retry=GIVE_UP_AT_ONCE, replace_existing=True)  # fmt: skip
+    scheduler.schedule("load", jobs.noop, FixedRate(every), id="load", depends_on=["extract"],
+                       replace_existing=True)  # fmt: skip
+
+
+def _ok(store: CoordinatedStore, task_id: str) -> int:
+    return sum(1 for record in store.records(task_id) if record.ok)
+
+
+def _ran(
+    store: CoordinatedStore, task_id: str, n: int, then: TaskStatus | None = None
+) -> Callable[[], bool]:
+    """The condition: ``task_id`` has ``n`` successes (and its row says ``then``)."""
+    return lambda: _ok(store, task_id) == n and then in (None, _row(store, task_id))
+
+
+def _row(store: CoordinatedStore, task_id: str) -> TaskStatus:
+    return next(s.status for s in store.load_all() if s.task.id == task_id)
+
+
+def _records(store: CoordinatedStore, task_id: str, outcome: Outcome) -> list[ExecutionRecord]:
+    return [record for record in store.records(task_id) if record.outcome is outcome]
+
+
+@pytest.fixture
+def stores(store_spec: StoreSpec) -> Iterator[list[CoordinatedStore]]:
+    """Three stores on one shared store: two for schedulers a test starts and stops as its
+    story needs, and one to read it with."""
+    opened = [open_store(store_spec, lease=LEASE, poll=POLL) for _ in range(3)]
+    yield opened
+    for store in opened:
+        store.close()
+
+
+def _hourly(scheduler: Scheduler) -> None:
+    """The upstream and an hourly dependent whose first slot is now."""
+    _register(scheduler, every=HOUR)
+
+
+def test_a_success_another_process_ran_releases_a_slot_claimed_here(
+    stores: list[CoordinatedStore],
+) -> None:
+    """B registered both when extract had never succeeded; A then ran extract twice (the
+    second after load's run). A slot of load B claims runs: a success since load's last
+    start exists, whoever ran it."""
+    b = Scheduler(workers=2, store=stores[1])
+    _hourly(b)
+    a = Scheduler(workers=2, store=stores[0]).start()
+    try:
+        _hourly(a)
+        a.run_now("extract")
+        wait_until(lambda: _ok(stores[2], "load") == 1, timeout=10, what="load ran once")
+        a.run_now("extract")
+        wait_until(lambda: _ok(stores[2], "extract") == 2, timeout=10, what="extract again")
+    finally:
+        a.shutdown()
+    b.start()
+    try:
+        wait_until(lambda: b.task("extract").run_count == 2, timeout=10, what="B follows")
+        b.run_now("load")
+        wait_until(lambda: _ok(stores[2], "load") == 2 or _row(stores[2], "load") is BLOCKED,
+                   timeout=10, what="load's extra slot to run or block")  # fmt: skip
+        assert _ok(stores[2], "load") == 2
+    finally:
+        b.shutdown()
+
+
+def test_a_process_started_after_the_dependent_ran_waits_for_a_new_success(
+    stores: list[CoordinatedStore],
+) -> None:
+    """A ran extract once and load once after it; B starts (a restart, or one more worker
+    process) and claims load's next slot: no success since load's last start, so BLOCKED,
+    not a second run on the success already used."""
+    a = Scheduler(workers=2, store=stores[0]).start()
+    try:
+        _hourly(a)
+        a.run_now("extract")
+        wait_until(lambda: _ok(stores[2], "load") == 1, timeout=10, what="load ran once")
+    finally:
+        a.shutdown()
+    b = Scheduler(workers=2, store=stores[1]).start()
+    try:
+        _hourly(b)
+        b.run_now("load")
+        wait_until(lambda: _ok(stores[2], "load") == 2 or _row(stores[2], "load") is BLOCKED,
+                   timeout=10, what="load's extra slot to run or block")  # fmt: skip
+        assert _ok(stores[2], "load") == 1
+        b.run_now("extract")
+        wait_until(lambda: _ok(stores[2], "load") == 2, timeout=10, what="released by B")
+    finally:
+        b.shutdown()
+
+
+def test_a_wait_blocked_in_one_process_and_ended_in_another_is_recorded_from_its_slot(
+    stores: list[CoordinatedStore],
+) -> None:
+    """A found load BLOCKED; B, started later, followed that row and ran the success that
+    released it: the wait's record starts at the blocked slot, not at the release."""
+    a = Scheduler(workers=2, store=stores[0]).start()
+    try:
+        _hourly(a)
+        wait_until(lambda: _row(stores[2], "load") is BLOCKED, timeout=10, what="blocked")
+    finally:
+        a.shutdown()
+    (due,) = [s.next_run_at for s in stores[2].load_all() if s.task.id == "load"]
+    b = Scheduler(workers=2, store=stores[1]).start()
+    try:
+        _hourly(b)
+        b.run_now("extract")
+        wait_until(lambda: _ok(stores[2], "load") == 1, timeout=10, what="released by B")
+    finally:
+        b.shutdown()
+    (wait,) = _records(stores[2], "load", Outcome.BLOCKED)
+    assert wait.started == due
+    assert wait.finished > wait.started
+
+
+def test_each_upstream_success_releases_the_dependent_once_whichever_process_ran_it(
+    pair: Pair,
+) -> None:
+    """Both processes register both tasks at start; load, due every 0.1 s, waits BLOCKED
+    between extract's runs. Each success releases it once: one run of load per success,
+    not one per process, and one record per wait, each after the one before."""
+    first, second, reader = pair
+    _register(first)
+    _register(second)
+    wait_until(lambda: _row(reader, "load") is BLOCKED, timeout=10, what="load blocked")
+    for n in (1, 2, 3, 4):
+        (first if n % 2 else second).run_now("extract")
+        wait_until(_ran(reader, "extract", n), timeout=10, what=f"extract ran {n}")
+        wait_until(_ran(reader, "load", n, then=BLOCKED), timeout=10,
+                   what=f"load ran {n} and waits again")  # fmt: skip
+    threading.Event().wait(0.3)  # a short bounded wait to prove a negative: no extra run
+    assert _ok(reader, "load") == 4
+    waits = _records(reader, "load", Outcome.BLOCKED)
+    assert len(waits) == 4
+    for before, after in itertools.pairwise(waits):
+        assert before.finished <= after.started < after.finished
+
+
+def _both_see(pair: Pair, task_id: str, status: TaskStatus) -> Callable[[], bool]:
+    first, second, _ = pair
+    return lambda: all(s.task(task_id).status is status for s in (first, second))
+
+
+@pytest.mark.parametrize("end", ["fails", "cancelled"])
+def test_an_upstream_dead_in_one_process_fails_the_dependent_once(pair: Pair, end: str) -> None:
+    """As in one process: a dependent waiting for an upstream that failed for good or was
+    cancelled is FAILED, in the dead letter, naming it; one wait record, whichever
+    process ended it."""
+    first, second, reader = pair
+    _register(first, extract=jobs.broken)
+    _register(second, extract=jobs.broken)
+    wait_until(_both_see(pair, "load", BLOCKED), timeout=10, what="load blocked in both")
+    if end == "fails":
+        second.run_now("extract")
+    else:
+        second.cancel("extract")
+    wait_until(_both_see(pair, "load", TaskStatus.FAILED), timeout=10, what="load failed")
+    assert _row(reader, "load") is TaskStatus.FAILED
+    (wait,) = _records(reader, "load", Outcome.BLOCKED)
+    assert wait.error is not None and "UpstreamFailed: upstream extract" in wait.error
+    assert "load" in reader.dead_letter()
+
+
+@pytest.mark.parametrize("ends", ["ok", "failed"])
+def test_an_upstream_run_that_ended_a_wait_its_process_had_not_seen_yet_ends_it_there(
+    tmp_path: Path, ends: str
+) -> None:
+    """B finds load BLOCKED while A's run of extract is going; A finishes before it has
+    read that row (its store is polled hourly: nothing wakes it). A's run decided the
+    wait: a success releases load, a failure for good fails it (UpstreamFailed), in A
+    when the row reaches it, once; B, which ran neither, leaves it alone."""
+    path = tmp_path / "tasks.db"
+    stores = [SqliteTaskStore(path, shared=True, lease=LEASE, poll=HOUR) for _ in range(3)]
+    a, b = (Scheduler(workers=2, store=store).start() for store in stores[:2])
+    cluster_jobs.released.clear()
+    extract = cluster_jobs.held_until_released if ends == "ok" else cluster_jobs.held_then_broken
+    try:
+        for scheduler in (a, b):
+            scheduler.schedule("extract", extract, FixedRate(HOUR, start_delay=HOUR),
+                               id="extract", retry=GIVE_UP_AT_ONCE,
+                               replace_existing=True)  # fmt: skip
+            scheduler.schedule("load", jobs.noop, FixedRate(HOUR, start_delay=HOUR), id="load",
+                               depends_on=["extract"], replace_existing=True)  # fmt: skip
+        a.run_now("extract")
+        assert cluster_jobs.seen.get(timeout=10)[0] == "extract"
+        b.run_now("load")
+        wait_until(lambda: _row(stores[2], "load") is BLOCKED, timeout=10, what="B blocks load")
+        assert a.task("load").status is TaskStatus.SCHEDULED  # A has not read it
+        cluster_jobs.released.set()
+        cluster_jobs.seen.get(timeout=10)
+        if ends == "ok":
+            wait_until(_ran(stores[2], "load", 1), timeout=10, what="load released and run")
+        else:
+            wait_until(lambda: _row(stores[2], "load") is TaskStatus.FAILED, timeout=10,
+                       what="load failed")  # fmt: skip
+        threading.Event().wait(0.3)  # a short bounded wait to prove a negative: nothing more
+        assert _ok(stores[2], "load") == (1 if ends == "ok" else 0)
+        (wait,) = _records(stores[2], "load", Outcome.BLOCKED)
+        assert (wait.error is None) is (ends == "ok")
+    finally:
+        cluster_jobs.released.set()
+        a.shutdown()
+        b.shutdown()
+        for store in stores:
+            store.close()
+
+
+def _run_now(spec: StoreSpec, task_id: str) -> None:
+    """``run_now(task_id)`` from a scheduler that reads the rows as they are now (one that
+    is never started does not follow the others' changes)."""
+    store = open_store(spec)
+    try:
+        assert Scheduler(store=store).run_now(task_id)
+    finally:
+        store.close()
+
+
+def test_in_real_processes_each_success_runs_the_dependent_once_across_a_restart(
+    store_spec: StoreSpec, cluster: Cluster, tmp_path: Path
+) -> None:
+    """Three child schedulers; the parent registers extract and load (as each process
+    would at its start) and asks for extract's runs. One run of load per success, one
+    wait record per run; a child killed while load is BLOCKED and another started in its
+    place change nothing."""
+    logs = [tmp_path / f"runs-{n}.jsonl" for n in range(4)]
+    children = cluster.start(store_spec, logs[:3], lease=1.0, poll=0.1)
+    store = open_store(store_spec, lease=1.0, poll=0.1)
+    seeder = Scheduler(store=store)  # never started: it registers, the children run
+    try:
+        seeder.schedule("extract", cluster_jobs.claimed_run, FixedRate(HOUR, start_delay=HOUR),
+                        id="extract")  # fmt: skip
+        seeder.schedule("load", cluster_jobs.claimed_run, FixedRate(0.1), id="load",
+                        depends_on=["extract"])  # fmt: skip
+        wait_until(lambda: _row(store, "load") is BLOCKED, timeout=20, what="load blocked")
+        for n in range(1, 7):
+            if n == 4:
+                children[0].kill()
+                children.append(cluster.start(store_spec, logs[3:], lease=1.0, poll=0.1)[0])
+            _run_now(store_spec, "extract")
+            wait_until(_ran(store, "extract", n), timeout=20, what=f"extract ran {n}")
+            wait_until(_ran(store, "load", n, then=BLOCKED), timeout=20,
+                       what=f"load ran {n} and waits again")  # fmt: skip
+        threading.Event().wait(0.5)  # a short bounded wait to prove a negative: no extra run
+        assert _ok(store, "load") == 6
+        assert len(_records(store, "load", Outcome.BLOCKED)) == 6
+    finally:
+        store.close()
+
+
+def test_an_upstream_cannot_be_removed_from_another_process_while_the_dependent_is_blocked(
+    pair: Pair,
+) -> None:
+    """Every process has the dependent (the rows are one registry): a removal of the
+    upstream is refused in either, naming the dependent, and nothing is lost."""
+    first, second, reader = pair
+    _register(first)
+    wait_until(lambda: any(t.id == "load" and t.status is BLOCKED for t in second.tasks()),
+               timeout=10, what="B has load, BLOCKED")  # fmt: skip
+    with pytest.raises(SchedulerStateError, match=r"load"):
+        second.remove("extract")
+    assert {s.task.id for s in reader.load_all()} == {"extract", "load"}
+    first.run_now("extract")
+    wait_until(_ran(reader, "load", 1), timeout=10, what="load released and run")
