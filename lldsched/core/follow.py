@@ -200,5 +200,5 @@ def _control(core: SchedulerCore, task: ScheduledTask, status: TaskStatus) -> No
         core.cancel(task.id)
     elif status is TaskStatus.PAUSED:
         core.pause(task.id)
-    elif task.status is TaskStatus.PAUSED and status in (*RUNNABLE, TaskStatus.RUNNING):
+    elif task.status is TaskStatus.PAUSED and (status in RUNNABLE or status is TaskStatus.RUNNING):
         core.resume(task.id)

@@ -43,6 +43,7 @@ import math
 import threading
 from datetime import datetime, timedelta
 from functools import lru_cache
+from typing import ClassVar
 
 from lldsched import checks
 from lldsched.checks import whole
@@ -106,7 +107,7 @@ class Jittered(FrozenValue):
     docstring)."""
 
     __slots__ = ("_knot", "max_delay", "schedule", "seed")
-    _fields = ("schedule", "max_delay", "seed")
+    _fields: ClassVar[tuple[str, ...]] = ("schedule", "max_delay", "seed")
     schedule: Schedule
     max_delay: float
     seed: int
@@ -224,7 +225,7 @@ class Window(FrozenValue):
     SUCCEEDED.  At least one of the three must be given."""
 
     __slots__ = ("_lock", "_runs", "end", "max_runs", "schedule", "start")
-    _fields = ("schedule", "start", "end", "max_runs")
+    _fields: ClassVar[tuple[str, ...]] = ("schedule", "start", "end", "max_runs")
     schedule: Schedule
     start: float | None
     end: float | None

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import ClassVar
 
 from lldsched import checks
 from lldsched.checks import seconds
@@ -119,7 +120,7 @@ class FrozenValue:
     ``_fields`` is a private detail (a :class:`~.decorators.Window`'s run counts)."""
 
     __slots__ = ()
-    _fields: tuple[str, ...] = ()
+    _fields: ClassVar[tuple[str, ...]] = ()
 
     def _values(self) -> tuple[object, ...]:
         return tuple(getattr(self, name) for name in self._fields)
@@ -198,7 +199,7 @@ class FixedDelay(_Interval):
     microsecond")."""
 
     __slots__ = ("delay", "start_delay")
-    _fields = ("delay", "start_delay")
+    _fields: ClassVar[tuple[str, ...]] = ("delay", "start_delay")
     delay: float
     start_delay: float
 
@@ -256,7 +257,7 @@ class FixedRate(_Interval):
     is kept as its seconds."""
 
     __slots__ = ("on_overrun", "period", "start_delay")
-    _fields = ("period", "on_overrun", "start_delay")
+    _fields: ClassVar[tuple[str, ...]] = ("period", "on_overrun", "start_delay")
     period: float
     on_overrun: OverrunPolicy
     start_delay: float
