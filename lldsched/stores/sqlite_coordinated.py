@@ -26,7 +26,7 @@ from lldsched.logs import CLUSTER
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
 from lldsched.persistence import Change, Claim, Lease, Task, TaskSnapshot, finished
 from lldsched.stores.codec import encode_task
-from lldsched.stores.sqlite_rows import UPDATE, UPSERT, immediate, snapshot_of
+from lldsched.stores.sqlite_rows import TASK_COLUMNS, UPDATE, UPSERT, immediate, snapshot_of
 from lldsched.stores.sqlite_shared import SharedState, bump
 
 __all__ = ["CoordinatedMethods"]
@@ -232,8 +232,7 @@ class CoordinatedMethods:
                 return None
             with immediate(connection):
                 row = connection.execute(
-                    "SELECT id, definition, status, next_run_at, attempt, run_count, "
-                    "failure_count, last_error, running, waited FROM tasks WHERE id = ?",
+                    f"SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?",
                     (task_id,),
                 ).fetchone()
                 if row is None:

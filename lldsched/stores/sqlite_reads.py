@@ -26,7 +26,7 @@ from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import Task, TaskSnapshot, finished
 from lldsched.stores.codec import load_each, renamed
-from lldsched.stores.sqlite_rows import RECORD_COLUMNS, immediate
+from lldsched.stores.sqlite_rows import RECORD_COLUMNS, TASK_COLUMNS, immediate
 from lldsched.stores.sqlite_rows import record_of as _record
 from lldsched.stores.sqlite_rows import snapshot_of as _snapshot
 
@@ -69,8 +69,7 @@ class SqliteReads:
         """
         with self._using("read the tasks") as connection:
             rows = connection.execute(
-                "SELECT id, definition, status, next_run_at, attempt, run_count, "
-                "failure_count, last_error, running, waited FROM tasks ORDER BY position"
+                f"SELECT {TASK_COLUMNS} FROM tasks ORDER BY position"
             ).fetchall()
         unreadable = self._coordinated().unreadable if leave_out else None
         snapshots, kept = load_each(
@@ -102,8 +101,7 @@ class SqliteReads:
         """The latest snapshot of ``task_id``, or None."""
         with self._using("read task", task_id) as connection:
             row = connection.execute(
-                "SELECT id, definition, status, next_run_at, attempt, run_count, "
-                "failure_count, last_error, running, waited FROM tasks WHERE id = ?",
+                f"SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?",
                 (task_id,),
             ).fetchone()
         if row is None:

@@ -20,6 +20,7 @@ __all__ = [
     "FINISHED",
     "INSERT_RECORD",
     "RECORD_COLUMNS",
+    "TASK_COLUMNS",
     "UPDATE",
     "UPSERT",
     "failure",
@@ -50,6 +51,10 @@ INSERT_RECORD = """
 INSERT INTO records (task_id, seq, attempt, due, slot, worker, started, finished, ok, error,
     timed_out, misfire, result, token, name) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
+TASK_COLUMNS = (  # a task row as snapshot_of reads it
+    "id, definition, status, next_run_at, attempt, run_count, "
+    "failure_count, last_error, running, waited"
+)
 RECORD_COLUMNS = (  # the name the run had; a record written before schema 5 has none kept
     "r.task_id, coalesce(r.name, t.name), r.attempt, r.due, r.slot, r.worker, r.started, "
     "r.finished, r.ok, r.error, r.timed_out, r.misfire, r.result, r.token"
