@@ -359,6 +359,13 @@ def test_every_chart_writes_its_title_on_the_left_at_one_size() -> None:
     # panel titled itself larger than its neighbours.
     from lldsched.sim import ClusterScenario, ClusterTask, simulate_cluster
     from lldsched.views.plots import cluster_timeline, fencing_comparison
+    from lldsched.views.plots.lab import (
+        cancel_cost,
+        listener_latency,
+        overrun_pileup,
+        polling_tradeoff,
+        wheel_costs,
+    )
 
     result = simulate_cluster(
         ClusterScenario(nodes=3, tasks=(ClusterTask("report", every=60.0, duration=5.0),),
@@ -372,6 +379,9 @@ def test_every_chart_writes_its_title_on_the_left_at_one_size() -> None:
         "utilisation": utilisation_plot(frame, workers=1),
         "cluster_timeline": cluster_timeline(result),
         "fencing_comparison": fencing_comparison([result]),
+        "polling_tradeoff": polling_tradeoff([("Condition.wait", 0.0, 0.2), ("poll", 90.0, 4.0)]),
+        "cancel_cost": cancel_cost([1_000, 10_000], [0.5, 0.6], [80.0, 1_500.0]),
+        "listener_latency": listener_latency([0, 1], [1.0, 1.0], [2.0, 50.0]),
     }
     sizes: set[float] = set()
     for name, figure in charts.items():
@@ -382,14 +392,27 @@ def test_every_chart_writes_its_title_on_the_left_at_one_size() -> None:
         sizes.add(float(title.get_fontsize()))
         assert title.get_window_extent().x1 <= figure.bbox.x1, name  # broken, not cut off
     assert len(sizes) == 1, sizes
-    overrun = overrun_comparison({
-        **simulate_overrun(period=60, duration=150, horizon=600),
-        Overlap.ALLOW: to_frame([]),
-    })  # fmt: skip
-    panels = {
-        float(left_title(ax).get_fontsize()) for ax in overrun.axes if ax.get_title(loc="left")
-    }
-    assert len(panels) == 1 and max(panels) < min(sizes), panels  # a size under the figure's
+    # Figures of panels: the figure's title on the left, at that size; the panels' a size
+    # under it (the overrun comparison's empty panel was titled a size larger).
+    panelled = [
+        overrun_comparison({
+            **simulate_overrun(period=60, duration=150, horizon=600),
+            Overlap.ALLOW: to_frame([]),
+        }),
+        overrun_pileup({"SKIP": ([(0.0, 0.0), (7200.0, 0.0)], [(0.0, 0.0)])}),
+        wheel_costs([1, 10], {"heap": [1, 1], "wheel": [2, 2]}, {"heap": [1, 2]}),
+    ]  # fmt: skip
+    panels: set[float] = set()
+    for figure in panelled:
+        render(figure)
+        suptitle = figure._suptitle  # type: ignore[attr-defined]
+        assert suptitle is not None and suptitle.get_ha() == "left", figure.get_suptitle()
+        assert float(suptitle.get_fontsize()) in sizes, figure.get_suptitle()
+        for ax in figure.axes:
+            if ax.get_title(loc="left"):
+                assert ax.get_title(loc="center") == ""
+                panels.add(float(left_title(ax).get_fontsize()))
+    assert len(panels) == 1 and max(panels) < min(sizes), panels
 
 
 def left_title(ax: Any) -> Text:

@@ -24,6 +24,7 @@ from lldsched.views.plots._base import (
     PlotFigure,
     _dates,
     _empty,
+    _figure_title,
     _legend,
     _root,
     _set_xlim,
@@ -157,7 +158,7 @@ def overrun_comparison(
                 linestyle="none", marker="x", markersize=7, color=_SKIPPED_COLOUR,
                 markeredgewidth=1.8, zorder=6, gid="skipped_slots",
             )  # fmt: skip
-    figure.suptitle(f"Overrun and overlap policies: {name}", x=0.01, ha="left")
+    _figure_title(figure, f"Overrun and overlap policies: {name}")
     handles = [Patch(facecolor=rgba, label="run"), *_mark_handles(first.iloc[:0], colour=rgba)]
     handles.append(Line2D([], [], color="0.75", linestyle=":", label="fixed-rate slots"))
     if crosses:
