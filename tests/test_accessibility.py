@@ -281,7 +281,7 @@ def test_a_gantt_chart_in_words() -> None:
     assert gantt(_ten()).description == (  # type: ignore[attr-defined]
         "Chart: 10 runs on 3 workers: 1 failed, 1 timed out\n"
         "x axis: time (UTC); y axis: worker; key: backup, report, import, heartbeat, "
-        "failed, timed out, due, then the wait to start"
+        "failed, timed out, due, then the wait to start (task's colour)"
     )
 
 

@@ -74,7 +74,7 @@ def test_the_timeline_marks_each_duplicate_write_and_each_rejected_write() -> No
     assert isinstance(unfenced, PlotFigure)
     assert (markers(unfenced, "*"), markers(unfenced, "X")) == (4, 0)
     assert (markers(fenced, "*"), markers(fenced, "X")) == (0, 1)
-    assert "1 write(s) rejected, 0 duplicate(s)" in fenced.axes[0].get_title()
+    assert "1 write(s) rejected, 0 duplicate(s)" in fenced.axes[0].get_title(loc="left")
     labels = [t.get_text() for t in fenced.axes[0].get_yticklabels()]
     assert labels == ["node-0", "node-1", "node-2"]
     assert isinstance(fenced, PlotFigure)

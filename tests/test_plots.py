@@ -128,7 +128,7 @@ def test_each_task_has_one_colour_and_the_legend_names_every_task(ten: pd.DataFr
     assert len({next(iter(found)) for found in by_task.values()}) == 4
     assert legend_texts(ax) == [
         "backup", "report", "import", "heartbeat", "failed", "timed out",
-        "due, then the wait to start",
+        "due, then the wait to start\n(task's colour)",
     ]  # fmt: skip
 
 
@@ -187,7 +187,7 @@ def test_runs_too_short_for_a_bar_are_drawn_as_diamonds(ten: pd.DataFrame) -> No
     hour = gantt(ten, span=(T0, T0 + 3600)).axes[0]  # an hour: now they are too short
     (marks,) = [c for c in hour.collections if c.get_gid() == "short_runs"]
     assert len(np.asarray(marks.get_offsets())) == 5
-    assert "a run too short for a bar" in legend_texts(hour)
+    assert "a run too short for a bar\n(task's colour)" in legend_texts(hour)
 
 
 def test_a_span_fixes_the_time_axis_even_for_no_runs() -> None:
@@ -357,7 +357,11 @@ def test_a_hundred_thousand_runs_are_drawn_as_a_few_collections() -> None:
     marks = collection(ax, "due")  # beyond DETAIL_RUNS: only the late runs' waits
     assert len(segments(marks)) == int((frame["lateness"] > pd.Timedelta(0)).sum())
     assert len(marks.get_paths()) <= 12  # a path per task colour, not one per wait
-    assert legend_texts(ax)[-3:] == ["failed", "timed out", "due, then the wait to start"]
+    assert legend_texts(ax)[-3:] == [
+        "failed",
+        "timed out",
+        "due, then the wait to start\n(task's colour)",
+    ]
     render(figure)  # and it renders
 
 

@@ -15,12 +15,13 @@ import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.collections import PathCollection
+from matplotlib.collections import LineCollection, PathCollection
+from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.text import Text
 
-from lldsched import ExecutionRecord
+from lldsched import ExecutionRecord, Overlap
 from lldsched.sim.overrun import simulate_overrun
 from lldsched.sim.scenario import build_scenario
 from lldsched.views.frames import to_frame
@@ -307,3 +308,139 @@ def test_a_task_whose_curve_hides_in_the_rise_at_zero_says_how_late_it_ever_was(
     assert "report-latam (all within 1 s)" in texts
     assert "nightly-backup (never late)" in texts
     assert "report-india" in texts  # 7 min 52 s late at worst: a curve that shows
+
+
+def test_the_wait_mark_is_keyed_as_it_is_drawn() -> None:
+    # The key drew "due, then the wait to start" dark grey, while every chart draws the
+    # tick and the line in the run's task colour: in the overrun comparison a pale brown
+    # nothing on the chart matched.  The key draws it in the colour the chart does, or,
+    # where a chart draws it in several task colours, says so.
+    charts = {
+        "overrun": overrun_comparison(simulate_overrun(period=60, duration=150, horizon=600)),
+        "gantt": gantt(to_frame([
+            R("t1", "backup", 1, T0, T0, 0, T0 + 30, T0 + 300, True),
+            R("t2", "report", 1, T0, T0, 1, T0 + 60, T0 + 120, True),
+        ])),
+    }  # fmt: skip
+    for name, figure in charts.items():
+        (legend,) = [key for ax in figure.axes if (key := ax.get_legend()) is not None]
+        (handle, text), *_ = [
+            (h, t.get_text()) for h, t in zip(legend.legend_handles, legend.get_texts(),
+                                               strict=True)
+            if t.get_text().startswith("due, then the wait to start")
+        ]  # fmt: skip
+        drawn = {
+            rounded(colour)
+            for ax in figure.axes for mark in ax.collections
+            if mark.get_gid() == "due" and isinstance(mark, LineCollection)
+            for colour in mark.get_colors()
+        }  # fmt: skip
+        assert drawn, name
+        assert isinstance(handle, Line2D)
+        keyed = rounded(handle.get_color())
+        if len(drawn) == 1:
+            assert drawn == {keyed}, name
+            assert text == "due, then the wait to start", name
+        else:
+            assert text == "due, then the wait to start\n(task's colour)", name
+
+
+def rounded(colour: Any) -> tuple[float, ...]:
+    """A colour as RGBA, to three places."""
+    return tuple(round(float(channel), 3) for channel in to_rgba(colour))
+
+
+# -- titles --------------------------------------------------------------------------------
+
+
+def test_every_chart_writes_its_title_on_the_left_at_one_size() -> None:
+    # The cluster timeline and the fencing comparison wrote theirs centred at 10 points,
+    # every other chart on the left at the title size; the overrun comparison's empty
+    # panel titled itself larger than its neighbours.
+    from lldsched.sim import ClusterScenario, ClusterTask, simulate_cluster
+    from lldsched.views.plots import cluster_timeline, fencing_comparison
+    from lldsched.views.plots.lab import (
+        cancel_cost,
+        listener_latency,
+        overrun_pileup,
+        polling_tradeoff,
+        wheel_costs,
+    )
+
+    result = simulate_cluster(
+        ClusterScenario(nodes=3, tasks=(ClusterTask("report", every=60.0, duration=5.0),),
+                        horizon=300.0)
+    )  # fmt: skip
+    frame = to_frame([R("t1", "backup", 1, T0, T0, 0, T0 + 30, T0 + 300, True)])
+    charts = {
+        "gantt": gantt(frame),
+        "lateness_over_time": lateness_over_time(frame),
+        "lateness_distribution": lateness_distribution(frame),
+        "utilisation": utilisation_plot(frame, workers=1),
+        "cluster_timeline": cluster_timeline(result),
+        "fencing_comparison": fencing_comparison([result]),
+        "polling_tradeoff": polling_tradeoff([("Condition.wait", 0.0, 0.2), ("poll", 90.0, 4.0)]),
+        "cancel_cost": cancel_cost([1_000, 10_000], [0.5, 0.6], [80.0, 1_500.0]),
+        "listener_latency": listener_latency([0, 1], [1.0, 1.0], [2.0, 50.0]),
+    }
+    sizes: set[float] = set()
+    for name, figure in charts.items():
+        render(figure)
+        ax = figure.axes[0]
+        assert ax.get_title(loc="center") == "" and ax.get_title(loc="left"), name
+        title = left_title(ax)
+        sizes.add(float(title.get_fontsize()))
+        assert title.get_window_extent().x1 <= figure.bbox.x1, name  # broken, not cut off
+    assert len(sizes) == 1, sizes
+    # Figures of panels: the figure's title on the left, at that size; the panels' a size
+    # under it (the overrun comparison's empty panel was titled a size larger).
+    panelled = [
+        overrun_comparison({
+            **simulate_overrun(period=60, duration=150, horizon=600),
+            Overlap.ALLOW: to_frame([]),
+        }),
+        overrun_pileup({"SKIP": ([(0.0, 0.0), (7200.0, 0.0)], [(0.0, 0.0)])}),
+        wheel_costs([1, 10], {"heap": [1, 1], "wheel": [2, 2]}, {"heap": [1, 2]}),
+    ]  # fmt: skip
+    panels: set[float] = set()
+    for figure in panelled:
+        render(figure)
+        suptitle = figure._suptitle  # type: ignore[attr-defined]
+        assert suptitle is not None and suptitle.get_ha() == "left", figure.get_suptitle()
+        assert float(suptitle.get_fontsize()) in sizes, figure.get_suptitle()
+        for ax in figure.axes:
+            if ax.get_title(loc="left"):
+                assert ax.get_title(loc="center") == ""
+                panels.add(float(left_title(ax).get_fontsize()))
+    assert len(panels) == 1 and max(panels) < min(sizes), panels
+
+
+def left_title(ax: Any) -> Text:
+    """The text object of the title written on the left of ``ax``."""
+    text = ax.get_title(loc="left")
+    (found,) = [t for t in ax.findobj(Text) if t is not ax.title and t.get_text() == text]
+    assert isinstance(found, Text)
+    return found
+
+
+# -- a lateness distribution with nothing late --------------------------------------------
+
+
+def test_a_distribution_where_every_run_was_on_time_says_so_on_an_axis_of_few_ticks() -> None:
+    # Every run on time: an axis from 0 to 0.2 s ticked every 0.025, and a single line
+    # at 0 that read as a chart of nothing.
+    on_time = to_frame([
+        R(f"t{k}", name, 1, T0 + 60 * i, T0 + 60 * i, k, T0 + 60 * i, T0 + 60 * i + 1, True)
+        for i in range(5) for k, name in enumerate(("tick", "tock"))
+    ])  # fmt: skip
+    figure = lateness_distribution(on_time)
+    render(figure)
+    ax = figure.axes[0]
+    low, high = ax.get_xlim()
+    ticks = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    assert 2 <= len(ticks) <= 5, ticks
+    assert all(float(tick) * 10 == int(float(tick) * 10) for tick in ticks), ticks
+    assert low < 0 <= float(ticks[0]) and high >= 1.0
+    assert "every run started on time" in all_text(figure)
+    late = to_frame([R("t1", "tick", 1, T0, T0, 0, T0 + 5, T0 + 6, True)])
+    assert "every run started on time" not in all_text(lateness_distribution(late))

@@ -1,5 +1,5 @@
-"""What every plot shares: the figure class, axes and time helpers, task colours and
-legends (the bars of runs the Gantt chart and the overrun comparison draw are
+"""What every plot shares: the figure class, axes and time helpers, task colours,
+legends and titles (the bars of runs the Gantt chart and the overrun comparison draw are
 :mod:`lldsched.views.plots.runbars`').
 
 matplotlib is imported here first (:mod:`lldsched.views.plots` imports this module
@@ -404,6 +404,24 @@ def _set_xlim(ax: Axes, low: float, high: float) -> None:
         return
     span = high - low
     ax.set_xlim(low - span * 0.01, high + span * 0.01)
+
+
+def _title(ax: Axes, text: str, *, panel: bool = False) -> None:
+    """Write ``text`` as the title of ``ax``, as every chart of the kit does: on the left
+    (from the plot's left edge, where a reader starts), at matplotlib's title size
+    (``axes.titlesize``); a ``panel`` under a figure's own title (:func:`_figure_title`)
+    a size smaller, so the figure's reads first.  A title too long for its chart is
+    broken by the caller, where its sense allows (after a colon or a semicolon)."""
+    if panel:
+        ax.set_title(text, loc="left", fontsize="medium")
+    else:
+        ax.set_title(text, loc="left")
+
+
+def _figure_title(figure: Figure, text: str) -> None:
+    """Write ``text`` as the title of a figure of several panels (each titled with
+    :func:`_title`, ``panel=True``), on the left as theirs are, at matplotlib's size."""
+    figure.suptitle(text, x=0.01, ha="left")
 
 
 def _empty(ax: Axes, what: str) -> None:

@@ -23,7 +23,16 @@ import numpy as np
 
 from lldsched.cluster import ClusterResult, ClusterRun
 from lldsched.views.cluster import cluster_counts, label_of
-from lldsched.views.plots._base import Axes, Figure, Line2D, Patch, _axes, _empty, _legend
+from lldsched.views.plots._base import (
+    Axes,
+    Figure,
+    Line2D,
+    Patch,
+    _axes,
+    _empty,
+    _legend,
+    _title,
+)
 from lldsched.views.plots.palette import LEASE, SERIES, STATE_ALPHA, STATES, WRITES, Cue
 
 __all__ = ["cluster_timeline", "fencing_comparison"]
@@ -80,11 +89,11 @@ def cluster_timeline(result: ClusterResult, *, ax: Axes | None = None) -> Figure
     ax.set_xlabel("seconds after the start")
     ax.set_ylabel("node")
     summary = result.summary()
-    ax.set_title(
-        f"{label_of(result)}, lease {result.lease:g} s renewed every {result.renewal:g} s: "
+    _title(
+        ax,
+        f"{label_of(result)}, lease {result.lease:g} s renewed every {result.renewal:g} s:\n"
         f"{summary['takeovers']} takeover(s), {summary['rejected']} write(s) rejected, "
         f"{summary['duplicates']} duplicate(s), {summary['lost']} slot(s) lost",
-        fontsize=10,
     )
     ax.grid(axis="x", alpha=0.3)
     if not result.runs:
@@ -196,7 +205,7 @@ def fencing_comparison(
     top = float(counts[shown].to_numpy().max())
     ax.set_ylim(0, max(1.0, top) * 1.18)
     compared = " against ".join(str(label) for label in counts.index)
-    ax.set_title(f"{compared}: {int(counts['slots'].iloc[0])} slots due", fontsize=10)
+    _title(ax, f"{compared}: {int(counts['slots'].iloc[0])} slots due")
     ax.legend(frameon=False)
     ax.grid(axis="y", alpha=0.3)
     return figure

@@ -32,6 +32,7 @@ from lldsched.views.plots._base import (
     _task_handles,
     _tasks,
     _time_axis,
+    _title,
     ran,
     task_label,
 )
@@ -135,7 +136,7 @@ def gantt(
     ax.set_axisbelow(True)
     _time_axis(ax, tz, blank=not len(frame) and shown is None)
     title = title if title is not None else _gantt_title(everything, by)
-    ax.set_title(title, loc="left")
+    _title(ax, title)
     return figure
 
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from matplotlib.ticker import LogFormatter
 
-from lldsched.views.plots._base import Figure, PlotFigure
+from lldsched.views.plots._base import Figure, PlotFigure, _figure_title, _title
 from lldsched.views.plots.palette import series
 
 __all__ = ["cancel_cost", "listener_latency", "overrun_pileup", "polling_tradeoff", "wheel_costs"]
@@ -55,7 +55,7 @@ def polling_tradeoff(points: Sequence[tuple[str, float, float]]) -> Figure:
     ax.set_ylim(low, high * 3)  # room for the labels under the title
     ax.set_xlabel("timer wake-ups per idle second")
     ax.set_ylabel("median run due in 20-120 ms\nstarts late by (ms)")
-    ax.set_title("Polling trades idle wake-ups for lateness; Condition.wait pays neither")
+    _title(ax, "Polling trades idle wake-ups for lateness;\nCondition.wait pays neither")
     ax.grid(True, which="major", alpha=0.3)
     return figure
 
@@ -72,7 +72,7 @@ def cancel_cost(
     ax.set_yscale("log")
     ax.set_xlabel("entries in the heap")
     ax.set_ylabel("CPU per cancel (µs)")
-    ax.set_title("Cancel cost against heap size")
+    _title(ax, "Cancel cost against heap size")
     ax.legend()
     ax.grid(True, which="major", alpha=0.3)
     return figure
@@ -95,14 +95,14 @@ def overrun_pileup(
                 markevery=_SPARSE,
                 **series(index),
             )
-    job_ax.set_title("the job (every 60 s, runs 150 s)")
-    beat_ax.set_title("the heartbeat beside it (every 10 s)")
+    _title(job_ax, "the job (every 60 s, runs 150 s)", panel=True)
+    _title(beat_ax, "the heartbeat beside it (every 10 s)", panel=True)
     for ax in (job_ax, beat_ax):
         ax.set_xlabel("hours into the simulated day")
         ax.set_ylabel("a run starts late by (h)")
         ax.grid(True, alpha=0.3)
     job_ax.legend()
-    figure.suptitle("An overrunning fixed-rate job on two workers, one simulated day")
+    _figure_title(figure, "An overrunning fixed-rate job on two workers, one simulated day")
     return figure
 
 
@@ -116,7 +116,7 @@ def listener_latency(
     ax.plot(delays_ms, off_lock_ms, label="listener on the dispatcher's thread", **series(1))
     ax.set_xlabel("the listener's delay per event (ms)")
     ax.set_ylabel("median run starts late by (ms)")
-    ax.set_title("Dispatch latency against listener delay (20 runs due together)")
+    _title(ax, "Dispatch latency against listener delay\n(20 runs due together)")
     ax.legend()
     ax.grid(True, alpha=0.3)
     return figure
@@ -140,8 +140,8 @@ def wheel_costs(
         ax.yaxis.set_minor_formatter(_PlainLog(labelOnlyBase=False))
         ax.set_xlabel("timers (due over the next 60 s)")
         ax.set_ylabel("CPU per timer (µs)")
-        ax.set_title(what)
+        _title(ax, what, panel=True)
         ax.grid(True, alpha=0.3)
         ax.legend()
-    figure.suptitle("The real heap against a hierarchical timing wheel (1 ms ticks)")
+    _figure_title(figure, "The real heap against a hierarchical timing wheel (1 ms ticks)")
     return figure

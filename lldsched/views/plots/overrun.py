@@ -24,10 +24,12 @@ from lldsched.views.plots._base import (
     PlotFigure,
     _dates,
     _empty,
+    _figure_title,
     _legend,
     _root,
     _set_xlim,
     _time_axis,
+    _title,
     _unit,
     task_colours,
 )
@@ -115,15 +117,15 @@ def overrun_comparison(
             spans.append(_draw_runs(ax, frame, lane, colours, detail=True))
             worst = frame["lateness"].max().total_seconds()
             divisor, unit = _unit(worst)
-            ax.set_title(
+            _title(
+                ax,
                 f"{policy.name}: {len(frame)} runs, {len(dropped_slots[policy])} slots dropped,\n"
                 f"worst lateness {worst / divisor:.3g} {unit}",
-                loc="left",
-                fontsize="medium",
+                panel=True,
             )
         else:
             _empty(ax, "runs")
-            ax.set_title(policy.name, loc="left")
+            _title(ax, policy.name, panel=True)
         row_inches = (  # the height of a row: as laid out here, or of the axes given
             run if axes is None
             else ax.get_position().height * figure.get_figheight() / (rows[policy] - 0.5 - _TOP)
@@ -156,8 +158,8 @@ def overrun_comparison(
                 linestyle="none", marker="x", markersize=7, color=_SKIPPED_COLOUR,
                 markeredgewidth=1.8, zorder=6, gid="skipped_slots",
             )  # fmt: skip
-    figure.suptitle(f"Overrun and overlap policies: {name}", x=0.01, ha="left")
-    handles = [Patch(facecolor=rgba, label="run"), *_mark_handles(first.iloc[:0])]
+    _figure_title(figure, f"Overrun and overlap policies: {name}")
+    handles = [Patch(facecolor=rgba, label="run"), *_mark_handles(first.iloc[:0], colour=rgba)]
     handles.append(Line2D([], [], color="0.75", linestyle=":", label="fixed-rate slots"))
     if crosses:
         handles.append(

@@ -28,7 +28,14 @@ from matplotlib.path import Path
 
 from lldsched.views.plots._base import SHORT_RUN, Array, _dates
 
-__all__ = ["_BAR_HEIGHT", "_draw_runs", "_mark_handles"]
+__all__ = [
+    "IN_TASK_COLOUR",
+    "SHORT_LABEL",
+    "WAIT_LABEL",
+    "_BAR_HEIGHT",
+    "_draw_runs",
+    "_mark_handles",
+]
 
 _BAR_HEIGHT = 0.62
 # Past DETAIL_RUNS, bars are drawn as paths of this many boxes each (of one colour):
@@ -42,8 +49,29 @@ _TIMEOUT_COLOUR = "black"
 _HATCH = "////"
 
 
-def _mark_handles(frame: pd.DataFrame, detail: bool = True, *, short: bool = False) -> list[Any]:
+WAIT_LABEL = "due, then the wait to start"
+"""The legend's name of the due tick and wait line, which :func:`_draw_runs` draws in
+each run's task colour."""
+SHORT_LABEL = "a run too short for a bar"
+IN_TASK_COLOUR = "\n(task's colour)"
+"""Said after a mark's name in a chart of several task colours, whose key draws the mark
+in a neutral grey: a reader is not to look for a grey mark."""
+
+
+def _mark_handles(
+    frame: pd.DataFrame,
+    detail: bool = True,
+    *,
+    short: bool = False,
+    colour: tuple[float, float, float, float] | None = None,
+) -> list[Any]:
+    """The legend of the marks :func:`_draw_runs` draws.  The due tick, its wait line and
+    a short run's diamond take their run's task colour: ``colour``, the one task colour
+    of a chart (the overrun comparison's), keys them in it; without it (a chart of
+    several tasks) they are keyed in a neutral grey and named "(task's colour)"."""
     handles: list[Any] = []
+    tinted = _DUE_COLOUR if colour is None else colour
+    said = IN_TASK_COLOUR if colour is None else ""
     failed, timed_out = _failures(frame)
     if failed.any():
         handles.append(
@@ -57,13 +85,14 @@ def _mark_handles(frame: pd.DataFrame, detail: bool = True, *, short: bool = Fal
             Patch(facecolor="white", edgecolor=_TIMEOUT_COLOUR, linewidth=2.0, label="timed out")
         )
     handles.append(
-        Line2D([], [], color=_DUE_COLOUR, marker="|", markersize=7, linewidth=1.5,
-               label="due, then the wait to start")
+        Line2D([], [], color=tinted, marker="|", markersize=7, linewidth=1.5,
+               label=WAIT_LABEL + said)
     )  # fmt: skip
     if short:
         handles.append(
-            Line2D([], [], color="white", marker="D", markersize=5, markeredgecolor=_DUE_COLOUR,
-                   markeredgewidth=0.5, linestyle="none", label="a run too short for a bar")
+            Line2D([], [], color=tinted if colour is not None else "white", marker="D",
+                   markersize=5, markeredgecolor=_DUE_COLOUR, markeredgewidth=0.5,
+                   linestyle="none", label=SHORT_LABEL + said)
         )  # fmt: skip
     return handles
 

@@ -26,6 +26,7 @@ from lldsched.views.plots._base import (
     _task_handles,
     _tasks,
     _time_axis,
+    _title,
     _unit,
     ran,
     task_mark,
@@ -71,7 +72,7 @@ def lateness_over_time(
     ax.grid(color="0.9")
     ax.set_axisbelow(True)
     _time_axis(ax, tz, blank=not len(frame))
-    ax.set_title("Lateness over time: how long each run waited past its due time", loc="left")
+    _title(ax, "Lateness over time: how long each run waited past its due time")
     return figure
 
 
@@ -106,7 +107,8 @@ def lateness_distribution(frame: pd.DataFrame, ax: Axes | None = None) -> Figure
     is its 95th percentile.  A task whose runs all started on time is named "(never
     late)" in the legend: its curve is a vertical line at 0, hidden under the others'
     rise; one whose runs were all within 1 % of the largest lateness is named "(all
-    within 1 s)", its worst, for the same reason.  Past :data:`MAX_LEGEND_TASKS`
+    within 1 s)", its worst, for the same reason; where every run started on time, the
+    chart says so, on an axis of one second ticked by the half.  Past :data:`MAX_LEGEND_TASKS`
     tasks, the legend names those with the highest 95th percentile, in their colours,
     and the rest are thin grey curves underneath."""
     frame = ran(frame)
@@ -151,8 +153,16 @@ def lateness_distribution(frame: pd.DataFrame, ax: Axes | None = None) -> Figure
     # lateness).  The x axis runs a fifth past the data to make that room (about 1/6 of
     # the axes' width; the label needs 1/8 of the default figure's).
     largest = float(lateness.max()) / divisor if len(frame) else 0.0
-    span = largest if largest > 0 else 1.0
-    ax.set_xlim(-0.02 * span, largest + 0.2 * span)
+    if largest > 0:
+        ax.set_xlim(-0.02 * largest, largest * 1.2)
+    else:  # nothing late: an axis of one second, ticked by the half (not 0.025 s apart)
+        ax.set_xlim(-0.05, 1.2)
+        ax.set_xticks([0.0, 0.5, 1.0])
+        if len(frame):
+            ax.text(
+                0.5, 0.5, "every run started on time", transform=ax.transAxes,
+                ha="center", va="center", color="0.35", gid="all_on_time",
+            )  # fmt: skip
     ax.text(
         0.99, 0.945, "95 % of runs", transform=ax.get_yaxis_transform(), color="0.35",
         fontsize="small", ha="right", va="top",
@@ -164,7 +174,7 @@ def lateness_distribution(frame: pd.DataFrame, ax: Axes | None = None) -> Figure
     ax.set_axisbelow(True)
     if len(labels):
         _legend(ax, _task_handles(labels, palette, named, drawn="line"))
-    ax.set_title("Lateness per task", loc="left")
+    _title(ax, "Lateness per task")
     return figure
 
 
@@ -202,5 +212,5 @@ def utilisation_plot(
     ax.set_ylim(max(lanes, 1) - 0.5, -0.5)
     ax.set_ylabel("worker")
     _time_axis(ax, tz, blank=not len(table))
-    ax.set_title(title, loc="left")
+    _title(ax, title)
     return figure
