@@ -239,6 +239,33 @@ def test_an_upstream_dead_in_one_process_fails_the_dependent_once(pair: Pair, en
     assert "load" in reader.dead_letter()
 
 
+def test_a_cancelled_upstream_that_retired_still_fails_the_dependent_at_its_next_slot(
+    stores: list[CoordinatedStore],
+) -> None:
+    """As in one process (docs/DECISIONS.md, "A retired upstream counts as it ended"):
+    load had its success of extract and ran; extract is cancelled and retires at once
+    (retain_finished=0). load's next slot (an extra one, run_now) fails, naming extract;
+    it ran instead, and would at every slot after, as if extract were not named."""
+    scheduler = Scheduler(workers=2, store=stores[0], retain_finished=0).start()
+    try:
+        scheduler.schedule("extract", jobs.noop, FixedRate(HOUR), id="extract")
+        load = scheduler.schedule("load", jobs.noop, FixedRate(HOUR), id="load",
+                                  depends_on=["extract"])  # fmt: skip
+        wait_until(_ran(stores[2], "load", 1, then=TaskStatus.SCHEDULED), timeout=10,
+                   what="load ran once")  # fmt: skip
+        scheduler.cancel("extract")
+        assert [task.id for task in scheduler.tasks()] == ["load"]  # extract retired
+        assert scheduler.run_now("load")
+        wait_until(lambda: load.status is not TaskStatus.SCHEDULED or load.run_count == 2,
+                   timeout=10, what="load's next slot decided")  # fmt: skip
+        assert load.status is TaskStatus.FAILED and load.run_count == 1
+        assert "UpstreamFailed: upstream extract ('extract') is cancelled" in (
+            load.last_error or ""
+        )
+    finally:
+        scheduler.shutdown()
+
+
 @pytest.mark.parametrize("ends", ["ok", "failed"])
 def test_an_upstream_run_that_ended_a_wait_its_process_had_not_seen_yet_ends_it_there(
     tmp_path: Path, ends: str

@@ -315,8 +315,9 @@ class Dependencies:
 
         The in-memory sets follow the order in which the core saw events; records
         give the order by their times instead.  ``history`` is the dependent's records,
-        ``successes(upstream)`` the finish times of an upstream's successes.  Only
-        registered upstreams count: a retired one is not waited for.
+        ``successes(upstream)`` the finish times of an upstream's successes.  A retired
+        upstream counts as it ended: SUCCEEDED, for good; CANCELLED, waited for unless
+        a success it had counts (then :meth:`dead` fails the dependent).
         """
         upstreams = []
         for upstream in task.depends_on:
@@ -327,7 +328,11 @@ class Dependencies:
                     for_good=found.status is SUCCEEDED,
                     ever=_has_succeeded(found),
                 )
-                upstreams.append((upstream, known))
+            elif self._retired.get(upstream) in _DEAD:
+                known = Successes(finished=successes(upstream), for_good=False, ever=False)
+            else:  # retired SUCCEEDED (or purged as it retired): it satisfies every slot
+                continue
+            upstreams.append((upstream, known))
         return wait_of(since=_latest_start(history), upstreams=upstreams)
 
 
