@@ -195,6 +195,30 @@ def _both_see(pair: Pair, task_id: str, status: TaskStatus) -> Callable[[], bool
     return lambda: all(s.task(task_id).status is status for s in (first, second))
 
 
+def test_of_two_upstreams_the_process_that_ran_the_later_success_releases_the_dependent(
+    pair: Pair,
+) -> None:
+    """load waits for extract and for clean; the first process runs extract, the second
+    clean after it: clean's success completed the wait, so the second releases load, once
+    (the first ran a success too, but not the one that completed it)."""
+    first, second, reader = pair
+    for scheduler in (first, second):
+        for upstream in ("extract", "clean"):
+            scheduler.schedule(upstream, jobs.noop, FixedRate(HOUR, start_delay=HOUR),
+                               id=upstream, replace_existing=True)  # fmt: skip
+        scheduler.schedule("load", jobs.noop, FixedRate(HOUR), id="load",
+                           depends_on=["extract", "clean"], replace_existing=True)  # fmt: skip
+    wait_until(_both_see(pair, "load", BLOCKED), timeout=10, what="load blocked in both")
+    first.run_now("extract")
+    wait_until(_ran(reader, "extract", 1), timeout=10, what="extract ran")
+    second.run_now("clean")
+    wait_until(_ran(reader, "load", 1, then=TaskStatus.SCHEDULED), timeout=10,
+               what="load released, ran and scheduled")  # fmt: skip
+    (wait,) = _records(reader, "load", Outcome.BLOCKED)
+    (clean,) = [record for record in reader.records("clean") if record.ok]
+    assert wait.finished >= clean.finished
+
+
 @pytest.mark.parametrize("end", ["fails", "cancelled"])
 def test_an_upstream_dead_in_one_process_fails_the_dependent_once(pair: Pair, end: str) -> None:
     """As in one process: a dependent waiting for an upstream that failed for good or was
@@ -213,6 +237,33 @@ def test_an_upstream_dead_in_one_process_fails_the_dependent_once(pair: Pair, en
     (wait,) = _records(reader, "load", Outcome.BLOCKED)
     assert wait.error is not None and "UpstreamFailed: upstream extract" in wait.error
     assert "load" in reader.dead_letter()
+
+
+def test_a_cancelled_upstream_that_retired_still_fails_the_dependent_at_its_next_slot(
+    stores: list[CoordinatedStore],
+) -> None:
+    """As in one process (docs/DECISIONS.md, "A retired upstream counts as it ended"):
+    load had its success of extract and ran; extract is cancelled and retires at once
+    (retain_finished=0). load's next slot (an extra one, run_now) fails, naming extract;
+    it ran instead, and would at every slot after, as if extract were not named."""
+    scheduler = Scheduler(workers=2, store=stores[0], retain_finished=0).start()
+    try:
+        scheduler.schedule("extract", jobs.noop, FixedRate(HOUR), id="extract")
+        load = scheduler.schedule("load", jobs.noop, FixedRate(HOUR), id="load",
+                                  depends_on=["extract"])  # fmt: skip
+        wait_until(_ran(stores[2], "load", 1, then=TaskStatus.SCHEDULED), timeout=10,
+                   what="load ran once")  # fmt: skip
+        scheduler.cancel("extract")
+        assert [task.id for task in scheduler.tasks()] == ["load"]  # extract retired
+        assert scheduler.run_now("load")
+        wait_until(lambda: load.status is not TaskStatus.SCHEDULED or load.run_count == 2,
+                   timeout=10, what="load's next slot decided")  # fmt: skip
+        assert load.status is TaskStatus.FAILED and load.run_count == 1
+        assert "UpstreamFailed: upstream extract ('extract') is cancelled" in (
+            load.last_error or ""
+        )
+    finally:
+        scheduler.shutdown()
 
 
 @pytest.mark.parametrize("ends", ["ok", "failed"])

@@ -546,6 +546,23 @@ def test_a_restored_dependent_waits_for_a_success_newer_than_its_last_run() -> N
     assert [r.started for r in report.history if r.outcome.ran] == [T0 + 60, T0 + HOUR + 60]
 
 
+def test_a_one_off_upstream_that_succeeded_still_satisfies_every_slot_after_a_restart() -> None:
+    # "Initialise once, then sync every minute", restarted after sync ran: init's one
+    # success is older than sync's latest start, and it still counts (SUCCEEDED for good).
+    store = InMemoryTaskStore()
+    sim = Simulation(workers=1, start=T0, store=store)
+    sim.schedule("init", OneTime(delay=0), action=jobs.noop, id="init")
+    sim.schedule("sync", FixedRate(60, start_delay=30), action=jobs.noop, id="sync",
+                 depends_on=["init"])  # fmt: skip
+    sim.run(T0 + 100)
+    restarted = Simulation(workers=1, start=T0 + 100, store=store)
+    sync = restarted.task("sync")
+    assert restarted.task("init").status is TaskStatus.SUCCEEDED
+    restarted.run(T0 + 300)
+    assert sync.status is SCHEDULED and waits(sync) == []
+    assert [r.slot - T0 for r in sync.history if r.outcome.ran] == [30, 90, 150, 210, 270]
+
+
 # -- the simulation ------------------------------------------------------------------------
 
 

@@ -33,6 +33,9 @@ are its *upstreams*.  The rule, stated once (the core carries it out in
   After a restart, an upstream a restored dependent names that the store no longer
   holds (``purge_retired`` deleted its row) counts as a retired success.
 
+* Counted from records instead (after a restart, and on a shared store), the rule
+  is :func:`wait_of`: the order of events is read from the records' times.
+
 * **On a shared store** (several processes, docs/CLUSTER.md) the waiting sets of one
   process do not see the runs of the others, and the change feed keeps only each
   row's latest state, not the order of events.  So there the sets are counted again
@@ -58,13 +61,62 @@ from lldsched.core.names import SUCCEEDED
 from lldsched.core.task import ScheduledTask
 from lldsched.model import ExecutionRecord, TaskStatus
 
-__all__ = ["Dependencies", "RetiredUpstream", "Upstream"]
+__all__ = ["Dependencies", "RetiredUpstream", "Successes", "Upstream", "Wait", "wait_of"]
 
 _DEAD = (TaskStatus.FAILED, TaskStatus.CANCELLED)
 _KEPT_HERE = 64  # an upstream's latest successes run here, kept for completed_here
 
 Records = Callable[[str], Sequence[ExecutionRecord]]
 """A task id -> that task's records in a shared store, oldest first."""
+
+
+class Successes(NamedTuple):
+    """What the rule needs to know of one upstream's successes."""
+
+    finished: Sequence[float]
+    """The finish times of its successes, as far as they are known (in any order)."""
+    for_good: bool
+    """It SUCCEEDED for good (a one-off that ran): it satisfies every slot."""
+    ever: bool
+    """It has succeeded (its counts say so, even where its records were trimmed)."""
+
+
+class Wait(NamedTuple):
+    """What a dependent's next slot still waits for, and what ended its wait."""
+
+    waiting: set[str]
+    """The upstreams it still needs a success of."""
+    completed_by: float | None
+    """The finish of the success that completed the wait: of each upstream's first
+    success after the slot, the latest.  None while it waits, or when no upstream has a
+    success after the slot (each counts for good, or by its counts alone)."""
+
+
+def wait_of(*, since: float | None, upstreams: Iterable[tuple[str, Successes]]) -> Wait:
+    """The rule, on what is known: which ``upstreams`` a dependent's slot still waits for.
+
+    ``since`` is when the dependent's latest slot started (None: it never ran).  An
+    upstream counts when one of its successes finished strictly after ``since`` (for
+    a first slot: when it ever succeeded), or when it SUCCEEDED for good.
+    """
+    waiting = set()
+    completed_by = None
+    for upstream, known in upstreams:
+        counted = [t for t in known.finished if since is None or t > since]
+        if counted:
+            first = min(counted)
+            if completed_by is None or first > completed_by:
+                completed_by = first
+        elif not known.for_good and (since is not None or not known.ever):
+            waiting.add(upstream)
+    return Wait(waiting=waiting, completed_by=None if waiting else completed_by)
+
+
+def _latest_start(history: Iterable[ExecutionRecord]) -> float | None:
+    """When a dependent's latest slot started (its latest first attempt that ran), from
+    its records; None when they show none."""
+    starts = [r.started for r in history if r.outcome.ran and r.attempt == 1]
+    return starts[-1] if starts else None
 
 
 class Dependencies:
@@ -93,22 +145,18 @@ class Dependencies:
 
         ``history`` is the task's own records, for a task restored from a store:
         what it waits for is worked out from the records, as far back as the store
-        keeps them (:meth:`_waiting_from`).  Otherwise it waits for the
-        upstreams that never succeeded.
+        keeps them (:meth:`_counted`).  Otherwise it waits for the upstreams that
+        never succeeded (:func:`wait_of` for a first slot).
         """
         self.unlink(task.id)
         for upstream in task.depends_on:
             self._dependents.setdefault(upstream, {})[task.id] = None
         history = tuple(history)
         if history:
-            self.waiting[task.id] = self._waiting_from(task, history, self._history)
-        else:
-            self.waiting[task.id] = {
-                upstream
-                for upstream in task.depends_on
-                if self._retired.get(upstream) is not SUCCEEDED
-                and not _has_succeeded(self._get(upstream))
-            }
+            self.waiting[task.id] = self._counted(task, history, self._succeeded_in_memory).waiting
+        else:  # a new task's first slot, by what the registry knows
+            known = [(upstream, self._known(upstream)) for upstream in task.depends_on]
+            self.waiting[task.id] = wait_of(since=None, upstreams=known).waiting
 
     def unlink(self, task_id: str) -> None:
         """Forget ``task_id``'s own edges (as a dependent)."""
@@ -194,9 +242,26 @@ class Dependencies:
         found = self._tasks.get(task_id)
         return found.status if found is not None else self._retired.get(task_id)
 
-    def _history(self, task_id: str) -> Sequence[ExecutionRecord]:
-        found = self._get(task_id)
-        return () if found is None else found.history
+    def _known(self, upstream: str) -> Successes:
+        """What the registry knows of ``upstream``'s successes (no finish times)."""
+        found = self._get(upstream)
+        return Successes(
+            finished=(),
+            for_good=self._status(upstream) is SUCCEEDED,
+            ever=_has_succeeded(found),
+        )
+
+    def _succeeded_in_memory(self, upstream: str) -> list[float]:
+        """The finish times of ``upstream``'s successes in its in-memory history."""
+        found = self._get(upstream)
+        return [] if found is None else [r.finished for r in found.history if r.ok]
+
+    def _succeeded_shared(self, upstream: str) -> list[float]:
+        """The finish times of ``upstream``'s successes in the shared store's records, and
+        of those this process ran (their records may not be written yet)."""
+        assert self._records is not None
+        found = [r.finished for r in self._records(upstream) if r.ok]
+        return found + list(self._here.get(upstream, ()))
 
     @property
     def shared(self) -> bool:
@@ -225,20 +290,12 @@ class Dependencies:
 
     def recount(self, task: ScheduledTask) -> float | None:
         """Shared: what ``task`` waits for, counted again from the store's records and this
-        process's own successes (:meth:`_waiting_from`'s rule).  Returns the finish of the
-        success that completed its wait (None: it still waits, or an upstream satisfies
-        it for good)."""
+        process's own successes (:meth:`_counted`).  Returns the finish of the success
+        that completed its wait (:attr:`Wait.completed_by`)."""
         assert self._records is not None
-        records = self._records
-        here = self._here
-
-        def successes(upstream: str) -> list[float]:
-            found = [r.finished for r in records(upstream) if r.ok]
-            return found + list(here.get(upstream, ()))
-
-        ended: list[float] = []
-        self.waiting[task.id] = self._waiting_from(task, records(task.id), None, successes, ended)
-        return max(ended) if ended and not self.waiting[task.id] else None
+        wait = self._counted(task, self._records(task.id), self._succeeded_shared)
+        self.waiting[task.id] = wait.waiting
+        return wait.completed_by
 
     def completed_here(self, task: ScheduledTask) -> bool:
         """Shared: ``task`` waits for nothing (:meth:`recount`) and the success that
@@ -248,51 +305,35 @@ class Dependencies:
             return False
         return any(ended in self._here.get(upstream, ()) for upstream in task.depends_on)
 
-    def _waiting_from(
+    def _counted(
         self,
         task: ScheduledTask,
         history: Sequence[ExecutionRecord],
-        upstream_history: Records | None,
-        successes: Callable[[str], list[float]] | None = None,
-        ended: list[float] | None = None,
-    ) -> set[str]:
-        """What a dependent waits for, from records (after a restart; on a shared store).
+        successes: Callable[[str], list[float]],
+    ) -> Wait:
+        """:func:`wait_of`, from records (after a restart; on a shared store).
 
         The in-memory sets follow the order in which the core saw events; records
-        give the order by their times instead: an upstream counts when one of its
-        successful runs finished strictly after the dependent's latest slot started
-        (its latest first attempt), or, if the dependent never ran, when it ever
-        succeeded.  ``successes(upstream)``: the finish times of its successes (else
-        read from ``upstream_history``); ``ended`` is given, per upstream that counts,
-        the first success that counts.
+        give the order by their times instead.  ``history`` is the dependent's records,
+        ``successes(upstream)`` the finish times of an upstream's successes.  A retired
+        upstream counts as it ended: SUCCEEDED, for good; CANCELLED, waited for unless
+        a success it had counts (then :meth:`dead` fails the dependent).
         """
-        starts = [r.started for r in history if r.outcome.ran and r.attempt == 1]
-        since = starts[-1] if starts else None
-        waiting = set()
+        upstreams = []
         for upstream in task.depends_on:
             found = self._get(upstream)
-            if found is None or (found.status is SUCCEEDED and ended is None):
+            if found is not None:
+                known = Successes(
+                    finished=successes(upstream),
+                    for_good=found.status is SUCCEEDED,
+                    ever=_has_succeeded(found),
+                )
+            elif self._retired.get(upstream) in _DEAD:
+                known = Successes(finished=successes(upstream), for_good=False, ever=False)
+            else:  # retired SUCCEEDED (or purged as it retired): it satisfies every slot
                 continue
-            if successes is not None:
-                times = successes(upstream)
-            else:
-                assert upstream_history is not None
-                times = [r.finished for r in upstream_history(upstream) if r.ok]
-            if since is None and successes is None:
-                if not _has_succeeded(found):
-                    waiting.add(upstream)
-                continue
-            counted = [t for t in times if since is None or t > since]
-            if found.status is SUCCEEDED:  # for good; its success may end a wait still
-                if counted and ended is not None:
-                    ended.append(min(counted))
-                continue
-            if not counted:
-                if since is not None or not _has_succeeded(found):  # (records trimmed)
-                    waiting.add(upstream)
-            elif ended is not None:
-                ended.append(min(counted))
-        return waiting
+            upstreams.append((upstream, known))
+        return wait_of(since=_latest_start(history), upstreams=upstreams)
 
 
 class RetiredUpstream(NamedTuple):
