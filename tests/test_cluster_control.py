@@ -183,6 +183,43 @@ def test_a_pause_and_a_resume_from_the_other_scheduler_during_a_run_add_no_run(
     assert [record.slot for record in reader.records("hourly")] == [lease.slot]
 
 
+def test_a_new_schedule_registered_in_the_other_scheduler_during_a_run_counts_from_its_finish(
+    pair: Pair,
+) -> None:
+    """As in one process (``tests/test_replace_in_flight.py``): a replacement with another
+    schedule while a run is in flight lets the run finish, and the new schedule's first
+    run counts from that finish, whichever engine holds the row.  PostgreSQL kept the due
+    instant the replacing process wrote (the new grid anchored at the replace), SQLite
+    took the run's."""
+    first, second, reader, _ = pair
+    cluster_jobs.released.clear()
+    first.schedule("report", cluster_jobs.held_until_released, FixedRate(3600), id="report")
+    every_two_hours = FixedRate(7200, start_delay=7200)
+    try:
+        cluster_jobs.seen.get(timeout=10)
+        running, other = (first, second) if first.task("report").running else (second, first)
+        wait_until(lambda: "report" in {t.id for t in other.tasks()}, timeout=5,
+                   what="the other scheduler to follow")  # fmt: skip
+        other.schedule("report", cluster_jobs.held_until_released, every_two_hours,
+                       id="report", replace_existing=True)  # fmt: skip
+        replaced_by = other.now
+        wait_until(lambda: running.task("report").schedule == every_two_hours, timeout=5,
+                   what="the runner to follow the new definition")  # fmt: skip
+        released_at = running.now
+    finally:
+        cluster_jobs.released.set()
+    cluster_jobs.seen.get(timeout=10)
+    wait_until(lambda: not reader.leases() and bool(reader.records("report")), timeout=10,
+               what="the run to settle")  # fmt: skip
+    (record,) = reader.records("report")
+    (stored,) = reader.load_all()
+    assert stored.task.schedule == every_two_hours
+    assert stored.next_run_at is not None and replaced_by < released_at
+    assert released_at + 7200 <= stored.next_run_at <= record.finished + 7200
+    wait_until(lambda: all(s.task("report").next_run_at == stored.next_run_at for s in pair[:2]),
+               timeout=5, what="both schedulers to follow the settle")  # fmt: skip
+
+
 def test_run_now_from_another_process_keeps_the_grid_whoever_runs_the_extra_run(
     store_spec: StoreSpec,
 ) -> None:

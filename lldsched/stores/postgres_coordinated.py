@@ -217,7 +217,9 @@ class PostgresCoordination:
         A batch whose session died (the server ended a stalled one, or restarted) was not
         written: it is tried once more on a new connection, so that a lease taken over
         meanwhile is told apart (refused) from an outage (StoreError)."""
-        parameters = settle_parameters(batch, node=self.node, defined=self._defined)
+        parameters = settle_parameters(
+            batch, node=self.node, defined=self._defined, seen=self._seen
+        )
         try:
             try:
                 rows = self._open().execute(sql.SETTLE, parameters).fetchall()
