@@ -14,6 +14,7 @@ one of the claims a test lets expire, or outlives by renewing them.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -218,6 +219,35 @@ def test_a_new_schedule_registered_in_the_other_scheduler_during_a_run_counts_fr
     assert released_at + 7200 <= stored.next_run_at <= record.finished + 7200
     wait_until(lambda: all(s.task("report").next_run_at == stored.next_run_at for s in pair[:2]),
                timeout=5, what="both schedulers to follow the settle")  # fmt: skip
+
+
+def test_a_run_whose_task_the_other_scheduler_removed_says_so_not_a_lost_lease(
+    short_pair: Pair, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The removal deleted the lease with the task: the process running it says why, at
+    INFO, instead of the WARNING of a lease lost to a stall or a takeover, which sends
+    an operator looking for one (docs/OPERATIONS.md, the log table)."""
+    first, second, _, _ = short_pair
+    cluster_jobs.released.clear()
+    first.schedule("report", cluster_jobs.held_until_released, FixedRate(3600), id="report")
+    said = "task report was removed in another process"
+    with caplog.at_level(logging.INFO, logger="lldsched"):
+        try:
+            _, token, _, _ = cluster_jobs.seen.get(timeout=10)
+            running, other = (first, second) if first.task("report").running else (second, first)
+            wait_until(lambda: "report" in {t.id for t in other.tasks()}, timeout=5,
+                       what="the other scheduler to follow")  # fmt: skip
+            other.remove("report")
+            wait_until(lambda: any(said in m for m in caplog.messages), timeout=10,
+                       what="the runner to say why its lease went")  # fmt: skip
+        finally:
+            cluster_jobs.released.set()
+        assert cluster_jobs.seen.get(timeout=10)[:3] == ("report", token, True)  # flag up
+        assert running.wait_idle(timeout=10)
+    (record,) = [r for r in caplog.records if said in r.getMessage()]
+    assert record.levelno == logging.INFO and record.name == "lldsched.cluster"
+    assert f"(token {token})" in record.getMessage()
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
 def test_run_now_from_another_process_keeps_the_grid_whoever_runs_the_extra_run(
