@@ -221,13 +221,20 @@ def test_a_new_schedule_registered_in_the_other_scheduler_during_a_run_counts_fr
                timeout=5, what="both schedulers to follow the settle")  # fmt: skip
 
 
+@pytest.fixture
+def renewing_pair(store_spec: StoreSpec) -> Iterator[Pair]:
+    """The pair, renewing its claims every second (a 3 s lease): soon enough for a test
+    to wait for a renewal, long enough that no stall of a loaded machine loses one."""
+    yield from _pair([open_store(store_spec, lease=3.0, poll=POLL) for _ in range(3)])
+
+
 def test_a_run_whose_task_the_other_scheduler_removed_says_so_not_a_lost_lease(
-    short_pair: Pair, caplog: pytest.LogCaptureFixture
+    renewing_pair: Pair, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The removal deleted the lease with the task: the process running it says why, at
     INFO, instead of the WARNING of a lease lost to a stall or a takeover, which sends
     an operator looking for one (docs/OPERATIONS.md, the log table)."""
-    first, second, _, _ = short_pair
+    first, second, _, _ = renewing_pair
     cluster_jobs.released.clear()
     first.schedule("report", cluster_jobs.held_until_released, FixedRate(3600), id="report")
     said = "task report was removed in another process"
