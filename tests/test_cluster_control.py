@@ -14,6 +14,7 @@ one of the claims a test lets expire, or outlives by renewing them.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -181,6 +182,79 @@ def test_a_pause_and_a_resume_from_the_other_scheduler_during_a_run_add_no_run(
     wait_until(lambda: all(s.task("hourly").next_run_at == lease.slot + 3600 for s in pair[:2]),
                timeout=5, what="both schedulers to follow the settle")  # fmt: skip
     assert [record.slot for record in reader.records("hourly")] == [lease.slot]
+
+
+def test_a_new_schedule_registered_in_the_other_scheduler_during_a_run_counts_from_its_finish(
+    pair: Pair,
+) -> None:
+    """As in one process (``tests/test_replace_in_flight.py``): a replacement with another
+    schedule while a run is in flight lets the run finish, and the new schedule's first
+    run counts from that finish, whichever engine holds the row.  PostgreSQL kept the due
+    instant the replacing process wrote (the new grid anchored at the replace), SQLite
+    took the run's."""
+    first, second, reader, _ = pair
+    cluster_jobs.released.clear()
+    first.schedule("report", cluster_jobs.held_until_released, FixedRate(3600), id="report")
+    every_two_hours = FixedRate(7200, start_delay=7200)
+    try:
+        cluster_jobs.seen.get(timeout=10)
+        running, other = (first, second) if first.task("report").running else (second, first)
+        wait_until(lambda: "report" in {t.id for t in other.tasks()}, timeout=5,
+                   what="the other scheduler to follow")  # fmt: skip
+        other.schedule("report", cluster_jobs.held_until_released, every_two_hours,
+                       id="report", replace_existing=True)  # fmt: skip
+        replaced_by = other.now
+        wait_until(lambda: running.task("report").schedule == every_two_hours, timeout=5,
+                   what="the runner to follow the new definition")  # fmt: skip
+        released_at = running.now
+    finally:
+        cluster_jobs.released.set()
+    cluster_jobs.seen.get(timeout=10)
+    wait_until(lambda: not reader.leases() and bool(reader.records("report")), timeout=10,
+               what="the run to settle")  # fmt: skip
+    (record,) = reader.records("report")
+    (stored,) = reader.load_all()
+    assert stored.task.schedule == every_two_hours
+    assert stored.next_run_at is not None and replaced_by < released_at
+    assert released_at + 7200 <= stored.next_run_at <= record.finished + 7200
+    wait_until(lambda: all(s.task("report").next_run_at == stored.next_run_at for s in pair[:2]),
+               timeout=5, what="both schedulers to follow the settle")  # fmt: skip
+
+
+@pytest.fixture
+def renewing_pair(store_spec: StoreSpec) -> Iterator[Pair]:
+    """The pair, renewing its claims every second (a 3 s lease): soon enough for a test
+    to wait for a renewal, long enough that no stall of a loaded machine loses one."""
+    yield from _pair([open_store(store_spec, lease=3.0, poll=POLL) for _ in range(3)])
+
+
+def test_a_run_whose_task_the_other_scheduler_removed_says_so_not_a_lost_lease(
+    renewing_pair: Pair, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The removal deleted the lease with the task: the process running it says why, at
+    INFO, instead of the WARNING of a lease lost to a stall or a takeover, which sends
+    an operator looking for one (docs/OPERATIONS.md, the log table)."""
+    first, second, _, _ = renewing_pair
+    cluster_jobs.released.clear()
+    first.schedule("report", cluster_jobs.held_until_released, FixedRate(3600), id="report")
+    said = "task report was removed in another process"
+    with caplog.at_level(logging.INFO, logger="lldsched"):
+        try:
+            _, token, _, _ = cluster_jobs.seen.get(timeout=10)
+            running, other = (first, second) if first.task("report").running else (second, first)
+            wait_until(lambda: "report" in {t.id for t in other.tasks()}, timeout=5,
+                       what="the other scheduler to follow")  # fmt: skip
+            other.remove("report")
+            wait_until(lambda: any(said in m for m in caplog.messages), timeout=10,
+                       what="the runner to say why its lease went")  # fmt: skip
+        finally:
+            cluster_jobs.released.set()
+        assert cluster_jobs.seen.get(timeout=10)[:3] == ("report", token, True)  # flag up
+        assert running.wait_idle(timeout=10)
+    (record,) = [r for r in caplog.records if said in r.getMessage()]
+    assert record.levelno == logging.INFO and record.name == "lldsched.cluster"
+    assert f"(token {token})" in record.getMessage()
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
 def test_run_now_from_another_process_keeps_the_grid_whoever_runs_the_extra_run(

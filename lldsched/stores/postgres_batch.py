@@ -159,15 +159,16 @@ class SettleQueue:
 
 
 def settle_parameters(
-    batch: list[Pending], *, node: str, defined: dict[str, Task]
+    batch: list[Pending], *, node: str, defined: dict[str, Task], seen: dict[str, int]
 ) -> dict[str, Any]:
     """The arrays :data:`~lldsched.stores.postgres_sql.SETTLE` unnests: one element per
-    settle (its definition only when the row may hold another one), one per record."""
+    settle (its definition only when the row may hold another one; the row's version
+    this node's feed last read, -1 for none), one per record."""
     columns: dict[str, list[Any]] = {
         name: []
         for name in (
             "id", "token", "status", "next_run_at", "attempt", "run_count", "failure_count",
-            "last_error", "running", "waited", "name", "definition", "priority",
+            "last_error", "running", "waited", "name", "definition", "priority", "seen",
             "r_task_id", "r_attempt", "r_due", "r_slot", "r_worker", "r_started",
             "r_finished", "r_ok", "r_error", "r_timed_out", "r_misfire", "r_result",
             "r_token", "r_name",
@@ -183,6 +184,7 @@ def settle_parameters(
             "name": None if same else task.name,
             "definition": None if same else encode_task(task),
             "priority": None if same else int(task.priority),
+            "seen": seen.get(task.id, -1),
         }
         for name, value in row.items():
             columns[name].append(value)

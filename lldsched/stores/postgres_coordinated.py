@@ -131,7 +131,9 @@ class PostgresCoordination:
         statement, now (the settles queued before it first); :class:`LeaseLost`
         (nothing written, counted in :attr:`rejected`) if the lease is no longer held.
         If another node rewrote the row during the run, its write wins and the run adds
-        only its counts and its record."""
+        only its counts and its record; the run still decides the due instant when
+        that write left it at the claimed slot, or when this node had followed it
+        (``postgres_sql._WHEN``)."""
         with self._using():
             refused = self._settle_batch([Pending(token, snapshot, (record,))])
         if refused:
@@ -217,7 +219,9 @@ class PostgresCoordination:
         A batch whose session died (the server ended a stalled one, or restarted) was not
         written: it is tried once more on a new connection, so that a lease taken over
         meanwhile is told apart (refused) from an outage (StoreError)."""
-        parameters = settle_parameters(batch, node=self.node, defined=self._defined)
+        parameters = settle_parameters(
+            batch, node=self.node, defined=self._defined, seen=self._seen
+        )
         try:
             try:
                 rows = self._open().execute(sql.SETTLE, parameters).fetchall()

@@ -281,9 +281,17 @@ TRIM_REMOVALS = "DELETE FROM removals WHERE xid < %(below)s::text::xid8"
 # slept through, and one process returns a task resumed mid-run to its run instead, which
 # decides the next slot and the status (a run that ended the task ends it; a run that
 # followed the pause here but not yet the resume is a runnable task again, _RUNNABLE).
+# Nor did a write this node had followed before its run finished (_FOLLOWED: the row's
+# version is the one its feed last read, and the settle's definition is that row's): a
+# reschedule or a replacement with another schedule, which this node's registry took as
+# one process takes it, the new schedule counted from the run's finish.  Only a write it
+# had not followed keeps its own when (the new schedule counted from that write), and
+# the row is read back here.  The same rule as SQLite's (sqlite_coordinated._settle).
 _OWN = "(t.version = s.claimed OR t.writer = %(node)s)"
 _AS_RESUMED = f"(t.resumed AND t.status IN {LIVE})"
-_WHEN = f"({_OWN} OR {_AS_RESUMED} OR (t.next_run_at = s.slot AND t.attempt = s.claimed_attempt))"
+_FOLLOWED = "(t.version = s.seen AND s.definition IS NULL)"
+_WHEN = f"""({_OWN} OR {_AS_RESUMED} OR {_FOLLOWED}
+          OR (t.next_run_at = s.slot AND t.attempt = s.claimed_attempt))"""
 _RUNNABLE = "CASE WHEN s.attempt > 0 THEN 'retrying' ELSE 'scheduled' END"  # core/names.runnable
 # A run that ends its task (succeeded, or failed for good) ends it even when a pause was
 # written elsewhere during it, as in one process and on SQLite: left paused, the row had
@@ -307,9 +315,9 @@ WITH given AS (
         %(next_run_at)s::double precision[], %(attempt)s::integer[],
         %(run_count)s::integer[], %(failure_count)s::integer[], %(last_error)s::text[],
         %(running)s::boolean[], %(name)s::text[], %(definition)s::text[],
-        %(priority)s::integer[], %(waited)s::double precision[])
+        %(priority)s::integer[], %(waited)s::double precision[], %(seen)s::bigint[])
       AS g(id, token, status, next_run_at, attempt, run_count, failure_count, last_error,
-           running, name, definition, priority, waited)),
+           running, name, definition, priority, waited, seen)),
 locked AS (
     SELECT t.id FROM tasks t WHERE t.id IN (SELECT id FROM given) ORDER BY t.id
        FOR UPDATE),

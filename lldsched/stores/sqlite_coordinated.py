@@ -101,7 +101,9 @@ class CoordinatedMethods:
         """Write the run's record and the task's state after it, and drop the lease, only
         while the lease with ``token`` is held; :class:`LeaseLost` (nothing written)
         otherwise.  A pause or cancel another process wrote during the run wins over
-        the run's status (the task stays paused or cancelled; the record is kept)."""
+        the run's status (the task stays paused or cancelled; the record is kept), and
+        so does the due instant of a new definition this process had not followed
+        (:meth:`_unfollowed`)."""
         self._settle(snapshot, (record,), token=token)
 
     def _settle(
@@ -113,12 +115,19 @@ class CoordinatedMethods:
         with self._using("settle task", task_id) as connection:
             shared = self._coordinated()
             with immediate(connection):
-                if not shared.take_lease(connection, task_id=task_id, token=token):
-                    shared.refetch.add(task_id)  # the new holder's state is the truth
-                    raise LeaseLost(task_id=task_id, token=token)
                 row = connection.execute(
                     "SELECT status, version FROM tasks WHERE id = ?", (task_id,)
                 ).fetchone()
+                unfollowed = None
+                known = self._defined.get(task_id, snapshot.task)
+                if row is not None and (
+                    row[1] != shared.seen.get(task_id, row[1])
+                    or (known is not snapshot.task and known != snapshot.task)
+                ):  # rare: read before the lease goes, which holds the slot that was run
+                    unfollowed = self._unfollowed(connection, snapshot, token=token)
+                if not shared.take_lease(connection, task_id=task_id, token=token):
+                    shared.refetch.add(task_id)  # the new holder's state is the truth
+                    raise LeaseLost(task_id=task_id, token=token)
                 status = snapshot.status.value
                 overridden = (
                     row is not None
@@ -130,6 +139,10 @@ class CoordinatedMethods:
                     status = row[0]
                     if status == "cancelled":
                         snapshot = snapshot._replace(next_run_at=None)
+                if unfollowed is not None:  # the row's when, and its status unless decided above
+                    snapshot = unfollowed
+                    status = status if overridden else row[0]
+                    overridden = True  # read back: this process follows the row
                 version = self._write_state(connection, snapshot, status=status)
                 for record in records:
                     count = self._append(connection, record, seq=bump(connection, "record"))
@@ -139,6 +152,30 @@ class CoordinatedMethods:
                 shared.refetch.add(task_id)  # this process must follow the row, not its own
             else:
                 self._wrote(shared, snapshot, version)
+
+    def _unfollowed(
+        self, connection: sqlite3.Connection, snapshot: TaskSnapshot, *, token: int
+    ) -> TaskSnapshot | None:
+        """Inside a settle, for a row written since this process last read it (or read
+        and not yet followed): ``snapshot`` with the row's due instant, attempt and plan
+        if that write was a new definition (a reschedule, a replacement) that moved the
+        due instant from the slot and attempt the lease holds; None otherwise.  This
+        process's registry had not taken the new schedule, so the run could not count
+        it from its finish; the write's own due instant stands.  A definition this
+        process had followed was counted from the finish, and its settle decides, as
+        in one process.  The same rule as PostgreSQL's (``postgres_sql._WHEN``)."""
+        task_id = snapshot.task.id
+        lease = connection.execute(
+            "SELECT slot, attempt FROM leases WHERE task_id = ? AND token = ?", (task_id, token)
+        ).fetchone()
+        row = connection.execute(
+            "SELECT definition, next_run_at, attempt, waited FROM tasks WHERE id = ?", (task_id,)
+        ).fetchone()
+        if lease is None or row is None or row[0] == encode_task(snapshot.task):
+            return None
+        if (row[1], row[2]) == tuple(lease):
+            return None  # the when stayed where the claim found it: the run decides it
+        return snapshot._replace(next_run_at=row[1], attempt=row[2], waited=row[3])
 
     def misfired(
         self,

@@ -161,9 +161,12 @@ class Coordinator:
         """Renew leases if due; apply other processes' changes if any (``looked``: see
         :meth:`looked`).  Returns the tasks a change touched (the runtime updates what it
         keeps per task)."""
+        lost: list[tuple[str, int]] = []
         if self._renew_at is not None and now >= self._renew_at:
-            self._renew(now, looked)
-        return self.sync()
+            lost = self._renew(now, looked)
+        touched = self.sync()
+        self._say_lost(lost)  # after the feed: a removal that took the lease is known then
+        return touched
 
     def _failed(self, error: Exception, kind: str, doing: str | None = None) -> None:
         """A call of ``kind`` failed (``doing``: what, if more than its kind): logged by
@@ -345,7 +348,7 @@ class Coordinator:
         :func:`leases_kept`; ``looked``: :meth:`looked`); a lease found lost raises its
         run's flag."""
         if self._running or self._pending:
-            self._renew(now, looked)
+            self._say_lost(self._renew(now, looked))
 
     def release_pending(self) -> None:
         """Give back the claims handed out and never begun (dropped at shutdown), so the
@@ -356,37 +359,60 @@ class Coordinator:
 
     # -- internals -------------------------------------------------------------------------
 
-    def _renew(self, now: float, looked: float) -> None:
+    def _renew(self, now: float, looked: float) -> list[tuple[str, int]]:
+        """Renew the leases held; the (task id, token) of each one found lost (its run's
+        flag raised), for :meth:`_say_lost`."""
         tokens = {claim.token for claim in self._pending.values()} | set(self._running)
         if not tokens:
             self._held_none()
-            return
+            return []
         self._renew_at = now + self._every
         try:
             kept = self.store.renew(tokens=tokens, now=now)
         except StoreError as exc:
             self._failed(exc, "renewal", "renewal of the leases held")
             if self._watch.trusted():
-                return
+                return []
             kept = set()  # no renewal vouches for them any more: count them lost
         else:
             self._succeeded("renewal")
             self._watch.renewed(looked)
+        lost = []
         for token in tokens - kept:
             self._watch.discard(token)
             task_id, context = self._running.pop(token, ("", None))
             if context is not None:
                 context.lose_lease()
-            log.warning(
-                "lost the lease of task %s (token %d)",
-                task_id or "?",
-                token,
-                extra={"task_id": task_id or None},
-            )
+            lost.append((task_id, token))
         for task_id, claim in list(self._pending.items()):
             if claim.token not in kept:
                 del self._pending[task_id]
         self._held_none()
+        return lost
+
+    def _say_lost(self, lost: list[tuple[str, int]]) -> None:
+        """Log the leases :meth:`_renew` found lost.  A lease that went with its task
+        (another process removed it: the delete takes the lease, and the registry, having
+        read the change feed since, no longer has the task) is no fault: said at INFO,
+        with why.  Any other (a takeover after a stall, an outage that outlasted the
+        lease) is a WARNING.  A cancel elsewhere keeps the lease: the run settles under
+        it, and the cancel wins there."""
+        tasks = self._core.tasks
+        for task_id, token in lost:
+            if task_id and task_id not in tasks:
+                log.info(
+                    "task %s was removed in another process: its lease (token %d) went with it",
+                    task_id,
+                    token,
+                    extra={"task_id": task_id},
+                )
+            else:
+                log.warning(
+                    "lost the lease of task %s (token %d)",
+                    task_id or "?",
+                    token,
+                    extra={"task_id": task_id or None},
+                )
 
     def _misfire(self, claim: Claim, entry: Entry, now: float) -> Entry | None:
         """The claimed slot, due before this process was there to claim it, meets its
