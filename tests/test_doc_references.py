@@ -686,11 +686,12 @@ CITING = [
 
 def sections(path: Path) -> set[str]:
     """The headings, the bold bullet heads and the bold heads of paragraphs of a
-    document."""
+    document; a bold head that runs over lines is read as one line."""
     text = path.read_text()
+    bold = re.findall(r"^\s*(?:[-*] )?\*\*((?:(?!\*\*).)+?)\*\*", text, flags=re.M | re.S)
     return {
         *re.findall(r"^#+ (.*?)\s*$", text, flags=re.M),
-        *re.findall(r"^\s*(?:[-*] )?\*\*(.*?)\*\*", text, flags=re.M),
+        *(" ".join(head.split()) for head in bold),
     }
 
 
@@ -726,6 +727,13 @@ def test_a_section_cited_that_is_not_there_is_caught() -> None:
     ]
     assert uncited('README.md ("Nowhere to be\nfound")') == [("README.md", "Nowhere to be found")]
     assert uncited('docs/GUIDE.md, "Durability"; [CRON.md](CRON.md), "Time zones"') == []
+    assert (  # a bold bullet head that runs over two lines of DECISIONS.md
+        uncited(
+            '[DECISIONS](DECISIONS.md), "`reschedule(task_id, schedule)` starts the new '
+            'schedule as if the task were registered now"'
+        )
+        == []
+    )
 
 
 def test_every_test_cited_by_name_is_there() -> None:
