@@ -674,3 +674,66 @@ def test_a_finished_task_taken_over_is_replaced_as_a_finished_task_loaded_here_i
         for task_id in ("loaded", "leftout")
     }
     assert heard["leftout"] == heard["loaded"] == [(finished, finished)]  # no transition
+
+
+# -- a row left out is not tried again until its definition changes --------------------
+
+
+class _Asked:
+    """A finder first on ``sys.meta_path`` that counts the imports of one module, which
+    no finder has: each is one attempt to load a definition that names it."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.count = 0
+
+    def find_spec(self, fullname: str, path: object, target: object = None) -> None:
+        if fullname == self.name:
+            self.count += 1
+
+
+def test_a_definition_that_failed_is_tried_again_only_once_its_text_changes(
+    two_stores: tuple[object, object],
+    deploy: Deploy,
+    make_scheduler: Callable[..., object],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every change to a row whose definition this process cannot load (each run settled
+    elsewhere, each pause) came with another attempt to load it: an import searched for
+    along ``sys.path`` per run of a busy task in another process.  Now a definition text
+    that failed is not tried again; a new text (another definition written there) is."""
+    from lldsched import Scheduler
+
+    old_store, new_store = two_stores
+    jobs = deploy(V1)
+    later = FixedRate(3600, start_delay=3600)
+    old = make_scheduler(start=False, store=old_store)
+    assert isinstance(old, Scheduler)
+    old.schedule("known", jobs.report, later, id="known")  # followed with this definition
+    new = make_scheduler(start=False, store=new_store)
+    assert isinstance(new, Scheduler)
+    newer = ModuleType(f"upgrade_newer_{next(_names)}")  # only the new release has it
+    exec("def daily_report(who='ops'):\n    return who\n", newer.__dict__)
+    monkeypatch.setitem(sys.modules, newer.__name__, newer)
+    new.schedule("known", newer.daily_report, later, id="known", replace_existing=True)
+    new.schedule("leftout", newer.daily_report, later, id="leftout")
+    monkeypatch.delitem(sys.modules, newer.__name__)  # ...the old one cannot import it
+    asked = _Asked(newer.__name__)
+    monkeypatch.setattr(sys, "meta_path", [asked, *sys.meta_path])
+    old_store.changes()  # type: ignore[attr-defined]
+    assert old_store.unloaded() == ["leftout"]  # type: ignore[attr-defined]
+    assert asked.count == 2  # one attempt per task
+    for _ in range(3):  # other changes to both rows, their definitions as they were
+        for verb in (new.pause, new.resume):
+            verb("known")
+            verb("leftout")
+            changes = old_store.changes()  # type: ignore[attr-defined]
+            assert [change.task_id for change in changes] == ["known"]  # state followed
+    assert asked.count == 2  # before: 2 more per read of the feed
+    monkeypatch.setitem(sys.modules, newer.__name__, newer)
+    new.schedule("leftout", newer.daily_report, later, id="leftout", args=["dev"],
+                 replace_existing=True)  # fmt: skip  # another definition: tried again
+    monkeypatch.delitem(sys.modules, newer.__name__)
+    old_store.changes()  # type: ignore[attr-defined]
+    assert asked.count == 3
+    assert old_store.unloaded() == ["leftout"]  # type: ignore[attr-defined]
