@@ -591,21 +591,21 @@ def test_a_process_never_claims_a_task_it_left_out_so_its_own_tasks_still_run(
 
 def _finish(scheduler: object, how: str, task_ids: list[str]) -> None:
     """Finish ``task_ids`` (one-off tasks registered on ``scheduler``, not started) as
-    ``how`` says: run to success or failure, or cancelled."""
+    ``how`` says: run to success or failure, or cancelled (or only paused)."""
     from lldsched import Scheduler
 
     assert isinstance(scheduler, Scheduler)
-    if how == "cancelled":
+    if how in ("cancelled", "paused"):
         for task_id in task_ids:
-            scheduler.cancel(task_id)
+            (scheduler.cancel if how == "cancelled" else scheduler.pause)(task_id)
         return
     scheduler.start()
     assert scheduler.wait_idle(timeout=10.0), "the one-off runs did not finish within 10 s"
 
 
 @pytest.mark.parametrize("retain_finished", [None, 0])
-@pytest.mark.parametrize("how", ["succeeded", "failed", "cancelled"])
-def test_a_finished_task_taken_over_is_replaced_as_a_finished_task_loaded_here_is(
+@pytest.mark.parametrize("how", ["succeeded", "failed", "cancelled", "paused"])
+def test_a_task_taken_over_is_replaced_as_one_loaded_here_is_a_finished_one_included(
     two_stores: tuple[object, object],
     deploy: Deploy,
     make_scheduler: Callable[..., object],
@@ -639,7 +639,7 @@ def test_a_finished_task_taken_over_is_replaced_as_a_finished_task_loaded_here_i
                  id="leftout", retry=once)  # fmt: skip
     _finish(new, how, ["loaded", "leftout"])
     finished = {"succeeded": TaskStatus.SUCCEEDED, "failed": TaskStatus.FAILED,
-                "cancelled": TaskStatus.CANCELLED}[how]  # fmt: skip
+                "cancelled": TaskStatus.CANCELLED, "paused": TaskStatus.PAUSED}[how]  # fmt: skip
     assert {t.id: t.status for t in new.tasks()} == {"loaded": finished, "leftout": finished}
     records = {i: len(new_store.records(i)) for i in ("loaded", "leftout")}  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, newer.__name__, None)  # ...the old one cannot import it
@@ -658,7 +658,7 @@ def test_a_finished_task_taken_over_is_replaced_as_a_finished_task_loaded_here_i
     assert old.wait_idle(timeout=10.0)
     old.schedule("last", jobs.cleanup, FixedRate(3600, start_delay=3600), id="last")
     assert events.wait_for(lambda e: e.task_id == "last", timeout=10.0)  # all before it too
-    retires = retain_finished == 0 and how != "failed"  # FAILED waits in the dead letter
+    retires = retain_finished == 0 and how in ("succeeded", "cancelled")  # FAILED: dead letter
     for task_id in ("loaded", "leftout"):
         if retires:
             with pytest.raises(TaskRetiredError):
