@@ -9,13 +9,14 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from lldsched import FixedRate, Scheduler, SqliteTaskStore, StoreError
+from lldsched import FixedRate, Scheduler, Simulation, SqliteTaskStore, StoreError, TaskStatus
 from lldsched.stores.claim import claim_path
 from tests import jobs
 from tests.processes import lines_of
@@ -175,3 +176,51 @@ def test_of_two_schedulers_built_on_one_store_only_the_first_started_may_run(
         finally:
             assert second.shutdown()
         assert first.shutdown()
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["unshared", "shared"])
+def test_a_simulation_on_a_store_a_running_scheduler_holds_is_refused_naming_both(
+    tmp_path: Path, shared: bool
+) -> None:
+    """A Simulation on the store object a running scheduler holds recovered its tasks
+    (writing its misfire decisions) and wrote its simulated runs through it, rows and
+    records at virtual instants, behind the scheduler's back; on a shared store it is
+    the same node, so the scheduler's feed left those writes out as its own."""
+    with SqliteTaskStore(tmp_path / "tasks.db", shared=shared) as store:
+        first = Scheduler(store=store, name="first").start()
+        try:
+            first.schedule("hourly", jobs.noop, FixedRate(3600, start_delay=3600), id="hourly")
+            row = store.get("hourly")
+            message = f"the store {store!r} already serves the running scheduler 'first'"
+            with pytest.raises(StoreError, match=re.escape(message) + ".*a Simulation"):
+                Simulation(start=0.0, store=store)
+            assert store.get("hourly") == row and store.records("hourly") == []
+            assert first.task("hourly").status is TaskStatus.SCHEDULED and first.running
+        finally:
+            assert first.shutdown()
+        sim = Simulation(start=0.0, store=store)  # shutdown() let the store go
+        assert [t.id for t in sim.tasks()] == ["hourly"]
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["unshared", "shared"])
+def test_a_simulation_built_before_a_scheduler_started_on_its_store_runs_nothing_after(
+    tmp_path: Path, shared: bool
+) -> None:
+    """The other way round: a Simulation holds no store (it has no running life to end:
+    no shutdown, and a restart is simulated by a second Simulation on the same store),
+    so a scheduler may start on a store one was built on; the Simulation's runs, which
+    write through the store, are then refused until that scheduler shuts down."""
+    T0 = time.time() + 86_400  # a day ahead: nothing of the simulation's is due for first
+    with SqliteTaskStore(tmp_path / "tasks.db", shared=shared) as store:
+        sim = Simulation(start=T0, store=store)
+        sim.schedule("sim", FixedRate(60), id="sim", action=jobs.noop)
+        first = Scheduler(store=store, name="first").start()  # not refused
+        try:
+            for advance in (lambda: sim.run_for(600), sim.step, lambda: sim.run(T0 + 60)):
+                with pytest.raises(StoreError, match=r"running scheduler 'first'.*a Simulation"):
+                    advance()
+            assert sim.now == T0 and store.records("sim") == []  # nothing ran, nothing written
+        finally:
+            assert first.shutdown()
+        sim.run_for(90)  # the store is free again
+        assert [r.task_id for r in store.records("sim")] == ["sim", "sim"]

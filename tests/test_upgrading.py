@@ -584,3 +584,156 @@ def test_a_process_never_claims_a_task_it_left_out_so_its_own_tasks_still_run(
     assert old_store.claim(now=later, limit=5) == []  # type: ignore[attr-defined]
     claims = new_store.claim(now=later, limit=5)  # type: ignore[attr-defined]
     assert [claim.task_id for claim in claims] == ["report"]  # for the ones that can
+
+
+# -- a take-over of a finished row: one rule with a replacement of a loaded one ---------
+
+
+def _finish(scheduler: object, how: str, task_ids: list[str]) -> None:
+    """Finish ``task_ids`` (one-off tasks registered on ``scheduler``, not started) as
+    ``how`` says: run to success or failure, or cancelled (or only paused)."""
+    from lldsched import Scheduler
+
+    assert isinstance(scheduler, Scheduler)
+    if how in ("cancelled", "paused"):
+        for task_id in task_ids:
+            (scheduler.cancel if how == "cancelled" else scheduler.pause)(task_id)
+        return
+    scheduler.start()
+    assert scheduler.wait_idle(timeout=10.0), "the one-off runs did not finish within 10 s"
+
+
+@pytest.mark.parametrize("retain_finished", [None, 0])
+@pytest.mark.parametrize("how", ["succeeded", "failed", "cancelled", "paused"])
+def test_a_task_taken_over_is_replaced_as_one_loaded_here_is_a_finished_one_included(
+    two_stores: tuple[object, object],
+    deploy: Deploy,
+    make_scheduler: Callable[..., object],
+    monkeypatch: pytest.MonkeyPatch,
+    how: str,
+    retain_finished: int | None,
+) -> None:
+    """A rollback's old release registers its one-off jobs with ``replace_existing=True``:
+    one the newer release finished stays finished (nothing runs again), whether this
+    process could load the newer definition ("loaded") or had left its row out
+    ("leftout").  Before, the take-over told the listeners of a registration and of a
+    transition the task never made here (SCHEDULED -> FAILED: a dead-letter alert for a
+    deploy), and the retention never counted the task finished (it never retired)."""
+    from lldsched import EventLog, Scheduler, TaskRetiredError, TaskStatus
+
+    old_store, new_store = two_stores
+    jobs = deploy(V1)
+    newer = ModuleType(f"upgrade_newer_{next(_names)}")  # only the new release has it
+    exec("def daily():\n    return 'daily'\ndef broken():\n    raise RuntimeError('no')\n",
+         newer.__dict__)  # fmt: skip
+    monkeypatch.setitem(sys.modules, newer.__name__, newer)
+    from tests import jobs as loadable  # both releases have these
+
+    new = make_scheduler(start=False, store=new_store, workers=2)
+    assert isinstance(new, Scheduler)
+    failing = how == "failed"
+    once = RetryPolicy(max_attempts=1)
+    new.schedule("loaded", loadable.broken if failing else loadable.noop, OneTime(0),
+                 id="loaded", retry=once)  # fmt: skip
+    new.schedule("leftout", newer.broken if failing else newer.daily, OneTime(0),
+                 id="leftout", retry=once)  # fmt: skip
+    _finish(new, how, ["loaded", "leftout"])
+    finished = {"succeeded": TaskStatus.SUCCEEDED, "failed": TaskStatus.FAILED,
+                "cancelled": TaskStatus.CANCELLED, "paused": TaskStatus.PAUSED}[how]  # fmt: skip
+    assert {t.id: t.status for t in new.tasks()} == {"loaded": finished, "leftout": finished}
+    records = {i: len(new_store.records(i)) for i in ("loaded", "leftout")}  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, newer.__name__, None)  # ...the old one cannot import it
+
+    events = EventLog()
+    old = make_scheduler(start=False, store=old_store, retain_finished=retain_finished,
+                         listeners=[events])  # fmt: skip
+    assert isinstance(old, Scheduler)
+    assert old_store.unloaded() == ["leftout"]  # type: ignore[attr-defined]
+    for task_id in ("loaded", "leftout"):  # the old release's own definition of each
+        task = old.schedule(task_id, jobs.report, OneTime(0), id=task_id, replace_existing=True)
+        assert task.status is finished
+        assert task.action is jobs.report
+    assert old_store.unloaded() == []  # type: ignore[attr-defined]
+    old.start()
+    assert old.wait_idle(timeout=10.0)
+    old.schedule("last", jobs.cleanup, FixedRate(3600, start_delay=3600), id="last")
+    assert events.wait_for(lambda e: e.task_id == "last", timeout=10.0)  # all before it too
+    retires = retain_finished == 0 and how in ("succeeded", "cancelled")  # FAILED: dead letter
+    for task_id in ("loaded", "leftout"):
+        if retires:
+            with pytest.raises(TaskRetiredError):
+                old.task(task_id)
+        else:
+            assert old.task(task_id).status is finished
+        assert (task_id in old.dead_letter()) is failing
+        assert len(old_store.records(task_id)) == records[task_id]  # type: ignore[attr-defined]  # nothing ran
+        row = old_store.get(task_id)  # type: ignore[attr-defined]
+        assert (row.status, row.task.action) == (finished, jobs.report)
+    heard = {
+        task_id: [(e.previous, e.status) for e in events.events if e.task_id == task_id]
+        for task_id in ("loaded", "leftout")
+    }
+    assert heard["leftout"] == heard["loaded"] == [(finished, finished)]  # no transition
+
+
+# -- a row left out is not tried again until its definition changes --------------------
+
+
+class _Asked:
+    """A finder first on ``sys.meta_path`` that counts the imports of one module, which
+    no finder has: each is one attempt to load a definition that names it."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.count = 0
+
+    def find_spec(self, fullname: str, path: object, target: object = None) -> None:
+        if fullname == self.name:
+            self.count += 1
+
+
+def test_a_definition_that_failed_is_tried_again_only_once_its_text_changes(
+    two_stores: tuple[object, object],
+    deploy: Deploy,
+    make_scheduler: Callable[..., object],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every change to a row whose definition this process cannot load (each run settled
+    elsewhere, each pause) came with another attempt to load it: an import searched for
+    along ``sys.path`` per run of a busy task in another process.  Now a definition text
+    that failed is not tried again; a new text (another definition written there) is."""
+    from lldsched import Scheduler
+
+    old_store, new_store = two_stores
+    jobs = deploy(V1)
+    later = FixedRate(3600, start_delay=3600)
+    old = make_scheduler(start=False, store=old_store)
+    assert isinstance(old, Scheduler)
+    old.schedule("known", jobs.report, later, id="known")  # followed with this definition
+    new = make_scheduler(start=False, store=new_store)
+    assert isinstance(new, Scheduler)
+    newer = ModuleType(f"upgrade_newer_{next(_names)}")  # only the new release has it
+    exec("def daily_report(who='ops'):\n    return who\n", newer.__dict__)
+    monkeypatch.setitem(sys.modules, newer.__name__, newer)
+    new.schedule("known", newer.daily_report, later, id="known", replace_existing=True)
+    new.schedule("leftout", newer.daily_report, later, id="leftout")
+    monkeypatch.delitem(sys.modules, newer.__name__)  # ...the old one cannot import it
+    asked = _Asked(newer.__name__)
+    monkeypatch.setattr(sys, "meta_path", [asked, *sys.meta_path])
+    old_store.changes()  # type: ignore[attr-defined]
+    assert old_store.unloaded() == ["leftout"]  # type: ignore[attr-defined]
+    assert asked.count == 2  # one attempt per task
+    for _ in range(3):  # other changes to both rows, their definitions as they were
+        for verb in (new.pause, new.resume):
+            verb("known")
+            verb("leftout")
+            changes = old_store.changes()  # type: ignore[attr-defined]
+            assert [change.task_id for change in changes] == ["known"]  # state followed
+    assert asked.count == 2  # before: 2 more per read of the feed
+    monkeypatch.setitem(sys.modules, newer.__name__, newer)
+    new.schedule("leftout", newer.daily_report, later, id="leftout", args=["dev"],
+                 replace_existing=True)  # fmt: skip  # another definition: tried again
+    monkeypatch.delitem(sys.modules, newer.__name__)
+    old_store.changes()  # type: ignore[attr-defined]
+    assert asked.count == 3
+    assert old_store.unloaded() == ["leftout"]  # type: ignore[attr-defined]

@@ -231,7 +231,6 @@ class DefinitionVerbs(CoreParts):
         retires again under the retention.  So a service that registers a one-off job by
         id at every start runs it once, whether the finished task was still held or not
         (docs/DECISIONS.md, "Finished tasks retire")."""
-        now = self.clock.now()
         self._chosen_ids = True
         task = ScheduledTask(task_id, name, action, schedule, priority, options, None)
         task.status = status
@@ -242,12 +241,29 @@ class DefinitionVerbs(CoreParts):
             self._first_write(task, store=self._store, retired_as=status)
         if options.depends_on:
             self._dependencies().link(task)
-        if self.emit is not None:
-            self.emit(TaskEvent(task_id, name, status, status, now))
-        if self._retention.keep is not None:
-            self._retention.finished(task_id, now)
-            self._retire(now)
+        self.replaced_unheld(task)
         return task
+
+    def replaced_unheld(self, task: ScheduledTask) -> None:
+        """The end of a ``replace_existing=True`` registration of a task this registry
+        did not hold, now registered with the state it had: one that retired here
+        (:meth:`_replace_retired`), or a shared store's row this process had left out
+        (it could not load the definition another release wrote) and took over
+        (docs/CLUSTER.md, "Rolling deploys").  What replacing it would have done had it
+        been held (:meth:`_replace`): it keeps its status, a finished one included, so
+        nothing runs again; the listeners hear the replacement, an event whose
+        ``previous`` equals its status, not a transition it never made here; and a
+        finished one (SUCCEEDED, CANCELLED) counts as finished from now for the
+        retention, and retires again under it.  The one rule of both: a service that
+        registers a one-off job by id at every start runs it once, whether this process
+        held it, retired it or could not load it."""
+        now = self.clock.now()
+        status = task.status
+        if self.emit is not None:
+            self.emit(TaskEvent(task.id, task.name, status, status, now))
+        if self._retention.keep is not None and (status is SUCCEEDED or status is CANCELLED):
+            self._retention.finished(task.id, now)
+            self._retire(now)
 
     def _replace(
         self,

@@ -66,6 +66,7 @@ from typing import Any, NamedTuple
 
 from lldsched import checks
 from lldsched.clock import to_timestamp, within_datetimes
+from lldsched.core import storeuse
 from lldsched.core.departed import Departed
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.ids import IdGenerator
@@ -151,6 +152,9 @@ class Simulation(SimulationVerbs):
     ) -> None:
         checks.whole(workers, name="workers", at_least=1, at_most=MAX_WORKERS)
         checks.whole(seed, name="seed")
+        if store is not None:  # a store a running scheduler holds: refused, nothing built
+            storeuse.check(store, self)
+        self._store = store  # checked again at each run (core/storeuse.py)
         self._workers = workers  # read through the property: the pool is built once
         self.seed = seed
         self._clock = VirtualClock(to_timestamp(start, name="start"))
@@ -272,6 +276,8 @@ class Simulation(SimulationVerbs):
         here.  Its body reads the queues through local names and keeps the step it
         describes in three locals, so a day of events costs no per-event objects.
         """
+        if self._store is not None:  # its runs write: refused while a scheduler runs on it
+            storeuse.check(self._store, self)
         clock = self._clock
         advance_to = clock.advance_to
         now = clock.now()

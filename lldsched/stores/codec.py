@@ -333,8 +333,22 @@ class Unreadable:
 
     def __init__(self, store: str) -> None:
         self._store = store
-        self._said: dict[str, str] = {}  # task id -> the definition text said
+        # task id -> the definition text that failed (said once) and the error it raised
+        self._said: dict[str, tuple[str, StoreError]] = {}
         self._left: dict[str, str] = {}  # task id -> the text of a row left out here
+
+    def again(self, task_id: str, text: str) -> None:
+        """Before ``text``, the definition of ``task_id`` in a row, is loaded: raise the
+        :class:`StoreError` it raised here last, if it is the text that failed.  A
+        definition is tried once per text: every change to the row (each run settled
+        elsewhere, each pause) came with another attempt, an import searched for along
+        ``sys.path`` per run of a busy task in another process.  Another text (a new
+        definition written there) is tried; so is this one after it loaded or its row
+        went (:meth:`read`).  One dictionary look-up while nothing failed."""
+        if self._said:
+            said = self._said.get(task_id)
+            if said is not None and said[0] == text:
+                raise said[1].with_traceback(None)  # no traceback grown per raise
 
     def failed(self, task_id: str, text: str, error: StoreError, known: Task | None) -> None:
         """``text``, another process's definition of ``task_id``, raised ``error``;
@@ -342,8 +356,9 @@ class Unreadable:
         task is left out)."""
         if known is None:
             self._left[task_id] = text
-        if self._said.get(task_id) != text:
-            self._said[task_id] = text
+        said = self._said.get(task_id)
+        if said is None or said[0] != text:
+            self._said[task_id] = (text, error)
             log.warning(
                 "another process wrote task %s in %s with a definition this one cannot "
                 "load (%s); %s until it runs the code that wrote it",
@@ -403,6 +418,8 @@ def load_each(
     problems: list[str] = []
     for row in rows:
         try:
+            if unreadable is not None:  # a text that failed here is not tried again
+                unreadable.again(row[0], row[1])
             snapshots.append(read(row))
         except StoreError as exc:
             if unreadable is not None:

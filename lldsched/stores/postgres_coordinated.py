@@ -293,6 +293,7 @@ class PostgresCoordination:
             snapshot = None
             if kind == 1:
                 try:
+                    self._unreadable.again(task_id, columns[1])  # failed: not tried again
                     snapshot = self._read_snapshot(columns)
                 except StoreError as exc:  # newer code's: its state, with the definition known
                     with self._lock:

@@ -225,18 +225,20 @@ class CoordinatedMethods:
         found: list[Change] = [Change(task_id, version, None) for version, task_id in removed]
         for _, task_id in removed:
             shared.unreadable.read(task_id)  # a row left out here is gone
+        unreadable = shared.unreadable
         for task_id, version, definition, status, *state, leased in rows:
             try:
+                unreadable.again(task_id, definition)  # a text that failed: not tried again
                 snapshot = snapshot_of(task_id, definition, status, state)
             except StoreError as exc:  # newer code's: its state, with the definition known
                 with self._lock:
                     known = self._defined.get(task_id)
-                shared.unreadable.failed(task_id, definition, exc, known)
+                unreadable.failed(task_id, definition, exc, known)
                 if known is None:
                     continue
                 snapshot = snapshot_of(task_id, definition, status, state, task=known)
             else:
-                shared.unreadable.read(task_id)
+                unreadable.read(task_id)
             found.append(Change(task_id, version, snapshot, bool(leased)))
         with self._lock:  # a finished task is not cached: its row is written in full again
             for change in found:

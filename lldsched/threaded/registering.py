@@ -120,9 +120,10 @@ class Registering(SchedulerParts):
                 raise SchedulerStateError(f"cannot schedule {name!r}: the scheduler is shut down")
             self._follow_others()  # shared: replace what another process registered
             # shared: a task this process left out, taken over with the store muted (its
-            # take_over writes the row).  Entered only then, so the usual registration
-            # pays no context manager: a `with nullcontext()` around every add cost 6 %
-            # of a registration (benchmarks/threaded_instructions.py register).
+            # take_over writes the row) and the events held.  Entered only then, so the
+            # usual registration pays no context manager: a `with nullcontext()` around
+            # every add cost 6 % of a registration (benchmarks/threaded_instructions.py
+            # register).
             taking: ExitStack | None = None
             try:
                 for retry_once in (True, False):
@@ -157,7 +158,7 @@ class Registering(SchedulerParts):
                             raise
                         if coordinator.left_out(id):  # one it cannot load: take it over
                             taking = ExitStack()
-                            taking.enter_context(coordinator.store.muted())
+                            taking.enter_context(coordinator.taking_over())
                         else:
                             self._follow_others()
                 if taking is not None and self._coordinator is not None:

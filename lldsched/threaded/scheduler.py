@@ -44,6 +44,7 @@ from typing import Any, NoReturn
 
 from lldsched.checks import seconds, whole_or_none
 from lldsched.clock import Clock, SystemClock
+from lldsched.core import storeuse
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.ids import IdGenerator, sequential_ids
 from lldsched.core.isolation import is_loop_action
@@ -55,7 +56,6 @@ from lldsched.errors import SchedulerStateError, ValidationError
 from lldsched.listeners import Listener, listener_list
 from lldsched.logs import Repeats
 from lldsched.persistence import CoordinatedStore, TaskStore, is_shared
-from lldsched.threaded import storeuse
 from lldsched.threaded.control import ControlVerbs
 from lldsched.threaded.coroutines import CoroutineRunner
 from lldsched.threaded.dispatcher import EventDispatcher

@@ -92,6 +92,7 @@ class Coordinator:
         # Slots due before this instant passed while this process was not there (not
         # built yet, or a forward wall-clock jump): a claim of one is a misfire candidate.
         self._since = core.clock.now()
+        self._taken: ScheduledTask | None = None  # taken over in a taking_over() block
         store.subscribe(wake)
 
     def load(self) -> None:
@@ -108,16 +109,40 @@ class Coordinator:
         load the stored definition (another release's, in a rolling deploy)."""
         return task_id is not None and task_id in self.store.unloaded()
 
+    @contextlib.contextmanager
+    def taking_over(self) -> Iterator[None]:
+        """Around a registration with ``replace_existing=True`` of a task this process left
+        out (:meth:`left_out`), which registers it here for :meth:`took_over` to take the
+        row over: the store muted (``take_over`` writes the row) and the core's events
+        held (that registration, and the row's state taken, are no transitions made here).
+        Once the block is done, the task taken over, if any, ends as any replacement of a
+        task the registry did not hold (:meth:`SchedulerCore.replaced_unheld
+        <lldsched.core.definition.DefinitionVerbs.replaced_unheld>`: its status kept, a
+        finished one included; the listeners hear the replacement, ``previous`` equal to
+        its status; a finished one counted by the retention), with the store written and
+        the listeners told again.  Under the scheduler's lock, as every registration."""
+        core = self._core
+        emit = core.emit
+        core.emit = None
+        self._taken = None
+        try:
+            with self.store.muted():
+                yield
+        finally:
+            core.emit = emit
+        taken, self._taken = self._taken, None
+        if taken is not None:
+            core.replaced_unheld(taken)
+
     def took_over(self, task: ScheduledTask) -> None:
-        """``task`` was just registered here, with the store muted, by a registration with
-        ``replace_existing=True`` of a task this process left out (:meth:`left_out`): its
-        row takes the new definition and keeps its state and history
+        """``task`` was just registered here, inside :meth:`taking_over`, by a registration
+        with ``replace_existing=True`` of a task this process left out (:meth:`left_out`):
+        its row takes the new definition and keeps its state and history
         (:meth:`CoordinatedStore.take_over
         <lldsched.persistence.CoordinatedStore.take_over>`), and the task takes the row's
-        state, as any replacement keeps it.  Called with the store still muted.  If that
-        fails, the task is removed here again (nothing registered changes) and the error
-        raised: a :class:`~lldsched.errors.ValidationError` when the row was removed
-        meanwhile."""
+        state, as any replacement keeps it.  If that fails, the task is removed here again
+        (nothing registered changes, nothing is heard) and the error raised: a
+        :class:`~lldsched.errors.ValidationError` when the row was removed meanwhile."""
         core = self._core
         try:
             snapshot = self.store.take_over(task.definition)
@@ -130,6 +155,7 @@ class Coordinator:
         except BaseException:
             core.remove(task.id)
             raise
+        self._taken = task
 
     def _last_slot(self, task_id: str) -> float | None:
         """The slot of ``task_id``'s last run record in the store (None: it has none)."""

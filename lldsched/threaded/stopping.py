@@ -20,12 +20,12 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from lldsched.checks import flag, wait_seconds
+from lldsched.core import storeuse
 from lldsched.core.names import RUNNABLE
 from lldsched.core.task import Entry, ScheduledTask
 from lldsched.deprecated import keyword_only_now
 from lldsched.errors import SchedulerStateError
 from lldsched.logs import SCHEDULER
-from lldsched.threaded import storeuse
 from lldsched.threaded.deadline import Deadline
 from lldsched.threaded.loopshutdown import grace_for
 from lldsched.threaded.parts import DEAD, FORKED, RUNNING, STOPPED, SchedulerParts

@@ -1,4 +1,5 @@
-"""One running scheduler per store object: taken at ``start()``, let go by ``shutdown()``.
+"""One running scheduler per store object: taken at ``start()``, let go by ``shutdown()``;
+no other runtime uses the store meanwhile.
 
 A store object is one writer.  An unshared SQLite store's claim on its file
 (:mod:`lldsched.stores.claim`) refuses a second *store* on the file, in this process
@@ -13,12 +14,19 @@ first ``shutdown()`` ends (:func:`let_go`), whatever that shutdown left running;
 scheduler built on a store that a running scheduler holds is refused as well
 (:func:`check`), since its verbs would write behind the running one's back.  A
 scheduler built and never started holds nothing: it restored the store, and may read
-it.  Both refusals are a :class:`~lldsched.errors.StoreError` naming the store and
-the scheduler that holds it, raised before anything is changed.  A forked child holds
-nothing (its copies of the parent's schedulers run nothing there).
+it.  A :class:`~lldsched.sim.simulation.Simulation` is checked the same way, as it is
+built (its recovery writes) and each time it runs (its runs write their rows and
+records, at simulated instants), and holds nothing either: it has no running life to
+end (no ``shutdown()``), and a restart is simulated by a second simulation on the same
+store.  Every refusal is a :class:`~lldsched.errors.StoreError` naming the store, the
+scheduler that holds it and what was refused, raised before anything is changed.  A
+forked child holds nothing (its copies of the parent's schedulers run nothing there).
+Both runtimes use it, so it lives in ``core/`` (``threaded/`` and ``sim/`` never
+import each other).
 
-Nothing here is on the run path: one dictionary look-up at construction, at
-``start()`` and at ``shutdown()``.
+Nothing here is on a scheduler's run path: one dictionary look-up at construction, at
+``start()`` and at ``shutdown()``; a simulation's run adds one per ``run``, ``run_for``
+or ``step`` call (none per simulated event).
 """
 
 from __future__ import annotations
@@ -50,22 +58,35 @@ if hasattr(os, "register_at_fork"):  # POSIX; Windows has no fork
     os.register_at_fork(after_in_child=_forget_after_fork)
 
 
-def _refusal(store: object, holder: object) -> StoreError:
+def _refusal(store: object, holder: object, user: object) -> StoreError:
     name = getattr(holder, "name", holder)
     return StoreError(
-        f"the store {store!r} already serves the running scheduler {name!r}: a store "
-        "object takes one running scheduler at a time (two on one store each ran every "
-        "task). Shut that scheduler down first; for several schedulers on one set of "
-        "tasks, give each a store of its own, opened shared (docs/CLUSTER.md)"
+        f"the store {store!r} already serves the running scheduler {name!r}, so "
+        f"{_described(user)} cannot use it: a store object is one writer, taken by one "
+        "running scheduler at a time (two on one store each ran every task; on a shared "
+        "store it is one node, its leases and the versions it has read), and nothing else "
+        "writes through it meanwhile. Shut that scheduler down first; for several "
+        "schedulers on one set of tasks, give each a store of its own, opened shared "
+        "(docs/CLUSTER.md); for a simulation, a store of its own (a copy of the file)"
     )
 
 
-def check(store: object, scheduler: object) -> None:
-    """Raise if a running scheduler other than ``scheduler`` holds ``store``."""
+def _described(user: object) -> str:
+    """``user`` in a refusal: ``"Scheduler 'b'"`` for a named one, ``"a Simulation"``."""
+    name = getattr(user, "name", None)
+    kind = type(user).__name__
+    return f"{kind} {name!r}" if isinstance(name, str) else f"a {kind}"
+
+
+def check(store: object, user: object) -> None:
+    """Raise if a running scheduler other than ``user`` (a scheduler, or a simulation
+    about to be built on ``store`` or to run) holds ``store``."""
+    if not _held:  # nothing held: a simulation's run checks no more than this
+        return
     with _lock:
         found = _held.get(id(store))
-    if found is not None and found[1] is not scheduler:
-        raise _refusal(store, found[1])
+    if found is not None and found[1] is not user:
+        raise _refusal(store, found[1], user)
 
 
 def take(store: object, scheduler: object) -> None:
@@ -73,7 +94,7 @@ def take(store: object, scheduler: object) -> None:
     with _lock:
         found = _held.get(id(store))
         if found is not None and found[1] is not scheduler:
-            raise _refusal(store, found[1])
+            raise _refusal(store, found[1], scheduler)
         _held[id(store)] = (store, scheduler)
 
 
