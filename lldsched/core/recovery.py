@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
 from lldsched.core.machine import SchedulerCore
@@ -287,7 +287,12 @@ def _queue_restored(core: SchedulerCore, task: ScheduledTask, owed: bool, now: f
 
 
 def stored_plan(
-    core: SchedulerCore, task: ScheduledTask, waited: float, now: float
+    core: SchedulerCore,
+    task: ScheduledTask,
+    waited: float,
+    now: float,
+    *,
+    history: Callable[[], Sequence[ExecutionRecord]] | None = None,
 ) -> list[tuple[float, Outcome, str | None]]:
     """Put back the plan a stored row stands for (the one rule for a restart,
     :func:`recover`, and for a process following a shared store, :mod:`~lldsched.core.follow`):
@@ -299,7 +304,14 @@ def stored_plan(
     with that plan behind.  A plan cut at :data:`MAX_SLOTS` is put back as it was
     (:func:`_cut`).  Any other policy's plan holds no slot after ``waited``: nothing
     was lost.  Returns the decisions that plan took (slots beyond ``max_catch_up``), for
-    the caller to record or not: ``task`` is only replanned here."""
+    the caller to record or not: ``task`` is only replanned here.
+
+    ``history``: the task's records as the store has them, read (only for a paused
+    ``RUN_ALL`` task) to find where a cut plan ended; None: the task's own history, which
+    recovery restored from the store.  A process following a shared store passes the
+    store's: its own history holds only the runs it ran, and without the record of the
+    cut it decided the plan again from ``waited``, counting the slots beyond the cap
+    twice, as a restart did before."""
     task._schedule = slot_first(task._schedule, waited)
     policy = task.misfire or DEFAULT_MISFIRE
     owed = task.next_run_at
@@ -308,7 +320,7 @@ def stored_plan(
     if owed is None:
         return []
     own = unwrap(task._schedule)
-    cut = _cut(task.history, waited)
+    cut = _cut(task.history if history is None else history(), waited)
     if cut is None:
         decided = plan(own, waited, now, policy)
         if not decided.misfired:

@@ -101,7 +101,12 @@ class Coordinator:
         once, for the processes that can (``leave_out``; docs/CLUSTER.md, "Rolling
         deploys"): refusing the store would stop an older process from starting at all."""
         with self.store.muted():
-            load(self._core, self.store.load_all(leave_out=True), self._last_slot)
+            load(
+                self._core,
+                self.store.load_all(leave_out=True),
+                self._last_slot,
+                records_of=self.store.records,
+            )
 
     def left_out(self, task_id: str | None) -> bool:
         """True if ``task_id`` is a task of the store this process left out: it cannot
@@ -126,7 +131,7 @@ class Coordinator:
                     f"task id {task.id!r} was removed from the store by another process "
                     "while this one took it over; register it again"
                 )
-            follow(core, Change(task.id, 0, snapshot))
+            follow(core, Change(task.id, 0, snapshot), records_of=self.store.records)
         except BaseException:
             core.remove(task.id)
             raise
@@ -199,7 +204,7 @@ class Coordinator:
         with store.muted():
             for change in changes:
                 try:
-                    task = follow(self._core, change)
+                    task = follow(self._core, change, records_of=store.records)
                 except Exception:  # one unreadable change must not stop the timer
                     log.exception("cannot apply the change to %s from another process", change)
                     continue
