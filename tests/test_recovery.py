@@ -886,6 +886,36 @@ def test_a_forward_jump_past_the_end_of_a_schedule_leaves_the_run_in_flight_to_e
     ]  # fmt: skip
 
 
+@pytest.mark.parametrize("overlap", [Overlap.ALLOW, Overlap.CANCEL_OTHER])
+def test_a_slot_dropped_behind_a_run_in_flight_is_written_through_the_store_at_once(
+    overlap: Overlap,
+) -> None:
+    # As above: SKIP, the window closed before the clock lands, the slot queued behind the
+    # run of T0 is dropped.  The row says so at once: due at the run in flight, as for an
+    # overlapping task whose schedule ended as its run began.  It kept the dropped slot
+    # (T0 + 1 h, recorded missed) until the run ended, and a restart meanwhile ran that
+    # slot.  Restarted now, the run of T0, never recorded, runs again (at least once: the
+    # rule for a run in flight at a crash); no slot recorded missed runs, and the task ends.
+    clock = JumpingClock(T0)
+    store = InMemoryTaskStore()
+    h = Harness(clock, store=store)
+    limit = 2 if overlap is Overlap.ALLOW else None
+    task = h.core.add("rate", jobs.noop, Window(FixedRate(HOUR), end=T0 + 3 * HOUR),
+                      overlap=overlap, max_instances=limit, misfire=SKIP)  # fmt: skip
+    h.begin()  # the slot at T0, T0 + 1 h queued behind it
+    clock.jump(3.5 * HOUR)
+    after_clock_jump(h.core, 3.5 * HOUR, clock.now())
+    (row,) = store.load_all()
+    assert (row.status, row.next_run_at, row.running) == (TaskStatus.RUNNING, T0, True)
+    assert task.next_run_at == T0
+    sim = Simulation(start=clock.now(), store=store)  # the process died with the run going
+    sim.run(clock.now() + 2 * HOUR)
+    assert [(r.outcome.value, (r.slot - T0) / HOUR) for r in store.records(task.id)] == [
+        ("missed", 1.0), ("missed", 2.0), ("missed", 3.0), ("ok", 0.0),
+    ]  # fmt: skip
+    assert sim.task(task.id).status is TaskStatus.SUCCEEDED
+
+
 def test_an_overlapping_task_paused_mid_run_and_set_back_resumes_at_its_moved_slot() -> None:
     clock = JumpingClock(T0)
     h = Harness(clock)
