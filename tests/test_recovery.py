@@ -1249,6 +1249,44 @@ def test_a_task_paused_mid_capped_run_all_catch_up_runs_its_plan_restarted_or_no
         store.close()
 
 
+@pytest.mark.parametrize("restart", [False, True])
+def test_a_capped_catch_up_runs_its_plan_as_cut_restarted_or_not(
+    tmp_path: Path, restart: bool
+) -> None:
+    # Minutely from 09:01, down until the next day 09:00:30: more than 1,000 slots passed.
+    # RUN_ALL (max_catch_up=3) runs the 998th to the 1,000th slot; one record stands for
+    # the slots beyond the cap, and the task resumes at 09:01 (the 1,441st).  Restarted
+    # while the 999th runs, the 999th runs again (at least once), then the 1,000th and
+    # the 1,441st, as without the restart.  The restart decided the plan again from the
+    # 999th: it ran the 1,438th to the 1,440th (which the cap's record stood for) instead
+    # of the 1,000th, and recorded the 1,002nd to the 1,437th missed a second time.
+    path = tmp_path / "tasks.db"
+    back = T0 + 86400 + 30
+    policy = MisfirePolicy(Misfire.RUN_ALL, max_catch_up=3)
+    with SqliteTaskStore(path) as store:
+        task = Simulation(start=T0, store=store).schedule(
+            "job", FixedRate(60, start_delay=60), misfire=policy
+        )
+    store = SqliteTaskStore(path)
+    try:
+        sim = Simulation(start=back, store=store)
+        sim.model(task.id, duration=1.0)
+        sim.run(back + 1.5)  # the 998th ran, the 999th runs
+        if restart:
+            store.close()
+            store = SqliteTaskStore(path)
+            sim = Simulation(start=back + 10, store=store)
+            sim.model(task.id, duration=1.0)
+        sim.run(back + 90)
+        records = store.records(task.id)
+        ran = [(r.slot - T0) / 60 for r in records if r.outcome.ran]
+        assert ran == [998, 999, 1000, 1441]
+        decided = [(r.slot - T0) / 60 for r in records if not r.outcome.ran]
+        assert decided[-2:] == [997, 1001]  # the cap's record last, as it was decided
+    finally:
+        store.close()
+
+
 def test_a_catch_up_slot_resumed_keeps_its_slot_and_the_grid_after_the_plan(
     tmp_path: Path,
 ) -> None:

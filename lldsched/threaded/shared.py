@@ -434,7 +434,14 @@ class Coordinator:
         core = self._core
         task = core.tasks[claim.task_id]
         with self.store.muted():  # written below, in one fenced transaction
-            records = decide_misfire(core, task, now, owed=claim.taken_over, token=claim.token)
+            records = decide_misfire(
+                core,
+                task,
+                now,
+                owed=claim.taken_over,
+                token=claim.token,
+                history=lambda: self.store.records(claim.task_id),  # a plan cut at the cap
+            )
         if records is None:  # within grace: runs as claimed
             return entry
         due = task.next_run_at  # a passed slot: a catch-up run; later: every slot skipped
