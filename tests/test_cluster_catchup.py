@@ -172,3 +172,34 @@ def test_a_process_following_a_task_paused_mid_capped_catch_up_runs_the_plan_as_
         if follower is not None:
             follower.shutdown()
         _forget_what_runs_told()
+
+
+def test_a_capped_catch_up_in_one_shared_process_runs_its_plan_as_cut(
+    stores: list[SqliteTaskStore],
+) -> None:
+    # Minutely from 09:01; the wall clock jumps a day.  RUN_ALL (max_catch_up=3) runs the
+    # 998th to the 1,000th slot, then the 1,441st.  Each catch-up slot is due before the
+    # jump, so each claim of one decides its misfire again (a slot this process was not
+    # there for): it decided the plan again from the 999th, and ran the 1,438th to the
+    # 1,440th (which the cap's record stood for) instead of the 999th and the 1,000th.
+    clock = JumpingClock(T0)
+    store, _, reader = stores
+    name = "minutely"
+    cluster_jobs.released.set()  # every run ends at once
+    scheduler = Scheduler(workers=2, store=store, clock=clock).start()
+    _forget_what_runs_told()
+    try:
+        scheduler.schedule(
+            name, cluster_jobs.held_until_released, FixedRate(60, start_delay=60),
+            id=name, misfire=MisfirePolicy(Misfire.RUN_ALL, max_catch_up=3),
+        )  # fmt: skip
+        assert clock.parked.wait(5)
+        clock.jump(86400 + 30)
+        wait_until(lambda: reader.load_all()[0].next_run_at == T0 + 1441 * 60
+                   and not reader.leases(), timeout=10,
+                   what="the plan to be run and the task to wait for the 1,441st")  # fmt: skip
+        ran = [(record.slot - T0) / 60 for record in reader.records(name) if record.outcome.ran]
+        assert ran == [998, 999, 1000]
+    finally:
+        scheduler.shutdown()
+        _forget_what_runs_told()
