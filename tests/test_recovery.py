@@ -886,6 +886,36 @@ def test_a_forward_jump_past_the_end_of_a_schedule_leaves_the_run_in_flight_to_e
     ]  # fmt: skip
 
 
+@pytest.mark.parametrize("overlap", [Overlap.ALLOW, Overlap.CANCEL_OTHER])
+def test_a_slot_dropped_behind_a_run_in_flight_is_written_through_the_store_at_once(
+    overlap: Overlap,
+) -> None:
+    # As above: SKIP, the window closed before the clock lands, the slot queued behind the
+    # run of T0 is dropped.  The row says so at once: due at the run in flight, as for an
+    # overlapping task whose schedule ended as its run began.  It kept the dropped slot
+    # (T0 + 1 h, recorded missed) until the run ended, and a restart meanwhile ran that
+    # slot.  Restarted now, the run of T0, never recorded, runs again (at least once: the
+    # rule for a run in flight at a crash); no slot recorded missed runs, and the task ends.
+    clock = JumpingClock(T0)
+    store = InMemoryTaskStore()
+    h = Harness(clock, store=store)
+    limit = 2 if overlap is Overlap.ALLOW else None
+    task = h.core.add("rate", jobs.noop, Window(FixedRate(HOUR), end=T0 + 3 * HOUR),
+                      overlap=overlap, max_instances=limit, misfire=SKIP)  # fmt: skip
+    h.begin()  # the slot at T0, T0 + 1 h queued behind it
+    clock.jump(3.5 * HOUR)
+    after_clock_jump(h.core, 3.5 * HOUR, clock.now())
+    (row,) = store.load_all()
+    assert (row.status, row.next_run_at, row.running) == (TaskStatus.RUNNING, T0, True)
+    assert task.next_run_at == T0
+    sim = Simulation(start=clock.now(), store=store)  # the process died with the run going
+    sim.run(clock.now() + 2 * HOUR)
+    assert [(r.outcome.value, (r.slot - T0) / HOUR) for r in store.records(task.id)] == [
+        ("missed", 1.0), ("missed", 2.0), ("missed", 3.0), ("ok", 0.0),
+    ]  # fmt: skip
+    assert sim.task(task.id).status is TaskStatus.SUCCEEDED
+
+
 def test_an_overlapping_task_paused_mid_run_and_set_back_resumes_at_its_moved_slot() -> None:
     clock = JumpingClock(T0)
     h = Harness(clock)
@@ -1217,6 +1247,66 @@ def test_a_task_paused_mid_capped_run_all_catch_up_runs_its_plan_restarted_or_no
         assert ran == [*range(901, 1001), 1441]
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("restart", [False, True])
+def test_a_capped_catch_up_runs_its_plan_as_cut_restarted_or_not(
+    tmp_path: Path, restart: bool
+) -> None:
+    # Minutely from 09:01, down until the next day 09:00:30: more than 1,000 slots passed.
+    # RUN_ALL (max_catch_up=3) runs the 998th to the 1,000th slot; one record stands for
+    # the slots beyond the cap, and the task resumes at 09:01 (the 1,441st).  Restarted
+    # while the 999th runs, the 999th runs again (at least once), then the 1,000th and
+    # the 1,441st, as without the restart.  The restart decided the plan again from the
+    # 999th: it ran the 1,438th to the 1,440th (which the cap's record stood for) instead
+    # of the 1,000th, and recorded the 1,002nd to the 1,437th missed a second time.
+    path = tmp_path / "tasks.db"
+    back = T0 + 86400 + 30
+    policy = MisfirePolicy(Misfire.RUN_ALL, max_catch_up=3)
+    with SqliteTaskStore(path) as store:
+        task = Simulation(start=T0, store=store).schedule(
+            "job", FixedRate(60, start_delay=60), misfire=policy
+        )
+    store = SqliteTaskStore(path)
+    try:
+        sim = Simulation(start=back, store=store)
+        sim.model(task.id, duration=1.0)
+        sim.run(back + 1.5)  # the 998th ran, the 999th runs
+        if restart:
+            store.close()
+            store = SqliteTaskStore(path)
+            sim = Simulation(start=back + 10, store=store)
+            sim.model(task.id, duration=1.0)
+        sim.run(back + 90)
+        records = store.records(task.id)
+        ran = [(r.slot - T0) / 60 for r in records if r.outcome.ran]
+        assert ran == [998, 999, 1000, 1441]
+        decided = [(r.slot - T0) / 60 for r in records if not r.outcome.ran]
+        assert decided[-2:] == [997, 1001]  # the cap's record last, as it was decided
+    finally:
+        store.close()
+
+
+def test_a_forward_jump_during_a_capped_catch_up_runs_its_plan_as_cut() -> None:
+    # As above, in one process that stays up: the wall clock jumps a day (the plan cut
+    # at the cap: the 998th to the 1,000th run, then the 1,441st), and again by 10 s
+    # once the 998th ran.  The second jump finds the 999th passed: the plan goes on as it
+    # was cut.  It was decided again from the 999th: the 1,438th to the 1,440th ran.
+    clock = JumpingClock(T0)
+    h = Harness(clock)
+    task = h.core.add("job", jobs.noop, FixedRate(60, start_delay=60),
+                      misfire=MisfirePolicy(Misfire.RUN_ALL, max_catch_up=3))  # fmt: skip
+    clock.jump(86400 + 30)
+    after_clock_jump(h.core, 86400 + 30, clock.now())
+    h.step()  # the 998th
+    assert task.next_run_at == T0 + 999 * 60
+    clock.jump(10)
+    after_clock_jump(h.core, 10, clock.now())
+    for _ in range(3):
+        h.step()
+    ran = [(r.slot - T0) / 60 for r in task.history if r.outcome.ran]
+    assert ran == [998, 999, 1000, 1441]
+    assert task.next_run_at == T0 + 1442 * 60
 
 
 def test_a_catch_up_slot_resumed_keeps_its_slot_and_the_grid_after_the_plan(

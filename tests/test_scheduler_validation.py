@@ -229,7 +229,7 @@ def test_a_definition_another_process_registered_is_followed_without_judging_its
     core = scheduler._core
     changed = task.definition._replace(args=(), schedule=FixedRate(120))  # needs_one()
     snapshot = core.snapshot(task)._replace(task=changed)
-    assert follow(core, Change("job", 2, snapshot)) is task
+    assert follow(core, Change("job", 2, snapshot), records_of=lambda _: []) is task
     assert task.schedule == FixedRate(120) and task.args == ()
     assert scheduler.shutdown()
 

@@ -21,7 +21,7 @@ verb applied here would write.  Everything goes through the core's verbs:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from lldsched.core.duequeue import queued_entry
 from lldsched.core.machine import SchedulerCore
@@ -29,17 +29,24 @@ from lldsched.core.names import RUNNABLE, runnable
 from lldsched.core.recovery import stored_plan
 from lldsched.core.registration import options_of
 from lldsched.core.task import Entry, Restored, ScheduledTask
-from lldsched.model import TaskStatus
+from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import Change, Claim, Task, TaskSnapshot
 from lldsched.schedules.catchup import unwrap
 
-__all__ = ["claimed_entry", "follow", "load"]
+__all__ = ["RecordsOf", "claimed_entry", "follow", "load"]
+
+RecordsOf = Callable[[str], Sequence[ExecutionRecord]]
+"""The store's records of a task, oldest first (:meth:`HistoryStore.records
+<lldsched.persistence.HistoryStore.records>`): read only to put back the plan of a task
+paused during its ``RUN_ALL`` catch-up (:func:`_plan`)."""
 
 
 def load(
     core: SchedulerCore,
     snapshots: Iterable[TaskSnapshot],
     slot_of: Callable[[str], float | None],
+    *,
+    records_of: RecordsOf,
 ) -> None:
     """Register every stored row as it is (a shared store's tasks at construction).
 
@@ -47,13 +54,15 @@ def load(
     a row with attempts behind it.  The row keeps the retry's due instant, not the slot
     its attempts belong to, and a retry read as a slot of its own moved a fixed rate's
     grid by its backoff (the slot after 09:01 retried at 09:01:05 was 09:02:05).
+    ``records_of``: see :data:`RecordsOf`.
     """
     for snapshot in snapshots:
-        _register(core, snapshot, slot_of)
+        _register(core, snapshot, records_of, slot_of)
 
 
-def follow(core: SchedulerCore, change: Change) -> ScheduledTask | None:
-    """Apply ``change`` to the registry; returns the task it left (None: removed)."""
+def follow(core: SchedulerCore, change: Change, *, records_of: RecordsOf) -> ScheduledTask | None:
+    """Apply ``change`` to the registry; returns the task it left (None: removed).
+    ``records_of``: see :data:`RecordsOf`."""
     task = core.tasks.get(change.task_id)
     snapshot = change.snapshot
     if snapshot is None:
@@ -61,7 +70,7 @@ def follow(core: SchedulerCore, change: Change) -> ScheduledTask | None:
             core.remove(task.id)
         return None
     if task is None:
-        return _register(core, snapshot)
+        return _register(core, snapshot, records_of)
     redefined = snapshot.task != task.definition and task.status not in (
         TaskStatus.SUCCEEDED,
         TaskStatus.CANCELLED,
@@ -74,7 +83,7 @@ def follow(core: SchedulerCore, change: Change) -> ScheduledTask | None:
         return task
     if task.status is TaskStatus.CANCELLED:
         return task  # cancelled is final here as everywhere (a row cannot revive it)
-    _adopt(core, task, snapshot, status, attempt)
+    _adopt(core, task, snapshot, status, attempt, records_of)
     return task
 
 
@@ -111,6 +120,7 @@ def _state(snapshot: TaskSnapshot) -> tuple[TaskStatus, int]:
 def _register(
     core: SchedulerCore,
     snapshot: TaskSnapshot,
+    records_of: RecordsOf,
     slot_of: Callable[[str], float | None] | None = None,
 ) -> ScheduledTask:
     status, attempt = _state(snapshot)
@@ -135,11 +145,11 @@ def _register(
         ]
     )
     if status in RUNNABLE and snapshot.next_run_at is not None:
-        _adopt(core, task, snapshot, status, attempt)
+        _adopt(core, task, snapshot, status, attempt, records_of)
     elif status is TaskStatus.BLOCKED:  # its wait began at its slot, in whichever process
         core.adopted_wait(task, previous=None)
     elif snapshot.waited is not None:  # a paused task's plan, for its resume
-        _plan(core, task, snapshot.waited)
+        _plan(core, task, snapshot.waited, records_of)
     return task
 
 
@@ -149,6 +159,7 @@ def _adopt(
     snapshot: TaskSnapshot,
     status: TaskStatus,
     attempt: int,
+    records_of: RecordsOf,
 ) -> None:
     """Take the row's state: ``status`` and ``attempt`` as :func:`_state` read them, the
     due instant and the counters as the row has them, and its plan: the slot the
@@ -170,16 +181,18 @@ def _adopt(
         last_error=snapshot.last_error,
     )
     if snapshot.waited is not None:
-        _plan(core, task, snapshot.waited)
+        _plan(core, task, snapshot.waited, records_of)
 
 
-def _plan(core: SchedulerCore, task: ScheduledTask, waited: float) -> None:
+def _plan(core: SchedulerCore, task: ScheduledTask, waited: float, records_of: RecordsOf) -> None:
     """The plan the row stands for, put back as a restart puts it back
     (:func:`~lldsched.core.recovery.stored_plan`: a task paused during its ``RUN_ALL``
     catch-up gets the slots after ``waited`` back).  The decisions that plan would take
     (slots beyond ``max_catch_up`` that passed while it was paused) are not recorded
-    here: a follower writes nothing; its runs are the plan's latest slots."""
-    stored_plan(core, task, waited, core.clock.now())
+    here: a follower writes nothing; its runs are the plan's latest slots.  A plan cut
+    at the cap is found in the store's records (``records_of``), which this process's
+    own history does not hold (another process decided it), and put back as it was."""
+    stored_plan(core, task, waited, core.clock.now(), history=lambda: records_of(task.id))
 
 
 def _redefine(core: SchedulerCore, definition: Task) -> None:

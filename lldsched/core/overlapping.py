@@ -120,11 +120,20 @@ class OverlappingRuns(CoreParts):
         misfire decision skipped every slot its schedule had left (``Misfire.SKIP``,
         :func:`lldsched.core.recovery.decide_misfire`).  The runs go on, and the last
         one out finds the schedule ended, as when :meth:`_queue_following` finds no slot
-        (:meth:`_after_flight`)."""
+        (:meth:`_after_flight`).  The task is left as that finding leaves it, due at
+        its latest run's due instant, and written through the store at once: the row
+        kept the dropped slot until the last run ended, and a restart meanwhile ran that
+        slot (recorded missed) instead of the run in flight."""
         flight = task._flight
         if flight is not None:
             flight.pending = None
         self._queue.discard(task)
+        run = task._run
+        if run is not None:  # as begin() left it before _queue_following queued a slot
+            task.next_run_at = run.due
+            task._slot = run.slot
+            task.attempt = run.attempt
+        self._save(task)
 
     def _alongside(
         self, task: ScheduledTask, entry: Entry, worker: int, *, token: int | None

@@ -69,6 +69,21 @@ class Publishing(CoreParts):
             schedule.waited if schedule.__class__ is CatchUp else None,
         ))  # fmt: skip
 
+    def _save(self, task: ScheduledTask) -> None:
+        """Write ``task``'s row through the store, with no event: a change that is no
+        transition (:meth:`~lldsched.core.restoration.Restoration.replan`, a slot
+        dropped behind runs in flight: :meth:`~lldsched.core.overlapping.OverlappingRuns.
+        drop_pending`)."""
+        if self._store is None:
+            return
+        snapshot = self._snapshot(task)
+        try:
+            self._store.save(snapshot)
+        except BaseException as exc:  # as in _write_and_publish: the registry is the truth
+            store_failed(self._writes, exc, "save", task.id, snapshot)
+        else:
+            store_written(self._writes, "save", task.id)
+
     def _write_all_and_publish(
         self, task: ScheduledTask, previous: TaskStatus, records: list[ExecutionRecord]
     ) -> None:

@@ -32,15 +32,18 @@ stays off the heap, waiting for what its records say it still waits for
 **Enumeration is capped.**  At most :data:`MAX_SLOTS` passed slots of one task
 are decided one by one.  Beyond that, one more record (outcome as the policy
 says, ``error`` text saying so) stands for all the later ones, and the task
-resumes at its first slot after now.  A ``FixedDelay`` misses one slot however
-long the downtime: its slots count from finishes that never happened.
+resumes at its first slot after now.  A slot of such a plan that meets the policy
+again (a restart during the plan, a later jump, a claim in shared mode) is not decided
+again: the plan goes on as it was cut, and only the slots after it meet the policy
+(:func:`decide_misfire`).  A ``FixedDelay`` misses one slot however long the
+downtime: its slots count from finishes that never happened.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
 from lldsched.core.machine import SchedulerCore
@@ -62,6 +65,7 @@ __all__ = [
     "COALESCED",
     "MAX_SLOTS",
     "MISSED",
+    "History",
     "Plan",
     "after_clock_jump",
     "decide_misfire",
@@ -78,6 +82,14 @@ MAX_SLOTS = 1000
 """Passed slots of one task decided one by one; the rest are summed up in one record."""
 
 MISSED = Outcome.MISSED
+
+History = Callable[[], Sequence[ExecutionRecord]]
+"""Where a task's records are read to find a plan cut at :data:`MAX_SLOTS` (the record
+standing for the slots beyond the cap: :func:`_cut`), called only when one may matter.
+None in its place: the task's own history, which recovery restored from the store.  A
+process sharing a store passes the store's (``store.records(task_id)``): its own history
+holds only the runs it ran, and another process decided the plan."""
+
 _QUEUED = (TaskStatus.SCHEDULED, TaskStatus.RETRYING)  # statuses with a due instant to settle
 
 
@@ -184,6 +196,7 @@ def decide_misfire(
     *,
     owed: bool = False,
     token: int | None = None,
+    history: History | None = None,
 ) -> list[ExecutionRecord] | None:
     """The one rule for a queued task whose due instant passed while no scheduler was
     there: its passed slots meet its :class:`~lldsched.policies.MisfirePolicy`.
@@ -197,6 +210,14 @@ def decide_misfire(
 
     Used by recovery at start, after a forward wall-clock jump, and in shared mode by
     the process that claims a slot due before it was there (:mod:`lldsched.threaded.shared`).
+
+    A slot of a plan cut at :data:`MAX_SLOTS` (the history holds the record standing for
+    the slots beyond the cap, after that slot: :func:`_cut`) was decided already: the
+    plan goes on as it was cut, and only the slots from its resume slot up to ``now``
+    meet the policy (:func:`_cut_plan`, :func:`_and_since`).  Decided again from that
+    slot, the slots the cap's record stood for were counted twice: recorded missed once
+    more, and the latest of them run instead of the plan's own.  ``history``: where that
+    record is looked for, read only once the policy decides (:data:`History`).
     """
     due = task.next_run_at
     if due is None:
@@ -204,10 +225,37 @@ def decide_misfire(
     first = following_slot(task._schedule, task.slot) if owed else due
     if first is None:  # the owed attempt was its schedule's last slot
         return None
-    decided = plan(task._schedule, first, now, task.misfire or DEFAULT_MISFIRE)
+    policy = task.misfire or DEFAULT_MISFIRE
+    decided = plan(task._schedule, first, now, policy)
     if not decided.misfired:
         return None
+    cut = _cut(task.history if history is None else history(), first)
+    if cut is not None:  # ``first`` is a slot of a plan cut at the cap
+        own = unwrap(task._schedule)
+        decided = _and_since(_cut_plan(own, first, cut), own, now, policy)
     return _apply(core, task, decided, due if owed else None, token=token)
+
+
+def _cut_plan(own: Schedule, first: float, cut: ExecutionRecord) -> Plan:
+    """The plan cut at :data:`MAX_SLOTS` that ``first`` is a slot of, from ``first`` on,
+    as it was decided: its slots up to ``cut`` (the record standing for the slots beyond
+    the cap), then the first slot after the instant ``cut`` was decided."""
+    slots, _ = passed_slots(own, first, cut.slot)
+    runs = [slot for slot in slots if slot < cut.slot]
+    return Plan(runs, [], first_after(own, cut.slot, cut.finished), True)
+
+
+def _and_since(decided: Plan, own: Schedule, now: float, policy: MisfirePolicy) -> Plan:
+    """``decided`` (:func:`_cut_plan`), then the slots from its resume slot up to ``now``
+    as ``policy`` decides them: they passed after the plan was decided (a restart's own
+    downtime, a later jump), and are misfires of their own."""
+    resume = decided.resume
+    if resume is None or resume is SCHEDULE_DECIDES:
+        return decided
+    later = plan(own, resume, now, policy)
+    if not later.misfired:
+        return decided
+    return Plan(decided.runs + later.runs, later.decisions, later.resume, True)
 
 
 def _apply(
@@ -287,7 +335,12 @@ def _queue_restored(core: SchedulerCore, task: ScheduledTask, owed: bool, now: f
 
 
 def stored_plan(
-    core: SchedulerCore, task: ScheduledTask, waited: float, now: float
+    core: SchedulerCore,
+    task: ScheduledTask,
+    waited: float,
+    now: float,
+    *,
+    history: History | None = None,
 ) -> list[tuple[float, Outcome, str | None]]:
     """Put back the plan a stored row stands for (the one rule for a restart,
     :func:`recover`, and for a process following a shared store, :mod:`~lldsched.core.follow`):
@@ -299,7 +352,11 @@ def stored_plan(
     with that plan behind.  A plan cut at :data:`MAX_SLOTS` is put back as it was
     (:func:`_cut`).  Any other policy's plan holds no slot after ``waited``: nothing
     was lost.  Returns the decisions that plan took (slots beyond ``max_catch_up``), for
-    the caller to record or not: ``task`` is only replanned here."""
+    the caller to record or not: ``task`` is only replanned here.
+
+    ``history``: read only for a paused ``RUN_ALL`` task (:data:`History`); a process
+    following a shared store that did not pass it decided a cut plan again from
+    ``waited``, counting the slots beyond the cap twice, as a restart did before."""
     task._schedule = slot_first(task._schedule, waited)
     policy = task.misfire or DEFAULT_MISFIRE
     owed = task.next_run_at
@@ -308,29 +365,27 @@ def stored_plan(
     if owed is None:
         return []
     own = unwrap(task._schedule)
-    cut = _cut(task.history, waited)
+    cut = _cut(task.history if history is None else history(), waited)
     if cut is None:
         decided = plan(own, waited, now, policy)
         if not decided.misfired:
             return []
     else:  # the plan, cut at MAX_SLOTS, ended before the record standing for the rest
-        slots, _ = passed_slots(own, waited, cut.slot)
-        runs = [slot for slot in slots if slot < cut.slot]
-        decided = Plan(runs, [], first_after(own, cut.slot, cut.finished), True)
+        decided = _cut_plan(own, waited, cut)
     _queue(core, task, decided, owed)
     return decided.decisions
 
 
-def _cut(history: Sequence[ExecutionRecord], waited: float) -> ExecutionRecord | None:
-    """The record that stands for the slots beyond :data:`MAX_SLOTS` of a catch-up whose
-    plan waited for ``waited`` (the first slot after it decided without a run), if the
-    history holds one: the plan's slots end before it, and the task resumes at the
-    first slot after the instant it was decided (``finished``).  Decided again from
-    ``waited`` up to now instead, those slots were counted once more: a ``RUN_ALL``
-    plan's own later slots were recorded missed, and slots the record stood for ran."""
+def _cut(history: Sequence[ExecutionRecord], slot: float) -> ExecutionRecord | None:
+    """The record that stands for the slots beyond :data:`MAX_SLOTS` of a catch-up that
+    ``slot`` is a slot of (the first such record after ``slot``), if the history holds
+    one: the plan's slots end before it, and the task resumes at the first slot after
+    the instant it was decided (``finished``).  Decided again from ``slot`` up to now
+    instead, those slots were counted once more: a ``RUN_ALL`` plan's own later slots
+    were recorded missed, and slots the record stood for ran."""
     for record in history:
         error = record.error
-        if record.slot > waited and error is not None and error.startswith(_CAPPED):
+        if record.slot > slot and error is not None and error.startswith(_CAPPED):
             return record
     return None
 

@@ -26,7 +26,6 @@ from lldsched.core.names import (
 )
 from lldsched.core.parts import CoreParts
 from lldsched.core.registration import options_of, validated
-from lldsched.core.storewrites import store_failed, store_written
 from lldsched.core.task import Restored, ScheduledTask, TaskOptions, fit_flight
 from lldsched.errors import ValidationError
 from lldsched.logs import STORE
@@ -149,14 +148,7 @@ class Restoration(CoreParts):
             task.next_run_at = due
         else:
             self._enqueue(task, due)
-        if self._store is not None:
-            snapshot = self._snapshot(task)
-            try:
-                self._store.save(snapshot)
-            except BaseException as exc:  # as in _write_and_publish: the registry is the truth
-                store_failed(self._writes, exc, "save", task.id, snapshot)
-            else:
-                store_written(self._writes, "save", task.id)
+        self._save(task)
 
     def adopt(
         self,

@@ -102,7 +102,12 @@ class Coordinator:
         once, for the processes that can (``leave_out``; docs/CLUSTER.md, "Rolling
         deploys"): refusing the store would stop an older process from starting at all."""
         with self.store.muted():
-            load(self._core, self.store.load_all(leave_out=True), self._last_slot)
+            load(
+                self._core,
+                self.store.load_all(leave_out=True),
+                self._last_slot,
+                records_of=self.store.records,
+            )
 
     def left_out(self, task_id: str | None) -> bool:
         """True if ``task_id`` is a task of the store this process left out: it cannot
@@ -151,7 +156,7 @@ class Coordinator:
                     f"task id {task.id!r} was removed from the store by another process "
                     "while this one took it over; register it again"
                 )
-            follow(core, Change(task.id, 0, snapshot))
+            follow(core, Change(task.id, 0, snapshot), records_of=self.store.records)
         except BaseException:
             core.remove(task.id)
             raise
@@ -225,7 +230,7 @@ class Coordinator:
         with store.muted():
             for change in changes:
                 try:
-                    task = follow(self._core, change)
+                    task = follow(self._core, change, records_of=store.records)
                 except Exception:  # one unreadable change must not stop the timer
                     log.exception("cannot apply the change to %s from another process", change)
                     continue
@@ -455,7 +460,14 @@ class Coordinator:
         core = self._core
         task = core.tasks[claim.task_id]
         with self.store.muted():  # written below, in one fenced transaction
-            records = decide_misfire(core, task, now, owed=claim.taken_over, token=claim.token)
+            records = decide_misfire(
+                core,
+                task,
+                now,
+                owed=claim.taken_over,
+                token=claim.token,
+                history=lambda: self.store.records(claim.task_id),  # a plan cut at the cap
+            )
         if records is None:  # within grace: runs as claimed
             return entry
         due = task.next_run_at  # a passed slot: a catch-up run; later: every slot skipped
