@@ -20,7 +20,7 @@ from exercises.retry_checks import retry_at_checks
 from exercises.schedule_checks import next_slot_checks, parse_field_checks
 from exercises.solutions import TaskQueue, next_slot, parse_field, retry_at
 
-# -- the timer: five mistakes, and one more ---------------------------------------------------
+# -- the timer: the mistakes a learner makes, each named ----------------------------------------
 
 
 class PollsWithSleep(TaskQueue):
@@ -311,6 +311,56 @@ class ScansForTheHead(TaskQueue):
                 self._cond.wait(head[0] - self._clock())
 
 
+class CancelByListRemove(TaskQueue):
+    """Cancel takes the entry out with ``list.remove`` and no heapify: the list left behind
+    is no longer a heap, so later pops come out of order."""
+
+    def cancel(self, task: str) -> None:
+        with self._cond:
+            for entry in self._heap:
+                if entry[2] == task:
+                    self._heap.remove(entry)  # the mistake under test
+                    break
+            self._live.pop(task, None)
+
+
+class NotifiesOnlyBeforeAHead(TaskQueue):
+    """Notifies when the entry is earlier than the head it finds, so a push into an empty
+    queue (no head to compare with) wakes nobody."""
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            sequence = next(self._sequence)
+            self._live[task] = sequence
+            earlier = bool(self._heap) and due < self._heap[0][0]  # the mistake under test
+            heapq.heappush(self._heap, (due, sequence, task))
+            if earlier:
+                self._cond.notify_all()
+
+
+class TrustsAWaitThatTimedOut(TaskQueue):
+    """Takes the head as soon as a wait times out, without testing it again: of two
+    waiters that timed out on one head, the second takes whatever is next, due or not."""
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while True:
+                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                delay = self._heap[0][0] - self._clock()
+                if delay <= 0 or not self._cond.wait(delay):  # the mistake under test
+                    while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                        heapq.heappop(self._heap)
+                    if not self._heap:
+                        continue
+                    task = heapq.heappop(self._heap)[2]
+                    del self._live[task]
+                    return task
+
+
 def failure(results: list[Result], check: str) -> str:
     """The message of the check whose description contains ``check``; it must have failed."""
     (result,) = [r for r in results if check in r.description]
@@ -349,6 +399,9 @@ TIMER_MISTAKES = [
     (CancelForgets, "cancelled entry never runs", "still ran"),
     (CancelledForever, "cancelled entry never runs", "pushed again, never came back"),
     (CancelAssumesQueued, "not queued", "raised KeyError"),
+    (CancelByListRemove, "keeps the others in order", "no longer a heap"),
+    (NotifiesOnlyBeforeAHead, "into an empty queue", "the first entry of an empty queue"),
+    (TrustsAWaitThatTimedOut, "the other waits on", "a wait that timed out"),
     (TiesByName, "then arrival", "a tie must keep arrival order"),
     (RePushKeepsBoth, "replaces its entry", "came out twice"),
     (LiveByDueTime, "replaces its entry", "came out twice"),
@@ -368,6 +421,12 @@ def test_the_timer_checker_fails_each_mistake_with_a_message_naming_it(
 ) -> None:
     message = failure(timer_results(answer), check)
     assert named in message
+
+
+def test_a_push_into_an_empty_queue_that_wakes_nobody_is_not_blamed_on_cancel() -> None:
+    """Its cancel is right: only the check of pushes into an empty queue fails."""
+    failed = [r.description for r in timer_results(NotifiesOnlyBeforeAHead) if not r.passed]
+    assert failed == ["a push into an empty queue wakes a consumer waiting on it"]
 
 
 def test_the_timer_checker_passes_the_reference_queue() -> None:

@@ -398,6 +398,12 @@ PUSH_STUCK = (
 )
 
 
+PUSH_WAITING = (
+    "the only consumer was waiting on the condition, which lets the lock go, so push "
+    "waits or loops (it only adds an entry, and notifies when the entry is the new head)"
+)
+
+
 def _fill(rig: Rig, entries: Sequence[tuple[str, float]], limit: float = HELD) -> None:
     """Push ``entries`` (task, due) before any consumer runs, within ``limit`` seconds."""
 
@@ -653,6 +659,35 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         finally:
             _release(rig, consumers)
 
+    def push_wakes_a_waiter_on_an_empty_queue() -> None:
+        rig = _rig(make_queue)
+        consumers = Consumers(rig.queue, rig.clock)
+        try:
+            park(rig, consumers)
+            due = rig.clock.peek()
+            try:  # the consumer waits on the condition, so the lock is free
+                bounded(
+                    lambda: rig.queue.push("first", due),
+                    "push('first')",
+                    PUSH_WAITING,
+                    min(HELD, push_patience[0]),
+                )
+            except AssertionError:
+                push_patience[0] = 0.1
+                raise
+            _expect(
+                consumers,
+                "first",
+                due,
+                rig.clock,
+                "a consumer waiting on an empty queue slept through a push due now: the "
+                "first entry of an empty queue is the new head, so push must notify for it "
+                "too (a test such as `due < self._heap[0][0]`, made only when there is a "
+                "head, leaves that case out)",
+            )
+        finally:
+            _release(rig, consumers)
+
     def push_re_arms_a_waiting_timer() -> None:
         rig = _rig(make_queue)
         fill(rig, [("nightly", rig.clock.peek() + TWELVE_HOURS)])
@@ -720,6 +755,62 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             f"old head; {hint}"
         )
 
+    def the_waiter_that_loses_waits_on() -> None:
+        rig = _rig(make_queue)
+        fill(rig, [("nightly", rig.clock.peek() + TWELVE_HOURS)])
+        consumers = Consumers(rig.queue, rig.clock, count=2)
+        try:
+            park(rig, consumers, 2)
+            due = rig.clock.peek() + 0.1
+            bounded(lambda: rig.queue.push("soon", due), "push('soon')")
+            _expect(consumers, "soon", due, rig.clock, "a new head due in 0.1 s")
+            extra = consumers.next(0.1)  # 'nightly' is 12 h off: nothing else comes out
+        finally:
+            _release(rig, consumers)
+        assert extra is None, (
+            f"two consumers waited for 'soon', due in 0.1 s; one took it and the other "
+            f"returned {extra[0]!r}, due in 12 h: a wait that timed out only says the head "
+            "you waited for is due, and another consumer may have taken it first; test the "
+            "head again after every wait, a timeout included (`while`, not the return value "
+            "of wait)"
+        )
+
+    def cancel_keeps_the_heap_in_order() -> None:
+        rig = _rig(make_queue)
+        now = rig.clock.peek()
+        # pushed in this order, the heap's list is [6, 10, 9, 12, 18]: taking out its head
+        # without a heapify leaves [10, 9, 12, 18], which is no heap
+        dues = {"backup": 6, "report": 10, "digest": 9, "cleanup": 12, "sync": 18}
+        fill(rig, [(task, now - 20 + due) for task, due in dues.items()])
+        bounded(
+            lambda: rig.queue.cancel("backup"),
+            "cancel('backup')",
+            "no consumer was running, so nobody else held the lock: cancel waits or loops",
+        )
+        consumers = Consumers(rig.queue, rig.clock, takes=4)
+        got: list[object] = []
+        try:
+            for _ in range(4):
+                item = consumers.next(LATE)
+                if item is None:
+                    break
+                got.append(item[0])
+        finally:
+            _release(rig, consumers)
+        expected = ["digest", "report", "cleanup", "sync"]
+        assert "backup" not in got, f"the cancelled 'backup' still ran: got {got}"
+        assert got == expected, (
+            f"five tasks all due already, 'backup' (the earliest) cancelled: expected "
+            f"{', '.join(expected)}, got {got}: "
+            + (
+                "the cancel broke the heap's order; a list with an entry taken out "
+                "(list.remove, del heap[i]) is no longer a heap. Leave a tombstone (or "
+                "heapq.heapify after removing, O(n))"
+                if sorted(map(str, got)) == sorted(expected)
+                else "the earliest due comes out first"
+            )
+        )
+
     def cancelled_entry_never_runs() -> None:
         rig = _rig(make_queue)
         start = rig.clock.peek()
@@ -769,6 +860,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
                     ) from None
             again = rig.clock.peek()
             bounded(partial(rig.queue.push, "once", again), "push('once')")
+            rig.cond.spurious_wake_up()  # this check is about cancel, not about notify
             _expect(
                 consumers,
                 "once",
@@ -863,11 +955,20 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         ("re-tests in a while after a spurious wake-up", re_tests_after_a_wake_up),
         ("a push due now wakes a timer parked 12 h", push_wakes_a_parked_timer),
         (
+            "a push into an empty queue wakes a consumer waiting on it",
+            push_wakes_a_waiter_on_an_empty_queue,
+        ),
+        (
             "a push due in 0.2 s re-arms a timer waiting on a later head",
             push_re_arms_a_waiting_timer,
         ),
         ("a new head wakes both of two waiters (notify_all)", two_waiters_both_re_arm),
+        (
+            "one new head, two waiters: one takes it, the other waits on",
+            the_waiter_that_loses_waits_on,
+        ),
         ("a cancelled entry never runs; pushed again, it does", cancelled_entry_never_runs),
+        ("cancelling the head keeps the others in order", cancel_keeps_the_heap_in_order),
         (
             "cancelling a task not queued (taken, twice, unknown) does nothing",
             cancel_of_a_task_not_queued,
