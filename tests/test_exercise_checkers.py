@@ -361,6 +361,18 @@ class TrustsAWaitThatTimedOut(TaskQueue):
                     return task
 
 
+class PushesOutsideTheLock(TaskQueue):
+    """Changes the heap before taking the lock, which it takes only to notify: a consumer
+    popping at that moment works on a heap half pushed (heapq is not thread-safe)."""
+
+    def push(self, task: str, due: float) -> None:
+        sequence = next(self._sequence)
+        self._live[task] = sequence
+        heapq.heappush(self._heap, (due, sequence, task))  # the mistake under test
+        with self._cond:
+            self._cond.notify_all()
+
+
 def failure(results: list[Result], check: str) -> str:
     """The message of the check whose description contains ``check``; it must have failed."""
     (result,) = [r for r in results if check in r.description]
@@ -402,6 +414,7 @@ TIMER_MISTAKES = [
     (CancelByListRemove, "keeps the others in order", "no longer a heap"),
     (NotifiesOnlyBeforeAHead, "into an empty queue", "the first entry of an empty queue"),
     (TrustsAWaitThatTimedOut, "the other waits on", "a wait that timed out"),
+    (PushesOutsideTheLock, "under the lock", "outside `with self._cond`"),
     (TiesByName, "then arrival", "a tie must keep arrival order"),
     (RePushKeepsBoth, "replaces its entry", "came out twice"),
     (LiveByDueTime, "replaces its entry", "came out twice"),

@@ -21,7 +21,7 @@ holding the lock is told so instead of hanging the notebook), and so do the push
 fill a queue before its consumers start (a push that waits is told so).  The checks of
 the pure functions (``next_slot``, ``retry_at``, ``parse_field``) run each on a daemon
 thread for :data:`ANSWER_LIMIT` seconds (see :func:`run_checks`).  The whole check
-takes under two seconds for a correct answer, and a few seconds for any.
+takes about two seconds for a correct answer, and a few seconds for any.
 """
 
 from __future__ import annotations
@@ -486,6 +486,44 @@ class CountedDue(float):
         return float(self) >= other
 
 
+class WatchedDue(float):
+    """The due instant of an entry already in the heap (a plain float to the queue) that
+    sets ``read`` when it is ordered against anything: only code that reads the heap (a
+    push sifting its entry up, a look at the head) compares it."""
+
+    read: threading.Event
+
+    def __new__(cls, value: float, read: threading.Event) -> WatchedDue:
+        due = super().__new__(cls, value)
+        due.read = read
+        return due
+
+    def __lt__(self, other: float) -> bool:
+        self.read.set()
+        return float(self) < other
+
+    def __le__(self, other: float) -> bool:
+        self.read.set()
+        return float(self) <= other
+
+    def __gt__(self, other: float) -> bool:
+        self.read.set()
+        return float(self) > other
+
+    def __ge__(self, other: float) -> bool:
+        self.read.set()
+        return float(self) >= other
+
+
+RACE_WINDOW = 0.1  # seconds a push may take to reach the heap while the checker holds the lock
+_RACES = (
+    "push read or changed the heap while the checker held the queue's lock: it touches "
+    "the heap outside `with self._cond` (taking the lock only to notify), so a consumer "
+    "popping at that instant sees a heap half pushed, or a head that is already gone "
+    "(heapq is not thread-safe); do all of push under the lock"
+)
+
+
 # -- the timer checks -------------------------------------------------------------------
 
 
@@ -775,6 +813,24 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             "of wait)"
         )
 
+    def push_works_under_the_lock() -> None:
+        rig = _rig(make_queue)
+        read = threading.Event()
+        fill(rig, [("nightly", WatchedDue(rig.clock.peek() + TWELVE_HOURS, read))])
+        read.clear()  # from here, only a push that reads the heap compares nightly's due
+        if not rig.cond.inner.acquire(timeout=HELD):
+            raise AssertionError(f"the checker could not take the lock in {HELD:g} s")
+        try:  # while the checker holds the lock, a push must wait for it
+            pushing = threading.Thread(
+                target=partial(rig.queue.push, "soon", rig.clock.peek() + 60), daemon=True
+            )
+            pushing.start()
+            raced = read.wait(RACE_WINDOW)
+        finally:
+            rig.cond.inner.release()
+        pushing.join(HELD)
+        assert not raced, _RACES
+
     def cancel_keeps_the_heap_in_order() -> None:
         rig = _rig(make_queue)
         now = rig.clock.peek()
@@ -969,6 +1025,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         ),
         ("a cancelled entry never runs; pushed again, it does", cancelled_entry_never_runs),
         ("cancelling the head keeps the others in order", cancel_keeps_the_heap_in_order),
+        ("push reads and changes the heap only under the lock", push_works_under_the_lock),
         (
             "cancelling a task not queued (taken, twice, unknown) does nothing",
             cancel_of_a_task_not_queued,
