@@ -373,6 +373,41 @@ class PushesOutsideTheLock(TaskQueue):
             self._cond.notify_all()
 
 
+class ReturnsNoneWhenNothingIsDue(TaskQueue):
+    """A pop that does not block: None when the head is not due yet."""
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                heapq.heappop(self._heap)
+            if self._heap and self._heap[0][0] <= self._clock():
+                task = heapq.heappop(self._heap)[2]
+                del self._live[task]
+                return task
+            return None  # type: ignore[return-value]  # the mistake under test
+
+
+class DelayTheWrongWayRound(TaskQueue):
+    """``now - due`` where ``due - now`` belongs: a task already due waits, and one not
+    due yet comes out at once."""
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while True:
+                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                due, _, task = self._heap[0]
+                delay = self._clock() - due  # the mistake under test
+                if delay <= 0:
+                    heapq.heappop(self._heap)
+                    del self._live[task]
+                    return task
+                self._cond.wait(delay)
+
+
 def failure(results: list[Result], check: str) -> str:
     """The message of the check whose description contains ``check``; it must have failed."""
     (result,) = [r for r in results if check in r.description]
@@ -415,6 +450,10 @@ TIMER_MISTAKES = [
     (NotifiesOnlyBeforeAHead, "into an empty queue", "the first entry of an empty queue"),
     (TrustsAWaitThatTimedOut, "the other waits on", "a wait that timed out"),
     (PushesOutsideTheLock, "under the lock", "outside `with self._cond`"),
+    (ReturnsNoneWhenNothingIsDue, "exactly the delay", "blocks until the head is due"),
+    (ReturnsNoneWhenNothingIsDue, "parked 12 h", "blocks until the head is due"),
+    (DelayTheWrongWayRound, "the clock it was given", "delay = due - self._clock()"),
+    (DelayTheWrongWayRound, "exactly the delay", "delay = due - self._clock()"),
     (TiesByName, "then arrival", "a tie must keep arrival order"),
     (RePushKeepsBoth, "replaces its entry", "came out twice"),
     (LiveByDueTime, "replaces its entry", "came out twice"),

@@ -333,6 +333,11 @@ class Consumers:
             return None
         if kind == "error":
             raise AssertionError(f"pop_due raised {value}")
+        if value is None:
+            raise AssertionError(
+                "pop_due returned None: it blocks until the head is due, then returns it; "
+                "it never returns without a task (wait on the condition while nothing is due)"
+            )
         if not isinstance(value, str):  # the checker pushes names only
             raise AssertionError(
                 f"pop_due returned {value!r}: return the task as it was pushed (a name such "
@@ -424,7 +429,10 @@ def _expect(consumers: Consumers, task: str, due: float, clock: ExerciseClock, w
     if name != task:
         raise AssertionError(f"expected {task!r}, got {name!r}")
     if at < due:
-        raise AssertionError(f"{task!r} returned {due - at:.2f} s before it was due")
+        raise AssertionError(
+            f"{task!r} returned {due - at:.2f} s before it was due: the head comes out once "
+            f"it is due, when delay = due - self._clock() is 0 or less, and not before"
+        )
 
 
 NEVER_WAITS = (
@@ -572,7 +580,11 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             "only from the clock you were given, or the scheduler cannot be tested with a "
             "fake one (the checks below fail from this too)"
         )
-        assert got is not None, f"'due', due 1 s ago, {came}"
+        assert got is not None, (
+            f"'due', due 1 s ago, {came}, though pop_due read the clock: a task already due "
+            "comes out at once, for its delay = due - self._clock() is below 0 (now - due is "
+            "the time since it fell due)"
+        )
         assert got[0] == "due", f"expected 'due', got {got[0]!r}"
 
     def due_now_in_order() -> None:
