@@ -851,6 +851,34 @@ def test_a_parser_that_rejects_a_field_cron_accepts_is_shown_the_field() -> None
     )
 
 
+def test_a_parser_that_reads_n_slash_s_as_n_is_told_the_convention() -> None:
+    def n_slash_s_is_n(text: str, low: int, high: int) -> set[int]:
+        items = [
+            item.split("/")[0] if item[:1].isdigit() and "-" not in item else item
+            for item in text.split(",")
+        ]
+        return parse_field(",".join(items), low, high)
+
+    message = failure(run_checks(parse_field_checks(n_slash_s_is_n)), "minute fields")
+    assert message == (
+        "'50/3' in 0-59: expected [50, 53, 56, 59], got [50]: n/s means n-high/s, as in "
+        "real cron (50/3 in a minute field is 50, 53, 56 and 59)"
+    )
+
+
+def test_a_parser_whose_ranges_leave_out_their_end_is_told_both_ends_count() -> None:
+    def end_left_out(text: str, low: int, high: int) -> set[int]:
+        values = parse_field(text, low, high)
+        ends = {int(item.split("/")[0].split("-")[1]) for item in text.split(",") if "-" in item}
+        return values - ends
+
+    message = failure(run_checks(parse_field_checks(end_left_out)), "minute fields")
+    assert message == (
+        "'5-10' in 0-59: expected [5, 6, 7, 8, 9, 10], got [5, 6, 7, 8, 9]: a range "
+        "includes both its ends (a-b is range(a, b + 1))"
+    )
+
+
 def test_a_parser_whose_star_steps_count_from_zero_fails_on_months() -> None:
     def star_from_zero(text: str, low: int, high: int) -> set[int]:
         values: set[int] = set()
@@ -864,7 +892,8 @@ def test_a_parser_whose_star_steps_count_from_zero_fails_on_months() -> None:
 
     results = run_checks(parse_field_checks(star_from_zero))
     assert failure(results, "month fields") == (
-        "'*/2' in 1-12: expected [1, 3, 5, 7, 9, 11], got [2, 4, 6, 8, 10, 12]"
+        "'*/2' in 1-12: expected [1, 3, 5, 7, 9, 11], got [2, 4, 6, 8, 10, 12]: a step "
+        "counts from the field's first value, 1 here (*/2 is 1, 3, 5, ...), not from 0"
     )
     assert [r.description for r in results if not r.passed] == [
         "month fields start at 1: */2 -> 1, 3, 5, ...",
