@@ -481,6 +481,29 @@ def test_a_push_into_an_empty_queue_that_wakes_nobody_is_not_blamed_on_cancel() 
     assert failed == ["a push into an empty queue wakes a consumer waiting on it"]
 
 
+def test_a_half_written_queue_is_told_what_is_not_written_and_no_mistake_besides() -> None:
+    """A learner who wrote push and pop_due but not cancel, or push and cancel but not
+    pop_due, is told which method is still to write, not blamed for `if` or a race."""
+
+    class NoCancelYet(TaskQueue):
+        def cancel(self, task: str) -> None:
+            raise NotImplementedError("your turn")
+
+    class NoPopYet(TaskQueue):
+        def pop_due(self) -> str:
+            raise NotImplementedError("your turn")
+
+    for answer, method in [(NoCancelYet, "cancel"), (NoPopYet, "pop_due")]:
+        failed = [r for r in run_checks(timer_checks(answer)) if not r.passed]
+        assert failed
+        for result in failed:
+            assert result.message.endswith("raised NotImplementedError: your turn"), (
+                answer.__name__,
+                result,
+            )
+            assert method in result.message or result.message.startswith("raised"), result
+
+
 def test_the_timer_checker_passes_the_reference_queue() -> None:
     results = run_checks(timer_checks(TaskQueue))
     assert [r for r in results if not r.passed] == []

@@ -673,10 +673,15 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             for _ in range(2):
                 parked.cond.spurious_wake_up()
                 empty.cond.spurious_wake_up()
-            for consumers, where in [(on_parked, "a task due in 12 h"), (on_empty, "nothing")]:
+            for consumers, rig, where in [
+                (on_parked, parked, "a task due in 12 h"),
+                (on_empty, empty, "nothing"),
+            ]:
                 try:
                     early = consumers.next(0.1)
                 except AssertionError as error:
+                    if not rig.cond.waits:  # it ended before it ever waited: not about `if`
+                        raise
                     raise AssertionError(
                         f"after a spurious wake-up with {where} queued, {error}: `if` where "
                         "`while` is needed (re-test the predicate after every wait)"
@@ -918,8 +923,8 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             for task in ("once", "once", "never-pushed"):
                 try:
                     bounded(partial(rig.queue.cancel, task), f"cancel({task!r})")
-                except AssertionError:
-                    raise
+                except (AssertionError, NotImplementedError):
+                    raise  # NotImplementedError: cancel is not written yet, nothing to explain
                 except Exception as error:
                     raise AssertionError(
                         f"cancel({task!r}) of a task not queued raised "
