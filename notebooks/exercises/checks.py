@@ -232,8 +232,11 @@ class WatchedCondition:
         self.waiting = 0
         self.timeouts: list[float | None] = []  # of every wait, in order
         self.changed = threading.Condition()  # notified when ``waiting`` grows
+        self.reaching: threading.Event | None = None  # set when a thread reaches for the lock
 
     def __enter__(self) -> bool:
+        if self.reaching is not None:
+            self.reaching.set()
         return self.inner.__enter__()
 
     def __exit__(
@@ -245,6 +248,8 @@ class WatchedCondition:
         self.inner.__exit__(exc_type, exc, traceback)
 
     def acquire(self, *args: Any, **kwargs: Any) -> bool:
+        if self.reaching is not None:
+            self.reaching.set()
         return self.inner.acquire(*args, **kwargs)
 
     def release(self) -> None:
@@ -496,34 +501,38 @@ class CountedDue(float):
 
 class WatchedDue(float):
     """The due instant of an entry already in the heap (a plain float to the queue) that
-    sets ``read`` when it is ordered against anything: only code that reads the heap (a
-    push sifting its entry up, a look at the head) compares it."""
+    sets ``read`` when it is ordered against anything (only code that reads the heap, a
+    push sifting its entry up or a look at the head, compares it), and ``moved`` too."""
 
     read: threading.Event
+    moved: threading.Event
 
-    def __new__(cls, value: float, read: threading.Event) -> WatchedDue:
+    def __new__(cls, value: float, read: threading.Event, moved: threading.Event) -> WatchedDue:
         due = super().__new__(cls, value)
-        due.read = read
+        due.read, due.moved = read, moved
         return due
 
-    def __lt__(self, other: float) -> bool:
+    def _seen(self) -> None:
         self.read.set()
+        self.moved.set()
+
+    def __lt__(self, other: float) -> bool:
+        self._seen()
         return float(self) < other
 
     def __le__(self, other: float) -> bool:
-        self.read.set()
+        self._seen()
         return float(self) <= other
 
     def __gt__(self, other: float) -> bool:
-        self.read.set()
+        self._seen()
         return float(self) > other
 
     def __ge__(self, other: float) -> bool:
-        self.read.set()
+        self._seen()
         return float(self) >= other
 
 
-RACE_WINDOW = 0.1  # seconds a push may take to reach the heap while the checker holds the lock
 _RACES = (
     "push read or changed the heap while the checker held the queue's lock: it touches "
     "the heap outside `with self._cond` (taking the lock only to notify), so a consumer "
@@ -832,9 +841,11 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
 
     def push_works_under_the_lock() -> None:
         rig = _rig(make_queue)
-        read = threading.Event()
-        fill(rig, [("nightly", WatchedDue(rig.clock.peek() + TWELVE_HOURS, read))])
+        read, moved = threading.Event(), threading.Event()
+        fill(rig, [("nightly", WatchedDue(rig.clock.peek() + TWELVE_HOURS, read, moved))])
         read.clear()  # from here, only a push that reads the heap compares nightly's due
+        moved.clear()
+        rig.cond.reaching = moved  # set when the push reaches for the condition's lock
         if not rig.cond.inner.acquire(timeout=HELD):
             raise AssertionError(f"the checker could not take the lock in {HELD:g} s")
         try:  # while the checker holds the lock, a push must wait for it
@@ -842,8 +853,12 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
                 target=partial(rig.queue.push, "soon", rig.clock.peek() + 60), daemon=True
             )
             pushing.start()
-            raced = read.wait(RACE_WINDOW)
+            # until the push reads the heap, or reaches for the lock first (as it should);
+            # a push that takes a lock of its own under the Condition sets neither
+            moved.wait(HELD)
+            raced = read.is_set()
         finally:
+            rig.cond.reaching = None
             rig.cond.inner.release()
         pushing.join(HELD)
         assert not raced, _RACES
