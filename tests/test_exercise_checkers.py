@@ -20,7 +20,7 @@ from exercises.retry_checks import retry_at_checks
 from exercises.schedule_checks import next_slot_checks, parse_field_checks
 from exercises.solutions import TaskQueue, next_slot, parse_field, retry_at
 
-# -- the timer: five mistakes, and one more ---------------------------------------------------
+# -- the timer: the mistakes a learner makes, each named ----------------------------------------
 
 
 class PollsWithSleep(TaskQueue):
@@ -311,6 +311,103 @@ class ScansForTheHead(TaskQueue):
                 self._cond.wait(head[0] - self._clock())
 
 
+class CancelByListRemove(TaskQueue):
+    """Cancel takes the entry out with ``list.remove`` and no heapify: the list left behind
+    is no longer a heap, so later pops come out of order."""
+
+    def cancel(self, task: str) -> None:
+        with self._cond:
+            for entry in self._heap:
+                if entry[2] == task:
+                    self._heap.remove(entry)  # the mistake under test
+                    break
+            self._live.pop(task, None)
+
+
+class NotifiesOnlyBeforeAHead(TaskQueue):
+    """Notifies when the entry is earlier than the head it finds, so a push into an empty
+    queue (no head to compare with) wakes nobody."""
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            sequence = next(self._sequence)
+            self._live[task] = sequence
+            earlier = bool(self._heap) and due < self._heap[0][0]  # the mistake under test
+            heapq.heappush(self._heap, (due, sequence, task))
+            if earlier:
+                self._cond.notify_all()
+
+
+class TrustsAWaitThatTimedOut(TaskQueue):
+    """Takes the head as soon as a wait times out, without testing it again: of two
+    waiters that timed out on one head, the second takes whatever is next, due or not."""
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while True:
+                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                delay = self._heap[0][0] - self._clock()
+                if delay <= 0 or not self._cond.wait(delay):  # the mistake under test
+                    while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                        heapq.heappop(self._heap)
+                    if not self._heap:
+                        continue
+                    task = heapq.heappop(self._heap)[2]
+                    del self._live[task]
+                    return task
+
+
+class PushesOutsideTheLock(TaskQueue):
+    """Changes the heap before taking the lock, which it takes only to notify: a consumer
+    popping at that moment works on a heap half pushed (heapq is not thread-safe)."""
+
+    def push(self, task: str, due: float) -> None:
+        sequence = next(self._sequence)
+        self._live[task] = sequence
+        heapq.heappush(self._heap, (due, sequence, task))  # the mistake under test
+        with self._cond:
+            self._cond.notify_all()
+
+
+class ReturnsNoneWhenNothingIsDue(TaskQueue):
+    """A pop that does not block: None when the head is not due yet."""
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                heapq.heappop(self._heap)
+            if self._heap and self._heap[0][0] <= self._clock():
+                task = heapq.heappop(self._heap)[2]
+                del self._live[task]
+                return task
+            return None  # type: ignore[return-value]  # the mistake under test
+
+
+class DelayTheWrongWayRound(TaskQueue):
+    """``now - due`` where ``due - now`` belongs: a task already due waits, and one not
+    due yet comes out at once."""
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while True:
+                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                due, _, task = self._heap[0]
+                delay = self._clock() - due  # the mistake under test
+                if delay <= 0:
+                    heapq.heappop(self._heap)
+                    del self._live[task]
+                    return task
+                self._cond.wait(delay)
+
+
 def failure(results: list[Result], check: str) -> str:
     """The message of the check whose description contains ``check``; it must have failed."""
     (result,) = [r for r in results if check in r.description]
@@ -349,6 +446,14 @@ TIMER_MISTAKES = [
     (CancelForgets, "cancelled entry never runs", "still ran"),
     (CancelledForever, "cancelled entry never runs", "pushed again, never came back"),
     (CancelAssumesQueued, "not queued", "raised KeyError"),
+    (CancelByListRemove, "keeps the others in order", "no longer a heap"),
+    (NotifiesOnlyBeforeAHead, "into an empty queue", "the first entry of an empty queue"),
+    (TrustsAWaitThatTimedOut, "the other waits on", "a wait that timed out"),
+    (PushesOutsideTheLock, "under the lock", "outside `with self._cond`"),
+    (ReturnsNoneWhenNothingIsDue, "exactly the delay", "blocks until the head is due"),
+    (ReturnsNoneWhenNothingIsDue, "parked 12 h", "blocks until the head is due"),
+    (DelayTheWrongWayRound, "the clock it was given", "delay = due - self._clock()"),
+    (DelayTheWrongWayRound, "exactly the delay", "delay = due - self._clock()"),
     (TiesByName, "then arrival", "a tie must keep arrival order"),
     (RePushKeepsBoth, "replaces its entry", "came out twice"),
     (LiveByDueTime, "replaces its entry", "came out twice"),
@@ -368,6 +473,35 @@ def test_the_timer_checker_fails_each_mistake_with_a_message_naming_it(
 ) -> None:
     message = failure(timer_results(answer), check)
     assert named in message
+
+
+def test_a_push_into_an_empty_queue_that_wakes_nobody_is_not_blamed_on_cancel() -> None:
+    """Its cancel is right: only the check of pushes into an empty queue fails."""
+    failed = [r.description for r in timer_results(NotifiesOnlyBeforeAHead) if not r.passed]
+    assert failed == ["a push into an empty queue wakes a consumer waiting on it"]
+
+
+def test_a_half_written_queue_is_told_what_is_not_written_and_no_mistake_besides() -> None:
+    """A learner who wrote push and pop_due but not cancel, or push and cancel but not
+    pop_due, is told which method is still to write, not blamed for `if` or a race."""
+
+    class NoCancelYet(TaskQueue):
+        def cancel(self, task: str) -> None:
+            raise NotImplementedError("your turn")
+
+    class NoPopYet(TaskQueue):
+        def pop_due(self) -> str:
+            raise NotImplementedError("your turn")
+
+    for answer, method in [(NoCancelYet, "cancel"), (NoPopYet, "pop_due")]:
+        failed = [r for r in run_checks(timer_checks(answer)) if not r.passed]
+        assert failed
+        for result in failed:
+            assert result.message.endswith("raised NotImplementedError: your turn"), (
+                answer.__name__,
+                result,
+            )
+            assert method in result.message or result.message.startswith("raised"), result
 
 
 def test_the_timer_checker_passes_the_reference_queue() -> None:
@@ -740,6 +874,34 @@ def test_a_parser_that_rejects_a_field_cron_accepts_is_shown_the_field() -> None
     )
 
 
+def test_a_parser_that_reads_n_slash_s_as_n_is_told_the_convention() -> None:
+    def n_slash_s_is_n(text: str, low: int, high: int) -> set[int]:
+        items = [
+            item.split("/")[0] if item[:1].isdigit() and "-" not in item else item
+            for item in text.split(",")
+        ]
+        return parse_field(",".join(items), low, high)
+
+    message = failure(run_checks(parse_field_checks(n_slash_s_is_n)), "minute fields")
+    assert message == (
+        "'50/3' in 0-59: expected [50, 53, 56, 59], got [50]: n/s means n-high/s, as in "
+        "real cron (50/3 in a minute field is 50, 53, 56 and 59)"
+    )
+
+
+def test_a_parser_whose_ranges_leave_out_their_end_is_told_both_ends_count() -> None:
+    def end_left_out(text: str, low: int, high: int) -> set[int]:
+        values = parse_field(text, low, high)
+        ends = {int(item.split("/")[0].split("-")[1]) for item in text.split(",") if "-" in item}
+        return values - ends
+
+    message = failure(run_checks(parse_field_checks(end_left_out)), "minute fields")
+    assert message == (
+        "'5-10' in 0-59: expected [5, 6, 7, 8, 9, 10], got [5, 6, 7, 8, 9]: a range "
+        "includes both its ends (a-b is range(a, b + 1))"
+    )
+
+
 def test_a_parser_whose_star_steps_count_from_zero_fails_on_months() -> None:
     def star_from_zero(text: str, low: int, high: int) -> set[int]:
         values: set[int] = set()
@@ -753,7 +915,8 @@ def test_a_parser_whose_star_steps_count_from_zero_fails_on_months() -> None:
 
     results = run_checks(parse_field_checks(star_from_zero))
     assert failure(results, "month fields") == (
-        "'*/2' in 1-12: expected [1, 3, 5, 7, 9, 11], got [2, 4, 6, 8, 10, 12]"
+        "'*/2' in 1-12: expected [1, 3, 5, 7, 9, 11], got [2, 4, 6, 8, 10, 12]: a step "
+        "counts from the field's first value, 1 here (*/2 is 1, 3, 5, ...), not from 0"
     )
     assert [r.description for r in results if not r.passed] == [
         "month fields start at 1: */2 -> 1, 3, 5, ...",

@@ -3,7 +3,13 @@ it blocks; off the lock, runs go on (lldsched.lab.dispatch)."""
 
 from __future__ import annotations
 
-from lldsched.lab.dispatch import InlineListenerScheduler, runs_while_a_listener_blocks
+import pytest
+
+from lldsched.lab.dispatch import (
+    InlineListenerScheduler,
+    measure_listener_latency,
+    runs_while_a_listener_blocks,
+)
 from lldsched.threaded.scheduler import Scheduler
 
 
@@ -13,3 +19,8 @@ def test_a_listener_under_the_lock_holds_every_run_while_it_blocks() -> None:
 
 def test_a_listener_off_the_lock_blocks_no_run() -> None:
     assert runs_while_a_listener_blocks(Scheduler, patience=5.0)
+
+
+def test_a_latency_burst_of_no_task_is_refused_naming_it() -> None:
+    with pytest.raises(ValueError, match="tasks must be a whole number >= 1, got 0"):
+        measure_listener_latency((0.0,), tasks=0)

@@ -3,6 +3,8 @@ nothing; without the sequence field a tie raises or breaks FIFO (lldsched.lab.en
 
 from __future__ import annotations
 
+import pytest
+
 from lldsched.core.duequeue import TaskQueue
 from lldsched.lab.entries import (
     IdTieScheduler,
@@ -10,6 +12,7 @@ from lldsched.lab.entries import (
     RemovingScheduler,
     TaskTieScheduler,
     cancel_comparisons,
+    measure_cancel_cost,
     run_a_tie,
 )
 from lldsched.schedules.simple import OneTime
@@ -45,3 +48,25 @@ def test_without_the_sequence_field_a_tie_raises_or_breaks_first_in_first_out() 
 def test_with_the_sequence_field_a_tie_runs_first_in_first_out() -> None:
     real = run_a_tie(Scheduler)
     assert real.error is None and real.fifo and len(real.order) == 12
+
+
+def test_a_heap_smaller_than_the_cancels_cancels_every_entry() -> None:
+    """A class trying "a heap of 5" with the default ten cancels gets an answer, not
+    "Sample larger than population"."""
+    assert cancel_comparisons(TaskQueue, 5) == 0
+    assert cancel_comparisons(RemovingQueue, 5) > 0
+    (cost,) = measure_cancel_cost((5,))
+    assert cost.size == 5 and cost.remove_us > 0
+
+
+@pytest.mark.parametrize("size", [0, -3, 2.5, True])
+def test_a_heap_size_below_one_is_refused_naming_it(size: object) -> None:
+    with pytest.raises(ValueError, match=f"size must be a whole number >= 1, got {size!r}"):
+        cancel_comparisons(TaskQueue, size)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=f"size must be a whole number >= 1, got {size!r}"):
+        measure_cancel_cost((1_000, size))  # type: ignore[arg-type]
+
+
+def test_a_cancel_count_below_one_is_refused_naming_it() -> None:
+    with pytest.raises(ValueError, match="cancels must be a whole number >= 1, got 0"):
+        cancel_comparisons(TaskQueue, 100, cancels=0)

@@ -3,6 +3,8 @@ task waits behind it; bounded, neither (lldsched.lab.handoff)."""
 
 from __future__ import annotations
 
+import pytest
+
 from lldsched.lab.handoff import UNBOUNDED, run_a_burst
 
 
@@ -16,3 +18,9 @@ def test_a_bounded_handoff_keeps_the_burst_in_the_heap_and_high_passes_it() -> N
     outcome = run_a_burst(None, burst=300)  # the default bound: 16 per worker
     assert outcome.handed_off <= 17  # the bound, and one a worker may take meanwhile
     assert outcome.runs_before_high <= 17
+
+
+@pytest.mark.parametrize("burst", [0, -1])
+def test_a_burst_below_one_task_is_refused_naming_it(burst: int) -> None:
+    with pytest.raises(ValueError, match=f"burst must be a whole number >= 1, got {burst}"):
+        run_a_burst(None, burst=burst)

@@ -3,12 +3,15 @@ real timer does not (lldsched.lab.timer)."""
 
 from __future__ import annotations
 
+import pytest
+
 from lldsched.lab._support import ObservedClock
 from lldsched.lab.timer import (
     IfScheduler,
     PollingClock,
     SilentPushScheduler,
     WaitingClock,
+    measure_polling,
     measure_timer,
     run_due_now_behind_parked_timer,
     run_early_on_spurious_wakeup,
@@ -50,3 +53,8 @@ def test_the_observed_clock_counts_the_timers_waits_and_wakes_it_without_moving_
         clock.spurious_wakeup()
         assert clock.parked(more_than=waits)
         assert clock.now() == 0
+
+
+def test_polling_measured_on_no_sample_is_refused_naming_it() -> None:
+    with pytest.raises(ValueError, match="samples must be a whole number >= 1, got 0"):
+        measure_polling((0.01,), idle=0.1, samples=0)

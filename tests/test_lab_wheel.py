@@ -54,3 +54,9 @@ def test_the_wheel_refuses_a_slot_count_that_is_not_a_power_of_two() -> None:
 def test_the_comparison_pops_every_timer_and_walks_the_horizon_in_ticks() -> None:
     (cost,) = compare_wheel_and_heap((500,), horizon=1.0, resolution=0.001)
     assert cost.size == 500 and 990 <= cost.ticks <= 1_000
+
+
+@pytest.mark.parametrize("size", [0, -1, 1.5])
+def test_the_comparison_refuses_a_size_below_one_naming_it(size: object) -> None:
+    with pytest.raises(ValueError, match=f"size must be a whole number >= 1, got {size!r}"):
+        compare_wheel_and_heap((10, size))  # type: ignore[arg-type]

@@ -31,6 +31,7 @@ __all__ = [
     "eventually",
     "median",
     "no_collection",
+    "whole_count",
 ]
 
 
@@ -45,6 +46,15 @@ def cpu_clock(platform: str = sys.platform) -> Callable[[], float]:
 
 cpu_time = cpu_clock()
 """This platform's :func:`cpu_clock`."""
+
+
+def whole_count(name: str, value: int) -> int:
+    """``value``, a count an experiment is given (entries in a heap, timers, cancels), if
+    it is a whole number >= 1; else ``ValueError`` naming it (a heap of 0 would divide
+    by zero, and 2.5 entries mean nothing)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+    return value
 
 
 class ObservedClock(FakeClock):

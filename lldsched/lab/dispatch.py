@@ -14,7 +14,7 @@ import time
 from typing import NamedTuple
 
 from lldsched.clock import FakeClock
-from lldsched.lab._support import Gate, median
+from lldsched.lab._support import Gate, median, whole_count
 from lldsched.listeners import notify
 from lldsched.model import TaskEvent, TaskStatus
 from lldsched.schedules.simple import OneTime
@@ -115,6 +115,7 @@ def measure_listener_latency(
     """``tasks`` runs due together on 4 workers with one listener that takes ``delay``
     seconds per event: how late they start, listeners off the lock (the real
     dispatcher) and under it.  Real time: the numbers vary."""
+    whole_count("tasks", tasks)
     points = []
     for delay in delays:
         off, off_worst = _burst_lateness(Scheduler, delay, tasks=tasks)

@@ -27,7 +27,7 @@ from typing import NamedTuple, cast
 from lldsched.clock import FakeClock
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.task import Entry, ScheduledTask
-from lldsched.lab._support import cpu_time, no_collection
+from lldsched.lab._support import cpu_time, no_collection, whole_count
 from lldsched.model import Priority
 from lldsched.schedules.simple import OneTime
 from lldsched.threaded.scheduler import Scheduler
@@ -111,7 +111,9 @@ class _CountingDue(float):
 
 
 def cancel_comparisons(queue_type: type[TaskQueue], size: int, *, cancels: int = 10) -> float:
-    """Comparisons of entries per cancel in a heap of ``size`` (deterministic: seeded)."""
+    """Comparisons of entries per cancel in a heap of ``size`` (deterministic: seeded);
+    a heap smaller than ``cancels`` has every entry cancelled."""
+    cancels = min(whole_count("cancels", cancels), whole_count("size", size))
     rng = random.Random(size)
     queue, tasks = _filled(queue_type, [_CountingDue(rng.random()) for _ in range(size)])
     victims = rng.sample(tasks, cancels)
@@ -139,20 +141,24 @@ def measure_cancel_cost(
     """CPU time of ``cancels`` cancellations in heaps of each size, tombstone against
     removal (this thread's CPU time, so the ratio holds on a busy machine; elapsed time
     on Windows, see :func:`~lldsched.lab._support.cpu_clock`; garbage
-    collection off)."""
+    collection off); a heap smaller than ``cancels`` has every entry cancelled."""
+    whole_count("cancels", cancels)
+    for size in sizes:
+        whole_count("size", size)
     results = []
     with no_collection():
         for size in sizes:
             rng = random.Random(size)
             dues = [rng.random() for _ in range(size)]
             timings = []
+            victim_count = min(cancels, size)
             for queue_type in (TaskQueue, RemovingQueue):
                 queue, tasks = _filled(queue_type, dues)
-                victims = random.Random(size + 1).sample(tasks, cancels)
+                victims = random.Random(size + 1).sample(tasks, victim_count)
                 began = cpu_time()  # this thread's CPU (lab/_support.py)
                 for task in victims:
                     queue.discard(cast(ScheduledTask, task))
-                timings.append((cpu_time() - began) * 1e6 / cancels)
+                timings.append((cpu_time() - began) * 1e6 / victim_count)
             results.append(CancelCost(size, timings[0], timings[1]))
     return results
 

@@ -15,7 +15,7 @@ import sys
 import threading
 from typing import NamedTuple
 
-from lldsched.lab._support import Gate, ObservedClock
+from lldsched.lab._support import Gate, ObservedClock, whole_count
 from lldsched.model import Priority
 from lldsched.schedules.simple import OneTime
 from lldsched.threaded.scheduler import Scheduler
@@ -41,6 +41,7 @@ def run_a_burst(
     """``burst`` NORMAL tasks due at once (fake clock), the workers held at a gate until
     the timer has handed off all it will; then a HIGH task due now.  Deterministic up
     to one entry (a worker may take one while the timer hands off)."""
+    whole_count("burst", burst)
     clock = ObservedClock(0)
     scheduler = Scheduler(workers=workers, clock=clock, handoff=handoff)
     gate = Gate()

@@ -23,7 +23,7 @@ from typing import NamedTuple
 from lldsched.clock import SystemClock
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.task import Entry
-from lldsched.lab._support import ObservedClock, median
+from lldsched.lab._support import ObservedClock, median, whole_count
 from lldsched.schedules.simple import OneTime
 from lldsched.threaded.scheduler import Scheduler
 
@@ -123,6 +123,7 @@ def measure_polling(
     ``interval`` seconds: wake-ups and CPU per idle second (a task parked a day out),
     and the median lateness of tasks due in 20 to 120 ms (seeded delays, so a
     poll's phase does not line up with them).  Real time: the numbers vary."""
+    whole_count("samples", samples)
     results = [measure_timer("Condition.wait", WaitingClock(), idle=idle, samples=samples)]
     for interval in intervals:
         label = f"poll {interval * 1000:g} ms"

@@ -25,7 +25,7 @@ from typing import NamedTuple, cast
 
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.task import Entry, ScheduledTask
-from lldsched.lab._support import cpu_time, no_collection
+from lldsched.lab._support import cpu_time, no_collection, whole_count
 from lldsched.lab.entries import _StandIn
 from lldsched.model import Priority
 
@@ -192,6 +192,8 @@ def compare_wheel_and_heap(
     in the real heap (:class:`TaskQueue`) and in a :class:`TimingWheel` at
     ``resolution``; CPU time per timer, measured in one run (garbage collection off,
     after a dropped warm-up round)."""
+    for size in sizes:
+        whole_count("size", size)
     results = []
     with no_collection():
         warm = [_StandIn(f"w{n}") for n in range(1_000)]

@@ -21,7 +21,7 @@ holding the lock is told so instead of hanging the notebook), and so do the push
 fill a queue before its consumers start (a push that waits is told so).  The checks of
 the pure functions (``next_slot``, ``retry_at``, ``parse_field``) run each on a daemon
 thread for :data:`ANSWER_LIMIT` seconds (see :func:`run_checks`).  The whole check
-takes under two seconds for a correct answer, and a few seconds for any.
+takes about two seconds for a correct answer, and a few seconds for any.
 """
 
 from __future__ import annotations
@@ -232,8 +232,11 @@ class WatchedCondition:
         self.waiting = 0
         self.timeouts: list[float | None] = []  # of every wait, in order
         self.changed = threading.Condition()  # notified when ``waiting`` grows
+        self.reaching: threading.Event | None = None  # set when a thread reaches for the lock
 
     def __enter__(self) -> bool:
+        if self.reaching is not None:
+            self.reaching.set()
         return self.inner.__enter__()
 
     def __exit__(
@@ -245,6 +248,8 @@ class WatchedCondition:
         self.inner.__exit__(exc_type, exc, traceback)
 
     def acquire(self, *args: Any, **kwargs: Any) -> bool:
+        if self.reaching is not None:
+            self.reaching.set()
         return self.inner.acquire(*args, **kwargs)
 
     def release(self) -> None:
@@ -333,6 +338,11 @@ class Consumers:
             return None
         if kind == "error":
             raise AssertionError(f"pop_due raised {value}")
+        if value is None:
+            raise AssertionError(
+                "pop_due returned None: it blocks until the head is due, then returns it; "
+                "it never returns without a task (wait on the condition while nothing is due)"
+            )
         if not isinstance(value, str):  # the checker pushes names only
             raise AssertionError(
                 f"pop_due returned {value!r}: return the task as it was pushed (a name such "
@@ -398,6 +408,12 @@ PUSH_STUCK = (
 )
 
 
+PUSH_WAITING = (
+    "the only consumer was waiting on the condition, which lets the lock go, so push "
+    "waits or loops (it only adds an entry, and notifies when the entry is the new head)"
+)
+
+
 def _fill(rig: Rig, entries: Sequence[tuple[str, float]], limit: float = HELD) -> None:
     """Push ``entries`` (task, due) before any consumer runs, within ``limit`` seconds."""
 
@@ -418,7 +434,10 @@ def _expect(consumers: Consumers, task: str, due: float, clock: ExerciseClock, w
     if name != task:
         raise AssertionError(f"expected {task!r}, got {name!r}")
     if at < due:
-        raise AssertionError(f"{task!r} returned {due - at:.2f} s before it was due")
+        raise AssertionError(
+            f"{task!r} returned {due - at:.2f} s before it was due: the head comes out once "
+            f"it is due, when delay = due - self._clock() is 0 or less, and not before"
+        )
 
 
 NEVER_WAITS = (
@@ -480,6 +499,48 @@ class CountedDue(float):
         return float(self) >= other
 
 
+class WatchedDue(float):
+    """The due instant of an entry already in the heap (a plain float to the queue) that
+    sets ``read`` when it is ordered against anything (only code that reads the heap, a
+    push sifting its entry up or a look at the head, compares it), and ``moved`` too."""
+
+    read: threading.Event
+    moved: threading.Event
+
+    def __new__(cls, value: float, read: threading.Event, moved: threading.Event) -> WatchedDue:
+        due = super().__new__(cls, value)
+        due.read, due.moved = read, moved
+        return due
+
+    def _seen(self) -> None:
+        self.read.set()
+        self.moved.set()
+
+    def __lt__(self, other: float) -> bool:
+        self._seen()
+        return float(self) < other
+
+    def __le__(self, other: float) -> bool:
+        self._seen()
+        return float(self) <= other
+
+    def __gt__(self, other: float) -> bool:
+        self._seen()
+        return float(self) > other
+
+    def __ge__(self, other: float) -> bool:
+        self._seen()
+        return float(self) >= other
+
+
+_RACES = (
+    "push read or changed the heap while the checker held the queue's lock: it touches "
+    "the heap outside `with self._cond` (taking the lock only to notify), so a consumer "
+    "popping at that instant sees a heap half pushed, or a head that is already gone "
+    "(heapq is not thread-safe); do all of push under the lock"
+)
+
+
 # -- the timer checks -------------------------------------------------------------------
 
 
@@ -528,7 +589,11 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             "only from the clock you were given, or the scheduler cannot be tested with a "
             "fake one (the checks below fail from this too)"
         )
-        assert got is not None, f"'due', due 1 s ago, {came}"
+        assert got is not None, (
+            f"'due', due 1 s ago, {came}, though pop_due read the clock: a task already due "
+            "comes out at once, for its delay = due - self._clock() is below 0 (now - due is "
+            "the time since it fell due)"
+        )
         assert got[0] == "due", f"expected 'due', got {got[0]!r}"
 
     def due_now_in_order() -> None:
@@ -617,10 +682,15 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             for _ in range(2):
                 parked.cond.spurious_wake_up()
                 empty.cond.spurious_wake_up()
-            for consumers, where in [(on_parked, "a task due in 12 h"), (on_empty, "nothing")]:
+            for consumers, rig, where in [
+                (on_parked, parked, "a task due in 12 h"),
+                (on_empty, empty, "nothing"),
+            ]:
                 try:
                     early = consumers.next(0.1)
                 except AssertionError as error:
+                    if not rig.cond.waits:  # it ended before it ever waited: not about `if`
+                        raise
                     raise AssertionError(
                         f"after a spurious wake-up with {where} queued, {error}: `if` where "
                         "`while` is needed (re-test the predicate after every wait)"
@@ -649,6 +719,35 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
                 rig.clock,
                 "a timer parked 12 h on 'nightly' slept through a push due now; a push "
                 "that makes a new head must notify the condition",
+            )
+        finally:
+            _release(rig, consumers)
+
+    def push_wakes_a_waiter_on_an_empty_queue() -> None:
+        rig = _rig(make_queue)
+        consumers = Consumers(rig.queue, rig.clock)
+        try:
+            park(rig, consumers)
+            due = rig.clock.peek()
+            try:  # the consumer waits on the condition, so the lock is free
+                bounded(
+                    lambda: rig.queue.push("first", due),
+                    "push('first')",
+                    PUSH_WAITING,
+                    min(HELD, push_patience[0]),
+                )
+            except AssertionError:
+                push_patience[0] = 0.1
+                raise
+            _expect(
+                consumers,
+                "first",
+                due,
+                rig.clock,
+                "a consumer waiting on an empty queue slept through a push due now: the "
+                "first entry of an empty queue is the new head, so push must notify for it "
+                "too (a test such as `due < self._heap[0][0]`, made only when there is a "
+                "head, leaves that case out)",
             )
         finally:
             _release(rig, consumers)
@@ -720,6 +819,86 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             f"old head; {hint}"
         )
 
+    def the_waiter_that_loses_waits_on() -> None:
+        rig = _rig(make_queue)
+        fill(rig, [("nightly", rig.clock.peek() + TWELVE_HOURS)])
+        consumers = Consumers(rig.queue, rig.clock, count=2)
+        try:
+            park(rig, consumers, 2)
+            due = rig.clock.peek() + 0.1
+            bounded(lambda: rig.queue.push("soon", due), "push('soon')")
+            _expect(consumers, "soon", due, rig.clock, "a new head due in 0.1 s")
+            extra = consumers.next(0.1)  # 'nightly' is 12 h off: nothing else comes out
+        finally:
+            _release(rig, consumers)
+        assert extra is None, (
+            f"two consumers waited for 'soon', due in 0.1 s; one took it and the other "
+            f"returned {extra[0]!r}, due in 12 h: a wait that timed out only says the head "
+            "you waited for is due, and another consumer may have taken it first; test the "
+            "head again after every wait, a timeout included (`while`, not the return value "
+            "of wait)"
+        )
+
+    def push_works_under_the_lock() -> None:
+        rig = _rig(make_queue)
+        read, moved = threading.Event(), threading.Event()
+        fill(rig, [("nightly", WatchedDue(rig.clock.peek() + TWELVE_HOURS, read, moved))])
+        read.clear()  # from here, only a push that reads the heap compares nightly's due
+        moved.clear()
+        rig.cond.reaching = moved  # set when the push reaches for the condition's lock
+        if not rig.cond.inner.acquire(timeout=HELD):
+            raise AssertionError(f"the checker could not take the lock in {HELD:g} s")
+        try:  # while the checker holds the lock, a push must wait for it
+            pushing = threading.Thread(
+                target=partial(rig.queue.push, "soon", rig.clock.peek() + 60), daemon=True
+            )
+            pushing.start()
+            # until the push reads the heap, or reaches for the lock first (as it should);
+            # a push that takes a lock of its own under the Condition sets neither
+            moved.wait(HELD)
+            raced = read.is_set()
+        finally:
+            rig.cond.reaching = None
+            rig.cond.inner.release()
+        pushing.join(HELD)
+        assert not raced, _RACES
+
+    def cancel_keeps_the_heap_in_order() -> None:
+        rig = _rig(make_queue)
+        now = rig.clock.peek()
+        # pushed in this order, the heap's list is [6, 10, 9, 12, 18]: taking out its head
+        # without a heapify leaves [10, 9, 12, 18], which is no heap
+        dues = {"backup": 6, "report": 10, "digest": 9, "cleanup": 12, "sync": 18}
+        fill(rig, [(task, now - 20 + due) for task, due in dues.items()])
+        bounded(
+            lambda: rig.queue.cancel("backup"),
+            "cancel('backup')",
+            "no consumer was running, so nobody else held the lock: cancel waits or loops",
+        )
+        consumers = Consumers(rig.queue, rig.clock, takes=4)
+        got: list[object] = []
+        try:
+            for _ in range(4):
+                item = consumers.next(LATE)
+                if item is None:
+                    break
+                got.append(item[0])
+        finally:
+            _release(rig, consumers)
+        expected = ["digest", "report", "cleanup", "sync"]
+        assert "backup" not in got, f"the cancelled 'backup' still ran: got {got}"
+        assert got == expected, (
+            f"five tasks all due already, 'backup' (the earliest) cancelled: expected "
+            f"{', '.join(expected)}, got {got}: "
+            + (
+                "the cancel broke the heap's order; a list with an entry taken out "
+                "(list.remove, del heap[i]) is no longer a heap. Leave a tombstone (or "
+                "heapq.heapify after removing, O(n))"
+                if sorted(map(str, got)) == sorted(expected)
+                else "the earliest due comes out first"
+            )
+        )
+
     def cancelled_entry_never_runs() -> None:
         rig = _rig(make_queue)
         start = rig.clock.peek()
@@ -759,8 +938,8 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             for task in ("once", "once", "never-pushed"):
                 try:
                     bounded(partial(rig.queue.cancel, task), f"cancel({task!r})")
-                except AssertionError:
-                    raise
+                except (AssertionError, NotImplementedError):
+                    raise  # NotImplementedError: cancel is not written yet, nothing to explain
                 except Exception as error:
                     raise AssertionError(
                         f"cancel({task!r}) of a task not queued raised "
@@ -769,6 +948,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
                     ) from None
             again = rig.clock.peek()
             bounded(partial(rig.queue.push, "once", again), "push('once')")
+            rig.cond.spurious_wake_up()  # this check is about cancel, not about notify
             _expect(
                 consumers,
                 "once",
@@ -863,11 +1043,21 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         ("re-tests in a while after a spurious wake-up", re_tests_after_a_wake_up),
         ("a push due now wakes a timer parked 12 h", push_wakes_a_parked_timer),
         (
+            "a push into an empty queue wakes a consumer waiting on it",
+            push_wakes_a_waiter_on_an_empty_queue,
+        ),
+        (
             "a push due in 0.2 s re-arms a timer waiting on a later head",
             push_re_arms_a_waiting_timer,
         ),
         ("a new head wakes both of two waiters (notify_all)", two_waiters_both_re_arm),
+        (
+            "one new head, two waiters: one takes it, the other waits on",
+            the_waiter_that_loses_waits_on,
+        ),
         ("a cancelled entry never runs; pushed again, it does", cancelled_entry_never_runs),
+        ("cancelling the head keeps the others in order", cancel_keeps_the_heap_in_order),
+        ("push reads and changes the heap only under the lock", push_works_under_the_lock),
         (
             "cancelling a task not queued (taken, twice, unknown) does nothing",
             cancel_of_a_task_not_queued,

@@ -9,6 +9,7 @@ on a slot of the grid, and values one below and one above a field's range.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable, Iterable
 
 from exercises.checks import ANSWER_LIMIT, Check, call_answer, print_results, run_checks
@@ -150,7 +151,30 @@ def _compare(
         raise AssertionError(
             f"{where} should raise ValueError (cron rejects it), got {sorted(got)}"
         )
-    assert got == expected, f"{where}: expected {sorted(expected)}, got {sorted(got)}"
+    assert got == expected, (
+        f"{where}: expected {sorted(expected)}, got {sorted(got)}"
+        + _field_mistake(text, low, high, got, expected)
+    )
+
+
+def _field_mistake(text: str, low: int, high: int, got: set[int], expected: set[int]) -> str:
+    """What a wrong set most likely says about the parser (": ..."), or nothing."""
+    items = text.split(",")
+    single = [item.split("/")[0] if re.fullmatch(r"\d+/\d+", item) else item for item in items]
+    if single != items and reference_field(",".join(single), low, high) == got:
+        return ": n/s means n-high/s, as in real cron (50/3 in a minute field is 50, 53, 56 and 59)"
+    below_low = low > 0 and min(got, default=low) < low  # */s counted from 0, months
+    if below_low or any(
+        item.startswith("*/") and low not in got and low in expected for item in items
+    ):
+        return (
+            f": a step counts from the field's first value, {low} here (*/2 is {low}, "
+            f"{low + 2}, {low + 4}, ...)" + (", not from 0" if low else "")
+        )
+    ends = {int(end) for end in re.findall(r"-(\d+)", text)} | {high}
+    if got < expected and expected - got <= ends:
+        return ": a range includes both its ends (a-b is range(a, b + 1))"
+    return ""
 
 
 def _values(call: str, got: object) -> set[int]:

@@ -230,17 +230,24 @@ print([heapq.heappop(heap)[3] for _ in range(len(heap))])
 # - `pop_due()` blocks until the head is due, then removes and returns it.
 #
 # The constructor is written for you: take the time only from `self._clock()`. The check
-# runs your class on real threads for under two seconds, with a clock it controls, and
-# names each mistake it finds: the time read from `time.time()` or `time.monotonic()`
-# instead of `self._clock()`, ties that lose their arrival order (no sequence field), a
-# sleep or poll loop (a wait capped at a second "to be safe" is one too), `if` where
-# `while` is needed (it wakes your waiter when nothing changed), a push that does not
-# notify (a waiter parked twelve hours must wake for a task due now, or due in a
-# moment), a waiter that goes back to the timeout it computed from the old head,
-# `notify()` where two waiters need `notify_all()`, a cancelled entry that still comes
-# out, a cancel that raises for a task a worker already took, a task pushed twice that
-# comes out twice, and a sort or a scan where the heap belongs (it counts how often your
-# queue compares due times).
+# runs your class on real threads for about two seconds, with a clock it controls, and
+# names each mistake it finds:
+#
+# - the time: read from `time.time()` or `time.monotonic()` instead of `self._clock()`;
+#   ties that lose their arrival order (no sequence field);
+# - the wait: a sleep or poll loop (a wait capped at a second "to be safe" is one too);
+#   `if` where `while` is needed (it wakes your waiter when nothing changed); a waiter
+#   that goes back to the timeout it computed from the old head; a waiter that takes
+#   the head because its wait timed out (the other waiter may have taken it first);
+# - the push: one that does not notify (a waiter parked twelve hours must wake for a
+#   task due now, or due in a moment, and so must one waiting on an empty queue);
+#   `notify()` where two waiters need `notify_all()`; one that touches the heap before
+#   it takes the lock; a task pushed twice that comes out twice;
+# - the cancel: a cancelled entry that still comes out; a cancel that raises for a task
+#   a worker already took; one that takes the entry out and leaves a list that is no
+#   longer a heap;
+# - the cost: a sort or a scan where the heap belongs (it counts how often your queue
+#   compares due times).
 #
 # *Where lldsched differs:* its entries also carry the priority, `(due, priority,
 # sequence, task_id)`; the sequence doubles as the task's generation; the timer waits
