@@ -191,8 +191,8 @@ def checked_backoff(policy: RetryPolicy, attempt: int, delay: object) -> float:
     except ValidationError:
         raise ValidationError(
             f"{policy!r}.backoff({attempt!r}) answered {delay!r}, not a delay: a retry "
-            'policy answers finite seconds >= 0 (docs/EXTENDING.md, "A retry policy of '
-            'your own")'
+            "policy answers finite seconds >= 0 "
+            '(docs/EXTENDING.md, "A retry policy of your own")'
         ) from None
 
 
