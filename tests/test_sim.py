@@ -18,6 +18,7 @@ from lldsched import (
     TaskStatus,
     ValidationError,
 )
+from lldsched.errors import error_text
 from lldsched.sim import Simulation, exponential, fails_on, fixed, lognormal, uniform
 
 T = 1_000_000.0
@@ -327,6 +328,35 @@ def test_a_model_that_raises_mid_run_fails_that_attempt_and_leaves_the_simulatio
     assert (task.status, sim.busy) == (TaskStatus.RETRYING, 0)
     assert [r.error for r in task.history] == ["KeyError: 'no duration for attempt 1'"]
     with pytest.raises(KeyError, match="no duration for attempt 2"):
+        sim.run(T + 10)
+    assert task.status is TaskStatus.FAILED and sim.dead_letter() == [task.id]
+    sim.run(T + 60)  # the worker is free: the other task runs on time
+    assert [(r.started - T, r.outcome.value) for r in other.history] == [(30.0, "ok")]
+
+
+@pytest.mark.parametrize("coroutine", [False, True], ids=["function", "coroutine"])
+@pytest.mark.parametrize("raised", [KeyboardInterrupt("stop"), SystemExit(3)], ids=repr)
+def test_an_action_raising_a_base_exception_fails_that_attempt_and_reaches_the_caller(
+    raised: BaseException, coroutine: bool
+) -> None:
+    """As a model that raises: before, the attempt was left RUNNING on a worker that never
+    freed (the next run() ran nothing on it, and the task never ran again)."""
+
+    def function() -> None:
+        raise raised
+
+    async def routine() -> None:
+        raise raised
+
+    action = routine if coroutine else function
+    sim = Simulation(workers=1, start=T)
+    task = sim.schedule("exits", OneTime(delay=0), action=action, retry=RetryPolicy(max_attempts=2))
+    other = sim.schedule("other", OneTime(delay=30), duration=1)
+    with pytest.raises(type(raised)):
+        sim.run(T + 10)
+    assert (task.status, sim.busy) == (TaskStatus.RETRYING, 0)
+    assert [r.error for r in task.history] == [error_text(raised)]
+    with pytest.raises(type(raised)):
         sim.run(T + 10)
     assert task.status is TaskStatus.FAILED and sim.dead_letter() == [task.id]
     sim.run(T + 60)  # the worker is free: the other task runs on time

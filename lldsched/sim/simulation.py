@@ -367,20 +367,22 @@ class Simulation(SimulationVerbs):
                         error = failure_of(answer, attempt=run.attempt, model=fails, task=task.name)
                 elif models.rng.random() < fails:
                     error = simulated_failure(run.attempt)
-        except BaseException as exc:
-            # A model that raises is the caller's bug, raised to them; the attempt it
-            # was drawn for ends failed with that error, so the task is not left
-            # RUNNING on a worker that never frees (a later run() goes on consistently).
-            self._core.finish(run, started=now, finished=now, error=error_text(exc))
-            heapq.heappush(self._free, worker)
+        except BaseException as exc:  # a model that raises is the caller's bug
+            self._abandon(run, worker, now, exc)
             raise
         result, timed_out = None, False
         if task.action is not None:
-            exception, value = run.invoke()
+            try:
+                exception, value = run.invoke()
+                if exception is None and value is not None and must_await(value):
+                    awaited = self._awaiting.run(value, task.timeout)  # to completion
+            except BaseException as exc:  # KeyboardInterrupt, SystemExit: as a model's
+                self._abandon(run, worker, now, exc)
+                raise
             if exception is not None:
                 error = error_text(exception)
-            elif value is not None and must_await(value):  # a coroutine: run it to completion
-                raised, result, timed_out = self._awaiting.run(value, task.timeout)
+            elif value is not None and must_await(value):  # a coroutine, awaited above
+                raised, result, timed_out = awaited
                 error = raised or error
                 timeout = task.timeout
                 if timeout is not None and (timed_out or duration > timeout):
@@ -397,6 +399,15 @@ class Simulation(SimulationVerbs):
             (now + duration, next(self._sequence), worker, run, now, error, result, timed_out),
         )
         return None
+
+    def _abandon(self, run: Run, worker: int, now: float, exc: BaseException) -> None:
+        """``exc`` stops the attempt ``run`` on ``worker`` at ``now`` and is raised to
+        the caller of run() (a model's error, or an action's KeyboardInterrupt or
+        SystemExit, which may be the user's Ctrl-C): the attempt ends failed with it, so
+        the task is not left RUNNING on a worker that never frees, and a later run()
+        goes on consistently."""
+        self._core.finish(run, started=now, finished=now, error=error_text(exc))
+        heapq.heappush(self._free, worker)
 
     def _retired(self, task_id: str) -> None:
         """The core retires ``task_id``: its models go with it (what the views read of it
