@@ -187,6 +187,7 @@ class Simulation(SimulationVerbs):
         self._awaiting = PrivateLoop()  # runs coroutine actions (its loop made at the first)
         self._interventions: list[tuple[float, int, Callable[[], object]]] = []
         self._sequence = itertools.count()
+        self._advancing = False  # inside _advance: a listener's Ctrl-C waits for its event
         if store is not None:
             recover(self._core, store)
             for task_id in self._core.tasks:  # a task retired at once needs no models
@@ -285,53 +286,57 @@ class Simulation(SimulationVerbs):
         kind: str | None = None  # the last event processed, described
         task_id: str | None = None  # of a start or an intervention; a record names its own
         record: ExecutionRecord | None = None
-        # `while True`, not `while events`: CPython 3.11 specialises a function's bytecode
-        # once it warms up, counted at calls and at unconditional backward jumps only, so a
-        # `while cond` loop that is the whole of one long call never warms up and runs
-        # unspecialised for good: -9.1 % instructions a simulated run (callgrind,
-        # benchmarks/sim_instructions.py, bench_sim's workload: 46,769 -> 42,497).
-        while True:
-            if not events:
-                break
-            events -= 1
-            finish = finishes[0][0] if finishes else _INF
-            intervention = interventions[0][0] if interventions else _INF
-            start = _INF
-            head = peek() if free else None  # the next start needs a free worker
-            if head is not None:
-                due = head[0]
-                start = due if due > now else now
-            if finish <= intervention and finish <= start:
-                if finish > end:
+        self._advancing = True  # (a listener's BaseException: see _emit)
+        try:
+            # `while True`, not `while events`: CPython 3.11 specialises a function's bytecode
+            # once it warms up, counted at calls and at unconditional backward jumps only, so a
+            # `while cond` loop that is the whole of one long call never warms up and runs
+            # unspecialised for good: -9.1 % instructions a simulated run (callgrind,
+            # benchmarks/sim_instructions.py, bench_sim's workload: 46,769 -> 42,497).
+            while True:
+                if not events:
                     break
-                advance_to(finish)
-                now = finish
-                _, _, worker, run, started, error, result, timed_out = heappop(finishes)
-                record = finish_run(run, started, finish, error, result, timed_out)
-                heappush(free, worker)
-                kind = "finish"  # the record names the task (below)
-            elif intervention <= start:
-                if intervention > end:
-                    break
-                advance_to(intervention)
-                now = intervention
-                kind, task_id, record = "intervention", None, None
-                heappop(interventions)[2]()
-            else:
-                if start > end:
-                    break
-                advance_to(start)
-                now = start
-                assert head is not None  # start < _INF
-                take(head)  # the head peeked at above
-                begun = self._start(head, start)
-                task_id = head[3]
-                if begun is None:
-                    kind, record = "start", None
-                elif isinstance(begun, str):  # _HELD: the core held it BLOCKED
-                    kind, record = begun, None
-                else:  # a run that takes no time finishes at once
-                    kind, record = "finish", begun
+                events -= 1
+                finish = finishes[0][0] if finishes else _INF
+                intervention = interventions[0][0] if interventions else _INF
+                start = _INF
+                head = peek() if free else None  # the next start needs a free worker
+                if head is not None:
+                    due = head[0]
+                    start = due if due > now else now
+                if finish <= intervention and finish <= start:
+                    if finish > end:
+                        break
+                    advance_to(finish)
+                    now = finish
+                    _, _, worker, run, started, error, result, timed_out = heappop(finishes)
+                    record = finish_run(run, started, finish, error, result, timed_out)
+                    heappush(free, worker)
+                    kind = "finish"  # the record names the task (below)
+                elif intervention <= start:
+                    if intervention > end:
+                        break
+                    advance_to(intervention)
+                    now = intervention
+                    kind, task_id, record = "intervention", None, None
+                    heappop(interventions)[2]()
+                else:
+                    if start > end:
+                        break
+                    advance_to(start)
+                    now = start
+                    assert head is not None  # start < _INF
+                    take(head)  # the head peeked at above
+                    begun = self._start(head, start)
+                    task_id = head[3]
+                    if begun is None:
+                        kind, record = "start", None
+                    elif isinstance(begun, str):  # _HELD: the core held it BLOCKED
+                        kind, record = begun, None
+                    else:  # a run that takes no time finishes at once
+                        kind, record = "finish", begun
+        finally:
+            self._advancing = False
         if kind is None:
             return None
         return SimStep(now, kind, task_id if record is None else record.task_id, record)
@@ -425,8 +430,24 @@ class Simulation(SimulationVerbs):
                 return
 
     def _emit(self, event: TaskEvent) -> None:
-        """The core's ``emit``: the listeners are called now, in virtual time."""
-        notify(self._callbacks, event, repeats=self._repeats)
+        """The core's ``emit``: the listeners are called now, in virtual time.
+
+        A listener's ``KeyboardInterrupt`` or ``SystemExit`` (a Ctrl-C: :func:`notify`
+        lets it through here) raised while :meth:`_advance` processes an event would
+        leave that event half done (a run begun and never to finish, a worker never
+        freed): it is raised by an intervention at this instant instead, once the
+        event is whole.  Outside the loop (a verb) it is raised at once."""
+        try:
+            notify(self._callbacks, event, repeats=self._repeats)
+        except BaseException as exc:
+            if not self._advancing:
+                raise
+            caught = exc  # (``exc`` is unbound when the except block ends)
+
+            def interrupt() -> None:
+                raise caught
+
+            heapq.heappush(self._interventions, (self.now, next(self._sequence), interrupt))
 
     def __repr__(self) -> str:
         return (
