@@ -286,7 +286,7 @@ class Simulation(SimulationVerbs):
         kind: str | None = None  # the last event processed, described
         task_id: str | None = None  # of a start or an intervention; a record names its own
         record: ExecutionRecord | None = None
-        self._advancing = True  # (a listener's BaseException: see _emit)
+        outer, self._advancing = self._advancing, True  # a listener's Ctrl-C: see _emit
         try:
             # `while True`, not `while events`: CPython 3.11 specialises a function's bytecode
             # once it warms up, counted at calls and at unconditional backward jumps only, so a
@@ -336,7 +336,7 @@ class Simulation(SimulationVerbs):
                     else:  # a run that takes no time finishes at once
                         kind, record = "finish", begun
         finally:
-            self._advancing = False
+            self._advancing = outer  # (a listener may call run() inside a run())
         if kind is None:
             return None
         return SimStep(now, kind, task_id if record is None else record.task_id, record)
