@@ -211,7 +211,10 @@ class Simulation(SimulationVerbs):
         return self.workers - len(self._free)
 
     def at(self, when: float | datetime, fn: Callable[[], object]) -> None:
-        """Call ``fn()`` at the simulated instant ``when`` (not in the past)."""
+        """Call ``fn()`` at the simulated instant ``when`` (not in the past).  Raises
+        :class:`~lldsched.errors.ValidationError` for an instant in the past or not one,
+        and for an ``fn`` that cannot be called with no arguments; what ``fn`` raises at
+        its instant comes out of :meth:`run` (or :meth:`step`)."""
         instant = to_timestamp(when, name="intervention time")
         if instant < self.now:
             raise ValidationError(
@@ -227,7 +230,11 @@ class Simulation(SimulationVerbs):
         heapq.heappush(self._interventions, (instant, next(self._sequence), fn))
 
     def run(self, until: float | datetime) -> Simulation:
-        """Process every event due at or before ``until``, then stand at ``until``."""
+        """Process every event due at or before ``until``, then stand at ``until``.
+
+        Raises :class:`~lldsched.errors.ValidationError` for an ``until`` before now or
+        no instant; and lets out, each event whole, what an intervention, a model, an
+        action's ``KeyboardInterrupt`` or ``SystemExit`` or a listener's raises."""
         end = to_timestamp(until, name="until")
         if end < self.now:
             raise ValidationError(f"until={until!r} is before now ({self.now!r})")
@@ -236,7 +243,10 @@ class Simulation(SimulationVerbs):
         return self
 
     def run_for(self, duration: float | timedelta) -> Simulation:
-        """Run for ``duration`` seconds (or a timedelta) of simulated time."""
+        """Run for ``duration`` seconds (or a timedelta) of simulated time: :meth:`run`
+        up to now plus ``duration``, raising what it raises.  Raises
+        :class:`~lldsched.errors.ValidationError` for a negative ``duration``, or one
+        that runs past year 9999."""
         span = checks.seconds(duration, name="run_for()", at_least=0, expected="takes seconds >= 0")
         words = "would run past year 9999"
         return self.run(
@@ -244,7 +254,8 @@ class Simulation(SimulationVerbs):
         )
 
     def step(self) -> SimStep | None:
-        """Process the next event, whenever it is; None when nothing is left to happen."""
+        """Process the next event, whenever it is; None when nothing is left to happen.
+        Raises what :meth:`run` lets out."""
         return self._advance(_LAST_INSTANT, events=1)
 
     def records(self) -> list[ExecutionRecord]:

@@ -382,7 +382,9 @@ class SimulationVerbs:
         )
 
     def add_listener(self, listener: Listener) -> None:
-        """Call ``listener`` on every future event, in virtual time, on the caller's thread."""
+        """Call ``listener`` on every future event, in virtual time, on the caller's
+        thread.  Raises :class:`~lldsched.errors.ValidationError` for what is no
+        listener (neither callable nor with ``on_event``; an ``async def`` one)."""
         self._callbacks.append((listener, as_callback(listener)))
         self._core.emit = self._emit
 
