@@ -195,13 +195,15 @@ def _expected(
     *,
     value: float,
 ) -> str:
-    """The words after the name when ``value`` is refused: the site's own, ``"must be
-    finite and > 0 seconds"``, or for a finite number past :data:`LONGEST` the limit."""
-    if expected is not None:
-        return expected
+    """The words after the name when ``value`` is refused: for a finite number past
+    :data:`LONGEST` the limit (a site's own words name its bound, ``"takes seconds >=
+    0"``, which such a number meets), else the site's own, or ``"must be finite and > 0
+    seconds"``."""
     if value == value and abs(value) != math.inf and abs(value) > LONGEST:
         size = f"{LONGEST:.0f} {unit}" if unit else f"{LONGEST:.0f}"
         return f"must be within ±{size} (the span of a datetime, year 1 to 9999)"
+    if expected is not None:
+        return expected
     bound = _bound(at_least, above)
     if not bound:
         return "must be finite"

@@ -83,6 +83,7 @@ __all__ = [
     "Overlap",
     "OverrunPolicy",
     "RetryPolicy",
+    "checked_backoff",
 ]
 
 
@@ -176,6 +177,23 @@ class RetryPolicy:
             spread = (rng or random).random() * self.jitter
             return base * (1.0 - spread)
         return base
+
+
+def checked_backoff(policy: RetryPolicy, attempt: int, delay: object) -> float:
+    """``delay``, what ``policy.backoff(attempt, ...)`` answered, if it is a delay: finite
+    seconds ``>= 0`` (a ``timedelta`` as its seconds), else :class:`ValidationError`
+    naming the policy and its answer.  Asked of a policy of one's own (a subclass that
+    overrides ``backoff``): :class:`RetryPolicy`'s own answers lie within its fields,
+    checked at construction.  A NaN wait made the retry due at NaN (never run, never
+    dead-lettered), a ``str`` raised ``TypeError`` out of the run's settle."""
+    try:
+        return seconds(delay, name="backoff", at_least=0)
+    except ValidationError:
+        raise ValidationError(
+            f"{policy!r}.backoff({attempt!r}) answered {delay!r}, not a delay: a retry "
+            "policy answers finite seconds >= 0 "
+            '(docs/EXTENDING.md, "A retry policy of your own")'
+        ) from None
 
 
 class Misfire(enum.Enum):

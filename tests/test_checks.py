@@ -301,3 +301,36 @@ def test_instant_names_the_schedules_query_and_hints_at_a_datetimes_timestamp() 
         ValidationError, match=r"got datetime.* \(an instant: use .timestamp\(\)\)$"
     ):
         instant(moment, name="at")
+
+
+@pytest.mark.parametrize("value", [1e15, timedelta(days=10**8)])
+def test_a_site_with_words_of_its_own_still_names_the_span_for_a_number_past_it(
+    value: object,
+) -> None:
+    """``Simulation.run_for(1e15)`` said "run_for() takes seconds >= 0, got 1e+15", of a
+    positive number: a site's own words name its bound, not the span of a datetime."""
+    with pytest.raises(ValidationError) as caught:
+        seconds(value, name="run_for()", at_least=0, expected="takes seconds >= 0")
+    assert "run_for() must be within ±315537897600 seconds (the span of a datetime" in str(
+        caught.value
+    )
+    with pytest.raises(ValidationError, match=r"^run_for\(\) takes seconds >= 0, got -1$"):
+        seconds(-1, name="run_for()", at_least=0, expected="takes seconds >= 0")
+
+
+def test_the_public_calls_with_words_of_their_own_name_the_span_for_a_huge_number() -> None:
+    from lldsched import FakeClock, FixedRate, Scheduler, Simulation
+    from lldsched.testing import Stepper
+
+    scheduler = Scheduler(clock=FakeClock(0))
+    with Stepper(scheduler) as steps:
+        calls: list[Callable[[], object]] = [
+            lambda: Simulation(start=0).run_for(1e15),
+            lambda: FakeClock(0).advance(1e15),
+            lambda: steps.advance(1e15),
+            lambda: scheduler.schedule("job", print, FixedRate(60), timeout=1e15),
+        ]
+        for call in calls:
+            with pytest.raises(ValidationError, match=r"must be within ±315537897600 seconds"):
+                call()
+        assert scheduler.tasks() == [] and steps.now == 0

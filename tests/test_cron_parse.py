@@ -340,3 +340,19 @@ def test_a_schedule_has_no_public_attribute_to_change() -> None:
     schedule = CronSchedule("0 3 * * 1-5")
     with pytest.raises(AttributeError):
         schedule.color = "red"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    "expr",
+    ["CRON_TZ=Europe/Berlin 0 3 * * *", "TZ=Europe/Berlin 0 3 * * *", "CRON_TZ=UTC */5 * * * *"],
+)
+def test_a_crontab_zone_variable_in_front_is_refused_naming_the_tz_argument(expr: str) -> None:
+    """cronie's ``CRON_TZ=...`` line, pasted in front of the fields, was read as a seconds
+    field: "cron second field: step must be a number >= 1 in 'CRON_TZ=Europe/Berlin'"."""
+    variable = expr.split()[0]
+    zone = variable.partition("=")[2]
+    with pytest.raises(ScheduleError) as caught:
+        CronSchedule(expr)
+    message = str(caught.value)
+    assert message.startswith(f"cron expression {expr!r}: {variable!r} is a crontab variable")
+    assert f"tz={zone!r}" in message and "second field" not in message

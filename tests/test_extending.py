@@ -299,3 +299,159 @@ def test_a_draining_shutdown_ends_a_schedule_answering_its_runs_finish() -> None
     task = scheduler.schedule("poll", jobs.noop, BackToBack())
     assert scheduler.shutdown(drain=True, timeout=5.0) is True
     assert [record.started for record in task.history] == [T0]
+
+
+# --- a schedule of one's own that answers what is not an instant ------------------------
+
+
+@dataclass(frozen=True)
+class Answers:
+    """A schedule of one's own that answers ``first`` first, then ``then``."""
+
+    first: Any
+    then: Any = None
+
+    def first_run(self, now: float) -> Any:
+        return self.first
+
+    def next_run(self, record: Any, now: float) -> Any:
+        return self.then
+
+
+NOT_INSTANTS = [
+    float("nan"),
+    float("inf"),
+    -float("inf"),
+    1e300,
+    "soon",
+    datetime(2026, 1, 5, tzinfo=UTC),
+]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("answer", NOT_INSTANTS, ids=repr)
+def test_a_first_run_that_is_not_an_instant_is_refused_and_nothing_registered_is_lost(
+    kind: str, answer: object
+) -> None:
+    """Before: NaN, ``inf`` and ``1e300`` were registered as due then; a str or a datetime
+    raised TypeError out of the heap, left the task registered, and every later
+    registration of the runtime raised TypeError too (the heap compared it)."""
+    driven = Driven(kind)
+    try:
+        kept = driven.add("kept", FixedRate(60), id="kept")
+        with pytest.raises(ScheduleError) as caught:
+            driven.add("odd", Answers(answer), id="odd")
+        message = str(caught.value)
+        assert message.startswith(f"task 'odd': {Answers(answer)!r}.first_run(")
+        assert f"answered {answer!r}" in message and "docs/EXTENDING.md" in message
+        assert [task.id for task in driven.runtime.tasks()] == ["kept"]
+        with pytest.raises(ScheduleError, match="answered"):  # reschedule: the same rule
+            driven.runtime.reschedule("kept", Answers(answer))
+        driven.run_until(T0)
+        assert kept.schedule == FixedRate(60) and kept.next_run_at == T0 + 60
+        later = driven.add("later", FixedRate(60), id="later")
+        driven.run_until(T0 + 60)
+        assert [len(task.history) for task in (kept, later)] == [2, 2]
+    finally:
+        driven.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_first_run_answering_an_int_is_an_instant(kind: str) -> None:
+    driven = Driven(kind)
+    try:
+        task = driven.add("int", Answers(int(T0) + 10))
+        assert task.next_run_at == int(T0) + 10
+    finally:
+        driven.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_next_run_answering_nan_fails_its_task_saying_so(
+    kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Before: the task was due at NaN: the simulation ran it at every step, out of the
+    heap's order, and a stepped scheduler's next due instant was NaN."""
+    driven = Driven(kind)
+    try:
+        task = driven.add("odd", Answers(T0, float("nan")), id="odd")
+        other = driven.add("other", FixedRate(60), id="other")
+        driven.run_until(T0 + 120)
+        assert task.status is TaskStatus.FAILED and len(task.history) == 1
+        assert len(other.history) == 3
+        (said,) = [r for r in caplog.records if "next_run" in r.getMessage()]
+        assert said.exc_info is not None and "answered nan" in str(said.exc_info[1])
+    finally:
+        driven.close()
+
+
+# --- a retry policy of one's own that raises or answers no delay -------------------------
+
+
+class BrokenPolicy(RetryPolicy):
+    """A retry policy of one's own whose ``broken`` question (``"backoff"``,
+    ``"allows_retry"`` or ``"fails_after"``) raises, or whose backoff answers
+    ``delay``."""
+
+    __slots__ = ()
+    broken = ""
+    delay: object = 1.0
+
+    def allows_retry(self, attempt: int) -> bool:
+        if self.broken == "allows_retry":
+            raise RuntimeError("allows_retry is broken")
+        return super().allows_retry(attempt)
+
+    def backoff(self, attempt: int, rng: Any = None) -> float:
+        if self.broken == "backoff":
+            raise RuntimeError("backoff is broken")
+        return self.delay  # type: ignore[return-value]
+
+    def fails_after(self, given_up: int) -> bool:
+        if self.broken == "fails_after":
+            raise RuntimeError("fails_after is broken")
+        return super().fails_after(given_up)
+
+
+def broken_policy(broken: str = "", delay: object = 1.0) -> type[BrokenPolicy]:
+    return type("Broken", (BrokenPolicy,), {"__slots__": (), "broken": broken, "delay": delay})
+
+
+POLICY_FAULTS = [
+    ("allows_retry", 1.0, "allows_retry is broken"),
+    ("backoff", 1.0, "backoff is broken"),
+    ("fails_after", 1.0, "fails_after is broken"),
+    ("", float("nan"), "answered nan"),
+    ("", float("inf"), "answered inf"),
+    ("", -5.0, "answered -5.0"),
+    ("", "soon", "answered 'soon'"),
+]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(("broken", "delay", "said"), POLICY_FAULTS)
+def test_a_retry_policy_of_ones_own_that_fails_fails_its_task_and_the_runtime_goes_on(
+    kind: str, broken: str, delay: object, said: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Before: a policy that raised (or answered a str) left its task RUNNING for ever,
+    logged as a bug of lldsched's own; the simulation's run() raised out of its middle.
+    A NaN delay left the task RETRYING at NaN."""
+    policy = broken_policy(broken, delay)(max_attempts=2, fail_after_given_up=1)
+    driven = Driven(kind)
+    try:
+        runtime = driven.runtime
+        if isinstance(runtime, Scheduler):
+            task = runtime.schedule("flaky", jobs.broken, FixedRate(60), id="flaky", retry=policy)
+        else:
+            task = runtime.schedule("flaky", FixedRate(60), id="flaky", fails=1.0, retry=policy)
+        other = driven.add("other", FixedRate(60), id="other")
+        driven.run_until(T0 + 120)
+        assert task.status is TaskStatus.FAILED, task
+        assert not task.history[0].ok and task.last_error is not None
+        assert task.last_error.startswith("ValidationError: the retry policy Broken("), task
+        assert len(other.history) == 3
+        (line,) = [r for r in caplog.records if "retry policy" in r.getMessage()]
+        assert line.getMessage().startswith("task flaky 'flaky': the retry policy Broken(")
+        assert line.exc_info is not None and said in str(line.exc_info[1])
+    finally:
+        driven.close()

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import functools
+import sys
+import types
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +18,7 @@ from lldsched import (
     ScheduledTask,
     ScheduleError,
     Simulation,
+    SqliteTaskStore,
     ValidationError,
 )
 from lldsched.sim import fixed
@@ -105,3 +109,56 @@ def test_decorating_twice_without_an_id_makes_two_tasks(driven: Any) -> None:
     driven.runtime.scheduled(FixedRate(60))(job)
     driven.runtime.scheduled(FixedRate(60))(job)
     assert [task.name for task in driven.runtime.tasks()] == ["job", "job"]
+
+
+# --- the decorator on a durable store ----------------------------------------------------
+
+DECORATED_MODULE = """
+from lldsched import FixedRate
+
+@scheduler.scheduled(FixedRate(60), id="cleanup", replace_existing=True)
+def cleanup() -> str:
+    return "cleaned"
+"""
+
+
+def _import_as_it_runs(name: str, scheduler: object, source: str) -> types.ModuleType:
+    """``source`` run as the module ``name`` is imported (in sys.modules while its body
+    runs), with ``scheduler`` among its globals."""
+    module = types.ModuleType(name)
+    module.scheduler = scheduler  # type: ignore[attr-defined]
+    sys.modules[name] = module
+    exec(compile(source, f"{name}.py", "exec"), module.__dict__)
+    return module
+
+
+@pytest.mark.parametrize("runs", [1, 2], ids=["imported", "run-again"])
+def test_the_decorator_registers_a_module_level_function_on_a_durable_store(
+    make_scheduler: SchedulerFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, runs: int
+) -> None:
+    """Before: the import-back check ran while the decorator ran, before Python bound the
+    function's name in its module: "'decorated_jobs' has no attribute 'cleanup'", for
+    every function so decorated, on every durable store (GUIDE.md tells such a
+    registration to take id= and replace_existing=True). Run again (a notebook's cell,
+    a reload), the name held the earlier definition: "does not round-trip"."""
+    monkeypatch.delitem(sys.modules, "decorated_jobs", raising=False)
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        scheduler = make_scheduler(store=store)
+        for _ in range(runs):
+            module = _import_as_it_runs("decorated_jobs", scheduler, DECORATED_MODULE)
+        (task,) = scheduler.tasks()
+        assert task.action is module.cleanup
+        assert [s.task.action for s in store.load_all()] == [module.cleanup]
+
+
+def test_a_refused_decoration_leaves_the_modules_name_as_it_was(
+    make_scheduler: SchedulerFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delitem(sys.modules, "decorated_jobs", raising=False)
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        scheduler = make_scheduler(store=store)
+        refused = DECORATED_MODULE.replace("replace_existing=True", "timeout=-1")
+        with pytest.raises(ValidationError, match="timeout must be seconds > 0, got -1"):
+            _import_as_it_runs("decorated_jobs", scheduler, refused)
+        assert not hasattr(sys.modules["decorated_jobs"], "cleanup")
+        assert scheduler.tasks() == [] and store.load_all() == []

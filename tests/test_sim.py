@@ -15,9 +15,11 @@ from lldsched import (
     OverrunPolicy,
     Priority,
     RetryPolicy,
+    TaskEvent,
     TaskStatus,
     ValidationError,
 )
+from lldsched.errors import error_text
 from lldsched.sim import Simulation, exponential, fails_on, fixed, lognormal, uniform
 
 T = 1_000_000.0
@@ -331,6 +333,77 @@ def test_a_model_that_raises_mid_run_fails_that_attempt_and_leaves_the_simulatio
     assert task.status is TaskStatus.FAILED and sim.dead_letter() == [task.id]
     sim.run(T + 60)  # the worker is free: the other task runs on time
     assert [(r.started - T, r.outcome.value) for r in other.history] == [(30.0, "ok")]
+
+
+@pytest.mark.parametrize("coroutine", [False, True], ids=["function", "coroutine"])
+@pytest.mark.parametrize("raised", [KeyboardInterrupt("stop"), SystemExit(3)], ids=repr)
+def test_an_action_raising_a_base_exception_fails_that_attempt_and_reaches_the_caller(
+    raised: BaseException, coroutine: bool
+) -> None:
+    """As a model that raises: before, the attempt was left RUNNING on a worker that never
+    freed (the next run() ran nothing on it, and the task never ran again)."""
+
+    def function() -> None:
+        raise raised
+
+    async def routine() -> None:
+        raise raised
+
+    action = routine if coroutine else function
+    sim = Simulation(workers=1, start=T)
+    task = sim.schedule("exits", OneTime(delay=0), action=action, retry=RetryPolicy(max_attempts=2))
+    other = sim.schedule("other", OneTime(delay=30), duration=1)
+    with pytest.raises(type(raised)):
+        sim.run(T + 10)
+    assert (task.status, sim.busy) == (TaskStatus.RETRYING, 0)
+    assert [r.error for r in task.history] == [error_text(raised)]
+    with pytest.raises(type(raised)):
+        sim.run(T + 10)
+    assert task.status is TaskStatus.FAILED and sim.dead_letter() == [task.id]
+    sim.run(T + 60)  # the worker is free: the other task runs on time
+    assert [(r.started - T, r.outcome.value) for r in other.history] == [(30.0, "ok")]
+
+
+@pytest.mark.parametrize("on", ["running", "finished"])
+def test_a_listeners_keyboard_interrupt_reaches_the_caller_once_the_event_is_processed(
+    on: str,
+) -> None:
+    """A listener's Ctrl-C is not swallowed in a simulation (its listeners run on the
+    caller's thread), but it left the run half done: raised from the run's start, the
+    task stayed RUNNING with no finish to come; from its finish, the worker was never
+    freed. With one worker, nothing ran again."""
+    interrupted: list[TaskEvent] = []
+
+    def listener(event: TaskEvent) -> None:
+        heard = "finished" if event.record is not None else event.status.value
+        if heard == on and not interrupted:
+            interrupted.append(event)
+            raise KeyboardInterrupt("Ctrl-C")
+
+    sim = Simulation(workers=1, start=T, listeners=[listener])
+    task = sim.schedule("report", FixedRate(60), duration=10)
+    with pytest.raises(KeyboardInterrupt, match="Ctrl-C"):
+        sim.run(T + 600)
+    assert len(interrupted) == 1 and sim.now < T + 60
+    sim.run(T + 150)  # goes on where it stopped: nothing half done
+    assert [(r.started - T, r.outcome.value) for r in task.history] == [
+        (0.0, "ok"),
+        (60.0, "ok"),
+        (120.0, "ok"),
+    ]
+    assert sim.busy == 0 and task.status is TaskStatus.SCHEDULED
+
+
+def test_a_listeners_keyboard_interrupt_in_a_verb_called_outside_run_is_raised_at_once() -> None:
+    def listener(event: TaskEvent) -> None:
+        raise KeyboardInterrupt("Ctrl-C")
+
+    sim = Simulation(workers=1, start=T, listeners=[listener])
+    with pytest.raises(KeyboardInterrupt):
+        sim.schedule("report", FixedRate(60), duration=10)
+    sim.remove_listener(listener)
+    sim.run(T + 30)  # nothing deferred to the next run()
+    assert [task.run_count for task in sim.tasks()] == [1]
 
 
 def test_models_have_readable_reprs_and_validate() -> None:

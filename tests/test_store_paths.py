@@ -205,3 +205,22 @@ def test_a_file_whose_name_reads_as_a_url_opens_when_named_from_its_folder(
     assert (tmp_path / "backup:2026.db").exists()
     with SqliteTaskStore(tmp_path / "backup:2026.db") as store:  # a Path is never a URL
         assert [snapshot.task.id for snapshot in store.load_all()] == ["job"]
+
+
+def test_an_empty_path_is_refused_saying_it_would_keep_nothing() -> None:
+    """``SqliteTaskStore(os.environ.get("STORE", ""))`` opened SQLite's private temporary
+    database, deleted at close: a "durable" store whose tasks no restart found."""
+    with pytest.raises(ValidationError, match=r"path is empty: .*deleted at close"):
+        SqliteTaskStore("")
+    SqliteTaskStore(":memory:").close()  # a store that keeps nothing, asked for by name
+
+
+def test_a_path_under_a_tilde_says_it_is_not_expanded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: "the folder '/srv/app/~' does not exist: create it first"."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(StoreError) as refused:
+        SqliteTaskStore("~/lldsched-no-such-folder/tasks.db")
+    message = str(refused.value)
+    assert "'~' is not your home here" in message and "expanduser()" in message

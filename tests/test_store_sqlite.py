@@ -208,6 +208,28 @@ def test_an_action_without_an_import_path_is_rejected_at_schedule_time(
 
 
 @pytest.mark.parametrize(
+    ("field", "text"),
+    [("id", "report-\udcff.csv"), ("id", "a\x00b"), ("name", "report \udcff"), ("name", "a\x00b")],
+    ids=["id-surrogate", "id-nul", "name-surrogate", "name-nul"],
+)
+def test_an_id_or_name_no_database_keeps_is_refused_naming_it(
+    make_scheduler: SchedulerFactory, clock: FakeClock, tmp_path: Path, field: str, text: str
+) -> None:
+    """An id made from a file name os.listdir decoded with surrogateescape: SQLite's
+    driver raised a bare UnicodeEncodeError naming neither the task nor the value (and
+    PostgreSQL takes no NUL; SQLite kept one)."""
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        scheduler = make_scheduler(clock=clock, store=store)
+        scheduler.schedule("kept", jobs.noop, FixedRate(60), id="kept")
+        name, task_id = ("report", text) if field == "id" else (text, None)
+        with pytest.raises(ValidationError) as caught:
+            scheduler.schedule(name, jobs.noop, FixedRate(60), id=task_id)
+        assert str(caught.value).startswith(f"task {field} {text!r} holds a ")
+        assert [t.id for t in scheduler.tasks()] == ["kept"]
+        assert [s.task.id for s in store.load_all()] == ["kept"]
+
+
+@pytest.mark.parametrize(
     "args",
     [(object(),), ((1, 2),), ({1: "int key"},), (float("nan"),)],
     ids=["object", "tuple", "int-key", "nan"],  # stable across processes (pytest-xdist)

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, NamedTuple
 
+from lldsched.checks import FARTHEST
 from lldsched.core.names import (
     BLOCKED,
     CANCELLED,
@@ -40,7 +41,7 @@ from lldsched.core.task import DEFAULT_OPTIONS, ScheduledTask, TaskOptions, fit_
 from lldsched.errors import ScheduleError, SchedulerStateError, ValidationError
 from lldsched.model import Priority, TaskEvent, TaskStatus
 from lldsched.policies import RetryPolicy
-from lldsched.schedules.base import Schedule
+from lldsched.schedules.base import Schedule, checked_answer
 from lldsched.schedules.catchup import FIRST_RUN, CatchUp, slot_first, unwrap
 
 __all__ = ["DefinitionVerbs"]
@@ -363,10 +364,26 @@ class DefinitionVerbs(CoreParts):
 
 def _first_run(name: str, schedule: Schedule, now: float) -> float:
     """``schedule``'s first run for a task registered ``now``; ScheduleError if none."""
-    first = schedule.first_run(now)
+    first: float = schedule.first_run(now)  # type: ignore[assignment]  # checked below
+    try:
+        if -FARTHEST <= first <= FARTHEST:
+            return first
+    except TypeError:  # None, or what no instant is (a str, a datetime)
+        pass
+    return first_due(name, schedule, now, first)
+
+
+def first_due(name: str, schedule: Schedule, now: float, first: object) -> float:
+    """``first``, what ``schedule.first_run(now)`` answered for the task ``name``, found
+    odd by a plain comparison: ScheduleError when it never fires (``None``) or is not
+    an instant (:func:`~lldsched.schedules.base.checked_answer`), before anything is
+    registered or changed."""
     if first is None:
         raise ScheduleError(f"task {name!r}: {schedule!r} never fires after {now!r}")
-    return first
+    try:
+        return checked_answer(schedule, first, query=f"first_run({now!r})")
+    except ScheduleError as exc:
+        raise ScheduleError(f"task {name!r}: {exc}") from None
 
 
 class _Definition(NamedTuple):

@@ -105,11 +105,11 @@ from collections.abc import Callable, Mapping
 from datetime import timedelta, tzinfo
 from typing import Any
 
-from lldsched.checks import flag, whole_or_none
+from lldsched.checks import FARTHEST, flag, whole_or_none
 from lldsched.clock import Clock
 from lldsched.core.control import StatusVerbs
 from lldsched.core.decided import DecidedRecords
-from lldsched.core.definition import DefinitionVerbs
+from lldsched.core.definition import DefinitionVerbs, first_due
 from lldsched.core.departed import Departed
 from lldsched.core.dependencies import Dependencies
 from lldsched.core.ids import IdGenerator, sequential_ids
@@ -129,7 +129,7 @@ from lldsched.core.storewrites import StoreWrites, store_failed, store_written
 from lldsched.core.tally import Tally
 from lldsched.core.task import DEFAULT_OPTIONS, Run, RunStats, ScheduledTask, fit_flight
 from lldsched.core.waiting import DependencyWaits
-from lldsched.errors import ScheduleError, ValidationError
+from lldsched.errors import ValidationError
 from lldsched.model import ExecutionRecord, Priority, TaskEvent, TaskStatus
 from lldsched.persistence import TaskStore, is_shared, not_a_store
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
@@ -334,9 +334,13 @@ class SchedulerCore(
             if replaced is not None:
                 return replaced
         now = self.clock.now()
-        first = schedule.first_run(now)
-        if first is None:  # _first_run, inlined (its gain: check_store's, above)
-            raise ScheduleError(f"task {name!r}: {schedule!r} never fires after {now!r}")
+        # Typed as what it is once checked: the check below refuses anything else.
+        first: float = schedule.first_run(now)  # type: ignore[assignment]
+        try:  # _first_run, inlined (its gain: check_store's, above)
+            if not -FARTHEST <= first <= FARTHEST:  # NaN, inf: a schedule of one's own
+                first = first_due(name, schedule, now, first)
+        except TypeError:  # None (it never fires), or no instant (a str, a datetime)
+            first = first_due(name, schedule, now, first)
         if task_id is None:
             if self._restored_names:
                 self._registered_again(name, action)

@@ -17,6 +17,7 @@ every id registered, no cycle), before anything is registered.
 from __future__ import annotations
 
 import enum
+import sys
 from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any, TypedDict, TypeVar, cast
@@ -349,10 +350,50 @@ def registering(
                     f"{action!r} has no __name__ to register it under; pass name="
                 )
             task_name = found
-        register(task_name, action)
+        put_back = _bind_early(action)
+        try:
+            register(task_name, action)
+        except BaseException:  # refused: the def statement raises, and binds nothing
+            if put_back is not None:
+                put_back()
+            raise
         return action
 
     return decorate
+
+
+def _bind_early(action: Callable[..., Any]) -> Callable[[], None] | None:
+    """Bind a module-level function decorated by ``scheduled`` under its name in its
+    module now, as Python does once the decorator returns it (unchanged): a durable
+    store checks, as it registers, that the function's import path gives it back, and
+    before this the name was not bound yet (every function so decorated was refused:
+    "'jobs' has no attribute 'cleanup'") or held the definition that a cell or a reload
+    run again replaces ("does not round-trip").  Nothing is bound for a nested function
+    or a method (their qualified name is not their name), or where the module's name
+    holds something other than an earlier definition of this function.  Returns what
+    puts the module's name back as it was, if it bound it."""
+    name = getattr(action, "__name__", None)
+    module = sys.modules.get(getattr(action, "__module__", None) or "")
+    if module is None or not isinstance(name, str):
+        return None
+    if name != getattr(action, "__qualname__", None):
+        return None
+    missing = object()
+    held = getattr(module, name, missing)
+    if held is not missing and (
+        getattr(held, "__module__", None) != action.__module__
+        or getattr(held, "__qualname__", None) != name
+    ):
+        return None
+    setattr(module, name, action)
+
+    def put_back() -> None:
+        if held is missing:
+            delattr(module, name)
+        else:
+            setattr(module, name, held)
+
+    return put_back
 
 
 def _priority(name: str, value: object) -> Priority:

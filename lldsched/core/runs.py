@@ -43,6 +43,7 @@ from lldsched.core.task import Entry, Run, RunStats, ScheduledTask
 from lldsched.errors import error_text
 from lldsched.logs import JOBS, Repeats
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
+from lldsched.policies import RetryPolicy, checked_backoff
 from lldsched.schedules.base import SteppedPast, next_run_and_skipped, say_stepped_past
 from lldsched.schedules.catchup import CatchUp
 
@@ -285,13 +286,14 @@ class RunTransitions(CoreParts):
         ok = record.ok  # a NamedTuple field: read once (each read is a generic lookup on 3.11)
         if not ok:
             retry = task._options.retry
-            if retry.allows_retry(record.attempt):
-                return (
-                    RETRYING,
-                    record.finished + retry.backoff(record.attempt, self._rng),
-                    record,
-                    (),
-                )
+            try:
+                if retry.allows_retry(record.attempt):
+                    delay = retry.backoff(record.attempt, self._rng)
+                    if type(retry) is not RetryPolicy:  # one's own: its answer checked
+                        delay = checked_backoff(retry, record.attempt, delay)
+                    return RETRYING, record.finished + delay, record, ()
+            except Exception as exc:  # a policy of one's own that fails: as a schedule's
+                return self._fails_loudly(task, original, exc, policy=retry)
             record = record._replace(misfire=GIVEN_UP)  # if the schedule has a next slot
         schedule = task._schedule
         try:
@@ -302,15 +304,7 @@ class RunTransitions(CoreParts):
                 self._stalled = Repeats()
             say_stepped_past(stepped, self._stalled)
         except Exception as exc:  # a broken schedule is the library user's bug: fail loudly
-            log.exception(
-                "task %s %r: %r.next_run raised; the task fails",
-                task.id,
-                task.name,
-                schedule,
-                extra={"task_id": task.id, "task_name": task.name},
-            )
-            self._stats(task).last_error = f"ScheduleError: {error_text(exc)}"
-            return FAILED, None, original, ()
+            return self._fails_loudly(task, original, exc, schedule=schedule)
         if type(schedule) is CatchUp and schedule.spent:  # the catch-up is over
             task._schedule = schedule.inner
         if skipped and task._options.overlap is BUFFER_ONE:
@@ -325,6 +319,40 @@ class RunTransitions(CoreParts):
         if due is None:  # no next slot (a one-off task): the dead letter, as ever
             return FAILED, None, original, ()
         stats.given_up += 1
-        if task._options.retry.fails_after(stats.given_up):
-            return FAILED, None, record, ()
+        retry = task._options.retry
+        try:
+            if retry.fails_after(stats.given_up):
+                return FAILED, None, record, ()
+        except Exception as exc:  # a policy of one's own that fails: as a schedule's
+            return self._fails_loudly(task, original, exc, policy=retry)
         return SCHEDULED, due, record, skipped
+
+    def _fails_loudly(
+        self,
+        task: ScheduledTask,
+        record: ExecutionRecord,
+        exc: Exception,
+        *,
+        schedule: object = None,
+        policy: object = None,
+    ) -> tuple[TaskStatus, float | None, ExecutionRecord, Skipped]:
+        """What a run leads to when the user's code the core asked about it raised (or
+        answered what it cannot use): its ``schedule``'s ``next_run``, or a retry
+        ``policy`` of one's own.  Such a bug fails the task loudly (FAILED, the dead
+        letter: logged at ERROR with the traceback, its ``last_error`` saying so) rather
+        than leave it RUNNING for ever or stop the runtime; ``record`` is the run's, as
+        it ended."""
+        if policy is None:
+            who, error = f"{schedule!r}.next_run", f"ScheduleError: {error_text(exc)}"
+        else:
+            who = f"the retry policy {policy!r}"
+            error = f"ValidationError: {who} raised {error_text(exc)}"
+        log.exception(
+            "task %s %r: %s raised; the task fails",
+            task.id,
+            task.name,
+            who,
+            extra={"task_id": task.id, "task_name": task.name},
+        )
+        self._stats(task).last_error = error
+        return FAILED, None, record, ()

@@ -33,13 +33,15 @@ import logging
 from collections.abc import Sequence
 from typing import Protocol, cast, runtime_checkable
 
-from lldsched.checks import FINEST
+from lldsched.checks import FARTHEST, FINEST, instant
+from lldsched.errors import ScheduleError, ValidationError
 from lldsched.logs import JOBS, Repeats
 from lldsched.model import ExecutionRecord
 
 __all__ = [
     "Schedule",
     "SteppedPast",
+    "checked_answer",
     "first_slot_after",
     "has_schedule_methods",
     "measures_elapsed_time",
@@ -63,6 +65,25 @@ class Schedule(Protocol):
     def next_run(self, record: ExecutionRecord, now: float) -> float | None:
         """The due instant after the successful run ``record``; ``None`` retires the task."""
         ...
+
+
+def checked_answer(schedule: Schedule, answer: object, *, query: str) -> float:
+    """``answer``, what ``schedule`` answered to ``query`` (``"first_run(1.0)"``), if it
+    is an instant as the runtimes take one: an ``int`` or a ``float`` within
+    ±:data:`~lldsched.checks.FARTHEST`, as a schedule's queries take them (NaN and
+    ``inf`` are not); else :class:`ScheduleError` naming the schedule and its answer.
+
+    Asked only where a plain comparison found the answer odd: a NaN due instant broke
+    the heap's order, and a ``str`` or a ``datetime`` made the heap raise ``TypeError``
+    at every later push.  ``None`` is the caller's to read (it never fires again)."""
+    try:
+        return instant(answer, name=query)
+    except ValidationError:
+        raise ScheduleError(
+            f"{schedule!r}.{query} answered {answer!r}, not an instant: a schedule answers "
+            f"epoch seconds (an int or a float within ±{FARTHEST:g}) or None "
+            '(docs/EXTENDING.md, "A schedule of your own")'
+        ) from None
 
 
 def has_schedule_methods(schedule: object) -> bool:
@@ -168,7 +189,10 @@ def next_run_and_skipped(
     due = schedule.next_run(record, record.finished)
     if due is None:
         return None, ()
-    if due <= record.slot and due <= record.finished:  # rare: see stepped_past
+    # Rare: an answer not after the slot nor the finish (see stepped_past), or no
+    # instant (NaN compares False, and a str or a datetime raises TypeError here).
+    if not (due > record.slot or due > record.finished) or due > FARTHEST:
+        due = checked_answer(schedule, due, query=f"next_run({record.finished!r})")
         raise SteppedPast(schedule, record, due)  # no slot of its own was passed
     return due, slots_between(schedule, record.slot, due, limit=limit)
 

@@ -191,6 +191,7 @@ class Simulation(SimulationVerbs):
         self._awaiting = PrivateLoop()  # runs coroutine actions (its loop made at the first)
         self._interventions: list[tuple[float, int, Callable[[], object]]] = []
         self._sequence = itertools.count()
+        self._advancing = False  # inside _advance: a listener's Ctrl-C waits for its event
         if store is not None:
             recover(self._core, store)
             for task_id in self._core.tasks:  # a task retired at once needs no models
@@ -214,7 +215,10 @@ class Simulation(SimulationVerbs):
         return self.workers - len(self._free)
 
     def at(self, when: float | datetime, fn: Callable[[], object]) -> None:
-        """Call ``fn()`` at the simulated instant ``when`` (not in the past)."""
+        """Call ``fn()`` at the simulated instant ``when`` (not in the past).  Raises
+        :class:`~lldsched.errors.ValidationError` for an instant in the past or not one,
+        and for an ``fn`` that cannot be called with no arguments; what ``fn`` raises at
+        its instant comes out of :meth:`run` (or :meth:`step`)."""
         instant = to_timestamp(when, name="intervention time")
         if instant < self.now:
             raise ValidationError(
@@ -230,7 +234,11 @@ class Simulation(SimulationVerbs):
         heapq.heappush(self._interventions, (instant, next(self._sequence), fn))
 
     def run(self, until: float | datetime) -> Simulation:
-        """Process every event due at or before ``until``, then stand at ``until``."""
+        """Process every event due at or before ``until``, then stand at ``until``.
+
+        Raises :class:`~lldsched.errors.ValidationError` for an ``until`` before now or
+        no instant; and lets out, each event whole, what an intervention, a model, an
+        action's ``KeyboardInterrupt`` or ``SystemExit`` or a listener's raises."""
         end = to_timestamp(until, name="until")
         if end < self.now:
             raise ValidationError(f"until={until!r} is before now ({self.now!r})")
@@ -239,7 +247,10 @@ class Simulation(SimulationVerbs):
         return self
 
     def run_for(self, duration: float | timedelta) -> Simulation:
-        """Run for ``duration`` seconds (or a timedelta) of simulated time."""
+        """Run for ``duration`` seconds (or a timedelta) of simulated time: :meth:`run`
+        up to now plus ``duration``, raising what it raises.  Raises
+        :class:`~lldsched.errors.ValidationError` for a negative ``duration``, or one
+        that runs past year 9999."""
         span = checks.seconds(duration, name="run_for()", at_least=0, expected="takes seconds >= 0")
         words = "would run past year 9999"
         return self.run(
@@ -247,7 +258,8 @@ class Simulation(SimulationVerbs):
         )
 
     def step(self) -> SimStep | None:
-        """Process the next event, whenever it is; None when nothing is left to happen."""
+        """Process the next event, whenever it is; None when nothing is left to happen.
+        Raises what :meth:`run` lets out."""
         return self._advance(_LAST_INSTANT, events=1)
 
     def records(self) -> list[ExecutionRecord]:
@@ -291,53 +303,57 @@ class Simulation(SimulationVerbs):
         kind: str | None = None  # the last event processed, described
         task_id: str | None = None  # of a start or an intervention; a record names its own
         record: ExecutionRecord | None = None
-        # `while True`, not `while events`: CPython 3.11 specialises a function's bytecode
-        # once it warms up, counted at calls and at unconditional backward jumps only, so a
-        # `while cond` loop that is the whole of one long call never warms up and runs
-        # unspecialised for good: -9.1 % instructions a simulated run (callgrind,
-        # benchmarks/sim_instructions.py, bench_sim's workload: 46,769 -> 42,497).
-        while True:
-            if not events:
-                break
-            events -= 1
-            finish = finishes[0][0] if finishes else _INF
-            intervention = interventions[0][0] if interventions else _INF
-            start = _INF
-            head = peek() if free else None  # the next start needs a free worker
-            if head is not None:
-                due = head[0]
-                start = due if due > now else now
-            if finish <= intervention and finish <= start:
-                if finish > end:
+        outer, self._advancing = self._advancing, True  # a listener's Ctrl-C: see _emit
+        try:
+            # `while True`, not `while events`: CPython 3.11 specialises a function's bytecode
+            # once it warms up, counted at calls and at unconditional backward jumps only, so a
+            # `while cond` loop that is the whole of one long call never warms up and runs
+            # unspecialised for good: -9.1 % instructions a simulated run (callgrind,
+            # benchmarks/sim_instructions.py, bench_sim's workload: 46,769 -> 42,497).
+            while True:
+                if not events:
                     break
-                advance_to(finish)
-                now = finish
-                _, _, worker, run, started, error, result, timed_out = heappop(finishes)
-                record = finish_run(run, started, finish, error, result, timed_out)
-                heappush(free, worker)
-                kind = "finish"  # the record names the task (below)
-            elif intervention <= start:
-                if intervention > end:
-                    break
-                advance_to(intervention)
-                now = intervention
-                kind, task_id, record = "intervention", None, None
-                heappop(interventions)[2]()
-            else:
-                if start > end:
-                    break
-                advance_to(start)
-                now = start
-                assert head is not None  # start < _INF
-                take(head)  # the head peeked at above
-                begun = self._start(head, start)
-                task_id = head[3]
-                if begun is None:
-                    kind, record = "start", None
-                elif isinstance(begun, str):  # _HELD: the core held it BLOCKED
-                    kind, record = begun, None
-                else:  # a run that takes no time finishes at once
-                    kind, record = "finish", begun
+                events -= 1
+                finish = finishes[0][0] if finishes else _INF
+                intervention = interventions[0][0] if interventions else _INF
+                start = _INF
+                head = peek() if free else None  # the next start needs a free worker
+                if head is not None:
+                    due = head[0]
+                    start = due if due > now else now
+                if finish <= intervention and finish <= start:
+                    if finish > end:
+                        break
+                    advance_to(finish)
+                    now = finish
+                    _, _, worker, run, started, error, result, timed_out = heappop(finishes)
+                    record = finish_run(run, started, finish, error, result, timed_out)
+                    heappush(free, worker)
+                    kind = "finish"  # the record names the task (below)
+                elif intervention <= start:
+                    if intervention > end:
+                        break
+                    advance_to(intervention)
+                    now = intervention
+                    kind, task_id, record = "intervention", None, None
+                    heappop(interventions)[2]()
+                else:
+                    if start > end:
+                        break
+                    advance_to(start)
+                    now = start
+                    assert head is not None  # start < _INF
+                    take(head)  # the head peeked at above
+                    begun = self._start(head, start)
+                    task_id = head[3]
+                    if begun is None:
+                        kind, record = "start", None
+                    elif isinstance(begun, str):  # _HELD: the core held it BLOCKED
+                        kind, record = begun, None
+                    else:  # a run that takes no time finishes at once
+                        kind, record = "finish", begun
+        finally:
+            self._advancing = outer  # (a listener may call run() inside a run())
         if kind is None:
             return None
         return SimStep(now, kind, task_id if record is None else record.task_id, record)
@@ -373,20 +389,22 @@ class Simulation(SimulationVerbs):
                         error = failure_of(answer, attempt=run.attempt, model=fails, task=task.name)
                 elif models.rng.random() < fails:
                     error = simulated_failure(run.attempt)
-        except BaseException as exc:
-            # A model that raises is the caller's bug, raised to them; the attempt it
-            # was drawn for ends failed with that error, so the task is not left
-            # RUNNING on a worker that never frees (a later run() goes on consistently).
-            self._core.finish(run, started=now, finished=now, error=error_text(exc))
-            heapq.heappush(self._free, worker)
+        except BaseException as exc:  # a model that raises is the caller's bug
+            self._abandon(run, worker, now, exc)
             raise
         result, timed_out = None, False
         if task.action is not None:
-            exception, value = run.invoke()
+            try:
+                exception, value = run.invoke()
+                if exception is None and value is not None and must_await(value):
+                    awaited = self._awaiting.run(value, task.timeout)  # to completion
+            except BaseException as exc:  # KeyboardInterrupt, SystemExit: as a model's
+                self._abandon(run, worker, now, exc)
+                raise
             if exception is not None:
                 error = error_text(exception)
-            elif value is not None and must_await(value):  # a coroutine: run it to completion
-                raised, result, timed_out = self._awaiting.run(value, task.timeout)
+            elif value is not None and must_await(value):  # a coroutine, awaited above
+                raised, result, timed_out = awaited
                 error = raised or error
                 timeout = task.timeout
                 if timeout is not None and (timed_out or duration > timeout):
@@ -404,6 +422,15 @@ class Simulation(SimulationVerbs):
         )
         return None
 
+    def _abandon(self, run: Run, worker: int, now: float, exc: BaseException) -> None:
+        """``exc`` stops the attempt ``run`` on ``worker`` at ``now`` and is raised to
+        the caller of run() (a model's error, or an action's KeyboardInterrupt or
+        SystemExit, which may be the user's Ctrl-C): the attempt ends failed with it, so
+        the task is not left RUNNING on a worker that never frees, and a later run()
+        goes on consistently."""
+        self._core.finish(run, started=now, finished=now, error=error_text(exc))
+        heapq.heappush(self._free, worker)
+
     def _retired(self, task_id: str) -> None:
         """The core retires ``task_id``: its models go with it (what the views read of it
         stays, in the core's ``departed``)."""
@@ -420,8 +447,24 @@ class Simulation(SimulationVerbs):
                 return
 
     def _emit(self, event: TaskEvent) -> None:
-        """The core's ``emit``: the listeners are called now, in virtual time."""
-        notify(self._callbacks, event, repeats=self._repeats)
+        """The core's ``emit``: the listeners are called now, in virtual time.
+
+        A listener's ``KeyboardInterrupt`` or ``SystemExit`` (a Ctrl-C: :func:`notify`
+        lets it through here) raised while :meth:`_advance` processes an event would
+        leave that event half done (a run begun and never to finish, a worker never
+        freed): it is raised by an intervention at this instant instead, once the
+        event is whole.  Outside the loop (a verb) it is raised at once."""
+        try:
+            notify(self._callbacks, event, repeats=self._repeats)
+        except BaseException as exc:
+            if not self._advancing:
+                raise
+            caught = exc  # (``exc`` is unbound when the except block ends)
+
+            def interrupt() -> None:
+                raise caught
+
+            heapq.heappush(self._interventions, (self.now, next(self._sequence), interrupt))
 
     def __repr__(self) -> str:
         return (

@@ -116,24 +116,29 @@ class SimulationVerbs:
         """
         duration = check_duration(duration)
         fails = check_failure(fails)
-        task = self._core.add(
-            name,
-            action,
-            schedule,
-            task_id=id,
-            replace_existing=replace_existing,
-            priority=priority,
-            retry=retry,
-            timeout=timeout,
-            args=args,
-            kwargs=kwargs,
-            misfire=misfire,
-            isolation=isolation,
-            depends_on=depends_on,
-            overlap=overlap,
-            max_instances=max_instances,
-            paused=paused,
-        )
+        try:
+            task = self._core.add(
+                name,
+                action,
+                schedule,
+                task_id=id,
+                replace_existing=replace_existing,
+                priority=priority,
+                retry=retry,
+                timeout=timeout,
+                args=args,
+                kwargs=kwargs,
+                misfire=misfire,
+                isolation=isolation,
+                depends_on=depends_on,
+                overlap=overlap,
+                max_instances=max_instances,
+                paused=paused,
+            )
+        except BaseException:  # a listener's Ctrl-C on the registration's event (_emit)
+            for task_id in self._core.tasks.keys() - self._models.keys():
+                self._set_models(task_id, duration, fails)  # registered: give it its models
+            raise
         self._set_models(task.id, duration, fails)
         return task
 
@@ -377,7 +382,9 @@ class SimulationVerbs:
         )
 
     def add_listener(self, listener: Listener) -> None:
-        """Call ``listener`` on every future event, in virtual time, on the caller's thread."""
+        """Call ``listener`` on every future event, in virtual time, on the caller's
+        thread.  Raises :class:`~lldsched.errors.ValidationError` for what is no
+        listener (neither callable nor with ``on_event``; an ``async def`` one)."""
         self._callbacks.append((listener, as_callback(listener)))
         self._core.emit = self._emit
 

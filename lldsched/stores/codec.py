@@ -108,8 +108,35 @@ _RETRY_FIELDS = (
 _RETRY_KEYS = frozenset((*_RETRY_FIELDS, "policy"))  # "policy": a subclass's import path
 
 
+def check_text(task: Task) -> None:
+    """Refuse a task whose id or name a durable store cannot keep as text: one holding a
+    NUL (PostgreSQL's ``text`` holds none; an SQLite store kept it, and a move to
+    PostgreSQL would fail on it) or a lone surrogate (an id made from a file name
+    ``os.listdir`` decoded: UTF-8 refuses it, and the drivers raised a bare
+    ``UnicodeEncodeError`` naming neither the task nor the value).  Every other string
+    of a task is JSON, which escapes both.  Asked by :func:`encode_task`, when a
+    definition is written (a registration, a replacement)."""
+    for field, value in (("id", task.id), ("name", task.name)):
+        if "\x00" in value:
+            problem = "a NUL (\\x00)"
+        elif value.isascii():
+            continue
+        else:
+            try:
+                value.encode("utf-8")
+                continue
+            except UnicodeEncodeError:
+                problem = "a lone surrogate (not UTF-8: a name decoded from bytes?)"
+        raise ValidationError(
+            f"task {field} {value!r} holds {problem}, which a durable store cannot keep as "
+            "text; nothing was written"
+        )
+
+
 def encode_task(task: Task) -> str:
-    """The definition of ``task`` as JSON text; :class:`ValidationError` if it cannot be."""
+    """The definition of ``task`` as JSON text; :class:`ValidationError` if it cannot be
+    (its id and name too: :func:`check_text`)."""
+    check_text(task)
     try:
         schedule = encode_schedule(unwrap(task.schedule))
     except ValidationError as exc:

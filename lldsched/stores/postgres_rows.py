@@ -6,9 +6,10 @@ single statements (:mod:`lldsched.stores.postgres`) and the batched settle
 snapshot, its definition and a record, from the columns the store's queries select
 (``SNAPSHOT_COLUMNS``, :mod:`lldsched.stores.postgres_sql`).
 
-Refused before a definition is written (:func:`check_keepable`): an id or a name
-PostgreSQL cannot keep, a ``ValidationError`` naming it, where psycopg's words
-named neither the task nor the value."""
+Refused before a definition is written (:func:`check_keepable`): an id PostgreSQL
+cannot keep as an index key, a ``ValidationError`` naming it, where psycopg's words
+named neither the task nor the value (text no durable store keeps, a NUL or a lone
+surrogate, is refused as the definition is encoded: ``stores.codec.check_text``)."""
 
 from __future__ import annotations
 
@@ -37,16 +38,11 @@ compression, so what passed depended on how well an id compressed."""
 
 
 def check_keepable(task: Task) -> None:
-    """Refuse a task whose id or name PostgreSQL cannot keep: text with a NUL (``text``
-    holds none; the other strings a task carries are JSON, which escapes it), an id over
+    """Refuse a task whose id PostgreSQL cannot keep as an index key: one over
     :data:`MAX_ID_BYTES`.  Asked when a definition is written (a registration, a
-    replacement), the one time the id and name reach the database new."""
-    for field, value in (("id", task.id), ("name", task.name)):
-        if "\x00" in value:
-            raise ValidationError(
-                f"task {field} {value!r} holds a NUL (\\x00), which PostgreSQL text cannot "
-                "keep; nothing was written"
-            )
+    replacement), the one time the id and name reach the database new; text no durable
+    store keeps (a NUL, a lone surrogate) is :func:`~lldsched.stores.codec.check_text`'s,
+    asked as the definition is encoded."""
     size = len(task.id.encode("utf-8", "surrogatepass"))
     if size > MAX_ID_BYTES:
         raise ValidationError(

@@ -90,6 +90,7 @@ from lldsched.stores.sqlite_file import (
     FileWatch,
     check_encodable,
     create_owner_only,
+    refuse_empty,
     refuse_url,
     unopenable,
 )
@@ -193,6 +194,7 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
             raise ValidationError(f"path must be a file name (a str or a Path), got {path!r}")
         if isinstance(path, str):  # a Path is a file's, never a URL
             refuse_url(path)
+            refuse_empty(path)
         whole_or_none(retention, name="retention", at_least=1)
         if synchronous not in _SYNCHRONOUS:
             raise ValidationError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")

@@ -59,6 +59,7 @@ __all__ = [
     "check_encodable",
     "create_owner_only",
     "identity",
+    "refuse_empty",
     "refuse_url",
     "unopenable",
 ]
@@ -138,6 +139,11 @@ def unopenable(path: str) -> str | None:
         ancestors.append(os.path.dirname(ancestors[-1]))
     for ancestor in reversed(ancestors):  # from the root down: the first one wrong
         if not os.path.exists(ancestor):
+            if os.path.basename(ancestor) == "~" and path.startswith("~"):
+                return (
+                    f"the folder {ancestor!r} does not exist: '~' is not your home here, "
+                    "nothing expands it; pass Path(path).expanduser()"
+                )
             return f"the folder {ancestor!r} does not exist: create it first"
         if not os.path.isdir(ancestor):
             return f"{ancestor!r} is a file, not a folder"
@@ -198,6 +204,19 @@ def refuse_url(path: str) -> None:
         f"the SQLite store path {shown!r} is a URL ({scheme}:), and an SQLite store opens a "
         f"file by its path: {advice}"
     )
+
+
+def refuse_empty(path: str) -> None:
+    """Refuse an empty path: SQLite opens a private temporary database for it, deleted at
+    close, so a store given ``os.environ.get("STORE", "")`` kept its tasks until the
+    process ended and no restart found them.  ``":memory:"`` asks for a store that keeps
+    nothing by name."""
+    if not path:
+        raise ValidationError(
+            "the SQLite store path is empty: SQLite would open a private temporary "
+            "database, deleted at close, and no task would survive a restart; give a "
+            "file's path (or ':memory:' for a store that keeps nothing, on purpose)"
+        )
 
 
 def check_encodable(path: str) -> None:

@@ -314,7 +314,9 @@ class ControlVerbs(SchedulerParts):
     # -- listeners -----------------------------------------------------------
 
     def add_listener(self, listener: Listener) -> None:
-        """Deliver every future event to ``listener`` as well."""
+        """Deliver every future event to ``listener`` as well.  Raises
+        :class:`~lldsched.errors.ValidationError` for what is no listener (neither
+        callable nor with ``on_event``; an ``async def`` one, which is never awaited)."""
         with self._lock:
             self._dispatcher.add(listener)
             self._core.emit = self._dispatcher.publish

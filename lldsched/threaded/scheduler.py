@@ -272,7 +272,12 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
         waits for it before it does anything): a ``shutdown()`` from another thread
         finds it either not started or started whole, never running without its
         threads (which a pool closed before they started would have left waiting for
-        ever)."""
+        ever).
+
+        Raises :class:`~lldsched.errors.SchedulerStateError` on a scheduler already
+        started or stopped (or whose timer thread died), and
+        :class:`~lldsched.errors.StoreError` when another running scheduler holds its
+        store object."""
         with self._lock:
             self._refuse_if_dead("start()")
             if self._state is not NEW:

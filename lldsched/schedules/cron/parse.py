@@ -24,7 +24,8 @@ The month always has to match.
 
 Everything is checked here, at construction, with a message that names the field
 and quotes the bad text: reversed ranges, step 0, empty list items, out-of-range
-values, unknown names (the seconds field has none), ``@reboot``, a wrong field
+values, unknown names (the seconds field has none), ``@reboot``, a crontab variable
+in front (cronie's ``CRON_TZ=...``: the zone is the ``tz`` argument), a wrong field
 count, and a day of month that cannot occur in the chosen months when the day
 fields are ANDed (``0 0 30 2 *``).
 """
@@ -249,6 +250,13 @@ def parse(expr: str) -> CronFields:
             )
         text = macro
     fields = text.split()
+    if fields and "=" in fields[0]:  # no field holds "=": a crontab line's variable
+        variable = fields[0]
+        raise ScheduleError(
+            f"cron expression {expr!r}: {variable!r} is a crontab variable, not a cron "
+            f"field; give the zone as an argument, tz={variable.partition('=')[2]!r} "
+            "(CronSchedule(text, tz=...), or the scheduler's tz= for cron text)"
+        )
     if len(fields) not in (5, 6):
         raise ScheduleError(
             f"cron expression {expr!r} has {len(fields)} fields; expected 5 "
