@@ -198,7 +198,9 @@ def test_a_schema_of_version_1_is_upgraded_in_place_keeping_its_tasks(postgres_d
     with PostgresTaskStore(postgres_dsn) as store:
         store.save(snapshot(task(id="kept")))
     with psycopg.connect(postgres_dsn) as connection:  # as version 1 left it
-        connection.execute("ALTER TABLE tasks DROP COLUMN resumed, DROP COLUMN waited")
+        connection.execute(
+            "ALTER TABLE tasks DROP COLUMN resumed, DROP COLUMN waited, DROP COLUMN slot"
+        )
         connection.execute("ALTER TABLE records DROP COLUMN name")
         connection.execute("UPDATE lldsched_meta SET value = '1'")
     with PostgresTaskStore(postgres_dsn) as store:
@@ -206,6 +208,24 @@ def test_a_schema_of_version_1_is_upgraded_in_place_keeping_its_tasks(postgres_d
         store.save(snapshot(task(id="kept"), TaskStatus.PAUSED))  # writes the new column
         stored = store.get("kept")
         assert stored is not None and stored.status is TaskStatus.PAUSED
+    with psycopg.connect(postgres_dsn) as connection:
+        assert connection.execute("SELECT value FROM lldsched_meta").fetchall() == [
+            (str(SCHEMA_VERSION),)
+        ]
+
+
+def test_a_schema_of_version_3_gains_the_slot_of_a_resumed_plans_run(postgres_dsn: str) -> None:
+    with PostgresTaskStore(postgres_dsn) as store:
+        store.save(snapshot(task(id="kept"))._replace(next_run_at=T0 + 5))
+    with psycopg.connect(postgres_dsn) as connection:  # as version 3 left it
+        connection.execute("ALTER TABLE tasks DROP COLUMN slot")
+        connection.execute("UPDATE lldsched_meta SET value = '3'")
+    with PostgresTaskStore(postgres_dsn) as store:
+        (kept,) = store.load_all()
+        assert (kept.task.id, kept.next_run_at, kept.slot) == ("kept", T0 + 5, None)
+        store.save(kept._replace(next_run_at=T0 + 9, slot=T0 + 5))  # writes the new column
+        stored = store.get("kept")
+        assert stored is not None and (stored.next_run_at, stored.slot) == (T0 + 9, T0 + 5)
     with psycopg.connect(postgres_dsn) as connection:
         assert connection.execute("SELECT value FROM lldsched_meta").fetchall() == [
             (str(SCHEMA_VERSION),)

@@ -169,13 +169,14 @@ class CoordinatedMethods:
             "SELECT slot, attempt FROM leases WHERE task_id = ? AND token = ?", (task_id, token)
         ).fetchone()
         row = connection.execute(
-            "SELECT definition, next_run_at, attempt, waited FROM tasks WHERE id = ?", (task_id,)
+            "SELECT definition, next_run_at, attempt, waited, slot FROM tasks WHERE id = ?",
+            (task_id,),
         ).fetchone()
         if lease is None or row is None or row[0] == encode_task(snapshot.task):
             return None
         if (row[1], row[2]) == tuple(lease):
             return None  # the when stayed where the claim found it: the run decides it
-        return snapshot._replace(next_run_at=row[1], attempt=row[2], waited=row[3])
+        return snapshot._replace(next_run_at=row[1], attempt=row[2], waited=row[3], slot=row[4])
 
     def misfired(
         self,
@@ -425,7 +426,7 @@ class CoordinatedMethods:
         state = (
             status, snapshot.next_run_at, snapshot.attempt, snapshot.run_count,
             snapshot.failure_count, snapshot.last_error, snapshot.running, dead_seq, task.id,
-            snapshot.waited,
+            snapshot.waited, snapshot.slot,
         )  # fmt: skip
         if definition is None:
             connection.execute(UPDATE, state)

@@ -97,7 +97,7 @@ ON CONFLICT (task_id) DO UPDATE SET slot = excluded.slot, attempt = excluded.att
 """
 _CHANGED_ROWS = """
 SELECT t.id, t.version, t.definition, t.status, t.next_run_at, t.attempt, t.run_count,
-    t.failure_count, t.last_error, t.running, t.waited,
+    t.failure_count, t.last_error, t.running, t.waited, t.slot,
     EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id AND l.holder != ?2
             AND l.expires_at > ?3)
 FROM tasks t WHERE t.version > ?1 ORDER BY t.version
