@@ -289,12 +289,39 @@ def test_an_older_file_is_migrated_with_its_tasks_and_then_opens_shared(
     connection.close()
 
 
+def test_the_slot_of_a_resumed_run_stands_only_while_its_due_instant_does(path: str) -> None:
+    """A process of an older release (a rolling upgrade: the file's columns are additive)
+    writes rows without ``slot``.  Its pause leaves the due instant, and the slot with it;
+    its settle or reschedule moves the due instant, and the slot left behind is not read
+    (a later run would record it, and a fixed rate count its grid from it)."""
+    with SqliteTaskStore(path, shared=True) as store:
+        Scheduler(store=store).schedule("job", jobs.noop, OneTime(T0), id="job")
+        (row,) = store.load_all()
+        store.save(row._replace(next_run_at=T0 + 9, slot=T0))  # a resume put the run off
+    older = sqlite3.connect(path, isolation_level=None)
+    try:
+        older.execute("UPDATE tasks SET status = 'paused' WHERE id = 'job'")  # its pause
+        with SqliteTaskStore(path, shared=True) as store:
+            (row,) = store.load_all()
+            assert (row.status, row.next_run_at, row.slot) == (TaskStatus.PAUSED, T0 + 9, T0)
+        older.execute("UPDATE tasks SET status = 'scheduled', next_run_at = ? WHERE id = 'job'",
+                      (T0 + 60,))  # fmt: skip
+        with SqliteTaskStore(path, shared=True) as store:
+            (row,) = store.load_all()
+            assert (row.next_run_at, row.slot) == (T0 + 60, None)
+            again = store.get("job")
+            assert again is not None and again.slot is None
+    finally:
+        older.close()
+
+
 def _downgrade_to_5(path: str) -> None:
     """Make the file what lldsched wrote at schema version 5 (no slot kept for a resumed
     plan's run)."""
     connection = sqlite3.connect(path, isolation_level=None)
     connection.executescript(
-        "BEGIN; ALTER TABLE tasks DROP COLUMN slot; PRAGMA user_version = 5; COMMIT;"
+        "BEGIN; ALTER TABLE tasks DROP COLUMN slot; ALTER TABLE tasks DROP COLUMN slot_due;"
+        " PRAGMA user_version = 5; COMMIT;"
     )
     connection.close()
 

@@ -63,7 +63,8 @@ CREATE TABLE tasks (
     writer        text NOT NULL,            -- the node that wrote it ('' : every node reads it)
     resumed       boolean NOT NULL DEFAULT false,  -- the due instant is a resume's (_RESUMED)
     waited        double precision,         -- the slot a run_now put off (TaskSnapshot.waited)
-    slot          double precision,         -- a resumed plan's run: its slot (TaskSnapshot.slot)
+    slot          double precision,         -- a resumed plan's run: its slot (TaskSnapshot.slot),
+    slot_due      double precision,         -- read while next_run_at is this (_SLOT)
     xid           xid8 NOT NULL DEFAULT pg_catalog.pg_current_xact_id()  -- the feed's cursor
 );
 CREATE INDEX tasks_due ON tasks (next_run_at, priority) WHERE status IN {LIVE};
@@ -117,6 +118,7 @@ UPGRADES = {
     2: "ALTER TABLE records ADD COLUMN name text;"  # the name each run had
     " UPDATE lldsched_meta SET value = '3' WHERE name = 'schema';",
     3: "ALTER TABLE tasks ADD COLUMN slot double precision;"  # a resumed plan's run's slot
+    " ALTER TABLE tasks ADD COLUMN slot_due double precision;"
     " UPDATE lldsched_meta SET value = '4' WHERE name = 'schema';",
 }
 
@@ -131,8 +133,8 @@ _RESUMED = f"""(tasks.status = 'paused' AND %(status)s IN {LIVE})
 
 _STATE = f"""status = %(status)s, next_run_at = %(next_run_at)s, attempt = %(attempt)s,
     run_count = %(run_count)s, failure_count = %(failure_count)s, last_error = %(last_error)s,
-    running = %(running)s, waited = %(waited)s, slot = %(slot)s, version = tasks.version + 1,
-    writer = %(writer)s,
+    running = %(running)s, waited = %(waited)s, slot = %(slot)s, slot_due = %(next_run_at)s,
+    version = tasks.version + 1, writer = %(writer)s,
     xid = pg_catalog.pg_current_xact_id(), resumed = {_RESUMED},
     failed_seq = CASE WHEN %(status)s = 'failed'
         THEN coalesce(tasks.failed_seq, pg_catalog.nextval('dead_letter_seq')) END"""
@@ -141,10 +143,10 @@ UPDATE = f"UPDATE tasks SET {_STATE} WHERE id = %(id)s RETURNING version"
 
 UPSERT = f"""
 INSERT INTO tasks (id, name, definition, priority, status, next_run_at, attempt, run_count,
-    failure_count, last_error, running, waited, slot, failed_seq, version, writer)
+    failure_count, last_error, running, waited, slot, slot_due, failed_seq, version, writer)
 VALUES (%(id)s, %(name)s, %(definition)s, %(priority)s, %(status)s, %(next_run_at)s,
     %(attempt)s, %(run_count)s, %(failure_count)s, %(last_error)s, %(running)s, %(waited)s,
-    %(slot)s,
+    %(slot)s, %(next_run_at)s,
     CASE WHEN %(status)s = 'failed' THEN pg_catalog.nextval('dead_letter_seq') END, 1, %(writer)s)
 ON CONFLICT (id) DO UPDATE SET name = excluded.name, definition = excluded.definition,
     priority = excluded.priority, {_STATE}
@@ -154,10 +156,10 @@ RETURNING version
 # A registration: refused (no row returned) when another node registered the id.
 INSERT_NEW = """
 INSERT INTO tasks (id, name, definition, priority, status, next_run_at, attempt, run_count,
-    failure_count, last_error, running, waited, slot, failed_seq, version, writer)
+    failure_count, last_error, running, waited, slot, slot_due, failed_seq, version, writer)
 VALUES (%(id)s, %(name)s, %(definition)s, %(priority)s, %(status)s, %(next_run_at)s,
     %(attempt)s, %(run_count)s, %(failure_count)s, %(last_error)s, %(running)s, %(waited)s,
-    %(slot)s,
+    %(slot)s, %(next_run_at)s,
     CASE WHEN %(status)s = 'failed' THEN pg_catalog.nextval('dead_letter_seq') END, 1, %(writer)s)
 ON CONFLICT (id) DO NOTHING
 RETURNING version
@@ -184,9 +186,16 @@ DELETE FROM records WHERE task_id = %(id)s AND seq <= (
     SELECT seq FROM records WHERE task_id = %(id)s ORDER BY seq DESC OFFSET %(keep)s LIMIT 1)
 """
 
+# A row's ``slot`` (TaskSnapshot.slot) is written with the due instant it belongs to
+# (``slot_due``), and read only while the row is still due then: a node of an older
+# release (a rolling upgrade) writes rows without it, and its settle or reschedule moves
+# the due instant, which leaves the slot behind; read, a later run would record it.  The
+# same rule as SQLite's (sqlite_rows.SLOT).
+_SLOT = "CASE WHEN t.slot_due = t.next_run_at THEN t.slot END"
+
 SNAPSHOT_COLUMNS = (
     "t.id, t.definition, t.status, t.next_run_at, t.attempt, t.run_count, t.failure_count, "
-    "t.last_error, t.running, t.waited, t.slot, t.version"
+    f"t.last_error, t.running, t.waited, {_SLOT}, t.version"
 )
 
 RECORD_COLUMNS = (  # the name the run had; a record written before schema 3 has none kept

@@ -26,7 +26,14 @@ from lldsched.logs import CLUSTER
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
 from lldsched.persistence import Change, Claim, Lease, Task, TaskSnapshot, finished
 from lldsched.stores.codec import encode_task
-from lldsched.stores.sqlite_rows import TASK_COLUMNS, UPDATE, UPSERT, immediate, snapshot_of
+from lldsched.stores.sqlite_rows import (
+    SLOT,
+    TASK_COLUMNS,
+    UPDATE,
+    UPSERT,
+    immediate,
+    snapshot_of,
+)
 from lldsched.stores.sqlite_shared import SharedState, bump
 
 __all__ = ["CoordinatedMethods"]
@@ -169,7 +176,8 @@ class CoordinatedMethods:
             "SELECT slot, attempt FROM leases WHERE task_id = ? AND token = ?", (task_id, token)
         ).fetchone()
         row = connection.execute(
-            "SELECT definition, next_run_at, attempt, waited, slot FROM tasks WHERE id = ?",
+            f"SELECT definition, next_run_at, attempt, waited, {SLOT.format(t='')} FROM tasks "
+            "WHERE id = ?",
             (task_id,),
         ).fetchone()
         if lease is None or row is None or row[0] == encode_task(snapshot.task):

@@ -46,7 +46,8 @@ CREATE TABLE tasks (
     priority      INTEGER NOT NULL DEFAULT 1,  -- claim order in shared mode (HIGH = 0 first)
     version       INTEGER NOT NULL DEFAULT 0,  -- shared mode: the write that left the row so
     waited        REAL,                 -- the slot a run_now put off (TaskSnapshot.waited)
-    slot          REAL                  -- a resumed plan's run: its slot (TaskSnapshot.slot)
+    slot          REAL,                 -- a resumed plan's run: its slot (TaskSnapshot.slot),
+    slot_due      REAL                  -- read while next_run_at is this (sqlite_rows.SLOT)
 );
 CREATE TABLE records (                -- clustered by task: one b-tree, no separate index
     task_id   TEXT NOT NULL,
@@ -79,7 +80,10 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     ),
     3: ("ALTER TABLE tasks ADD COLUMN waited REAL",),  # 3 -> 4: a run_now's slot kept
     4: ("ALTER TABLE records ADD COLUMN name TEXT",),  # 4 -> 5: the name each run had
-    5: ("ALTER TABLE tasks ADD COLUMN slot REAL",),  # 5 -> 6: a resumed plan's run's slot
+    5: (  # 5 -> 6: a resumed plan's run's slot
+        "ALTER TABLE tasks ADD COLUMN slot REAL",
+        "ALTER TABLE tasks ADD COLUMN slot_due REAL",
+    ),
 }
 """The SQL statements that take a file from schema version ``n`` to ``n + 1``."""
 
