@@ -90,6 +90,13 @@ class TaskSnapshot(NamedTuple):
     recovery after a restart puts that slot first again, and so does whichever process
     of a shared store runs the extra run, instead of counting the schedule on from the
     extra run (a fixed-rate grid would move).
+
+    ``slot`` is the slot the run due at ``next_run_at`` serves, when it is not that
+    instant: a run a plan decided (a catch-up slot, a ``run_now``'s extra run) that a
+    ``resume()`` made due after its slot had passed, due at the resume instant (its record
+    says that slot and that due, docs/DECISIONS.md, "Resume re-anchors a fixed-rate
+    grid"); None otherwise, and always for a retry (whose slot the records keep).  Every
+    durable store keeps it, so the record is the same whichever process runs that run.
     """
 
     task: Task
@@ -101,6 +108,7 @@ class TaskSnapshot(NamedTuple):
     last_error: str | None
     running: bool = False
     waited: float | None = None
+    slot: float | None = None
 
 
 FINISHED_STATUSES = (TaskStatus.SUCCEEDED, TaskStatus.CANCELLED)

@@ -324,6 +324,51 @@ def test_run_now_keeps_the_grid_when_a_process_started_after_it_runs_the_extra_r
             store.close()
 
 
+@pytest.mark.parametrize("built", ["before", "after"], ids=["follows-it", "learns-it"])
+def test_an_extra_run_resumed_in_one_process_keeps_its_slot_whoever_runs_it(
+    store_spec: StoreSpec, built: str
+) -> None:
+    """A run a plan decided keeps its slot when a resume makes it due (docs/DECISIONS.md,
+    "Resume re-anchors a fixed-rate grid"): its record says the slot it serves and, as
+    due, the resume instant, in one process or several.  The process that runs it is
+    not the one that resumed it: it follows the resume from the row (``built`` before
+    the resume, holding the task paused), or learns the task from it (built after).
+    Before the row kept the slot, its record said the resume instant as its slot."""
+    stores = [open_store(store_spec, lease=PAIR_LEASE, poll=POLL) for _ in range(3)]
+    asker = Scheduler(workers=2, store=stores[0])  # never started: it claims nothing
+    reader = stores[2]
+    hourly = FixedRate(3600, start_delay=1800)
+    runner: Scheduler | None = None
+    try:
+        asker.schedule("hourly", jobs.noop, hourly, id="hourly")
+        waited = asker.task("hourly").next_run_at
+        assert asker.run_now("hourly") and asker.pause("hourly")
+        clicked = asker.task("hourly").next_run_at  # the extra run's slot
+        assert clicked is not None and waited is not None and clicked < waited
+        if built == "before":  # it has the task, paused: it cannot claim it before the resume
+            runner = Scheduler(workers=2, store=stores[1]).start()
+            assert runner.task("hourly").status is TaskStatus.PAUSED
+        wait_until(lambda: asker.now > clicked, timeout=5, what="the slot to pass")
+        assert asker.resume("hourly")
+        resumed = asker.task("hourly").next_run_at
+        assert resumed is not None and resumed > clicked
+        if runner is None:
+            runner = Scheduler(workers=2, store=stores[1]).start()
+        wait_until(lambda: bool(reader.records("hourly")) and not reader.leases(), timeout=10,
+                   what="the runner to run the resumed extra run")  # fmt: skip
+        (record,) = reader.records("hourly")
+        assert record.ok and (record.slot, record.due) == (clicked, resumed)
+        (stored,) = reader.load_all()
+        assert (stored.next_run_at, stored.waited, stored.run_count) == (waited, None, 1)
+        assert runner.task("hourly").next_run_at == waited
+    finally:
+        if runner is not None:
+            runner.shutdown()
+        asker.shutdown()
+        for store in stores:
+            store.close()
+
+
 def test_a_cancel_or_remove_in_one_scheduler_reaches_the_other(pair: Pair) -> None:
     first, second, _, _ = pair
     first.schedule("later", jobs.noop, OneTime(first.now + 3600), id="later")

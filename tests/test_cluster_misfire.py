@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,7 @@ import pytest
 from lldsched import FakeClock, FixedRate, Scheduler
 from lldsched.errors import LeaseLost
 from lldsched.model import ExecutionRecord, Outcome
-from lldsched.persistence import CoordinatedStore
+from lldsched.persistence import CoordinatedStore, TaskSnapshot
 from lldsched.policies import Misfire, MisfirePolicy
 from tests import cluster_jobs, jobs
 from tests.cluster import Cluster, StoreSpec, open_store
@@ -263,4 +264,84 @@ def test_a_run_in_flight_when_every_process_stopped_runs_again_before_the_policy
         assert [(r.slot, r.misfire) for r in decided] == [(s, outcome) for s in later]
         assert len({record.token for record in decided}) == 1
     finally:
+        store.close()
+
+
+def test_a_misfire_whose_task_another_process_removed_says_so_not_a_lost_lease(
+    store_spec: StoreSpec, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The removal deleted the lease with the row between the claim of a passed slot and
+    the write of its misfire decision: the claiming process says why, at INFO, as for a
+    run whose task was removed, not the WARNING of a lease lost to a stall or a takeover
+    (docs/OPERATIONS.md, the log table)."""
+    store = open_store(store_spec, lease=CHILD_LEASE, poll=POLL)
+    other = open_store(store_spec, lease=CHILD_LEASE, poll=POLL)
+    decided = store.misfired
+    tokens: list[int] = []
+
+    def removed_first(
+        snapshot: TaskSnapshot, records: Sequence[ExecutionRecord], *, token: int, release: bool
+    ) -> None:
+        tokens.append(token)
+        other.delete(snapshot.task.id)  # committed before the decision's fenced write
+        decided(snapshot, records, token=token, release=release)
+
+    store.misfired = removed_first  # type: ignore[method-assign]
+    _register(other, Misfire.SKIP)
+    scheduler = Scheduler(workers=2, store=store)
+    said = "task nightly was removed in another process while this one was deciding its misfire"
+    try:
+        with caplog.at_level(logging.INFO, logger="lldsched"):
+            scheduler.start()
+            wait_until(lambda: any(said in m for m in caplog.messages), timeout=10,
+                       what="the claimer to say why its lease went")  # fmt: skip
+            wait_until(lambda: "nightly" not in {t.id for t in scheduler.tasks()}, timeout=10,
+                       what="the removal followed")  # fmt: skip
+        (record,) = [r for r in caplog.records if said in r.getMessage()]
+        assert record.levelno == logging.INFO and record.name == "lldsched.cluster"
+        assert f"(token {tokens[0]})" in record.getMessage()
+        assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+        assert _decisions(other) == [] and other.load_all() == []
+    finally:
+        scheduler.shutdown(timeout=10)
+        other.close()
+        store.close()
+
+
+def test_a_misfire_decided_after_its_lease_was_taken_over_warns_of_the_lost_lease(
+    store_spec: StoreSpec, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The other side of the rule above: the task is still there, its lease taken over
+    by another process while the claimer decided (a stall longer than the lease): the
+    WARNING of a lost lease, naming the decision."""
+    store = open_store(store_spec, lease=LEASE, poll=POLL)
+    other = open_store(store_spec, lease=CHILD_LEASE, poll=POLL)
+    decided = store.misfired
+    tokens: list[int] = []
+
+    def stalled_first(
+        snapshot: TaskSnapshot, records: Sequence[ExecutionRecord], *, token: int, release: bool
+    ) -> None:
+        tokens.append(token)
+        wait_until(lambda: bool(other.claim(now=time.time(), limit=1)), timeout=10,
+                   what="the lease to expire and be taken over")  # fmt: skip
+        decided(snapshot, records, token=token, release=release)
+
+    store.misfired = stalled_first  # type: ignore[method-assign]
+    _register(other, Misfire.SKIP)
+    scheduler = Scheduler(workers=2, store=store)
+    try:
+        with caplog.at_level(logging.INFO, logger="lldsched"):
+            scheduler.start()
+            wait_until(lambda: any("while deciding its misfire" in m for m in caplog.messages),
+                       timeout=20, what="the claimer to say its lease was lost")  # fmt: skip
+        (record,) = [r for r in caplog.records if "while deciding its misfire" in r.getMessage()]
+        assert record.levelno == logging.WARNING and record.name == "lldsched.cluster"
+        assert record.getMessage() == (
+            f"lost the lease of task nightly (token {tokens[0]}) while deciding its misfire"
+        )
+        assert not any("was removed" in m for m in caplog.messages)
+    finally:
+        scheduler.shutdown(timeout=10)
+        other.close()
         store.close()

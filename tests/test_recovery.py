@@ -1336,3 +1336,22 @@ def test_a_catch_up_slot_resumed_keeps_its_slot_and_the_grid_after_the_plan(
     (paused,) = [r for r in records if r.slot == T0 + 6 * HOUR]
     assert (paused.due, paused.started) == (resumed, resumed)
     store.close()
+
+
+def test_an_extra_run_resumed_and_run_after_a_restart_keeps_its_slot(tmp_path: Path) -> None:
+    # Hourly from 01:00; run_now at 00:10 (the extra run's slot), paused at once,
+    # resumed at 00:30, and the process stops before the run.  Restarted at 00:30, it
+    # runs the extra run as the process that resumed it would have: slot 00:10, due
+    # 00:30 (the row keeps the slot, TaskSnapshot.slot), then 01:00 on the grid.
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        sim = Simulation(start=T0, store=store)
+        task = sim.schedule("job", FixedRate(HOUR, start_delay=HOUR))
+        sim.run(T0 + 600)
+        assert sim.run_now(task.id) and sim.pause(task.id)
+        sim.run(T0 + 1800)
+        assert sim.resume(task.id)  # due now: the stop comes before its run
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        sim = Simulation(start=T0 + 1800, store=store)
+        sim.run(T0 + 1.5 * HOUR)
+        records = [r for r in sim.task(task.id).history if r.outcome.ran]
+        assert [(r.slot - T0, r.due - T0) for r in records] == [(600, 1800), (HOUR, HOUR)]

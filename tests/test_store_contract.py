@@ -13,7 +13,7 @@ from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import Task, TaskStore
 from lldsched.stores.contract import TaskStoreContract
 
-CHECKS = 13  # the contract's test_* methods
+CHECKS = 14  # the contract's test_* methods
 
 
 class TestInMemoryTaskStore(TaskStoreContract):
@@ -83,6 +83,24 @@ class KeepsAnOldWaited(InMemoryTaskStore):
         before = self.get(snapshot.task.id)
         if snapshot.waited is None and before is not None:
             snapshot = snapshot._replace(waited=before.waited)
+        super().save(snapshot, record)
+
+
+class LosesSlot(InMemoryTaskStore):
+    """Keeps no ``slot`` (a table without its column): a resumed plan's run records the
+    resume instant as its slot."""
+
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        super().save(snapshot._replace(slot=None), record)
+
+
+class KeepsAnOldSlot(InMemoryTaskStore):
+    """Writes ``slot`` only when it is set: a run done gives the next one an old slot."""
+
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        before = self.get(snapshot.task.id)
+        if snapshot.slot is None and before is not None:
+            snapshot = snapshot._replace(slot=before.slot)
         super().save(snapshot, record)
 
 
@@ -186,6 +204,16 @@ def test_check_all_names_each_rule_a_store_breaks(
             KeepsAnOldWaited,
             "test_waited_comes_back",
             "task 'spent': waited: saved None, loaded 1767603720.25",
+        ),
+        (
+            LosesSlot,
+            "test_slot_comes_back",
+            "task 'resumed': slot: saved 1767603600.25, loaded None",
+        ),
+        (
+            KeepsAnOldSlot,
+            "test_slot_comes_back",
+            "task 'ran': slot: saved None, loaded 1767603600.25",
         ),
         (
             LosesIsolation,

@@ -198,7 +198,10 @@ def test_a_schema_of_version_1_is_upgraded_in_place_keeping_its_tasks(postgres_d
     with PostgresTaskStore(postgres_dsn) as store:
         store.save(snapshot(task(id="kept")))
     with psycopg.connect(postgres_dsn) as connection:  # as version 1 left it
-        connection.execute("ALTER TABLE tasks DROP COLUMN resumed, DROP COLUMN waited")
+        connection.execute(
+            "ALTER TABLE tasks DROP COLUMN resumed, DROP COLUMN waited, DROP COLUMN slot,"
+            " DROP COLUMN slot_due"
+        )
         connection.execute("ALTER TABLE records DROP COLUMN name")
         connection.execute("UPDATE lldsched_meta SET value = '1'")
     with PostgresTaskStore(postgres_dsn) as store:
@@ -210,6 +213,49 @@ def test_a_schema_of_version_1_is_upgraded_in_place_keeping_its_tasks(postgres_d
         assert connection.execute("SELECT value FROM lldsched_meta").fetchall() == [
             (str(SCHEMA_VERSION),)
         ]
+
+
+def test_a_schema_of_version_3_gains_the_slot_of_a_resumed_plans_run(postgres_dsn: str) -> None:
+    with PostgresTaskStore(postgres_dsn) as store:
+        store.save(snapshot(task(id="kept"))._replace(next_run_at=T0 + 5))
+    with psycopg.connect(postgres_dsn) as connection:  # as version 3 left it
+        connection.execute("ALTER TABLE tasks DROP COLUMN slot, DROP COLUMN slot_due")
+        connection.execute("UPDATE lldsched_meta SET value = '3'")
+    with PostgresTaskStore(postgres_dsn) as store:
+        (kept,) = store.load_all()
+        assert (kept.task.id, kept.next_run_at, kept.slot) == ("kept", T0 + 5, None)
+        store.save(kept._replace(next_run_at=T0 + 9, slot=T0 + 5))  # writes the new column
+        stored = store.get("kept")
+        assert stored is not None and (stored.next_run_at, stored.slot) == (T0 + 9, T0 + 5)
+    with psycopg.connect(postgres_dsn) as connection:
+        assert connection.execute("SELECT value FROM lldsched_meta").fetchall() == [
+            (str(SCHEMA_VERSION),)
+        ]
+
+
+def test_the_slot_of_a_resumed_run_stands_only_while_its_due_instant_does(
+    postgres_dsn: str,
+) -> None:
+    """A node of an older release (a rolling upgrade) writes rows without ``slot``: its
+    pause leaves the due instant and the slot with it, its settle or reschedule moves the
+    due instant, and the slot left behind is not read."""
+    with PostgresTaskStore(postgres_dsn) as store:
+        store.save(snapshot(task(id="kept"))._replace(next_run_at=T0 + 9, slot=T0))
+    with psycopg.connect(postgres_dsn) as connection:  # the older node's pause
+        connection.execute("UPDATE tasks SET status = 'paused' WHERE id = 'kept'")
+    with PostgresTaskStore(postgres_dsn) as store:
+        (row,) = store.load_all()
+        assert (row.status, row.next_run_at, row.slot) == (TaskStatus.PAUSED, T0 + 9, T0)
+    with psycopg.connect(postgres_dsn) as connection:  # its settle: the next slot
+        connection.execute(
+            "UPDATE tasks SET status = 'scheduled', next_run_at = %s WHERE id = 'kept'",
+            (T0 + 60,),
+        )
+    with PostgresTaskStore(postgres_dsn) as store:
+        (row,) = store.load_all()
+        assert (row.next_run_at, row.slot) == (T0 + 60, None)
+        again = store.get("kept")
+        assert again is not None and again.slot is None
 
 
 def test_an_upgrade_that_fails_leaves_the_database_as_it_was(postgres_dsn: str) -> None:

@@ -259,13 +259,15 @@ def test_muted_saves_write_nothing(pair: tuple[SqliteTaskStore, SqliteTaskStore]
 # -- the schema --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("version", [1, 2, 3, 4])
+@pytest.mark.parametrize("version", [1, 2, 3, 4, 5])
 def test_an_older_file_is_migrated_with_its_tasks_and_then_opens_shared(
     path: str, version: int
 ) -> None:
     with SqliteTaskStore(path) as store:
         Scheduler(store=store).schedule("job", jobs.noop, OneTime(T0), id="job")
-    if version == 4:
+    if version == 5:
+        _downgrade_to_5(path)
+    elif version == 4:
         _downgrade_to_4(path)
     elif version == 3:
         _downgrade_to_3(path)
@@ -276,15 +278,57 @@ def test_an_older_file_is_migrated_with_its_tasks_and_then_opens_shared(
         connection.executescript("ALTER TABLE records DROP COLUMN result; PRAGMA user_version = 1;")
         connection.close()
     with SqliteTaskStore(path, shared=True) as store:
-        assert [snapshot.task.id for snapshot in store.load_all()] == ["job"]
+        (loaded,) = store.load_all()
+        assert (loaded.task.id, loaded.slot) == ("job", None)
         assert [claim.task_id for claim in store.claim(now=T0, limit=1)] == ["job"]
+        store.save(loaded._replace(next_run_at=T0 + 9, slot=T0))  # the newest column written
+        again = store.get("job")
+        assert again is not None and (again.next_run_at, again.slot) == (T0 + 9, T0)
     connection = sqlite3.connect(path)
     assert connection.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
     connection.close()
 
 
+def test_the_slot_of_a_resumed_run_stands_only_while_its_due_instant_does(path: str) -> None:
+    """A process of an older release (a rolling upgrade: the file's columns are additive)
+    writes rows without ``slot``.  Its pause leaves the due instant, and the slot with it;
+    its settle or reschedule moves the due instant, and the slot left behind is not read
+    (a later run would record it, and a fixed rate count its grid from it)."""
+    with SqliteTaskStore(path, shared=True) as store:
+        Scheduler(store=store).schedule("job", jobs.noop, OneTime(T0), id="job")
+        (row,) = store.load_all()
+        store.save(row._replace(next_run_at=T0 + 9, slot=T0))  # a resume put the run off
+    older = sqlite3.connect(path, isolation_level=None)
+    try:
+        older.execute("UPDATE tasks SET status = 'paused' WHERE id = 'job'")  # its pause
+        with SqliteTaskStore(path, shared=True) as store:
+            (row,) = store.load_all()
+            assert (row.status, row.next_run_at, row.slot) == (TaskStatus.PAUSED, T0 + 9, T0)
+        older.execute("UPDATE tasks SET status = 'scheduled', next_run_at = ? WHERE id = 'job'",
+                      (T0 + 60,))  # fmt: skip
+        with SqliteTaskStore(path, shared=True) as store:
+            (row,) = store.load_all()
+            assert (row.next_run_at, row.slot) == (T0 + 60, None)
+            again = store.get("job")
+            assert again is not None and again.slot is None
+    finally:
+        older.close()
+
+
+def _downgrade_to_5(path: str) -> None:
+    """Make the file what lldsched wrote at schema version 5 (no slot kept for a resumed
+    plan's run)."""
+    connection = sqlite3.connect(path, isolation_level=None)
+    connection.executescript(
+        "BEGIN; ALTER TABLE tasks DROP COLUMN slot; ALTER TABLE tasks DROP COLUMN slot_due;"
+        " PRAGMA user_version = 5; COMMIT;"
+    )
+    connection.close()
+
+
 def _downgrade_to_4(path: str) -> None:
     """Make the file what lldsched wrote at schema version 4 (no name kept by a record)."""
+    _downgrade_to_5(path)
     connection = sqlite3.connect(path, isolation_level=None)
     connection.executescript(
         "BEGIN; ALTER TABLE records DROP COLUMN name; PRAGMA user_version = 4; COMMIT;"

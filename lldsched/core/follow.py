@@ -125,7 +125,9 @@ def _register(
 ) -> ScheduledTask:
     status, attempt = _state(snapshot)
     slot = snapshot.next_run_at or 0.0
-    if attempt and slot_of is not None:  # retrying: the attempts belong to the run's slot
+    if snapshot.slot is not None and not attempt:  # a plan's run a resume put off
+        slot = snapshot.slot
+    elif attempt and slot_of is not None:  # retrying: the attempts belong to the run's slot
         ran = slot_of(snapshot.task.id)
         if ran is not None:
             slot = ran
@@ -179,6 +181,7 @@ def _adopt(
         run_count=snapshot.run_count,
         failure_count=snapshot.failure_count,
         last_error=snapshot.last_error,
+        slot=snapshot.slot,  # a plan's run a resume put off keeps its slot
     )
     if snapshot.waited is not None:
         _plan(core, task, snapshot.waited, records_of)

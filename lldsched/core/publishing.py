@@ -53,8 +53,9 @@ class Publishing(CoreParts):
         transitions a run: together -17 % instructions a dispatched one-off job with
         a store and a listener (112,000 -> 93,000; tuple.__new__ alone -6 %).
         TaskSnapshot's fields in order: task, status, next_run_at, attempt,
-        run_count, failure_count, last_error, running, waited (a plan's next slot: one
-        identity test for a task without a plan)."""
+        run_count, failure_count, last_error, running, waited (a plan's next slot) and
+        slot (the slot of a plan's run a resume made due later: :func:`_put_off`); one
+        identity test for a task without a plan, which has neither."""
         stats = task._stats
         if stats is None:  # no run finished yet
             run_count, failures, last_error = 0, 0, None
@@ -63,10 +64,15 @@ class Publishing(CoreParts):
                 stats.run_count, stats.failure_count, stats.last_error
             )  # fmt: skip
         schedule = task._schedule
+        if schedule.__class__ is not CatchUp:
+            return _new_tuple(TaskSnapshot, (
+                task._defined(), task.status, task.next_run_at, task.attempt,
+                run_count, failures, last_error, task._run is not None, None, None,
+            ))  # fmt: skip
         return _new_tuple(TaskSnapshot, (
             task._defined(), task.status, task.next_run_at, task.attempt,
             run_count, failures, last_error, task._run is not None,
-            schedule.waited if schedule.__class__ is CatchUp else None,
+            schedule.waited, _put_off(task),
         ))  # fmt: skip
 
     def _save(self, task: ScheduledTask) -> None:
@@ -125,3 +131,17 @@ class Publishing(CoreParts):
                     (task.id, task.name, previous, task.status, self.clock.now(), record),
                 )
             )
+
+
+def _put_off(task: ScheduledTask) -> float | None:
+    """The slot of the run due at ``task.next_run_at`` when it is not that instant (a
+    plan's run that ``resume()`` made due after its slot passed: it keeps the slot,
+    ``core/control.py``); None otherwise, a retry included (its attempts keep their slot,
+    which the records say).  :attr:`TaskSnapshot.slot
+    <lldsched.persistence.TaskSnapshot.slot>`: a store keeps it for whichever process
+    runs that run."""
+    due = task.next_run_at
+    slot = task._slot
+    if due is None or task.attempt or slot == due:
+        return None
+    return slot

@@ -431,6 +431,8 @@ def _restored(snapshot: TaskSnapshot, records: Iterable[ExecutionRecord]) -> tup
     runs = [record for record in history if record.outcome.ran]
     if attempt and runs:  # retrying: the pending attempts belong to the failed run's slot
         slot = runs[-1].slot
+    elif snapshot.slot is not None and not attempt:  # a plan's run a resume put off
+        slot = snapshot.slot
     else:
         slot = snapshot.next_run_at if snapshot.next_run_at is not None else 0.0
     definition = snapshot.task._replace(schedule=unwrap(snapshot.task.schedule))

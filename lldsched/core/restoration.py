@@ -160,23 +160,27 @@ class Restoration(CoreParts):
         run_count: int,
         failure_count: int,
         last_error: str | None,
+        slot: float | None = None,
     ) -> None:
         """Take the state another process decided for ``task`` (a shared store's change
         feed: a run settled there, docs/CLUSTER.md): status, due instant, attempt and
-        counters, queued if runnable, in the dead letter if FAILED.  Nothing is written
-        (the store's row already says so); listeners hear of a status change.  Never
-        for a task running here: its own finish decides."""
+        counters, queued if runnable, in the dead letter if FAILED.  ``slot``: the slot
+        of the run due, when not its due instant (the row's, :attr:`TaskSnapshot.slot
+        <lldsched.persistence.TaskSnapshot.slot>`: a plan's run resumed after its slot
+        passed).  Nothing is written (the store's row already says so); listeners hear
+        of a status change.  Never for a task running here: its own finish decides."""
         previous = task.status
         self._queue.discard(task)
         task.status = status
         task.attempt = attempt
         if status in RUNNABLE and next_run_at is not None:
-            if not attempt:
-                task._slot = next_run_at  # a fresh slot; a retry keeps the slot it had
+            if not attempt:  # a fresh slot; a retry keeps the slot it had
+                task._slot = next_run_at if slot is None else slot
             self._enqueue(task, next_run_at)
         else:
             if status is TaskStatus.PAUSED and next_run_at is not None and not attempt:
-                task._slot = next_run_at  # the slot a plan's resumed run keeps
+                # the slot a plan's run keeps, for its resume (put off already: the row's)
+                task._slot = next_run_at if slot is None else slot
             task.next_run_at = next_run_at
         if run_count or failure_count or task._stats is not None:
             stats = self._stats(task)

@@ -15,7 +15,8 @@ runtime's lock):
   ``waited`` (the slot a ``run_now`` or a catch-up put off until after the extra run,
   and None once that run is done): recovery and the other processes of a shared store
   go on to that slot, so a store that drops it moves a fixed-rate grid at the next
-  start;
+  start; and ``slot`` (the slot of a plan's run that a resume made due later, None
+  almost always), which that run's record says whichever process runs it;
 * ``delete`` forgets a task and its records; an unknown id is no error;
 * a run's record and those of the slots it skipped, handed over together
   (:func:`~lldsched.persistence.save_all`: the store's ``save_all`` when it has one),
@@ -334,6 +335,33 @@ class TaskStoreContract:
                 f"{kept!r} (the slot a run_now put off: recovery hands it out next)"
             )
         _assert_kept([*planned, spent], loaded)
+
+    def test_slot_comes_back(self) -> None:
+        """``slot``: the slot of a plan's run (a catch-up slot, a ``run_now``'s extra run)
+        that a resume made due after it had passed, due at the resume instant.  The
+        process that runs it, recovery included, records that slot; a store that drops it
+        has the record say the resume instant instead, and one that keeps an old value
+        after a save of None gives the next run an old slot."""
+        store = self._open()
+        served = T0 + 0.25  # not a whole second: a store must keep it as it is
+        resumed = [
+            _snapshot(_definition("resumed"), next_run_at=T0 + 90, slot=served),
+            _snapshot(_definition("paused"), TaskStatus.PAUSED, next_run_at=T0 + 90, slot=served),
+        ]
+        _save_each(store, resumed)
+        _save_each(store, [_snapshot(_definition("ran"), next_run_at=T0 + 90, slot=served)])
+        ran = _snapshot(_definition("ran"), next_run_at=T0 + 120, run_count=1, slot=None)
+        _save_each(store, [ran])  # the run done: the next slot is its own due instant
+        loaded = self._again(store).load_all()
+        by_id = {snapshot.task.id: snapshot for snapshot in loaded}
+        for snapshot in [*resumed, ran]:
+            again = by_id.get(snapshot.task.id)
+            kept = None if again is None else again.slot
+            assert kept == snapshot.slot, (
+                f"task {snapshot.task.id!r}: slot: saved {snapshot.slot!r}, loaded "
+                f"{kept!r} (the slot of a plan's run a resume put off: its record says it)"
+            )
+        _assert_kept([*resumed, ran], loaded)
 
     def test_delete_forgets_a_task_and_its_records(self) -> None:
         store = self._open()

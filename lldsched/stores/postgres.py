@@ -326,7 +326,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         is an update too (it is never a new registration: a replacement of a finished
         task, its definition written in full)."""
         task = snapshot.task
-        state = {**state_row(snapshot), "writer": self.node}
+        state = {**state_row(snapshot), "slot": snapshot.slot, "writer": self.node}
         known = self._defined.get(task.id)
         done = finished(snapshot)
         if known == task:

@@ -53,7 +53,10 @@ def check_keepable(task: Task) -> None:
 
 
 def state_row(snapshot: TaskSnapshot) -> dict[str, Any]:
-    """The task row's state columns (not its definition) that ``snapshot`` sets."""
+    """The task row's state columns (not its definition) that ``snapshot`` sets, but for
+    ``slot``, which a settle never sets (:data:`~lldsched.stores.postgres_sql.SETTLE`,
+    whose arrays these are); every other write adds it
+    (``PostgresTaskStore._write``)."""
     return {
         "id": snapshot.task.id,
         "status": snapshot.status.value,
@@ -77,7 +80,9 @@ def record_row(record: ExecutionRecord) -> dict[str, Any]:
 
 def snapshot_of(row: Sequence[Any], task: Task | None = None) -> TaskSnapshot:
     """The snapshot a row of SNAPSHOT_COLUMNS describes (``task``: its definition, decoded)."""
-    task_id, _, status, next_run_at, attempt, run_count, failures, error, running, waited = row[:10]
+    task_id, _, status, next_run_at, attempt, run_count, failures, error, running, waited, slot = (
+        row[:11]
+    )
     try:
         status_value = TaskStatus(status)
     except ValueError:
@@ -86,7 +91,7 @@ def snapshot_of(row: Sequence[Any], task: Task | None = None) -> TaskSnapshot:
         task = definition_of(row)
     return TaskSnapshot(
         task, status_value, next_run_at, attempt, run_count, failures, error, bool(running),
-        waited,
+        waited, slot,
     )  # fmt: skip
 
 

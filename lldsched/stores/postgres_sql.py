@@ -23,7 +23,7 @@ from __future__ import annotations
 
 __all__ = ["SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 CHANNEL = "lldsched"  # LISTEN/NOTIFY channel (NOTIFY is per database)
 DB_NOW = "extract(epoch FROM pg_catalog.clock_timestamp())::double precision"
 LIVE = "('scheduled', 'retrying')"  # the statuses a claim takes
@@ -63,6 +63,8 @@ CREATE TABLE tasks (
     writer        text NOT NULL,            -- the node that wrote it ('' : every node reads it)
     resumed       boolean NOT NULL DEFAULT false,  -- the due instant is a resume's (_RESUMED)
     waited        double precision,         -- the slot a run_now put off (TaskSnapshot.waited)
+    slot          double precision,         -- a resumed plan's run: its slot (TaskSnapshot.slot),
+    slot_due      double precision,         -- read while next_run_at is this (_SLOT)
     xid           xid8 NOT NULL DEFAULT pg_catalog.pg_current_xact_id()  -- the feed's cursor
 );
 CREATE INDEX tasks_due ON tasks (next_run_at, priority) WHERE status IN {LIVE};
@@ -115,6 +117,9 @@ UPGRADES = {
     " UPDATE lldsched_meta SET value = '2' WHERE name = 'schema';",
     2: "ALTER TABLE records ADD COLUMN name text;"  # the name each run had
     " UPDATE lldsched_meta SET value = '3' WHERE name = 'schema';",
+    3: "ALTER TABLE tasks ADD COLUMN slot double precision;"  # a resumed plan's run's slot
+    " ALTER TABLE tasks ADD COLUMN slot_due double precision;"
+    " UPDATE lldsched_meta SET value = '4' WHERE name = 'schema';",
 }
 
 TABLES = ("lldsched_meta", "tasks", "removals", "records", "leases")
@@ -128,7 +133,8 @@ _RESUMED = f"""(tasks.status = 'paused' AND %(status)s IN {LIVE})
 
 _STATE = f"""status = %(status)s, next_run_at = %(next_run_at)s, attempt = %(attempt)s,
     run_count = %(run_count)s, failure_count = %(failure_count)s, last_error = %(last_error)s,
-    running = %(running)s, waited = %(waited)s, version = tasks.version + 1, writer = %(writer)s,
+    running = %(running)s, waited = %(waited)s, slot = %(slot)s, slot_due = %(next_run_at)s,
+    version = tasks.version + 1, writer = %(writer)s,
     xid = pg_catalog.pg_current_xact_id(), resumed = {_RESUMED},
     failed_seq = CASE WHEN %(status)s = 'failed'
         THEN coalesce(tasks.failed_seq, pg_catalog.nextval('dead_letter_seq')) END"""
@@ -137,9 +143,10 @@ UPDATE = f"UPDATE tasks SET {_STATE} WHERE id = %(id)s RETURNING version"
 
 UPSERT = f"""
 INSERT INTO tasks (id, name, definition, priority, status, next_run_at, attempt, run_count,
-    failure_count, last_error, running, waited, failed_seq, version, writer)
+    failure_count, last_error, running, waited, slot, slot_due, failed_seq, version, writer)
 VALUES (%(id)s, %(name)s, %(definition)s, %(priority)s, %(status)s, %(next_run_at)s,
     %(attempt)s, %(run_count)s, %(failure_count)s, %(last_error)s, %(running)s, %(waited)s,
+    %(slot)s, %(next_run_at)s,
     CASE WHEN %(status)s = 'failed' THEN pg_catalog.nextval('dead_letter_seq') END, 1, %(writer)s)
 ON CONFLICT (id) DO UPDATE SET name = excluded.name, definition = excluded.definition,
     priority = excluded.priority, {_STATE}
@@ -149,9 +156,10 @@ RETURNING version
 # A registration: refused (no row returned) when another node registered the id.
 INSERT_NEW = """
 INSERT INTO tasks (id, name, definition, priority, status, next_run_at, attempt, run_count,
-    failure_count, last_error, running, waited, failed_seq, version, writer)
+    failure_count, last_error, running, waited, slot, slot_due, failed_seq, version, writer)
 VALUES (%(id)s, %(name)s, %(definition)s, %(priority)s, %(status)s, %(next_run_at)s,
     %(attempt)s, %(run_count)s, %(failure_count)s, %(last_error)s, %(running)s, %(waited)s,
+    %(slot)s, %(next_run_at)s,
     CASE WHEN %(status)s = 'failed' THEN pg_catalog.nextval('dead_letter_seq') END, 1, %(writer)s)
 ON CONFLICT (id) DO NOTHING
 RETURNING version
@@ -178,9 +186,16 @@ DELETE FROM records WHERE task_id = %(id)s AND seq <= (
     SELECT seq FROM records WHERE task_id = %(id)s ORDER BY seq DESC OFFSET %(keep)s LIMIT 1)
 """
 
+# A row's ``slot`` (TaskSnapshot.slot) is written with the due instant it belongs to
+# (``slot_due``), and read only while the row is still due then: a node of an older
+# release (a rolling upgrade) writes rows without it, and its settle or reschedule moves
+# the due instant, which leaves the slot behind; read, a later run would record it.  The
+# same rule as SQLite's (sqlite_rows.SLOT).
+_SLOT = "CASE WHEN t.slot_due = t.next_run_at THEN t.slot END"
+
 SNAPSHOT_COLUMNS = (
     "t.id, t.definition, t.status, t.next_run_at, t.attempt, t.run_count, t.failure_count, "
-    "t.last_error, t.running, t.waited, t.version"
+    f"t.last_error, t.running, t.waited, {_SLOT}, t.version"
 )
 
 RECORD_COLUMNS = (  # the name the run had; a record written before schema 3 has none kept
@@ -251,7 +266,7 @@ SELECT 0 AS kind, pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot()):
        NULL AS id, NULL AS definition, NULL AS status, NULL::double precision AS next_run_at,
        NULL::integer AS attempt, NULL::integer AS run_count, NULL::integer AS failure_count,
        NULL AS last_error, NULL::boolean AS running, NULL::double precision AS waited,
-       NULL::bigint AS version,
+       NULL::double precision AS slot, NULL::bigint AS version,
        NULL::boolean AS leased
 UNION ALL
 SELECT 1, t.xid::text, {SNAPSHOT_COLUMNS}, EXISTS (SELECT 1 FROM leases l
@@ -259,7 +274,7 @@ SELECT 1, t.xid::text, {SNAPSHOT_COLUMNS}, EXISTS (SELECT 1 FROM leases l
   FROM tasks t WHERE t.xid >= %(since)s::text::xid8 AND t.writer <> %(node)s
 UNION ALL
 SELECT 2, r.xid::text, r.task_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-       r.version,
+       NULL, r.version,
        NULL
   FROM removals r WHERE r.xid >= %(since)s::text::xid8 AND r.writer <> %(node)s
 ORDER BY kind
@@ -301,6 +316,10 @@ _STATUS = f"""CASE WHEN {_OWN} OR {_ENDS} THEN s.status
             WHEN {_AS_RESUMED} AND s.status = 'paused' THEN {_RUNNABLE}
             WHEN {_AS_RESUMED} THEN s.status ELSE t.status END"""
 
+# _SETTLED_SLOT: a settle's own state has no ``slot`` (TaskSnapshot.slot): the run's
+# finish makes the next due a fresh slot (or a retry, or none), never a plan's run put
+# off by a resume, which only a resume writes.  So the settle clears it where its when
+# stands, and sends no array for it (the settle's statement costs what it did).
 # The fenced settles of a batch of runs, one statement (one round trip, one commit): each
 # run's lease is dropped, its task's row written and its records inserted only while the
 # lease with its token is held; the answer names every token and whether it was written.
@@ -332,6 +351,7 @@ settled AS (
         next_run_at = CASE WHEN {_WHEN} THEN s.next_run_at ELSE t.next_run_at END,
         attempt = CASE WHEN {_WHEN} THEN s.attempt ELSE t.attempt END,
         waited = CASE WHEN {_WHEN} THEN s.waited ELSE t.waited END,
+        slot = CASE WHEN {_WHEN} THEN NULL ELSE t.slot END,  -- _SETTLED_SLOT
         run_count = s.run_count, failure_count = s.failure_count, last_error = s.last_error,
         running = CASE WHEN {_OWN} THEN s.running ELSE false END,
         failed_seq = CASE WHEN NOT ({_OWN} OR {_AS_RESUMED} OR {_ENDS}) THEN t.failed_seq

@@ -325,7 +325,7 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
         state = (
             snapshot.status.value, snapshot.next_run_at, snapshot.attempt,
             snapshot.run_count, snapshot.failure_count, snapshot.last_error,
-            snapshot.running, self._dead_seq, task.id, snapshot.waited,
+            snapshot.running, self._dead_seq, task.id, snapshot.waited, snapshot.slot,
         )  # fmt: skip
         if definition is None:
             return UPDATE, state

@@ -26,7 +26,14 @@ from lldsched.logs import CLUSTER
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
 from lldsched.persistence import Change, Claim, Lease, Task, TaskSnapshot, finished
 from lldsched.stores.codec import encode_task
-from lldsched.stores.sqlite_rows import TASK_COLUMNS, UPDATE, UPSERT, immediate, snapshot_of
+from lldsched.stores.sqlite_rows import (
+    SLOT,
+    TASK_COLUMNS,
+    UPDATE,
+    UPSERT,
+    immediate,
+    snapshot_of,
+)
 from lldsched.stores.sqlite_shared import SharedState, bump
 
 __all__ = ["CoordinatedMethods"]
@@ -169,13 +176,15 @@ class CoordinatedMethods:
             "SELECT slot, attempt FROM leases WHERE task_id = ? AND token = ?", (task_id, token)
         ).fetchone()
         row = connection.execute(
-            "SELECT definition, next_run_at, attempt, waited FROM tasks WHERE id = ?", (task_id,)
+            f"SELECT definition, next_run_at, attempt, waited, {SLOT.format(t='')} FROM tasks "
+            "WHERE id = ?",
+            (task_id,),
         ).fetchone()
         if lease is None or row is None or row[0] == encode_task(snapshot.task):
             return None
         if (row[1], row[2]) == tuple(lease):
             return None  # the when stayed where the claim found it: the run decides it
-        return snapshot._replace(next_run_at=row[1], attempt=row[2], waited=row[3])
+        return snapshot._replace(next_run_at=row[1], attempt=row[2], waited=row[3], slot=row[4])
 
     def misfired(
         self,
@@ -427,7 +436,7 @@ class CoordinatedMethods:
         state = (
             status, snapshot.next_run_at, snapshot.attempt, snapshot.run_count,
             snapshot.failure_count, snapshot.last_error, snapshot.running, dead_seq, task.id,
-            snapshot.waited,
+            snapshot.waited, snapshot.slot,
         )  # fmt: skip
         if definition is None:
             connection.execute(UPDATE, state)

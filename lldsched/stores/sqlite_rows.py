@@ -20,6 +20,7 @@ __all__ = [
     "FINISHED",
     "INSERT_RECORD",
     "RECORD_COLUMNS",
+    "SLOT",
     "TASK_COLUMNS",
     "UPDATE",
     "UPSERT",
@@ -30,21 +31,31 @@ __all__ = [
     "snapshot_of",
 ]
 
+# A row's ``slot`` (TaskSnapshot.slot) is written with the due instant it belongs to
+# (``slot_due``), and read only while the row is still due then: a process of an older
+# release (a rolling upgrade) writes rows without it, and its settle or reschedule moves
+# the due instant, which leaves the slot behind; read, a later run would record it.
+SLOT = "CASE WHEN {t}slot_due = {t}next_run_at THEN {t}slot END"
+"""The one rule reading a row's slot (``{t}``: the table's alias and a dot, or nothing)."""
+
 UPDATE = """
 UPDATE tasks SET status = ?1, next_run_at = ?2, attempt = ?3, run_count = ?4,
     failure_count = ?5, last_error = ?6, running = ?7,
-    failed_seq = CASE WHEN ?1 = 'failed' THEN coalesce(failed_seq, ?8) END, waited = ?10
+    failed_seq = CASE WHEN ?1 = 'failed' THEN coalesce(failed_seq, ?8) END, waited = ?10,
+    slot = ?11, slot_due = ?2
 WHERE id = ?9
 """
 UPSERT = """
 INSERT INTO tasks (status, next_run_at, attempt, run_count, failure_count, last_error,
-    running, failed_seq, id, waited, name, definition, priority)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, CASE WHEN ?1 = 'failed' THEN ?8 END, ?9, ?10, ?11, ?12, ?13)
+    running, failed_seq, id, waited, slot, slot_due, name, definition, priority)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, CASE WHEN ?1 = 'failed' THEN ?8 END, ?9, ?10, ?11, ?2, ?12,
+    ?13, ?14)
 ON CONFLICT (id) DO UPDATE SET name = excluded.name, definition = excluded.definition,
     priority = excluded.priority, status = excluded.status,
     next_run_at = excluded.next_run_at, attempt = excluded.attempt,
     run_count = excluded.run_count, failure_count = excluded.failure_count,
     last_error = excluded.last_error, running = excluded.running, waited = excluded.waited,
+    slot = excluded.slot, slot_due = excluded.slot_due,
     failed_seq = CASE WHEN ?1 = 'failed' THEN coalesce(tasks.failed_seq, ?8) END
 """
 INSERT_RECORD = """
@@ -53,7 +64,7 @@ INSERT INTO records (task_id, seq, attempt, due, slot, worker, started, finished
 """
 TASK_COLUMNS = (  # a task row as snapshot_of reads it
     "id, definition, status, next_run_at, attempt, run_count, "
-    "failure_count, last_error, running, waited"
+    f"failure_count, last_error, running, waited, {SLOT.format(t='')}"
 )
 RECORD_COLUMNS = (  # the name the run had; a record written before schema 5 has none kept
     "r.task_id, coalesce(r.name, t.name), r.attempt, r.due, r.slot, r.worker, r.started, "
@@ -103,13 +114,13 @@ def snapshot_of(
         status_value = TaskStatus(status)
     except ValueError:
         raise StoreError(f"task {task_id}: unknown status {status!r}") from None
-    next_run_at, attempt, run_count, failure_count, last_error, running, waited = state
+    next_run_at, attempt, run_count, failure_count, last_error, running, waited, slot = state
     successes = run_count - failure_count  # a Window's max_runs counts these
     if task is None:
         task = decode_task(task_id, definition, runs=successes)
     return TaskSnapshot(
         task, status_value, next_run_at, attempt, run_count, failure_count, last_error,
-        bool(running), waited,
+        bool(running), waited, slot,
     )  # fmt: skip
 
 

@@ -26,7 +26,7 @@ __all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION", "FileFormat"]
 
 log = logging.getLogger(STORE)
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 APPLICATION_ID = 0x6C6C6473  # "llds"
 
 _SCHEMA = """
@@ -45,7 +45,9 @@ CREATE TABLE tasks (
     failed_seq    INTEGER,              -- dead-letter order; NULL unless FAILED
     priority      INTEGER NOT NULL DEFAULT 1,  -- claim order in shared mode (HIGH = 0 first)
     version       INTEGER NOT NULL DEFAULT 0,  -- shared mode: the write that left the row so
-    waited        REAL                  -- the slot a run_now put off (TaskSnapshot.waited)
+    waited        REAL,                 -- the slot a run_now put off (TaskSnapshot.waited)
+    slot          REAL,                 -- a resumed plan's run: its slot (TaskSnapshot.slot),
+    slot_due      REAL                  -- read while next_run_at is this (sqlite_rows.SLOT)
 );
 CREATE TABLE records (                -- clustered by task: one b-tree, no separate index
     task_id   TEXT NOT NULL,
@@ -78,6 +80,10 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     ),
     3: ("ALTER TABLE tasks ADD COLUMN waited REAL",),  # 3 -> 4: a run_now's slot kept
     4: ("ALTER TABLE records ADD COLUMN name TEXT",),  # 4 -> 5: the name each run had
+    5: (  # 5 -> 6: a resumed plan's run's slot
+        "ALTER TABLE tasks ADD COLUMN slot REAL",
+        "ALTER TABLE tasks ADD COLUMN slot_due REAL",
+    ),
 }
 """The SQL statements that take a file from schema version ``n`` to ``n + 1``."""
 

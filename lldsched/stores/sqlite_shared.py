@@ -53,7 +53,7 @@ from lldsched.persistence import Claim, Lease
 from lldsched.stores.codec import Unreadable
 from lldsched.stores.removals import FeedHorizons
 from lldsched.stores.sqlite_file import identity
-from lldsched.stores.sqlite_rows import FINISHED, immediate
+from lldsched.stores.sqlite_rows import FINISHED, SLOT, immediate
 
 __all__ = ["SharedState", "bump", "node_id"]
 
@@ -95,9 +95,9 @@ INSERT INTO leases (task_id, slot, attempt, token, holder, expires_at) VALUES (?
 ON CONFLICT (task_id) DO UPDATE SET slot = excluded.slot, attempt = excluded.attempt,
     token = excluded.token, holder = excluded.holder, expires_at = excluded.expires_at
 """
-_CHANGED_ROWS = """
+_CHANGED_ROWS = f"""
 SELECT t.id, t.version, t.definition, t.status, t.next_run_at, t.attempt, t.run_count,
-    t.failure_count, t.last_error, t.running, t.waited,
+    t.failure_count, t.last_error, t.running, t.waited, {SLOT.format(t="t.")},
     EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id AND l.holder != ?2
             AND l.expires_at > ?3)
 FROM tasks t WHERE t.version > ?1 ORDER BY t.version

@@ -89,6 +89,9 @@ class Coordinator:
         # timer is doing (held up in a store call by the outage itself): leasewatch.py.
         self._watch = LeaseWatch(self._trust, lease=store.lease, name="lldsched-lease-watch")
         self._held_back = False  # claims held back for want of trust (said once a lapse)
+        # Leases a misfire's decision found lost (task id, token): said at the next tick,
+        # after its read of the feed, which knows by then whether a removal took them.
+        self._lost_deciding: list[tuple[str, int]] = []
         # Slots due before this instant passed while this process was not there (not
         # built yet, or a forward wall-clock jump): a claim of one is a misfire candidate.
         self._since = core.clock.now()
@@ -197,6 +200,9 @@ class Coordinator:
             lost = self._renew(now, looked)
         touched = self.sync()
         self._say_lost(lost)  # after the feed: a removal that took the lease is known then
+        if self._lost_deciding:
+            self._say_lost(self._lost_deciding, doing="deciding its misfire")
+            self._lost_deciding = []
         return touched
 
     def _failed(self, error: Exception, kind: str, doing: str | None = None) -> None:
@@ -421,27 +427,31 @@ class Coordinator:
         self._held_none()
         return lost
 
-    def _say_lost(self, lost: list[tuple[str, int]]) -> None:
-        """Log the leases :meth:`_renew` found lost.  A lease that went with its task
-        (another process removed it: the delete takes the lease, and the registry, having
-        read the change feed since, no longer has the task) is no fault: said at INFO,
-        with why.  Any other (a takeover after a stall, an outage that outlasted the
-        lease) is a WARNING.  A cancel elsewhere keeps the lease: the run settles under
-        it, and the cancel wins there."""
+    def _say_lost(self, lost: list[tuple[str, int]], *, doing: str | None = None) -> None:
+        """Log the leases :meth:`_renew` (or, ``doing`` ``"deciding its misfire"``,
+        :meth:`_misfire`) found lost; called after a read of the change feed.  A lease
+        that went with its task (another process removed it: the delete takes the lease,
+        and the registry, having read the change feed since, no longer has the task) is
+        no fault: said at INFO, with why.  Any other (a takeover after a stall, an outage
+        that outlasted the lease) is a WARNING.  A cancel elsewhere keeps the lease: the
+        run settles under it, and the cancel wins there."""
         tasks = self._core.tasks
+        while_ = "" if doing is None else f" while this one was {doing}"
         for task_id, token in lost:
             if task_id and task_id not in tasks:
                 log.info(
-                    "task %s was removed in another process: its lease (token %d) went with it",
+                    "task %s was removed in another process%s: its lease (token %d) went with it",
                     task_id,
+                    while_,
                     token,
                     extra={"task_id": task_id},
                 )
             else:
                 log.warning(
-                    "lost the lease of task %s (token %d)",
+                    "lost the lease of task %s (token %d)%s",
                     task_id or "?",
                     token,
+                    "" if doing is None else f" while {doing}",
                     extra={"task_id": task_id or None},
                 )
 
@@ -456,7 +466,8 @@ class Coordinator:
         <lldsched.persistence.CoordinatedStore.misfired>` writes its records and the
         due instant it chose, fenced by the claim's token.  Returns the entry to run
         (the catch-up run, under the same claim), or None: nothing runs (every slot
-        skipped, the lease dropped) or the lease was lost."""
+        skipped, the lease dropped) or the lease was lost (said at the next :meth:`tick`,
+        by :meth:`_say_lost`: a removal elsewhere is known only after the feed)."""
         core = self._core
         task = core.tasks[claim.task_id]
         with self.store.muted():  # written below, in one fenced transaction
@@ -476,13 +487,8 @@ class Coordinator:
             if records or due != claim.slot:  # else RUN_ALL's next catch-up: nothing new
                 snapshot = core.snapshot(task)
                 self.store.misfired(snapshot, records, token=claim.token, release=not runs)
-        except LeaseLost:
-            log.warning(
-                "lost the lease of task %s (token %d) while deciding its misfire",
-                claim.task_id,
-                claim.token,
-                extra={"task_id": claim.task_id},
-            )
+        except LeaseLost:  # said at the next tick, after the feed (a removal, or not)
+            self._lost_deciding.append((claim.task_id, claim.token))
             return None
         except StoreError as exc:  # nothing written: the lease expires, someone decides again
             self._failed(exc, "misfire", f"write of the misfire decided for {claim.task_id}")
