@@ -549,7 +549,7 @@ def test_purge_retired_deletes_a_retiring_task_from_the_store(
     assert held(driven) == ids[2:]
     assert [snapshot.task.id for snapshot in store.load_all()] == ids[2:]
     assert [r.task_id for r in store.records()] == ids[2:]  # the retired ones' records too
-    with pytest.raises(TaskRetiredError, match="purge_retired: not in the store"):
+    with pytest.raises(TaskRetiredError, match="purge_retired: deleted from the store"):
         driven.runtime.task(ids[0])
     assert [r.task_id for r in driven.runtime.records()] == ids  # what stays: the history
 

@@ -90,10 +90,8 @@ class StatusVerbs(CoreParts):
         check_store(self._writes, "cancel", task_id)
         if not self._cancel(task):
             return False
-        if task._run is None and self._retention.keep is not None:  # else when its run ends
-            now = self.clock.now()
-            self._retention.finished(task_id, now)
-            self._retire(now)
+        if task._run is None:  # else when its run ends
+            self._finished(task, self.clock.now())
         return True
 
     def _cancel(self, task: ScheduledTask) -> bool:

@@ -262,9 +262,7 @@ class DefinitionVerbs(CoreParts):
         status = task.status
         if self.emit is not None:
             self.emit(TaskEvent(task.id, task.name, status, status, now))
-        if self._retention.keep is not None and (status is SUCCEEDED or status is CANCELLED):
-            self._retention.finished(task.id, now)
-            self._retire(now)
+        self._finished(task, now)
 
     def _replace(
         self,

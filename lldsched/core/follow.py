@@ -61,8 +61,9 @@ def load(
 
 
 def follow(core: SchedulerCore, change: Change, *, records_of: RecordsOf) -> ScheduledTask | None:
-    """Apply ``change`` to the registry; returns the task it left (None: removed).
-    ``records_of``: see :data:`RecordsOf`."""
+    """Apply ``change`` to the registry; returns the task it left (None: removed, or
+    finished and retired at once under ``retain_finished``: the runtime keeps nothing
+    more of it).  ``records_of``: see :data:`RecordsOf`."""
     task = core.tasks.get(change.task_id)
     snapshot = change.snapshot
     if snapshot is None:
@@ -70,7 +71,7 @@ def follow(core: SchedulerCore, change: Change, *, records_of: RecordsOf) -> Sch
             core.remove(task.id)
         return None
     if task is None:
-        return _register(core, snapshot, records_of)
+        return _held(core, _register(core, snapshot, records_of))
     redefined = snapshot.task != task.definition and task.status not in (
         TaskStatus.SUCCEEDED,
         TaskStatus.CANCELLED,
@@ -84,7 +85,13 @@ def follow(core: SchedulerCore, change: Change, *, records_of: RecordsOf) -> Sch
     if task.status is TaskStatus.CANCELLED:
         return task  # cancelled is final here as everywhere (a row cannot revive it)
     _adopt(core, task, snapshot, status, attempt, records_of)
-    return task
+    return _held(core, task)
+
+
+def _held(core: SchedulerCore, task: ScheduledTask) -> ScheduledTask | None:
+    """``task`` if the registry still holds it (a task followed into SUCCEEDED or
+    CANCELLED may have retired at once), else None."""
+    return task if core.tasks.get(task.id) is task else None
 
 
 def claimed_entry(core: SchedulerCore, claim: Claim) -> Entry | None:
@@ -144,7 +151,8 @@ def _register(
                 last_error=snapshot.last_error,
                 history=(),
             )
-        ]
+        ],
+        followed=True,
     )
     if status in RUNNABLE and snapshot.next_run_at is not None:
         _adopt(core, task, snapshot, status, attempt, records_of)

@@ -70,8 +70,9 @@ runs and when, never its status: no edge above is theirs.
 holds its construction, registration (``add``; kept here, on the registration hot
 path: in a mixin of its own a registration cost 1 % more instructions, 35,038 ->
 35,406 with ``benchmarks/threaded_instructions.py register``, two more misses of
-Python's type attribute cache and no other change), the retiring of finished
-tasks (``_retire``) and the helpers every part calls; the others are
+Python's type attribute cache and no other change), counting a task finished
+(``_finished``: here, or in another process this one follows) and retiring finished
+tasks (``_retire``), and the helpers every part calls; the others are
 
 * :mod:`~lldsched.core.runs`: a run's transitions (``begin``, ``finish`` and what a
   run leads to, ``_after``);
@@ -114,7 +115,7 @@ from lldsched.core.departed import Departed
 from lldsched.core.dependencies import Dependencies
 from lldsched.core.ids import IdGenerator, sequential_ids
 from lldsched.core.isolation import isolated_action
-from lldsched.core.names import MAX_SKIPPED, SCHEDULED
+from lldsched.core.names import CANCELLED, MAX_SKIPPED, SCHEDULED, SUCCEEDED
 from lldsched.core.overlapping import OverlappingRuns
 from lldsched.core.packedstats import run_stats_maker
 from lldsched.core.parts import DueQueue
@@ -407,6 +408,32 @@ class SchedulerCore(
 
     # -- internals -------------------------------------------------------------------------
 
+    def _finished(self, task: ScheduledTask, at: float, *, elsewhere: bool = False) -> None:
+        """``task`` is finished as of ``at``, as far as this registry knows, if it is
+        SUCCEEDED or CANCELLED with no run in flight here and still registered: the
+        retention holds it from then (a task held already keeps its instant), and the
+        tasks whose retention ran out retire.  ``elsewhere``: it finished in another
+        process, which this one followed (:meth:`adopt`; its row is not this one's to
+        purge, :meth:`Retention.followed <lldsched.core.retention.Retention.followed>`).
+
+        The one home of that rule for every way a task comes to be finished here but
+        two: a run's end inlines it (:meth:`~lldsched.core.runs.RunTransitions.finish`,
+        the run path) and a restore counts its batch in the order its records tell
+        (:meth:`~lldsched.core.restoration.Restoration.restore`)."""
+        retention = self._retention
+        if retention.keep is None:
+            return
+        status = task.status
+        if (status is not SUCCEEDED and status is not CANCELLED) or task._run is not None:
+            return
+        if self.tasks.get(task.id) is not task:  # retired (or removed) already
+            return
+        if elsewhere:
+            retention.followed(task.id, at)
+        else:
+            retention.finished(task.id, at)
+        self._retire(at)
+
     def _retire(self, now: float) -> None:
         """Take the finished tasks whose retention ran out at ``now`` off the registry."""
         retention = self._retention
@@ -430,7 +457,7 @@ class SchedulerCore(
                 departed.left(task)
             if self._deps is not None:
                 self._deps.retired(task)  # its dependents remember how it ended
-            if store is not None:  # purge_retired: its row and records go too
+            if store is not None and retention.purges(task_id):  # its row and records go too
                 try:
                     store.delete(task_id)
                 except BaseException as exc:  # the registry stays authoritative

@@ -43,14 +43,22 @@ class Restoration(CoreParts):
     # -- recovery (the decisions are lldsched.core.recovery's; these carry them out) ----
 
     def restore(
-        self, restored: Iterable[Restored], dead_letter: Iterable[str] = ()
+        self,
+        restored: Iterable[Restored],
+        dead_letter: Iterable[str] = (),
+        *,
+        followed: bool = False,
     ) -> list[ScheduledTask]:
         """Register tasks as a store described them; nothing is queued or saved.
 
         All or nothing: an id already registered rejects the whole batch.  FAILED
         tasks enter the dead letter in the order of ``dead_letter`` (ids it does not
         name follow, in registration order).  With the default id generator, new
-        ids continue after the restored ones.
+        ids continue after the restored ones.  The finished ones (SUCCEEDED,
+        CANCELLED) are held by the retention from their last record (from now
+        without one), and those past it retire at once.  ``followed``: rows of a
+        shared store (:mod:`lldsched.core.follow`), finished by other processes,
+        whose rows retiring here leaves alone (``purge_retired`` too).
         """
         fits: set[Hashable] = set()  # call shapes checked in this batch (_check_stored_call)
         batch = [self._rebuild(entry, fits) for entry in restored]
@@ -82,8 +90,9 @@ class Restoration(CoreParts):
             if task.status is SUCCEEDED or task.status is CANCELLED
             for history in (task.history,)
         ]
+        count = self._retention.followed if followed else self._retention.finished
         for at, task_id in sorted(finished):
-            self._retention.finished(task_id, at)
+            count(task_id, at)
         self._retire(now)
         self._orphans.update((task.id, None) for task in batch)
         self._restored_names.update(
@@ -164,11 +173,14 @@ class Restoration(CoreParts):
     ) -> None:
         """Take the state another process decided for ``task`` (a shared store's change
         feed: a run settled there, docs/CLUSTER.md): status, due instant, attempt and
-        counters, queued if runnable, in the dead letter if FAILED.  ``slot``: the slot
-        of the run due, when not its due instant (the row's, :attr:`TaskSnapshot.slot
-        <lldsched.persistence.TaskSnapshot.slot>`: a plan's run resumed after its slot
-        passed).  Nothing is written (the store's row already says so); listeners hear
-        of a status change.  Never for a task running here: its own finish decides."""
+        counters, queued if runnable, in the dead letter if FAILED, held by the retention
+        if SUCCEEDED or CANCELLED, as one finished here (:meth:`_finished
+        <lldsched.core.machine.SchedulerCore._finished>`: it may retire at once).
+        ``slot``: the slot of the run due, when not its due instant (the row's,
+        :attr:`TaskSnapshot.slot <lldsched.persistence.TaskSnapshot.slot>`: a plan's run
+        resumed after its slot passed).  Nothing is written (the store's row already says
+        so, and a retirement writes nothing of a task that finished elsewhere); listeners
+        hear of a status change.  Never for a task running here: its own finish decides."""
         previous = task.status
         self._queue.discard(task)
         task.status = status
@@ -195,6 +207,8 @@ class Restoration(CoreParts):
             self.adopted_wait(task, previous)  # when its wait began, as far as known here
         if status is not previous and self.emit is not None:
             self.emit(TaskEvent(task.id, task.name, previous, status, self.clock.now()))
+        if status is SUCCEEDED or status is CANCELLED:  # finished here too: it may retire
+            self._finished(task, self.clock.now(), elsewhere=True)
 
     def _rebuild(self, restored: Restored, fits: set[Hashable]) -> ScheduledTask:
         definition = restored.definition

@@ -39,6 +39,13 @@ tasks all day on a durable store needs (without it the file keeps every task it 
 ever given); what is left of a retired task is the listeners', and the retired
 tasks' shared history.
 
+On a shared store (docs/CLUSTER.md) a task this process follows into SUCCEEDED or
+CANCELLED (a run settled in another process, a cancel made there, a finished row
+loaded) is held and retires as one finished here (:meth:`Retention.followed`), from
+when this process learnt of it; retiring it writes nothing: its row is the process's
+that finished it, which may still hold it, so ``purge_retired`` leaves it to that
+process (:meth:`Retention.purges`).
+
 The rule lives here; :class:`~lldsched.core.machine.SchedulerCore` tells this
 object when a task finishes and carries out the retirements it answers.
 """
@@ -109,7 +116,8 @@ class Retention:
     """The finished tasks still held, oldest finish first, and the memory of retired ones."""
 
     __slots__ = (
-        "_age", "_count", "_retired", "held_since", "keep", "log", "purge", "retire_above",
+        "_age", "_count", "_elsewhere", "_retired", "held_since", "keep", "log", "purge",
+        "retire_above",
     )  # fmt: skip
 
     def __init__(
@@ -134,6 +142,9 @@ class Retention:
         # jobs, retain_finished=0 against None), a dispatched job -2.8 % with the
         # default count (36,000 -> 35,000; half of the 20,000 retire).
         self.held_since: dict[str, float] = {} if self._age is None else OrderedDict()
+        # The held ids that finished in another process (followed()), whose rows a
+        # purge leaves to that process; kept only with purge (else nothing is deleted).
+        self._elsewhere: set[str] = set()
         # Recently retired ids, oldest first, to the status each finished with.
         self._retired: dict[str, TaskStatus] = {}
         self.log: deque[ExecutionRecord] = deque(maxlen=history_limit)
@@ -145,9 +156,28 @@ class Retention:
         if self.keep is not None and task_id not in self.held_since:
             self.held_since[task_id] = at
 
+    def followed(self, task_id: str, at: float) -> None:
+        """The task ``task_id`` finished in another process (a shared store), and this one
+        followed it at ``at``: held as one finished here (:meth:`finished`), and, with
+        ``purge``, not deleted from the store as it retires (:meth:`purges`)."""
+        if self.purge and self.keep is not None and task_id not in self.held_since:
+            self._elsewhere.add(task_id)
+        self.finished(task_id, at)
+
+    def purges(self, task_id: str) -> bool:
+        """Whether ``task_id``, retiring now, is deleted from the store: with ``purge``,
+        unless it finished in another process (:meth:`followed`)."""
+        if not self.purge:
+            return False
+        if self._elsewhere and task_id in self._elsewhere:
+            self._elsewhere.discard(task_id)
+            return False
+        return True
+
     def forget(self, task_id: str) -> None:
         """The task left the registry some other way (``remove``)."""
         self.held_since.pop(task_id, None)
+        self._elsewhere.discard(task_id)
 
     def registered(self, task_id: str) -> TaskStatus | None:
         """``task_id`` was registered: a retired task of that id is history.  Returns the
@@ -192,7 +222,12 @@ class Retention:
             return TaskRetiredError(
                 f"task {task_id!r} finished ({status.value}) and was retired from the registry "
                 f"(retain_finished={self.keep!r}); its runs stay in records() "
-                + ("(purge_retired: not in the store)" if self.purge else "and the store")
+                + (
+                    "(purge_retired: deleted from the store as it retires in the process "
+                    "that finished it)"
+                    if self.purge
+                    else "and the store"
+                )
             )
         if self._retired:
             return TaskNotFoundError(

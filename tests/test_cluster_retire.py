@@ -1,0 +1,210 @@
+"""Two schedulers on one shared store: a task that finished in the other process retires
+here under ``retain_finished`` as one that finished here does (lldsched.core.retention),
+and retiring it writes nothing to the shared row, which the other processes still read.
+
+Before, the retention counted only the tasks that finished here: a task followed into
+SUCCEEDED or CANCELLED (a run settled elsewhere, a cancel made there) stayed in the
+registry for good, so each gunicorn worker held every one-off task the others ran.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from lldsched import (
+    OneTime,
+    RetryPolicy,
+    Scheduler,
+    TaskNotFoundError,
+    TaskRetiredError,
+    TaskSnapshot,
+    TaskStatus,
+)
+from lldsched.persistence import CoordinatedStore
+from tests import cluster_jobs, jobs
+from tests.cluster import StoreSpec, open_store
+from tests.waits import wait_until
+
+LEASE = 30.0  # no claim expires within a test
+POLL = 0.05
+LATER = 3600.0  # a one-off due in an hour: it never runs within a test
+
+
+@pytest.fixture
+def stores(store_spec: StoreSpec) -> Iterator[list[CoordinatedStore]]:
+    """Three stores on one shared store (once per engine): two for schedulers, one to read
+    it with; closed after the test."""
+    opened = [open_store(store_spec, lease=LEASE, poll=POLL) for _ in range(3)]
+    yield opened
+    for store in opened:
+        store.close()
+
+
+@pytest.fixture
+def schedulers() -> Iterator[list[Scheduler]]:
+    """The schedulers a test builds, shut down after it (before its stores close)."""
+    made: list[Scheduler] = []
+    yield made
+    for scheduler in made:
+        scheduler.shutdown()
+
+
+def _row(store: CoordinatedStore, task_id: str) -> TaskSnapshot | None:
+    """The store's row of ``task_id`` (both shared stores answer ``get``)."""
+    row: TaskSnapshot | None = store.get(task_id)  # type: ignore[attr-defined]
+    return row
+
+
+def _retired(scheduler: Scheduler, task_id: str) -> bool:
+    try:
+        scheduler.task(task_id)
+    except TaskRetiredError:
+        return True
+    return False
+
+
+def test_one_off_tasks_finished_in_either_scheduler_retire_from_both(
+    stores: list[CoordinatedStore], schedulers: list[Scheduler]
+) -> None:
+    """Each one-off task runs in one of the two schedulers and is followed into SUCCEEDED
+    by the other; with ``retain_finished=0`` both retire it, and ``task(id)`` says so in
+    both.  Its row and its record stay in the store.  A task that FAILED waits in both
+    dead letters, as in one process."""
+    schedulers += [Scheduler(workers=2, store=store, retain_finished=0) for store in stores[:2]]
+    first, second = schedulers
+    reader = stores[2]
+    ids = [f"job-{n}" for n in range(8)]
+    for task_id in ids:
+        first.schedule(task_id, jobs.noop, OneTime(0), id=task_id)
+    first.schedule("doomed", jobs.broken, OneTime(0), id="doomed",
+                   retry=RetryPolicy(max_attempts=1))  # fmt: skip
+    first.start()
+    second.start()
+
+    def settled() -> bool:
+        rows = [_row(reader, task_id) for task_id in ids]
+        return all(row is not None and row.status is TaskStatus.SUCCEEDED for row in rows)
+
+    wait_until(settled, timeout=20, what="every one-off task to succeed")
+    for scheduler in schedulers:  # before: the tasks the other one ran stayed here for good
+
+        def retired(scheduler: Scheduler = scheduler) -> bool:
+            return all(_retired(scheduler, task_id) for task_id in ids)
+
+        def dead(scheduler: Scheduler = scheduler) -> bool:
+            return "doomed" in scheduler.dead_letter()
+
+        wait_until(retired, timeout=10, what="each one-off task to retire from both schedulers")
+        with pytest.raises(TaskRetiredError, match=r"'job-0' finished \(succeeded\)"):
+            scheduler.task("job-0")
+        wait_until(dead, timeout=10, what="the failed task in both dead letters")
+        assert [task.id for task in scheduler.tasks()] == ["doomed"]
+    for task_id in ids:  # the rows and records stay: nobody deleted or rewrote them
+        row = _row(reader, task_id)
+        assert row is not None
+        assert (row.status, row.run_count) == (TaskStatus.SUCCEEDED, 1)
+        assert [record.ok for record in reader.records(task_id)] == [True]
+
+
+def test_a_task_cancelled_in_the_other_scheduler_retires_here_and_its_row_is_not_rewritten(
+    stores: list[CoordinatedStore], schedulers: list[Scheduler]
+) -> None:
+    """A cancel made in the first scheduler reaches the second, which retires the task
+    (``retain_finished=0``) without writing anything: the reader's change feed hears the
+    cancel and nothing after it.  The first, which keeps every finished task, still holds
+    it."""
+    first = Scheduler(workers=1, store=stores[0], retain_finished=None)
+    second = Scheduler(workers=1, store=stores[1], retain_finished=0)
+    schedulers += [first, second]
+    reader = stores[2]
+    first.schedule("later", jobs.noop, OneTime(delay=LATER), id="later")
+    first.start()
+    second.start()
+    wait_until(lambda: "later" in second._core.tasks, timeout=10, what="the second to follow it")
+    reader.changes()  # what the reader heard so far
+    first.cancel("later")
+    wait_until(lambda: _retired(second, "later"), timeout=10,
+               what="the task cancelled elsewhere to retire")  # fmt: skip
+    with pytest.raises(TaskRetiredError, match=r"'later' finished \(cancelled\)"):
+        second.task("later")
+    changes = reader.changes()
+    assert [(c.task_id, c.snapshot and c.snapshot.status) for c in changes] == [
+        ("later", TaskStatus.CANCELLED)  # the cancel; the retirement wrote nothing
+    ]
+    assert first.task("later").status is TaskStatus.CANCELLED
+
+
+def test_purge_retired_leaves_the_row_of_a_task_that_finished_elsewhere(
+    stores: list[CoordinatedStore], schedulers: list[Scheduler]
+) -> None:
+    """``purge_retired=True`` deletes a task this process finished as it retires here; the
+    row of one that finished in another process is that process's (it still holds it,
+    and deletes it as it retires there if it purges): retired here, it stays in the
+    store.  Here the followed task retires when a cancel made here fills the retention
+    (``retain_finished=1``), outside the change feed."""
+    first = Scheduler(workers=1, store=stores[0], retain_finished=None)
+    second = Scheduler(workers=1, store=stores[1], retain_finished=1, purge_retired=True)
+    schedulers += [first, second]
+    reader = stores[2]
+    first.schedule("theirs", jobs.noop, OneTime(delay=LATER), id="theirs")
+    second.schedule("mine", jobs.noop, OneTime(delay=LATER), id="mine")
+    first.start()
+    second.start()
+    wait_until(lambda: "theirs" in second._core.tasks, timeout=10, what="the second to follow it")
+    first.cancel("theirs")
+    wait_until(lambda: second.task("theirs").status is TaskStatus.CANCELLED, timeout=10,
+               what="the cancel to reach the second")  # fmt: skip
+    second.cancel("mine")  # two finished, one more than it keeps: the earliest retires
+    assert _retired(second, "theirs")
+    row = _row(reader, "theirs")
+    assert row is not None and row.status is TaskStatus.CANCELLED  # before the fix: deleted
+    assert first.task("theirs").status is TaskStatus.CANCELLED
+    second.schedule("next", jobs.noop, OneTime(delay=LATER), id="next")
+    second.cancel("next")  # and its own task, finished here, is purged as it retires
+    assert _retired(second, "mine")
+    assert _row(reader, "mine") is None
+
+
+def test_a_restart_loads_finished_rows_and_retires_those_past_the_retention(
+    store_spec: StoreSpec, stores: list[CoordinatedStore], schedulers: list[Scheduler]
+) -> None:
+    """A scheduler built on a shared store loads its finished rows as finished tasks and
+    retires at once those past its retention, in the order the store first saved them:
+    ``task(id)`` says they retired, as after a restart in one process, and their rows stay."""
+    first = Scheduler(workers=1, store=stores[0], retain_finished=None)
+    schedulers.append(first)
+    ids = [f"done-{n}" for n in range(4)]
+    for task_id in ids:
+        first.schedule(task_id, jobs.noop, OneTime(delay=LATER), id=task_id)
+        first.cancel(task_id)
+    first.schedule("live", jobs.noop, OneTime(delay=LATER), id="live")
+    later = Scheduler(workers=1, store=stores[1], retain_finished=1)
+    schedulers.append(later)
+    assert [task.id for task in later.tasks()] == ["done-3", "live"]
+    for task_id in ids[:3]:
+        assert _retired(later, task_id)
+        assert _row(stores[2], task_id) is not None
+    with pytest.raises(TaskNotFoundError):
+        later.task("never")
+
+
+def test_a_coroutine_task_that_finished_elsewhere_leaves_nothing_here_once_retired(
+    stores: list[CoordinatedStore], schedulers: list[Scheduler]
+) -> None:
+    """What the runtime keeps per task goes with the task: a one-off coroutine task
+    cancelled in the other scheduler and retired here is not left among the ids of the
+    tasks the event loop runs (one per followed task, for good, before)."""
+    first = Scheduler(workers=1, store=stores[0], retain_finished=None)
+    second = Scheduler(workers=1, store=stores[1], retain_finished=0)
+    schedulers += [first, second]
+    first.schedule("async", cluster_jobs.until_cancelled, OneTime(delay=LATER),
+                   id="async")  # fmt: skip
+    first.start()
+    second.start()
+    wait_until(lambda: "async" in second._core.tasks, timeout=10, what="the second to follow it")
+    first.cancel("async")
+    wait_until(lambda: _retired(second, "async"), timeout=10, what="the task to retire")
+    second.schedule("probe", jobs.noop, OneTime(delay=LATER), id="probe")  # a sync
+    assert "async" not in second._loop_ids
