@@ -34,6 +34,7 @@ __all__ = ["CoordinatedMethods"]
 log = logging.getLogger(CLUSTER)
 
 _CONTROL = ("paused", "cancelled")  # statuses a control verb writes, which win over a settle
+_OWED = ("retrying", "failed")  # a run that ends so decides, a new definition followed or not
 
 
 class CoordinatedMethods:
@@ -139,10 +140,11 @@ class CoordinatedMethods:
                     status = row[0]
                     if status == "cancelled":
                         snapshot = snapshot._replace(next_run_at=None)
-                if unfollowed is not None:  # the row's when, and its status unless decided above
+                if unfollowed is not None:  # read back: this process follows the row
+                    if unfollowed is not snapshot and not overridden:
+                        status = row[0]  # the write's status goes with its when
                     snapshot = unfollowed
-                    status = status if overridden else row[0]
-                    overridden = True  # read back: this process follows the row
+                    overridden = True
                 version = self._write_state(connection, snapshot, status=status)
                 for record in records:
                     count = self._append(connection, record, seq=bump(connection, "record"))
@@ -163,7 +165,10 @@ class CoordinatedMethods:
         process's registry had not taken the new schedule, so the run could not count
         it from its finish; the write's own due instant stands.  A definition this
         process had followed was counted from the finish, and its settle decides, as
-        in one process.  The same rule as PostgreSQL's (``postgres_sql._WHEN``)."""
+        in one process.  A run that owes its slot a retry, or failed it for good, decides
+        all the same (``snapshot`` itself is returned): one process retries first, then
+        counts the new schedule, and a new definition never changes whether a task runs.
+        The same rule as PostgreSQL's (``postgres_sql._WHEN``)."""
         task_id = snapshot.task.id
         lease = connection.execute(
             "SELECT slot, attempt FROM leases WHERE task_id = ? AND token = ?", (task_id, token)
@@ -175,6 +180,8 @@ class CoordinatedMethods:
             return None
         if (row[1], row[2]) == tuple(lease):
             return None  # the when stayed where the claim found it: the run decides it
+        if snapshot.status.value in _OWED:
+            return snapshot
         return snapshot._replace(next_run_at=row[1], attempt=row[2], waited=row[3])
 
     def misfired(
