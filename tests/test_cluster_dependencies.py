@@ -272,10 +272,13 @@ def test_an_upstream_run_that_ended_a_wait_its_process_had_not_seen_yet_ends_it_
 ) -> None:
     """B finds load BLOCKED while A's run of extract is going; A finishes before it has
     read that row (its store is polled hourly: nothing wakes it). A's run decided the
-    wait: a success releases load, a failure for good fails it (UpstreamFailed), in A
-    when the row reaches it, once; B, which ran neither, leaves it alone."""
+    wait: a success releases load, a failure for good fails it (UpstreamFailed), in A,
+    once; B, which ran neither, leaves it alone. A reads the feed as its run ends (the
+    run's task has dependents): nothing else wakes it (leases of an hour, renewed every
+    20 minutes). Before, the failure waited for A's next renewal of a lease (10 s with
+    30 s leases, the wait's timeout: it failed on a loaded machine)."""
     path = tmp_path / "tasks.db"
-    stores = [SqliteTaskStore(path, shared=True, lease=LEASE, poll=HOUR) for _ in range(3)]
+    stores = [SqliteTaskStore(path, shared=True, lease=HOUR, poll=HOUR) for _ in range(3)]
     a, b = (Scheduler(workers=2, store=store).start() for store in stores[:2])
     cluster_jobs.released.clear()
     extract = cluster_jobs.held_until_released if ends == "ok" else cluster_jobs.held_then_broken

@@ -222,6 +222,10 @@ class Dependencies:
         retired it; one that retired CANCELLED had failed its dependents already."""
         self._retired[task_id] = SUCCEEDED
 
+    def named(self, task_id: str) -> bool:
+        """True when registered tasks depend on ``task_id``."""
+        return bool(self._dependents.get(task_id))
+
     def dependents(self, task_id: str) -> list[ScheduledTask]:
         """The registered tasks that depend on ``task_id``, in registration order."""
         found = self._dependents.get(task_id, {})

@@ -207,6 +207,14 @@ class DependencyWaits(CoreParts):
         if previous is not BLOCKED or known is None or known < began:
             deps.blocked_at[task.id] = began
 
+    def decides_waits(self, task: ScheduledTask) -> bool:
+        """Shared: True when tasks depend on ``task`` here, so that its run's end may have
+        decided a wait whose BLOCKED row this process has not read yet: the runtime reads
+        the change feed at once, not at its next wake (up to ``poll`` later), and ends
+        the wait then (:meth:`wait_followed`)."""
+        deps = self._deps
+        return deps is not None and deps.shared and deps.named(task.id)
+
     def wait_followed(self, task: ScheduledTask) -> bool:
         """A BLOCKED row another process wrote, taken here: its wait ends here (written
         from here) if this process ran what decided it after it had last seen the task:
