@@ -102,7 +102,8 @@ class CoordinatedMethods:
         """Write the run's record and the task's state after it, and drop the lease, only
         while the lease with ``token`` is held; :class:`LeaseLost` (nothing written)
         otherwise.  A pause or cancel another process wrote during the run wins over
-        the run's status (the task stays paused or cancelled; the record is kept), and
+        the run's status (the task stays paused or cancelled; the record is kept; a run
+        that succeeded or failed for good ends its task all the same after a pause), and
         so does the due instant of a new definition this process had not followed
         (:meth:`_unfollowed`)."""
         self._settle(snapshot, (record,), token=token)
@@ -130,11 +131,14 @@ class CoordinatedMethods:
                     shared.refetch.add(task_id)  # the new holder's state is the truth
                     raise LeaseLost(task_id=task_id, token=token)
                 status = snapshot.status.value
+                # A pause or cancel written elsewhere during the run wins over its status;
+                # a run that ended its task ends it after a pause (postgres_sql._ENDS),
+                # while a cancel is final, as in one process.
                 overridden = (
                     row is not None
                     and row[1] != shared.seen.get(task_id, row[1])
                     and row[0] in _CONTROL
-                    and status not in ("succeeded", "failed")
+                    and (row[0] == "cancelled" or status not in ("succeeded", "failed"))
                 )
                 if overridden:  # a control verb from elsewhere, written during the run
                     status = row[0]
