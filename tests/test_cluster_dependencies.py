@@ -272,10 +272,13 @@ def test_an_upstream_run_that_ended_a_wait_its_process_had_not_seen_yet_ends_it_
 ) -> None:
     """B finds load BLOCKED while A's run of extract is going; A finishes before it has
     read that row (its store is polled hourly: nothing wakes it). A's run decided the
-    wait: a success releases load, a failure for good fails it (UpstreamFailed), in A
-    when the row reaches it, once; B, which ran neither, leaves it alone."""
+    wait: a success releases load, a failure for good fails it (UpstreamFailed), in A,
+    once; B, which ran neither, leaves it alone. A reads the feed as its run ends (the
+    run's task has dependents): nothing else wakes it (leases of an hour, renewed every
+    20 minutes). Before, the failure waited for A's next renewal of a lease (10 s with
+    30 s leases, the wait's timeout: it failed on a loaded machine)."""
     path = tmp_path / "tasks.db"
-    stores = [SqliteTaskStore(path, shared=True, lease=LEASE, poll=HOUR) for _ in range(3)]
+    stores = [SqliteTaskStore(path, shared=True, lease=HOUR, poll=HOUR) for _ in range(3)]
     a, b = (Scheduler(workers=2, store=store).start() for store in stores[:2])
     cluster_jobs.released.clear()
     extract = cluster_jobs.held_until_released if ends == "ok" else cluster_jobs.held_then_broken
@@ -366,3 +369,38 @@ def test_an_upstream_cannot_be_removed_from_another_process_while_the_dependent_
     assert {s.task.id for s in reader.load_all()} == {"extract", "load"}
     first.run_now("extract")
     wait_until(_ran(reader, "load", 1), timeout=10, what="load released and run")
+
+
+def test_a_blocked_dependent_given_an_upstream_that_succeeded_before_its_start_stays_blocked(
+    pair: Pair,
+) -> None:
+    """As in one process (tests/test_dependencies.py, same name): load ran on extract's
+    success and waits BLOCKED for the next; registered again in the second process naming
+    other instead, whose one success came before load's start, it stays BLOCKED (no
+    release and block again) until other's next success, one wait record for that wait.
+    Before, the process that registered it released it as a new task (other had
+    succeeded), and the claim blocked it again from the records."""
+    first, second, reader = pair
+    for scheduler in (first, second):
+        scheduler.schedule("other", jobs.noop, FixedRate(HOUR, start_delay=HOUR), id="other",
+                           replace_existing=True)  # fmt: skip
+        _hourly(scheduler)
+    first.run_now("other")
+    wait_until(_ran(reader, "other", 1), timeout=10, what="other ran")
+    first.run_now("extract")
+    wait_until(_ran(reader, "load", 1, then=TaskStatus.SCHEDULED), timeout=10,
+               what="load released, ran and scheduled")  # fmt: skip
+    first.run_now("load")
+    wait_until(_both_see(pair, "load", BLOCKED), timeout=10, what="load's next slot blocked")
+    load = second.schedule("load", jobs.noop, FixedRate(HOUR), id="load", depends_on=["other"],
+                           replace_existing=True)  # fmt: skip
+    assert load.status is BLOCKED
+    wait_until(lambda: first.task("load").depends_on == ("other",), timeout=10,
+               what="the first process follows the new definition")  # fmt: skip
+    assert first.task("load").status is BLOCKED
+    first.run_now("other")
+    wait_until(_ran(reader, "load", 2), timeout=10, what="released by other's success")
+    waits = _records(reader, "load", Outcome.BLOCKED)
+    assert len(waits) == 2
+    (_, latest) = [record for record in reader.records("other") if record.ok]
+    assert waits[1].finished >= latest.finished

@@ -310,6 +310,65 @@ def test_a_blocked_dependent_registered_again_with_another_upstream_waits_for_th
     driven.runtime.remove("extract")
 
 
+def test_a_dependent_that_ran_and_is_given_another_upstream_waits_for_a_success_since_its_start(
+    driven: Driven,
+) -> None:
+    # "other" succeeded at 10 s, "load" ran at 30 s on extract's success at 20 s, then
+    # names "other" too: its slot at 1 h + 30 s waits for a success of other after 30 s
+    # (at 2 h + 10 s), as any slot does, and as a restart or another process counts it
+    # from the records; the new definition does not make it a new task.
+    driven.add("other", FixedRate(2 * HOUR, start_delay=10), id="other")
+    driven.add("extract", FixedRate(HOUR, start_delay=20), id="extract")
+    load = driven.add("load", FixedRate(HOUR, start_delay=30), id="load", depends_on=["extract"])
+    driven.run_until(T0 + 60)
+    driven.add("load", FixedRate(HOUR, start_delay=30), id="load", replace_existing=True,
+               depends_on=["extract", "other"])  # fmt: skip
+    driven.run_until(T0 + HOUR + 60)
+    assert load.status is BLOCKED
+    driven.run_until(T0 + 2 * HOUR + 15)
+    assert [run.started - T0 for run in runs(driven, load)] == [30, 2 * HOUR + 10]
+    assert [(w.started - T0, w.finished - T0) for w in waits(load)] == [(HOUR + 30, 2 * HOUR + 10)]
+
+
+def test_a_blocked_dependent_given_an_upstream_that_succeeded_before_its_start_stays_blocked(
+    driven: Driven,
+) -> None:
+    # "load" ran at 30 s and is BLOCKED from 1 h + 30 s on extract (every 2 h); named
+    # "other" instead (which succeeded at 10 s, before load's start): still BLOCKED, its
+    # one wait ending at other's next success (3 h + 10 s), as in several processes.
+    driven.add("other", FixedRate(3 * HOUR, start_delay=10), id="other")
+    driven.add("extract", FixedRate(2 * HOUR, start_delay=20), id="extract")
+    load = driven.add("load", FixedRate(HOUR, start_delay=30), id="load", depends_on=["extract"])
+    driven.run_until(T0 + HOUR + 60)
+    assert load.status is BLOCKED
+    driven.add("load", FixedRate(HOUR, start_delay=30), id="load", replace_existing=True,
+               depends_on=["other"])  # fmt: skip
+    assert load.status is BLOCKED
+    driven.run_until(T0 + 3 * HOUR + 15)
+    assert [run.started - T0 for run in runs(driven, load)] == [30, 3 * HOUR + 10]
+    assert [(w.started - T0, w.finished - T0) for w in waits(load)] == [(HOUR + 30, 3 * HOUR + 10)]
+
+
+def test_a_dependent_given_another_upstream_during_its_run_counts_from_that_run() -> None:
+    # load runs 10 minutes from 30 s and from 1 h + 30 s; "other" succeeded at 1 h + 10 s,
+    # between those starts. Named during the second run, other counts from that run's
+    # start, as the run's record will say: the slot at 2 h + 30 s waits for its next
+    # success (4 h + 10 s), not the one before the run.
+    sim = Simulation(workers=2, start=T0)
+    sim.schedule("other", FixedRate(3 * HOUR, start_delay=HOUR + 10), id="other")
+    sim.schedule("extract", FixedRate(HOUR, start_delay=20), id="extract")
+    load = sim.schedule("load", FixedRate(HOUR, start_delay=30), id="load", duration=600,
+                        depends_on=["extract"])  # fmt: skip
+    sim.run(T0 + HOUR + 60)
+    assert load.running
+    sim.schedule("load", FixedRate(HOUR, start_delay=30), id="load", duration=600,
+                 depends_on=["extract", "other"], replace_existing=True)  # fmt: skip
+    sim.run(T0 + 4 * HOUR + 900)
+    assert [r.started - T0 for r in load.history if r.outcome.ran] == [
+        30, HOUR + 30, 4 * HOUR + 10,
+    ]  # fmt: skip
+
+
 # -- control verbs on a blocked task -------------------------------------------------------
 
 

@@ -304,7 +304,7 @@ class DefinitionVerbs(CoreParts):
             self._requeue(task)
         self._announce(task, now)
         if options.depends_on != saved.options.depends_on:
-            self._relink(task)  # other upstreams: wait for what they say
+            self._relink(task, saved.options.depends_on)  # other upstreams: wait for them
         return task
 
     def _start_afresh(self, task: ScheduledTask, schedule: Schedule, first: float) -> float | None:

@@ -33,6 +33,10 @@ are its *upstreams*.  The rule, stated once (the core carries it out in
   After a restart, an upstream a restored dependent names that the store no longer
   holds (``purge_retired`` deleted its row) counts as a retired success.
 
+* **A new definition** (``replace_existing`` with other ``depends_on``) changes which
+  upstreams the next slot waits for, not since when: one named anew counts by the
+  rule above, from the dependent's latest slot (:meth:`Dependencies.relink`).
+
 * Counted from records instead (after a restart, and on a shared store), the rule
   is :func:`wait_of`: the order of events is read from the records' times.
 
@@ -54,7 +58,7 @@ runtime's lock covers it as it covers the core.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from lldsched.core.names import SUCCEEDED
@@ -119,6 +123,16 @@ def _latest_start(history: Iterable[ExecutionRecord]) -> float | None:
     return starts[-1] if starts else None
 
 
+def _since(task: ScheduledTask) -> float | None:
+    """When ``task``'s latest slot started, from its history in memory; for a first
+    attempt in flight (its record is not made yet), that slot's due instant (its start
+    less the dispatch's delay)."""
+    run = task._run
+    if run is not None and run.attempt == 1:
+        return run.due
+    return _latest_start(task.history)
+
+
 class Dependencies:
     """The graph of a core's registry and each dependent's waiting set.
 
@@ -158,6 +172,31 @@ class Dependencies:
             known = [(upstream, self._known(upstream)) for upstream in task.depends_on]
             self.waiting[task.id] = wait_of(since=None, upstreams=known).waiting
 
+    def relink(self, task: ScheduledTask, before: Collection[str]) -> None:
+        """``task`` names other upstreams now (a new definition; ``before``: those it named).
+
+        A new definition changes which upstreams its next slot waits for, not since when
+        (docs/DECISIONS.md, "Dependencies"): one it named before is waited for as it was;
+        one it names anew, unless a success of it finished after the task's latest slot
+        started (:func:`wait_of`: for a task that never ran, unless it ever succeeded), as
+        far as the histories in memory reach.  So a restart, or another process, which
+        count from the records, agree.  On a shared store it is counted from the records
+        (:meth:`recount`).
+        """
+        was = self.waiting.get(task.id, set())
+        self.link(task)
+        if self._records is not None:
+            self.recount(task)
+            return
+        fresh = [
+            (upstream, self._in_memory(upstream))
+            for upstream in task.depends_on
+            if upstream not in before
+        ]
+        waits = wait_of(since=_since(task), upstreams=fresh).waiting
+        kept = {upstream for upstream in task.depends_on if upstream in before and upstream in was}
+        self.waiting[task.id] = kept | waits
+
     def unlink(self, task_id: str) -> None:
         """Forget ``task_id``'s own edges (as a dependent)."""
         for upstream, dependents in list(self._dependents.items()):
@@ -182,6 +221,10 @@ class Dependencies:
         still named).  It counts as a retired success, as it did in the process that
         retired it; one that retired CANCELLED had failed its dependents already."""
         self._retired[task_id] = SUCCEEDED
+
+    def named(self, task_id: str) -> bool:
+        """True when registered tasks depend on ``task_id``."""
+        return bool(self._dependents.get(task_id))
 
     def dependents(self, task_id: str) -> list[ScheduledTask]:
         """The registered tasks that depend on ``task_id``, in registration order."""
@@ -250,6 +293,12 @@ class Dependencies:
             for_good=self._status(upstream) is SUCCEEDED,
             ever=_has_succeeded(found),
         )
+
+    def _in_memory(self, upstream: str) -> Successes:
+        """What the registry knows of ``upstream``'s successes, their finish times from its
+        history in memory."""
+        known = self._known(upstream)
+        return known._replace(finished=self._succeeded_in_memory(upstream))
 
     def _succeeded_in_memory(self, upstream: str) -> list[float]:
         """The finish times of ``upstream``'s successes in its in-memory history."""

@@ -150,13 +150,15 @@ class DependencyWaits(CoreParts):
         self._keep(task, record)
         return record
 
-    def _relink(self, task: ScheduledTask) -> None:
-        """``task`` was given other upstreams: wait for what they say, as a new task
-        would; a BLOCKED task that now waits for nothing is released."""
+    def _relink(self, task: ScheduledTask, before: tuple[str, ...]) -> None:
+        """``task`` was given other upstreams (``before``: those it named): its next slot
+        waits for what they say since its latest slot started
+        (:meth:`Dependencies.relink <lldsched.core.dependencies.Dependencies.relink>`);
+        a BLOCKED task that now waits for nothing is released."""
         deps = self._dependencies()
         blocked_since = deps.blocked_at.get(task.id)  # both calls below forget it
         if task.depends_on:
-            deps.link(task)
+            deps.relink(task, before)
         else:
             deps.unlink(task.id)
         if blocked_since is not None:  # the wait goes on, or ends now: from when it began
@@ -204,6 +206,14 @@ class DependencyWaits(CoreParts):
         known = deps.blocked_at.get(task.id)
         if previous is not BLOCKED or known is None or known < began:
             deps.blocked_at[task.id] = began
+
+    def decides_waits(self, task: ScheduledTask) -> bool:
+        """Shared: True when tasks depend on ``task`` here, so that its run's end may have
+        decided a wait whose BLOCKED row this process has not read yet: the runtime reads
+        the change feed at once, not at its next wake (up to ``poll`` later), and ends
+        the wait then (:meth:`wait_followed`)."""
+        deps = self._deps
+        return deps is not None and deps.shared and deps.named(task.id)
 
     def wait_followed(self, task: ScheduledTask) -> bool:
         """A BLOCKED row another process wrote, taken here: its wait ends here (written

@@ -305,8 +305,13 @@ TRIM_REMOVALS = "DELETE FROM removals WHERE xid < %(below)s::text::xid8"
 _OWN = "(t.version = s.claimed OR t.writer = %(node)s)"
 _AS_RESUMED = f"(t.resumed AND t.status IN {LIVE})"
 _FOLLOWED = "(t.version = s.seen AND s.definition IS NULL)"
-_WHEN = f"""({_OWN} OR {_AS_RESUMED} OR {_FOLLOWED}
+_OWED = f"(s.status IN ('retrying', 'failed') AND t.status IN {LIVE})"
+_WHEN = f"""({_OWN} OR {_AS_RESUMED} OR {_FOLLOWED} OR {_OWED}
           OR (t.next_run_at = s.slot AND t.attempt = s.claimed_attempt))"""
+# The run's status goes with the when it decides, unless a control verb (pause, cancel)
+# was written: the row was left scheduled with no due instant, and a failure for good out
+# of the dead letter, when another node's modify or followed replacement came during it.
+_DECIDES = f"({_WHEN} AND t.status IN {LIVE} AND s.status <> 'paused')"
 _RUNNABLE = "CASE WHEN s.attempt > 0 THEN 'retrying' ELSE 'scheduled' END"  # core/names.runnable
 # A run that ends its task (succeeded, or failed for good) ends it even when a pause was
 # written elsewhere during it, as in one process and on SQLite: left paused, the row had
@@ -314,7 +319,7 @@ _RUNNABLE = "CASE WHEN s.attempt > 0 THEN 'retrying' ELSE 'scheduled' END"  # co
 _ENDS = "(s.status IN ('succeeded', 'failed') AND t.status = 'paused')"
 _STATUS = f"""CASE WHEN {_OWN} OR {_ENDS} THEN s.status
             WHEN {_AS_RESUMED} AND s.status = 'paused' THEN {_RUNNABLE}
-            WHEN {_AS_RESUMED} THEN s.status ELSE t.status END"""
+            WHEN {_AS_RESUMED} OR {_DECIDES} THEN s.status ELSE t.status END"""
 
 # _SETTLED_SLOT: a settle's own state has no ``slot`` (TaskSnapshot.slot): the run's
 # finish makes the next due a fresh slot (or a retry, or none), never a plan's run put
@@ -354,7 +359,8 @@ settled AS (
         slot = CASE WHEN {_WHEN} THEN NULL ELSE t.slot END,  -- _SETTLED_SLOT
         run_count = s.run_count, failure_count = s.failure_count, last_error = s.last_error,
         running = CASE WHEN {_OWN} THEN s.running ELSE false END,
-        failed_seq = CASE WHEN NOT ({_OWN} OR {_AS_RESUMED} OR {_ENDS}) THEN t.failed_seq
+        failed_seq = CASE WHEN NOT ({_OWN} OR {_AS_RESUMED} OR {_ENDS} OR {_DECIDES})
+                THEN t.failed_seq
             WHEN s.status = 'failed'
                 THEN coalesce(t.failed_seq, pg_catalog.nextval('dead_letter_seq'))
             END,

@@ -41,6 +41,7 @@ __all__ = ["CoordinatedMethods"]
 log = logging.getLogger(CLUSTER)
 
 _CONTROL = ("paused", "cancelled")  # statuses a control verb writes, which win over a settle
+_OWED = ("retrying", "failed")  # a run that ends so decides, a new definition followed or not
 
 
 class CoordinatedMethods:
@@ -108,7 +109,8 @@ class CoordinatedMethods:
         """Write the run's record and the task's state after it, and drop the lease, only
         while the lease with ``token`` is held; :class:`LeaseLost` (nothing written)
         otherwise.  A pause or cancel another process wrote during the run wins over
-        the run's status (the task stays paused or cancelled; the record is kept), and
+        the run's status (the task stays paused or cancelled; the record is kept; a run
+        that succeeded or failed for good ends its task all the same after a pause), and
         so does the due instant of a new definition this process had not followed
         (:meth:`_unfollowed`)."""
         self._settle(snapshot, (record,), token=token)
@@ -136,20 +138,24 @@ class CoordinatedMethods:
                     shared.refetch.add(task_id)  # the new holder's state is the truth
                     raise LeaseLost(task_id=task_id, token=token)
                 status = snapshot.status.value
+                # A pause or cancel written elsewhere during the run wins over its status;
+                # a run that ended its task ends it after a pause (postgres_sql._ENDS),
+                # while a cancel is final, as in one process.
                 overridden = (
                     row is not None
                     and row[1] != shared.seen.get(task_id, row[1])
                     and row[0] in _CONTROL
-                    and status not in ("succeeded", "failed")
+                    and (row[0] == "cancelled" or status not in ("succeeded", "failed"))
                 )
                 if overridden:  # a control verb from elsewhere, written during the run
                     status = row[0]
                     if status == "cancelled":
                         snapshot = snapshot._replace(next_run_at=None)
-                if unfollowed is not None:  # the row's when, and its status unless decided above
+                if unfollowed is not None:  # read back: this process follows the row
+                    if unfollowed is not snapshot and not overridden:
+                        status = row[0]  # the write's status goes with its when
                     snapshot = unfollowed
-                    status = status if overridden else row[0]
-                    overridden = True  # read back: this process follows the row
+                    overridden = True
                 version = self._write_state(connection, snapshot, status=status)
                 for record in records:
                     count = self._append(connection, record, seq=bump(connection, "record"))
@@ -170,7 +176,10 @@ class CoordinatedMethods:
         process's registry had not taken the new schedule, so the run could not count
         it from its finish; the write's own due instant stands.  A definition this
         process had followed was counted from the finish, and its settle decides, as
-        in one process.  The same rule as PostgreSQL's (``postgres_sql._WHEN``)."""
+        in one process.  A run that owes its slot a retry, or failed it for good, decides
+        all the same (``snapshot`` itself is returned): one process retries first, then
+        counts the new schedule, and a new definition never changes whether a task runs.
+        The same rule as PostgreSQL's (``postgres_sql._WHEN``)."""
         task_id = snapshot.task.id
         lease = connection.execute(
             "SELECT slot, attempt FROM leases WHERE task_id = ? AND token = ?", (task_id, token)
@@ -184,6 +193,8 @@ class CoordinatedMethods:
             return None
         if (row[1], row[2]) == tuple(lease):
             return None  # the when stayed where the claim found it: the run decides it
+        if snapshot.status.value in _OWED:
+            return snapshot
         return snapshot._replace(next_run_at=row[1], attempt=row[2], waited=row[3], slot=row[4])
 
     def misfired(

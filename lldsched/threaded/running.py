@@ -216,8 +216,8 @@ class RunExecution(SchedulerParts):
         if lag < last_look.set_back_below or lag > last_look.ahead_above:
             finished = self._jumped_since(finished, lag)
         record = self._core.finish(run, started, finished, error, result, timed_out)
-        if self._coordinator is not None:
-            self._coordinator.done(run)
+        if self._coordinator is not None and self._coordinator.done(run):
+            self._wake.notify()  # the feed may hold a wait this run decided: read it now
         if not record.ok:
             self._log_then_settle(run, record, explained)
             return
@@ -270,8 +270,8 @@ class RunExecution(SchedulerParts):
         if lag < last_look.set_back_below or lag > last_look.ahead_above:
             finished = self._jumped_since(finished, lag)
         record = self._core.finish(run, started, finished, error, result, timed_out)
-        if self._coordinator is not None:
-            self._coordinator.done(run)
+        if self._coordinator is not None and self._coordinator.done(run):
+            self._wake.notify()  # the feed may hold a wait this run decided: read it now
         if record.ok:
             return False
         self._failures.append(failure_line(run, record, raised, scheduler=self.name))

@@ -346,12 +346,16 @@ class Coordinator:
                 self._watch.add(claim.token, run.context)
         return run
 
-    def done(self, run: Run) -> None:
-        """The run is settled (its store write was fenced by its token): forget its lease."""
+    def done(self, run: Run) -> bool:
+        """The run is settled (its store write was fenced by its token): forget its lease.
+        True when the timer should read the change feed now: the run's task has
+        dependents, and its end may decide a wait (:meth:`SchedulerCore.decides_waits
+        <lldsched.core.waiting.DependencyWaits.decides_waits>`)."""
         if run.token is not None:
             self._running.pop(run.token, None)
             self._watch.discard(run.token)
             self._held_none()
+        return self._core.decides_waits(run.task)
 
     def _held_none(self) -> None:
         """Nothing held any more: no renewal due, and the next claim starts the trust's
