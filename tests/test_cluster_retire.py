@@ -58,10 +58,15 @@ def _row(store: CoordinatedStore, task_id: str) -> TaskSnapshot | None:
 
 
 def _retired(scheduler: Scheduler, task_id: str) -> bool:
+    """True once ``scheduler`` retired ``task_id``; False while it holds the task or has
+    not followed it yet (a scheduler built before the other registered its tasks knows
+    them only once its feed has read them)."""
     try:
         scheduler.task(task_id)
     except TaskRetiredError:
         return True
+    except TaskNotFoundError:
+        return False
     return False
 
 

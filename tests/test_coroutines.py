@@ -27,6 +27,7 @@ from lldsched import (
 )
 from lldsched.threaded.coroutines import START_BATCH
 from tests.conftest import SchedulerFactory, settle
+from tests.waits import wait_until
 
 
 def loop_threads() -> list[threading.Thread]:
@@ -210,7 +211,10 @@ def test_max_coroutines_bounds_the_coroutine_runs_in_flight(
 
     scheduler = make_scheduler(workers=4, clock=clock, max_coroutines=2)
     tasks = [scheduler.schedule(f"h{n}", hold, OneTime(delay=0)) for n in range(6)]
-    assert not scheduler.wait_idle(timeout=0.2)  # short bounded wait: they hold
+    # Two begin (waited for: on a loaded host the loop thread took more than 0.2 s to
+    # start the first), then a short bounded wait to prove a negative: no third beside them.
+    wait_until(lambda: running[0] == 2, timeout=5, what="two coroutine runs in flight")
+    assert not scheduler.wait_idle(timeout=0.2)
     assert peak[0] == 2
     release.set()
     settle(scheduler)

@@ -379,6 +379,60 @@ def test_a_pause_written_by_another_store_during_a_run_wins_over_its_settle(
     assert change.snapshot is not None and change.snapshot.status is TaskStatus.PAUSED
 
 
+@pytest.fixture
+def running(path: str) -> Iterator[tuple[Scheduler, SqliteTaskStore]]:
+    """A started scheduler on a shared store whose task "kept" (jobs.gated, FixedRate(60))
+    is running; the gate is opened and the scheduler stopped afterwards."""
+    jobs.GATE.clear()
+    store = SqliteTaskStore(path, shared=True)
+    scheduler = Scheduler(clock=FakeClock(T0), store=store)
+    scheduler.start()
+    try:
+        kept = scheduler.schedule("kept", jobs.gated, FixedRate(60), id="kept")
+        wait_until(lambda: kept.status is TaskStatus.RUNNING, timeout=5, what="the run")
+        yield scheduler, store
+    finally:
+        jobs.GATE.set()
+        assert scheduler.shutdown(timeout=5)
+        store.close()
+        jobs.GATE.clear()
+
+
+def test_a_redefinition_during_a_run_reaches_the_file_with_its_settle(
+    running: tuple[Scheduler, SqliteTaskStore],
+) -> None:
+    """The RUNNING save of a run this process holds writes nothing, and the settle wrote
+    the state only: a replacement made during a run never reached the file (the other
+    processes, and this one restarted, kept the old name and schedule) until some later
+    write that was not a run's.  PostgreSQL's settle writes it; so does this one now."""
+    scheduler, store = running
+    scheduler.schedule("renamed", jobs.gated, FixedRate(30), id="kept", replace_existing=True)
+    jobs.GATE.set()
+    assert scheduler.wait_idle(timeout=5)
+    assert [(s.task.name, s.task.schedule) for s in store.load_all()] == [
+        ("renamed", FixedRate(30))
+    ]
+    with SqliteTaskStore(store.path, shared=True) as other:  # another process's view
+        assert [(s.task.name, s.task.schedule) for s in other.load_all()] == [
+            ("renamed", FixedRate(30))
+        ]
+
+
+def test_a_redefinition_during_a_run_the_file_cannot_keep_is_refused_when_made(
+    running: tuple[Scheduler, SqliteTaskStore],
+) -> None:
+    scheduler, store = running
+    kept = scheduler.task("kept")
+    with pytest.raises(ValidationError, match=r"task 'kept': .*lambda"):
+        scheduler.schedule("kept", lambda: None, FixedRate(30), id="kept", replace_existing=True)
+    assert kept.action is jobs.gated and kept.schedule == FixedRate(60)
+    jobs.GATE.set()
+    assert scheduler.wait_idle(timeout=5)
+    assert [(s.task.name, s.task.schedule, s.run_count) for s in store.load_all()] == [
+        ("kept", FixedRate(60), 1)
+    ]
+
+
 @pytest.mark.parametrize("how", ["removed", "replaced"])
 def test_a_store_whose_file_was_removed_or_replaced_refuses_to_claim(
     pair: tuple[SqliteTaskStore, SqliteTaskStore], path: str, how: str

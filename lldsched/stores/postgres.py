@@ -273,11 +273,25 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
             self._fenced(snapshot, (record,), token=token)
             return
         if snapshot.status is TaskStatus.RUNNING and snapshot.task.id in self._held:
+            self._check_redefined(snapshot.task)
             return  # the lease says so
         with self._using() as connection, connection.transaction():
             self._write(connection, snapshot)
             if record is not None:
                 self._append(connection, record)
+
+    def _check_redefined(self, task: Task) -> None:
+        """A RUNNING save of a run this node holds writes nothing, but its definition may
+        be new (a replacement, a rename during the run): the run's settle writes it
+        (:func:`~lldsched.stores.postgres_batch.settle_parameters`), on the writer
+        thread, where a definition PostgreSQL cannot keep failed the whole batch.  So it
+        is refused here, as :meth:`_write` refuses one, and the caller puts the old one
+        back.  ``_defined`` is read without the lock: it holds only definitions already
+        written, so one equal to ``task`` proves it keepable whatever moment the read
+        sees, and the per-run path takes no lock the writer thread may hold."""
+        if self._defined.get(task.id) != task:
+            check_keepable(task)
+            encode_task(task)
 
     def save_all(self, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord]) -> None:
         """Write the task's state and every one of ``records`` (a run's, then the slots it

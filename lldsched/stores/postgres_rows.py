@@ -40,9 +40,11 @@ compression, so what passed depended on how well an id compressed."""
 def check_keepable(task: Task) -> None:
     """Refuse a task whose id PostgreSQL cannot keep as an index key: one over
     :data:`MAX_ID_BYTES`.  Asked when a definition is written (a registration, a
-    replacement), the one time the id and name reach the database new; text no durable
-    store keeps (a NUL, a lone surrogate) is :func:`~lldsched.stores.codec.check_text`'s,
-    asked as the definition is encoded."""
+    replacement), the one time the id and name reach the database new, and for a
+    replacement during a run this node holds when it is made, before the run's settle
+    writes it (``PostgresTaskStore._check_redefined``); text no durable store keeps (a
+    NUL, a lone surrogate) is :func:`~lldsched.stores.codec.check_text`'s, asked as the
+    definition is encoded."""
     size = len(task.id.encode("utf-8", "surrogatepass"))
     if size > MAX_ID_BYTES:
         raise ValidationError(

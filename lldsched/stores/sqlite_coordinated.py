@@ -128,6 +128,7 @@ class CoordinatedMethods:
                     "SELECT status, version FROM tasks WHERE id = ?", (task_id,)
                 ).fetchone()
                 unfollowed = None
+                redefined = shared.redefined.pop(task_id, None)
                 known = self._defined.get(task_id, snapshot.task)
                 if row is not None and (
                     row[1] != shared.seen.get(task_id, row[1])
@@ -156,11 +157,24 @@ class CoordinatedMethods:
                         status = row[0]  # the write's status goes with its when
                     snapshot = unfollowed
                     overridden = True
-                version = self._write_state(connection, snapshot, status=status)
+                # A definition this process gave the task during the run, when no other
+                # process wrote the row meanwhile (else that write stands, as on
+                # PostgreSQL: postgres_sql._OWN).
+                definition = (
+                    encode_task(snapshot.task)
+                    if redefined is not None and redefined == snapshot.task and not overridden
+                    and row is not None and row[1] == shared.seen.get(task_id, row[1])
+                    else None
+                )  # fmt: skip
+                version = self._write_state(
+                    connection, snapshot, status=status, definition=definition
+                )
                 for record in records:
                     count = self._append(connection, record, seq=bump(connection, "record"))
                     self._counts[task_id] = count
             shared.settled[task_id] = token
+            if definition is not None:
+                self._defined[task_id] = snapshot.task
             if overridden:
                 shared.refetch.add(task_id)  # this process must follow the row, not its own
             else:
@@ -368,6 +382,9 @@ class CoordinatedMethods:
             if shared.muted:
                 return
             if snapshot.status is TaskStatus.RUNNING and task_id in shared.held:
+                if self._defined.get(task_id) != task:  # a redefinition during the run:
+                    encode_task(task)  # refused now if the file cannot keep it
+                    shared.redefined[task_id] = task  # written by the run's settle
                 return
             definition = None if self._defined.get(task_id) == task else encode_task(task)
             with immediate(connection):

@@ -49,7 +49,7 @@ from typing import Any
 
 from lldsched.errors import StoreError
 from lldsched.logs import STORE
-from lldsched.persistence import Claim, Lease
+from lldsched.persistence import Claim, Lease, Task
 from lldsched.stores.codec import Unreadable
 from lldsched.stores.removals import FeedHorizons
 from lldsched.stores.sqlite_file import identity
@@ -135,6 +135,9 @@ class SharedState:
         self.settled: dict[str, int] = {}  # task id -> token of its last accepted settle
         self.seen: dict[str, int] = {}  # task id -> the row version this process wrote or read
         self.refetch: set[str] = set()  # rows to return from the next changes() whatever
+        # task id -> the definition this process gave it during a run it holds: the
+        # RUNNING save writes nothing, the run's settle writes it (sqlite_coordinated)
+        self.redefined: dict[str, Task] = {}
         self.removals: set[int] = set()  # versions of the removals this process wrote
         (cursor,) = connection.execute(
             "SELECT value FROM counters WHERE name = 'change'"
