@@ -72,10 +72,15 @@ class Coordinator:
         *,
         drop_due: Callable[[float], object],
         wake: Callable[[], None],
+        followed: Callable[[list[ScheduledTask]], None],
     ) -> None:
         self.store = store
         self._core = core
         self._drop_due = drop_due  # pops the heap's due entries (hints) at an instant
+        # The runtime's bookkeeping for the tasks a read of the feed touched (loop-task
+        # ids, a run here stopped by a pause or cancel made elsewhere): told by sync(),
+        # whoever reads (a tick, a verb's follow, a claim of a task registered elsewhere).
+        self._followed = followed
         self._pending: dict[str, Claim] = {}  # task id -> claim handed out, not yet begun
         self._running: dict[int, tuple[str, RunContext | None]] = {}  # token -> its run
         self._every = renewal_every(store.lease)
@@ -191,19 +196,17 @@ class Coordinator:
         store's clock and this one, so a scheduler's fake clock changes nothing."""
         return self._trust.now()
 
-    def tick(self, now: float, looked: float) -> list[ScheduledTask]:
+    def tick(self, now: float, looked: float) -> None:
         """Renew leases if due; apply other processes' changes if any (``looked``: see
-        :meth:`looked`).  Returns the tasks a change touched (the runtime updates what it
-        keeps per task)."""
+        :meth:`looked`; the runtime hears of the tasks they touched: :meth:`sync`)."""
         lost: list[tuple[str, int]] = []
         if self._renew_at is not None and now >= self._renew_at:
             lost = self._renew(now, looked)
-        touched = self.sync()
+        self.sync()
         self._say_lost(lost)  # after the feed: a removal that took the lease is known then
         if self._lost_deciding:
             self._say_lost(self._lost_deciding, doing="deciding its misfire")
             self._lost_deciding = []
-        return touched
 
     def _failed(self, error: Exception, kind: str, doing: str | None = None) -> None:
         """A call of ``kind`` failed (``doing``: what, if more than its kind): logged by
@@ -219,18 +222,21 @@ class Coordinator:
         if writes is not None and writes.outage is not None:
             writes.succeeded(kind)
 
-    def sync(self) -> list[ScheduledTask]:
+    def sync(self) -> None:
         """Apply what other processes wrote since the last call (one cheap check when
-        nothing changed); the tasks touched."""
+        nothing changed), and tell the runtime the tasks it touched (``followed``, given
+        at construction): every read does, wherever it is made, since the feed says each
+        change once (a claim's read whose tasks were dropped left a coroutine paused
+        elsewhere running here)."""
         store = self.store
         try:
             if not store.changed():
                 self._succeeded("read of the change feed")
-                return []
+                return
             changes = store.changes()
         except StoreError as exc:  # tried again at the next wake
             self._failed(exc, "read of the change feed")
-            return []
+            return
         self._succeeded("read of the change feed")
         touched = []
         with store.muted():
@@ -245,7 +251,8 @@ class Coordinator:
         for task in touched:  # unmuted: a wait that ends here is written from here
             if task.status is TaskStatus.BLOCKED:
                 self._core.wait_followed(task)
-        return touched
+        if touched:
+            self._followed(touched)
 
     def claim(self, now: float, room: int, looked: float) -> list[Entry]:
         """Claim up to ``room`` due runs; their entries, ready for the workers (``looked``:
