@@ -104,18 +104,14 @@ class Coordinator:
         store.subscribe(wake)
 
     def load(self) -> None:
-        """Register the store's rows as they are (instead of recovery); a retry's slot
-        is its task's last run's (:func:`~lldsched.core.follow.load`).  A row this
-        process cannot load (another release's, in a rolling deploy) is left out, said
-        once, for the processes that can (``leave_out``; docs/CLUSTER.md, "Rolling
-        deploys"): refusing the store would stop an older process from starting at all."""
+        """Register the store's rows as they are (instead of recovery), as a row learnt
+        from the feed is (a retry's slot is its task's last run's:
+        :func:`~lldsched.core.follow.load`).  A row this process cannot load (another
+        release's, in a rolling deploy) is left out, said once, for the processes that
+        can (``leave_out``; docs/CLUSTER.md, "Rolling deploys"): refusing the store
+        would stop an older process from starting at all."""
         with self.store.muted():
-            load(
-                self._core,
-                self.store.load_all(leave_out=True),
-                self._last_slot,
-                records_of=self.store.records,
-            )
+            load(self._core, self.store.load_all(leave_out=True), records_of=self.store.records)
 
     def left_out(self, task_id: str | None) -> bool:
         """True if ``task_id`` is a task of the store this process left out: it cannot
@@ -169,13 +165,6 @@ class Coordinator:
             core.remove(task.id)
             raise
         self._taken = task
-
-    def _last_slot(self, task_id: str) -> float | None:
-        """The slot of ``task_id``'s last run record in the store (None: it has none)."""
-        for record in reversed(self.store.records(task_id)):
-            if record.outcome.ran:
-                return record.slot
-        return None
 
     # -- the timer ------------------------------------------------------------------------
 
