@@ -85,3 +85,31 @@ def test_a_pause_elsewhere_read_by_a_claim_stops_the_run_here(
     finally:
         runner.shutdown(drain=False, timeout=1.0)
         other.shutdown()
+
+
+def test_a_default_id_followed_from_another_process_never_sets_the_ids_back(
+    stores: list[CoordinatedStore],
+) -> None:
+    """A shared scheduler's default ids carry its store's node (``task-<node>-N``), and
+    rows followed from the feed leave its generator alone: one whose id this process
+    handed out and removed, registered again elsewhere (``id=``), or one of the
+    unshared default form (``task-9``), which ``restore`` moves an unshared default
+    generator past, would otherwise set it back onto ids already used."""
+    here_store, elsewhere_store, reader = stores
+    here = Scheduler(store=here_store)
+    elsewhere = Scheduler(store=elsewhere_store)
+    try:
+        later = OneTime(here.now + 3_600)
+        ids = [here.schedule("job", jobs.noop, later).id for _ in range(3)]
+        prefix = ids[0].removesuffix("1")
+        assert ids == [f"{prefix}1", f"{prefix}2", f"{prefix}3"]
+        here.remove(ids[0])
+        elsewhere.schedule("again", jobs.noop, later, id=ids[0])
+        elsewhere.schedule("plain", jobs.noop, later, id="task-9")
+        task = here.schedule("next", jobs.noop, later)  # follows both rows first
+        assert task.id == f"{prefix}4"
+        assert {"task-9", ids[0]} <= {task.id for task in here.tasks()}
+        assert len(reader.load_all()) == 5
+    finally:
+        here.shutdown()
+        elsewhere.shutdown()
