@@ -616,3 +616,28 @@ def test_a_retired_task_leaves_nothing_of_it_in_the_simulation() -> None:
     assert len(sim._models) == 3
     sim.run_for(10)
     assert sim.tasks() == [] and sim._models == {}
+
+
+async def _coroutine() -> None:
+    """A coroutine action: the event loop runs it (never, here: nothing is due)."""
+
+
+def test_a_coroutine_task_that_retires_as_it_is_registered_leaves_no_loop_id() -> None:
+    """A ``replace_existing`` registration of a retired id retires the task again at once
+    (``retain_finished=0``); it leaves nothing of it among the ids of the tasks the event
+    loop runs (the registration marked it after it retired: one stale id per id)."""
+    scheduler = Scheduler(clock=FakeClock(T0), retain_finished=0)
+    try:
+        scheduler.schedule("co", _coroutine, OneTime(T0 + 3_600), id="co")
+        assert "co" in scheduler._loop_ids
+        scheduler.cancel("co")
+        assert "co" not in scheduler._loop_ids  # retired at once
+        again = scheduler.schedule(
+            "co", _coroutine, OneTime(T0 + 7_200), id="co", replace_existing=True
+        )
+        assert again.status is TaskStatus.CANCELLED
+        with pytest.raises(TaskRetiredError, match="'co'"):
+            scheduler.task("co")
+        assert "co" not in scheduler._loop_ids
+    finally:
+        scheduler.shutdown()

@@ -672,3 +672,25 @@ def test_a_run_and_the_slots_it_skipped_are_one_fenced_settle(
     first.save_all(done, [record, *(r._replace(task_id="job-1") for r in skipped)])
     assert first.rejected == 1 and second.records("job-1") == []
     assert [lease.token for lease in second.leases()] == [taken.token]
+
+
+def test_a_retry_pending_when_a_process_first_follows_its_task_keeps_the_slot_it_retries(
+    path: str,
+) -> None:
+    # As above, but the second process was there before the task was registered, and
+    # learns it from the change feed, already waiting for its retry: the same rule.
+    clock = FakeClock(T0)
+    with SqliteTaskStore(path, shared=True) as store, SqliteTaskStore(path, shared=True) as late:
+        second = Scheduler(clock=clock, store=late)  # the store is empty yet
+        first = Scheduler(clock=clock, store=store)
+        first.schedule("job", jobs.flaky, FixedRate(60, start_delay=60), args=(True,), id="job",
+                       retry=RetryPolicy(max_attempts=2, initial_backoff=5))  # fmt: skip
+        with Stepper(first) as steps:
+            steps.advance(60)
+        first.shutdown()
+        assert [task.id for task in second.tasks()] == []  # not followed yet
+        with Stepper(second) as steps:
+            steps.advance(5)
+        task = second.task("job")
+        assert [(r.slot - T0, r.attempt) for r in late.records("job")] == [(60.0, 1), (60.0, 2)]
+        assert task.next_run_at == T0 + 120  # the grid, not the retry's due plus a minute

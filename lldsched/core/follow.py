@@ -37,27 +37,17 @@ __all__ = ["RecordsOf", "claimed_entry", "follow", "load"]
 
 RecordsOf = Callable[[str], Sequence[ExecutionRecord]]
 """The store's records of a task, oldest first (:meth:`HistoryStore.records
-<lldsched.persistence.HistoryStore.records>`): read only to put back the plan of a task
-paused during its ``RUN_ALL`` catch-up (:func:`_plan`)."""
+<lldsched.persistence.HistoryStore.records>`): read only for a row registered here with
+attempts behind it (the slot they belong to: :func:`_last_slot`) and to put back the
+plan of a task paused during its ``RUN_ALL`` catch-up (:func:`_plan`)."""
 
 
-def load(
-    core: SchedulerCore,
-    snapshots: Iterable[TaskSnapshot],
-    slot_of: Callable[[str], float | None],
-    *,
-    records_of: RecordsOf,
-) -> None:
-    """Register every stored row as it is (a shared store's tasks at construction).
-
-    ``slot_of(task_id)``: the slot of the task's last run record (None: none), asked for
-    a row with attempts behind it.  The row keeps the retry's due instant, not the slot
-    its attempts belong to, and a retry read as a slot of its own moved a fixed rate's
-    grid by its backoff (the slot after 09:01 retried at 09:01:05 was 09:02:05).
-    ``records_of``: see :data:`RecordsOf`.
-    """
+def load(core: SchedulerCore, snapshots: Iterable[TaskSnapshot], *, records_of: RecordsOf) -> None:
+    """Register every stored row as it is (a shared store's tasks at construction), as
+    :func:`follow` registers a row it learns (:func:`_register`).  ``records_of``: see
+    :data:`RecordsOf`."""
     for snapshot in snapshots:
-        _register(core, snapshot, records_of, slot_of)
+        _register(core, snapshot, records_of)
 
 
 def follow(core: SchedulerCore, change: Change, *, records_of: RecordsOf) -> ScheduledTask | None:
@@ -124,18 +114,18 @@ def _state(snapshot: TaskSnapshot) -> tuple[TaskStatus, int]:
     return snapshot.status, snapshot.attempt
 
 
-def _register(
-    core: SchedulerCore,
-    snapshot: TaskSnapshot,
-    records_of: RecordsOf,
-    slot_of: Callable[[str], float | None] | None = None,
-) -> ScheduledTask:
+def _register(core: SchedulerCore, snapshot: TaskSnapshot, records_of: RecordsOf) -> ScheduledTask:
+    """Register the row, at :func:`load` or learnt by :func:`follow`: one rule.  A row
+    with attempts behind it keeps the retry's due instant, not the slot its attempts
+    belong to, and a retry read as a slot of its own moved a fixed rate's grid by its
+    backoff (the slot after 09:01 retried at 09:01:05 was 09:02:05): its slot is its
+    task's last run record's (:func:`_last_slot`)."""
     status, attempt = _state(snapshot)
     slot = snapshot.next_run_at or 0.0
     if snapshot.slot is not None and not attempt:  # a plan's run a resume put off
         slot = snapshot.slot
-    elif attempt and slot_of is not None:  # retrying: the attempts belong to the run's slot
-        ran = slot_of(snapshot.task.id)
+    elif attempt:  # retrying: the attempts belong to the run's slot
+        ran = _last_slot(records_of(snapshot.task.id))
         if ran is not None:
             slot = ran
     (task,) = core.restore(
@@ -161,6 +151,14 @@ def _register(
     elif snapshot.waited is not None:  # a paused task's plan, for its resume
         _plan(core, task, snapshot.waited, records_of)
     return task
+
+
+def _last_slot(records: Sequence[ExecutionRecord]) -> float | None:
+    """The slot of the last run in ``records`` (oldest first; None: none ran)."""
+    for record in reversed(records):
+        if record.outcome.ran:
+            return record.slot
+    return None
 
 
 def _adopt(

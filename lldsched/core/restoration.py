@@ -100,7 +100,11 @@ class Restoration(CoreParts):
             for task in batch
             if task.status is not SUCCEEDED and task.status is not CANCELLED
         )
-        if self._default_ids:  # restored at construction, before the generator issued an id
+        # Restored at construction, before the generator issued an id.  Rows followed
+        # later (followed=True) never meet the default generator: a shared scheduler's
+        # ids carry its store's node (threaded/scheduler.py), so a followed ``task-N`` can
+        # neither set it back nor make it hand out an id already used.
+        if self._default_ids:
             numbers = [_id_number(task.id) for task in batch]
             highest = max((n for n in numbers if n is not None), default=0)
             if highest:

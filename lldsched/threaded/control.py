@@ -184,12 +184,13 @@ class ControlVerbs(SchedulerParts):
         """Shared mode: apply what other processes wrote before a verb changes a task, so
         the row this process writes starts from the latest one (under the lock)."""
         if self._coordinator is not None:
-            self._followed(self._coordinator.sync())
+            self._coordinator.sync()  # tells _followed
 
     def _followed(self, tasks: list[ScheduledTask]) -> None:
-        """Tasks another process changed: keep the loop-task ids, and stop the running
-        coroutine or isolated run of a task paused or cancelled elsewhere (as pause()
-        and cancel() do)."""
+        """Tasks another process changed (the coordinator tells every read of the feed,
+        :meth:`Coordinator.sync <lldsched.threaded.shared.Coordinator.sync>`): keep the
+        loop-task ids, and stop the running coroutine or isolated run of a task paused or
+        cancelled elsewhere (as pause() and cancel() do)."""
         for task in tasks:
             if is_loop_action(task.action, task._options.isolation):
                 self._loop_ids.add(task.id)

@@ -236,7 +236,11 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
         self._begin = self._core.begin
         if shared is not None:
             self._coordinator = Coordinator(
-                shared, self._core, drop_due=self._drop_due, wake=self._wake_from_store
+                shared,
+                self._core,
+                drop_due=self._drop_due,
+                wake=self._wake_from_store,
+                followed=self._followed,
             )
             self._begin = self._coordinator.begin  # with its claim's token
         self._coroutines = CoroutineRunner(

@@ -72,10 +72,15 @@ class Coordinator:
         *,
         drop_due: Callable[[float], object],
         wake: Callable[[], None],
+        followed: Callable[[list[ScheduledTask]], None],
     ) -> None:
         self.store = store
         self._core = core
         self._drop_due = drop_due  # pops the heap's due entries (hints) at an instant
+        # The runtime's bookkeeping for the tasks a read of the feed touched (loop-task
+        # ids, a run here stopped by a pause or cancel made elsewhere): told by sync(),
+        # whoever reads (a tick, a verb's follow, a claim of a task registered elsewhere).
+        self._followed = followed
         self._pending: dict[str, Claim] = {}  # task id -> claim handed out, not yet begun
         self._running: dict[int, tuple[str, RunContext | None]] = {}  # token -> its run
         self._every = renewal_every(store.lease)
@@ -99,18 +104,14 @@ class Coordinator:
         store.subscribe(wake)
 
     def load(self) -> None:
-        """Register the store's rows as they are (instead of recovery); a retry's slot
-        is its task's last run's (:func:`~lldsched.core.follow.load`).  A row this
-        process cannot load (another release's, in a rolling deploy) is left out, said
-        once, for the processes that can (``leave_out``; docs/CLUSTER.md, "Rolling
-        deploys"): refusing the store would stop an older process from starting at all."""
+        """Register the store's rows as they are (instead of recovery), as a row learnt
+        from the feed is (a retry's slot is its task's last run's:
+        :func:`~lldsched.core.follow.load`).  A row this process cannot load (another
+        release's, in a rolling deploy) is left out, said once, for the processes that
+        can (``leave_out``; docs/CLUSTER.md, "Rolling deploys"): refusing the store
+        would stop an older process from starting at all."""
         with self.store.muted():
-            load(
-                self._core,
-                self.store.load_all(leave_out=True),
-                self._last_slot,
-                records_of=self.store.records,
-            )
+            load(self._core, self.store.load_all(leave_out=True), records_of=self.store.records)
 
     def left_out(self, task_id: str | None) -> bool:
         """True if ``task_id`` is a task of the store this process left out: it cannot
@@ -165,13 +166,6 @@ class Coordinator:
             raise
         self._taken = task
 
-    def _last_slot(self, task_id: str) -> float | None:
-        """The slot of ``task_id``'s last run record in the store (None: it has none)."""
-        for record in reversed(self.store.records(task_id)):
-            if record.outcome.ran:
-                return record.slot
-        return None
-
     # -- the timer ------------------------------------------------------------------------
 
     def looked(self) -> float:
@@ -191,19 +185,17 @@ class Coordinator:
         store's clock and this one, so a scheduler's fake clock changes nothing."""
         return self._trust.now()
 
-    def tick(self, now: float, looked: float) -> list[ScheduledTask]:
+    def tick(self, now: float, looked: float) -> None:
         """Renew leases if due; apply other processes' changes if any (``looked``: see
-        :meth:`looked`).  Returns the tasks a change touched (the runtime updates what it
-        keeps per task)."""
+        :meth:`looked`; the runtime hears of the tasks they touched: :meth:`sync`)."""
         lost: list[tuple[str, int]] = []
         if self._renew_at is not None and now >= self._renew_at:
             lost = self._renew(now, looked)
-        touched = self.sync()
+        self.sync()
         self._say_lost(lost)  # after the feed: a removal that took the lease is known then
         if self._lost_deciding:
             self._say_lost(self._lost_deciding, doing="deciding its misfire")
             self._lost_deciding = []
-        return touched
 
     def _failed(self, error: Exception, kind: str, doing: str | None = None) -> None:
         """A call of ``kind`` failed (``doing``: what, if more than its kind): logged by
@@ -219,18 +211,21 @@ class Coordinator:
         if writes is not None and writes.outage is not None:
             writes.succeeded(kind)
 
-    def sync(self) -> list[ScheduledTask]:
+    def sync(self) -> None:
         """Apply what other processes wrote since the last call (one cheap check when
-        nothing changed); the tasks touched."""
+        nothing changed), and tell the runtime the tasks it touched (``followed``, given
+        at construction): every read does, wherever it is made, since the feed says each
+        change once (a claim's read whose tasks were dropped left a coroutine paused
+        elsewhere running here)."""
         store = self.store
         try:
             if not store.changed():
                 self._succeeded("read of the change feed")
-                return []
+                return
             changes = store.changes()
         except StoreError as exc:  # tried again at the next wake
             self._failed(exc, "read of the change feed")
-            return []
+            return
         self._succeeded("read of the change feed")
         touched = []
         with store.muted():
@@ -245,7 +240,8 @@ class Coordinator:
         for task in touched:  # unmuted: a wait that ends here is written from here
             if task.status is TaskStatus.BLOCKED:
                 self._core.wait_followed(task)
-        return touched
+        if touched:
+            self._followed(touched)
 
     def claim(self, now: float, room: int, looked: float) -> list[Entry]:
         """Claim up to ``room`` due runs; their entries, ready for the workers (``looked``:

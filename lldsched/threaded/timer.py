@@ -123,7 +123,7 @@ class TimerThread(SchedulerParts):
                         armed.discard(context)
                         context.cancel("timeout")
                 if coordinator is not None:
-                    self._followed(coordinator.tick(now, looked))
+                    coordinator.tick(now, looked)
                 room = pool.room
                 if room:
                     if coordinator is None:

@@ -1,0 +1,115 @@
+"""What a scheduler learns from a shared store's change feed, wherever it reads it: the
+timer's tick, a verb's follow, or a claim of a task registered elsewhere since the last
+read (docs/CLUSTER.md).  Each read gives the runtime the tasks it touched, and a row
+learnt from the feed is registered as a restart loads it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from lldsched import OneTime, Scheduler, TaskStatus
+from lldsched.clock import FakeClock
+from lldsched.persistence import Claim, CoordinatedStore
+from tests import cluster_jobs, jobs
+from tests.cluster import StoreSpec, open_store
+from tests.waits import wait_until
+
+LEASE = 30.0  # no claim expires within a test
+POLL = 0.05
+
+
+@pytest.fixture
+def stores(store_spec: StoreSpec) -> Iterator[list[CoordinatedStore]]:
+    """Three connections to one shared store (once per engine)."""
+    opened = [open_store(store_spec, lease=LEASE, poll=POLL) for _ in range(3)]
+    yield opened
+    for store in opened:
+        store.close()
+
+
+def _before_next_claim(
+    store: CoordinatedStore, monkeypatch: pytest.MonkeyPatch, hook: Callable[[float], None]
+) -> threading.Event:
+    """Run ``hook(now)`` once, inside the next claim made on ``store``, before the claim
+    reads the store; the event is set once that claim has returned."""
+    claim = store.claim
+    armed = threading.Lock()  # guards the hook: one claim runs it
+    done = threading.Event()
+
+    def hooked(*, now: float, limit: int) -> list[Claim]:
+        if not armed.acquire(blocking=False):
+            return claim(now=now, limit=limit)
+        hook(now)
+        try:
+            return claim(now=now, limit=limit)
+        finally:
+            done.set()
+
+    monkeypatch.setattr(store, "claim", hooked)
+    return done
+
+
+def test_a_pause_elsewhere_read_by_a_claim_stops_the_run_here(
+    stores: list[CoordinatedStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The claim of a task registered elsewhere reads the feed (the task is not known
+    here yet); a pause of the coroutine running here, in that same read, stops it as a
+    pause read at a tick does.  Before, that read's tasks were thrown away: the run
+    went on, and no later read would say so again."""
+    runner_store, other_store, reader = stores
+    # Never started: every run is the runner's.  Its clock is behind, so that what it
+    # registers inside the runner's claim is due by that claim's instant (read before).
+    other = Scheduler(store=other_store, clock=FakeClock(time.time() - 10))
+    runner = Scheduler(workers=2, store=runner_store).start()
+    try:
+        other.schedule("long", cluster_jobs.until_cancelled, OneTime(other.now), id="long")
+        wait_until(lambda: any(task.id == "long" and task.running for task in runner.tasks()),
+                   timeout=10, what="the run to start")  # fmt: skip
+
+        def elsewhere(_: float) -> None:  # between the runner's tick and its claim
+            other.pause("long")
+            other.schedule("new", jobs.noop, OneTime(other.now), id="new")
+
+        claimed = _before_next_claim(runner_store, monkeypatch, elsewhere)
+        wait_until(claimed.is_set, timeout=10, what="the claim that reads the pause")
+        wait_until(lambda: bool(reader.records("long")), timeout=10, what="the stopped run")
+        (record,) = reader.records("long")
+        assert not record.ok and record.error is not None and "task paused" in record.error
+        assert runner.task("long").status is TaskStatus.PAUSED
+        wait_until(lambda: bool(reader.records("new")), timeout=10, what="the claimed run")
+    finally:
+        runner.shutdown(drain=False, timeout=1.0)
+        other.shutdown()
+
+
+def test_a_default_id_followed_from_another_process_never_sets_the_ids_back(
+    stores: list[CoordinatedStore],
+) -> None:
+    """A shared scheduler's default ids carry its store's node (``task-<node>-N``), and
+    rows followed from the feed leave its generator alone: one whose id this process
+    handed out and removed, registered again elsewhere (``id=``), or one of the
+    unshared default form (``task-9``), which ``restore`` moves an unshared default
+    generator past, would otherwise set it back onto ids already used."""
+    here_store, elsewhere_store, reader = stores
+    here = Scheduler(store=here_store)
+    elsewhere = Scheduler(store=elsewhere_store)
+    try:
+        later = OneTime(here.now + 3_600)
+        ids = [here.schedule("job", jobs.noop, later).id for _ in range(3)]
+        prefix = ids[0].removesuffix("1")
+        assert ids == [f"{prefix}1", f"{prefix}2", f"{prefix}3"]
+        here.remove(ids[0])
+        elsewhere.schedule("again", jobs.noop, later, id=ids[0])
+        elsewhere.schedule("plain", jobs.noop, later, id="task-9")
+        task = here.schedule("next", jobs.noop, later)  # follows both rows first
+        assert task.id == f"{prefix}4"
+        assert {"task-9", ids[0]} <= {task.id for task in here.tasks()}
+        assert len(reader.load_all()) == 5
+    finally:
+        here.shutdown()
+        elsewhere.shutdown()
