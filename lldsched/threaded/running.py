@@ -124,7 +124,7 @@ class RunExecution(SchedulerParts):
                 try:
                     deadline = self._clock.now() + timeout
                 except Exception as exc:  # (rare) the clock raised: failed unrun, settled
-                    self._complete(run, self._clock_raised(run, exc, None))
+                    self._complete(run, self._clock_raised(run, exc))
                     return None
                 self._arm_deadline(deadline, context)
         return run
@@ -135,36 +135,31 @@ class RunExecution(SchedulerParts):
         if run.options.isolation != "thread":  # the definition the run began with
             return self._execute_in_process(run)
         now = self._clock.now
-        try:
+        try:  # free until it catches (3.11): the body is the run path as it was
             started = now()
-        except Exception as exc:  # (rare) the clock raised: failed unrun, not stuck RUNNING
-            return self._clock_raised(run, exc, None)
-        raised: BaseException | None
-        try:
-            raised, value = run.invoke()
-        except BaseException as exc:  # SystemExit, KeyboardInterrupt: a failed run too
-            raised, value = exc, None
-        if value is not None and must_await(value):  # the event loop runs it, not this worker
-            return started, started, None, None, value, False, None
-        try:
-            finished = now()
-        except Exception as exc:  # (rare) the clock raised: failed, not stuck RUNNING
-            return self._clock_raised(run, exc, started)
-        if value is None:  # the common case: no result text to build
-            if raised is None:
-                return started, finished, None, None, None, False, None
-            return started, finished, error_text(raised), None, None, False, raised
-        return started, finished, None, result_text(value), None, False, None
+            try:
+                raised, value = run.invoke()
+            except BaseException as exc:  # SystemExit, KeyboardInterrupt: a failed run too
+                return started, now(), error_text(exc), None, None, False, exc
+            if value is None:  # the common case: no result text to build
+                if raised is None:
+                    return started, now(), None, None, None, False, None
+                return started, now(), error_text(raised), None, None, False, raised
+            if must_await(value):  # a coroutine: the event loop runs it, this worker moves on
+                return started, started, None, None, value, False, None
+            return started, now(), None, result_text(value), None, False, None
+        except Exception as exc:  # (rare) the clock's now() raised: failed, not stuck RUNNING
+            return self._clock_raised(run, exc)
 
-    def _clock_raised(self, run: Run, exc: Exception, started: float | None) -> Outcome:
+    def _clock_raised(self, run: Run, exc: Exception) -> Outcome:
         """The outcome of a run whose time the injected clock's ``now()`` raised instead of
         reading (rare): failed with the clock's error, so it is recorded, logged with the
         clock's traceback and settled like any failed run, not left RUNNING with its
-        worker dead.  Its times are its start if it was read, else the timer's last
-        reading (its due instant before the first).  What the action did, if it ran, is
-        not recorded: its end has no time to carry it."""
+        worker dead.  Its times are the timer's last reading (its due instant before the
+        first).  What the action did, if it ran, is not recorded: its end has no time to
+        carry it.  (``error_text`` and ``result_text`` never raise: only the clock can.)"""
         woke = self._last_look.woke
-        at = started if started is not None else woke if woke is not None else run.due
+        at = woke if woke is not None else run.due
         error = f"{error_text(exc)} (raised by the scheduler's clock, reading this run's time)"
         return at, at, error, None, None, False, exc
 
