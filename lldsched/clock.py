@@ -191,10 +191,12 @@ class FakeClock:
 
     def set(self, when: float | datetime) -> float:
         """Jump to ``when`` (not before now) and wake waiting timers; returns now."""
-        target = to_timestamp(when, name="when")
+        target = to_timestamp(when, name="FakeClock.set() when")
         with self._lock:
             if target < self._now:
-                raise ValidationError(f"FakeClock cannot go back from {self._now!r} to {when!r}")
+                raise ValidationError(
+                    f"FakeClock.set() cannot go back from {self._now!r} to {when!r}"
+                )
             self._now = target
         self._notify_all()
         return target

@@ -26,6 +26,26 @@ def test_fake_clock_starts_where_told_and_moves_only_forward() -> None:
         clock.advance(float("inf"))
 
 
+@pytest.mark.parametrize(
+    ("when", "words"),
+    [
+        (float("nan"), "must be finite, got nan"),
+        (1e300, "must be within .*, got 1e\\+300"),
+        ("x", "must be epoch seconds or an aware datetime, got 'x'"),
+        (datetime(2026, 1, 1), "must be timezone-aware .*, got datetime"),
+    ],
+)
+def test_a_bad_set_names_the_verb_and_the_value(when: object, words: str) -> None:
+    clock = FakeClock(0)
+    with pytest.raises(ValidationError, match=rf"^FakeClock\.set\(\) when {words}"):
+        clock.set(when)  # type: ignore[arg-type]
+    with pytest.raises(
+        ValidationError, match=r"^FakeClock\.set\(\) cannot go back from 0\.0 to -1$"
+    ):
+        clock.set(-1)
+    assert clock.now() == 0.0  # nothing moved
+
+
 def test_a_fake_clock_starts_at_the_epoch_unless_told() -> None:
     assert FakeClock().now() == 0.0
     assert repr(FakeClock()) == "FakeClock(now=0.0)"

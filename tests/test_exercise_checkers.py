@@ -387,6 +387,24 @@ class ReturnsNoneWhenNothingIsDue(TaskQueue):
             return None  # type: ignore[return-value]  # the mistake under test
 
 
+class WaitsOnceThenReturnsNone(TaskQueue):
+    """Waits for the head's delay once, then answers None if nothing is due: a pop that
+    gives up instead of blocking (not an ``if`` for a ``while``: it returns nothing)."""
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                heapq.heappop(self._heap)
+            delay = self._heap[0][0] - self._clock() if self._heap else None
+            if delay is None or delay > 0:
+                self._cond.wait(delay)
+            if self._heap and self._heap[0][0] <= self._clock():
+                task = heapq.heappop(self._heap)[2]
+                del self._live[task]
+                return task
+            return None  # type: ignore[return-value]  # the mistake under test
+
+
 class DelayTheWrongWayRound(TaskQueue):
     """``now - due`` where ``due - now`` belongs: a task already due waits, and one not
     due yet comes out at once."""
@@ -452,6 +470,7 @@ TIMER_MISTAKES = [
     (PushesOutsideTheLock, "under the lock", "outside `with self._cond`"),
     (ReturnsNoneWhenNothingIsDue, "exactly the delay", "blocks until the head is due"),
     (ReturnsNoneWhenNothingIsDue, "parked 12 h", "blocks until the head is due"),
+    (WaitsOnceThenReturnsNone, "spurious wake-up", "blocks until the head is due"),
     (DelayTheWrongWayRound, "the clock it was given", "delay = due - self._clock()"),
     (DelayTheWrongWayRound, "exactly the delay", "delay = due - self._clock()"),
     (TiesByName, "then arrival", "a tie must keep arrival order"),
@@ -473,6 +492,12 @@ def test_the_timer_checker_fails_each_mistake_with_a_message_naming_it(
 ) -> None:
     message = failure(timer_results(answer), check)
     assert named in message
+
+
+def test_a_pop_that_returns_none_after_a_wake_up_is_not_told_about_while() -> None:
+    """It waited, woke and returned None: the fault is the None, not an ``if``."""
+    message = failure(timer_results(WaitsOnceThenReturnsNone), "spurious wake-up")
+    assert "pop_due returned None" in message and "`while` is needed" not in message
 
 
 def test_a_push_into_an_empty_queue_that_wakes_nobody_is_not_blamed_on_cancel() -> None:

@@ -70,3 +70,9 @@ def test_a_heap_size_below_one_is_refused_naming_it(size: object) -> None:
 def test_a_cancel_count_below_one_is_refused_naming_it() -> None:
     with pytest.raises(ValueError, match="cancels must be a whole number >= 1, got 0"):
         cancel_comparisons(TaskQueue, 100, cancels=0)
+
+
+@pytest.mark.parametrize("tasks", [0, -1, 2.5, True])
+def test_a_tie_of_fewer_than_one_task_is_refused_naming_it(tasks: object) -> None:
+    with pytest.raises(ValueError, match=f"tasks must be a whole number >= 1, got {tasks!r}"):
+        run_a_tie(tasks=tasks)  # type: ignore[arg-type]

@@ -28,3 +28,9 @@ def test_catch_up_falls_behind_on_one_worker_and_leaves_the_heartbeat_alone() ->
 def test_an_unknown_strategy_is_refused_by_name() -> None:
     with pytest.raises(ValueError, match="'DROP'"):
         simulate_overrun_day("DROP")
+
+
+@pytest.mark.parametrize("hours", [0, -1, 1.5, True])
+def test_a_day_of_no_whole_hours_is_refused_naming_the_value(hours: object) -> None:
+    with pytest.raises(ValueError, match=rf"hours must be a whole number >= 1, got {hours!r}"):
+        simulate_overrun_day("SKIP", hours=hours)  # type: ignore[arg-type]

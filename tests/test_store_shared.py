@@ -82,6 +82,22 @@ def test_lease_and_poll_must_be_positive_seconds(path: str, name: str, value: ob
         SqliteTaskStore(path, shared=True, **{name: value})  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(("name", "value"), [("lease", 10.0), ("poll", 0.5), ("lease", 30.0)])
+def test_a_shared_only_option_without_shared_is_refused_naming_it(
+    path: str, name: str, value: float
+) -> None:
+    # An unshared store holds no leases and polls nothing: the option would be ignored.
+    with pytest.raises(ValidationError, match=rf"{name}={value!r} .*shared=True"):
+        SqliteTaskStore(path, **{name: value})  # type: ignore[arg-type]
+    SqliteTaskStore(path).close()  # nothing was left claimed by the refused opener
+
+
+def test_a_poll_longer_than_the_lease_is_accepted(path: str) -> None:
+    # Renewal is a deadline of its own (every lease / 3), not the poll's: docs/DECISIONS.md.
+    with SqliteTaskStore(path, shared=True, lease=3.0, poll=60.0) as store:
+        assert (store.lease, store.poll) == (3.0, 60.0)
+
+
 def test_a_private_in_memory_database_cannot_be_shared() -> None:
     with pytest.raises(ValidationError, match=r"shared=True needs a file.*':memory:'"):
         SqliteTaskStore(":memory:", shared=True)

@@ -260,7 +260,9 @@ def _started(scheduler: Scheduler) -> Iterator[Scheduler]:
 
 def run_a_tie(scheduler_type: type[Scheduler] = Scheduler, *, tasks: int = 12) -> TieOutcome:
     """Register ``tasks`` equal-priority tasks due at the same instant (fake clock, one
-    worker) and record the order they run in, or the error a registration raises."""
+    worker) and record the order they run in, or the error a registration raises.
+    ``tasks`` is a whole number >= 1 (``ValueError`` otherwise: no tie to watch)."""
+    whole_count("tasks", tasks)
     clock = FakeClock(0)
     scheduler = scheduler_type(workers=1, clock=clock)
     order: list[str] = []

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from lldsched.lab._support import whole_count
 from lldsched.model import ExecutionRecord
 from lldsched.policies import OverrunPolicy
 from lldsched.schedules.simple import FixedRate, OneTime
@@ -67,15 +68,17 @@ def _most_at_once(records: list[ExecutionRecord]) -> int:
 def simulate_overrun_day(
     strategy: str,
     *,
-    hours: float = 24.0,
+    hours: int = 24,
     period: float = 60.0,
     duration: float = 150.0,
     workers: int = 2,
 ) -> OverrunDay:
     """Simulate ``hours`` of the job (every ``period`` s, runs ``duration`` s) and the
-    heartbeat under ``strategy``, one of :data:`OVERRUN_STRATEGIES`."""
+    heartbeat under ``strategy``, one of :data:`OVERRUN_STRATEGIES`; ``hours`` is a whole
+    number >= 1 (``ValueError`` otherwise: a day of no hour has nothing to show)."""
     if strategy not in OVERRUN_STRATEGIES:
         raise ValueError(f"strategy must be one of {OVERRUN_STRATEGIES}, got {strategy!r}")
+    whole_count("hours", hours)
     horizon = hours * 3600
     sim = Simulation(workers=workers)
     sim.schedule("heartbeat", FixedRate(10), duration=1.0)

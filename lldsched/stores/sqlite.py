@@ -176,7 +176,8 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
     as a :class:`~lldsched.persistence.CoordinatedStore`: ``lease`` is how long a
     claim lasts unless renewed (seconds, default 30), ``poll`` the longest a
     scheduler goes without claiming and reading the others' changes (seconds,
-    default 1).  See docs/CLUSTER.md.
+    default 1).  Either given without ``shared=True`` raises ``ValidationError``: an
+    unshared store would ignore it.  See docs/CLUSTER.md.
     """
 
     def __init__(
@@ -187,8 +188,8 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
         synchronous: str = "NORMAL",
         timeout: float | timedelta = 5.0,
         shared: bool = False,
-        lease: float | timedelta = 30.0,
-        poll: float | timedelta = 1.0,
+        lease: float | timedelta | None = None,
+        poll: float | timedelta | None = None,
     ) -> None:
         if not isinstance(path, str | os.PathLike):
             raise ValidationError(f"path must be a file name (a str or a Path), got {path!r}")
@@ -200,8 +201,15 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
             raise ValidationError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
         flag(shared, name="shared")
         timeout = float(seconds(timeout, name="timeout", at_least=0))
-        lease = float(seconds(lease, name="lease", above=0))
-        poll = float(seconds(poll, name="poll", above=0))
+        held = float(seconds(30.0 if lease is None else lease, name="lease", above=0))
+        every = float(seconds(1.0 if poll is None else poll, name="poll", above=0))
+        if not shared:  # an unshared store holds no lease and polls nothing: not ignored
+            for name, given in (("lease", lease), ("poll", poll)):
+                if given is not None:
+                    raise ValidationError(
+                        f"{name}={given!r} applies only to a shared store (shared=True); "
+                        f"an unshared store would ignore it"
+                    )
         if shared and os.fspath(path) in PRIVATE:
             raise ValidationError(
                 f"shared=True needs a file other processes can open, got {os.fspath(path)!r}"
@@ -243,7 +251,7 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
             counts = dict(connection.execute(COUNT_UNFINISHED))
             (last_seq,) = connection.execute("SELECT coalesce(max(seq), 0) FROM records").fetchone()
             self._shared = (  # None: this store shares nothing
-                SharedState(connection, path=os.path.abspath(self.path), lease=lease, poll=poll)
+                SharedState(connection, path=os.path.abspath(self.path), lease=held, poll=every)
                 if shared
                 else None
             )

@@ -121,7 +121,12 @@ class RunExecution(SchedulerParts):
         if context is not None:
             timeout = run.options.timeout
             if timeout is not None:
-                self._arm_deadline(self._clock.now() + timeout, context)
+                try:
+                    deadline = self._clock.now() + timeout
+                except Exception as exc:  # (rare) the clock raised: failed unrun, settled
+                    self._complete(run, self._clock_raised(run, exc))
+                    return None
+                self._arm_deadline(deadline, context)
         return run
 
     def _execute(self, run: Run) -> Outcome:
@@ -130,18 +135,33 @@ class RunExecution(SchedulerParts):
         if run.options.isolation != "thread":  # the definition the run began with
             return self._execute_in_process(run)
         now = self._clock.now
-        started = now()
-        try:
-            raised, value = run.invoke()
-        except BaseException as exc:  # SystemExit, KeyboardInterrupt: a failed run too
-            return started, now(), error_text(exc), None, None, False, exc
-        if value is None:  # the common case: no result text to build
-            if raised is None:
-                return started, now(), None, None, None, False, None
-            return started, now(), error_text(raised), None, None, False, raised
-        if must_await(value):  # a coroutine: the event loop runs it, this worker moves on
-            return started, started, None, None, value, False, None
-        return started, now(), None, result_text(value), None, False, None
+        try:  # free until it catches (3.11): the body is the run path as it was
+            started = now()
+            try:
+                raised, value = run.invoke()
+            except BaseException as exc:  # SystemExit, KeyboardInterrupt: a failed run too
+                return started, now(), error_text(exc), None, None, False, exc
+            if value is None:  # the common case: no result text to build
+                if raised is None:
+                    return started, now(), None, None, None, False, None
+                return started, now(), error_text(raised), None, None, False, raised
+            if must_await(value):  # a coroutine: the event loop runs it, this worker moves on
+                return started, started, None, None, value, False, None
+            return started, now(), None, result_text(value), None, False, None
+        except Exception as exc:  # (rare) the clock's now() raised: failed, not stuck RUNNING
+            return self._clock_raised(run, exc)
+
+    def _clock_raised(self, run: Run, exc: Exception) -> Outcome:
+        """The outcome of a run whose time the injected clock's ``now()`` raised instead of
+        reading (rare): failed with the clock's error, so it is recorded, logged with the
+        clock's traceback and settled like any failed run, not left RUNNING with its
+        worker dead.  Its times are the timer's last reading (its due instant before the
+        first).  What the action did, if it ran, is not recorded: its end has no time to
+        carry it.  (``error_text`` and ``result_text`` never raise: only the clock can.)"""
+        woke = self._last_look.woke
+        at = woke if woke is not None else run.due
+        error = f"{error_text(exc)} (raised by the scheduler's clock, reading this run's time)"
+        return at, at, error, None, None, False, exc
 
     def _execute_in_process(self, run: Run) -> Outcome:
         """Run a process-isolated attempt: this worker waits for its child (killed at
@@ -233,7 +253,12 @@ class RunExecution(SchedulerParts):
         and is moved by it, so nothing counts from the clock before the jump (a fixed
         delay would run late by it, a fixed rate skip the slots it moved back)."""
         last_look = self._last_look
-        self._look_at_clock(self._clock.now())
+        try:
+            now = self._clock.now()
+        except Exception:  # (rare) the timer's next look reads it again, or dies of it
+            log.exception("the scheduler's clock raised; the run is recorded at %r", finished)
+            return finished
+        self._look_at_clock(now)
         if lag > last_look.ahead_above:
             return finished + last_look.set_back_by
         return finished

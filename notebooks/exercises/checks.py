@@ -309,6 +309,17 @@ class WatchedCondition:
             self.inner.release()
 
 
+RETURNED_NONE = (
+    "pop_due returned None: it blocks until the head is due, then returns it; "
+    "it never returns without a task (wait on the condition while nothing is due)"
+)
+
+
+class ReturnedNone(AssertionError):
+    """A consumer's ``pop_due`` returned None (:data:`RETURNED_NONE`): whichever check
+    meets it says that, and nothing else."""
+
+
 class Consumers:
     """Threads that each call ``pop_due()`` ``takes`` times and report what they got."""
 
@@ -339,10 +350,7 @@ class Consumers:
         if kind == "error":
             raise AssertionError(f"pop_due raised {value}")
         if value is None:
-            raise AssertionError(
-                "pop_due returned None: it blocks until the head is due, then returns it; "
-                "it never returns without a task (wait on the condition while nothing is due)"
-            )
+            raise ReturnedNone(RETURNED_NONE)
         if not isinstance(value, str):  # the checker pushes names only
             raise AssertionError(
                 f"pop_due returned {value!r}: return the task as it was pushed (a name such "
@@ -688,6 +696,10 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             ]:
                 try:
                     early = consumers.next(0.1)
+                except ReturnedNone:  # the None is the fault, whatever the `if`
+                    raise AssertionError(
+                        f"after a spurious wake-up with {where} queued, {RETURNED_NONE}"
+                    ) from None
                 except AssertionError as error:
                     if not rig.cond.waits:  # it ended before it ever waited: not about `if`
                         raise
