@@ -9,7 +9,7 @@ an opener.  PostgreSQL adds ``FACTORIES["postgres"]`` and ``OPENERS["postgres"]`
 
 A child (:mod:`tests.cluster_child`) runs a started ``Scheduler`` on the spec
 with ``shared=True`` and logs every run its actions start (:mod:`tests.cluster_jobs`)
-to its own file, one JSON object a line.
+to its own file, one JSON object a line (and, for ``claimed_run``, when it ends).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import pytest
 from lldsched.persistence import CoordinatedStore
 from lldsched.stores.sqlite import SqliteTaskStore
 from tests.processes import lines_of
+from tests.waits import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -125,20 +126,51 @@ class Child:
             if line.startswith(prefix):
                 return line[len(prefix) :].strip()
 
-    def runs(self) -> list[dict[str, Any]]:
-        """The runs this child's actions started so far (a torn last line is skipped)."""
+    def _lines(self) -> list[dict[str, Any]]:
+        """Every line of this child's log so far (a torn last line is skipped)."""
         if not self.log.exists():
             return []
-        runs = []
+        lines = []
         for line in self.log.read_text(encoding="utf-8").splitlines():
             try:
-                runs.append(json.loads(line))
+                lines.append(json.loads(line))
             except json.JSONDecodeError:
                 continue  # killed mid-write
-        return runs
+        return lines
+
+    def runs(self) -> list[dict[str, Any]]:
+        """The runs this child's actions started so far."""
+        return [line for line in self._lines() if "task" in line]
+
+    def running(self) -> list[int]:
+        """The tokens of the runs of :func:`tests.cluster_jobs.claimed_run` started and not
+        ended so far: in a stopped child (:meth:`wait_stopped`), runs inside their action,
+        whose settles are not written yet."""
+        lines = self._lines()
+        ended = {line["ended"] for line in lines if "ended" in line}
+        return [line["token"] for line in lines if "task" in line and line["token"] not in ended]
 
     def signal(self, number: signal.Signals) -> None:
         os.kill(self.pid, number)
+
+    def wait_stopped(self, timeout: float = 10.0) -> None:
+        """Wait until every thread of this child is stopped (after a SIGSTOP: ``kill``
+        returns before the threads running on other cores have stopped).  Linux only."""
+
+        threads = Path(f"/proc/{self.pid}/task")
+        assert threads.is_dir(), f"no {threads}: child {self.pid} ended, or this is not Linux"
+
+        def stopped() -> bool:
+            for stat in threads.glob("*/stat"):
+                try:
+                    state = stat.read_text().rpartition(")")[2].split()[0]
+                except (FileNotFoundError, ProcessLookupError):
+                    continue  # a thread that ended meanwhile
+                if state not in ("T", "t"):
+                    return False
+            return True
+
+        wait_until(stopped, timeout=timeout, what=f"every thread of child {self.pid} to stop")
 
     def stop(self, timeout: float = 30.0) -> dict[str, Any]:
         """Ask it to shut down (close its stdin) and return its summary line."""

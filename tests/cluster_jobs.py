@@ -1,7 +1,9 @@
 """The actions child schedulers run in the multi-process tests (importable by path).
 
 Each run appends one JSON line to the file named by ``LLDSCHED_CLUSTER_LOG``:
-the claim it holds (task, slot, attempt, fencing token) and the process.
+the claim it holds (task, slot, attempt, fencing token) and the process;
+:func:`claimed_run` appends a second, ``{"ended": token}``, once its work is done
+(before it returns, so before its run is settled).
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ def _write(line: str) -> None:
 
 def claimed_run(ctx: RunContext, work: float = 0.02) -> int | None:
     """Log the claim this run holds, then work for ``work`` seconds (stopping early if the
-    flag goes up); returns the token."""
+    flag goes up), log that it ended; returns the token.  A run logged and not ended in a
+    stopped process is inside its action: its settle is not written yet."""
     _write(
         json.dumps(
             {
@@ -44,6 +47,7 @@ def claimed_run(ctx: RunContext, work: float = 0.02) -> int | None:
         )
     )
     ctx.wait(work)
+    _write(json.dumps({"ended": ctx.fencing_token}))
     return ctx.fencing_token
 
 

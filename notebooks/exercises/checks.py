@@ -20,7 +20,8 @@ runs on a daemon thread too, bounded by :data:`HELD` (a ``pop_due`` that sleeps
 holding the lock is told so instead of hanging the notebook), and so do the pushes that
 fill a queue before its consumers start (a push that waits is told so).  The checks of
 the pure functions (``next_slot``, ``retry_at``, ``parse_field``) run each on a daemon
-thread for :data:`ANSWER_LIMIT` seconds (see :func:`run_checks`).  The whole check
+thread, and each call to the answer gets :data:`ANSWER_LIMIT` seconds (see
+:func:`run_checks`).  The whole check
 takes about two seconds for a correct answer, and a few seconds for any.
 """
 
@@ -64,10 +65,14 @@ def run_checks(checks: list[Check], limit: float | None = None) -> list[Result]:
     """Run each check; an ``AssertionError`` is a failure with its message, any other
     exception is the answer's own error, reported as such.
 
-    With a ``limit``, each check runs on a daemon thread and gets ``limit`` seconds: one
-    still running then (the answer loops for ever) is a failure naming the call it was in
-    (see :func:`call_answer`), and is stopped if it runs Python code.  The timer checks
-    bound every wait of their own and run without one.
+    With a ``limit``, each check runs on a daemon thread, and each call it makes to the
+    answer (see :func:`call_answer`) gets ``limit`` seconds, and so does each stretch of
+    the check's own code before, between and after them: a call still running then (the
+    answer loops for ever) is a failure naming that call, and is stopped if it runs
+    Python code.  The limit is counted from the start of each call, not of the check, so
+    the calls before it (slow on a loaded machine) never make a right answer look stuck,
+    and the call named is the one that ran for the whole limit.  The timer checks bound
+    every wait of their own and run without one.
     """
     results = []
     for description, check in checks:
@@ -86,15 +91,19 @@ def run_checks(checks: list[Check], limit: float | None = None) -> list[Result]:
 
 
 ANSWER_LIMIT = 5.0
-"""Seconds each check of a pure function (next_slot, retry_at, parse_field) may take: a
-right answer takes milliseconds for all its cases, on a slow Binder too."""
+"""Seconds each call a check makes to a pure function (next_slot, retry_at, parse_field)
+may take: a right answer takes a millisecond or less a call, on a slow Binder too."""
 
 
 class _Stopped(Exception):
     """Raised inside a check's thread that outran its limit, to end its loop."""
 
 
-_CALLING = [""]  # the call to the answer a check is in, for a check that never returns
+# By check thread: the call to the answer it is in ("" between calls) and the
+# time.monotonic() that call began at (or the last one ended at).  The thread writes its
+# own entry, _within reads it; each entry is one tuple replaced whole, so no lock.  By
+# thread, so that a stopped check's thread, ending later, cannot touch the next one's.
+_CALLING: dict[threading.Thread, tuple[str, float]] = {}
 
 
 def call_answer(
@@ -103,7 +112,7 @@ def call_answer(
     """``answer(*args)``, where ``call`` (how it reads: ``next_slot(0, 60, 5, 'skip')``)
     names it in the failure when it raises (any exception but those in ``passes``) or never
     returns."""
-    _CALLING[0] = call
+    _CALLING[threading.current_thread()] = (call, time.monotonic())
     try:
         return answer(*args)
     except passes:
@@ -111,12 +120,13 @@ def call_answer(
     except Exception as error:  # the learner's code raised: name the input
         raise AssertionError(f"{call} raised {type(error).__name__}: {error}") from None
     finally:
-        _CALLING[0] = ""
+        _CALLING[threading.current_thread()] = ("", time.monotonic())
 
 
 def _within(check: Callable[[], None], limit: float) -> None:
-    """Run ``check`` on a daemon thread for at most ``limit`` seconds; re-raise what it
-    raised, or fail naming the call it is stuck in."""
+    """Run ``check`` on a daemon thread until one call to the answer, or one stretch
+    between calls, has run ``limit`` seconds; re-raise what it raised, or fail naming the
+    call it is stuck in."""
     raised: list[BaseException] = []
 
     def run() -> None:
@@ -126,13 +136,21 @@ def _within(check: Callable[[], None], limit: float) -> None:
             pass
         except BaseException as error:  # re-raised below, on the caller's thread
             raised.append(error)
+        finally:
+            _CALLING.pop(threading.current_thread(), None)
 
-    _CALLING[0] = ""
+    started = time.monotonic()
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
-    thread.join(limit)
+    while True:
+        stuck, since = _CALLING.get(thread, ("", started))
+        left = since + limit - time.monotonic()
+        if left <= 0:
+            break
+        thread.join(left)
+        if not thread.is_alive():
+            break
     if thread.is_alive():
-        stuck = _CALLING[0]
         if thread.ident is not None:  # stop a Python loop (a blocking call ends it later)
             ctypes.pythonapi.PyThreadState_SetAsyncExc(
                 ctypes.c_ulong(thread.ident), ctypes.py_object(_Stopped)
