@@ -705,7 +705,12 @@ def test_a_retry_pending_when_a_process_first_follows_its_task_keeps_the_slot_it
             steps.advance(60)
         first.shutdown()
         assert [task.id for task in second.tasks()] == []  # not followed yet
-        with Stepper(second) as steps:
+        with Stepper(second) as steps:  # started: its timer reads the feed at its first wake
+            wait_until(
+                lambda: [task.id for task in second.tasks()] == ["job"],
+                timeout=10,
+                what="the task learnt from the change feed",
+            )
             steps.advance(5)
         task = second.task("job")
         assert [(r.slot - T0, r.attempt) for r in late.records("job")] == [(60.0, 1), (60.0, 2)]
