@@ -117,6 +117,36 @@ def test_a_run_over_its_timeout_is_recorded_timed_out_and_its_cooperative_flag_i
     assert task.status is TaskStatus.FAILED
 
 
+def test_a_run_stopped_by_its_timeout_is_recorded_timed_out_whatever_duration_it_measured(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    # The deadline counts from the instant the run began (armed under the lock), its
+    # duration from the action's start (read on the worker, a little later): a run its
+    # deadline stopped measured exactly its timeout here, and on a coarse clock under
+    # load it measured less (the worker read its start a tick after the deadline was
+    # armed), and it was recorded a success.
+    clock = FakeClock(1_800_000_000.0)
+    started, flagged = threading.Event(), threading.Event()
+
+    def patient(ctx: RunContext) -> None:
+        started.set()
+        if ctx.wait(10):  # returns early only because the flag goes up
+            flagged.set()
+
+    scheduler = make_scheduler(clock=clock)
+    task = scheduler.schedule(
+        "patient", patient, OneTime(delay=0), timeout=1, retry=RetryPolicy.never()
+    )
+    assert started.wait(5)
+    clock.advance(1)  # its deadline falls due: the run measures 1.0 s, not more
+    assert flagged.wait(5)
+    settle(scheduler)
+    (record,) = task.history
+    assert record.duration == 1.0
+    assert record.timed_out and record.outcome == "timed_out" and not record.ok
+    assert task.status is TaskStatus.FAILED
+
+
 def test_a_raising_task_and_a_raising_listener_leave_every_worker_alive(
     make_scheduler: SchedulerFactory, clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:

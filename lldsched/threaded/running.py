@@ -215,8 +215,13 @@ class RunExecution(SchedulerParts):
         """The pool's ``complete``, under the lock: record the outcome in the core (an
         awaitable's once the event loop has run it), then settle the entry."""
         started, finished, error, result, awaitable, timed_out, explained = outcome
-        if run.context is not None:
-            self._disarm_deadline(run.context)  # the run is over: its deadline is void
+        context = run.context
+        if context is not None:
+            self._disarm_deadline(context)  # the run is over: its deadline is void
+            # Stopped by its deadline, it timed out, whatever duration it measured: the
+            # deadline counts from the run's begin, its duration from the action's start,
+            # read on the worker a little later (a coarse clock's tick later, under load).
+            timed_out = timed_out or context.reason == "timeout"
         if awaitable is not None:
             if awaitable is UNSTARTED:  # (rare) shutdown stopped it before a child took it
                 if self._core.unstarted(run):  # its task waits for it, as if never begun
