@@ -376,6 +376,17 @@ class Consumers:
             )
         return value, at
 
+    def names(self, count: int, timeout: float) -> list[object]:
+        """The first ``count`` tasks the consumers returned, each waited for up to
+        ``timeout`` seconds; fewer if one did not come in time."""
+        got = []
+        for _ in range(count):
+            item = self.next(timeout)
+            if item is None:
+                break
+            got.append(item[0])
+        return got
+
 
 class Rig(NamedTuple):
     """A fresh queue under test, its clock and its watched Condition."""
@@ -629,13 +640,8 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         # the names' order, so a heap that compares names on a tie shows.
         fill(rig, [("report", now - 1), ("cleanup", now - 2), ("alert", now - 2)])
         consumers = Consumers(rig.queue, rig.clock, takes=3)
-        got = []
         try:
-            for _ in range(3):
-                item = consumers.next(LATE)
-                if item is None:
-                    break
-                got.append(item[0])
+            got = consumers.names(3, LATE)
         finally:
             _release(rig, consumers)
         expected = ["cleanup", "alert", "report"]
@@ -906,13 +912,8 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             "no consumer was running, so nobody else held the lock: cancel waits or loops",
         )
         consumers = Consumers(rig.queue, rig.clock, takes=4)
-        got: list[object] = []
         try:
-            for _ in range(4):
-                item = consumers.next(LATE)
-                if item is None:
-                    break
-                got.append(item[0])
+            got = consumers.names(4, LATE)
         finally:
             _release(rig, consumers)
         expected = ["digest", "report", "cleanup", "sync"]
