@@ -117,8 +117,9 @@ def test_a_run_over_its_timeout_is_recorded_timed_out_and_its_cooperative_flag_i
     assert task.status is TaskStatus.FAILED
 
 
+@pytest.mark.parametrize("modified", [False, True], ids=["as-registered", "timeout-dropped"])
 def test_a_run_stopped_by_its_timeout_is_recorded_timed_out_whatever_duration_it_measured(
-    make_scheduler: SchedulerFactory,
+    make_scheduler: SchedulerFactory, modified: bool
 ) -> None:
     # The deadline counts from the instant the run began (armed under the lock), its
     # duration from the action's start (read on the worker, a little later): a run its
@@ -138,12 +139,15 @@ def test_a_run_stopped_by_its_timeout_is_recorded_timed_out_whatever_duration_it
         "patient", patient, OneTime(delay=0), timeout=1, retry=RetryPolicy.never()
     )
     assert started.wait(5)
+    if modified:  # the task's timeout dropped during the run: its armed deadline stands
+        scheduler.modify(task.id, timeout=None)
     clock.advance(1)  # its deadline falls due: the run measures 1.0 s, not more
     assert flagged.wait(5)
     settle(scheduler)
     (record,) = task.history
     assert record.duration == 1.0
     assert record.timed_out and record.outcome == "timed_out" and not record.ok
+    assert record.error == "TimeoutError: stopped at its 1 s timeout"
     assert task.status is TaskStatus.FAILED
 
 

@@ -218,10 +218,14 @@ class RunExecution(SchedulerParts):
         context = run.context
         if context is not None:
             self._disarm_deadline(context)  # the run is over: its deadline is void
-            # Stopped by its deadline, it timed out, whatever duration it measured: the
-            # deadline counts from the run's begin, its duration from the action's start,
-            # read on the worker a little later (a coarse clock's tick later, under load).
-            timed_out = timed_out or context.reason == "timeout"
+            if context.reason == "timeout" and not timed_out:  # its deadline stopped it
+                # Timed out whatever duration it measured: the deadline counts from the
+                # run's begin, its duration from the action's start, read on the worker
+                # a little later (a coarse clock's tick later, under load).  Its budget
+                # is the one it began with (a modify since may have dropped the task's).
+                timed_out = True
+                if error is None:
+                    error = f"TimeoutError: stopped at its {run.options.timeout:g} s timeout"
         if awaitable is not None:
             if awaitable is UNSTARTED:  # (rare) shutdown stopped it before a child took it
                 if self._core.unstarted(run):  # its task waits for it, as if never begun
