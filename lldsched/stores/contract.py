@@ -112,6 +112,21 @@ def _changed_fields(saved: TaskSnapshot, loaded: TaskSnapshot) -> list[str]:
     ]
 
 
+def _assert_field_kept(
+    saved: Sequence[TaskSnapshot], loaded: Sequence[TaskSnapshot], *, field: str, meaning: str
+) -> None:
+    """Each of ``saved`` loaded back with its ``field`` as saved (``meaning``: what the
+    field is for, in the message)."""
+    by_id = {snapshot.task.id: snapshot for snapshot in loaded}
+    for snapshot in saved:
+        again = by_id.get(snapshot.task.id)
+        value = getattr(snapshot, field)
+        kept = None if again is None else getattr(again, field)
+        assert kept == value, (
+            f"task {snapshot.task.id!r}: {field}: saved {value!r}, loaded {kept!r} ({meaning})"
+        )
+
+
 def _assert_kept(saved: Sequence[TaskSnapshot], loaded: Sequence[TaskSnapshot]) -> None:
     """Every snapshot of ``saved`` is in ``loaded`` (by task id), each field equal;
     one AssertionError naming each task and field that is not."""
@@ -326,14 +341,12 @@ class TaskStoreContract:
         spent = _snapshot(_definition("spent"), next_run_at=put_off, run_count=1, waited=None)
         _save_each(store, [spent])  # the extra run done: the schedule's own slot is next
         loaded = self._again(store).load_all()
-        by_id = {snapshot.task.id: snapshot for snapshot in loaded}
-        for snapshot in [*planned, spent]:
-            again = by_id.get(snapshot.task.id)
-            kept = None if again is None else again.waited
-            assert kept == snapshot.waited, (
-                f"task {snapshot.task.id!r}: waited: saved {snapshot.waited!r}, loaded "
-                f"{kept!r} (the slot a run_now put off: recovery hands it out next)"
-            )
+        _assert_field_kept(
+            [*planned, spent],
+            loaded,
+            field="waited",
+            meaning="the slot a run_now put off: recovery hands it out next",
+        )
         _assert_kept([*planned, spent], loaded)
 
     def test_slot_comes_back(self) -> None:
@@ -353,14 +366,12 @@ class TaskStoreContract:
         ran = _snapshot(_definition("ran"), next_run_at=T0 + 120, run_count=1, slot=None)
         _save_each(store, [ran])  # the run done: the next slot is its own due instant
         loaded = self._again(store).load_all()
-        by_id = {snapshot.task.id: snapshot for snapshot in loaded}
-        for snapshot in [*resumed, ran]:
-            again = by_id.get(snapshot.task.id)
-            kept = None if again is None else again.slot
-            assert kept == snapshot.slot, (
-                f"task {snapshot.task.id!r}: slot: saved {snapshot.slot!r}, loaded "
-                f"{kept!r} (the slot of a plan's run a resume put off: its record says it)"
-            )
+        _assert_field_kept(
+            [*resumed, ran],
+            loaded,
+            field="slot",
+            meaning="the slot of a plan's run a resume put off: its record says it",
+        )
         _assert_kept([*resumed, ran], loaded)
 
     def test_delete_forgets_a_task_and_its_records(self) -> None:
