@@ -81,7 +81,7 @@ def follow(core: SchedulerCore, change: Change, *, records_of: RecordsOf) -> Sch
 def _held(core: SchedulerCore, task: ScheduledTask) -> ScheduledTask | None:
     """``task`` if the registry still holds it (a task followed into SUCCEEDED or
     CANCELLED may have retired at once), else None."""
-    return task if core.tasks.get(task.id) is task else None
+    return task if core.holds(task) else None
 
 
 def claimed_entry(core: SchedulerCore, claim: Claim) -> Entry | None:
