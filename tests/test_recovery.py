@@ -35,7 +35,7 @@ from lldsched import (
     Window,
     checks,
 )
-from lldsched.core.recovery import after_clock_jump
+from lldsched.core.recovery import after_clock_jump, pending_slot
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.threaded.jumps import LastLook
 from tests import jobs
@@ -210,6 +210,26 @@ def test_a_retry_in_flight_at_the_crash_keeps_its_attempt_count_and_slot() -> No
         assert restored.history[-1].slot == T0 and restored.next_run_at == T0 + HOUR
     finally:
         assert scheduler.shutdown()
+
+
+def test_the_slot_a_stored_task_stands_at_is_one_rule_for_a_restart_and_a_followed_row() -> None:
+    """``pending_slot``: what ``recover`` and a shared store's follow both read."""
+    definition = (
+        Scheduler(clock=FakeClock(T0)).schedule("job", jobs.noop, FixedRate(HOUR)).definition
+    )
+    ran = ExecutionRecord("task-1", "job", 1, T0, T0, 0, T0, T0 + 1, False, "RuntimeError")
+    skipped = ran._replace(slot=T0 + HOUR, misfire=Outcome.MISSED)  # decided, never ran
+    retrying = TaskSnapshot(definition, TaskStatus.RETRYING, T0 + 2, 1, 1, 1, "x")
+    assert pending_slot(retrying, 1, records=lambda: [ran, skipped]) == T0  # the run's slot
+    assert pending_slot(retrying, 1, records=lambda: [skipped]) == T0 + 2  # none ran: its due
+    put_off = retrying._replace(status=TaskStatus.SCHEDULED, attempt=0, slot=T0 - HOUR)
+
+    def unread() -> list[ExecutionRecord]:
+        raise AssertionError("records read for a task with no attempt behind it")
+
+    assert pending_slot(put_off, 0, records=unread) == T0 - HOUR  # a plan's run put off
+    assert pending_slot(put_off._replace(slot=None), 0, records=unread) == T0 + 2
+    assert pending_slot(put_off._replace(slot=None, next_run_at=None), 0, records=unread) == 0.0
 
 
 @pytest.mark.parametrize(

@@ -426,7 +426,7 @@ class SchedulerCore(
         status = task.status
         if (status is not SUCCEEDED and status is not CANCELLED) or task._run is not None:
             return
-        if self.tasks.get(task.id) is not task:  # retired (or removed) already
+        if not self.holds(task):  # retired (or removed) already
             return
         if elsewhere:
             retention.followed(task.id, at)

@@ -70,6 +70,7 @@ __all__ = [
     "after_clock_jump",
     "decide_misfire",
     "passed_slots",
+    "pending_slot",
     "plan",
     "recover",
     "stored_plan",
@@ -419,6 +420,25 @@ def recover(core: SchedulerCore, store: TaskStore) -> list[ScheduledTask]:
     return tasks
 
 
+def pending_slot(
+    snapshot: TaskSnapshot, attempt: int, *, records: Callable[[], Sequence[ExecutionRecord]]
+) -> float:
+    """The slot a task registered from ``snapshot`` stands at, ``attempt`` the attempts
+    behind it (a RUNNING row's read as owed): a retry's attempts belong to the slot of
+    its task's last run (``records()``, oldest first, read only then; a retry read as a
+    slot of its own moved a fixed rate's grid by its backoff), a plan's run a resume put
+    off keeps its slot, and any other task stands at its next run.  The one rule for a
+    restart (:func:`recover`) and for a row a shared store's feed brings
+    (:mod:`lldsched.core.follow`)."""
+    if attempt:
+        for record in reversed(records()):
+            if record.outcome.ran:
+                return record.slot
+    elif snapshot.slot is not None:
+        return snapshot.slot
+    return snapshot.next_run_at if snapshot.next_run_at is not None else 0.0
+
+
 def _restored(snapshot: TaskSnapshot, records: Iterable[ExecutionRecord]) -> tuple[Restored, bool]:
     """What ``snapshot`` says the task is, and whether an attempt is owed from before."""
     history = tuple(records)
@@ -428,13 +448,7 @@ def _restored(snapshot: TaskSnapshot, records: Iterable[ExecutionRecord]) -> tup
         attempt = max(0, attempt - 1)
     if status is TaskStatus.RUNNING:
         status = runnable(attempt)
-    runs = [record for record in history if record.outcome.ran]
-    if attempt and runs:  # retrying: the pending attempts belong to the failed run's slot
-        slot = runs[-1].slot
-    elif snapshot.slot is not None and not attempt:  # a plan's run a resume put off
-        slot = snapshot.slot
-    else:
-        slot = snapshot.next_run_at if snapshot.next_run_at is not None else 0.0
+    slot = pending_slot(snapshot, attempt, records=lambda: history)
     definition = snapshot.task._replace(schedule=unwrap(snapshot.task.schedule))
     restored = Restored(
         definition=definition,
