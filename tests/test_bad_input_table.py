@@ -357,6 +357,11 @@ def called_coroutine(runtime: Runtime) -> object:
 
 
 verb("schedule(action=a coroutine object)", called_coroutine, Named("not f()"))
+# The action and the schedule swapped: the hint spoke of import paths for cron text.
+for value in ("0 3 * * *", FixedRate(60)):
+    verb(f"schedule(action={value!r}) (swapped)",
+         lambda rt, v=value: register(rt, "job", v, FixedRate(60)),
+         Named(f"got {value!r} (a schedule, where the action goes"))  # fmt: skip
 verb("schedule(args too many)", lambda rt: register(rt, "job", noop, FixedRate(60), args=(1,)),
      (1,))  # fmt: skip
 verb("schedule(kwargs unknown)",

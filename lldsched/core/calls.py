@@ -200,7 +200,15 @@ def _action_name(action: Callable[..., Any]) -> str:
 
 def not_callable(name: str, action: object) -> ValidationError:
     """The error of an ``action`` that cannot be called (the threaded runtime raises it
-    for None too: it has nothing to run without one)."""
-    called = " (a coroutine: pass the async def function itself, f, not f())"
-    hint = called if inspect.iscoroutine(action) else ""
+    for None too: it has nothing to run without one), with what it looks like instead:
+    a coroutine (``f()`` for ``f``), a schedule or cron text (the action and the schedule
+    swapped), an import path (the action of a process-isolated task)."""
+    if inspect.iscoroutine(action):
+        hint = " (a coroutine: pass the async def function itself, f, not f())"
+    elif hasattr(action, "first_run") or (isinstance(action, str) and ":" not in action):
+        hint = " (a schedule, where the action goes: pass the function to run as the action)"
+    elif isinstance(action, str):
+        hint = " (an import path is the action of a task registered with isolation='process')"
+    else:
+        hint = ""
     return ValidationError(f"task {name!r}: action must be callable, got {action!r}{hint}")
