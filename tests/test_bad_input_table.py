@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -65,6 +65,18 @@ def noop() -> None:
 
 def one_argument(value: int) -> int:
     return value
+
+
+def yields() -> Iterator[int]:  # a generator function: calling it runs none of its body
+    yield 1
+
+
+async def yields_async() -> AsyncIterator[int]:
+    yield 1
+
+
+async def fetches() -> int:
+    return 1
 
 
 @dataclass(frozen=True)
@@ -324,6 +336,32 @@ for value in (5, "not callable", "os.path:join"):
     verb(f"schedule(action={value!r})", lambda rt, v=value: register(rt, "job", v), value)
 verb("schedule(action=one_argument)", lambda rt: register(rt, "job", one_argument),
      Named("one_argument(value)"))  # fmt: skip
+# A generator function ran none of its body and every run was recorded a success.
+verb("schedule(action=a generator function)", lambda rt: register(rt, "job", yields),
+     Named("action yields is a generator function"))  # fmt: skip
+verb("schedule(action=an async generator function)",
+     lambda rt: register(rt, "job", yields_async),
+     Named("action yields_async is an async generator function"))  # fmt: skip
+verb("@scheduled(...) over a generator function", lambda rt: decorate(rt, yields),
+     Named("action yields is a generator function"))  # fmt: skip
+
+
+def called_coroutine(runtime: Runtime) -> object:
+    """``schedule(..., fetches(), ...)``: the coroutine object, not the function; closed
+    after, so that no "never awaited" warning is left behind."""
+    coroutine = fetches()
+    try:
+        return register(runtime, "job", coroutine)
+    finally:
+        coroutine.close()
+
+
+verb("schedule(action=a coroutine object)", called_coroutine, Named("not f()"))
+# The action and the schedule swapped: the hint spoke of import paths for cron text.
+for value in ("0 3 * * *", FixedRate(60)):
+    verb(f"schedule(action={value!r}) (swapped)",
+         lambda rt, v=value: register(rt, "job", v, FixedRate(60)),
+         Named(f"got {value!r} (a schedule, where the action goes"))  # fmt: skip
 verb("schedule(args too many)", lambda rt: register(rt, "job", noop, FixedRate(60), args=(1,)),
      (1,))  # fmt: skip
 verb("schedule(kwargs unknown)",

@@ -25,6 +25,7 @@ import shlex
 import sys
 import types
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ import pytest
 
 from lldsched import FixedRate, Scheduler, SqliteTaskStore
 from lldsched.logs import LOGGERS
+from lldsched.threaded.stopping import Stopping
 from tests import jobs
 from tests.forking import in_child
 from tests.test_demo import EXPECTED as DEMO_OUTPUT
@@ -380,10 +382,30 @@ def test_every_python_block_of_the_documents_runs_and_prints_what_it_shows(
     # its module up in sys.modules.
     module = types.ModuleType("docs")
     monkeypatch.setitem(sys.modules, "docs", module)
+    timed_out = waits_timing_out(monkeypatch)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile("\n" * (line - 1) + block, str(path), "exec"), module.__dict__)
     assert unprinted(shown_output(block), out.getvalue().splitlines()) == []
+    assert timed_out == [], f"a wait ran out its timeout, waiting for nothing: {timed_out}"
+
+
+def waits_timing_out(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ``wait_idle`` and ``wait_drained`` calls that return False from now on (the
+    list fills as they do).  An example's wait that runs out its timeout waits for what
+    never comes (``wait_drained`` with a recurring task registered): the reader's copy
+    stalls for the whole timeout, and what it prints next depends on the timing."""
+    timed_out: list[str] = []
+    wait = Stopping._wait
+
+    def recorded(self: Stopping, timeout: float | timedelta, *, drained: bool) -> bool:
+        done = wait(self, timeout, drained=drained)
+        if not done:
+            timed_out.append(f"{'wait_drained' if drained else 'wait_idle'}({timeout!r})")
+        return done
+
+    monkeypatch.setattr(Stopping, "_wait", recorded)
+    return timed_out
 
 
 def test_a_shown_line_that_is_not_printed_is_caught() -> None:

@@ -417,7 +417,7 @@ def test_utilisation_rejects_unknown_workers_and_calendar_frequencies() -> None:
         utilisation(frame, workers=2, freq="1M")
     # A count is a column each: 10**9 built a billion lanes, 10**30 raised OverflowError.
     for count in (MOST_WORKERS + 1, 10**9, 10**30):
-        with pytest.raises(ValidationError, match=f"at most 100,000 .* got {count}$"):
+        with pytest.raises(ValidationError, match=f"from 1 to 100,000 .* got {count}$"):
             utilisation(frame, workers=count)
     assert MOST_WORKERS == MAX_WORKERS  # the simulation's, which a view may not import
     with pytest.raises(ValidationError, match=r"freq='1us' cuts these runs into more than"):
@@ -427,6 +427,20 @@ def test_utilisation_rejects_unknown_workers_and_calendar_frequencies() -> None:
             utilisation(frame, workers=2, freq=freq)  # type: ignore[arg-type]
     empty = utilisation(to_frame([]), workers=2)
     assert empty.empty and empty.columns.tolist() == [0, 1]
+
+
+@pytest.mark.parametrize("workers", [0, -2, [0, 0], [0, 1, 1], [-1], [1, -1]])
+def test_utilisation_refuses_a_count_below_one_and_indexes_twice_or_negative(
+    workers: object,
+) -> None:
+    """Before: ``workers=[0, 0]`` gave two columns named 0 whose figures differed (the
+    lane's busy time in one, nothing in the other), ``[0, 1, 1]`` five columns, and a
+    count of 0 on no runs a frame without a column; ``workers=0`` on runs blamed them
+    ("runs on workers [0] are not among workers=0")."""
+    for frame in (to_frame(RECORDS), to_frame([])):
+        with pytest.raises(ValidationError, match=re.escape(f"got {workers!r}")) as refused:
+            utilisation(frame, workers=workers)  # type: ignore[arg-type]
+        assert "are not among" not in str(refused.value)
 
 
 def test_without_pandas_importing_frames_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

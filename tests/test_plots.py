@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -522,6 +523,19 @@ def test_every_plot_draws_on_the_axes_it_is_given(name: str, ten: pd.DataFrame) 
     left, right = figure.subplots(1, 2)
     assert ON_AXES[name](ten, right) is figure
     assert not left.collections and not left.lines and (right.collections or right.lines)
+
+
+@pytest.mark.parametrize("name", sorted(ON_AXES))
+@pytest.mark.parametrize("ax", [5, "left", Figure()], ids=["int", "str", "Figure"])
+def test_every_plot_refuses_what_is_no_axes_naming_it(
+    name: str, ax: object, ten: pd.DataFrame
+) -> None:
+    """Before: ``gantt(frame, ax=5)`` raised matplotlib's ``AttributeError: 'int' object
+    has no attribute 'get_position'``, naming neither the argument nor what it takes."""
+    with pytest.raises(
+        ValidationError, match=f"ax must be a matplotlib Axes .*got {re.escape(repr(ax))}"
+    ):
+        ON_AXES[name](ten, ax)  # type: ignore[arg-type]
 
 
 def test_overrun_comparison_draws_on_the_pair_of_axes_it_is_given() -> None:

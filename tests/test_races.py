@@ -207,6 +207,33 @@ def test_a_later_shutdown_delivers_the_events_of_a_run_that_outlived_the_first()
     assert not any(thread.name.startswith(prefix) for thread in threading.enumerate())
 
 
+def test_wait_idle_after_a_shutdown_delivers_what_was_published_since() -> None:
+    # Before: a run that outlived a shutdown's timeout, or a verb allowed after it
+    # (pause), published its event for the listeners' thread the shutdown had stopped;
+    # wait_idle() then waited for that delivery until its timeout and returned False,
+    # every time, though nothing was due or running and nothing ever would be.
+    gate, running = threading.Event(), threading.Event()
+    heard: list[TaskEvent] = []
+
+    def block() -> None:
+        running.set()
+        gate.wait(WAIT)
+
+    scheduler = Scheduler(workers=1, listeners=[heard.append]).start()
+    scheduler.schedule("block", block, OneTime(delay=0), id="block")
+    later = scheduler.schedule("later", block, FixedRate(60, start_delay=60), id="later")
+    assert running.wait(WAIT)
+    assert scheduler.shutdown(timeout=0.05) is False
+    gate.set()
+    assert scheduler.pause(later.id)  # allowed after a shutdown: its event is published
+    assert scheduler.wait_idle(WAIT), "wait_idle() waited for a delivery thread that ended"
+    assert sorted((event.task_id, event.status) for event in heard[-2:]) == [
+        ("block", TaskStatus.SUCCEEDED),  # the run's end and the pause, in either order
+        ("later", TaskStatus.PAUSED),
+    ]
+    assert scheduler.shutdown(timeout=WAIT) is True
+
+
 def test_a_coroutine_timed_out_after_modify_dropped_its_timeout_is_still_recorded() -> None:
     # Before: the loop armed the coroutine's timer with the timeout it had at its start,
     # and its record read the task's timeout again when the timer cancelled it; modify()

@@ -224,3 +224,22 @@ def test_a_path_under_a_tilde_says_it_is_not_expanded(
         SqliteTaskStore("~/lldsched-no-such-folder/tasks.db")
     message = str(refused.value)
     assert "'~' is not your home here" in message and "expanduser()" in message
+
+
+@pytest.mark.parametrize("missing", [True, False], ids=["folder missing", "folder there"])
+def test_a_path_ending_in_a_separator_is_refused_as_a_folder_making_nothing(
+    tmp_path: Path, missing: bool
+) -> None:
+    """Before: ``SqliteTaskStore("/srv/app/data/")`` with ``data`` missing opened a
+    database *file* named ``data`` (and ``data.lock`` beside it), which the deploy that
+    made the folder next found in its way; with ``data`` there, a ``StoreError`` named
+    the folder."""
+    folder = tmp_path / "data"
+    if not missing:
+        folder.mkdir()
+    given = f"{folder}{os.sep}"
+    with pytest.raises(ValidationError) as refused:
+        SqliteTaskStore(given)
+    assert repr(given) in str(refused.value) and "names a folder" in str(refused.value)
+    assert sorted(tmp_path.iterdir()) == ([] if missing else [folder])
+    assert not missing or not folder.exists()

@@ -46,6 +46,7 @@ _CONTEXT_CACHE_LIMIT = 4096
 # Which parameters exist and which have defaults is the code's, not the function's: two
 # functions made by one ``def`` bind arguments alike.
 SIGNATURE_BY_CODE: dict[tuple[int, bool], inspect.Signature | None] = {}
+_GENERATES = inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR  # code flags of a yield
 _UNREAD = inspect.Signature()  # SIGNATURE_BY_CODE's answer for a code not read yet
 # (id(cache), key) -> the weak reference to the code object of the cache's entry at key,
 # whose callback drops the entry and this (see _remember).
@@ -86,8 +87,8 @@ def call_shape(action: Callable[..., Any]) -> int:
                 known = CTX
             elif code.co_flags & inspect.CO_VARKEYWORDS:
                 known = ASK_WRAPPED
-            else:
-                known = TAKES if names else BARE
+            else:  # a generator function is never BARE: check_call refuses it
+                known = TAKES if names or code.co_flags & _GENERATES else BARE
             _remember(CALL_BY_CODE, id(code), code, known)
         if known is ASK_WRAPPED:  # the code is shared by wrappers of different functions
             wrapped = getattr(action, "__wrapped__", None)
@@ -113,6 +114,9 @@ def check_call(
     (``functools.wraps``) is judged by its own parameters, not the wrapped function's,
     since a decorator may supply some of those.
 
+    A generator function (``yield`` in a ``def`` or an ``async def``) is refused too:
+    calling it runs none of its body, so every run would succeed having done nothing.
+
     ``values=False`` names the arguments by count and keyword, never by value: for a
     log line (a restored task's stored arguments may hold a token), where the
     registering caller who gave them is not the reader.
@@ -120,6 +124,8 @@ def check_call(
     args, kwargs, pass_context = options.args, options.kwargs, options.pass_context
     code = getattr(action, "__code__", None)
     if code is not None:
+        if code.co_flags & _GENERATES:
+            raise _generates(name, action, code)
         if not (args or kwargs or pass_context or code.co_argcount or code.co_kwonlyargcount):
             return  # f() called as f(): nothing to bind
         key = (id(code), inspect.ismethod(action))  # by identity: see the module docstring
@@ -157,6 +163,16 @@ def check_call(
         ) from None
 
 
+def _generates(name: str, action: Callable[..., Any], code: CodeType) -> ValidationError:
+    """The error of a generator function given as an action."""
+    kind = "an async generator" if code.co_flags & inspect.CO_ASYNC_GENERATOR else "a generator"
+    return ValidationError(
+        f"task {name!r}: action {_action_name(action)} is {kind} function (it yields): "
+        f"calling it returns {kind} and runs none of its body, so every run would succeed "
+        "having done nothing; make it return instead of yield"
+    )
+
+
 def _given(args: tuple[Any, ...], kwargs: Mapping[str, Any] | None) -> str:
     """The arguments as a registration's error shows them (its caller gave them)."""
     return f"args={tuple(args)!r}" + (f", kwargs={dict(kwargs)!r}" if kwargs else "")
@@ -184,5 +200,15 @@ def _action_name(action: Callable[..., Any]) -> str:
 
 def not_callable(name: str, action: object) -> ValidationError:
     """The error of an ``action`` that cannot be called (the threaded runtime raises it
-    for None too: it has nothing to run without one)."""
-    return ValidationError(f"task {name!r}: action must be callable, got {action!r}")
+    for None too: it has nothing to run without one), with what it looks like instead:
+    a coroutine (``f()`` for ``f``), a schedule or cron text (the action and the schedule
+    swapped), an import path (the action of a process-isolated task)."""
+    if inspect.iscoroutine(action):
+        hint = " (a coroutine: pass the async def function itself, f, not f())"
+    elif hasattr(action, "first_run") or (isinstance(action, str) and ":" not in action):
+        hint = " (a schedule, where the action goes: pass the function to run as the action)"
+    elif isinstance(action, str):
+        hint = " (an import path is the action of a task registered with isolation='process')"
+    else:
+        hint = ""
+    return ValidationError(f"task {name!r}: action must be callable, got {action!r}{hint}")

@@ -18,6 +18,7 @@ from inspect import CO_COROUTINE
 from types import CodeType
 from typing import Any, get_args
 
+from lldsched.core.calls import not_callable
 from lldsched.core.task import Isolation
 from lldsched.errors import ValidationError
 from lldsched.importpath import import_callable, import_path, json_arguments
@@ -75,10 +76,7 @@ def isolated_action(name: str, action: object, *, isolation: object) -> Callable
     """
     if check_isolation(name, isolation) == "thread":
         if isinstance(action, str):
-            raise ValidationError(
-                f"task {name!r}: action must be callable, got {action!r} (an import path "
-                "is the action of a task registered with isolation='process')"
-            )
+            raise not_callable(name, action)
         return action  # type: ignore[return-value]  # validated() checks it is callable
     if action is None:
         return None

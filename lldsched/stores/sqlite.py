@@ -91,6 +91,7 @@ from lldsched.stores.sqlite_file import (
     check_encodable,
     create_owner_only,
     refuse_empty,
+    refuse_folder,
     refuse_url,
     unopenable,
 )
@@ -196,6 +197,7 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
         if isinstance(path, str):  # a Path is a file's, never a URL
             refuse_url(path)
             refuse_empty(path)
+            refuse_folder(path)
         whole_or_none(retention, name="retention", at_least=1)
         if synchronous not in _SYNCHRONOUS:
             raise ValidationError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")

@@ -2,8 +2,8 @@
 
 :data:`PRIVATE` names SQLite's private databases (no path: nobody else can open
 them); :func:`check_encodable` refuses, naming it, a path the file system encoding
-cannot encode; :func:`create_owner_only` creates a new store's file readable by its
-owner only.
+cannot encode; :func:`refuse_folder` a path ending in a separator (a folder's name);
+:func:`create_owner_only` creates a new store's file readable by its owner only.
 
 :func:`refuse_url` refuses a URL given where a file name goes (SQLAlchemy's
 ``sqlite:///jobs.sqlite`` from an APScheduler configuration, a PostgreSQL dsn): SQLite
@@ -60,6 +60,7 @@ __all__ = [
     "create_owner_only",
     "identity",
     "refuse_empty",
+    "refuse_folder",
     "refuse_url",
     "unopenable",
 ]
@@ -216,6 +217,20 @@ def refuse_empty(path: str) -> None:
             "the SQLite store path is empty: SQLite would open a private temporary "
             "database, deleted at close, and no task would survive a restart; give a "
             "file's path (or ':memory:' for a store that keeps nothing, on purpose)"
+        )
+
+
+def refuse_folder(path: str) -> None:
+    """Refuse a ``str`` path that ends in a separator (``"/srv/app/data/"``): it names a
+    folder, never a file.  SQLite opened it without the separator: a folder missing there
+    became a database *file* of that name (``/srv/app/data``), and the deploy that made
+    the folder next found a file in its way.  A ``pathlib.Path`` drops the separator
+    before anyone sees it, so only a ``str`` says it."""
+    separators = (os.sep, os.altsep) if os.altsep else (os.sep,)
+    if path.endswith(separators):
+        raise ValidationError(
+            f"the SQLite store path {path!r} ends in a separator, so it names a folder, "
+            f"not a database file: name a file in it, e.g. {path + 'tasks.db'!r}"
         )
 
 

@@ -118,8 +118,12 @@ class EventDispatcher:
         """Wait until every event published so far was delivered; False on timeout.
 
         Only meaningful once the delivery thread runs (the scheduler has started).
+        Once closed, it delivers what was published since the last delivery thread
+        ended (a verb allowed after a shutdown, a run that outlived one), as
+        :meth:`close` does: waiting for a thread that has ended waited out the timeout.
         """
         with self._cond:
+            self._deliver_late()
             return self._cond.wait_for(lambda: not self._events and not self._busy, timeout)
 
     @property
@@ -138,11 +142,16 @@ class EventDispatcher:
         with self._cond:
             self._closed = True
             self._cond.notify_all()
-            if self._events and self._thread is not None and not self._delivering:
-                self._spawn()  # published after the last delivery thread ended
+            self._deliver_late()
             thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
+
+    def _deliver_late(self) -> None:
+        """Once closed, start a delivery thread again for the events published after
+        the last one ended; it ends once they are delivered (caller holds the lock)."""
+        if self._closed and self._events and self._thread is not None and not self._delivering:
+            self._spawn()
 
     @property
     def thread(self) -> threading.Thread | None:

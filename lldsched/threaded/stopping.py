@@ -410,8 +410,10 @@ class Stopping(SchedulerParts):
         Made for tests and demos on a :class:`~lldsched.clock.FakeClock`:
         ``clock.advance(30); scheduler.wait_idle()`` (which runs what is due at the
         new now, all at that instant; :class:`lldsched.testing.Stepper` visits each
-        due instant in turn).  Called from one of the scheduler's own threads (an
-        action, a listener, a coroutine run) it raises
+        due instant in turn).  After a shutdown it delivers what was published since
+        (a run that outlived it, a ``pause``), as a second ``shutdown()`` does.  Called
+        from one of the scheduler's own threads (an action, a listener, a coroutine run)
+        it raises
         :class:`~lldsched.errors.SchedulerStateError`: it would wait for itself; so it
         does if the timer thread died (:attr:`running` is False), at once or as it dies:
         nothing due would ever run.

@@ -238,20 +238,28 @@ them, and ``10**30`` raised ``OverflowError``."""
 
 
 def _workers(workers: object) -> list[int]:
-    """``utilisation``'s ``workers``: a count (``0 .. workers-1``, at most
-    :data:`MOST_WORKERS`) or worker indexes (numpy's integers too: ``operator.index``; a
-    bool is neither)."""
+    """``utilisation``'s ``workers``: a count (``0 .. workers-1``, from 1 to
+    :data:`MOST_WORKERS`) or worker indexes, each ``>= 0`` and none twice (numpy's
+    integers too: ``operator.index``; a bool is neither).  A count below 1 gave a frame of
+    no column (or blamed the runs' workers), an index twice columns whose figures were
+    wrong (one lane's busy time spread over copies), and a negative index a worker no
+    runtime has."""
     try:
         if isinstance(workers, Iterable) and not isinstance(workers, str | bytes):
             indexes = list(workers)
             if not any(isinstance(w, bool) for w in indexes):
-                return [operator.index(w) for w in indexes]
+                lanes = [operator.index(w) for w in indexes]
+                if len(set(lanes)) == len(lanes) and all(lane >= 0 for lane in lanes):
+                    return lanes
+                raise ValidationError(
+                    f"workers must be worker indexes >= 0, each once, got {workers!r}"
+                )
         elif isinstance(workers, SupportsIndex) and not isinstance(workers, bool):
             count = operator.index(workers)
-            if count <= MOST_WORKERS:
+            if 1 <= count <= MOST_WORKERS:
                 return list(range(count))
             raise ValidationError(
-                f"workers must be a count of at most {MOST_WORKERS:,} (as many as a simulation "
+                f"workers must be a count from 1 to {MOST_WORKERS:,} (as many as a simulation "
                 f"has) or a list of worker indexes, got {workers!r}"
             )
     except TypeError:

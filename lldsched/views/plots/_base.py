@@ -168,6 +168,12 @@ def _axes(ax: Axes | None, size: tuple[float, float]) -> tuple[Figure, Axes]:
 
 
 def _root(ax: Axes) -> Figure:
+    """The figure ``ax`` is drawn on (through its subfigures); ``ax`` is checked to be
+    an ``Axes``, so that a wrong one is named, not an ``AttributeError`` of matplotlib's."""
+    if not isinstance(ax, Axes):
+        raise ValidationError(
+            f"ax must be a matplotlib Axes (or None: a figure of its own), got {ax!r}"
+        )
     figure = ax.get_figure()
     while isinstance(figure, SubFigure):
         figure = figure.figure

@@ -257,7 +257,8 @@ def _gantt_title(frame: pd.DataFrame, by: str) -> str:
 def _fitting(ax: Axes, max_lanes: int) -> int:
     """The lanes that fit the height of ``ax`` at :data:`MIN_LANE_INCHES` each (at
     least one), and at most ``max_lanes``."""
-    inches = ax.get_position().height * _root(ax).get_figheight()
+    figure = _root(ax)  # checks it is an Axes first
+    inches = ax.get_position().height * figure.get_figheight()
     return min(max(int(inches / MIN_LANE_INCHES), 1), max_lanes)
 
 
