@@ -253,6 +253,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
             said=self._say_failures,
             lane=workers,  # a loop task's records: the lane one past the worker threads
             now=self._clock.now,
+            clock_raised=self._clock_failure,
             limit=max_coroutines,
             name=f"{self._thread_prefix}loop",
         )
