@@ -462,6 +462,38 @@ def test_a_run_whose_lease_is_taken_over_is_told_and_its_write_refused(
     assert reader.records("hold") == []
 
 
+@pytest.mark.parametrize(
+    ("action", "isolation"),
+    [(cluster_jobs.until_cancelled, "thread"), ("tests.jobs:hang_first_time", "process")],
+    ids=["coroutine", "isolated"],
+)
+def test_a_run_whose_lease_is_taken_over_is_stopped_when_it_cannot_look_at_its_flag(
+    short_sqlite_pair: Pair,
+    tmp_path: Path,
+    action: Callable[..., object] | str,
+    isolation: Isolation,
+) -> None:
+    """A coroutine or a process-isolated run has no flag it must look at (neither
+    declares ``ctx``): once the renewal finds its lease taken over, the runtime stops it,
+    as it does at a timeout or a pause, instead of running the slot a second time beside
+    the process that took it over (it ran to its end: a minute, or for ever)."""
+    first, second, reader, store = short_sqlite_pair
+    second.shutdown()  # one scheduler runs; the test takes its lease over by hand
+    args = (str(tmp_path / "marker"),) if isolation == "process" else ()
+    first.schedule("hold", action, OneTime(first.now), id="hold", isolation=isolation,
+                   args=args)  # fmt: skip
+    wait_until(lambda: first.task("hold").running and bool(reader.leases()), timeout=30,
+               what="the run to start")  # fmt: skip
+    (lease,) = reader.leases()
+    (takeover,) = reader.claim(now=first.now + 100 * LEASE, limit=1)  # as if it had expired
+    assert takeover.token > lease.token
+    wait_until(lambda: not first.task("hold").running, timeout=10, what="the stale run to stop")
+    wait_until(lambda: store.rejected == 1, timeout=5, what="the stale settle to be refused")
+    assert reader.records("hold") == []
+    (record,) = first.task("hold").history
+    assert record.error is not None and "lease" in record.error, record.error
+
+
 def test_a_registration_racing_one_from_another_scheduler_is_refused_not_overwritten(
     tmp_path: Path,
 ) -> None:
