@@ -175,13 +175,14 @@ class RunExecution(SchedulerParts):
 
         def stopped() -> str | None:
             """The error of this run if it was stopped since it began, read under the
-            lock: a cancel or a pause, or a newer run ``Overlap.CANCEL_OTHER`` began (each
-            found no child of it to kill); None if it was not, and it is sent."""
+            lock: a cancel or a pause, its lease gone, or a newer run
+            ``Overlap.CANCEL_OTHER`` began (each found no child of it to kill); None if it
+            was not, and it is sent."""
             with self._lock:
                 why = stopped_since_begun(task)
+                if why is None and self._lease_gone(run) is not None:  # as _stop_lost says it
+                    return f"CancelledError: {LEASE_GONE} {NOT_SENT}"
                 if why is None:  # a newer run's flag: the core words "before it started"
-                    if self._lease_gone(run) is not None:  # as _stop_lost says it
-                        return f"CancelledError: {LEASE_GONE} {NOT_SENT}"
                     return NEVER_STARTED_OVERLAP if _overlapped(run) is not None else None
             return f"CancelledError: task {why} {NOT_SENT}"  # as _stop_running says it
 
