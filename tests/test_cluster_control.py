@@ -36,7 +36,7 @@ from lldsched import (
 from lldsched.core.task import Isolation
 from lldsched.errors import ValidationError
 from lldsched.persistence import CoordinatedStore
-from lldsched.threaded import processes
+from lldsched.threaded import processlife
 from tests import cluster_jobs, jobs
 from tests.cluster import StoreSpec, open_store
 from tests.waits import wait_until
@@ -508,14 +508,13 @@ def test_an_isolated_run_whose_lease_went_before_a_child_took_it_is_never_sent(
     second.shutdown()
     starting = threading.Event()
     let_start = threading.Event()
-    start_child = processes.start_child
 
-    def held_start() -> processes.Child:  # the child's start waits for the takeover
+    def held_start() -> processlife.Child:  # the child's start waits for the takeover
         starting.set()
         assert let_start.wait(30)
-        return start_child()
+        return processlife.start_child()
 
-    monkeypatch.setattr(processes, "start_child", held_start)
+    monkeypatch.setattr("lldsched.threaded.processes.start_child", held_start)
     first.schedule("hold", "tests.jobs:hang_first_time", OneTime(first.now), id="hold",
                    isolation="process", args=(str(tmp_path / "marker"),))  # fmt: skip
     assert starting.wait(30)
