@@ -36,6 +36,7 @@ from lldsched import (
 from lldsched.core.task import Isolation
 from lldsched.errors import ValidationError
 from lldsched.persistence import CoordinatedStore
+from lldsched.threaded import processlife
 from tests import cluster_jobs, jobs
 from tests.cluster import StoreSpec, open_store
 from tests.waits import wait_until
@@ -460,6 +461,76 @@ def test_a_run_whose_lease_is_taken_over_is_told_and_its_write_refused(
     assert cluster_jobs.seen.get(timeout=10) == ("hold", token, True, "lease")
     wait_until(lambda: store.rejected == 1, timeout=5, what="the stale settle to be refused")
     assert reader.records("hold") == []
+
+
+@pytest.mark.parametrize(
+    ("action", "isolation"),
+    [(cluster_jobs.until_cancelled, "thread"), ("tests.jobs:hang_first_time", "process")],
+    ids=["coroutine", "isolated"],
+)
+def test_a_run_whose_lease_is_taken_over_is_stopped_when_it_cannot_look_at_its_flag(
+    short_sqlite_pair: Pair,
+    tmp_path: Path,
+    action: Callable[..., object] | str,
+    isolation: Isolation,
+) -> None:
+    """A coroutine or a process-isolated run has no flag it must look at (neither
+    declares ``ctx``): once the renewal finds its lease taken over, the runtime stops it,
+    as it does at a timeout or a pause, instead of running the slot a second time beside
+    the process that took it over (it ran to its end: a minute, or for ever)."""
+    first, second, reader, store = short_sqlite_pair
+    second.shutdown()  # one scheduler runs; the test takes its lease over by hand
+    args = (str(tmp_path / "marker"),) if isolation == "process" else ()
+    first.schedule("hold", action, OneTime(first.now), id="hold", isolation=isolation,
+                   args=args)  # fmt: skip
+    wait_until(lambda: first.task("hold").running and bool(reader.leases()), timeout=30,
+               what="the run to start")  # fmt: skip
+    (lease,) = reader.leases()
+    (takeover,) = reader.claim(now=first.now + 100 * LEASE, limit=1)  # as if it had expired
+    assert takeover.token > lease.token
+    wait_until(lambda: not first.task("hold").running, timeout=10, what="the stale run to stop")
+    wait_until(lambda: store.rejected == 1, timeout=5, what="the stale settle to be refused")
+    assert reader.records("hold") == []
+    (record,) = first.task("hold").history
+    assert record.error is not None and "lease" in record.error, record.error
+
+
+def test_an_isolated_run_whose_lease_went_before_a_child_took_it_is_never_sent(
+    short_sqlite_pair: Pair,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The renewal found the lease gone while the run's worker was still starting its
+    child: no child to kill then, so the worker asks once it holds one, and the run is
+    never sent (it would have run the slot beside its new holder)."""
+    first, second, reader, store = short_sqlite_pair
+    second.shutdown()
+    starting = threading.Event()
+    let_start = threading.Event()
+
+    def held_start() -> processlife.Child:  # the child's start waits for the takeover
+        starting.set()
+        assert let_start.wait(30)
+        return processlife.start_child()
+
+    monkeypatch.setattr("lldsched.threaded.processes.start_child", held_start)
+    first.schedule("hold", "tests.jobs:hang_first_time", OneTime(first.now), id="hold",
+                   isolation="process", args=(str(tmp_path / "marker"),))  # fmt: skip
+    assert starting.wait(30)
+    (lease,) = reader.leases()
+    (takeover,) = reader.claim(now=first.now + 100 * LEASE, limit=1)  # as if it had expired
+    assert takeover.token > lease.token
+    wait_until(lambda: "lost the lease of task hold" in caplog.text, timeout=10,
+               what="the renewal to find the lease gone")  # fmt: skip
+    let_start.set()
+    wait_until(lambda: not first.task("hold").running, timeout=10, what="the run to end")
+    (record,) = first.task("hold").history
+    assert (
+        record.error is not None and "lease" in record.error and "before its worker" in record.error
+    ), record.error
+    assert not (tmp_path / "marker").exists()  # the action never began
+    wait_until(lambda: store.rejected == 1, timeout=5, what="the stale settle to be refused")
 
 
 def test_a_registration_racing_one_from_another_scheduler_is_refused_not_overwritten(

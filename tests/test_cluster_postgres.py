@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from lldsched import FixedRate, Scheduler
+from lldsched import FixedRate, Outcome, Scheduler, SystemClock
 from lldsched.stores.postgres import PostgresTaskStore
 from tests import jobs
 from tests.pg_server import PostgresServer
@@ -88,3 +88,49 @@ def test_a_recurring_task_keeps_running_after_the_database_restarts(
             assert 0 not in tokens and tokens == sorted(tokens) and len(set(tokens)) == len(tokens)
         finally:
             assert scheduler.shutdown(timeout=10)
+
+
+AHEAD = 5.0  # seconds one process's clock is set ahead of the host's
+
+
+class Ahead(SystemClock):
+    """The host's clock set ``AHEAD`` seconds ahead: one process's clock set wrong."""
+
+    def now(self) -> float:
+        return super().now() + AHEAD
+
+
+def test_a_process_whose_clock_is_ahead_runs_no_slot_twice_and_skips_the_slots_it_passed(
+    postgres_dsn: str,
+) -> None:
+    """Expiry is the server's clock, due instants each scheduler's (docs/CLUSTER.md,
+    "Failure matrix", clock skew): a process ahead by five periods of a fixed rate claims
+    the slot due now as five seconds late, and its finish, on its clock, has passed the
+    next slots, which its overrun policy records ``skipped``: never run, although no run
+    overran.  It then runs each slot once, that much early.  No slot twice."""
+    with (
+        PostgresTaskStore(postgres_dsn, poll=0.1, lease=30) as right,
+        PostgresTaskStore(postgres_dsn, poll=0.1, lease=30) as wrong,
+    ):
+        registrar = Scheduler(store=right)  # the host's clock; never started: it registers
+        registrar.schedule("tick", jobs.noop, FixedRate(1), id="tick")
+        first = registrar.task("tick").next_run_at
+        assert first is not None
+        ahead = Scheduler(store=wrong, clock=Ahead()).start()
+        try:
+            wait_until(
+                lambda: sum(record.ok for record in right.records("tick")) >= 3,
+                timeout=20,
+                what="three runs",
+            )
+        finally:
+            assert ahead.shutdown(timeout=10)
+        registrar.shutdown()
+        records = sorted(right.records("tick"), key=lambda record: record.slot)
+    slots = [record.slot for record in records]
+    assert slots == pytest.approx([first + n for n in range(len(slots))])  # each slot once
+    run = records[0]
+    assert run.ok and run.finished > first + AHEAD  # its finish, on its clock
+    skipped = [record.slot for record in records if record.misfire is Outcome.SKIPPED]
+    assert len(skipped) >= AHEAD - 1 and all(first < slot <= run.finished for slot in skipped)
+    assert all(record.ok for record in records if record.slot > run.finished)

@@ -26,6 +26,7 @@ from lldsched.listeners import Listener
 from lldsched.model import ExecutionRecord, Priority, TaskStatus
 from lldsched.policies import RetryPolicy
 from lldsched.schedules.base import Schedule
+from lldsched.threaded.flights import LEASE_GONE
 from lldsched.threaded.parts import STOPPED, SchedulerParts
 
 __all__ = ["ControlVerbs"]
@@ -178,6 +179,17 @@ class ControlVerbs(SchedulerParts):
         its context's flag)."""
         self._coroutines.cancel(task_id, why)
         self._processes.kill(task_id, f"task {why}")
+
+    def _stop_lost(self, task_id: str) -> None:
+        """The store no longer holds the lease of the task's run here (the timer's renewal
+        found it taken over, or gone with its task; under the lock): the runs only the
+        runtime can stop are stopped as :meth:`_stop_running` stops them, a coroutine
+        cancelled and a process-isolated run killed, each recorded ``CancelledError: the
+        store no longer holds its lease ...`` (its settle is refused by its token all the
+        same).  Neither can look at a flag: each ran the slot to its end beside the
+        process that took it over.  A thread's run is cooperative (``ctx.lease_lost``)."""
+        self._coroutines.cancel(task_id, "lease")
+        self._processes.kill(task_id, LEASE_GONE)
 
     # -- shared mode: other processes' changes first -------------------------
 

@@ -41,8 +41,15 @@ UNFINISHED: Outcome = ("CancelledError: scheduler shut down", None)
 RETURNED_NONE: Outcome = (None, None)
 NEVER_BEGUN: Outcome = ("CancelledError: never started", None)  # reason says which
 
+LEASE_GONE = (
+    "the store no longer holds its lease (another process took the slot over, or removed the task)"
+)
+"""Why the runtime stopped a coroutine or an isolated run on a shared store: the renewal
+found its lease gone (docs/CLUSTER.md, "What the shared mode guarantees")."""
+
 _REASONS = {
     "cancelled": "CancelledError: task cancelled",
+    "lease": f"CancelledError: {LEASE_GONE}",
     "paused": "CancelledError: task paused",
     "shutdown": "CancelledError: scheduler shut down",
     # The core's record of such a run replaces it with its own, naming the slot

@@ -146,4 +146,6 @@ class SchedulerParts:
 
         def _followed(self, tasks: list[ScheduledTask]) -> None: ...  # control
 
+        def _stop_lost(self, task_id: str) -> None: ...  # control
+
         def _follow_others(self) -> None: ...  # control

@@ -52,6 +52,7 @@ from lldsched.errors import (
 )
 from lldsched.logs import JOBS, say_with_traceback
 from lldsched.model import ExecutionRecord, TaskStatus
+from lldsched.threaded.flights import LEASE_GONE
 from lldsched.threaded.parts import Explained, LogLine, Outcome, SchedulerParts
 from lldsched.threaded.processes import NOT_SENT
 
@@ -182,10 +183,13 @@ class RunExecution(SchedulerParts):
 
         def stopped() -> str | None:
             """The error of this run if it was stopped since it began, read under the
-            lock: a cancel or a pause, or a newer run ``Overlap.CANCEL_OTHER`` began (each
-            found no child of it to kill); None if it was not, and it is sent."""
+            lock: a cancel or a pause, its lease gone, or a newer run
+            ``Overlap.CANCEL_OTHER`` began (each found no child of it to kill); None if it
+            was not, and it is sent."""
             with self._lock:
                 why = stopped_since_begun(task)
+                if why is None and self._lease_gone(run) is not None:  # as _stop_lost says it
+                    return f"CancelledError: {LEASE_GONE} {NOT_SENT}"
                 if why is None:  # a newer run's flag: the core words "before it started"
                     return NEVER_STARTED_OVERLAP if _overlapped(run) is not None else None
             return f"CancelledError: task {why} {NOT_SENT}"  # as _stop_running says it
@@ -241,8 +245,8 @@ class RunExecution(SchedulerParts):
                     return
                 # a verb settled its task meanwhile: recorded failed, as it ended
             elif self._coroutines.submit(run, started, awaitable):
-                why = stopped_since_begun(run.task) or _overlapped(run)
-                if why is not None:  # the verb, or the newer run, found no coroutine to cancel
+                why = stopped_since_begun(run.task) or _overlapped(run) or self._lease_gone(run)
+                if why is not None:  # the verb, the newer run or the renewal found no coroutine
                     self._coroutines.cancel_run(run, why)
                 return  # recorded by _finish_coroutine when it completes
             else:
@@ -259,6 +263,14 @@ class RunExecution(SchedulerParts):
             self._log_then_settle(run, record, explained)
             return
         self._settle(1)
+
+    def _lease_gone(self, run: Run) -> str | None:
+        """``"lease"`` when ``run``, begun on a shared store's claim, holds its lease no
+        more (a renewal found it gone, or counted it lost), else None (caller holds the
+        lock).  Asked, as :func:`stopped_since_begun` is, of a run on its way to the loop
+        or to a child when the renewal came: :meth:`_stop_lost` found nothing to stop."""
+        coordinator = self._coordinator
+        return "lease" if coordinator is not None and coordinator.lost(run) else None
 
     def _jumped_since(self, finished: float, lag: float) -> float:
         """The finish to record for a run that read ``finished`` ``lag`` seconds (less a

@@ -242,6 +242,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
                 drop_due=self._drop_due,
                 wake=self._wake_from_store,
                 followed=self._followed,
+                stop=self._stop_lost,
             )
             self._begin = self._coordinator.begin  # with its claim's token
         self._coroutines = CoroutineRunner(

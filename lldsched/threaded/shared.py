@@ -73,9 +73,14 @@ class Coordinator:
         drop_due: Callable[[float], object],
         wake: Callable[[], None],
         followed: Callable[[list[ScheduledTask]], None],
+        stop: Callable[[str], None],
     ) -> None:
         self.store = store
         self._core = core
+        # Stops the task's run in flight here that the runtime can stop (a coroutine, a
+        # worker process), once the store said its lease is gone: neither can be asked to
+        # look at a flag, and each would run the slot again beside its new holder.
+        self._stop = stop
         self._drop_due = drop_due  # pops the heap's due entries (hints) at an instant
         # The runtime's bookkeeping for the tasks a read of the feed touched (loop-task
         # ids, a run here stopped by a pause or cancel made elsewhere): told by sync(),
@@ -353,6 +358,12 @@ class Coordinator:
             self._held_none()
         return self._core.decides_waits(run.task)
 
+    def lost(self, run: Run) -> bool:
+        """Whether ``run``, begun here on a claim and not settled yet, no longer holds its
+        lease: a renewal found it gone, or counted it lost (caller holds the lock)."""
+        token = run.token
+        return token is not None and token not in self._running
+
     def _held_none(self) -> None:
         """Nothing held any more: no renewal due, and the next claim starts the trust's
         count again (from its own reading)."""
@@ -404,6 +415,7 @@ class Coordinator:
             self._held_none()
             return []
         self._renew_at = now + self._every
+        answered = True  # the store said which leases it holds (else: counted lost)
         try:
             kept = self.store.renew(tokens=tokens, now=now)
         except StoreError as exc:
@@ -411,6 +423,7 @@ class Coordinator:
             if self._watch.trusted():
                 return []
             kept = set()  # no renewal vouches for them any more: count them lost
+            answered = False
         else:
             self._succeeded("renewal")
             self._watch.renewed(looked)
@@ -420,6 +433,8 @@ class Coordinator:
             task_id, context = self._running.pop(token, ("", None))
             if context is not None:
                 context.lose_lease()
+            if answered and task_id:  # gone for sure: the run stops, not only its flag
+                self._stop(task_id)
             lost.append((task_id, token))
         for task_id, claim in list(self._pending.items()):
             if claim.token not in kept:
