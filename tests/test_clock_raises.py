@@ -16,11 +16,14 @@ T0 = 1_800_000_000.0
 
 
 class _GlitchingClock(FakeClock):
-    """Raises from ``now()`` once, at the first reading a worker thread takes after
-    ``armed`` is set (the timer's readings are left alone: its death is another test's)."""
+    """Raises from ``now()`` once, at the first reading a thread ``on`` names takes after
+    ``armed`` is set: a worker (``"worker"`` in its name), or the event loop's thread
+    (``on="-loop"``, the end of its name).  The timer's readings are left alone: its
+    death is another test's."""
 
-    def __init__(self, start: float) -> None:
+    def __init__(self, start: float, *, on: str = "worker") -> None:
         super().__init__(start)
+        self.on = on
         self.armed = threading.Event()
         self.raised = threading.Event()
 
@@ -28,11 +31,14 @@ class _GlitchingClock(FakeClock):
         if (
             self.armed.is_set()
             and not self.raised.is_set()
-            and "worker" in threading.current_thread().name
+            and self._breaks_on(threading.current_thread().name)
         ):
             self.raised.set()
             raise RuntimeError("the clock broke")
         return super().now()
+
+    def _breaks_on(self, thread: str) -> bool:
+        return thread.endswith(self.on) if self.on.startswith("-") else self.on in thread
 
 
 @pytest.mark.parametrize("where", ["start", "finish", "deadline"])
@@ -66,26 +72,6 @@ def test_a_clock_raising_in_a_worker_fails_the_run_and_settles_it(
     assert scheduler.wait_idle(timeout=5)
 
 
-class _GlitchingLoopClock(FakeClock):
-    """Raises from ``now()`` once, at the first reading the scheduler's event loop thread
-    (``...-loop``) takes after ``armed`` is set."""
-
-    def __init__(self, start: float) -> None:
-        super().__init__(start)
-        self.armed = threading.Event()
-        self.raised = threading.Event()
-
-    def now(self) -> float:
-        if (
-            self.armed.is_set()
-            and not self.raised.is_set()
-            and threading.current_thread().name.endswith("-loop")
-        ):
-            self.raised.set()
-            raise RuntimeError("the clock broke")
-        return super().now()
-
-
 @pytest.mark.parametrize("where", ["start", "finish"])
 def test_a_clock_raising_on_the_loop_fails_the_coroutine_run_and_settles_it(
     make_scheduler: SchedulerFactory, caplog: pytest.LogCaptureFixture, where: str
@@ -93,7 +79,7 @@ def test_a_clock_raising_on_the_loop_fails_the_coroutine_run_and_settles_it(
     """As a thread run's (above): recorded failed with the clock's error, its task not
     left RUNNING, nothing left in flight (wait_idle returns, shutdown completes), and the
     loop lives on for the next coroutine run."""
-    clock = _GlitchingLoopClock(T0)
+    clock = _GlitchingClock(T0, on="-loop")
     scheduler = make_scheduler(clock=clock, workers=1)
     if where == "start":
         clock.armed.set()  # the first reading on the loop: the run's start

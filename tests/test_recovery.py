@@ -1377,7 +1377,9 @@ def test_an_extra_run_resumed_and_run_after_a_restart_keeps_its_slot(tmp_path: P
         assert [(r.slot - T0, r.due - T0) for r in records] == [(600, 1800), (HOUR, HOUR)]
 
 
-@pytest.mark.parametrize("restart", ["before the next run", "mid-run", "after the next run"])
+@pytest.mark.parametrize(
+    "restart", ["before the next run", "mid-run", "after the next run", "paused"]
+)
 def test_a_capped_catch_up_set_back_then_restarted_goes_on_as_cut(
     tmp_path: Path, restart: str
 ) -> None:
@@ -1410,12 +1412,16 @@ def test_a_capped_catch_up_set_back_then_restarted_goes_on_as_cut(
         h.begin()  # the 999th, moved: in flight when the process dies
     elif restart == "after the next run":
         h.step()
+    elif restart == "paused":  # the store keeps the moved 999th, and the 1,000th behind it
+        assert h.core.pause(task.id)
     store.close()  # the process dies
 
     store = SqliteTaskStore(path)
     try:
         again = Harness(clock, store=store)
         recover(again.core, store)
+        if restart == "paused":
+            assert again.core.resume(task.id)
         for _ in range(3 if restart == "after the next run" else 4):
             again.step()
         records = store.records(task.id)

@@ -261,11 +261,11 @@ def _cut_plan(
     the record, such a plan held more runs than any plan has (:func:`_plan_size`): slots
     decided missed and slots it had run ran (again), and the task resumed where the
     jump had not moved it.  Then the plan is the runs it has not made yet (its size less
-    the runs recorded since ``cut``, first attempts, and less ``made``: runs made that
-    left no record), from ``first`` on, and its resume moves by the shift that puts its
-    last run just before ``cut``, as the jump moved it.  A jump back by fewer periods
-    than the plan had run is not told apart that way: the plan reads as one not moved,
-    as before."""
+    the runs recorded since ``cut``, first attempts, and less ``made``: its runs no
+    record counts, in flight at a crash or owed ahead of ``first``), from ``first`` on,
+    and its resume moves by the shift that puts its last run just before ``cut``, as
+    the jump moved it.  A jump back by fewer periods than the plan had run is not told
+    apart that way: the plan reads as one not moved, as before."""
     slots, _ = passed_slots(own, first, cut.slot)
     runs = [slot for slot in slots if slot < cut.slot]
     resume = first_after(own, cut.slot, cut.finished)
@@ -428,7 +428,8 @@ def stored_plan(
         if not decided.misfired:
             return []
     else:  # the plan, cut at MAX_SLOTS, ended before the record standing for the rest
-        decided = _cut_plan(own, waited, cut, records, policy)
+        # The slot due (``owed``, ahead of ``waited``) is a run of the plan not made yet.
+        decided = _cut_plan(own, waited, cut, records, policy, made=1)
     _queue(core, task, decided, owed)
     return decided.decisions
 
