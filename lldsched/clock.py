@@ -176,14 +176,24 @@ class FakeClock:
 
     def advance(self, seconds: float | timedelta) -> float:
         """Move time forward by ``seconds`` (>= 0, or a timedelta) and wake waiting timers;
-        returns now."""
-        step = checks.seconds(seconds, name="advance()", at_least=0, expected="takes seconds >= 0")
+        returns now.
+
+        A bad step raises :class:`~lldsched.errors.ValidationError` naming the clock's
+        verb and the value (``"FakeClock.advance() takes finite seconds >= 0 (or a
+        timedelta), got nan"``; a step past year 9999 names where the clock stands), and
+        the clock does not move."""
+        step = checks.seconds(
+            seconds,
+            name="FakeClock.advance()",
+            at_least=0,
+            expected="takes finite seconds >= 0 (or a timedelta)",
+        )
         with self._lock:
             now = within_datetimes(
                 self._now + float(step),
-                name="advance()",
+                name="FakeClock.advance()",
                 given=seconds,
-                words="would move the clock past year 9999",
+                words=f"would move the clock from {self._now!r} past year 9999",
             )
             self._now = now
         self._notify_all()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -44,6 +44,41 @@ def test_a_bad_set_names_the_verb_and_the_value(when: object, words: str) -> Non
     ):
         clock.set(-1)
     assert clock.now() == 0.0  # nothing moved
+
+
+@pytest.mark.parametrize(
+    ("seconds", "got"),
+    [
+        (-1, "-1"),
+        (float("nan"), "nan"),
+        (float("inf"), "inf"),
+        ("5", "'5'"),
+        (None, "None"),
+        (True, "True"),
+        (timedelta(seconds=-60), r"datetime\.timedelta\(days=-1, seconds=86340\) \(-60 seconds\)"),
+    ],
+)  # fmt: skip
+def test_a_bad_advance_names_the_clock_and_the_value(seconds: object, got: str) -> None:
+    clock = FakeClock(100)
+    with pytest.raises(
+        ValidationError,
+        match=rf"^FakeClock\.advance\(\) takes finite seconds >= 0 \(or a timedelta\), got {got}$",
+    ):
+        clock.advance(seconds)  # type: ignore[arg-type]
+    assert clock.now() == 100.0  # nothing moved
+
+
+def test_an_advance_past_year_9999_names_the_clock_where_it_stands_and_the_step() -> None:
+    clock = FakeClock(100)
+    with pytest.raises(
+        ValidationError,
+        match=r"^FakeClock\.advance\(\) would move the clock from 100\.0 past year 9999 "
+        r".*, got 300000000000\.0$",
+    ):
+        clock.advance(3e11)
+    with pytest.raises(ValidationError, match=r"^FakeClock\.advance\(\) must be within ±"):
+        clock.advance(1e300)  # past any span a datetime has: refused as a duration
+    assert clock.advance(timedelta(minutes=1)) == 160.0  # a timedelta is taken
 
 
 def test_a_fake_clock_starts_at_the_epoch_unless_told() -> None:

@@ -4,6 +4,7 @@ failed with the clock's error, its task is not left RUNNING, and the worker live
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 
 import pytest
@@ -63,3 +64,116 @@ def test_a_clock_raising_in_a_worker_fails_the_run_and_settles_it(
     scheduler.schedule("after", after.set, OneTime(at=T0), id="after")
     assert after.wait(5)
     assert scheduler.wait_idle(timeout=5)
+
+
+class _GlitchingLoopClock(FakeClock):
+    """Raises from ``now()`` once, at the first reading the scheduler's event loop thread
+    (``...-loop``) takes after ``armed`` is set."""
+
+    def __init__(self, start: float) -> None:
+        super().__init__(start)
+        self.armed = threading.Event()
+        self.raised = threading.Event()
+
+    def now(self) -> float:
+        if (
+            self.armed.is_set()
+            and not self.raised.is_set()
+            and threading.current_thread().name.endswith("-loop")
+        ):
+            self.raised.set()
+            raise RuntimeError("the clock broke")
+        return super().now()
+
+
+@pytest.mark.parametrize("where", ["start", "finish"])
+def test_a_clock_raising_on_the_loop_fails_the_coroutine_run_and_settles_it(
+    make_scheduler: SchedulerFactory, caplog: pytest.LogCaptureFixture, where: str
+) -> None:
+    """As a thread run's (above): recorded failed with the clock's error, its task not
+    left RUNNING, nothing left in flight (wait_idle returns, shutdown completes), and the
+    loop lives on for the next coroutine run."""
+    clock = _GlitchingLoopClock(T0)
+    scheduler = make_scheduler(clock=clock, workers=1)
+    if where == "start":
+        clock.armed.set()  # the first reading on the loop: the run's start
+    ran = threading.Event()
+
+    async def job() -> None:
+        ran.set()
+        clock.armed.set()  # "finish": the reading once the coroutine returned
+
+    task = scheduler.schedule("glitch", job, OneTime(at=T0), id="glitch")
+    with caplog.at_level(logging.WARNING):
+        assert scheduler.wait_idle(timeout=5)
+    assert clock.raised.is_set()
+    assert ran.is_set() is (where == "finish")  # a start that raised never ran the body
+    assert scheduler.task(task.id).status is TaskStatus.RETRYING  # a failed run: not RUNNING
+    (record,) = [r for r in scheduler.records() if r.task_id == task.id]
+    assert not record.ok and record.error is not None
+    assert record.error == (
+        "RuntimeError: the clock broke (raised by the scheduler's clock, reading this run's time)"
+    )
+    assert "could not s" not in caplog.text  # neither "could not start" nor "settle"
+    assert "Exception in callback" not in caplog.text  # nothing escaped to asyncio
+    assert scheduler.metrics(timeout=5).coroutines == 0
+    # The loop lives on: the next coroutine run runs.
+    after = threading.Event()
+
+    async def next_one() -> None:
+        after.set()
+
+    scheduler.schedule("after", next_one, OneTime(at=T0), id="after")
+    assert scheduler.wait_idle(timeout=5) and after.is_set()
+
+
+@pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_clock_raising_as_shutdown_records_a_deaf_coroutine_still_settles_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Shutdown records a coroutine that swallowed its cancellation itself, reading the
+    clock for its end: a clock that raises then still has it recorded and settled, and
+    shutdown completes (its loop closer raised, leaving the run in flight and the loop
+    running until a second shutdown)."""
+    import asyncio
+    import contextlib
+
+    from lldsched import RetryPolicy, Scheduler
+
+    class GlitchAtTheLoopsEnd(FakeClock):
+        """Raises from ``now()`` once, at the reading the loop's shutdown takes for the
+        end of a run it records itself (the readings before it in shutdown() are
+        left alone: a shutdown whose own first reading raises is another matter)."""
+
+        def __init__(self, start: float) -> None:
+            super().__init__(start)
+            self.raised = threading.Event()
+
+        def now(self) -> float:
+            caller = sys._getframe(1).f_code
+            if caller.co_filename.endswith("loopshutdown.py") and not self.raised.is_set():
+                self.raised.set()
+                raise RuntimeError("the clock broke")
+            return super().now()
+
+    started = threading.Event()
+
+    async def deaf() -> None:
+        started.set()
+        while True:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(3600)
+
+    clock = GlitchAtTheLoopsEnd(T0)
+    scheduler = Scheduler(workers=1, clock=clock).start()
+    task = scheduler.schedule("deaf", deaf, OneTime(at=T0), retry=RetryPolicy(max_attempts=1))
+    assert started.wait(5)
+    with caplog.at_level(logging.WARNING):
+        stopped = scheduler.shutdown(timeout=0.2)
+        assert stopped or scheduler.shutdown(timeout=5)
+    assert clock.raised.is_set() and not scheduler.running
+    # The cancellation shutdown made is what the record says; its time the clock's rule's.
+    assert [r.error for r in task.history] == ["CancelledError: scheduler shut down"]
+    assert task.history[0].finished == T0  # the timer's last reading
+    assert task.status is TaskStatus.FAILED
+    assert scheduler.metrics(timeout=5).coroutines == 0

@@ -331,8 +331,11 @@ def test_in_real_processes_each_success_runs_the_dependent_once_across_a_restart
     wait record per run; a child killed while load is BLOCKED and another started in its
     place change nothing."""
     logs = [tmp_path / f"runs-{n}.jsonl" for n in range(4)]
-    children = cluster.start(store_spec, logs[:3], lease=1.0, poll=0.1)
-    store = open_store(store_spec, lease=1.0, poll=0.1)
+    # LEASE, not a short one: no claim may expire here (a child starved past a 1 s lease
+    # had its run of load taken over and run again, a seventh run), and none needs to:
+    # the child is killed with nothing claimed (load BLOCKED, extract settled).
+    children = cluster.start(store_spec, logs[:3], lease=LEASE, poll=0.1)
+    store = open_store(store_spec, lease=LEASE, poll=0.1)
     seeder = Scheduler(store=store)  # never started: it registers, the children run
     try:
         seeder.schedule("extract", cluster_jobs.claimed_run, FixedRate(HOUR, start_delay=HOUR),
@@ -343,7 +346,7 @@ def test_in_real_processes_each_success_runs_the_dependent_once_across_a_restart
         for n in range(1, 7):
             if n == 4:
                 children[0].kill()
-                children.append(cluster.start(store_spec, logs[3:], lease=1.0, poll=0.1)[0])
+                children.append(cluster.start(store_spec, logs[3:], lease=LEASE, poll=0.1)[0])
             _run_now(store_spec, "extract")
             wait_until(_ran(store, "extract", n), timeout=20, what=f"extract ran {n}")
             wait_until(_ran(store, "load", n, then=BLOCKED), timeout=20,

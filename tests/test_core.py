@@ -365,6 +365,21 @@ def test_an_id_removed_and_registered_again_runs_only_the_new_task(clock: FakeCl
     assert old.status is TaskStatus.CANCELLED and old.run_count == 0 and new.run_count == 2
 
 
+def test_holds_is_true_only_for_the_task_object_registered_under_its_id(clock: FakeClock) -> None:
+    ids = iter(["job", "job", "once"])
+    h = Harness(clock, ids=lambda: next(ids), retain_finished=0)
+    old = h.core.add("old", noop, FixedRate(5))
+    assert h.core.holds(old)
+    h.core.remove(old.id)
+    assert not h.core.holds(old)  # removed
+    new = h.core.add("new", noop, FixedRate(5))
+    assert h.core.holds(new) and not h.core.holds(old)  # its id names another task now
+    once = h.core.add("once", noop, OneTime(delay=0))
+    while h.step() is not None and once.status is not TaskStatus.SUCCEEDED:
+        pass
+    assert once.status is TaskStatus.SUCCEEDED and not h.core.holds(once)  # retired
+
+
 def test_a_failing_store_save_at_registration_registers_nothing(clock: FakeClock) -> None:
     class BrokenStore(RecordingStore):
         def save(self, snapshot, record=None):  # type: ignore[no-untyped-def]

@@ -3,6 +3,7 @@ fails at construction with a message that names the field and quotes the bad tex
 
 from __future__ import annotations
 
+import gc
 import re
 from datetime import UTC
 from zoneinfo import ZoneInfo
@@ -10,6 +11,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from lldsched import CronSchedule, ScheduleError, ValidationError
+from lldsched.schedules.cron import schedule as cron_schedule
 from lldsched.schedules.cron.parse import CronFields, parse
 
 ALL_MINUTES = tuple(range(60))
@@ -334,6 +336,38 @@ def test_the_parse_is_shared_by_schedules_with_the_same_text_and_zone() -> None:
     one, two = CronSchedule("0 3 * * 1-5"), CronSchedule("0 3 * * 1-5")
     assert one.fields is two.fields
     assert isinstance(one.fields, CronFields)
+
+
+def test_texts_that_fire_alike_are_two_values_each_printed_as_written() -> None:
+    """docs/DECISIONS.md, "A cron schedule is its text and zone"."""
+    daily, every_weekday = CronSchedule("0 0 * * *"), CronSchedule("0 0 * * 0-6")
+    either_day = CronSchedule("0 0 1-31 * 1")  # two restricted day fields: cron's OR
+    start = 1_767_225_600.0  # 2026-01-01 00:00 UTC
+    fires = list(daily.fire_times(start, 40))
+    assert fires == list(every_weekday.fire_times(start, 40))
+    assert fires == list(either_day.fire_times(start, 40))
+    assert daily != every_weekday and daily != either_day and every_weekday != either_day
+    assert len({daily, every_weekday, either_day}) == 3
+    assert repr(every_weekday) == "CronSchedule('0 0 * * 0-6')"
+    assert daily._engine is not every_weekday._engine  # the parse follows equality
+    assert daily == CronSchedule("0 0 * * *") and daily._engine is CronSchedule("0 0 * * *")._engine
+
+
+def test_equal_schedules_share_one_engine_after_the_bounded_cache_dropped_it() -> None:
+    """Before, a text pushed out of the cache (1,024 texts) by others was parsed again
+    for the next equal schedule, which held an engine (and day tables) of its own."""
+    first = CronSchedule("7 4 * * 2", tz="Europe/Berlin")
+    first.next_after(1_767_225_600.0)  # its day tables and block: filled
+    limit = cron_schedule._engine.cache_parameters()["maxsize"]
+    others = [CronSchedule(f"{i % 60} {i // 60} * * 3") for i in range(limit)]
+    assert cron_schedule._engine.cache_info().currsize == limit  # "7 4 * * 2" dropped
+    second = CronSchedule("7 4 * * 2", tz="Europe/Berlin")
+    assert second == first and second._engine is first._engine
+    assert second.fields is first.fields
+    del first, second, others
+    cron_schedule._engine.cache_clear()
+    gc.collect()
+    assert ("7 4 * * 2", "Europe/Berlin") not in cron_schedule._LIVE  # none holds it: gone
 
 
 def test_a_schedule_has_no_public_attribute_to_change() -> None:

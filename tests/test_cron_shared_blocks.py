@@ -61,7 +61,7 @@ QUERIES = st.lists(
 def test_schedules_of_one_text_asking_in_any_order_agree_with_a_cold_engine(
     expr: str, zone: str, queries: list[Query]
 ) -> None:
-    cold = cron_schedule._engine.__wrapped__(expr, zone)  # a fresh engine: no memo
+    cold = cron_schedule._parsed(expr, zone)  # a fresh engine: no memo
     schedules = [CronSchedule(expr, tz=zone) for _ in range(4)]
     latest = NOW  # the latest answer of any of them: around the engine's shared block
     last: list[float | None] = [None] * 4

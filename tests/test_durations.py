@@ -118,7 +118,7 @@ def test_a_retry_backoff_from_timedeltas_is_the_backoff_from_seconds() -> None:
          "retain_finished must be a count of finished tasks (an int >= 0), an age "
          f"(a timedelta >= 0) or None, got {SHOWN}"),
         (lambda: FakeClock(0).advance(NEGATIVE), ValidationError,
-         f"advance() takes seconds >= 0, got {SHOWN}"),
+         f"FakeClock.advance() takes finite seconds >= 0 (or a timedelta), got {SHOWN}"),
         (lambda: Simulation().run_for(NEGATIVE), ValidationError,
          f"run_for() takes seconds >= 0, got {SHOWN}"),
         (lambda: ClusterTask("t", every=timedelta(0)), ValidationError,

@@ -35,7 +35,7 @@ from lldsched import (
     Window,
     checks,
 )
-from lldsched.core.recovery import after_clock_jump
+from lldsched.core.recovery import after_clock_jump, pending_slot, recover
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.threaded.jumps import LastLook
 from tests import jobs
@@ -210,6 +210,26 @@ def test_a_retry_in_flight_at_the_crash_keeps_its_attempt_count_and_slot() -> No
         assert restored.history[-1].slot == T0 and restored.next_run_at == T0 + HOUR
     finally:
         assert scheduler.shutdown()
+
+
+def test_the_slot_a_stored_task_stands_at_is_one_rule_for_a_restart_and_a_followed_row() -> None:
+    """``pending_slot``: what ``recover`` and a shared store's follow both read."""
+    definition = (
+        Scheduler(clock=FakeClock(T0)).schedule("job", jobs.noop, FixedRate(HOUR)).definition
+    )
+    ran = ExecutionRecord("task-1", "job", 1, T0, T0, 0, T0, T0 + 1, False, "RuntimeError")
+    skipped = ran._replace(slot=T0 + HOUR, misfire=Outcome.MISSED)  # decided, never ran
+    retrying = TaskSnapshot(definition, TaskStatus.RETRYING, T0 + 2, 1, 1, 1, "x")
+    assert pending_slot(retrying, 1, records=lambda: [ran, skipped]) == T0  # the run's slot
+    assert pending_slot(retrying, 1, records=lambda: [skipped]) == T0 + 2  # none ran: its due
+    put_off = retrying._replace(status=TaskStatus.SCHEDULED, attempt=0, slot=T0 - HOUR)
+
+    def unread() -> list[ExecutionRecord]:
+        raise AssertionError("records read for a task with no attempt behind it")
+
+    assert pending_slot(put_off, 0, records=unread) == T0 - HOUR  # a plan's run put off
+    assert pending_slot(put_off._replace(slot=None), 0, records=unread) == T0 + 2
+    assert pending_slot(put_off._replace(slot=None, next_run_at=None), 0, records=unread) == 0.0
 
 
 @pytest.mark.parametrize(
@@ -1355,3 +1375,55 @@ def test_an_extra_run_resumed_and_run_after_a_restart_keeps_its_slot(tmp_path: P
         sim.run(T0 + 1.5 * HOUR)
         records = [r for r in sim.task(task.id).history if r.outcome.ran]
         assert [(r.slot - T0, r.due - T0) for r in records] == [(600, 1800), (HOUR, HOUR)]
+
+
+@pytest.mark.parametrize("restart", ["before the next run", "mid-run", "after the next run"])
+def test_a_capped_catch_up_set_back_then_restarted_goes_on_as_cut(
+    tmp_path: Path, restart: str
+) -> None:
+    # Minutely from 09:01, the wall clock jumps a day (the plan cut at the cap: the 998th
+    # to the 1,000th run, then the 1,441st; one record stands for the slots beyond) and,
+    # once the 998th ran, is set back an hour and 30 s: the rest of the plan moves back
+    # with it (the 999th and 1,000th to 30 s before the 939th's and 940th's instants,
+    # then the 1,441st, off the grid the decisions were recorded on).  Restarted on the
+    # SQLite file then, the plan goes on as it was cut and moved: no slot recorded twice
+    # (nor missed once more), none run twice (but the one in flight at the crash, at
+    # least once), and the grid after it where the jump put it.  The restart read the
+    # plan from the moved 999th up to the cap's record: it ran 63 slots a minute apart
+    # (the plan has three), and resumed at the 1,441st, not moved (with a jump of a whole
+    # hour those 63 were the 939th to the 1,000th: slots decided missed, and run, before).
+    path = tmp_path / "tasks.db"
+    clock = JumpingClock(T0)
+    policy = MisfirePolicy(Misfire.RUN_ALL, max_catch_up=3)
+    store = SqliteTaskStore(path)
+    h = Harness(clock, store=store)
+    task = h.core.add("job", jobs.noop, FixedRate(60, start_delay=60), misfire=policy)
+    clock.jump(86400 + 30)
+    after_clock_jump(h.core, 86400 + 30, clock.now())
+    h.step()  # the 998th
+    back = -(HOUR + 30)
+    clock.jump(back)
+    after_clock_jump(h.core, back, clock.now())
+    assert task.next_run_at == T0 + 999 * 60 + back
+    moved = [(999 * 60 + back) / 60, (1000 * 60 + back) / 60, (1441 * 60 + back) / 60]
+    if restart == "mid-run":
+        h.begin()  # the 999th, moved: in flight when the process dies
+    elif restart == "after the next run":
+        h.step()
+    store.close()  # the process dies
+
+    store = SqliteTaskStore(path)
+    try:
+        again = Harness(clock, store=store)
+        recover(again.core, store)
+        for _ in range(3 if restart == "after the next run" else 4):
+            again.step()
+        records = store.records(task.id)
+        ran = [(r.slot - T0) / 60 for r in records if r.outcome.ran]
+        assert ran == [998, *moved, moved[-1] + 1]
+        decided = [r.slot for r in records if not r.outcome.ran]  # the store keeps 1,000
+        assert len(decided) == len(set(decided))  # each slot decided once, not again
+        assert decided[-1] == T0 + 1001 * 60  # the cap's record last, as it was decided
+        assert not set(decided) & {r.slot for r in records if r.outcome.ran}
+    finally:
+        store.close()

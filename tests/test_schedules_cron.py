@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
-from lldsched import CronSchedule, ExecutionRecord, ScheduleError
+from lldsched import CronSchedule, ExecutionRecord, ScheduleError, Simulation, SqliteTaskStore
+from tests import jobs
 
 
 def ts(*parts: int) -> float:
@@ -72,3 +74,18 @@ def test_the_first_run_is_strictly_after_registration_and_overrun_fires_are_skip
 def test_malformed_expressions_are_rejected_at_construction(expr: str, message: str) -> None:
     with pytest.raises(ScheduleError, match=message):
         CronSchedule(expr)
+
+
+def test_a_redeploy_that_rewrites_a_cron_text_stores_the_new_text(tmp_path: Path) -> None:
+    """docs/DECISIONS.md, "A cron schedule is its text and zone": the two texts fire
+    alike, yet the store and the registry hold the text the code now has."""
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        sim = Simulation(start=ts(2026, 1, 1, 12, 0), store=store)
+        sim.schedule("nightly", "0 0 * * *", action=jobs.noop, id="nightly")
+        due = sim.task("nightly").next_run_at
+        task = sim.schedule(
+            "nightly", "0 0 * * 0-6", action=jobs.noop, id="nightly", replace_existing=True
+        )
+        assert task.schedule == CronSchedule("0 0 * * 0-6") and task.next_run_at == due
+        row = store.get("nightly")
+        assert row is not None and row.task.schedule == CronSchedule("0 0 * * 0-6")

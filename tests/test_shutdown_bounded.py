@@ -27,6 +27,7 @@ from lldsched import (
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import TaskSnapshot
 from lldsched.stores.memory import InMemoryTaskStore
+from lldsched.threaded.loopshutdown import CANCEL_GRACE, grace_for
 from tests import cluster_jobs, jobs
 from tests.conftest import T0
 from tests.waits import wait_until
@@ -272,22 +273,41 @@ async def deaf(started: threading.Event) -> None:
             await asyncio.sleep(3600)
 
 
-def test_a_coroutine_deaf_to_cancellation_gets_its_grace_within_the_timeout() -> None:
+@pytest.mark.parametrize(
+    ("timeout", "grace"),
+    [(0.2, 0.1), (2.0, CANCEL_GRACE), (3600.0, CANCEL_GRACE), (None, CANCEL_GRACE)],
+)
+def test_a_cancelled_coroutine_s_grace_comes_out_of_the_shutdown_s_timeout(
+    timeout: float | None, grace: float
+) -> None:
     """CANCEL_GRACE is taken from the timeout (half of it, if less), not added to it: a
-    shutdown(timeout=0.2) took 1.2 s, waiting the whole timeout and then 1 s more."""
+    shutdown(timeout=0.2) took 1.2 s, waiting the whole timeout and then 1 s more.
+    The arithmetic is grace_for's, which LoopShutdown.shutdown cancels by."""
+    assert grace_for(timeout) == grace
+
+
+def test_a_coroutine_deaf_to_cancellation_is_cancelled_recorded_and_left_behind() -> None:
+    """A bounded shutdown cancels a coroutine that swallows its cancellation, records
+    its run once as cancelled by shutdown, leaves nothing in flight and stops the loop
+    (asserted as what was stopped and in what state: its wall time is grace_for's
+    arithmetic, tested above, not bounded here)."""
     started = threading.Event()
     scheduler = Scheduler(workers=1, clock=FakeClock(T0)).start()
     task = scheduler.schedule(
         "deaf", deaf, OneTime(delay=0), args=(started,), retry=RetryPolicy(max_attempts=1)
     )
     assert started.wait(5)
-    stopped, took = timed_shutdown(scheduler, timeout=0.2)
-    assert took < 1.0  # 0.2 s, and a LOCK_GRACE for the loop's stop
+    loop_thread = next(
+        t for t in threading.enumerate() if t.name == f"lldsched-{scheduler.name}-loop"
+    )
+    stopped = scheduler.shutdown(timeout=0.2)
     # The loop was told to stop: it ends, within LOCK_GRACE unless a pause longer than
-    # that (a full collection late in a suite takes ~0.15 s) came between; a second
-    # shutdown waits for what the first left stopping.
+    # that came between; a second shutdown waits for what the first left stopping.
     assert stopped or scheduler.shutdown(timeout=5)
+    assert not loop_thread.is_alive() and not scheduler.running
     assert [r.error for r in task.history] == ["CancelledError: scheduler shut down"]
+    assert task.status is TaskStatus.FAILED  # its one attempt: given up, not left RUNNING
+    assert scheduler._in_flight == 0  # no count leaked by the run shutdown recorded
 
 
 def test_a_save_that_hangs_recording_a_cancelled_coroutine_does_not_hold_shutdown(

@@ -10,13 +10,21 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from lldsched import FixedRate, Scheduler, Simulation, SqliteTaskStore, StoreError, TaskStatus
+from lldsched import (
+    FixedRate,
+    Scheduler,
+    SchedulerStateError,
+    Simulation,
+    SqliteTaskStore,
+    StoreError,
+    TaskStatus,
+)
 from lldsched.stores.claim import claim_path
 from tests import jobs
 from tests.processes import lines_of
@@ -224,3 +232,75 @@ def test_a_simulation_built_before_a_scheduler_started_on_its_store_runs_nothing
             assert first.shutdown()
         sim.run_for(90)  # the store is free again
         assert [r.task_id for r in store.records("sim")] == ["sim", "sim"]
+
+
+def _other_runtime(kind: str, store: SqliteTaskStore, start: float) -> Scheduler | Simulation:
+    """A runtime on ``store`` that holds none of it, with a task "mine" (hourly) it
+    registered: built and never started, started and shut down, or a Simulation."""
+    if kind == "simulation":
+        sim = Simulation(start=start, store=store)
+        sim.schedule("mine", FixedRate(3600), id="mine", action=jobs.noop)
+        return sim
+    other = Scheduler(store=store, name="other")
+    other.schedule("mine", jobs.noop, FixedRate(3600), id="mine")
+    if kind == "shut down":
+        other.start()
+        assert other.shutdown()
+    return other
+
+
+VERBS: dict[str, Callable[[Scheduler | Simulation], object]] = {
+    "schedule": lambda runtime: (
+        runtime.schedule("new", FixedRate(60), id="new", action=jobs.noop)
+        if isinstance(runtime, Simulation)
+        else runtime.schedule("new", jobs.noop, FixedRate(60), id="new")
+    ),
+    "pause": lambda runtime: runtime.pause("mine"),
+    "cancel": lambda runtime: runtime.cancel("mine"),
+    "remove": lambda runtime: runtime.remove("mine"),
+    "run_now": lambda runtime: runtime.run_now("mine"),
+}
+"""The verbs that change a task, as a runtime not running is asked them."""
+
+WORDS = {"schedule": "register 'new'", "pause": "pause 'mine'", "cancel": "cancel 'mine'",
+         "remove": "remove 'mine'", "run_now": "run now 'mine'"}  # fmt: skip
+
+
+@pytest.mark.parametrize("verb", list(VERBS))
+@pytest.mark.parametrize("kind", ["never started", "shut down", "simulation"])
+@pytest.mark.parametrize("shared", [False, True], ids=["unshared", "shared"])
+def test_a_verb_on_a_runtime_not_running_is_refused_while_another_scheduler_holds_its_store(
+    tmp_path: Path, shared: bool, kind: str, verb: str
+) -> None:
+    """A scheduler never started or shut down, or a Simulation, holds no store (only a
+    running scheduler does), and storeuse checked only construction, start() and a
+    simulation's runs: their verbs wrote through the store a running scheduler held, a
+    row changed (a pause, a removal) or added behind its back, which on an unshared
+    store it never read again.  They are refused (StoreError, naming the store, the
+    scheduler that holds it, the runtime and the verb), nothing changed; once that
+    scheduler shuts down they work again."""
+    start = time.time() + 86_400  # a day ahead: nothing is due while the test runs
+    with SqliteTaskStore(tmp_path / "tasks.db", shared=shared) as store:
+        other = _other_runtime(kind, store, start)
+        row = store.get("mine")
+        first = Scheduler(store=store, name="first").start()
+        try:
+            if kind == "shut down" and verb in ("schedule", "run_now"):
+                expected: type[Exception] = SchedulerStateError  # refused after shutdown
+                words = r"the scheduler is shut down"
+            else:
+                expected = StoreError
+                words = (
+                    re.escape(f"the store {store!r} already serves the running scheduler 'first'")
+                    + f", so {'a Simulation' if kind == 'simulation' else 'Scheduler .other.'} "
+                    + re.escape(f"cannot {WORDS[verb]} through it (nothing was changed)")
+                )
+            with pytest.raises(expected, match=words):
+                VERBS[verb](other)
+            assert store.get("mine") == row and store.get("new") is None  # nothing written
+            assert other.task("mine").status is TaskStatus.SCHEDULED  # nor changed there
+            assert first.task("mine").status is TaskStatus.SCHEDULED and first.running
+        finally:
+            assert first.shutdown()
+        if kind != "shut down" or verb not in ("schedule", "run_now"):
+            VERBS[verb](other)  # the store is free again: the verb works

@@ -32,13 +32,18 @@ from lldsched import (
     SqliteTaskStore,
     StoreError,
 )
-from lldsched.persistence import Task
+from lldsched.persistence import Change, Task, TaskSnapshot
 from lldsched.policies import Misfire, MisfirePolicy, RetryPolicy
 from lldsched.stores import codec
 from lldsched.stores.postgres_sql import SCHEMA_VERSION
 
 if TYPE_CHECKING:
+    from lldsched.persistence import TaskStore
     from lldsched.stores.postgres import PostgresTaskStore
+
+    # What a shared store's process reads in these tests (its feed, the rows it left
+    # out, its claims, a row, its records): both stores, so mypy checks every call.
+    SharedStore = SqliteTaskStore | PostgresTaskStore
 
 _names = itertools.count()
 
@@ -95,9 +100,9 @@ def definitions(path: Path) -> dict[str, str]:
         return dict(connection.execute("SELECT id, definition FROM tasks"))
 
 
-def start(store: object, jobs: ModuleType, action: str = "report") -> Simulation:
+def start(store: TaskStore, jobs: ModuleType, action: str = "report") -> Simulation:
     """A deploy's start: the store restored, its jobs registered by id."""
-    sim = Simulation(start=1_000.0, store=store)  # type: ignore[arg-type]
+    sim = Simulation(start=1_000.0, store=store)
     sim.schedule("report", FixedRate(3600), action=getattr(jobs, action), id="report",
                  replace_existing=True)  # fmt: skip
     return sim
@@ -423,10 +428,14 @@ def test_postgres_says_whether_a_schema_version_is_newer_or_older(
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def two_stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[object, object]]:
+def two_stores(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[tuple[SharedStore, SharedStore]]:
     """Two stores of one shared set of tasks, as two processes of a rolling upgrade hold."""
     if request.param == "sqlite":
-        stores = [SqliteTaskStore(tmp_path / "tasks.db", shared=True) for _ in range(2)]
+        stores: list[SharedStore] = [
+            SqliteTaskStore(tmp_path / "tasks.db", shared=True) for _ in range(2)
+        ]
     else:
         open_store = request.getfixturevalue("open_store")
         stores = [open_store(), open_store()]
@@ -435,8 +444,21 @@ def two_stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple
         store.close()
 
 
+def row(store: SharedStore, task_id: str) -> TaskSnapshot:
+    """``task_id``'s row in ``store``, which must have one."""
+    found = store.get(task_id)
+    assert found is not None, f"{store!r} has no row for {task_id!r}"
+    return found
+
+
+def written(change: Change) -> TaskSnapshot:
+    """The row ``change`` brings, which must be no removal."""
+    assert change.snapshot is not None, f"the change to {change.task_id!r} is a removal"
+    return change.snapshot
+
+
 def test_a_definition_newer_code_wrote_is_said_once_and_its_state_still_followed(
-    two_stores: tuple[object, object],
+    two_stores: tuple[SharedStore, SharedStore],
     deploy: Deploy,
     make_scheduler: Callable[..., object],
     caplog: pytest.LogCaptureFixture,
@@ -461,15 +483,15 @@ def test_a_definition_newer_code_wrote_is_said_once_and_its_state_still_followed
     new.pause("other")
     monkeypatch.setitem(sys.modules, newer.__name__, None)  # ...the old one cannot import it
     with caplog.at_level(logging.WARNING, logger="lldsched"):
-        changes = old_store.changes()  # type: ignore[attr-defined]  # before, PostgreSQL: raised
-        assert [(c.task_id, c.snapshot.status) for c in changes] == [
+        changes = old_store.changes()  # before, PostgreSQL: raised
+        assert [(c.task_id, written(c).status) for c in changes] == [
             ("report", TaskStatus.SCHEDULED),  # its state, with the definition the old one has
             ("other", TaskStatus.PAUSED),  # the other changes still come
         ]  # "fresh", which it never had, is left to the processes that can load it
-        assert changes[0].snapshot.task.action is jobs.report
+        assert written(changes[0]).task.action is jobs.report
         new.pause("report")
-        (change,) = old_store.changes()  # type: ignore[attr-defined]
-        assert (change.task_id, change.snapshot.status) == ("report", TaskStatus.PAUSED)
+        (change,) = old_store.changes()
+        assert (change.task_id, written(change).status) == ("report", TaskStatus.PAUSED)
     said = [m for m in caplog.messages if "with a definition this one cannot load" in m]
     assert len(said) == 2  # once per task and text: the pause wrote the same definition
     assert said[0].startswith("another process wrote task report in ")
@@ -493,7 +515,7 @@ def test_a_definition_that_loaded_in_between_is_said_again_when_it_fails_again(
 
 
 def test_a_process_that_cannot_load_a_task_another_wrote_starts_and_leaves_it_alone(
-    two_stores: tuple[object, object],
+    two_stores: tuple[SharedStore, SharedStore],
     deploy: Deploy,
     make_scheduler: Callable[..., object],
     caplog: pytest.LogCaptureFixture,
@@ -515,7 +537,7 @@ def test_a_process_that_cannot_load_a_task_another_wrote_starts_and_leaves_it_al
     new.schedule("report", newer.daily_report, later, id="report")
     new.schedule("cleanup", jobs.cleanup, later, id="cleanup")
     new.pause("report")
-    row_before = new_store.get("report")  # type: ignore[attr-defined]
+    row_before = row(new_store, "report")
     monkeypatch.setitem(sys.modules, newer.__name__, None)  # ...the old one cannot import it
     with caplog.at_level(logging.WARNING, logger="lldsched"):
         old = make_scheduler(start=False, store=old_store)  # before: StoreError
@@ -523,7 +545,7 @@ def test_a_process_that_cannot_load_a_task_another_wrote_starts_and_leaves_it_al
         assert [task.id for task in old.tasks()] == ["cleanup"]  # the task it can load
         with pytest.raises(TaskNotFoundError):
             old.task("report")  # left to the processes that can load it
-        assert old_store.unloaded() == ["report"]  # type: ignore[attr-defined]
+        assert old_store.unloaded() == ["report"]
         new.resume("report")
         new.pause("report")
         old.pause("cleanup")  # a verb: the feed read, the same text not said again
@@ -533,9 +555,9 @@ def test_a_process_that_cannot_load_a_task_another_wrote_starts_and_leaves_it_al
     assert [r.levelno for r in said] == [logging.WARNING]  # once per task per process
     assert "it leaves the task to the processes that can" in said[0].getMessage()
     monkeypatch.setitem(sys.modules, newer.__name__, newer)
-    row = new_store.get("report")  # type: ignore[attr-defined]
-    assert row.task == row_before.task  # neither deleted nor rewritten by the old one
-    assert row.status is TaskStatus.PAUSED
+    after = row(new_store, "report")
+    assert after.task == row_before.task  # neither deleted nor rewritten by the old one
+    assert after.status is TaskStatus.PAUSED
 
     # A rollback: the old release registers its own definition with replace_existing.
     monkeypatch.setitem(sys.modules, newer.__name__, None)
@@ -543,18 +565,18 @@ def test_a_process_that_cannot_load_a_task_another_wrote_starts_and_leaves_it_al
         old.schedule("report", lambda: 1, later, id="report", replace_existing=True)
     with pytest.raises(TaskNotFoundError):
         old.task("report")
-    assert old_store.unloaded() == ["report"]  # type: ignore[attr-defined]
+    assert old_store.unloaded() == ["report"]
     task = old.schedule("report", jobs.report, later, id="report", replace_existing=True)
     assert task.action is jobs.report
     assert task.status is TaskStatus.PAUSED  # the row's state kept, as any replacement
-    assert old_store.unloaded() == []  # type: ignore[attr-defined]
-    (change,) = [c for c in new_store.changes() if c.task_id == "report"]  # type: ignore[attr-defined]
-    assert change.snapshot.task.action is jobs.report  # the others follow it
-    assert change.snapshot.status is TaskStatus.PAUSED
+    assert old_store.unloaded() == []
+    (change,) = [c for c in new_store.changes() if c.task_id == "report"]
+    assert written(change).task.action is jobs.report  # the others follow it
+    assert written(change).status is TaskStatus.PAUSED
 
 
 def test_a_process_never_claims_a_task_it_left_out_so_its_own_tasks_still_run(
-    two_stores: tuple[object, object],
+    two_stores: tuple[SharedStore, SharedStore],
     deploy: Deploy,
     make_scheduler: Callable[..., object],
     monkeypatch: pytest.MonkeyPatch,
@@ -577,12 +599,12 @@ def test_a_process_never_claims_a_task_it_left_out_so_its_own_tasks_still_run(
     new.schedule("cleanup", jobs.cleanup, FixedRate(3600, start_delay=0.001), id="cleanup")
     monkeypatch.setitem(sys.modules, newer.__name__, None)  # ...the old one cannot import it
     make_scheduler(start=False, store=old_store)  # not started: the test claims by hand
-    assert old_store.unloaded() == ["report"]  # type: ignore[attr-defined]
+    assert old_store.unloaded() == ["report"]
     later = time.time() + 60
-    claims = old_store.claim(now=later, limit=1)  # type: ignore[attr-defined]
+    claims = old_store.claim(now=later, limit=1)
     assert [claim.task_id for claim in claims] == ["cleanup"]  # before: ["report"]
-    assert old_store.claim(now=later, limit=5) == []  # type: ignore[attr-defined]
-    claims = new_store.claim(now=later, limit=5)  # type: ignore[attr-defined]
+    assert old_store.claim(now=later, limit=5) == []
+    claims = new_store.claim(now=later, limit=5)
     assert [claim.task_id for claim in claims] == ["report"]  # for the ones that can
 
 
@@ -606,7 +628,7 @@ def _finish(scheduler: object, how: str, task_ids: list[str]) -> None:
 @pytest.mark.parametrize("retain_finished", [None, 0])
 @pytest.mark.parametrize("how", ["succeeded", "failed", "cancelled", "paused"])
 def test_a_task_taken_over_is_replaced_as_one_loaded_here_is_a_finished_one_included(
-    two_stores: tuple[object, object],
+    two_stores: tuple[SharedStore, SharedStore],
     deploy: Deploy,
     make_scheduler: Callable[..., object],
     monkeypatch: pytest.MonkeyPatch,
@@ -641,19 +663,19 @@ def test_a_task_taken_over_is_replaced_as_one_loaded_here_is_a_finished_one_incl
     finished = {"succeeded": TaskStatus.SUCCEEDED, "failed": TaskStatus.FAILED,
                 "cancelled": TaskStatus.CANCELLED, "paused": TaskStatus.PAUSED}[how]  # fmt: skip
     assert {t.id: t.status for t in new.tasks()} == {"loaded": finished, "leftout": finished}
-    records = {i: len(new_store.records(i)) for i in ("loaded", "leftout")}  # type: ignore[attr-defined]
+    records = {i: len(new_store.records(i)) for i in ("loaded", "leftout")}
     monkeypatch.setitem(sys.modules, newer.__name__, None)  # ...the old one cannot import it
 
     events = EventLog()
     old = make_scheduler(start=False, store=old_store, retain_finished=retain_finished,
                          listeners=[events])  # fmt: skip
     assert isinstance(old, Scheduler)
-    assert old_store.unloaded() == ["leftout"]  # type: ignore[attr-defined]
+    assert old_store.unloaded() == ["leftout"]
     for task_id in ("loaded", "leftout"):  # the old release's own definition of each
         task = old.schedule(task_id, jobs.report, OneTime(0), id=task_id, replace_existing=True)
         assert task.status is finished
         assert task.action is jobs.report
-    assert old_store.unloaded() == []  # type: ignore[attr-defined]
+    assert old_store.unloaded() == []
     old.start()
     assert old.wait_idle(timeout=10.0)
     old.schedule("last", jobs.cleanup, FixedRate(3600, start_delay=3600), id="last")
@@ -666,9 +688,9 @@ def test_a_task_taken_over_is_replaced_as_one_loaded_here_is_a_finished_one_incl
         else:
             assert old.task(task_id).status is finished
         assert (task_id in old.dead_letter()) is failing
-        assert len(old_store.records(task_id)) == records[task_id]  # type: ignore[attr-defined]  # nothing ran
-        row = old_store.get(task_id)  # type: ignore[attr-defined]
-        assert (row.status, row.task.action) == (finished, jobs.report)
+        assert len(old_store.records(task_id)) == records[task_id]  # nothing ran
+        kept = row(old_store, task_id)
+        assert (kept.status, kept.task.action) == (finished, jobs.report)
     heard = {
         task_id: [(e.previous, e.status) for e in events.events if e.task_id == task_id]
         for task_id in ("loaded", "leftout")
@@ -693,7 +715,7 @@ class _Asked:
 
 
 def test_a_definition_that_failed_is_tried_again_only_once_its_text_changes(
-    two_stores: tuple[object, object],
+    two_stores: tuple[SharedStore, SharedStore],
     deploy: Deploy,
     make_scheduler: Callable[..., object],
     monkeypatch: pytest.MonkeyPatch,
@@ -720,20 +742,20 @@ def test_a_definition_that_failed_is_tried_again_only_once_its_text_changes(
     monkeypatch.delitem(sys.modules, newer.__name__)  # ...the old one cannot import it
     asked = _Asked(newer.__name__)
     monkeypatch.setattr(sys, "meta_path", [asked, *sys.meta_path])
-    old_store.changes()  # type: ignore[attr-defined]
-    assert old_store.unloaded() == ["leftout"]  # type: ignore[attr-defined]
+    old_store.changes()
+    assert old_store.unloaded() == ["leftout"]
     assert asked.count == 2  # one attempt per task
     for _ in range(3):  # other changes to both rows, their definitions as they were
         for verb in (new.pause, new.resume):
             verb("known")
             verb("leftout")
-            changes = old_store.changes()  # type: ignore[attr-defined]
+            changes = old_store.changes()
             assert [change.task_id for change in changes] == ["known"]  # state followed
     assert asked.count == 2  # before: 2 more per read of the feed
     monkeypatch.setitem(sys.modules, newer.__name__, newer)
     new.schedule("leftout", newer.daily_report, later, id="leftout", args=["dev"],
                  replace_existing=True)  # fmt: skip  # another definition: tried again
     monkeypatch.delitem(sys.modules, newer.__name__)
-    old_store.changes()  # type: ignore[attr-defined]
+    old_store.changes()
     assert asked.count == 3
-    assert old_store.unloaded() == ["leftout"]  # type: ignore[attr-defined]
+    assert old_store.unloaded() == ["leftout"]

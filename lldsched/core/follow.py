@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from lldsched.core.duequeue import queued_entry
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.names import RUNNABLE, runnable
-from lldsched.core.recovery import stored_plan
+from lldsched.core.recovery import pending_slot, stored_plan
 from lldsched.core.registration import options_of
 from lldsched.core.task import Entry, Restored, ScheduledTask
 from lldsched.model import ExecutionRecord, TaskStatus
@@ -38,7 +38,8 @@ __all__ = ["RecordsOf", "claimed_entry", "follow", "load"]
 RecordsOf = Callable[[str], Sequence[ExecutionRecord]]
 """The store's records of a task, oldest first (:meth:`HistoryStore.records
 <lldsched.persistence.HistoryStore.records>`): read only for a row registered here with
-attempts behind it (the slot they belong to: :func:`_last_slot`) and to put back the
+attempts behind it (the slot they belong to:
+:func:`~lldsched.core.recovery.pending_slot`) and to put back the
 plan of a task paused during its ``RUN_ALL`` catch-up (:func:`_plan`)."""
 
 
@@ -81,7 +82,7 @@ def follow(core: SchedulerCore, change: Change, *, records_of: RecordsOf) -> Sch
 def _held(core: SchedulerCore, task: ScheduledTask) -> ScheduledTask | None:
     """``task`` if the registry still holds it (a task followed into SUCCEEDED or
     CANCELLED may have retired at once), else None."""
-    return task if core.tasks.get(task.id) is task else None
+    return task if core.holds(task) else None
 
 
 def claimed_entry(core: SchedulerCore, claim: Claim) -> Entry | None:
@@ -119,15 +120,10 @@ def _register(core: SchedulerCore, snapshot: TaskSnapshot, records_of: RecordsOf
     with attempts behind it keeps the retry's due instant, not the slot its attempts
     belong to, and a retry read as a slot of its own moved a fixed rate's grid by its
     backoff (the slot after 09:01 retried at 09:01:05 was 09:02:05): its slot is its
-    task's last run record's (:func:`_last_slot`)."""
+    task's last run record's (:func:`~lldsched.core.recovery.pending_slot`, as at a
+    restart)."""
     status, attempt = _state(snapshot)
-    slot = snapshot.next_run_at or 0.0
-    if snapshot.slot is not None and not attempt:  # a plan's run a resume put off
-        slot = snapshot.slot
-    elif attempt:  # retrying: the attempts belong to the run's slot
-        ran = _last_slot(records_of(snapshot.task.id))
-        if ran is not None:
-            slot = ran
+    slot = pending_slot(snapshot, attempt, records=lambda: records_of(snapshot.task.id))
     (task,) = core.restore(
         [
             Restored(
@@ -151,14 +147,6 @@ def _register(core: SchedulerCore, snapshot: TaskSnapshot, records_of: RecordsOf
     elif snapshot.waited is not None:  # a paused task's plan, for its resume
         _plan(core, task, snapshot.waited, records_of)
     return task
-
-
-def _last_slot(records: Sequence[ExecutionRecord]) -> float | None:
-    """The slot of the last run in ``records`` (oldest first; None: none ran)."""
-    for record in reversed(records):
-        if record.outcome.ran:
-            return record.slot
-    return None
 
 
 def _adopt(

@@ -176,6 +176,7 @@ class SchedulerCore(
         packed_history: bool = False,
         purge_retired: bool = False,
         departed: Departed | None = None,
+        user: object = None,
     ) -> None:
         # at_most: a deque's maxlen is a C ssize_t (10**400 raised OverflowError there)
         whole_or_none(history_limit, name="history_limit", at_least=0, at_most=sys.maxsize)
@@ -214,7 +215,10 @@ class SchedulerCore(
             None
             if store is None
             else StoreWrites(
-                store, current=None if is_shared(store) else self._current, now=clock.now
+                store,
+                current=None if is_shared(store) else self._current,
+                now=clock.now,
+                user=user,  # its verbs refused while another scheduler holds the store
             )
         )
         # Where events go; a runtime sets it as listeners come and go (None: nobody
@@ -426,7 +430,7 @@ class SchedulerCore(
         status = task.status
         if (status is not SUCCEEDED and status is not CANCELLED) or task._run is not None:
             return
-        if self.tasks.get(task.id) is not task:  # retired (or removed) already
+        if not self.holds(task):  # retired (or removed) already
             return
         if elsewhere:
             retention.followed(task.id, at)

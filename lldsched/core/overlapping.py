@@ -211,7 +211,7 @@ class OverlappingRuns(CoreParts):
             record = record._replace(misfire=GIVEN_UP)
             stats.given_up += 1
         self._keep(task, record)
-        if task.status is CANCELLED and self.tasks.get(task.id) is not task:
+        if task.status is CANCELLED and not self.holds(task):
             return self._removed_run(task, record)  # removed mid-run: it is forgotten
         if self._store is not None or self.emit is not None:
             self._write_and_publish(task, task.status, record)

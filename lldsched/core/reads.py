@@ -2,7 +2,8 @@
 
 :class:`RegistryReads` is the part of :class:`~lldsched.core.machine.SchedulerCore`
 that the runtimes' reads go through: a task by id (or the error that says it is
-unknown, or retired: :mod:`lldsched.core.retention`), the dead-lettered ids, the
+unknown, or retired: :mod:`lldsched.core.retention`), whether a task object is still
+the one registered (:meth:`RegistryReads.holds`), the dead-lettered ids, the
 records of retired tasks and their priorities and schedules
 (:mod:`lldsched.core.departed`), every history as packed blocks
 (:mod:`lldsched.core.packedstats`), the store's failed writes and what
@@ -35,6 +36,14 @@ class RegistryReads(CoreParts):
             return self.tasks[task_id]
         except (KeyError, TypeError):
             raise self._retention.not_found(task_id) from None
+
+    def holds(self, task: ScheduledTask) -> bool:
+        """Whether ``task`` itself is still the one registered under its id: False once
+        it retired or was removed, and once another task was registered under its id
+        since.  The one test for "is this object still the live task", which a caller
+        holding a task across a step that may drop it (a run's end, a registration
+        that retires at once) makes."""
+        return self.tasks.get(task.id) is task
 
     @property
     def retain_finished(self) -> RetainFinished:

@@ -70,6 +70,7 @@ __all__ = [
     "after_clock_jump",
     "decide_misfire",
     "passed_slots",
+    "pending_slot",
     "plan",
     "recover",
     "stored_plan",
@@ -229,20 +230,75 @@ def decide_misfire(
     decided = plan(task._schedule, first, now, policy)
     if not decided.misfired:
         return None
-    cut = _cut(task.history if history is None else history(), first)
+    records = task.history if history is None else history()
+    cut = _cut(records, first)
     if cut is not None:  # ``first`` is a slot of a plan cut at the cap
         own = unwrap(task._schedule)
-        decided = _and_since(_cut_plan(own, first, cut), own, now, policy)
+        # An owed first attempt (in flight when the process died) is a run of the plan
+        # that left no record; a retry's slot has its first attempt's.
+        made = 1 if owed and task.attempt == 0 else 0
+        cut_plan = _cut_plan(own, first, cut, records, policy, made=made)
+        decided = _and_since(cut_plan, own, now, policy)
     return _apply(core, task, decided, due if owed else None, token=token)
 
 
-def _cut_plan(own: Schedule, first: float, cut: ExecutionRecord) -> Plan:
+def _cut_plan(
+    own: Schedule,
+    first: float,
+    cut: ExecutionRecord,
+    history: Sequence[ExecutionRecord],
+    policy: MisfirePolicy,
+    *,
+    made: int = 0,
+) -> Plan:
     """The plan cut at :data:`MAX_SLOTS` that ``first`` is a slot of, from ``first`` on,
     as it was decided: its slots up to ``cut`` (the record standing for the slots beyond
-    the cap), then the first slot after the instant ``cut`` was decided."""
+    the cap), then the first slot after the instant ``cut`` was decided.
+
+    Unless the wall clock was set back since, while the plan went on: its slots still to
+    come moved back with the clock (``after_clock_jump``: an elapsed-time schedule's
+    slots do), ``first`` among them, but the record did not.  Read from ``first`` up to
+    the record, such a plan held more runs than any plan has (:func:`_plan_size`): slots
+    decided missed and slots it had run ran (again), and the task resumed where the
+    jump had not moved it.  Then the plan is the runs it has not made yet (its size less
+    the runs recorded since ``cut``, first attempts, and less ``made``: runs made that
+    left no record), from ``first`` on, and its resume moves by the shift that puts its
+    last run just before ``cut``, as the jump moved it.  A jump back by fewer periods
+    than the plan had run is not told apart that way: the plan reads as one not moved,
+    as before."""
     slots, _ = passed_slots(own, first, cut.slot)
     runs = [slot for slot in slots if slot < cut.slot]
-    return Plan(runs, [], first_after(own, cut.slot, cut.finished), True)
+    resume = first_after(own, cut.slot, cut.finished)
+    size = _plan_size(policy)
+    if len(runs) <= size:
+        return Plan(runs, [], resume, True)
+    made += _runs_since(history, cut)
+    runs = runs[: max(0, size - made)]
+    after = following_slot(own, runs[-1]) if runs else None
+    if resume is not None and after is not None:
+        resume += after - cut.slot
+    return Plan(runs, [], resume, True)
+
+
+def _plan_size(policy: MisfirePolicy) -> int:
+    """The most runs a plan cut at :data:`MAX_SLOTS` holds (:func:`plan`): the slots
+    ``RUN_ALL`` keeps of those it listed (``max_catch_up``), ``RUN_ONCE``'s one."""
+    if policy.on_misfire is Misfire.RUN_ALL:
+        return min(policy.max_catch_up, MAX_SLOTS)
+    return 1 if policy.on_misfire is Misfire.RUN_ONCE else 0
+
+
+def _runs_since(history: Sequence[ExecutionRecord], cut: ExecutionRecord) -> int:
+    """The runs recorded after ``cut`` in ``history`` (first attempts: a retry is its
+    slot's run again): the slots of its plan made since it was decided."""
+    after = False
+    made = 0
+    for record in history:
+        if after:
+            made += record.attempt == 1 and record.outcome.ran
+        elif record == cut:  # equal, not the same object: a packed history rebuilds it
+            after = True
+    return made
 
 
 def _and_since(decided: Plan, own: Schedule, now: float, policy: MisfirePolicy) -> Plan:
@@ -365,13 +421,14 @@ def stored_plan(
     if owed is None:
         return []
     own = unwrap(task._schedule)
-    cut = _cut(task.history if history is None else history(), waited)
+    records = task.history if history is None else history()
+    cut = _cut(records, waited)
     if cut is None:
         decided = plan(own, waited, now, policy)
         if not decided.misfired:
             return []
     else:  # the plan, cut at MAX_SLOTS, ended before the record standing for the rest
-        decided = _cut_plan(own, waited, cut)
+        decided = _cut_plan(own, waited, cut, records, policy)
     _queue(core, task, decided, owed)
     return decided.decisions
 
@@ -419,6 +476,25 @@ def recover(core: SchedulerCore, store: TaskStore) -> list[ScheduledTask]:
     return tasks
 
 
+def pending_slot(
+    snapshot: TaskSnapshot, attempt: int, *, records: Callable[[], Sequence[ExecutionRecord]]
+) -> float:
+    """The slot a task registered from ``snapshot`` stands at, ``attempt`` the attempts
+    behind it (a RUNNING row's read as owed): a retry's attempts belong to the slot of
+    its task's last run (``records()``, oldest first, read only then; a retry read as a
+    slot of its own moved a fixed rate's grid by its backoff), a plan's run a resume put
+    off keeps its slot, and any other task stands at its next run.  The one rule for a
+    restart (:func:`recover`) and for a row a shared store's feed brings
+    (:mod:`lldsched.core.follow`)."""
+    if attempt:
+        for record in reversed(records()):
+            if record.outcome.ran:
+                return record.slot
+    elif snapshot.slot is not None:
+        return snapshot.slot
+    return snapshot.next_run_at if snapshot.next_run_at is not None else 0.0
+
+
 def _restored(snapshot: TaskSnapshot, records: Iterable[ExecutionRecord]) -> tuple[Restored, bool]:
     """What ``snapshot`` says the task is, and whether an attempt is owed from before."""
     history = tuple(records)
@@ -428,13 +504,7 @@ def _restored(snapshot: TaskSnapshot, records: Iterable[ExecutionRecord]) -> tup
         attempt = max(0, attempt - 1)
     if status is TaskStatus.RUNNING:
         status = runnable(attempt)
-    runs = [record for record in history if record.outcome.ran]
-    if attempt and runs:  # retrying: the pending attempts belong to the failed run's slot
-        slot = runs[-1].slot
-    elif snapshot.slot is not None and not attempt:  # a plan's run a resume put off
-        slot = snapshot.slot
-    else:
-        slot = snapshot.next_run_at if snapshot.next_run_at is not None else 0.0
+    slot = pending_slot(snapshot, attempt, records=lambda: history)
     definition = snapshot.task._replace(schedule=unwrap(snapshot.task.schedule))
     restored = Restored(
         definition=definition,

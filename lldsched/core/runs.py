@@ -207,7 +207,7 @@ class RunTransitions(CoreParts):
                 task.next_run_at = None
                 if outcome is FAILED:
                     self._dead[task.id] = None
-        elif self.tasks.get(task.id) is not task:  # removed mid-run: it is forgotten
+        elif not self.holds(task):  # removed mid-run: it is forgotten
             return self._removed_run(task, record)
         # -- published (store and listeners), then what follows.  A run that skipped
         # slots is written with their records, in one store write (decided.py); one that
@@ -248,7 +248,7 @@ class RunTransitions(CoreParts):
             or task.status is not RUNNING
             or task._flight is not None
             or run.token is not None
-            or self.tasks.get(task.id) is not task
+            or not self.holds(task)
         ):
             return False
         task._run = None

@@ -18,15 +18,24 @@ it.  A :class:`~lldsched.sim.simulation.Simulation` is checked the same way, as 
 built (its recovery writes) and each time it runs (its runs write their rows and
 records, at simulated instants), and holds nothing either: it has no running life to
 end (no ``shutdown()``), and a restart is simulated by a second simulation on the same
-store.  Every refusal is a :class:`~lldsched.errors.StoreError` naming the store, the
-scheduler that holds it and what was refused, raised before anything is changed.  A
-forked child holds nothing (its copies of the parent's schedulers run nothing there).
+store.  The verbs that change a task (register, pause, cancel, remove, run now, ...)
+of a runtime that holds nothing (a scheduler never started or shut down, a
+simulation) are refused while a running scheduler holds the store: they wrote
+through it behind that one's back.  Every verb of the core asks
+:meth:`~lldsched.core.storewrites.StoreWrites.check_open` first; in shared mode the
+change feed is not read for such a verb (:func:`held_by_another`), since the feed says
+each change once, to whoever reads it through the store object.  Every refusal is a
+:class:`~lldsched.errors.StoreError` naming the store, the scheduler that holds it
+and what was refused, raised before anything is changed.  A forked child holds
+nothing (its copies of the parent's schedulers run nothing there).
 Both runtimes use it, so it lives in ``core/`` (``threaded/`` and ``sim/`` never
 import each other).
 
 Nothing here is on a scheduler's run path: one dictionary look-up at construction, at
 ``start()`` and at ``shutdown()``; a simulation's run adds one per ``run``, ``run_for``
-or ``step`` call (none per simulated event).
+or ``step`` call (none per simulated event); a verb, on a runtime with a store, one
+truth test of an empty dictionary while no scheduler runs on any store, else one
+look-up.
 """
 
 from __future__ import annotations
@@ -36,7 +45,7 @@ import threading
 
 from lldsched.errors import StoreError
 
-__all__ = ["check", "let_go", "take"]
+__all__ = ["check", "held_by_another", "let_go", "take"]
 
 # The stores held, by id(): the store (kept alive while held, so its id names no other
 # object meanwhile) and the scheduler that holds it (anything with a ``name``).
@@ -58,11 +67,12 @@ if hasattr(os, "register_at_fork"):  # POSIX; Windows has no fork
     os.register_at_fork(after_in_child=_forget_after_fork)
 
 
-def _refusal(store: object, holder: object, user: object) -> StoreError:
+def _refusal(store: object, holder: object, user: object, doing: str | None) -> StoreError:
     name = getattr(holder, "name", holder)
+    what = "use it" if doing is None else f"{doing} through it (nothing was changed)"
     return StoreError(
         f"the store {store!r} already serves the running scheduler {name!r}, so "
-        f"{_described(user)} cannot use it: a store object is one writer, taken by one "
+        f"{_described(user)} cannot {what}: a store object is one writer, taken by one "
         "running scheduler at a time (two on one store each ran every task; on a shared "
         "store it is one node, its leases and the versions it has read), and nothing else "
         "writes through it meanwhile. Shut that scheduler down first; for several "
@@ -78,15 +88,27 @@ def _described(user: object) -> str:
     return f"{kind} {name!r}" if isinstance(name, str) else f"a {kind}"
 
 
-def check(store: object, user: object) -> None:
+def check(store: object, user: object, *, doing: str | None = None) -> None:
     """Raise if a running scheduler other than ``user`` (a scheduler, or a simulation
-    about to be built on ``store`` or to run) holds ``store``."""
-    if not _held:  # nothing held: a simulation's run checks no more than this
-        return
+    about to be built on ``store`` or to run; or the runtime whose verb is ``doing``,
+    e.g. ``"pause 'task-1'"``, which the refusal names) holds ``store``."""
+    holder = _other_holder(store, user)
+    if holder is not None:
+        raise _refusal(store, holder, user, doing)
+
+
+def held_by_another(store: object, user: object) -> bool:
+    """True if a running scheduler other than ``user`` holds ``store`` (what
+    :func:`check` refuses)."""
+    return _other_holder(store, user) is not None
+
+
+def _other_holder(store: object, user: object) -> object | None:
+    if not _held:  # nothing held: a simulation's run, or a verb, checks no more than this
+        return None
     with _lock:
         found = _held.get(id(store))
-    if found is not None and found[1] is not user:
-        raise _refusal(store, found[1], user)
+    return found[1] if found is not None and found[1] is not user else None
 
 
 def take(store: object, scheduler: object) -> None:
@@ -94,7 +116,7 @@ def take(store: object, scheduler: object) -> None:
     with _lock:
         found = _held.get(id(store))
         if found is not None and found[1] is not scheduler:
-            raise _refusal(store, found[1], scheduler)
+            raise _refusal(store, found[1], scheduler, None)
         _held[id(store)] = (store, scheduler)
 
 

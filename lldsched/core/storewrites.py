@@ -18,7 +18,11 @@ So, here and only here:
 * a verb (register, pause, cancel, modify, remove, ...) refuses with a
   ``StoreClosedError`` naming the store *before* it changes anything
   (:meth:`StoreWrites.check_open`): a caller is there to be told, and a change it
-  believes stored would be lost at the next restart.
+  believes stored would be lost at the next restart;
+* so does a verb of a runtime that does not hold the store while a running scheduler
+  does (:mod:`lldsched.core.storeuse`: a scheduler never started or shut down, a
+  simulation), with a ``StoreError`` naming both: its write would go behind the
+  running scheduler's back.
 
 A store that *fails* (not closed: a PostgreSQL server down, a disk full, a SQLite
 file locked by another connection) fails every write too, for as long as the outage
@@ -80,6 +84,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from lldsched.core import storeuse
 from lldsched.errors import StoreClosedError
 from lldsched.logs import STORE, Repeats, say_with_traceback
 from lldsched.persistence import TaskSnapshot, TaskStore
@@ -113,7 +118,7 @@ class Outage:
 class StoreWrites:
     """The core's account of the calls its store failed (one per core with a store)."""
 
-    __slots__ = ("_repeats", "closed", "current", "missed", "outage", "store")
+    __slots__ = ("_repeats", "closed", "current", "missed", "outage", "store", "user")
 
     def __init__(
         self,
@@ -121,8 +126,12 @@ class StoreWrites:
         *,
         current: Callable[[str], TaskSnapshot | None] | None = None,
         now: Callable[[], float] = time.monotonic,
+        user: object = None,
     ) -> None:
         self.store = store
+        # The runtime whose verbs write through this store (a Scheduler, a Simulation):
+        # refused while another running scheduler holds the store (check_open).
+        self.user = user
         # When the last outage was said at ERROR: one beginning within a window of it is
         # quiet (a store that flaps).  Guarded by whoever guards this StoreWrites.
         self._repeats = Repeats(clock=now)
@@ -293,13 +302,16 @@ class StoreWrites:
 
     def check_open(self, verb: str, task: str) -> None:
         """Raise :class:`StoreClosedError` if the store is closed (it says so, or a write
-        found it so), before ``verb`` changes anything of ``task`` (an id, or a name)."""
+        found it so), before ``verb`` changes anything of ``task`` (an id, or a name);
+        a :class:`~lldsched.errors.StoreError` if a running scheduler other than
+        :attr:`user` holds it (:func:`lldsched.core.storeuse.check`)."""
         store = self.store
         if self.closed or getattr(store, "closed", False) is True:
             raise StoreClosedError(
                 f"cannot {verb} {task!r}: the store {store!r} is closed but its scheduler "
                 f"still runs, and nothing was changed; {ADVICE}"
             )
+        storeuse.check(store, self.user, doing=f"{verb} {task!r}")
 
 
 def check_store(writes: StoreWrites | None, verb: str, task_id: str) -> None:

@@ -179,6 +179,7 @@ class Simulation(SimulationVerbs):
             retain_finished=retain_finished,
             purge_retired=purge_retired,
             on_retire=self._retired,
+            user=self,  # core/storeuse.py: whose verbs these are
             on_cancel=self._cut,
             # records() keeps every record, of tasks retired or removed too: so does what
             # the views read of them (their priority and schedule), for every such task.

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from datetime import timedelta
 
 from lldsched.checks import wait_seconds
+from lldsched.core import storeuse
 from lldsched.core.duequeue import QueueStats
 from lldsched.core.isolation import is_loop_action
 from lldsched.core.metrics import Metrics, take
@@ -182,9 +183,13 @@ class ControlVerbs(SchedulerParts):
 
     def _follow_others(self) -> None:
         """Shared mode: apply what other processes wrote before a verb changes a task, so
-        the row this process writes starts from the latest one (under the lock)."""
-        if self._coordinator is not None:
-            self._coordinator.sync()  # tells _followed
+        the row this process writes starts from the latest one (under the lock).  Not
+        while another running scheduler holds the store object: the feed says each change
+        once, to whoever reads it through that object, and that scheduler would miss
+        what this one read (the core refuses the verb then: ``StoreWrites.check_open``)."""
+        coordinator = self._coordinator
+        if coordinator is not None and not storeuse.held_by_another(coordinator.store, self):
+            coordinator.sync()  # tells _followed
 
     def _followed(self, tasks: list[ScheduledTask]) -> None:
         """Tasks another process changed (the coordinator tells every read of the feed,

@@ -122,6 +122,7 @@ class CoroutineRunner(LoopShutdown):
         said: Callable[[], None],
         lane: int,
         now: Callable[[], float],
+        clock_raised: Callable[[Run, Exception], tuple[float, str]],
         limit: int = 1000,
         name: str = "lldsched-loop",
     ) -> None:
@@ -144,6 +145,9 @@ class CoroutineRunner(LoopShutdown):
         # called once the lock is let go.
         self._said = said
         self._now = now
+        # A run's (start and finish, error) when ``now`` raised reading its time: the
+        # scheduler's rule for a thread run's too (RunExecution._clock_failure).
+        self._clock_raised = clock_raised
         # Guarded by the scheduler's lock: the loop and its thread (created at the
         # first hand-over), what waits for a slot (loop tasks' entries and handed-off
         # flights, in arrival order), begun flights by task id, the active count and
@@ -305,7 +309,12 @@ class CoroutineRunner(LoopShutdown):
         drive, now = self._drive, self._now
         for flight in starting:
             if flight.awaitable is None:  # call the loop task's action: it makes the coroutine
-                flight.started = now()
+                try:
+                    flight.started = now()
+                except Exception as exc:  # (rare) the clock raised: failed unrun, settled
+                    self._clock_failed(flight, exc)
+                    self._ended(flight)
+                    continue
                 raised: BaseException | None
                 try:
                     raised, value = flight.run.invoke()
@@ -425,7 +434,27 @@ class CoroutineRunner(LoopShutdown):
 
     def _over(self, flight: Flight) -> None:
         """A flight is over: record it with the next batch."""
-        flight.finished = self._now()
+        try:
+            flight.finished = self._now()
+        except Exception as exc:  # (rare) the clock raised: failed, not left in flight
+            self._clock_failed(flight, exc)
+        self._ended(flight)
+
+    def _clock_failed(self, flight: Flight, exc: Exception) -> None:
+        """The clock raised reading the flight's time: it fails with the clock's error at
+        the instant the scheduler gives (its ``clock_raised``), as a thread run does;
+        what the coroutine did, if it ran, is not recorded.  A run the scheduler
+        cancelled keeps what it ended with, and so ends as the cancellation says
+        (:func:`cancelled_outcome`; shutdown's record of one deaf to it too), at that
+        instant."""
+        at, error = self._clock_raised(flight.run, exc)
+        flight.started = flight.finished = at
+        if flight.reason is None:
+            flight.outcome, flight.raised = (error, None), exc
+
+    def _ended(self, flight: Flight) -> None:
+        """A flight whose finish is set is over: its timeout disarmed, recorded with the
+        next batch."""
         if flight.timer is not None:
             flight.timer.cancel()
         self._done.append(flight)

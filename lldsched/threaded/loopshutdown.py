@@ -80,6 +80,8 @@ class LoopShutdown:
 
         def _cancel_flight(self, flight: Flight, reason: str) -> None: ...
 
+        def _clock_failed(self, flight: Flight, exc: Exception) -> None: ...
+
         def _record(self, flight: Flight) -> bool: ...
 
         def _release(self, count: int) -> None: ...
@@ -125,7 +127,10 @@ class LoopShutdown:
                     return False
             unrecorded = list(self._flights.values())
             for flight in unrecorded:  # still not over: record it now
-                flight.finished = self._now()
+                try:
+                    flight.finished = self._now()
+                except Exception as exc:  # (rare) the clock raised: recorded all the same
+                    self._clock_failed(flight, exc)
                 self._record(flight)
             if unrecorded:
                 self._release(len(unrecorded))

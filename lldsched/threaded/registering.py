@@ -167,7 +167,7 @@ class Registering(SchedulerParts):
                 if taking is not None:
                     taking.close()
             if on_loop:
-                if self._core.tasks.get(task.id) is task:  # else it retired at once
+                if self._core.holds(task):  # else it retired at once
                     self._loop_ids.add(task.id)
             elif self._loop_ids:
                 self._loop_ids.discard(task.id)  # an id handed out again

@@ -155,13 +155,21 @@ class RunExecution(SchedulerParts):
         """The outcome of a run whose time the injected clock's ``now()`` raised instead of
         reading (rare): failed with the clock's error, so it is recorded, logged with the
         clock's traceback and settled like any failed run, not left RUNNING with its
-        worker dead.  Its times are the timer's last reading (its due instant before the
-        first).  What the action did, if it ran, is not recorded: its end has no time to
-        carry it.  (``error_text`` and ``result_text`` never raise: only the clock can.)"""
+        worker dead.  What the action did, if it ran, is not recorded: its end has no
+        time to carry it.  (``error_text`` and ``result_text`` never raise: only the
+        clock can.)  Its time and error are :meth:`_clock_failure`'s."""
+        at, error = self._clock_failure(run, exc)
+        return at, at, error, None, None, False, exc
+
+    def _clock_failure(self, run: Run, exc: Exception) -> tuple[float, str]:
+        """The one rule of a run whose time the clock raised instead of reading, a thread
+        run's (:meth:`_clock_raised`) and a coroutine run's (the runner's
+        ``clock_raised``): (its start and finish, the error it is recorded failed with).
+        The instant is the timer's last reading (the run's due instant before the
+        first)."""
         woke = self._last_look.woke
         at = woke if woke is not None else run.due
-        error = f"{error_text(exc)} (raised by the scheduler's clock, reading this run's time)"
-        return at, at, error, None, None, False, exc
+        return at, f"{error_text(exc)} (raised by the scheduler's clock, reading this run's time)"
 
     def _execute_in_process(self, run: Run) -> Outcome:
         """Run a process-isolated attempt: this worker waits for its child (killed at

@@ -217,6 +217,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
             purge_retired=purge_retired,
             on_retire=self._loop_ids.discard,
             on_cancel=self._cancel_overlapped,
+            user=self,  # core/storeuse.py: whose verbs these are
             packed_history=True,  # its histories are what it keeps of its runs
         )
         self._deadlines = []
@@ -253,6 +254,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
             said=self._say_failures,
             lane=workers,  # a loop task's records: the lane one past the worker threads
             now=self._clock.now,
+            clock_raised=self._clock_failure,
             limit=max_coroutines,
             name=f"{self._thread_prefix}loop",
         )

@@ -25,17 +25,18 @@ loop.
   for an instant in the second pass of an overlap (cronsim may answer with the
   first pass there, before the instant; we do not).
 
-**Speed.**  The text is parsed once and the result cached by (text, zone): it is
-immutable and shared.  A search jumps month -> day (a per-month table of matching
-days) -> hour -> minute (bisection over sorted values), never walking minutes.
-Each schedule also remembers the block of fires (an hour, a day, or the rest of a
-month) that answered its last query, so the next query inside that block is one
-bisection: well under a microsecond for ``* * * * *``.  On a miss it first tries
-the block the shared engine found last, for any schedule of the same text and
-zone, so a fresh ``CronSchedule`` registers, and many tasks that fire at once
-reschedule, without a search each.  Those memos are the only mutable state; each
-is replaced by one atomic assignment, so sharing a schedule between threads is
-safe (a race costs a recomputation, never a wrong answer).
+**Speed.**  The text is parsed once and the result cached by (text, zone), the
+schedule's identity (``==``, ``hash``): it is immutable, and every equal schedule
+shares it, also past the cache's bound while a schedule holds it.  A search jumps
+month -> day (a per-month table of matching days) -> hour -> minute (bisection over
+sorted values), never walking minutes.  Each schedule also remembers the block of
+fires (an hour, a day, or the rest of a month) that answered its last query, so the
+next query inside that block is one bisection: well under a microsecond for
+``* * * * *``.  On a miss it first tries the block the shared engine found last, for
+any schedule of the same text and zone, so a fresh ``CronSchedule`` registers, and
+many tasks that fire at once reschedule, without a search each.  Those memos are the
+only mutable state; each is replaced by one atomic assignment, so sharing a schedule
+between threads is safe (a race costs a recomputation, never a wrong answer).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from bisect import bisect_right
 from collections.abc import Iterator
 from datetime import UTC, datetime, tzinfo
 from functools import lru_cache
+from weakref import WeakValueDictionary
 from zoneinfo import ZoneInfo
 
 from lldsched import checks
@@ -64,9 +66,25 @@ returns: a count of 10**9 would hang and fill memory); :meth:`CronSchedule.fire_
 lazy, takes any count."""
 
 
+_LIVE: WeakValueDictionary[tuple[str, str], CronEngine] = WeakValueDictionary()
+"""Every engine a schedule still holds, by (text, zone): what the bounded cache below
+dropped while a schedule kept it (a service with more than 1,024 texts) is found here,
+so every equal schedule shares one engine, its day tables and its latest block."""
+
+
 @lru_cache(maxsize=1024)
 def _engine(expr: str, zone_key: str) -> CronEngine:
-    """Parse once per (text, zone): the engine is immutable and shared."""
+    """The engine of (text, zone), which every equal :class:`CronSchedule` shares: the
+    one a live schedule holds if there is one (:data:`_LIVE`), else parsed now."""
+    key = (expr, zone_key)
+    engine = _LIVE.get(key)
+    if engine is None:
+        engine = _LIVE.setdefault(key, _parsed(expr, zone_key))
+    return engine
+
+
+def _parsed(expr: str, zone_key: str) -> CronEngine:
+    """``expr`` parsed and read in ``zone_key``: a fresh engine (no memo, no table yet)."""
     zone = local_days(zone_key)
     engine = CronEngine(parse(expr), zone)
     if not engine.rule.fires_ever():
@@ -124,6 +142,10 @@ class CronSchedule:
         return f"CronSchedule({self.expr!r}, tz={self.tz!r})"
 
     def __eq__(self, other: object) -> bool:
+        """Equal when the text and the zone are: ``"0 0 * * *"`` and ``"0 0 * * 0-6"``
+        fire at the same instants yet are two values, as each prints and is stored as
+        written (docs/DECISIONS.md, "A cron schedule is its text and zone").
+        Equal schedules share one parsed engine (:func:`_engine`)."""
         return isinstance(other, CronSchedule) and (self.expr, self.tz) == (other.expr, other.tz)
 
     def __hash__(self) -> int:

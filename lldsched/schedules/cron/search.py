@@ -61,6 +61,7 @@ class CronEngine:
     """Fire instants of one expression in one zone (see the module docstring)."""
 
     __slots__ = (
+        "__weakref__",  # schedule._LIVE: the engines live schedules hold
         "_full_day_secs",
         "_transitions",
         "day_secs",
