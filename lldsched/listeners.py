@@ -25,7 +25,16 @@ from lldsched.errors import ValidationError, error_text
 from lldsched.logs import LISTENERS, Repeats, say_with_traceback
 from lldsched.model import ExecutionRecord, TaskEvent
 
-__all__ = ["EventLog", "Listener", "TaskListener", "as_callback", "listener_list", "notify"]
+__all__ = [
+    "EventLog",
+    "Listener",
+    "TaskListener",
+    "as_callback",
+    "check_unregistered",
+    "listener_list",
+    "notify",
+    "same_listener",
+]
 
 log = logging.getLogger(LISTENERS)
 
@@ -65,17 +74,40 @@ def as_callback(listener: Listener) -> Callable[[TaskEvent], None]:
     return callback
 
 
+def same_listener(one: object, other: object) -> bool:
+    """Whether ``one`` and ``other`` are the same listener: the same object, or the same
+    method of the same object (``panel.on_event`` makes a new bound method at each
+    reading, so ``remove_listener(self.on_event)`` found none by identity, and a closed
+    :class:`~lldsched.views.panel.ControlPanel` went on hearing every event).  Not
+    ``==`` on anything else: two listeners that compare equal are still two."""
+    if one is other:
+        return True
+    return inspect.ismethod(one) and inspect.ismethod(other) and one == other
+
+
+def check_unregistered(listener: Listener, registered: Iterable[Listener]) -> None:
+    """Refuse ``listener`` when it is among ``registered`` (:func:`same_listener`), naming
+    it: it would hear every event twice, and one ``remove_listener`` removed both."""
+    if any(same_listener(listener, known) for known in registered):
+        raise ValidationError(
+            f"listener {listener!r} is registered already: registered twice, it would "
+            "hear every event twice"
+        )
+
+
 def listener_list(listeners: object) -> list[Listener]:
     """The ``listeners=`` a runtime is built with, as a list, each checked by
     :func:`as_callback`: ValidationError naming the value when it is not a list (or other
-    iterable) of listeners; one listener given alone is told to go in a list."""
+    iterable) of listeners, or naming one twice; one listener given alone is told to go
+    in a list."""
     if isinstance(listeners, str | bytes) or not isinstance(listeners, Iterable):
         one = callable(getattr(listeners, "on_event", listeners))
         hint = " (one listener goes in a list: listeners=[it])" if one else ""
         raise ValidationError(f"listeners must be a list of listeners, got {listeners!r}{hint}")
     given = list(listeners)
-    for listener in given:
+    for n, listener in enumerate(given):
         as_callback(listener)
+        check_unregistered(listener, given[:n])
     return given
 
 

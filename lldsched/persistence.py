@@ -50,6 +50,7 @@ __all__ = [
     "finished",
     "is_shared",
     "not_a_store",
+    "records_asked",
     "save_all",
 ]
 
@@ -208,6 +209,15 @@ def save_all(store: TaskStore, snapshot: TaskSnapshot, records: Sequence[Executi
         return
     for record in records:
         store.save(snapshot, record)
+
+
+def records_asked(task_id: object) -> str | None:
+    """A store's ``records(task_id)`` argument checked: a task id (a ``str``) or None (every
+    task's).  Another value matched no row and answered ``[]`` (``records(5)``), or failed
+    in the database and was reported as the store failing (``records(["a"])``)."""
+    if task_id is None or isinstance(task_id, str):
+        return task_id
+    raise ValidationError(f"records() takes a task id (a str) or None, got {task_id!r}")
 
 
 @runtime_checkable

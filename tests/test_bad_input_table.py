@@ -269,6 +269,11 @@ for value in (5, None, EventLog(), "log"):
     build(f"Scheduler(listeners={value!r})", lambda v=value: Scheduler(listeners=v), value)
     build(f"Simulation(listeners={value!r})", lambda v=value: Simulation(listeners=v), value)
 build("Scheduler(listeners=[5])", lambda: Scheduler(listeners=[5]), 5)  # type: ignore[list-item]
+# One listener twice heard every event twice, and one remove_listener removed both.
+build("Scheduler(listeners=[f, f])", lambda: Scheduler(listeners=[print, print]),
+      Named("listener <built-in function print> is registered already"))  # fmt: skip
+build("Simulation(listeners=[f, f])", lambda: Simulation(listeners=[print, print]),
+      Named("listener <built-in function print> is registered already"))  # fmt: skip
 build("Simulation(listeners=[5])", lambda: Simulation(listeners=[5]), 5)  # type: ignore[list-item]
 for value in (-2, 2.5, True, "1h", timedelta(seconds=-1), NAN):
     build(f"Simulation(retain_finished={value!r})",
@@ -447,6 +452,18 @@ for key, value in [("priority", None), ("priority", 9), ("priority", True), ("re
          lambda rt, k=key, v=value: rt.modify("kept", **{k: v}), value)  # fmt: skip
 for value in (None, 5, "x"):
     verb(f"add_listener({value!r})", lambda rt, v=value: rt.add_listener(v), value)
+
+
+def add_twice(runtime: Runtime) -> None:
+    """The same listener added twice: the first stays registered, the second is refused."""
+    runtime.add_listener(print)
+    try:
+        runtime.add_listener(print)
+    finally:
+        assert runtime.remove_listener(print) and not runtime.remove_listener(print)
+
+
+verb("add_listener(a listener twice)", add_twice, Named("print> is registered already"))
 for value in (-1, NAN, INF, HUGE, True, "5"):
     verb(f"metrics(timeout={value!r})", lambda rt, v=value: rt.metrics(timeout=v), value)
 

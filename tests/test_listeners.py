@@ -8,7 +8,17 @@ import threading
 
 import pytest
 
-from lldsched import EventLog, FakeClock, FixedRate, OneTime, Scheduler, TaskEvent, TaskStatus
+from lldsched import (
+    EventLog,
+    FakeClock,
+    FixedRate,
+    OneTime,
+    Scheduler,
+    Simulation,
+    TaskEvent,
+    TaskStatus,
+    ValidationError,
+)
 from lldsched.logs import Repeats
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.threaded.dispatcher import EventDispatcher
@@ -186,3 +196,41 @@ def test_wait_idle_returns_once_the_run_a_listener_queued_has_finished_too() -> 
             scheduler.schedule("first", lambda: None, OneTime(delay=0))
             assert scheduler.wait_idle(timeout=5)
             assert second.run_count == round_
+
+
+class Heard:
+    """A listener that is a method: ``heard.on_event_of`` is a new bound method at each
+    reading, as ``ControlPanel._on_event`` is."""
+
+    def __init__(self) -> None:
+        self.events: list[TaskEvent] = []
+
+    def on_event_of(self, event: TaskEvent) -> None:
+        self.events.append(event)
+
+
+@pytest.mark.parametrize("kind", ["threaded", "simulated"])
+def test_a_method_listener_is_one_listener_however_often_it_is_read(kind: str) -> None:
+    """Before: ``remove_listener(obj.method)`` compared by identity a bound method made
+    anew, found nothing and returned False (a closed ControlPanel went on hearing every
+    event), and ``add_listener`` took the same method twice (every event heard twice)."""
+    heard = Heard()
+    runtime = Scheduler(clock=FakeClock(0)) if kind == "threaded" else Simulation()
+    try:
+        runtime.add_listener(heard.on_event_of)
+        with pytest.raises(ValidationError, match=r"on_event_of of .* is registered already"):
+            runtime.add_listener(heard.on_event_of)  # read again: the same listener
+        runtime.add_listener(print)
+        with pytest.raises(ValidationError, match="is registered already"):
+            runtime.add_listener(print)  # a function too
+        assert runtime.remove_listener(print)
+        assert runtime.remove_listener(heard.on_event_of)  # read again: found
+        assert not runtime.remove_listener(heard.on_event_of)
+        other = Heard()  # the same method of another object is another listener
+        runtime.add_listener(heard.on_event_of)
+        runtime.add_listener(other.on_event_of)
+        assert runtime.remove_listener(other.on_event_of)
+        assert runtime.remove_listener(heard.on_event_of)
+    finally:
+        if isinstance(runtime, Scheduler):
+            assert runtime.shutdown(timeout=5)

@@ -47,6 +47,8 @@ def test_a_new_database_gets_the_schema_and_the_store_follows_every_protocol(
     with PostgresTaskStore(postgres_dsn) as store:
         assert isinstance(store, HistoryStore) and isinstance(store, CoordinatedStore)
         assert len(store) == 0 and store.load_all() == [] and store.records() == []
+        with pytest.raises(ValidationError, match=r"or None, got \['a'\]"):
+            store.records(["a"])  # type: ignore[arg-type]  # refused, not a failed read
     with psycopg.connect(postgres_dsn) as connection:
         assert connection.execute("SELECT value FROM lldsched_meta").fetchone() == (
             str(SCHEMA_VERSION),

@@ -3,6 +3,9 @@ the protocol."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from lldsched import (
@@ -10,6 +13,7 @@ from lldsched import (
     FixedRate,
     InMemoryTaskStore,
     OneTime,
+    SqliteTaskStore,
     TaskStatus,
     TaskStore,
     ValidationError,
@@ -83,3 +87,18 @@ def test_a_bad_retention_is_refused_naming_it(bad: object) -> None:
     with pytest.raises(ValidationError) as raised:
         InMemoryTaskStore(retention=bad)  # type: ignore[arg-type]
     assert "retention" in str(raised.value) and repr(bad) in str(raised.value)
+
+
+@pytest.mark.parametrize("bad", [5, ["a"], b"a", True])
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_records_of_what_is_no_task_id_is_refused_naming_it(
+    kind: str, bad: object, tmp_path: Path
+) -> None:
+    """Before: ``records(5)`` answered ``[]`` (no row matched) and ``records(["a"])``
+    raised ``TypeError`` from the in-memory store and, from SQLite's, a ``StoreError``
+    saying the store failed to read its records."""
+    store = InMemoryTaskStore() if kind == "memory" else SqliteTaskStore(tmp_path / "t.db")
+    with store:
+        with pytest.raises(ValidationError, match=re.escape(f"or None, got {bad!r}")):
+            store.records(bad)  # type: ignore[arg-type]
+        assert store.records() == [] and store.records("a") == []

@@ -27,7 +27,7 @@ from lldsched.core.recordlog import RecordLog
 from lldsched.core.registration import UNCHANGED, F, Isolation, TaskIds, Unchanged, registering
 from lldsched.core.retention import RetainFinished
 from lldsched.core.task import ScheduledTask
-from lldsched.listeners import Listener, as_callback
+from lldsched.listeners import Listener, as_callback, check_unregistered, same_listener
 from lldsched.model import Priority, TaskEvent
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
@@ -384,13 +384,16 @@ class SimulationVerbs:
     def add_listener(self, listener: Listener) -> None:
         """Call ``listener`` on every future event, in virtual time, on the caller's
         thread.  Raises :class:`~lldsched.errors.ValidationError` for what is no
-        listener (neither callable nor with ``on_event``; an ``async def`` one)."""
-        self._callbacks.append((listener, as_callback(listener)))
+        listener (neither callable nor with ``on_event``; an ``async def`` one) and for
+        one already registered."""
+        callback = as_callback(listener)
+        check_unregistered(listener, (known for known, _ in self._callbacks))
+        self._callbacks.append((listener, callback))
         self._core.emit = self._emit
 
     def remove_listener(self, listener: Listener) -> bool:
         """Stop calling ``listener``; True if it was registered."""
-        kept = [pair for pair in self._callbacks if pair[0] is not listener]
+        kept = [pair for pair in self._callbacks if not same_listener(pair[0], listener)]
         found = len(kept) != len(self._callbacks)
         self._callbacks = kept
         if not kept:

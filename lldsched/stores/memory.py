@@ -24,7 +24,7 @@ from typing import NoReturn
 from lldsched.checks import whole_or_none
 from lldsched.errors import StoreClosedError
 from lldsched.model import ExecutionRecord, TaskStatus
-from lldsched.persistence import TaskSnapshot
+from lldsched.persistence import TaskSnapshot, records_asked
 from lldsched.stores import forks
 
 __all__ = ["InMemoryTaskStore"]
@@ -86,6 +86,7 @@ class InMemoryTaskStore:
     def records(self, task_id: str | None = None) -> list[ExecutionRecord]:
         """Every record of ``task_id`` (of every task when None), in the order saved; at
         most ``retention`` a task, the latest (as the SQLite store answers)."""
+        task_id = records_asked(task_id)
         keep = 0 if self.retention is None else -self.retention  # [-n:], or [0:]: all
         with self._lock:
             if task_id is not None:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from lldsched.errors import StoreError
 from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord
-from lldsched.persistence import Task, TaskSnapshot
+from lldsched.persistence import Task, TaskSnapshot, records_asked
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.codec import Unreadable, load_each, renamed
 from lldsched.stores.postgres_listen import psycopg
@@ -100,6 +100,7 @@ class PostgresReads:
     def records(self, task_id: str | None = None) -> list[ExecutionRecord]:
         """The records kept for ``task_id`` (every task's when None), oldest first; at most
         ``retention`` per task."""
+        task_id = records_asked(task_id)
         keep = self.retention
         with self._using() as connection:
             if task_id is not None:

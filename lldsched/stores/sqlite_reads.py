@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord
-from lldsched.persistence import Task, TaskSnapshot, finished
+from lldsched.persistence import Task, TaskSnapshot, finished, records_asked
 from lldsched.stores.codec import load_each, renamed
 from lldsched.stores.sqlite_rows import RECORD_COLUMNS, TASK_COLUMNS, immediate
 from lldsched.stores.sqlite_rows import record_of as _record
@@ -112,6 +112,7 @@ class SqliteReads:
     def records(self, task_id: str | None = None) -> list[ExecutionRecord]:
         """The records kept for ``task_id`` (every task's when None), oldest first;
         at most ``retention`` per task."""
+        task_id = records_asked(task_id)
         keep = -1 if self.retention is None else self.retention  # LIMIT -1: no limit
         with self._using("read the records") as connection:
             if task_id is not None:

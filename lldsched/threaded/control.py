@@ -334,7 +334,8 @@ class ControlVerbs(SchedulerParts):
     def add_listener(self, listener: Listener) -> None:
         """Deliver every future event to ``listener`` as well.  Raises
         :class:`~lldsched.errors.ValidationError` for what is no listener (neither
-        callable nor with ``on_event``; an ``async def`` one, which is never awaited)."""
+        callable nor with ``on_event``; an ``async def`` one, which is never awaited) and
+        for one already registered (it would hear every event twice)."""
         with self._lock:
             self._dispatcher.add(listener)
             self._core.emit = self._dispatcher.publish

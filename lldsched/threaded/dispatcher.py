@@ -23,7 +23,13 @@ import threading
 from collections.abc import Callable
 
 from lldsched.checks import whole
-from lldsched.listeners import Listener, as_callback, notify
+from lldsched.listeners import (
+    Listener,
+    as_callback,
+    check_unregistered,
+    notify,
+    same_listener,
+)
 from lldsched.logs import LISTENERS, Repeats
 from lldsched.model import TaskEvent
 
@@ -74,14 +80,17 @@ class EventDispatcher:
             return [listener for listener, _ in self._listeners]
 
     def add(self, listener: Listener) -> None:
+        """Deliver to ``listener`` too; ValidationError for what is no listener, or one
+        already added (:func:`~lldsched.listeners.check_unregistered`)."""
         callback = as_callback(listener)
         with self._cond:
+            check_unregistered(listener, (known for known, _ in self._listeners))
             self._listeners = [*self._listeners, (listener, callback)]
 
     def remove(self, listener: Listener) -> bool:
         """Stop delivering to ``listener``; True if it was registered."""
         with self._cond:
-            kept = [pair for pair in self._listeners if pair[0] is not listener]
+            kept = [pair for pair in self._listeners if not same_listener(pair[0], listener)]
             found = len(kept) != len(self._listeners)
             self._listeners = kept
             return found
