@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import pytest
 from jupyter_core.utils import ensure_async
 from nbclient import NotebookClient
@@ -37,15 +36,19 @@ class SlowReader(NotebookClient):
                 await asyncio.sleep(READ_DELAY)
                 return message
 
-            channel.get_msg = slowly  # type: ignore[method-assign]
-            channel.slowed = True  # type: ignore[attr-defined]
+            channel.get_msg = slowly
+            channel.slowed = True
         return await super().async_execute_cell(*args, **kwargs)
 
 
 @pytest.mark.timeout(180)
-def test_a_cells_output_read_slowly_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_cells_output_read_slowly_is_kept(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setattr(build_notebooks, "NotebookClient", SlowReader)
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell('print("kept")')])
+    source = tmp_path / "99-kept.py"
+    source.write_text('# %%\nprint("kept")\n')
+    notebook = build_notebooks.build(source)
     build_notebooks.execute(notebook)
     (cell,) = notebook.cells
     assert [output.get("text") for output in cell.outputs] == ["kept\n"]
