@@ -88,6 +88,25 @@ def test_the_output_is_written_not_captured_and_a_change_replaces_it(
     assert shown.output.msg_id == ""  # never pointed at a message to capture
 
 
+def test_a_control_made_here_calls_once_let_go_and_a_given_widget_is_kept(
+    displayed: list[object],
+) -> None:
+    """A drag across a slider made from ``(min, max, step)`` sends one value, on release
+    (continuous_update off: each call simulates and draws); a text box, on Enter.  A
+    widget passed in keeps the caller's choice."""
+    given = ipywidgets.IntSlider(value=4, min=1, max=12)
+    shown = interact(
+        lambda period=60, name="x", workers=4: None,
+        period=(10, 300, 10),
+        name="x",
+        workers=given,
+    )
+    assert shown.controls["period"].continuous_update is False
+    assert shown.controls["name"].continuous_update is False
+    assert shown.controls["workers"] is given
+    assert given.continuous_update is True
+
+
 class Rich:
     """A value with an HTML and a PNG representation (as a frame and a figure have)."""
 

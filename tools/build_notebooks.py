@@ -72,10 +72,23 @@ def build(source_path: Path) -> Any:
     return notebook
 
 
+CELL_SECONDS = 120
+"""How long a cell may run, and how long its output may take to arrive after it ran."""
+
+
 def execute(notebook: Any) -> None:
+    """Run ``notebook`` on a fresh kernel, every cell's output kept or the build fails.
+
+    nbclient waits ``iopub_timeout`` (4 s by default) after a cell's reply for the rest
+    of its output, then drops what has not arrived and goes on without a word.  Under
+    load that dropped the output of 04's player cells (some 800 widget messages each to
+    read before their printed text): the rebuilt notebook lacked the stdout nbval
+    compares.  Here the output gets as long as the cell, and a timeout fails the build."""
     client = NotebookClient(
         notebook,
-        timeout=120,
+        timeout=CELL_SECONDS,
+        iopub_timeout=CELL_SECONDS,
+        raise_on_iopub_timeout=True,
         kernel_name="python3",
         resources={"metadata": {"path": str(NOTEBOOKS)}},
     )

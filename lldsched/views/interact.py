@@ -2,8 +2,16 @@
 
 The notebooks' sliders, drop-downs and check boxes.  It looks and behaves like
 ``ipywidgets.interact`` (the same controls made from the same abbreviations, in a box
-with the same CSS class, the output replaced after every change) with one difference in
-how the output gets into the box:
+with the same CSS class, the output replaced after every change) with two differences.
+
+The first is when a control made from an abbreviation calls the function: a slider when
+it is let go (or moved by a key), a text box on Enter, not at every value a drag or a
+keystroke passes through (``continuous_update=False``).  The notebooks' functions
+simulate and draw (04's overrun comparison: 0.3 to 0.8 s of CPU a call), and a drag
+across 04's period slider passes 29 values: the calls queued, and the chart went on
+changing long after the hand stopped.  A control passed as a widget is used as it is.
+
+The second is how the output gets into the box:
 
 * ``ipywidgets.interact`` runs the function inside ``with out:`` on an ``Output`` widget.
   That capture is done by the *front end*: the kernel tells it "outputs of this message
@@ -130,8 +138,10 @@ def interact(function: Callable[..., object], /, **controls: object) -> Interact
     takes it: a widget (used as it is), ``(min, max)`` or ``(min, max, step)`` (a
     slider, integer if all three are), a list or dict (a drop-down), a bool (a check
     box), a string (a text box).  A tuple or list starts at the parameter's default
-    when it has one.  Parameters left without a control keep their defaults.  Returns
-    the :class:`Interaction`, already displayed.
+    when it has one.  Parameters left without a control keep their defaults.  A slider
+    or text box made here calls ``function`` once its value is let go (a slider
+    released, Enter), not at every step of a drag.  Returns the :class:`Interaction`,
+    already displayed.
 
     Raises :class:`~lldsched.errors.ValidationError` for a keyword that is not a
     parameter, a parameter without a default left without a control, or a value that
@@ -175,6 +185,8 @@ def _controls(
         control = widgets.interactive.widget_from_abbrev(abbreviation, default)
         if not isinstance(control, widgets.ValueWidget):
             raise ValidationError(f"no control can be made for {key!r} from {abbreviation!r}")
+        if control is not abbreviation and control.has_trait("continuous_update"):
+            control.continuous_update = False  # a call per value let go, not per step
         if not control.description:
             control.description = key
         made[key] = control

@@ -24,7 +24,6 @@
 import time
 
 from IPython.display import display
-from ipywidgets import IntSlider
 
 from lldsched import OverrunPolicy
 from lldsched.sim.overrun import ALL_POLICIES, simulate_overrun
@@ -189,7 +188,8 @@ overrun_comparison(simulate_overrun(period=60, duration=150, policies=ALL_POLICI
 
 # %% [markdown]
 # Change the period, the run's duration and which policy's runs to list; the chart shows
-# both. (Nothing overruns when a run is shorter than the period.)
+# both, redrawn when you let go of a slider (each position is a new simulation).
+# (Nothing overruns when a run is shorter than the period.)
 
 
 # %%
@@ -238,9 +238,7 @@ def lateness_by_pool(workers: int = 4):
     )
 
 
-pools = interact(
-    lateness_by_pool, workers=IntSlider(value=4, min=1, max=12, continuous_update=False)
-)
+pools = interact(lateness_by_pool, workers=(1, 12))
 
 # %% tags=["nbval-check-output"]
 lateness_by_pool(2)
