@@ -244,7 +244,7 @@ for value in (-1, 2.5, True, "100", HUGE):
 for value in (NAN, INF, 2.5, True, "4", timedelta(seconds=1)):
     build(f"Scheduler(seed={value!r})", lambda v=value: Scheduler(seed=v), value)
     build(f"Simulation(seed={value!r})", lambda v=value: Simulation(seed=v), value)
-for value in (0, -1, NAN, INF, HUGE, True, "60"):
+for value in (0, -1, 1e-9, NAN, INF, HUGE, True, "60"):  # 1e-9: a timer never asleep
     build(f"Scheduler(max_wait={value!r})", lambda v=value: Scheduler(max_wait=v), value)
 for value in (0, -1, True, "10"):
     build(f"Scheduler(listener_backlog={value!r})",
@@ -408,6 +408,9 @@ verb("schedule(overlap on a one-off)",
      lambda rt: register(rt, "job", noop, OneTime(delay=5), overlap=Overlap.ALLOW,
                          max_instances=2), Named("OneTime"))  # fmt: skip
 verb("schedule(id= of a registered task)", lambda rt: register(rt, id="kept"), "kept")
+# An id with a newline could forge a log line; one padded lists like another: refused.
+for value in ("a\nb", "tab\there", " kept", "kept "):
+    verb(f"schedule(id={value!r})", lambda rt, v=value: register(rt, id=v), value)
 verb("schedule(replace_existing without id)",
      lambda rt: register(rt, replace_existing=True), Named("replace_existing"))  # fmt: skip
 verb("schedule(depends_on= itself)", lambda rt: register(rt, id="kept", replace_existing=True,

@@ -208,6 +208,12 @@ def test_mark_wait_labels_a_runs_wait_on_its_lane(ten: pd.DataFrame) -> None:
     elsewhere["worker"] = 7
     with pytest.raises(ValidationError, match="no lane 'worker 7'"):
         mark_wait(figure, elsewhere)
+    # Not a chart: named, not matplotlib's AttributeError ('int' has no 'axes'), nor an
+    # IndexError of a figure with no axes.
+    for wrong in (5, Figure()):
+        named = re.escape(repr(wrong))
+        with pytest.raises(ValidationError, match=f"chart must be a gantt chart.*{named}"):
+            mark_wait(wrong, late)  # type: ignore[arg-type]
 
 
 def test_skip_marks_the_slots_it_dropped() -> None:

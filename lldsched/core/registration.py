@@ -303,11 +303,20 @@ def check_graph(
 
 
 def check_task_id(task_id: object, *, who: str | None = None) -> str:
-    """A caller-chosen task id: a non-empty string that is not all blanks (``who``: where
-    it came from, when not the caller's ``id=``)."""
+    """A caller-chosen task id: a non-empty printable string with no blank at either end
+    (``who``: where it came from, when not the caller's ``id=``).  Printable, because
+    log lines name the id as it is (an id with a newline could forge a line), as a
+    scheduler's ``name`` is; no blank at an end, because ``" nightly"`` and
+    ``"nightly"`` would be two tasks that list alike (a copy-paste or a config file's
+    padding).  Ids already in a store are not judged again when they are loaded."""
     if not isinstance(task_id, str) or not task_id or task_id.isspace():
         source = f" from {who}" if who else ""
         raise ValidationError(f"a task id must be a non-empty string, got {task_id!r}{source}")
+    if not task_id.isprintable() or task_id != task_id.strip():
+        source = f" from {who}" if who else ""
+        raise ValidationError(
+            f"a task id must be printable, with no blank at either end, got {task_id!r}{source}"
+        )
     return task_id
 
 

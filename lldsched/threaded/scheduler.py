@@ -42,7 +42,7 @@ from datetime import timedelta, tzinfo
 from types import TracebackType
 from typing import Any, NoReturn
 
-from lldsched.checks import seconds, whole_or_none
+from lldsched.checks import step, whole_or_none
 from lldsched.clock import Clock, SystemClock
 from lldsched.core import storeuse
 from lldsched.core.duequeue import TaskQueue
@@ -88,8 +88,9 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
     ``listener_backlog`` bounds the events waiting for the listeners (default 10,000;
     past it the oldest are dropped and counted in :attr:`dropped_events`);
     ``seed`` seeds retry jitter; ``max_wait`` bounds how long the timer sleeps
-    before it looks at the clock again (seconds, default 60; ``None``: exactly until
-    the next due instant), which is how it notices a wall-clock jump or a suspend;
+    before it looks at the clock again (seconds, at least a microsecond, default 60;
+    ``None``: exactly until the next due instant), which is how it notices a
+    wall-clock jump or a suspend;
     ``name`` tells this scheduler's threads from another's in a thread dump: they are
     named ``lldsched-<name>-timer``, ``-worker-0`` ... ``-worker-N``, ``-events``,
     ``-loop``, ``-lease-keeper``, ``-flush`` and ``-shutdown`` (:meth:`aclose`'s;
@@ -153,7 +154,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
         """Names this scheduler's threads: ``lldsched-<name>-timer``, ... (see above)."""
         self._thread_prefix = f"lldsched-{name}-"  # the prefix of every thread's name
         if max_wait is not None:
-            max_wait = float(seconds(max_wait, name="max_wait", above=0))
+            max_wait = float(step(max_wait, name="max_wait"))  # >= 1 µs: no busy timer
         self._max_wait = max_wait
         self._dispatcher = self.dispatcher_type(
             listener_backlog, name=f"{self._thread_prefix}events"

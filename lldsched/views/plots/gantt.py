@@ -289,7 +289,12 @@ def mark_wait(
     """Annotate one run's wait on a :func:`gantt` chart: an arrow to the line from its
     due time to its start, labelled "waited 5 min 51 s" (or ``text``).  ``run`` is a
     row of the frame the chart was drawn from; ``by`` is the chart's ``by``."""
-    ax = chart if isinstance(chart, Axes) else chart.axes[0]
+    if isinstance(chart, Axes):
+        ax = chart
+    elif isinstance(chart, Figure) and chart.axes:
+        ax = chart.axes[0]
+    else:  # named, not matplotlib's AttributeError ('int' object has no attribute 'axes')
+        raise ValidationError(f"chart must be a gantt chart (its Figure or Axes), got {chart!r}")
     labels = [label.get_text() for label in ax.get_yticklabels()]
     name = str(run["name"])
     # A task's lane is labelled as _tasks labels it: its name (shortened if long, whole
