@@ -252,6 +252,26 @@ class RunExecution(SchedulerParts):
             else:
                 finished = self._clock.now()
                 error = "SchedulerStateError: the scheduler shut down before the coroutine ran"
+        record = self._record(run, started, finished, error, result, timed_out)
+        if not record.ok:
+            self._log_then_settle(run, record, explained)
+            return
+        self._settle(1)
+
+    def _record(
+        self,
+        run: Run,
+        started: float,
+        finished: float,
+        error: str | None,
+        result: str | None,
+        timed_out: bool,
+    ) -> ExecutionRecord:
+        """``run``'s record, made by the core (caller holds the lock): the end of a
+        worker's run and of a coroutine's.  Its finish, read off the clock on the worker
+        or the loop, is first moved as a wall-clock jump says (:meth:`_jumped_since`),
+        and the timer is woken where a shared store's feed may hold a wait the run
+        decided."""
         last_look = self._last_look  # LastLook.set_back_since and read_before_set_back,
         lag = finished - last_look.reading()  # inlined (the run path)
         if lag < last_look.set_back_below or lag > last_look.ahead_above:
@@ -259,10 +279,7 @@ class RunExecution(SchedulerParts):
         record = self._core.finish(run, started, finished, error, result, timed_out)
         if self._coordinator is not None and self._coordinator.done(run):
             self._wake.notify()  # the feed may hold a wait this run decided: read it now
-        if not record.ok:
-            self._log_then_settle(run, record, explained)
-            return
-        self._settle(1)
+        return record
 
     def _lease_gone(self, run: Run) -> str | None:
         """``"lease"`` when ``run``, begun on a shared store's claim, holds its lease no
@@ -319,13 +336,7 @@ class RunExecution(SchedulerParts):
         queued, and the loop thread calls :meth:`_say_failures` once it let the lock go,
         before it settles the batch.  ``raised`` is what the coroutine raised, if it
         did."""
-        last_look = self._last_look  # LastLook.set_back_since and read_before_set_back,
-        lag = finished - last_look.reading()  # inlined (the run path)
-        if lag < last_look.set_back_below or lag > last_look.ahead_above:
-            finished = self._jumped_since(finished, lag)
-        record = self._core.finish(run, started, finished, error, result, timed_out)
-        if self._coordinator is not None and self._coordinator.done(run):
-            self._wake.notify()  # the feed may hold a wait this run decided: read it now
+        record = self._record(run, started, finished, error, result, timed_out)
         if record.ok:
             return False
         self._failures.append(failure_line(run, record, raised, scheduler=self.name))
