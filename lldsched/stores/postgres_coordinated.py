@@ -63,6 +63,7 @@ class PostgresCoordination:
     _connection: Connection | None
     _deadline: Deadline
     _timeout: float
+    _channel: str
     _closed: bool
     _defined: dict[str, Task]
     _held: dict[str, int]
@@ -220,7 +221,7 @@ class PostgresCoordination:
         written: it is tried once more on a new connection, so that a lease taken over
         meanwhile is told apart (refused) from an outage (StoreError)."""
         parameters = settle_parameters(
-            batch, node=self.node, defined=self._defined, seen=self._seen
+            batch, node=self.node, channel=self._channel, defined=self._defined, seen=self._seen
         )
         try:
             try:
@@ -394,7 +395,7 @@ class PostgresCoordination:
         if self._listener is not None:
             self._listener.stop()
         self._listener = Listener(
-            self._dsn, channel=sql.CHANNEL, node=self.node, wake=wake, timeout=self._timeout
+            self._dsn, channel=self._channel, node=self.node, wake=wake, timeout=self._timeout
         )
 
     @contextlib.contextmanager
