@@ -405,10 +405,13 @@ class CoordinatedStore(HistoryStore, Protocol):
 
     def unloaded(self) -> list[str]:
         """The ids of the stored tasks this process left out, sorted: rows whose
-        definition it cannot load (another release's action, in a rolling deploy), at
-        :meth:`load_all` with ``leave_out`` or in :meth:`changes`, each said once at
-        WARNING.  The processes that can load them run them; this one neither deletes
-        nor rewrites them."""
+        definition it cannot load (another release's action, in a rolling deploy), or
+        whose status it does not know (a newer release's), at :meth:`load_all` with
+        ``leave_out`` or in :meth:`changes`, each said once at WARNING.  The processes
+        that can load them run them; this one neither deletes nor rewrites them.  A task
+        this process had whose row takes a status it does not know is given by
+        :meth:`changes` as removed (no snapshot: it leaves the registry, nothing
+        written); a later write of a status it knows gives it again."""
         ...
 
     def take_over(self, definition: Task) -> TaskSnapshot | None:
@@ -416,7 +419,9 @@ class CoordinatedStore(HistoryStore, Protocol):
         left out (:meth:`unloaded`): the row takes ``definition`` (its version moves on, so
         the others follow it) and keeps its state and history, as any replacement does;
         returns the row's snapshot with ``definition``.  None, nothing written, when the
-        task is not one left out here or its row is gone."""
+        task is not one left out here or its row is gone; a
+        :class:`~lldsched.errors.StoreError`, nothing written, when the row's status is
+        one this process does not know (its state can be neither kept nor guessed)."""
         ...
 
     def changed(self) -> bool:

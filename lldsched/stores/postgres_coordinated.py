@@ -33,7 +33,7 @@ from lldsched.persistence import (
 )
 from lldsched.schedules.base import wrapped_schedule
 from lldsched.stores import postgres_sql as sql
-from lldsched.stores.codec import Unreadable, encode_task
+from lldsched.stores.codec import Unreadable, encode_task, taken_over
 from lldsched.stores.postgres_batch import Pending, SettleQueue, settle_parameters
 from lldsched.stores.postgres_deadline import Deadline
 from lldsched.stores.postgres_listen import Listener, psycopg, scrubbed
@@ -293,14 +293,15 @@ class PostgresCoordination:
                 continue  # read before
             snapshot = None
             if kind == 1:
-                try:
-                    self._unreadable.again(task_id, columns[1])  # failed: not tried again
+                try:  # what failed here is not tried again
+                    self._unreadable.again(task_id, columns[1], columns[2])
                     snapshot = self._read_snapshot(columns)
                 except StoreError as exc:  # newer code's: its state, with the definition known
                     with self._lock:
                         known = self._defined.get(task_id)
-                    self._unreadable.failed(task_id, columns[1], exc, known)
-                    if known is None:
+                    if self._unreadable.failed(task_id, columns[1], exc, known):  # left out
+                        if known is not None:  # had here: gone from here, nothing written
+                            found.append((int(xid), Change(task_id, version, None, bool(leased))))
                         continue
                     snapshot = snapshot_of(columns, known)
                 else:
@@ -340,6 +341,11 @@ class PostgresCoordination:
             return None
         text = encode_task(definition)
         with self._using() as connection, connection.transaction():
+            status = connection.execute(
+                "SELECT status FROM tasks WHERE id = %s FOR UPDATE", (task_id,)
+            ).fetchone()
+            if status is not None:
+                taken_over(task_id, status[0])  # a status this release does not know: refused
             row = connection.execute(
                 "UPDATE tasks t SET name = %(name)s, definition = %(definition)s, "
                 "priority = %(priority)s, version = t.version + 1, writer = %(writer)s, "
