@@ -231,10 +231,14 @@ class Claim(NamedTuple):
     ``attempt + 1``).  ``token`` is the fencing token: strictly greater than every
     token the store handed out before, to any process.  ``expires_at`` is when the
     lease runs out unless renewed (the store's clock).  ``version`` is the row's
-    version the claim saw: a process whose copy of the task is older applies the
-    change feed before it runs the claim.  ``taken_over`` is True when the claim
+    version the claim saw.  ``taken_over`` is True when the claim
     replaced an expired lease (a run, or a claim, whose process died or stalled and
     never settled it): the attempt is owed, as one in flight at a crash is to recovery.
+    ``stale`` is True when another process wrote the row after this one last read or
+    wrote it (a new definition committed between this process's read of the change
+    feed and its claim): the runtime reads the feed before it runs the claim, so the
+    run is made with the definition the claim saw, never an older one.  A store that
+    cannot tell leaves it False (the feed is then read at the next wake, as before).
     """
 
     task_id: str
@@ -244,6 +248,7 @@ class Claim(NamedTuple):
     expires_at: float
     version: int
     taken_over: bool = False
+    stale: bool = False
 
 
 class Change(NamedTuple):

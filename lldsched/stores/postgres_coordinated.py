@@ -101,7 +101,13 @@ class PostgresCoordination:
                 sql.CLAIM_LEAVING if left else sql.CLAIM,
                 {**parameters, "left": left} if left else parameters,
             ).fetchall()
-            claims = [Claim(*row) for row in rows]
+            seen = self._seen  # the versions the feed last gave; the row's writer says if ours
+            claims = []
+            for *claimed, writer in rows:
+                claim = Claim(*claimed)
+                if writer != self.node and seen.get(claim.task_id, -1) < claim.version:
+                    claim = claim._replace(stale=True)  # written elsewhere since the feed's read
+                claims.append(claim)
             for claim in claims:
                 self._held[claim.task_id] = claim.token
         return claims

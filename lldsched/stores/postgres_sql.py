@@ -235,7 +235,7 @@ RECORD_COLUMNS = (  # the name the run had; a record written before schema 3 has
 # evaluated on the latest committed row): a renewal that committed first wins.
 CLAIM = f"""
 WITH due AS (
-    SELECT t.id, t.next_run_at, t.attempt, t.version, t.priority,
+    SELECT t.id, t.next_run_at, t.attempt, t.version, t.priority, t.writer,
            l.task_id IS NOT NULL AS taken_over
       FROM tasks t LEFT JOIN leases l ON l.task_id = t.id
      WHERE t.status IN {LIVE} AND t.next_run_at <= %(now)s
@@ -252,7 +252,7 @@ claimed AS (
         version = excluded.version
      WHERE leases.expires_at <= {DB_NOW}
     RETURNING task_id, slot, attempt, token, expires_at, version)
-SELECT c.task_id, c.slot, c.attempt, c.token, c.expires_at, c.version, d.taken_over
+SELECT c.task_id, c.slot, c.attempt, c.token, c.expires_at, c.version, d.taken_over, d.writer
   FROM claimed c JOIN due d ON d.id = c.task_id
  ORDER BY c.slot, d.priority
 """
