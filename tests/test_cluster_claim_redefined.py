@@ -22,7 +22,7 @@ import pytest
 
 from lldsched import FakeClock, FixedRate, Misfire, MisfirePolicy, OneTime, Scheduler
 from lldsched.persistence import Claim, CoordinatedStore
-from tests.cluster import StoreSpec, open_store
+from tests.cluster import StoreSpec, opened
 from tests.waits import wait_until
 
 LATER = 3600.0  # a one-off due in an hour: it never runs within a test
@@ -31,10 +31,8 @@ LATER = 3600.0  # a one-off due in an hour: it never runs within a test
 @pytest.fixture
 def stores(store_spec: StoreSpec) -> Iterator[list[CoordinatedStore]]:
     """Two stores on one shared store (once per engine), closed after the test."""
-    opened = [open_store(store_spec, poll=0.05) for _ in range(2)]
-    yield opened
-    for store in opened:
-        store.close()
+    with opened(store_spec, 2, poll=0.05) as stores:
+        yield stores
 
 
 def test_a_definition_written_after_the_feeds_read_and_before_the_claim_is_the_one_run(

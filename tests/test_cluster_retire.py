@@ -24,7 +24,7 @@ from lldsched import (
 )
 from lldsched.persistence import CoordinatedStore
 from tests import cluster_jobs, jobs
-from tests.cluster import StoreSpec, open_store
+from tests.cluster import StoreSpec, opened
 from tests.waits import wait_until
 
 LEASE = 30.0  # no claim expires within a test
@@ -36,19 +36,8 @@ LATER = 3600.0  # a one-off due in an hour: it never runs within a test
 def stores(store_spec: StoreSpec) -> Iterator[list[CoordinatedStore]]:
     """Three stores on one shared store (once per engine): two for schedulers, one to read
     it with; closed after the test."""
-    opened = [open_store(store_spec, lease=LEASE, poll=POLL) for _ in range(3)]
-    yield opened
-    for store in opened:
-        store.close()
-
-
-@pytest.fixture
-def schedulers() -> Iterator[list[Scheduler]]:
-    """The schedulers a test builds, shut down after it (before its stores close)."""
-    made: list[Scheduler] = []
-    yield made
-    for scheduler in made:
-        scheduler.shutdown()
+    with opened(store_spec, 3, lease=LEASE, poll=POLL) as stores:
+        yield stores
 
 
 def _row(store: CoordinatedStore, task_id: str) -> TaskSnapshot | None:

@@ -25,7 +25,7 @@ from lldsched import (
 )
 from lldsched.persistence import CoordinatedStore
 from tests import jobs
-from tests.cluster import StoreSpec, open_store
+from tests.cluster import StoreSpec, opened
 from tests.conftest import T0
 from tests.test_store_sqlite import snapshot, task
 from tests.waits import wait_until
@@ -37,19 +37,8 @@ LATER = 3600.0  # a one-off due in an hour: it never runs within a test
 @pytest.fixture
 def stores(store_spec: StoreSpec) -> Iterator[list[CoordinatedStore]]:
     """Two stores on one shared store (once per engine), closed after the test."""
-    opened = [open_store(store_spec, poll=0.05) for _ in range(2)]
-    yield opened
-    for store in opened:
-        store.close()
-
-
-@pytest.fixture
-def schedulers() -> Iterator[list[Scheduler]]:
-    """The schedulers a test builds, shut down after it (before its stores close)."""
-    made: list[Scheduler] = []
-    yield made
-    for scheduler in made:
-        scheduler.shutdown()
+    with opened(store_spec, 2, poll=0.05) as stores:
+        yield stores
 
 
 def write_status(spec: StoreSpec, task_id: str, status: str) -> None:
