@@ -65,6 +65,7 @@ __all__ = [
     "UnknownStatus",
     "Unreadable",
     "callable_path",
+    "check_take_over",
     "decode_schedule",
     "decode_task",
     "encode_schedule",
@@ -75,7 +76,6 @@ __all__ = [
     "renamed",
     "resolve_callable",
     "status_of",
-    "taken_over",
 ]
 
 log = logging.getLogger(STORE)
@@ -369,7 +369,7 @@ def status_of(task_id: str, text: object) -> TaskStatus:
         raise UnknownStatus(task_id, text) from None
 
 
-def taken_over(task_id: str, status: object) -> None:
+def check_take_over(task_id: str, status: object) -> None:
     """Refuse to take over (:meth:`CoordinatedStore.take_over
     <lldsched.persistence.CoordinatedStore.take_over>`: a registration with
     ``replace_existing=True`` of a task left out here) a row whose status this release

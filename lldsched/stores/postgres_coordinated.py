@@ -33,7 +33,7 @@ from lldsched.persistence import (
 )
 from lldsched.schedules.base import wrapped_schedule
 from lldsched.stores import postgres_sql as sql
-from lldsched.stores.codec import Unreadable, encode_task, taken_over
+from lldsched.stores.codec import Unreadable, check_take_over, encode_task
 from lldsched.stores.postgres_batch import Pending, SettleQueue, settle_parameters
 from lldsched.stores.postgres_deadline import Deadline
 from lldsched.stores.postgres_listen import Listener, psycopg, scrubbed
@@ -351,7 +351,7 @@ class PostgresCoordination:
                 "SELECT status FROM tasks WHERE id = %s FOR UPDATE", (task_id,)
             ).fetchone()
             if status is not None:
-                taken_over(task_id, status[0])  # a status this release does not know: refused
+                check_take_over(task_id, status[0])  # a status this release does not know: refused
             row = connection.execute(
                 "UPDATE tasks t SET name = %(name)s, definition = %(definition)s, "
                 "priority = %(priority)s, version = t.version + 1, writer = %(writer)s, "

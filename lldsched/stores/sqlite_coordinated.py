@@ -25,7 +25,7 @@ from lldsched.errors import LeaseLost, StoreError, ValidationError
 from lldsched.logs import CLUSTER
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
 from lldsched.persistence import Change, Claim, Lease, Task, TaskSnapshot, finished
-from lldsched.stores.codec import encode_task, taken_over
+from lldsched.stores.codec import check_take_over, encode_task
 from lldsched.stores.sqlite_rows import (
     SLOT,
     TASK_COLUMNS,
@@ -315,7 +315,7 @@ class CoordinatedMethods:
                 if row is None:
                     shared.unreadable.read(task_id)
                     return None
-                taken_over(task_id, row[2])  # a status this release does not know: refused
+                check_take_over(task_id, row[2])  # a status this release does not know: refused
                 version = bump(connection, "change")
                 connection.execute(
                     "UPDATE tasks SET name = ?, definition = ?, priority = ?, version = ? "
