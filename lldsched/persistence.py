@@ -241,10 +241,14 @@ class Claim(NamedTuple):
     ``attempt + 1``).  ``token`` is the fencing token: strictly greater than every
     token the store handed out before, to any process.  ``expires_at`` is when the
     lease runs out unless renewed (the store's clock).  ``version`` is the row's
-    version the claim saw: a process whose copy of the task is older applies the
-    change feed before it runs the claim.  ``taken_over`` is True when the claim
+    version the claim saw.  ``taken_over`` is True when the claim
     replaced an expired lease (a run, or a claim, whose process died or stalled and
     never settled it): the attempt is owed, as one in flight at a crash is to recovery.
+    ``stale`` is True when another process wrote the row after this one last read or
+    wrote it (a new definition committed between this process's read of the change
+    feed and its claim): the runtime reads the feed before it runs the claim, so the
+    run is made with the definition the claim saw, never an older one.  A store that
+    cannot tell leaves it False (the feed is then read at the next wake, as before).
     """
 
     task_id: str
@@ -254,6 +258,7 @@ class Claim(NamedTuple):
     expires_at: float
     version: int
     taken_over: bool = False
+    stale: bool = False
 
 
 class Change(NamedTuple):
@@ -415,10 +420,13 @@ class CoordinatedStore(HistoryStore, Protocol):
 
     def unloaded(self) -> list[str]:
         """The ids of the stored tasks this process left out, sorted: rows whose
-        definition it cannot load (another release's action, in a rolling deploy), at
-        :meth:`load_all` with ``leave_out`` or in :meth:`changes`, each said once at
-        WARNING.  The processes that can load them run them; this one neither deletes
-        nor rewrites them."""
+        definition it cannot load (another release's action, in a rolling deploy), or
+        whose status it does not know (a newer release's), at :meth:`load_all` with
+        ``leave_out`` or in :meth:`changes`, each said once at WARNING.  The processes
+        that can load them run them; this one neither deletes nor rewrites them.  A task
+        this process had whose row takes a status it does not know is given by
+        :meth:`changes` as removed (no snapshot: it leaves the registry, nothing
+        written); a later write of a status it knows gives it again."""
         ...
 
     def take_over(self, definition: Task) -> TaskSnapshot | None:
@@ -426,7 +434,9 @@ class CoordinatedStore(HistoryStore, Protocol):
         left out (:meth:`unloaded`): the row takes ``definition`` (its version moves on, so
         the others follow it) and keeps its state and history, as any replacement does;
         returns the row's snapshot with ``definition``.  None, nothing written, when the
-        task is not one left out here or its row is gone."""
+        task is not one left out here or its row is gone; a
+        :class:`~lldsched.errors.StoreError`, nothing written, when the row's status is
+        one this process does not know (its state can be neither kept nor guessed)."""
         ...
 
     def changed(self) -> bool:

@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
+from lldsched import Scheduler
 from lldsched.persistence import CoordinatedStore
 from lldsched.stores.sqlite import SqliteTaskStore
 from tests.processes import lines_of
@@ -95,6 +96,30 @@ def store_spec(request: pytest.FixtureRequest, tmp_path: Path) -> StoreSpec:
     """A new, empty shared store, once per engine."""
     factory = FACTORIES[request.param]
     return factory(request, tmp_path)
+
+
+@contextlib.contextmanager
+def opened(
+    spec: StoreSpec, count: int, *, lease: float = 30.0, poll: float = 1.0
+) -> Iterator[list[CoordinatedStore]]:
+    """``count`` stores on ``spec`` in this process (as many processes hold), closed at
+    the end (after the schedulers on them: :func:`schedulers`)."""
+    stores = [open_store(spec, lease=lease, poll=poll) for _ in range(count)]
+    try:
+        yield stores
+    finally:
+        for store in stores:
+            store.close()
+
+
+@pytest.fixture
+def schedulers() -> Iterator[list[Scheduler]]:
+    """The schedulers a test builds on shared stores, shut down after it (before the
+    stores it opened with :func:`opened` close)."""
+    made: list[Scheduler] = []
+    yield made
+    for scheduler in made:
+        scheduler.shutdown()
 
 
 # -- children -----------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from lldsched import EventLog, FakeClock, Scheduler
-from tests.cluster import cluster, store_spec  # noqa: F401 - the multi-process fixtures
+from tests.cluster import cluster, schedulers, store_spec  # noqa: F401 - the multi-process fixtures
 
 if TYPE_CHECKING:
     from lldsched.stores.postgres import PostgresTaskStore

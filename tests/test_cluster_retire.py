@@ -24,7 +24,7 @@ from lldsched import (
 )
 from lldsched.persistence import CoordinatedStore
 from tests import cluster_jobs, jobs
-from tests.cluster import StoreSpec, open_store
+from tests.cluster import StoreSpec, opened
 from tests.waits import wait_until
 
 LEASE = 30.0  # no claim expires within a test
@@ -36,19 +36,8 @@ LATER = 3600.0  # a one-off due in an hour: it never runs within a test
 def stores(store_spec: StoreSpec) -> Iterator[list[CoordinatedStore]]:
     """Three stores on one shared store (once per engine): two for schedulers, one to read
     it with; closed after the test."""
-    opened = [open_store(store_spec, lease=LEASE, poll=POLL) for _ in range(3)]
-    yield opened
-    for store in opened:
-        store.close()
-
-
-@pytest.fixture
-def schedulers() -> Iterator[list[Scheduler]]:
-    """The schedulers a test builds, shut down after it (before its stores close)."""
-    made: list[Scheduler] = []
-    yield made
-    for scheduler in made:
-        scheduler.shutdown()
+    with opened(store_spec, 3, lease=LEASE, poll=POLL) as stores:
+        yield stores
 
 
 def _row(store: CoordinatedStore, task_id: str) -> TaskSnapshot | None:
@@ -141,14 +130,14 @@ def test_a_task_cancelled_in_the_other_scheduler_retires_here_and_its_row_is_not
     assert first.task("later").status is TaskStatus.CANCELLED
 
 
-def test_purge_retired_leaves_the_row_of_a_task_that_finished_elsewhere(
+def test_purge_retired_deletes_the_row_of_a_task_that_finished_elsewhere_as_it_retires(
     stores: list[CoordinatedStore], schedulers: list[Scheduler]
 ) -> None:
-    """``purge_retired=True`` deletes a task this process finished as it retires here; the
-    row of one that finished in another process is that process's (it still holds it,
-    and deletes it as it retires there if it purges): retired here, it stays in the
-    store.  Here the followed task retires when a cancel made here fills the retention
-    (``retain_finished=1``), outside the change feed."""
+    """``purge_retired=True`` deletes a task from the store as it retires here, whoever
+    finished it: a finished row is final, and left to the process that finished it, it
+    stayed for good once that process stopped (the next test).  A process that still
+    holds it drops it, as a removal made elsewhere.  Here the followed task retires when
+    a cancel made here fills the retention (``retain_finished=1``), outside the feed."""
     first = Scheduler(workers=1, store=stores[0], retain_finished=None)
     second = Scheduler(workers=1, store=stores[1], retain_finished=1, purge_retired=True)
     schedulers += [first, second]
@@ -163,13 +152,34 @@ def test_purge_retired_leaves_the_row_of_a_task_that_finished_elsewhere(
                what="the cancel to reach the second")  # fmt: skip
     second.cancel("mine")  # two finished, one more than it keeps: the earliest retires
     assert _retired(second, "theirs")
-    row = _row(reader, "theirs")
-    assert row is not None and row.status is TaskStatus.CANCELLED  # before the fix: deleted
-    assert first.task("theirs").status is TaskStatus.CANCELLED
+    assert _row(reader, "theirs") is None  # before: left to the first, which keeps all
+    wait_until(lambda: "theirs" not in first._core.tasks, timeout=10,
+               what="the first to drop the task deleted elsewhere")  # fmt: skip
     second.schedule("next", jobs.noop, OneTime(delay=LATER), id="next")
     second.cancel("next")  # and its own task, finished here, is purged as it retires
     assert _retired(second, "mine")
     assert _row(reader, "mine") is None
+
+
+def test_a_finished_row_whose_process_stopped_before_retiring_it_is_purged_after_a_restart(
+    stores: list[CoordinatedStore], schedulers: list[Scheduler]
+) -> None:
+    """A worker finishes a task and stops (a daily restart, a deploy) before its
+    retention retired it: its row was left in the store for good, since the process that
+    loads it at its start retired it as finished elsewhere, without deleting it.  Now it
+    is deleted as it retires there."""
+    worker = Scheduler(workers=1, store=stores[0], retain_finished=1, purge_retired=True)
+    worker.schedule("done", jobs.noop, OneTime(delay=LATER), id="done")
+    worker.cancel("done")  # finished, held: one finished task is what it keeps
+    worker.shutdown()
+    assert _row(stores[2], "done") is not None
+    restarted = Scheduler(workers=1, store=stores[1], retain_finished=1, purge_retired=True)
+    schedulers.append(restarted)
+    assert restarted.task("done").status is TaskStatus.CANCELLED  # loaded, held
+    restarted.schedule("next", jobs.noop, OneTime(delay=LATER), id="next")
+    restarted.cancel("next")  # one more finished: the loaded one retires
+    assert _retired(restarted, "done")
+    assert _row(stores[2], "done") is None  # before: left in the store for good
 
 
 def test_a_restart_loads_finished_rows_and_retires_those_past_the_retention(

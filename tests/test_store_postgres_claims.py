@@ -16,9 +16,11 @@ import pytest
 from lldsched import TaskStatus
 from lldsched.errors import LeaseLost
 from lldsched.persistence import Claim
+from lldsched.stores import postgres_sql as sql
 from lldsched.stores import removals as removals_rule
 from lldsched.stores.postgres import PostgresTaskStore
 from tests.conftest import T0
+from tests.pg_server import PostgresServer
 from tests.test_store_sqlite import record, snapshot, task
 from tests.waits import wait_until
 
@@ -419,3 +421,89 @@ def test_a_holder_stalled_inside_a_transaction_loses_its_session_and_its_run(
     with pytest.raises(LeaseLost):  # resumed: once more on a new connection, then refused
         stalled.settle(snapshot(task(id="a")), record("a", 0), token=claim.token)
     assert stalled.rejected == 1 and stalled.records("a") == []
+
+
+class Wakes:
+    """A store's ``wake``: counts the wakes and lets a test wait for the next one."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.event = threading.Event()
+
+    def __call__(self) -> None:
+        self.count += 1
+        self.event.set()
+
+    def next(self) -> int:
+        """Wait for a wake (at most a minute); the wakes so far."""
+        assert self.event.wait(60), "no wake came"
+        self.event.clear()
+        return self.count
+
+
+def test_a_write_wakes_the_stores_of_its_own_schema_and_none_of_another_schema(
+    postgres_server: PostgresServer,
+) -> None:
+    # Two applications on one database, each in its schema.  A session listening on the
+    # channel of one hears its writes alone: PostgreSQL delivers a session's
+    # notifications in commit order, so the other schema's write, committed first, would
+    # have come first.  And a store of that schema, subscribed, is woken by its writes.
+    here_schema = "application_one"
+    here, there = in_schema(postgres_server, here_schema), postgres_server.create_schema()
+    with (
+        PostgresTaskStore(here, poll=3600) as listening,
+        PostgresTaskStore(there, poll=3600) as neighbour,
+        PostgresTaskStore(here) as writer,
+        psycopg.connect(postgres_server.dsn(), autocommit=True) as session,
+    ):
+        session.execute(sql.listen(sql.channel(here_schema)))
+        wakes = Wakes()
+        listening.subscribe(wakes)
+        assert wakes.next() == 1  # once when it starts listening
+        neighbour.save(snapshot(task(id="theirs")))  # the earliest due of its schema
+        writer.save(snapshot(task(id="ours")))  # the earliest due of ours
+        assert wakes.next() == 2
+        heard = next(session.notifies(timeout=60, stop_after=1))
+        assert (heard.channel, heard.payload) == (sql.channel(here_schema), writer.node)
+
+
+def test_a_settle_wakes_only_its_own_schema_and_a_long_schema_name_has_a_channel_too(
+    postgres_server: PostgresServer,
+) -> None:
+    # A schema named with the 63 bytes PostgreSQL keeps: its channel is a digest, which
+    # the NOTIFY and the LISTEN agree on; the batched settle notifies it too.
+    long_name = "s" * 63
+    here, there = in_schema(postgres_server, long_name), postgres_server.create_schema()
+    assert len(sql.channel(long_name).encode()) <= 63
+    assert sql.channel(long_name) != sql.channel("s" * 62)
+    with (
+        PostgresTaskStore(here, poll=3600) as listening,
+        PostgresTaskStore(there) as neighbour,
+        PostgresTaskStore(here) as writer,
+        psycopg.connect(postgres_server.dsn(), autocommit=True) as session,
+    ):
+        claims = {store: claimed(store) for store in (neighbour, writer)}
+        session.execute(sql.listen(sql.channel(long_name)))
+        wakes = Wakes()
+        listening.subscribe(wakes)
+        assert wakes.next() == 1
+        for store, claim in claims.items():  # each now the earliest due of its schema
+            settled = snapshot(task(id="a"))._replace(next_run_at=T0 + 10)
+            store.settle(settled, record("a", 0)._replace(token=claim.token), token=claim.token)
+        assert wakes.next() == 2
+        heard = next(session.notifies(timeout=60, stop_after=1))  # in commit order
+        assert (heard.channel, heard.payload) == (sql.channel(long_name), writer.node)
+
+
+def in_schema(server: PostgresServer, name: str) -> str:
+    """A dsn whose store is in a new schema ``name`` of the server's database."""
+    server.sql(f"CREATE SCHEMA {name}")
+    return f"{server.dsn()}?options=-csearch_path%3D{name}"
+
+
+def claimed(store: PostgresTaskStore) -> Claim:
+    """Task ``a`` claimed in ``store``, with task ``b`` due after it."""
+    store.save(snapshot(task(id="a")))
+    store.save(snapshot(task(id="b"))._replace(next_run_at=T0 + 50))
+    (claim,) = store.claim(now=T0, limit=1)
+    return claim

@@ -137,8 +137,7 @@ def _register(core: SchedulerCore, snapshot: TaskSnapshot, records_of: RecordsOf
                 last_error=snapshot.last_error,
                 history=(),
             )
-        ],
-        followed=True,
+        ]
     )
     if status in RUNNABLE and snapshot.next_run_at is not None:
         _adopt(core, task, snapshot, status, attempt, records_of)

@@ -412,13 +412,12 @@ class SchedulerCore(
 
     # -- internals -------------------------------------------------------------------------
 
-    def _finished(self, task: ScheduledTask, at: float, *, elsewhere: bool = False) -> None:
+    def _finished(self, task: ScheduledTask, at: float) -> None:
         """``task`` is finished as of ``at``, as far as this registry knows, if it is
         SUCCEEDED or CANCELLED with no run in flight here and still registered: the
         retention holds it from then (a task held already keeps its instant), and the
-        tasks whose retention ran out retire.  ``elsewhere``: it finished in another
-        process, which this one followed (:meth:`adopt`; its row is not this one's to
-        purge, :meth:`Retention.followed <lldsched.core.retention.Retention.followed>`).
+        tasks whose retention ran out retire.  A task that finished in another process,
+        which this one followed (:meth:`adopt`), is held and retires the same way.
 
         The one home of that rule for every way a task comes to be finished here but
         two: a run's end inlines it (:meth:`~lldsched.core.runs.RunTransitions.finish`,
@@ -432,10 +431,7 @@ class SchedulerCore(
             return
         if not self.holds(task):  # retired (or removed) already
             return
-        if elsewhere:
-            retention.followed(task.id, at)
-        else:
-            retention.finished(task.id, at)
+        retention.finished(task.id, at)
         self._retire(at)
 
     def _retire(self, now: float) -> None:

@@ -46,8 +46,6 @@ class Restoration(CoreParts):
         self,
         restored: Iterable[Restored],
         dead_letter: Iterable[str] = (),
-        *,
-        followed: bool = False,
     ) -> list[ScheduledTask]:
         """Register tasks as a store described them; nothing is queued or saved.
 
@@ -56,9 +54,9 @@ class Restoration(CoreParts):
         name follow, in registration order).  With the default id generator, new
         ids continue after the restored ones.  The finished ones (SUCCEEDED,
         CANCELLED) are held by the retention from their last record (from now
-        without one), and those past it retire at once.  ``followed``: rows of a
-        shared store (:mod:`lldsched.core.follow`), finished by other processes,
-        whose rows retiring here leaves alone (``purge_retired`` too).
+        without one), and those past it retire at once; so do the rows of a shared
+        store (:mod:`lldsched.core.follow`), finished by other processes
+        (``purge_retired`` deletes them as it retires them: :mod:`~lldsched.core.retention`).
         """
         fits: set[Hashable] = set()  # call shapes checked in this batch (_check_stored_call)
         batch = [self._rebuild(entry, fits) for entry in restored]
@@ -90,9 +88,8 @@ class Restoration(CoreParts):
             if task.status is SUCCEEDED or task.status is CANCELLED
             for history in (task.history,)
         ]
-        count = self._retention.followed if followed else self._retention.finished
         for at, task_id in sorted(finished):
-            count(task_id, at)
+            self._retention.finished(task_id, at)
         self._retire(now)
         self._orphans.update((task.id, None) for task in batch)
         self._restored_names.update(
@@ -101,7 +98,7 @@ class Restoration(CoreParts):
             if task.status is not SUCCEEDED and task.status is not CANCELLED
         )
         # Restored at construction, before the generator issued an id.  Rows followed
-        # later (followed=True) never meet the default generator: a shared scheduler's
+        # later (core/follow.py) never meet the default generator: a shared scheduler's
         # ids carry its store's node (threaded/scheduler.py), so a followed ``task-N`` can
         # neither set it back nor make it hand out an id already used.
         if self._default_ids:
@@ -183,7 +180,7 @@ class Restoration(CoreParts):
         ``slot``: the slot of the run due, when not its due instant (the row's,
         :attr:`TaskSnapshot.slot <lldsched.persistence.TaskSnapshot.slot>`: a plan's run
         resumed after its slot passed).  Nothing is written (the store's row already says
-        so, and a retirement writes nothing of a task that finished elsewhere); listeners
+        so; a retirement writes nothing but a purge: :mod:`lldsched.core.retention`); listeners
         hear of a status change.  Never for a task running here: its own finish decides."""
         previous = task.status
         self._queue.discard(task)
@@ -212,7 +209,7 @@ class Restoration(CoreParts):
         if status is not previous and self.emit is not None:
             self.emit(TaskEvent(task.id, task.name, previous, status, self.clock.now()))
         if status is SUCCEEDED or status is CANCELLED:  # finished here too: it may retire
-            self._finished(task, self.clock.now(), elsewhere=True)
+            self._finished(task, self.clock.now())
 
     def _rebuild(self, restored: Restored, fits: set[Hashable]) -> ScheduledTask:
         definition = restored.definition

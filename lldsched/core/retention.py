@@ -41,10 +41,12 @@ tasks' shared history.
 
 On a shared store (docs/CLUSTER.md) a task this process follows into SUCCEEDED or
 CANCELLED (a run settled in another process, a cancel made there, a finished row
-loaded) is held and retires as one finished here (:meth:`Retention.followed`), from
-when this process learnt of it; retiring it writes nothing: its row is the process's
-that finished it, which may still hold it, so ``purge_retired`` leaves it to that
-process (:meth:`Retention.purges`).
+loaded) is held and retires as one finished here, from when this process learnt of it;
+retiring it writes nothing, but with ``purge_retired`` it is deleted from the store as
+one finished here is, whoever finished it: a finished row is final (nothing runs it
+again), and leaving it to the process that finished it leaked it for good when that
+process stopped before retiring it (a restart loads it as finished elsewhere).  The
+other processes that still hold it drop it, as a removal made elsewhere.
 
 The rule lives here; :class:`~lldsched.core.machine.SchedulerCore` tells this
 object when a task finishes and carries out the retirements it answers.
@@ -116,8 +118,7 @@ class Retention:
     """The finished tasks still held, oldest finish first, and the memory of retired ones."""
 
     __slots__ = (
-        "_age", "_count", "_elsewhere", "_retired", "held_since", "keep", "log", "purge",
-        "retire_above",
+        "_age", "_count", "_retired", "held_since", "keep", "log", "purge", "retire_above",
     )  # fmt: skip
 
     def __init__(
@@ -142,9 +143,6 @@ class Retention:
         # jobs, retain_finished=0 against None), a dispatched job -2.8 % with the
         # default count (36,000 -> 35,000; half of the 20,000 retire).
         self.held_since: dict[str, float] = {} if self._age is None else OrderedDict()
-        # The held ids that finished in another process (followed()), whose rows a
-        # purge leaves to that process; kept only with purge (else nothing is deleted).
-        self._elsewhere: set[str] = set()
         # Recently retired ids, oldest first, to the status each finished with.
         self._retired: dict[str, TaskStatus] = {}
         self.log: deque[ExecutionRecord] = deque(maxlen=history_limit)
@@ -156,28 +154,14 @@ class Retention:
         if self.keep is not None and task_id not in self.held_since:
             self.held_since[task_id] = at
 
-    def followed(self, task_id: str, at: float) -> None:
-        """The task ``task_id`` finished in another process (a shared store), and this one
-        followed it at ``at``: held as one finished here (:meth:`finished`), and, with
-        ``purge``, not deleted from the store as it retires (:meth:`purges`)."""
-        if self.purge and self.keep is not None and task_id not in self.held_since:
-            self._elsewhere.add(task_id)
-        self.finished(task_id, at)
-
     def purges(self, task_id: str) -> bool:
         """Whether ``task_id``, retiring now, is deleted from the store: with ``purge``,
-        unless it finished in another process (:meth:`followed`)."""
-        if not self.purge:
-            return False
-        if self._elsewhere and task_id in self._elsewhere:
-            self._elsewhere.discard(task_id)
-            return False
-        return True
+        wherever it finished (see the module docstring)."""
+        return self.purge
 
     def forget(self, task_id: str) -> None:
         """The task left the registry some other way (``remove``)."""
         self.held_since.pop(task_id, None)
-        self._elsewhere.discard(task_id)
 
     def registered(self, task_id: str) -> TaskStatus | None:
         """``task_id`` was registered: a retired task of that id is history.  Returns the
@@ -223,8 +207,7 @@ class Retention:
                 f"task {task_id!r} finished ({status.value}) and was retired from the registry "
                 f"(retain_finished={self.keep!r}); its runs stay in records() "
                 + (
-                    "(purge_retired: deleted from the store as it retires in the process "
-                    "that finished it)"
+                    "(purge_retired: deleted from the store as it retired)"
                     if self.purge
                     else "and the store"
                 )

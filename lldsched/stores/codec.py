@@ -49,7 +49,7 @@ from lldsched.checks import seconds
 from lldsched.errors import LldschedError, StoreError, ValidationError
 from lldsched.importpath import import_callable, import_path, json_arguments
 from lldsched.logs import STORE
-from lldsched.model import Priority
+from lldsched.model import Priority, TaskStatus
 from lldsched.persistence import Task, TaskSnapshot
 from lldsched.policies import Misfire, MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.catchup import unwrap
@@ -62,8 +62,10 @@ from lldsched.stores.schedulecodec import (
 )
 
 __all__ = [
+    "UnknownStatus",
     "Unreadable",
     "callable_path",
+    "check_take_over",
     "decode_schedule",
     "decode_task",
     "encode_schedule",
@@ -73,6 +75,7 @@ __all__ = [
     "register_schedule",
     "renamed",
     "resolve_callable",
+    "status_of",
 ]
 
 log = logging.getLogger(STORE)
@@ -345,63 +348,129 @@ def _stored_as(thing: object) -> str:
     return f'"{getattr(thing, "__module__", "")}:{getattr(thing, "__qualname__", "")}"'
 
 
+class UnknownStatus(StoreError):
+    """A row's status this release does not know: a newer release wrote it (a rolling
+    deploy), or the row was written by hand.  Its ``status`` is the stored text."""
+
+    def __init__(self, task_id: str, status: object) -> None:
+        self.status = status
+        super().__init__(
+            f"task {task_id}: status {status!r} is none this release of lldsched knows "
+            "(a newer release wrote it?)"
+        )
+
+
+def status_of(task_id: str, text: object) -> TaskStatus:
+    """The status a row of ``task_id`` stores as ``text``; :class:`UnknownStatus` if this
+    release knows none of that name.  The one rule of both durable stores' rows."""
+    try:
+        return TaskStatus(text)
+    except ValueError:
+        raise UnknownStatus(task_id, text) from None
+
+
+def check_take_over(task_id: str, status: object) -> None:
+    """Refuse to take over (:meth:`CoordinatedStore.take_over
+    <lldsched.persistence.CoordinatedStore.take_over>`: a registration with
+    ``replace_existing=True`` of a task left out here) a row whose status this release
+    does not know: a replacement keeps the row's state, and this one cannot be read, nor
+    guessed (a newer release's status may mean its task must not run).  A
+    :class:`StoreError` saying so and what to do; nothing is written."""
+    try:
+        status_of(task_id, status)
+    except UnknownStatus as exc:
+        raise StoreError(
+            f"cannot replace task {task_id!r}: {exc}; its row was left untouched. Run the "
+            "release that wrote it (its processes follow it), register the task under "
+            "another id, or delete its row with the store's delete(task_id) if what that "
+            "status meant is known to be over"
+        ) from None
+
+
 class Unreadable:
-    """The definitions other processes wrote to a shared store that this one cannot load:
+    """The rows other processes wrote to a shared store that this one cannot load:
     newer code in a rolling upgrade (an action this deploy does not have, a field this
-    lldsched does not know).  Each is said once, at WARNING (expected during a rollout),
-    naming the task and why.  The feed still gives the row's state (status, due instant,
-    counters: a pause, a settle made there) with the definition this process has, which
-    it keeps, and runs the slots of the task it claims with, until it is upgraded; a task
-    it never had (at start, :func:`load_each`, or since) is left out, listed by
-    :meth:`left_out` (the processes that can load it run it; this one never deletes or
-    rewrites it unless its own code registers the id with ``replace_existing=True``).
+    lldsched does not know, a status it does not know).  Each is said once, at WARNING
+    (expected during a rollout), naming the task and why.
+
+    A definition it cannot load: the feed still gives the row's state (status, due
+    instant, counters: a pause, a settle made there) with the definition this process
+    has, which it keeps, and runs the slots of the task it claims with, until it is
+    upgraded; a task it never had (at start, :func:`load_each`, or since) is left out,
+    listed by :meth:`left_out` (the processes that can load it run it; this one never
+    deletes or rewrites it unless its own code registers the id with
+    ``replace_existing=True``).
+
+    A status it does not know (:class:`UnknownStatus`): no state of it can be followed,
+    so the task is left out whether this process had it or not (the feed gives a task it
+    had as removed *here*: nothing is written), until a later write gives the row a
+    status it knows; then it is read as any row learnt from the feed.
+
     Used by a store's ``load_all()`` and ``changes()``, which its runtime calls under its
     own lock."""
 
     def __init__(self, store: str) -> None:
         self._store = store
-        # task id -> the definition text that failed (said once) and the error it raised
-        self._said: dict[str, tuple[str, StoreError]] = {}
+        # task id -> the definition text that failed (said once), the status that failed
+        # (None: the definition did, whatever the status) and the error it raised
+        self._said: dict[str, tuple[str, object, StoreError]] = {}
         self._left: dict[str, str] = {}  # task id -> the text of a row left out here
 
-    def again(self, task_id: str, text: str) -> None:
-        """Before ``text``, the definition of ``task_id`` in a row, is loaded: raise the
-        :class:`StoreError` it raised here last, if it is the text that failed.  A
-        definition is tried once per text: every change to the row (each run settled
-        elsewhere, each pause) came with another attempt, an import searched for along
-        ``sys.path`` per run of a busy task in another process.  Another text (a new
-        definition written there) is tried; so is this one after it loaded or its row
-        went (:meth:`read`).  One dictionary look-up while nothing failed."""
+    def again(self, task_id: str, text: str, status: object) -> None:
+        """Before a row of ``task_id`` (its definition ``text`` and ``status``) is loaded:
+        raise the :class:`StoreError` it raised here last, if that is the text that failed
+        (or the text and status, for a status this release does not know).  A definition
+        is tried once per text: every change to the row (each run settled elsewhere, each
+        pause) came with another attempt, an import searched for along ``sys.path`` per
+        run of a busy task in another process.  Another text (a new definition written
+        there) is tried, and so is another status after an unknown one; so is this one
+        after it loaded or its row went (:meth:`read`).  One dictionary look-up while
+        nothing failed."""
         if self._said:
             said = self._said.get(task_id)
-            if said is not None and said[0] == text:
-                raise said[1].with_traceback(None)  # no traceback grown per raise
+            if said is not None and said[0] == text and (said[1] is None or said[1] == status):
+                raise said[2].with_traceback(None)  # no traceback grown per raise
 
-    def failed(self, task_id: str, text: str, error: StoreError, known: Task | None) -> None:
-        """``text``, another process's definition of ``task_id``, raised ``error``;
-        ``known`` is the definition this process has of it (None: it has none, and the
-        task is left out)."""
-        if known is None:
+    def failed(self, task_id: str, text: str, error: StoreError, known: Task | None) -> bool:
+        """A row of ``task_id`` whose definition is ``text`` raised ``error``; ``known`` is
+        the definition this process has of it (None: it has none).  Whether the task is
+        left out here (:meth:`left_out`): one it had none of, or one whose status this
+        release does not know (:class:`UnknownStatus`), whose state it cannot follow."""
+        status = error.status if isinstance(error, UnknownStatus) else None
+        left = known is None or status is not None
+        if left:
             self._left[task_id] = text
         said = self._said.get(task_id)
-        if said is None or said[0] != text:
-            self._said[task_id] = (text, error)
+        if said is None or said[0] != text or said[1] != status:
+            self._said[task_id] = (text, status, error)
+            if status is not None:
+                why = (
+                    "it leaves the task to the processes that can, until a write gives the "
+                    "row a status it knows"
+                )
+            elif known is None:
+                why = (
+                    "it leaves the task to the processes that can until it runs the code "
+                    "that wrote it"
+                )
+            else:
+                why = (
+                    "it follows the task's state with the definition it has, and runs the "
+                    "task's slots it claims with it, until it runs the code that wrote it"
+                )
             log.warning(
-                "another process wrote task %s in %s with a definition this one cannot "
-                "load (%s); %s until it runs the code that wrote it",
+                "another process wrote task %s in %s %s this one cannot load (%s); %s",
                 task_id,
                 self._store,
+                "with a status" if status is not None else "with a definition",
                 error,
-                "it leaves the task to the processes that can"
-                if known is None
-                else "it follows the task's state with the definition it has, and runs "
-                "the task's slots it claims with it,",
+                why,
                 extra={"task_id": task_id},
             )
+        return left
 
     def read(self, task_id: str) -> None:
-        """``task_id``'s definition was loaded (or its row removed): said again if it
-        fails again."""
+        """``task_id``'s row was loaded (or removed): said again if it fails again."""
         if self._said:
             self._said.pop(task_id, None)
             self._left.pop(task_id, None)
@@ -428,7 +497,7 @@ def load_each(
     unreadable: Unreadable | None = None,
 ) -> tuple[list[TaskSnapshot], list[Row]]:
     """What a durable store's ``load_all`` does with its rows (each ``(id, definition
-    text, ...)``): each read by ``read``, in order; the snapshots, and the rows they
+    text, status, ...)``): each read by ``read``, in order; the snapshots, and the rows they
     were read from.  A row that cannot be (``read`` raises :class:`StoreError`: a
     callable that no longer imports, a definition that is no longer valid) stops
     nothing: the others are still read, then
@@ -446,7 +515,7 @@ def load_each(
     for row in rows:
         try:
             if unreadable is not None:  # a text that failed here is not tried again
-                unreadable.again(row[0], row[1])
+                unreadable.again(row[0], row[1], row[2])  # id, definition text, status
             snapshots.append(read(row))
         except StoreError as exc:
             if unreadable is not None:

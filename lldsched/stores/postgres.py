@@ -15,7 +15,9 @@ process reaches all of them.  How PostgreSQL provides them:
 * **Expiry is the database's clock** (``clock_timestamp()``); due instants stay the
   schedulers' own, as everywhere in lldsched.
 * **Early wake across processes**: a write that makes its task the earliest due
-  does ``NOTIFY lldsched``; every store that was given a ``wake`` callable
+  notifies the channel of the store's schema (``lldsched:<schema>``:
+  :func:`~lldsched.stores.postgres_sql.channel`; the stores of another schema of the
+  database are not woken); every store that was given a ``wake`` callable
   (:meth:`subscribe`) LISTENs on a connection of its own and calls it.  Nothing
   polls for that; the runtime's bounded wait (:attr:`poll`) is the safety net.
 * **Settles in batches**: a run's settle is queued and written with the others
@@ -166,6 +168,8 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
             raise
         finally:
             self._deadline.disarm()
+        # The LISTEN/NOTIFY channel of this store's schema alone (found by the connection).
+        self._channel = sql.channel(self._schema or "")
         # Guards the connection (one statement or transaction at a time), the caches
         # from _defined to _since, `rejected` and _batches.  Taken inside the scheduler's lock
         # when the runtime calls (lock order: the scheduler's, then this one), and by the
@@ -360,7 +364,9 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
                     f"{self.dsn!r}; pass replace_existing=True to update it"
                 )
             self._defined[task.id] = task
-        connection.execute(sql.NOTIFY_IF_EARLIEST, {**state, "node": self.node})
+        connection.execute(
+            sql.NOTIFY_IF_EARLIEST, {**state, "node": self.node, "channel": self._channel}
+        )
         if done:
             self._forget_finished(task.id)
 

@@ -159,11 +159,17 @@ class SettleQueue:
 
 
 def settle_parameters(
-    batch: list[Pending], *, node: str, defined: dict[str, Task], seen: dict[str, int]
+    batch: list[Pending],
+    *,
+    node: str,
+    channel: str,
+    defined: dict[str, Task],
+    seen: dict[str, int],
 ) -> dict[str, Any]:
     """The arrays :data:`~lldsched.stores.postgres_sql.SETTLE` unnests: one element per
     settle (its definition only when the row may hold another one; the row's version
-    this node's feed last read, -1 for none), one per record."""
+    this node's feed last read, -1 for none), one per record; with the writer's ``node``
+    and the store's ``channel`` (:func:`~lldsched.stores.postgres_sql.channel`)."""
     columns: dict[str, list[Any]] = {
         name: []
         for name in (
@@ -191,4 +197,4 @@ def settle_parameters(
         for record in pending.records:
             for name, value in {**record_row(record), "token": pending.token}.items():
                 columns[f"r_{name}"].append(value)
-    return {"node": node, **columns}
+    return {"node": node, "channel": channel, **columns}

@@ -33,7 +33,7 @@ from lldsched.persistence import (
 )
 from lldsched.schedules.base import wrapped_schedule
 from lldsched.stores import postgres_sql as sql
-from lldsched.stores.codec import Unreadable, encode_task
+from lldsched.stores.codec import Unreadable, check_take_over, encode_task
 from lldsched.stores.postgres_batch import Pending, SettleQueue, settle_parameters
 from lldsched.stores.postgres_deadline import Deadline
 from lldsched.stores.postgres_listen import Listener, psycopg, scrubbed
@@ -63,6 +63,7 @@ class PostgresCoordination:
     _connection: Connection | None
     _deadline: Deadline
     _timeout: float
+    _channel: str
     _closed: bool
     _defined: dict[str, Task]
     _held: dict[str, int]
@@ -100,7 +101,13 @@ class PostgresCoordination:
                 sql.CLAIM_LEAVING if left else sql.CLAIM,
                 {**parameters, "left": left} if left else parameters,
             ).fetchall()
-            claims = [Claim(*row) for row in rows]
+            seen = self._seen  # the versions the feed last gave; the row's writer says if ours
+            claims = []
+            for *claimed, writer in rows:
+                claim = Claim(*claimed)
+                if writer != self.node and seen.get(claim.task_id, -1) < claim.version:
+                    claim = claim._replace(stale=True)  # written elsewhere since the feed's read
+                claims.append(claim)
             for claim in claims:
                 self._held[claim.task_id] = claim.token
         return claims
@@ -220,7 +227,7 @@ class PostgresCoordination:
         written: it is tried once more on a new connection, so that a lease taken over
         meanwhile is told apart (refused) from an outage (StoreError)."""
         parameters = settle_parameters(
-            batch, node=self.node, defined=self._defined, seen=self._seen
+            batch, node=self.node, channel=self._channel, defined=self._defined, seen=self._seen
         )
         try:
             try:
@@ -292,14 +299,15 @@ class PostgresCoordination:
                 continue  # read before
             snapshot = None
             if kind == 1:
-                try:
-                    self._unreadable.again(task_id, columns[1])  # failed: not tried again
+                try:  # what failed here is not tried again
+                    self._unreadable.again(task_id, columns[1], columns[2])
                     snapshot = self._read_snapshot(columns)
                 except StoreError as exc:  # newer code's: its state, with the definition known
                     with self._lock:
                         known = self._defined.get(task_id)
-                    self._unreadable.failed(task_id, columns[1], exc, known)
-                    if known is None:
+                    if self._unreadable.failed(task_id, columns[1], exc, known):  # left out
+                        if known is not None:  # had here: gone from here, nothing written
+                            found.append((int(xid), Change(task_id, version, None, bool(leased))))
                         continue
                     snapshot = snapshot_of(columns, known)
                 else:
@@ -339,6 +347,11 @@ class PostgresCoordination:
             return None
         text = encode_task(definition)
         with self._using() as connection, connection.transaction():
+            status = connection.execute(
+                "SELECT status FROM tasks WHERE id = %s FOR UPDATE", (task_id,)
+            ).fetchone()
+            if status is not None:
+                check_take_over(task_id, status[0])  # a status this release does not know: refused
             row = connection.execute(
                 "UPDATE tasks t SET name = %(name)s, definition = %(definition)s, "
                 "priority = %(priority)s, version = t.version + 1, writer = %(writer)s, "
@@ -394,7 +407,7 @@ class PostgresCoordination:
         if self._listener is not None:
             self._listener.stop()
         self._listener = Listener(
-            self._dsn, channel=sql.CHANNEL, node=self.node, wake=wake, timeout=self._timeout
+            self._dsn, channel=self._channel, node=self.node, wake=wake, timeout=self._timeout
         )
 
     @contextlib.contextmanager

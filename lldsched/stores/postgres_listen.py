@@ -27,6 +27,7 @@ from lldsched.errors import StoreError
 from lldsched.logs import STORE
 from lldsched.redaction import PASSWORD_IN_URI, PASSWORD_KEY, hide_passwords
 from lldsched.stores.postgres_deadline import Deadline
+from lldsched.stores.postgres_sql import listen
 
 try:
     import psycopg
@@ -180,7 +181,7 @@ class Listener:
             try:
                 dsn = with_timeouts(self._dsn, timeout=self._timeout)
                 with psycopg.connect(dsn, autocommit=True) as connection:
-                    self._bounded(connection, f"LISTEN {self._channel}")
+                    self._bounded(connection, listen(self._channel))
                     if failed:
                         log.warning(
                             "PostgreSQL listener listens again, after %d failed attempts",

@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from lldsched.errors import StoreError, ValidationError
-from lldsched.model import ExecutionRecord, Outcome, TaskStatus
+from lldsched.errors import ValidationError
+from lldsched.model import ExecutionRecord, Outcome
 from lldsched.persistence import Task, TaskSnapshot
-from lldsched.stores.codec import decode_task
+from lldsched.stores.codec import decode_task, status_of
 
 __all__ = [
     "MAX_ID_BYTES",
@@ -81,14 +81,13 @@ def record_row(record: ExecutionRecord) -> dict[str, Any]:
 
 
 def snapshot_of(row: Sequence[Any], task: Task | None = None) -> TaskSnapshot:
-    """The snapshot a row of SNAPSHOT_COLUMNS describes (``task``: its definition, decoded)."""
+    """The snapshot a row of SNAPSHOT_COLUMNS describes (``task``: its definition, decoded);
+    a status this release does not know is an :class:`~lldsched.stores.codec.UnknownStatus`,
+    whatever ``task``."""
     task_id, _, status, next_run_at, attempt, run_count, failures, error, running, waited, slot = (
         row[:11]
     )
-    try:
-        status_value = TaskStatus(status)
-    except ValueError:
-        raise StoreError(f"task {task_id}: unknown status {status!r}") from None
+    status_value = status_of(task_id, status)  # UnknownStatus: a newer release's
     if task is None:
         task = definition_of(row)
     return TaskSnapshot(

@@ -21,12 +21,35 @@ filtered by its ``version``.  No global counter serialises the writers.
 
 from __future__ import annotations
 
+import hashlib
+
 __all__ = ["SCHEMA_VERSION"]
 
 SCHEMA_VERSION = 4
-CHANNEL = "lldsched"  # LISTEN/NOTIFY channel (NOTIFY is per database)
+_CHANNEL_BYTES = 63  # the longest channel name PostgreSQL keeps (NAMEDATALEN - 1)
 DB_NOW = "extract(epoch FROM pg_catalog.clock_timestamp())::double precision"
 LIVE = "('scheduled', 'retrying')"  # the statuses a claim takes
+
+
+def channel(schema: str) -> str:
+    """The LISTEN/NOTIFY channel of the store whose tables are in ``schema``:
+    ``lldsched:<schema>``.  A NOTIFY reaches every session of the *database*, so one
+    channel for all (``lldsched``, before) woke the stores of every other schema of it
+    (two applications, a test and a staging schema) at each other's writes.  A name
+    over the 63 bytes PostgreSQL keeps (it cuts a longer LISTEN name, and ``pg_notify``
+    refuses it) is ``lldsched#`` and a digest of the schema instead: one per schema."""
+    name = f"lldsched:{schema}"
+    if len(name.encode("utf-8")) <= _CHANNEL_BYTES:
+        return name
+    return f"lldsched#{hashlib.sha256(schema.encode('utf-8')).hexdigest()[:40]}"
+
+
+def listen(name: str) -> str:
+    """``LISTEN`` on the channel ``name`` (:func:`channel`), quoted as an identifier: a
+    schema's name may hold any character, and unquoted the name would be folded to
+    lower case while ``pg_notify`` takes it as it is."""
+    return 'LISTEN "{}"'.format(name.replace('"', '""'))
+
 
 # Every session of the store: its idle-in-transaction and statement bounds
 # (postgres_listen.session_bounds), and a search_path of the store's schema alone (left as
@@ -167,7 +190,7 @@ RETURNING version
 
 # A write that makes its task the earliest due of all wakes every node's timer.
 NOTIFY_IF_EARLIEST = f"""
-SELECT pg_catalog.pg_notify('{CHANNEL}', %(node)s)
+SELECT pg_catalog.pg_notify(%(channel)s, %(node)s)
  WHERE %(status)s IN {LIVE} AND %(next_run_at)s::double precision IS NOT NULL
    AND %(next_run_at)s::double precision < coalesce(
        (SELECT pg_catalog.min(next_run_at) FROM tasks WHERE status IN {LIVE} AND id <> %(id)s),
@@ -212,7 +235,7 @@ RECORD_COLUMNS = (  # the name the run had; a record written before schema 3 has
 # evaluated on the latest committed row): a renewal that committed first wins.
 CLAIM = f"""
 WITH due AS (
-    SELECT t.id, t.next_run_at, t.attempt, t.version, t.priority,
+    SELECT t.id, t.next_run_at, t.attempt, t.version, t.priority, t.writer,
            l.task_id IS NOT NULL AS taken_over
       FROM tasks t LEFT JOIN leases l ON l.task_id = t.id
      WHERE t.status IN {LIVE} AND t.next_run_at <= %(now)s
@@ -229,7 +252,7 @@ claimed AS (
         version = excluded.version
      WHERE leases.expires_at <= {DB_NOW}
     RETURNING task_id, slot, attempt, token, expires_at, version)
-SELECT c.task_id, c.slot, c.attempt, c.token, c.expires_at, c.version, d.taken_over
+SELECT c.task_id, c.slot, c.attempt, c.token, c.expires_at, c.version, d.taken_over, d.writer
   FROM claimed c JOIN due d ON d.id = c.task_id
  ORDER BY c.slot, d.priority
 """
@@ -391,7 +414,7 @@ recorded AS (
      WHERE r.token IN (SELECT token FROM dropped)
      ORDER BY r.n),
 notified AS (
-    SELECT pg_catalog.pg_notify('{CHANNEL}', %(node)s) FROM (
+    SELECT pg_catalog.pg_notify(%(channel)s, %(node)s) FROM (
         SELECT pg_catalog.min(next_run_at) AS soonest FROM settled WHERE status IN {LIVE}) m
      WHERE m.soonest < coalesce((SELECT pg_catalog.min(next_run_at) FROM tasks
                                   WHERE status IN {LIVE} AND id <> ALL(%(id)s::text[])),

@@ -25,7 +25,7 @@ from lldsched.errors import LeaseLost, StoreError, ValidationError
 from lldsched.logs import CLUSTER
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
 from lldsched.persistence import Change, Claim, Lease, Task, TaskSnapshot, finished
-from lldsched.stores.codec import encode_task
+from lldsched.stores.codec import check_take_over, encode_task
 from lldsched.stores.sqlite_rows import (
     SLOT,
     TASK_COLUMNS,
@@ -252,7 +252,10 @@ class CoordinatedMethods:
     def changes(self) -> list[Change]:
         """Task rows other processes wrote since the last call, oldest first (see
         :meth:`CoordinatedStore.changes <lldsched.persistence.CoordinatedStore.changes>`).
-        A row whose definition no longer imports here is logged and left out."""
+        A row whose definition no longer imports here is logged and left out (its state
+        still given for a task this process has); so is a row whose status this release
+        does not know, given as removed for a task this process has
+        (:class:`~lldsched.stores.codec.Unreadable`)."""
         with self._using("read the change feed") as connection:
             shared = self._coordinated()
             rows, removed = shared.changed_rows(connection)
@@ -262,13 +265,14 @@ class CoordinatedMethods:
         unreadable = shared.unreadable
         for task_id, version, definition, status, *state, leased in rows:
             try:
-                unreadable.again(task_id, definition)  # a text that failed: not tried again
+                unreadable.again(task_id, definition, status)  # what failed: not tried again
                 snapshot = snapshot_of(task_id, definition, status, state)
             except StoreError as exc:  # newer code's: its state, with the definition known
                 with self._lock:
                     known = self._defined.get(task_id)
-                unreadable.failed(task_id, definition, exc, known)
-                if known is None:
+                if unreadable.failed(task_id, definition, exc, known):  # left out here
+                    if known is not None:  # had here: gone from here, nothing written
+                        found.append(Change(task_id, version, None, bool(leased)))
                     continue
                 snapshot = snapshot_of(task_id, definition, status, state, task=known)
             else:
@@ -311,6 +315,7 @@ class CoordinatedMethods:
                 if row is None:
                     shared.unreadable.read(task_id)
                     return None
+                check_take_over(task_id, row[2])  # a status this release does not know: refused
                 version = bump(connection, "change")
                 connection.execute(
                     "UPDATE tasks SET name = ?, definition = ?, priority = ?, version = ? "

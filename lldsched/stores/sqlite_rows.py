@@ -11,9 +11,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from lldsched.errors import StoreError
-from lldsched.model import ExecutionRecord, Outcome, TaskStatus
+from lldsched.model import ExecutionRecord, Outcome
 from lldsched.persistence import FINISHED_STATUSES, Task, TaskSnapshot
-from lldsched.stores.codec import decode_task
+from lldsched.stores.codec import decode_task, status_of
 
 __all__ = [
     "COUNT_UNFINISHED",
@@ -109,11 +109,10 @@ def snapshot_of(
     task_id: str, definition: str, status: str, state: list[Any], *, task: Task | None = None
 ) -> TaskSnapshot:
     """The snapshot a row describes; ``task``: the definition to give it instead of the
-    row's (one this process cannot load: :class:`~lldsched.stores.codec.Unreadable`)."""
-    try:
-        status_value = TaskStatus(status)
-    except ValueError:
-        raise StoreError(f"task {task_id}: unknown status {status!r}") from None
+    row's (one this process cannot load: :class:`~lldsched.stores.codec.Unreadable`).
+    A status this release does not know is an
+    :class:`~lldsched.stores.codec.UnknownStatus`, whatever ``task``."""
+    status_value = status_of(task_id, status)  # UnknownStatus: a newer release's
     next_run_at, attempt, run_count, failure_count, last_error, running, waited, slot = state
     successes = run_count - failure_count  # a Window's max_runs counts these
     if task is None:

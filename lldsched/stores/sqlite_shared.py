@@ -193,9 +193,9 @@ class SharedState:
                     connection.execute(
                         _TAKE, (task_id, slot, attempt, token, self.node, expires_at)
                     )
-                    claims.append(
-                        Claim(task_id, slot, attempt, token, expires_at, version, bool(expired))
-                    )
+                    stale = self.seen.get(task_id) != version  # written since this one read it
+                    claim = Claim(task_id, slot, attempt, token, expires_at, version, bool(expired))
+                    claims.append(claim._replace(stale=True) if stale else claim)
         for held in claims:
             self.held[held.task_id] = held.token
         return claims

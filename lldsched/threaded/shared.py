@@ -270,6 +270,8 @@ class Coordinator:
             self._failed(exc, "claim")
             return []
         self._succeeded("claim")
+        if any(claim.stale for claim in claims):  # written elsewhere since the feed's read:
+            self.sync()  # ...its new definition, if any, is the one the run is made with
         entries: list[Entry] = []
         for claim in claims:
             if claim.taken_over:  # no record says so: the log is where an operator sees it
