@@ -19,6 +19,7 @@ from lldsched import (
     Simulation,
     TaskNotFoundError,
     TaskStatus,
+    ValidationError,
 )
 from lldsched.core.recovery import after_clock_jump
 from tests.harness import Harness, RecordingStore
@@ -378,6 +379,19 @@ def test_holds_is_true_only_for_the_task_object_registered_under_its_id(clock: F
     while h.step() is not None and once.status is not TaskStatus.SUCCEEDED:
         pass
     assert once.status is TaskStatus.SUCCEEDED and not h.core.holds(once)  # retired
+
+
+def test_an_id_is_judged_where_it_is_registered_not_where_it_is_followed(clock: FakeClock) -> None:
+    h = Harness(clock)
+    with pytest.raises(ValidationError, match=r"printable, with no blank at either end, got ' x'"):
+        h.core.add("x", noop, FixedRate(5), task_id=" x")
+    assert h.core.tasks == {}
+    # A definition another process registered (an older release allowed the padding)
+    # is followed as it is: refusing it here would lose the change.
+    followed = h.core.add(
+        "x", noop, FixedRate(5), task_id=" x", replace_existing=True, check_arguments=False
+    )
+    assert h.core.tasks[" x"] is followed
 
 
 def test_a_failing_store_save_at_registration_registers_nothing(clock: FakeClock) -> None:

@@ -275,8 +275,11 @@ class SchedulerCore(
         one-off PAUSED, which ``resume`` would run again.
 
         ``check_arguments=False`` skips the check that ``action`` takes its arguments
-        (:func:`~lldsched.core.calls.check_call`): for a definition another
-        process registered (:mod:`lldsched.core.follow`), judged there already.
+        (:func:`~lldsched.core.calls.check_call`) and the one of ``task_id``'s form
+        (:func:`~lldsched.core.registration.check_task_id`): for a definition another
+        process registered (:mod:`lldsched.core.follow`), judged there already, by its
+        release's rules (a follower that refused an id an older release allowed would
+        lose the change).
 
         ``depends_on`` names registered tasks whose successes each slot waits for
         (:mod:`lldsched.core.dependencies`); an unknown id or a cycle is a
@@ -321,7 +324,7 @@ class SchedulerCore(
             max_instances=max_instances,
             check_arguments=check_arguments,
         )
-        if task_id is not None:
+        if task_id is not None and check_arguments:  # another process's id: judged there
             check_task_id(task_id)
         upstreams = options.depends_on
         if upstreams:
