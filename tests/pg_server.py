@@ -11,12 +11,6 @@ raises :class:`ServerError` saying what to install.
 The cluster listens on 127.0.0.1 only, with password authentication over TCP (so a
 test can check that a refused password never shows in an error) and its Unix socket
 inside the temporary directory.  Durability is off (``fsync``): it is thrown away.
-
-A test process killed before it could stop its server (a CI step's ``timeout``, a
-SIGKILL) left the server running and its directory behind, for ever.  Each directory
-now names the process that started it (``owner.pid``), and every start first stops the
-servers of owners that are gone (:func:`stop_orphans`); a live owner's server (another
-pytest worker's) is left alone.
 """
 
 from __future__ import annotations
@@ -34,7 +28,7 @@ import tempfile
 from pathlib import Path
 from types import TracebackType
 
-__all__ = ["PostgresServer", "ServerError", "server_binaries", "stop_orphans"]
+__all__ = ["PostgresServer", "ServerError", "server_binaries"]
 
 SUPERUSER = "lldsched"
 UNPRIVILEGED = "postgres"  # the account Debian's postgresql package creates
@@ -56,55 +50,6 @@ def server_binaries() -> Path:
             "(it installs Debian's postgresql) or `apt-get install postgresql`"
         )
     return Path(found[-1]).parent
-
-
-OWNER = "owner.pid"  # in a server's directory: the pid of the process that started it
-PREFIX = "lldsched-pg-"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process: alive
-        return True
-    return True
-
-
-def stop_orphans(bin_dir: Path, user: pwd.struct_passwd | None) -> list[Path]:
-    """Stop the servers whose starting process is gone, remove their directories, and
-    return those directories.  A directory with no ``owner.pid`` (an older one, or one
-    being made) is left alone."""
-    stopped = []
-    for root in Path(tempfile.gettempdir()).glob(f"{PREFIX}*"):
-        try:
-            owner = int((root / OWNER).read_text())
-        except (OSError, ValueError):
-            continue
-        if _alive(owner):
-            continue
-        if (root / "data" / "postmaster.pid").exists():
-            subprocess.run(
-                [
-                    str(bin_dir / "pg_ctl"),
-                    "stop",
-                    "-w",
-                    "-m",
-                    "immediate",
-                    "-D",
-                    str(root / "data"),
-                ],
-                user=None if user is None else user.pw_uid,
-                group=None if user is None else user.pw_gid,
-                extra_groups=None if user is None else [],
-                cwd=root,
-                capture_output=True,
-                check=False,
-            )
-        shutil.rmtree(root, ignore_errors=True)
-        stopped.append(root)
-    return stopped
 
 
 def _free_port() -> int:
@@ -169,9 +114,7 @@ class PostgresServer:
 
     def start(self) -> PostgresServer:
         """initdb and start the server (waits until it accepts connections)."""
-        stop_orphans(self.bin, self._user)
-        self._root = Path(tempfile.mkdtemp(prefix=PREFIX))
-        (self._root / OWNER).write_text(str(os.getpid()))
+        self._root = Path(tempfile.mkdtemp(prefix="lldsched-pg-"))
         if self._user is not None:
             os.chown(self._root, self._user.pw_uid, self._user.pw_gid)
         pwfile = self._root / "pw"
