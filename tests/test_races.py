@@ -179,21 +179,28 @@ def test_a_dependent_stranded_twice_in_one_cascade_fails_once() -> None:
     assert len(b.history) == 1 and scheduler.dead_letter() == [a.id, b.id]
 
 
-def test_a_later_shutdown_delivers_the_events_of_a_run_that_outlived_the_first() -> None:
-    # Before: the first shutdown's timeout ran out with a run going and closed the
-    # listeners' thread; the run's end (RUNNING -> SUCCEEDED, with its record) was
-    # queued for a thread that had stopped, and a second shutdown(), which waited for
-    # that run and returned True, delivered nothing: an audit listener never heard it.
+def _a_run_outliving_a_shutdown(heard: list[TaskEvent]) -> tuple[Scheduler, threading.Event]:
+    """A started scheduler whose one worker runs task ``block`` until the returned gate
+    is set: a run the caller's short ``shutdown`` leaves going."""
     gate, running = threading.Event(), threading.Event()
-    heard: list[TaskEvent] = []
 
     def block() -> None:
         running.set()
         gate.wait(WAIT)
 
     scheduler = Scheduler(workers=1, listeners=[heard.append]).start()
-    scheduler.schedule("block", block, OneTime(delay=0))
+    scheduler.schedule("block", block, OneTime(delay=0), id="block")
     assert running.wait(WAIT)
+    return scheduler, gate
+
+
+def test_a_later_shutdown_delivers_the_events_of_a_run_that_outlived_the_first() -> None:
+    # Before: the first shutdown's timeout ran out with a run going and closed the
+    # listeners' thread; the run's end (RUNNING -> SUCCEEDED, with its record) was
+    # queued for a thread that had stopped, and a second shutdown(), which waited for
+    # that run and returned True, delivered nothing: an audit listener never heard it.
+    heard: list[TaskEvent] = []
+    scheduler, gate = _a_run_outliving_a_shutdown(heard)
     assert scheduler.shutdown(timeout=0.05) is False
     gate.set()
     assert scheduler.shutdown(timeout=WAIT) is True
@@ -212,17 +219,9 @@ def test_wait_idle_after_a_shutdown_delivers_what_was_published_since() -> None:
     # (pause), published its event for the listeners' thread the shutdown had stopped;
     # wait_idle() then waited for that delivery until its timeout and returned False,
     # every time, though nothing was due or running and nothing ever would be.
-    gate, running = threading.Event(), threading.Event()
     heard: list[TaskEvent] = []
-
-    def block() -> None:
-        running.set()
-        gate.wait(WAIT)
-
-    scheduler = Scheduler(workers=1, listeners=[heard.append]).start()
-    scheduler.schedule("block", block, OneTime(delay=0), id="block")
-    later = scheduler.schedule("later", block, FixedRate(60, start_delay=60), id="later")
-    assert running.wait(WAIT)
+    scheduler, gate = _a_run_outliving_a_shutdown(heard)
+    later = scheduler.schedule("later", lambda: None, FixedRate(60, start_delay=60), id="later")
     assert scheduler.shutdown(timeout=0.05) is False
     gate.set()
     assert scheduler.pause(later.id)  # allowed after a shutdown: its event is published
