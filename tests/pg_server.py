@@ -11,6 +11,14 @@ raises :class:`ServerError` saying what to install.
 The cluster listens on 127.0.0.1 only, with password authentication over TCP (so a
 test can check that a refused password never shows in an error) and its Unix socket
 inside the temporary directory.  Durability is off (``fsync``): it is thrown away.
+
+A killed test run (a CI step's timeout, SIGKILL, ``kill`` of its process group) never
+reaches :meth:`PostgresServer.stop`, and a server left running holds its memory and its
+port for good.  So each server has a watchdog: a small process of its own session (a
+signal to the test run's process group does not reach it) that waits for the end of a
+pipe only the starting process holds, and then stops the server and removes its
+directory if :meth:`~PostgresServer.stop` has not already.  The end of the pipe comes
+however the starter ends, SIGKILL included: no polling, no pid files.
 """
 
 from __future__ import annotations
@@ -24,11 +32,12 @@ import secrets
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from types import TracebackType
 
-__all__ = ["PostgresServer", "ServerError", "server_binaries"]
+__all__ = ["PostgresServer", "ServerError", "remove", "server_binaries"]
 
 SUPERUSER = "lldsched"
 UNPRIVILEGED = "postgres"  # the account Debian's postgresql package creates
@@ -74,6 +83,7 @@ class PostgresServer:
         self._root: Path | None = None
         self._databases = itertools.count(1)
         self._user: pwd.struct_passwd | None = None
+        self._watchdog: subprocess.Popen[bytes] | None = None
         if os.geteuid() == 0:
             try:
                 self._user = pwd.getpwnam(UNPRIVILEGED)
@@ -92,29 +102,17 @@ class PostgresServer:
 
     def _run(self, *command: str) -> None:
         """Run a server tool as the server's user; ServerError with its output if it fails."""
-        user = None if self._user is None else self._user.pw_uid
-        group = None if self._user is None else self._user.pw_gid
-        done = subprocess.run(
-            command,
-            user=user,
-            group=group,
-            extra_groups=None if self._user is None else [],
-            cwd=self._root,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if done.returncode != 0:
-            log = self._root / "server.log" if self._root else None
-            tail = log.read_text()[-2000:] if log is not None and log.exists() else ""
-            raise ServerError(
-                f"{' '.join(command)} failed ({done.returncode}):\n{done.stdout}{done.stderr}\n"
-                f"server log:\n{tail}"
-            )
+        assert self._root is not None
+        _run_as(self._user, self._root, *command)
 
     def start(self) -> PostgresServer:
         """initdb and start the server (waits until it accepts connections)."""
         self._root = Path(tempfile.mkdtemp(prefix="lldsched-pg-"))
+        self._watchdog = subprocess.Popen(
+            [sys.executable, "-I", __file__, "watch", str(self.bin), str(self._root)],
+            stdin=subprocess.PIPE,
+            start_new_session=True,  # out of the test run's process group (module docstring)
+        )
         if self._user is not None:
             os.chown(self._root, self._user.pw_uid, self._user.pw_gid)
         pwfile = self._root / "pw"
@@ -178,14 +176,12 @@ class PostgresServer:
 
     def stop(self) -> None:
         """Stop the server at once and remove its directory (idempotent)."""
-        if self._root is None:
-            return
-        with contextlib.suppress(ServerError):
-            self._run(
-                str(self.bin / "pg_ctl"), "stop", "-w", "-m", "immediate", "-D", str(self.data)
-            )
-        shutil.rmtree(self._root, ignore_errors=True)
-        self._root = None
+        if self._root is not None:
+            remove(self.bin, self._root)
+            self._root = None
+        if self._watchdog is not None:
+            self._watchdog.communicate()  # the end of its pipe: it finds nothing left to do
+            self._watchdog = None
 
     def __enter__(self) -> PostgresServer:
         return self.start()
@@ -197,3 +193,49 @@ class PostgresServer:
         traceback: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def _run_as(user: pwd.struct_passwd | None, root: Path, *command: str) -> None:
+    """Run a server tool in ``root`` as ``user`` (None: as this process); ServerError with
+    its output and the server log's tail if it fails."""
+    done = subprocess.run(
+        command,
+        user=None if user is None else user.pw_uid,
+        group=None if user is None else user.pw_gid,
+        extra_groups=None if user is None else [],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        log = root / "server.log"
+        tail = log.read_text()[-2000:] if log.exists() else ""
+        raise ServerError(
+            f"{' '.join(command)} failed ({done.returncode}):\n{done.stdout}{done.stderr}\n"
+            f"server log:\n{tail}"
+        )
+
+
+def remove(bin_dir: Path, root: Path) -> None:
+    """Stop the server in ``root`` at once, if one runs there, and remove ``root`` (its
+    owner is the server's user: this process's, or the unprivileged one's)."""
+    if not root.exists():
+        return
+    owner = root.stat().st_uid
+    user = None if owner == os.geteuid() else pwd.getpwuid(owner)
+    if (root / "data" / "postmaster.pid").exists():
+        with contextlib.suppress(ServerError):
+            _run_as(user, root, str(bin_dir / "pg_ctl"), "stop", "-w", "-m", "immediate",
+                    "-D", str(root / "data"))  # fmt: skip
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _watch(bin_dir: Path, root: Path) -> None:
+    """The watchdog (module docstring): wait for the starter's end, then clean up."""
+    sys.stdin.buffer.read()  # returns at the end of the pipe: the starter stopped or died
+    remove(bin_dir, root)
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["watch"]:
+    _watch(Path(sys.argv[2]), Path(sys.argv[3]))

@@ -1,0 +1,60 @@
+"""The throwaway PostgreSQL server of the tests (tests/pg_server.py): a server whose test
+process was killed before it could stop it is stopped, and its directory removed, by its
+watchdog; one stopped the usual way is gone at once, and its watchdog with it."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.pg_server import PostgresServer, remove, server_binaries
+
+CHILD = """
+import threading
+from tests.pg_server import PostgresServer
+server = PostgresServer().start()
+print(server.data.parent, (server.data / "postmaster.pid").read_text().split()[0], flush=True)
+threading.Event().wait()
+"""
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def test_a_server_whose_test_process_was_killed_is_stopped_by_its_watchdog() -> None:
+    repo = Path(__file__).resolve().parent.parent
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD], cwd=repo, stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout is not None
+    started = child.stdout.readline().split()  # [] if the child failed to start it
+    root, postmaster = Path(started[0]), int(started[1])
+    try:
+        assert _running(postmaster)
+        child.send_signal(signal.SIGKILL)  # as a CI step's timeout kills: no clean-up runs
+        child.wait()
+        # The watchdog shares the child's stdout: its end is the watchdog's end.
+        assert child.stdout.read() == ""
+        assert not root.exists()
+        assert not _running(postmaster)
+    finally:
+        child.stdout.close()
+        remove(server_binaries(), root)  # had the watchdog failed: not left to the machine
+
+
+def test_a_server_stopped_the_usual_way_is_gone_with_its_watchdog() -> None:
+    server = PostgresServer().start()
+    root, watchdog = server.data.parent, server._watchdog
+    assert watchdog is not None and watchdog.poll() is None  # watching while it runs
+    server.stop()
+    assert not root.exists()
+    assert watchdog.returncode == 0  # it ended, and found nothing wrong to clean up
+    server.stop()  # idempotent
