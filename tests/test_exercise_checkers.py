@@ -405,6 +405,27 @@ class WaitsOnceThenReturnsNone(TaskQueue):
             return None  # type: ignore[return-value]  # the mistake under test
 
 
+class PollsAnEmptyQueue(TaskQueue):
+    """Waits the whole delay toward a head, but looks again every second while nothing is
+    queued, "in case": a poll loop all the same, for as long as the queue stays empty."""
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while True:
+                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait(1.0)  # the mistake under test
+                    continue
+                due, _, task = self._heap[0]
+                delay = due - self._clock()
+                if delay <= 0:
+                    heapq.heappop(self._heap)
+                    del self._live[task]
+                    return task
+                self._cond.wait(delay)
+
+
 class DelayTheWrongWayRound(TaskQueue):
     """``now - due`` where ``due - now`` belongs: a task already due waits, and one not
     due yet comes out at once."""
@@ -450,6 +471,7 @@ TIMER_MISTAKES = [
     (PollsWithSleep, "no sleep or poll loop", "sleep or poll loop"),
     (PollsWithShortWaits, "no sleep or poll loop", "sleep or poll loop"),
     (PollsEverySecond, "no sleep or poll loop", "wakes 43,200 times"),
+    (PollsAnEmptyQueue, "no sleep or poll loop", "with nothing queued"),
     (ChecksOnceWithIf, "spurious wake-up", "`while` is needed"),
     (SleepsUnderTheLock, "parked 12 h", "holds the lock while it waits"),
     (SleepsUnderTheLock, "both of two waiters", "holds the lock while it waits"),
