@@ -772,6 +772,21 @@ def stops_growing_at_the_default_cap(
     return finished + min(cap, initial * multiplier ** min(attempt - 1, 6))
 
 
+def stops_growing_at_exponent_30(
+    attempt: int,
+    finished: float,
+    max_attempts: int = 3,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> float | None:
+    """The exponent bounded "against overflow, since 2 ** 30 s is 34 years": right for
+    a doubling wait, but a slow one (multiplier 1.1) stops growing far below its cap."""
+    if attempt >= max_attempts:
+        return None
+    return finished + min(cap, initial * multiplier ** min(attempt - 1, 30))
+
+
 def the_wait_only(
     attempt: int,
     finished: float,
@@ -807,6 +822,7 @@ RETRY_MISTAKES = [
     (uncapped_wait, "the wait is capped", "the wait is capped at 60 s"),
     (power_overflows, "no overflow", "stop growing the wait once it reaches the cap"),
     (stops_growing_at_the_default_cap, "grows until the cap", "stopped growing below the cap"),
+    (stops_growing_at_exponent_30, "a slow wait grows", "stopped growing below the cap"),
     (the_wait_only, "counted from the finish", "return the instant, finished + wait"),
     (linear_backoff, "the wait doubles", "by a factor (exponential backoff), not by a step"),
 ]
