@@ -1007,3 +1007,28 @@ def test_notebook_07_runs_no_reference_answer_and_offers_each_one_on_demand() ->
         "exercises/solutions/task_queue.py",
     ]
     assert all((root / "notebooks" / path).is_file() for path in offered)
+
+
+# -- an answer passed the wrong way ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("check", "given", "told"),
+    [
+        ("check_task_queue", TaskQueue(), "check_task_queue(TaskQueue)"),
+        ("check_next_slot", 60.0, "check_next_slot(next_slot)"),
+        ("check_retry_at", None, "check_retry_at(retry_at)"),
+        ("check_parse_field", {0, 15, 30, 45}, "check_parse_field(parse_field)"),
+    ],
+)
+def test_a_checker_given_an_instance_or_a_result_says_so_in_one_line(
+    check: str, given: object, told: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``check_task_queue(TaskQueue())`` or ``check_next_slot(next_slot(0, 60, 5, 'skip'))``:
+    one line that says what to pass, not every check failing with "not callable"."""
+    import exercises
+
+    getattr(exercises, check)(given)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1, lines
+    assert told in lines[0] and "not callable" not in lines[0], lines[0]

@@ -47,6 +47,7 @@ __all__ = [
     "check_wakes_for_a_push",
     "print_results",
     "run_checks",
+    "runnable",
     "timer_checks",
 ]
 
@@ -176,6 +177,23 @@ def print_results(results: list[Result]) -> None:
         else:
             print(f"✗ {result.description}: {result.message}")
     print(f"{sum(r.passed for r in results)} of {len(results)} checks pass")
+
+
+def runnable(answer: object, checker: str, name: str, what: str = "function") -> bool:
+    """Whether ``answer`` can be called; when it cannot (an instance, ``TaskQueue()``, or a
+    call's result, ``next_slot(0, 60, 5, 'skip')``), say in one line what to pass."""
+    if callable(answer):
+        return True
+    if type(answer).__module__ not in ("builtins", type(None).__module__):
+        shown = f"a {type(answer).__name__} object"
+    else:
+        text = repr(answer)
+        shown = text if len(text) <= 40 else f"{text[:37]}..."
+    print(
+        f"✗ {checker} was given {shown}, which cannot be called: pass the {what} itself, "
+        f"{checker}({name}), with no () after {name}"
+    )
+    return False
 
 
 # -- the clock and the condition the checker watches -----------------------------------------
@@ -1122,7 +1140,8 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
 
 def check_task_queue(make_queue: Callable[[Any], Any]) -> None:
     """Run every timer check against ``make_queue`` (your ``TaskQueue`` class)."""
-    print_results(run_checks(timer_checks(make_queue)))
+    if runnable(make_queue, "check_task_queue", "TaskQueue", "class"):
+        print_results(run_checks(timer_checks(make_queue)))
 
 
 def check_wakes_for_a_push(make_queue: Callable[[Any], Any]) -> None:

@@ -12,7 +12,14 @@ import random
 import re
 from collections.abc import Callable, Iterable
 
-from exercises.checks import ANSWER_LIMIT, Check, call_answer, print_results, run_checks
+from exercises.checks import (
+    ANSWER_LIMIT,
+    Check,
+    call_answer,
+    print_results,
+    run_checks,
+    runnable,
+)
 from lldsched import ExecutionRecord, FixedRate, OverrunPolicy, ScheduleError
 from lldsched.schedules.cron.parse import parse
 
@@ -114,7 +121,8 @@ def next_slot_checks(next_slot: Callable[[float, float, float, str], float]) -> 
 
 def check_next_slot(next_slot: Callable[[float, float, float, str], float]) -> None:
     """Run the overrun-rule checks against your ``next_slot``."""
-    print_results(run_checks(next_slot_checks(next_slot), limit=ANSWER_LIMIT))
+    if runnable(next_slot, "check_next_slot", "next_slot"):
+        print_results(run_checks(next_slot_checks(next_slot), limit=ANSWER_LIMIT))
 
 
 # -- a cron field ----------------------------------------------------------------------------
@@ -237,4 +245,5 @@ def parse_field_checks(parse_field: Callable[[str, int, int], set[int]]) -> list
 
 def check_parse_field(parse_field: Callable[[str, int, int], set[int]]) -> None:
     """Run the cron-field checks against your ``parse_field``."""
-    print_results(run_checks(parse_field_checks(parse_field), limit=ANSWER_LIMIT))
+    if runnable(parse_field, "check_parse_field", "parse_field"):
+        print_results(run_checks(parse_field_checks(parse_field), limit=ANSWER_LIMIT))
