@@ -70,7 +70,7 @@ def test_bad_registrations_raise_with_the_value_and_leave_registered_tasks_untou
 
 @pytest.mark.parametrize("seconds", [60, 60.0, timedelta(minutes=1)])
 def test_a_number_of_seconds_given_as_the_schedule_is_told_which_schedule_to_write(
-    clock: FakeClock, seconds: object
+    clock: FakeClock, seconds: Any
 ) -> None:
     """``schedule("job", f, 60)``: the learner meant every 60 s, or once in 60 s."""
     scheduler = Scheduler(clock=clock)
