@@ -411,19 +411,9 @@ class PollsAnEmptyQueue(TaskQueue):
 
     def pop_due(self) -> str:
         with self._cond:
-            while True:
-                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
-                    heapq.heappop(self._heap)
-                if not self._heap:
-                    self._cond.wait(1.0)  # the mistake under test
-                    continue
-                due, _, task = self._heap[0]
-                delay = due - self._clock()
-                if delay <= 0:
-                    heapq.heappop(self._heap)
-                    del self._live[task]
-                    return task
-                self._cond.wait(delay)
+            while not self._heap:
+                self._cond.wait(1.0)  # the mistake under test
+        return super().pop_due()
 
 
 class DelayTheWrongWayRound(TaskQueue):
@@ -773,15 +763,11 @@ def stops_growing_at_the_default_cap(
 
 
 def stops_growing_at_exponent_30(
-    attempt: int,
-    finished: float,
-    max_attempts: int = 3,
-    initial: float = 1.0,
-    multiplier: float = 2.0,
-    cap: float = 60.0,
+    attempt: int, finished: float, max_attempts: int, *policy: float
 ) -> float | None:
     """The exponent bounded "against overflow, since 2 ** 30 s is 34 years": right for
     a doubling wait, but a slow one (multiplier 1.1) stops growing far below its cap."""
+    initial, multiplier, cap = policy
     if attempt >= max_attempts:
         return None
     return finished + min(cap, initial * multiplier ** min(attempt - 1, 30))

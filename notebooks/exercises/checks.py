@@ -43,11 +43,11 @@ __all__ = [
     "Result",
     "WatchedCondition",
     "call_answer",
+    "check_answer",
     "check_task_queue",
     "check_wakes_for_a_push",
     "print_results",
     "run_checks",
-    "runnable",
     "timer_checks",
 ]
 
@@ -179,21 +179,31 @@ def print_results(results: list[Result]) -> None:
     print(f"{sum(r.passed for r in results)} of {len(results)} checks pass")
 
 
-def runnable(answer: object, checker: str, name: str, what: str = "function") -> bool:
-    """Whether ``answer`` can be called; when it cannot (an instance, ``TaskQueue()``, or a
-    call's result, ``next_slot(0, 60, 5, 'skip')``), say in one line what to pass."""
+def check_answer(
+    answer: Any,
+    checks_of: Callable[[Any], list[Check]],
+    call: str,
+    *,
+    what: str = "function",
+    limit: float | None = ANSWER_LIMIT,
+) -> None:
+    """Print the results of ``checks_of(answer)`` run against ``answer`` (see
+    :func:`run_checks` for ``limit``); when ``answer`` cannot be called (an instance,
+    ``TaskQueue()``, or a call's result, ``next_slot(0, 60, 5, 'skip')``), one line
+    instead, saying what to write: ``call``, as in ``check_next_slot(next_slot)``."""
     if callable(answer):
-        return True
+        print_results(run_checks(checks_of(answer), limit=limit))
+        return
     if type(answer).__module__ not in ("builtins", type(None).__module__):
         shown = f"a {type(answer).__name__} object"
     else:
         text = repr(answer)
         shown = text if len(text) <= 40 else f"{text[:37]}..."
+    checker, _, name = call.rstrip(")").partition("(")
     print(
         f"✗ {checker} was given {shown}, which cannot be called: pass the {what} itself, "
-        f"{checker}({name}), with no () after {name}"
+        f"{call}, with no () after {name}"
     )
-    return False
 
 
 # -- the clock and the condition the checker watches -----------------------------------------
@@ -1140,8 +1150,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
 
 def check_task_queue(make_queue: Callable[[Any], Any]) -> None:
     """Run every timer check against ``make_queue`` (your ``TaskQueue`` class)."""
-    if runnable(make_queue, "check_task_queue", "TaskQueue", "class"):
-        print_results(run_checks(timer_checks(make_queue)))
+    check_answer(make_queue, timer_checks, "check_task_queue(TaskQueue)", what="class", limit=None)
 
 
 def check_wakes_for_a_push(make_queue: Callable[[Any], Any]) -> None:

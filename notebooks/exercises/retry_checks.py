@@ -16,14 +16,7 @@ import random
 import time
 from collections.abc import Callable
 
-from exercises.checks import (
-    ANSWER_LIMIT,
-    Check,
-    call_answer,
-    print_results,
-    run_checks,
-    runnable,
-)
+from exercises.checks import Check, call_answer, check_answer
 from lldsched import RetryPolicy
 
 __all__ = ["check_retry_at", "reference_retry_at", "retry_at_checks"]
@@ -202,5 +195,4 @@ def retry_at_checks(retry_at: RetryAt) -> list[Check]:
 
 def check_retry_at(retry_at: RetryAt) -> None:
     """Run the retry-rule checks against your ``retry_at``."""
-    if runnable(retry_at, "check_retry_at", "retry_at"):
-        print_results(run_checks(retry_at_checks(retry_at), limit=ANSWER_LIMIT))
+    check_answer(retry_at, retry_at_checks, "check_retry_at(retry_at)")
