@@ -236,7 +236,7 @@ print([heapq.heappop(heap)[3] for _ in range(len(heap))])
 # - the time: read from `time.time()` or `time.monotonic()` instead of `self._clock()`;
 #   ties that lose their arrival order (no sequence field);
 # - the wait: a sleep or poll loop (a wait capped at a second "to be safe" is one too,
-#   and so is one on an empty queue: only a push can end that wait);
+#   and so is a timed wait on an empty queue, where only a push can end the wait);
 #   `if` where `while` is needed (it wakes your waiter when nothing changed); a waiter
 #   that goes back to the timeout it computed from the old head; a waiter that takes
 #   the head because its wait timed out (the other waiter may have taken it first);
