@@ -405,6 +405,17 @@ class WaitsOnceThenReturnsNone(TaskQueue):
             return None  # type: ignore[return-value]  # the mistake under test
 
 
+class PollsAnEmptyQueue(TaskQueue):
+    """Waits the whole delay toward a head, but looks again every second while nothing is
+    queued, "in case": a poll loop all the same, for as long as the queue stays empty."""
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while not self._heap:
+                self._cond.wait(1.0)  # the mistake under test
+        return super().pop_due()
+
+
 class DelayTheWrongWayRound(TaskQueue):
     """``now - due`` where ``due - now`` belongs: a task already due waits, and one not
     due yet comes out at once."""
@@ -450,6 +461,7 @@ TIMER_MISTAKES = [
     (PollsWithSleep, "no sleep or poll loop", "sleep or poll loop"),
     (PollsWithShortWaits, "no sleep or poll loop", "sleep or poll loop"),
     (PollsEverySecond, "no sleep or poll loop", "wakes 43,200 times"),
+    (PollsAnEmptyQueue, "no sleep or poll loop", "with nothing queued"),
     (ChecksOnceWithIf, "spurious wake-up", "`while` is needed"),
     (SleepsUnderTheLock, "parked 12 h", "holds the lock while it waits"),
     (SleepsUnderTheLock, "both of two waiters", "holds the lock while it waits"),
@@ -750,6 +762,17 @@ def stops_growing_at_the_default_cap(
     return finished + min(cap, initial * multiplier ** min(attempt - 1, 6))
 
 
+def stops_growing_at_exponent_30(
+    attempt: int, finished: float, max_attempts: int, *policy: float
+) -> float | None:
+    """The exponent bounded "against overflow, since 2 ** 30 s is 34 years": right for
+    a doubling wait, but a slow one (multiplier 1.1) stops growing far below its cap."""
+    initial, multiplier, cap = policy
+    if attempt >= max_attempts:
+        return None
+    return finished + min(cap, initial * multiplier ** min(attempt - 1, 30))
+
+
 def the_wait_only(
     attempt: int,
     finished: float,
@@ -785,6 +808,7 @@ RETRY_MISTAKES = [
     (uncapped_wait, "the wait is capped", "the wait is capped at 60 s"),
     (power_overflows, "no overflow", "stop growing the wait once it reaches the cap"),
     (stops_growing_at_the_default_cap, "grows until the cap", "stopped growing below the cap"),
+    (stops_growing_at_exponent_30, "a slow wait grows", "stopped growing below the cap"),
     (the_wait_only, "counted from the finish", "return the instant, finished + wait"),
     (linear_backoff, "the wait doubles", "by a factor (exponential backoff), not by a step"),
 ]
@@ -969,3 +993,28 @@ def test_notebook_07_runs_no_reference_answer_and_offers_each_one_on_demand() ->
         "exercises/solutions/task_queue.py",
     ]
     assert all((root / "notebooks" / path).is_file() for path in offered)
+
+
+# -- an answer passed the wrong way ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("check", "given", "told"),
+    [
+        ("check_task_queue", TaskQueue(), "check_task_queue(TaskQueue)"),
+        ("check_next_slot", 60.0, "check_next_slot(next_slot)"),
+        ("check_retry_at", None, "check_retry_at(retry_at)"),
+        ("check_parse_field", {0, 15, 30, 45}, "check_parse_field(parse_field)"),
+    ],
+)
+def test_a_checker_given_an_instance_or_a_result_says_so_in_one_line(
+    check: str, given: object, told: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``check_task_queue(TaskQueue())`` or ``check_next_slot(next_slot(0, 60, 5, 'skip'))``:
+    one line that says what to pass, not every check failing with "not callable"."""
+    import exercises
+
+    getattr(exercises, check)(given)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1, lines
+    assert told in lines[0] and "not callable" not in lines[0], lines[0]

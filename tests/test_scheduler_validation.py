@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -64,6 +65,20 @@ def test_bad_registrations_raise_with_the_value_and_leave_registered_tasks_untou
         scheduler.schedule(*args, **kwargs)
     assert scheduler.tasks() == [kept]
     assert (kept.status, kept.next_run_at, kept.generation, scheduler.queue_stats()) == before
+    assert scheduler.shutdown()
+
+
+@pytest.mark.parametrize("seconds", [60, 60.0, timedelta(minutes=1)])
+def test_a_number_of_seconds_given_as_the_schedule_is_told_which_schedule_to_write(
+    clock: FakeClock, seconds: Any
+) -> None:
+    """``schedule("job", f, 60)``: the learner meant every 60 s, or once in 60 s."""
+    scheduler = Scheduler(clock=clock)
+    with pytest.raises(ValidationError) as raised:
+        scheduler.schedule("job", noop, seconds)
+    message = str(raised.value)
+    assert f"got {seconds!r}" in message
+    assert "FixedRate(60)" in message and "OneTime(delay=60)" in message
     assert scheduler.shutdown()
 
 

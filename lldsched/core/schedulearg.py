@@ -12,7 +12,7 @@ which types are schedules (:data:`SCHEDULE_TYPES`).
 
 from __future__ import annotations
 
-from datetime import tzinfo
+from datetime import timedelta, tzinfo
 from typing import cast
 
 from lldsched.errors import ScheduleError, ValidationError
@@ -119,6 +119,15 @@ def _in_zone(schedule: Schedule, tz: str, *, task: str = "") -> Schedule:
 
 
 def _not_a_schedule(name: str, schedule: object) -> ValidationError:
-    return ValidationError(
-        f"task {name!r}: schedule must provide first_run() and next_run(), got {schedule!r}"
-    )
+    """The error for an object that is no schedule; a number of seconds (or a timedelta),
+    the likeliest, is told the two schedules it may have meant."""
+    message = f"task {name!r}: schedule must provide first_run() and next_run(), got {schedule!r}"
+    if isinstance(schedule, timedelta) or (
+        isinstance(schedule, int | float) and not isinstance(schedule, bool)
+    ):
+        every = schedule.total_seconds() if isinstance(schedule, timedelta) else schedule
+        message += (
+            f" (a number of seconds is no schedule: FixedRate({every:g}) runs every {every:g} s,"
+            f" OneTime(delay={every:g}) once, in {every:g} s)"
+        )
+    return ValidationError(message)

@@ -43,6 +43,7 @@ __all__ = [
     "Result",
     "WatchedCondition",
     "call_answer",
+    "check_answer",
     "check_task_queue",
     "check_wakes_for_a_push",
     "print_results",
@@ -178,12 +179,40 @@ def print_results(results: list[Result]) -> None:
     print(f"{sum(r.passed for r in results)} of {len(results)} checks pass")
 
 
+def check_answer(
+    answer: Any,
+    checks_of: Callable[[Any], list[Check]],
+    call: str,
+    *,
+    what: str = "function",
+    limit: float | None = ANSWER_LIMIT,
+) -> None:
+    """Print the results of ``checks_of(answer)`` run against ``answer`` (see
+    :func:`run_checks` for ``limit``); when ``answer`` cannot be called (an instance,
+    ``TaskQueue()``, or a call's result, ``next_slot(0, 60, 5, 'skip')``), one line
+    instead, saying what to write: ``call``, as in ``check_next_slot(next_slot)``."""
+    if callable(answer):
+        print_results(run_checks(checks_of(answer), limit=limit))
+        return
+    if type(answer).__module__ not in ("builtins", type(None).__module__):
+        shown = f"a {type(answer).__name__} object"
+    else:
+        text = repr(answer)
+        shown = text if len(text) <= 40 else f"{text[:37]}..."
+    checker, _, name = call.rstrip(")").partition("(")
+    print(
+        f"✗ {checker} was given {shown}, which cannot be called: pass the {what} itself, "
+        f"{call}, with no () after {name}"
+    )
+
+
 # -- the clock and the condition the checker watches -----------------------------------------
 
 TWELVE_HOURS = 12 * 3600.0
 POLL_FLOOR = 60.0
 """The shortest wait that is not a poll while the head is 12 h off (lldsched's own timer
 wakes at least every ``max_wait``, 60 s, to notice a wall-clock jump: no shorter)."""
+IDLE = 0.3  # seconds the poll check watches a consumer with nothing due
 LATE = 0.5  # seconds after its due instant by which a task must be returned (room for load)
 HELD = 1.0  # seconds a push, a cancel or the checker may wait for the queue's lock
 HOLDS_THE_LOCK = (
@@ -676,30 +705,51 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         finally:
             _release(rig, consumers)
 
-    def no_poll_loop() -> None:
+    def idle(nightly: bool) -> tuple[int, int, float, float]:
+        """A consumer on a fresh queue, empty or holding 'nightly' due in 12 h, watched for
+        :data:`IDLE` seconds: its clock reads, its waits, the CPU it took and its shortest
+        wait's timeout (:data:`POLL_FLOOR` when none was shorter)."""
         rig = _rig(make_queue)
-        fill(rig, [("nightly", rig.clock.peek() + TWELVE_HOURS)])
+        if nightly:
+            fill(rig, [("nightly", rig.clock.peek() + TWELVE_HOURS)])
         consumers = Consumers(rig.queue, rig.clock)
-        if not rig.cond.parked(1, timeout=0.3):
+        if not rig.cond.parked(1, timeout=IDLE):
             patience[0] = 0.1
         reads, waits, cpu = rig.clock.reads, rig.cond.waits, time.process_time()
-        early = consumers.next(0.3)  # a bounded wait: nothing is due for twelve hours
+        early = consumers.next(IDLE)  # a bounded wait: nothing is due for twelve hours
         reads, waits = rig.clock.reads - reads, rig.cond.waits - waits
         cpu = time.process_time() - cpu
         timeouts = list(rig.cond.timeouts)
         _release(rig, consumers)
         assert early is None, f"returned {early[0]!r} twelve hours early"
+        short = min((t for t in timeouts if t is not None), default=POLL_FLOOR)
+        return reads, waits, cpu, short
+
+    def no_poll_loop() -> None:
+        reads, waits, cpu, short = idle(nightly=True)
         assert reads <= 1 and waits <= 1, (
             f"a sleep or poll loop: with nothing due for 12 h, pop_due read the clock {reads} "
-            f"times and waited {waits} times in 0.3 s; wait on the condition once, for the "
-            "whole delay until the head is due"
+            f"times and waited {waits} times in {IDLE:g} s; wait on the condition once, for "
+            "the whole delay until the head is due"
         )
-        assert cpu < 0.15, f"a busy loop: {cpu:.2f} s of CPU in 0.3 s with nothing due"
-        short = min((t for t in timeouts if t is not None), default=POLL_FLOOR)
+        assert cpu < 0.15, f"a busy loop: {cpu:.2f} s of CPU in {IDLE:g} s with nothing due"
         assert short >= POLL_FLOOR, (
             f"a poll loop: with nothing due for 12 h, pop_due waited {short:g} s at a time, "
             f"so it wakes {TWELVE_HOURS / max(short, 1e-3):,.0f} times before the head is due; "
             "wait once, with timeout = due - now (a push that makes a new head wakes it)"
+        )
+        reads, waits, cpu, short = idle(nightly=False)
+        assert waits <= 1 and short >= POLL_FLOOR and cpu < 0.15, (
+            "a poll loop: with nothing queued, pop_due "
+            + (
+                f"waited {short:g} s at a time"
+                if short < POLL_FLOOR
+                else f"waited {waits} times in {IDLE:g} s"
+                if waits > 1
+                else f"took {cpu:.2f} s of CPU in {IDLE:g} s"
+            )
+            + "; while the queue is empty, wait with no timeout (self._cond.wait()): only a "
+            "push can give it something to do, and a push notifies"
         )
 
     def re_tests_after_a_wake_up() -> None:
@@ -1100,7 +1150,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
 
 def check_task_queue(make_queue: Callable[[Any], Any]) -> None:
     """Run every timer check against ``make_queue`` (your ``TaskQueue`` class)."""
-    print_results(run_checks(timer_checks(make_queue)))
+    check_answer(make_queue, timer_checks, "check_task_queue(TaskQueue)", what="class", limit=None)
 
 
 def check_wakes_for_a_push(make_queue: Callable[[Any], Any]) -> None:

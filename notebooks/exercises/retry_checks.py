@@ -4,8 +4,9 @@ tried again, and when is it given up?
 ``retry_at(attempt, finished, max_attempts, initial, multiplier, cap)`` is compared with
 lldsched's own :class:`~lldsched.RetryPolicy` (``allows_retry`` and ``backoff``), on
 named cases that each pin one mistake and on random ones: the last attempt allowed,
-the first retry's wait, the cap, and an attempt so late that an uncapped power of the
-multiplier overflows a float.
+the first retry's wait, the cap, a wait still growing at attempt 80 (multiplier 1.1: an
+exponent bounded by a fixed number, 30 or 63, stops it short), and an attempt so late
+that an uncapped power of the multiplier overflows a float.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import random
 import time
 from collections.abc import Callable
 
-from exercises.checks import ANSWER_LIMIT, Check, call_answer, print_results, run_checks
+from exercises.checks import Check, call_answer, check_answer
 from lldsched import RetryPolicy
 
 __all__ = ["check_retry_at", "reference_retry_at", "retry_at_checks"]
@@ -182,6 +183,11 @@ def retry_at_checks(retry_at: RetryAt) -> list[Check]:
             "the wait grows until the cap: attempt 12 of 20, cap 3600 s, waits 2048 s",
             named(12, 20, cap=3600.0),
         ),
+        (
+            "a slow wait grows too: multiplier 1.1, attempt 80 of 100, cap 3600 s, waits "
+            "1.1 ** 79 = 1862 s",
+            named(80, 100, multiplier=1.1, cap=3600.0),
+        ),
         ("attempt 5,000 of 1,000,000 waits the cap, no overflow", named(5_000, 1_000_000)),
         ("agrees with RetryPolicy on 300 random cases", random_cases),
     ]
@@ -189,4 +195,4 @@ def retry_at_checks(retry_at: RetryAt) -> list[Check]:
 
 def check_retry_at(retry_at: RetryAt) -> None:
     """Run the retry-rule checks against your ``retry_at``."""
-    print_results(run_checks(retry_at_checks(retry_at), limit=ANSWER_LIMIT))
+    check_answer(retry_at, retry_at_checks, "check_retry_at(retry_at)")

@@ -12,7 +12,7 @@ import random
 import re
 from collections.abc import Callable, Iterable
 
-from exercises.checks import ANSWER_LIMIT, Check, call_answer, print_results, run_checks
+from exercises.checks import Check, call_answer, check_answer
 from lldsched import ExecutionRecord, FixedRate, OverrunPolicy, ScheduleError
 from lldsched.schedules.cron.parse import parse
 
@@ -114,7 +114,7 @@ def next_slot_checks(next_slot: Callable[[float, float, float, str], float]) -> 
 
 def check_next_slot(next_slot: Callable[[float, float, float, str], float]) -> None:
     """Run the overrun-rule checks against your ``next_slot``."""
-    print_results(run_checks(next_slot_checks(next_slot), limit=ANSWER_LIMIT))
+    check_answer(next_slot, next_slot_checks, "check_next_slot(next_slot)")
 
 
 # -- a cron field ----------------------------------------------------------------------------
@@ -237,4 +237,4 @@ def parse_field_checks(parse_field: Callable[[str, int, int], set[int]]) -> list
 
 def check_parse_field(parse_field: Callable[[str, int, int], set[int]]) -> None:
     """Run the cron-field checks against your ``parse_field``."""
-    print_results(run_checks(parse_field_checks(parse_field), limit=ANSWER_LIMIT))
+    check_answer(parse_field, parse_field_checks, "check_parse_field(parse_field)")

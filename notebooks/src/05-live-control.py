@@ -76,13 +76,15 @@ print(panel.row(heartbeat.id)["status"], "| scheduler says:", heartbeat.status.v
 # %% tags=["nbval-check-output"]
 panel.button(heartbeat.id, "resume").click()
 panel.button(digest.id, "cancel").click()
+beats_then, cleanups_then = heartbeat.run_count, dead.run_count
 panel.button(dead.id, "redrive").click()
-target = heartbeat.run_count + 3
 
 
-def settled(_event: object) -> bool:  # three more beats, and cleanup failed again
+def settled(_event: object) -> bool:  # three more beats, and cleanup failed once more
     return (
-        heartbeat.run_count >= target and dead.status is TaskStatus.FAILED and dead.run_count == 2
+        heartbeat.run_count >= beats_then + 3
+        and dead.run_count == cleanups_then + 1
+        and dead.status is TaskStatus.FAILED
     )
 
 

@@ -159,7 +159,7 @@ print("runs after drain=False:", busy_then_queue(drain=False))
 # time) instead of adding a copy.
 
 # %%
-directory = tempfile.TemporaryDirectory()
+directory = tempfile.TemporaryDirectory()  # removed when the kernel stops
 path = Path(directory.name) / "tasks.db"
 policies = {"emea": Misfire.RUN_ONCE, "amer": Misfire.RUN_ALL, "apac": Misfire.SKIP}
 
@@ -200,7 +200,6 @@ with SqliteTaskStore(path) as store, Scheduler(workers=1, clock=clock, store=sto
         next_run = hhmm(task.next_run_at)
         print(f"{task.id} ({policy}): decided {decided}; ran {after}; next {next_run}")
 print("second process, 12:30, sent:", jobs.SENT)
-directory.cleanup()
 
 # %% [markdown]
 # What else survives: definitions (the action by import path, arguments as JSON, the

@@ -56,11 +56,11 @@
 # 1,700 runs a second. The heap is cheap: 17 levels deep, so a push or pop is a few
 # dozen comparisons at most, and a registered task owns about 390 bytes in lldsched
 # (39 MB in all; `docs/PERFORMANCE.md`). The history is not: a kept run record is about
-# 105 bytes (older ones packed; about 180 on a scheduler with a store), so 100 records a
-# task is 1 to 2 GB; bound it (`history_limit`) and let the store keep the rest. The
-# limits are the actions and the store: every transition is a write (lldsched's SQLite
-# store took 20,000 to 40,000 status writes a second in its own benchmark, on the same
-# page, as the disk allowed), and by Little's law the pool needs
+# 105 bytes (older ones packed sixteen to a block, with a store or without), so 100
+# records a task is about 1 GB; bound it (`history_limit`) and let the store keep the
+# rest. The limits are the actions and the store: every transition is a write
+# (lldsched's SQLite store took 20,000 to 40,000 status writes a second in its own
+# benchmark, on the same page, as the disk allowed), and by Little's law the pool needs
 # `runs a second * seconds a run` workers, 1,700 for one-second actions (or coroutine
 # runs, which hold no thread while they wait).
 
@@ -235,7 +235,8 @@ print([heapq.heappop(heap)[3] for _ in range(len(heap))])
 #
 # - the time: read from `time.time()` or `time.monotonic()` instead of `self._clock()`;
 #   ties that lose their arrival order (no sequence field);
-# - the wait: a sleep or poll loop (a wait capped at a second "to be safe" is one too);
+# - the wait: a sleep or poll loop (a wait capped at a second "to be safe" is one too,
+#   and so is a timed wait on an empty queue, where only a push can end the wait);
 #   `if` where `while` is needed (it wakes your waiter when nothing changed); a waiter
 #   that goes back to the timeout it computed from the old head; a waiter that takes
 #   the head because its wait timed out (the other waiter may have taken it first);
@@ -403,9 +404,10 @@ check_next_slot(next_slot)
 # `finished`, the instant the next attempt is due, or `None` when none is left.
 # `max_attempts` counts every attempt, the first included; the wait after attempt n is
 # `initial * multiplier ** (n - 1)`, at most `cap`. The check compares it with lldsched's
-# `RetryPolicy`, the last attempt, a wait still growing at attempt 12 under a long cap,
-# and an attempt far past the cap included. Each check of these three exercises gets a
-# few seconds: an answer that loops for ever is stopped and shown the call it was in.
+# `RetryPolicy`, the last attempt, a wait still growing at attempt 12 under a long cap
+# (and at attempt 80 under a multiplier of 1.1), and an attempt far past the cap
+# included. Each check of these three exercises gets a few seconds: an answer that loops
+# for ever is stopped and shown the call it was in.
 
 
 # %%
