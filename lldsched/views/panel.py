@@ -15,7 +15,10 @@ loop:
   does not reliably carry widget updates sent from other threads.  Outside a
   kernel (a script, a test) there is no loop and the refresh runs on the
   delivering thread;
-* :meth:`ControlPanel.close` removes the listener and closes the widgets.
+* :meth:`ControlPanel.close` removes the listener and closes every widget the panel
+  made (rows, buttons, boxes, and each one's layout and style): nothing of it stays in
+  ipywidgets' registry of open widgets, and once the caller drops it the panel is
+  garbage (:func:`lldsched.views.widgetkit.close_tree`).
 
 Buttons act through the scheduler's own verbs and refresh their row at once; the
 message under the table says what the press did (:mod:`lldsched.views.presses`), and
@@ -39,7 +42,14 @@ from lldsched.model import TaskEvent, TaskStatus
 from lldsched.runtime import Runtime
 from lldsched.schedules.cron.zone import zone_info
 from lldsched.views.presses import RedriveWatch, fate_in_flight, pressed
-from lldsched.views.widgetkit import bundle, plain, require_ipywidgets, text_of, when
+from lldsched.views.widgetkit import (
+    bundle,
+    close_tree,
+    plain,
+    require_ipywidgets,
+    text_of,
+    when,
+)
 
 if TYPE_CHECKING:
     import ipywidgets
@@ -119,9 +129,8 @@ class _Row:
         return [self.controls if column == "controls" else self.cells[column] for column in _SHOWN]
 
     def close(self) -> None:
-        """Close the row's widgets (a row no longer shown)."""
-        for widget in [*self.cells.values(), *self.buttons.values(), self.controls]:
-            widget.close()
+        """Close the row's widgets (a row no longer shown), each one's layout and style too."""
+        close_tree(self.controls, *self.cells.values())
 
     def show(self, task: ScheduledTask, tz: ZoneInfo) -> None:
         whole = task.last_error or ""
@@ -367,14 +376,19 @@ class ControlPanel:
     # -- lifecycle -----------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Stop listening and close the widgets (idempotent)."""
+        """Stop listening, and close every widget the panel made: its rows, buttons and
+        boxes, and each one's layout and style (ipywidgets' own ``close`` closes only the
+        outer box).  A refresh already asked for does nothing once closed; the panel
+        holds nothing open and is garbage once its caller drops it (IPython's ``Out``
+        and ``_`` keep a cell's last value).  Shown after this, it reads as its last
+        table, said to be closed.  Idempotent."""
         with self._render:
             if self._closed:
                 return
             self._closed = True
         if self._live:
             self._source.remove_listener(self._on_event)
-        self.widget.close()
+        close_tree(self.widget)
 
     def to_text(self) -> str:
         """The table as fixed-width text (what a notebook shows where widgets cannot render)."""

@@ -6,6 +6,14 @@ widget shows as it is (a task's name or error text never becomes markup), and
 :func:`text_of` reads it back; :func:`bundle` gives a widget a plain-text form
 where widgets cannot render (a plain terminal, ``print``, nbconvert to text);
 :func:`when` writes an instant in a zone, its abbreviation included outside UTC.
+
+A view's ``close()`` rests on :func:`close_tree`, which closes a widget and every
+widget it holds: ipywidgets' ``Widget.close`` closes only the widget it is called on,
+not a box's children (jupyter-widgets/ipywidgets#1902) nor a widget's ``layout`` and
+``style`` (#2308), and every widget left open stays in ipywidgets' registry of open
+widgets for the life of the kernel, with whatever its callbacks hold (a whole panel, its
+scheduler).
+
 Used by :mod:`lldsched.views.panel`, :mod:`lldsched.views.player` and
 :mod:`lldsched.views.interact`; no state, no lock.
 """
@@ -13,14 +21,21 @@ Used by :mod:`lldsched.views.panel`, :mod:`lldsched.views.player` and
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from lldsched.clock import UTC_NAMES, utc_datetime
 from lldsched.views import missing_extra
 
-__all__ = ["bundle", "plain", "require_ipywidgets", "text_of", "when"]
+__all__ = [
+    "bundle",
+    "close_tree",
+    "plain",
+    "require_ipywidgets",
+    "text_of",
+    "when",
+]
 
 
 def require_ipywidgets() -> Any:
@@ -50,7 +65,11 @@ def text_of(value: str) -> str:
 def bundle(widget: Any, text: Callable[[], str], **kwargs: Any) -> Any:
     """``widget``'s display bundle with ``text()`` as its plain text: what a renderer
     without widgets shows (a plain terminal, nbconvert to text, a notebook saved
-    without widget state) instead of ipywidgets' ``VBox(children=...)`` dump."""
+    without widget state) instead of ipywidgets' ``VBox(children=...)`` dump.  A closed
+    widget has no view (ipywidgets drops its ``_repr_mimebundle_``): its owner shows as
+    that text alone, said to be closed."""
+    if widget.comm is None:  # closed
+        return {"text/plain": f"{text()}\n(closed: no longer updated)"}
     bundle = widget._repr_mimebundle_(**kwargs)
     if isinstance(bundle, dict):
         bundle["text/plain"] = text()
@@ -69,3 +88,25 @@ def when(timestamp: float | None, tz: ZoneInfo) -> str:
     except OverflowError:  # past a datetime's span: a rate's next slot at the end of 9999
         return "after 9999" if timestamp > 0 else "before 0001"
     return local.strftime("%Y-%m-%d %H:%M:%S" if tz.key in UTC_NAMES else "%Y-%m-%d %H:%M:%S %Z")
+
+
+def close_tree(*roots: Any, keep: Iterable[Any] = ()) -> None:
+    """Close each of ``roots`` and every widget it holds, at any depth: a box's children,
+    a widget's ``layout`` and ``style`` (every synced trait whose value is a widget or a
+    sequence of widgets).  A widget in ``keep`` (one its owner was given, not made) is
+    left open, and so is what it holds.  Closing a closed widget does nothing."""
+    widgets = require_ipywidgets()
+    seen = {id(widget) for widget in keep}
+    stack = list(roots)
+    while stack:
+        widget = stack.pop()
+        if id(widget) in seen:
+            continue
+        seen.add(id(widget))
+        for name in widget.keys:  # the synced traits: children, layout, style, ...
+            value = getattr(widget, name)
+            if isinstance(value, widgets.Widget):
+                stack.append(value)
+            elif isinstance(value, list | tuple):
+                stack.extend(item for item in value if isinstance(item, widgets.Widget))
+        widget.close()

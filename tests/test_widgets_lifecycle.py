@@ -1,0 +1,111 @@
+"""The widgets' lifecycle: a closed ControlPanel, SimulationPlayer or Interaction leaves no
+widget of its own open (its rows, buttons, boxes, outputs, and every one's layout and
+style: ipywidgets' ``close`` closes only the widget it is called on), stops listening,
+and is garbage once dropped; and a closed one shown reads as text."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import ipywidgets
+import pytest
+from ipywidgets.widgets.widget import _instances  # ipywidgets 8's registry of open widgets
+
+from lldsched import FakeClock, FixedRate
+from lldsched.sim import Simulation, fixed
+from lldsched.views.interact import Interaction
+from lldsched.views.widgets import ControlPanel, SimulationPlayer
+from tests.conftest import SchedulerFactory, settle
+
+START = datetime(2026, 1, 5, tzinfo=UTC)
+
+
+def simulation(tasks: int = 3) -> Simulation:
+    sim = Simulation(workers=2, start=START)
+    for number in range(tasks):
+        sim.schedule(f"job-{number}", FixedRate(600), duration=fixed(30))
+    return sim
+
+
+def opened_by(make: Callable[[], Any]) -> tuple[Any, set[str]]:
+    """What ``make()`` returns, and the ids of the widgets it opened."""
+    before = set(_instances)
+    made = make()
+    return made, set(_instances) - before
+
+
+def collected(ref: weakref.ref[Any]) -> bool:
+    gc.collect()
+    return ref() is None
+
+
+def test_a_closed_panel_leaves_none_of_its_widgets_open_and_is_garbage(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    scheduler = make_scheduler(clock=clock)
+    for number in range(8):
+        scheduler.schedule(f"job-{number}", lambda: None, FixedRate(60))
+    panel, opened = opened_by(lambda: ControlPanel(scheduler, loop=None, max_rows=5))
+    panel.find.value = "job-7"  # rows leave the grid: they are closed there, not at close()
+    panel.find.value = ""
+    assert len(panel.rows) == 5 and opened
+    panel.close()
+    assert not (set(_instances) & opened), "widgets the panel made are still open"
+    assert scheduler.remove_listener(panel._on_event) is False
+    ref = weakref.ref(panel)
+    del panel
+    assert collected(ref), "the closed panel is still referenced"
+    clock.advance(60)
+    settle(scheduler)  # the scheduler's events reach no closed panel
+
+
+def test_a_closed_player_leaves_none_of_its_widgets_open_and_is_garbage() -> None:
+    sim = simulation()
+    player, opened = opened_by(lambda: SimulationPlayer(sim))
+    player.buttons["+1 hour"].click()
+    player.close()
+    assert not (set(_instances) & opened), "widgets the player made are still open"
+    assert sim.remove_listener(player._listener) is False
+    ref = weakref.ref(player)
+    del player
+    assert collected(ref), "the closed player is still referenced"
+    sim.run_for(3600)  # the simulation goes on without it
+
+
+def test_a_closed_interaction_closes_what_it_made_and_leaves_a_given_control_to_its_owner(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[tuple[int, str]] = []
+
+    def show(period: int = 60, policy: str = "SKIP") -> None:
+        calls.append((period, policy))
+
+    given = ipywidgets.Dropdown(options=["SKIP", "CATCH_UP"])
+    shown, opened = opened_by(lambda: Interaction(show, {"period": (10, 100), "policy": given}))
+    shown.close()
+    assert not (set(_instances) & opened)  # the box, the output, the slider made here
+    assert given.comm is not None and given.layout.comm is not None  # the caller's: open
+    given.value = "CATCH_UP"
+    assert calls == [(60, "SKIP")], "a closed interaction still calls its function"
+    ref = weakref.ref(shown)
+    del shown
+    assert collected(ref)
+    given.close()
+
+
+def test_a_closed_view_shown_again_reads_as_its_text_said_closed() -> None:
+    panel = ControlPanel(simulation(), loop=None, live=False)
+    panel.close()
+    assert panel._repr_mimebundle_() == {
+        "text/plain": f"{panel.to_text()}\n(closed: no longer updated)"
+    }
+    player = SimulationPlayer(simulation(), chart=False)
+    player.close()
+    assert player._repr_mimebundle_()["text/plain"].startswith("simulated time 2026-01-05")
+    shown = Interaction(lambda period=1: None, {"period": (1, 5)})
+    shown.close()
+    assert "(closed: no longer updated)" in shown._repr_mimebundle_()["text/plain"]
