@@ -1,13 +1,14 @@
 """The widgets' lifecycle: a closed ControlPanel, SimulationPlayer or Interaction leaves no
 widget of its own open (its rows, buttons, boxes, outputs, and every one's layout and
 style: ipywidgets' ``close`` closes only the widget it is called on), stops listening,
-and is garbage once dropped; and a closed one shown reads as text."""
+and is garbage once dropped; a closed one shown reads as text; and a notebook cell run
+again closes what its run before made (its output is replaced, its listener was not)."""
 
 from __future__ import annotations
 
 import gc
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,7 +16,7 @@ import ipywidgets
 import pytest
 from ipywidgets.widgets.widget import _instances  # ipywidgets 8's registry of open widgets
 
-from lldsched import FakeClock, FixedRate
+from lldsched import FakeClock, FixedRate, OneTime, RetryPolicy
 from lldsched.sim import Simulation, fixed
 from lldsched.views.interact import Interaction
 from lldsched.views.widgets import ControlPanel, SimulationPlayer
@@ -109,3 +110,80 @@ def test_a_closed_view_shown_again_reads_as_its_text_said_closed() -> None:
     shown = Interaction(lambda period=1: None, {"period": (1, 5)})
     shown.close()
     assert "(closed: no longer updated)" in shown._repr_mimebundle_()["text/plain"]
+
+
+class Kernel:
+    """Stands in for ipykernel: the request being run, as JupyterLab sends it."""
+
+    def __init__(self) -> None:
+        self.parent: dict[str, Any] = {}
+        self.requests = 0
+
+    def run(self, cell: str | None, msg_type: str = "execute_request") -> None:
+        self.requests += 1
+        self.parent = {
+            "header": {"msg_id": f"request-{self.requests}", "msg_type": msg_type},
+            "metadata": {"cellId": cell} if cell else {},
+        }
+
+    def get_parent(self) -> dict[str, Any]:
+        return self.parent
+
+
+@pytest.fixture
+def kernel(monkeypatch: pytest.MonkeyPatch) -> Iterator[Kernel]:
+    kernel = Kernel()
+    shell = type("Shell", (), {"kernel": kernel})()
+    monkeypatch.setattr("IPython.get_ipython", lambda: shell)
+    yield kernel
+
+
+def test_a_cell_run_again_closes_the_views_its_run_before_made_and_no_other(
+    kernel: Kernel, make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    scheduler = make_scheduler(clock=clock)
+    scheduler.schedule("tick", lambda: None, FixedRate(60))
+    kernel.run("cell-a")
+    first, second = ControlPanel(scheduler, loop=None), ControlPanel(scheduler, loop=None)
+    kernel.run("cell-b")
+    elsewhere = ControlPanel(scheduler, loop=None)
+    kernel.run("cell-a", msg_type="comm_msg")  # a button's callback: no cell runs
+    from_a_button = ControlPanel(scheduler, loop=None)
+    assert not (first.closed or second.closed or elsewhere.closed or from_a_button.closed)
+    kernel.run("cell-a")  # run again
+    again = ControlPanel(scheduler, loop=None)
+    assert first.closed and second.closed, "the run before's panels are still open"
+    assert scheduler.remove_listener(first._on_event) is False
+    assert not (again.closed or elsewhere.closed or from_a_button.closed)
+    kernel.run(None)  # a front end that does not name its cells (nbclient)
+    unnamed = ControlPanel(scheduler, loop=None)
+    kernel.run(None)
+    ControlPanel(scheduler, loop=None).close()
+    assert not unnamed.closed
+    for panel in (again, elsewhere, from_a_button, unnamed):
+        panel.close()
+
+
+def test_a_cell_run_again_closes_its_player_and_its_interaction(kernel: Kernel) -> None:
+    kernel.run("cell-a")
+    player = SimulationPlayer(simulation(), chart=False)
+    shown = Interaction(lambda period=1: None, {"period": (1, 5)})
+    kernel.run("cell-a")
+    Interaction(lambda period=1: None, {"period": (1, 5)}).close()
+    assert player.table.closed and player.widget.comm is None and shown.widget.comm is None
+
+
+def test_a_failed_run_again_loses_nothing_registered(kernel: Kernel) -> None:
+    """The old panel is closed by the new one's making, not before: a new panel that
+    cannot be made (bad input) leaves the one before live."""
+    sim = simulation()
+    kernel.run("cell-a")
+    panel = ControlPanel(sim, loop=None)
+    kernel.run("cell-a")
+    with pytest.raises(ValueError, match="max_rows"):
+        ControlPanel(sim, loop=None, max_rows=0)
+    assert not panel.closed and len(sim.tasks()) == 3
+    sim.schedule("late", OneTime(delay=60), retry=RetryPolicy.never())
+    panel.refresh()
+    assert [row["task"] for row in panel.rows][-1] == "late"
+    panel.close()

@@ -52,6 +52,7 @@ from lldsched.errors import ValidationError
 from lldsched.views.widgetkit import (
     bundle,
     close_tree,
+    closes_when_its_cell_runs_again,
     require_ipywidgets,
 )
 
@@ -96,6 +97,7 @@ class Interaction:
         self.update(raising=True)
         for control in self.controls.values():
             control.observe(self._changed, names="value")
+        closes_when_its_cell_runs_again(self)
 
     def values(self) -> dict[str, object]:
         """The arguments the next call gets: each control's current value."""

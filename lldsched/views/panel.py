@@ -18,7 +18,9 @@ loop:
 * :meth:`ControlPanel.close` removes the listener and closes every widget the panel
   made (rows, buttons, boxes, and each one's layout and style): nothing of it stays in
   ipywidgets' registry of open widgets, and once the caller drops it the panel is
-  garbage (:func:`lldsched.views.widgetkit.close_tree`).
+  garbage (:func:`lldsched.views.widgetkit.close_tree`).  A panel made by a notebook cell
+  is closed so when that cell runs again (in a front end that names its cells:
+  :func:`lldsched.views.widgetkit.closes_when_its_cell_runs_again`).
 
 Buttons act through the scheduler's own verbs and refresh their row at once; the
 message under the table says what the press did (:mod:`lldsched.views.presses`), and
@@ -45,6 +47,7 @@ from lldsched.views.presses import RedriveWatch, fate_in_flight, pressed
 from lldsched.views.widgetkit import (
     bundle,
     close_tree,
+    closes_when_its_cell_runs_again,
     plain,
     require_ipywidgets,
     text_of,
@@ -232,6 +235,7 @@ class ControlPanel:
         self.refresh()
         if live:
             source.add_listener(self._on_event)
+        closes_when_its_cell_runs_again(self)
 
     # -- what tests and notebooks read --------------------------------------------------
 

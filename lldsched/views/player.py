@@ -23,6 +23,7 @@ from lldsched.views.panel import ControlPanel
 from lldsched.views.widgetkit import (
     bundle,
     close_tree,
+    closes_when_its_cell_runs_again,
     plain,
     require_ipywidgets,
     text_of,
@@ -123,6 +124,7 @@ class SimulationPlayer:
         self.widget = widgets.VBox(parts)
         self.charts_drawn = 0
         self._refresh()
+        closes_when_its_cell_runs_again(self)
 
     def step(self) -> None:
         """Process the next event, and say what it was."""
