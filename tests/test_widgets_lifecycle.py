@@ -44,6 +44,15 @@ def collected(ref: weakref.ref[Any]) -> bool:
     return ref() is None
 
 
+def closed(view: Any, opened: set[str], *, still_listening: bool) -> weakref.ref[Any]:
+    """Check that the closed ``view`` left none of the widgets it ``opened`` open and no
+    listener (``still_listening``: whether its runtime could remove it again); a weak
+    reference to it, for the caller to see it collected once dropped."""
+    assert not (set(_instances) & opened), f"widgets the {type(view).__name__} made are open"
+    assert not still_listening, f"the closed {type(view).__name__} still listens"
+    return weakref.ref(view)
+
+
 def test_a_closed_panel_leaves_none_of_its_widgets_open_and_is_garbage(
     make_scheduler: SchedulerFactory, clock: FakeClock
 ) -> None:
@@ -55,9 +64,7 @@ def test_a_closed_panel_leaves_none_of_its_widgets_open_and_is_garbage(
     panel.find.value = ""
     assert len(panel.rows) == 5 and opened
     panel.close()
-    assert not (set(_instances) & opened), "widgets the panel made are still open"
-    assert scheduler.remove_listener(panel._on_event) is False
-    ref = weakref.ref(panel)
+    ref = closed(panel, opened, still_listening=scheduler.remove_listener(panel._on_event))
     del panel
     assert collected(ref), "the closed panel is still referenced"
     clock.advance(60)
@@ -69,9 +76,7 @@ def test_a_closed_player_leaves_none_of_its_widgets_open_and_is_garbage() -> Non
     player, opened = opened_by(lambda: SimulationPlayer(sim))
     player.buttons["+1 hour"].click()
     player.close()
-    assert not (set(_instances) & opened), "widgets the player made are still open"
-    assert sim.remove_listener(player._listener) is False
-    ref = weakref.ref(player)
+    ref = closed(player, opened, still_listening=sim.remove_listener(player._listener))
     del player
     assert collected(ref), "the closed player is still referenced"
     sim.run_for(3600)  # the simulation goes on without it
