@@ -32,6 +32,7 @@ ipywidgets is imported only when a panel is made (:mod:`lldsched.views.widgetkit
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
@@ -39,7 +40,7 @@ from zoneinfo import ZoneInfo
 
 from lldsched import checks
 from lldsched.core.task import ScheduledTask
-from lldsched.errors import LldschedError, ValidationError
+from lldsched.errors import LldschedError, TaskNotFoundError, ValidationError
 from lldsched.model import TaskEvent, TaskStatus
 from lldsched.runtime import Runtime
 from lldsched.schedules.cron.zone import zone_info
@@ -361,6 +362,8 @@ class ControlPanel:
         """A button's callback: act, say what the press did, redraw the row.  Never
         waits for a run: a redrive's outcome is said by a later refresh."""
         with self._render:
+            row = self._rows.get(task_id)
+            name = row.shown["task"] if row is not None else task_id  # as the row says
             try:
                 # The counts before the verb: the re-run may end before it returns; and
                 # the run in flight at the press, which a pause or cancel may end at once.
@@ -369,9 +372,13 @@ class ControlPanel:
                 in_flight = fate_in_flight(self._source, task) if task.running else None
                 changed = getattr(self._source, verb)(task_id)
             except LldschedError as exc:
-                self.say(f"{verb} {task_id}: {exc}")
+                self.say(f"{verb} {name}: {exc}")
                 return
-            task = self._source.task(task_id)
+            # Read again, as the verb left it; a task the verb finished may be retired
+            # already (retain_finished=0): then the one read before names it (a verb
+            # that finishes a task, cancel, is said by the task's name alone).
+            with contextlib.suppress(TaskNotFoundError):
+                task = self._source.task(task_id)
             self.say(pressed(verb, task, changed=changed, when=self._when, in_flight=in_flight))
             if verb == "redrive" and changed:
                 self._watch = before
