@@ -93,6 +93,7 @@ def test_a_closed_interaction_closes_what_it_made_and_leaves_a_given_control_to_
     given = ipywidgets.Dropdown(options=["SKIP", "CATCH_UP"])
     shown, opened = opened_by(lambda: Interaction(show, {"period": (10, 100), "policy": given}))
     shown.close()
+    shown.close()  # idempotent
     assert not (set(_instances) & opened)  # the box, the output, the slider made here
     assert given.comm is not None and given.layout.comm is not None  # the caller's: open
     given.value = "CATCH_UP"

@@ -97,6 +97,7 @@ class Interaction:
         self.update(raising=True)
         for control in self.controls.values():
             control.observe(self._changed, names="value")
+        self._closed = False
         closes_when_its_cell_runs_again(self)
 
     def values(self) -> dict[str, object]:
@@ -134,6 +135,9 @@ class Interaction:
         box, the output, the controls made from abbreviations, each one's layout and
         style); a control passed as a widget is the caller's, left open and no longer
         observed.  Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
         for control in self.controls.values():
             control.unobserve(self._changed, names="value")
         close_tree(self.widget, keep=self._given)
