@@ -134,7 +134,7 @@ def closes_when_its_cell_runs_again(owner: Closeable) -> None:
     """Have ``owner.close()`` called when the notebook cell that made it runs again, as
     the cell's new run makes its first view: the new run's output replaces the old, so
     the old views are seen nowhere, and a live one would go on listening.  Only a front
-    end that names its cells in the request (JupyterLab, Notebook 7, VS Code:
+    end that names its cells in the request (JupyterLab and Notebook 7 do:
     ``cellId`` in an execute request's metadata) says which cell runs; elsewhere (a
     script, nbclient's executors: nbconvert, Voila, nbval), and for a view made by a
     button's callback rather than a cell, this does nothing."""
