@@ -324,8 +324,27 @@ def test_a_button_on_a_shut_down_scheduler_reports_instead_of_raising(
     panel.button(tick.id, "pause").click()
     scheduler.shutdown()
     panel.button(tick.id, "resume").click()
-    assert "the scheduler is shut down" in panel.message.value
+    assert html.unescape(panel.message.value) == (  # named as its row names it
+        f"resume tick: cannot resume '{tick.id}': the scheduler is shut down"
+    )
     assert tick.status is TaskStatus.PAUSED
+    panel.close()
+
+
+def test_a_cancel_that_retires_the_task_at_once_says_what_it_did_and_the_row_goes(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    """With retain_finished=0 a cancelled task leaves the registry as the verb returns:
+    the press read it again and raised TaskRetiredError in the button's callback (a
+    traceback in the kernel's log, and no word under the table)."""
+    scheduler = make_scheduler(clock=clock, retain_finished=0)
+    tick = scheduler.schedule("tick", lambda: None, FixedRate(60, start_delay=30))
+    keep = scheduler.schedule("keep", lambda: None, FixedRate(60, start_delay=30))
+    panel = ControlPanel(scheduler, loop=None)
+    panel.button(tick.id, "cancel").click()
+    assert panel.message.value == "cancel tick: cancelled; no further run"
+    assert [row["task"] for row in panel.rows] == ["keep"]
+    assert keep.status is TaskStatus.SCHEDULED
     panel.close()
 
 

@@ -49,7 +49,12 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from lldsched.errors import ValidationError
-from lldsched.views.widgetkit import require_ipywidgets
+from lldsched.views.widgetkit import (
+    bundle,
+    close_tree,
+    closes_when_its_cell_runs_again,
+    require_ipywidgets,
+)
 
 if TYPE_CHECKING:
     import ipywidgets
@@ -69,7 +74,8 @@ class Interaction:
     ``Output`` widget whose ``outputs`` hold what the last call showed; ``widget`` is the
     box of both, which is how the interaction shows (:func:`interact` displays it; so
     does leaving it as a cell's value); ``result`` is the last call's return value.
-    :meth:`update` calls the function again, as a change of a control does.
+    :meth:`update` calls the function again, as a change of a control does;
+    :meth:`close` stops that and closes what it made.
     """
 
     def __init__(
@@ -84,9 +90,15 @@ class Interaction:
         self.widget: ipywidgets.VBox = widgets.VBox(children=[*self.controls.values(), self.output])
         self.widget.add_class(_CSS_CLASS)
         self.result: object = None
+        # The controls passed as widgets: the caller's, left open by close().
+        self._given = [
+            control for key, control in self.controls.items() if controls[key] is control
+        ]
         self.update(raising=True)
         for control in self.controls.values():
             control.observe(self._changed, names="value")
+        self._closed = False
+        closes_when_its_cell_runs_again(self)
 
     def values(self) -> dict[str, object]:
         """The arguments the next call gets: each control's current value."""
@@ -118,16 +130,26 @@ class Interaction:
     def _changed(self, _change: object) -> None:
         self.update()
 
+    def close(self) -> None:
+        """Stop calling the function on a change, and close every widget made here (the
+        box, the output, the controls made from abbreviations, each one's layout and
+        style); a control passed as a widget is the caller's, left open and no longer
+        observed.  Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        for control in self.controls.values():
+            control.unobserve(self._changed, names="value")
+        close_tree(self.widget, keep=self._given)
+
     def __repr__(self) -> str:
         name = getattr(self.function, "__name__", repr(self.function))
         return f"Interaction({name}, controls={list(self.controls)})"
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         """Shown as its box; the text a notebook keeps for viewers without widgets is
         this object's repr, not the box's (which spells out every control's state)."""
-        bundle = dict(self.widget._repr_mimebundle_(**kwargs))
-        bundle["text/plain"] = repr(self)
-        return bundle
+        return bundle(self.widget, lambda: repr(self), **kwargs)
 
 
 def interact(function: Callable[..., object], /, **controls: object) -> Interaction:

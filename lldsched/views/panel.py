@@ -15,7 +15,12 @@ loop:
   does not reliably carry widget updates sent from other threads.  Outside a
   kernel (a script, a test) there is no loop and the refresh runs on the
   delivering thread;
-* :meth:`ControlPanel.close` removes the listener and closes the widgets.
+* :meth:`ControlPanel.close` removes the listener and closes every widget the panel
+  made (rows, buttons, boxes, and each one's layout and style): nothing of it stays in
+  ipywidgets' registry of open widgets, and once the caller drops it the panel is
+  garbage (:func:`lldsched.views.widgetkit.close_tree`).  A panel made by a notebook cell
+  is closed so when that cell runs again (in a front end that names its cells:
+  :func:`lldsched.views.widgetkit.closes_when_its_cell_runs_again`).
 
 Buttons act through the scheduler's own verbs and refresh their row at once; the
 message under the table says what the press did (:mod:`lldsched.views.presses`), and
@@ -27,6 +32,7 @@ ipywidgets is imported only when a panel is made (:mod:`lldsched.views.widgetkit
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
@@ -34,12 +40,20 @@ from zoneinfo import ZoneInfo
 
 from lldsched import checks
 from lldsched.core.task import ScheduledTask
-from lldsched.errors import LldschedError, ValidationError
+from lldsched.errors import LldschedError, TaskNotFoundError, ValidationError
 from lldsched.model import TaskEvent, TaskStatus
 from lldsched.runtime import Runtime
 from lldsched.schedules.cron.zone import zone_info
 from lldsched.views.presses import RedriveWatch, fate_in_flight, pressed
-from lldsched.views.widgetkit import bundle, plain, require_ipywidgets, text_of, when
+from lldsched.views.widgetkit import (
+    bundle,
+    close_tree,
+    closes_when_its_cell_runs_again,
+    plain,
+    require_ipywidgets,
+    text_of,
+    when,
+)
 
 if TYPE_CHECKING:
     import ipywidgets
@@ -119,9 +133,8 @@ class _Row:
         return [self.controls if column == "controls" else self.cells[column] for column in _SHOWN]
 
     def close(self) -> None:
-        """Close the row's widgets (a row no longer shown)."""
-        for widget in [*self.cells.values(), *self.buttons.values(), self.controls]:
-            widget.close()
+        """Close the row's widgets (a row no longer shown), each one's layout and style too."""
+        close_tree(self.controls, *self.cells.values())
 
     def show(self, task: ScheduledTask, tz: ZoneInfo) -> None:
         whole = task.last_error or ""
@@ -223,6 +236,7 @@ class ControlPanel:
         self.refresh()
         if live:
             source.add_listener(self._on_event)
+        closes_when_its_cell_runs_again(self)
 
     # -- what tests and notebooks read --------------------------------------------------
 
@@ -348,6 +362,8 @@ class ControlPanel:
         """A button's callback: act, say what the press did, redraw the row.  Never
         waits for a run: a redrive's outcome is said by a later refresh."""
         with self._render:
+            row = self._rows.get(task_id)
+            name = row.shown["task"] if row is not None else task_id  # as the row says
             try:
                 # The counts before the verb: the re-run may end before it returns; and
                 # the run in flight at the press, which a pause or cancel may end at once.
@@ -356,9 +372,13 @@ class ControlPanel:
                 in_flight = fate_in_flight(self._source, task) if task.running else None
                 changed = getattr(self._source, verb)(task_id)
             except LldschedError as exc:
-                self.say(f"{verb} {task_id}: {exc}")
+                self.say(f"{verb} {name}: {exc}")
                 return
-            task = self._source.task(task_id)
+            # Read again, as the verb left it; a task the verb finished may be retired
+            # already (retain_finished=0): then the one read before names it (a verb
+            # that finishes a task, cancel, is said by the task's name alone).
+            with contextlib.suppress(TaskNotFoundError):
+                task = self._source.task(task_id)
             self.say(pressed(verb, task, changed=changed, when=self._when, in_flight=in_flight))
             if verb == "redrive" and changed:
                 self._watch = before
@@ -367,14 +387,19 @@ class ControlPanel:
     # -- lifecycle -----------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Stop listening and close the widgets (idempotent)."""
+        """Stop listening, and close every widget the panel made: its rows, buttons and
+        boxes, and each one's layout and style (ipywidgets' own ``close`` closes only the
+        outer box).  A refresh already asked for does nothing once closed; the panel
+        holds nothing open and is garbage once its caller drops it (IPython's ``Out``
+        and ``_`` keep a cell's last value).  Shown after this, it reads as its last
+        table, said to be closed.  Idempotent."""
         with self._render:
             if self._closed:
                 return
             self._closed = True
         if self._live:
             self._source.remove_listener(self._on_event)
-        self.widget.close()
+        close_tree(self.widget)
 
     def to_text(self) -> str:
         """The table as fixed-width text (what a notebook shows where widgets cannot render)."""

@@ -20,7 +20,15 @@ from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
 from lldsched.runtime import Stepped
 from lldsched.schedules.cron.zone import zone_info
 from lldsched.views.panel import ControlPanel
-from lldsched.views.widgetkit import bundle, plain, require_ipywidgets, text_of, when
+from lldsched.views.widgetkit import (
+    bundle,
+    close_tree,
+    closes_when_its_cell_runs_again,
+    plain,
+    require_ipywidgets,
+    text_of,
+    when,
+)
 
 __all__ = ["SimulationPlayer"]
 
@@ -116,6 +124,7 @@ class SimulationPlayer:
         self.widget = widgets.VBox(parts)
         self.charts_drawn = 0
         self._refresh()
+        closes_when_its_cell_runs_again(self)
 
     def step(self) -> None:
         """Process the next event, and say what it was."""
@@ -232,10 +241,14 @@ class SimulationPlayer:
         return [records[int(row)] for row in np.flatnonzero(finished >= low)]
 
     def close(self) -> None:
+        """Stop listening to the simulation, close the table (:meth:`ControlPanel.close`)
+        and every other widget the player made (buttons, boxes, the chart, each one's
+        layout and style): nothing of it stays open, and it is garbage once its caller
+        drops it.  The simulation is left as it is.  Idempotent."""
         if self.chart is not None:
             self.sim.remove_listener(self._listener)
         self.table.close()
-        self.widget.close()
+        close_tree(self.widget)
 
     def to_text(self) -> str:
         """The player as text (what a notebook shows where widgets cannot render): the

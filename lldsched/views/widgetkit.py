@@ -6,21 +6,42 @@ widget shows as it is (a task's name or error text never becomes markup), and
 :func:`text_of` reads it back; :func:`bundle` gives a widget a plain-text form
 where widgets cannot render (a plain terminal, ``print``, nbconvert to text);
 :func:`when` writes an instant in a zone, its abbreviation included outside UTC.
+
+A view's ``close()`` rests on two more.  :func:`close_tree` closes a widget and every
+widget it holds: ipywidgets' ``Widget.close`` closes only the widget it is called on,
+not a box's children (jupyter-widgets/ipywidgets#1902) nor a widget's ``layout`` and
+``style`` (#2308), and every widget left open stays in ipywidgets' registry of open
+widgets for the life of the kernel, with whatever its callbacks hold (a whole panel, its
+scheduler).  :func:`closes_when_its_cell_runs_again` closes what a notebook cell made when
+that cell runs again: a cell re-run replaces its output, but the widgets of the run
+before stayed open, and a live panel's listener went on refreshing a table no one sees.
+
 Used by :mod:`lldsched.views.panel`, :mod:`lldsched.views.player` and
-:mod:`lldsched.views.interact`; no state, no lock.
+:mod:`lldsched.views.interact`; the one state is the cells' record of what each made
+(:data:`_MADE_BY_CELL`, under its lock).
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
-from typing import Any
+import threading
+import weakref
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 from lldsched.clock import UTC_NAMES, utc_datetime
 from lldsched.views import missing_extra
 
-__all__ = ["bundle", "plain", "require_ipywidgets", "text_of", "when"]
+__all__ = [
+    "bundle",
+    "close_tree",
+    "closes_when_its_cell_runs_again",
+    "plain",
+    "require_ipywidgets",
+    "text_of",
+    "when",
+]
 
 
 def require_ipywidgets() -> Any:
@@ -50,7 +71,11 @@ def text_of(value: str) -> str:
 def bundle(widget: Any, text: Callable[[], str], **kwargs: Any) -> Any:
     """``widget``'s display bundle with ``text()`` as its plain text: what a renderer
     without widgets shows (a plain terminal, nbconvert to text, a notebook saved
-    without widget state) instead of ipywidgets' ``VBox(children=...)`` dump."""
+    without widget state) instead of ipywidgets' ``VBox(children=...)`` dump.  A closed
+    widget has no view (ipywidgets drops its ``_repr_mimebundle_``): its owner shows as
+    that text alone, said to be closed."""
+    if widget.comm is None:  # closed
+        return {"text/plain": f"{text()}\n(closed: no longer updated)"}
     bundle = widget._repr_mimebundle_(**kwargs)
     if isinstance(bundle, dict):
         bundle["text/plain"] = text()
@@ -69,3 +94,79 @@ def when(timestamp: float | None, tz: ZoneInfo) -> str:
     except OverflowError:  # past a datetime's span: a rate's next slot at the end of 9999
         return "after 9999" if timestamp > 0 else "before 0001"
     return local.strftime("%Y-%m-%d %H:%M:%S" if tz.key in UTC_NAMES else "%Y-%m-%d %H:%M:%S %Z")
+
+
+def close_tree(*roots: Any, keep: Iterable[Any] = ()) -> None:
+    """Close each of ``roots`` and every widget it holds, at any depth: a box's children,
+    a widget's ``layout`` and ``style`` (every synced trait whose value is a widget or a
+    sequence of widgets).  A widget in ``keep`` (one its owner was given, not made) is
+    left open, and so is what it holds.  Closing a closed widget does nothing."""
+    widgets = require_ipywidgets()
+    seen = {id(widget) for widget in keep}
+    stack = list(roots)
+    while stack:
+        widget = stack.pop()
+        if id(widget) in seen:
+            continue
+        seen.add(id(widget))
+        for name in widget.keys:  # the synced traits: children, layout, style, ...
+            value = getattr(widget, name)
+            if isinstance(value, widgets.Widget):
+                stack.append(value)
+            elif isinstance(value, list | tuple):
+                stack.extend(item for item in value if isinstance(item, widgets.Widget))
+        widget.close()
+
+
+class Closeable(Protocol):
+    def close(self) -> None: ...
+
+
+_MADE_BY_CELL: dict[str, tuple[str, list[weakref.ref[Closeable]]]] = {}
+"""Per notebook cell (its id): the id of its latest run's execute request, and what that
+run made, weakly (a view closed and dropped is collected; a view open is held anyway by
+ipywidgets' registry of open widgets)."""
+# Guards _MADE_BY_CELL: a view may be made on any thread of the kernel.
+_MADE_BY_CELL_LOCK = threading.Lock()
+
+
+def closes_when_its_cell_runs_again(owner: Closeable) -> None:
+    """Have ``owner.close()`` called when the notebook cell that made it runs again, as
+    the cell's new run makes its first view: the new run's output replaces the old, so
+    the old views are seen nowhere, and a live one would go on listening.  Only a front
+    end that names its cells in the request (JupyterLab and Notebook 7 do:
+    ``cellId`` in an execute request's metadata) says which cell runs; elsewhere (a
+    script, nbclient's executors: nbconvert, Voila, nbval), and for a view made by a
+    button's callback rather than a cell, this does nothing."""
+    run = _cell_run()
+    if run is None:
+        return
+    cell, request = run
+    with _MADE_BY_CELL_LOCK:
+        last_request, made = _MADE_BY_CELL.get(cell, (request, []))
+        stale: list[weakref.ref[Closeable]] = []
+        if last_request != request:
+            stale, made = made, []
+        _MADE_BY_CELL[cell] = (request, [*made, weakref.ref(owner)])
+    for ref in stale:  # closed off the lock: a close may take its own
+        old = ref()
+        if old is not None:
+            old.close()
+
+
+def _cell_run() -> tuple[str, str] | None:
+    """``(cell id, execute request id)`` of the notebook cell running on this thread,
+    if a kernel runs one a front end named; else None."""
+    from IPython import get_ipython
+
+    kernel = getattr(get_ipython(), "kernel", None)
+    get_parent = getattr(kernel, "get_parent", None)  # ipykernel 6 and later
+    parent = get_parent() if callable(get_parent) else None
+    if not isinstance(parent, dict):
+        return None
+    header = parent.get("header") or {}
+    cell = (parent.get("metadata") or {}).get("cellId")
+    request = header.get("msg_id")
+    if header.get("msg_type") != "execute_request" or not cell or not request:
+        return None
+    return str(cell), str(request)
