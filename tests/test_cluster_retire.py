@@ -9,7 +9,8 @@ registry for good, so each gunicorn worker held every one-off task the others ra
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 import pytest
 
@@ -30,6 +31,7 @@ from tests.waits import wait_until
 LEASE = 30.0  # no claim expires within a test
 POLL = 0.05
 LATER = 3600.0  # a one-off due in an hour: it never runs within a test
+T = TypeVar("T")
 
 
 @pytest.fixture
@@ -223,3 +225,62 @@ def test_a_coroutine_task_that_finished_elsewhere_leaves_nothing_here_once_retir
     wait_until(lambda: _retired(second, "async"), timeout=10, what="the task to retire")
     second.schedule("probe", jobs.noop, OneTime(delay=LATER), id="probe")  # a sync
     assert "async" not in second._loop_ids
+
+
+@pytest.mark.parametrize("how", ["replaced", "removed and registered again"])
+def test_a_purge_leaves_a_row_another_process_registered_again_after_its_last_read(
+    stores: list[CoordinatedStore],
+    schedulers: list[Scheduler],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    how: str,
+) -> None:
+    """A task retires here with ``purge_retired=True`` while another process registers its
+    id again (``replace_existing=True``, or a registration after a removal), its write
+    landing after this process last read the store and before its purge (interleaved by
+    hand: the purge's store call lets the other process write first).  The purge used to
+    delete the row whatever it held: the other process's registration was gone from the
+    store, for every process.  Now the row is kept, and said at INFO."""
+    caplog.set_level("INFO", logger="lldsched")
+    here = Scheduler(workers=1, store=stores[0], retain_finished=1, purge_retired=True)
+    schedulers.append(here)
+    here.schedule("once", jobs.noop, OneTime(delay=LATER), id="again")
+    here.cancel("again")  # finished, held: one finished task is what it keeps
+    there = Scheduler(workers=1, store=stores[1], retain_finished=None)
+    schedulers.append(there)
+    assert there.task("again").status is TaskStatus.CANCELLED  # loaded as finished
+
+    def register_again() -> None:  # the other process's write, between read and purge
+        if how == "replaced":
+            there.schedule("twice", jobs.noop, OneTime(delay=LATER), id="again",
+                           replace_existing=True)  # fmt: skip
+        else:
+            there.remove("again")
+            there.schedule("twice", jobs.noop, OneTime(delay=LATER), id="again")
+
+    for method in ("delete", "purge"):  # whichever the core calls at the purge
+        real = getattr(stores[0], method, None)
+        if real is not None:
+            monkeypatch.setattr(stores[0], method, _first_after(register_again, real))
+    here.schedule("next", jobs.noop, OneTime(delay=LATER), id="next")
+    here.cancel("next")  # one more finished: "again" retires here and is purged
+    assert _retired(here, "again")
+    row = _row(stores[2], "again")
+    assert row is not None, "the purge deleted the row the other process registered"
+    assert row.task.name == "twice"
+    assert there.task("again").name == "twice"
+    assert "the row is kept, not purged" in caplog.text
+    here.schedule("then", jobs.noop, OneTime(delay=LATER), id="then")  # reads the feed first
+    assert here.task("again").name == "twice"  # the feed brought the registration in
+
+
+def _first_after(first: Callable[[], None], then: Callable[[str], T]) -> Callable[[str], T]:
+    """``then``, calling ``first`` before its first call only."""
+    pending = [first]
+
+    def call(task_id: str) -> T:
+        while pending:
+            pending.pop()()
+        return then(task_id)
+
+    return call
