@@ -18,11 +18,13 @@ trust (no claim until a renewal succeeds, or fails and counts them lost).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import queue
 import threading
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -402,6 +404,26 @@ def count_lost(
     )
 
 
+@contextlib.contextmanager
+def running(
+    path: Path, wall: FakeClock, task_id: str, action: Callable[..., object] | str, **options: Any
+) -> Iterator[tuple[Scheduler, Unrenewable, SqliteTaskStore]]:
+    """A started scheduler on an :class:`Unrenewable` store at ``path`` (its clock
+    ``wall``), ``task_id`` registered to run ``action`` at ``START`` (``options``: the
+    registration's), and another process's store on the file; the runs let go, the
+    scheduler shut down and the stores closed after."""
+    store = Unrenewable(path)
+    with store, SqliteTaskStore(path, shared=True, lease=LEASE) as other:
+        scheduler = Scheduler(workers=1, store=store, clock=wall)
+        scheduler.schedule(task_id, action, OneTime(START), id=task_id, **options)
+        scheduler.start()
+        try:
+            yield scheduler, store, other
+        finally:
+            cluster_jobs.released.set()
+            scheduler.shutdown(drain=False, timeout=10)
+
+
 @pytest.mark.parametrize(
     ("action", "isolation"),
     [(cluster_jobs.until_cancelled, "thread"), ("tests.jobs:hang_first_time", "process")],
@@ -421,42 +443,34 @@ def test_a_lease_counted_lost_and_taken_over_in_an_outage_stops_its_run_once_the
     stops one whose takeover it sees directly.  It used to drop the lease from its
     renewals when it counted it lost, and never learnt of the takeover: the run went on to
     its end (here, for ever) beside the process that took the slot over."""
-    path = tmp_path / "tasks.db"
     wall = FakeClock(START)
     caplog.set_level("WARNING", logger="lldsched")
     task_id = f"counted-lost-{isolation}"
     args = (str(tmp_path / "marker"),) if isolation == "process" else ()
-    store = Unrenewable(path)
-    with store, SqliteTaskStore(path, shared=True, lease=LEASE) as other:
-        scheduler = Scheduler(workers=1, store=store, clock=wall)
-        scheduler.schedule(task_id, action, OneTime(START), id=task_id, isolation=isolation,
-                           args=args)  # fmt: skip
-        scheduler.start()
-        try:
-            wait_until(
-                lambda: scheduler.task(task_id).running and bool(other.leases()),
-                timeout=30,
-                what="the run to start",
-            )
-            (lease,) = other.leases()
-            count_lost(wall, trust, store, caplog, task_id)
-            (takeover,) = other.claim(now=lease.expires_at, limit=1)  # expired, unrenewed
-            assert (takeover.task_id, takeover.taken_over) == (task_id, True)
-            assert scheduler.task(task_id).running  # nothing told it yet
+    with running(tmp_path / "tasks.db", wall, task_id, action, isolation=isolation,
+                 args=args) as (scheduler, store, other):  # fmt: skip
+        wait_until(
+            lambda: scheduler.task(task_id).running and bool(other.leases()),
+            timeout=30,
+            what="the run to start",
+        )
+        (lease,) = other.leases()
+        count_lost(wall, trust, store, caplog, task_id)
+        (takeover,) = other.claim(now=lease.expires_at, limit=1)  # expired, unrenewed
+        assert (takeover.task_id, takeover.taken_over) == (task_id, True)
+        assert scheduler.task(task_id).running  # nothing told it yet
 
-            store.down.clear()  # the store answers again
-            wall.set(START + 2 * renewal_every(LEASE))  # the next renewal
-            wait_until(
-                lambda: not scheduler.task(task_id).running,
-                timeout=10,
-                what="the run of the lease taken over to stop once the store answered",
-            )
-            (record,) = scheduler.task(task_id).history
-            assert record.error is not None and "no longer holds its lease" in record.error
-            wait_until(lambda: store.rejected == 1, timeout=5, what="the stale settle refused")
-            assert other.records(task_id) == []
-        finally:
-            scheduler.shutdown(drain=False, timeout=10)
+        store.down.clear()  # the store answers again
+        wall.set(START + 2 * renewal_every(LEASE))  # the next renewal
+        wait_until(
+            lambda: not scheduler.task(task_id).running,
+            timeout=10,
+            what="the run of the lease taken over to stop once the store answered",
+        )
+        (record,) = scheduler.task(task_id).history
+        assert record.error is not None and "no longer holds its lease" in record.error
+        wait_until(lambda: store.rejected == 1, timeout=5, what="the stale settle refused")
+        assert other.records(task_id) == []
 
 
 def test_a_lease_counted_lost_in_an_outage_that_nobody_took_is_renewed_and_settled(
@@ -466,40 +480,35 @@ def test_a_lease_counted_lost_in_an_outage_that_nobody_took_is_renewed_and_settl
     for this process (an expired lease nobody took is still its holder's).  Once the store
     answers, the renewal renews it again, so it no longer expires under a run still going
     here, and the run's settle is written under its token."""
-    path = tmp_path / "tasks.db"
     wall = FakeClock(START)
     caplog.set_level("INFO", logger="lldsched")
     task_id = "counted-lost-kept"
     cluster_jobs.released.clear()
-    store = Unrenewable(path)
-    with store, SqliteTaskStore(path, shared=True, lease=LEASE) as other:
-        scheduler = Scheduler(workers=1, store=store, clock=wall)
-        scheduler.schedule(task_id, cluster_jobs.held_until_released, OneTime(START), id=task_id)
-        scheduler.start()
-        try:
-            _, token, _, _ = cluster_jobs.seen.get(timeout=10)  # the run started
-            count_lost(wall, trust, store, caplog, task_id)
+    with running(tmp_path / "tasks.db", wall, task_id, cluster_jobs.held_until_released) as (
+        _,
+        store,
+        other,
+    ):
+        _, token, _, _ = cluster_jobs.seen.get(timeout=10)  # the run started
+        count_lost(wall, trust, store, caplog, task_id)
 
-            store.down.clear()  # the store answers again; nobody took the slot
-            renewed_at = START + 2 * renewal_every(LEASE)
-            wall.set(renewed_at)
-            wait_until(
-                lambda: other.leases()[0].expires_at == renewed_at + LEASE,
-                timeout=10,
-                what="the lease counted lost renewed once the store answered",
-            )
-            assert other.leases()[0].token == token
-            assert other.claim(now=START + LEASE, limit=1) == []  # not to be taken: renewed
-            assert "still holds the lease of task counted-lost-kept" in caplog.text
-            cluster_jobs.released.set()
-            assert cluster_jobs.seen.get(timeout=10) == (task_id, token, True, "lease")
-            wait_until(lambda: bool(other.records(task_id)), timeout=10, what="the settle")
-            (record,) = other.records(task_id)
-            assert record.ok and record.token == token
-            assert store.rejected == 0
-        finally:
-            cluster_jobs.released.set()
-            scheduler.shutdown()
+        store.down.clear()  # the store answers again; nobody took the slot
+        renewed_at = START + 2 * renewal_every(LEASE)
+        wall.set(renewed_at)
+        wait_until(
+            lambda: other.leases()[0].expires_at == renewed_at + LEASE,
+            timeout=10,
+            what="the lease counted lost renewed once the store answered",
+        )
+        assert other.leases()[0].token == token
+        assert other.claim(now=START + LEASE, limit=1) == []  # not to be taken: renewed
+        assert "still holds the lease of task counted-lost-kept" in caplog.text
+        cluster_jobs.released.set()
+        assert cluster_jobs.seen.get(timeout=10) == (task_id, token, True, "lease")
+        wait_until(lambda: bool(other.records(task_id)), timeout=10, what="the settle")
+        (record,) = other.records(task_id)
+        assert record.ok and record.token == token
+        assert store.rejected == 0
 
 
 def test_a_run_claimed_while_leases_counted_lost_are_checked_is_flagged_when_its_trust_runs_out(
