@@ -11,6 +11,13 @@ raises :class:`ServerError` saying what to install.
 The cluster listens on 127.0.0.1 only, with password authentication over TCP (so a
 test can check that a refused password never shows in an error) and its Unix socket
 inside the temporary directory.  Durability is off (``fsync``): it is thrown away.
+
+A test process killed before it could stop its server (a CI step's ``timeout``, a
+SIGKILL) left the server running and its directory behind, for ever.  Each directory
+now names the process that started it (``owner.pid``), and every start first stops the
+servers of owners that are gone (:func:`stop_orphans`); a live owner's server (another
+pytest worker's) is left alone.  "Gone" includes a zombie (:func:`running`): a killed
+owner and a stopped postmaster may wait a while for PID 1 to reap them.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ import tempfile
 from pathlib import Path
 from types import TracebackType
 
-__all__ = ["PostgresServer", "ServerError", "server_binaries"]
+__all__ = ["PostgresServer", "ServerError", "running", "server_binaries", "stop_orphans"]
 
 SUPERUSER = "lldsched"
 UNPRIVILEGED = "postgres"  # the account Debian's postgresql package creates
@@ -50,6 +57,71 @@ def server_binaries() -> Path:
             "(it installs Debian's postgresql) or `apt-get install postgresql`"
         )
     return Path(found[-1]).parent
+
+
+OWNER = "owner.pid"  # in a server's directory: the pid of the process that started it
+PREFIX = "lldsched-pg-"
+
+
+def running(pid: int) -> bool:
+    """Whether process ``pid`` runs: it exists and is not a zombie.
+
+    A process that exited stays a zombie until its parent reaps it, and ``os.kill(pid,
+    0)`` still finds it.  An orphan's postmaster (its ``pg_ctl`` exited long ago) and a
+    killed test run's workers are PID 1's to reap, and PID 1 here (a microVM's agent, not
+    an init) reaps them lazily: 1.5 to 2 s after a postmaster stopped by
+    :func:`stop_orphans` it was still one, which the clean-up's test, checking
+    ``os.kill`` after the next start, counted as alive (when that start took less).  Read
+    from ``/proc`` where there is one; elsewhere ``os.kill`` (a zombie counts)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            state = stat.read().rsplit(")", 1)[1].split()[0]  # after the command's name
+    except FileNotFoundError:
+        return False
+    except OSError:  # no /proc: ask the kernel whether the pid exists
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # another user's process: it runs
+            return True
+        return True
+    return state not in ("Z", "X")  # zombie, or dead being reaped
+
+
+def stop_orphans(bin_dir: Path, user: pwd.struct_passwd | None) -> list[Path]:
+    """Stop the servers whose starting process is gone, remove their directories, and
+    return those directories.  A directory with no ``owner.pid`` (an older one, or one
+    being made) is left alone."""
+    stopped = []
+    for root in Path(tempfile.gettempdir()).glob(f"{PREFIX}*"):
+        try:
+            owner = int((root / OWNER).read_text())
+        except (OSError, ValueError):
+            continue
+        if running(owner):
+            continue
+        if (root / "data" / "postmaster.pid").exists():
+            subprocess.run(
+                [
+                    str(bin_dir / "pg_ctl"),
+                    "stop",
+                    "-w",
+                    "-m",
+                    "immediate",
+                    "-D",
+                    str(root / "data"),
+                ],
+                user=None if user is None else user.pw_uid,
+                group=None if user is None else user.pw_gid,
+                extra_groups=None if user is None else [],
+                cwd=root,
+                capture_output=True,
+                check=False,
+            )
+        shutil.rmtree(root, ignore_errors=True)
+        stopped.append(root)
+    return stopped
 
 
 def _free_port() -> int:
@@ -114,7 +186,9 @@ class PostgresServer:
 
     def start(self) -> PostgresServer:
         """initdb and start the server (waits until it accepts connections)."""
-        self._root = Path(tempfile.mkdtemp(prefix="lldsched-pg-"))
+        stop_orphans(self.bin, self._user)
+        self._root = Path(tempfile.mkdtemp(prefix=PREFIX))
+        (self._root / OWNER).write_text(str(os.getpid()))
         if self._user is not None:
             os.chown(self._root, self._user.pw_uid, self._user.pw_gid)
         pwfile = self._root / "pw"
