@@ -9,6 +9,7 @@ registry for good, so each gunicorn worker held every one-off task the others ra
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
@@ -272,6 +273,47 @@ def test_a_purge_leaves_a_row_another_process_registered_again_after_its_last_re
     assert "the row is kept, not purged" in caplog.text
     here.schedule("then", jobs.noop, OneTime(delay=LATER), id="then")  # reads the feed first
     assert here.task("again").name == "twice"  # the feed brought the registration in
+
+
+def test_a_purge_leaves_a_row_registered_again_elsewhere_up_to_the_version_it_had_read(
+    store_spec: StoreSpec,
+    stores: list[CoordinatedStore],
+    schedulers: list[Scheduler],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The finished row this process holds was written by another process and read here
+    at its version 2 (a registration and a cancel; on PostgreSQL a transaction left open
+    holds the feed's horizon before them, so the feed keeps that version).  The other
+    process removes the id and registers it again, with as many writes, before the purge:
+    on PostgreSQL a row registered again numbers its versions from 1, so its version is
+    the one read here, and a purge that went by the version alone deleted the new row."""
+    with contextlib.ExitStack() as held:
+        if store_spec.engine == "postgres":
+            import psycopg  # only with PostgreSQL
+
+            horizon = held.enter_context(psycopg.connect(store_spec.params["dsn"]))
+            horizon.execute("SELECT pg_catalog.pg_current_xact_id()")  # open, with an xid
+        there = Scheduler(workers=1, store=stores[1], retain_finished=None)
+        schedulers.append(there)
+        there.schedule("once", jobs.noop, OneTime(delay=LATER), id="again")
+        there.cancel("again")
+        here = Scheduler(workers=1, store=stores[0], retain_finished=1, purge_retired=True)
+        schedulers.append(here)
+        assert here.task("again").status is TaskStatus.CANCELLED  # loaded, held
+
+        def register_again() -> None:  # two writes: a registration and a pause
+            there.remove("again")
+            there.schedule("twice", jobs.noop, OneTime(delay=LATER), id="again")
+            there.pause("again")
+
+        purge = _first_after(register_again, stores[0].purge)  # type: ignore[attr-defined]
+        monkeypatch.setattr(stores[0], "purge", purge)
+        here.schedule("next", jobs.noop, OneTime(delay=LATER), id="next")
+        here.cancel("next")  # one more finished: "again" retires here and is purged
+        assert _retired(here, "again")
+    row = _row(stores[2], "again")
+    assert row is not None, "the purge deleted the row registered again elsewhere"
+    assert (row.task.name, row.status) == ("twice", TaskStatus.PAUSED)
 
 
 def _first_after(first: Callable[[], None], then: Callable[[str], T]) -> Callable[[str], T]:

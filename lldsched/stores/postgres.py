@@ -435,7 +435,8 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         (:func:`~lldsched.persistence.purge`).  A row another node wrote since (a
         registration of the id again) is left, for the change feed to bring in: known is a
         row this node wrote last, one written before the feed's last horizon (the feed
-        read it), or the version the feed last gave."""
+        read it), or the version the feed last gave unless another node removed the id
+        since (:data:`~lldsched.stores.postgres_sql.KNOWN_ROW`)."""
         if self._muted:
             return True
         with self._using() as connection, connection.transaction():
