@@ -50,6 +50,7 @@ __all__ = [
     "finished",
     "is_shared",
     "not_a_store",
+    "purge",
     "records_asked",
     "save_all",
 ]
@@ -182,7 +183,8 @@ class TaskStore(Protocol):
         ...
 
     def delete(self, task_id: str) -> None:
-        """Forget ``task_id`` and its records."""
+        """Forget ``task_id`` and its records, whatever the row holds: a user's
+        ``remove()`` (a purge as a task retires is :func:`purge`)."""
         ...
 
     def load_all(self) -> list[TaskSnapshot]:
@@ -209,6 +211,27 @@ def save_all(store: TaskStore, snapshot: TaskSnapshot, records: Sequence[Executi
         return
     for record in records:
         store.save(snapshot, record)
+
+
+def purge(store: TaskStore, task_id: str) -> bool:
+    """Delete ``task_id``, which just retired in this process (``purge_retired=True``),
+    only while its row is still the one this process saw retire; True if it is gone.
+
+    A store several processes share may hold a newer row by then: another process
+    registered the id again (``replace_existing=True``, or a registration after a
+    removal) after this one last read the store, and an unconditional delete took that
+    registration away from every process.  A store with a ``purge(task_id)`` method of
+    its own leaves a row written by another process since this one last read or wrote
+    it (its change feed brings it in) and returns False: a shared SQLite store by its
+    rows' versions, PostgreSQL by their versions, writers and transaction ids.  Not in
+    :class:`TaskStore` itself: any other store (one of one's own: docs/EXTENDING.md) has
+    no other writer to race, and gets its ``delete``.  A user's ``remove()`` stays
+    unconditional: it is a decision about the task, whoever wrote its row last."""
+    conditional = getattr(store, "purge", None)
+    if conditional is None:
+        store.delete(task_id)
+        return True
+    return bool(conditional(task_id))
 
 
 def records_asked(task_id: object) -> str | None:

@@ -9,7 +9,9 @@ registry for good, so each gunicorn worker held every one-off task the others ra
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 import pytest
 
@@ -30,6 +32,7 @@ from tests.waits import wait_until
 LEASE = 30.0  # no claim expires within a test
 POLL = 0.05
 LATER = 3600.0  # a one-off due in an hour: it never runs within a test
+T = TypeVar("T")
 
 
 @pytest.fixture
@@ -223,3 +226,103 @@ def test_a_coroutine_task_that_finished_elsewhere_leaves_nothing_here_once_retir
     wait_until(lambda: _retired(second, "async"), timeout=10, what="the task to retire")
     second.schedule("probe", jobs.noop, OneTime(delay=LATER), id="probe")  # a sync
     assert "async" not in second._loop_ids
+
+
+@pytest.mark.parametrize("how", ["replaced", "removed and registered again"])
+def test_a_purge_leaves_a_row_another_process_registered_again_after_its_last_read(
+    stores: list[CoordinatedStore],
+    schedulers: list[Scheduler],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    how: str,
+) -> None:
+    """A task retires here with ``purge_retired=True`` while another process registers its
+    id again (``replace_existing=True``, or a registration after a removal), its write
+    landing after this process last read the store and before its purge (interleaved by
+    hand: the purge's store call lets the other process write first).  The purge used to
+    delete the row whatever it held: the other process's registration was gone from the
+    store, for every process.  Now the row is kept, and said at INFO."""
+    caplog.set_level("INFO", logger="lldsched")
+    here = Scheduler(workers=1, store=stores[0], retain_finished=1, purge_retired=True)
+    schedulers.append(here)
+    here.schedule("once", jobs.noop, OneTime(delay=LATER), id="again")
+    here.cancel("again")  # finished, held: one finished task is what it keeps
+    there = Scheduler(workers=1, store=stores[1], retain_finished=None)
+    schedulers.append(there)
+    assert there.task("again").status is TaskStatus.CANCELLED  # loaded as finished
+
+    def register_again() -> None:  # the other process's write, between read and purge
+        if how == "replaced":
+            there.schedule("twice", jobs.noop, OneTime(delay=LATER), id="again",
+                           replace_existing=True)  # fmt: skip
+        else:
+            there.remove("again")
+            there.schedule("twice", jobs.noop, OneTime(delay=LATER), id="again")
+
+    for method in ("delete", "purge"):  # whichever the core calls at the purge
+        real = getattr(stores[0], method, None)
+        if real is not None:
+            monkeypatch.setattr(stores[0], method, _first_after(register_again, real))
+    here.schedule("next", jobs.noop, OneTime(delay=LATER), id="next")
+    here.cancel("next")  # one more finished: "again" retires here and is purged
+    assert _retired(here, "again")
+    row = _row(stores[2], "again")
+    assert row is not None, "the purge deleted the row the other process registered"
+    assert row.task.name == "twice"
+    assert there.task("again").name == "twice"
+    assert "the row is kept, not purged" in caplog.text
+    here.schedule("then", jobs.noop, OneTime(delay=LATER), id="then")  # reads the feed first
+    assert here.task("again").name == "twice"  # the feed brought the registration in
+
+
+def test_a_purge_leaves_a_row_registered_again_elsewhere_up_to_the_version_it_had_read(
+    store_spec: StoreSpec,
+    stores: list[CoordinatedStore],
+    schedulers: list[Scheduler],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The finished row this process holds was written by another process and read here
+    at its version 2 (a registration and a cancel; on PostgreSQL a transaction left open
+    holds the feed's horizon before them, so the feed keeps that version).  The other
+    process removes the id and registers it again, with as many writes, before the purge:
+    on PostgreSQL a row registered again numbers its versions from 1, so its version is
+    the one read here, and a purge that went by the version alone deleted the new row."""
+    with contextlib.ExitStack() as held:
+        if store_spec.engine == "postgres":
+            import psycopg  # only with PostgreSQL
+
+            horizon = held.enter_context(psycopg.connect(store_spec.params["dsn"]))
+            horizon.execute("SELECT pg_catalog.pg_current_xact_id()")  # open, with an xid
+        there = Scheduler(workers=1, store=stores[1], retain_finished=None)
+        schedulers.append(there)
+        there.schedule("once", jobs.noop, OneTime(delay=LATER), id="again")
+        there.cancel("again")
+        here = Scheduler(workers=1, store=stores[0], retain_finished=1, purge_retired=True)
+        schedulers.append(here)
+        assert here.task("again").status is TaskStatus.CANCELLED  # loaded, held
+
+        def register_again() -> None:  # two writes: a registration and a pause
+            there.remove("again")
+            there.schedule("twice", jobs.noop, OneTime(delay=LATER), id="again")
+            there.pause("again")
+
+        purge = _first_after(register_again, stores[0].purge)  # type: ignore[attr-defined]
+        monkeypatch.setattr(stores[0], "purge", purge)
+        here.schedule("next", jobs.noop, OneTime(delay=LATER), id="next")
+        here.cancel("next")  # one more finished: "again" retires here and is purged
+        assert _retired(here, "again")
+    row = _row(stores[2], "again")
+    assert row is not None, "the purge deleted the row registered again elsewhere"
+    assert (row.task.name, row.status) == ("twice", TaskStatus.PAUSED)
+
+
+def _first_after(first: Callable[[], None], then: Callable[[str], T]) -> Callable[[str], T]:
+    """``then``, calling ``first`` before its first call only."""
+    pending = [first]
+
+    def call(task_id: str) -> T:
+        while pending:
+            pending.pop()()
+        return then(task_id)
+
+    return call

@@ -18,16 +18,19 @@ trust (no claim until a renewal succeeds, or fails and counts them lost).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import queue
 import threading
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from lldsched import FakeClock, OneTime, Scheduler, SqliteTaskStore
 from lldsched.core.context import RunContext
+from lldsched.core.task import Isolation
 from lldsched.errors import StoreError
 from lldsched.persistence import Claim
 from lldsched.threaded import shared
@@ -371,6 +374,172 @@ def test_a_process_that_does_not_trust_the_leases_it_holds_claims_nothing(
             lost = renewal == "fails"  # else the renewal vouched for busy's lease again
             said = [r.getMessage() for r in caplog.records]
             assert any("lost the lease of task busy" in line for line in said) is lost
+        finally:
+            cluster_jobs.released.set()
+            scheduler.shutdown()
+
+
+# -- leases counted lost: checked again once the store answers --------------------------
+
+COUNTED_LOST = "lost the lease of task"
+
+
+def count_lost(
+    wall: FakeClock,
+    trust: FakeClock,
+    store: Unrenewable,
+    caplog: pytest.LogCaptureFixture,
+    task_id: str,
+) -> None:
+    """Make the scheduler count ``task_id``'s lease lost: the renewals fail (``down``) and
+    the trust in the claim (made at ``START``) runs out before the renewal at
+    ``START + lease / 3``, which then fails; returns once the log said so."""
+    store.down.set()
+    trust.set(START + trusted_for(LEASE))  # the watch raises the run's flag
+    wall.set(START + renewal_every(LEASE))  # the renewal fails: the lease counted lost
+    wait_until(
+        lambda: f"{COUNTED_LOST} {task_id}" in caplog.text,
+        timeout=10,
+        what="the failed renewal to count the lease lost",
+    )
+
+
+@contextlib.contextmanager
+def running(
+    path: Path, wall: FakeClock, task_id: str, action: Callable[..., object] | str, **options: Any
+) -> Iterator[tuple[Scheduler, Unrenewable, SqliteTaskStore]]:
+    """A started scheduler on an :class:`Unrenewable` store at ``path`` (its clock
+    ``wall``), ``task_id`` registered to run ``action`` at ``START`` (``options``: the
+    registration's), and another process's store on the file; the runs let go, the
+    scheduler shut down and the stores closed after."""
+    store = Unrenewable(path)
+    with store, SqliteTaskStore(path, shared=True, lease=LEASE) as other:
+        scheduler = Scheduler(workers=1, store=store, clock=wall)
+        scheduler.schedule(task_id, action, OneTime(START), id=task_id, **options)
+        scheduler.start()
+        try:
+            yield scheduler, store, other
+        finally:
+            cluster_jobs.released.set()
+            scheduler.shutdown(drain=False, timeout=10)
+
+
+@pytest.mark.parametrize(
+    ("action", "isolation"),
+    [(cluster_jobs.until_cancelled, "thread"), ("tests.jobs:hang_first_time", "process")],
+    ids=["coroutine", "isolated"],
+)
+def test_a_lease_counted_lost_and_taken_over_in_an_outage_stops_its_run_once_the_store_answers(
+    tmp_path: Path,
+    trust: FakeClock,
+    caplog: pytest.LogCaptureFixture,
+    action: Callable[..., object] | str,
+    isolation: Isolation,
+) -> None:
+    """No renewal succeeded for a whole lease: the lease was counted lost (the flag raised,
+    nothing stopped: nobody may have taken the run over).  Another process took the slot
+    over meanwhile.  A coroutine or a process-isolated run cannot look at its flag: once
+    the store answers again, the renewal must find the lease gone and stop the run, as it
+    stops one whose takeover it sees directly.  It used to drop the lease from its
+    renewals when it counted it lost, and never learnt of the takeover: the run went on to
+    its end (here, for ever) beside the process that took the slot over."""
+    wall = FakeClock(START)
+    caplog.set_level("WARNING", logger="lldsched")
+    task_id = f"counted-lost-{isolation}"
+    args = (str(tmp_path / "marker"),) if isolation == "process" else ()
+    with running(tmp_path / "tasks.db", wall, task_id, action, isolation=isolation,
+                 args=args) as (scheduler, store, other):  # fmt: skip
+        wait_until(
+            lambda: scheduler.task(task_id).running and bool(other.leases()),
+            timeout=30,
+            what="the run to start",
+        )
+        (lease,) = other.leases()
+        count_lost(wall, trust, store, caplog, task_id)
+        (takeover,) = other.claim(now=lease.expires_at, limit=1)  # expired, unrenewed
+        assert (takeover.task_id, takeover.taken_over) == (task_id, True)
+        assert scheduler.task(task_id).running  # nothing told it yet
+
+        store.down.clear()  # the store answers again
+        wall.set(START + 2 * renewal_every(LEASE))  # the next renewal
+        wait_until(
+            lambda: not scheduler.task(task_id).running,
+            timeout=10,
+            what="the run of the lease taken over to stop once the store answered",
+        )
+        (record,) = scheduler.task(task_id).history
+        assert record.error is not None and "no longer holds its lease" in record.error
+        wait_until(lambda: store.rejected == 1, timeout=5, what="the stale settle refused")
+        assert other.records(task_id) == []
+
+
+def test_a_lease_counted_lost_in_an_outage_that_nobody_took_is_renewed_and_settled(
+    tmp_path: Path, trust: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The same outage, and nobody took the slot over: the store still holds the lease
+    for this process (an expired lease nobody took is still its holder's).  Once the store
+    answers, the renewal renews it again, so it no longer expires under a run still going
+    here, and the run's settle is written under its token."""
+    wall = FakeClock(START)
+    caplog.set_level("INFO", logger="lldsched")
+    task_id = "counted-lost-kept"
+    cluster_jobs.released.clear()
+    with running(tmp_path / "tasks.db", wall, task_id, cluster_jobs.held_until_released) as (
+        _,
+        store,
+        other,
+    ):
+        _, token, _, _ = cluster_jobs.seen.get(timeout=10)  # the run started
+        count_lost(wall, trust, store, caplog, task_id)
+
+        store.down.clear()  # the store answers again; nobody took the slot
+        renewed_at = START + 2 * renewal_every(LEASE)
+        wall.set(renewed_at)
+        wait_until(
+            lambda: other.leases()[0].expires_at == renewed_at + LEASE,
+            timeout=10,
+            what="the lease counted lost renewed once the store answered",
+        )
+        assert other.leases()[0].token == token
+        assert other.claim(now=START + LEASE, limit=1) == []  # not to be taken: renewed
+        assert "still holds the lease of task counted-lost-kept" in caplog.text
+        cluster_jobs.released.set()
+        assert cluster_jobs.seen.get(timeout=10) == (task_id, token, True, "lease")
+        wait_until(lambda: bool(other.records(task_id)), timeout=10, what="the settle")
+        (record,) = other.records(task_id)
+        assert record.ok and record.token == token
+        assert store.rejected == 0
+
+
+def test_a_run_claimed_while_leases_counted_lost_are_checked_is_flagged_when_its_trust_runs_out(
+    tmp_path: Path, trust: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Leases counted lost keep the renewals going, yet vouch for nothing: a claim made
+    meanwhile (the process holding no lease it trusts) starts the trust's count from its
+    own reading, and its run's flag goes up when that runs out with no renewal."""
+    path = tmp_path / "tasks.db"
+    wall = FakeClock(START)
+    caplog.set_level("WARNING", logger="lldsched")
+    cluster_jobs.released.clear()
+    store = Unrenewable(path)
+    with store:
+        scheduler = Scheduler(workers=2, store=store, clock=wall)
+        scheduler.schedule("busy", cluster_jobs.held_until_released, OneTime(START), id="busy")
+        later = START + renewal_every(LEASE) + 1
+        scheduler.schedule("later", cluster_jobs.until_flag, OneTime(later), id="later")
+        scheduler.start()
+        try:
+            assert cluster_jobs.seen.get(timeout=10)[0] == "busy"
+            count_lost(wall, trust, store, caplog, "busy")
+            wall.set(later)  # claimed: nothing trusted held, the claim vouches for itself
+            task_id, token, _, _ = cluster_jobs.seen.get(timeout=10)
+            assert task_id == "later" and token is not None
+            trust.advance(trusted_for(LEASE))  # the renewals still fail
+            try:
+                seen = cluster_jobs.seen.get(timeout=10)
+            except queue.Empty:
+                pytest.fail("the run claimed after leases were counted lost was never flagged")
+            assert seen == ("later", token, True, "lease")
         finally:
             cluster_jobs.released.set()
             scheduler.shutdown()

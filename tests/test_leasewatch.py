@@ -96,3 +96,18 @@ def test_trusted_with_none_held_and_not_once_the_trust_ran_out_until_renewed() -
     assert not watch.trusted()
     watch.held_none()  # counted lost, or settled: nothing held
     assert watch.trusted()
+
+
+def test_a_claim_vouches_for_the_leases_only_when_none_was_held() -> None:
+    """A claim's trust counts from its own reading when nothing was held; with leases
+    held, the renewals vouch (a later claim must not extend the trust of older leases)."""
+    clock = FakeClock(1000.0)
+    watch = LeaseWatch(clock, lease=LEASE, name="test-lease-watch")
+    watch.claimed(1000.0)  # nothing held: trusted until 1025
+    watch.claimed(1020.0)  # held: no later than 1025 still
+    clock.advance(25.0)
+    assert not watch.trusted()
+    watch.held_none()
+    watch.claimed(1025.0)  # nothing held again: until 1050
+    clock.advance(24.0)
+    assert watch.trusted()

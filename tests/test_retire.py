@@ -28,6 +28,7 @@ from lldsched import (
     TaskStatus,
     ValidationError,
 )
+from lldsched.persistence import purge
 from lldsched.testing import Stepper
 from tests import jobs
 from tests.conftest import T0
@@ -641,3 +642,18 @@ def test_a_coroutine_task_that_retires_as_it_is_registered_leaves_no_loop_id() -
         assert "co" not in scheduler._loop_ids
     finally:
         scheduler.shutdown()
+
+
+def test_a_purge_deletes_from_a_store_that_has_no_other_writer(tmp_path: Path) -> None:
+    """``persistence.purge``, what a retirement with ``purge_retired`` calls: an unshared
+    SQLite store (one process holds its file) and a store without a ``purge`` of its own
+    (the in-memory one, one of a user's) delete the row whoever wrote it."""
+    sqlite = SqliteTaskStore(tmp_path / "tasks.db")
+    memory = InMemoryTaskStore()
+    for store in (sqlite, memory):
+        scheduler = Scheduler(store=store)
+        scheduler.schedule("once", jobs.noop, OneTime(T0 + 3600), id="once")
+        scheduler.shutdown()
+        assert purge(store, "once") is True
+        assert store.load_all() == []
+    sqlite.close()

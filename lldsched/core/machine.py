@@ -126,7 +126,7 @@ from lldsched.core.restoration import Restoration
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished, Retention
 from lldsched.core.runs import RunTransitions
 from lldsched.core.schedulearg import check_zone
-from lldsched.core.storewrites import StoreWrites, store_failed, store_written
+from lldsched.core.storewrites import StoreWrites, purge_retired
 from lldsched.core.tally import Tally
 from lldsched.core.task import DEFAULT_OPTIONS, Run, RunStats, ScheduledTask, fit_flight
 from lldsched.core.waiting import DependencyWaits
@@ -461,12 +461,7 @@ class SchedulerCore(
             if self._deps is not None:
                 self._deps.retired(task)  # its dependents remember how it ended
             if store is not None and retention.purges(task_id):  # its row and records go too
-                try:
-                    store.delete(task_id)
-                except BaseException as exc:  # the registry stays authoritative
-                    store_failed(self._writes, exc, "delete", task_id)
-                else:
-                    store_written(self._writes, "delete", task_id)
+                purge_retired(self._writes, store, task_id)
 
     def _enqueue(self, task: ScheduledTask, due: float) -> None:
         """Make ``due`` the task's next run and queue it there."""

@@ -87,7 +87,7 @@ from collections.abc import Callable
 from lldsched.core import storeuse
 from lldsched.errors import StoreClosedError
 from lldsched.logs import STORE, Repeats, say_with_traceback
-from lldsched.persistence import TaskSnapshot, TaskStore
+from lldsched.persistence import TaskSnapshot, TaskStore, purge
 
 __all__ = ["ADVICE", "Outage", "StoreWrites", "check_store", "store_failed", "store_written"]
 
@@ -344,6 +344,27 @@ def store_failed(
     writes.failed(error, verb, task_id, snapshot)
     if not isinstance(error, Exception) and _on_main_thread():
         raise error
+
+
+def purge_retired(writes: StoreWrites | None, store: TaskStore, task_id: str) -> None:
+    """Delete ``task_id`` from ``store`` as it retires (``purge_retired=True``), only while
+    its row is still the one this process saw retire (:func:`~lldsched.persistence.purge`):
+    a row another process wrote since (it registered the id again) is kept, said at INFO,
+    and the change feed brings it in.  A failure is one of a core's writes
+    (:func:`store_failed`); the registry stays authoritative."""
+    try:
+        gone = purge(store, task_id)
+    except BaseException as exc:
+        store_failed(writes, exc, "delete", task_id)
+        return
+    store_written(writes, "delete", task_id)
+    if not gone:
+        log.info(
+            "task %s retired here, but another process wrote its row since this one last read "
+            "it (it registered the id again): the row is kept, not purged",
+            task_id,
+            extra={"task_id": task_id},
+        )
 
 
 def _on_main_thread() -> bool:

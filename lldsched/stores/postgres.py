@@ -421,21 +421,49 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
             self._batches.succeeded("records trim")
 
     def delete(self, task_id: str) -> None:
-        """Forget ``task_id`` and its records (the other nodes' feeds say it was removed)."""
+        """Forget ``task_id`` and its records (the other nodes' feeds say it was removed),
+        whoever wrote the row last (a user's ``remove()``; a purge as a task retires is
+        :meth:`purge`)."""
         if self._muted:
             return
         with self._using() as connection, connection.transaction():
-            connection.execute(
-                "INSERT INTO removals (task_id, version, writer) "
-                "SELECT id, version + 1, %s FROM tasks WHERE id = %s",
-                (self.node, task_id),
-            )
-            connection.execute("DELETE FROM records WHERE task_id = %s", (task_id,))
-            connection.execute("DELETE FROM tasks WHERE id = %s", (task_id,))
-            self._defined.pop(task_id, None)
-            self._held.pop(task_id, None)
-            self._added.pop(task_id, None)
-            self._decoded.pop(task_id, None)
+            self._delete(connection, task_id)
+
+    def purge(self, task_id: str) -> bool:
+        """Delete ``task_id``, which retired on this node, as :meth:`delete` does, only
+        while its row is one this node wrote or read; True if it is gone
+        (:func:`~lldsched.persistence.purge`).  A row another node wrote since (a
+        registration of the id again) is left, for the change feed to bring in: known is a
+        row this node wrote last, one written before the feed's last horizon (the feed
+        read it), or the version the feed last gave unless another node removed the id
+        since (:data:`~lldsched.stores.postgres_sql.KNOWN_ROW`)."""
+        if self._muted:
+            return True
+        with self._using() as connection, connection.transaction():
+            row = connection.execute(
+                sql.KNOWN_ROW,
+                {"id": task_id, "node": self.node, "since": self._since,
+                 "seen": self._seen.get(task_id)},
+            ).fetchone()  # fmt: skip
+            if row is not None and not row[0]:
+                return False
+            self._delete(connection, task_id)
+        return True
+
+    def _delete(self, connection: Connection, task_id: str) -> None:
+        """Inside a transaction, under the lock: delete ``task_id``'s row and records, with
+        a removal for the other nodes' feeds, and forget it."""
+        connection.execute(
+            "INSERT INTO removals (task_id, version, writer) "
+            "SELECT id, version + 1, %s FROM tasks WHERE id = %s",
+            (self.node, task_id),
+        )
+        connection.execute("DELETE FROM records WHERE task_id = %s", (task_id,))
+        connection.execute("DELETE FROM tasks WHERE id = %s", (task_id,))
+        self._defined.pop(task_id, None)
+        self._held.pop(task_id, None)
+        self._added.pop(task_id, None)
+        self._decoded.pop(task_id, None)
 
     # -- lifetime ------------------------------------------------------------------------
 

@@ -278,6 +278,19 @@ MOVE_LEASE = """
 UPDATE leases SET slot = %(slot)s WHERE task_id = %(task_id)s AND token = %(token)s
 """  # a misfire's catch-up run keeps the claim: its lease names the new slot
 
+# Whether a task's row is one this node wrote or read (a purge deletes only such a row):
+# written by this node last, before the feed's last horizon (read by it), or at the version
+# the feed last gave (NULL: none) unless another node removed the id since that horizon (a
+# row registered again starts its versions at 1 again: the same number, another row).  The
+# row is locked until the purge's transaction ends.
+KNOWN_ROW = """
+SELECT t.writer = %(node)s OR t.xid < %(since)s::text::xid8
+       OR (t.version IS NOT DISTINCT FROM %(seen)s::bigint AND NOT EXISTS (
+           SELECT 1 FROM removals r WHERE r.task_id = t.id
+              AND r.xid >= %(since)s::text::xid8 AND r.writer <> %(node)s))
+  FROM tasks t WHERE t.id = %(id)s FOR UPDATE
+"""
+
 # The feed's first cursor.
 HORIZON = "SELECT pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())"
 

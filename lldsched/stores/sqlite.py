@@ -380,24 +380,51 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
 
     def delete(self, task_id: str) -> None:
         """Forget ``task_id``: its row and its records (in shared mode its lease too, and
-        the other processes hear of it)."""
+        the other processes hear of it), whoever wrote the row last (a user's
+        ``remove()``; a purge as a task retires is :meth:`purge`)."""
         with self._using("delete task", task_id) as connection:
             shared = self._shared
             if shared is not None and shared.muted:
                 return
             with immediate(connection):
-                connection.execute("DELETE FROM records WHERE task_id = ?", (task_id,))
-                connection.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
+                self._delete(connection, task_id)
+
+    def purge(self, task_id: str) -> bool:
+        """Delete ``task_id``, which retired in this process, as :meth:`delete` does, only
+        while its row is one this process wrote or read (shared mode: a row another
+        process wrote since, a registration of the id again, is left for the change feed
+        to bring in); True if it is gone (:func:`~lldsched.persistence.purge`).  An
+        unshared store has no other writer: it deletes."""
+        with self._using("purge task", task_id) as connection:
+            shared = self._shared
+            if shared is not None and shared.muted:
+                return True
+            with immediate(connection):
                 if shared is not None:
-                    connection.execute("DELETE FROM leases WHERE task_id = ?", (task_id,))
-                    version = bump(connection, "change")
-                    connection.execute(
-                        "INSERT INTO removed (version, task_id) VALUES (?, ?)", (version, task_id)
-                    )
-                    shared.removals.add(version)
-                    shared.held.pop(task_id, None)
-            self._defined.pop(task_id, None)
-            self._counts.pop(task_id, None)
+                    row = connection.execute(
+                        "SELECT version FROM tasks WHERE id = ?", (task_id,)
+                    ).fetchone()
+                    if row is not None and not shared.knows(task_id, row[0]):
+                        return False
+                self._delete(connection, task_id)
+        return True
+
+    def _delete(self, connection: sqlite3.Connection, task_id: str) -> None:
+        """Inside a transaction, under the lock: delete ``task_id``'s row and records (in
+        shared mode its lease too, and a removal for the feed) and forget it."""
+        shared = self._shared
+        connection.execute("DELETE FROM records WHERE task_id = ?", (task_id,))
+        connection.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
+        if shared is not None:
+            connection.execute("DELETE FROM leases WHERE task_id = ?", (task_id,))
+            version = bump(connection, "change")
+            connection.execute(
+                "INSERT INTO removed (version, task_id) VALUES (?, ?)", (version, task_id)
+            )
+            shared.removals.add(version)
+            shared.held.pop(task_id, None)
+        self._defined.pop(task_id, None)
+        self._counts.pop(task_id, None)
 
     # -- lifetime ------------------------------------------------------------------------
 

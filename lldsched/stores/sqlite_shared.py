@@ -260,6 +260,13 @@ class SharedState:
         else:
             self.seen[task_id] = version
 
+    def knows(self, task_id: str, version: int) -> bool:
+        """Whether ``task_id``'s row at ``version`` is one this process wrote or read: the
+        feed's cursor passed it, or it is the version this process last wrote or read
+        (one written after the cursor).  Else another process wrote it since, and the feed
+        has yet to give it."""
+        return version <= self.cursor or self.seen.get(task_id) == version
+
     def changed(self, connection: sqlite3.Connection) -> bool:
         """True if another connection committed since the last changes() (or a row is
         owed to the feed)."""

@@ -11,7 +11,8 @@ expiry from that ``now``, not from the statement.  Past that without another ren
 succeeding, the process counts its leases lost: each run in flight has its flag raised
 (``ctx.lease_lost``), at least ``lease / 6`` before another process can take it over,
 and it neither begins nor claims a run (:meth:`LeaseWatch.trusted`) until a renewal
-succeeds or it holds no lease any more.
+succeeds or it holds no lease any more (leases counted lost are not held: the
+coordinator still renews them, to learn whether the store kept them, but trusts none).
 A forward step of the wall clock, which a shared SQLite store's expiries are instants
 of, brings them closer by the step: the trust is cut by as much (:meth:`LeaseWatch.cut`).
 
@@ -86,6 +87,15 @@ class LeaseWatch:
         with self._condition:
             if self._until is None or until > self._until:
                 self._until = until
+                self._condition.notify()
+
+    def claimed(self, began: float) -> None:
+        """A claim that began at ``began`` (as :meth:`renewed`'s) succeeded: it vouches for
+        the leases if none was held (:meth:`held_none`), else the renewals keep doing so
+        (a claim's later start would extend the trust of leases renewed before it)."""
+        with self._condition:
+            if self._until is None:
+                self._until = began + self._trusted
                 self._condition.notify()
 
     def cut(self, seconds: float) -> None:

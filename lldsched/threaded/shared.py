@@ -11,7 +11,9 @@ What the timer does with it, at every wake:
 
 * :meth:`tick`: renew the leases when the renewal is due (every ``lease / 3``: one
   more deadline in the timer's wait, no thread of its own; a token the store no
-  longer holds raises its run's flag with ``lease_lost``), then apply what other
+  longer holds raises its run's flag with ``lease_lost`` and stops its run; a lease
+  counted lost in an outage is still sent, so a takeover meanwhile is learnt and a
+  lease nobody took is trusted again: :meth:`Coordinator._renew`), then apply what other
   processes wrote (:mod:`lldsched.core.follow`) if the store says anything changed;
 * :meth:`claim`: the heap's due entries are hints of when to wake, dropped here;
   the store picks what runs, up to the room in the hand-off queue, and each claim
@@ -88,8 +90,13 @@ class Coordinator:
         self._followed = followed
         self._pending: dict[str, Claim] = {}  # task id -> claim handed out, not yet begun
         self._running: dict[int, tuple[str, RunContext | None]] = {}  # token -> its run
+        # Runs in flight whose leases were counted lost (no renewal succeeded for a whole
+        # lease): not held any more, yet still renewed, so that once the store answers a
+        # takeover meanwhile stops the run and a lease nobody took is trusted again
+        # (_renew).  Token -> its run, as _running.
+        self._counted_lost: dict[int, tuple[str, RunContext | None]] = {}
         self._every = renewal_every(store.lease)
-        self._renew_at: float | None = None  # None: no lease held, nothing to renew
+        self._renew_at: float | None = None  # None: no lease held or counted lost
         # The clock leases are trusted by, time.monotonic: the store's expiry counts real
         # time (its server's clock), never the scheduler's injected clock (a fake clock
         # advanced an hour in one step has not let any lease expire).
@@ -298,9 +305,10 @@ class Coordinator:
                     continue
             self._pending[claim.task_id] = claim
             entries.append(entry)
-        if entries and self._renew_at is None:
-            self._renew_at = now + self._every
-            self._watch.renewed(looked)
+        if entries:
+            if self._renew_at is None:
+                self._renew_at = now + self._every
+            self._watch.claimed(looked)
         return entries
 
     def clock_jumped(self, jump: float, now: float) -> None:
@@ -356,22 +364,25 @@ class Coordinator:
         <lldsched.core.waiting.DependencyWaits.decides_waits>`)."""
         if run.token is not None:
             self._running.pop(run.token, None)
+            self._counted_lost.pop(run.token, None)
             self._watch.discard(run.token)
             self._held_none()
         return self._core.decides_waits(run.task)
 
     def lost(self, run: Run) -> bool:
         """Whether ``run``, begun here on a claim and not settled yet, no longer holds its
-        lease: a renewal found it gone, or counted it lost (caller holds the lock)."""
+        lease: a renewal found it gone, or counted it lost and none has found it this
+        process's again since (caller holds the lock)."""
         token = run.token
         return token is not None and token not in self._running
 
     def _held_none(self) -> None:
-        """Nothing held any more: no renewal due, and the next claim starts the trust's
-        count again (from its own reading)."""
+        """Nothing held any more: the next claim starts the trust's count again (from its
+        own reading), and no renewal is due unless leases counted lost are left to check."""
         if not self._running and not self._pending:
-            self._renew_at = None
             self._watch.held_none()
+            if not self._counted_lost:
+                self._renew_at = None
 
     def flush(self, *, lock: contextlib.AbstractContextManager[object]) -> None:
         """Have the store write the settles it holds back for a batch; a failure is
@@ -397,7 +408,7 @@ class Coordinator:
         """Renew every lease held now, due or not (the timer is stopped: see
         :func:`leases_kept`; ``looked``: :meth:`looked`); a lease found lost raises its
         run's flag."""
-        if self._running or self._pending:
+        if self._running or self._pending or self._counted_lost:
             self._say_lost(self._renew(now, looked))
 
     def release_pending(self) -> None:
@@ -410,39 +421,85 @@ class Coordinator:
     # -- internals -------------------------------------------------------------------------
 
     def _renew(self, now: float, looked: float) -> list[tuple[str, int]]:
-        """Renew the leases held; the (task id, token) of each one found lost (its run's
-        flag raised), for :meth:`_say_lost`."""
+        """Renew the leases held, and check those counted lost; the (task id, token) of
+        each one found lost, or counted lost now, for :meth:`_say_lost`.
+
+        A lease the store does not hold any more (taken over, or gone with its task) raises
+        its run's flag and stops what only the runtime can stop (``stop``).  When no
+        renewal vouches for the leases any more and this one fails too, the runs' leases
+        are counted lost (their flags raised, nothing stopped: nobody may have taken them
+        over) and kept to check: the renewals go on trying them, so once the store answers
+        a takeover made meanwhile stops the run like any other, and a lease the store
+        still holds for this process (nobody took it) is renewed and trusted again
+        (:meth:`_trusted_again`)."""
+        counted = self._counted_lost
         tokens = {claim.token for claim in self._pending.values()} | set(self._running)
+        tokens |= set(counted)
         if not tokens:
             self._held_none()
             return []
         self._renew_at = now + self._every
-        answered = True  # the store said which leases it holds (else: counted lost)
         try:
             kept = self.store.renew(tokens=tokens, now=now)
         except StoreError as exc:
             self._failed(exc, "renewal", "renewal of the leases held")
             if self._watch.trusted():
                 return []
-            kept = set()  # no renewal vouches for them any more: count them lost
-            answered = False
-        else:
-            self._succeeded("renewal")
-            self._watch.renewed(looked)
+            return self._count_lost()  # no renewal vouches for them any more
+        self._succeeded("renewal")
+        self._watch.renewed(looked)
         lost = []
-        for token in tokens - kept:
+        for token in tokens - kept:  # gone for sure: the run stops, not only its flag
             self._watch.discard(token)
-            task_id, context = self._running.pop(token, ("", None))
+            run = self._running.pop(token, None) or counted.pop(token, None)
+            task_id, context = ("", None) if run is None else run  # "": a claim not begun
             if context is not None:
                 context.lose_lease()
-            if answered and task_id:  # gone for sure: the run stops, not only its flag
+            if task_id:
                 self._stop(task_id)
             lost.append((task_id, token))
+        for token in kept & counted.keys():
+            self._trusted_again(token, *counted.pop(token))
         for task_id, claim in list(self._pending.items()):
             if claim.token not in kept:
                 del self._pending[task_id]
         self._held_none()
         return lost
+
+    def _count_lost(self) -> list[tuple[str, int]]:
+        """No renewal vouches for the leases held and the last one failed: count them lost
+        (each run's flag raised, the claims not begun dropped), the runs' kept for the
+        renewals to check once the store answers; their (task id, token), for
+        :meth:`_say_lost`."""
+        lost = []
+        for token, (task_id, context) in self._running.items():
+            self._watch.discard(token)
+            if context is not None:
+                context.lose_lease()
+            self._counted_lost[token] = (task_id, context)
+            lost.append((task_id, token))
+        lost.extend(("", claim.token) for claim in self._pending.values())
+        self._running.clear()
+        self._pending.clear()
+        self._held_none()
+        return lost
+
+    def _trusted_again(self, token: int, task_id: str, context: RunContext | None) -> None:
+        """A lease counted lost that a renewal found still this process's (nobody took it
+        over meanwhile): renewed by that renewal, held and trusted again, its run's settle
+        written as any other's.  Its flag stays up (a flag never comes down: the action
+        may have stopped on it already)."""
+        self._running[token] = (task_id, context)
+        if context is not None:
+            self._watch.add(token, context)
+        log.info(
+            "the store still holds the lease of task %s (token %d) for this process, counted "
+            "lost while no renewal succeeded: nobody took it over, it is renewed and trusted "
+            "again",
+            task_id,
+            token,
+            extra={"task_id": task_id},
+        )
 
     def _say_lost(self, lost: list[tuple[str, int]], *, doing: str | None = None) -> None:
         """Log the leases :meth:`_renew` (or, ``doing`` ``"deciding its misfire"``,
