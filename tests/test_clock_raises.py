@@ -163,3 +163,59 @@ def test_a_clock_raising_as_shutdown_records_a_deaf_coroutine_still_settles_it(
     assert task.history[0].finished == T0  # the timer's last reading
     assert task.status is TaskStatus.FAILED
     assert scheduler.metrics(timeout=5).coroutines == 0
+
+
+def test_a_clock_raising_at_shutdowns_own_reading_still_stops_everything(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """shutdown()'s own reading of the clock (the instant it drains up to) raising: the
+    shutdown still completes (the drain waits for the run in flight, every thread ends)
+    and the clock's error is logged with its traceback; it raised out of shutdown(),
+    leaving the workers, the listeners' thread and the event loop running and the run in
+    flight not waited for."""
+    from lldsched import Scheduler
+
+    class GlitchInShutdown(FakeClock):
+        """Raises from ``now()`` once, at a reading stopping.py takes itself."""
+
+        def __init__(self, start: float) -> None:
+            super().__init__(start)
+            self.raised = threading.Event()
+
+        def now(self) -> float:
+            caller = sys._getframe(1).f_code
+            if caller.co_filename.endswith("stopping.py") and not self.raised.is_set():
+                self.raised.set()
+                raise RuntimeError("the clock broke")
+            return super().now()
+
+    clock = GlitchInShutdown(T0)
+    scheduler = Scheduler(workers=1, clock=clock, name="glitch-at-shutdown").start()
+    began, release = threading.Event(), threading.Event()
+
+    def job() -> None:
+        began.set()
+        release.wait(5)
+
+    async def coroutine() -> None:
+        pass
+
+    scheduler.schedule("coro", coroutine, OneTime(at=T0), id="coro")  # the loop started
+    task = scheduler.schedule("in flight", job, OneTime(at=T0), id="in-flight")
+    assert began.wait(5)
+    # The run ends once the clock raised: the drain must still be waiting for it then.
+
+    def release_once_raised() -> None:
+        clock.raised.wait(5)
+        release.set()
+
+    releaser = threading.Thread(target=release_once_raised)
+    releaser.start()
+    with caplog.at_level(logging.ERROR, logger="lldsched"):
+        assert scheduler.shutdown(timeout=5)
+    releaser.join()
+    assert clock.raised.is_set() and not scheduler.running
+    assert [r.ok for r in task.history] == [True]  # the drain waited for it
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("lldsched-glitch-at-")]
+    assert "the clock broke" in caplog.text and "shutdown" in caplog.text
+    assert scheduler.wait_idle(timeout=5)

@@ -96,6 +96,10 @@ class Stopping(SchedulerParts):
         raises :class:`~lldsched.errors.SchedulerStateError` before changing anything
         (it would wait for itself with its loop blocked); a thread run may call it.
 
+        An injected clock that raises as this reads "the instant of this call" does not
+        stop it: the drain goes by the timer's last reading, and the clock's error is
+        logged (:meth:`_instant`).
+
         In a child forked from the process that made the scheduler it stops nothing and
         returns True: the threads, the worker processes and the store are the parent's
         (every other verb there raises; :mod:`lldsched.threaded.forked`).
@@ -136,7 +140,7 @@ class Stopping(SchedulerParts):
         self, *, drain: bool, timeout: float | None, deadline: Deadline, started: bool
     ) -> bool:
         """The first shutdown() past taking the lock: stop, drain or drop, join."""
-        instant = self._clock.now()
+        instant = self._instant()
         if self._timer is not None and self._timer is not threading.current_thread():
             self._timer.join(deadline.remaining())
         # The timer is stopped: the leases of the runs waited for are renewed meanwhile.
@@ -211,6 +215,24 @@ class Stopping(SchedulerParts):
             # the shutdown goes on; the loop is not held for it.)
             if done.done() and not done.cancelled():
                 stopper.join()
+
+    def _instant(self) -> float:
+        """The instant a shutdown drains up to: the clock's now.  If the injected clock
+        raises instead (rare), the timer's last reading (nothing counts as due by it if
+        the timer never woke), and the clock's error is logged with its traceback: the
+        shutdown goes on to its end (docs/DECISIONS.md, "A clock whose `now()` raises")."""
+        try:
+            return self._clock.now()
+        except Exception:
+            woke = self._last_look.woke
+            instant = float("-inf") if woke is None else woke
+            log.exception(
+                "the scheduler's clock raised as shutdown() read the instant to drain up "
+                "to; it drains what was due by the timer's last reading (%r) and stops all "
+                "the same",
+                woke,
+            )
+            return instant
 
     def _refuse_on_loop(self, verb: str) -> None:
         """Raise if the caller is one of this scheduler's coroutine runs: a shutdown there
