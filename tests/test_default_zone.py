@@ -12,6 +12,7 @@ import pytest
 from lldsched import (
     CronSchedule,
     FakeClock,
+    InMemoryTaskStore,
     Jittered,
     ScheduledTask,
     ScheduleError,
@@ -169,14 +170,14 @@ def test_a_zoneless_cron_registered_in_utc_is_not_re_zoned_by_another_default() 
     a registered schedule: it is resolved into a zone as it is registered, and a store's
     schedule, even an ``InMemoryTaskStore``'s own object that still names none, is
     restored as it is under another default zone."""
-    from lldsched import InMemoryTaskStore
-
     store = InMemoryTaskStore()
     first = Scheduler(workers=1, clock=FakeClock(T0), store=store)  # default UTC
     task = first.schedule("report", jobs.noop, CronSchedule("0 12 * * *"), id="report")
     explicit = CronSchedule("0 12 * * *", tz="UTC")
     first.schedule("report", jobs.noop, explicit, id="report", replace_existing=True)
-    assert first.task("report") is task and not task.schedule.names_zone  # equal: kept
+    kept = task.schedule
+    assert isinstance(kept, CronSchedule) and not kept.names_zone  # equal: the one kept
+    assert first.task("report") is task
     first.shutdown()
     second = Scheduler(workers=1, clock=FakeClock(T0), store=store, tz="Asia/Tokyo")
     assert second.task("report").schedule == explicit  # still UTC: nothing re-zoned it
