@@ -3,7 +3,8 @@
 Shutdown stops timing first (the timer is woken and joined, so nothing new is
 submitted), then drains (every run due at or before the shutdown instant, in heap
 order, bounded by the timeout) or drops what is due, joins the workers, closes the
-worker processes and the event loop, then delivers the events left.  It is
+worker processes and the event loop, writes the rows a store outage left stale, then
+delivers the events left.  It is
 idempotent, and final.  On a shared store the leases of the runs it waits for are
 renewed meanwhile (:func:`~lldsched.threaded.shared.leases_kept`): the timer that
 renews them is stopped.
@@ -41,6 +42,10 @@ log = logging.getLogger(SCHEDULER)
 KILLED = "the scheduler shut down without draining"
 """Why a shutdown killed a process-isolated run (its record's ``CancelledError: ...``):
 ``drain=False``, or a drain out of time."""
+
+
+STALE_SHOWN = 20
+"""The most task ids the warning of rows a shutdown leaves stale names (the rest counted)."""
 
 
 class Stopping(SchedulerParts):
@@ -98,7 +103,9 @@ class Stopping(SchedulerParts):
 
         An injected clock that raises as this reads "the instant of this call" does not
         stop it: the drain goes by the timer's last reading, and the clock's error is
-        logged (:meth:`_instant`).
+        logged (:meth:`_instant`).  The rows a store outage left stale are written once
+        more, its last write; those the store still refuses are named in a warning
+        (:meth:`_write_stale`).
 
         In a child forked from the process that made the scheduler it stops nothing and
         returns True: the threads, the worker processes and the store are the parent's
@@ -127,6 +134,7 @@ class Stopping(SchedulerParts):
                     return False
             with self._leases_kept(deadline):
                 self._join(deadline)
+            self._write_stale(deadline)
             return not self._threads_alive()
         try:
             return self._shutdown(drain=drain, timeout=timeout, deadline=deadline, started=started)
@@ -168,6 +176,7 @@ class Stopping(SchedulerParts):
                 deadline.run(release, name=f"{self._thread_prefix}release")
             self._processes.close(deadline.remaining())
             self._close_loop(deadline)
+        self._write_stale(deadline)
         flushing = self._flush_store(deadline)
         self._dispatcher.close(deadline.remaining())
         if not self._threads_alive() and not flushing:
@@ -270,6 +279,36 @@ class Stopping(SchedulerParts):
             return False
         flush = functools.partial(coordinator.flush, lock=self._lock)  # its bookkeeping's
         return not deadline.run(flush, name=f"{self._thread_prefix}flush")
+
+    def _write_stale(self, deadline: Deadline) -> None:
+        """Write the rows a store outage left stale, the shutdown's last write: no
+        transition follows to write them again (:meth:`StoreWrites.rewrite_stale
+        <lldsched.core.storewrites.StoreWrites.rewrite_stale>`), else the next start reads
+        a one-off that finished as still to run.  On a thread of its own under the
+        lock, waited for within the time left, as the shutdown's other store calls are;
+        the rows still stale then are said in a warning."""
+        writes = self._core.store_writes
+        if writes is None or writes.outage is None:  # read unlocked: the common case, no thread
+            return
+        left: list[str] = []
+
+        def rewrite() -> None:
+            with deadline.holding(self._lock) as held:
+                if held:
+                    left.extend(writes.rewrite_stale())
+
+        if deadline.run(rewrite, name=f"{self._thread_prefix}rewrite") and left:
+            shown = ", ".join(left[:STALE_SHOWN])
+            more = f" and {len(left) - STALE_SHOWN} more" if len(left) > STALE_SHOWN else ""
+            log.warning(
+                "shutdown() leaves the rows of %d tasks stale in store %r (%s%s): their "
+                "writes failed and failed again now; a restart reads them as they were, "
+                "so a run that ended since may run again (at-least-once, as after a crash)",
+                len(left),
+                writes.store,
+                shown,
+                more,
+            )
 
     def _warn_not_stopped(self, timeout: float | None) -> None:
         """Say that ``shutdown(timeout=...)`` could not take the scheduler's lock at all."""
