@@ -134,7 +134,6 @@ class Stopping(SchedulerParts):
                     return False
             with self._leases_kept(deadline):
                 self._join(deadline)
-            self._write_stale(deadline)
             return not self._threads_alive()
         try:
             return self._shutdown(drain=drain, timeout=timeout, deadline=deadline, started=started)
@@ -286,7 +285,8 @@ class Stopping(SchedulerParts):
         <lldsched.core.storewrites.StoreWrites.rewrite_stale>`), else the next start reads
         a one-off that finished as still to run.  On a thread of its own under the
         lock, waited for within the time left, as the shutdown's other store calls are;
-        the rows still stale then are said in a warning."""
+        the rows still stale then are said in a warning.  The first shutdown's only: a
+        later one no longer holds the store (:mod:`lldsched.core.storeuse`)."""
         writes = self._core.store_writes
         if writes is None or writes.outage is None:  # read unlocked: the common case, no thread
             return
