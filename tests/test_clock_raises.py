@@ -219,3 +219,47 @@ def test_a_clock_raising_at_shutdowns_own_reading_still_stops_everything(
     assert not [t.name for t in threading.enumerate() if t.name.startswith("lldsched-glitch-at-")]
     assert "the clock broke" in caplog.text and "shutdown" in caplog.text
     assert scheduler.wait_idle(timeout=5)
+
+
+@pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_clock_raising_in_shutdowns_lease_keeper_is_logged_and_the_leases_still_renewed(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """On a shared store, shutdown() renews the leases of the runs it waits for on a
+    thread of its own (``leases_kept``): a clock that raised there killed that thread
+    (a traceback on stderr, past logging), and no lease was renewed again, so another
+    process took over runs that were finishing.  Now the reading is logged, and the
+    next renewal goes on."""
+    from typing import Any, cast
+
+    from lldsched.threaded.shared import leases_kept
+
+    renewed = threading.Event()
+
+    class Store:
+        lease = 0.03  # a renewal every 10 ms
+
+    class Coordinator:
+        store = Store()
+
+        def looked(self) -> float:
+            return 0.0
+
+        def renew_held(self, now: float, looked: float) -> None:
+            renewed.set()
+
+    readings = iter([RuntimeError("the clock broke")])
+
+    def now() -> float:
+        failure = next(readings, None)
+        if failure is not None:
+            raise failure
+        return T0
+
+    keeper = cast(Any, Coordinator())
+    with (
+        caplog.at_level(logging.ERROR, logger="lldsched"),
+        leases_kept(keeper, threading.Lock(), now, name="test-lease-keeper"),
+    ):
+        assert renewed.wait(5)
+    assert "the clock broke" in caplog.text
