@@ -245,19 +245,23 @@ class Stopping(SchedulerParts):
     def _refuse_on_loop(self, verb: str) -> None:
         """Raise if the caller is one of this scheduler's coroutine runs: a shutdown there
         would wait, with the loop blocked, for the runs of that very loop (itself
-        included), and then for the loop thread to end, which is the caller's own."""
+        included), and then for the loop thread to end, which is the caller's own.  So
+        from one of the loop's ``asyncio.to_thread`` threads: it would wait for the run
+        awaiting it until its timeout, cancel it, and then wait for its own thread."""
         if self._coroutines.on_loop_thread():
             raise SchedulerStateError(
                 f"{verb} was called from a coroutine run on this scheduler's own event loop "
+                "or an asyncio.to_thread call of one "
                 f"(thread {threading.current_thread().name}): it would wait for that loop's "
-                "runs, itself included, with the loop blocked.  Start the shutdown on a "
+                "runs, itself (or the run awaiting it) included.  Start the shutdown on a "
                 "thread and return: threading.Thread(target=scheduler.shutdown).start() "
                 "(docs/ASYNCIO.md)"
             )
 
     def _own_thread(self) -> bool:
         """True on a thread of this scheduler's that a shutdown may wait for: a worker
-        (an action), the listeners' thread (a listener) or the event loop (a coroutine)."""
+        (an action), the listeners' thread (a listener) or the event loop (a coroutine,
+        or its ``asyncio.to_thread`` call)."""
         thread = threading.current_thread()
         return (
             self._pool.is_worker(thread)
@@ -508,8 +512,9 @@ class Stopping(SchedulerParts):
         if self._own_thread():  # its own run (or delivery) is never over while it waits
             raise SchedulerStateError(
                 f"{verb} was called from one of this scheduler's own threads "
-                f"({threading.current_thread().name}: an action, a listener or a "
-                "coroutine run), so it would wait for itself until its timeout.  Call "
+                f"({threading.current_thread().name}: an action, a listener, a coroutine "
+                "run or its asyncio.to_thread call), so it would wait for itself until its "
+                "timeout.  Call "
                 "it from the thread that drives the scheduler (a test, a demo, a script)"
             )
         deadline = time.monotonic() + wait
