@@ -41,6 +41,23 @@ class _GlitchingClock(FakeClock):
         return thread.endswith(self.on) if self.on.startswith("-") else self.on in thread
 
 
+class _GlitchInModule(FakeClock):
+    """Raises from ``now()`` once, at the first reading a function of ``module`` (a file
+    name of lldsched's) takes itself."""
+
+    def __init__(self, start: float, *, module: str) -> None:
+        super().__init__(start)
+        self.module = module
+        self.raised = threading.Event()
+
+    def now(self) -> float:
+        caller = sys._getframe(1).f_code
+        if caller.co_filename.endswith(self.module) and not self.raised.is_set():
+            self.raised.set()
+            raise RuntimeError("the clock broke")
+        return super().now()
+
+
 @pytest.mark.parametrize("where", ["start", "finish", "deadline"])
 def test_a_clock_raising_in_a_worker_fails_the_run_and_settles_it(
     make_scheduler: SchedulerFactory, caplog: pytest.LogCaptureFixture, where: str
@@ -126,22 +143,6 @@ def test_a_clock_raising_as_shutdown_records_a_deaf_coroutine_still_settles_it(
 
     from lldsched import RetryPolicy, Scheduler
 
-    class GlitchAtTheLoopsEnd(FakeClock):
-        """Raises from ``now()`` once, at the reading the loop's shutdown takes for the
-        end of a run it records itself (the readings before it in shutdown() are
-        left alone: a shutdown whose own first reading raises is another matter)."""
-
-        def __init__(self, start: float) -> None:
-            super().__init__(start)
-            self.raised = threading.Event()
-
-        def now(self) -> float:
-            caller = sys._getframe(1).f_code
-            if caller.co_filename.endswith("loopshutdown.py") and not self.raised.is_set():
-                self.raised.set()
-                raise RuntimeError("the clock broke")
-            return super().now()
-
     started = threading.Event()
 
     async def deaf() -> None:
@@ -150,7 +151,8 @@ def test_a_clock_raising_as_shutdown_records_a_deaf_coroutine_still_settles_it(
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.sleep(3600)
 
-    clock = GlitchAtTheLoopsEnd(T0)
+    # The reading the loop's shutdown takes for the end of a run it records itself.
+    clock = _GlitchInModule(T0, module="loopshutdown.py")
     scheduler = Scheduler(workers=1, clock=clock).start()
     task = scheduler.schedule("deaf", deaf, OneTime(at=T0), retry=RetryPolicy(max_attempts=1))
     assert started.wait(5)
@@ -175,21 +177,7 @@ def test_a_clock_raising_at_shutdowns_own_reading_still_stops_everything(
     flight not waited for."""
     from lldsched import Scheduler
 
-    class GlitchInShutdown(FakeClock):
-        """Raises from ``now()`` once, at a reading stopping.py takes itself."""
-
-        def __init__(self, start: float) -> None:
-            super().__init__(start)
-            self.raised = threading.Event()
-
-        def now(self) -> float:
-            caller = sys._getframe(1).f_code
-            if caller.co_filename.endswith("stopping.py") and not self.raised.is_set():
-                self.raised.set()
-                raise RuntimeError("the clock broke")
-            return super().now()
-
-    clock = GlitchInShutdown(T0)
+    clock = _GlitchInModule(T0, module="stopping.py")  # shutdown()'s own reading
     scheduler = Scheduler(workers=1, clock=clock, name="glitch-at-shutdown").start()
     began, release = threading.Event(), threading.Event()
 
