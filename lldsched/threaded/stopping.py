@@ -4,10 +4,9 @@ Shutdown stops timing first (the timer is woken and joined, so nothing new is
 submitted), then drains (every run due at or before the shutdown instant, in heap
 order, bounded by the timeout) or drops what is due, joins the workers, closes the
 worker processes and the event loop, writes the rows a store outage left stale, then
-delivers the events left.  It is
-idempotent, and final.  On a shared store the leases of the runs it waits for are
-renewed meanwhile (:func:`~lldsched.threaded.shared.leases_kept`): the timer that
-renews them is stopped.
+delivers the events left.  It is idempotent, and final.  On a shared store the leases
+of the runs it waits for are renewed meanwhile
+(:func:`~lldsched.threaded.shared.leases_kept`): the timer that renews them is stopped.
 """
 
 from __future__ import annotations
@@ -514,8 +513,8 @@ class Stopping(SchedulerParts):
                 f"{verb} was called from one of this scheduler's own threads "
                 f"({threading.current_thread().name}: an action, a listener, a coroutine "
                 "run or its asyncio.to_thread call), so it would wait for itself until its "
-                "timeout.  Call "
-                "it from the thread that drives the scheduler (a test, a demo, a script)"
+                "timeout.  Call it from the thread that drives the scheduler (a test, a "
+                "demo, a script)"
             )
         deadline = time.monotonic() + wait
         while True:
