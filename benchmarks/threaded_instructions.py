@@ -21,6 +21,10 @@ teardown cancel out.  The garbage collector stays on: its share is part of the c
   registrations never started (each side collects the garbage after registering, as
   ``bench_coroutines`` does untimed): instructions per coroutine run, every thread
   counted;
+* ``awaitables``: ``dispatch``'s workload with a thread action that returns a
+  coroutine (``lambda: job()``, ``job`` an ``async def``): the worker begins the run and
+  hands what it returned to the event loop (``RunExecution._complete``), the path an
+  ``async def`` action (``coroutines``) never takes: instructions per run;
 * ``bare-loop``: ``bench_coroutines``' floor, a bare event loop on a thread of its own
   making one ``asyncio.Task`` per coroutine, :data:`JOBS` coroutines against none (the
   garbage collected on both sides).
@@ -40,9 +44,16 @@ SIZES = {
     "dispatch": (0.0, 1.0),
     "register": (2_000.0, 12_000.0),
     "coroutines": (0.0, 1.0),
+    "awaitables": (0.0, 1.0),
     "bare-loop": (0.0, 1.0),
 }
-UNITS = {"dispatch": "job", "register": "registration", "coroutines": "run", "bare-loop": "run"}
+UNITS = {
+    "dispatch": "job",
+    "register": "registration",
+    "coroutines": "run",
+    "awaitables": "run",
+    "bare-loop": "run",
+}
 
 
 def measured(workload: str, size: float) -> int:
@@ -65,9 +76,13 @@ def measured(workload: str, size: float) -> int:
         if next(counter) == JOBS:
             done.set()
 
+    async def awaited() -> None:
+        job()
+
+    action = (lambda: awaited()) if workload == "awaitables" else job
     at = time.time() - 1.0
     for _ in range(JOBS):
-        scheduler.schedule("noop", job, OneTime(at=at))
+        scheduler.schedule("noop", action, OneTime(at=at))
     if not size:
         scheduler.shutdown(timeout=60)
         return 0

@@ -106,13 +106,40 @@ def test_shutdown_from_one_of_its_own_coroutine_runs_is_refused_and_nothing_stop
         assert len(refused) == 2
         assert refused[0].startswith(
             "shutdown() was called from a coroutine run on this scheduler's own event loop "
-            "(thread lldsched-refuses-loop)"
+            "or an asyncio.to_thread call of one (thread lldsched-refuses-loop)"
         )
         assert refused[1].startswith("aclose() was called from a coroutine run")
         assert "threading.Thread(target=scheduler.shutdown).start()" in refused[0]
         assert scheduler.running  # refused before anything changed
         after = scheduler.schedule("after", asyncio.sleep, OneTime(delay=0), args=(0, "ran"))
         assert scheduler.wait_idle(10) and after.history[0].result == "'ran'"
+    finally:
+        assert scheduler.shutdown(timeout=10)
+
+
+@pytest.mark.parametrize("verb", ["shutdown", "wait_idle"])
+def test_a_wait_from_a_to_thread_call_of_its_own_coroutine_run_is_refused_too(verb: str) -> None:
+    """``await asyncio.to_thread(scheduler.shutdown)`` from one of its own coroutine runs
+    waited for that very run: the whole timeout, then the run cancelled ("scheduler shut
+    down", its task left to run again) and a warning of a to_thread call still going
+    (the shutdown's own); ``wait_idle`` so waited out its timeout and said False.  Both
+    are refused, as from the loop itself, before anything changes."""
+    refused: list[str] = []
+
+    async def waits() -> None:
+        try:
+            await asyncio.to_thread(getattr(scheduler, verb), timeout=10)
+        except SchedulerStateError as exc:
+            refused.append(str(exc))
+
+    scheduler = Scheduler(name="to-thread").start()
+    try:
+        scheduler.schedule(verb, waits, OneTime(delay=0), id="waits")
+        assert scheduler.wait_idle(20)
+        (said,) = refused
+        assert said.startswith(f"{verb}() was called from ")
+        assert "lldsched-to-thread-loop-to-thread_0" in said and "to_thread call" in said
+        assert scheduler.running and scheduler.task("waits").history[0].ok
     finally:
         assert scheduler.shutdown(timeout=10)
 

@@ -41,6 +41,23 @@ class _GlitchingClock(FakeClock):
         return thread.endswith(self.on) if self.on.startswith("-") else self.on in thread
 
 
+class _GlitchInModule(FakeClock):
+    """Raises from ``now()`` once, at the first reading a function of ``module`` (a file
+    name of lldsched's) takes itself."""
+
+    def __init__(self, start: float, *, module: str) -> None:
+        super().__init__(start)
+        self.module = module
+        self.raised = threading.Event()
+
+    def now(self) -> float:
+        caller = sys._getframe(1).f_code
+        if caller.co_filename.endswith(self.module) and not self.raised.is_set():
+            self.raised.set()
+            raise RuntimeError("the clock broke")
+        return super().now()
+
+
 @pytest.mark.parametrize("where", ["start", "finish", "deadline"])
 def test_a_clock_raising_in_a_worker_fails_the_run_and_settles_it(
     make_scheduler: SchedulerFactory, caplog: pytest.LogCaptureFixture, where: str
@@ -126,22 +143,6 @@ def test_a_clock_raising_as_shutdown_records_a_deaf_coroutine_still_settles_it(
 
     from lldsched import RetryPolicy, Scheduler
 
-    class GlitchAtTheLoopsEnd(FakeClock):
-        """Raises from ``now()`` once, at the reading the loop's shutdown takes for the
-        end of a run it records itself (the readings before it in shutdown() are
-        left alone: a shutdown whose own first reading raises is another matter)."""
-
-        def __init__(self, start: float) -> None:
-            super().__init__(start)
-            self.raised = threading.Event()
-
-        def now(self) -> float:
-            caller = sys._getframe(1).f_code
-            if caller.co_filename.endswith("loopshutdown.py") and not self.raised.is_set():
-                self.raised.set()
-                raise RuntimeError("the clock broke")
-            return super().now()
-
     started = threading.Event()
 
     async def deaf() -> None:
@@ -150,7 +151,8 @@ def test_a_clock_raising_as_shutdown_records_a_deaf_coroutine_still_settles_it(
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.sleep(3600)
 
-    clock = GlitchAtTheLoopsEnd(T0)
+    # The reading the loop's shutdown takes for the end of a run it records itself.
+    clock = _GlitchInModule(T0, module="loopshutdown.py")
     scheduler = Scheduler(workers=1, clock=clock).start()
     task = scheduler.schedule("deaf", deaf, OneTime(at=T0), retry=RetryPolicy(max_attempts=1))
     assert started.wait(5)
@@ -163,3 +165,89 @@ def test_a_clock_raising_as_shutdown_records_a_deaf_coroutine_still_settles_it(
     assert task.history[0].finished == T0  # the timer's last reading
     assert task.status is TaskStatus.FAILED
     assert scheduler.metrics(timeout=5).coroutines == 0
+
+
+def test_a_clock_raising_at_shutdowns_own_reading_still_stops_everything(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """shutdown()'s own reading of the clock (the instant it drains up to) raising: the
+    shutdown still completes (the drain waits for the run in flight, every thread ends)
+    and the clock's error is logged with its traceback; it raised out of shutdown(),
+    leaving the workers, the listeners' thread and the event loop running and the run in
+    flight not waited for."""
+    from lldsched import Scheduler
+
+    clock = _GlitchInModule(T0, module="stopping.py")  # shutdown()'s own reading
+    scheduler = Scheduler(workers=1, clock=clock, name="glitch-at-shutdown").start()
+    began, release = threading.Event(), threading.Event()
+
+    def job() -> None:
+        began.set()
+        release.wait(5)
+
+    async def coroutine() -> None:
+        pass
+
+    scheduler.schedule("coro", coroutine, OneTime(at=T0), id="coro")  # the loop started
+    task = scheduler.schedule("in flight", job, OneTime(at=T0), id="in-flight")
+    assert began.wait(5)
+    # The run ends once the clock raised: the drain must still be waiting for it then.
+
+    def release_once_raised() -> None:
+        clock.raised.wait(5)
+        release.set()
+
+    releaser = threading.Thread(target=release_once_raised)
+    releaser.start()
+    with caplog.at_level(logging.ERROR, logger="lldsched"):
+        assert scheduler.shutdown(timeout=5)
+    releaser.join()
+    assert clock.raised.is_set() and not scheduler.running
+    assert [r.ok for r in task.history] == [True]  # the drain waited for it
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("lldsched-glitch-at-")]
+    assert "the clock broke" in caplog.text and "shutdown" in caplog.text
+    assert scheduler.wait_idle(timeout=5)
+
+
+@pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_clock_raising_in_shutdowns_lease_keeper_is_logged_and_the_leases_still_renewed(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """On a shared store, shutdown() renews the leases of the runs it waits for on a
+    thread of its own (``leases_kept``): a clock that raised there killed that thread
+    (a traceback on stderr, past logging), and no lease was renewed again, so another
+    process took over runs that were finishing.  Now the reading is logged, and the
+    next renewal goes on."""
+    from typing import Any, cast
+
+    from lldsched.threaded.shared import leases_kept
+
+    renewed = threading.Event()
+
+    class Store:
+        lease = 0.03  # a renewal every 10 ms
+
+    class Coordinator:
+        store = Store()
+
+        def looked(self) -> float:
+            return 0.0
+
+        def renew_held(self, now: float, looked: float) -> None:
+            renewed.set()
+
+    readings = iter([RuntimeError("the clock broke")])
+
+    def now() -> float:
+        failure = next(readings, None)
+        if failure is not None:
+            raise failure
+        return T0
+
+    keeper = cast(Any, Coordinator())
+    with (
+        caplog.at_level(logging.ERROR, logger="lldsched"),
+        leases_kept(keeper, threading.Lock(), now, name="test-lease-keeper"),
+    ):
+        assert renewed.wait(5)
+    assert "the clock broke" in caplog.text

@@ -80,6 +80,21 @@ def test_a_plain_function_that_returns_a_coroutine_is_awaited_too(
     assert task.history[0].ok and task.history[0].result == "42"
 
 
+def test_an_unshared_scheduler_asks_no_lease_of_a_run_handed_to_the_loop(
+    make_scheduler: SchedulerFactory, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only a shared store's lease can be lost: without one, the worker that hands an
+    awaitable to the loop pays no call to ask (``RunExecution._complete``)."""
+    from lldsched.threaded.running import RunExecution
+
+    asked: list[str] = []
+    monkeypatch.setattr(RunExecution, "_lease_gone", lambda _, run: asked.append(run.task.id))
+    scheduler = make_scheduler(clock=clock)
+    task = scheduler.schedule("later", lambda: double(21), OneTime(delay=0))
+    settle(scheduler)
+    assert task.history[0].result == "42" and asked == []
+
+
 def test_an_awaitable_that_raises_fails_its_run_with_the_error_and_is_retried(
     make_scheduler: SchedulerFactory, clock: FakeClock
 ) -> None:

@@ -12,6 +12,7 @@ import pytest
 from lldsched import (
     CronSchedule,
     FakeClock,
+    InMemoryTaskStore,
     Jittered,
     ScheduledTask,
     ScheduleError,
@@ -135,3 +136,50 @@ def _add(runtime: Scheduler | Simulation, name: str, schedule: Any) -> Scheduled
     if isinstance(runtime, Scheduler):
         return runtime.schedule(name, jobs.noop, schedule)
     return runtime.schedule(name, schedule)
+
+
+def test_a_restart_registering_a_zoneless_cron_again_keeps_its_catch_up(tmp_path: Path) -> None:
+    """Why cron equality ignores ``names_zone``: a durable store gives a schedule back
+    naming its zone (the zone is resolved at registration and stored), so the service's
+    start, registering the same zoneless text again, must find it equal, and keep the
+    task's catch-up after downtime (an unequal schedule is a reschedule, which drops it)."""
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path) as store:
+        scheduler = Scheduler(workers=1, clock=FakeClock(T0), store=store)
+        scheduler.schedule("report", jobs.noop, CronSchedule("0 12 * * *"), id="report")
+        scheduler.shutdown()
+    later = T0 + 48 * HOUR  # two noons missed: RUN_ONCE runs the latest at once
+    with SqliteTaskStore(path) as store:
+        scheduler = Scheduler(workers=1, clock=FakeClock(later), store=store)
+        restored = scheduler.task("report").schedule
+        assert isinstance(restored, CronSchedule) and restored.names_zone  # as stored
+        missed = T0 + 27 * HOUR  # the latest noon missed, the catch-up's slot
+        assert scheduler.task("report").next_run_at == missed
+        again = CronSchedule("0 12 * * *")
+        assert not again.names_zone and again == restored
+        task = scheduler.schedule("report", jobs.noop, again, id="report", replace_existing=True)
+        assert task.next_run_at == missed  # unchanged (a reschedule: the next noon)
+        scheduler.start()
+        assert scheduler.wait_idle(timeout=5)
+        assert [r.slot for r in task.history if r.ok] == [missed]  # the catch-up ran
+        scheduler.shutdown()
+
+
+def test_a_zoneless_cron_registered_in_utc_is_not_re_zoned_by_another_default() -> None:
+    """Equal schedules may differ in ``names_zone`` because no scheduler reads the flag of
+    a registered schedule: it is resolved into a zone as it is registered, and a store's
+    schedule, even an ``InMemoryTaskStore``'s own object that still names none, is
+    restored as it is under another default zone."""
+    store = InMemoryTaskStore()
+    first = Scheduler(workers=1, clock=FakeClock(T0), store=store)  # default UTC
+    task = first.schedule("report", jobs.noop, CronSchedule("0 12 * * *"), id="report")
+    explicit = CronSchedule("0 12 * * *", tz="UTC")
+    first.schedule("report", jobs.noop, explicit, id="report", replace_existing=True)
+    kept = task.schedule
+    assert isinstance(kept, CronSchedule) and not kept.names_zone  # equal: the one kept
+    assert first.task("report") is task
+    first.shutdown()
+    second = Scheduler(workers=1, clock=FakeClock(T0), store=store, tz="Asia/Tokyo")
+    assert second.task("report").schedule == explicit  # still UTC: nothing re-zoned it
+    assert second.task("report").next_run_at == T0 + 3 * HOUR  # 12:00 UTC
+    second.shutdown()

@@ -208,3 +208,42 @@ def test_a_stale_row_that_fails_again_keeps_the_outage_and_is_written_at_the_nex
         (warning,) = [r for r in caplog.records if "recovered" in r.getMessage()]
         assert "the 1 rows they left stale were written again" in warning.getMessage()
         assert any("KeyboardInterrupt" in r.getMessage() for r in caplog.records)
+
+
+def test_a_one_off_whose_finish_met_a_full_disk_is_stored_as_it_finished_by_the_shutdown(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No transition follows the last run before a shutdown, so none wrote its stale row
+    again: the file said RUNNING and the next start ran the one-off again, though the
+    disk had room by the shutdown.  The shutdown writes the stale rows, its last write."""
+    path = tmp_path / "tasks.db"
+    store = FullDisk(path, failing={3})  # the one-off's finish (register, begin, finish)
+    with store:
+        scheduler = Scheduler(clock=FakeClock(T0), store=store).start()
+        scheduler.schedule("once", jobs.note, OneTime(delay=0), args=("once",), id="once")
+        assert scheduler.wait_idle(timeout=5)
+        assert scheduler.task("once").status is TaskStatus.SUCCEEDED
+        with caplog.at_level(logging.WARNING, logger="lldsched"):
+            assert scheduler.shutdown(timeout=5)
+        stored = store.get("once")
+    assert stored is not None and stored.status is TaskStatus.SUCCEEDED
+    assert (stored.run_count, stored.running) == (1, False)
+    assert "recovered" in caplog.text and "written again" in caplog.text
+    assert scheduler.metrics(timeout=5).store_ok
+
+
+def test_a_disk_still_full_at_the_shutdown_leaves_the_rows_stale_and_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "tasks.db"
+    store = FullDisk(path, failing=range(3, 1_000))  # full from the one-off's finish on
+    with store:
+        scheduler = Scheduler(clock=FakeClock(T0), store=store).start()
+        scheduler.schedule("once", jobs.note, OneTime(delay=0), args=("once",), id="once")
+        assert scheduler.wait_idle(timeout=5)
+        with caplog.at_level(logging.WARNING, logger="lldsched"):
+            assert scheduler.shutdown(timeout=5)  # every thread stopped all the same
+        stored = store.get("once")
+    assert stored is not None and stored.running  # what a crash leaves: run again
+    (said,) = [r for r in caplog.records if "stale" in r.getMessage()]
+    assert said.levelno == logging.WARNING and "once" in said.getMessage()

@@ -113,9 +113,11 @@ def test_a_store_failing_every_other_write_says_each_outage_and_each_recovery(
     errors = logged(caplog, logging.ERROR)
     assert len(errors) == 2 and all(r.exc_info is not None for r in errors)
     assert all("failed (a save of task-1)" in r.getMessage() for r in errors)
-    # The begin of the second run was stored: the first outage ended, said once.
-    (recovered,) = logged(caplog, logging.WARNING)
+    # The begin of the second run was stored: the first outage ended, said once; the
+    # shutdown wrote the row the second run's finish left stale: the second ended too.
+    recovered, at_shutdown = logged(caplog, logging.WARNING)
     assert "1 calls failed during the outage, 1 task writes not stored" in recovered.getMessage()
+    assert "the 1 rows they left stale were written again" in at_shutdown.getMessage()
 
 
 def test_only_a_success_of_a_kind_that_failed_ends_an_outage(

@@ -228,7 +228,29 @@ class StoreWrites:
             outage.stale.pop(task_id, None)
             if outage.stale and current is not None:
                 rewritten = self._rewrite(outage, current, written)
-        if outage.kinds.isdisjoint(written) or (outage.stale and current is not None):
+        self._end(outage, kind, written, rewritten)
+
+    def rewrite_stale(self) -> list[str]:
+        """The last chance to write the rows the outage left stale (a shutdown: no
+        transition follows to write them again): :meth:`_rewrite` once, the outage ended
+        as :meth:`succeeded` ends it if none is left.  The ids of the rows still stale
+        (none without an outage, or for a shared store, whose rows are not written
+        again); caller holds what guards this StoreWrites."""
+        outage = self.outage
+        current = self.current
+        if outage is None or not outage.stale or current is None:
+            return []
+        written: set[str] = set()
+        rewritten = self._rewrite(outage, current, written)
+        if written:
+            self._end(outage, "rewrite of the rows left stale", written, rewritten)
+        return list(outage.stale)
+
+    def _end(self, outage: Outage, kind: str, written: set[str], rewritten: int) -> None:
+        """End ``outage`` now that calls of the kinds ``written`` succeeded (``kind``: what
+        the line names), ``rewritten`` of its stale rows written again, unless a kind
+        that failed did not succeed or a stale row is left: said in one line."""
+        if outage.kinds.isdisjoint(written) or (outage.stale and self.current is not None):
             return  # not over while a stale row failed again: the next write tries it
         self.outage = None
         log.log(

@@ -21,6 +21,7 @@ name in Python 3.11, 3.12 and 3.13 (checked; a test ends a program in such a cal
 from __future__ import annotations
 
 import concurrent.futures.thread
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -31,6 +32,15 @@ class LoopCalls(ThreadPoolExecutor):
     """A thread pool whose threads an exit does not wait for (see the module docstring);
     made, and given its calls, on the scheduler's event loop thread."""
 
+    def __init__(self, *, thread_name_prefix: str) -> None:
+        # Marks this pool's threads, each as it starts, before its first call (the pool's
+        # set of threads gets a thread only once it started: a call may run before).
+        self._mine = threading.local()
+        super().__init__(thread_name_prefix=thread_name_prefix, initializer=self._mark)
+
+    def _mark(self) -> None:
+        self._mine.marked = True
+
     def _adjust_thread_count(self) -> None:
         """Start a thread if one is needed (the base class), then take every thread of
         this pool out of the ones ``concurrent.futures`` joins at exit.  Called by
@@ -39,3 +49,8 @@ class LoopCalls(ThreadPoolExecutor):
         joined_at_exit: Any = getattr(concurrent.futures.thread, "_threads_queues", {})
         for thread in self._threads:
             joined_at_exit.pop(thread, None)
+
+    def runs_caller(self) -> bool:
+        """True when the caller is one of this pool's threads (a coroutine run's
+        ``asyncio.to_thread`` call, or something it called)."""
+        return getattr(self._mine, "marked", False)

@@ -196,9 +196,16 @@ class CoroutineRunner(LoopShutdown):
 
     def on_loop_thread(self) -> bool:
         """True when the caller runs on this runner's loop thread (a coroutine run, or
-        something it called): a wait there for the loop's runs would wait for itself."""
+        something it called), or on a thread of the loop's ``asyncio.to_thread`` calls
+        (which a coroutine run may await): a wait there for the loop's runs would wait
+        for itself."""
         thread = self._thread
-        return thread is not None and thread is threading.current_thread()
+        if thread is None:
+            return False
+        executor = self._executor
+        return thread is threading.current_thread() or (
+            executor is not None and executor.runs_caller()
+        )
 
     # -- handing over (caller holds the lock) -------------------------------------------
 

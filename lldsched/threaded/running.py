@@ -245,7 +245,9 @@ class RunExecution(SchedulerParts):
                     return
                 # a verb settled its task meanwhile: recorded failed, as it ended
             elif self._coroutines.submit(run, started, awaitable):
-                why = stopped_since_begun(run.task) or _overlapped(run) or self._lease_gone(run)
+                why = stopped_since_begun(run.task) or _overlapped(run)
+                if why is None and self._coordinator is not None:  # no lease to lose unshared
+                    why = self._lease_gone(run)
                 if why is not None:  # the verb, the newer run or the renewal found no coroutine
                     self._coroutines.cancel_run(run, why)
                 return  # recorded by _finish_coroutine when it completes

@@ -593,8 +593,9 @@ def leases_kept(
     stopped), renew ``coordinator``'s leases every ``lease / 3`` seconds on a thread of
     its own, under ``lock`` (the scheduler's, as the timer renews); the thread ends with
     the block (``name``: its name), joined within ``deadline`` (a keeper still waiting
-    for a lock a store call holds renews nothing once it has it, and ends).  Nothing to
-    do without a shared store."""
+    for a lock a store call holds renews nothing once it has it, and ends).  A renewal
+    that raises (an injected clock's ``now()``) is logged, and the next one goes on, as
+    after a store's failure.  Nothing to do without a shared store."""
     if coordinator is None:
         yield
         return
@@ -602,10 +603,17 @@ def leases_kept(
 
     def keep() -> None:
         while not done.wait(renewal_every(coordinator.store.lease)):
-            with lock:
-                if not done.is_set():
-                    looked = coordinator.looked()  # first: what the renewal's trust counts from
-                    coordinator.renew_held(now(), looked)
+            try:
+                with lock:
+                    if not done.is_set():
+                        looked = coordinator.looked()  # first: what the trust counts from
+                        coordinator.renew_held(now(), looked)
+            except Exception:  # (rare) an injected clock that raised: logged, lock let go
+                log.exception(
+                    "a renewal of the leases a shutdown waits for raised; the next one, "
+                    "%s s later, tries again",
+                    renewal_every(coordinator.store.lease),
+                )
 
     keeper = threading.Thread(target=keep, name=name, daemon=True)
     keeper.start()

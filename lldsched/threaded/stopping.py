@@ -3,10 +3,10 @@
 Shutdown stops timing first (the timer is woken and joined, so nothing new is
 submitted), then drains (every run due at or before the shutdown instant, in heap
 order, bounded by the timeout) or drops what is due, joins the workers, closes the
-worker processes and the event loop, then delivers the events left.  It is
-idempotent, and final.  On a shared store the leases of the runs it waits for are
-renewed meanwhile (:func:`~lldsched.threaded.shared.leases_kept`): the timer that
-renews them is stopped.
+worker processes and the event loop, writes the rows a store outage left stale, then
+delivers the events left.  It is idempotent, and final.  On a shared store the leases
+of the runs it waits for are renewed meanwhile
+(:func:`~lldsched.threaded.shared.leases_kept`): the timer that renews them is stopped.
 """
 
 from __future__ import annotations
@@ -41,6 +41,10 @@ log = logging.getLogger(SCHEDULER)
 KILLED = "the scheduler shut down without draining"
 """Why a shutdown killed a process-isolated run (its record's ``CancelledError: ...``):
 ``drain=False``, or a drain out of time."""
+
+
+STALE_SHOWN = 20
+"""The most task ids the warning of rows a shutdown leaves stale names (the rest counted)."""
 
 
 class Stopping(SchedulerParts):
@@ -96,6 +100,12 @@ class Stopping(SchedulerParts):
         raises :class:`~lldsched.errors.SchedulerStateError` before changing anything
         (it would wait for itself with its loop blocked); a thread run may call it.
 
+        An injected clock that raises as this reads "the instant of this call" does not
+        stop it: the drain goes by the timer's last reading, and the clock's error is
+        logged (:meth:`_instant`).  The rows a store outage left stale are written once
+        more, its last write; those the store still refuses are named in a warning
+        (:meth:`_write_stale`).
+
         In a child forked from the process that made the scheduler it stops nothing and
         returns True: the threads, the worker processes and the store are the parent's
         (every other verb there raises; :mod:`lldsched.threaded.forked`).
@@ -136,7 +146,7 @@ class Stopping(SchedulerParts):
         self, *, drain: bool, timeout: float | None, deadline: Deadline, started: bool
     ) -> bool:
         """The first shutdown() past taking the lock: stop, drain or drop, join."""
-        instant = self._clock.now()
+        instant = self._instant()
         if self._timer is not None and self._timer is not threading.current_thread():
             self._timer.join(deadline.remaining())
         # The timer is stopped: the leases of the runs waited for are renewed meanwhile.
@@ -164,6 +174,7 @@ class Stopping(SchedulerParts):
                 deadline.run(release, name=f"{self._thread_prefix}release")
             self._processes.close(deadline.remaining())
             self._close_loop(deadline)
+        self._write_stale(deadline)
         flushing = self._flush_store(deadline)
         self._dispatcher.close(deadline.remaining())
         if not self._threads_alive() and not flushing:
@@ -212,22 +223,44 @@ class Stopping(SchedulerParts):
             if done.done() and not done.cancelled():
                 stopper.join()
 
+    def _instant(self) -> float:
+        """The instant a shutdown drains up to: the clock's now.  If the injected clock
+        raises instead (rare), the timer's last reading (nothing counts as due by it if
+        the timer never woke), and the clock's error is logged with its traceback: the
+        shutdown goes on to its end (docs/DECISIONS.md, "A clock whose `now()` raises")."""
+        try:
+            return self._clock.now()
+        except Exception:
+            woke = self._last_look.woke
+            instant = float("-inf") if woke is None else woke
+            log.exception(
+                "the scheduler's clock raised as shutdown() read the instant to drain up "
+                "to; it drains what was due by the timer's last reading (%r) and stops all "
+                "the same",
+                woke,
+            )
+            return instant
+
     def _refuse_on_loop(self, verb: str) -> None:
         """Raise if the caller is one of this scheduler's coroutine runs: a shutdown there
         would wait, with the loop blocked, for the runs of that very loop (itself
-        included), and then for the loop thread to end, which is the caller's own."""
+        included), and then for the loop thread to end, which is the caller's own.  So
+        from one of the loop's ``asyncio.to_thread`` threads: it would wait for the run
+        awaiting it until its timeout, cancel it, and then wait for its own thread."""
         if self._coroutines.on_loop_thread():
             raise SchedulerStateError(
                 f"{verb} was called from a coroutine run on this scheduler's own event loop "
+                "or an asyncio.to_thread call of one "
                 f"(thread {threading.current_thread().name}): it would wait for that loop's "
-                "runs, itself included, with the loop blocked.  Start the shutdown on a "
+                "runs, itself (or the run awaiting it) included.  Start the shutdown on a "
                 "thread and return: threading.Thread(target=scheduler.shutdown).start() "
                 "(docs/ASYNCIO.md)"
             )
 
     def _own_thread(self) -> bool:
         """True on a thread of this scheduler's that a shutdown may wait for: a worker
-        (an action), the listeners' thread (a listener) or the event loop (a coroutine)."""
+        (an action), the listeners' thread (a listener) or the event loop (a coroutine,
+        or its ``asyncio.to_thread`` call)."""
         thread = threading.current_thread()
         return (
             self._pool.is_worker(thread)
@@ -248,6 +281,37 @@ class Stopping(SchedulerParts):
             return False
         flush = functools.partial(coordinator.flush, lock=self._lock)  # its bookkeeping's
         return not deadline.run(flush, name=f"{self._thread_prefix}flush")
+
+    def _write_stale(self, deadline: Deadline) -> None:
+        """Write the rows a store outage left stale, the shutdown's last write: no
+        transition follows to write them again (:meth:`StoreWrites.rewrite_stale
+        <lldsched.core.storewrites.StoreWrites.rewrite_stale>`), else the next start reads
+        a one-off that finished as still to run.  On a thread of its own under the
+        lock, waited for within the time left, as the shutdown's other store calls are;
+        the rows still stale then are said in a warning.  The first shutdown's only: a
+        later one no longer holds the store (:mod:`lldsched.core.storeuse`)."""
+        writes = self._core.store_writes
+        if writes is None or writes.outage is None:  # read unlocked: the common case, no thread
+            return
+        left: list[str] = []
+
+        def rewrite() -> None:
+            with deadline.holding(self._lock) as held:
+                if held:
+                    left.extend(writes.rewrite_stale())
+
+        if deadline.run(rewrite, name=f"{self._thread_prefix}rewrite") and left:
+            shown = ", ".join(left[:STALE_SHOWN])
+            more = f" and {len(left) - STALE_SHOWN} more" if len(left) > STALE_SHOWN else ""
+            log.warning(
+                "shutdown() leaves the rows of %d tasks stale in store %r (%s%s): their "
+                "writes failed and failed again now; a restart reads them as they were, "
+                "so a run that ended since may run again (at-least-once, as after a crash)",
+                len(left),
+                writes.store,
+                shown,
+                more,
+            )
 
     def _warn_not_stopped(self, timeout: float | None) -> None:
         """Say that ``shutdown(timeout=...)`` could not take the scheduler's lock at all."""
@@ -447,9 +511,10 @@ class Stopping(SchedulerParts):
         if self._own_thread():  # its own run (or delivery) is never over while it waits
             raise SchedulerStateError(
                 f"{verb} was called from one of this scheduler's own threads "
-                f"({threading.current_thread().name}: an action, a listener or a "
-                "coroutine run), so it would wait for itself until its timeout.  Call "
-                "it from the thread that drives the scheduler (a test, a demo, a script)"
+                f"({threading.current_thread().name}: an action, a listener, a coroutine "
+                "run or its asyncio.to_thread call), so it would wait for itself until its "
+                "timeout.  Call it from the thread that drives the scheduler (a test, a "
+                "demo, a script)"
             )
         deadline = time.monotonic() + wait
         while True:

@@ -145,7 +145,14 @@ class CronSchedule:
         """Equal when the text and the zone are: ``"0 0 * * *"`` and ``"0 0 * * 0-6"``
         fire at the same instants yet are two values, as each prints and is stored as
         written (docs/DECISIONS.md, "A cron schedule is its text and zone").
-        Equal schedules share one parsed engine (:func:`_engine`)."""
+        Equal schedules share one parsed engine (:func:`_engine`).
+
+        :attr:`names_zone` is not compared: it says how a runtime reads the schedule
+        as it is registered (a zoneless one in its default zone), and a registered
+        schedule is read in its zone for good (restored as it is, under any default);
+        a durable store gives it back naming its zone, and a service registering it
+        again at its start must find it equal (docs/DECISIONS.md, "A default zone for
+        cron that names none")."""
         return isinstance(other, CronSchedule) and (self.expr, self.tz) == (other.expr, other.tz)
 
     def __hash__(self) -> int:
