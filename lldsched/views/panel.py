@@ -50,6 +50,7 @@ from lldsched.views.widgetkit import (
     close_tree,
     closes_when_its_cell_runs_again,
     plain,
+    refuse_if_closed,
     require_ipywidgets,
     text_of,
     when,
@@ -364,6 +365,8 @@ class ControlPanel:
         with self._render:
             row = self._rows.get(task_id)
             name = row.shown["task"] if row is not None else task_id  # as the row says
+            # A closed button's click() still calls this: a closed panel refuses it.
+            refuse_if_closed(self._closed, view="control panel", verb=f"{verb} {name}")
             try:
                 # The counts before the verb: the re-run may end before it returns; and
                 # the run in flight at the press, which a pause or cancel may end at once.
@@ -392,7 +395,9 @@ class ControlPanel:
         outer box).  A refresh already asked for does nothing once closed; the panel
         holds nothing open and is garbage once its caller drops it (IPython's ``Out``
         and ``_`` keep a cell's last value).  Shown after this, it reads as its last
-        table, said to be closed.  Idempotent."""
+        table, said to be closed; a button's ``click()`` then raises
+        :class:`~lldsched.errors.SchedulerStateError` and acts on nothing
+        (:func:`~lldsched.views.widgetkit.refuse_if_closed`).  Idempotent."""
         with self._render:
             if self._closed:
                 return

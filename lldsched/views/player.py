@@ -25,6 +25,7 @@ from lldsched.views.widgetkit import (
     close_tree,
     closes_when_its_cell_runs_again,
     plain,
+    refuse_if_closed,
     require_ipywidgets,
     text_of,
     when,
@@ -123,11 +124,23 @@ class SimulationPlayer:
             parts.append(self.chart)
         self.widget = widgets.VBox(parts)
         self.charts_drawn = 0
+        self._closed = False
         self._refresh()
         closes_when_its_cell_runs_again(self)
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called: a closed player acts no more."""
+        return self._closed
+
+    def _check_open(self, verb: str) -> None:
+        refuse_if_closed(self._closed, view="player", verb=verb)
+
     def step(self) -> None:
-        """Process the next event, and say what it was."""
+        """Process the next event, and say what it was.  Raises
+        :class:`~lldsched.errors.SchedulerStateError` once the player is closed, as
+        :meth:`advance` and :meth:`run_until` do (nothing is run)."""
+        self._check_open("step")
         done = self.sim.step()
         if isinstance(done, _StepDone):
             if done.record is not None:  # its task may have finished and retired
@@ -142,12 +155,14 @@ class SimulationPlayer:
 
     def advance(self, seconds: float) -> None:
         """Run ``seconds`` of simulated time."""
+        self._check_open("advance")
         self.sim.run_for(seconds)
         self.last_step.value = ""
         self._refresh()
 
     def run_until(self, when: datetime | float) -> None:
         """Run until ``when`` (an aware datetime, or epoch seconds)."""
+        self._check_open("run until")
         self.sim.run(when)
         self.last_step.value = ""
         self._refresh()
@@ -159,6 +174,7 @@ class SimulationPlayer:
             self._run_until_text()
 
     def _run_until_text(self) -> None:
+        self._check_open("run until")  # raised, not said under a closed table
         try:
             when = datetime.fromisoformat(self.until.value.strip())
             if when.tzinfo is None:
@@ -244,7 +260,11 @@ class SimulationPlayer:
         """Stop listening to the simulation, close the table (:meth:`ControlPanel.close`)
         and every other widget the player made (buttons, boxes, the chart, each one's
         layout and style): nothing of it stays open, and it is garbage once its caller
-        drops it.  The simulation is left as it is.  Idempotent."""
+        drops it.  The simulation is left as it is; the player's controls then raise
+        :class:`~lldsched.errors.SchedulerStateError` and run nothing.  Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
         if self.chart is not None:
             self.sim.remove_listener(self._listener)
         self.table.close()
