@@ -382,7 +382,13 @@ class ControlPanel:
             # that finishes a task, cancel, is said by the task's name alone).
             with contextlib.suppress(TaskNotFoundError):
                 task = self._source.task(task_id)
-            self.say(pressed(verb, task, changed=changed, when=self._when, in_flight=in_flight))
+            # The runtime's state as the verb left it: a shut-down scheduler takes a pause
+            # but refuses a resume, and the message must not promise one.
+            state = self._source.metrics().state
+            said = pressed(
+                verb, task, changed=changed, when=self._when, in_flight=in_flight, state=state
+            )
+            self.say(said)
             if verb == "redrive" and changed:
                 self._watch = before
             self.refresh([task_id])
