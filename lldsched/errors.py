@@ -65,7 +65,8 @@ class SchedulerStateError(LldschedError, RuntimeError):
     """The scheduler cannot do that now: it is shut down (or started twice), or is a
     copy in a child forked from the process that made it (:mod:`lldsched.threaded.forked`);
     the task finished and will not run again (``reschedule``, ``modify``), or other
-    tasks still depend on it (``remove``)."""
+    tasks still depend on it (``remove``); or the view driving it (a control panel, a
+    simulation player) is closed (:func:`lldsched.views.widgetkit.refuse_if_closed`)."""
 
 
 class SchedulerBusyError(LldschedError, TimeoutError):

@@ -253,3 +253,27 @@ def test_a_history_read_while_a_batch_is_packed_is_the_one_before_or_after_the_a
     stats._blocks = _PacksWhileCopied(stats._blocks, lambda: stats.add(added[-1]))
     assert stats.records() in (tuple(added[:-1]), tuple(added))  # never without the tail
     assert stats.records() == tuple(added)
+
+
+@pytest.mark.parametrize("with_store", [False, True], ids=["no store", "sqlite store"])
+def test_a_threaded_scheduler_packs_its_histories_with_a_store_or_without(
+    tmp_path: Any, with_store: bool
+) -> None:
+    from lldsched import SqliteTaskStore
+    from lldsched.core import packedstats
+
+    store = SqliteTaskStore(tmp_path / "tasks.db") if with_store else None
+    clock = FakeClock(T0)
+    scheduler = Scheduler(workers=1, clock=clock, store=store)
+    with scheduler:
+        scheduler.schedule("tick", noop, FixedRate(10))
+        for _ in range(2 * BATCH):
+            clock.advance(10.0)
+            assert scheduler.wait_idle(10.0)
+        (task,) = scheduler.tasks()
+    # Its older records are in packed blocks, not record objects, a store or none.
+    assert type(task._stats) is PackedRunStats and task._stats.blocks()
+    assert len(task.history) == 2 * BATCH + 1  # the run at T0, then one a step
+    # The module's account says so too: packing is the threaded scheduler's, store or not.
+    opening = (packedstats.__doc__ or "").split("\n\n")[1]
+    assert "store-less" not in opening and "with a store or without" in opening

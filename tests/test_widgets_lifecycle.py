@@ -193,3 +193,39 @@ def test_a_failed_run_again_loses_nothing_registered(kernel: Kernel) -> None:
     panel.refresh()
     assert [row["task"] for row in panel.rows][-1] == "late"
     panel.close()
+
+
+def test_a_closed_player_refuses_every_control_and_advances_nothing() -> None:
+    from lldsched.errors import SchedulerStateError
+
+    sim = simulation()
+    player = SimulationPlayer(sim, chart=False)
+    player.close()
+    controls: dict[str, Callable[[], object]] = {
+        "step": player.step,
+        "advance": lambda: player.advance(3600),
+        "run until": lambda: player.run_until(START.timestamp() + 3600),
+    }
+    for verb, control in controls.items():
+        with pytest.raises(SchedulerStateError, match=f"cannot {verb}: the player is closed"):
+            control()
+    with pytest.raises(SchedulerStateError, match="cannot run until: the player is closed"):
+        player.until.value = "2026-01-05 01:00"  # the box's own path: refused, not said
+    for button in player.buttons.values():
+        button.click()  # a callback's error is logged by ipywidgets, not raised
+    assert sim.now == START.timestamp() and sim.records() == []
+    assert "is closed" not in player.table.message.value
+    player.close()  # still idempotent
+
+
+def test_a_closed_panel_refuses_its_buttons_as_the_player_does(
+    make_scheduler: SchedulerFactory, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    scheduler = make_scheduler(clock=clock)
+    task = scheduler.schedule("job", lambda: None, FixedRate(60))
+    panel = ControlPanel(scheduler, loop=None)
+    button = panel.button(task.id, "pause")
+    panel.close()
+    button.click()  # the widget is closed, but click() still calls its callback
+    assert scheduler.task(task.id).status.value == "scheduled"
+    assert "cannot pause job: the control panel is closed" in caplog.text

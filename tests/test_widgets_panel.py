@@ -331,6 +331,27 @@ def test_a_button_on_a_shut_down_scheduler_reports_instead_of_raising(
     panel.close()
 
 
+def test_a_pause_on_a_shut_down_scheduler_says_nothing_runs_again_not_until_resume(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    """Pause is taken after shutdown (it only keeps the books), resume is refused: the
+    press said "nothing runs until resume", which a resume then contradicted."""
+    scheduler = make_scheduler(clock=clock)
+    tick = scheduler.schedule("tick", lambda: None, FixedRate(60, start_delay=30))
+    panel = ControlPanel(scheduler, loop=None)
+    scheduler.shutdown()
+    panel.button(tick.id, "pause").click()
+    said = html.unescape(panel.message.value)
+    assert tick.status is TaskStatus.PAUSED and "until resume" not in said
+    assert said == (
+        "pause tick: paused; the scheduler is shut down: nothing runs again, and resume is refused"
+    )
+    panel.button(tick.id, "resume").click()  # which the message said
+    assert "the scheduler is shut down" in panel.message.value
+    assert tick.status is TaskStatus.PAUSED
+    panel.close()
+
+
 def test_a_cancel_that_retires_the_task_at_once_says_what_it_did_and_the_row_goes(
     make_scheduler: SchedulerFactory, clock: FakeClock
 ) -> None:

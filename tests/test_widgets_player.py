@@ -3,14 +3,15 @@ task table and the Gantt chart follow every step; its buttons act at the simulat
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from unittest.mock import patch
 
+import pytest
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from lldsched import CronSchedule, FixedRate, OneTime, RetryPolicy
+from lldsched import CronSchedule, FixedRate, OneTime, RetryPolicy, ValidationError
 from lldsched.sim import Simulation, fixed
 from lldsched.views.plots import PlotFigure
 from lldsched.views.widgets import SimulationPlayer
@@ -69,6 +70,35 @@ def test_run_until_takes_an_iso_time_in_the_players_zone_and_reports_bad_input()
     player.buttons["run"].click()
     assert "is before now" in player.table.message.value and sim.now == T0 + 3600
     player.close()
+
+
+def test_a_run_until_typed_far_past_the_box_s_reach_is_refused_and_runs_nothing() -> None:
+    """2062 typed for 2026: 36 years of a simulation (notebook 04's scenario makes 60,000
+    records a month) froze the kernel for minutes and took over a gigabyte."""
+    sim, _, _ = scenario()
+    player = SimulationPlayer(sim, chart=False)
+    player.until.value = "2062-01-05 18:00"
+    said = player.table.message.value
+    assert said.startswith("run until '2062-01-05 18:00': 2062-01-05 18:00:00 UTC is ")
+    assert "at most 31 days past the simulated time" in said and "run_until(" in said
+    assert sim.now == T0 and sim.records() == []  # nothing advanced
+    player.until.value = "2026-02-05 00:00"  # 31 days: within reach
+    assert sim.now == T0 + 31 * 86400
+    player.run_until(datetime(2026, 3, 20, tzinfo=UTC))  # code runs as far as it asks
+    assert sim.now == datetime(2026, 3, 20, tzinfo=UTC).timestamp()
+    player.close()
+
+
+def test_the_run_until_box_s_reach_is_the_player_s_to_set() -> None:
+    sim, _, _ = scenario()
+    player = SimulationPlayer(sim, chart=False, max_typed=timedelta(days=40))
+    player.until.value = "2026-02-14 00:00"  # 40 days
+    assert sim.now == T0 + 40 * 86400 and player.table.message.value == ""
+    player.until.value = "2026-03-26 00:01"  # 40 days and a minute
+    assert "at most 40 days past" in player.table.message.value and sim.now == T0 + 40 * 86400
+    player.close()
+    with pytest.raises(ValidationError, match=r"max_typed .* got 0"):
+        SimulationPlayer(sim, chart=False, max_typed=0)
 
 
 def test_pause_and_resume_act_at_the_current_simulated_instant() -> None:

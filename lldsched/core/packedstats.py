@@ -1,10 +1,12 @@
 """PackedRunStats: a task's run statistics whose history keeps its older records packed.
 
-A store-less threaded scheduler keeps each task's recent runs (``history_limit``,
-100 by default) and nothing else: for ten thousand recurring tasks that is a
-million :class:`~lldsched.model.ExecutionRecord` tuples, about 200 bytes each
-(the tuple and its four floats) and every one tracked by the cyclic collector.
-:class:`PackedRunStats` keeps the same history in two parts:
+The threaded scheduler keeps each task's recent runs in memory (``history_limit``,
+100 by default), with a store or without: a store keeps every record besides, but
+``task.history``, ``records()`` and the frames read the histories in memory (without a
+store they are all it keeps).  For ten thousand recurring tasks that is a million
+:class:`~lldsched.model.ExecutionRecord` tuples, about 200 bytes each (the tuple and
+its four floats) and every one tracked by the cyclic collector.
+:class:`PackedRunStats` keeps the same history in two parts, a store or none:
 
 * the newest records, fewer than :data:`BATCH`, as the tuples the core made;
 * the older ones in blocks of :data:`BATCH` (:class:`Block`), packed when a batch

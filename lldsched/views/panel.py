@@ -50,6 +50,7 @@ from lldsched.views.widgetkit import (
     close_tree,
     closes_when_its_cell_runs_again,
     plain,
+    refuse_if_closed,
     require_ipywidgets,
     text_of,
     when,
@@ -364,6 +365,8 @@ class ControlPanel:
         with self._render:
             row = self._rows.get(task_id)
             name = row.shown["task"] if row is not None else task_id  # as the row says
+            # A closed button's click() still calls this: a closed panel refuses it.
+            refuse_if_closed(self._closed, view="control panel", verb=f"{verb} {name}")
             try:
                 # The counts before the verb: the re-run may end before it returns; and
                 # the run in flight at the press, which a pause or cancel may end at once.
@@ -379,7 +382,13 @@ class ControlPanel:
             # that finishes a task, cancel, is said by the task's name alone).
             with contextlib.suppress(TaskNotFoundError):
                 task = self._source.task(task_id)
-            self.say(pressed(verb, task, changed=changed, when=self._when, in_flight=in_flight))
+            # The runtime's state as the verb left it: a shut-down scheduler takes a pause
+            # but refuses a resume, and the message must not promise one.
+            state = self._source.metrics().state
+            said = pressed(
+                verb, task, changed=changed, when=self._when, in_flight=in_flight, state=state
+            )
+            self.say(said)
             if verb == "redrive" and changed:
                 self._watch = before
             self.refresh([task_id])
@@ -392,7 +401,9 @@ class ControlPanel:
         outer box).  A refresh already asked for does nothing once closed; the panel
         holds nothing open and is garbage once its caller drops it (IPython's ``Out``
         and ``_`` keep a cell's last value).  Shown after this, it reads as its last
-        table, said to be closed.  Idempotent."""
+        table, said to be closed; a button's ``click()`` then raises
+        :class:`~lldsched.errors.SchedulerStateError` and acts on nothing
+        (:func:`~lldsched.views.widgetkit.refuse_if_closed`).  Idempotent."""
         with self._render:
             if self._closed:
                 return

@@ -8,14 +8,20 @@ whose verbs act at the simulated instant) and a Gantt chart redrawn after each s
 :mod:`lldsched.views.frames`).  Where widgets cannot render it reads as text
 (:meth:`SimulationPlayer.to_text`: the instant, the last step, the same table).  The
 thread that steps the simulation is the only one that touches it: no lock.
+
+The "run until" box runs at most :data:`MAX_TYPED_RUN` (31 days; ``max_typed=``) past
+the simulated instant: a typo (2062 for 2026) would run decades and freeze the kernel.
+:meth:`SimulationPlayer.run_until` in code, and the simulation's own ``run``, run as far
+as they are asked.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
-from lldsched.errors import LldschedError
+from lldsched import checks
+from lldsched.errors import LldschedError, ValidationError
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
 from lldsched.runtime import Stepped
 from lldsched.schedules.cron.zone import zone_info
@@ -25,12 +31,19 @@ from lldsched.views.widgetkit import (
     close_tree,
     closes_when_its_cell_runs_again,
     plain,
+    refuse_if_closed,
     require_ipywidgets,
     text_of,
     when,
 )
 
-__all__ = ["SimulationPlayer"]
+__all__ = ["MAX_TYPED_RUN", "SimulationPlayer"]
+
+MAX_TYPED_RUN = timedelta(days=31)
+"""How far past the simulated instant the player's "run until" box runs at most (its
+``max_typed``).  A month of notebook 04's scenario is about 60,000 records, made in a
+second or so; a year typed wrong by decades (2062 for 2026) is 432 months of it: about
+ten minutes and over a gigabyte, with the kernel frozen meanwhile (docs/DECISIONS.md)."""
 
 
 @runtime_checkable
@@ -51,6 +64,12 @@ class SimulationPlayer:
     (a lane per task) redrawn after every step.  ``chart=False`` leaves the chart out
     (no matplotlib or pandas needed).
 
+    The "run until" box refuses an instant more than ``max_typed`` (seconds or a
+    ``timedelta``; :data:`MAX_TYPED_RUN`, 31 days, by default) past the simulated
+    instant, saying so under the table, and runs nothing: a typo must not freeze the
+    kernel for minutes.  To go further on purpose, call :meth:`run_until` in a cell
+    (unbounded), or make the player with a larger ``max_typed``.
+
     The chart always shows the simulation's own time: at first the ``window`` seconds
     from the instant the player was made, later the ``window`` seconds up to now,
     with a line at the current instant.  A run in flight is drawn up to that line, so
@@ -60,8 +79,15 @@ class SimulationPlayer:
     """
 
     def __init__(
-        self, sim: Stepped, *, tz: str = "UTC", chart: bool = True, window: float = 6 * 3600
+        self,
+        sim: Stepped,
+        *,
+        tz: str = "UTC",
+        chart: bool = True,
+        window: float = 6 * 3600,
+        max_typed: float | timedelta = MAX_TYPED_RUN,
     ) -> None:
+        self.max_typed = checks.seconds(max_typed, name="SimulationPlayer max_typed", above=0)
         widgets = require_ipywidgets()
         self.sim = sim
         self._tz = zone_info(tz)
@@ -123,11 +149,23 @@ class SimulationPlayer:
             parts.append(self.chart)
         self.widget = widgets.VBox(parts)
         self.charts_drawn = 0
+        self._closed = False
         self._refresh()
         closes_when_its_cell_runs_again(self)
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called: a closed player acts no more."""
+        return self._closed
+
+    def _check_open(self, verb: str) -> None:
+        refuse_if_closed(self._closed, view="player", verb=verb)
+
     def step(self) -> None:
-        """Process the next event, and say what it was."""
+        """Process the next event, and say what it was.  Raises
+        :class:`~lldsched.errors.SchedulerStateError` once the player is closed, as
+        :meth:`advance` and :meth:`run_until` do (nothing is run)."""
+        self._check_open("step")
         done = self.sim.step()
         if isinstance(done, _StepDone):
             if done.record is not None:  # its task may have finished and retired
@@ -142,12 +180,15 @@ class SimulationPlayer:
 
     def advance(self, seconds: float) -> None:
         """Run ``seconds`` of simulated time."""
+        self._check_open("advance")
         self.sim.run_for(seconds)
         self.last_step.value = ""
         self._refresh()
 
     def run_until(self, when: datetime | float) -> None:
-        """Run until ``when`` (an aware datetime, or epoch seconds)."""
+        """Run until ``when`` (an aware datetime, or epoch seconds), however far: the
+        "run until" box's bound (``max_typed``) is the box's, not this call's."""
+        self._check_open("run until")
         self.sim.run(when)
         self.last_step.value = ""
         self._refresh()
@@ -159,13 +200,29 @@ class SimulationPlayer:
             self._run_until_text()
 
     def _run_until_text(self) -> None:
+        self._check_open("run until")  # raised, not said under a closed table
         try:
             when = datetime.fromisoformat(self.until.value.strip())
             if when.tzinfo is None:
                 when = when.replace(tzinfo=self._tz)
+            self._within_reach(when)
             self.run_until(when)
         except (ValueError, LldschedError) as exc:
             self.table.say(f"run until {self.until.value!r}: {exc}")
+
+    def _within_reach(self, until: datetime) -> None:
+        """Refuse a typed instant more than ``max_typed`` past the simulated instant (the
+        one place the box's bound is kept; see the class docstring)."""
+        ahead = until.timestamp() - float(self.sim.now)
+        if ahead > self.max_typed:
+            reach = timedelta(seconds=self.max_typed)
+            raise ValidationError(
+                f"{when(until.timestamp(), self._tz)} {self._tz.key} is {ahead / 86400:,.1f} "
+                f"days ahead, and the box runs at most {_days(reach)} past the simulated "
+                f"time ({self._now()}): type an earlier instant, or run there on purpose "
+                "with player.run_until(...) in a cell (or a player made with a larger "
+                "max_typed)"
+            )
 
     def _note(self, event: TaskEvent) -> None:
         if event.record is not None or event.status is not TaskStatus.RUNNING:
@@ -244,7 +301,11 @@ class SimulationPlayer:
         """Stop listening to the simulation, close the table (:meth:`ControlPanel.close`)
         and every other widget the player made (buttons, boxes, the chart, each one's
         layout and style): nothing of it stays open, and it is garbage once its caller
-        drops it.  The simulation is left as it is.  Idempotent."""
+        drops it.  The simulation is left as it is; the player's controls then raise
+        :class:`~lldsched.errors.SchedulerStateError` and run nothing.  Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
         if self.chart is not None:
             self.sim.remove_listener(self._listener)
         self.table.close()
@@ -268,6 +329,13 @@ class SimulationPlayer:
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         return bundle(self.widget, self.to_text, **kwargs)
+
+
+def _days(span: timedelta) -> str:
+    """``31 days``, ``1 day``, or ``6:00:00`` under a day (a ``max_typed`` in words)."""
+    if span.seconds or span.microseconds or not span.days:
+        return str(span)
+    return f"{span.days} day" if span.days == 1 else f"{span.days} days"
 
 
 def mark_now(ax: Any, now: float) -> None:

@@ -10,7 +10,10 @@ simulation player, which refreshes once a step, gets the outcome too); the panel
 never blocks a button's callback waiting for the run.  A pause or a cancel of a task
 with a run in flight says what becomes of that run (:func:`fate_in_flight`): on a
 thread it finishes, but the threaded scheduler kills a process-isolated run and
-cancels a coroutine run.
+cancels a coroutine run.  A pause on a shut-down scheduler, which takes it (it keeps
+the books) but refuses the resume after it, says that nothing runs again rather than
+"until resume": the panel passes the runtime's ``metrics().state``, which both runtimes
+answer (the simulation's is always ``"running"``).
 
 Only strings are made here: :class:`lldsched.views.panel.ControlPanel` shows them.
 """
@@ -47,16 +50,32 @@ def fate_in_flight(runtime: Runtime, task: ScheduledTask) -> str:
 
 
 def pressed(
-    verb: str, task: ScheduledTask, *, changed: bool, when: When, in_flight: str | None = None
+    verb: str,
+    task: ScheduledTask,
+    *,
+    changed: bool,
+    when: When,
+    in_flight: str | None = None,
+    state: str = "running",
 ) -> str:
     """The message after ``verb`` was pressed on ``task`` (read after the verb acted);
     ``changed`` is what the verb returned, ``in_flight`` what became of the run the task
-    had in flight at the press (:func:`fate_in_flight`), None if it had none."""
+    had in flight at the press (:func:`fate_in_flight`), None if it had none, and
+    ``state`` the runtime's own (``metrics().state``, read after the verb).
+
+    A pause says nothing runs until resume; on a shut-down runtime (``"stopped"``), which
+    still takes a pause (it keeps the books) but refuses a resume, it says nothing runs
+    again and resume is refused."""
     name = task.name
     if not changed:
         return f"{verb} {name}: nothing to do, it is {task.status.value}"
     after = f"its run in flight {in_flight}, " if in_flight else ""
     if verb == "pause":
+        if state == "stopped":
+            return (
+                f"pause {name}: paused; {after}the scheduler is shut down: nothing runs "
+                "again, and resume is refused"
+            )
         return f"pause {name}: paused; {after}nothing runs until resume"
     if verb == "resume":
         return f"resume {name}: resumed; next run {when(task.next_run_at)}"

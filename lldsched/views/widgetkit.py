@@ -16,6 +16,10 @@ scheduler).  :func:`closes_when_its_cell_runs_again` closes what a notebook cell
 that cell runs again: a cell re-run replaces its output, but the widgets of the run
 before stayed open, and a live panel's listener went on refreshing a table no one sees.
 
+Once closed, a view acts no more: :func:`refuse_if_closed` is what its controls (the
+player's ``step``, ``advance`` and ``run_until``, any view's buttons, which ``click()``
+still calls once closed) raise instead of acting.
+
 Used by :mod:`lldsched.views.panel`, :mod:`lldsched.views.player` and
 :mod:`lldsched.views.interact`; the one state is the cells' record of what each made
 (:data:`_MADE_BY_CELL`, under its lock).
@@ -31,6 +35,7 @@ from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 from lldsched.clock import UTC_NAMES, utc_datetime
+from lldsched.errors import SchedulerStateError
 from lldsched.views import missing_extra
 
 __all__ = [
@@ -38,6 +43,7 @@ __all__ = [
     "close_tree",
     "closes_when_its_cell_runs_again",
     "plain",
+    "refuse_if_closed",
     "require_ipywidgets",
     "text_of",
     "when",
@@ -116,6 +122,18 @@ def close_tree(*roots: Any, keep: Iterable[Any] = ()) -> None:
             elif isinstance(value, list | tuple):
                 stack.extend(item for item in value if isinstance(item, widgets.Widget))
         widget.close()
+
+
+def refuse_if_closed(closed: bool, *, view: str, verb: str) -> None:
+    """The one rule of a closed view's controls: a view whose ``close()`` was called
+    (``closed``) acts no more, and says so: :class:`~lldsched.errors.SchedulerStateError`
+    naming ``verb`` and the ``view``, before anything is done.  Its runtime is as it
+    was; a new view over it acts."""
+    if closed:
+        raise SchedulerStateError(
+            f"cannot {verb}: the {view} is closed (its close() was called), and a closed "
+            f"view no longer acts; make a new {view} over the same runtime to go on"
+        )
 
 
 class Closeable(Protocol):

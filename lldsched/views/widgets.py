@@ -14,7 +14,14 @@ to text), both read as text: :meth:`ControlPanel.to_text
 from __future__ import annotations
 
 from lldsched.views.panel import COLUMNS, MAX_ROWS, ControlPanel
-from lldsched.views.player import SimulationPlayer
+from lldsched.views.player import MAX_TYPED_RUN, SimulationPlayer
 from lldsched.views.widgetkit import require_ipywidgets
 
-__all__ = ["COLUMNS", "MAX_ROWS", "ControlPanel", "SimulationPlayer", "require_ipywidgets"]
+__all__ = [
+    "COLUMNS",
+    "MAX_ROWS",
+    "MAX_TYPED_RUN",
+    "ControlPanel",
+    "SimulationPlayer",
+    "require_ipywidgets",
+]
