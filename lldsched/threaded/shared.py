@@ -23,7 +23,9 @@ What the timer does with it, at every wake:
   the one process that holds the claim (:meth:`_misfire`);
 * :meth:`wake`: the instant to wake by, bounded by the store's ``poll``: the
   bound on how late a lease that expired elsewhere, or another process's change,
-  is noticed.  A store that can notify (PostgreSQL) wakes the timer sooner.
+  is noticed.  A store that can notify (PostgreSQL) wakes the timer sooner.  After a
+  wake at which a store call failed, ``poll`` from when the calls returned: in an outage
+  the timer lets its lock go between one wake's calls and the next's.
 
 How long a renewal vouches for the leases is :mod:`lldsched.threaded.leasewatch`'s
 rule; its :class:`~lldsched.threaded.leasewatch.LeaseWatch` raises the runs' flags once
