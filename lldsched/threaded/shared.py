@@ -23,7 +23,9 @@ What the timer does with it, at every wake:
   the one process that holds the claim (:meth:`_misfire`);
 * :meth:`wake`: the instant to wake by, bounded by the store's ``poll``: the
   bound on how late a lease that expired elsewhere, or another process's change,
-  is noticed.  A store that can notify (PostgreSQL) wakes the timer sooner.
+  is noticed.  A store that can notify (PostgreSQL) wakes the timer sooner.  After a
+  wake at which a store call failed, ``poll`` from when the calls returned: in an outage
+  the timer lets its lock go between one wake's calls and the next's.
 
 How long a renewal vouches for the leases is :mod:`lldsched.threaded.leasewatch`'s
 rule; its :class:`~lldsched.threaded.leasewatch.LeaseWatch` raises the runs' flags once
@@ -106,6 +108,9 @@ class Coordinator:
         # timer is doing (held up in a store call by the outage itself): leasewatch.py.
         self._watch = LeaseWatch(self._trust, lease=store.lease, name="lldsched-lease-watch")
         self._held_back = False  # claims held back for want of trust (said once a lapse)
+        # A store call failed since the timer last waited: its next wait is ``poll`` from
+        # when the calls returned, the lock let go (wake), however overdue its next instant.
+        self._failed_since_wait = False
         # Leases a misfire's decision found lost (task id, token): said at the next tick,
         # after its read of the feed, which knows by then whether a removal took them.
         self._lost_deciding: list[tuple[str, int]] = []
@@ -216,6 +221,7 @@ class Coordinator:
         writes = self._core.store_writes
         assert writes is not None  # a core with a store has one
         writes.call_failed(error, kind, doing or kind)
+        self._failed_since_wait = True
 
     def _succeeded(self, kind: str) -> None:
         """A call of ``kind`` succeeded: it may end an outage (said there)."""
@@ -333,8 +339,20 @@ class Coordinator:
             self._watch.cut(jump)
 
     def wake(self, now: float, wake: float | None) -> float:
-        """The instant to wake by: ``wake``, the renewal, and at most ``poll`` from now."""
-        bound = now + self.store.poll
+        """The instant to wake by: ``wake``, the renewal, and at most ``poll`` from now.
+
+        After a wake at which a store call failed, ``poll`` after the calls returned,
+        whatever was due sooner: in an outage each call fails only once its ``timeout``
+        passed (a black hole), so one wake's calls (a renewal, the feed, a claim) outlast
+        ``poll`` and the renewal's interval, the next instant is overdue when they return,
+        and the timer went on to the next wake's calls without ever waiting, holding the
+        scheduler's lock for the whole outage: every verb, a read included, waited for it.
+        The wait lets the lock go, so a verb waits for one wake's calls at most."""
+        poll = self.store.poll
+        if self._failed_since_wait:
+            self._failed_since_wait = False
+            return self._core.clock.now() + poll
+        bound = now + poll
         if self._renew_at is not None and self._renew_at < bound:
             bound = self._renew_at
         return bound if wake is None or wake > bound else wake
