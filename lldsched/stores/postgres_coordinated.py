@@ -300,7 +300,7 @@ class PostgresCoordination:
         passed: list[tuple[str, int]] = []
         for kind, xid, *columns, leased in rows[1:]:
             task_id, version = columns[0], columns[-1]
-            if int(xid) < since and (kind == 2 or (columns[2] in _FINISHED and not columns[8])):
+            if (kind == 2 or (columns[2] in _FINISHED and not columns[8])) and int(xid) < since:
                 passed.append((task_id, version))
             if self._seen.get(task_id, -1) >= version:
                 continue  # read before

@@ -25,7 +25,7 @@ import hashlib
 
 __all__ = ["SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 _CHANNEL_BYTES = 63  # the longest channel name PostgreSQL keeps (NAMEDATALEN - 1)
 DB_NOW = "extract(epoch FROM pg_catalog.clock_timestamp())::double precision"
 LIVE = "('scheduled', 'retrying')"  # the statuses a claim takes
@@ -99,6 +99,7 @@ CREATE TABLE removals (                     -- tasks removed, for the other node
     xid     xid8 NOT NULL DEFAULT pg_catalog.pg_current_xact_id()
 );
 CREATE INDEX removals_xid ON removals (xid);
+CREATE INDEX removals_task ON removals (task_id);  -- _FIRST_VERSION, KNOWN_ROW (version 5)
 CREATE TABLE records (
     task_id   text NOT NULL,
     seq       bigint GENERATED ALWAYS AS IDENTITY,
@@ -143,6 +144,8 @@ UPGRADES = {
     3: "ALTER TABLE tasks ADD COLUMN slot double precision;"  # a resumed plan's run's slot
     " ALTER TABLE tasks ADD COLUMN slot_due double precision;"
     " UPDATE lldsched_meta SET value = '4' WHERE name = 'schema';",
+    4: "CREATE INDEX removals_task ON removals (task_id);"  # a new row's first version
+    " UPDATE lldsched_meta SET value = '5' WHERE name = 'schema';",
 }
 
 TABLES = ("lldsched_meta", "tasks", "removals", "records", "leases")
