@@ -113,3 +113,43 @@ def test_a_default_id_followed_from_another_process_never_sets_the_ids_back(
     finally:
         here.shutdown()
         elsewhere.shutdown()
+
+
+def test_an_id_removed_and_registered_again_elsewhere_is_followed_here(
+    stores: list[CoordinatedStore],
+) -> None:
+    """A task removed in one process and registered again under its id, in that process
+    or another, is a new task in every process's feed, whether the reader had read the
+    removal before (a read of its own) or reads both in one read, and so is a second
+    removal of it.  Before, on PostgreSQL, the new row's versions restarted at 1, below
+    the version the reader remembered for the id, and its feed skipped the row for good:
+    the registration was never shown nor run there."""
+    here_store, elsewhere_store, reader = stores
+    here = Scheduler(store=here_store)
+    elsewhere = Scheduler(store=elsewhere_store)
+
+    def names_here() -> dict[str, str]:
+        here.schedule("reads", jobs.noop, later, id="reads", replace_existing=True)  # follows
+        return {task.id: task.name for task in here.tasks() if task.id != "reads"}
+
+    try:
+        later = OneTime(here.now + 3_600)
+        elsewhere.schedule("first", jobs.noop, later, id="x")
+        assert names_here() == {"x": "first"}
+        elsewhere.remove("x")
+        assert names_here() == {}  # the removal read on its own
+        elsewhere.schedule("second", jobs.noop, later, id="x")
+        assert names_here() == {"x": "second"}
+        elsewhere.remove("x")
+        elsewhere.schedule("third", jobs.noop, later, id="x")
+        assert names_here() == {"x": "third"}  # the removal and the new row in one read
+        elsewhere.remove("x")
+        assert names_here() == {}  # a removal of the row registered again
+        here.schedule("fourth", jobs.noop, later, id="x")
+        here.remove("x")  # removed here: registered again elsewhere
+        elsewhere.schedule("fifth", jobs.noop, later, id="x")
+        assert names_here() == {"x": "fifth"}
+        assert {snapshot.task.name for snapshot in reader.load_all()} == {"fifth", "reads"}
+    finally:
+        here.shutdown()
+        elsewhere.shutdown()

@@ -442,9 +442,11 @@ def test_a_lease_counted_lost_and_taken_over_in_an_outage_stops_its_run_once_the
     the store answers again, the renewal must find the lease gone and stop the run, as it
     stops one whose takeover it sees directly.  It used to drop the lease from its
     renewals when it counted it lost, and never learnt of the takeover: the run went on to
-    its end (here, for ever) beside the process that took the slot over."""
+    its end (here, for ever) beside the process that took the slot over.  The loss is
+    one WARNING, when it was counted; the takeover found later is said at INFO (it was
+    a second "lost the lease" WARNING)."""
     wall = FakeClock(START)
-    caplog.set_level("WARNING", logger="lldsched")
+    caplog.set_level("INFO", logger="lldsched")
     task_id = f"counted-lost-{isolation}"
     args = (str(tmp_path / "marker"),) if isolation == "process" else ()
     with running(tmp_path / "tasks.db", wall, task_id, action, isolation=isolation,
@@ -471,6 +473,11 @@ def test_a_lease_counted_lost_and_taken_over_in_an_outage_stops_its_run_once_the
         assert record.error is not None and "no longer holds its lease" in record.error
         wait_until(lambda: store.rejected == 1, timeout=5, what="the stale settle refused")
         assert other.records(task_id) == []
+        said = [(r.levelname, r.getMessage()) for r in caplog.records]
+        lost = [level for level, line in said if f"{COUNTED_LOST} {task_id}" in line]
+        assert lost == ["WARNING"]
+        taken = f"the lease of task {task_id} (token {lease.token}), counted lost"
+        assert [level for level, line in said if line.startswith(taken)] == ["INFO"]
 
 
 def test_a_lease_counted_lost_in_an_outage_that_nobody_took_is_renewed_and_settled(

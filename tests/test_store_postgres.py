@@ -206,6 +206,7 @@ def test_a_schema_of_version_1_is_upgraded_in_place_keeping_its_tasks(postgres_d
             " DROP COLUMN slot_due"
         )
         connection.execute("ALTER TABLE records DROP COLUMN name")
+        connection.execute("DROP INDEX removals_task")
         connection.execute("UPDATE lldsched_meta SET value = '1'")
     with PostgresTaskStore(postgres_dsn) as store:
         assert [stored.task.id for stored in store.load_all()] == ["kept"]
@@ -223,6 +224,7 @@ def test_a_schema_of_version_3_gains_the_slot_of_a_resumed_plans_run(postgres_ds
         store.save(snapshot(task(id="kept"))._replace(next_run_at=T0 + 5))
     with psycopg.connect(postgres_dsn) as connection:  # as version 3 left it
         connection.execute("ALTER TABLE tasks DROP COLUMN slot, DROP COLUMN slot_due")
+        connection.execute("DROP INDEX removals_task")
         connection.execute("UPDATE lldsched_meta SET value = '3'")
     with PostgresTaskStore(postgres_dsn) as store:
         (kept,) = store.load_all()
@@ -234,6 +236,33 @@ def test_a_schema_of_version_3_gains_the_slot_of_a_resumed_plans_run(postgres_ds
         assert connection.execute("SELECT value FROM lldsched_meta").fetchall() == [
             (str(SCHEMA_VERSION),)
         ]
+
+
+def test_a_schema_of_version_4_gains_the_index_a_new_rows_first_version_reads(
+    postgres_dsn: str,
+) -> None:
+    """Version 5 indexes the removals by task: a row registered again starts one past its
+    id's removals (``postgres_sql._FIRST_VERSION``), looked up at every registration.  A
+    database of version 4 gains the index, and keeps its tasks and removals."""
+    with PostgresTaskStore(postgres_dsn) as store:
+        store.save(snapshot(task(id="kept")))
+        store.save(snapshot(task(id="gone")))
+        store.delete("gone")
+    with psycopg.connect(postgres_dsn) as connection:  # as version 4 left it
+        connection.execute("DROP INDEX removals_task")
+        connection.execute("UPDATE lldsched_meta SET value = '4'")
+    with PostgresTaskStore(postgres_dsn) as store:
+        assert [stored.task.id for stored in store.load_all()] == ["kept"]
+        store.save(snapshot(task(id="gone")))  # registered again: past its removal
+    with psycopg.connect(postgres_dsn) as connection:
+        assert connection.execute("SELECT value FROM lldsched_meta").fetchall() == [
+            (str(SCHEMA_VERSION),)
+        ]
+        indexes = "SELECT indexname FROM pg_indexes WHERE tablename = 'removals'"
+        assert "removals_task" in {name for (name,) in connection.execute(indexes)}
+        versions = "SELECT version FROM tasks WHERE id = 'gone' UNION ALL "
+        versions += "SELECT version FROM removals WHERE task_id = 'gone'"
+        assert [v for (v,) in connection.execute(versions)] == [3, 2]
 
 
 def test_the_slot_of_a_resumed_run_stands_only_while_its_due_instant_does(

@@ -305,6 +305,34 @@ def test_removals_are_trimmed_once_older_than_a_feed_horizon_read_long_enough_ag
     assert removals(writer) == ["b"]
 
 
+def test_an_id_registered_again_after_its_removals_were_trimmed_is_new_to_every_feed(
+    open_store: Opener,
+) -> None:
+    """Once a removal is trimmed (``removals.REMOVALS_KEPT`` after it) a row registered
+    again under its id starts at version 1 again; every node that read the removal, or
+    made it, has forgotten the version it had for the id, and reads the row as new.
+    Before, a feed remembered the removed id's last version for good and skipped the row,
+    and so did the node that removed it, which remembered the version its feed last gave."""
+    writer, reader, remover = open_store(), open_store(), open_store()
+    writer.save(snapshot(task(id="a")))
+    writer.save(snapshot(task(id="b")))
+    assert [c.task_id for c in reader.changes()] == ["a", "b"]
+    assert [c.task_id for c in remover.changes()] == ["a", "b"]
+    writer.delete("a")
+    remover.delete("b")
+    assert [(c.task_id, c.snapshot) for c in reader.changes()] == [("a", None), ("b", None)]
+    assert [(c.task_id, c.snapshot) for c in writer.changes()] == [("b", None)]
+    assert [(c.task_id, c.snapshot) for c in remover.changes()] == [("a", None)]
+    with psycopg.connect(writer._dsn, autocommit=True) as connection:
+        connection.execute("DELETE FROM removals")  # as the trim leaves them a day later
+    writer.save(snapshot(task(id="a", name="again")))
+    writer.save(snapshot(task(id="b", name="again")))
+    for store in (reader, remover):
+        changes = store.changes()
+        assert [(c.task_id, c.version) for c in changes] == [("a", 1), ("b", 1)]
+        assert {c.snapshot and c.snapshot.task.name for c in changes} == {"again"}
+
+
 def test_a_write_that_commits_after_a_later_one_is_still_in_the_feed(
     open_store: Opener, postgres_dsn: str
 ) -> None:

@@ -452,7 +452,10 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
 
     def _delete(self, connection: Connection, task_id: str) -> None:
         """Inside a transaction, under the lock: delete ``task_id``'s row and records, with
-        a removal for the other nodes' feeds, and forget it."""
+        a removal for the other nodes' feeds, and forget it (the version the feed gave
+        too: a row registered again is another node's, or this one's next write).  The
+        removal's version is past the row's, and a row registered again starts past it
+        (``postgres_sql._FIRST_VERSION``): an id's versions never go back."""
         connection.execute(
             "INSERT INTO removals (task_id, version, writer) "
             "SELECT id, version + 1, %s FROM tasks WHERE id = %s",
@@ -464,6 +467,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         self._held.pop(task_id, None)
         self._added.pop(task_id, None)
         self._decoded.pop(task_id, None)
+        self._seen.pop(task_id, None)
 
     # -- lifetime ------------------------------------------------------------------------
 

@@ -280,7 +280,12 @@ class PostgresCoordination:
 
         The horizon read (the oldest transaction then in flight) is this feed's cursor
         for :mod:`lldsched.stores.removals`: every removal below it had committed by
-        then, and those below a horizon read ``REMOVALS_KEPT`` ago are deleted."""
+        then, and those below a horizon read ``REMOVALS_KEPT`` ago are deleted.
+
+        The version it gave for a task is forgotten once no read can give that row or
+        removal again: a removed id's rows registered again are new here whatever their
+        version (they start past the removals kept: ``postgres_sql._FIRST_VERSION``), and
+        a finished task's memory is bounded like the registry."""
         with self._using() as connection:
             rows = connection.execute(
                 sql.CHANGES, {"since": self._since, "node": self.node}
@@ -290,11 +295,13 @@ class PostgresCoordination:
                 connection.execute(sql.TRIM_REMOVALS, {"below": behind})
         since = int(rows[0][1])
         found: list[tuple[int, Change]] = []
-        passed: list[str] = []  # finished rows no later read can give again: forgotten
+        # Finished rows and removals no later read can give again (below the horizon):
+        # the versions the feed gave for them are forgotten, unless a later one was read.
+        passed: list[tuple[str, int]] = []
         for kind, xid, *columns, leased in rows[1:]:
             task_id, version = columns[0], columns[-1]
-            if kind == 1 and columns[2] in _FINISHED and not columns[8] and int(xid) < since:
-                passed.append(task_id)
+            if (kind == 2 or (columns[2] in _FINISHED and not columns[8])) and int(xid) < since:
+                passed.append((task_id, version))
             if self._seen.get(task_id, -1) >= version:
                 continue  # read before
             snapshot = None
@@ -325,8 +332,9 @@ class PostgresCoordination:
                     self._decoded.pop(change.task_id, None)
                 else:
                     self._defined[change.task_id] = change.snapshot.task
-            for task_id in passed:  # below the horizon: the feed reads xid >= since only
-                self._seen.pop(task_id, None)
+            for task_id, version in passed:  # below the horizon: read xid >= since only
+                if self._seen.get(task_id, version) <= version:
+                    self._seen.pop(task_id, None)
         return [change for _, change in found]
 
     def unloaded(self) -> list[str]:

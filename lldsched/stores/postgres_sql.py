@@ -25,7 +25,7 @@ import hashlib
 
 __all__ = ["SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 _CHANNEL_BYTES = 63  # the longest channel name PostgreSQL keeps (NAMEDATALEN - 1)
 DB_NOW = "extract(epoch FROM pg_catalog.clock_timestamp())::double precision"
 LIVE = "('scheduled', 'retrying')"  # the statuses a claim takes
@@ -99,6 +99,7 @@ CREATE TABLE removals (                     -- tasks removed, for the other node
     xid     xid8 NOT NULL DEFAULT pg_catalog.pg_current_xact_id()
 );
 CREATE INDEX removals_xid ON removals (xid);
+CREATE INDEX removals_task ON removals (task_id);  -- _FIRST_VERSION, KNOWN_ROW (version 5)
 CREATE TABLE records (
     task_id   text NOT NULL,
     seq       bigint GENERATED ALWAYS AS IDENTITY,
@@ -143,6 +144,8 @@ UPGRADES = {
     3: "ALTER TABLE tasks ADD COLUMN slot double precision;"  # a resumed plan's run's slot
     " ALTER TABLE tasks ADD COLUMN slot_due double precision;"
     " UPDATE lldsched_meta SET value = '4' WHERE name = 'schema';",
+    4: "CREATE INDEX removals_task ON removals (task_id);"  # a new row's first version
+    " UPDATE lldsched_meta SET value = '5' WHERE name = 'schema';",
 }
 
 TABLES = ("lldsched_meta", "tasks", "removals", "records", "leases")
@@ -164,26 +167,39 @@ _STATE = f"""status = %(status)s, next_run_at = %(next_run_at)s, attempt = %(att
 
 UPDATE = f"UPDATE tasks SET {_STATE} WHERE id = %(id)s RETURNING version"
 
+# The version a row of ``id`` starts at: past every removal of the id still kept (each a
+# version past the row it removed), so an id's versions never go back across a removal.
+# A row registered again with versions restarting at 1, below the version another node's
+# feed remembered for the id (the removed row's, or its removal's), was skipped by that
+# feed for good: the registration never reached that node (docs/CLUSTER.md, "The change
+# feed").  Once its removals are trimmed (lldsched.stores.removals), every feed that
+# read past them has forgotten the id (PostgresCoordination.changes), and 1 is new again.
+_FIRST_VERSION = (
+    "(SELECT coalesce(pg_catalog.max(r.version), 0) + 1 FROM removals r WHERE r.task_id = %(id)s)"
+)
+
 UPSERT = f"""
 INSERT INTO tasks (id, name, definition, priority, status, next_run_at, attempt, run_count,
     failure_count, last_error, running, waited, slot, slot_due, failed_seq, version, writer)
 VALUES (%(id)s, %(name)s, %(definition)s, %(priority)s, %(status)s, %(next_run_at)s,
     %(attempt)s, %(run_count)s, %(failure_count)s, %(last_error)s, %(running)s, %(waited)s,
     %(slot)s, %(next_run_at)s,
-    CASE WHEN %(status)s = 'failed' THEN pg_catalog.nextval('dead_letter_seq') END, 1, %(writer)s)
+    CASE WHEN %(status)s = 'failed' THEN pg_catalog.nextval('dead_letter_seq') END,
+    {_FIRST_VERSION}, %(writer)s)
 ON CONFLICT (id) DO UPDATE SET name = excluded.name, definition = excluded.definition,
     priority = excluded.priority, {_STATE}
 RETURNING version
 """
 
 # A registration: refused (no row returned) when another node registered the id.
-INSERT_NEW = """
+INSERT_NEW = f"""
 INSERT INTO tasks (id, name, definition, priority, status, next_run_at, attempt, run_count,
     failure_count, last_error, running, waited, slot, slot_due, failed_seq, version, writer)
 VALUES (%(id)s, %(name)s, %(definition)s, %(priority)s, %(status)s, %(next_run_at)s,
     %(attempt)s, %(run_count)s, %(failure_count)s, %(last_error)s, %(running)s, %(waited)s,
     %(slot)s, %(next_run_at)s,
-    CASE WHEN %(status)s = 'failed' THEN pg_catalog.nextval('dead_letter_seq') END, 1, %(writer)s)
+    CASE WHEN %(status)s = 'failed' THEN pg_catalog.nextval('dead_letter_seq') END,
+    {_FIRST_VERSION}, %(writer)s)
 ON CONFLICT (id) DO NOTHING
 RETURNING version
 """
@@ -280,9 +296,11 @@ UPDATE leases SET slot = %(slot)s WHERE task_id = %(task_id)s AND token = %(toke
 
 # Whether a task's row is one this node wrote or read (a purge deletes only such a row):
 # written by this node last, before the feed's last horizon (read by it), or at the version
-# the feed last gave (NULL: none) unless another node removed the id since that horizon (a
-# row registered again starts its versions at 1 again: the same number, another row).  The
-# row is locked until the purge's transaction ends.
+# the feed last gave (NULL: none) unless another node removed the id since that horizon.  A
+# row registered again now starts past its id's removals (_FIRST_VERSION), so its version is
+# never the one the feed gave; the removal test stays for rows an older release registered
+# again, whose versions restart at 1 (a rolling upgrade).  The row is locked until the
+# purge's transaction ends.
 KNOWN_ROW = """
 SELECT t.writer = %(node)s OR t.xid < %(since)s::text::xid8
        OR (t.version IS NOT DISTINCT FROM %(seen)s::bigint AND NOT EXISTS (

@@ -47,6 +47,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 from lldsched.core.context import RunContext
 from lldsched.core.duequeue import queued_entry
@@ -64,6 +65,15 @@ from lldsched.threaded.leasewatch import MONOTONIC, LeaseWatch, renewal_every, t
 __all__ = ["Coordinator", "leases_kept"]
 
 log = logging.getLogger(CLUSTER)
+
+
+class Lost(NamedTuple):
+    """A lease found lost, for :meth:`Coordinator._say_lost`: its task (``""``: a claim
+    not begun) and token, and whether it had been counted lost before (said then)."""
+
+    task_id: str
+    token: int
+    counted: bool = False
 
 
 class Coordinator:
@@ -113,7 +123,7 @@ class Coordinator:
         self._failed_since_wait = False
         # Leases a misfire's decision found lost (task id, token): said at the next tick,
         # after its read of the feed, which knows by then whether a removal took them.
-        self._lost_deciding: list[tuple[str, int]] = []
+        self._lost_deciding: list[Lost] = []
         # Slots due before this instant passed while this process was not there (not
         # built yet, or a forward wall-clock jump): a claim of one is a misfire candidate.
         self._since = core.clock.now()
@@ -205,7 +215,7 @@ class Coordinator:
     def tick(self, now: float, looked: float) -> None:
         """Renew leases if due; apply other processes' changes if any (``looked``: see
         :meth:`looked`; the runtime hears of the tasks they touched: :meth:`sync`)."""
-        lost: list[tuple[str, int]] = []
+        lost: list[Lost] = []
         if self._renew_at is not None and now >= self._renew_at:
             lost = self._renew(now, looked)
         self.sync()
@@ -438,9 +448,9 @@ class Coordinator:
 
     # -- internals -------------------------------------------------------------------------
 
-    def _renew(self, now: float, looked: float) -> list[tuple[str, int]]:
-        """Renew the leases held, and check those counted lost; the (task id, token) of
-        each one found lost, or counted lost now, for :meth:`_say_lost`.
+    def _renew(self, now: float, looked: float) -> list[Lost]:
+        """Renew the leases held, and check those counted lost; each one found lost, or
+        counted lost now, for :meth:`_say_lost`.
 
         A lease the store does not hold any more (taken over, or gone with its task) raises
         its run's flag and stops what only the runtime can stop (``stop``).  When no
@@ -469,13 +479,14 @@ class Coordinator:
         lost = []
         for token in tokens - kept:  # gone for sure: the run stops, not only its flag
             self._watch.discard(token)
+            said = token in counted  # counted lost before: said then
             run = self._running.pop(token, None) or counted.pop(token, None)
             task_id, context = ("", None) if run is None else run  # "": a claim not begun
             if context is not None:
                 context.lose_lease()
             if task_id:
                 self._stop(task_id)
-            lost.append((task_id, token))
+            lost.append(Lost(task_id, token, counted=said))
         for token in kept & counted.keys():
             self._trusted_again(token, *counted.pop(token))
         for task_id, claim in list(self._pending.items()):
@@ -484,7 +495,7 @@ class Coordinator:
         self._held_none()
         return lost
 
-    def _count_lost(self) -> list[tuple[str, int]]:
+    def _count_lost(self) -> list[Lost]:
         """No renewal vouches for the leases held and the last one failed: count them lost
         (each run's flag raised, the claims not begun dropped), the runs' kept for the
         renewals to check once the store answers; their (task id, token), for
@@ -495,8 +506,8 @@ class Coordinator:
             if context is not None:
                 context.lose_lease()
             self._counted_lost[token] = (task_id, context)
-            lost.append((task_id, token))
-        lost.extend(("", claim.token) for claim in self._pending.values())
+            lost.append(Lost(task_id, token))
+        lost.extend(Lost("", claim.token) for claim in self._pending.values())
         self._running.clear()
         self._pending.clear()
         self._held_none()
@@ -519,22 +530,31 @@ class Coordinator:
             extra={"task_id": task_id},
         )
 
-    def _say_lost(self, lost: list[tuple[str, int]], *, doing: str | None = None) -> None:
+    def _say_lost(self, lost: list[Lost], *, doing: str | None = None) -> None:
         """Log the leases :meth:`_renew` (or, ``doing`` ``"deciding its misfire"``,
         :meth:`_misfire`) found lost; called after a read of the change feed.  A lease
         that went with its task (another process removed it: the delete takes the lease,
         and the registry, having read the change feed since, no longer has the task) is
         no fault: said at INFO, with why.  Any other (a takeover after a stall, an outage
-        that outlasted the lease) is a WARNING.  A cancel elsewhere keeps the lease: the
-        run settles under it, and the cancel wins there."""
+        that outlasted the lease) is a WARNING, once: a lease counted lost (said then)
+        that a renewal later finds taken over is said at INFO, its run stopped.  A cancel
+        elsewhere keeps the lease: the run settles under it, and the cancel wins there."""
         tasks = self._core.tasks
         while_ = "" if doing is None else f" while this one was {doing}"
-        for task_id, token in lost:
+        for task_id, token, counted in lost:
             if task_id and task_id not in tasks:
                 log.info(
                     "task %s was removed in another process%s: its lease (token %d) went with it",
                     task_id,
                     while_,
+                    token,
+                    extra={"task_id": task_id},
+                )
+            elif counted:
+                log.info(
+                    "the lease of task %s (token %d), counted lost while no renewal "
+                    "succeeded, was taken over meanwhile: its run is stopped",
+                    task_id,
                     token,
                     extra={"task_id": task_id},
                 )
@@ -580,7 +600,7 @@ class Coordinator:
                 snapshot = core.snapshot(task)
                 self.store.misfired(snapshot, records, token=claim.token, release=not runs)
         except LeaseLost:  # said at the next tick, after the feed (a removal, or not)
-            self._lost_deciding.append((claim.task_id, claim.token))
+            self._lost_deciding.append(Lost(claim.task_id, claim.token))
             return None
         except StoreError as exc:  # nothing written: the lease expires, someone decides again
             self._failed(exc, "misfire", f"write of the misfire decided for {claim.task_id}")
