@@ -55,7 +55,7 @@ from lldsched.core.follow import claimed_entry, follow, load
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.recovery import decide_misfire
 from lldsched.core.task import Entry, Run, ScheduledTask
-from lldsched.errors import LeaseLost, StoreError, ValidationError
+from lldsched.errors import LeaseLost, ValidationError
 from lldsched.logs import CLUSTER
 from lldsched.model import TaskStatus
 from lldsched.persistence import Change, Claim, CoordinatedStore
@@ -227,7 +227,15 @@ class Coordinator:
     def _failed(self, error: Exception, kind: str, doing: str | None = None) -> None:
         """A call of ``kind`` failed (``doing``: what, if more than its kind): logged by
         the core's :class:`~lldsched.core.storewrites.StoreWrites`, the one rule (a
-        shared store that is down or closed fails at every wake: said once an outage)."""
+        shared store that is down or closed fails at every wake: said once an outage).
+
+        Whatever it raised: every store call here (the feed, a claim, a renewal, a
+        release, a flush, a misfire's write) catches ``Exception``, not only
+        :class:`~lldsched.errors.StoreError`, as the core's own writes do
+        (docs/DECISIONS.md, "A coordinated store's call that raises anything").  A user's
+        store that raises its driver's error or a bug's is a failed call, said with its
+        traceback at the outage's start, instead of killing the thread it ran on (the
+        timer, or shutdown's lease keeper) or raising out of ``wait_idle``."""
         writes = self._core.store_writes
         assert writes is not None  # a core with a store has one
         writes.call_failed(error, kind, doing or kind)
@@ -251,7 +259,7 @@ class Coordinator:
                 self._succeeded("read of the change feed")
                 return
             changes = store.changes()
-        except StoreError as exc:  # tried again at the next wake
+        except Exception as exc:  # tried again at the next wake
             self._failed(exc, "read of the change feed")
             return
         self._succeeded("read of the change feed")
@@ -289,7 +297,7 @@ class Coordinator:
         self._held_back = False
         try:
             claims = self.store.claim(now=now, limit=room)
-        except StoreError as exc:  # tried again at the next wake
+        except Exception as exc:  # tried again at the next wake
             self._failed(exc, "claim")
             return []
         self._succeeded("claim")
@@ -425,7 +433,7 @@ class Coordinator:
         (missing from the recovery's count)."""
         try:
             self.store.flush()
-        except StoreError as exc:
+        except Exception as exc:
             with lock:  # the scheduler's: guards the core's StoreWrites (its outage)
                 self._failed(exc, "flush", "flush of the settles held back for a batch")
         else:
@@ -469,7 +477,7 @@ class Coordinator:
         self._renew_at = now + self._every
         try:
             kept = self.store.renew(tokens=tokens, now=now)
-        except StoreError as exc:
+        except Exception as exc:
             self._failed(exc, "renewal", "renewal of the leases held")
             if self._watch.trusted():
                 return []
@@ -602,7 +610,7 @@ class Coordinator:
         except LeaseLost:  # said at the next tick, after the feed (a removal, or not)
             self._lost_deciding.append(Lost(claim.task_id, claim.token))
             return None
-        except StoreError as exc:  # nothing written: the lease expires, someone decides again
+        except Exception as exc:  # nothing written: the lease expires, someone decides again
             self._failed(exc, "misfire", f"write of the misfire decided for {claim.task_id}")
             return None
         if not runs or due is None:
@@ -612,7 +620,7 @@ class Coordinator:
     def _release(self, task_id: str, token: int) -> None:
         try:
             self.store.release(task_id=task_id, token=token)
-        except StoreError as exc:  # the claim expires on its own
+        except Exception as exc:  # the claim expires on its own
             self._failed(exc, "release", f"release of the claim of {task_id}")
         else:
             self._succeeded("release")
@@ -633,7 +641,8 @@ def leases_kept(
     the block (``name``: its name), joined within ``deadline`` (a keeper still waiting
     for a lock a store call holds renews nothing once it has it, and ends).  A renewal
     that raises (an injected clock's ``now()``) is logged, and the next one goes on, as
-    after a store's failure.  Nothing to do without a shared store."""
+    after a store's failure (a store's own exception is one: :meth:`Coordinator._failed`).
+    Nothing to do without a shared store."""
     if coordinator is None:
         yield
         return
