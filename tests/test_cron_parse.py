@@ -319,12 +319,31 @@ def test_equal_text_and_zone_make_equal_schedules_with_equal_hashes() -> None:
     assert CronSchedule("0 3 * * 1-5") != "0 3 * * 1-5"
 
 
-def test_the_repr_shows_the_zone_only_when_it_is_not_utc() -> None:
+def test_the_repr_shows_the_zone_only_when_the_schedule_names_one() -> None:
     assert repr(CronSchedule("*/15 * * * *")) == "CronSchedule('*/15 * * * *')"
+    assert repr(CronSchedule("*/15 * * * *", tz="UTC")) == "CronSchedule('*/15 * * * *', tz='UTC')"
     assert (
         repr(CronSchedule("0 3 * * 1-5", tz="Europe/Berlin"))
         == "CronSchedule('0 3 * * 1-5', tz='Europe/Berlin')"
     )
+
+
+@pytest.mark.parametrize(
+    "schedule",
+    [
+        CronSchedule("0 3 * * 1-5"),
+        CronSchedule("0 3 * * 1-5", tz="UTC"),
+        CronSchedule("0 3 * * 1-5", tz=UTC),
+        CronSchedule("0 3 * * 1-5", tz="Europe/Berlin"),
+    ],
+    ids=["zoneless", "utc-named", "utc-object", "berlin"],
+)
+def test_the_repr_builds_the_same_schedule_again(schedule: CronSchedule) -> None:
+    """An explicit UTC used to print as the zoneless form, which reads back as a schedule
+    a runtime's default zone would re-zone (``names_zone`` False)."""
+    again = eval(repr(schedule), {"CronSchedule": CronSchedule})
+    assert again == schedule
+    assert (again.names_zone, again.tz) == (schedule.names_zone, schedule.tz)
 
 
 def test_a_zoneinfo_or_utc_object_is_accepted_as_the_zone() -> None:

@@ -137,7 +137,11 @@ class CronSchedule:
         self.names_zone = tz is not None
 
     def __repr__(self) -> str:
-        if self.tz == "UTC":
+        """The call that builds it again, zone flag included: ``tz=`` shown whenever the
+        schedule names its zone, UTC too (``CronSchedule('0 3 * * *', tz='UTC')``), left
+        out for one that names none (``CronSchedule('0 3 * * *')``, read in a runtime's
+        default zone), as the other schedules leave a default out."""
+        if not self.names_zone:
             return f"CronSchedule({self.expr!r})"
         return f"CronSchedule({self.expr!r}, tz={self.tz!r})"
 
