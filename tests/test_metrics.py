@@ -108,7 +108,7 @@ def test_a_scheduler_shut_down_is_not_alive(make_scheduler: SchedulerFactory) ->
     assert (metrics.state, metrics.timer_alive, metrics.alive) == ("stopped", False, False)
 
 
-class _BreakingClock(FakeClock):
+class BreakingClock(FakeClock):
     """A fake clock whose wait raises once ``broken`` is set: the timer thread dies."""
 
     def __init__(self, start: float) -> None:
@@ -124,7 +124,7 @@ class _BreakingClock(FakeClock):
 def test_a_dead_timer_leaves_a_scheduler_that_says_it_is_dead(
     make_scheduler: SchedulerFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
-    clock = _BreakingClock(T0)
+    clock = BreakingClock(T0)
     scheduler = make_scheduler(clock=clock)
     wait_until(lambda: scheduler.metrics().timer_woke is not None, timeout=5, what="a wake")
     clock.broken = True
@@ -160,7 +160,7 @@ def test_a_dead_timer_s_traceback_is_said_once_in_the_log_not_again_by_python(
     thread lldsched-1-timer"), outside the logging a service configured."""
     escaped: list[BaseException | None] = []
     monkeypatch.setattr(threading, "excepthook", lambda args: escaped.append(args.exc_value))
-    clock = _BreakingClock(T0)
+    clock = BreakingClock(T0)
     scheduler = make_scheduler(clock=clock)
     wait_until(lambda: scheduler.metrics().timer_woke is not None, timeout=5, what="a wake")
     clock.broken = True
@@ -175,7 +175,7 @@ def test_a_dead_timer_s_traceback_is_said_once_in_the_log_not_again_by_python(
 def test_a_wait_idle_under_way_when_the_timer_dies_raises_at_once(
     make_scheduler: SchedulerFactory,
 ) -> None:
-    clock = _BreakingClock(T0)
+    clock = BreakingClock(T0)
     scheduler = make_scheduler(clock=clock)
     wait_until(lambda: scheduler.metrics().timer_woke is not None, timeout=5, what="a wake")
     scheduler.schedule("later", noop, OneTime(delay=60))  # not drained for 60 s

@@ -28,7 +28,9 @@ from lldsched.sim import Simulation
 from lldsched.views.panel import _Row
 from lldsched.views.widgetkit import when as _when
 from lldsched.views.widgets import COLUMNS, MAX_ROWS, ControlPanel
-from tests.conftest import SchedulerFactory, settle
+from tests.conftest import T0, SchedulerFactory, settle
+from tests.test_metrics import BreakingClock
+from tests.waits import wait_until
 
 LAST_INSTANT = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
 
@@ -349,6 +351,33 @@ def test_a_pause_on_a_shut_down_scheduler_says_nothing_runs_again_not_until_resu
     panel.button(tick.id, "resume").click()  # which the message said
     assert "the scheduler is shut down" in panel.message.value
     assert tick.status is TaskStatus.PAUSED
+    panel.close()
+
+
+def test_a_pause_or_resume_on_a_scheduler_whose_timer_died_says_so_and_what_to_do(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    """A scheduler whose timer thread died takes a pause and a resume (they keep the
+    books) and dispatches nothing: the pause said "nothing runs until resume", and the
+    resume a next run that never comes."""
+    clock = BreakingClock(T0)
+    scheduler = make_scheduler(clock=clock)
+    wait_until(lambda: scheduler.metrics().timer_woke is not None, timeout=5, what="a wake")
+    clock.broken = True
+    tick = scheduler.schedule("tick", lambda: None, FixedRate(60, start_delay=30))
+    wait_until(lambda: scheduler.metrics().state == "dead", timeout=5, what="the timer's death")
+    panel = ControlPanel(scheduler, loop=None)
+    dead = (
+        "the scheduler's timer thread died (its traceback is in the log, 'the timer thread "
+        "died'): nothing runs again, resume included; shutdown() it and build a new "
+        "Scheduler (a durable store keeps its tasks)"
+    )
+    panel.button(tick.id, "pause").click()
+    assert tick.status is TaskStatus.PAUSED
+    assert html.unescape(panel.message.value) == f"pause tick: paused; {dead}"
+    panel.button(tick.id, "resume").click()
+    assert tick.status is TaskStatus.SCHEDULED
+    assert html.unescape(panel.message.value) == f"resume tick: resumed, yet {dead}"
     panel.close()
 
 

@@ -12,8 +12,10 @@ with a run in flight says what becomes of that run (:func:`fate_in_flight`): on 
 thread it finishes, but the threaded scheduler kills a process-isolated run and
 cancels a coroutine run.  A pause on a shut-down scheduler, which takes it (it keeps
 the books) but refuses the resume after it, says that nothing runs again rather than
-"until resume": the panel passes the runtime's ``metrics().state``, which both runtimes
-answer (the simulation's is always ``"running"``).
+"until resume"; so does a pause or a resume on a scheduler whose timer thread died,
+which takes both and dispatches nothing, with what to do: the panel passes the
+runtime's ``metrics().state``, which both runtimes answer (the simulation's is always
+``"running"``).
 
 Only strings are made here: :class:`lldsched.views.panel.ControlPanel` shows them.
 """
@@ -63,27 +65,44 @@ def pressed(
     had in flight at the press (:func:`fate_in_flight`), None if it had none, and
     ``state`` the runtime's own (``metrics().state``, read after the verb).
 
-    A pause says nothing runs until resume; on a shut-down runtime (``"stopped"``), which
-    still takes a pause (it keeps the books) but refuses a resume, it says nothing runs
-    again and resume is refused."""
+    A pause says nothing runs until resume, and a resume when the next run is due; on a
+    runtime that dispatches nothing any more (:func:`_stalled`: shut down, or its timer
+    dead) each says that instead."""
     name = task.name
     if not changed:
         return f"{verb} {name}: nothing to do, it is {task.status.value}"
     after = f"its run in flight {in_flight}, " if in_flight else ""
+    stalled = _stalled(state)
     if verb == "pause":
-        if state == "stopped":
-            return (
-                f"pause {name}: paused; {after}the scheduler is shut down: nothing runs "
-                "again, and resume is refused"
-            )
+        if stalled is not None:
+            return f"pause {name}: paused; {after}{stalled}"
         return f"pause {name}: paused; {after}nothing runs until resume"
     if verb == "resume":
+        if stalled is not None:
+            return f"resume {name}: resumed, yet {stalled}"
         return f"resume {name}: resumed; next run {when(task.next_run_at)}"
     if verb == "cancel":
         return f"cancel {name}: cancelled; {after}no further run"
     if verb == "redrive":
         return f"redrive {name}: queued again, due now; its outcome shows here when it ends"
     return f"{verb} {name}: done"  # a verb this module has no words for yet
+
+
+def _stalled(state: str) -> str | None:
+    """Why nothing runs again on a runtime in ``state`` (``metrics().state``), or None
+    while it dispatches.  ``"stopped"``: shut down; it still takes a pause (it keeps the
+    books) but refuses a resume.  ``"dead"``: its timer thread died; it takes a pause and
+    a resume alike and dispatches neither, and what to do is docs/OPERATIONS.md's (and
+    ``_refuse_if_dead``'s, lldsched/threaded/timer.py): shut it down, build a new one."""
+    if state == "stopped":
+        return "the scheduler is shut down: nothing runs again, and resume is refused"
+    if state == "dead":
+        return (
+            "the scheduler's timer thread died (its traceback is in the log, 'the timer "
+            "thread died'): nothing runs again, resume included; shutdown() it and build "
+            "a new Scheduler (a durable store keeps its tasks)"
+        )
+    return None
 
 
 @dataclass(frozen=True)
