@@ -19,6 +19,8 @@ import traceback
 
 __all__ = [
     "CANCELLED_INSIDE",
+    "DEAD_TIMER",
+    "DEAD_TIMER_ADVICE",
     "ERROR_LIMIT",
     "NEVER_STARTED_OVERLAP",
     "TRACEBACK_LIMIT",
@@ -67,6 +69,18 @@ class SchedulerStateError(LldschedError, RuntimeError):
     the task finished and will not run again (``reschedule``, ``modify``), or other
     tasks still depend on it (``remove``); or the view driving it (a control panel, a
     simulation player) is closed (:func:`lldsched.views.widgetkit.refuse_if_closed`)."""
+
+
+DEAD_TIMER = (
+    "the scheduler's timer thread died (its traceback is in the log, 'the timer thread died')"
+)
+"""What a scheduler whose timer thread died is, in every message that says so: a verb
+that needs the timer refusing (``_refuse_if_dead``, lldsched/threaded/timer.py) and a
+control panel's press (lldsched/views/presses.py)."""
+
+DEAD_TIMER_ADVICE = "shutdown() it and build a new Scheduler (a durable store keeps its tasks)"
+"""What to do about a scheduler whose timer thread died (docs/OPERATIONS.md), in every
+message that says :data:`DEAD_TIMER`."""
 
 
 class SchedulerBusyError(LldschedError, TimeoutError):

@@ -50,7 +50,7 @@ import logging
 from lldsched.core.context import RunContext
 from lldsched.core.recovery import after_clock_jump
 from lldsched.core.task import Entry
-from lldsched.errors import SchedulerStateError
+from lldsched.errors import DEAD_TIMER, DEAD_TIMER_ADVICE, SchedulerStateError
 from lldsched.logs import TIMER
 from lldsched.threaded.parts import DEAD, RUNNING, SchedulerParts
 
@@ -89,9 +89,8 @@ class TimerThread(SchedulerParts):
         holds the lock): it would wait, or promise a run, for ever."""
         if self._state is DEAD:
             raise SchedulerStateError(
-                f"cannot {verb}: the scheduler's timer thread died (its traceback is in the "
-                "log, 'the timer thread died'), so nothing is dispatched any more; "
-                "shutdown() it and build a new Scheduler (a durable store keeps its tasks)"
+                f"cannot {verb}: {DEAD_TIMER}, so nothing is dispatched any more; "
+                f"{DEAD_TIMER_ADVICE}"
             )
 
     def _timer_loop(self) -> None:

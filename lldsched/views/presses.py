@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from lldsched.core.isolation import is_loop_action
 from lldsched.core.task import ScheduledTask
+from lldsched.errors import DEAD_TIMER, DEAD_TIMER_ADVICE
 from lldsched.model import TaskStatus
 from lldsched.runtime import Runtime, Stepped
 
@@ -92,16 +93,12 @@ def _stalled(state: str) -> str | None:
     """Why nothing runs again on a runtime in ``state`` (``metrics().state``), or None
     while it dispatches.  ``"stopped"``: shut down; it still takes a pause (it keeps the
     books) but refuses a resume.  ``"dead"``: its timer thread died; it takes a pause and
-    a resume alike and dispatches neither, and what to do is docs/OPERATIONS.md's (and
-    ``_refuse_if_dead``'s, lldsched/threaded/timer.py): shut it down, build a new one."""
+    a resume alike and dispatches neither; said, with what to do, in the words of the
+    verbs that refuse on a dead timer (:data:`~lldsched.errors.DEAD_TIMER`)."""
     if state == "stopped":
         return "the scheduler is shut down: nothing runs again, and resume is refused"
     if state == "dead":
-        return (
-            "the scheduler's timer thread died (its traceback is in the log, 'the timer "
-            "thread died'): nothing runs again, resume included; shutdown() it and build "
-            "a new Scheduler (a durable store keeps its tasks)"
-        )
+        return f"{DEAD_TIMER}: nothing runs again, resume included; {DEAD_TIMER_ADVICE}"
     return None
 
 
