@@ -354,15 +354,17 @@ def test_a_pause_on_a_shut_down_scheduler_says_nothing_runs_again_not_until_resu
     panel.close()
 
 
-def test_a_pause_or_resume_on_a_scheduler_whose_timer_died_says_so_and_what_to_do(
+def test_a_pause_resume_or_redrive_on_a_scheduler_whose_timer_died_says_so_and_what_to_do(
     make_scheduler: SchedulerFactory,
 ) -> None:
-    """A scheduler whose timer thread died takes a pause and a resume (they keep the
-    books) and dispatches nothing: the pause said "nothing runs until resume", and the
-    resume a next run that never comes."""
+    """A scheduler whose timer thread died takes a pause, a resume and a redrive (they
+    keep the books) and dispatches nothing: the pause said "nothing runs until resume",
+    the resume a next run that never comes, and the redrive that the re-run's outcome
+    would show."""
     clock = BreakingClock(T0)
     scheduler = make_scheduler(clock=clock)
-    wait_until(lambda: scheduler.metrics().timer_woke is not None, timeout=5, what="a wake")
+    bad = scheduler.schedule("bad", boom, OneTime(delay=0), retry=RetryPolicy.never())
+    wait_until(lambda: scheduler.dead_letter() == [bad.id], timeout=5, what="the dead letter")
     clock.broken = True
     tick = scheduler.schedule("tick", lambda: None, FixedRate(60, start_delay=30))
     wait_until(lambda: scheduler.metrics().state == "dead", timeout=5, what="the timer's death")
@@ -378,6 +380,9 @@ def test_a_pause_or_resume_on_a_scheduler_whose_timer_died_says_so_and_what_to_d
     panel.button(tick.id, "resume").click()
     assert tick.status is TaskStatus.SCHEDULED
     assert html.unescape(panel.message.value) == f"resume tick: resumed, yet {dead}"
+    panel.button(bad.id, "redrive").click()
+    assert bad.status is TaskStatus.SCHEDULED
+    assert html.unescape(panel.message.value) == f"redrive bad: queued again, yet {dead}"
     panel.close()
 
 

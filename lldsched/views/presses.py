@@ -66,9 +66,9 @@ def pressed(
     had in flight at the press (:func:`fate_in_flight`), None if it had none, and
     ``state`` the runtime's own (``metrics().state``, read after the verb).
 
-    A pause says nothing runs until resume, and a resume when the next run is due; on a
-    runtime that dispatches nothing any more (:func:`_stalled`: shut down, or its timer
-    dead) each says that instead."""
+    A pause says nothing runs until resume, a resume when the next run is due, and a
+    redrive that its outcome follows; on a runtime that dispatches nothing any more
+    (:func:`_stalled`: shut down, or its timer dead) each says that instead."""
     name = task.name
     if not changed:
         return f"{verb} {name}: nothing to do, it is {task.status.value}"
@@ -85,6 +85,8 @@ def pressed(
     if verb == "cancel":
         return f"cancel {name}: cancelled; {after}no further run"
     if verb == "redrive":
+        if stalled is not None:
+            return f"redrive {name}: queued again, yet {stalled}"
         return f"redrive {name}: queued again, due now; its outcome shows here when it ends"
     return f"{verb} {name}: done"  # a verb this module has no words for yet
 
