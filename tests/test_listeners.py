@@ -3,8 +3,10 @@ and drops the oldest events when a listener falls more than its backlog behind."
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
+import weakref
 
 import pytest
 
@@ -75,6 +77,29 @@ def test_the_dispatcher_delivers_in_order_and_logs_a_raising_listener(
     lines = [r for r in caplog.records if r.name == "lldsched.listeners"]
     assert [r.levelno for r in lines] == [logging.ERROR] + [logging.DEBUG] * 99
     assert lines[0].exc_info is not None and caplog.text.count("KeyError: 'oops'") == 100
+
+
+def test_a_removed_listener_is_not_kept_alive_by_the_idle_delivery_thread() -> None:
+    """Once removed and dropped, a listener is garbage even while no event comes: the
+    delivery thread, waiting for the next event, kept the list of listeners of the last
+    one it delivered (a closed ControlPanel stayed referenced until the next event)."""
+
+    class Listening:
+        def __call__(self, e: TaskEvent) -> None:
+            pass
+
+    dispatcher = EventDispatcher()
+    listening = Listening()
+    dispatcher.add(listening)
+    dispatcher.start()
+    dispatcher.publish(event(1))
+    assert dispatcher.flush(5)  # delivered: the thread now waits for the next event
+    assert dispatcher.remove(listening)
+    ref = weakref.ref(listening)
+    del listening
+    gc.collect()
+    assert ref() is None, "the idle delivery thread keeps the removed listener alive"
+    dispatcher.close(5)
 
 
 def test_a_listener_that_falls_behind_loses_the_oldest_events_not_the_newest(

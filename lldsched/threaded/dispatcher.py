@@ -197,3 +197,6 @@ class EventDispatcher:
                 self._busy = True
             # its sys.exit() too: see notify; repeats guarded by being this thread's only
             notify(listeners, event, catch=BaseException, repeats=self._repeats)
+            # Waiting for the next event, the thread keeps no listener alive: a removed
+            # one (a closed ControlPanel's) is garbage at once, not after the next event.
+            del listeners, event
