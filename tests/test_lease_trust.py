@@ -33,7 +33,7 @@ from lldsched.core.context import RunContext
 from lldsched.core.task import Isolation
 from lldsched.errors import StoreError
 from lldsched.persistence import Claim
-from lldsched.threaded import shared
+from lldsched.threaded import processlife, shared
 from lldsched.threaded.leasewatch import renewal_every, trusted_for
 from tests import cluster_jobs
 from tests.test_recovery import HOUR, JumpingClock
@@ -478,6 +478,47 @@ def test_a_lease_counted_lost_and_taken_over_in_an_outage_stops_its_run_once_the
         assert lost == ["WARNING"]
         taken = f"the lease of task {task_id} (token {lease.token}), counted lost"
         assert [level for level, line in said if line.startswith(taken)] == ["INFO"]
+
+
+def test_an_isolated_run_whose_lease_is_counted_lost_before_a_child_took_it_is_still_sent(
+    tmp_path: Path,
+    trust: FakeClock,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Counted lost is not gone: nobody may have taken the lease over.  A run on its way
+    to its child when its lease was counted lost is sent, its flag up, as a run already in
+    its child runs on (the renewals settle it once the store answers).  It was recorded
+    "CancelledError: the store no longer holds its lease ... before its worker process
+    started it": a network blip made a failed attempt, whose settle let the lease go."""
+    starting = threading.Event()
+    let_start = threading.Event()
+
+    def held_start() -> processlife.Child:  # the child's start waits for the count
+        starting.set()
+        assert let_start.wait(30)
+        return processlife.start_child()
+
+    monkeypatch.setattr("lldsched.threaded.processes.start_child", held_start)
+    wall = FakeClock(START)
+    caplog.set_level("INFO", logger="lldsched")
+    task_id = "counted-lost-unsent"
+    marker = tmp_path / "marker"
+    action = "tests.jobs:hang_first_time"
+    options = {"isolation": "process", "args": (str(marker),)}
+    with running(tmp_path / "tasks.db", wall, task_id, action, **options) as (
+        scheduler,
+        store,
+        other,
+    ):
+        assert starting.wait(30)
+        count_lost(wall, trust, store, caplog, task_id)
+        let_start.set()
+        wait_until(marker.exists, timeout=30, what="the child to begin the action")
+        task = scheduler.task(task_id)
+        assert task.running and not task.history
+        (lease,) = other.leases()  # still this process's: nothing let it go
+        assert lease.task_id == task_id
 
 
 def test_a_lease_counted_lost_in_an_outage_that_nobody_took_is_renewed_and_settled(

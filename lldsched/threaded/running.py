@@ -285,12 +285,12 @@ class RunExecution(SchedulerParts):
 
     def _lease_gone(self, run: Run) -> str | None:
         """``"lease"`` when ``run``, begun on a shared store's claim, holds its lease no
-        more (a renewal found it gone, or counted it lost and none found it kept since),
-        else None (caller holds the lock).  Asked, as :func:`stopped_since_begun` is, of a
-        run on its way to the loop or to a child when the renewal came: :meth:`_stop_lost`
+        more (a renewal found it gone; one only counted lost is sent, its flag up), else
+        None (caller holds the lock).  Asked, as :func:`stopped_since_begun` is, of a run
+        on its way to the loop or to a child when the renewal came: :meth:`_stop_lost`
         found nothing to stop."""
         coordinator = self._coordinator
-        return "lease" if coordinator is not None and coordinator.lost(run) else None
+        return "lease" if coordinator is not None and coordinator.gone(run) else None
 
     def _jumped_since(self, finished: float, lag: float) -> float:
         """The finish to record for a run that read ``finished`` ``lag`` seconds (less a

@@ -405,12 +405,13 @@ class Coordinator:
             self._held_none()
         return self._core.decides_waits(run.task)
 
-    def lost(self, run: Run) -> bool:
+    def gone(self, run: Run) -> bool:
         """Whether ``run``, begun here on a claim and not settled yet, no longer holds its
-        lease: a renewal found it gone, or counted it lost and none has found it this
-        process's again since (caller holds the lock)."""
+        lease because a renewal found it gone (caller holds the lock).  A lease only
+        counted lost is not gone: nobody may have taken it over, and its run goes on,
+        its flag up, until a renewal the store answers settles it (:meth:`_renew`)."""
         token = run.token
-        return token is not None and token not in self._running
+        return token is not None and token not in self._running and token not in self._counted_lost
 
     def _held_none(self) -> None:
         """Nothing held any more: the next claim starts the trust's count again (from its
