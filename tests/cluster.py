@@ -21,6 +21,7 @@ import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ import pytest
 from lldsched import Scheduler
 from lldsched.persistence import CoordinatedStore
 from lldsched.stores.sqlite import SqliteTaskStore
+from lldsched.threaded import processlife
 from tests.processes import lines_of
 from tests.waits import wait_until
 
@@ -84,6 +86,27 @@ OPENERS: dict[str, Callable[..., CoordinatedStore]] = {
     "sqlite": _open_sqlite,
 }
 """Engine name -> ``opener(spec, lease=..., poll=...)``: the spec opened with ``shared=True``."""
+
+
+class HeldStarts(NamedTuple):
+    """What :func:`hold_child_starts` returns."""
+
+    starting: threading.Event  # set as a worker starts a run's child, and waits
+    let_start: threading.Event  # the test sets it: the children start
+
+
+def hold_child_starts(monkeypatch: pytest.MonkeyPatch) -> HeldStarts:
+    """Hold the start of every process-isolated run's child until the test lets it go:
+    something (a renewal, a takeover) can then happen while a run is on its way to it."""
+    held = HeldStarts(threading.Event(), threading.Event())
+
+    def held_start() -> processlife.Child:
+        held.starting.set()
+        assert held.let_start.wait(30)
+        return processlife.start_child()
+
+    monkeypatch.setattr("lldsched.threaded.processes.start_child", held_start)
+    return held
 
 
 def open_store(spec: StoreSpec, *, lease: float = 30.0, poll: float = 1.0) -> CoordinatedStore:

@@ -36,9 +36,8 @@ from lldsched import (
 from lldsched.core.task import Isolation
 from lldsched.errors import ValidationError
 from lldsched.persistence import CoordinatedStore
-from lldsched.threaded import processlife
 from tests import cluster_jobs, jobs
-from tests.cluster import StoreSpec, open_store
+from tests.cluster import StoreSpec, hold_child_starts, open_store
 from tests.waits import wait_until
 
 LEASE = 0.6  # renewed every 0.2 s: the claims a test lets expire or outlives
@@ -506,15 +505,7 @@ def test_an_isolated_run_whose_lease_went_before_a_child_took_it_is_never_sent(
     never sent (it would have run the slot beside its new holder)."""
     first, second, reader, store = short_sqlite_pair
     second.shutdown()
-    starting = threading.Event()
-    let_start = threading.Event()
-
-    def held_start() -> processlife.Child:  # the child's start waits for the takeover
-        starting.set()
-        assert let_start.wait(30)
-        return processlife.start_child()
-
-    monkeypatch.setattr("lldsched.threaded.processes.start_child", held_start)
+    starting, let_start = hold_child_starts(monkeypatch)  # the child's, until the takeover
     first.schedule("hold", "tests.jobs:hang_first_time", OneTime(first.now), id="hold",
                    isolation="process", args=(str(tmp_path / "marker"),))  # fmt: skip
     assert starting.wait(30)

@@ -33,9 +33,10 @@ from lldsched.core.context import RunContext
 from lldsched.core.task import Isolation
 from lldsched.errors import StoreError
 from lldsched.persistence import Claim
-from lldsched.threaded import processlife, shared
+from lldsched.threaded import shared
 from lldsched.threaded.leasewatch import renewal_every, trusted_for
 from tests import cluster_jobs
+from tests.cluster import hold_child_starts
 from tests.test_recovery import HOUR, JumpingClock
 from tests.waits import wait_until
 
@@ -491,15 +492,7 @@ def test_an_isolated_run_whose_lease_is_counted_lost_before_a_child_took_it_is_s
     its child runs on (the renewals settle it once the store answers).  It was recorded
     "CancelledError: the store no longer holds its lease ... before its worker process
     started it": a network blip made a failed attempt, whose settle let the lease go."""
-    starting = threading.Event()
-    let_start = threading.Event()
-
-    def held_start() -> processlife.Child:  # the child's start waits for the count
-        starting.set()
-        assert let_start.wait(30)
-        return processlife.start_child()
-
-    monkeypatch.setattr("lldsched.threaded.processes.start_child", held_start)
+    starting, let_start = hold_child_starts(monkeypatch)  # the child's, until the count
     wall = FakeClock(START)
     caplog.set_level("INFO", logger="lldsched")
     task_id = "counted-lost-unsent"
