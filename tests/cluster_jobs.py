@@ -13,7 +13,6 @@ import json
 import os
 import queue
 import threading
-import time
 from typing import IO
 
 from lldsched.core.context import RunContext
@@ -74,9 +73,10 @@ async def until_cancelled() -> None:
 
 gate = threading.Event()
 """Set by a test to let the held run of :func:`held_past_its_lease` finish."""
-moments: queue.Queue[tuple[str, int | None, float]] = queue.Queue()
-"""When :func:`held_past_its_lease` saw what it tells :data:`seen`: ``("started", token,
-instant)`` or ``("flag", token, instant)``, instants of ``time.monotonic()``."""
+moments: queue.Queue[tuple[str, int | None]] = queue.Queue()
+"""What :func:`held_past_its_lease` saw, in order: ``("started", token)`` when a run
+began, then ``("flag", token)`` when the held run's wait for its flag ended (what
+:data:`seen` says of it: the flag up, or 20 s passed)."""
 _held: set[str] = set()  # task ids whose first run here was held (under _lock)
 
 
@@ -85,7 +85,7 @@ def held_past_its_lease(ctx: RunContext) -> None:
     20 s) until its flag goes up, tell :data:`seen` why, then wait (up to 20 s) for
     :data:`gate`: a run that outlives its lease and ends later.  Any later run of the
     task here just tells :data:`seen` it started and ends."""
-    moments.put(("started", ctx.fencing_token, time.monotonic()))
+    moments.put(("started", ctx.fencing_token))
     seen.put((ctx.task_id, ctx.fencing_token, False, None))  # started
     with _lock:
         first = ctx.task_id not in _held
@@ -93,7 +93,7 @@ def held_past_its_lease(ctx: RunContext) -> None:
     if not first:
         return
     ctx.wait(20)
-    moments.put(("flag", ctx.fencing_token, time.monotonic()))
+    moments.put(("flag", ctx.fencing_token))
     seen.put((ctx.task_id, ctx.fencing_token, ctx.lease_lost, ctx.reason))
     gate.wait(20)
 
