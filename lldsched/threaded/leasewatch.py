@@ -83,11 +83,8 @@ class LeaseWatch:
     def renewed(self, began: float) -> None:
         """A renewal (or claim) that began at ``began`` (this watch's clock, read before
         the ``now`` its expiry counts from) succeeded."""
-        until = began + self._trusted
         with self._condition:
-            if self._until is None or until > self._until:
-                self._until = until
-                self._condition.notify()
+            self._vouch(began)
 
     def claimed(self, began: float) -> None:
         """A claim that began at ``began`` (as :meth:`renewed`'s) succeeded: it vouches for
@@ -95,8 +92,15 @@ class LeaseWatch:
         (a claim's later start would extend the trust of leases renewed before it)."""
         with self._condition:
             if self._until is None:
-                self._until = began + self._trusted
-                self._condition.notify()
+                self._vouch(began)
+
+    def _vouch(self, began: float) -> None:
+        """Trust the leases until :func:`trusted_for` after ``began``, unless they already
+        are for longer (the caller holds ``_condition``)."""
+        until = began + self._trusted
+        if self._until is None or until > self._until:
+            self._until = until
+            self._condition.notify()
 
     def cut(self, seconds: float) -> None:
         """The store's expiries came ``seconds`` closer than the renewals said (a forward
