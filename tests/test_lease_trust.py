@@ -22,7 +22,7 @@ import contextlib
 import functools
 import queue
 import threading
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from lldsched.threaded import shared
 from lldsched.threaded.leasewatch import renewal_every, trusted_for
 from tests import cluster_jobs
 from tests.cluster import hold_child_starts
+from tests.store_doubles import HookedStore, StoreCall
 from tests.test_recovery import HOUR, JumpingClock
 from tests.waits import wait_until
 
@@ -46,24 +47,22 @@ FEED_TOOK = renewal_every(LEASE) / 2 + 1.0  # more than lease / 6 between readin
 JUMP = 20.0  # a forward step of the wall clock: more than lease / 6, less than the trust
 
 
-class HeldFeed(SqliteTaskStore):
+class HeldFeed(HookedStore):
     """A shared store whose first look at the change feed from another thread than the
     test's (the timer's, at its first wake) waits for the test."""
 
     def __init__(self, path: Path) -> None:
-        super().__init__(path, shared=True, lease=LEASE)
+        super().__init__(path, lease=LEASE)
         self.entered = threading.Event()  # set when the first look began
         self.go_on = threading.Event()  # set by the test: the look ends
-        self._test = threading.current_thread()  # its looks (a registration's) are not held
         self._held = False  # the timer's first look was held (only the timer's thread sets it)
 
-    def changed(self) -> bool:
-        if not self._held and threading.current_thread() is not self._test:
+    def before(self, call: StoreCall) -> None:
+        if call == "changed" and not self._held and not self.by_the_test():
             self._held = True
             self.entered.set()
             if not self.go_on.wait(10):
                 raise AssertionError("the test never let the change feed go on")
-        return super().changed()
 
 
 @pytest.fixture
@@ -138,18 +137,17 @@ def test_a_claim_is_trusted_from_the_reading_its_expiry_counts_from_not_after_th
 # -- a forward (or backward) step of the wall clock -------------------------------------
 
 
-class Unrenewable(SqliteTaskStore):
+class Unrenewable(HookedStore):
     """A shared store whose renewals fail while ``down`` is set (the file busy, a disk
     gone): the claims it made stand in the file until their expiry."""
 
     def __init__(self, path: Path) -> None:
-        super().__init__(path, shared=True, lease=LEASE)
+        super().__init__(path, lease=LEASE)
         self.down = threading.Event()
 
-    def renew(self, *, tokens: Collection[int], now: float) -> set[int]:
-        if self.down.is_set():
+    def before(self, call: StoreCall) -> None:
+        if call == "renew" and self.down.is_set():
             raise StoreError("renewal refused by the test")
-        return super().renew(tokens=tokens, now=now)
 
 
 def test_a_forward_jump_of_the_wall_clock_shortens_the_trust_by_the_jump(
@@ -297,15 +295,14 @@ class Flaky(Unrenewable):
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
-        self._test = threading.current_thread()  # its own calls are not counted
         self.looks = 0
         self.claimed: list[str] = []
         self.released: list[str] = []
 
-    def changed(self) -> bool:
-        if threading.current_thread() is not self._test:
+    def before(self, call: StoreCall) -> None:
+        super().before(call)
+        if call == "changed" and not self.by_the_test():  # the test's own are not counted
             self.looks += 1
-        return super().changed()
 
     def claim(self, *, now: float, limit: int) -> list[Claim]:
         claims = super().claim(now=now, limit=limit)

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from lldsched import FixedRate, Scheduler, SqliteTaskStore, StoreError, SystemClock
-from lldsched.persistence import Claim
+from lldsched import FixedRate, Scheduler, StoreError, SystemClock
+from tests.store_doubles import HookedStore, StoreCall
 
 CALL_TIMEOUT = 10.0
 """How far each failing call moves the clock on: a PostgreSQL store's default ``timeout``."""
@@ -53,39 +53,32 @@ class SkewedClock(SystemClock):
         super().wait(condition, deadline)
 
 
-class BlackHoled(SqliteTaskStore):
+SAID: dict[StoreCall, str] = {"changed": "feed read", "claim": "claim", "renew": "renewal"}
+"""How a failed call is named in :attr:`BlackHoled.calls` and its error."""
+
+
+class BlackHoled(HookedStore):
     """A shared SQLite store whose change feed, claims and renewals fail while
     ``black_holed`` is set, each after using up ``CALL_TIMEOUT`` of ``clock``'s time.
     ``calls`` notes each failed call with the count of the lock's releases before it."""
 
     def __init__(self, path: Path, clock: SkewedClock) -> None:
-        super().__init__(path, shared=True, poll=0.1)
+        super().__init__(path, poll=0.1)
         self.clock = clock
         self.black_holed = False
         self.calls: list[tuple[str, int]] = []
         self.failing = threading.Event()  # set at the outage's second failed call
 
-    def _silent(self, kind: str) -> None:
-        """Fail the call of ``kind`` as a black hole does, if the network is black-holed."""
+    def before(self, call: StoreCall) -> None:
+        """Fail ``call`` as a black hole does, if the network is black-holed."""
         if not self.black_holed:
             return
+        kind = SAID[call]
         self.calls.append((kind, self.clock.released))
         if len(self.calls) >= 2:
             self.failing.set()
         self.clock.ahead += CALL_TIMEOUT
         raise StoreError(f"no answer within {CALL_TIMEOUT:g} s to a {kind}")
-
-    def changed(self) -> bool:
-        self._silent("feed read")
-        return super().changed()
-
-    def claim(self, *, now: float, limit: int) -> list[Claim]:
-        self._silent("claim")
-        return super().claim(now=now, limit=limit)
-
-    def renew(self, *, tokens: Collection[int], now: float) -> set[int]:
-        self._silent("renewal")
-        return super().renew(tokens=tokens, now=now)
 
 
 @pytest.fixture

@@ -13,16 +13,15 @@ raised out of ``wait_idle``, and a release out of whatever gave the claim back.
 from __future__ import annotations
 
 import logging
-import threading
-from collections.abc import Collection, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from lldsched import FakeClock, OneTime, Scheduler, SqliteTaskStore
-from lldsched.persistence import Claim
 from lldsched.threaded.leasewatch import renewal_every
 from tests import cluster_jobs
+from tests.store_doubles import HookedStore, StoreCall
 from tests.waits import wait_until
 
 LEASE = 30.0
@@ -30,30 +29,17 @@ START = 1000.0
 BUG = "a bug in the user's store"
 
 
-class Buggy(SqliteTaskStore):
+class Buggy(HookedStore):
     """A shared SQLite store whose call named ``broken`` raises a ``RuntimeError`` when
     made on another thread than the test's (the timer's, a keeper's)."""
 
     def __init__(self, path: Path, broken: str) -> None:
-        super().__init__(path, shared=True, lease=LEASE)
+        super().__init__(path, lease=LEASE)
         self.broken = broken
-        self._test = threading.current_thread()
 
-    def _maybe_raise(self, name: str) -> None:
-        if name == self.broken and threading.current_thread() is not self._test:
+    def before(self, call: StoreCall) -> None:
+        if call == self.broken and not self.by_the_test():
             raise RuntimeError(BUG)
-
-    def changed(self) -> bool:
-        self._maybe_raise("changed")
-        return super().changed()
-
-    def claim(self, *, now: float, limit: int) -> list[Claim]:
-        self._maybe_raise("claim")
-        return super().claim(now=now, limit=limit)
-
-    def renew(self, *, tokens: Collection[int], now: float) -> set[int]:
-        self._maybe_raise("renew")
-        return super().renew(tokens=tokens, now=now)
 
 
 @pytest.fixture(autouse=True)
