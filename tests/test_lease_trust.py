@@ -533,14 +533,15 @@ def test_a_lease_counted_lost_in_an_outage_that_nobody_took_is_renewed_and_settl
         store.down.clear()  # the store answers again; nobody took the slot
         renewed_at = START + 2 * renewal_every(LEASE)
         wall.set(renewed_at)
+        # Said once the renewal returned (the store's row is renewed a moment before).
         wait_until(
-            lambda: other.leases()[0].expires_at == renewed_at + LEASE,
+            lambda: "still holds the lease of task counted-lost-kept" in caplog.text,
             timeout=10,
             what="the lease counted lost renewed once the store answered",
         )
-        assert other.leases()[0].token == token
+        (lease,) = other.leases()
+        assert (lease.token, lease.expires_at) == (token, renewed_at + LEASE)
         assert other.claim(now=START + LEASE, limit=1) == []  # not to be taken: renewed
-        assert "still holds the lease of task counted-lost-kept" in caplog.text
         cluster_jobs.released.set()
         assert cluster_jobs.seen.get(timeout=10) == (task_id, token, True, "lease")
         wait_until(lambda: bool(other.records(task_id)), timeout=10, what="the settle")
