@@ -8,8 +8,8 @@ import asyncio
 import contextlib
 import logging
 import signal
+import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,28 +27,38 @@ from lldsched import (
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import TaskSnapshot
 from lldsched.stores.memory import InMemoryTaskStore
+from lldsched.threaded import processes
 from lldsched.threaded.loopshutdown import CANCEL_GRACE, grace_for
+from lldsched.threaded.processlife import kill_group
 from tests import cluster_jobs, jobs
 from tests.conftest import T0
 from tests.waits import wait_until
 
-HANG = 30.0  # how long a hung save waits at most: far beyond any bound asserted below
-BOUND = 4.0  # a shutdown(timeout=0.5 or 1.5) must return within this, well under HANG
+HANG = 30.0  # how long a hung call waits at most: a shutdown returns long before it ends
+BOUND = 4.0  # a shutdown that must succeed is given this long (a bound on a wait only)
 
 
 class HangingStore(InMemoryTaskStore):
-    """Saves a run's record only once ``release`` is set (``hanging``: one waits)."""
+    """Saves a run's record only once ``release`` is set (``hanging``: one waits;
+    ``hung``: whether one is waiting now)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.hanging = threading.Event()
         self.release = threading.Event()
+        self.ended = threading.Event()  # set when a hung save stopped waiting
 
     def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
         if record is not None:  # a run's outcome, written under the scheduler's lock
             self.hanging.set()
             self.release.wait(HANG)
+            self.ended.set()
         super().save(snapshot, record)
+
+    @property
+    def hung(self) -> bool:
+        """Whether a save is hanging now (begun, not released), the scheduler's lock held."""
+        return self.hanging.is_set() and not self.ended.is_set()
 
 
 @pytest.fixture
@@ -56,12 +66,6 @@ def store() -> Iterator[HangingStore]:
     store = HangingStore()
     yield store
     store.release.set()  # never leave a worker hung behind a failed test
-
-
-def timed_shutdown(scheduler: Scheduler, timeout: float) -> tuple[bool, float]:
-    began = time.monotonic()
-    stopped = scheduler.shutdown(timeout=timeout)
-    return stopped, time.monotonic() - began
 
 
 @contextlib.contextmanager
@@ -85,8 +89,8 @@ def test_a_save_that_hangs_before_shutdown_does_not_hold_it_past_its_timeout(
     task = scheduler.schedule("hung", lambda: None, OneTime(delay=0))
     assert store.hanging.wait(5)  # its worker holds the lock, inside save
     with caplog.at_level(logging.WARNING, logger="lldsched"):
-        stopped, took = timed_shutdown(scheduler, timeout=0.5)
-    assert not stopped and took < BOUND
+        stopped = scheduler.shutdown(timeout=0.5)
+    assert not stopped and store.hung  # returned while the save still holds the lock
     assert "returned without stopping the scheduler: its lock stayed held" in caplog.text
     assert scheduler.running  # nothing was changed ...
     store.release.set()
@@ -109,9 +113,14 @@ def test_a_save_that_hangs_during_the_drain_does_not_hold_it_past_its_timeout(
     scheduler = Scheduler(workers=1, clock=FakeClock(T0), store=store).start()
     task = scheduler.schedule("held", held, OneTime(delay=0))
     assert entered.wait(5)
-    result: list[tuple[bool, float]] = []
-    # 1.5 s: the save must hang before the drain's time is up, a few steps below
-    closing = threading.Thread(target=lambda: result.append(timed_shutdown(scheduler, 1.5)))
+    result: list[tuple[bool, bool]] = []  # (stopped, the save hung when it returned)
+
+    def close() -> None:
+        # 1.5 s: the save must hang before the drain's time is up, a few steps below
+        stopped = scheduler.shutdown(timeout=1.5)
+        result.append((stopped, store.hung))
+
+    closing = threading.Thread(target=close)
     with caplog.at_level(logging.WARNING, logger="lldsched"):
         closing.start()
         assert scheduler._timer is not None
@@ -119,10 +128,9 @@ def test_a_save_that_hangs_during_the_drain_does_not_hold_it_past_its_timeout(
         assert not scheduler._timer.is_alive()  # shutdown took the lock: it drains now
         gate.set()  # the run ends, and its save hangs under the lock
         assert store.hanging.wait(5)
-        closing.join(BOUND + 1)
+        closing.join(HANG)
     assert not closing.is_alive()
-    [(stopped, took)] = result
-    assert not stopped and took < BOUND
+    assert result == [(False, True)]  # returned while the save still holds the lock
     assert "the scheduler's lock still held" in caplog.text
     store.release.set()
     assert scheduler.shutdown(timeout=5)  # what was left finishes
@@ -322,9 +330,9 @@ def test_a_save_that_hangs_recording_a_cancelled_coroutine_does_not_hold_shutdow
     )
     assert started.wait(5)
     with caplog.at_level(logging.WARNING, logger="lldsched"):
-        stopped, took = timed_shutdown(scheduler, timeout=0.5)
-    assert store.hanging.is_set()  # the record's save hung ...
-    assert not stopped and took < BOUND  # ... and shutdown returned anyway, and said so
+        stopped = scheduler.shutdown(timeout=0.5)
+    assert store.hung  # the record's save hangs ...
+    assert not stopped  # ... and shutdown returned anyway, and said so
     assert "the scheduler's lock still held" in caplog.text
     store.release.set()
     assert scheduler.shutdown(timeout=5)
@@ -336,12 +344,13 @@ def test_a_release_that_hangs_at_shutdown_does_not_hold_it_past_its_timeout(
 ) -> None:
     """Shutdown without a drain gives back the claims it dropped unrun (a store call,
     under the lock): a release that hangs held shutdown for as long as it hung."""
-    hanging, release = threading.Event(), threading.Event()
+    hanging, release, ended = threading.Event(), threading.Event(), threading.Event()
 
     class HangingRelease(SqliteTaskStore):
         def release(self, *, task_id: str, token: int) -> None:
             hanging.set()
             release.wait(HANG)
+            ended.set()
             super().release(task_id=task_id, token=token)
 
     store = HangingRelease(tmp_path / "tasks.db", shared=True, poll=0.05)
@@ -354,20 +363,15 @@ def test_a_release_that_hangs_at_shutdown_does_not_hold_it_past_its_timeout(
         wait_until(lambda: len(store.leases()) == 2, timeout=5,
                    what="the queued task to be claimed")  # fmt: skip
         with caplog.at_level(logging.WARNING, logger="lldsched"):
-            stopped, took = timed_shutdown_without_drain(scheduler, timeout=0.5)
-        assert hanging.is_set() and not stopped and took < BOUND
+            stopped = scheduler.shutdown(drain=False, timeout=0.5)
+        assert not stopped
+        assert hanging.is_set() and not ended.is_set()  # returned while the release hangs
     finally:
         release.set()
         cluster_jobs.released.set()
         scheduler.shutdown(timeout=5)
         store.close()
     cluster_jobs.seen.get(timeout=5)  # the held run's end
-
-
-def timed_shutdown_without_drain(scheduler: Scheduler, timeout: float) -> tuple[bool, float]:
-    began = time.monotonic()
-    stopped = scheduler.shutdown(drain=False, timeout=timeout)
-    return stopped, time.monotonic() - began
 
 
 async def awaits_a_thread(started: threading.Event, release: threading.Event) -> None:
@@ -400,8 +404,8 @@ def test_a_to_thread_call_still_running_at_shutdown_is_waited_for_within_its_tim
     assert started.wait(5)
     try:
         with caplog.at_level(logging.WARNING, logger="lldsched"):
-            stopped, took = timed_shutdown(scheduler, timeout=0.5)
-        assert not stopped and took < BOUND
+            stopped = scheduler.shutdown(timeout=0.5)
+        assert not stopped  # returned while the call still runs (it runs until released)
         assert [t.is_alive() for t in _to_thread_calls(scheduler)] == [True]
         assert "asyncio.to_thread calls of coroutine runs still going" in caplog.text
         assert [r.error for r in task.history] == ["CancelledError: scheduler shut down"]
@@ -461,14 +465,25 @@ def test_a_to_thread_call_that_ends_within_the_timeout_is_waited_for() -> None:
         watcher.join(HANG)
 
 
-def test_a_worker_process_that_cannot_exit_does_not_hold_shutdown_past_its_timeout() -> None:
+def test_a_worker_process_that_cannot_exit_does_not_hold_shutdown_past_its_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """An isolated action left a thread that is no daemon: its worker process, idle, does
-    not exit when its pipe closes.  shutdown() kills it when its timeout runs out (it
-    waited 5 s more first, then killed it)."""
+    not exit when its pipe closes.  shutdown() kills it when its timeout runs out: the
+    pool's close kills it (it waited 5 s more first, then the reaper killed it)."""
+    killed: list[int] = []  # the pids the pool killed
+
+    def noted_kill(process: subprocess.Popen[bytes]) -> None:
+        killed.append(process.pid)
+        kill_group(process)
+
+    monkeypatch.setattr(processes, "kill_group", noted_kill)
     scheduler = Scheduler(workers=1).start()
     task = scheduler.schedule(
         "leave", "tests.process_jobs:leave_a_thread", OneTime(delay=0), isolation="process"
     )
     assert scheduler.wait_idle(timeout=HANG) and task.history[0].result == "'left'"
-    stopped, took = timed_shutdown(scheduler, timeout=0.5)
-    assert stopped and took < BOUND  # the worker process killed, and reaped
+    (pid,) = scheduler._processes.pids
+    assert scheduler.shutdown(timeout=0.5)  # the worker process killed, and reaped
+    assert killed == [pid]  # by the pool at the timeout, not by the reaper after it
+    assert scheduler._processes.pids == []
