@@ -6,14 +6,16 @@ from __future__ import annotations
 import threading
 from collections import Counter
 
-from lldsched import EventLog, FakeClock, OneTime, Priority, SystemClock, TaskStatus
-from tests.conftest import SchedulerFactory, settle
+from lldsched import EventLog, FakeClock, OneTime, Priority, TaskStatus
+from tests.conftest import T0, SchedulerFactory, settle
 
 
-class ParkingClock(SystemClock):
-    """The real clock, telling the test each time the timer parks on its condition."""
+class ParkingClock(FakeClock):
+    """A fake clock (it moves only when told to: a parked timer wakes only when notified),
+    telling the test each time the timer parks on its condition, and until when."""
 
     def __init__(self) -> None:
+        super().__init__(T0)
         self.parked = threading.Event()
         self.deadlines: list[float | None] = []
 
@@ -31,14 +33,14 @@ def test_an_earlier_insertion_wakes_a_timer_parked_twelve_hours_out(
     scheduler.schedule("nightly", lambda: None, OneTime(delay=12 * 3600))
     scheduler.start()
     assert clock.parked.wait(5)
-    parked_for = clock.deadlines[-1]
-    assert parked_for is not None and parked_for - clock.now() > 11.9 * 3600
+    assert clock.deadlines == [T0 + 12 * 3600]
     # schedule() needs the lock the parked timer released inside Condition.wait, so the
-    # timer is truly asleep when this push happens; nothing advances time or calls a wake.
+    # timer is truly asleep when this push happens; the clock never moves, so only the
+    # push can wake it (its own deadline never comes).
     scheduler.schedule("urgent", lambda: None, OneTime(delay=0))
     ran = log.wait_for(lambda e: e.name == "urgent" and e.record is not None, timeout=5)
     assert ran is not None and ran.record is not None
-    assert ran.record.lateness < 1.0
+    assert (ran.record.due, ran.record.lateness) == (T0, 0.0)  # run at once, on time
 
 
 def test_fifty_tasks_due_at_one_instant_on_four_workers_each_run_exactly_once(
@@ -109,11 +111,9 @@ def test_an_idle_scheduler_parks_its_timer_for_at_most_the_bounded_wait(
     make_scheduler: SchedulerFactory,
 ) -> None:
     clock = ParkingClock()
-    before = clock.now()
     make_scheduler(clock=clock, max_wait=30)
     assert clock.parked.wait(5)
-    deadline = clock.deadlines[0]
-    assert deadline is not None and 30 <= deadline - before < 35  # one look every 30 s
+    assert clock.deadlines[0] == T0 + 30  # one look every 30 s
 
 
 def test_the_scheduler_keeps_its_attributes_inline(make_scheduler: SchedulerFactory) -> None:
