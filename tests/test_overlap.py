@@ -260,10 +260,9 @@ def test_allow_on_threads_runs_two_at_once_and_skips_the_third_slot(
     skipped = _decided(log, Outcome.SKIPPED)
     assert skipped is not None and skipped.record is not None
     assert skipped.record.slot == T0 + 20 and "max_instances=2" in (skipped.record.error or "")
-    assert not starts.wait_start(timeout=0.2)  # no third run
     starts.release.set()
-    settle(scheduler)
-    assert [r.slot - T0 for r in log.runs("job")][:2] in ([0, 10], [10, 0])
+    settle(scheduler)  # every run begun has ended and is recorded: the slots run are all here
+    assert sorted(r.slot - T0 for r in log.runs("job")) == [0, 10]  # no third run
     assert task.status is TaskStatus.SCHEDULED and task.next_run_at == T0 + 30
 
 
