@@ -264,6 +264,35 @@ def test_enter_in_the_run_until_box_runs_until_its_instant() -> None:
     player.close()
 
 
+def test_a_run_until_that_runs_takes_back_the_box_s_earlier_refusal() -> None:
+    """Before: a refused instant's message stayed under the table after a good one ran,
+    saying the box had refused what it had just run."""
+    sim, _, _ = scenario()
+    player = SimulationPlayer(sim, chart=False)
+    _typed(player.until, "tomorrow")
+    assert player.table.message.value.startswith("run until 'tomorrow': ")
+    _typed(player.until, "2026-01-05 01:00")  # runs
+    assert sim.now == T0 + 3600 and player.table.message.value == ""
+    assert "run until" not in player.to_text()
+    _typed(player.until, "2062-01-05 01:00")  # out of reach: refused, then run in code
+    player.run_until(T0 + 7200)
+    assert sim.now == T0 + 7200 and player.table.message.value == ""
+    player.close()
+
+
+def test_a_run_until_leaves_a_later_message_of_the_table_as_it_is() -> None:
+    """What the table said after the refusal (a press) is not the player's to take back."""
+    sim, tick, _ = scenario()
+    player = SimulationPlayer(sim, chart=False)
+    _typed(player.until, "tomorrow")
+    player.table.button(tick, "pause").click()
+    said = player.table.message.value
+    assert said.startswith("pause tick: ")
+    _typed(player.until, "2026-01-05 01:00")
+    assert sim.now == T0 + 3600 and player.table.message.value == said
+    player.close()
+
+
 def test_the_run_until_box_says_how_to_run_where_the_page_shows_it() -> None:
     # ipywidgets 8.1 renders a Text's tooltip nowhere once it has a description
     # (jupyter-widgets/ipywidgets#3964): its placeholder is what the page shows.

@@ -66,9 +66,10 @@ class SimulationPlayer:
 
     The "run until" box refuses an instant more than ``max_typed`` (seconds or a
     ``timedelta``; :data:`MAX_TYPED_RUN`, 31 days, by default) past the simulated
-    instant, saying so under the table, and runs nothing: a typo must not freeze the
-    kernel for minutes.  To go further on purpose, call :meth:`run_until` in a cell
-    (unbounded), or make the player with a larger ``max_typed``.
+    instant, saying so under the table (until a "run until" runs), and runs nothing: a
+    typo must not freeze the kernel for minutes.  To go further on purpose, call
+    :meth:`run_until` in a cell (unbounded), or make the player with a larger
+    ``max_typed``.
 
     The chart always shows the simulation's own time: at first the ``window`` seconds
     from the instant the player was made, later the ``window`` seconds up to now,
@@ -150,6 +151,7 @@ class SimulationPlayer:
         self.widget = widgets.VBox(parts)
         self.charts_drawn = 0
         self._closed = False
+        self._refused: str | None = None  # what the box's last refusal said, until a run
         self._refresh()
         closes_when_its_cell_runs_again(self)
 
@@ -187,10 +189,16 @@ class SimulationPlayer:
 
     def run_until(self, when: datetime | float) -> None:
         """Run until ``when`` (an aware datetime, or epoch seconds), however far: the
-        "run until" box's bound (``max_typed``) is the box's, not this call's."""
+        "run until" box's bound (``max_typed``) is the box's, not this call's.  Once it
+        has run, the box's last refusal is taken back from under the table, unless
+        something was said there since (:meth:`ControlPanel.take_back
+        <lldsched.views.panel.ControlPanel.take_back>`)."""
         self._check_open("run until")
         self.sim.run(when)
         self.last_step.value = ""
+        if self._refused is not None:
+            self.table.take_back(self._refused)
+            self._refused = None
         self._refresh()
 
     def _until_typed(self, change: dict[str, Any]) -> None:
@@ -208,7 +216,8 @@ class SimulationPlayer:
             self._within_reach(when)
             self.run_until(when)
         except (ValueError, LldschedError) as exc:
-            self.table.say(f"run until {self.until.value!r}: {exc}")
+            self._refused = f"run until {self.until.value!r}: {exc}"
+            self.table.say(self._refused)
 
     def _within_reach(self, until: datetime) -> None:
         """Refuse a typed instant more than ``max_typed`` past the simulated instant (the
