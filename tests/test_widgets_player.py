@@ -11,7 +11,14 @@ import pytest
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from lldsched import CronSchedule, FixedRate, OneTime, RetryPolicy, ValidationError
+from lldsched import (
+    CronSchedule,
+    FixedRate,
+    OneTime,
+    RetryPolicy,
+    SchedulerStateError,
+    ValidationError,
+)
 from lldsched.sim import Simulation, fixed
 from lldsched.views.plots import PlotFigure
 from lldsched.views.widgets import SimulationPlayer
@@ -290,6 +297,23 @@ def test_a_run_until_leaves_a_later_message_of_the_table_as_it_is() -> None:
     assert said.startswith("pause tick: ")
     _typed(player.until, "2026-01-05 01:00")
     assert sim.now == T0 + 3600 and player.table.message.value == said
+    player.close()
+
+
+def test_a_button_the_simulation_refuses_says_why_under_the_table() -> None:
+    """Before: a shut-down simulation's refusal left the button's callback, which
+    ipywidgets logs out of sight: the press seemed to do nothing.  In code it raises."""
+    sim, _, _ = scenario()
+    player = SimulationPlayer(sim, chart=False)
+    sim.shutdown(drain=False)
+    now = sim.now
+    for label in ("step", "+1 hour", "+1 day"):
+        player.buttons[label].click()
+        said = player.table.message.value
+        assert said.startswith(f"{label}: cannot ") and "the simulation is shut down" in said
+    assert sim.now == now
+    with pytest.raises(SchedulerStateError, match="cannot step: the simulation is shut down"):
+        player.step()
     player.close()
 
 

@@ -17,6 +17,7 @@ as they are asked.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
@@ -106,7 +107,7 @@ class SimulationPlayer:
             button = widgets.Button(
                 description=label, tooltip=tooltip, layout=widgets.Layout(width="auto")
             )
-            button.on_click(lambda _button, action=action: action())
+            button.on_click(lambda _button, action=action, label=label: self._press(label, action))
             button.add_class(f"lldsched-player-{label.replace(' ', '').replace('+', 'plus')}")
             self.buttons[label] = button
         # Enter runs (ipywidgets 8's way: the value comes once, on Enter or on leaving
@@ -200,6 +201,17 @@ class SimulationPlayer:
             self.table.take_back(self._refused)
             self._refused = None
         self._refresh()
+
+    def _press(self, label: str, action: Callable[[], None]) -> None:
+        """A button's callback: ``action``, and what the simulation refuses (a simulation
+        shut down, a model's error) said under the table, as the "run until" box says its
+        refusals: out of a callback, ipywidgets logs it where the user does not look.  A
+        closed player raises (:meth:`_check_open`): nothing is said under a closed table."""
+        self._check_open(label)
+        try:
+            action()
+        except LldschedError as exc:
+            self.table.say(f"{label}: {exc}")
 
     def _until_typed(self, change: dict[str, Any]) -> None:
         """The box's text was committed (Enter, or leaving it): run until it, unless it
