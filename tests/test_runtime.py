@@ -158,6 +158,16 @@ def test_what_is_fixed_at_construction_is_read_only_on_both_runtimes() -> None:
         assert threaded.shutdown()
 
 
+def test_a_simulation_s_seed_is_read_only() -> None:
+    """``sim.seed = 7`` on a ``Simulation(seed=0)`` was taken: the models of the tasks
+    registered after it drew from seed 7 and the retry jitter from seed 0, a run equal
+    to neither seed's."""
+    simulation = Simulation(workers=1, seed=0)
+    with pytest.raises(AttributeError):
+        simulation.seed = 7  # type: ignore[misc]
+    assert simulation.seed == 0
+
+
 def test_the_registration_options_are_the_same_parameters_in_both_runtimes() -> None:
     """Each keyword option both registrations take has one default and one type; what
     only one takes is the documented difference."""

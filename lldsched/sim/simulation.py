@@ -158,7 +158,7 @@ class Simulation(SimulationVerbs):
             storeuse.check(store, self)
         self._store = store  # checked again at each run (core/storeuse.py)
         self._workers = workers  # read through the property: the pool is built once
-        self.seed = seed
+        self._seed = seed  # read through the property: the generators are seeded once
         self._clock = VirtualClock(to_timestamp(start, name="start"))
         self._queue = TaskQueue()
         self._callbacks = [
@@ -214,6 +214,12 @@ class Simulation(SimulationVerbs):
     def workers(self) -> int:
         """How many virtual workers run at once (fixed at construction)."""
         return self._workers
+
+    @property
+    def seed(self) -> int:
+        """The seed of every task's duration and failure draws and of the retry jitter
+        (fixed at construction: the same seed gives the same records)."""
+        return self._seed
 
     @property
     def busy(self) -> int:

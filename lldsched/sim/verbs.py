@@ -49,7 +49,6 @@ class SimulationVerbs:
     """Registration, control and reads: mixed into the simulation."""
 
     # The simulation's members these use (Simulation.__init__ sets them).
-    seed: int
     _clock: VirtualClock
     _queue: TaskQueue
     _core: SchedulerCore
@@ -59,6 +58,9 @@ class SimulationVerbs:
     _stopped_at: float | None  # the first shutdown()'s drain bound; None: not shut down
 
     if TYPE_CHECKING:
+
+        @property
+        def seed(self) -> int: ...
 
         @property
         def workers(self) -> int: ...
