@@ -79,6 +79,7 @@ __all__ = [
     "instant",
     "number",
     "seconds",
+    "shutdown_timeout",
     "step",
     "wait_seconds",
     "whole",
@@ -297,6 +298,16 @@ def flag(value: object, *, name: str, error: type[Exception] = ValidationError) 
     if value is not True and value is not False:
         raise error(f"{name} must be True or False, got {value!r}")
     return value
+
+
+def shutdown_timeout(drain: object, timeout: object) -> float | None:
+    """A ``shutdown()``'s (and ``aclose()``'s) arguments checked, both runtimes': ``drain``
+    a :func:`flag`, ``timeout`` a wait (:func:`wait_seconds`) or ``None`` (no bound).
+    Returns the timeout in seconds."""
+    flag(drain, name="shutdown() drain")
+    if timeout is None:
+        return None
+    return wait_seconds(timeout, name="shutdown() timeout")
 
 
 def fraction(

@@ -18,6 +18,8 @@ takes a :class:`Runtime` and never imports either:
   seconds), ``tz`` (the zone of cron schedules that name none) and
   ``retain_finished`` (how long finished tasks stay);
 * :class:`Observable`: ``add_listener`` and ``remove_listener``.
+* :class:`Runtime` itself: ``shutdown`` (its end: the verbs that would run something
+  are refused after it, the others keep the books).
 
 Registration differs by design: ``Scheduler.schedule(name, action, schedule, ...)``
 runs an action, ``Simulation.schedule(name, schedule, *, duration, fails, action=None,
@@ -104,7 +106,11 @@ class Observable(Protocol):
 
 @runtime_checkable
 class Runtime(Controls, Reads, Observable, Protocol):
-    """A runtime as views see it: :class:`Controls`, :class:`Reads` and :class:`Observable`."""
+    """A runtime as views see it: :class:`Controls`, :class:`Reads` and :class:`Observable`,
+    and its end, ``shutdown`` (the runs in flight finished, the rows a store outage left
+    stale written once more; True when nothing is left running)."""
+
+    def shutdown(self, *, drain: bool = ..., timeout: float | timedelta | None = ...) -> bool: ...
 
 
 @runtime_checkable

@@ -469,6 +469,11 @@ def add_twice(runtime: Runtime) -> None:
 verb("add_listener(a listener twice)", add_twice, Named("print> is registered already"))
 for value in (-1, NAN, INF, HUGE, True, "5"):
     verb(f"metrics(timeout={value!r})", lambda rt, v=value: rt.metrics(timeout=v), value)
+# A shutdown refused shuts nothing down (the snapshot holds metrics().state).
+for value in (-1, NAN, HUGE, True, "5"):
+    verb(f"shutdown(timeout={value!r})", lambda rt, v=value: rt.shutdown(timeout=v), value)
+for value in (None, 1, "yes"):
+    verb(f"shutdown(drain={value!r})", lambda rt, v=value: rt.shutdown(drain=v), value)
 
 
 # Verbs of one runtime only.
@@ -476,11 +481,6 @@ THREADED: list[tuple[str, Callable[[Scheduler], object], object]] = []
 for value in (-1, NAN, INF, HUGE, True, "5", None):
     THREADED.append((f"wait_idle({value!r})", lambda s, v=value: s.wait_idle(v), value))
     THREADED.append((f"wait_drained({value!r})", lambda s, v=value: s.wait_drained(v), value))
-for value in (-1, NAN, HUGE, True, "5"):
-    THREADED.append((f"shutdown(timeout={value!r})", lambda s, v=value: s.shutdown(timeout=v),
-                     value))  # fmt: skip
-for value in (None, 1, "yes"):
-    THREADED.append((f"shutdown(drain={value!r})", lambda s, v=value: s.shutdown(drain=v), value))
 for value in (-1, NAN, "5"):
     THREADED.append((f"aclose(timeout={value!r})",
                      lambda s, v=value: asyncio.run(s.aclose(timeout=v)), value))  # fmt: skip
@@ -562,7 +562,8 @@ def snapshot(runtime: Runtime) -> object:
         )
         for task in runtime.tasks()
     )
-    return tasks, runtime.dead_letter(), runtime.queue_stats(), len(runtime.records())
+    state = runtime.metrics().state  # "new" (a Scheduler never started) or "running"
+    return tasks, runtime.dead_letter(), runtime.queue_stats(), len(runtime.records()), state
 
 
 @pytest.fixture(params=["threaded", "simulated"])

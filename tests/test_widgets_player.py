@@ -11,7 +11,14 @@ import pytest
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from lldsched import CronSchedule, FixedRate, OneTime, RetryPolicy, ValidationError
+from lldsched import (
+    CronSchedule,
+    FixedRate,
+    OneTime,
+    RetryPolicy,
+    SchedulerStateError,
+    ValidationError,
+)
 from lldsched.sim import Simulation, fixed
 from lldsched.views.plots import PlotFigure
 from lldsched.views.widgets import SimulationPlayer
@@ -261,6 +268,52 @@ def test_enter_in_the_run_until_box_runs_until_its_instant() -> None:
     player.table.say("")
     _typed(player.until, "")  # emptied: nothing to run to, nothing said
     assert player.table.message.value == "" and sim.now == T0 + 3600
+    player.close()
+
+
+def test_a_run_until_that_runs_takes_back_the_box_s_earlier_refusal() -> None:
+    """Before: a refused instant's message stayed under the table after a good one ran,
+    saying the box had refused what it had just run."""
+    sim, _, _ = scenario()
+    player = SimulationPlayer(sim, chart=False)
+    _typed(player.until, "tomorrow")
+    assert player.table.message.value.startswith("run until 'tomorrow': ")
+    _typed(player.until, "2026-01-05 01:00")  # runs
+    assert sim.now == T0 + 3600 and player.table.message.value == ""
+    assert "run until" not in player.to_text()
+    _typed(player.until, "2062-01-05 01:00")  # out of reach: refused, then run in code
+    player.run_until(T0 + 7200)
+    assert sim.now == T0 + 7200 and player.table.message.value == ""
+    player.close()
+
+
+def test_a_run_until_leaves_a_later_message_of_the_table_as_it_is() -> None:
+    """What the table said after the refusal (a press) is not the player's to take back."""
+    sim, tick, _ = scenario()
+    player = SimulationPlayer(sim, chart=False)
+    _typed(player.until, "tomorrow")
+    player.table.button(tick, "pause").click()
+    said = player.table.message.value
+    assert said.startswith("pause tick: ")
+    _typed(player.until, "2026-01-05 01:00")
+    assert sim.now == T0 + 3600 and player.table.message.value == said
+    player.close()
+
+
+def test_a_button_the_simulation_refuses_says_why_under_the_table() -> None:
+    """Before: a shut-down simulation's refusal left the button's callback, which
+    ipywidgets logs out of sight: the press seemed to do nothing.  In code it raises."""
+    sim, _, _ = scenario()
+    player = SimulationPlayer(sim, chart=False)
+    sim.shutdown(drain=False)
+    now = sim.now
+    for label in ("step", "+1 hour", "+1 day"):
+        player.buttons[label].click()
+        said = player.table.message.value
+        assert said.startswith(f"{label}: cannot ") and "the simulation is shut down" in said
+    assert sim.now == now
+    with pytest.raises(SchedulerStateError, match="cannot step: the simulation is shut down"):
+        player.step()
     player.close()
 
 

@@ -16,12 +16,13 @@ scheduler built on a store that a running scheduler holds is refused as well
 scheduler built and never started holds nothing: it restored the store, and may read
 it.  A :class:`~lldsched.sim.simulation.Simulation` is checked the same way, as it is
 built (its recovery writes) and each time it runs (its runs write their rows and
-records, at simulated instants), and holds nothing either: it has no running life to
-end (no ``shutdown()``), and a restart is simulated by a second simulation on the same
-store.  The verbs that change a task (register, pause, cancel, remove, run now, ...)
-of a runtime that holds nothing (a scheduler never started or shut down, a
-simulation) are refused while a running scheduler holds the store: they wrote
-through it behind that one's back.  Every verb of the core asks
+records, at simulated instants; its ``shutdown()`` too), and holds nothing either: held
+from construction, a store would stay held as long as the object lived (its
+``shutdown()`` ends its runs, not a hold), and a restart is simulated by a second
+simulation on the same store.  The verbs that change a task (register, pause, cancel,
+remove, run now, ...) of a runtime that holds nothing (a scheduler never started or
+shut down, a simulation) are refused while a running scheduler holds the store: they
+wrote through it behind that one's back.  Every verb of the core asks
 :meth:`~lldsched.core.storewrites.StoreWrites.check_open` first; in shared mode the
 change feed is not read for such a verb (:func:`held_by_another`), since the feed says
 each change once, to whoever reads it through the store object.  Every refusal is a

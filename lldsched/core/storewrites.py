@@ -86,10 +86,19 @@ from collections.abc import Callable
 
 from lldsched.core import storeuse
 from lldsched.errors import StoreClosedError
-from lldsched.logs import STORE, Repeats, say_with_traceback
+from lldsched.logs import SCHEDULER, STORE, Repeats, say_with_traceback
 from lldsched.persistence import TaskSnapshot, TaskStore, purge
 
-__all__ = ["ADVICE", "Outage", "StoreWrites", "check_store", "store_failed", "store_written"]
+__all__ = [
+    "ADVICE",
+    "STALE_SHOWN",
+    "Outage",
+    "StoreWrites",
+    "check_store",
+    "say_left_stale",
+    "store_failed",
+    "store_written",
+]
 
 log = logging.getLogger(STORE)
 
@@ -98,6 +107,9 @@ ADVICE = (
     "block inside the store's)"
 )
 """What to do about a store closed before its scheduler, in every message that says so."""
+
+STALE_SHOWN = 20
+"""The most task ids the warning of rows a shutdown leaves stale names (the rest counted)."""
 
 
 class Outage:
@@ -334,6 +346,26 @@ class StoreWrites:
                 f"still runs, and nothing was changed; {ADVICE}"
             )
         storeuse.check(store, self.user, doing=f"{verb} {task!r}")
+
+
+def say_left_stale(store: TaskStore, left: list[str]) -> None:
+    """Warn that a shutdown leaves the rows of the tasks ``left`` stale in ``store``: what
+    :meth:`StoreWrites.rewrite_stale`, its last write, could not write (nothing said when
+    none is left).  Both runtimes' ``shutdown()`` say it so, on the ``lldsched.scheduler``
+    logger (the scheduler's own life)."""
+    if not left:
+        return
+    shown = ", ".join(left[:STALE_SHOWN])
+    more = f" and {len(left) - STALE_SHOWN} more" if len(left) > STALE_SHOWN else ""
+    logging.getLogger(SCHEDULER).warning(
+        "shutdown() leaves the rows of %d tasks stale in store %r (%s%s): their "
+        "writes failed and failed again now; a restart reads them as they were, "
+        "so a run that ended since may run again (at-least-once, as after a crash)",
+        len(left),
+        store,
+        shown,
+        more,
+    )
 
 
 def check_store(writes: StoreWrites | None, verb: str, task_id: str) -> None:

@@ -62,6 +62,7 @@ import random
 import sys
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta, tzinfo
+from types import TracebackType
 from typing import Any, NamedTuple
 
 from lldsched import checks
@@ -75,6 +76,7 @@ from lldsched.core.recordlog import RecordLog
 from lldsched.core.recovery import recover
 from lldsched.core.results import must_await, result_text
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
+from lldsched.core.storewrites import say_left_stale
 from lldsched.core.task import Run
 from lldsched.deprecated import keyword_only_now
 from lldsched.errors import ValidationError, error_text
@@ -156,7 +158,7 @@ class Simulation(SimulationVerbs):
             storeuse.check(store, self)
         self._store = store  # checked again at each run (core/storeuse.py)
         self._workers = workers  # read through the property: the pool is built once
-        self.seed = seed
+        self._seed = seed  # read through the property: the generators are seeded once
         self._clock = VirtualClock(to_timestamp(start, name="start"))
         self._queue = TaskQueue()
         self._callbacks = [
@@ -193,6 +195,9 @@ class Simulation(SimulationVerbs):
         self._interventions: list[tuple[float, int, Callable[[], object]]] = []
         self._sequence = itertools.count()
         self._advancing = False  # inside _advance: a listener's Ctrl-C waits for its event
+        # The first shutdown()'s bound: what is due by it starts in its drain (its instant,
+        # or -inf without a drain).  None: not shut down (the verbs' check, verbs.py).
+        self._stopped_at: float | None = None
         if store is not None:
             recover(self._core, store)
             for task_id in self._core.tasks:  # a task retired at once needs no models
@@ -211,6 +216,12 @@ class Simulation(SimulationVerbs):
         return self._workers
 
     @property
+    def seed(self) -> int:
+        """The seed of every task's duration and failure draws and of the retry jitter
+        (fixed at construction: the same seed gives the same records)."""
+        return self._seed
+
+    @property
     def busy(self) -> int:
         """How many workers are running something now."""
         return self.workers - len(self._free)
@@ -219,7 +230,9 @@ class Simulation(SimulationVerbs):
         """Call ``fn()`` at the simulated instant ``when`` (not in the past).  Raises
         :class:`~lldsched.errors.ValidationError` for an instant in the past or not one,
         and for an ``fn`` that cannot be called with no arguments; what ``fn`` raises at
-        its instant comes out of :meth:`run` (or :meth:`step`)."""
+        its instant comes out of :meth:`run` (or :meth:`step`).
+        :class:`~lldsched.errors.SchedulerStateError` after :meth:`shutdown`."""
+        self._check_running("register an intervention at", when)
         instant = to_timestamp(when, name="intervention time")
         if instant < self.now:
             raise ValidationError(
@@ -238,8 +251,10 @@ class Simulation(SimulationVerbs):
         """Process every event due at or before ``until``, then stand at ``until``.
 
         Raises :class:`~lldsched.errors.ValidationError` for an ``until`` before now or
-        no instant; and lets out, each event whole, what an intervention, a model, an
-        action's ``KeyboardInterrupt`` or ``SystemExit`` or a listener's raises."""
+        no instant; :class:`~lldsched.errors.SchedulerStateError` after :meth:`shutdown`;
+        and lets out, each event whole, what an intervention, a model, an action's
+        ``KeyboardInterrupt`` or ``SystemExit`` or a listener's raises."""
+        self._check_running("run until", until)
         end = to_timestamp(until, name="until")
         if end < self.now:
             raise ValidationError(f"until={until!r} is before now ({self.now!r})")
@@ -251,7 +266,9 @@ class Simulation(SimulationVerbs):
         """Run for ``duration`` seconds (or a timedelta) of simulated time: :meth:`run`
         up to now plus ``duration``, raising what it raises.  Raises
         :class:`~lldsched.errors.ValidationError` for a negative ``duration``, or one
-        that runs past year 9999."""
+        that runs past year 9999.  :class:`~lldsched.errors.SchedulerStateError` after
+        :meth:`shutdown`."""
+        self._check_running("run for", duration)
         span = checks.seconds(duration, name="run_for()", at_least=0, expected="takes seconds >= 0")
         words = "would run past year 9999"
         return self.run(
@@ -260,8 +277,67 @@ class Simulation(SimulationVerbs):
 
     def step(self) -> SimStep | None:
         """Process the next event, whenever it is; None when nothing is left to happen.
-        Raises what :meth:`run` lets out."""
+        Raises what :meth:`run` lets out (after :meth:`shutdown`, a
+        :class:`~lldsched.errors.SchedulerStateError`)."""
+        self._check_running("step")
         return self._advance(_LAST_INSTANT, events=1)
+
+    def shutdown(self, *, drain: bool = True, timeout: float | timedelta | None = 5.0) -> bool:
+        """End the simulation as ``Scheduler.shutdown()`` ends a scheduler, in virtual
+        time: every run in flight finishes (virtual time moves on to its finish, and its
+        record and store writes are made), and with ``drain=True`` every run due at or
+        before the simulated instant of this call that waits for a worker starts and
+        finishes too; nothing due later starts (a retry's backoff, the next slot: those
+        tasks stay SCHEDULED or RETRYING with their due time, for a store to recover),
+        and the interventions registered with :meth:`at` not called yet are dropped.
+        ``drain=False`` starts nothing more: the runs due stay as they are.
+
+        Then the rows a store outage left stale are written once more, the last write,
+        through the same :meth:`StoreWrites.rewrite_stale
+        <lldsched.core.storewrites.StoreWrites.rewrite_stale>` as the threaded
+        shutdown's; those the store still refuses are named in one warning
+        (:func:`~lldsched.core.storewrites.say_left_stale`).  Without that, a one-off
+        whose finish met a failing store stayed ``running`` in it, and the next start
+        ran it again.
+
+        Returns True: nothing is left running (``timeout`` is checked and unused here:
+        the drain takes no wall time but what the actions it runs take).  Idempotent and
+        final: a later call writes the stale rows again (and finishes a drain a
+        listener's Ctrl-C cut short).  After it, the verbs a shut-down ``Scheduler``
+        refuses raise :class:`~lldsched.errors.SchedulerStateError` (``schedule``,
+        ``reschedule``, ``run_now``, ``resume``, ``redrive``), and so do those that move
+        virtual time (``run``, ``run_for``, ``step``, ``at``); ``pause``, ``cancel``,
+        ``modify``, ``remove`` and the reads still work (docs/DECISIONS.md, "The
+        simulation's shutdown").  Raises :class:`~lldsched.errors.ValidationError` for
+        a ``drain`` not True or False or a bad ``timeout``, and a
+        :class:`~lldsched.errors.StoreError` while a running scheduler holds the store
+        (nothing is changed then).  ``with Simulation(...) as sim:`` calls it on leaving
+        the block.
+        """
+        checks.shutdown_timeout(drain, timeout)
+        if self._store is not None:  # its drain and rewrite write: as at each run
+            storeuse.check(self._store, self, doing="shutdown()")
+        if self._stopped_at is None:  # the first call's drain holds for good
+            self._stopped_at = self.now if drain else -_INF
+            self._interventions.clear()
+        try:
+            self._advance(_LAST_INSTANT, events=-1, due_by=self._stopped_at)
+        finally:
+            writes = self._core.store_writes
+            if writes is not None and writes.outage is not None:
+                say_left_stale(writes.store, writes.rewrite_stale())
+        return True
+
+    def __enter__(self) -> Simulation:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.shutdown()
 
     def records(self) -> list[ExecutionRecord]:
         """Every record, in the order the core made them: finished attempts, and the
@@ -280,10 +356,11 @@ class Simulation(SimulationVerbs):
 
     # -- the event loop ----------------------------------------------------------------
 
-    def _advance(self, end: float, *, events: int) -> SimStep | None:
+    def _advance(self, end: float, *, events: int, due_by: float = _LAST_INSTANT) -> SimStep | None:
         """Process events in order (see the module docstring) until the next one is
         after ``end`` or ``events`` have been processed (``-1``: no limit); returns the
-        last event processed, or None if there was none.
+        last event processed, or None if there was none.  An entry due after ``due_by``
+        does not start (a shutdown's drain: :meth:`shutdown`).
 
         The one event loop of the simulation: ``step``, ``run`` and ``run_for`` all come
         here.  Its body reads the queues through local names and keeps the step it
@@ -322,6 +399,8 @@ class Simulation(SimulationVerbs):
                 if head is not None:
                     due = head[0]
                     start = due if due > now else now
+                    if due > due_by:  # a shutdown's drain: none due later starts (heap order)
+                        start = _INF
                 if finish <= intervention and finish <= start:
                     if finish > end:
                         break

@@ -27,6 +27,7 @@ from lldsched.core.recordlog import RecordLog
 from lldsched.core.registration import UNCHANGED, F, Isolation, TaskIds, Unchanged, registering
 from lldsched.core.retention import RetainFinished
 from lldsched.core.task import ScheduledTask
+from lldsched.errors import SchedulerStateError
 from lldsched.listeners import Listener, as_callback, check_unregistered, same_listener
 from lldsched.model import Priority, TaskEvent
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
@@ -48,21 +49,27 @@ class SimulationVerbs:
     """Registration, control and reads: mixed into the simulation."""
 
     # The simulation's members these use (Simulation.__init__ sets them).
-    seed: int
     _clock: VirtualClock
     _queue: TaskQueue
     _core: SchedulerCore
     _models: dict[str, TaskModels]
     _log: RecordLog
     _callbacks: list[tuple[Listener, Callable[[TaskEvent], None]]]
+    _stopped_at: float | None  # the first shutdown()'s drain bound; None: not shut down
 
     if TYPE_CHECKING:
+
+        @property
+        def seed(self) -> int: ...
 
         @property
         def workers(self) -> int: ...
 
         @property
         def busy(self) -> int: ...
+
+        @property
+        def now(self) -> float: ...
 
         def _emit(self, event: TaskEvent) -> None: ...
 
@@ -113,7 +120,10 @@ class SimulationVerbs:
         Raises :class:`~lldsched.errors.ValidationError` (a
         :class:`~lldsched.errors.ScheduleError` for a bad schedule) naming the bad value, or
         an id that exists without ``replace_existing``; nothing registered changes.
+        :class:`~lldsched.errors.SchedulerStateError` once :meth:`shutdown
+        <lldsched.sim.simulation.Simulation.shutdown>` was called, as on ``Scheduler``.
         """
+        self._check_running("schedule", name)
         duration = check_duration(duration)
         fails = check_failure(fails)
         try:
@@ -210,6 +220,17 @@ class SimulationVerbs:
         self._core.get(task_id)
         self._set_models(task_id, check_duration(duration), check_failure(fails))
 
+    def _check_running(self, verb: str, *subject: object) -> None:
+        """Refuse ``verb`` (on ``subject``, if given: a task's id or name, an instant) once
+        the simulation is shut down, before it changes anything: the verbs a shut-down
+        ``Scheduler`` refuses, and those that move virtual time (docs/DECISIONS.md,
+        "The simulation's shutdown")."""
+        if self._stopped_at is not None:
+            what = "".join(f" {value!r}" for value in subject)
+            raise SchedulerStateError(
+                f"cannot {verb}{what}: the simulation is shut down (at {self.now!r})"
+            )
+
     def _set_models(self, task_id: str, duration: DurationModel, fails: FailureModel) -> None:
         needs_rng = callable(duration) or callable(fails) or fails
         rng = random.Random(f"{self.seed}:{task_id}") if needs_rng else NO_RNG
@@ -236,16 +257,20 @@ class SimulationVerbs:
         """Return a paused task to its queue; a slot it slept through runs at once.
 
         Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
-        (:class:`~lldsched.errors.TaskRetiredError` for one retired).
+        (:class:`~lldsched.errors.TaskRetiredError` for one retired);
+        :class:`~lldsched.errors.SchedulerStateError` after shutdown.
         """
+        self._check_running("resume", task_id)
         return self._core.resume(task_id)
 
     def redrive(self, task_id: str) -> bool:
         """Put a dead-lettered (FAILED) task back, due now, with a fresh attempt counter.
 
         Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
-        (:class:`~lldsched.errors.TaskRetiredError` for one retired).
+        (:class:`~lldsched.errors.TaskRetiredError` for one retired);
+        :class:`~lldsched.errors.SchedulerStateError` after shutdown.
         """
+        self._check_running("redrive", task_id)
         return self._core.redrive(task_id)
 
     def remove(self, task_id: str) -> ScheduledTask:
@@ -270,8 +295,9 @@ class SimulationVerbs:
         (:class:`~lldsched.errors.TaskRetiredError` for one retired);
         :class:`~lldsched.errors.ValidationError` for a bad schedule;
         :class:`~lldsched.errors.SchedulerStateError` for a finished (succeeded or
-        cancelled) task.
+        cancelled) task, and after shutdown.
         """
+        self._check_running("reschedule", task_id)
         return self._core.reschedule(task_id, schedule)
 
     def modify(
@@ -298,8 +324,10 @@ class SimulationVerbs:
         see :meth:`SchedulerCore.run_now <lldsched.core.machine.SchedulerCore.run_now>`.
 
         Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
-        (:class:`~lldsched.errors.TaskRetiredError` for one retired).
+        (:class:`~lldsched.errors.TaskRetiredError` for one retired);
+        :class:`~lldsched.errors.SchedulerStateError` after shutdown.
         """
+        self._check_running("run_now", task_id)
         return self._core.run_now(task_id)
 
     @property
@@ -361,17 +389,20 @@ class SimulationVerbs:
         dashboard would show at this point of the replay.  The simulation's clock is its
         timer: ``state`` is ``"running"``, ``timer_alive`` True and ``timer_woke`` the
         simulated instant; a due task waits in the heap for a free worker (``lag``), never
-        in a hand-off queue.  ``timeout`` is the threaded scheduler's wait for its lock,
-        checked and unused here (nothing else holds the simulation)."""
+        in a hand-off queue; after :meth:`shutdown <lldsched.sim.simulation.Simulation.shutdown>`,
+        ``state`` is ``"stopped"`` and ``timer_alive`` False, as on ``Scheduler``.
+        ``timeout`` is the threaded scheduler's wait for its lock, checked and unused here
+        (nothing else holds the simulation)."""
         if timeout is not None:
             checks.seconds(timeout, name="metrics() timeout", at_least=0)
         now = self._clock.now()
+        running = self._stopped_at is None
         return take(
             self._core,
             self._queue,
             at=now,
-            state="running",
-            timer_alive=True,
+            state="running" if running else "stopped",
+            timer_alive=running,
             timer_woke=now,
             workers=self.workers,
             busy=self.busy,

@@ -19,9 +19,10 @@ import time
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from lldsched.checks import flag, wait_seconds
+from lldsched.checks import shutdown_timeout, wait_seconds
 from lldsched.core import storeuse
 from lldsched.core.names import RUNNABLE
+from lldsched.core.storewrites import say_left_stale
 from lldsched.core.task import Entry, ScheduledTask
 from lldsched.deprecated import keyword_only_now
 from lldsched.errors import SchedulerStateError
@@ -41,10 +42,6 @@ log = logging.getLogger(SCHEDULER)
 KILLED = "the scheduler shut down without draining"
 """Why a shutdown killed a process-isolated run (its record's ``CancelledError: ...``):
 ``drain=False``, or a drain out of time."""
-
-
-STALE_SHOWN = 20
-"""The most task ids the warning of rows a shutdown leaves stale names (the rest counted)."""
 
 
 class Stopping(SchedulerParts):
@@ -110,7 +107,7 @@ class Stopping(SchedulerParts):
         returns True: the threads, the worker processes and the store are the parent's
         (every other verb there raises; :mod:`lldsched.threaded.forked`).
         """
-        timeout = _checked(drain, timeout)
+        timeout = shutdown_timeout(drain, timeout)
         self._refuse_on_loop("shutdown()")
         if self._state is FORKED:  # a forked child's copy: nothing here is its own to stop
             return True
@@ -197,7 +194,7 @@ class Stopping(SchedulerParts):
         Raises :class:`~lldsched.errors.SchedulerStateError` from one of this
         scheduler's own coroutine runs, as :meth:`shutdown` does (docs/ASYNCIO.md).
         """
-        _checked(drain, timeout)  # a mistake raised here, before a thread is started
+        shutdown_timeout(drain, timeout)  # a mistake raised here, before a thread is started
         self._refuse_on_loop("aclose()")
         import asyncio  # not with lldsched (docs/PERFORMANCE.md, "Start-up")
 
@@ -288,8 +285,10 @@ class Stopping(SchedulerParts):
         <lldsched.core.storewrites.StoreWrites.rewrite_stale>`), else the next start reads
         a one-off that finished as still to run.  On a thread of its own under the
         lock, waited for within the time left, as the shutdown's other store calls are;
-        the rows still stale then are said in a warning.  The first shutdown's only: a
-        later one no longer holds the store (:mod:`lldsched.core.storeuse`)."""
+        the rows still stale then are said in a warning
+        (:func:`~lldsched.core.storewrites.say_left_stale`, as the simulation's says
+        them).  The first shutdown's only: a later one no longer holds the store
+        (:mod:`lldsched.core.storeuse`)."""
         writes = self._core.store_writes
         if writes is None or writes.outage is None:  # read unlocked: the common case, no thread
             return
@@ -300,18 +299,8 @@ class Stopping(SchedulerParts):
                 if held:
                     left.extend(writes.rewrite_stale())
 
-        if deadline.run(rewrite, name=f"{self._thread_prefix}rewrite") and left:
-            shown = ", ".join(left[:STALE_SHOWN])
-            more = f" and {len(left) - STALE_SHOWN} more" if len(left) > STALE_SHOWN else ""
-            log.warning(
-                "shutdown() leaves the rows of %d tasks stale in store %r (%s%s): their "
-                "writes failed and failed again now; a restart reads them as they were, "
-                "so a run that ended since may run again (at-least-once, as after a crash)",
-                len(left),
-                writes.store,
-                shown,
-                more,
-            )
+        if deadline.run(rewrite, name=f"{self._thread_prefix}rewrite"):
+            say_left_stale(writes.store, left)
 
     def _warn_not_stopped(self, timeout: float | None) -> None:
         """Say that ``shutdown(timeout=...)`` could not take the scheduler's lock at all."""
@@ -568,14 +557,6 @@ def _due(task: ScheduledTask, until: float | None) -> bool:
     (``None``: due at all, however far out)."""
     due = task.next_run_at
     return task.status in RUNNABLE and due is not None and (until is None or due <= until)
-
-
-def _checked(drain: object, timeout: float | timedelta | None) -> float | None:
-    """``shutdown()``'s (and ``aclose()``'s) arguments checked: the timeout in seconds."""
-    flag(drain, name="shutdown() drain")
-    if timeout is None:
-        return None
-    return wait_seconds(timeout, name="shutdown() timeout")
 
 
 def _resolve(done: asyncio.Future[bool], outcome: bool | BaseException) -> None:

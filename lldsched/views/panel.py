@@ -347,6 +347,14 @@ class ControlPanel:
             self._watch = None
             self.message.value = plain(text)
 
+    def take_back(self, text: str) -> None:
+        """Clear the message under the table if it still says ``text`` (as :meth:`say`
+        was given it): a caller takes back its own word once it no longer holds (the
+        player's refused "run until", once one runs), never what was said since."""
+        with self._render:
+            if self.message.value == plain(text):
+                self.message.value = ""
+
     def _follow_redrive(self, watch: RedriveWatch, task: ScheduledTask) -> None:
         """Say how the redriven task's re-run ended, once it has (under ``_render``)."""
         outcome = watch.outcome(task, when=self._when)

@@ -17,6 +17,7 @@ as they are asked.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
@@ -66,9 +67,10 @@ class SimulationPlayer:
 
     The "run until" box refuses an instant more than ``max_typed`` (seconds or a
     ``timedelta``; :data:`MAX_TYPED_RUN`, 31 days, by default) past the simulated
-    instant, saying so under the table, and runs nothing: a typo must not freeze the
-    kernel for minutes.  To go further on purpose, call :meth:`run_until` in a cell
-    (unbounded), or make the player with a larger ``max_typed``.
+    instant, saying so under the table (until a "run until" runs), and runs nothing: a
+    typo must not freeze the kernel for minutes.  To go further on purpose, call
+    :meth:`run_until` in a cell (unbounded), or make the player with a larger
+    ``max_typed``.
 
     The chart always shows the simulation's own time: at first the ``window`` seconds
     from the instant the player was made, later the ``window`` seconds up to now,
@@ -105,7 +107,7 @@ class SimulationPlayer:
             button = widgets.Button(
                 description=label, tooltip=tooltip, layout=widgets.Layout(width="auto")
             )
-            button.on_click(lambda _button, action=action: action())
+            button.on_click(lambda _button, action=action, label=label: self._press(label, action))
             button.add_class(f"lldsched-player-{label.replace(' ', '').replace('+', 'plus')}")
             self.buttons[label] = button
         # Enter runs (ipywidgets 8's way: the value comes once, on Enter or on leaving
@@ -150,6 +152,7 @@ class SimulationPlayer:
         self.widget = widgets.VBox(parts)
         self.charts_drawn = 0
         self._closed = False
+        self._refused: str | None = None  # what the box's last refusal said, until a run
         self._refresh()
         closes_when_its_cell_runs_again(self)
 
@@ -187,11 +190,28 @@ class SimulationPlayer:
 
     def run_until(self, when: datetime | float) -> None:
         """Run until ``when`` (an aware datetime, or epoch seconds), however far: the
-        "run until" box's bound (``max_typed``) is the box's, not this call's."""
+        "run until" box's bound (``max_typed``) is the box's, not this call's.  Once it
+        has run, the box's last refusal is taken back from under the table, unless
+        something was said there since (:meth:`ControlPanel.take_back
+        <lldsched.views.panel.ControlPanel.take_back>`)."""
         self._check_open("run until")
         self.sim.run(when)
         self.last_step.value = ""
+        if self._refused is not None:
+            self.table.take_back(self._refused)
+            self._refused = None
         self._refresh()
+
+    def _press(self, label: str, action: Callable[[], None]) -> None:
+        """A button's callback: ``action``, and what the simulation refuses (a simulation
+        shut down, a model's error) said under the table, as the "run until" box says its
+        refusals: out of a callback, ipywidgets logs it where the user does not look.  A
+        closed player raises (:meth:`_check_open`): nothing is said under a closed table."""
+        self._check_open(label)
+        try:
+            action()
+        except LldschedError as exc:
+            self.table.say(f"{label}: {exc}")
 
     def _until_typed(self, change: dict[str, Any]) -> None:
         """The box's text was committed (Enter, or leaving it): run until it, unless it
@@ -208,7 +228,8 @@ class SimulationPlayer:
             self._within_reach(when)
             self.run_until(when)
         except (ValueError, LldschedError) as exc:
-            self.table.say(f"run until {self.until.value!r}: {exc}")
+            self._refused = f"run until {self.until.value!r}: {exc}"
+            self.table.say(self._refused)
 
     def _within_reach(self, until: datetime) -> None:
         """Refuse a typed instant more than ``max_typed`` past the simulated instant (the

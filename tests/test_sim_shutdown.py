@@ -1,0 +1,228 @@
+"""A Simulation's shutdown(): the threaded Scheduler's ending, in virtual time.
+
+What must hold (docs/DECISIONS.md, "The simulation's shutdown"): the rows a store
+outage left stale are written once more by the same ``StoreWrites.rewrite_stale`` the
+threaded shutdown uses, or named in the same warning; the runs in flight finish, a
+drain runs what was due by the call and nothing later; afterwards the verbs a shut-down
+``Scheduler`` refuses are refused here too, with the same error, and those that move
+virtual time as well.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lldsched import (
+    FixedRate,
+    OneTime,
+    RetryPolicy,
+    Scheduler,
+    SchedulerStateError,
+    Simulation,
+    SqliteTaskStore,
+    StoreError,
+    ValidationError,
+)
+from lldsched.model import TaskStatus
+from lldsched.sim import fixed
+from tests import jobs
+from tests.conftest import T0
+from tests.runtimes import KINDS, Driven
+from tests.test_store_disk_full import FullDisk
+
+
+def test_a_one_off_whose_finish_met_a_full_disk_is_stored_as_it_finished_by_the_shutdown(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The simulation had no shutdown: a one-off whose finish met a full disk stayed
+    ``running`` in the file, and the next start (a second Simulation on it) ran it again."""
+    path = tmp_path / "tasks.db"
+    store = FullDisk(path, failing={3})  # the one-off's finish (register, begin, finish)
+    with store:
+        sim = Simulation(workers=1, start=T0, store=store)
+        sim.schedule("once", OneTime(delay=10), action=jobs.noop, id="once", duration=5)
+        sim.run(T0 + 100)
+        assert sim.task("once").status is TaskStatus.SUCCEEDED
+        before = store.get("once")
+        assert before is not None and before.running  # stale: no transition follows
+        with caplog.at_level(logging.WARNING, logger="lldsched"):
+            assert sim.shutdown() is True
+        stored = store.get("once")
+    assert stored is not None and stored.status is TaskStatus.SUCCEEDED
+    assert (stored.run_count, stored.running) == (1, False)
+    assert "recovered" in caplog.text and "written again" in caplog.text
+    assert sim.metrics().store_ok
+    with SqliteTaskStore(path) as reopened:  # the next start runs nothing again
+        again = Simulation(workers=1, start=T0 + 200, store=reopened)
+        again.run(T0 + 300)
+        assert [r for r in again.records() if r.outcome.ran] == []
+
+
+def test_a_disk_still_full_at_the_shutdown_leaves_the_rows_stale_and_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = FullDisk(tmp_path / "tasks.db", failing=range(3, 1_000))  # full from the finish
+    with store:
+        sim = Simulation(workers=1, start=T0, store=store)
+        sim.schedule("once", OneTime(delay=0), action=jobs.noop, id="once")
+        sim.run(T0 + 10)
+        with caplog.at_level(logging.WARNING, logger="lldsched"):
+            assert sim.shutdown() is True
+        stored = store.get("once")
+    assert stored is not None and stored.running  # what a crash leaves: run again
+    (said,) = [r for r in caplog.records if "stale" in r.getMessage()]
+    assert said.levelno == logging.WARNING and said.name == "lldsched.scheduler"
+    assert "shutdown() leaves the rows of 1 tasks stale" in said.getMessage()
+    assert "once" in said.getMessage()
+
+
+def scenario() -> tuple[Simulation, str, str, str]:
+    """One worker: a run in flight (long, 0 to 100 s), a one-off due at 10 s waiting for
+    the worker, and a one-off due at 500 s; an intervention at 50 s."""
+    sim = Simulation(workers=1, start=T0)
+    long = sim.schedule("long", OneTime(delay=0), duration=fixed(100)).id
+    waiting = sim.schedule("waiting", OneTime(delay=10), duration=fixed(5)).id
+    later = sim.schedule("later", OneTime(delay=500), duration=fixed(5)).id
+    sim.at(T0 + 50, lambda: sim.pause(later))
+    sim.run(T0 + 20)
+    assert sim.task(long).running and sim.busy == 1
+    return sim, long, waiting, later
+
+
+def test_a_drain_finishes_the_runs_in_flight_and_runs_what_was_due_by_the_call() -> None:
+    sim, long, waiting, later = scenario()
+    assert sim.shutdown() is True
+    assert sim.now == T0 + 105  # long finished at 100, waiting ran from 100 to 105
+    assert sim.task(long).status is TaskStatus.SUCCEEDED
+    assert sim.task(waiting).status is TaskStatus.SUCCEEDED
+    assert sim.task(later).status is TaskStatus.SCHEDULED  # due after: not run, not paused
+    assert sim.busy == 0 and sim.metrics().state == "stopped"
+
+
+def test_without_a_drain_only_the_runs_in_flight_finish() -> None:
+    sim, long, waiting, later = scenario()
+    assert sim.shutdown(drain=False) is True
+    assert sim.now == T0 + 100
+    assert sim.task(long).status is TaskStatus.SUCCEEDED
+    assert sim.task(waiting).status is TaskStatus.SCHEDULED  # due, never started
+    assert sim.task(waiting).next_run_at == T0 + 10
+    assert sim.task(later).status is TaskStatus.SCHEDULED
+    assert sim.shutdown() is True and sim.now == T0 + 100  # idempotent: the first's drain
+    assert sim.task(waiting).status is TaskStatus.SCHEDULED
+
+
+def test_a_retry_due_after_the_shutdown_instant_is_left_for_the_next_start() -> None:
+    sim = Simulation(workers=1, start=T0)
+    task = sim.schedule("flaky", OneTime(delay=0), duration=fixed(10), fails=1.0,
+                        retry=RetryPolicy(max_attempts=3, initial_backoff=0))  # fmt: skip
+    sim.run(T0 + 5)
+    sim.shutdown()
+    assert sim.now == T0 + 10 and len(sim.records()) == 1  # its retry, due at 10, not run
+    assert sim.task(task.id).status is TaskStatus.RETRYING
+
+
+def test_the_block_of_with_shuts_the_simulation_down() -> None:
+    with Simulation(workers=1, start=T0) as sim:
+        sim.schedule("long", OneTime(delay=0), duration=fixed(30))
+        sim.run(T0 + 10)
+    assert sim.now == T0 + 30 and sim.metrics().state == "stopped"
+    with pytest.raises(SchedulerStateError, match="the simulation is shut down"):
+        sim.run_for(1)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "words"),
+    [
+        ({"drain": 1}, r"shutdown\(\) drain must be True or False, got 1"),
+        ({"timeout": -1}, r"shutdown\(\) timeout .*got -1"),
+        ({"timeout": "5"}, r"shutdown\(\) timeout .*got '5'"),
+    ],
+)
+def test_bad_shutdown_arguments_are_refused_as_the_scheduler_refuses_them(
+    arguments: dict[str, Any], words: str
+) -> None:
+    sim = Simulation(workers=1, start=T0)
+    sim.schedule("rate", FixedRate(60))
+    with pytest.raises(ValidationError, match=words) as simulated:
+        sim.shutdown(**arguments)
+    with pytest.raises(ValidationError) as threaded:
+        Scheduler(workers=1).shutdown(**arguments)
+    assert str(simulated.value) == str(threaded.value)
+    assert sim.metrics().state == "running"  # nothing changed
+    sim.run(T0 + 60)
+
+
+def test_a_shutdown_while_a_running_scheduler_holds_the_store_is_refused(
+    tmp_path: Path,
+) -> None:
+    with SqliteTaskStore(tmp_path / "tasks.db") as store:
+        sim = Simulation(workers=1, start=T0, store=store)
+        scheduler = Scheduler(workers=1, store=store).start()
+        try:
+            with pytest.raises(StoreError, match=r"cannot shutdown\(\) through it"):
+                sim.shutdown()
+        finally:
+            assert scheduler.shutdown(timeout=5)
+        assert sim.metrics().state == "running"  # nothing changed
+        assert sim.shutdown()
+
+
+Verb = Callable[[Any, str], object]  # a verb called on a runtime with a task id
+# The verbs a shut-down runtime refuses, with what each is given:
+REFUSED: dict[str, Verb] = {
+    "reschedule": lambda runtime, task_id: runtime.reschedule(task_id, FixedRate(30)),
+    "run_now": lambda runtime, task_id: runtime.run_now(task_id),
+    "resume": lambda runtime, task_id: runtime.resume(task_id),
+    "redrive": lambda runtime, task_id: runtime.redrive(task_id),
+}
+# and those that keep the books (a durable store keeps them for the next process):
+KEPT: dict[str, Verb] = {
+    "pause": lambda runtime, task_id: runtime.pause(task_id),
+    "modify": lambda runtime, task_id: runtime.modify(task_id, priority=1),
+    "cancel": lambda runtime, task_id: runtime.cancel(task_id),
+    "remove": lambda runtime, task_id: runtime.remove(task_id),
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_after_shutdown_both_runtimes_refuse_and_keep_the_same_verbs(kind: str) -> None:
+    driven = Driven(kind)
+    task = driven.add("rate", FixedRate(60))
+    driven.run_until(T0 + 30)
+    runtime = driven.runtime
+    if isinstance(runtime, Scheduler):
+        assert runtime.shutdown(timeout=5)
+    else:
+        assert runtime.shutdown()
+    who = "scheduler" if kind == "threaded" else "simulation"
+    with pytest.raises(SchedulerStateError, match=f"cannot schedule 'again': the {who} is shut"):
+        driven.add("again", FixedRate(60))
+    for verb, call in REFUSED.items():
+        with pytest.raises(SchedulerStateError, match=f"cannot {verb} {task.id!r}: the {who}"):
+            call(runtime, task.id)
+    assert runtime.task(task.id).status is TaskStatus.SCHEDULED  # nothing changed
+    for call in KEPT.values():
+        call(runtime, task.id)  # no error
+    assert runtime.tasks() == [] and runtime.metrics().state == "stopped"
+
+
+def test_after_shutdown_nothing_moves_virtual_time() -> None:
+    sim = Simulation(workers=1, start=T0)
+    sim.schedule("rate", FixedRate(60))
+    sim.shutdown()
+    refusals: dict[str, Callable[[], object]] = {
+        f"run until {T0 + 60!r}": lambda: sim.run(T0 + 60),
+        "run for 60": lambda: sim.run_for(60),
+        "step": sim.step,
+        f"register an intervention at {T0 + 60!r}": lambda: sim.at(T0 + 60, print),
+    }
+    for words, call in refusals.items():
+        with pytest.raises(SchedulerStateError) as refused:
+            call()
+        assert str(refused.value) == f"cannot {words}: the simulation is shut down (at {T0!r})"
+    assert sim.now == T0
