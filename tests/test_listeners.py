@@ -259,3 +259,25 @@ def test_a_method_listener_is_one_listener_however_often_it_is_read(kind: str) -
     finally:
         if isinstance(runtime, Scheduler):
             assert runtime.shutdown(timeout=5)
+
+
+@pytest.mark.parametrize("kind", ["threaded", "simulated"])
+def test_a_verb_after_shutdown_reaches_the_listeners_with_no_further_call(kind: str) -> None:
+    """A ``pause`` and a ``cancel`` allowed after a shutdown are heard as they happen,
+    on both runtimes: the threaded one queued them for a delivery thread that had ended,
+    so a listener heard them only at a later ``wait_idle()`` or ``shutdown()``."""
+    log = EventLog()
+    runtime: Scheduler | Simulation
+    if kind == "threaded":
+        runtime = Scheduler(clock=FakeClock(0), listeners=[log])
+        runtime.start()
+        task = runtime.schedule("later", lambda: None, OneTime(delay=60))
+    else:
+        runtime = Simulation(1, listeners=[log])
+        task = runtime.schedule("later", OneTime(delay=60))
+    assert runtime.shutdown()
+    runtime.pause(task.id)
+    runtime.cancel(task.id)
+    heard = log.wait_for(lambda e: e.status is TaskStatus.CANCELLED, timeout=5)
+    assert heard is not None and heard.previous is TaskStatus.PAUSED
+    assert [e.status for e in log.events][-2:] == [TaskStatus.PAUSED, TaskStatus.CANCELLED]

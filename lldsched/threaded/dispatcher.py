@@ -122,6 +122,8 @@ class EventDispatcher:
             events.append(event)
             if len(events) == 1:
                 self._cond.notify_all()
+                if self._closed:  # after a shutdown no thread waits for it: start one
+                    self._deliver_late()
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every event published so far was delivered; False on timeout.
@@ -147,7 +149,8 @@ class EventDispatcher:
 
         Called again, it delivers what was published since the thread stopped (a run
         that outlived a shutdown's timeout, a verb after it), on a thread started for
-        that, which stops again once they are delivered."""
+        that, which stops again once they are delivered.  (:meth:`publish` starts such a
+        thread too, so an event published once closed is not held until a call.)"""
         with self._cond:
             self._closed = True
             self._cond.notify_all()
