@@ -230,7 +230,7 @@ print(inspect.getsource(FakeClock.wait))
 #
 # | Condition | who waits on it | who notifies it |
 # | --- | --- | --- |
-# | `_wake` | the timer | a push that makes a new head, a new earliest deadline, a worker that half-emptied the hand-off queue, a clock change, shutdown |
+# | `_wake` | the timer | a push that makes a new head, a new earliest deadline, a worker that half-emptied the hand-off queue, a clock change, shutdown; on a shared store, another process's change, and a settled run whose task has dependents (its end may decide a wait) |
 # | the pool's `_not_empty` | the workers | the timer putting a batch, shutdown |
 # | `_idle` | `wait_idle()` / `wait_drained()` | the last run in flight settling, the timer (only tombstones were due), a cancel, pause, remove or reschedule (what was due may be due no more) |
 #
@@ -359,8 +359,8 @@ stopped = demo.shutdown()
 #    Without it the tuple comparison reaches the task objects, which cannot be compared
 #    (`TypeError`), and equal entries lose their arrival order.
 # 2. A push that makes a new head, a new earliest run deadline, a worker making room in a
-#    full hand-off queue, a change of a fake clock, and shutdown. The twenty-line queue has
-#    only the first. (On the system clock lldsched never waits the whole 12 h anyway: it
+#    full hand-off queue, a change of a fake clock, and shutdown (and on a store several
+#    processes share, another process's change). The twenty-line queue has only the first. (On the system clock lldsched never waits the whole 12 h anyway: it
 #    looks again every `max_wait`, 60 s, for a suspend or a wall-clock jump.)
 # 3. Almost every operation touches both the registry and the heap, so two locks would be
 #    taken together anyway: no concurrency gained, and a lock order to get wrong. User code
