@@ -1,0 +1,95 @@
+"""The figures notebook 04's prose states are what its seeded week gives.
+
+04 reads figures off its charts and tables in prose: the heartbeat's wait at 09:01 on
+Monday (annotated on the Gantt chart, printed nowhere), its worst wait of the week and
+when, the backup that holds a worker meanwhile, compaction's worst wait, and what each
+pool size does to lateness. The simulation is seeded, so each is fixed: a change to the
+scenario or the runtime that moves one fails here, naming it, instead of leaving the
+prose stale (nbval compares a tagged cell's output, never the prose beside it)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from lldsched import ExecutionRecord
+from lldsched.sim.scenario import build_scenario
+from lldsched.views.tables import seconds_text
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE = (ROOT / "notebooks" / "src" / "04-simulation.py").read_text()
+PROSE = " ".join(
+    line.removeprefix("#").strip() for line in SOURCE.splitlines() if line.startswith("#")
+)
+"""04's Markdown cells as one line: a figure the prose wraps across lines still reads whole."""
+WEEK = 7 * 86400.0
+MONDAY_NINE = datetime(2026, 1, 5, 9, tzinfo=UTC).timestamp()
+
+
+def week_on(workers: int) -> list[ExecutionRecord]:
+    """The runs (not the skipped slots) of 04's week on ``workers`` workers."""
+    simulation = build_scenario(workers=workers, seed=0)
+    simulation.run_for(WEEK)
+    return [record for record in simulation.records() if record.outcome.ran]
+
+
+@pytest.fixture(scope="module")
+def week() -> list[ExecutionRecord]:
+    return week_on(4)
+
+
+def latest(runs: list[ExecutionRecord], name: str) -> ExecutionRecord:
+    return max((run for run in runs if run.name == name), key=lambda run: run.lateness)
+
+
+def test_the_heartbeats_wait_annotated_at_nine_on_monday_is_the_one_stated(
+    week: list[ExecutionRecord],
+) -> None:
+    hour = [run for run in week if MONDAY_NINE <= run.due < MONDAY_NINE + 3600]
+    beat = latest(hour, "heartbeat")
+    assert beat.due == MONDAY_NINE + 60
+    assert f"The heartbeat's 09:01 run waits {seconds_text(beat.lateness)}" in PROSE
+
+
+def test_the_heartbeats_worst_wait_of_the_week_and_the_backup_beside_it_are_as_stated(
+    week: list[ExecutionRecord],
+) -> None:
+    beat = latest(week, "heartbeat")
+    when = datetime.fromtimestamp(beat.due, UTC).strftime("%A %H:%M")
+    assert f"its worst wait this week is {seconds_text(beat.lateness)}" in PROSE
+    assert f"`worst wait`, {when})" in PROSE
+    # "at 02:00 the nightly backup holds one for three quarters of an hour"
+    (backup,) = [run for run in week if run.name == "nightly-backup" and run.due == beat.due - 60]
+    assert round(backup.duration / 900) == 3
+    assert "the nightly backup holds one for three quarters of an hour" in PROSE
+
+
+def test_compactions_worst_wait_is_as_stated(week: list[ExecutionRecord]) -> None:
+    compaction = latest(week, "compaction")
+    assert f"still waited {seconds_text(compaction.lateness)} once" in PROSE
+
+
+def test_what_each_pool_size_does_is_as_the_prose_reads_it() -> None:
+    # "on one worker even the heartbeat is late by half an hour at the 95th percentile,
+    # and skipped slots cut the run count by more than half. On two it still waits 20 s
+    # at the 95th percentile; with four workers it is on time 95 times in 100 [...] the
+    # worst wait shrinks from 43 minutes at two workers to 2 at eight, and twelve run
+    # everything at once."
+    p95: dict[int, float] = {}
+    worst: dict[int, float] = {}
+    runs: dict[int, int] = {}
+    for workers in (1, 2, 4, 8, 12):
+        week = week_on(workers)
+        beats = sorted(run.lateness for run in week if run.name == "heartbeat")
+        p95[workers] = beats[int(0.95 * len(beats)) - 1]  # as the notebook's cell reads it
+        worst[workers] = max(run.lateness for run in week)
+        runs[workers] = len(week)
+    assert round(p95[1] / 1800) == 1  # half an hour
+    assert runs[1] < runs[12] / 2
+    assert f"On two it still waits {round(p95[2])} s" in PROSE
+    assert p95[4] == 0.0
+    assert f"from {round(worst[2] / 60)} minutes at two" in PROSE
+    assert f"workers to {round(worst[8] / 60)} at eight" in PROSE
+    assert worst[12] == 0.0
