@@ -303,7 +303,7 @@ class TaskQueue:
 # To see the reference answer, uncomment the next line and run this cell (it replaces the cell):
 # %load exercises/solutions/task_queue.py
 
-# %%
+# %% tags=["nbval-check-output"]
 from exercises import check_task_queue
 
 check_task_queue(TaskQueue)
@@ -377,7 +377,7 @@ def next_slot(slot, period, finished, policy):
 # To see the reference answer, uncomment the next line and run this cell:
 # %load exercises/solutions/next_slot.py
 
-# %%
+# %% tags=["nbval-check-output"]
 from exercises import check_next_slot
 
 check_next_slot(next_slot)
@@ -418,7 +418,7 @@ def retry_at(attempt, finished, max_attempts=3, initial=1.0, multiplier=2.0, cap
 # To see the reference answer, uncomment the next line and run this cell:
 # %load exercises/solutions/retry_at.py
 
-# %%
+# %% tags=["nbval-check-output"]
 from exercises import check_retry_at
 
 check_retry_at(retry_at)
@@ -605,7 +605,7 @@ def parse_field(text, low, high):
 # To see the reference answer, uncomment the next line and run this cell:
 # %load exercises/solutions/parse_field.py
 
-# %%
+# %% tags=["nbval-check-output"]
 from exercises import check_parse_field
 
 check_parse_field(parse_field)
