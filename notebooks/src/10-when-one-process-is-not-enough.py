@@ -185,9 +185,9 @@ print(cluster_counts([unfenced, fenced]).to_string())
 # ## 4. The simulation's plot
 #
 # Each lane is a node: a bar per run from its claim to its write, labelled
-# *slot·#token*, the green line under it the lease it held; the pause is shaded. A red
-# star marks a write that landed on a slot where another write landed too; a cross, a
-# write the sink refused. Two writes seconds apart on one node (node-0's late write at
+# *slot·#token*, the green line under it the lease it held; the pause is shaded. A star
+# (★, on a hatched bar) marks a write that landed on a slot where another write landed
+# too; a cross (✖, on a hollow bar), a write the sink refused. Two writes seconds apart on one node (node-0's late write at
 # 151 s and its next run's at 156 s) would share one spot: the later mark sits under the
 # bar.
 
