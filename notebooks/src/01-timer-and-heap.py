@@ -360,8 +360,9 @@ stopped = demo.shutdown()
 #    (`TypeError`), and equal entries lose their arrival order.
 # 2. A push that makes a new head, a new earliest run deadline, a worker making room in a
 #    full hand-off queue, a change of a fake clock, and shutdown (and on a store several
-#    processes share, another process's change). The twenty-line queue has only the first. (On the system clock lldsched never waits the whole 12 h anyway: it
-#    looks again every `max_wait`, 60 s, for a suspend or a wall-clock jump.)
+#    processes share, another process's change). The twenty-line queue has only the
+#    first. (On the system clock lldsched never waits the whole 12 h anyway: it looks
+#    again every `max_wait`, 60 s, for a suspend or a wall-clock jump.)
 # 3. Almost every operation touches both the registry and the heap, so two locks would be
 #    taken together anyway: no concurrency gained, and a lock order to get wrong. User code
 #    runs outside the lock. The Conditions keep the waiters apart: timer, workers and idle

@@ -524,10 +524,10 @@ for expr in ["*/15 * * * *", "0 9-17/2 * * mon-fri", "30 2 * * *"]:
 # * **Clock jumps**: due instants are wall-clock instants, but `Condition.wait` counts
 #   monotonic time, which (on Linux) also stops while the machine sleeps. So lldsched's
 #   timer wakes at least every `max_wait` (60 s) and compares the two clocks; a gap over
-#   a second is a jump. Forward, the slots jumped over meet the misfire policy, as after downtime;
-#   backward, elapsed-time due instants (fixed rate, fixed delay, a retry's backoff) move
-#   back with the clock, so "every 60 s" stays 60 s, while calendar instants (cron) stay
-#   put, so a cron job does not fire twice (`lldsched/threaded/timer.py`,
+#   a second is a jump. Forward, the slots jumped over meet the misfire policy, as after
+#   downtime; backward, elapsed-time due instants (fixed rate, fixed delay, a retry's
+#   backoff) move back with the clock, so "every 60 s" stays 60 s, while calendar
+#   instants (cron) stay put, so a cron job does not fire twice (`lldsched/threaded/timer.py`,
 #   `lldsched/core/recovery.py`).
 # * **Cron time zones**: keep UTC instants and read the zone only to find the next fire.
 #   A 02:30 job does not exist one night a year and happens twice on another. lldsched

@@ -187,9 +187,9 @@ print(cluster_counts([unfenced, fenced]).to_string())
 # Each lane is a node: a bar per run from its claim to its write, labelled
 # *slot·#token*, the green line under it the lease it held; the pause is shaded. A star
 # (★, on a hatched bar) marks a write that landed on a slot where another write landed
-# too; a cross (✖, on a hollow bar), a write the sink refused. Two writes seconds apart on one node (node-0's late write at
-# 151 s and its next run's at 156 s) would share one spot: the later mark sits under the
-# bar.
+# too; a cross (✖, on a hollow bar), a write the sink refused. Two writes seconds apart
+# on one node (node-0's late write at 151 s and its next run's at 156 s) would share one
+# spot: the later mark sits under the bar.
 
 # %%
 cluster_timeline(unfenced)
@@ -243,8 +243,8 @@ for run in fenced_busy.runs:
 # write that comes after the newer one is rejected. A duplicate left with fencing (the
 # lines under the table) is the other order: its node paused mid-run, a little longer
 # than its lease had left, and its stale write reached the sink *before* the write of
-# the node that took over (sections 5 and 6 come back to this). No slot is lost either way: leases are what keep the work going when a
-# node dies.
+# the node that took over (sections 5 and 6 come back to this). No slot is lost either
+# way: leases are what keep the work going when a node dies.
 #
 # ## 5. Clock skew and the lease margin
 #
