@@ -1,6 +1,7 @@
-"""The figures notebook 04's prose states are what its seeded week gives.
+"""The figures the notebooks' prose states are what the code gives.
 
-04 reads figures off its charts and tables in prose: the heartbeat's wait at 09:01 on
+Notebook 07's answer on a laptop that sleeps counts the slots the timer decides. 04 reads
+figures off its charts and tables in prose: the heartbeat's wait at 09:01 on
 Monday (annotated on the Gantt chart, printed nowhere), its worst wait of the week and
 when, the backup that holds a worker meanwhile, compaction's worst wait, and what each
 pool size does to lateness. The simulation is seeded, so each is fixed: a change to the
@@ -15,15 +16,24 @@ from pathlib import Path
 import pytest
 
 from lldsched import ExecutionRecord
+from lldsched.model import Outcome
 from lldsched.sim.scenario import build_scenario
 from lldsched.views.tables import seconds_text
+from tests.conftest import SchedulerFactory
+from tests.test_recovery import minutely_over_a_two_hour_suspend
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCE = (ROOT / "notebooks" / "src" / "04-simulation.py").read_text()
-PROSE = " ".join(
-    line.removeprefix("#").strip() for line in SOURCE.splitlines() if line.startswith("#")
-)
-"""04's Markdown cells as one line: a figure the prose wraps across lines still reads whole."""
+
+
+def prose(notebook: str) -> str:
+    """The comment lines of ``notebook``'s source (its Markdown cells) as one line: a
+    figure the prose wraps across lines still reads whole."""
+    source = (ROOT / "notebooks" / "src" / f"{notebook}.py").read_text()
+    lines = source.splitlines()
+    return " ".join(line.removeprefix("#").strip() for line in lines if line.startswith("#"))
+
+
+PROSE = prose("04-simulation")
 WEEK = 7 * 86400.0
 MONDAY_NINE = datetime(2026, 1, 5, 9, tzinfo=UTC).timestamp()
 
@@ -93,3 +103,15 @@ def test_what_each_pool_size_does_is_as_the_prose_reads_it() -> None:
     assert f"from {round(worst[2] / 60)} minutes at two" in PROSE
     assert f"workers to {round(worst[8] / 60)} at eight" in PROSE
     assert worst[12] == 0.0
+
+
+def test_notebook_07s_laptop_that_sleeps_counts_the_slots_as_the_timer_decides_them(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    # It said "the 120 passed slots meet the misfire policy", one run and "the others"
+    # coalesced: 119. The slot due as the timer wakes is one more.
+    task = minutely_over_a_two_hour_suspend(make_scheduler)
+    coalesced = sum(record.outcome is Outcome.COALESCED for record in task.history)
+    answer = prose("07-interview-walkthrough")
+    assert f"the {coalesced} slots slept through, and the one due as the timer wakes" in answer
+    assert f"the {coalesced} before it are recorded `coalesced`" in answer
