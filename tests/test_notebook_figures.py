@@ -11,12 +11,14 @@ prose stale (nbval compares a tagged cell's output, never the prose beside it)."
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
 
-from lldsched import ExecutionRecord
+from lldsched import ExecutionRecord, OverrunPolicy
 from lldsched.model import Outcome
+from lldsched.sim.overrun import simulate_overrun
 from lldsched.sim.scenario import build_scenario
 from lldsched.views.tables import seconds_text
 from tests.conftest import SchedulerFactory
@@ -79,6 +81,19 @@ def test_the_heartbeats_worst_wait_of_the_week_and_the_backup_beside_it_are_as_s
 def test_compactions_worst_wait_is_as_stated(week: list[ExecutionRecord]) -> None:
     compaction = latest(week, "compaction")
     assert f"still waited {seconds_text(compaction.lateness)} once" in PROSE
+
+
+def test_the_catch_up_runs_listed_start_and_fall_behind_as_stated() -> None:
+    # It said "each starts 90 s later than the one before": they start 150 s apart.
+    runs = [r for r in simulate_overrun(60, 150)[OverrunPolicy.CATCH_UP] if r.outcome.ran]
+    pairs = list(pairwise(runs))
+    (start_gap,) = {round(later.started - earlier.started) for earlier, later in pairs}
+    (slot_gap,) = {round(later.slot - earlier.slot) for earlier, later in pairs}
+    (more_late,) = {round(later.lateness - earlier.lateness) for earlier, later in pairs}
+    assert (
+        f"each starts {start_gap} s after the one before, whose slot was only {slot_gap} s"
+        f" earlier: {more_late} s more late each time"
+    ) in PROSE
 
 
 def test_what_each_pool_size_does_is_as_the_prose_reads_it() -> None:
