@@ -424,6 +424,41 @@ class FirstLookHeld(JumpingClock):
             self._notify_all()
 
 
+def minutely_over_a_two_hour_suspend(make_scheduler: SchedulerFactory) -> ScheduledTask:
+    """Notebook 07, "Check yourself", answer 5: a task due every minute on a laptop that
+    sleeps two hours; the task once the scheduler settled after the lid opened.
+
+    A suspend moves the wall clock and not the monotonic one, and wakes nobody; the
+    timer's wait (for the slot at 60 s) ends when the monotonic clock reaches it, 60 s
+    after the lid opens, with the wall clock two hours later still."""
+    clock = JumpingClock(T0)
+    scheduler = make_scheduler(clock=clock, history_limit=200)
+    task = scheduler.schedule("minutely", jobs.note, FixedRate(60), args=("minutely",))
+    settle(scheduler)
+    looked(clock, scheduler)  # the timer parked, waiting for the slot at 60 s
+    clock.jump(2 * HOUR, wake=False)  # the lid closes and opens
+    clock.advance(60)  # the wait ends
+    settle(scheduler)
+    return scheduler.task(task.id)
+
+
+def test_a_minutely_task_over_a_two_hour_suspend_runs_once_as_the_timer_wakes(
+    make_scheduler: SchedulerFactory,
+) -> None:
+    # The 120 slots slept through and the one due as the timer wakes meet the misfire
+    # policy: RUN_ONCE runs the latest, coalesces the 120 before it, and the grid
+    # carries on (notebook 07 says so: tests/test_notebook_figures.py).
+    task = minutely_over_a_two_hour_suspend(make_scheduler)
+    slept = [T0 + 60 * minute for minute in range(1, 121)]
+    assert [(r.outcome, r.slot) for r in task.history] == [
+        (Outcome.OK, T0),
+        *[(Outcome.COALESCED, slot) for slot in slept],
+        (Outcome.OK, T0 + 2 * HOUR + 60),
+    ]
+    assert calls("minutely") == [0.0, (2 * HOUR + 60) / HOUR]
+    assert task.next_run_at == T0 + 2 * HOUR + 120
+
+
 def test_a_jump_right_after_start_is_a_jump_though_the_timer_had_not_looked_yet(
     make_scheduler: SchedulerFactory,
 ) -> None:

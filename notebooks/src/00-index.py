@@ -43,8 +43,9 @@
 # | [10 · When one process is not enough](10-when-one-process-is-not-enough.ipynb) | N web workers, N runs; leases; the paused process that needs a fencing token; a simulated cluster, plotted; an idempotent sink; three real processes on one SQLite file | 25 | read and run |
 #
 # About four hours in all. Two notebooks ask for your hands: in **05** you press the
-# panel's buttons (it stays live after *Run All*); in **07** you write code, and **its
-# checks fail until you do**: a failed check (✗) there is the exercise waiting, not a bug.
+# panel's buttons (it stays live after *Run All*); in **07** you write code: until you
+# do, **its checks say `not written yet`**, and a failed check (✗) after that names what
+# your answer gets wrong, not a bug of the kit.
 # Each notebook opens with its objectives and ends with three or four *Check yourself*
 # questions, answers folded underneath.
 #

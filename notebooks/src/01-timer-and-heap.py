@@ -202,13 +202,13 @@ print(inspect.getsource(Scheduler._timer_loop))
 # | in `_timer_loop` | the concern it answers |
 # | --- | --- |
 # | `while self._state is RUNNING` | **shutdown**: `shutdown()` sets the state and notifies `_wake`; the loop re-tests and ends |
-# | `monotonic`, `_look_at_clock` | **wall-clock jumps**: due instants are wall-clock, the wait is monotonic; a gap over 1 s between the two is a jump (NTP, suspend), and the heap is re-evaluated (a worker looks too, before it records a run that ended before the timer's last look) |
+# | `monotonic`, `_look_at_clock` | **wall-clock jumps**: due instants are wall-clock, the wait is monotonic; a gap over 1 s between the two is a jump (NTP, suspend), and the heap is re-evaluated (a worker looks too, before it records a run whose finish it read after the clock was set back since the timer's last look) |
 # | `deadlines`, `cancel("timeout")` | **timeouts**: a run with a budget has a deadline; when it passes, its cooperative flag goes up (the thread itself cannot be stopped) |
 # | `room = pool.room`, `pop_due(now, room)` | **backpressure**: take no more than the bounded hand-off queue can hold; when it is full, wait (`wake = None`) until a worker makes room and notifies |
 # | `continue` after a batch | **batches**: every due entry moves in one lock hold, then the loop re-tests |
 # | `_idle_waiters`, `_idle.notify_all()` | **idle waiters**: `wait_idle()` (tests, demos) learns when only tombstones were due |
 # | `queue.next_due()` | **tombstones**: dead entries on top are dropped before the head's due time is read |
-# | `max_wait`, `wake = now + max_wait` | **suspends**: a `Condition.wait` counts monotonic time, which stops while the machine sleeps; waking at least once a minute notices a suspend or a jump |
+# | `max_wait`, `wake = now + max_wait` | **suspends**: a `Condition.wait` counts monotonic time, which (on Linux) stops while the machine sleeps; waking at least once a minute notices a suspend or a jump |
 # | `coordinator`, `claim(now, room, looked)` | **several processes** on one store: the store hands out what this process may run (leases, notebook 10; `looked`, read before `now`, is when this process starts to trust its claims); the heap is only the hint of when to wake |
 # | `_hand_out(batch)` | **coroutines**: entries of `async def` tasks go to the scheduler's event loop, the rest to the worker threads |
 # | `clock.wait(cond, wake)` | **the wait itself**, through the clock, so that a fake clock can drive a running scheduler |
@@ -230,9 +230,9 @@ print(inspect.getsource(FakeClock.wait))
 #
 # | Condition | who waits on it | who notifies it |
 # | --- | --- | --- |
-# | `_wake` | the timer | a push that makes a new head, a new earliest deadline, a worker that half-emptied the hand-off queue, a clock change, shutdown |
+# | `_wake` | the timer | a push that makes a new head, a new earliest deadline, a worker that half-emptied the hand-off queue, a clock change, shutdown; on a shared store, another process's change, and a settled run whose task has dependents (its end may decide a wait) |
 # | the pool's `_not_empty` | the workers | the timer putting a batch, shutdown |
-# | `_idle` | `wait_idle()` / `wait_drained()` | the last run in flight settling, the timer |
+# | `_idle` | `wait_idle()` / `wait_drained()` | the last run in flight settling, the timer (only tombstones were due), a cancel, pause, remove or reschedule (what was due may be due no more) |
 #
 # `shutdown()` waits on `Event`s set under the lock instead (every settled run sets its
 # drain's; the event loop's thread sets the coroutine runner's `_settled` when it records
@@ -243,7 +243,7 @@ print(inspect.getsource(FakeClock.wait))
 # The lock guards all of the scheduler's state: the core state machine (registry,
 # statuses, dead letter), the heap, the deadline heap, the hand-off queue and the
 # counters. It is **never held while an action or a listener runs**. Lock order: this
-# lock, then the event dispatcher's or the store's.
+# lock, then the event dispatcher's, the store's, the process pool's or an event's.
 #
 # **Why not two locks, as the first version of this design had** (one for the task
 # registry, one for the queue, always taken in that order)? Nearly every operation
@@ -359,9 +359,10 @@ stopped = demo.shutdown()
 #    Without it the tuple comparison reaches the task objects, which cannot be compared
 #    (`TypeError`), and equal entries lose their arrival order.
 # 2. A push that makes a new head, a new earliest run deadline, a worker making room in a
-#    full hand-off queue, a change of a fake clock, and shutdown. The twenty-line queue has
-#    only the first. (On the system clock lldsched never waits the whole 12 h anyway: it
-#    looks again every `max_wait`, 60 s, for a suspend or a wall-clock jump.)
+#    full hand-off queue, a change of a fake clock, and shutdown (and on a store several
+#    processes share, another process's change). The twenty-line queue has only the
+#    first. (On the system clock lldsched never waits the whole 12 h anyway: it looks
+#    again every `max_wait`, 60 s, for a suspend or a wall-clock jump.)
 # 3. Almost every operation touches both the registry and the heap, so two locks would be
 #    taken together anyway: no concurrency gained, and a lock order to get wrong. User code
 #    runs outside the lock. The Conditions keep the waiters apart: timer, workers and idle

@@ -209,8 +209,8 @@ explore = interact(
 )
 
 # %% [markdown]
-# The plain call behind the sliders (the first runs under CATCH_UP: each starts 90 s
-# later than the one before):
+# The plain call behind the sliders (the first runs under CATCH_UP: each starts 150 s
+# after the one before, whose slot was only 60 s earlier: 90 s more late each time):
 
 # %% tags=["nbval-check-output"]
 runs_under("CATCH_UP", period=60, duration=150)

@@ -303,7 +303,7 @@ class TaskQueue:
 # To see the reference answer, uncomment the next line and run this cell (it replaces the cell):
 # %load exercises/solutions/task_queue.py
 
-# %%
+# %% tags=["nbval-check-output"]
 from exercises import check_task_queue
 
 check_task_queue(TaskQueue)
@@ -377,7 +377,7 @@ def next_slot(slot, period, finished, policy):
 # To see the reference answer, uncomment the next line and run this cell:
 # %load exercises/solutions/next_slot.py
 
-# %%
+# %% tags=["nbval-check-output"]
 from exercises import check_next_slot
 
 check_next_slot(next_slot)
@@ -418,7 +418,7 @@ def retry_at(attempt, finished, max_attempts=3, initial=1.0, multiplier=2.0, cap
 # To see the reference answer, uncomment the next line and run this cell:
 # %load exercises/solutions/retry_at.py
 
-# %%
+# %% tags=["nbval-check-output"]
 from exercises import check_retry_at
 
 check_retry_at(retry_at)
@@ -522,12 +522,12 @@ for expr in ["*/15 * * * *", "0 9-17/2 * * mon-fri", "30 2 * * *"]:
 #   at-least-once runs and an **idempotency key** (the task id and its slot) that the
 #   action's sink deduplicates on: exactly-once *effect*.
 # * **Clock jumps**: due instants are wall-clock instants, but `Condition.wait` counts
-#   monotonic time, which also stops while the machine sleeps. So lldsched's timer wakes
-#   at least every `max_wait` (60 s) and compares the two clocks; a gap over a second is a
-#   jump. Forward, the slots jumped over meet the misfire policy, as after downtime;
-#   backward, elapsed-time due instants (fixed rate, fixed delay, a retry's backoff) move
-#   back with the clock, so "every 60 s" stays 60 s, while calendar instants (cron) stay
-#   put, so a cron job does not fire twice (`lldsched/threaded/timer.py`,
+#   monotonic time, which (on Linux) also stops while the machine sleeps. So lldsched's
+#   timer wakes at least every `max_wait` (60 s) and compares the two clocks; a gap over
+#   a second is a jump. Forward, the slots jumped over meet the misfire policy, as after
+#   downtime; backward, elapsed-time due instants (fixed rate, fixed delay, a retry's
+#   backoff) move back with the clock, so "every 60 s" stays 60 s, while calendar
+#   instants (cron) stay put, so a cron job does not fire twice (`lldsched/threaded/timer.py`,
 #   `lldsched/core/recovery.py`).
 # * **Cron time zones**: keep UTC instants and read the zone only to find the next fire.
 #   A 02:30 job does not exist one night a year and happens twice on another. lldsched
@@ -605,7 +605,7 @@ def parse_field(text, low, high):
 # To see the reference answer, uncomment the next line and run this cell:
 # %load exercises/solutions/parse_field.py
 
-# %%
+# %% tags=["nbval-check-output"]
 from exercises import check_parse_field
 
 check_parse_field(parse_field)
@@ -662,13 +662,14 @@ check_parse_field(parse_field)
 #    looks, at restart, like a run that never finished, so it runs again. Promise
 #    at-least-once, and have the action deduplicate on an idempotency key (the task id
 #    and slot; with several processes, the fencing token too): exactly-once *effect*.
-# 5. `Condition.wait` counts monotonic time, which stopped during the sleep, so the wait
-#    (under a minute here; `max_wait`, 60 s, bounds any wait, a task due in an hour's
-#    included) ends within a minute of waking. The timer then compares the clocks, finds
-#    wall time two hours ahead of monotonic time, and takes it for a forward jump: the
-#    120 passed slots meet the misfire policy. Under the default (RUN_ONCE, 60 s of
-#    grace) one run goes at once, for the latest passed slot, the others are recorded
-#    `coalesced`, and the grid carries on.
+# 5. On Linux `Condition.wait` counts monotonic time, which stopped during the sleep, so
+#    the wait (under a minute here; `max_wait`, 60 s, bounds any wait, a task due in an
+#    hour's included) ends within a minute of waking. The timer then compares the clocks,
+#    finds wall time two hours ahead of monotonic time, and takes it for a forward jump:
+#    the 120 slots slept through, and the one due as the timer wakes, meet the misfire
+#    policy. Under the default (RUN_ONCE, 60 s of grace) one run goes at once, for the
+#    latest of them, the 120 before it are recorded `coalesced`, and the grid carries on
+#    (`tests/test_recovery.py` plays this with a clock whose wall time jumps).
 #
 # </details>
 #

@@ -185,11 +185,11 @@ print(cluster_counts([unfenced, fenced]).to_string())
 # ## 4. The simulation's plot
 #
 # Each lane is a node: a bar per run from its claim to its write, labelled
-# *slot·#token*, the green line under it the lease it held; the pause is shaded. A red
-# star marks a write that landed on a slot where another write landed too; a cross, a
-# write the sink refused. Two writes seconds apart on one node (node-0's late write at
-# 151 s and its next run's at 156 s) would share one spot: the later mark sits under the
-# bar.
+# *slot·#token*, the green line under it the lease it held; the pause is shaded. A star
+# (★, on a hatched bar) marks a write that landed on a slot where another write landed
+# too; a cross (✖, on a hollow bar), a write the sink refused. Two writes seconds apart
+# on one node (node-0's late write at 151 s and its next run's at 156 s) would share one
+# spot: the later mark sits under the bar.
 
 # %%
 cluster_timeline(unfenced)
@@ -222,16 +222,29 @@ fencing_comparison(busy)
 
 # %% tags=["nbval-check-output"]
 print(cluster_counts(busy).to_string())
+fenced_busy = busy[1]
+twice = {key for key, count in fenced_busy.landed().items() if count > 1}
+for run in fenced_busy.runs:
+    if (run.task_id, run.slot) in twice and run.write == "landed":
+        print(
+            f"with fencing, {run.task_id}'s slot {run.slot:g} landed twice: {run.node}"
+            f" claimed it at {run.claimed:g} s (token {run.token}), its lease ran to"
+            f" {run.lease_until:.0f} s, it wrote at {run.finished:.0f} s"
+        )
+        for span in fenced_busy.spans:  # a pause of its node while it held the lease
+            held = run.claimed <= span.start < run.lease_until
+            if span.node == run.node and span.kind == "pause" and held:
+                print(f"  {run.node} paused {span.end - span.start:.0f} s from {span.start:.0f} s")
 
 # %% [markdown]
 # Every pause longer than the lease, caught mid-run, is a takeover and a slot that runs
 # twice, with or without fencing. Without it those writes land twice, and the stale
 # settles send tasks back to slots already run (more runs still). With it, every stale
-# write that comes after the newer one is rejected. The one duplicate left with fencing
-# is the other order: node-0 paused 32 s, just past its lease, and its stale write
-# reached the sink *before* the write of the node that took over (sections 5 and 6 come
-# back to this). No slot is lost either way: leases are what keep the work going when a
-# node dies.
+# write that comes after the newer one is rejected. A duplicate left with fencing (the
+# lines under the table) is the other order: its node paused mid-run, a little longer
+# than its lease had left, and its stale write reached the sink *before* the write of
+# the node that took over (sections 5 and 6 come back to this). No slot is lost either
+# way: leases are what keep the work going when a node dies.
 #
 # ## 5. Clock skew and the lease margin
 #
