@@ -162,8 +162,10 @@ class PostgresCoordination:
         task_id = snapshot.task.id
         with self._using() as connection:
             with connection.transaction():
-                # Lock order: the task's row, then its lease (as the claim and the settle).
+                # Lock order: the id (a new definition's upsert takes it: FIRST_VERSION),
+                # the task's row, then its lease (as the claim and the settle).
                 lease = {"task_id": task_id, "token": token}
+                connection.execute(sql.LOCK_ID, {"id": task_id})
                 connection.execute(sql.LOCK_TASK, lease)
                 if release:
                     held = connection.execute(sql.RELEASE, lease).rowcount == 1
@@ -284,7 +286,7 @@ class PostgresCoordination:
 
         The version it gave for a task is forgotten once no read can give that row or
         removal again: a removed id's rows registered again are new here whatever their
-        version (they start past the removals kept: ``postgres_sql._FIRST_VERSION``), and
+        version (they start past the removals kept: ``postgres_sql.FIRST_VERSION``), and
         a finished task's memory is bounded like the registry."""
         with self._using() as connection:
             rows = connection.execute(
