@@ -25,6 +25,7 @@ import pytest
 
 from lldsched import TaskStatus
 from lldsched.persistence import Change
+from lldsched.stores.codec import encode_task
 from lldsched.stores.postgres import PostgresTaskStore
 from tests.test_store_sqlite import snapshot, task
 from tests.waits import wait_until
@@ -148,6 +149,35 @@ def agree(nodes: tuple[Node, Node, Node], expected: dict[str, str]) -> None:
     assert [node.names for node in nodes] == [expected] * 3
 
 
+def in_turn(
+    first: tuple[Node, str, Callable[[Node], None]],
+    then: tuple[Node, str, Callable[[Node], None]],
+    *,
+    reader: Node,
+    reads: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each of ``first`` and ``then`` is a node, the store method its write holds open
+    (``_write``, ``_delete``) and the write: ``first`` writes and holds its transaction
+    open; ``then`` starts and waits on its locks; ``first`` commits, then ``then`` does.
+    ``reads="between"``: ``reader`` reads its feed between the two commits (and reads
+    ``x``); ``"once"``: it reads nothing until both committed."""
+    (one, one_method, one_write), (other, other_method, other_write) = first, then
+    held_first = Held(one.store, one_method, monkeypatch)
+    held_then = Held(other.store, other_method, monkeypatch)
+    if reads == "once":
+        held_then.go.set()
+    with in_thread(lambda: one_write(one)):
+        assert held_first.inside.wait(WAIT)
+        with in_thread(lambda: other_write(other)):
+            waits_on_a_lock(other.store)  # on first's transaction
+            held_first.go.set()
+            if reads == "between":  # first committed, then not yet
+                assert held_then.inside.wait(WAIT)
+                assert {change.task_id for change in reader.read()} == {"x"}
+                held_then.go.set()
+
+
 @pytest.mark.parametrize("reads", ["between", "once"])
 def test_a_removal_committed_first_leaves_the_registration_waiting_on_it_everywhere(
     nodes: tuple[Node, Node, Node], monkeypatch: pytest.MonkeyPatch, reads: str
@@ -155,19 +185,8 @@ def test_a_removal_committed_first_leaves_the_registration_waiting_on_it_everywh
     """``b``'s removal is uncommitted when ``a``'s registration starts, which waits for it
     and commits last: ``x`` is the new task, in every node."""
     a, b, c = nodes
-    removal = Held(b.store, "_delete", monkeypatch)
-    registration = Held(a.store, "_write", monkeypatch)
-    if reads == "once":
-        registration.go.set()
-    with in_thread(lambda: remove(b)):
-        assert removal.inside.wait(WAIT)
-        with in_thread(lambda: register_again(a)):
-            waits_on_a_lock(a.store)  # on b's removal
-            removal.go.set()
-            if reads == "between":  # b's removal committed, a's registration not yet
-                assert registration.inside.wait(WAIT)
-                c.read()
-                registration.go.set()
+    removal, registration = (b, "_delete", remove), (a, "_write", register_again)
+    in_turn(removal, registration, reader=c, reads=reads, monkeypatch=monkeypatch)
     agree(nodes, {"x": "second"})
 
 
@@ -183,19 +202,8 @@ def test_a_write_committed_first_leaves_the_removal_waiting_on_it_everywhere(
     uncommitted when ``b``'s removal starts, which waits for it and commits last: ``x``
     is gone, from every node."""
     a, b, c = nodes
-    written = Held(a.store, "_write", monkeypatch)
-    removal = Held(b.store, "_delete", monkeypatch)
-    if reads == "once":
-        removal.go.set()
-    with in_thread(lambda: write(a)):
-        assert written.inside.wait(WAIT)
-        with in_thread(lambda: remove(b)):
-            waits_on_a_lock(b.store)  # on a's write
-            written.go.set()
-            if reads == "between":  # a's write committed, b's removal not yet
-                assert removal.inside.wait(WAIT)
-                assert {change.task_id for change in c.read()} == {"x"}
-                removal.go.set()
+    in_turn((a, "_write", write), (b, "_delete", remove), reader=c, reads=reads,
+            monkeypatch=monkeypatch)  # fmt: skip
     agree(nodes, {})
 
 
@@ -216,3 +224,26 @@ def test_a_removal_whose_transaction_began_first_but_committed_last_wins_everywh
                 blocker.commit()
     expected = truth(a.store)
     agree(nodes, expected)
+
+
+def test_a_registration_whose_transaction_began_first_but_committed_last_wins_everywhere(
+    nodes: tuple[Node, Node, Node], postgres_dsn: str
+) -> None:
+    """A registration whose transaction took its id before a removal of ``x`` began
+    (it wrote something else first), and that inserts ``x`` once the removal committed:
+    a feed reading both in one read applies the removal first, then the row, which is the
+    id's state in that snapshot.  Sorted by transaction id alone, the removal came last
+    and dropped the task the database holds."""
+    remover = nodes[1]
+    text = encode_task(task(id="x", name="second"))
+    with psycopg.connect(postgres_dsn) as registration:
+        registration.execute("SELECT pg_catalog.pg_current_xact_id()")  # its id, first
+        remove(remover)
+        registration.execute(
+            "INSERT INTO tasks (id, name, definition, priority, status, next_run_at, attempt,"
+            " run_count, failure_count, running, version, writer)"
+            " VALUES ('x', 'second', %s, 2, 'scheduled', 0, 0, 0, 0, false, 1, 'elsewhere')",
+            (text,),
+        )
+        registration.commit()
+    agree(nodes, {"x": "second"})

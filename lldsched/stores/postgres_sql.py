@@ -352,12 +352,14 @@ HORIZON = "SELECT pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())"
 # The change feed, one statement: its horizon (the snapshot's xmin, the next cursor) and
 # the rows and removals written by other nodes since the cursor, all in the statement's
 # one snapshot (pg_current_snapshot() is the active one).  The first row is the horizon.
-# _LIVE_ROW_WINS: a removal of an id that has a row in the snapshot is not given.  That
-# row was written after the removal deleted the one before it (or the removal found
-# none): the id's state is the row, whoever wrote it and whether or not it is read here.
-# Given, a removal sorted after the new row (transaction ids are not commit order), or
-# read by the node that registered the id again (its own row is never in its feed),
-# dropped a task the database holds from that node for good.
+# _LIVE_ROW_WINS: a removal of an id that has a row in the snapshot came before that row
+# (which was written after the removal deleted the one before it, or the removal found
+# none): the id's state is the row.  So a removal is not given when that row is not given
+# too (this node's own, or one read before, below the cursor), and
+# PostgresCoordination.changes applies a removal given with its id's row before the row.
+# Given alone, a removal read by the node that registered the id again dropped the task
+# it had just registered, and one sorted after the new row (transaction ids are not
+# commit order) dropped a task the database holds, from that node for good.
 CHANGES = f"""
 SELECT 0 AS kind, pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())::text AS xid,
        NULL AS id, NULL AS definition, NULL AS status, NULL::double precision AS next_run_at,
@@ -374,7 +376,8 @@ SELECT 2, r.xid::text, r.task_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
        NULL, r.version,
        NULL
   FROM removals r WHERE r.xid >= %(since)s::text::xid8 AND r.writer <> %(node)s
-   AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = r.task_id)  -- _LIVE_ROW_WINS
+   AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = r.task_id  -- _LIVE_ROW_WINS
+                      AND (t.xid < %(since)s::text::xid8 OR t.writer = %(node)s))
 ORDER BY kind
 """
 
