@@ -467,7 +467,6 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         connection.execute(sql.LOCK_ID, {"id": task_id})
         connection.execute(sql.REMOVE, {"id": task_id, "node": self.node})
         connection.execute("DELETE FROM records WHERE task_id = %s", (task_id,))
-        connection.execute("DELETE FROM tasks WHERE id = %s", (task_id,))
         self._defined.pop(task_id, None)
         self._held.pop(task_id, None)
         self._added.pop(task_id, None)
