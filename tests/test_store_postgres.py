@@ -31,6 +31,7 @@ from lldsched import (
     ValidationError,
 )
 from lldsched.persistence import CoordinatedStore, HistoryStore
+from lldsched.stores.codec import encode_task
 from lldsched.stores.postgres import PostgresTaskStore
 from lldsched.stores.postgres_listen import Listener, redact, with_timeouts
 from lldsched.stores.postgres_sql import SCHEMA_VERSION
@@ -272,19 +273,22 @@ def test_a_schema_of_version_4_gains_the_index_a_new_rows_first_version_reads(
         assert [v for (v,) in connection.execute(versions)] == [3, 2]
 
 
-def older_release_registers(dsn: str, task_id: str, *, name: str) -> None:
-    """A registration as a process of an older release (schema 4 or 5 code, still running
-    in a rolling upgrade) writes it: its own version, 1, and no lock of the id."""
-    from lldsched.stores.codec import encode_task
+def insert_row(connection: psycopg.Connection[Any], task_id: str, *, name: str) -> None:
+    """Insert a row of ``task_id`` on ``connection`` as a writer with no lock of the id and
+    its own version, 1, writes it (a process of an older release, schema 4 or 5 code,
+    still running in a rolling upgrade)."""
+    connection.execute(
+        "INSERT INTO tasks (id, name, definition, priority, status, next_run_at, attempt,"
+        " run_count, failure_count, running, version, writer)"
+        " VALUES (%s, %s, %s, 2, 'scheduled', %s, 0, 0, 0, false, 1, 'older')",
+        (task_id, name, encode_task(task(id=task_id, name=name)), T0),
+    )
 
-    definition = encode_task(task(id=task_id, name=name))
+
+def older_release_registers(dsn: str, task_id: str, *, name: str) -> None:
+    """A registration as a process of an older release writes it (:func:`insert_row`)."""
     with psycopg.connect(dsn, autocommit=True) as connection:
-        connection.execute(
-            "INSERT INTO tasks (id, name, definition, priority, status, next_run_at, attempt,"
-            " run_count, failure_count, running, version, writer)"
-            " VALUES (%s, %s, %s, 2, 'scheduled', %s, 0, 0, 0, false, 1, 'older')",
-            (task_id, name, definition, T0),
-        )
+        insert_row(connection, task_id, name=name)
 
 
 def test_a_schema_of_version_5_gains_the_trigger_that_numbers_every_new_row(

@@ -25,8 +25,8 @@ import pytest
 
 from lldsched import TaskStatus
 from lldsched.persistence import Change
-from lldsched.stores.codec import encode_task
 from lldsched.stores.postgres import PostgresTaskStore
+from tests.test_store_postgres import insert_row
 from tests.test_store_sqlite import snapshot, task
 from tests.waits import wait_until
 
@@ -235,15 +235,9 @@ def test_a_registration_whose_transaction_began_first_but_committed_last_wins_ev
     id's state in that snapshot.  Sorted by transaction id alone, the removal came last
     and dropped the task the database holds."""
     remover = nodes[1]
-    text = encode_task(task(id="x", name="second"))
     with psycopg.connect(postgres_dsn) as registration:
         registration.execute("SELECT pg_catalog.pg_current_xact_id()")  # its id, first
         remove(remover)
-        registration.execute(
-            "INSERT INTO tasks (id, name, definition, priority, status, next_run_at, attempt,"
-            " run_count, failure_count, running, version, writer)"
-            " VALUES ('x', 'second', %s, 2, 'scheduled', 0, 0, 0, 0, false, 1, 'elsewhere')",
-            (text,),
-        )
+        insert_row(registration, "x", name="second")
         registration.commit()
     agree(nodes, {"x": "second"})
