@@ -8,7 +8,8 @@ read, every node holds what the database holds: the new task if the registration
 committed last, nothing if the removal did.  Before, a removal committed first gave the
 registration's row a version below the removal's (computed in a snapshot that did not
 see it): ``c``'s feed skipped the row for good, and ``a``'s own feed applied the removal
-after the registration, so no node but the database had the task.  A registration
+after the registration: of the three, only the remover, whose feed reads every
+row it did not write, had the task the database holds.  A registration
 committed first gave the removal the version of the row before it (read before the
 row's lock): a feed that read the new row first skipped the removal, and the removed
 task lived on there.
