@@ -153,3 +153,30 @@ def test_an_id_removed_and_registered_again_elsewhere_is_followed_here(
     finally:
         here.shutdown()
         elsewhere.shutdown()
+
+
+def test_a_cancelled_task_removed_and_registered_again_elsewhere_is_the_new_task_here(
+    stores: list[CoordinatedStore],
+) -> None:
+    """A task cancelled (final: no row revives it) and then removed elsewhere and
+    registered again under its id, read here in one read, is the new task: the removal
+    is applied before the new row, whatever order their transactions took their ids in.
+    A feed that gave the new row alone left the cancelled task here for good."""
+    here_store, elsewhere_store, _ = stores
+    here = Scheduler(store=here_store)
+    elsewhere = Scheduler(store=elsewhere_store)
+    try:
+        later = OneTime(here.now + 3_600)
+        elsewhere.schedule("first", jobs.noop, later, id="x")
+        here.schedule("reads", jobs.noop, later, id="reads")  # follows x
+        elsewhere.cancel("x")
+        here.schedule("reads", jobs.noop, later, id="reads", replace_existing=True)
+        assert here.task("x").status is TaskStatus.CANCELLED
+        elsewhere.remove("x")
+        elsewhere.schedule("second", jobs.noop, later, id="x")
+        here.schedule("reads", jobs.noop, later, id="reads", replace_existing=True)
+        task = here.task("x")
+        assert (task.name, task.status) == ("second", TaskStatus.SCHEDULED)
+    finally:
+        here.shutdown()
+        elsewhere.shutdown()

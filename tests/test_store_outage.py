@@ -316,3 +316,50 @@ def test_the_outage_a_failed_flush_counts_is_counted_under_the_schedulers_lock(
         (f"store {name} still failing", True),
         (f"store {name} recovered (a flush succeeded)", True),
     ]
+
+
+class WrittenElsewhere(FailingStore):
+    """A store other processes write too, with a purge of its own
+    (``lldsched.persistence.purge``): it deletes a retiring task's row only while no
+    other process wrote it since (``elsewhere`` names the ids one did)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.elsewhere: set[str] = set()
+
+    def purge(self, task_id: str) -> bool:
+        if self.down:
+            raise StoreError("connection refused: the server is down")
+        if task_id in self.elsewhere:
+            return False
+        self.delete(task_id)
+        return True
+
+
+def test_a_failed_purge_is_tried_again_as_a_purge_not_as_a_plain_delete(clock: FakeClock) -> None:
+    """A task retiring under ``purge_retired`` whose purge failed (an outage) is purged
+    again once the store takes writes, with the purge's condition: a row another process
+    registered again meanwhile is kept.  Before, the outage's rewrite deleted it (a plain
+    ``delete``), and that registration was gone from every process."""
+    store = WrittenElsewhere()
+    scheduler = Scheduler(clock=clock, store=store, retain_finished=0, purge_retired=True)
+    for task_id in ("x", "y", "other"):
+        scheduler.schedule(task_id, noop, FixedRate(60), id=task_id)
+    store.down = True
+    scheduler.cancel("x")  # retires at once: its purge fails
+    assert "x" not in {task.id for task in scheduler.tasks()}
+    assert not scheduler.metrics().store_ok
+    store.down = False
+    again = store.get("x")
+    assert again is not None
+    store.save(again._replace(task=again.task._replace(name="registered elsewhere")))
+    store.elsewhere.add("x")
+    scheduler.pause("other")  # the store writes again: the rows left stale are written
+    assert scheduler.metrics().store_ok
+    kept = store.get("x")
+    assert kept is not None and kept.task.name == "registered elsewhere"
+    store.down = True  # a row only this process wrote: the purge tried again deletes it
+    scheduler.cancel("y")
+    store.down = False
+    scheduler.resume("other")
+    assert store.get("y") is None and scheduler.metrics().store_ok

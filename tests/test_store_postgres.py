@@ -31,6 +31,7 @@ from lldsched import (
     ValidationError,
 )
 from lldsched.persistence import CoordinatedStore, HistoryStore
+from lldsched.stores.codec import encode_task
 from lldsched.stores.postgres import PostgresTaskStore
 from lldsched.stores.postgres_listen import Listener, redact, with_timeouts
 from lldsched.stores.postgres_sql import SCHEMA_VERSION
@@ -197,6 +198,10 @@ def test_a_schema_from_the_future_is_refused(postgres_dsn: str) -> None:
         PostgresTaskStore(postgres_dsn)
 
 
+# What schema 6 added, undone: a database as version 5 or older left it.
+BEFORE_6 = "DROP TRIGGER tasks_first_version ON tasks; DROP FUNCTION lldsched_first_version()"
+
+
 def test_a_schema_of_version_1_is_upgraded_in_place_keeping_its_tasks(postgres_dsn: str) -> None:
     with PostgresTaskStore(postgres_dsn) as store:
         store.save(snapshot(task(id="kept")))
@@ -207,6 +212,7 @@ def test_a_schema_of_version_1_is_upgraded_in_place_keeping_its_tasks(postgres_d
         )
         connection.execute("ALTER TABLE records DROP COLUMN name")
         connection.execute("DROP INDEX removals_task")
+        connection.execute(BEFORE_6)
         connection.execute("UPDATE lldsched_meta SET value = '1'")
     with PostgresTaskStore(postgres_dsn) as store:
         assert [stored.task.id for stored in store.load_all()] == ["kept"]
@@ -225,6 +231,7 @@ def test_a_schema_of_version_3_gains_the_slot_of_a_resumed_plans_run(postgres_ds
     with psycopg.connect(postgres_dsn) as connection:  # as version 3 left it
         connection.execute("ALTER TABLE tasks DROP COLUMN slot, DROP COLUMN slot_due")
         connection.execute("DROP INDEX removals_task")
+        connection.execute(BEFORE_6)
         connection.execute("UPDATE lldsched_meta SET value = '3'")
     with PostgresTaskStore(postgres_dsn) as store:
         (kept,) = store.load_all()
@@ -242,7 +249,7 @@ def test_a_schema_of_version_4_gains_the_index_a_new_rows_first_version_reads(
     postgres_dsn: str,
 ) -> None:
     """Version 5 indexes the removals by task: a row registered again starts one past its
-    id's removals (``postgres_sql._FIRST_VERSION``), looked up at every registration.  A
+    id's removals (``postgres_sql.FIRST_VERSION``), looked up at every registration.  A
     database of version 4 gains the index, and keeps its tasks and removals."""
     with PostgresTaskStore(postgres_dsn) as store:
         store.save(snapshot(task(id="kept")))
@@ -250,6 +257,7 @@ def test_a_schema_of_version_4_gains_the_index_a_new_rows_first_version_reads(
         store.delete("gone")
     with psycopg.connect(postgres_dsn) as connection:  # as version 4 left it
         connection.execute("DROP INDEX removals_task")
+        connection.execute(BEFORE_6)
         connection.execute("UPDATE lldsched_meta SET value = '4'")
     with PostgresTaskStore(postgres_dsn) as store:
         assert [stored.task.id for stored in store.load_all()] == ["kept"]
@@ -260,6 +268,59 @@ def test_a_schema_of_version_4_gains_the_index_a_new_rows_first_version_reads(
         ]
         indexes = "SELECT indexname FROM pg_indexes WHERE tablename = 'removals'"
         assert "removals_task" in {name for (name,) in connection.execute(indexes)}
+        versions = "SELECT version FROM tasks WHERE id = 'gone' UNION ALL "
+        versions += "SELECT version FROM removals WHERE task_id = 'gone'"
+        assert [v for (v,) in connection.execute(versions)] == [3, 2]
+
+
+def insert_row(connection: psycopg.Connection[Any], task_id: str, *, name: str) -> None:
+    """Insert a row of ``task_id`` on ``connection`` as a writer with no lock of the id and
+    its own version, 1, writes it (a process of an older release, schema 4 or 5 code,
+    still running in a rolling upgrade)."""
+    connection.execute(
+        "INSERT INTO tasks (id, name, definition, priority, status, next_run_at, attempt,"
+        " run_count, failure_count, running, version, writer)"
+        " VALUES (%s, %s, %s, 2, 'scheduled', %s, 0, 0, 0, false, 1, 'older')",
+        (task_id, name, encode_task(task(id=task_id, name=name)), T0),
+    )
+
+
+def older_release_registers(dsn: str, task_id: str, *, name: str) -> None:
+    """A registration as a process of an older release writes it (:func:`insert_row`)."""
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        insert_row(connection, task_id, name=name)
+
+
+def test_a_schema_of_version_5_gains_the_trigger_that_numbers_every_new_row(
+    postgres_dsn: str,
+) -> None:
+    """Version 6 numbers a new row past its id's removals in the database (a trigger),
+    whoever inserts it: a process of an older release still running after the upgrade (it
+    checked the schema when it opened, and never again) registers an id it removed at
+    version 1, below the removal another node's feed remembers while a transaction holds
+    the feed's horizon back.  That feed skipped the row for good; now the row is past the
+    removal, and every feed reads it."""
+    with PostgresTaskStore(postgres_dsn) as store:
+        store.save(snapshot(task(id="gone")))
+    with psycopg.connect(postgres_dsn) as connection:  # as version 5 left it
+        connection.execute(BEFORE_6)
+        connection.execute("UPDATE lldsched_meta SET value = '5'")
+    with (
+        PostgresTaskStore(postgres_dsn) as remover,
+        PostgresTaskStore(postgres_dsn) as reader,
+        psycopg.connect(postgres_dsn) as long,  # holds every feed's horizon back
+    ):
+        long.execute("SELECT pg_catalog.pg_current_xact_id()")
+        remover.delete("gone")
+        assert [(c.task_id, c.snapshot) for c in reader.changes()] == [("gone", None)]
+        older_release_registers(postgres_dsn, "gone", name="again")
+        (change,) = reader.changes()
+        assert change.snapshot is not None and change.snapshot.task.name == "again"
+        long.rollback()
+    with psycopg.connect(postgres_dsn) as connection:
+        assert connection.execute("SELECT value FROM lldsched_meta").fetchall() == [
+            (str(SCHEMA_VERSION),)
+        ]
         versions = "SELECT version FROM tasks WHERE id = 'gone' UNION ALL "
         versions += "SELECT version FROM removals WHERE task_id = 'gone'"
         assert [v for (v,) in connection.execute(versions)] == [3, 2]

@@ -91,6 +91,7 @@ from lldsched.persistence import TaskSnapshot, TaskStore, purge
 
 __all__ = [
     "ADVICE",
+    "PURGE",
     "STALE_SHOWN",
     "Outage",
     "StoreWrites",
@@ -111,6 +112,10 @@ ADVICE = (
 STALE_SHOWN = 20
 """The most task ids the warning of rows a shutdown leaves stale names (the rest counted)."""
 
+PURGE = "purge"
+"""A stale row's failed write that was a purge (:func:`purge_retired`): written again as a
+purge, with its condition (:func:`~lldsched.persistence.purge`), never as a plain delete."""
+
 
 class Outage:
     """A store failing since a call failed, until one of a kind that failed succeeds."""
@@ -122,9 +127,9 @@ class Outage:
         self.kinds = {kind}  # what failed: "save", "claim", "read of the change feed", ...
         self.calls = 0  # the calls that failed, the first included
         self.writes = 0  # of them, the task writes (save, delete) not stored
-        # id -> the snapshot whose save failed (None: a delete failed) of each task whose
-        # row is stale, until a write of its own succeeds: written again at the end
-        self.stale: dict[str, TaskSnapshot | None] = {}
+        # id -> the snapshot whose save failed (None: a delete failed; PURGE: a purge) of
+        # each task whose row is stale, until a write of its own succeeds: written again
+        self.stale: dict[str, TaskSnapshot | str | None] = {}
 
 
 class StoreWrites:
@@ -166,15 +171,18 @@ class StoreWrites:
         verb: str,
         task_id: str,
         snapshot: TaskSnapshot | None = None,
+        *,
+        purge: bool = False,
     ) -> None:
-        """A write of ``task_id`` (``verb``: ``"save"`` of ``snapshot``, or ``"delete"``)
-        raised ``error`` after the change it describes was made: logged once an outage
-        (called in an ``except`` block), and its row remembered as stale."""
+        """A write of ``task_id`` (``verb``: ``"save"`` of ``snapshot``, or ``"delete"``,
+        a purge's if ``purge``) raised ``error`` after the change it describes was made:
+        logged once an outage (called in an ``except`` block), and its row remembered as
+        stale, to be written again as it was asked (:meth:`_rewrite`)."""
         if not self.found_closed(error, f"{verb} of {task_id}"):
             self._count(error, kind=verb, doing=f"{verb} of {task_id}", writes=1)
             outage = self.outage
             assert outage is not None  # _count began one if none was going on
-            outage.stale[task_id] = snapshot if verb == "save" else None
+            outage.stale[task_id] = snapshot if verb == "save" else PURGE if purge else None
 
     def call_failed(self, error: Exception, kind: str, doing: str, *, writes: int = 0) -> None:
         """A shared store's call of ``kind`` (``"claim"``, ``"renewal"``, ``"change
@@ -286,20 +294,24 @@ class StoreWrites:
     ) -> int:
         """Write the rows ``outage`` left stale as the registry has them now: a task
         registered, as it is; one that retired, as the snapshot that failed; one removed
-        (its delete failed), deleted.  Each written is stale no more and its kind is
-        added to ``written``; one that fails again stays stale, counted in the outage.
-        Returns how many were written."""
+        (its delete failed), deleted; one whose purge failed as it retired, purged (only
+        while its row is the one this process saw retire: a store's own ``purge`` keeps a
+        row another process wrote since, which a plain delete took from every process).
+        Each written is stale no more and its kind is added to ``written``; one that
+        fails again stays stale, counted in the outage.  Returns how many were written."""
         store = self.store
         stale = outage.stale
         done = 0
         for task_id, failed in list(stale.items()):
-            snapshot = current(task_id) or failed
+            snapshot = current(task_id) or (failed if isinstance(failed, TaskSnapshot) else None)
             verb = "delete" if snapshot is None else "save"
             try:
-                if snapshot is None:
-                    store.delete(task_id)
-                else:
+                if snapshot is not None:
                     store.save(snapshot)
+                elif failed == PURGE:
+                    purge(store, task_id)  # a row kept is the feed's to bring in
+                else:
+                    store.delete(task_id)
             except BaseException as exc:  # still failing: said as any failure in an outage
                 if self.found_closed(exc, f"{verb} of {task_id}"):
                     return done
@@ -381,10 +393,12 @@ def store_failed(
     verb: str,
     task_id: str,
     snapshot: TaskSnapshot | None = None,
+    *,
+    purge: bool = False,
 ) -> None:
     """A core's write that failed after the change it describes was made: logged by
     :meth:`StoreWrites.failed` (called in an ``except BaseException`` block, so with a
-    store).
+    store; ``purge``: the delete was a purge, written again as one).
 
     A ``BaseException`` that is not an ``Exception`` (a ``KeyboardInterrupt`` or
     ``SystemExit`` raised inside ``save`` or ``delete``) is a failed write like any
@@ -395,7 +409,7 @@ def store_failed(
     failed run (docs/DECISIONS.md, "A store's save that raises a BaseException").
     """
     assert writes is not None  # a core makes one with its store
-    writes.failed(error, verb, task_id, snapshot)
+    writes.failed(error, verb, task_id, snapshot, purge=purge)
     if not isinstance(error, Exception) and _on_main_thread():
         raise error
 
@@ -409,7 +423,7 @@ def purge_retired(writes: StoreWrites | None, store: TaskStore, task_id: str) ->
     try:
         gone = purge(store, task_id)
     except BaseException as exc:
-        store_failed(writes, exc, "delete", task_id)
+        store_failed(writes, exc, "delete", task_id, purge=True)  # tried again as a purge
         return
     store_written(writes, "delete", task_id)
     if not gone:

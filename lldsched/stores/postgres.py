@@ -440,6 +440,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         if self._muted:
             return True
         with self._using() as connection, connection.transaction():
+            connection.execute(sql.LOCK_ID, {"id": task_id})  # before the row's: _delete
             row = connection.execute(
                 sql.KNOWN_ROW,
                 {"id": task_id, "node": self.node, "since": self._since,
@@ -453,16 +454,19 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
     def _delete(self, connection: Connection, task_id: str) -> None:
         """Inside a transaction, under the lock: delete ``task_id``'s row and records, with
         a removal for the other nodes' feeds, and forget it (the version the feed gave
-        too: a row registered again is another node's, or this one's next write).  The
-        removal's version is past the row's, and a row registered again starts past it
-        (``postgres_sql._FIRST_VERSION``): an id's versions never go back."""
-        connection.execute(
-            "INSERT INTO removals (task_id, version, writer) "
-            "SELECT id, version + 1, %s FROM tasks WHERE id = %s",
-            (self.node, task_id),
-        )
+        too: a row registered again is another node's, or this one's next write).
+
+        The id's lock (:data:`~lldsched.stores.postgres_sql.LOCK_ID`) is taken first, as
+        every insert of a row takes it (``FIRST_VERSION``), always before the row's own
+        lock (a caller that locks the row takes it before that, or the two orders would
+        deadlock): a registration racing this removal on another node waits for its
+        commit and starts past it, or this removal waits for that registration's and
+        deletes its row.  The removal's version is one past the row's as deleted
+        (:data:`~lldsched.stores.postgres_sql.REMOVE`): an id's versions grow in commit
+        order."""
+        connection.execute(sql.LOCK_ID, {"id": task_id})
+        connection.execute(sql.REMOVE, {"id": task_id, "node": self.node})
         connection.execute("DELETE FROM records WHERE task_id = %s", (task_id,))
-        connection.execute("DELETE FROM tasks WHERE id = %s", (task_id,))
         self._defined.pop(task_id, None)
         self._held.pop(task_id, None)
         self._added.pop(task_id, None)

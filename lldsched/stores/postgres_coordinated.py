@@ -49,6 +49,17 @@ Connection = psycopg.Connection[tuple[Any, ...]]
 _FINISHED = frozenset(status.value for status in FINISHED_STATUSES)  # as rows store them
 
 
+def _order(item: tuple[int, Change], removed: dict[str, int]) -> tuple[int, int, int]:
+    """Where a change read by the feed is applied: by its transaction id (``item[0]``),
+    then its version; a row (one with a snapshot) of an id removed in the same read
+    (``removed``: its removals' greatest transaction id) after those removals, however
+    their ids were ordered (transaction ids are not commit order)."""
+    xid, change = item
+    if change.snapshot is not None and change.task_id in removed:
+        xid = max(xid, removed[change.task_id])
+    return xid, change.snapshot is not None, change.version
+
+
 class PostgresCoordination:
     """The CoordinatedStore methods of PostgresTaskStore: mixed into it."""
 
@@ -162,8 +173,10 @@ class PostgresCoordination:
         task_id = snapshot.task.id
         with self._using() as connection:
             with connection.transaction():
-                # Lock order: the task's row, then its lease (as the claim and the settle).
+                # Lock order: the id (a new definition's upsert takes it: FIRST_VERSION),
+                # the task's row, then its lease (as the claim and the settle).
                 lease = {"task_id": task_id, "token": token}
+                connection.execute(sql.LOCK_ID, {"id": task_id})
                 connection.execute(sql.LOCK_TASK, lease)
                 if release:
                     held = connection.execute(sql.RELEASE, lease).rowcount == 1
@@ -284,7 +297,7 @@ class PostgresCoordination:
 
         The version it gave for a task is forgotten once no read can give that row or
         removal again: a removed id's rows registered again are new here whatever their
-        version (they start past the removals kept: ``postgres_sql._FIRST_VERSION``), and
+        version (they start past the removals kept: ``postgres_sql.FIRST_VERSION``), and
         a finished task's memory is bounded like the registry."""
         with self._using() as connection:
             rows = connection.execute(
@@ -322,7 +335,13 @@ class PostgresCoordination:
             else:
                 self._unreadable.read(task_id)  # removed: a row left out here is gone
             found.append((int(xid), Change(task_id, version, snapshot, bool(leased))))
-        found.sort(key=lambda item: (item[0], item[1].version))
+        # By transaction id, except that an id's row comes after its removals read with it
+        # (the row is the id's state in this snapshot: postgres_sql._LIVE_ROW_WINS).
+        removed: dict[str, int] = {}
+        for xid, change in found:
+            if change.snapshot is None:
+                removed[change.task_id] = max(xid, removed.get(change.task_id, xid))
+        found.sort(key=lambda item: _order(item, removed))
         with self._lock:
             self._since = since
             for _, change in found:

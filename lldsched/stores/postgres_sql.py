@@ -25,7 +25,7 @@ import hashlib
 
 __all__ = ["SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 _CHANNEL_BYTES = 63  # the longest channel name PostgreSQL keeps (NAMEDATALEN - 1)
 DB_NOW = "extract(epoch FROM pg_catalog.clock_timestamp())::double precision"
 LIVE = "('scheduled', 'retrying')"  # the statuses a claim takes
@@ -66,6 +66,49 @@ SELECT pg_catalog.set_config('idle_in_transaction_session_timeout', %(idle)s, fa
            ELSE pg_catalog.quote_ident(%(schema)s::text) END, false)
 """
 
+# An id's changes, serialised: a removal (the store's ``_delete``) and every insert of a
+# row (FIRST_VERSION's trigger) take this transaction-level lock on the id first, so a
+# registration that races a removal of its id on another node waits for it to commit,
+# and then reads its removal.  Two ids whose hashes meet only wait for each other.
+# (The install's lock is the one-key form of the same number: another lock space.)
+ID_LOCK = "pg_catalog.pg_advisory_xact_lock(7106659, pg_catalog.hashtext({}))"
+
+# The version a new row of an id starts at: one past every removal of the id still kept
+# (each one past the row it removed), so an id's versions grow in commit order across a
+# removal and a feed never takes the new row for one it read before.  Set by a trigger on
+# every insert into ``tasks`` (schema 6), whoever inserts: a statement's own value was
+# computed in its snapshot, taken before it waited for a removal still in flight, and a
+# process of an older release (a rolling upgrade) inserts version 1.  The trigger takes
+# ID_LOCK first, then reads the removals in a snapshot of its own (a VOLATILE function's
+# statement: READ COMMITTED gives it one), after the removal it waited for committed.
+# Once an id's removals are trimmed (lldsched.stores.removals), every feed that read past
+# them has forgotten the id (PostgresCoordination.changes), and 1 is new again.
+FIRST_VERSION = f"""
+CREATE FUNCTION lldsched_first_version() RETURNS trigger LANGUAGE plpgsql
+    SET search_path FROM CURRENT AS $$
+BEGIN
+    PERFORM {ID_LOCK.format("NEW.id")};
+    NEW.version := (SELECT coalesce(pg_catalog.max(r.version), 0) + 1 FROM removals r
+                     WHERE r.task_id = NEW.id);
+    RETURN NEW;
+END $$;
+CREATE TRIGGER tasks_first_version BEFORE INSERT ON tasks
+    FOR EACH ROW EXECUTE FUNCTION lldsched_first_version();
+"""
+
+LOCK_ID = f"SELECT {ID_LOCK.format('%(id)s::text')}"  # a statement of its own: see REMOVE
+
+# A removal, once its transaction holds LOCK_ID (taken by a statement before, so this
+# one's snapshot sees a row registered by the transaction it waited for): the row deleted
+# first, its lock taken (a write that committed meanwhile is the one deleted), then its
+# removal one past the version the row had then.  A removal numbered from a read before
+# the row's lock was one version short when a write committed between the two: a feed
+# that had read that write skipped the removal, and the task lived on there.
+REMOVE = """
+WITH gone AS (DELETE FROM tasks WHERE id = %(id)s RETURNING id, version)
+INSERT INTO removals (task_id, version, writer) SELECT id, version + 1, %(node)s FROM gone
+"""
+
 SCHEMA = f"""
 CREATE TABLE lldsched_meta (name text PRIMARY KEY, value text NOT NULL);
 CREATE TABLE tasks (
@@ -99,7 +142,7 @@ CREATE TABLE removals (                     -- tasks removed, for the other node
     xid     xid8 NOT NULL DEFAULT pg_catalog.pg_current_xact_id()
 );
 CREATE INDEX removals_xid ON removals (xid);
-CREATE INDEX removals_task ON removals (task_id);  -- _FIRST_VERSION, KNOWN_ROW (version 5)
+CREATE INDEX removals_task ON removals (task_id);  -- FIRST_VERSION, KNOWN_ROW (version 5)
 CREATE TABLE records (
     task_id   text NOT NULL,
     seq       bigint GENERATED ALWAYS AS IDENTITY,
@@ -130,6 +173,7 @@ CREATE TABLE leases (                       -- at most one per task: a task neve
 CREATE INDEX leases_holder ON leases (holder);
 CREATE SEQUENCE fencing_token;
 CREATE SEQUENCE dead_letter_seq;
+{FIRST_VERSION}
 INSERT INTO lldsched_meta VALUES ('schema', '{SCHEMA_VERSION}');
 """
 
@@ -146,6 +190,8 @@ UPGRADES = {
     " UPDATE lldsched_meta SET value = '4' WHERE name = 'schema';",
     4: "CREATE INDEX removals_task ON removals (task_id);"  # a new row's first version
     " UPDATE lldsched_meta SET value = '5' WHERE name = 'schema';",
+    5: FIRST_VERSION  # set on every insert, whoever inserts
+    + " UPDATE lldsched_meta SET value = '6' WHERE name = 'schema';",
 }
 
 TABLES = ("lldsched_meta", "tasks", "removals", "records", "leases")
@@ -167,17 +213,6 @@ _STATE = f"""status = %(status)s, next_run_at = %(next_run_at)s, attempt = %(att
 
 UPDATE = f"UPDATE tasks SET {_STATE} WHERE id = %(id)s RETURNING version"
 
-# The version a row of ``id`` starts at: past every removal of the id still kept (each a
-# version past the row it removed), so an id's versions never go back across a removal.
-# A row registered again with versions restarting at 1, below the version another node's
-# feed remembered for the id (the removed row's, or its removal's), was skipped by that
-# feed for good: the registration never reached that node (docs/CLUSTER.md, "The change
-# feed").  Once its removals are trimmed (lldsched.stores.removals), every feed that
-# read past them has forgotten the id (PostgresCoordination.changes), and 1 is new again.
-_FIRST_VERSION = (
-    "(SELECT coalesce(pg_catalog.max(r.version), 0) + 1 FROM removals r WHERE r.task_id = %(id)s)"
-)
-
 UPSERT = f"""
 INSERT INTO tasks (id, name, definition, priority, status, next_run_at, attempt, run_count,
     failure_count, last_error, running, waited, slot, slot_due, failed_seq, version, writer)
@@ -185,21 +220,21 @@ VALUES (%(id)s, %(name)s, %(definition)s, %(priority)s, %(status)s, %(next_run_a
     %(attempt)s, %(run_count)s, %(failure_count)s, %(last_error)s, %(running)s, %(waited)s,
     %(slot)s, %(next_run_at)s,
     CASE WHEN %(status)s = 'failed' THEN pg_catalog.nextval('dead_letter_seq') END,
-    {_FIRST_VERSION}, %(writer)s)
+    1, %(writer)s)  -- the version: FIRST_VERSION's trigger sets it
 ON CONFLICT (id) DO UPDATE SET name = excluded.name, definition = excluded.definition,
     priority = excluded.priority, {_STATE}
 RETURNING version
 """
 
 # A registration: refused (no row returned) when another node registered the id.
-INSERT_NEW = f"""
+INSERT_NEW = """
 INSERT INTO tasks (id, name, definition, priority, status, next_run_at, attempt, run_count,
     failure_count, last_error, running, waited, slot, slot_due, failed_seq, version, writer)
 VALUES (%(id)s, %(name)s, %(definition)s, %(priority)s, %(status)s, %(next_run_at)s,
     %(attempt)s, %(run_count)s, %(failure_count)s, %(last_error)s, %(running)s, %(waited)s,
     %(slot)s, %(next_run_at)s,
     CASE WHEN %(status)s = 'failed' THEN pg_catalog.nextval('dead_letter_seq') END,
-    {_FIRST_VERSION}, %(writer)s)
+    1, %(writer)s)  -- the version: FIRST_VERSION's trigger sets it
 ON CONFLICT (id) DO NOTHING
 RETURNING version
 """
@@ -242,8 +277,10 @@ RECORD_COLUMNS = (  # the name the run had; a record written before schema 3 has
     "r.finished, r.ok, r.error, r.timed_out, r.misfire, r.result, r.token"
 )
 
-# Lock order, everywhere: a task's row, then its lease (the claim below, the settle,
-# a delete's cascade); renewal and release lock leases only.  Two orders would deadlock.
+# Lock order, everywhere: the id's LOCK_ID (taken by a removal, a purge, a misfire's
+# write and every insert of a row, never by the claim or the settle), a task's row, then
+# its lease (the claim below, the settle, a delete's cascade); renewal and release lock
+# leases only.  Two orders would deadlock.
 #
 # The claim, one statement.  FOR UPDATE OF t SKIP LOCKED: concurrent claimers pass each
 # other's rows instead of queueing behind them.  A lease row that exists is replaced
@@ -297,10 +334,10 @@ UPDATE leases SET slot = %(slot)s WHERE task_id = %(task_id)s AND token = %(toke
 # Whether a task's row is one this node wrote or read (a purge deletes only such a row):
 # written by this node last, before the feed's last horizon (read by it), or at the version
 # the feed last gave (NULL: none) unless another node removed the id since that horizon.  A
-# row registered again now starts past its id's removals (_FIRST_VERSION), so its version is
-# never the one the feed gave; the removal test stays for rows an older release registered
-# again, whose versions restart at 1 (a rolling upgrade).  The row is locked until the
-# purge's transaction ends.
+# row registered again starts past its id's removals (FIRST_VERSION, since schema 6 for
+# every writer), so its version is never the one the feed gave; the removal test stays for
+# a database an older release still writes (a rolling upgrade).  The row is locked until
+# the purge's transaction ends (after the id's LOCK_ID: the lock order).
 KNOWN_ROW = """
 SELECT t.writer = %(node)s OR t.xid < %(since)s::text::xid8
        OR (t.version IS NOT DISTINCT FROM %(seen)s::bigint AND NOT EXISTS (
@@ -315,6 +352,14 @@ HORIZON = "SELECT pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())"
 # The change feed, one statement: its horizon (the snapshot's xmin, the next cursor) and
 # the rows and removals written by other nodes since the cursor, all in the statement's
 # one snapshot (pg_current_snapshot() is the active one).  The first row is the horizon.
+# _LIVE_ROW_WINS: a removal of an id that has a row in the snapshot came before that row
+# (which was written after the removal deleted the one before it, or the removal found
+# none): the id's state is the row.  So a removal is not given when that row is not given
+# too (this node's own, or one read before, below the cursor), and
+# PostgresCoordination.changes applies a removal given with its id's row before the row.
+# Given alone, a removal read by the node that registered the id again dropped the task
+# it had just registered, and one sorted after the new row (transaction ids are not
+# commit order) dropped a task the database holds, from that node for good.
 CHANGES = f"""
 SELECT 0 AS kind, pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())::text AS xid,
        NULL AS id, NULL AS definition, NULL AS status, NULL::double precision AS next_run_at,
@@ -331,6 +376,8 @@ SELECT 2, r.xid::text, r.task_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
        NULL, r.version,
        NULL
   FROM removals r WHERE r.xid >= %(since)s::text::xid8 AND r.writer <> %(node)s
+   AND NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = r.task_id  -- _LIVE_ROW_WINS
+                      AND (t.xid < %(since)s::text::xid8 OR t.writer = %(node)s))
 ORDER BY kind
 """
 
