@@ -123,8 +123,9 @@ def measure_polling(
     """The real timer (``Condition.wait`` until the head is due) against a poll every
     ``interval`` seconds: wake-ups and CPU per idle second (a task parked a day out;
     the whole process's CPU, so the timer's share is what a poll adds to
-    ``Condition.wait``'s), and the median lateness of tasks due in 20 to 120 ms (seeded delays, so a
-    poll's phase does not line up with them).  Real time: the numbers vary."""
+    ``Condition.wait``'s), and the median lateness of tasks due in 20 to 120 ms
+    (seeded delays, so a poll's phase does not line up with them).  Real time: the
+    numbers vary."""
     whole_count("samples", samples)
     results = [measure_timer("Condition.wait", WaitingClock(), idle=idle, samples=samples)]
     for interval in intervals:
