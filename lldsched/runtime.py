@@ -19,7 +19,9 @@ takes a :class:`Runtime` and never imports either:
   ``retain_finished`` (how long finished tasks stay);
 * :class:`Observable`: ``add_listener`` and ``remove_listener``.
 * :class:`Runtime` itself: ``shutdown`` (its end: the verbs that would run something
-  are refused after it, the others keep the books).
+  are refused after it, the others keep the books) and ``running`` (True while it
+  dispatches what falls due: what ``metrics().state == "running"`` says; a scheduler
+  from ``start()``, a simulation from construction, both until ``shutdown()``).
 
 Registration differs by design: ``Scheduler.schedule(name, action, schedule, ...)``
 runs an action, ``Simulation.schedule(name, schedule, *, duration, fails, action=None,
@@ -107,9 +109,12 @@ class Observable(Protocol):
 @runtime_checkable
 class Runtime(Controls, Reads, Observable, Protocol):
     """A runtime as views see it: :class:`Controls`, :class:`Reads` and :class:`Observable`,
-    and its end, ``shutdown`` (the runs in flight finished, the rows a store outage left
-    stale written once more; True when nothing is left running)."""
+    whether it is ``running``, and its end, ``shutdown`` (the runs in flight finished,
+    the rows a store outage left stale written once more; True when nothing is left
+    running)."""
 
+    @property
+    def running(self) -> bool: ...
     def shutdown(self, *, drain: bool = ..., timeout: float | timedelta | None = ...) -> bool: ...
 
 

@@ -25,6 +25,16 @@ def test_catch_up_falls_behind_on_one_worker_and_leaves_the_heartbeat_alone() ->
     assert day.heartbeat_worst == 0.0
 
 
+def test_the_slots_owed_count_the_job_s_runs_in_flight_not_the_heartbeat_s() -> None:
+    """CATCH_UP runs the job back to back, every 150 s from 0: by 7,200 s it has started
+    49 runs (0, 150, ..., 7,200) of 120 slots (0, 60, ..., 7,140), and owes 71.  The
+    heartbeat due at 7,200 s was running too, and counted as a run of the job: 70."""
+    day = simulate_overrun_day("CATCH_UP", hours=2)
+    assert (len(day.job), day.owed) == (48, 71)  # 48 finished, one in flight
+    piled = simulate_overrun_day(KEEP_QUEUEING, hours=2)
+    assert piled.owed == 120 - len(piled.job) - 2  # both workers hold a run of the job
+
+
 def test_an_unknown_strategy_is_refused_by_name() -> None:
     with pytest.raises(ValueError, match="'DROP'"):
         simulate_overrun_day("DROP")

@@ -42,6 +42,16 @@ def test_the_overrun_pile_up_draws_each_strategy_in_both_panels_in_hours() -> No
     assert len(beat.lines) == 2
 
 
+def test_the_overrun_pile_up_marks_two_series_along_the_same_values_at_different_places() -> None:
+    """SKIP and CATCH_UP leave the heartbeat on time: both curves lie along 0, and with
+    their marks at the same places CATCH_UP's squares hid SKIP's circles."""
+    on_time = [(float(start), 0.0) for start in range(0, 86_400, 10)]
+    days = {name: (on_time, on_time) for name in ("SKIP", "CATCH_UP", "keep queueing")}
+    _, beat = overrun_pileup(days).axes
+    marks = [tuple(line.get_markevery()) for line in beat.lines]  # type: ignore[arg-type]
+    assert len(set(marks)) == 3
+
+
 def test_listener_latency_and_wheel_costs_draw_a_line_per_series() -> None:
     (ax,) = listener_latency([0, 1], [1.0, 1.0], [2.0, 50.0]).axes
     assert len(ax.lines) == 2

@@ -98,7 +98,7 @@ def test_simulation_remove_forgets_the_task_and_its_run_in_flight_is_recorded() 
 # surface, two runtimes"). A verb added to one runtime fails the test below until it is
 # added to the other (and to lldsched.runtime) or named here with its reason.
 ONLY_SCHEDULER = {
-    "start", "aclose", "wait_idle", "wait_drained", "running",  # real threads
+    "start", "aclose", "wait_idle", "wait_drained",  # real threads
     "clock", "dropped_events", "name",  # wall time; a listener thread; a process's label
     "packed_records", "dispatcher_type", "pool_type", "queue_type",  # its parts, for tests
 }  # fmt: skip

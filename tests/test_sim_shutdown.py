@@ -211,6 +211,47 @@ def test_after_shutdown_both_runtimes_refuse_and_keep_the_same_verbs(kind: str) 
     assert runtime.tasks() == [] and runtime.metrics().state == "stopped"
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_running_is_what_metrics_state_says_on_both_runtimes_and_false_after_shutdown(
+    kind: str,
+) -> None:
+    """A simulation had no ``running``: code over either runtime read the scheduler's
+    and met an AttributeError on a simulation.  It is True from construction (a
+    simulation needs no start) until ``shutdown()``, as its ``metrics().state`` said."""
+    driven = Driven(kind)
+    runtime = driven.runtime
+    driven.add("rate", FixedRate(60))
+    driven.run_until(T0 + 30)
+    assert runtime.running and runtime.metrics().state == "running"
+    if isinstance(runtime, Scheduler):
+        assert runtime.shutdown(timeout=5)
+    else:
+        assert runtime.shutdown()
+    assert not runtime.running and runtime.metrics().state == "stopped"
+    assert not runtime.running  # final: a second read, as a second shutdown, agrees
+
+
+def test_a_simulation_is_running_from_construction_as_its_metrics_say() -> None:
+    sim = Simulation(workers=1, start=T0)
+    assert sim.running and sim.metrics().state == "running"
+    with pytest.raises(AttributeError):
+        sim.running = False  # type: ignore[misc]
+    sim.shutdown(drain=False)
+    assert not sim.running
+
+
+def test_a_simulation_s_shutdown_takes_no_flag_by_position_and_changes_nothing() -> None:
+    """``Scheduler.shutdown(False)`` still works for 0.1.x, with a DeprecationWarning; a
+    simulation's ``shutdown`` came after that deprecation, keyword-only, so it has no
+    old form to keep (docs/UPGRADING.md, "Deprecated call forms")."""
+    sim = Simulation(workers=1, start=T0)
+    sim.schedule("rate", FixedRate(60))
+    with pytest.raises(TypeError, match=r"Simulation\.shutdown\(\) takes 1 positional"):
+        sim.shutdown(False)  # type: ignore[call-arg]
+    assert sim.running
+    sim.run(T0 + 60)  # not shut down: it runs on
+
+
 def test_after_shutdown_nothing_moves_virtual_time() -> None:
     sim = Simulation(workers=1, start=T0)
     sim.schedule("rate", FixedRate(60))

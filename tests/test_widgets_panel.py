@@ -354,6 +354,23 @@ def test_a_pause_on_a_shut_down_scheduler_says_nothing_runs_again_not_until_resu
     panel.close()
 
 
+def test_a_pause_on_a_shut_down_simulation_names_the_simulation_not_a_scheduler() -> None:
+    """The panel over a simulation said "the scheduler is shut down", naming a runtime the
+    user never built; the refusal of the resume after it names the simulation."""
+    sim = Simulation(workers=1, start=datetime(2026, 1, 5, 9, tzinfo=UTC))
+    tick = sim.schedule("tick", FixedRate(60, start_delay=30), duration=1)
+    panel = ControlPanel(sim, loop=None)
+    sim.shutdown()
+    panel.button(tick.id, "pause").click()
+    assert html.unescape(panel.message.value) == (
+        "pause tick: paused; the simulation is shut down: nothing runs again, and resume is refused"
+    )
+    panel.button(tick.id, "resume").click()
+    assert "the simulation is shut down" in html.unescape(panel.message.value)
+    assert tick.status is TaskStatus.PAUSED
+    panel.close()
+
+
 def test_a_pause_resume_or_redrive_on_a_scheduler_whose_timer_died_says_so_and_what_to_do(
     make_scheduler: SchedulerFactory,
 ) -> None:

@@ -34,8 +34,10 @@ OVERRUN_STRATEGIES = (OverrunPolicy.SKIP.name, OverrunPolicy.CATCH_UP.name, KEEP
 
 
 class OverrunDay(NamedTuple):
-    """A simulated day of one strategy: the job's and the heartbeat's runs, as
-    ``(started, lateness)`` pairs in start order, and the job's slots still owed."""
+    """A simulated day of one strategy: the job's and the heartbeat's finished runs, as
+    ``(started, lateness)`` pairs in start order, and the job's slots still owed (its
+    slots of the day less its runs started, finished or in flight; 0 under SKIP, which
+    drops the slots it missed)."""
 
     strategy: str
     job: list[tuple[float, float]]
@@ -100,7 +102,8 @@ def simulate_overrun_day(
     records = [r for r in sim.records() if r.outcome.ran]  # runs, not the slots SKIP dropped
     job = [r for r in records if r.name == "job"]
     slots = int(horizon // period)
-    started = len(job) + sim.busy
+    # The job's runs in flight at the end (not sim.busy: a heartbeat may hold a worker).
+    started = len(job) + sum(1 for task in sim.tasks() if task.name == "job" and task.running)
     owed = 0 if strategy == OverrunPolicy.SKIP.name else max(0, slots - started)
     return OverrunDay(
         strategy,

@@ -80,7 +80,8 @@ class PollingClock(SystemClock):
 
 
 class PollResult(NamedTuple):
-    """One timer strategy: idle wake-ups and CPU per second, and how late a run starts."""
+    """One timer strategy: idle wake-ups and the process's CPU per second, and how late a
+    run starts."""
 
     label: str
     wakeups_per_s: float
@@ -120,9 +121,11 @@ def measure_polling(
     intervals: tuple[float, ...] = (0.001, 0.01, 0.1), *, idle: float = 0.5, samples: int = 15
 ) -> list[PollResult]:
     """The real timer (``Condition.wait`` until the head is due) against a poll every
-    ``interval`` seconds: wake-ups and CPU per idle second (a task parked a day out),
-    and the median lateness of tasks due in 20 to 120 ms (seeded delays, so a
-    poll's phase does not line up with them).  Real time: the numbers vary."""
+    ``interval`` seconds: wake-ups and CPU per idle second (a task parked a day out;
+    the whole process's CPU, so the timer's share is what a poll adds to
+    ``Condition.wait``'s), and the median lateness of tasks due in 20 to 120 ms
+    (seeded delays, so a poll's phase does not line up with them).  Real time: the
+    numbers vary."""
     whole_count("samples", samples)
     results = [measure_timer("Condition.wait", WaitingClock(), idle=idle, samples=samples)]
     for interval in intervals:

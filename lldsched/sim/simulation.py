@@ -226,6 +226,16 @@ class Simulation(SimulationVerbs):
         """How many workers are running something now."""
         return self.workers - len(self._free)
 
+    @property
+    def running(self) -> bool:
+        """True until :meth:`shutdown`, False from it on: what ``metrics().state`` says
+        (``"running"``, then ``"stopped"``), as ``Scheduler.running`` does.  A simulation
+        needs no ``start()`` (it is running as it is built) and its clock is its timer,
+        which never dies; True does not mean virtual time is moving (only :meth:`run`,
+        :meth:`run_for` and :meth:`step` move it), but that they, and every verb, are
+        still taken (docs/DECISIONS.md, "One surface, two runtimes")."""
+        return self._stopped_at is None
+
     def at(self, when: float | datetime, fn: Callable[[], object]) -> None:
         """Call ``fn()`` at the simulated instant ``when`` (not in the past).  Raises
         :class:`~lldsched.errors.ValidationError` for an instant in the past or not one,

@@ -71,6 +71,9 @@ class SimulationVerbs:
         @property
         def now(self) -> float: ...
 
+        @property
+        def running(self) -> bool: ...
+
         def _emit(self, event: TaskEvent) -> None: ...
 
     def schedule(
@@ -396,7 +399,7 @@ class SimulationVerbs:
         if timeout is not None:
             checks.seconds(timeout, name="metrics() timeout", at_least=0)
         now = self._clock.now()
-        running = self._stopped_at is None
+        running = self.running
         return take(
             self._core,
             self._queue,

@@ -44,7 +44,7 @@ from lldsched.errors import LldschedError, TaskNotFoundError, ValidationError
 from lldsched.model import TaskEvent, TaskStatus
 from lldsched.runtime import Runtime
 from lldsched.schedules.cron.zone import zone_info
-from lldsched.views.presses import RedriveWatch, fate_in_flight, pressed
+from lldsched.views.presses import RedriveWatch, fate_in_flight, pressed, runtime_noun
 from lldsched.views.widgetkit import (
     bundle,
     close_tree,
@@ -392,9 +392,14 @@ class ControlPanel:
                 task = self._source.task(task_id)
             # The runtime's state as the verb left it: a shut-down scheduler takes a pause
             # but refuses a resume, and the message must not promise one.
-            state = self._source.metrics().state
             said = pressed(
-                verb, task, changed=changed, when=self._when, in_flight=in_flight, state=state
+                verb,
+                task,
+                changed=changed,
+                when=self._when,
+                in_flight=in_flight,
+                state=self._source.metrics().state,
+                noun=runtime_noun(self._source),
             )
             self.say(said)
             if verb == "redrive" and changed:

@@ -14,8 +14,9 @@ cancels a coroutine run.  A pause on a shut-down scheduler, which takes it (it k
 the books) but refuses the resume after it, says that nothing runs again rather than
 "until resume"; so does a pause or a resume on a scheduler whose timer thread died,
 which takes both and dispatches nothing, with what to do: the panel passes the
-runtime's ``metrics().state``, which both runtimes answer (the simulation's is always
-``"running"``).
+runtime's ``metrics().state``, which both runtimes answer (a simulation's is
+``"stopped"`` after its ``shutdown()``, never ``"dead"``), and names the runtime as the
+user built it (:func:`runtime_noun`: "the simulation is shut down", not "the scheduler").
 
 Only strings are made here: :class:`lldsched.views.panel.ControlPanel` shows them.
 """
@@ -31,10 +32,16 @@ from lldsched.errors import DEAD_TIMER, DEAD_TIMER_ADVICE
 from lldsched.model import TaskStatus
 from lldsched.runtime import Runtime, Stepped
 
-__all__ = ["RedriveWatch", "fate_in_flight", "pressed"]
+__all__ = ["RedriveWatch", "fate_in_flight", "pressed", "runtime_noun"]
 
 When = Callable[[float | None], str]
 """Formats a timestamp in the panel's zone ("—" for None)."""
+
+
+def runtime_noun(runtime: Runtime) -> str:
+    """What a message calls ``runtime``: ``"simulation"`` for one stepped in virtual time
+    (:class:`~lldsched.runtime.Stepped`), else ``"scheduler"``."""
+    return "simulation" if isinstance(runtime, Stepped) else "scheduler"
 
 
 def fate_in_flight(runtime: Runtime, task: ScheduledTask) -> str:
@@ -60,11 +67,13 @@ def pressed(
     when: When,
     in_flight: str | None = None,
     state: str = "running",
+    noun: str = "scheduler",
 ) -> str:
     """The message after ``verb`` was pressed on ``task`` (read after the verb acted);
     ``changed`` is what the verb returned, ``in_flight`` what became of the run the task
     had in flight at the press (:func:`fate_in_flight`), None if it had none, and
-    ``state`` the runtime's own (``metrics().state``, read after the verb).
+    ``state`` the runtime's own (``metrics().state``, read after the verb) and ``noun``
+    what the runtime is called (:func:`runtime_noun`).
 
     A pause says nothing runs until resume, a resume when the next run is due, and a
     redrive that its outcome follows; on a runtime that dispatches nothing any more
@@ -73,7 +82,7 @@ def pressed(
     if not changed:
         return f"{verb} {name}: nothing to do, it is {task.status.value}"
     after = f"its run in flight {in_flight}, " if in_flight else ""
-    stalled = _stalled(state)
+    stalled = _stalled(state, noun)
     if verb == "pause":
         if stalled is not None:
             return f"pause {name}: paused; {after}{stalled}"
@@ -91,14 +100,15 @@ def pressed(
     return f"{verb} {name}: done"  # a verb this module has no words for yet
 
 
-def _stalled(state: str) -> str | None:
-    """Why nothing runs again on a runtime in ``state`` (``metrics().state``), or None
-    while it dispatches.  ``"stopped"``: shut down; it still takes a pause (it keeps the
-    books) but refuses a resume.  ``"dead"``: its timer thread died; it takes a pause and
-    a resume alike and dispatches neither; said, with what to do, in the words of the
-    verbs that refuse on a dead timer (:data:`~lldsched.errors.DEAD_TIMER`)."""
+def _stalled(state: str, noun: str) -> str | None:
+    """Why nothing runs again on a runtime in ``state`` (``metrics().state``), called
+    ``noun``, or None while it dispatches.  ``"stopped"``: shut down; it still takes a
+    pause (it keeps the books) but refuses a resume.  ``"dead"``: its timer thread died;
+    it takes a pause and a resume alike and dispatches neither; said, with what to do,
+    in the words of the verbs that refuse on a dead timer
+    (:data:`~lldsched.errors.DEAD_TIMER`)."""
     if state == "stopped":
-        return "the scheduler is shut down: nothing runs again, and resume is refused"
+        return f"the {noun} is shut down: nothing runs again, and resume is refused"
     if state == "dead":
         return f"{DEAD_TIMER}: nothing runs again, resume included; {DEAD_TIMER_ADVICE}"
     return None

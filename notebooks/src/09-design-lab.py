@@ -20,7 +20,10 @@
 # instead of tombstoning, a pool condition whose `notify_all` wakes one, a listener called
 # under the lock... never a copy of the scheduler. The variants live in `lldsched/lab/`,
 # and each plugs in through a seam of the real code (`Scheduler.queue_type`,
-# `pool_type`, `dispatcher_type`, `WorkerPool.condition_type`, or the clock).
+# `pool_type`, `dispatcher_type`, `WorkerPool.condition_type`) or what the scheduler
+# already takes (a clock, `handoff=`). Two stand beside it instead: the overrun
+# experiment runs the real state machine on the simulation, and the timing wheel is
+# timed against the real heap on its own.
 #
 # Each section has a one-line claim, a toggle (flip it and the cell reruns), the same
 # experiment as a plain call below it, the measured consequence, and the tests that catch
@@ -107,7 +110,8 @@ for row in DECISIONS:
 #
 # Switched off: a `PollingClock`, whose `wait` releases the lock, sleeps a fixed interval
 # and ignores notifications. Each strategy watches a task parked a day out for half a
-# second (wake-ups and CPU per idle second), then runs fifteen tasks due in 20 to 120 ms
+# second (wake-ups, and the whole process's CPU, per idle second: what a poll adds to
+# `Condition.wait`'s is the timer's), then runs fifteen tasks due in 20 to 120 ms
 # (median lateness). The poll buys lateness with wake-ups; the Condition pays neither.
 # (Real time: the numbers vary with the machine, the shape does not.)
 
@@ -475,7 +479,8 @@ caught_by("listeners")
 # behind kernel and network timers: four wheels of 64 buckets, 1 ms ticks. A push drops
 # the entry in a bucket (no comparison at all); time walks tick by tick, moving entries
 # down a wheel as it reaches them. `TimingWheel` in `lldsched/lab/wheel.py` has the real
-# queue's operations. The comparison inserts timers due over the next 60 s, then pops
+# queue's core operations (`push`, `discard`, `pop_due`, `next_due`, tombstones), not
+# plugged into a scheduler. The comparison inserts timers due over the next 60 s, then pops
 # them all, in the real heap and in the wheel (CPU per timer, one run). Pick the largest
 # size: 1,000,000 takes about half a minute.
 

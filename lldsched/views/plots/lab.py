@@ -29,9 +29,17 @@ class _PlainLog(LogFormatter):
         return f"{x:g}" if super().__call__(x, pos) else ""
 
 
-_SPARSE = (0.0, 0.08)
-"""Where a step curve of many runs is marked: about a dozen marks along its length
-(its line style tells it too), not one a run."""
+_MARK_EVERY = 0.08
+"""How far apart a step curve of many runs is marked, as a fraction of its length:
+about a dozen marks (its line style tells it too), not one a run."""
+
+
+def _sparse(index: int) -> tuple[float, float]:
+    """The marks of the ``index``-th series: every :data:`_MARK_EVERY`, each series
+    starting a third of a step after the one before, so two series drawn along the
+    same values (the heartbeat on time under SKIP and CATCH_UP) both show their marks
+    instead of the later one's covering the earlier one's."""
+    return (index * _MARK_EVERY / 3 % _MARK_EVERY, _MARK_EVERY)
 
 
 def _figure(width: float = 6.4, height: float = 3.6, *, columns: int = 1) -> PlotFigure:
@@ -92,7 +100,7 @@ def overrun_pileup(
                 [late / 3600 for _, late in runs],
                 label=strategy,
                 drawstyle="steps-post",
-                markevery=_SPARSE,
+                markevery=_sparse(index),
                 **series(index),
             )
     _title(job_ax, "the job (every 60 s, runs 150 s)", panel=True)
