@@ -75,6 +75,12 @@ FIGURES = [
         1.0,
     ),
     (
+        "MIGRATING.md",
+        "a second before `timeout` runs out (half the timeout, if that is less)",
+        CANCEL_GRACE,
+        1.0,
+    ),
+    (
         "GUIDE.md",
         "(1 s, 2 s, 4 s … capped at 60 s, optional jitter)",
         [RetryPolicy().backoff(attempt) for attempt in (1, 2, 3, 9)],
