@@ -129,7 +129,7 @@ def _item(rng: random.Random, index: int) -> str:
         return f"{_spell(rng, a, names, first)}-{_spell(rng, b, names, first)}"
     if roll < 0.7:
         return f"*/{rng.randint(1, high)}"
-    if roll < 0.8:  # a-b/s with a < b: cronsim reads a-a/s as a/s (see the differential test)
+    if roll < 0.8:  # a-b/s with a < b: cronsim < 2.9 reads a-a/s as a/s (see the differential test)
         a = rng.randint(low, high - 1)
         b = rng.randint(a + 1, high)
         return f"{a}-{b}/{rng.randint(1, high)}"

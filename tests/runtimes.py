@@ -10,6 +10,7 @@ as a simulated one does.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from lldsched import (
@@ -65,11 +66,14 @@ class Driven:
                 purge_retired=purge_retired,
             )
 
-    def add(self, name: str, schedule: Any, **options: Any) -> ScheduledTask:
-        """Register ``tests.jobs.noop`` under ``name`` (options as ``schedule()`` takes them)."""
+    def add(
+        self, name: str, schedule: Any, *, action: Callable[[], Any] = jobs.noop, **options: Any
+    ) -> ScheduledTask:
+        """Register ``action`` (``tests.jobs.noop``) under ``name`` (options as
+        ``schedule()`` takes them)."""
         if isinstance(self.runtime, Scheduler):
-            return self.runtime.schedule(name, jobs.noop, schedule, **options)
-        return self.runtime.schedule(name, schedule, action=jobs.noop, **options)
+            return self.runtime.schedule(name, action, schedule, **options)
+        return self.runtime.schedule(name, schedule, action=action, **options)
 
     @property
     def now(self) -> float:

@@ -27,8 +27,9 @@ treatment, with one more documented difference stated as a rule and checked:
   and its direct six-field disagreements with cronsim are counted and must all
   fall within a day of an offset change.
 
-The generator does not write ``a-a/s``: cronsim reads it as ``a/s`` (``a``-MAX every
-``s``), cronie and we as the single value ``a`` (see test_cron_parse).
+The generator does not write ``a-a/s``: cronsim up to 2.8 reads it as ``a/s`` (``a``-MAX
+every ``s``), cronsim 2.9, cronie and we as the single value ``a`` (see test_cron_parse),
+and ``cronsim>=2.6`` is what the tests require.
 """
 
 from __future__ import annotations

@@ -75,16 +75,23 @@ def test_an_extra_run_that_fails_retries_and_the_slot_it_waited_for_follows() ->
     ]  # fmt: skip
 
 
-@pytest.mark.parametrize("state", ["paused", "cancelled", "succeeded"])
+@pytest.mark.parametrize("state", ["paused", "cancelled", "succeeded", "failed"])
 def test_run_now_returns_false_and_changes_nothing_when_it_cannot_add_a_run(
     driven: Any, state: str
 ) -> None:
-    task = driven.add("job", OneTime(delay=60))
+    """docs/GUIDE.md, "Changing a task": False when paused, finished or in the dead
+    letter (a blocked task: tests/test_dependencies.py)."""
+    if state == "failed":
+        task = driven.add("job", OneTime(delay=60), action=jobs.broken, retry=RetryPolicy.never())
+        driven.run_until(T0 + 60)
+        assert task.status is TaskStatus.FAILED
+    else:
+        task = driven.add("job", OneTime(delay=60))
     if state == "paused":
         driven.runtime.pause(task.id)
     elif state == "cancelled":
         driven.runtime.cancel(task.id)
-    else:
+    elif state == "succeeded":
         driven.run_until(T0 + 60)
     before = (task.status, task.next_run_at, len(driven.events))
     assert driven.runtime.run_now(task.id) is False

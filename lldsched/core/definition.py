@@ -148,7 +148,8 @@ class DefinitionVerbs(CoreParts):
         under the task's retry policy.  A RETRYING task has its pending retry brought
         forward to now, its attempt counter kept.  False when nothing changes: the
         task is due at once anyway, running (runs of one task never overlap), paused
-        (resume it first), or finished.
+        (resume it first), blocked on its upstreams (its slot runs when they have
+        succeeded), failed (redrive it), or finished.
         """
         task = self.get(task_id)
         check_store(self._writes, "run now", task_id)

@@ -82,8 +82,8 @@ class ControlVerbs(SchedulerParts):
     def run_now(self, task_id: str) -> bool:
         """Run the task once more, at once, without moving its schedule; True if a run
         was queued (or a pending retry brought forward).  False if it is due at once
-        anyway, running, paused or finished; see :meth:`SchedulerCore.run_now
-        <lldsched.core.machine.SchedulerCore.run_now>`.  Raises
+        anyway, running, paused, blocked on its upstreams, failed or finished; see
+        :meth:`SchedulerCore.run_now <lldsched.core.machine.SchedulerCore.run_now>`.  Raises
         :class:`~lldsched.errors.SchedulerStateError` once shutdown has begun, and if
         the timer thread died (:attr:`running`).
 
