@@ -88,6 +88,7 @@ class Coordinator:
         wake: Callable[[], None],
         followed: Callable[[list[ScheduledTask]], None],
         stop: Callable[[str], None],
+        thread_prefix: str,
     ) -> None:
         self.store = store
         self._core = core
@@ -116,7 +117,8 @@ class Coordinator:
         # Keeps how long the leases are trusted (from when the last renewal that succeeded
         # began: see looked()), and raises the runs' flags once they are not, whatever the
         # timer is doing (held up in a store call by the outage itself): leasewatch.py.
-        self._watch = LeaseWatch(self._trust, lease=store.lease, name="lldsched-lease-watch")
+        # Its thread is named after the scheduler's (thread_prefix: "lldsched-<name>-").
+        self._watch = LeaseWatch(self._trust, lease=store.lease, name=f"{thread_prefix}lease-watch")
         self._held_back = False  # claims held back for want of trust (said once a lapse)
         # A store call failed since the timer last waited: its next wait is ``poll`` from
         # when the calls returned, the lock let go (wake), however overdue its next instant.
