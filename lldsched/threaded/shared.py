@@ -56,7 +56,7 @@ from lldsched.core.machine import SchedulerCore
 from lldsched.core.recovery import decide_misfire
 from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.errors import LeaseLost, ValidationError
-from lldsched.logs import CLUSTER
+from lldsched.logs import CLUSTER, instant_text
 from lldsched.model import TaskStatus
 from lldsched.persistence import Change, Claim, CoordinatedStore
 from lldsched.threaded.deadline import Deadline
@@ -309,11 +309,11 @@ class Coordinator:
         for claim in claims:
             if claim.taken_over:  # no record says so: the log is where an operator sees it
                 log.warning(
-                    "took over task %s (slot %.3f, attempt %d) with token %d: the lease of the "
+                    "took over task %s (slot %s, attempt %d) with token %d: the lease of the "
                     "process that held it expired unsettled (it died, stalled or lost the "
                     "store); its run, if it started, runs again here",
                     claim.task_id,
-                    claim.slot,
+                    instant_text(claim.slot),
                     claim.attempt + 1,  # the run's attempt, as its record will say
                     claim.token,
                     extra={"task_id": claim.task_id, "attempt": claim.attempt + 1},
