@@ -95,8 +95,8 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
     named ``lldsched-<name>-timer``, ``-worker-0`` ... ``-worker-N``, ``-events``,
     ``-loop``, ``-lease-watch`` and ``-lease-keeper`` (a shared store's), ``-flush`` and
     ``-shutdown`` (:meth:`aclose`'s;
-    default: a number counting the schedulers built in this process, ``"1"``, ``"2"``,
-    ...; it is :attr:`name`).
+    default: a number counting the schedulers built without a name in this process,
+    ``"1"``, ``"2"``, ...; it is :attr:`name`).
     ``max_coroutines`` bounds the coroutine runs in flight at once (see
     :mod:`lldsched.threaded.coroutines`); ``tz`` is the zone of cron schedules that
     name none (cron text included; default UTC); ``retain_finished`` says how long
