@@ -44,6 +44,7 @@ import threading
 import time
 from collections.abc import Callable, Hashable, Mapping
 
+from lldsched.clock import utc_datetime
 from lldsched.errors import traceback_text
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "TIMER",
     "WORKERS",
     "Repeats",
+    "instant_text",
     "say_with_traceback",
 ]
 
@@ -72,6 +74,18 @@ LOGGERS = (JOBS, STORE, CLUSTER, LISTENERS, TIMER, WORKERS, SCHEDULER)
 
 REPEAT_WINDOW = 60.0
 """Seconds in which a key's line is written in full once; its repeats go to DEBUG."""
+
+
+def instant_text(when: float | None) -> str:
+    """An instant (a due time, a slot) as every log line shows it: ISO 8601 in UTC, to
+    the millisecond (a job's ``retry due at ...``, a run taken over's slot)."""
+    if when is None:
+        return "never"
+    try:
+        return utc_datetime(when).isoformat(timespec="milliseconds")
+    except (OverflowError, OSError, ValueError):  # a test clock far from the epoch's range
+        return f"{when!r} s"
+
 
 _KEYS_KEPT = 4096  # keys remembered before the quiet ones are forgotten
 

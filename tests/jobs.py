@@ -57,3 +57,8 @@ GATE = threading.Event()
 def gated() -> None:
     """Wait for :data:`GATE` (at most 30 s, so a failing test cannot hang a worker)."""
     GATE.wait(30)
+
+
+def gated_with_context(ctx: RunContext) -> None:
+    """:func:`gated` for an action that declares ``ctx`` (whose run a lease watch flags)."""
+    GATE.wait(30)

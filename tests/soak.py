@@ -40,6 +40,7 @@ import asyncio
 import gc
 import itertools
 import logging
+import math
 import os
 import random
 import sqlite3
@@ -65,6 +66,7 @@ from lldsched import (
     Scheduler,
     SqliteTaskStore,
     TaskEvent,
+    ValidationError,
 )
 from lldsched.clock import Clock, SystemClock
 from lldsched.core import calls
@@ -562,11 +564,37 @@ def _row(values: list[object]) -> str:
     return " ".join(f"{v!s:>9}" for v in values)
 
 
+def _above_zero(text: str) -> float:
+    """An option's value that must be a finite number above 0 (argparse names the option)."""
+    value = float(text)
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be finite and > 0, got {text!r}")
+    return value
+
+
+def _zero_or_more(text: str) -> float:
+    """An option's value that must be a finite number, 0 or above."""
+    value = float(text)
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be finite and >= 0, got {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    """An option's value that must be an int, 0 or above."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an int >= 0, got {text!r}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> None:
+    """``python -m tests.soak``: a bad option's value exits 2 naming it (argparse's
+    ``error:``, as the scheduler's own refusal of a bound does), before anything runs."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--days", type=float, default=30.0)
-    parser.add_argument("--scale", type=float, default=1.0)
-    parser.add_argument("--reminders", type=int, default=2)
+    parser.add_argument("--days", type=_above_zero, default=30.0)
+    parser.add_argument("--scale", type=_above_zero, default=1.0)
+    parser.add_argument("--reminders", type=_count, default=2)
     parser.add_argument("--store", choices=("sqlite", "memory", "none"), default="sqlite")
     parser.add_argument("--purge-retired", action="store_true")
     parser.add_argument("--no-trace", action="store_true")
@@ -574,15 +602,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--retain-finished", type=int, default=10_000)
     parser.add_argument("--history-limit", type=int, default=100)
     parser.add_argument("--retention", type=int, default=1000, help="the SQLite store's")
-    parser.add_argument("--every", type=float, default=1.0, help="simulated days per sample")
+    parser.add_argument("--every", type=_above_zero, default=1.0, help="simulated days per sample")
     parser.add_argument(
         "--real",
-        type=float,
+        type=_zero_or_more,
         default=0.0,
         help="run on the system clock for this many seconds instead",
     )
     parser.add_argument(
-        "--minute", type=float, default=None, help="seconds a minutely task waits (60; --real: 1)"
+        "--minute",
+        type=_above_zero,
+        default=None,
+        help="seconds a minutely task waits (60; --real: 1)",
     )
     args = parser.parse_args(argv)
     config = SoakConfig(
@@ -599,8 +630,17 @@ def main(argv: list[str] | None = None) -> None:
         sample_every=args.every,
         minute=args.minute or (1.0 if args.real else MINUTE),
     )
-    if args.real:
-        result = run_real(config, args.real)
+    try:
+        _report(config, real=args.real)
+    except ValidationError as exc:  # a bound the scheduler or its store refuses, at its start
+        parser.error(str(exc))
+
+
+def _report(config: SoakConfig, *, real: float) -> None:
+    """Run the soak (``real`` seconds on the system clock, or ``config.days`` simulated)
+    and print what it measured; the table's header with its first row, once it began."""
+    if real:
+        result = run_real(config, real)
         print(
             f"{result['runs']} first attempts; lateness p50/p99 ms: "
             f"first fifth {result['start'][0]:.2f}/{result['start'][1]:.2f}, "
@@ -610,9 +650,15 @@ def main(argv: list[str] | None = None) -> None:
             print(name, result[name])
         return
     names = [f.name for f in fields(Sample)]
-    print(_row([n[:9] for n in names]))
+    header = [_row([n[:9] for n in names])]  # printed with the first sample, then gone
+
+    def show(sample: Sample) -> None:
+        while header:
+            print(header.pop())
+        print(_row([getattr(sample, n) for n in names]), flush=True)
+
     began = time.monotonic()
-    run_soak(config, on_sample=lambda s: print(_row([getattr(s, n) for n in names]), flush=True))
+    run_soak(config, on_sample=show)
     print(f"{time.monotonic() - began:.0f} s")
 
 

@@ -33,6 +33,7 @@ from lldsched import (
     TaskSnapshot,
     TaskStatus,
 )
+from lldsched.clock import utc_datetime
 from lldsched.core.task import Isolation
 from lldsched.errors import ValidationError
 from lldsched.persistence import CoordinatedStore
@@ -641,7 +642,9 @@ def test_a_scheduler_that_takes_over_an_expired_lease_logs_it(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A process died holding a claim (its store closed, nothing settled): the one that
-    takes the run over says so in its log, the only place that tells it ran again."""
+    takes the run over says so in its log, the only place that tells it ran again. Its
+    slot reads as the job's failure lines read their instants, ISO 8601 in UTC (before:
+    seconds since the epoch, "slot 1796348418.913")."""
     path = tmp_path / "tasks.db"
     with SqliteTaskStore(path, shared=True, lease=LEASE) as dead:
         registrar = Scheduler(store=dead)
@@ -655,6 +658,5 @@ def test_a_scheduler_that_takes_over_an_expired_lease_logs_it(
             survivor.shutdown()
         (record,) = alive.records("job")
     assert record.token is not None and record.token > claim.token and record.attempt == 1
-    assert f"took over task job (slot {claim.slot:.3f}, attempt 1) with token {record.token}" in (
-        caplog.text
-    )
+    slot = utc_datetime(claim.slot).isoformat(timespec="milliseconds")
+    assert f"took over task job (slot {slot}, attempt 1) with token {record.token}" in (caplog.text)

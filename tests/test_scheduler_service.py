@@ -408,6 +408,30 @@ def test_two_schedulers_in_one_process_name_their_threads_apart(tmp_path: Path) 
     shared.shutdown()
 
 
+def test_a_shared_stores_lease_watch_thread_carries_its_schedulers_name(
+    tmp_path: Path,
+) -> None:
+    """The thread that raises a run's flag once its leases are no longer trusted starts
+    with the first run of an action that declares ``ctx`` on a shared store. Before,
+    every scheduler's was named "lldsched-lease-watch": two in one process could not be
+    told apart in a thread dump, and OPERATIONS.md's list of thread names did not have
+    it."""
+    jobs.GATE.clear()
+    ran = EventLog()
+    store = SqliteTaskStore(tmp_path / "shared.db", shared=True, poll=0.05)
+    scheduler = Scheduler(workers=1, store=store, name="billing", listeners=[ran])
+    try:
+        with scheduler:
+            scheduler.schedule("gated", jobs.gated_with_context, OneTime(delay=0), id="gated")
+            assert ran.wait_for(lambda event: event.status is TaskStatus.RUNNING, timeout=10)
+            threads = _threads_of(scheduler)
+            jobs.GATE.set()
+        assert "lease-watch" in threads
+    finally:
+        jobs.GATE.clear()
+        store.close()
+
+
 @pytest.mark.parametrize("name", ["", 7, "a\nb"])
 def test_a_scheduler_name_must_be_printable_text_and_the_error_names_it(name: object) -> None:
     with pytest.raises(ValidationError, match=re.escape(f"got {name!r}")):

@@ -25,7 +25,7 @@ import pytest
 
 import lldsched.core.retention
 from lldsched.threaded.timer import DEADLINE_SLACK
-from tests.soak import Sample, SoakConfig, run_real, run_soak
+from tests.soak import Sample, SoakConfig, main, run_real, run_soak
 
 FAST = SoakConfig(
     days=0.5,
@@ -129,3 +129,29 @@ if SOAK_REAL:
         (start_p50, start_p99), (end_p50, end_p99) = result["start"], result["end"]
         assert end_p50 <= max(2 * start_p50, start_p50 + 5.0), result  # ms
         assert end_p99 <= max(3 * start_p99, start_p99 + 50.0), result
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["--days", "nan"], "--days: must be finite and > 0, got 'nan'"),
+        (["--days", "-1"], "--days: must be finite and > 0, got '-1'"),
+        (["--days", "0"], "--days: must be finite and > 0, got '0'"),
+        (["--every", "0"], "--every: must be finite and > 0, got '0'"),
+        (["--scale", "-1"], "--scale: must be finite and > 0, got '-1'"),
+        (["--minute", "0"], "--minute: must be finite and > 0, got '0'"),
+        (["--real", "-1"], "--real: must be finite and >= 0, got '-1'"),
+        (["--reminders", "-1"], "--reminders: must be an int >= 0, got '-1'"),
+        (["--days", "0.01", "--retention", "0"], "retention must be an int >= 1 or None, got 0"),
+    ],
+)
+def test_the_soak_command_refuses_a_bad_value_naming_it(
+    argv: list[str], named: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``python -m tests.soak`` (OPERATIONS.md names it) exits 2 with the option and its
+    value. Before: ``--days nan`` raised ValueError from deep in the run, ``--days -1``
+    measured nothing and exited 0, and ``--retention 0`` printed a traceback."""
+    with pytest.raises(SystemExit) as exited:
+        main([*argv, "--store", "memory", "--no-trace"])
+    assert exited.value.code == 2
+    assert named in capsys.readouterr().err

@@ -28,6 +28,7 @@ from lldsched import (
     OneTime,
     Overlap,
     Priority,
+    Scheduler,
     Simulation,
     SqliteTaskStore,
     StoreError,
@@ -172,6 +173,34 @@ def test_a_function_renamed_without_an_alias_refuses_the_store_naming_task_and_p
     assert f"task report: '{jobs.__name__}:report'" in message
     assert "an alias of a renamed one will do" in message
     assert definitions(path) == before  # untouched
+
+
+def test_on_a_shared_store_a_function_renamed_without_an_alias_is_taken_over_by_its_id(
+    tmp_path: Path, deploy: Deploy, caplog: pytest.LogCaptureFixture
+) -> None:
+    """What UPGRADING.md says a shared store does at a rename without an alias: no
+    refusal (another process may run the old release), one WARNING naming the task and
+    the path, and the registration by id takes it over, its history kept."""
+    path = tmp_path / "tasks.db"
+    jobs = deploy(V1)
+    with SqliteTaskStore(path) as store:
+        start(store, jobs).run_for(1)
+    jobs = deploy(V3)  # renamed, no alias
+    with (
+        caplog.at_level(logging.INFO, logger="lldsched"),
+        SqliteTaskStore(path, shared=True) as store,
+    ):
+        scheduler = Scheduler(store=store)
+        assert store.unloaded() == ["report"]
+        scheduler.schedule("report", jobs.daily_report, FixedRate(3600), id="report",
+                           replace_existing=True)  # fmt: skip
+        assert scheduler.task("report").run_count == 1  # its history kept
+        scheduler.shutdown()
+    assert json.loads(definitions(path)["report"])["action"] == f"{jobs.__name__}:daily_report"
+    (warning,) = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert warning.name == "lldsched.store"
+    assert "task report" in warning.getMessage()
+    assert f"'{jobs.__name__}:report'" in warning.getMessage()
 
 
 def test_a_module_that_fails_to_import_at_restore_names_each_task_and_the_error(

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import logging
 
-from lldsched.clock import utc_datetime
 from lldsched.core.names import CANCELLED, PAUSED
 from lldsched.core.results import must_await, result_text
 from lldsched.core.task import Entry, Run, ScheduledTask
@@ -50,7 +49,7 @@ from lldsched.errors import (
     SchedulerStateError,
     error_text,
 )
-from lldsched.logs import JOBS, say_with_traceback
+from lldsched.logs import JOBS, instant_text, say_with_traceback
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.threaded.flights import LEASE_GONE
 from lldsched.threaded.parts import Explained, LogLine, Outcome, SchedulerParts
@@ -459,7 +458,7 @@ def failure_line(
         "outcome": record.outcome.value,
         "error": error,
         "then": "stopped",
-        "next_run_at": None if next_run_at is None else _instant(next_run_at),
+        "next_run_at": None if next_run_at is None else instant_text(next_run_at),
         "repeated": 0,
         RUN_RECORD: record,
     }
@@ -475,12 +474,12 @@ def failure_line(
             record.finished,
         )
     if status is TaskStatus.RETRYING:
-        level, then, said = logging.WARNING, "retry", f"retry due at {_instant(next_run_at)}"
+        level, then, said = logging.WARNING, "retry", f"retry due at {instant_text(next_run_at)}"
     elif status is TaskStatus.FAILED:
         level, then, said = logging.ERROR, "dead_letter", "dead-lettered (redrive() runs it again)"
     elif record.outcome == "given_up":
         level, then = logging.ERROR, "given_up"
-        said = f"slot given up, next due at {_instant(next_run_at)}"
+        said = f"slot given up, next due at {instant_text(next_run_at)}"
     else:  # paused or cancelled meanwhile: nothing follows until a verb says so
         level, then, said = logging.WARNING, status.value, f"task {status.value}"
     fields["then"] = then
@@ -492,13 +491,3 @@ def failure_line(
         fields,
         record.finished,
     )
-
-
-def _instant(when: float | None) -> str:
-    """A due instant as the log shows it: ISO 8601 in UTC, to the millisecond."""
-    if when is None:
-        return "never"
-    try:
-        return utc_datetime(when).isoformat(timespec="milliseconds")
-    except (OverflowError, OSError, ValueError):  # a test clock far from the epoch's range
-        return f"{when!r} s"

@@ -93,9 +93,10 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
     wall-clock jump or a suspend;
     ``name`` tells this scheduler's threads from another's in a thread dump: they are
     named ``lldsched-<name>-timer``, ``-worker-0`` ... ``-worker-N``, ``-events``,
-    ``-loop``, ``-lease-keeper``, ``-flush`` and ``-shutdown`` (:meth:`aclose`'s;
-    default: a number counting the schedulers built in this process, ``"1"``, ``"2"``,
-    ...; it is :attr:`name`).
+    ``-loop``, ``-lease-watch`` and ``-lease-keeper`` (a shared store's), ``-flush`` and
+    ``-shutdown`` (:meth:`aclose`'s;
+    default: a number counting the schedulers built without a name in this process,
+    ``"1"``, ``"2"``, ...; it is :attr:`name`).
     ``max_coroutines`` bounds the coroutine runs in flight at once (see
     :mod:`lldsched.threaded.coroutines`); ``tz`` is the zone of cron schedules that
     name none (cron text included; default UTC); ``retain_finished`` says how long
@@ -244,6 +245,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
                 wake=self._wake_from_store,
                 followed=self._followed,
                 stop=self._stop_lost,
+                thread_prefix=self._thread_prefix,
             )
             self._begin = self._coordinator.begin  # with its claim's token
         self._coroutines = CoroutineRunner(

@@ -56,7 +56,7 @@ from lldsched.core.machine import SchedulerCore
 from lldsched.core.recovery import decide_misfire
 from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.errors import LeaseLost, ValidationError
-from lldsched.logs import CLUSTER
+from lldsched.logs import CLUSTER, instant_text
 from lldsched.model import TaskStatus
 from lldsched.persistence import Change, Claim, CoordinatedStore
 from lldsched.threaded.deadline import Deadline
@@ -88,6 +88,7 @@ class Coordinator:
         wake: Callable[[], None],
         followed: Callable[[list[ScheduledTask]], None],
         stop: Callable[[str], None],
+        thread_prefix: str,
     ) -> None:
         self.store = store
         self._core = core
@@ -116,7 +117,8 @@ class Coordinator:
         # Keeps how long the leases are trusted (from when the last renewal that succeeded
         # began: see looked()), and raises the runs' flags once they are not, whatever the
         # timer is doing (held up in a store call by the outage itself): leasewatch.py.
-        self._watch = LeaseWatch(self._trust, lease=store.lease, name="lldsched-lease-watch")
+        # Its thread is named after the scheduler's (thread_prefix: "lldsched-<name>-").
+        self._watch = LeaseWatch(self._trust, lease=store.lease, name=f"{thread_prefix}lease-watch")
         self._held_back = False  # claims held back for want of trust (said once a lapse)
         # A store call failed since the timer last waited: its next wait is ``poll`` from
         # when the calls returned, the lock let go (wake), however overdue its next instant.
@@ -307,11 +309,11 @@ class Coordinator:
         for claim in claims:
             if claim.taken_over:  # no record says so: the log is where an operator sees it
                 log.warning(
-                    "took over task %s (slot %.3f, attempt %d) with token %d: the lease of the "
+                    "took over task %s (slot %s, attempt %d) with token %d: the lease of the "
                     "process that held it expired unsettled (it died, stalled or lost the "
                     "store); its run, if it started, runs again here",
                     claim.task_id,
-                    claim.slot,
+                    instant_text(claim.slot),
                     claim.attempt + 1,  # the run's attempt, as its record will say
                     claim.token,
                     extra={"task_id": claim.task_id, "attempt": claim.attempt + 1},
