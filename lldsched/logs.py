@@ -58,6 +58,7 @@ __all__ = [
     "TIMER",
     "WORKERS",
     "Repeats",
+    "counted",
     "instant_text",
     "say_with_traceback",
 ]
@@ -85,6 +86,12 @@ def instant_text(when: float | None) -> str:
         return utc_datetime(when).isoformat(timespec="milliseconds")
     except (OverflowError, OSError, ValueError):  # a test clock far from the epoch's range
         return f"{when!r} s"
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` of ``noun`` as a line says it: ``1 task``, ``2 tasks``, ``1,000 tasks``
+    (``plural``: for a noun that is not made plural by an ``s``)."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
 
 
 _KEYS_KEPT = 4096  # keys remembered before the quiet ones are forgotten

@@ -13,9 +13,26 @@ from typing import Any, NoReturn
 
 import pytest
 
-from lldsched import FakeClock, FixedRate, InMemoryTaskStore, OneTime, RetryPolicy, TaskEvent
+from lldsched import (
+    FakeClock,
+    FixedRate,
+    InMemoryTaskStore,
+    OneTime,
+    RetryPolicy,
+    Scheduler,
+    TaskEvent,
+)
 from lldsched.listeners import notify
-from lldsched.logs import JOBS, LISTENERS, LOGGERS, REPEAT_WINDOW, STORE, WORKERS, Repeats
+from lldsched.logs import (
+    JOBS,
+    LISTENERS,
+    LOGGERS,
+    REPEAT_WINDOW,
+    STORE,
+    WORKERS,
+    Repeats,
+    counted,
+)
 from lldsched.model import TaskStatus
 from lldsched.threaded.processes import ProcessPool
 from lldsched.threaded.running import FIELDS
@@ -373,3 +390,19 @@ def test_a_listener_traceback_is_bounded_as_a_jobs_is_on_both_runtimes(
     assert len(printed) < TRACEBACK_LIMIT + 3 * ERROR_LIMIT + 1000
     assert "characters cut" in printed or "characters, cut" in printed
     assert f"in {raising.__name__}" in printed  # its innermost frame is kept
+
+
+def test_a_line_counts_one_thing_in_the_singular(caplog: pytest.LogCaptureFixture) -> None:
+    """'restored 1 task', not '1 tasks': every count a line says goes through
+    lldsched.logs.counted (the restore, the outage's recovery, the shutdown's leftovers,
+    the lease watch, the Gantt chart's note)."""
+    store = InMemoryTaskStore()
+    with Scheduler(clock=FakeClock(0), store=store) as first:
+        first.schedule("one", print, FixedRate(60), id="one")
+    caplog.set_level(logging.INFO, logger="lldsched")
+    with Scheduler(clock=FakeClock(0), store=store):
+        pass
+    restored = [r.getMessage() for r in caplog.records if r.getMessage().startswith("restored")]
+    assert restored == [f"restored 1 task from {store!r}"]
+    assert counted(2, "task") == "2 tasks" and counted(1_000, "run") == "1,000 runs"
+    assert counted(0, "process", "processes") == "0 processes"

@@ -77,7 +77,7 @@ def test_a_disk_still_full_at_the_shutdown_leaves_the_rows_stale_and_says_so(
     assert stored is not None and stored.running  # what a crash leaves: run again
     (said,) = [r for r in caplog.records if "stale" in r.getMessage()]
     assert said.levelno == logging.WARNING and said.name == "lldsched.scheduler"
-    assert "shutdown() leaves the rows of 1 tasks stale" in said.getMessage()
+    assert "shutdown() leaves the rows of 1 task stale" in said.getMessage()
     assert "once" in said.getMessage()
 
 

@@ -206,7 +206,7 @@ def test_a_stale_row_that_fails_again_keeps_the_outage_and_is_written_at_the_nex
             stored = store.get("once")
         assert stored is not None and stored.status is TaskStatus.SUCCEEDED
         (warning,) = [r for r in caplog.records if "recovered" in r.getMessage()]
-        assert "the 1 rows they left stale were written again" in warning.getMessage()
+        assert "the rows they left stale were written again (1 row)" in warning.getMessage()
         assert any("KeyboardInterrupt" in r.getMessage() for r in caplog.records)
 
 

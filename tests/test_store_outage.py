@@ -116,8 +116,8 @@ def test_a_store_failing_every_other_write_says_each_outage_and_each_recovery(
     # The begin of the second run was stored: the first outage ended, said once; the
     # shutdown wrote the row the second run's finish left stale: the second ended too.
     recovered, at_shutdown = logged(caplog, logging.WARNING)
-    assert "1 calls failed during the outage, 1 task writes not stored" in recovered.getMessage()
-    assert "the 1 rows they left stale were written again" in at_shutdown.getMessage()
+    assert "1 call failed during the outage, 1 task write not stored" in recovered.getMessage()
+    assert "the rows they left stale were written again (1 row)" in at_shutdown.getMessage()
 
 
 def test_only_a_success_of_a_kind_that_failed_ends_an_outage(
@@ -141,7 +141,7 @@ def test_only_a_success_of_a_kind_that_failed_ends_an_outage(
     assert writes.outage is None
     assert len(logged(caplog, logging.ERROR)) == 1
     (recovered,) = logged(caplog, logging.WARNING)
-    assert "(a claim succeeded): 2 calls failed during the outage, 1 task writes" in (
+    assert "(a claim succeeded): 2 calls failed during the outage, 1 task write" in (
         recovered.getMessage()
     )
 

@@ -27,6 +27,7 @@ from lldsched.core.names import (
 from lldsched.core.parts import CoreParts
 from lldsched.core.task import Entry, Flight, Run, RunStats, ScheduledTask
 from lldsched.errors import NEVER_STARTED_OVERLAP
+from lldsched.logs import counted
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.schedules.base import Schedule, first_slot_after, slot_after, slots_between
 from lldsched.schedules.catchup import CatchUp, slot_first
@@ -151,7 +152,7 @@ class OverlappingRuns(CoreParts):
         now = self.clock.now()
         running = flight.count
         if overlap is ALLOW and running >= (options.max_instances or 1):
-            runs = f"{running} run" if running == 1 else f"{running} runs"
+            runs = counted(running, "run")
             note = f"Overlap.ALLOW: {runs} in flight (max_instances={options.max_instances})"
             self._record_decided(task, slot, SKIPPED, note, now)
             self._record_late(task, self._queue_behind(task, 1, slot))  # as a run would

@@ -49,7 +49,7 @@ from typing import NamedTuple
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.names import COALESCED, runnable
 from lldsched.core.task import Restored, ScheduledTask
-from lldsched.logs import JOBS, STORE
+from lldsched.logs import JOBS, STORE, counted
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
 from lldsched.persistence import HistoryStore, TaskSnapshot, TaskStore
 from lldsched.policies import DEFAULT_MISFIRE, Misfire, MisfirePolicy
@@ -473,7 +473,7 @@ def recover(core: SchedulerCore, store: TaskStore) -> list[ScheduledTask]:
         if snapshot.waited is not None:  # the slot a plan waited for: the plan put back
             _record(core, task, stored_plan(core, task, snapshot.waited, now))
         _queue_restored(core, task, owed, now)
-    restores.info("restored %d tasks from %r", len(tasks), store)
+    restores.info("restored %s from %r", counted(len(tasks), "task"), store)
     return tasks
 
 

@@ -86,7 +86,7 @@ from collections.abc import Callable
 
 from lldsched.core import storeuse
 from lldsched.errors import StoreClosedError
-from lldsched.logs import SCHEDULER, STORE, Repeats, say_with_traceback
+from lldsched.logs import SCHEDULER, STORE, Repeats, counted, say_with_traceback
 from lldsched.persistence import TaskSnapshot, TaskStore, purge
 
 __all__ = [
@@ -275,13 +275,13 @@ class StoreWrites:
         self.outage = None
         log.log(
             logging.DEBUG if outage.quiet else logging.WARNING,
-            "store %r recovered (a %s succeeded): %d calls failed during the outage, %d "
-            "task writes not stored (%s)",
+            "store %r recovered (a %s succeeded): %s failed during the outage, %s not stored (%s)",
             self.store,
             kind,
-            outage.calls,
-            outage.writes,
-            f"the {rewritten} rows they left stale were written again; their records are lost"
+            counted(outage.calls, "call"),
+            counted(outage.writes, "task write"),
+            f"the rows they left stale were written again ({counted(rewritten, 'row')}); "
+            "their records are lost"
             if rewritten
             else "those tasks' rows are stale until their next transition",
         )
@@ -370,10 +370,10 @@ def say_left_stale(store: TaskStore, left: list[str]) -> None:
     shown = ", ".join(left[:STALE_SHOWN])
     more = f" and {len(left) - STALE_SHOWN} more" if len(left) > STALE_SHOWN else ""
     logging.getLogger(SCHEDULER).warning(
-        "shutdown() leaves the rows of %d tasks stale in store %r (%s%s): their "
+        "shutdown() leaves the rows of %s stale in store %r (%s%s): their "
         "writes failed and failed again now; a restart reads them as they were, "
         "so a run that ended since may run again (at-least-once, as after a crash)",
-        len(left),
+        counted(len(left), "task"),
         store,
         shown,
         more,

@@ -33,7 +33,7 @@ import time
 
 from lldsched.clock import Clock
 from lldsched.core.context import RunContext
-from lldsched.logs import CLUSTER
+from lldsched.logs import CLUSTER, counted
 
 __all__ = ["MONOTONIC", "LeaseWatch", "renewal_every", "trusted_for"]
 
@@ -160,9 +160,9 @@ class LeaseWatch:
             context.lose_lease()
         if lost:
             log.warning(
-                "no renewal of the leases succeeded for %g s: %d runs in flight counted their "
+                "no renewal of the leases succeeded for %g s: %s in flight counted their "
                 "leases lost (flag raised; tokens %s) before another process can take them over",
                 self._trusted,
-                len(lost),
+                counted(len(lost), "run"),
                 ", ".join(str(token) for token, _ in lost),
             )

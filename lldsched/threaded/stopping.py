@@ -26,7 +26,7 @@ from lldsched.core.storewrites import say_left_stale
 from lldsched.core.task import Entry, ScheduledTask
 from lldsched.deprecated import keyword_only_now
 from lldsched.errors import SchedulerStateError
-from lldsched.logs import SCHEDULER
+from lldsched.logs import SCHEDULER, counted
 from lldsched.threaded.deadline import Deadline
 from lldsched.threaded.loopshutdown import grace_for
 from lldsched.threaded.parts import DEAD, FORKED, RUNNING, STOPPED, SchedulerParts
@@ -345,8 +345,8 @@ class Stopping(SchedulerParts):
             left = [f"runs still going: {', '.join(going)}"] if going else []
             if unstarted:
                 left.append(
-                    f"{unstarted} runs due by the shutdown not started (they stay SCHEDULED "
-                    "or RETRYING with their due time, for a durable store to recover)"
+                    f"{counted(unstarted, 'run')} due by the shutdown not started (they stay "
+                    "SCHEDULED or RETRYING with their due time, for a durable store to recover)"
                 )
         if self._dispatcher.busy:
             left.append("listeners still receiving events")

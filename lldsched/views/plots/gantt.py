@@ -15,6 +15,7 @@ from matplotlib.lines import Line2D
 from lldsched import checks
 from lldsched.clock import to_timestamp
 from lldsched.errors import ValidationError
+from lldsched.logs import counted
 from lldsched.views.plots._base import (
     DETAIL_RUNS,
     MAX_LANES,
@@ -249,7 +250,7 @@ def _gantt_title(frame: pd.DataFrame, by: str) -> str:
     what = "worker" if by == "worker" else "task"
     lanes = frame[what if by == "worker" else "task_id"].nunique()
     return (
-        f"{_count(len(frame), 'run')} on {_count(lanes, what)}: "
+        f"{counted(len(frame), 'run')} on {counted(lanes, what)}: "
         f"{failed:,} failed, {timed_out:,} timed out"
     )
 
@@ -277,10 +278,6 @@ def _busiest_lanes(frame: pd.DataFrame, by: str, max_lanes: int | None) -> tuple
     what = "workers" if by == "worker" else "tasks"
     note = f"{max_lanes} busiest of {len(busy):,} {what} drawn; {len(busy) - max_lanes:,} left out"
     return frame[key.isin(kept)], note
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
 def mark_wait(
