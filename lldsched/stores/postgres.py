@@ -33,6 +33,13 @@ connects again.  Leases held meanwhile expire on the server's clock and are
 taken over (the runtime's renewal says which were lost); writes fenced by them
 are refused.
 
+**A newer schema.**  The feed's statement reads the schema version too: once a newer
+release has upgraded the database since this store opened it, every later call raises a
+:class:`~lldsched.errors.StoreError` saying so, and what to do (restart on the newer
+release): this release's SQL is not run against a schema it does not know
+(:meth:`~lldsched.stores.postgres_schema.SchemaInstall._follow_schema`, checked in
+``_open``).  The runtime treats it as an outage that does not end.
+
 **Where it is written.**  This module opens the store and holds the
 :class:`~lldsched.persistence.TaskStore` writes; what it reads back (``load_all`` and
 the history reads) is :class:`~lldsched.stores.postgres_reads.PostgresReads`', the
@@ -170,16 +177,18 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
             self._deadline.disarm()
         # The LISTEN/NOTIFY channel of this store's schema alone (found by the connection).
         self._channel = sql.channel(self._schema or "")
-        # Guards the connection (one statement or transaction at a time), the caches
-        # from _defined to _since, `rejected` and _batches.  Taken inside the scheduler's lock
-        # when the runtime calls (lock order: the scheduler's, then this one), and by the
-        # settle writer thread; never held while calling anything outside this store
-        # (wake included).  _muted and _listener are set only by the runtime, under its
-        # own lock; _decoded and _unreadable only by load_all() and changes(), which the
-        # runtime calls under its lock.
+        # Guards the connection (one statement or transaction at a time), _refused, the
+        # caches from _defined to _since, `rejected` and _batches.  Taken inside the
+        # scheduler's lock when the runtime calls (lock order: the scheduler's, then this
+        # one), and by the settle writer thread; never held while calling anything outside
+        # this store (wake included).  _muted and _listener are set only by the runtime,
+        # under its own lock; _decoded and _unreadable only by load_all() and changes(),
+        # which the runtime calls under its lock.
         self._lock = threading.Lock()
         self._connection: Connection | None = connection
         self._closed = False
+        # Why every call is refused from now on: a newer schema the feed read (the lock's).
+        self._refused: str | None = None
         self._defined: dict[str, Task] = {}  # id -> the definition its row holds
         self._held: dict[str, int] = {}  # task id -> the token of the lease this node holds
         self._added: dict[str, int] = {}  # records added per task since its last trim
@@ -211,6 +220,8 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
             raise forks.refuse(repr(self.dsn), self._opened_in)  # a forked child's copy
         if self._closed:
             raise StoreClosedError(f"the store {self.dsn!r} is closed")
+        if self._refused is not None:  # a newer release upgraded the schema since open
+            raise StoreError(self._refused)
         connection = self._connection
         if connection is None or connection.closed or connection.broken:
             if connection is not None:

@@ -90,6 +90,7 @@ class PostgresCoordination:
     if TYPE_CHECKING:
 
         def _open(self) -> Connection: ...
+        def _follow_schema(self, version: str | None) -> None: ...
         def _using(self) -> contextlib.AbstractContextManager[Connection]: ...
         def _write(
             self, connection: Connection, snapshot: TaskSnapshot, *, unknown: str = ...
@@ -293,7 +294,9 @@ class PostgresCoordination:
 
         The horizon read (the oldest transaction then in flight) is this feed's cursor
         for :mod:`lldsched.stores.removals`: every removal below it had committed by
-        then, and those below a horizon read ``REMOVALS_KEPT`` ago are deleted.
+        then, and those below a horizon read ``REMOVALS_KEPT`` ago are deleted.  The
+        schema version read with it refuses this call and every later one once a newer
+        release upgraded the database (``SchemaInstall._follow_schema``).
 
         The version it gave for a task is forgotten once no read can give that row or
         removal again: a removed id's rows registered again are new here whatever their
@@ -303,6 +306,7 @@ class PostgresCoordination:
             rows = connection.execute(
                 sql.CHANGES, {"since": self._since, "node": self.node}
             ).fetchall()
+            self._follow_schema(rows[0][2])  # the horizon row's: a newer one refuses
             behind = self._horizons.read(int(rows[0][1]))
             if behind is not None:
                 connection.execute(sql.TRIM_REMOVALS, {"below": behind})

@@ -5,7 +5,10 @@ that, at open, creates the schema (:data:`~lldsched.stores.postgres_sql.SCHEMA`)
 empty database, accepts one of this version (``lldsched_meta``'s ``schema`` row),
 upgrades an older one in place, in one transaction
 (:data:`~lldsched.stores.postgres_sql.UPGRADES`), and refuses anything else, saying why
-and what to do (:func:`schema_refused`), a read-only database (a standby) included.  An
+and what to do (:func:`schema_refused`), a read-only database (a standby) included.
+Once open, a store follows the version too: its change feed reads it at every poll, and a
+newer one (a newer release upgraded the database meanwhile) makes it refuse every later
+call (:meth:`SchemaInstall._follow_schema`).  An
 advisory lock keeps two processes opening a new or an older database from racing; the
 store's own lock is not taken (the connection is not shared yet).  The SQL is
 :mod:`lldsched.stores.postgres_sql`'s.
@@ -21,18 +24,27 @@ from lldsched.stores import postgres_sql as sql
 from lldsched.stores.postgres_coordinated import Connection
 from lldsched.stores.postgres_listen import psycopg, scrubbed
 
-__all__ = ["SchemaInstall", "schema_refused"]
+__all__ = ["SchemaInstall", "newer", "schema_refused"]
 
 log = logging.getLogger(STORE)
 
 
-def schema_refused(dsn: str, version: str | None) -> str:
+def newer(version: str | None) -> bool:
+    """Whether ``version`` (``lldsched_meta``'s schema value, None if it has none) is a
+    later release's than this lldsched's :data:`SCHEMA_VERSION
+    <lldsched.stores.postgres_sql.SCHEMA_VERSION>`."""
+    return version is not None and version.isdigit() and int(version) > sql.SCHEMA_VERSION
+
+
+def schema_refused(dsn: str, version: str | None, *, since_open: bool = False) -> str:
     """Why a store of schema ``version`` (``lldsched_meta``'s, None if it has none) is
     refused, and what to do: an older lldsched meets a newer schema on a downgrade or
-    in a rolling upgrade, a newer one an older schema it has no migration for."""
+    in a rolling upgrade, a newer one an older schema it has no migration for.
+    ``since_open``: a newer lldsched upgraded the database after this process opened it
+    (its change feed read the version: :meth:`SchemaInstall._follow_schema`)."""
     understood = sql.SCHEMA_VERSION
     number = int(version) if version is not None and version.isdigit() else None
-    if number is not None and number > understood:
+    if newer(version):
         advice = (
             f"newer than this lldsched understands ({understood}): it was written by a "
             "newer lldsched; upgrade lldsched to open it"
@@ -41,7 +53,13 @@ def schema_refused(dsn: str, version: str | None) -> str:
         advice = f"older than this lldsched's ({understood}), and it has no migration for it"
     else:
         advice = f"not a version this lldsched knows (it understands {understood})"
-    return f"{dsn!r} has store schema version {version}, {advice}. It was left untouched"
+    refused = f"{dsn!r} has store schema version {version}, {advice}. It was left untouched"
+    if since_open:
+        refused += (
+            ". It was upgraded after this process opened it, and this process writes nothing "
+            "more to it: restart it on the newer lldsched"
+        )
+    return refused
 
 
 def _no_schema(dsn: str, path: str) -> str:
@@ -67,6 +85,16 @@ class SchemaInstall:
     # The store's members these use (PostgresTaskStore.__init__ sets them).
     dsn: str  # the dsn as messages show it (its password redacted)
     _dsn: str
+    _refused: str | None  # why every call is refused (a newer schema since open), or None
+
+    def _follow_schema(self, version: str | None) -> None:
+        """Refuse from now on (every call: ``PostgresTaskStore._open``) if ``version``,
+        the schema the change feed read, is newer than this release's: a newer release
+        upgraded the database after this process opened it, and this release's SQL is
+        not to be run against that schema (caller holds the store's lock)."""
+        if newer(version):
+            self._refused = schema_refused(self.dsn, version, since_open=True)
+            raise StoreError(self._refused)
 
     def _install(self, connection: Connection) -> None:
         """Create the schema in an empty database, accept ours, upgrade an older one in

@@ -351,7 +351,10 @@ HORIZON = "SELECT pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())"
 
 # The change feed, one statement: its horizon (the snapshot's xmin, the next cursor) and
 # the rows and removals written by other nodes since the cursor, all in the statement's
-# one snapshot (pg_current_snapshot() is the active one).  The first row is the horizon.
+# one snapshot (pg_current_snapshot() is the active one).  The first row is the horizon;
+# its id column holds lldsched_meta's schema version, so that a process connected before
+# a newer release upgraded the database sees it at its next poll, without a round trip of
+# its own (PostgresCoordination.changes refuses from then on: postgres_schema.newer).
 # _LIVE_ROW_WINS: a removal of an id that has a row in the snapshot came before that row
 # (which was written after the removal deleted the one before it, or the removal found
 # none): the id's state is the row.  So a removal is not given when that row is not given
@@ -362,7 +365,8 @@ HORIZON = "SELECT pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())"
 # commit order) dropped a task the database holds, from that node for good.
 CHANGES = f"""
 SELECT 0 AS kind, pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())::text AS xid,
-       NULL AS id, NULL AS definition, NULL AS status, NULL::double precision AS next_run_at,
+       (SELECT m.value FROM lldsched_meta m WHERE m.name = 'schema') AS id,
+       NULL AS definition, NULL AS status, NULL::double precision AS next_run_at,
        NULL::integer AS attempt, NULL::integer AS run_count, NULL::integer AS failure_count,
        NULL AS last_error, NULL::boolean AS running, NULL::double precision AS waited,
        NULL::double precision AS slot, NULL::bigint AS version,
