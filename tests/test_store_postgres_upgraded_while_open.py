@@ -14,7 +14,7 @@ import pytest
 
 from lldsched import OneTime, RunContext, Scheduler, StoreError
 from lldsched.stores.postgres import PostgresTaskStore
-from lldsched.stores.postgres_sql import SCHEMA_VERSION
+from lldsched.stores.postgres_sql import DB_NOW, SCHEMA_VERSION
 from tests.conftest import T0
 from tests.test_store_sqlite import snapshot, task
 from tests.waits import wait_until
@@ -50,6 +50,15 @@ def database(dsn: str) -> tuple[Any, ...]:
                 "SELECT last_value FROM fencing_token",
             )
         )
+
+
+def expired(dsn: str) -> bool:
+    """Whether every lease has expired on the server's clock (its run claimable again)."""
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        live = connection.execute(
+            f"SELECT 1 FROM leases WHERE expires_at > {DB_NOW}"  # the store's own clock
+        ).fetchall()
+        return not live
 
 
 def refusal(store: PostgresTaskStore) -> str:
@@ -110,8 +119,9 @@ def test_a_running_scheduler_counts_its_leases_lost_says_it_once_and_claims_noth
             before = database(postgres_dsn)  # the store writes nothing from now on
             wait_until(lambda: run.lease_lost, timeout=20, what="the run's lease counted lost")
             assert run.reason == "lease"
-            # Its lease expired on the server's clock: the slot is claimable again, and
-            # polls go on failing; none of them claims it or writes anything.
+            # Once its lease expired on the server's clock the slot is claimable again,
+            # and the polls go on failing: none of them claims it or writes anything.
+            wait_until(lambda: expired(postgres_dsn), timeout=20, what="the lease to expire")
             assert writes.outage is not None
             failed = writes.outage.calls
             wait_until(
