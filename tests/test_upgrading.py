@@ -583,6 +583,7 @@ def test_a_process_that_cannot_load_a_task_another_wrote_starts_and_leaves_it_al
     said = [r for r in caplog.records if "with a definition this one cannot load" in r.getMessage()]
     assert [r.levelno for r in said] == [logging.WARNING]  # once per task per process
     assert "it leaves the task to the processes that can" in said[0].getMessage()
+    assert "or registers the id itself with replace_existing=True" in said[0].getMessage()
     monkeypatch.setitem(sys.modules, newer.__name__, newer)
     after = row(new_store, "report")
     assert after.task == row_before.task  # neither deleted nor rewritten by the old one

@@ -451,7 +451,8 @@ class Unreadable:
             elif known is None:
                 why = (
                     "it leaves the task to the processes that can until it runs the code "
-                    "that wrote it"
+                    "that wrote it, or registers the id itself with replace_existing=True "
+                    "(a redeploy or a rollback takes the task over so, its state kept)"
                 )
             else:
                 why = (
