@@ -27,6 +27,7 @@ from tests import jobs
 from tests.conftest import T0
 from tests.pg_server import PostgresServer
 from tests.tcp_proxy import TcpProxy
+from tests.test_store_postgres_claims import notified_before_a_marker
 from tests.test_store_sqlite import record, snapshot, task
 from tests.waits import wait_until
 
@@ -254,9 +255,11 @@ def test_a_batch_that_makes_a_task_the_earliest_due_notifies_the_others_once(
     woke.clear()
     batches = hold_back(runner)
     later = snapshot(task(id="a"))._replace(next_run_at=T0 + 60, run_count=1)  # after "other"
-    runner.save(later, record("a", 0)._replace(token=claims["a"].token))
-    runner.flush()
-    assert not woke.wait(0.5)  # a short bounded wait to prove a negative: not the earliest
+    with psycopg.connect(runner._dsn, autocommit=True) as session:
+        session.execute(sql.listen(runner._channel))
+        runner.save(later, record("a", 0)._replace(token=claims["a"].token))
+        runner.flush()
+        assert notified_before_a_marker(session, runner._channel) == []  # not the earliest
     sooner = snapshot(task(id="b"))._replace(next_run_at=T0 + 10, run_count=1)
     runner.save(sooner, record("b", 0)._replace(token=claims["b"].token))
     runner.flush()

@@ -9,6 +9,7 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -120,16 +121,34 @@ def test_an_expired_lease_is_taken_over_with_a_larger_token_and_the_late_settle_
 def test_expiry_is_measured_on_the_database_clock_not_the_claimers(
     open_store: Opener,
 ) -> None:
+    """A claim's and a renewal's expiry is the server's clock during the statement plus
+    the lease: at least ``lease`` after any reading of that clock taken before the call
+    (the half of "a holder's flag goes up ``lease / 6`` before a takeover" that is the
+    store's: its holder trusts the lease from a reading before the call, for ``lease -
+    lease / 6``; see test_cluster_partition's black-holed holder), and no later than
+    ``lease`` after the call.  Both bounds compare readings of the one clock, in the order
+    the calls were made: nothing is timed."""
     holder, skewed = open_store(lease=60), open_store(lease=60)
     holder.save(snapshot(task(id="a")))
+    before = server_clock(holder)
     (claim,) = holder.claim(now=T0, limit=1)
+    after = server_clock(holder)
+    assert before + 60 <= claim.expires_at <= after + 60
     # A node whose clock runs a day ahead sees the task due, but the lease has not expired
     # on the server's clock: it gets nothing.
     assert skewed.claim(now=T0 + 86_400, limit=1) == []
-    with psycopg.connect(holder._dsn) as connection:
-        (server_now,) = connection.execute("SELECT extract(epoch FROM now())").fetchone() or (0,)
-    assert abs(claim.expires_at - (float(server_now) + 60)) < 30
+    before = server_clock(holder)
     assert holder.renew(tokens=[claim.token], now=0.0) == {claim.token}  # `now` is not used
+    after = server_clock(holder)
+    (lease,) = holder.leases()
+    assert before + 60 <= lease.expires_at <= after + 60
+
+
+def server_clock(store: PostgresTaskStore) -> float:
+    """The database's clock now, as the store's expiries read it (``DB_NOW``)."""
+    with psycopg.connect(store._dsn, autocommit=True) as connection:
+        (now,) = connection.execute(f"SELECT {sql.DB_NOW}").fetchone() or (None,)
+    return float(now)
 
 
 def test_a_pause_written_during_a_run_wins_over_the_settle_and_the_record_is_kept(
@@ -402,11 +421,30 @@ def test_a_task_made_earliest_due_in_another_process_wakes_this_timer_at_once(
     store.subscribe(woke.set)
     assert woke.wait(10)  # once when it starts listening
     woke.clear()
-    write_from_another_process(postgres_dsn, "later", due_in=20)  # not the earliest
-    assert not woke.wait(0.5)
+    with psycopg.connect(postgres_dsn, autocommit=True) as session:
+        session.execute(sql.listen(store._channel))
+        write_from_another_process(postgres_dsn, "later", due_in=20)  # not the earliest
+        assert notified_before_a_marker(session, store._channel) == []
     write_from_another_process(postgres_dsn, "earliest", due_in=5)
     assert woke.wait(10)
     assert store.get("earliest") is not None
+
+
+MARKER = "marker"  # a payload no store sends: a node id is "host:pid:random"
+
+
+def notified_before_a_marker(session: psycopg.Connection[Any], channel: str) -> list[str]:
+    """The payloads ``session``, listening on ``channel``, hears before a NOTIFY of
+    :data:`MARKER` it sends on it now.  PostgreSQL delivers notifications in the order
+    their transactions committed, so every NOTIFY committed before this call comes
+    first: an empty list proves, with no wait, that none was sent since the LISTEN."""
+    session.execute("SELECT pg_catalog.pg_notify(%s, %s)", (channel, MARKER))
+    heard: list[str] = []
+    for notice in session.notifies(timeout=60):
+        if notice.payload == MARKER:
+            return heard
+        heard.append(notice.payload)
+    raise AssertionError(f"the marker NOTIFY on {channel!r} never came; heard {heard}")
 
 
 def test_an_expired_lease_nobody_took_over_is_still_the_holders_to_renew_and_settle(
