@@ -4,11 +4,12 @@ forwarded, nothing reset), connections reset, 200 ms of latency, and the heal.
 
 What an operator of three processes on one database is promised (docs/CLUSTER.md,
 "Network partitions"): a call into a black hole fails within the store's ``timeout``;
-a black-holed holder raises its runs' flags before another process can take them over,
-and its late settle is refused once the network is back; a node whose connections are
-reset says so once, and loses and duplicates nothing once healed; 200 ms per round trip
-keeps every lease; the LISTEN connection notices a black hole and listens again after
-the heal.  Every wait is bounded; leases are short.
+a black-holed holder raises its runs' flags once its trust runs out (before another
+process can take them over: an order of two real clocks, proved link by link elsewhere,
+not here; see that test), and its late settle is refused once the network is back; a
+node whose connections are reset says so once, and loses and duplicates nothing once
+healed; 200 ms per round trip keeps every lease; the LISTEN connection notices a black
+hole and listens again after the heal.  Every wait is bounded; leases are short.
 """
 
 from __future__ import annotations
@@ -151,19 +152,42 @@ def test_a_call_into_a_black_hole_fails_within_the_stores_timeout(
         store.close()
 
 
-def test_a_black_holed_holder_raises_its_flag_before_its_run_is_taken_over_its_late_settle_refused(
+def test_a_black_holed_holder_raises_its_flag_once_its_trust_runs_out_its_late_settle_refused(
     black_holed: BlackHoled, proxy: TcpProxy, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Black-holed mid-run, the holder's store calls fail one after another, each after
-    its ``timeout``; once no renewal vouches for the lease it raises the run's flag
-    (reason ``"lease"``: its lease watch, or the next failed renewal), while the
-    database still holds the lease for it.  Another process takes the run over, with a
-    larger token, only after that, and the holder's late settle is refused once the
-    network is back: the database keeps the takeover's record only.  The order is the
-    test's: it moves the holder's trust clock, then starts the other process, waiting
-    for each step; no step is timed (how long the trust lasts, ``lease / 6`` short of
-    the store's expiry, is pinned on fake clocks in tests/test_leasewatch.py and
-    tests/test_lease_trust.py)."""
+    its ``timeout``, and its run's flag stays down while a renewal still vouches for the
+    lease (its trust clock, a fake, stands still).  Once the test moves that clock on by
+    ``trusted_for(lease)`` the flag goes up (reason ``"lease"``: its lease watch, or the
+    next failed renewal), the lease row still the holder's.  Another process then takes
+    the run over with a larger token, and the holder's late settle is refused once the
+    network is back: the database keeps the takeover's record only.
+
+    Not proved here: that the flag goes up *before* another process can take the run
+    over.  The test orders the two itself (it waits for the flag, then starts the other
+    process), so that order could not fail, and no test can make it fail without real
+    time.  The flag is due on the holder's ``time.monotonic`` (``lease - lease / 6``
+    after the last successful renewal *began*), the takeover on the server's
+    ``clock_timestamp()`` (``lease`` after the renewal's statement): two clocks no test
+    moves together.  A fake trust clock is unrelated to the server's, and the server's
+    cannot be faked (the store calls ``pg_catalog.clock_timestamp()`` by its qualified
+    name; tests/test_store_postgres.py shows no search_path shadows it).  The order
+    rests on three things: the renewal begins before its statement runs (program order);
+    both clocks count real seconds (a drift under ``lease / 6`` per lease, and no step of
+    the server's wall clock); and the watch thread gets the processor within what is
+    left of ``lease / 6`` after its deadline.  The last two are properties of real
+    time: this test asserted them by timing the flag and the takeover with
+    ``time.monotonic`` across threads, and failed under a load of 6 (commit 310808b).
+    Each link a test can prove without real time is proved elsewhere: the watch's
+    deadline on a fake clock (tests/test_leasewatch.py); the trust counted from a
+    reading taken before the call (tests/test_lease_trust.py, where a shared SQLite
+    store's expiry and the trust are both on fake clocks, so the whole order, flag
+    ``lease / 6`` before the takeover, is proved there); PostgreSQL's expiry at least
+    ``lease`` after a reading of the server's clock taken before the call, and no
+    takeover before that expiry (tests/test_store_postgres_claims.py:
+    ``test_expiry_is_measured_on_the_database_clock_not_the_claimers``,
+    ``test_an_expired_lease_is_taken_over_with_a_larger_token_and_the_late_settle_is_refused``).
+    docs/DECISIONS.md ("The black-holed holder's order is argued, not timed")."""
     caplog.set_level(logging.ERROR, logger="lldsched")  # the outage's first failure
     cut_store, cut, other, reader, trust = black_holed
     cut.schedule("held", cluster_jobs.held_past_its_lease, OneTime(delay=0), id="bh-held")
@@ -179,7 +203,7 @@ def test_a_black_holed_holder_raises_its_flag_before_its_run_is_taken_over_its_l
     trust.advance(trusted_for(LEASE))  # no renewal succeeded since the claim: trust out
     assert _next(cluster_jobs.moments, "the flag") == ("flag", first)
     assert _next(cluster_jobs.seen, "the flag") == ("bh-held", first, True, "lease")
-    assert held_tokens(reader) == [first]  # flagged while the database still held it here
+    assert held_tokens(reader) == [first]  # the flag gave nothing up: no other token yet
 
     other.start()  # it takes the run over once the lease expired on the database
     kind, second = _next(cluster_jobs.moments, "the takeover")

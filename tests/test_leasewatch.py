@@ -1,7 +1,9 @@
 """LeaseWatch (lldsched/threaded/leasewatch.py), on a fake clock: a run's flag goes up once
 ``trusted_for(lease)`` passed since the last renewal that succeeded began, not before; a
-renewal pushes that instant on; a run no longer watched is left alone.  The timing over a
-real network is tests/test_cluster_partition.py's."""
+renewal pushes that instant on; a run no longer watched is left alone.  Over a real
+network (tests/test_cluster_partition.py) the watch's clock is a fake too: that the flag
+goes up before the server's expiry is a matter of real time, which no test times (that
+test's docstring says why)."""
 
 from __future__ import annotations
 

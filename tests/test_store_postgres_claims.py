@@ -98,12 +98,12 @@ def test_a_claim_takes_the_earliest_due_first_then_the_higher_priority(
 def test_an_expired_lease_is_taken_over_with_a_larger_token_and_the_late_settle_is_refused(
     open_store: Opener,
 ) -> None:
-    first, second = open_store(lease=0.3), open_store(lease=60)
+    first, second = open_store(lease=60), open_store(lease=60)
     first.save(snapshot(task(id="a")))
     (old,) = first.claim(now=T0, limit=1)
-    assert second.claim(now=T0, limit=1) == []  # held
+    assert second.claim(now=T0, limit=1) == []  # held (a lease of 60 s: not by chance)
     with psycopg.connect(first._dsn, autocommit=True) as connection:  # expire it, server-side
-        connection.execute("UPDATE leases SET expires_at = expires_at - 1")
+        connection.execute("UPDATE leases SET expires_at = expires_at - 120")
     (new,) = second.claim(now=T0, limit=1)
     assert new.task_id == "a" and new.token > old.token
     assert first.renew(tokens=[old.token], now=T0) == set()  # the old holder finds out
