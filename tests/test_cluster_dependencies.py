@@ -266,21 +266,41 @@ def test_a_cancelled_upstream_that_retired_still_fails_the_dependent_at_its_next
         scheduler.shutdown()
 
 
+class _FeedHeld(SqliteTaskStore):
+    """A shared store whose change feed reads as unchanged once :attr:`hold` is set, until
+    :data:`cluster_jobs.released` is: a process that has not read a change yet, whatever
+    its timer does meanwhile (it reads the feed at every wake, and the wake that follows a
+    dispatch may come after another process wrote, on a loaded machine). Nothing is
+    lost: the changes held back are read at the first read after."""
+
+    def __init__(self, path: Path, *, lease: float, poll: float) -> None:
+        super().__init__(path, shared=True, lease=lease, poll=poll)
+        self.hold = threading.Event()
+
+    def changed(self) -> bool:
+        if self.hold.is_set() and not cluster_jobs.released.is_set():
+            return False
+        return super().changed()
+
+
 @pytest.mark.parametrize("ends", ["ok", "failed"])
 def test_an_upstream_run_that_ended_a_wait_its_process_had_not_seen_yet_ends_it_there(
     tmp_path: Path, ends: str
 ) -> None:
     """B finds load BLOCKED while A's run of extract is going; A finishes before it has
-    read that row (its store is polled hourly: nothing wakes it). A's run decided the
+    read that row (its store is polled hourly, and its feed held until the run is let
+    go: the wake that follows the run's dispatch may read B's write on a loaded
+    machine, and did, one run in five under load: _FeedHeld). A's run decided the
     wait: a success releases load, a failure for good fails it (UpstreamFailed), in A,
     once; B, which ran neither, leaves it alone. A reads the feed as its run ends (the
     run's task has dependents): nothing else wakes it (leases of an hour, renewed every
     20 minutes). Before, the failure waited for A's next renewal of a lease (10 s with
     30 s leases, the wait's timeout: it failed on a loaded machine)."""
     path = tmp_path / "tasks.db"
-    stores = [SqliteTaskStore(path, shared=True, lease=HOUR, poll=HOUR) for _ in range(3)]
-    a, b = (Scheduler(workers=2, store=store).start() for store in stores[:2])
     cluster_jobs.released.clear()
+    held = _FeedHeld(path, lease=HOUR, poll=HOUR)  # A's
+    stores = [held, *(SqliteTaskStore(path, shared=True, lease=HOUR, poll=HOUR) for _ in "BC")]
+    a, b = (Scheduler(workers=2, store=store).start() for store in stores[:2])
     extract = cluster_jobs.held_until_released if ends == "ok" else cluster_jobs.held_then_broken
     try:
         for scheduler in (a, b):
@@ -289,6 +309,7 @@ def test_an_upstream_run_that_ended_a_wait_its_process_had_not_seen_yet_ends_it_
                                replace_existing=True)  # fmt: skip
             scheduler.schedule("load", jobs.noop, FixedRate(HOUR, start_delay=HOUR), id="load",
                                depends_on=["extract"], replace_existing=True)  # fmt: skip
+        held.hold.set()  # from here until the run is let go, A reads no change
         a.run_now("extract")
         assert cluster_jobs.seen.get(timeout=10)[0] == "extract"
         b.run_now("load")
