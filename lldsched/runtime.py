@@ -18,10 +18,16 @@ takes a :class:`Runtime` and never imports either:
   seconds), ``tz`` (the zone of cron schedules that name none) and
   ``retain_finished`` (how long finished tasks stay);
 * :class:`Observable`: ``add_listener`` and ``remove_listener``.
-* :class:`Runtime` itself: ``shutdown`` (its end: the verbs that would run something
-  are refused after it, the others keep the books) and ``running`` (True while it
+* :class:`Runtime` itself: ``shutdown`` (its end: the verbs that would run something,
+  :data:`REFUSED_AFTER_SHUTDOWN`, are refused after it, the others keep the books),
+  ``aclose`` (the same end awaited from a coroutine: a scheduler waits for its drain on
+  a thread of its own, a simulation ends at once) and ``running`` (True while it
   dispatches what falls due: what ``metrics().state == "running"`` says; a scheduler
   from ``start()``, a simulation from construction, both until ``shutdown()``).
+  Both runtimes are also context managers, ``with`` and ``async with``, which end them
+  on leaving the block; entering is left out of the protocol, being the caller's who
+  built the runtime (a scheduler's entry starts it, a simulation's has nothing to
+  start).
 
 Registration differs by design: ``Scheduler.schedule(name, action, schedule, ...)``
 runs an action, ``Simulation.schedule(name, schedule, *, duration, fails, action=None,
@@ -41,6 +47,7 @@ from typing import Protocol, runtime_checkable
 
 from lldsched.core.duequeue import QueueStats
 from lldsched.core.metrics import Metrics
+from lldsched.core.names import REFUSED_AFTER_SHUTDOWN
 from lldsched.core.registration import Unchanged
 from lldsched.core.retention import RetainFinished
 from lldsched.core.task import ScheduledTask
@@ -49,7 +56,7 @@ from lldsched.model import ExecutionRecord, Priority
 from lldsched.policies import RetryPolicy
 from lldsched.schedules.base import Schedule
 
-__all__ = ["Controls", "Observable", "Reads", "Runtime", "Stepped"]
+__all__ = ["REFUSED_AFTER_SHUTDOWN", "Controls", "Observable", "Reads", "Runtime", "Stepped"]
 
 
 @runtime_checkable
@@ -116,6 +123,9 @@ class Runtime(Controls, Reads, Observable, Protocol):
     @property
     def running(self) -> bool: ...
     def shutdown(self, *, drain: bool = ..., timeout: float | timedelta | None = ...) -> bool: ...
+    async def aclose(
+        self, *, drain: bool = ..., timeout: float | timedelta | None = ...
+    ) -> bool: ...
 
 
 @runtime_checkable

@@ -474,6 +474,10 @@ for value in (-1, NAN, HUGE, True, "5"):
     verb(f"shutdown(timeout={value!r})", lambda rt, v=value: rt.shutdown(timeout=v), value)
 for value in (None, 1, "yes"):
     verb(f"shutdown(drain={value!r})", lambda rt, v=value: rt.shutdown(drain=v), value)
+# aclose() on either runtime: the same checks, raised in the awaiting coroutine.
+for value in (-1, NAN, "5"):
+    verb(f"aclose(timeout={value!r})", lambda rt, v=value: asyncio.run(rt.aclose(timeout=v)), value)
+verb("aclose(drain=None)", lambda rt: asyncio.run(rt.aclose(drain=None)), None)  # type: ignore[arg-type]
 
 
 # Verbs of one runtime only.
@@ -481,10 +485,6 @@ THREADED: list[tuple[str, Callable[[Scheduler], object], object]] = []
 for value in (-1, NAN, INF, HUGE, True, "5", None):
     THREADED.append((f"wait_idle({value!r})", lambda s, v=value: s.wait_idle(v), value))
     THREADED.append((f"wait_drained({value!r})", lambda s, v=value: s.wait_drained(v), value))
-for value in (-1, NAN, "5"):
-    THREADED.append((f"aclose(timeout={value!r})",
-                     lambda s, v=value: asyncio.run(s.aclose(timeout=v)), value))  # fmt: skip
-THREADED.append(("aclose(drain=None)", lambda s: asyncio.run(s.aclose(drain=None)), None))  # type: ignore[arg-type]
 
 SIMULATED: list[tuple[str, Callable[[Simulation], object], object]] = []
 for value in (None, -1, NAN, INF, HUGE, True, "5", NAIVE, timedelta(seconds=5)):

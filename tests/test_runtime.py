@@ -98,7 +98,7 @@ def test_simulation_remove_forgets_the_task_and_its_run_in_flight_is_recorded() 
 # surface, two runtimes"). A verb added to one runtime fails the test below until it is
 # added to the other (and to lldsched.runtime) or named here with its reason.
 ONLY_SCHEDULER = {
-    "start", "aclose", "wait_idle", "wait_drained",  # real threads
+    "start", "wait_idle", "wait_drained",  # real threads
     "clock", "dropped_events", "name",  # wall time; a listener thread; a process's label
     "packed_records", "dispatcher_type", "pool_type", "queue_type",  # its parts, for tests
 }  # fmt: skip
@@ -142,6 +142,20 @@ def test_every_shared_verb_has_one_signature_names_defaults_and_types() -> None:
         assert signature_of(Scheduler, name) == signature_of(Simulation, name), name
         for runtime in (Scheduler, Simulation):
             assert inspect.getdoc(getattr(runtime, name)), (runtime, name)
+
+
+def test_both_runtimes_are_context_managers_with_and_async_with() -> None:
+    """A simulation had ``with`` but not ``async with``: code written for a scheduler in
+    a coroutine met a TypeError on a drop-in simulation.  Entering is no protocol member
+    (a scheduler's starts it), but both runtimes have all four, one signature each, and
+    ``aclose`` is a coroutine function on both and on the protocol."""
+    for name in ("__enter__", "__exit__", "__aenter__", "__aexit__"):
+        ours, theirs = signature_of(Scheduler, name), signature_of(Simulation, name)
+        assert ours.parameters == theirs.parameters, name
+    for name in ("__aenter__", "__aexit__", "aclose"):
+        for runtime in (Scheduler, Simulation):
+            assert inspect.iscoroutinefunction(getattr(runtime, name)), (runtime, name)
+    assert inspect.iscoroutinefunction(Runtime.aclose)
 
 
 def test_what_is_fixed_at_construction_is_read_only_on_both_runtimes() -> None:

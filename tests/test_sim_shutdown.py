@@ -10,6 +10,7 @@ virtual time as well.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +30,7 @@ from lldsched import (
     ValidationError,
 )
 from lldsched.model import TaskStatus
+from lldsched.runtime import REFUSED_AFTER_SHUTDOWN, Controls
 from lldsched.sim import fixed
 from tests import jobs
 from tests.conftest import T0
@@ -172,43 +174,125 @@ def test_a_shutdown_while_a_running_scheduler_holds_the_store_is_refused(
         assert sim.shutdown()
 
 
-Verb = Callable[[Any, str], object]  # a verb called on a runtime with a task id
-# The verbs a shut-down runtime refuses, with what each is given:
-REFUSED: dict[str, Verb] = {
-    "reschedule": lambda runtime, task_id: runtime.reschedule(task_id, FixedRate(30)),
-    "run_now": lambda runtime, task_id: runtime.run_now(task_id),
-    "resume": lambda runtime, task_id: runtime.resume(task_id),
-    "redrive": lambda runtime, task_id: runtime.redrive(task_id),
-}
-# and those that keep the books (a durable store keeps them for the next process):
-KEPT: dict[str, Verb] = {
-    "pause": lambda runtime, task_id: runtime.pause(task_id),
-    "modify": lambda runtime, task_id: runtime.modify(task_id, priority=1),
-    "cancel": lambda runtime, task_id: runtime.cancel(task_id),
-    "remove": lambda runtime, task_id: runtime.remove(task_id),
+Verb = Callable[[Driven, str], object]  # a verb called on a runtime with a task id
+# Every verb that changes what is registered, with what each is given.  Those of
+# REFUSED_AFTER_SHUTDOWN are refused after a shutdown; the others keep the books (a
+# durable store keeps them for the next process).  Run in this order: the kept ones
+# after the refused ones, `remove` last.
+VERBS: dict[str, Verb] = {
+    "schedule": lambda driven, task_id: driven.add("again", FixedRate(60)),
+    "reschedule": lambda driven, task_id: driven.runtime.reschedule(task_id, FixedRate(30)),
+    "run_now": lambda driven, task_id: driven.runtime.run_now(task_id),
+    "resume": lambda driven, task_id: driven.runtime.resume(task_id),
+    "redrive": lambda driven, task_id: driven.runtime.redrive(task_id),
+    "pause": lambda driven, task_id: driven.runtime.pause(task_id),
+    "modify": lambda driven, task_id: driven.runtime.modify(task_id, priority=1),
+    "cancel": lambda driven, task_id: driven.runtime.cancel(task_id),
+    "remove": lambda driven, task_id: driven.runtime.remove(task_id),
 }
 
 
+def end(runtime: Scheduler | Simulation, how: str) -> bool:
+    """``runtime.shutdown()`` or ``await runtime.aclose()``, the scheduler's bounded."""
+    timeout = 5 if isinstance(runtime, Scheduler) else None  # a simulation's is unused
+    if how == "aclose":
+        return asyncio.run(runtime.aclose(timeout=timeout))
+    return runtime.shutdown(timeout=timeout)
+
+
+def test_every_verb_that_changes_a_registration_is_either_refused_or_kept() -> None:
+    """A control verb added to the protocol fails here until it is put in
+    REFUSED_AFTER_SHUTDOWN (and refused by both runtimes) or named kept."""
+    controls = {name for name in dir(Controls) if not name.startswith("_")}
+    assert set(VERBS) == controls | {"schedule"}
+    assert set(VERBS) > REFUSED_AFTER_SHUTDOWN
+
+
+@pytest.mark.parametrize("how", ["shutdown", "aclose"])
 @pytest.mark.parametrize("kind", KINDS)
-def test_after_shutdown_both_runtimes_refuse_and_keep_the_same_verbs(kind: str) -> None:
+def test_after_shutdown_both_runtimes_refuse_and_keep_the_same_verbs(kind: str, how: str) -> None:
     driven = Driven(kind)
     task = driven.add("rate", FixedRate(60))
     driven.run_until(T0 + 30)
     runtime = driven.runtime
-    if isinstance(runtime, Scheduler):
-        assert runtime.shutdown(timeout=5)
-    else:
-        assert runtime.shutdown()
+    assert end(runtime, how) is True
     who = "scheduler" if kind == "threaded" else "simulation"
-    with pytest.raises(SchedulerStateError, match=f"cannot schedule 'again': the {who} is shut"):
-        driven.add("again", FixedRate(60))
-    for verb, call in REFUSED.items():
-        with pytest.raises(SchedulerStateError, match=f"cannot {verb} {task.id!r}: the {who}"):
-            call(runtime, task.id)
-    assert runtime.task(task.id).status is TaskStatus.SCHEDULED  # nothing changed
-    for call in KEPT.values():
-        call(runtime, task.id)  # no error
+    for verb, call in VERBS.items():
+        if verb in REFUSED_AFTER_SHUTDOWN:
+            subject = "again" if verb == "schedule" else task.id
+            with pytest.raises(SchedulerStateError, match=f"cannot {verb} {subject!r}: the {who}"):
+                call(driven, task.id)
+            assert runtime.task(task.id).status is TaskStatus.SCHEDULED  # nothing changed
+        else:
+            call(driven, task.id)  # no error
     assert runtime.tasks() == [] and runtime.metrics().state == "stopped"
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [("shutdown", "aclose"), ("aclose", "aclose"), ("aclose", "shutdown")],
+)
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_second_end_by_either_verb_is_harmless_on_both_runtimes(
+    kind: str, first: str, second: str
+) -> None:
+    """As a second ``shutdown()`` is: it returns True and changes nothing."""
+    driven = Driven(kind)
+    task = driven.add("rate", FixedRate(60))
+    driven.run_until(T0 + 30)
+    assert end(driven.runtime, first) is True
+    assert end(driven.runtime, second) is True
+    assert not driven.runtime.running and driven.runtime.metrics().state == "stopped"
+    assert driven.runtime.task(task.id).status is TaskStatus.SCHEDULED
+
+
+def test_async_with_ends_either_runtime_on_leaving_the_block() -> None:
+    """The same ``async with`` over both runtimes: a scheduler's entry starts it, a
+    simulation runs from construction; leaving the block is ``aclose()`` on both."""
+    made: list[Scheduler | Simulation] = []
+
+    async def use(runtime: Scheduler | Simulation) -> None:
+        async with runtime as entered:
+            assert entered is runtime and entered.running
+            made.append(entered)
+
+    asyncio.run(use(Scheduler(workers=1)))
+    asyncio.run(use(Simulation(workers=1, start=T0)))
+    for runtime in made:
+        assert not runtime.running and runtime.metrics().state == "stopped"
+        with pytest.raises(SchedulerStateError, match="is shut down"):
+            runtime.run_now("any")
+
+
+def test_a_simulation_s_aclose_drains_as_its_shutdown_does() -> None:
+    """``drain`` means the same in both forms: with it, the run in flight and those due
+    by the call; without it, the run in flight only."""
+    for drain in (True, False):
+        ended: list[list[tuple[str, float]]] = []
+        for how in ("shutdown", "aclose"):
+            sim = Simulation(workers=1, start=T0)
+            sim.schedule("long", OneTime(delay=0), duration=fixed(100))
+            sim.schedule("waits", OneTime(delay=10), duration=fixed(5))
+            sim.run(T0 + 50)
+            if how == "aclose":
+                assert asyncio.run(sim.aclose(drain=drain)) is True
+            else:
+                assert sim.shutdown(drain=drain) is True
+            ended.append([(r.name, r.finished - T0) for r in sim.records()])
+        assert ended[0] == ended[1]
+        assert ended[0] == ([("long", 100), ("waits", 105)] if drain else [("long", 100)])
+
+
+def test_a_bad_aclose_argument_is_refused_as_the_scheduler_refuses_it() -> None:
+    sim = Simulation(workers=1, start=T0)
+    sim.schedule("rate", FixedRate(60))
+    with pytest.raises(ValidationError) as simulated:
+        asyncio.run(sim.aclose(timeout=-1))
+    with pytest.raises(ValidationError) as threaded:
+        asyncio.run(Scheduler(workers=1).aclose(timeout=-1))
+    assert str(simulated.value) == str(threaded.value)
+    assert sim.running  # nothing changed
+    sim.run(T0 + 60)
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -6,12 +6,14 @@ One home, so :mod:`~lldsched.core.machine` and its mixins
 (:mod:`~lldsched.core.definition`, :mod:`~lldsched.core.overlapping`,
 :mod:`~lldsched.core.waiting`, :mod:`~lldsched.core.restoration`), the lifecycle's
 table (:mod:`~lldsched.core.lifecycle`), :mod:`~lldsched.core.dependencies` and
-:mod:`~lldsched.core.recovery` read the same words.
+:mod:`~lldsched.core.recovery` read the same words; and the verbs a shut-down runtime refuses
+(:data:`REFUSED_AFTER_SHUTDOWN`), one rule both runtimes keep.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal, get_args
 
 from lldsched.model import Outcome, TaskStatus
 from lldsched.policies import Overlap
@@ -44,3 +46,18 @@ def runnable(attempt: int) -> TaskStatus:
     """The status of a task waiting to run: RETRYING with ``attempt`` attempts of its
     slot behind it, SCHEDULED with none (RETRYING is its own status for that)."""
     return RETRYING if attempt else SCHEDULED
+
+
+RefusedVerb = Literal["schedule", "reschedule", "run_now", "resume", "redrive"]
+"""A verb a runtime refuses once shut down: one that would run something.  The checks of
+both runtimes take it as their verb (``Scheduler._check_open``,
+``SimulationVerbs._check_running``), so mypy holds each to this list."""
+
+REFUSED_AFTER_SHUTDOWN: frozenset[str] = frozenset(get_args(RefusedVerb))
+"""The verbs ``Scheduler`` and ``Simulation`` refuse after ``shutdown()`` (and
+``aclose()``) with a :class:`~lldsched.errors.SchedulerStateError`, before they change
+anything: ``schedule`` (and so the ``scheduled`` decorator), ``reschedule``,
+``run_now``, ``resume`` and ``redrive``.  The other control verbs (``pause``,
+``cancel``, ``modify``, ``remove``) and every read still work: they keep the books a
+durable store keeps for the next process.  A simulation also refuses the verbs that
+move virtual time (``run``, ``run_for``, ``step``, ``at``), its own."""

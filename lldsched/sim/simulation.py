@@ -314,7 +314,8 @@ class Simulation(SimulationVerbs):
         the drain takes no wall time but what the actions it runs take).  Idempotent and
         final: a later call writes the stale rows again (and finishes a drain a
         listener's Ctrl-C cut short).  After it, the verbs a shut-down ``Scheduler``
-        refuses raise :class:`~lldsched.errors.SchedulerStateError` (``schedule``,
+        refuses raise :class:`~lldsched.errors.SchedulerStateError`
+        (:data:`lldsched.runtime.REFUSED_AFTER_SHUTDOWN`: ``schedule``,
         ``reschedule``, ``run_now``, ``resume``, ``redrive``), and so do those that move
         virtual time (``run``, ``run_for``, ``step``, ``at``); ``pause``, ``cancel``,
         ``modify``, ``remove`` and the reads still work (docs/DECISIONS.md, "The
@@ -322,7 +323,8 @@ class Simulation(SimulationVerbs):
         a ``drain`` not True or False or a bad ``timeout``, and a
         :class:`~lldsched.errors.StoreError` while a running scheduler holds the store
         (nothing is changed then).  ``with Simulation(...) as sim:`` calls it on leaving
-        the block.
+        the block; from a coroutine, ``await sim.aclose()`` (and ``async with``) is the
+        same end.
         """
         checks.shutdown_timeout(drain, timeout)
         if self._store is not None:  # its drain and rewrite write: as at each run
@@ -348,6 +350,40 @@ class Simulation(SimulationVerbs):
         traceback: TracebackType | None,
     ) -> None:
         self.shutdown()
+
+    async def __aenter__(self) -> Simulation:
+        """``async with Simulation(...) as sim:``, written as for a ``Scheduler``: the
+        simulation itself, running from construction (there is nothing to start)."""
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        """Leaving ``async with``: :meth:`aclose`, as on a ``Scheduler``."""
+        await self.aclose()
+
+    async def aclose(self, *, drain: bool = True, timeout: float | timedelta | None = 5.0) -> bool:
+        """:meth:`shutdown` for a coroutine, as ``Scheduler.aclose()`` is: the same
+        arguments, meaning, result and errors, so code written against either runtime
+        ends it the same way.  ``async with Simulation(...) as sim:`` calls it on leaving
+        the block.
+
+        Immediate: a scheduler's ``aclose()`` waits on a thread of its own so the
+        caller's event loop goes on serving during the drain; a simulation's shutdown
+        takes no wall time to wait for (virtual time jumps to each finish), so this runs
+        :meth:`shutdown` at once on the caller's thread and starts no thread.  ``drain``
+        means what it means there, in virtual time: the runs in flight finish either way,
+        and ``drain=True`` also runs those due by the simulated instant of this call;
+        ``timeout`` is checked and unused.  Returns True.  Idempotent and final, as
+        :meth:`shutdown` (a second ``aclose()`` or ``shutdown()`` is harmless); after it
+        the same verbs raise :class:`~lldsched.errors.SchedulerStateError`.  Raises
+        :class:`~lldsched.errors.ValidationError` for a bad ``drain`` or ``timeout``,
+        when awaited, before anything changes.
+        """
+        return self.shutdown(drain=drain, timeout=timeout)
 
     def records(self) -> list[ExecutionRecord]:
         """Every record, in the order the core made them: finished attempts, and the

@@ -17,12 +17,13 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from lldsched import checks
 from lldsched.core.duequeue import QueueStats, TaskQueue
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.metrics import Metrics, take
+from lldsched.core.names import RefusedVerb
 from lldsched.core.recordlog import RecordLog
 from lldsched.core.registration import UNCHANGED, F, Isolation, TaskIds, Unchanged, registering
 from lldsched.core.retention import RetainFinished
@@ -43,6 +44,10 @@ from lldsched.sim.models import (
 )
 
 __all__ = ["SimulationVerbs"]
+
+MovesTime = Literal["run until", "run for", "step", "register an intervention at"]
+"""The simulation's own verbs refused after its shutdown, as its errors word them: those
+that move virtual time (``run``, ``run_for``, ``step``) or plan to (``at``)."""
 
 
 class SimulationVerbs:
@@ -223,11 +228,11 @@ class SimulationVerbs:
         self._core.get(task_id)
         self._set_models(task_id, check_duration(duration), check_failure(fails))
 
-    def _check_running(self, verb: str, *subject: object) -> None:
+    def _check_running(self, verb: RefusedVerb | MovesTime, *subject: object) -> None:
         """Refuse ``verb`` (on ``subject``, if given: a task's id or name, an instant) once
         the simulation is shut down, before it changes anything: the verbs a shut-down
-        ``Scheduler`` refuses, and those that move virtual time (docs/DECISIONS.md,
-        "The simulation's shutdown")."""
+        ``Scheduler`` refuses (:data:`~lldsched.core.names.REFUSED_AFTER_SHUTDOWN`), and
+        those that move virtual time (docs/DECISIONS.md, "The simulation's shutdown")."""
         if self._stopped_at is not None:
             what = "".join(f" {value!r}" for value in subject)
             raise SchedulerStateError(

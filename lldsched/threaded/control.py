@@ -18,16 +18,17 @@ from lldsched.core import storeuse
 from lldsched.core.duequeue import QueueStats
 from lldsched.core.isolation import is_loop_action
 from lldsched.core.metrics import Metrics, take
+from lldsched.core.names import RefusedVerb
 from lldsched.core.packedstats import Rows
 from lldsched.core.registration import UNCHANGED, Unchanged
 from lldsched.core.task import ScheduledTask
-from lldsched.errors import SchedulerBusyError, SchedulerStateError
+from lldsched.errors import SchedulerBusyError
 from lldsched.listeners import Listener
 from lldsched.model import ExecutionRecord, Priority, TaskStatus
 from lldsched.policies import RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.threaded.flights import LEASE_GONE
-from lldsched.threaded.parts import STOPPED, SchedulerParts
+from lldsched.threaded.parts import STOPPED, SchedulerParts, shut_down
 
 __all__ = ["ControlVerbs"]
 
@@ -216,9 +217,11 @@ class ControlVerbs(SchedulerParts):
             if task.running and task.status in (TaskStatus.PAUSED, TaskStatus.CANCELLED):
                 self._stop_running(task.id, task.status.value)
 
-    def _check_open(self, verb: str, task_id: str) -> None:
+    def _check_open(self, verb: RefusedVerb, task_id: str) -> None:
+        """Refuse ``verb`` on the task once the scheduler is shut down (under the lock,
+        before it changes anything): :data:`~lldsched.core.names.REFUSED_AFTER_SHUTDOWN`."""
         if self._state is STOPPED:
-            raise SchedulerStateError(f"cannot {verb} {task_id!r}: the scheduler is shut down")
+            raise shut_down(verb, task_id)
 
     # -- queries -------------------------------------------------------------
 

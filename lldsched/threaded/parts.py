@@ -32,7 +32,9 @@ from lldsched.clock import Clock
 from lldsched.core.context import RunContext
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.machine import SchedulerCore
+from lldsched.core.names import RefusedVerb
 from lldsched.core.task import Entry, Run, ScheduledTask
+from lldsched.errors import SchedulerStateError
 from lldsched.logs import Repeats
 from lldsched.threaded.coroutines import CoroutineRunner
 from lldsched.threaded.dispatcher import EventDispatcher
@@ -51,6 +53,7 @@ __all__ = [
     "LogLine",
     "Outcome",
     "SchedulerParts",
+    "shut_down",
 ]
 
 NEW, RUNNING, DEAD, STOPPED, FORKED = "new", "running", "dead", "stopped", "forked"
@@ -59,6 +62,14 @@ thread died (set by that thread as it dies: nothing is dispatched any more, and 
 shutdown() leaves it), shut down (final), and the copy in a child forked from the process
 that made it (final; set by :mod:`~lldsched.threaded.forked`, the only state not set
 under the lock)."""
+
+
+def shut_down(verb: RefusedVerb, subject: str) -> SchedulerStateError:
+    """The error a shut-down scheduler raises for ``verb`` (one of
+    :data:`~lldsched.core.names.REFUSED_AFTER_SHUTDOWN`) on ``subject``, a task's id or
+    the name registered.  Made only when raised: the checks stay one comparison."""
+    return SchedulerStateError(f"cannot {verb} {subject!r}: the scheduler is shut down")
+
 
 Outcome = tuple[float, float, "str | None", "str | None", object, bool, "Explained"]
 """What running an attempt produced: started, finished, error text, result text, an

@@ -22,11 +22,11 @@ from lldsched.core.calls import not_callable
 from lldsched.core.isolation import is_loop_action
 from lldsched.core.registration import F, Isolation, TaskIds, registering
 from lldsched.core.task import ScheduledTask
-from lldsched.errors import SchedulerStateError, ValidationError
+from lldsched.errors import ValidationError
 from lldsched.model import Priority
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
-from lldsched.threaded.parts import STOPPED, SchedulerParts
+from lldsched.threaded.parts import STOPPED, SchedulerParts, shut_down
 from lldsched.threaded.processes import check_supported
 
 __all__ = ["Registering"]
@@ -117,7 +117,7 @@ class Registering(SchedulerParts):
         on_loop = is_loop_action(action, isolation)
         with self._lock:
             if self._state is STOPPED:
-                raise SchedulerStateError(f"cannot schedule {name!r}: the scheduler is shut down")
+                raise shut_down("schedule", name)
             self._follow_others()  # shared: replace what another process registered
             # shared: a task this process left out, taken over with the store muted (its
             # take_over writes the row) and the events held.  Entered only then, so the
