@@ -70,6 +70,11 @@ def _row(store: CoordinatedStore, task_id: str) -> TaskStatus:
     return next(s.status for s in store.load_all() if s.task.id == task_id)
 
 
+def _holds(store: CoordinatedStore, node: str) -> bool:
+    """Whether the process ``node`` holds a lease row (live or expired)."""
+    return any(lease.holder == node for lease in store.leases())
+
+
 def _records(store: CoordinatedStore, task_id: str, outcome: Outcome) -> list[ExecutionRecord]:
     return [record for record in store.records(task_id) if record.outcome is outcome]
 
@@ -354,7 +359,8 @@ def test_in_real_processes_each_success_runs_the_dependent_once_across_a_restart
     logs = [tmp_path / f"runs-{n}.jsonl" for n in range(4)]
     # LEASE, not a short one: no claim may expire here (a child starved past a 1 s lease
     # had its run of load taken over and run again, a seventh run), and none needs to:
-    # the child is killed with nothing claimed (load BLOCKED, extract settled).
+    # the child is killed with nothing claimed (load BLOCKED, extract settled, and its
+    # claim of the slot it found blocked dropped: _holds).
     children = cluster.start(store_spec, logs[:3], lease=LEASE, poll=0.1)
     store = open_store(store_spec, lease=LEASE, poll=0.1)
     seeder = Scheduler(store=store)  # never started: it registers, the children run
@@ -366,6 +372,11 @@ def test_in_real_processes_each_success_runs_the_dependent_once_across_a_restart
         wait_until(lambda: _row(store, "load") is BLOCKED, timeout=20, what="load blocked")
         for n in range(1, 7):
             if n == 4:
+                # Killed holding no claim: a claim of load's slot found blocked writes the
+                # row BLOCKED, then drops its lease, in two transactions (a kill between
+                # the two leaves the lease to expire, LEASE later: docs/CLUSTER.md, Limits).
+                wait_until(lambda: not _holds(store, children[0].node), timeout=20,
+                           what="the first child holds no lease")  # fmt: skip
                 children[0].kill()
                 children.append(cluster.start(store_spec, logs[3:], lease=LEASE, poll=0.1)[0])
             _run_now(store_spec, "extract")
