@@ -27,12 +27,16 @@ names and commands it gives are not):
   * every ``python -m tests.X`` or ``python -m pytest`` command gives options the
     module spells, or that pytest and tests/conftest.py define;
   * every ``LLDSCHED_*`` variable named is read by the package, tests or benchmarks;
-* every relative link resolves, down to its ``#anchor``;
-* a section cited as ``docs/X.md, "Section"``, ``[X.md](X.md), "Section"`` or
-  ``README, "Section"`` (in double or single quotes; here, in the package's source, the
-  tests, the tools or the notebooks' sources) is a heading or a bold bullet of that
-  document, and a test cited as ``tests/test_x.py::name`` is a function or class of
-  that file;
+* every relative link, theirs and the notebooks' markdown's, resolves, down to its
+  ``#anchor``: the anchor GitHub makes of a heading outside a code block (lowercased,
+  punctuation dropped, spaces to hyphens, a repeated one numbered), or a notebook's
+  ``<a id>``;
+* a section cited as ``docs/X.md, "Section"``, ``[X.md](X.md), "Section"``,
+  ``[X](X.md#anchor), "Section"`` (or ``("Section")``) or ``README, "Section"`` (in
+  double or single quotes; here, in the package's source, the tests, the tools or the
+  notebooks' sources) is a heading or a bold bullet of that document, under the
+  heading the anchor points to, and a test cited as ``tests/test_x.py::name`` is a
+  function or class of that file;
 * each row of docs/CRON.md's table of rejected expressions raises the message it
   shows (``(...)`` and a trailing ``...`` stand for the rest).
 
@@ -54,7 +58,7 @@ import io
 import re
 import shlex
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -640,35 +644,162 @@ def test_every_lldsched_environment_variable_the_documents_name_is_read() -> Non
 # --- links and cited sections --------------------------------------------------------
 
 
+def prose(text: str) -> str:
+    """``text`` with its fenced code blocks blanked (a ``# comment`` in a block is no
+    heading), each line kept where it was."""
+    kept, fenced = [], False
+    for line in text.split("\n"):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            kept.append("")
+        else:
+            kept.append("" if fenced else line)
+    return "\n".join(kept)
+
+
+HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$", flags=re.M)
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor of a heading: its text as shown (a link's text, not its target; no
+    inline HTML), lowercased, what is not a letter, a digit, ``_``, ``-`` or a space
+    dropped, each space a hyphen (``Dependencies (`depends_on`)``:
+    ``dependencies-depends_on``)."""
+    shown = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", heading)
+    shown = re.sub(r"<[^>]*>", "", shown)
+    return re.sub(r"[^\w\- ]", "", shown.strip().lower()).replace(" ", "-")
+
+
+@functools.cache
+def headings(path: Path) -> tuple[tuple[int, int, str, str], ...]:
+    """A Markdown file's headings outside code blocks: where each starts in the text,
+    its level, its text and its anchor (a repeated one numbered ``-1``, ``-2``, ... as
+    GitHub numbers it)."""
+    found: list[tuple[int, int, str, str]] = []
+    taken: set[str] = set()
+    for match in HEADING.finditer(prose(path.read_text(encoding="utf-8"))):
+        base = anchor = slug(match.group(2))
+        count = 0
+        while anchor in taken:
+            count += 1
+            anchor = f"{base}-{count}"
+        taken.add(anchor)
+        found.append((match.start(), len(match.group(1)), match.group(2), anchor))
+    return tuple(found)
+
+
 def anchors(path: Path) -> set[str]:
     """GitHub's anchors of a Markdown file's headings."""
-    found = set()
-    for heading in re.findall(r"^#+ (.*)$", path.read_text(), flags=re.M):
-        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
-        found.add(slug)
-    return found
+    return {anchor for *_, anchor in headings(path)}
+
+
+def test_an_anchor_is_the_slug_github_makes_of_a_heading(tmp_path: Path) -> None:
+    document = tmp_path / "X.md"
+    document.write_text(
+        "# Dependencies (`depends_on`)\n## Platforms: macOS, Python 3.14's forkserver\n"
+        "### See [GUIDE.md](GUIDE.md#x) <sup>1</sup>\n## Notes\n## Notes #\n"
+        "```python\n# a comment, not a heading\n```\n"
+    )
+    assert anchors(document) == {
+        "dependencies-depends_on",
+        "platforms-macos-python-314s-forkserver",
+        "see-guidemd-1",
+        "notes",
+        "notes-1",
+    }
+
+
+NOTEBOOKS = ROOT / "notebooks"
+
+
+def notebook_anchors(notebook: Path) -> set[str]:
+    """The anchors of a notebook's markdown (its percent-format source's): each
+    ``<a id="...">``, and each heading's, as GitHub (``slug``) or Jupyter (its text, each
+    space a hyphen) makes them."""
+    source = NOTEBOOKS / "src" / notebook.with_suffix(".py").name
+    text = "\n".join(
+        line[2:]
+        for line in source.read_text(encoding="utf-8").splitlines()
+        if line.startswith("# ")
+    )
+    titles = [match.group(2) for match in HEADING.finditer(text)]
+    return {
+        *re.findall(r"<a (?:id|name)=\"([^\"]+)\"", text),
+        *map(slug, titles),
+        *(title.strip().replace(" ", "-") for title in titles),
+    }
+
+
+def link_lines() -> Iterator[tuple[str, str, Path]]:
+    """Where relative links are written: each line of the documents and of the
+    notebooks' markdown (the ``# `` lines of ``notebooks/src/*.py``), and the folder its
+    links are relative to (a notebook's is ``notebooks/``, where the notebook is)."""
+    for where, line, _ in lines():
+        yield where, line, (ROOT / where.split(":")[0]).parent
+    for path in sorted((NOTEBOOKS / "src").glob("*.py")):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if line.startswith("# "):
+                yield f"{path.relative_to(ROOT)}:{number}", line[2:], NOTEBOOKS
+
+
+# How the anchors of a linked file are found (another file's are not checked).
+LINKED_ANCHORS: dict[str, Callable[[Path], set[str]]] = {
+    ".md": anchors,
+    ".ipynb": notebook_anchors,
+}
+
+
+def broken_links(where: str, line: str, folder: Path) -> list[str]:
+    """The links of ``line`` (written in ``where``, relative to ``folder``) to a file that
+    is not there, or to an anchor that is no heading's (an ``.md`` file's, or one of
+    the page's own) or no notebook's."""
+    document = ROOT / where.split(":")[0]
+    broken = []
+    for target, anchor in re.findall(r"\]\(([^)#\s]*)(?:#([^)\s]*))?\)", line):
+        if target.startswith(("http://", "https://", "mailto:")):
+            continue
+        linked = (folder / target) if target else document
+        of = LINKED_ANCHORS.get(linked.suffix)
+        if not linked.exists():
+            broken.append(f"{where}: {target}  | {line.strip()}")
+        elif anchor and of is not None and anchor not in of(linked):
+            broken.append(f"{where}: {target}#{anchor}  | {line.strip()}")
+    return broken
 
 
 def test_every_relative_link_resolves() -> None:
-    broken = []
-    for where, line, _ in lines():
-        document = ROOT / where.split(":")[0]
-        for target, anchor in re.findall(r"\]\(([^)#\s]*)(?:#([^)\s]*))?\)", line):
-            if target.startswith(("http://", "https://", "mailto:")):
-                continue
-            linked = (document.parent / target) if target else document
-            if not linked.exists():
-                broken.append(f"{where}: {target}  | {line.strip()}")
-            elif anchor and linked.suffix == ".md" and anchor not in anchors(linked):
-                broken.append(f"{where}: {target}#{anchor}  | {line.strip()}")
+    broken = [
+        bad for where, line, folder in link_lines() for bad in broken_links(where, line, folder)
+    ]
     assert not broken, stale(broken)
 
 
-# ``docs/X.md, "Section"``, ``[X.md](X.md), "Section"``, ``X.md ("Section")``, and the
-# README's ``README, "Section"``, ``README "Section"``, ``README.md ("Section")``; the
-# section in double quotes, or in single quotes (a message inside a double-quoted string).
+def test_a_link_to_an_anchor_that_is_not_there_is_caught() -> None:
+    guide, lab = "docs/GUIDE.md:1", "notebooks/src/07-interview-walkthrough.py:1"
+    assert (
+        broken_links(
+            guide,
+            "[t](DECISIONS.md#persistence), [d](#durability-tasks-that-survive-a-restart)",
+            ROOT / "docs",
+        )
+        == []
+    )
+    assert broken_links(guide, "the [tour](#a-tour-of-the-apis)", ROOT / "docs") != []
+    assert broken_links(guide, "[p](DECISIONS.md#persistance)", ROOT / "docs") != []
+    assert broken_links(lab, "[w](09-design-lab.ipynb#lab-wait)", NOTEBOOKS) == []
+    assert broken_links(lab, "[w](09-design-lab.ipynb#lab-waits)", NOTEBOOKS) != []
+    assert broken_links(lab, "[c](../docs/CRON.md#the-grammar)", NOTEBOOKS) == []
+    assert broken_links(lab, "[c](../docs/CRON.md#the-grammars)", NOTEBOOKS) != []
+
+
+# ``docs/X.md, "Section"``, ``X.md ("Section")``, a link to the document followed by the
+# section (``[X.md](X.md), "Section"``, ``[X](X.md#anchor), "Section"``,
+# ``[X](X.md#anchor) ("Section")``, ``[X](X.md#anchor)'s "Section"``), and the README's
+# ``README, "Section"``, ``README "Section"``, ``README.md ("Section")``; the section in
+# double quotes, or in single quotes (a message inside a double-quoted string).
 CITED = re.compile(
-    r"\b(README(?:\.md)?|[A-Z]+\.md)(?:\)?, | \(| )(?:\"([^\"]{1,120})\"|'([^']{1,120})')"
+    r"\b(README(?:\.md)?|[A-Z]+\.md)(?:#([^)\s]*))?(?:\)?, |\)? \(|\)?'s | )"
+    r"(?:\"([^\"]{1,120})\"|'([^']{1,120})')"
 )
 # Where citations are written: the documents, the package (messages, docstrings,
 # comments), the tests (this one's examples aside), the tools and the notebooks' sources.
@@ -684,29 +815,45 @@ CITING = [
 ]
 
 
-def sections(path: Path) -> set[str]:
+def sections(path: Path, anchor: str = "") -> set[str]:
     """The headings, the bold bullet heads and the bold heads of paragraphs of a
-    document; a bold head that runs over lines is read as one line."""
-    text = path.read_text()
+    document (outside its code blocks), or of the part of it under the heading whose
+    anchor is ``anchor`` (down to the next heading of its level or above); a bold head
+    that runs over lines is read as one line."""
+    text = prose(path.read_text(encoding="utf-8"))
+    if anchor:
+        marks = headings(path)
+        at = next(n for n, (*_, found) in enumerate(marks) if found == anchor)
+        start, level = marks[at][:2]
+        end = next((m[0] for m in marks[at + 1 :] if m[1] <= level), len(text))
+        text = text[start:end]
     bold = re.findall(r"^\s*(?:[-*] )?\*\*((?:(?!\*\*).)+?)\*\*", text, flags=re.M | re.S)
     return {
-        *re.findall(r"^#+ (.*?)\s*$", text, flags=re.M),
+        *(match.group(2) for match in HEADING.finditer(text)),
         *(" ".join(head.split()) for head in bold),
     }
 
 
-def uncited(text: str) -> list[tuple[str, str]]:
-    """The (document, section) pairs ``text`` cites that are no heading or bold bullet of
-    that document. A citation may break across a docstring's or a comment's lines."""
+def uncited(text: str, root: Path = ROOT) -> list[tuple[str, str]]:
+    """What ``text`` cites that is not there: (document, section) for a section that is
+    no heading or bold bullet of that document, (document, ``#anchor``) for a link's
+    anchor that is none of its headings', and (document, ``#anchor, section``) for a
+    section that is not under the heading the link points to. A citation may break
+    across a docstring's or a comment's lines. The documents are those of ``root``."""
     joined = re.sub(r"\s*\n\s*(?:#\s*)?", " ", text)
     missing = []
-    for name, double, single in CITED.findall(joined):
+    for name, anchor, double, single in CITED.findall(joined):
         section = double or single
-        document = ROOT / "README.md" if name.startswith("README") else ROOT / "docs" / name
+        document = root / "README.md" if name.startswith("README") else root / "docs" / name
         if not document.is_file():
             continue  # a file name in a docstring's example (``X.md, "Section"``)
+        cited = str(document.relative_to(root))
         if not any(head.startswith(section) for head in sections(document)):
-            missing.append((str(document.relative_to(ROOT)), section))
+            missing.append((cited, section))
+        elif anchor and anchor not in anchors(document):
+            missing.append((cited, f"#{anchor}"))
+        elif anchor and not any(head.startswith(section) for head in sections(document, anchor)):
+            missing.append((cited, f"#{anchor}, {section}"))
     return missing
 
 
@@ -715,7 +862,7 @@ def test_every_section_cited_by_name_is_there() -> None:
     for path in CITING:
         text = path.read_text()
         for document, section in uncited(text):
-            line = text[: text.find(section.split()[0])].count("\n") + 1
+            line = text[: text.find(section.split()[0].strip("#,"))].count("\n") + 1
             missing.append(f"{path.relative_to(ROOT)}:{line}: {document}, {section!r}")
     assert not missing, stale(missing)
 
@@ -734,6 +881,44 @@ def test_a_section_cited_that_is_not_there_is_caught() -> None:
         )
         == []
     )
+
+
+def test_a_section_cited_after_a_link_with_an_anchor_is_checked(tmp_path: Path) -> None:
+    """``[DECISIONS.md](DECISIONS.md#anchor), "Section"``, ``[X](X.md#anchor)
+    ("Section")`` and ``[X](X.md#anchor)'s "Section"``: the section is a heading or a
+    bold head of the document, under the heading the anchor points to."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "DECISIONS.md").write_text(
+        "# Decisions\n\n## Schedules\n\n- **Fixed rate.** Text.\n\n"
+        "## Persistence\n\n```python\n# Not a heading\n```\n\n"
+        "- **Refuse, never\n  repair.** Text.\n\n### Claims\n\n**Leases.** Text.\n\n"
+        "## Upgrading\n"
+    )
+    found = functools.partial(uncited, root=tmp_path)
+    cited = '[DECISIONS.md](DECISIONS.md#persistence), "Refuse, never repair"'
+    assert found(cited) == []
+    assert found(cited.replace("never repair", "always repair")) == [
+        ("docs/DECISIONS.md", "Refuse, always repair")
+    ]
+    assert found(cited.replace("#persistence", "#persistance")) == [
+        ("docs/DECISIONS.md", "#persistance")
+    ]
+    assert found(cited.replace("#persistence", "#schedules")) == [
+        ("docs/DECISIONS.md", "#schedules, Refuse, never repair")
+    ]
+    assert (
+        found("""[D](DECISIONS.md#persistence) ("Leases"), [D](DECISIONS.md#claims)'s "Leases\"""")
+        == []
+    )
+    assert found('[D](DECISIONS.md#upgrading) ("Leases")') == [
+        ("docs/DECISIONS.md", "#upgrading, Leases")
+    ]
+    assert found('[D](DECISIONS.md#persistence) ("Not a heading")') == [
+        ("docs/DECISIONS.md", "Not a heading")
+    ]
+    assert found('[DECISIONS](DECISIONS.md#schedules), "Fixed\nrates"') == [
+        ("docs/DECISIONS.md", "Fixed rates")
+    ]
 
 
 def test_every_test_cited_by_name_is_there() -> None:
