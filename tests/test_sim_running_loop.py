@@ -25,6 +25,7 @@ import pytest
 from lldsched import OneTime, RetryPolicy, Simulation, TaskStatus
 from lldsched.errors import CANCELLED_INSIDE
 from lldsched.sim.awaiting import NESTED
+from tests.test_coroutines import forever
 
 ROOT = Path(__file__).resolve().parent.parent
 T = TypeVar("T")
@@ -113,22 +114,16 @@ def test_aclose_with_a_drain_inside_a_running_loop_runs_what_is_due_to_success()
 def test_a_coroutine_over_its_timeout_is_cancelled_and_recorded_timed_out(
     drive: Callable[[Callable[[], object]], object],
 ) -> None:
-    stopped = threading.Event()
-
-    async def forever() -> None:
-        try:
-            await asyncio.sleep(3600)
-        except asyncio.CancelledError:
-            stopped.set()
-            raise
+    started, stopped = threading.Event(), threading.Event()
 
     async def quick() -> str:
         return "done"
 
     sim = Simulation(workers=2)
     hung = sim.schedule(
-        "hung", OneTime(delay=0), action=forever, timeout=0.05, retry=RetryPolicy(max_attempts=1)
-    )
+        "hung", OneTime(delay=0), action=forever, args=(started, stopped), timeout=0.05,
+        retry=RetryPolicy(max_attempts=1),
+    )  # fmt: skip
     sim.schedule(
         "long", OneTime(delay=0), action=quick, duration=30, timeout=10,
         retry=RetryPolicy(max_attempts=1),
