@@ -21,7 +21,12 @@ The garbage collector is off and ``PYTHONHASHSEED=0`` in both.
   the 3x goal is measured against), for 1 and 3 days; not run unless named;
 * ``sim100`` and ``simpy100``: ``bench_growth``'s simulation row at k = 100 (the ten
   tasks ten times over, 40 workers: ``bench_growth.sim_workload`` and ``sim_workers``)
-  on each side, for 0.1 and 0.3 days; not run unless named.
+  on each side, for 0.1 and 0.3 days; not run unless named;
+* ``simasync``: ``sim``'s workload with an ``async def`` action that returns at once
+  (each run awaits it on the simulation's private loop), for 0.25 and 0.75 days; and
+  ``simasync-in-loop``, the same driven from inside ``asyncio.run`` (the private loop
+  then runs on the simulation's helper thread: ``lldsched/sim/awaiting.py``); not run
+  unless named.
 
 Only ``run_for`` is counted between the two stretches, plus a count of the runs
 made that reads the record log's ``misfire`` column with ``bytearray.count`` (a
@@ -46,6 +51,8 @@ SIZES = {
     "simpy": (1.0, 3.0),
     "sim100": (0.1, 0.3),
     "simpy100": (0.1, 0.3),
+    "simasync": (0.25, 0.75),
+    "simasync-in-loop": (0.25, 0.75),
 }
 DEFAULT = ("sim", "cron")
 
@@ -67,6 +74,8 @@ def measured(workload: str, days: float) -> int:
         tasks, workers = bench_growth.sim_workload(100), bench_growth.sim_workers(100)
     if workload.startswith("simpy"):
         return bench_sim.run_simpy(workload=tasks, days=days, workers=workers).runs
+    if workload.startswith("simasync"):
+        return _async_runs(days, in_loop=workload.endswith("-in-loop"))
     if workload in ("sim", "sim100"):
         sim = Simulation(workers=workers, start=bench_sim.START)
         for name, schedule, duration in tasks:
@@ -75,6 +84,32 @@ def measured(workload: str, days: float) -> int:
         sim = Simulation(workers=1, start=bench_sim.START)
         sim.schedule("minutely", bench_sim.MINUTELY)
     sim.run_for(days * 86400)
+    return bench_sim.runs_of(sim)
+
+
+def _async_runs(days: float, *, in_loop: bool) -> int:
+    """``sim``'s workload with a coroutine action, run for ``days``: the runs made.  With
+    ``in_loop``, ``run_for`` is called from a coroutine inside ``asyncio.run``."""
+    import asyncio
+
+    import bench_sim
+
+    from lldsched.sim import Simulation, fixed
+
+    async def no_op() -> None:
+        return None
+
+    sim = Simulation(workers=bench_sim.WORKERS, start=bench_sim.START)
+    for name, schedule, duration in bench_sim.WORKLOAD:
+        sim.schedule(name, schedule, action=no_op, duration=fixed(duration))
+
+    async def drive() -> None:
+        sim.run_for(days * 86400)
+
+    if in_loop:
+        asyncio.run(drive())
+    else:
+        sim.run_for(days * 86400)
     return bench_sim.runs_of(sim)
 
 

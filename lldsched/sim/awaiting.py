@@ -6,6 +6,27 @@ completion here, on a private event loop owned by the simulation (created at the
 first coroutine, closed with the simulation), before the run goes on.  Its wall
 time does not count: the run takes its *simulated* duration, as any action.
 
+**Where that loop runs.**  On the caller's thread, when no event loop runs there (a
+script, a test): ``loop.run_until_complete``, nothing else.  A thread that already
+runs an event loop (a Jupyter or IPython kernel's cell, ``await sim.aclose()``, an
+async web app replaying a simulation, a coroutine action that drives its simulation
+again) cannot run a second one on top of it: asyncio refuses with "Cannot run the
+event loop while another loop is running".  There the coroutine is handed
+(``asyncio.run_coroutine_threadsafe``) to a second private loop on a thread the
+simulation owns (:class:`LoopThread`: daemon, named ``lldsched-sim-loop-<n>``, started
+at the first such coroutine), and the caller's thread blocks until it completes, as
+it would have blocked in ``run_until_complete``: the caller's own loop does not turn
+meanwhile (a coroutine action must not wait for something on that loop).  Both
+paths make the future and read its end the same way (:func:`_failed` reads it), so
+results, errors, timeouts and ``contextvars`` are the same on both: the coroutine
+runs in a copy of the caller's context either way (a variable the caller set is seen, one the coroutine
+sets is not seen by the caller or by the next run).  :meth:`PrivateLoop.close`
+(the simulation's ``shutdown``) stops that thread and closes both loops; one made
+again later (a second shutdown's drain) is made as the first was; a simulation
+dropped without a shutdown has them closed as it is collected, and the thread, a
+daemon, never keeps the process alive (docs/DECISIONS.md, "A coroutine action runs
+whatever loop the caller's thread runs").
+
 As in the threaded runtime, a coroutine's timeout is enforced: one still running
 after its task's timeout (in wall seconds, here) is cancelled and its run is
 recorded ``timed_out``; and a simulated duration over the timeout is cut at the
@@ -14,6 +35,8 @@ timeout (see :meth:`lldsched.sim.simulation.Simulation.schedule`).
 
 from __future__ import annotations
 
+import itertools
+import threading
 import weakref
 from typing import TYPE_CHECKING, Any
 
@@ -23,17 +46,86 @@ from lldsched.errors import CANCELLED_INSIDE, error_text
 if TYPE_CHECKING:
     import asyncio
 
-__all__ = ["Awaited", "PrivateLoop"]
+__all__ = ["Awaited", "LoopThread", "PrivateLoop"]
 
 Awaited = tuple["str | None", "str | None", bool]
 """What awaiting produced: error text, result text, timed out."""
 
+_NUMBERS = itertools.count(1)  # the helper threads' names: lldsched-sim-loop-<n>
+
+NESTED = (
+    "RuntimeError: a coroutine action run on the simulation's helper thread cannot "
+    "drive that simulation again (its loop is the one running there)"
+)
+"""The error of a coroutine action reached by driving a simulation from a coroutine
+action that itself runs on that simulation's :class:`LoopThread`: waiting there for
+that thread's loop would wait for itself."""
+
+
+def _failed(exc: BaseException, future: Any, timeout: float | None) -> Awaited:
+    """What awaiting ``future`` (None: never made) produced, when it raised ``exc``
+    (an ``Exception`` or asyncio's ``CancelledError``): both paths' one reading."""
+    if isinstance(exc, TimeoutError):
+        if future is not None and future.cancelled():  # wait_for's, not its own
+            return f"TimeoutError: cancelled at its {timeout:g} s timeout", None, True
+    elif not isinstance(exc, Exception):  # CancelledError, not wait_for's: its own
+        return CANCELLED_INSIDE, None, False
+    return error_text(exc), None, False
+
+
+async def _complete(awaitable: Any, timeout: float | None) -> Awaited:
+    """What :meth:`PrivateLoop.run` does on the caller's thread, as a coroutine for the
+    :class:`LoopThread`'s loop (which makes the future on its own thread)."""
+    import asyncio  # imported already: its caller made the loop
+
+    future = None
+    try:
+        future = asyncio.ensure_future(awaitable)
+        value = await asyncio.wait_for(future, timeout)
+    except (Exception, asyncio.CancelledError) as exc:
+        return _failed(exc, future, timeout)
+    return None, result_text(value), False
+
+
+class LoopThread:
+    """A private event loop running on a daemon thread of its own until :meth:`close`.
+
+    Holds no reference to the simulation (its thread would keep it alive): the
+    :class:`PrivateLoop` that made it closes it, at shutdown or when collected."""
+
+    def __init__(self) -> None:
+        import asyncio
+
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(
+            target=self._serve, name=f"lldsched-sim-loop-{next(_NUMBERS)}", daemon=True
+        )
+        self._closing = False
+        self.thread.start()
+
+    def _serve(self) -> None:
+        try:
+            self.loop.run_forever()
+        finally:
+            self.loop.close()
+
+    def close(self) -> None:
+        """Stop the loop, close it on its thread and wait for that thread to end (not
+        when called on it: it ends as this call returns).  Idempotent."""
+        if not self._closing:
+            self._closing = True
+            self.loop.call_soon_threadsafe(self.loop.stop)
+        if threading.current_thread() is not self.thread:
+            self.thread.join()
+
 
 class PrivateLoop:
-    """An event loop, created at first use, that runs one awaitable at a time."""
+    """An event loop, created at first use, that runs one awaitable at a time: on the
+    caller's thread, or on a :class:`LoopThread` when an event loop runs there."""
 
     def __init__(self) -> None:
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: LoopThread | None = None
 
     def run(self, awaitable: Any, timeout: float | None) -> Awaited:
         """Run ``awaitable`` to completion (cancelled after ``timeout`` wall seconds)."""
@@ -41,20 +133,52 @@ class PrivateLoop:
         # the threaded runtime's CoroutineRunner._start_loop does: docs/PERFORMANCE.md, "Start-up").
         import asyncio
 
+        if asyncio._get_running_loop() is not None:  # a loop runs on this thread
+            return self._on_thread(asyncio, awaitable, timeout)
         loop = self._loop
         if loop is None:
             loop = self._loop = asyncio.new_event_loop()
             weakref.finalize(self, loop.close)
+        # The future made here, before the loop runs (not by a coroutine on it, as
+        # _complete does): the run takes one turn of the loop, not three (bench).
         future = None
         try:
             future = asyncio.ensure_future(awaitable, loop=loop)
             value = loop.run_until_complete(asyncio.wait_for(future, timeout))
-        except TimeoutError as exc:
-            if future is not None and future.cancelled():  # wait_for's, not its own
-                return f"TimeoutError: cancelled at its {timeout:g} s timeout", None, True
-            return error_text(exc), None, False
-        except asyncio.CancelledError:  # not wait_for's: the coroutine's own
-            return CANCELLED_INSIDE, None, False
-        except Exception as exc:
-            return error_text(exc), None, False
+        except (Exception, asyncio.CancelledError) as exc:
+            return _failed(exc, future, timeout)
         return None, result_text(value), False
+
+    def _on_thread(self, asyncio: Any, awaitable: Any, timeout: float | None) -> Awaited:
+        """Run ``awaitable`` on the :class:`LoopThread` (made now if there is none),
+        blocking this thread until it completes."""
+        helper = self._thread
+        if helper is None:
+            helper = self._thread = LoopThread()
+            weakref.finalize(self, helper.close)
+        if threading.current_thread() is helper.thread:  # its loop is the one running
+            close = getattr(awaitable, "close", None)
+            if close is not None:  # never awaited: closed now, not warned of when collected
+                close()
+            return NESTED, None, False
+        future = asyncio.run_coroutine_threadsafe(_complete(awaitable, timeout), helper.loop)
+        try:
+            result: Awaited = future.result()
+        except BaseException:  # a Ctrl-C while it runs there: it is cancelled there too
+            future.cancel()
+            raise
+        return result
+
+    def close(self) -> None:
+        """Close both loops (the helper's thread ended first), each unless it is running
+        now (a coroutine action that called the simulation's ``shutdown()``: that loop
+        is closed by a later shutdown, or when the simulation is collected).  A later
+        coroutine makes them again."""
+        helper = self._thread
+        if helper is not None and threading.current_thread() is not helper.thread:
+            self._thread = None
+            helper.close()
+        loop = self._loop
+        if loop is not None and not loop.is_running():
+            self._loop = None
+            loop.close()

@@ -37,8 +37,10 @@ is cut at its timeout (the worker frees at ``started + timeout``).
 
 **Coroutine actions** (``async def``, or a function that returns an awaitable)
 run at their simulated instant like any action: the coroutine is run to
-completion on a private event loop (:mod:`lldsched.sim.awaiting`) and its wall
-time does not count.  A record keeps what an action returned, as text.
+completion on a private event loop (:mod:`lldsched.sim.awaiting`: on the caller's
+thread, or on a thread of the simulation's own when the caller's thread runs an
+event loop, a notebook's or ``asyncio.run``'s) and its wall time does not count.
+A record keeps what an action returned, as text.
 
 Deterministic: the same seed and scenario give identical records.  Listeners
 are called in order, in virtual time, on the caller's thread.
@@ -191,7 +193,7 @@ class Simulation(SimulationVerbs):
         self._free = list(range(workers))  # a heap: the lowest free worker starts next
         # (finished, sequence, worker, run, started, error, result, timed_out) in flight
         self._finishes: list[tuple[float, int, int, Run, float, str | None, str | None, bool]] = []
-        self._awaiting = PrivateLoop()  # runs coroutine actions (its loop made at the first)
+        self._awaiting = PrivateLoop()  # runs coroutine actions (its loops made at need)
         self._interventions: list[tuple[float, int, Callable[[], object]]] = []
         self._sequence = itertools.count()
         self._advancing = False  # inside _advance: a listener's Ctrl-C waits for its event
@@ -308,7 +310,9 @@ class Simulation(SimulationVerbs):
         shutdown's; those the store still refuses are named in one warning
         (:func:`~lldsched.core.storewrites.say_left_stale`).  Without that, a one-off
         whose finish met a failing store stayed ``running`` in it, and the next start
-        ran it again.
+        ran it again.  Last, the private event loops of coroutine actions are closed,
+        and the thread one of them runs on when the simulation is driven from a running
+        event loop ends (:mod:`lldsched.sim.awaiting`).
 
         Returns True: nothing is left running (``timeout`` is checked and unused here:
         the drain takes no wall time but what the actions it runs take).  Idempotent and
@@ -338,6 +342,7 @@ class Simulation(SimulationVerbs):
             writes = self._core.store_writes
             if writes is not None and writes.outage is not None:
                 say_left_stale(writes.store, writes.rewrite_stale())
+            self._awaiting.close()
         return True
 
     def __enter__(self) -> Simulation:
@@ -374,7 +379,9 @@ class Simulation(SimulationVerbs):
         Immediate: a scheduler's ``aclose()`` waits on a thread of its own so the
         caller's event loop goes on serving during the drain; a simulation's shutdown
         takes no wall time to wait for (virtual time jumps to each finish), so this runs
-        :meth:`shutdown` at once on the caller's thread and starts no thread.  ``drain``
+        :meth:`shutdown` at once on the caller's thread (a coroutine action its drain runs
+        is run on the simulation's own loop thread, as in any coroutine, and that thread
+        has ended when this returns: :mod:`lldsched.sim.awaiting`).  ``drain``
         means what it means there, in virtual time: the runs in flight finish either way,
         and ``drain=True`` also runs those due by the simulated instant of this call;
         ``timeout`` is checked and unused.  Returns True.  Idempotent and final, as
