@@ -16,7 +16,7 @@ from lldsched.errors import StoreError
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.persistence import CoordinatedStore, TaskSnapshot, resave
 from tests import jobs
-from tests.cluster import StoreSpec, open_store
+from tests.cluster import StoreSpec, opened
 from tests.waits import wait_until
 
 LEASE = 30.0  # no claim expires within a test
@@ -55,10 +55,8 @@ def fail_once(
 @pytest.fixture
 def stores(store_spec: StoreSpec) -> Iterator[list[CoordinatedStore]]:
     """Three stores on one shared store: two for schedulers, one to read it with."""
-    opened = [open_store(store_spec, lease=LEASE, poll=POLL) for _ in range(3)]
-    yield opened
-    for store in opened:
-        store.close()
+    with opened(store_spec, 3, lease=LEASE, poll=POLL) as made:
+        yield made
 
 
 def _register(scheduler: Scheduler, extract: Callable[[], None]) -> None:
