@@ -52,6 +52,7 @@ __all__ = [
     "not_a_store",
     "purge",
     "records_asked",
+    "resave",
     "save_all",
 ]
 
@@ -232,6 +233,27 @@ def purge(store: TaskStore, task_id: str) -> bool:
         store.delete(task_id)
         return True
     return bool(conditional(task_id))
+
+
+def resave(store: TaskStore, snapshot: TaskSnapshot) -> bool:
+    """Write ``snapshot`` again, a row a store outage left stale
+    (:mod:`lldsched.core.storewrites`), only while that row is still as this process last
+    read or wrote it and no lease holds it; True if written (or the store has no other
+    writer), False if it was left as it is.
+
+    A store several processes share holds rows another process may have written since
+    this one's write failed, or that a lease gives to its holder, whose settle writes
+    them: written over, that change was lost (a pause, a new definition, another wait's
+    end).  So a store with a ``resave(snapshot)`` method of its own writes only a row its
+    change feed has nothing newer of and that no live lease holds, in one transaction
+    (a shared SQLite store by its rows' versions, PostgreSQL as :func:`purge` knows a
+    row); one left is the feed's to bring in, or its lease holder's to write.  Any other
+    store (one process, one of one's own: docs/EXTENDING.md) gets its ``save``."""
+    conditional = getattr(store, "resave", None)
+    if conditional is None:
+        store.save(snapshot)
+        return True
+    return bool(conditional(snapshot))
 
 
 def records_asked(task_id: object) -> str | None:

@@ -132,7 +132,7 @@ from lldsched.core.task import DEFAULT_OPTIONS, Run, RunStats, ScheduledTask, fi
 from lldsched.core.waiting import DependencyWaits
 from lldsched.errors import ValidationError
 from lldsched.model import ExecutionRecord, Priority, TaskEvent, TaskStatus
-from lldsched.persistence import TaskStore, is_shared, not_a_store
+from lldsched.persistence import TaskStore, not_a_store
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.schedules.simple import OneTime
@@ -209,14 +209,15 @@ class SchedulerCore(
         # Made only with one: a StoreWrites built for every core moved Python's type
         # attribute cache so that a registration without a store cost 1.3 % more
         # (34,259 -> 34,704 instructions, ``benchmarks/threaded_instructions.py register``).
-        # A store not shared has the rows an outage left stale written again when it
-        # ends (core/storewrites.py), from the tasks as they are then.
+        # The rows an outage left stale are written again when it ends
+        # (core/storewrites.py), from the tasks as they are then (a shared store's only
+        # while each is as this process last read it: persistence.resave).
         self._writes = (
             None
             if store is None
             else StoreWrites(
                 store,
-                current=None if is_shared(store) else self._current,
+                current=self._current,
                 now=clock.now,
                 user=user,  # its verbs refused while another scheduler holds the store
             )

@@ -101,7 +101,8 @@ class Publishing(CoreParts):
             try:
                 save_all(self._store, snapshot, records)
             except BaseException as exc:  # the registry stays authoritative (core/storewrites.py)
-                store_failed(self._writes, exc, "save", task.id, snapshot)
+                fenced = records[0].token is not None  # a run's settle: its lease's row
+                store_failed(self._writes, exc, "save", task.id, snapshot, fenced=fenced)
             else:
                 store_written(self._writes, "save", task.id)
         if self.emit is not None:
@@ -119,7 +120,8 @@ class Publishing(CoreParts):
             try:
                 self._store.save(snapshot, record)
             except BaseException as exc:  # the registry stays authoritative (core/storewrites.py)
-                store_failed(self._writes, exc, "save", task.id, snapshot)
+                fenced = record is not None and record.token is not None  # a run's settle
+                store_failed(self._writes, exc, "save", task.id, snapshot, fenced=fenced)
             else:  # store_written, inlined: one attribute test a write while none failed
                 writes = self._writes
                 if writes is not None and writes.outage is not None:

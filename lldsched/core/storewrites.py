@@ -57,9 +57,23 @@ to write it, and its row said ``scheduled`` for good: the next start ran it agai
 (and a removed task came back).  The records those writes carried are not written
 again (one write per task, its state as it is now; the lost records are counted in
 the warning).  A stale row whose rewrite fails again keeps the outage going: the next
-task write that succeeds tries it again.  A shared store is left alone: there the row
-belongs to whoever holds its lease, and a run whose settle failed is taken over once
-its lease expires.
+task write that succeeds tries it again.
+
+**A shared store** (several processes, docs/CLUSTER.md) holds rows other processes
+write.  A run's settle that failed is not written again: its row belongs to whoever
+holds its lease, and the run is taken over once that lease expires.  Any other write
+(one no lease fences: a dependency wait ended in this process, which is the one process
+to end it, so nobody else would ever write that row; a verb's ``pause`` or ``cancel``; a
+``remove``'s delete, then as a purge) is written again at the timer's first store call
+that succeeds (a read of the change feed once applied, a renewal, a claim: the next
+wake), not at a task write (the core writes through a muted store while it follows
+another process's change), and only while the row is still as this process last read or
+wrote it and no live lease holds it (:func:`~lldsched.persistence.resave`, one
+transaction): a process never overwrites a row another process changed meanwhile.  A
+row left so is said at INFO and is stale no more: the change feed brings this process
+the other's row.  Before, a shared store's rows were never written again, and a
+dependent released while the store failed that one write stayed BLOCKED until another
+process ran its upstream's next success (tests/test_cluster_wait_end_outage.py).
 
 **A store that flaps** (every run's second write failing: a disk full by moments, a
 pool of connections one of which is broken) makes an outage and its end at every
@@ -87,7 +101,7 @@ from collections.abc import Callable
 from lldsched.core import storeuse
 from lldsched.errors import StoreClosedError
 from lldsched.logs import SCHEDULER, STORE, Repeats, counted, say_with_traceback
-from lldsched.persistence import TaskSnapshot, TaskStore, purge
+from lldsched.persistence import TaskSnapshot, TaskStore, is_shared, purge, resave
 
 __all__ = [
     "ADVICE",
@@ -135,7 +149,7 @@ class Outage:
 class StoreWrites:
     """The core's account of the calls its store failed (one per core with a store)."""
 
-    __slots__ = ("_repeats", "closed", "current", "missed", "outage", "store", "user")
+    __slots__ = ("_repeats", "closed", "current", "missed", "outage", "shared", "store", "user")
 
     def __init__(
         self,
@@ -146,6 +160,7 @@ class StoreWrites:
         user: object = None,
     ) -> None:
         self.store = store
+        self.shared = is_shared(store)  # rows others write: rewritten only as last read
         # The runtime whose verbs write through this store (a Scheduler, a Simulation):
         # refused while another running scheduler holds the store (check_open).
         self.user = user
@@ -156,7 +171,8 @@ class StoreWrites:
         self.missed = 0  # calls a closed store refused: writes, and a shared store's reads
         self.outage: Outage | None = None  # the store is failing: what, how often (None: not)
         # A registered task's snapshot as it is now (None: not registered): what the rows
-        # an outage left stale are written again from.  None: they are not (shared stores)
+        # an outage left stale are written again from.  None: they are not (the PostgreSQL
+        # store's own account of its batches of settles)
         self.current = current
 
     @property
@@ -173,16 +189,25 @@ class StoreWrites:
         snapshot: TaskSnapshot | None = None,
         *,
         purge: bool = False,
+        fenced: bool = False,
     ) -> None:
         """A write of ``task_id`` (``verb``: ``"save"`` of ``snapshot``, or ``"delete"``,
         a purge's if ``purge``) raised ``error`` after the change it describes was made:
         logged once an outage (called in an ``except`` block), and its row remembered as
-        stale, to be written again as it was asked (:meth:`_rewrite`)."""
+        stale, to be written again as it was asked (:meth:`_rewrite`).  A delete on a
+        shared store is written again as a purge: only the row this process last read.
+        A run's settle (``fenced``: its record carries a fencing token) is not: its row is
+        its lease's, and the run is taken over once the lease expires."""
         if not self.found_closed(error, f"{verb} of {task_id}"):
             self._count(error, kind=verb, doing=f"{verb} of {task_id}", writes=1)
             outage = self.outage
             assert outage is not None  # _count began one if none was going on
-            outage.stale[task_id] = snapshot if verb == "save" else PURGE if purge else None
+            if fenced:
+                outage.stale.pop(task_id, None)
+            elif verb == "save":
+                outage.stale[task_id] = snapshot
+            else:
+                outage.stale[task_id] = PURGE if purge or self.shared else None
 
     def call_failed(self, error: Exception, kind: str, doing: str, *, writes: int = 0) -> None:
         """A shared store's call of ``kind`` (``"claim"``, ``"renewal"``, ``"change
@@ -233,11 +258,16 @@ class StoreWrites:
 
     def succeeded(self, kind: str, task_id: str | None = None) -> None:
         """A call of ``kind`` succeeded.  A task write (``task_id`` given): its row is no
-        longer stale, and the store takes writes again, so the rows the outage left
-        stale are written again (:meth:`_rewrite`).  If a call of ``kind`` (or of a kind
-        the rewrite wrote) failed meanwhile and no stale row is left, the outage ends,
-        said in one warning-level line.  Callers test :attr:`outage` first (None:
-        nothing to do, one attribute test a write)."""
+        longer stale.  The store takes calls again, so the rows the outage left stale
+        are written again (:meth:`_rewrite`): at a task write, for a store of one
+        process; at the timer's call (``task_id`` None: a renewal, a read of the change
+        feed once applied, a claim...) for a shared one, whose core writes nothing while
+        it follows another process's change (the store is muted then), and whose stale
+        row may be one nothing in this process writes again (a dependency wait ended
+        here: nobody holds its lease).  If a call of ``kind`` (or of a kind the rewrite
+        wrote) failed meanwhile and no stale row is left, the outage ends, said in one
+        warning-level line.  Callers test :attr:`outage` first (None: nothing to do, one
+        attribute test a write)."""
         outage = self.outage
         if outage is None:
             return
@@ -246,16 +276,16 @@ class StoreWrites:
         current = self.current
         if task_id is not None:
             outage.stale.pop(task_id, None)
-            if outage.stale and current is not None:
-                rewritten = self._rewrite(outage, current, written)
+        if outage.stale and current is not None and (task_id is None) is self.shared:
+            rewritten = self._rewrite(outage, current, written)
         self._end(outage, kind, written, rewritten)
 
     def rewrite_stale(self) -> list[str]:
         """The last chance to write the rows the outage left stale (a shutdown: no
         transition follows to write them again): :meth:`_rewrite` once, the outage ended
         as :meth:`succeeded` ends it if none is left.  The ids of the rows still stale
-        (none without an outage, or for a shared store, whose rows are not written
-        again); caller holds what guards this StoreWrites."""
+        (none without an outage; a shared store's row left to another process is not
+        stale any more); caller holds what guards this StoreWrites."""
         outage = self.outage
         current = self.current
         if outage is None or not outage.stale or current is None:
@@ -297,17 +327,22 @@ class StoreWrites:
         (its delete failed), deleted; one whose purge failed as it retired, purged (only
         while its row is the one this process saw retire: a store's own ``purge`` keeps a
         row another process wrote since, which a plain delete took from every process).
-        Each written is stale no more and its kind is added to ``written``; one that
-        fails again stays stale, counted in the outage.  Returns how many were written."""
+        A save goes through :func:`~lldsched.persistence.resave`: a shared store writes
+        the row only while it is as this process last read or wrote it and no lease holds
+        it; a row it leaves (said at INFO) is stale no more, the feed's or the lease
+        holder's to set right.  Each written is stale no more and its kind is added to
+        ``written``; one that fails again stays stale, counted in the outage.  Returns
+        how many were written."""
         store = self.store
         stale = outage.stale
         done = 0
         for task_id, failed in list(stale.items()):
             snapshot = current(task_id) or (failed if isinstance(failed, TaskSnapshot) else None)
             verb = "delete" if snapshot is None else "save"
+            kept = True
             try:
                 if snapshot is not None:
-                    store.save(snapshot)
+                    kept = resave(store, snapshot)
                 elif failed == PURGE:
                     purge(store, task_id)  # a row kept is the feed's to bring in
                 else:
@@ -321,7 +356,10 @@ class StoreWrites:
             else:
                 del stale[task_id]
                 written.add(verb)
-                done += 1
+                if kept:
+                    done += 1
+                else:
+                    _say_left(store, task_id)
         return done
 
     def found_closed(self, error: BaseException, doing: str) -> bool:
@@ -395,10 +433,12 @@ def store_failed(
     snapshot: TaskSnapshot | None = None,
     *,
     purge: bool = False,
+    fenced: bool = False,
 ) -> None:
     """A core's write that failed after the change it describes was made: logged by
     :meth:`StoreWrites.failed` (called in an ``except BaseException`` block, so with a
-    store; ``purge``: the delete was a purge, written again as one).
+    store; ``purge``: the delete was a purge, written again as one; ``fenced``: a run's
+    settle, whose row is its lease's, not written again).
 
     A ``BaseException`` that is not an ``Exception`` (a ``KeyboardInterrupt`` or
     ``SystemExit`` raised inside ``save`` or ``delete``) is a failed write like any
@@ -409,7 +449,7 @@ def store_failed(
     failed run (docs/DECISIONS.md, "A store's save that raises a BaseException").
     """
     assert writes is not None  # a core makes one with its store
-    writes.failed(error, verb, task_id, snapshot, purge=purge)
+    writes.failed(error, verb, task_id, snapshot, purge=purge, fenced=fenced)
     if not isinstance(error, Exception) and _on_main_thread():
         raise error
 
@@ -433,6 +473,19 @@ def purge_retired(writes: StoreWrites | None, store: TaskStore, task_id: str) ->
             task_id,
             extra={"task_id": task_id},
         )
+
+
+def _say_left(store: TaskStore, task_id: str) -> None:
+    """Say that the row of ``task_id`` an outage left stale was not written again: another
+    process wrote it since this one last read it, removed it, or holds its lease."""
+    log.info(
+        "task %s: its row in store %r, left stale by the outage, is not written again: "
+        "another process wrote it since this one last read it, removed it, or holds its "
+        "lease (this process follows that row through the change feed)",
+        task_id,
+        store,
+        extra={"task_id": task_id},
+    )
 
 
 def _on_main_thread() -> bool:

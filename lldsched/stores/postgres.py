@@ -440,6 +440,28 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         with self._using() as connection, connection.transaction():
             self._delete(connection, task_id)
 
+    def resave(self, snapshot: TaskSnapshot) -> bool:
+        """Write ``snapshot`` again, a row a store outage left stale, only while its row is
+        one this node wrote or read (as :meth:`purge` knows one) and no live lease holds
+        it (the database's clock), in one transaction; False (nothing written) otherwise,
+        or when it is gone (:func:`~lldsched.persistence.resave`): another node's write
+        is the feed's to bring in, a lease's row its holder's settle to write.  A run
+        this node holds writes nothing (its settle will), as :meth:`save` does."""
+        task_id = snapshot.task.id
+        if self._muted or (snapshot.status is TaskStatus.RUNNING and task_id in self._held):
+            return True
+        with self._using() as connection, connection.transaction():
+            connection.execute(sql.LOCK_ID, {"id": task_id})  # the lock order: _delete
+            row = connection.execute(
+                sql.KNOWN_UNLEASED,
+                {"id": task_id, "node": self.node, "since": self._since,
+                 "seen": self._seen.get(task_id)},
+            ).fetchone()  # fmt: skip
+            if row is None or not row[0]:
+                return False
+            self._write(connection, snapshot, unknown=sql.UPSERT)  # the row exists
+        return True
+
     def purge(self, task_id: str) -> bool:
         """Delete ``task_id``, which retired on this node, as :meth:`delete` does, only
         while its row is one this node wrote or read; True if it is gone

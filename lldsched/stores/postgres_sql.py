@@ -346,6 +346,16 @@ SELECT t.writer = %(node)s OR t.xid < %(since)s::text::xid8
   FROM tasks t WHERE t.id = %(id)s FOR UPDATE
 """
 
+# KNOWN_ROW, and no live lease holds the row (the database's clock): a row an outage left
+# stale is written again only so (PostgresTaskStore.resave); a leased row is its holder's.
+KNOWN_UNLEASED = KNOWN_ROW.replace("SELECT t.writer", "SELECT (t.writer", 1).replace(
+    "\n  FROM tasks t",
+    f""")
+   AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id AND l.expires_at > {DB_NOW})
+  FROM tasks t""",
+    1,
+)
+
 # The feed's first cursor.
 HORIZON = "SELECT pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())"
 

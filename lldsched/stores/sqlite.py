@@ -389,6 +389,16 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
             with immediate(connection):
                 self._delete(connection, task_id)
 
+    def resave(self, snapshot: TaskSnapshot) -> bool:
+        """Write ``snapshot`` again, a row a store outage left stale: in shared mode only
+        while its row is one this process wrote or read and no live lease holds it
+        (:meth:`_resave_shared`); True if written (:func:`~lldsched.persistence.resave`).
+        An unshared store has no other writer: it saves."""
+        if self._shared is not None:
+            return self._resave_shared(snapshot)
+        self.save(snapshot)
+        return True
+
     def purge(self, task_id: str) -> bool:
         """Delete ``task_id``, which retired in this process, as :meth:`delete` does, only
         while its row is one this process wrote or read (shared mode: a row another

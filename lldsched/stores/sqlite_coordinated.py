@@ -18,6 +18,7 @@ import contextlib
 import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -412,6 +413,36 @@ class CoordinatedMethods:
                     self._counts[task_id] = count
             self._defined[task_id] = task
             self._wrote(shared, snapshot, version)
+
+    def _resave_shared(self, snapshot: TaskSnapshot) -> bool:
+        """``resave`` in shared mode: write the row a store outage left stale only while
+        its version is one this process wrote or read (:meth:`SharedState.knows`) and no
+        live lease holds it, in one transaction; False (nothing written) otherwise, or
+        when it is gone: another process's write is the feed's to bring in, a lease's
+        row its holder's settle to write.  A run this process holds writes nothing (its
+        settle will), as ``save`` does."""
+        task = snapshot.task
+        task_id = task.id
+        shared = self._shared
+        assert shared is not None
+        with self._using("save task again", task_id) as connection:
+            if shared.muted or (snapshot.status is TaskStatus.RUNNING and task_id in shared.held):
+                return True
+            definition = None if self._defined.get(task_id) == task else encode_task(task)
+            with immediate(connection):
+                row = connection.execute(
+                    "SELECT version, EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id "
+                    "AND l.expires_at > ?) FROM tasks t WHERE t.id = ?",
+                    (time.time(), task_id),  # the host's clock, as the feed's lease flag
+                ).fetchone()
+                if row is None or row[1] or not shared.knows(task_id, row[0]):
+                    return False
+                version = self._write_state(
+                    connection, snapshot, status=snapshot.status.value, definition=definition
+                )
+            self._defined[task_id] = task
+            self._wrote(shared, snapshot, version)
+        return True
 
     def _save_all_shared(self, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord]) -> None:
         """``save_all`` in shared mode: a run's record with the records of the slots it

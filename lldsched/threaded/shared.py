@@ -264,7 +264,6 @@ class Coordinator:
         except Exception as exc:  # tried again at the next wake
             self._failed(exc, "read of the change feed")
             return
-        self._succeeded("read of the change feed")
         touched = []
         with store.muted():
             for change in changes:
@@ -278,6 +277,10 @@ class Coordinator:
         for task in touched:  # unmuted: a wait that ends here is written from here
             if task.status is TaskStatus.BLOCKED:
                 self._core.wait_followed(task)
+        # Once the changes read are applied: a row an outage left stale is written again
+        # then (core/storewrites.py), only while the store has nothing newer of it than
+        # the registry does; before, a row just read was "known" but not yet followed.
+        self._succeeded("read of the change feed")
         if touched:
             self._followed(touched)
 

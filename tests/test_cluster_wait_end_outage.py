@@ -1,0 +1,193 @@
+"""A dependency wait ended on a shared store while the store fails that one write: the
+wait ends in one process only (docs/CLUSTER.md, "Dependencies"), and no lease holds the
+BLOCKED row, so nobody else writes it.  Once the store works again, that process writes
+the row again, only while it is still as this process last read it
+(core/storewrites.py, ``StoreWrites._rewrite``; ``persistence.resave``)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from lldsched import FixedRate, RetryPolicy, Scheduler, TaskStatus
+from lldsched.errors import StoreError
+from lldsched.model import ExecutionRecord, Outcome
+from lldsched.persistence import CoordinatedStore, TaskSnapshot, resave
+from tests import jobs
+from tests.cluster import StoreSpec, opened
+from tests.waits import wait_until
+
+LEASE = 30.0  # no claim expires within a test
+POLL = 0.05
+HOUR = 3600.0
+BLOCKED = TaskStatus.BLOCKED
+GIVE_UP_AT_ONCE = RetryPolicy(max_attempts=1, fail_after_given_up=1)  # FAILED at a failure
+
+
+def fail_once(
+    stores: list[CoordinatedStore], task_id: str, status: TaskStatus
+) -> list[TaskSnapshot]:
+    """Make the save of the end of ``task_id``'s wait (the row as ``status``, with the
+    wait's record) raise a StoreError once (a PostgreSQL restart, a SQLite file locked
+    past its timeout), through whichever of ``stores`` makes it: the store picks which
+    process runs the upstream, and that one ends the wait.  The snapshots refused."""
+    refused: list[TaskSnapshot] = []
+    for store in stores:
+        save = store.save
+
+        def failing(
+            snapshot: TaskSnapshot,
+            record: ExecutionRecord | None = None,
+            save: Callable[[TaskSnapshot, ExecutionRecord | None], None] = save,
+        ) -> None:
+            waited = record is not None and record.outcome is Outcome.BLOCKED
+            if not refused and waited and snapshot.task.id == task_id and snapshot.status is status:
+                refused.append(snapshot)
+                raise StoreError("the store went away for a moment")
+            save(snapshot, record)
+
+        store.save = failing  # type: ignore[method-assign]
+    return refused
+
+
+@pytest.fixture
+def stores(store_spec: StoreSpec) -> Iterator[list[CoordinatedStore]]:
+    """Three stores on one shared store: two for schedulers, one to read it with."""
+    with opened(store_spec, 3, lease=LEASE, poll=POLL) as made:
+        yield made
+
+
+def _register(scheduler: Scheduler, extract: Callable[[], None]) -> None:
+    scheduler.schedule("extract", extract, FixedRate(HOUR, start_delay=HOUR), id="extract",
+                       retry=GIVE_UP_AT_ONCE, replace_existing=True)  # fmt: skip
+    scheduler.schedule("load", jobs.noop, FixedRate(HOUR), id="load", depends_on=["extract"],
+                       replace_existing=True)  # fmt: skip
+
+
+def _row(store: CoordinatedStore, task_id: str) -> TaskStatus:
+    return next(s.status for s in store.load_all() if s.task.id == task_id)
+
+
+def _ok(store: CoordinatedStore, task_id: str) -> int:
+    return sum(1 for record in store.records(task_id) if record.ok)
+
+
+@pytest.mark.parametrize("ends", ["released", "failed"])
+def test_a_wait_end_whose_write_failed_is_written_again_once_the_store_works(
+    stores: list[CoordinatedStore], ends: str
+) -> None:
+    """Both processes see load BLOCKED; one runs extract (the store picks which), whose
+    end decides the wait (a success releases load, a failure for good fails it) in that
+    process alone, and the store fails that one write. Nothing else writes the row:
+    before, it stayed BLOCKED for good (the other process leaves it to the one that ran
+    extract, which holds load SCHEDULED, or FAILED, in memory and had nothing left to
+    write), and an hourly load skipped its slot until another process ran extract's next
+    success. Now that process writes it again at its next wake: load runs once, or is
+    FAILED in the dead letter."""
+    extract = jobs.noop if ends == "released" else jobs.broken
+    status = TaskStatus.SCHEDULED if ends == "released" else TaskStatus.FAILED
+    refused = fail_once(stores[:2], "load", status)
+    a, b = (Scheduler(workers=2, store=store).start() for store in stores[:2])
+    try:
+        for scheduler in (a, b):
+            _register(scheduler, extract)
+        wait_until(lambda: all(s.task("load").status is BLOCKED for s in (a, b)), timeout=10,
+                   what="load blocked in both")  # fmt: skip
+        a.run_now("extract")
+        wait_until(lambda: bool(refused), timeout=10, what="the wait's end refused")
+        if ends == "released":
+            wait_until(lambda: _ok(stores[2], "load") == 1, timeout=10, what="load ran")
+        else:
+            wait_until(lambda: _row(stores[2], "load") is TaskStatus.FAILED, timeout=10,
+                       what="load failed in the store")  # fmt: skip
+            assert "load" in stores[2].dead_letter()
+            wait_until(lambda: all(s.task("load").status is TaskStatus.FAILED for s in (a, b)),
+                       timeout=10, what="both processes hold it FAILED")  # fmt: skip
+        wait_until(lambda: a.metrics().store_ok and b.metrics().store_ok, timeout=10,
+                   what="the outage's end")  # fmt: skip
+    finally:
+        a.shutdown()
+        b.shutdown()
+    # The wait's record went with the write that failed (an outage's records are lost).
+    assert [r for r in stores[2].records("load") if r.outcome is Outcome.BLOCKED] == []
+
+
+def _snapshot(store: CoordinatedStore, task_id: str) -> TaskSnapshot:
+    return next(s for s in store.load_all() if s.task.id == task_id)
+
+
+def test_a_stale_row_is_written_again_only_while_it_is_as_last_read_and_no_lease_holds_it(
+    stores: list[CoordinatedStore],
+) -> None:
+    """``persistence.resave``, the rewrite's one write on a shared store: a row another
+    process wrote since this one last read it is left (its feed brings it in), and so is a
+    row a live lease holds (its holder's settle writes it); nothing else changes."""
+    first, second, reader = stores
+    Scheduler(store=first).schedule("job", jobs.noop, FixedRate(HOUR, start_delay=HOUR),
+                                    id="job")  # fmt: skip
+    scheduled = _snapshot(reader, "job")
+    paused = scheduled._replace(status=TaskStatus.PAUSED)
+    assert not resave(second, paused)  # written by the first since the second's last read
+    assert _row(reader, "job") is TaskStatus.SCHEDULED
+    second.changes()
+    assert resave(second, paused)  # read now
+    assert _row(reader, "job") is TaskStatus.PAUSED
+    assert not resave(first, scheduled)  # the second wrote it since
+    assert _row(reader, "job") is TaskStatus.PAUSED
+    first.changes()
+    assert resave(first, scheduled)
+    assert _row(reader, "job") is TaskStatus.SCHEDULED
+    (claim,) = first.claim(now=time.time() + 2 * HOUR, limit=1)
+    second.changes()
+    assert not resave(second, paused)  # leased: the holder's
+    assert _row(reader, "job") is TaskStatus.SCHEDULED
+    first.release(task_id="job", token=claim.token)
+    assert resave(second, paused)
+    assert _row(reader, "job") is TaskStatus.PAUSED
+
+
+def test_a_wait_end_whose_write_failed_is_not_written_over_a_change_made_elsewhere(
+    stores: list[CoordinatedStore],
+) -> None:
+    """As above, but the other process pauses load while the write of the release fails:
+    the process that released it does not write its release over that pause; it follows
+    the pause. Its rewrite comes once the change feed's rows are applied: made between
+    the read and their application (the store counts a row as read once ``changes()``
+    returned it), it wrote the release over the pause, and load ran."""
+    a, b = (Scheduler(workers=2, store=store).start() for store in stores[:2])
+    fired: list[TaskSnapshot] = []
+    paused: list[bool] = []
+    for store, other in zip(stores[:2], (b, a), strict=True):
+        save = store.save
+
+        def failing(
+            snapshot: TaskSnapshot,
+            record: ExecutionRecord | None = None,
+            save: Callable[[TaskSnapshot, ExecutionRecord | None], None] = save,
+            other: Scheduler = other,
+        ) -> None:
+            if not fired and record is not None and record.outcome is Outcome.BLOCKED:
+                fired.append(snapshot)  # first: the pause's own write ends the wait too
+                paused.append(other.pause("load"))  # written by the other process meanwhile
+                raise StoreError("the store went away for a moment")
+            save(snapshot, record)
+
+        store.save = failing  # type: ignore[method-assign]
+    try:
+        for scheduler in (a, b):
+            _register(scheduler, jobs.noop)
+        wait_until(lambda: all(s.task("load").status is BLOCKED for s in (a, b)), timeout=10,
+                   what="load blocked in both")  # fmt: skip
+        a.run_now("extract")
+        wait_until(lambda: paused == [True], timeout=10, what="the pause, as the release fails")
+        wait_until(lambda: all(s.task("load").status is TaskStatus.PAUSED for s in (a, b)),
+                   timeout=10, what="both processes hold the pause")  # fmt: skip
+        wait_until(lambda: a.metrics().store_ok and b.metrics().store_ok, timeout=10,
+                   what="the outage's end")  # fmt: skip
+        assert _row(stores[2], "load") is TaskStatus.PAUSED
+        assert _ok(stores[2], "load") == 0
+    finally:
+        a.shutdown()
+        b.shutdown()
