@@ -19,13 +19,13 @@ it would have blocked in ``run_until_complete``: the caller's own loop does not 
 meanwhile (a coroutine action must not wait for something on that loop).  Both
 paths make the future and read its end the same way (:func:`_failed` reads it), so
 results, errors, timeouts and ``contextvars`` are the same on both: the coroutine
-runs in a copy of the caller's context either way (a variable the caller set is seen, one the coroutine
-sets is not seen by the caller or by the next run).  :meth:`PrivateLoop.close`
-(the simulation's ``shutdown``) stops that thread and closes both loops; one made
-again later (a second shutdown's drain) is made as the first was; a simulation
-dropped without a shutdown has them closed as it is collected, and the thread, a
-daemon, never keeps the process alive (docs/DECISIONS.md, "A coroutine action runs
-whatever loop the caller's thread runs").
+runs in a copy of the caller's context either way (a variable the caller set is
+seen, one the coroutine sets is not seen by the caller or by the next run).
+:meth:`PrivateLoop.close` (the simulation's ``shutdown``) stops that thread and
+closes both loops; one made again later (a second shutdown's drain) is made as the
+first was; a simulation dropped without a shutdown has them closed as it is
+collected, and the thread, a daemon, never keeps the process alive
+(docs/DECISIONS.md, "A coroutine action runs whatever loop the caller's thread runs").
 
 As in the threaded runtime, a coroutine's timeout is enforced: one still running
 after its task's timeout (in wall seconds, here) is cancelled and its run is

@@ -338,23 +338,19 @@ UPDATE leases SET slot = %(slot)s WHERE task_id = %(task_id)s AND token = %(toke
 # every writer), so its version is never the one the feed gave; the removal test stays for
 # a database an older release still writes (a rolling upgrade).  The row is locked until
 # the purge's transaction ends (after the id's LOCK_ID: the lock order).
-KNOWN_ROW = """
-SELECT t.writer = %(node)s OR t.xid < %(since)s::text::xid8
+_KNOWN = """(t.writer = %(node)s OR t.xid < %(since)s::text::xid8
        OR (t.version IS NOT DISTINCT FROM %(seen)s::bigint AND NOT EXISTS (
            SELECT 1 FROM removals r WHERE r.task_id = t.id
-              AND r.xid >= %(since)s::text::xid8 AND r.writer <> %(node)s))
-  FROM tasks t WHERE t.id = %(id)s FOR UPDATE
-"""
+              AND r.xid >= %(since)s::text::xid8 AND r.writer <> %(node)s)))"""
+KNOWN_ROW = f"SELECT {_KNOWN}\n  FROM tasks t WHERE t.id = %(id)s FOR UPDATE"
 
 # KNOWN_ROW, and no live lease holds the row (the database's clock): a row an outage left
 # stale is written again only so (PostgresTaskStore.resave); a leased row is its holder's.
-KNOWN_UNLEASED = KNOWN_ROW.replace("SELECT t.writer", "SELECT (t.writer", 1).replace(
-    "\n  FROM tasks t",
-    f""")
+KNOWN_UNLEASED = f"""
+SELECT {_KNOWN}
    AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id AND l.expires_at > {DB_NOW})
-  FROM tasks t""",
-    1,
-)
+  FROM tasks t WHERE t.id = %(id)s FOR UPDATE
+"""
 
 # The feed's first cursor.
 HORIZON = "SELECT pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot())"
