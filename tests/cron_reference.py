@@ -25,6 +25,7 @@ from lldsched.schedules.cron.parse import CronFields, parse
 
 __all__ = [
     "day_matches",
+    "offset_changes",
     "random_expression",
     "random_six_field_expression",
     "reference_fires",
@@ -93,6 +94,29 @@ def reference_fires(expr: str, tz: str, start: float, end: float) -> list[float]
         previous = wall
         minute += 60
     return fires
+
+
+def offset_changes(
+    name: str, first: int = 1995, last: int = 2035, to: timedelta = timedelta(hours=1)
+) -> list[float]:
+    """The offset changes of a zone from the year ``first`` to ``last``, found day by
+    day, each at the first multiple of ``to`` (from that day's midnight UTC) past it."""
+    if name == "UTC":
+        return []
+    tz = ZoneInfo(name)
+    changes = []
+    day = datetime(first, 1, 1, tzinfo=UTC)
+    previous = day.astimezone(tz).utcoffset()
+    while day.year < last:
+        day += timedelta(days=1)
+        offset = day.astimezone(tz).utcoffset()
+        if offset != previous:
+            when = day - timedelta(days=1)
+            while when.astimezone(tz).utcoffset() == previous:
+                when += to
+            changes.append(when.timestamp())
+            previous = offset
+    return changes
 
 
 _MONTHS = ["JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"]

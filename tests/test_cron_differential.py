@@ -40,14 +40,14 @@ starts with microseconds (2.7 skips a fire at the start's own second).
 from __future__ import annotations
 
 import random
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import UTC, datetime, tzinfo
 from zoneinfo import ZoneInfo
 
 from cronsim import CronSim
 
 from lldsched import CronSchedule
 from lldsched.schedules.cron.parse import parse
-from tests.cron_reference import random_expression, random_six_field_expression
+from tests.cron_reference import offset_changes, random_expression, random_six_field_expression
 
 SEED = 20261130
 EXPRESSIONS = 4000
@@ -62,26 +62,6 @@ FIFTY_YEARS = 50 * 365.25 * 86400
 
 def zone_of(name: str) -> tzinfo:
     return UTC if name == "UTC" else ZoneInfo(name)
-
-
-def offset_changes(name: str) -> list[float]:
-    """The DST changes of a zone between 1995 and 2035, found day by day."""
-    if name == "UTC":
-        return []
-    tz = ZoneInfo(name)
-    changes = []
-    day = datetime(1995, 1, 1, tzinfo=UTC)
-    previous = day.astimezone(tz).utcoffset()
-    while day.year < 2035:
-        day += timedelta(days=1)
-        offset = day.astimezone(tz).utcoffset()
-        if offset != previous:
-            hour = day - timedelta(days=1)
-            while hour.astimezone(tz).utcoffset() == previous:
-                hour += timedelta(hours=1)
-            changes.append(hour.timestamp())
-            previous = offset
-    return changes
 
 
 def cronsim_next(expr: str, tz: tzinfo, after: float) -> float | None:

@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from lldsched import CronSchedule
 from tests.cron_reference import (
+    offset_changes,
     random_expression,
     random_six_field_expression,
     reference_fires,
@@ -51,26 +52,6 @@ HIGH = datetime(2099, 1, 1, tzinfo=UTC).timestamp()
 FIRES = 5
 NEAR = 36 * 3600
 WALK_LIMIT = 40 * 86400
-
-
-def offset_changes(name: str) -> list[float]:
-    """The zone's offset changes from 1971 to 2099, to 15 minutes."""
-    if name == "UTC":
-        return []
-    tz = ZoneInfo(name)
-    changes = []
-    day = datetime(1971, 1, 1, tzinfo=UTC)
-    previous = day.astimezone(tz).utcoffset()
-    while day.year < 2099:
-        day += timedelta(days=1)
-        offset = day.astimezone(tz).utcoffset()
-        if offset != previous:
-            hour = day - timedelta(days=1)
-            while hour.astimezone(tz).utcoffset() == previous:
-                hour += timedelta(minutes=15)
-            changes.append(hour.timestamp())
-            previous = offset
-    return changes
 
 
 def croniter_fires(expr: str, tz: ZoneInfo | None, start: float, reverse: bool) -> list[float]:
@@ -153,7 +134,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--seed", type=int, default=20261204)
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
-    changes = {name: offset_changes(name) for name in ZONES}
+    changes = {name: offset_changes(name, 1971, 2099, timedelta(minutes=15)) for name in ZONES}
     counts: Counter[str] = Counter()
     kinds: Counter[str] = Counter()
     wrong: list[str] = []
