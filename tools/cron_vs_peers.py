@@ -1,7 +1,14 @@
-"""Compare the cron engine with croniter on random expressions; count and sort the disagreements.
+"""The cron engine against croniter or cronsim on random expressions: the disagreements, sorted.
 
-    python tools/cron_vs_croniter.py                   # 12,000 expressions, about 3 minutes
-    python tools/cron_vs_croniter.py --expressions 500 # a quick look
+    python tools/cron_vs_peers.py                    # croniter, 12,000 expressions, ~3 minutes
+    python tools/cron_vs_peers.py --expressions 500  # a quick look
+    python tools/cron_vs_peers.py --peer cronsim     # cronsim in half-hour and odd zones
+
+With ``--peer cronsim`` it runs the companion comparison of docs/CRON.md's "Where we
+differ from cronsim", item 6: 10,000 five-field expressions, each in one of
+Australia/Lord_Howe, Pacific/Apia, Asia/Kolkata, America/St_Johns and Europe/Dublin,
+from two starts (as below), three fires forwards; disagreements are sorted into
+``offset change`` and ``other`` and walked against the reference the same way.
 
 Not a test: croniter is in the ``bench`` extra only.  It reads expressions the way
 docs/CRON.md ("Where we differ from croniter and cronie") says: croniter with
@@ -34,6 +41,7 @@ from zoneinfo import ZoneInfo
 
 from croniter import croniter
 from croniter.croniter import CroniterError
+from cronsim import CronSim, CronSimError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -46,15 +54,25 @@ from tests.cron_reference import (
 )
 
 ZONES = ("UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Pacific/Apia")
+CRONSIM_ZONES = (
+    "Australia/Lord_Howe",
+    "Pacific/Apia",
+    "Asia/Kolkata",
+    "America/St_Johns",
+    "Europe/Dublin",
+)
 EXTRAS = ("@daily", "@hourly", "@weekly", "@monthly", "@yearly", "0 0 29 2 *", "0 12 29 2 1")
 LOW = datetime(1971, 1, 1, tzinfo=UTC).timestamp()
 HIGH = datetime(2099, 1, 1, tzinfo=UTC).timestamp()
-FIRES = 5
+FIRES = 5  # croniter, each way
+CRONSIM_FIRES = 3  # cronsim, forwards
 NEAR = 36 * 3600
 WALK_LIMIT = 40 * 86400
 
 
-def croniter_fires(expr: str, tz: ZoneInfo | None, start: float, reverse: bool) -> list[float]:
+def croniter_fires(
+    expr: str, tz: ZoneInfo | None, start: float, reverse: bool, fires: int
+) -> list[float | None]:
     six = len(expr.split()) == 6
     it = croniter(
         expr,
@@ -63,16 +81,32 @@ def croniter_fires(expr: str, tz: ZoneInfo | None, start: float, reverse: bool) 
         second_at_beginning=six,
     )
     step = it.get_prev if reverse else it.get_next
-    return [step(float) for _ in range(FIRES)]
+    return [step(float) for _ in range(fires)]
 
 
-def our_fires(schedule: CronSchedule, start: float, reverse: bool) -> list[float | None]:
-    fires: list[float | None] = []
+def cronsim_fires(
+    expr: str, tz: ZoneInfo | None, start: float, reverse: bool, fires: int
+) -> list[float | None]:
+    it = CronSim(expr, datetime.fromtimestamp(start, tz or UTC), reverse=reverse)
+    found: list[float | None] = []
+    for _ in range(fires):
+        try:
+            found.append(next(it).timestamp())
+        except StopIteration:  # nothing within 50 years
+            found.append(None)
+            break
+    return found + [None] * (fires - len(found))
+
+
+def our_fires(
+    schedule: CronSchedule, start: float, reverse: bool, fires: int
+) -> list[float | None]:
+    found: list[float | None] = []
     t: float | None = start
-    for _ in range(FIRES):
+    for _ in range(fires):
         t = None if t is None else (schedule.prev_before(t) if reverse else schedule.next_after(t))
-        fires.append(t)
-    return fires
+        found.append(t)
+    return found
 
 
 NAMES = {
@@ -92,7 +126,9 @@ def _one_value_range(item: str) -> bool:
     return bool(dash) and first == last
 
 
-def category(expr: str, near_change: bool) -> str:
+def category(expr: str, near_change: bool, peer: str) -> str:
+    if peer == "cronsim":
+        return "offset change" if near_change else "other"
     fields = expr.split() if not expr.startswith("@") else []
     items = [item for field in fields for item in field.split(",")]
     dow = fields[-1].split(",") if fields else []
@@ -108,7 +144,12 @@ def category(expr: str, near_change: bool) -> str:
 
 
 def ours_right(
-    expr: str, zone: str, start: float, ours: list[float | None], theirs: list[float], reverse: bool
+    expr: str,
+    zone: str,
+    start: float,
+    ours: list[float | None],
+    theirs: list[float | None],
+    reverse: bool,
 ) -> bool | None:
     """Our fires up to the first difference, against the reference; None when too far to walk."""
     if len(expr.split()) == 6 or expr.startswith("@"):
@@ -130,31 +171,39 @@ def ours_right(
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--expressions", type=int, default=12_000)
+    parser.add_argument("--peer", choices=("croniter", "cronsim"), default="croniter")
+    parser.add_argument("--expressions", type=int, help="default 12,000 (cronsim: 10,000)")
     parser.add_argument("--seed", type=int, default=20261204)
     args = parser.parse_args(argv)
+    cronsim = args.peer == "cronsim"
+    expressions = args.expressions or (10_000 if cronsim else 12_000)
+    zones = CRONSIM_ZONES if cronsim else ZONES
+    fires = CRONSIM_FIRES if cronsim else FIRES
+    directions = (False,) if cronsim else (False, True)
+    peer_fires = cronsim_fires if cronsim else croniter_fires
     rng = random.Random(args.seed)
-    changes = {name: offset_changes(name, 1971, 2099, timedelta(minutes=15)) for name in ZONES}
+    changes = {name: offset_changes(name, 1971, 2099, timedelta(minutes=15)) for name in zones}
     counts: Counter[str] = Counter()
     kinds: Counter[str] = Counter()
     wrong: list[str] = []
     others: list[str] = []
-    for number in range(args.expressions):
+    for number in range(expressions):
         roll = rng.random()
-        if roll < 0.02:
+        if cronsim:
+            expr = random_expression(rng, early_hours=number % 2 == 1)
+        elif roll < 0.02:
             expr = rng.choice(EXTRAS)
         elif roll < 0.35:
             expr = random_six_field_expression(rng, early_hours=number % 2 == 1)
         else:
             expr = random_expression(rng, early_hours=number % 2 == 1)
-        zone = rng.choice(ZONES)
+        zone = rng.choice(zones)
         tz = None if zone == "UTC" else ZoneInfo(zone)
         counts["expressions"] += 1
         try:
-            croniter(expr, datetime.fromtimestamp(LOW, UTC), implement_cron_bug=True)
-            croniter_fires(expr, tz, LOW + 86400, reverse=False)
-        except (CroniterError, ValueError, KeyError, IndexError):
-            counts["croniter cannot read"] += 1
+            peer_fires(expr, tz, LOW + 86400, False, fires)
+        except (CroniterError, CronSimError, ValueError, KeyError, IndexError):
+            counts[f"{args.peer} cannot read"] += 1
             continue
         schedule = CronSchedule(expr, tz=zone)
         for _ in range(2):
@@ -162,13 +211,13 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
                 start = rng.choice(changes[zone]) + rng.uniform(-NEAR, NEAR)
             else:
                 start = rng.uniform(LOW, HIGH)
-            for reverse in (False, True):
+            for reverse in directions:
                 counts["comparisons"] += 1
-                ours = our_fires(schedule, start, reverse)
+                ours = our_fires(schedule, start, reverse, fires)
                 try:
-                    theirs = croniter_fires(expr, tz, start, reverse)
-                except (CroniterError, ValueError, KeyError, IndexError):
-                    counts["croniter failed mid-way"] += 1
+                    theirs = peer_fires(expr, tz, start, reverse, fires)
+                except (CroniterError, CronSimError, ValueError, KeyError, IndexError):
+                    counts[f"{args.peer} failed mid-way"] += 1
                     continue
                 if ours == theirs:
                     continue
@@ -179,7 +228,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
                     if t is not None
                     for c in changes[zone]
                 )
-                kind = category(expr, near)
+                kind = category(expr, near, args.peer)
                 kinds[kind] += 1
                 if kind == "other" and len(others) < 10:
                     others.append(f"{expr!r} {zone} {'before' if reverse else 'after'} {start}")
