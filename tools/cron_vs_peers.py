@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import signal
 import sys
 from collections import Counter
 from datetime import UTC, datetime, timedelta
@@ -66,6 +67,7 @@ LOW = datetime(1971, 1, 1, tzinfo=UTC).timestamp()
 HIGH = datetime(2099, 1, 1, tzinfo=UTC).timestamp()
 FIRES = 5  # croniter, each way
 CRONSIM_FIRES = 3  # cronsim, forwards
+HANG = 10  # seconds: a cronsim answer that takes longer is counted as hung
 NEAR = 36 * 3600
 WALK_LIMIT = 40 * 86400
 
@@ -84,17 +86,33 @@ def croniter_fires(
     return [step(float) for _ in range(fires)]
 
 
+class Hung(Exception):
+    """cronsim took more than :data:`HANG` seconds over one answer."""
+
+
+def _hung(signum: int, frame: object) -> None:
+    raise Hung
+
+
 def cronsim_fires(
     expr: str, tz: ZoneInfo | None, start: float, reverse: bool, fires: int
 ) -> list[float | None]:
+    """cronsim's next fires; raises :class:`Hung` past :data:`HANG` seconds (POSIX:
+    cronsim 2.9 loops forever on some expressions at St. John's 00:01 changes)."""
     it = CronSim(expr, datetime.fromtimestamp(start, tz or UTC), reverse=reverse)
     found: list[float | None] = []
-    for _ in range(fires):
-        try:
-            found.append(next(it).timestamp())
-        except StopIteration:  # nothing within 50 years
-            found.append(None)
-            break
+    previous = signal.signal(signal.SIGALRM, _hung)
+    signal.alarm(HANG)
+    try:
+        for _ in range(fires):
+            try:
+                found.append(next(it).timestamp())
+            except StopIteration:  # nothing within 50 years
+                found.append(None)
+                break
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
     return found + [None] * (fires - len(found))
 
 
@@ -187,6 +205,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     kinds: Counter[str] = Counter()
     wrong: list[str] = []
     others: list[str] = []
+    hung: list[str] = []
     for number in range(expressions):
         roll = rng.random()
         if cronsim:
@@ -216,6 +235,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
                 ours = our_fires(schedule, start, reverse, fires)
                 try:
                     theirs = peer_fires(expr, tz, start, reverse, fires)
+                except Hung:
+                    counts[f"{args.peer} hung (over {HANG} s)"] += 1
+                    hung.append(f"{expr!r} {zone} after {start}")
+                    continue
                 except (CroniterError, CronSimError, ValueError, KeyError, IndexError):
                     counts[f"{args.peer} failed mid-way"] += 1
                     continue
@@ -246,6 +269,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         print(f"  {key:50} {value:>8,}")
     for line in wrong[:20]:
         print("ours wrong:", line)
+    for line in hung:
+        print("hung:", line)
     for line in others:
         print("other:", line)
     return {**counts, **{f"kind {k}": float(v) for k, v in kinds.items()}}
