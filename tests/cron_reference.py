@@ -25,6 +25,7 @@ from lldsched.schedules.cron.parse import CronFields, parse
 
 __all__ = [
     "day_matches",
+    "offset_changes",
     "random_expression",
     "random_six_field_expression",
     "reference_fires",
@@ -95,15 +96,48 @@ def reference_fires(expr: str, tz: str, start: float, end: float) -> list[float]
     return fires
 
 
+def offset_changes(
+    name: str, first: int = 1995, last: int = 2035, to: timedelta = timedelta(hours=1)
+) -> list[float]:
+    """The offset changes of a zone from the year ``first`` to ``last``, found day by
+    day, each at the first multiple of ``to`` (from that day's midnight UTC) past it."""
+    if name == "UTC":
+        return []
+    tz = ZoneInfo(name)
+    changes = []
+    day = datetime(first, 1, 1, tzinfo=UTC)
+    previous = day.astimezone(tz).utcoffset()
+    while day.year < last:
+        day += timedelta(days=1)
+        offset = day.astimezone(tz).utcoffset()
+        if offset != previous:
+            when = day - timedelta(days=1)
+            while when.astimezone(tz).utcoffset() == previous:
+                when += to
+            changes.append(when.timestamp())
+            previous = offset
+    return changes
+
+
 _MONTHS = ["JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"]
 _DAYS = ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"]
+_BLANKS = (" ",) * 8 + ("  ", "\t")  # fields are separated by any run of blanks
 
 
 def _spell(rng: random.Random, value: int, names: list[str] | None, first: int) -> str:
-    if names and rng.random() < 0.3 and 0 <= value - first < len(names):
+    roll = rng.random()
+    if names and roll < 0.3 and 0 <= value - first < len(names):
         name = names[value - first]
         return rng.choice([name, name.lower(), name.title()])
+    if roll > 0.93:  # leading zeros: cronie's strtol, cronsim's int() and we read 07 as 7
+        return f"0{value}" if roll < 0.98 else f"00{value}"
     return str(value)
+
+
+def _step(rng: random.Random, high: int) -> int:
+    """Mostly 1 to the field's top; sometimes more, which leaves only the start
+    (cronie warns and accepts, cronsim and we accept)."""
+    return rng.randint(1, high) if rng.random() < 0.9 else rng.randint(high + 1, 99)
 
 
 def _item(rng: random.Random, index: int) -> str:
@@ -117,9 +151,9 @@ def _item(rng: random.Random, index: int) -> str:
     if index == 2 and roll < 0.06:
         return rng.choice(["L", "LW", "l", "lw"])
     if index == 4 and roll < 0.06:
-        return f"{rng.randint(0, 7)}L"
-    if index == 4 and roll < 0.12:
-        return f"{_spell(rng, rng.randint(0, 6), names, first)}#{rng.randint(1, 5)}"
+        return f"{rng.randint(0, 7)}{rng.choice('Ll')}"
+    if index == 4 and roll < 0.12:  # d#n, d from 0 to 7 (7#2: second Sunday)
+        return f"{_spell(rng, rng.randint(0, 7), names, first)}#{rng.randint(1, 5)}"
     roll = rng.random()
     if roll < 0.35:
         return _spell(rng, rng.randint(low, high), names, first)
@@ -128,13 +162,13 @@ def _item(rng: random.Random, index: int) -> str:
         b = rng.randint(a, high)
         return f"{_spell(rng, a, names, first)}-{_spell(rng, b, names, first)}"
     if roll < 0.7:
-        return f"*/{rng.randint(1, high)}"
-    if roll < 0.8:  # a-b/s with a < b: cronsim < 2.9 reads a-a/s as a/s (see the differential test)
-        a = rng.randint(low, high - 1)
-        b = rng.randint(a + 1, high)
-        return f"{a}-{b}/{rng.randint(1, high)}"
+        return f"*/{_step(rng, high)}"
+    if roll < 0.8:  # a-b/s, a fifth of them a-a/s (one value: cronsim 2.9, cronie and we)
+        a = rng.randint(low, high)
+        b = a if rng.random() < 0.2 else rng.randint(a, high)
+        return f"{_spell(rng, a, names, first)}-{_spell(rng, b, names, first)}/{_step(rng, high)}"
     if roll < 0.9:
-        return f"{_spell(rng, rng.randint(low, high), names, first)}/{rng.randint(1, high)}"
+        return f"{_spell(rng, rng.randint(low, high), names, first)}/{_step(rng, high)}"
     return "*"
 
 
@@ -154,7 +188,7 @@ def random_expression(rng: random.Random, *, early_hours: bool = False) -> str:
             else:
                 count = 1 if rng.random() < 0.7 else rng.randint(2, 3)
                 fields.append(",".join(_item(rng, index) for _ in range(count)))
-        expr = " ".join(fields)
+        expr = "".join(f"{field}{rng.choice(_BLANKS)}" for field in fields[:-1]) + fields[-1]
         try:
             CronSchedule(expr)
         except ValueError:  # e.g. day 31 of February only, with the day fields ANDed

@@ -302,3 +302,25 @@ def test_every_fire_around_a_change_matches_the_minute_walking_reference(
         earlier = [f for f in expected if f < t]
         if earlier:
             assert CronSchedule(expr, tz=zone).prev_before(t) == earlier[-1]
+
+
+@pytest.mark.parametrize(
+    ("expr", "start"),
+    [
+        ("51/16 * * * */7", datetime(1997, 10, 25, 18, 28, 25, tzinfo=UTC)),
+        ("* 23/15,23,4 * * SUN-2", datetime(1988, 10, 29, 7, 28, 33, tzinfo=UTC)),
+        ("52-54,58 * * * */5", datetime(2009, 11, 1, 0, 55, 59, tzinfo=UTC)),
+    ],
+)
+def test_st_johns_changes_at_0001_match_the_reference_where_cronsim_never_answers(
+    expr: str, start: datetime
+) -> None:
+    """St. John's changed its clocks at 00:01 until 2011, so a fall-back moves the wall
+    clock from Sunday 00:01 back into Saturday.  cronsim 2.9 never returns from these
+    starts (tools/cron_vs_peers.py --peer cronsim); every fire of the next two days here
+    is the minute-walking reference's."""
+    zone = "America/St_Johns"
+    begin = start.timestamp()
+    expected = reference_fires(expr, zone, begin, begin + 2 * 86400)
+    schedule = CronSchedule(expr, tz=zone)
+    assert expected and list(schedule.fire_times(begin, len(expected))) == expected
