@@ -451,13 +451,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         if self._muted or (snapshot.status is TaskStatus.RUNNING and task_id in self._held):
             return True
         with self._using() as connection, connection.transaction():
-            connection.execute(sql.LOCK_ID, {"id": task_id})  # the lock order: _delete
-            row = connection.execute(
-                sql.KNOWN_UNLEASED,
-                {"id": task_id, "node": self.node, "since": self._since,
-                 "seen": self._seen.get(task_id)},
-            ).fetchone()  # fmt: skip
-            if row is None or not row[0]:
+            if not self._known(connection, task_id, sql.KNOWN_UNLEASED):  # or gone
                 return False
             self._write(connection, snapshot, unknown=sql.UPSERT)  # the row exists
         return True
@@ -473,16 +467,23 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         if self._muted:
             return True
         with self._using() as connection, connection.transaction():
-            connection.execute(sql.LOCK_ID, {"id": task_id})  # before the row's: _delete
-            row = connection.execute(
-                sql.KNOWN_ROW,
-                {"id": task_id, "node": self.node, "since": self._since,
-                 "seen": self._seen.get(task_id)},
-            ).fetchone()  # fmt: skip
-            if row is not None and not row[0]:
+            if self._known(connection, task_id, sql.KNOWN_ROW) is False:  # None: gone
                 return False
             self._delete(connection, task_id)
         return True
+
+    def _known(self, connection: Connection, task_id: str, query: str) -> bool | None:
+        """Inside a transaction: the id's lock taken first (the lock order, as in
+        :meth:`_delete`), then ``query`` (:data:`~lldsched.stores.postgres_sql.KNOWN_ROW`
+        or ``KNOWN_UNLEASED``) asked of the row, which it locks: True if this node wrote
+        or read it (and no live lease holds it, for the second), None if there is none."""
+        connection.execute(sql.LOCK_ID, {"id": task_id})
+        row = connection.execute(
+            query,
+            {"id": task_id, "node": self.node, "since": self._since,
+             "seen": self._seen.get(task_id)},
+        ).fetchone()  # fmt: skip
+        return None if row is None else bool(row[0])
 
     def _delete(self, connection: Connection, task_id: str) -> None:
         """Inside a transaction, under the lock: delete ``task_id``'s row and records, with
