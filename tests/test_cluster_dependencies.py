@@ -21,6 +21,7 @@ from lldsched import (
     SqliteTaskStore,
     TaskStatus,
 )
+from lldsched.errors import StoreError
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.persistence import CoordinatedStore, TaskSnapshot
 from tests import cluster_jobs, jobs
@@ -521,5 +522,35 @@ def test_a_claimed_slot_whose_upstream_is_dead_is_written_failed_with_its_leases
         for task_id, upstream in (("load", "extract"), ("report", "load")):
             (waited,) = _records(stores[2], task_id, Outcome.BLOCKED)
             assert waited.error is not None and f"upstream {upstream}" in waited.error
+    finally:
+        scheduler.shutdown()
+
+
+def test_a_claimed_slot_found_blocked_whose_write_the_store_fails_is_written_again(
+    stores: list[CoordinatedStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The one transaction fails once (a store that flaps): neither the row nor the
+    lease's drop was written.  The lease is released on its own and the row written
+    again once the store takes calls, as a failed save's is, so the row says BLOCKED
+    and no lease is left.  Left to expire instead, the lease came back to the process
+    whose registry has load BLOCKED, which gave back every claim of its SCHEDULED row
+    (a claim and a release a wake) and never wrote it BLOCKED."""
+    written = stores[0].misfired
+    failures: list[int] = []
+
+    def fails_once(
+        snapshot: TaskSnapshot, records: Sequence[ExecutionRecord], *, token: int, release: bool
+    ) -> None:
+        if not failures:
+            failures.append(token)
+            raise StoreError("the store failed (injected)")
+        written(snapshot, records, token=token, release=release)
+
+    monkeypatch.setattr(stores[0], "misfired", fails_once)
+    scheduler = Scheduler(workers=1, store=stores[0]).start()
+    try:
+        _hourly(scheduler)
+        wait_until(lambda: _row(stores[2], "load") is BLOCKED, timeout=10, what="load blocked")
+        assert failures and stores[2].leases() == []
     finally:
         scheduler.shutdown()

@@ -58,7 +58,7 @@ from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.errors import LeaseLost, ValidationError
 from lldsched.logs import CLUSTER, instant_text
 from lldsched.model import ExecutionRecord, TaskStatus
-from lldsched.persistence import Change, Claim, CoordinatedStore
+from lldsched.persistence import Change, Claim, CoordinatedStore, TaskSnapshot
 from lldsched.threaded.deadline import Deadline
 from lldsched.threaded.leasewatch import MONOTONIC, LeaseWatch, renewal_every, trusted_for
 
@@ -386,11 +386,8 @@ class Coordinator:
     # -- the workers ----------------------------------------------------------------------
 
     def begin(self, entry: Entry, worker: int) -> Run | None:
-        """Begin a claimed entry with its token; a claim that cannot begin is given back.
-        A slot the readiness check held (BLOCKED, or FAILED: an upstream it waits for is
-        dead) gives it back with the task's row, in one transaction
-        (:meth:`_write_decided`): a process that died between the row and the release
-        left the lease to hold the task's next release back until it expired."""
+        """Begin a claimed entry with its token; a claim that cannot begin is given back,
+        with the task's row if the readiness check held its slot (:meth:`_give_back_held`)."""
         claim = self._pending.pop(entry[3], None)
         if claim is None:  # its lease was lost before a worker took it: not ours to run
             return None
@@ -401,7 +398,7 @@ class Coordinator:
             if held is None:
                 self._release(claim.task_id, claim.token)
             else:
-                self._write_decided(claim, held, release=True, kind="dependency wait")
+                self._give_back_held(claim, held)
             self._held_none()
         else:
             self._running[claim.token] = (claim.task_id, run.context)
@@ -617,38 +614,69 @@ class Coordinator:
             return entry
         due = task.next_run_at  # a passed slot: a catch-up run; later: every slot skipped
         runs = task.status is TaskStatus.SCHEDULED and due is not None and due <= now
-        if (records or due != claim.slot) and not self._write_decided(
-            claim, records, release=not runs, kind="misfire"
-        ):  # (else RUN_ALL's next catch-up: nothing new to write)
-            return None
+        if records or due != claim.slot:  # else RUN_ALL's next catch-up: nothing new
+            snapshot = core.snapshot(task)
+            try:
+                if not self._write_decided(
+                    claim, snapshot, records, release=not runs, doing="deciding its misfire"
+                ):
+                    return None
+            except Exception as exc:  # nothing written: the lease expires, someone decides again
+                self._failed(exc, "misfire", f"write of the misfire decided for {task.id}")
+                return None
         if not runs or due is None:
             return None
         return queued_entry(task, due)
 
+    def _give_back_held(self, claim: Claim, records: list[ExecutionRecord]) -> None:
+        """Give back the claim of a slot the readiness check held (BLOCKED, or FAILED: an
+        upstream it waits for is dead) with the task's row and ``records`` (its wait's),
+        in one transaction (:meth:`_write_decided`): before, the row was saved, then the
+        lease released, and a process that died between the two left a BLOCKED row its
+        lease held, the task's next release waiting for the lease to expire.
+
+        A store that fails it wrote neither: the lease is released on its own, and the
+        row is the core's write that failed, written again once the store takes calls
+        and no lease holds it (:meth:`StoreWrites.failed
+        <lldsched.core.storewrites.StoreWrites.failed>`), as the save's was.  Without the
+        release, the lease left to expire came back to this process, whose registry has
+        the task BLOCKED: it gave back each claim of the row (one a wake), and the row
+        said SCHEDULED, until a success here released the task."""
+        task_id = claim.task_id
+        snapshot = self._core.snapshot(self._core.tasks[task_id])
+        try:
+            self._write_decided(
+                claim, snapshot, records, release=True, doing="holding its slot for its upstreams"
+            )
+        except Exception as exc:
+            writes = self._core.store_writes
+            assert writes is not None  # a core with a store has one
+            writes.failed(exc, "save", task_id, snapshot)
+            self._release(task_id, claim.token)
+
     def _write_decided(
-        self, claim: Claim, records: list[ExecutionRecord], *, release: bool, kind: str
+        self,
+        claim: Claim,
+        snapshot: TaskSnapshot,
+        records: list[ExecutionRecord],
+        *,
+        release: bool,
+        doing: str,
     ) -> bool:
         """Write what this process decided for the slot of ``claim`` without running it
-        (``kind``: ``"misfire"``, or ``"dependency wait"`` for a slot its readiness check
-        held): the task's row as the registry has it now and ``records``, the lease
-        dropped with ``release``, in one transaction fenced by the claim's token
+        (``doing``: ``"deciding its misfire"``, or holding the slot for a dependency
+        wait): the task's row ``snapshot`` and ``records``, the lease dropped with
+        ``release``, in one transaction fenced by the claim's token
         (:meth:`CoordinatedStore.misfired
-        <lldsched.persistence.CoordinatedStore.misfired>`).  False when nothing was
-        written: the lease was lost (said at the next :meth:`tick`, after the feed, by
-        :meth:`_say_lost`: a removal elsewhere is known only then), or the store failed
-        (logged; the lease expires, and whoever claims the slot then decides again)."""
-        core = self._core
+        <lldsched.persistence.CoordinatedStore.misfired>`).  False when the lease was
+        lost (nothing written; said at the next :meth:`tick`, after the feed, by
+        :meth:`_say_lost`: a removal elsewhere is known only then).  A store's failure
+        is raised: what then is the caller's (:meth:`_misfire`, :meth:`_give_back_held`)."""
         try:
-            snapshot = core.snapshot(core.tasks[claim.task_id])
             self.store.misfired(snapshot, records, token=claim.token, release=release)
         except LeaseLost:  # said at the next tick, after the feed (a removal, or not)
-            lost = Lost(claim.task_id, claim.token, doing=f"deciding its {kind}")
-            self._lost_deciding.append(lost)
+            self._lost_deciding.append(Lost(claim.task_id, claim.token, doing=doing))
             return False
-        except Exception as exc:  # nothing written: the lease expires, someone decides again
-            self._failed(exc, kind, f"write of the {kind} decided for {claim.task_id}")
-            return False
-        self._succeeded(kind)
         return True
 
     def _release(self, task_id: str, token: int) -> None:
