@@ -89,8 +89,8 @@ class DependencyWaits(CoreParts):
         """Write and publish a wait's transition.  Of a slot begun on a shared store's
         claim (``token``), only published: the claim's holder writes the row (and
         ``record``) with its lease's drop, in one transaction fenced by the token
-        (:meth:`claim_held`), so that no process dies between the two leaving a lease
-        that holds the task's next release back until it expires."""
+        (:meth:`claim_held`).  A process that died between a save here and the release
+        left a BLOCKED row leased, its next release held back until the lease expired."""
         if token is None:
             self._write_and_publish(task, previous, record)
             return

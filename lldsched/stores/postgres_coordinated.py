@@ -6,9 +6,9 @@
 one: claims, renewal and release of leases, the fenced settle (queued and written
 in batches: :mod:`lldsched.stores.postgres_batch`), what a claim decided without a
 run (a misfire, a slot its dependencies held), the change feed, the LISTEN
-subscription and muting.  Each statement runs under the
-store's one lock on its one connection (``_using``); the SQL is
-:mod:`lldsched.stores.postgres_sql`'s, the rows :mod:`lldsched.stores.postgres_rows`'.
+subscription and muting.  Each statement runs under the store's one lock on its one
+connection (``_using``); the SQL is :mod:`lldsched.stores.postgres_sql`'s, the rows
+:mod:`lldsched.stores.postgres_rows`'.
 """
 
 from __future__ import annotations
