@@ -360,9 +360,12 @@ class CoordinatedStore(HistoryStore, Protocol):
     * **Control verbs are rows.**  Any other ``save`` or ``delete`` writes the task
       row and makes it visible to the other processes' :meth:`changes`; a save of a
       RUNNING snapshot by the holder of its lease writes nothing (the lease says so).
-    * **Fenced misfire decisions.**  :meth:`misfired` writes what the claim of a slot
-      that passed while no process was there decided (records and the row's new due
-      instant) under the same fence as a settle, so it is decided once per epoch.
+    * **Fenced decisions without a run.**  :meth:`misfired` writes what the claim of a
+      slot decided without running it under the same fence as a settle, so it is
+      decided once per epoch: the misfire policy of a slot that passed while no process
+      was there (records and the row's new due instant), or a slot its dependencies
+      held (the row BLOCKED, or FAILED with its wait's record, and the lease dropped in
+      the same transaction).
     * **Muting.**  Inside :meth:`muted`, saves and deletes write nothing: the runtime
       is applying another process's change to its own registry, and the row already
       says so.
@@ -436,14 +439,17 @@ class CoordinatedStore(HistoryStore, Protocol):
         token: int,
         release: bool,
     ) -> None:
-        """Write what the claim with ``token`` decided for its late slots (the misfire
-        policy, applied by the process that claimed: docs/CLUSTER.md), in one
-        transaction, only if the lease with ``token`` is still held: ``records`` (the
-        ``missed`` and ``coalesced`` slots, each carrying ``token``) are appended and the
-        row takes ``snapshot`` (the due instant the policy chose).  With ``release``
-        (nothing runs: every slot skipped) the lease is dropped, as by a settle;
-        otherwise it stays, for the catch-up run the claim goes on to run, whose settle
-        drops it.
+        """Write what the claim with ``token`` decided for its slot without running it,
+        in one transaction, only if the lease with ``token`` is still held: ``records``
+        are appended and the row takes ``snapshot``.  The process that claimed decides
+        (docs/CLUSTER.md): the misfire policy of late slots (``records``: the ``missed``
+        and ``coalesced`` slots, each carrying ``token``; ``snapshot``: the due instant
+        the policy chose), or a slot whose upstreams have not all succeeded
+        (``snapshot`` BLOCKED, no record; or FAILED, an upstream it waits for being
+        dead, with its wait's ``blocked`` record).  With ``release`` (nothing runs) the
+        lease is dropped, as by a settle: a process that dies after the row's write
+        cannot leave it behind; otherwise it stays, for the catch-up run the claim goes
+        on to run, whose settle drops it.
 
         :class:`~lldsched.errors.LeaseLost` (nothing written, counted in
         :attr:`rejected`) otherwise, :class:`~lldsched.errors.StoreError` if the store

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
 from lldsched import (
+    FakeClock,
     FixedRate,
     RetryPolicy,
     Scheduler,
@@ -19,8 +21,9 @@ from lldsched import (
     SqliteTaskStore,
     TaskStatus,
 )
+from lldsched.errors import StoreError
 from lldsched.model import ExecutionRecord, Outcome
-from lldsched.persistence import CoordinatedStore
+from lldsched.persistence import CoordinatedStore, TaskSnapshot
 from tests import cluster_jobs, jobs
 from tests.cluster import Cluster, StoreSpec, open_store
 from tests.waits import wait_until
@@ -360,7 +363,7 @@ def test_in_real_processes_each_success_runs_the_dependent_once_across_a_restart
     # LEASE, not a short one: no claim may expire here (a child starved past a 1 s lease
     # had its run of load taken over and run again, a seventh run), and none needs to:
     # the child is killed with nothing claimed (load BLOCKED, extract settled, and its
-    # claim of the slot it found blocked dropped: _holds).
+    # claim of the slot it found blocked dropped with the row's write: _holds).
     children = cluster.start(store_spec, logs[:3], lease=LEASE, poll=0.1)
     store = open_store(store_spec, lease=LEASE, poll=0.1)
     seeder = Scheduler(store=store)  # never started: it registers, the children run
@@ -372,11 +375,11 @@ def test_in_real_processes_each_success_runs_the_dependent_once_across_a_restart
         wait_until(lambda: _row(store, "load") is BLOCKED, timeout=20, what="load blocked")
         for n in range(1, 7):
             if n == 4:
-                # Killed holding no claim: a claim of load's slot found blocked writes the
-                # row BLOCKED, then drops its lease, in two transactions (a kill between
-                # the two leaves the lease to expire, LEASE later: docs/CLUSTER.md, Limits).
-                wait_until(lambda: not _holds(store, children[0].node), timeout=20,
-                           what="the first child holds no lease")  # fmt: skip
+                # Killed holding no claim, as soon as load is BLOCKED: the claim of load's
+                # slot found blocked wrote the row and dropped its lease in one transaction.
+                # Before, two: the test waited here for the lease to go (a kill between
+                # the two left it to expire, LEASE later).
+                assert not _holds(store, children[0].node)
                 children[0].kill()
                 children.append(cluster.start(store_spec, logs[3:], lease=LEASE, poll=0.1)[0])
             _run_now(store_spec, "extract")
@@ -439,3 +442,115 @@ def test_a_blocked_dependent_given_an_upstream_that_succeeded_before_its_start_s
     assert len(waits) == 2
     (_, latest) = [record for record in reader.records("other") if record.ok]
     assert waits[1].finished >= latest.finished
+
+
+class _KilledBeforeRelease:
+    """What a shared store is asked by a process killed right after its first write of a
+    claim it does not run: ``release`` is recorded and does nothing (the kill came first),
+    ``misfired`` (the claim's fenced write) is recorded and written."""
+
+    def __init__(self, store: CoordinatedStore, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls: list[tuple[str, str, TaskStatus | None, int, bool]] = []
+        written = store.misfired
+
+        def release(*, task_id: str, token: int) -> None:
+            self.calls.append(("release", task_id, None, 0, True))
+
+        def misfired(
+            snapshot: TaskSnapshot,
+            records: Sequence[ExecutionRecord],
+            *,
+            token: int,
+            release: bool,
+        ) -> None:
+            entry = ("misfired", snapshot.task.id, snapshot.status, len(records), release)
+            self.calls.append(entry)
+            written(snapshot, records, token=token, release=release)
+
+        monkeypatch.setattr(store, "release", release)
+        monkeypatch.setattr(store, "misfired", misfired)
+
+
+def test_a_claimed_slot_found_blocked_is_written_with_its_leases_drop_in_one_transaction(
+    stores: list[CoordinatedStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A claim of load's slot that finds extract has not succeeded writes the row BLOCKED
+    and drops its lease in one fenced transaction (``misfired`` with ``release``): a
+    process killed after the row's write (here ``release`` does nothing) leaves no lease
+    behind.  Before, a save wrote the row and a release dropped the lease, two
+    transactions: the lease stayed, holding load's next release back for up to ``lease``."""
+    killed = _KilledBeforeRelease(stores[0], monkeypatch)
+    scheduler = Scheduler(workers=1, store=stores[0]).start()
+    try:
+        _hourly(scheduler)
+        wait_until(lambda: _row(stores[2], "load") is BLOCKED, timeout=10, what="load blocked")
+        assert stores[2].leases() == []
+        assert killed.calls == [("misfired", "load", BLOCKED, 0, True)]
+    finally:
+        scheduler.shutdown()
+
+
+def test_a_claimed_slot_whose_upstream_is_dead_is_written_failed_with_its_leases_drop(
+    stores: list[CoordinatedStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other held slot: extract was cancelled, so load's claimed slot fails
+    (``UpstreamFailed``), its row, its wait's record and the lease's drop in one fenced
+    transaction; report, BLOCKED on load before (its own claim's one transaction), fails
+    with it, a write of its own that no claim fences (the store is not muted for it).
+    The clock is a fake one, so that report's slot is claimed and blocked before load's."""
+    killed = _KilledBeforeRelease(stores[0], monkeypatch)
+    clock = FakeClock(time.time())
+    scheduler = Scheduler(workers=1, store=stores[0], clock=clock).start()
+    try:
+        scheduler.schedule("extract", jobs.noop, FixedRate(HOUR, start_delay=HOUR), id="extract")
+        scheduler.cancel("extract")
+        scheduler.schedule("load", jobs.noop, FixedRate(HOUR, start_delay=60), id="load",
+                           depends_on=["extract"])  # fmt: skip
+        scheduler.schedule("report", jobs.noop, FixedRate(HOUR), id="report",
+                           depends_on=["load"])  # fmt: skip
+        wait_until(lambda: _row(stores[2], "report") is BLOCKED, timeout=10,
+                   what="report blocked")  # fmt: skip
+        clock.advance(60)
+        wait_until(lambda: _row(stores[2], "report") is TaskStatus.FAILED, timeout=10,
+                   what="load failed, and report with it")  # fmt: skip
+        assert _row(stores[2], "load") is TaskStatus.FAILED
+        assert stores[2].leases() == []
+        assert killed.calls == [
+            ("misfired", "report", BLOCKED, 0, True),
+            ("misfired", "load", TaskStatus.FAILED, 1, True),
+        ]
+        for task_id, upstream in (("load", "extract"), ("report", "load")):
+            (waited,) = _records(stores[2], task_id, Outcome.BLOCKED)
+            assert waited.error is not None and f"upstream {upstream}" in waited.error
+    finally:
+        scheduler.shutdown()
+
+
+def test_a_claimed_slot_found_blocked_whose_write_the_store_fails_is_written_again(
+    stores: list[CoordinatedStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The one transaction fails once (a store that flaps): neither the row nor the
+    lease's drop was written.  The lease is released on its own and the row written
+    again once the store takes calls, as a failed save's is, so the row says BLOCKED
+    and no lease is left.  Left to expire instead, the lease came back to the process
+    whose registry has load BLOCKED, which gave back every claim of its SCHEDULED row
+    (a claim and a release a wake) and never wrote it BLOCKED."""
+    written = stores[0].misfired
+    failures: list[int] = []
+
+    def fails_once(
+        snapshot: TaskSnapshot, records: Sequence[ExecutionRecord], *, token: int, release: bool
+    ) -> None:
+        if not failures:
+            failures.append(token)
+            raise StoreError("the store failed (injected)")
+        written(snapshot, records, token=token, release=release)
+
+    monkeypatch.setattr(stores[0], "misfired", fails_once)
+    scheduler = Scheduler(workers=1, store=stores[0]).start()
+    try:
+        _hourly(scheduler)
+        wait_until(lambda: _row(stores[2], "load") is BLOCKED, timeout=10, what="load blocked")
+        assert failures and stores[2].leases() == []
+    finally:
+        scheduler.shutdown()

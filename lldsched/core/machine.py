@@ -238,6 +238,9 @@ class SchedulerCore(
         # The dependency graph, made at the first task with depends_on: until then
         # begin() and finish() pay one attribute check for dependencies.
         self._deps: Dependencies | None = None
+        # Token -> the records of a claimed slot its readiness check held, for the claim's
+        # holder to write with the row (DependencyWaits.claim_held takes them).
+        self._claims_held: dict[int, list[ExecutionRecord]] = {}
 
     # -- registration --------------------------------------------------------------
 

@@ -70,6 +70,7 @@ class CoreParts:
     _dead: dict[str, None]  # an ordered set of dead-lettered ids
     _tally: Tally  # the records made since the core was built, by outcome
     _deps: Dependencies | None
+    _claims_held: dict[int, list[ExecutionRecord]]  # token -> records: DependencyWaits.claim_held
     _retention: Retention
     _rng: Random  # retry jitter
     _new_stats: Callable[[], RunStats]  # a task's RunStats, made at its first run
@@ -93,6 +94,10 @@ class CoreParts:
 
         def _write_and_publish(
             self, task: ScheduledTask, previous: TaskStatus, record: ExecutionRecord | None = None
+        ) -> None: ...
+
+        def _publish(
+            self, task: ScheduledTask, previous: TaskStatus, record: ExecutionRecord | None
         ) -> None: ...
 
         @staticmethod
@@ -152,7 +157,7 @@ class CoreParts:
 
         def _dependencies(self) -> Dependencies: ...
 
-        def _held(self, task: ScheduledTask) -> bool: ...
+        def _held(self, task: ScheduledTask, token: int | None = None) -> bool: ...
 
         def _upstream_moved(self, task: ScheduledTask, record: ExecutionRecord) -> None: ...
 

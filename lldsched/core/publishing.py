@@ -134,6 +134,16 @@ class Publishing(CoreParts):
                 )
             )
 
+    def _publish(
+        self, task: ScheduledTask, previous: TaskStatus, record: ExecutionRecord | None
+    ) -> None:
+        """Publish the transition without writing it: another write carries it (a slot a
+        claim began and the readiness check held: :meth:`~lldsched.core.waiting.
+        DependencyWaits._write_wait`).  The event :meth:`_write_and_publish` inlines."""
+        if self.emit is not None:
+            now = self.clock.now()
+            self.emit(TaskEvent(task.id, task.name, previous, task.status, now, record))
+
 
 def _put_off(task: ScheduledTask) -> float | None:
     """The slot of the run due at ``task.next_run_at`` when it is not that instant (a

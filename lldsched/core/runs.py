@@ -82,7 +82,7 @@ class RunTransitions(CoreParts):
             self._deps is not None
             and previous is SCHEDULED
             and task._options.depends_on
-            and self._held(task)
+            and self._held(task, token)
         ):
             return None
         task.status = RUNNING

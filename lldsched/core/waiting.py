@@ -56,10 +56,12 @@ class DependencyWaits(CoreParts):
         except StoreError:
             return ()
 
-    def _held(self, task: ScheduledTask) -> bool:
+    def _held(self, task: ScheduledTask, token: int | None = None) -> bool:
         """The readiness check of a SCHEDULED dependent whose entry is due: True when it
         must not start (it is BLOCKED now, or FAILED because an upstream it waits for
-        is dead); False when its slot starts, and its next slot waits afresh."""
+        is dead); False when its slot starts, and its next slot waits afresh.  A slot
+        begun on a shared store's claim (``token``) that must not start is the claim's to
+        write (:meth:`_write_wait`)."""
         deps = self._dependencies()
         if deps.shared:
             deps.recount(task)
@@ -72,10 +74,35 @@ class DependencyWaits(CoreParts):
         deps.blocked_at[task.id] = now
         dead = deps.dead(task)
         if dead is not None:
-            self._fail_waiting(task, dead, previous=SCHEDULED)
+            self._fail_waiting(task, dead, previous=SCHEDULED, token=token)
         else:
-            self._write_and_publish(task, SCHEDULED)
+            self._write_wait(task, SCHEDULED, None, token)
         return True
+
+    def _write_wait(
+        self,
+        task: ScheduledTask,
+        previous: TaskStatus,
+        record: ExecutionRecord | None,
+        token: int | None,
+    ) -> None:
+        """Write and publish a wait's transition.  Of a slot begun on a shared store's
+        claim (``token``), only published: the claim's holder writes the row (and
+        ``record``) with its lease's drop, in one transaction fenced by the token
+        (:meth:`claim_held`).  A process that died between a save here and the release
+        left a BLOCKED row leased, its next release held back until the lease expired."""
+        if token is None:
+            self._write_and_publish(task, previous, record)
+            return
+        self._claims_held[token] = [] if record is None else [record]
+        self._publish(task, previous, record)
+
+    def claim_held(self, token: int) -> list[ExecutionRecord] | None:
+        """The records to write with the row of the slot the claim with ``token`` began
+        and the readiness check held (none when it is BLOCKED; its wait's record when it
+        is FAILED), which the core did not write (:meth:`_write_wait`); None when that
+        begin held nothing.  Each is given once."""
+        return self._claims_held.pop(token, None)
 
     def _upstream_moved(self, task: ScheduledTask, record: ExecutionRecord) -> None:
         """``task`` finished a run: a success releases the dependents that waited only for
@@ -112,10 +139,16 @@ class DependencyWaits(CoreParts):
                 self._fail_waiting(dependent, upstream, previous=BLOCKED)
 
     def _fail_waiting(
-        self, task: ScheduledTask, upstream: Upstream, *, previous: TaskStatus
+        self,
+        task: ScheduledTask,
+        upstream: Upstream,
+        *,
+        previous: TaskStatus,
+        token: int | None = None,
     ) -> None:
         """A BLOCKED ``task`` waits for ``upstream``, which will not succeed on its own:
-        FAILED, in the dead letter, its wait recorded with the reason."""
+        FAILED, in the dead letter, its wait recorded with the reason (``token``: the
+        claim of the slot held, :meth:`_write_wait`)."""
         error = (
             f"UpstreamFailed: upstream {upstream.id} ({upstream.name!r}) is "
             f"{upstream.status.value}; redrive it, then this task"
@@ -125,7 +158,7 @@ class DependencyWaits(CoreParts):
         task.status = FAILED
         task.next_run_at = None
         self._dead[task.id] = None
-        self._write_and_publish(task, previous, waited)
+        self._write_wait(task, previous, waited, token)
         self._strand(task)
 
     def _end_wait(self, task: ScheduledTask, error: str | None) -> ExecutionRecord:

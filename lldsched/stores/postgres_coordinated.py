@@ -4,10 +4,11 @@
 :class:`PostgresCoordination` is mixed into the store, as
 :class:`~lldsched.stores.sqlite_coordinated.CoordinatedMethods` is into the SQLite
 one: claims, renewal and release of leases, the fenced settle (queued and written
-in batches: :mod:`lldsched.stores.postgres_batch`), the misfires a claim decided,
-the change feed, the LISTEN subscription and muting.  Each statement runs under the
-store's one lock on its one connection (``_using``); the SQL is
-:mod:`lldsched.stores.postgres_sql`'s, the rows :mod:`lldsched.stores.postgres_rows`'.
+in batches: :mod:`lldsched.stores.postgres_batch`), what a claim decided without a
+run (a misfire, a slot its dependencies held), the change feed, the LISTEN
+subscription and muting.  Each statement runs under the store's one lock on its one
+connection (``_using``); the SQL is :mod:`lldsched.stores.postgres_sql`'s, the rows
+:mod:`lldsched.stores.postgres_rows`'.
 """
 
 from __future__ import annotations
@@ -166,9 +167,9 @@ class PostgresCoordination:
         token: int,
         release: bool,
     ) -> None:
-        """Write what the claim with ``token`` decided for its late slots, in one
-        transaction (the settles queued before it first), only while that lease is held;
-        see :meth:`CoordinatedStore.misfired
+        """Write what the claim with ``token`` decided for its slot without running it (a
+        misfire, or a slot its dependencies held), in one transaction (the settles queued
+        before it first), only while that lease is held; see :meth:`CoordinatedStore.misfired
         <lldsched.persistence.CoordinatedStore.misfired>`.  :class:`LeaseLost` (nothing
         written, counted in :attr:`rejected`) otherwise."""
         task_id = snapshot.task.id

@@ -220,12 +220,13 @@ class CoordinatedMethods:
         token: int,
         release: bool,
     ) -> None:
-        """Write what the claim with ``token`` decided for its late slots, in one
-        transaction, only while that lease is held; see :meth:`CoordinatedStore.misfired
+        """Write what the claim with ``token`` decided for its slot without running it (a
+        misfire, or a slot its dependencies held), in one transaction, only while that
+        lease is held; see :meth:`CoordinatedStore.misfired
         <lldsched.persistence.CoordinatedStore.misfired>`.  :class:`LeaseLost` (nothing
         written, counted in :attr:`rejected`) otherwise."""
         task_id = snapshot.task.id
-        with self._using("write the late slots of task", task_id) as connection:
+        with self._using("write what the claim decided for task", task_id) as connection:
             shared = self._coordinated()
             with immediate(connection):
                 if release:

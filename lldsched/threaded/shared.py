@@ -57,8 +57,8 @@ from lldsched.core.recovery import decide_misfire
 from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.errors import LeaseLost, ValidationError
 from lldsched.logs import CLUSTER, instant_text
-from lldsched.model import TaskStatus
-from lldsched.persistence import Change, Claim, CoordinatedStore
+from lldsched.model import ExecutionRecord, TaskStatus
+from lldsched.persistence import Change, Claim, CoordinatedStore, TaskSnapshot
 from lldsched.threaded.deadline import Deadline
 from lldsched.threaded.leasewatch import MONOTONIC, LeaseWatch, renewal_every, trusted_for
 
@@ -69,11 +69,13 @@ log = logging.getLogger(CLUSTER)
 
 class Lost(NamedTuple):
     """A lease found lost, for :meth:`Coordinator._say_lost`: its task (``""``: a claim
-    not begun) and token, and whether it had been counted lost before (said then)."""
+    not begun) and token, whether it had been counted lost before (said then), and what
+    this process was doing with it if not running it (``"deciding its misfire"``)."""
 
     task_id: str
     token: int
     counted: bool = False
+    doing: str | None = None
 
 
 class Coordinator:
@@ -123,8 +125,9 @@ class Coordinator:
         # A store call failed since the timer last waited: its next wait is ``poll`` from
         # when the calls returned, the lock let go (wake), however overdue its next instant.
         self._failed_since_wait = False
-        # Leases a misfire's decision found lost (task id, token): said at the next tick,
-        # after its read of the feed, which knows by then whether a removal took them.
+        # Leases found lost by the write of what a claim decided without a run (a misfire,
+        # a slot held for a dependency wait): said at the next tick, after its read of the
+        # feed, which knows by then whether a removal took them.
         self._lost_deciding: list[Lost] = []
         # Slots due before this instant passed while this process was not there (not
         # built yet, or a forward wall-clock jump): a claim of one is a misfire candidate.
@@ -223,7 +226,7 @@ class Coordinator:
         self.sync()
         self._say_lost(lost)  # after the feed: a removal that took the lease is known then
         if self._lost_deciding:
-            self._say_lost(self._lost_deciding, doing="deciding its misfire")
+            self._say_lost(self._lost_deciding)
             self._lost_deciding = []
 
     def _failed(self, error: Exception, kind: str, doing: str | None = None) -> None:
@@ -383,14 +386,19 @@ class Coordinator:
     # -- the workers ----------------------------------------------------------------------
 
     def begin(self, entry: Entry, worker: int) -> Run | None:
-        """Begin a claimed entry with its token; a claim that cannot begin is released."""
+        """Begin a claimed entry with its token; a claim that cannot begin is given back,
+        with the task's row if the readiness check held its slot (:meth:`_give_back_held`)."""
         claim = self._pending.pop(entry[3], None)
         if claim is None:  # its lease was lost before a worker took it: not ours to run
             return None
         trusted = self._watch.trusted()  # else no renewal vouches for its lease: not ours
         run = self._core.begin(entry, worker, token=claim.token) if trusted else None
         if run is None:  # handed back now, not left to block its task until it expires
-            self._release(claim.task_id, claim.token)
+            held = self._core.claim_held(claim.token)
+            if held is None:
+                self._release(claim.task_id, claim.token)
+            else:
+                self._give_back_held(claim, held)
             self._held_none()
         else:
             self._running[claim.token] = (claim.task_id, run.context)
@@ -544,9 +552,9 @@ class Coordinator:
             extra={"task_id": task_id},
         )
 
-    def _say_lost(self, lost: list[Lost], *, doing: str | None = None) -> None:
-        """Log the leases :meth:`_renew` (or, ``doing`` ``"deciding its misfire"``,
-        :meth:`_misfire`) found lost; called after a read of the change feed.  A lease
+    def _say_lost(self, lost: list[Lost]) -> None:
+        """Log the leases :meth:`_renew` (or :meth:`_write_decided`, saying what it was
+        doing) found lost; called after a read of the change feed.  A lease
         that went with its task (another process removed it: the delete takes the lease,
         and the registry, having read the change feed since, no longer has the task) is
         no fault: said at INFO, with why.  Any other (a takeover after a stall, an outage
@@ -554,13 +562,12 @@ class Coordinator:
         that a renewal later finds taken over is said at INFO, its run stopped.  A cancel
         elsewhere keeps the lease: the run settles under it, and the cancel wins there."""
         tasks = self._core.tasks
-        while_ = "" if doing is None else f" while this one was {doing}"
-        for task_id, token, counted in lost:
+        for task_id, token, counted, doing in lost:
             if task_id and task_id not in tasks:
                 log.info(
                     "task %s was removed in another process%s: its lease (token %d) went with it",
                     task_id,
-                    while_,
+                    "" if doing is None else f" while this one was {doing}",
                     token,
                     extra={"task_id": task_id},
                 )
@@ -588,12 +595,10 @@ class Coordinator:
         :func:`~lldsched.core.recovery.decide_misfire` decides, as at start in one
         process (a claim that took over an expired lease is an owed attempt, as one in
         flight at a crash is to recovery: it runs, and the policy decides the slots after
-        it), and :meth:`CoordinatedStore.misfired
-        <lldsched.persistence.CoordinatedStore.misfired>` writes its records and the
-        due instant it chose, fenced by the claim's token.  Returns the entry to run
-        (the catch-up run, under the same claim), or None: nothing runs (every slot
-        skipped, the lease dropped) or the lease was lost (said at the next :meth:`tick`,
-        by :meth:`_say_lost`: a removal elsewhere is known only after the feed)."""
+        it), and :meth:`_write_decided` writes its records and the due instant it chose,
+        fenced by the claim's token.  Returns the entry to run (the catch-up run, under
+        the same claim), or None: nothing runs (every slot skipped, the lease dropped)
+        or nothing was written (the lease was lost, or the store failed)."""
         core = self._core
         task = core.tasks[claim.task_id]
         with self.store.muted():  # written below, in one fenced transaction
@@ -609,19 +614,70 @@ class Coordinator:
             return entry
         due = task.next_run_at  # a passed slot: a catch-up run; later: every slot skipped
         runs = task.status is TaskStatus.SCHEDULED and due is not None and due <= now
-        try:
-            if records or due != claim.slot:  # else RUN_ALL's next catch-up: nothing new
-                snapshot = core.snapshot(task)
-                self.store.misfired(snapshot, records, token=claim.token, release=not runs)
-        except LeaseLost:  # said at the next tick, after the feed (a removal, or not)
-            self._lost_deciding.append(Lost(claim.task_id, claim.token))
-            return None
-        except Exception as exc:  # nothing written: the lease expires, someone decides again
-            self._failed(exc, "misfire", f"write of the misfire decided for {claim.task_id}")
-            return None
+        if records or due != claim.slot:  # else RUN_ALL's next catch-up: nothing new
+            snapshot = core.snapshot(task)
+            try:
+                if not self._write_decided(
+                    claim, snapshot, records, release=not runs, doing="deciding its misfire"
+                ):
+                    return None
+            except Exception as exc:  # nothing written: the lease expires, someone decides again
+                self._failed(exc, "misfire", f"write of the misfire decided for {task.id}")
+                return None
         if not runs or due is None:
             return None
         return queued_entry(task, due)
+
+    def _give_back_held(self, claim: Claim, records: list[ExecutionRecord]) -> None:
+        """Give back the claim of a slot the readiness check held (BLOCKED, or FAILED: an
+        upstream it waits for is dead) with the task's row and ``records`` (its wait's),
+        in one transaction (:meth:`_write_decided`): before, the row was saved, then the
+        lease released, and a process that died between the two left a BLOCKED row its
+        lease held, the task's next release waiting for the lease to expire.
+
+        A store that fails it wrote neither: the lease is released on its own, and the
+        row is the core's write that failed, written again once the store takes calls
+        and no lease holds it (:meth:`StoreWrites.failed
+        <lldsched.core.storewrites.StoreWrites.failed>`), as the save's was.  Without the
+        release, the lease left to expire came back to this process, whose registry has
+        the task BLOCKED: it gave back each claim of the row (one a wake), and the row
+        said SCHEDULED, until a success here released the task."""
+        task_id = claim.task_id
+        snapshot = self._core.snapshot(self._core.tasks[task_id])
+        try:
+            self._write_decided(
+                claim, snapshot, records, release=True, doing="holding its slot for its upstreams"
+            )
+        except Exception as exc:
+            writes = self._core.store_writes
+            assert writes is not None  # a core with a store has one
+            writes.failed(exc, "save", task_id, snapshot)
+            self._release(task_id, claim.token)
+
+    def _write_decided(
+        self,
+        claim: Claim,
+        snapshot: TaskSnapshot,
+        records: list[ExecutionRecord],
+        *,
+        release: bool,
+        doing: str,
+    ) -> bool:
+        """Write what this process decided for the slot of ``claim`` without running it
+        (``doing``: ``"deciding its misfire"``, or holding the slot for a dependency
+        wait): the task's row ``snapshot`` and ``records``, the lease dropped with
+        ``release``, in one transaction fenced by the claim's token
+        (:meth:`CoordinatedStore.misfired
+        <lldsched.persistence.CoordinatedStore.misfired>`).  False when the lease was
+        lost (nothing written; said at the next :meth:`tick`, after the feed, by
+        :meth:`_say_lost`: a removal elsewhere is known only then).  A store's failure
+        is raised: what then is the caller's (:meth:`_misfire`, :meth:`_give_back_held`)."""
+        try:
+            self.store.misfired(snapshot, records, token=claim.token, release=release)
+        except LeaseLost:  # said at the next tick, after the feed (a removal, or not)
+            self._lost_deciding.append(Lost(claim.task_id, claim.token, doing=doing))
+            return False
+        return True
 
     def _release(self, task_id: str, token: int) -> None:
         try:
