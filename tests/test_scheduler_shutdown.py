@@ -227,3 +227,30 @@ def test_a_drain_called_from_a_running_action_runs_the_rest_and_returns(
     assert scheduler.shutdown(timeout=5) is True  # waits for the worker that called it
     assert len(returned) == 1  # it returned (False: its own worker was still running)
     assert all(task.run_count == 1 for task in rest)
+
+
+def test_a_drain_called_from_the_only_worker_returns_and_leaves_what_waits_for_a_worker_due(
+    make_scheduler: SchedulerFactory, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The drain handed the due runs to the workers and waited for them to settle, but
+    # the one worker was the caller's: shutdown(timeout=None) hung for good (and with a
+    # timeout it waited all of it for nothing).  Nothing can run them before this call
+    # returns: they are left due, as a drain out of time leaves them, and said.
+    returned: list[bool] = []
+    done = threading.Event()
+    scheduler = make_scheduler(workers=1, clock=clock, start=False)
+
+    def stop() -> None:
+        returned.append(scheduler.shutdown(drain=True, timeout=None))
+        done.set()
+
+    scheduler.schedule("stop", stop, OneTime(delay=0), priority=Priority.HIGH)
+    rest = [scheduler.schedule(f"r{n}", lambda: None, OneTime(delay=0)) for n in range(3)]
+    with caplog.at_level(logging.WARNING, logger="lldsched"):
+        scheduler.start()
+        assert done.wait(5), "shutdown() from the only worker waited for itself"
+    assert returned == [False]  # its own worker is still running: it cannot be True
+    assert scheduler.shutdown(timeout=5) is True
+    assert all(t.run_count == 0 and t.status is TaskStatus.SCHEDULED for t in rest)
+    assert all(t.next_run_at == clock.now() for t in rest)
+    assert "3 runs due by the shutdown not started" in caplog.text
