@@ -628,3 +628,43 @@ def test_a_schedule_that_raises_as_an_overlapping_coroutine_begins_loses_no_othe
     assert sorted(ran) == ["after", "before", "odd"]
     assert odd.status is TaskStatus.FAILED
     assert all(task.status is not TaskStatus.RUNNING for task in scheduler.tasks())
+
+
+class _Refusing(InMemoryTaskStore):
+    """An in-memory store whose saves raise while ``down`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = False
+
+    def save(self, snapshot: Any, record: Any = None) -> None:
+        if self.down:
+            raise OSError("disk full")
+        super().save(snapshot, record)
+
+
+@pytest.mark.parametrize("verb", ["reschedule", "replace"])
+def test_a_new_schedule_the_store_refuses_leaves_the_slot_queued_behind_the_run(
+    clock: FakeClock, verb: str
+) -> None:
+    # The slot queued behind the run in flight was dropped before the store was asked:
+    # the verb raised ("nothing changes") with the task due at T0 + 60, its entry and its
+    # flight's pending slot gone, so no run began beside the first there.
+    store = _Refusing()
+    h = Harness(clock, store=store)
+    task = h.core.add("job", _noop, FixedRate(60), task_id="job", overlap=Overlap.ALLOW,
+                      max_instances=2)  # fmt: skip
+    h.begin()
+    assert task._flight is not None and task._flight.pending == T0 + 60
+    store.down = True
+    with pytest.raises(OSError, match="disk full"):
+        if verb == "reschedule":
+            h.core.reschedule("job", FixedRate(30))
+        else:
+            h.core.add("job", _noop, FixedRate(30), task_id="job", replace_existing=True,
+                       overlap=Overlap.ALLOW, max_instances=2)  # fmt: skip
+    store.down = False
+    assert task._flight.pending == T0 + 60 and task.next_run_at == T0 + 60
+    assert h.queue.pending() == [task]
+    second = h.begin()  # beside the first, at its slot
+    assert second.slot == T0 + 60 and len(task.runs) == 2
