@@ -254,3 +254,28 @@ def test_a_drain_called_from_the_only_worker_returns_and_leaves_what_waits_for_a
     assert all(t.run_count == 0 and t.status is TaskStatus.SCHEDULED for t in rest)
     assert all(t.next_run_at == clock.now() for t in rest)
     assert "3 runs due by the shutdown not started" in caplog.text
+
+
+def test_an_interrupt_while_the_drain_waits_leaves_the_lock_free_and_a_later_shutdown_stops(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    # Ctrl-C on the main thread while shutdown() waits for the runs it drains (a second
+    # Ctrl-C after the first began the shutdown): the KeyboardInterrupt came out of the
+    # wait with the lock let go, and the drain's cleanup released it again, raising
+    # "release unlocked lock" in its place (and, had another thread taken the lock
+    # meanwhile, releasing that thread's hold).  The interrupt is raised as it is now,
+    # the lock free, and a later shutdown() stops what the first left.
+    class Interrupting(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            raise KeyboardInterrupt
+
+    started, release, action = blocker()
+    scheduler = make_scheduler(workers=1, clock=clock)
+    scheduler.schedule("busy", action, OneTime(delay=0))
+    assert started.wait(5)
+    scheduler._drain_settled = Interrupting()  # the event the drain waits on
+    with pytest.raises(KeyboardInterrupt):
+        scheduler.shutdown(timeout=5)
+    assert not scheduler._lock.locked()
+    release.set()
+    assert scheduler.shutdown(timeout=5) is True

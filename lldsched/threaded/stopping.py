@@ -429,6 +429,10 @@ class Stopping(SchedulerParts):
                     killing = None
                     self._processes.kill_all(KILLED)  # their records come before the deadline
                 settled.clear()
+                # Not held while it waits: an interrupt there (Ctrl-C on the main thread)
+                # leaves with the lock let go, and the cleanup below must not release it
+                # again ("release unlocked lock", or another thread's hold let go).
+                held = False
                 # a settled run, the instant to kill, or the deadline
                 held = deadline.wait(settled, lock, until=killing)
                 if not held:
