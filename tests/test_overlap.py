@@ -23,6 +23,7 @@ from lldsched import (
     Priority,
     RetryPolicy,
     Simulation,
+    StoreError,
     TaskStatus,
     ValidationError,
 )
@@ -30,7 +31,7 @@ from lldsched.core.context import RunContext
 from lldsched.model import ExecutionRecord, Outcome, TaskEvent
 from lldsched.schedules.decorators import Jittered, Window
 from tests.conftest import T0, SchedulerFactory, settle
-from tests.harness import Harness
+from tests.harness import FailingStore, Harness
 from tests.waits import wait_until
 
 # -- the simulation ----------------------------------------------------------------------
@@ -630,19 +631,6 @@ def test_a_schedule_that_raises_as_an_overlapping_coroutine_begins_loses_no_othe
     assert all(task.status is not TaskStatus.RUNNING for task in scheduler.tasks())
 
 
-class _Refusing(InMemoryTaskStore):
-    """An in-memory store whose saves raise while ``down`` is set."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.down = False
-
-    def save(self, snapshot: Any, record: Any = None) -> None:
-        if self.down:
-            raise OSError("disk full")
-        super().save(snapshot, record)
-
-
 @pytest.mark.parametrize("verb", ["reschedule", "replace"])
 def test_a_new_schedule_the_store_refuses_leaves_the_slot_queued_behind_the_run(
     clock: FakeClock, verb: str
@@ -650,14 +638,14 @@ def test_a_new_schedule_the_store_refuses_leaves_the_slot_queued_behind_the_run(
     # The slot queued behind the run in flight was dropped before the store was asked:
     # the verb raised ("nothing changes") with the task due at T0 + 60, its entry and its
     # flight's pending slot gone, so no run began beside the first there.
-    store = _Refusing()
+    store = FailingStore()
     h = Harness(clock, store=store)
     task = h.core.add("job", _noop, FixedRate(60), task_id="job", overlap=Overlap.ALLOW,
                       max_instances=2)  # fmt: skip
     h.begin()
     assert task._flight is not None and task._flight.pending == T0 + 60
     store.down = True
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(StoreError, match="server is down"):
         if verb == "reschedule":
             h.core.reschedule("job", FixedRate(30))
         else:

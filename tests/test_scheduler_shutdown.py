@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 import pytest
 
@@ -20,7 +21,7 @@ from lldsched import (
 from tests.conftest import SchedulerFactory
 
 
-def blocker() -> tuple[threading.Event, threading.Event, object]:
+def blocker() -> tuple[threading.Event, threading.Event, Callable[[], None]]:
     started, release = threading.Event(), threading.Event()
 
     def action() -> None:
@@ -35,7 +36,7 @@ def test_shutdown_stops_the_timer_before_draining_the_pool(
 ) -> None:
     started, release, action = blocker()
     scheduler = make_scheduler(workers=1, clock=clock)
-    busy = scheduler.schedule("busy", action, OneTime(delay=0))  # type: ignore[arg-type]
+    busy = scheduler.schedule("busy", action, OneTime(delay=0))
     later = scheduler.schedule("later", lambda: None, OneTime(delay=10))
     assert started.wait(5)
     closing = threading.Thread(target=scheduler.shutdown, kwargs={"timeout": 10})
@@ -87,7 +88,7 @@ def test_drain_runs_what_is_queued_and_drop_does_not_but_in_flight_work_finishes
         started, release, action = blocker()
         parking = ParkingFakeClock(clock.now())
         scheduler = make_scheduler(workers=1, clock=parking)
-        busy = scheduler.schedule("busy", action, OneTime(delay=0))  # type: ignore[arg-type]
+        busy = scheduler.schedule("busy", action, OneTime(delay=0))
         assert started.wait(5)
         queued = [scheduler.schedule(f"q{i}", lambda: None, OneTime(delay=1)) for i in range(3)]
         # the timer moved all three to the hand-off queue, and parked
@@ -190,7 +191,7 @@ def test_a_drain_that_runs_out_of_time_leaves_what_did_not_start_scheduled_with_
 ) -> None:
     started, release, action = blocker()
     scheduler = make_scheduler(workers=1, clock=clock)
-    busy = scheduler.schedule("busy", action, OneTime(delay=0))  # type: ignore[arg-type]
+    busy = scheduler.schedule("busy", action, OneTime(delay=0))
     assert started.wait(5)
     waiting = [scheduler.schedule(f"w{n}", lambda: None, OneTime(delay=0)) for n in range(20)]
     later = scheduler.schedule("later", lambda: None, OneTime(delay=60))  # not due: not said
