@@ -5,7 +5,14 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from lldsched import ExecutionRecord, FakeClock, InMemoryTaskStore, TaskEvent, TaskSnapshot
+from lldsched import (
+    ExecutionRecord,
+    FakeClock,
+    InMemoryTaskStore,
+    StoreError,
+    TaskEvent,
+    TaskSnapshot,
+)
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.task import Entry, Run, ScheduledTask
@@ -36,6 +43,24 @@ class RecordingStore(InMemoryTaskStore):
     def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
         super().save(snapshot, record)
         self.saved.append((snapshot.task.id, snapshot.status.value))
+
+
+class FailingStore(InMemoryTaskStore):
+    """An in-memory store whose writes raise while ``down`` is set (a server down)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = False
+
+    def save(self, snapshot: Any, record: Any = None) -> None:
+        if self.down:
+            raise StoreError("connection refused: the server is down")
+        super().save(snapshot, record)
+
+    def delete(self, task_id: str) -> None:
+        if self.down:
+            raise StoreError("connection refused: the server is down")
+        super().delete(task_id)
 
 
 class Harness:

@@ -23,6 +23,7 @@ from lldsched import (
     Priority,
     RetryPolicy,
     Simulation,
+    StoreError,
     TaskStatus,
     ValidationError,
 )
@@ -30,7 +31,7 @@ from lldsched.core.context import RunContext
 from lldsched.model import ExecutionRecord, Outcome, TaskEvent
 from lldsched.schedules.decorators import Jittered, Window
 from tests.conftest import T0, SchedulerFactory, settle
-from tests.harness import Harness
+from tests.harness import FailingStore, Harness
 from tests.waits import wait_until
 
 # -- the simulation ----------------------------------------------------------------------
@@ -567,3 +568,91 @@ def test_an_overlapping_task_replaced_mid_run_without_overlap_runs_its_queued_sl
         (180, 200, "skipped"),
     ]
     assert task.status is TaskStatus.RUNNING and len(task.runs) == 1  # the slot at 240, alone
+
+
+class _NoNextSlot:
+    """A schedule of one's own whose first run is at once and whose next_run raises."""
+
+    def first_run(self, now: float) -> float:
+        return now
+
+    def next_run(self, record: object, now: float) -> float | None:
+        raise RuntimeError("no next slot today")
+
+
+@pytest.mark.parametrize("overlap", [Overlap.CANCEL_OTHER, Overlap.ALLOW])
+def test_a_schedule_that_raises_as_an_overlapping_run_begins_fails_the_task_at_the_runs_end(
+    make_scheduler: SchedulerFactory,
+    clock: FakeClock,
+    overlap: Overlap,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Listing the slot to queue behind the run raised out of begin(): the worker logged
+    # "could not start", the run was lost with the task RUNNING for good, and its entry
+    # never settled (wait_idle() never true again; shutdown(timeout=None) hung).  Now
+    # nothing is queued behind the run, which runs; its end asks the schedule again,
+    # which fails the task loudly, as it does a task without an overlap policy.
+    calls: list[int] = []
+    scheduler = make_scheduler(clock=clock)
+    max_instances = 2 if overlap is Overlap.ALLOW else None
+    task = scheduler.schedule(
+        "odd", lambda: calls.append(1), _NoNextSlot(), overlap=overlap, max_instances=max_instances
+    )
+    settle(scheduler)
+    assert calls == [1]
+    assert task.status is TaskStatus.FAILED and scheduler.dead_letter() == [task.id]
+    assert task.last_error == "ScheduleError: RuntimeError: no next slot today"
+    assert [r.outcome for r in task.history] == [Outcome.OK]
+    assert "could not start" not in caplog.text
+    assert "raised as its run began" in caplog.text
+
+
+def test_a_schedule_that_raises_as_an_overlapping_coroutine_begins_loses_no_other_run(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    # The loop begins the loop tasks' entries in a batch: the raise lost the runs begun
+    # before it in the batch too (each RUNNING for good), and everything after it.
+    ran: list[str] = []
+
+    def coroutine(name: str) -> Any:
+        async def run() -> None:
+            ran.append(name)
+
+        return run
+
+    scheduler = make_scheduler(clock=clock, start=False)
+    for name, priority in (("before", Priority.HIGH), ("after", Priority.LOW)):
+        scheduler.schedule(name, coroutine(name), OneTime(T0), priority=priority)
+    odd = scheduler.schedule("odd", coroutine("odd"), _NoNextSlot(), overlap=Overlap.CANCEL_OTHER)
+    scheduler.start()
+    settle(scheduler)
+    assert sorted(ran) == ["after", "before", "odd"]
+    assert odd.status is TaskStatus.FAILED
+    assert all(task.status is not TaskStatus.RUNNING for task in scheduler.tasks())
+
+
+@pytest.mark.parametrize("verb", ["reschedule", "replace"])
+def test_a_new_schedule_the_store_refuses_leaves_the_slot_queued_behind_the_run(
+    clock: FakeClock, verb: str
+) -> None:
+    # The slot queued behind the run in flight was dropped before the store was asked:
+    # the verb raised ("nothing changes") with the task due at T0 + 60, its entry and its
+    # flight's pending slot gone, so no run began beside the first there.
+    store = FailingStore()
+    h = Harness(clock, store=store)
+    task = h.core.add("job", _noop, FixedRate(60), task_id="job", overlap=Overlap.ALLOW,
+                      max_instances=2)  # fmt: skip
+    h.begin()
+    assert task._flight is not None and task._flight.pending == T0 + 60
+    store.down = True
+    with pytest.raises(StoreError, match="server is down"):
+        if verb == "reschedule":
+            h.core.reschedule("job", FixedRate(30))
+        else:
+            h.core.add("job", _noop, FixedRate(30), task_id="job", replace_existing=True,
+                       overlap=Overlap.ALLOW, max_instances=2)  # fmt: skip
+    store.down = False
+    assert task._flight.pending == T0 + 60 and task.next_run_at == T0 + 60
+    assert h.queue.pending() == [task]
+    second = h.begin()  # beside the first, at its slot
+    assert second.slot == T0 + 60 and len(task.runs) == 2

@@ -269,3 +269,67 @@ def test_a_save_raising_keyboard_interrupt_on_the_main_thread_reaches_the_caller
     scheduler.resume(task.id)  # the scheduler is usable after the interrupt
     stored = store.get(task.id)
     assert stored is not None and stored.status is TaskStatus.SCHEDULED
+
+
+@pytest.mark.parametrize("verb", ["cancel", "pause", "remove"])
+def test_a_keyboard_interrupt_in_a_verbs_save_reaches_the_caller_once_the_verb_is_whole(
+    make_scheduler: SchedulerFactory, clock: FakeClock, log: EventLog, verb: str
+) -> None:
+    # The save raised the interrupt again on the main thread at once, half-way through
+    # the verb: the task was CANCELLED (or PAUSED) but its running coroutine went on (never
+    # cancelled), the listeners never heard the change, a cancelled task's dependents
+    # stayed BLOCKED, and a remove left the task registered.  Now the verb is whole first.
+    import asyncio
+
+    started = threading.Event()
+
+    async def forever() -> None:
+        started.set()
+        await asyncio.sleep(3600)
+
+    store = _InterruptingStore(KeyboardInterrupt)
+    scheduler = make_scheduler(clock=clock, store=store, listeners=[log])
+    task = scheduler.schedule("forever", forever, OneTime(delay=0), id="up")
+    waiting = None
+    if verb == "cancel":  # a dependent due now waits, BLOCKED, for its upstream
+        waiting = scheduler.schedule("down", lambda: None, OneTime(delay=0), depends_on=["up"])
+    assert started.wait(5)
+    if waiting is not None:
+        assert log.wait_for(lambda e: e.status is TaskStatus.BLOCKED, timeout=5) is not None
+    store.armed = {TaskStatus.PAUSED if verb == "pause" else TaskStatus.CANCELLED}
+    with pytest.raises(KeyboardInterrupt):
+        getattr(scheduler, verb)(task.id)
+    store.armed = set()
+    settle(scheduler)  # the coroutine was cancelled, and its run recorded
+    (record,) = task.history
+    assert record.error == f"CancelledError: task {'paused' if verb == 'pause' else 'cancelled'}"
+    changed = TaskStatus.PAUSED if verb == "pause" else TaskStatus.CANCELLED
+    heard = log.wait_for(lambda e: e.task_id == "up" and e.status is changed, timeout=5)
+    assert heard is not None and heard.previous is TaskStatus.RUNNING
+    if verb == "remove":
+        assert "up" not in [t.id for t in scheduler.tasks()]
+    if waiting is not None:
+        assert waiting.status is TaskStatus.FAILED  # its upstream was cancelled
+
+
+@pytest.mark.parametrize("verb", ["cancel", "remove"])
+def test_a_keyboard_interrupt_in_a_simulated_verbs_save_comes_once_the_verb_is_whole(
+    verb: str,
+) -> None:
+    # The core's cancel and remove go on after their save: the dependents of a task
+    # cancelled fail, a task removed is forgotten.  The interrupt came out of the save.
+    from lldsched import Simulation
+
+    store = _InterruptingStore(KeyboardInterrupt)
+    sim = Simulation(workers=1, start=0.0, store=store)
+    up = sim.schedule("up", OneTime(at=100.0), duration=1, id="up")
+    down = sim.schedule("down", OneTime(at=0.0), duration=1, id="down", depends_on=["up"])
+    sim.run(1.0)
+    assert down.status is TaskStatus.BLOCKED
+    store.armed = {TaskStatus.CANCELLED}
+    with pytest.raises(KeyboardInterrupt):
+        sim.remove("down") if verb == "remove" else sim.cancel("up")
+    if verb == "cancel":
+        assert up.status is TaskStatus.CANCELLED and down.status is TaskStatus.FAILED
+    else:
+        assert [task.id for task in sim.tasks()] == ["up"] and store.get("down") is None

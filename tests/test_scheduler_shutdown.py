@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 import pytest
 
@@ -20,7 +21,7 @@ from lldsched import (
 from tests.conftest import SchedulerFactory
 
 
-def blocker() -> tuple[threading.Event, threading.Event, object]:
+def blocker() -> tuple[threading.Event, threading.Event, Callable[[], None]]:
     started, release = threading.Event(), threading.Event()
 
     def action() -> None:
@@ -35,7 +36,7 @@ def test_shutdown_stops_the_timer_before_draining_the_pool(
 ) -> None:
     started, release, action = blocker()
     scheduler = make_scheduler(workers=1, clock=clock)
-    busy = scheduler.schedule("busy", action, OneTime(delay=0))  # type: ignore[arg-type]
+    busy = scheduler.schedule("busy", action, OneTime(delay=0))
     later = scheduler.schedule("later", lambda: None, OneTime(delay=10))
     assert started.wait(5)
     closing = threading.Thread(target=scheduler.shutdown, kwargs={"timeout": 10})
@@ -87,7 +88,7 @@ def test_drain_runs_what_is_queued_and_drop_does_not_but_in_flight_work_finishes
         started, release, action = blocker()
         parking = ParkingFakeClock(clock.now())
         scheduler = make_scheduler(workers=1, clock=parking)
-        busy = scheduler.schedule("busy", action, OneTime(delay=0))  # type: ignore[arg-type]
+        busy = scheduler.schedule("busy", action, OneTime(delay=0))
         assert started.wait(5)
         queued = [scheduler.schedule(f"q{i}", lambda: None, OneTime(delay=1)) for i in range(3)]
         # the timer moved all three to the hand-off queue, and parked
@@ -190,7 +191,7 @@ def test_a_drain_that_runs_out_of_time_leaves_what_did_not_start_scheduled_with_
 ) -> None:
     started, release, action = blocker()
     scheduler = make_scheduler(workers=1, clock=clock)
-    busy = scheduler.schedule("busy", action, OneTime(delay=0))  # type: ignore[arg-type]
+    busy = scheduler.schedule("busy", action, OneTime(delay=0))
     assert started.wait(5)
     waiting = [scheduler.schedule(f"w{n}", lambda: None, OneTime(delay=0)) for n in range(20)]
     later = scheduler.schedule("later", lambda: None, OneTime(delay=60))  # not due: not said
@@ -227,3 +228,55 @@ def test_a_drain_called_from_a_running_action_runs_the_rest_and_returns(
     assert scheduler.shutdown(timeout=5) is True  # waits for the worker that called it
     assert len(returned) == 1  # it returned (False: its own worker was still running)
     assert all(task.run_count == 1 for task in rest)
+
+
+def test_a_drain_called_from_the_only_worker_returns_and_leaves_what_waits_for_a_worker_due(
+    make_scheduler: SchedulerFactory, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The drain handed the due runs to the workers and waited for them to settle, but
+    # the one worker was the caller's: shutdown(timeout=None) hung for good (and with a
+    # timeout it waited all of it for nothing).  Nothing can run them before this call
+    # returns: they are left due, as a drain out of time leaves them, and said.
+    returned: list[bool] = []
+    done = threading.Event()
+    scheduler = make_scheduler(workers=1, clock=clock, start=False)
+
+    def stop() -> None:
+        returned.append(scheduler.shutdown(drain=True, timeout=None))
+        done.set()
+
+    scheduler.schedule("stop", stop, OneTime(delay=0), priority=Priority.HIGH)
+    rest = [scheduler.schedule(f"r{n}", lambda: None, OneTime(delay=0)) for n in range(3)]
+    with caplog.at_level(logging.WARNING, logger="lldsched"):
+        scheduler.start()
+        assert done.wait(5), "shutdown() from the only worker waited for itself"
+    assert returned == [False]  # its own worker is still running: it cannot be True
+    assert scheduler.shutdown(timeout=5) is True
+    assert all(t.run_count == 0 and t.status is TaskStatus.SCHEDULED for t in rest)
+    assert all(t.next_run_at == clock.now() for t in rest)
+    assert "3 runs due by the shutdown not started" in caplog.text
+
+
+def test_an_interrupt_while_the_drain_waits_leaves_the_lock_free_and_a_later_shutdown_stops(
+    make_scheduler: SchedulerFactory, clock: FakeClock
+) -> None:
+    # Ctrl-C on the main thread while shutdown() waits for the runs it drains (a second
+    # Ctrl-C after the first began the shutdown): the KeyboardInterrupt came out of the
+    # wait with the lock let go, and the drain's cleanup released it again, raising
+    # "release unlocked lock" in its place (and, had another thread taken the lock
+    # meanwhile, releasing that thread's hold).  The interrupt is raised as it is now,
+    # the lock free, and a later shutdown() stops what the first left.
+    class Interrupting(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            raise KeyboardInterrupt
+
+    started, release, action = blocker()
+    scheduler = make_scheduler(workers=1, clock=clock)
+    scheduler.schedule("busy", action, OneTime(delay=0))
+    assert started.wait(5)
+    scheduler._drain_settled = Interrupting()  # the event the drain waits on
+    with pytest.raises(KeyboardInterrupt):
+        scheduler.shutdown(timeout=5)
+    assert not scheduler._lock.locked()
+    release.set()
+    assert scheduler.shutdown(timeout=5) is True

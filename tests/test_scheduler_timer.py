@@ -123,3 +123,25 @@ def test_the_scheduler_keeps_its_attributes_inline(make_scheduler: SchedulerFact
     scheduler = make_scheduler(workers=2)
     settle(scheduler)
     assert len(vars(scheduler)) <= 29, sorted(vars(scheduler))
+
+
+def test_a_push_behind_a_paused_head_still_wakes_a_parked_timer_when_it_comes_first(
+    make_scheduler: SchedulerFactory, log: EventLog
+) -> None:
+    # Pausing the head leaves its entry on top of the heap, a tombstone, and wakes no
+    # one: the timer stays parked until the tombstone's instant.  A push is the new head
+    # when it sorts before heap[0], tombstone or not, so an earlier task, due now (the
+    # lane) or later (the heap), still wakes it at once: no miss until a later wake.
+    clock = ParkingClock()
+    scheduler = make_scheduler(clock=clock, listeners=[log], start=False, max_wait=None)
+    nightly = scheduler.schedule("nightly", lambda: None, OneTime(delay=12 * 3600))
+    scheduler.start()
+    assert clock.parked.wait(5)
+    clock.parked.clear()
+    assert scheduler.pause(nightly.id)
+    scheduler.schedule("hourly", lambda: None, OneTime(delay=3600))  # the heap
+    assert clock.parked.wait(5)
+    assert clock.deadlines == [T0 + 12 * 3600, T0 + 3600]  # woken, parked on the new head
+    scheduler.schedule("urgent", lambda: None, OneTime(delay=0))  # the lane
+    ran = log.wait_for(lambda e: e.name == "urgent" and e.record is not None, timeout=5)
+    assert ran is not None and ran.record is not None and ran.record.lateness == 0.0

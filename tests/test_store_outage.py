@@ -27,28 +27,11 @@ from lldsched import (
 )
 from lldsched.core.storewrites import StoreWrites
 from tests.conftest import settle
+from tests.harness import FailingStore
 
 
 def noop() -> None:
     return None
-
-
-class FailingStore(InMemoryTaskStore):
-    """An in-memory store whose writes raise while ``down`` is set (a server down)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.down = False
-
-    def save(self, snapshot: Any, record: Any = None) -> None:
-        if self.down:
-            raise StoreError("connection refused: the server is down")
-        super().save(snapshot, record)
-
-    def delete(self, task_id: str) -> None:
-        if self.down:
-            raise StoreError("connection refused: the server is down")
-        super().delete(task_id)
 
 
 def logged(caplog: pytest.LogCaptureFixture, level: int) -> list[logging.LogRecord]:

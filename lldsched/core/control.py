@@ -24,7 +24,12 @@ from lldsched.core.names import (
     runnable,
 )
 from lldsched.core.parts import CoreParts
-from lldsched.core.storewrites import check_store, store_failed, store_written
+from lldsched.core.storewrites import (
+    check_store,
+    interrupts_deferred,
+    store_failed,
+    store_written,
+)
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import SchedulerStateError
 from lldsched.model import ExecutionRecord, TaskStatus
@@ -88,10 +93,11 @@ class StatusVerbs(CoreParts):
         """Stop every future run; a run in flight finishes (its flag is raised)."""
         task = self.get(task_id)
         check_store(self._writes, "cancel", task_id)
-        if not self._cancel(task):
-            return False
-        if task._run is None:  # else when its run ends
-            self._finished(task, self.clock.now())
+        with interrupts_deferred(self._writes):  # its dependents failed, then a Ctrl-C
+            if not self._cancel(task):
+                return False
+            if task._run is None:  # else when its run ends
+                self._finished(task, self.clock.now())
         return True
 
     def _cancel(self, task: ScheduledTask) -> bool:
@@ -152,16 +158,17 @@ class StatusVerbs(CoreParts):
                     "remove them first, or register them again without it"
                 )
             self._deps.unlink(task_id)
-        self._cancel(task)  # not cancel(): a task removed does not retire
-        del self.tasks[task_id]
-        self._dead.pop(task_id, None)
-        self._orphans.pop(task_id, None)
-        self._retention.forget(task_id)
-        if self._store is not None:
-            try:
-                self._store.delete(task_id)
-            except BaseException as exc:  # the registry stays authoritative (core/storewrites.py)
-                store_failed(self._writes, exc, "delete", task_id)
-            else:
-                store_written(self._writes, "delete", task_id)
+        with interrupts_deferred(self._writes):  # forgotten whole, then a Ctrl-C
+            self._cancel(task)  # not cancel(): a task removed does not retire
+            del self.tasks[task_id]
+            self._dead.pop(task_id, None)
+            self._orphans.pop(task_id, None)
+            self._retention.forget(task_id)
+            if self._store is not None:
+                try:
+                    self._store.delete(task_id)
+                except BaseException as exc:  # the registry stays authoritative (storewrites.py)
+                    store_failed(self._writes, exc, "delete", task_id)
+                else:
+                    store_written(self._writes, "delete", task_id)
         return task

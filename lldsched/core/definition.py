@@ -76,8 +76,10 @@ class DefinitionVerbs(CoreParts):
         now = self.clock.now()
         first = _first_run(task.name, schedule, now)
         saved = _Definition.of(task)
-        due = self._start_afresh(task, schedule, first)
+        due, behind = self._start_afresh(task, schedule, first)
         self._commit(task, saved)
+        if behind:
+            self._drop_behind(task)
         if due is not None:
             self._enqueue(task, due)
         self._announce(task, now)
@@ -297,8 +299,12 @@ class DefinitionVerbs(CoreParts):
             task.priority = priority
             task._options = options
             fit_flight(task)
-            due = None if first is None else self._start_afresh(task, schedule, first)
+            due, behind = (
+                (None, False) if first is None else self._start_afresh(task, schedule, first)
+            )
         self._commit(task, saved)
+        if behind:
+            self._drop_behind(task)
         if due is not None:
             self._enqueue(task, due)
         elif task._queued and priority is not saved.priority:
@@ -308,26 +314,38 @@ class DefinitionVerbs(CoreParts):
             self._relink(task, saved.options.depends_on)  # other upstreams: wait for them
         return task
 
-    def _start_afresh(self, task: ScheduledTask, schedule: Schedule, first: float) -> float | None:
+    def _start_afresh(
+        self, task: ScheduledTask, schedule: Schedule, first: float
+    ) -> tuple[float | None, bool]:
         """Put ``schedule`` in place as if the task were registered now (its first run
-        then is ``first``); returns the instant to queue it at (None: its queue entry,
-        if any, stays as it is).  The slot an overlapping task queued behind its runs
-        in flight is the old schedule's: it is dropped, as a plan in front is."""
+        then is ``first``), changing only what :class:`_Definition` puts back; returns
+        the instant to queue it at (None: its queue entry, if any, stays as it is), and
+        whether the slot an overlapping task queued behind its runs in flight is to go
+        (:meth:`_drop_behind`, once the store took the change: the old schedule's slot,
+        dropped as a plan in front is)."""
         status = task.status
         if status in (SCHEDULED, PAUSED, BLOCKED) and task._run is None and not task.attempt:
             task._schedule = schedule
             task.next_run_at = task._slot = first
             # resume() queues a paused one; a blocked one is queued when released
-            return first if status is SCHEDULED else None
+            return (first if status is SCHEDULED else None), False
         if status in (RUNNING, RETRYING, PAUSED):  # owed work first, then a fresh start
             task._schedule = CatchUp(schedule, [], FIRST_RUN)
             flight = task._flight
-            if flight is not None and flight.pending is not None:
-                flight.pending = None  # the last run out finds no slot behind it
-                self._queue.discard(task)  # its entry (a task paused mid-run has none)
-        else:  # finished: nothing is queued (redrive starts a FAILED task again)
-            task._schedule = schedule
-        return None
+            return None, flight is not None and flight.pending is not None
+        # finished: nothing is queued (redrive starts a FAILED task again)
+        task._schedule = schedule
+        return None, False
+
+    def _drop_behind(self, task: ScheduledTask) -> None:
+        """Drop the slot an overlapping task queued behind its runs in flight (a new
+        schedule took its place: :meth:`_start_afresh`).  After the store took the
+        change: dropped before, a store that refused it left the task due at a slot no
+        entry stood for any more, its flight's pending slot gone."""
+        flight = task._flight
+        assert flight is not None
+        flight.pending = None  # the last run out finds no slot behind it
+        self._queue.discard(task)  # its entry (a task paused mid-run has none)
 
     def _requeue(self, task: ScheduledTask) -> None:
         """Queue ``task`` again at its due time: its entry carries its priority."""

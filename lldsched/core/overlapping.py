@@ -10,6 +10,8 @@ values in :mod:`lldsched.policies`; the rules, per policy, are in docs/DECISIONS
 
 from __future__ import annotations
 
+import logging
+
 from lldsched.core.context import RunContext
 from lldsched.core.names import (
     ALLOW,
@@ -27,12 +29,14 @@ from lldsched.core.names import (
 from lldsched.core.parts import CoreParts
 from lldsched.core.task import Entry, Flight, Run, RunStats, ScheduledTask
 from lldsched.errors import NEVER_STARTED_OVERLAP
-from lldsched.logs import counted
+from lldsched.logs import JOBS, counted
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.schedules.base import Schedule, first_slot_after, slot_after, slots_between
 from lldsched.schedules.catchup import CatchUp, slot_first
 
 __all__ = ["Late", "OverlappingRuns", "buffered"]
+
+log = logging.getLogger(JOBS)  # a schedule that raised
 
 Late = tuple[Skipped, float, float]
 """The slots a run that began late skipped, the pending slot after them and the instant
@@ -92,15 +96,31 @@ class OverlappingRuns(CoreParts):
         has ended, and the last run out finds that out); the slots passed since, which
         the caller records (:meth:`_record_late`) once what it does is announced."""
         schedule = task._schedule
-        following = slot_after(schedule, slot)
         now = self.clock.now()
         skipped: Skipped = ()
-        if following is not None and following <= now:
-            # It started late (it waited for a worker, or was resumed): the slots it is
-            # already late for are skipped, not chased.
-            following = first_slot_after(schedule, slot, now, limit=100_000)
-            if following is not None:
-                skipped = slots_between(schedule, slot, following, limit=MAX_SKIPPED)
+        try:
+            following = slot_after(schedule, slot)
+            if following is not None and following <= now:
+                # It started late (it waited for a worker, or was resumed): the slots it
+                # is already late for are skipped, not chased.
+                following = first_slot_after(schedule, slot, now, limit=100_000)
+                if following is not None:
+                    skipped = slots_between(schedule, slot, following, limit=MAX_SKIPPED)
+        except Exception:  # the user's schedule: as recovery's following_slot, logged
+            # A raise here came out of begin() with the task RUNNING and its run made:
+            # the runtime lost the run (its worker logged "could not start"; the loop,
+            # the 31 others it was beginning), and the task stayed RUNNING for good.
+            # Nothing is queued behind this run: its end asks the schedule again, and a
+            # schedule that raises then fails the task loudly (RunTransitions._after).
+            log.exception(
+                "task %s %r: %r raised as its run began, listing the slot to queue behind "
+                "it; nothing is queued behind this run, whose end asks the schedule again",
+                task.id,
+                task.name,
+                schedule,
+                extra={"task_id": task.id, "task_name": task.name},
+            )
+            following, skipped = None, ()
         flight.pending = following
         if following is None:
             return None

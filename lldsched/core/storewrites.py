@@ -93,10 +93,11 @@ warning per transition is the flood this replaces).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from lldsched.core import storeuse
 from lldsched.errors import StoreClosedError
@@ -110,6 +111,7 @@ __all__ = [
     "Outage",
     "StoreWrites",
     "check_store",
+    "interrupts_deferred",
     "say_left_stale",
     "store_failed",
     "store_written",
@@ -149,7 +151,18 @@ class Outage:
 class StoreWrites:
     """The core's account of the calls its store failed (one per core with a store)."""
 
-    __slots__ = ("_repeats", "closed", "current", "missed", "outage", "shared", "store", "user")
+    __slots__ = (
+        "_repeats",
+        "closed",
+        "current",
+        "deferring",
+        "interrupted",
+        "missed",
+        "outage",
+        "shared",
+        "store",
+        "user",
+    )
 
     def __init__(
         self,
@@ -174,6 +187,30 @@ class StoreWrites:
         # an outage left stale are written again from.  None: they are not (the PostgreSQL
         # store's own account of its batches of settles)
         self.current = current
+        # A verb under way whose later steps must not be cut short (interrupts_deferred),
+        # and the interrupt a store raised meanwhile on the main thread, for its end.
+        self.deferring = False
+        self.interrupted: BaseException | None = None
+
+    @contextlib.contextmanager
+    def interrupts_deferred(self) -> Iterator[None]:
+        """While the block runs (a verb whose steps after a write must run too: cancel's
+        dependents failed, a remove's forgetting, the runtime's stop of the task's runs),
+        a ``KeyboardInterrupt`` or ``SystemExit`` a store raises on the main thread is
+        kept (:func:`store_failed` logs it as ever) and raised once the block ends, the
+        verb whole: raised at once, it left the task changed and the rest undone.
+        Dropped if the block raises something else (it was logged)."""
+        outer = self.deferring
+        self.deferring = True
+        try:
+            yield
+        finally:
+            self.deferring = outer
+            interrupted = self.interrupted
+            if not outer:
+                self.interrupted = None
+        if not outer and interrupted is not None:
+            raise interrupted
 
     @property
     def ok(self) -> bool:
@@ -352,7 +389,7 @@ class StoreWrites:
                     return done
                 self._count(exc, kind=verb, doing=f"{verb} of {task_id}", writes=0)
                 if not isinstance(exc, Exception) and _on_main_thread():
-                    raise  # a Ctrl-C or an exit reaches the user, as in store_failed
+                    _interrupt(self, exc)  # a Ctrl-C or an exit reaches the user: store_failed
             else:
                 del stale[task_id]
                 written.add(verb)
@@ -443,7 +480,8 @@ def store_failed(
     A ``BaseException`` that is not an ``Exception`` (a ``KeyboardInterrupt`` or
     ``SystemExit`` raised inside ``save`` or ``delete``) is a failed write like any
     other, logged the same way; then, on the main thread only, it is raised again: the
-    user's Ctrl-C or exit reaches them (the registry holds the change already).  On any
+    user's Ctrl-C or exit reaches them (the registry holds the change already), at once
+    or, inside :func:`interrupts_deferred`, once the verb under way is whole.  On any
     other thread (a worker, the timer, the coroutine loop) it stops there: that thread
     goes on and its run is settled, as an action's own ``KeyboardInterrupt`` is a
     failed run (docs/DECISIONS.md, "A store's save that raises a BaseException").
@@ -451,7 +489,7 @@ def store_failed(
     assert writes is not None  # a core makes one with its store
     writes.failed(error, verb, task_id, snapshot, purge=purge, fenced=fenced)
     if not isinstance(error, Exception) and _on_main_thread():
-        raise error
+        _interrupt(writes, error)
 
 
 def purge_retired(writes: StoreWrites | None, store: TaskStore, task_id: str) -> None:
@@ -486,6 +524,22 @@ def _say_left(store: TaskStore, task_id: str) -> None:
         store,
         extra={"task_id": task_id},
     )
+
+
+def interrupts_deferred(writes: StoreWrites | None) -> contextlib.AbstractContextManager[None]:
+    """:meth:`StoreWrites.interrupts_deferred` of a core's ``writes`` (``store_writes``);
+    nothing to defer without a store."""
+    return contextlib.nullcontext() if writes is None else writes.interrupts_deferred()
+
+
+def _interrupt(writes: StoreWrites, error: BaseException) -> None:
+    """Raise ``error``, a ``KeyboardInterrupt`` or ``SystemExit`` a store raised on the
+    main thread, to the user: at once, or once the verb under way is whole
+    (:meth:`StoreWrites.interrupts_deferred`; the first one kept)."""
+    if not writes.deferring:
+        raise error
+    if writes.interrupted is None:
+        writes.interrupted = error
 
 
 def _on_main_thread() -> bool:

@@ -27,6 +27,7 @@ from lldsched.core.names import RefusedVerb
 from lldsched.core.recordlog import RecordLog
 from lldsched.core.registration import UNCHANGED, F, Isolation, TaskIds, Unchanged, registering
 from lldsched.core.retention import RetainFinished
+from lldsched.core.storewrites import interrupts_deferred
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import SchedulerStateError
 from lldsched.listeners import Listener, as_callback, check_unregistered, same_listener
@@ -290,9 +291,10 @@ class SimulationVerbs:
         :class:`~lldsched.errors.SchedulerStateError` naming them while other tasks depend
         on it (nothing changes).
         """
-        task = self._core.remove(task_id)
-        self._models.pop(task_id, None)
-        self._core.departed.left(task)  # its records stay in records(): what they read too
+        with interrupts_deferred(self._core.store_writes):  # forgotten whole, then a Ctrl-C
+            task = self._core.remove(task_id)
+            self._models.pop(task_id, None)
+            self._core.departed.left(task)  # its records stay in records(): what they read
         return task
 
     def reschedule(self, task_id: str, schedule: Schedule | str) -> ScheduledTask:

@@ -21,6 +21,7 @@ from lldsched.core.metrics import Metrics, take
 from lldsched.core.names import RefusedVerb
 from lldsched.core.packedstats import Rows
 from lldsched.core.registration import UNCHANGED, Unchanged
+from lldsched.core.storewrites import interrupts_deferred
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import SchedulerBusyError
 from lldsched.listeners import Listener
@@ -125,7 +126,9 @@ class ControlVerbs(SchedulerParts):
         """What cancel and pause share: the core's ``verb``, then, if it took, the
         runtime's runs of the task stopped (``task <why>``), and a ``wait_drained()``
         waiter woken either way."""
-        with self._lock:
+        # The verb whole before a Ctrl-C a save raised reaches the caller: else the task
+        # was stopped in the registry and its coroutine or child process ran on.
+        with self._lock, interrupts_deferred(self._core.store_writes):
             self._follow_others()  # shared: act on the row as it is now
             changed = verb(task_id)
             if changed:
@@ -165,7 +168,7 @@ class ControlVerbs(SchedulerParts):
         :class:`~lldsched.errors.SchedulerStateError` naming them while other tasks depend
         on it (nothing changes).
         """
-        with self._lock:
+        with self._lock, interrupts_deferred(self._core.store_writes):  # as _halt says
             self._follow_others()  # shared: act on the row as it is now
             task = self._core.remove(task_id)
             self._stop_running(task_id, "cancelled")

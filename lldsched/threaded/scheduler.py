@@ -180,10 +180,14 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
         # with a timeout: a store call that hangs under it cannot hold shutdown
         # past its own (lldsched/threaded/deadline.py).  Lock order: this lock,
         # then the dispatcher's, the store's, the process pool's (kill() runs
-        # under it) or an event's.  Never held while an action, a coroutine, a
-        # listener or the log line of a failed run runs.  In a child forked from this
-        # process it is replaced by a Refusal, which raises at every acquisition
-        # (lldsched/threaded/forked.py): the child has none of the threads.
+        # under it), an event's, an injected clock's (a FakeClock's, as the timer
+        # parks) or core/storeuse.py's (start(), a verb's check of who holds the
+        # store); none of them is held while this one is taken.  Never held while
+        # an action, a coroutine, a listener or the log line of a failed run runs
+        # (rarer lines are logged under it: a clock jump, a schedule that raises,
+        # a store outage).  In a child forked from this process it is replaced by
+        # a Refusal, which raises at every acquisition (lldsched/threaded/forked.py):
+        # the child has none of the threads.
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._queue = self.queue_type(self._wake)

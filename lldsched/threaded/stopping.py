@@ -76,7 +76,10 @@ class Stopping(SchedulerParts):
         still in flight.  A call made while another is still
         shutting down waits for that one first (within its own ``timeout``), so it never
         cuts the other's drain short; from an action, a listener or a coroutine (which
-        the other may be waiting for) it returns False at once instead.
+        the other may be waiting for) it returns False at once instead.  A drain called
+        from an action on a scheduler with one worker hands nothing more out (that
+        worker is the caller's, busy until this returns): it waits for the runs in
+        flight elsewhere and returns False, what waits for a worker left due.
 
         It returns within ``timeout`` (plus :data:`~lldsched.threaded.deadline.LOCK_GRACE`,
         once, for a lock found held past it or a step ending at it) even when another
@@ -180,6 +183,8 @@ class Stopping(SchedulerParts):
             self._warn_still_running(
                 timeout, deadline, flushing=flushing, due_by=None if finished else instant
             )
+        elif drain and not finished:  # from an action: what the drain left is said all the same
+            self._warn_unstarted(deadline, instant)
         return False
 
     @keyword_only_now(kept=0, moved=("drain", "timeout"))
@@ -335,7 +340,7 @@ class Stopping(SchedulerParts):
                 tasks = self._core.tasks.values()
                 going = [f"{task.id} {task.name!r}" for task in tasks if task.running]
                 if due_by is not None:
-                    unstarted = sum(1 for t in tasks if not t.running and _due(t, due_by))
+                    unstarted = self._unstarted(due_by)
         if going is None:
             left = [
                 "the scheduler's lock still held (a store call that does not return?): "
@@ -344,10 +349,7 @@ class Stopping(SchedulerParts):
         else:
             left = [f"runs still going: {', '.join(going)}"] if going else []
             if unstarted:
-                left.append(
-                    f"{counted(unstarted, 'run')} due by the shutdown not started (they stay "
-                    "SCHEDULED or RETRYING with their due time, for a durable store to recover)"
-                )
+                left.append(_not_started(unstarted))
         if self._dispatcher.busy:
             left.append("listeners still receiving events")
         if self._coroutines.calls_running:
@@ -360,6 +362,26 @@ class Stopping(SchedulerParts):
             timeout,
             " and ".join(left) or "a thread still stopping",
         )
+
+    def _warn_unstarted(self, deadline: Deadline, due_by: float) -> None:
+        """Say how many runs due by ``due_by`` a drain called from an action (its worker's
+        own run goes on, by definition, and is not said) did not start: it ran out of
+        time, or the caller is the only worker, which runs nothing else until the
+        shutdown returns.  Read under the lock, taken within what is left of
+        ``deadline`` (nothing is said if it stays held)."""
+        with deadline.holding(self._lock) as held:
+            unstarted = self._unstarted(due_by) if held else 0
+        if unstarted:
+            log.warning(
+                "shutdown(drain=True) called from an action (thread %s) returned with %s",
+                threading.current_thread().name,
+                _not_started(unstarted),
+            )
+
+    def _unstarted(self, due_by: float) -> int:
+        """How many registered tasks, not running, are due by ``due_by`` (caller holds
+        the lock): the runs a shutdown did not start."""
+        return sum(1 for t in self._core.tasks.values() if not t.running and _due(t, due_by))
 
     def _drain(self, instant: float, deadline: Deadline, kill_at: Deadline) -> bool:
         """Hand the workers every entry due at or before ``instant``, as room frees, and
@@ -377,6 +399,10 @@ class Stopping(SchedulerParts):
         Thread runs are handed out until the deadline."""
         queue, pool, lock = self._queue, self._pool, self._lock
         own = 1 if pool.is_worker(threading.current_thread()) else 0  # shutdown() from a run
+        # From the only worker, nothing runs what is handed to the workers before this
+        # returns: nothing more is handed out, and what waits for a worker already is
+        # not waited for (it stays due, as a drain out of time leaves it).
+        stranded = own == pool.workers
         shared = self._coordinator is not None  # other processes run what is due; heap: hints
         if not deadline.acquire(lock):
             return False
@@ -386,7 +412,7 @@ class Stopping(SchedulerParts):
         killing: Deadline | None = kill_at  # None once the process runs were killed
         try:
             while True:
-                room = 0 if shared else pool.room
+                room = 0 if shared or stranded else pool.room
                 batch = queue.pop_due(instant, room) if room else []
                 if batch:
                     self._in_flight += len(batch)
@@ -395,12 +421,18 @@ class Stopping(SchedulerParts):
                 due = None if shared else queue.next_due()
                 if (due is None or due > instant) and self._in_flight <= own:
                     return True
+                if stranded and self._in_flight - pool.waiting <= own:
+                    return False  # what is left waits for this very thread
                 if deadline.remaining() == 0.0:
                     return False
                 if killing is not None and killing.remaining() == 0.0:
                     killing = None
                     self._processes.kill_all(KILLED)  # their records come before the deadline
                 settled.clear()
+                # Not held while it waits: an interrupt there (Ctrl-C on the main thread)
+                # leaves with the lock let go, and the cleanup below must not release it
+                # again ("release unlocked lock", or another thread's hold let go).
+                held = False
                 # a settled run, the instant to kill, or the deadline
                 held = deadline.wait(settled, lock, until=killing)
                 if not held:
@@ -550,6 +582,14 @@ class Stopping(SchedulerParts):
         A scan of every task: for the waits of tests and demos only (caller holds the
         lock)."""
         return any(_due(task, until) for task in self._core.tasks.values())
+
+
+def _not_started(count: int) -> str:
+    """What a shutdown's warning says of the ``count`` runs due by it that it did not start."""
+    return (
+        f"{counted(count, 'run')} due by the shutdown not started (they stay SCHEDULED or "
+        "RETRYING with their due time, for a durable store to recover)"
+    )
 
 
 def _due(task: ScheduledTask, until: float | None) -> bool:
