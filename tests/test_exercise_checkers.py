@@ -5,18 +5,20 @@ from __future__ import annotations
 
 import heapq
 import math
+import random
 import re
 import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
 from exercises.checks import Result, run_checks, timer_checks
-from exercises.retry_checks import retry_at_checks
+from exercises.retry_checks import reference_retry_at, retry_at_checks
 from exercises.schedule_checks import next_slot_checks, parse_field_checks
 from exercises.solutions import TaskQueue, next_slot, parse_field, retry_at
 
@@ -324,6 +326,25 @@ class CancelByListRemove(TaskQueue):
             self._live.pop(task, None)
 
 
+class CancelPopsTheHead(TaskQueue):
+    """Cancel that pops the head, whichever task it is: right whenever the task cancelled
+    is the head, and otherwise loses the head's task (the one cancelled is tombstoned)."""
+
+    def cancel(self, task: str) -> None:
+        with self._cond:
+            if self._heap:
+                heapq.heappop(self._heap)  # the mistake under test
+            self._live.pop(task, None)
+
+
+class CancelForgetsEveryTask(TaskQueue):
+    """Cancel that clears every task's live entry: each queued task becomes a tombstone."""
+
+    def cancel(self, task: str) -> None:
+        with self._cond:
+            self._live.clear()  # the mistake under test
+
+
 class NotifiesOnlyBeforeAHead(TaskQueue):
     """Notifies when the entry is earlier than the head it finds, so a push into an empty
     queue (no head to compare with) wakes nobody."""
@@ -477,6 +498,10 @@ TIMER_MISTAKES = [
     (CancelledForever, "cancelled entry never runs", "pushed again, never came back"),
     (CancelAssumesQueued, "not queued", "raised KeyError"),
     (CancelByListRemove, "keeps the others in order", "no longer a heap"),
+    (CancelPopsTheHead, "leaves every other task queued", "lost 'backup'"),
+    (CancelForgetsEveryTask, "leaves every other task queued", "lost 'backup', 'report'"),
+    (CancelForgetsEveryTask, "cancelled entry never runs", "after cancel('doomed'): a cancel"),
+    (CancelForgetsEveryTask, "keeps the others in order", "lost 'digest', 'report'"),
     (NotifiesOnlyBeforeAHead, "into an empty queue", "the first entry of an empty queue"),
     (TrustsAWaitThatTimedOut, "the other waits on", "a wait that timed out"),
     (PushesOutsideTheLock, "under the lock", "outside `with self._cond`"),
@@ -648,6 +673,20 @@ def always_the_next_slot(slot: float, period: float, finished: float, policy: st
 
 def skip_for_both(slot: float, period: float, finished: float, policy: str) -> float:
     return next_slot(slot, period, finished, "skip")
+
+
+def ceil_from_the_slot(slot: float, period: float, finished: float, policy: str) -> float:
+    """Skip to the first slot not before the finish, counting from the slot served: a run
+    that took no time (a fake clock's) gets its own slot back, and runs it twice."""
+    if policy == "catch_up":
+        return slot + period
+    return slot + math.ceil((finished - slot) / period) * period
+
+
+def test_an_overrun_answer_that_hands_back_the_slot_it_served_is_told_so() -> None:
+    told = failure(run_checks(next_slot_checks(ceil_from_the_slot)), "a run of 0 s")
+    assert told.startswith("next_slot(0, 60, 0, 'skip'): expected 60, got 0: ")
+    assert "never before slot + period (60)" in told
 
 
 def test_each_overrun_mistake_is_named_not_blamed_on_the_convention() -> None:
@@ -832,6 +871,41 @@ def test_a_retry_answer_that_gives_up_too_early_is_told_how_many_attempts_are_le
         "retry_at(1, 100, 3, 1, 2, 60): expected 101, got None: attempt 1 of 3 failed, so 2 "
         "more may run; max_attempts counts every attempt, the first included"
     )
+
+
+def jittered(
+    attempt: int,
+    finished: float,
+    max_attempts: int = 3,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> float | None:
+    """Jitter added, as the notebook's paragraph on retries suggests for production: the
+    wait is drawn from [b / 2, b], so the same failure gives a different instant."""
+    if attempt >= max_attempts:
+        return None
+    wait = min(cap, initial * multiplier ** min(attempt - 1, 100))
+    return finished + wait * (0.5 + random.random() / 2)
+
+
+def test_a_jittered_retry_is_told_the_rule_is_deterministic_not_that_it_stopped_growing() -> None:
+    results = run_checks(retry_at_checks(jittered))
+    for check in ("the first retry waits initial", "grows until the cap", "a slow wait grows"):
+        told = failure(results, check)
+        assert "then" in told and "leave the jitter out" in told, told
+        assert "stopped growing" not in told, told
+
+
+def test_a_first_retry_that_waits_too_little_is_not_told_the_wait_stopped_growing() -> None:
+    def first_wait_short(attempt: int, finished: float, max_attempts: int, *policy: float) -> Any:
+        """Right but for the first retry, 0.3 s after the failure (no power of 2 from 1)."""
+        if attempt == 1 and max_attempts > 1:
+            return finished + 0.3
+        return reference_retry_at(attempt, finished, max_attempts, *policy)
+
+    told = failure(run_checks(retry_at_checks(first_wait_short)), "the first retry waits")
+    assert told == "retry_at(1, 100, 3, 1, 2, 60): expected 101, got 100.3"
 
 
 def test_the_retry_checker_passes_the_reference_answer() -> None:

@@ -599,6 +599,8 @@ class WatchedDue(float):
         return float(self) >= other
 
 
+_CANCELS_ONE = "a cancel marks only the entry of the task it names"
+
 _RACES = (
     "push read or changed the heap while the checker held the queue's lock: it touches "
     "the heap outside `with self._cond` (taking the lock only to notify), so a consumer "
@@ -968,6 +970,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             _release(rig, consumers)
         expected = ["digest", "report", "cleanup", "sync"]
         assert "backup" not in got, f"the cancelled 'backup' still ran: got {got}"
+        lost = ", ".join(repr(task) for task in expected if task not in got)
         assert got == expected, (
             f"five tasks all due already, 'backup' (the earliest) cancelled: expected "
             f"{', '.join(expected)}, got {got}: "
@@ -976,6 +979,8 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
                 "(list.remove, del heap[i]) is no longer a heap. Leave a tombstone (or "
                 "heapq.heapify after removing, O(n))"
                 if sorted(map(str, got)) == sorted(expected)
+                else f"cancel('backup') lost {lost}; {_CANCELS_ONE}"
+                if lost
                 else "the earliest due comes out first"
             )
         )
@@ -990,7 +995,11 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             # the consumer is parked on it: a tombstone now
             bounded(lambda: rig.queue.cancel("doomed"), "cancel('doomed')")
             first = consumers.next(start + 0.15 + LATE - rig.clock.peek())
-            assert first is not None, "nothing came back after 'doomed' was cancelled"
+            assert first is not None, (
+                f"'kept', not cancelled, did not come out within {LATE} s of its due time "
+                f"after cancel('doomed'): {_CANCELS_ONE}, and pop_due, once it has dropped "
+                "the cancelled head, waits on for the next"
+            )
             assert first[0] != "doomed", (
                 "the cancelled 'doomed' still ran: cancel leaves a tombstone, and pop_due "
                 "drops tombstones when they reach the top"
@@ -1007,6 +1016,36 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             )
         finally:
             _release(rig, consumers)
+
+    def cancel_leaves_the_others() -> None:
+        rig = _rig(make_queue)
+        now = rig.clock.peek()
+        # 'digest' is neither the head nor the last entry: a cancel that takes out the
+        # head (heapq.heappop), whichever task it is, or forgets every task, shows here
+        dues = {"backup": 4, "digest": 3, "report": 2, "cleanup": 1}  # seconds ago
+        fill(rig, [(task, now - ago) for task, ago in dues.items()])
+        bounded(
+            lambda: rig.queue.cancel("digest"),
+            "cancel('digest')",
+            "no consumer was running, so nobody else held the lock: cancel waits or loops",
+        )
+        consumers = Consumers(rig.queue, rig.clock, takes=3)
+        try:
+            got = consumers.names(3, LATE)
+        finally:
+            _release(rig, consumers)
+        expected = ["backup", "report", "cleanup"]
+        assert "digest" not in got, f"the cancelled 'digest' still ran: got {got}"
+        lost = ", ".join(repr(task) for task in expected if task not in got)
+        assert not lost, (
+            f"four tasks all due already, only 'digest' cancelled (not the head): expected "
+            f"{', '.join(expected)}, got {got}: cancel('digest') lost {lost}; "
+            f"{_CANCELS_ONE} (a heapq.heappop in cancel takes out the head, whichever task "
+            "that is)"
+        )
+        assert got == expected, (
+            f"expected {', '.join(expected)}, got {got}: the earliest due comes out first"
+        )
 
     def cancel_of_a_task_not_queued() -> None:
         rig = _rig(make_queue)
@@ -1138,6 +1177,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         ),
         ("a cancelled entry never runs; pushed again, it does", cancelled_entry_never_runs),
         ("cancelling the head keeps the others in order", cancel_keeps_the_heap_in_order),
+        ("cancelling one task leaves every other task queued", cancel_leaves_the_others),
         ("push reads and changes the heap only under the lock", push_works_under_the_lock),
         (
             "cancelling a task not queued (taken, twice, unknown) does nothing",

@@ -69,6 +69,12 @@ def _mistake(
     on_boundary = (finished - slot) % period == 0
     if policy == "skip" and on_boundary and abs(got - (expected + period)) < 1e-9:
         return f": {CONVENTION}"
+    if got < slot + period - 1e-9:
+        return (
+            f": the run for slot {slot:g} is done, so the next slot is never before slot + "
+            f"period ({slot + period:g}); a run that takes no time (a fake clock's) ends at "
+            "its own slot, which it has served, not missed"
+        )
     if abs(got - (finished + period)) < 1e-9:
         return (
             ": counted from the finish; a fixed rate stays on the grid slot + k * period "
@@ -104,6 +110,7 @@ def next_slot_checks(next_slot: Callable[[float, float, float, str], float]) -> 
 
     return [
         ("a short run: the next slot on the grid", named(0, 5, "skip")),
+        ("a run of 0 s (a fake clock's) -> 60, not its own slot again", named(0, 0, "skip")),
         ("skip after a 150 s run on a 60 s period -> 180", named(0, 150, "skip")),
         ("catch-up after the same run -> 60, due at once", named(0, 150, "catch_up")),
         ("a run ending exactly on the next slot -> that slot", named(0, 60, "skip")),

@@ -244,8 +244,9 @@ print([heapq.heappop(heap)[3] for _ in range(len(heap))])
 #   task due now, or due in a moment, and so must one waiting on an empty queue);
 #   `notify()` where two waiters need `notify_all()`; one that touches the heap before
 #   it takes the lock; a task pushed twice that comes out twice;
-# - the cancel: a cancelled entry that still comes out; a cancel that raises for a task
-#   a worker already took; one that takes the entry out and leaves a list that is no
+# - the cancel: a cancelled entry that still comes out; a cancel that loses another task
+#   (a `heappop` takes out the head, whichever task that is); a cancel that raises for a
+#   task a worker already took; one that takes the entry out and leaves a list that is no
 #   longer a heap;
 # - the cost: a sort or a scan where the heap belongs (it counts how often your queue
 #   compares due times).
