@@ -968,9 +968,13 @@ def test_a_parser_that_never_bounds_checks_range_ends_fails() -> None:
     failure(results, "random fields")
 
 
-def test_a_parser_that_accepts_plus_five_fails() -> None:
+def test_a_parser_that_accepts_plus_five_fails_and_is_told_why_int_took_it() -> None:
     results = run_checks(parse_field_checks(accepts_a_plus_sign))
-    assert "'+5' in 0-59 should raise ValueError" in failure(results, "rejects what cron rejects")
+    assert failure(results, "rejects what cron rejects") == (
+        "'+5' in 0-59 should raise ValueError (cron rejects it), got [5]: cron takes digits "
+        "only, and int() also reads a sign or spaces ('+5', ' 5'); test part.isdigit() "
+        "before int(part)"
+    )
 
 
 def test_a_parser_that_reads_a_range_by_its_first_two_numbers_fails() -> None:
@@ -1045,6 +1049,34 @@ def test_a_parser_whose_star_steps_count_from_zero_fails_on_months() -> None:
         "month fields start at 1: */2 -> 1, 3, 5, ...",
         "agrees with lldsched on 300 random fields, edges included",
     ]
+
+
+def test_a_parser_whose_range_steps_count_from_the_field_s_start_is_told_from_where() -> None:
+    """``a-b/s`` stepped from the field's first value and cut at ``a``: 10-50/20 read as
+    20, 40.  It was given no hint, and in the random fields the wrong one ("a range
+    includes both its ends")."""
+
+    def steps_from_low(text: str, low: int, high: int) -> set[int]:
+        values: set[int] = set()
+        for item in text.split(","):
+            base, _, step = item.partition("/")
+            ends = parse_field(
+                base if "-" in base or base == "*" or not step else f"{base}-{high}", low, high
+            )
+            if step.isdigit() and int(step) > 0:
+                start, stop = min(ends), max(ends)
+                values.update(v for v in range(low, stop + 1, int(step)) if v >= start)
+            else:
+                values.update(parse_field(item, low, high))
+        return values
+
+    results = run_checks(parse_field_checks(steps_from_low))
+    assert failure(results, "minute fields") == (
+        "'10-50/20' in 0-59: expected [10, 30, 50], got [20, 40]: a step counts from the "
+        "start of its range (10-50/20 is 10, 30, 50), not from the field's first value"
+    )
+    random_fields = failure(results, "300 random fields")
+    assert random_fields.endswith("not from the field's first value"), random_fields
 
 
 def test_the_field_checker_passes_the_reference_answer() -> None:
