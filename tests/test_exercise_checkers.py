@@ -1124,3 +1124,41 @@ def test_a_checker_given_an_instance_or_a_result_says_so_in_one_line(
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 1, lines
     assert told in lines[0] and "not callable" not in lines[0], lines[0]
+
+
+class NoClockParameter(TaskQueue):
+    """The constructor written without the clock the exercise gives it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+
+def test_a_queue_built_without_the_clock_parameter_is_told_so_in_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Every check builds the queue as ``TaskQueue(clock)``: each of the 17 failed with
+    the same ``TypeError``, 17 lines that did not say where the clock was to go."""
+    import exercises
+
+    exercises.check_task_queue(NoClockParameter)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [
+        f"✗ all {len(timer_checks(TaskQueue))} checks fail the same way: the checker builds "
+        "your queue as TaskQueue(clock), and NoClockParameter(clock) raised TypeError: "
+        "NoClockParameter.__init__() takes 1 positional argument but 2 were given; keep "
+        "the constructor's clock parameter (def __init__(self, clock=time.monotonic))"
+    ]
+
+
+def test_one_mistake_that_fails_every_check_is_printed_once(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import exercises
+
+    def three_arguments(slot: float, period: float, finished: float) -> float:
+        return slot + period
+
+    exercises.check_next_slot(three_arguments)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("✗ all 7 checks fail the same way: "), lines
+    assert "takes 3 positional arguments but 4 were given" in lines[0]

@@ -28,6 +28,7 @@ takes about two seconds for a correct answer, and a few seconds for any.
 from __future__ import annotations
 
 import ctypes
+import inspect
 import math
 import queue
 import threading
@@ -167,9 +168,16 @@ def _within(check: Callable[[], None], limit: float) -> None:
 
 
 def print_results(results: list[Result]) -> None:
-    """One line per check, then the count (one line in all for an answer not yet written)."""
+    """One line per check, then the count; one line in all for an answer not yet written,
+    and for one that fails every check with the same error (a constructor or function
+    whose parameters are not the exercise's: the first such message, said once)."""
     if results and all("NotImplementedError" in r.message for r in results):
         print(f"not written yet: {len(results)} checks are waiting for your answer")
+        return
+    # "next_slot(0, 60, 5, 'skip') raised TypeError: ..." differs only in the call
+    same = {r.message.partition(" raised ")[2] or r.message for r in results}
+    if len(results) > 1 and len(same) == 1 and not any(r.passed for r in results):
+        print(f"✗ all {len(results)} checks fail the same way: {results[0].message}")
         return
     for result in results:
         if result.passed:
@@ -440,9 +448,26 @@ def _attributes(target: object) -> dict[str, object]:
     return found
 
 
+def _build(make_queue: Callable[[Any], Any], clock: ExerciseClock) -> Any:
+    """``make_queue(clock)``; a constructor that cannot take the clock is told so."""
+    try:
+        return make_queue(clock)
+    except TypeError as error:
+        try:
+            inspect.signature(make_queue).bind(clock)
+        except (TypeError, ValueError):  # its parameters, not its body, refused the call
+            name = getattr(make_queue, "__name__", "TaskQueue")
+            raise AssertionError(
+                f"the checker builds your queue as TaskQueue(clock), and {name}(clock) "
+                f"raised TypeError: {error}; keep the constructor's clock parameter "
+                "(def __init__(self, clock=time.monotonic))"
+            ) from None
+        raise
+
+
 def _rig(make_queue: Callable[[Any], Any]) -> Rig:
     clock = ExerciseClock()
-    target = make_queue(clock)
+    target = _build(make_queue, clock)
     for name, value in _attributes(target).items():
         if isinstance(value, threading.Condition):
             watched = WatchedCondition(value)
