@@ -326,6 +326,41 @@ class CancelByListRemove(TaskQueue):
             self._live.pop(task, None)
 
 
+class TimeoutFromAnotherClock(TaskQueue):
+    """Tests the head on ``self._clock()`` but computes the wait from ``time.monotonic()``:
+    on any other clock the timeout is nonsense (here some 10 days)."""
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while True:
+                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                due, _, task = self._heap[0]
+                if due <= self._clock():
+                    heapq.heappop(self._heap)
+                    del self._live[task]
+                    return task
+                self._cond.wait(due - time.monotonic())  # the mistake under test
+
+
+class WaitsWithoutATimeout(TaskQueue):
+    """Waits with no timeout while the head is not due: only a push ends the wait."""
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while True:
+                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                    heapq.heappop(self._heap)
+                if self._heap and self._heap[0][0] <= self._clock():
+                    task = heapq.heappop(self._heap)[2]
+                    del self._live[task]
+                    return task
+                self._cond.wait()  # the mistake under test
+
+
 class CancelPopsTheHead(TaskQueue):
     """Cancel that pops the head, whichever task it is: right whenever the task cancelled
     is the head, and otherwise loses the head's task (the one cancelled is tombstoned)."""
@@ -502,6 +537,15 @@ TIMER_MISTAKES = [
     (CancelForgetsEveryTask, "leaves every other task queued", "lost 'backup', 'report'"),
     (CancelForgetsEveryTask, "cancelled entry never runs", "after cancel('doomed'): a cancel"),
     (CancelForgetsEveryTask, "keeps the others in order", "lost 'digest', 'report'"),
+    (TimeoutFromAnotherClock, "exactly the delay", "on the clock you were given"),
+    (TimeoutFromAnotherClock, "due in 0.2 s", "on the clock you were given"),
+    (TimeoutFromAnotherClock, "cancelled entry never runs", "on the clock you were given"),
+    (WaitsWithoutATimeout, "exactly the delay", "waited with no timeout while a head"),
+    (WaitsWithoutATimeout, "due in 0.2 s", "waited with no timeout while a head"),
+    (WaitsWithoutATimeout, "both of two waiters", "waited with no timeout while a head"),
+    (WaitsWithoutATimeout, "cancelled entry never runs", "waited with no timeout while a head"),
+    (WaitsWithoutATimeout, "replaces its entry", "waited with no timeout while a head"),
+    (WaitsWithoutATimeout, "the other waits on", "waited with no timeout while a head"),
     (NotifiesOnlyBeforeAHead, "into an empty queue", "the first entry of an empty queue"),
     (TrustsAWaitThatTimedOut, "the other waits on", "a wait that timed out"),
     (PushesOutsideTheLock, "under the lock", "outside `with self._cond`"),
@@ -535,6 +579,18 @@ def test_a_pop_that_returns_none_after_a_wake_up_is_not_told_about_while() -> No
     """It waited, woke and returned None: the fault is the None, not an ``if``."""
     message = failure(timer_results(WaitsOnceThenReturnsNone), "spurious wake-up")
     assert "pop_due returned None" in message and "`while` is needed" not in message
+
+
+@pytest.mark.parametrize("answer", [TimeoutFromAnotherClock, WaitsWithoutATimeout])
+def test_a_wait_that_never_ends_in_time_is_not_blamed_on_cancel_or_a_stale_head(
+    answer: type[TaskQueue],
+) -> None:
+    """Their cancel and push are right: a check that a cancel or a re-armed head fails on
+    says what the wait did, not "a cancel marks only the entry of the task it names" or
+    "went back to the timeout it computed from the old head"."""
+    for result in timer_results(answer):
+        assert "a cancel marks only" not in result.message, result
+        assert "from the old head" not in result.message, result
 
 
 def test_a_push_into_an_empty_queue_that_wakes_nobody_is_not_blamed_on_cancel() -> None:

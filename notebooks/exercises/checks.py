@@ -516,11 +516,19 @@ def _fill(rig: Rig, entries: Sequence[tuple[str, float]], limit: float = HELD) -
     bounded(push_all, what, PUSH_STUCK, limit)
 
 
-def _expect(consumers: Consumers, task: str, due: float, clock: ExerciseClock, why: str) -> None:
-    """``task`` is the next one returned, not before ``due`` and by ``due + LATE``."""
+def _expect(
+    consumers: Consumers,
+    task: str,
+    due: float,
+    clock: ExerciseClock,
+    why: str | Callable[[], str],
+) -> None:
+    """``task`` is the next one returned, not before ``due`` and by ``due + LATE``; ``why``
+    (or what it returns, asked only then) says what a task not returned means."""
     got = consumers.next(due + LATE - clock.peek())
     if got is None:
-        raise AssertionError(f"{task!r} was not returned within {LATE} s of its due time: {why}")
+        said = why if isinstance(why, str) else why()
+        raise AssertionError(f"{task!r} was not returned within {LATE} s of its due time: {said}")
     name, at = got
     if name != task:
         raise AssertionError(f"expected {task!r}, got {name!r}")
@@ -529,6 +537,49 @@ def _expect(consumers: Consumers, task: str, due: float, clock: ExerciseClock, w
             f"{task!r} returned {due - at:.2f} s before it was due: the head comes out once "
             f"it is due, when delay = due - self._clock() is 0 or less, and not before"
         )
+
+
+WAITED_FOREVER = (
+    "pop_due waited with no timeout while a head was queued, so only a push could end the "
+    "wait; wait with timeout = due - self._clock() toward the head (with no timeout only "
+    "while the queue is empty)"
+)
+
+
+def _wrong_timeout(timeouts: Sequence[float | None], delay: float) -> str | None:
+    """What the last wait's timeout says when a head due in ``delay`` seconds (with a head
+    queued all along) did not come out in time: no timeout at all, or one no right answer
+    computes (the delay taken on another clock).  None when it looks right, or like the
+    timeout of the old 12 h head, which the checks that meet it name themselves."""
+    if not timeouts:
+        return None
+    last = timeouts[-1]
+    if last is None:
+        return WAITED_FOREVER
+    if last > delay + LATE + 1 and abs(last - TWELVE_HOURS) > 60:
+        return (
+            f"pop_due waited {last:,.0f} s for a head due in {delay:g} s: compute the "
+            "timeout as due - self._clock(), on the clock you were given (time.time() and "
+            "time.monotonic() count from epochs of their own)"
+        )
+    return None
+
+
+def _late_wait(rig: Rig, consumers: Consumers, delay: float) -> str | None:
+    """When a head due in ``delay`` seconds did not come out in time: what
+    :func:`_wrong_timeout` says of the wait, if the head is still there to take, which the
+    checker learns by waking the consumers (a spurious wake-up); None when it says
+    nothing or nothing comes out (the entry is gone: the check's own message stands, as
+    for a cancel that lost it, after which waiting with no timeout is right)."""
+    hint = _wrong_timeout(rig.cond.timeouts, delay)
+    if hint is None:
+        return None
+    try:
+        rig.cond.spurious_wake_up()
+        came = consumers.next(0.2)
+    except AssertionError:  # it holds the lock, raised or returned None: said elsewhere
+        return None
+    return hint if came is not None else None
 
 
 NEVER_WAITS = (
@@ -726,8 +777,11 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
                 "soon",
                 due,
                 rig.clock,
-                "wait on the condition with timeout = due - now (a wait with no timeout "
-                "only ends when someone notifies)",
+                lambda: (
+                    _late_wait(rig, consumers, 0.2)
+                    or "wait on the condition with timeout = due - now (a wait with no timeout "
+                    "only ends when someone notifies)"
+                ),
             )
         finally:
             _release(rig, consumers)
@@ -880,13 +934,15 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
                 "soon",
                 due,
                 rig.clock,
-                "a timer waiting toward 'nightly', 12 h off, slept through a new head due in "
-                "0.2 s; "
-                + (
-                    _STALE_TIMEOUT
-                    if notified
-                    else "your push did not notify: it must notify whenever its entry "
-                    "becomes the head, due yet or not"
+                lambda: (
+                    "a timer waiting toward 'nightly', 12 h off, slept through a new head "
+                    "due in 0.2 s; "
+                    + (
+                        _late_wait(rig, consumers, 0.2) or _STALE_TIMEOUT
+                        if notified
+                        else "your push did not notify: it must notify whenever its entry "
+                        "becomes the head, due yet or not"
+                    )
                 ),
             )
         finally:
@@ -909,6 +965,8 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
                 item = consumers.next(due + LATE - rig.clock.peek())
                 if item is not None:
                     got.append(item[0])
+            late = len(got) < 2 and notify_alls and not notifies
+            waited = _late_wait(rig, consumers, 0.1) if late else None
         finally:
             _release(rig, consumers)
         if notifies:
@@ -928,8 +986,11 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         )
         assert sorted(map(str, got)) == ["first", "second"], (
             f"two consumers were parked toward the 12 h head and only {got} came back: "
-            f"a new head must wake every waiter, since each computed its timeout from the "
-            f"old head; {hint}"
+            + (
+                waited
+                or "a new head must wake every waiter, since each computed its timeout "
+                f"from the old head; {hint}"
+            )
         )
 
     def the_waiter_that_loses_waits_on() -> None:
@@ -940,7 +1001,13 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             park(rig, consumers, 2)
             due = rig.clock.peek() + 0.1
             bounded(lambda: rig.queue.push("soon", due), "push('soon')")
-            _expect(consumers, "soon", due, rig.clock, "a new head due in 0.1 s")
+            _expect(
+                consumers,
+                "soon",
+                due,
+                rig.clock,
+                lambda: _late_wait(rig, consumers, 0.1) or "a new head due in 0.1 s",
+            )
             extra = consumers.next(0.1)  # 'nightly' is 12 h off: nothing else comes out
         finally:
             _release(rig, consumers)
@@ -1022,8 +1089,12 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             first = consumers.next(start + 0.15 + LATE - rig.clock.peek())
             assert first is not None, (
                 f"'kept', not cancelled, did not come out within {LATE} s of its due time "
-                f"after cancel('doomed'): {_CANCELS_ONE}, and pop_due, once it has dropped "
-                "the cancelled head, waits on for the next"
+                "after cancel('doomed'): "
+                + (
+                    _late_wait(rig, consumers, 0.15)
+                    or f"{_CANCELS_ONE}, and pop_due, once it has dropped the cancelled "
+                    "head, waits on for the next"
+                )
             )
             assert first[0] != "doomed", (
                 "the cancelled 'doomed' still ran: cancel leaves a tombstone, and pop_due "
@@ -1128,6 +1199,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             extra = consumers.next(0.1)  # nothing is left to come out
             if extra is not None:
                 got.append(extra)
+            waited = _late_wait(rig, consumers, 0.3) if not got else None
         finally:
             _release(rig, consumers)
         names = [name for name, _ in got]
@@ -1143,7 +1215,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         )
         assert names == ["report", "digest"], (
             f"pushed 'report' at +0.1 s, again at +0.25 s, and 'digest' twice at +0.3 s; "
-            f"expected report, digest, got {names}"
+            f"expected report, digest, got {names}" + (f": {waited}" if waited else "")
         )
         late = got[0][1] - start
         assert late >= 0.25, (
