@@ -83,7 +83,7 @@ from lldsched.core.task import Run
 from lldsched.deprecated import keyword_only_now
 from lldsched.errors import ValidationError, error_text
 from lldsched.listeners import Listener, as_callback, listener_list, notify
-from lldsched.logs import Repeats
+from lldsched.logs import Repeats, instant_text
 from lldsched.model import ExecutionRecord, TaskEvent
 from lldsched.persistence import TaskStore
 from lldsched.sim.awaiting import PrivateLoop
@@ -248,7 +248,8 @@ class Simulation(SimulationVerbs):
         instant = to_timestamp(when, name="intervention time")
         if instant < self.now:
             raise ValidationError(
-                f"intervention at {when!r} is in the past (the simulation is at {self.now!r})"
+                f"intervention at {instant_text(instant)} is in the past (the simulation is "
+                f"at {instant_text(self.now)})"
             )
         if not callable(fn):
             raise ValidationError(f"an intervention must be callable, got {fn!r}")
@@ -269,7 +270,10 @@ class Simulation(SimulationVerbs):
         self._check_running("run until", until)
         end = to_timestamp(until, name="until")
         if end < self.now:
-            raise ValidationError(f"until={until!r} is before now ({self.now!r})")
+            raise ValidationError(
+                f"until={instant_text(end)} is before now ({instant_text(self.now)}): a "
+                "simulation runs forward only"
+            )
         self._advance(end, events=-1)
         self._clock.advance_to(end)
         return self
