@@ -119,6 +119,12 @@ class SimStep(NamedTuple):
     record: ExecutionRecord | None = None
 
 
+def _given(value: float | datetime, instant: float) -> str:
+    """An instant a caller passed, as a refusal quotes it: as given, and in ISO 8601 UTC
+    too when it was given as epoch seconds (``1767571200.0 (2026-01-05T00:00:00.000+00:00)``)."""
+    return repr(value) if isinstance(value, datetime) else f"{value!r} ({instant_text(instant)})"
+
+
 class Simulation(SimulationVerbs):
     """Virtual-time runtime with ``workers`` virtual workers over the core state machine
     (1 to :data:`MAX_WORKERS`).
@@ -248,7 +254,7 @@ class Simulation(SimulationVerbs):
         instant = to_timestamp(when, name="intervention time")
         if instant < self.now:
             raise ValidationError(
-                f"intervention at {instant_text(instant)} is in the past (the simulation is "
+                f"intervention at {_given(when, instant)} is in the past (the simulation is "
                 f"at {instant_text(self.now)})"
             )
         if not callable(fn):
@@ -271,7 +277,7 @@ class Simulation(SimulationVerbs):
         end = to_timestamp(until, name="until")
         if end < self.now:
             raise ValidationError(
-                f"until={instant_text(end)} is before now ({instant_text(self.now)}): a "
+                f"until={_given(until, end)} is before now ({instant_text(self.now)}): a "
                 "simulation runs forward only"
             )
         self._advance(end, events=-1)
