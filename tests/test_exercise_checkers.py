@@ -1196,7 +1196,8 @@ def test_a_queue_built_without_the_clock_parameter_is_told_so_in_one_line(
     the same ``TypeError``, 17 lines that did not say where the clock was to go."""
     import exercises
 
-    exercises.check_task_queue(NoClockParameter)
+    answer: Any = NoClockParameter  # the wrong constructor is the point
+    exercises.check_task_queue(answer)
     lines = capsys.readouterr().out.splitlines()
     assert lines == [
         f"✗ all {len(timer_checks(TaskQueue))} checks fail the same way: the checker builds "
@@ -1214,7 +1215,8 @@ def test_one_mistake_that_fails_every_check_is_printed_once(
     def three_arguments(slot: float, period: float, finished: float) -> float:
         return slot + period
 
-    exercises.check_next_slot(three_arguments)
+    answer: Any = three_arguments  # the missing policy parameter is the point
+    exercises.check_next_slot(answer)
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 1 and lines[0].startswith("✗ all 7 checks fail the same way: "), lines
     assert "takes 3 positional arguments but 4 were given" in lines[0]

@@ -33,7 +33,7 @@ import math
 import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from types import TracebackType
 from typing import Any, NamedTuple
@@ -1043,26 +1043,35 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         pushing.join(HELD)
         assert not raced, _RACES
 
-    def cancel_keeps_the_heap_in_order() -> None:
+    def cancel_then_take(dues: Mapping[str, float], cancelled: str) -> tuple[list[object], str]:
+        """Push ``dues`` (task: seconds since it fell due), cancel ``cancelled`` with no
+        consumer running, then take the others: what came out, and the others that did
+        not (quoted, earliest due first).  The cancelled task must not come out."""
         rig = _rig(make_queue)
         now = rig.clock.peek()
-        # pushed in this order, the heap's list is [6, 10, 9, 12, 18]: taking out its head
-        # without a heapify leaves [10, 9, 12, 18], which is no heap
-        dues = {"backup": 6, "report": 10, "digest": 9, "cleanup": 12, "sync": 18}
-        fill(rig, [(task, now - 20 + due) for task, due in dues.items()])
+        fill(rig, [(task, now - ago) for task, ago in dues.items()])
         bounded(
-            lambda: rig.queue.cancel("backup"),
-            "cancel('backup')",
+            lambda: rig.queue.cancel(cancelled),
+            f"cancel({cancelled!r})",
             "no consumer was running, so nobody else held the lock: cancel waits or loops",
         )
-        consumers = Consumers(rig.queue, rig.clock, takes=4)
+        others = len(dues) - 1
+        consumers = Consumers(rig.queue, rig.clock, takes=others)
         try:
-            got = consumers.names(4, LATE)
+            got = consumers.names(others, LATE)
         finally:
             _release(rig, consumers)
+        assert cancelled not in got, f"the cancelled {cancelled!r} still ran: got {got}"
+        due_first = sorted(dues, key=lambda task: -dues[task])
+        lost = ", ".join(repr(t) for t in due_first if t != cancelled and t not in got)
+        return got, lost
+
+    def cancel_keeps_the_heap_in_order() -> None:
+        # pushed in this order, the heap's list is due [6, 10, 9, 12, 18] s (20 s ago = 0):
+        # taking out its head without a heapify leaves [10, 9, 12, 18], which is no heap
+        dues = {"backup": 14, "report": 10, "digest": 11, "cleanup": 8, "sync": 2}
+        got, lost = cancel_then_take(dues, "backup")
         expected = ["digest", "report", "cleanup", "sync"]
-        assert "backup" not in got, f"the cancelled 'backup' still ran: got {got}"
-        lost = ", ".join(repr(task) for task in expected if task not in got)
         assert got == expected, (
             f"five tasks all due already, 'backup' (the earliest) cancelled: expected "
             f"{', '.join(expected)}, got {got}: "
@@ -1114,25 +1123,12 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             _release(rig, consumers)
 
     def cancel_leaves_the_others() -> None:
-        rig = _rig(make_queue)
-        now = rig.clock.peek()
         # 'digest' is neither the head nor the last entry: a cancel that takes out the
         # head (heapq.heappop), whichever task it is, or forgets every task, shows here
-        dues = {"backup": 4, "digest": 3, "report": 2, "cleanup": 1}  # seconds ago
-        fill(rig, [(task, now - ago) for task, ago in dues.items()])
-        bounded(
-            lambda: rig.queue.cancel("digest"),
-            "cancel('digest')",
-            "no consumer was running, so nobody else held the lock: cancel waits or loops",
+        got, lost = cancel_then_take(
+            {"backup": 4, "digest": 3, "report": 2, "cleanup": 1}, "digest"
         )
-        consumers = Consumers(rig.queue, rig.clock, takes=3)
-        try:
-            got = consumers.names(3, LATE)
-        finally:
-            _release(rig, consumers)
         expected = ["backup", "report", "cleanup"]
-        assert "digest" not in got, f"the cancelled 'digest' still ran: got {got}"
-        lost = ", ".join(repr(task) for task in expected if task not in got)
         assert not lost, (
             f"four tasks all due already, only 'digest' cancelled (not the head): expected "
             f"{', '.join(expected)}, got {got}: cancel('digest') lost {lost}; "
