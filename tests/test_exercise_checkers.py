@@ -1164,6 +1164,7 @@ def test_notebook_07_runs_no_reference_answer_and_offers_each_one_on_demand() ->
     ("check", "given", "told"),
     [
         ("check_task_queue", TaskQueue(), "check_task_queue(TaskQueue)"),
+        ("check_wakes_for_a_push", TaskQueue(), "check_wakes_for_a_push(TaskQueue)"),
         ("check_next_slot", 60.0, "check_next_slot(next_slot)"),
         ("check_retry_at", None, "check_retry_at(retry_at)"),
         ("check_parse_field", {0, 15, 30, 45}, "check_parse_field(parse_field)"),

@@ -453,6 +453,8 @@ def _build(make_queue: Callable[[Any], Any], clock: ExerciseClock) -> Any:
     try:
         return make_queue(clock)
     except TypeError as error:
+        if not callable(make_queue):
+            raise
         try:
             inspect.signature(make_queue).bind(clock)
         except (TypeError, ValueError):  # its parameters, not its body, refused the call
@@ -1288,5 +1290,14 @@ def check_task_queue(make_queue: Callable[[Any], Any]) -> None:
 
 def check_wakes_for_a_push(make_queue: Callable[[Any], Any]) -> None:
     """Run only the parked-timer check: a task due now wakes a timer parked 12 h."""
-    checks = [c for c in timer_checks(make_queue) if "parked 12 h" in c[0]]
-    print_results(run_checks(checks))
+
+    def parked_timer_check(answer: Callable[[Any], Any]) -> list[Check]:
+        return [c for c in timer_checks(answer) if "parked 12 h" in c[0]]
+
+    check_answer(
+        make_queue,
+        parked_timer_check,
+        "check_wakes_for_a_push(TaskQueue)",
+        what="class",
+        limit=None,
+    )
