@@ -5,18 +5,20 @@ from __future__ import annotations
 
 import heapq
 import math
+import random
 import re
 import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
 from exercises.checks import Result, run_checks, timer_checks
-from exercises.retry_checks import retry_at_checks
+from exercises.retry_checks import reference_retry_at, retry_at_checks
 from exercises.schedule_checks import next_slot_checks, parse_field_checks
 from exercises.solutions import TaskQueue, next_slot, parse_field, retry_at
 
@@ -324,6 +326,60 @@ class CancelByListRemove(TaskQueue):
             self._live.pop(task, None)
 
 
+class TimeoutFromAnotherClock(TaskQueue):
+    """Tests the head on ``self._clock()`` but computes the wait from ``time.monotonic()``:
+    on any other clock the timeout is nonsense (here some 10 days)."""
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while True:
+                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                due, _, task = self._heap[0]
+                if due <= self._clock():
+                    heapq.heappop(self._heap)
+                    del self._live[task]
+                    return task
+                self._cond.wait(due - time.monotonic())  # the mistake under test
+
+
+class WaitsWithoutATimeout(TaskQueue):
+    """Waits with no timeout while the head is not due: only a push ends the wait."""
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while True:
+                while self._heap and self._live.get(self._heap[0][2]) != self._heap[0][1]:
+                    heapq.heappop(self._heap)
+                if self._heap and self._heap[0][0] <= self._clock():
+                    task = heapq.heappop(self._heap)[2]
+                    del self._live[task]
+                    return task
+                self._cond.wait()  # the mistake under test
+
+
+class CancelPopsTheHead(TaskQueue):
+    """Cancel that pops the head, whichever task it is: right whenever the task cancelled
+    is the head, and otherwise loses the head's task (the one cancelled is tombstoned)."""
+
+    def cancel(self, task: str) -> None:
+        with self._cond:
+            if self._heap:
+                heapq.heappop(self._heap)  # the mistake under test
+            self._live.pop(task, None)
+
+
+class CancelForgetsEveryTask(TaskQueue):
+    """Cancel that clears every task's live entry: each queued task becomes a tombstone."""
+
+    def cancel(self, task: str) -> None:
+        with self._cond:
+            self._live.clear()  # the mistake under test
+
+
 class NotifiesOnlyBeforeAHead(TaskQueue):
     """Notifies when the entry is earlier than the head it finds, so a push into an empty
     queue (no head to compare with) wakes nobody."""
@@ -477,6 +533,19 @@ TIMER_MISTAKES = [
     (CancelledForever, "cancelled entry never runs", "pushed again, never came back"),
     (CancelAssumesQueued, "not queued", "raised KeyError"),
     (CancelByListRemove, "keeps the others in order", "no longer a heap"),
+    (CancelPopsTheHead, "leaves every other task queued", "lost 'backup'"),
+    (CancelForgetsEveryTask, "leaves every other task queued", "lost 'backup', 'report'"),
+    (CancelForgetsEveryTask, "cancelled entry never runs", "after cancel('doomed'): a cancel"),
+    (CancelForgetsEveryTask, "keeps the others in order", "lost 'digest', 'report'"),
+    (TimeoutFromAnotherClock, "exactly the delay", "on the clock you were given"),
+    (TimeoutFromAnotherClock, "due in 0.2 s", "on the clock you were given"),
+    (TimeoutFromAnotherClock, "cancelled entry never runs", "on the clock you were given"),
+    (WaitsWithoutATimeout, "exactly the delay", "waited with no timeout while a head"),
+    (WaitsWithoutATimeout, "due in 0.2 s", "waited with no timeout while a head"),
+    (WaitsWithoutATimeout, "both of two waiters", "waited with no timeout while a head"),
+    (WaitsWithoutATimeout, "cancelled entry never runs", "waited with no timeout while a head"),
+    (WaitsWithoutATimeout, "replaces its entry", "waited with no timeout while a head"),
+    (WaitsWithoutATimeout, "the other waits on", "waited with no timeout while a head"),
     (NotifiesOnlyBeforeAHead, "into an empty queue", "the first entry of an empty queue"),
     (TrustsAWaitThatTimedOut, "the other waits on", "a wait that timed out"),
     (PushesOutsideTheLock, "under the lock", "outside `with self._cond`"),
@@ -510,6 +579,18 @@ def test_a_pop_that_returns_none_after_a_wake_up_is_not_told_about_while() -> No
     """It waited, woke and returned None: the fault is the None, not an ``if``."""
     message = failure(timer_results(WaitsOnceThenReturnsNone), "spurious wake-up")
     assert "pop_due returned None" in message and "`while` is needed" not in message
+
+
+@pytest.mark.parametrize("answer", [TimeoutFromAnotherClock, WaitsWithoutATimeout])
+def test_a_wait_that_never_ends_in_time_is_not_blamed_on_cancel_or_a_stale_head(
+    answer: type[TaskQueue],
+) -> None:
+    """Their cancel and push are right: a check that a cancel or a re-armed head fails on
+    says what the wait did, not "a cancel marks only the entry of the task it names" or
+    "went back to the timeout it computed from the old head"."""
+    for result in timer_results(answer):
+        assert "a cancel marks only" not in result.message, result
+        assert "from the old head" not in result.message, result
 
 
 def test_a_push_into_an_empty_queue_that_wakes_nobody_is_not_blamed_on_cancel() -> None:
@@ -648,6 +729,20 @@ def always_the_next_slot(slot: float, period: float, finished: float, policy: st
 
 def skip_for_both(slot: float, period: float, finished: float, policy: str) -> float:
     return next_slot(slot, period, finished, "skip")
+
+
+def ceil_from_the_slot(slot: float, period: float, finished: float, policy: str) -> float:
+    """Skip to the first slot not before the finish, counting from the slot served: a run
+    that took no time (a fake clock's) gets its own slot back, and runs it twice."""
+    if policy == "catch_up":
+        return slot + period
+    return slot + math.ceil((finished - slot) / period) * period
+
+
+def test_an_overrun_answer_that_hands_back_the_slot_it_served_is_told_so() -> None:
+    told = failure(run_checks(next_slot_checks(ceil_from_the_slot)), "a run of 0 s")
+    assert told.startswith("next_slot(0, 60, 0, 'skip'): expected 60, got 0: ")
+    assert "never before slot + period (60)" in told
 
 
 def test_each_overrun_mistake_is_named_not_blamed_on_the_convention() -> None:
@@ -834,6 +929,41 @@ def test_a_retry_answer_that_gives_up_too_early_is_told_how_many_attempts_are_le
     )
 
 
+def jittered(
+    attempt: int,
+    finished: float,
+    max_attempts: int = 3,
+    initial: float = 1.0,
+    multiplier: float = 2.0,
+    cap: float = 60.0,
+) -> float | None:
+    """Jitter added, as the notebook's paragraph on retries suggests for production: the
+    wait is drawn from [b / 2, b], so the same failure gives a different instant."""
+    if attempt >= max_attempts:
+        return None
+    wait = min(cap, initial * multiplier ** min(attempt - 1, 100))
+    return finished + wait * (0.5 + random.random() / 2)
+
+
+def test_a_jittered_retry_is_told_the_rule_is_deterministic_not_that_it_stopped_growing() -> None:
+    results = run_checks(retry_at_checks(jittered))
+    for check in ("the first retry waits initial", "grows until the cap", "a slow wait grows"):
+        told = failure(results, check)
+        assert "then" in told and "leave the jitter out" in told, told
+        assert "stopped growing" not in told, told
+
+
+def test_a_first_retry_that_waits_too_little_is_not_told_the_wait_stopped_growing() -> None:
+    def first_wait_short(attempt: int, finished: float, max_attempts: int, *policy: float) -> Any:
+        """Right but for the first retry, 0.3 s after the failure (no power of 2 from 1)."""
+        if attempt == 1 and max_attempts > 1:
+            return finished + 0.3
+        return reference_retry_at(attempt, finished, max_attempts, *policy)
+
+    told = failure(run_checks(retry_at_checks(first_wait_short)), "the first retry waits")
+    assert told == "retry_at(1, 100, 3, 1, 2, 60): expected 101, got 100.3"
+
+
 def test_the_retry_checker_passes_the_reference_answer() -> None:
     assert [r for r in run_checks(retry_at_checks(retry_at)) if not r.passed] == []
 
@@ -894,9 +1024,13 @@ def test_a_parser_that_never_bounds_checks_range_ends_fails() -> None:
     failure(results, "random fields")
 
 
-def test_a_parser_that_accepts_plus_five_fails() -> None:
+def test_a_parser_that_accepts_plus_five_fails_and_is_told_why_int_took_it() -> None:
     results = run_checks(parse_field_checks(accepts_a_plus_sign))
-    assert "'+5' in 0-59 should raise ValueError" in failure(results, "rejects what cron rejects")
+    assert failure(results, "rejects what cron rejects") == (
+        "'+5' in 0-59 should raise ValueError (cron rejects it), got [5]: cron takes digits "
+        "only, and int() also reads a sign or spaces ('+5', ' 5'); test part.isdigit() "
+        "before int(part)"
+    )
 
 
 def test_a_parser_that_reads_a_range_by_its_first_two_numbers_fails() -> None:
@@ -973,6 +1107,34 @@ def test_a_parser_whose_star_steps_count_from_zero_fails_on_months() -> None:
     ]
 
 
+def test_a_parser_whose_range_steps_count_from_the_field_s_start_is_told_from_where() -> None:
+    """``a-b/s`` stepped from the field's first value and cut at ``a``: 10-50/20 read as
+    20, 40.  It was given no hint, and in the random fields the wrong one ("a range
+    includes both its ends")."""
+
+    def steps_from_low(text: str, low: int, high: int) -> set[int]:
+        values: set[int] = set()
+        for item in text.split(","):
+            base, _, step = item.partition("/")
+            ends = parse_field(
+                base if "-" in base or base == "*" or not step else f"{base}-{high}", low, high
+            )
+            if step.isdigit() and int(step) > 0:
+                start, stop = min(ends), max(ends)
+                values.update(v for v in range(low, stop + 1, int(step)) if v >= start)
+            else:
+                values.update(parse_field(item, low, high))
+        return values
+
+    results = run_checks(parse_field_checks(steps_from_low))
+    assert failure(results, "minute fields") == (
+        "'10-50/20' in 0-59: expected [10, 30, 50], got [20, 40]: a step counts from the "
+        "start of its range (10-50/20 is 10, 30, 50), not from the field's first value"
+    )
+    random_fields = failure(results, "300 random fields")
+    assert random_fields.endswith("not from the field's first value"), random_fields
+
+
 def test_the_field_checker_passes_the_reference_answer() -> None:
     assert all(r.passed for r in run_checks(parse_field_checks(parse_field)))
 
@@ -1002,6 +1164,7 @@ def test_notebook_07_runs_no_reference_answer_and_offers_each_one_on_demand() ->
     ("check", "given", "told"),
     [
         ("check_task_queue", TaskQueue(), "check_task_queue(TaskQueue)"),
+        ("check_wakes_for_a_push", TaskQueue(), "check_wakes_for_a_push(TaskQueue)"),
         ("check_next_slot", 60.0, "check_next_slot(next_slot)"),
         ("check_retry_at", None, "check_retry_at(retry_at)"),
         ("check_parse_field", {0, 15, 30, 45}, "check_parse_field(parse_field)"),
@@ -1018,3 +1181,43 @@ def test_a_checker_given_an_instance_or_a_result_says_so_in_one_line(
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 1, lines
     assert told in lines[0] and "not callable" not in lines[0], lines[0]
+
+
+class NoClockParameter(TaskQueue):
+    """The constructor written without the clock the exercise gives it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+
+def test_a_queue_built_without_the_clock_parameter_is_told_so_in_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Every check builds the queue as ``TaskQueue(clock)``: each of the 17 failed with
+    the same ``TypeError``, 17 lines that did not say where the clock was to go."""
+    import exercises
+
+    answer: Any = NoClockParameter  # the wrong constructor is the point
+    exercises.check_task_queue(answer)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [
+        f"✗ all {len(timer_checks(TaskQueue))} checks fail the same way: the checker builds "
+        "your queue as TaskQueue(clock), and NoClockParameter(clock) raised TypeError: "
+        "NoClockParameter.__init__() takes 1 positional argument but 2 were given; keep "
+        "the constructor's clock parameter (def __init__(self, clock=time.monotonic))"
+    ]
+
+
+def test_one_mistake_that_fails_every_check_is_printed_once(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import exercises
+
+    def three_arguments(slot: float, period: float, finished: float) -> float:
+        return slot + period
+
+    answer: Any = three_arguments  # the missing policy parameter is the point
+    exercises.check_next_slot(answer)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("✗ all 7 checks fail the same way: "), lines
+    assert "takes 3 positional arguments but 4 were given" in lines[0]

@@ -3,6 +3,8 @@ it blocks; off the lock, runs go on (lldsched.lab.dispatch)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from lldsched.lab.dispatch import (
@@ -24,3 +26,10 @@ def test_a_listener_off_the_lock_blocks_no_run() -> None:
 def test_a_latency_burst_of_no_task_is_refused_naming_it() -> None:
     with pytest.raises(ValueError, match="tasks must be a whole number >= 1, got 0"):
         measure_listener_latency((0.0,), tasks=0)
+
+
+def test_a_listener_delay_below_zero_is_refused_naming_it() -> None:
+    """It was measured, and reported as a listener taking -1 ms per event."""
+    said = "listener delay must be finite and >= 0 seconds, got -0.001"
+    with pytest.raises(ValueError, match=re.escape(said)):
+        measure_listener_latency((0.0, -0.001), tasks=1)

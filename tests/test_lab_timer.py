@@ -3,6 +3,8 @@ real timer does not (lldsched.lab.timer)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from lldsched.lab._support import ObservedClock
@@ -58,3 +60,20 @@ def test_the_observed_clock_counts_the_timers_waits_and_wakes_it_without_moving_
 def test_polling_measured_on_no_sample_is_refused_naming_it() -> None:
     with pytest.raises(ValueError, match="samples must be a whole number >= 1, got 0"):
         measure_polling((0.01,), idle=0.1, samples=0)
+
+
+@pytest.mark.parametrize(
+    ("intervals", "idle", "said"),
+    [
+        ((-0.01,), 0.1, "poll interval must be finite and > 0 seconds, got -0.01"),
+        ((0.01, 0), 0.1, "poll interval must be finite and > 0 seconds, got 0"),
+        ((0.01,), 0, "idle must be finite and > 0 seconds, got 0"),
+    ],
+)
+def test_polling_measured_with_a_bad_interval_or_window_is_refused_naming_it(
+    intervals: tuple[float, ...], idle: float, said: str
+) -> None:
+    """A negative interval killed the timer thread (time.sleep refused it there), and the
+    learner read "the scheduler's timer thread died"; an idle window of 0 divided by it."""
+    with pytest.raises(ValueError, match=re.escape(said)):
+        measure_polling(intervals, idle=idle, samples=1)

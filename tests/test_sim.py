@@ -3,6 +3,8 @@ priority and lateness under contention, timeouts, determinism and bad input."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from lldsched import (
@@ -284,6 +286,26 @@ def test_bad_models_are_rejected_and_nothing_registered_is_lost(
     assert sim.tasks() == [kept]
     sim.run(T + 60)
     assert len(kept.history) == 2
+
+
+def test_a_time_before_now_is_refused_with_both_instants_readable() -> None:
+    """A learner's ``sim.run(datetime(...))`` an hour back was told ``until=datetime.datetime(
+    ..., tzinfo=datetime.timezone.utc) is before now (1767574800.0)``: the simulated
+    instant in epoch seconds.  What was given is still quoted as given."""
+    sim = Simulation(workers=1, start=datetime(2026, 1, 5, tzinfo=UTC))
+    sim.run_for(3600)
+    with pytest.raises(ValidationError) as refused:
+        sim.run(datetime(2026, 1, 4, 23, tzinfo=UTC))
+    assert str(refused.value) == (
+        "until=datetime.datetime(2026, 1, 4, 23, 0, tzinfo=datetime.timezone.utc) is before "
+        "now (2026-01-05T01:00:00.000+00:00): a simulation runs forward only"
+    )
+    with pytest.raises(ValidationError) as past:
+        sim.at(datetime(2026, 1, 5, tzinfo=UTC).timestamp(), lambda: None)
+    assert str(past.value) == (
+        "intervention at 1767571200.0 (2026-01-05T00:00:00.000+00:00) is in the past (the "
+        "simulation is at 2026-01-05T01:00:00.000+00:00)"
+    )
 
 
 def test_bad_times_are_rejected_and_the_simulation_carries_on() -> None:

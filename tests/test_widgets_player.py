@@ -79,6 +79,27 @@ def test_run_until_takes_an_iso_time_in_the_players_zone_and_reports_bad_input()
     player.close()
 
 
+def test_run_until_typed_before_now_or_without_a_date_is_told_so_in_the_player_s_zone() -> None:
+    """What a learner types: an hour already passed, or a time of day alone.  The box said
+    ``until=datetime.datetime(2026, 1, 5, 1, 0, tzinfo=zoneinfo.ZoneInfo(key=...)) is
+    before now (1767578400.0)``, and ``Invalid isoformat string: '18:00'``."""
+    sim, _, _ = scenario()
+    player = SimulationPlayer(sim, chart=False, tz="Europe/Berlin")
+    player.until.value = "2026-01-05 02:00"  # Berlin: 01:00 UTC
+    player.until.value = "2026-01-05 01:30"
+    assert player.table.message.value == (
+        "run until '2026-01-05 01:30': 2026-01-05 01:30:00 CET Europe/Berlin is before now, "
+        "the simulated time (2026-01-05 02:00:00 CET Europe/Berlin): type a later instant"
+    )
+    player.until.value = "18:00"
+    assert player.table.message.value == (
+        "run until '18:00': Invalid isoformat string: '18:00'; type a date and a time, "
+        "YYYY-MM-DD HH:MM, in Europe/Berlin"
+    )
+    assert sim.now == T0 + 3600
+    player.close()
+
+
 def test_a_run_until_typed_far_past_the_box_s_reach_is_refused_and_runs_nothing() -> None:
     """2062 typed for 2026: 36 years of a simulation (notebook 04's scenario makes 60,000
     records a month) froze the kernel for minutes and took over a gigabyte."""

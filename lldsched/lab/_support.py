@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from lldsched import checks
 from lldsched.clock import FakeClock
 
 __all__ = [
@@ -55,6 +56,16 @@ def whole_count(name: str, value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
     return value
+
+
+def lab_seconds(
+    name: str, value: float, *, above: float | None = None, at_least: float | None = None
+) -> float:
+    """``value``, seconds an experiment is given (a poll interval, a listener's delay), if
+    finite and within the bound; else ``ValueError`` naming it, raised before anything is
+    measured (a negative poll interval killed the timer thread, and the learner read that
+    the timer had died)."""
+    return checks.seconds(value, name=name, above=above, at_least=at_least, error=ValueError)
 
 
 class ObservedClock(FakeClock):

@@ -14,7 +14,7 @@ import time
 from typing import NamedTuple
 
 from lldsched.clock import FakeClock
-from lldsched.lab._support import Gate, median, whole_count
+from lldsched.lab._support import Gate, lab_seconds, median, whole_count
 from lldsched.listeners import notify
 from lldsched.model import TaskEvent, TaskStatus
 from lldsched.schedules.simple import OneTime
@@ -116,6 +116,8 @@ def measure_listener_latency(
     seconds per event: how late they start, listeners off the lock (the real
     dispatcher) and under it.  Real time: the numbers vary."""
     whole_count("tasks", tasks)
+    for delay in delays:
+        lab_seconds("listener delay", delay, at_least=0)
     points = []
     for delay in delays:
         off, off_worst = _burst_lateness(Scheduler, delay, tasks=tasks)

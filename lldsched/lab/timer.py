@@ -23,7 +23,7 @@ from typing import NamedTuple
 from lldsched.clock import SystemClock
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.task import Entry
-from lldsched.lab._support import ObservedClock, median, whole_count
+from lldsched.lab._support import ObservedClock, lab_seconds, median, whole_count
 from lldsched.schedules.simple import OneTime
 from lldsched.threaded.scheduler import Scheduler
 
@@ -127,6 +127,9 @@ def measure_polling(
     (seeded delays, so a poll's phase does not line up with them).  Real time: the
     numbers vary."""
     whole_count("samples", samples)
+    lab_seconds("idle", idle, above=0)
+    for interval in intervals:
+        lab_seconds("poll interval", interval, above=0)
     results = [measure_timer("Condition.wait", WaitingClock(), idle=idle, samples=samples)]
     for interval in intervals:
         label = f"poll {interval * 1000:g} ms"

@@ -83,7 +83,7 @@ from lldsched.core.task import Run
 from lldsched.deprecated import keyword_only_now
 from lldsched.errors import ValidationError, error_text
 from lldsched.listeners import Listener, as_callback, listener_list, notify
-from lldsched.logs import Repeats
+from lldsched.logs import Repeats, instant_text
 from lldsched.model import ExecutionRecord, TaskEvent
 from lldsched.persistence import TaskStore
 from lldsched.sim.awaiting import PrivateLoop
@@ -117,6 +117,12 @@ class SimStep(NamedTuple):
     kind: str
     task_id: str | None
     record: ExecutionRecord | None = None
+
+
+def _given(value: float | datetime, instant: float) -> str:
+    """An instant a caller passed, as a refusal quotes it: as given, and in ISO 8601 UTC
+    too when it was given as epoch seconds (``1767571200.0 (2026-01-05T00:00:00.000+00:00)``)."""
+    return repr(value) if isinstance(value, datetime) else f"{value!r} ({instant_text(instant)})"
 
 
 class Simulation(SimulationVerbs):
@@ -248,7 +254,8 @@ class Simulation(SimulationVerbs):
         instant = to_timestamp(when, name="intervention time")
         if instant < self.now:
             raise ValidationError(
-                f"intervention at {when!r} is in the past (the simulation is at {self.now!r})"
+                f"intervention at {_given(when, instant)} is in the past (the simulation is "
+                f"at {instant_text(self.now)})"
             )
         if not callable(fn):
             raise ValidationError(f"an intervention must be callable, got {fn!r}")
@@ -269,7 +276,10 @@ class Simulation(SimulationVerbs):
         self._check_running("run until", until)
         end = to_timestamp(until, name="until")
         if end < self.now:
-            raise ValidationError(f"until={until!r} is before now ({self.now!r})")
+            raise ValidationError(
+                f"until={_given(until, end)} is before now ({instant_text(self.now)}): a "
+                "simulation runs forward only"
+            )
         self._advance(end, events=-1)
         self._clock.advance_to(end)
         return self

@@ -222,7 +222,12 @@ class SimulationPlayer:
     def _run_until_text(self) -> None:
         self._check_open("run until")  # raised, not said under a closed table
         try:
-            when = datetime.fromisoformat(self.until.value.strip())
+            try:
+                when = datetime.fromisoformat(self.until.value.strip())
+            except ValueError as exc:  # a time of day alone, a word: say what to type
+                raise ValidationError(
+                    f"{exc}; type a date and a time, YYYY-MM-DD HH:MM, in {self._tz.key}"
+                ) from None
             if when.tzinfo is None:
                 when = when.replace(tzinfo=self._tz)
             self._within_reach(when)
@@ -232,9 +237,15 @@ class SimulationPlayer:
             self.table.say(self._refused)
 
     def _within_reach(self, until: datetime) -> None:
-        """Refuse a typed instant more than ``max_typed`` past the simulated instant (the
-        one place the box's bound is kept; see the class docstring)."""
+        """Refuse a typed instant before the simulated instant, or more than ``max_typed``
+        past it (the one place the box's bound is kept; see the class docstring), each
+        said in the player's zone."""
         ahead = until.timestamp() - float(self.sim.now)
+        if ahead < 0:
+            raise ValidationError(
+                f"{when(until.timestamp(), self._tz)} {self._tz.key} is before now, the "
+                f"simulated time ({self._now()}): type a later instant"
+            )
         if ahead > self.max_typed:
             reach = timedelta(seconds=self.max_typed)
             raise ValidationError(

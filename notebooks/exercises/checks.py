@@ -28,11 +28,12 @@ takes about two seconds for a correct answer, and a few seconds for any.
 from __future__ import annotations
 
 import ctypes
+import inspect
 import math
 import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from types import TracebackType
 from typing import Any, NamedTuple
@@ -167,9 +168,16 @@ def _within(check: Callable[[], None], limit: float) -> None:
 
 
 def print_results(results: list[Result]) -> None:
-    """One line per check, then the count (one line in all for an answer not yet written)."""
+    """One line per check, then the count; one line in all for an answer not yet written,
+    and for one that fails every check with the same error (a constructor or function
+    whose parameters are not the exercise's: the first such message, said once)."""
     if results and all("NotImplementedError" in r.message for r in results):
         print(f"not written yet: {len(results)} checks are waiting for your answer")
+        return
+    # "next_slot(0, 60, 5, 'skip') raised TypeError: ..." differs only in the call
+    same = {r.message.partition(" raised ")[2] or r.message for r in results}
+    if len(results) > 1 and len(same) == 1 and not any(r.passed for r in results):
+        print(f"✗ all {len(results)} checks fail the same way: {results[0].message}")
         return
     for result in results:
         if result.passed:
@@ -440,9 +448,28 @@ def _attributes(target: object) -> dict[str, object]:
     return found
 
 
+def _build(make_queue: Callable[[Any], Any], clock: ExerciseClock) -> Any:
+    """``make_queue(clock)``; a constructor that cannot take the clock is told so."""
+    try:
+        return make_queue(clock)
+    except TypeError as error:
+        if not callable(make_queue):
+            raise
+        try:
+            inspect.signature(make_queue).bind(clock)
+        except (TypeError, ValueError):  # its parameters, not its body, refused the call
+            name = getattr(make_queue, "__name__", "TaskQueue")
+            raise AssertionError(
+                f"the checker builds your queue as TaskQueue(clock), and {name}(clock) "
+                f"raised TypeError: {error}; keep the constructor's clock parameter "
+                "(def __init__(self, clock=time.monotonic))"
+            ) from None
+        raise
+
+
 def _rig(make_queue: Callable[[Any], Any]) -> Rig:
     clock = ExerciseClock()
-    target = make_queue(clock)
+    target = _build(make_queue, clock)
     for name, value in _attributes(target).items():
         if isinstance(value, threading.Condition):
             watched = WatchedCondition(value)
@@ -491,11 +518,19 @@ def _fill(rig: Rig, entries: Sequence[tuple[str, float]], limit: float = HELD) -
     bounded(push_all, what, PUSH_STUCK, limit)
 
 
-def _expect(consumers: Consumers, task: str, due: float, clock: ExerciseClock, why: str) -> None:
-    """``task`` is the next one returned, not before ``due`` and by ``due + LATE``."""
+def _expect(
+    consumers: Consumers,
+    task: str,
+    due: float,
+    clock: ExerciseClock,
+    why: str | Callable[[], str],
+) -> None:
+    """``task`` is the next one returned, not before ``due`` and by ``due + LATE``; ``why``
+    (or what it returns, asked only then) says what a task not returned means."""
     got = consumers.next(due + LATE - clock.peek())
     if got is None:
-        raise AssertionError(f"{task!r} was not returned within {LATE} s of its due time: {why}")
+        said = why if isinstance(why, str) else why()
+        raise AssertionError(f"{task!r} was not returned within {LATE} s of its due time: {said}")
     name, at = got
     if name != task:
         raise AssertionError(f"expected {task!r}, got {name!r}")
@@ -504,6 +539,49 @@ def _expect(consumers: Consumers, task: str, due: float, clock: ExerciseClock, w
             f"{task!r} returned {due - at:.2f} s before it was due: the head comes out once "
             f"it is due, when delay = due - self._clock() is 0 or less, and not before"
         )
+
+
+WAITED_FOREVER = (
+    "pop_due waited with no timeout while a head was queued, so only a push could end the "
+    "wait; wait with timeout = due - self._clock() toward the head (with no timeout only "
+    "while the queue is empty)"
+)
+
+
+def _wrong_timeout(timeouts: Sequence[float | None], delay: float) -> str | None:
+    """What the last wait's timeout says when a head due in ``delay`` seconds (with a head
+    queued all along) did not come out in time: no timeout at all, or one no right answer
+    computes (the delay taken on another clock).  None when it looks right, or like the
+    timeout of the old 12 h head, which the checks that meet it name themselves."""
+    if not timeouts:
+        return None
+    last = timeouts[-1]
+    if last is None:
+        return WAITED_FOREVER
+    if last > delay + LATE + 1 and abs(last - TWELVE_HOURS) > 60:
+        return (
+            f"pop_due waited {last:,.0f} s for a head due in {delay:g} s: compute the "
+            "timeout as due - self._clock(), on the clock you were given (time.time() and "
+            "time.monotonic() count from epochs of their own)"
+        )
+    return None
+
+
+def _late_wait(rig: Rig, consumers: Consumers, delay: float) -> str | None:
+    """When a head due in ``delay`` seconds did not come out in time: what
+    :func:`_wrong_timeout` says of the wait, if the head is still there to take, which the
+    checker learns by waking the consumers (a spurious wake-up); None when it says
+    nothing or nothing comes out (the entry is gone: the check's own message stands, as
+    for a cancel that lost it, after which waiting with no timeout is right)."""
+    hint = _wrong_timeout(rig.cond.timeouts, delay)
+    if hint is None:
+        return None
+    try:
+        rig.cond.spurious_wake_up()
+        came = consumers.next(0.2)
+    except AssertionError:  # it holds the lock, raised or returned None: said elsewhere
+        return None
+    return hint if came is not None else None
 
 
 NEVER_WAITS = (
@@ -598,6 +676,8 @@ class WatchedDue(float):
         self._seen()
         return float(self) >= other
 
+
+_CANCELS_ONE = "a cancel marks only the entry of the task it names"
 
 _RACES = (
     "push read or changed the heap while the checker held the queue's lock: it touches "
@@ -699,8 +779,11 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
                 "soon",
                 due,
                 rig.clock,
-                "wait on the condition with timeout = due - now (a wait with no timeout "
-                "only ends when someone notifies)",
+                lambda: (
+                    _late_wait(rig, consumers, 0.2)
+                    or "wait on the condition with timeout = due - now (a wait with no timeout "
+                    "only ends when someone notifies)"
+                ),
             )
         finally:
             _release(rig, consumers)
@@ -853,13 +936,15 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
                 "soon",
                 due,
                 rig.clock,
-                "a timer waiting toward 'nightly', 12 h off, slept through a new head due in "
-                "0.2 s; "
-                + (
-                    _STALE_TIMEOUT
-                    if notified
-                    else "your push did not notify: it must notify whenever its entry "
-                    "becomes the head, due yet or not"
+                lambda: (
+                    "a timer waiting toward 'nightly', 12 h off, slept through a new head "
+                    "due in 0.2 s; "
+                    + (
+                        _late_wait(rig, consumers, 0.2) or _STALE_TIMEOUT
+                        if notified
+                        else "your push did not notify: it must notify whenever its entry "
+                        "becomes the head, due yet or not"
+                    )
                 ),
             )
         finally:
@@ -882,6 +967,8 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
                 item = consumers.next(due + LATE - rig.clock.peek())
                 if item is not None:
                     got.append(item[0])
+            late = len(got) < 2 and notify_alls and not notifies
+            waited = _late_wait(rig, consumers, 0.1) if late else None
         finally:
             _release(rig, consumers)
         if notifies:
@@ -901,8 +988,11 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         )
         assert sorted(map(str, got)) == ["first", "second"], (
             f"two consumers were parked toward the 12 h head and only {got} came back: "
-            f"a new head must wake every waiter, since each computed its timeout from the "
-            f"old head; {hint}"
+            + (
+                waited
+                or "a new head must wake every waiter, since each computed its timeout "
+                f"from the old head; {hint}"
+            )
         )
 
     def the_waiter_that_loses_waits_on() -> None:
@@ -913,7 +1003,13 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             park(rig, consumers, 2)
             due = rig.clock.peek() + 0.1
             bounded(lambda: rig.queue.push("soon", due), "push('soon')")
-            _expect(consumers, "soon", due, rig.clock, "a new head due in 0.1 s")
+            _expect(
+                consumers,
+                "soon",
+                due,
+                rig.clock,
+                lambda: _late_wait(rig, consumers, 0.1) or "a new head due in 0.1 s",
+            )
             extra = consumers.next(0.1)  # 'nightly' is 12 h off: nothing else comes out
         finally:
             _release(rig, consumers)
@@ -949,25 +1045,35 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         pushing.join(HELD)
         assert not raced, _RACES
 
-    def cancel_keeps_the_heap_in_order() -> None:
+    def cancel_then_take(dues: Mapping[str, float], cancelled: str) -> tuple[list[object], str]:
+        """Push ``dues`` (task: seconds since it fell due), cancel ``cancelled`` with no
+        consumer running, then take the others: what came out, and the others that did
+        not (quoted, earliest due first).  The cancelled task must not come out."""
         rig = _rig(make_queue)
         now = rig.clock.peek()
-        # pushed in this order, the heap's list is [6, 10, 9, 12, 18]: taking out its head
-        # without a heapify leaves [10, 9, 12, 18], which is no heap
-        dues = {"backup": 6, "report": 10, "digest": 9, "cleanup": 12, "sync": 18}
-        fill(rig, [(task, now - 20 + due) for task, due in dues.items()])
+        fill(rig, [(task, now - ago) for task, ago in dues.items()])
         bounded(
-            lambda: rig.queue.cancel("backup"),
-            "cancel('backup')",
+            lambda: rig.queue.cancel(cancelled),
+            f"cancel({cancelled!r})",
             "no consumer was running, so nobody else held the lock: cancel waits or loops",
         )
-        consumers = Consumers(rig.queue, rig.clock, takes=4)
+        others = len(dues) - 1
+        consumers = Consumers(rig.queue, rig.clock, takes=others)
         try:
-            got = consumers.names(4, LATE)
+            got = consumers.names(others, LATE)
         finally:
             _release(rig, consumers)
+        assert cancelled not in got, f"the cancelled {cancelled!r} still ran: got {got}"
+        due_first = sorted(dues, key=lambda task: -dues[task])
+        lost = ", ".join(repr(t) for t in due_first if t != cancelled and t not in got)
+        return got, lost
+
+    def cancel_keeps_the_heap_in_order() -> None:
+        # pushed in this order, the heap's list is due [6, 10, 9, 12, 18] s (20 s ago = 0):
+        # taking out its head without a heapify leaves [10, 9, 12, 18], which is no heap
+        dues = {"backup": 14, "report": 10, "digest": 11, "cleanup": 8, "sync": 2}
+        got, lost = cancel_then_take(dues, "backup")
         expected = ["digest", "report", "cleanup", "sync"]
-        assert "backup" not in got, f"the cancelled 'backup' still ran: got {got}"
         assert got == expected, (
             f"five tasks all due already, 'backup' (the earliest) cancelled: expected "
             f"{', '.join(expected)}, got {got}: "
@@ -976,6 +1082,8 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
                 "(list.remove, del heap[i]) is no longer a heap. Leave a tombstone (or "
                 "heapq.heapify after removing, O(n))"
                 if sorted(map(str, got)) == sorted(expected)
+                else f"cancel('backup') lost {lost}; {_CANCELS_ONE}"
+                if lost
                 else "the earliest due comes out first"
             )
         )
@@ -990,7 +1098,15 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             # the consumer is parked on it: a tombstone now
             bounded(lambda: rig.queue.cancel("doomed"), "cancel('doomed')")
             first = consumers.next(start + 0.15 + LATE - rig.clock.peek())
-            assert first is not None, "nothing came back after 'doomed' was cancelled"
+            assert first is not None, (
+                f"'kept', not cancelled, did not come out within {LATE} s of its due time "
+                "after cancel('doomed'): "
+                + (
+                    _late_wait(rig, consumers, 0.15)
+                    or f"{_CANCELS_ONE}, and pop_due, once it has dropped the cancelled "
+                    "head, waits on for the next"
+                )
+            )
             assert first[0] != "doomed", (
                 "the cancelled 'doomed' still ran: cancel leaves a tombstone, and pop_due "
                 "drops tombstones when they reach the top"
@@ -1007,6 +1123,23 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             )
         finally:
             _release(rig, consumers)
+
+    def cancel_leaves_the_others() -> None:
+        # 'digest' is neither the head nor the last entry: a cancel that takes out the
+        # head (heapq.heappop), whichever task it is, or forgets every task, shows here
+        got, lost = cancel_then_take(
+            {"backup": 4, "digest": 3, "report": 2, "cleanup": 1}, "digest"
+        )
+        expected = ["backup", "report", "cleanup"]
+        assert not lost, (
+            f"four tasks all due already, only 'digest' cancelled (not the head): expected "
+            f"{', '.join(expected)}, got {got}: cancel('digest') lost {lost}; "
+            f"{_CANCELS_ONE} (a heapq.heappop in cancel takes out the head, whichever task "
+            "that is)"
+        )
+        assert got == expected, (
+            f"expected {', '.join(expected)}, got {got}: the earliest due comes out first"
+        )
 
     def cancel_of_a_task_not_queued() -> None:
         rig = _rig(make_queue)
@@ -1064,6 +1197,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             extra = consumers.next(0.1)  # nothing is left to come out
             if extra is not None:
                 got.append(extra)
+            waited = _late_wait(rig, consumers, 0.3) if not got else None
         finally:
             _release(rig, consumers)
         names = [name for name, _ in got]
@@ -1079,7 +1213,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         )
         assert names == ["report", "digest"], (
             f"pushed 'report' at +0.1 s, again at +0.25 s, and 'digest' twice at +0.3 s; "
-            f"expected report, digest, got {names}"
+            f"expected report, digest, got {names}" + (f": {waited}" if waited else "")
         )
         late = got[0][1] - start
         assert late >= 0.25, (
@@ -1138,6 +1272,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         ),
         ("a cancelled entry never runs; pushed again, it does", cancelled_entry_never_runs),
         ("cancelling the head keeps the others in order", cancel_keeps_the_heap_in_order),
+        ("cancelling one task leaves every other task queued", cancel_leaves_the_others),
         ("push reads and changes the heap only under the lock", push_works_under_the_lock),
         (
             "cancelling a task not queued (taken, twice, unknown) does nothing",
@@ -1155,5 +1290,14 @@ def check_task_queue(make_queue: Callable[[Any], Any]) -> None:
 
 def check_wakes_for_a_push(make_queue: Callable[[Any], Any]) -> None:
     """Run only the parked-timer check: a task due now wakes a timer parked 12 h."""
-    checks = [c for c in timer_checks(make_queue) if "parked 12 h" in c[0]]
-    print_results(run_checks(checks))
+
+    def parked_timer_check(answer: Callable[[Any], Any]) -> list[Check]:
+        return [c for c in timer_checks(answer) if "parked 12 h" in c[0]]
+
+    check_answer(
+        make_queue,
+        parked_timer_check,
+        "check_wakes_for_a_push(TaskQueue)",
+        what="class",
+        limit=None,
+    )

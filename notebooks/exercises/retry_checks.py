@@ -66,7 +66,7 @@ def _mistake(
             "more may run; max_attempts counts every attempt, the first included"
         )
     wait = expected - finished
-    if abs(got - finished - wait) >= 1 and abs(got - (time.time() + wait)) < 60:
+    if _counted_from_now(got, finished, expected):
         return (
             ": counted from the time now (time.time()); the wait counts from `finished`, "
             "the instant the attempt failed"
@@ -84,13 +84,36 @@ def _mistake(
                 )
     if abs(got - (finished + min(cap, initial * attempt))) < 1e-9 and multiplier != 1:
         return ": the wait grows by a factor (exponential backoff), not by a step"
-    if finished < got < expected and wait < cap:
+    if (
+        finished < got < expected
+        and wait < cap
+        and _grown_from(got - finished, initial, multiplier)
+    ):
         return (
             f": the wait stopped growing below the cap; it grows with every attempt until "
             f"it reaches cap={cap:g} s, whatever the attempt (stop at the cap, not at a "
             "fixed exponent)"
         )
     return ""
+
+
+def _counted_from_now(got: float, finished: float, expected: float) -> bool:
+    """Whether ``got`` is the right wait counted from ``time.time()``, not ``finished``."""
+    wait = expected - finished
+    return abs(got - finished - wait) >= 1 and abs(got - (time.time() + wait)) < 60
+
+
+def _grown_from(wait: float, initial: float, multiplier: float) -> bool:
+    """Whether ``wait`` is ``initial * multiplier ** k`` for some k >= 1: a wait that grew
+    and then stopped (at attempt 1 nothing has grown yet)."""
+    if initial <= 0 or multiplier <= 1:
+        return False
+    grown = initial * multiplier
+    while grown < wait + 1e-6:
+        if abs(grown - wait) < 1e-6:
+            return True
+        grown *= multiplier
+    return False
 
 
 def _grown(initial: float, multiplier: float, exponent: int) -> float:
@@ -136,6 +159,18 @@ def _verdict(
         return
     if got is not None and expected is not None and abs(got - expected) < 1e-6:
         return
+    if got is None or expected is None or not _counted_from_now(got, finished, expected):
+        args = (attempt, finished, max_attempts, initial, multiplier, cap)
+        again = call_answer(call, retry_at, *args)
+        if again != got:  # a random part: told so, not taken for a wrong rule
+            shown = (
+                _shown(again) if again is None or isinstance(again, int | float) else repr(again)
+            )
+            raise AssertionError(
+                f"{call} returned {_shown(got)}, then {shown}: one failure has one retry "
+                "instant; leave the jitter out (a random part of the wait: "
+                "RetryPolicy(jitter=...) draws it on top of this rule)"
+            )
     why = _mistake(attempt, finished, max_attempts, initial, multiplier, cap, got, expected)
     raise AssertionError(f"{call}: expected {_shown(expected)}, got {_shown(got)}{why}")
 

@@ -69,6 +69,12 @@ def _mistake(
     on_boundary = (finished - slot) % period == 0
     if policy == "skip" and on_boundary and abs(got - (expected + period)) < 1e-9:
         return f": {CONVENTION}"
+    if got < slot + period - 1e-9:
+        return (
+            f": the run for slot {slot:g} is done, so the next slot is never before slot + "
+            f"period ({slot + period:g}); a run that takes no time (a fake clock's) ends at "
+            "its own slot, which it has served, not missed"
+        )
     if abs(got - (finished + period)) < 1e-9:
         return (
             ": counted from the finish; a fixed rate stays on the grid slot + k * period "
@@ -104,6 +110,7 @@ def next_slot_checks(next_slot: Callable[[float, float, float, str], float]) -> 
 
     return [
         ("a short run: the next slot on the grid", named(0, 5, "skip")),
+        ("a run of 0 s (a fake clock's) -> 60, not its own slot again", named(0, 0, "skip")),
         ("skip after a 150 s run on a 60 s period -> 180", named(0, 150, "skip")),
         ("catch-up after the same run -> 60, due at once", named(0, 150, "catch_up")),
         ("a run ending exactly on the next slot -> that slot", named(0, 60, "skip")),
@@ -148,8 +155,15 @@ def _compare(
             f"{where} raised ValueError ({error}), but cron accepts it: {sorted(expected)}"
         ) from None
     if expected is None:
+        signed = re.search(r"[+\s]", text) is not None  # what int() reads and cron does not
         raise AssertionError(
             f"{where} should raise ValueError (cron rejects it), got {sorted(got)}"
+            + (
+                ": cron takes digits only, and int() also reads a sign or spaces ('+5', "
+                "' 5'); test part.isdigit() before int(part)"
+                if signed
+                else ""
+            )
         )
     assert got == expected, (
         f"{where}: expected {sorted(expected)}, got {sorted(got)}"
@@ -163,6 +177,14 @@ def _field_mistake(text: str, low: int, high: int, got: set[int], expected: set[
     single = [item.split("/")[0] if re.fullmatch(r"\d+/\d+", item) else item for item in items]
     if single != items and reference_field(",".join(single), low, high) == got:
         return ": n/s means n-high/s, as in real cron (50/3 in a minute field is 50, 53, 56 and 59)"
+    stepped = [item for item in items if re.fullmatch(r"\d+(-\d+)?/\d+", item)]
+    if stepped and _stepped_from_low(items, low, high) == got:
+        allowed = sorted(reference_field(stepped[0], low, high) or ())
+        shown = ", ".join(map(str, allowed[:3])) + (", ..." if len(allowed) > 3 else "")
+        return (
+            f": a step counts from the start of its range ({stepped[0]} is {shown}), not "
+            "from the field's first value"
+        )
     below_low = low > 0 and min(got, default=low) < low  # */s counted from 0, months
     if below_low or any(
         item.startswith("*/") and low not in got and low in expected for item in items
@@ -175,6 +197,26 @@ def _field_mistake(text: str, low: int, high: int, got: set[int], expected: set[
     if got < expected and expected - got <= ends:
         return ": a range includes both its ends (a-b is range(a, b + 1))"
     return ""
+
+
+def _stepped_from_low(items: list[str], low: int, high: int) -> set[int] | None:
+    """The values of a field whose ``a-b/s`` and ``n/s`` items step from ``low``, the
+    field's first value, and keep what is at least ``a``: the mistake
+    :func:`_field_mistake` names first.  None where cron rejects an item."""
+    values: set[int] = set()
+    for item in items:
+        base, slash, step = item.partition("/")
+        if slash and base != "*" and step.isdigit() and int(step) > 0:
+            ends = reference_field(base if "-" in base else f"{base}-{high}", low, high)
+            if not ends:
+                return None
+            values.update(v for v in range(low, max(ends) + 1, int(step)) if v >= min(ends))
+        else:
+            allowed = reference_field(item, low, high)
+            if allowed is None:
+                return None
+            values |= allowed
+    return values
 
 
 def _values(call: str, got: object) -> set[int]:

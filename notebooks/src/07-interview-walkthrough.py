@@ -237,15 +237,18 @@ print([heapq.heappop(heap)[3] for _ in range(len(heap))])
 #   ties that lose their arrival order (no sequence field);
 # - the wait: a sleep or poll loop (a wait capped at a second "to be safe" is one too,
 #   and so is a timed wait on an empty queue, where only a push can end the wait);
-#   `if` where `while` is needed (it wakes your waiter when nothing changed); a waiter
-#   that goes back to the timeout it computed from the old head; a waiter that takes
-#   the head because its wait timed out (the other waiter may have taken it first);
+#   a wait with no timeout while a head is queued, or a timeout computed on another
+#   clock than `self._clock()`; `if` where `while` is needed (it wakes your waiter when
+#   nothing changed); a waiter that goes back to the timeout it computed from the old
+#   head; a waiter that takes the head because its wait timed out (the other waiter may
+#   have taken it first);
 # - the push: one that does not notify (a waiter parked twelve hours must wake for a
 #   task due now, or due in a moment, and so must one waiting on an empty queue);
 #   `notify()` where two waiters need `notify_all()`; one that touches the heap before
 #   it takes the lock; a task pushed twice that comes out twice;
-# - the cancel: a cancelled entry that still comes out; a cancel that raises for a task
-#   a worker already took; one that takes the entry out and leaves a list that is no
+# - the cancel: a cancelled entry that still comes out; a cancel that loses another task
+#   (a `heappop` takes out the head, whichever task that is); a cancel that raises for a
+#   task a worker already took; one that takes the entry out and leaves a list that is no
 #   longer a heap;
 # - the cost: a sort or a scan where the heap belongs (it counts how often your queue
 #   compares due times).
