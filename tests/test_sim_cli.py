@@ -39,6 +39,14 @@ def test_simulate_prints_a_summary_row_per_task_and_is_reproducible() -> None:
     assert without_wall_time(other.stdout) != without_wall_time(first.stdout)
 
 
+def test_one_day_on_one_worker_is_said_in_the_singular() -> None:
+    out = simulate("--days", "1", "--workers", "1", "--seed", "5")
+    assert out.returncode == 0, out.stderr
+    first = out.stdout.splitlines()[0]
+    assert first.startswith("simulated 1 day on 1 worker (seed 5): "), first
+    assert re.search(r": [0-9,]+ runs in [0-9.]+ s of wall time$", first), first
+
+
 def test_more_workers_mean_less_lateness_for_the_heartbeat() -> None:
     def heartbeat_late_max(workers: int) -> str:
         out = simulate("--days", "1", "--workers", str(workers)).stdout

@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+from lldsched.logs import counted
 from lldsched.sim.scenario import build_scenario
 from lldsched.sim.simulation import MAX_WORKERS, Simulation
 from lldsched.views.report import format_summary, summarize
@@ -100,8 +101,9 @@ def main(args: argparse.Namespace) -> int:
     runs = sum(record.outcome.ran for record in records)  # not the slots skipped
     schedules = {task.id: task.schedule for task in sim.tasks()}
     print(
-        f"simulated {args.days:g} days on {args.workers} workers (seed {args.seed}): "
-        f"{runs} runs in {elapsed:.2f} s of wall time"
+        f"simulated {args.days:g} {'day' if args.days == 1 else 'days'} on "
+        f"{counted(args.workers, 'worker')} (seed {args.seed}): "
+        f"{counted(runs, 'run')} in {elapsed:.2f} s of wall time"
     )
     print(format_summary(summarize(records, schedules)))
     dead = [sim.task(task_id).name for task_id in sim.dead_letter()]
