@@ -120,6 +120,9 @@ class Coordinator:
         # Its thread is named after the scheduler's (thread_prefix: "lldsched-<name>-").
         self._watch = LeaseWatch(self._trust, lease=store.lease, name=f"{thread_prefix}lease-watch")
         self._held_back = False  # claims held back for want of trust (said once a lapse)
+        # The timer left due runs unclaimed, every worker busy (timer._claim_room): the
+        # first worker to go idle wakes it (timer._worker_idle). Under the scheduler's lock.
+        self.starved = False
         # A store call failed since the timer last waited: its next wait is ``poll`` from
         # when the calls returned, the lock let go (wake), however overdue its next instant.
         self._failed_since_wait = False
