@@ -96,7 +96,7 @@ class WorkerPool(Generic[T, J, R]):
         """Workers waiting for an item (caller holds the lock)."""
         self.on_idle: Callable[[], None] | None = None
         """Called under the lock by a worker about to wait for an item (set before
-        :meth:`start`): a shared store's timer claims only for idle workers."""
+        :meth:`start`): a shared store's timer claims only while a worker is idle."""
 
     def start(self) -> None:
         for index in range(self.workers):

@@ -191,21 +191,22 @@ class TimerThread(SchedulerParts):
 
     def _claim_room(self, room: int) -> int:
         """On a shared store: how many runs to claim, of the ``room`` the hand-off queue
-        has (caller holds the lock).  No more than this process's idle workers can start
-        now: a claim waiting behind busy workers would hold a run, its lease renewed,
-        that an idle process could start (for as long as the longest run here).  With
-        none idle it claims nothing, and the first worker to go idle wakes the timer
-        (:meth:`_worker_idle`).  A process with coroutine tasks registered keeps the
-        whole ``room``: a claim cannot tell which of its runs need no worker."""
+        has (caller holds the lock).  Nothing while no worker here is idle (each busy,
+        or about to take a run already waiting): a claim then would wait behind the runs
+        in flight, holding a run, its lease renewed, that an idle process could start
+        (for as long as the longest of them).  The first worker to go idle wakes the
+        timer (:meth:`_worker_idle`), which claims again, the whole ``room``: one claim
+        for a batch, as before, since a claim costs a commit whatever it takes.  A
+        process with coroutine tasks registered keeps the whole ``room`` anyway: a
+        coroutine run needs no worker."""
         if self._loop_ids:
             return room
         pool = self._pool
-        free = pool.idle - pool.queued
-        if free <= 0:
-            assert self._coordinator is not None
-            self._coordinator.starved = True
-            return 0
-        return free if free < room else room
+        if pool.idle > pool.queued:
+            return room
+        assert self._coordinator is not None
+        self._coordinator.starved = True
+        return 0
 
     def _worker_idle(self) -> None:
         """A worker is about to wait for work (the pool's ``on_idle`` on a shared store,
