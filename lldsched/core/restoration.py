@@ -31,6 +31,7 @@ from lldsched.errors import ValidationError
 from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
 from lldsched.schedules.base import Schedule
+from lldsched.schedules.decorators import restore_runs
 
 log = logging.getLogger(STORE)
 
@@ -200,6 +201,9 @@ class Restoration(CoreParts):
             stats.run_count = run_count
             stats.failure_count = failure_count
             stats.last_error = last_error
+        # A Window's max_runs counts the successful runs of every process, as a restart
+        # hands them back (the stores' decode_task: runs=run_count - failure_count).
+        restore_runs(task.schedule, task.id, run_count - failure_count)
         if status is FAILED:
             self._dead[task.id] = None
         else:
