@@ -30,6 +30,7 @@ from lldsched.core.task import Restored, ScheduledTask, TaskOptions, fit_flight
 from lldsched.errors import ValidationError
 from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
+from lldsched.policies import RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.schedules.decorators import restore_runs
 
@@ -214,6 +215,21 @@ class Restoration(CoreParts):
             self.emit(TaskEvent(task.id, task.name, previous, status, self.clock.now()))
         if status is SUCCEEDED or status is CANCELLED:  # finished here too: it may retire
             self._finished(task, self.clock.now())
+
+    def adopt_streak(self, task: ScheduledTask, records: Iterable[ExecutionRecord]) -> None:
+        """Take the slots ``task`` gave up in a row from ``records`` (the store's, oldest
+        first), as a restart does: on a shared store the streak that
+        ``RetryPolicy.fail_after_given_up`` counts runs across the processes, and the
+        store's records are its only truth."""
+        given_up = _given_up_in_a_row(records)
+        retry = task._options.retry
+        limit = retry.fail_after_given_up if type(retry) is RetryPolicy else None
+        if limit and given_up >= limit and task.status is not FAILED:
+            # Each `limit` of them failed the task, and a redrive began a new streak (the
+            # records do not say so; a live task's streak is below its limit).
+            given_up %= limit
+        if given_up or task._stats is not None:
+            self._stats(task).given_up = given_up
 
     def _rebuild(self, restored: Restored, fits: set[Hashable]) -> ScheduledTask:
         definition = restored.definition
