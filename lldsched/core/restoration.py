@@ -221,13 +221,7 @@ class Restoration(CoreParts):
         first), as a restart does: on a shared store the streak that
         ``RetryPolicy.fail_after_given_up`` counts runs across the processes, and the
         store's records are its only truth."""
-        given_up = _given_up_in_a_row(records)
-        retry = task._options.retry
-        limit = retry.fail_after_given_up if type(retry) is RetryPolicy else None
-        if limit and given_up >= limit and task.status is not FAILED:
-            # Each `limit` of them failed the task, and a redrive began a new streak (the
-            # records do not say so; a live task's streak is below its limit).
-            given_up %= limit
+        given_up = _streak(task, records)
         if given_up or task._stats is not None:
             self._stats(task).given_up = given_up
 
@@ -263,7 +257,7 @@ class Restoration(CoreParts):
             stats.last_error = restored.last_error
             for record in restored.history:
                 stats.add(record)
-            stats.given_up = _given_up_in_a_row(restored.history)
+            stats.given_up = _streak(task, restored.history)
         return task
 
 
@@ -304,6 +298,19 @@ def _check_stored_call(
     else:
         if shape is not None:
             fits.add(shape)
+
+
+def _streak(task: ScheduledTask, records: Iterable[ExecutionRecord]) -> int:
+    """``task``'s slots given up in a row, from its ``records`` (oldest first), its status
+    set: for a live task at or past its ``fail_after_given_up``, modulo that limit, since
+    each limit reached failed the task and a redrive began a new streak (the records do
+    not mark it; a live task's streak is below its limit)."""
+    given_up = _given_up_in_a_row(records)
+    retry = task._options.retry
+    limit = retry.fail_after_given_up if type(retry) is RetryPolicy else None
+    if limit and given_up >= limit and task.status is not FAILED:
+        given_up %= limit
+    return given_up
 
 
 def _given_up_in_a_row(history: Iterable[ExecutionRecord]) -> int:
