@@ -16,43 +16,32 @@ import time
 
 from lldsched import FakeClock, FixedRate, RetryPolicy, Scheduler, TaskStatus
 from tests import jobs
-from tests.cluster import StoreSpec, opened
+from tests.cluster import StoreSpec, ahead_and_behind, follows, opened
 from tests.waits import wait_until
 
 T0 = float(int(time.time()))
+SCHEDULED = TaskStatus.SCHEDULED
 
 
 def test_the_slot_that_completes_the_streak_fails_the_task_in_the_other_process(
     store_spec: StoreSpec,
 ) -> None:
     retry = RetryPolicy(max_attempts=1, fail_after_given_up=2)
-    with opened(store_spec, 2, poll=0.05) as (first_store, second_store):
-        first = Scheduler(store=first_store, clock=FakeClock(T0))  # started below
+    with ahead_and_behind(store_spec, T0) as (first, second):
         first.schedule("import", jobs.broken, FixedRate(60), id="i", retry=retry)
-        # Behind by far: it follows the store but claims nothing until its clock moves.
-        second_clock = FakeClock(T0 - 1000)
-        second = Scheduler(store=second_store, clock=second_clock).start()
-        try:
-
-            def followed(failures: int) -> bool:
-                second_clock.advance(0)  # wake its timer: it reads the change feed
-                known = {task.id: task for task in second.tasks()}
-                return "i" in known and known["i"].failure_count == failures
-
-            wait_until(lambda: followed(0), timeout=10, what="the registration, followed")
-            first.start()
-            first.wait_idle()  # the first slot given up, here
-            wait_until(lambda: followed(1), timeout=10, what="the slot given up, followed")
-            assert second.task("i").given_up == 1
-            first.shutdown()
-            second_clock.advance(1060)  # the second slot, T0 + 60, is due there only
-            wait_until(lambda: second.task("i").failure_count == 2, timeout=10, what="slot 2")
-            second.wait_idle()
-            task = second.task("i")
-            assert (task.status, second.dead_letter()) == (TaskStatus.FAILED, ["i"])
-        finally:
-            first.shutdown()
-            second.shutdown()
+        wait_until(lambda: follows(second, "i", lambda task: task.failure_count == 0),
+                   timeout=10, what="the registration, followed")  # fmt: skip
+        first.start()
+        first.wait_idle()  # the first slot given up, here
+        wait_until(lambda: follows(second, "i", lambda task: task.failure_count == 1),
+                   timeout=10, what="the slot given up, followed")  # fmt: skip
+        assert second.task("i").given_up == 1
+        first.shutdown()
+        second.clock.advance(1060)  # type: ignore[attr-defined]  # T0 + 60 due there only
+        wait_until(lambda: second.task("i").failure_count == 2, timeout=10, what="slot 2")
+        second.wait_idle()
+        task = second.task("i")
+        assert (task.status, second.dead_letter()) == (TaskStatus.FAILED, ["i"])
 
 
 def test_a_redrive_elsewhere_begins_a_new_streak_here(store_spec: StoreSpec) -> None:
@@ -71,20 +60,16 @@ def test_a_redrive_elsewhere_begins_a_new_streak_here(store_spec: StoreSpec) -> 
             assert runner.task("i").status is TaskStatus.FAILED
         finally:
             runner.shutdown()
-        follower_clock = FakeClock(T0 - 5000)  # follows, claims nothing
-        follower = Scheduler(store=runner_store, clock=follower_clock).start()
+        # Follows, claims nothing.
+        follower = Scheduler(store=runner_store, clock=FakeClock(T0 - 5000)).start()
         # Never started; the redrive makes the task due at its now, still ahead of the
         # follower's clock, so the follower does not run it.
         other = Scheduler(store=other_store, clock=FakeClock(T0 - 1000))
         try:
             assert follower.task("i").given_up == 2  # learnt at start, FAILED
             assert other.redrive("i")
-
-            def followed() -> bool:
-                follower_clock.advance(0)  # wake its timer: it reads the change feed
-                return follower.task("i").status is TaskStatus.SCHEDULED
-
-            wait_until(followed, timeout=10, what="the redrive, followed")
+            wait_until(lambda: follows(follower, "i", lambda task: task.status is SCHEDULED),
+                       timeout=10, what="the redrive, followed")  # fmt: skip
             assert follower.task("i").given_up == 0
         finally:
             follower.shutdown()
