@@ -78,6 +78,7 @@ from lldsched.errors import ValidationError
 
 __all__ = [
     "DEFAULT_MISFIRE",
+    "TWO_AT_ONCE",
     "Misfire",
     "MisfirePolicy",
     "Overlap",
@@ -265,3 +266,8 @@ class Overlap(enum.Enum):
     ALLOW = "allow"
 
     __hash__ = object.__hash__  # as OverrunPolicy: identity hash, equal to equality
+
+
+TWO_AT_ONCE = (Overlap.ALLOW, Overlap.CANCEL_OTHER)
+"""The overlap policies that need two runs of one task at once: a shared store holds one
+lease per task, so it refuses them at registration (docs/CLUSTER.md)."""

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from lldsched import Scheduler
+from lldsched import FakeClock, ScheduledTask, Scheduler
 from lldsched.persistence import CoordinatedStore
 from lldsched.stores.sqlite import SqliteTaskStore
 from lldsched.threaded import processlife
@@ -143,6 +143,33 @@ def schedulers() -> Iterator[list[Scheduler]]:
     yield made
     for scheduler in made:
         scheduler.shutdown()
+
+
+@contextlib.contextmanager
+def ahead_and_behind(spec: StoreSpec, now: float) -> Iterator[tuple[Scheduler, Scheduler]]:
+    """Two schedulers on ``spec`` (two stores, as two processes hold), on fake clocks:
+    the first at ``now`` and not started (register, then start it), the second started
+    1,000 s behind, so that it follows the store but claims nothing until its clock
+    moves (:func:`follows`).  Both shut down, then the stores closed, at the end."""
+    with opened(spec, 2, poll=0.05) as (ahead_store, behind_store):
+        ahead = Scheduler(store=ahead_store, clock=FakeClock(now))
+        behind = Scheduler(store=behind_store, clock=FakeClock(now - 1000)).start()
+        try:
+            yield ahead, behind
+        finally:
+            ahead.shutdown()
+            behind.shutdown()
+
+
+def follows(scheduler: Scheduler, task_id: str, holds: Callable[[ScheduledTask], bool]) -> bool:
+    """Wake ``scheduler``'s timer (its clock a ``FakeClock``: it then reads the change
+    feed) and say whether it knows ``task_id`` and ``holds(task)``: a condition for
+    :func:`~tests.waits.wait_until`."""
+    clock = scheduler.clock
+    assert isinstance(clock, FakeClock)
+    clock.advance(0)
+    known = {task.id: task for task in scheduler.tasks()}
+    return task_id in known and holds(known[task_id])
 
 
 # -- children -----------------------------------------------------------------------------

@@ -410,20 +410,16 @@ def test_an_overlap_policy_registered_again_in_another_scheduler_reaches_the_fir
     hourly = FixedRate(3600, start_delay=3600)
     first.schedule("report", jobs.noop, hourly, id="report")
     wait_until(lambda: len(second.tasks()) == 1, timeout=5, what="B to learn the task")
+    # BUFFER_ONE: the shared store refuses ALLOW and CANCEL_OTHER (test_cluster_overlap.py)
     second.schedule(
-        "report",
-        jobs.noop,
-        hourly,
-        id="report",
-        replace_existing=True,
-        overlap=Overlap.ALLOW,
-        max_instances=2,
-    )
-    wait_until(lambda: first.task("report").overlap is Overlap.ALLOW, timeout=5, what="overlap")
-    assert first.task("report").max_instances == 2
+        "report", jobs.noop, hourly, id="report", replace_existing=True,
+        overlap=Overlap.BUFFER_ONE,
+    )  # fmt: skip
+    wait_until(lambda: first.task("report").overlap is Overlap.BUFFER_ONE, timeout=5,
+               what="overlap")  # fmt: skip
     assert first.task("report").definition == second.task("report").definition
     (snapshot,) = reader.load_all()
-    assert (snapshot.task.overlap, snapshot.task.max_instances) == (Overlap.ALLOW, 2)
+    assert snapshot.task.overlap is Overlap.BUFFER_ONE
 
 
 def test_an_id_another_scheduler_registered_is_refused_without_replace_existing(

@@ -237,3 +237,28 @@ def test_the_count_of_given_up_slots_survives_a_restart_on_a_durable_store(
         clock.advance(3600)
         settle(again)
         assert restored.status is TaskStatus.FAILED and again.dead_letter() == [restored.id]
+
+
+def test_a_redrive_before_a_restart_still_begins_a_fresh_count_after_it(
+    make_scheduler: SchedulerFactory, clock: FakeClock, tmp_path: Path
+) -> None:
+    """The records still hold the slots that failed the task, and no record marks the
+    redrive: a restart counts the task's live streak modulo its limit (each limit reached
+    failed the task). Before, the restarted task counted 3 slots against its limit of 2
+    and failed at its next slot given up, where the scheduler that redrove it counted 1."""
+    path = tmp_path / "tasks.db"
+    retry = RetryPolicy(max_attempts=1, fail_after_given_up=2)
+    with SqliteTaskStore(path) as store:
+        first = make_scheduler(clock=clock, store=store)
+        task = first.schedule("hourly", jobs.broken, FixedRate(3600), id="h", retry=retry)
+        settle(first)
+        clock.advance(3600)
+        settle(first)
+        assert task.status is TaskStatus.FAILED
+        assert first.redrive("h") and task.given_up == 0
+        settle(first)  # the redriven slot, given up: one of a fresh streak
+        assert task.status is TaskStatus.SCHEDULED and task.given_up == 1
+        assert first.shutdown()
+    with SqliteTaskStore(path) as store:
+        again = make_scheduler(clock=clock, store=store)
+        assert again.task("h").given_up == 1

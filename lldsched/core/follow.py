@@ -31,6 +31,7 @@ from lldsched.core.registration import options_of
 from lldsched.core.task import Entry, Restored, ScheduledTask
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import Change, Claim, Task, TaskSnapshot
+from lldsched.policies import RetryPolicy
 from lldsched.schedules.catchup import unwrap
 
 __all__ = ["RecordsOf", "claimed_entry", "follow", "load"]
@@ -40,7 +41,8 @@ RecordsOf = Callable[[str], Sequence[ExecutionRecord]]
 <lldsched.persistence.HistoryStore.records>`): read only for a row registered here with
 attempts behind it (the slot they belong to:
 :func:`~lldsched.core.recovery.pending_slot`) and to put back the
-plan of a task paused during its ``RUN_ALL`` catch-up (:func:`_plan`)."""
+plan of a task paused during its ``RUN_ALL`` catch-up (:func:`_plan`), and for the streak of
+slots given up of a task whose retry policy counts it (:func:`_streak`)."""
 
 
 def load(core: SchedulerCore, snapshots: Iterable[TaskSnapshot], *, records_of: RecordsOf) -> None:
@@ -140,8 +142,10 @@ def _register(core: SchedulerCore, snapshot: TaskSnapshot, records_of: RecordsOf
         ]
     )
     if status in RUNNABLE and snapshot.next_run_at is not None:
-        _adopt(core, task, snapshot, status, attempt, records_of)
-    elif status is TaskStatus.BLOCKED:  # its wait began at its slot, in whichever process
+        _adopt(core, task, snapshot, status, attempt, records_of)  # its streak too
+        return task
+    _streak(core, task, records_of)
+    if status is TaskStatus.BLOCKED:  # its wait began at its slot, in whichever process
         core.adopted_wait(task, previous=None)
     elif snapshot.waited is not None:  # a paused task's plan, for its resume
         _plan(core, task, snapshot.waited, records_of)
@@ -178,6 +182,18 @@ def _adopt(
     )
     if snapshot.waited is not None:
         _plan(core, task, snapshot.waited, records_of)
+    _streak(core, task, records_of)
+
+
+def _streak(core: SchedulerCore, task: ScheduledTask, records_of: RecordsOf) -> None:
+    """The slots ``task`` gave up in a row, from the store's records, for a retry policy
+    that counts them (``fail_after_given_up``, or a policy of one's own): another process
+    may have given some up, or ended the streak with a success.  A read of the task's
+    records per change followed, for such tasks only."""
+    retry = task.retry
+    if type(retry) is RetryPolicy and retry.fail_after_given_up is None:
+        return
+    core.adopt_streak(task, records_of(task.id))
 
 
 def _plan(core: SchedulerCore, task: ScheduledTask, waited: float, records_of: RecordsOf) -> None:

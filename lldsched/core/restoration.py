@@ -30,7 +30,9 @@ from lldsched.core.task import Restored, ScheduledTask, TaskOptions, fit_flight
 from lldsched.errors import ValidationError
 from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord, TaskEvent, TaskStatus
+from lldsched.policies import RetryPolicy
 from lldsched.schedules.base import Schedule
+from lldsched.schedules.decorators import restore_runs
 
 log = logging.getLogger(STORE)
 
@@ -200,6 +202,9 @@ class Restoration(CoreParts):
             stats.run_count = run_count
             stats.failure_count = failure_count
             stats.last_error = last_error
+        # A Window's max_runs counts the successful runs of every process, as a restart
+        # hands them back (the stores' decode_task: runs=run_count - failure_count).
+        restore_runs(task.schedule, task.id, run_count - failure_count)
         if status is FAILED:
             self._dead[task.id] = None
         else:
@@ -210,6 +215,15 @@ class Restoration(CoreParts):
             self.emit(TaskEvent(task.id, task.name, previous, status, self.clock.now()))
         if status is SUCCEEDED or status is CANCELLED:  # finished here too: it may retire
             self._finished(task, self.clock.now())
+
+    def adopt_streak(self, task: ScheduledTask, records: Iterable[ExecutionRecord]) -> None:
+        """Take the slots ``task`` gave up in a row from ``records`` (the store's, oldest
+        first), as a restart does: on a shared store the streak that
+        ``RetryPolicy.fail_after_given_up`` counts runs across the processes, and the
+        store's records are its only truth."""
+        given_up = _streak(task, records)
+        if given_up or task._stats is not None:
+            self._stats(task).given_up = given_up
 
     def _rebuild(self, restored: Restored, fits: set[Hashable]) -> ScheduledTask:
         definition = restored.definition
@@ -243,7 +257,7 @@ class Restoration(CoreParts):
             stats.last_error = restored.last_error
             for record in restored.history:
                 stats.add(record)
-            stats.given_up = _given_up_in_a_row(restored.history)
+            stats.given_up = _streak(task, restored.history)
         return task
 
 
@@ -284,6 +298,19 @@ def _check_stored_call(
     else:
         if shape is not None:
             fits.add(shape)
+
+
+def _streak(task: ScheduledTask, records: Iterable[ExecutionRecord]) -> int:
+    """``task``'s slots given up in a row, from its ``records`` (oldest first), its status
+    set: for a live task at or past its ``fail_after_given_up``, modulo that limit, since
+    each limit reached failed the task and a redrive began a new streak (the records do
+    not mark it; a live task's streak is below its limit)."""
+    given_up = _given_up_in_a_row(records)
+    retry = task._options.retry
+    limit = retry.fail_after_given_up if type(retry) is RetryPolicy else None
+    if limit and given_up >= limit and task.status is not FAILED:
+        given_up %= limit
+    return given_up
 
 
 def _given_up_in_a_row(history: Iterable[ExecutionRecord]) -> int:

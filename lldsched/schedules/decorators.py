@@ -33,7 +33,8 @@ behaves as if registered just before it; a slot after ``end`` retires the task
 attempts spent, is not one).  A schedule sees only the record of the run that just
 ended, so the window counts successful runs per task id; a durable store that
 rebuilds a task hands the count back (:func:`restore_runs`, from the task's stored
-counters), so it survives a restart.
+counters), so it survives a restart; on a shared store, so does a process that follows
+a run settled in another (the core's ``adopt``), so the processes count together.
 """
 
 from __future__ import annotations

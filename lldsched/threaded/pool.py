@@ -92,6 +92,11 @@ class WorkerPool(Generic[T, J, R]):
         self._items: collections.deque[object] = collections.deque()
         self._closed = False
         self._threads: list[threading.Thread] = []
+        self.idle = 0
+        """Workers waiting for an item (caller holds the lock)."""
+        self.on_idle: Callable[[], None] | None = None
+        """Called under the lock by a worker about to wait for an item (set before
+        :meth:`start`): a shared store's timer claims only while a worker is idle."""
 
     def start(self) -> None:
         for index in range(self.workers):
@@ -196,11 +201,16 @@ class WorkerPool(Generic[T, J, R]):
         prepare, execute, complete = self._prepare, self._execute, self._complete
         low_water = self._low_water
         on_room = self._on_room
+        on_idle = self.on_idle
         lock.acquire()
         try:
             while True:
                 while not items:
+                    self.idle += 1
+                    if on_idle is not None:
+                        on_idle()
                     not_empty.wait()
+                    self.idle -= 1
                 item = items.popleft()
                 if item is _SENTINEL:
                     return

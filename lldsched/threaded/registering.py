@@ -24,12 +24,23 @@ from lldsched.core.registration import F, Isolation, TaskIds, registering
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import ValidationError
 from lldsched.model import Priority
-from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
+from lldsched.policies import TWO_AT_ONCE, MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.threaded.parts import STOPPED, SchedulerParts, shut_down
 from lldsched.threaded.processes import check_supported
 
-__all__ = ["Registering"]
+__all__ = ["Registering", "refuse_shared_overlap"]
+
+
+def refuse_shared_overlap(name: str, overlap: object) -> None:
+    """ValidationError for an ``overlap`` a shared store cannot honour (registering
+    ``name`` on it); any other value is left to the core's validation."""
+    if overlap in TWO_AT_ONCE:
+        raise ValidationError(
+            f"task {name!r}: overlap={overlap} needs two runs of the task at once, and "
+            "a shared store holds one lease per task, so its runs never overlap: "
+            "use Overlap.BUFFER_ONE or no overlap= (docs/CLUSTER.md)"
+        )
 
 
 class Registering(SchedulerParts):
@@ -85,7 +96,9 @@ class Registering(SchedulerParts):
         :mod:`lldsched.core.dependencies`).  ``overlap`` (an
         :class:`~lldsched.policies.Overlap`, with ``max_instances`` for
         ``Overlap.ALLOW``) says what a slot that comes due while a run is in flight
-        does; by default runs never overlap.
+        does; by default runs never overlap.  On a shared store a task's runs never
+        overlap (one lease per task): ``Overlap.ALLOW`` and ``Overlap.CANCEL_OTHER`` are
+        refused there with a :class:`~lldsched.errors.ValidationError`.
 
         ``id`` is a caller-chosen task id (default ``task-1``, ``task-2``, ...).
         Registering an id that exists raises :class:`~lldsched.errors.ValidationError`
@@ -114,6 +127,8 @@ class Registering(SchedulerParts):
             raise not_callable(name, action)
         if isolation == "process":
             check_supported(name)  # Windows: refused here, not at every attempt
+        if overlap is not None and self._coordinator is not None:
+            refuse_shared_overlap(name, overlap)
         on_loop = is_loop_action(action, isolation)
         with self._lock:
             if self._state is STOPPED:

@@ -252,6 +252,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
                 thread_prefix=self._thread_prefix,
             )
             self._begin = self._coordinator.begin  # with its claim's token
+            self._pool.on_idle = self._worker_idle  # claims wait for an idle worker
         self._coroutines = CoroutineRunner(
             lock=self._lock,
             begin=self._begin,

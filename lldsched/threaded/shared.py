@@ -59,6 +59,7 @@ from lldsched.errors import LeaseLost, ValidationError
 from lldsched.logs import CLUSTER, instant_text
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import Change, Claim, CoordinatedStore, TaskSnapshot
+from lldsched.policies import TWO_AT_ONCE
 from lldsched.threaded.deadline import Deadline
 from lldsched.threaded.leasewatch import MONOTONIC, LeaseWatch, renewal_every, trusted_for
 
@@ -122,6 +123,9 @@ class Coordinator:
         # Its thread is named after the scheduler's (thread_prefix: "lldsched-<name>-").
         self._watch = LeaseWatch(self._trust, lease=store.lease, name=f"{thread_prefix}lease-watch")
         self._held_back = False  # claims held back for want of trust (said once a lapse)
+        # The timer left due runs unclaimed, every worker busy (timer._claim_room): the
+        # first worker to go idle wakes it (timer._worker_idle). Under the scheduler's lock.
+        self.starved = False
         # A store call failed since the timer last waited: its next wait is ``poll`` from
         # when the calls returned, the lock let go (wake), however overdue its next instant.
         self._failed_since_wait = False
@@ -144,6 +148,16 @@ class Coordinator:
         would stop an older process from starting at all."""
         with self.store.muted():
             load(self._core, self.store.load_all(leave_out=True), records_of=self.store.records)
+        for task in self._core.tasks.values():  # rows written unshared, or by a simulation
+            if task.overlap in TWO_AT_ONCE:
+                log.warning(
+                    "task %s has overlap=%s, which a shared store does not honour (one "
+                    "lease per task): its runs never overlap; register it with "
+                    "Overlap.BUFFER_ONE or no overlap=",
+                    task.id,
+                    task.overlap,
+                    extra={"task_id": task.id},
+                )
 
     def left_out(self, task_id: str | None) -> bool:
         """True if ``task_id`` is a task of the store this process left out: it cannot

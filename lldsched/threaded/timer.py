@@ -124,6 +124,8 @@ class TimerThread(SchedulerParts):
                 if coordinator is not None:
                     coordinator.tick(now, looked)
                 room = pool.room
+                if room and coordinator is not None:
+                    room = self._claim_room(room)
                 if room:
                     if coordinator is None:
                         batch = queue.pop_due(now, room)
@@ -186,6 +188,33 @@ class TimerThread(SchedulerParts):
             else:
                 done = "the shared rows keep their due times"
         log.warning("the wall clock jumped by %+.3f s: %s", jump, done)
+
+    def _claim_room(self, room: int) -> int:
+        """On a shared store: how many runs to claim, of the ``room`` the hand-off queue
+        has (caller holds the lock).  Nothing while no worker here is idle (each busy,
+        or about to take a run already waiting): a claim then would wait behind the runs
+        in flight, holding a run, its lease renewed, that an idle process could start
+        (for as long as the longest of them).  The first worker to go idle wakes the
+        timer (:meth:`_worker_idle`), which claims again, the whole ``room``: one claim
+        for a batch, as before, since a claim costs a commit whatever it takes.  A
+        process with coroutine tasks registered keeps the whole ``room`` anyway: a
+        coroutine run needs no worker."""
+        if self._loop_ids:
+            return room
+        pool = self._pool
+        if pool.idle > pool.queued:
+            return room
+        assert self._coordinator is not None
+        self._coordinator.starved = True
+        return 0
+
+    def _worker_idle(self) -> None:
+        """A worker is about to wait for work (the pool's ``on_idle`` on a shared store,
+        under the lock): wake the timer if it left due runs unclaimed for want of one."""
+        coordinator = self._coordinator
+        if coordinator is not None and coordinator.starved:
+            coordinator.starved = False
+            self._wake.notify_all()
 
     def _hand_out(self, batch: list[Entry]) -> None:
         """Give due entries to the workers, and loop tasks' entries to the event loop."""

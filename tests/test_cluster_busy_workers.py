@@ -1,0 +1,86 @@
+"""A process whose workers are all busy claims nothing from a shared store: the runs due
+meanwhile stay unclaimed for a process that can start them (docs/CLUSTER.md, "Claim").
+
+Before, a process claimed up to the free room of its hand-off queue (16 per worker)
+whatever its workers were doing, and renewed those claims while they waited: a process
+with one worker held by an hour-long run kept every other due task of the cluster for
+that hour, its slots skipped, while the other processes stood idle.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from lldsched import FakeClock, FixedRate, OneTime, Scheduler
+from lldsched.persistence import CoordinatedStore
+from tests import cluster_jobs, jobs
+from tests.cluster import StoreSpec, open_store
+from tests.waits import wait_until
+
+LEASE = 30.0  # no claim expires within a test
+POLL = 0.05  # the busy process's timer wakes often: it has every chance to claim
+
+
+@pytest.fixture
+def stores(store_spec: StoreSpec) -> Iterator[list[CoordinatedStore]]:
+    """Two connections to one shared store (once per engine)."""
+    opened = [open_store(store_spec, lease=LEASE, poll=POLL) for _ in range(2)]
+    yield opened
+    cluster_jobs.released.set()  # whatever happened, no run is left holding a worker
+    for store in opened:
+        store.close()
+
+
+def _woke_since(scheduler: Scheduler, instant: float) -> bool:
+    """The timer's last wake came after ``instant``: the claims of that wake are made
+    (``metrics()`` takes the lock the timer holds from its wake to its next wait)."""
+    woke = scheduler.metrics(timeout=10).timer_woke
+    return woke is not None and woke > instant
+
+
+def test_a_process_whose_workers_are_all_busy_leaves_due_runs_to_the_others(
+    stores: list[CoordinatedStore],
+) -> None:
+    busy_store, other_store = stores
+    cluster_jobs.released.clear()
+    busy = Scheduler(workers=1, store=busy_store).start()
+    try:
+        busy.schedule("long", cluster_jobs.held_until_released, OneTime(busy.now), id="long")
+        wait_until(lambda: busy.task("long").running, timeout=10, what="the long run")
+        busy.schedule("report", jobs.noop, FixedRate(60), id="report")
+        registered = time.time()
+        wait_until(lambda: _woke_since(busy, registered), timeout=10, what="a wake after it")
+        # The one worker is busy: "report" is due and left unclaimed, so another
+        # process takes it now instead of when the long run ends.
+        claims = other_store.claim(now=time.time(), limit=5)
+        assert [claim.task_id for claim in claims] == ["report"]
+        other_store.release(task_id="report", token=claims[0].token)
+        cluster_jobs.released.set()
+        # Its worker free again, the busy process claims and runs it.
+        wait_until(lambda: busy.task("report").run_count == 1, timeout=10, what="the run")
+    finally:
+        cluster_jobs.released.set()
+        busy.shutdown()
+
+
+def test_the_worker_that_goes_idle_wakes_the_timer_that_left_runs_unclaimed(
+    stores: list[CoordinatedStore],
+) -> None:
+    """On a fake clock the timer wakes only when notified (no poll, no renewal: the clock
+    never moves), so the run due while the one worker was busy is claimed only because
+    that worker, going idle, woke the timer."""
+    store = stores[0]
+    cluster_jobs.released.clear()
+    busy = Scheduler(workers=1, store=store, clock=FakeClock(time.time())).start()
+    try:
+        busy.schedule("long", cluster_jobs.held_until_released, OneTime(busy.now), id="long")
+        wait_until(lambda: busy.task("long").running, timeout=10, what="the long run")
+        busy.schedule("report", jobs.noop, OneTime(busy.now), id="report")
+        cluster_jobs.released.set()
+        wait_until(lambda: busy.task("report").run_count == 1, timeout=10, what="the run")
+    finally:
+        cluster_jobs.released.set()
+        busy.shutdown()
