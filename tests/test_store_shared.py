@@ -7,8 +7,9 @@ from __future__ import annotations
 import contextlib
 import gc
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,6 +29,7 @@ from lldsched.model import Outcome
 from lldsched.persistence import CoordinatedStore, Task, TaskSnapshot
 from lldsched.stores import removals as removals_rule
 from lldsched.stores.sqlite import SCHEMA_VERSION
+from lldsched.stores.sqlite_shared import SharedState
 from lldsched.testing import Stepper
 from tests import jobs
 from tests.waits import wait_until
@@ -715,3 +717,61 @@ def test_a_retry_pending_when_a_process_first_follows_its_task_keeps_the_slot_it
         task = second.task("job")
         assert [(r.slot - T0, r.attempt) for r in late.records("job")] == [(60.0, 1), (60.0, 2)]
         assert task.next_run_at == T0 + 120  # the grid, not the retry's due plus a minute
+
+
+class _CommitsBetween:
+    """A connection whose first read of the feed's rows is followed, before its next
+    statement, by ``between()``: another process committing at that instant."""
+
+    def __init__(self, connection: sqlite3.Connection, between: Callable[[], None]) -> None:
+        self._connection = connection
+        self._between: Callable[[], None] | None = between
+
+    def execute(self, statement: str, *parameters: object) -> sqlite3.Cursor:
+        cursor = self._connection.execute(statement, *parameters)
+        if self._between is not None and "FROM tasks t WHERE t.version >" in statement:
+            rows = cursor.fetchall()  # the statement's own reads are done
+            between, self._between = self._between, None
+            between()
+            return _Rows(rows)  # type: ignore[return-value]
+        return cursor
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._connection, name)
+
+
+class _Rows:
+    def __init__(self, rows: list[Any]) -> None:
+        self._rows = rows
+
+    def fetchall(self) -> list[Any]:
+        return self._rows
+
+
+def test_a_write_committed_while_the_feed_reads_is_given_by_a_later_read_not_skipped(
+    pair: tuple[SqliteTaskStore, SqliteTaskStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The feed's rows and its removals are one snapshot: a pause then a removal committed
+    by another process between the two reads once moved the cursor past the pause (the
+    removal's version was read, the pause's row was not), so this process never applied
+    the pause and ran the paused task."""
+    first, second = pair
+    assert second.changes() == []
+    paused = second.get("job-1")
+    assert paused is not None
+
+    def elsewhere() -> None:
+        first.save(paused._replace(status=TaskStatus.PAUSED))
+        first.delete("job-2")
+
+    reading = SharedState.changed_rows
+
+    def interleaved(state: SharedState, connection: sqlite3.Connection) -> Any:
+        return reading(state, _CommitsBetween(connection, elsewhere))  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SharedState, "changed_rows", interleaved)
+    seen = second.changes()
+    monkeypatch.setattr(SharedState, "changed_rows", reading)
+    seen += second.changes()
+    assert [(c.task_id, c.snapshot is None) for c in seen] == [("job-1", False), ("job-2", True)]
+    assert seen[0].snapshot is not None and seen[0].snapshot.status is TaskStatus.PAUSED

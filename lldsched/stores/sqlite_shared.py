@@ -53,7 +53,7 @@ from lldsched.persistence import Claim, Lease, Task
 from lldsched.stores.codec import Unreadable
 from lldsched.stores.removals import FeedHorizons
 from lldsched.stores.sqlite_file import identity
-from lldsched.stores.sqlite_rows import FINISHED, SLOT, immediate
+from lldsched.stores.sqlite_rows import FINISHED, SLOT, immediate, reading
 
 __all__ = ["SharedState", "bump", "node_id"]
 
@@ -277,17 +277,20 @@ class SharedState:
         and the versions seen.  Decoding is the caller's (outside the lock)."""
         self.data_version = _data_version(connection)
         now = time.time()  # the host's clock: every process on one SQLite file shares it
-        rows = connection.execute(_CHANGED_ROWS, (self.cursor, self.node, now)).fetchall()
-        removed = connection.execute(
-            "SELECT version, task_id FROM removed WHERE version > ? ORDER BY version",
-            (self.cursor,),
-        ).fetchall()
-        fresh = [row for row in rows if self.seen.get(row[0]) != row[1]]
-        for task_id in self.refetch:
-            if not any(row[0] == task_id for row in fresh):
-                row = connection.execute(_ROW_OF, (task_id, self.node, now)).fetchone()
-                if row is not None:
-                    fresh.append(row)
+        # One snapshot: a row and a removal committed between two reads once moved the
+        # cursor past the row (the removal's later version was read, the row was not).
+        with reading(connection):
+            rows = connection.execute(_CHANGED_ROWS, (self.cursor, self.node, now)).fetchall()
+            removed = connection.execute(
+                "SELECT version, task_id FROM removed WHERE version > ? ORDER BY version",
+                (self.cursor,),
+            ).fetchall()
+            fresh = [row for row in rows if self.seen.get(row[0]) != row[1]]
+            for task_id in self.refetch:
+                if not any(row[0] == task_id for row in fresh):
+                    row = connection.execute(_ROW_OF, (task_id, self.node, now)).fetchone()
+                    if row is not None:
+                        fresh.append(row)
         self.refetch.clear()
         gone = [(version, task_id) for version, task_id in removed if version not in self.removals]
         self.removals.difference_update(version for version, _ in removed)
