@@ -775,3 +775,26 @@ def test_a_write_committed_while_the_feed_reads_is_given_by_a_later_read_not_ski
     seen += second.changes()
     assert [(c.task_id, c.snapshot is None) for c in seen] == [("job-1", False), ("job-2", True)]
     assert seen[0].snapshot is not None and seen[0].snapshot.status is TaskStatus.PAUSED
+
+
+def test_a_pause_elsewhere_wins_over_the_settle_of_a_process_that_only_loaded_the_row(
+    pair: tuple[SqliteTaskStore, SqliteTaskStore],
+) -> None:
+    """The claimer read the row at its start (``load_all``) and never wrote it: its settle
+    once took a pause written elsewhere during the run for its own state (the row's
+    version was compared with one this process wrote or read from the feed, and it had
+    none), so the task ran on, paused in the other process's registry alone."""
+    first, second = pair
+    second.load_all()  # a process started after the task was registered: it loads it
+    (claim,) = second.claim(now=T0, limit=1)
+    running = first.get("job-0")
+    assert running is not None
+    first.save(running._replace(status=TaskStatus.PAUSED))  # paused elsewhere mid-run
+    done, record = _finished(second, "job-0", claim.token)
+    second.settle(done._replace(status=TaskStatus.SCHEDULED, next_run_at=T0 + 60), record,
+                  token=claim.token)  # fmt: skip
+    settled = first.get("job-0")
+    assert settled is not None
+    assert (settled.status, settled.next_run_at) == (TaskStatus.PAUSED, T0 + 60)
+    (change,) = second.changes()  # the settler follows the row, not its own outcome
+    assert change.snapshot is not None and change.snapshot.status is TaskStatus.PAUSED

@@ -131,9 +131,12 @@ class CoordinatedMethods:
                 unfollowed = None
                 redefined = shared.redefined.pop(task_id, None)
                 known = self._defined.get(task_id, snapshot.task)
+                # Written elsewhere since this process last wrote or read the row (a row it
+                # only loaded at its start counts as read: the cursor is past it; compared
+                # with `seen` alone, such a row's pause or cancel was taken for its own).
+                elsewhere = row is not None and not shared.knows(task_id, row[1])
                 if row is not None and (
-                    row[1] != shared.seen.get(task_id, row[1])
-                    or (known is not snapshot.task and known != snapshot.task)
+                    elsewhere or (known is not snapshot.task and known != snapshot.task)
                 ):  # rare: read before the lease goes, which holds the slot that was run
                     unfollowed = self._unfollowed(connection, snapshot, token=token)
                 if not shared.take_lease(connection, task_id=task_id, token=token):
@@ -144,8 +147,8 @@ class CoordinatedMethods:
                 # a run that ended its task ends it after a pause (postgres_sql._ENDS),
                 # while a cancel is final, as in one process.
                 overridden = (
-                    row is not None
-                    and row[1] != shared.seen.get(task_id, row[1])
+                    elsewhere
+                    and row is not None
                     and row[0] in _CONTROL
                     and (row[0] == "cancelled" or status not in ("succeeded", "failed"))
                 )
@@ -164,7 +167,7 @@ class CoordinatedMethods:
                 definition = (
                     encode_task(snapshot.task)
                     if redefined is not None and redefined == snapshot.task and not overridden
-                    and row is not None and row[1] == shared.seen.get(task_id, row[1])
+                    and row is not None and not elsewhere
                     else None
                 )  # fmt: skip
                 version = self._write_state(
