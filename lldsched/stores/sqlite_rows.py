@@ -105,19 +105,6 @@ def immediate(connection: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         raise
 
 
-@contextmanager
-def reading(connection: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """One read transaction (a deferred ``BEGIN``): every statement in the block reads
-    the file as one snapshot (WAL), whatever other processes commit meanwhile."""
-    connection.execute("BEGIN")
-    try:
-        yield connection
-        connection.execute("COMMIT")
-    except BaseException:
-        rollback(connection)
-        raise
-
-
 def snapshot_of(
     task_id: str, definition: str, status: str, state: list[Any], *, task: Task | None = None
 ) -> TaskSnapshot:

@@ -53,7 +53,7 @@ from lldsched.persistence import Claim, Lease, Task
 from lldsched.stores.codec import Unreadable
 from lldsched.stores.removals import FeedHorizons
 from lldsched.stores.sqlite_file import identity
-from lldsched.stores.sqlite_rows import FINISHED, SLOT, immediate, reading
+from lldsched.stores.sqlite_rows import FINISHED, SLOT, immediate
 
 __all__ = ["SharedState", "bump", "node_id"]
 
@@ -95,14 +95,23 @@ INSERT INTO leases (task_id, slot, attempt, token, holder, expires_at) VALUES (?
 ON CONFLICT (task_id) DO UPDATE SET slot = excluded.slot, attempt = excluded.attempt,
     token = excluded.token, holder = excluded.holder, expires_at = excluded.expires_at
 """
-_CHANGED_ROWS = f"""
+_ROW = f"""
 SELECT t.id, t.version, t.definition, t.status, t.next_run_at, t.attempt, t.run_count,
     t.failure_count, t.last_error, t.running, t.waited, {SLOT.format(t="t.")},
     EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id AND l.holder != ?2
-            AND l.expires_at > ?3)
-FROM tasks t WHERE t.version > ?1 ORDER BY t.version
+            AND l.expires_at > ?3)"""
+_ROW_OF = f"{_ROW}\nFROM tasks t WHERE t.id = ?1"
+# The feed: the rows and the removals past the cursor in one statement, so one snapshot
+# (the last column: 0 a row, 1 a removal).  Read in two statements, a row and then a
+# removal committed between them moved the cursor past the row, which was never given.
+_FEED = f"""{_ROW}, 0
+FROM tasks t WHERE t.version > ?1
+UNION ALL
+SELECT r.task_id, r.version, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    NULL, 1
+FROM removed r WHERE r.version > ?1
+ORDER BY 2
 """
-_ROW_OF = _CHANGED_ROWS.replace("WHERE t.version > ?1", "WHERE t.id = ?1")
 
 
 def node_id() -> str:
@@ -277,20 +286,20 @@ class SharedState:
         and the versions seen.  Decoding is the caller's (outside the lock)."""
         self.data_version = _data_version(connection)
         now = time.time()  # the host's clock: every process on one SQLite file shares it
-        # One snapshot: a row and a removal committed between two reads once moved the
-        # cursor past the row (the removal's later version was read, the row was not).
-        with reading(connection):
-            rows = connection.execute(_CHANGED_ROWS, (self.cursor, self.node, now)).fetchall()
-            removed = connection.execute(
-                "SELECT version, task_id FROM removed WHERE version > ? ORDER BY version",
-                (self.cursor,),
-            ).fetchall()
-            fresh = [row for row in rows if self.seen.get(row[0]) != row[1]]
-            for task_id in self.refetch:
-                if not any(row[0] == task_id for row in fresh):
-                    row = connection.execute(_ROW_OF, (task_id, self.node, now)).fetchone()
-                    if row is not None:
-                        fresh.append(row)
+        rows: list[Any] = []
+        removed: list[tuple[int, str]] = []
+        feed = connection.execute(_FEED, (self.cursor, self.node, now)).fetchall()
+        for *row, removal in feed:  # one statement: rows and removals of one snapshot
+            if removal:
+                removed.append((row[1], row[0]))
+            else:
+                rows.append(tuple(row))
+        fresh = [row for row in rows if self.seen.get(row[0]) != row[1]]
+        for task_id in self.refetch:
+            if not any(row[0] == task_id for row in fresh):
+                row = connection.execute(_ROW_OF, (task_id, self.node, now)).fetchone()
+                if row is not None:
+                    fresh.append(row)
         self.refetch.clear()
         gone = [(version, task_id) for version, task_id in removed if version not in self.removals]
         self.removals.difference_update(version for version, _ in removed)
