@@ -798,3 +798,30 @@ def test_a_pause_elsewhere_wins_over_the_settle_of_a_process_that_only_loaded_th
     assert (settled.status, settled.next_run_at) == (TaskStatus.PAUSED, T0 + 60)
     (change,) = second.changes()  # the settler follows the row, not its own outcome
     assert change.snapshot is not None and change.snapshot.status is TaskStatus.PAUSED
+
+
+def test_a_redefinition_during_a_run_whose_lease_was_lost_leaves_the_row_claimable(
+    pair: tuple[SqliteTaskStore, SqliteTaskStore],
+) -> None:
+    """A run here whose lease another process took over (and settled) is still RUNNING in
+    this process's registry: a redefinition made here during it (``modify``, a
+    replacement) saves a RUNNING snapshot.  Its lease no longer held, that save once wrote
+    the row ``running``, over the new holder's state: no claim picks such a row, so the
+    task never ran again in any process.  Only the definition is written now."""
+    first, second = pair
+    (old,) = first.claim(now=T0, limit=1)
+    (new,) = second.claim(now=old.expires_at, limit=1)  # taken over: first stalled
+    done, record = _finished(second, "job-0", new.token)
+    second.settle(done._replace(status=TaskStatus.SCHEDULED, next_run_at=T0 + 60), record,
+                  token=new.token)  # fmt: skip
+    assert first.renew(tokens={old.token}, now=old.expires_at) == set()  # found lost
+    running = first.get("job-0")
+    assert running is not None
+    renamed = running.task._replace(name="renamed")
+    first.save(running._replace(task=renamed, status=TaskStatus.RUNNING, next_run_at=T0))
+    row = second.get("job-0")
+    assert row is not None
+    assert (row.status, row.next_run_at, row.task.name) == (
+        TaskStatus.SCHEDULED, T0 + 60, "renamed",
+    )  # fmt: skip
+    assert "job-0" in [c.task_id for c in second.claim(now=T0 + 60, limit=3)]  # runs again

@@ -321,13 +321,7 @@ class CoordinatedMethods:
                     shared.unreadable.read(task_id)
                     return None
                 check_take_over(task_id, row[2])  # a status this release does not know: refused
-                version = bump(connection, "change")
-                connection.execute(
-                    "UPDATE tasks SET name = ?, definition = ?, priority = ?, version = ? "
-                    "WHERE id = ?",
-                    (definition.name, encode_task(definition), definition.priority, version,
-                     task_id),
-                )  # fmt: skip
+                version = _redefine_row(connection, definition)
             snapshot = snapshot_of(row[0], row[1], row[2], list(row[3:]), task=definition)
             shared.unreadable.read(task_id)
             self._defined[task_id] = definition
@@ -395,6 +389,16 @@ class CoordinatedMethods:
                 if self._defined.get(task_id) != task:  # a redefinition during the run:
                     encode_task(task)  # refused now if the file cannot keep it
                     shared.redefined[task_id] = task  # written by the run's settle
+                return
+            if snapshot.status is TaskStatus.RUNNING and task_id in shared.lost:
+                # A run whose lease went (taken over, or its task removed): the row's state
+                # is its new holder's, and a row written `running` is claimed by no one.
+                # A redefinition made here during it is written alone, if the row is there.
+                if self._defined.get(task_id) != task:
+                    with immediate(connection):
+                        _redefine_row(connection, task)
+                    self._defined[task_id] = task
+                    shared.refetch.add(task_id)  # the row's state, for this registry
                 return
             definition = None if self._defined.get(task_id) == task else encode_task(task)
             with immediate(connection):
@@ -516,3 +520,14 @@ class CoordinatedMethods:
 
 def _version(change: Change) -> int:
     return change.version
+
+
+def _redefine_row(connection: sqlite3.Connection, definition: Task) -> int:
+    """Inside a shared-mode transaction: write ``definition`` (name, text, priority) to its
+    row, if there, keeping the row's state, under a new version; returns the version."""
+    version = bump(connection, "change")
+    connection.execute(
+        "UPDATE tasks SET name = ?, definition = ?, priority = ?, version = ? WHERE id = ?",
+        (definition.name, encode_task(definition), definition.priority, version, definition.id),
+    )
+    return version

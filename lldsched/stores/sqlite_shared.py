@@ -142,6 +142,9 @@ class SharedState:
         self.muted = 0  # depth of muted() contexts: saves and deletes write nothing
         self.held: dict[str, int] = {}  # task id -> token of the lease this node holds
         self.settled: dict[str, int] = {}  # task id -> token of its last accepted settle
+        # task id -> token of a lease a renewal found lost while its run goes on here (taken
+        # over, or gone with its task): that run's RUNNING saves write no state (_save_shared)
+        self.lost: dict[str, int] = {}
         self.seen: dict[str, int] = {}  # task id -> the row version this process wrote or read
         self.refetch: set[str] = set()  # rows to return from the next changes() whatever
         # task id -> the definition this process gave it during a run it holds: the
@@ -207,6 +210,7 @@ class SharedState:
                     claims.append(claim._replace(stale=True) if stale else claim)
         for held in claims:
             self.held[held.task_id] = held.token
+            self.lost.pop(held.task_id, None)
         return claims
 
     def renew(
@@ -226,6 +230,7 @@ class SharedState:
         for task_id, token in list(self.held.items()):
             if token in tokens and token not in kept:
                 del self.held[task_id]
+                self.lost[task_id] = token
         return kept
 
     def release(self, connection: sqlite3.Connection, *, task_id: str, token: int) -> None:
@@ -242,6 +247,7 @@ class SharedState:
         gone (taken over, or the task removed)."""
         if self.held.get(task_id) == token:
             del self.held[task_id]
+        self.lost.pop(task_id, None)  # the run is over: settled, or refused
         deleted = connection.execute(
             "DELETE FROM leases WHERE task_id = ? AND token = ?", (task_id, token)
         ).rowcount
