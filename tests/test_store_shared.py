@@ -727,7 +727,7 @@ class _CommitsBetween:
         self._connection = connection
         self._between: Callable[[], None] | None = between
 
-    def execute(self, statement: str, *parameters: object) -> sqlite3.Cursor:
+    def execute(self, statement: str, *parameters: Any) -> sqlite3.Cursor:
         cursor = self._connection.execute(statement, *parameters)
         if self._between is not None and "FROM tasks t WHERE t.version >" in statement:
             rows = cursor.fetchall()  # the statement's own reads are done
