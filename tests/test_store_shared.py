@@ -383,17 +383,25 @@ def test_a_pause_written_by_another_store_during_a_run_wins_over_its_settle(
     first, second = pair
     (claim,) = first.claim(now=T0, limit=1)
     second.load_all()
-    running = second.get("job-0")
+    _paused_mid_run_then_settled(settler=first, pauser=second, token=claim.token)
+    assert [r.token for r in second.records("job-0")] == [claim.token]
+
+
+def _paused_mid_run_then_settled(
+    *, settler: SqliteTaskStore, pauser: SqliteTaskStore, token: int
+) -> None:
+    """``pauser`` pauses job-0 while ``settler``'s run of it (``token``) goes on; the run
+    settles SCHEDULED: the pause wins, and the settler's feed brings it the row."""
+    running = pauser.get("job-0")
     assert running is not None
-    second.save(running._replace(status=TaskStatus.PAUSED))  # a pause from the other process
-    done, record = _finished(first, "job-0", claim.token)
-    first.settle(done._replace(status=TaskStatus.SCHEDULED, next_run_at=T0 + 60), record,
-                 token=claim.token)  # fmt: skip
-    settled = second.get("job-0")
+    pauser.save(running._replace(status=TaskStatus.PAUSED))  # a pause from the other process
+    done, record = _finished(settler, "job-0", token)
+    settler.settle(done._replace(status=TaskStatus.SCHEDULED, next_run_at=T0 + 60), record,
+                   token=token)  # fmt: skip
+    settled = pauser.get("job-0")
     assert settled is not None
     assert (settled.status, settled.next_run_at) == (TaskStatus.PAUSED, T0 + 60)
-    assert [r.token for r in second.records("job-0")] == [claim.token]
-    (change,) = first.changes()  # the settler must follow the row, not its own outcome
+    (change,) = settler.changes()  # the settler must follow the row, not its own outcome
     assert change.snapshot is not None and change.snapshot.status is TaskStatus.PAUSED
 
 
@@ -787,17 +795,7 @@ def test_a_pause_elsewhere_wins_over_the_settle_of_a_process_that_only_loaded_th
     first, second = pair
     second.load_all()  # a process started after the task was registered: it loads it
     (claim,) = second.claim(now=T0, limit=1)
-    running = first.get("job-0")
-    assert running is not None
-    first.save(running._replace(status=TaskStatus.PAUSED))  # paused elsewhere mid-run
-    done, record = _finished(second, "job-0", claim.token)
-    second.settle(done._replace(status=TaskStatus.SCHEDULED, next_run_at=T0 + 60), record,
-                  token=claim.token)  # fmt: skip
-    settled = first.get("job-0")
-    assert settled is not None
-    assert (settled.status, settled.next_run_at) == (TaskStatus.PAUSED, T0 + 60)
-    (change,) = second.changes()  # the settler follows the row, not its own outcome
-    assert change.snapshot is not None and change.snapshot.status is TaskStatus.PAUSED
+    _paused_mid_run_then_settled(settler=second, pauser=first, token=claim.token)
 
 
 def test_a_redefinition_during_a_run_whose_lease_was_lost_leaves_the_row_claimable(
