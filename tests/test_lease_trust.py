@@ -550,6 +550,69 @@ def test_a_lease_counted_lost_in_an_outage_that_nobody_took_is_renewed_and_settl
         assert store.rejected == 0
 
 
+class ClaimSeen(Unrenewable):
+    """:class:`Unrenewable`, telling the test (``claiming``) when the timer claims at an
+    instant at or after ``at``, and counting the renewals tried."""
+
+    def __init__(self, path: Path, at: float) -> None:
+        super().__init__(path)
+        self.at = at
+        self.claiming = threading.Event()
+        self.renewals = 0  # the timer's renewals tried
+
+    def before(self, call: StoreCall) -> None:
+        try:
+            super().before(call)
+        finally:  # counted once it failed or went on: the test then knows which
+            if call == "renew":
+                self.renewals += 1
+
+    def claim(self, *, now: float, limit: int) -> list[Claim]:
+        if now >= self.at and not self.by_the_test():  # the wake's own instant, not the wall's
+            self.claiming.set()
+        return super().claim(now=now, limit=limit)
+
+
+def test_a_lease_counted_lost_is_not_taken_over_by_its_own_process_when_the_store_answers(
+    tmp_path: Path, trust: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Once the store answers after an outage, the first wake's claim came before any
+    renewal not yet due: it found this process's own lease expired (nobody took it) and
+    took it over, then gave the claim back (its task runs here), and the renewal then
+    found the run's lease gone and stopped it, while any process could claim the slot
+    again: a run nobody took over, run twice.  The leases counted lost are checked first,
+    at every wake, so the renewal finds the lease still this process's and renews it."""
+    wall = FakeClock(START)
+    caplog.set_level("INFO", logger="lldsched")
+    task_id = "counted-lost-not-self-taken"
+    cluster_jobs.released.clear()
+    path = tmp_path / "tasks.db"
+    after_expiry = START + LEASE + 1  # the claim's lease expired; a renewal not due yet
+    store = ClaimSeen(path, after_expiry)
+    with store, SqliteTaskStore(path, shared=True, lease=LEASE) as other:
+        scheduler = Scheduler(workers=1, store=store, clock=wall)
+        scheduler.schedule(task_id, cluster_jobs.held_until_released, OneTime(START), id=task_id)
+        scheduler.start()
+        try:
+            _, token, _, _ = cluster_jobs.seen.get(timeout=10)  # the run started
+            count_lost(wall, trust, store, caplog, task_id)
+            wall.set(START + LEASE - 5)  # a renewal fails again: the next is due after expiry
+            wait_until(lambda: store.renewals >= 2, timeout=10, what="a second failed renewal")
+            store.down.clear()  # the store answers again; nobody took the slot
+            wall.set(after_expiry)
+            assert store.claiming.wait(10), "the timer never claimed after the expiry"
+            scheduler.task(task_id)  # the scheduler's lock: that wake's calls are done
+            assert [lease.token for lease in other.leases()] == [token]
+            assert "took over task" not in caplog.text
+            cluster_jobs.released.set()
+            assert cluster_jobs.seen.get(timeout=10) == (task_id, token, True, "lease")
+            wait_until(lambda: bool(other.records(task_id)), timeout=10, what="the settle")
+            assert [r.token for r in other.records(task_id)] == [token]
+        finally:
+            cluster_jobs.released.set()
+            scheduler.shutdown(drain=False, timeout=10)
+
+
 def test_a_run_claimed_while_leases_counted_lost_are_checked_is_flagged_when_its_trust_runs_out(
     tmp_path: Path, trust: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
