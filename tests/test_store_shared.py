@@ -823,3 +823,38 @@ def test_a_redefinition_during_a_run_whose_lease_was_lost_leaves_the_row_claimab
         TaskStatus.SCHEDULED, T0 + 60, "renamed",
     )  # fmt: skip
     assert "job-0" in [c.task_id for c in second.claim(now=T0 + 60, limit=3)]  # runs again
+
+
+class _CommitFails:
+    """A connection whose next COMMIT fails as a full disk's does (SQLite rolls it back)."""
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self._connection = connection
+        self.armed = True
+
+    def execute(self, statement: str, *parameters: Any) -> sqlite3.Cursor:
+        if self.armed and statement == "COMMIT":
+            self.armed = False
+            raise sqlite3.OperationalError("database or disk is full")
+        return self._connection.execute(statement, *parameters)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._connection, name)
+
+
+def test_a_removal_whose_commit_failed_leaves_its_version_to_the_next_writer(
+    pair: tuple[SqliteTaskStore, SqliteTaskStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A removal that SQLite rolled back took no version: the next writer's change has it.
+    The store once counted it among its own removals before the commit, so another
+    process's removal numbered alike was left out of its feed as its own: that task
+    stayed in its registry for good, with no row to run."""
+    first, second = pair
+    assert first.changes() == []
+    failing = _CommitFails(first._open())
+    monkeypatch.setattr(first, "_open", lambda: failing)
+    with pytest.raises(StoreError, match="disk is full"):
+        first.delete("job-0")
+    monkeypatch.undo()
+    second.delete("job-1")  # takes the version the rolled-back removal had
+    assert [(c.task_id, c.snapshot) for c in first.changes()] == [("job-1", None)]
