@@ -404,13 +404,20 @@ def count_lost(
 
 @contextlib.contextmanager
 def running(
-    path: Path, wall: FakeClock, task_id: str, action: Callable[..., object] | str, **options: Any
+    path: Path,
+    wall: FakeClock,
+    task_id: str,
+    action: Callable[..., object] | str,
+    *,
+    store: Unrenewable | None = None,
+    **options: Any,
 ) -> Iterator[tuple[Scheduler, Unrenewable, SqliteTaskStore]]:
     """A started scheduler on an :class:`Unrenewable` store at ``path`` (its clock
-    ``wall``), ``task_id`` registered to run ``action`` at ``START`` (``options``: the
-    registration's), and another process's store on the file; the runs let go, the
-    scheduler shut down and the stores closed after."""
-    store = Unrenewable(path)
+    ``wall``; ``store``: one opened on ``path`` already), ``task_id`` registered to run
+    ``action`` at ``START`` (``options``: the registration's), and another process's
+    store on the file; the runs let go, the scheduler shut down and the stores closed
+    after."""
+    store = Unrenewable(path) if store is None else store
     with store, SqliteTaskStore(path, shared=True, lease=LEASE) as other:
         scheduler = Scheduler(workers=1, store=store, clock=wall)
         scheduler.schedule(task_id, action, OneTime(START), id=task_id, **options)
@@ -495,7 +502,7 @@ def test_an_isolated_run_whose_lease_is_counted_lost_before_a_child_took_it_is_s
     task_id = "counted-lost-unsent"
     marker = tmp_path / "marker"
     action = "tests.jobs:hang_first_time"
-    options = {"isolation": "process", "args": (str(marker),)}
+    options: dict[str, Any] = {"isolation": "process", "args": (str(marker),)}
     with running(tmp_path / "tasks.db", wall, task_id, action, **options) as (
         scheduler,
         store,
@@ -588,29 +595,23 @@ def test_a_lease_counted_lost_is_not_taken_over_by_its_own_process_when_the_stor
     cluster_jobs.released.clear()
     path = tmp_path / "tasks.db"
     after_expiry = START + LEASE + 1  # the claim's lease expired; a renewal not due yet
-    store = ClaimSeen(path, after_expiry)
-    with store, SqliteTaskStore(path, shared=True, lease=LEASE) as other:
-        scheduler = Scheduler(workers=1, store=store, clock=wall)
-        scheduler.schedule(task_id, cluster_jobs.held_until_released, OneTime(START), id=task_id)
-        scheduler.start()
-        try:
-            _, token, _, _ = cluster_jobs.seen.get(timeout=10)  # the run started
-            count_lost(wall, trust, store, caplog, task_id)
-            wall.set(START + LEASE - 5)  # a renewal fails again: the next is due after expiry
-            wait_until(lambda: store.renewals >= 2, timeout=10, what="a second failed renewal")
-            store.down.clear()  # the store answers again; nobody took the slot
-            wall.set(after_expiry)
-            assert store.claiming.wait(10), "the timer never claimed after the expiry"
-            scheduler.task(task_id)  # the scheduler's lock: that wake's calls are done
-            assert [lease.token for lease in other.leases()] == [token]
-            assert "took over task" not in caplog.text
-            cluster_jobs.released.set()
-            assert cluster_jobs.seen.get(timeout=10) == (task_id, token, True, "lease")
-            wait_until(lambda: bool(other.records(task_id)), timeout=10, what="the settle")
-            assert [r.token for r in other.records(task_id)] == [token]
-        finally:
-            cluster_jobs.released.set()
-            scheduler.shutdown(drain=False, timeout=10)
+    seen = ClaimSeen(path, after_expiry)
+    action = cluster_jobs.held_until_released
+    with running(path, wall, task_id, action, store=seen) as (scheduler, _, other):
+        _, token, _, _ = cluster_jobs.seen.get(timeout=10)  # the run started
+        count_lost(wall, trust, seen, caplog, task_id)
+        wall.set(START + LEASE - 5)  # a renewal fails again: the next is due after expiry
+        wait_until(lambda: seen.renewals >= 2, timeout=10, what="a second failed renewal")
+        seen.down.clear()  # the store answers again; nobody took the slot
+        wall.set(after_expiry)
+        assert seen.claiming.wait(10), "the timer never claimed after the expiry"
+        scheduler.task(task_id)  # the scheduler's lock: that wake's calls are done
+        assert [lease.token for lease in other.leases()] == [token]
+        assert "took over task" not in caplog.text
+        cluster_jobs.released.set()
+        assert cluster_jobs.seen.get(timeout=10) == (task_id, token, True, "lease")
+        wait_until(lambda: bool(other.records(task_id)), timeout=10, what="the settle")
+        assert [r.token for r in other.records(task_id)] == [token]
 
 
 def test_a_run_claimed_while_leases_counted_lost_are_checked_is_flagged_when_its_trust_runs_out(
