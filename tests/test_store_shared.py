@@ -858,3 +858,30 @@ def test_a_removal_whose_commit_failed_leaves_its_version_to_the_next_writer(
     monkeypatch.undo()
     second.delete("job-1")  # takes the version the rolled-back removal had
     assert [(c.task_id, c.snapshot) for c in first.changes()] == [("job-1", None)]
+
+
+def test_a_resume_elsewhere_after_a_pause_here_during_a_run_leaves_the_task_runnable(
+    pair: tuple[SqliteTaskStore, SqliteTaskStore],
+) -> None:
+    """Paused here during its run, resumed elsewhere before its settle, whose process had
+    not read the resume: the task is runnable from the run's next slot, as one process
+    returns a task resumed mid-run to its run, and as PostgreSQL's settle decides
+    (``postgres_sql._AS_RESUMED``).  The settle once wrote its own PAUSED over the
+    resume: the task stayed paused, though the last verb said run."""
+    first, second = pair
+    second.load_all()
+    (claim,) = first.claim(now=T0, limit=1)
+    running = first.get("job-0")
+    assert running is not None
+    first.save(running._replace(status=TaskStatus.PAUSED))  # paused here, mid-run
+    paused = second.get("job-0")
+    assert paused is not None
+    second.save(paused._replace(status=TaskStatus.SCHEDULED))  # resumed elsewhere
+    done, record = _finished(first, "job-0", claim.token)
+    first.settle(done._replace(status=TaskStatus.PAUSED, next_run_at=T0 + 60), record,
+                 token=claim.token)  # fmt: skip
+    settled = second.get("job-0")
+    assert settled is not None
+    assert (settled.status, settled.next_run_at) == (TaskStatus.SCHEDULED, T0 + 60)
+    (change,) = first.changes()  # the settler follows the row, not its own PAUSED
+    assert change.snapshot is not None and change.snapshot.status is TaskStatus.SCHEDULED

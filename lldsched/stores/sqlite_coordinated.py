@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import TYPE_CHECKING
 
+from lldsched.core.names import runnable
 from lldsched.errors import LeaseLost, StoreError, ValidationError
 from lldsched.logs import CLUSTER
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
@@ -43,6 +44,7 @@ log = logging.getLogger(CLUSTER)
 
 _CONTROL = ("paused", "cancelled")  # statuses a control verb writes, which win over a settle
 _OWED = ("retrying", "failed")  # a run that ends so decides, a new definition followed or not
+_LIVE = ("scheduled", "retrying")  # the statuses a claim picks (a resume writes one)
 
 
 class CoordinatedMethods:
@@ -156,6 +158,13 @@ class CoordinatedMethods:
                     status = row[0]
                     if status == "cancelled":
                         snapshot = snapshot._replace(next_run_at=None)
+                elif elsewhere and status == "paused" and row is not None and row[0] in _LIVE:
+                    # Paused here (or followed so) during the run, then resumed elsewhere
+                    # after that: the task is runnable again from the run's next slot, as
+                    # one process returns a task resumed mid-run to its run (PostgreSQL's
+                    # postgres_sql._AS_RESUMED); the run's PAUSED once kept it paused.
+                    status = runnable(snapshot.attempt).value
+                    overridden = True
                 if unfollowed is not None:  # read back: this process follows the row
                     if unfollowed is not snapshot and not overridden:
                         status = row[0]  # the write's status goes with its when
