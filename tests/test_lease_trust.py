@@ -404,13 +404,20 @@ def count_lost(
 
 @contextlib.contextmanager
 def running(
-    path: Path, wall: FakeClock, task_id: str, action: Callable[..., object] | str, **options: Any
+    path: Path,
+    wall: FakeClock,
+    task_id: str,
+    action: Callable[..., object] | str,
+    *,
+    store: Unrenewable | None = None,
+    **options: Any,
 ) -> Iterator[tuple[Scheduler, Unrenewable, SqliteTaskStore]]:
     """A started scheduler on an :class:`Unrenewable` store at ``path`` (its clock
-    ``wall``), ``task_id`` registered to run ``action`` at ``START`` (``options``: the
-    registration's), and another process's store on the file; the runs let go, the
-    scheduler shut down and the stores closed after."""
-    store = Unrenewable(path)
+    ``wall``; ``store``: one opened on ``path`` already), ``task_id`` registered to run
+    ``action`` at ``START`` (``options``: the registration's), and another process's
+    store on the file; the runs let go, the scheduler shut down and the stores closed
+    after."""
+    store = Unrenewable(path) if store is None else store
     with store, SqliteTaskStore(path, shared=True, lease=LEASE) as other:
         scheduler = Scheduler(workers=1, store=store, clock=wall)
         scheduler.schedule(task_id, action, OneTime(START), id=task_id, **options)
@@ -495,7 +502,7 @@ def test_an_isolated_run_whose_lease_is_counted_lost_before_a_child_took_it_is_s
     task_id = "counted-lost-unsent"
     marker = tmp_path / "marker"
     action = "tests.jobs:hang_first_time"
-    options = {"isolation": "process", "args": (str(marker),)}
+    options: dict[str, Any] = {"isolation": "process", "args": (str(marker),)}
     with running(tmp_path / "tasks.db", wall, task_id, action, **options) as (
         scheduler,
         store,
@@ -548,6 +555,63 @@ def test_a_lease_counted_lost_in_an_outage_that_nobody_took_is_renewed_and_settl
         (record,) = other.records(task_id)
         assert record.ok and record.token == token
         assert store.rejected == 0
+
+
+class ClaimSeen(Unrenewable):
+    """:class:`Unrenewable`, telling the test (``claiming``) when the timer claims at an
+    instant at or after ``at``, and counting the renewals tried."""
+
+    def __init__(self, path: Path, at: float) -> None:
+        super().__init__(path)
+        self.at = at
+        self.claiming = threading.Event()
+        self.renewals = 0  # the timer's renewals tried
+
+    def before(self, call: StoreCall) -> None:
+        try:
+            super().before(call)
+        finally:  # counted once it failed or went on: the test then knows which
+            if call == "renew":
+                self.renewals += 1
+
+    def claim(self, *, now: float, limit: int) -> list[Claim]:
+        if now >= self.at and not self.by_the_test():  # the wake's own instant, not the wall's
+            self.claiming.set()
+        return super().claim(now=now, limit=limit)
+
+
+def test_a_lease_counted_lost_is_not_taken_over_by_its_own_process_when_the_store_answers(
+    tmp_path: Path, trust: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Once the store answers after an outage, the first wake's claim came before any
+    renewal not yet due: it found this process's own lease expired (nobody took it) and
+    took it over, then gave the claim back (its task runs here), and the renewal then
+    found the run's lease gone and stopped it, while any process could claim the slot
+    again: a run nobody took over, run twice.  The leases counted lost are checked first,
+    at every wake, so the renewal finds the lease still this process's and renews it."""
+    wall = FakeClock(START)
+    caplog.set_level("INFO", logger="lldsched")
+    task_id = "counted-lost-not-self-taken"
+    cluster_jobs.released.clear()
+    path = tmp_path / "tasks.db"
+    after_expiry = START + LEASE + 1  # the claim's lease expired; a renewal not due yet
+    seen = ClaimSeen(path, after_expiry)
+    action = cluster_jobs.held_until_released
+    with running(path, wall, task_id, action, store=seen) as (scheduler, _, other):
+        _, token, _, _ = cluster_jobs.seen.get(timeout=10)  # the run started
+        count_lost(wall, trust, seen, caplog, task_id)
+        wall.set(START + LEASE - 5)  # a renewal fails again: the next is due after expiry
+        wait_until(lambda: seen.renewals >= 2, timeout=10, what="a second failed renewal")
+        seen.down.clear()  # the store answers again; nobody took the slot
+        wall.set(after_expiry)
+        assert seen.claiming.wait(10), "the timer never claimed after the expiry"
+        scheduler.task(task_id)  # the scheduler's lock: that wake's calls are done
+        assert [lease.token for lease in other.leases()] == [token]
+        assert "took over task" not in caplog.text
+        cluster_jobs.released.set()
+        assert cluster_jobs.seen.get(timeout=10) == (task_id, token, True, "lease")
+        wait_until(lambda: bool(other.records(task_id)), timeout=10, what="the settle")
+        assert [r.token for r in other.records(task_id)] == [token]
 
 
 def test_a_run_claimed_while_leases_counted_lost_are_checked_is_flagged_when_its_trust_runs_out(

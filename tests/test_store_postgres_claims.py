@@ -388,6 +388,36 @@ def test_muted_saves_and_a_holders_running_state_write_nothing(
     assert store.leases() == [] and [c.task_id for c in other.claim(now=T0, limit=1)] == ["a"]
 
 
+def test_a_redefinition_during_a_run_whose_lease_was_lost_leaves_the_row_claimable(
+    open_store: Opener,
+) -> None:
+    """A run whose lease another node took over (and settled) is still RUNNING in this
+    node's registry; a redefinition made here during it saves a RUNNING snapshot.  Its
+    lease no longer held, that save once wrote the row ``running`` over the new holder's
+    state (a status no claim picks: the task never ran again), or brought a removed row
+    back.  Only the definition is written now, to a row that is there."""
+    first, second = open_store(lease=60), open_store(lease=60)
+    first.save(snapshot(task(id="a")))
+    (old,) = first.claim(now=T0, limit=1)
+    with psycopg.connect(first._dsn, autocommit=True) as connection:  # expire it, server-side
+        connection.execute("UPDATE leases SET expires_at = expires_at - 120")
+    (new,) = second.claim(now=T0, limit=1)
+    finished = snapshot(task(id="a"))._replace(next_run_at=T0 + 60, run_count=1)
+    second.settle(finished, record("a", 0)._replace(token=new.token), token=new.token)
+    assert first.renew(tokens=[old.token], now=T0) == set()  # found lost
+    renamed = task(id="a")._replace(name="renamed")
+    first.save(snapshot(renamed, TaskStatus.RUNNING)._replace(running=True))
+    stored = second.get("a")
+    assert stored is not None
+    assert (stored.status, stored.next_run_at, stored.task.name) == (
+        TaskStatus.SCHEDULED, T0 + 60, "renamed",
+    )  # fmt: skip
+    assert [c.task_id for c in second.claim(now=T0 + 60, limit=1)] == ["a"]
+    second.delete("a")  # removed elsewhere: a RUNNING save brings nothing back
+    first.save(snapshot(task(id="a"), TaskStatus.RUNNING)._replace(running=True))
+    assert first.get("a") is None
+
+
 # -- LISTEN/NOTIFY ------------------------------------------------------------------------
 
 WRITER = """

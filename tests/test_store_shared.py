@@ -7,8 +7,9 @@ from __future__ import annotations
 import contextlib
 import gc
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,6 +29,7 @@ from lldsched.model import Outcome
 from lldsched.persistence import CoordinatedStore, Task, TaskSnapshot
 from lldsched.stores import removals as removals_rule
 from lldsched.stores.sqlite import SCHEMA_VERSION
+from lldsched.stores.sqlite_shared import SharedState
 from lldsched.testing import Stepper
 from tests import jobs
 from tests.waits import wait_until
@@ -381,17 +383,25 @@ def test_a_pause_written_by_another_store_during_a_run_wins_over_its_settle(
     first, second = pair
     (claim,) = first.claim(now=T0, limit=1)
     second.load_all()
-    running = second.get("job-0")
+    _paused_mid_run_then_settled(settler=first, pauser=second, token=claim.token)
+    assert [r.token for r in second.records("job-0")] == [claim.token]
+
+
+def _paused_mid_run_then_settled(
+    *, settler: SqliteTaskStore, pauser: SqliteTaskStore, token: int
+) -> None:
+    """``pauser`` pauses job-0 while ``settler``'s run of it (``token``) goes on; the run
+    settles SCHEDULED: the pause wins, and the settler's feed brings it the row."""
+    running = pauser.get("job-0")
     assert running is not None
-    second.save(running._replace(status=TaskStatus.PAUSED))  # a pause from the other process
-    done, record = _finished(first, "job-0", claim.token)
-    first.settle(done._replace(status=TaskStatus.SCHEDULED, next_run_at=T0 + 60), record,
-                 token=claim.token)  # fmt: skip
-    settled = second.get("job-0")
+    pauser.save(running._replace(status=TaskStatus.PAUSED))  # a pause from the other process
+    done, record = _finished(settler, "job-0", token)
+    settler.settle(done._replace(status=TaskStatus.SCHEDULED, next_run_at=T0 + 60), record,
+                   token=token)  # fmt: skip
+    settled = pauser.get("job-0")
     assert settled is not None
     assert (settled.status, settled.next_run_at) == (TaskStatus.PAUSED, T0 + 60)
-    assert [r.token for r in second.records("job-0")] == [claim.token]
-    (change,) = first.changes()  # the settler must follow the row, not its own outcome
+    (change,) = settler.changes()  # the settler must follow the row, not its own outcome
     assert change.snapshot is not None and change.snapshot.status is TaskStatus.PAUSED
 
 
@@ -715,3 +725,163 @@ def test_a_retry_pending_when_a_process_first_follows_its_task_keeps_the_slot_it
         task = second.task("job")
         assert [(r.slot - T0, r.attempt) for r in late.records("job")] == [(60.0, 1), (60.0, 2)]
         assert task.next_run_at == T0 + 120  # the grid, not the retry's due plus a minute
+
+
+class _CommitsBetween:
+    """A connection whose first read of the feed's rows is followed, before its next
+    statement, by ``between()``: another process committing at that instant."""
+
+    def __init__(self, connection: sqlite3.Connection, between: Callable[[], None]) -> None:
+        self._connection = connection
+        self._between: Callable[[], None] | None = between
+
+    def execute(self, statement: str, *parameters: Any) -> sqlite3.Cursor:
+        cursor = self._connection.execute(statement, *parameters)
+        if self._between is not None and "FROM tasks t WHERE t.version >" in statement:
+            rows = cursor.fetchall()  # the statement's own reads are done
+            between, self._between = self._between, None
+            between()
+            return _Rows(rows)  # type: ignore[return-value]
+        return cursor
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._connection, name)
+
+
+class _Rows:
+    def __init__(self, rows: list[Any]) -> None:
+        self._rows = rows
+
+    def fetchall(self) -> list[Any]:
+        return self._rows
+
+
+def test_a_write_committed_while_the_feed_reads_is_given_by_a_later_read_not_skipped(
+    pair: tuple[SqliteTaskStore, SqliteTaskStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The feed's rows and its removals are one snapshot: a pause then a removal committed
+    by another process between the two reads once moved the cursor past the pause (the
+    removal's version was read, the pause's row was not), so this process never applied
+    the pause and ran the paused task."""
+    first, second = pair
+    assert second.changes() == []
+    paused = second.get("job-1")
+    assert paused is not None
+
+    def elsewhere() -> None:
+        first.save(paused._replace(status=TaskStatus.PAUSED))
+        first.delete("job-2")
+
+    reading = SharedState.changed_rows
+
+    def interleaved(state: SharedState, connection: sqlite3.Connection) -> Any:
+        return reading(state, _CommitsBetween(connection, elsewhere))  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SharedState, "changed_rows", interleaved)
+    seen = second.changes()
+    monkeypatch.setattr(SharedState, "changed_rows", reading)
+    seen += second.changes()
+    assert [(c.task_id, c.snapshot is None) for c in seen] == [("job-1", False), ("job-2", True)]
+    assert seen[0].snapshot is not None and seen[0].snapshot.status is TaskStatus.PAUSED
+
+
+def test_a_pause_elsewhere_wins_over_the_settle_of_a_process_that_only_loaded_the_row(
+    pair: tuple[SqliteTaskStore, SqliteTaskStore],
+) -> None:
+    """The claimer read the row at its start (``load_all``) and never wrote it: its settle
+    once took a pause written elsewhere during the run for its own state (the row's
+    version was compared with one this process wrote or read from the feed, and it had
+    none), so the task ran on, paused in the other process's registry alone."""
+    first, second = pair
+    second.load_all()  # a process started after the task was registered: it loads it
+    (claim,) = second.claim(now=T0, limit=1)
+    _paused_mid_run_then_settled(settler=second, pauser=first, token=claim.token)
+
+
+def test_a_redefinition_during_a_run_whose_lease_was_lost_leaves_the_row_claimable(
+    pair: tuple[SqliteTaskStore, SqliteTaskStore],
+) -> None:
+    """A run here whose lease another process took over (and settled) is still RUNNING in
+    this process's registry: a redefinition made here during it (``modify``, a
+    replacement) saves a RUNNING snapshot.  Its lease no longer held, that save once wrote
+    the row ``running``, over the new holder's state: no claim picks such a row, so the
+    task never ran again in any process.  Only the definition is written now."""
+    first, second = pair
+    (old,) = first.claim(now=T0, limit=1)
+    (new,) = second.claim(now=old.expires_at, limit=1)  # taken over: first stalled
+    done, record = _finished(second, "job-0", new.token)
+    second.settle(done._replace(status=TaskStatus.SCHEDULED, next_run_at=T0 + 60), record,
+                  token=new.token)  # fmt: skip
+    assert first.renew(tokens={old.token}, now=old.expires_at) == set()  # found lost
+    running = first.get("job-0")
+    assert running is not None
+    renamed = running.task._replace(name="renamed")
+    first.save(running._replace(task=renamed, status=TaskStatus.RUNNING, next_run_at=T0))
+    row = second.get("job-0")
+    assert row is not None
+    assert (row.status, row.next_run_at, row.task.name) == (
+        TaskStatus.SCHEDULED, T0 + 60, "renamed",
+    )  # fmt: skip
+    assert "job-0" in [c.task_id for c in second.claim(now=T0 + 60, limit=3)]  # runs again
+
+
+class _CommitFails:
+    """A connection whose next COMMIT fails as a full disk's does (SQLite rolls it back)."""
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self._connection = connection
+        self.armed = True
+
+    def execute(self, statement: str, *parameters: Any) -> sqlite3.Cursor:
+        if self.armed and statement == "COMMIT":
+            self.armed = False
+            raise sqlite3.OperationalError("database or disk is full")
+        return self._connection.execute(statement, *parameters)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._connection, name)
+
+
+def test_a_removal_whose_commit_failed_leaves_its_version_to_the_next_writer(
+    pair: tuple[SqliteTaskStore, SqliteTaskStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A removal that SQLite rolled back took no version: the next writer's change has it.
+    The store once counted it among its own removals before the commit, so another
+    process's removal numbered alike was left out of its feed as its own: that task
+    stayed in its registry for good, with no row to run."""
+    first, second = pair
+    assert first.changes() == []
+    failing = _CommitFails(first._open())
+    monkeypatch.setattr(first, "_open", lambda: failing)
+    with pytest.raises(StoreError, match="disk is full"):
+        first.delete("job-0")
+    monkeypatch.undo()
+    second.delete("job-1")  # takes the version the rolled-back removal had
+    assert [(c.task_id, c.snapshot) for c in first.changes()] == [("job-1", None)]
+
+
+def test_a_resume_elsewhere_after_a_pause_here_during_a_run_leaves_the_task_runnable(
+    pair: tuple[SqliteTaskStore, SqliteTaskStore],
+) -> None:
+    """Paused here during its run, resumed elsewhere before its settle, whose process had
+    not read the resume: the task is runnable from the run's next slot, as one process
+    returns a task resumed mid-run to its run, and as PostgreSQL's settle decides
+    (``postgres_sql._AS_RESUMED``).  The settle once wrote its own PAUSED over the
+    resume: the task stayed paused, though the last verb said run."""
+    first, second = pair
+    second.load_all()
+    (claim,) = first.claim(now=T0, limit=1)
+    running = first.get("job-0")
+    assert running is not None
+    first.save(running._replace(status=TaskStatus.PAUSED))  # paused here, mid-run
+    paused = second.get("job-0")
+    assert paused is not None
+    second.save(paused._replace(status=TaskStatus.SCHEDULED))  # resumed elsewhere
+    done, record = _finished(first, "job-0", claim.token)
+    first.settle(done._replace(status=TaskStatus.PAUSED, next_run_at=T0 + 60), record,
+                 token=claim.token)  # fmt: skip
+    settled = second.get("job-0")
+    assert settled is not None
+    assert (settled.status, settled.next_run_at) == (TaskStatus.SCHEDULED, T0 + 60)
+    (change,) = first.changes()  # the settler follows the row, not its own PAUSED
+    assert change.snapshot is not None and change.snapshot.status is TaskStatus.SCHEDULED

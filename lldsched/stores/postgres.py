@@ -191,6 +191,9 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         self._refused: str | None = None
         self._defined: dict[str, Task] = {}  # id -> the definition its row holds
         self._held: dict[str, int] = {}  # task id -> the token of the lease this node holds
+        # task id -> the token of a lease a renewal found lost while its run goes on here
+        # (taken over, or gone with its task): that run's RUNNING saves write no state
+        self._lost: dict[str, int] = {}
         self._added: dict[str, int] = {}  # records added per task since its last trim
         self._seen: dict[str, int] = {}  # task id -> the version the feed last gave
         self._since: int = int(horizon)  # the feed's cursor (a transaction id)
@@ -285,15 +288,38 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
             return
         token = None if record is None else record.token
         if token is not None and record is not None:
+            self._lost.pop(snapshot.task.id, None)  # the run is over: settled, or refused
             self._fenced(snapshot, (record,), token=token)
             return
         if snapshot.status is TaskStatus.RUNNING and snapshot.task.id in self._held:
             self._check_redefined(snapshot.task)
             return  # the lease says so
+        if snapshot.status is TaskStatus.RUNNING and snapshot.task.id in self._lost:
+            self._redefine_lost(snapshot.task)
+            return  # the row's state is its new holder's
         with self._using() as connection, connection.transaction():
             self._write(connection, snapshot)
             if record is not None:
                 self._append(connection, record)
+
+    def _redefine_lost(self, task: Task) -> None:
+        """A RUNNING save of a run whose lease a renewal found lost (taken over, or gone
+        with its task): the row's state is its new holder's, and a row written
+        ``running`` is claimed by no node (the task never ran again), or a removed row
+        came back.  A definition new here is written alone, to a row that is there."""
+        if self._defined.get(task.id) == task:
+            return
+        check_keepable(task)
+        parameters = {
+            "id": task.id,
+            "name": task.name,
+            "definition": encode_task(task),
+            "priority": int(task.priority),
+            "writer": "",  # every node, this one included, reads the row again
+        }
+        with self._using() as connection:
+            if connection.execute(sql.REDEFINE, parameters).rowcount == 1:
+                self._defined[task.id] = task
 
     def _check_redefined(self, task: Task) -> None:
         """A RUNNING save of a run this node holds writes nothing, but its definition may
@@ -316,6 +342,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
             return
         token = records[0].token
         if token is not None:
+            self._lost.pop(snapshot.task.id, None)  # the run is over: settled, or refused
             self._fenced(snapshot, records, token=token)
             return
         with self._using() as connection, connection.transaction():

@@ -79,6 +79,7 @@ class PostgresCoordination:
     _closed: bool
     _defined: dict[str, Task]
     _held: dict[str, int]
+    _lost: dict[str, int]
     _seen: dict[str, int]
     _since: int
     _decoded: dict[str, tuple[str, Task]]
@@ -123,6 +124,7 @@ class PostgresCoordination:
                 claims.append(claim)
             for claim in claims:
                 self._held[claim.task_id] = claim.token
+                self._lost.pop(claim.task_id, None)
         return claims
 
     def renew(self, *, tokens: Collection[int], now: float) -> set[int]:
@@ -136,7 +138,11 @@ class PostgresCoordination:
                 sql.RENEW, {"tokens": list(tokens), "node": self.node, "lease": self.lease}
             ).fetchall()
             held = {token for (token,) in rows}
-            self._forget(set(tokens) - held)
+            gone = set(tokens) - held
+            for task_id, token in self._held.items():
+                if token in gone:  # its run goes on here: its RUNNING saves write no state
+                    self._lost[task_id] = token
+            self._forget(gone)
         return held
 
     def release(self, *, task_id: str, token: int) -> None:
@@ -385,10 +391,7 @@ class PostgresCoordination:
             if status is not None:
                 check_take_over(task_id, status[0])  # a status this release does not know: refused
             row = connection.execute(
-                "UPDATE tasks t SET name = %(name)s, definition = %(definition)s, "
-                "priority = %(priority)s, version = t.version + 1, writer = %(writer)s, "
-                "xid = pg_catalog.pg_current_xact_id() "
-                f"WHERE t.id = %(id)s RETURNING {sql.SNAPSHOT_COLUMNS}",
+                f"{sql.REDEFINE} RETURNING {sql.SNAPSHOT_COLUMNS}",
                 {
                     "id": task_id,
                     "name": definition.name,

@@ -325,6 +325,14 @@ UPDATE leases SET expires_at = {DB_NOW} + %(lease)s
 RETURNING token
 """
 
+# A row's definition alone (its state kept): a take-over of a row this node left out, and
+# a redefinition during a run whose lease a renewal found lost (the row's state is its new
+# holder's; writer '' so every node, this one included, reads the row again).
+REDEFINE = """
+UPDATE tasks t SET name = %(name)s, definition = %(definition)s, priority = %(priority)s,
+       version = t.version + 1, writer = %(writer)s, xid = pg_catalog.pg_current_xact_id()
+ WHERE t.id = %(id)s"""
+
 RELEASE = "DELETE FROM leases WHERE task_id = %(task_id)s AND token = %(token)s"
 LOCK_TASK = "SELECT 1 FROM tasks WHERE id = %(task_id)s FOR UPDATE"  # before its lease
 MOVE_LEASE = """

@@ -387,7 +387,8 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
             if shared is not None and shared.muted:
                 return
             with immediate(connection):
-                self._delete(connection, task_id)
+                removal = self._delete(connection, task_id)
+            self._deleted(task_id, removal)
 
     def resave(self, snapshot: TaskSnapshot) -> bool:
         """Write ``snapshot`` again, a row a store outage left stale: in shared mode only
@@ -416,22 +417,33 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
                     ).fetchone()
                     if row is not None and not shared.knows(task_id, row[0]):
                         return False
-                self._delete(connection, task_id)
+                removal = self._delete(connection, task_id)
+            self._deleted(task_id, removal)
         return True
 
-    def _delete(self, connection: sqlite3.Connection, task_id: str) -> None:
+    def _delete(self, connection: sqlite3.Connection, task_id: str) -> int | None:
         """Inside a transaction, under the lock: delete ``task_id``'s row and records (in
-        shared mode its lease too, and a removal for the feed) and forget it."""
-        shared = self._shared
+        shared mode its lease too, and a removal for the feed); the removal's version
+        (None: unshared), for :meth:`_deleted` once the transaction committed."""
         connection.execute("DELETE FROM records WHERE task_id = ?", (task_id,))
         connection.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
-        if shared is not None:
-            connection.execute("DELETE FROM leases WHERE task_id = ?", (task_id,))
-            version = bump(connection, "change")
-            connection.execute(
-                "INSERT INTO removed (version, task_id) VALUES (?, ?)", (version, task_id)
-            )
-            shared.removals.add(version)
+        if self._shared is None:
+            return None
+        connection.execute("DELETE FROM leases WHERE task_id = ?", (task_id,))
+        version = bump(connection, "change")
+        connection.execute(
+            "INSERT INTO removed (version, task_id) VALUES (?, ?)", (version, task_id)
+        )
+        return version
+
+    def _deleted(self, task_id: str, removal: int | None) -> None:
+        """Under the lock, once the delete committed: forget ``task_id``, and in shared mode
+        its lease and its removal's version, which the feed leaves out as this process's
+        own.  Before the commit, a removal rolled back (a full disk) left its version
+        counted as this one's, and another process's removal numbered alike was left out."""
+        shared = self._shared
+        if shared is not None and removal is not None:
+            shared.removals.add(removal)
             shared.held.pop(task_id, None)
         self._defined.pop(task_id, None)
         self._counts.pop(task_id, None)

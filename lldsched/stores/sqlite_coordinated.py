@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import TYPE_CHECKING
 
+from lldsched.core.names import runnable
 from lldsched.errors import LeaseLost, StoreError, ValidationError
 from lldsched.logs import CLUSTER
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
@@ -43,6 +44,7 @@ log = logging.getLogger(CLUSTER)
 
 _CONTROL = ("paused", "cancelled")  # statuses a control verb writes, which win over a settle
 _OWED = ("retrying", "failed")  # a run that ends so decides, a new definition followed or not
+_LIVE = ("scheduled", "retrying")  # the statuses a claim picks (a resume writes one)
 
 
 class CoordinatedMethods:
@@ -131,9 +133,12 @@ class CoordinatedMethods:
                 unfollowed = None
                 redefined = shared.redefined.pop(task_id, None)
                 known = self._defined.get(task_id, snapshot.task)
+                # Written elsewhere since this process last wrote or read the row (a row it
+                # only loaded at its start counts as read: the cursor is past it; compared
+                # with `seen` alone, such a row's pause or cancel was taken for its own).
+                elsewhere = row is not None and not shared.knows(task_id, row[1])
                 if row is not None and (
-                    row[1] != shared.seen.get(task_id, row[1])
-                    or (known is not snapshot.task and known != snapshot.task)
+                    elsewhere or (known is not snapshot.task and known != snapshot.task)
                 ):  # rare: read before the lease goes, which holds the slot that was run
                     unfollowed = self._unfollowed(connection, snapshot, token=token)
                 if not shared.take_lease(connection, task_id=task_id, token=token):
@@ -144,8 +149,8 @@ class CoordinatedMethods:
                 # a run that ended its task ends it after a pause (postgres_sql._ENDS),
                 # while a cancel is final, as in one process.
                 overridden = (
-                    row is not None
-                    and row[1] != shared.seen.get(task_id, row[1])
+                    elsewhere
+                    and row is not None
                     and row[0] in _CONTROL
                     and (row[0] == "cancelled" or status not in ("succeeded", "failed"))
                 )
@@ -153,6 +158,13 @@ class CoordinatedMethods:
                     status = row[0]
                     if status == "cancelled":
                         snapshot = snapshot._replace(next_run_at=None)
+                elif elsewhere and status == "paused" and row is not None and row[0] in _LIVE:
+                    # Paused here (or followed so) during the run, then resumed elsewhere
+                    # after that: the task is runnable again from the run's next slot, as
+                    # one process returns a task resumed mid-run to its run (PostgreSQL's
+                    # postgres_sql._AS_RESUMED); the run's PAUSED once kept it paused.
+                    status = runnable(snapshot.attempt).value
+                    overridden = True
                 if unfollowed is not None:  # read back: this process follows the row
                     if unfollowed is not snapshot and not overridden:
                         status = row[0]  # the write's status goes with its when
@@ -164,7 +176,7 @@ class CoordinatedMethods:
                 definition = (
                     encode_task(snapshot.task)
                     if redefined is not None and redefined == snapshot.task and not overridden
-                    and row is not None and row[1] == shared.seen.get(task_id, row[1])
+                    and row is not None and not elsewhere
                     else None
                 )  # fmt: skip
                 version = self._write_state(
@@ -318,13 +330,7 @@ class CoordinatedMethods:
                     shared.unreadable.read(task_id)
                     return None
                 check_take_over(task_id, row[2])  # a status this release does not know: refused
-                version = bump(connection, "change")
-                connection.execute(
-                    "UPDATE tasks SET name = ?, definition = ?, priority = ?, version = ? "
-                    "WHERE id = ?",
-                    (definition.name, encode_task(definition), definition.priority, version,
-                     task_id),
-                )  # fmt: skip
+                version = _redefine_row(connection, definition)
             snapshot = snapshot_of(row[0], row[1], row[2], list(row[3:]), task=definition)
             shared.unreadable.read(task_id)
             self._defined[task_id] = definition
@@ -392,6 +398,16 @@ class CoordinatedMethods:
                 if self._defined.get(task_id) != task:  # a redefinition during the run:
                     encode_task(task)  # refused now if the file cannot keep it
                     shared.redefined[task_id] = task  # written by the run's settle
+                return
+            if snapshot.status is TaskStatus.RUNNING and task_id in shared.lost:
+                # A run whose lease went (taken over, or its task removed): the row's state
+                # is its new holder's, and a row written `running` is claimed by no one.
+                # A redefinition made here during it is written alone, if the row is there.
+                if self._defined.get(task_id) != task:
+                    with immediate(connection):
+                        _redefine_row(connection, task)
+                    self._defined[task_id] = task
+                    shared.refetch.add(task_id)  # the row's state, for this registry
                 return
             definition = None if self._defined.get(task_id) == task else encode_task(task)
             with immediate(connection):
@@ -513,3 +529,14 @@ class CoordinatedMethods:
 
 def _version(change: Change) -> int:
     return change.version
+
+
+def _redefine_row(connection: sqlite3.Connection, definition: Task) -> int:
+    """Inside a shared-mode transaction: write ``definition`` (name, text, priority) to its
+    row, if there, keeping the row's state, under a new version; returns the version."""
+    version = bump(connection, "change")
+    connection.execute(
+        "UPDATE tasks SET name = ?, definition = ?, priority = ?, version = ? WHERE id = ?",
+        (definition.name, encode_task(definition), definition.priority, version, definition.id),
+    )
+    return version

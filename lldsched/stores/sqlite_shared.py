@@ -95,14 +95,23 @@ INSERT INTO leases (task_id, slot, attempt, token, holder, expires_at) VALUES (?
 ON CONFLICT (task_id) DO UPDATE SET slot = excluded.slot, attempt = excluded.attempt,
     token = excluded.token, holder = excluded.holder, expires_at = excluded.expires_at
 """
-_CHANGED_ROWS = f"""
+_ROW = f"""
 SELECT t.id, t.version, t.definition, t.status, t.next_run_at, t.attempt, t.run_count,
     t.failure_count, t.last_error, t.running, t.waited, {SLOT.format(t="t.")},
     EXISTS (SELECT 1 FROM leases l WHERE l.task_id = t.id AND l.holder != ?2
-            AND l.expires_at > ?3)
-FROM tasks t WHERE t.version > ?1 ORDER BY t.version
+            AND l.expires_at > ?3)"""
+_ROW_OF = f"{_ROW}\nFROM tasks t WHERE t.id = ?1"
+# The feed: the rows and the removals past the cursor in one statement, so one snapshot
+# (the last column: 0 a row, 1 a removal).  Read in two statements, a row and then a
+# removal committed between them moved the cursor past the row, which was never given.
+_FEED = f"""{_ROW}, 0
+FROM tasks t WHERE t.version > ?1
+UNION ALL
+SELECT r.task_id, r.version, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    NULL, 1
+FROM removed r WHERE r.version > ?1
+ORDER BY 2
 """
-_ROW_OF = _CHANGED_ROWS.replace("WHERE t.version > ?1", "WHERE t.id = ?1")
 
 
 def node_id() -> str:
@@ -133,6 +142,9 @@ class SharedState:
         self.muted = 0  # depth of muted() contexts: saves and deletes write nothing
         self.held: dict[str, int] = {}  # task id -> token of the lease this node holds
         self.settled: dict[str, int] = {}  # task id -> token of its last accepted settle
+        # task id -> token of a lease a renewal found lost while its run goes on here (taken
+        # over, or gone with its task): that run's RUNNING saves write no state (_save_shared)
+        self.lost: dict[str, int] = {}
         self.seen: dict[str, int] = {}  # task id -> the row version this process wrote or read
         self.refetch: set[str] = set()  # rows to return from the next changes() whatever
         # task id -> the definition this process gave it during a run it holds: the
@@ -198,6 +210,7 @@ class SharedState:
                     claims.append(claim._replace(stale=True) if stale else claim)
         for held in claims:
             self.held[held.task_id] = held.token
+            self.lost.pop(held.task_id, None)
         return claims
 
     def renew(
@@ -217,6 +230,7 @@ class SharedState:
         for task_id, token in list(self.held.items()):
             if token in tokens and token not in kept:
                 del self.held[task_id]
+                self.lost[task_id] = token
         return kept
 
     def release(self, connection: sqlite3.Connection, *, task_id: str, token: int) -> None:
@@ -233,6 +247,7 @@ class SharedState:
         gone (taken over, or the task removed)."""
         if self.held.get(task_id) == token:
             del self.held[task_id]
+        self.lost.pop(task_id, None)  # the run is over: settled, or refused
         deleted = connection.execute(
             "DELETE FROM leases WHERE task_id = ? AND token = ?", (task_id, token)
         ).rowcount
@@ -277,11 +292,14 @@ class SharedState:
         and the versions seen.  Decoding is the caller's (outside the lock)."""
         self.data_version = _data_version(connection)
         now = time.time()  # the host's clock: every process on one SQLite file shares it
-        rows = connection.execute(_CHANGED_ROWS, (self.cursor, self.node, now)).fetchall()
-        removed = connection.execute(
-            "SELECT version, task_id FROM removed WHERE version > ? ORDER BY version",
-            (self.cursor,),
-        ).fetchall()
+        rows: list[Any] = []
+        removed: list[tuple[int, str]] = []
+        feed = connection.execute(_FEED, (self.cursor, self.node, now)).fetchall()
+        for *row, removal in feed:  # one statement: rows and removals of one snapshot
+            if removal:
+                removed.append((row[1], row[0]))
+            else:
+                rows.append(tuple(row))
         fresh = [row for row in rows if self.seen.get(row[0]) != row[1]]
         for task_id in self.refetch:
             if not any(row[0] == task_id for row in fresh):

@@ -232,10 +232,14 @@ class Coordinator:
         return self._trust.now()
 
     def tick(self, now: float, looked: float) -> None:
-        """Renew leases if due; apply other processes' changes if any (``looked``: see
-        :meth:`looked`; the runtime hears of the tasks they touched: :meth:`sync`)."""
+        """Renew leases if due, or at every wake while leases counted lost are left to
+        check; apply other processes' changes if any (``looked``: see :meth:`looked`; the
+        runtime hears of the tasks they touched: :meth:`sync`)."""
         lost: list[Lost] = []
-        if self._renew_at is not None and now >= self._renew_at:
+        # Leases counted lost are checked at every wake, before the claim: once the store
+        # answers, a claim made first found this process's own lease expired (nobody took
+        # it) and took it over, the renewal then stopping the run it held (run twice).
+        if self._renew_at is not None and (now >= self._renew_at or self._counted_lost):
             lost = self._renew(now, looked)
         self.sync()
         self._say_lost(lost)  # after the feed: a removal that took the lease is known then
