@@ -243,9 +243,10 @@ def note_token(ctx: RunContext) -> None:
 def test_a_claim_not_begun_for_want_of_trust_is_handed_back_at_once(
     tmp_path: Path, trust: FakeClock
 ) -> None:
-    """A claim waits in the hand-off queue behind a run that outlives the trust; the worker
-    then refuses to begin it.  It is released at once, not left to block its task until
-    its lease expires (the scheduler's clock never reaches that expiry here)."""
+    """A claim waits in the hand-off queue behind a run that outlives the trust (claimed in
+    the same batch, while the one worker was idle); the worker then refuses to begin it.
+    It is released at once, not left to block its task until its lease expires (the
+    scheduler's clock never reaches that expiry here)."""
     path = tmp_path / "tasks.db"
     wall = FakeClock(START)
     cluster_jobs.released.clear()
@@ -255,11 +256,10 @@ def test_a_claim_not_begun_for_want_of_trust_is_handed_back_at_once(
     ):
         scheduler = Scheduler(workers=1, store=store, clock=wall)
         scheduler.schedule("busy", cluster_jobs.held_until_released, OneTime(START), id="busy")
-        scheduler.schedule("queued", note_token, OneTime(START + 1), id="queued")
+        scheduler.schedule("queued", note_token, OneTime(START), id="queued")
         try:
-            scheduler.start()
+            scheduler.start()  # both claimed in one batch; "queued" waits for the worker
             assert cluster_jobs.seen.get(timeout=10)[0] == "busy"  # the one worker is held
-            wall.set(START + 1)  # "queued" claimed, waiting for the worker
             wait_until(
                 lambda: "queued" in {lease.task_id for lease in other.leases()},
                 timeout=10,
@@ -410,16 +410,17 @@ def running(
     action: Callable[..., object] | str,
     *,
     store: Unrenewable | None = None,
+    workers: int = 1,
     **options: Any,
 ) -> Iterator[tuple[Scheduler, Unrenewable, SqliteTaskStore]]:
-    """A started scheduler on an :class:`Unrenewable` store at ``path`` (its clock
-    ``wall``; ``store``: one opened on ``path`` already), ``task_id`` registered to run
-    ``action`` at ``START`` (``options``: the registration's), and another process's
-    store on the file; the runs let go, the scheduler shut down and the stores closed
-    after."""
+    """A started scheduler with ``workers`` on an :class:`Unrenewable` store at ``path``
+    (its clock ``wall``; ``store``: one opened on ``path`` already), ``task_id``
+    registered to run ``action`` at ``START`` (``options``: the registration's), and
+    another process's store on the file; the runs let go, the scheduler shut down and the
+    stores closed after."""
     store = Unrenewable(path) if store is None else store
     with store, SqliteTaskStore(path, shared=True, lease=LEASE) as other:
-        scheduler = Scheduler(workers=1, store=store, clock=wall)
+        scheduler = Scheduler(workers=workers, store=store, clock=wall)
         scheduler.schedule(task_id, action, OneTime(START), id=task_id, **options)
         scheduler.start()
         try:
@@ -597,7 +598,8 @@ def test_a_lease_counted_lost_is_not_taken_over_by_its_own_process_when_the_stor
     after_expiry = START + LEASE + 1  # the claim's lease expired; a renewal not due yet
     seen = ClaimSeen(path, after_expiry)
     action = cluster_jobs.held_until_released
-    with running(path, wall, task_id, action, store=seen) as (scheduler, _, other):
+    # A second worker, idle: a process claims only while one is (the timer's _claim_room)
+    with running(path, wall, task_id, action, store=seen, workers=2) as (scheduler, _, other):
         _, token, _, _ = cluster_jobs.seen.get(timeout=10)  # the run started
         count_lost(wall, trust, seen, caplog, task_id)
         wall.set(START + LEASE - 5)  # a renewal fails again: the next is due after expiry
