@@ -106,6 +106,31 @@ def test_every_name_in_a_box_is_a_module_of_its_folder() -> None:
     assert stale == []
 
 
+def test_a_box_that_lists_its_folders_modules_lists_every_one() -> None:
+    """A folder box that names its modules names them all (``threaded/jumps.py`` was
+    left out of ``threaded/``'s): a list that stops short reads as the folder's whole."""
+    owners, listed, _ = diagram()
+    unlisted = []
+    for package, box in owners.items():
+        folder = PACKAGE.joinpath(*package.split(".")[1:])
+        if not folder.is_dir() or not listed.get(box):
+            continue
+        names = {name.rstrip("/") for name in listed[box]}
+        modules = {path.stem for path in folder.glob("*.py") if path.stem != "__init__"}
+        folders = {path.name for path in folder.iterdir() if (path / "__init__.py").is_file()}
+        unlisted += [f"{package}.{name}" for name in sorted((modules | folders) - names)]
+    assert unlisted == [], "modules of a folder its box of the diagram does not list"
+
+
+def test_the_vocabulary_the_packages_section_lists_is_the_diagrams() -> None:
+    """"The packages" names the vocabulary's modules in prose as the diagram's box does."""
+    owners, _, _ = diagram()
+    vocabulary = {name.removeprefix("lldsched.") for name, box in owners.items() if box == "vocab"}
+    text = (DOCS / "ARCHITECTURE.md").read_text()
+    (prose,) = re.findall(r"the vocabulary\n?\s*\((.*?)\) →", text, flags=re.DOTALL)
+    assert set(re.findall(r"`(\w+)\.py`", prose)) == vocabulary
+
+
 def test_the_arrows_of_the_diagram_are_the_imports_between_its_boxes() -> None:
     owners, _, arrows = diagram()
     found: dict[tuple[str, str], str] = {}
