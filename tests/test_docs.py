@@ -1,6 +1,9 @@
 """The documents stay true: what they show runs, and what they draw is the code.
 
-* the package diagram of docs/ARCHITECTURE.md is the package's real imports;
+* the package diagram of docs/ARCHITECTURE.md is the package's real imports, and a
+  folder box that lists its modules lists them all;
+* every default or bound the documents quote in the sentences of ``QUOTED`` (a
+  ``history_limit``, a lease, a retry's backoff, a timeout, ``--days``) is the code's;
 * the README's ``make demo`` transcript is what the demo prints (``tests/test_demo.py``
   runs the demo against the same text);
 * the command transcripts of docs/CRON.md are what ``python -m lldsched cron`` prints;
@@ -18,11 +21,13 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 import logging
 import re
 import shlex
 import sys
+import tempfile
 import types
 from collections.abc import Iterator
 from datetime import timedelta
@@ -31,8 +36,20 @@ from typing import Any
 
 import pytest
 
-from lldsched import FixedRate, Scheduler, SqliteTaskStore
-from lldsched.logs import LOGGERS
+from lldsched import CronSchedule, FixedRate, MisfirePolicy, RetryPolicy, Scheduler, SqliteTaskStore
+from lldsched.cli.cron import MAX_FIRES
+from lldsched.cli.simulate import MAX_DAYS
+from lldsched.core import dependencies
+from lldsched.core.duequeue import COMPACT_SLICE
+from lldsched.core.results import RESULT_LIMIT
+from lldsched.core.retention import RETIRE_BATCH
+from lldsched.errors import ERROR_LIMIT
+from lldsched.logs import LOGGERS, REPEAT_WINDOW
+from lldsched.schedules.cron.schedule import MAX_PREVIEW
+from lldsched.schedules.cron.search import HORIZON_DAYS
+from lldsched.sim import simulation
+from lldsched.testing import Stepper
+from lldsched.threaded import pool
 from lldsched.threaded.stopping import Stopping
 from tests import jobs
 from tests.forking import in_child
@@ -123,7 +140,7 @@ def test_a_box_that_lists_its_folders_modules_lists_every_one() -> None:
 
 
 def test_the_vocabulary_the_packages_section_lists_is_the_diagrams() -> None:
-    """"The packages" names the vocabulary's modules in prose as the diagram's box does."""
+    """ "The packages" names the vocabulary's modules in prose as the diagram's box does."""
     owners, _, _ = diagram()
     vocabulary = {name.removeprefix("lldsched.") for name, box in owners.items() if box == "vocab"}
     text = (DOCS / "ARCHITECTURE.md").read_text()
@@ -150,6 +167,161 @@ def test_the_arrows_of_the_diagram_are_the_imports_between_its_boxes() -> None:
     assert undrawn == [], "imports between boxes that the diagram has no arrow for"
     drawn_not_made = sorted(f"{a} --> {b}" for a, b in arrows if (a, b) not in found)
     assert drawn_not_made == [], "arrows that no module makes"
+
+
+# --- defaults and bounds the documents quote ---------------------------------------
+
+
+def default(function: Any, parameter: str) -> Any:
+    """The default of ``parameter`` in ``function``'s signature."""
+    return inspect.signature(function).parameters[parameter].default
+
+
+def shared_sqlite() -> tuple[float, float]:
+    """The lease and poll of a shared SQLite store opened without them (None in the
+    signature: the constructor sets the defaults)."""
+    with (
+        tempfile.TemporaryDirectory() as directory,
+        SqliteTaskStore(Path(directory) / "tasks.db", shared=True) as store,
+    ):
+        return store.lease, store.poll
+
+
+def postgres_store() -> Any:
+    from lldsched.stores.postgres import PostgresTaskStore
+
+    return PostgresTaskStore
+
+
+# A document's words that quote a default or a bound, its figures in groups, and what the
+# code's are, in order: a changed default (or bound) fails here, naming the words that
+# still say the old one. Each must be found in its document: a sentence reworded moves
+# its entry here with it.
+QUOTED: list[tuple[str, str, Any]] = [
+    ("GUIDE.md", r"at most `max_coroutines`\s+\(default ([\d,]+)\)",
+     lambda: [default(Scheduler, "max_coroutines")]),
+    ("GUIDE.md", r"`retain_finished` \(default: the ([\d,]+) most recently finished stay, "
+     r"retired in\s+batches of ([\d,]+), so up to ([\d,]+) are held",
+     lambda: retained(default(Scheduler, "retain_finished"))),
+    ("GUIDE.md", r"`max_wait` \(default ([\d.]+) s", lambda: [default(Scheduler, "max_wait")]),
+    ("GUIDE.md", r"a slow one loses its oldest events past a\s+backlog of ([\d,]+)",
+     lambda: [default(Scheduler, "listener_backlog")]),
+    ("EXTENDING.md", r"loses its oldest events past a backlog of ([\d,]+)",
+     lambda: [default(Scheduler, "listener_backlog")]),
+    ("GUIDE.md", r"due at finish \+ backoff \((\d+) s, (\d+) s, (\d+) s … capped at (\d+) s",
+     lambda: [*(RetryPolicy().backoff(n) for n in (1, 2, 3)), RetryPolicy().max_backoff]),
+    ("GUIDE.md", r"`MisfirePolicy\(on_misfire, grace=(\d+), max_catch_up=(\d+)\)`",
+     lambda: [MisfirePolicy().grace, MisfirePolicy().max_catch_up]),
+    ("GUIDE.md", r"`synchronous=\"(\w+)\"` \(the default\)",
+     lambda: [default(SqliteTaskStore, "synchronous")]),
+    ("GUIDE.md", r"`Scheduler\(tz=\"Europe/Berlin\"\)`, default (\w+)\)",
+     lambda: [default(Scheduler, "tz")]),
+    ("GUIDE.md", r"`result`:\s+what the action returned, as its `repr` cut to (\d+) characters",
+     lambda: [RESULT_LIMIT]),
+    ("ASYNCIO.md", r"`record.result` is the `repr` of what the job returned,\s+cut to (\d+)",
+     lambda: [RESULT_LIMIT]),
+    ("ARCHITECTURE.md", r"`result_text`: its `repr`, cut to (\d+) characters",
+     lambda: [RESULT_LIMIT]),
+    ("ARCHITECTURE.md", r"compacted a slice of (\d+) entries per operation",
+     lambda: [COMPACT_SLICE]),
+    ("OPERATIONS.md", r"\(`history_limit`, (\d+) records, packed\), finished tasks held "
+     r"\(`retain_finished`,\s+([\d,]+)\).*?listener\s+backlog \(([\d,]+) events\)",
+     lambda: [default(Scheduler, name) for name in
+              ("history_limit", "retain_finished", "listener_backlog")]),
+    ("TESTING.md", r"a scheduler keeps the latest (\d+) of\s+each task by default",
+     lambda: [default(Scheduler, "history_limit")]),
+    ("OPERATIONS.md", r"up to `retention` \(([\d,]+)\) records per task",
+     lambda: [same(default(SqliteTaskStore, "retention"), default(postgres_store(), "retention"))]),
+    ("OPERATIONS.md", r"\(`lease=(\d+)` s by default\)",
+     lambda: [same(shared_sqlite()[0], default(postgres_store(), "lease"))]),
+    ("OPERATIONS.md", r"The text is cut at ([\d,]+) characters \(`lldsched.errors.ERROR_LIMIT`",
+     lambda: [ERROR_LIMIT]),
+    ("OPERATIONS.md", r"within (\d+) seconds of it\s+\(`lldsched.logs.REPEAT_WINDOW`",
+     lambda: [REPEAT_WINDOW]),
+    ("OPERATIONS.md", r"the\s+store's `timeout`, (\d+) s, even through a network",
+     lambda: [default(postgres_store(), "timeout")]),
+    ("CLUSTER.md", r"at most `poll` seconds later \((\d+) s by\s+default\)",
+     lambda: [same(shared_sqlite()[1], default(postgres_store(), "poll"))]),
+    ("CLUSTER.md", r"`lease / 6` \((\d+) s at the default (\d+) s\)",
+     lambda: [shared_sqlite()[0] / 6, shared_sqlite()[0]]),
+    ("CLUSTER.md", r"disagree by more than `lease - lease/3` \(a margin of (\d+) s at the "
+     r"default (\d+) s\)",
+     lambda: [shared_sqlite()[0] * 2 / 3, shared_sqlite()[0]]),
+    ("CLUSTER.md", r"every other process waits \(up to `timeout`, (\d+) s,",
+     lambda: [default(SqliteTaskStore, "timeout")]),
+    ("CLUSTER.md", r"within the store's `timeout` \((\d+) s\)",
+     lambda: [default(postgres_store(), "timeout")]),
+    ("CLUSTER.md", r"\(`handoff=`, (\d+) per\s+worker by default\)",
+     lambda: [Scheduler(workers=3)._pool.capacity / 3]),
+    ("CLUSTER.md", r"the finish times of its last (\d+)\s+successes of each upstream",
+     lambda: [dependencies._KEPT_HERE]),
+    ("MIGRATING.md", r"`Scheduler\(workers=10\)` \(default (\d+)\)",
+     lambda: [default(Scheduler, "workers")]),
+    ("MIGRATING.md", r"lldsched tries (\d+) times \(two retries, (\d+) s then (\d+) s after",
+     lambda: [RetryPolicy().max_attempts, RetryPolicy().backoff(1), RetryPolicy().backoff(2)]),
+    ("MIGRATING.md", r"`shutdown\(\)` \(`drain=True, timeout=([\d.]+)`\).*?lldsched's default "
+     r"gives up after (\d+) s",
+     lambda: [default(Scheduler.shutdown, "timeout")] * 2),
+    ("MIGRATING.md", r"\((\d+) s by default; `None`: no bound\)",
+     lambda: [default(Scheduler.shutdown, "timeout")]),
+    ("MIGRATING.md", r"\(at most `max_catch_up`, (\d+) by default\)",
+     lambda: [MisfirePolicy().max_catch_up]),
+    ("MIGRATING.md", r"lldsched's default, `RUN_ONCE` with (\d+) s of grace",
+     lambda: [MisfirePolicy().grace]),
+    ("TESTING.md", r"`Stepper\(scheduler, timeout=([\d.]+)\)`",
+     lambda: [default(Stepper, "timeout")]),
+    ("CRON.md", r"`preview\(n=(\d+), start=None\)`.*?`n` at most ([\d,]+) \(`MAX_PREVIEW`",
+     lambda: [default(CronSchedule.preview, "n"), MAX_PREVIEW]),
+    ("CRON.md", r"or `None` when nothing fires within (\d+) years",
+     lambda: [round(HORIZON_DAYS / 365.25)]),
+    ("SIMULATION.md", r"`--days` is at most (\d+)", lambda: [MAX_DAYS]),
+    ("SIMULATION.md", r"`--workers` \(and `Simulation\(workers=...\)`\) is at most ([\d,]+)",
+     lambda: [simulation.MAX_WORKERS]),
+    ("SIMULATION.md", r"threaded\s+`Scheduler\(workers=...\)` is at most ([\d,]+)",
+     lambda: [pool.MAX_WORKERS]),
+    ("SIMULATION.md", r"`python -m lldsched cron -n` lists at most ([\d,]+) fires",
+     lambda: [MAX_FIRES]),
+]  # fmt: skip
+
+
+def retained(count: int) -> list[int]:
+    """What a ``retain_finished`` count holds: the count, the batch it retires in, and
+    the most it holds before a batch retires."""
+    return [count, count // RETIRE_BATCH + 1, count + count // RETIRE_BATCH]
+
+
+def same(*values: object) -> object:
+    """The one value two places hold (the SQLite and the PostgreSQL store's default),
+    which one figure of a document quotes for both."""
+    assert len(set(values)) == 1, f"one figure is quoted for {values}"
+    return values[0]
+
+
+def as_figure(value: object) -> float | str:
+    """A figure, as the code has it or as the documents write it (``10,000``, ``5.0``),
+    or a word (``NORMAL``)."""
+    if isinstance(value, int | float):
+        return float(value)
+    try:
+        return float(str(value).replace(",", ""))
+    except ValueError:
+        return str(value)
+
+
+@pytest.mark.parametrize(
+    ("name", "words", "actual"), QUOTED, ids=[f"{name}:{words[:30]}" for name, words, _ in QUOTED]
+)
+def test_the_defaults_and_bounds_the_documents_quote_are_the_codes(
+    name: str, words: str, actual: Any
+) -> None:
+    text = " ".join((DOCS / name).read_text().split())  # a sentence may wrap anywhere
+    found = re.findall(words.replace(r"\s+", " ").replace(r"\n", " "), text)
+    assert found, f"{name} no longer says {words!r}: move this check with the sentence"
+    figures = [as_figure(value) for value in actual()]
+    for quoted in found:
+        groups = [quoted] if isinstance(quoted, str) else list(quoted)
+        shown = [as_figure(group) for group in groups]
+        assert shown == figures, f"{name} quotes {shown} where the code has {figures}"
 
 
 # --- contents lists --------------------------------------------------------------------
