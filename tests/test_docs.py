@@ -481,6 +481,37 @@ def test_cluster_mds_postgres_example_runs_on_a_real_server(postgres_dsn: str) -
         store.close()
 
 
+def thread_names_bullet() -> str:
+    """OPERATIONS.md's "Thread names" bullet, on one line."""
+    text = " ".join((DOCS / "OPERATIONS.md").read_text().split())
+    (bullet,) = re.findall(r"- \*\*Thread names\*\* (.*?) - \*\*", text)
+    return str(bullet)
+
+
+def test_operations_md_names_every_thread_a_scheduler_starts() -> None:
+    """Each thread name the threaded runtime makes (``f"{prefix}timer"``; the coroutine
+    runner's, named ``{prefix}loop``, as ``f"{self._name}-executor-join"``) is in the
+    bullet, as ``-timer``, ``-loop-executor-join``: a thread dump names nothing it
+    does not explain."""
+    made = set()
+    for path in (PACKAGE / "threaded").glob("*.py"):
+        source = path.read_text()
+        made |= set(re.findall(r"\{(?:self\._)?thread_prefix\}([\w-]+)", source))
+        made |= {f"loop-{name}" for name in re.findall(r"\{self\._name\}-([\w-]+)", source)}
+    assert {"timer", "worker", "events", "loop", "loop-to-thread"} <= made
+    bullet = thread_names_bullet()
+    assert sorted(name for name in made if f"-{name}" not in bullet) == []
+
+
+def test_operations_md_names_the_postgresql_stores_threads() -> None:
+    """Every thread a PostgreSQL store starts (a name in lldsched/stores/), and no other."""
+    made = set()
+    for path in (PACKAGE / "stores").glob("postgres*.py"):
+        made |= set(re.findall(r"\"(lldsched-pg-[\w-]+)\"", path.read_text()))
+    (sentence,) = re.findall(r"A PostgreSQL store's own threads are (.*?)\.", thread_names_bullet())
+    assert set(re.findall(r"`(lldsched-pg-[\w-]+)`", sentence)) == made
+
+
 # --- Python blocks of the README and docs/ -------------------------------------------
 
 DOCUMENTS = [README, *sorted(DOCS.glob("*.md"))]
