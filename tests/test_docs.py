@@ -204,6 +204,8 @@ QUOTED: list[tuple[str, str, Any]] = [
      r"retired in\s+batches of ([\d,]+), so up to ([\d,]+) are held",
      lambda: retained(default(Scheduler, "retain_finished"))),
     ("GUIDE.md", r"`max_wait` \(default ([\d.]+) s", lambda: [default(Scheduler, "max_wait")]),
+    ("../README.md", r"never\s+polling \(and at most (\d+) s, `max_wait`",
+     lambda: [default(Scheduler, "max_wait")]),
     ("GUIDE.md", r"a slow one loses its oldest events past a\s+backlog of ([\d,]+)",
      lambda: [default(Scheduler, "listener_backlog")]),
     ("EXTENDING.md", r"loses its oldest events past a backlog of ([\d,]+)",
