@@ -187,6 +187,24 @@ def shared_sqlite() -> tuple[float, float]:
         return store.lease, store.poll
 
 
+def plot_base() -> Any:
+    from lldsched.views.plots import _base
+
+    return _base
+
+
+def gantt_function() -> Any:
+    from lldsched.views.plots import gantt
+
+    return gantt
+
+
+def panel() -> Any:
+    from lldsched.views import panel
+
+    return panel
+
+
 def postgres_store() -> Any:
     from lldsched.stores.postgres import PostgresTaskStore
 
@@ -277,6 +295,11 @@ QUOTED: list[tuple[str, str, Any]] = [
     ("CRON.md", r"or `None` when nothing fires within (\d+) years",
      lambda: [round(HORIZON_DAYS / 365.25)]),
     ("SIMULATION.md", r"`--days` is at most (\d+)", lambda: [MAX_DAYS]),
+    ("SIMULATION.md", r"Past (\d+) runs\s+\(`DETAIL_RUNS`\)", lambda: [plot_base().DETAIL_RUNS]),
+    ("SIMULATION.md", r"draws at most (\d+) lanes \(`max_lanes=`, `MAX_LANES`",
+     lambda: [same(plot_base().MAX_LANES, default(gantt_function(), "max_lanes"))]),
+    ("SIMULATION.md", r"It shows at most (\d+) rows \(`max_rows=`, `MAX_ROWS`\)",
+     lambda: [same(panel().MAX_ROWS, default(panel().ControlPanel, "max_rows"))]),
     ("SIMULATION.md", r"`--workers` \(and `Simulation\(workers=...\)`\) is at most ([\d,]+)",
      lambda: [simulation.MAX_WORKERS]),
     ("SIMULATION.md", r"threaded\s+`Scheduler\(workers=...\)` is at most ([\d,]+)",
