@@ -39,7 +39,7 @@ import pytest
 from lldsched import CronSchedule, FixedRate, MisfirePolicy, RetryPolicy, Scheduler, SqliteTaskStore
 from lldsched.cli.cron import MAX_FIRES
 from lldsched.cli.simulate import MAX_DAYS
-from lldsched.core import dependencies
+from lldsched.core import dependencies, recovery
 from lldsched.core.duequeue import COMPACT_SLICE
 from lldsched.core.results import RESULT_LIMIT
 from lldsched.core.retention import RETIRE_BATCH
@@ -273,6 +273,7 @@ QUOTED: list[tuple[str, str, Any]] = [
      lambda: [default(postgres_store(), "timeout")]),
     ("CLUSTER.md", r"\(`handoff=`, (\d+) per\s+worker by default\)",
      lambda: [Scheduler(workers=3)._pool.capacity / 3]),
+    ("CLUSTER.md", r"a plan cut at the ([\d,]+)-slot cap", lambda: [recovery.MAX_SLOTS]),
     ("CLUSTER.md", r"the finish times of its last (\d+)\s+successes of each upstream",
      lambda: [dependencies._KEPT_HERE]),
     ("MIGRATING.md", r"`Scheduler\(workers=10\)` \(default (\d+)\)",
