@@ -60,6 +60,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 README = ROOT / "README.md"
 PACKAGE = ROOT / "lldsched"
+NOTEBOOK_SOURCES = ROOT / "notebooks" / "src"
 
 
 # --- the package diagram -------------------------------------------------------------
@@ -348,6 +349,31 @@ def test_the_defaults_and_bounds_the_documents_quote_are_the_codes(
         groups = [quoted] if isinstance(quoted, str) else list(quoted)
         shown = [as_figure(group) for group in groups]
         assert shown == figures, f"{name} quotes {shown} where the code has {figures}"
+
+
+# --- the notebooks, as the README and the kit's start page describe them --------------
+
+NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+
+
+def check_yourself_questions(source: Path) -> int:
+    """The questions of a notebook source's "Check yourself" section (its answers, folded
+    under ``<details>``, are numbered too and not counted)."""
+    section = source.read_text().split("# ## Check yourself", 1)[1].split("<details>", 1)[0]
+    return len(re.findall(r"^# \d+\. ", section, flags=re.M))
+
+
+def test_the_self_check_questions_are_as_many_as_the_readme_and_the_index_say() -> None:
+    counts = [check_yourself_questions(path) for path in sorted(NOTEBOOK_SOURCES.glob("*.py"))]
+    assert len(counts) == 11 and min(counts) >= 1
+    readme = " ".join(README.read_text().split())
+    index = " ".join((NOTEBOOK_SOURCES / "00-index.py").read_text().replace("# ", "").split())
+    for text, words in (
+        (readme, r"ends with (\w+) to (\w+) self-check questions"),
+        (index, r"ends with (\w+) to (\w+) \*Check yourself\* questions"),
+    ):
+        ((low, high),) = re.findall(words, text)
+        assert (NUMBERS[low], NUMBERS[high]) == (min(counts), max(counts))
 
 
 # --- contents lists --------------------------------------------------------------------
