@@ -351,6 +351,13 @@ def test_the_defaults_and_bounds_the_documents_quote_are_the_codes(
         assert shown == figures, f"{name} quotes {shown} where the code has {figures}"
 
 
+def test_the_logging_table_of_operations_md_lists_every_logger_once() -> None:
+    """OPERATIONS.md, "Logging": a row per logger of lldsched/logs.py, in its order."""
+    section = (DOCS / "OPERATIONS.md").read_text().split("\n## Logging\n", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    assert re.findall(r"^\| `(lldsched\.\w+)` \|", section, flags=re.M) == list(LOGGERS)
+
+
 # --- the notebooks, as the README and the kit's start page describe them --------------
 
 NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
