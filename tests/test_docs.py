@@ -4,6 +4,9 @@
   folder box that lists its modules lists them all;
 * every default or bound the documents quote in the sentences of ``QUOTED`` (a
   ``history_limit``, a lease, a retry's backoff, a timeout, ``--days``) is the code's;
+* OPERATIONS.md names every thread the runtime and the PostgreSQL store start, and its
+  logging table every logger of lldsched/logs.py;
+* the README and notebook 00 give the range of the notebooks' self-check questions;
 * the README's ``make demo`` transcript is what the demo prints (``tests/test_demo.py``
   runs the demo against the same text);
 * the command transcripts of docs/CRON.md are what ``python -m lldsched cron`` prints;
