@@ -9,6 +9,8 @@ names and commands it gives are not):
 * every dotted name ``lldsched.x.y`` imports, down to its last attribute, and every
   ``Class.attribute`` or ``module.name`` written in backticks (``SchedulerCore._after``,
   ``registration.validated``, ``threaded/pool.MAX_WORKERS``) names one that exists;
+* every keyword a call in backticks passes (``Scheduler(max_wait=None)``) is a parameter
+  of the package's callable of that name (a class, a function, a method);
 * every ``lldsched/x/y.py:Name.attribute`` in backticks (docs/ARCHITECTURE.md's walk
   through one run) names what that file defines;
 * the commands they give, and those of the notebooks' markdown (``notebooks/src``) and
@@ -282,6 +284,86 @@ def test_every_class_attribute_and_module_name_in_backticks_exists() -> None:
                 if not exists:
                     missing.append(f"{where}: {owner}.{attribute}  | {line.strip()}")
     assert not missing, stale(missing)
+
+
+CALL = re.compile(r"(?<![\w.])(\w+)\(([^()]*(?:\([^()]*\)[^()]*)*)\)")
+KEYWORD = re.compile(r"(?:^|,)\s*(\w+)\s*=(?!=)")
+# Calls of another library's that share a name with one of the package's: APScheduler's
+# (docs/MIGRATING.md's table, docs/PERFORMANCE.md's APScheduler 4) and asyncio's.
+FOREIGN = {
+    "shutdown(wait=True)",
+    "shutdown(wait=False)",
+    "start(paused=True)",
+    "Task(..., context=Context())",
+}
+
+
+def keywords_refused(span: str, callables: dict[str, list[Any]]) -> list[str]:
+    """The calls written in ``span`` (``Scheduler(max_wait=None)``, ``shutdown(drain=False)``)
+    that name the package's callable (a class, a function or a method of that name) with
+    a keyword none of them takes."""
+    refused = []
+    for call in CALL.finditer(span):
+        name, arguments = call.groups()
+        keywords = KEYWORD.findall(arguments)
+        if not keywords or call.group(0) in FOREIGN or name not in callables:
+            continue
+        signatures = []
+        for found in callables[name]:
+            with contextlib.suppress(TypeError, ValueError):
+                signatures.append(inspect.signature(found).parameters)
+        if signatures and not any(
+            all(keyword in parameters for keyword in keywords)
+            or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
+            for parameters in signatures
+        ):
+            refused.append(call.group(0))
+    return refused
+
+
+def package_callables() -> dict[str, list[Any]]:
+    """The package's public classes and functions, and their classes' public methods, by
+    name."""
+    found: dict[str, list[Any]] = {}
+    modules = package_modules()
+    for name, classes in package_classes(modules).items():
+        for cls in classes:
+            found.setdefault(name, []).append(cls)
+            for method, value in inspect.getmembers(cls, callable):
+                if not method.startswith("_"):
+                    found.setdefault(method, []).append(value)
+    packages = [  # package_modules leaves them out: lldsched.cli.main is one's
+        importlib.import_module(".".join(path.relative_to(ROOT).parent.parts))
+        for path in PACKAGE.rglob("__init__.py")
+    ]
+    for module in {m for ms in modules.values() for m in ms} | set(packages):
+        for name, value in vars(module).items():
+            if inspect.isfunction(value) and value.__module__ == module.__name__:
+                found.setdefault(name, []).append(value)
+    return found
+
+
+def test_every_keyword_a_call_in_backticks_passes_is_a_parameter() -> None:
+    """``Scheduler(max_wait=None)``, ``RetryPolicy(fail_after_given_up=n)``: a keyword
+    renamed or dropped fails here, as an attribute does above (the code blocks run)."""
+    callables = package_callables()
+    refused = [
+        f"{where}: {call}  | {line.strip()}"
+        for where, line, fenced in lines()
+        if not fenced
+        for span in re.findall(r"`([^`]+)`", line)
+        for call in keywords_refused(span, callables)
+    ]
+    assert not refused, stale(refused)
+
+
+def test_a_keyword_a_callable_does_not_take_is_caught() -> None:
+    callables = package_callables()
+    assert keywords_refused("Scheduler(max_wait=None, workers=2)", callables) == []
+    assert keywords_refused("shutdown(drain=False)", callables) == []
+    assert keywords_refused("Scheduler(maxwait=None)", callables) == ["Scheduler(maxwait=None)"]
+    assert keywords_refused("RetryPolicy(max_attempts=3, backof=1)", callables) != []
+    assert keywords_refused("add_job(f, trigger='cron')", callables) == []  # not ours
 
 
 FILE_NAME = re.compile(r"(lldsched/[\w/]+)\.py:([A-Za-z_]\w*(?:\.\w+)*)")

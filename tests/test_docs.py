@@ -1,6 +1,12 @@
 """The documents stay true: what they show runs, and what they draw is the code.
 
-* the package diagram of docs/ARCHITECTURE.md is the package's real imports;
+* the package diagram of docs/ARCHITECTURE.md is the package's real imports, and a
+  folder box that lists its modules lists them all;
+* every default or bound the documents quote in the sentences of ``QUOTED`` (a
+  ``history_limit``, a lease, a retry's backoff, a timeout, ``--days``) is the code's;
+* OPERATIONS.md names every thread the runtime and the PostgreSQL store start, and its
+  logging table every logger of lldsched/logs.py;
+* the README and notebook 00 give the range of the notebooks' self-check questions;
 * the README's ``make demo`` transcript is what the demo prints (``tests/test_demo.py``
   runs the demo against the same text);
 * the command transcripts of docs/CRON.md are what ``python -m lldsched cron`` prints;
@@ -18,11 +24,13 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 import logging
 import re
 import shlex
 import sys
+import tempfile
 import types
 from collections.abc import Iterator
 from datetime import timedelta
@@ -31,8 +39,20 @@ from typing import Any
 
 import pytest
 
-from lldsched import FixedRate, Scheduler, SqliteTaskStore
-from lldsched.logs import LOGGERS
+from lldsched import CronSchedule, FixedRate, MisfirePolicy, RetryPolicy, Scheduler, SqliteTaskStore
+from lldsched.cli.cron import MAX_FIRES
+from lldsched.cli.simulate import MAX_DAYS
+from lldsched.core import dependencies, recovery
+from lldsched.core.duequeue import COMPACT_SLICE
+from lldsched.core.results import RESULT_LIMIT
+from lldsched.core.retention import RETIRE_BATCH
+from lldsched.errors import ERROR_LIMIT
+from lldsched.logs import LOGGERS, REPEAT_WINDOW
+from lldsched.schedules.cron.schedule import MAX_PREVIEW
+from lldsched.schedules.cron.search import HORIZON_DAYS
+from lldsched.sim import simulation
+from lldsched.testing import Stepper
+from lldsched.threaded import pool
 from lldsched.threaded.stopping import Stopping
 from tests import jobs
 from tests.forking import in_child
@@ -43,6 +63,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 README = ROOT / "README.md"
 PACKAGE = ROOT / "lldsched"
+NOTEBOOK_SOURCES = ROOT / "notebooks" / "src"
 
 
 # --- the package diagram -------------------------------------------------------------
@@ -106,6 +127,31 @@ def test_every_name_in_a_box_is_a_module_of_its_folder() -> None:
     assert stale == []
 
 
+def test_a_box_that_lists_its_folders_modules_lists_every_one() -> None:
+    """A folder box that names its modules names them all (``threaded/jumps.py`` was
+    left out of ``threaded/``'s): a list that stops short reads as the folder's whole."""
+    owners, listed, _ = diagram()
+    unlisted = []
+    for package, box in owners.items():
+        folder = PACKAGE.joinpath(*package.split(".")[1:])
+        if not folder.is_dir() or not listed.get(box):
+            continue
+        names = {name.rstrip("/") for name in listed[box]}
+        modules = {path.stem for path in folder.glob("*.py") if path.stem != "__init__"}
+        folders = {path.name for path in folder.iterdir() if (path / "__init__.py").is_file()}
+        unlisted += [f"{package}.{name}" for name in sorted((modules | folders) - names)]
+    assert unlisted == [], "modules of a folder its box of the diagram does not list"
+
+
+def test_the_vocabulary_the_packages_section_lists_is_the_diagrams() -> None:
+    """ "The packages" names the vocabulary's modules in prose as the diagram's box does."""
+    owners, _, _ = diagram()
+    vocabulary = {name.removeprefix("lldsched.") for name, box in owners.items() if box == "vocab"}
+    text = (DOCS / "ARCHITECTURE.md").read_text()
+    (prose,) = re.findall(r"the vocabulary\n?\s*\((.*?)\) →", text, flags=re.DOTALL)
+    assert set(re.findall(r"`(\w+)\.py`", prose)) == vocabulary
+
+
 def test_the_arrows_of_the_diagram_are_the_imports_between_its_boxes() -> None:
     owners, _, arrows = diagram()
     found: dict[tuple[str, str], str] = {}
@@ -125,6 +171,219 @@ def test_the_arrows_of_the_diagram_are_the_imports_between_its_boxes() -> None:
     assert undrawn == [], "imports between boxes that the diagram has no arrow for"
     drawn_not_made = sorted(f"{a} --> {b}" for a, b in arrows if (a, b) not in found)
     assert drawn_not_made == [], "arrows that no module makes"
+
+
+# --- defaults and bounds the documents quote ---------------------------------------
+
+
+def default(function: Any, parameter: str) -> Any:
+    """The default of ``parameter`` in ``function``'s signature."""
+    return inspect.signature(function).parameters[parameter].default
+
+
+def shared_sqlite() -> tuple[float, float]:
+    """The lease and poll of a shared SQLite store opened without them (None in the
+    signature: the constructor sets the defaults)."""
+    with (
+        tempfile.TemporaryDirectory() as directory,
+        SqliteTaskStore(Path(directory) / "tasks.db", shared=True) as store,
+    ):
+        return store.lease, store.poll
+
+
+def plot_base() -> Any:
+    from lldsched.views.plots import _base
+
+    return _base
+
+
+def gantt_function() -> Any:
+    from lldsched.views.plots import gantt
+
+    return gantt
+
+
+def panel() -> Any:
+    from lldsched.views import panel
+
+    return panel
+
+
+def postgres_store() -> Any:
+    from lldsched.stores.postgres import PostgresTaskStore
+
+    return PostgresTaskStore
+
+
+# A document's words that quote a default or a bound, its figures in groups, and what the
+# code's are, in order: a changed default (or bound) fails here, naming the words that
+# still say the old one. Each must be found in its document: a sentence reworded moves
+# its entry here with it.
+QUOTED: list[tuple[str, str, Any]] = [
+    ("GUIDE.md", r"at most `max_coroutines`\s+\(default ([\d,]+)\)",
+     lambda: [default(Scheduler, "max_coroutines")]),
+    ("GUIDE.md", r"`retain_finished` \(default: the ([\d,]+) most recently finished stay, "
+     r"retired in\s+batches of ([\d,]+), so up to ([\d,]+) are held",
+     lambda: retained(default(Scheduler, "retain_finished"))),
+    ("GUIDE.md", r"`max_wait` \(default ([\d.]+) s", lambda: [default(Scheduler, "max_wait")]),
+    ("../README.md", r"never\s+polling \(and at most (\d+) s, `max_wait`",
+     lambda: [default(Scheduler, "max_wait")]),
+    ("GUIDE.md", r"a slow one loses its oldest events past a\s+backlog of ([\d,]+)",
+     lambda: [default(Scheduler, "listener_backlog")]),
+    ("EXTENDING.md", r"loses its oldest events past a backlog of ([\d,]+)",
+     lambda: [default(Scheduler, "listener_backlog")]),
+    ("GUIDE.md", r"due at finish \+ backoff \((\d+) s, (\d+) s, (\d+) s … capped at (\d+) s",
+     lambda: [*(RetryPolicy().backoff(n) for n in (1, 2, 3)), RetryPolicy().max_backoff]),
+    ("GUIDE.md", r"`MisfirePolicy\(on_misfire, grace=(\d+), max_catch_up=(\d+)\)`",
+     lambda: [MisfirePolicy().grace, MisfirePolicy().max_catch_up]),
+    ("GUIDE.md", r"`synchronous=\"(\w+)\"` \(the default\)",
+     lambda: [default(SqliteTaskStore, "synchronous")]),
+    ("GUIDE.md", r"`Scheduler\(tz=\"Europe/Berlin\"\)`, default (\w+)\)",
+     lambda: [default(Scheduler, "tz")]),
+    ("GUIDE.md", r"`result`:\s+what the action returned, as its `repr` cut to (\d+) characters",
+     lambda: [RESULT_LIMIT]),
+    ("ASYNCIO.md", r"`record.result` is the `repr` of what the job returned,\s+cut to (\d+)",
+     lambda: [RESULT_LIMIT]),
+    ("ARCHITECTURE.md", r"`result_text`: its `repr`, cut to (\d+) characters",
+     lambda: [RESULT_LIMIT]),
+    ("ARCHITECTURE.md", r"compacted a slice of (\d+) entries per operation",
+     lambda: [COMPACT_SLICE]),
+    ("OPERATIONS.md", r"\(`history_limit`, (\d+) records, packed\), finished tasks held "
+     r"\(`retain_finished`,\s+([\d,]+)\).*?listener\s+backlog \(([\d,]+) events\)",
+     lambda: [default(Scheduler, name) for name in
+              ("history_limit", "retain_finished", "listener_backlog")]),
+    ("TESTING.md", r"a scheduler keeps the latest (\d+) of\s+each task by default",
+     lambda: [default(Scheduler, "history_limit")]),
+    ("OPERATIONS.md", r"up to `retention` \(([\d,]+)\) records per task",
+     lambda: [same(default(SqliteTaskStore, "retention"), default(postgres_store(), "retention"))]),
+    ("OPERATIONS.md", r"\(`lease=(\d+)` s by default\)",
+     lambda: [same(shared_sqlite()[0], default(postgres_store(), "lease"))]),
+    ("OPERATIONS.md", r"The text is cut at ([\d,]+) characters \(`lldsched.errors.ERROR_LIMIT`",
+     lambda: [ERROR_LIMIT]),
+    ("OPERATIONS.md", r"within (\d+) seconds of it\s+\(`lldsched.logs.REPEAT_WINDOW`",
+     lambda: [REPEAT_WINDOW]),
+    ("OPERATIONS.md", r"the\s+store's `timeout`, (\d+) s, even through a network",
+     lambda: [default(postgres_store(), "timeout")]),
+    ("CLUSTER.md", r"at most `poll` seconds later \((\d+) s by\s+default\)",
+     lambda: [same(shared_sqlite()[1], default(postgres_store(), "poll"))]),
+    ("CLUSTER.md", r"`lease / 6` \((\d+) s at the default (\d+) s\)",
+     lambda: [shared_sqlite()[0] / 6, shared_sqlite()[0]]),
+    ("CLUSTER.md", r"disagree by more than `lease - lease/3` \(a margin of (\d+) s at the "
+     r"default (\d+) s\)",
+     lambda: [shared_sqlite()[0] * 2 / 3, shared_sqlite()[0]]),
+    ("CLUSTER.md", r"every other process waits \(up to `timeout`, (\d+) s,",
+     lambda: [default(SqliteTaskStore, "timeout")]),
+    ("CLUSTER.md", r"within the store's `timeout` \((\d+) s\)",
+     lambda: [default(postgres_store(), "timeout")]),
+    ("CLUSTER.md", r"\(`handoff=`, (\d+) per\s+worker by default\)",
+     lambda: [Scheduler(workers=3)._pool.capacity / 3]),
+    ("CLUSTER.md", r"a plan cut at the ([\d,]+)-slot cap", lambda: [recovery.MAX_SLOTS]),
+    ("CLUSTER.md", r"the finish times of its last (\d+)\s+successes of each upstream",
+     lambda: [dependencies._KEPT_HERE]),
+    ("MIGRATING.md", r"`Scheduler\(workers=10\)` \(default (\d+)\)",
+     lambda: [default(Scheduler, "workers")]),
+    ("MIGRATING.md", r"lldsched tries (\d+) times \(two retries, (\d+) s then (\d+) s after",
+     lambda: [RetryPolicy().max_attempts, RetryPolicy().backoff(1), RetryPolicy().backoff(2)]),
+    ("MIGRATING.md", r"`shutdown\(\)` \(`drain=True, timeout=([\d.]+)`\).*?lldsched's default "
+     r"gives up after (\d+) s",
+     lambda: [default(Scheduler.shutdown, "timeout")] * 2),
+    ("MIGRATING.md", r"\((\d+) s by default; `None`: no bound\)",
+     lambda: [default(Scheduler.shutdown, "timeout")]),
+    ("MIGRATING.md", r"\(at most `max_catch_up`, (\d+) by default\)",
+     lambda: [MisfirePolicy().max_catch_up]),
+    ("MIGRATING.md", r"lldsched's default, `RUN_ONCE` with (\d+) s of grace",
+     lambda: [MisfirePolicy().grace]),
+    ("TESTING.md", r"`Stepper\(scheduler, timeout=([\d.]+)\)`",
+     lambda: [default(Stepper, "timeout")]),
+    ("CRON.md", r"`preview\(n=(\d+), start=None\)`.*?`n` at most ([\d,]+) \(`MAX_PREVIEW`",
+     lambda: [default(CronSchedule.preview, "n"), MAX_PREVIEW]),
+    ("CRON.md", r"or `None` when nothing fires within (\d+) years",
+     lambda: [round(HORIZON_DAYS / 365.25)]),
+    ("SIMULATION.md", r"`--days` is at most (\d+)", lambda: [MAX_DAYS]),
+    ("SIMULATION.md", r"Past (\d+) runs\s+\(`DETAIL_RUNS`\)", lambda: [plot_base().DETAIL_RUNS]),
+    ("SIMULATION.md", r"draws at most (\d+) lanes \(`max_lanes=`, `MAX_LANES`",
+     lambda: [same(plot_base().MAX_LANES, default(gantt_function(), "max_lanes"))]),
+    ("SIMULATION.md", r"It shows at most (\d+) rows \(`max_rows=`, `MAX_ROWS`\)",
+     lambda: [same(panel().MAX_ROWS, default(panel().ControlPanel, "max_rows"))]),
+    ("SIMULATION.md", r"`--workers` \(and `Simulation\(workers=...\)`\) is at most ([\d,]+)",
+     lambda: [simulation.MAX_WORKERS]),
+    ("SIMULATION.md", r"threaded\s+`Scheduler\(workers=...\)` is at most ([\d,]+)",
+     lambda: [pool.MAX_WORKERS]),
+    ("SIMULATION.md", r"`python -m lldsched cron -n` lists at most ([\d,]+) fires",
+     lambda: [MAX_FIRES]),
+]  # fmt: skip
+
+
+def retained(count: int) -> list[int]:
+    """What a ``retain_finished`` count holds: the count, the batch it retires in, and
+    the most it holds before a batch retires."""
+    return [count, count // RETIRE_BATCH + 1, count + count // RETIRE_BATCH]
+
+
+def same(*values: object) -> object:
+    """The one value two places hold (the SQLite and the PostgreSQL store's default),
+    which one figure of a document quotes for both."""
+    assert len(set(values)) == 1, f"one figure is quoted for {values}"
+    return values[0]
+
+
+def as_figure(value: object) -> float | str:
+    """A figure, as the code has it or as the documents write it (``10,000``, ``5.0``),
+    or a word (``NORMAL``)."""
+    if isinstance(value, int | float):
+        return float(value)
+    try:
+        return float(str(value).replace(",", ""))
+    except ValueError:
+        return str(value)
+
+
+@pytest.mark.parametrize(
+    ("name", "words", "actual"), QUOTED, ids=[f"{name}:{words[:30]}" for name, words, _ in QUOTED]
+)
+def test_the_defaults_and_bounds_the_documents_quote_are_the_codes(
+    name: str, words: str, actual: Any
+) -> None:
+    text = " ".join((DOCS / name).read_text().split())  # a sentence may wrap anywhere
+    found = re.findall(words.replace(r"\s+", " ").replace(r"\n", " "), text)
+    assert found, f"{name} no longer says {words!r}: move this check with the sentence"
+    figures = [as_figure(value) for value in actual()]
+    for quoted in found:
+        groups = [quoted] if isinstance(quoted, str) else list(quoted)
+        shown = [as_figure(group) for group in groups]
+        assert shown == figures, f"{name} quotes {shown} where the code has {figures}"
+
+
+def test_the_logging_table_of_operations_md_lists_every_logger_once() -> None:
+    """OPERATIONS.md, "Logging": a row per logger of lldsched/logs.py, in its order."""
+    section = (DOCS / "OPERATIONS.md").read_text().split("\n## Logging\n", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    assert re.findall(r"^\| `(lldsched\.\w+)` \|", section, flags=re.M) == list(LOGGERS)
+
+
+# --- the notebooks, as the README and the kit's start page describe them --------------
+
+NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+
+
+def check_yourself_questions(source: Path) -> int:
+    """The questions of a notebook source's "Check yourself" section (its answers, folded
+    under ``<details>``, are numbered too and not counted)."""
+    section = source.read_text().split("# ## Check yourself", 1)[1].split("<details>", 1)[0]
+    return len(re.findall(r"^# \d+\. ", section, flags=re.M))
+
+
+def test_the_self_check_questions_are_as_many_as_the_readme_and_the_index_say() -> None:
+    counts = [check_yourself_questions(path) for path in sorted(NOTEBOOK_SOURCES.glob("*.py"))]
+    assert len(counts) == 11 and min(counts) >= 1
+    readme = " ".join(README.read_text().split())
+    index = " ".join((NOTEBOOK_SOURCES / "00-index.py").read_text().replace("# ", "").split())
+    for text, words in (
+        (readme, r"ends with (\w+) to (\w+) self-check questions"),
+        (index, r"ends with (\w+) to (\w+) \*Check yourself\* questions"),
+    ):
+        ((low, high),) = re.findall(words, text)
+        assert (NUMBERS[low], NUMBERS[high]) == (min(counts), max(counts))
 
 
 # --- contents lists --------------------------------------------------------------------
@@ -282,6 +541,37 @@ def test_cluster_mds_postgres_example_runs_on_a_real_server(postgres_dsn: str) -
     finally:
         scheduler.shutdown()
         store.close()
+
+
+def thread_names_bullet() -> str:
+    """OPERATIONS.md's "Thread names" bullet, on one line."""
+    text = " ".join((DOCS / "OPERATIONS.md").read_text().split())
+    (bullet,) = re.findall(r"- \*\*Thread names\*\* (.*?) - \*\*", text)
+    return str(bullet)
+
+
+def test_operations_md_names_every_thread_a_scheduler_starts() -> None:
+    """Each thread name the threaded runtime makes (``f"{prefix}timer"``; the coroutine
+    runner's, named ``{prefix}loop``, as ``f"{self._name}-executor-join"``) is in the
+    bullet, as ``-timer``, ``-loop-executor-join``: a thread dump names nothing it
+    does not explain."""
+    made = set()
+    for path in (PACKAGE / "threaded").glob("*.py"):
+        source = path.read_text()
+        made |= set(re.findall(r"\{(?:self\._)?thread_prefix\}([\w-]+)", source))
+        made |= {f"loop-{name}" for name in re.findall(r"\{self\._name\}-([\w-]+)", source)}
+    assert {"timer", "worker", "events", "loop", "loop-to-thread"} <= made
+    bullet = thread_names_bullet()
+    assert sorted(name for name in made if f"-{name}" not in bullet) == []
+
+
+def test_operations_md_names_the_postgresql_stores_threads() -> None:
+    """Every thread a PostgreSQL store starts (a name in lldsched/stores/), and no other."""
+    made = set()
+    for path in (PACKAGE / "stores").glob("postgres*.py"):
+        made |= set(re.findall(r"\"(lldsched-pg-[\w-]+)\"", path.read_text()))
+    (sentence,) = re.findall(r"A PostgreSQL store's own threads are (.*?)\.", thread_names_bullet())
+    assert set(re.findall(r"`(lldsched-pg-[\w-]+)`", sentence)) == made
 
 
 # --- Python blocks of the README and docs/ -------------------------------------------

@@ -196,3 +196,12 @@ def test_without_ipywidgets_the_error_names_the_extra(monkeypatch: pytest.Monkey
     monkeypatch.setitem(sys.modules, "ipywidgets", None)
     with pytest.raises(ImportError, match=r"lldsched\[views\]"):
         interact_module.interact(pick, period=(1, 5))
+
+
+def test_without_the_views_extra_at_all_the_error_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No ipywidgets and no IPython (ipywidgets brings it): a script without the views
+    extra is told which extra to install, not that IPython is missing."""
+    for name in ("ipywidgets", "IPython", "IPython.display"):
+        monkeypatch.setitem(sys.modules, name, None)
+    with pytest.raises(ImportError, match=r"lldsched\[views\]"):
+        interact_module.interact(pick, period=(1, 5))

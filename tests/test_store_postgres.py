@@ -463,6 +463,20 @@ def test_without_psycopg_importing_the_store_names_the_extra(
         importlib.import_module("lldsched.stores.postgres")
 
 
+def test_with_a_psycopg_older_than_3_2_importing_the_store_names_the_version_and_the_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The LISTEN thread calls notifies(timeout=...), new in psycopg 3.2: an older one is
+    refused at import, not a TypeError in that thread at the first notification."""
+    monkeypatch.setattr(psycopg, "__version__", "3.1.18")
+    for name in ("lldsched.stores.postgres", "lldsched.stores.postgres_listen"):
+        monkeypatch.delitem(sys.modules, name)
+    with pytest.raises(
+        ImportError, match=r"psycopg 3\.2 or newer, found 3\.1\.18.*lldsched\[postgres\]"
+    ):
+        importlib.import_module("lldsched.stores.postgres")
+
+
 # -- outages ------------------------------------------------------------------------------
 
 

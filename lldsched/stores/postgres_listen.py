@@ -1,8 +1,9 @@
 """The connection helpers of the PostgreSQL store: psycopg's import, dsn redaction,
 connecting with a clear :class:`~lldsched.errors.StoreError`, and the LISTEN thread.
 
-psycopg 3 is an optional extra (``pip install 'lldsched[postgres]'``): importing
-this module without it raises an ``ImportError`` that names the extra, and
+psycopg 3.2 or newer is an optional extra (``pip install 'lldsched[postgres]'``):
+importing this module without it, or with an older psycopg, raises an ``ImportError``
+that names the extra, and
 ``import lldsched`` never imports it.
 
 **The listener.**  :class:`Listener` owns one connection of its own that does
@@ -19,6 +20,7 @@ it listens again, counting the attempts that failed.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -37,6 +39,14 @@ except ImportError as exc:  # pragma: no cover - exercised by a test that hides 
         "PostgresTaskStore needs psycopg 3, which is not installed: "
         "install the extra: pip install 'lldsched[postgres]'"
     ) from exc
+
+_OLDEST = (3, 2)  # the listener's notifies(timeout=...) is new in psycopg 3.2
+if tuple(int(part) for part in re.findall(r"\d+", psycopg.__version__)[:2]) < _OLDEST:
+    raise ImportError(
+        f"PostgresTaskStore needs psycopg 3.2 or newer, found {psycopg.__version__} (its "
+        "LISTEN thread calls notifies(timeout=...)): install the extra: "
+        "pip install 'lldsched[postgres]'"
+    )
 
 # psycopg is re-exported: the store imports it from here, after the check above.
 __all__ = [

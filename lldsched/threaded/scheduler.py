@@ -93,9 +93,11 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
     wall-clock jump or a suspend;
     ``name`` tells this scheduler's threads from another's in a thread dump: they are
     named ``lldsched-<name>-timer``, ``-worker-0`` ... ``-worker-N``, ``-events``,
-    ``-loop``, ``-lease-watch`` and ``-lease-keeper`` (a shared store's), ``-flush`` and
-    ``-shutdown`` (:meth:`aclose`'s;
-    default: a number counting the schedulers built without a name in this process,
+    ``-loop`` and ``-loop-to-thread_N``, ``-lease-watch`` and ``-lease-keeper`` (a shared
+    store's), ``-flush`` and ``-shutdown`` (:meth:`aclose`'s), and a shutdown's
+    ``-release``, ``-rewrite``, ``-loop-closer`` and ``-loop-executor-join``
+    (docs/OPERATIONS.md, "Running it in a service"; default: a number counting the
+    schedulers built without a name in this process,
     ``"1"``, ``"2"``, ...; it is :attr:`name`).
     ``max_coroutines`` bounds the coroutine runs in flight at once (see
     :mod:`lldsched.threaded.coroutines`); ``tz`` is the zone of cron schedules that

@@ -169,9 +169,9 @@ def interact(function: Callable[..., object], /, **controls: object) -> Interact
     parameter, a parameter without a default left without a control, or a value that
     makes no control; and whatever the first call raises.
     """
-    from IPython.display import display
+    interaction = Interaction(function, controls)  # first: without ipywidgets, names the extra
+    from IPython.display import display  # ipywidgets brings IPython
 
-    interaction = Interaction(function, controls)
     display(interaction)  # type: ignore[no-untyped-call]  # IPython has no hints here
     return interaction
 

@@ -46,7 +46,7 @@
 # panel's buttons (it stays live after *Run All*); in **07** you write code: until you
 # do, **its checks say `not written yet`**, and a failed check (✗) after that names what
 # your answer gets wrong, not a bug of the kit.
-# Each notebook opens with its objectives and ends with three or four *Check yourself*
+# Each notebook opens with its objectives and ends with three to five *Check yourself*
 # questions, answers folded underneath.
 #
 # **Binder, and changing the code.** On mybinder.org (the launch links are in the
