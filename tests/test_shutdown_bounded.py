@@ -355,11 +355,12 @@ def test_a_release_that_hangs_at_shutdown_does_not_hold_it_past_its_timeout(
 
     store = HangingRelease(tmp_path / "tasks.db", shared=True, poll=0.05)
     cluster_jobs.released.clear()
-    scheduler = Scheduler(workers=1, handoff=4, store=store).start()
+    scheduler = Scheduler(workers=1, handoff=4, store=store)
     try:
         scheduler.schedule("held", cluster_jobs.held_until_released, OneTime(delay=0), id="held")
-        cluster_jobs.seen.get(timeout=5)  # the one worker is busy: the next claim waits
         scheduler.schedule("queued", jobs.noop, OneTime(delay=0), id="queued")
+        scheduler.start()  # both claimed in one batch, while the one worker is idle
+        cluster_jobs.seen.get(timeout=5)  # the one worker is busy: "queued" waits for it
         wait_until(lambda: len(store.leases()) == 2, timeout=5,
                    what="the queued task to be claimed")  # fmt: skip
         with caplog.at_level(logging.WARNING, logger="lldsched"):
