@@ -107,6 +107,7 @@ class OverlappingRuns(CoreParts):
         task._slot = following  # the slot the queued entry belongs to, with no attempt yet
         task.attempt = 0
         self._enqueue(task, following)
+        flight.queued = task.generation
         return (skipped, following, now) if skipped else None
 
     def _record_late(self, task: ScheduledTask, late: Late | None) -> None:
@@ -146,7 +147,11 @@ class OverlappingRuns(CoreParts):
         options = task._options
         overlap = options.overlap
         if flight is None or overlap is None or overlap is BUFFER_ONE:
-            return None  # defensive: only an overlapping task queues a slot while running
+            # Its definition lost the policy mid-run (a replace): the slot waits for the
+            # last run out, which queues it again, its entry taken now.
+            if flight is not None:
+                flight.queued = 0
+            return None
         slot = task._slot
         due = entry[0]
         now = self.clock.now()
@@ -227,8 +232,14 @@ class OverlappingRuns(CoreParts):
         behind its retries."""
         pending = flight.pending
         flight.pending = None
+        queued, flight.queued = flight.queued, 0
         cancelled = record.misfire is OVERLAP_CANCELLED
         if pending is not None and (record.ok or cancelled):
+            if queued and task.generation == queued:
+                # The pending slot's entry, queued as the run began, is live: finish()
+                # leaves it where it is.  Queued again, due in the past, it lost its place
+                # on threads when the timer had handed it out (behind later-due entries).
+                flight.queued = queued
             return SCHEDULED, pending, record, ()
         if pending is not None:  # its retries (if any) first, then the pending slot
             task._schedule = slot_first(task._schedule, pending)
