@@ -127,6 +127,7 @@ class OverlappingRuns(CoreParts):
         task._slot = following  # the slot the queued entry belongs to, with no attempt yet
         task.attempt = 0
         self._enqueue(task, following)
+        flight.queued = task.generation
         return (skipped, following, now) if skipped else None
 
     def _record_late(self, task: ScheduledTask, late: Late | None) -> None:
@@ -166,7 +167,11 @@ class OverlappingRuns(CoreParts):
         options = task._options
         overlap = options.overlap
         if flight is None or overlap is None or overlap is BUFFER_ONE:
-            return None  # defensive: only an overlapping task queues a slot while running
+            # Its definition lost the policy mid-run (a replace): the slot waits for the
+            # last run out, which queues it again, its entry taken now.
+            if flight is not None:
+                flight.queued = 0
+            return None
         slot = task._slot
         due = entry[0]
         now = self.clock.now()
@@ -244,25 +249,35 @@ class OverlappingRuns(CoreParts):
         """:meth:`_after` for the last run out of an overlapping task's flight: a run
         that ended well (or was cancelled) leaves the task due at the pending slot; a
         failed one goes down the retry and given-up rules, the pending slot waiting
-        behind its retries."""
+        behind its retries.
+
+        A task due at the pending slot keeps that slot's entry, queued as the run
+        began, while it is live: :meth:`finish` leaves it where it is (``Flight.queued``
+        stays its generation).  Queued again, due in the past, it lost its place on
+        threads when the timer had handed it out: behind entries due after it."""
         pending = flight.pending
         flight.pending = None
+        queued, flight.queued = flight.queued, 0
         cancelled = record.misfire is OVERLAP_CANCELLED
         if pending is not None and (record.ok or cancelled):
-            return SCHEDULED, pending, record, ()
-        if pending is not None:  # its retries (if any) first, then the pending slot
-            task._schedule = slot_first(task._schedule, pending)
-        task._slot = record.slot
-        task.attempt = record.attempt
-        if cancelled:  # no pending slot: what the schedule says after a run of this slot
-            outcome, due, _, skipped = self._after(
-                task, record._replace(ok=True, error=None, misfire=None), stats
-            )
-            decided = outcome, due, record, skipped
+            decided: tuple[TaskStatus, float | None, ExecutionRecord, Skipped]
+            decided = SCHEDULED, pending, record, ()
         else:
-            decided = self._after(task, record, stats)
-        if decided[1] is None:  # the task ends: no slot stays queued behind it
-            self._queue.discard(task)
+            if pending is not None:  # its retries (if any) first, then the pending slot
+                task._schedule = slot_first(task._schedule, pending)
+            task._slot = record.slot
+            task.attempt = record.attempt
+            if cancelled:  # no pending slot: what the schedule says after a run of this slot
+                outcome, due, _, skipped = self._after(
+                    task, record._replace(ok=True, error=None, misfire=None), stats
+                )
+                decided = outcome, due, record, skipped
+            else:
+                decided = self._after(task, record, stats)
+            if decided[1] is None:  # the task ends: no slot stays queued behind it
+                self._queue.discard(task)
+        if queued and decided[1] == pending and task.generation == queued:
+            flight.queued = queued
         return decided
 
 

@@ -202,7 +202,8 @@ class RunTransitions(CoreParts):
                 task.next_run_at = due
             elif due is not None:
                 task.next_run_at = due  # _enqueue(), inlined (the run path's speed trick)
-                self._queue.push(task, due)
+                if flight is None or not flight.queued or flight.queued != task.generation:
+                    self._queue.push(task, due)  # else its live entry stays (_after_flight)
             else:
                 task.next_run_at = None
                 if outcome is FAILED:

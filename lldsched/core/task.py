@@ -382,12 +382,15 @@ class Flight:
     those of them ``CANCEL_OTHER`` cancelled, with the slot that did, and the slot queued behind
     them."""
 
-    __slots__ = ("cancelled", "others", "pending")
+    __slots__ = ("cancelled", "others", "pending", "queued")
 
     def __init__(self) -> None:
         self.others: list[Run] = []
         self.cancelled: dict[int, float] = {}  # id(run) -> the slot that cut it; in flight
         self.pending: float | None = None  # the next slot, queued while runs are in flight
+        # The generation of the pending slot's entry: while the task's generation is
+        # still this, that entry is live (queued, or handed out), due at ``pending``.
+        self.queued = 0
 
     @property
     def count(self) -> int:
