@@ -139,3 +139,28 @@ def test_a_verb_never_writes_back_the_row_a_settle_elsewhere_moved(
     finally:
         sb.shutdown()
         sa.shutdown()
+
+
+def test_what_a_verb_wrote_inside_its_hold_is_committed_even_if_it_then_raises(
+    pair: tuple[Shared, Shared],
+) -> None:
+    """The verb's registry has what it wrote: a verb that raises after a write (a store
+    error later in it, a ``KeyboardInterrupt``) leaves that write committed, as it was
+    before the hold, and the hold's lock let go (the other store writes again)."""
+    a, b = pair
+    sa = Scheduler(store=a, clock=FakeClock(T0))  # not started
+    try:
+        sa.schedule("r", jobs.noop, FixedRate(60), id="r")
+        b.changes()  # the row read there, as a verb's feed read reads it
+        row = b.get("r")
+        assert row is not None
+        with pytest.raises(RuntimeError, match="after the write"), b.verb_held("r"):
+            b.save(row._replace(status=TaskStatus.PAUSED))
+            raise RuntimeError("after the write")
+        written = a.get("r")
+        assert written is not None and written.status is TaskStatus.PAUSED
+        sa.resume("r")  # the lock was let go: the other store writes at once
+        resumed = b.get("r")
+        assert resumed is not None and resumed.status is TaskStatus.SCHEDULED
+    finally:
+        sa.shutdown()
