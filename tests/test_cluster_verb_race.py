@@ -50,6 +50,13 @@ VERBS: dict[str, tuple[Verb, TaskStatus]] = {
     "pause": (lambda s: s.pause("r"), TaskStatus.PAUSED),
     "cancel": (lambda s: s.cancel("r"), TaskStatus.CANCELLED),
     "modify": (lambda s: s.modify("r", priority=Priority.HIGH), TaskStatus.SCHEDULED),
+    # a registration again (a deploy), replacing the task: held as a verb is
+    "replace": (
+        lambda s: s.schedule(
+            "r", jobs.noop, FixedRate(60), id="r", replace_existing=True, priority=Priority.HIGH
+        ),
+        TaskStatus.SCHEDULED,
+    ),
     # paused (no race) during the run, then resumed racing its settle
     "resume": (lambda s: (s.pause("r"), s.resume("r")), TaskStatus.SCHEDULED),
 }
@@ -131,7 +138,7 @@ def test_a_verb_never_writes_back_the_row_a_settle_elsewhere_moved(
         assert (row.status, row.run_count) == (status, 1)  # the run counted, the verb held
         if status is not TaskStatus.CANCELLED:
             assert row.next_run_at == T0 + 60  # the slot after the one run
-        if verb == "modify":
+        if verb in ("modify", "replace"):
             assert row.task.priority == Priority.HIGH  # the verb's definition stands
         if status is TaskStatus.PAUSED:
             sb.resume("r")
