@@ -140,14 +140,15 @@ class Registering(SchedulerParts):
             # register).
             taking: ExitStack | None = None
             held: ExitStack | None = None
-            if replace_existing and id is not None and self._coordinator is not None:
-                # shared, a replacement: the row held from the feed's read to the write,
-                # as a verb holds it (_acting_on): a run settled elsewhere between the
-                # two was written over (its count lost)
-                held = ExitStack()
-                held.enter_context(self._acting_on(id))
-            else:
-                self._follow_others()  # shared: replace what another process registered
+            if self._coordinator is not None:  # unshared: nothing to follow or hold
+                if replace_existing and id is not None:
+                    # a replacement: the row held from the feed's read to the write, as a
+                    # verb holds it (_acting_on): a run settled elsewhere between the two
+                    # was written over (its count lost)
+                    held = ExitStack()
+                    held.enter_context(self._acting_on(id))
+                else:
+                    self._follow_others()  # replace what another process registered
             try:
                 for retry_once in (True, False):
                     try:
