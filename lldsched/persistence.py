@@ -28,7 +28,7 @@ which the runtime applies to its own registry through the core's verbs.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from lldsched.errors import ValidationError
@@ -54,6 +54,7 @@ __all__ = [
     "records_asked",
     "resave",
     "save_all",
+    "verb_held",
 ]
 
 
@@ -233,6 +234,24 @@ def purge(store: TaskStore, task_id: str) -> bool:
         store.delete(task_id)
         return True
     return bool(conditional(task_id))
+
+
+def verb_held(store: object, task_id: str) -> AbstractContextManager[None]:
+    """What a control verb (pause, cancel, resume, modify, reschedule, ...) on ``task_id``
+    runs inside, from its read of a shared store's change feed to its last write: no
+    other process writes that row meanwhile.  Else a run's settle that committed between
+    the two was written over by the row as the verb's process had it before that run
+    (its status, its due instant at the slot already run, its run count): a pause
+    written so, then a resume, ran that slot a second time (docs/CLUSTER.md).
+
+    A store with a ``verb_held(task_id)`` method of its own gives that (a shared SQLite
+    store: one transaction holding the file's write lock; PostgreSQL: one transaction
+    holding the row's lock); any other store has no other writer to race, and nothing is
+    held.  The verb reads the feed inside, so it applies every change committed before,
+    and the other process's write waits for the verb's to commit (a settle then keeps a
+    pause or cancel written during its run, as ever)."""
+    held = getattr(store, "verb_held", None)
+    return nullcontext() if held is None else held(task_id)
 
 
 def resave(store: TaskStore, snapshot: TaskSnapshot) -> bool:

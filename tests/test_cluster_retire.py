@@ -264,7 +264,7 @@ def test_a_purge_leaves_a_row_another_process_registered_again_after_its_last_re
         if real is not None:
             monkeypatch.setattr(stores[0], method, _first_after(register_again, real))
     here.schedule("next", jobs.noop, OneTime(delay=LATER), id="next")
-    here.cancel("next")  # one more finished: "again" retires here and is purged
+    _finish_outside_a_verb(here, "next")  # one more finished: "again" retires and is purged
     assert _retired(here, "again")
     row = _row(stores[2], "again")
     assert row is not None, "the purge deleted the row the other process registered"
@@ -309,11 +309,21 @@ def test_a_purge_leaves_a_row_registered_again_elsewhere_up_to_the_version_it_ha
         purge = _first_after(register_again, stores[0].purge)  # type: ignore[attr-defined]
         monkeypatch.setattr(stores[0], "purge", purge)
         here.schedule("next", jobs.noop, OneTime(delay=LATER), id="next")
-        here.cancel("next")  # one more finished: "again" retires here and is purged
+        _finish_outside_a_verb(here, "next")  # one more finished: "again" retires and is purged
         assert _retired(here, "again")
     row = _row(stores[2], "again")
     assert row is not None, "the purge deleted the row registered again elsewhere"
     assert (row.task.name, row.status) == ("twice", TaskStatus.PAUSED)
+
+
+def _finish_outside_a_verb(scheduler: Scheduler, task_id: str) -> None:
+    """Cancel ``task_id`` through the core, under the scheduler's lock, as a run's finish
+    or a followed change ends a task: outside any verb.  A verb (``cancel()``) holds the
+    row for its whole length (:func:`lldsched.persistence.verb_held`; on SQLite the
+    file's write lock), so another process's write cannot land within a purge it makes;
+    a retirement outside a verb is where it can, which these tests interleave."""
+    with scheduler._lock:
+        scheduler._core.cancel(task_id)
 
 
 def _first_after(first: Callable[[], None], then: Callable[[str], T]) -> Callable[[str], T]:

@@ -184,7 +184,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         # this store (wake included).  _muted and _listener are set only by the runtime,
         # under its own lock; _decoded and _unreadable only by load_all() and changes(),
         # which the runtime calls under its lock.
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entered inside a verb's hold (verb_held)
         self._connection: Connection | None = connection
         self._closed = False
         # Why every call is refused from now on: a newer schema the feed read (the lock's).
@@ -482,6 +482,28 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
                 return False
             self._write(connection, snapshot, unknown=sql.UPSERT)  # the row exists
         return True
+
+    @contextlib.contextmanager
+    def verb_held(self, task_id: str) -> Iterator[None]:
+        """Inside, no other node writes ``task_id``'s row: a control verb (pause, cancel,
+        resume, modify, ...) reads the change feed and writes its rows in one transaction
+        that holds the id's lock and the row's (the lock order: :meth:`_known`), and this
+        store's lock throughout (see :func:`~lldsched.persistence.verb_held`).  So a run's
+        settle on another node (its ``UPDATE`` of the row) waits for the verb's commit,
+        and then keeps a pause or cancel written during its run, as ever; one that
+        committed before is read by the verb's feed (a new statement's snapshot).  Every
+        write inside is a savepoint of it; what they wrote is committed at the end,
+        whatever the block raised (the verb's registry has it)."""
+        raised: BaseException | None = None
+        with self._using() as connection, connection.transaction():
+            connection.execute(sql.LOCK_ID, {"id": task_id})
+            connection.execute("SELECT 1 FROM tasks WHERE id = %s FOR UPDATE", (task_id,))
+            try:
+                yield
+            except BaseException as exc:  # committed all the same, then raised
+                raised = exc
+        if raised is not None:
+            raise raised
 
     def purge(self, task_id: str) -> bool:
         """Delete ``task_id``, which retired on this node, as :meth:`delete` does, only

@@ -71,7 +71,7 @@ class PostgresCoordination:
     lease: float
     node: str
     rejected: int
-    _lock: threading.Lock
+    _lock: threading.RLock
     _connection: Connection | None
     _deadline: Deadline
     _timeout: float

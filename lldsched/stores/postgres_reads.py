@@ -43,7 +43,7 @@ class PostgresReads:
 
     dsn: str
     retention: int | None
-    _lock: threading.Lock
+    _lock: threading.RLock
     _defined: dict[str, Task]
     _seen: dict[str, int]
     _unreadable: Unreadable

@@ -270,7 +270,7 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
         # Guards the connection (one statement or transaction at a time) and the
         # caches below.  Taken inside the scheduler's lock when the core saves;
         # never held while calling anything outside this store.
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entered inside a verb's hold (verb_held)
         self._connection: sqlite3.Connection | None = connection
         # id -> the definition its row holds: a save whose definition differs (a
         # replace, reschedule or modify) writes it again.  Compared with ==, which

@@ -34,6 +34,7 @@ from lldsched.stores.sqlite_rows import (
     UPDATE,
     UPSERT,
     immediate,
+    rollback,
     snapshot_of,
 )
 from lldsched.stores.sqlite_shared import SharedState, bump
@@ -52,7 +53,7 @@ class CoordinatedMethods:
 
     # What the store provides (lldsched.stores.sqlite.SqliteTaskStore).
     path: str
-    _lock: threading.Lock
+    _lock: threading.RLock
     _shared: SharedState | None
     _defined: dict[str, Task]
     _counts: dict[str, int]
@@ -363,6 +364,36 @@ class CoordinatedMethods:
         finally:
             with self._lock:
                 shared.muted -= 1
+
+    @contextlib.contextmanager
+    def verb_held(self, task_id: str) -> Iterator[None]:
+        """Inside, this process writes alone: a control verb (pause, cancel, resume,
+        modify, ...) reads the change feed and writes its rows in one transaction that
+        holds SQLite's write lock (``BEGIN IMMEDIATE``) and this store's lock throughout
+        (see :func:`~lldsched.persistence.verb_held`).  So no other process's write (a run's
+        settle) lands between the row the verb read and the row it writes, which then
+        wrote back the row as it was before that run.  Every write inside is a savepoint
+        of it (:func:`~lldsched.stores.sqlite_rows.immediate`); what they wrote is
+        committed at the end, whatever the block raised (the verb's registry has it).
+        The write lock not taken within ``timeout`` (another process holds it that
+        long): the block runs unheld, as before, and a write of it that fails is a failed
+        write (its rewrite is conditional: :func:`~lldsched.persistence.resave`)."""
+        with self._using("take the write lock for a verb on task", task_id) as connection:
+            self._coordinated()
+            try:
+                connection.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError:  # locked past the timeout: as before, unheld
+                yield
+                return
+            try:
+                yield
+            finally:
+                try:
+                    if connection.in_transaction:  # not if an error rolled it back already
+                        connection.execute("COMMIT")
+                except BaseException:
+                    rollback(connection)
+                    raise
 
     def leases(self) -> list[Lease]:
         """Every lease row, expired ones included, by token (for people and tests)."""

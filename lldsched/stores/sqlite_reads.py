@@ -44,7 +44,7 @@ class SqliteReads:
     # What the store provides (lldsched.stores.sqlite.SqliteTaskStore).
     path: str
     retention: int | None
-    _lock: threading.Lock
+    _lock: threading.RLock
     _defined: dict[str, Task]
     if TYPE_CHECKING:
 

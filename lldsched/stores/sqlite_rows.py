@@ -95,7 +95,21 @@ def rollback(connection: sqlite3.Connection) -> None:
 @contextmanager
 def immediate(connection: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """One write transaction (``BEGIN IMMEDIATE``: the write lock taken at once),
-    committed at the end of the block, rolled back if the block (or the commit) raises."""
+    committed at the end of the block, rolled back if the block (or the commit) raises.
+    Inside a transaction already open (a verb's, ``CoordinatedMethods.verb_held``, which
+    holds the write lock from its read of the change feed to its writes): a savepoint of
+    it, released at the end, rolled back to if the block raises."""
+    if connection.in_transaction:
+        connection.execute("SAVEPOINT inner")
+        try:
+            yield connection
+            connection.execute("RELEASE inner")
+        except BaseException:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK TO inner")
+                connection.execute("RELEASE inner")
+            raise
+        return
     connection.execute("BEGIN IMMEDIATE")
     try:
         yield connection

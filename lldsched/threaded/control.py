@@ -1,7 +1,9 @@
 """The control verbs and the reads of the threaded scheduler.
 
 Each verb takes the one lock, applies what other processes changed first (shared
-mode, :class:`~lldsched.threaded.shared.Coordinator`), and calls one core method;
+mode, :class:`~lldsched.threaded.shared.Coordinator`, with the store holding the row
+from that read to the verb's write: :meth:`ControlVerbs._acting_on`), and calls one
+core method;
 the core writes the store and announces the change.  What only a runtime can do is
 here: a cancelled, paused or removed task's running coroutine is cancelled and its
 process-isolated run killed; a thread's run is cooperative (its context's flag).
@@ -9,8 +11,9 @@ process-isolated run killed; a thread's run is cooperative (its context's flag).
 
 from __future__ import annotations
 
+import contextlib
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 
 from lldsched.checks import wait_seconds
@@ -26,6 +29,7 @@ from lldsched.core.task import ScheduledTask
 from lldsched.errors import SchedulerBusyError
 from lldsched.listeners import Listener
 from lldsched.model import ExecutionRecord, Priority, TaskStatus
+from lldsched.persistence import verb_held
 from lldsched.policies import RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.threaded.flights import LEASE_GONE
@@ -53,8 +57,7 @@ class ControlVerbs(SchedulerParts):
         (:class:`~lldsched.errors.TaskRetiredError` for one retired);
         :class:`~lldsched.errors.ValidationError` for a bad schedule.
         """
-        with self._lock:
-            self._follow_others()  # shared: act on the row as it is now
+        with self._lock, self._acting_on(task_id):  # shared: on the row as it is now
             self._check_open("reschedule", task_id)
             task = self._core.reschedule(task_id, schedule)
             self._notify_idle()  # the task it moved may have been all that was due
@@ -77,8 +80,7 @@ class ControlVerbs(SchedulerParts):
         :class:`~lldsched.errors.SchedulerStateError` for a finished (succeeded or
         cancelled) task.
         """
-        with self._lock:
-            self._follow_others()  # shared: act on the row as it is now
+        with self._lock, self._acting_on(task_id):  # shared: on the row as it is now
             return self._core.modify(task_id, priority=priority, retry=retry, timeout=timeout)
 
     def run_now(self, task_id: str) -> bool:
@@ -92,8 +94,7 @@ class ControlVerbs(SchedulerParts):
         Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
         (:class:`~lldsched.errors.TaskRetiredError` for one retired).
         """
-        with self._lock:
-            self._follow_others()  # shared: act on the row as it is now
+        with self._lock, self._acting_on(task_id):  # shared: on the row as it is now
             self._check_open("run_now", task_id)
             self._refuse_if_dead(f"run_now {task_id!r}")
             return self._core.run_now(task_id)
@@ -128,8 +129,11 @@ class ControlVerbs(SchedulerParts):
         waiter woken either way."""
         # The verb whole before a Ctrl-C a save raised reaches the caller: else the task
         # was stopped in the registry and its coroutine or child process ran on.
-        with self._lock, interrupts_deferred(self._core.store_writes):
-            self._follow_others()  # shared: act on the row as it is now
+        with (
+            self._lock,
+            interrupts_deferred(self._core.store_writes),
+            self._acting_on(task_id),  # shared: on the row as it is now
+        ):
             changed = verb(task_id)
             if changed:
                 self._stop_running(task_id, why)
@@ -143,8 +147,7 @@ class ControlVerbs(SchedulerParts):
         (:class:`~lldsched.errors.TaskRetiredError` for one retired);
         :class:`~lldsched.errors.SchedulerStateError` after shutdown.
         """
-        with self._lock:
-            self._follow_others()  # shared: act on the row as it is now
+        with self._lock, self._acting_on(task_id):  # shared: on the row as it is now
             self._check_open("resume", task_id)
             return self._core.resume(task_id)
 
@@ -155,8 +158,7 @@ class ControlVerbs(SchedulerParts):
         (:class:`~lldsched.errors.TaskRetiredError` for one retired);
         :class:`~lldsched.errors.SchedulerStateError` after shutdown.
         """
-        with self._lock:
-            self._follow_others()  # shared: act on the row as it is now
+        with self._lock, self._acting_on(task_id):  # shared: on the row as it is now
             self._check_open("redrive", task_id)
             return self._core.redrive(task_id)
 
@@ -168,8 +170,11 @@ class ControlVerbs(SchedulerParts):
         :class:`~lldsched.errors.SchedulerStateError` naming them while other tasks depend
         on it (nothing changes).
         """
-        with self._lock, interrupts_deferred(self._core.store_writes):  # as _halt says
-            self._follow_others()  # shared: act on the row as it is now
+        with (
+            self._lock,
+            interrupts_deferred(self._core.store_writes),  # as _halt says
+            self._acting_on(task_id),  # shared: on the row as it is now
+        ):
             task = self._core.remove(task_id)
             self._stop_running(task_id, "cancelled")
             self._loop_ids.discard(task_id)
@@ -206,6 +211,23 @@ class ControlVerbs(SchedulerParts):
         coordinator = self._coordinator
         if coordinator is not None and not storeuse.held_by_another(coordinator.store, self):
             coordinator.sync()  # tells _followed
+
+    @contextlib.contextmanager
+    def _acting_on(self, task_id: str) -> Iterator[None]:
+        """Shared mode: a verb on ``task_id`` runs inside, under the lock, from its read of
+        what other processes wrote (:meth:`_follow_others`) to its last write, with the
+        store holding the row for it (:func:`~lldsched.persistence.verb_held`): no other
+        process's write lands between the two, so the verb acts on the row as it is and
+        never writes back one older than another process's (a run settled there meanwhile,
+        whose slot ran again).  Nothing is held unshared, nor while another running
+        scheduler holds the store object (the core refuses the verb then)."""
+        coordinator = self._coordinator
+        if coordinator is None or storeuse.held_by_another(coordinator.store, self):
+            yield
+            return
+        with verb_held(coordinator.store, task_id):
+            coordinator.sync()  # tells _followed
+            yield
 
     def _followed(self, tasks: list[ScheduledTask]) -> None:
         """Tasks another process changed (the coordinator tells every read of the feed,

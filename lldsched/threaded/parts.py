@@ -26,6 +26,7 @@ import collections
 import itertools
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from lldsched.clock import Clock
@@ -160,3 +161,5 @@ class SchedulerParts:
         def _stop_lost(self, task_id: str) -> None: ...  # control
 
         def _follow_others(self) -> None: ...  # control
+
+        def _acting_on(self, task_id: str) -> AbstractContextManager[None]: ...  # control

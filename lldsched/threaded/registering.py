@@ -133,13 +133,22 @@ class Registering(SchedulerParts):
         with self._lock:
             if self._state is STOPPED:
                 raise shut_down("schedule", name)
-            self._follow_others()  # shared: replace what another process registered
             # shared: a task this process left out, taken over with the store muted (its
             # take_over writes the row) and the events held.  Entered only then, so the
             # usual registration pays no context manager: a `with nullcontext()` around
             # every add cost 6 % of a registration (benchmarks/threaded_instructions.py
             # register).
             taking: ExitStack | None = None
+            held: ExitStack | None = None
+            if self._coordinator is not None:  # unshared: nothing to follow or hold
+                if replace_existing and id is not None:
+                    # a replacement: the row held from the feed's read to the write, as a
+                    # verb holds it (_acting_on): a run settled elsewhere between the two
+                    # was written over (its count lost)
+                    held = ExitStack()
+                    held.enter_context(self._acting_on(id))
+                else:
+                    self._follow_others()  # replace what another process registered
             try:
                 for retry_once in (True, False):
                     try:
@@ -181,6 +190,8 @@ class Registering(SchedulerParts):
             finally:
                 if taking is not None:
                     taking.close()
+                if held is not None:
+                    held.close()
             if on_loop:
                 if self._core.holds(task):  # else it retired at once
                     self._loop_ids.add(task.id)
