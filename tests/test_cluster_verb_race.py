@@ -171,3 +171,60 @@ def test_what_a_verb_wrote_inside_its_hold_is_committed_even_if_it_then_raises(
         assert resumed is not None and resumed.status is TaskStatus.SCHEDULED
     finally:
         sa.shutdown()
+
+
+class Unholdable(SqliteTaskStore):
+    """A shared store whose hold fails as it begins (``at="enter"``: the store failing,
+    an outage) or as it ends (``at="exit"``: its commit, the connection lost or the disk
+    full), once ``failing`` is set; its other calls work."""
+
+    def __init__(self, path: Path, at: str) -> None:
+        super().__init__(path, shared=True)
+        self.at = at
+        self.failing = False
+
+    @contextlib.contextmanager
+    def verb_held(self, task_id: str) -> Iterator[None]:
+        if self.failing and self.at == "enter":
+            raise StoreError("the hold's BEGIN failed")
+        with super().verb_held(task_id):
+            yield
+        if self.failing and self.at == "exit":
+            raise StoreError("the hold's COMMIT failed")
+
+
+def test_a_verb_whose_hold_cannot_begin_runs_unheld_as_before(tmp_path: Path) -> None:
+    """A hold the store refuses (an outage) does not refuse the verb: it runs as it did
+    before holds, its own write saying how the store fares (here it works)."""
+    store = Unholdable(tmp_path / "tasks.db", at="enter")
+    scheduler = Scheduler(store=store, clock=FakeClock(T0))  # not started
+    try:
+        scheduler.schedule("r", jobs.noop, FixedRate(60), id="r")
+        store.failing = True
+        assert scheduler.pause("r")
+        row = store.get("r")
+        assert row is not None and row.status is TaskStatus.PAUSED
+    finally:
+        scheduler.shutdown()
+        store.close()
+
+
+def test_a_verb_whose_hold_fails_to_commit_returns_its_row_a_failed_write(
+    tmp_path: Path,
+) -> None:
+    """A hold whose end fails stored none of the verb's writes, which the registry
+    already has: the verb returns as it would have, and the task's row is a failed
+    write of the outage, written again once a write succeeds."""
+    store = Unholdable(tmp_path / "tasks.db", at="exit")
+    scheduler = Scheduler(store=store, clock=FakeClock(T0))  # not started
+    try:
+        scheduler.schedule("r", jobs.noop, FixedRate(60), id="r")
+        store.failing = True
+        assert scheduler.pause("r")
+        writes = scheduler._core.store_writes
+        assert writes is not None and writes.outage is not None
+        assert "r" in writes.outage.stale
+        assert scheduler.metrics().store_ok is False
+    finally:
+        scheduler.shutdown()
+        store.close()

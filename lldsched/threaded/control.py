@@ -12,6 +12,7 @@ process-isolated run killed; a thread's run is cooperative (its context's flag).
 from __future__ import annotations
 
 import contextlib
+import logging
 import operator
 from collections.abc import Callable, Iterator
 from datetime import timedelta
@@ -28,6 +29,7 @@ from lldsched.core.storewrites import interrupts_deferred
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import SchedulerBusyError
 from lldsched.listeners import Listener
+from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord, Priority, TaskStatus
 from lldsched.persistence import verb_held
 from lldsched.policies import RetryPolicy
@@ -36,6 +38,8 @@ from lldsched.threaded.flights import LEASE_GONE
 from lldsched.threaded.parts import STOPPED, SchedulerParts, shut_down
 
 __all__ = ["ControlVerbs"]
+
+log = logging.getLogger(STORE)  # a verb that could not hold its row
 
 _finished = operator.attrgetter("finished")  # the order of records()
 
@@ -220,14 +224,46 @@ class ControlVerbs(SchedulerParts):
         process's write lands between the two, so the verb acts on the row as it is and
         never writes back one older than another process's (a run settled there meanwhile,
         whose slot ran again).  Nothing is held unshared, nor while another running
-        scheduler holds the store object (the core refuses the verb then)."""
+        scheduler holds the store object (the core refuses the verb then).
+
+        A store that cannot be held (closed, or failing: an outage) lets the verb run
+        unheld, as before: its own calls meet the same failure and say it as ever (a
+        closed store's verb is refused naming the verb; in an outage a pause or cancel
+        carries on, its row written again once the store answers).  A hold whose end
+        fails (its commit: the connection lost, the disk full) stored none of the verb's
+        writes: the task's row is a failed write, written again as any
+        (:meth:`StoreWrites.failed <lldsched.core.storewrites.StoreWrites.failed>`),
+        and the verb, already done in the registry, returns as it would have."""
         coordinator = self._coordinator
         if coordinator is None or storeuse.held_by_another(coordinator.store, self):
             yield
             return
-        with verb_held(coordinator.store, task_id):
-            coordinator.sync()  # tells _followed
-            yield
+        done = False
+        try:
+            with contextlib.ExitStack() as holding:
+                try:
+                    holding.enter_context(verb_held(coordinator.store, task_id))
+                except Exception:  # closed or failing: unheld, as the docstring says
+                    log.debug("no hold of task %s's row for a verb", task_id, exc_info=True)
+                coordinator.sync()  # tells _followed
+                yield
+                done = True
+        except Exception as exc:
+            if not done:
+                raise  # the verb's own error
+            self._hold_not_committed(task_id, exc)
+
+    def _hold_not_committed(self, task_id: str, error: Exception) -> None:
+        """The end of a verb's hold on ``task_id``'s row raised ``error``: its writes are
+        not stored, so the row is a failed write of the task as the registry has it now
+        (a delete, if the verb removed it)."""
+        writes = self._core.store_writes
+        assert writes is not None  # a coordinator's scheduler has a store
+        task = self._core.tasks.get(task_id)
+        if task is None:
+            writes.failed(error, "delete", task_id)
+        else:
+            writes.failed(error, "save", task_id, self._core.snapshot(task))
 
     def _followed(self, tasks: list[ScheduledTask]) -> None:
         """Tasks another process changed (the coordinator tells every read of the feed,
