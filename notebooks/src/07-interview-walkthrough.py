@@ -514,6 +514,7 @@ except RuntimeError as error:
 #
 # </details>
 
+
 # %%
 def runs_after_resume(first, period, paused, resumed, policy):
     raise NotImplementedError("your turn")
