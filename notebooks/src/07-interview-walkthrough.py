@@ -468,7 +468,7 @@ except RuntimeError as error:
     print(type(error).__name__, "-", error)
 
 # %% [markdown]
-# **Exercise 4 (four minutes): pause and resume.** *"An operator pauses the report every
+# **Exercise 4 (three minutes): pause and resume.** *"An operator pauses the report every
 # minute, and resumes it an hour later. What happens to the sixty slots it missed? Does
 # resume run them all, run one, or wait for the next?"* Answer in code.
 #
