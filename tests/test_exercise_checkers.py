@@ -3,6 +3,7 @@ message that names the mistake, and the reference answers pass every check."""
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 import random
@@ -1002,49 +1003,67 @@ def _grid_from(start: float, period: float) -> list[float]:
     return [start + k * period for k in range(3)]
 
 
-def policy_decides(first: float, period: float, paused: float, resumed: float, policy: str) -> Any:
-    """The answer most learners give first: the task's policy says what a resume does.
-    catch_up runs every slot slept through at the resume, skip waits for the next slot of
-    the old grid, run_once runs one at once (right, by accident)."""
-    waiting = _waited_for(first, period, paused)
-    if resumed <= waiting:
-        return _grid_from(waiting, period)
-    if policy == "catch_up":
-        missed = int((resumed - waiting) // period) + 1
-        return ([resumed] * missed + _grid_from(resumed + period, period))[:3]
-    if policy == "skip":
-        return _grid_from(first + math.ceil((resumed - first) / period) * period, period)
-    return _grid_from(resumed, period)
+def _slept_through(
+    rule: Callable[[float, float, float, str, float], list[float]],
+) -> Callable[..., Any]:
+    """A learner's answer, right while no slot was slept through (the old grid goes on),
+    and ``rule(first, period, resumed, policy, waiting)`` once one was."""
+
+    @functools.wraps(rule)
+    def answer(first: float, period: float, paused: float, resumed: float, policy: str) -> Any:
+        waiting = _waited_for(first, period, paused)
+        if resumed <= waiting:
+            return _grid_from(waiting, period)
+        return rule(first, period, resumed, policy, waiting)
+
+    return answer
 
 
-def runs_every_slot_slept_through(
-    first: float, period: float, paused: float, resumed: float, policy: str
-) -> Any:
-    """A resume that catches up: one run per slot slept through, all at the resume."""
-    waiting = _waited_for(first, period, paused)
-    if resumed <= waiting:
-        return _grid_from(waiting, period)
+def _next_on_the_old_grid(first: float, period: float, resumed: float) -> float:
+    return first + math.ceil((resumed - first) / period) * period
+
+
+def _caught_up(period: float, resumed: float, waiting: float) -> list[float]:
+    """One run per slot slept through, all at the resume, then the grid from there."""
     missed = int((resumed - waiting) // period) + 1
     return ([resumed] * missed + _grid_from(resumed + period, period))[:3]
 
 
+@_slept_through
+def runs_every_slot_slept_through(
+    first: float, period: float, resumed: float, policy: str, waiting: float
+) -> list[float]:
+    """A resume that catches up, whatever the policy."""
+    return _caught_up(period, resumed, waiting)
+
+
+@_slept_through
+def policy_decides(
+    first: float, period: float, resumed: float, policy: str, waiting: float
+) -> list[float]:
+    """The answer most learners give first: the task's policy says what a resume does.
+    catch_up runs every slot slept through at the resume, skip waits for the next slot of
+    the old grid, run_once runs one at once (right, by accident)."""
+    if policy == "catch_up":
+        return _caught_up(period, resumed, waiting)
+    if policy == "skip":
+        return _grid_from(_next_on_the_old_grid(first, period, resumed), period)
+    return _grid_from(resumed, period)
+
+
+@_slept_through
 def waits_for_the_next_slot(
-    first: float, period: float, paused: float, resumed: float, policy: str
-) -> Any:
+    first: float, period: float, resumed: float, policy: str, waiting: float
+) -> list[float]:
     """The slots slept through are dropped: the task waits for the old grid's next one."""
-    waiting = _waited_for(first, period, paused)
-    if resumed <= waiting:
-        return _grid_from(waiting, period)
-    return _grid_from(first + math.ceil((resumed - first) / period) * period, period)
+    return _grid_from(_next_on_the_old_grid(first, period, resumed), period)
 
 
+@_slept_through
 def keeps_the_old_grid(
-    first: float, period: float, paused: float, resumed: float, policy: str
-) -> Any:
+    first: float, period: float, resumed: float, policy: str, waiting: float
+) -> list[float]:
     """One run at the resume, right, then back on the old grid: no re-anchoring."""
-    waiting = _waited_for(first, period, paused)
-    if resumed <= waiting:
-        return _grid_from(waiting, period)
     following = first + (math.floor((resumed - first) / period) + 1) * period
     return [resumed, following, following + period]
 

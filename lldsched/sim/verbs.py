@@ -249,11 +249,9 @@ class SimulationVerbs:
         """Stop all future runs of the task; True if it was live.  A run in flight
         finishes (its record is kept).
 
-        Raises :class:`~lldsched.errors.TaskNotFoundError` for an id that is not registered,
-        whatever its type (:class:`~lldsched.errors.TaskRetiredError` for one retired);
-        :class:`~lldsched.errors.StoreClosedError` once its store is closed, and a
-        :class:`~lldsched.errors.StoreError` while a running scheduler holds its store
-        (nothing is changed then).  Not after shutdown: a cancel only stops things.
+        Raises as :meth:`pause` does: :class:`~lldsched.errors.TaskNotFoundError`
+        (:class:`~lldsched.errors.TaskRetiredError`), :class:`~lldsched.errors.StoreClosedError`
+        and :class:`~lldsched.errors.StoreError`.  Not after shutdown: a cancel only stops things.
         """
         return self._core.cancel(task_id)
 
@@ -272,11 +270,9 @@ class SimulationVerbs:
         """Return a paused task to where it was, as ``Scheduler.resume`` does: the slots
         slept through get one run, at once, and a fixed-rate grid re-anchors on it.
 
-        Raises :class:`~lldsched.errors.TaskNotFoundError` for an id that is not registered,
-        whatever its type (:class:`~lldsched.errors.TaskRetiredError` for one retired);
-        :class:`~lldsched.errors.StoreClosedError` once its store is closed, and a
-        :class:`~lldsched.errors.StoreError` while a running scheduler holds its store
-        (nothing is changed then);
+        Raises as :meth:`pause` does: :class:`~lldsched.errors.TaskNotFoundError`
+        (:class:`~lldsched.errors.TaskRetiredError`), :class:`~lldsched.errors.StoreClosedError`
+        and :class:`~lldsched.errors.StoreError`;
         :class:`~lldsched.errors.SchedulerStateError` after shutdown.
         """
         self._check_running("resume", task_id)
