@@ -468,9 +468,9 @@ except RuntimeError as error:
     print(type(error).__name__, "-", error)
 
 # %% [markdown]
-# **Exercise 4 (three minutes): pause and resume.** *"An operator pauses the report every
-# minute, and resumes it an hour later. What happens to the sixty slots it missed? Does
-# resume run them all, run one, or wait for the next?"* Answer in code.
+# **Exercise 4 (three minutes): pause and resume.** *"An operator pauses a report that
+# runs every minute, and resumes it an hour later. What happens to the sixty slots it
+# missed? Does resume run them all, run one, or wait for the next?"* Answer in code.
 #
 # A fixed-rate task runs on the grid `first + k * period`, and each run takes no time. It
 # is paused at `paused` (every slot up to that instant, one exactly at it included, has
@@ -535,10 +535,10 @@ check_runs_after_resume(runs_after_resume)
 # it waited for, nothing was missed and the grid goes on; resumed after it, the slots
 # slept through get **one** run, at once, and a fixed-rate grid re-anchors on that run
 # (the next is a period later). Nothing is recorded for the slots slept through: the
-# listeners heard the pause and the resume." The same holds for the other schedules in their
-# own terms: a cron task runs once at the resume and then at its next calendar fire (the
-# calendar does not move); a fixed delay counts from that run's finish; a retry that was
-# pending keeps its due instant, or runs at once if that passed.
+# listeners heard the pause and the resume." The same holds for the other schedules in
+# their own terms: a cron task runs once at the resume and then at its next calendar fire
+# (the calendar does not move); a fixed delay counts from that run's finish; a retry that
+# was pending keeps its due instant, or runs at once if that passed.
 #
 # </details>
 
