@@ -3,6 +3,7 @@ message that names the mistake, and the reference answers pass every check."""
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 import random
@@ -18,9 +19,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
 from exercises.checks import Result, run_checks, timer_checks
+from exercises.pause_checks import runs_after_resume_checks
 from exercises.retry_checks import reference_retry_at, retry_at_checks
 from exercises.schedule_checks import next_slot_checks, parse_field_checks
-from exercises.solutions import TaskQueue, next_slot, parse_field, retry_at
+from exercises.solutions import TaskQueue, next_slot, parse_field, retry_at, runs_after_resume
 
 # -- the timer: the mistakes a learner makes, each named ----------------------------------------
 
@@ -987,6 +989,252 @@ def test_the_retry_checker_passes_a_closed_form_that_caps_the_exponent() -> None
     assert [r for r in run_checks(retry_at_checks(closed_form)) if not r.passed] == []
 
 
+# -- the resume rule ----------------------------------------------------------------------------
+
+
+def _waited_for(first: float, period: float, paused: float) -> float:
+    """The slot a task paused at ``paused`` waited for (one at the pause instant ran)."""
+    if paused < first:
+        return first
+    return first + (math.floor((paused - first) / period) + 1) * period
+
+
+def _grid_from(start: float, period: float) -> list[float]:
+    return [start + k * period for k in range(3)]
+
+
+def _slept_through(
+    rule: Callable[[float, float, float, str, float], list[float]],
+) -> Callable[..., Any]:
+    """A learner's answer, right while no slot was slept through (the old grid goes on),
+    and ``rule(first, period, resumed, policy, waiting)`` once one was."""
+
+    @functools.wraps(rule)
+    def answer(first: float, period: float, paused: float, resumed: float, policy: str) -> Any:
+        waiting = _waited_for(first, period, paused)
+        if resumed <= waiting:
+            return _grid_from(waiting, period)
+        return rule(first, period, resumed, policy, waiting)
+
+    return answer
+
+
+def _next_on_the_old_grid(first: float, period: float, resumed: float) -> float:
+    return first + math.ceil((resumed - first) / period) * period
+
+
+def _caught_up(period: float, resumed: float, waiting: float) -> list[float]:
+    """One run per slot slept through, all at the resume, then the grid from there."""
+    missed = int((resumed - waiting) // period) + 1
+    return ([resumed] * missed + _grid_from(resumed + period, period))[:3]
+
+
+@_slept_through
+def runs_every_slot_slept_through(
+    first: float, period: float, resumed: float, policy: str, waiting: float
+) -> list[float]:
+    """A resume that catches up, whatever the policy."""
+    return _caught_up(period, resumed, waiting)
+
+
+@_slept_through
+def policy_decides(
+    first: float, period: float, resumed: float, policy: str, waiting: float
+) -> list[float]:
+    """The answer most learners give first: the task's policy says what a resume does.
+    catch_up runs every slot slept through at the resume, skip waits for the next slot of
+    the old grid, run_once runs one at once (right, by accident)."""
+    if policy == "catch_up":
+        return _caught_up(period, resumed, waiting)
+    if policy == "skip":
+        return _grid_from(_next_on_the_old_grid(first, period, resumed), period)
+    return _grid_from(resumed, period)
+
+
+@_slept_through
+def waits_for_the_next_slot(
+    first: float, period: float, resumed: float, policy: str, waiting: float
+) -> list[float]:
+    """The slots slept through are dropped: the task waits for the old grid's next one."""
+    return _grid_from(_next_on_the_old_grid(first, period, resumed), period)
+
+
+@_slept_through
+def keeps_the_old_grid(
+    first: float, period: float, resumed: float, policy: str, waiting: float
+) -> list[float]:
+    """One run at the resume, right, then back on the old grid: no re-anchoring."""
+    following = first + (math.floor((resumed - first) / period) + 1) * period
+    return [resumed, following, following + period]
+
+
+def runs_at_the_resume(
+    first: float, period: float, paused: float, resumed: float, policy: str
+) -> Any:
+    """A resume taken as "run now", even when no slot was missed."""
+    return _grid_from(resumed, period)
+
+
+def freezes_the_countdown(
+    first: float, period: float, paused: float, resumed: float, policy: str
+) -> Any:
+    """A pause as on a media player: the time left to the slot resumes where it stopped."""
+    waiting = _waited_for(first, period, paused)
+    return _grid_from(resumed + (waiting - paused), period)
+
+
+def misses_the_slot_at_the_pause(
+    first: float, period: float, paused: float, resumed: float, policy: str
+) -> Any:
+    """A slot exactly at the pause instant taken for not run yet (``ceil`` where the
+    slot after it belongs): it "was slept through", so a run goes at the resume."""
+    waiting = first if paused < first else first + math.ceil((paused - first) / period) * period
+    return _grid_from(max(waiting, resumed), period)
+
+
+def the_delays(first: float, period: float, paused: float, resumed: float, policy: str) -> Any:
+    """Right, but as delays counted from the resume."""
+    return [run - resumed for run in runs_after_resume(first, period, paused, resumed, policy)]
+
+
+RESUME_MISTAKES = [
+    (
+        policy_decides,
+        "under catch_up",
+        "runs_after_resume(0, 60, 10, 400, 'catch_up'): expected [400, 460, 520], got [400, "
+        "400, 400]: the resume ran the slots slept through one by one; a pause is a "
+        "deliberate stop, neither an overrun (OverrunPolicy) nor a downtime (MisfirePolicy), "
+        "so no policy decides a resume: the slot slept through runs once, at the resume "
+        "(400), whatever the policy (CATCH_UP and RUN_ALL catch up overruns and restarts, "
+        "not pauses); your answer changes with the policy ([420, 480, 540] under 'skip')",
+    ),
+    (
+        policy_decides,
+        "under skip",
+        "runs_after_resume(0, 60, 10, 400, 'skip'): expected [400, 460, 520], got [420, 480, "
+        "540]: the resume does not wait for the old grid's next slot (420): a slot was slept "
+        "through (from 60 on), so one run goes at once, at the resume (400), whatever the "
+        "policy; your answer changes with the policy ([400, 460, 520] under 'run_once'), but "
+        "a pause is a deliberate stop, neither an overrun (OverrunPolicy) nor a downtime "
+        "(MisfirePolicy), so no policy decides a resume",
+    ),
+    (
+        runs_every_slot_slept_through,
+        "six slots slept through",
+        "runs_after_resume(0, 60, 10, 400, 'run_once'): expected [400, 460, 520], got [400, "
+        "400, 400]: the resume ran the slots slept through one by one",
+    ),
+    (
+        waits_for_the_next_slot,
+        "six slots slept through",
+        "runs_after_resume(0, 60, 10, 400, 'run_once'): expected [400, 460, 520], got [420, "
+        "480, 540]: the resume does not wait for the old grid's next slot (420)",
+    ),
+    (
+        keeps_the_old_grid,
+        "six slots slept through",
+        "runs_after_resume(0, 60, 10, 400, 'run_once'): expected [400, 460, 520], got [400, "
+        "420, 480]: the grid re-anchors at the resumed run: the next run is a period after it "
+        "(460), not the old grid's next slot (420)",
+    ),
+    (
+        runs_at_the_resume,
+        "between two slots",
+        "runs_after_resume(0, 60, 10, 50, 'run_once'): expected [60, 120, 180], got [50, 110, "
+        "170]: resumed at 50, before the slot it waited for (60) came: nothing was missed, so "
+        "that slot runs when due, on the old grid; a resume is not a run now",
+    ),
+    (
+        freezes_the_countdown,
+        "between two slots",
+        "runs_after_resume(0, 60, 10, 50, 'run_once'): expected [60, 120, 180], got [100, "
+        "160, 220]: the countdown was frozen at the pause (50 s left) and restarted at the "
+        "resume",
+    ),
+    (
+        misses_the_slot_at_the_pause,
+        "paused exactly on a slot",
+        "runs_after_resume(0, 60, 60, 100, 'run_once'): expected [120, 180, 240], got [100, "
+        "160, 220]: the slot at the pause instant (60) had run (every slot up to the pause "
+        "ran), so the task waited for 120, and the resume came before it",
+    ),
+    (
+        the_delays,
+        "between two slots",
+        "runs_after_resume(0, 60, 10, 50, 'run_once'): expected [60, 120, 180], got [10, 70, "
+        "130]: those are delays counted from the resume; return the instants of the runs",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("answer", "check", "told"),
+    RESUME_MISTAKES,
+    ids=[f"{m[0].__name__}-{m[1].replace(' ', '_')}" for m in RESUME_MISTAKES],
+)
+def test_the_resume_checker_fails_each_mistake_naming_the_case_and_the_rule(
+    answer: Callable[..., Any], check: str, told: str
+) -> None:
+    results = run_checks(runs_after_resume_checks(answer))
+    assert failure(results, check).startswith(told)
+    assert not failure(results, "100 random pauses").startswith("raised")
+
+
+def test_a_resume_answer_of_the_wrong_shape_is_told_what_to_return() -> None:
+    def the_first_run(first: float, period: float, paused: float, resumed: float, _: str) -> Any:
+        return runs_after_resume(first, period, paused, resumed, "run_once")[0]
+
+    def two_runs(first: float, period: float, paused: float, resumed: float, _: str) -> Any:
+        return runs_after_resume(first, period, paused, resumed, "run_once")[:2]
+
+    assert failure(run_checks(runs_after_resume_checks(the_first_run)), "between two slots") == (
+        "runs_after_resume(0, 60, 10, 50, 'run_once') returned 60: return a list of the 3 "
+        "instants the runs start at"
+    )
+    assert failure(run_checks(runs_after_resume_checks(two_runs)), "between two slots") == (
+        "runs_after_resume(0, 60, 10, 50, 'run_once') returned 2 instants, [60, 120]: "
+        "return the first 3 runs after the pause"
+    )
+
+
+def test_the_resume_checker_passes_the_reference_answer_and_one_written_another_way() -> None:
+    def steps_along_the_grid(
+        first: float, period: float, paused: float, resumed: float, policy: str
+    ) -> list[float]:
+        slot = first
+        while slot <= paused:  # every slot up to the pause ran
+            slot += period
+        if resumed > slot:  # slept through: once, now, and the grid starts there
+            slot = resumed
+        return [slot, slot + period, slot + 2 * period]
+
+    assert [
+        r for r in run_checks(runs_after_resume_checks(runs_after_resume)) if not r.passed
+    ] == []
+    assert [
+        r for r in run_checks(runs_after_resume_checks(steps_along_the_grid)) if not r.passed
+    ] == []
+
+
+def test_the_resume_checker_asks_the_scheduler_not_a_copy_of_the_rule(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With the re-anchoring taken out of the core's resume (every task's slot kept, as a
+    plan's is), the checker's expectations follow the library: the reference answer fails
+    where the grid is concerned, and the old-grid answer passes there."""
+    from lldsched.core import control
+
+    monkeypatch.setattr(control, "planned", lambda schedule: True)
+    grid = "six slots slept through"
+    assert "expected [400, 420, 480]" in failure(
+        run_checks(runs_after_resume_checks(runs_after_resume)), grid
+    )
+    (kept,) = [
+        r for r in run_checks(runs_after_resume_checks(keeps_the_old_grid)) if grid in r.description
+    ]
+    assert kept.passed, kept.message
+
+
 # -- a cron field -------------------------------------------------------------------------------
 
 
@@ -1152,6 +1400,7 @@ def test_notebook_07_runs_no_reference_answer_and_offers_each_one_on_demand() ->
         "exercises/solutions/next_slot.py",
         "exercises/solutions/parse_field.py",
         "exercises/solutions/retry_at.py",
+        "exercises/solutions/runs_after_resume.py",
         "exercises/solutions/task_queue.py",
     ]
     assert all((root / "notebooks" / path).is_file() for path in offered)
@@ -1167,6 +1416,7 @@ def test_notebook_07_runs_no_reference_answer_and_offers_each_one_on_demand() ->
         ("check_wakes_for_a_push", TaskQueue(), "check_wakes_for_a_push(TaskQueue)"),
         ("check_next_slot", 60.0, "check_next_slot(next_slot)"),
         ("check_retry_at", None, "check_retry_at(retry_at)"),
+        ("check_runs_after_resume", [60, 120, 180], "check_runs_after_resume(runs_after_resume)"),
         ("check_parse_field", {0, 15, 30, 45}, "check_parse_field(parse_field)"),
     ],
 )

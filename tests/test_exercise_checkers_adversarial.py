@@ -18,6 +18,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))
 from exercises.checks import ANSWER_LIMIT, Result, run_checks, timer_checks
+from exercises.pause_checks import runs_after_resume_checks
 from exercises.retry_checks import retry_at_checks
 from exercises.schedule_checks import next_slot_checks, parse_field_checks
 from exercises.solutions import TaskQueue, next_slot, parse_field
@@ -85,6 +86,31 @@ def test_a_retry_loop_that_never_reaches_the_cap_is_reported_with_its_input() ->
     ]
     message = results[-1].message
     assert message.startswith("retry_at(") and f"did not return within {SHORT:g} s" in message
+
+
+def test_a_resume_answer_that_loops_for_ever_is_reported_with_its_input_and_stopped() -> None:
+    stopped = threading.Event()
+
+    def forgets_the_step(
+        first: float, period: float, paused: float, resumed: float, policy: str
+    ) -> list[float]:
+        slot = first
+        try:
+            while slot <= paused:
+                slot + period  # the mistake under test: `+` where `+=` belongs
+            slot = max(slot, resumed)
+            return [slot, slot + period, slot + 2 * period]
+        finally:
+            stopped.set()
+
+    results = run_checks(runs_after_resume_checks(forgets_the_step), limit=SHORT)
+    message = failure(results, "between two slots")
+    assert message.startswith(
+        f"runs_after_resume(0, 60, 10, 50, 'run_once') did not return within {SHORT:g} s"
+    )
+    assert stopped.wait(timeout=5), "the looping answer was left running on its thread"
+    (before_the_first,) = [r for r in results if "before its first run" in r.description]
+    assert before_the_first.passed, "paused before the grid starts, it never enters the loop"
 
 
 def test_a_parse_field_that_loops_for_ever_is_reported_with_its_input() -> None:

@@ -42,7 +42,12 @@ class StatusVerbs(CoreParts):
     """Pause, resume, cancel, redrive and remove: mixed into the core."""
 
     def pause(self, task_id: str) -> bool:
-        """Hold a live task where it is; True if it was paused by this call."""
+        """Hold a live task where it is; True if it was paused by this call.
+
+        Raises :class:`~lldsched.errors.TaskNotFoundError` for an id not registered
+        (:meth:`get`), and what :func:`check_store` raises for a closed store
+        (:class:`~lldsched.errors.StoreClosedError`) or one another running scheduler
+        holds (:class:`~lldsched.errors.StoreError`), before anything changes."""
         task = self.get(task_id)
         check_store(self._writes, "pause", task_id)
         held = self._hold(task)
@@ -67,7 +72,9 @@ class StatusVerbs(CoreParts):
         return previous, (self._end_wait(task, None) if previous is BLOCKED else None)
 
     def resume(self, task_id: str) -> bool:
-        """Return a PAUSED task to where it was; a slot it slept through runs at once."""
+        """Return a PAUSED task to where it was; a slot it slept through runs at once,
+        once, whatever its overrun and misfire policies, and a fixed-rate grid re-anchors
+        there.  Raises as :meth:`pause` does."""
         task = self.get(task_id)
         check_store(self._writes, "resume", task_id)
         if task.status is not PAUSED:
@@ -90,7 +97,8 @@ class StatusVerbs(CoreParts):
         return True
 
     def cancel(self, task_id: str) -> bool:
-        """Stop every future run; a run in flight finishes (its flag is raised)."""
+        """Stop every future run; a run in flight finishes (its flag is raised).  Raises
+        as :meth:`pause` does."""
         task = self.get(task_id)
         check_store(self._writes, "cancel", task_id)
         with interrupts_deferred(self._writes):  # its dependents failed, then a Ctrl-C

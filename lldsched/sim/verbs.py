@@ -249,24 +249,30 @@ class SimulationVerbs:
         """Stop all future runs of the task; True if it was live.  A run in flight
         finishes (its record is kept).
 
-        Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
-        (:class:`~lldsched.errors.TaskRetiredError` for one retired).
+        Raises as :meth:`pause` does: :class:`~lldsched.errors.TaskNotFoundError`
+        (:class:`~lldsched.errors.TaskRetiredError`), :class:`~lldsched.errors.StoreClosedError`
+        and :class:`~lldsched.errors.StoreError`.  Not after shutdown: a cancel only stops things.
         """
         return self._core.cancel(task_id)
 
     def pause(self, task_id: str) -> bool:
         """Hold the task; True if it was live.  A run in flight finishes; nothing follows.
 
-        Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
-        (:class:`~lldsched.errors.TaskRetiredError` for one retired).
+        Raises :class:`~lldsched.errors.TaskNotFoundError` for an id that is not registered,
+        whatever its type (:class:`~lldsched.errors.TaskRetiredError` for one retired);
+        :class:`~lldsched.errors.StoreClosedError` once its store is closed, and a
+        :class:`~lldsched.errors.StoreError` while a running scheduler holds its store
+        (nothing is changed then).  Not after shutdown: a pause only stops things.
         """
         return self._core.pause(task_id)
 
     def resume(self, task_id: str) -> bool:
-        """Return a paused task to its queue; a slot it slept through runs at once.
+        """Return a paused task to where it was, as ``Scheduler.resume`` does: the slots
+        slept through get one run, at once, and a fixed-rate grid re-anchors on it.
 
-        Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
-        (:class:`~lldsched.errors.TaskRetiredError` for one retired);
+        Raises as :meth:`pause` does: :class:`~lldsched.errors.TaskNotFoundError`
+        (:class:`~lldsched.errors.TaskRetiredError`), :class:`~lldsched.errors.StoreClosedError`
+        and :class:`~lldsched.errors.StoreError`;
         :class:`~lldsched.errors.SchedulerStateError` after shutdown.
         """
         self._check_running("resume", task_id)

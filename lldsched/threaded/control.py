@@ -110,8 +110,10 @@ class ControlVerbs(SchedulerParts):
         *process-isolated* run killed; either attempt is recorded failed
         (``CancelledError: task cancelled``).
 
-        Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
-        (:class:`~lldsched.errors.TaskRetiredError` for one retired).
+        Raises as :meth:`pause` does: :class:`~lldsched.errors.TaskNotFoundError`
+        (:class:`~lldsched.errors.TaskRetiredError`), :class:`~lldsched.errors.StoreClosedError`,
+        :class:`~lldsched.errors.StoreError`, and :class:`~lldsched.errors.SchedulerStateError`
+        in a forked child.  Not after shutdown: a cancel only stops things.
         """
         return self._halt(task_id, self._core.cancel, "cancelled")
 
@@ -122,8 +124,14 @@ class ControlVerbs(SchedulerParts):
         (``CancelledError: task paused``) and, like any failure, retried after
         ``resume()`` while attempts remain.
 
-        Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
-        (:class:`~lldsched.errors.TaskRetiredError` for one retired).
+        Raises :class:`~lldsched.errors.TaskNotFoundError` for an id that is not registered,
+        whatever its type (:class:`~lldsched.errors.TaskRetiredError` for one retired);
+        :class:`~lldsched.errors.StoreClosedError` once its store is closed, and a
+        :class:`~lldsched.errors.StoreError` while another running scheduler holds its
+        store (nothing is changed then; a store that fails, an outage, raises nothing: the
+        row is written again when it answers); :class:`~lldsched.errors.SchedulerStateError`
+        in a child forked from the process that made the scheduler
+        (:mod:`lldsched.threaded.forked`).  Not after shutdown: a pause only stops things.
         """
         return self._halt(task_id, self._core.pause, "paused")
 
@@ -145,11 +153,16 @@ class ControlVerbs(SchedulerParts):
             return changed
 
     def resume(self, task_id: str) -> bool:
-        """Return a paused task to its queue; a slot it slept through runs at once.
+        """Return a paused task to where it was.  Resumed before the slot it waited for,
+        the task runs at that slot; after it, the slots slept through get one run, at once
+        (no overrun or misfire policy applies: a pause is not a downtime), and a
+        fixed-rate grid re-anchors on that run (docs/DECISIONS.md, "Resume re-anchors a
+        fixed-rate grid").  A pending retry keeps its due instant (at once if it passed).
 
-        Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
-        (:class:`~lldsched.errors.TaskRetiredError` for one retired);
-        :class:`~lldsched.errors.SchedulerStateError` after shutdown.
+        Raises as :meth:`pause` does: :class:`~lldsched.errors.TaskNotFoundError`
+        (:class:`~lldsched.errors.TaskRetiredError`), :class:`~lldsched.errors.StoreClosedError`,
+        :class:`~lldsched.errors.StoreError`, and :class:`~lldsched.errors.SchedulerStateError`
+        in a forked child, and after shutdown.
         """
         with self._lock, self._acting_on(task_id):  # shared: on the row as it is now
             self._check_open("resume", task_id)

@@ -7,6 +7,7 @@ half-written answer shows you where it stands.  Reference answers live in
 """
 
 from exercises.checks import check_task_queue, check_wakes_for_a_push
+from exercises.pause_checks import check_runs_after_resume
 from exercises.retry_checks import check_retry_at
 from exercises.schedule_checks import check_next_slot, check_parse_field
 
@@ -14,6 +15,7 @@ __all__ = [
     "check_next_slot",
     "check_parse_field",
     "check_retry_at",
+    "check_runs_after_resume",
     "check_task_queue",
     "check_wakes_for_a_push",
 ]

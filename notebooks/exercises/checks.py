@@ -19,7 +19,8 @@ to take, and a push or cancel the checker makes while a consumer may hold the lo
 runs on a daemon thread too, bounded by :data:`HELD` (a ``pop_due`` that sleeps
 holding the lock is told so instead of hanging the notebook), and so do the pushes that
 fill a queue before its consumers start (a push that waits is told so).  The checks of
-the pure functions (``next_slot``, ``retry_at``, ``parse_field``) run each on a daemon
+the pure functions (``next_slot``, ``retry_at``, ``runs_after_resume``, ``parse_field``)
+run each on a daemon
 thread, and each call to the answer gets :data:`ANSWER_LIMIT` seconds (see
 :func:`run_checks`).  The whole check
 takes about two seconds for a correct answer, and a few seconds for any.
@@ -93,7 +94,8 @@ def run_checks(checks: list[Check], limit: float | None = None) -> list[Result]:
 
 
 ANSWER_LIMIT = 5.0
-"""Seconds each call a check makes to a pure function (next_slot, retry_at, parse_field)
+"""Seconds each call a check makes to a pure function (next_slot, retry_at,
+runs_after_resume, parse_field)
 may take: a right answer takes a millisecond or less a call, on a slow Binder too."""
 
 

@@ -8,7 +8,7 @@
 # - answer the case at interview pace, one slot at a time: what to say, what to draw, what to write;
 # - write the blocking timer queue (`push`, `pop_due`, `cancel`) on a `threading.Condition`
 #   from memory, and have real threads check it;
-# - state the fixed-rate, overrun and retry rules exactly, boundaries included;
+# - state the fixed-rate, overrun, retry and resume rules exactly, boundaries included;
 # - know the talking points: the patterns used, the two deliberately not used, and the
 #   hand-off to the distributed design.
 #
@@ -18,9 +18,10 @@
 # the data structure the timer uses, and say exactly what the timer thread does while it
 # has nothing to do."*
 #
-# Each slot opens with a **prompt card**: what to say, what to draw, what to write. Three
+# Each slot opens with a **prompt card**: what to say, what to draw, what to write. Four
 # exercises sit where an interviewer asks for them (the timer queue in 14-24, the overrun
-# and retry rules in 24-34); each is checked by running real tests against your code.
+# and retry rules in 24-34, what a resume runs in 34-38); each is checked by running real
+# tests against your code.
 # Running all cells never shows an answer: each exercise has a commented `%load` line
 # that brings the reference answer into its cell when *you* ask for it.
 #
@@ -31,7 +32,7 @@
 # | 10-14 | the data structure | the heap entry |
 # | 14-24 | the timer and the pool | **exercise 1**: the timer queue on a Condition |
 # | 24-34 | lifecycle, retries, rescheduling | **exercises 2 and 3**: the overrun rule, the retry rule |
-# | 34-38 | cancellation and shutdown | the shutdown order |
+# | 34-38 | cancellation, pause and shutdown | **exercise 4**: what a resume runs; the shutdown order |
 # | 38-45 | extensions | cron as a five-minute sketch; leases and fencing tokens |
 
 # %% [markdown]
@@ -355,9 +356,7 @@ print("grid       starts:", [int(t) for t in grid])
 print("start + 60 starts:", [int(t) for t in from_start], "<- drifts 30 s a run")
 
 # %% [markdown]
-# After a pause, `resume` runs a slept-through slot at once and **re-anchors** the grid
-# there: the next slot is a period after the resumed run, not the old grid's next point
-# (notebook 02 shows it on a running scheduler).
+# *"And after a pause?"* The grid comes back in 34-38, as exercise 4.
 #
 # **Exercise 2 (four minutes).** A run that outlasts its period has missed slots. After
 # the run for `slot` finishes at `finished`, the next slot is `slot + period`, unless the
@@ -409,7 +408,7 @@ check_next_slot(next_slot)
 # `initial * multiplier ** (n - 1)`, at most `cap`. The check compares it with lldsched's
 # `RetryPolicy`, the last attempt, a wait still growing at attempt 12 under a long cap
 # (and at attempt 80 under a multiplier of 1.1), and an attempt far past the cap
-# included. Each check of these three exercises gets a few seconds: an answer that loops
+# included. Each check of exercises 2 to 4 gets a few seconds: an answer that loops
 # for ever is stopped and shown the call it was in.
 
 
@@ -427,11 +426,11 @@ from exercises import check_retry_at
 check_retry_at(retry_at)
 
 # %% [markdown]
-# ## 34-38 · Cancellation and shutdown
+# ## 34-38 · Cancellation, pause and shutdown
 #
-# > **Say:** "Tombstones, not removal. A running thread cannot be stopped. Stop the timer
-# > before the pool." **Draw:** the shutdown order as three numbered arrows. **Write:**
-# > `shutdown()` in four lines.
+# > **Say:** "Tombstones, not removal. A running thread cannot be stopped. A pause is not
+# > a downtime. Stop the timer before the pool." **Draw:** the shutdown order as three
+# > numbered arrows. **Write:** what a resume runs, then `shutdown()` in four lines.
 #
 # * **Tombstones, not removal**: cancel, pause and every re-queue give the task a new
 #   generation; the timer drops stale entries, and a worker checks the generation again
@@ -467,6 +466,81 @@ try:
     scheduler.schedule("late", lambda: None, FixedRate(60))
 except RuntimeError as error:
     print(type(error).__name__, "-", error)
+
+# %% [markdown]
+# **Exercise 4 (three minutes): pause and resume.** *"An operator pauses a report that
+# runs every minute, and resumes it an hour later. What happens to the sixty slots it
+# missed? Does resume run them all, run one, or wait for the next?"* Answer in code.
+#
+# A fixed-rate task runs on the grid `first + k * period`, and each run takes no time. It
+# is paused at `paused` (every slot up to that instant, one exactly at it included, has
+# run) and resumed at `resumed`. Write `runs_after_resume(first, period, paused, resumed,
+# policy)`: the instants of its first three runs after the pause, a list. `policy` is how
+# the task treats missed slots elsewhere:
+#
+# | `policy` | a run longer than its period (overrun) | slots passed while the process was down (misfire) |
+# | --- | --- | --- |
+# | `"skip"` | `OverrunPolicy.SKIP` | `Misfire.SKIP` |
+# | `"run_once"` (the defaults) | `OverrunPolicy.SKIP` | `Misfire.RUN_ONCE` |
+# | `"catch_up"` | `OverrunPolicy.CATCH_UP` | `Misfire.RUN_ALL` |
+#
+# The check does not hold an answer of its own: it drives lldsched's `Scheduler` through
+# the same pause on a fake clock (`lldsched.testing.Stepper`, notebook 08), reads the
+# task's runs from its records and compares them with yours, on named cases (a pause
+# between two slots; six slots slept through, under each policy; a resume exactly on a
+# slot; a pause exactly on one; a pause before the first run) and on 100 random pauses.
+#
+# <details><summary>Hint 1: where was the task when it was paused?</summary>
+#
+# It was waiting for one slot: the first of the grid *after* `paused` (a slot exactly at
+# `paused` has run), or `first` if it never ran. Everything turns on whether `resumed`
+# comes before that slot or after it.
+#
+# </details>
+#
+# <details><summary>Hint 2: resumed before that slot</summary>
+#
+# Was anything missed? Then nothing changes: a resume is not a "run now".
+#
+# </details>
+#
+# <details><summary>Hint 3: resumed after it</summary>
+#
+# Ask who decided the stop. An overrun and a downtime happen *to* the task, and its
+# policies say what to do about them; a pause is an operator's decision. Should a minutely
+# report paused for a week fire 10,080 runs at the resume? And once it runs again, does it
+# go on from the old grid, or from the run it just made? (`docs/DECISIONS.md`, "Resume
+# re-anchors a fixed-rate grid", says what lldsched chose and why.)
+#
+# </details>
+
+
+# %%
+def runs_after_resume(first, period, paused, resumed, policy):
+    raise NotImplementedError("your turn")
+
+
+# To see the reference answer, uncomment the next line and run this cell:
+# %load exercises/solutions/runs_after_resume.py
+
+# %% tags=["nbval-check-output"]
+from exercises import check_runs_after_resume
+
+check_runs_after_resume(runs_after_resume)
+
+# %% [markdown]
+# <details><summary>The answer, as you would say it</summary>
+#
+# "A pause is a deliberate stop, so no catch-up policy applies: resumed before the slot
+# it waited for, nothing was missed and the grid goes on; resumed after it, the slots
+# slept through get **one** run, at once, and a fixed-rate grid re-anchors on that run
+# (the next is a period later). Nothing is recorded for the slots slept through: the
+# listeners heard the pause and the resume." The same holds for the other schedules in
+# their own terms: a cron task runs once at the resume and then at its next calendar fire
+# (the calendar does not move); a fixed delay counts from that run's finish; a retry that
+# was pending keeps its due instant, or runs at once if that passed.
+#
+# </details>
 
 # %% [markdown]
 # ## 38-45 · Extensions
