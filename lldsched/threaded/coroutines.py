@@ -123,6 +123,7 @@ class CoroutineRunner(LoopShutdown):
         lane: int,
         now: Callable[[], float],
         clock_raised: Callable[[Run, Exception], tuple[float, str]],
+        begin_raised: Callable[[Entry, BaseException], None],
         limit: int = 1000,
         name: str = "lldsched-loop",
     ) -> None:
@@ -148,6 +149,9 @@ class CoroutineRunner(LoopShutdown):
         # A run's (start and finish, error) when ``now`` raised reading its time: the
         # scheduler's rule for a thread run's too (RunExecution._clock_failure).
         self._clock_raised = clock_raised
+        # ``begin`` raised for an entry (rare): the scheduler unsticks its task, and the
+        # entry is settled here as a tombstone is.
+        self._begin_raised = begin_raised
         # Guarded by the scheduler's lock: the loop and its thread (created at the
         # first hand-over), what waits for a slot (loop tasks' entries and handed-off
         # flights, in arrival order), begun flights by task id, the active count and
@@ -367,7 +371,11 @@ class CoroutineRunner(LoopShutdown):
                     workers.append(item)
                     continue
                 else:  # a loop task's entry: its attempt begins now
-                    run = begin(item, lane)
+                    try:  # free until it raises (3.11)
+                        run = begin(item, lane)
+                    except BaseException as exc:  # (rare) a bug: settled as a tombstone
+                        self._begin_raised(item, exc)
+                        run = None
                     if run is None:  # cancelled or paused while it waited for a slot
                         tombstones += 1
                         continue
