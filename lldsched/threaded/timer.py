@@ -198,7 +198,10 @@ class TimerThread(SchedulerParts):
         timer (:meth:`_worker_idle`), which claims again, the whole ``room``: one claim
         for a batch, as before, since a claim costs a commit whatever it takes.  A
         process with coroutine tasks registered keeps the whole ``room`` anyway: a
-        coroutine run needs no worker."""
+        coroutine run needs no worker.  A run of a batch left waiting behind one that
+        turned out long (or claimed by that rule with every worker busy) is given back
+        a renewal interval on (:meth:`Coordinator._give_back_unbegun
+        <lldsched.threaded.shared.Coordinator._give_back_unbegun>`)."""
         if self._loop_ids:
             return room
         pool = self._pool
