@@ -221,8 +221,15 @@ class CoroutineRunner(LoopShutdown):
         waiting = self._waiting
         before = len(waiting)
         waiting.extend(entries)
-        self.in_hand += len(waiting) - before
-        self._wake()
+        added = len(waiting) - before
+        self.in_hand += added
+        try:  # free until it raises (3.11)
+            self._wake()
+        except BaseException:  # (rare) the loop could not start: they are settled unbegun
+            for _ in range(added):
+                waiting.pop()
+            self._release(added)
+            raise  # the timer dies of it, and says so
 
     def submit(self, run: Run, started: float, awaitable: Any) -> bool:
         """An awaitable a worker's action returned: run it, then record it.  False

@@ -220,15 +220,19 @@ class TimerThread(SchedulerParts):
             self._wake.notify_all()
 
     def _hand_out(self, batch: list[Entry]) -> None:
-        """Give due entries to the workers, and loop tasks' entries to the event loop."""
+        """Give due entries to the workers, and loop tasks' entries to the event loop:
+        the workers' first, so that an event loop that cannot start (its thread or its
+        selector refused: the timer dies of it) leaves none of them counted in flight
+        and never handed out (:meth:`CoroutineRunner.put
+        <lldsched.threaded.coroutines.CoroutineRunner.put>` settles its own)."""
         loop_ids = self._loop_ids
         if loop_ids:  # no coroutine task registered: no per-entry test at all
             to_loop = [entry for entry in batch if entry[3] in loop_ids]
             if to_loop:
+                if len(to_loop) != len(batch):  # some for the workers
+                    self._pool.put([entry for entry in batch if entry[3] not in loop_ids])
                 self._coroutines.put(to_loop)
-                if len(to_loop) == len(batch):  # all of them: none for the workers
-                    return
-                batch = [entry for entry in batch if entry[3] not in loop_ids]
+                return
         self._pool.put(batch)
 
     def _arm_deadline(self, deadline: float, context: RunContext) -> None:
