@@ -518,3 +518,35 @@ def test_an_event_loop_that_cannot_start_leaves_nothing_counted_in_flight(
     assert metrics.busy == 0 and metrics.coroutines == 0 and metrics.handoff == 0
     assert scheduler.task("coro").status is TaskStatus.SCHEDULED  # never begun
     assert scheduler.shutdown(drain=True, timeout=5)
+
+
+def test_an_awaitable_whose_event_loop_cannot_start_fails_its_run(
+    make_scheduler: SchedulerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A thread action returned a coroutine, and the event loop it needs could not be
+    made (too many open files): the worker's record raised out to the pool ("could not
+    settle"), the task left RUNNING for good and its entry unsettled.  Now the run is
+    recorded failed with that error, its coroutine closed unrun, and the policy decides
+    what follows."""
+
+    def no_loop() -> asyncio.AbstractEventLoop:
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(asyncio, "new_event_loop", no_loop)
+    clock = FakeClock(1_800_000_000.0)
+    scheduler = make_scheduler(clock=clock, workers=1)
+
+    async def body() -> None:
+        pass
+
+    task = scheduler.schedule(
+        "awaits", lambda: body(), OneTime(at=clock.now()), retry=RetryPolicy.never()
+    )
+    settle(scheduler)
+    assert task.status is TaskStatus.FAILED and scheduler.dead_letter() == [task.id]
+    (record,) = task.history
+    assert record.error == (
+        "SchedulerStateError: the event loop could not start: OSError: "
+        "[Errno 24] Too many open files"
+    )
+    assert scheduler.metrics(timeout=5).coroutines == 0

@@ -85,6 +85,9 @@ __all__ = ["CANCEL_GRACE", "CoroutineRunner", "Finish"]
 
 log = logging.getLogger(WORKERS)
 
+SHUT_DOWN_UNRUN = "SchedulerStateError: the scheduler shut down before the coroutine ran"
+"""The error of a run whose action returned an awaitable once the runner was closed."""
+
 START_BATCH = 32
 """The most runs the loop begins and starts in one go: more that wait, with free slots,
 start in the next go, queued behind this one's first steps (and so behind the record of
@@ -231,18 +234,27 @@ class CoroutineRunner(LoopShutdown):
             self._release(added)
             raise  # the timer dies of it, and says so
 
-    def submit(self, run: Run, started: float, awaitable: Any) -> bool:
-        """An awaitable a worker's action returned: run it, then record it.  False
-        (and the awaitable closed) once the runner is closed."""
+    def submit(self, run: Run, started: float, awaitable: Any) -> str | None:
+        """An awaitable a worker's action returned: run it, then record it.  None when
+        taken; else (the awaitable closed) the error its run is recorded failed with: the
+        runner is closed, or its loop could not start (its selector or its thread
+        refused: taken back, nothing of it left here)."""
         if self._closed:
             close_unrun(awaitable)
-            return False
+            return SHUT_DOWN_UNRUN
         flight = Flight(run, started, awaitable)
         self._flights[id(run)] = flight
         self._waiting.append(flight)
         self.in_hand += 1
-        self._wake()
-        return True
+        try:  # free until it raises (3.11)
+            self._wake()
+        except Exception as exc:  # (rare) as put()'s, but a worker's: its run fails of it
+            self._waiting.pop()
+            del self._flights[id(run)]
+            self.in_hand -= 1
+            close_unrun(awaitable)
+            return f"SchedulerStateError: the event loop could not start: {error_text(exc)}"
+        return None
 
     def cancel(self, task_id: str, reason: str) -> None:
         """Cancel the task's coroutine runs, if it has any (caller holds the lock)."""

@@ -248,16 +248,17 @@ class RunExecution(SchedulerParts):
                     self._settle(1)
                     return
                 # a verb settled its task meanwhile: recorded failed, as it ended
-            elif self._coroutines.submit(run, started, awaitable):
-                why = stopped_since_begun(run.task) or _overlapped(run)
-                if why is None and self._coordinator is not None:  # no lease to lose unshared
-                    why = self._lease_gone(run)
-                if why is not None:  # the verb, the newer run or the renewal found no coroutine
-                    self._coroutines.cancel_run(run, why)
-                return  # recorded by _finish_coroutine when it completes
             else:
+                refused = self._coroutines.submit(run, started, awaitable)
+                if refused is None:
+                    why = stopped_since_begun(run.task) or _overlapped(run)
+                    if why is None and self._coordinator is not None:  # no lease unshared
+                        why = self._lease_gone(run)
+                    if why is not None:  # the verb, the newer run or the renewal found none
+                        self._coroutines.cancel_run(run, why)
+                    return  # recorded by _finish_coroutine when it completes
                 finished = self._clock.now()
-                error = "SchedulerStateError: the scheduler shut down before the coroutine ran"
+                error = refused  # shut down, or its loop could not start: never ran
         try:  # free until it raises (3.11)
             record = self._record(run, started, finished, error, result, timed_out)
         except BaseException as exc:  # (rare) a bug, or what the core asked: settled
