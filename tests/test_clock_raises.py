@@ -251,3 +251,72 @@ def test_a_clock_raising_in_shutdowns_lease_keeper_is_logged_and_the_leases_stil
     ):
         assert renewed.wait(5)
     assert "the clock broke" in caplog.text
+
+
+class _GlitchPublishing(FakeClock):
+    """Raises from ``now()`` once, at the ``nth`` reading the event an ``on`` thread
+    publishes takes (``core/publishing.py``): a run's begin is the first, its record the
+    second."""
+
+    def __init__(self, start: float, *, nth: int, on: str) -> None:
+        super().__init__(start)
+        self.nth = nth
+        self.on = on
+        self.readings = 0
+        self.raised = threading.Event()
+
+    def now(self) -> float:
+        caller = sys._getframe(1).f_code
+        if caller.co_filename.endswith("publishing.py") and self.on in (
+            threading.current_thread().name
+        ):
+            self.readings += 1
+            if self.readings == self.nth:
+                self.raised.set()
+                raise RuntimeError("the clock broke")
+        return super().now()
+
+
+@pytest.mark.parametrize("on", ["worker", "loop"])
+@pytest.mark.parametrize("step", ["begin", "record"])
+def test_a_clock_raising_for_a_runs_event_settles_it_and_leaves_no_task_running(
+    make_scheduler: SchedulerFactory, caplog: pytest.LogCaptureFixture, step: str, on: str
+) -> None:
+    """The instant of the event a run's begin or record publishes (a listener is there)
+    read off a clock that raises: the exception left the core's begin or finish half
+    done.  A begin's left the task RUNNING with no run, for good; either left the entry
+    unsettled (the worker's "could not start" / "could not settle"): wait_idle() false
+    ever after, a drain waiting its whole timeout, and, on a shared store, no claim while
+    the workers looked busy.  Now the entry is settled, and a task the step left stuck
+    fails loudly (the dead letter: redrive() runs it again); one the record had moved on
+    keeps its outcome."""
+    clock = _GlitchPublishing(T0, nth=1 if step == "begin" else 2, on=on)
+    scheduler = make_scheduler(clock=clock, workers=1, listeners=[lambda event: None])
+    ran: list[int] = []
+
+    def job() -> None:
+        ran.append(1)
+
+    async def coroutine() -> None:
+        ran.append(1)
+
+    action = job if on == "worker" else coroutine
+    task = scheduler.schedule("glitch", action, OneTime(at=T0), id="glitch")
+    with caplog.at_level(logging.ERROR):
+        assert scheduler.wait_idle(timeout=5)
+    assert clock.raised.is_set()
+    assert "could not s" not in caplog.text  # neither "could not start" nor "settle"
+    assert "the scheduler raised" in caplog.text and "the clock broke" in caplog.text
+    if step == "begin":
+        assert ran == [] and task.status is TaskStatus.FAILED
+        assert scheduler.dead_letter() == [task.id] and task.runs == ()
+        assert task.last_error == (
+            "SchedulerError: raised beginning a run: RuntimeError: the clock broke"
+        )
+        assert scheduler.redrive(task.id)
+        assert scheduler.wait_idle(timeout=5)
+        assert ran == [1]
+    else:
+        assert ran == [1]
+    assert task.status is TaskStatus.SUCCEEDED
+    assert scheduler.shutdown(drain=True, timeout=5)

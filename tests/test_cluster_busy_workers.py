@@ -34,6 +34,17 @@ def stores(store_spec: StoreSpec) -> Iterator[list[CoordinatedStore]]:
         store.close()
 
 
+def _running(scheduler: Scheduler) -> list[str]:
+    return [task.id for task in scheduler.tasks() if task.running]
+
+
+def _renewal(scheduler: Scheduler, clock: FakeClock) -> None:
+    """Advance ``clock`` by a renewal interval and wait for the timer's wake after it."""
+    step = clock.now()
+    clock.advance(LEASE / 3)
+    wait_until(lambda: _woke_since(scheduler, step), timeout=10, what="the renewal")
+
+
 def _woke_since(scheduler: Scheduler, instant: float) -> bool:
     """The timer's last wake came after ``instant``: the claims of that wake are made
     (``metrics()`` takes the lock the timer holds from its wake to its next wait)."""
@@ -81,6 +92,43 @@ def test_the_worker_that_goes_idle_wakes_the_timer_that_left_runs_unclaimed(
         busy.schedule("report", jobs.noop, OneTime(busy.now), id="report")
         cluster_jobs.released.set()
         wait_until(lambda: busy.task("report").run_count == 1, timeout=10, what="the run")
+    finally:
+        cluster_jobs.released.set()
+        busy.shutdown()
+
+
+def test_a_claimed_run_that_waits_a_renewal_interval_behind_a_long_one_is_given_back(
+    stores: list[CoordinatedStore],
+) -> None:
+    """Two runs due at once are claimed in one batch by a process with one idle worker:
+    the first turns out long, and the second waited behind it for as long, its lease
+    renewed, while the other process stood idle.  Now a claim still not begun at the
+    second renewal after it was made (a whole renewal interval, ``lease / 3``) is given
+    back, and the other process claims it.  On a fake clock: the renewals come as it is
+    advanced, and nothing else moves it."""
+    busy_store, other_store = stores
+    cluster_jobs.released.clear()
+    clock = FakeClock(time.time())
+    busy = Scheduler(workers=1, store=busy_store, clock=clock)
+    for task_id in ("a", "b"):  # whichever the worker takes first holds it
+        busy.schedule(task_id, cluster_jobs.held_until_released, OneTime(clock.now()), id=task_id)
+    busy.start()
+    try:
+        wait_until(lambda: bool(_running(busy)), timeout=10, what="the long run")
+        (running,) = _running(busy)
+        waiting = "b" if running == "a" else "a"
+        assert other_store.claim(now=time.time(), limit=5) == []  # both claimed
+        for _ in range(2):  # the renewal that notes it unbegun, the one that gives it back
+            _renewal(busy, clock)
+        claims = other_store.claim(now=time.time(), limit=5)
+        assert [claim.task_id for claim in claims] == [waiting]
+        assert busy.task(running).running  # the run begun keeps its lease
+        other_store.release(task_id=waiting, token=claims[0].token)
+        cluster_jobs.released.set()
+        # Its worker free again, the busy process claims and runs it (its tombstone
+        # settled on the way).
+        wait_until(lambda: busy.task(waiting).run_count == 1, timeout=10, what="the run")
+        assert busy.wait_idle(timeout=10)
     finally:
         cluster_jobs.released.set()
         busy.shutdown()

@@ -470,3 +470,83 @@ def test_a_run_started_after_another_finished_does_not_inherit_its_context(
     scheduler.start()
     settle(scheduler)
     assert seen == dict.fromkeys("abcde", "unset")
+
+
+@pytest.mark.parametrize("refused", ["selector", "thread"])
+def test_an_event_loop_that_cannot_start_leaves_nothing_counted_in_flight(
+    make_scheduler: SchedulerFactory, monkeypatch: pytest.MonkeyPatch, refused: str
+) -> None:
+    """The event loop of the first coroutine run could not be made (its selector's file
+    descriptor refused: too many open files; or its thread): the timer dies of it, and
+    says so.  Its batch was counted in flight and the loop's share put in its queue
+    before the loop was asked to start, the workers' share never handed out: nothing
+    would ever settle them, so ``shutdown(drain=True)`` waited its whole timeout (for
+    ever without one), and ``metrics()`` counted a worker busy and a coroutine in hand
+    that did not exist.  Now the workers get theirs first, and the loop's entries are
+    settled unbegun."""
+    if refused == "selector":
+
+        def no_loop() -> asyncio.AbstractEventLoop:
+            raise OSError(24, "Too many open files")
+
+        monkeypatch.setattr(asyncio, "new_event_loop", no_loop)
+    else:
+
+        class NoLoopThread(threading.Thread):
+            def start(self) -> None:
+                if self.name.endswith("-loop"):
+                    raise RuntimeError("can't start new thread")
+                super().start()
+
+        monkeypatch.setattr(threading, "Thread", NoLoopThread)  # the loop's, as it is made
+    clock = FakeClock(1_800_000_000.0)
+    scheduler = make_scheduler(clock=clock, workers=1, start=False)
+    ran = threading.Event()
+
+    async def coroutine() -> None:
+        pass
+
+    scheduler.schedule("coro", coroutine, OneTime(at=clock.now()), id="coro")
+    scheduler.schedule("thread", ran.set, OneTime(at=clock.now()), id="thread")
+    scheduler.start()  # both due: one batch
+    dead = lambda: scheduler.metrics(timeout=5).state == "dead"  # noqa: E731
+    wait_until(dead, timeout=5, what="the timer's death")
+    assert ran.wait(5)  # the workers' share was handed out
+    done = lambda: scheduler.task("thread").status is TaskStatus.SUCCEEDED  # noqa: E731
+    wait_until(done, timeout=5, what="the thread run's record")
+    metrics = scheduler.metrics(timeout=5)
+    assert metrics.busy == 0 and metrics.coroutines == 0 and metrics.handoff == 0
+    assert scheduler.task("coro").status is TaskStatus.SCHEDULED  # never begun
+    assert scheduler.shutdown(drain=True, timeout=5)
+
+
+def test_an_awaitable_whose_event_loop_cannot_start_fails_its_run(
+    make_scheduler: SchedulerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A thread action returned a coroutine, and the event loop it needs could not be
+    made (too many open files): the worker's record raised out to the pool ("could not
+    settle"), the task left RUNNING for good and its entry unsettled.  Now the run is
+    recorded failed with that error, its coroutine closed unrun, and the policy decides
+    what follows."""
+
+    def no_loop() -> asyncio.AbstractEventLoop:
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(asyncio, "new_event_loop", no_loop)
+    clock = FakeClock(1_800_000_000.0)
+    scheduler = make_scheduler(clock=clock, workers=1)
+
+    async def body() -> None:
+        pass
+
+    task = scheduler.schedule(
+        "awaits", lambda: body(), OneTime(at=clock.now()), retry=RetryPolicy.never()
+    )
+    settle(scheduler)
+    assert task.status is TaskStatus.FAILED and scheduler.dead_letter() == [task.id]
+    (record,) = task.history
+    assert record.error == (
+        "SchedulerStateError: the event loop could not start: OSError: "
+        "[Errno 24] Too many open files"
+    )
+    assert scheduler.metrics(timeout=5).coroutines == 0

@@ -656,3 +656,60 @@ def test_a_new_schedule_the_store_refuses_leaves_the_slot_queued_behind_the_run(
     assert h.queue.pending() == [task]
     second = h.begin()  # beside the first, at its slot
     assert second.slot == T0 + 60 and len(task.runs) == 2
+
+
+class _SlotAfterBreaks:
+    """A schedule of one's own, every minute from its first run at once, whose
+    ``slot_after`` raises from its 13th call on: past the slots a run that skipped more
+    than MAX_SKIPPED (10) lists, so only when BUFFER_ONE asks on for the latest of them."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def first_run(self, now: float) -> float:
+        return now
+
+    def next_run(self, record: object, now: float) -> float | None:
+        return T0 + 60 * ((now - T0) // 60 + 1)
+
+    def slot_after(self, slot: float) -> float | None:
+        self.calls += 1
+        if self.calls > 12:
+            raise RuntimeError("no slot after today")
+        return slot + 60
+
+
+def test_buffer_one_whose_schedule_raises_past_the_skipped_slots_fails_the_task_threaded(
+    make_scheduler: SchedulerFactory, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    # BUFFER_ONE's latest slot, asked past the slots listed (core/overlapping.py, buffered),
+    # was asked outside the guard that fails a task whose schedule raises: the exception
+    # left finish() with the task RUNNING for good, no event, and its entry never settled
+    # (the worker's "could not settle"; wait_idle() false ever after).
+    schedule = _SlotAfterBreaks()
+    scheduler = make_scheduler(clock=clock, workers=1)
+    log = EventLog()
+    scheduler.add_listener(log)
+
+    def long_run() -> None:
+        clock.advance(60 * 20 + 1)  # 20 slots come due while it runs
+
+    task = scheduler.schedule("long", long_run, schedule, overlap=Overlap.BUFFER_ONE, id="long")
+    settle(scheduler)
+    assert schedule.calls == 13  # the one BUFFER_ONE asked raised
+    assert task.status is TaskStatus.FAILED and scheduler.dead_letter() == ["long"]
+    assert task.last_error == "ScheduleError: RuntimeError: no slot after today"
+    assert [r.outcome for r in task.history] == [Outcome.OK]
+    assert log.events[-1].status is TaskStatus.FAILED
+    assert "could not settle" not in caplog.text and "scheduler raised" not in caplog.text
+
+
+def test_buffer_one_whose_schedule_raises_past_the_skipped_slots_fails_the_task_in_sim() -> None:
+    # The simulation's run raised out of Simulation.run() instead.
+    schedule = _SlotAfterBreaks()
+    sim = Simulation(workers=1, start=T0)
+    task = sim.schedule("long", schedule, duration=60 * 20 + 1, overlap=Overlap.BUFFER_ONE)
+    sim.run(T0 + 3600)
+    assert schedule.calls == 13
+    assert task.status is TaskStatus.FAILED
+    assert task.last_error == "ScheduleError: RuntimeError: no slot after today"

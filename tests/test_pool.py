@@ -94,3 +94,44 @@ def test_bad_sizes_are_rejected(workers: int, capacity: int | None) -> None:
             workers, prepare=lambda i, w: i, execute=lambda j: j,
             complete=lambda j, r: None, capacity=capacity,
         )  # fmt: skip
+
+
+@pytest.mark.parametrize("step", ["prepare", "complete"])
+@pytest.mark.parametrize("raised", [RuntimeError, KeyboardInterrupt, SystemExit])
+@pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_worker_goes_on_when_its_own_step_raises_a_base_exception(
+    step: str, raised: type[BaseException], caplog: pytest.LogCaptureFixture
+) -> None:
+    """What ``prepare`` or ``complete`` raised, a ``KeyboardInterrupt`` or ``SystemExit``
+    too (a logging handler's, on a run's failed line), is logged and the worker goes on,
+    as it does for the user's code: it killed the only worker, and nothing ran again
+    (the idle count, which claims wait on, left as it was)."""
+    lock = threading.Lock()
+    done: list[int] = []
+    idle = threading.Event()
+
+    def prepare(item: int, worker: int) -> int:
+        if step == "prepare" and item == 1:
+            raise raised("the step broke")
+        return item
+
+    def complete(item: int, result: None) -> None:
+        done.append(item)
+        if step == "complete" and item == 1:
+            raise raised("the step broke")
+
+    pool: WorkerPool[int, int, None] = WorkerPool(
+        1, prepare=prepare, execute=lambda item: None, complete=complete, lock=lock
+    )
+    pool.on_idle = idle.set
+    pool.start()
+    assert idle.wait(5)
+    with lock:
+        idle.clear()
+        pool.put([1, 2])
+    assert idle.wait(5)  # the worker waits for work again: both taken
+    with lock:
+        assert pool.idle == 1 and pool.alive == 1
+    assert pool.shutdown(drain=True, timeout=5) == []
+    assert done == ([1, 2] if step == "complete" else [2])
+    assert f"could not {'start' if step == 'prepare' else 'settle'}" in caplog.text

@@ -312,7 +312,10 @@ class RunTransitions(CoreParts):
             # BUFFER_ONE: the slots that came due while it ran are one run, for the
             # latest of them, due at once; the earlier ones are coalesced into it.
             assert due is not None
-            due, skipped = buffered(schedule, skipped, before=due)
+            try:  # its slot_after, asked on: a broken one fails the task as next_run's does
+                due, skipped = buffered(schedule, skipped, before=due)
+            except Exception as exc:
+                return self._fails_loudly(task, original, exc, schedule=schedule)
         if ok:
             if due is None:
                 return SUCCEEDED, None, record, ()
@@ -327,6 +330,68 @@ class RunTransitions(CoreParts):
         except Exception as exc:  # a policy of one's own that fails: as a schedule's
             return self._fails_loudly(task, original, exc, policy=retry)
         return SCHEDULED, due, record, skipped
+
+    def broke(
+        self,
+        task_id: str,
+        run: Run | None,
+        exc: BaseException,
+        *,
+        due: float | None = None,
+        shared: bool = False,
+    ) -> None:
+        """The runtime's :meth:`begin` (``run`` None, of the entry due at ``due``) or
+        :meth:`finish` of ``run`` raised ``exc`` instead of returning: a bug of the
+        scheduler's, or of something it asked without a guard (an injected clock read for
+        an event's instant, a ``MemoryError``).  Its task is failed loudly, as
+        :meth:`_fails_loudly` fails one whose schedule raised (FAILED, the dead letter:
+        ``redrive()`` runs it again), where that step left it stuck: RUNNING with no run
+        in flight (or only the one ``begin`` made and never handed back), or runnable with
+        its popped entry gone, so that it would never run again.  A task the step had
+        already moved on (a finish that raised after it was rescheduled) is left as it
+        is, and so are a task whose runs overlap (``Overlap.ALLOW``, ``CANCEL_OTHER``) and,
+        on a shared store (``shared``), every task: its row is the store's, and the
+        claim's lease lapses for a process to claim the slot again.  Logged once, at
+        ERROR, with the traceback; never raises (the runtime settles the entry after)."""
+        task = self.tasks.get(task_id)
+        stuck = False
+        if task is not None and task._flight is None and not shared:
+            if run is None:  # begin: the run it made, if it made one, was never handed back
+                made = task._run
+                if made is not None and made.due == due and made.attempt == task.attempt:
+                    task._run = None
+                status = task.status
+                stuck = task._run is None and (
+                    status is RUNNING or (status in RUNNABLE and not task._queued)
+                )
+            else:
+                if task._run is run:
+                    task._run = None
+                stuck = task._run is None and task.status is RUNNING
+        step = "beginning" if run is None else "recording"
+        then = "the task fails (redrive() runs it again)" if stuck else "the task is left as it is"
+        log.error(
+            "task %s: the scheduler raised %s a run; %s",
+            task_id,
+            step,
+            then,
+            exc_info=exc,
+            extra={"task_id": task_id},
+        )
+        if not stuck:
+            return
+        assert task is not None
+        previous = task.status
+        task.status = FAILED
+        task.next_run_at = None
+        self._queue.discard(task)
+        self._dead[task.id] = None
+        self._stats(task).last_error = f"SchedulerError: raised {step} a run: {error_text(exc)}"
+        try:  # what raised may be this very write's (the event's clock reading)
+            if self._store is not None or self.emit is not None:
+                self._write_and_publish(task, previous)
+        except Exception:
+            log.exception("task %s: its failure could not be written or published", task_id)
 
     def _fails_loudly(
         self,

@@ -85,6 +85,9 @@ __all__ = ["CANCEL_GRACE", "CoroutineRunner", "Finish"]
 
 log = logging.getLogger(WORKERS)
 
+SHUT_DOWN_UNRUN = "SchedulerStateError: the scheduler shut down before the coroutine ran"
+"""The error of a run whose action returned an awaitable once the runner was closed."""
+
 START_BATCH = 32
 """The most runs the loop begins and starts in one go: more that wait, with free slots,
 start in the next go, queued behind this one's first steps (and so behind the record of
@@ -123,6 +126,7 @@ class CoroutineRunner(LoopShutdown):
         lane: int,
         now: Callable[[], float],
         clock_raised: Callable[[Run, Exception], tuple[float, str]],
+        begin_raised: Callable[[Entry, BaseException], None],
         limit: int = 1000,
         name: str = "lldsched-loop",
     ) -> None:
@@ -148,6 +152,9 @@ class CoroutineRunner(LoopShutdown):
         # A run's (start and finish, error) when ``now`` raised reading its time: the
         # scheduler's rule for a thread run's too (RunExecution._clock_failure).
         self._clock_raised = clock_raised
+        # ``begin`` raised for an entry (rare): the scheduler unsticks its task, and the
+        # entry is settled here as a tombstone is.
+        self._begin_raised = begin_raised
         # Guarded by the scheduler's lock: the loop and its thread (created at the
         # first hand-over), what waits for a slot (loop tasks' entries and handed-off
         # flights, in arrival order), begun flights by task id, the active count and
@@ -217,21 +224,37 @@ class CoroutineRunner(LoopShutdown):
         waiting = self._waiting
         before = len(waiting)
         waiting.extend(entries)
-        self.in_hand += len(waiting) - before
-        self._wake()
+        added = len(waiting) - before
+        self.in_hand += added
+        try:  # free until it raises (3.11)
+            self._wake()
+        except BaseException:  # (rare) the loop could not start: they are settled unbegun
+            for _ in range(added):
+                waiting.pop()
+            self._release(added)
+            raise  # the timer dies of it, and says so
 
-    def submit(self, run: Run, started: float, awaitable: Any) -> bool:
-        """An awaitable a worker's action returned: run it, then record it.  False
-        (and the awaitable closed) once the runner is closed."""
+    def submit(self, run: Run, started: float, awaitable: Any) -> str | None:
+        """An awaitable a worker's action returned: run it, then record it.  None when
+        taken; else (the awaitable closed) the error its run is recorded failed with: the
+        runner is closed, or its loop could not start (its selector or its thread
+        refused: taken back, nothing of it left here)."""
         if self._closed:
             close_unrun(awaitable)
-            return False
+            return SHUT_DOWN_UNRUN
         flight = Flight(run, started, awaitable)
         self._flights[id(run)] = flight
         self._waiting.append(flight)
         self.in_hand += 1
-        self._wake()
-        return True
+        try:  # free until it raises (3.11)
+            self._wake()
+        except Exception as exc:  # (rare) as put()'s, but a worker's: its run fails of it
+            self._waiting.pop()
+            del self._flights[id(run)]
+            self.in_hand -= 1
+            close_unrun(awaitable)
+            return f"SchedulerStateError: the event loop could not start: {error_text(exc)}"
+        return None
 
     def cancel(self, task_id: str, reason: str) -> None:
         """Cancel the task's coroutine runs, if it has any (caller holds the lock)."""
@@ -367,7 +390,11 @@ class CoroutineRunner(LoopShutdown):
                     workers.append(item)
                     continue
                 else:  # a loop task's entry: its attempt begins now
-                    run = begin(item, lane)
+                    try:  # free until it raises (3.11)
+                        run = begin(item, lane)
+                    except BaseException as exc:  # (rare) a bug: settled as a tombstone
+                        self._begin_raised(item, exc)
+                        run = None
                     if run is None:  # cancelled or paused while it waited for a slot
                         tombstones += 1
                         continue

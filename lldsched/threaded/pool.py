@@ -17,6 +17,13 @@ acquisition per item.  Each item goes through three callbacks:
   may release the lock for a while and take it back before it returns (the
   scheduler does, to log a failed run).
 
+What ``prepare`` or ``complete`` raise themselves, a ``BaseException`` too (a logging
+handler's ``SystemExit``), is logged ("could not start", "could not settle") and the
+worker goes on: a worker that died of it left the pool one thread short for good (none,
+with one worker).  Accounting for the item is the owner's: the scheduler catches what
+its begin or record raised, settles the entry and fails the task it left stuck
+(:meth:`RunExecution._step_raised <lldsched.threaded.running.RunExecution._step_raised>`).
+
 Shutdown follows ``concurrent.futures.thread``: close, then put one sentinel per
 worker behind what is queued (``drain=True``) or instead of it (``drain=False``,
 and the dropped items are returned), then join.  A run in flight always
@@ -220,7 +227,7 @@ class WorkerPool(Generic[T, J, R]):
                     job = prepare(item, index)  # type: ignore[arg-type]
                     if job is None:
                         continue
-                except Exception:
+                except BaseException:  # a KeyboardInterrupt too: the worker goes on
                     log.exception("worker %d: could not start %r", index, item)
                     continue
                 lock.release()
@@ -230,7 +237,7 @@ class WorkerPool(Generic[T, J, R]):
                     lock.acquire()
                 try:
                     complete(job, result)
-                except Exception:  # complete() records user failures itself: this is our bug
+                except BaseException:  # complete() records user failures itself: our bug
                     log.exception("worker %d: could not settle %r", index, job)
                 # Not held while this worker waits: a failed run's result holds its
                 # exception, whose traceback holds the job's locals (a frame, a buffer).

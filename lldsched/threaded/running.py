@@ -113,7 +113,12 @@ class RunExecution(SchedulerParts):
         if loop_ids and entry[3] in loop_ids:
             self._coroutines.put((entry,))
             return None
-        run = self._begin(entry, worker)
+        try:  # free until it raises (3.11)
+            run = self._begin(entry, worker)
+        except BaseException as exc:  # (rare) a bug, or the clock an event reads: settled
+            self._step_raised(entry[3], None, exc, due=entry[0])
+            self._settle(1)
+            return None
         if run is None:  # a tombstone: cancelled or paused after the timer popped it
             self._settle(1)
             return None
@@ -243,21 +248,46 @@ class RunExecution(SchedulerParts):
                     self._settle(1)
                     return
                 # a verb settled its task meanwhile: recorded failed, as it ended
-            elif self._coroutines.submit(run, started, awaitable):
-                why = stopped_since_begun(run.task) or _overlapped(run)
-                if why is None and self._coordinator is not None:  # no lease to lose unshared
-                    why = self._lease_gone(run)
-                if why is not None:  # the verb, the newer run or the renewal found no coroutine
-                    self._coroutines.cancel_run(run, why)
-                return  # recorded by _finish_coroutine when it completes
             else:
+                refused = self._coroutines.submit(run, started, awaitable)
+                if refused is None:
+                    why = stopped_since_begun(run.task) or _overlapped(run)
+                    if why is None and self._coordinator is not None:  # no lease unshared
+                        why = self._lease_gone(run)
+                    if why is not None:  # the verb, the newer run or the renewal found none
+                        self._coroutines.cancel_run(run, why)
+                    return  # recorded by _finish_coroutine when it completes
                 finished = self._clock.now()
-                error = "SchedulerStateError: the scheduler shut down before the coroutine ran"
-        record = self._record(run, started, finished, error, result, timed_out)
+                error = refused  # shut down, or its loop could not start: never ran
+        try:  # free until it raises (3.11)
+            record = self._record(run, started, finished, error, result, timed_out)
+        except BaseException as exc:  # (rare) a bug, or what the core asked: settled
+            self._step_raised(run.task.id, run, exc)
+            self._settle(1)
+            return
         if not record.ok:
             self._log_then_settle(run, record, explained)
             return
         self._settle(1)
+
+    def _step_raised(
+        self, task_id: str, run: Run | None, exc: BaseException, *, due: float | None = None
+    ) -> None:
+        """A run's begin (``run`` None: the entry of ``task_id`` due at ``due``) or its
+        record raised ``exc`` (caller holds the lock; rare): the core fails the task it
+        left stuck (:meth:`SchedulerCore.broke <lldsched.core.runs.RunTransitions.broke>`),
+        and a claim's lease is let go.  The caller settles the entry, so that
+        ``wait_idle()``, a drain and the claims that wait for an idle worker count it
+        done (its task not left RUNNING, nor the count of runs in flight one too high)."""
+        coordinator = self._coordinator
+        self._core.broke(task_id, run, exc, due=due, shared=coordinator is not None)
+        if run is not None and coordinator is not None:
+            coordinator.done(run)  # its lease is not renewed for ever: it lapses
+
+    def _loop_begin_raised(self, entry: Entry, exc: BaseException) -> None:
+        """The event loop's begin of ``entry`` raised ``exc`` (caller holds the lock;
+        rare): as :meth:`_step_raised`; the loop settles the entry as a tombstone."""
+        self._step_raised(entry[3], None, exc, due=entry[0])
 
     def _record(
         self,
@@ -338,7 +368,11 @@ class RunExecution(SchedulerParts):
         queued, and the loop thread calls :meth:`_say_failures` once it let the lock go,
         before it settles the batch.  ``raised`` is what the coroutine raised, if it
         did."""
-        record = self._record(run, started, finished, error, result, timed_out)
+        try:  # free until it raises (3.11)
+            record = self._record(run, started, finished, error, result, timed_out)
+        except BaseException as exc:  # (rare) as a worker's (_complete): the loop settles it
+            self._step_raised(run.task.id, run, exc)
+            return False
         if record.ok:
             return False
         self._failures.append(failure_line(run, record, raised, scheduler=self.name))

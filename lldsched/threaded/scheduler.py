@@ -266,6 +266,7 @@ class Scheduler(TimerThread, RunExecution, ControlVerbs, Stopping, Registering):
             lane=workers,  # a loop task's records: the lane one past the worker threads
             now=self._clock.now,
             clock_raised=self._clock_failure,
+            begin_raised=self._loop_begin_raised,
             limit=max_coroutines,
             name=f"{self._thread_prefix}loop",
         )

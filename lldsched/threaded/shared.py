@@ -105,6 +105,9 @@ class Coordinator:
         # whoever reads (a tick, a verb's follow, a claim of a task registered elsewhere).
         self._followed = followed
         self._pending: dict[str, Claim] = {}  # task id -> claim handed out, not yet begun
+        # The tokens of the claims not begun at the last renewal that succeeded: one still
+        # not begun at the next is given back (_give_back_unbegun).
+        self._unbegun: set[int] = set()
         self._running: dict[int, tuple[str, RunContext | None]] = {}  # token -> its run
         # Runs in flight whose leases were counted lost (no renewal succeeded for a whole
         # lease): not held any more, yet still renewed, so that once the store answers a
@@ -532,8 +535,35 @@ class Coordinator:
         for task_id, claim in list(self._pending.items()):
             if claim.token not in kept:
                 del self._pending[task_id]
+        self._give_back_unbegun()
         self._held_none()
         return lost
+
+    def _give_back_unbegun(self) -> None:
+        """After a renewal that succeeded: give back the claims that were not begun at the
+        renewal before it either, and note those not begun now.  A claim handed out waits
+        for a worker (or a coroutine slot) of this process; one that waited a whole
+        renewal interval (``lease / 3``) waits behind runs that turned out long, its slot
+        late, while another process may stand idle: the store has it claimed again,
+        there or here, at once (this process claims again once a worker of its goes
+        idle).  Its entry, still in the hand-off queue, is a tombstone from now on
+        (:meth:`begin` finds no claim).  Rare: most claims are begun within
+        milliseconds; with none waiting this is one test of an empty set."""
+        unbegun = self._unbegun
+        if unbegun:
+            given = [task_id for task_id, claim in self._pending.items() if claim.token in unbegun]
+            for task_id in given:
+                self._release(task_id, self._pending.pop(task_id).token)
+            if given:
+                log.info(
+                    "gave back %d claimed run(s) not begun for a renewal interval (%g s), "
+                    "waiting behind longer runs here: the store hands them out again (%s)",
+                    len(given),
+                    self._every,
+                    ", ".join(given),
+                )
+        pending = self._pending
+        self._unbegun = {claim.token for claim in pending.values()} if pending else set()
 
     def _count_lost(self) -> list[Lost]:
         """No renewal vouches for the leases held and the last one failed: count them lost

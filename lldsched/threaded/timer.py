@@ -198,7 +198,10 @@ class TimerThread(SchedulerParts):
         timer (:meth:`_worker_idle`), which claims again, the whole ``room``: one claim
         for a batch, as before, since a claim costs a commit whatever it takes.  A
         process with coroutine tasks registered keeps the whole ``room`` anyway: a
-        coroutine run needs no worker."""
+        coroutine run needs no worker.  A run of a batch left waiting behind one that
+        turned out long (or claimed by that rule with every worker busy) is given back
+        a renewal interval on (:meth:`Coordinator._give_back_unbegun
+        <lldsched.threaded.shared.Coordinator._give_back_unbegun>`)."""
         if self._loop_ids:
             return room
         pool = self._pool
@@ -217,15 +220,19 @@ class TimerThread(SchedulerParts):
             self._wake.notify_all()
 
     def _hand_out(self, batch: list[Entry]) -> None:
-        """Give due entries to the workers, and loop tasks' entries to the event loop."""
+        """Give due entries to the workers, and loop tasks' entries to the event loop:
+        the workers' first, so that an event loop that cannot start (its thread or its
+        selector refused: the timer dies of it) leaves none of them counted in flight
+        and never handed out (:meth:`CoroutineRunner.put
+        <lldsched.threaded.coroutines.CoroutineRunner.put>` settles its own)."""
         loop_ids = self._loop_ids
         if loop_ids:  # no coroutine task registered: no per-entry test at all
             to_loop = [entry for entry in batch if entry[3] in loop_ids]
             if to_loop:
+                if len(to_loop) != len(batch):  # some for the workers
+                    self._pool.put([entry for entry in batch if entry[3] not in loop_ids])
                 self._coroutines.put(to_loop)
-                if len(to_loop) == len(batch):  # all of them: none for the workers
-                    return
-                batch = [entry for entry in batch if entry[3] not in loop_ids]
+                return
         self._pool.put(batch)
 
     def _arm_deadline(self, deadline: float, context: RunContext) -> None:
