@@ -313,11 +313,12 @@ def test_gantt_rejects_an_unknown_lane_kind_or_zone(ten: pd.DataFrame) -> None:
 
 
 def many_runs(count: int, workers: int = 4, tasks: int = 12) -> pd.DataFrame:
-    """``count`` back-to-back runs of 50 s every minute-ish, every 50th failed, a few late."""
+    """``count`` back-to-back runs of 50 s every minute-ish, every 50th failed, a few late
+    (10 s late, a run ends as its worker's next is due: a worker runs one thing at a time)."""
     i = np.arange(count)
     worker = i % workers
     due = T0 + (i // workers) * 60.0
-    start = due + np.where(i % 97 == 0, 20.0, 0.0)
+    start = due + np.where(i % 97 == 0, 10.0, 0.0)
     records = [
         R(f"t{k % tasks}", f"task {k % tasks}", 1, float(d), float(d), int(w), float(s),
           float(s) + 50.0, k % 50 != 0, None, k % 1000 == 0)
@@ -669,9 +670,12 @@ def test_max_lanes_none_draws_every_lane_and_a_bad_one_is_refused() -> None:
     ax = figure.axes[0]
     assert len(ax.get_yticklabels()) == 50 and ax.get_title(loc="right") == ""
     assert overlapping(ax.get_yticklabels()) == []
-    worker_lanes = gantt(frame, max_lanes=5).axes[0]  # by worker: the five busiest
-    assert len(worker_lanes.get_yticklabels()) == 5
-    assert worker_lanes.get_title(loc="right") == "5 busiest of 24 workers drawn; 19 left out"
+    # By worker, the five rows of the busiest: workers 1 and 0 ran two of these runs at
+    # once (tasks 25 and 49, 24 and 48), a row each, then worker 23.
+    worker_lanes = gantt(frame, max_lanes=5).axes[0]
+    labels = [t.get_text() for t in worker_lanes.get_yticklabels()]
+    assert labels == ["worker 0", "+1", "worker 1", "+1", "worker 23"]
+    assert worker_lanes.get_title(loc="right") == "3 busiest of 24 workers drawn; 21 left out"
     for bad in (0, 2.5, True):
         with pytest.raises(ValidationError, match=f"max_lanes must be an int >= 1, got {bad}"):
             gantt(frame, max_lanes=bad)  # type: ignore[arg-type]

@@ -3,6 +3,7 @@ optionally the dependency edges between runs and the waits of blocked slots."""
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping, Sequence
 from datetime import datetime, tzinfo
 from typing import Any, cast
@@ -41,7 +42,7 @@ from lldsched.views.plots.palette import text_on
 from lldsched.views.plots.runbars import _BAR_HEIGHT, _draw_runs, _mark_handles
 from lldsched.views.tables import seconds_text
 
-__all__ = ["gantt", "mark_wait"]
+__all__ = ["MAX_ROWS_AT_ONCE", "gantt", "mark_wait"]
 
 
 def gantt(
@@ -100,10 +101,11 @@ def gantt(
     codes, labels, palette, named = _tasks(frame, _seconds(frame["duration"]))
     if by == "worker":
         workers = sorted(frame["worker"].unique().tolist())
-        lane = np.searchsorted(np.array(workers, dtype=np.int64), frame["worker"].to_numpy())
-        lane_labels = [f"worker {w}" for w in workers]
+        base = np.searchsorted(np.array(workers, dtype=np.int64), frame["worker"].to_numpy())
+        base_labels = [f"worker {w}" for w in workers]
     else:
-        lane, lane_labels = codes, labels
+        base, base_labels = codes, labels
+    lane, lane_labels, first_rows, crowded = _rows_at_once(frame, base, base_labels)
     lanes = len(lane_labels)
     figure, ax = _axes(ax, (11.0, 1.6 + _lanes_height(lanes)))
     if note:
@@ -116,7 +118,10 @@ def gantt(
         )
         short = any(c.get_gid() == "short_runs" for c in ax.collections)
         marks = _mark_handles(frame, detail, short=short)
-        earliest = _draw_waits(ax, waits, frame) if by == "task" and len(waits) else None
+        earliest = (
+            _draw_waits(ax, waits, dict(zip(pd.unique(frame["task_id"]), first_rows, strict=True)))
+            if by == "task" and len(waits) else None
+        )  # fmt: skip
         if earliest is not None:
             low = min(low, earliest)
             marks.append(_WAIT_HANDLE)
@@ -125,6 +130,8 @@ def gantt(
             _name_bars(ax, frame, lane.astype(float), palette[codes], shown or ax.get_xlim())
         if depends_on and detail and _draw_edges(ax, frame, lane.astype(float), depends_on):
             marks.append(_EDGE_HANDLE)
+        if crowded:  # the rows "+1", "+2" of runs at once, said in the key
+            marks.append(Line2D([], [], linestyle="none", label=crowded))
         _legend(ax, [*_task_handles(labels, palette, named), *marks])
     else:
         _empty(ax, "runs")
@@ -208,11 +215,11 @@ def _draw_edges(
     return drawn > 0
 
 
-def _draw_waits(ax: Axes, waits: pd.DataFrame, runs: pd.DataFrame) -> float | None:
-    """The blocked waits of tasks that have a lane (a task with runs), as hatched bands;
-    the earliest start drawn (a date number), None if none was."""
-    codes = {task_id: code for code, task_id in enumerate(pd.unique(runs["task_id"]))}
-    lanes = waits["task_id"].map(codes)
+def _draw_waits(ax: Axes, waits: pd.DataFrame, rows: Mapping[Any, float]) -> float | None:
+    """The blocked waits of tasks that have a lane (a task with runs: ``rows``, task id
+    to the y of its lane's first row), as hatched bands; the earliest start drawn (a date
+    number), None if none was."""
+    lanes = waits["task_id"].map(rows)
     shown = lanes.notna().to_numpy()
     if not shown.any():
         return None
@@ -232,6 +239,83 @@ def _draw_waits(ax: Axes, waits: pd.DataFrame, runs: pd.DataFrame) -> float | No
     band.set_gid("blocked")
     ax.add_collection(band, autolim=False)
     return float(start.min())
+
+
+MAX_ROWS_AT_ONCE = 6
+"""The most rows a lane of a Gantt chart is split into for runs that overlap on it; the
+runs past them share the last row (drawn over one another), and the note says how many
+ran at once at most."""
+
+
+def _rows_at_once(
+    frame: pd.DataFrame, base: np.ndarray[Any, Any], labels: Sequence[str]
+) -> tuple[np.ndarray[Any, Any], list[str], list[float], str]:
+    """Each run's y (a float), the label of each row, the y of each lane's first row, and
+    a note: a lane whose runs overlap in time gets a row for each run at once.
+
+    A worker index runs one thing at a time on threads, but not every lane does: the
+    event loop's (``worker == workers``) runs many coroutines at once, the records of
+    several processes sharing a store reuse one another's worker numbers, and a task
+    with ``Overlap.ALLOW`` runs on several workers at once (a lane per task).  Drawn on
+    one row, each such run's bar covered the others: four coroutines of half a second
+    read as one.  Each run takes the first row of its lane free at its start (rows
+    numbered from the top, the lane's label on its first, "+1", "+2" under it; at most
+    :data:`MAX_ROWS_AT_ONCE`); the note, for the chart's key, says which lanes were split
+    and how many runs they ran at once at most.  A chart of no overlap is drawn as
+    before, a row a lane."""
+    count = len(labels)
+    row, most = _at_once(frame, base, count)
+    if not (most > 1).any():
+        return base.astype(float), list(labels), [float(code) for code in range(count)], ""
+    rows = np.minimum(most, MAX_ROWS_AT_ONCE)
+    offset = np.concatenate(([0], np.cumsum(rows)[:-1]))
+    lane = offset[base] + np.minimum(row, rows[base] - 1)
+    lane_labels = [
+        labels[code] if extra == 0 else f"+{extra}"
+        for code in range(count)
+        for extra in range(int(rows[code]))
+    ]
+    split = [f"{labels[code]}: {int(most[code])}" for code in np.flatnonzero(most > 1).tolist()]
+    more = f", {len(split) - 3} more" if len(split) > 3 else ""
+    note = f"+1, +2: a row each for runs\nat once ({', '.join(split[:3])}{more})"
+    return lane.astype(float), lane_labels, offset.astype(float).tolist(), note
+
+
+def _at_once(frame: pd.DataFrame, base: np.ndarray[Any, Any], count: int) -> tuple[Any, Any]:
+    """Each run's row in its lane (``base``: a code from 0 to ``count - 1``), and the most
+    runs at once on each lane (1 where none overlap): see :func:`_rows_at_once`."""
+    row = np.zeros(len(frame), dtype=np.int64)
+    most = np.ones(count, dtype=np.int64)
+    if not len(frame):
+        return row, most
+    start = frame["start"].to_numpy(dtype="M8[us]").astype(np.int64)
+    finish = frame["finish"].to_numpy(dtype="M8[us]").astype(np.int64)
+    order = np.lexsort((start, base))
+    lanes = base[order]
+    ahead = pd.Series(finish[order]).groupby(lanes).cummax().groupby(lanes).shift()
+    overlapping = start[order] < ahead.to_numpy(dtype=float, na_value=np.nan)
+    for code in np.unique(lanes[overlapping]).tolist():
+        mine = order[lanes == code]  # the lane's runs, by start
+        row[mine], most[code] = _first_free_rows(start[mine], finish[mine])
+    return row, most
+
+
+def _first_free_rows(start: np.ndarray[Any, Any], finish: np.ndarray[Any, Any]) -> tuple[Any, int]:
+    """The row of each run (sorted by start): the lowest row free at its start (a run
+    ending at another's start frees its row for it); and the rows used."""
+    rows = np.zeros(len(start), dtype=np.int64)
+    busy: list[tuple[int, int]] = []  # (finish, row) of the runs on a row
+    free: list[int] = []
+    used = 0
+    for index, (begins, ends) in enumerate(zip(start.tolist(), finish.tolist(), strict=True)):
+        while busy and busy[0][0] <= begins:
+            heapq.heappush(free, heapq.heappop(busy)[1])
+        if free:
+            rows[index] = heapq.heappop(free)
+        else:
+            rows[index], used = used, used + 1
+        heapq.heappush(busy, (ends, int(rows[index])))
+    return rows, used
 
 
 def _span(span: tuple[float | datetime, float | datetime]) -> tuple[float, float]:
@@ -264,20 +348,32 @@ def _fitting(ax: Axes, max_lanes: int) -> int:
 
 
 def _busiest_lanes(frame: pd.DataFrame, by: str, max_lanes: int | None) -> tuple[pd.DataFrame, str]:
-    """The runs of the ``max_lanes`` lanes with the most run time (all of them if
-    there are no more), and the note that says how many lanes were left out ("" if
-    none were)."""
+    """The runs of the busiest lanes (the most run time) whose rows (a lane of runs at
+    once has several: :func:`_rows_at_once`) number at most ``max_lanes`` (every lane
+    for ``None``; at least the busiest one), and the note that says how many lanes were
+    left out ("" if none were)."""
     key = frame["worker"] if by == "worker" else frame["task_id"]
     busy = pd.Series(_seconds(frame["duration"]), index=frame.index).groupby(
         key.to_numpy(), sort=False
     ).sum()  # fmt: skip
-    if max_lanes is None or len(busy) <= max_lanes:
+    if max_lanes is None:
         return frame, ""
     # A stable sort: of lanes equally busy, the first to appear stays.
     kept = busy.index[np.argsort(-busy.to_numpy(), kind="stable")[:max_lanes]]
+    candidates = frame if len(busy) <= max_lanes else frame[key.isin(kept)]
+    lane_key = candidates["worker"] if by == "worker" else candidates["task_id"]
+    codes, keys = pd.factorize(lane_key)
+    _, most = _at_once(candidates, codes, len(keys))
+    rows = pd.Series(np.minimum(most, MAX_ROWS_AT_ONCE), index=keys)
+    if rows.sum() > max_lanes:  # runs at once: fewer lanes, so that their rows fit
+        fits = rows[kept].cumsum().to_numpy() <= max_lanes
+        kept = kept[: max(int(fits.sum()), 1)]
+        candidates = frame[key.isin(kept)]
+    if len(kept) == len(busy):
+        return frame, ""
     what = "workers" if by == "worker" else "tasks"
-    note = f"{max_lanes} busiest of {len(busy):,} {what} drawn; {len(busy) - max_lanes:,} left out"
-    return frame[key.isin(kept)], note
+    note = f"{len(kept)} busiest of {len(busy):,} {what} drawn; {len(busy) - len(kept):,} left out"
+    return candidates, note
 
 
 def mark_wait(
