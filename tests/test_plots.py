@@ -191,6 +191,17 @@ def test_runs_too_short_for_a_bar_are_drawn_as_diamonds(ten: pd.DataFrame) -> No
     assert "a run too short for a bar\n(task's colour)" in legend_texts(hour)
 
 
+def test_runs_of_no_length_at_one_instant_are_drawn_as_diamonds() -> None:
+    # On a FakeClock (the Stepper's) a run takes no time: a chart of one run, or of runs
+    # all at one instant, spans no time, and no run was shorter than a share of none:
+    # the chart showed its due tick and no run at all.
+    runs = to_frame([R(f"t{i}", "tick", 1, T0, T0, i, T0, T0, True) for i in range(2)])
+    ax = gantt(runs).axes[0]
+    (marks,) = [c for c in ax.collections if c.get_gid() == "short_runs"]
+    assert len(np.asarray(marks.get_offsets())) == 2
+    assert "a run too short for a bar\n(task's colour)" in legend_texts(ax)
+
+
 def test_a_span_fixes_the_time_axis_even_for_no_runs() -> None:
     ax = gantt(to_frame([]), span=(T0, T0 + 3600)).axes[0]
     assert ax.get_xlim() == pytest.approx((T0 / 86400, (T0 + 3600) / 86400))

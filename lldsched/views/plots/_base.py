@@ -461,12 +461,17 @@ def _legend(ax: Axes, handles: list[Any]) -> None:
     )  # fmt: skip
 
 
+LONE_INSTANT = 60 / 86400
+"""The time axis (in days, as matplotlib dates are) of a chart whose runs are all at one
+instant: the minute around it."""
+
+
 def _set_xlim(ax: Axes, low: float, high: float) -> None:
     """The x range ``low`` to ``high`` (date numbers) and a margin; a single instant gets
-    the minute around it (a margin of 1 % of nothing made ticks of tenths of a second,
-    read "59.4, 59.6, 00:00")."""
+    the minute around it (:data:`LONE_INSTANT`: a margin of 1 % of nothing made ticks of
+    tenths of a second, read "59.4, 59.6, 00:00")."""
     if high == low:
-        ax.set_xlim(low - 30 / 86400, high + 30 / 86400)
+        ax.set_xlim(low - LONE_INSTANT / 2, high + LONE_INSTANT / 2)
         return
     span = high - low
     ax.set_xlim(low - span * 0.01, high + span * 0.01)

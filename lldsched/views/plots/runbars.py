@@ -26,7 +26,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.path import Path
 
-from lldsched.views.plots._base import SHORT_RUN, Array, _dates
+from lldsched.views.plots._base import LONE_INSTANT, SHORT_RUN, Array, _dates
 
 __all__ = [
     "IN_TASK_COLOUR",
@@ -203,7 +203,9 @@ def _draw_runs(
     low, high = float(min(due.min(), start.min())), float(finish.max())
     if detail:  # a run too short to see as a bar gets a marker at its start
         shown = span if span is not None else (low, high)
-        short = (finish - start) < (shown[1] - shown[0]) * SHORT_RUN
+        # Runs all at one instant (of no length, on a FakeClock) are drawn on the minute
+        # around it (_set_xlim): a share of a span of nothing found none short.
+        short = (finish - start) < max(shown[1] - shown[0], LONE_INSTANT) * SHORT_RUN
         if short.any():
             ax.scatter(
                 start[short], lane[short], marker="D", s=22, c=colours[short],
