@@ -31,7 +31,7 @@ from matplotlib.path import Path as MplPath
 from matplotlib.testing.compare import compare_images
 from matplotlib.text import Text
 
-from lldsched import ExecutionRecord, OverrunPolicy, ValidationError
+from lldsched import ExecutionRecord, Overlap, OverrunPolicy, ValidationError
 from lldsched.sim.overrun import ALL_POLICIES, simulate_overrun
 from lldsched.sim.scenario import build_scenario
 from lldsched.views.frames import ran, to_frame
@@ -626,6 +626,35 @@ def test_overrun_comparison_draws_every_policy_it_is_given_one_panel_each() -> N
         overrun_comparison({"SKIP": runs[OverrunPolicy.SKIP]})  # type: ignore[dict-item]
     with pytest.raises(ValidationError, match="policies must be OverrunPolicy or Overlap"):
         simulate_overrun(policies=["SKIP"])  # type: ignore[list-item]
+
+
+def test_runs_cancelled_for_a_newer_slot_are_drawn_and_counted_as_cancelled_not_failed() -> None:
+    # Overlap.CANCEL_OTHER: every run cut short for the next slot.  The Gantt chart's
+    # title said "10 failed" (task_summary: 0 failed, 10 cancelled), its bars were
+    # hatched as failed, and the overrun comparison hatched them with nothing in its key.
+    runs = simulate_overrun(period=60, duration=150, horizon=600, policies=ALL_POLICIES)
+    cancelled = to_frame(runs[Overlap.CANCEL_OTHER])
+    assert (cancelled["outcome"] == "cancelled").all() and len(cancelled) == 10
+    ax = gantt(cancelled).axes[0]
+    assert ax.get_title(loc="left") == "10 runs on 2 workers: 0 failed, 0 timed out, 10 cancelled"
+    assert len(collection(ax, "cancelled").get_paths()) == 10
+    assert not [c for c in ax.collections if c.get_gid() == "failed"]
+    texts = legend_texts(ax)
+    assert "cancelled (a newer slot came due)" in texts and "failed" not in texts
+    many = to_frame([
+        r._replace(task_id=f"t{n}", started=r.started + 600 * n, finished=r.finished + 600 * n,
+                   due=r.due + 600 * n, slot=r.slot + 600 * n)
+        for n in range(DETAIL_RUNS // 10 + 1) for r in runs[Overlap.CANCEL_OTHER]
+    ])  # fmt: skip
+    past = gantt(many).axes[0]  # past DETAIL_RUNS: a stroke at the foot of each bar
+    assert len(segments(collection(past, "cancelled_strokes"))) == len(many)
+    assert "cancelled (a newer slot came due)" in legend_texts(past)
+    assert past.get_title(loc="left").endswith(f"0 failed, 0 timed out, {len(many)} cancelled")
+    figure = overrun_comparison(runs)
+    panel = figure.axes[list(runs).index(Overlap.CANCEL_OTHER)]
+    assert panel.get_title(loc="left").startswith("CANCEL_OTHER: 10 runs, 10 cancelled,")
+    keys = [text for ax in figure.axes if ax.get_legend() for text in legend_texts(ax)]
+    assert "cancelled (a newer slot came due)" in keys
 
 
 # -- a service's 300 tasks -----------------------------------------------------------

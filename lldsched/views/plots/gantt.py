@@ -39,7 +39,7 @@ from lldsched.views.plots._base import (
     task_label,
 )
 from lldsched.views.plots.palette import text_on
-from lldsched.views.plots.runbars import _BAR_HEIGHT, _draw_runs, _mark_handles
+from lldsched.views.plots.runbars import _BAR_HEIGHT, _draw_runs, _failures, _mark_handles
 from lldsched.views.tables import seconds_text
 
 __all__ = ["MAX_ROWS_AT_ONCE", "gantt", "mark_wait"]
@@ -58,7 +58,9 @@ def gantt(
 ) -> Figure:
     """Worker occupancy: a lane per worker (``by="worker"``) or per task (``by="task"``),
     a bar per run from start to finish, one colour per task (with a legend), failed
-    runs hatched, timed-out runs outlined, and each run's due time marked by a tick
+    runs hatched, runs cancelled for a newer slot (``Overlap.CANCEL_OTHER``; counted
+    apart from the failed, as :func:`task_summary` does) hatched the other way,
+    timed-out runs outlined, and each run's due time marked by a tick
     with a line to its start, so lateness shows as the line's length.  The time axis
     is in zone ``tz``.
 
@@ -327,15 +329,15 @@ def _span(span: tuple[float | datetime, float | datetime]) -> tuple[float, float
 
 
 def _gantt_title(frame: pd.DataFrame, by: str) -> str:
-    """The runs of every lane, drawn or not, and how many failed or timed out."""
-    ok, timed_out_runs = frame["ok"], frame["timed_out"]
-    failed = int((~ok & ~timed_out_runs).sum())  # a run that gave its slot up failed too
-    timed_out = int(timed_out_runs.sum())
+    """The runs of every lane, drawn or not, and how many failed or timed out (and were
+    cancelled, if any was), as the summaries count them (:func:`_failures`)."""
+    failed, timed_out, cancelled = (int(cut.sum()) for cut in _failures(frame))
     what = "worker" if by == "worker" else "task"
     lanes = frame[what if by == "worker" else "task_id"].nunique()
     return (
         f"{counted(len(frame), 'run')} on {counted(lanes, what)}: "
         f"{failed:,} failed, {timed_out:,} timed out"
+        + (f", {cancelled:,} cancelled" if cancelled else "")
     )
 
 
