@@ -358,8 +358,8 @@ def _busiest_lanes(frame: pd.DataFrame, by: str, max_lanes: int | None) -> tuple
     busy = pd.Series(_seconds(frame["duration"]), index=frame.index).groupby(
         key.to_numpy(), sort=False
     ).sum()  # fmt: skip
-    if max_lanes is None:
-        return frame, ""
+    if max_lanes is None or len(busy) * MAX_ROWS_AT_ONCE <= max_lanes:
+        return frame, ""  # every lane, and every row of runs at once, fits
     # A stable sort: of lanes equally busy, the first to appear stays.
     kept = busy.index[np.argsort(-busy.to_numpy(), kind="stable")[:max_lanes]]
     candidates = frame if len(busy) <= max_lanes else frame[key.isin(kept)]
