@@ -10,6 +10,7 @@ names the extra to install.
 
 from __future__ import annotations
 
+import heapq
 import io
 import zlib
 from collections import Counter
@@ -51,6 +52,7 @@ __all__ = [
     "Patch",
     "PlotFigure",
     "describe",
+    "first_free_rows",
     "ran",
     "task_colours",
 ]
@@ -459,6 +461,27 @@ def _legend(ax: Axes, handles: list[Any]) -> None:
         handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
         fontsize="small", frameon=False,
     )  # fmt: skip
+
+
+def first_free_rows(start: Any, finish: Any) -> tuple[Any, int]:
+    """The row of each run (``start`` and ``finish``, sorted by start): the lowest row
+    free at its start (a run ending at another's start frees its row for it), and the
+    rows used, as many as the most runs at once: the rows of a lane of runs at once (a
+    Gantt chart's, a cluster timeline's node)."""
+    rows = np.zeros(len(start), dtype=np.int64)
+    busy: list[tuple[int, int]] = []  # (finish, row) of the runs on a row
+    free: list[int] = []
+    used = 0
+    starts, finishes = np.asarray(start).tolist(), np.asarray(finish).tolist()
+    for index, (begins, ends) in enumerate(zip(starts, finishes, strict=True)):
+        while busy and busy[0][0] <= begins:
+            heapq.heappush(free, heapq.heappop(busy)[1])
+        if free:
+            rows[index] = heapq.heappop(free)
+        else:
+            rows[index], used = used, used + 1
+        heapq.heappush(busy, (ends, int(rows[index])))
+    return rows, used
 
 
 LONE_INSTANT = 60 / 86400

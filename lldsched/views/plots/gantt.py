@@ -3,7 +3,6 @@ optionally the dependency edges between runs and the waits of blocked slots."""
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Mapping, Sequence
 from datetime import datetime, tzinfo
 from typing import Any, cast
@@ -35,6 +34,7 @@ from lldsched.views.plots._base import (
     _tasks,
     _time_axis,
     _title,
+    first_free_rows,
     ran,
     task_label,
 )
@@ -298,26 +298,8 @@ def _at_once(frame: pd.DataFrame, base: np.ndarray[Any, Any], count: int) -> tup
     overlapping = start[order] < ahead.to_numpy(dtype=float, na_value=np.nan)
     for code in np.unique(lanes[overlapping]).tolist():
         mine = order[lanes == code]  # the lane's runs, by start
-        row[mine], most[code] = _first_free_rows(start[mine], finish[mine])
+        row[mine], most[code] = first_free_rows(start[mine], finish[mine])
     return row, most
-
-
-def _first_free_rows(start: np.ndarray[Any, Any], finish: np.ndarray[Any, Any]) -> tuple[Any, int]:
-    """The row of each run (sorted by start): the lowest row free at its start (a run
-    ending at another's start frees its row for it); and the rows used."""
-    rows = np.zeros(len(start), dtype=np.int64)
-    busy: list[tuple[int, int]] = []  # (finish, row) of the runs on a row
-    free: list[int] = []
-    used = 0
-    for index, (begins, ends) in enumerate(zip(start.tolist(), finish.tolist(), strict=True)):
-        while busy and busy[0][0] <= begins:
-            heapq.heappush(free, heapq.heappop(busy)[1])
-        if free:
-            rows[index] = heapq.heappop(free)
-        else:
-            rows[index], used = used, used + 1
-        heapq.heappush(busy, (ends, int(rows[index])))
-    return rows, used
 
 
 def _span(span: tuple[float | datetime, float | datetime]) -> tuple[float, float]:
