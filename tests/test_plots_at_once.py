@@ -13,10 +13,11 @@ import asyncio
 from typing import Any
 
 import numpy as np
+import pytest
 from matplotlib.axes import Axes
 from matplotlib.collections import QuadMesh
 
-from lldsched import ExecutionRecord, OneTime, Outcome, Scheduler
+from lldsched import ExecutionRecord, OneTime, Outcome, Scheduler, ValidationError
 from lldsched.views.frames import to_frame, utilisation
 from lldsched.views.plots import gantt, utilisation_plot
 from lldsched.views.plots.gantt import MAX_ROWS_AT_ONCE
@@ -121,6 +122,9 @@ def test_coroutines_of_a_real_scheduler_at_once_are_drawn_apart() -> None:
     frame = to_frame(scheduler)
     assert frame["worker"].tolist() == [1, 1, 1]  # the loop's lane, one past the threads
     assert frame["ok"].all()
+    with pytest.raises(ValidationError, match=r"workers \[1\] .* event loop's lane"):
+        utilisation(frame, 1)  # the threads only: the loop's lane is named, not a bare no
+    assert utilisation(frame, 2, "1h")[1].iloc[0] > 0
     ax = gantt(frame).axes[0]
     assert lanes(ax) == ["worker 1", "+1", "+2"]
     assert sorted(bar_rows(ax)) == [0.0, 1.0, 2.0]

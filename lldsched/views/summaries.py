@@ -199,7 +199,10 @@ def utilisation(
         return pd.DataFrame({w: pd.Series([], dtype=float) for w in columns}, index=empty)
     unknown = sorted(set(frame["worker"].unique().tolist()).difference(columns))
     if unknown:
-        raise ValidationError(f"runs on workers {unknown} are not among workers={workers!r}")
+        raise ValidationError(
+            f"runs on workers {unknown} are not among workers={workers!r} (a scheduler's "
+            "coroutines run on its event loop's lane, worker == workers: count it too)"
+        )
     start = frame["start"].to_numpy(dtype="M8[us]").astype(np.int64)
     finish = frame["finish"].to_numpy(dtype="M8[us]").astype(np.int64)
     lane = np.searchsorted(np.array(sorted(columns)), frame["worker"].to_numpy())
