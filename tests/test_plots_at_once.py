@@ -16,10 +16,11 @@ import numpy as np
 import pytest
 from matplotlib.axes import Axes
 from matplotlib.collections import QuadMesh
+from matplotlib.text import Annotation
 
 from lldsched import ExecutionRecord, OneTime, Outcome, Scheduler, ValidationError
 from lldsched.views.frames import to_frame, utilisation
-from lldsched.views.plots import gantt, utilisation_plot
+from lldsched.views.plots import gantt, mark_wait, utilisation_plot
 from lldsched.views.plots.gantt import MAX_ROWS_AT_ONCE
 from tests.conftest import T0
 
@@ -59,6 +60,25 @@ def test_runs_at_once_on_one_worker_each_get_a_row_of_the_lane() -> None:
     assert legend_texts(ax)[-1] == "+1, +2: a row each for runs\nat once (worker 2: 4)"
     assert ax.get_title(loc="right") == ""
     assert ax.get_title(loc="left") == "5 runs on 2 workers: 0 failed, 0 timed out"
+
+
+def test_mark_wait_points_at_the_row_of_its_run() -> None:
+    # The third of four runs at once is on the lane's third row: its arrow pointed at
+    # the first, another run's wait.
+    frame = to_frame(at_once(4))
+    figure = gantt(frame)
+    mark_wait(figure, frame.iloc[2], text="this one")
+    (arrow,) = [
+        t for t in figure.axes[0].texts if isinstance(t, Annotation) and t.get_text() == "this one"
+    ]
+    assert round(float(arrow.xy[1]), 6) == 2.42  # its row, 2, and the wait line under it
+    alone = to_frame(at_once(1))
+    lone = gantt(alone)
+    mark_wait(lone, alone.iloc[0], text="alone")
+    (single,) = [
+        t for t in lone.axes[0].texts if isinstance(t, Annotation) and t.get_text() == "alone"
+    ]
+    assert round(float(single.xy[1]), 6) == 0.42
 
 
 def test_a_row_is_taken_again_once_its_run_has_ended() -> None:

@@ -360,12 +360,29 @@ def _busiest_lanes(frame: pd.DataFrame, by: str, max_lanes: int | None) -> tuple
     return candidates, note
 
 
+def _row_of(ax: Axes, labels: Sequence[str], lane: int, start: float) -> int:
+    """The row of ``lane`` (its first) or of its rows of runs at once (``+1``, ``+2``
+    under it: :func:`_rows_at_once`) whose bar starts at ``start``: the first row if none
+    does, or the lane has one row."""
+    rows = [lane]
+    while rows[-1] + 1 < len(labels) and labels[rows[-1] + 1].startswith("+"):
+        rows.append(rows[-1] + 1)
+    bars = [c for c in ax.collections if c.get_gid() == "runs"]
+    if len(rows) == 1 or not bars:
+        return lane
+    corners = np.concatenate([np.asarray(path.vertices) for path in bars[0].get_paths()])
+    at_start = np.isclose(corners[:, 0], start, rtol=0.0, atol=1e-9)  # about 0.1 ms
+    drawn = set(np.rint(corners[at_start, 1]).astype(int).tolist())  # a bar's row
+    return next((row for row in rows if row in drawn), lane)
+
+
 def mark_wait(
     chart: Figure | Axes, run: pd.Series[Any], *, by: str = "worker", text: str | None = None
 ) -> Figure:
     """Annotate one run's wait on a :func:`gantt` chart: an arrow to the line from its
     due time to its start, labelled "waited 5 min 51 s" (or ``text``).  ``run`` is a
-    row of the frame the chart was drawn from; ``by`` is the chart's ``by``."""
+    row of the frame the chart was drawn from; ``by`` is the chart's ``by``.  On a lane
+    of runs at once, the arrow points at the row of the run's bar."""
     if isinstance(chart, Axes):
         ax = chart
     elif isinstance(chart, Figure) and chart.axes:
@@ -385,6 +402,7 @@ def mark_wait(
         raise ValidationError(f"the chart has no lane {lane_labels[-1]!r}; its lanes are {labels}")
     lane = labels.index(found[0])
     due, start = (to_timestamp(run[key].to_pydatetime()) / 86400.0 for key in ("due", "start"))
+    lane = _row_of(ax, labels, lane, start)
     waited = seconds_text((run["start"] - run["due"]).total_seconds())
     label = text if text is not None else f"{run['name']} waited {waited}"
     ax.annotate(
