@@ -91,6 +91,12 @@ def gantt(
     usual order, the title counts every run, and a note at the top right says how many
     lanes were left out ("40 busiest of 300 tasks drawn").  Without ``ax`` the figure
     is 0.45 inch a lane up to 16 lanes and 0.25 for each one more.
+
+    Runs at once on one lane (the event loop's coroutines, on ``worker == workers``;
+    several processes' records of a shared store, whose workers are numbered alike; a
+    task's ``Overlap.ALLOW`` runs, by task) get a row each, ``+1``, ``+2`` under the
+    lane's label, at most :data:`MAX_ROWS_AT_ONCE`, and the key says how many ran at
+    once; ``max_lanes`` then bounds the rows (fewer of the busiest lanes are drawn).
     """
     if by not in ("worker", "task"):
         raise ValidationError(f'by must be "worker" or "task", got {by!r}')
