@@ -101,6 +101,43 @@ def test_two_writes_close_together_on_one_lane_get_marks_that_do_not_overlap() -
     assert node_0 == [(151.0, -0.05), (156.0, 0.37)]  # on the bar, and under it
 
 
+TWO_TASKS = simulate_cluster(
+    replace(SCENARIO, tasks=(*SCENARIO.tasks, ClusterTask("sync", every=45.0, duration=20.0)),
+            fencing=False)
+)  # fmt: skip
+
+
+def test_runs_at_once_on_a_node_get_a_row_each_and_their_labels_do_not_overlap() -> None:
+    # A node runs two tasks' slots at once: node-0's runs of "sync" 45 and "report" 60
+    # were drawn over one another, and their labels ("45·#1" over "60·#2", "360·#18"
+    # over "360·#19") printed on top of each other.
+    figure = cluster_timeline(TWO_TASKS)
+    ax = figure.axes[0]
+    figure.canvas.draw()
+    bars = [c for c in ax.collections if c.get_gid() == "run"]
+    assert len(bars) == len(TWO_TASKS.runs)
+    tops = [float(np.asarray(bar.get_paths()[0].vertices)[:, 1].min()) for bar in bars]
+    ends = [run.finished if run.finished is not None else run.lease_until for run in TWO_TASKS.runs]
+    at_once = 0
+    for i, (a, a_end) in enumerate(zip(TWO_TASKS.runs, ends, strict=True)):
+        for j in range(i + 1, len(bars)):
+            b, b_end = TWO_TASKS.runs[j], ends[j]
+            if a.node == b.node and a.claimed < b_end and b.claimed < a_end:
+                at_once += 1
+                assert tops[i] != tops[j], (a, b)  # each on a row of its own
+    assert at_once > 0
+    labels = [t for t in ax.texts if t.get_gid() == "run_label"]
+    assert labels
+    boxes = [t.get_window_extent() for t in labels]
+    assert not [
+        (labels[i].get_text(), labels[j].get_text())
+        for i in range(len(boxes)) for j in range(i + 1, len(boxes))
+        if boxes[i].overlaps(boxes[j])
+    ]  # fmt: skip
+    names = [t.get_text() for t in ax.get_yticklabels()]
+    assert names[0] == "node-0" and "node-2" in names
+
+
 def test_the_comparison_draws_a_bar_per_count_per_result() -> None:
     figure = fencing_comparison([UNFENCED, FENCED])
     ax = figure.axes[0]

@@ -31,7 +31,7 @@ from matplotlib.path import Path as MplPath
 from matplotlib.testing.compare import compare_images
 from matplotlib.text import Text
 
-from lldsched import ExecutionRecord, OverrunPolicy, ValidationError
+from lldsched import ExecutionRecord, Overlap, OverrunPolicy, ValidationError
 from lldsched.sim.overrun import ALL_POLICIES, simulate_overrun
 from lldsched.sim.scenario import build_scenario
 from lldsched.views.frames import ran, to_frame
@@ -191,6 +191,17 @@ def test_runs_too_short_for_a_bar_are_drawn_as_diamonds(ten: pd.DataFrame) -> No
     assert "a run too short for a bar\n(task's colour)" in legend_texts(hour)
 
 
+def test_runs_of_no_length_at_one_instant_are_drawn_as_diamonds() -> None:
+    # On a FakeClock (the Stepper's) a run takes no time: a chart of one run, or of runs
+    # all at one instant, spans no time, and no run was shorter than a share of none:
+    # the chart showed its due tick and no run at all.
+    runs = to_frame([R(f"t{i}", "tick", 1, T0, T0, i, T0, T0, True) for i in range(2)])
+    ax = gantt(runs).axes[0]
+    (marks,) = [c for c in ax.collections if c.get_gid() == "short_runs"]
+    assert len(np.asarray(marks.get_offsets())) == 2
+    assert "a run too short for a bar\n(task's colour)" in legend_texts(ax)
+
+
 def test_a_span_fixes_the_time_axis_even_for_no_runs() -> None:
     ax = gantt(to_frame([]), span=(T0, T0 + 3600)).axes[0]
     assert ax.get_xlim() == pytest.approx((T0 / 86400, (T0 + 3600) / 86400))
@@ -313,11 +324,12 @@ def test_gantt_rejects_an_unknown_lane_kind_or_zone(ten: pd.DataFrame) -> None:
 
 
 def many_runs(count: int, workers: int = 4, tasks: int = 12) -> pd.DataFrame:
-    """``count`` back-to-back runs of 50 s every minute-ish, every 50th failed, a few late."""
+    """``count`` back-to-back runs of 50 s every minute-ish, every 50th failed, a few late
+    (10 s late, a run ends as its worker's next is due: a worker runs one thing at a time)."""
     i = np.arange(count)
     worker = i % workers
     due = T0 + (i // workers) * 60.0
-    start = due + np.where(i % 97 == 0, 20.0, 0.0)
+    start = due + np.where(i % 97 == 0, 10.0, 0.0)
     records = [
         R(f"t{k % tasks}", f"task {k % tasks}", 1, float(d), float(d), int(w), float(s),
           float(s) + 50.0, k % 50 != 0, None, k % 1000 == 0)
@@ -616,6 +628,35 @@ def test_overrun_comparison_draws_every_policy_it_is_given_one_panel_each() -> N
         simulate_overrun(policies=["SKIP"])  # type: ignore[list-item]
 
 
+def test_runs_cancelled_for_a_newer_slot_are_drawn_and_counted_as_cancelled_not_failed() -> None:
+    # Overlap.CANCEL_OTHER: every run cut short for the next slot.  The Gantt chart's
+    # title said "10 failed" (task_summary: 0 failed, 10 cancelled), its bars were
+    # hatched as failed, and the overrun comparison hatched them with nothing in its key.
+    runs = simulate_overrun(period=60, duration=150, horizon=600, policies=ALL_POLICIES)
+    cancelled = to_frame(runs[Overlap.CANCEL_OTHER])
+    assert (cancelled["outcome"] == "cancelled").all() and len(cancelled) == 10
+    ax = gantt(cancelled).axes[0]
+    assert ax.get_title(loc="left") == "10 runs on 2 workers: 0 failed, 0 timed out, 10 cancelled"
+    assert len(collection(ax, "cancelled").get_paths()) == 10
+    assert not [c for c in ax.collections if c.get_gid() == "failed"]
+    texts = legend_texts(ax)
+    assert "cancelled (a newer slot came due)" in texts and "failed" not in texts
+    many = to_frame([
+        r._replace(task_id=f"t{n}", started=r.started + 600 * n, finished=r.finished + 600 * n,
+                   due=r.due + 600 * n, slot=r.slot + 600 * n)
+        for n in range(DETAIL_RUNS // 10 + 1) for r in runs[Overlap.CANCEL_OTHER]
+    ])  # fmt: skip
+    past = gantt(many).axes[0]  # past DETAIL_RUNS: a stroke at the foot of each bar
+    assert len(segments(collection(past, "cancelled_strokes"))) == len(many)
+    assert "cancelled (a newer slot came due)" in legend_texts(past)
+    assert past.get_title(loc="left").endswith(f"0 failed, 0 timed out, {len(many)} cancelled")
+    figure = overrun_comparison(runs)
+    panel = figure.axes[list(runs).index(Overlap.CANCEL_OTHER)]
+    assert panel.get_title(loc="left").startswith("CANCEL_OTHER: 10 runs, 10 cancelled,")
+    keys = [text for ax in figure.axes if ax.get_legend() for text in legend_texts(ax)]
+    assert "cancelled (a newer slot came due)" in keys
+
+
 # -- a service's 300 tasks -----------------------------------------------------------
 
 
@@ -669,9 +710,12 @@ def test_max_lanes_none_draws_every_lane_and_a_bad_one_is_refused() -> None:
     ax = figure.axes[0]
     assert len(ax.get_yticklabels()) == 50 and ax.get_title(loc="right") == ""
     assert overlapping(ax.get_yticklabels()) == []
-    worker_lanes = gantt(frame, max_lanes=5).axes[0]  # by worker: the five busiest
-    assert len(worker_lanes.get_yticklabels()) == 5
-    assert worker_lanes.get_title(loc="right") == "5 busiest of 24 workers drawn; 19 left out"
+    # By worker, the five rows of the busiest: workers 1 and 0 ran two of these runs at
+    # once (tasks 25 and 49, 24 and 48), a row each, then worker 23.
+    worker_lanes = gantt(frame, max_lanes=5).axes[0]
+    labels = [t.get_text() for t in worker_lanes.get_yticklabels()]
+    assert labels == ["worker 0", "+1", "worker 1", "+1", "worker 23"]
+    assert worker_lanes.get_title(loc="right") == "3 busiest of 24 workers drawn; 21 left out"
     for bad in (0, 2.5, True):
         with pytest.raises(ValidationError, match=f"max_lanes must be an int >= 1, got {bad}"):
             gantt(frame, max_lanes=bad)  # type: ignore[arg-type]

@@ -8,6 +8,7 @@ task) and measures the drawn boxes, as a reader on a laptop would look at them.
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
@@ -149,6 +150,53 @@ def test_every_time_axis_reads_as_times_of_day_or_dates(seconds: int) -> None:
         render(figure)
         labels = [t.get_text() for t in figure.axes[0].get_xticklabels() if t.get_text()]
         assert len(labels) >= 3 and all(_TIME.match(label) for label in labels), labels
+
+
+def test_ticks_under_a_second_apart_read_apart() -> None:
+    # Runs of a real scheduler in a test often span half a second: every tick of the
+    # axis read "09:00:00" (the seconds' format had lost its fraction), six alike.
+    frame = to_frame([
+        R("t1", "nap", 1, T0 + at, T0 + at, 0, T0 + at, T0 + at + 0.05, True)
+        for at in np.linspace(0, 0.5, 6).tolist()
+    ])  # fmt: skip
+    for figure in (gantt(frame), lateness_over_time(frame)):
+        render(figure)
+        labels = [t.get_text() for t in figure.axes[0].get_xticklabels() if t.get_text()]
+        assert len(labels) >= 3 and len(set(labels)) == len(labels), labels
+        assert all(re.match(r"^\d\d:\d\d(:\d\d(\.\d+)?)?$", label) for label in labels), labels
+
+
+def _berlin_ticks(figure: Figure) -> list[tuple[float, str]]:
+    """The x ticks of ``figure``'s first axes, rendered: (instant, label) in order."""
+    render(figure)
+    ax = figure.axes[0]
+    ticks = [round(x * 86400) for x in ax.get_xticks()]
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    low, high = (x * 86400 for x in ax.get_xlim())
+    return [(x, label) for x, label in zip(ticks, labels, strict=True) if low <= x <= high]
+
+
+@pytest.mark.parametrize(
+    "night", ["2026-03-29T00:00:00+00:00", "2026-10-25T00:00:00+00:00"], ids=["march", "october"]
+)
+def test_time_ticks_across_a_change_of_summer_time_are_even_and_read_apart(night: str) -> None:
+    # Europe/Berlin, an hourly task over the night the clocks change: in March two ticks
+    # fell on one instant ("03:00" printed twice, over itself), in October the hour
+    # 02:00 CET had no tick, so "02:00" to "03:00" spanned two hours of runs.
+    start = pd.Timestamp(night).timestamp() - 3 * 3600
+    frame = to_frame([
+        R("t1", "hourly", 1, start + 1800 * i, start + 1800 * i, 0, start + 1800 * i,
+          start + 1800 * i + 300, True)
+        for i in range(13)
+    ])  # fmt: skip
+    for figure in (gantt(frame, tz="Europe/Berlin"), lateness_over_time(frame, tz="Europe/Berlin")):
+        ticks = _berlin_ticks(figure)
+        instants = [x for x, _ in ticks]
+        steps = {b - a for a, b in itertools.pairwise(instants)}
+        assert len(steps) == 1 and steps.pop() > 0, ticks  # evenly apart, none twice
+        labels = [label for _, label in ticks if label]
+        assert len(set(labels)) == len(labels), ticks  # no two ticks read alike
+        assert overlapping(figure.axes[0].get_xticklabels()) == []
 
 
 @pytest.mark.parametrize("plot", ["gantt", "lateness_over_time", "utilisation_plot"])

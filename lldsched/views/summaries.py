@@ -184,6 +184,11 @@ def utilisation(
     hours) and cover every run; a run that crosses a boundary counts in each
     interval for the part it spent there.  Returns a frame indexed by interval start
     (UTC), one float column per worker, 0.0 (idle) to 1.0 (busy throughout).
+
+    Each run counts, so a worker index that ran several things at once reads above 1.0:
+    the mean number of its runs in flight.  Threads never do, but the scheduler's event
+    loop (``worker == workers``, its coroutines at once) and the records of several
+    processes sharing a store (each numbers its workers from 0) do.
     """
     frame = ran(frame)  # decided slots ran nowhere
     columns = _workers(workers)
@@ -194,7 +199,10 @@ def utilisation(
         return pd.DataFrame({w: pd.Series([], dtype=float) for w in columns}, index=empty)
     unknown = sorted(set(frame["worker"].unique().tolist()).difference(columns))
     if unknown:
-        raise ValidationError(f"runs on workers {unknown} are not among workers={workers!r}")
+        raise ValidationError(
+            f"runs on workers {unknown} are not among workers={workers!r} (a scheduler's "
+            "coroutines run on its event loop's lane, worker == workers: count it too)"
+        )
     start = frame["start"].to_numpy(dtype="M8[us]").astype(np.int64)
     finish = frame["finish"].to_numpy(dtype="M8[us]").astype(np.int64)
     lane = np.searchsorted(np.array(sorted(columns)), frame["worker"].to_numpy())

@@ -16,8 +16,10 @@ tasks, only the ones its legend names (those that weigh most in it), the rest in
 grey, :data:`OTHER_TASKS`.
 
 * :func:`gantt`: a lane per worker (or per task), a bar per run coloured by task,
-  failed runs hatched, timed-out runs outlined, each run's due time marked with a
-  tick and a line to its start, so lateness shows.  All bars are one
+  failed runs hatched, cancelled ones (``Overlap.CANCEL_OTHER``) hatched the other
+  way, timed-out runs outlined, each run's due time marked with a tick and a line to
+  its start, so lateness shows; runs at once on one lane (the event loop's
+  coroutines, several processes' records) a row each.  All bars are one
   ``PolyCollection`` and all due marks one ``LineCollection``: 100,000 runs draw
   and render in about half a second (``benchmarks/bench_views.py``).  At most
   :data:`MAX_LANES` lanes, the busiest, with a note of how many were left out.
@@ -32,7 +34,9 @@ grey, :data:`OTHER_TASKS`.
 * :func:`lateness_over_time`, :func:`lateness_distribution` (per task) and
   :func:`utilisation_plot` (busy fraction per worker per interval).
 
-Time axes show timezone-aware instants in the zone given as ``tz`` (default UTC).
+Time axes show timezone-aware instants in the zone given as ``tz`` (default UTC),
+their ticks evenly apart in real time across a change of summer time (a wall time two
+ticks share, 02:00 of the night the clocks go back, says its zone under it).
 
 Every chart has a title and labelled axes, and says in words what it shows
 (:func:`describe`: a figure's text form in a notebook, for a screen reader); the

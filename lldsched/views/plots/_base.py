@@ -10,6 +10,7 @@ names the extra to install.
 
 from __future__ import annotations
 
+import heapq
 import io
 import zlib
 from collections import Counter
@@ -51,6 +52,7 @@ __all__ = [
     "Patch",
     "PlotFigure",
     "describe",
+    "first_free_rows",
     "ran",
     "task_colours",
 ]
@@ -201,19 +203,79 @@ def _time_axis(
     ``blank``: no tick at all (a chart of no runs, whose axis would otherwise read
     1970-01-01, the epoch matplotlib's dates start from)."""
     zone = _zone(tz)
-    locator = mdates.AutoDateLocator(tz=zone, maxticks=max_ticks)
+    locator = _ZoneLocator(tz=zone, maxticks=max_ticks)
     ax.xaxis.set_major_locator(NullLocator() if blank else locator)
     # Ticks seconds apart read as times ("09:00:30"), not as seconds alone ("30", the
-    # concise default, a number a reader takes for anything but a time of day); ticks
-    # days apart as days ("Mon 05", not "05", which reads as an hour as well).  The
-    # zero formats (a day's first tick "Jan-06") are matplotlib's, given again: with
-    # formats alone, they are derived from them, and midnight read "06".
-    formats = ["%Y", "%b", "%a %d", "%H:%M", "%H:%M", "%H:%M:%S"]
+    # concise default, a number a reader takes for anything but a time of day), and
+    # ticks under a second apart with their fraction ("09:00:00.25": matplotlib trims
+    # the zeros every label shares, so whole seconds still read "09:00:30"); ticks days
+    # apart as days ("Mon 05", not "05", which reads as an hour as well).  The zero
+    # formats (a day's first tick "Jan-06") are matplotlib's, given again: with formats
+    # alone, they are derived from them, and midnight read "06".
+    formats = ["%Y", "%b", "%a %d", "%H:%M", "%H:%M", "%H:%M:%S.%f"]
     zero_formats = ["", "%Y", "%b", "%b-%d", "%H:%M", "%H:%M"]
     ax.xaxis.set_major_formatter(
-        mdates.ConciseDateFormatter(locator, tz=zone, formats=formats, zero_formats=zero_formats)
+        _ZoneFormatter(locator, tz=zone, formats=formats, zero_formats=zero_formats)
     )
     ax.set_xlabel(f"time ({zone})")
+
+
+class _ZoneLocator(mdates.AutoDateLocator):  # type: ignore[misc]
+    """matplotlib's date locator, with ticks under a day apart kept evenly apart across
+    a change of the zone's offset.  Its ticks are steps of local time: over the night
+    summer time begins, Europe/Berlin's 02:00 does not exist and fell on 03:00's
+    instant (two ticks, "03:00" printed over itself); over the night it ends, 02:00
+    happens twice and had one tick (from "02:00" to "03:00" two hours of runs).  Where
+    the ticks' offsets differ they are laid again from the first, one step of real
+    time apart (the step the locator chose: its ticks' least gap), so that the axis
+    reads as the time that passed; ticks a day or more apart stay at local midnights."""
+
+    def __call__(self) -> Any:
+        return _even_ticks(super().__call__(), self.tz)
+
+    def tick_values(self, vmin: float, vmax: float) -> Any:
+        return _even_ticks(super().tick_values(vmin, vmax), self.tz)
+
+
+def _even_ticks(ticks: Any, zone: tzinfo) -> Any:
+    """``ticks`` (date numbers), or, when they cross a change of ``zone``'s offset and are
+    under a day apart, as many ticks from the first one step apart (see
+    :class:`_ZoneLocator`)."""
+    values = np.unique(np.asarray(ticks, dtype=float))
+    if len(values) < 2 or len(_offsets(values, zone)) == 1:
+        return ticks
+    # In whole microseconds (a date number's sum of steps drifted to 01:59:59.999999).
+    micros = np.rint(values * _MICROS_A_DAY).astype(np.int64)
+    step = int(np.diff(micros).min())
+    if step >= _MICROS_A_DAY:  # days apart: local midnights, however long the day between
+        return values
+    count = (int(micros[-1] - micros[0]) + step // 2) // step + 1
+    return (micros[0] + step * np.arange(count, dtype=np.int64)) / _MICROS_A_DAY
+
+
+_MICROS_A_DAY = 86_400 * 10**6
+
+
+def _offsets(values: Any, zone: tzinfo) -> set[Any]:
+    """The distinct UTC offsets of ``zone`` at the date numbers ``values``."""
+    return {mdates.num2date(value, tz=zone).utcoffset() for value in values}
+
+
+class _ZoneFormatter(mdates.ConciseDateFormatter):  # type: ignore[misc]
+    """matplotlib's concise date labels, with the zone's abbreviation under each tick
+    whose wall time another tick shows too: the night summer time ends, Europe/Berlin's
+    02:00 happens twice ("02:00" over "CEST", then over "CET"; on a line of its own, so
+    that a label is no wider than its neighbours)."""
+
+    def format_ticks(self, values: Any) -> list[str]:
+        labels: list[str] = list(super().format_ticks(values))
+        moments = [mdates.num2date(value, tz=self._tz) for value in values]
+        walls = Counter(moment.replace(tzinfo=None) for moment in moments)
+        return [
+            f"{label}\n{moment.strftime('%Z')}"
+            if label and walls[moment.replace(tzinfo=None)] > 1 else label
+            for moment, label in zip(moments, labels, strict=True)
+        ]  # fmt: skip
 
 
 def _seconds(column: pd.Series[Any]) -> Array:
@@ -401,12 +463,38 @@ def _legend(ax: Axes, handles: list[Any]) -> None:
     )  # fmt: skip
 
 
+def first_free_rows(start: Any, finish: Any) -> tuple[Any, int]:
+    """The row of each run (``start`` and ``finish``, sorted by start): the lowest row
+    free at its start (a run ending at another's start frees its row for it), and the
+    rows used, as many as the most runs at once: the rows of a lane of runs at once (a
+    Gantt chart's, a cluster timeline's node)."""
+    rows = np.zeros(len(start), dtype=np.int64)
+    busy: list[tuple[int, int]] = []  # (finish, row) of the runs on a row
+    free: list[int] = []
+    used = 0
+    starts, finishes = np.asarray(start).tolist(), np.asarray(finish).tolist()
+    for index, (begins, ends) in enumerate(zip(starts, finishes, strict=True)):
+        while busy and busy[0][0] <= begins:
+            heapq.heappush(free, heapq.heappop(busy)[1])
+        if free:
+            rows[index] = heapq.heappop(free)
+        else:
+            rows[index], used = used, used + 1
+        heapq.heappush(busy, (ends, int(rows[index])))
+    return rows, used
+
+
+LONE_INSTANT = 60 / 86400
+"""The time axis (in days, as matplotlib dates are) of a chart whose runs are all at one
+instant: the minute around it."""
+
+
 def _set_xlim(ax: Axes, low: float, high: float) -> None:
     """The x range ``low`` to ``high`` (date numbers) and a margin; a single instant gets
-    the minute around it (a margin of 1 % of nothing made ticks of tenths of a second,
-    read "59.4, 59.6, 00:00")."""
+    the minute around it (:data:`LONE_INSTANT`: a margin of 1 % of nothing made ticks of
+    tenths of a second, read "59.4, 59.6, 00:00")."""
     if high == low:
-        ax.set_xlim(low - 30 / 86400, high + 30 / 86400)
+        ax.set_xlim(low - LONE_INSTANT / 2, high + LONE_INSTANT / 2)
         return
     span = high - low
     ax.set_xlim(low - span * 0.01, high + span * 0.01)

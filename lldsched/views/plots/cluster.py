@@ -1,8 +1,9 @@
 """A simulated cluster, drawn: a timeline per node, and the counts with against without fencing.
 
-* :func:`cluster_timeline`: a lane per node; each run a bar from its claim to its
-  write, above a thin bar for its lease (claim to settle, or to the expiry its
-  node failed to renew), labelled with its slot and token; pauses shaded, outages
+* :func:`cluster_timeline`: a lane per node (a row for each run at once on it); each
+  run a bar from its claim to its write, above a thin bar for its lease (claim to
+  settle, or to the expiry its node failed to renew), labelled with its slot and token
+  (where the label before it on its row leaves room); pauses shaded, outages
   dark; duplicate writes hatched and marked with a star, rejected writes with a cross (a
   mark that would cover the one before it on its lane is drawn under the bar),
   runs lost to a crash hatched; its legend keys only what was drawn (a result of no
@@ -16,6 +17,7 @@ Times are seconds after the scenario's start.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,6 +34,7 @@ from lldsched.views.plots._base import (
     _empty,
     _legend,
     _title,
+    first_free_rows,
 )
 from lldsched.views.plots.palette import LEASE, SERIES, STATE_ALPHA, STATES, WRITES, Cue
 
@@ -42,49 +45,58 @@ _LABELLED_RUNS = 40  # up to this many runs, each bar says its slot and token
 
 
 def cluster_timeline(result: ClusterResult, *, ax: Axes | None = None) -> Figure:
-    """Draw ``result`` node by node (see the module docstring); returns the figure."""
-    figure, ax = _axes(ax, (11.0, 1.0 + 0.85 * len(result.nodes)))
-    lanes = {node: index for index, node in enumerate(result.nodes)}
+    """Draw ``result`` node by node (see the module docstring); returns the figure.
+
+    A node that ran several slots at once (two tasks' slots, a stale run writing after
+    the next began) gets a row for each run at once (:func:`first_free_rows`), its pauses
+    and outages shaded across all of them: the runs were drawn over one another.  A
+    run's label is left out where it would cover the label before it on its row."""
     origin = result.start
-    for span in result.spans:
-        lane = lanes[span.node]
-        state = STATES["pause" if span.kind == "pause" else "down"]
-        ax.broken_barh(
-            [(span.start - origin, span.end - span.start)], (lane - 0.45, 0.9),
-            facecolors=state.colour, hatch=state.hatch or None, edgecolors="none",
-            alpha=STATE_ALPHA, zorder=0,
-        )  # fmt: skip
     ends = [
         run.finished if run.finished is not None else _crash(result, run) for run in result.runs
     ]
+    rows, tops, placed = _rows(result, ends)
+    height = sum(rows.values())
+    figure, ax = _axes(ax, (11.0, 1.0 + 0.85 * height))
+    for span in result.spans:
+        top, count = tops[span.node], rows[span.node]
+        state = STATES["pause" if span.kind == "pause" else "down"]
+        ax.broken_barh(
+            [(span.start - origin, span.end - span.start)], (top - 0.45, count - 0.1),
+            facecolors=state.colour, hatch=state.hatch or None, edgecolors="none",
+            alpha=STATE_ALPHA, zorder=0,
+        )  # fmt: skip
     end = max([result.horizon, *ends, *(run.lease_until for run in result.runs)]) - origin
     landed = result.landed()
     labelled = len(result.runs) <= _LABELLED_RUNS
-    marks: list[tuple[int, float, str]] = []  # (lane, x, kind): drawn once all are known
-    for run, finish in zip(result.runs, ends, strict=True):
-        lane = lanes[run.node]
+    marks: list[tuple[float, float, str]] = []  # (row, x, kind): drawn once all are known
+    spans: list[tuple[float, float, str]] = []  # (row, claimed, label)
+    for run, finish, row in zip(result.runs, ends, placed, strict=True):
         claimed, finished = run.claimed - origin, finish - origin
         ax.broken_barh(
-            [(claimed, run.lease_until - run.claimed)], (lane + 0.24, 0.1),
+            [(claimed, run.lease_until - run.claimed)], (row + 0.24, 0.1),
             facecolors=LEASE.colour, zorder=1,
         )  # fmt: skip
         duplicate = run.write == "landed" and landed[(run.task_id, run.slot)] > 1
         cue = WRITES["duplicate"] if duplicate else _WRITES[run.write]
-        ax.broken_barh(
-            [(claimed, max(finished - claimed, end / 400))], (lane - 0.3, 0.5),
+        bar = ax.broken_barh(
+            [(claimed, max(finished - claimed, end / 400))], (row - 0.3, 0.5),
             facecolors=cue.colour, edgecolors="black", linewidth=0.4, hatch=cue.hatch or None,
             zorder=2,
         )  # fmt: skip
+        bar.set_gid("run")
         if duplicate or run.write == "rejected":
-            marks.append((lane, finished, "duplicate" if duplicate else "rejected"))
+            marks.append((row, finished, "duplicate" if duplicate else "rejected"))
         if labelled:
-            ax.annotate(
-                f"{run.slot - origin:g}·#{run.token}", (claimed, lane - 0.3), xytext=(0, 2),
-                textcoords="offset points", fontsize=7, color="0.15", va="bottom",
-            )  # fmt: skip
-    ax.set_yticks(range(len(result.nodes)), [_lane_label(result, node) for node in result.nodes])
-    ax.set_ylim(len(result.nodes) - 0.4, -0.6)
+            spans.append((row, claimed, f"{run.slot - origin:g}·#{run.token}"))
+    centres = [tops[node] + (rows[node] - 1) / 2 for node in result.nodes]
+    if height > len(result.nodes):  # a node of several rows: a line between nodes
+        for node in result.nodes[1:]:
+            ax.axhline(tops[node] - 0.5, color="0.8", linewidth=0.8, zorder=0)
+    ax.set_yticks(centres, [_lane_label(result, node) for node in result.nodes])
+    ax.set_ylim(height - 0.4, -0.6)
     ax.set_xlim(0, end * 1.02)
+    _draw_labels(ax, spans, span=end * 1.02)
     _draw_marks(ax, marks, span=end * 1.02)
     ax.set_xlabel("seconds after the start")
     ax.set_ylabel("node")
@@ -104,13 +116,58 @@ def cluster_timeline(result: ClusterResult, *, ax: Axes | None = None) -> Figure
     return figure
 
 
+def _rows(
+    result: ClusterResult, ends: list[float]
+) -> tuple[dict[str, int], dict[str, int], list[int]]:
+    """The rows of each node (as many as its most runs at once, at least one), the row
+    its lane starts on (nodes in order), and the row of each run of ``result``."""
+    rows = dict.fromkeys(result.nodes, 1)
+    within = [0] * len(result.runs)  # each run's row among its node's
+    for node in result.nodes:
+        mine = sorted(
+            (run.claimed, end, index)
+            for index, (run, end) in enumerate(zip(result.runs, ends, strict=True))
+            if run.node == node
+        )
+        if mine:
+            claimed, finished, indexes = zip(*mine, strict=True)
+            placed, rows[node] = first_free_rows(claimed, finished)
+            for index, row in zip(indexes, placed.tolist(), strict=True):
+                within[index] = row
+    tops, top = {}, 0
+    for node in result.nodes:
+        tops[node], top = top, top + rows[node]
+    return rows, tops, [tops[run.node] + row for run, row in zip(result.runs, within, strict=True)]
+
+
+_LABEL_POINTS = 7.0
+
+
+def _draw_labels(ax: Axes, spans: list[tuple[float, float, str]], *, span: float) -> None:
+    """Each run's "slot·#token" over the start of its bar, but where it would cover the
+    label drawn before it on its row (runs seconds apart: "405·#20420·#21" read as one)."""
+    box = ax.get_position()
+    width_points = box.width * ax.get_figure().get_size_inches()[0] * 72  # type: ignore[union-attr]
+    per_point = span / max(width_points, 1.0)
+    free_from: dict[float, float] = {}  # row -> where its last label ends, in seconds
+    for row, claimed, text in sorted(spans, key=lambda item: (item[0], item[1])):
+        if claimed < free_from.get(row, -math.inf):
+            continue
+        ax.annotate(
+            text, (claimed, row - 0.3), xytext=(0, 2), textcoords="offset points",
+            fontsize=_LABEL_POINTS, color="0.15", va="bottom", gid="run_label",
+        )  # fmt: skip
+        # DejaVu Sans: about 0.6 em a letter, and a little room after
+        free_from[row] = claimed + (len(text) * _LABEL_POINTS * 0.62 + 4) * per_point
+
+
 _MARK_SIZES = {"duplicate": 15.0, "rejected": 10.0}  # points
 _BELOW = 0.42
 """How far under its lane's centre a mark moves when it would cover the one before it:
 below the lease bar, above the next lane's labels."""
 
 
-def _draw_marks(ax: Axes, marks: list[tuple[int, float, str]], *, span: float) -> None:
+def _draw_marks(ax: Axes, marks: list[tuple[float, float, str]], *, span: float) -> None:
     """A star on each duplicate write and a cross on each rejected one, at the write's
     instant on its lane.  Two writes of one lane closer than a mark's width (a run
     that writes late and the next run writing seconds after it, as after a pause)
@@ -118,7 +175,7 @@ def _draw_marks(ax: Axes, marks: list[tuple[int, float, str]], *, span: float) -
     both read (a third goes back to the middle, and so on)."""
     box = ax.get_position()
     width_points = box.width * ax.get_figure().get_size_inches()[0] * 72  # type: ignore[union-attr]
-    previous: dict[int, tuple[float, float]] = {}  # lane -> (x, y offset) of its last mark
+    previous: dict[float, tuple[float, float]] = {}  # row -> (x, y offset) of its last mark
     for lane, x, kind in sorted(marks, key=lambda mark: (mark[0], mark[1])):
         size = _MARK_SIZES[kind]
         near = span * size * 1.1 / width_points  # a mark's width, in seconds

@@ -34,14 +34,15 @@ from lldsched.views.plots._base import (
     _tasks,
     _time_axis,
     _title,
+    first_free_rows,
     ran,
     task_label,
 )
 from lldsched.views.plots.palette import text_on
-from lldsched.views.plots.runbars import _BAR_HEIGHT, _draw_runs, _mark_handles
+from lldsched.views.plots.runbars import _BAR_HEIGHT, _draw_runs, _failures, _mark_handles
 from lldsched.views.tables import seconds_text
 
-__all__ = ["gantt", "mark_wait"]
+__all__ = ["MAX_ROWS_AT_ONCE", "gantt", "mark_wait"]
 
 
 def gantt(
@@ -57,7 +58,9 @@ def gantt(
 ) -> Figure:
     """Worker occupancy: a lane per worker (``by="worker"``) or per task (``by="task"``),
     a bar per run from start to finish, one colour per task (with a legend), failed
-    runs hatched, timed-out runs outlined, and each run's due time marked by a tick
+    runs hatched, runs cancelled for a newer slot (``Overlap.CANCEL_OTHER``; counted
+    apart from the failed, as :func:`task_summary` does) hatched the other way,
+    timed-out runs outlined, and each run's due time marked by a tick
     with a line to its start, so lateness shows as the line's length.  The time axis
     is in zone ``tz``.
 
@@ -88,6 +91,12 @@ def gantt(
     usual order, the title counts every run, and a note at the top right says how many
     lanes were left out ("40 busiest of 300 tasks drawn").  Without ``ax`` the figure
     is 0.45 inch a lane up to 16 lanes and 0.25 for each one more.
+
+    Runs at once on one lane (the event loop's coroutines, on ``worker == workers``;
+    several processes' records of a shared store, whose workers are numbered alike; a
+    task's ``Overlap.ALLOW`` runs, by task) get a row each, ``+1``, ``+2`` under the
+    lane's label, at most :data:`MAX_ROWS_AT_ONCE`, and the key says how many ran at
+    once; ``max_lanes`` then bounds the rows (fewer of the busiest lanes are drawn).
     """
     if by not in ("worker", "task"):
         raise ValidationError(f'by must be "worker" or "task", got {by!r}')
@@ -100,10 +109,11 @@ def gantt(
     codes, labels, palette, named = _tasks(frame, _seconds(frame["duration"]))
     if by == "worker":
         workers = sorted(frame["worker"].unique().tolist())
-        lane = np.searchsorted(np.array(workers, dtype=np.int64), frame["worker"].to_numpy())
-        lane_labels = [f"worker {w}" for w in workers]
+        base = np.searchsorted(np.array(workers, dtype=np.int64), frame["worker"].to_numpy())
+        base_labels = [f"worker {w}" for w in workers]
     else:
-        lane, lane_labels = codes, labels
+        base, base_labels = codes, labels
+    lane, lane_labels, first_rows, crowded = _rows_at_once(frame, base, base_labels)
     lanes = len(lane_labels)
     figure, ax = _axes(ax, (11.0, 1.6 + _lanes_height(lanes)))
     if note:
@@ -116,7 +126,10 @@ def gantt(
         )
         short = any(c.get_gid() == "short_runs" for c in ax.collections)
         marks = _mark_handles(frame, detail, short=short)
-        earliest = _draw_waits(ax, waits, frame) if by == "task" and len(waits) else None
+        earliest = (
+            _draw_waits(ax, waits, dict(zip(pd.unique(frame["task_id"]), first_rows, strict=True)))
+            if by == "task" and len(waits) else None
+        )  # fmt: skip
         if earliest is not None:
             low = min(low, earliest)
             marks.append(_WAIT_HANDLE)
@@ -125,6 +138,8 @@ def gantt(
             _name_bars(ax, frame, lane.astype(float), palette[codes], shown or ax.get_xlim())
         if depends_on and detail and _draw_edges(ax, frame, lane.astype(float), depends_on):
             marks.append(_EDGE_HANDLE)
+        if crowded:  # the rows "+1", "+2" of runs at once, said in the key
+            marks.append(Line2D([], [], linestyle="none", label=crowded))
         _legend(ax, [*_task_handles(labels, palette, named), *marks])
     else:
         _empty(ax, "runs")
@@ -208,11 +223,11 @@ def _draw_edges(
     return drawn > 0
 
 
-def _draw_waits(ax: Axes, waits: pd.DataFrame, runs: pd.DataFrame) -> float | None:
-    """The blocked waits of tasks that have a lane (a task with runs), as hatched bands;
-    the earliest start drawn (a date number), None if none was."""
-    codes = {task_id: code for code, task_id in enumerate(pd.unique(runs["task_id"]))}
-    lanes = waits["task_id"].map(codes)
+def _draw_waits(ax: Axes, waits: pd.DataFrame, rows: Mapping[Any, float]) -> float | None:
+    """The blocked waits of tasks that have a lane (a task with runs: ``rows``, task id
+    to the y of its lane's first row), as hatched bands; the earliest start drawn (a date
+    number), None if none was."""
+    lanes = waits["task_id"].map(rows)
     shown = lanes.notna().to_numpy()
     if not shown.any():
         return None
@@ -234,6 +249,65 @@ def _draw_waits(ax: Axes, waits: pd.DataFrame, runs: pd.DataFrame) -> float | No
     return float(start.min())
 
 
+MAX_ROWS_AT_ONCE = 6
+"""The most rows a lane of a Gantt chart is split into for runs that overlap on it; the
+runs past them share the last row (drawn over one another), and the note says how many
+ran at once at most."""
+
+
+def _rows_at_once(
+    frame: pd.DataFrame, base: np.ndarray[Any, Any], labels: Sequence[str]
+) -> tuple[np.ndarray[Any, Any], list[str], list[float], str]:
+    """Each run's y (a float), the label of each row, the y of each lane's first row, and
+    a note: a lane whose runs overlap in time gets a row for each run at once.
+
+    A worker index runs one thing at a time on threads, but not every lane does: the
+    event loop's (``worker == workers``) runs many coroutines at once, the records of
+    several processes sharing a store reuse one another's worker numbers, and a task
+    with ``Overlap.ALLOW`` runs on several workers at once (a lane per task).  Drawn on
+    one row, each such run's bar covered the others: four coroutines of half a second
+    read as one.  Each run takes the first row of its lane free at its start (rows
+    numbered from the top, the lane's label on its first, "+1", "+2" under it; at most
+    :data:`MAX_ROWS_AT_ONCE`); the note, for the chart's key, says which lanes were split
+    and how many runs they ran at once at most.  A chart of no overlap is drawn as
+    before, a row a lane."""
+    count = len(labels)
+    row, most = _at_once(frame, base, count)
+    if not (most > 1).any():
+        return base.astype(float), list(labels), [float(code) for code in range(count)], ""
+    rows = np.minimum(most, MAX_ROWS_AT_ONCE)
+    offset = np.concatenate(([0], np.cumsum(rows)[:-1]))
+    lane = offset[base] + np.minimum(row, rows[base] - 1)
+    lane_labels = [
+        labels[code] if extra == 0 else f"+{extra}"
+        for code in range(count)
+        for extra in range(int(rows[code]))
+    ]
+    split = [f"{labels[code]}: {int(most[code])}" for code in np.flatnonzero(most > 1).tolist()]
+    more = f", {len(split) - 3} more" if len(split) > 3 else ""
+    note = f"+1, +2: a row each for runs\nat once ({', '.join(split[:3])}{more})"
+    return lane.astype(float), lane_labels, offset.astype(float).tolist(), note
+
+
+def _at_once(frame: pd.DataFrame, base: np.ndarray[Any, Any], count: int) -> tuple[Any, Any]:
+    """Each run's row in its lane (``base``: a code from 0 to ``count - 1``), and the most
+    runs at once on each lane (1 where none overlap): see :func:`_rows_at_once`."""
+    row = np.zeros(len(frame), dtype=np.int64)
+    most = np.ones(count, dtype=np.int64)
+    if not len(frame):
+        return row, most
+    start = frame["start"].to_numpy(dtype="M8[us]").astype(np.int64)
+    finish = frame["finish"].to_numpy(dtype="M8[us]").astype(np.int64)
+    order = np.lexsort((start, base))
+    lanes = base[order]
+    ahead = pd.Series(finish[order]).groupby(lanes).cummax().groupby(lanes).shift()
+    overlapping = start[order] < ahead.to_numpy(dtype=float, na_value=np.nan)
+    for code in np.unique(lanes[overlapping]).tolist():
+        mine = order[lanes == code]  # the lane's runs, by start
+        row[mine], most[code] = first_free_rows(start[mine], finish[mine])
+    return row, most
+
+
 def _span(span: tuple[float | datetime, float | datetime]) -> tuple[float, float]:
     """``span`` as matplotlib date numbers."""
     low, high = (to_timestamp(end, name="span") / 86400.0 for end in span)
@@ -243,15 +317,15 @@ def _span(span: tuple[float | datetime, float | datetime]) -> tuple[float, float
 
 
 def _gantt_title(frame: pd.DataFrame, by: str) -> str:
-    """The runs of every lane, drawn or not, and how many failed or timed out."""
-    ok, timed_out_runs = frame["ok"], frame["timed_out"]
-    failed = int((~ok & ~timed_out_runs).sum())  # a run that gave its slot up failed too
-    timed_out = int(timed_out_runs.sum())
+    """The runs of every lane, drawn or not, and how many failed or timed out (and were
+    cancelled, if any was), as the summaries count them (:func:`_failures`)."""
+    failed, timed_out, cancelled = (int(cut.sum()) for cut in _failures(frame))
     what = "worker" if by == "worker" else "task"
     lanes = frame[what if by == "worker" else "task_id"].nunique()
     return (
         f"{counted(len(frame), 'run')} on {counted(lanes, what)}: "
         f"{failed:,} failed, {timed_out:,} timed out"
+        + (f", {cancelled:,} cancelled" if cancelled else "")
     )
 
 
@@ -264,20 +338,48 @@ def _fitting(ax: Axes, max_lanes: int) -> int:
 
 
 def _busiest_lanes(frame: pd.DataFrame, by: str, max_lanes: int | None) -> tuple[pd.DataFrame, str]:
-    """The runs of the ``max_lanes`` lanes with the most run time (all of them if
-    there are no more), and the note that says how many lanes were left out ("" if
-    none were)."""
+    """The runs of the busiest lanes (the most run time) whose rows (a lane of runs at
+    once has several: :func:`_rows_at_once`) number at most ``max_lanes`` (every lane
+    for ``None``; at least the busiest one), and the note that says how many lanes were
+    left out ("" if none were)."""
     key = frame["worker"] if by == "worker" else frame["task_id"]
     busy = pd.Series(_seconds(frame["duration"]), index=frame.index).groupby(
         key.to_numpy(), sort=False
     ).sum()  # fmt: skip
-    if max_lanes is None or len(busy) <= max_lanes:
-        return frame, ""
+    if max_lanes is None or len(busy) * MAX_ROWS_AT_ONCE <= max_lanes:
+        return frame, ""  # every lane, and every row of runs at once, fits
     # A stable sort: of lanes equally busy, the first to appear stays.
     kept = busy.index[np.argsort(-busy.to_numpy(), kind="stable")[:max_lanes]]
+    candidates = frame if len(busy) <= max_lanes else frame[key.isin(kept)]
+    lane_key = candidates["worker"] if by == "worker" else candidates["task_id"]
+    codes, keys = pd.factorize(lane_key)
+    _, most = _at_once(candidates, codes, len(keys))
+    rows = pd.Series(np.minimum(most, MAX_ROWS_AT_ONCE), index=keys)
+    if rows.sum() > max_lanes:  # runs at once: fewer lanes, so that their rows fit
+        fits = rows[kept].cumsum().to_numpy() <= max_lanes
+        kept = kept[: max(int(fits.sum()), 1)]
+        candidates = frame[key.isin(kept)]
+    if len(kept) == len(busy):
+        return frame, ""
     what = "workers" if by == "worker" else "tasks"
-    note = f"{max_lanes} busiest of {len(busy):,} {what} drawn; {len(busy) - max_lanes:,} left out"
-    return frame[key.isin(kept)], note
+    note = f"{len(kept)} busiest of {len(busy):,} {what} drawn; {len(busy) - len(kept):,} left out"
+    return candidates, note
+
+
+def _row_of(ax: Axes, labels: Sequence[str], lane: int, start: float) -> int:
+    """The row of ``lane`` (its first) or of its rows of runs at once (``+1``, ``+2``
+    under it: :func:`_rows_at_once`) whose bar starts at ``start``: the first row if none
+    does, or the lane has one row."""
+    rows = [lane]
+    while rows[-1] + 1 < len(labels) and labels[rows[-1] + 1].startswith("+"):
+        rows.append(rows[-1] + 1)
+    bars = [c for c in ax.collections if c.get_gid() == "runs"]
+    if len(rows) == 1 or not bars:
+        return lane
+    corners = np.concatenate([np.asarray(path.vertices) for path in bars[0].get_paths()])
+    at_start = np.isclose(corners[:, 0], start, rtol=0.0, atol=1e-9)  # about 0.1 ms
+    drawn = set(np.rint(corners[at_start, 1]).astype(int).tolist())  # a bar's row
+    return next((row for row in rows if row in drawn), lane)
 
 
 def mark_wait(
@@ -285,7 +387,8 @@ def mark_wait(
 ) -> Figure:
     """Annotate one run's wait on a :func:`gantt` chart: an arrow to the line from its
     due time to its start, labelled "waited 5 min 51 s" (or ``text``).  ``run`` is a
-    row of the frame the chart was drawn from; ``by`` is the chart's ``by``."""
+    row of the frame the chart was drawn from; ``by`` is the chart's ``by``.  On a lane
+    of runs at once, the arrow points at the row of the run's bar."""
     if isinstance(chart, Axes):
         ax = chart
     elif isinstance(chart, Figure) and chart.axes:
@@ -305,6 +408,7 @@ def mark_wait(
         raise ValidationError(f"the chart has no lane {lane_labels[-1]!r}; its lanes are {labels}")
     lane = labels.index(found[0])
     due, start = (to_timestamp(run[key].to_pydatetime()) / 86400.0 for key in ("due", "start"))
+    lane = _row_of(ax, labels, lane, start)
     waited = seconds_text((run["start"] - run["due"]).total_seconds())
     label = text if text is not None else f"{run['name']} waited {waited}"
     ax.annotate(

@@ -34,7 +34,7 @@ from lldsched.views.plots._base import (
     task_colours,
 )
 from lldsched.views.plots.palette import ACCENT
-from lldsched.views.plots.runbars import _draw_runs, _mark_handles
+from lldsched.views.plots.runbars import _draw_runs, _failures, _mark_handles
 
 __all__ = ["overrun_comparison"]
 
@@ -117,9 +117,16 @@ def overrun_comparison(
             spans.append(_draw_runs(ax, frame, lane, colours, detail=True))
             worst = frame["lateness"].max().total_seconds()
             divisor, unit = _unit(worst)
+            cut = [  # runs that did not end well, as the Gantt chart counts them
+                f"{int(runs.sum())} {what}"
+                for runs, what in zip(_failures(frame), ("failed", "timed out", "cancelled"),
+                                      strict=True)
+                if runs.any()
+            ]  # fmt: skip
             _title(
                 ax,
-                f"{policy.name}: {len(frame)} runs, {len(dropped_slots[policy])} slots dropped,\n"
+                f"{policy.name}: {', '.join([f'{len(frame)} runs', *cut])}, "
+                f"{len(dropped_slots[policy])} slots dropped,\n"
                 f"worst lateness {worst / divisor:.3g} {unit}",
                 panel=True,
             )
@@ -159,7 +166,10 @@ def overrun_comparison(
                 markeredgewidth=1.8, zorder=6, gid="skipped_slots",
             )  # fmt: skip
     _figure_title(figure, f"Overrun and overlap policies: {name}")
-    handles = [Patch(facecolor=rgba, label="run"), *_mark_handles(first.iloc[:0], colour=rgba)]
+    # The failed, timed-out and cancelled runs of every panel keyed (an empty frame keyed
+    # none of them: CANCEL_OTHER's hatched bars had nothing in the key).
+    keyed = pd.concat([frames[p][list(_KEYED)] for p in policies], ignore_index=True)
+    handles = [Patch(facecolor=rgba, label="run"), *_mark_handles(keyed, colour=rgba)]
     handles.append(Line2D([], [], color="0.75", linestyle=":", label="fixed-rate slots"))
     if crosses:
         handles.append(
@@ -193,6 +203,7 @@ def _rows_alike(figure: Figure, panels: Sequence[Axes], rows: Sequence[int]) -> 
 
 
 _SKIPPED_COLOUR = ACCENT
+_KEYED = ("ok", "timed_out", "outcome")  # the columns _mark_handles reads
 _TOP = -1.1
 """The top of each panel's y range: a strip above the first row (centred on 0) for
 the crosses of dropped slots."""

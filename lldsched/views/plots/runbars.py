@@ -1,9 +1,10 @@
 """The bars of runs: how the Gantt chart and the overrun comparison draw each run.
 
 :func:`_draw_runs` draws the rows of a runs frame on their lanes: a bar from start to
-finish in the task's colour, failed runs hatched (past
-:data:`~lldsched.views.plots._base.DETAIL_RUNS` runs, a stroke at their start),
-timed-out runs outlined, and under each lane the wait
+finish in the task's colour, failed runs hatched, and runs cancelled for a newer slot
+(``Overlap.CANCEL_OTHER``) hatched the other way (past
+:data:`~lldsched.views.plots._base.DETAIL_RUNS` runs, a stroke at their start, across
+the top or the bottom third of the bar), timed-out runs outlined, and under each lane the wait
 from the due instant to the start; up to ``DETAIL_RUNS`` runs, a run too short for a
 bar (:data:`~lldsched.views.plots._base.SHORT_RUN`) also gets a diamond.  Past
 ``DETAIL_RUNS`` runs the bars and waits are joined into a path per colour
@@ -26,9 +27,11 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.path import Path
 
-from lldsched.views.plots._base import SHORT_RUN, Array, _dates
+from lldsched.model import Outcome
+from lldsched.views.plots._base import LONE_INSTANT, SHORT_RUN, Array, _dates
 
 __all__ = [
+    "CANCELLED_LABEL",
     "IN_TASK_COLOUR",
     "SHORT_LABEL",
     "WAIT_LABEL",
@@ -47,6 +50,11 @@ _DUE_COLOUR = "0.15"
 _DUE_RGBA = to_rgba(_DUE_COLOUR)
 _TIMEOUT_COLOUR = "black"
 _HATCH = "////"
+_CANCELLED = "\\\\\\\\"  # the other way from a failure's
+
+
+CANCELLED_LABEL = "cancelled (a newer slot came due)"
+"""The legend's name of a run ``Overlap.CANCEL_OTHER`` cut short (outcome ``cancelled``)."""
 
 
 WAIT_LABEL = "due, then the wait to start"
@@ -72,14 +80,15 @@ def _mark_handles(
     handles: list[Any] = []
     tinted = _DUE_COLOUR if colour is None else colour
     said = IN_TASK_COLOUR if colour is None else ""
-    failed, timed_out = _failures(frame)
-    if failed.any():
-        handles.append(
-            Patch(facecolor="white", edgecolor=_DUE_COLOUR, hatch=_HATCH, label="failed")
-            if detail
-            else Line2D([], [], color=_DUE_COLOUR, marker="|", markersize=9, linestyle="none",
-                        label="failed")
-        )  # fmt: skip
+    failed, timed_out, cancelled = _failures(frame)
+    for cut, hatch, label in ((failed, _HATCH, "failed"), (cancelled, _CANCELLED, CANCELLED_LABEL)):
+        if cut.any():
+            handles.append(
+                Patch(facecolor="white", edgecolor=_DUE_COLOUR, hatch=hatch, label=label)
+                if detail
+                else Line2D([], [], color=_DUE_COLOUR, marker="|", markersize=9,
+                            linestyle="none", label=label)
+            )  # fmt: skip
     if timed_out.any():
         handles.append(
             Patch(facecolor="white", edgecolor=_TIMEOUT_COLOUR, linewidth=2.0, label="timed out")
@@ -97,11 +106,15 @@ def _mark_handles(
     return handles
 
 
-def _failures(frame: pd.DataFrame) -> tuple[Array, Array]:
-    """Which runs failed (raised) and which timed out, from the ``ok`` and ``timed_out``
-    columns: a run that gave its slot up (outcome ``given_up``) is marked as either."""
+def _failures(frame: pd.DataFrame) -> tuple[Array, Array, Array]:
+    """Which runs failed (raised), which timed out and which were cancelled, as the
+    summaries count them (:class:`~lldsched.views.report.TaskSummary`): from the ``ok``
+    and ``timed_out`` columns, a run that gave its slot up (outcome ``given_up``) marked
+    as either; a run ``Overlap.CANCEL_OTHER`` cut short for a newer slot (outcome
+    ``cancelled``) is neither, whatever its ``ok`` and ``timed_out`` say."""
     ok, timed_out = frame["ok"].to_numpy(dtype=bool), frame["timed_out"].to_numpy(dtype=bool)
-    return ~ok & ~timed_out, timed_out
+    cancelled = (frame["outcome"] == Outcome.CANCELLED).to_numpy(dtype=bool)
+    return ~ok & ~timed_out & ~cancelled, timed_out & ~cancelled, cancelled
 
 
 def _draw_runs(
@@ -150,28 +163,33 @@ def _draw_runs(
     bars.set_snap(False)
     bars.set_gid("runs")
     ax.add_collection(bars, autolim=False)
-    failed, timed_out = _failures(frame)
-    if failed.any() and detail:
-        hatched = PolyCollection(
-            cast(Any, boxes[failed]), facecolors="none", edgecolors=_DUE_COLOUR, linewidths=0.0,
-            hatch=_HATCH, zorder=3,
-        )  # fmt: skip
-        hatched.set_gid("failed")
-        ax.add_collection(hatched, autolim=False)
-    elif failed.any():
-        # Hatching a bar narrower than a pixel shows nothing (and Agg hatches each bar
-        # on its own: 9,000 failed runs took ten seconds to render).  A stroke at the
-        # start of each failed run instead, across the top third of its bar only, so
-        # that at thousands of failures the bars' colours still show under them.
-        top = low + _BAR_HEIGHT / 3
-        stroked = _joined(
-            [np.column_stack((start[failed], low[failed])),
-             np.column_stack((start[failed], top[failed]))],
-            np.zeros(int(failed.sum()), dtype=np.int64), np.array([_DUE_RGBA]),
-            linewidths=0.8, zorder=3,
-        )  # fmt: skip
-        stroked.set_gid("failed_strokes")
-        ax.add_collection(stroked, autolim=False)
+    failed, timed_out, cancelled = _failures(frame)
+    # A failed run's hatch or stroke is at the top of its bar, a cancelled one's (the
+    # other way, or at the foot) at the bottom.
+    for cut, hatch, name, (edge, inward) in (
+        (failed, _HATCH, "failed", (low, _BAR_HEIGHT / 3)),
+        (cancelled, _CANCELLED, "cancelled", (high, -_BAR_HEIGHT / 3)),
+    ):
+        if cut.any() and detail:
+            hatched = PolyCollection(
+                cast(Any, boxes[cut]), facecolors="none", edgecolors=_DUE_COLOUR,
+                linewidths=0.0, hatch=hatch, zorder=3,
+            )  # fmt: skip
+            hatched.set_gid(name)
+            ax.add_collection(hatched, autolim=False)
+        elif cut.any():
+            # Hatching a bar narrower than a pixel shows nothing (and Agg hatches each
+            # bar on its own: 9,000 failed runs took ten seconds to render).  A stroke at
+            # the start of each failed run instead, across a third of its bar only, so
+            # that at thousands of failures the bars' colours still show under them.
+            stroked = _joined(
+                [np.column_stack((start[cut], edge[cut])),
+                 np.column_stack((start[cut], edge[cut] + inward))],
+                np.zeros(int(cut.sum()), dtype=np.int64), np.array([_DUE_RGBA]),
+                linewidths=0.8, zorder=3,
+            )  # fmt: skip
+            stroked.set_gid(f"{name}_strokes")
+            ax.add_collection(stroked, autolim=False)
     if timed_out.any():
         outlined = PolyCollection(
             cast(Any, boxes[timed_out]), facecolors="none", edgecolors=_TIMEOUT_COLOUR,
@@ -203,7 +221,9 @@ def _draw_runs(
     low, high = float(min(due.min(), start.min())), float(finish.max())
     if detail:  # a run too short to see as a bar gets a marker at its start
         shown = span if span is not None else (low, high)
-        short = (finish - start) < (shown[1] - shown[0]) * SHORT_RUN
+        # Runs all at one instant (of no length, on a FakeClock) are drawn on the minute
+        # around it (_set_xlim): a share of a span of nothing found none short.
+        short = (finish - start) < max(shown[1] - shown[0], LONE_INSTANT) * SHORT_RUN
         if short.any():
             ax.scatter(
                 start[short], lane[short], marker="D", s=22, c=colours[short],

@@ -189,7 +189,9 @@ def utilisation_plot(
     worker), with a colour bar; the title gives the mean over all workers.  Past
     :data:`MAX_LANES` workers every worker still has its row, but the figure is as
     tall as for :data:`MAX_LANES` and only every k-th row is labelled (at most
-    :data:`MAX_LANES` labels, none overlapping)."""
+    :data:`MAX_LANES` labels, none overlapping).  A worker index that ran several things
+    at once (the event loop's lane) reads above 1.0 (:func:`utilisation`): the colour
+    scale then runs up to its figure, and its label says so."""
     table = utilisation(frame, workers, freq)
     lanes = len(table.columns)
     tall = _lanes_height(min(lanes, MAX_LANES), each=0.4)
@@ -198,9 +200,13 @@ def utilisation_plot(
         step = (table.index[1] - table.index[0]) if len(table) > 1 else pd.Timedelta(freq)
         edges = table.index.append(pd.DatetimeIndex([table.index[-1] + step]))
         x = _dates(pd.Series(edges))
+        # A lane of runs at once (the event loop's) passes 1.0: the scale goes up to its
+        # figure, not drawing 2.0 in the colour of 1.0, and says what above 1 means.
+        most = max(1.0, float(np.nanmax(table.to_numpy())))
         mesh = ax.pcolormesh(x, np.arange(lanes + 1) - 0.5, table.to_numpy().T,
-                             vmin=0.0, vmax=1.0, cmap="viridis")  # fmt: skip
-        figure.colorbar(mesh, ax=ax, label="busy fraction", pad=0.01)
+                             vmin=0.0, vmax=most, cmap="viridis")  # fmt: skip
+        label = "busy fraction" if most == 1.0 else "busy fraction\n(above 1: runs at once)"
+        figure.colorbar(mesh, ax=ax, label=label, pad=0.01)
         mean = float(table.to_numpy().mean())
         title = f"Worker utilisation per {freq}: mean {mean:.0%}"
     else:
