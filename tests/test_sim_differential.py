@@ -49,6 +49,7 @@ With the fix, a local search of 39,217 examples over 24 seeds found nothing else
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import itertools
 import math
@@ -59,6 +60,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
@@ -934,3 +936,54 @@ def test_random_scenarios_with_workers_windows_and_restarts_run_alike(scenario: 
         reject()  # the hand-off queue's case (HandOffWatch)
     threaded, simulated = outcomes
     assert threaded == simulated
+
+
+# ------------------------------------------------------------ coroutine runs, by hand
+#
+# Not drawn above: a coroutine run needs no worker on threads (the loop's own limit,
+# max_coroutines) and takes a virtual worker here (docs/DECISIONS.md, "A coroutine run
+# takes a virtual worker"), and its timeout is the loop's, in real seconds, which a
+# FakeClock does not move.  What both runtimes must still do alike is kept here.
+
+
+async def awaits_a_minute(started: threading.Event) -> None:
+    started.set()
+    await asyncio.sleep(60)  # real seconds: cut long before by the verb
+
+
+async def awaits_nothing() -> None:
+    pass
+
+
+@pytest.mark.parametrize("verb", ["pause", "cancel", "remove"])
+def test_a_verb_cuts_a_coroutine_run_in_flight_alike_on_both_runtimes(verb: str) -> None:
+    """A coroutine run in flight is cancelled by pause, cancel and remove on threads
+    (docs/DECISIONS.md, "A coroutine's timeout is enforced, a thread's is not"): its
+    attempt fails at the verb's instant, ``CancelledError: task paused``, and a paused
+    task retries it after resume.  The simulation let the run go on to its modelled end
+    and recorded it ``ok``."""
+    retry = RetryPolicy(max_attempts=2, initial_backoff=1)
+    clock = FakeClock(T0)
+    log = EventLog()
+    started = threading.Event()
+    with Scheduler(workers=1, clock=clock, listeners=[log]) as scheduler:
+        scheduler.schedule("a", awaits_a_minute, FixedRate(60), args=(started,), id="a",
+                           retry=retry)  # fmt: skip
+        assert started.wait(10)
+        clock.set(T0 + 5)
+        getattr(scheduler, verb)("a")
+        assert scheduler.wait_idle(10)
+        threaded = tasks_of(scheduler)
+    sim = Simulation(workers=1, start=T0, seed=SEED)
+    sim.schedule("a", FixedRate(60), action=awaits_nothing, duration=10, id="a", retry=retry)
+    sim.at(T0 + 5, functools.partial(getattr(sim, verb), "a"))
+    sim.run(T0 + 100)
+
+    def seen(r: Any) -> tuple[object, ...]:
+        return (*record_of(r), r.error)
+
+    records = [seen(e.record) for e in log.events if e.record is not None]
+    reason = "paused" if verb == "pause" else "cancelled"
+    assert records == [("a", 0, 1, "failed", 0, 5, f"CancelledError: task {reason}")]
+    assert [seen(r) for r in sim.records()] == records
+    assert tasks_of(sim) == threaded
