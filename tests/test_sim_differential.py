@@ -45,6 +45,22 @@ It stays inside what the runtimes are documented to agree on, and is determinist
 The divergence it found and that was fixed (on two paths) is kept as examples below.
 With the fix, a local search of 39,217 examples over 24 seeds found nothing else
 (docs/DECISIONS.md, "A randomized differential of the two runtimes").
+
+**The wider differential**
+(:func:`test_random_scenarios_with_workers_windows_and_restarts_run_alike`) draws the
+same tasks and verbs, some schedules in a ``Window(max_runs=)``, on one to three
+workers, and half the time a restart: both runtimes stop at an instant the simulation
+has no run in flight, stay down 0, 30 or 200 seconds (the verbs after it move on by as
+much) and start again from their store (an ``InMemoryTaskStore`` or a
+``SqliteTaskStore``), its misfire decisions included.  Every task's action is
+:func:`act`, stored by import path.  On threads every run is *held* until the driver
+releases it at its end (:class:`Stage`), so several workers run at once with the clock
+moved by one thread only; the simulation's order at an instant (every finish, then the
+verb, then the starts) is kept by a gate on what the timer sees of the clock
+(:class:`GatedClock`) and a turn for each worker's begin.  On several workers a run
+takes at least a second (see :class:`Acts`).  What it leaves out, and why: coroutine
+tasks (below, and docs/TESTING.md), a restart with runs in flight, and the three cases
+above.
 """
 
 from __future__ import annotations
@@ -55,8 +71,8 @@ import itertools
 import math
 import tempfile
 import threading
-from collections.abc import Callable, Iterable
 from collections import deque
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -518,13 +534,21 @@ class Acts:
         self.runs[name] = n + 1
         self.fail(name, n)
 
+    async def awaited(self, name: str) -> None:  # the simulation's coroutine action
+        self(name)
 
-PLAYING: list[Callable[[str], None]] = []  # the acts of the runtime now running
+
+PLAYING: list[Acts | Stage] = []  # the acts of the runtime now running
 
 
 def act(name: str) -> None:
     """Every task's action, stored by its import path: what the runtime in play does."""
     PLAYING[-1](name)
+
+
+async def coroutine_act(name: str) -> None:
+    """Every task's action in a scenario of coroutine tasks, stored by its import path."""
+    await PLAYING[-1].awaited(name)
 
 
 class GatedClock(FakeClock):
@@ -568,6 +592,7 @@ class Hold:
     order: int
     end: float
     released: threading.Event
+    entered: bool = False  # its action called: the runtime has read its start
 
 
 @dataclass(frozen=True)
@@ -587,6 +612,7 @@ class Wide:
     restart: float | None = None  # seconds after the start, looked for from there
     gap: float = 0.0
     store: str = "memory"  # or "sqlite"
+    coroutines: bool = False  # every task's action is a coroutine (coroutine_act)
 
     @property
     def ids(self) -> list[str]:
@@ -594,8 +620,15 @@ class Wide:
 
     @property
     def least(self) -> float:
-        """The shortest run (see :class:`Acts`)."""
-        return 0.0 if self.workers == 1 else 1.0
+        """The shortest run (see :class:`Acts`): coroutine runs begin several at once."""
+        return 0.0 if self.workers == 1 and not self.coroutines else 1.0
+
+    @property
+    def simulated_workers(self) -> int:
+        """Workers enough for every coroutine run at once on the simulation, where one
+        takes a virtual worker, as none waits on threads (docs/DECISIONS.md, "A
+        coroutine run takes a virtual worker")."""
+        return 64 if self.coroutines else self.workers
 
     def verbs_after(self, restart: Restart | None) -> list[Verb]:
         """The verbs in the order made, those after the restart moved on by its gap."""
@@ -609,14 +642,11 @@ class Wide:
         ]  # fmt: skip
 
 
-def register(runtime: Any, spec: Spec, **more: Any) -> None:
+def register(runtime: Any, spec: Spec, *, coroutine: bool, **more: Any) -> None:
     schedule = spec.schedule
     if isinstance(schedule, Window):  # it counts its task's runs: one of its own each
         schedule = Window(schedule.schedule, max_runs=schedule.max_runs)
-    if isinstance(runtime, Simulation):
-        more["action"] = act
-    else:
-        more["action"] = act
+    more["action"] = coroutine_act if coroutine else act
     runtime.schedule(
         spec.name, schedule=schedule, args=(spec.name,), retry=spec.retry, id=spec.name,
         **spec.options, **more,
@@ -641,6 +671,8 @@ class Stage:
         self.begun: dict[str, int] = dict.fromkeys(self.acts.specs, 0)
         self.order = itertools.count()
         self.mine: dict[int, Hold] = {}  # worker thread -> the run it is about to run
+        # a coroutine task -> its runs begun and not yet awaited, in the order begun
+        self.loop_runs: dict[str, deque[Hold]] = {name: deque() for name in self.acts.specs}
         self.by_run: dict[int, Hold] = {}
         self.live: list[Hold] = []  # held runs not released, in the order they began
         # While the runs ending at an instant are released, a worker they free waits to
@@ -656,7 +688,7 @@ class Stage:
         self.answers: list[object] = []
         self.scheduler = self.build()
         for spec in scenario.specs:
-            register(self.scheduler, spec)
+            register(self.scheduler, spec, coroutine=scenario.coroutines)
 
     def build(self) -> Scheduler:
         log = EventLog()
@@ -690,7 +722,10 @@ class Stage:
                 length = self.acts.length(name, n)
                 hold = Hold(name, n, next(self.order), self.clock._now + length,
                             threading.Event())  # fmt: skip
-                self.mine[threading.get_ident()] = hold
+                if self.scenario.coroutines:  # begun on the loop, awaited in this order
+                    self.loop_runs[name].append(hold)
+                else:
+                    self.mine[threading.get_ident()] = hold
                 self.by_run[id(run)] = hold
                 if length:
                     self.live.append(hold)
@@ -702,23 +737,39 @@ class Stage:
             if cancel is not None:
                 cancel(run)
             hold = self.by_run.get(id(run))
-            if hold is not None and not hold.released.is_set():
-                hold.end = self.clock._now
+            if hold is not None and not hold.released.is_set() and not self.scenario.coroutines:
+                hold.end = self.clock._now  # (a coroutine is cancelled: see awaited)
 
-        scheduler._begin = begun  # type: ignore[method-assign]
+        scheduler._begin = begun
+        scheduler._coroutines._begin = begun
         core.on_cancel = cancelled
         return scheduler
 
     def __call__(self, name: str) -> None:  # every run's action, on its worker
         hold = self.mine.pop(threading.get_ident())
         assert hold.name == name
+        hold.entered = True
         if not hold.released.wait(30):
             raise AssertionError(f"run {hold.n} of {name} never released")
         self.acts.fail(name, hold.n)
 
+    async def awaited(self, name: str) -> None:  # every coroutine run's action, on the loop
+        hold = self.loop_runs[name].popleft()
+        hold.entered = True
+        try:
+            while not hold.released.is_set():
+                await asyncio.sleep(0.0005)
+        except asyncio.CancelledError:  # by a verb, or CANCEL_OTHER: it ends now
+            with self.scheduler._lock:
+                if hold in self.live:
+                    self.live.remove(hold)
+            raise
+        self.acts.fail(name, hold.n)
+
     def quiet(self) -> bool:
-        """Nothing due by the timer's instant waits in the heap, and every entry handed
-        out is a held run or waits in the hand-off queue for a busy worker."""
+        """Nothing due by the timer's instant waits in the heap, every entry handed out
+        is a held run or waits in the hand-off queue for a busy worker, and every
+        coroutine run cancelled is recorded."""
         scheduler = self.scheduler
         with scheduler._lock:
             head = scheduler._queue.next_due()
@@ -727,6 +778,11 @@ class Stage:
             pool = scheduler._pool
             if self.parked and self.starting:  # woken, not yet begun
                 return False
+            flights = scheduler._coroutines._flights.values()
+            if any(flight.reason is not None for flight in flights):
+                return False  # a coroutine cancelled, its cancellation not yet recorded
+            if not all(hold.entered for hold in self.live):
+                return False  # its start not read yet: the clock must not move
             waiting = pool.waiting
             busy = len(self.live) + self.parked
             if scheduler._in_flight != busy + waiting:
@@ -738,6 +794,8 @@ class Stage:
 
     def release(self, hold: Hold) -> None:
         with self.scheduler._lock:
+            if hold not in self.live:  # a coroutine cancelled meanwhile
+                return
             self.live.remove(hold)
         hold.released.set()
         self.settle()
@@ -824,7 +882,8 @@ class Cast:
         try:
             self.sim = self.build(T0, scenario.verbs)
             for spec in scenario.specs:
-                register(self.sim, spec, duration=self.acts.duration(spec.name))
+                register(self.sim, spec, duration=self.acts.duration(spec.name),
+                         coroutine=scenario.coroutines)  # fmt: skip
             if scenario.restart is not None:
                 self.restart = self.idle_from(T0 + scenario.restart + 1 / 16, scenario.gap)
             if self.restart is not None:
@@ -841,7 +900,9 @@ class Cast:
             PLAYING.pop()
 
     def build(self, start: float, verbs: Iterable[Verb]) -> Simulation:
-        sim = Simulation(workers=self.scenario.workers, start=start, seed=SEED, store=self.store)
+        sim = Simulation(
+            workers=self.scenario.simulated_workers, start=start, seed=SEED, store=self.store
+        )
         self.watches.append(HandOffWatch(sim))
         for verb in sorted(verbs, key=lambda verb: verb.at):
             made = functools.partial(answer, verb, sim, self.scenario.ids, self.answers)
@@ -912,17 +973,27 @@ def wide_scenarios(draw: st.DrawFn) -> Wide:
     plain = draw(scenarios())
     count = len(plain.specs)
     drawn = tuple(draw(wide_specs(i)) for i in range(count))
+    # One in four of coroutine tasks only, without a timeout (the loop's, in real
+    # seconds: a FakeClock does not move it).
+    coroutines = draw(st.integers(0, 3)) == 0
+    if coroutines:
+        drawn = tuple(untimed_spec(spec) for spec in drawn)
     flagged = {i for i, spec in enumerate(drawn) if spec.options.get("overlap") is CANCEL_OTHER}
     made = tuple(
-        untimed(verb, at=verb.at) if verb.target % count in flagged else verb
+        untimed(verb, at=verb.at) if coroutines or verb.target % count in flagged else verb
         for verb in plain.verbs
     )
     restart = draw(st.one_of(st.none(), st.integers(0, int(HORIZON) - 1)))
     return Wide(
         drawn, made, workers=draw(st.integers(1, 3)), restart=restart,
         gap=draw(st.sampled_from([0, 0, 30, 200])) if restart is not None else 0,
-        store=draw(st.sampled_from(["memory", "sqlite"])),
+        store=draw(st.sampled_from(["memory", "sqlite"])), coroutines=coroutines,
     )  # fmt: skip
+
+
+def untimed_spec(spec: Spec) -> Spec:
+    options = {key: value for key, value in spec.options.items() if key != "timeout"}
+    return Spec(spec.name, spec.schedule, spec.durations, spec.failing_runs, spec.retry, options)
 
 
 WIDENED = settings(DIFFERENTIAL, max_examples=150)

@@ -40,7 +40,12 @@ run at their simulated instant like any action: the coroutine is run to
 completion on a private event loop (:mod:`lldsched.sim.awaiting`: on the caller's
 thread, or on a thread of the simulation's own when the caller's thread runs an
 event loop, a notebook's or ``asyncio.run``'s) and its wall time does not count.
-A record keeps what an action returned, as text.
+A record keeps what an action returned, as text.  A pause, cancel or remove of its
+task cuts a coroutine run in flight, as on threads: it ends at the verb's instant,
+failed (``CancelledError: task paused``, or ``cancelled``).  Unlike threads, a
+coroutine run takes a virtual worker (the threaded runtime runs coroutines beside its
+workers, up to ``max_coroutines``): docs/DECISIONS.md, "A coroutine run takes a virtual
+worker".
 
 Deterministic: the same seed and scenario give identical records.  Listeners
 are called in order, in virtual time, on the caller's thread.
