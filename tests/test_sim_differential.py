@@ -756,7 +756,7 @@ class Stage:
 
         scheduler._begin = begun
         runner._begin = begun
-        runner._take_slots = took
+        runner._take_slots = took  # type: ignore[method-assign]
         core.on_cancel = cancelled
         return scheduler
 
