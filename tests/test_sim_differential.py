@@ -49,20 +49,20 @@ With the fix, a local search of 39,217 examples over 24 seeds found nothing else
 **The wider differential**
 (:func:`test_random_scenarios_with_workers_windows_and_restarts_run_alike`) draws the
 same tasks and verbs, some schedules in a ``Window(max_runs=)``, on one to three
-workers, and half the time a restart: both runtimes stop at an instant the simulation
-has no run in flight, stay down 0, 30 or 200 seconds (the verbs after it move on by as
-much) and start again from their store (an ``InMemoryTaskStore`` or a
+workers, and about one time in three a restart: both runtimes stop at an instant the
+simulation has no run in flight, stay down 0, 30 or 200 seconds (the verbs after it move
+on by as much) and start again from their store (an ``InMemoryTaskStore`` or a
 ``SqliteTaskStore``), its misfire decisions included.  Every task's action is
 :func:`act`, stored by import path.  On threads every run is *held* until the driver
 releases it at its end (:class:`Stage`), so several workers run at once with the clock
 moved by one thread only; the simulation's order at an instant (every finish, then the
 verb, then the starts) is kept by a gate on what the timer sees of the clock
 (:class:`GatedClock`) and a turn for each worker's begin.  On several workers a run
-takes at least a second (see :class:`Acts`).  One scenario in four is of coroutine
-tasks alone (:func:`coroutine_act`), without timeouts, the simulation given a virtual
-worker for every run (a coroutine run takes one there, and none on threads: see the
-section at the end).  What it leaves out, and why: coroutine tasks beside thread tasks,
-a coroutine's timeout, a restart with runs in flight, and the three cases above.
+takes at least a second (see :class:`Acts`).  About two scenarios in five are of
+coroutine tasks alone (:func:`coroutine_act`), without timeouts, the simulation given a
+virtual worker for every run (a coroutine run takes one there, and none on threads: see
+the section at the end).  What it leaves out, and why: coroutine tasks beside thread
+tasks, a coroutine's timeout, a restart with runs in flight, and the three cases above.
 """
 
 from __future__ import annotations
@@ -981,7 +981,7 @@ def differ_wide(scenario: Wide, *, aside: bool = True) -> tuple[Outcome, Outcome
 @st.composite
 def wide_specs(draw: st.DrawFn, index: int) -> Spec:
     spec = draw(specs(index))
-    if draw(st.integers(0, 3)) == 0:  # one in four in a window of at most a few runs
+    if draw(st.integers(0, 3)) == 0:  # some in a window of at most a few runs
         options = {key: value for key, value in spec.options.items()
                    if key not in ("overlap", "max_instances")}  # fmt: skip
         limit = draw(st.integers(1, 4))
@@ -995,7 +995,7 @@ def wide_scenarios(draw: st.DrawFn) -> Wide:
     plain = draw(scenarios())
     count = len(plain.specs)
     drawn = tuple(draw(wide_specs(i)) for i in range(count))
-    # One in four of coroutine tasks only, without a timeout (the loop's, in real
+    # About two in five of coroutine tasks only, without a timeout (the loop's, in real
     # seconds: a FakeClock does not move it).
     coroutines = draw(st.integers(0, 3)) == 0
     if coroutines:
