@@ -431,9 +431,14 @@ def untimed(verb: Verb, *, at: float) -> Verb:
 @DIFFERENTIAL
 @given(scenario=scenarios())
 def test_random_scenarios_run_alike_on_both_runtimes(scenario: Scenario) -> None:
-    outcomes = differ(scenario)
+    alike(differ(scenario))
+
+
+def alike(outcomes: tuple[Outcome, Outcome] | None) -> None:
+    """Both runtimes' outcomes are the same; None (the hand-off queue's case,
+    :class:`HandOffWatch`) sets the example aside."""
     if outcomes is None:
-        reject()  # the hand-off queue's case (HandOffWatch)
+        reject()
     threaded, simulated = outcomes
     assert threaded == simulated
 
@@ -1024,11 +1029,7 @@ WIDENED = settings(DIFFERENTIAL, max_examples=150)
 @WIDENED
 @given(scenario=wide_scenarios())
 def test_random_scenarios_with_workers_windows_and_restarts_run_alike(scenario: Wide) -> None:
-    outcomes = differ_wide(scenario)
-    if outcomes is None:
-        reject()  # the hand-off queue's case (HandOffWatch)
-    threaded, simulated = outcomes
-    assert threaded == simulated
+    alike(differ_wide(scenario))
 
 
 # ------------------------------------------------------------ coroutine runs, by hand

@@ -255,10 +255,7 @@ class SimulationVerbs:
         Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
         (:class:`~lldsched.errors.TaskRetiredError` for one retired).
         """
-        changed = self._core.cancel(task_id)
-        if changed:
-            self._stop_awaited(task_id, "cancelled")
-        return changed
+        return self._halt(task_id, self._core.cancel, "cancelled")
 
     def pause(self, task_id: str) -> bool:
         """Hold the task; True if it was live.  A run in flight finishes; nothing follows.
@@ -269,9 +266,14 @@ class SimulationVerbs:
         Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
         (:class:`~lldsched.errors.TaskRetiredError` for one retired).
         """
-        changed = self._core.pause(task_id)
+        return self._halt(task_id, self._core.pause, "paused")
+
+    def _halt(self, task_id: str, verb: Callable[[str], bool], why: str) -> bool:
+        """What cancel and pause share, as on a ``Scheduler``: the core's ``verb``, then,
+        if it took, the task's coroutine runs in flight cut (``task <why>``)."""
+        changed = verb(task_id)
         if changed:
-            self._stop_awaited(task_id, "paused")
+            self._stop_awaited(task_id, why)
         return changed
 
     def resume(self, task_id: str) -> bool:
