@@ -40,7 +40,12 @@ run at their simulated instant like any action: the coroutine is run to
 completion on a private event loop (:mod:`lldsched.sim.awaiting`: on the caller's
 thread, or on a thread of the simulation's own when the caller's thread runs an
 event loop, a notebook's or ``asyncio.run``'s) and its wall time does not count.
-A record keeps what an action returned, as text.
+A record keeps what an action returned, as text.  A pause, cancel or remove of its
+task cuts a coroutine run in flight, as on threads: it ends at the verb's instant,
+failed (``CancelledError: task paused``, or ``cancelled``).  Unlike threads, a
+coroutine run takes a virtual worker (the threaded runtime runs coroutines beside its
+workers, up to ``max_coroutines``): docs/DECISIONS.md, "A coroutine run takes a virtual
+worker".
 
 Deterministic: the same seed and scenario give identical records.  Listeners
 are called in order, in virtual time, on the caller's thread.
@@ -200,6 +205,10 @@ class Simulation(SimulationVerbs):
         # (finished, sequence, worker, run, started, error, result, timed_out) in flight
         self._finishes: list[tuple[float, int, int, Run, float, str | None, str | None, bool]] = []
         self._awaiting = PrivateLoop()  # runs coroutine actions (its loops made at need)
+        # Coroutine runs that may be in flight, by id (those that finished are dropped
+        # when it is read, or when it outgrows the runs in flight): a pause, cancel or
+        # remove cuts them (_stop_awaited), as the threaded runtime cancels them.
+        self._awaited: dict[int, Run] = {}
         self._interventions: list[tuple[float, int, Callable[[], object]]] = []
         self._sequence = itertools.count()
         self._advancing = False  # inside _advance: a listener's Ctrl-C waits for its event
@@ -553,6 +562,9 @@ class Simulation(SimulationVerbs):
                 if timeout is not None and (timed_out or duration > timeout):
                     duration, timed_out = timeout, True  # cut at its timeout, as on threads
                     error = f"TimeoutError: cancelled at its {timeout:g} s timeout"
+                if len(self._awaited) > 2 * len(self._finishes) + 16:
+                    self._prune_awaited()
+                self._awaited[id(run)] = run
             elif value is not None:
                 result = result_text(value)
         if duration == 0:  # finishes before anything else can happen at this instant
@@ -588,6 +600,34 @@ class Simulation(SimulationVerbs):
                 finishes[index] = (self.now, *item[1:])
                 heapq.heapify(finishes)
                 return
+
+    def _prune_awaited(self) -> dict[int, Run]:
+        """The coroutine runs in flight (:attr:`_awaited` without those finished), kept."""
+        awaited = self._awaited
+        self._awaited = live = {
+            id(item[3]): item[3] for item in self._finishes if awaited.get(id(item[3])) is item[3]
+        }
+        return live
+
+    def _stop_awaited(self, task_id: str, why: str) -> None:
+        """A pause, cancel or remove of ``task_id`` took: its coroutine runs in flight end
+        now, failed with ``CancelledError: task <why>`` (a paused task retries the
+        attempt after resume), as the threaded runtime cancels them (its
+        ``_stop_running``); a thread's run is cooperative and goes on, here as there."""
+        if not self._awaited:
+            return
+        awaited = self._prune_awaited()
+        finishes = self._finishes
+        now = self.now
+        cut = False
+        for index, item in enumerate(finishes):
+            run = item[3]
+            if run.task.id == task_id and id(run) in awaited:
+                error = f"CancelledError: task {why}"
+                finishes[index] = (now, item[1], item[2], run, item[4], error, None, False)
+                cut = True
+        if cut:
+            heapq.heapify(finishes)
 
     def _emit(self, event: TaskEvent) -> None:
         """The core's ``emit``: the listeners are called now, in virtual time.

@@ -62,6 +62,7 @@ class SimulationVerbs:
     _log: RecordLog
     _callbacks: list[tuple[Listener, Callable[[TaskEvent], None]]]
     _stopped_at: float | None  # the first shutdown()'s drain bound; None: not shut down
+    _stop_awaited: Callable[[str, str], None]  # a task's coroutine runs in flight cut now
 
     if TYPE_CHECKING:
 
@@ -247,16 +248,21 @@ class SimulationVerbs:
 
     def cancel(self, task_id: str) -> bool:
         """Stop all future runs of the task; True if it was live.  A run in flight
-        finishes (its record is kept).
+        finishes (its record is kept); a *coroutine* run in flight is cancelled, as on
+        a ``Scheduler``: its attempt ends now, failed (``CancelledError: task
+        cancelled``).
 
         Raises as :meth:`pause` does: :class:`~lldsched.errors.TaskNotFoundError`
         (:class:`~lldsched.errors.TaskRetiredError`), :class:`~lldsched.errors.StoreClosedError`
         and :class:`~lldsched.errors.StoreError`.  Not after shutdown: a cancel only stops things.
         """
-        return self._core.cancel(task_id)
+        return self._halt(task_id, self._core.cancel, "cancelled")
 
     def pause(self, task_id: str) -> bool:
         """Hold the task; True if it was live.  A run in flight finishes; nothing follows.
+        A *coroutine* run in flight is cancelled, as on a ``Scheduler``: its attempt ends
+        now, failed (``CancelledError: task paused``), and is retried after
+        :meth:`resume` while attempts remain.
 
         Raises :class:`~lldsched.errors.TaskNotFoundError` for an id that is not registered,
         whatever its type (:class:`~lldsched.errors.TaskRetiredError` for one retired);
@@ -264,7 +270,15 @@ class SimulationVerbs:
         :class:`~lldsched.errors.StoreError` while a running scheduler holds its store
         (nothing is changed then).  Not after shutdown: a pause only stops things.
         """
-        return self._core.pause(task_id)
+        return self._halt(task_id, self._core.pause, "paused")
+
+    def _halt(self, task_id: str, verb: Callable[[str], bool], why: str) -> bool:
+        """What cancel and pause share, as on a ``Scheduler``: the core's ``verb``, then,
+        if it took, the task's coroutine runs in flight cut (``task <why>``)."""
+        changed = verb(task_id)
+        if changed:
+            self._stop_awaited(task_id, why)
+        return changed
 
     def resume(self, task_id: str) -> bool:
         """Return a paused task to where it was, as ``Scheduler.resume`` does: the slots
@@ -290,7 +304,8 @@ class SimulationVerbs:
 
     def remove(self, task_id: str) -> ScheduledTask:
         """Cancel the task if live, and forget it (here, with its models, and in the
-        store).  A run in flight finishes and is recorded.
+        store).  A run in flight finishes and is recorded (a coroutine run is cancelled
+        now, as :meth:`cancel` says).
 
         Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
         (:class:`~lldsched.errors.TaskRetiredError` for one retired);
@@ -299,6 +314,7 @@ class SimulationVerbs:
         """
         with interrupts_deferred(self._core.store_writes):  # forgotten whole, then a Ctrl-C
             task = self._core.remove(task_id)
+            self._stop_awaited(task_id, "cancelled")
             self._models.pop(task_id, None)
             self._core.departed.left(task)  # its records stay in records(): what they read
         return task
