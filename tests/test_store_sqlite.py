@@ -426,8 +426,16 @@ def test_a_finished_task_registered_again_writes_its_new_definition(
         ('{"args": "ab"}', "args must be a JSON array, got 'ab'"),
         ('{"kwargs": [1]}', "kwargs must be a JSON object, got [1]"),
     ],
-    ids=["a-list", "null", "a-string", "retry-a-list", "misfire-a-string", "name-a-number",
-         "args-a-string", "kwargs-a-list"],  # fmt: skip
+    ids=[
+        "a-list",
+        "null",
+        "a-string",
+        "retry-a-list",
+        "misfire-a-string",
+        "name-a-number",
+        "args-a-string",
+        "kwargs-a-list",
+    ],
 )
 def test_a_damaged_definition_fails_the_load_naming_its_task_and_loses_no_other(
     tmp_path: Path, damaged: str, said: str
