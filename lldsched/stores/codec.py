@@ -260,7 +260,7 @@ def _of_type(value: object, kind: type, field: str) -> None:
         raise ValueError(f"{field} must be a JSON {_JSON[kind]}, got {value!r}")
 
 
-_JSON = {str: "string", list: "array", dict: "object"}
+_JSON: dict[type, str] = {str: "string", list: "array", dict: "object"}
 
 
 def _retry_document(name: str, retry: RetryPolicy) -> dict[str, Any]:
