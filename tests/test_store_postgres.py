@@ -416,7 +416,7 @@ def test_the_listener_logs_a_connection_failure_without_the_password(
     ids=["int", "none", "bytes", "mapping"],
 )
 def test_a_dsn_of_the_wrong_type_is_named_with_any_password_hidden(dsn: object, shown: str) -> None:
-    with pytest.raises(StoreError, match="dsn must be a libpq connection string") as caught:
+    with pytest.raises(ValidationError, match="dsn must be a libpq connection string") as caught:
         PostgresTaskStore(dsn)  # type: ignore[arg-type]
     assert shown in str(caught.value) and "s3cret" not in str(caught.value)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import gc
 import hashlib
+import json
 import sqlite3
 import threading
 from pathlib import Path
@@ -411,3 +412,54 @@ def test_a_finished_task_registered_again_writes_its_new_definition(
         stored = store.get("once")
         assert stored is not None and stored.status is TaskStatus.SUCCEEDED
         assert stored.task.priority is Priority.HIGH  # written in full, not skipped as known
+
+
+@pytest.mark.parametrize(
+    ("damaged", "said"),
+    [
+        ("[1, 2]", "it is JSON list, not an object"),
+        ("null", "it is JSON NoneType, not an object"),
+        ('"text"', "it is JSON str, not an object"),
+        ('{"retry": []}', "'list' object has no attribute 'keys'"),
+        ('{"misfire": "late"}', "'str' object has no attribute 'keys'"),
+        ('{"name": 5}', "name must be a JSON string, got 5"),
+        ('{"args": "ab"}', "args must be a JSON array, got 'ab'"),
+        ('{"kwargs": [1]}', "kwargs must be a JSON object, got [1]"),
+    ],
+    ids=[
+        "a-list",
+        "null",
+        "a-string",
+        "retry-a-list",
+        "misfire-a-string",
+        "name-a-number",
+        "args-a-string",
+        "kwargs-a-list",
+    ],
+)
+def test_a_damaged_definition_fails_the_load_naming_its_task_and_loses_no_other(
+    tmp_path: Path, damaged: str, said: str
+) -> None:
+    """A definition stored as another JSON type than the codec writes (a damaged or
+    hand-edited row) is refused as any invalid definition is, naming its task, the other
+    rows read and the file left as it was.  Before, the decoder's AttributeError escaped
+    the load (no task named, no other row's problem said) and a ``name`` of 5 or ``args``
+    of ``"ab"`` were restored as a task named 5 called with ``("a", "b")``."""
+    path = tmp_path / "tasks.db"
+    with SqliteTaskStore(path) as store:
+        store.save(snapshot(task(id="good")), record("good", 0))
+        store.save(snapshot(task(id="bad")))
+        text = encode_task(task(id="bad"))
+        if damaged.startswith("{"):  # one part replaced
+            text = json.dumps({**json.loads(text), **json.loads(damaged)})
+        else:
+            text = damaged
+        store._open().execute("UPDATE tasks SET definition = ? WHERE id = 'bad'", (text,))
+    before = digest(path)
+    with SqliteTaskStore(path) as store:
+        with pytest.raises(StoreError, match=r"1 of the 2 tasks") as caught:
+            store.load_all()
+        assert "task bad: its stored definition is invalid: " in str(caught.value)
+        assert said in str(caught.value)
+        assert store.records("good") == [record("good", 0)]
+    assert digest(path) == before

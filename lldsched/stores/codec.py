@@ -197,6 +197,8 @@ def decode_task(task_id: str, text: str, *, runs: int = 0) -> Task:
     erase it."""
     try:
         document = json.loads(text)
+        if not isinstance(document, dict):  # valid JSON, but no definition: a damaged row
+            raise ValueError(f"it is JSON {type(document).__name__}, not an object")
         if not document.keys() <= _DOCUMENT_FIELDS:  # the check a load makes per task: a
             refuse_unknown(document, _DOCUMENT_FIELDS, where="the definition")  # set test
         misfire_doc = document["misfire"]
@@ -205,6 +207,10 @@ def decode_task(task_id: str, text: str, *, runs: int = 0) -> Task:
         if not document["retry"].keys() <= _RETRY_KEYS:
             refuse_unknown(document["retry"], _RETRY_KEYS, where="its retry policy")
         name = document["name"]
+        _of_type(name, str, "name")
+        _of_type(document["args"], list, "args")
+        if document["kwargs"] is not None:  # None: no keyword arguments
+            _of_type(document["kwargs"], dict, "kwargs")
         path = document["action"]
         action = None if path is None else resolve_callable(path)
         schedule = decode_schedule(document["schedule"])
@@ -240,8 +246,21 @@ def decode_task(task_id: str, text: str, *, runs: int = 0) -> Task:
         )
     except StoreError as exc:
         raise StoreError(f"task {task_id}: {exc}") from None
-    except (LldschedError, ValueError, TypeError, KeyError) as exc:
+    except (LldschedError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        # AttributeError: a part stored as another JSON type (a list where an object is
+        # read), which raised past the load (every row lost its say, not only this one's)
         raise StoreError(f"task {task_id}: its stored definition is invalid: {exc!r}") from None
+
+
+def _of_type(value: object, kind: type, field: str) -> None:
+    """ValueError unless the stored ``field`` is a ``kind`` (a damaged or hand-edited
+    row: a ``"name"`` of 5 was restored as a task named 5, ``"args"`` of ``"ab"`` as
+    ``("a", "b")``)."""
+    if not isinstance(value, kind):
+        raise ValueError(f"{field} must be a JSON {_JSON[kind]}, got {value!r}")
+
+
+_JSON: dict[type, str] = {str: "string", list: "array", dict: "object"}
 
 
 def _retry_document(name: str, retry: RetryPolicy) -> dict[str, Any]:

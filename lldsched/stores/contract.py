@@ -22,7 +22,10 @@ runtime's lock):
   (:func:`~lldsched.persistence.save_all`: the store's ``save_all`` when it has one),
   are kept in order with the snapshot;
 * a history store keeps each task's records oldest first, every field of them, and
-  the dead letter (the ``FAILED`` tasks) in the order they failed;
+  the dead letter (the ``FAILED`` tasks) in the order they failed; ``records()`` of every
+  task gives them in the order saved, the tasks' interleaved (not grouped by task: a
+  frame of a store's records is the same whichever store), each task's bounded by
+  ``retention`` the same way;
 * a durable store gives a ``Window`` its count of successful runs back (the codec's
   ``decode_task(..., runs=run_count - failure_count)``);
 * a store with ``close()`` refuses every later ``save``, ``delete`` and ``load_all``
@@ -404,6 +407,23 @@ class TaskStoreContract:
         assert isinstance(store, HistoryStore)
         assert store.records("r") == records, store.records("r")
         assert store.records()[-1].task_id == "other", "every task's records, oldest first"
+
+    def test_a_history_store_gives_every_tasks_records_in_the_order_saved(self) -> None:
+        """``records()`` of every task interleaves them as they were saved, whatever the
+        store: the in-memory store gave them grouped by task, the durable ones by their
+        sequence, so a frame or a report of the same runs came out in another order."""
+        store = self._open()
+        if not isinstance(store, HistoryStore):
+            return
+        order = ["a", "b", "a", "c", "b", "a"]
+        for n, task_id in enumerate(order, 1):
+            store.save(_snapshot(_definition(task_id)), _record(task_id, n))
+        store = self._again(store)
+        assert isinstance(store, HistoryStore)
+        got = [(r.task_id, r.due) for r in store.records()]
+        saved = [(task_id, T0 + 60 * n) for n, task_id in enumerate(order, 1)]
+        assert got == saved, f"records() gave {got}, saved {saved}"
+        assert store.records("a") == [_record("a", n) for n in (1, 3, 6)], store.records("a")
 
     def test_a_run_and_the_slots_it_skipped_are_kept_in_order(self) -> None:
         """What the core hands a run that overran its next slots (``persistence.save_all``:

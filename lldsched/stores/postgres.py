@@ -77,6 +77,7 @@ from lldsched.persistence import (
     TaskSnapshot,
     finished,
 )
+from lldsched.redaction import hide_passwords
 from lldsched.stores import forks
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.codec import Unreadable, encode_task
@@ -121,6 +122,28 @@ def _shown(dsn: object) -> str:
     return repr(dsn)
 
 
+def _check_dsn(dsn: object) -> None:
+    """Refuse, as every store refuses a malformed argument (a :class:`ValidationError`
+    naming it, its password hidden), a dsn that is not a connection string libpq can be
+    given: not a ``str``; one holding a NUL, at which libpq's C string ends (the rest was
+    dropped unseen, and a store opened what came before it); one holding a lone surrogate,
+    which UTF-8 cannot encode (a bare ``UnicodeEncodeError`` naming no dsn)."""
+    if not isinstance(dsn, str):
+        raise ValidationError(f"dsn must be a libpq connection string (a str), got {_shown(dsn)}")
+    if "\x00" in dsn:
+        raise ValidationError(
+            f"dsn {hide_passwords(dsn)!r} holds a NUL, where libpq would end it: "
+            "remove it and what follows it if that was not meant"
+        )
+    try:
+        dsn.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValidationError(
+            f"dsn {hide_passwords(dsn)!r} holds {dsn[exc.start : exc.end]!r}, which is not "
+            "text UTF-8 can encode (a lone surrogate): a connection string is sent as UTF-8"
+        ) from None
+
+
 class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
     """A :class:`~lldsched.persistence.CoordinatedStore` in a PostgreSQL database.
 
@@ -146,8 +169,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         self.poll = seconds(poll, name="poll", above=0)
         self.retention = whole_or_none(retention, name="retention", at_least=1)
         timeout = seconds(timeout, name="timeout", above=0)
-        if not isinstance(dsn, str):
-            raise StoreError(f"dsn must be a libpq connection string (a str), got {_shown(dsn)}")
+        _check_dsn(dsn)
         self._dsn = dsn
         self.dsn = redact(dsn)  # what messages and repr show
         self._timeout = timeout

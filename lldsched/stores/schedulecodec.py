@@ -219,7 +219,7 @@ def decode_schedule(document: Mapping[str, Any]) -> Schedule:
         return schedule
     try:  # one's own class: its from_dict may predate (or postdate) the stored fields
         return from_dict(fields)
-    except (LldschedError, ValueError, TypeError, KeyError) as exc:
+    except (LldschedError, ValueError, TypeError, KeyError, AttributeError) as exc:
         raise StoreError(
             f"schedule {kind!r} cannot be rebuilt from the stored fields {fields!r}: its "
             f"from_dict (registered with register_schedule) raised {exc!r}; if the class "

@@ -120,6 +120,25 @@ def _unopenable(path: str) -> str | None:
     return None if path in PRIVATE else unopenable(path)
 
 
+def _check_path_like(path: os.PathLike[str]) -> None:
+    """Refuse a path-like whose ``__fspath__`` does not give a ``str``, naming it: one that
+    gives ``bytes`` raised a bare ``TypeError`` ("a bytes-like object is required, not
+    'str'") from deep inside the open, one that gives anything else or raises a
+    ``TypeError`` naming no store.  The store's paths are text (its messages, the
+    sidecar lock's name, the shared mode's absolute path)."""
+    try:
+        given: object = path.__fspath__()
+    except Exception as exc:
+        raise ValidationError(
+            f"path {path!r} is not a file name: its __fspath__() raised {exc!r}"
+        ) from exc
+    if not isinstance(given, str):
+        raise ValidationError(
+            f"path {path!r} is not a file name the store can open: its __fspath__() gave "
+            f"{given!r}, not a str (a bytes path: decode it with os.fsdecode)"
+        )
+
+
 class _Using:
     """A store's connection under its lock for one operation, and the one place SQLite's
     own errors (a full disk, a read-only file, a database locked past ``timeout``, a
@@ -194,6 +213,8 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
     ) -> None:
         if not isinstance(path, str | os.PathLike):
             raise ValidationError(f"path must be a file name (a str or a Path), got {path!r}")
+        if not isinstance(path, str):  # a path-like's __fspath__ may give bytes, or raise
+            _check_path_like(path)
         if isinstance(path, str):  # a Path is a file's, never a URL
             refuse_url(path)
             refuse_empty(path)
