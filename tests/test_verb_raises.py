@@ -270,3 +270,70 @@ def test_each_refusal_of_a_verbs_arguments_or_task_is_named_in_its_docstring(
     assert runtime.task(task_id).status is before  # nothing changed
     docstring = _docstring(runtime, verb)
     assert raised.__name__ in docstring and words in docstring, (kind, verb, raised.__name__)
+
+
+def _replacing(runtime: Runtime, task_id: object, **options: object) -> object:
+    """``schedule`` registering ``task_id`` again (``replace_existing=True``)."""
+    options.setdefault("replace_existing", True)
+    if isinstance(runtime, Scheduler):
+        return runtime.schedule("tick", jobs.noop, FixedRate(60), id=task_id, **options)  # type: ignore[arg-type]
+    return runtime.schedule("tick", FixedRate(60), id=task_id, **options)  # type: ignore[arg-type]
+
+
+REPLACING = ("store closed", "store held by a running scheduler", "after shutdown")
+"""The cases of the verbs above that ``schedule`` replacing a task meets alike (an unknown
+or retired id it registers, as a restart does)."""
+
+
+@pytest.mark.parametrize("kind", ["scheduler", "simulation"])
+@pytest.mark.parametrize("case", REPLACING)
+def test_schedule_replacing_a_task_raises_what_its_docstring_names(
+    kind: str, case: str, built: list[Runtime], tmp_path: Path
+) -> None:
+    make, raised, _ = CASES[case]
+    runtime, task_id = make(kind, built, tmp_path)
+    with pytest.raises(raised) as caught:
+        _replacing(runtime, task_id)
+    assert type(caught.value) is raised
+    docstring = _docstring(runtime, "schedule")
+    assert raised.__name__ in docstring, (kind, raised.__name__)
+    if case == "after shutdown":
+        assert "after shutdown" in docstring
+
+
+@pytest.mark.parametrize("kind", ["scheduler", "simulation"])
+@pytest.mark.parametrize(
+    ("options", "raised", "words"),
+    [
+        ({"replace_existing": False}, ValidationError, "without ``replace_existing``"),
+        ({"depends_on": ["nope"]}, ValidationError, "bad value"),
+        ({"priority": 99}, ValidationError, "bad value"),
+    ],
+)
+def test_schedule_refusing_a_replacement_names_it_and_changes_nothing(
+    kind: str,
+    options: dict[str, object],
+    raised: type[Exception],
+    words: str,
+    built: list[Runtime],
+) -> None:
+    runtime = _runtime(kind, built)
+    task_id = _register(runtime)
+    before = runtime.task(task_id)
+    with pytest.raises(raised) as caught:
+        _replacing(runtime, task_id, **options)
+    assert type(caught.value) is raised
+    assert runtime.task(task_id) is before and before.depends_on == ()
+    docstring = _docstring(runtime, "schedule")
+    assert raised.__name__ in docstring and words in docstring, kind
+
+
+def test_schedule_in_a_forked_child_raises_what_its_docstring_names(
+    built: list[Runtime],
+) -> None:
+    scheduler = _runtime("scheduler", built)
+    task_id = _register(scheduler)
+    outcome = in_child(lambda: _replacing(scheduler, task_id))
+    assert outcome.startswith("SchedulerStateError: "), outcome
+    docstring = _docstring(scheduler, "schedule")
+    assert "SchedulerStateError" in docstring and "forked" in docstring, docstring

@@ -129,9 +129,12 @@ class SimulationVerbs:
 
         Raises :class:`~lldsched.errors.ValidationError` (a
         :class:`~lldsched.errors.ScheduleError` for a bad schedule) naming the bad value, or
-        an id that exists without ``replace_existing``; nothing registered changes.
-        :class:`~lldsched.errors.SchedulerStateError` once :meth:`shutdown
-        <lldsched.sim.simulation.Simulation.shutdown>` was called, as on ``Scheduler``.
+        an id that exists without ``replace_existing``;
+        :class:`~lldsched.errors.SchedulerStateError` after shutdown (once :meth:`shutdown
+        <lldsched.sim.simulation.Simulation.shutdown>` was called), as on ``Scheduler``;
+        :class:`~lldsched.errors.StoreClosedError` once its store is closed, and a
+        :class:`~lldsched.errors.StoreError` while a running scheduler holds its store.
+        Nothing registered changes then.
         """
         self._check_running("schedule", name)
         duration = check_duration(duration)
