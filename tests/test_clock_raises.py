@@ -256,10 +256,13 @@ def test_a_clock_raising_in_shutdowns_lease_keeper_is_logged_and_the_leases_stil
 class _GlitchPublishing(FakeClock):
     """Raises from ``now()`` once, at the ``nth`` reading the event an ``on`` thread
     publishes takes (``core/publishing.py``): a run's begin is the first, its record the
-    second."""
+    second; counted once ``armed`` is set (at once, unless ``armed=False``)."""
 
-    def __init__(self, start: float, *, nth: int, on: str) -> None:
+    def __init__(self, start: float, *, nth: int, on: str, armed: bool = True) -> None:
         super().__init__(start)
+        self.armed = threading.Event()
+        if armed:
+            self.armed.set()
         self.nth = nth
         self.on = on
         self.readings = 0
@@ -267,8 +270,10 @@ class _GlitchPublishing(FakeClock):
 
     def now(self) -> float:
         caller = sys._getframe(1).f_code
-        if caller.co_filename.endswith("publishing.py") and self.on in (
-            threading.current_thread().name
+        if (
+            self.armed.is_set()
+            and caller.co_filename.endswith("publishing.py")
+            and self.on in threading.current_thread().name
         ):
             self.readings += 1
             if self.readings == self.nth:
@@ -320,3 +325,55 @@ def test_a_clock_raising_for_a_runs_event_settles_it_and_leaves_no_task_running(
         assert ran == [1]
     assert task.status is TaskStatus.SUCCEEDED
     assert scheduler.shutdown(drain=True, timeout=5)
+
+
+@pytest.mark.parametrize(("step", "fails"), [("begin", False), ("record", True), ("record", False)])
+def test_a_runs_step_that_raised_tells_the_blocked_dependents_as_its_end_would(
+    make_scheduler: SchedulerFactory, caplog: pytest.LogCaptureFixture, step: str, fails: bool
+) -> None:
+    """A dependent BLOCKED on an upstream whose begin or record raised (the clock, read for
+    the event): it hears what a normal end would tell it.  The upstream failed by the
+    scheduler (begin), or by its run (record of a failed run with no retry left), is the
+    dead letter, so the dependent fails (UpstreamFailed), as for a normal dead letter, and
+    listeners hear the same events; an upstream whose success was recorded releases it.
+    Before, the dependent stayed BLOCKED for good."""
+    from lldsched import RetryPolicy
+
+    clock = _GlitchPublishing(T0, nth=1 if step == "begin" else 2, on="worker", armed=False)
+    events: list[tuple[str, TaskStatus, TaskStatus]] = []
+    scheduler = make_scheduler(
+        clock=clock,
+        workers=1,
+        listeners=[lambda e: events.append((e.task_id, e.previous, e.status))],
+    )
+    ran: list[str] = []
+
+    def job() -> None:
+        ran.append("up")
+        if fails:
+            raise ValueError("the upstream's own failure")
+
+    up = scheduler.schedule("up", job, OneTime(at=T0 + 10), id="up", retry=RetryPolicy.never())
+    down = scheduler.schedule(
+        "down", lambda: ran.append("down"), OneTime(at=T0), id="down", depends_on=[up.id]
+    )
+    assert scheduler.wait_idle(timeout=5)
+    assert down.status is TaskStatus.BLOCKED
+    clock.armed.set()
+    with caplog.at_level(logging.ERROR):
+        clock.advance(10)
+        assert scheduler.wait_idle(timeout=5)
+    assert clock.raised.is_set() and "the scheduler raised" in caplog.text
+    if step == "record" and not fails:  # a success recorded: the dependent runs
+        assert up.status is TaskStatus.SUCCEEDED
+        assert down.status is TaskStatus.SUCCEEDED and ran == ["up", "down"]
+        return
+    assert up.status is TaskStatus.FAILED and down.status is TaskStatus.FAILED
+    assert scheduler.dead_letter() == [up.id, down.id]
+    assert (down.last_error or "").startswith(f"UpstreamFailed: upstream {up.id}")
+    failed = [
+        (task_id, previous) for task_id, previous, status in events if status is TaskStatus.FAILED
+    ]
+    assert failed[-1] == (down.id, TaskStatus.BLOCKED)
+    if step == "begin":  # the upstream's own event: RUNNING -> FAILED, as a dead letter's
+        assert failed == [(up.id, TaskStatus.RUNNING), (down.id, TaskStatus.BLOCKED)]

@@ -352,7 +352,10 @@ class RunTransitions(CoreParts):
         is, and so are a task whose runs overlap (``Overlap.ALLOW``, ``CANCEL_OTHER``) and,
         on a shared store (``shared``), every task: its row is the store's, and the
         claim's lease lapses for a process to claim the slot again.  Logged once, at
-        ERROR, with the traceback; never raises (the runtime settles the entry after)."""
+        ERROR, with the traceback; never raises (the runtime settles the entry after).
+        Its dependents are told as the run's end would tell them
+        (:meth:`_broke_dependents`): a task failed here fails its BLOCKED dependents, as
+        a dead letter does."""
         task = self.tasks.get(task_id)
         stuck = False
         if task is not None and task._flight is None and not shared:
@@ -378,20 +381,43 @@ class RunTransitions(CoreParts):
             exc_info=exc,
             extra={"task_id": task_id},
         )
-        if not stuck:
-            return
-        assert task is not None
-        previous = task.status
-        task.status = FAILED
-        task.next_run_at = None
-        self._queue.discard(task)
-        self._dead[task.id] = None
-        self._stats(task).last_error = f"SchedulerError: raised {step} a run: {error_text(exc)}"
-        try:  # what raised may be this very write's (the event's clock reading)
-            if self._store is not None or self.emit is not None:
-                self._write_and_publish(task, previous)
+        if stuck:
+            assert task is not None
+            previous = task.status
+            task.status = FAILED
+            task.next_run_at = None
+            self._queue.discard(task)
+            self._dead[task.id] = None
+            self._stats(task).last_error = f"SchedulerError: raised {step} a run: {error_text(exc)}"
+            try:  # what raised may be this very write's (the event's clock reading)
+                if self._store is not None or self.emit is not None:
+                    self._write_and_publish(task, previous)
+            except Exception:
+                log.exception("task %s: its failure could not be written or published", task_id)
+        if task is not None and self._deps is not None and not shared:
+            self._broke_dependents(task, run, stuck)
+
+    def _broke_dependents(self, task: ScheduledTask, run: Run | None, stuck: bool) -> None:
+        """What :meth:`broke` tells ``task``'s dependents, as the run's end would have
+        (the one rule, :meth:`_upstream_moved
+        <lldsched.core.waiting.DependencyWaits._upstream_moved>` and its
+        :meth:`~lldsched.core.waiting.DependencyWaits._strand`): a task it failed is a
+        dead upstream (its BLOCKED dependents fail, ``UpstreamFailed``); one a raising
+        ``finish`` of ``run`` had moved on is told of that run's record (a success
+        releases them, a dead letter fails them), which the step may have raised before
+        telling.  Told twice changes nothing: a dependent
+        released or failed is not BLOCKED any more.  Never raises."""
+        try:
+            if stuck:  # a dead upstream, as _upstream_moved's FAILED is
+                self._strand(task)
+            elif run is not None and task._run is None:
+                for record in reversed(task.history):
+                    ran = (record.attempt, record.due, record.worker)
+                    if ran == (run.attempt, run.due, run.worker):
+                        self._upstream_moved(task, record)
+                        break
         except Exception:
-            log.exception("task %s: its failure could not be written or published", task_id)
+            log.exception("task %s: its dependents could not be told of its end", task.id)
 
     def _fails_loudly(
         self,

@@ -129,9 +129,12 @@ class SimulationVerbs:
 
         Raises :class:`~lldsched.errors.ValidationError` (a
         :class:`~lldsched.errors.ScheduleError` for a bad schedule) naming the bad value, or
-        an id that exists without ``replace_existing``; nothing registered changes.
-        :class:`~lldsched.errors.SchedulerStateError` once :meth:`shutdown
-        <lldsched.sim.simulation.Simulation.shutdown>` was called, as on ``Scheduler``.
+        an id that exists without ``replace_existing``;
+        :class:`~lldsched.errors.SchedulerStateError` after shutdown (once :meth:`shutdown
+        <lldsched.sim.simulation.Simulation.shutdown>` was called), as on ``Scheduler``;
+        :class:`~lldsched.errors.StoreClosedError` once its store is closed, and a
+        :class:`~lldsched.errors.StoreError` while a running scheduler holds its store.
+        Nothing registered changes then.
         """
         self._check_running("schedule", name)
         duration = check_duration(duration)
@@ -293,11 +296,15 @@ class SimulationVerbs:
         return self._core.resume(task_id)
 
     def redrive(self, task_id: str) -> bool:
-        """Put a dead-lettered (FAILED) task back, due now, with a fresh attempt counter.
+        """Put a dead-lettered (FAILED) task back, due now, with a fresh attempt counter;
+        False, changing nothing, for a task that is not FAILED.
 
         Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
         (:class:`~lldsched.errors.TaskRetiredError` for one retired);
-        :class:`~lldsched.errors.SchedulerStateError` after shutdown.
+        :class:`~lldsched.errors.SchedulerStateError` after shutdown;
+        :class:`~lldsched.errors.StoreClosedError` once its store is closed, and a
+        :class:`~lldsched.errors.StoreError` while a running scheduler holds its store
+        (nothing changes then).
         """
         self._check_running("redrive", task_id)
         return self._core.redrive(task_id)
@@ -310,7 +317,9 @@ class SimulationVerbs:
         Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
         (:class:`~lldsched.errors.TaskRetiredError` for one retired);
         :class:`~lldsched.errors.SchedulerStateError` naming them while other tasks depend
-        on it (nothing changes).
+        on it; :class:`~lldsched.errors.StoreClosedError` once its store is closed, and a
+        :class:`~lldsched.errors.StoreError` while a running scheduler holds its store
+        (nothing changes then).  Not after shutdown: a remove only stops things.
         """
         with interrupts_deferred(self._core.store_writes):  # forgotten whole, then a Ctrl-C
             task = self._core.remove(task_id)
@@ -325,9 +334,13 @@ class SimulationVerbs:
 
         Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
         (:class:`~lldsched.errors.TaskRetiredError` for one retired);
-        :class:`~lldsched.errors.ValidationError` for a bad schedule;
+        :class:`~lldsched.errors.ValidationError` for a bad schedule
+        (:class:`~lldsched.errors.ScheduleError` for cron text that does not parse);
         :class:`~lldsched.errors.SchedulerStateError` for a finished (succeeded or
-        cancelled) task, and after shutdown.
+        cancelled) task, and after shutdown;
+        :class:`~lldsched.errors.StoreClosedError` once its store is closed, and a
+        :class:`~lldsched.errors.StoreError` while a running scheduler holds its store
+        (nothing changes then).
         """
         self._check_running("reschedule", task_id)
         return self._core.reschedule(task_id, schedule)
@@ -347,7 +360,10 @@ class SimulationVerbs:
         (:class:`~lldsched.errors.TaskRetiredError` for one retired);
         :class:`~lldsched.errors.ValidationError` for a bad value;
         :class:`~lldsched.errors.SchedulerStateError` for a finished (succeeded or
-        cancelled) task.
+        cancelled) task; :class:`~lldsched.errors.StoreClosedError` once its store is closed, and a
+        :class:`~lldsched.errors.StoreError` while a running scheduler holds its store
+        (nothing changes then).  Not after shutdown: a modify keeps the books
+        (:data:`~lldsched.core.names.REFUSED_AFTER_SHUTDOWN`).
         """
         return self._core.modify(task_id, priority=priority, retry=retry, timeout=timeout)
 
@@ -357,7 +373,10 @@ class SimulationVerbs:
 
         Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
         (:class:`~lldsched.errors.TaskRetiredError` for one retired);
-        :class:`~lldsched.errors.SchedulerStateError` after shutdown.
+        :class:`~lldsched.errors.SchedulerStateError` after shutdown;
+        :class:`~lldsched.errors.StoreClosedError` once its store is closed, and a
+        :class:`~lldsched.errors.StoreError` while a running scheduler holds its store
+        (nothing changes then).
         """
         self._check_running("run_now", task_id)
         return self._core.run_now(task_id)

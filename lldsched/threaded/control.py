@@ -53,13 +53,17 @@ class ControlVerbs(SchedulerParts):
         """Give the task a new *when* (a schedule, or cron text): same id, history
         kept, as if registered now.  A run in flight or a pending retry finishes
         first; see :meth:`SchedulerCore.reschedule
-        <lldsched.core.machine.SchedulerCore.reschedule>`.  Raises
-        :class:`~lldsched.errors.SchedulerStateError` for a finished (succeeded or
-        cancelled) task, and after shutdown.
+        <lldsched.core.machine.SchedulerCore.reschedule>`.
 
         Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
         (:class:`~lldsched.errors.TaskRetiredError` for one retired);
-        :class:`~lldsched.errors.ValidationError` for a bad schedule.
+        :class:`~lldsched.errors.ValidationError` for a bad schedule
+        (:class:`~lldsched.errors.ScheduleError` for cron text that does not parse);
+        :class:`~lldsched.errors.SchedulerStateError` for a finished (succeeded or
+        cancelled) task, in a forked child, and after shutdown;
+        :class:`~lldsched.errors.StoreClosedError` once its store is closed, and a
+        :class:`~lldsched.errors.StoreError` while another running scheduler holds its
+        store (nothing changes then).
         """
         with self._lock, self._acting_on(task_id):  # shared: on the row as it is now
             self._check_open("reschedule", task_id)
@@ -82,7 +86,11 @@ class ControlVerbs(SchedulerParts):
         (:class:`~lldsched.errors.TaskRetiredError` for one retired);
         :class:`~lldsched.errors.ValidationError` for a bad value;
         :class:`~lldsched.errors.SchedulerStateError` for a finished (succeeded or
-        cancelled) task.
+        cancelled) task, and in a forked child;
+        :class:`~lldsched.errors.StoreClosedError` once its store is closed, and a
+        :class:`~lldsched.errors.StoreError` while another running scheduler holds its
+        store (nothing changes then).  Not after shutdown: a modify keeps the books
+        (:data:`~lldsched.core.names.REFUSED_AFTER_SHUTDOWN`).
         """
         with self._lock, self._acting_on(task_id):  # shared: on the row as it is now
             return self._core.modify(task_id, priority=priority, retry=retry, timeout=timeout)
@@ -91,12 +99,15 @@ class ControlVerbs(SchedulerParts):
         """Run the task once more, at once, without moving its schedule; True if a run
         was queued (or a pending retry brought forward).  False if it is due at once
         anyway, running, paused, blocked on its upstreams, failed or finished; see
-        :meth:`SchedulerCore.run_now <lldsched.core.machine.SchedulerCore.run_now>`.  Raises
-        :class:`~lldsched.errors.SchedulerStateError` once shutdown has begun, and if
-        the timer thread died (:attr:`running`).
+        :meth:`SchedulerCore.run_now <lldsched.core.machine.SchedulerCore.run_now>`.
 
         Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
-        (:class:`~lldsched.errors.TaskRetiredError` for one retired).
+        (:class:`~lldsched.errors.TaskRetiredError` for one retired);
+        :class:`~lldsched.errors.SchedulerStateError` after shutdown (once it has begun),
+        if the timer thread died (:attr:`running`), and in a forked child;
+        :class:`~lldsched.errors.StoreClosedError` once its store is closed, and a
+        :class:`~lldsched.errors.StoreError` while another running scheduler holds its
+        store (nothing changes then).
         """
         with self._lock, self._acting_on(task_id):  # shared: on the row as it is now
             self._check_open("run_now", task_id)
@@ -169,11 +180,15 @@ class ControlVerbs(SchedulerParts):
             return self._core.resume(task_id)
 
     def redrive(self, task_id: str) -> bool:
-        """Put a dead-lettered (FAILED) task back, due now, with a fresh attempt counter.
+        """Put a dead-lettered (FAILED) task back, due now, with a fresh attempt counter;
+        False, changing nothing, for a task that is not FAILED.
 
         Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
         (:class:`~lldsched.errors.TaskRetiredError` for one retired);
-        :class:`~lldsched.errors.SchedulerStateError` after shutdown.
+        :class:`~lldsched.errors.SchedulerStateError` after shutdown, and in a forked
+        child; :class:`~lldsched.errors.StoreClosedError` once its store is closed, and a
+        :class:`~lldsched.errors.StoreError` while another running scheduler holds its
+        store (nothing changes then).
         """
         with self._lock, self._acting_on(task_id):  # shared: on the row as it is now
             self._check_open("redrive", task_id)
@@ -185,7 +200,11 @@ class ControlVerbs(SchedulerParts):
         Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
         (:class:`~lldsched.errors.TaskRetiredError` for one retired);
         :class:`~lldsched.errors.SchedulerStateError` naming them while other tasks depend
-        on it (nothing changes).
+        on it, and in a forked child;
+        :class:`~lldsched.errors.StoreClosedError` once its store is closed, and a
+        :class:`~lldsched.errors.StoreError` while another running scheduler holds its
+        store (nothing changes then).  Not after shutdown: a remove only
+        stops things.
         """
         with (
             self._lock,

@@ -118,9 +118,12 @@ class Registering(SchedulerParts):
         :meth:`SchedulerCore.add <lldsched.core.machine.SchedulerCore.add>`).
 
         Raises :class:`~lldsched.errors.ValidationError` (a
-        :class:`~lldsched.errors.ScheduleError` for a bad schedule) naming the bad value;
-        :class:`~lldsched.errors.SchedulerStateError` once shutdown has begun;
-        :class:`~lldsched.errors.StoreError` when the store refuses the write.  Nothing
+        :class:`~lldsched.errors.ScheduleError` for a bad schedule) naming the bad value,
+        or an id that exists without ``replace_existing``;
+        :class:`~lldsched.errors.SchedulerStateError` after shutdown (once it has begun),
+        and in a forked child; :class:`~lldsched.errors.StoreClosedError` once its store
+        is closed, and a :class:`~lldsched.errors.StoreError` while another running
+        scheduler holds its store, or when the store refuses the write.  Nothing
         registered changes then.
         """
         if action is None:  # a simulated task may have none; a thread must run something
