@@ -31,7 +31,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
-from lldsched.errors import ValidationError
+from lldsched.errors import StoreError, ValidationError
 from lldsched.model import ExecutionRecord, Priority, TaskStatus
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.redaction import hide_passwords
@@ -43,6 +43,7 @@ __all__ = [
     "Claim",
     "CoordinatedStore",
     "HistoryStore",
+    "HoldNotCommitted",
     "Lease",
     "Task",
     "TaskSnapshot",
@@ -252,6 +253,19 @@ def verb_held(store: object, task_id: str) -> AbstractContextManager[None]:
     pause or cancel written during its run, as ever)."""
     held = getattr(store, "verb_held", None)
     return nullcontext() if held is None else held(task_id)
+
+
+class HoldNotCommitted(StoreError):
+    """A verb's hold (:func:`verb_held`) whose end failed (its commit: the connection lost,
+    the disk full; or the database rolled its transaction back under it): none of the
+    writes made inside is stored.  ``written`` names each task written there, to the
+    last snapshot written of it (None: a delete), so that the runtime writes every one
+    of them again as a failed write, not only the verb's own task: a ``cancel``'s
+    dependents, a retirement's purge, a stale row written again inside."""
+
+    def __init__(self, message: str, *, written: Mapping[str, TaskSnapshot | None]) -> None:
+        super().__init__(message)
+        self.written = written
 
 
 def resave(store: TaskStore, snapshot: TaskSnapshot) -> bool:

@@ -80,6 +80,7 @@ from lldsched.persistence import (
 from lldsched.stores import forks
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.codec import Unreadable, encode_task
+from lldsched.stores.held import HeldWrites
 from lldsched.stores.postgres_batch import SettleQueue
 from lldsched.stores.postgres_coordinated import Connection, PostgresCoordination
 from lldsched.stores.postgres_deadline import Deadline
@@ -209,6 +210,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         self._batches = StoreWrites(self)
         self._muted = 0  # depth of muted() contexts
         self._listener: Listener | None = None
+        self._hold: HeldWrites | None = None  # what the verb's hold under way wrote
 
     @property
     def shared(self) -> bool:
@@ -382,6 +384,8 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         is an update too (it is never a new registration: a replacement of a finished
         task, its definition written in full)."""
         task = snapshot.task
+        if self._hold is not None:
+            self._hold.wrote(task.id, snapshot)
         state = {**state_row(snapshot), "slot": snapshot.slot, "writer": self.node}
         known = self._defined.get(task.id)
         done = finished(snapshot)
@@ -493,15 +497,40 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         and then keeps a pause or cancel written during its run, as ever; one that
         committed before is read by the verb's feed (a new statement's snapshot).  Every
         write inside is a savepoint of it; what they wrote is committed at the end,
-        whatever the block raised (the verb's registry has it)."""
+        whatever the block raised (the verb's registry has it).
+
+        A hold whose end fails (the COMMIT: the connection lost, the deadline passed)
+        stored none of them: the caches are put back as they were before them and
+        :class:`~lldsched.persistence.HoldNotCommitted` names every task written
+        (:mod:`lldsched.stores.held`), for the runtime to write again."""
         raised: BaseException | None = None
-        with self._using() as connection, connection.transaction():
-            connection.execute(sql.LOCK_ID, {"id": task_id})
-            connection.execute("SELECT 1 FROM tasks WHERE id = %s FOR UPDATE", (task_id,))
+        with self._lock:
+            outer = self._hold
+            held = self._hold = HeldWrites(
+                (self._defined, self._held, self._added, self._decoded, self._seen)
+            ) if outer is None else outer  # fmt: skip
+            entered = False
             try:
-                yield
-            except BaseException as exc:  # committed all the same, then raised
-                raised = exc
+                with self._using() as connection, connection.transaction():
+                    connection.execute(sql.LOCK_ID, {"id": task_id})
+                    connection.execute("SELECT 1 FROM tasks WHERE id = %s FOR UPDATE", (task_id,))
+                    entered = True
+                    try:
+                        yield
+                    except BaseException as exc:  # committed all the same, then raised
+                        raised = exc
+                    # The COMMIT is a round trip too: the writes inside disarmed the
+                    # deadline as each ended, and a COMMIT sent into a silent network
+                    # waited for ever, the scheduler's lock held (a connection lost
+                    # inside fails it at once).
+                    if not (connection.closed or connection.broken):
+                        self._deadline.watch(connection.fileno())
+            except StoreError as exc:
+                if not entered or outer is not None:  # not begun; or the outer hold's to say
+                    raise
+                raise held.undo(exc) from None
+            finally:
+                self._hold = outer
         if raised is not None:
             raise raised
 
@@ -547,6 +576,8 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         deletes its row.  The removal's version is one past the row's as deleted
         (:data:`~lldsched.stores.postgres_sql.REMOVE`): an id's versions grow in commit
         order."""
+        if self._hold is not None:
+            self._hold.wrote(task_id, None)
         connection.execute(sql.LOCK_ID, {"id": task_id})
         connection.execute(sql.REMOVE, {"id": task_id, "node": self.node})
         connection.execute("DELETE FROM records WHERE task_id = %s", (task_id,))

@@ -31,7 +31,7 @@ from lldsched.errors import SchedulerBusyError
 from lldsched.listeners import Listener
 from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord, Priority, TaskStatus
-from lldsched.persistence import verb_held
+from lldsched.persistence import HoldNotCommitted, verb_held
 from lldsched.policies import RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.threaded.flights import LEASE_GONE
@@ -233,12 +233,15 @@ class ControlVerbs(SchedulerParts):
         fails (its commit: the connection lost, the disk full) stored none of the verb's
         writes: the task's row is a failed write, written again as any
         (:meth:`StoreWrites.failed <lldsched.core.storewrites.StoreWrites.failed>`),
-        and the verb, already done in the registry, returns as it would have."""
+        and the verb, already done in the registry, returns as it would have; so is every
+        other row it wrote inside (a ``cancel``'s dependents, a retirement's purge: what
+        :class:`~lldsched.persistence.HoldNotCommitted` names), and a verb that raised
+        raises its own error, those rows failed writes as well."""
         coordinator = self._coordinator
         if coordinator is None or storeuse.held_by_another(coordinator.store, self):
             yield
             return
-        done = False
+        own: BaseException | None = None
         try:
             with contextlib.ExitStack() as holding:
                 try:
@@ -246,24 +249,34 @@ class ControlVerbs(SchedulerParts):
                 except Exception:  # closed or failing: unheld, as the docstring says
                     log.debug("no hold of task %s's row for a verb", task_id, exc_info=True)
                 coordinator.sync()  # tells _followed
-                yield
-                done = True
+                try:
+                    yield
+                except BaseException as exc:
+                    own = exc
+                    raise
         except Exception as exc:
-            if not done:
-                raise  # the verb's own error
+            if exc is own:
+                raise  # the verb's own error, its writes committed
             self._hold_not_committed(task_id, exc)
+            if own is not None:
+                raise own from None
 
     def _hold_not_committed(self, task_id: str, error: Exception) -> None:
         """The end of a verb's hold on ``task_id``'s row raised ``error``: its writes are
-        not stored, so the row is a failed write of the task as the registry has it now
-        (a delete, if the verb removed it)."""
+        not stored, so each row it wrote (``task_id``'s, and every other one a
+        :class:`~lldsched.persistence.HoldNotCommitted` names) is a failed write of the
+        task as the registry has it now, or, for one no longer registered (removed,
+        retired), as the hold last wrote it (a delete: deleted again, as a purge)."""
         writes = self._core.store_writes
         assert writes is not None  # a coordinator's scheduler has a store
-        task = self._core.tasks.get(task_id)
-        if task is None:
-            writes.failed(error, "delete", task_id)
-        else:
-            writes.failed(error, "save", task_id, self._core.snapshot(task))
+        written = error.written if isinstance(error, HoldNotCommitted) else {}
+        for written_id in (task_id, *(other for other in written if other != task_id)):
+            task = self._core.tasks.get(written_id)
+            snapshot = written.get(written_id) if task is None else self._core.snapshot(task)
+            if snapshot is None:
+                writes.failed(error, "delete", written_id)
+            else:
+                writes.failed(error, "save", written_id, snapshot)
 
     def _followed(self, tasks: list[ScheduledTask]) -> None:
         """Tasks another process changed (the coordinator tells every read of the feed,
