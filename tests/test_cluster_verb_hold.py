@@ -24,7 +24,15 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from lldsched import FakeClock, FixedRate, Priority, Scheduler, SqliteTaskStore, TaskStatus
+from lldsched import (
+    ExecutionRecord,
+    FakeClock,
+    FixedRate,
+    Priority,
+    Scheduler,
+    SqliteTaskStore,
+    TaskStatus,
+)
 from lldsched.persistence import TaskSnapshot
 from lldsched.stores.postgres import PostgresTaskStore
 from tests import jobs
@@ -55,19 +63,29 @@ class RolledBackSqlite(SqliteTaskStore):
 
 class CutPostgres(PostgresTaskStore):
     """A PostgreSQL store whose verb's hold, once ``failing`` is set, loses its connection
-    (the server ends its session) just before its COMMIT."""
+    (the server ends its session) just before its COMMIT, or, if ``cut_at`` names a task,
+    just before that task's row is written inside it."""
 
     failing = False
+    cut_at: str | None = None
+
+    def _cut(self) -> None:
+        assert self._connection is not None
+        backend = self._connection.info.backend_pid
+        with psycopg.connect(self._dsn, autocommit=True) as admin:  # waits for its end
+            admin.execute("SELECT pg_terminate_backend(%s, 10000)", (backend,))
+
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        if self.failing and snapshot.task.id == self.cut_at:
+            self._cut()
+        super().save(snapshot, record)
 
     @contextlib.contextmanager
     def verb_held(self, task_id: str) -> Iterator[None]:
         with super().verb_held(task_id):
             yield
-            if self.failing:
-                assert self._connection is not None
-                backend = self._connection.info.backend_pid
-                with psycopg.connect(self._dsn, autocommit=True) as admin:  # waits for its end
-                    admin.execute("SELECT pg_terminate_backend(%s, 10000)", (backend,))
+            if self.failing and self.cut_at is None:
+                self._cut()
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -263,6 +281,38 @@ def test_a_full_disk_inside_a_hold_loses_none_of_the_rows_written_before_it(
         scheduler.shutdown()
         other.close()
         store.close()
+
+
+def test_a_connection_lost_inside_a_hold_loses_none_of_the_rows_written_before_it(
+    postgres_dsn: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A write inside a hold that loses the connection (a restart, a reset, the deadline)
+    ends the hold's transaction with every row written before it; psycopg then ends the
+    transaction block without a word.  Before, the hold's end raised nothing: the
+    cancelled task's row stayed SCHEDULED in the store, and no process ever knew.  Now
+    those rows are failed writes too, written again once the store answers."""
+    caplog.set_level(logging.CRITICAL, logger="lldsched")
+    store = CutPostgres(postgres_dsn)
+    other = PostgresTaskStore(postgres_dsn)
+    scheduler = Scheduler(store=store, clock=FakeClock(T0))
+    try:
+        scheduler.schedule("up", jobs.noop, FixedRate(60), id="up")
+        scheduler.schedule("d", jobs.noop, FixedRate(60), id="d", depends_on=["up"])
+        scheduler.schedule("x", jobs.noop, FixedRate(60), id="x")
+        blocked(other, "d")
+        store.failing, store.cut_at = True, "d"
+        assert scheduler.cancel("up")  # up written, then the connection lost at d's write
+        store.failing = False
+        assert status(other, "up") is TaskStatus.SCHEDULED  # gone with the transaction
+        scheduler.modify("x", priority=Priority.HIGH)  # connects again: a call that succeeds
+        assert (status(other, "up"), status(other, "d")) == (
+            TaskStatus.CANCELLED,
+            TaskStatus.FAILED,
+        )
+    finally:
+        scheduler.shutdown()
+        store.close()
+        other.close()
 
 
 def test_a_hold_whose_commit_meets_a_silent_network_ends_at_the_stores_timeout(

@@ -511,20 +511,26 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
             ) if outer is None else outer  # fmt: skip
             entered = False
             try:
-                with self._using() as connection, connection.transaction():
-                    connection.execute(sql.LOCK_ID, {"id": task_id})
-                    connection.execute("SELECT 1 FROM tasks WHERE id = %s FOR UPDATE", (task_id,))
-                    entered = True
-                    try:
-                        yield
-                    except BaseException as exc:  # committed all the same, then raised
-                        raised = exc
-                    # The COMMIT is a round trip too: the writes inside disarmed the
-                    # deadline as each ended, and a COMMIT sent into a silent network
-                    # waited for ever, the scheduler's lock held (a connection lost
-                    # inside fails it at once).
-                    if not (connection.closed or connection.broken):
-                        self._deadline.watch(connection.fileno())
+                with self._using() as connection:
+                    with connection.transaction() as transaction:
+                        connection.execute(sql.LOCK_ID, {"id": task_id})
+                        connection.execute(
+                            "SELECT 1 FROM tasks WHERE id = %s FOR UPDATE", (task_id,)
+                        )
+                        entered = True
+                        try:
+                            yield
+                        except BaseException as exc:  # committed all the same, then raised
+                            raised = exc
+                        # The COMMIT is a round trip too: the writes inside disarmed the
+                        # deadline as each ended, and a COMMIT sent into a silent network
+                        # waited for ever, the scheduler's lock held.
+                        if not (connection.closed or connection.broken):
+                            self._deadline.watch(connection.fileno())
+                    # psycopg ends a transaction whose connection was lost inside (a write
+                    # there failed so: a restart, a reset, the deadline) without a word.
+                    if transaction.status is not transaction.Status.COMMITTED:
+                        raise StoreError("its connection was lost before its COMMIT")
             except StoreError as exc:
                 if not entered or outer is not None:  # not begun; or the outer hold's to say
                     raise
