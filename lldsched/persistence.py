@@ -237,7 +237,9 @@ def purge(store: TaskStore, task_id: str) -> bool:
     return bool(conditional(task_id))
 
 
-def verb_held(store: object, task_id: str) -> AbstractContextManager[None]:
+def verb_held(
+    store: object, task_id: str, also: Sequence[str] = ()
+) -> AbstractContextManager[None]:
     """What a control verb (pause, cancel, resume, modify, reschedule, ...) on ``task_id``
     runs inside, from its read of a shared store's change feed to its last write: no
     other process writes that row meanwhile.  Else a run's settle that committed between
@@ -250,9 +252,18 @@ def verb_held(store: object, task_id: str) -> AbstractContextManager[None]:
     holding the row's lock); any other store has no other writer to race, and nothing is
     held.  The verb reads the feed inside, so it applies every change committed before,
     and the other process's write waits for the verb's to commit (a settle then keeps a
-    pause or cancel written during its run, as ever)."""
-    held = getattr(store, "verb_held", None)
-    return nullcontext() if held is None else held(task_id)
+    pause or cancel written during its run, as ever).
+
+    ``also``: the other tasks whose rows the verb may write (a ``cancel``'s dependents,
+    which it fails), held from the start with the task's own, all at once in one order
+    (PostgreSQL: by id), given to the store only when there are some.  Two verbs that
+    took them one by one as each was written, in the orders their processes had
+    learnt them, each waited for a row the other held: PostgreSQL broke that deadlock
+    after a second by failing one of the writes (an outage said at ERROR)."""
+    held: Callable[..., AbstractContextManager[None]] | None = getattr(store, "verb_held", None)
+    if held is None:
+        return nullcontext()
+    return held(task_id, also=also) if also else held(task_id)
 
 
 class HoldNotCommitted(StoreError):

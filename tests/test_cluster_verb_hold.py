@@ -18,7 +18,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import sqlite3
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import psycopg
@@ -53,8 +54,8 @@ class RolledBackSqlite(SqliteTaskStore):
     failing = False
 
     @contextlib.contextmanager
-    def verb_held(self, task_id: str) -> Iterator[None]:
-        with super().verb_held(task_id):
+    def verb_held(self, task_id: str, also: Sequence[str] = ()) -> Iterator[None]:
+        with super().verb_held(task_id, also):
             yield
             if self.failing:
                 assert self._connection is not None
@@ -81,8 +82,8 @@ class CutPostgres(PostgresTaskStore):
         super().save(snapshot, record)
 
     @contextlib.contextmanager
-    def verb_held(self, task_id: str) -> Iterator[None]:
-        with super().verb_held(task_id):
+    def verb_held(self, task_id: str, also: Sequence[str] = ()) -> Iterator[None]:
+        with super().verb_held(task_id, also):
             yield
             if self.failing and self.cut_at is None:
                 self._cut()
@@ -331,8 +332,8 @@ def test_a_hold_whose_commit_meets_a_silent_network_ends_at_the_stores_timeout(
         sessions: list[int] = []
 
         @contextlib.contextmanager
-        def cut_at_the_end(task_id: str) -> Iterator[None]:
-            with held(task_id):
+        def cut_at_the_end(task_id: str, also: Sequence[str] = ()) -> Iterator[None]:
+            with held(task_id, also):
                 yield
                 assert store._connection is not None
                 sessions.append(store._connection.info.backend_pid)
@@ -358,3 +359,93 @@ def test_a_hold_whose_commit_meets_a_silent_network_ends_at_the_stores_timeout(
             scheduler.shutdown()
             store.close()
             other.close()
+
+
+class Paused(PostgresTaskStore):
+    """A PostgreSQL store whose verb, once ``pause`` is set, stops after the first row it
+    fails (a cancel's first dependent) until the test lets it go (``go``)."""
+
+    def __init__(self, dsn: str) -> None:
+        super().__init__(dsn)
+        self.pause = False
+        self.first = threading.Event()
+        self.go = threading.Event()
+
+    def save(self, snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+        super().save(snapshot, record)
+        if self.pause and snapshot.status is TaskStatus.FAILED:
+            self.pause = False
+            self.first.set()
+            self.go.wait()
+
+
+def test_two_cancels_failing_the_same_dependents_learnt_in_other_orders_never_deadlock(
+    postgres_dsn: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two processes cancel two upstreams of the same two dependents at once, each failing
+    them in the order it learnt them: here X ``d2, d1`` (it re-registered ``d1``) and Y,
+    which started after, ``d1, d2`` (the order first saved).  Before, each hold locked a
+    dependent's row as it wrote it: X held ``d2`` and waited for ``d1``, Y held ``d1``
+    and waited for ``d2``; PostgreSQL broke the deadlock after a second by failing one
+    of the writes (``deadlock detected``: an outage said at ERROR, the row written again
+    later).  Now each hold locks its task's row and its dependents' at once, in the order
+    of their ids: Y waits for X's commit, then goes on, and no write fails.
+
+    X is stopped after its first dependent's write until Y waits for a lock (its first
+    dependent's row before, its hold's rows now), so the two interleave as they did."""
+    caplog.set_level(logging.WARNING, logger="lldsched")
+    x_store = Paused(postgres_dsn)
+    sx = Scheduler(store=x_store, clock=FakeClock(T0))
+    y_store: Paused | None = None
+    sy: Scheduler | None = None
+    other = PostgresTaskStore(postgres_dsn)
+    try:
+        for upstream in ("a", "b"):
+            sx.schedule(upstream, jobs.noop, FixedRate(60), id=upstream)
+        for dependent in ("d1", "d2"):
+            sx.schedule(dependent, jobs.noop, FixedRate(60), id=dependent, depends_on=["a", "b"])
+        sx.schedule(  # a new definition: X's registry relinks d1 (learnt last here now)
+            "d1", jobs.noop, FixedRate(60), id="d1", depends_on=["b", "a"], replace_existing=True
+        )
+        y_store = Paused(postgres_dsn)  # Y starts: it loads them in the order first saved
+        sy = both = Scheduler(store=y_store, clock=FakeClock(T0))
+        assert (sx._core.downstream("a"), both._core.downstream("b")) == (
+            ["d2", "d1"],
+            ["d1", "d2"],
+        )
+        blocked(other, "d1")
+        blocked(other, "d2")
+        x_store.pause = True
+        y_backend = y_store._open().info.backend_pid
+        x = threading.Thread(target=sx.cancel, args=("a",))
+        y = threading.Thread(target=both.cancel, args=("b",))
+        x.start()
+        x_store.first.wait()  # X's hold wrote d2 (and holds what it holds)
+        y.start()
+        with psycopg.connect(postgres_dsn, autocommit=True) as admin:
+            while not admin.execute(  # Y waits for a lock X holds
+                "SELECT 1 FROM pg_stat_activity WHERE pid = %s AND wait_event_type = 'Lock'",
+                (y_backend,),
+            ).fetchone():
+                pass
+        x_store.go.set()
+        x.join()
+        y.join()
+        for scheduler in (sx, both):
+            assert scheduler.metrics().store_ok  # no write failed
+            assert [scheduler.task(d).status for d in ("d1", "d2")] == [TaskStatus.FAILED] * 2
+        assert [status(other, t) for t in ("a", "b", "d1", "d2")] == [
+            TaskStatus.CANCELLED,
+            TaskStatus.CANCELLED,
+            TaskStatus.FAILED,
+            TaskStatus.FAILED,
+        ]
+        assert "deadlock" not in caplog.text
+    finally:
+        x_store.go.set()
+        for made in (sx, sy):
+            if made is not None:
+                made.shutdown()
+        for store in (x_store, y_store, other):
+            if store is not None:
+                store.close()

@@ -488,7 +488,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         return True
 
     @contextlib.contextmanager
-    def verb_held(self, task_id: str) -> Iterator[None]:
+    def verb_held(self, task_id: str, also: Sequence[str] = ()) -> Iterator[None]:
         """Inside, no other node writes ``task_id``'s row: a control verb (pause, cancel,
         resume, modify, ...) reads the change feed and writes its rows in one transaction
         that holds the id's lock and the row's (the lock order: :meth:`_known`), and this
@@ -497,7 +497,10 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         and then keeps a pause or cancel written during its run, as ever; one that
         committed before is read by the verb's feed (a new statement's snapshot).  Every
         write inside is a savepoint of it; what they wrote is committed at the end,
-        whatever the block raised (the verb's registry has it).
+        whatever the block raised (the verb's registry has it).  ``also``: the rows of other
+        tasks it may write (a ``cancel``'s dependents), locked with the task's own in one
+        statement, in the order of their ids (:data:`~lldsched.stores.postgres_sql.LOCK_HELD`),
+        so that two holds never wait for each other's rows.
 
         A hold whose end fails (the COMMIT: the connection lost, the deadline passed)
         stored none of them: the caches are put back as they were before them and
@@ -514,9 +517,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
                 with self._using() as connection:
                     with connection.transaction() as transaction:
                         connection.execute(sql.LOCK_ID, {"id": task_id})
-                        connection.execute(
-                            "SELECT 1 FROM tasks WHERE id = %s FOR UPDATE", (task_id,)
-                        )
+                        connection.execute(sql.LOCK_HELD, {"ids": [task_id, *also]})
                         entered = True
                         try:
                             yield

@@ -367,18 +367,19 @@ class CoordinatedMethods:
                 shared.muted -= 1
 
     @contextlib.contextmanager
-    def verb_held(self, task_id: str) -> Iterator[None]:
+    def verb_held(self, task_id: str, also: Sequence[str] = ()) -> Iterator[None]:
         """Inside, this process writes alone: a control verb (pause, cancel, resume,
         modify, ...) reads the change feed and writes its rows in one transaction that
         holds SQLite's write lock (``BEGIN IMMEDIATE``) and this store's lock throughout
-        (see :func:`~lldsched.persistence.verb_held`).  So no other process's write (a run's
-        settle) lands between the row the verb read and the row it writes, which then
-        wrote back the row as it was before that run.  Every write inside is a savepoint
-        of it (:func:`~lldsched.stores.sqlite_rows.immediate`); what they wrote is
-        committed at the end, whatever the block raised (the verb's registry has it).
-        The write lock not taken within ``timeout`` (another process holds it that
-        long): the block runs unheld, as before, and a write of it that fails is a failed
-        write (its rewrite is conditional: :func:`~lldsched.persistence.resave`).
+        (see :func:`~lldsched.persistence.verb_held`): every row, ``also``'s included.  So
+        no other process's write (a run's settle) lands between the row the verb read and
+        the row it writes, which then wrote back the row as it was before that run.  Every
+        write inside is a savepoint of it (:func:`~lldsched.stores.sqlite_rows.immediate`);
+        what they wrote is committed at the end, whatever the block raised (the verb's
+        registry has it).  The write lock not taken within ``timeout`` (another process
+        holds it that long): the block runs unheld, as before, and a write of it that
+        fails is a failed write (its rewrite is conditional:
+        :func:`~lldsched.persistence.resave`).
 
         A hold whose end fails stored none of them: its COMMIT failing (a full disk), or
         its transaction found gone at the end (SQLite rolls a whole transaction back on

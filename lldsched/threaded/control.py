@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import operator
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
 
 from lldsched.checks import wait_seconds
@@ -113,7 +113,9 @@ class ControlVerbs(SchedulerParts):
         Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
         (:class:`~lldsched.errors.TaskRetiredError` for one retired).
         """
-        return self._halt(task_id, self._core.cancel, "cancelled")
+        # Its dependents' rows, which it may fail, held with its own (shared stores).
+        also = self._core.downstream(task_id) if self._coordinator is not None else ()
+        return self._halt(task_id, self._core.cancel, "cancelled", also)
 
     def pause(self, task_id: str) -> bool:
         """Hold the task; True if it was live.  A run in flight on a thread finishes;
@@ -127,16 +129,19 @@ class ControlVerbs(SchedulerParts):
         """
         return self._halt(task_id, self._core.pause, "paused")
 
-    def _halt(self, task_id: str, verb: Callable[[str], bool], why: str) -> bool:
+    def _halt(
+        self, task_id: str, verb: Callable[[str], bool], why: str, also: Sequence[str] = ()
+    ) -> bool:
         """What cancel and pause share: the core's ``verb``, then, if it took, the
         runtime's runs of the task stopped (``task <why>``), and a ``wait_drained()``
-        waiter woken either way."""
+        waiter woken either way (``also``: the other rows it may write, held with the
+        task's: :meth:`_acting_on`)."""
         # The verb whole before a Ctrl-C a save raised reaches the caller: else the task
         # was stopped in the registry and its coroutine or child process ran on.
         with (
             self._lock,
             interrupts_deferred(self._core.store_writes),
-            self._acting_on(task_id),  # shared: on the row as it is now
+            self._acting_on(task_id, also),  # shared: on the row as it is now
         ):
             changed = verb(task_id)
             if changed:
@@ -217,14 +222,16 @@ class ControlVerbs(SchedulerParts):
             coordinator.sync()  # tells _followed
 
     @contextlib.contextmanager
-    def _acting_on(self, task_id: str) -> Iterator[None]:
+    def _acting_on(self, task_id: str, also: Sequence[str] = ()) -> Iterator[None]:
         """Shared mode: a verb on ``task_id`` runs inside, under the lock, from its read of
         what other processes wrote (:meth:`_follow_others`) to its last write, with the
         store holding the row for it (:func:`~lldsched.persistence.verb_held`): no other
         process's write lands between the two, so the verb acts on the row as it is and
         never writes back one older than another process's (a run settled there meanwhile,
         whose slot ran again).  Nothing is held unshared, nor while another running
-        scheduler holds the store object (the core refuses the verb then).
+        scheduler holds the store object (the core refuses the verb then).  ``also``: the
+        other tasks whose rows the verb may write (a ``cancel``'s dependents), held with
+        its own, all at once (:func:`~lldsched.persistence.verb_held`).
 
         A store that cannot be held (closed, or failing: an outage) lets the verb run
         unheld, as before: its own calls meet the same failure and say it as ever (a
@@ -245,7 +252,7 @@ class ControlVerbs(SchedulerParts):
         try:
             with contextlib.ExitStack() as holding:
                 try:
-                    holding.enter_context(verb_held(coordinator.store, task_id))
+                    holding.enter_context(verb_held(coordinator.store, task_id, also))
                 except Exception:  # closed or failing: unheld, as the docstring says
                     log.debug("no hold of task %s's row for a verb", task_id, exc_info=True)
                 coordinator.sync()  # tells _followed
