@@ -316,6 +316,42 @@ def test_a_connection_lost_inside_a_hold_loses_none_of_the_rows_written_before_i
         other.close()
 
 
+def test_a_read_failing_inside_a_hold_leaves_the_rows_written_before_it_failed_writes(
+    postgres_dsn: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A statement that fails inside a PostgreSQL hold outside a savepoint of its own (here
+    the records a replacement's new upstreams are counted from, read on a lock timeout)
+    aborts the hold's transaction: its COMMIT rolls back every write inside, and psycopg
+    says it committed.  Before, the replacement's new definition was gone from the store
+    for good (no failed write named it: every later registration of the same definition
+    wrote nothing); now the hold sees its transaction aborted, and the row is written
+    again with it once the store answers."""
+    caplog.set_level(logging.CRITICAL, logger="lldsched")
+    store = PostgresTaskStore(postgres_dsn)
+    other = PostgresTaskStore(postgres_dsn)
+    scheduler = Scheduler(store=store, clock=FakeClock(T0))
+    try:
+        for task_id in ("u1", "u2", "x"):
+            scheduler.schedule(task_id, jobs.noop, FixedRate(60), id=task_id)
+        scheduler.schedule("r", jobs.noop, FixedRate(60), id="r", depends_on=["u1"])
+        store._open().execute("SET lock_timeout = '10ms'")
+        with psycopg.connect(postgres_dsn) as admin:  # the records read waits, then fails
+            admin.execute("LOCK TABLE records IN ACCESS EXCLUSIVE MODE")
+            scheduler.schedule(
+                "r", jobs.noop, FixedRate(60), id="r", depends_on=["u1", "u2"],
+                replace_existing=True,
+            )  # fmt: skip
+        row = other.get("r")
+        assert row is not None and row.task.depends_on == ("u1",)  # rolled back
+        scheduler.modify("x", priority=Priority.HIGH)  # a store call that succeeds
+        row = other.get("r")
+        assert row is not None and row.task.depends_on == ("u1", "u2")
+    finally:
+        scheduler.shutdown()
+        store.close()
+        other.close()
+
+
 def test_a_hold_whose_commit_meets_a_silent_network_ends_at_the_stores_timeout(
     postgres_server: PostgresServer, postgres_dsn: str, caplog: pytest.LogCaptureFixture
 ) -> None:

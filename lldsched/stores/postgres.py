@@ -523,6 +523,15 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
                             yield
                         except BaseException as exc:  # committed all the same, then raised
                             raised = exc
+                        # A statement that failed inside outside a savepoint of its own (a
+                        # read: the records a dependency recount reads, on a lock timeout)
+                        # aborted the transaction: its COMMIT would roll back every write
+                        # inside, and psycopg would say it committed.
+                        if (
+                            connection.info.transaction_status
+                            is psycopg.pq.TransactionStatus.INERROR
+                        ):
+                            raise StoreError("a statement inside failed, aborting it")
                         # The COMMIT is a round trip too: the writes inside disarmed the
                         # deadline as each ended, and a COMMIT sent into a silent network
                         # waited for ever, the scheduler's lock held.
