@@ -224,6 +224,34 @@ def test_a_hold_not_stored_leaves_the_feed_to_read_the_next_writes_of_the_others
         scheduler.shutdown()
 
 
+def test_a_removal_not_stored_hides_no_removal_made_elsewhere(tmp_path: Path) -> None:
+    """A shared SQLite store counts the versions of its own removals, which its feed then
+    leaves out; a removal rolled back with its hold left its version counted, and another
+    process's next removal took that version.  Before, this process never read that
+    removal (``q`` stayed registered and ran here); now the hold's removals are undone
+    with it, and the removal not stored is made again."""
+    path = tmp_path / "tasks.db"
+    store = RolledBackSqlite(path, shared=True)
+    other = SqliteTaskStore(path, shared=True)
+    scheduler = Scheduler(store=store, clock=FakeClock(T0))
+    try:
+        for task_id in ("r", "q", "x"):
+            scheduler.schedule(task_id, jobs.noop, FixedRate(60), id=task_id)
+        elsewhere = Scheduler(store=other, clock=FakeClock(T0))
+        store.failing = True
+        scheduler.remove("r")
+        store.failing = False
+        elsewhere.remove("q")  # its removal takes the version the hold rolled back
+        scheduler.modify("x", priority=Priority.HIGH)  # reads the feed
+        assert [task.id for task in scheduler.tasks()] == ["x"]
+        assert (status(other, "r"), status(other, "q")) == (None, None)
+        elsewhere.shutdown()
+    finally:
+        scheduler.shutdown()
+        other.close()
+        store.close()
+
+
 class FillingSqlite(SqliteTaskStore):
     """A shared SQLite store whose disk fills up as task ``full``'s row is written, once
     ``failing`` is set: SQLite then rolls back the whole transaction it is in."""
