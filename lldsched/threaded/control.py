@@ -113,9 +113,7 @@ class ControlVerbs(SchedulerParts):
         Raises :class:`~lldsched.errors.TaskNotFoundError` for an unknown id
         (:class:`~lldsched.errors.TaskRetiredError` for one retired).
         """
-        # Its dependents' rows, which it may fail, held with its own (shared stores).
-        also = self._core.downstream(task_id) if self._coordinator is not None else ()
-        return self._halt(task_id, self._core.cancel, "cancelled", also)
+        return self._halt(task_id, self._core.cancel, "cancelled", dependents=True)
 
     def pause(self, task_id: str) -> bool:
         """Hold the task; True if it was live.  A run in flight on a thread finishes;
@@ -130,18 +128,24 @@ class ControlVerbs(SchedulerParts):
         return self._halt(task_id, self._core.pause, "paused")
 
     def _halt(
-        self, task_id: str, verb: Callable[[str], bool], why: str, also: Sequence[str] = ()
+        self, task_id: str, verb: Callable[[str], bool], why: str, *, dependents: bool = False
     ) -> bool:
         """What cancel and pause share: the core's ``verb``, then, if it took, the
         runtime's runs of the task stopped (``task <why>``), and a ``wait_drained()``
-        waiter woken either way (``also``: the other rows it may write, held with the
-        task's: :meth:`_acting_on`)."""
+        waiter woken either way.  ``dependents``: the verb may fail the task's dependents,
+        whose rows a shared store holds with its own (:meth:`_acting_on`; read under the
+        lock, as the registry is)."""
         # The verb whole before a Ctrl-C a save raised reaches the caller: else the task
         # was stopped in the registry and its coroutine or child process ran on.
         with (
             self._lock,
             interrupts_deferred(self._core.store_writes),
-            self._acting_on(task_id, also),  # shared: on the row as it is now
+            self._acting_on(  # shared: on the row as it is now
+                task_id,
+                self._core.downstream(task_id)
+                if dependents and self._coordinator is not None
+                else (),
+            ),
         ):
             changed = verb(task_id)
             if changed:
