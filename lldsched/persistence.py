@@ -31,7 +31,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
-from lldsched.errors import ValidationError
+from lldsched.errors import StoreError, ValidationError
 from lldsched.model import ExecutionRecord, Priority, TaskStatus
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.redaction import hide_passwords
@@ -43,6 +43,7 @@ __all__ = [
     "Claim",
     "CoordinatedStore",
     "HistoryStore",
+    "HoldNotCommitted",
     "Lease",
     "Task",
     "TaskSnapshot",
@@ -236,7 +237,9 @@ def purge(store: TaskStore, task_id: str) -> bool:
     return bool(conditional(task_id))
 
 
-def verb_held(store: object, task_id: str) -> AbstractContextManager[None]:
+def verb_held(
+    store: object, task_id: str, also: Sequence[str] = ()
+) -> AbstractContextManager[None]:
     """What a control verb (pause, cancel, resume, modify, reschedule, ...) on ``task_id``
     runs inside, from its read of a shared store's change feed to its last write: no
     other process writes that row meanwhile.  Else a run's settle that committed between
@@ -249,9 +252,31 @@ def verb_held(store: object, task_id: str) -> AbstractContextManager[None]:
     holding the row's lock); any other store has no other writer to race, and nothing is
     held.  The verb reads the feed inside, so it applies every change committed before,
     and the other process's write waits for the verb's to commit (a settle then keeps a
-    pause or cancel written during its run, as ever)."""
-    held = getattr(store, "verb_held", None)
-    return nullcontext() if held is None else held(task_id)
+    pause or cancel written during its run, as ever).
+
+    ``also``: the other tasks whose rows the verb may write (a ``cancel``'s dependents,
+    which it fails), held from the start with the task's own, all at once in one order
+    (PostgreSQL: by id), given to the store only when there are some.  Two verbs that
+    took them one by one as each was written, in the orders their processes had
+    learnt them, each waited for a row the other held: PostgreSQL broke that deadlock
+    after a second by failing one of the writes (an outage said at ERROR)."""
+    held: Callable[..., AbstractContextManager[None]] | None = getattr(store, "verb_held", None)
+    if held is None:
+        return nullcontext()
+    return held(task_id, also=also) if also else held(task_id)
+
+
+class HoldNotCommitted(StoreError):
+    """A verb's hold (:func:`verb_held`) whose end failed (its commit: the connection lost,
+    the disk full; or the database rolled its transaction back under it): none of the
+    writes made inside is stored.  ``written`` names each task written there, to the
+    last snapshot written of it (None: a delete), so that the runtime writes every one
+    of them again as a failed write, not only the verb's own task: a ``cancel``'s
+    dependents, a retirement's purge, a stale row written again inside."""
+
+    def __init__(self, message: str, *, written: Mapping[str, TaskSnapshot | None]) -> None:
+        super().__init__(message)
+        self.written = written
 
 
 def resave(store: TaskStore, snapshot: TaskSnapshot) -> bool:

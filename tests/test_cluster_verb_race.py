@@ -21,7 +21,7 @@ returned, as the real process's settle waits for the lock.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -184,10 +184,10 @@ class Unholdable(SqliteTaskStore):
         self.failing = False
 
     @contextlib.contextmanager
-    def verb_held(self, task_id: str) -> Iterator[None]:
+    def verb_held(self, task_id: str, also: Sequence[str] = ()) -> Iterator[None]:
         if self.failing and self.at == "enter":
             raise StoreError("the hold's BEGIN failed")
-        with super().verb_held(task_id):
+        with super().verb_held(task_id, also):
             yield
         if self.failing and self.at == "exit":
             raise StoreError("the hold's COMMIT failed")

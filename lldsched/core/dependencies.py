@@ -255,6 +255,19 @@ class Dependencies:
             upstream for upstream in task.depends_on if self._status(upstream) is not SUCCEEDED
         }
 
+    def downstream(self, task_id: str) -> list[str]:
+        """The ids of the registered tasks that depend on ``task_id``, directly or through
+        others, each once: every row a cancel of it may fail (:meth:`stranded`, and theirs
+        in turn)."""
+        found: dict[str, None] = {}
+        todo = [task_id]
+        while todo:
+            for dependent in self._dependents.get(todo.pop(), ()):
+                if dependent not in found and dependent in self._tasks:
+                    found[dependent] = None
+                    todo.append(dependent)
+        return list(found)
+
     def succeeded(self, upstream: str) -> list[ScheduledTask]:
         """``upstream`` recorded a success: it is no longer waited for.  Returns the
         BLOCKED dependents that now wait for nothing, in registration order."""

@@ -93,6 +93,14 @@ class RegistryReads(CoreParts):
         """Ids of FAILED tasks, in the order they failed."""
         return list(self._dead)
 
+    def downstream(self, task_id: str) -> list[str]:
+        """The ids of the registered tasks that depend on ``task_id``, directly or through
+        others (:meth:`Dependencies.downstream
+        <lldsched.core.dependencies.Dependencies.downstream>`): the rows a ``cancel`` of
+        it may fail, which a shared store's verb holds with its own (docs/CLUSTER.md)."""
+        deps = self._deps
+        return [] if deps is None else deps.downstream(task_id)
+
     def dead_letter_size(self) -> int:
         """How many tasks are FAILED (:meth:`dead_letter`'s length, without the list)."""
         return len(self._dead)

@@ -81,6 +81,7 @@ from lldsched.redaction import hide_passwords
 from lldsched.stores import forks
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.codec import Unreadable, encode_task
+from lldsched.stores.held import HeldWrites
 from lldsched.stores.postgres_batch import SettleQueue
 from lldsched.stores.postgres_coordinated import Connection, PostgresCoordination
 from lldsched.stores.postgres_deadline import Deadline
@@ -231,6 +232,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         self._batches = StoreWrites(self)
         self._muted = 0  # depth of muted() contexts
         self._listener: Listener | None = None
+        self._hold: HeldWrites | None = None  # what the verb's hold under way wrote
 
     @property
     def shared(self) -> bool:
@@ -404,6 +406,8 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         is an update too (it is never a new registration: a replacement of a finished
         task, its definition written in full)."""
         task = snapshot.task
+        if self._hold is not None:
+            self._hold.wrote(task.id, snapshot)
         state = {**state_row(snapshot), "slot": snapshot.slot, "writer": self.node}
         known = self._defined.get(task.id)
         done = finished(snapshot)
@@ -506,7 +510,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         return True
 
     @contextlib.contextmanager
-    def verb_held(self, task_id: str) -> Iterator[None]:
+    def verb_held(self, task_id: str, also: Sequence[str] = ()) -> Iterator[None]:
         """Inside, no other node writes ``task_id``'s row: a control verb (pause, cancel,
         resume, modify, ...) reads the change feed and writes its rows in one transaction
         that holds the id's lock and the row's (the lock order: :meth:`_known`), and this
@@ -515,15 +519,56 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         and then keeps a pause or cancel written during its run, as ever; one that
         committed before is read by the verb's feed (a new statement's snapshot).  Every
         write inside is a savepoint of it; what they wrote is committed at the end,
-        whatever the block raised (the verb's registry has it)."""
+        whatever the block raised (the verb's registry has it).  ``also``: the rows of other
+        tasks it may write (a ``cancel``'s dependents), locked with the task's own in one
+        statement, in the order of their ids (:data:`~lldsched.stores.postgres_sql.LOCK_HELD`),
+        so that two holds never wait for each other's rows.
+
+        A hold whose end fails (the COMMIT: the connection lost, the deadline passed)
+        stored none of them: the caches are put back as they were before them and
+        :class:`~lldsched.persistence.HoldNotCommitted` names every task written
+        (:mod:`lldsched.stores.held`), for the runtime to write again."""
         raised: BaseException | None = None
-        with self._using() as connection, connection.transaction():
-            connection.execute(sql.LOCK_ID, {"id": task_id})
-            connection.execute("SELECT 1 FROM tasks WHERE id = %s FOR UPDATE", (task_id,))
+        with self._lock:
+            outer = self._hold
+            held = self._hold = HeldWrites(
+                (self._defined, self._held, self._added, self._decoded, self._seen)
+            ) if outer is None else outer  # fmt: skip
+            entered = False
             try:
-                yield
-            except BaseException as exc:  # committed all the same, then raised
-                raised = exc
+                with self._using() as connection:
+                    with connection.transaction() as transaction:
+                        connection.execute(sql.LOCK_ID, {"id": task_id})
+                        connection.execute(sql.LOCK_HELD, {"ids": [task_id, *also]})
+                        entered = True
+                        try:
+                            yield
+                        except BaseException as exc:  # committed all the same, then raised
+                            raised = exc
+                        # A statement that failed inside outside a savepoint of its own (a
+                        # read: the records a dependency recount reads, on a lock timeout)
+                        # aborted the transaction: its COMMIT would roll back every write
+                        # inside, and psycopg would say it committed.
+                        if (
+                            connection.info.transaction_status
+                            is psycopg.pq.TransactionStatus.INERROR
+                        ):
+                            raise StoreError("a statement inside failed, aborting it")
+                        # The COMMIT is a round trip too: the writes inside disarmed the
+                        # deadline as each ended, and a COMMIT sent into a silent network
+                        # waited for ever, the scheduler's lock held.
+                        if not (connection.closed or connection.broken):
+                            self._deadline.watch(connection.fileno())
+                    # psycopg ends a transaction whose connection was lost inside (a write
+                    # there failed so: a restart, a reset, the deadline) without a word.
+                    if transaction.status is not transaction.Status.COMMITTED:
+                        raise StoreError("its connection was lost before its COMMIT")
+            except StoreError as exc:
+                if not entered or outer is not None:  # not begun; or the outer hold's to say
+                    raise
+                raise held.undo(exc) from None
+            finally:
+                self._hold = outer
         if raised is not None:
             raise raised
 
@@ -569,6 +614,8 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         deletes its row.  The removal's version is one past the row's as deleted
         (:data:`~lldsched.stores.postgres_sql.REMOVE`): an id's versions grow in commit
         order."""
+        if self._hold is not None:
+            self._hold.wrote(task_id, None)
         connection.execute(sql.LOCK_ID, {"id": task_id})
         connection.execute(sql.REMOVE, {"id": task_id, "node": self.node})
         connection.execute("DELETE FROM records WHERE task_id = %s", (task_id,))

@@ -98,6 +98,13 @@ CREATE TRIGGER tasks_first_version BEFORE INSERT ON tasks
 
 LOCK_ID = f"SELECT {ID_LOCK.format('%(id)s::text')}"  # a statement of its own: see REMOVE
 
+# A verb's hold (PostgresTaskStore.verb_held), once its id's LOCK_ID is taken: its task's
+# row and those of the other tasks it may write (a cancel's dependents), locked in the
+# order of their ids, all in one statement (the rows are locked as the sort hands them
+# out).  Locked one by one as each was written, two cancels that fail the same dependents
+# (learnt in other orders by their processes) each held one the other waited for.
+LOCK_HELD = "SELECT 1 FROM tasks WHERE id = ANY(%(ids)s::text[]) ORDER BY id FOR UPDATE"
+
 # A removal, once its transaction holds LOCK_ID (taken by a statement before, so this
 # one's snapshot sees a row registered by the transaction it waited for): the row deleted
 # first, its lock taken (a write that committed meanwhile is the one deleted), then its

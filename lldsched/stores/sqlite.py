@@ -448,8 +448,11 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
         (None: unshared), for :meth:`_deleted` once the transaction committed."""
         connection.execute("DELETE FROM records WHERE task_id = ?", (task_id,))
         connection.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
-        if self._shared is None:
+        shared = self._shared
+        if shared is None:
             return None
+        if shared.hold is not None:
+            shared.hold.wrote(task_id, None)
         connection.execute("DELETE FROM leases WHERE task_id = ?", (task_id,))
         version = bump(connection, "change")
         connection.execute(

@@ -28,6 +28,7 @@ from lldsched.logs import CLUSTER
 from lldsched.model import ExecutionRecord, Outcome, TaskStatus
 from lldsched.persistence import Change, Claim, Lease, Task, TaskSnapshot, finished
 from lldsched.stores.codec import check_take_over, encode_task
+from lldsched.stores.held import HeldWrites
 from lldsched.stores.sqlite_rows import (
     SLOT,
     TASK_COLUMNS,
@@ -366,34 +367,59 @@ class CoordinatedMethods:
                 shared.muted -= 1
 
     @contextlib.contextmanager
-    def verb_held(self, task_id: str) -> Iterator[None]:
+    def verb_held(self, task_id: str, also: Sequence[str] = ()) -> Iterator[None]:
         """Inside, this process writes alone: a control verb (pause, cancel, resume,
         modify, ...) reads the change feed and writes its rows in one transaction that
         holds SQLite's write lock (``BEGIN IMMEDIATE``) and this store's lock throughout
-        (see :func:`~lldsched.persistence.verb_held`).  So no other process's write (a run's
-        settle) lands between the row the verb read and the row it writes, which then
-        wrote back the row as it was before that run.  Every write inside is a savepoint
-        of it (:func:`~lldsched.stores.sqlite_rows.immediate`); what they wrote is
-        committed at the end, whatever the block raised (the verb's registry has it).
-        The write lock not taken within ``timeout`` (another process holds it that
-        long): the block runs unheld, as before, and a write of it that fails is a failed
-        write (its rewrite is conditional: :func:`~lldsched.persistence.resave`)."""
+        (see :func:`~lldsched.persistence.verb_held`): every row, ``also``'s included.  So
+        no other process's write (a run's settle) lands between the row the verb read and
+        the row it writes, which then wrote back the row as it was before that run.  Every
+        write inside is a savepoint of it (:func:`~lldsched.stores.sqlite_rows.immediate`);
+        what they wrote is committed at the end, whatever the block raised (the verb's
+        registry has it).  The write lock not taken within ``timeout`` (another process
+        holds it that long): the block runs unheld, as before, and a write of it that
+        fails is a failed write (its rewrite is conditional:
+        :func:`~lldsched.persistence.resave`).
+
+        A hold whose end fails stored none of them: its COMMIT failing (a full disk), or
+        its transaction found gone at the end (SQLite rolls a whole transaction back on
+        some errors of a statement inside, a full disk or an I/O error: the writes before
+        it were lost, and those after it committed alone).  Then the caches are put back
+        as they were before them (the feed's cursor too, which this process's own writes
+        move on: a version rolled back is taken again by another process's next write)
+        and :class:`~lldsched.persistence.HoldNotCommitted` names every task written
+        (:mod:`lldsched.stores.held`), for the runtime to write again."""
         with self._using("take the write lock for a verb on task", task_id) as connection:
-            self._coordinated()
+            shared = self._coordinated()
             try:
                 connection.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError:  # locked past the timeout: as before, unheld
                 yield
                 return
+            held = shared.hold = HeldWrites(
+                (self._defined, self._counts, shared.seen, shared.settled, shared.held)
+            )
+            cursor, removals = shared.cursor, set(shared.removals)
             try:
                 yield
             finally:
+                shared.hold = None
+                failed: BaseException | None = None
                 try:
-                    if connection.in_transaction:  # not if an error rolled it back already
+                    if connection.in_transaction:
                         connection.execute("COMMIT")
+                    else:  # rolled back under the hold by a statement that failed inside
+                        failed = StoreError("its transaction was rolled back by SQLite")
+                except sqlite3.Error as exc:
+                    rollback(connection)
+                    failed = exc
                 except BaseException:
                     rollback(connection)
                     raise
+                if failed is not None:
+                    shared.cursor = min(shared.cursor, cursor)  # read again from there
+                    shared.removals &= removals  # the hold's own removals are undone
+                    raise held.undo(failed) from None
 
     def leases(self) -> list[Lease]:
         """Every lease row, expired ones included, by token (for people and tests)."""
@@ -540,6 +566,9 @@ class CoordinatedMethods:
     ) -> int:
         """Inside a shared-mode transaction: write the row's state (and ``definition`` when
         given) under a new version; returns the version."""
+        shared = self._shared
+        if shared is not None and shared.hold is not None:
+            shared.hold.wrote(snapshot.task.id, snapshot)
         version = bump(connection, "change")
         (dead_seq,) = connection.execute(
             "SELECT coalesce(max(failed_seq), 0) + 1 FROM tasks"

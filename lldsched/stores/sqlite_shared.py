@@ -51,6 +51,7 @@ from lldsched.errors import StoreError
 from lldsched.logs import STORE
 from lldsched.persistence import Claim, Lease, Task
 from lldsched.stores.codec import Unreadable
+from lldsched.stores.held import HeldWrites
 from lldsched.stores.removals import FeedHorizons
 from lldsched.stores.sqlite_file import identity
 from lldsched.stores.sqlite_rows import FINISHED, SLOT, immediate
@@ -151,6 +152,7 @@ class SharedState:
         # RUNNING save writes nothing, the run's settle writes it (sqlite_coordinated)
         self.redefined: dict[str, Task] = {}
         self.removals: set[int] = set()  # versions of the removals this process wrote
+        self.hold: HeldWrites | None = None  # what the verb's hold under way wrote
         (cursor,) = connection.execute(
             "SELECT value FROM counters WHERE name = 'change'"
         ).fetchone()

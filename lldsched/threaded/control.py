@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import operator
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
 
 from lldsched.checks import wait_seconds
@@ -31,7 +31,7 @@ from lldsched.errors import SchedulerBusyError
 from lldsched.listeners import Listener
 from lldsched.logs import STORE
 from lldsched.model import ExecutionRecord, Priority, TaskStatus
-from lldsched.persistence import verb_held
+from lldsched.persistence import HoldNotCommitted, verb_held
 from lldsched.policies import RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.threaded.flights import LEASE_GONE
@@ -126,7 +126,7 @@ class ControlVerbs(SchedulerParts):
         :class:`~lldsched.errors.StoreError`, and :class:`~lldsched.errors.SchedulerStateError`
         in a forked child.  Not after shutdown: a cancel only stops things.
         """
-        return self._halt(task_id, self._core.cancel, "cancelled")
+        return self._halt(task_id, self._core.cancel, "cancelled", dependents=True)
 
     def pause(self, task_id: str) -> bool:
         """Hold the task; True if it was live.  A run in flight on a thread finishes;
@@ -146,16 +146,25 @@ class ControlVerbs(SchedulerParts):
         """
         return self._halt(task_id, self._core.pause, "paused")
 
-    def _halt(self, task_id: str, verb: Callable[[str], bool], why: str) -> bool:
+    def _halt(
+        self, task_id: str, verb: Callable[[str], bool], why: str, *, dependents: bool = False
+    ) -> bool:
         """What cancel and pause share: the core's ``verb``, then, if it took, the
         runtime's runs of the task stopped (``task <why>``), and a ``wait_drained()``
-        waiter woken either way."""
+        waiter woken either way.  ``dependents``: the verb may fail the task's dependents,
+        whose rows a shared store holds with its own (:meth:`_acting_on`; read under the
+        lock, as the registry is)."""
         # The verb whole before a Ctrl-C a save raised reaches the caller: else the task
         # was stopped in the registry and its coroutine or child process ran on.
         with (
             self._lock,
             interrupts_deferred(self._core.store_writes),
-            self._acting_on(task_id),  # shared: on the row as it is now
+            self._acting_on(  # shared: on the row as it is now
+                task_id,
+                self._core.downstream(task_id)
+                if dependents and self._coordinator is not None
+                else (),
+            ),
         ):
             changed = verb(task_id)
             if changed:
@@ -249,14 +258,16 @@ class ControlVerbs(SchedulerParts):
             coordinator.sync()  # tells _followed
 
     @contextlib.contextmanager
-    def _acting_on(self, task_id: str) -> Iterator[None]:
+    def _acting_on(self, task_id: str, also: Sequence[str] = ()) -> Iterator[None]:
         """Shared mode: a verb on ``task_id`` runs inside, under the lock, from its read of
         what other processes wrote (:meth:`_follow_others`) to its last write, with the
         store holding the row for it (:func:`~lldsched.persistence.verb_held`): no other
         process's write lands between the two, so the verb acts on the row as it is and
         never writes back one older than another process's (a run settled there meanwhile,
         whose slot ran again).  Nothing is held unshared, nor while another running
-        scheduler holds the store object (the core refuses the verb then).
+        scheduler holds the store object (the core refuses the verb then).  ``also``: the
+        other tasks whose rows the verb may write (a ``cancel``'s dependents), held with
+        its own, all at once (:func:`~lldsched.persistence.verb_held`).
 
         A store that cannot be held (closed, or failing: an outage) lets the verb run
         unheld, as before: its own calls meet the same failure and say it as ever (a
@@ -265,37 +276,50 @@ class ControlVerbs(SchedulerParts):
         fails (its commit: the connection lost, the disk full) stored none of the verb's
         writes: the task's row is a failed write, written again as any
         (:meth:`StoreWrites.failed <lldsched.core.storewrites.StoreWrites.failed>`),
-        and the verb, already done in the registry, returns as it would have."""
+        and the verb, already done in the registry, returns as it would have; so is every
+        other row it wrote inside (a ``cancel``'s dependents, a retirement's purge: what
+        :class:`~lldsched.persistence.HoldNotCommitted` names), and a verb that raised
+        raises its own error, those rows failed writes as well."""
         coordinator = self._coordinator
         if coordinator is None or storeuse.held_by_another(coordinator.store, self):
             yield
             return
-        done = False
+        own: BaseException | None = None
         try:
             with contextlib.ExitStack() as holding:
                 try:
-                    holding.enter_context(verb_held(coordinator.store, task_id))
+                    holding.enter_context(verb_held(coordinator.store, task_id, also))
                 except Exception:  # closed or failing: unheld, as the docstring says
                     log.debug("no hold of task %s's row for a verb", task_id, exc_info=True)
                 coordinator.sync()  # tells _followed
-                yield
-                done = True
+                try:
+                    yield
+                except BaseException as exc:
+                    own = exc
+                    raise
         except Exception as exc:
-            if not done:
-                raise  # the verb's own error
+            if exc is own:
+                raise  # the verb's own error, its writes committed
             self._hold_not_committed(task_id, exc)
+            if own is not None:
+                raise own from None
 
     def _hold_not_committed(self, task_id: str, error: Exception) -> None:
         """The end of a verb's hold on ``task_id``'s row raised ``error``: its writes are
-        not stored, so the row is a failed write of the task as the registry has it now
-        (a delete, if the verb removed it)."""
+        not stored, so each row it wrote (``task_id``'s, and every other one a
+        :class:`~lldsched.persistence.HoldNotCommitted` names) is a failed write of the
+        task as the registry has it now, or, for one no longer registered (removed,
+        retired), as the hold last wrote it (a delete: deleted again, as a purge)."""
         writes = self._core.store_writes
         assert writes is not None  # a coordinator's scheduler has a store
-        task = self._core.tasks.get(task_id)
-        if task is None:
-            writes.failed(error, "delete", task_id)
-        else:
-            writes.failed(error, "save", task_id, self._core.snapshot(task))
+        written = error.written if isinstance(error, HoldNotCommitted) else {}
+        for written_id in (task_id, *(other for other in written if other != task_id)):
+            task = self._core.tasks.get(written_id)
+            snapshot = written.get(written_id) if task is None else self._core.snapshot(task)
+            if snapshot is None:
+                writes.failed(error, "delete", written_id)
+            else:
+                writes.failed(error, "save", written_id, snapshot)
 
     def _followed(self, tasks: list[ScheduledTask]) -> None:
         """Tasks another process changed (the coordinator tells every read of the feed,

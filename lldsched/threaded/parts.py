@@ -25,7 +25,7 @@ from __future__ import annotations
 import collections
 import itertools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
@@ -162,4 +162,6 @@ class SchedulerParts:
 
         def _follow_others(self) -> None: ...  # control
 
-        def _acting_on(self, task_id: str) -> AbstractContextManager[None]: ...  # control
+        def _acting_on(  # control
+            self, task_id: str, also: Sequence[str] = ()
+        ) -> AbstractContextManager[None]: ...
