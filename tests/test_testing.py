@@ -293,12 +293,18 @@ def test_a_scheduler_shut_down_behind_the_steppers_back_is_refused_too() -> None
 
 
 class _BreaksOnWait(FakeClock):
-    """A fake clock whose waits raise once ``broken`` is set: the timer thread dies."""
+    """A fake clock whose waits raise once ``broken`` is set: the timer thread dies.
+    ``raised`` is set as the first wait raises."""
 
     broken = False
 
+    def __init__(self, start: float) -> None:
+        super().__init__(start)
+        self.raised = threading.Event()
+
     def wait(self, condition: threading.Condition, deadline: float | None) -> None:
         if self.broken:
+            self.raised.set()
             raise RuntimeError("the clock broke")
         super().wait(condition, deadline)
 
@@ -310,6 +316,8 @@ def test_a_scheduler_whose_timer_died_is_refused_saying_so() -> None:
     clock.broken = True
     try:
         scheduler.schedule("tick", lambda: None, OneTime(delay=60))  # wakes the timer: it dies
+        # before the clock moves (a timer waking late at T0+60 would run the task first)
+        assert clock.raised.wait(timeout=5)
         with pytest.raises(SchedulerStateError, match="timer thread died"):
             steps.advance(60)  # at once, not after the Stepper's timeout
         with pytest.raises(SchedulerStateError, match=r"can run, got <Scheduler .* dead"):
