@@ -78,13 +78,14 @@ from lldsched.core import storeuse
 from lldsched.core.departed import Departed
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.ids import IdGenerator
+from lldsched.core.isolation import is_loop_action
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.recordlog import RecordLog
 from lldsched.core.recovery import recover
 from lldsched.core.results import must_await, result_text
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
 from lldsched.core.storewrites import say_left_stale
-from lldsched.core.task import Run
+from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.deprecated import keyword_only_now
 from lldsched.errors import ValidationError, error_text
 from lldsched.listeners import Listener, as_callback, listener_list, notify
@@ -93,6 +94,7 @@ from lldsched.model import ExecutionRecord, TaskEvent
 from lldsched.persistence import TaskStore
 from lldsched.sim.awaiting import PrivateLoop
 from lldsched.sim.clock import VirtualClock
+from lldsched.sim.lanes import Waiting
 from lldsched.sim.models import (
     NO_RNG,
     TaskModels,
@@ -164,8 +166,10 @@ class Simulation(SimulationVerbs):
         tz: str | tzinfo = "UTC",
         retain_finished: RetainFinished = DEFAULT_RETAIN_FINISHED,
         purge_retired: bool = False,
+        max_coroutines: int = 1000,
     ) -> None:
         checks.whole(workers, name="workers", at_least=1, at_most=MAX_WORKERS)
+        checks.whole(max_coroutines, name="max_coroutines", at_least=1)
         checks.whole(seed, name="seed")
         if store is not None:  # a store a running scheduler holds: refused, nothing built
             storeuse.check(store, self)
@@ -202,6 +206,13 @@ class Simulation(SimulationVerbs):
         )
         self._models: dict[str, TaskModels] = {}
         self._free = list(range(workers))  # a heap: the lowest free worker starts next
+        # The coroutine lane, beside the workers: its runs in flight, and its limit.
+        self._max_coroutines = max_coroutines
+        self._coroutines = 0
+        # True once a coroutine task is registered: the loop then picks each start by
+        # lane (_next_start), setting aside a head whose lane is full.
+        self._loop_tasks = False
+        self._waiting = Waiting(self._queue)
         # (finished, sequence, worker, run, started, error, result, timed_out) in flight
         self._finishes: list[tuple[float, int, int, Run, float, str | None, str | None, bool]] = []
         self._awaiting = PrivateLoop()  # runs coroutine actions (its loops made at need)
@@ -217,8 +228,9 @@ class Simulation(SimulationVerbs):
         self._stopped_at: float | None = None
         if store is not None:
             recover(self._core, store)
-            for task_id in self._core.tasks:  # a task retired at once needs no models
+            for task_id, task in self._core.tasks.items():  # one retired at once needs none
                 self._models[task_id] = TaskModels(0.0, 0.0, NO_RNG)
+                self._note_lane(task)
 
     # -- time --------------------------------------------------------------------------
 
@@ -448,6 +460,7 @@ class Simulation(SimulationVerbs):
         finishes = self._finishes
         interventions = self._interventions
         free = self._free
+        lane = self._workers  # a coroutine run's worker: the coroutine lane
         finish_run = self._core.finish
         heappop, heappush = heapq.heappop, heapq.heappush
         kind: str | None = None  # the last event processed, described
@@ -467,12 +480,17 @@ class Simulation(SimulationVerbs):
                 finish = finishes[0][0] if finishes else _INF
                 intervention = interventions[0][0] if interventions else _INF
                 start = _INF
-                head = peek() if free else None  # the next start needs a free worker
-                if head is not None:
-                    due = head[0]
-                    start = due if due > now else now
-                    if due > due_by:  # a shutdown's drain: none due later starts (heap order)
-                        start = _INF
+                waited: list[Entry] | None = None  # the start's waiting heap (None: the heap)
+                on_loop = False  # the start takes the coroutine lane
+                if self._loop_tasks:  # two lanes: the next start is picked by lane
+                    start, head, waited, on_loop = self._next_start(now, due_by)
+                else:
+                    head = peek() if free else None  # the next start needs a free worker
+                    if head is not None:
+                        due = head[0]
+                        start = due if due > now else now
+                        if due > due_by:  # a shutdown's drain: none due later starts (heap order)
+                            start = _INF
                 if finish <= intervention and finish <= start:
                     if finish > end:
                         break
@@ -480,7 +498,10 @@ class Simulation(SimulationVerbs):
                     now = finish
                     _, _, worker, run, started, error, result, timed_out = heappop(finishes)
                     record = finish_run(run, started, finish, error, result, timed_out)
-                    heappush(free, worker)
+                    if worker == lane:
+                        self._coroutines -= 1
+                    else:
+                        heappush(free, worker)
                     kind = "finish"  # the record names the task (below)
                 elif intervention <= start:
                     if intervention > end:
@@ -495,8 +516,11 @@ class Simulation(SimulationVerbs):
                     advance_to(start)
                     now = start
                     assert head is not None  # start < _INF
-                    take(head)  # the head peeked at above
-                    begun = self._start(head, start)
+                    if waited is None:
+                        take(head)  # the head peeked at above
+                    else:
+                        heappop(waited)  # the head of a lane's waiting heap
+                    begun = self._start(head, start, on_loop)
                     task_id = head[3]
                     if begun is None:
                         kind, record = "start", None
@@ -510,14 +534,71 @@ class Simulation(SimulationVerbs):
             return None
         return SimStep(now, kind, task_id if record is None else record.task_id, record)
 
-    def _start(self, entry: Any, now: float) -> ExecutionRecord | str | None:
-        """Start live ``entry`` on the lowest free worker: None, or its record if it takes
-        no time (it finishes at once).  A dependent the core holds back (BLOCKED) starts
-        nothing and draws nothing from its models: :data:`_HELD`."""
-        worker = heapq.heappop(self._free)
+    def _next_start(
+        self, now: float, due_by: float
+    ) -> tuple[float, Entry | None, list[Entry] | None, bool]:
+        """The next start once coroutine tasks are registered: its instant, its entry, the
+        lane's waiting heap it is the head of (None: the queue's head) and whether it
+        takes the coroutine lane; ``(_INF, None, None, False)`` when none can start.
+
+        The queue's head is set aside (:mod:`lldsched.sim.lanes`) while it is a
+        coroutine's entry, or a thread task's with no worker free, so that no entry holds
+        back the other lane's; what stays at the head is one a free worker can start.  Of
+        the lanes' heads that can start, the earliest starts; at one instant a worker's
+        first, as the threaded timer hands the workers their entries before it hands the
+        event loop its own (``TimerThread._hand_out``); on one lane, heap order."""
+        queue, waiting = self._queue, self._waiting
+        workers_free = bool(self._free)
+        loop_free = self._coroutines < self._max_coroutines
+        head = queue.peek()
+        while head is not None:
+            on_loop = self._on_loop(head)
+            if workers_free and not on_loop:
+                break
+            queue.take(head)
+            waiting.set_aside(head, on_loop)
+            head = queue.peek()
+        candidates: list[tuple[float, bool, Entry, list[Entry] | None]] = []
+        if head is not None:
+            candidates.append((max(head[0], now), False, head, None))
+        for lane, free, lane_on_loop in (
+            (waiting.threads, workers_free, False),
+            (waiting.coroutines, loop_free, True),
+        ):
+            first = waiting.head(lane) if free else None
+            if first is not None:
+                candidates.append((max(first[0], now), lane_on_loop, first, lane))
+        due = [candidate for candidate in candidates if candidate[2][0] <= due_by]
+        if not due:  # (a shutdown's drain: none due later starts)
+            return _INF, None, None, False
+        start, on_loop, entry, waited = min(due)
+        return start, entry, waited, on_loop
+
+    def _on_loop(self, entry: Entry) -> bool:
+        """True when live ``entry``'s task runs on the coroutine lane (an ``async def``
+        action run on a thread: :func:`~lldsched.core.isolation.is_loop_action`, the
+        threaded runtime's rule)."""
+        task = self._queue.tasks[entry[3]]
+        return is_loop_action(task.action, task._options.isolation)
+
+    def _note_lane(self, task: ScheduledTask) -> None:
+        """``task`` was registered: from a coroutine task on, the loop picks starts by lane."""
+        if not self._loop_tasks and is_loop_action(task.action, task._options.isolation):
+            self._loop_tasks = True
+
+    def _start(self, entry: Any, now: float, on_loop: bool = False) -> ExecutionRecord | str | None:
+        """Start live ``entry`` on the coroutine lane (``on_loop``) or the lowest free
+        worker: None, or its record if it takes no time (it finishes at once).  A
+        dependent the core holds back (BLOCKED) starts nothing and draws nothing from its
+        models: :data:`_HELD`."""
+        if on_loop:
+            worker = self._workers
+            self._coroutines += 1
+        else:
+            worker = heapq.heappop(self._free)
         run = self._core.begin(entry, worker)
         if run is None:  # BLOCKED: the core queues it again when its upstreams succeed
-            heapq.heappush(self._free, worker)
+            self._release(worker)
             return _HELD
         task = run.task
         models = self._models[entry[3]]
@@ -569,7 +650,7 @@ class Simulation(SimulationVerbs):
                 result = result_text(value)
         if duration == 0:  # finishes before anything else can happen at this instant
             record = self._core.finish(run, now, now, error, result, timed_out)
-            heapq.heappush(self._free, worker)
+            self._release(worker)
             return record
         heapq.heappush(
             self._finishes,
@@ -584,7 +665,15 @@ class Simulation(SimulationVerbs):
         the task is not left RUNNING on a worker that never frees, and a later run()
         goes on consistently."""
         self._core.finish(run, started=now, finished=now, error=error_text(exc))
-        heapq.heappush(self._free, worker)
+        self._release(worker)
+
+    def _release(self, worker: int) -> None:
+        """A run on ``worker`` ended: the worker is free again, or, for the coroutine
+        lane's number, a place on that lane is."""
+        if worker == self._workers:
+            self._coroutines -= 1
+        else:
+            heapq.heappush(self._free, worker)
 
     def _retired(self, task_id: str) -> None:
         """The core retires ``task_id``: its models go with it (what the views read of it
