@@ -7,14 +7,15 @@ one instant they happen in this order:
    task on: reschedule, retry, succeed or fail);
 2. an **intervention** registered with :meth:`Simulation.at` runs (pause,
    resume, cancel, schedule, anything);
-3. a due entry **starts** on a free worker, lowest worker index first.
+3. a due entry **starts** on a free worker, lowest worker index first, or, a
+   coroutine task's, on the coroutine lane (below).
 
 Every transition goes through the same :class:`~lldsched.core.machine.SchedulerCore`
 as the threaded :class:`~lldsched.threaded.scheduler.Scheduler`, with the same
 :class:`~lldsched.core.duequeue.TaskQueue` of due entries: retry, reschedule,
 overrun, pause and dead-letter logic exist once.  What the simulation adds is
 where durations and failures come from (models drawn from a seeded generator
-per task; see :mod:`lldsched.sim.models`), and the virtual workers.
+per task; see :mod:`lldsched.sim.models`), the virtual workers, and the coroutine lane.
 
 **Lateness.**  A run that falls due while every worker is busy waits; it starts
 when a worker frees up, and ``started - due`` is its lateness.
@@ -42,10 +43,17 @@ thread, or on a thread of the simulation's own when the caller's thread runs an
 event loop, a notebook's or ``asyncio.run``'s) and its wall time does not count.
 A record keeps what an action returned, as text.  A pause, cancel or remove of its
 task cuts a coroutine run in flight, as on threads: it ends at the verb's instant,
-failed (``CancelledError: task paused``, or ``cancelled``).  Unlike threads, a
-coroutine run takes a virtual worker (the threaded runtime runs coroutines beside its
-workers, up to ``max_coroutines``): docs/DECISIONS.md, "A coroutine run takes a virtual
-worker".
+failed (``CancelledError: task paused``, or ``cancelled``).
+
+**The coroutine lane.**  As on threads, an ``async def`` task's run takes no virtual
+worker: it starts while fewer than ``max_coroutines`` coroutine runs are in flight,
+whatever the workers do, and is recorded on worker ``workers`` (the threaded event
+loop's lane number).  Once such a task is registered, the loop sets aside a due head
+that would hold back the other lane (:mod:`lldsched.sim.lanes`: it keeps its place, so
+a worker takes the entry it took before) and starts the earliest head that can start,
+the workers' first at one instant, as the threaded timer hands them theirs first
+(docs/DECISIONS.md, "A coroutine run takes the coroutine lane, not a virtual worker").
+A plain function that returns an awaitable still takes a worker for its whole run.
 
 Deterministic: the same seed and scenario give identical records.  Listeners
 are called in order, in virtual time, on the caller's thread.
@@ -149,7 +157,9 @@ class Simulation(SimulationVerbs):
     ``timedelta`` of simulated time after each finished, or ``None`` for ever (see
     :mod:`lldsched.core.retention`); :meth:`records` keeps every record regardless.
     ``purge_retired=True`` deletes a task from the ``store`` as it retires, as on
-    ``Scheduler``.
+    ``Scheduler``.  ``max_coroutines`` bounds the coroutine runs in flight at once, as on
+    ``Scheduler`` (default 1000): they take no virtual worker (the module docstring's
+    "The coroutine lane").
     """
 
     @keyword_only_now(kept=1, moved=("start", "seed", "store", "listeners"))
@@ -213,6 +223,8 @@ class Simulation(SimulationVerbs):
         # lane (_next_start), setting aside a head whose lane is full.
         self._loop_tasks = False
         self._waiting = Waiting(self._queue)
+        # Where the start _next_start picked waits (None: the queue's head), and its lane.
+        self._picked: tuple[list[Entry] | None, bool] = (None, False)
         # (finished, sequence, worker, run, started, error, result, timed_out) in flight
         self._finishes: list[tuple[float, int, int, Run, float, str | None, str | None, bool]] = []
         self._awaiting = PrivateLoop()  # runs coroutine actions (its loops made at need)
@@ -480,10 +492,8 @@ class Simulation(SimulationVerbs):
                 finish = finishes[0][0] if finishes else _INF
                 intervention = interventions[0][0] if interventions else _INF
                 start = _INF
-                waited: list[Entry] | None = None  # the start's waiting heap (None: the heap)
-                on_loop = False  # the start takes the coroutine lane
                 if self._loop_tasks:  # two lanes: the next start is picked by lane
-                    start, head, waited, on_loop = self._next_start(now, due_by)
+                    start, head = self._next_start(now, due_by)
                 else:
                     head = peek() if free else None  # the next start needs a free worker
                     if head is not None:
@@ -516,11 +526,11 @@ class Simulation(SimulationVerbs):
                     advance_to(start)
                     now = start
                     assert head is not None  # start < _INF
-                    if waited is None:
-                        take(head)  # the head peeked at above
+                    if self._loop_tasks:  # (no call between: as it was above)
+                        begun = self._start_picked(head, start)
                     else:
-                        heappop(waited)  # the head of a lane's waiting heap
-                    begun = self._start(head, start, on_loop)
+                        take(head)  # the head peeked at above
+                        begun = self._start(head, start)
                     task_id = head[3]
                     if begun is None:
                         kind, record = "start", None
@@ -534,12 +544,9 @@ class Simulation(SimulationVerbs):
             return None
         return SimStep(now, kind, task_id if record is None else record.task_id, record)
 
-    def _next_start(
-        self, now: float, due_by: float
-    ) -> tuple[float, Entry | None, list[Entry] | None, bool]:
-        """The next start once coroutine tasks are registered: its instant, its entry, the
-        lane's waiting heap it is the head of (None: the queue's head) and whether it
-        takes the coroutine lane; ``(_INF, None, None, False)`` when none can start.
+    def _next_start(self, now: float, due_by: float) -> tuple[float, Entry | None]:
+        """The next start once coroutine tasks are registered: its instant and its entry,
+        ``(_INF, None)`` when none can start; :meth:`_start_picked` starts it.
 
         The queue's head is set aside (:mod:`lldsched.sim.lanes`) while it is a
         coroutine's entry, or a thread task's with no worker free, so that no entry holds
@@ -570,9 +577,20 @@ class Simulation(SimulationVerbs):
                 candidates.append((max(first[0], now), lane_on_loop, first, lane))
         due = [candidate for candidate in candidates if candidate[2][0] <= due_by]
         if not due:  # (a shutdown's drain: none due later starts)
-            return _INF, None, None, False
+            return _INF, None
         start, on_loop, entry, waited = min(due)
-        return start, entry, waited, on_loop
+        self._picked = (waited, on_loop)
+        return start, entry
+
+    def _start_picked(self, entry: Entry, now: float) -> ExecutionRecord | str | None:
+        """Start ``entry``, which :meth:`_next_start` just picked, on its lane: taken from
+        the queue's head or its lane's waiting heap; what :meth:`_start` returns."""
+        waited, on_loop = self._picked
+        if waited is None:
+            self._queue.take(entry)
+        else:
+            heapq.heappop(waited)
+        return self._start(entry, now, on_loop)
 
     def _on_loop(self, entry: Entry) -> bool:
         """True when live ``entry``'s task runs on the coroutine lane (an ``async def``
