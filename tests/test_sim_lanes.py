@@ -27,6 +27,16 @@ def starts(sim: Simulation) -> list[tuple[str, float, int]]:
     return [(r.task_id, r.started - T, r.worker) for r in sim.records() if r.outcome.ran]
 
 
+def one_worker_taken() -> Simulation:
+    """One worker, taken from 0 to 50 by "long"; "waits" (a thread task) due at 5 waits
+    for it, "co" (a coroutine task) is due at 6."""
+    sim = Simulation(workers=1, start=T)
+    sim.schedule("long", OneTime(delay=0), action=plain, duration=fixed(50), id="long")
+    sim.schedule("waits", OneTime(delay=5), action=plain, duration=fixed(5), id="waits")
+    sim.schedule("co", OneTime(delay=6), action=no_op, duration=fixed(5), id="co")
+    return sim
+
+
 def test_two_coroutine_tasks_due_at_once_on_one_worker_start_together() -> None:
     sim = Simulation(workers=1, start=T)
     for name in ("a", "b"):
@@ -46,10 +56,7 @@ def test_max_coroutines_bounds_the_coroutine_lane() -> None:
 
 
 def test_a_thread_task_waiting_for_a_worker_holds_back_no_coroutine() -> None:
-    sim = Simulation(workers=1, start=T)
-    sim.schedule("long", OneTime(delay=0), action=plain, duration=fixed(50), id="long")
-    sim.schedule("waits", OneTime(delay=5), action=plain, duration=fixed(5), id="waits")
-    sim.schedule("co", OneTime(delay=6), action=no_op, duration=fixed(5), id="co")
+    sim = one_worker_taken()
     sim.run(T + 20)
     assert [task.id for task in sim.pending()] == ["waits"]  # set aside, still pending
     sim.run(T + 100)
@@ -77,10 +84,7 @@ def test_at_one_instant_the_workers_start_first_as_the_timer_hands_them_out_firs
 
 
 def test_a_task_set_aside_and_cancelled_never_starts() -> None:
-    sim = Simulation(workers=1, start=T)
-    sim.schedule("long", OneTime(delay=0), action=plain, duration=fixed(50), id="long")
-    sim.schedule("waits", OneTime(delay=5), action=plain, duration=fixed(5), id="waits")
-    sim.schedule("co", OneTime(delay=6), action=no_op, duration=fixed(5), id="co")
+    sim = one_worker_taken()
     sim.at(T + 20, lambda: sim.cancel("waits"))
     sim.run(T + 100)
     assert sorted(starts(sim)) == [("co", 6.0, 1), ("long", 0.0, 0)]
@@ -88,10 +92,7 @@ def test_a_task_set_aside_and_cancelled_never_starts() -> None:
 
 
 def test_a_shutdown_without_drain_starts_nothing_set_aside() -> None:
-    sim = Simulation(workers=1, start=T)
-    sim.schedule("long", OneTime(delay=0), action=plain, duration=fixed(50), id="long")
-    sim.schedule("waits", OneTime(delay=5), action=plain, duration=fixed(5), id="waits")
-    sim.schedule("co", OneTime(delay=6), action=no_op, duration=fixed(5), id="co")
+    sim = one_worker_taken()
     sim.run(T + 20)
     sim.shutdown(drain=False)
     assert sorted(starts(sim)) == [("co", 6.0, 1), ("long", 0.0, 0)]

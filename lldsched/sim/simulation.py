@@ -491,10 +491,11 @@ class Simulation(SimulationVerbs):
                 events -= 1
                 finish = finishes[0][0] if finishes else _INF
                 intervention = interventions[0][0] if interventions else _INF
-                start = _INF
-                if self._loop_tasks:  # two lanes: the next start is picked by lane
+                lanes = self._loop_tasks
+                if lanes:  # two lanes: the next start is picked by lane
                     start, head = self._next_start(now, due_by)
                 else:
+                    start = _INF
                     head = peek() if free else None  # the next start needs a free worker
                     if head is not None:
                         due = head[0]
@@ -508,7 +509,7 @@ class Simulation(SimulationVerbs):
                     now = finish
                     _, _, worker, run, started, error, result, timed_out = heappop(finishes)
                     record = finish_run(run, started, finish, error, result, timed_out)
-                    if worker == lane:
+                    if lanes and worker == lane:  # (lanes never goes back to False)
                         self._coroutines -= 1
                     else:
                         heappush(free, worker)
@@ -526,11 +527,11 @@ class Simulation(SimulationVerbs):
                     advance_to(start)
                     now = start
                     assert head is not None  # start < _INF
-                    if self._loop_tasks:  # (no call between: as it was above)
+                    if lanes:
                         begun = self._start_picked(head, start)
                     else:
                         take(head)  # the head peeked at above
-                        begun = self._start(head, start)
+                        begun = self._start(head, start, heappop(free))  # the lowest free
                     task_id = head[3]
                     if begun is None:
                         kind, record = "start", None
@@ -590,7 +591,10 @@ class Simulation(SimulationVerbs):
             self._queue.take(entry)
         else:
             heapq.heappop(waited)
-        return self._start(entry, now, on_loop)
+        if not on_loop:
+            return self._start(entry, now, heapq.heappop(self._free))  # the lowest free
+        self._coroutines += 1
+        return self._start(entry, now, self._workers)  # the coroutine lane's number
 
     def _on_loop(self, entry: Entry) -> bool:
         """True when live ``entry``'s task runs on the coroutine lane (an ``async def``
@@ -604,16 +608,11 @@ class Simulation(SimulationVerbs):
         if not self._loop_tasks and is_loop_action(task.action, task._options.isolation):
             self._loop_tasks = True
 
-    def _start(self, entry: Any, now: float, on_loop: bool = False) -> ExecutionRecord | str | None:
-        """Start live ``entry`` on the coroutine lane (``on_loop``) or the lowest free
-        worker: None, or its record if it takes no time (it finishes at once).  A
-        dependent the core holds back (BLOCKED) starts nothing and draws nothing from its
-        models: :data:`_HELD`."""
-        if on_loop:
-            worker = self._workers
-            self._coroutines += 1
-        else:
-            worker = heapq.heappop(self._free)
+    def _start(self, entry: Any, now: float, worker: int) -> ExecutionRecord | str | None:
+        """Start live ``entry`` on ``worker``, taken for it (a free worker, or a place on
+        the coroutine lane, numbered ``workers``): None, or its record if it takes no time
+        (it finishes at once).  A dependent the core holds back (BLOCKED) starts nothing,
+        gives ``worker`` back and draws nothing from its models: :data:`_HELD`."""
         run = self._core.begin(entry, worker)
         if run is None:  # BLOCKED: the core queues it again when its upstreams succeed
             self._release(worker)
