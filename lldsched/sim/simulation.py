@@ -557,7 +557,6 @@ class Simulation(SimulationVerbs):
         event loop its own (``TimerThread._hand_out``); on one lane, heap order."""
         queue, waiting = self._queue, self._waiting
         workers_free = bool(self._free)
-        loop_free = self._coroutines < self._max_coroutines
         head = queue.peek()
         while head is not None:
             on_loop = self._on_loop(head)
@@ -566,22 +565,23 @@ class Simulation(SimulationVerbs):
             queue.take(head)
             waiting.set_aside(head, on_loop)
             head = queue.peek()
-        candidates: list[tuple[float, bool, Entry, list[Entry] | None]] = []
-        if head is not None:
-            candidates.append((max(head[0], now), False, head, None))
-        for lane, free, lane_on_loop in (
-            (waiting.threads, workers_free, False),
-            (waiting.coroutines, loop_free, True),
-        ):
-            first = waiting.head(lane) if free else None
-            if first is not None:
-                candidates.append((max(first[0], now), lane_on_loop, first, lane))
-        due = [candidate for candidate in candidates if candidate[2][0] <= due_by]
-        if not due:  # (a shutdown's drain: none due later starts)
-            return _INF, None
-        start, on_loop, entry, waited = min(due)
-        self._picked = (waited, on_loop)
-        return start, entry
+        # The workers' next start: the first entry in heap order, the queue's or set aside.
+        thread, waited = head, None
+        if workers_free:
+            first = waiting.head(waiting.threads)
+            if first is not None and (thread is None or first < thread):
+                thread, waited = first, waiting.threads
+        start = _INF  # (a shutdown's drain: none due after due_by starts)
+        if thread is not None and thread[0] <= due_by:
+            start = max(thread[0], now)
+        # The coroutine lane's next start, first only if earlier (at one instant, workers').
+        if self._coroutines < self._max_coroutines:
+            first = waiting.head(waiting.coroutines)
+            if first is not None and first[0] <= due_by and max(first[0], now) < start:
+                self._picked = (waiting.coroutines, True)
+                return max(first[0], now), first
+        self._picked = (waited, False)
+        return start, thread
 
     def _start_picked(self, entry: Entry, now: float) -> ExecutionRecord | str | None:
         """Start ``entry``, which :meth:`_next_start` just picked, on its lane: taken from
