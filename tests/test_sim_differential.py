@@ -1029,8 +1029,8 @@ def test_random_scenarios_with_workers_windows_and_restarts_run_alike(scenario: 
 # Drawn above only alone, without timeouts: a coroutine's timeout is the loop's, in real
 # seconds, which a FakeClock does not move.  A coroutine run takes no worker on either
 # runtime (docs/DECISIONS.md, "A coroutine run takes the coroutine lane, not a virtual
-# worker"): the tests after the first below pin that lane on both.  The divergence the
-# wider differential found among them is kept here.
+# worker"; tests/test_sim_lanes.py pins that lane by hand).  The divergence the wider
+# differential found among them is kept here.
 
 
 async def awaits_a_minute(started: threading.Event) -> None:
