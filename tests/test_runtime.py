@@ -214,7 +214,7 @@ def test_the_constructors_take_workers_by_position_and_the_rest_by_keyword() -> 
         assert positional == ["workers"]
     shared = (set(ours) & set(theirs)) - {"seed"}
     assert shared == {"workers", "store", "listeners", "ids", "history_limit", "tz",
-                      "retain_finished", "purge_retired"}  # fmt: skip
+                      "retain_finished", "purge_retired", "max_coroutines"}  # fmt: skip
     for name in shared:
         assert ours[name] == theirs[name], name
 

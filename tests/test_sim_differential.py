@@ -59,10 +59,10 @@ moved by one thread only; the simulation's order at an instant (every finish, th
 verb, then the starts) is kept by a gate on what the timer sees of the clock
 (:class:`GatedClock`) and a turn for each worker's begin.  On several workers a run
 takes at least a second (see :class:`Acts`).  About two scenarios in five are of
-coroutine tasks alone (:func:`coroutine_act`), without timeouts, the simulation given a
-virtual worker for every run (a coroutine run takes one there, and none on threads: see
-the section at the end).  What it leaves out, and why: coroutine tasks beside thread
-tasks, a coroutine's timeout, a restart with runs in flight, and the three cases above.
+coroutine tasks alone (:func:`coroutine_act`), without timeouts, on the same workers on
+both runtimes: a coroutine run takes the coroutine lane, not a worker, on both (see the
+section at the end).  What it leaves out, and why: coroutine tasks beside thread tasks, a
+coroutine's timeout, a restart with runs in flight, and the three cases above.
 """
 
 from __future__ import annotations
@@ -258,7 +258,7 @@ class HandOffWatch:
             if due <= now and not self.seen:
                 waiting = [
                     entry[:4]
-                    for entry in (*queue._heap, *queue._lane, *queue._old)
+                    for entry in (*queue._heap, *queue._lane, *queue._old, *sim._waiting.entries())
                     if entry[0] <= now and queue.live(entry) is not None
                 ]
                 own = [entry for entry in waiting if entry[3] == task.id]
@@ -630,13 +630,6 @@ class Wide:
         """The shortest run (see :class:`Acts`): coroutine runs begin several at once."""
         return 0.0 if self.workers == 1 and not self.coroutines else 1.0
 
-    @property
-    def simulated_workers(self) -> int:
-        """Workers enough for every coroutine run at once on the simulation, where one
-        takes a virtual worker, as none waits on threads (docs/DECISIONS.md, "A
-        coroutine run takes a virtual worker")."""
-        return 64 if self.coroutines else self.workers
-
     def verbs_after(self, restart: Restart | None) -> list[Verb]:
         """The verbs in the order made, those after the restart moved on by its gap."""
         made = sorted(self.verbs, key=lambda verb: verb.at)
@@ -927,9 +920,7 @@ class Cast:
             PLAYING.pop()
 
     def build(self, start: float, verbs: Iterable[Verb]) -> Simulation:
-        sim = Simulation(
-            workers=self.scenario.simulated_workers, start=start, seed=SEED, store=self.store
-        )
+        sim = Simulation(workers=self.scenario.workers, start=start, seed=SEED, store=self.store)
         self.watches.append(HandOffWatch(sim))
         for verb in sorted(verbs, key=lambda verb: verb.at):
             made = functools.partial(answer, verb, sim, self.scenario.ids, self.answers)
@@ -938,11 +929,12 @@ class Cast:
 
     def idle_from(self, at: float, gap: float) -> Restart | None:
         """The first instant from ``at`` on (1/16 s past an event, where nothing else
-        happens) at which no run is in flight on the simulation, if before the horizon."""
+        happens) at which no run is in flight on the simulation (on a worker or the
+        coroutine lane), if before the horizon."""
         sim = self.sim
         while at < T0 + HORIZON:
             sim.run(at)
-            if not sim.busy:
+            if not sim._finishes:
                 return Restart(at, gap)
             at = sim._finishes[0][0] + 1 / 16
         return None
@@ -1034,10 +1026,10 @@ def test_random_scenarios_with_workers_windows_and_restarts_run_alike(scenario: 
 
 # ------------------------------------------------------------ coroutine runs, by hand
 #
-# Drawn above only alone, without timeouts: a coroutine run needs no worker on threads
-# (the loop's own limit, max_coroutines) and takes a virtual worker here
-# (docs/DECISIONS.md, "A coroutine run takes a virtual worker"), and its timeout is the
-# loop's, in real seconds, which a FakeClock does not move.  The divergence the wider
+# Drawn above only alone, without timeouts: a coroutine's timeout is the loop's, in real
+# seconds, which a FakeClock does not move.  A coroutine run takes no worker on either
+# runtime (docs/DECISIONS.md, "A coroutine run takes the coroutine lane, not a virtual
+# worker"; tests/test_sim_lanes.py pins that lane by hand).  The divergence the wider
 # differential found among them is kept here.
 
 

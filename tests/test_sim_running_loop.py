@@ -68,10 +68,10 @@ def test_run_for_inside_a_running_loop_records_the_runs_succeeded_with_their_res
         sim.run_for(60)
 
     asyncio.run(main())
-    first, second = sim.records()
+    second, first = sim.records()  # "later" took the worker at 12, "work" the coroutine lane
     assert (first.ok, first.result, first.error) == (True, "42", None)
     assert (first.started, first.finished) == (10, 15)
-    assert (second.ok, second.result, second.started) == (True, "2", 15)
+    assert (second.ok, second.result, second.started) == (True, "2", 12)
     assert sim.shutdown() is True
 
 

@@ -7,14 +7,15 @@ one instant they happen in this order:
    task on: reschedule, retry, succeed or fail);
 2. an **intervention** registered with :meth:`Simulation.at` runs (pause,
    resume, cancel, schedule, anything);
-3. a due entry **starts** on a free worker, lowest worker index first.
+3. a due entry **starts** on a free worker, lowest worker index first, or, a
+   coroutine task's, on the coroutine lane (below).
 
 Every transition goes through the same :class:`~lldsched.core.machine.SchedulerCore`
 as the threaded :class:`~lldsched.threaded.scheduler.Scheduler`, with the same
 :class:`~lldsched.core.duequeue.TaskQueue` of due entries: retry, reschedule,
 overrun, pause and dead-letter logic exist once.  What the simulation adds is
 where durations and failures come from (models drawn from a seeded generator
-per task; see :mod:`lldsched.sim.models`), and the virtual workers.
+per task; see :mod:`lldsched.sim.models`), the virtual workers, and the coroutine lane.
 
 **Lateness.**  A run that falls due while every worker is busy waits; it starts
 when a worker frees up, and ``started - due`` is its lateness.
@@ -42,10 +43,17 @@ thread, or on a thread of the simulation's own when the caller's thread runs an
 event loop, a notebook's or ``asyncio.run``'s) and its wall time does not count.
 A record keeps what an action returned, as text.  A pause, cancel or remove of its
 task cuts a coroutine run in flight, as on threads: it ends at the verb's instant,
-failed (``CancelledError: task paused``, or ``cancelled``).  Unlike threads, a
-coroutine run takes a virtual worker (the threaded runtime runs coroutines beside its
-workers, up to ``max_coroutines``): docs/DECISIONS.md, "A coroutine run takes a virtual
-worker".
+failed (``CancelledError: task paused``, or ``cancelled``).
+
+**The coroutine lane.**  As on threads, an ``async def`` task's run takes no virtual
+worker: it starts while fewer than ``max_coroutines`` coroutine runs are in flight,
+whatever the workers do, and is recorded on worker ``workers`` (the threaded event
+loop's lane number).  Once such a task is registered, the loop sets aside a due head
+that would hold back the other lane (:mod:`lldsched.sim.lanes`: it keeps its place, so
+a worker takes the entry it took before) and starts the earliest head that can start,
+the workers' first at one instant, as the threaded timer hands them theirs first
+(docs/DECISIONS.md, "A coroutine run takes the coroutine lane, not a virtual worker").
+A plain function that returns an awaitable still takes a worker for its whole run.
 
 Deterministic: the same seed and scenario give identical records.  Listeners
 are called in order, in virtual time, on the caller's thread.
@@ -78,13 +86,14 @@ from lldsched.core import storeuse
 from lldsched.core.departed import Departed
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.ids import IdGenerator
+from lldsched.core.isolation import is_loop_action
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.recordlog import RecordLog
 from lldsched.core.recovery import recover
 from lldsched.core.results import must_await, result_text
 from lldsched.core.retention import DEFAULT_RETAIN_FINISHED, RetainFinished
 from lldsched.core.storewrites import say_left_stale
-from lldsched.core.task import Run
+from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.deprecated import keyword_only_now
 from lldsched.errors import ValidationError, error_text
 from lldsched.listeners import Listener, as_callback, listener_list, notify
@@ -93,6 +102,7 @@ from lldsched.model import ExecutionRecord, TaskEvent
 from lldsched.persistence import TaskStore
 from lldsched.sim.awaiting import PrivateLoop
 from lldsched.sim.clock import VirtualClock
+from lldsched.sim.lanes import Waiting
 from lldsched.sim.models import (
     NO_RNG,
     TaskModels,
@@ -147,7 +157,9 @@ class Simulation(SimulationVerbs):
     ``timedelta`` of simulated time after each finished, or ``None`` for ever (see
     :mod:`lldsched.core.retention`); :meth:`records` keeps every record regardless.
     ``purge_retired=True`` deletes a task from the ``store`` as it retires, as on
-    ``Scheduler``.
+    ``Scheduler``.  ``max_coroutines`` bounds the coroutine runs in flight at once, as on
+    ``Scheduler`` (default 1000): they take no virtual worker (the module docstring's
+    "The coroutine lane").
     """
 
     @keyword_only_now(kept=1, moved=("start", "seed", "store", "listeners"))
@@ -164,8 +176,10 @@ class Simulation(SimulationVerbs):
         tz: str | tzinfo = "UTC",
         retain_finished: RetainFinished = DEFAULT_RETAIN_FINISHED,
         purge_retired: bool = False,
+        max_coroutines: int = 1000,
     ) -> None:
         checks.whole(workers, name="workers", at_least=1, at_most=MAX_WORKERS)
+        checks.whole(max_coroutines, name="max_coroutines", at_least=1)
         checks.whole(seed, name="seed")
         if store is not None:  # a store a running scheduler holds: refused, nothing built
             storeuse.check(store, self)
@@ -202,6 +216,15 @@ class Simulation(SimulationVerbs):
         )
         self._models: dict[str, TaskModels] = {}
         self._free = list(range(workers))  # a heap: the lowest free worker starts next
+        # The coroutine lane, beside the workers: its runs in flight, and its limit.
+        self._max_coroutines = max_coroutines
+        self._coroutines = 0
+        # True once a coroutine task is registered: the loop then picks each start by
+        # lane (_next_start), setting aside a head whose lane is full.
+        self._loop_tasks = False
+        self._waiting = Waiting(self._queue)
+        # Where the start _next_start picked waits (None: the queue's head), and its lane.
+        self._picked: tuple[list[Entry] | None, bool] = (None, False)
         # (finished, sequence, worker, run, started, error, result, timed_out) in flight
         self._finishes: list[tuple[float, int, int, Run, float, str | None, str | None, bool]] = []
         self._awaiting = PrivateLoop()  # runs coroutine actions (its loops made at need)
@@ -217,8 +240,9 @@ class Simulation(SimulationVerbs):
         self._stopped_at: float | None = None
         if store is not None:
             recover(self._core, store)
-            for task_id in self._core.tasks:  # a task retired at once needs no models
+            for task_id, task in self._core.tasks.items():  # one retired at once needs none
                 self._models[task_id] = TaskModels(0.0, 0.0, NO_RNG)
+                self._note_lane(task)
 
     # -- time --------------------------------------------------------------------------
 
@@ -448,6 +472,7 @@ class Simulation(SimulationVerbs):
         finishes = self._finishes
         interventions = self._interventions
         free = self._free
+        lane = self._workers  # a coroutine run's worker: the coroutine lane
         finish_run = self._core.finish
         heappop, heappush = heapq.heappop, heapq.heappush
         kind: str | None = None  # the last event processed, described
@@ -466,13 +491,17 @@ class Simulation(SimulationVerbs):
                 events -= 1
                 finish = finishes[0][0] if finishes else _INF
                 intervention = interventions[0][0] if interventions else _INF
-                start = _INF
-                head = peek() if free else None  # the next start needs a free worker
-                if head is not None:
-                    due = head[0]
-                    start = due if due > now else now
-                    if due > due_by:  # a shutdown's drain: none due later starts (heap order)
-                        start = _INF
+                lanes = self._loop_tasks
+                if lanes:  # two lanes: the next start is picked by lane
+                    start, head = self._next_start(now, due_by)
+                else:
+                    start = _INF
+                    head = peek() if free else None  # the next start needs a free worker
+                    if head is not None:
+                        due = head[0]
+                        start = due if due > now else now
+                        if due > due_by:  # a shutdown's drain: none due later starts (heap order)
+                            start = _INF
                 if finish <= intervention and finish <= start:
                     if finish > end:
                         break
@@ -480,7 +509,10 @@ class Simulation(SimulationVerbs):
                     now = finish
                     _, _, worker, run, started, error, result, timed_out = heappop(finishes)
                     record = finish_run(run, started, finish, error, result, timed_out)
-                    heappush(free, worker)
+                    if lanes and worker == lane:  # (lanes never goes back to False)
+                        self._coroutines -= 1
+                    else:
+                        heappush(free, worker)
                     kind = "finish"  # the record names the task (below)
                 elif intervention <= start:
                     if intervention > end:
@@ -495,8 +527,11 @@ class Simulation(SimulationVerbs):
                     advance_to(start)
                     now = start
                     assert head is not None  # start < _INF
-                    take(head)  # the head peeked at above
-                    begun = self._start(head, start)
+                    if lanes:
+                        begun = self._start_picked(head, start)
+                    else:
+                        take(head)  # the head peeked at above
+                        begun = self._start(head, start, heappop(free))  # the lowest free
                     task_id = head[3]
                     if begun is None:
                         kind, record = "start", None
@@ -510,14 +545,77 @@ class Simulation(SimulationVerbs):
             return None
         return SimStep(now, kind, task_id if record is None else record.task_id, record)
 
-    def _start(self, entry: Any, now: float) -> ExecutionRecord | str | None:
-        """Start live ``entry`` on the lowest free worker: None, or its record if it takes
-        no time (it finishes at once).  A dependent the core holds back (BLOCKED) starts
-        nothing and draws nothing from its models: :data:`_HELD`."""
-        worker = heapq.heappop(self._free)
+    def _next_start(self, now: float, due_by: float) -> tuple[float, Entry | None]:
+        """The next start once coroutine tasks are registered: its instant and its entry,
+        ``(_INF, None)`` when none can start; :meth:`_start_picked` starts it.
+
+        The queue's head is set aside (:mod:`lldsched.sim.lanes`) while it is a
+        coroutine's entry, or a thread task's with no worker free, so that no entry holds
+        back the other lane's; what stays at the head is one a free worker can start.  Of
+        the lanes' heads that can start, the earliest starts; at one instant a worker's
+        first, as the threaded timer hands the workers their entries before it hands the
+        event loop its own (``TimerThread._hand_out``); on one lane, heap order."""
+        queue, waiting = self._queue, self._waiting
+        workers_free = bool(self._free)
+        head = queue.peek()
+        while head is not None:
+            on_loop = self._on_loop(head)
+            if workers_free and not on_loop:
+                break
+            queue.take(head)
+            waiting.set_aside(head, on_loop)
+            head = queue.peek()
+        # The workers' next start: the first entry in heap order, the queue's or set aside.
+        thread, waited = head, None
+        if workers_free:
+            first = waiting.head(waiting.threads)
+            if first is not None and (thread is None or first < thread):
+                thread, waited = first, waiting.threads
+        start = _INF  # (a shutdown's drain: none due after due_by starts)
+        if thread is not None and thread[0] <= due_by:
+            start = max(thread[0], now)
+        # The coroutine lane's next start, first only if earlier (at one instant, workers').
+        if self._coroutines < self._max_coroutines:
+            first = waiting.head(waiting.coroutines)
+            if first is not None and first[0] <= due_by and max(first[0], now) < start:
+                self._picked = (waiting.coroutines, True)
+                return max(first[0], now), first
+        self._picked = (waited, False)
+        return start, thread
+
+    def _start_picked(self, entry: Entry, now: float) -> ExecutionRecord | str | None:
+        """Start ``entry``, which :meth:`_next_start` just picked, on its lane: taken from
+        the queue's head or its lane's waiting heap; what :meth:`_start` returns."""
+        waited, on_loop = self._picked
+        if waited is None:
+            self._queue.take(entry)
+        else:
+            heapq.heappop(waited)
+        if not on_loop:
+            return self._start(entry, now, heapq.heappop(self._free))  # the lowest free
+        self._coroutines += 1
+        return self._start(entry, now, self._workers)  # the coroutine lane's number
+
+    def _on_loop(self, entry: Entry) -> bool:
+        """True when live ``entry``'s task runs on the coroutine lane (an ``async def``
+        action run on a thread: :func:`~lldsched.core.isolation.is_loop_action`, the
+        threaded runtime's rule)."""
+        task = self._queue.tasks[entry[3]]
+        return is_loop_action(task.action, task._options.isolation)
+
+    def _note_lane(self, task: ScheduledTask) -> None:
+        """``task`` was registered: from a coroutine task on, the loop picks starts by lane."""
+        if not self._loop_tasks and is_loop_action(task.action, task._options.isolation):
+            self._loop_tasks = True
+
+    def _start(self, entry: Any, now: float, worker: int) -> ExecutionRecord | str | None:
+        """Start live ``entry`` on ``worker``, taken for it (a free worker, or a place on
+        the coroutine lane, numbered ``workers``): None, or its record if it takes no time
+        (it finishes at once).  A dependent the core holds back (BLOCKED) starts nothing,
+        gives ``worker`` back and draws nothing from its models: :data:`_HELD`."""
         run = self._core.begin(entry, worker)
         if run is None:  # BLOCKED: the core queues it again when its upstreams succeed
-            heapq.heappush(self._free, worker)
+            self._release(worker)
             return _HELD
         task = run.task
         models = self._models[entry[3]]
@@ -569,7 +667,7 @@ class Simulation(SimulationVerbs):
                 result = result_text(value)
         if duration == 0:  # finishes before anything else can happen at this instant
             record = self._core.finish(run, now, now, error, result, timed_out)
-            heapq.heappush(self._free, worker)
+            self._release(worker)
             return record
         heapq.heappush(
             self._finishes,
@@ -584,7 +682,15 @@ class Simulation(SimulationVerbs):
         the task is not left RUNNING on a worker that never frees, and a later run()
         goes on consistently."""
         self._core.finish(run, started=now, finished=now, error=error_text(exc))
-        heapq.heappush(self._free, worker)
+        self._release(worker)
+
+    def _release(self, worker: int) -> None:
+        """A run on ``worker`` ended: the worker is free again, or, for the coroutine
+        lane's number, a place on that lane is."""
+        if worker == self._workers:
+            self._coroutines -= 1
+        else:
+            heapq.heappush(self._free, worker)
 
     def _retired(self, task_id: str) -> None:
         """The core retires ``task_id``: its models go with it (what the views read of it

@@ -35,6 +35,7 @@ from lldsched.model import Priority, TaskEvent
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.sim.clock import VirtualClock
+from lldsched.sim.lanes import Waiting
 from lldsched.sim.models import (
     NO_RNG,
     DurationModel,
@@ -63,6 +64,8 @@ class SimulationVerbs:
     _callbacks: list[tuple[Listener, Callable[[TaskEvent], None]]]
     _stopped_at: float | None  # the first shutdown()'s drain bound; None: not shut down
     _stop_awaited: Callable[[str, str], None]  # a task's coroutine runs in flight cut now
+    _note_lane: Callable[[ScheduledTask], None]  # a coroutine task: starts picked by lane
+    _waiting: Waiting  # entries set aside from the heap while their lane is full
 
     if TYPE_CHECKING:
 
@@ -163,6 +166,7 @@ class SimulationVerbs:
                 self._set_models(task_id, duration, fails)  # registered: give it its models
             raise
         self._set_models(task.id, duration, fails)
+        self._note_lane(task)
         return task
 
     def scheduled(
@@ -427,8 +431,13 @@ class SimulationVerbs:
         return self._core.orphans()
 
     def pending(self) -> list[ScheduledTask]:
-        """Tasks waiting in the heap, in the order they will start."""
-        return self._queue.pending()
+        """Tasks waiting to start, in the order they fell or fall due: in the heap, or set
+        aside from it while their lane is full (:mod:`lldsched.sim.lanes`)."""
+        aside = self._waiting.entries()
+        if not aside:
+            return self._queue.pending()
+        tasks = self._queue.tasks
+        return [tasks[entry[3]] for entry in sorted(self._queue.entries() + aside)]
 
     def queue_stats(self) -> QueueStats:
         """How many entries the heap holds, and how many are tombstones."""

@@ -1,0 +1,56 @@
+"""Waiting: where a simulated entry waits, set aside from the heap, while its lane is full.
+
+The simulation starts runs on two lanes, as the threaded runtime does: the virtual
+workers (thread and process tasks) and, beside them, the coroutine lane (``async def``
+tasks, which the threaded runtime runs on its event loop, up to ``max_coroutines`` at
+once, recorded on worker ``workers``).  The heap holds both kinds of entry, and its
+head starts when its lane has room; a head whose lane is full would hold back the
+other lane's entries behind it, so, once coroutine tasks are registered, the
+simulation sets it aside here, in a heap of its lane's, where it keeps its place (the
+heap's own tuple order): a lane that frees up takes the smaller of its waiting head and
+the heap's head, exactly the entry it would have taken had the entry stayed in the heap
+(docs/DECISIONS.md, "A coroutine run takes the coroutine lane, not a virtual worker").
+
+An entry set aside is no longer in the heap: a cancel, pause or a new push of its task
+makes it a tombstone (:meth:`TaskQueue.live <lldsched.core.duequeue.TaskQueue.live>`, the
+heap's rule), dropped here when it surfaces.  :meth:`Waiting.entries` gives the live ones
+back to ``pending()``.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+from lldsched.core.duequeue import TaskQueue
+from lldsched.core.task import Entry
+
+__all__ = ["Waiting"]
+
+
+class Waiting:
+    """Two heaps of entries set aside, one per lane: :attr:`threads` for the virtual
+    workers, :attr:`coroutines` for the coroutine lane."""
+
+    def __init__(self, queue: TaskQueue) -> None:
+        self._queue = queue  # whose rule says which entries are live
+        self.threads: list[Entry] = []
+        self.coroutines: list[Entry] = []
+
+    def set_aside(self, entry: Entry, on_loop: bool) -> None:
+        """``entry``, just taken from the heap, waits for a place on its lane."""
+        heapq.heappush(self.coroutines if on_loop else self.threads, entry)
+
+    def head(self, lane: list[Entry]) -> Entry | None:
+        """The first live entry waiting in ``lane`` (:attr:`threads` or
+        :attr:`coroutines`), left in place; tombstones on top are dropped."""
+        live = self._queue.live
+        while lane:
+            if live(lane[0]) is not None:
+                return lane[0]
+            heapq.heappop(lane)
+        return None
+
+    def entries(self) -> list[Entry]:
+        """The live entries waiting on either lane (in no order)."""
+        live = self._queue.live
+        return [entry for entry in self.threads + self.coroutines if live(entry) is not None]
