@@ -89,6 +89,7 @@ class PostgresCoordination:
     _batches: StoreWrites
     _muted: int
     _listener: Listener | None
+    _holding: Connection | None  # the connection of a verb's hold under way
     if TYPE_CHECKING:
 
         def _open(self) -> Connection: ...
@@ -222,6 +223,13 @@ class PostgresCoordination:
         failing store: the first of an outage at error level with its traceback, each
         later one at debug level, and one warning when a batch is written again,
         counting the batches failed and the settles not stored."""
+        if self._holding is not None:
+            # Inside a verb's hold they would be its writes, stored or rolled back with it,
+            # yet reported written at once: they wait for its end (the writer thread waits
+            # at the lock).  Each was queued by a run that ended after the hold began (one
+            # queued before is written as the hold begins): another thread's, its order
+            # with the verb's writes unset, as another node's settle's is.
+            return
         batch = self._settles.take()
         if not batch:
             return
