@@ -540,7 +540,9 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         A hold whose end fails (the COMMIT: the connection lost, the deadline passed)
         stored none of them: the caches are put back as they were before them and
         :class:`~lldsched.persistence.HoldNotCommitted` names every task written
-        (:mod:`lldsched.stores.held`), for the runtime to write again."""
+        (:mod:`lldsched.stores.held`), for the runtime to write again.  Nothing else is
+        written inside: the settles queued meanwhile wait for its end, and a call inside
+        whose connection was lost fails (a new one would write outside the hold)."""
         raised: BaseException | None = None
         with self._lock:
             outer = self._hold
