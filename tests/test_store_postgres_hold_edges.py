@@ -25,6 +25,7 @@ from lldsched import StoreError, TaskStatus
 from lldsched.persistence import HoldNotCommitted
 from lldsched.stores.postgres import PostgresTaskStore
 from tests.conftest import T0
+from tests.jobs import noop
 from tests.test_store_postgres_batches import expire, finished, hold_back
 from tests.test_store_sqlite import record, snapshot, task
 
@@ -128,3 +129,33 @@ def test_a_lost_runs_redefinition_inside_a_hold_not_stored_is_written_again(
 def status(store: PostgresTaskStore, task_id: str) -> TaskStatus | None:
     row = store.get(task_id)
     return None if row is None else row.status
+
+
+def test_a_take_over_inside_a_hold_not_stored_is_written_again(
+    open_store: Opener, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A registration with ``replace_existing=True`` of a task this node left out (another
+    release's definition) takes its row over inside the registration's hold.  Before,
+    the hold not stored, the store's cache kept the new definition as written: the
+    runtime's write again of the task (``resave``) wrote its state alone, and the row
+    kept the definition this node cannot load."""
+    caplog.set_level(logging.CRITICAL, logger="lldsched")
+    writer, store = open_store(), open_store()
+    writer.save(snapshot(task(id="a")))
+    with psycopg.connect(writer._dsn, autocommit=True) as admin:  # another release's
+        admin.execute(
+            "UPDATE tasks SET definition = replace(definition, %s, 'gone_module:noop')",
+            (f"{noop.__module__}:noop",),
+        )
+    store.load_all(leave_out=True)
+    store.changes()  # the feed reads past the row, as a started node's does
+    assert store.unloaded() == ["a"]
+    definition = task(id="a", name="renamed")
+    with pytest.raises(HoldNotCommitted) as raised, store.verb_held("a"):
+        assert store.take_over(definition) is not None
+        abort(store)
+    assert set(raised.value.written) == {"a"}
+    assert store.resave(snapshot(definition))  # the runtime writes the task again
+    with psycopg.connect(writer._dsn) as admin:
+        (text,) = admin.execute("SELECT definition FROM tasks").fetchone() or ("",)
+    assert "gone_module" not in text and '"renamed"' in text
