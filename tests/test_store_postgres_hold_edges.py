@@ -2,7 +2,7 @@
 besides the verb's own rows, when the hold is not stored: none of it may be reported
 stored.
 
-The hold is one transaction on the store's connection.  Three ways something written in
+The hold is one transaction on the store's connection.  Four ways something written in
 it escaped the hold's fate (``tests/test_cluster_verb_hold.py`` covers the verb's own
 rows): a run's settle queued meanwhile was written inside it by the hold's next write,
 its outcome reported and its lease forgotten before the hold's COMMIT, then rolled back
@@ -10,7 +10,8 @@ with the hold; a connection lost inside was replaced by a new one, on which the 
 after it were committed one by one, outside the hold and its row locks, while the hold
 said none of its writes was stored; a RUNNING save of a run whose lease was lost
 rewrote the definition inside the hold unnoted, so the store's cache kept it as written
-after the rollback and the definition was never written again.
+after the rollback and the definition was never written again; and so did a take-over of
+a row another release wrote.
 """
 
 from __future__ import annotations
