@@ -233,6 +233,10 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         self._muted = 0  # depth of muted() contexts
         self._listener: Listener | None = None
         self._hold: HeldWrites | None = None  # what the verb's hold under way wrote
+        # The connection of the verb's hold once its transaction began (None outside):
+        # what a call inside writes is the hold's, stored or lost with it (_open, and
+        # PostgresCoordination._write_settles).
+        self._holding: Connection | None = None
 
     @property
     def shared(self) -> bool:
@@ -251,6 +255,11 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
             raise StoreError(self._refused)
         connection = self._connection
         if connection is None or connection.closed or connection.broken:
+            if self._holding is not None:  # a new connection would write outside the hold
+                raise StoreError(
+                    f"the PostgreSQL store {self.dsn!r} failed: the connection of a verb's "
+                    "hold was lost, and nothing more is written inside it"
+                )
             if connection is not None:
                 connection.close()
             self._connection = None
@@ -319,21 +328,25 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
             self._check_redefined(snapshot.task)
             return  # the lease says so
         if snapshot.status is TaskStatus.RUNNING and snapshot.task.id in self._lost:
-            self._redefine_lost(snapshot.task)
+            self._redefine_lost(snapshot)
             return  # the row's state is its new holder's
         with self._using() as connection, connection.transaction():
             self._write(connection, snapshot)
             if record is not None:
                 self._append(connection, record)
 
-    def _redefine_lost(self, task: Task) -> None:
+    def _redefine_lost(self, snapshot: TaskSnapshot) -> None:
         """A RUNNING save of a run whose lease a renewal found lost (taken over, or gone
         with its task): the row's state is its new holder's, and a row written
         ``running`` is claimed by no node (the task never ran again), or a removed row
-        came back.  A definition new here is written alone, to a row that is there."""
+        came back.  A definition new here is written alone, to a row that is there (a
+        write of the verb's hold, if inside one, noted as :meth:`_write` notes its own)."""
+        task = snapshot.task
         if self._defined.get(task.id) == task:
             return
         check_keepable(task)
+        if self._hold is not None:
+            self._hold.wrote(task.id, snapshot)
         parameters = {
             "id": task.id,
             "name": task.name,
@@ -527,7 +540,9 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         A hold whose end fails (the COMMIT: the connection lost, the deadline passed)
         stored none of them: the caches are put back as they were before them and
         :class:`~lldsched.persistence.HoldNotCommitted` names every task written
-        (:mod:`lldsched.stores.held`), for the runtime to write again."""
+        (:mod:`lldsched.stores.held`), for the runtime to write again.  Nothing else is
+        written inside: the settles queued meanwhile wait for its end, and a call inside
+        whose connection was lost fails (a new one would write outside the hold)."""
         raised: BaseException | None = None
         with self._lock:
             outer = self._hold
@@ -541,6 +556,7 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
                         connection.execute(sql.LOCK_ID, {"id": task_id})
                         connection.execute(sql.LOCK_HELD, {"ids": [task_id, *also]})
                         entered = True
+                        self._holding = connection
                         try:
                             yield
                         except BaseException as exc:  # committed all the same, then raised
@@ -569,6 +585,8 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
                 raise held.undo(exc) from None
             finally:
                 self._hold = outer
+                if outer is None:
+                    self._holding = None
         if raised is not None:
             raise raised
 

@@ -35,6 +35,7 @@ from lldsched.persistence import (
 from lldsched.schedules.base import wrapped_schedule
 from lldsched.stores import postgres_sql as sql
 from lldsched.stores.codec import Unreadable, check_take_over, encode_task
+from lldsched.stores.held import HeldWrites
 from lldsched.stores.postgres_batch import Pending, SettleQueue, settle_parameters
 from lldsched.stores.postgres_deadline import Deadline
 from lldsched.stores.postgres_listen import Listener, psycopg, scrubbed
@@ -89,6 +90,8 @@ class PostgresCoordination:
     _batches: StoreWrites
     _muted: int
     _listener: Listener | None
+    _hold: HeldWrites | None  # what the verb's hold under way wrote
+    _holding: Connection | None  # the connection of a verb's hold under way
     if TYPE_CHECKING:
 
         def _open(self) -> Connection: ...
@@ -222,6 +225,13 @@ class PostgresCoordination:
         failing store: the first of an outage at error level with its traceback, each
         later one at debug level, and one warning when a batch is written again,
         counting the batches failed and the settles not stored."""
+        if self._holding is not None:
+            # Inside a verb's hold they would be its writes, stored or rolled back with it,
+            # yet reported written at once: they wait for its end (the writer thread waits
+            # at the lock).  Each was queued by a run that ended after the hold began (one
+            # queued before is written as the hold begins): another thread's, its order
+            # with the verb's writes unset, as another node's settle's is.
+            return
         batch = self._settles.take()
         if not batch:
             return
@@ -400,11 +410,14 @@ class PostgresCoordination:
                     "writer": self.node,
                 },
             ).fetchone()
+            snapshot = None if row is None else snapshot_of(row, definition)
             if row is not None:
+                if self._hold is not None:  # a registration's hold: stored or lost with it
+                    self._hold.wrote(task_id, snapshot)
                 self._defined[task_id] = definition
                 self._seen[task_id] = row[-1]
         self._unreadable.read(task_id)
-        return None if row is None else snapshot_of(row, definition)
+        return snapshot
 
     def _read_snapshot(self, row: Sequence[Any]) -> TaskSnapshot:
         """The snapshot of a row; its definition decoded only if its text is not the one
