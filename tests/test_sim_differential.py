@@ -1072,11 +1072,23 @@ LANE_OF_ONE = Wide(
     (), workers=1, coroutines=frozenset({"t0", "t1"}), max_coroutines=1,
 )  # fmt: skip
 
+# A coroutine task made HIGH before its entry is due starts before a HIGH task due then
+# whose entry was pushed later (found here; the simulation kept the old priority of the
+# entry it had set aside: tests/test_sim_lanes.py pins it).
+PRIORITY_AHEAD = Wide(
+    (Spec("t0", OneTime(delay=0), retry=RUN_ONCE, options={"priority": Priority.HIGH}),
+     Spec("t1", CronSchedule("* * * * *"), retry=RUN_ONCE),
+     Spec("t2", FixedRate(10), retry=RUN_ONCE, options={"priority": Priority.HIGH})),
+    (Verb(0.125, "modify", 1, {"priority": Priority.HIGH}),),
+    workers=1, coroutines=frozenset({"t0", "t1", "t2"}),
+)  # fmt: skip
+
 
 @WIDENED
 @given(scenario=wide_scenarios())
 @example(scenario=SIDE_BY_SIDE)
 @example(scenario=LANE_OF_ONE)
+@example(scenario=PRIORITY_AHEAD)
 def test_random_scenarios_with_workers_windows_and_restarts_run_alike(scenario: Wide) -> None:
     alike(differ_wide(scenario))
 
