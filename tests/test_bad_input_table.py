@@ -670,6 +670,7 @@ def test_an_injected_id_generator_that_returns_no_string_registers_nothing() -> 
         (["simulate", "--days", "1e400"], "got inf"),
         (["simulate", "--workers", "0"], "got 0"),
         (["simulate", "--workers", "100000000"], "got 100,000,000"),
+        (["simulate", "--max-coroutines", "0"], "--max-coroutines must be an int >= 1, got 0"),
         (["simulate", "--gantt", "chart.txt"], "'chart.txt'"),
     ],
 )

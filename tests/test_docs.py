@@ -41,7 +41,7 @@ import pytest
 
 from lldsched import CronSchedule, FixedRate, MisfirePolicy, RetryPolicy, Scheduler, SqliteTaskStore
 from lldsched.cli.cron import MAX_FIRES
-from lldsched.cli.simulate import MAX_DAYS
+from lldsched.cli.simulate import DEFAULT_MAX_COROUTINES, MAX_DAYS
 from lldsched.core import dependencies, recovery
 from lldsched.core.duequeue import COMPACT_SLICE
 from lldsched.core.results import RESULT_LIMIT
@@ -51,6 +51,7 @@ from lldsched.logs import LOGGERS, REPEAT_WINDOW
 from lldsched.schedules.cron.schedule import MAX_PREVIEW
 from lldsched.schedules.cron.search import HORIZON_DAYS
 from lldsched.sim import simulation
+from lldsched.sim.scenario import build_scenario
 from lldsched.testing import Stepper
 from lldsched.threaded import pool
 from lldsched.threaded.stopping import Stopping
@@ -309,6 +310,10 @@ QUOTED: list[tuple[str, str, Any]] = [
      lambda: [simulation.MAX_WORKERS]),
     ("SIMULATION.md", r"threaded\s+`Scheduler\(workers=...\)` is at most ([\d,]+)",
      lambda: [pool.MAX_WORKERS]),
+    ("SIMULATION.md", r"`--max-coroutines` \(and `Simulation\(max_coroutines=...\)`,\s+"
+     r"default ([\d,]+)",
+     lambda: [same(default(simulation.Simulation, "max_coroutines"), DEFAULT_MAX_COROUTINES,
+                   default(build_scenario, "max_coroutines"))]),
     ("SIMULATION.md", r"`python -m lldsched cron -n` lists at most ([\d,]+) fires",
      lambda: [MAX_FIRES]),
 ]  # fmt: skip

@@ -6,10 +6,15 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from lldsched import ExecutionRecord, FixedRate
+from lldsched import ExecutionRecord, FixedRate, Simulation
+from lldsched.cli import main as cli_main
+from lldsched.cli import simulate as simulate_cli
+from lldsched.sim.models import fixed
+from lldsched.sim.scenario import build_scenario
 from lldsched.views.report import format_summary, overran, percentile, summarize
 
 
@@ -83,6 +88,8 @@ def test_simulate_rejects_a_non_positive_number_of_days() -> None:
         (["--workers", "0"], "--workers must be at least 1, got 0"),
         (["--workers", "-2"], "--workers must be at least 1, got -2"),
         (["--workers", "1000000000"], "--workers must be at most 100,000, got 1,000,000,000"),
+        (["--max-coroutines", "0"], "--max-coroutines must be an int >= 1, got 0"),
+        (["--max-coroutines", "-5"], "--max-coroutines must be an int >= 1, got -5"),
         (["--gantt", "week.txt"], "--gantt 'week.txt': the chart is written as .png, .svg or .pdf"),
         (
             ["--gantt", "missing/week.png"],
@@ -101,6 +108,39 @@ def test_simulate_refuses_bad_arguments_before_simulating(
     )  # fmt: skip
     assert (result.returncode, result.stdout, result.stderr) == (2, "", f"error: {message}\n")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_max_coroutines_bounds_the_coroutine_lane_of_the_simulation_it_builds(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--max-coroutines`` reaches the ``Simulation``: with two ``async def`` tasks added
+    to the scenario, due together, a limit of 1 runs them one after the other on the
+    coroutine lane, and the default runs them side by side."""
+    built: list[Simulation] = []
+
+    def with_coroutines(**options: Any) -> Simulation:
+        sim = build_scenario(**options)
+        for name in ("poll-a", "poll-b"):
+            sim.schedule(name, FixedRate(600), action=idle, duration=fixed(100))
+        built.append(sim)
+        return sim
+
+    monkeypatch.setattr(simulate_cli, "build_scenario", with_coroutines)
+
+    def starts(*args: str) -> list[float]:
+        assert cli_main(["simulate", "--days", "0.005", *args]) == 0
+        capsys.readouterr()
+        sim = built.pop()
+        lane = [r for r in sim.records() if r.worker == sim.workers]
+        assert {r.task_id for r in lane} == {t.id for t in sim.tasks() if t.name.startswith("poll")}
+        return sorted(r.started - r.due for r in lane)
+
+    assert starts() == [0, 0]
+    assert starts("--max-coroutines", "1") == [0, 100]
+
+
+async def idle() -> None:
+    return None
 
 
 def record(name: str, slot: float, started: float, finished: float, ok: bool = True,

@@ -58,11 +58,15 @@ releases it at its end (:class:`Stage`), so several workers run at once with the
 moved by one thread only; the simulation's order at an instant (every finish, then the
 verb, then the starts) is kept by a gate on what the timer sees of the clock
 (:class:`GatedClock`) and a turn for each worker's begin.  On several workers a run
-takes at least a second (see :class:`Acts`).  About two scenarios in five are of
-coroutine tasks alone (:func:`coroutine_act`), without timeouts, on the same workers on
-both runtimes: a coroutine run takes the coroutine lane, not a worker, on both (see the
-section at the end).  What it leaves out, and why: coroutine tasks beside thread tasks, a
-coroutine's timeout, a restart with runs in flight, and the three cases above.
+takes at least a second (see :class:`Acts`).  About one scenario in four is of
+coroutine tasks alone (:func:`coroutine_act`) and one in five of coroutine tasks beside
+thread tasks, the coroutine tasks without timeouts, on the same workers on both
+runtimes; half the scenarios with coroutine tasks have a coroutine lane of one or two
+(``max_coroutines``): a coroutine run takes the coroutine lane, not a worker, on both
+(see the section at the end).  The event loop begins its runs only once the workers
+have begun theirs (:meth:`Stage.settle`), the simulation's order at one instant.  What
+it leaves out, and why: a coroutine's timeout, a restart with runs in flight, and the
+three cases above.
 """
 
 from __future__ import annotations
@@ -79,7 +83,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, reject, settings
+from hypothesis import HealthCheck, example, given, reject, settings
 from hypothesis import strategies as st
 
 from lldsched import (
@@ -599,6 +603,7 @@ class Hold:
     order: int
     end: float
     released: threading.Event
+    on_loop: bool = False  # a coroutine run, on the event loop, not a worker
     entered: bool = False  # its action called: the runtime has read its start
 
 
@@ -619,7 +624,8 @@ class Wide:
     restart: float | None = None  # seconds after the start, looked for from there
     gap: float = 0.0
     store: str = "memory"  # or "sqlite"
-    coroutines: bool = False  # every task's action is a coroutine (coroutine_act)
+    coroutines: frozenset[str] = frozenset()  # the tasks whose action is coroutine_act
+    max_coroutines: int = 1000  # the coroutine lane's limit, on both runtimes
 
     @property
     def ids(self) -> list[str]:
@@ -642,11 +648,11 @@ class Wide:
         ]  # fmt: skip
 
 
-def register(runtime: Any, spec: Spec, *, coroutine: bool, **more: Any) -> None:
+def register(runtime: Any, spec: Spec, *, coroutines: frozenset[str], **more: Any) -> None:
     schedule = spec.schedule
     if isinstance(schedule, Window):  # it counts its task's runs: one of its own each
         schedule = Window(schedule.schedule, max_runs=schedule.max_runs)
-    more["action"] = coroutine_act if coroutine else act
+    more["action"] = coroutine_act if spec.name in coroutines else act
     runtime.schedule(
         spec.name, schedule=schedule, args=(spec.name,), retry=spec.retry, id=spec.name,
         **spec.options, **more,
@@ -680,6 +686,10 @@ class Stage:
         # the simulation starts nothing before every finish at the instant is recorded;
         # then they begin in the order they took their entries (their tickets).
         self.starting = True
+        # The event loop begins nothing but while settle() opens it, once every worker has
+        # begun what it took: the simulation starts a worker's entry before the coroutine
+        # lane's at one instant, and the timer's hand-over to the loop races the workers.
+        self.loop_open = False
         self.parked = 0
         self.tickets = 0
         self.turn = 0
@@ -688,14 +698,14 @@ class Stage:
         self.answers: list[object] = []
         self.scheduler = self.build()
         for spec in scenario.specs:
-            register(self.scheduler, spec, coroutine=scenario.coroutines)
+            register(self.scheduler, spec, coroutines=scenario.coroutines)
 
     def build(self) -> Scheduler:
         log = EventLog()
         self.logs.append(log)
         scheduler = Scheduler(
             workers=self.scenario.workers, clock=self.clock, listeners=[log], seed=SEED,
-            store=self.store,
+            store=self.store, max_coroutines=self.scenario.max_coroutines,
         )  # fmt: skip
         begin = scheduler._begin
         core = scheduler._core
@@ -704,18 +714,22 @@ class Stage:
         turns = threading.Condition(scheduler._lock)
         self.turns = turns
 
-        def begun(entry: Any, worker: int) -> Any:  # under the scheduler's lock
+        def begun(entry: Any, worker: int) -> Any:  # a worker's, under the scheduler's lock
             ticket = self.tickets
             self.tickets += 1
-            if self.scenario.coroutines:  # on the loop: held back in took (below)
-                self.turn += 1
-            elif not self.starting or self.turn != ticket:
+            if not self.starting or self.turn != ticket:
                 self.parked += 1
                 while not self.starting or self.turn != ticket:
                     turns.wait()
                 self.parked -= 1
             self.turn += 1
             turns.notify_all()
+            return held(entry, worker, on_loop=False)
+
+        def begun_on_loop(entry: Any, lane: int) -> Any:  # held back in took (below)
+            return held(entry, lane, on_loop=True)
+
+        def held(entry: Any, worker: int, *, on_loop: bool) -> Any:
             run = begin(entry, worker)
             if run is not None:
                 name = run.task.id
@@ -723,8 +737,8 @@ class Stage:
                 self.begun[name] = n + 1
                 length = self.acts.length(name, n)
                 hold = Hold(name, n, next(self.order), self.clock._now + length,
-                            threading.Event())  # fmt: skip
-                if self.scenario.coroutines:  # begun on the loop, awaited in this order
+                            threading.Event(), on_loop)  # fmt: skip
+                if on_loop:  # begun on the loop, awaited in this order
                     self.loop_runs[name].append(hold)
                 else:
                     self.mine[threading.get_ident()] = hold
@@ -739,21 +753,21 @@ class Stage:
             if cancel is not None:
                 cancel(run)
             hold = self.by_run.get(id(run))
-            if hold is not None and not hold.released.is_set() and not self.scenario.coroutines:
+            if hold is not None and not hold.released.is_set() and not hold.on_loop:
                 hold.end = self.clock._now  # (a coroutine is cancelled: see awaited)
 
         runner = scheduler._coroutines
         take = runner._take_slots
 
-        def took() -> list[Any]:  # on the loop: nothing begins while runs end (see begun)
-            if not self.starting:
+        def took() -> list[Any]:  # on the loop: nothing begins but when settle() opens it
+            if not self.loop_open:
                 with scheduler._lock:
                     runner._wakeup_sent = False  # the next hand-over wakes it again
                 return []
             return take()
 
         scheduler._begin = begun
-        runner._begin = begun
+        runner._begin = begun_on_loop
         runner._take_slots = took  # type: ignore[method-assign]
         core.on_cancel = cancelled
         return scheduler
@@ -797,16 +811,32 @@ class Stage:
             if not all(hold.entered for hold in self.live):
                 return False  # its start not read yet: the clock must not move
             waiting = pool.waiting
-            on_loop = len(scheduler._coroutines._waiting)  # entries of loop tasks to begin
-            if on_loop and self.starting:
+            runner = scheduler._coroutines
+            on_loop = len(runner._waiting)  # entries of loop tasks to begin
+            if on_loop and self.loop_open and runner._active < runner.limit:
+                return False  # a slot free for them: they begin
+            working = sum(not hold.on_loop for hold in self.live) + self.parked
+            if scheduler._in_flight != len(self.live) + self.parked + waiting + on_loop:
                 return False
-            busy = len(self.live) + self.parked
-            if scheduler._in_flight != busy + waiting + on_loop:
-                return False
-            return waiting == 0 or busy >= pool.workers
+            return waiting == 0 or working >= pool.workers
 
-    def settle(self) -> None:
+    def settle(self, *, loop: bool = True) -> None:
+        """Wait until the workers are quiet, then (``loop``) let the event loop begin
+        what it has (their order at one instant on the simulation) and wait until it is
+        quiet."""
         wait_until(self.quiet, timeout=10, what="a quiet scheduler", every=0.0002)
+        if not loop or not self.scenario.coroutines or not self.starting:  # (see play)
+            return
+        runner = self.scheduler._coroutines
+        with self.scheduler._lock:
+            self.loop_open = True
+            if runner._waiting and runner._loop is not None:
+                runner._wakeup_sent = True
+                runner._loop.call_soon_threadsafe(runner._start_waiting)
+        try:
+            wait_until(self.quiet, timeout=10, what="a quiet event loop", every=0.0002)
+        finally:
+            self.loop_open = False
 
     def release(self, hold: Hold) -> None:
         with self.scheduler._lock:
@@ -856,11 +886,9 @@ class Stage:
                     with self.turns:
                         self.starting = True
                         self.turns.notify_all()
-                        runner = self.scheduler._coroutines
-                        if runner._waiting and runner._loop is not None:
-                            runner._wakeup_sent = True
-                            runner._loop.call_soon_threadsafe(runner._start_waiting)
-                    self.settle()
+                    # The workers begin what is due now before the event loop begins a
+                    # run a finish gave a slot to (the next settle opens it).
+                    self.settle(loop=False)
                     clock.open()
                 else:
                     clock.set(max(due, clock.now()))
@@ -903,7 +931,7 @@ class Cast:
             self.sim = self.build(T0, scenario.verbs)
             for spec in scenario.specs:
                 register(self.sim, spec, duration=self.acts.duration(spec.name),
-                         coroutine=scenario.coroutines)  # fmt: skip
+                         coroutines=scenario.coroutines)  # fmt: skip
             if scenario.restart is not None:
                 self.restart = self.idle_from(T0 + scenario.restart + 1 / 16, scenario.gap)
             if self.restart is not None:
@@ -920,7 +948,8 @@ class Cast:
             PLAYING.pop()
 
     def build(self, start: float, verbs: Iterable[Verb]) -> Simulation:
-        sim = Simulation(workers=self.scenario.workers, start=start, seed=SEED, store=self.store)
+        sim = Simulation(workers=self.scenario.workers, start=start, seed=SEED, store=self.store,
+                         max_coroutines=self.scenario.max_coroutines)  # fmt: skip
         self.watches.append(HandOffWatch(sim))
         for verb in sorted(verbs, key=lambda verb: verb.at):
             made = functools.partial(answer, verb, sim, self.scenario.ids, self.answers)
@@ -992,14 +1021,22 @@ def wide_scenarios(draw: st.DrawFn) -> Wide:
     plain = draw(scenarios())
     count = len(plain.specs)
     drawn = tuple(draw(wide_specs(i)) for i in range(count))
-    # About two in five of coroutine tasks only, without a timeout (the loop's, in real
-    # seconds: a FakeClock does not move it).
-    coroutines = draw(st.integers(0, 3)) == 0
-    if coroutines:
-        drawn = tuple(untimed_spec(spec) for spec in drawn)
+    # About one in four of coroutine tasks only, one in five of coroutine and thread tasks
+    # together (some of two or more), the rest of thread tasks; a coroutine task has no
+    # timeout (the loop's, in real seconds: a FakeClock does not move it).
+    mix = draw(st.integers(0, 3))
+    if mix == 0:
+        coroutines = frozenset(spec.name for spec in drawn)
+    elif mix == 1 and count > 1:
+        some = draw(st.sets(st.integers(0, count - 1), min_size=1, max_size=count - 1))
+        coroutines = frozenset(drawn[i].name for i in some)
+    else:
+        coroutines = frozenset()
+    drawn = tuple(untimed_spec(spec) if spec.name in coroutines else spec for spec in drawn)
     flagged = {i for i, spec in enumerate(drawn) if spec.options.get("overlap") is CANCEL_OTHER}
+    flagged |= {i for i, spec in enumerate(drawn) if spec.name in coroutines}
     made = tuple(
-        untimed(verb, at=verb.at) if coroutines or verb.target % count in flagged else verb
+        untimed(verb, at=verb.at) if verb.target % count in flagged else verb
         for verb in plain.verbs
     )
     restart = draw(st.one_of(st.none(), st.integers(0, int(HORIZON) - 1)))
@@ -1007,6 +1044,7 @@ def wide_scenarios(draw: st.DrawFn) -> Wide:
         drawn, made, workers=draw(st.integers(1, 3)), restart=restart,
         gap=draw(st.sampled_from([0, 0, 30, 200])) if restart is not None else 0,
         store=draw(st.sampled_from(["memory", "sqlite"])), coroutines=coroutines,
+        max_coroutines=draw(st.sampled_from([1000, 1000, 1, 2])) if coroutines else 1000,
     )  # fmt: skip
 
 
@@ -1017,17 +1055,48 @@ def untimed_spec(spec: Spec) -> Spec:
 
 WIDENED = settings(DIFFERENTIAL, max_examples=150)
 
+# A coroutine task and a thread task due at one instant: the worker's run starts first on
+# both runtimes, so it is recorded first when both end at one instant.
+SIDE_BY_SIDE = Wide(
+    (Spec("t0", OneTime(delay=7), retry=RUN_ONCE), Spec("t1", OneTime(delay=7), retry=RUN_ONCE)),
+    (), workers=1, coroutines=frozenset({"t0"}),
+)  # fmt: skip
+# Two coroutine tasks on a lane of one, every 10 s for 25 s, beside a thread task: the
+# coroutine entry waiting since 30 takes the slot a finish frees at 50, where the thread
+# task is due too; the worker's run starts first (found by the harness, whose event loop
+# began the waiting run before the timer handed the worker its entry).
+LANE_OF_ONE = Wide(
+    (Spec("t0", FixedRate(10), (25,), retry=RUN_ONCE),
+     Spec("t1", FixedRate(10), (25,), retry=RUN_ONCE),
+     Spec("t2", FixedRate(10), (5,), retry=RUN_ONCE)),
+    (), workers=1, coroutines=frozenset({"t0", "t1"}), max_coroutines=1,
+)  # fmt: skip
+
+# A coroutine task made HIGH before its entry is due starts before a HIGH task due then
+# whose entry was pushed later (found here; the simulation kept the old priority of the
+# entry it had set aside: tests/test_sim_lanes.py pins it).
+PRIORITY_AHEAD = Wide(
+    (Spec("t0", OneTime(delay=0), retry=RUN_ONCE, options={"priority": Priority.HIGH}),
+     Spec("t1", CronSchedule("* * * * *"), retry=RUN_ONCE),
+     Spec("t2", FixedRate(10), retry=RUN_ONCE, options={"priority": Priority.HIGH})),
+    (Verb(0.125, "modify", 1, {"priority": Priority.HIGH}),),
+    workers=1, coroutines=frozenset({"t0", "t1", "t2"}),
+)  # fmt: skip
+
 
 @WIDENED
 @given(scenario=wide_scenarios())
+@example(scenario=SIDE_BY_SIDE)
+@example(scenario=LANE_OF_ONE)
+@example(scenario=PRIORITY_AHEAD)
 def test_random_scenarios_with_workers_windows_and_restarts_run_alike(scenario: Wide) -> None:
     alike(differ_wide(scenario))
 
 
 # ------------------------------------------------------------ coroutine runs, by hand
 #
-# Drawn above only alone, without timeouts: a coroutine's timeout is the loop's, in real
-# seconds, which a FakeClock does not move.  A coroutine run takes no worker on either
+# Drawn above without timeouts: a coroutine's timeout is the loop's, in real seconds,
+# which a FakeClock does not move.  A coroutine run takes no worker on either
 # runtime (docs/DECISIONS.md, "A coroutine run takes the coroutine lane, not a virtual
 # worker"; tests/test_sim_lanes.py pins that lane by hand).  The divergence the wider
 # differential found among them is kept here.

@@ -8,7 +8,15 @@ import asyncio
 
 import pytest
 
-from lldsched import EventLog, FakeClock, OneTime, Scheduler, TaskStatus, ValidationError
+from lldsched import (
+    EventLog,
+    FakeClock,
+    OneTime,
+    Priority,
+    Scheduler,
+    TaskStatus,
+    ValidationError,
+)
 from lldsched.sim import Simulation, fixed
 
 T = 1_000_000.0
@@ -124,3 +132,30 @@ def test_two_coroutine_tasks_due_at_once_start_together_on_threads_too() -> None
     records = sorted((e.record.task_id, e.record.outcome.value, e.record.worker)
                      for e in log.events if e.record is not None)  # fmt: skip
     assert records == [("a", "ok", 1), ("b", "ok", 1)]
+
+
+def test_a_coroutine_entry_not_due_yet_takes_a_new_priority_as_on_threads() -> None:
+    """A coroutine task made HIGH before its entry is due is queued again with that
+    priority, on both runtimes, and starts before a HIGH task due at the same instant
+    that was registered after the change (heap order).  The simulation had set the entry
+    aside at once (its lane's waiting heap) and the task counted as not queued, so the
+    change did not re-queue it: it started after, with its old priority (found by
+    tests/test_sim_differential.py)."""
+    sim = Simulation(workers=1, start=T, max_coroutines=1)
+    sim.schedule("early", OneTime(delay=60), action=no_op, duration=fixed(5), id="early")
+    sim.run(T + 1)
+    sim.modify("early", priority=Priority.HIGH)
+    sim.schedule("late", OneTime(delay=59), action=no_op, duration=fixed(5), id="late",
+                 priority=Priority.HIGH)  # fmt: skip
+    sim.run(T + 100)
+    assert starts(sim) == [("early", 60, 1), ("late", 65, 1)]
+
+    clock, log = FakeClock(T), EventLog()
+    with Scheduler(workers=1, clock=clock, listeners=[log], max_coroutines=1) as scheduler:
+        scheduler.schedule("early", no_op, OneTime(delay=60), id="early")
+        clock.set(T + 1)
+        scheduler.modify("early", priority=Priority.HIGH)
+        scheduler.schedule("late", no_op, OneTime(delay=59), id="late", priority=Priority.HIGH)
+        clock.set(T + 60)
+        assert scheduler.wait_idle(10)
+    assert [e.record.task_id for e in log.events if e.record is not None] == ["early", "late"]

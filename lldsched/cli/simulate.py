@@ -4,21 +4,25 @@ With ``--gantt out.png`` it also draws worker occupancy (:func:`lldsched.views.p
 that needs the views extra (``pip install 'lldsched[views]'``), imported only then.
 
 Bad arguments (``--days`` not a finite number above 0 and at most :data:`MAX_DAYS`,
-``--workers`` below 1 or above :data:`MAX_WORKERS`, a ``--gantt`` path whose format is
-not PNG, SVG or PDF or whose folder does not exist, the views extra missing for
-``--gantt``) are refused before anything is simulated: ``error: ...`` on stderr and
-exit status 2, as ``python -m lldsched cron`` does.
+``--workers`` below 1 or above :data:`MAX_WORKERS`, ``--max-coroutines`` below 1 (the
+constructor's own check and words: ``max_coroutines must be an int >= 1``), a
+``--gantt`` path whose format is not PNG, SVG or PDF or whose folder does not exist,
+the views extra missing for ``--gantt``) are refused before anything is simulated:
+``error: ...`` on stderr and exit status 2, as ``python -m lldsched cron`` does.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import math
 import sys
 import time
 from pathlib import Path
 
+from lldsched import checks
+from lldsched.errors import ValidationError
 from lldsched.logs import counted
 from lldsched.sim.scenario import build_scenario
 from lldsched.sim.simulation import MAX_WORKERS, Simulation
@@ -31,6 +35,9 @@ MAX_DAYS = 366
 time and memory grow with the days (366 days: 650,003 runs, about 6 s and 370 MB here);
 ``--days 1e9`` would run for years and exhaust memory long before.  A longer replay is
 a :class:`~lldsched.sim.simulation.Simulation` of one's own."""
+
+DEFAULT_MAX_COROUTINES: int = inspect.signature(Simulation).parameters["max_coroutines"].default
+"""``--max-coroutines``' default: ``Simulation``'s own."""
 
 GANTT_FORMATS = (".png", ".svg", ".pdf")
 """The formats ``--gantt`` writes (by the path's suffix)."""
@@ -50,6 +57,14 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help=f"simulated days, above 0 and at most {MAX_DAYS} (default 7)",
     )
     parser.add_argument("--workers", type=int, default=4, help="virtual workers (default 4)")
+    parser.add_argument(
+        "--max-coroutines",
+        type=int,
+        default=DEFAULT_MAX_COROUTINES,
+        help="coroutine runs in flight at once, at least 1, as Simulation(max_coroutines=...) "
+        f"(default {DEFAULT_MAX_COROUTINES:,}; the built-in tasks are plain functions, on the "
+        "workers)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument(
         "--gantt",
@@ -73,6 +88,10 @@ def refusal(args: argparse.Namespace) -> str | None:
         return f"--workers must be at least 1, got {args.workers}"
     if args.workers > MAX_WORKERS:
         return f"--workers must be at most {MAX_WORKERS:,}, got {args.workers:,}"
+    try:  # the constructor's check, so the CLI says what Simulation(...) says
+        checks.whole(args.max_coroutines, name="--max-coroutines", at_least=1)
+    except ValidationError as exc:
+        return str(exc)
     if args.gantt is None:
         return None
     path = Path(args.gantt)
@@ -93,7 +112,7 @@ def main(args: argparse.Namespace) -> int:
     if refused is not None:
         print(f"error: {refused}", file=sys.stderr)
         return 2
-    sim = build_scenario(workers=args.workers, seed=args.seed)
+    sim = build_scenario(workers=args.workers, seed=args.seed, max_coroutines=args.max_coroutines)
     began = time.perf_counter()
     sim.run_for(args.days * 86400)
     elapsed = time.perf_counter() - began

@@ -14,7 +14,9 @@ the heap's head, exactly the entry it would have taken had the entry stayed in t
 An entry set aside is no longer in the heap: a cancel, pause or a new push of its task
 makes it a tombstone (:meth:`TaskQueue.live <lldsched.core.duequeue.TaskQueue.live>`, the
 heap's rule), dropped here when it surfaces.  :meth:`Waiting.entries` gives the live ones
-back to ``pending()``.
+back to ``pending()``.  An entry set aside before it is due is, on threads, still in the
+heap: a ``modify(priority=)`` then queues its task again (:meth:`Waiting.ahead`), as the
+core does for an entry in the heap.
 """
 
 from __future__ import annotations
@@ -48,6 +50,18 @@ class Waiting:
             if live(lane[0]) is not None:
                 return lane[0]
             heapq.heappop(lane)
+        return None
+
+    def ahead(self, task_id: str, now: float) -> Entry | None:
+        """``task_id``'s live entry set aside before it is due (after ``now``), or None.
+        On threads such an entry is still in the heap, not handed out: a change of its
+        task's priority queues it again (:meth:`Simulation.modify
+        <lldsched.sim.verbs.SimulationVerbs.modify>`).  A scan of both lanes: a verb's
+        cost, not an event's."""
+        live = self._queue.live
+        for entry in (*self.threads, *self.coroutines):
+            if entry[3] == task_id and entry[0] > now and live(entry) is not None:
+                return entry
         return None
 
     def entries(self) -> list[Entry]:

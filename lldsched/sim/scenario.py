@@ -22,9 +22,13 @@ __all__ = ["SCENARIO_START", "build_scenario"]
 SCENARIO_START = datetime(2026, 1, 5, tzinfo=UTC)  # a Monday, midnight UTC
 
 
-def build_scenario(workers: int = 4, seed: int = 0) -> Simulation:
-    """A :class:`Simulation` at :data:`SCENARIO_START` with the scenario's tasks registered."""
-    sim = Simulation(workers=workers, start=SCENARIO_START, seed=seed)
+def build_scenario(workers: int = 4, seed: int = 0, *, max_coroutines: int = 1000) -> Simulation:
+    """A :class:`Simulation` at :data:`SCENARIO_START` with the scenario's tasks registered
+    (all plain functions, run on the ``workers``; ``max_coroutines`` bounds the coroutine
+    lane of a simulation one adds ``async def`` tasks to)."""
+    sim = Simulation(
+        workers=workers, start=SCENARIO_START, seed=seed, max_coroutines=max_coroutines
+    )
     for region in ("emea", "amer", "apac", "latam", "anz", "india"):
         sim.schedule(f"report-{region}", CronSchedule("0 * * * *"), duration=uniform(60, 600))
     sim.schedule("compaction", FixedRate(300), duration=lognormal(median=240, sigma=0.4))

@@ -369,7 +369,13 @@ class SimulationVerbs:
         (nothing changes then).  Not after shutdown: a modify keeps the books
         (:data:`~lldsched.core.names.REFUSED_AFTER_SHUTDOWN`).
         """
-        return self._core.modify(task_id, priority=priority, retry=retry, timeout=timeout)
+        ahead = self._waiting.ahead(task_id, self._clock.now())
+        task = self._core.modify(task_id, priority=priority, retry=retry, timeout=timeout)
+        if ahead is not None and task.generation == ahead[2] and task.priority != ahead[1]:
+            # Its entry was set aside before it was due (lldsched/sim/lanes.py): the core
+            # counts it handed out and kept it; on threads it is in the heap, re-queued.
+            self._queue.push(task, ahead[0])
+        return task
 
     def run_now(self, task_id: str) -> bool:
         """Run the task once more at the simulated instant, without moving its schedule;
