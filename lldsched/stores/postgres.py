@@ -545,10 +545,14 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         whose connection was lost fails (a new one would write outside the hold)."""
         raised: BaseException | None = None
         with self._lock:
-            outer = self._hold
-            held = self._hold = HeldWrites(
-                (self._defined, self._held, self._added, self._decoded, self._seen)
-            ) if outer is None else outer  # fmt: skip
+            outer = self._hold  # a hold inside a hold: the outer one's writes, as one
+            if outer is None:
+                held = HeldWrites(
+                    (self._defined, self._held, self._added, self._decoded, self._seen)
+                )
+            else:
+                held = outer
+            self._hold = held
             entered = False
             try:
                 with self._using() as connection:
