@@ -135,3 +135,34 @@ def test_a_worker_goes_on_when_its_own_step_raises_a_base_exception(
     assert pool.shutdown(drain=True, timeout=5) == []
     assert done == ([1, 2] if step == "complete" else [2])
     assert f"could not {'start' if step == 'prepare' else 'settle'}" in caplog.text
+
+
+def test_a_worker_is_idle_until_it_takes_an_item_even_before_its_thread_first_waits() -> None:
+    """``idle`` counts the workers not busy with an item: a shared store's timer claims
+    only while ``idle > queued``, and its first wake may come before any worker thread
+    reached its wait (it did: the first claim then came a wake later, from a later
+    reading of the clock leases are trusted by)."""
+    lock = threading.Lock()
+    running = threading.Event()  # set when the item's execute() began
+    release = threading.Event()  # set by the test: execute() returns
+
+    def execute(item: int) -> None:
+        running.set()
+        release.wait(5)
+
+    pool: WorkerPool[int, int, None] = WorkerPool(
+        1, prepare=lambda item, worker: item, execute=execute,
+        complete=lambda item, result: None, lock=lock,
+    )  # fmt: skip
+    with lock:
+        assert pool.idle == 1  # not started
+        pool.start()  # its thread waits for this lock: it has not reached its first wait
+        assert pool.idle == 1
+        pool.put([1])
+    assert running.wait(5)
+    with lock:
+        assert pool.idle == 0  # busy with the item
+    release.set()
+    assert pool.shutdown(drain=True, timeout=5) == []  # its thread joined
+    with lock:
+        assert pool.idle == 1  # the item settled: idle again

@@ -99,8 +99,11 @@ class WorkerPool(Generic[T, J, R]):
         self._items: collections.deque[object] = collections.deque()
         self._closed = False
         self._threads: list[threading.Thread] = []
-        self.idle = 0
-        """Workers waiting for an item (caller holds the lock)."""
+        self.idle = workers
+        """Workers not busy with an item, those whose thread has not reached its first wait
+        included (caller holds the lock).  Counting a worker idle only once its thread
+        waited made a shared store's timer, whose first wake came first, skip its first
+        claim and claim at a later wake, from a later reading (timer._claim_room)."""
         self.on_idle: Callable[[], None] | None = None
         """Called under the lock by a worker about to wait for an item (set before
         :meth:`start`): a shared store's timer claims only while a worker is idle."""
@@ -213,34 +216,33 @@ class WorkerPool(Generic[T, J, R]):
         try:
             while True:
                 while not items:
-                    self.idle += 1
                     if on_idle is not None:
                         on_idle()
                     not_empty.wait()
-                    self.idle -= 1
                 item = items.popleft()
                 if item is _SENTINEL:
                     return
                 if on_room is not None and len(items) == low_water:
                     on_room()  # wake the producer once per half-emptied queue, not per item
+                self.idle -= 1  # busy with the item until it is settled (or refused)
                 try:
                     job = prepare(item, index)  # type: ignore[arg-type]
-                    if job is None:
-                        continue
                 except BaseException:  # a KeyboardInterrupt too: the worker goes on
                     log.exception("worker %d: could not start %r", index, item)
-                    continue
-                lock.release()
-                try:
-                    result = execute(job)
-                finally:
-                    lock.acquire()
-                try:
-                    complete(job, result)
-                except BaseException:  # complete() records user failures itself: our bug
-                    log.exception("worker %d: could not settle %r", index, job)
-                # Not held while this worker waits: a failed run's result holds its
-                # exception, whose traceback holds the job's locals (a frame, a buffer).
-                del result
+                    job = None
+                if job is not None:
+                    lock.release()
+                    try:
+                        result = execute(job)
+                    finally:
+                        lock.acquire()
+                    try:
+                        complete(job, result)
+                    except BaseException:  # complete() records user failures itself: our bug
+                        log.exception("worker %d: could not settle %r", index, job)
+                    # Not held while this worker waits: a failed run's result holds its
+                    # exception, whose traceback holds the job's locals (a frame, a buffer).
+                    del result
+                self.idle += 1
         finally:
             lock.release()
