@@ -69,7 +69,7 @@ class HeldFeed(HookedStore):
 def trust(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     """The clock leases are trusted by, a fake the test moves."""
     clock = FakeClock(START)
-    monkeypatch.setattr(shared, "MONOTONIC", clock)
+    monkeypatch.setattr(shared, "LEASE_CLOCK", clock)
     return clock
 
 
@@ -225,6 +225,87 @@ def test_a_backward_jump_of_the_wall_clock_renews_the_leases_at_once(
             trust.set(START + trusted_for(LEASE))  # the renewal at the jump vouches on
             cluster_jobs.released.set()
             assert cluster_jobs.seen.get(timeout=10) == (task_id, token, False, None)  # no flag
+        finally:
+            cluster_jobs.released.set()
+            scheduler.shutdown()
+
+
+# -- a suspend ------------------------------------------------------------------------
+#
+# A suspend moves the wall clock (the store's expiries with it) and not ``time.monotonic``:
+# to the timer it is a forward jump (``wall.jump``, waking nobody).  The lease clock (the
+# ``trust`` fake) stands for one that counts it, Linux's CLOCK_BOOTTIME: it moves too.
+
+
+def test_a_suspend_past_the_lease_raises_the_flags_as_the_machine_resumes(
+    tmp_path: Path, trust: FakeClock, gate: None
+) -> None:
+    """The run's lease expired while the machine slept; another process may take the run
+    over as soon as it resumes.  The flag goes up then, from the lease clock, without
+    waiting for the timer's next wake (``poll`` later, or ``lease / 3``)."""
+    path = tmp_path / "tasks.db"
+    wall = JumpingClock(START)
+    task_id = "held-across-a-suspend"
+    with (
+        SqliteTaskStore(path, shared=True, lease=LEASE) as store,
+        SqliteTaskStore(path, shared=True, lease=LEASE) as other,
+    ):
+        scheduler = Scheduler(workers=1, store=store, clock=wall)
+        scheduler.schedule(task_id, cluster_jobs.held_past_its_lease, OneTime(START), id=task_id)
+        scheduler.start()
+        try:
+            _, token, _, _ = cluster_jobs.seen.get(timeout=10)  # the run started
+            wall.jump(2 * LEASE, wake=False)  # the lid closes and opens: nobody is woken
+            trust.advance(2 * LEASE)  # ...but the lease clock counted the suspend
+            try:
+                seen = cluster_jobs.seen.get(timeout=10)
+            except queue.Empty:
+                pytest.fail("no flag as the machine resumed past the lease's expiry")
+            assert seen == (task_id, token, True, "lease")
+            (takeover,) = other.claim(now=START + 2 * LEASE, limit=1)  # the others' wake
+            assert (takeover.task_id, takeover.taken_over) == (task_id, True)
+            cluster_jobs.gate.set()
+            wait_until(lambda: store.rejected == 1, timeout=10, what="the late settle refused")
+        finally:
+            cluster_jobs.gate.set()
+            scheduler.shutdown()
+
+
+SUSPEND = 10.0  # less than the trust left: the leases are still good at the resume
+
+
+def test_a_short_suspend_the_lease_clock_counted_is_not_cut_from_the_trust_again(
+    tmp_path: Path, trust: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The timer sees a suspend as a forward jump of the wall clock and cut the trust by
+    it; but the lease clock counted the suspend already.  Cut twice, a renewal failing at
+    the wake after a 10 s suspend (the network not back yet) counted the leases lost
+    with 5 s of trust left: a flag raised on a lease no one could take."""
+    path = tmp_path / "tasks.db"
+    wall = JumpingClock(START)
+    task_id = "held-across-a-short-suspend"
+    store = Unrenewable(path)
+    cluster_jobs.released.clear()
+    with store, SqliteTaskStore(path, shared=True, lease=LEASE) as other:
+        scheduler = Scheduler(workers=1, store=store, clock=wall)
+        scheduler.schedule(task_id, cluster_jobs.held_until_released, OneTime(START), id=task_id)
+        scheduler.start()
+        try:
+            _, token, _, _ = cluster_jobs.seen.get(timeout=10)  # the run started
+            assert other.leases()[0].expires_at == START + LEASE
+            store.down.set()  # no renewal succeeds from now on
+            wall.jump(SUSPEND, wake=False)  # the suspend
+            trust.advance(SUSPEND + 10.0)  # counted, and 10 s awake after it
+            wall.parked.clear()
+            wall.advance(10.0)  # the timer wakes: the jump seen, the renewal fails
+            assert wall.parked.wait(10), "the timer never looked at the clock after the suspend"
+            assert other.leases()[0].expires_at == START + LEASE  # the renewal did fail
+            assert (
+                "the wall clock jumped by +10.000 s (set ahead, or the machine was "
+                "suspended): the slots it passed are decided as they are claimed"
+            ) in caplog.messages
+            cluster_jobs.released.set()  # 20 s of the 25 trusted: the run ends unflagged
+            assert cluster_jobs.seen.get(timeout=10) == (task_id, token, False, None)
         finally:
             cluster_jobs.released.set()
             scheduler.shutdown()
