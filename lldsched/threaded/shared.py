@@ -719,7 +719,7 @@ class Coordinator:
         except Exception as exc:
             writes = self._core.store_writes
             assert writes is not None  # a core with a store has one
-            writes.failed(exc, "save", task_id, snapshot)
+            writes.failed(exc, "save", task_id, snapshot, records=records)
             self._release(task_id, claim.token)
 
     def _write_decided(
