@@ -88,6 +88,19 @@ def gate() -> Iterator[None]:
     cluster_jobs.gate.set()
 
 
+def taken_over_and_refused(
+    other: SqliteTaskStore, store: Any, task_id: str, token: int | None, *, at: float
+) -> None:
+    """Another process (``other``) takes over at ``at`` the run of ``task_id`` held with
+    ``token``, its flag up; once let go (:data:`cluster_jobs.gate`), the late settle of
+    the flagged run is refused by ``store``."""
+    (takeover,) = other.claim(now=at, limit=1)
+    assert (takeover.task_id, takeover.taken_over) == (task_id, True)
+    assert token is not None and takeover.token > token
+    cluster_jobs.gate.set()
+    wait_until(lambda: store.rejected == 1, timeout=10, what="the late settle refused")
+
+
 def test_a_claim_is_trusted_from_the_reading_its_expiry_counts_from_not_after_the_feed(
     tmp_path: Path, trust: FakeClock, gate: None
 ) -> None:
@@ -123,11 +136,7 @@ def test_a_claim_is_trusted_from_the_reading_its_expiry_counts_from_not_after_th
 
             # At the store's expiry another process takes the run over; the late settle of
             # the flagged run is refused.
-            (takeover,) = other.claim(now=lease.expires_at, limit=1)
-            assert (takeover.task_id, takeover.taken_over) == (task_id, True)
-            assert takeover.token > token
-            cluster_jobs.gate.set()
-            wait_until(lambda: store.rejected == 1, timeout=10, what="the late settle refused")
+            taken_over_and_refused(other, store, task_id, token, at=lease.expires_at)
             assert other.records(task_id) == []
         finally:
             cluster_jobs.gate.set()
@@ -185,10 +194,7 @@ def test_a_forward_jump_of_the_wall_clock_shortens_the_trust_by_the_jump(
 
             # At the expiry by the moved clock another process takes the run over; the late
             # settle of the flagged run is refused.
-            (takeover,) = other.claim(now=lease.expires_at, limit=1)
-            assert (takeover.task_id, takeover.taken_over) == (task_id, True)
-            cluster_jobs.gate.set()
-            wait_until(lambda: store.rejected == 1, timeout=10, what="the late settle refused")
+            taken_over_and_refused(other, store, task_id, token, at=lease.expires_at)
         finally:
             cluster_jobs.gate.set()
             scheduler.shutdown()
@@ -262,10 +268,7 @@ def test_a_suspend_past_the_lease_raises_the_flags_as_the_machine_resumes(
             except queue.Empty:
                 pytest.fail("no flag as the machine resumed past the lease's expiry")
             assert seen == (task_id, token, True, "lease")
-            (takeover,) = other.claim(now=START + 2 * LEASE, limit=1)  # the others' wake
-            assert (takeover.task_id, takeover.taken_over) == (task_id, True)
-            cluster_jobs.gate.set()
-            wait_until(lambda: store.rejected == 1, timeout=10, what="the late settle refused")
+            taken_over_and_refused(other, store, task_id, token, at=START + 2 * LEASE)
         finally:
             cluster_jobs.gate.set()
             scheduler.shutdown()

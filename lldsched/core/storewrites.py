@@ -59,8 +59,9 @@ written again (one write per task, its state as it is now; a run's record writte
 would stand after the runs its task made since, the order a restart reads a
 dependent's latest run by; counted in the warning); the records of no run (a
 dependency wait's ``blocked`` record, a slot decided without a run), whose place
-decides nothing, are written with the row (:meth:`StoreWrites.failed`).  A stale row whose rewrite fails again keeps the outage going: the next
-task write that succeeds tries it again.
+decides nothing, are written with the row (:meth:`StoreWrites.failed`).  A stale row
+whose rewrite fails again keeps the outage going: the next task write that succeeds
+tries it again.
 
 **A shared store** (several processes, docs/CLUSTER.md) holds rows other processes
 write.  A run's settle that failed is not written again: its row belongs to whoever
