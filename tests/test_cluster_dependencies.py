@@ -554,3 +554,38 @@ def test_a_claimed_slot_found_blocked_whose_write_the_store_fails_is_written_aga
         assert failures and stores[2].leases() == []
     finally:
         scheduler.shutdown()
+
+
+def test_a_claimed_slot_failed_by_a_dead_upstream_whose_write_fails_keeps_its_waits_record(
+    stores: list[CoordinatedStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As above with a dead upstream: load's claimed slot fails, its row, its wait's
+    ``blocked`` record and the lease's drop in one transaction, which the store fails
+    once.  The row is written again FAILED once the store takes calls, and now the
+    wait's record with it: before, it went with the write that failed."""
+    written = stores[0].misfired
+    refused: list[ExecutionRecord] = []
+
+    def fails_once(
+        snapshot: TaskSnapshot, records: Sequence[ExecutionRecord], *, token: int, release: bool
+    ) -> None:
+        if not refused and records:
+            refused.extend(records)
+            raise StoreError("the store failed (injected)")
+        written(snapshot, records, token=token, release=release)
+
+    monkeypatch.setattr(stores[0], "misfired", fails_once)
+    scheduler = Scheduler(workers=1, store=stores[0]).start()
+    try:
+        scheduler.schedule("extract", jobs.noop, FixedRate(HOUR, start_delay=HOUR), id="extract")
+        scheduler.cancel("extract")
+        scheduler.schedule("load", jobs.noop, FixedRate(HOUR), id="load",
+                           depends_on=["extract"])  # fmt: skip
+        wait_until(lambda: _row(stores[2], "load") is TaskStatus.FAILED, timeout=10,
+                   what="load failed in the store")  # fmt: skip
+        wait_until(lambda: bool(_records(stores[2], "load", Outcome.BLOCKED)), timeout=10,
+                   what="the wait's record written")  # fmt: skip
+        assert _records(stores[2], "load", Outcome.BLOCKED) == refused
+        assert stores[2].leases() == []
+    finally:
+        scheduler.shutdown()
