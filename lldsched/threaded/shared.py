@@ -401,7 +401,9 @@ class Coordinator:
         self._paired = (trust, now)
         if jump > 0:
             self._since = max(self._since, now)
-            uncounted = (now - then) - (trust - looked)  # the wall's move the lease clock missed
+            # The wall's move the lease clock missed; never more than the jump itself (the
+            # lease clock runs at least as the monotonic one does: equal on real clocks).
+            uncounted = min(jump, (now - then) - (trust - looked))
             if uncounted > 0:
                 self._watch.cut(uncounted)
 
