@@ -279,11 +279,15 @@ class HoldNotCommitted(StoreError):
         self.written = written
 
 
-def resave(store: TaskStore, snapshot: TaskSnapshot) -> bool:
+def resave(
+    store: TaskStore, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord] = ()
+) -> bool:
     """Write ``snapshot`` again, a row a store outage left stale
-    (:mod:`lldsched.core.storewrites`), only while that row is still as this process last
-    read or wrote it and no lease holds it; True if written (or the store has no other
-    writer), False if it was left as it is.
+    (:mod:`lldsched.core.storewrites`), with ``records``, the records of no run the
+    writes that failed carried (a dependency wait's ``blocked`` record), only while that
+    row is still as this process last read or wrote it and no lease holds it; True if
+    written (or the store has no other writer), False if it was left as it is (the
+    records with it: the row is another's now).
 
     A store several processes share holds rows another process may have written since
     this one's write failed, or that a lease gives to its holder, whose settle writes
@@ -292,12 +296,18 @@ def resave(store: TaskStore, snapshot: TaskSnapshot) -> bool:
     change feed has nothing newer of and that no live lease holds, in one transaction
     (a shared SQLite store by its rows' versions, PostgreSQL as :func:`purge` knows a
     row); one left is the feed's to bring in, or its lease holder's to write.  Any other
-    store (one process, one of one's own: docs/EXTENDING.md) gets its ``save``."""
+    store (one process, one of one's own: docs/EXTENDING.md) gets its ``save``, or
+    :func:`save_all` with ``records``.  A store's own ``resave`` is asked
+    ``resave(snapshot)`` when there are no records (as before they were written again),
+    ``resave(snapshot, records)`` when there are."""
     conditional = getattr(store, "resave", None)
     if conditional is None:
-        store.save(snapshot)
+        if records:
+            save_all(store, snapshot, records)
+        else:
+            store.save(snapshot)
         return True
-    return bool(conditional(snapshot))
+    return bool(conditional(snapshot, records) if records else conditional(snapshot))
 
 
 def records_asked(task_id: object) -> str | None:

@@ -27,12 +27,16 @@ GIVE_UP_AT_ONCE = RetryPolicy(max_attempts=1, fail_after_given_up=1)  # FAILED a
 
 
 def fail_once(
-    stores: list[CoordinatedStore], task_id: str, status: TaskStatus
+    stores: list[CoordinatedStore],
+    task_id: str,
+    status: TaskStatus,
+    records: list[ExecutionRecord] | None = None,
 ) -> list[TaskSnapshot]:
     """Make the save of the end of ``task_id``'s wait (the row as ``status``, with the
     wait's record) raise a StoreError once (a PostgreSQL restart, a SQLite file locked
     past its timeout), through whichever of ``stores`` makes it: the store picks which
-    process runs the upstream, and that one ends the wait.  The snapshots refused."""
+    process runs the upstream, and that one ends the wait.  The snapshots refused (the
+    records refused with them added to ``records``)."""
     refused: list[TaskSnapshot] = []
     for store in stores:
         save = store.save
@@ -45,6 +49,8 @@ def fail_once(
             waited = record is not None and record.outcome is Outcome.BLOCKED
             if not refused and waited and snapshot.task.id == task_id and snapshot.status is status:
                 refused.append(snapshot)
+                if records is not None and record is not None:
+                    records.append(record)
                 raise StoreError("the store went away for a moment")
             save(snapshot, record)
 
@@ -88,7 +94,8 @@ def test_a_wait_end_whose_write_failed_is_written_again_once_the_store_works(
     FAILED in the dead letter."""
     extract = jobs.noop if ends == "released" else jobs.broken
     status = TaskStatus.SCHEDULED if ends == "released" else TaskStatus.FAILED
-    refused = fail_once(stores[:2], "load", status)
+    refused_record: list[ExecutionRecord] = []
+    refused = fail_once(stores[:2], "load", status, refused_record)
     a, b = (Scheduler(workers=2, store=store).start() for store in stores[:2])
     try:
         for scheduler in (a, b):
@@ -110,8 +117,10 @@ def test_a_wait_end_whose_write_failed_is_written_again_once_the_store_works(
     finally:
         a.shutdown()
         b.shutdown()
-    # The wait's record went with the write that failed (an outage's records are lost).
-    assert [r for r in stores[2].records("load") if r.outcome is Outcome.BLOCKED] == []
+    # The wait's record is written with the row: before, it went with the write that
+    # failed (an outage's records were lost), the wait missing from load's history.
+    (waited,) = [r for r in stores[2].records("load") if r.outcome is Outcome.BLOCKED]
+    assert waited == refused_record[0]
 
 
 def _snapshot(store: CoordinatedStore, task_id: str) -> TaskSnapshot:

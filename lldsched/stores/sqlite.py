@@ -411,14 +411,18 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
                 removal = self._delete(connection, task_id)
             self._deleted(task_id, removal)
 
-    def resave(self, snapshot: TaskSnapshot) -> bool:
-        """Write ``snapshot`` again, a row a store outage left stale: in shared mode only
-        while its row is one this process wrote or read and no live lease holds it
+    def resave(self, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord] = ()) -> bool:
+        """Write ``snapshot`` again, a row a store outage left stale, with ``records`` (the
+        records the writes that failed carried): in shared mode only while its row is
+        one this process wrote or read and no live lease holds it
         (:meth:`_resave_shared`); True if written (:func:`~lldsched.persistence.resave`).
         An unshared store has no other writer: it saves."""
         if self._shared is not None:
-            return self._resave_shared(snapshot)
-        self.save(snapshot)
+            return self._resave_shared(snapshot, records)
+        if records:
+            self.save_all(snapshot, records)
+        else:
+            self.save(snapshot)
         return True
 
     def purge(self, task_id: str) -> bool:

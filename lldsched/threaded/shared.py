@@ -61,7 +61,7 @@ from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import Change, Claim, CoordinatedStore, TaskSnapshot
 from lldsched.policies import TWO_AT_ONCE
 from lldsched.threaded.deadline import Deadline
-from lldsched.threaded.leasewatch import MONOTONIC, LeaseWatch, renewal_every, trusted_for
+from lldsched.threaded.leasewatch import LEASE_CLOCK, LeaseWatch, renewal_every, trusted_for
 
 __all__ = ["Coordinator", "leases_kept"]
 
@@ -116,10 +116,11 @@ class Coordinator:
         self._counted_lost: dict[int, tuple[str, RunContext | None]] = {}
         self._every = renewal_every(store.lease)
         self._renew_at: float | None = None  # None: no lease held or counted lost
-        # The clock leases are trusted by, time.monotonic: the store's expiry counts real
-        # time (its server's clock), never the scheduler's injected clock (a fake clock
-        # advanced an hour in one step has not let any lease expire).
-        self._trust = MONOTONIC
+        # The clock leases are trusted by, one that counts a suspend where the platform
+        # has one (leasewatch.suspend_counting): the store's expiry counts real time (its
+        # server's clock), never the scheduler's injected clock (a fake clock advanced an
+        # hour in one step has not let any lease expire).
+        self._trust = LEASE_CLOCK
         # Keeps how long the leases are trusted (from when the last renewal that succeeded
         # began: see looked()), and raises the runs' flags once they are not, whatever the
         # timer is doing (held up in a store call by the outage itself): leasewatch.py.
@@ -138,7 +139,11 @@ class Coordinator:
         self._lost_deciding: list[Lost] = []
         # Slots due before this instant passed while this process was not there (not
         # built yet, or a forward wall-clock jump): a claim of one is a misfire candidate.
+        looked = self._trust.now()
         self._since = core.clock.now()
+        # (the lease clock, the wall clock) read at the last wake, or at the last jump:
+        # how much of a forward jump the lease clock did not count (clock_jumped).
+        self._paired = (looked, self._since)
         self._taken: ScheduledTask | None = None  # taken over in a taking_over() block
         store.subscribe(wake)
 
@@ -230,7 +235,8 @@ class Coordinator:
         still.  A reading taken just before the statement, as it was, let a timer whose
         renewal and feed took more than ``lease / 6`` before its claim trust that claim
         (begin its run, keep its flag down) after the store let another process take it
-        over.  One reading per wake, on ``time.monotonic``: no correction between the
+        over.  One reading per wake, on the lease clock
+        (:data:`~lldsched.threaded.leasewatch.LEASE_CLOCK`): no correction between the
         store's clock and this one, so a scheduler's fake clock changes nothing."""
         return self._trust.now()
 
@@ -239,6 +245,7 @@ class Coordinator:
         check; apply other processes' changes if any (``looked``: see :meth:`looked`; the
         runtime hears of the tasks they touched: :meth:`sync`)."""
         lost: list[Lost] = []
+        self._paired = (looked, now)
         # Leases counted lost are checked at every wake, before the claim: once the store
         # answers, a claim made first found this process's own lease expired (nobody took
         # it) and took it over, the renewal then stopping the run it held (run twice).
@@ -370,20 +377,35 @@ class Coordinator:
 
         The leases are renewed at this wake, either way: the renewal is due on this clock,
         the one a shared SQLite store's expiries are on, so set back it would wait for the
-        jump while the trust (``time.monotonic``) ran out and raised every run's flag on
+        jump while the trust (the lease clock) ran out and raised every run's flag on
         leases no one could take.  Forward, the store's expiries came ``jump`` seconds
         closer in real time, for every process of the host, while their holder's trust
-        did not: it is cut by ``jump`` first (so a renewal that then fails leaves the runs
-        flagged ``lease / 6`` before the store's expiry as it is now, or at once), and the
-        slots the jump passed were passed while this process was not there, as during
-        downtime (their claims meet the policy).  On PostgreSQL (expiry on the server's
-        clock) the cut errs early at worst: with a client's clock stepped alone, flags go
-        up on leases still good only if the renewal at this wake fails."""
+        did not: it is cut first by as much of the jump as the lease clock did not count
+        since the last wake (so a renewal that then fails leaves the runs flagged ``lease
+        / 6`` before the store's expiry as it is now, or at once), and the slots the jump
+        passed were passed while this process was not there, as during downtime (their
+        claims meet the policy).  A suspend is such a jump to the timer (the wall clock
+        moved, ``time.monotonic`` did not) and is downtime for the slots; but the lease
+        clock counted it where the platform has a clock that does
+        (:func:`~lldsched.threaded.leasewatch.suspend_counting`): the trust ran out by
+        itself, and a cut by the whole jump counted the suspend twice (a renewal failing
+        at the wake after a short suspend flagged runs whose leases were still good).  The
+        lease clock is read here, just after ``now``: the cut errs by the instants between
+        the two readings, towards less.  On PostgreSQL (expiry on the server's clock) the
+        cut errs early at worst: with a client's clock stepped alone, flags go up on
+        leases still good only if the renewal at this wake fails."""
         if self._renew_at is not None:
             self._renew_at = now
+        looked, then = self._paired
+        trust = self._trust.now()
+        self._paired = (trust, now)
         if jump > 0:
             self._since = max(self._since, now)
-            self._watch.cut(jump)
+            # The wall's move the lease clock missed; never more than the jump itself (the
+            # lease clock runs at least as the monotonic one does: equal on real clocks).
+            uncounted = min(jump, (now - then) - (trust - looked))
+            if uncounted > 0:
+                self._watch.cut(uncounted)
 
     def wake(self, now: float, wake: float | None) -> float:
         """The instant to wake by: ``wake``, the renewal, and at most ``poll`` from now.
@@ -699,7 +721,7 @@ class Coordinator:
         except Exception as exc:
             writes = self._core.store_writes
             assert writes is not None  # a core with a store has one
-            writes.failed(exc, "save", task_id, snapshot)
+            writes.failed(exc, "save", task_id, snapshot, records=records)
             self._release(task_id, claim.token)
 
     def _write_decided(
