@@ -264,7 +264,7 @@ class PostgresCoordination:
         task, token, attempt, start and finish: only that settle writes it) is written
         (:meth:`_settled_before`), not refused: before, it was reported as a lease lost
         (a WARNING, counted in :attr:`rejected`), and the records its run decided after
-        its own were dropped (docs/DECISIONS.md, "A settle whose reply was lost")."""
+        its own were dropped (docs/DECISIONS.md, the PostgreSQL store under Persistence)."""
         parameters = settle_parameters(
             batch, node=self.node, channel=self._channel, defined=self._defined, seen=self._seen
         )
