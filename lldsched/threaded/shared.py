@@ -445,7 +445,8 @@ class Coordinator:
         feed.  A begin that raised and failed nothing gives its claim back at once,
         for the store to hand the slot out again; a record that raised forgets its
         lease (:meth:`done`): a settle written before the step raised dropped it, and
-        one never written is let lapse, the slot taken over."""
+        one that was not, of a task the step failed nothing of (a verb moved it
+        meanwhile), is let lapse."""
         claim, self._raised = self._raised, None
         if run is not None:
             token = run.token
@@ -459,12 +460,12 @@ class Coordinator:
             self.done(run)
         if token is None:
             return
-        held = core.claim_held(token)
+        held = core.claim_held(token)  # the failure decided, or a held slot's end
         if held is not None and task_id in core.tasks:
             self._give_back_held(
-                task_id, token, held, doing="failing it after the scheduler raised running it"
+                task_id, token, held, doing="writing what it decided after the scheduler raised"
             )
-        elif run is None:
+        elif run is None or held is not None:
             self._release(task_id, token)
         self._held_none()
 
