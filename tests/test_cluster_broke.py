@@ -5,8 +5,7 @@ claim's token, its lease dropped), so another process hears it (docs/CLUSTER.md)
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -14,7 +13,7 @@ from lldsched import OneTime, RetryPolicy, Scheduler, TaskStatus
 from lldsched.persistence import CoordinatedStore
 from tests import cluster_jobs, jobs
 from tests.cluster import StoreSpec, open_store
-from tests.test_clock_raises import T0, _GlitchPublishing
+from tests.test_clock_raises import T0, _GlitchPublishing, step_raises_while_blocked
 from tests.waits import wait_until
 
 LEASE = 30.0  # no claim expires within a test: a lapse is not what ends the wait
@@ -56,8 +55,11 @@ def test_a_runs_step_that_raised_on_a_shared_store_decides_as_in_one_process(
     clock = _GlitchPublishing(T0, nth=1 if step == "begin" else 2, on=on, armed=False)
     scheduler = Scheduler(clock=clock, workers=1, store=mine, listeners=[lambda event: None])
     jobs.CALLS.clear()
-    up_action, up_args = (jobs.broken, ()) if fails else (jobs.note, ("up",))
-    if on == "loop":  # a coroutine: begun by the event loop (never run: its begin raises)
+    up_action: Callable[..., object] = jobs.note
+    up_args: tuple[str, ...] = ("up",)
+    if fails:
+        up_action, up_args = jobs.broken, ()
+    elif on == "loop":  # a coroutine: begun by the event loop (never run: its begin raises)
         up_action, up_args = cluster_jobs.token_of, ()
 
     def ran() -> list[str]:
@@ -72,13 +74,7 @@ def test_a_runs_step_that_raised_on_a_shared_store_decides_as_in_one_process(
             "down", jobs.note, OneTime(at=T0), id="down", args=("down",), depends_on=[up.id]
         )
         scheduler.start()
-        assert scheduler.wait_idle(timeout=5)
-        assert down.status is TaskStatus.BLOCKED
-        clock.armed.set()
-        with caplog.at_level(logging.ERROR):
-            clock.advance(10)
-            assert scheduler.wait_idle(timeout=5)
-        assert clock.raised.is_set() and "the scheduler raised" in caplog.text
+        step_raises_while_blocked(scheduler, clock, down, caplog)
         if step == "record" and not fails:  # a success recorded: the dependent runs
             wait_until(lambda: down.status is TaskStatus.SUCCEEDED, timeout=5, what="down ran")
             assert up.status is TaskStatus.SUCCEEDED and ran() == ["up", "down"]
