@@ -6,6 +6,7 @@ the row again, only while it is still as this process last read it
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterator
 
@@ -200,3 +201,47 @@ def test_a_wait_end_whose_write_failed_is_not_written_over_a_change_made_elsewhe
     finally:
         a.shutdown()
         b.shutdown()
+
+
+def test_a_verb_of_a_scheduler_not_running_whose_write_failed_says_when_it_is_written(
+    stores: list[CoordinatedStore], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A scheduler never started on a shared store (an admin process that only pauses and
+    cancels) has no timer: a verb whose write failed in an outage is written again at its
+    next verb (whose read of the feed ends the outage) or at shutdown(), not within
+    ``poll``.  Until then the other processes run the task as its row says (a pause not
+    heard), and a process that ends without either loses the verb.  The verb says so,
+    at WARNING: before, the outage's ERROR line said only that "the
+    scheduler goes on in memory and its registry stays authoritative", true of a
+    running scheduler and not of this one, whose registry runs nothing."""
+    admin_store, _, reader = stores
+    admin = Scheduler(store=admin_store)  # never started
+    try:
+        later = FixedRate(HOUR, start_delay=HOUR)
+        for task_id in ("a", "b", "c"):
+            admin.schedule(task_id, jobs.noop, later, id=task_id)
+        save = admin_store.save
+        failing = ["a"]
+
+        def fails(snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+            if snapshot.task.id in failing:
+                failing.remove(snapshot.task.id)
+                raise StoreError("the store went away for a moment")
+            save(snapshot, record)
+
+        admin_store.save = fails  # type: ignore[method-assign]
+        with caplog.at_level(logging.WARNING, logger="lldsched"):
+            assert admin.pause("a")
+            said = [r for r in caplog.records if "is not running" in r.getMessage()]
+            assert len(said) == 1 and said[0].levelno == logging.WARNING
+            assert "a" in said[0].getMessage() and "next verb" in said[0].getMessage()
+            assert "shutdown()" in said[0].getMessage()
+        assert _row(reader, "a") is TaskStatus.SCHEDULED  # stale: the others run it
+        assert admin.pause("b")  # the next verb: its read of the feed writes it again
+        assert {t: _row(reader, t) for t in "abc"} == {
+            "a": TaskStatus.PAUSED,
+            "b": TaskStatus.PAUSED,
+            "c": TaskStatus.SCHEDULED,
+        }
+    finally:
+        admin.shutdown()

@@ -145,6 +145,7 @@ class Coordinator:
         # how much of a forward jump the lease clock did not count (clock_jumped).
         self._paired = (looked, self._since)
         self._taken: ScheduledTask | None = None  # taken over in a taking_over() block
+        self._raised: Claim | None = None  # the claim whose begin raised, for broke()
         store.subscribe(wake)
 
     def load(self) -> None:
@@ -435,19 +436,60 @@ class Coordinator:
         if claim is None:  # its lease was lost before a worker took it: not ours to run
             return None
         trusted = self._watch.trusted()  # else no renewal vouches for its lease: not ours
-        run = self._core.begin(entry, worker, token=claim.token) if trusted else None
+        try:  # free until it raises (3.11)
+            run = self._core.begin(entry, worker, token=claim.token) if trusted else None
+        except BaseException:  # (rare) the runtime calls broke() next, with this claim
+            self._raised = claim
+            raise
         if run is None:  # handed back now, not left to block its task until it expires
             held = self._core.claim_held(claim.token)
             if held is None:
                 self._release(claim.task_id, claim.token)
             else:
-                self._give_back_held(claim, held)
+                self._give_back_held(claim.task_id, claim.token, held)
             self._held_none()
         else:
             self._running[claim.token] = (claim.task_id, run.context)
             if run.context is not None:
                 self._watch.add(claim.token, run.context)
         return run
+
+    def broke(
+        self, task_id: str, run: Run | None, exc: BaseException, *, due: float | None
+    ) -> None:
+        """The runtime's :meth:`begin` of task ``task_id``'s entry due at ``due`` (``run``
+        None) or its record of ``run`` raised ``exc`` (caller holds the lock; rare).  The
+        core decides as in one process (:meth:`SchedulerCore.broke
+        <lldsched.core.runs.RunTransitions.broke>`: a task the step left stuck fails,
+        its dependents are told), given the claim's token; a failure it decided is
+        written here, fenced by that token, the lease dropped in the same transaction
+        (:meth:`_give_back_held`), so that the other processes hear it from the change
+        feed.  A begin that raised and failed nothing gives its claim back at once,
+        for the store to hand the slot out again; a record that raised forgets its
+        lease (:meth:`done`): a settle written before the step raised dropped it, and
+        one that was not, of a task the step failed nothing of (a verb moved it
+        meanwhile), is let lapse."""
+        claim, self._raised = self._raised, None
+        if run is not None:
+            token = run.token
+        elif claim is not None and claim.task_id == task_id:
+            token = claim.token
+        else:  # (not met) no claim known: decided as ever, the core's own write
+            token = None
+        core = self._core
+        core.broke(task_id, run, exc, due=due, token=token)
+        if run is not None:
+            self.done(run)
+        if token is None:
+            return
+        held = core.claim_held(token)  # the failure decided, or a held slot's end
+        if held is not None and task_id in core.tasks:
+            self._give_back_held(
+                task_id, token, held, doing="writing what it decided after the scheduler raised"
+            )
+        elif run is None or held is not None:
+            self._release(task_id, token)
+        self._held_none()
 
     def done(self, run: Run) -> bool:
         """The run is settled (its store write was fenced by its token): forget its lease.
@@ -688,7 +730,12 @@ class Coordinator:
             snapshot = core.snapshot(task)
             try:
                 if not self._write_decided(
-                    claim, snapshot, records, release=not runs, doing="deciding its misfire"
+                    claim.task_id,
+                    claim.token,
+                    snapshot,
+                    records,
+                    release=not runs,
+                    doing="deciding its misfire",
                 ):
                     return None
             except Exception as exc:  # nothing written: the lease expires, someone decides again
@@ -698,10 +745,18 @@ class Coordinator:
             return None
         return queued_entry(task, due)
 
-    def _give_back_held(self, claim: Claim, records: list[ExecutionRecord]) -> None:
-        """Give back the claim of a slot the readiness check held (BLOCKED, or FAILED: an
-        upstream it waits for is dead) with the task's row and ``records`` (its wait's),
-        in one transaction (:meth:`_write_decided`): before, the row was saved, then the
+    def _give_back_held(
+        self,
+        task_id: str,
+        token: int,
+        records: list[ExecutionRecord],
+        *,
+        doing: str = "holding its slot for its upstreams",
+    ) -> None:
+        """Give back the claim (``token``) of a slot the readiness check held (BLOCKED, or
+        FAILED: an upstream it waits for is dead), or of a run whose begin or record
+        raised and failed its task (:meth:`broke`), with the task's row and ``records``
+        (a wait's), in one transaction (:meth:`_write_decided`): before, the row was saved, then the
         lease released, and a process that died between the two left a BLOCKED row its
         lease held, the task's next release waiting for the lease to expire.
 
@@ -712,30 +767,29 @@ class Coordinator:
         release, the lease left to expire came back to this process, whose registry has
         the task BLOCKED: it gave back each claim of the row (one a wake), and the row
         said SCHEDULED, until a success here released the task."""
-        task_id = claim.task_id
         snapshot = self._core.snapshot(self._core.tasks[task_id])
         try:
-            self._write_decided(
-                claim, snapshot, records, release=True, doing="holding its slot for its upstreams"
-            )
+            self._write_decided(task_id, token, snapshot, records, release=True, doing=doing)
         except Exception as exc:
             writes = self._core.store_writes
             assert writes is not None  # a core with a store has one
             writes.failed(exc, "save", task_id, snapshot, records=records)
-            self._release(task_id, claim.token)
+            self._release(task_id, token)
 
     def _write_decided(
         self,
-        claim: Claim,
+        task_id: str,
+        token: int,
         snapshot: TaskSnapshot,
         records: list[ExecutionRecord],
         *,
         release: bool,
         doing: str,
     ) -> bool:
-        """Write what this process decided for the slot of ``claim`` without running it
-        (``doing``: ``"deciding its misfire"``, or holding the slot for a dependency
-        wait): the task's row ``snapshot`` and ``records``, the lease dropped with
+        """Write what this process decided for the slot of task ``task_id``'s claim with
+        ``token`` without running it (``doing``: ``"deciding its misfire"``, holding the
+        slot for a dependency wait, or failing the task after its begin or record
+        raised): the task's row ``snapshot`` and ``records``, the lease dropped with
         ``release``, in one transaction fenced by the claim's token
         (:meth:`CoordinatedStore.misfired
         <lldsched.persistence.CoordinatedStore.misfired>`).  False when the lease was
@@ -743,9 +797,9 @@ class Coordinator:
         :meth:`_say_lost`: a removal elsewhere is known only then).  A store's failure
         is raised: what then is the caller's (:meth:`_misfire`, :meth:`_give_back_held`)."""
         try:
-            self.store.misfired(snapshot, records, token=claim.token, release=release)
+            self.store.misfired(snapshot, records, token=token, release=release)
         except LeaseLost:  # said at the next tick, after the feed (a removal, or not)
-            self._lost_deciding.append(Lost(claim.task_id, claim.token, doing=doing))
+            self._lost_deciding.append(Lost(task_id, token, doing=doing))
             return False
         return True
 
