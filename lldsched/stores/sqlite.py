@@ -266,8 +266,10 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
                 version = self._check(connection)  # another opener created it first: as it is
             if version is not None:
                 connection.execute(f"PRAGMA synchronous = {synchronous}")
-                if version < SCHEMA_VERSION:
+                if version < SCHEMA_VERSION:  # checks the values before it commits
                     self._migrate(connection, version)
+                else:
+                    self._check_values(connection)  # only reads: a refused file is untouched
             (dead_seq,) = connection.execute(
                 "SELECT coalesce(max(failed_seq), 0) FROM tasks"
             ).fetchone()
