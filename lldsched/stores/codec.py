@@ -438,7 +438,9 @@ class Unreadable:
     A status it does not know (:class:`UnknownStatus`): no state of it can be followed,
     so the task is left out whether this process had it or not (the feed gives a task it
     had as removed *here*: nothing is written), until a later write gives the row a
-    status it knows; then it is read as any row learnt from the feed.
+    status it knows; then it is read as any row learnt from the feed.  So is a row
+    holding a value it cannot read (:class:`BadValue`: another tool's write), tried
+    again at each write of the row.
 
     Used by a store's ``load_all()`` and ``changes()``, which its runtime calls under its
     own lock."""
