@@ -253,24 +253,22 @@ _RECORD = (  # the columns of RECORD_COLUMNS, as record_of reads them
 def record_of(row: tuple[Any, ...]) -> ExecutionRecord:
     """The record a row of :data:`RECORD_COLUMNS` describes; :class:`BadValue` naming each
     value the store cannot read (:func:`misread`)."""
-    *values, seq = row
     (
         task_id, name, attempt, due, slot, worker, started, finished, ok, error, timed_out,
-        misfire, result, token,
-    ) = values  # fmt: skip
-    # The columns a record is read by, at the cost of one test each; what fails one, or
-    # holds a text other than NULL, is looked at whole (a history read is thousands).
+        misfire, result, token, seq,
+    ) = row  # fmt: skip
+    # Every column at the cost of one test each (a history read is thousands of rows);
+    # misread, which says which and how, only for a row that fails one.
     if not (
-        type(due) is float
-        and type(slot) is float
-        and type(started) is float
-        and type(finished) is float
-        and type(attempt) is int
-        and type(worker) is int
-        and (ok == 0 or ok == 1)
-        and (timed_out == 0 or timed_out == 1)
-    ) or (error is not None or misfire is not None or result is not None or token is not None):
-        said = misread("records", (task_id, seq), values, _RECORD)
+        type(due) is float and type(slot) is float and type(started) is float
+        and type(finished) is float and type(attempt) is int and type(worker) is int
+        and type(ok) is int and 0 <= ok <= 1
+        and type(timed_out) is int and 0 <= timed_out <= 1
+        and type(task_id) is str and (name is None or type(name) is str)
+        and (error is None or type(error) is str) and (misfire is None or type(misfire) is str)
+        and (result is None or type(result) is str) and (token is None or type(token) is int)
+    ):  # fmt: skip
+        said = misread("records", (task_id, seq), row[:-1], _RECORD)
         if said:
             raise BadValue(task_id, said)
     return ExecutionRecord(
