@@ -40,6 +40,7 @@ from lldsched.schedules.base import Schedule
 __all__ = [
     "FINISHED_STATUSES",
     "MAX_ID_BYTES",
+    "SHORT_ID",
     "Change",
     "Claim",
     "CoordinatedStore",
@@ -71,12 +72,17 @@ store: an id tried on the in-memory or SQLite store is not refused on moving to
 PostgreSQL (docs/DECISIONS.md, "A task id is at most 2,000 bytes")."""
 
 
+SHORT_ID = MAX_ID_BYTES // 4
+"""An id of at most this many characters is within :data:`MAX_ID_BYTES` (UTF-8 takes at
+most four bytes a character): only a longer one is encoded to be measured."""
+
+
 def check_id_size(task_id: str, *, nothing: str) -> None:
     """Refuse a task id over :data:`MAX_ID_BYTES` with a :class:`ValidationError` naming
     its start, its size and the bound; ``nothing``: what the caller did not do
-    (``"registered"``, ``"written"``).  One ``len`` for an id of at most 500 characters
-    (four bytes at most each)."""
-    if len(task_id) <= MAX_ID_BYTES // 4:
+    (``"registered"``, ``"written"``).  One ``len`` for an id of at most
+    :data:`SHORT_ID` characters (a caller on a hot path tests that first)."""
+    if len(task_id) <= SHORT_ID:
         return
     size = len(task_id.encode("utf-8", "surrogatepass"))
     if size > MAX_ID_BYTES:

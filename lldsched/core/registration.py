@@ -29,7 +29,7 @@ from lldsched.core.schedulearg import SCHEDULE_TYPES, is_schedule, schedule_of
 from lldsched.core.task import DEFAULT_OPTIONS, Isolation, ScheduledTask, TaskOptions
 from lldsched.errors import ValidationError
 from lldsched.model import Priority
-from lldsched.persistence import Task, check_id_size
+from lldsched.persistence import SHORT_ID, Task, check_id_size
 from lldsched.policies import MisfirePolicy, Overlap, OverrunPolicy, RetryPolicy
 from lldsched.schedules.base import Schedule, wrapped_schedule
 from lldsched.schedules.cron import CronSchedule
@@ -319,7 +319,8 @@ def check_task_id(task_id: object, *, who: str | None = None) -> str:
         raise ValidationError(
             f"a task id must be printable, with no blank at either end, got {task_id!r}{source}"
         )
-    check_id_size(task_id, nothing="registered")  # the same bound on every store
+    if len(task_id) > SHORT_ID:  # the same bound on every store; a short id is within it
+        check_id_size(task_id, nothing="registered")
     return task_id
 
 
