@@ -12,8 +12,10 @@ Pass ``synchronous="FULL"`` to sync at every commit as well (slower).  The
 schema is versioned with ``PRAGMA user_version`` and the file marked with
 ``PRAGMA application_id``: a file from a newer lldsched, or one that is not an
 lldsched store, is refused with a :class:`~lldsched.errors.StoreError`, as is a
-corrupted one (``PRAGMA quick_check`` at open); nothing is written to a file
-that was refused.  A file of an older schema version is migrated at open, in one
+corrupted one (``PRAGMA quick_check`` at open) and one whose rows hold a value of
+another type than the store writes (text SQLite kept in a numeric column: a row edited
+by hand, :meth:`~lldsched.stores.sqlite_schema.FileFormat._check_values`); nothing is
+written to a file that was refused.  A file of an older schema version is migrated at open, in one
 transaction (:data:`~lldsched.stores.sqlite_schema.MIGRATIONS`; version 1 had no
 ``result`` column; the format is :mod:`lldsched.stores.sqlite_schema`'s).  A
 definition whose callable no longer imports makes ``load_all`` raise, naming the
@@ -266,8 +268,10 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
                 version = self._check(connection)  # another opener created it first: as it is
             if version is not None:
                 connection.execute(f"PRAGMA synchronous = {synchronous}")
-                if version < SCHEMA_VERSION:
+                if version < SCHEMA_VERSION:  # checks the values before it commits
                     self._migrate(connection, version)
+                else:
+                    self._check_values(connection)  # only reads: a refused file is untouched
             (dead_seq,) = connection.execute(
                 "SELECT coalesce(max(failed_seq), 0) FROM tasks"
             ).fetchone()

@@ -332,8 +332,9 @@ class CoordinatedMethods:
                     shared.unreadable.read(task_id)
                     return None
                 check_take_over(task_id, row[2])  # a status this release does not know: refused
+                # A value it cannot read (BadValue): refused before anything is written.
+                snapshot = snapshot_of(row[0], row[1], row[2], list(row[3:]), task=definition)
                 version = _redefine_row(connection, definition)
-            snapshot = snapshot_of(row[0], row[1], row[2], list(row[3:]), task=definition)
             shared.unreadable.read(task_id)
             self._defined[task_id] = definition
             self._wrote(shared, snapshot, version)
