@@ -53,7 +53,12 @@ that would hold back the other lane (:mod:`lldsched.sim.lanes`: it keeps its pla
 a worker takes the entry it took before) and starts the earliest head that can start,
 the workers' first at one instant, as the threaded timer hands them theirs first
 (docs/DECISIONS.md, "A coroutine run takes the coroutine lane, not a virtual worker").
-A plain function that returns an awaitable still takes a worker for its whole run.
+A plain function that returns an awaitable is called on a worker, which is free again
+at once, as on threads, where the worker hands the awaitable to the event loop: its run
+goes on on the coroutine lane (recorded on the worker that called it, as there), for
+its modelled duration from the instant it gets a place there; while the lane is full it
+waits, behind the others that wait, first come first served
+(docs/DECISIONS.md, "A plain function's awaitable frees its worker").
 
 Deterministic: the same seed and scenario give identical records.  Listeners
 are called in order, in virtual time, on the caller's thread.
@@ -75,6 +80,7 @@ import itertools
 import math
 import random
 import sys
+from collections import deque
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta, tzinfo
 from types import TracebackType
@@ -121,6 +127,10 @@ the start (ten million took 420 MB), and a pool that large never keeps a run wai
 _INF = math.inf  # "no such event"
 _HELD = "blocked"  # what _start returns for an entry the core held BLOCKED (a SimStep kind)
 _LAST_INSTANT = sys.float_info.max  # every real instant is at or before it; _INF is after
+
+Handed = tuple[float, Run, float, "str | None", "str | None", bool]
+"""A plain function's awaitable waiting for a place on the coroutine lane: (the instant it
+was handed over, its run, its modelled duration, error, result, timed out)."""
 
 
 class SimStep(NamedTuple):
@@ -223,6 +233,9 @@ class Simulation(SimulationVerbs):
         # lane (_next_start), setting aside a head whose lane is full.
         self._loop_tasks = False
         self._waiting = Waiting(self._queue)
+        # Awaitables plain functions returned, waiting for a place on the full coroutine
+        # lane, in the order handed over (their workers free already).
+        self._handed: deque[Handed] = deque()
         # Where the start _next_start picked waits (None: the queue's head), and its lane.
         self._picked: tuple[list[Entry] | None, bool] = (None, False)
         # (finished, sequence, worker, run, started, error, result, timed_out) in flight
@@ -509,10 +522,13 @@ class Simulation(SimulationVerbs):
                     now = finish
                     _, _, worker, run, started, error, result, timed_out = heappop(finishes)
                     record = finish_run(run, started, finish, error, result, timed_out)
-                    if lanes and worker == lane:  # (lanes never goes back to False)
-                        self._coroutines -= 1
-                    else:
+                    if worker < lane:
                         heappush(free, worker)
+                    elif worker == lane:  # a place on the coroutine lane is free
+                        self._coroutines -= 1
+                        if self._handed:
+                            self._hand_on(now)
+                    # (worker > lane: an awaitable cut while it waited held nothing)
                     kind = "finish"  # the record names the task (below)
                 elif intervention <= start:
                     if intervention > end:
@@ -663,6 +679,13 @@ class Simulation(SimulationVerbs):
                 if len(self._awaited) > 2 * len(self._finishes) + 16:
                     self._prune_awaited()
                 self._awaited[id(run)] = run
+                if worker != self._workers:  # a plain function's: its worker is free now
+                    self._release(worker)
+                    if self._coroutines >= self._max_coroutines:  # it waits for a place
+                        self._handed.append((now, run, duration, error, result, timed_out))
+                        return None
+                    self._coroutines += 1
+                    worker = self._workers  # the lane's place, released at its finish
             elif value is not None:
                 result = result_text(value)
         if duration == 0:  # finishes before anything else can happen at this instant
@@ -686,11 +709,32 @@ class Simulation(SimulationVerbs):
 
     def _release(self, worker: int) -> None:
         """A run on ``worker`` ended: the worker is free again, or, for the coroutine
-        lane's number, a place on that lane is."""
+        lane's number, a place on that lane is (given to an awaitable waiting for one)."""
         if worker == self._workers:
             self._coroutines -= 1
+            if self._handed:
+                self._hand_on(self.now)
         else:
             heapq.heappush(self._free, worker)
+
+    def _hand_on(self, now: float) -> None:
+        """A place on the coroutine lane is free at ``now``: the first awaitable a plain
+        function handed over and that waits for one takes it, unless a coroutine task's
+        entry, due at or before that awaitable was handed over, waits for it too (on
+        threads the timer handed that entry to the event loop first): that one starts
+        next, at ``now`` (:meth:`_next_start`)."""
+        handed = self._handed
+        entry = self._waiting.head(self._waiting.coroutines)
+        if entry is not None and entry[0] <= handed[0][0]:
+            return
+        started, run, duration, error, result, timed_out = handed.popleft()
+        self._coroutines += 1
+        self._awaited[id(run)] = run  # (a prune while it waited dropped it)
+        heapq.heappush(
+            self._finishes,
+            (now + duration, next(self._sequence), self._workers, run, started, error, result,
+             timed_out),
+        )  # fmt: skip
 
     def _retired(self, task_id: str) -> None:
         """The core retires ``task_id``: its models go with it (what the views read of it
@@ -706,6 +750,28 @@ class Simulation(SimulationVerbs):
                 finishes[index] = (self.now, *item[1:])
                 heapq.heapify(finishes)
                 return
+        if self._handed:  # an awaitable waiting for a place on the lane
+            self._cut_handed(lambda waiting: waiting is run, None)
+
+    def _cut_handed(self, cut: Callable[[Run], bool], error: str | None) -> None:
+        """The awaitables waiting for a place on the coroutine lane whose runs ``cut``
+        picks end now (with ``error``, else the error they had), holding no place: their
+        finish, at this instant, is an event (worker ``workers + 1``, which frees
+        nothing), as on threads a cancelled one is recorded once the loop drops it."""
+        now = self.now
+        kept: deque[Handed] = deque()
+        for item in self._handed:
+            handed_at, run, _, had, result, timed_out = item
+            if not cut(run):
+                kept.append(item)
+                continue
+            ending = had if error is None else error
+            heapq.heappush(
+                self._finishes,
+                (now, next(self._sequence), self._workers + 1, run, handed_at, ending,
+                 None if error is not None else result, False if error is not None else timed_out),
+            )  # fmt: skip
+        self._handed = kept
 
     def _prune_awaited(self) -> dict[int, Run]:
         """The coroutine runs in flight (:attr:`_awaited` without those finished), kept."""
@@ -720,6 +786,8 @@ class Simulation(SimulationVerbs):
         now, failed with ``CancelledError: task <why>`` (a paused task retries the
         attempt after resume), as the threaded runtime cancels them (its
         ``_stop_running``); a thread's run is cooperative and goes on, here as there."""
+        if self._handed:  # waiting for a place on the lane: ended now, never begun there
+            self._cut_handed(lambda run: run.task.id == task_id, f"CancelledError: task {why}")
         if not self._awaited:
             return
         awaited = self._prune_awaited()

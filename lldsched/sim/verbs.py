@@ -15,7 +15,7 @@ no lock.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sized
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -70,6 +70,7 @@ class SimulationVerbs:
     _waiting: Waiting  # entries set aside from the heap while their lane is full
     _loop_tasks: bool  # a coroutine task was registered: entries may be set aside
     _coroutines: int  # runs in flight on the coroutine lane
+    _handed: Sized  # plain functions' awaitables waiting for a place on that lane
 
     if TYPE_CHECKING:
 
@@ -468,7 +469,8 @@ class SimulationVerbs:
         simulated instant; a due task waits in the heap for a free worker (``lag``), never
         in a hand-off queue (``queued``, and ``handoff`` is 0), even set aside from it while
         its lane is full (:mod:`lldsched.sim.lanes`); ``coroutines`` counts the runs on
-        the coroutine lane and the coroutine entries due that wait for a slot of it, as
+        the coroutine lane and the coroutine entries due (and the awaitables plain
+        functions returned) that wait for a slot of it, as
         ``Scheduler.metrics()`` counts those on and waiting for its event loop; after
         :meth:`shutdown <lldsched.sim.simulation.Simulation.shutdown>`,
         ``state`` is ``"stopped"`` and ``timer_alive`` False, as on ``Scheduler``.
@@ -489,7 +491,7 @@ class SimulationVerbs:
             workers=self.workers,
             busy=self.busy,
             handoff=0,
-            coroutines=self._coroutines + aside.due_coroutines,
+            coroutines=self._coroutines + len(self._handed) + aside.due_coroutines,
             handed_out_due=aside.first_due,
             dropped_events=0,
             aside=aside.held - aside.tombstones,
