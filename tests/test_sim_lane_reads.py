@@ -177,6 +177,36 @@ def test_a_plain_functions_awaitable_waits_for_a_place_on_a_full_lane() -> None:
     assert sim.metrics().coroutines == 0
 
 
+def test_a_plain_functions_awaitable_waits_for_a_place_on_threads_too() -> None:
+    """The threaded side of the test above ("c" takes no time here)."""
+    first, second = Gate(), Gate()
+    clock, log = FakeClock(T), EventLog()
+    try:
+        with Scheduler(workers=1, clock=clock, listeners=[log], max_coroutines=1) as scheduler:
+            scheduler.schedule("a", first.returns_held, OneTime(delay=0), id="a")
+            wait_until(lambda: first.begun == 1, timeout=10, what="a's coroutine")
+            clock.set(T + 5)
+            scheduler.schedule("b", second.returns_held, OneTime(delay=0), id="b")
+            wait_until(lambda: scheduler.metrics().coroutines == 2, timeout=10,
+                       what="b's awaitable handed over")  # fmt: skip
+            clock.set(T + 6)
+            scheduler.schedule("c", plain, OneTime(delay=0), id="c")
+            wait_until(lambda: len(scheduler.task("c").history) == 1, timeout=10, what="c")
+            assert (second.begun, scheduler.metrics().busy) == (0, 0)  # b waits, no worker
+            clock.set(T + 50)
+            first.open()
+            wait_until(lambda: second.begun == 1, timeout=10, what="b's coroutine")
+            clock.set(T + 60)
+            second.open()
+            assert scheduler.wait_idle(10)
+    finally:
+        first.open()
+        second.open()
+    records = [(e.record.task_id, e.record.started - T, e.record.finished - T, e.record.worker)
+               for e in log.events if e.record is not None]  # fmt: skip
+    assert records == [("c", 6, 6, 0), ("a", 0, 50, 0), ("b", 5, 60, 0)]
+
+
 @pytest.mark.parametrize("verb", ["pause", "cancel"])
 def test_a_verb_ends_a_plain_functions_awaitable_waiting_for_a_place(verb: str) -> None:
     sim = Simulation(workers=1, start=T, max_coroutines=1)

@@ -229,8 +229,9 @@ class Simulation(SimulationVerbs):
         # The coroutine lane, beside the workers: its runs in flight, and its limit.
         self._max_coroutines = max_coroutines
         self._coroutines = 0
-        # True once a coroutine task is registered: the loop then picks each start by
-        # lane (_next_start), setting aside a head whose lane is full.
+        # True once a coroutine task is registered (or a plain function handed over an
+        # awaitable): the loop then picks each start by lane (_next_start), setting aside
+        # a head whose lane is full, and a finish may free a place on the lane.
         self._loop_tasks = False
         self._waiting = Waiting(self._queue)
         # Awaitables plain functions returned, waiting for a place on the full coroutine
@@ -522,13 +523,14 @@ class Simulation(SimulationVerbs):
                     now = finish
                     _, _, worker, run, started, error, result, timed_out = heappop(finishes)
                     record = finish_run(run, started, finish, error, result, timed_out)
-                    if worker < lane:
+                    if lanes and worker >= lane:  # (lanes never goes back to False)
+                        if worker == lane:  # a place on the coroutine lane is free
+                            self._coroutines -= 1
+                            if self._handed:
+                                self._hand_on(now)
+                        # (worker > lane: an awaitable cut while it waited held nothing)
+                    else:
                         heappush(free, worker)
-                    elif worker == lane:  # a place on the coroutine lane is free
-                        self._coroutines -= 1
-                        if self._handed:
-                            self._hand_on(now)
-                    # (worker > lane: an awaitable cut while it waited held nothing)
                     kind = "finish"  # the record names the task (below)
                 elif intervention <= start:
                     if intervention > end:
@@ -680,6 +682,7 @@ class Simulation(SimulationVerbs):
                     self._prune_awaited()
                 self._awaited[id(run)] = run
                 if worker != self._workers:  # a plain function's: its worker is free now
+                    self._loop_tasks = True  # its finish frees a place on the lane
                     self._release(worker)
                     if self._coroutines >= self._max_coroutines:  # it waits for a place
                         self._handed.append((now, run, duration, error, result, timed_out))
