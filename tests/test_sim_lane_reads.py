@@ -219,3 +219,38 @@ def test_a_verb_ends_a_plain_functions_awaitable_waiting_for_a_place(verb: str) 
     why = "paused" if verb == "pause" else "cancelled"
     assert records == [("b", 5, 20, f"CancelledError: task {why}"), ("a", 0, 50, None)]
     assert sim.metrics().coroutines == 0
+
+
+def test_places_freed_at_once_go_first_come_first_served_entries_and_awaitables() -> None:
+    """Two places free at 50: the coroutine task's entry due at 5 takes one and the
+    awaitable handed over at 6 the other, as the threaded loop begins what waits in the
+    order it came; the one handed over at 7 waits on.  (A first cut gave a freed place to
+    an awaitable only at a finish and deferred to the entry there for each place freed:
+    the awaitable of 6 waited for the next finish.)"""
+    sim = Simulation(workers=1, start=T, max_coroutines=2)
+    for name in ("a", "b"):
+        sim.schedule(name, OneTime(delay=0), action=returns_no_op, id=name, duration=fixed(50))
+    sim.schedule("c", OneTime(delay=5), action=no_op, id="c", duration=fixed(10))
+    sim.schedule("d", OneTime(delay=6), action=returns_no_op, id="d", duration=fixed(10))
+    sim.schedule("e", OneTime(delay=7), action=returns_no_op, id="e", duration=fixed(10))
+    sim.run(T + 20)
+    assert sim.metrics().coroutines == 5
+    sim.run(T + 100)
+    records = sorted((r.task_id, r.started - T, r.finished - T) for r in sim.records())
+    assert records == [
+        ("a", 0, 50), ("b", 0, 50), ("c", 50, 60), ("d", 6, 60), ("e", 7, 70)
+    ]  # fmt: skip
+
+
+def test_a_drain_less_shutdown_runs_the_awaitables_handed_over() -> None:
+    """Begun on their workers, they run on as on threads (the loop keeps its flights at a
+    shutdown without a drain), while a coroutine entry due then does not start."""
+    sim = Simulation(workers=1, start=T, max_coroutines=1)
+    sim.schedule("a", OneTime(delay=0), action=returns_no_op, id="a", duration=fixed(50))
+    sim.schedule("c", OneTime(delay=5), action=no_op, id="c", duration=fixed(10))
+    sim.schedule("d", OneTime(delay=6), action=returns_no_op, id="d", duration=fixed(10))
+    sim.run(T + 20)
+    sim.shutdown(drain=False)
+    records = [(r.task_id, r.started - T, r.finished - T) for r in sim.records()]
+    assert records == [("a", 0, 50), ("d", 6, 60)]
+    assert sim.task("c").next_run_at == T + 5

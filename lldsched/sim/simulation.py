@@ -126,6 +126,7 @@ the start (ten million took 420 MB), and a pool that large never keeps a run wai
 
 _INF = math.inf  # "no such event"
 _HELD = "blocked"  # what _start returns for an entry the core held BLOCKED (a SimStep kind)
+_HANDED = "handed"  # _next_start picked the first awaitable waiting in _handed
 _LAST_INSTANT = sys.float_info.max  # every real instant is at or before it; _INF is after
 
 Handed = tuple[float, Run, float, "str | None", "str | None", bool]
@@ -237,8 +238,10 @@ class Simulation(SimulationVerbs):
         # Awaitables plain functions returned, waiting for a place on the full coroutine
         # lane, in the order handed over (their workers free already).
         self._handed: deque[Handed] = deque()
-        # Where the start _next_start picked waits (None: the queue's head), and its lane.
-        self._picked: tuple[list[Entry] | None, bool] = (None, False)
+        # Where the start _next_start picked waits (None: the queue's head, or _handed's
+        # first), and its lane: a worker, the coroutine lane, or _HANDED (a handed-over
+        # awaitable's place on the coroutine lane).
+        self._picked: tuple[list[Entry] | None, bool | str] = (None, False)
         # (finished, sequence, worker, run, started, error, result, timed_out) in flight
         self._finishes: list[tuple[float, int, int, Run, float, str | None, str | None, bool]] = []
         self._awaiting = PrivateLoop()  # runs coroutine actions (its loops made at need)
@@ -526,8 +529,6 @@ class Simulation(SimulationVerbs):
                     if lanes and worker >= lane:  # (lanes never goes back to False)
                         if worker == lane:  # a place on the coroutine lane is free
                             self._coroutines -= 1
-                            if self._handed:
-                                self._hand_on(now)
                         # (worker > lane: an awaitable cut while it waited held nothing)
                     else:
                         heappush(free, worker)
@@ -592,10 +593,21 @@ class Simulation(SimulationVerbs):
         start = _INF  # (a shutdown's drain: none due after due_by starts)
         if thread is not None and thread[0] <= due_by:
             start = max(thread[0], now)
-        # The coroutine lane's next start, first only if earlier (at one instant, workers').
+        # The coroutine lane's next start, first only if earlier (at one instant, workers'):
+        # a coroutine entry, or the first awaitable a plain function handed over, which
+        # waits behind an entry due at or before it was handed over (on threads the timer
+        # gave that one to the event loop first) and starts in a drain too (begun).
         if self._coroutines < self._max_coroutines:
             first = waiting.head(waiting.coroutines)
-            if first is not None and first[0] <= due_by and max(first[0], now) < start:
+            if first is not None and first[0] > due_by:  # a shutdown's drain
+                first = None
+            handed = self._handed
+            if handed and (first is None or handed[0][0] < first[0]):
+                if now < start:
+                    self._picked = (None, _HANDED)
+                    handed_at, run = handed[0][0], handed[0][1]
+                    return now, (handed_at, int(run.task.priority), 0, run.task.id)
+            elif first is not None and max(first[0], now) < start:
                 self._picked = (waiting.coroutines, True)
                 return max(first[0], now), first
         self._picked = (waited, False)
@@ -605,6 +617,9 @@ class Simulation(SimulationVerbs):
         """Start ``entry``, which :meth:`_next_start` just picked, on its lane: taken from
         the queue's head or its lane's waiting heap; what :meth:`_start` returns."""
         waited, on_loop = self._picked
+        if on_loop is _HANDED:
+            self._hand_on(now)
+            return None
         if waited is None:
             self._queue.take(entry)
         else:
@@ -712,25 +727,16 @@ class Simulation(SimulationVerbs):
 
     def _release(self, worker: int) -> None:
         """A run on ``worker`` ended: the worker is free again, or, for the coroutine
-        lane's number, a place on that lane is (given to an awaitable waiting for one)."""
+        lane's number, a place on that lane is."""
         if worker == self._workers:
             self._coroutines -= 1
-            if self._handed:
-                self._hand_on(self.now)
         else:
             heapq.heappush(self._free, worker)
 
     def _hand_on(self, now: float) -> None:
-        """A place on the coroutine lane is free at ``now``: the first awaitable a plain
-        function handed over and that waits for one takes it, unless a coroutine task's
-        entry, due at or before that awaitable was handed over, waits for it too (on
-        threads the timer handed that entry to the event loop first): that one starts
-        next, at ``now`` (:meth:`_next_start`)."""
-        handed = self._handed
-        entry = self._waiting.head(self._waiting.coroutines)
-        if entry is not None and entry[0] <= handed[0][0]:
-            return
-        started, run, duration, error, result, timed_out = handed.popleft()
+        """The first awaitable a plain function handed over that waits for a place on
+        the coroutine lane takes one at ``now`` (:meth:`_next_start` picked it)."""
+        started, run, duration, error, result, timed_out = self._handed.popleft()
         self._coroutines += 1
         self._awaited[id(run)] = run  # (a prune while it waited dropped it)
         heapq.heappush(
