@@ -68,7 +68,7 @@ class SimulationVerbs:
     _stop_awaited: Callable[[str, str], None]  # a task's coroutine runs in flight cut now
     _note_lane: Callable[[ScheduledTask], None]  # a coroutine task: starts picked by lane
     _waiting: Waiting  # entries set aside from the heap while their lane is full
-    _loop_tasks: bool  # a coroutine task was registered: entries may be set aside
+    _loop_tasks: bool  # a coroutine task (or a handed-over awaitable): entries set aside
     _coroutines: int  # runs in flight on the coroutine lane
     _handed: Sized  # plain functions' awaitables waiting for a place on that lane
 
