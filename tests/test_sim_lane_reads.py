@@ -62,9 +62,8 @@ def gate() -> Iterator[Gate]:
 
 
 def lane_state(runtime: Simulation | Scheduler, action: Callable[[], object]) -> None:
-    """Three coroutine tasks due at 0 on a lane of two (two run, one waits for a slot),
-    one due at 100 (not due yet), a thread task holding the one worker from 0 to 50 and a
-    thread task due at 5 that waits for it."""
+    """Three coroutine tasks due at 0 on a lane of two (two run, one waits for a slot)
+    and one due at 100 (not due yet)."""
     for name in ("c1", "c2", "c3"):
         runtime.schedule(name, schedule=OneTime(delay=0), action=action, id=name, retry=ONCE)
     runtime.schedule("later", schedule=OneTime(delay=100), action=action, id="later", retry=ONCE)
