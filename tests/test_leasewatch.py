@@ -181,8 +181,9 @@ def test_the_lease_clock_counts_a_suspend_that_time_monotonic_does_not(
 
 @pytest.mark.parametrize("platform", ["win32", "freebsd14"])
 def test_elsewhere_the_lease_clock_is_time_monotonic(platform: str) -> None:
-    # Windows: QueryPerformanceCounter, which counts sleep.  Elsewhere the rule falls back
-    # to it, and the timer's next look cuts the trust by a suspend it did not count.
+    # Windows: GetTickCount64 or QueryPerformanceCounter, both count sleep.  Elsewhere the
+    # rule falls back to it, and the timer's next look cuts the trust by a suspend it did
+    # not count.
     host = Host()
     reading, said = suspend_counting(cast(ModuleType, host), platform)
     assert (reading, said) == (host.monotonic, "time.monotonic")

@@ -76,8 +76,9 @@ def suspend_counting(
     * macOS: ``clock_gettime(CLOCK_MONOTONIC_RAW)``, which goes on while the machine
       sleeps (``mach_continuous_time``'s clock, in Apple's words); ``time.monotonic``
       is ``mach_absolute_time``, which stops.
-    * Windows: ``time.monotonic``, ``QueryPerformanceCounter``, which counts sleep and
-      hibernation (Microsoft's documentation of it says so).
+    * Windows: ``time.monotonic``: ``GetTickCount64`` up to Python 3.12,
+      ``QueryPerformanceCounter`` from 3.13; both count sleep and hibernation
+      (Microsoft's documentation of each says so).
     * Anywhere else (or a clock the interpreter does not offer): ``time.monotonic``,
       whether it counts a suspend or not.  Where it does not, the timer's next wake (at
       most ``poll`` after the resume) sees the suspend as a forward step of the wall
