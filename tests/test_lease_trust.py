@@ -11,7 +11,9 @@ clocks are fakes: the scheduler's (the store's expiry) and the one leases are tr
 
 Also here: a step of the scheduler's wall clock (``JumpingClock``), forward with the
 renewals failing (the flag goes up ``lease / 6`` before the expiry by the moved clock)
-and back (renewed at once, no flag), a claim the worker refuses for want of trust
+and back (renewed at once, no flag), a forward jump cut from the trust by no more than
+the jump (the wall clock having moved more since the last wake than the lease clock
+counted), a claim the worker refuses for want of trust
 (released, and claimed again before its expiry), and a process holding leases it does not
 trust (no claim until a renewal succeeds, or fails and counts them lost).
 """
@@ -327,10 +329,8 @@ def test_a_forward_jump_cuts_the_trust_by_the_jump_at_most(
     cluster_jobs.released.clear()
     while not began.empty():  # what an earlier test's runs told it
         began.get_nowait()
-    with (
-        Unrenewable(path) as store,
-        SqliteTaskStore(path, shared=True, lease=LEASE) as other,
-    ):
+    store = Unrenewable(path)
+    with store, SqliteTaskStore(path, shared=True, lease=LEASE) as other:
         scheduler = Scheduler(workers=2, store=store, clock=wall)
         scheduler.schedule("held", cluster_jobs.held_until_released, OneTime(START), id="held")
         scheduler.start()
