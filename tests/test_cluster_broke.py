@@ -1,18 +1,25 @@
 """A run whose begin or record raised (a clock read for the run's event) on a shared
 store: the task it left stuck fails as it does in one process, and so do the BLOCKED
 dependents waiting for it, written through the store (the task's row fenced by the
-claim's token, its lease dropped), so another process hears it (docs/CLUSTER.md)."""
+claim's token, its lease dropped), so another process hears it (docs/CLUSTER.md).  A
+begin that raised and left its task as it was (nothing failed) gives its claim back at
+once, and the slot is claimed again."""
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
-from lldsched import OneTime, RetryPolicy, Scheduler, TaskStatus
+from lldsched import FakeClock, OneTime, RetryPolicy, Scheduler, SqliteTaskStore, TaskStatus
+from lldsched.model import ExecutionRecord
 from lldsched.persistence import CoordinatedStore
 from tests import cluster_jobs, jobs
 from tests.cluster import StoreSpec, open_store
+from tests.store_doubles import HookedStore, StoreCall
 from tests.test_clock_raises import T0, _GlitchPublishing, step_raises_while_blocked
 from tests.waits import wait_until
 
@@ -97,3 +104,74 @@ def test_a_runs_step_that_raised_on_a_shared_store_decides_as_in_one_process(
                        what="the redriven upstream ran")  # fmt: skip
     finally:
         scheduler.shutdown()
+
+
+class StaleClaimRecordsFail(HookedStore):
+    """A shared SQLite store whose next claim, once ``armed`` is set, finds ``task_id``'s
+    row written by another process since this one read it (``other`` saves it just
+    before: the claim is stale, and the feed read after it queues the task's entry
+    here again), and whose first read of ``task_id``'s records from a worker (a
+    dependent's readiness check, as its run begins) then raises what a user's store's
+    driver may raise (not a StoreError)."""
+
+    def __init__(self, path: Path, other: CoordinatedStore, task_id: str) -> None:
+        super().__init__(path, lease=LEASE, poll=POLL)
+        self.other = other
+        self.task_id = task_id
+        self.armed = threading.Event()
+        self.raised = threading.Event()  # set when the records' read raised
+
+    def before(self, call: StoreCall) -> None:
+        if call == "claim" and self.armed.is_set() and not self.by_the_test():
+            self.armed.clear()
+            (row,) = [s for s in self.other.load_all() if s.task.id == self.task_id]
+            self.other.save(row)  # the same row, written by another process
+
+    def records(self, task_id: str | None = None) -> list[ExecutionRecord]:
+        worker = "worker" in threading.current_thread().name
+        if task_id == self.task_id and worker and not self.raised.is_set():
+            self.raised.set()
+            raise RuntimeError("the driver's error")
+        return super().records(task_id)
+
+
+def test_a_begin_that_raised_and_failed_nothing_gives_its_claim_back_at_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A dependent's begin raises in its readiness check (its store's records read, a
+    driver's error) while its entry is still queued here (the claim was stale: the feed
+    read after it queued the task again): the task is not stuck, so nothing is failed,
+    and the claim is given back at once (Coordinator.broke), not left to block the
+    slot until its lease expires (30 s on, a clock that never gets there).  The next
+    claim (at once: the worker went idle) takes the slot again, and the run is made."""
+    path = tmp_path / "tasks.db"
+    clock = FakeClock(T0)
+    other = SqliteTaskStore(path, shared=True, lease=LEASE, poll=POLL)
+    store = StaleClaimRecordsFail(path, other, "down")
+    with other, store:
+        scheduler = Scheduler(clock=clock, workers=1, store=store)
+        jobs.CALLS.clear()
+        try:
+            scheduler.schedule("up", jobs.noop, OneTime(at=T0), id="up")
+            down = scheduler.schedule("down", jobs.note, OneTime(at=T0 + 10), id="down",
+                                      args=("down",), depends_on=["up"])  # fmt: skip
+            scheduler.start()
+            assert scheduler.wait_idle(timeout=5)
+            assert scheduler.task("up").status is TaskStatus.SUCCEEDED
+            store.armed.set()
+            with caplog.at_level(logging.ERROR):
+                clock.advance(10)
+                assert scheduler.wait_idle(timeout=5)
+            assert store.raised.is_set()
+            assert "the scheduler raised beginning a run; the task is left as it is" in (
+                caplog.text
+            )
+            # Given back at once, claimed again and run, the clock still at the slot:
+            # a claim left to lapse would hold the slot until T0 + 10 + LEASE.
+            wait_until(lambda: down.status is TaskStatus.SUCCEEDED, timeout=10,
+                       what="down claimed again and run")  # fmt: skip
+            assert [label for label, _, _ in jobs.CALLS] == ["down"]
+            assert clock.now() == T0 + 10
+            assert not [lease for lease in other.leases() if lease.task_id == "down"]
+        finally:
+            scheduler.shutdown()

@@ -158,6 +158,31 @@ def test_a_stale_row_is_written_again_only_while_it_is_as_last_read_and_no_lease
     assert _row(reader, "job") is TaskStatus.PAUSED
 
 
+def test_a_stale_row_of_a_run_held_here_gets_its_records_and_keeps_its_row(
+    stores: list[CoordinatedStore],
+) -> None:
+    """``persistence.resave`` of a row this process holds a run of (its claim's lease,
+    the snapshot RUNNING), with the records a failed write carried (a wait's ``blocked``
+    record): the row is the run's settle's to write, so it is left as it is (not written
+    from the snapshot, not refused for its live lease), and the records are appended
+    alone; True, so the rewrite counts it written."""
+    holder, _, reader = stores
+    Scheduler(store=holder).schedule("job", jobs.noop, FixedRate(HOUR, start_delay=HOUR),
+                                     id="job")  # fmt: skip
+    (claim,) = holder.claim(now=time.time() + 2 * HOUR, limit=1)
+    row = _snapshot(reader, "job")
+    # The registry's RUNNING snapshot, unlike the row in what a write of it would change.
+    running = row._replace(status=TaskStatus.RUNNING, running=True, failure_count=7)
+    waited = ExecutionRecord.of(
+        task_id="job", name="job", attempt=0, due=claim.slot, slot=claim.slot, worker=-1,
+        started=claim.slot - 1.0, finished=claim.slot, ok=False, misfire=Outcome.BLOCKED,
+    )  # fmt: skip
+    assert resave(holder, running, records=[waited])
+    assert reader.records("job") == [waited]
+    assert _snapshot(reader, "job") == row  # the row untouched: the settle writes it
+    assert holder.leases()[0].token == claim.token  # the lease still held
+
+
 def test_a_wait_end_whose_write_failed_is_not_written_over_a_change_made_elsewhere(
     stores: list[CoordinatedStore],
 ) -> None:

@@ -11,7 +11,9 @@ clocks are fakes: the scheduler's (the store's expiry) and the one leases are tr
 
 Also here: a step of the scheduler's wall clock (``JumpingClock``), forward with the
 renewals failing (the flag goes up ``lease / 6`` before the expiry by the moved clock)
-and back (renewed at once, no flag), a claim the worker refuses for want of trust
+and back (renewed at once, no flag), a forward jump cut from the trust by no more than
+the jump (the wall clock having moved more since the last wake than the lease clock
+counted), a claim the worker refuses for want of trust
 (released, and claimed again before its expiry), and a process holding leases it does not
 trust (no claim until a renewal succeeds, or fails and counts them lost).
 """
@@ -307,6 +309,50 @@ def test_a_short_suspend_the_lease_clock_counted_is_not_cut_from_the_trust_again
         ) in caplog.messages
         cluster_jobs.released.set()  # 20 s of the 25 trusted: the run ends unflagged
         assert cluster_jobs.seen.get(timeout=10) == (task_id, token, False, None)
+
+
+BEFORE_JUMP = 4.0  # the wall clock's move with the monotonic one, before it jumps
+
+
+def test_a_forward_jump_cuts_the_trust_by_the_jump_at_most(
+    tmp_path: Path, trust: FakeClock
+) -> None:
+    """The cut is the part of the jump the lease clock did not count since the last wake;
+    never more than the jump itself.  Here the wall (and monotonic) clock moves
+    ``BEFORE_JUMP`` seconds the lease clock does not count, then jumps ``JUMP``: the wall
+    moved ``BEFORE_JUMP + JUMP`` since the last wake, the lease clock nothing, and the
+    trust is cut by ``JUMP`` alone, not by that whole move.  Cut by the whole move, the
+    trust ran out ``BEFORE_JUMP`` seconds early: the run's flag went up, and a task due
+    then was never claimed (claims held back for want of trust)."""
+    path = tmp_path / "tasks.db"
+    wall = JumpingClock(START)
+    cluster_jobs.released.clear()
+    while not began.empty():  # what an earlier test's runs told it
+        began.get_nowait()
+    store = Unrenewable(path)
+    with store, SqliteTaskStore(path, shared=True, lease=LEASE) as other:
+        scheduler = Scheduler(workers=2, store=store, clock=wall)
+        scheduler.schedule("held", cluster_jobs.held_until_released, OneTime(START), id="held")
+        scheduler.start()
+        try:
+            _, token, _, _ = cluster_jobs.seen.get(timeout=10)  # the run started
+            assert other.leases()[0].expires_at == START + LEASE
+            store.down.set()  # no renewal succeeds from now on
+            wall.elapse(BEFORE_JUMP)  # counted by the monotonic clock, not the lease clock
+            wall.parked.clear()
+            wall.jump(JUMP)  # the timer wakes: the jump seen, the renewal fails
+            assert wall.parked.wait(10), "the timer never looked at the clock after the jump"
+            assert other.leases()[0].expires_at == START + LEASE  # the renewal did fail
+            # Trusted until START + trusted_for(LEASE) - JUMP; cut by the wall's whole
+            # move, until BEFORE_JUMP seconds before that.
+            trust.set(START + trusted_for(LEASE) - JUMP - BEFORE_JUMP / 2)
+            scheduler.schedule("after", note_token, OneTime(wall.now()), id="after")
+            assert began.get(timeout=10)[0] == "after"  # claimed: the leases still trusted
+            cluster_jobs.released.set()
+            assert cluster_jobs.seen.get(timeout=10) == ("held", token, False, None)  # no flag
+        finally:
+            cluster_jobs.released.set()
+            scheduler.shutdown()
 
 
 # -- a claim not begun ------------------------------------------------------------------
