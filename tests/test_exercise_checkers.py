@@ -147,6 +147,20 @@ class NotifiesOnlyWhenDue(TaskQueue):
                 self._cond.notify_all()
 
 
+class NotifiesOnlyIntoAnEmptyQueue(TaskQueue):
+    """Notifies for the first entry of an empty queue only: a new head pushed in front of
+    one already queued wakes nobody."""
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            was_empty = not self._heap
+            sequence = next(self._sequence)
+            self._live[task] = sequence
+            heapq.heappush(self._heap, (due, sequence, task))
+            if was_empty:
+                self._cond.notify_all()
+
+
 class WaitsForTheOldHead(TaskQueue):
     """``wait_for`` with a timeout computed once, from the head it saw first: a notify
     re-tests the predicate, but the wait goes on toward the old head."""
@@ -529,6 +543,8 @@ TIMER_MISTAKES = [
     (NotifiesOne, "both of two waiters", "use notify_all()"),
     (NotifiesOnlyWhenDue, "due in 0.2 s", "due yet or not"),
     (NotifiesOnlyWhenDue, "both of two waiters", "due yet or not"),
+    (NotifiesOnlyIntoAnEmptyQueue, "due in 0.2 s", "your push did not notify"),
+    (NotifiesOnlyIntoAnEmptyQueue, "both of two waiters", "did not notify for a new head"),
     (WaitsForTheOldHead, "due in 0.2 s", "compute it again from the head after every wake-up"),
     (WaitsForTheOldHead, "both of two waiters", "compute it again from the head"),
     (CancelForgets, "cancelled entry never runs", "still ran"),
@@ -593,6 +609,15 @@ def test_a_wait_that_never_ends_in_time_is_not_blamed_on_cancel_or_a_stale_head(
     for result in timer_results(answer):
         assert "a cancel marks only" not in result.message, result
         assert "from the old head" not in result.message, result
+
+
+def test_a_push_that_notifies_only_an_empty_queue_is_not_told_it_called_notify_all() -> None:
+    """Its one notify_all() was for the first entry, pushed before the waiters parked: the
+    two-waiter check counts what the two new heads' pushes did, not the fill's push, so
+    it does not say "your push called notify_all()" and blame the waiters' timeouts."""
+    message = failure(timer_results(NotifiesOnlyIntoAnEmptyQueue), "both of two waiters")
+    assert "your push called notify_all()" not in message
+    assert "went back to the timeout" not in message
 
 
 def test_a_push_into_an_empty_queue_that_wakes_nobody_is_not_blamed_on_cancel() -> None:
