@@ -1300,10 +1300,62 @@ def test_a_parser_that_never_bounds_checks_range_ends_fails() -> None:
 def test_a_parser_that_accepts_plus_five_fails_and_is_told_why_int_took_it() -> None:
     results = run_checks(parse_field_checks(accepts_a_plus_sign))
     assert failure(results, "rejects what cron rejects") == (
-        "'+5' in 0-59 should raise ValueError (cron rejects it), got [5]: cron takes digits "
-        "only, and int() also reads a sign or spaces ('+5', ' 5'); test part.isdigit() "
+        "'+5' in 0-59 should raise ValueError (cron rejects it), got [5]: cron takes ASCII "
+        "digits only, and int() also reads a sign, spaces, underscores and other scripts' "
+        "digits ('+5', ' 5', '1_0', '\uff15'); test part.isascii() and part.isdigit() "
         "before int(part)"
     )
+
+
+def reads_numbers_as_the_old_hint_said(
+    text: str, low: int, high: int, *, underscores: bool = True
+) -> set[int]:
+    """The checker's former advice followed: "test part.isdigit() before int(part)", and
+    int() alone past that. isdigit() is true of a fullwidth five, which int() reads as 5,
+    and int() reads "1_0" as 10 (an answer that tests the digits with the underscores
+    taken out): cron takes neither."""
+
+    def number(part: str) -> int:
+        digits = part.replace("_", "") if underscores else part
+        if not digits.isdigit():
+            raise ValueError(f"{part!r} is not a number")
+        if not low <= int(part) <= high:
+            raise ValueError(f"{part} is out of range")
+        return int(part)
+
+    values: set[int] = set()
+    for item in text.split(","):
+        if not item:
+            raise ValueError("an empty item")
+        base, slash, step_text = item.partition("/")
+        step = 1
+        if slash:
+            if not step_text.isdigit() or int(step_text) == 0:
+                raise ValueError(f"a bad step in {item!r}")
+            step = int(step_text)
+        if base == "*":
+            start, stop = low, high
+        elif "-" in base:
+            first, _, last = base.partition("-")
+            start, stop = number(first), number(last)
+            if start > stop:
+                raise ValueError(f"reversed {base!r}")
+        else:
+            start = number(base)
+            stop = high if slash else start
+        values.update(range(start, stop + 1, step))
+    return values
+
+
+@pytest.mark.parametrize(("underscores", "text", "read"), [(True, "1_0", 10), (False, "\uff15", 5)])
+def test_a_parser_that_reads_what_int_reads_past_isdigit_fails_and_is_told_to_test_ascii(
+    underscores: bool, text: str, read: int
+) -> None:
+    answer = functools.partial(reads_numbers_as_the_old_hint_said, underscores=underscores)
+    assert answer(text, 0, 59) == {read}  # int() read it
+    message = failure(run_checks(parse_field_checks(answer)), "rejects what cron")
+    assert message.startswith(f"{text!r} in 0-59 should raise ValueError (cron rejects it)")
+    assert "part.isascii() and part.isdigit()" in message
 
 
 def test_a_parser_that_reads_a_range_by_its_first_two_numbers_fails() -> None:
