@@ -607,10 +607,13 @@ FILL_LIMIT = 20.0  # seconds the HEAP_SIZE pushes may take (the reference: milli
 
 
 class ComparisonCounter:
-    """How many times the due times it is given to were compared."""
+    """How many times the due times it is given to were ordered (``count``), and how many
+    times a due time or a task name was tested for equality (``equalities``: what a scan
+    for one entry does, ``list.remove`` or a filter by name)."""
 
     def __init__(self) -> None:
         self.count = 0
+        self.equalities = 0
 
 
 class CountedDue(float):
@@ -643,6 +646,39 @@ class CountedDue(float):
     def __ge__(self, other: float) -> bool:
         self.counter.count += 1
         return float(self) >= other
+
+    def __eq__(self, other: object) -> bool:
+        self.counter.equalities += 1
+        return float(self) == other
+
+    def __ne__(self, other: object) -> bool:
+        self.counter.equalities += 1
+        return float(self) != other
+
+    __hash__ = float.__hash__
+
+
+class CountedName(str):
+    """A task name (a plain str to the queue) that counts the times it is tested for
+    equality.  A dict or set lookup by the very object finds it by identity, and counts
+    nothing: what a tombstone's bookkeeping does."""
+
+    counter: ComparisonCounter
+
+    def __new__(cls, value: str, counter: ComparisonCounter) -> CountedName:
+        name = super().__new__(cls, value)
+        name.counter = counter
+        return name
+
+    def __eq__(self, other: object) -> bool:
+        self.counter.equalities += 1
+        return str(self) == other
+
+    def __ne__(self, other: object) -> bool:
+        self.counter.equalities += 1
+        return str(self) != other
+
+    __hash__ = str.__hash__
 
 
 class WatchedDue(float):
@@ -1255,6 +1291,35 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             "O(log n))"
         )
 
+    def cancel_leaves_a_tombstone() -> None:
+        """Cancel half of HEAP_SIZE queued tasks, every other one: a tombstone costs no
+        comparison of a due time or a name; taking the entry out of the heap (a filter, a
+        ``list.remove``, a heapify) costs O(n) of them per cancel.  (A scan that matches
+        entries by sequence number alone compares neither, and is not seen.)"""
+        rig = _rig(make_queue)
+        counter = ComparisonCounter()
+        later = rig.clock.peek() + TWELVE_HOURS
+        names = [CountedName(f"job-{n}", counter) for n in range(HEAP_SIZE)]
+        dues = [CountedDue(later + n * 7919 % HEAP_SIZE, counter) for n in range(HEAP_SIZE)]
+        fill(rig, list(zip(names, dues, strict=True)), limit=FILL_LIMIT)
+        cancelled = names[::2]
+        counter.count = counter.equalities = 0
+
+        def cancel_all() -> None:
+            for name in cancelled:
+                rig.queue.cancel(name)
+
+        bounded(cancel_all, f"{len(cancelled)} cancels", limit=FILL_LIMIT)
+        spent = counter.count + counter.equalities
+        budget = COMPARISONS_PER_ENTRY * len(cancelled)
+        assert spent <= budget, (
+            f"cancelling {len(cancelled):,} of {HEAP_SIZE:,} queued tasks compared due times "
+            f"or task names {spent:,} times, about {spent // len(cancelled)} per cancel: a "
+            "cancel that takes its entry out of the heap (a filter, list.remove, a heapify) "
+            "costs O(n); leave a tombstone: forget the task's live sequence, and let pop_due "
+            "drop the entry when it reaches the top (O(1))"
+        )
+
     return [
         ("takes the time from the clock it was given", reads_the_clock_given),
         ("returns what is due at once, due first, then arrival", due_now_in_order),
@@ -1285,6 +1350,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         ),
         ("pushing a queued task again replaces its entry", re_push_replaces_the_entry),
         ("push and pop cost O(log n): a heap, not a sort or a scan", logarithmic_push_and_pop),
+        ("cancel costs O(1): a tombstone, not a removal", cancel_leaves_a_tombstone),
     ]
 
 
