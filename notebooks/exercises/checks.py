@@ -616,7 +616,25 @@ class ComparisonCounter:
         self.equalities = 0
 
 
-class CountedDue(float):
+class _CountsEqualities:
+    """Counts the times the value is tested for equality (``==``, ``!=``) in its
+    ``counter.equalities``; the value's own type answers."""
+
+    counter: ComparisonCounter
+
+    def __eq__(self, other: object) -> bool:
+        self.counter.equalities += 1
+        return super().__eq__(other)
+
+    def __ne__(self, other: object) -> bool:
+        self.counter.equalities += 1
+        return super().__ne__(other)
+
+    def __hash__(self) -> int:
+        return super().__hash__()
+
+
+class CountedDue(_CountsEqualities, float):
     """A due instant (a plain float to the queue) that counts the times it is ordered.
 
     Only ``<``, ``<=``, ``>`` and ``>=`` count: a tuple comparison also asks ``==`` of
@@ -647,18 +665,8 @@ class CountedDue(float):
         self.counter.count += 1
         return float(self) >= other
 
-    def __eq__(self, other: object) -> bool:
-        self.counter.equalities += 1
-        return float(self) == other
 
-    def __ne__(self, other: object) -> bool:
-        self.counter.equalities += 1
-        return float(self) != other
-
-    __hash__ = float.__hash__
-
-
-class CountedName(str):
+class CountedName(_CountsEqualities, str):
     """A task name (a plain str to the queue) that counts the times it is tested for
     equality.  A dict or set lookup by the very object finds it by identity, and counts
     nothing: what a tombstone's bookkeeping does."""
@@ -669,16 +677,6 @@ class CountedName(str):
         name = super().__new__(cls, value)
         name.counter = counter
         return name
-
-    def __eq__(self, other: object) -> bool:
-        self.counter.equalities += 1
-        return str(self) == other
-
-    def __ne__(self, other: object) -> bool:
-        self.counter.equalities += 1
-        return str(self) != other
-
-    __hash__ = str.__hash__
 
 
 class WatchedDue(float):
