@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import heapq
+import itertools
 import math
 import random
 import re
@@ -144,6 +145,20 @@ class NotifiesOnlyWhenDue(TaskQueue):
             self._live[task] = sequence
             heapq.heappush(self._heap, (due, sequence, task))
             if due <= self._clock():
+                self._cond.notify_all()
+
+
+class NotifiesOnlyIntoAnEmptyQueue(TaskQueue):
+    """Notifies for the first entry of an empty queue only: a new head pushed in front of
+    one already queued wakes nobody."""
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            was_empty = not self._heap
+            sequence = next(self._sequence)
+            self._live[task] = sequence
+            heapq.heappush(self._heap, (due, sequence, task))
+            if was_empty:
                 self._cond.notify_all()
 
 
@@ -326,6 +341,18 @@ class CancelByListRemove(TaskQueue):
                     self._heap.remove(entry)  # the mistake under test
                     break
             self._live.pop(task, None)
+
+
+class CancelByRemovalAndHeapify(TaskQueue):
+    """Cancel takes the entry out of the middle of the heap and heapifies what is left: a
+    heap again, so every order check passes, but each cancel costs O(n), the cost the
+    tombstone is there to avoid."""
+
+    def cancel(self, task: str) -> None:
+        with self._cond:
+            if self._live.pop(task, None) is not None:
+                self._heap = [entry for entry in self._heap if entry[2] != task]
+                heapq.heapify(self._heap)  # the mistake under test
 
 
 class TimeoutFromAnotherClock(TaskQueue):
@@ -529,6 +556,8 @@ TIMER_MISTAKES = [
     (NotifiesOne, "both of two waiters", "use notify_all()"),
     (NotifiesOnlyWhenDue, "due in 0.2 s", "due yet or not"),
     (NotifiesOnlyWhenDue, "both of two waiters", "due yet or not"),
+    (NotifiesOnlyIntoAnEmptyQueue, "due in 0.2 s", "your push did not notify"),
+    (NotifiesOnlyIntoAnEmptyQueue, "both of two waiters", "did not notify for a new head"),
     (WaitsForTheOldHead, "due in 0.2 s", "compute it again from the head after every wake-up"),
     (WaitsForTheOldHead, "both of two waiters", "compute it again from the head"),
     (CancelForgets, "cancelled entry never runs", "still ran"),
@@ -561,6 +590,8 @@ TIMER_MISTAKES = [
     (LiveByDueTime, "replaces its entry", "came out twice"),
     (ReturnsTheEntry, "then arrival", "not its heap entry"),
     (SortsOnEveryPush, "O(log n)", "keep a heap"),
+    (CancelByRemovalAndHeapify, "cancel costs O(1)", "leave a tombstone"),
+    (CancelByListRemove, "cancel costs O(1)", "leave a tombstone"),
     (ScansForTheHead, "O(log n)", "keep a heap"),
 ]
 
@@ -593,6 +624,15 @@ def test_a_wait_that_never_ends_in_time_is_not_blamed_on_cancel_or_a_stale_head(
     for result in timer_results(answer):
         assert "a cancel marks only" not in result.message, result
         assert "from the old head" not in result.message, result
+
+
+def test_a_push_that_notifies_only_an_empty_queue_is_not_told_it_called_notify_all() -> None:
+    """Its one notify_all() was for the first entry, pushed before the waiters parked: the
+    two-waiter check counts what the two new heads' pushes did, not the fill's push, so
+    it does not say "your push called notify_all()" and blame the waiters' timeouts."""
+    message = failure(timer_results(NotifiesOnlyIntoAnEmptyQueue), "both of two waiters")
+    assert "your push called notify_all()" not in message
+    assert "went back to the timeout" not in message
 
 
 def test_a_push_into_an_empty_queue_that_wakes_nobody_is_not_blamed_on_cancel() -> None:
@@ -657,19 +697,54 @@ class OwnLockAndWaitFor(TaskQueue):
                 self._cond.wait(self._heap[0][0] - self._clock() if self._heap else None)
 
 
-class CancelByRemoval(TaskQueue):
-    """Also valid, if slower: cancel takes the entry out of the heap."""
+class MarksTheEntryRemoved:
+    """The heapq documentation's recipe: entries are lists, and a cancel marks its task's
+    entry removed in place; a tombstone too, written another way."""
+
+    REMOVED = "<removed>"
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._heap: list[list[Any]] = []
+        self._sequence = itertools.count()
+        self._entries: dict[str, list[Any]] = {}
+
+    def push(self, task: str, due: float) -> None:
+        with self._cond:
+            if task in self._entries:
+                self._entries.pop(task)[-1] = self.REMOVED
+            entry = [due, next(self._sequence), task]
+            self._entries[task] = entry
+            heapq.heappush(self._heap, entry)
+            if self._heap[0] is entry:
+                self._cond.notify_all()
 
     def cancel(self, task: str) -> None:
         with self._cond:
-            self._heap = [entry for entry in self._heap if entry[2] != task]
-            heapq.heapify(self._heap)
-            self._live.pop(task, None)
+            entry = self._entries.pop(task, None)
+            if entry is not None:
+                entry[-1] = self.REMOVED
+
+    def pop_due(self) -> str:
+        with self._cond:
+            while True:
+                while self._heap and self._heap[0][-1] is self.REMOVED:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                delay = self._heap[0][0] - self._clock()
+                if delay <= 0:
+                    task: str = heapq.heappop(self._heap)[2]
+                    del self._entries[task]
+                    return task
+                self._cond.wait(delay)
 
 
-@pytest.mark.parametrize("answer", [OwnLockAndWaitFor, CancelByRemoval])
+@pytest.mark.parametrize("answer", [OwnLockAndWaitFor, MarksTheEntryRemoved])
 def test_the_timer_checker_passes_right_answers_written_another_way(
-    answer: type[TaskQueue],
+    answer: Callable[[Any], Any],
 ) -> None:
     assert [r for r in run_checks(timer_checks(answer)) if not r.passed] == []
 
@@ -1275,10 +1350,37 @@ def test_a_parser_that_never_bounds_checks_range_ends_fails() -> None:
 def test_a_parser_that_accepts_plus_five_fails_and_is_told_why_int_took_it() -> None:
     results = run_checks(parse_field_checks(accepts_a_plus_sign))
     assert failure(results, "rejects what cron rejects") == (
-        "'+5' in 0-59 should raise ValueError (cron rejects it), got [5]: cron takes digits "
-        "only, and int() also reads a sign or spaces ('+5', ' 5'); test part.isdigit() "
+        "'+5' in 0-59 should raise ValueError (cron rejects it), got [5]: cron takes ASCII "
+        "digits only, and int() also reads a sign, spaces, underscores and other scripts' "
+        "digits ('+5', ' 5', '1_0', '\uff15'); test part.isascii() and part.isdigit() "
         "before int(part)"
     )
+
+
+def reads_numbers_as_the_old_hint_said(
+    text: str, low: int, high: int, *, underscores: bool = True
+) -> set[int]:
+    """The checker's former advice followed: "test part.isdigit() before int(part)", and
+    int() alone past that. isdigit() is true of a fullwidth five, which int() reads as 5,
+    and int() reads "1_0" as 10 (an answer that tests the digits with the underscores
+    taken out): cron takes neither. The reference, given each number as int() reads it."""
+
+    def as_int_reads_it(number: re.Match[str]) -> str:
+        digits = number.group()
+        return digits if "_" in digits and not underscores else str(int(digits))
+
+    return parse_field(re.sub(r"\d[\d_]*", as_int_reads_it, text), low, high)
+
+
+@pytest.mark.parametrize(("underscores", "text", "read"), [(True, "1_0", 10), (False, "\uff15", 5)])
+def test_a_parser_that_reads_what_int_reads_past_isdigit_fails_and_is_told_to_test_ascii(
+    underscores: bool, text: str, read: int
+) -> None:
+    answer = functools.partial(reads_numbers_as_the_old_hint_said, underscores=underscores)
+    assert answer(text, 0, 59) == {read}  # int() read it
+    message = failure(run_checks(parse_field_checks(answer)), "rejects what cron")
+    assert message.startswith(f"{text!r} in 0-59 should raise ValueError (cron rejects it)")
+    assert "part.isascii() and part.isdigit()" in message
 
 
 def test_a_parser_that_reads_a_range_by_its_first_two_numbers_fails() -> None:

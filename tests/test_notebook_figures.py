@@ -10,6 +10,7 @@ prose stale (nbval compares a tagged cell's output, never the prose beside it)."
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from itertools import pairwise
 from pathlib import Path
@@ -130,3 +131,20 @@ def test_notebook_07s_laptop_that_sleeps_counts_the_slots_as_the_timer_decides_t
     answer = prose("07-interview-walkthrough")
     assert f"the {coalesced} slots slept through, and the one due as the timer wakes" in answer
     assert f"the {coalesced} before it are recorded `coalesced`" in answer
+
+
+def test_notebook_10_names_each_slot_fencing_left_landing_twice_once_with_its_writes() -> None:
+    # The lines under 10's table of the busy hour printed "landed twice" once per write,
+    # so the one duplicate read as two, on lines the output area wrapped mid-word.
+    path = ROOT / "notebooks" / "10-when-one-process-is-not-enough.ipynb"
+    notebook = json.loads(path.read_text())
+    (cell,) = [c for c in notebook["cells"] if "landed twice" in "".join(c["source"])]
+    lines = "".join("".join(o.get("text", "")) for o in cell["outputs"]).splitlines()
+    columns = lines[0].split()
+    fenced = next(line.split() for line in lines if line.startswith("fencing"))
+    duplicates = int(fenced[columns.index("duplicates") + 1])  # the row's label comes first
+    headings = [index for index, line in enumerate(lines) if line.endswith("landed twice:")]
+    assert duplicates >= 1 and len(headings) == duplicates, lines
+    for start, end in zip(headings, [*headings[1:], len(lines)], strict=True):
+        writes = [line for line in lines[start + 1 : end] if "claimed it at" in line]
+        assert len(writes) == 2 and all(line.startswith("  ") for line in writes), lines

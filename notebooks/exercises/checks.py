@@ -607,13 +607,34 @@ FILL_LIMIT = 20.0  # seconds the HEAP_SIZE pushes may take (the reference: milli
 
 
 class ComparisonCounter:
-    """How many times the due times it is given to were compared."""
+    """How many times the due times it is given to were ordered (``count``), and how many
+    times a due time or a task name was tested for equality (``equalities``: what a scan
+    for one entry does, ``list.remove`` or a filter by name)."""
 
     def __init__(self) -> None:
         self.count = 0
+        self.equalities = 0
 
 
-class CountedDue(float):
+class _CountsEqualities:
+    """Counts the times the value is tested for equality (``==``, ``!=``) in its
+    ``counter.equalities``; the value's own type answers."""
+
+    counter: ComparisonCounter
+
+    def __eq__(self, other: object) -> bool:
+        self.counter.equalities += 1
+        return super().__eq__(other)
+
+    def __ne__(self, other: object) -> bool:
+        self.counter.equalities += 1
+        return super().__ne__(other)
+
+    def __hash__(self) -> int:
+        return super().__hash__()
+
+
+class CountedDue(_CountsEqualities, float):
     """A due instant (a plain float to the queue) that counts the times it is ordered.
 
     Only ``<``, ``<=``, ``>`` and ``>=`` count: a tuple comparison also asks ``==`` of
@@ -643,6 +664,19 @@ class CountedDue(float):
     def __ge__(self, other: float) -> bool:
         self.counter.count += 1
         return float(self) >= other
+
+
+class CountedName(_CountsEqualities, str):
+    """A task name (a plain str to the queue) that counts the times it is tested for
+    equality.  A dict or set lookup by the very object finds it by identity, and counts
+    nothing: what a tombstone's bookkeeping does."""
+
+    counter: ComparisonCounter
+
+    def __new__(cls, value: str, counter: ComparisonCounter) -> CountedName:
+        name = super().__new__(cls, value)
+        name.counter = counter
+        return name
 
 
 class WatchedDue(float):
@@ -960,11 +994,14 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         try:
             park(rig, consumers, 2)
             due = rig.clock.peek() + 0.1
+            # what the two pushes do: not the fill's push into the empty queue before
+            # them, nor the release's after them
+            notifies, notify_alls = -rig.cond.notifies, -rig.cond.notify_alls
             bounded(lambda: rig.queue.push("first", due), "push('first')")
             # same instant, later arrival: not a new head
             bounded(lambda: rig.queue.push("second", due), "push('second')")
-            # what the two pushes did (the release below pushes and notifies too)
-            notifies, notify_alls = rig.cond.notifies, rig.cond.notify_alls
+            notifies += rig.cond.notifies
+            notify_alls += rig.cond.notify_alls
             for _ in range(2):
                 item = consumers.next(due + LATE - rig.clock.peek())
                 if item is not None:
@@ -1252,6 +1289,35 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
             "O(log n))"
         )
 
+    def cancel_leaves_a_tombstone() -> None:
+        """Cancel half of HEAP_SIZE queued tasks, every other one: a tombstone costs no
+        comparison of a due time or a name; taking the entry out of the heap (a filter, a
+        ``list.remove``, a heapify) costs O(n) of them per cancel.  (A scan that matches
+        entries by sequence number alone compares neither, and is not seen.)"""
+        rig = _rig(make_queue)
+        counter = ComparisonCounter()
+        later = rig.clock.peek() + TWELVE_HOURS
+        names = [CountedName(f"job-{n}", counter) for n in range(HEAP_SIZE)]
+        dues = [CountedDue(later + n * 7919 % HEAP_SIZE, counter) for n in range(HEAP_SIZE)]
+        fill(rig, list(zip(names, dues, strict=True)), limit=FILL_LIMIT)
+        cancelled = names[::2]
+        counter.count = counter.equalities = 0
+
+        def cancel_all() -> None:
+            for name in cancelled:
+                rig.queue.cancel(name)
+
+        bounded(cancel_all, f"{len(cancelled)} cancels", limit=FILL_LIMIT)
+        spent = counter.count + counter.equalities
+        budget = COMPARISONS_PER_ENTRY * len(cancelled)
+        assert spent <= budget, (
+            f"cancelling {len(cancelled):,} of {HEAP_SIZE:,} queued tasks compared due times "
+            f"or task names {spent:,} times, about {spent // len(cancelled)} per cancel: a "
+            "cancel that takes its entry out of the heap (a filter, list.remove, a heapify) "
+            "costs O(n); leave a tombstone: forget the task's live sequence, and let pop_due "
+            "drop the entry when it reaches the top (O(1))"
+        )
+
     return [
         ("takes the time from the clock it was given", reads_the_clock_given),
         ("returns what is due at once, due first, then arrival", due_now_in_order),
@@ -1282,6 +1348,7 @@ def timer_checks(make_queue: Callable[[Any], Any]) -> list[Check]:
         ),
         ("pushing a queued task again replaces its entry", re_push_replaces_the_entry),
         ("push and pop cost O(log n): a heap, not a sort or a scan", logarithmic_push_and_pop),
+        ("cancel costs O(1): a tombstone, not a removal", cancel_leaves_a_tombstone),
     ]
 
 

@@ -155,13 +155,16 @@ def _compare(
             f"{where} raised ValueError ({error}), but cron accepts it: {sorted(expected)}"
         ) from None
     if expected is None:
-        signed = re.search(r"[+\s]", text) is not None  # what int() reads and cron does not
+        # What int() reads and cron does not: a sign, spaces, an underscore between digits,
+        # and another script's digits (which str.isdigit() passes too).
+        read = re.search(r"[+\s_]", text) is not None or not text.isascii()
         raise AssertionError(
             f"{where} should raise ValueError (cron rejects it), got {sorted(got)}"
             + (
-                ": cron takes digits only, and int() also reads a sign or spaces ('+5', "
-                "' 5'); test part.isdigit() before int(part)"
-                if signed
+                ": cron takes ASCII digits only, and int() also reads a sign, spaces, "
+                "underscores and other scripts' digits ('+5', ' 5', '1_0', '\uff15'); test "
+                "part.isascii() and part.isdigit() before int(part)"
+                if read
                 else ""
             )
         )
@@ -270,8 +273,12 @@ def parse_field_checks(parse_field: Callable[[str, int, int], set[int]]) -> list
         ("month fields start at 1: */2 -> 1, 3, 5, ...", cases(["*/2", "*/5", "1-12/4"], 1, 12)),
         ("range ends are bounds-checked: 50-70, 0-99/50", cases(["50-70", "0-99/50", "60"], 0, 59)),
         (
-            "rejects what cron rejects: +5, 5-1, 1-5-7, */0, 1,,2",
-            cases(["+5", "5-1", "1-5-7", "*/0", "1,,2", "", "a", "-1", "1-", "*/"], 0, 59),
+            "rejects what cron rejects: +5, 1_0, 5-1, 1-5-7, */0, 1,,2",
+            cases(
+                ["+5", "1_0", "\uff15", "5-1", "1-5-7", "*/0", "1,,2", "", "a", "-1", "1-", "*/"],
+                0,
+                59,
+            ),
         ),
         ("agrees with lldsched on 300 random fields, edges included", random_fields),
     ]

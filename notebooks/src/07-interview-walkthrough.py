@@ -251,8 +251,9 @@ print([heapq.heappop(heap)[3] for _ in range(len(heap))])
 #   (a `heappop` takes out the head, whichever task that is); a cancel that raises for a
 #   task a worker already took; one that takes the entry out and leaves a list that is no
 #   longer a heap;
-# - the cost: a sort or a scan where the heap belongs (it counts how often your queue
-#   compares due times).
+# - the cost: a sort or a scan where the heap belongs, and a cancel that takes its entry
+#   out of the heap instead of leaving a tombstone (it counts how often your queue
+#   compares due times and task names).
 #
 # *Where lldsched differs:* its entries also carry the priority, `(due, priority,
 # sequence, task_id)`; the sequence doubles as the task's generation; the timer waits

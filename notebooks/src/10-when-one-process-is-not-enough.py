@@ -223,18 +223,19 @@ fencing_comparison(busy)
 # %% tags=["nbval-check-output"]
 print(cluster_counts(busy).to_string())
 fenced_busy = busy[1]
-twice = {key for key, count in fenced_busy.landed().items() if count > 1}
-for run in fenced_busy.runs:
-    if (run.task_id, run.slot) in twice and run.write == "landed":
-        print(
-            f"with fencing, {run.task_id}'s slot {run.slot:g} landed twice: {run.node}"
-            f" claimed it at {run.claimed:g} s (token {run.token}), its lease ran to"
-            f" {run.lease_until:.0f} s, it wrote at {run.finished:.0f} s"
-        )
-        for span in fenced_busy.spans:  # a pause of its node while it held the lease
-            held = run.claimed <= span.start < run.lease_until
-            if span.node == run.node and span.kind == "pause" and held:
-                print(f"  {run.node} paused {span.end - span.start:.0f} s from {span.start:.0f} s")
+twice = sorted(key for key, count in fenced_busy.landed().items() if count > 1)
+for task_id, slot in twice:
+    print(f"with fencing, {task_id}'s slot {slot:g} landed twice:")
+    for run in fenced_busy.runs:
+        if (run.task_id, run.slot) == (task_id, slot) and run.write == "landed":
+            print(
+                f"  {run.node} claimed it at {run.claimed:g} s (token {run.token}),"
+                f" lease to {run.lease_until:.0f} s, wrote at {run.finished:.0f} s"
+            )
+            for span in fenced_busy.spans:  # a pause of its node while it held the lease
+                held = run.claimed <= span.start < run.lease_until
+                if span.node == run.node and span.kind == "pause" and held:
+                    print(f"    paused {span.end - span.start:.0f} s from {span.start:.0f} s")
 
 # %% [markdown]
 # Every pause longer than the lease, caught mid-run, is a takeover and a slot that runs
