@@ -207,18 +207,21 @@ def test_a_registration_elsewhere_is_heard_here_once_as_a_registration(
         elsewhere.schedule("held", jobs.noop, later, id="p", paused=True)
         here.schedule("mine", jobs.noop, later, id="m")  # follows the feed first
         here.schedule("mine", jobs.noop, later, id="m", replace_existing=True)  # again
-        assert registrations(heard_here) == [
-            ("x", None, SCHEDULED),
-            ("p", None, TaskStatus.PAUSED),
-            ("m", None, SCHEDULED),
-        ]  # (a replacement by the same definition is no change: not heard)
+        mine = [("x", None, SCHEDULED), ("p", None, TaskStatus.PAUSED), ("m", None, SCHEDULED)]
+        # (a replacement by the same definition is no change: not heard.)  Events are
+        # delivered on the listeners' thread: waited for, and counted again at the end.
+        wait_until(lambda: registrations(heard_here) == mine, timeout=10, what="heard here")
         elsewhere.schedule("theirs", jobs.noop, later, id="x", replace_existing=True)
-        assert registrations(heard_elsewhere) == [
+        theirs = [
             ("x", None, SCHEDULED),
             ("p", None, SCHEDULED),
             ("p", SCHEDULED, TaskStatus.PAUSED),
             ("m", None, SCHEDULED),
         ]
+        wait_until(lambda: registrations(heard_elsewhere) == theirs, timeout=10,
+                   what="heard elsewhere")  # fmt: skip
     finally:
         here.shutdown()
         elsewhere.shutdown()
+    assert registrations(heard_here) == mine  # once each: every event delivered by now
+    assert registrations(heard_elsewhere) == theirs
