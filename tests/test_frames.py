@@ -37,6 +37,7 @@ from lldsched.views.frames import (
     DTYPES,
     MOST_WORKERS,
     OUTCOMES,
+    mean_busy,
     ran,
     schedules_of,
     task_summary,
@@ -372,6 +373,25 @@ def test_utilisation_splits_a_run_across_interval_boundaries() -> None:
     assert str(table.index.dtype) == "datetime64[us, UTC]"
     assert table.columns.tolist() == [0, 1, 2]
     assert table.to_numpy().tolist() == [[0.5, 0.25, 0.0], [0.5, 0.0, 0.0]]
+
+
+def test_mean_busy_is_the_busy_share_of_utilisations_intervals() -> None:
+    hour = 3600
+    records = [  # 09:30-10:30 on worker 0, 09:00-09:15 on worker 1, two hours of three lanes
+        R("a", "a", 1, T0, T0, 0, T0 + hour / 2, T0 + 1.5 * hour, True),
+        R("b", "b", 1, T0, T0, 1, T0, T0 + hour / 4, True),
+    ]
+    frame = to_frame(records)
+    assert mean_busy(frame, 3, "1h") == pytest.approx(1.25 / 6)
+    assert mean_busy(frame, 3, "1h") == pytest.approx(utilisation(frame, 3, "1h").to_numpy().mean())
+    # A run on worker 0 within its run there adds nothing: the worker was busy already.
+    inside = R("c", "c", 1, T0, T0, 0, T0 + hour, T0 + 1.25 * hour, True)  # 10:00-10:15
+    assert mean_busy(to_frame([*records, inside]), 3, "1h") == pytest.approx(1.25 / 6)
+    assert math.isnan(mean_busy(to_frame([]), 3, "1h"))
+    with pytest.raises(ValidationError, match=r"runs on workers \[1\] are not among"):
+        mean_busy(frame, [0], "1h")
+    with pytest.raises(ValidationError, match="freq must be positive"):
+        mean_busy(frame, 3, "0s")
 
 
 def test_utilisation_aligns_intervals_on_the_clock_and_covers_long_runs() -> None:

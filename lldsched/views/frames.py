@@ -54,9 +54,10 @@ empty source gives an empty frame with the same columns and dtypes.
 
 Summaries, importable from here too (:mod:`lldsched.views.summaries`):
 :func:`~lldsched.views.summaries.task_summary` (runs, outcomes, retries, given-up and
-skipped slots, lateness and duration percentiles, overruns, blocked waits per task) and
+skipped slots, lateness and duration percentiles, overruns, blocked waits per task),
 :func:`~lldsched.views.summaries.utilisation` (the busy fraction of each worker per
-interval).
+interval) and :func:`~lldsched.views.summaries.mean_busy` (the fraction of that time the
+workers were busy, a lane of runs at once counted busy once).
 
 pandas and numpy are imported here, in :mod:`lldsched.views.tables` and in
 :mod:`lldsched.views.plots` only; without them, importing this module raises an
@@ -95,6 +96,7 @@ from lldsched.views.summaries import (
     MOST_WORKERS,
     SUMMARY_COLUMNS,
     check_frame,
+    mean_busy,
     ran,
     task_summary,
     utilisation,
@@ -110,6 +112,7 @@ __all__ = [
     "SUMMARY_COLUMNS",
     "check_frame",
     "dependencies_of",
+    "mean_busy",
     "ran",
     "records_of",
     "schedules_of",
