@@ -757,3 +757,48 @@ def test_to_frame_and_summarize_refuse_what_is_no_runtime_store_or_records(
         to_frame(source)
     with pytest.raises(ValidationError, match=f"got {re.escape(repr(source))}$"):
         summarize(source)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_resumed_run_is_late_by_its_wait_after_the_resume_in_every_view(kind: str) -> None:
+    """A run resumed after its slot passed is due at the resume (docs/DECISIONS.md,
+    "Resume re-anchors a fixed-rate grid"): its lateness is dispatch latency, the pause
+    none of it, and its ``slot`` says the slot it serves.  The record, the frame, both
+    summaries and the lateness plot must read it alike."""
+    from lldsched.views.plots import lateness_over_time  # matplotlib only for this test
+
+    driven = Driven(kind)
+    calls = {"retry": 0}
+
+    def fails_first() -> None:
+        calls["retry"] += 1
+        if calls["retry"] == 1:
+            raise RuntimeError("first attempt")
+
+    try:
+        runtime = driven.runtime
+        driven.add("job", FixedRate(60), id="job")
+        driven.add("retry", OneTime(T0 + 5), id="retry", action=fails_first,
+                   retry=RetryPolicy(max_attempts=2, initial_backoff=30))  # fmt: skip
+        driven.run_until(T0 + 10)  # job ran at T0, retry failed at T0 + 5 (retry due T0 + 35)
+        runtime.pause("job")
+        runtime.pause("retry")
+        driven.run_until(T0 + 150)  # job's slots 60 and 120, and the retry, slept through
+        runtime.resume("job")
+        runtime.resume("retry")
+        driven.run_until(T0 + 200)
+        records = {(r.task_id, r.attempt, r.due): r for r in runtime.records()}
+        job, retry = records["job", 1, T0 + 150], records["retry", 2, T0 + 150]
+        assert (job.slot, job.started, job.lateness) == (T0 + 150, T0 + 150, 0.0)
+        assert (retry.slot, retry.started, retry.lateness) == (T0 + 5, T0 + 150, 0.0)
+        frame = to_frame(runtime)
+        assert (frame["lateness"] == pd.Timedelta(0)).all()
+        assert set(frame["due"]) >= {at(150)} and at(5) in set(frame["slot"])
+        summary = task_summary(frame, schedules_of(runtime))
+        assert (summary["lateness_max"] == pd.Timedelta(0)).all()
+        assert [row.lateness_max for row in summarize(runtime.records())] == [0.0, 0.0]
+        points = lateness_over_time(frame).axes[0].collections
+        heights = np.concatenate([np.asarray(p.get_offsets())[:, 1] for p in points])
+        assert len(heights) == len(frame) and (heights == 0).all()
+    finally:
+        driven.close()

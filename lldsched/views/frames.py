@@ -23,6 +23,9 @@ start       datetime64[us, UTC]     when it started
 finish      datetime64[us, UTC]     when it finished
 duration    timedelta64[us]         ``finish - start``
 lateness    timedelta64[us]         ``start - due``: dispatch latency or a wait for a worker
+                                    (a run resumed after a pause is due at the resume:
+                                    the pause is not lateness; ``start - slot`` is how
+                                    long its slot waited)
 ok          bool                    the attempt succeeded
 error       string                  ``"Type: message"``, ``<NA>`` when ok
 result      string                  what the action returned, as a bounded ``repr``

@@ -39,7 +39,9 @@ __all__ = ["lateness_distribution", "lateness_over_time", "utilisation_plot"]
 def lateness_over_time(
     frame: pd.DataFrame, ax: Axes | None = None, tz: str | tzinfo = "UTC"
 ) -> Figure:
-    """Each run's lateness (start minus due) at its due time, one colour per task.
+    """Each run's lateness (start minus due) at its due time, one colour per task (a run
+    resumed after a pause is due at the resume: its pause is not lateness, as in the
+    frame and the summaries).
     Past :data:`MAX_LEGEND_TASKS` tasks, the legend names those with the worst
     lateness, in their colours, and the rest are grey points underneath."""
     frame = ran(frame)
