@@ -82,9 +82,10 @@ def test_a_frame_has_the_documented_columns_and_dtypes_in_order() -> None:
     frame = to_frame(RECORDS)
     assert tuple(frame.columns) == COLUMNS == (
         "task_id", "name", "attempt", "worker", "due", "slot", "start", "finish", "duration",
-        "lateness", "ok", "error", "result", "timed_out", "outcome", "priority",
+        "lateness", "ok", "error", "result", "timed_out", "outcome", "priority", "node",
     )  # fmt: skip
     assert frame.dtypes.to_dict() == DTYPES
+    assert frame["node"].isna().all()  # records of a scheduler that shares nothing
     assert str(frame["due"].dtype) == "datetime64[us, UTC]"
     assert str(frame["lateness"].dtype) == "timedelta64[us]"
     assert str(frame["priority"].dtype) == "Int64"

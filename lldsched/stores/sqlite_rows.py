@@ -60,7 +60,8 @@ ON CONFLICT (id) DO UPDATE SET name = excluded.name, definition = excluded.defin
 """
 INSERT_RECORD = """
 INSERT INTO records (task_id, seq, attempt, due, slot, worker, started, finished, ok, error,
-    timed_out, misfire, result, token, name) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    timed_out, misfire, result, token, name, node)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 TASK_COLUMNS = (  # a task row as snapshot_of reads it
     "id, definition, status, next_run_at, attempt, run_count, "
@@ -68,7 +69,7 @@ TASK_COLUMNS = (  # a task row as snapshot_of reads it
 )
 RECORD_COLUMNS = (  # the name the run had; a record written before schema 5 has none kept
     "r.task_id, coalesce(r.name, t.name), r.attempt, r.due, r.slot, r.worker, r.started, "
-    "r.finished, r.ok, r.error, r.timed_out, r.misfire, r.result, r.token"
+    "r.finished, r.ok, r.error, r.timed_out, r.misfire, r.result, r.token, r.node"
 )
 
 
@@ -140,7 +141,7 @@ def snapshot_of(
 def record_of(row: tuple[Any, ...]) -> ExecutionRecord:
     (
         task_id, name, attempt, due, slot, worker, started, finished, ok, error, timed_out,
-        misfire, result, token,
+        misfire, result, token, node,
     ) = row  # fmt: skip
     return ExecutionRecord(
         task_id=task_id,
@@ -157,6 +158,7 @@ def record_of(row: tuple[Any, ...]) -> ExecutionRecord:
         misfire=None if misfire is None else Outcome(misfire),
         result=result,
         token=token,
+        node=node,
     )
 
 

@@ -42,6 +42,11 @@ outcome     category                ``ok``, ``failed``, ``timed_out``, ``given_u
                                     and worker -1, and :func:`ran` leaves them out)
 priority    Int64                   the task's :class:`~lldsched.model.Priority` value
                                     (0 HIGH, 1 NORMAL, 2 LOW), ``<NA>`` when unknown
+node        string                  the process that ran it on a shared store (its
+                                    holder id, ``"host:pid:random"``): ``worker`` is
+                                    that process's; ``<NA>`` for a scheduler that
+                                    shares nothing, a slot decided without a run, or
+                                    a record kept before the store had the column
 ==========  ======================  ==================================================
 
 Times inside the library are float seconds since the epoch; here they are rounded
@@ -219,5 +224,6 @@ def to_frame(source: object, *, priorities: Mapping[str, int] | None = None) -> 
         "timed_out": columns["timed_out"],
         "outcome": columns["outcome"],
         "priority": priority_column(codes, task_ids, known),
+        "node": columns["node"],
     }
     return pd.DataFrame(data, columns=list(COLUMNS))

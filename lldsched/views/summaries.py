@@ -189,7 +189,8 @@ def utilisation(
     Each run counts, so a worker index that ran several things at once reads above 1.0:
     the mean number of its runs in flight.  Threads never do, but the scheduler's event
     loop (``worker == workers``, its coroutines at once) and the records of several
-    processes sharing a store (each numbers its workers from 0) do.
+    processes sharing a store (each numbers its workers from 0; the frame's ``node``
+    column tells them apart) do.
     """
     columns = _workers(workers)
     step = _step(freq)
