@@ -17,20 +17,15 @@ from lldsched import OneTime, Scheduler
 from lldsched.persistence import CoordinatedStore
 from lldsched.views.frames import to_frame
 from tests import jobs
-from tests.cluster import StoreSpec, open_store
+from tests.cluster import StoreSpec, opened
 from tests.waits import wait_until
-
-LEASE = 30.0  # no claim expires within a test
-POLL = 0.05
 
 
 @pytest.fixture
 def stores(store_spec: StoreSpec) -> Iterator[list[CoordinatedStore]]:
     """Two connections to one shared store (once per engine): two processes' stores."""
-    opened = [open_store(store_spec, lease=LEASE, poll=POLL) for _ in range(2)]
-    yield opened
-    for store in opened:
-        store.close()
+    with opened(store_spec, 2, poll=0.05) as both:
+        yield both
 
 
 def _runs_once(store: CoordinatedStore, task_id: str) -> Scheduler:
