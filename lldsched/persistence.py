@@ -39,6 +39,8 @@ from lldsched.schedules.base import Schedule
 
 __all__ = [
     "FINISHED_STATUSES",
+    "MAX_ID_BYTES",
+    "SHORT_ID",
     "Change",
     "Claim",
     "CoordinatedStore",
@@ -48,6 +50,7 @@ __all__ = [
     "Task",
     "TaskSnapshot",
     "TaskStore",
+    "check_id_size",
     "finished",
     "is_shared",
     "not_a_store",
@@ -57,6 +60,37 @@ __all__ = [
     "save_all",
     "verb_held",
 ]
+
+
+MAX_ID_BYTES = 2000
+"""The longest task id, in bytes of UTF-8, on every store and runtime.  The PostgreSQL
+store keeps an id as an index key (the tasks', records', leases' and removals'), and
+PostgreSQL refuses a key over 2,704 bytes *after compression*: a random id over 2,689
+bytes in the records' key (the id and an 8-byte sequence), a repetitive one of 100,000
+passed.  A round bound under it, the same whatever the id is made of and whichever the
+store: an id tried on the in-memory or SQLite store is not refused on moving to
+PostgreSQL (docs/DECISIONS.md, "A task id is at most 2,000 bytes")."""
+
+
+SHORT_ID = MAX_ID_BYTES // 4
+"""An id of at most this many characters is within :data:`MAX_ID_BYTES` (UTF-8 takes at
+most four bytes a character): only a longer one is encoded to be measured."""
+
+
+def check_id_size(task_id: str, *, nothing: str) -> None:
+    """Refuse a task id over :data:`MAX_ID_BYTES` with a :class:`ValidationError` naming
+    its start, its size and the bound; ``nothing``: what the caller did not do
+    (``"registered"``, ``"written"``).  One ``len`` for an id of at most
+    :data:`SHORT_ID` characters (a caller on a hot path tests that first)."""
+    if len(task_id) <= SHORT_ID:
+        return
+    size = len(task_id.encode("utf-8", "surrogatepass"))
+    if size > MAX_ID_BYTES:
+        raise ValidationError(
+            f"task id {task_id[:40]!r}... ({size} bytes in UTF-8) is longer than the "
+            f"{MAX_ID_BYTES} bytes a task id may have (the same bound on every store: "
+            f"PostgreSQL keeps an id as an index key); nothing was {nothing}"
+        )
 
 
 class Task(NamedTuple):
@@ -279,11 +313,15 @@ class HoldNotCommitted(StoreError):
         self.written = written
 
 
-def resave(store: TaskStore, snapshot: TaskSnapshot) -> bool:
+def resave(
+    store: TaskStore, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord] = ()
+) -> bool:
     """Write ``snapshot`` again, a row a store outage left stale
-    (:mod:`lldsched.core.storewrites`), only while that row is still as this process last
-    read or wrote it and no lease holds it; True if written (or the store has no other
-    writer), False if it was left as it is.
+    (:mod:`lldsched.core.storewrites`), with ``records``, the records of no run the
+    writes that failed carried (a dependency wait's ``blocked`` record), only while that
+    row is still as this process last read or wrote it and no lease holds it; True if
+    written (or the store has no other writer), False if it was left as it is (the
+    records with it: the row is another's now).
 
     A store several processes share holds rows another process may have written since
     this one's write failed, or that a lease gives to its holder, whose settle writes
@@ -292,12 +330,18 @@ def resave(store: TaskStore, snapshot: TaskSnapshot) -> bool:
     change feed has nothing newer of and that no live lease holds, in one transaction
     (a shared SQLite store by its rows' versions, PostgreSQL as :func:`purge` knows a
     row); one left is the feed's to bring in, or its lease holder's to write.  Any other
-    store (one process, one of one's own: docs/EXTENDING.md) gets its ``save``."""
+    store (one process, one of one's own: docs/EXTENDING.md) gets its ``save``, or
+    :func:`save_all` with ``records``.  A store's own ``resave`` is asked
+    ``resave(snapshot)`` when there are no records (as before they were written again),
+    ``resave(snapshot, records)`` when there are."""
     conditional = getattr(store, "resave", None)
     if conditional is None:
-        store.save(snapshot)
+        if records:
+            save_all(store, snapshot, records)
+        else:
+            store.save(snapshot)
         return True
-    return bool(conditional(snapshot))
+    return bool(conditional(snapshot, records) if records else conditional(snapshot))
 
 
 def records_asked(task_id: object) -> str | None:

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from lldsched import FakeClock, OneTime, TaskStatus
+from lldsched import FakeClock, OneTime, ScheduledTask, Scheduler, TaskStatus
 from tests.conftest import SchedulerFactory
 
 T0 = 1_800_000_000.0
@@ -327,6 +327,24 @@ def test_a_clock_raising_for_a_runs_event_settles_it_and_leaves_no_task_running(
     assert scheduler.shutdown(drain=True, timeout=5)
 
 
+def step_raises_while_blocked(
+    scheduler: Scheduler,
+    clock: _GlitchPublishing,
+    down: ScheduledTask,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Once ``down`` is BLOCKED on its upstream (due 10 s on), arm ``clock`` and let the
+    upstream's step (its begin or its record) raise; the scheduler goes idle, and said
+    it at ERROR."""
+    assert scheduler.wait_idle(timeout=5)
+    assert down.status is TaskStatus.BLOCKED
+    clock.armed.set()
+    with caplog.at_level(logging.ERROR):
+        clock.advance(10)
+        assert scheduler.wait_idle(timeout=5)
+    assert clock.raised.is_set() and "the scheduler raised" in caplog.text
+
+
 @pytest.mark.parametrize(("step", "fails"), [("begin", False), ("record", True), ("record", False)])
 def test_a_runs_step_that_raised_tells_the_blocked_dependents_as_its_end_would(
     make_scheduler: SchedulerFactory, caplog: pytest.LogCaptureFixture, step: str, fails: bool
@@ -357,13 +375,7 @@ def test_a_runs_step_that_raised_tells_the_blocked_dependents_as_its_end_would(
     down = scheduler.schedule(
         "down", lambda: ran.append("down"), OneTime(at=T0), id="down", depends_on=[up.id]
     )
-    assert scheduler.wait_idle(timeout=5)
-    assert down.status is TaskStatus.BLOCKED
-    clock.armed.set()
-    with caplog.at_level(logging.ERROR):
-        clock.advance(10)
-        assert scheduler.wait_idle(timeout=5)
-    assert clock.raised.is_set() and "the scheduler raised" in caplog.text
+    step_raises_while_blocked(scheduler, clock, down, caplog)
     if step == "record" and not fails:  # a success recorded: the dependent runs
         assert up.status is TaskStatus.SUCCEEDED
         assert down.status is TaskStatus.SUCCEEDED and ran == ["up", "down"]

@@ -71,3 +71,29 @@ def test_a_definition_written_after_the_feeds_read_and_before_the_claim_is_the_o
         elsewhere.shutdown()
     records = there.records("count")
     assert [(r.result, r.misfire) for r in records] == [("3", None)]
+
+
+def test_a_claim_of_a_row_loaded_at_start_and_not_written_since_is_not_stale(
+    store_spec: StoreSpec,
+) -> None:
+    """A row another process wrote before this one started was read at the start (the
+    store opened past it, and loaded it): its claim needs no read of the feed first.
+    One rewritten since does.  Before, on SQLite every first claim of a task after a
+    start was stale: its versions seen were only those written or read through the feed
+    (``SharedState.knows``, the settle's test, counts the start's)."""
+    with opened(store_spec, 1, poll=0.05) as (there,):
+        elsewhere = Scheduler(workers=1, store=there, clock=FakeClock(time.time() - 3600))
+        try:
+            for task_id in ("kept", "redefined"):
+                elsewhere.schedule(task_id, len, OneTime(delay=0), args=["a"], id=task_id)
+            with opened(store_spec, 1, poll=0.05) as (here,):
+                here.load_all()  # as a scheduler starting on the store does
+                elsewhere.schedule("redefined", len, OneTime(delay=1), args=["ab"],
+                                   id="redefined", replace_existing=True)  # fmt: skip
+                claims = here.claim(now=time.time(), limit=10)
+                assert {claim.task_id: claim.stale for claim in claims} == {
+                    "kept": False,
+                    "redefined": True,
+                }
+        finally:
+            elsewhere.shutdown()

@@ -511,10 +511,12 @@ def test_a_claimed_slot_whose_upstream_is_dead_is_written_failed_with_its_leases
         wait_until(lambda: _row(stores[2], "report") is BLOCKED, timeout=10,
                    what="report blocked")  # fmt: skip
         clock.advance(60)
-        wait_until(lambda: _row(stores[2], "report") is TaskStatus.FAILED, timeout=10,
+        # report's row (a plain save) is written before load's (the claim's fenced write,
+        # which drops the lease): wait for both.
+        wait_until(lambda: [_row(stores[2], task_id) for task_id in ("load", "report")]
+                   == [TaskStatus.FAILED, TaskStatus.FAILED], timeout=10,
                    what="load failed, and report with it")  # fmt: skip
-        assert _row(stores[2], "load") is TaskStatus.FAILED
-        assert stores[2].leases() == []
+        assert stores[2].leases() == []  # dropped in load's write
         assert killed.calls == [
             ("misfired", "report", BLOCKED, 0, True),
             ("misfired", "load", TaskStatus.FAILED, 1, True),
@@ -526,6 +528,27 @@ def test_a_claimed_slot_whose_upstream_is_dead_is_written_failed_with_its_leases
         scheduler.shutdown()
 
 
+def _misfired_fails_once(
+    store: CoordinatedStore, monkeypatch: pytest.MonkeyPatch, *, with_records: bool = False
+) -> list[tuple[int, list[ExecutionRecord]]]:
+    """Make ``store``'s ``misfired`` (a claim's fenced write of a slot it does not run)
+    raise once (a store that flaps), at its first call (``with_records``: its first
+    that carries records); the (token, records) refused."""
+    written = store.misfired
+    refused: list[tuple[int, list[ExecutionRecord]]] = []
+
+    def fails_once(
+        snapshot: TaskSnapshot, records: Sequence[ExecutionRecord], *, token: int, release: bool
+    ) -> None:
+        if not refused and (records or not with_records):
+            refused.append((token, list(records)))
+            raise StoreError("the store failed (injected)")
+        written(snapshot, records, token=token, release=release)
+
+    monkeypatch.setattr(store, "misfired", fails_once)
+    return refused
+
+
 def test_a_claimed_slot_found_blocked_whose_write_the_store_fails_is_written_again(
     stores: list[CoordinatedStore], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -535,22 +558,35 @@ def test_a_claimed_slot_found_blocked_whose_write_the_store_fails_is_written_aga
     and no lease is left.  Left to expire instead, the lease came back to the process
     whose registry has load BLOCKED, which gave back every claim of its SCHEDULED row
     (a claim and a release a wake) and never wrote it BLOCKED."""
-    written = stores[0].misfired
-    failures: list[int] = []
-
-    def fails_once(
-        snapshot: TaskSnapshot, records: Sequence[ExecutionRecord], *, token: int, release: bool
-    ) -> None:
-        if not failures:
-            failures.append(token)
-            raise StoreError("the store failed (injected)")
-        written(snapshot, records, token=token, release=release)
-
-    monkeypatch.setattr(stores[0], "misfired", fails_once)
+    failures = _misfired_fails_once(stores[0], monkeypatch)
     scheduler = Scheduler(workers=1, store=stores[0]).start()
     try:
         _hourly(scheduler)
         wait_until(lambda: _row(stores[2], "load") is BLOCKED, timeout=10, what="load blocked")
         assert failures and stores[2].leases() == []
+    finally:
+        scheduler.shutdown()
+
+
+def test_a_claimed_slot_failed_by_a_dead_upstream_whose_write_fails_keeps_its_waits_record(
+    stores: list[CoordinatedStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As above with a dead upstream: load's claimed slot fails, its row, its wait's
+    ``blocked`` record and the lease's drop in one transaction, which the store fails
+    once.  The row is written again FAILED once the store takes calls, and now the
+    wait's record with it: before, it went with the write that failed."""
+    refused = _misfired_fails_once(stores[0], monkeypatch, with_records=True)
+    scheduler = Scheduler(workers=1, store=stores[0]).start()
+    try:
+        scheduler.schedule("extract", jobs.noop, FixedRate(HOUR, start_delay=HOUR), id="extract")
+        scheduler.cancel("extract")
+        scheduler.schedule("load", jobs.noop, FixedRate(HOUR), id="load",
+                           depends_on=["extract"])  # fmt: skip
+        wait_until(lambda: _row(stores[2], "load") is TaskStatus.FAILED, timeout=10,
+                   what="load failed in the store")  # fmt: skip
+        wait_until(lambda: bool(_records(stores[2], "load", Outcome.BLOCKED)), timeout=10,
+                   what="the wait's record written")  # fmt: skip
+        assert _records(stores[2], "load", Outcome.BLOCKED) == refused[0][1]
+        assert stores[2].leases() == []
     finally:
         scheduler.shutdown()

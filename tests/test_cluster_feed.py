@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from lldsched import OneTime, Scheduler, TaskStatus
+from lldsched import EventLog, OneTime, Scheduler, TaskStatus
 from lldsched.clock import FakeClock
 from lldsched.persistence import Claim, CoordinatedStore
 from tests import cluster_jobs, jobs
@@ -21,6 +21,7 @@ from tests.waits import wait_until
 
 LEASE = 30.0  # no claim expires within a test
 POLL = 0.05
+SCHEDULED = TaskStatus.SCHEDULED
 
 
 @pytest.fixture
@@ -177,6 +178,47 @@ def test_a_cancelled_task_removed_and_registered_again_elsewhere_is_the_new_task
         here.schedule("reads", jobs.noop, later, id="reads", replace_existing=True)
         task = here.task("x")
         assert (task.name, task.status) == ("second", TaskStatus.SCHEDULED)
+    finally:
+        here.shutdown()
+        elsewhere.shutdown()
+
+
+def test_a_registration_elsewhere_is_heard_here_once_as_a_registration(
+    stores: list[CoordinatedStore],
+) -> None:
+    """A task another process registered, learnt from the feed, is announced to this
+    process's listeners as a registration is (``previous`` None, the status its row
+    has), once; this process's own registrations are heard once, as ever (the feed
+    never gives a process its own rows).  Before, its registration was not heard at
+    all, though the same feed's removals, redefinitions and status changes were: a
+    listener keeping a table of the tasks never saw the task until its first status
+    change, and a paused one not even then."""
+    here_store, elsewhere_store, _ = stores
+    heard_here, heard_elsewhere = EventLog(), EventLog()
+    here = Scheduler(store=here_store, listeners=[heard_here])
+    elsewhere = Scheduler(store=elsewhere_store, listeners=[heard_elsewhere])
+
+    def registrations(log: EventLog) -> list[tuple[str, TaskStatus | None, TaskStatus]]:
+        return [(e.task_id, e.previous, e.status) for e in log.events if e.record is None]
+
+    try:
+        later = OneTime(here.now + 3_600)
+        elsewhere.schedule("theirs", jobs.noop, later, id="x")
+        elsewhere.schedule("held", jobs.noop, later, id="p", paused=True)
+        here.schedule("mine", jobs.noop, later, id="m")  # follows the feed first
+        here.schedule("mine", jobs.noop, later, id="m", replace_existing=True)  # again
+        assert registrations(heard_here) == [
+            ("x", None, SCHEDULED),
+            ("p", None, TaskStatus.PAUSED),
+            ("m", None, SCHEDULED),
+        ]  # (a replacement by the same definition is no change: not heard)
+        elsewhere.schedule("theirs", jobs.noop, later, id="x", replace_existing=True)
+        assert registrations(heard_elsewhere) == [
+            ("x", None, SCHEDULED),
+            ("p", None, SCHEDULED),
+            ("p", SCHEDULED, TaskStatus.PAUSED),
+            ("m", None, SCHEDULED),
+        ]
     finally:
         here.shutdown()
         elsewhere.shutdown()

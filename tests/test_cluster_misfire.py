@@ -32,6 +32,7 @@ from lldsched.errors import LeaseLost
 from lldsched.model import ExecutionRecord, Outcome
 from lldsched.persistence import CoordinatedStore, TaskSnapshot
 from lldsched.policies import Misfire, MisfirePolicy
+from lldsched.threaded import shared
 from tests import cluster_jobs, jobs
 from tests.cluster import Cluster, StoreSpec, open_store
 from tests.conftest import T0
@@ -175,11 +176,17 @@ def test_a_slot_claimed_a_little_late_while_the_process_was_there_is_no_misfire(
         store.close()
 
 
+@pytest.mark.parametrize("suspend", [False, True], ids=["step", "suspend"])
 def test_a_forward_wall_clock_jump_in_shared_mode_is_decided_by_the_claiming_process(
-    store_spec: StoreSpec,
+    store_spec: StoreSpec, suspend: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The slots a forward jump passed over meet the policy when claimed, as downtime
-    does (the unshared runtime re-evaluates its heap at once; here the claim decides)."""
+    does (the unshared runtime re-evaluates its heap at once; here the claim decides).
+    A suspend is such a jump to the timer (the wall clock moved, ``time.monotonic`` did
+    not), and downtime too, though the lease clock counted it (Linux's CLOCK_BOOTTIME,
+    a fake here): it cuts no trust, and still decides the slots it passed."""
+    lease_clock = FakeClock(T0)
+    monkeypatch.setattr(shared, "LEASE_CLOCK", lease_clock)
     clock = JumpingClock(T0)
     store = open_store(store_spec, lease=LEASE, poll=POLL)
     scheduler = Scheduler(workers=2, store=store, clock=clock).start()
@@ -189,6 +196,8 @@ def test_a_forward_wall_clock_jump_in_shared_mode_is_decided_by_the_claiming_pro
             misfire=MisfirePolicy(Misfire.SKIP),
         )  # fmt: skip
         assert clock.parked.wait(5)
+        if suspend:
+            lease_clock.advance(3.5 * HOUR)
         clock.jump(3.5 * HOUR)
 
         def missed() -> list[float]:

@@ -76,7 +76,7 @@ def black_holed(
     other = Scheduler(store=other_store, workers=2)  # trusts by time.monotonic
     trust = FakeClock(TRUST_FROM)
     with monkeypatch.context() as patch:
-        patch.setattr(shared, "MONOTONIC", trust)  # read once, by cut's coordinator
+        patch.setattr(shared, "LEASE_CLOCK", trust)  # read once, by cut's coordinator
         cut = Scheduler(store=cut_store, workers=2)
     try:
         yield BlackHoled(cut_store, cut, other, reader, trust)

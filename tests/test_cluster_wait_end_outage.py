@@ -6,6 +6,7 @@ the row again, only while it is still as this process last read it
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterator
 
@@ -27,12 +28,16 @@ GIVE_UP_AT_ONCE = RetryPolicy(max_attempts=1, fail_after_given_up=1)  # FAILED a
 
 
 def fail_once(
-    stores: list[CoordinatedStore], task_id: str, status: TaskStatus
+    stores: list[CoordinatedStore],
+    task_id: str,
+    status: TaskStatus,
+    records: list[ExecutionRecord] | None = None,
 ) -> list[TaskSnapshot]:
     """Make the save of the end of ``task_id``'s wait (the row as ``status``, with the
     wait's record) raise a StoreError once (a PostgreSQL restart, a SQLite file locked
     past its timeout), through whichever of ``stores`` makes it: the store picks which
-    process runs the upstream, and that one ends the wait.  The snapshots refused."""
+    process runs the upstream, and that one ends the wait.  The snapshots refused (the
+    records refused with them added to ``records``)."""
     refused: list[TaskSnapshot] = []
     for store in stores:
         save = store.save
@@ -45,6 +50,8 @@ def fail_once(
             waited = record is not None and record.outcome is Outcome.BLOCKED
             if not refused and waited and snapshot.task.id == task_id and snapshot.status is status:
                 refused.append(snapshot)
+                if records is not None and record is not None:
+                    records.append(record)
                 raise StoreError("the store went away for a moment")
             save(snapshot, record)
 
@@ -88,7 +95,8 @@ def test_a_wait_end_whose_write_failed_is_written_again_once_the_store_works(
     FAILED in the dead letter."""
     extract = jobs.noop if ends == "released" else jobs.broken
     status = TaskStatus.SCHEDULED if ends == "released" else TaskStatus.FAILED
-    refused = fail_once(stores[:2], "load", status)
+    refused_record: list[ExecutionRecord] = []
+    refused = fail_once(stores[:2], "load", status, refused_record)
     a, b = (Scheduler(workers=2, store=store).start() for store in stores[:2])
     try:
         for scheduler in (a, b):
@@ -110,8 +118,10 @@ def test_a_wait_end_whose_write_failed_is_written_again_once_the_store_works(
     finally:
         a.shutdown()
         b.shutdown()
-    # The wait's record went with the write that failed (an outage's records are lost).
-    assert [r for r in stores[2].records("load") if r.outcome is Outcome.BLOCKED] == []
+    # The wait's record is written with the row: before, it went with the write that
+    # failed (an outage's records were lost), the wait missing from load's history.
+    (waited,) = [r for r in stores[2].records("load") if r.outcome is Outcome.BLOCKED]
+    assert waited == refused_record[0]
 
 
 def _snapshot(store: CoordinatedStore, task_id: str) -> TaskSnapshot:
@@ -146,6 +156,31 @@ def test_a_stale_row_is_written_again_only_while_it_is_as_last_read_and_no_lease
     first.release(task_id="job", token=claim.token)
     assert resave(second, paused)
     assert _row(reader, "job") is TaskStatus.PAUSED
+
+
+def test_a_stale_row_of_a_run_held_here_gets_its_records_and_keeps_its_row(
+    stores: list[CoordinatedStore],
+) -> None:
+    """``persistence.resave`` of a row this process holds a run of (its claim's lease,
+    the snapshot RUNNING), with the records a failed write carried (a wait's ``blocked``
+    record): the row is the run's settle's to write, so it is left as it is (not written
+    from the snapshot, not refused for its live lease), and the records are appended
+    alone; True, so the rewrite counts it written."""
+    holder, _, reader = stores
+    Scheduler(store=holder).schedule("job", jobs.noop, FixedRate(HOUR, start_delay=HOUR),
+                                     id="job")  # fmt: skip
+    (claim,) = holder.claim(now=time.time() + 2 * HOUR, limit=1)
+    row = _snapshot(reader, "job")
+    # The registry's RUNNING snapshot, unlike the row in what a write of it would change.
+    running = row._replace(status=TaskStatus.RUNNING, running=True, failure_count=7)
+    waited = ExecutionRecord.of(
+        task_id="job", name="job", attempt=0, due=claim.slot, slot=claim.slot, worker=-1,
+        started=claim.slot - 1.0, finished=claim.slot, ok=False, misfire=Outcome.BLOCKED,
+    )  # fmt: skip
+    assert resave(holder, running, records=[waited])
+    assert reader.records("job") == [waited]
+    assert _snapshot(reader, "job") == row  # the row untouched: the settle writes it
+    assert holder.leases()[0].token == claim.token  # the lease still held
 
 
 def test_a_wait_end_whose_write_failed_is_not_written_over_a_change_made_elsewhere(
@@ -191,3 +226,47 @@ def test_a_wait_end_whose_write_failed_is_not_written_over_a_change_made_elsewhe
     finally:
         a.shutdown()
         b.shutdown()
+
+
+def test_a_verb_of_a_scheduler_not_running_whose_write_failed_says_when_it_is_written(
+    stores: list[CoordinatedStore], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A scheduler never started on a shared store (an admin process that only pauses and
+    cancels) has no timer: a verb whose write failed in an outage is written again at its
+    next verb (whose read of the feed ends the outage) or at shutdown(), not within
+    ``poll``.  Until then the other processes run the task as its row says (a pause not
+    heard), and a process that ends without either loses the verb.  The verb says so,
+    at WARNING: before, the outage's ERROR line said only that "the
+    scheduler goes on in memory and its registry stays authoritative", true of a
+    running scheduler and not of this one, whose registry runs nothing."""
+    admin_store, _, reader = stores
+    admin = Scheduler(store=admin_store)  # never started
+    try:
+        later = FixedRate(HOUR, start_delay=HOUR)
+        for task_id in ("a", "b", "c"):
+            admin.schedule(task_id, jobs.noop, later, id=task_id)
+        save = admin_store.save
+        failing = ["a"]
+
+        def fails(snapshot: TaskSnapshot, record: ExecutionRecord | None = None) -> None:
+            if snapshot.task.id in failing:
+                failing.remove(snapshot.task.id)
+                raise StoreError("the store went away for a moment")
+            save(snapshot, record)
+
+        admin_store.save = fails  # type: ignore[method-assign]
+        with caplog.at_level(logging.WARNING, logger="lldsched"):
+            assert admin.pause("a")
+            said = [r for r in caplog.records if "is not running" in r.getMessage()]
+            assert len(said) == 1 and said[0].levelno == logging.WARNING
+            assert "a" in said[0].getMessage() and "next verb" in said[0].getMessage()
+            assert "shutdown()" in said[0].getMessage()
+        assert _row(reader, "a") is TaskStatus.SCHEDULED  # stale: the others run it
+        assert admin.pause("b")  # the next verb: its read of the feed writes it again
+        assert {t: _row(reader, t) for t in "abc"} == {
+            "a": TaskStatus.PAUSED,
+            "b": TaskStatus.PAUSED,
+            "c": TaskStatus.SCHEDULED,
+        }
+    finally:
+        admin.shutdown()

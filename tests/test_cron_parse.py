@@ -214,9 +214,9 @@ REJECTED = [
     ("* * * dec-jan *", "month field: reversed range 'dec-jan'"),
     ("* * * * fri-mon", "day of week field: reversed range 'fri-mon' (expression"),
     # APScheduler's day_of_week="sat-sun" (Monday is 0 there): Sunday closes a range as 7
-    ("* * * * sat-sun", "range 'sat-sun' (a range that ends on Sunday ends at 7: 'sat-7')"),
-    ("* * * * 5-0", "reversed range '5-0' (a range that ends on Sunday ends at 7: '5-7')"),
-    ("* * * * mon,fri-SUN/2", "range 'fri-SUN' (a range that ends on Sunday ends at 7: 'fri-7')"),
+    ("* * * * sat-sun", "range 'sat-sun': a range that ends on Sunday ends at 7, write 'sat-7'"),
+    ("* * * * 5-0", "reversed range '5-0': a range that ends on Sunday ends at 7, write '5-7'"),
+    ("* * * * mon,fri-SUN/2", "range 'fri-SUN/2': a range that ends on Sunday ends at 7, "),
     ("1,,2 * * * *", "minute field: empty list item in '1,,2'"),
     (",1 * * * *", "minute field: empty list item in ',1'"),
     ("* * * * 1,", "day of week field: empty list item in '1,'"),
@@ -271,6 +271,48 @@ def test_malformed_expressions_are_rejected_at_construction_naming_field_and_tex
     with pytest.raises(ScheduleError) as caught:
         CronSchedule(expr)
     assert message in str(caught.value)
+
+
+ALONE = "reads it as no day at all in 1.6.0 to 1.7.2 and as Sunday-ended only since 2025"
+
+
+@pytest.mark.parametrize(
+    ("expr", "item", "fix", "since"),
+    [
+        ("0 9 * * 5-0", "5-0", "5-7", ALONE),
+        ("0 9 * * FRI-SUN", "FRI-SUN", "FRI-7", ALONE),
+        ("0 9 * * 1,5-0/2", "5-0/2", "5-7/2", "and reads it as no day at all since"),
+    ],
+)
+def test_a_day_of_week_range_ending_on_sunday_as_0_is_refused_saying_why_and_what_to_write(
+    expr: str, item: str, fix: str, since: str
+) -> None:
+    """cronie reads ``5-0`` three ways by release (src/entry.c, ``get_range``): refused
+    up to 1.5.7 (``num1 > num2``); from 1.6.0 (fc8b0e5, its state machine) to 1.7.2 it
+    sets no day at all, silently, so ``0 9 * * 5-0`` never fires; Friday to Sunday only
+    since d037042 and e6c2853 (2025), which read ``a-0`` as ``a-7`` in every field and not
+    with a step (``5-0/2`` is no day again).  ``5-7`` is Friday to Sunday in all of them,
+    cronsim and croniter: refused, saying so (docs/CRON.md, "A range that ends on
+    Sunday")."""
+    with pytest.raises(ScheduleError) as caught:
+        CronSchedule(expr)
+    assert str(caught.value) == (
+        f"cron day of week field: reversed range {item!r}: a range that ends on Sunday "
+        f"ends at 7, write {fix!r} (cronie refused {item!r} before 1.6.0, {since}; "
+        f"{fix!r} is read alike by every cron) (expression {expr!r})"
+    )
+    fixed = parse(expr.replace(item, fix))
+    assert 5 in fixed.weekdays and 0 in fixed.weekdays and 4 not in fixed.weekdays
+
+
+def test_a_range_ending_at_0_in_another_field_is_reversed_with_no_sunday_hint() -> None:
+    """cronie's 2025 reading (``a-0`` as ``a-7``) is field-blind: ``5-0 * * * *`` runs at
+    minutes 5, 6 and 7 there, and croniter wraps it round the hour: refused."""
+    with pytest.raises(ScheduleError) as caught:
+        CronSchedule("5-0 * * * *")
+    assert str(caught.value) == (
+        "cron minute field: reversed range '5-0' (expression '5-0 * * * *')"
+    )
 
 
 @pytest.mark.parametrize(("expr", "_message"), REJECTED)

@@ -11,7 +11,9 @@ clocks are fakes: the scheduler's (the store's expiry) and the one leases are tr
 
 Also here: a step of the scheduler's wall clock (``JumpingClock``), forward with the
 renewals failing (the flag goes up ``lease / 6`` before the expiry by the moved clock)
-and back (renewed at once, no flag), a claim the worker refuses for want of trust
+and back (renewed at once, no flag), a forward jump cut from the trust by no more than
+the jump (the wall clock having moved more since the last wake than the lease clock
+counted), a claim the worker refuses for want of trust
 (released, and claimed again before its expiry), and a process holding leases it does not
 trust (no claim until a renewal succeeds, or fails and counts them lost).
 """
@@ -69,7 +71,7 @@ class HeldFeed(HookedStore):
 def trust(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     """The clock leases are trusted by, a fake the test moves."""
     clock = FakeClock(START)
-    monkeypatch.setattr(shared, "MONOTONIC", clock)
+    monkeypatch.setattr(shared, "LEASE_CLOCK", clock)
     return clock
 
 
@@ -86,6 +88,52 @@ def gate() -> Iterator[None]:
     cluster_jobs.gate.clear()
     yield
     cluster_jobs.gate.set()
+
+
+@contextlib.contextmanager
+def held_run(
+    store: SqliteTaskStore, wall: FakeClock, task_id: str, action: Callable[[RunContext], None]
+) -> Iterator[tuple[SqliteTaskStore, int | None]]:
+    """``task_id``'s one run of ``action`` (a :mod:`tests.cluster_jobs` job), begun by a
+    scheduler on ``store`` and ``wall``: inside, another store on its file and the run's
+    token.  At the end the run is let go (the gate, ``released``) and the scheduler shut
+    down, then both stores closed."""
+    with store, SqliteTaskStore(store.path, shared=True, lease=LEASE) as other:
+        scheduler = Scheduler(workers=1, store=store, clock=wall)
+        scheduler.schedule(task_id, action, OneTime(START), id=task_id)
+        scheduler.start()
+        try:
+            _, token, _, _ = cluster_jobs.seen.get(timeout=10)  # the run started
+            yield other, token
+        finally:
+            cluster_jobs.gate.set()
+            cluster_jobs.released.set()
+            scheduler.shutdown()
+
+
+def flagged_then_taken_over(
+    other: SqliteTaskStore,
+    store: Any,
+    task_id: str,
+    token: int | None,
+    *,
+    at: float,
+    else_say: str,
+) -> None:
+    """The run of ``task_id`` held with ``token`` sees its flag go up for its lease
+    (within 10 s, else the test fails saying ``else_say``); then another process
+    (``other``) takes it over at ``at``, and once the run is let go
+    (:data:`cluster_jobs.gate`) its late settle is refused by ``store``."""
+    try:
+        seen = cluster_jobs.seen.get(timeout=10)
+    except queue.Empty:
+        pytest.fail(else_say)
+    assert seen == (task_id, token, True, "lease")
+    (takeover,) = other.claim(now=at, limit=1)
+    assert (takeover.task_id, takeover.taken_over) == (task_id, True)
+    assert token is not None and takeover.token > token
+    cluster_jobs.gate.set()
+    wait_until(lambda: store.rejected == 1, timeout=10, what="the late settle refused")
 
 
 def test_a_claim_is_trusted_from_the_reading_its_expiry_counts_from_not_after_the_feed(
@@ -112,22 +160,13 @@ def test_a_claim_is_trusted_from_the_reading_its_expiry_counts_from_not_after_th
             # No renewal (the scheduler's clock stands still: its timer renews nothing), and
             # the trust clock reaches lease / 6 before the store's expiry: the flag goes up.
             trust.set(START + trusted_for(LEASE))
-            try:
-                seen = cluster_jobs.seen.get(timeout=10)
-            except queue.Empty:
-                pytest.fail(
-                    f"no flag at {trust.now()}, lease / 6 before the store's expiry "
-                    f"{lease.expires_at}: the claim was trusted from after the change feed"
-                )
-            assert seen == (task_id, token, True, "lease")
-
             # At the store's expiry another process takes the run over; the late settle of
             # the flagged run is refused.
-            (takeover,) = other.claim(now=lease.expires_at, limit=1)
-            assert (takeover.task_id, takeover.taken_over) == (task_id, True)
-            assert takeover.token > token
-            cluster_jobs.gate.set()
-            wait_until(lambda: store.rejected == 1, timeout=10, what="the late settle refused")
+            flagged_then_taken_over(
+                other, store, task_id, token, at=lease.expires_at,
+                else_say=f"no flag at {trust.now()}, lease / 6 before the store's expiry "
+                f"{lease.expires_at}: the claim was trusted from after the change feed",
+            )  # fmt: skip
             assert other.records(task_id) == []
         finally:
             cluster_jobs.gate.set()
@@ -161,37 +200,21 @@ def test_a_forward_jump_of_the_wall_clock_shortens_the_trust_by_the_jump(
     wall = JumpingClock(START)  # the scheduler's, with a monotonic side: a jump is seen
     task_id = "held-across-a-jump"
     store = Unrenewable(path)
-    with store, SqliteTaskStore(path, shared=True, lease=LEASE) as other:
-        scheduler = Scheduler(workers=1, store=store, clock=wall)
-        scheduler.schedule(task_id, cluster_jobs.held_past_its_lease, OneTime(START), id=task_id)
-        scheduler.start()
-        try:
-            _, token, _, _ = cluster_jobs.seen.get(timeout=10)  # the run started
-            (lease,) = other.leases()
-            assert (lease.token, lease.expires_at) == (token, START + LEASE)
-            store.down.set()  # no renewal succeeds from now on
-            wall.parked.clear()
-            wall.jump(JUMP)  # the store's expiry is LEASE - JUMP away now, real time
-            assert wall.parked.wait(10), "the timer never looked at the clock after the jump"
-            trust.set(START + trusted_for(LEASE) - JUMP)  # lease / 6 before that expiry
-            try:
-                seen = cluster_jobs.seen.get(timeout=10)
-            except queue.Empty:
-                pytest.fail(
-                    f"no flag {renewal_every(LEASE) / 2} s before the store's expiry: the "
-                    f"trust was not shortened by the wall clock's jump of {JUMP} s"
-                )
-            assert seen == (task_id, token, True, "lease")
-
-            # At the expiry by the moved clock another process takes the run over; the late
-            # settle of the flagged run is refused.
-            (takeover,) = other.claim(now=lease.expires_at, limit=1)
-            assert (takeover.task_id, takeover.taken_over) == (task_id, True)
-            cluster_jobs.gate.set()
-            wait_until(lambda: store.rejected == 1, timeout=10, what="the late settle refused")
-        finally:
-            cluster_jobs.gate.set()
-            scheduler.shutdown()
+    with held_run(store, wall, task_id, cluster_jobs.held_past_its_lease) as (other, token):
+        (lease,) = other.leases()
+        assert (lease.token, lease.expires_at) == (token, START + LEASE)
+        store.down.set()  # no renewal succeeds from now on
+        wall.parked.clear()
+        wall.jump(JUMP)  # the store's expiry is LEASE - JUMP away now, real time
+        assert wall.parked.wait(10), "the timer never looked at the clock after the jump"
+        trust.set(START + trusted_for(LEASE) - JUMP)  # lease / 6 before that expiry
+        # At the expiry by the moved clock another process takes the run over; the late
+        # settle of the flagged run is refused.
+        flagged_then_taken_over(
+            other, store, task_id, token, at=lease.expires_at,
+            else_say=f"no flag {renewal_every(LEASE) / 2} s before the store's expiry: the "
+            f"trust was not shortened by the wall clock's jump of {JUMP} s",
+        )  # fmt: skip
 
 
 def test_a_backward_jump_of_the_wall_clock_renews_the_leases_at_once(
@@ -225,6 +248,108 @@ def test_a_backward_jump_of_the_wall_clock_renews_the_leases_at_once(
             trust.set(START + trusted_for(LEASE))  # the renewal at the jump vouches on
             cluster_jobs.released.set()
             assert cluster_jobs.seen.get(timeout=10) == (task_id, token, False, None)  # no flag
+        finally:
+            cluster_jobs.released.set()
+            scheduler.shutdown()
+
+
+# -- a suspend ------------------------------------------------------------------------
+#
+# A suspend moves the wall clock (the store's expiries with it) and not ``time.monotonic``:
+# to the timer it is a forward jump (``wall.jump``, waking nobody).  The lease clock (the
+# ``trust`` fake) stands for one that counts it, Linux's CLOCK_BOOTTIME: it moves too.
+
+
+def test_a_suspend_past_the_lease_raises_the_flags_as_the_machine_resumes(
+    tmp_path: Path, trust: FakeClock, gate: None
+) -> None:
+    """The run's lease expired while the machine slept; another process may take the run
+    over as soon as it resumes.  The flag goes up then, from the lease clock, without
+    waiting for the timer's next wake (``poll`` later, or ``lease / 3``)."""
+    path = tmp_path / "tasks.db"
+    wall = JumpingClock(START)
+    task_id = "held-across-a-suspend"
+    store = SqliteTaskStore(path, shared=True, lease=LEASE)
+    with held_run(store, wall, task_id, cluster_jobs.held_past_its_lease) as (other, token):
+        wall.jump(2 * LEASE, wake=False)  # the lid closes and opens: nobody is woken
+        trust.advance(2 * LEASE)  # ...but the lease clock counted the suspend
+        flagged_then_taken_over(
+            other, store, task_id, token, at=START + 2 * LEASE,  # the others' first wake
+            else_say="no flag as the machine resumed past the lease's expiry",
+        )  # fmt: skip
+
+
+SUSPEND = 10.0  # less than the trust left: the leases are still good at the resume
+
+
+def test_a_short_suspend_the_lease_clock_counted_is_not_cut_from_the_trust_again(
+    tmp_path: Path, trust: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The timer sees a suspend as a forward jump of the wall clock and cut the trust by
+    it; but the lease clock counted the suspend already.  Cut twice, a renewal failing at
+    the wake after a 10 s suspend (the network not back yet) counted the leases lost
+    with 5 s of trust left: a flag raised on a lease no one could take."""
+    path = tmp_path / "tasks.db"
+    wall = JumpingClock(START)
+    task_id = "held-across-a-short-suspend"
+    store = Unrenewable(path)
+    cluster_jobs.released.clear()
+    with held_run(store, wall, task_id, cluster_jobs.held_until_released) as (other, token):
+        assert other.leases()[0].expires_at == START + LEASE
+        store.down.set()  # no renewal succeeds from now on
+        wall.jump(SUSPEND, wake=False)  # the suspend
+        trust.advance(SUSPEND + 10.0)  # counted, and 10 s awake after it
+        wall.parked.clear()
+        wall.advance(10.0)  # the timer wakes: the jump seen, the renewal fails
+        assert wall.parked.wait(10), "the timer never looked at the clock after the suspend"
+        assert other.leases()[0].expires_at == START + LEASE  # the renewal did fail
+        assert (
+            "the wall clock jumped by +10.000 s (set ahead, or the machine was "
+            "suspended): the slots it passed are decided as they are claimed"
+        ) in caplog.messages
+        cluster_jobs.released.set()  # 20 s of the 25 trusted: the run ends unflagged
+        assert cluster_jobs.seen.get(timeout=10) == (task_id, token, False, None)
+
+
+BEFORE_JUMP = 4.0  # the wall clock's move with the monotonic one, before it jumps
+
+
+def test_a_forward_jump_cuts_the_trust_by_the_jump_at_most(
+    tmp_path: Path, trust: FakeClock
+) -> None:
+    """The cut is the part of the jump the lease clock did not count since the last wake;
+    never more than the jump itself.  Here the wall (and monotonic) clock moves
+    ``BEFORE_JUMP`` seconds the lease clock does not count, then jumps ``JUMP``: the wall
+    moved ``BEFORE_JUMP + JUMP`` since the last wake, the lease clock nothing, and the
+    trust is cut by ``JUMP`` alone, not by that whole move.  Cut by the whole move, the
+    trust ran out ``BEFORE_JUMP`` seconds early: the run's flag went up, and a task due
+    then was never claimed (claims held back for want of trust)."""
+    path = tmp_path / "tasks.db"
+    wall = JumpingClock(START)
+    cluster_jobs.released.clear()
+    while not began.empty():  # what an earlier test's runs told it
+        began.get_nowait()
+    store = Unrenewable(path)
+    with store, SqliteTaskStore(path, shared=True, lease=LEASE) as other:
+        scheduler = Scheduler(workers=2, store=store, clock=wall)
+        scheduler.schedule("held", cluster_jobs.held_until_released, OneTime(START), id="held")
+        scheduler.start()
+        try:
+            _, token, _, _ = cluster_jobs.seen.get(timeout=10)  # the run started
+            assert other.leases()[0].expires_at == START + LEASE
+            store.down.set()  # no renewal succeeds from now on
+            wall.elapse(BEFORE_JUMP)  # counted by the monotonic clock, not the lease clock
+            wall.parked.clear()
+            wall.jump(JUMP)  # the timer wakes: the jump seen, the renewal fails
+            assert wall.parked.wait(10), "the timer never looked at the clock after the jump"
+            assert other.leases()[0].expires_at == START + LEASE  # the renewal did fail
+            # Trusted until START + trusted_for(LEASE) - JUMP; cut by the wall's whole
+            # move, until BEFORE_JUMP seconds before that.
+            trust.set(START + trusted_for(LEASE) - JUMP - BEFORE_JUMP / 2)
+            scheduler.schedule("after", note_token, OneTime(wall.now()), id="after")
+            assert began.get(timeout=10)[0] == "after"  # claimed: the leases still trusted
+            cluster_jobs.released.set()
+            assert cluster_jobs.seen.get(timeout=10) == ("held", token, False, None)  # no flag
         finally:
             cluster_jobs.released.set()
             scheduler.shutdown()

@@ -7,11 +7,24 @@ test's docstring says why)."""
 
 from __future__ import annotations
 
+import sys
 import threading
+from types import ModuleType
+from typing import cast
+
+import pytest
 
 from lldsched import FakeClock
 from lldsched.core.context import RunContext
-from lldsched.threaded.leasewatch import LeaseWatch, renewal_every, trusted_for
+from lldsched.threaded.leasewatch import (
+    LEASE_CLOCK,
+    LeaseWatch,
+    _LeaseClock,
+    look_every,
+    renewal_every,
+    suspend_counting,
+    trusted_for,
+)
 from tests.waits import wait_until
 
 LEASE = 30.0
@@ -113,3 +126,104 @@ def test_a_claim_vouches_for_the_leases_only_when_none_was_held() -> None:
     watch.claimed(1025.0)  # nothing held again: until 1050
     clock.advance(24.0)
     assert watch.trusted()
+
+
+# -- a suspend ------------------------------------------------------------------------
+
+
+class Host:
+    """A stand-in for the ``time`` module of a machine that slept: ``monotonic`` stops
+    while it is suspended (Linux's ``CLOCK_MONOTONIC``, macOS's ``mach_absolute_time``),
+    ``clock_gettime`` of the clocks that count a suspend does not."""
+
+    CLOCK_BOOTTIME = 7
+    CLOCK_MONOTONIC_RAW = 4
+
+    def __init__(self) -> None:
+        self.awake = 100.0
+        self.asleep = 0.0
+
+    def monotonic(self) -> float:
+        return self.awake
+
+    def clock_gettime(self, clock: int) -> float:
+        assert clock in (self.CLOCK_BOOTTIME, self.CLOCK_MONOTONIC_RAW), clock
+        return self.awake + self.asleep
+
+    def suspend(self, seconds: float) -> None:
+        self.asleep += seconds
+
+
+@pytest.mark.parametrize(
+    ("platform", "name"),
+    [
+        ("linux", "clock_gettime(CLOCK_BOOTTIME)"),
+        ("darwin", "clock_gettime(CLOCK_MONOTONIC_RAW)"),
+    ],
+)
+def test_the_lease_clock_counts_a_suspend_that_time_monotonic_does_not(
+    platform: str, name: str
+) -> None:
+    """The store's expiries go on while the machine sleeps; ``time.monotonic`` does not
+    on Linux or macOS: a process suspended past its lease woke trusting leases another
+    process may hold by now.  The lease clock counts the suspend."""
+    host = Host()
+    reading, said = suspend_counting(cast(ModuleType, host), platform)
+    assert said == name
+    before, monotonic_before = reading(), host.monotonic()
+    host.suspend(2 * LEASE)
+    assert host.monotonic() == monotonic_before  # the hole: no time passed, by this clock
+    assert reading() - before == 2 * LEASE
+    watch = LeaseWatch(_LeaseClock(reading, said), lease=LEASE, name="test-lease-watch")
+    watch.renewed(before)
+    assert not watch.trusted()  # at once on resuming: no wake of the timer needed
+
+
+@pytest.mark.parametrize("platform", ["win32", "freebsd14"])
+def test_elsewhere_the_lease_clock_is_time_monotonic(platform: str) -> None:
+    # Windows: GetTickCount64 or QueryPerformanceCounter, both count sleep.  Elsewhere the
+    # rule falls back to it, and the timer's next look cuts the trust by a suspend it did
+    # not count.
+    host = Host()
+    reading, said = suspend_counting(cast(ModuleType, host), platform)
+    assert (reading, said) == (host.monotonic, "time.monotonic")
+
+
+def test_this_process_trusts_its_leases_by_the_clock_the_rule_chooses_here() -> None:
+    assert isinstance(LEASE_CLOCK, _LeaseClock)
+    assert LEASE_CLOCK.name == suspend_counting()[1]
+    if sys.platform.startswith("linux"):
+        assert LEASE_CLOCK.name == "clock_gettime(CLOCK_BOOTTIME)"
+
+
+class Waits(FakeClock):
+    """A fake clock that keeps each ``(now, deadline)`` a waiter waited with."""
+
+    def __init__(self, start: float) -> None:
+        super().__init__(start)
+        self.waits: list[tuple[float, float | None]] = []
+
+    def wait(self, condition: threading.Condition, deadline: float | None) -> None:
+        self.waits.append((self.now(), deadline))
+        super().wait(condition, deadline)
+
+
+def test_the_watch_looks_at_its_clock_at_least_every_sixth_of_the_lease() -> None:
+    """``Condition.wait`` counts ``CLOCK_MONOTONIC`` on Linux, which stops in a suspend: a
+    watch parked for the whole trust (25 s) would read its clock that long after the
+    resume.  It waits ``lease / 6`` at most, so a flag goes up no later than the store's
+    expiry, or within ``lease / 6`` of a resume past it."""
+    clock = Waits(1000.0)
+    watch = LeaseWatch(clock, lease=LEASE, name="test-lease-watch")
+    run = context(1)
+    watch.renewed(1000.0)  # trusted until 1025
+    watch.add(1, run)
+    wait_until(lambda: bool(clock.waits), timeout=5, what="the watch to wait")
+    assert clock.waits[0] == (1000.0, 1000.0 + look_every(LEASE))
+    assert look_every(LEASE) == LEASE / 6
+    clock.advance(look_every(LEASE))  # the watch looks, and waits again: 1010 at most
+    wait_until(lambda: len(clock.waits) > 1, timeout=5, what="the watch to wait again")
+    assert clock.waits[-1] == (1005.0, 1010.0)
+    watch.discard(1)
+    wait_until(watch_thread_ended, timeout=5, what="the watch to end with nothing to watch")
+    assert not run.lease_lost

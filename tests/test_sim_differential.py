@@ -49,10 +49,12 @@ With the fix, a local search of 39,217 examples over 24 seeds found nothing else
 **The wider differential**
 (:func:`test_random_scenarios_with_workers_windows_and_restarts_run_alike`) draws the
 same tasks and verbs, some schedules in a ``Window(max_runs=)``, on one to three
-workers, and about one time in three a restart: both runtimes stop at an instant the
-simulation has no run in flight, stay down 0, 30 or 200 seconds (the verbs after it move
-on by as much) and start again from their store (an ``InMemoryTaskStore`` or a
-``SqliteTaskStore``), its misfire decisions included.  Every task's action is
+workers, and about one time in three a restart: both runtimes stop without a drain at
+an instant the simulation has no run in flight or, half the time, has one
+(:meth:`Cast.busy_from`: the runs in flight then finish, nothing more starts), stay down
+0, 30 or 200 seconds after the last of them (the verbs after the stop move on by as
+much) and start again from their store (an ``InMemoryTaskStore`` or a
+``SqliteTaskStore``), its misfire decisions included (:class:`Restart`).  Every task's action is
 :func:`act`, stored by import path.  On threads every run is *held* until the driver
 releases it at its end (:class:`Stage`), so several workers run at once with the clock
 moved by one thread only; the simulation's order at an instant (every finish, then the
@@ -60,13 +62,15 @@ verb, then the starts) is kept by a gate on what the timer sees of the clock
 (:class:`GatedClock`) and a turn for each worker's begin.  On several workers a run
 takes at least a second (see :class:`Acts`).  About one scenario in four is of
 coroutine tasks alone (:func:`coroutine_act`) and one in five of coroutine tasks beside
-thread tasks, the coroutine tasks without timeouts, on the same workers on both
-runtimes; half the scenarios with coroutine tasks have a coroutine lane of one or two
-(``max_coroutines``): a coroutine run takes the coroutine lane, not a worker, on both
-(see the section at the end).  The event loop begins its runs only once the workers
-have begun theirs (:meth:`Stage.settle`), the simulation's order at one instant.  What
-it leaves out, and why: a coroutine's timeout, a restart with runs in flight, and the
-three cases above.
+thread tasks, on the same workers on both runtimes; half the scenarios with coroutine
+tasks have a coroutine lane of one or two (``max_coroutines``): a coroutine run takes
+the coroutine lane, not a worker, on both (see the section at the end).  A coroutine
+run longer than its timeout is cut at it: the event loop's timer counts real seconds,
+so on threads the driver fires it at its instant on the clock (:meth:`Stage.end`).  The
+event loop begins its runs only once the workers have begun theirs
+(:meth:`Stage.settle`), the simulation's order at one instant.  What it leaves out, and
+why: a crash (a simulation cannot die mid-run), a coroutine run exactly as long as its
+timeout (its finish and the loop's timer race on threads) and the three cases above.
 """
 
 from __future__ import annotations
@@ -107,6 +111,8 @@ from lldsched import (
 )
 from lldsched.errors import LldschedError
 from lldsched.sim import Simulation
+from lldsched.threaded.coroutines import CoroutineRunner
+from lldsched.threaded.parts import STOPPED
 from tests.conftest import T0
 from tests.test_sim_equivalence import Spec, action_for, durations_of
 from tests.waits import wait_until
@@ -605,15 +611,25 @@ class Hold:
     released: threading.Event
     on_loop: bool = False  # a coroutine run, on the event loop, not a worker
     entered: bool = False  # its action called: the runtime has read its start
+    run: Any = None  # the runtime's Run
+    times_out: bool = False  # a coroutine run longer than its timeout: cut at ``end``
 
 
 @dataclass(frozen=True)
 class Restart:
-    """The runtimes stop at ``at`` (an instant nothing runs at, chosen on the
-    simulation), stay down ``gap`` seconds and start again from their store."""
+    """The runtimes stop at ``at`` (chosen on the simulation: an instant nothing runs at,
+    or, for a :attr:`Wide.busy` restart, whatever runs), the runs in flight then finish
+    (a shutdown without a drain: nothing more starts), and they start again from their
+    store ``gap`` seconds after the last of them, at ``back``."""
 
     at: float
     gap: float
+    back: float
+
+    @property
+    def shift(self) -> float:
+        """How far the verbs made after the stop move on."""
+        return self.back - self.at
 
 
 @dataclass(frozen=True)
@@ -623,6 +639,7 @@ class Wide:
     workers: int
     restart: float | None = None  # seconds after the start, looked for from there
     gap: float = 0.0
+    busy: bool = False  # the restart is made there whatever runs (else when nothing does)
     store: str = "memory"  # or "sqlite"
     coroutines: frozenset[str] = frozenset()  # the tasks whose action is coroutine_act
     max_coroutines: int = 1000  # the coroutine lane's limit, on both runtimes
@@ -637,13 +654,13 @@ class Wide:
         return 0.0 if self.workers == 1 and not self.coroutines else 1.0
 
     def verbs_after(self, restart: Restart | None) -> list[Verb]:
-        """The verbs in the order made, those after the restart moved on by its gap."""
+        """The verbs in the order made, those after the restart moved on by its shift."""
         made = sorted(self.verbs, key=lambda verb: verb.at)
         if restart is None:
             return made
         return [
             verb if T0 + verb.at < restart.at
-            else Verb(verb.at + restart.gap, verb.name, verb.target, verb.argument)
+            else Verb(verb.at + restart.shift, verb.name, verb.target, verb.argument)
             for verb in made
         ]  # fmt: skip
 
@@ -736,8 +753,14 @@ class Stage:
                 n = self.begun[name]
                 self.begun[name] = n + 1
                 length = self.acts.length(name, n)
+                # A coroutine run longer than its timeout is cut at it (by the driver, for
+                # the loop's timer in real seconds: see Stage.end); a thread run is not.
+                timeout = run.options.timeout if on_loop else None
+                times_out = timeout is not None and length > timeout
+                if timeout is not None and times_out:
+                    length = timeout
                 hold = Hold(name, n, next(self.order), self.clock._now + length,
-                            threading.Event(), on_loop)  # fmt: skip
+                            threading.Event(), on_loop, run=run, times_out=times_out)  # fmt: skip
                 if on_loop:  # begun on the loop, awaited in this order
                     self.loop_runs[name].append(hold)
                 else:
@@ -769,6 +792,9 @@ class Stage:
         scheduler._begin = begun
         runner._begin = begun_on_loop
         runner._take_slots = took  # type: ignore[method-assign]
+        # The loop's timeout timer counts real seconds: the driver times a run out at its
+        # instant on the FakeClock instead (Stage.end).
+        runner._time_out = lambda flight: None  # type: ignore[method-assign]
         core.on_cancel = cancelled
         return scheduler
 
@@ -839,12 +865,27 @@ class Stage:
             self.loop_open = False
 
     def release(self, hold: Hold) -> None:
-        with self.scheduler._lock:
-            if hold not in self.live:  # a coroutine cancelled meanwhile
-                return
+        if self.end(hold):
+            self.settle()
+
+    def end(self, hold: Hold) -> bool:
+        """End ``hold`` now: released, or, past its coroutine's timeout, timed out as the
+        loop's timer would (:meth:`CoroutineRunner._time_out`); False if it ended already
+        (a coroutine cancelled meanwhile)."""
+        scheduler = self.scheduler
+        with scheduler._lock:
+            if hold not in self.live:
+                return False
             self.live.remove(hold)
-        hold.released.set()
-        self.settle()
+            runner = scheduler._coroutines
+            flight = runner._flights.get(id(hold.run)) if hold.times_out else None
+        if flight is None:
+            hold.released.set()
+        else:
+            assert runner._loop is not None
+            time_out = functools.partial(CoroutineRunner._time_out, runner, flight)
+            runner._loop.call_soon_threadsafe(time_out)
+        return True
 
     def next_due(self) -> float:
         with self.scheduler._lock:
@@ -856,7 +897,7 @@ class Stage:
         clock = self.clock
         waiting = deque(self.scenario.verbs_after(self.restart))
         restart = math.inf if self.restart is None else self.restart.at
-        horizon = T0 + HORIZON + (0 if self.restart is None else self.restart.gap)
+        horizon = T0 + HORIZON + (0 if self.restart is None else self.restart.shift)
         PLAYING.append(self)
         try:
             self.scheduler.start()
@@ -905,13 +946,41 @@ class Stage:
         return Outcome(records, self.answers, tasks, dead), end
 
     def start_again(self) -> None:
+        """Stop without a drain (on a thread: it waits for the runs in flight, which end
+        here, in the order the simulation finishes them), then start again at ``back``."""
         assert self.restart is not None
-        assert not self.live, "runs in flight at the restart"
-        self.scheduler.shutdown()
-        self.clock.set(self.restart.at + self.restart.gap)
+        stopped: list[bool] = []
+        scheduler = self.scheduler
+        stopping = threading.Thread(
+            target=lambda: stopped.append(scheduler.shutdown(drain=False, timeout=None))
+        )
+        stopping.start()
+        try:
+            self.stopping_quiet()  # what waited for a worker or the loop is dropped
+            for hold in sorted(self.live, key=lambda hold: (hold.end, hold.order)):
+                self.clock.set(max(hold.end, self.clock.now()))
+                self.end(hold)
+                self.stopping_quiet()  # recorded
+        finally:
+            for hold in self.live:  # (a failure above: nothing left held)
+                hold.released.set()
+            stopping.join(30)
+        assert stopped == [True]
+        self.clock.set(self.restart.back)
         self.scheduler = self.build()
         self.scheduler.start()
         self.clock.timer = self.scheduler._timer
+
+    def stopping_quiet(self) -> None:
+        """Wait until the scheduler that stops has nothing in flight but the held runs
+        (what waited for a worker or the event loop dropped, what ended recorded)."""
+        scheduler = self.scheduler
+
+        def quiet() -> bool:
+            with scheduler._lock:
+                return scheduler._state is STOPPED and scheduler._in_flight == len(self.live)
+
+        wait_until(quiet, timeout=10, what="a quiet stop", every=0.0002)
 
 
 class Cast:
@@ -932,17 +1001,19 @@ class Cast:
             for spec in scenario.specs:
                 register(self.sim, spec, duration=self.acts.duration(spec.name),
                          coroutines=scenario.coroutines)  # fmt: skip
+            stop = None
             if scenario.restart is not None:
-                self.restart = self.idle_from(T0 + scenario.restart + 1 / 16, scenario.gap)
-            if self.restart is not None:
-                self.sim.shutdown(drain=False)
+                stop = T0 + scenario.restart + 1 / 16
+                stop = self.busy_from(stop) if scenario.busy else self.idle_from(stop)
+            if stop is not None:
+                self.sim.shutdown(drain=False)  # the runs in flight finish, nothing starts
+                self.restart = Restart(stop, scenario.gap, self.sim.now + scenario.gap)
                 self.records += [record_of(r) for r in self.sim.records()]
-                at = self.restart.at
-                later = [v for v in scenario.verbs_after(self.restart) if T0 + v.at > at]
-                self.sim = self.build(at + self.restart.gap, later)
+                later = [v for v in scenario.verbs_after(self.restart) if T0 + v.at > stop]
+                self.sim = self.build(self.restart.back, later)
                 for task in self.sim.tasks():
                     self.sim.model(task.id, duration=self.acts.duration(task.id))
-            self.horizon = T0 + HORIZON + (0 if self.restart is None else self.restart.gap)
+            self.horizon = T0 + HORIZON + (0 if self.restart is None else self.restart.shift)
             self.sim.run(self.horizon)
         finally:
             PLAYING.pop()
@@ -956,7 +1027,7 @@ class Cast:
             sim.at(T0 + verb.at, made)
         return sim
 
-    def idle_from(self, at: float, gap: float) -> Restart | None:
+    def idle_from(self, at: float) -> float | None:
         """The first instant from ``at`` on (1/16 s past an event, where nothing else
         happens) at which no run is in flight on the simulation (on a worker or the
         coroutine lane), if before the horizon."""
@@ -964,8 +1035,23 @@ class Cast:
         while at < T0 + HORIZON:
             sim.run(at)
             if not sim._finishes:
-                return Restart(at, gap)
+                return at
             at = sim._finishes[0][0] + 1 / 16
+        return None
+
+    def busy_from(self, at: float) -> float | None:
+        """The first instant from ``at`` on (1/16 s past an event) at which a run is in
+        flight on the simulation, if before the horizon."""
+        sim = self.sim
+        while at < T0 + HORIZON:
+            sim.run(at)
+            if sim._finishes:
+                return at
+            # Nothing runs: on to 1/16 s past the next start or verb (not run past the
+            # horizon, where the simulation goes on from later).
+            dues = [entry[0] for entry in (*sim._queue.entries(), *sim._waiting.entries())]
+            dues += [intervention[0] for intervention in sim._interventions]
+            at = max(min(dues, default=math.inf), sim.now) + 1 / 16
         return None
 
     @property
@@ -1022,8 +1108,8 @@ def wide_scenarios(draw: st.DrawFn) -> Wide:
     count = len(plain.specs)
     drawn = tuple(draw(wide_specs(i)) for i in range(count))
     # About one in four of coroutine tasks only, one in five of coroutine and thread tasks
-    # together (some of two or more), the rest of thread tasks; a coroutine task has no
-    # timeout (the loop's, in real seconds: a FakeClock does not move it).
+    # together (some of two or more), the rest of thread tasks; a coroutine task's timeout
+    # is the loop's, in real seconds, which the driver fires at its instant (Stage.end).
     mix = draw(st.integers(0, 3))
     if mix == 0:
         coroutines = frozenset(spec.name for spec in drawn)
@@ -1032,9 +1118,7 @@ def wide_scenarios(draw: st.DrawFn) -> Wide:
         coroutines = frozenset(drawn[i].name for i in some)
     else:
         coroutines = frozenset()
-    drawn = tuple(untimed_spec(spec) if spec.name in coroutines else spec for spec in drawn)
     flagged = {i for i, spec in enumerate(drawn) if spec.options.get("overlap") is CANCEL_OTHER}
-    flagged |= {i for i, spec in enumerate(drawn) if spec.name in coroutines}
     made = tuple(
         untimed(verb, at=verb.at) if verb.target % count in flagged else verb
         for verb in plain.verbs
@@ -1043,14 +1127,10 @@ def wide_scenarios(draw: st.DrawFn) -> Wide:
     return Wide(
         drawn, made, workers=draw(st.integers(1, 3)), restart=restart,
         gap=draw(st.sampled_from([0, 0, 30, 200])) if restart is not None else 0,
+        busy=restart is not None and draw(st.booleans()),
         store=draw(st.sampled_from(["memory", "sqlite"])), coroutines=coroutines,
         max_coroutines=draw(st.sampled_from([1000, 1000, 1, 2])) if coroutines else 1000,
     )  # fmt: skip
-
-
-def untimed_spec(spec: Spec) -> Spec:
-    options = {key: value for key, value in spec.options.items() if key != "timeout"}
-    return Spec(spec.name, spec.schedule, spec.durations, spec.failing_runs, spec.retry, options)
 
 
 WIDENED = settings(DIFFERENTIAL, max_examples=150)
@@ -1084,19 +1164,61 @@ PRIORITY_AHEAD = Wide(
 )  # fmt: skip
 
 
+# A coroutine task's first run (50 s) passes its 20 s timeout: cut at 20, timed out, its
+# retry due at 23 takes 5 s and succeeds; beside a thread task on a lane of one.
+COROUTINE_TIMEOUT = Wide(
+    (Spec("t0", FixedRate(60), (50, 5), retry=RetryPolicy(max_attempts=2, initial_backoff=3),
+          options={"timeout": 20}),
+     Spec("t1", FixedRate(30), (10,), retry=RUN_ONCE)),
+    (), workers=1, coroutines=frozenset({"t0"}), max_coroutines=1,
+)  # fmt: skip
+# A stop at 5 s with a thread run (0-50 s) and a coroutine run (3 s, cut at its 20 s
+# timeout at 23 s) in flight: both finish, nothing starts (the thread task's retry of the
+# coroutine task's is left due), and the runtimes start again 30 s after the last, at 80.
+BUSY_RESTART = Wide(
+    (Spec("t0", FixedRate(100), (50,), retry=RUN_ONCE),
+     Spec("t1", OneTime(delay=3), (40, 2), retry=RetryPolicy(max_attempts=2, initial_backoff=4),
+          options={"timeout": 20})),
+    (Verb(60.125, "run_now", 0),), workers=2, restart=5, gap=30, busy=True, store="sqlite",
+    coroutines=frozenset({"t1"}),
+)  # fmt: skip
+
+
+def test_the_hand_made_examples_reach_a_coroutine_timeout_and_a_busy_restart() -> None:
+    """What the two examples are for happens in them, on both runtimes alike."""
+    outcomes = differ_wide(COROUTINE_TIMEOUT, aside=False)
+    assert outcomes is not None
+    threaded, simulated = outcomes
+    assert threaded == simulated
+    assert ("t0", 0, 1, "timed_out", 0, 20) in threaded.records
+    assert ("t0", 23, 2, "ok", 23, 28) in threaded.records  # its retry
+    with tempfile.TemporaryDirectory() as directory:
+        cast = Cast(BUSY_RESTART, directory)
+        cast.close()
+    assert cast.restart == Restart(T0 + 5 + 1 / 16, 30, T0 + 80)
+    outcomes = differ_wide(BUSY_RESTART, aside=False)
+    assert outcomes is not None
+    threaded, simulated = outcomes
+    assert threaded == simulated
+    assert threaded.records[:2] == [("t1", 3, 1, "timed_out", 3, 23), ("t0", 0, 1, "ok", 0, 50)]
+    assert ("t1", 27, 2, "ok", 80, 82) in threaded.records  # due during the stop: run at 80
+
+
 @WIDENED
 @given(scenario=wide_scenarios())
 @example(scenario=SIDE_BY_SIDE)
 @example(scenario=LANE_OF_ONE)
 @example(scenario=PRIORITY_AHEAD)
+@example(scenario=COROUTINE_TIMEOUT)
+@example(scenario=BUSY_RESTART)
 def test_random_scenarios_with_workers_windows_and_restarts_run_alike(scenario: Wide) -> None:
     alike(differ_wide(scenario))
 
 
 # ------------------------------------------------------------ coroutine runs, by hand
 #
-# Drawn above without timeouts: a coroutine's timeout is the loop's, in real seconds,
-# which a FakeClock does not move.  A coroutine run takes no worker on either
+# A coroutine's timeout is the loop's, in real seconds, which a FakeClock does not move:
+# the driver fires it (Stage.end).  A coroutine run takes no worker on either
 # runtime (docs/DECISIONS.md, "A coroutine run takes the coroutine lane, not a virtual
 # worker"; tests/test_sim_lanes.py pins that lane by hand).  The divergence the wider
 # differential found among them is kept here.

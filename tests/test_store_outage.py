@@ -21,11 +21,14 @@ from lldsched import (
     FakeClock,
     FixedRate,
     InMemoryTaskStore,
+    OneTime,
     Scheduler,
     SqliteTaskStore,
     StoreError,
+    TaskStatus,
 )
 from lldsched.core.storewrites import StoreWrites
+from lldsched.model import ExecutionRecord, Outcome
 from tests.conftest import settle
 from tests.harness import FailingStore
 
@@ -346,3 +349,39 @@ def test_a_failed_purge_is_tried_again_as_a_purge_not_as_a_plain_delete(clock: F
     store.down = False
     scheduler.resume("other")
     assert store.get("y") is None and scheduler.metrics().store_ok
+
+
+def test_a_waits_blocked_record_refused_with_its_row_is_written_with_the_row_again(
+    clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A dependency wait ends; the store refuses that write (the row SCHEDULED, the wait's
+    ``blocked`` record).  The next write that succeeds writes the stale row again, and
+    now the record with it: before, the wait was missing from the task's history for
+    good (an outage's records were lost).  Its place there decides nothing."""
+
+    class RefusesTheWaitsEnd(InMemoryTaskStore):
+        def __init__(self) -> None:
+            super().__init__()
+            self.refused: list[ExecutionRecord] = []
+
+        def save(self, snapshot, record=None):  # type: ignore[no-untyped-def]
+            if record is not None and record.outcome is Outcome.BLOCKED and not self.refused:
+                self.refused.append(record)
+                raise OSError("disk hiccup")
+            super().save(snapshot, record)
+
+    store = RefusesTheWaitsEnd()
+    scheduler = Scheduler(clock=clock, store=store)
+    with caplog.at_level(logging.WARNING, logger="lldsched"), scheduler:
+        scheduler.schedule("extract", noop, OneTime(delay=60), id="extract")
+        scheduler.schedule("load", noop, OneTime(delay=0), id="load", depends_on=["extract"])
+        settle(scheduler)
+        assert scheduler.task("load").status is TaskStatus.BLOCKED
+        clock.advance(60)  # extract runs: load's wait ends, its write refused
+        settle(scheduler)
+    (refused,) = store.refused
+    assert [r for r in store.records("load") if r.outcome is Outcome.BLOCKED] == [refused]
+    assert any(
+        "the rows they left stale were written again" in r.getMessage()
+        for r in logged(caplog, logging.WARNING)
+    )

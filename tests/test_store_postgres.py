@@ -723,6 +723,33 @@ def test_an_id_or_name_postgresql_cannot_keep_is_refused_naming_it_and_nothing_i
         assert [s.task.id for s in store.load_all()] == ["kept"]
 
 
+def test_the_longest_id_every_store_takes_is_kept_by_every_index_of_the_database(
+    postgres_dsn: str,
+) -> None:
+    """MAX_ID_BYTES is under PostgreSQL's own bound for the ids that compress least
+    (random letters: over 2,689 bytes the records' key is refused), in every index an id
+    is a key of: the tasks', a record's, a lease's and a removal's.  Direct to the store,
+    an id over it is refused with the registration's words, nothing written."""
+    import random
+    import string
+
+    from lldsched.persistence import MAX_ID_BYTES
+
+    rng = random.Random(7)
+    task_id = "".join(rng.choice(string.ascii_letters) for _ in range(MAX_ID_BYTES))
+    with PostgresTaskStore(postgres_dsn) as store:
+        store.save(snapshot(task(id=task_id)), record(task_id, 1))
+        assert [row.task.id for row in store.load_all()] == [task_id]
+        (claim,) = store.claim(now=T0, limit=1)  # its lease
+        assert claim.task_id == task_id
+        assert [r.task_id for r in store.records(task_id)] == [task_id]
+        store.delete(task_id)  # its removal
+        assert len(store) == 0
+        with pytest.raises(ValidationError, match=r"\(2001 bytes in UTF-8\) is longer than"):
+            store.save(snapshot(task(id=task_id + "x")))
+        assert len(store) == 0 and store.records() == []
+
+
 def test_a_rename_to_a_name_postgresql_cannot_keep_is_refused_and_the_task_keeps_its_own(
     make_scheduler: SchedulerFactory, clock: FakeClock, postgres_dsn: str
 ) -> None:

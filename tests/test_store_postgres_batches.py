@@ -410,3 +410,84 @@ def test_a_trim_that_fails_after_its_batch_was_written_reports_the_batch_and_tri
         (recovered,) = [r for r in caplog.records if r.levelno >= logging.WARNING][1:]
         assert recovered.levelno == logging.WARNING
         assert "recovered (a records trim succeeded)" in recovered.getMessage()
+
+
+class _ReplyLost:
+    """A store's connection whose first batch of settles is written and committed on the
+    server, then the network drops the connection (``proxy``'s reset) before the reply
+    comes: the client sees the connection die, as when the reply is lost on the way."""
+
+    def __init__(self, connection: psycopg.Connection[Any], proxy: TcpProxy) -> None:
+        self._connection = connection
+        self._proxy = proxy
+
+    def execute(self, query: Any, *args: Any, **kwargs: Any) -> Any:
+        cursor = self._connection.execute(query, *args, **kwargs)
+        if query is sql.SETTLE:  # committed (autocommit): now the connection goes
+            self._proxy.reset()
+            self._proxy.heal()  # new connections pass: the store connects again
+            self._connection.execute("SELECT 1")  # raises: the reply never came
+        return cursor
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._connection, name)
+
+
+def test_a_batch_whose_reply_was_lost_after_its_commit_is_reported_written_not_refused(
+    postgres_server: PostgresServer,
+    postgres_dsn: str,
+    open_store: Opener,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The batch's statement committed on the server, and the connection died before its
+    reply: the store tries the batch again on a new connection, which finds the leases
+    gone (the settle dropped them).  Before, each settle was then reported refused as if
+    its lease had been taken over: a "lost the lease" WARNING, counted in ``rejected``,
+    and the records its run decided after its own (SKIPPED slots, queued once the batch
+    was taken) dropped.  Now a refused token whose run's record the store holds (its
+    token, attempt, start and finish) is known written; a lease really taken over is
+    still refused."""
+    with TcpProxy("127.0.0.1", postgres_server.port) as proxy:
+        store = PostgresTaskStore(proxy.dsn(postgres_dsn, port=postgres_server.port), lease=60)
+        other = open_store(lease=60)
+        try:
+            for task_id in ("a", "b"):
+                store.save(snapshot(task(id=task_id)))
+            claims = {claim.task_id: claim for claim in store.claim(now=T0, limit=2)}
+            expire(store, "b")
+            (taken,) = other.claim(now=T0, limit=1)  # b is taken over: a stale token here
+            assert taken.task_id == "b"
+            hold_back(store)
+            live = store._open
+            lossy = [True]
+
+            def opened() -> Any:
+                if lossy:
+                    lossy.pop()
+                    return _ReplyLost(live(), proxy)
+                return live()
+
+            store._open = opened  # type: ignore[method-assign]
+            again = snapshot(task(id="a"))._replace(next_run_at=T0 + 60, run_count=1)
+            for task_id in ("a", "b"):
+                token = claims[task_id].token
+                store.save(again._replace(task=task(id=task_id)),
+                           record(task_id, 0)._replace(token=token))  # fmt: skip
+            with caplog.at_level(logging.WARNING, logger="lldsched"):
+                store.flush()
+                assert not lossy  # the reply was lost, and the batch tried again
+                assert store._settles.outcome(claims["a"].token) is True
+                assert store._settles.outcome(claims["b"].token) is False
+                assert store.rejected == 1  # b's alone
+                # a record the run decided after its own, under its token: written too
+                store.save(again, record("a", 1)._replace(token=claims["a"].token))
+            warned = [r.getMessage() for r in caplog.records if "lease" in r.getMessage()]
+            assert len(warned) == 1 and f"token {claims['b'].token}" in warned[0]
+            reader = open_store()
+            assert [(r.started, r.token) for r in reader.records("a")] == [
+                (T0, claims["a"].token),
+                (T0 + 1, claims["a"].token),
+            ]
+            assert reader.records("b") == []
+        finally:
+            store.close()

@@ -325,3 +325,40 @@ def test_replacing_a_paused_task_with_a_new_priority_queues_nothing_and_it_stays
     assert task.priority is Priority.HIGH and sim.pending() == []
     sim.run(T0 + 300)
     assert task.status is TaskStatus.PAUSED and sim.records() == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("on", ["memory", "sqlite"])
+@pytest.mark.parametrize(
+    "task_id",
+    ["r" * 2001, "é" * 1000 + "r", "e" * 1999 + "€"],
+    ids=["ascii", "two-byte", "three-byte-last"],
+)
+def test_an_id_over_2000_bytes_is_refused_on_every_store_naming_its_length_and_the_bound(
+    tmp_path: Path, kind: str, on: str, task_id: str
+) -> None:
+    """The PostgreSQL store keeps an id as an index key (PostgreSQL refuses a key over
+    2,704 bytes after compression: a random id over 2,689 bytes, in the records' key), and
+    refused one over 2,000 bytes; the in-memory and SQLite stores took any length, so an
+    id tried there was refused only on moving to PostgreSQL.  One bound for every store
+    and runtime now, checked at registration (docs/DECISIONS.md, "A task id is at most
+    2,000 bytes")."""
+    store = SqliteTaskStore(tmp_path / "tasks.db") if on == "sqlite" else None
+    driven = Driven(kind, store=store)
+    try:
+        kept = driven.add("kept", FixedRate(60), id="k" * 1000 + "é" * 500)  # 2,000 bytes
+        size = len(task_id.encode("utf-8"))
+        with pytest.raises(ValidationError) as caught:
+            driven.add("report", FixedRate(60), id=task_id)  # before: registered
+        assert str(caught.value) == (
+            f"task id {task_id[:40]!r}... ({size} bytes in UTF-8) is longer than the 2000 "
+            "bytes a task id may have (the same bound on every store: PostgreSQL keeps an "
+            "id as an index key); nothing was registered"
+        )
+        assert driven.runtime.tasks() == [kept]
+        if store is not None:
+            assert [row.task.id for row in store.load_all()] == [kept.id]
+    finally:
+        driven.close()
+        if store is not None:
+            store.close()

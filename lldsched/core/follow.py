@@ -10,7 +10,9 @@ verb applied here would write.  Everything goes through the core's verbs:
   decides misfires for all of them at start; whoever claims a passed slot decides
   its misfire, :mod:`lldsched.threaded.shared`);
 * :func:`follow` applies one :class:`~lldsched.persistence.Change`: a removal, a
-  registration, a new definition (``add(..., replace_existing=True)``), and the
+  registration (announced to the listeners as one: :meth:`SchedulerCore.learnt
+  <lldsched.core.restoration.Restoration.learnt>`), a new definition
+  (``add(..., replace_existing=True)``), and the
   state a run settled elsewhere or a control verb left (:meth:`SchedulerCore.adopt`);
   a task whose run is in flight *here* takes only control verbs (pause, resume,
   cancel): its own finish decides the rest;
@@ -63,8 +65,11 @@ def follow(core: SchedulerCore, change: Change, *, records_of: RecordsOf) -> Sch
         if task is not None:
             core.remove(task.id)
         return None
-    if task is None:
-        return _held(core, _register(core, snapshot, records_of))
+    if task is None:  # registered elsewhere (or again): heard here as a registration
+        learnt = _held(core, _register(core, snapshot, records_of))
+        if learnt is not None:
+            core.learnt(learnt)
+        return learnt
     redefined = snapshot.task != task.definition and task.status not in (
         TaskStatus.SUCCEEDED,
         TaskStatus.CANCELLED,

@@ -64,7 +64,8 @@ class Metrics(NamedTuple):
 
     In the :class:`~lldsched.sim.simulation.Simulation`, whose clock is its timer,
     ``state`` is ``"running"``, ``timer_alive`` True, ``timer_woke`` the simulated
-    instant, and ``handoff``, ``coroutines`` and ``dropped_events`` are 0.
+    instant, and ``handoff`` and ``dropped_events`` are 0 (a due entry waits in the heap
+    for a worker there: it has no hand-off queue); ``coroutines`` counts as here.
     """
 
     at: float
@@ -109,10 +110,13 @@ def take(
     coroutines: int,
     handed_out_due: float | None,
     dropped_events: int,
+    aside: int = 0,
 ) -> Metrics:
     """The snapshot, from the core and the queue and what the runtime gives (caller
     holds the runtime's lock, if it has one).  ``handed_out_due`` is the due instant of
-    the oldest entry handed out and not yet taken (None: none waits)."""
+    the oldest entry handed out and not yet taken (None: none waits); ``aside``, the
+    live entries the simulation set aside from the heap that count as queued in it
+    (:mod:`lldsched.sim.lanes`)."""
     oldest = queue.next_due()  # the heap's live head
     if handed_out_due is not None and (oldest is None or handed_out_due < oldest):
         oldest = handed_out_due
@@ -125,7 +129,7 @@ def take(
         busy=busy,
         handoff=handoff,
         coroutines=coroutines,
-        queued=len(queue),
+        queued=len(queue) + aside,
         lag=0.0 if oldest is None or oldest >= at else at - oldest,
         tasks=len(core.tasks),
         dead_letter=core.dead_letter_size(),

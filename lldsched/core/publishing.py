@@ -102,7 +102,9 @@ class Publishing(CoreParts):
                 save_all(self._store, snapshot, records)
             except BaseException as exc:  # the registry stays authoritative (core/storewrites.py)
                 fenced = records[0].token is not None  # a run's settle: its lease's row
-                store_failed(self._writes, exc, "save", task.id, snapshot, fenced=fenced)
+                store_failed(
+                    self._writes, exc, "save", task.id, snapshot, fenced=fenced, records=records
+                )
             else:
                 store_written(self._writes, "save", task.id)
         if self.emit is not None:
@@ -121,7 +123,10 @@ class Publishing(CoreParts):
                 self._store.save(snapshot, record)
             except BaseException as exc:  # the registry stays authoritative (core/storewrites.py)
                 fenced = record is not None and record.token is not None  # a run's settle
-                store_failed(self._writes, exc, "save", task.id, snapshot, fenced=fenced)
+                carried = () if record is None else (record,)
+                store_failed(
+                    self._writes, exc, "save", task.id, snapshot, fenced=fenced, records=carried
+                )
             else:  # store_written, inlined: one attribute test a write while none failed
                 writes = self._writes
                 if writes is not None and writes.outage is not None:

@@ -29,7 +29,7 @@ from lldsched.core.schedulearg import SCHEDULE_TYPES, is_schedule, schedule_of
 from lldsched.core.task import DEFAULT_OPTIONS, Isolation, ScheduledTask, TaskOptions
 from lldsched.errors import ValidationError
 from lldsched.model import Priority
-from lldsched.persistence import Task
+from lldsched.persistence import SHORT_ID, Task, check_id_size
 from lldsched.policies import MisfirePolicy, Overlap, OverrunPolicy, RetryPolicy
 from lldsched.schedules.base import Schedule, wrapped_schedule
 from lldsched.schedules.cron import CronSchedule
@@ -308,7 +308,9 @@ def check_task_id(task_id: object, *, who: str | None = None) -> str:
     log lines name the id as it is (an id with a newline could forge a line), as a
     scheduler's ``name`` is; no blank at an end, because ``" nightly"`` and
     ``"nightly"`` would be two tasks that list alike (a copy-paste or a config file's
-    padding).  Ids already in a store are not judged again when they are loaded."""
+    padding); at most :data:`~lldsched.persistence.MAX_ID_BYTES` of UTF-8, on every store
+    (PostgreSQL's keeps it as an index key).  Ids already in a store are not judged again
+    when they are loaded."""
     if not isinstance(task_id, str) or not task_id or task_id.isspace():
         source = f" from {who}" if who else ""
         raise ValidationError(f"a task id must be a non-empty string, got {task_id!r}{source}")
@@ -317,6 +319,8 @@ def check_task_id(task_id: object, *, who: str | None = None) -> str:
         raise ValidationError(
             f"a task id must be printable, with no blank at either end, got {task_id!r}{source}"
         )
+    if len(task_id) > SHORT_ID:  # the same bound on every store; a short id is within it
+        check_id_size(task_id, nothing="registered")
     return task_id
 
 

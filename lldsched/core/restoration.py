@@ -216,6 +216,18 @@ class Restoration(CoreParts):
         if status is SUCCEEDED or status is CANCELLED:  # finished here too: it may retire
             self._finished(task, self.clock.now())
 
+    def learnt(self, task: ScheduledTask) -> None:
+        """``task`` was just registered here from a row another process wrote (a shared
+        store's change feed: :func:`~lldsched.core.follow.follow`): the listeners hear it
+        as a registration (``previous`` None), with the status its row has (PAUSED for
+        one registered paused, not the two events of a registration made here).  Once:
+        the feed never gives a process its own rows, so its own registrations are heard
+        only as it made them; and a row that retired at once was never held here, and is
+        not heard.  The rows :func:`~lldsched.core.follow.load` registers at construction
+        are not heard either, as a restart's restored tasks are not."""
+        if self.emit is not None:
+            self.emit(TaskEvent(task.id, task.name, None, task.status, self.clock.now()))
+
     def adopt_streak(self, task: ScheduledTask, records: Iterable[ExecutionRecord]) -> None:
         """Take the slots ``task`` gave up in a row from ``records`` (the store's, oldest
         first), as a restart does: on a shared store the streak that

@@ -339,7 +339,7 @@ class RunTransitions(CoreParts):
         exc: BaseException,
         *,
         due: float | None = None,
-        shared: bool = False,
+        token: int | None = None,
     ) -> None:
         """The runtime's :meth:`begin` (``run`` None, of the entry due at ``due``) or
         :meth:`finish` of ``run`` raised ``exc`` instead of returning: a bug of the
@@ -350,16 +350,22 @@ class RunTransitions(CoreParts):
         in flight (or only the one ``begin`` made and never handed back), or runnable with
         its popped entry gone, so that it would never run again.  A task the step had
         already moved on (a finish that raised after it was rescheduled) is left as it
-        is, and so are a task whose runs overlap (``Overlap.ALLOW``, ``CANCEL_OTHER``) and,
-        on a shared store (``shared``), every task: its row is the store's, and the
-        claim's lease lapses for a process to claim the slot again.  Logged once, at
-        ERROR, with the traceback; never raises (the runtime settles the entry after).
-        Its dependents are told as the run's end would tell them
+        is, and so is a task whose runs overlap (``Overlap.ALLOW``, ``CANCEL_OTHER``).
+        Logged once, at ERROR, with the traceback; never raises (the runtime settles the
+        entry after).  Its dependents are told as the run's end would tell them
         (:meth:`_broke_dependents`): a task failed here fails its BLOCKED dependents, as
-        a dead letter does."""
+        a dead letter does.
+
+        On a shared store the same is decided (``token``: the fencing token of the
+        claim the step ran on), and the failure of a stuck task is not written here but
+        held for that claim (:meth:`claim_held`, as a slot the readiness check held), for
+        the runtime to write fenced by the token, the lease dropped in the same
+        transaction: the row is written only while this process holds the slot, and the
+        other processes hear it from the change feed (docs/DECISIONS.md, "A run whose
+        begin or record raises is settled")."""
         task = self.tasks.get(task_id)
         stuck = False
-        if task is not None and task._flight is None and not shared:
+        if task is not None and task._flight is None:
             if run is None:  # begin: the run it made, if it made one, was never handed back
                 made = task._run
                 if made is not None and made.due == due and made.attempt == task.attempt:
@@ -391,11 +397,14 @@ class RunTransitions(CoreParts):
             self._dead[task.id] = None
             self._stats(task).last_error = f"SchedulerError: raised {step} a run: {error_text(exc)}"
             try:  # what raised may be this very write's (the event's clock reading)
-                if self._store is not None or self.emit is not None:
+                if token is not None:  # the claim's to write, fenced (see above)
+                    self._claims_held[token] = []
+                    self._publish(task, previous, None)
+                elif self._store is not None or self.emit is not None:
                     self._write_and_publish(task, previous)
             except Exception:
                 log.exception("task %s: its failure could not be written or published", task_id)
-        if task is not None and self._deps is not None and not shared:
+        if task is not None and self._deps is not None:
             self._broke_dependents(task, run, stuck)
 
     def _broke_dependents(self, task: ScheduledTask, run: Run | None, stuck: bool) -> None:

@@ -54,10 +54,14 @@ set right, is saved as the registry has it now (a task that retired meanwhile, a
 last snapshot that failed; one removed, deleted).  Without that, a task that finished
 during the outage (a one-off succeeded, a task dead-lettered) has no next transition
 to write it, and its row said ``scheduled`` for good: the next start ran it again
-(and a removed task came back).  The records those writes carried are not written
-again (one write per task, its state as it is now; the lost records are counted in
-the warning).  A stale row whose rewrite fails again keeps the outage going: the next
-task write that succeeds tries it again.
+(and a removed task came back).  The records of runs those writes carried are not
+written again (one write per task, its state as it is now; a run's record written late
+would stand after the runs its task made since, the order a restart reads a
+dependent's latest run by; counted in the warning); the records of no run (a
+dependency wait's ``blocked`` record, a slot decided without a run), whose place
+decides nothing, are written with the row (:meth:`StoreWrites.failed`).  A stale row
+whose rewrite fails again keeps the outage going: the next task write that succeeds
+tries it again.
 
 **A shared store** (several processes, docs/CLUSTER.md) holds rows other processes
 write.  A run's settle that failed is not written again: its row belongs to whoever
@@ -97,11 +101,12 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 from lldsched.core import storeuse
 from lldsched.errors import StoreClosedError
 from lldsched.logs import SCHEDULER, STORE, Repeats, counted, say_with_traceback
+from lldsched.model import ExecutionRecord
 from lldsched.persistence import TaskSnapshot, TaskStore, is_shared, purge, resave
 
 __all__ = [
@@ -136,7 +141,7 @@ purge, with its condition (:func:`~lldsched.persistence.purge`), never as a plai
 class Outage:
     """A store failing since a call failed, until one of a kind that failed succeeds."""
 
-    __slots__ = ("calls", "kinds", "quiet", "stale", "writes")
+    __slots__ = ("calls", "kinds", "quiet", "records", "stale", "writes")
 
     def __init__(self, kind: str) -> None:
         self.quiet = False  # begun within a window of the last outage said: at DEBUG
@@ -146,6 +151,11 @@ class Outage:
         # id -> the snapshot whose save failed (None: a delete failed; PURGE: a purge) of
         # each task whose row is stale, until a write of its own succeeds: written again
         self.stale: dict[str, TaskSnapshot | str | None] = {}
+        # id -> the records of no run the failed saves of a stale row carried (a
+        # dependency wait's blocked record, a slot decided without a run), oldest first:
+        # written with the row (failed).  A task here stays stale until then, whatever
+        # its own writes since.
+        self.records: dict[str, list[ExecutionRecord]] = {}
 
 
 class StoreWrites:
@@ -227,24 +237,38 @@ class StoreWrites:
         *,
         purge: bool = False,
         fenced: bool = False,
+        records: Sequence[ExecutionRecord] = (),
     ) -> None:
-        """A write of ``task_id`` (``verb``: ``"save"`` of ``snapshot``, or ``"delete"``,
-        a purge's if ``purge``) raised ``error`` after the change it describes was made:
-        logged once an outage (called in an ``except`` block), and its row remembered as
-        stale, to be written again as it was asked (:meth:`_rewrite`).  A delete on a
-        shared store is written again as a purge: only the row this process last read.
-        A run's settle (``fenced``: its record carries a fencing token) is not: its row is
-        its lease's, and the run is taken over once the lease expires."""
+        """A write of ``task_id`` (``verb``: ``"save"`` of ``snapshot`` with ``records``,
+        or ``"delete"``, a purge's if ``purge``) raised ``error`` after the change it
+        describes was made: logged once an outage (called in an ``except`` block), and its
+        row remembered as stale, to be written again as it was asked, with the records
+        (:meth:`_rewrite`).  A delete on a shared store is written again as a purge: only
+        the row this process last read.  A run's settle (``fenced``: its record carries a
+        fencing token) is not: its row is its lease's, and the run is taken over once the
+        lease expires (the records kept for its row before are dropped with it).
+
+        The records kept are those of no run (a dependency wait's ``blocked`` record, a
+        slot decided without a run): written late, after a later write of the task's,
+        their place in its history decides nothing.  A run's record is not kept: a
+        restart counts a dependent's wait from its latest run as the history orders
+        them (:func:`~lldsched.core.dependencies.wait_of`), and one written after a
+        later run's would stand for it."""
         if not self.found_closed(error, f"{verb} of {task_id}"):
             self._count(error, kind=verb, doing=f"{verb} of {task_id}", writes=1)
             outage = self.outage
             assert outage is not None  # _count began one if none was going on
             if fenced:
                 outage.stale.pop(task_id, None)
+                outage.records.pop(task_id, None)
             elif verb == "save":
                 outage.stale[task_id] = snapshot
+                kept = [record for record in records if not record.outcome.ran]
+                if kept:
+                    outage.records.setdefault(task_id, []).extend(kept)
             else:
                 outage.stale[task_id] = PURGE if purge or self.shared else None
+                outage.records.pop(task_id, None)
 
     def call_failed(self, error: Exception, kind: str, doing: str, *, writes: int = 0) -> None:
         """A shared store's call of ``kind`` (``"claim"``, ``"renewal"``, ``"change
@@ -311,8 +335,8 @@ class StoreWrites:
         written = {kind}
         rewritten = 0
         current = self.current
-        if task_id is not None:
-            outage.stale.pop(task_id, None)
+        if task_id is not None and task_id not in outage.records:
+            outage.stale.pop(task_id, None)  # else stale until its records are written
         if outage.stale and current is not None and (task_id is None) is self.shared:
             rewritten = self._rewrite(outage, current, written)
         self._end(outage, kind, written, rewritten)
@@ -348,7 +372,7 @@ class StoreWrites:
             counted(outage.calls, "call"),
             counted(outage.writes, "task write"),
             f"the rows they left stale were written again ({counted(rewritten, 'row')}); "
-            "their records are lost"
+            "the records of runs they carried are lost"
             if rewritten
             else "those tasks' rows are stale until their next transition",
         )
@@ -379,7 +403,7 @@ class StoreWrites:
             kept = True
             try:
                 if snapshot is not None:
-                    kept = resave(store, snapshot)
+                    kept = resave(store, snapshot, outage.records.get(task_id, ()))
                 elif failed == PURGE:
                     purge(store, task_id)  # a row kept is the feed's to bring in
                 else:
@@ -392,6 +416,7 @@ class StoreWrites:
                     _interrupt(self, exc)  # a Ctrl-C or an exit reaches the user: store_failed
             else:
                 del stale[task_id]
+                outage.records.pop(task_id, None)  # written, or left with the row
                 written.add(verb)
                 if kept:
                     done += 1
@@ -471,6 +496,7 @@ def store_failed(
     *,
     purge: bool = False,
     fenced: bool = False,
+    records: Sequence[ExecutionRecord] = (),
 ) -> None:
     """A core's write that failed after the change it describes was made: logged by
     :meth:`StoreWrites.failed` (called in an ``except BaseException`` block, so with a
@@ -487,7 +513,7 @@ def store_failed(
     failed run (docs/DECISIONS.md, "A store's save that raises a BaseException").
     """
     assert writes is not None  # a core makes one with its store
-    writes.failed(error, verb, task_id, snapshot, purge=purge, fenced=fenced)
+    writes.failed(error, verb, task_id, snapshot, purge=purge, fenced=fenced, records=records)
     if not isinstance(error, Exception) and _on_main_thread():
         _interrupt(writes, error)
 

@@ -100,8 +100,9 @@ class DependencyWaits(CoreParts):
     def claim_held(self, token: int) -> list[ExecutionRecord] | None:
         """The records to write with the row of the slot the claim with ``token`` began
         and the readiness check held (none when it is BLOCKED; its wait's record when it
-        is FAILED), which the core did not write (:meth:`_write_wait`); None when that
-        begin held nothing.  Each is given once."""
+        is FAILED), which the core did not write (:meth:`_write_wait`), or that a run
+        whose begin or record raised failed (none: :meth:`~lldsched.core.runs.
+        RunTransitions.broke`); None when that claim held nothing.  Each is given once."""
         return self._claims_held.pop(token, None)
 
     def _upstream_moved(self, task: ScheduledTask, record: ExecutionRecord) -> None:

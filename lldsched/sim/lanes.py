@@ -17,16 +17,36 @@ heap's rule), dropped here when it surfaces.  :meth:`Waiting.entries` gives the 
 back to ``pending()``.  An entry set aside before it is due is, on threads, still in the
 heap: a ``modify(priority=)`` then queues its task again (:meth:`Waiting.ahead`), as the
 core does for an entry in the heap.
+
+**What the reads count** (:meth:`Waiting.reads`).  The simulation has no hand-off queue:
+a due entry waiting for a worker waits in the heap, in its model
+(:meth:`Simulation.metrics <lldsched.sim.verbs.SimulationVerbs.metrics>`), so an entry
+set aside counts as in the heap (``queue_stats()``, ``metrics().queued``, a thread
+task's in ``metrics().lag`` too), whichever lane, as it would with no coroutine task
+registered, except a coroutine task's live entry that is due: on threads the timer
+handed it to the event loop, where it waits for a slot, and it counts where
+``Scheduler.metrics()`` counts it, in ``coroutines`` (docs/DECISIONS.md, "What the
+simulation reads of the entries it sets aside").
 """
 
 from __future__ import annotations
 
 import heapq
+from typing import NamedTuple
 
 from lldsched.core.duequeue import TaskQueue
 from lldsched.core.task import Entry
 
-__all__ = ["Waiting"]
+__all__ = ["Reads", "Waiting"]
+
+
+class Reads(NamedTuple):
+    """What :meth:`Waiting.reads` counts of the entries set aside."""
+
+    held: int  # counted as in the heap: every one but a live coroutine entry due
+    tombstones: int  # of those ``held``
+    due_coroutines: int  # live coroutine entries due: waiting for a slot of the loop
+    first_due: float | None  # the first live thread entry's due instant (lag), or None
 
 
 class Waiting:
@@ -68,3 +88,22 @@ class Waiting:
         """The live entries waiting on either lane (in no order)."""
         live = self._queue.live
         return [entry for entry in self.threads + self.coroutines if live(entry) is not None]
+
+    def reads(self, now: float) -> Reads:
+        """The entries set aside as the reads count them (see the module docstring): a
+        scan of both lanes, at most one entry a task (a read's cost, not an event's)."""
+        live = self._queue.live
+        tombstones = due_coroutines = 0
+        for entry in self.coroutines:
+            if live(entry) is None:
+                tombstones += 1
+            elif entry[0] <= now:
+                due_coroutines += 1
+        first: float | None = None  # read, not dropped: a read changes nothing
+        for entry in self.threads:
+            if live(entry) is None:
+                tombstones += 1
+            elif first is None or entry[0] < first:
+                first = entry[0]
+        held = len(self.threads) + len(self.coroutines) - due_coroutines
+        return Reads(held, tombstones, due_coroutines, first)

@@ -53,7 +53,12 @@ that would hold back the other lane (:mod:`lldsched.sim.lanes`: it keeps its pla
 a worker takes the entry it took before) and starts the earliest head that can start,
 the workers' first at one instant, as the threaded timer hands them theirs first
 (docs/DECISIONS.md, "A coroutine run takes the coroutine lane, not a virtual worker").
-A plain function that returns an awaitable still takes a worker for its whole run.
+A plain function that returns an awaitable is called on a worker, which is free again
+at once, as on threads, where the worker hands the awaitable to the event loop: its run
+goes on on the coroutine lane (recorded on the worker that called it, as there), for
+its modelled duration from the instant it gets a place there; while the lane is full it
+waits, behind the others that wait, first come first served
+(docs/DECISIONS.md, "A plain function's awaitable frees its worker").
 
 Deterministic: the same seed and scenario give identical records.  Listeners
 are called in order, in virtual time, on the caller's thread.
@@ -75,6 +80,7 @@ import itertools
 import math
 import random
 import sys
+from collections import deque
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta, tzinfo
 from types import TracebackType
@@ -120,7 +126,12 @@ the start (ten million took 420 MB), and a pool that large never keeps a run wai
 
 _INF = math.inf  # "no such event"
 _HELD = "blocked"  # what _start returns for an entry the core held BLOCKED (a SimStep kind)
+_HANDED = "handed"  # _next_start picked the first awaitable waiting in _handed
 _LAST_INSTANT = sys.float_info.max  # every real instant is at or before it; _INF is after
+
+Handed = tuple[float, Run, float, "str | None", "str | None", bool]
+"""A plain function's awaitable waiting for a place on the coroutine lane: (the instant it
+was handed over, its run, its modelled duration, error, result, timed out)."""
 
 
 class SimStep(NamedTuple):
@@ -219,12 +230,18 @@ class Simulation(SimulationVerbs):
         # The coroutine lane, beside the workers: its runs in flight, and its limit.
         self._max_coroutines = max_coroutines
         self._coroutines = 0
-        # True once a coroutine task is registered: the loop then picks each start by
-        # lane (_next_start), setting aside a head whose lane is full.
+        # True once a coroutine task is registered (or a plain function handed over an
+        # awaitable): the loop then picks each start by lane (_next_start), setting aside
+        # a head whose lane is full, and a finish may free a place on the lane.
         self._loop_tasks = False
         self._waiting = Waiting(self._queue)
-        # Where the start _next_start picked waits (None: the queue's head), and its lane.
-        self._picked: tuple[list[Entry] | None, bool] = (None, False)
+        # Awaitables plain functions returned, waiting for a place on the full coroutine
+        # lane, in the order handed over (their workers free already).
+        self._handed: deque[Handed] = deque()
+        # Where the start _next_start picked waits (None: the queue's head, or _handed's
+        # first), and its lane: a worker, the coroutine lane, or _HANDED (a handed-over
+        # awaitable's place on the coroutine lane).
+        self._picked: tuple[list[Entry] | None, bool | str] = (None, False)
         # (finished, sequence, worker, run, started, error, result, timed_out) in flight
         self._finishes: list[tuple[float, int, int, Run, float, str | None, str | None, bool]] = []
         self._awaiting = PrivateLoop()  # runs coroutine actions (its loops made at need)
@@ -509,8 +526,10 @@ class Simulation(SimulationVerbs):
                     now = finish
                     _, _, worker, run, started, error, result, timed_out = heappop(finishes)
                     record = finish_run(run, started, finish, error, result, timed_out)
-                    if lanes and worker == lane:  # (lanes never goes back to False)
-                        self._coroutines -= 1
+                    if lanes and worker >= lane:  # (lanes never goes back to False)
+                        if worker == lane:  # a place on the coroutine lane is free
+                            self._coroutines -= 1
+                        # (worker > lane: an awaitable cut while it waited held nothing)
                     else:
                         heappush(free, worker)
                     kind = "finish"  # the record names the task (below)
@@ -574,10 +593,21 @@ class Simulation(SimulationVerbs):
         start = _INF  # (a shutdown's drain: none due after due_by starts)
         if thread is not None and thread[0] <= due_by:
             start = max(thread[0], now)
-        # The coroutine lane's next start, first only if earlier (at one instant, workers').
+        # The coroutine lane's next start, first only if earlier (at one instant, workers'):
+        # a coroutine entry, or the first awaitable a plain function handed over, which
+        # waits behind an entry due at or before it was handed over (on threads the timer
+        # gave that one to the event loop first) and starts in a drain too (begun).
         if self._coroutines < self._max_coroutines:
             first = waiting.head(waiting.coroutines)
-            if first is not None and first[0] <= due_by and max(first[0], now) < start:
+            if first is not None and first[0] > due_by:  # a shutdown's drain
+                first = None
+            handed = self._handed
+            if handed and (first is None or handed[0][0] < first[0]):
+                if now < start:
+                    self._picked = (None, _HANDED)
+                    handed_at, run = handed[0][0], handed[0][1]
+                    return now, (handed_at, int(run.task.priority), 0, run.task.id)
+            elif first is not None and max(first[0], now) < start:
                 self._picked = (waiting.coroutines, True)
                 return max(first[0], now), first
         self._picked = (waited, False)
@@ -587,6 +617,9 @@ class Simulation(SimulationVerbs):
         """Start ``entry``, which :meth:`_next_start` just picked, on its lane: taken from
         the queue's head or its lane's waiting heap; what :meth:`_start` returns."""
         waited, on_loop = self._picked
+        if on_loop is _HANDED:
+            self._hand_on(now)
+            return None
         if waited is None:
             self._queue.take(entry)
         else:
@@ -663,6 +696,14 @@ class Simulation(SimulationVerbs):
                 if len(self._awaited) > 2 * len(self._finishes) + 16:
                     self._prune_awaited()
                 self._awaited[id(run)] = run
+                if worker != self._workers:  # a plain function's: its worker is free now
+                    self._loop_tasks = True  # its finish frees a place on the lane
+                    self._release(worker)
+                    if self._coroutines >= self._max_coroutines:  # it waits for a place
+                        self._handed.append((now, run, duration, error, result, timed_out))
+                        return None
+                    self._coroutines += 1
+                    worker = self._workers  # the lane's place, released at its finish
             elif value is not None:
                 result = result_text(value)
         if duration == 0:  # finishes before anything else can happen at this instant
@@ -692,6 +733,18 @@ class Simulation(SimulationVerbs):
         else:
             heapq.heappush(self._free, worker)
 
+    def _hand_on(self, now: float) -> None:
+        """The first awaitable a plain function handed over that waits for a place on
+        the coroutine lane takes one at ``now`` (:meth:`_next_start` picked it)."""
+        started, run, duration, error, result, timed_out = self._handed.popleft()
+        self._coroutines += 1
+        self._awaited[id(run)] = run  # (a prune while it waited dropped it)
+        heapq.heappush(
+            self._finishes,
+            (now + duration, next(self._sequence), self._workers, run, started, error, result,
+             timed_out),
+        )  # fmt: skip
+
     def _retired(self, task_id: str) -> None:
         """The core retires ``task_id``: its models go with it (what the views read of it
         stays, in the core's ``departed``)."""
@@ -706,6 +759,28 @@ class Simulation(SimulationVerbs):
                 finishes[index] = (self.now, *item[1:])
                 heapq.heapify(finishes)
                 return
+        if self._handed:  # an awaitable waiting for a place on the lane
+            self._cut_handed(lambda waiting: waiting is run, None)
+
+    def _cut_handed(self, cut: Callable[[Run], bool], error: str | None) -> None:
+        """The awaitables waiting for a place on the coroutine lane whose runs ``cut``
+        picks end now (with ``error``, else the error they had), holding no place: their
+        finish, at this instant, is an event (worker ``workers + 1``, which frees
+        nothing), as on threads a cancelled one is recorded once the loop drops it."""
+        now = self.now
+        kept: deque[Handed] = deque()
+        for item in self._handed:
+            handed_at, run, _, had, result, timed_out = item
+            if not cut(run):
+                kept.append(item)
+                continue
+            ending = had if error is None else error
+            heapq.heappush(
+                self._finishes,
+                (now, next(self._sequence), self._workers + 1, run, handed_at, ending,
+                 None if error is not None else result, False if error is not None else timed_out),
+            )  # fmt: skip
+        self._handed = kept
 
     def _prune_awaited(self) -> dict[int, Run]:
         """The coroutine runs in flight (:attr:`_awaited` without those finished), kept."""
@@ -720,6 +795,8 @@ class Simulation(SimulationVerbs):
         now, failed with ``CancelledError: task <why>`` (a paused task retries the
         attempt after resume), as the threaded runtime cancels them (its
         ``_stop_running``); a thread's run is cooperative and goes on, here as there."""
+        if self._handed:  # waiting for a place on the lane: ended now, never begun there
+            self._cut_handed(lambda run: run.task.id == task_id, f"CancelledError: task {why}")
         if not self._awaited:
             return
         awaited = self._prune_awaited()

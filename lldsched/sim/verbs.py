@@ -15,7 +15,7 @@ no lock.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sized
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -35,7 +35,7 @@ from lldsched.model import Priority, TaskEvent
 from lldsched.policies import MisfirePolicy, Overlap, RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.sim.clock import VirtualClock
-from lldsched.sim.lanes import Waiting
+from lldsched.sim.lanes import Reads, Waiting
 from lldsched.sim.models import (
     NO_RNG,
     DurationModel,
@@ -46,6 +46,8 @@ from lldsched.sim.models import (
 )
 
 __all__ = ["SimulationVerbs"]
+
+NOTHING_ASIDE = Reads(0, 0, 0, None)  # no coroutine task was ever registered
 
 MovesTime = Literal["run until", "run for", "step", "register an intervention at"]
 """The simulation's own verbs refused after its shutdown, as its errors word them: those
@@ -66,6 +68,9 @@ class SimulationVerbs:
     _stop_awaited: Callable[[str, str], None]  # a task's coroutine runs in flight cut now
     _note_lane: Callable[[ScheduledTask], None]  # a coroutine task: starts picked by lane
     _waiting: Waiting  # entries set aside from the heap while their lane is full
+    _loop_tasks: bool  # a coroutine task (or a handed-over awaitable): entries set aside
+    _coroutines: int  # runs in flight on the coroutine lane
+    _handed: Sized  # plain functions' awaitables waiting for a place on that lane
 
     if TYPE_CHECKING:
 
@@ -446,8 +451,15 @@ class SimulationVerbs:
         return [tasks[entry[3]] for entry in sorted(self._queue.entries() + aside)]
 
     def queue_stats(self) -> QueueStats:
-        """How many entries the heap holds, and how many are tombstones."""
-        return self._queue.stats()
+        """How many entries the heap holds, and how many are tombstones.  An entry set
+        aside from the heap while its lane is full (:mod:`lldsched.sim.lanes`) counts as
+        in it, but a coroutine task's live entry that is due, which waits for a slot of
+        the event loop on threads (``metrics().coroutines``)."""
+        stats = self._queue.stats()
+        if not self._loop_tasks:  # nothing is ever set aside
+            return stats
+        aside = self._waiting.reads(self._clock.now())
+        return QueueStats(stats.entries + aside.held, stats.tombstones + aside.tombstones)
 
     def metrics(self, timeout: float | timedelta | None = None) -> Metrics:
         """One read of the simulation's health and load at the simulated instant, the
@@ -455,7 +467,12 @@ class SimulationVerbs:
         dashboard would show at this point of the replay.  The simulation's clock is its
         timer: ``state`` is ``"running"``, ``timer_alive`` True and ``timer_woke`` the
         simulated instant; a due task waits in the heap for a free worker (``lag``), never
-        in a hand-off queue; after :meth:`shutdown <lldsched.sim.simulation.Simulation.shutdown>`,
+        in a hand-off queue (``queued``, and ``handoff`` is 0), even set aside from it while
+        its lane is full (:mod:`lldsched.sim.lanes`); ``coroutines`` counts the runs on
+        the coroutine lane and the coroutine entries due (and the awaitables plain
+        functions returned) that wait for a slot of it, as
+        ``Scheduler.metrics()`` counts those on and waiting for its event loop; after
+        :meth:`shutdown <lldsched.sim.simulation.Simulation.shutdown>`,
         ``state`` is ``"stopped"`` and ``timer_alive`` False, as on ``Scheduler``.
         ``timeout`` is the threaded scheduler's wait for its lock, checked and unused here
         (nothing else holds the simulation)."""
@@ -463,6 +480,7 @@ class SimulationVerbs:
             checks.seconds(timeout, name="metrics() timeout", at_least=0)
         now = self._clock.now()
         running = self.running
+        aside = self._waiting.reads(now) if self._loop_tasks else NOTHING_ASIDE
         return take(
             self._core,
             self._queue,
@@ -473,9 +491,10 @@ class SimulationVerbs:
             workers=self.workers,
             busy=self.busy,
             handoff=0,
-            coroutines=0,
-            handed_out_due=None,
+            coroutines=self._coroutines + len(self._handed) + aside.due_coroutines,
+            handed_out_due=aside.first_due,
             dropped_events=0,
+            aside=aside.held - aside.tombstones,
         )
 
     def add_listener(self, listener: Listener) -> None:

@@ -62,6 +62,7 @@ from lldsched.stores.schedulecodec import (
 )
 
 __all__ = [
+    "BadValue",
     "UnknownStatus",
     "Unreadable",
     "callable_path",
@@ -379,6 +380,20 @@ class UnknownStatus(StoreError):
         )
 
 
+class BadValue(StoreError):
+    """A row holding a value of another type than its store writes there (an SQLite row
+    edited by hand or written by another tool: SQLite keeps text in a numeric column).
+    Its ``said`` names each such value (table, row, column, value).  Like an
+    :class:`UnknownStatus`, the row's state cannot be followed: a shared store's feed
+    leaves the task out (:class:`Unreadable`) and reads the row again at its next write."""
+
+    def __init__(self, task_id: str, said: Sequence[str]) -> None:
+        self.said = tuple(said)
+        super().__init__(
+            f"task {task_id}: its row holds a value the store cannot read: {'; '.join(said)}"
+        )
+
+
 def status_of(task_id: str, text: object) -> TaskStatus:
     """The status a row of ``task_id`` stores as ``text``; :class:`UnknownStatus` if this
     release knows none of that name.  The one rule of both durable stores' rows."""
@@ -423,7 +438,9 @@ class Unreadable:
     A status it does not know (:class:`UnknownStatus`): no state of it can be followed,
     so the task is left out whether this process had it or not (the feed gives a task it
     had as removed *here*: nothing is written), until a later write gives the row a
-    status it knows; then it is read as any row learnt from the feed.
+    status it knows; then it is read as any row learnt from the feed.  So is a row
+    holding a value it cannot read (:class:`BadValue`: another tool's write), tried
+    again at each write of the row.
 
     Used by a store's ``load_all()`` and ``changes()``, which its runtime calls under its
     own lock."""
@@ -455,14 +472,22 @@ class Unreadable:
         the definition this process has of it (None: it has none).  Whether the task is
         left out here (:meth:`left_out`): one it had none of, or one whose status this
         release does not know (:class:`UnknownStatus`), whose state it cannot follow."""
-        status = error.status if isinstance(error, UnknownStatus) else None
+        # A bad value is kept as its ``said``, which no status equals: a row holding one
+        # is tried again at each write (the one setting it right is read), said once.
+        status: object = None
+        if isinstance(error, UnknownStatus):
+            status = error.status
+        elif isinstance(error, BadValue):
+            status = error.said
         left = known is None or status is not None
         if left:
             self._left[task_id] = text
         said = self._said.get(task_id)
         if said is None or said[0] != text or said[1] != status:
             self._said[task_id] = (text, status, error)
-            if status is not None:
+            if isinstance(error, BadValue):
+                why = "it leaves the task out until a write gives the row values it can read"
+            elif status is not None:
                 why = (
                     "it leaves the task to the processes that can, until a write gives the "
                     "row a status it knows"
@@ -482,7 +507,7 @@ class Unreadable:
                 "another process wrote task %s in %s %s this one cannot load (%s); %s",
                 task_id,
                 self._store,
-                "with a status" if status is not None else "with a definition",
+                _with(error),
                 error,
                 why,
                 extra={"task_id": task_id},
@@ -503,6 +528,13 @@ class Unreadable:
     def text(self, task_id: str) -> str | None:
         """The definition text of ``task_id``'s row left out here (None: not left out)."""
         return self._left.get(task_id)
+
+
+def _with(error: StoreError) -> str:
+    """What of a row ``error`` says this process cannot load, as :class:`Unreadable` logs it."""
+    if isinstance(error, BadValue):
+        return "with a value"
+    return "with a status" if isinstance(error, UnknownStatus) else "with a definition"
 
 
 Row = TypeVar("Row", bound=Sequence[Any])

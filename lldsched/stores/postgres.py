@@ -506,20 +506,28 @@ class PostgresTaskStore(PostgresCoordination, PostgresReads, SchemaInstall):
         with self._using() as connection, connection.transaction():
             self._delete(connection, task_id)
 
-    def resave(self, snapshot: TaskSnapshot) -> bool:
-        """Write ``snapshot`` again, a row a store outage left stale, only while its row is
-        one this node wrote or read (as :meth:`purge` knows one) and no live lease holds
-        it (the database's clock), in one transaction; False (nothing written) otherwise,
-        or when it is gone (:func:`~lldsched.persistence.resave`): another node's write
-        is the feed's to bring in, a lease's row its holder's settle to write.  A run
-        this node holds writes nothing (its settle will), as :meth:`save` does."""
+    def resave(self, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord] = ()) -> bool:
+        """Write ``snapshot`` again, a row a store outage left stale, with ``records`` (the
+        records the writes that failed carried), only while its row is one this node
+        wrote or read (as :meth:`purge` knows one) and no live lease holds it (the
+        database's clock), in one transaction; False (nothing written) otherwise, or when
+        it is gone (:func:`~lldsched.persistence.resave`): another node's write is the
+        feed's to bring in, a lease's row its holder's settle to write.  A run this node
+        holds writes nothing of the row (its settle will), as :meth:`save` does: only
+        ``records``."""
         task_id = snapshot.task.id
-        if self._muted or (snapshot.status is TaskStatus.RUNNING and task_id in self._held):
+        if self._muted:
+            return True
+        held = snapshot.status is TaskStatus.RUNNING and task_id in self._held
+        if held and not records:
             return True
         with self._using() as connection, connection.transaction():
-            if not self._known(connection, task_id, sql.KNOWN_UNLEASED):  # or gone
-                return False
-            self._write(connection, snapshot, unknown=sql.UPSERT)  # the row exists
+            if not held:
+                if not self._known(connection, task_id, sql.KNOWN_UNLEASED):  # or gone
+                    return False
+                self._write(connection, snapshot, unknown=sql.UPSERT)  # the row exists
+            for record in records:
+                self._append(connection, record)
         return True
 
     @contextlib.contextmanager

@@ -254,9 +254,17 @@ class PostgresCoordination:
 
     def _settle_batch(self, batch: list[Pending]) -> set[int]:
         """Write ``batch`` in one statement (caller holds the lock); the tokens refused.
-        A batch whose session died (the server ended a stalled one, or restarted) was not
-        written: it is tried once more on a new connection, so that a lease taken over
-        meanwhile is told apart (refused) from an outage (StoreError)."""
+        A batch whose session died (the server ended a stalled one, or restarted, or the
+        network dropped the connection) is tried once more on a new connection, so that a
+        lease taken over meanwhile is told apart (refused) from an outage (StoreError).
+
+        The session may have died after the statement committed, its reply lost on the
+        way: the second try then finds those leases gone, dropped by the first.  So after
+        a second try, a token it refused whose run's record the store holds (the same
+        task, token, attempt, start and finish: only that settle writes it) is written
+        (:meth:`_settled_before`), not refused: before, it was reported as a lease lost
+        (a WARNING, counted in :attr:`rejected`), and the records its run decided after
+        its own were dropped (docs/DECISIONS.md, the PostgreSQL store under Persistence)."""
         parameters = settle_parameters(
             batch, node=self.node, channel=self._channel, defined=self._defined, seen=self._seen
         )
@@ -268,6 +276,8 @@ class PostgresCoordination:
                 if connection is not None and not connection.closed and not connection.broken:
                     raise
                 rows = self._open().execute(sql.SETTLE, parameters).fetchall()
+                if not all(written for _, written, _, _ in rows):
+                    rows = self._settled_before(batch, rows)
         except psycopg.Error as exc:
             self._settles.done((pending.token, False) for pending in batch)
             raise StoreError(
@@ -299,6 +309,28 @@ class PostgresCoordination:
         self._settles.done(outcomes)  # the batch was written, whatever the trims do
         self._trim_after_batch(trims)
         return refused
+
+    def _settled_before(self, batch: list[Pending], rows: list[Any]) -> list[Any]:
+        """``rows``, the second try's answer to :data:`~lldsched.stores.postgres_sql.SETTLE`
+        for ``batch`` after the first one's session died, with each refused token that the
+        first try wrote (its run's record is there: :data:`~lldsched.stores.postgres_sql.
+        SETTLED`) marked written; ``own`` unknown for those, so False (the caches this
+        node keeps of what it wrote are not updated: its next write sends the
+        definition again).  One statement, on the connection the second try made."""
+        by_token = {pending.token: pending for pending in batch}
+        refused = [by_token[row[0]] for row in rows if not row[1]]
+        found = self._open().execute(sql.SETTLED, {
+            "id": [pending.snapshot.task.id for pending in refused],
+            "token": [pending.token for pending in refused],
+            "attempt": [pending.records[0].attempt for pending in refused],
+            "started": [pending.records[0].started for pending in refused],
+            "finished": [pending.records[0].finished for pending in refused],
+        }).fetchall()  # fmt: skip
+        written = {token for (token,) in found}
+        return [
+            (token, True, False, notified) if token in written else (token, ok, own, notified)
+            for token, ok, own, notified in rows
+        ]
 
     def _forget(self, tokens: Collection[int]) -> None:
         for task_id, held in list(self._held.items()):

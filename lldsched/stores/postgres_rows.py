@@ -6,23 +6,22 @@ single statements (:mod:`lldsched.stores.postgres`) and the batched settle
 snapshot, its definition and a record, from the columns the store's queries select
 (``SNAPSHOT_COLUMNS``, :mod:`lldsched.stores.postgres_sql`).
 
-Refused before a definition is written (:func:`check_keepable`): an id PostgreSQL
-cannot keep as an index key, a ``ValidationError`` naming it, where psycopg's words
-named neither the task nor the value (text no durable store keeps, a NUL or a lone
-surrogate, is refused as the definition is encoded: ``stores.codec.check_text``)."""
+Refused before a definition is written (:func:`check_keepable`): an id over the bound on
+every store, which PostgreSQL keeps as an index key, a ``ValidationError`` naming it,
+where psycopg's words named neither the task nor the value (text no durable store keeps,
+a NUL or a lone surrogate, is refused as the definition is encoded:
+``stores.codec.check_text``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from lldsched.errors import ValidationError
 from lldsched.model import ExecutionRecord, Outcome
-from lldsched.persistence import Task, TaskSnapshot
+from lldsched.persistence import Task, TaskSnapshot, check_id_size
 from lldsched.stores.codec import decode_task, status_of
 
 __all__ = [
-    "MAX_ID_BYTES",
     "check_keepable",
     "definition_of",
     "record_of",
@@ -31,27 +30,19 @@ __all__ = [
     "state_row",
 ]
 
-MAX_ID_BYTES = 2000
-"""The longest task id the store keeps, in bytes of UTF-8: an id is an index key (the
-tasks', the leases', the records'), and PostgreSQL refuses a key over 2,704 bytes after
-compression, so what passed depended on how well an id compressed."""
-
 
 def check_keepable(task: Task) -> None:
-    """Refuse a task whose id PostgreSQL cannot keep as an index key: one over
-    :data:`MAX_ID_BYTES`.  Asked when a definition is written (a registration, a
-    replacement), the one time the id and name reach the database new, and for a
-    replacement during a run this node holds when it is made, before the run's settle
-    writes it (``PostgresTaskStore._check_redefined``); text no durable store keeps (a
-    NUL, a lone surrogate) is :func:`~lldsched.stores.codec.check_text`'s, asked as the
-    definition is encoded."""
-    size = len(task.id.encode("utf-8", "surrogatepass"))
-    if size > MAX_ID_BYTES:
-        raise ValidationError(
-            f"task id {task.id[:40]!r}... ({size} bytes in UTF-8) is longer than the "
-            f"{MAX_ID_BYTES} bytes a PostgreSQL store keeps as an index key; nothing was "
-            "written"
-        )
+    """Refuse a task whose id is over :data:`~lldsched.persistence.MAX_ID_BYTES`, the
+    bound on every store (PostgreSQL keeps an id as an index key): a registration checked
+    it already (``check_task_id``); this is the store's own guard, for a definition
+    written to it directly or with an id no registration checked (a row another store
+    kept).  Asked when a definition is written (a registration, a replacement), the one
+    time the id and name reach the database new, and for a replacement during a run this
+    node holds when it is made, before the run's settle writes it
+    (``PostgresTaskStore._check_redefined``); text no durable store keeps (a NUL, a lone
+    surrogate) is :func:`~lldsched.stores.codec.check_text`'s, asked as the definition is
+    encoded."""
+    check_id_size(task.id, nothing="written")
 
 
 def state_row(snapshot: TaskSnapshot) -> dict[str, Any]:

@@ -343,6 +343,14 @@ UPDATE tasks t SET name = %(name)s, definition = %(definition)s, priority = %(pr
        version = t.version + 1, writer = %(writer)s, xid = pg_catalog.pg_current_xact_id()
  WHERE t.id = %(id)s"""
 
+SETTLED = """
+SELECT DISTINCT g.token
+  FROM unnest(%(id)s::text[], %(token)s::bigint[], %(attempt)s::integer[],
+              %(started)s::double precision[], %(finished)s::double precision[])
+    AS g(id, token, attempt, started, finished)
+  JOIN records r ON r.task_id = g.id AND r.token = g.token AND r.attempt = g.attempt
+                AND r.started = g.started AND r.finished = g.finished
+"""  # the settles of a batch whose reply was lost that were written (each run's record)
 RELEASE = "DELETE FROM leases WHERE task_id = %(task_id)s AND token = %(token)s"
 LOCK_TASK = "SELECT 1 FROM tasks WHERE id = %(task_id)s FOR UPDATE"  # before its lease
 MOVE_LEASE = """

@@ -12,8 +12,10 @@ Pass ``synchronous="FULL"`` to sync at every commit as well (slower).  The
 schema is versioned with ``PRAGMA user_version`` and the file marked with
 ``PRAGMA application_id``: a file from a newer lldsched, or one that is not an
 lldsched store, is refused with a :class:`~lldsched.errors.StoreError`, as is a
-corrupted one (``PRAGMA quick_check`` at open); nothing is written to a file
-that was refused.  A file of an older schema version is migrated at open, in one
+corrupted one (``PRAGMA quick_check`` at open) and one whose rows hold a value of
+another type than the store writes (text SQLite kept in a numeric column: a row edited
+by hand, :meth:`~lldsched.stores.sqlite_schema.FileFormat._check_values`); nothing is
+written to a file that was refused.  A file of an older schema version is migrated at open, in one
 transaction (:data:`~lldsched.stores.sqlite_schema.MIGRATIONS`; version 1 had no
 ``result`` column; the format is :mod:`lldsched.stores.sqlite_schema`'s).  A
 definition whose callable no longer imports makes ``load_all`` raise, naming the
@@ -266,8 +268,10 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
                 version = self._check(connection)  # another opener created it first: as it is
             if version is not None:
                 connection.execute(f"PRAGMA synchronous = {synchronous}")
-                if version < SCHEMA_VERSION:
+                if version < SCHEMA_VERSION:  # checks the values before it commits
                     self._migrate(connection, version)
+                else:
+                    self._check_values(connection)  # only reads: a refused file is untouched
             (dead_seq,) = connection.execute(
                 "SELECT coalesce(max(failed_seq), 0) FROM tasks"
             ).fetchone()
@@ -411,14 +415,18 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
                 removal = self._delete(connection, task_id)
             self._deleted(task_id, removal)
 
-    def resave(self, snapshot: TaskSnapshot) -> bool:
-        """Write ``snapshot`` again, a row a store outage left stale: in shared mode only
-        while its row is one this process wrote or read and no live lease holds it
+    def resave(self, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord] = ()) -> bool:
+        """Write ``snapshot`` again, a row a store outage left stale, with ``records`` (the
+        records the writes that failed carried): in shared mode only while its row is
+        one this process wrote or read and no live lease holds it
         (:meth:`_resave_shared`); True if written (:func:`~lldsched.persistence.resave`).
         An unshared store has no other writer: it saves."""
         if self._shared is not None:
-            return self._resave_shared(snapshot)
-        self.save(snapshot)
+            return self._resave_shared(snapshot, records)
+        if records:
+            self.save_all(snapshot, records)
+        else:
+            self.save(snapshot)
         return True
 
     def purge(self, task_id: str) -> bool:

@@ -332,8 +332,9 @@ class CoordinatedMethods:
                     shared.unreadable.read(task_id)
                     return None
                 check_take_over(task_id, row[2])  # a status this release does not know: refused
+                # A value it cannot read (BadValue): refused before anything is written.
+                snapshot = snapshot_of(row[0], row[1], row[2], list(row[3:]), task=definition)
                 version = _redefine_row(connection, definition)
-            snapshot = snapshot_of(row[0], row[1], row[2], list(row[3:]), task=definition)
             shared.unreadable.read(task_id)
             self._defined[task_id] = definition
             self._wrote(shared, snapshot, version)
@@ -488,19 +489,27 @@ class CoordinatedMethods:
             self._defined[task_id] = task
             self._wrote(shared, snapshot, version)
 
-    def _resave_shared(self, snapshot: TaskSnapshot) -> bool:
+    def _resave_shared(
+        self, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord] = ()
+    ) -> bool:
         """``resave`` in shared mode: write the row a store outage left stale only while
         its version is one this process wrote or read (:meth:`SharedState.knows`) and no
         live lease holds it, in one transaction; False (nothing written) otherwise, or
         when it is gone: another process's write is the feed's to bring in, a lease's
         row its holder's settle to write.  A run this process holds writes nothing (its
-        settle will), as ``save`` does."""
+        settle will), as ``save`` does, but ``records``, the records the writes that
+        failed carried, written alone."""
         task = snapshot.task
         task_id = task.id
         shared = self._shared
         assert shared is not None
         with self._using("save task again", task_id) as connection:
-            if shared.muted or (snapshot.status is TaskStatus.RUNNING and task_id in shared.held):
+            if shared.muted:
+                return True
+            if snapshot.status is TaskStatus.RUNNING and task_id in shared.held:
+                if records:
+                    with immediate(connection):
+                        self._append_all(connection, task_id, records)
                 return True
             definition = None if self._defined.get(task_id) == task else encode_task(task)
             with immediate(connection):
@@ -514,9 +523,17 @@ class CoordinatedMethods:
                 version = self._write_state(
                     connection, snapshot, status=snapshot.status.value, definition=definition
                 )
+                self._append_all(connection, task_id, records)
             self._defined[task_id] = task
             self._wrote(shared, snapshot, version)
         return True
+
+    def _append_all(
+        self, connection: sqlite3.Connection, task_id: str, records: Sequence[ExecutionRecord]
+    ) -> None:
+        """Inside a transaction: append ``records`` of ``task_id``, in order."""
+        for record in records:
+            self._counts[task_id] = self._append(connection, record, seq=bump(connection, "record"))
 
     def _save_all_shared(self, snapshot: TaskSnapshot, records: Sequence[ExecutionRecord]) -> None:
         """``save_all`` in shared mode: a run's record with the records of the slots it

@@ -19,7 +19,7 @@ import time
 
 from lldsched.errors import StoreError
 from lldsched.logs import STORE
-from lldsched.stores.sqlite_rows import failure, immediate, rollback
+from lldsched.stores.sqlite_rows import AT_OPEN, COLUMNS, failure, immediate, misread, rollback
 from lldsched.stores.sqlite_shared import SHARED_SCHEMA
 
 __all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION", "FileFormat"]
@@ -154,6 +154,37 @@ class FileFormat:
             )
         return int(version)
 
+    def _check_values(self, connection: sqlite3.Connection, *, most: int = 20) -> None:
+        """Refuse a file holding a value of another type than the store writes in its
+        column (:data:`~lldsched.stores.sqlite_rows.COLUMNS`, the tables of
+        :data:`~lldsched.stores.sqlite_rows.AT_OPEN`): a row edited by hand or
+        written by another tool, which SQLite's type affinity let keep a text it cannot
+        read as a number (``'three'``, an ISO date) in a numeric column, would fail at
+        its first use, deep inside, or be misread (``running = 'no'`` is true).  A
+        :class:`StoreError` naming the table, the row, the column and the value of each
+        (of the first ``most`` rows per table); only reads.  At open, in both modes; in a
+        migration's transaction, before it commits (the columns it adds are checked too,
+        and a refused file is left as it was)."""
+        said: list[str] = []
+        for table in AT_OPEN:
+            key, kinds = COLUMNS[table]
+            wrong = " OR ".join(kind.wrong(column) for column, kind in kinds.items())
+            rows = connection.execute(
+                f"SELECT {', '.join((*key, *kinds))} FROM {table} WHERE {wrong} LIMIT {most}"
+            ).fetchall()
+            for row in rows:
+                said += misread(table, row[: len(key)], row[len(key) :], tuple(kinds))
+            if len(rows) == most:
+                said.append(f"(the first {most} rows of table {table} holding one)")
+        if said:
+            raise StoreError(
+                f"{self.path!r} holds a value the store cannot read: "
+                + ";\n  ".join(said)
+                + ";\nthe file was left untouched. A row edited by hand or written by another "
+                "tool? SQLite keeps a text it cannot read as a number as text. Set each "
+                "value right (or delete its row) and open the store again"
+            )
+
     def _migrate(self, connection: sqlite3.Connection, version: int) -> None:
         """Bring a file of an older schema ``version`` to :data:`SCHEMA_VERSION`, whole or
         not at all."""
@@ -164,6 +195,7 @@ class FileFormat:
                 for step in range(version, SCHEMA_VERSION):
                     for statement in MIGRATIONS[step]:
                         connection.execute(statement)
+                self._check_values(connection)  # a refused file is rolled back, untouched
                 connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except sqlite3.Error as exc:
             raise StoreError(

@@ -207,7 +207,9 @@ class SharedState:
                     connection.execute(
                         _TAKE, (task_id, slot, attempt, token, self.node, expires_at)
                     )
-                    stale = self.seen.get(task_id) != version  # written since this one read it
+                    # Written elsewhere since this one read it (a row loaded at its
+                    # start was read: the cursor is past it, as the settle's test says).
+                    stale = not self.knows(task_id, version)
                     claim = Claim(task_id, slot, attempt, token, expires_at, version, bool(expired))
                     claims.append(claim._replace(stale=True) if stale else claim)
         for held in claims:

@@ -25,17 +25,17 @@ from lldsched.core.metrics import Metrics, take
 from lldsched.core.names import RefusedVerb
 from lldsched.core.packedstats import Rows
 from lldsched.core.registration import UNCHANGED, Unchanged
-from lldsched.core.storewrites import interrupts_deferred
+from lldsched.core.storewrites import STALE_SHOWN, Outage, interrupts_deferred
 from lldsched.core.task import ScheduledTask
 from lldsched.errors import SchedulerBusyError
 from lldsched.listeners import Listener
-from lldsched.logs import STORE
+from lldsched.logs import STORE, counted
 from lldsched.model import ExecutionRecord, Priority, TaskStatus
 from lldsched.persistence import HoldNotCommitted, verb_held
 from lldsched.policies import RetryPolicy
 from lldsched.schedules.base import Schedule
 from lldsched.threaded.flights import LEASE_GONE
-from lldsched.threaded.parts import STOPPED, SchedulerParts, shut_down
+from lldsched.threaded.parts import RUNNING, STOPPED, SchedulerParts, shut_down
 
 __all__ = ["ControlVerbs"]
 
@@ -46,6 +46,10 @@ _finished = operator.attrgetter("finished")  # the order of records()
 
 class ControlVerbs(SchedulerParts):
     """Mixed into Scheduler: the verbs, the queries and the listeners."""
+
+    # The outage whose stale rows a verb of this scheduler, not running, said at WARNING
+    # (_say_stale_unwatched): once an outage.  Under the scheduler's lock.
+    _stale_said: Outage | None = None
 
     # -- control verbs -------------------------------------------------------
 
@@ -303,6 +307,38 @@ class ControlVerbs(SchedulerParts):
             self._hold_not_committed(task_id, exc)
             if own is not None:
                 raise own from None
+        finally:
+            self._say_stale_unwatched()
+
+    def _say_stale_unwatched(self) -> None:
+        """Shared mode, after a verb (caller holds the lock): a scheduler that is not
+        running (never started, or shut down) has no timer, whose store calls write the
+        rows an outage left stale again within ``poll``; this one writes them at its next
+        verb (its read of the feed) or at ``shutdown()``.  Until then the other
+        processes go on with those rows as they were (a pause not heard, a task they
+        run), and a process that ends without either leaves them so: said at WARNING,
+        once an outage (docs/CLUSTER.md, the store-restart row of the failure matrix)."""
+        writes = self._core.store_writes
+        if writes is None or self._state is RUNNING:
+            return
+        outage = writes.outage
+        if outage is None or not outage.stale or outage is self._stale_said:
+            return
+        self._stale_said = outage
+        left = list(outage.stale)
+        shown = ", ".join(left[:STALE_SHOWN])
+        more = f" and {len(left) - STALE_SHOWN} more" if len(left) > STALE_SHOWN else ""
+        log.warning(
+            "scheduler %r is not running: the rows of %s (%s%s) whose writes store %r "
+            "failed are written again at its next verb or its shutdown(), not by a timer; "
+            "until then the other processes go on with them as they were, and a process "
+            "that ends without either leaves them so",
+            self.name,
+            counted(len(left), "task"),
+            shown,
+            more,
+            writes.store,
+        )
 
     def _hold_not_committed(self, task_id: str, error: Exception) -> None:
         """The end of a verb's hold on ``task_id``'s row raised ``error``: its writes are

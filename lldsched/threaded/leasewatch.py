@@ -14,43 +14,105 @@ and it neither begins nor claims a run (:meth:`LeaseWatch.trusted`) until a rene
 succeeds or it holds no lease any more (leases counted lost are not held: the
 coordinator still renews them, to learn whether the store kept them, but trusts none).
 A forward step of the wall clock, which a shared SQLite store's expiries are instants
-of, brings them closer by the step: the trust is cut by as much (:meth:`LeaseWatch.cut`).
+of, brings them closer by the step: the trust is cut by as much of it as the trust's own
+clock did not count (:meth:`LeaseWatch.cut`; a suspend that clock counted is no step).
 
 Why a thread of its own: the timer renews, and the timer can be held up by the very
 outage that stops the renewals (a store call waiting for a silent network, bounded
 by the store's ``timeout``, and the calls around it).  The watch waits on
-:data:`MONOTONIC` (the runtime's; a fake clock drives it in its unit tests), never the
+:data:`LEASE_CLOCK` (the runtime's; a fake clock drives it in its unit tests), never the
 scheduler's clock: the store's expiry counts real time on its server, and a fake or
 jumping clock that moved an hour let no lease expire.  It starts with the first run it
 watches and ends when none is left.
+
+**A suspend.**  The store's expiries go on counting while the machine sleeps (the host's
+wall clock on SQLite, the server's on PostgreSQL), so the trust counts on a clock that
+counts a suspend too (:func:`suspend_counting`): on Linux ``time.monotonic`` is
+``CLOCK_MONOTONIC``, which stops, and a laptop or VM suspended for longer than the lease
+woke trusting leases that others may have taken over, its runs' flags down until the
+timer's next wake cut the trust by the jump it saw.  Now :meth:`LeaseWatch.trusted`
+answers False the moment the machine resumes, and the watch raises the flags within
+``lease / 6`` of it: its waits (``Condition.wait``, which counts ``CLOCK_MONOTONIC`` on
+Linux, so a suspend stops it too) are at most ``lease / 6`` each
+(:func:`look_every`), so a flag goes up no later than the store's expiry unless the
+suspend itself outlasted that, and then within ``lease / 6`` of the resume.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+import sys
 import threading
 import time
+from collections.abc import Callable
+from types import ModuleType
 
 from lldsched.clock import Clock
 from lldsched.core.context import RunContext
 from lldsched.logs import CLUSTER, counted
 
-__all__ = ["MONOTONIC", "LeaseWatch", "renewal_every", "trusted_for"]
+__all__ = [
+    "LEASE_CLOCK",
+    "LeaseWatch",
+    "look_every",
+    "renewal_every",
+    "suspend_counting",
+    "trusted_for",
+]
 
 log = logging.getLogger(CLUSTER)
 
 
-class _Monotonic:
-    """``time.monotonic`` as a :class:`~lldsched.clock.Clock`: real seconds no one sets."""
+def suspend_counting(
+    clocks: ModuleType = time, platform: str = sys.platform
+) -> tuple[Callable[[], float], str]:
+    """The reading leases are trusted by, and its name: real seconds no one sets, counting a
+    suspend of the machine where the platform has such a clock (``clocks``: the ``time``
+    module, or a test's stand-in; ``platform``: ``sys.platform``'s).
 
-    __slots__ = ()
-    now = staticmethod(time.monotonic)
+    * Linux: ``clock_gettime(CLOCK_BOOTTIME)``, which counts a suspend;
+      ``time.monotonic`` is ``CLOCK_MONOTONIC``, which does not.
+    * macOS: ``clock_gettime(CLOCK_MONOTONIC_RAW)``, which goes on while the machine
+      sleeps (``mach_continuous_time``'s clock, in Apple's words); ``time.monotonic``
+      is ``mach_absolute_time``, which stops.
+    * Windows: ``time.monotonic``: ``GetTickCount64`` up to Python 3.12,
+      ``QueryPerformanceCounter`` from 3.13; both count sleep and hibernation
+      (Microsoft's documentation of each says so).
+    * Anywhere else (or a clock the interpreter does not offer): ``time.monotonic``,
+      whether it counts a suspend or not.  Where it does not, the timer's next wake (at
+      most ``poll`` after the resume) sees the suspend as a forward step of the wall
+      clock and cuts the trust by it (:meth:`LeaseWatch.cut`), as before this rule.
+    """
+    if platform.startswith("linux") and hasattr(clocks, "CLOCK_BOOTTIME"):
+        return functools.partial(clocks.clock_gettime, clocks.CLOCK_BOOTTIME), (
+            "clock_gettime(CLOCK_BOOTTIME)"
+        )
+    if platform == "darwin" and hasattr(clocks, "CLOCK_MONOTONIC_RAW"):
+        return functools.partial(clocks.clock_gettime, clocks.CLOCK_MONOTONIC_RAW), (
+            "clock_gettime(CLOCK_MONOTONIC_RAW)"
+        )
+    return clocks.monotonic, "time.monotonic"
+
+
+class _LeaseClock:
+    """A reading of :func:`suspend_counting` as a :class:`~lldsched.clock.Clock`: real
+    seconds no one sets, a suspend included where the platform counts one."""
+
+    __slots__ = ("name", "now")
+
+    def __init__(self, reading: Callable[[], float], name: str) -> None:
+        self.now = reading
+        self.name = name  # which clock, for a reader (and the tests)
 
     def wait(self, condition: threading.Condition, deadline: float | None) -> None:
-        condition.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        condition.wait(None if deadline is None else max(0.0, deadline - self.now()))
+
+    def __repr__(self) -> str:
+        return f"<lease clock {self.name}>"
 
 
-MONOTONIC: Clock = _Monotonic()
+LEASE_CLOCK: Clock = _LeaseClock(*suspend_counting())
 """The clock leases are trusted by (see the module docstring)."""
 
 
@@ -64,6 +126,14 @@ def trusted_for(lease: float) -> float:
     return lease - renewal_every(lease) / 2
 
 
+def look_every(lease: float) -> float:
+    """The longest the watch waits before it reads its clock again: ``lease / 6``, the
+    margin between the trust and the store's expiry.  A wait counts time that may stop
+    while the machine sleeps (``Condition.wait`` counts ``CLOCK_MONOTONIC`` on Linux),
+    and a wait parked for the whole trust would end that long after a resume."""
+    return renewal_every(lease) / 2
+
+
 class LeaseWatch:
     """Raises the flags of the runs it watches once :func:`trusted_for` passed since the
     last renewal that succeeded began (:meth:`renewed`), unless another did since."""
@@ -71,6 +141,7 @@ class LeaseWatch:
     def __init__(self, clock: Clock, *, lease: float, name: str) -> None:
         self._clock = clock
         self._trusted = trusted_for(lease)
+        self._look = look_every(lease)
         self._name = name
         # Guards _runs, _until and _thread: the runtime adds, drops and renews under the
         # scheduler's lock, the watch thread reads them and raises flags; never held
@@ -104,8 +175,9 @@ class LeaseWatch:
 
     def cut(self, seconds: float) -> None:
         """The store's expiries came ``seconds`` closer than the renewals said (a forward
-        step of the wall clock a shared SQLite store counts them on): trusted that much
-        less."""
+        step of the wall clock a shared SQLite store counts them on, less what this
+        watch's clock counted of it: :meth:`Coordinator.clock_jumped
+        <lldsched.threaded.shared.Coordinator.clock_jumped>`): trusted that much less."""
         with self._condition:
             if self._until is not None:
                 self._until -= seconds
@@ -150,8 +222,11 @@ class LeaseWatch:
         with self._condition:
             while self._runs:
                 until = self._until
-                if until is None or self._clock.now() < until:
-                    self._clock.wait(self._condition, until)
+                now = self._clock.now()
+                if until is None or now < until:  # at most look_every: a suspend shows then
+                    self._clock.wait(
+                        self._condition, None if until is None else min(until, now + self._look)
+                    )
                     continue
                 lost = list(self._runs.items())
                 self._runs.clear()  # _until stays, passed: not trusted until a renewal

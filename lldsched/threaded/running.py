@@ -275,14 +275,17 @@ class RunExecution(SchedulerParts):
     ) -> None:
         """A run's begin (``run`` None: the entry of ``task_id`` due at ``due``) or its
         record raised ``exc`` (caller holds the lock; rare): the core fails the task it
-        left stuck (:meth:`SchedulerCore.broke <lldsched.core.runs.RunTransitions.broke>`),
-        and a claim's lease is let go.  The caller settles the entry, so that
-        ``wait_idle()``, a drain and the claims that wait for an idle worker count it
-        done (its task not left RUNNING, nor the count of runs in flight one too high)."""
+        left stuck (:meth:`SchedulerCore.broke <lldsched.core.runs.RunTransitions.broke>`);
+        on a shared store the same, written fenced by the claim's token and its lease
+        let go (:meth:`Coordinator.broke <lldsched.threaded.shared.Coordinator.broke>`).
+        The caller settles the entry, so that ``wait_idle()``, a drain and the claims
+        that wait for an idle worker count it done (its task not left RUNNING, nor the
+        count of runs in flight one too high)."""
         coordinator = self._coordinator
-        self._core.broke(task_id, run, exc, due=due, shared=coordinator is not None)
-        if run is not None and coordinator is not None:
-            coordinator.done(run)  # its lease is not renewed for ever: it lapses
+        if coordinator is None:
+            self._core.broke(task_id, run, exc, due=due)
+        else:  # the core decides alike; its failure written fenced by the claim's token
+            coordinator.broke(task_id, run, exc, due=due)
 
     def _loop_begin_raised(self, entry: Entry, exc: BaseException) -> None:
         """The event loop's begin of ``entry`` raised ``exc`` (caller holds the lock;

@@ -61,7 +61,7 @@ from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import Change, Claim, CoordinatedStore, TaskSnapshot
 from lldsched.policies import TWO_AT_ONCE
 from lldsched.threaded.deadline import Deadline
-from lldsched.threaded.leasewatch import MONOTONIC, LeaseWatch, renewal_every, trusted_for
+from lldsched.threaded.leasewatch import LEASE_CLOCK, LeaseWatch, renewal_every, trusted_for
 
 __all__ = ["Coordinator", "leases_kept"]
 
@@ -117,10 +117,11 @@ class Coordinator:
         self._counted_lost: dict[int, tuple[str, RunContext | None]] = {}
         self._every = renewal_every(store.lease)
         self._renew_at: float | None = None  # None: no lease held or counted lost
-        # The clock leases are trusted by, time.monotonic: the store's expiry counts real
-        # time (its server's clock), never the scheduler's injected clock (a fake clock
-        # advanced an hour in one step has not let any lease expire).
-        self._trust = MONOTONIC
+        # The clock leases are trusted by, one that counts a suspend where the platform
+        # has one (leasewatch.suspend_counting): the store's expiry counts real time (its
+        # server's clock), never the scheduler's injected clock (a fake clock advanced an
+        # hour in one step has not let any lease expire).
+        self._trust = LEASE_CLOCK
         # Keeps how long the leases are trusted (from when the last renewal that succeeded
         # began: see looked()), and raises the runs' flags once they are not, whatever the
         # timer is doing (held up in a store call by the outage itself): leasewatch.py.
@@ -139,8 +140,13 @@ class Coordinator:
         self._lost_deciding: list[Lost] = []
         # Slots due before this instant passed while this process was not there (not
         # built yet, or a forward wall-clock jump): a claim of one is a misfire candidate.
+        looked = self._trust.now()
         self._since = core.clock.now()
+        # (the lease clock, the wall clock) read at the last wake, or at the last jump:
+        # how much of a forward jump the lease clock did not count (clock_jumped).
+        self._paired = (looked, self._since)
         self._taken: ScheduledTask | None = None  # taken over in a taking_over() block
+        self._raised: Claim | None = None  # the claim whose begin raised, for broke()
         store.subscribe(wake)
 
     def load(self) -> None:
@@ -231,7 +237,8 @@ class Coordinator:
         still.  A reading taken just before the statement, as it was, let a timer whose
         renewal and feed took more than ``lease / 6`` before its claim trust that claim
         (begin its run, keep its flag down) after the store let another process take it
-        over.  One reading per wake, on ``time.monotonic``: no correction between the
+        over.  One reading per wake, on the lease clock
+        (:data:`~lldsched.threaded.leasewatch.LEASE_CLOCK`): no correction between the
         store's clock and this one, so a scheduler's fake clock changes nothing."""
         return self._trust.now()
 
@@ -240,6 +247,7 @@ class Coordinator:
         check; apply other processes' changes if any (``looked``: see :meth:`looked`; the
         runtime hears of the tasks they touched: :meth:`sync`)."""
         lost: list[Lost] = []
+        self._paired = (looked, now)
         # Leases counted lost are checked at every wake, before the claim: once the store
         # answers, a claim made first found this process's own lease expired (nobody took
         # it) and took it over, the renewal then stopping the run it held (run twice).
@@ -371,20 +379,35 @@ class Coordinator:
 
         The leases are renewed at this wake, either way: the renewal is due on this clock,
         the one a shared SQLite store's expiries are on, so set back it would wait for the
-        jump while the trust (``time.monotonic``) ran out and raised every run's flag on
+        jump while the trust (the lease clock) ran out and raised every run's flag on
         leases no one could take.  Forward, the store's expiries came ``jump`` seconds
         closer in real time, for every process of the host, while their holder's trust
-        did not: it is cut by ``jump`` first (so a renewal that then fails leaves the runs
-        flagged ``lease / 6`` before the store's expiry as it is now, or at once), and the
-        slots the jump passed were passed while this process was not there, as during
-        downtime (their claims meet the policy).  On PostgreSQL (expiry on the server's
-        clock) the cut errs early at worst: with a client's clock stepped alone, flags go
-        up on leases still good only if the renewal at this wake fails."""
+        did not: it is cut first by as much of the jump as the lease clock did not count
+        since the last wake (so a renewal that then fails leaves the runs flagged ``lease
+        / 6`` before the store's expiry as it is now, or at once), and the slots the jump
+        passed were passed while this process was not there, as during downtime (their
+        claims meet the policy).  A suspend is such a jump to the timer (the wall clock
+        moved, ``time.monotonic`` did not) and is downtime for the slots; but the lease
+        clock counted it where the platform has a clock that does
+        (:func:`~lldsched.threaded.leasewatch.suspend_counting`): the trust ran out by
+        itself, and a cut by the whole jump counted the suspend twice (a renewal failing
+        at the wake after a short suspend flagged runs whose leases were still good).  The
+        lease clock is read here, just after ``now``: the cut errs by the instants between
+        the two readings, towards less.  On PostgreSQL (expiry on the server's clock) the
+        cut errs early at worst: with a client's clock stepped alone, flags go up on
+        leases still good only if the renewal at this wake fails."""
         if self._renew_at is not None:
             self._renew_at = now
+        looked, then = self._paired
+        trust = self._trust.now()
+        self._paired = (trust, now)
         if jump > 0:
             self._since = max(self._since, now)
-            self._watch.cut(jump)
+            # The wall's move the lease clock missed; never more than the jump itself (the
+            # lease clock runs at least as the monotonic one does: equal on real clocks).
+            uncounted = min(jump, (now - then) - (trust - looked))
+            if uncounted > 0:
+                self._watch.cut(uncounted)
 
     def wake(self, now: float, wake: float | None) -> float:
         """The instant to wake by: ``wake``, the renewal, and at most ``poll`` from now.
@@ -414,19 +437,60 @@ class Coordinator:
         if claim is None:  # its lease was lost before a worker took it: not ours to run
             return None
         trusted = self._watch.trusted()  # else no renewal vouches for its lease: not ours
-        run = self._core.begin(entry, worker, token=claim.token) if trusted else None
+        try:  # free until it raises (3.11)
+            run = self._core.begin(entry, worker, token=claim.token) if trusted else None
+        except BaseException:  # (rare) the runtime calls broke() next, with this claim
+            self._raised = claim
+            raise
         if run is None:  # handed back now, not left to block its task until it expires
             held = self._core.claim_held(claim.token)
             if held is None:
                 self._release(claim.task_id, claim.token)
             else:
-                self._give_back_held(claim, held)
+                self._give_back_held(claim.task_id, claim.token, held)
             self._held_none()
         else:
             self._running[claim.token] = (claim.task_id, run.context)
             if run.context is not None:
                 self._watch.add(claim.token, run.context)
         return run
+
+    def broke(
+        self, task_id: str, run: Run | None, exc: BaseException, *, due: float | None
+    ) -> None:
+        """The runtime's :meth:`begin` of task ``task_id``'s entry due at ``due`` (``run``
+        None) or its record of ``run`` raised ``exc`` (caller holds the lock; rare).  The
+        core decides as in one process (:meth:`SchedulerCore.broke
+        <lldsched.core.runs.RunTransitions.broke>`: a task the step left stuck fails,
+        its dependents are told), given the claim's token; a failure it decided is
+        written here, fenced by that token, the lease dropped in the same transaction
+        (:meth:`_give_back_held`), so that the other processes hear it from the change
+        feed.  A begin that raised and failed nothing gives its claim back at once,
+        for the store to hand the slot out again; a record that raised forgets its
+        lease (:meth:`done`): a settle written before the step raised dropped it, and
+        one that was not, of a task the step failed nothing of (a verb moved it
+        meanwhile), is let lapse."""
+        claim, self._raised = self._raised, None
+        if run is not None:
+            token = run.token
+        elif claim is not None and claim.task_id == task_id:
+            token = claim.token
+        else:  # (not met) no claim known: decided as ever, the core's own write
+            token = None
+        core = self._core
+        core.broke(task_id, run, exc, due=due, token=token)
+        if run is not None:
+            self.done(run)
+        if token is None:
+            return
+        held = core.claim_held(token)  # the failure decided, or a held slot's end
+        if held is not None and task_id in core.tasks:
+            self._give_back_held(
+                task_id, token, held, doing="writing what it decided after the scheduler raised"
+            )
+        elif run is None or held is not None:
+            self._release(task_id, token)
+        self._held_none()
 
     def done(self, run: Run) -> bool:
         """The run is settled (its store write was fenced by its token): forget its lease.
@@ -667,7 +731,12 @@ class Coordinator:
             snapshot = core.snapshot(task)
             try:
                 if not self._write_decided(
-                    claim, snapshot, records, release=not runs, doing="deciding its misfire"
+                    claim.task_id,
+                    claim.token,
+                    snapshot,
+                    records,
+                    release=not runs,
+                    doing="deciding its misfire",
                 ):
                     return None
             except Exception as exc:  # nothing written: the lease expires, someone decides again
@@ -677,10 +746,18 @@ class Coordinator:
             return None
         return queued_entry(task, due)
 
-    def _give_back_held(self, claim: Claim, records: list[ExecutionRecord]) -> None:
-        """Give back the claim of a slot the readiness check held (BLOCKED, or FAILED: an
-        upstream it waits for is dead) with the task's row and ``records`` (its wait's),
-        in one transaction (:meth:`_write_decided`): before, the row was saved, then the
+    def _give_back_held(
+        self,
+        task_id: str,
+        token: int,
+        records: list[ExecutionRecord],
+        *,
+        doing: str = "holding its slot for its upstreams",
+    ) -> None:
+        """Give back the claim (``token``) of a slot the readiness check held (BLOCKED, or
+        FAILED: an upstream it waits for is dead), or of a run whose begin or record
+        raised and failed its task (:meth:`broke`), with the task's row and ``records``
+        (a wait's), in one transaction (:meth:`_write_decided`): before, the row was saved, then the
         lease released, and a process that died between the two left a BLOCKED row its
         lease held, the task's next release waiting for the lease to expire.
 
@@ -691,30 +768,29 @@ class Coordinator:
         release, the lease left to expire came back to this process, whose registry has
         the task BLOCKED: it gave back each claim of the row (one a wake), and the row
         said SCHEDULED, until a success here released the task."""
-        task_id = claim.task_id
         snapshot = self._core.snapshot(self._core.tasks[task_id])
         try:
-            self._write_decided(
-                claim, snapshot, records, release=True, doing="holding its slot for its upstreams"
-            )
+            self._write_decided(task_id, token, snapshot, records, release=True, doing=doing)
         except Exception as exc:
             writes = self._core.store_writes
             assert writes is not None  # a core with a store has one
-            writes.failed(exc, "save", task_id, snapshot)
-            self._release(task_id, claim.token)
+            writes.failed(exc, "save", task_id, snapshot, records=records)
+            self._release(task_id, token)
 
     def _write_decided(
         self,
-        claim: Claim,
+        task_id: str,
+        token: int,
         snapshot: TaskSnapshot,
         records: list[ExecutionRecord],
         *,
         release: bool,
         doing: str,
     ) -> bool:
-        """Write what this process decided for the slot of ``claim`` without running it
-        (``doing``: ``"deciding its misfire"``, or holding the slot for a dependency
-        wait): the task's row ``snapshot`` and ``records``, the lease dropped with
+        """Write what this process decided for the slot of task ``task_id``'s claim with
+        ``token`` without running it (``doing``: ``"deciding its misfire"``, holding the
+        slot for a dependency wait, or failing the task after its begin or record
+        raised): the task's row ``snapshot`` and ``records``, the lease dropped with
         ``release``, in one transaction fenced by the claim's token
         (:meth:`CoordinatedStore.misfired
         <lldsched.persistence.CoordinatedStore.misfired>`).  False when the lease was
@@ -722,9 +798,9 @@ class Coordinator:
         :meth:`_say_lost`: a removal elsewhere is known only then).  A store's failure
         is raised: what then is the caller's (:meth:`_misfire`, :meth:`_give_back_held`)."""
         try:
-            self.store.misfired(snapshot, records, token=claim.token, release=release)
+            self.store.misfired(snapshot, records, token=token, release=release)
         except LeaseLost:  # said at the next tick, after the feed (a removal, or not)
-            self._lost_deciding.append(Lost(claim.task_id, claim.token, doing=doing))
+            self._lost_deciding.append(Lost(task_id, token, doing=doing))
             return False
         return True
 

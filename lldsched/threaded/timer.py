@@ -36,8 +36,10 @@ stays, as the hint of when to wake), renews its leases as one more deadline,
 and applies other processes' changes at every wake, at least every ``poll``
 seconds (:class:`~lldsched.threaded.shared.Coordinator`).  A jump there renews the
 leases held at once, and re-evaluates no due instant: forward, it cuts the leases'
-trust by the jump and marks the slots jumped over as passed while this process was
-not there, and whichever process claims one applies the misfire policy
+trust by as much of the jump as the lease clock did not count (a suspend it counted
+is no step: :func:`~lldsched.threaded.leasewatch.suspend_counting`) and marks the
+slots jumped over as passed while this process was not there, and whichever process
+claims one applies the misfire policy
 (:meth:`Coordinator.clock_jumped <lldsched.threaded.shared.Coordinator.clock_jumped>`);
 backward, the rows keep their due instants.
 """
@@ -187,7 +189,10 @@ class TimerThread(SchedulerParts):
                 done = "the slots it passed are decided as they are claimed"
             else:
                 done = "the shared rows keep their due times"
-        log.warning("the wall clock jumped by %+.3f s: %s", jump, done)
+        # Forward, the timer cannot tell a clock set ahead from a suspend (the wall clock
+        # moved, time.monotonic did not): both are downtime for the slots it passed.
+        either = " (set ahead, or the machine was suspended)" if jump > 0 else ""
+        log.warning("the wall clock jumped by %+.3f s%s: %s", jump, either, done)
 
     def _claim_room(self, room: int) -> int:
         """On a shared store: how many runs to claim, of the ``room`` the hand-off queue

@@ -202,10 +202,9 @@ def _item(index: int, item: str, expr: str, values: set[int], specials: list[Ter
         first, _, last = base.partition("-")
         start, stop = _value(index, first, expr, item=item), _value(index, last, expr, item=item)
         if start > stop:
-            hint = ""
             if index == 4 and stop == 0:  # "sat-sun", as APScheduler's day_of_week reads it
-                hint = f" (a range that ends on Sunday ends at 7: '{first}-7')"
-            raise _fail(index, f"reversed range {base!r}{hint}", expr)
+                raise _fail(index, _ends_on_sunday(item, f"{first}-7{slash}{step_text}"), expr)
+            raise _fail(index, f"reversed range {base!r}", expr)
         kind = "step" if slash else ("value" if start == stop else "range")
     else:
         start = _value(index, base, expr, item=item)
@@ -213,6 +212,25 @@ def _item(index: int, item: str, expr: str, values: set[int], specials: list[Ter
         kind = "step" if slash else "value"
     values.update(range(start, stop + 1, step))
     return Term(kind, start, stop, step)
+
+
+def _ends_on_sunday(item: str, fix: str) -> str:
+    """Why a day-of-week range ending on Sunday as 0 (``5-0``, ``FRI-SUN``: ``item``)
+    is refused, and ``fix``, the text to write.  cronie reads it three ways by release
+    (src/entry.c, ``get_range``): refused up to 1.5.7; no day at all, silently, from
+    1.6.0 to 1.7.2 (its range parser's rewrite, fc8b0e5: ``0 9 * * 5-0`` never fires);
+    ``a-7`` since 2025 (d037042, e6c2853), but not with a step, which is no day still.
+    ``5-7`` is Friday to Sunday in every one, in cronsim and in croniter
+    (docs/CRON.md, "A range that ends on Sunday")."""
+    since = (
+        "and reads it as no day at all since"
+        if "/" in item
+        else "reads it as no day at all in 1.6.0 to 1.7.2 and as Sunday-ended only since 2025"
+    )
+    return (
+        f"reversed range {item!r}: a range that ends on Sunday ends at 7, write {fix!r} "
+        f"(cronie refused {item!r} before 1.6.0, {since}; {fix!r} is read alike by every cron)"
+    )
 
 
 def _field(index: int, text: str, expr: str) -> tuple[tuple[int, ...], list[Term], list[Term]]:

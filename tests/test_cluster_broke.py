@@ -1,0 +1,177 @@
+"""A run whose begin or record raised (a clock read for the run's event) on a shared
+store: the task it left stuck fails as it does in one process, and so do the BLOCKED
+dependents waiting for it, written through the store (the task's row fenced by the
+claim's token, its lease dropped), so another process hears it (docs/CLUSTER.md).  A
+begin that raised and left its task as it was (nothing failed) gives its claim back at
+once, and the slot is claimed again."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from lldsched import FakeClock, OneTime, RetryPolicy, Scheduler, SqliteTaskStore, TaskStatus
+from lldsched.model import ExecutionRecord
+from lldsched.persistence import CoordinatedStore
+from tests import cluster_jobs, jobs
+from tests.cluster import StoreSpec, open_store
+from tests.store_doubles import HookedStore, StoreCall
+from tests.test_clock_raises import T0, _GlitchPublishing, step_raises_while_blocked
+from tests.waits import wait_until
+
+LEASE = 30.0  # no claim expires within a test: a lapse is not what ends the wait
+POLL = 0.05
+FAILED = TaskStatus.FAILED
+
+
+@pytest.fixture
+def stores(store_spec: StoreSpec) -> Iterator[list[CoordinatedStore]]:
+    """Two connections to one shared store (once per engine): this process's, and the
+    one a test reads the rows through, as another process does."""
+    opened = [open_store(store_spec, lease=LEASE, poll=POLL) for _ in range(2)]
+    yield opened
+    for store in opened:
+        store.close()
+
+
+def _row(store: CoordinatedStore, task_id: str) -> TaskStatus:
+    return next(s.status for s in store.load_all() if s.task.id == task_id)
+
+
+@pytest.mark.parametrize(
+    ("step", "fails", "on"),
+    [("begin", False, "worker"), ("begin", False, "loop"), ("record", True, "worker"),
+     ("record", False, "worker")],
+)  # fmt: skip
+def test_a_runs_step_that_raised_on_a_shared_store_decides_as_in_one_process(
+    stores: list[CoordinatedStore],
+    caplog: pytest.LogCaptureFixture,
+    step: str,
+    fails: bool,
+    on: str,
+) -> None:
+    """As tests/test_clock_raises.py's dependents test, on a shared store.  Before, the
+    core left every task alone there: a begin that raised left the upstream RUNNING
+    here with no run (each later claim of it given back: it never ran again), and its
+    BLOCKED dependent waited for good, its row too."""
+    mine, other = stores
+    clock = _GlitchPublishing(T0, nth=1 if step == "begin" else 2, on=on, armed=False)
+    scheduler = Scheduler(clock=clock, workers=1, store=mine, listeners=[lambda event: None])
+    jobs.CALLS.clear()
+    up_action: Callable[..., object] = jobs.note
+    up_args: tuple[str, ...] = ("up",)
+    if fails:
+        up_action, up_args = jobs.broken, ()
+    elif on == "loop":  # a coroutine: begun by the event loop (never run: its begin raises)
+        up_action, up_args = cluster_jobs.token_of, ()
+
+    def ran() -> list[str]:
+        return [label for label, _, _ in jobs.CALLS]
+
+    try:
+        up = scheduler.schedule(
+            "up", up_action, OneTime(at=T0 + 10), id="up", args=up_args,
+            retry=RetryPolicy.never(),
+        )  # fmt: skip
+        down = scheduler.schedule(
+            "down", jobs.note, OneTime(at=T0), id="down", args=("down",), depends_on=[up.id]
+        )
+        scheduler.start()
+        step_raises_while_blocked(scheduler, clock, down, caplog)
+        if step == "record" and not fails:  # a success recorded: the dependent runs
+            wait_until(lambda: down.status is TaskStatus.SUCCEEDED, timeout=5, what="down ran")
+            assert up.status is TaskStatus.SUCCEEDED and ran() == ["up", "down"]
+            assert _row(other, "up") is TaskStatus.SUCCEEDED
+            assert _row(other, "down") is TaskStatus.SUCCEEDED
+            return
+        assert up.status is FAILED and down.status is FAILED
+        assert scheduler.dead_letter() == [up.id, down.id]
+        assert (down.last_error or "").startswith(f"UpstreamFailed: upstream {up.id}")
+        # written through the store: another process hears both, and no lease is left
+        assert _row(other, "up") is FAILED and _row(other, "down") is FAILED
+        assert sorted(other.dead_letter()) == ["down", "up"]
+        assert not [lease for lease in other.leases() if lease.task_id == "up"]
+        if step == "begin":
+            assert ran() == [] and up.last_error == (
+                "SchedulerError: raised beginning a run: RuntimeError: the clock broke"
+            )
+            assert scheduler.redrive(up.id)  # the dead letter's way back, as in one process
+            wait_until(lambda: up.status is TaskStatus.SUCCEEDED, timeout=5,
+                       what="the redriven upstream ran")  # fmt: skip
+    finally:
+        scheduler.shutdown()
+
+
+class StaleClaimRecordsFail(HookedStore):
+    """A shared SQLite store whose next claim, once ``armed`` is set, finds ``task_id``'s
+    row written by another process since this one read it (``other`` saves it just
+    before: the claim is stale, and the feed read after it queues the task's entry
+    here again), and whose first read of ``task_id``'s records from a worker (a
+    dependent's readiness check, as its run begins) then raises what a user's store's
+    driver may raise (not a StoreError)."""
+
+    def __init__(self, path: Path, other: CoordinatedStore, task_id: str) -> None:
+        super().__init__(path, lease=LEASE, poll=POLL)
+        self.other = other
+        self.task_id = task_id
+        self.armed = threading.Event()
+        self.raised = threading.Event()  # set when the records' read raised
+
+    def before(self, call: StoreCall) -> None:
+        if call == "claim" and self.armed.is_set() and not self.by_the_test():
+            self.armed.clear()
+            (row,) = [s for s in self.other.load_all() if s.task.id == self.task_id]
+            self.other.save(row)  # the same row, written by another process
+
+    def records(self, task_id: str | None = None) -> list[ExecutionRecord]:
+        worker = "worker" in threading.current_thread().name
+        if task_id == self.task_id and worker and not self.raised.is_set():
+            self.raised.set()
+            raise RuntimeError("the driver's error")
+        return super().records(task_id)
+
+
+def test_a_begin_that_raised_and_failed_nothing_gives_its_claim_back_at_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A dependent's begin raises in its readiness check (its store's records read, a
+    driver's error) while its entry is still queued here (the claim was stale: the feed
+    read after it queued the task again): the task is not stuck, so nothing is failed,
+    and the claim is given back at once (Coordinator.broke), not left to block the
+    slot until its lease expires (30 s on, a clock that never gets there).  The next
+    claim (at once: the worker went idle) takes the slot again, and the run is made."""
+    path = tmp_path / "tasks.db"
+    clock = FakeClock(T0)
+    other = SqliteTaskStore(path, shared=True, lease=LEASE, poll=POLL)
+    store = StaleClaimRecordsFail(path, other, "down")
+    with other, store:
+        scheduler = Scheduler(clock=clock, workers=1, store=store)
+        jobs.CALLS.clear()
+        try:
+            scheduler.schedule("up", jobs.noop, OneTime(at=T0), id="up")
+            down = scheduler.schedule("down", jobs.note, OneTime(at=T0 + 10), id="down",
+                                      args=("down",), depends_on=["up"])  # fmt: skip
+            scheduler.start()
+            assert scheduler.wait_idle(timeout=5)
+            assert scheduler.task("up").status is TaskStatus.SUCCEEDED
+            store.armed.set()
+            with caplog.at_level(logging.ERROR):
+                clock.advance(10)
+                assert scheduler.wait_idle(timeout=5)
+            assert store.raised.is_set()
+            assert "the scheduler raised beginning a run; the task is left as it is" in (
+                caplog.text
+            )
+            # Given back at once, claimed again and run, the clock still at the slot:
+            # a claim left to lapse would hold the slot until T0 + 10 + LEASE.
+            wait_until(lambda: down.status is TaskStatus.SUCCEEDED, timeout=10,
+                       what="down claimed again and run")  # fmt: skip
+            assert [label for label, _, _ in jobs.CALLS] == ["down"]
+            assert clock.now() == T0 + 10
+            assert not [lease for lease in other.leases() if lease.task_id == "down"]
+        finally:
+            scheduler.shutdown()

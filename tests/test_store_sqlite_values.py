@@ -1,0 +1,240 @@
+"""A value of the wrong type in an SQLite store's row (a row edited by hand, or written by
+another tool: SQLite's type affinity keeps text it cannot read as a number in an
+``INTEGER`` or ``REAL`` column) is refused at open, naming the table, the row, the column
+and the value, the file left untouched, in both modes; a row another process writes
+wrong after the open is the same ``StoreError``, and a shared store's feed leaves it out.
+
+Before, such a file opened; the value failed at its first use, deep inside (a
+``TypeError`` from ``run_count - failure_count`` at the scheduler's start, from a
+comparison of a ``next_run_at`` at its first tick, a dead-letter counter read as text),
+or was silently misread (``running = 'no'`` is true: the task restored as interrupted).
+A numeric text SQLite reads as a number (``'2'``, ``' 1800000060 '``) is stored as that
+number by SQLite itself, and read as it (docs/DECISIONS.md, "A value of the wrong type in
+an SQLite row is refused at open")."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from lldsched import SqliteTaskStore, StoreError, TaskStatus
+from lldsched.stores.sqlite import SCHEMA_VERSION
+from tests.test_store_shared import _downgrade_to_5
+from tests.test_store_sqlite import digest, record, snapshot, task
+
+both_modes = pytest.mark.parametrize("shared", [False, True], ids=["unshared", "shared"])
+
+
+def stored(path: Path) -> None:
+    """A store at ``path`` with tasks "a" (one record kept) and "b"."""
+    with SqliteTaskStore(path) as store:
+        store.save(snapshot(task(id="a")), record("a", 1))
+        store.save(snapshot(task(id="b")))
+
+
+def edit(path: Path, sql: str) -> None:
+    """Run ``sql`` on the file as another program would, past the store."""
+    connection = sqlite3.connect(path, isolation_level=None)
+    try:
+        connection.execute(sql)
+    finally:
+        connection.close()
+
+
+@both_modes
+@pytest.mark.parametrize(
+    ("sql", "said"),
+    [
+        (
+            "UPDATE tasks SET run_count = '3 runs' WHERE id = 'b'",
+            "table tasks, row id='b', column run_count holds the text '3 runs', "
+            "where the store writes an integer",
+        ),
+        (
+            "UPDATE tasks SET attempt = 'three' WHERE id = 'b'",
+            "table tasks, row id='b', column attempt holds the text 'three'",
+        ),
+        (
+            "UPDATE tasks SET attempt = 2.5 WHERE id = 'b'",
+            "table tasks, row id='b', column attempt holds the real 2.5, "
+            "where the store writes an integer",
+        ),
+        (
+            "UPDATE tasks SET next_run_at = '2027-01-15T08:00:00' WHERE id = 'b'",
+            "table tasks, row id='b', column next_run_at holds the text '2027-01-15T08:00:00', "
+            "where the store writes a real or NULL",
+        ),
+        (
+            "UPDATE tasks SET next_run_at = X'3132' WHERE id = 'b'",
+            "column next_run_at holds the blob b'12'",
+        ),
+        (
+            "UPDATE tasks SET running = 'no' WHERE id = 'b'",
+            "column running holds the text 'no', where the store writes 0 or 1",
+        ),
+        (
+            "UPDATE tasks SET running = 2 WHERE id = 'b'",
+            "column running holds the integer 2, where the store writes 0 or 1",
+        ),
+        (
+            "UPDATE tasks SET status = 'failed', failed_seq = 'first' WHERE id = 'b'",
+            "column failed_seq holds the text 'first', where the store writes an integer or NULL",
+        ),
+        (
+            "UPDATE counters SET value = 'many' WHERE name = 'token'",
+            "table counters, row name='token', column value holds the text 'many'",
+        ),
+    ],
+    ids=[
+        "run_count",
+        "attempt",
+        "attempt-real",
+        "next_run_at",
+        "next_run_at-blob",
+        "running",
+        "running-2",
+        "failed_seq",
+        "counters",
+    ],
+)
+def test_a_value_of_the_wrong_type_is_refused_at_open_naming_where_and_touches_nothing(
+    tmp_path: Path, shared: bool, sql: str, said: str
+) -> None:
+    path = tmp_path / "tasks.db"
+    stored(path)
+    edit(path, sql)
+    before = digest(path)
+    with pytest.raises(StoreError) as caught:
+        SqliteTaskStore(path, shared=shared)  # before: opened; failed later, or misread
+    message = str(caught.value)
+    assert message.startswith(f"{str(path)!r} holds a value the store cannot read: ")
+    assert said in message
+    assert "the file was left untouched" in message
+    assert digest(path) == before
+    edit(path, "UPDATE tasks SET attempt = 0, run_count = 0, next_run_at = 1, running = 0")
+    edit(path, "UPDATE tasks SET status = 'scheduled', failed_seq = NULL")
+    edit(path, "UPDATE counters SET value = 0 WHERE name = 'token'")
+    with SqliteTaskStore(path, shared=shared) as store:  # set right, it opens
+        assert [row.task.id for row in store.load_all()] == ["a", "b"]
+
+
+@both_modes
+def test_every_wrong_value_is_named_not_only_the_first(tmp_path: Path, shared: bool) -> None:
+    path = tmp_path / "tasks.db"
+    stored(path)
+    edit(path, "UPDATE tasks SET attempt = 'x', waited = 'y'")
+    with pytest.raises(StoreError) as caught:
+        SqliteTaskStore(path, shared=shared)
+    message = str(caught.value)
+    for row in ("id='a'", "id='b'"):
+        for column in ("attempt holds the text 'x'", "waited holds the text 'y'"):
+            assert f"table tasks, row {row}, column {column}" in message
+
+
+@both_modes
+@pytest.mark.parametrize(
+    ("sql", "said"),
+    [
+        ("UPDATE records SET due = 'yesterday'", "column due holds the text 'yesterday'"),
+        ("UPDATE records SET ok = 'yes'", "column ok holds the text 'yes', where the store"),
+        ("UPDATE records SET token = 'x'", "column token holds the text 'x', where the store"),
+    ],
+    ids=["due", "ok", "token"],
+)
+def test_a_record_holding_one_is_refused_as_it_is_read_naming_where(
+    tmp_path: Path, shared: bool, sql: str, said: str
+) -> None:
+    """Records are checked as they are read, not at open: a store keeps up to
+    ``retention`` of them per task (a scan of millions of rows)."""
+    path = tmp_path / "tasks.db"
+    stored(path)
+    edit(path, sql)
+    with SqliteTaskStore(path, shared=shared) as store:
+        assert [row.task.id for row in store.load_all()] == ["a", "b"]
+        with pytest.raises(StoreError) as caught:
+            store.records("a")  # before: a record whose due instant was a text
+        assert str(caught.value).startswith("task a: its row holds a value the store cannot read")
+        assert f"table records, row task_id='a' seq=1, {said}" in str(caught.value)
+
+
+@both_modes
+def test_an_older_file_holding_one_is_refused_before_its_migration_is_committed(
+    tmp_path: Path, shared: bool
+) -> None:
+    path = tmp_path / "tasks.db"
+    stored(path)
+    _downgrade_to_5(str(path))
+    edit(path, "UPDATE tasks SET attempt = 'three' WHERE id = 'a'")
+    before = digest(path)
+    with pytest.raises(StoreError, match="row id='a', column attempt holds the text 'three'"):
+        SqliteTaskStore(path, shared=shared)
+    assert digest(path) == before  # still version 5: the migration rolled back
+    edit(path, "UPDATE tasks SET attempt = 3 WHERE id = 'a'")
+    with SqliteTaskStore(path, shared=shared) as store:
+        got = store.get("a")
+    assert got is not None and got.attempt == 3
+    with sqlite3.connect(path) as connection:
+        assert connection.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+
+
+@both_modes
+def test_a_numeric_text_sqlite_reads_as_a_number_is_read_as_that_number(
+    tmp_path: Path, shared: bool
+) -> None:
+    """SQLite's affinity stores well-formed numeric text as the number: nothing to refuse."""
+    path = tmp_path / "tasks.db"
+    stored(path)
+    edit(path, "UPDATE tasks SET attempt = '2', next_run_at = ' 1800000060 ' WHERE id = 'b'")
+    with SqliteTaskStore(path, shared=shared) as store:
+        got = store.get("b")
+    assert got is not None and got.attempt == 2 and got.next_run_at == 1_800_000_060.0
+
+
+@both_modes
+def test_a_wrong_value_written_after_the_open_is_a_store_error_naming_it(
+    tmp_path: Path, shared: bool
+) -> None:
+    path = tmp_path / "tasks.db"
+    stored(path)
+    with SqliteTaskStore(path, shared=shared) as store:
+        edit(path, "UPDATE tasks SET failure_count = 'none' WHERE id = 'b'")
+        with pytest.raises(StoreError, match="task b: its row holds a value the store cannot"):
+            store.get("b")  # before: TypeError, int - str
+        with pytest.raises(StoreError, match=r"(?s)1 of the 2 tasks.*column failure_count"):
+            store.load_all()
+
+
+def test_a_shared_feed_leaves_out_a_row_written_wrong_and_reads_it_once_set_right(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "tasks.db"
+    stored(path)
+    with SqliteTaskStore(path, shared=True) as reader, SqliteTaskStore(path, shared=True) as writer:
+        reader.load_all(leave_out=True)
+        writer.load_all(leave_out=True)
+        version = "version = (SELECT value FROM counters WHERE name = 'change')"
+        with caplog.at_level(logging.WARNING, logger="lldsched"):
+            edit(path, "UPDATE counters SET value = value + 1 WHERE name = 'change'")
+            edit(path, f"UPDATE tasks SET run_count = '3 runs', {version} WHERE id = 'a'")
+            writer.save(snapshot(task(id="b"), TaskStatus.PAUSED))
+            changes = {change.task_id: change.snapshot for change in reader.changes()}
+        # Before: TypeError out of changes(), b's pause with it.
+        assert changes["a"] is None and reader.unloaded() == ["a"]
+        paused = changes["b"]
+        assert paused is not None and paused.status is TaskStatus.PAUSED
+        said = [r.getMessage() for r in caplog.records if "cannot load" in r.getMessage()]
+        assert len(said) == 1 and "column run_count holds the text '3 runs'" in said[0]
+        with sqlite3.connect(path) as connection:
+            definition = "SELECT definition FROM tasks WHERE id = 'a'"
+            (before,) = connection.execute(definition).fetchone()
+            with pytest.raises(StoreError, match="task a: its row holds a value the store"):
+                reader.take_over(task(id="a", name="renamed"))  # nothing written
+            assert connection.execute(definition).fetchone() == (before,)
+        edit(path, "UPDATE counters SET value = value + 1 WHERE name = 'change'")
+        edit(path, f"UPDATE tasks SET run_count = 3, {version} WHERE id = 'a'")
+        (change,) = reader.changes()
+        assert change.snapshot is not None and change.snapshot.run_count == 3
+        assert reader.unloaded() == []
