@@ -136,7 +136,12 @@ class ExecutionRecord(NamedTuple):
     :attr:`Outcome.ran` tells the two kinds apart.
 
     ``token`` is the fencing token of the claim the run held in a shared store
-    (docs/CLUSTER.md), ``None`` for a scheduler that shares nothing.
+    (docs/CLUSTER.md), ``None`` for a scheduler that shares nothing.  ``node`` is the
+    process that ran it there: its store's holder id (``"host:pid:random"``, the
+    ``node`` a shared store writes in its leases), ``None`` for a scheduler that shares
+    nothing, for a slot decided without a run, and for a record a store kept before it
+    had the column.  A ``worker`` index is a worker of that process: every process
+    numbers its workers from 0.
 
     ``result`` is what the action returned, as text: its ``repr`` cut to
     :data:`lldsched.core.results.RESULT_LIMIT` characters (never the object itself,
@@ -158,6 +163,7 @@ class ExecutionRecord(NamedTuple):
     misfire: Outcome | None = None
     result: str | None = None
     token: int | None = None
+    node: str | None = None
 
     @classmethod
     def of(
@@ -177,6 +183,7 @@ class ExecutionRecord(NamedTuple):
         misfire: Outcome | None = None,
         result: str | None = None,
         token: int | None = None,
+        node: str | None = None,
     ) -> ExecutionRecord:
         """A record built by field name, at the cost of a positional build.
 
@@ -188,7 +195,7 @@ class ExecutionRecord(NamedTuple):
         is built positionally in ``SchedulerCore.finish``, a measured speed trick).
         """
         fields = (task_id, name, attempt, due, slot, worker, started, finished, ok, error)
-        return _new_tuple(cls, (*fields, timed_out, misfire, result, token))
+        return _new_tuple(cls, (*fields, timed_out, misfire, result, token, node))
 
     @property
     def duration(self) -> float:

@@ -37,6 +37,7 @@ from lldsched.views.frames import (
     DTYPES,
     MOST_WORKERS,
     OUTCOMES,
+    mean_busy,
     ran,
     schedules_of,
     task_summary,
@@ -81,9 +82,10 @@ def test_a_frame_has_the_documented_columns_and_dtypes_in_order() -> None:
     frame = to_frame(RECORDS)
     assert tuple(frame.columns) == COLUMNS == (
         "task_id", "name", "attempt", "worker", "due", "slot", "start", "finish", "duration",
-        "lateness", "ok", "error", "result", "timed_out", "outcome", "priority",
+        "lateness", "ok", "error", "result", "timed_out", "outcome", "priority", "node",
     )  # fmt: skip
     assert frame.dtypes.to_dict() == DTYPES
+    assert frame["node"].isna().all()  # records of a scheduler that shares nothing
     assert str(frame["due"].dtype) == "datetime64[us, UTC]"
     assert str(frame["lateness"].dtype) == "timedelta64[us]"
     assert str(frame["priority"].dtype) == "Int64"
@@ -372,6 +374,25 @@ def test_utilisation_splits_a_run_across_interval_boundaries() -> None:
     assert str(table.index.dtype) == "datetime64[us, UTC]"
     assert table.columns.tolist() == [0, 1, 2]
     assert table.to_numpy().tolist() == [[0.5, 0.25, 0.0], [0.5, 0.0, 0.0]]
+
+
+def test_mean_busy_is_the_busy_share_of_utilisations_intervals() -> None:
+    hour = 3600
+    records = [  # 09:30-10:30 on worker 0, 09:00-09:15 on worker 1, two hours of three lanes
+        R("a", "a", 1, T0, T0, 0, T0 + hour / 2, T0 + 1.5 * hour, True),
+        R("b", "b", 1, T0, T0, 1, T0, T0 + hour / 4, True),
+    ]
+    frame = to_frame(records)
+    assert mean_busy(frame, 3, "1h") == pytest.approx(1.25 / 6)
+    assert mean_busy(frame, 3, "1h") == pytest.approx(utilisation(frame, 3, "1h").to_numpy().mean())
+    # A run on worker 0 within its run there adds nothing: the worker was busy already.
+    inside = R("c", "c", 1, T0, T0, 0, T0 + hour, T0 + 1.25 * hour, True)  # 10:00-10:15
+    assert mean_busy(to_frame([*records, inside]), 3, "1h") == pytest.approx(1.25 / 6)
+    assert math.isnan(mean_busy(to_frame([]), 3, "1h"))
+    with pytest.raises(ValidationError, match=r"runs on workers \[1\] are not among"):
+        mean_busy(frame, [0], "1h")
+    with pytest.raises(ValidationError, match="freq must be positive"):
+        mean_busy(frame, 3, "0s")
 
 
 def test_utilisation_aligns_intervals_on_the_clock_and_covers_long_runs() -> None:
@@ -737,3 +758,48 @@ def test_to_frame_and_summarize_refuse_what_is_no_runtime_store_or_records(
         to_frame(source)
     with pytest.raises(ValidationError, match=f"got {re.escape(repr(source))}$"):
         summarize(source)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_resumed_run_is_late_by_its_wait_after_the_resume_in_every_view(kind: str) -> None:
+    """A run resumed after its slot passed is due at the resume (docs/DECISIONS.md,
+    "Resume re-anchors a fixed-rate grid"): its lateness is dispatch latency, the pause
+    none of it, and its ``slot`` says the slot it serves.  The record, the frame, both
+    summaries and the lateness plot must read it alike."""
+    from lldsched.views.plots import lateness_over_time  # matplotlib only for this test
+
+    driven = Driven(kind)
+    calls = {"retry": 0}
+
+    def fails_first() -> None:
+        calls["retry"] += 1
+        if calls["retry"] == 1:
+            raise RuntimeError("first attempt")
+
+    try:
+        runtime = driven.runtime
+        driven.add("job", FixedRate(60), id="job")
+        driven.add("retry", OneTime(T0 + 5), id="retry", action=fails_first,
+                   retry=RetryPolicy(max_attempts=2, initial_backoff=30))  # fmt: skip
+        driven.run_until(T0 + 10)  # job ran at T0, retry failed at T0 + 5 (retry due T0 + 35)
+        runtime.pause("job")
+        runtime.pause("retry")
+        driven.run_until(T0 + 150)  # job's slots 60 and 120, and the retry, slept through
+        runtime.resume("job")
+        runtime.resume("retry")
+        driven.run_until(T0 + 200)
+        records = {(r.task_id, r.attempt, r.due): r for r in runtime.records()}
+        job, retry = records["job", 1, T0 + 150], records["retry", 2, T0 + 150]
+        assert (job.slot, job.started, job.lateness) == (T0 + 150, T0 + 150, 0.0)
+        assert (retry.slot, retry.started, retry.lateness) == (T0 + 5, T0 + 150, 0.0)
+        frame = to_frame(runtime)
+        assert (frame["lateness"] == pd.Timedelta(0)).all()
+        assert set(frame["due"]) >= {at(150)} and at(5) in set(frame["slot"])
+        summary = task_summary(frame, schedules_of(runtime))
+        assert (summary["lateness_max"] == pd.Timedelta(0)).all()
+        assert [row.lateness_max for row in summarize(runtime.records())] == [0.0, 0.0]
+        points = lateness_over_time(frame).axes[0].collections
+        heights = np.concatenate([np.asarray(p.get_offsets())[:, 1] for p in points])
+        assert len(heights) == len(frame) and (heights == 0).all()
+    finally:
+        driven.close()

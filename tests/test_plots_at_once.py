@@ -166,3 +166,45 @@ def test_utilisation_of_a_lane_of_runs_at_once_counts_each_and_the_scale_shows_i
     assert plain.axes[-1].get_ylabel() == "busy fraction"
     (flat,) = [c for c in plain.axes[0].collections if isinstance(c, QuadMesh)]
     assert flat.get_clim() == (0.0, 1.0)
+
+
+def mean_in_title(figure: Any) -> str:
+    title = str(figure.axes[0].get_title(loc="left"))
+    return title.split("mean ")[1]
+
+
+def test_the_utilisation_mean_counts_a_lane_busy_once_however_many_runs_it_holds() -> None:
+    # Three coroutines at once on the loop's lane (worker 1) for the whole minute, worker 0
+    # idle: the cells read 0 and 3 (runs in flight), and the title's mean read 150 %, a
+    # utilisation above all the workers there are.  The mean is the busy fraction: the
+    # loop's lane busy the whole minute, worker 0 not at all.
+    records = [R(f"t{i}", "nap", 1, T0, T0, 1, T0, T0 + 60, True) for i in range(3)]
+    figure = utilisation_plot(to_frame(records), 2, "1min")
+    assert utilisation(to_frame(records), 2, "1min")[1].tolist() == [3.0]  # the cells as before
+    assert mean_in_title(figure) == "50%"
+
+
+def test_the_utilisation_mean_counts_the_time_runs_overlap_once() -> None:
+    # Two runs at once over the first half of a minute on one worker: the cell reads 1.0 (a
+    # run's minute), but the worker was busy half of it; the mean said 100 %.  A run that
+    # overlaps another only in part adds the part past it (0..30, 20..40, 50..55: 45 s).
+    both = [R(f"t{i}", "nap", 1, T0, T0, 0, T0, T0 + 30, True) for i in range(2)]
+    assert mean_in_title(utilisation_plot(to_frame(both), 1, "1min")) == "50%"
+    spread = [
+        R("a", "nap", 1, T0, T0, 0, T0, T0 + 30, True),
+        R("b", "nap", 1, T0 + 20, T0 + 20, 0, T0 + 20, T0 + 40, True),
+        R("c", "nap", 1, T0 + 50, T0 + 50, 0, T0 + 50, T0 + 55, True),
+    ]
+    assert mean_in_title(utilisation_plot(to_frame(spread), 1, "1min")) == "75%"
+
+
+def test_the_utilisation_mean_of_one_run_at_a_time_is_the_mean_of_the_cells() -> None:
+    # Two workers, no lane holding two runs: the mean is the heat map's mean, as before.
+    records = [
+        R("a", "nap", 1, T0, T0, 0, T0, T0 + 45, True),
+        R("b", "nap", 1, T0 + 60, T0 + 60, 1, T0 + 60, T0 + 75, True),
+        R("c", "nap", 1, T0 + 80, T0 + 80, 1, T0 + 80, T0 + 110, True),
+    ]
+    frame = to_frame(records)
+    cells = utilisation(frame, 2, "1min").to_numpy().mean()
+    assert mean_in_title(utilisation_plot(frame, 2, "1min")) == f"{cells:.0%}"

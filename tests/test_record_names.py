@@ -122,7 +122,8 @@ def test_a_record_written_before_names_were_kept_reads_its_tasks_name(tmp_path: 
         _renamed_runs(Scheduler(workers=1, store=store, clock=FakeClock(T0)), ["old name"])
     connection = sqlite3.connect(path, isolation_level=None)
     connection.executescript(
-        "BEGIN; ALTER TABLE records DROP COLUMN name; ALTER TABLE tasks DROP COLUMN slot;"
+        "BEGIN; ALTER TABLE records DROP COLUMN name; ALTER TABLE records DROP COLUMN node;"
+        " ALTER TABLE tasks DROP COLUMN slot;"
         " ALTER TABLE tasks DROP COLUMN slot_due;"
         " PRAGMA user_version = 4; COMMIT;"
     )

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from lldsched import ExecutionRecord, FixedRate, Outcome
 from lldsched.core.recordlog import BATCH, RecordLog
 from lldsched.sim import Simulation, fixed
+from lldsched.views.columns import from_log, from_records
 
 T0 = 1_767_571_200.0
 
@@ -32,6 +33,7 @@ records = st.builds(
     misfire=st.none() | st.sampled_from(list(Outcome)),
     result=texts,
     token=st.none() | st.integers(min_value=0, max_value=2**62),
+    node=st.none() | st.sampled_from(["web-1:12:a1b2c3", "web-2:40:d4e5f6"]),
 )
 
 
@@ -143,3 +145,13 @@ def test_records_past_a_batch_come_back_equal_and_in_order() -> None:
     assert log[1500] == appended[1500]
     assert log.records() == appended
     assert len(log.columns().key_ids) == 14  # seven tasks, each renamed once
+
+
+@given(st.lists(records, max_size=30))
+@settings(max_examples=30)
+def test_a_logs_columns_give_the_frame_columns_of_its_records(
+    appended: list[ExecutionRecord],
+) -> None:
+    logged, listed = from_log(RecordLog(appended).columns()), from_records(appended)
+    for field in ("node", "error", "result", "worker", "outcome"):
+        assert list(logged[field]) == list(listed[field]), field

@@ -198,8 +198,12 @@ def test_a_schema_from_the_future_is_refused(postgres_dsn: str) -> None:
         PostgresTaskStore(postgres_dsn)
 
 
-# What schema 6 added, undone: a database as version 5 or older left it.
-BEFORE_6 = "DROP TRIGGER tasks_first_version ON tasks; DROP FUNCTION lldsched_first_version()"
+# What schema 7 added, undone: a database as version 6 left it; and what 6 and 7 added,
+# undone: a database as version 5 or older left it.
+BEFORE_7 = "ALTER TABLE records DROP COLUMN node"
+BEFORE_6 = f"{BEFORE_7}; DROP TRIGGER tasks_first_version ON tasks; " + (
+    "DROP FUNCTION lldsched_first_version()"
+)
 
 
 def test_a_schema_of_version_1_is_upgraded_in_place_keeping_its_tasks(postgres_dsn: str) -> None:
@@ -324,6 +328,24 @@ def test_a_schema_of_version_5_gains_the_trigger_that_numbers_every_new_row(
         versions = "SELECT version FROM tasks WHERE id = 'gone' UNION ALL "
         versions += "SELECT version FROM removals WHERE task_id = 'gone'"
         assert [v for (v,) in connection.execute(versions)] == [3, 2]
+
+
+def test_a_schema_of_version_6_gains_the_node_of_each_record(postgres_dsn: str) -> None:
+    """Version 7 keeps the process that ran each record (``ExecutionRecord.node``): a
+    database of version 6 gains the column, its records read no node, and the records
+    written since keep theirs."""
+    with PostgresTaskStore(postgres_dsn) as store:
+        store.save(snapshot(task(id="kept")), record("kept", 0))
+    with psycopg.connect(postgres_dsn) as connection:  # as version 6 left it
+        connection.execute(BEFORE_7)
+        connection.execute("UPDATE lldsched_meta SET value = '6'")
+    with PostgresTaskStore(postgres_dsn) as store:
+        store.save(snapshot(task(id="new")), record("new", 1)._replace(node="web-1:7:abc123"))
+        assert [r.node for r in store.records()] == [None, "web-1:7:abc123"]
+    with psycopg.connect(postgres_dsn) as connection:
+        assert connection.execute("SELECT value FROM lldsched_meta").fetchall() == [
+            (str(SCHEMA_VERSION),)
+        ]
 
 
 def test_the_slot_of_a_resumed_run_stands_only_while_its_due_instant_does(

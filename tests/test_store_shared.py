@@ -277,13 +277,15 @@ def test_muted_saves_write_nothing(pair: tuple[SqliteTaskStore, SqliteTaskStore]
 # -- the schema --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("version", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("version", [1, 2, 3, 4, 5, 6])
 def test_an_older_file_is_migrated_with_its_tasks_and_then_opens_shared(
     path: str, version: int
 ) -> None:
     with SqliteTaskStore(path) as store:
         Scheduler(store=store).schedule("job", jobs.noop, OneTime(T0), id="job")
-    if version == 5:
+    if version == 6:
+        _downgrade_to_6(path)
+    elif version == 5:
         _downgrade_to_5(path)
     elif version == 4:
         _downgrade_to_4(path)
@@ -302,6 +304,29 @@ def test_an_older_file_is_migrated_with_its_tasks_and_then_opens_shared(
         store.save(loaded._replace(next_run_at=T0 + 9, slot=T0))  # the newest column written
         again = store.get("job")
         assert again is not None and (again.next_run_at, again.slot) == (T0 + 9, T0)
+    connection = sqlite3.connect(path)
+    assert connection.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
+    connection.close()
+
+
+def test_a_file_of_version_6_keeps_its_records_and_then_the_node_of_each(path: str) -> None:
+    """Version 7 keeps the process that ran each record (``ExecutionRecord.node``): a file
+    of version 6 gains the column, its records read no node, and those written since keep
+    theirs."""
+    with SqliteTaskStore(path, shared=True) as store:
+        scheduler = Scheduler(store=store)
+        scheduler.schedule("old", jobs.noop, OneTime(T0), id="old")
+        scheduler.schedule("new", jobs.noop, OneTime(T0 + 1), id="new")
+        (claim,) = store.claim(now=T0, limit=1)
+        store.settle(*_finished(store, "old", claim.token), token=claim.token)
+    _downgrade_to_6(path)
+    with SqliteTaskStore(path, shared=True) as store:
+        (old,) = store.records("old")
+        assert old.ok and old.token == claim.token and old.node is None
+        (again,) = store.claim(now=T0 + 1, limit=1)
+        snapshot, ran = _finished(store, "new", again.token)
+        store.settle(snapshot, ran._replace(node=store.node), token=again.token)
+        assert [r.node for r in store.records()] == [None, store.node]
     connection = sqlite3.connect(path)
     assert connection.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
     connection.close()
@@ -333,9 +358,19 @@ def test_the_slot_of_a_resumed_run_stands_only_while_its_due_instant_does(path: 
         older.close()
 
 
+def _downgrade_to_6(path: str) -> None:
+    """Make the file what lldsched wrote at schema version 6 (no node kept by a record)."""
+    connection = sqlite3.connect(path, isolation_level=None)
+    connection.executescript(
+        "BEGIN; ALTER TABLE records DROP COLUMN node; PRAGMA user_version = 6; COMMIT;"
+    )
+    connection.close()
+
+
 def _downgrade_to_5(path: str) -> None:
     """Make the file what lldsched wrote at schema version 5 (no slot kept for a resumed
     plan's run)."""
+    _downgrade_to_6(path)
     connection = sqlite3.connect(path, isolation_level=None)
     connection.executescript(
         "BEGIN; ALTER TABLE tasks DROP COLUMN slot; ALTER TABLE tasks DROP COLUMN slot_due;"

@@ -141,8 +141,9 @@ def test_every_wrong_value_is_named_not_only_the_first(tmp_path: Path, shared: b
         ("UPDATE records SET due = 'yesterday'", "column due holds the text 'yesterday'"),
         ("UPDATE records SET ok = 'yes'", "column ok holds the text 'yes', where the store"),
         ("UPDATE records SET token = 'x'", "column token holds the text 'x', where the store"),
+        ("UPDATE records SET node = x'07'", "column node holds the blob"),
     ],
-    ids=["due", "ok", "token"],
+    ids=["due", "ok", "token", "node"],
 )
 def test_a_record_holding_one_is_refused_as_it_is_read_naming_where(
     tmp_path: Path, shared: bool, sql: str, said: str

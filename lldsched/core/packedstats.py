@@ -80,7 +80,7 @@ NUMBERS = ("attempt", "due", "slot", "worker", "started", "finished", "ok", "tim
 """The fields packed as numbers, a column of :data:`BATCH` values each, in this order."""
 CODES = dict(zip(NUMBERS, "iddidd??", strict=True))
 """Each of :data:`NUMBERS`' struct code (standard sizes: numpy reads them the same)."""
-REST = ("task_id", "name", "error", "misfire", "result", "token")
+REST = ("task_id", "name", "error", "misfire", "result", "token", "node")
 """The fields kept as objects: one value when every record of a block has it."""
 _FIELD = {field: index for index, field in enumerate(ExecutionRecord._fields)}
 _numbers = itemgetter(*(_FIELD[field] for field in NUMBERS))  # a record's columns: numbers

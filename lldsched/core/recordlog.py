@@ -18,6 +18,7 @@ flags       ``bytearray``   ok, timed_out, and the misfire's index in
 errors      ``dict``        only for records with an error text (interned)
 results     ``dict``        only for records with a result text (interned)
 tokens      ``dict``        only for records with a fencing token
+nodes       ``dict``        only for records naming the process that ran them
 ==========  ==============  ===============================================
 
 47 bytes a record, and no object per record for the collector to visit.
@@ -66,8 +67,9 @@ class RecordColumns(NamedTuple):
     ``attempt``, ``worker`` (``array('i')``), ``ok``, ``timed_out`` (``bytearray`` of 0
     and 1) and ``misfire`` (``bytearray`` of indexes in :data:`MISFIRES`) to a column
     with one value per row.  Row ``i`` is task ``key_ids[keys[i]]`` named
-    ``key_names[keys[i]]``; ``errors`` and ``results`` map row numbers to texts, and
-    ``tokens`` to fencing tokens, for the rows that have one.
+    ``key_names[keys[i]]``; ``errors`` and ``results`` map row numbers to texts,
+    ``tokens`` to fencing tokens and ``nodes`` to the process that ran the row, for the
+    rows that have one.
     """
 
     numbers: dict[str, array[float] | array[int] | bytearray]
@@ -77,6 +79,7 @@ class RecordColumns(NamedTuple):
     errors: dict[int, str]
     results: dict[int, str]
     tokens: dict[int, int]
+    nodes: dict[int, str]
 
 
 class RecordLog:
@@ -90,6 +93,7 @@ class RecordLog:
         "_key_of",
         "_keys",
         "_names",
+        "_nodes",
         "_pending",
         "_results",
         "_texts",
@@ -109,6 +113,7 @@ class RecordLog:
         self._results: dict[int, str] = {}
         self._texts: dict[str, str] = {}  # interned error and result texts
         self._tokens: dict[int, int] = {}
+        self._nodes: dict[int, str] = {}  # interned, as the texts are
         self._pending: list[ExecutionRecord] = []  # appended, not yet in the columns
         for record in records:
             self.append(record)
@@ -161,6 +166,11 @@ class RecordLog:
         if tokens.count(None) != size:  # only a shared store's runs carry one
             for row in compress(count(first), map(is_not, tokens, repeat(None))):
                 self._tokens[row] = tokens[row - first]
+        nodes = fields[_FIELD["node"]]
+        if nodes.count(None) != size:  # and name the process that ran them
+            for row in compress(count(first), map(is_not, nodes, repeat(None))):
+                node = nodes[row - first]
+                self._nodes[row] = self._texts.setdefault(node, node)
 
     def _key(self, task_id: str, name: str) -> int:
         """The key of the pair (``task_id``, ``name``), a new one if it is new."""
@@ -183,16 +193,19 @@ class RecordLog:
         row %= count
         key = self._keys[row]
         values = tuple(self._columns[field][row] for field in _ORDER)
-        texts = (self._errors.get(row), self._results.get(row), self._tokens.get(row))
+        texts = (
+            self._errors.get(row), self._results.get(row), self._tokens.get(row),
+            self._nodes.get(row),
+        )  # fmt: skip
         return _decode(self._ids[key], self._names[key], values, texts)
 
     def __iter__(self) -> Iterator[ExecutionRecord]:
         self._settle()
         ids, names, errors, results = self._ids, self._names, self._errors, self._results
-        tokens = self._tokens
+        tokens, nodes = self._tokens, self._nodes
         values = zip(*(self._columns[field] for field in _ORDER), strict=True)
         for row, (key, numbers) in enumerate(zip(self._keys, values, strict=True)):
-            sparse = (errors.get(row), results.get(row), tokens.get(row))
+            sparse = (errors.get(row), results.get(row), tokens.get(row), nodes.get(row))
             yield _decode(ids[key], names[key], numbers, sparse)
 
     def records(self) -> list[ExecutionRecord]:
@@ -210,6 +223,7 @@ class RecordLog:
             errors=self._errors,
             results=self._results,
             tokens=self._tokens,
+            nodes=self._nodes,
         )
 
     def __repr__(self) -> str:
@@ -225,11 +239,12 @@ def _decode(
     task_id: str,
     name: str,
     numbers: tuple[Any, ...],
-    sparse: tuple[str | None, str | None, int | None],
+    sparse: tuple[str | None, str | None, int | None, str | None],
 ) -> ExecutionRecord:
     """The record of one row, from its columns (``numbers`` in :data:`_ORDER`; the
-    row's error, result and token, or None)."""
+    row's error, result, token and node, or None)."""
     attempt, due, slot, worker, started, finished, ok, timed_out, misfire = numbers
-    error, result, token = sparse
+    error, result, token, node = sparse
     fields = (task_id, name, attempt, due, slot, worker, started, finished, ok == 1, error)
-    return _new_tuple(ExecutionRecord, (*fields, timed_out == 1, MISFIRES[misfire], result, token))
+    rest = (timed_out == 1, MISFIRES[misfire], result, token, node)
+    return _new_tuple(ExecutionRecord, (*fields, *rest))

@@ -149,12 +149,13 @@ class RunTransitions(CoreParts):
         # simulated run (48,410 -> 42,497, benchmarks/sim_instructions.py on bench_sim's
         # workload; -14.9 % on the year of cron).  ExecutionRecord's fields in order:
         # task_id, name, attempt, due, slot, worker, started, finished, ok, error,
-        # timed_out, misfire, result, token.
+        # timed_out, misfire, result, token, node.
         record = _new_tuple(
             ExecutionRecord,
             (
                 task.id, name, attempt, was_due, slot, worker, started, finished,
                 error is None, error, timed_out, None, result if error is None else None, token,
+                self.node,
             ),
         )  # fmt: skip
         # -- its counts, and what the run leads to

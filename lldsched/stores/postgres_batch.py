@@ -177,7 +177,7 @@ def settle_parameters(
             "last_error", "running", "waited", "name", "definition", "priority", "seen",
             "r_task_id", "r_attempt", "r_due", "r_slot", "r_worker", "r_started",
             "r_finished", "r_ok", "r_error", "r_timed_out", "r_misfire", "r_result",
-            "r_token", "r_name",
+            "r_token", "r_name", "r_node",
         )
     }  # fmt: skip
     for pending in batch:

@@ -96,10 +96,10 @@ def definition_of(row: Sequence[Any]) -> Task:
 def record_of(row: Sequence[Any]) -> ExecutionRecord:
     """The record a row of the records table describes."""
     task_id, name, attempt, due, slot, worker, started, finished, ok, error, *rest = row
-    timed_out, misfire, result, token = rest
+    timed_out, misfire, result, token, node = rest
     return ExecutionRecord.of(
         task_id=task_id, name=name, attempt=attempt, due=due, slot=slot, worker=worker,
         started=started, finished=finished, ok=bool(ok), error=error,
         timed_out=bool(timed_out), misfire=None if misfire is None else Outcome(misfire),
-        result=result, token=token,
+        result=result, token=token, node=node,
     )  # fmt: skip

@@ -25,7 +25,7 @@ import hashlib
 
 __all__ = ["SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 _CHANNEL_BYTES = 63  # the longest channel name PostgreSQL keeps (NAMEDATALEN - 1)
 DB_NOW = "extract(epoch FROM pg_catalog.clock_timestamp())::double precision"
 LIVE = "('scheduled', 'retrying')"  # the statuses a claim takes
@@ -166,6 +166,7 @@ CREATE TABLE records (
     result    text,
     token     bigint,                       -- the claim's fencing token
     name      text,                         -- the task's name at the run; NULL: before 3
+    node      text,                         -- the process that ran it; NULL: none, or before 7
     PRIMARY KEY (task_id, seq)
 );
 CREATE TABLE leases (                       -- at most one per task: a task never overlaps itself
@@ -199,6 +200,8 @@ UPGRADES = {
     " UPDATE lldsched_meta SET value = '5' WHERE name = 'schema';",
     5: FIRST_VERSION  # set on every insert, whoever inserts
     + " UPDATE lldsched_meta SET value = '6' WHERE name = 'schema';",
+    6: "ALTER TABLE records ADD COLUMN node text;"  # the process each run had
+    " UPDATE lldsched_meta SET value = '7' WHERE name = 'schema';",
 }
 
 TABLES = ("lldsched_meta", "tasks", "removals", "records", "leases")
@@ -257,9 +260,9 @@ SELECT pg_catalog.pg_notify(%(channel)s, %(node)s)
 
 INSERT_RECORD = """
 INSERT INTO records (task_id, attempt, due, slot, worker, started, finished, ok, error,
-    timed_out, misfire, result, token, name)
+    timed_out, misfire, result, token, name, node)
 VALUES (%(task_id)s, %(attempt)s, %(due)s, %(slot)s, %(worker)s, %(started)s, %(finished)s,
-    %(ok)s, %(error)s, %(timed_out)s, %(misfire)s, %(result)s, %(token)s, %(name)s)
+    %(ok)s, %(error)s, %(timed_out)s, %(misfire)s, %(result)s, %(token)s, %(name)s, %(node)s)
 """
 
 TRIM_RECORDS = """
@@ -281,7 +284,7 @@ SNAPSHOT_COLUMNS = (
 
 RECORD_COLUMNS = (  # the name the run had; a record written before schema 3 has none kept
     "r.task_id, coalesce(r.name, t.name), r.attempt, r.due, r.slot, r.worker, r.started, "
-    "r.finished, r.ok, r.error, r.timed_out, r.misfire, r.result, r.token"
+    "r.finished, r.ok, r.error, r.timed_out, r.misfire, r.result, r.token, r.node"
 )
 
 # Lock order, everywhere: the id's LOCK_ID (taken by a removal, a purge, a misfire's
@@ -511,17 +514,17 @@ settled AS (
     RETURNING t.id, t.status, t.next_run_at, t.writer),
 recorded AS (
     INSERT INTO records (task_id, attempt, due, slot, worker, started, finished, ok, error,
-        timed_out, misfire, result, token, name)
+        timed_out, misfire, result, token, name, node)
     SELECT r.task_id, r.attempt, r.due, r.slot, r.worker, r.started, r.finished, r.ok,
-           r.error, r.timed_out, r.misfire, r.result, r.token, r.name
+           r.error, r.timed_out, r.misfire, r.result, r.token, r.name, r.node
       FROM unnest(%(r_task_id)s::text[], %(r_attempt)s::integer[],
            %(r_due)s::double precision[], %(r_slot)s::double precision[],
            %(r_worker)s::integer[], %(r_started)s::double precision[],
            %(r_finished)s::double precision[], %(r_ok)s::boolean[], %(r_error)s::text[],
            %(r_timed_out)s::boolean[], %(r_misfire)s::text[], %(r_result)s::text[],
-           %(r_token)s::bigint[], %(r_name)s::text[]) WITH ORDINALITY
+           %(r_token)s::bigint[], %(r_name)s::text[], %(r_node)s::text[]) WITH ORDINALITY
         AS r(task_id, attempt, due, slot, worker, started, finished, ok, error, timed_out,
-             misfire, result, token, name, n)
+             misfire, result, token, name, node, n)
      WHERE r.token IN (SELECT token FROM dropped)
      ORDER BY r.n),
 notified AS (

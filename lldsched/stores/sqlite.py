@@ -386,7 +386,7 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
             (
                 task_id, seq, record.attempt, record.due, record.slot, record.worker,
                 record.started, record.finished, record.ok, record.error, record.timed_out,
-                record.misfire, record.result, record.token, record.name,
+                record.misfire, record.result, record.token, record.name, record.node,
             ),
         )  # fmt: skip
         count = self._counts.get(task_id, 0) + 1

@@ -85,6 +85,7 @@ COLUMNS: dict[str, tuple[tuple[str, ...], dict[str, Kind]]] = {
             "worker": INTEGER, "started": REAL, "finished": REAL, "ok": FLAG,
             "error": TEXT_OR_NULL, "timed_out": FLAG, "misfire": TEXT_OR_NULL,
             "result": TEXT_OR_NULL, "token": INTEGER_OR_NULL, "name": TEXT_OR_NULL,
+            "node": TEXT_OR_NULL,
         },
     ),
     "leases": (
@@ -158,7 +159,8 @@ ON CONFLICT (id) DO UPDATE SET name = excluded.name, definition = excluded.defin
 """
 INSERT_RECORD = """
 INSERT INTO records (task_id, seq, attempt, due, slot, worker, started, finished, ok, error,
-    timed_out, misfire, result, token, name) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    timed_out, misfire, result, token, name, node)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 TASK_COLUMNS = (  # a task row as snapshot_of reads it
     "id, definition, status, next_run_at, attempt, run_count, "
@@ -166,7 +168,7 @@ TASK_COLUMNS = (  # a task row as snapshot_of reads it
 )
 RECORD_COLUMNS = (  # the name the run had; a record written before schema 5 has none kept
     "r.task_id, coalesce(r.name, t.name), r.attempt, r.due, r.slot, r.worker, r.started, "
-    "r.finished, r.ok, r.error, r.timed_out, r.misfire, r.result, r.token, r.seq"
+    "r.finished, r.ok, r.error, r.timed_out, r.misfire, r.result, r.token, r.node, r.seq"
 )
 
 
@@ -246,7 +248,7 @@ def snapshot_of(
 
 _RECORD = (  # the columns of RECORD_COLUMNS, as record_of reads them
     "task_id", "name", "attempt", "due", "slot", "worker", "started", "finished", "ok", "error",
-    "timed_out", "misfire", "result", "token",
+    "timed_out", "misfire", "result", "token", "node",
 )  # fmt: skip
 
 
@@ -255,7 +257,7 @@ def record_of(row: tuple[Any, ...]) -> ExecutionRecord:
     value the store cannot read (:func:`misread`)."""
     (
         task_id, name, attempt, due, slot, worker, started, finished, ok, error, timed_out,
-        misfire, result, token, seq,
+        misfire, result, token, node, seq,
     ) = row  # fmt: skip
     # Every column at the cost of one test each (a history read is thousands of rows);
     # misread, which says which and how, only for a row that fails one.
@@ -267,6 +269,7 @@ def record_of(row: tuple[Any, ...]) -> ExecutionRecord:
         and type(task_id) is str and (name is None or type(name) is str)
         and (error is None or type(error) is str) and (misfire is None or type(misfire) is str)
         and (result is None or type(result) is str) and (token is None or type(token) is int)
+        and (node is None or type(node) is str)
     ):  # fmt: skip
         said = misread("records", (task_id, seq), row[:-1], _RECORD)
         if said:
@@ -286,6 +289,7 @@ def record_of(row: tuple[Any, ...]) -> ExecutionRecord:
         misfire=None if misfire is None else Outcome(misfire),
         result=result,
         token=token,
+        node=node,
     )
 
 

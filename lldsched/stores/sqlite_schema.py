@@ -26,7 +26,7 @@ __all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION", "FileFormat"]
 
 log = logging.getLogger(STORE)
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 APPLICATION_ID = 0x6C6C6473  # "llds"
 
 _SCHEMA = """
@@ -65,6 +65,7 @@ CREATE TABLE records (                -- clustered by task: one b-tree, no separ
     result    TEXT,                     -- the action's return value as text (a bounded repr)
     token     INTEGER,                  -- the fencing token of the run's claim (shared mode)
     name      TEXT,                     -- the task's name at the run; NULL: written before 5
+    node      TEXT,                     -- the process that ran it (shared mode); NULL: none
     PRIMARY KEY (task_id, seq)
 ) WITHOUT ROWID;
 """
@@ -84,6 +85,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE tasks ADD COLUMN slot REAL",
         "ALTER TABLE tasks ADD COLUMN slot_due REAL",
     ),
+    6: ("ALTER TABLE records ADD COLUMN node TEXT",),  # 6 -> 7: the process each run had
 }
 """The SQL statements that take a file from schema version ``n`` to ``n + 1``."""
 

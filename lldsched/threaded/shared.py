@@ -95,6 +95,7 @@ class Coordinator:
     ) -> None:
         self.store = store
         self._core = core
+        core.node = store.node  # every run's record here names this process
         # Stops the task's run in flight here that the runtime can stop (a coroutine, a
         # worker process), once the store said its lease is gone: neither can be asked to
         # look at a flag, and each would run the slot again beside its new holder.

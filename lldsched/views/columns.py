@@ -63,6 +63,7 @@ DTYPES: dict[str, Any] = {
     "timed_out": np.dtype("bool"),
     "outcome": pd.CategoricalDtype(list(OUTCOMES)),
     "priority": pd.Int64Dtype(),
+    "node": pd.StringDtype(),
 }
 """Column name to dtype, in column order."""
 
@@ -96,6 +97,7 @@ def from_records(records: list[ExecutionRecord]) -> dict[str, Any]:
         "error": pd.array(column("error"), dtype=DTYPES["error"]),
         "result": pd.array(column("result"), dtype=DTYPES["result"]),
         "outcome": _outcomes(*_coded([record.outcome for record in records])),
+        "node": pd.array(column("node"), dtype=DTYPES["node"]),
     }
 
 
@@ -132,6 +134,7 @@ def from_log(log: RecordColumns) -> dict[str, Any]:
         "error": texts(log.errors),
         "result": texts(log.results),
         "outcome": _outcomes_of(ok, timed_out, misfire),
+        "node": texts(log.nodes),
     }
 
 
@@ -194,6 +197,7 @@ def from_packed(rows: list[Rows]) -> dict[str, Any]:
         "outcome": _outcomes_of(
             ok.astype(np.uint8), timed_out.astype(np.uint8), misfire[misfire_codes]
         ),
+        "node": texts("node"),
     }
 
 

@@ -23,6 +23,9 @@ start       datetime64[us, UTC]     when it started
 finish      datetime64[us, UTC]     when it finished
 duration    timedelta64[us]         ``finish - start``
 lateness    timedelta64[us]         ``start - due``: dispatch latency or a wait for a worker
+                                    (a run resumed after a pause is due at the resume:
+                                    the pause is not lateness; ``start - slot`` is how
+                                    long its slot waited)
 ok          bool                    the attempt succeeded
 error       string                  ``"Type: message"``, ``<NA>`` when ok
 result      string                  what the action returned, as a bounded ``repr``
@@ -39,6 +42,11 @@ outcome     category                ``ok``, ``failed``, ``timed_out``, ``given_u
                                     and worker -1, and :func:`ran` leaves them out)
 priority    Int64                   the task's :class:`~lldsched.model.Priority` value
                                     (0 HIGH, 1 NORMAL, 2 LOW), ``<NA>`` when unknown
+node        string                  the process that ran it on a shared store (its
+                                    holder id, ``"host:pid:random"``): ``worker`` is
+                                    that process's; ``<NA>`` for a scheduler that
+                                    shares nothing, a slot decided without a run, or
+                                    a record kept before the store had the column
 ==========  ======================  ==================================================
 
 Times inside the library are float seconds since the epoch; here they are rounded
@@ -54,9 +62,10 @@ empty source gives an empty frame with the same columns and dtypes.
 
 Summaries, importable from here too (:mod:`lldsched.views.summaries`):
 :func:`~lldsched.views.summaries.task_summary` (runs, outcomes, retries, given-up and
-skipped slots, lateness and duration percentiles, overruns, blocked waits per task) and
+skipped slots, lateness and duration percentiles, overruns, blocked waits per task),
 :func:`~lldsched.views.summaries.utilisation` (the busy fraction of each worker per
-interval).
+interval) and :func:`~lldsched.views.summaries.mean_busy` (the fraction of that time the
+workers were busy, a lane of runs at once counted busy once).
 
 pandas and numpy are imported here, in :mod:`lldsched.views.tables` and in
 :mod:`lldsched.views.plots` only; without them, importing this module raises an
@@ -95,6 +104,7 @@ from lldsched.views.summaries import (
     MOST_WORKERS,
     SUMMARY_COLUMNS,
     check_frame,
+    mean_busy,
     ran,
     task_summary,
     utilisation,
@@ -110,6 +120,7 @@ __all__ = [
     "SUMMARY_COLUMNS",
     "check_frame",
     "dependencies_of",
+    "mean_busy",
     "ran",
     "records_of",
     "schedules_of",
@@ -213,5 +224,6 @@ def to_frame(source: object, *, priorities: Mapping[str, int] | None = None) -> 
         "timed_out": columns["timed_out"],
         "outcome": columns["outcome"],
         "priority": priority_column(codes, task_ids, known),
+        "node": columns["node"],
     }
     return pd.DataFrame(data, columns=list(COLUMNS))

@@ -42,6 +42,7 @@ __all__ = [
     "MOST_WORKERS",
     "SUMMARY_COLUMNS",
     "check_frame",
+    "mean_busy",
     "ran",
     "task_summary",
     "utilisation",
@@ -188,34 +189,25 @@ def utilisation(
     Each run counts, so a worker index that ran several things at once reads above 1.0:
     the mean number of its runs in flight.  Threads never do, but the scheduler's event
     loop (``worker == workers``, its coroutines at once) and the records of several
-    processes sharing a store (each numbers its workers from 0) do.
+    processes sharing a store (each numbers its workers from 0; the frame's ``node``
+    column tells them apart) do.
     """
-    frame = ran(frame)  # decided slots ran nowhere
     columns = _workers(workers)
     step = _step(freq)
-    index_name = "interval"
-    if frame.empty:
-        empty = pd.DatetimeIndex([], dtype=DTYPES["start"], name=index_name)
+    runs = _lane_runs(frame, columns, workers)
+    if runs is None:
+        empty = pd.DatetimeIndex([], dtype=DTYPES["start"], name=_INTERVAL)
         return pd.DataFrame({w: pd.Series([], dtype=float) for w in columns}, index=empty)
-    unknown = sorted(set(frame["worker"].unique().tolist()).difference(columns))
-    if unknown:
-        raise ValidationError(
-            f"runs on workers {unknown} are not among workers={workers!r} (a scheduler's "
-            "coroutines run on its event loop's lane, worker == workers: count it too)"
-        )
-    start = frame["start"].to_numpy(dtype="M8[us]").astype(np.int64)
-    finish = frame["finish"].to_numpy(dtype="M8[us]").astype(np.int64)
-    lane = np.searchsorted(np.array(sorted(columns)), frame["worker"].to_numpy())
-    origin = start.min() // step * step
+    start, finish, lane = runs
+    origin, bins = _intervals(start, finish, step, freq)
     first_bin = (start - origin) // step
     last_bin = np.maximum(first_bin, (finish - origin - 1) // step)  # the bin holding finish
-    bins = int(last_bin.max()) + 1
     # Split each run into one piece per interval it touches.
     pieces = (last_bin - first_bin + 1).astype(np.int64)
-    if bins > MOST_INTERVALS or int(pieces.sum()) > MOST_INTERVALS:
+    if int(pieces.sum()) > MOST_INTERVALS:
         raise ValidationError(
             f"freq={freq!r} cuts these runs into more than {MOST_INTERVALS:,} intervals "
-            f"({bins:,}); give a longer freq"
+            f"({int(pieces.sum()):,}); give a longer freq"
         )
     run = np.repeat(np.arange(len(start)), pieces)
     offset = np.arange(len(run)) - np.repeat(np.cumsum(pieces) - pieces, pieces)
@@ -226,10 +218,77 @@ def utilisation(
         lane[run] * bins + bin_index, weights=busy.astype(float), minlength=len(columns) * bins
     ).reshape(len(columns), bins)
     index = pd.DatetimeIndex(
-        (origin + np.arange(bins) * step).view("M8[us]"), name=index_name
+        (origin + np.arange(bins) * step).view("M8[us]"), name=_INTERVAL
     ).tz_localize("UTC")
     result = pd.DataFrame(grid.T / step, index=index, columns=sorted(columns))
     return result[columns]
+
+
+def mean_busy(frame: pd.DataFrame, workers: int | Iterable[int], freq: str = "1h") -> float:
+    """The fraction of :func:`utilisation`'s intervals (the same ``workers`` and ``freq``)
+    that its workers spent busy, from 0.0 to 1.0; NaN for a frame of no run.
+
+    A worker is busy while at least one run is in flight on it, so a lane that ran
+    several things at once (the event loop's, or the records of several processes sharing
+    a store) counts each instant once, however many runs it held: the mean of
+    :func:`utilisation`'s cells counted its runs in flight instead, and three coroutines
+    at once on the loop's lane beside an idle worker read 150 %.  Without runs at once on
+    a lane, the two are equal.
+    """
+    columns = _workers(workers)
+    step = _step(freq)
+    runs = _lane_runs(frame, columns, workers)
+    if runs is None:
+        return float("nan")
+    start, finish, lane = runs
+    _, bins = _intervals(start, finish, step, freq)
+    # Each lane's runs in order of start: a run adds the part of it past the latest
+    # finish before it on its lane.
+    order = np.lexsort((start, lane))
+    lane, start, finish = lane[order], start[order], finish[order]
+    reached = pd.Series(finish).groupby(lane).cummax()
+    before = reached.groupby(lane).shift(1, fill_value=int(start.min())).to_numpy()
+    union = np.maximum(finish - np.maximum(start, before), 0).sum()
+    return float(union) / (len(columns) * bins * step)
+
+
+_INTERVAL = "interval"  # the name of utilisation's index
+
+
+def _lane_runs(
+    frame: pd.DataFrame, columns: list[int], workers: object
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The runs of ``frame`` as ``(start, finish, lane)`` arrays (microseconds since the
+    epoch, and the index of each run's worker among ``columns`` sorted); None for no run.
+    A run on a worker not among ``columns`` is refused, naming it."""
+    frame = ran(frame)  # decided slots ran nowhere
+    if frame.empty:
+        return None
+    unknown = sorted(set(frame["worker"].unique().tolist()).difference(columns))
+    if unknown:
+        raise ValidationError(
+            f"runs on workers {unknown} are not among workers={workers!r} (a scheduler's "
+            "coroutines run on its event loop's lane, worker == workers: count it too)"
+        )
+    start = frame["start"].to_numpy(dtype="M8[us]").astype(np.int64)
+    finish = frame["finish"].to_numpy(dtype="M8[us]").astype(np.int64)
+    lane = np.searchsorted(np.array(sorted(columns)), frame["worker"].to_numpy())
+    return start, finish, lane
+
+
+def _intervals(start: np.ndarray, finish: np.ndarray, step: int, freq: str) -> tuple[int, int]:
+    """The first interval's start (a multiple of ``step`` since the epoch) and how many
+    intervals cover the runs, at most :data:`MOST_INTERVALS`."""
+    origin = int(start.min()) // step * step
+    first_bin = (start - origin) // step
+    last_bin = np.maximum(first_bin, (finish - origin - 1) // step)
+    bins = int(last_bin.max()) + 1
+    if bins > MOST_INTERVALS:
+        raise ValidationError(
+            f"freq={freq!r} cuts these runs into more than {MOST_INTERVALS:,} intervals "
+            f"({bins:,}); give a longer freq"
+        )
+    return origin, bins
 
 
 MOST_INTERVALS = 10_000_000

@@ -93,7 +93,8 @@ def gantt(
     is 0.45 inch a lane up to 16 lanes and 0.25 for each one more.
 
     Runs at once on one lane (the event loop's coroutines, on ``worker == workers``;
-    several processes' records of a shared store, whose workers are numbered alike; a
+    several processes' records of a shared store, whose workers are numbered alike: the
+    frame's ``node`` column says which process ran each; a
     task's ``Overlap.ALLOW`` runs, by task) get a row each, ``+1``, ``+2`` under the
     lane's label, at most :data:`MAX_ROWS_AT_ONCE`, and the key says how many ran at
     once; ``max_lanes`` then bounds the rows (fewer of the busiest lanes are drawn).

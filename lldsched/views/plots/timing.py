@@ -9,7 +9,7 @@ from datetime import tzinfo
 import numpy as np
 import pandas as pd
 
-from lldsched.views.frames import utilisation
+from lldsched.views.frames import mean_busy, utilisation
 from lldsched.views.plots._base import (
     DETAIL_RUNS,
     MAX_LANES,
@@ -39,7 +39,9 @@ __all__ = ["lateness_distribution", "lateness_over_time", "utilisation_plot"]
 def lateness_over_time(
     frame: pd.DataFrame, ax: Axes | None = None, tz: str | tzinfo = "UTC"
 ) -> Figure:
-    """Each run's lateness (start minus due) at its due time, one colour per task.
+    """Each run's lateness (start minus due) at its due time, one colour per task (a run
+    resumed after a pause is due at the resume: its pause is not lateness, as in the
+    frame and the summaries).
     Past :data:`MAX_LEGEND_TASKS` tasks, the legend names those with the worst
     lateness, in their colours, and the rest are grey points underneath."""
     frame = ran(frame)
@@ -186,7 +188,9 @@ def utilisation_plot(
     tz: str | tzinfo = "UTC",
 ) -> Figure:
     """Each worker's busy fraction per ``freq`` interval as a heat map (a lane per
-    worker), with a colour bar; the title gives the mean over all workers.  Past
+    worker), with a colour bar; the title gives the mean busy fraction over all workers
+    (:func:`~lldsched.views.summaries.mean_busy`: a worker is busy while at least one run
+    is in flight on it, so the mean is never above 100 %).  Past
     :data:`MAX_LANES` workers every worker still has its row, but the figure is as
     tall as for :data:`MAX_LANES` and only every k-th row is labelled (at most
     :data:`MAX_LANES` labels, none overlapping).  A worker index that ran several things
@@ -207,7 +211,7 @@ def utilisation_plot(
                              vmin=0.0, vmax=most, cmap="viridis")  # fmt: skip
         label = "busy fraction" if most == 1.0 else "busy fraction\n(above 1: runs at once)"
         figure.colorbar(mesh, ax=ax, label=label, pad=0.01)
-        mean = float(table.to_numpy().mean())
+        mean = mean_busy(frame, workers, freq)  # a lane of runs at once is busy once
         title = f"Worker utilisation per {freq}: mean {mean:.0%}"
     else:
         _empty(ax, "runs")
