@@ -106,13 +106,20 @@ def test_a_runs_step_that_raised_on_a_shared_store_decides_as_in_one_process(
         scheduler.shutdown()
 
 
+class _DriverTimeout(BaseException):
+    """What a driver may raise that is not an ``Exception`` (as gevent's ``Timeout``):
+    not a store's failed call, so it reaches the begin (docs/DECISIONS.md, "A
+    coordinated store's call that raises anything")."""
+
+
 class StaleClaimRecordsFail(HookedStore):
     """A shared SQLite store whose next claim, once ``armed`` is set, finds ``task_id``'s
     row written by another process since this one read it (``other`` saves it just
     before: the claim is stale, and the feed read after it queues the task's entry
     here again), and whose first read of ``task_id``'s records from a worker (a
-    dependent's readiness check, as its run begins) then raises what a user's store's
-    driver may raise (not a StoreError)."""
+    dependent's readiness check, as its run begins) then raises a BaseException that is
+    not an Exception (an Exception is the store failing: the records are read as none,
+    tests/test_readiness_raises.py)."""
 
     def __init__(self, path: Path, other: CoordinatedStore, task_id: str) -> None:
         super().__init__(path, lease=LEASE, poll=POLL)
@@ -131,7 +138,7 @@ class StaleClaimRecordsFail(HookedStore):
         worker = "worker" in threading.current_thread().name
         if task_id == self.task_id and worker and not self.raised.is_set():
             self.raised.set()
-            raise RuntimeError("the driver's error")
+            raise _DriverTimeout("the driver's timeout")
         return super().records(task_id)
 
 
@@ -139,7 +146,7 @@ def test_a_begin_that_raised_and_failed_nothing_gives_its_claim_back_at_once(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A dependent's begin raises in its readiness check (its store's records read, a
-    driver's error) while its entry is still queued here (the claim was stale: the feed
+    driver's BaseException) while its entry is still queued here (the claim was stale: the feed
     read after it queued the task again): the task is not stuck, so nothing is failed,
     and the claim is given back at once (Coordinator.broke), not left to block the
     slot until its lease expires (30 s on, a clock that never gets there).  The next
