@@ -14,7 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from lldsched import FakeClock, OneTime, RetryPolicy, Scheduler, SqliteTaskStore, TaskStatus
+from lldsched import (
+    FakeClock,
+    OneTime,
+    RetryPolicy,
+    ScheduledTask,
+    Scheduler,
+    SqliteTaskStore,
+    TaskStatus,
+)
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import CoordinatedStore
 from tests import cluster_jobs, jobs
@@ -142,6 +150,21 @@ class StaleClaimRecordsFail(HookedStore):
         return super().records(task_id)
 
 
+def up_ran_down_due(scheduler: Scheduler, armed: threading.Event) -> ScheduledTask:
+    """Schedule ``up`` (due T0) and ``down`` (due T0 + 10, noting ``"down"`` in
+    ``jobs.CALLS``, cleared first) that depends on it, start ``scheduler``, see ``up``
+    succeed, then set ``armed`` (the store double's); returns ``down``, due next."""
+    jobs.CALLS.clear()
+    scheduler.schedule("up", jobs.noop, OneTime(at=T0), id="up")
+    down = scheduler.schedule("down", jobs.note, OneTime(at=T0 + 10), id="down",
+                              args=("down",), depends_on=["up"])  # fmt: skip
+    scheduler.start()
+    assert scheduler.wait_idle(timeout=5)
+    assert scheduler.task("up").status is TaskStatus.SUCCEEDED
+    armed.set()
+    return down
+
+
 def test_a_begin_that_raised_and_failed_nothing_gives_its_claim_back_at_once(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -157,15 +180,8 @@ def test_a_begin_that_raised_and_failed_nothing_gives_its_claim_back_at_once(
     store = StaleClaimRecordsFail(path, other, "down")
     with other, store:
         scheduler = Scheduler(clock=clock, workers=1, store=store)
-        jobs.CALLS.clear()
         try:
-            scheduler.schedule("up", jobs.noop, OneTime(at=T0), id="up")
-            down = scheduler.schedule("down", jobs.note, OneTime(at=T0 + 10), id="down",
-                                      args=("down",), depends_on=["up"])  # fmt: skip
-            scheduler.start()
-            assert scheduler.wait_idle(timeout=5)
-            assert scheduler.task("up").status is TaskStatus.SUCCEEDED
-            store.armed.set()
+            down = up_ran_down_due(scheduler, store.armed)
             with caplog.at_level(logging.ERROR):
                 clock.advance(10)
                 assert scheduler.wait_idle(timeout=5)

@@ -19,9 +19,10 @@ from lldsched.model import ExecutionRecord
 from tests import jobs
 from tests.conftest import SchedulerFactory
 from tests.store_doubles import HookedStore
+from tests.test_clock_raises import T0, _GlitchingClock
+from tests.test_cluster_broke import up_ran_down_due
 from tests.waits import wait_until
 
-T0 = 1_800_000_000.0
 LEASE = 30.0  # no claim expires within a test
 POLL = 0.05
 
@@ -58,15 +59,8 @@ def test_a_records_read_that_raises_anything_is_the_store_failing_not_a_broken_b
     store = RecordsRaise(path, read)
     with store:
         scheduler = Scheduler(clock=clock, workers=1, store=store)
-        jobs.CALLS.clear()
         try:
-            scheduler.schedule("up", jobs.noop, OneTime(at=T0), id="up")
-            down = scheduler.schedule("down", jobs.note, OneTime(at=T0 + 10), id="down",
-                                      args=("down",), depends_on=["up"])  # fmt: skip
-            scheduler.start()
-            assert scheduler.wait_idle(timeout=5)
-            assert scheduler.task("up").status is TaskStatus.SUCCEEDED
-            store.armed.set()
+            down = up_ran_down_due(scheduler, store.armed)
             with caplog.at_level(logging.ERROR):
                 clock.advance(10)
                 wait_until(lambda: down.status is TaskStatus.SUCCEEDED, timeout=10,
@@ -79,24 +73,13 @@ def test_a_records_read_that_raises_anything_is_the_store_failing_not_a_broken_b
             scheduler.shutdown()
 
 
-class _RaisesAtWaitEnd(FakeClock):
-    """Raises from ``now()`` once, at the first reading ``_end_wait`` (the end of a
-    dependency wait, lldsched/core/waiting.py) takes after ``armed`` is set."""
+class _RaisesAtWaitEnd(_GlitchingClock):
+    """Raises from ``now()`` once, at the first reading a worker's ``_end_wait`` (the end
+    of a dependency wait, lldsched/core/waiting.py) takes after ``armed`` is set."""
 
-    def __init__(self, start: float) -> None:
-        super().__init__(start)
-        self.armed = threading.Event()
-        self.raised = threading.Event()
-
-    def now(self) -> float:
-        if (
-            self.armed.is_set()
-            and not self.raised.is_set()
-            and sys._getframe(1).f_code.co_name == "_end_wait"
-        ):
-            self.raised.set()
-            raise RuntimeError("the clock broke")
-        return super().now()
+    def _breaks_on(self, thread: str) -> bool:
+        # frames: 0 this, 1 now(), 2 its caller
+        return super()._breaks_on(thread) and sys._getframe(2).f_code.co_name == "_end_wait"
 
 
 def _upstream_dead_then_clock_raises(
