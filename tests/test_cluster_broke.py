@@ -14,7 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from lldsched import FakeClock, OneTime, RetryPolicy, Scheduler, SqliteTaskStore, TaskStatus
+from lldsched import (
+    FakeClock,
+    OneTime,
+    RetryPolicy,
+    ScheduledTask,
+    Scheduler,
+    SqliteTaskStore,
+    TaskStatus,
+)
 from lldsched.model import ExecutionRecord
 from lldsched.persistence import CoordinatedStore
 from tests import cluster_jobs, jobs
@@ -106,13 +114,20 @@ def test_a_runs_step_that_raised_on_a_shared_store_decides_as_in_one_process(
         scheduler.shutdown()
 
 
+class _DriverTimeout(BaseException):
+    """What a driver may raise that is not an ``Exception`` (as gevent's ``Timeout``):
+    not a store's failed call, so it reaches the begin (docs/DECISIONS.md, "A
+    coordinated store's call that raises anything")."""
+
+
 class StaleClaimRecordsFail(HookedStore):
     """A shared SQLite store whose next claim, once ``armed`` is set, finds ``task_id``'s
     row written by another process since this one read it (``other`` saves it just
     before: the claim is stale, and the feed read after it queues the task's entry
     here again), and whose first read of ``task_id``'s records from a worker (a
-    dependent's readiness check, as its run begins) then raises what a user's store's
-    driver may raise (not a StoreError)."""
+    dependent's readiness check, as its run begins) then raises a BaseException that is
+    not an Exception (an Exception is the store failing: the records are read as none,
+    tests/test_readiness_raises.py)."""
 
     def __init__(self, path: Path, other: CoordinatedStore, task_id: str) -> None:
         super().__init__(path, lease=LEASE, poll=POLL)
@@ -131,15 +146,30 @@ class StaleClaimRecordsFail(HookedStore):
         worker = "worker" in threading.current_thread().name
         if task_id == self.task_id and worker and not self.raised.is_set():
             self.raised.set()
-            raise RuntimeError("the driver's error")
+            raise _DriverTimeout("the driver's timeout")
         return super().records(task_id)
+
+
+def up_ran_down_due(scheduler: Scheduler, armed: threading.Event) -> ScheduledTask:
+    """Schedule ``up`` (due T0) and ``down`` (due T0 + 10, noting ``"down"`` in
+    ``jobs.CALLS``, cleared first) that depends on it, start ``scheduler``, see ``up``
+    succeed, then set ``armed`` (the store double's); returns ``down``, due next."""
+    jobs.CALLS.clear()
+    scheduler.schedule("up", jobs.noop, OneTime(at=T0), id="up")
+    down = scheduler.schedule("down", jobs.note, OneTime(at=T0 + 10), id="down",
+                              args=("down",), depends_on=["up"])  # fmt: skip
+    scheduler.start()
+    assert scheduler.wait_idle(timeout=5)
+    assert scheduler.task("up").status is TaskStatus.SUCCEEDED
+    armed.set()
+    return down
 
 
 def test_a_begin_that_raised_and_failed_nothing_gives_its_claim_back_at_once(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A dependent's begin raises in its readiness check (its store's records read, a
-    driver's error) while its entry is still queued here (the claim was stale: the feed
+    driver's BaseException) while its entry is still queued here (the claim was stale: the feed
     read after it queued the task again): the task is not stuck, so nothing is failed,
     and the claim is given back at once (Coordinator.broke), not left to block the
     slot until its lease expires (30 s on, a clock that never gets there).  The next
@@ -150,15 +180,8 @@ def test_a_begin_that_raised_and_failed_nothing_gives_its_claim_back_at_once(
     store = StaleClaimRecordsFail(path, other, "down")
     with other, store:
         scheduler = Scheduler(clock=clock, workers=1, store=store)
-        jobs.CALLS.clear()
         try:
-            scheduler.schedule("up", jobs.noop, OneTime(at=T0), id="up")
-            down = scheduler.schedule("down", jobs.note, OneTime(at=T0 + 10), id="down",
-                                      args=("down",), depends_on=["up"])  # fmt: skip
-            scheduler.start()
-            assert scheduler.wait_idle(timeout=5)
-            assert scheduler.task("up").status is TaskStatus.SUCCEEDED
-            store.armed.set()
+            down = up_ran_down_due(scheduler, store.armed)
             with caplog.at_level(logging.ERROR):
                 clock.advance(10)
                 assert scheduler.wait_idle(timeout=5)

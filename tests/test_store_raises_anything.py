@@ -13,14 +13,17 @@ raised out of ``wait_idle``, and a release out of whatever gave the claim back.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from lldsched import FakeClock, OneTime, Scheduler, SqliteTaskStore
+from lldsched import FakeClock, FixedRate, OneTime, Scheduler, SqliteTaskStore
+from lldsched.model import ExecutionRecord, Outcome
+from lldsched.policies import Misfire, MisfirePolicy
 from lldsched.threaded.leasewatch import renewal_every
-from tests import cluster_jobs
+from tests import cluster_jobs, jobs
 from tests.store_doubles import HookedStore, StoreCall
 from tests.waits import wait_until
 
@@ -139,3 +142,60 @@ def test_a_flush_or_a_release_that_raises_anything_is_a_failed_call(
             coordinator._release("t", 1)  # as a claim is given back
         assert "release of the claim of t not done" in caplog.text
         scheduler.shutdown()
+
+
+class MisfireRecordsBuggy(SqliteTaskStore):
+    """A shared SQLite store whose first read of a task's records off the test's thread
+    (the timer's, deciding a claimed slot's misfire) raises a ``RuntimeError``."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, shared=True, lease=LEASE, poll=1.0)
+        self.raised = threading.Event()
+
+    def records(self, task_id: str | None = None) -> list[ExecutionRecord]:
+        timer = threading.current_thread() is not threading.main_thread()
+        if task_id is not None and timer and not self.raised.is_set():
+            self.raised.set()
+            raise RuntimeError(BUG)
+        return super().records(task_id)
+
+
+def test_a_misfires_records_read_that_raises_anything_gives_the_claim_back(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A slot due before the process was there, past grace (SKIP): deciding its misfire
+    reads the task's records (for a plan cut at the cap), which raise.  A failed call:
+    said, the claim given back, the slot claimed and decided at the next wake.  Before,
+    the read raised out of the claim into the timer, which died (nothing dispatched
+    again, the claim left to expire)."""
+    path = tmp_path / "tasks.db"
+    period = 600.0
+    seeder_store = SqliteTaskStore(path, shared=True, lease=LEASE, poll=1.0)
+    store = MisfireRecordsBuggy(path)
+    with seeder_store, store:
+        seeder = Scheduler(store=seeder_store, clock=FakeClock(START - 3 * period))  # unstarted
+        seeder.schedule("nightly", jobs.noop, FixedRate(period), id="nightly",
+                        misfire=MisfirePolicy(Misfire.SKIP))  # fmt: skip
+        wall = FakeClock(START)
+        scheduler = Scheduler(workers=1, store=store, clock=wall)
+        scheduler.start()
+        try:
+            doing = "read of the records of nightly for its misfire"
+            wait_until(
+                lambda: said_failed(caplog, doing) is not None or timer_died(caplog),
+                timeout=10,
+                what="the misfire's records read to fail",
+            )
+            assert not timer_died(caplog), caplog.text
+            assert not seeder_store.leases()  # given back at once
+            wall.advance(1.0)  # the next wake (a poll later): claimed and decided
+            wait_until(
+                lambda: (
+                    [r.misfire for r in seeder_store.records("nightly")] == [Outcome.MISSED] * 4
+                ),
+                timeout=10,
+                what="the misfire decided at the next wake",
+            )
+            assert scheduler.metrics().state == "running"
+        finally:
+            scheduler.shutdown(timeout=10)

@@ -28,7 +28,6 @@ from lldsched.core.names import (
 )
 from lldsched.core.parts import CoreParts
 from lldsched.core.task import ScheduledTask
-from lldsched.errors import StoreError
 from lldsched.model import ExecutionRecord, TaskStatus
 from lldsched.persistence import HistoryStore, is_shared
 
@@ -49,11 +48,14 @@ class DependencyWaits(CoreParts):
 
     def _records(self, task_id: str) -> Sequence[ExecutionRecord]:
         """A shared store's records of ``task_id`` (none while it cannot be read: its
-        outage is said by the calls that write)."""
+        outage is said by the calls that write).  Whatever the read raises, not only a
+        :class:`~lldsched.errors.StoreError`: a user's store's driver error is the store
+        failing too, not a broken begin that fails the dependent for good (docs/
+        DECISIONS.md, "A coordinated store's call that raises anything")."""
         store = cast(HistoryStore, self._store)  # a shared store is a CoordinatedStore
         try:
             return store.records(task_id)
-        except StoreError:
+        except Exception:
             return ()
 
     def _held(self, task: ScheduledTask, token: int | None = None) -> bool:
@@ -69,13 +71,17 @@ class DependencyWaits(CoreParts):
             deps.started(task)
             return False
         self._queue.discard(task)  # its entry, already popped, must not run
-        now = self.clock.now()
-        task.status = BLOCKED
-        deps.blocked_at[task.id] = now
+        # The clock is read before the task changes (by _end_wait when it fails): a
+        # reading that raises leaves it SCHEDULED with its entry gone, which the broken
+        # begin fails (RunTransitions.broke), not BLOCKED on a dead upstream with nothing
+        # written (docs/DECISIONS.md, "A dependent's readiness check that raises").
         dead = deps.dead(task)
         if dead is not None:
+            deps.blocked_at.pop(task.id, None)  # its wait, zero long, ends at this slot
             self._fail_waiting(task, dead, previous=SCHEDULED, token=token)
         else:
+            deps.blocked_at[task.id] = self.clock.now()
+            task.status = BLOCKED
             self._write_wait(task, SCHEDULED, None, token)
         return True
 

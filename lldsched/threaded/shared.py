@@ -46,7 +46,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 from lldsched.core.context import RunContext
@@ -265,7 +265,7 @@ class Coordinator:
         shared store that is down or closed fails at every wake: said once an outage).
 
         Whatever it raised: every store call here (the feed, a claim, a renewal, a
-        release, a flush, a misfire's write) catches ``Exception``, not only
+        release, a flush, a misfire's read and write) catches ``Exception``, not only
         :class:`~lldsched.errors.StoreError`, as the core's own writes do
         (docs/DECISIONS.md, "A coordinated store's call that raises anything").  A user's
         store that raises its driver's error or a bug's is a failed call, said with its
@@ -711,18 +711,24 @@ class Coordinator:
         it), and :meth:`_write_decided` writes its records and the due instant it chose,
         fenced by the claim's token.  Returns the entry to run (the catch-up run, under
         the same claim), or None: nothing runs (every slot skipped, the lease dropped)
-        or nothing was written (the lease was lost, or the store failed)."""
+        or nothing was written (the lease was lost, or the store failed).  A read of the
+        task's records (for a plan cut at the cap) that fails decides nothing: the claim
+        is given back, and the slot claimed again at the next wake."""
         core = self._core
         task = core.tasks[claim.task_id]
-        with self.store.muted():  # written below, in one fenced transaction
-            records = decide_misfire(
-                core,
-                task,
-                now,
-                owed=claim.taken_over,
-                token=claim.token,
-                history=lambda: self.store.records(claim.task_id),  # a plan cut at the cap
-            )
+        try:
+            with self.store.muted():  # written below, in one fenced transaction
+                records = decide_misfire(
+                    core,
+                    task,
+                    now,
+                    owed=claim.taken_over,
+                    token=claim.token,
+                    history=lambda: self._history(claim.task_id),  # a plan cut at the cap
+                )
+        except _Unread:  # nothing changed yet (decide_misfire reads before it decides)
+            self._release(claim.task_id, claim.token)
+            return None
         if records is None:  # within grace: runs as claimed
             return entry
         due = task.next_run_at  # a passed slot: a catch-up run; later: every slot skipped
@@ -745,6 +751,17 @@ class Coordinator:
         if not runs or due is None:
             return None
         return queued_entry(task, due)
+
+    def _history(self, task_id: str) -> Sequence[ExecutionRecord]:
+        """The store's records of ``task_id``, for a misfire's decision; :class:`_Unread`
+        if the read raised anything (a failed call, counted into the outage: docs/
+        DECISIONS.md, "A coordinated store's call that raises anything").  Before, it
+        raised out of the claim into the timer, which died: nothing dispatched again."""
+        try:
+            return self.store.records(task_id)
+        except Exception as exc:
+            self._failed(exc, "claim", f"read of the records of {task_id} for its misfire")
+            raise _Unread from exc
 
     def _give_back_held(
         self,
@@ -811,6 +828,10 @@ class Coordinator:
             self._failed(exc, "release", f"release of the claim of {task_id}")
         else:
             self._succeeded("release")
+
+
+class _Unread(Exception):
+    """A read of the store that failed (counted already): what it was for is not decided."""
 
 
 @contextlib.contextmanager

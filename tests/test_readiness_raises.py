@@ -1,0 +1,142 @@
+"""A dependent's readiness check (its begin) when what it reads raises: a shared store's
+``records()`` raising anything (a user's store's driver error, not a ``StoreError``) is
+the store failing, as a ``StoreError`` is, not a broken begin that fails the task for
+good; a clock that raises at the reading for the wait's end of a dependent whose upstream
+is dead leaves the task failed, as a broken begin fails it, not BLOCKED with nothing
+written (docs/DECISIONS.md, "A dependent's readiness check that raises")."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from lldsched import FakeClock, OneTime, RetryPolicy, Scheduler, SqliteTaskStore, TaskStatus
+from lldsched.model import ExecutionRecord
+from tests import jobs
+from tests.conftest import SchedulerFactory
+from tests.store_doubles import HookedStore
+from tests.test_clock_raises import T0, _GlitchingClock
+from tests.test_cluster_broke import up_ran_down_due
+from tests.waits import wait_until
+
+LEASE = 30.0  # no claim expires within a test
+POLL = 0.05
+
+
+class RecordsRaise(HookedStore):
+    """A shared SQLite store whose first read of ``task_id``'s records from a worker (a
+    dependent's readiness check) once ``armed`` is set raises what a user's store's
+    driver may raise (not a StoreError)."""
+
+    def __init__(self, path: Path, task_id: str) -> None:
+        super().__init__(path, lease=LEASE, poll=POLL)
+        self.task_id = task_id
+        self.armed = threading.Event()
+        self.raised = threading.Event()
+
+    def records(self, task_id: str | None = None) -> list[ExecutionRecord]:
+        worker = "worker" in threading.current_thread().name
+        if task_id == self.task_id and worker and self.armed.is_set() and not self.raised.is_set():
+            self.raised.set()
+            raise RuntimeError("the driver's error")
+        return super().records(task_id)
+
+
+@pytest.mark.parametrize("read", ["down", "up"])
+def test_a_records_read_that_raises_anything_is_the_store_failing_not_a_broken_begin(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, read: str
+) -> None:
+    """The dependent's (``down``) or its upstream's (``up``) records read at the begin
+    raises a RuntimeError: counted as unreadable, as a StoreError is (the upstream's
+    success ran here, so it counts), and the slot runs.  Before, the begin raised and
+    the task, stuck, was FAILED and dead-lettered for good."""
+    path = tmp_path / "tasks.db"
+    clock = FakeClock(T0)
+    store = RecordsRaise(path, read)
+    with store:
+        scheduler = Scheduler(clock=clock, workers=1, store=store)
+        try:
+            down = up_ran_down_due(scheduler, store.armed)
+            with caplog.at_level(logging.ERROR):
+                clock.advance(10)
+                wait_until(lambda: down.status is TaskStatus.SUCCEEDED, timeout=10,
+                           what="down run")  # fmt: skip
+            assert store.raised.is_set()
+            assert "the scheduler raised beginning a run" not in caplog.text
+            assert [label for label, _, _ in jobs.CALLS] == ["down"]
+            assert scheduler.dead_letter() == []
+        finally:
+            scheduler.shutdown()
+
+
+class _RaisesAtWaitEnd(_GlitchingClock):
+    """Raises from ``now()`` once, at the first reading a worker's ``_end_wait`` (the end
+    of a dependency wait, lldsched/core/waiting.py) takes after ``armed`` is set."""
+
+    def _breaks_on(self, thread: str) -> bool:
+        # frames: 0 this, 1 now(), 2 its caller
+        return super()._breaks_on(thread) and sys._getframe(2).f_code.co_name == "_end_wait"
+
+
+def _upstream_dead_then_clock_raises(
+    scheduler: Scheduler, clock: _RaisesAtWaitEnd, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``up`` fails for good at T0 while ``down`` (due T0 + 10) is SCHEDULED; at down's
+    begin its readiness check finds up dead and the clock raises at the wait's end."""
+    scheduler.schedule("up", jobs.broken, OneTime(at=T0), id="up", retry=RetryPolicy.never())
+    scheduler.schedule("down", jobs.note, OneTime(at=T0 + 10), id="down", args=("down",),
+                       depends_on=["up"])  # fmt: skip
+    scheduler.start()
+    assert scheduler.wait_idle(timeout=5)
+    assert scheduler.task("up").status is TaskStatus.FAILED
+    assert scheduler.task("down").status is TaskStatus.SCHEDULED
+    clock.armed.set()
+    with caplog.at_level(logging.ERROR):
+        clock.advance(10)
+        assert scheduler.wait_idle(timeout=5)
+        wait_until(lambda: scheduler.task("down").status is TaskStatus.FAILED, timeout=10,
+                   what="down failed")  # fmt: skip
+    assert clock.raised.is_set()
+    assert "task down: the scheduler raised beginning a run; the task fails" in caplog.text
+    assert scheduler.dead_letter() == ["up", "down"]
+    assert jobs.CALLS == []
+
+
+def test_a_clock_raising_at_a_dead_upstreams_wait_end_fails_the_dependent(
+    make_scheduler: SchedulerFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One process: before, the dependent was left BLOCKED on a dead upstream, its row
+    SCHEDULED, failed by nothing (the upstream's strand had run already)."""
+    clock = _RaisesAtWaitEnd(T0)
+    jobs.CALLS.clear()
+    scheduler = make_scheduler(clock=clock, workers=1, start=False)
+    _upstream_dead_then_clock_raises(scheduler, clock, caplog)
+
+
+def test_a_clock_raising_at_a_dead_upstreams_wait_end_fails_the_dependent_shared(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A shared store: the failure is written fenced by the claim, its lease dropped,
+    so no process claims the slot again.  Before, the task was left BLOCKED here with
+    nothing written (its row SCHEDULED), the claim released, and the process claimed
+    the slot and gave it back at every wake."""
+    path = tmp_path / "tasks.db"
+    clock = _RaisesAtWaitEnd(T0)
+    jobs.CALLS.clear()
+    other = SqliteTaskStore(path, shared=True, lease=LEASE, poll=POLL)
+    store = SqliteTaskStore(path, shared=True, lease=LEASE, poll=POLL)
+    with other, store:
+        scheduler = Scheduler(clock=clock, workers=1, store=store)
+        try:
+            _upstream_dead_then_clock_raises(scheduler, clock, caplog)
+            rows = {s.task.id: s.status for s in other.load_all()}
+            wait_until(lambda: {s.task.id: s.status for s in other.load_all()}["down"]
+                       is TaskStatus.FAILED, timeout=10, what="down's row FAILED")  # fmt: skip
+            assert rows["up"] is TaskStatus.FAILED
+            assert not other.leases()
+        finally:
+            scheduler.shutdown()
