@@ -11,7 +11,9 @@ transaction, so writers in all processes are serialised by SQLite's write lock
 * **Tokens and versions** come from one row each in ``counters``: ``token`` only
   grows, so a takeover always carries a larger token; ``change`` numbers every
   write of a task row (its ``version``) and every removal (a row in ``removed``),
-  in commit order, since SQLite commits one writer at a time.
+  in commit order, since SQLite commits one writer at a time.  ``record`` numbers the
+  records (their ``seq``, one order across tasks); unshared writes never move it, so a
+  shared open raises it past the records kept (:func:`count_records`).
 * **A claim** picks due rows without a live lease, oldest due first, and writes
   a lease per row with a fresh token (:func:`claim`).
 * **A settle** deletes the lease with its token (0 rows: the lease is lost) and
@@ -56,7 +58,7 @@ from lldsched.stores.removals import FeedHorizons
 from lldsched.stores.sqlite_file import identity
 from lldsched.stores.sqlite_rows import FINISHED, SLOT, immediate
 
-__all__ = ["SharedState", "bump", "node_id"]
+__all__ = ["SharedState", "bump", "count_records", "node_id"]
 
 log = logging.getLogger(STORE)
 
@@ -128,6 +130,30 @@ def bump(connection: sqlite3.Connection, name: str, by: int = 1) -> int:
     return int(value)
 
 
+_RECORDS_UNCOUNTED = """
+SELECT 1 FROM counters WHERE name = 'record'
+   AND value < (SELECT coalesce(max(seq), 0) FROM records)
+"""
+_COUNT_RECORDS = """
+UPDATE counters SET value = max(value, (SELECT coalesce(max(seq), 0) FROM records))
+ WHERE name = 'record'
+"""
+
+
+def count_records(connection: sqlite3.Connection) -> None:
+    """At a shared open: raise the ``record`` counter to the last record's ``seq`` if
+    it is behind, that is if an unshared store wrote records since (it numbers them
+    from the records, and never moves the counter): the next settle's record
+    would take a number already used.  Unshared stores cannot write meanwhile (the
+    openers of both modes refuse each other, and this store holds its claim), so
+    the only other writers are shared openers and shared settles, which never leave
+    the counter behind; ``max`` never lowers it under any of them.  A read, and a write
+    transaction only when behind (the first shared open after unshared writes)."""
+    if connection.execute(_RECORDS_UNCOUNTED).fetchone() is not None:
+        with immediate(connection):
+            connection.execute(_COUNT_RECORDS)
+
+
 class SharedState:
     """What one process's shared store knows and holds; its owner's lock guards it all."""
 
@@ -153,6 +179,7 @@ class SharedState:
         self.redefined: dict[str, Task] = {}
         self.removals: set[int] = set()  # versions of the removals this process wrote
         self.hold: HeldWrites | None = None  # what the verb's hold under way wrote
+        count_records(connection)
         (cursor,) = connection.execute(
             "SELECT value FROM counters WHERE name = 'change'"
         ).fetchone()
