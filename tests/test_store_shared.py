@@ -975,10 +975,10 @@ def test_shared_openers_racing_on_a_file_written_unshared_number_records_after_i
 
     raced: list[bool] = []
 
-    def count_while_another_settles(connection: sqlite3.Connection) -> None:
+    def count_while_another_settles(connection: sqlite3.Connection, *, last: int) -> None:
         connection.set_trace_callback(None if raced else another_opens_and_settles)
         try:
-            count(connection)
+            count(connection, last=last)
         finally:
             connection.set_trace_callback(None)
 
