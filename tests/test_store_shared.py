@@ -28,6 +28,7 @@ from lldsched.errors import LeaseLost, ValidationError
 from lldsched.model import Outcome
 from lldsched.persistence import CoordinatedStore, Task, TaskSnapshot
 from lldsched.stores import removals as removals_rule
+from lldsched.stores import sqlite_shared
 from lldsched.stores.sqlite import SCHEMA_VERSION
 from lldsched.stores.sqlite_shared import SharedState
 from lldsched.testing import Stepper
@@ -920,3 +921,77 @@ def test_a_resume_elsewhere_after_a_pause_here_during_a_run_leaves_the_task_runn
     assert (settled.status, settled.next_run_at) == (TaskStatus.SCHEDULED, T0 + 60)
     (change,) = first.changes()  # the settler follows the row, not its own PAUSED
     assert change.snapshot is not None and change.snapshot.status is TaskStatus.SCHEDULED
+
+
+# -- a file used unshared, then shared -------------------------------------------------
+
+
+def test_a_file_used_unshared_then_shared_and_back_keeps_every_record_in_order(
+    path: str,
+) -> None:
+    """One process's file moved to several (docs/CLUSTER.md), and back for a while:
+    the records an unshared store wrote never moved the shared mode's record counter,
+    so the first shared settle took a number already used and failed ("UNIQUE
+    constraint failed: records.task_id, records.seq").  A shared open raises the
+    counter past every record kept."""
+    clock = FakeClock(T0)
+    with SqliteTaskStore(path) as store:
+        Scheduler(clock=clock, store=store).schedule(
+            "job", jobs.noop, FixedRate(60, start_delay=60), id="job"
+        )
+    for n, shared in enumerate((False, True, False, True), start=1):
+        with SqliteTaskStore(path, shared=shared) as store:
+            with Stepper(Scheduler(clock=clock, store=store)) as steps:
+                steps.advance(60)  # one run, its record written by this store
+            assert [(r.slot - T0, r.ok) for r in store.records("job")] == [
+                (60.0 * k, True) for k in range(1, n + 1)
+            ]  # every record kept, in the order they were written
+            stored = store.get("job")
+            assert stored is not None and stored.run_count == n
+
+
+def test_shared_openers_racing_on_a_file_written_unshared_number_records_after_it(
+    path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Workers started at once on a file an unshared store wrote: one opener found the
+    record counter behind, and before it takes the write lock another opens, catches
+    the counter up and settles a run.  The first one's catch-up, in its own write
+    transaction, leaves the counter past that record: its settle follows it."""
+    with SqliteTaskStore(path) as store:
+        seeder = Scheduler(store=store)
+        for n in range(3):
+            seeder.schedule(f"job-{n}", jobs.noop, OneTime(T0 + n), id=f"job-{n}")
+        store.save(*_finished(store, "job-0", 0))  # its one process ran job-0
+    count = sqlite_shared.count_records
+    others: list[SqliteTaskStore] = []
+
+    def another_opens_and_settles(statement: str) -> None:
+        if statement == "BEGIN IMMEDIATE" and not raced:
+            raced.append(True)
+            other = SqliteTaskStore(path, shared=True)
+            others.append(other)
+            (claim,) = other.claim(now=T0 + 1, limit=1)  # job-1
+            other.settle(*_finished(other, claim.task_id, claim.token), token=claim.token)
+
+    raced: list[bool] = []
+
+    def count_while_another_settles(connection: sqlite3.Connection, *, last: int) -> None:
+        connection.set_trace_callback(None if raced else another_opens_and_settles)
+        try:
+            count(connection, last=last)
+        finally:
+            connection.set_trace_callback(None)
+
+    monkeypatch.setattr(sqlite_shared, "count_records", count_while_another_settles)
+    with SqliteTaskStore(path, shared=True) as first:
+        (other,) = others
+        (claim,) = first.claim(now=T0 + 2, limit=1)  # job-2
+        first.settle(*_finished(first, claim.task_id, claim.token), token=claim.token)
+        assert first.rejected == 0
+        assert [r.task_id for r in first.records()] == ["job-0", "job-1", "job-2"]
+    other.close()
+    connection = sqlite3.connect(path)  # one number each, in the order they were written
+    assert connection.execute("SELECT task_id, seq FROM records ORDER BY seq").fetchall() == [
+        ("job-0", 1), ("job-1", 2), ("job-2", 3)
+    ]  # fmt: skip
+    connection.close()

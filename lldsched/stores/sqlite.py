@@ -278,7 +278,13 @@ class SqliteTaskStore(CoordinatedMethods, SqliteReads, FileFormat):
             counts = dict(connection.execute(COUNT_UNFINISHED))
             (last_seq,) = connection.execute("SELECT coalesce(max(seq), 0) FROM records").fetchone()
             self._shared = (  # None: this store shares nothing
-                SharedState(connection, path=os.path.abspath(self.path), lease=held, poll=every)
+                SharedState(
+                    connection,
+                    path=os.path.abspath(self.path),
+                    lease=held,
+                    poll=every,
+                    records=last_seq,
+                )
                 if shared
                 else None
             )

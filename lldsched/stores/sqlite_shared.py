@@ -11,7 +11,9 @@ transaction, so writers in all processes are serialised by SQLite's write lock
 * **Tokens and versions** come from one row each in ``counters``: ``token`` only
   grows, so a takeover always carries a larger token; ``change`` numbers every
   write of a task row (its ``version``) and every removal (a row in ``removed``),
-  in commit order, since SQLite commits one writer at a time.
+  in commit order, since SQLite commits one writer at a time.  ``record`` numbers the
+  records (their ``seq``, one order across tasks); unshared writes never move it, so a
+  shared open raises it past the records kept (:func:`count_records`).
 * **A claim** picks due rows without a live lease, oldest due first, and writes
   a lease per row with a fresh token (:func:`claim`).
 * **A settle** deletes the lease with its token (0 rows: the lease is lost) and
@@ -56,7 +58,7 @@ from lldsched.stores.removals import FeedHorizons
 from lldsched.stores.sqlite_file import identity
 from lldsched.stores.sqlite_rows import FINISHED, SLOT, immediate
 
-__all__ = ["SharedState", "bump", "node_id"]
+__all__ = ["SharedState", "bump", "count_records", "node_id"]
 
 log = logging.getLogger(STORE)
 
@@ -128,12 +130,36 @@ def bump(connection: sqlite3.Connection, name: str, by: int = 1) -> int:
     return int(value)
 
 
+_COUNT_RECORDS = """
+UPDATE counters SET value = max(value, (SELECT coalesce(max(seq), 0) FROM records))
+ WHERE name = 'record'
+"""
+
+
+def count_records(connection: sqlite3.Connection, *, last: int) -> None:
+    """At a shared open: raise the ``record`` counter to the last record's ``seq`` if
+    it is behind, that is if an unshared store wrote records since (it numbers them
+    from the records, and never moves the counter): the next settle's record
+    would take a number already used.  ``last``: the records' ``max(seq)`` the open
+    read (after its claim), so the usual open reads one row more, not the records
+    again.  Unshared stores cannot write meanwhile (the openers of both modes refuse
+    each other, and this store holds its claim), so the only other writers are shared
+    openers and shared settles, which never leave the counter behind; behind, the
+    counter is raised in one write transaction to the ``max(seq)`` read in it, and
+    ``max`` never lowers it under any of them."""
+    (value,) = connection.execute("SELECT value FROM counters WHERE name = 'record'").fetchone()
+    if value < last:
+        with immediate(connection):
+            connection.execute(_COUNT_RECORDS)
+
+
 class SharedState:
     """What one process's shared store knows and holds; its owner's lock guards it all."""
 
     def __init__(
-        self, connection: sqlite3.Connection, *, path: str, lease: float, poll: float
+        self, connection: sqlite3.Connection, *, path: str, lease: float, poll: float, records: int
     ) -> None:
+        """``records``: the records' ``max(seq)``, read at open (:func:`count_records`)."""
         self.node = node_id()
         self.path = path
         self.file = identity(path)  # (device, inode) of the file opened; see check_file
@@ -153,6 +179,7 @@ class SharedState:
         self.redefined: dict[str, Task] = {}
         self.removals: set[int] = set()  # versions of the removals this process wrote
         self.hold: HeldWrites | None = None  # what the verb's hold under way wrote
+        count_records(connection, last=records)
         (cursor,) = connection.execute(
             "SELECT value FROM counters WHERE name = 'change'"
         ).fetchone()
