@@ -188,8 +188,7 @@ class Outage:
 
     def __init__(self, kind: Kind) -> None:
         self.quiet = False  # begun within a window of the last outage said: at DEBUG
-        # The kinds whose success ends it: those of the kinds that failed (ENDED_BY)
-        self.kinds: set[Kind] = set(ENDED_BY[kind])
+        self.kinds = {kind}  # what failed: "save", "claim", ...; what ends it: ENDED_BY
         self.calls = 0  # the calls that failed, the first included
         self.writes = 0  # of them, the task writes (save, delete) not stored
         # id -> the snapshot whose save failed (None: a delete failed; PURGE: a purge) of
@@ -349,7 +348,7 @@ class StoreWrites:
                 )
                 _say_outage(message, self.store, doing, error, repeated)
         else:
-            outage.kinds |= ENDED_BY[kind]
+            outage.kinds.add(kind)
             repeated = None  # said at ERROR already, or quiet within its window
             if outage.quiet and self._repeats.expired("outage"):
                 repeated = self._repeats.admit("outage")
@@ -409,7 +408,8 @@ class StoreWrites:
         """End ``outage`` now that calls of the kinds ``written`` succeeded (``kind``: what
         the line names), ``rewritten`` of its stale rows written again, unless a kind
         that failed did not succeed or a stale row is left: said in one line."""
-        if outage.kinds.isdisjoint(written) or (outage.stale and self.current is not None):
+        ended = any(not written.isdisjoint(ENDED_BY[failed]) for failed in outage.kinds)
+        if not ended or (outage.stale and self.current is not None):
             return  # not over while a stale row failed again: the next write tries it
         self.outage = None
         log.log(
