@@ -14,7 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from lldsched import FakeClock, OneTime, RetryPolicy, Scheduler, SqliteTaskStore, TaskStatus
+from lldsched import (
+    FakeClock,
+    FixedRate,
+    OneTime,
+    RetryPolicy,
+    Scheduler,
+    SqliteTaskStore,
+    TaskStatus,
+)
 from lldsched.model import ExecutionRecord
 from tests import jobs
 from tests.conftest import SchedulerFactory
@@ -25,6 +33,7 @@ from tests.waits import wait_until
 
 LEASE = 30.0  # no claim expires within a test
 POLL = 0.05
+HOUR = 3600.0
 
 
 class RecordsRaise(HookedStore):
@@ -138,5 +147,50 @@ def test_a_clock_raising_at_a_dead_upstreams_wait_end_fails_the_dependent_shared
                        is TaskStatus.FAILED, timeout=10, what="down's row FAILED")  # fmt: skip
             assert rows["up"] is TaskStatus.FAILED
             assert not other.leases()
+        finally:
+            scheduler.shutdown()
+
+
+class OwnRecordsRaiseAfterItsRun(HookedStore):
+    """A shared SQLite store whose first read of ``load``'s records from a worker (its
+    readiness check) once ``load`` has a success stored raises a driver's error."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, lease=LEASE, poll=POLL)
+        self.raised = threading.Event()
+
+    def records(self, task_id: str | None = None) -> list[ExecutionRecord]:
+        found = super().records(task_id)
+        worker = "worker" in threading.current_thread().name
+        if task_id == "load" and worker and not self.raised.is_set() and any(r.ok for r in found):
+            self.raised.set()
+            raise RuntimeError("the driver's error")
+        return found
+
+
+def test_a_dependent_whose_own_records_are_unread_holds_its_slot_and_does_not_run_again(
+    tmp_path: Path,
+) -> None:
+    """``load`` ran once on ``extract``'s one success; the readiness check of its next
+    slot cannot read load's own records.  Read as none, load had never run, and the
+    success it had used let it run a second time.  Now the check decides nothing: the
+    claim is given back, the next wake reads the records, and load waits (BLOCKED) for
+    extract's next success."""
+    store = OwnRecordsRaiseAfterItsRun(tmp_path / "tasks.db")
+    with store:
+        scheduler = Scheduler(workers=2, store=store)
+        try:
+            scheduler.schedule("extract", jobs.noop, FixedRate(HOUR, start_delay=HOUR),
+                               id="extract")  # fmt: skip
+            scheduler.schedule("load", jobs.noop, FixedRate(0.2), id="load",
+                               depends_on=["extract"])  # fmt: skip
+            scheduler.start()
+            wait_until(lambda: scheduler.task("load").status is TaskStatus.BLOCKED,
+                       timeout=10, what="load waiting for extract")  # fmt: skip
+            scheduler.run_now("extract")
+            wait_until(lambda: store.raised.is_set(), timeout=10, what="load's records unread")
+            wait_until(lambda: scheduler.task("load").status is TaskStatus.BLOCKED,
+                       timeout=10, what="load waiting again")  # fmt: skip
+            assert sum(record.ok for record in store.records("load")) == 1
         finally:
             scheduler.shutdown()

@@ -350,12 +350,17 @@ class Dependencies:
         found = self.dead(task)
         return found if found is not None and found.id in self._died_here else None
 
-    def recount(self, task: ScheduledTask) -> float | None:
-        """Shared: what ``task`` waits for, counted again from the store's records and this
-        process's own successes (:meth:`_counted`).  Returns the finish of the success
-        that completed its wait (:attr:`Wait.completed_by`)."""
+    def recount(
+        self, task: ScheduledTask, history: Sequence[ExecutionRecord] | None = None
+    ) -> float | None:
+        """Shared: what ``task`` waits for, counted again from the store's records (its
+        own: ``history`` if read already) and this process's own successes
+        (:meth:`_counted`).  Returns the finish of the success that completed its wait
+        (:attr:`Wait.completed_by`)."""
         assert self._records is not None
-        wait = self._counted(task, self._records(task.id), self._succeeded_shared)
+        if history is None:
+            history = self._records(task.id)
+        wait = self._counted(task, history, self._succeeded_shared)
         self.waiting[task.id] = wait.waiting
         return wait.completed_by
 

@@ -38,14 +38,22 @@ its end.  So an outage is said once, here:
 * each later failure while the outage lasts is counted (:class:`Outage`) and logged
   at debug level, one line naming what was not done and the error, no traceback:
   no write is dropped without a word, and a debug log still shows each;
-* the first call that succeeds again, *of a kind that failed during the outage*
-  (a ``save``, a ``claim``, a read of the change feed, ...: :meth:`StoreWrites.succeeded`),
-  ends it with one warning-level line: the store recovered, how many calls failed in
+* the first call that succeeds again, *of a kind that ends one that failed during the
+  outage* (:data:`ENDED_BY`, the one table of the kinds: a ``save``, a ``claim``, a read
+  of the change feed, ...: :meth:`StoreWrites.succeeded`), ends it with one warning-level
+  line: the store recovered, how many calls failed in
   between and how many task writes were not stored (and that the rows they left stale
   were written again, below).  A success of a kind that never failed ends
   nothing: a full disk still lets a shared store read its change feed, and a
   persistent failure of one kind must not be said again at every wake because
-  another kind succeeds between two of its failures.
+  another kind succeeds between two of its failures.  A kind is ended by its own success
+  and by that of a kind that writes the same rows and that the runtime makes again
+  without being asked: a misfire's decision, written once (its claim then expires and
+  the slot is taken over, here or elsewhere), is ended by a save too (the same row and
+  records), and a release or a renewal by a claim (the leases; a claim is made at every
+  wake).  Before, nothing reported a misfire's write as succeeded, and an outage it began
+  never ended: ``store_ok`` stayed False, and the readiness probe failed, with the store
+  back (tests/test_outage_kinds.py).
 
 Once a task write succeeds during an outage (the store takes writes again), the rows
 the outage left stale are written again (:meth:`StoreWrites.succeeded`, ``_rewrite``):
@@ -102,6 +110,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from typing import Literal
 
 from lldsched.core import storeuse
 from lldsched.errors import StoreClosedError
@@ -111,8 +120,10 @@ from lldsched.persistence import TaskSnapshot, TaskStore, is_shared, purge, resa
 
 __all__ = [
     "ADVICE",
+    "ENDED_BY",
     "PURGE",
     "STALE_SHOWN",
+    "Kind",
     "Outage",
     "StoreWrites",
     "check_store",
@@ -138,14 +149,46 @@ PURGE = "purge"
 purge, with its condition (:func:`~lldsched.persistence.purge`), never as a plain delete."""
 
 
+Kind = Literal[
+    "save",
+    "delete",
+    "misfire",
+    "read of the change feed",
+    "claim",
+    "renewal",
+    "release",
+    "flush",
+    "settle batch",
+    "records trim",
+]
+"""A kind of store call that can fail: a core's task write (``save``, ``delete``), a
+shared store's calls (threaded/shared.py: a misfire's decision, the change feed, the
+leases, a flush of the settles held back), the PostgreSQL store's batches of its own."""
+
+ENDED_BY: dict[Kind, frozenset[Kind]] = {
+    "save": frozenset({"save", "misfire"}),
+    "misfire": frozenset({"misfire", "save"}),
+    "delete": frozenset({"delete"}),  # its row stays stale: written again, a delete
+    "read of the change feed": frozenset({"read of the change feed"}),
+    "claim": frozenset({"claim"}),
+    "renewal": frozenset({"renewal", "claim"}),
+    "release": frozenset({"release", "claim"}),
+    "flush": frozenset({"flush", "save"}),
+    "settle batch": frozenset({"settle batch"}),
+    "records trim": frozenset({"records trim"}),
+}
+"""Each kind of call that can fail, and the kinds whose success ends an outage in which
+it failed: the one place the rule lives (module docstring)."""
+
+
 class Outage:
-    """A store failing since a call failed, until one of a kind that failed succeeds."""
+    """A store failing since a call failed, until one of a kind that ends it succeeds."""
 
     __slots__ = ("calls", "kinds", "quiet", "records", "stale", "writes")
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: Kind) -> None:
         self.quiet = False  # begun within a window of the last outage said: at DEBUG
-        self.kinds = {kind}  # what failed: "save", "claim", "read of the change feed", ...
+        self.kinds = {kind}  # what failed: "save", "claim", ...; what ends it: ENDED_BY
         self.calls = 0  # the calls that failed, the first included
         self.writes = 0  # of them, the task writes (save, delete) not stored
         # id -> the snapshot whose save failed (None: a delete failed; PURGE: a purge) of
@@ -231,7 +274,7 @@ class StoreWrites:
     def failed(
         self,
         error: BaseException,
-        verb: str,
+        verb: Kind,
         task_id: str,
         snapshot: TaskSnapshot | None = None,
         *,
@@ -253,7 +296,9 @@ class StoreWrites:
         their place in its history decides nothing.  A run's record is not kept: a
         restart counts a dependent's wait from its latest run as the history orders
         them (:func:`~lldsched.core.dependencies.wait_of`), and one written after a
-        later run's would stand for it."""
+        later run's would stand for it.  ValueError, nothing counted, for a ``verb``
+        :data:`ENDED_BY` does not name."""
+        _check_kind(verb)
         if not self.found_closed(error, f"{verb} of {task_id}"):
             self._count(error, kind=verb, doing=f"{verb} of {task_id}", writes=1)
             outage = self.outage
@@ -270,16 +315,18 @@ class StoreWrites:
                 outage.stale[task_id] = PURGE if purge or self.shared else None
                 outage.records.pop(task_id, None)
 
-    def call_failed(self, error: Exception, kind: str, doing: str, *, writes: int = 0) -> None:
+    def call_failed(self, error: Exception, kind: Kind, doing: str, *, writes: int = 0) -> None:
         """A shared store's call of ``kind`` (``"claim"``, ``"renewal"``, ``"change
         feed"``, ``"settle batch"``, ...) raised ``error``; ``doing`` says what failed
         (``"claim"``, ``"release of task-1"``); ``writes``: the task writes it carried
         that are not stored (a batch of settles: one each).  Logged as :meth:`failed`
-        logs a write (called in an ``except`` block)."""
+        logs a write (called in an ``except`` block).  ValueError, nothing counted, for a
+        ``kind`` :data:`ENDED_BY` does not name."""
+        _check_kind(kind)
         if not self.found_closed(error, doing):
             self._count(error, kind=kind, doing=doing, writes=writes)
 
-    def _count(self, error: BaseException, *, kind: str, doing: str, writes: int) -> None:
+    def _count(self, error: BaseException, *, kind: Kind, doing: str, writes: int) -> None:
         outage = self.outage
         if outage is None:
             outage = self.outage = Outage(kind)
@@ -317,7 +364,7 @@ class StoreWrites:
         outage.calls += 1
         outage.writes += writes
 
-    def succeeded(self, kind: str, task_id: str | None = None) -> None:
+    def succeeded(self, kind: Kind, task_id: str | None = None) -> None:
         """A call of ``kind`` succeeded.  A task write (``task_id`` given): its row is no
         longer stale.  The store takes calls again, so the rows the outage left stale
         are written again (:meth:`_rewrite`): at a task write, for a store of one
@@ -325,14 +372,14 @@ class StoreWrites:
         feed once applied, a claim...) for a shared one, whose core writes nothing while
         it follows another process's change (the store is muted then), and whose stale
         row may be one nothing in this process writes again (a dependency wait ended
-        here: nobody holds its lease).  If a call of ``kind`` (or of a kind the rewrite
-        wrote) failed meanwhile and no stale row is left, the outage ends, said in one
-        warning-level line.  Callers test :attr:`outage` first (None: nothing to do, one
-        attribute test a write)."""
+        here: nobody holds its lease).  If ``kind`` (or a kind the rewrite wrote) ends a
+        kind that failed meanwhile (:data:`ENDED_BY`) and no stale row is left, the outage
+        ends, said in one warning-level line.  Callers test :attr:`outage` first (None:
+        nothing to do, one attribute test a write)."""
         outage = self.outage
         if outage is None:
             return
-        written = {kind}
+        written: set[Kind] = {kind}
         rewritten = 0
         current = self.current
         if task_id is not None and task_id not in outage.records:
@@ -351,17 +398,18 @@ class StoreWrites:
         current = self.current
         if outage is None or not outage.stale or current is None:
             return []
-        written: set[str] = set()
+        written: set[Kind] = set()
         rewritten = self._rewrite(outage, current, written)
         if written:
             self._end(outage, "rewrite of the rows left stale", written, rewritten)
         return list(outage.stale)
 
-    def _end(self, outage: Outage, kind: str, written: set[str], rewritten: int) -> None:
+    def _end(self, outage: Outage, kind: str, written: set[Kind], rewritten: int) -> None:
         """End ``outage`` now that calls of the kinds ``written`` succeeded (``kind``: what
         the line names), ``rewritten`` of its stale rows written again, unless a kind
         that failed did not succeed or a stale row is left: said in one line."""
-        if outage.kinds.isdisjoint(written) or (outage.stale and self.current is not None):
+        ended = any(not written.isdisjoint(ENDED_BY[failed]) for failed in outage.kinds)
+        if not ended or (outage.stale and self.current is not None):
             return  # not over while a stale row failed again: the next write tries it
         self.outage = None
         log.log(
@@ -381,7 +429,7 @@ class StoreWrites:
         self,
         outage: Outage,
         current: Callable[[str], TaskSnapshot | None],
-        written: set[str],
+        written: set[Kind],
     ) -> int:
         """Write the rows ``outage`` left stale as the registry has them now: a task
         registered, as it is; one that retired, as the snapshot that failed; one removed
@@ -399,7 +447,7 @@ class StoreWrites:
         done = 0
         for task_id, failed in list(stale.items()):
             snapshot = current(task_id) or (failed if isinstance(failed, TaskSnapshot) else None)
-            verb = "delete" if snapshot is None else "save"
+            verb: Kind = "delete" if snapshot is None else "save"
             kept = True
             try:
                 if snapshot is not None:
@@ -460,6 +508,13 @@ class StoreWrites:
         storeuse.check(store, self.user, doing=f"{verb} {task!r}")
 
 
+def _check_kind(kind: str) -> None:
+    """ValueError naming ``kind`` unless :data:`ENDED_BY` names it: a kind of failed call
+    no success would end (mypy's ``Kind`` says so first)."""
+    if kind not in ENDED_BY:
+        raise ValueError(f"unknown kind of store call {kind!r}: one of {sorted(ENDED_BY)}")
+
+
 def say_left_stale(store: TaskStore, left: list[str]) -> None:
     """Warn that a shutdown leaves the rows of the tasks ``left`` stale in ``store``: what
     :meth:`StoreWrites.rewrite_stale`, its last write, could not write (nothing said when
@@ -490,7 +545,7 @@ def check_store(writes: StoreWrites | None, verb: str, task_id: str) -> None:
 def store_failed(
     writes: StoreWrites | None,
     error: BaseException,
-    verb: str,
+    verb: Kind,
     task_id: str,
     snapshot: TaskSnapshot | None = None,
     *,
@@ -574,7 +629,7 @@ def _on_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-def store_written(writes: StoreWrites | None, verb: str, task_id: str) -> None:
+def store_written(writes: StoreWrites | None, verb: Kind, task_id: str) -> None:
     """A core's write of ``task_id`` (``verb``: ``"save"`` or ``"delete"``) succeeded: its
     row is no longer stale, and it ends an outage in which one of its kind failed
     (:meth:`StoreWrites.succeeded`)."""

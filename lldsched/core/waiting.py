@@ -58,6 +58,26 @@ class DependencyWaits(CoreParts):
         except Exception:
             return ()
 
+    def _history(self, task: ScheduledTask, token: int | None) -> Sequence[ExecutionRecord] | None:
+        """A shared store's records of the dependent ``task`` for the readiness check of
+        the slot begun on the claim with ``token``; None when the read raised anything,
+        counted into the outage as a failed claim (a claim's read, as a misfire's is, ended
+        by the next claim that succeeds): the check decides nothing, and the claim is given
+        back as it is, for the next wake to read them again.  Read as none, the task had
+        never run, and a success of an upstream it used already let it run again (docs/
+        DECISIONS.md, "A dependent's readiness check that raises").  Without a claim to
+        give back (``token`` None: no runtime begins a shared slot so), read as none."""
+        store = cast(HistoryStore, self._store)  # a shared store is a CoordinatedStore
+        try:
+            return store.records(task.id)
+        except Exception as exc:
+            if token is None:
+                return ()
+            writes = self._writes
+            assert writes is not None  # a core with a store has one
+            writes.call_failed(exc, "claim", f"read of the records of {task.id} for its readiness")
+            return None
+
     def _held(self, task: ScheduledTask, token: int | None = None) -> bool:
         """The readiness check of a SCHEDULED dependent whose entry is due: True when it
         must not start (it is BLOCKED now, or FAILED because an upstream it waits for
@@ -66,7 +86,11 @@ class DependencyWaits(CoreParts):
         write (:meth:`_write_wait`)."""
         deps = self._dependencies()
         if deps.shared:
-            deps.recount(task)
+            history = self._history(task, token)
+            if history is None:  # nothing decided: the claim is given back, read next wake
+                self._queue.discard(task)  # its entry, already popped, must not run
+                return True
+            deps.recount(task, history)
         if not deps.unmet(task):
             deps.started(task)
             return False

@@ -54,6 +54,7 @@ from lldsched.core.duequeue import queued_entry
 from lldsched.core.follow import claimed_entry, follow, load
 from lldsched.core.machine import SchedulerCore
 from lldsched.core.recovery import decide_misfire
+from lldsched.core.storewrites import Kind
 from lldsched.core.task import Entry, Run, ScheduledTask
 from lldsched.errors import LeaseLost, ValidationError
 from lldsched.logs import CLUSTER, instant_text
@@ -259,7 +260,7 @@ class Coordinator:
             self._say_lost(self._lost_deciding)
             self._lost_deciding = []
 
-    def _failed(self, error: Exception, kind: str, doing: str | None = None) -> None:
+    def _failed(self, error: Exception, kind: Kind, doing: str | None = None) -> None:
         """A call of ``kind`` failed (``doing``: what, if more than its kind): logged by
         the core's :class:`~lldsched.core.storewrites.StoreWrites`, the one rule (a
         shared store that is down or closed fails at every wake: said once an outage).
@@ -276,8 +277,9 @@ class Coordinator:
         writes.call_failed(error, kind, doing or kind)
         self._failed_since_wait = True
 
-    def _succeeded(self, kind: str) -> None:
-        """A call of ``kind`` succeeded: it may end an outage (said there)."""
+    def _succeeded(self, kind: Kind) -> None:
+        """A call of ``kind`` succeeded: it may end an outage (said there: which kinds end
+        which is :data:`~lldsched.core.storewrites.ENDED_BY`'s)."""
         writes = self._core.store_writes
         if writes is not None and writes.outage is not None:
             writes.succeeded(kind)
@@ -736,18 +738,20 @@ class Coordinator:
         if records or due != claim.slot:  # else RUN_ALL's next catch-up: nothing new
             snapshot = core.snapshot(task)
             try:
-                if not self._write_decided(
+                written = self._write_decided(
                     claim.task_id,
                     claim.token,
                     snapshot,
                     records,
                     release=not runs,
                     doing="deciding its misfire",
-                ):
-                    return None
+                )
             except Exception as exc:  # nothing written: the lease expires, someone decides again
                 self._failed(exc, "misfire", f"write of the misfire decided for {task.id}")
                 return None
+            if not written:  # a lease lost: nothing written, which ends no outage
+                return None
+            self._succeeded("misfire")
         if not runs or due is None:
             return None
         return queued_entry(task, due)
@@ -786,13 +790,18 @@ class Coordinator:
         the task BLOCKED: it gave back each claim of the row (one a wake), and the row
         said SCHEDULED, until a success here released the task."""
         snapshot = self._core.snapshot(self._core.tasks[task_id])
+        writes = self._core.store_writes
+        assert writes is not None  # a core with a store has one
         try:
-            self._write_decided(task_id, token, snapshot, records, release=True, doing=doing)
+            written = self._write_decided(
+                task_id, token, snapshot, records, release=True, doing=doing
+            )
         except Exception as exc:
-            writes = self._core.store_writes
-            assert writes is not None  # a core with a store has one
             writes.failed(exc, "save", task_id, snapshot, records=records)
             self._release(task_id, token)
+            return
+        if written and writes.outage is not None:  # its row stale no more, as a save's
+            writes.succeeded("save", task_id)
 
     def _write_decided(
         self,
