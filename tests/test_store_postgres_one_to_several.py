@@ -11,6 +11,8 @@ unshared first (``count_records`` in ``lldsched/stores/sqlite_shared.py``)."""
 
 from __future__ import annotations
 
+import itertools
+
 from lldsched import FakeClock, FixedRate, OneTime, RetryPolicy, Scheduler
 from lldsched.model import ExecutionRecord
 from lldsched.stores.postgres import PostgresTaskStore
@@ -58,33 +60,38 @@ def _several_processes(dsn: str, clock: FakeClock, phase: int, runs: int) -> tup
                 _writes(steps.scheduler, phase)
                 steps.advance(PERIOD)
                 wait_until(
-                    lambda: follows(second, "c", lambda t: t.name == f"c-{phase}")
-                    and second.dead_letter() == [f"broken-{k}" for k in range(1, phase + 1)],
+                    lambda: follows(second, "c", lambda t: t.name == f"c-{phase}"),
                     timeout=10,
-                    what="the second scheduler to follow c's new row and the failure",
+                    what="the second scheduler to follow c's removal and new row",
                 )
-                for task_id in TASKS:  # the first one's runs, read from the feed
-                    wait_until(
-                        lambda task_id=task_id: follows(
-                            second, task_id, lambda t: t.run_count == runs + 1
-                        ),
-                        timeout=10,
-                        what=f"the second scheduler to follow {task_id}'s run",
-                    )
+                failed = [f"broken-{k}" for k in range(1, phase + 1)]
+                wait_until(
+                    lambda: (
+                        follows(second, f"broken-{phase}", lambda t: True)
+                        and second.dead_letter() == failed
+                    ),
+                    timeout=10,
+                    what=f"the second scheduler's dead letter to be {failed}",
+                )
+                _follow_runs(second, runs + 1)  # the first one's runs, read from the feed
                 with Stepper(second) as other:
                     other.advance(2 * PERIOD)  # its clock: the slot after the first's
-                    for task_id in TASKS:  # the second one's runs, read from the feed
-                        wait_until(
-                            lambda task_id=task_id: follows(
-                                steps.scheduler, task_id, lambda t: t.run_count == runs + 2
-                            ),
-                            timeout=10,
-                            what=f"the first scheduler to follow {task_id}'s run",
-                        )
+                    _follow_runs(steps.scheduler, runs + 2)  # the second one's runs
         finally:
             second.shutdown()
         clock.set(second.clock.now())
         return first_store.node, second_store.node
+
+
+def _follow_runs(scheduler: Scheduler, count: int) -> None:
+    """Wait until ``scheduler`` has read from the feed that each task ran ``count`` times."""
+    wait_until(
+        lambda: all(
+            follows(scheduler, task_id, lambda t: t.run_count == count) for task_id in TASKS
+        ),
+        timeout=10,
+        what=f"{scheduler!r} to follow run {count} of {TASKS}",
+    )
 
 
 def _tokens_rise(records: list[ExecutionRecord]) -> bool:
@@ -95,7 +102,7 @@ def _tokens_rise(records: list[ExecutionRecord]) -> bool:
         assert record.token is not None, record
         by_slot.setdefault(record.slot, []).append(record.token)
     slots = sorted(by_slot)
-    return all(max(by_slot[s]) < min(by_slot[t]) for s, t in zip(slots, slots[1:], strict=False))
+    return all(max(by_slot[s]) < min(by_slot[t]) for s, t in itertools.pairwise(slots))
 
 
 def test_a_database_used_by_one_process_then_several_and_back_keeps_every_record_in_order(
@@ -105,7 +112,8 @@ def test_a_database_used_by_one_process_then_several_and_back_keeps_every_record
     with PostgresTaskStore(postgres_dsn) as store:
         registrar = Scheduler(clock=clock, store=store)
         for task_id in TASKS:
-            registrar.schedule(task_id, jobs.noop, FixedRate(PERIOD, start_delay=PERIOD), id=task_id)
+            every = FixedRate(PERIOD, start_delay=PERIOD)
+            registrar.schedule(task_id, jobs.noop, every, id=task_id)
         registrar.schedule("c-0", jobs.noop, OneTime(FAR), id="c")
         for phase, slot in reversed(FAILS):  # registered in the reverse of their failures
             registrar.schedule(
