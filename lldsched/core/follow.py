@@ -47,12 +47,21 @@ plan of a task paused during its ``RUN_ALL`` catch-up (:func:`_plan`), and for t
 slots given up of a task whose retry policy counts it (:func:`_streak`)."""
 
 
-def load(core: SchedulerCore, snapshots: Iterable[TaskSnapshot], *, records_of: RecordsOf) -> None:
+def load(
+    core: SchedulerCore,
+    snapshots: Iterable[TaskSnapshot],
+    *,
+    records_of: RecordsOf,
+    dead_letter: Iterable[str] = (),
+) -> None:
     """Register every stored row as it is (a shared store's tasks at construction), as
     :func:`follow` registers a row it learns (:func:`_register`).  ``records_of``: see
-    :data:`RecordsOf`."""
+    :data:`RecordsOf`.  The FAILED ones enter the dead letter in the order of
+    ``dead_letter`` (the store's, oldest failure first), as a restart restores it from
+    an unshared store; before, in the order the rows were registered."""
     for snapshot in snapshots:
         _register(core, snapshot, records_of)
+    core.order_dead_letter(dead_letter)
 
 
 def follow(core: SchedulerCore, change: Change, *, records_of: RecordsOf) -> ScheduledTask | None:

@@ -216,6 +216,19 @@ class Restoration(CoreParts):
         if status is SUCCEEDED or status is CANCELLED:  # finished here too: it may retire
             self._finished(task, self.clock.now())
 
+    def order_dead_letter(self, dead_letter: Iterable[str]) -> None:
+        """Put the dead letter in the order of ``dead_letter`` (a store's, oldest failure
+        first: :meth:`~lldsched.persistence.HistoryStore.dead_letter`); the ids it does not
+        name follow, in the order they entered it.  For the rows
+        :func:`~lldsched.core.follow.load` registers one by one, which enter it in the
+        order they were registered, not failed (:meth:`restore` orders a batch itself)."""
+        dead = self._dead
+        ordered = {task_id: None for task_id in dead_letter if task_id in dead}
+        rest = [task_id for task_id in dead if task_id not in ordered]
+        dead.clear()
+        dead.update(ordered)
+        dead.update(dict.fromkeys(rest))
+
     def learnt(self, task: ScheduledTask) -> None:
         """``task`` was just registered here from a row another process wrote (a shared
         store's change feed: :func:`~lldsched.core.follow.follow`): the listeners hear it

@@ -158,7 +158,12 @@ class Coordinator:
         can (``leave_out``; docs/CLUSTER.md, "Rolling deploys"): refusing the store
         would stop an older process from starting at all."""
         with self.store.muted():
-            load(self._core, self.store.load_all(leave_out=True), records_of=self.store.records)
+            load(
+                self._core,
+                self.store.load_all(leave_out=True),
+                records_of=self.store.records,
+                dead_letter=self.store.dead_letter(),
+            )
         for task in self._core.tasks.values():  # rows written unshared, or by a simulation
             if task.overlap in TWO_AT_ONCE:
                 log.warning(
