@@ -4,7 +4,8 @@
 made (runs, outcomes, retries, given-up and skipped slots, lateness and duration
 percentiles, overruns, blocked waits; :data:`SUMMARY_COLUMNS`), by the rule the command
 line's text summary follows too (:func:`lldsched.views.report.summary_of`);
-:func:`utilisation` is the busy fraction of each worker per interval.  :func:`ran`
+:func:`utilisation` is the busy fraction of each worker per interval (of each process
+and worker, for several processes' runs: :func:`run_nodes`).  :func:`ran`
 keeps the rows that are runs (not slots decided without one), and :func:`check_frame`
 refuses, naming it, what is not a frame of runs: every view that takes one asks it.
 No state, no lock.
@@ -248,10 +249,10 @@ def mean_busy(frame: pd.DataFrame, workers: int | Iterable[int], freq: str = "1h
     that its workers spent busy, from 0.0 to 1.0; NaN for a frame of no run.
 
     A worker is busy while at least one run is in flight on it, so a lane that ran
-    several things at once (the event loop's, or the records of several processes sharing
-    a store) counts each instant once, however many runs it held: the mean of
-    :func:`utilisation`'s cells counted its runs in flight instead, and three coroutines
-    at once on the loop's lane beside an idle worker read 150 %.  Without runs at once on
+    several things at once (the event loop's) counts each instant once, however many
+    runs it held: the mean of :func:`utilisation`'s cells counted its runs in flight
+    instead, and three coroutines at once on the loop's lane beside an idle worker read
+    150 %.  Without runs at once on
     a lane, the two are equal.  Several processes' runs (:func:`run_nodes`) are laned by
     ``(node, worker)``, as :func:`utilisation` columns them.
     """
@@ -311,7 +312,7 @@ def run_nodes(runs: pd.DataFrame) -> list[str | None]:
     if "node" not in runs.columns:
         return []
     named = runs["node"].dropna().unique().tolist()
-    nodes: list[str | None] = sorted(str(node) for node in named)
+    nodes: list[str | None] = [*sorted(str(node) for node in named)]
     if runs["node"].isna().any():
         nodes.append(None)
     return nodes if len(nodes) > 1 else []
@@ -323,9 +324,7 @@ def _node_codes(runs: pd.DataFrame, nodes: list[str | None]) -> np.ndarray:
     return np.where(codes < 0, len(nodes) - 1, codes).astype(np.int64)
 
 
-def worker_lanes(
-    runs: pd.DataFrame, nodes: list[str | None]
-) -> tuple[np.ndarray, list[str]]:
+def worker_lanes(runs: pd.DataFrame, nodes: list[str | None]) -> tuple[np.ndarray, list[str]]:
     """Each run's lane (a code from 0, lanes in order of node, as ``nodes`` has them,
     then worker) and each lane's label: ``"worker 0"``, or with ``nodes``
     (:func:`run_nodes`) ``"host:pid · worker 0"`` (:func:`lane_label`)."""

@@ -266,9 +266,10 @@ def _rows_at_once(
     a note: a lane whose runs overlap in time gets a row for each run at once.
 
     A worker index runs one thing at a time on threads, but not every lane does: the
-    event loop's (``worker == workers``) runs many coroutines at once, the records of
-    several processes sharing a store reuse one another's worker numbers, and a task
-    with ``Overlap.ALLOW`` runs on several workers at once (a lane per task).  Drawn on
+    event loop's (``worker == workers``) runs many coroutines at once, and a task with
+    ``Overlap.ALLOW`` runs on several workers at once (a lane per task); several
+    processes' runs get a lane per process and worker (:func:`worker_lanes`), but the
+    runs that name no process still share theirs.  Drawn on
     one row, each such run's bar covered the others: four coroutines of half a second
     read as one.  Each run takes the first row of its lane free at its start (rows
     numbered from the top, the lane's label on its first, "+1", "+2" under it; at most
@@ -359,7 +360,8 @@ def _busiest_lanes(
         return frame, ""  # every lane, and every row of runs at once, fits
     # A stable sort: of lanes equally busy, the first to appear stays.
     kept = busy.index[np.argsort(-busy.to_numpy(), kind="stable")[:max_lanes]]
-    chosen = np.ones(len(frame), dtype=bool) if len(busy) <= max_lanes else key.isin(kept).to_numpy()
+    every = len(busy) <= max_lanes
+    chosen = np.ones(len(frame), dtype=bool) if every else key.isin(kept).to_numpy()
     candidates = frame[chosen]
     codes, keys = pd.factorize(key[chosen])
     _, most = _at_once(candidates, codes, len(keys))

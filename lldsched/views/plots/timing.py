@@ -10,7 +10,6 @@ import numpy as np
 import pandas as pd
 
 from lldsched.views.frames import mean_busy, utilisation
-from lldsched.views.summaries import lane_label, node_labels
 from lldsched.views.plots._base import (
     DETAIL_RUNS,
     MAX_LANES,
@@ -32,6 +31,7 @@ from lldsched.views.plots._base import (
     ran,
     task_mark,
 )
+from lldsched.views.summaries import lane_label, node_labels
 from lldsched.views.tables import seconds_text
 
 __all__ = ["lateness_distribution", "lateness_over_time", "utilisation_plot"]
