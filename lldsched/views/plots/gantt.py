@@ -111,10 +111,12 @@ def gantt(
     everything = ran(frame)  # a slot a misfire policy decided ran on no worker
     fit = max_lanes if ax is None or max_lanes is None else _fitting(ax, max_lanes)
     nodes = run_nodes(everything)  # of every run: the lanes drawn may be one node's
-    frame, note = _busiest_lanes(everything, by, fit, nodes)
+    # each run's lane by worker (of its node), a code from 0; the lanes' labels
+    every_lane = worker_lanes(everything, nodes) if by == "worker" else None
+    frame, note = _busiest_lanes(everything, by, fit, every_lane)
     codes, labels, palette, named = _tasks(frame, _seconds(frame["duration"]))
-    if by == "worker":
-        base, base_labels = worker_lanes(frame, nodes)
+    if every_lane is not None:
+        base, base_labels = every_lane if frame is everything else worker_lanes(frame, nodes)
     else:
         base, base_labels = codes, labels
     lane, lane_labels, first_rows, crowded = _rows_at_once(frame, base, base_labels)
@@ -155,7 +157,7 @@ def gantt(
     ax.grid(axis="x", color="0.9", zorder=0)
     ax.set_axisbelow(True)
     _time_axis(ax, tz, blank=not len(frame) and shown is None)
-    title = title if title is not None else _gantt_title(everything, by, nodes)
+    title = title if title is not None else _gantt_title(everything, every_lane)
     _title(ax, title)
     return figure
 
@@ -321,12 +323,13 @@ def _span(span: tuple[float | datetime, float | datetime]) -> tuple[float, float
     return low, high
 
 
-def _gantt_title(frame: pd.DataFrame, by: str, nodes: list[str | None]) -> str:
+def _gantt_title(frame: pd.DataFrame, by_worker: tuple[Any, list[str]] | None) -> str:
     """The runs of every lane, drawn or not, and how many failed or timed out (and were
-    cancelled, if any was), as the summaries count them (:func:`_failures`)."""
+    cancelled, if any was), as the summaries count them (:func:`_failures`).  A chart by
+    worker has ``by_worker`` (:func:`worker_lanes` of ``frame``), one by task None."""
     failed, timed_out, cancelled = (int(cut.sum()) for cut in _failures(frame))
-    what = "worker" if by == "worker" else "task"
-    lanes = len(worker_lanes(frame, nodes)[1]) if by == "worker" else frame["task_id"].nunique()
+    what = "worker" if by_worker is not None else "task"
+    lanes = len(by_worker[1]) if by_worker is not None else frame["task_id"].nunique()
     return (
         f"{counted(len(frame), 'run')} on {counted(lanes, what)}: "
         f"{failed:,} failed, {timed_out:,} timed out"
@@ -343,14 +346,15 @@ def _fitting(ax: Axes, max_lanes: int) -> int:
 
 
 def _busiest_lanes(
-    frame: pd.DataFrame, by: str, max_lanes: int | None, nodes: list[str | None]
+    frame: pd.DataFrame, by: str, max_lanes: int | None, by_worker: tuple[Any, Any] | None
 ) -> tuple[pd.DataFrame, str]:
     """The runs of the busiest lanes (the most run time) whose rows (a lane of runs at
     once has several: :func:`_rows_at_once`) number at most ``max_lanes`` (every lane
     for ``None``; at least the busiest one), and the note that says how many lanes were
-    left out ("" if none were).  A worker's lane is of its node with ``nodes``."""
+    left out ("" if none were).  By worker, ``by_worker`` is :func:`worker_lanes` of
+    ``frame``: each run's lane, of its node's worker."""
     key = (
-        pd.Series(worker_lanes(frame, nodes)[0], index=frame.index) if by == "worker"
+        pd.Series(by_worker[0], index=frame.index) if by_worker is not None
         else frame["task_id"]
     )  # fmt: skip
     busy = pd.Series(_seconds(frame["duration"]), index=frame.index).groupby(
