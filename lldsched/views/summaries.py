@@ -4,7 +4,8 @@
 made (runs, outcomes, retries, given-up and skipped slots, lateness and duration
 percentiles, overruns, blocked waits; :data:`SUMMARY_COLUMNS`), by the rule the command
 line's text summary follows too (:func:`lldsched.views.report.summary_of`);
-:func:`utilisation` is the busy fraction of each worker per interval.  :func:`ran`
+:func:`utilisation` is the busy fraction of each worker per interval (of each process
+and worker, for several processes' runs: :func:`run_nodes`).  :func:`ran`
 keeps the rows that are runs (not slots decided without one), and :func:`check_frame`
 refuses, naming it, what is not a frame of runs: every view that takes one asks it.
 No state, no lock.
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import operator
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, SupportsIndex
 
 from lldsched.views import missing_extra
@@ -42,10 +43,15 @@ __all__ = [
     "MOST_WORKERS",
     "SUMMARY_COLUMNS",
     "check_frame",
+    "lane_label",
     "mean_busy",
+    "node_label",
+    "node_labels",
     "ran",
+    "run_nodes",
     "task_summary",
     "utilisation",
+    "worker_lanes",
 ]
 
 SUMMARY_COLUMNS = TaskSummary._fields
@@ -188,9 +194,15 @@ def utilisation(
 
     Each run counts, so a worker index that ran several things at once reads above 1.0:
     the mean number of its runs in flight.  Threads never do, but the scheduler's event
-    loop (``worker == workers``, its coroutines at once) and the records of several
-    processes sharing a store (each numbers its workers from 0; the frame's ``node``
-    column tells them apart) do.
+    loop (``worker == workers``, its coroutines at once) does.
+
+    The runs of several processes sharing a store (each numbers its workers from 0; the
+    frame's ``node`` column says which ran each: :func:`run_nodes`) are not one worker's:
+    then the columns are a ``(node, worker)`` :class:`pandas.MultiIndex` (levels
+    ``node`` and ``worker``; nodes sorted, then NaN, pandas' missing value, for runs
+    that name no process),
+    every process taken to have the workers ``workers`` names.  With one node or none,
+    a column per worker, as ever.
     """
     columns = _workers(workers)
     step = _step(freq)
@@ -198,7 +210,7 @@ def utilisation(
     if runs is None:
         empty = pd.DatetimeIndex([], dtype=DTYPES["start"], name=_INTERVAL)
         return pd.DataFrame({w: pd.Series([], dtype=float) for w in columns}, index=empty)
-    start, finish, lane = runs
+    start, finish, lane, nodes = runs
     origin, bins = _intervals(start, finish, step, freq)
     first_bin = (start - origin) // step
     last_bin = np.maximum(first_bin, (finish - origin - 1) // step)  # the bin holding finish
@@ -214,12 +226,20 @@ def utilisation(
     bin_index = first_bin[run] + offset
     bin_start = origin + bin_index * step
     busy = np.minimum(finish[run], bin_start + step) - np.maximum(start[run], bin_start)
+    lanes = len(columns) * max(len(nodes), 1)
     grid = np.bincount(
-        lane[run] * bins + bin_index, weights=busy.astype(float), minlength=len(columns) * bins
-    ).reshape(len(columns), bins)
+        lane[run] * bins + bin_index, weights=busy.astype(float), minlength=lanes * bins
+    ).reshape(lanes, bins)
     index = pd.DatetimeIndex(
         (origin + np.arange(bins) * step).view("M8[us]"), name=_INTERVAL
     ).tz_localize("UTC")
+    if nodes:  # a lane per (node, worker), each node's workers in the order asked
+        place = {w: i for i, w in enumerate(sorted(columns))}
+        order = [n * len(columns) + place[w] for n in range(len(nodes)) for w in columns]
+        names = pd.MultiIndex.from_tuples(
+            [(node, w) for node in nodes for w in columns], names=["node", "worker"]
+        )
+        return pd.DataFrame(grid[order].T / step, index=index, columns=names)
     result = pd.DataFrame(grid.T / step, index=index, columns=sorted(columns))
     return result[columns]
 
@@ -229,18 +249,19 @@ def mean_busy(frame: pd.DataFrame, workers: int | Iterable[int], freq: str = "1h
     that its workers spent busy, from 0.0 to 1.0; NaN for a frame of no run.
 
     A worker is busy while at least one run is in flight on it, so a lane that ran
-    several things at once (the event loop's, or the records of several processes sharing
-    a store) counts each instant once, however many runs it held: the mean of
-    :func:`utilisation`'s cells counted its runs in flight instead, and three coroutines
-    at once on the loop's lane beside an idle worker read 150 %.  Without runs at once on
-    a lane, the two are equal.
+    several things at once (the event loop's) counts each instant once, however many
+    runs it held: the mean of :func:`utilisation`'s cells counted its runs in flight
+    instead, and three coroutines at once on the loop's lane beside an idle worker read
+    150 %.  Without runs at once on
+    a lane, the two are equal.  Several processes' runs (:func:`run_nodes`) are laned by
+    ``(node, worker)``, as :func:`utilisation` columns them.
     """
     columns = _workers(workers)
     step = _step(freq)
     runs = _lane_runs(frame, columns, workers)
     if runs is None:
         return float("nan")
-    start, finish, lane = runs
+    start, finish, lane, nodes = runs
     _, bins = _intervals(start, finish, step, freq)
     # Each lane's runs in order of start: a run adds the part of it past the latest
     # finish before it on its lane.
@@ -249,7 +270,7 @@ def mean_busy(frame: pd.DataFrame, workers: int | Iterable[int], freq: str = "1h
     reached = pd.Series(finish).groupby(lane).cummax()
     before = reached.groupby(lane).shift(1, fill_value=int(start.min())).to_numpy()
     union = np.maximum(finish - np.maximum(start, before), 0).sum()
-    return float(union) / (len(columns) * bins * step)
+    return float(union) / (len(columns) * max(len(nodes), 1) * bins * step)
 
 
 _INTERVAL = "interval"  # the name of utilisation's index
@@ -257,10 +278,12 @@ _INTERVAL = "interval"  # the name of utilisation's index
 
 def _lane_runs(
     frame: pd.DataFrame, columns: list[int], workers: object
-) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str | None]] | None:
     """The runs of ``frame`` as ``(start, finish, lane)`` arrays (microseconds since the
-    epoch, and the index of each run's worker among ``columns`` sorted); None for no run.
-    A run on a worker not among ``columns`` is refused, naming it."""
+    epoch, and the index of each run's worker among ``columns`` sorted, plus
+    ``len(columns)`` times its node's index among the nodes), and the nodes
+    (:func:`run_nodes`: ``[]`` for one or none); None for no run.  A run on a worker
+    not among ``columns`` is refused, naming it."""
     frame = ran(frame)  # decided slots ran nowhere
     if frame.empty:
         return None
@@ -273,7 +296,76 @@ def _lane_runs(
     start = frame["start"].to_numpy(dtype="M8[us]").astype(np.int64)
     finish = frame["finish"].to_numpy(dtype="M8[us]").astype(np.int64)
     lane = np.searchsorted(np.array(sorted(columns)), frame["worker"].to_numpy())
-    return start, finish, lane
+    nodes = run_nodes(frame)
+    if nodes:
+        lane = lane + _node_codes(frame, nodes) * len(columns)
+    return start, finish, lane, nodes
+
+
+def run_nodes(runs: pd.DataFrame) -> list[str | None]:
+    """The processes that ran ``runs`` (rows of :func:`ran`; the frame's ``node``) when
+    there is more than one: their ids sorted, then ``None`` if some runs name no process
+    (an unshared scheduler's, a store's kept before it had the column, a rolling
+    upgrade's older process); ``[]`` for one process or none, whose lanes are a worker's.
+    A worker index is a worker of its process (every process numbers its workers from
+    0), so the views lane several processes' runs by ``(node, worker)``."""
+    if "node" not in runs.columns:
+        return []
+    # Not one unique() with the NAs: pandas' string unique is 20 times slower on them.
+    missing = runs["node"].isna()
+    named = runs["node"][~missing].unique().tolist() if not missing.all() else []
+    nodes: list[str | None] = [*sorted(str(node) for node in named)]
+    if missing.any():
+        nodes.append(None)
+    return nodes if len(nodes) > 1 else []
+
+
+def _node_codes(runs: pd.DataFrame, nodes: list[str | None]) -> np.ndarray:
+    """The index of each run's node among ``nodes`` (:func:`run_nodes`: ``None`` last)."""
+    codes = pd.Categorical(runs["node"], categories=[n for n in nodes if n is not None]).codes
+    return np.where(codes < 0, len(nodes) - 1, codes).astype(np.int64)
+
+
+def worker_lanes(runs: pd.DataFrame, nodes: list[str | None]) -> tuple[np.ndarray, list[str]]:
+    """Each run's lane (a code from 0, lanes in order of node, as ``nodes`` has them,
+    then worker) and each lane's label: ``"worker 0"``, or with ``nodes``
+    (:func:`run_nodes`) ``"host:pid · worker 0"`` (:func:`lane_label`)."""
+    workers = runs["worker"].to_numpy(dtype=np.int64)
+    if not nodes:  # the distinct values hashed, then sorted: not a sort of every run
+        indexes = np.sort(pd.unique(workers))
+        return np.searchsorted(indexes, workers), [lane_label(None, w) for w in indexes.tolist()]
+    low = int(workers.min()) if len(workers) else 0
+    span = (int(workers.max()) - low + 1) if len(workers) else 1
+    key = _node_codes(runs, nodes) * span + (workers - low)
+    keys = np.sort(pd.unique(key))
+    texts = node_labels(nodes)
+    labels = [lane_label(texts[int(k) // span], int(k) % span + low) for k in keys.tolist()]
+    return np.searchsorted(keys, key), labels
+
+
+def lane_label(node: str | None, worker: int) -> str:
+    """A worker's lane: ``"worker 0"``, or of a node's worker (``node``, the node's
+    label: :func:`node_labels`) ``"host:pid · worker 0"``."""
+    return f"worker {worker}" if node is None else f"{node} · worker {worker}"
+
+
+def node_label(node: str | None) -> str:
+    """A node's id in short: ``"host:pid"`` of a holder id ``"host:pid:random"`` (whole
+    if it is not one), ``"no node"`` for ``None`` (runs that name no process)."""
+    if node is None:
+        return "no node"
+    parts = node.split(":")
+    return f"{parts[0]}:{parts[1]}" if len(parts) == 3 else node
+
+
+def node_labels(nodes: Sequence[str | None]) -> list[str]:
+    """Each node's :func:`node_label`, or its whole id where the short one would name
+    two nodes (one host's pid reused: a restart, another container of one name)."""
+    short = [node_label(node) for node in nodes]
+    twice = {label for label in short if short.count(label) > 1}
+    return [
+        str(node) if label in twice else label for node, label in zip(nodes, short, strict=True)
+    ]
 
 
 def _intervals(start: np.ndarray, finish: np.ndarray, step: int, freq: str) -> tuple[int, int]:

@@ -40,6 +40,7 @@ from lldsched.views.plots._base import (
 )
 from lldsched.views.plots.palette import text_on
 from lldsched.views.plots.runbars import _BAR_HEIGHT, _draw_runs, _failures, _mark_handles
+from lldsched.views.summaries import lane_label, node_label, run_nodes, worker_lanes
 from lldsched.views.tables import seconds_text
 
 __all__ = ["MAX_ROWS_AT_ONCE", "gantt", "mark_wait"]
@@ -92,9 +93,12 @@ def gantt(
     lanes were left out ("40 busiest of 300 tasks drawn").  Without ``ax`` the figure
     is 0.45 inch a lane up to 16 lanes and 0.25 for each one more.
 
-    Runs at once on one lane (the event loop's coroutines, on ``worker == workers``;
-    several processes' records of a shared store, whose workers are numbered alike: the
-    frame's ``node`` column says which process ran each; a
+    The runs of several processes sharing a store (the frame's ``node`` column: each
+    numbers its workers from 0) get a lane per process and worker, labelled
+    ``"host:pid · worker 0"`` (:func:`~lldsched.views.summaries.run_nodes`); with one
+    process or none, a lane per worker, ``"worker 0"``.
+
+    Runs at once on one lane (the event loop's coroutines, on ``worker == workers``; a
     task's ``Overlap.ALLOW`` runs, by task) get a row each, ``+1``, ``+2`` under the
     lane's label, at most :data:`MAX_ROWS_AT_ONCE`, and the key says how many ran at
     once; ``max_lanes`` then bounds the rows (fewer of the busiest lanes are drawn).
@@ -106,12 +110,13 @@ def gantt(
     waits = frame[frame["outcome"] == "blocked"]
     everything = ran(frame)  # a slot a misfire policy decided ran on no worker
     fit = max_lanes if ax is None or max_lanes is None else _fitting(ax, max_lanes)
-    frame, note = _busiest_lanes(everything, by, fit)
+    nodes = run_nodes(everything)  # of every run: the lanes drawn may be one node's
+    # each run's lane by worker (of its node), a code from 0; the lanes' labels
+    every_lane = worker_lanes(everything, nodes) if by == "worker" else None
+    frame, note = _busiest_lanes(everything, by, fit, every_lane)
     codes, labels, palette, named = _tasks(frame, _seconds(frame["duration"]))
-    if by == "worker":
-        workers = sorted(frame["worker"].unique().tolist())
-        base = np.searchsorted(np.array(workers, dtype=np.int64), frame["worker"].to_numpy())
-        base_labels = [f"worker {w}" for w in workers]
+    if every_lane is not None:
+        base, base_labels = every_lane if frame is everything else worker_lanes(frame, nodes)
     else:
         base, base_labels = codes, labels
     lane, lane_labels, first_rows, crowded = _rows_at_once(frame, base, base_labels)
@@ -148,11 +153,11 @@ def gantt(
         ax.set_xlim(*shown)
     ax.set_yticks(range(lanes), lane_labels)
     ax.set_ylim(max(lanes, 1) - 0.5, -0.5)
-    ax.set_ylabel("worker" if by == "worker" else "task")
+    ax.set_ylabel(("node · worker" if nodes else "worker") if by == "worker" else "task")
     ax.grid(axis="x", color="0.9", zorder=0)
     ax.set_axisbelow(True)
     _time_axis(ax, tz, blank=not len(frame) and shown is None)
-    title = title if title is not None else _gantt_title(everything, by)
+    title = title if title is not None else _gantt_title(everything, every_lane)
     _title(ax, title)
     return figure
 
@@ -263,9 +268,10 @@ def _rows_at_once(
     a note: a lane whose runs overlap in time gets a row for each run at once.
 
     A worker index runs one thing at a time on threads, but not every lane does: the
-    event loop's (``worker == workers``) runs many coroutines at once, the records of
-    several processes sharing a store reuse one another's worker numbers, and a task
-    with ``Overlap.ALLOW`` runs on several workers at once (a lane per task).  Drawn on
+    event loop's (``worker == workers``) runs many coroutines at once, and a task with
+    ``Overlap.ALLOW`` runs on several workers at once (a lane per task); several
+    processes' runs get a lane per process and worker (:func:`worker_lanes`), but the
+    runs that name no process still share theirs.  Drawn on
     one row, each such run's bar covered the others: four coroutines of half a second
     read as one.  Each run takes the first row of its lane free at its start (rows
     numbered from the top, the lane's label on its first, "+1", "+2" under it; at most
@@ -317,12 +323,13 @@ def _span(span: tuple[float | datetime, float | datetime]) -> tuple[float, float
     return low, high
 
 
-def _gantt_title(frame: pd.DataFrame, by: str) -> str:
+def _gantt_title(frame: pd.DataFrame, by_worker: tuple[Any, list[str]] | None) -> str:
     """The runs of every lane, drawn or not, and how many failed or timed out (and were
-    cancelled, if any was), as the summaries count them (:func:`_failures`)."""
+    cancelled, if any was), as the summaries count them (:func:`_failures`).  A chart by
+    worker has ``by_worker`` (:func:`worker_lanes` of ``frame``), one by task None."""
     failed, timed_out, cancelled = (int(cut.sum()) for cut in _failures(frame))
-    what = "worker" if by == "worker" else "task"
-    lanes = frame[what if by == "worker" else "task_id"].nunique()
+    what = "worker" if by_worker is not None else "task"
+    lanes = len(by_worker[1]) if by_worker is not None else frame["task_id"].nunique()
     return (
         f"{counted(len(frame), 'run')} on {counted(lanes, what)}: "
         f"{failed:,} failed, {timed_out:,} timed out"
@@ -338,12 +345,18 @@ def _fitting(ax: Axes, max_lanes: int) -> int:
     return min(max(int(inches / MIN_LANE_INCHES), 1), max_lanes)
 
 
-def _busiest_lanes(frame: pd.DataFrame, by: str, max_lanes: int | None) -> tuple[pd.DataFrame, str]:
+def _busiest_lanes(
+    frame: pd.DataFrame, by: str, max_lanes: int | None, by_worker: tuple[Any, Any] | None
+) -> tuple[pd.DataFrame, str]:
     """The runs of the busiest lanes (the most run time) whose rows (a lane of runs at
     once has several: :func:`_rows_at_once`) number at most ``max_lanes`` (every lane
     for ``None``; at least the busiest one), and the note that says how many lanes were
-    left out ("" if none were)."""
-    key = frame["worker"] if by == "worker" else frame["task_id"]
+    left out ("" if none were).  By worker, ``by_worker`` is :func:`worker_lanes` of
+    ``frame``: each run's lane, of its node's worker."""
+    key = (
+        pd.Series(by_worker[0], index=frame.index) if by_worker is not None
+        else frame["task_id"]
+    )  # fmt: skip
     busy = pd.Series(_seconds(frame["duration"]), index=frame.index).groupby(
         key.to_numpy(), sort=False
     ).sum()  # fmt: skip
@@ -351,9 +364,10 @@ def _busiest_lanes(frame: pd.DataFrame, by: str, max_lanes: int | None) -> tuple
         return frame, ""  # every lane, and every row of runs at once, fits
     # A stable sort: of lanes equally busy, the first to appear stays.
     kept = busy.index[np.argsort(-busy.to_numpy(), kind="stable")[:max_lanes]]
-    candidates = frame if len(busy) <= max_lanes else frame[key.isin(kept)]
-    lane_key = candidates["worker"] if by == "worker" else candidates["task_id"]
-    codes, keys = pd.factorize(lane_key)
+    every = len(busy) <= max_lanes
+    chosen = np.ones(len(frame), dtype=bool) if every else key.isin(kept).to_numpy()
+    candidates = frame[chosen]
+    codes, keys = pd.factorize(key[chosen])
     _, most = _at_once(candidates, codes, len(keys))
     rows = pd.Series(np.minimum(most, MAX_ROWS_AT_ONCE), index=keys)
     if rows.sum() > max_lanes:  # runs at once: fewer lanes, so that their rows fit
@@ -401,7 +415,7 @@ def mark_wait(
     # A task's lane is labelled as _tasks labels it: its name (shortened if long, whole
     # if shortening would make it another's), or, for a name two tasks share, with its id.
     lane_labels = (
-        [f"worker {run['worker']}"] if by == "worker"
+        _worker_labels(run) if by == "worker"
         else [task_label(f"{name} ({run['task_id']})"), task_label(name), name]
     )  # fmt: skip
     found = [label for label in lane_labels if label in labels]
@@ -420,3 +434,13 @@ def mark_wait(
         zorder=7,
     )  # fmt: skip
     return _root(ax)
+
+
+def _worker_labels(run: pd.Series[Any]) -> list[str]:
+    """The labels the lane of ``run`` may have on a chart by worker: of its node's worker
+    (the node in short, or whole where the short form names two: ``node_labels``) on a
+    chart of several processes' runs, else ``"worker 0"`` (last, as the error names it)."""
+    worker = int(run["worker"])
+    node = None if pd.isna(run.get("node")) else str(run["node"])
+    ids = dict.fromkeys([node_label(node), "no node" if node is None else node])
+    return [*(lane_label(text, worker) for text in ids), lane_label(None, worker)]

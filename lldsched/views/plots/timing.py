@@ -31,6 +31,7 @@ from lldsched.views.plots._base import (
     ran,
     task_mark,
 )
+from lldsched.views.summaries import lane_label, node_labels
 from lldsched.views.tables import seconds_text
 
 __all__ = ["lateness_distribution", "lateness_over_time", "utilisation_plot"]
@@ -195,7 +196,9 @@ def utilisation_plot(
     tall as for :data:`MAX_LANES` and only every k-th row is labelled (at most
     :data:`MAX_LANES` labels, none overlapping).  A worker index that ran several things
     at once (the event loop's lane) reads above 1.0 (:func:`utilisation`): the colour
-    scale then runs up to its figure, and its label says so."""
+    scale then runs up to its figure, and its label says so.  The runs of several
+    processes sharing a store get a row per process and worker (as :func:`utilisation`
+    columns them), labelled ``"host:pid · worker 0"``."""
     table = utilisation(frame, workers, freq)
     lanes = len(table.columns)
     tall = _lanes_height(min(lanes, MAX_LANES), each=0.4)
@@ -218,9 +221,22 @@ def utilisation_plot(
         title = f"Worker utilisation per {freq}"
     every = -(-lanes // MAX_LANES)  # a label every k rows: at most MAX_LANES labels
     labelled = range(0, lanes, every)
-    ax.set_yticks(labelled, [f"worker {table.columns[i]}" for i in labelled])
+    ax.set_yticks(labelled, [_lane_labels(table.columns)[i] for i in labelled])
     ax.set_ylim(max(lanes, 1) - 0.5, -0.5)
-    ax.set_ylabel("worker")
+    ax.set_ylabel("node · worker" if isinstance(table.columns, pd.MultiIndex) else "worker")
     _time_axis(ax, tz, blank=not len(table))
     _title(ax, title)
     return figure
+
+
+def _lane_labels(columns: pd.Index) -> list[str]:
+    """The label of each of :func:`utilisation`'s columns: ``"worker 0"``, or of a
+    ``(node, worker)`` column ``"host:pid · worker 0"``."""
+    if not isinstance(columns, pd.MultiIndex):
+        return [lane_label(None, int(w)) for w in columns]
+    # pandas keeps a run's missing node (None) as NaN in the index
+    named = [None if pd.isna(node) else str(node) for node in columns.get_level_values("node")]
+    nodes = list(dict.fromkeys(named))
+    texts = dict(zip(nodes, node_labels(nodes), strict=True))
+    workers = columns.get_level_values("worker")
+    return [lane_label(texts[node], int(w)) for node, w in zip(named, workers, strict=True)]

@@ -1,0 +1,151 @@
+"""The records of several processes sharing a store, laned by process and worker.
+
+Every process numbers its workers from 0, so a chart laned by worker index alone drew two
+processes' ``worker 0`` on one lane (their runs overlapping on it) and counted them as one
+worker's utilisation.  With records of more than one node, each lane is a (node, worker);
+with one node or none, the lanes are as they were.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.text import Annotation
+
+from lldsched import ExecutionRecord, Outcome
+from lldsched.views.frames import mean_busy, to_frame, utilisation
+from lldsched.views.plots import gantt, mark_wait, utilisation_plot
+from lldsched.views.summaries import node_label
+from tests.conftest import T0
+
+R = ExecutionRecord
+A = "alpha.example.org:101:ab12cd"
+B = "beta:202:ef34ab"
+
+
+def lanes(ax: Axes) -> list[str]:
+    return [t.get_text() for t in ax.get_yticklabels()]
+
+
+def bar_rows(ax: Axes) -> list[float]:
+    (runs,) = [c for c in ax.collections if c.get_gid() == "runs"]
+    return [round(float(np.mean(np.asarray(path.vertices)[:4, 1])), 6) for path in runs.get_paths()]
+
+
+def run(task: str, worker: int, start: float, length: float, node: str | None) -> ExecutionRecord:
+    return R.of(
+        task_id=task, name=task, attempt=1, due=start, slot=start, worker=worker,
+        started=start, finished=start + length, ok=True, node=node,
+    )  # fmt: skip
+
+
+def two_processes() -> list[ExecutionRecord]:
+    """Two processes, each running on its worker 0 at the same time, B on its worker 1 too."""
+    return [
+        run("a", 0, T0, 1800, A),
+        run("b", 0, T0, 1800, B),
+        run("c", 1, T0 + 600, 600, B),
+    ]
+
+
+def test_the_short_form_of_a_node_is_its_host_and_pid() -> None:
+    assert node_label(A) == "alpha.example.org:101"
+    assert node_label(None) == "no node"
+    assert node_label("odd") == "odd"  # not a holder id: whole
+
+
+def test_a_gantt_chart_of_two_processes_lanes_by_node_and_worker() -> None:
+    ax = gantt(to_frame(two_processes())).axes[0]
+    assert lanes(ax) == [
+        "alpha.example.org:101 · worker 0", "beta:202 · worker 0", "beta:202 · worker 1"
+    ]  # fmt: skip
+    assert bar_rows(ax) == [0.0, 1.0, 2.0]  # no two runs on one lane, no "+1" row
+    assert ax.get_title(loc="left") == "3 runs on 3 workers: 0 failed, 0 timed out"
+    assert ax.get_ylabel() == "node · worker"
+
+
+def test_records_of_no_node_beside_a_node_get_lanes_of_their_own() -> None:
+    # A rolling upgrade's older process writes no node: its runs are not the named one's.
+    frame = to_frame([run("a", 0, T0, 600, A), run("b", 0, T0, 1200, None)])
+    assert lanes(gantt(frame).axes[0]) == ["alpha.example.org:101 · worker 0", "no node · worker 0"]
+    table = utilisation(frame, 1, "1h")
+    assert table.columns[0] == (A, 0)
+    assert np.isnan(table.columns[1][0])  # pandas keeps the missing node as NaN
+    assert table.iloc[0].tolist() == [1 / 6, 1 / 3]
+    ax = utilisation_plot(frame, 1, "1h").axes[0]
+    assert lanes(ax) == ["alpha.example.org:101 · worker 0", "no node · worker 0"]
+
+
+def test_one_node_or_none_lanes_by_worker_as_before() -> None:
+    for node in (A, None):
+        records = [run("a", 0, T0, 60, node), run("b", 1, T0, 60, node)]
+        ax = gantt(to_frame(records)).axes[0]
+        assert lanes(ax) == ["worker 0", "worker 1"]
+        assert ax.get_ylabel() == "worker"
+
+
+def test_a_slot_decided_without_a_run_is_no_second_node() -> None:
+    # A decided slot names no node (it ran nowhere): it is not a process of its own.
+    missed = R.of(
+        task_id="m", name="m", attempt=0, due=T0, slot=T0, worker=-1, started=T0,
+        finished=T0, ok=False, misfire=Outcome.MISSED,
+    )  # fmt: skip
+    frame = to_frame([run("a", 0, T0, 60, A), missed])
+    assert lanes(gantt(frame).axes[0]) == ["worker 0"]
+    assert list(utilisation(frame, 1, "1h").columns) == [0]
+
+
+def test_the_busiest_lanes_keep_their_node_when_the_others_are_left_out() -> None:
+    records = [run("a", 0, T0, 3600, A), run("b", 1, T0, 3000, A), run("c", 0, T0, 60, B)]
+    ax = gantt(to_frame(records), max_lanes=2).axes[0]
+    assert lanes(ax) == ["alpha.example.org:101 · worker 0", "alpha.example.org:101 · worker 1"]
+    assert ax.get_title(loc="right") == "2 busiest of 3 workers drawn; 1 left out"
+
+
+def test_mark_wait_finds_the_lane_of_its_node() -> None:
+    late = R.of(
+        task_id="b", name="b", attempt=1, due=T0 + 100, slot=T0 + 100, worker=0,
+        started=T0 + 130, finished=T0 + 190, ok=True, node=B,
+    )  # fmt: skip
+    frame = to_frame([run("a", 0, T0, 60, A), run("c", 1, T0, 60, A), late])
+    figure = gantt(frame)
+    mark_wait(figure, frame.iloc[2], text="b's wait")
+    (arrow,) = [t for t in figure.axes[0].texts if isinstance(t, Annotation)]
+    assert round(float(arrow.xy[1]), 6) == 2.42  # B's worker 0, the third lane (not A's)
+
+
+def test_utilisation_of_two_processes_has_a_column_per_node_and_worker() -> None:
+    frame = to_frame(two_processes())
+    table = utilisation(frame, 2, "1h")
+    assert list(table.columns) == [(A, 0), (A, 1), (B, 0), (B, 1)]
+    assert table.columns.names == ["node", "worker"]
+    assert table.iloc[0].tolist() == [0.5, 0.0, 0.5, 1 / 6]  # no lane above 1.0
+    # four workers, one of them idle: the busy time over the four lanes
+    assert mean_busy(frame, 2, "1h") == (1800 + 1800 + 600) / (4 * 3600)
+    assert list(utilisation(frame, [1, 0], "1h").columns) == [(A, 1), (A, 0), (B, 1), (B, 0)]
+
+
+def test_utilisation_of_one_node_has_a_column_per_worker_as_before() -> None:
+    table = utilisation(to_frame([run("a", 0, T0, 1800, A)]), 2, "1h")
+    assert list(table.columns) == [0, 1]
+    assert table.iloc[0].tolist() == [0.5, 0.0]
+
+
+def test_the_utilisation_plot_of_two_processes_labels_each_lane_with_its_node() -> None:
+    frame = to_frame(two_processes())
+    ax = utilisation_plot(frame, 2, "1h").axes[0]
+    assert lanes(ax) == [
+        "alpha.example.org:101 · worker 0", "alpha.example.org:101 · worker 1",
+        "beta:202 · worker 0", "beta:202 · worker 1",
+    ]  # fmt: skip
+    assert ax.get_title(loc="left").endswith("mean 29%")
+    assert ax.get_ylabel() == "node · worker"
+    single = utilisation_plot(to_frame([run("a", 0, T0, 60, A)]), 2, "1h").axes[0]
+    assert lanes(single) == ["worker 0", "worker 1"]
+
+
+def test_two_nodes_of_one_host_and_pid_keep_their_whole_ids() -> None:
+    # host:pid alone would name both (a pid reused in another container of one name).
+    twins = ["box:7:aaaaaa", "box:7:bbbbbb"]
+    ax = gantt(to_frame([run("a", 0, T0, 60, twins[0]), run("b", 0, T0, 60, twins[1])])).axes[0]
+    assert lanes(ax) == [f"{twins[0]} · worker 0", f"{twins[1]} · worker 0"]
