@@ -152,6 +152,14 @@ def test_a_clock_raising_at_a_dead_upstreams_wait_end_fails_the_dependent_shared
             scheduler.shutdown()
 
 
+def _load_after(scheduler: Scheduler, *upstreams: str) -> None:
+    """Schedule each of ``upstreams`` hourly (its first run an hour on) and ``load``
+    (every 0.2 s) that depends on them."""
+    for upstream in upstreams:
+        scheduler.schedule(upstream, jobs.noop, FixedRate(HOUR, start_delay=HOUR), id=upstream)
+    scheduler.schedule("load", jobs.noop, FixedRate(0.2), id="load", depends_on=list(upstreams))
+
+
 class OwnRecordsRaiseAfterItsRun(HookedStore):
     """A shared SQLite store whose first read of ``load``'s records from a worker (its
     readiness check) once ``load`` has a success stored raises a driver's error."""
@@ -181,10 +189,7 @@ def test_a_dependent_whose_own_records_are_unread_holds_its_slot_and_does_not_ru
     with store:
         scheduler = Scheduler(workers=2, store=store)
         try:
-            scheduler.schedule("extract", jobs.noop, FixedRate(HOUR, start_delay=HOUR),
-                               id="extract")  # fmt: skip
-            scheduler.schedule("load", jobs.noop, FixedRate(0.2), id="load",
-                               depends_on=["extract"])  # fmt: skip
+            _load_after(scheduler, "extract")
             scheduler.start()
             wait_until(lambda: scheduler.task("load").status is TaskStatus.BLOCKED,
                        timeout=10, what="load waiting for extract")  # fmt: skip
@@ -228,10 +233,7 @@ def test_a_dependent_whose_own_records_are_unread_at_its_release_is_not_left_blo
     with HookedStore(path, lease=LEASE, poll=POLL) as first:
         scheduler = Scheduler(workers=2, store=first)
         try:
-            scheduler.schedule("extract", jobs.noop, FixedRate(HOUR, start_delay=HOUR),
-                               id="extract")  # fmt: skip
-            scheduler.schedule("load", jobs.noop, FixedRate(0.2), id="load",
-                               depends_on=["extract"])  # fmt: skip
+            _load_after(scheduler, "extract")
             scheduler.start()
             scheduler.run_now("extract")
             wait_until(lambda: sum(r.ok for r in first.records("load")) == 1, timeout=10,
@@ -270,11 +272,7 @@ def test_a_dependent_released_on_unread_records_that_still_waits_does_not_run_ag
     with store:
         scheduler = Scheduler(workers=2, store=store)
         try:
-            for upstream in ("extract", "clean"):
-                scheduler.schedule(upstream, jobs.noop, FixedRate(HOUR, start_delay=HOUR),
-                                   id=upstream)  # fmt: skip
-            scheduler.schedule("load", jobs.noop, FixedRate(0.2), id="load",
-                               depends_on=["extract", "clean"])  # fmt: skip
+            _load_after(scheduler, "extract", "clean")
             scheduler.start()
             scheduler.run_now("extract")
             scheduler.run_now("clean")
